@@ -1,0 +1,7 @@
+"""`python -m tlsprobe` runs the command line."""
+
+import sys
+
+from tlsprobe.cli import main
+
+sys.exit(main())

@@ -1,0 +1,58 @@
+"""Exit codes and the user-facing error type shared by every command.
+
+Exit codes (documented in the README):
+  0  success (and, for policy checks, no finding at or above --fail-on)
+  1  findings at or above --fail-on (scan), or a probe whose verification failed
+  2  usage error (bad argument, unreadable file)
+  3  network error: unknown host, connection refused, timeout, reset
+  4  the server answered but not with TLS (HTTP, SSH banner, garbage)
+  5  the server sent a TLS alert or ended the handshake (e.g. no shared group)
+  6  the server broke the protocol (malformed or unexpected message, bad signature/Finished)
+  7  broken input file (pcap): partially read
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+EXIT_NETWORK = 3
+EXIT_NOT_TLS = 4
+EXIT_ALERT = 5
+EXIT_PROTOCOL = 6
+EXIT_BAD_INPUT = 7
+
+
+class TlsprobeError(Exception):
+    """An error to be shown as one line, with an exit code."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class UsageError(TlsprobeError):
+    exit_code = EXIT_USAGE
+
+
+class NetworkError(TlsprobeError):
+    exit_code = EXIT_NETWORK
+
+
+class NotTlsError(TlsprobeError):
+    exit_code = EXIT_NOT_TLS
+
+
+class AlertError(TlsprobeError):
+    exit_code = EXIT_ALERT
+
+
+class ProtocolError(TlsprobeError):
+    exit_code = EXIT_PROTOCOL
+
+
+class BadInputError(TlsprobeError):
+    exit_code = EXIT_BAD_INPUT
