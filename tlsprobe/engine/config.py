@@ -1,0 +1,168 @@
+"""What the client offers, and the ClientHello built from it.
+
+Defaults follow a current browser: TLS 1.3 and 1.2, X25519MLKEM768 first with key shares for
+X25519MLKEM768 and X25519 (as Chrome sends them), then P-256 and P-384, the common AEAD suites.
+Every list takes any codepoint, so unknown, GREASE or private values can be offered.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+
+from tlsprobe import kex, registry
+from tlsprobe.wire import extensions as ext
+from tlsprobe.wire.hello import ClientHello
+
+TLS13, TLS12, TLS11, TLS10, SSL30 = 0x0304, 0x0303, 0x0302, 0x0301, 0x0300
+
+DEFAULT_VERSIONS = (TLS13, TLS12)
+DEFAULT_GROUPS = (0x11EC, 0x001D, 0x0017, 0x0018)   # X25519MLKEM768, x25519, P-256, P-384
+DEFAULT_SUITES_13 = (0x1301, 0x1302, 0x1303)
+DEFAULT_SUITES_12 = (0xC02B, 0xC02F, 0xC02C, 0xC030, 0xCCA9, 0xCCA8, 0xC009, 0xC013, 0xC00A,
+                     0xC014, 0x009E, 0x009F, 0x009C, 0x009D, 0x002F, 0x0035)
+DEFAULT_SIGALGS = (0x0403, 0x0804, 0x0401, 0x0503, 0x0805, 0x0501, 0x0806, 0x0601, 0x0807,
+                   0x0808, 0x0809, 0x080A, 0x080B, 0x0603, 0x0203, 0x0201)
+DEFAULT_ALPN = ("h2", "http/1.1")
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """Everything the ClientHello says. `key_share_groups` None = the first one or two groups."""
+
+    server_name: str | None = None
+    versions: tuple[int, ...] = DEFAULT_VERSIONS
+    groups: tuple[int, ...] = DEFAULT_GROUPS
+    key_share_groups: tuple[int, ...] | None = None
+    cipher_suites_13: tuple[int, ...] = DEFAULT_SUITES_13
+    cipher_suites_12: tuple[int, ...] = DEFAULT_SUITES_12
+    signature_algorithms: tuple[int, ...] = DEFAULT_SIGALGS
+    alpn: tuple[str, ...] = DEFAULT_ALPN
+    grease: bool = False
+    session_ticket: bool = True
+    extended_master_secret: bool = True
+    encrypt_then_mac: bool = True
+    status_request: bool = True
+    renegotiation_info: bool = True
+    padding: bool = True
+    max_version_legacy: int = TLS12
+
+    @property
+    def offers_tls13(self) -> bool:
+        return any(v >= TLS13 or v >> 8 == 0x7F for v in self.versions)
+
+    @property
+    def max_legacy(self) -> int:
+        legacy = [v for v in self.versions if v <= TLS12]
+        return max(legacy) if legacy else TLS12
+
+    def cipher_suites(self) -> tuple[int, ...]:
+        suites: list[int] = []
+        if self.offers_tls13:
+            suites += self.cipher_suites_13
+        if any(v <= TLS12 for v in self.versions):
+            suites += self.cipher_suites_12
+        if any(v <= TLS12 for v in self.versions) and self.renegotiation_info:
+            suites.append(0x00FF)  # TLS_EMPTY_RENEGOTIATION_INFO_SCSV
+        return tuple(dict.fromkeys(suites))
+
+    def offered_groups(self) -> tuple[int, ...]:
+        """Groups to list: TLS 1.3-only groups are dropped from a hello without TLS 1.3."""
+        if self.offers_tls13:
+            return self.groups
+        kept = []
+        for g in self.groups:
+            info = registry.group(g)
+            if info is None or info.tls12:
+                kept.append(g)
+        return tuple(kept)
+
+    def share_groups(self) -> tuple[int, ...]:
+        if not self.offers_tls13:
+            return ()
+        if self.key_share_groups is not None:
+            return self.key_share_groups
+        groups = self.offered_groups()
+        if not groups:
+            return ()
+        first = groups[0]
+        info = registry.group(first)
+        # Browsers send a PQ hybrid share together with a classic one.
+        if info is not None and info.kind in ("hybrid", "mlkem") and len(groups) > 1:
+            return (first, groups[1])
+        return (first,)
+
+    def with_server_name(self, name: str | None) -> "ClientConfig":
+        return replace(self, server_name=name)
+
+
+@dataclass
+class BuiltHello:
+    hello: ClientHello
+    shares: dict[int, kex.KeyShare] = field(default_factory=dict)
+
+
+def _share_for(group: int) -> tuple[bytes, kex.KeyShare | None]:
+    try:
+        share = kex.generate(group)
+    except kex.UnsupportedGroup:
+        return kex.offer_only_share(group), None
+    return share.public, share
+
+
+def build_client_hello(config: ClientConfig, *, share_groups: tuple[int, ...] | None = None,
+                       session_id: bytes | None = None, cookie: bytes | None = None,
+                       random: bytes | None = None,
+                       reuse: dict[int, kex.KeyShare] | None = None) -> BuiltHello:
+    """Build a ClientHello (and the key shares behind it) from `config`."""
+    shares: dict[int, kex.KeyShare] = {}
+    entries: list[tuple[int, bytes]] = []
+    for group in (config.share_groups() if share_groups is None else share_groups):
+        if reuse and group in reuse:
+            entries.append((group, reuse[group].public))
+            shares[group] = reuse[group]
+            continue
+        public, share = _share_for(group)
+        entries.append((group, public))
+        if share is not None:
+            shares[group] = share
+    exts: list[ext.Extension] = []
+    if config.server_name:
+        exts.append(ext.server_name(config.server_name))
+    if config.extended_master_secret and any(v <= TLS12 for v in config.versions):
+        exts.append(ext.extended_master_secret())
+    if config.renegotiation_info and any(v <= TLS12 for v in config.versions):
+        exts.append(ext.renegotiation_info(b""))
+    groups = config.offered_groups()
+    if groups:
+        exts.append(ext.supported_groups(list(groups)))
+    if any(v <= TLS12 for v in config.versions):
+        exts.append(ext.ec_point_formats([0]))
+    if config.session_ticket:
+        exts.append(ext.session_ticket(b""))
+    if config.alpn:
+        exts.append(ext.alpn(list(config.alpn)))
+    if config.status_request:
+        exts.append(ext.status_request())
+    if config.signature_algorithms and config.max_legacy >= TLS12 or config.offers_tls13:
+        exts.append(ext.signature_algorithms(list(config.signature_algorithms)))
+    if config.encrypt_then_mac and any(v <= TLS12 for v in config.versions):
+        exts.append(ext.encrypt_then_mac())
+    if config.offers_tls13:
+        exts.append(ext.key_share_client(entries))
+        exts.append(ext.psk_key_exchange_modes([1]))
+        exts.append(ext.supported_versions_client(list(config.versions)))
+        if cookie is not None:
+            exts.append(ext.cookie(cookie))
+    hello = ClientHello(
+        legacy_version=config.max_legacy,
+        random=random if random is not None else os.urandom(32),
+        legacy_session_id=session_id if session_id is not None else
+        (os.urandom(32) if config.offers_tls13 else b""),
+        cipher_suites=list(config.cipher_suites()),
+        legacy_compression_methods=b"\x00",
+        extensions=exts,
+    )
+    if config.padding:
+        hello = ext.pad_client_hello(hello)
+    return BuiltHello(hello, shares)

@@ -1,0 +1,147 @@
+"""TCP connections with a connect timeout, a per-read timeout and a total deadline.
+
+Every failure becomes a `NetworkError` whose one-line message names host, port and cause.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+import time
+from dataclasses import dataclass
+
+from tlsprobe.errors import NetworkError, UsageError
+
+
+@dataclass(frozen=True)
+class Target:
+    host: str
+    port: int
+
+    @property
+    def display(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+def parse_target(text: str, default_port: int = 443) -> Target:
+    """HOST, HOST:PORT, [v6]:PORT, or a bare IPv6 address."""
+    text = text.strip()
+    if not text:
+        raise UsageError("empty target: give HOST[:PORT]")
+    if "://" in text:
+        text = text.split("://", 1)[1].split("/", 1)[0]
+    host, port_text = text, ""
+    if text.startswith("["):
+        end = text.find("]")
+        if end < 0:
+            raise UsageError(f"bad target {text!r}: missing ']' (use [::1]:443)")
+        host, rest = text[1:end], text[end + 1:]
+        if rest:
+            if not rest.startswith(":"):
+                raise UsageError(f"bad target {text!r}: expected ':PORT' after ']'")
+            port_text = rest[1:]
+    elif text.count(":") == 1:
+        host, port_text = text.split(":")
+    if not host:
+        raise UsageError(f"bad target {text!r}: no host")
+    port = default_port
+    if port_text:
+        if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            raise UsageError(f"bad port {port_text!r} in {text!r}: expected 1-65535")
+        port = int(port_text)
+    return Target(host, port)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, socket.gaierror):
+        return f"unknown host ({exc.strerror})"
+    if isinstance(exc, (socket.timeout, TimeoutError)):
+        return "timed out"
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, ConnectionResetError):
+        return "connection reset by peer"
+    if isinstance(exc, OSError) and exc.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH):
+        return "network unreachable"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror.lower()
+    return str(exc) or exc.__class__.__name__
+
+
+class Channel:
+    """A connected TCP socket; reads honour both a per-read timeout and a total deadline."""
+
+    def __init__(self, sock: socket.socket, target: Target, address: str,
+                 read_timeout: float, deadline: float, connect_time: float) -> None:
+        self.sock = sock
+        self.target = target
+        self.address = address
+        self.read_timeout = read_timeout
+        self.deadline = deadline
+        self.connect_time = connect_time
+        self.bytes_sent = 0
+        self.bytes_received = 0
+
+    def error(self, cause: str) -> NetworkError:
+        return NetworkError(f"{self.target.display}: {cause}")
+
+    def send(self, data: bytes) -> None:
+        try:
+            self.sock.settimeout(max(0.01, min(self.read_timeout, self.deadline - time.monotonic())))
+            self.sock.sendall(data)
+            self.bytes_sent += len(data)
+        except OSError as exc:
+            raise self.error(f"send failed: {_describe(exc)}") from None
+
+    def recv(self, limit: int = 65536) -> bytes:
+        """Next chunk of bytes; b"" at EOF. Raises NetworkError on timeout or reset."""
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise self.error("timed out (total time limit reached)")
+        self.sock.settimeout(min(self.read_timeout, remaining))
+        try:
+            data = self.sock.recv(limit)
+        except (socket.timeout, TimeoutError):
+            raise self.error(f"timed out waiting for the server "
+                             f"(no data for {min(self.read_timeout, remaining):.1f} s)") from None
+        except OSError as exc:
+            raise self.error(_describe(exc)) from None
+        self.bytes_received += len(data)
+        return data
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def __enter__(self) -> "Channel":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_channel(target: Target, *, timeout: float = 10.0, read_timeout: float | None = None,
+                 total_timeout: float | None = None, family: int = 0) -> Channel:
+    """Resolve and connect (trying each address) within `timeout` seconds."""
+    start = time.monotonic()
+    deadline = start + (total_timeout if total_timeout is not None else 3 * timeout + 10)
+    try:
+        infos = socket.getaddrinfo(target.host, target.port, family, socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise NetworkError(f"{target.display}: {_describe(exc)}") from None
+    last: BaseException | None = None
+    for fam, kind, proto, _, addr in infos:
+        sock = socket.socket(fam, kind, proto)
+        sock.settimeout(max(0.01, min(timeout, deadline - time.monotonic())))
+        try:
+            sock.connect(addr)
+        except OSError as exc:
+            sock.close()
+            last = exc
+            continue
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return Channel(sock, target, str(addr[0]), read_timeout or timeout, deadline,
+                       time.monotonic() - start)
+    raise NetworkError(f"{target.display}: {_describe(last) if last else 'no address'}")

@@ -1,0 +1,225 @@
+"""Turn a client handshake's state into a ProbeResult: what was offered, what was chosen."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Iterable
+
+from tlsprobe import registry
+from tlsprobe.engine.client import ClientHandshake
+from tlsprobe.probes.dhgroups import dh_group_name
+from tlsprobe.net.tcp import Target
+from tlsprobe.registry import HandshakeType
+from tlsprobe.report.model import (AlertInfo, CertificateInfo, Cipher, Codepoint, KeyExchange,
+                                   Offer, ProbeResult, Timings)
+from tlsprobe.session.flow import CLIENT, AlertEvent, MessageEvent
+from tlsprobe.wire import extensions as ext
+from tlsprobe.wire.hello import ClientHello
+
+# Bits as `openssl s_client` prints them in "Server Temp Key".
+TEMP_KEY = {0x001D: ("X25519", 253), 0x001E: ("X448", 448), 0x0017: ("ECDH, prime256v1", 256),
+            0x0018: ("ECDH, secp384r1", 384), 0x0019: ("ECDH, secp521r1", 521),
+            0x0016: ("ECDH, secp256k1", 256), 0x0015: ("ECDH, secp224r1", 224),
+            0x0013: ("ECDH, prime192v1", 192), 0x001A: ("ECDH, brainpoolP256r1", 256),
+            0x001B: ("ECDH, brainpoolP384r1", 384), 0x001C: ("ECDH, brainpoolP512r1", 512),
+            0x001F: ("ECDH, brainpoolP256r1", 256), 0x0020: ("ECDH, brainpoolP384r1", 384),
+            0x0021: ("ECDH, brainpoolP512r1", 512), 0x0100: ("DH", 2048), 0x0101: ("DH", 3072),
+            0x0102: ("DH", 4096), 0x0103: ("DH", 6144), 0x0104: ("DH", 8192)}
+
+
+def _attr(obj: Any, *names: str) -> Any:
+    for name in names:
+        if hasattr(obj, name):
+            return getattr(obj, name)
+    return None
+
+
+def offer_of(hello: ClientHello, sni: str | None, alpn: Iterable[str]) -> Offer:
+    groups: list[int] = []
+    shares: list[int] = []
+    versions: list[int] = [hello.legacy_version]
+    sigalgs: list[int] = []
+    for e in hello.extensions:
+        if e.type == 10:
+            groups = list(ext.decode_supported_groups(e.data))
+        elif e.type == 51:
+            shares = [g for g, _ in ext.decode_key_share_client(e.data)]
+        elif e.type == 43:
+            versions = list(ext.decode_supported_versions_client(e.data))
+        elif e.type == 13:
+            sigalgs = list(ext.decode_signature_algorithms(e.data))
+    return Offer(
+        versions=tuple(Codepoint.version(v) for v in versions),
+        cipher_suites=tuple(Cipher.of(s) for s in hello.cipher_suites),
+        groups=tuple(Codepoint.group(g) for g in groups),
+        key_share_groups=tuple(Codepoint.group(g) for g in shares),
+        signature_algorithms=tuple(Codepoint.sigscheme(s) for s in sigalgs),
+        alpn=tuple(alpn), sni=sni, client_hello_bytes=len(hello.serialize()) + 4)
+
+
+def certificate_info(der: bytes) -> CertificateInfo:
+    """Summarise one DER certificate; garbage DER gives a placeholder, never an exception."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
+    digest = hashlib.sha256(der).hexdigest()
+    try:
+        cert = x509.load_der_x509_certificate(der)
+    except ValueError as exc:
+        return CertificateInfo(f"(unparsable certificate: {exc})", "", "unknown", None, "", "",
+                               "", "", digest)
+    try:
+        key = cert.public_key()
+        if isinstance(key, rsa.RSAPublicKey):
+            key_type, bits = "RSA", key.key_size
+        elif isinstance(key, ec.EllipticCurvePublicKey):
+            key_type, bits = f"EC {key.curve.name}", key.curve.key_size
+        elif isinstance(key, ed25519.Ed25519PublicKey):
+            key_type, bits = "Ed25519", 256
+        elif isinstance(key, ed448.Ed448PublicKey):
+            key_type, bits = "Ed448", 456
+        elif isinstance(key, dsa.DSAPublicKey):
+            key_type, bits = "DSA", key.key_size
+        else:
+            key_type, bits = type(key).__name__.replace("PublicKey", ""), None
+    except (ValueError, TypeError) as exc:
+        key_type, bits = f"unsupported key ({exc})", None
+    try:
+        sig = cert.signature_algorithm_oid._name
+    except ValueError:
+        sig = "unknown"
+    san: tuple[str, ...] = ()
+    try:
+        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        san = tuple(str(v) for v in names.get_values_for_type(x509.DNSName)) + \
+            tuple(str(v) for v in names.get_values_for_type(x509.IPAddress))
+    except (x509.ExtensionNotFound, ValueError):
+        pass
+    return CertificateInfo(
+        subject=cert.subject.rfc4514_string(), issuer=cert.issuer.rfc4514_string(),
+        key_type=key_type, key_bits=bits, signature_algorithm=sig,
+        not_before=cert.not_valid_before_utc.isoformat(),
+        not_after=cert.not_valid_after_utc.isoformat(),
+        serial=f"{cert.serial_number:x}", sha256=digest, san=san)
+
+
+def certificates_of(message: Any) -> list[bytes]:
+    out = []
+    for entry in _attr(message, "certificate_list", "certificates", "entries") or []:
+        out.append(entry if isinstance(entry, (bytes, bytearray)) else
+                   _attr(entry, "cert_data", "data", "certificate"))
+    return [bytes(c) for c in out if c is not None]
+
+
+def key_exchange_of(hs: ClientHandshake) -> KeyExchange | None:
+    sh = hs.server_hello
+    if sh is None:
+        return None
+    version = sh.selected_version
+    client_hello = hs.hellos[-1]
+    if version >= 0x0304:
+        share = sh.key_share
+        if share is None:
+            return None
+        group, key = share
+        info = registry.group(group)
+        kind = {"hybrid": "hybrid", "mlkem": "KEM", "ffdhe": "DHE"}.get(
+            info.kind if info else "", "ECDHE")
+        client_len = next((len(k) for g, k in ext.decode_key_share_client(
+            client_hello.extension(51).data) if g == group), None) \
+            if client_hello.extension(51) is not None else None
+        return _with_temp_key(KeyExchange(
+            kind=kind, source="hello_retry_request" if hs.hrr is not None else "key_share",
+            group=Codepoint.group(group), server_share_bytes=len(key),
+            client_share_bytes=client_len, valid=hs.share_problem is None and
+            hs.shared_secret is not None if hs.shares.get(group) else None,
+            problem=hs.share_problem))
+    suite = registry.cipher_suite(sh.cipher_suite)
+    kx = suite.kx if suite else None
+    ske = hs.flight.messages.get(HandshakeType.server_key_exchange)
+    if kx in ("RSA", "PSK", "RSA_PSK") or ske is None:
+        return KeyExchange(kind=kx or "unknown", source="rsa" if kx == "RSA" else "none")
+    named = _attr(ske, "named_curve")
+    if named is not None:
+        return _with_temp_key(KeyExchange(
+            kind="ECDHE", source="server_key_exchange", group=Codepoint.group(named),
+            server_share_bytes=len(_attr(ske, "public", "public_key", "point") or b"")))
+    prime = _attr(ske, "dh_p", "p")
+    if prime is not None:
+        p = int.from_bytes(prime, "big") if isinstance(prime, (bytes, bytearray)) else int(prime)
+        name = dh_group_name(p)
+        code = registry.parse_group(name) if name and name.startswith("ffdhe") else None
+        ys = _attr(ske, "dh_ys", "ys") or b""
+        return KeyExchange(
+            kind="DHE", source="dhe_parameters",
+            group=Codepoint.group(code) if code is not None else None,
+            server_share_bytes=len(ys) if isinstance(ys, (bytes, bytearray)) else None,
+            dh_prime_bits=p.bit_length(), dh_group_name=name or f"unknown {p.bit_length()}-bit",
+            bits=p.bit_length(), server_temp_key=f"DH, {p.bit_length()} bits")
+    return KeyExchange(kind="ECDHE", source="server_key_exchange", explicit_curve=True,
+                       problem="explicit curve parameters (not a named group)")
+
+
+def _with_temp_key(kx: KeyExchange) -> KeyExchange:
+    from dataclasses import replace
+    if kx.group is None:
+        return kx
+    known = TEMP_KEY.get(kx.group.id)
+    if known:
+        return replace(kx, bits=known[1], server_temp_key=f"{known[0]}, {known[1]} bits")
+    return replace(kx, server_temp_key=f"{kx.group.name}, {kx.server_share_bytes}-byte server share")
+
+
+def result_from(hs: ClientHandshake, target: Target, address: str | None, *,
+                error: tuple[str, str] | None = None,
+                timings: tuple[float | None, float, float] | None = None) -> ProbeResult:
+    config = hs.config
+    hello = hs.hellos[0] if hs.hellos else None
+    if hello is None:
+        from tlsprobe.engine.config import build_client_hello
+        hello = build_client_hello(config).hello
+    sh = hs.server_hello
+    alerts = tuple(AlertInfo("sent" if ev.direction == CLIENT else "received", ev.alert.level,
+                             ev.alert.description, registry.alert_name(ev.alert.description))
+                   for ev in hs.events if isinstance(ev, AlertEvent))
+    messages = tuple(("<<< " if ev.direction else ">>> ") +
+                     ("HelloRetryRequest" if ev.decoded is not None and
+                      getattr(ev.decoded.message, "is_hello_retry_request", False)
+                      else registry.handshake_name(ev.msg_type))
+                     for ev in hs.events if isinstance(ev, MessageEvent))
+    sig = None
+    ske = hs.flight.messages.get(HandshakeType.server_key_exchange)
+    cv = hs.flight.messages.get(HandshakeType.certificate_verify)
+    for m in (ske, cv):
+        code = _attr(m, "signature_scheme", "algorithm") if m is not None else None
+        if code is not None:
+            sig = Codepoint.sigscheme(code)
+    certs: tuple[CertificateInfo, ...] = ()
+    cert_msg = hs.flight.messages.get(HandshakeType.certificate)
+    if cert_msg is not None:
+        certs = tuple(certificate_info(der) for der in certificates_of(cert_msg))
+    alpn = None
+    sources = [sh.extension(16) if sh is not None else None]
+    ee = hs.flight.messages.get(HandshakeType.encrypted_extensions)
+    if ee is not None:
+        sources += [e for e in (_attr(ee, "extensions") or []) if e.type == 16]
+    for e in sources:
+        if e is not None:
+            protocols = ext.decode_alpn(e.data)
+            alpn = protocols[0] if protocols else None
+    nst = hs.flight.messages.get(HandshakeType.new_session_ticket)
+    lifetime = _attr(nst, "ticket_lifetime", "ticket_lifetime_hint") if nst is not None else None
+    t = Timings(*(round(x * 1000, 3) if x is not None else None for x in timings)) \
+        if timings else Timings()
+    return ProbeResult(
+        host=target.host, port=target.port, address=address,
+        offer=offer_of(hello, config.server_name, config.alpn),
+        version=Codepoint.version(sh.selected_version) if sh else None,
+        cipher=Cipher.of(sh.cipher_suite) if sh else None,
+        key_exchange=key_exchange_of(hs),
+        hello_retry_request=Codepoint.group(hs.hrr.hrr_selected_group)
+        if hs.hrr is not None and hs.hrr.hrr_selected_group is not None else None,
+        signature_scheme=sig, alpn=alpn, session_ticket_lifetime=lifetime,
+        certificates=certs, handshake_complete=bool(getattr(hs, "handshake_complete", False)),
+        finished_verified=getattr(hs, "finished_verified", None),
+        alerts=alerts, messages=messages, timings=t,
+        error=error[0] if error else None, error_kind=error[1] if error else None)

@@ -1,0 +1,92 @@
+"""Rich renderables for probe results (the only module of the probe path that imports rich)."""
+
+from __future__ import annotations
+
+from typing import IO
+
+from rich.console import Console
+from rich.table import Table
+
+from tlsprobe.report.model import ProbeResult
+
+SOURCES = {"key_share": "TLS 1.3 key_share", "hello_retry_request":
+           "TLS 1.3 key_share after HelloRetryRequest", "server_key_exchange":
+           "TLS 1.2 ServerKeyExchange", "dhe_parameters": "TLS 1.2 ServerKeyExchange DH parameters",
+           "rsa": "RSA key transport (no ephemeral key)", "none": "no ServerKeyExchange"}
+
+
+def probe_rows(r: ProbeResult) -> list[tuple[str, str]]:
+    """The summary as (label, value) rows; plain strings so tests and JSON agree."""
+    rows: list[tuple[str, str]] = []
+    where = f"{r.host}:{r.port}" if ":" not in r.host else f"[{r.host}]:{r.port}"
+    rows.append(("Target", where + (f" ({r.address})" if r.address and r.address != r.host else "")))
+    rows.append(("Protocol", r.version.label() if r.version else "(none)"))
+    if r.cipher:
+        rows.append(("Cipher", f"{r.cipher.iana_name} ({r.cipher.hex})"))
+        rows.append(("", f"OpenSSL name: {r.cipher.openssl_name or '(none)'}"))
+    kx = r.key_exchange
+    if kx is not None:
+        if kx.group is not None:
+            rows.append(("Group", f"{kx.group.label()}, from {SOURCES.get(kx.source, kx.source)}"))
+        elif kx.dh_group_name:
+            rows.append(("Group", f"DHE {kx.dh_group_name}, from {SOURCES[kx.source]}"))
+        else:
+            rows.append(("Key exchange", f"{kx.kind}, {SOURCES.get(kx.source, kx.source)}"))
+        if kx.server_temp_key:
+            rows.append(("Server Temp Key", kx.server_temp_key))
+        sizes = []
+        if kx.server_share_bytes is not None:
+            sizes.append(f"server {kx.server_share_bytes} bytes")
+        if kx.client_share_bytes is not None:
+            sizes.append(f"client {kx.client_share_bytes} bytes")
+        if sizes:
+            rows.append(("Key share sizes", ", ".join(sizes)))
+        if kx.dh_prime_bits:
+            rows.append(("DH prime", f"{kx.dh_prime_bits} bits ({kx.dh_group_name})"))
+        if kx.problem:
+            rows.append(("Key exchange problem", kx.problem))
+    if r.version is not None and r.version.id >= 0x0304:
+        rows.append(("HelloRetryRequest", r.hello_retry_request.label()
+                     if r.hello_retry_request else "no"))
+    if r.signature_scheme:
+        rows.append(("Signature scheme", r.signature_scheme.label()))
+    if r.version is not None:
+        rows.append(("ALPN", r.alpn or "(none)"))
+    if r.session_ticket_lifetime is not None:
+        rows.append(("Session ticket", f"lifetime {r.session_ticket_lifetime} s"))
+    for i, c in enumerate(r.certificates):
+        rows.append(("Certificate chain" if i == 0 else "", f"{i} s: {c.subject}"))
+        rows.append(("", f"  i: {c.issuer}"))
+        bits = f" {c.key_bits} bits" if c.key_bits else ""
+        rows.append(("", f"  a: {c.key_type}{bits}; {c.signature_algorithm}"))
+        rows.append(("", f"  v: {c.not_before} -> {c.not_after}"))
+    if r.verification is not None:
+        rows.append(("Verification", ("OK" if r.verification.ok else "FAILED") +
+                     f": {r.verification.message}"))
+    if r.version is not None:
+        state = "complete" if r.handshake_complete else "stopped after the server's first flight"
+        rows.append(("Handshake", state))
+    if r.http_status:
+        rows.append(("HTTP", r.http_status))
+    t = r.timings
+    parts = [f"{name} {v:.1f} ms" for name, v in (("connect", t.connect_ms),
+             ("handshake", t.handshake_ms)) if v is not None]
+    if parts:
+        rows.append(("Timing", ", ".join(parts)))
+    for a in r.alerts:
+        rows.append(("Alert", f"{a.direction} {'fatal' if a.level == 2 else 'warning'} "
+                     f"{a.name} ({a.description})"))
+    if r.error:
+        rows.append(("Error", r.error))
+    return rows
+
+
+def render_probe(r: ProbeResult, out: IO[str]) -> None:
+    console = Console(file=out, highlight=False, soft_wrap=True,
+                      width=None if out.isatty() else 200)
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    for label, value in probe_rows(r):
+        table.add_row(label, value)
+    console.print(table)
