@@ -1,0 +1,38 @@
+"""TLS 1.2 (and 1.0/1.1) RSA key transport: the client's encrypted pre_master_secret.
+
+RFC 5246 section 7.4.7.1: the pre_master_secret is client_version (the version offered in
+the ClientHello, not the negotiated one) followed by 46 random bytes, encrypted with
+RSAES-PKCS1-v1_5 to the key in the server's certificate. The wire layer adds the 2-byte
+length prefix (absent in SSL 3.0).
+"""
+
+from __future__ import annotations
+
+import os
+
+from cryptography import x509
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+from .base import InvalidShare
+
+
+def rsa_encrypt_premaster(public_key: rsa.RSAPublicKey | x509.Certificate,
+                          client_version: int) -> tuple[bytes, bytes]:
+    """Return (pre_master_secret, EncryptedPreMasterSecret) for the server's RSA key.
+
+    `public_key` may be the server's certificate. A non-RSA key is the server's fault
+    (an RSA suite with an ECDSA certificate) and raises `InvalidShare`."""
+    if isinstance(public_key, x509.Certificate):
+        public_key = public_key.public_key()  # type: ignore[assignment]
+    if not isinstance(public_key, rsa.RSAPublicKey):
+        raise InvalidShare(f"RSA key exchange needs an RSA key, the server's is "
+                           f"{type(public_key).__name__}")
+    if not 0 <= client_version <= 0xFFFF:
+        raise ValueError(f"client_version 0x{client_version:x} is not a 16-bit value")
+    premaster = client_version.to_bytes(2, "big") + os.urandom(46)
+    try:
+        encrypted = public_key.encrypt(premaster, padding.PKCS1v15())
+    except ValueError as exc:  # modulus too small to hold 48 bytes with padding
+        raise InvalidShare(f"RSA key of {public_key.key_size} bits cannot carry the "
+                           f"pre_master_secret ({exc})") from None
+    return premaster, encrypted
