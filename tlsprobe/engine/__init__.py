@@ -1,0 +1,39 @@
+"""Sans-IO TLS engine: key schedules, PRF, record protection and key logs.
+
+`keyschedule` (TLS 1.3 HKDF schedule and transcript hash), `prf` (TLS 1.0-1.2 PRF, master
+secret, key block, Finished), `suites` (per-suite cipher/MAC/PRF parameters), `protection`
+(record encryption and decryption for both directions), `keylog` (SSLKEYLOGFILE).
+The client state machine builds on these.
+"""
+
+from tlsprobe.engine.keylog import KeyLog, KeyLogWriter, load_keylog, parse_keylog
+from tlsprobe.engine.keyschedule import (
+    KeySchedule,
+    Transcript,
+    derive_secret,
+    hkdf_expand_label,
+    hkdf_extract,
+    tls13_hash_name,
+    traffic_keys,
+)
+from tlsprobe.engine.prf import KeyBlock, extended_master_secret, key_block, master_secret
+from tlsprobe.engine.protection import (
+    CbcProtection,
+    RecordProtection,
+    RecordProtectionError,
+    Tls12AeadProtection,
+    Tls13Protection,
+    protection_for_suite,
+    protections_from_key_block,
+)
+from tlsprobe.engine.suites import SUITES, SuiteParams, suite_params
+
+__all__ = [
+    "KeyLog", "KeyLogWriter", "load_keylog", "parse_keylog",
+    "KeySchedule", "Transcript", "derive_secret", "hkdf_expand_label", "hkdf_extract",
+    "tls13_hash_name", "traffic_keys",
+    "KeyBlock", "extended_master_secret", "key_block", "master_secret",
+    "CbcProtection", "RecordProtection", "RecordProtectionError", "Tls12AeadProtection",
+    "Tls13Protection", "protection_for_suite", "protections_from_key_block",
+    "SUITES", "SuiteParams", "suite_params",
+]

@@ -1,0 +1,197 @@
+"""SSLKEYLOGFILE lines: write the secrets of our own connections, read other tools' logs.
+
+Format (NSS key log, as written by OpenSSL, NSS, GnuTLS, curl and browsers): one
+``<LABEL> <client_random hex> <secret hex>`` per line, ``#`` comments. TLS 1.2 and older
+log ``CLIENT_RANDOM`` with the 48-byte master secret; TLS 1.3 logs one line per traffic
+secret. Parsing is bounded and never raises on bad content: bad lines are counted.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import IO, Iterable
+
+from tlsprobe.engine.keyschedule import KeySchedule
+
+CLIENT_RANDOM = "CLIENT_RANDOM"
+CLIENT_EARLY_TRAFFIC_SECRET = "CLIENT_EARLY_TRAFFIC_SECRET"
+CLIENT_HANDSHAKE_TRAFFIC_SECRET = "CLIENT_HANDSHAKE_TRAFFIC_SECRET"
+SERVER_HANDSHAKE_TRAFFIC_SECRET = "SERVER_HANDSHAKE_TRAFFIC_SECRET"
+CLIENT_TRAFFIC_SECRET_0 = "CLIENT_TRAFFIC_SECRET_0"
+SERVER_TRAFFIC_SECRET_0 = "SERVER_TRAFFIC_SECRET_0"
+EARLY_EXPORTER_SECRET = "EARLY_EXPORTER_SECRET"
+EXPORTER_SECRET = "EXPORTER_SECRET"
+
+#: Labels we read, with the secret lengths each may have.
+LABELS: dict[str, tuple[int, ...]] = {
+    CLIENT_RANDOM: (48,),
+    CLIENT_EARLY_TRAFFIC_SECRET: (32, 48),
+    CLIENT_HANDSHAKE_TRAFFIC_SECRET: (32, 48),
+    SERVER_HANDSHAKE_TRAFFIC_SECRET: (32, 48),
+    CLIENT_TRAFFIC_SECRET_0: (32, 48),
+    SERVER_TRAFFIC_SECRET_0: (32, 48),
+    EARLY_EXPORTER_SECRET: (32, 48),
+    EXPORTER_SECRET: (32, 48),
+}
+#: Labels other tools write that carry no per-client-random secret we use (RSA premaster
+#: lines keyed by encrypted premaster prefix, QUIC/ECH extras): skipped, not counted as bad.
+_SKIPPED_LABELS = frozenset({"RSA", "PMS_CLIENT_RANDOM", "ECH_SECRET", "ECH_CONFIG",
+                             "CLIENT_TRAFFIC_SECRET_1", "SERVER_TRAFFIC_SECRET_1"})
+
+MAX_LINE = 1024
+DEFAULT_MAX_SESSIONS = 100_000
+DEFAULT_MAX_BYTES = 64 << 20
+
+
+def format_line(label: str, client_random: bytes, secret: bytes) -> str:
+    """One key log line (no newline)."""
+    if len(client_random) != 32:
+        raise ValueError("client_random must be 32 bytes")
+    return f"{label} {client_random.hex()} {secret.hex()}"
+
+
+def tls12_lines(client_random: bytes, master_secret: bytes) -> list[str]:
+    """The CLIENT_RANDOM line of a TLS 1.0-1.2 connection."""
+    return [format_line(CLIENT_RANDOM, client_random, master_secret)]
+
+
+def tls13_lines(client_random: bytes, schedule: KeySchedule) -> list[str]:
+    """Lines for every TLS 1.3 secret the schedule has derived so far, in handshake order."""
+    pairs = (
+        (CLIENT_EARLY_TRAFFIC_SECRET, schedule.client_early_traffic_secret),
+        (EARLY_EXPORTER_SECRET, schedule.early_exporter_master_secret),
+        (CLIENT_HANDSHAKE_TRAFFIC_SECRET, schedule.client_handshake_traffic_secret),
+        (SERVER_HANDSHAKE_TRAFFIC_SECRET, schedule.server_handshake_traffic_secret),
+        (CLIENT_TRAFFIC_SECRET_0, schedule.client_application_traffic_secret_0),
+        (SERVER_TRAFFIC_SECRET_0, schedule.server_application_traffic_secret_0),
+        (EXPORTER_SECRET, schedule.exporter_master_secret),
+    )
+    return [format_line(label, client_random, secret) for label, secret in pairs
+            if secret is not None]
+
+
+class KeyLogWriter:
+    """Appends key log lines to a file (created 0600) or an open text stream, flushing each
+    line so a concurrently running Wireshark or a crash loses nothing."""
+
+    def __init__(self, target: str | os.PathLike[str] | IO[str]) -> None:
+        if isinstance(target, (str, os.PathLike)):
+            fd = os.open(os.fspath(target), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            self._stream: IO[str] = os.fdopen(fd, "a", encoding="ascii")
+            self._owned = True
+        else:
+            self._stream = target
+            self._owned = False
+
+    def write_lines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self._stream.write(line + "\n")
+        self._stream.flush()
+
+    def write(self, label: str, client_random: bytes, secret: bytes) -> None:
+        self.write_lines([format_line(label, client_random, secret)])
+
+    def close(self) -> None:
+        if self._owned:
+            self._stream.close()
+
+    def __enter__(self) -> KeyLogWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class KeyLog:
+    """Parsed key log: secrets by client random, then by label.
+
+    `bad_lines` counts malformed lines (wrong field count, bad hex, wrong lengths);
+    `skipped_lines` counts well-formed lines with labels we do not use; `dropped` counts
+    lines for new sessions beyond the `max_sessions` bound."""
+
+    sessions: dict[bytes, dict[str, bytes]] = field(default_factory=dict)
+    bad_lines: int = 0
+    skipped_lines: int = 0
+    dropped: int = 0
+
+    def secrets(self, client_random: bytes) -> dict[str, bytes] | None:
+        return self.sessions.get(bytes(client_random))
+
+    def master_secret(self, client_random: bytes) -> bytes | None:
+        """The TLS 1.0-1.2 master secret for a client random, if logged."""
+        entry = self.sessions.get(bytes(client_random))
+        return entry.get(CLIENT_RANDOM) if entry else None
+
+    def __len__(self) -> int:
+        return len(self.sessions)
+
+
+def parse_keylog(lines: Iterable[str] | str,
+                 max_sessions: int = DEFAULT_MAX_SESSIONS) -> KeyLog:
+    """Parse key log text (a string or an iterable of lines); never raises on bad content."""
+    if isinstance(lines, str):
+        lines = lines.splitlines()
+    log = KeyLog()
+    for raw in lines:
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        parsed = _parse_line(line)
+        if parsed is None:
+            log.bad_lines += 1
+            continue
+        if parsed == ():
+            log.skipped_lines += 1
+            continue
+        label, client_random, secret = parsed
+        entry = log.sessions.get(client_random)
+        if entry is None:
+            if len(log.sessions) >= max_sessions:
+                log.dropped += 1
+                continue
+            entry = log.sessions[client_random] = {}
+        entry[label] = secret
+    return log
+
+
+def load_keylog(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES,
+                max_sessions: int = DEFAULT_MAX_SESSIONS) -> KeyLog:
+    """Read and parse a key log file, at most `max_bytes` of it (the rest counts as dropped).
+
+    OSError propagates (the caller turns it into a one-line usage error)."""
+    with open(path, "rb") as f:
+        data = f.read(max_bytes + 1)
+    truncated = len(data) > max_bytes
+    text = data[:max_bytes].decode("ascii", errors="replace")
+    lines = text.splitlines()
+    if truncated and lines and not text.endswith(("\n", "\r")):
+        lines.pop()  # the cut-off last line
+    log = parse_keylog(lines, max_sessions)
+    if truncated:
+        log.dropped += 1
+    return log
+
+
+def _parse_line(line: str) -> tuple[str, bytes, bytes] | tuple[()] | None:
+    """(label, client_random, secret); () for a known-but-unused label; None when bad."""
+    if len(line) > MAX_LINE:
+        return None
+    fields = line.split()
+    if len(fields) != 3:
+        return None
+    label, random_hex, secret_hex = fields
+    try:
+        client_random = bytes.fromhex(random_hex)
+        secret = bytes.fromhex(secret_hex)
+    except ValueError:
+        return None
+    if label in _SKIPPED_LABELS:
+        return ()
+    lengths = LABELS.get(label)
+    if lengths is None:
+        return ()
+    if len(client_random) != 32 or len(secret) not in lengths:
+        return None
+    return label, client_random, secret
