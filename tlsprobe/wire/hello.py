@@ -1,0 +1,213 @@
+"""ClientHello and ServerHello / HelloRetryRequest (RFC 8446 4.1.2-4.1.4, RFC 5246 7.4.1).
+
+Both keep every field raw and every extension in wire order, so `serialize()` reproduces
+the parsed bytes exactly (fingerprinting and transcript hashing depend on that). Hellos
+from SSLv3/TLS 1.0 peers may end without an extensions block; `extensions_absent` records
+that so the round trip still holds. Typed views of the key-exchange extensions are
+properties that decode on access and raise DecodeError on malformed data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+from ._util import bytes_label, enum_label, pull_list, pull_opaque, pull_uint_noted, \
+    suite_label, version_label
+from .buffer import Buffer, Writer
+from .context import Message, ParseContext
+from .ext_decoders import (WHERE_CLIENT_HELLO, WHERE_HRR, WHERE_SERVER_HELLO, KeyShareEntry,
+                           ServerName)
+from .extensions import (KEY_SHARE, PRE_SHARED_KEY, SERVER_NAME, SIGNATURE_ALGORITHMS,
+                         SUPPORTED_GROUPS, SUPPORTED_VERSIONS, ALPN, Extension, find,
+                         padding, padding_length, pull_extensions, push_extensions)
+
+#: RFC 8446 4.1.3: a ServerHello with this random is a HelloRetryRequest.
+HELLO_RETRY_REQUEST_RANDOM = bytes.fromhex(
+    "cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c")
+#: RFC 8446 4.1.3 downgrade sentinels in the last 8 bytes of ServerHello.random
+DOWNGRADE_TLS12 = b"DOWNGRD\x01"
+DOWNGRADE_TLS11 = b"DOWNGRD\x00"
+COMPRESSION_METHODS = {0: "null", 1: "DEFLATE", 64: "LZS"}
+
+
+def _pull_random(buf: Buffer, hrr_label: bool = False) -> bytes:
+    at = buf.tell()
+    with buf.field("random"):
+        random = buf.pull_bytes(32)
+    label = ("HelloRetryRequest magic" if hrr_label and random == HELLO_RETRY_REQUEST_RANDOM
+             else bytes_label(32))
+    buf.note("random", at, 32, label, "bytes")
+    return random
+
+
+def _pull_tail(buf: Buffer, where: str) -> tuple[list[Extension], bool]:
+    """The optional extensions block at the end of a hello: (extensions, absent)."""
+    if buf.eof():
+        return [], True
+    return pull_extensions(buf, where), False
+
+
+def _push_tail(w: Writer, extensions: list[Extension], absent: bool) -> None:
+    if extensions or not absent:
+        push_extensions(w, extensions)
+
+
+@dataclass(frozen=True)
+class ClientHello(Message):
+    msg_type: ClassVar[int] = 1
+
+    legacy_version: int
+    random: bytes
+    legacy_session_id: bytes
+    cipher_suites: list[int]
+    legacy_compression_methods: bytes
+    extensions: list[Extension]
+    extensions_absent: bool = False
+
+    @classmethod
+    def pull(cls, buf: Buffer, ctx: ParseContext) -> ClientHello:
+        version = pull_uint_noted(buf, 2, "legacy_version", version_label)
+        random = _pull_random(buf)
+        session_id = pull_opaque(buf, 1, "legacy_session_id", maximum=32)
+        suites = pull_list(buf, 2, 2, "cipher_suites", suite_label, minimum=2)
+        methods = pull_list(buf, 1, 1, "legacy_compression_methods",
+                            lambda v: enum_label(COMPRESSION_METHODS, v), minimum=1)
+        extensions, absent = _pull_tail(buf, WHERE_CLIENT_HELLO)
+        return cls(version, random, session_id, suites, bytes(methods), extensions, absent)
+
+    def push(self, w: Writer) -> None:
+        w.push_uint16(self.legacy_version)
+        w.push_bytes(self.random)
+        w.push_vector(1, self.legacy_session_id)
+        with w.block(2):
+            for suite in self.cipher_suites:
+                w.push_uint16(suite)
+        w.push_vector(1, self.legacy_compression_methods)
+        _push_tail(w, self.extensions, self.extensions_absent)
+
+    # -- typed views (decode on access; DecodeError when malformed) --------------------------
+    def extension(self, ext_type: int) -> Extension | None:
+        return find(self.extensions, ext_type)
+
+    def _decoded(self, ext_type: int, default: object) -> object:
+        ext = self.extension(ext_type)
+        return default if ext is None else ext.decode(WHERE_CLIENT_HELLO)
+
+    @property
+    def server_name(self) -> str | None:
+        names: list[ServerName] = self._decoded(SERVER_NAME, [])  # type: ignore[assignment]
+        return next((n.host_name for n in names if n.name_type == 0), None)
+
+    @property
+    def supported_groups(self) -> list[int]:
+        return self._decoded(SUPPORTED_GROUPS, [])  # type: ignore[return-value]
+
+    @property
+    def key_shares(self) -> list[KeyShareEntry]:
+        return self._decoded(KEY_SHARE, [])  # type: ignore[return-value]
+
+    @property
+    def supported_versions(self) -> list[int]:
+        return self._decoded(SUPPORTED_VERSIONS, [])  # type: ignore[return-value]
+
+    @property
+    def signature_algorithms(self) -> list[int]:
+        return self._decoded(SIGNATURE_ALGORITHMS, [])  # type: ignore[return-value]
+
+    @property
+    def alpn_protocols(self) -> list[bytes]:
+        return self._decoded(ALPN, [])  # type: ignore[return-value]
+
+    def padded(self, target: int = 512) -> ClientHello:
+        """This hello with a padding extension bringing the whole message (header
+        included) to `target` bytes, as browsers do; inserted before pre_shared_key,
+        which must stay last. Unchanged when long enough or already padded."""
+        n = padding_length(4 + len(self.serialize()) + (2 if self.extensions_absent else 0),
+                           target)
+        if n is None or find(self.extensions, padding(0).type) is not None:
+            return self
+        exts = list(self.extensions)
+        at = next((i for i, e in enumerate(exts) if e.type == PRE_SHARED_KEY), len(exts))
+        exts.insert(at, padding(n))
+        return replace(self, extensions=exts, extensions_absent=False)
+
+
+@dataclass(frozen=True)
+class ServerHello(Message):
+    """ServerHello, or HelloRetryRequest when `random` is HELLO_RETRY_REQUEST_RANDOM."""
+
+    msg_type: ClassVar[int] = 2
+
+    legacy_version: int
+    random: bytes
+    legacy_session_id_echo: bytes
+    cipher_suite: int
+    legacy_compression_method: int
+    extensions: list[Extension]
+    extensions_absent: bool = False
+
+    @classmethod
+    def pull(cls, buf: Buffer, ctx: ParseContext) -> ServerHello:
+        version = pull_uint_noted(buf, 2, "legacy_version", version_label)
+        random = _pull_random(buf, hrr_label=True)
+        session_id = pull_opaque(buf, 1, "legacy_session_id_echo", maximum=32)
+        suite = pull_uint_noted(buf, 2, "cipher_suite", suite_label)
+        method = pull_uint_noted(buf, 1, "legacy_compression_method",
+                                 lambda v: enum_label(COMPRESSION_METHODS, v))
+        where = WHERE_HRR if random == HELLO_RETRY_REQUEST_RANDOM else WHERE_SERVER_HELLO
+        extensions, absent = _pull_tail(buf, where)
+        return cls(version, random, session_id, suite, method, extensions, absent)
+
+    def push(self, w: Writer) -> None:
+        w.push_uint16(self.legacy_version)
+        w.push_bytes(self.random)
+        w.push_vector(1, self.legacy_session_id_echo)
+        w.push_uint16(self.cipher_suite)
+        w.push_uint8(self.legacy_compression_method)
+        _push_tail(w, self.extensions, self.extensions_absent)
+
+    @property
+    def is_hello_retry_request(self) -> bool:
+        return self.random == HELLO_RETRY_REQUEST_RANDOM
+
+    @property
+    def where(self) -> str:
+        """Extension context of this message (for `Extension.decode`)."""
+        return WHERE_HRR if self.is_hello_retry_request else WHERE_SERVER_HELLO
+
+    def extension(self, ext_type: int) -> Extension | None:
+        return find(self.extensions, ext_type)
+
+    @property
+    def selected_version(self) -> int:
+        """supported_versions.selected_version when present, else legacy_version."""
+        ext = self.extension(SUPPORTED_VERSIONS)
+        return self.legacy_version if ext is None else ext.decode(self.where)
+
+    @property
+    def key_share(self) -> tuple[int, bytes] | None:
+        """(group, key_exchange) of the server share; None when absent or in an HRR."""
+        ext = self.extension(KEY_SHARE)
+        if ext is None or self.is_hello_retry_request:
+            return None
+        share: KeyShareEntry = ext.decode(WHERE_SERVER_HELLO)
+        return share.group, share.key_exchange
+
+    @property
+    def hrr_selected_group(self) -> int | None:
+        """The group a HelloRetryRequest asks for; None otherwise."""
+        ext = self.extension(KEY_SHARE)
+        if ext is None or not self.is_hello_retry_request:
+            return None
+        group: int = ext.decode(WHERE_HRR)
+        return group
+
+    @property
+    def downgrade_sentinel(self) -> int | None:
+        """0x0303 / 0x0302 when random ends with the RFC 8446 TLS 1.2 / TLS 1.1 sentinel."""
+        tail = self.random[-8:]
+        return {DOWNGRADE_TLS12: 0x0303, DOWNGRADE_TLS11: 0x0302}.get(tail)
+
+
+MESSAGE_CLASSES: list[type[Message]] = [ClientHello, ServerHello]
