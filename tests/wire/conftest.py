@@ -104,7 +104,8 @@ def run_handshake(server_ctx: ssl.SSLContext, client_ctx: ssl.SSLContext) -> Han
 
 def make_contexts(certs: Any, kind: str = "rsa", *, version: ssl.TLSVersion | None = None,
                   ciphers: str | None = None, curve: str | None = None,
-                  dhparam: Path | None = None, request_client_cert: bool = False
+                  dhparam: Path | None = None, request_client_cert: bool = False,
+                  client_max: ssl.TLSVersion | None = None
                   ) -> tuple[ssl.SSLContext, ssl.SSLContext]:
     server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server.load_cert_chain(certs[kind].chain, certs[kind].key)
@@ -116,6 +117,8 @@ def make_contexts(certs: Any, kind: str = "rsa", *, version: ssl.TLSVersion | No
             ctx.minimum_version = ctx.maximum_version = version
         if ciphers:
             ctx.set_ciphers(ciphers)
+    if client_max is not None:
+        client.maximum_version = client_max
     if curve:
         server.set_ecdh_curve(curve)
     if dhparam:
@@ -146,6 +149,7 @@ def handshake(certs: Any, tmp_path_factory: pytest.TempPathFactory) -> Runner:
         "tls12_dhe": {"version": ssl.TLSVersion.TLSv1_2, "dhparam": dh,
                       "ciphers": "DHE-RSA-AES128-GCM-SHA256"},
         "tls12_rsa": {"version": ssl.TLSVersion.TLSv1_2, "ciphers": "AES128-GCM-SHA256"},
+        "tls12_downgrade": {"client_max": ssl.TLSVersion.TLSv1_2},
         "tls10_ecdhe": {"version": ssl.TLSVersion.TLSv1, "ciphers": legacy},
     }
 

@@ -63,11 +63,18 @@ def bytes_label(n: int) -> str:
     return f"{n} bytes"
 
 
+def _rel(buf: Buffer, name: str) -> str:
+    """Path component for `name` ("client_shares[0].group") inside an open field of the
+    same list ("client_shares"): just "[0].group", so error paths do not repeat it."""
+    head = name.split("[", 1)[0]
+    return name[len(head):] if "[" in name and buf.path.endswith(head) else name
+
+
 def pull_uint_noted(buf: Buffer, size: int, name: str,
                     label: Callable[[int], str] | None = None) -> int:
     """Read a fixed-size integer and annotate it (value through `label`, default decimal)."""
     start = buf.tell()
-    with buf.field(name):
+    with buf.field(_rel(buf, name)):
         value = buf.pull_uint(size)
     if buf.annotations is not None:
         buf.note(name, start, size, label(value) if label else str(value))
@@ -78,7 +85,7 @@ def pull_opaque(buf: Buffer, len_size: int, name: str, *, minimum: int = 0,
                 maximum: int | None = None) -> bytes:
     """Read ``opaque name<minimum..maximum>`` and annotate its length and its bytes."""
     start = buf.tell()
-    with buf.field(name):
+    with buf.field(_rel(buf, name)):
         data = buf.pull_vector(len_size, minimum=minimum, maximum=maximum)
     if buf.annotations is not None:
         buf.note(f"{name}_length", start, len_size, length_label(len(data)), "len")

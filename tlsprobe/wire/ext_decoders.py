@@ -299,7 +299,7 @@ def decode_extension(ext_type: int, data: bytes, where: str = WHERE_CLIENT_HELLO
     empty-bodied flags None; padding its length; session_ticket, cookie,
     renegotiation_info bytes; certificate_authorities list[bytes]; max_fragment_length,
     record_size_limit, heartbeat int; unknown and GREASE types the raw bytes."""
-    return pull_extension_value(Buffer(data, path=f"extension 0x{ext_type:04x}"), ext_type, where)
+    return pull_extension_value(Buffer(data), ext_type, where)
 
 
 def annotation_prefix(ext_type: int) -> str | None:

@@ -74,7 +74,7 @@ def annotate_extension(ext: Extension, where: str, offset: int) -> list[Any]:
     try:
         pull_extension_value(sub, ext.type, where)
     except DecodeError as exc:
-        sub.note(f"{prefix}.error", exc.offset, 0, exc.reason, "error")
+        sub.note("error", exc.offset, 0, exc.reason, "error")
     return [replace(a, name=f"{prefix}.{a.name}") for a in sub.annotations or []]
 
 
