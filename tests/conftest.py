@@ -1,0 +1,164 @@
+"""Shared pytest fixtures: test PKI, loopback TLS servers, the captures corpus, the CLI.
+
+Fixtures (see tests/servers.py for the server options):
+- `certs` (session): CertSet with the test CA (`certs.ca`) and rsa / ecdsa / ed25519 leaves.
+- `tls_server` (function): `tls_server(impl, **options) -> Server`; every server it started is
+  stopped at teardown, pass or fail. Skips the test when the implementation is not installed.
+- `server_cache` (session): same call, but one running server per distinct configuration is
+  shared by all tests of the session (do not stop it; treat it as read-only).
+- `captures_dir` (session): the third-party captures corpus (--captures-dir, env
+  TLSPROBE_CAPTURES, default <repo>/../shared/captures); skips when it is absent.
+- `run_cli` (function): `run_cli(*args, timeout=60.0, input=None, env=None) -> CliResult`
+  runs `python -m tlsprobe ARGS` in tmp_path; CliResult unpacks as (returncode, stdout, stderr).
+Marker: `@pytest.mark.needs_impl("gnutls", ...)` skips unless those servers can run here.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+
+TESTS_DIR = Path(__file__).resolve().parent
+REPO_ROOT = TESTS_DIR.parent
+if str(TESTS_DIR) not in sys.path:  # `import servers` works whatever pytest's import mode
+    sys.path.insert(0, str(TESTS_DIR))
+
+from servers import (CertSet, Server, ServerUnavailable, make_certs,  # noqa: E402
+                     missing_reason, start_server)
+
+ServerFactory = Callable[..., Server]
+pytest_plugins = ["pytester"]  # the fixture tests in test_servers.py run inner sessions
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--captures-dir", default=None,
+                     help="third-party pcap corpus (default: env TLSPROBE_CAPTURES, "
+                          "else <repo>/../shared/captures)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "needs_impl(*impls): skip unless these TLS server implementations can run "
+                   "(openssl, gnutls, nginx, pyopenssl, tlslite, pyssl)")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for marker in item.iter_markers(name="needs_impl"):
+        for impl in marker.args:
+            reason = missing_reason(impl)
+            if reason:
+                pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> CertSet:
+    """Test CA plus RSA-2048, ECDSA P-256 and Ed25519 server certificates (SAN localhost,
+    127.0.0.1, ::1), generated once per session."""
+    return make_certs(tmp_path_factory.mktemp("certs"))
+
+
+def _starter(certs: CertSet, workdir: Callable[[str], Path],
+             started: list[Server]) -> ServerFactory:
+    def start(impl: str, **options: Any) -> Server:
+        try:
+            server = start_server(impl, certs=certs, workdir=workdir(impl), **options)
+        except ServerUnavailable as exc:
+            pytest.skip(str(exc))
+        started.append(server)
+        return server
+    return start
+
+
+def _stop_all(servers: list[Server]) -> None:
+    """Stop every server even if stopping one of them raises (then re-raise the first)."""
+    errors: list[BaseException] = []
+    for server in servers:
+        try:
+            server.stop()
+        except Exception as exc:  # keep going: the others must not be left running
+            errors.append(exc)
+    if errors:
+        raise errors[0]
+
+
+@pytest.fixture
+def tls_server(certs: CertSet, tmp_path: Path) -> Iterator[ServerFactory]:
+    """Factory: start a server for this test only; all are stopped at teardown."""
+    started: list[Server] = []
+    counter = iter(range(1_000_000))
+    yield _starter(certs, lambda impl: tmp_path / f"server-{next(counter)}-{impl}", started)
+    _stop_all(started)
+
+
+def _cache_key(impl: str, options: dict[str, Any]) -> tuple[Any, ...]:
+    def freeze(value: Any) -> Any:
+        return tuple(value) if isinstance(value, (list, tuple)) else str(value) \
+            if isinstance(value, os.PathLike) else value
+    return (impl, *sorted((k, freeze(v)) for k, v in options.items()))
+
+
+@pytest.fixture(scope="session")
+def server_cache(certs: CertSet,
+                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerFactory]:
+    """Factory like `tls_server`, but reuses one running server per identical configuration
+    for the whole session (restarted if it died). Tests must not stop cached servers."""
+    cache: dict[tuple[Any, ...], Server] = {}
+    started: list[Server] = []
+    start = _starter(certs, lambda impl: tmp_path_factory.mktemp(f"cached-{impl}"), started)
+
+    def get(impl: str, **options: Any) -> Server:
+        key = _cache_key(impl, options)
+        server = cache.get(key)
+        if server is None or not server.alive():
+            server = cache[key] = start(impl, **options)
+        return server
+    yield get
+    _stop_all(started)
+
+
+@pytest.fixture(scope="session")
+def captures_dir(request: pytest.FixtureRequest) -> Path:
+    """The read-only third-party captures corpus; skips the test when it is not there."""
+    configured = request.config.getoption("--captures-dir") or os.environ.get("TLSPROBE_CAPTURES")
+    path = Path(configured) if configured else REPO_ROOT.parent / "shared" / "captures"
+    if not path.is_dir():
+        pytest.skip(f"captures corpus not found at {path} (set TLSPROBE_CAPTURES or "
+                    "--captures-dir)")
+    return path
+
+
+class CliResult(NamedTuple):
+    """Outcome of one `python -m tlsprobe` run."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def run_cli(tmp_path: Path) -> Callable[..., CliResult]:
+    """Run `python -m tlsprobe *args` as a subprocess (cwd tmp_path, fixed 120-column
+    terminal width, no colour); fails the test if it outlives `timeout` seconds."""
+    def run(*args: Any, timeout: float = 60.0, input: str | None = None,
+            env: dict[str, str] | None = None) -> CliResult:
+        child_env = dict(os.environ)
+        child_env["PYTHONPATH"] = os.pathsep.join(
+            [str(REPO_ROOT)] + ([child_env["PYTHONPATH"]] if child_env.get("PYTHONPATH") else []))
+        child_env.update({"COLUMNS": "120", "NO_COLOR": "1", "PYTHONIOENCODING": "utf-8"})
+        child_env.update(env or {})
+        argv = [sys.executable, "-m", "tlsprobe", *(str(a) for a in args)]
+        stdin: dict[str, Any] = {"input": input} if input is not None else {
+            "stdin": subprocess.DEVNULL}
+        try:
+            proc = subprocess.run(argv, cwd=tmp_path, env=child_env, capture_output=True,
+                                  text=True, timeout=timeout, **stdin)
+        except subprocess.TimeoutExpired as exc:
+            pytest.fail(f"{' '.join(argv[2:])} timed out after {timeout}s; stderr so far: "
+                        f"{(exc.stderr or b'')[-500:]!r}")
+        return CliResult(proc.returncode, proc.stdout, proc.stderr)
+    return run

@@ -1,0 +1,173 @@
+"""Test PKI and DH parameter files for loopback TLS servers, built with `cryptography`.
+
+One self-signed test CA signs RSA-2048, ECDSA P-256 and Ed25519 leaf certificates for
+localhost / 127.0.0.1 / ::1, so clients can verify every server against a single CA file.
+Each server implementation wants a slightly different file set (leaf only, leaf + CA chain,
+PKCS#8 key), so all of them are written once per session.
+"""
+from __future__ import annotations
+
+import base64
+import datetime
+import ipaddress
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+CERT_KINDS = ("rsa", "ecdsa", "ed25519")
+
+_PrivateKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey
+
+
+@dataclass(frozen=True)
+class CertFiles:
+    """PEM files of one server identity: leaf certificate, private key, leaf + CA chain."""
+
+    cert: Path
+    key: Path
+    chain: Path
+
+
+@dataclass(frozen=True)
+class CertSet:
+    """The test CA and the server identities it signed (see ``CERT_KINDS``)."""
+
+    directory: Path
+    ca: Path
+    leaves: dict[str, CertFiles]
+
+    def __getitem__(self, kind: str) -> CertFiles:
+        if kind not in self.leaves:
+            raise ValueError(f"unknown certificate kind {kind!r} (have {', '.join(self.leaves)})")
+        return self.leaves[kind]
+
+
+def _new_key(kind: str) -> _PrivateKey:
+    if kind == "rsa":
+        return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    if kind == "ecdsa":
+        return ec.generate_private_key(ec.SECP256R1())
+    if kind == "ed25519":
+        return ed25519.Ed25519PrivateKey.generate()
+    raise ValueError(f"unknown certificate kind {kind!r}")
+
+
+def _key_pem(key: _PrivateKey) -> bytes:
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
+def _builder(subject: str, issuer: str, public_key: object, days: int) -> x509.CertificateBuilder:
+    now = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=1)
+    return (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+            .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+            .public_key(public_key)  # type: ignore[arg-type]
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now)
+            .not_valid_after(now + datetime.timedelta(days=days)))
+
+
+def _key_usage(*allowed: str) -> x509.KeyUsage:
+    flags = ("digital_signature", "content_commitment", "key_encipherment", "data_encipherment",
+             "key_agreement", "key_cert_sign", "crl_sign", "encipher_only", "decipher_only")
+    return x509.KeyUsage(**{flag: flag in allowed for flag in flags})
+
+
+def make_certs(directory: Path) -> CertSet:
+    """Write ca.crt/ca.key and <kind>.crt, <kind>.key, <kind>_chain.crt for every kind."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    ca_name = "tlsprobe Test CA"
+    ca_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    ca_cert = (_builder(ca_name, ca_name, ca_key.public_key(), 3650)
+               .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+               .add_extension(_key_usage("key_cert_sign", "crl_sign"), critical=True)
+               .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()),
+                              critical=False)
+               .sign(ca_key, hashes.SHA256()))
+    ca_pem = ca_cert.public_bytes(serialization.Encoding.PEM)
+    (directory / "ca.crt").write_bytes(ca_pem)
+    (directory / "ca.key").write_bytes(_key_pem(ca_key))
+    san = x509.SubjectAlternativeName([
+        x509.DNSName("localhost"),
+        x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+        x509.IPAddress(ipaddress.ip_address("::1")),
+    ])
+    leaves: dict[str, CertFiles] = {}
+    for kind in CERT_KINDS:
+        key = _new_key(kind)
+        cert = (_builder("localhost", ca_name, key.public_key(), 825)
+                .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+                .add_extension(_key_usage("digital_signature",
+                                          *(["key_encipherment"] if kind == "rsa" else [])),
+                               critical=True)
+                .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]),
+                               critical=False)
+                .add_extension(san, critical=False)
+                .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(
+                    ca_key.public_key()), critical=False)
+                .sign(ca_key, hashes.SHA256()))
+        leaf_pem = cert.public_bytes(serialization.Encoding.PEM)
+        files = CertFiles(directory / f"{kind}.crt", directory / f"{kind}.key",
+                          directory / f"{kind}_chain.crt")
+        files.cert.write_bytes(leaf_pem)
+        files.key.write_bytes(_key_pem(key))
+        files.chain.write_bytes(leaf_pem + ca_pem)
+        leaves[kind] = files
+    return CertSet(directory, directory / "ca.crt", leaves)
+
+
+# Named finite-field groups: RFC 7919 (ffdhe*), RFC 3526 (modp*) and RFC 5114 (rfc5114_*).
+# Primes come from tlslite-ng's tables, an implementation independent of tlsprobe.
+_TLSLITE_DH_NAMES = {
+    **{f"ffdhe{b}": f"RFC7919 ffdhe{b}" for b in (2048, 3072, 4096, 6144, 8192)},
+    "modp1536": "RFC3526 group 5", "modp2048": "RFC3526 group 14", "modp3072": "RFC3526 group 15",
+    "modp4096": "RFC3526 group 16", "modp6144": "RFC3526 group 17", "modp8192": "RFC3526 group 18",
+    "rfc5114_1024_160": "RFC5114 group 22", "rfc5114_2048_224": "RFC5114 group 23",
+    "rfc5114_2048_256": "RFC5114 group 24",
+}
+DH_NAMES = tuple(_TLSLITE_DH_NAMES)
+
+
+def dh_numbers(name: str) -> tuple[int, int]:
+    """(p, g) of a named finite-field group from ``DH_NAMES``."""
+    with warnings.catch_warnings():  # tlslite-ng imports the deprecated asyncore
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from tlslite.mathtls import FFDHE_PARAMETERS
+    if name not in _TLSLITE_DH_NAMES:
+        raise ValueError(f"unknown DH group {name!r} (known: {', '.join(DH_NAMES)})")
+    g, p = FFDHE_PARAMETERS[_TLSLITE_DH_NAMES[name]]
+    return p, g
+
+
+def _der_length(n: int) -> bytes:
+    if n < 0x80:
+        return bytes([n])
+    raw = n.to_bytes((n.bit_length() + 7) // 8, "big")
+    return bytes([0x80 | len(raw)]) + raw
+
+
+def _der_integer(n: int) -> bytes:
+    raw = n.to_bytes(n.bit_length() // 8 + 1, "big")  # keeps a leading 0x00 when the top bit is set
+    return b"\x02" + _der_length(len(raw)) + raw
+
+
+def write_dhparam(name: str, directory: Path) -> Path:
+    """Write the named group as a PKCS#3 'DH PARAMETERS' PEM file (as `-dhparam` wants).
+
+    Encoded by hand (SEQUENCE { p, g }) because cryptography deprecates its FFDH API."""
+    p, g = dh_numbers(name)
+    body = _der_integer(p) + _der_integer(g)
+    der = b"\x30" + _der_length(len(body)) + body
+    b64 = base64.encodebytes(der).decode().replace("\n", "")
+    lines = [b64[i:i + 64] for i in range(0, len(b64), 64)]
+    path = Path(directory) / f"{name}.pem"
+    path.write_text("-----BEGIN DH PARAMETERS-----\n" + "\n".join(lines)
+                    + "\n-----END DH PARAMETERS-----\n")
+    return path
