@@ -18,6 +18,9 @@ from typing import Any
 
 import pytest
 
+from tlsprobe.registry import cipher_suite, parse_suite
+from tlsprobe.wire import ParseContext
+
 from lab_servers.certs import write_dhparam
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -105,7 +108,7 @@ def run_handshake(server_ctx: ssl.SSLContext, client_ctx: ssl.SSLContext) -> Han
 def make_contexts(certs: Any, kind: str = "rsa", *, version: ssl.TLSVersion | None = None,
                   ciphers: str | None = None, curve: str | None = None,
                   dhparam: Path | None = None, request_client_cert: bool = False,
-                  client_max: ssl.TLSVersion | None = None
+                  client_max: ssl.TLSVersion | None = None, alpn: bool = False
                   ) -> tuple[ssl.SSLContext, ssl.SSLContext]:
     server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server.load_cert_chain(certs[kind].chain, certs[kind].key)
@@ -117,6 +120,9 @@ def make_contexts(certs: Any, kind: str = "rsa", *, version: ssl.TLSVersion | No
             ctx.minimum_version = ctx.maximum_version = version
         if ciphers:
             ctx.set_ciphers(ciphers)
+    if alpn:
+        client.set_alpn_protocols(["h2", "http/1.1"])
+        server.set_alpn_protocols(["http/1.1"])
     if client_max is not None:
         client.maximum_version = client_max
     if curve:
@@ -139,7 +145,7 @@ def handshake(certs: Any, tmp_path_factory: pytest.TempPathFactory) -> Runner:
     dh = write_dhparam("ffdhe2048", tmp_path_factory.mktemp("dh"))
     legacy = "ECDHE-RSA-AES128-SHA:@SECLEVEL=0"
     configs: dict[str, dict[str, Any]] = {
-        "tls13": {"request_client_cert": True},
+        "tls13": {"request_client_cert": True, "alpn": True},
         "tls13_hrr": {"curve": "prime256v1"},
         "tls13_ecdsa": {"kind": "ecdsa"},
         "tls12_ecdhe": {"version": ssl.TLSVersion.TLSv1_2,
@@ -165,16 +171,12 @@ def handshake(certs: Any, tmp_path_factory: pytest.TempPathFactory) -> Runner:
     return run
 
 
-def ctx_for(hs: Handshake) -> dict[str, Any]:
-    """ParseContext arguments for the negotiated parameters of `hs`."""
+def ctx_for(hs: Handshake, sender: str = "server") -> ParseContext:
+    """The ParseContext the session layer would build: negotiated version, the suite's key
+    exchange from the registry (as the caller resolves it)."""
     version = {"TLSv1.3": 0x0304, "TLSv1.2": 0x0303, "TLSv1.1": 0x0302,
                "TLSv1": 0x0301}[hs.version]
-    if version == 0x0304:
-        kx = "TLS13"
-    elif hs.cipher.startswith("ECDHE"):
-        kx = "ECDHE"
-    elif hs.cipher.startswith("DHE"):
-        kx = "DHE"
-    else:
-        kx = "RSA"
-    return {"version": version, "key_exchange": kx}
+    suite = parse_suite(hs.cipher)
+    row = cipher_suite(suite)
+    return ParseContext(version=version, cipher_suite=suite, key_exchange=row.kx if row else None,
+                        is_server_message=sender == "server")
