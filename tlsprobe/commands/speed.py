@@ -1,0 +1,179 @@
+"""Benchmark key exchange groups, signatures and AEADs like `openssl speed`.
+
+`tlsprobe speed [ALGORITHM...]` measures `cryptography`'s speed for each operation for
+--seconds (default 3, as openssl) and prints openssl-style tables, or JSON with --json.
+--compare-openssl then runs `openssl speed` on the primitives it knows and prints the
+ratio per primitive. A progress line is drawn on stderr only when it is a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Callable
+from typing import Self
+
+from tlsprobe.errors import TlsprobeError, UsageError
+from tlsprobe.speed import (
+    DEFAULT_BLOCK_SIZES,
+    SpeedError,
+    UnknownAlgorithm,
+    catalog,
+    figure_total,
+    run_speed,
+    text,
+)
+from tlsprobe.speed.base import Algorithm
+
+_MAX_BLOCK = 1 << 20
+
+
+def _time_note() -> str:
+    figures = figure_total(catalog.ALGORITHMS, DEFAULT_BLOCK_SIZES)
+    minutes = figures * 3 / 60
+    return (f"With no ALGORITHM every algorithm runs: {len(catalog.ALGORITHMS)} algorithms, "
+            f"{figures} figures of SECONDS each plus a few seconds of key generation "
+            f"(about {minutes:.0f} minutes at the default 3 s; --seconds 0.5 takes under a "
+            "minute). --compare-openssl then runs openssl speed for about as long again "
+            "(openssl takes whole seconds only). See --list for names; groups such as ecdh, "
+            "ffdh, mlkem, hybrid, rsa, ecdsa, eddsa, mldsa, aead select several.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = _time_note()
+    parser.add_argument("algorithms", nargs="*", metavar="ALGORITHM",
+                        help="algorithms or groups to measure (default: all); see --list")
+    parser.add_argument("--seconds", default="3", metavar="S",
+                        help="measuring time per figure, in seconds (float; default 3)")
+    parser.add_argument("--multi", default="1", metavar="N",
+                        help="run N processes at once and sum their figures (openssl -multi)")
+    parser.add_argument("--bytes", default=None, metavar="N[,N...]",
+                        help="AEAD block sizes (default 16,64,256,1024,8192,16384)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--list", action="store_true", help="list algorithm names and exit")
+    parser.add_argument("--compare-openssl", action="store_true",
+                        help="also run `openssl speed` on the same primitives and print ratios")
+    parser.add_argument("--openssl", default=None, metavar="PATH",
+                        help="openssl binary for --compare-openssl (default: openssl on PATH)")
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise UsageError(f"--seconds: not a number: {value!r}") from None
+    if not math.isfinite(seconds) or seconds <= 0 or seconds > 3600:
+        raise UsageError(f"--seconds must be more than 0 and at most 3600, not {value}")
+    return seconds
+
+
+def _positive_int(option: str, value: str, limit: int) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise UsageError(f"{option}: not a whole number: {value!r}") from None
+    if not 1 <= number <= limit:
+        raise UsageError(f"{option} must be between 1 and {limit}, not {number}")
+    return number
+
+
+def _block_sizes(value: str | None) -> tuple[int, ...]:
+    if value is None:
+        return DEFAULT_BLOCK_SIZES
+    sizes = [_positive_int("--bytes", part.strip(), _MAX_BLOCK) for part in value.split(",")]
+    return tuple(dict.fromkeys(sizes))
+
+
+def list_lines() -> list[str]:
+    """The --list text: every algorithm with its aliases and openssl speed name."""
+    rows = [("kind", "name", "description", "also accepted", "openssl speed")]
+    for algorithm in catalog.ALGORITHMS:
+        spec = algorithm.openssl
+        theirs = "-" if spec is None else (
+            f"-evp {spec.cipher} -aead" if spec.cipher else " ".join(spec.names))
+        rows.append((algorithm.kind, algorithm.name, algorithm.description,
+                     ", ".join(algorithm.aliases) or "-", theirs))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths)) + "  " + row[4]
+             for row in rows]
+    lines.append("")
+    lines.append("groups: " + ", ".join(sorted(catalog.groups())))
+    lines.append("Names ignore case, '-', '_' and spaces (ML-KEM-768 = mlkem768); "
+                 "ML-KEM/ML-DSA need openssl 3.5+ for --compare-openssl.")
+    return lines
+
+
+class _Display:
+    """Progress on stderr with rich, only when stderr is a terminal; silent otherwise.
+
+    The display is refreshed by hand between figures (no refresh thread), so it never
+    competes with a measurement for the interpreter.
+    """
+
+    def __init__(self, total: int) -> None:
+        self._progress = None
+        self._task = None
+        if not sys.stderr.isatty():
+            return
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        self._progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                                  MofNCompleteColumn(), console=Console(stderr=True),
+                                  auto_refresh=False, transient=True)
+        self._task = self._progress.add_task("setting up", total=total)
+
+    def __enter__(self) -> Self:
+        if self._progress is not None:
+            self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+    def figure(self, done: int, total: int, label: str) -> None:
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, completed=done, total=total,
+                                  description=label or "done")
+            self._progress.refresh()
+
+    def note(self, label: str) -> None:
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, description=label)
+            self._progress.refresh()
+
+
+def _selection(names: list[str]) -> list[Algorithm]:
+    try:
+        return catalog.resolve(names)
+    except UnknownAlgorithm as exc:
+        raise UsageError(str(exc)) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list:
+        print("\n".join(list_lines()))
+        return 0
+    seconds = _seconds(args.seconds)
+    processes = _positive_int("--multi", args.multi, 256)
+    block_sizes = _block_sizes(args.bytes)
+    algorithms = _selection(args.algorithms)
+    total = figure_total(algorithms, block_sizes)
+    with _Display(total) as display:
+        progress: Callable[[int, int, str], None] = display.figure
+        try:
+            report = run_speed(algorithms, seconds, processes=processes,
+                               block_sizes=block_sizes, progress=progress,
+                               compare_openssl=args.compare_openssl,
+                               openssl_binary=args.openssl, openssl_progress=display.note)
+        except SpeedError as exc:
+            raise TlsprobeError(str(exc), exit_code=1) from None
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        sys.stdout.write(text.format_report(report))
+    return 0
+

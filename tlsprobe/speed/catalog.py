@@ -1,0 +1,86 @@
+"""All benchmarked algorithms and the names the command line accepts for them.
+
+Names are matched ignoring case, '-', '_' and spaces, so `ML-KEM-768`, `mlkem768` and
+`MLKEM_768` are one name. Accepted: our canonical names (`p256`, `mlkem768`,
+`x25519mlkem768`, `ffdhe2048`, `mldsa65`, `rsa2048-pss`, ...), `openssl speed`'s where it has
+them (`ecdhp256`, `ecdsap256`, `rsa2048`, `ed25519`, `ffdh2048`, `aes-128-gcm`, ...), IANA
+group names (`secp256r1`, `X25519MLKEM768`) and group words such as `ecdh`, `rsa`, `aead`
+or `all` that select several algorithms (see `groups()`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from tlsprobe.speed import aead, kex, sig
+from tlsprobe.speed.base import KINDS, Algorithm
+
+ALGORITHMS: tuple[Algorithm, ...] = kex.ALGORITHMS + sig.ALGORITHMS + aead.ALGORITHMS
+
+
+class UnknownAlgorithm(ValueError):
+    """A name on the command line that is neither an algorithm nor a group."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"unknown algorithm {name!r} (see 'tlsprobe speed --list')")
+
+
+def normalise(name: str) -> str:
+    """The lookup key of a name: lower case without '-', '_' or spaces."""
+    return "".join(ch for ch in name.lower() if ch not in "-_ ")
+
+
+def _index() -> dict[str, Algorithm]:
+    table: dict[str, Algorithm] = {}
+    for algorithm in ALGORITHMS:
+        for name in (algorithm.name, *algorithm.aliases):
+            key = normalise(name)
+            if table.get(key, algorithm) is not algorithm:
+                raise RuntimeError(f"speed name {name!r} is ambiguous")  # a bug in the tables
+            table[key] = algorithm
+    return table
+
+
+_BY_NAME = _index()
+
+
+def groups() -> dict[str, tuple[Algorithm, ...]]:
+    """Group word -> its algorithms, e.g. `ecdh`, `ffdh`, `hybrid`, `rsa`, `aead`, `all`."""
+    result: dict[str, list[Algorithm]] = {}
+    for algorithm in ALGORITHMS:
+        for word in algorithm.groups:
+            result.setdefault(word, []).append(algorithm)
+    result["all"] = list(ALGORITHMS)
+    return {word: tuple(members) for word, members in result.items()}
+
+
+_BY_GROUP = {normalise(word): members for word, members in groups().items()}
+
+
+def lookup(name: str) -> tuple[Algorithm, ...]:
+    """The algorithms `name` selects; raises `UnknownAlgorithm`."""
+    key = normalise(name)
+    if key in _BY_NAME:
+        return (_BY_NAME[key],)
+    if key in _BY_GROUP:
+        return _BY_GROUP[key]
+    raise UnknownAlgorithm(name)
+
+
+def resolve(names: Iterable[str]) -> list[Algorithm]:
+    """The algorithms selected by `names` (all when empty), in report order, without repeats."""
+    names = list(names)
+    if not names:
+        return list(ALGORITHMS)
+    chosen: set[str] = set()
+    for name in names:
+        chosen.update(algorithm.name for algorithm in lookup(name))
+    return [algorithm for algorithm in ALGORITHMS if algorithm.name in chosen]
+
+
+def by_kind(algorithms: Iterable[Algorithm]) -> list[tuple[str, list[Algorithm]]]:
+    """Algorithms grouped by kind, in the order the report prints its tables."""
+    algorithms = list(algorithms)
+    return [(kind, [a for a in algorithms if a.kind == kind]) for kind in KINDS
+            if any(a.kind == kind for a in algorithms)]

@@ -1,0 +1,227 @@
+"""Run `openssl speed` on the same machine in the same run, read its tables, compare.
+
+Public-key primitives it knows go on one command line
+(`openssl speed -elapsed -seconds N ecdhx25519 rsa2048 ...`); a name this build does not
+know (e.g. ML-KEM-768 before OpenSSL 3.5) is dropped and the command re-run. AEADs are run
+as `openssl speed -elapsed -seconds N -evp CIPHER -aead -bytes SIZE`, the TLS-like sequence
+(IV, 13-byte AAD, encrypt, tag) our AEAD benchmark times, once per block size.
+`-elapsed` makes openssl divide by wall-clock time, as our harness does; `-seconds` only
+takes whole seconds, so it gets max(1, round(seconds)). With --multi N it gets `-multi N`.
+
+Its tables are read by their headers, not by position: a header line names the columns
+(`sign    verify    sign/s verify/s`), each row ends with one number per column and starts
+with a label (`rsa 2048 bits`, ` 253 bits ecdh (X25519)`), which is what `OpensslSpec.row`
+matches. That survives the layout changes between OpenSSL versions (3.5 added keygen/encaps
+columns). Cipher tables (`type 16 bytes ...`) give 1000s of bytes per second with a `k`.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from tlsprobe.speed.base import Algorithm
+from tlsprobe.speed.results import AlgorithmResult, Comparison, ComparisonRow, Figure
+
+_UNKNOWN = re.compile(r"Unknown algorithm (\S+)")
+_NUMBER = re.compile(r"^(\d+(?:\.\d+)?)(s|k)?$")
+
+
+@dataclass(frozen=True)
+class SpeedRow:
+    """One row of an `openssl speed` public-key table: label and column header -> value."""
+
+    label: str
+    values: dict[str, float]
+
+
+def find_binary(path: str | None = None) -> str | None:
+    """Absolute path of the openssl binary (`path` or `openssl` on PATH), None if absent."""
+    return shutil.which(path or "openssl")
+
+
+def binary_version(binary: str) -> str:
+    """`openssl version` of that binary (one line)."""
+    done = subprocess.run([binary, "version"], capture_output=True, text=True, timeout=30,
+                          check=False)
+    return (done.stdout.strip().splitlines() or ["unknown version"])[0]
+
+
+def _number(token: str) -> float | None:
+    match = _NUMBER.match(token)
+    if not match:
+        return None
+    value = float(match.group(1))
+    return value * 1000 if match.group(2) == "k" else value
+
+
+def parse_tables(text: str) -> list[SpeedRow]:
+    """Rows of every public-key table in `openssl speed` output (machine lines ignored)."""
+    rows: list[SpeedRow] = []
+    header: list[str] = []
+    for line in text.splitlines():
+        tokens = line.split()
+        if not tokens or line.startswith("+") or tokens[0] == "type":
+            continue
+        if any(t.endswith("/s") for t in tokens) and all(_number(t) is None for t in tokens):
+            header = tokens
+            continue
+        if not header or len(tokens) <= len(header):
+            continue
+        values = [_number(t) for t in tokens[-len(header):]]
+        if any(v is None for v in values):
+            continue
+        label = line.rstrip()
+        for token in reversed(tokens[-len(header):]):
+            label = label[:label.rindex(token)]
+        rows.append(SpeedRow(label.strip(), {h: v for h, v in zip(header, values)
+                                             if v is not None}))
+    return rows
+
+
+def parse_cipher_table(text: str) -> dict[str, dict[int, float]]:
+    """Cipher rows of `openssl speed -evp` output: name -> block size -> bytes per second."""
+    table: dict[str, dict[int, float]] = {}
+    sizes: list[int] = []
+    for line in text.splitlines():
+        tokens = line.split()
+        if not tokens or line.startswith("+"):
+            continue
+        if tokens[0] == "type" and tokens[2::2] == ["bytes"] * (len(tokens) // 2):
+            sizes = [int(t) for t in tokens[1::2] if t.isdigit()]
+            continue
+        if sizes and len(tokens) == len(sizes) + 1:
+            values = [_number(t) for t in tokens[1:]]
+            if all(v is not None for v in values):
+                table[tokens[0]] = {size: v for size, v in zip(sizes, values) if v is not None}
+    return table
+
+
+def _find_row(rows: Sequence[SpeedRow], pattern: str) -> SpeedRow | None:
+    regex = re.compile(pattern)
+    return next((row for row in rows if regex.search(row.label)), None)
+
+
+class _Runner:
+    """Runs `openssl speed` commands and remembers their command lines."""
+
+    def __init__(self, binary: str, seconds: int, processes: int) -> None:
+        self.binary = binary
+        self.seconds = seconds
+        self.processes = processes
+        self.commands: list[str] = []
+
+    def speed(self, args: list[str], tests: int) -> subprocess.CompletedProcess[str]:
+        argv = [self.binary, "speed", "-elapsed", "-seconds", str(self.seconds)]
+        if self.processes > 1:
+            argv += ["-multi", str(self.processes)]
+        argv += args
+        self.commands.append(" ".join(["openssl", *argv[1:]]))
+        return subprocess.run(argv, capture_output=True, text=True, check=False,
+                              timeout=60 + tests * self.seconds * 2)
+
+
+def _public_key_rows(runner: _Runner, names: list[str]) -> tuple[list[SpeedRow], set[str], str]:
+    """Run the public-key names; returns (rows, names openssl refused, error or "")."""
+    refused: set[str] = set()
+    while names:
+        done = runner.speed(names, tests=2 * len(names))
+        unknown = _UNKNOWN.search(done.stdout + done.stderr)
+        if done.returncode != 0 and unknown and unknown.group(1) in names:
+            refused.add(unknown.group(1))
+            names = [n for n in names if n != unknown.group(1)]
+            continue
+        if done.returncode != 0:
+            return [], refused, _first_line(done.stderr) or f"exit status {done.returncode}"
+        return parse_tables(done.stdout), refused, ""
+    return [], refused, ""
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def compare(algorithms: Sequence[Algorithm], results: Sequence[AlgorithmResult], *,
+            seconds: float, processes: int = 1, binary: str | None = None,
+            progress: Callable[[str], None] | None = None) -> Comparison:
+    """Run `openssl speed` for what it knows of `algorithms` and pair it with `results`."""
+    openssl_seconds = max(1, round(seconds))
+    path = find_binary(binary)
+    if path is None:
+        return Comparison(None, None, openssl_seconds,
+                          error=f"no openssl binary found ({binary or 'openssl'} not on PATH); "
+                                "comparison skipped")
+    version = binary_version(path)
+    runner = _Runner(path, openssl_seconds, processes)
+    say = progress or (lambda label: None)
+    measured = {r.algorithm: r for r in results}
+    chosen = [a for a in algorithms if a.name in measured]
+
+    names = [n for a in chosen if a.openssl and a.openssl.cipher is None
+             for n in a.openssl.names]
+    say(f"openssl speed {' '.join(names)}" if names else "openssl speed")
+    rows, refused, error = _public_key_rows(runner, list(dict.fromkeys(names)))
+
+    cipher_tables: dict[tuple[str, int], dict[str, dict[int, float]] | str] = {}
+    for algorithm in chosen:
+        spec = algorithm.openssl
+        if spec is None or spec.cipher is None:
+            continue
+        for fig in measured[algorithm.name].figures:
+            size = fig.block_size or 0
+            say(f"openssl speed -evp {spec.cipher} -aead -bytes {size}")
+            done = runner.speed(["-evp", spec.cipher, "-aead", "-bytes", str(size)], tests=1)
+            cipher_tables[(algorithm.name, size)] = (
+                parse_cipher_table(done.stdout) if done.returncode == 0
+                else _first_line(done.stderr) or f"exit status {done.returncode}")
+
+    out: list[ComparisonRow] = []
+    for algorithm in chosen:
+        for fig in measured[algorithm.name].figures:
+            out.append(_row(algorithm, fig, rows, refused, error, cipher_tables, version))
+    return Comparison(path, version, openssl_seconds, tuple(out), tuple(runner.commands))
+
+
+def _row(algorithm: Algorithm, fig: Figure, rows: list[SpeedRow], refused: set[str], error: str,
+         cipher_tables: dict[tuple[str, int], dict[str, dict[int, float]] | str],
+         version: str) -> ComparisonRow:
+    spec = algorithm.openssl
+    if fig.block_size is not None:
+        base = ComparisonRow(algorithm.name, fig.operation, fig.block_size, "bytes/s",
+                             fig.bytes_per_second or 0.0, None)
+        table = cipher_tables.get((algorithm.name, fig.block_size))
+        if spec is None or table is None:
+            return _with_note(base, "no openssl speed equivalent")
+        if isinstance(table, str):
+            return _with_note(base, f"openssl speed failed: {table}")
+        for name, values in table.items():
+            if name.lower() == spec.row.lower() and fig.block_size in values:
+                return _with_value(base, values[fig.block_size])
+        return _with_note(base, "not in openssl speed output")
+    base = ComparisonRow(algorithm.name, fig.operation, None, "op/s", fig.per_second, None)
+    if spec is None:
+        return _with_note(base, "no openssl speed equivalent")
+    if spec.names and all(n in refused for n in spec.names):
+        return _with_note(base, "unknown to this openssl speed")
+    if error:
+        return _with_note(base, f"openssl speed failed: {error}")
+    row = _find_row(rows, spec.row)
+    if row is None:
+        return _with_note(base, "not in openssl speed output")
+    for header in spec.column_headers(fig.operation):
+        if header in row.values:
+            return _with_value(base, row.values[header])
+    return _with_note(base, f"openssl speed does not report {fig.operation}")
+
+
+def _with_note(row: ComparisonRow, note: str) -> ComparisonRow:
+    return ComparisonRow(row.algorithm, row.operation, row.block_size, row.unit, row.tlsprobe,
+                         None, note)
+
+
+def _with_value(row: ComparisonRow, value: float) -> ComparisonRow:
+    return ComparisonRow(row.algorithm, row.operation, row.block_size, row.unit, row.tlsprobe,
+                         value, None)

@@ -1,0 +1,151 @@
+"""Result model of `tlsprobe speed` and its JSON form.
+
+JSON (`tlsprobe speed --json`), schema "tlsprobe.speed/1":
+
+    {
+      "schema": "tlsprobe.speed/1",
+      "tlsprobe": "0.1.0",
+      "library": {"cryptography": "50.0.2", "openssl": "OpenSSL 4.0.3 ..."},
+      "seconds": 3.0,             # requested measuring time per figure (per process)
+      "processes": 1,             # --multi: figures are the sum over processes
+      "block_sizes": [16, 64, 256, 1024, 8192, 16384],
+      "results": [
+        {"algorithm": "x25519", "kind": "kex",      # kind: kex | kem | sig | aead
+         "description": "253 bits ecdh (X25519)",
+         "figures": [
+           {"operation": "keygen",                  # keygen derive encaps decaps sign verify
+            "block_size": null,                     # AEAD: bytes per call ("encrypt")
+            "count": 95321, "seconds": 3.0001,      # calls made, time spent in the loop
+            "per_second": 31772.6,                  # calls per second (summed over processes)
+            "bytes_per_second": null}]}             # AEAD: block_size * per_second
+      ],
+      "openssl_comparison": null | {                # with --compare-openssl
+        "binary": "/usr/bin/openssl", "version": "OpenSSL 3.0.19 ...",
+        "seconds": 3, "error": null,                # error: why nothing could be compared
+        "commands": ["openssl speed -elapsed -seconds 3 ecdhx25519"],
+        "rows": [{"algorithm": "x25519", "operation": "derive", "block_size": null,
+                  "unit": "op/s",                   # or "bytes/s" for AEADs
+                  "tlsprobe": 31772.6, "openssl": 31694.0,
+                  "ratio": 1.002,                   # tlsprobe / openssl; null if not measured
+                  "note": null}]}                   # why openssl has no figure
+    }
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA = "tlsprobe.speed/1"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One measured operation of one algorithm."""
+
+    operation: str
+    count: int
+    seconds: float
+    per_second: float
+    block_size: int | None = None
+
+    @property
+    def bytes_per_second(self) -> float | None:
+        return None if self.block_size is None else self.per_second * self.block_size
+
+    @property
+    def label(self) -> str:
+        return self.operation if self.block_size is None else f"{self.block_size} bytes"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"operation": self.operation, "block_size": self.block_size, "count": self.count,
+                "seconds": self.seconds, "per_second": self.per_second,
+                "bytes_per_second": self.bytes_per_second}
+
+
+@dataclass(frozen=True)
+class AlgorithmResult:
+    """All figures of one algorithm, in the order they were measured."""
+
+    algorithm: str
+    kind: str
+    description: str
+    figures: tuple[Figure, ...]
+
+    def figure(self, operation: str, block_size: int | None = None) -> Figure | None:
+        for fig in self.figures:
+            if fig.operation == operation and fig.block_size == block_size:
+                return fig
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"algorithm": self.algorithm, "kind": self.kind, "description": self.description,
+                "figures": [fig.to_json() for fig in self.figures]}
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    """tlsprobe's figure beside `openssl speed`'s for the same primitive and operation."""
+
+    algorithm: str
+    operation: str
+    block_size: int | None
+    unit: str
+    tlsprobe: float
+    openssl: float | None
+    note: str | None = None
+
+    @property
+    def ratio(self) -> float | None:
+        if self.openssl is None or self.openssl <= 0:
+            return None
+        return self.tlsprobe / self.openssl
+
+    def to_json(self) -> dict[str, Any]:
+        return {"algorithm": self.algorithm, "operation": self.operation,
+                "block_size": self.block_size, "unit": self.unit, "tlsprobe": self.tlsprobe,
+                "openssl": self.openssl, "ratio": self.ratio, "note": self.note}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What `openssl speed` measured in the same run; `error` set when it could not run."""
+
+    binary: str | None
+    version: str | None
+    seconds: int
+    rows: tuple[ComparisonRow, ...] = ()
+    commands: tuple[str, ...] = ()
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"binary": self.binary, "version": self.version, "seconds": self.seconds,
+                "error": self.error, "commands": list(self.commands),
+                "rows": [row.to_json() for row in self.rows]}
+
+
+@dataclass(frozen=True)
+class SpeedReport:
+    """A whole `tlsprobe speed` run."""
+
+    tlsprobe_version: str
+    cryptography_version: str
+    openssl_version: str
+    seconds: float
+    processes: int
+    block_sizes: tuple[int, ...]
+    results: tuple[AlgorithmResult, ...]
+    comparison: Comparison | None = field(default=None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "tlsprobe": self.tlsprobe_version,
+            "library": {"cryptography": self.cryptography_version,
+                        "openssl": self.openssl_version},
+            "seconds": self.seconds,
+            "processes": self.processes,
+            "block_sizes": list(self.block_sizes),
+            "results": [result.to_json() for result in self.results],
+            "openssl_comparison": None if self.comparison is None else self.comparison.to_json(),
+        }

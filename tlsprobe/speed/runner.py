@@ -1,0 +1,151 @@
+"""Run the selected benchmarks in this process or, like `openssl speed -multi`, in several.
+
+With `processes > 1` every worker process runs the same list of figures; a barrier starts
+each figure in all workers at once, so they really compete for the CPUs, and the figure
+reported is the sum of the workers' operations per second (as `openssl speed -multi`).
+Workers are started with the "spawn" method: nothing of the parent (threads of a progress
+display, open files) leaks into them.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue as queue_module
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tlsprobe.speed import catalog
+from tlsprobe.speed.base import Algorithm
+from tlsprobe.speed.harness import measure
+from tlsprobe.speed.results import AlgorithmResult, Figure
+
+# progress(done, total, label): `label` names the figure about to be measured (or "" at the end).
+Progress = Callable[[int, int, str], None]
+
+# Longest wait for the other workers at a barrier or for a worker message (key generation
+# of RSA-4096 in a loaded machine is the slowest step between two figures).
+_SYNC_TIMEOUT = 300.0
+
+
+class SpeedError(RuntimeError):
+    """A benchmark could not be run (a worker process failed)."""
+
+
+def _no_progress(done: int, total: int, label: str) -> None:
+    return None
+
+
+def figure_total(algorithms: Sequence[Algorithm], block_sizes: Sequence[int]) -> int:
+    """How many figures a run of `algorithms` measures."""
+    return sum(len(a.operation_names(block_sizes)) for a in algorithms)
+
+
+def run(algorithms: Sequence[Algorithm], seconds: float, *, processes: int = 1,
+        block_sizes: Sequence[int], progress: Progress | None = None) -> list[AlgorithmResult]:
+    """Measure every operation of `algorithms` for `seconds` each (per process)."""
+    if seconds <= 0:
+        raise ValueError("seconds must be positive")
+    report = progress or _no_progress
+    if processes <= 1:
+        return _run_here(algorithms, seconds, block_sizes, report)
+    return _run_multi(algorithms, seconds, processes, block_sizes, report)
+
+
+def _run_here(algorithms: Sequence[Algorithm], seconds: float, block_sizes: Sequence[int],
+              report: Progress) -> list[AlgorithmResult]:
+    total = figure_total(algorithms, block_sizes)
+    done = 0
+    results = []
+    for algorithm in algorithms:
+        figures = []
+        for op in algorithm.build(block_sizes):
+            report(done, total, f"{algorithm.name} {op.name}"
+                   + (f" {op.block_size} bytes" if op.block_size is not None else ""))
+            timing = measure(op, seconds)
+            figures.append(Figure(op.name, timing.count, timing.seconds, timing.per_second,
+                                  op.block_size))
+            done += 1
+        results.append(AlgorithmResult(algorithm.name, algorithm.kind, algorithm.description,
+                                       tuple(figures)))
+    report(done, total, "")
+    return results
+
+
+def _worker(names: list[str], seconds: float, block_sizes: list[int], barrier: Any,
+            out: Any, index: int) -> None:
+    """Worker process body: measure every figure after the barrier, send each timing."""
+    try:
+        for name in names:
+            (algorithm,) = catalog.lookup(name)
+            for op in algorithm.build(block_sizes):
+                barrier.wait(_SYNC_TIMEOUT)
+                timing = measure(op, seconds)
+                out.put(("figure", index, name, op.name, op.block_size, timing.count,
+                         timing.seconds))
+        out.put(("done", index))
+    except Exception as exc:  # noqa: BLE001 -- report any failure, release the others
+        barrier.abort()
+        out.put(("error", index, f"{exc.__class__.__name__}: {exc}"))
+
+
+def _run_multi(algorithms: Sequence[Algorithm], seconds: float, processes: int,
+               block_sizes: Sequence[int], report: Progress) -> list[AlgorithmResult]:
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(processes)
+    out = context.Queue()
+    names = [a.name for a in algorithms]
+    workers = [context.Process(target=_worker, daemon=True,
+                               args=(names, seconds, list(block_sizes), barrier, out, index))
+               for index in range(processes)]
+    for worker in workers:
+        worker.start()
+    try:
+        partial = _collect(algorithms, processes, block_sizes, out, workers, report)
+    finally:
+        for worker in workers:
+            worker.join(timeout=5)
+            if worker.is_alive():
+                worker.terminate()
+    results = []
+    for algorithm in algorithms:
+        figures = []
+        for key, timings in partial.items():
+            if key[0] != algorithm.name:
+                continue
+            figures.append(Figure(key[1], sum(c for c, _ in timings), max(s for _, s in timings),
+                                  sum(c / s for c, s in timings if s > 0), key[2]))
+        results.append(AlgorithmResult(algorithm.name, algorithm.kind, algorithm.description,
+                                       tuple(figures)))
+    return results
+
+
+def _collect(algorithms: Sequence[Algorithm], processes: int, block_sizes: Sequence[int],
+             out: Any, workers: list[Any], report: Progress
+             ) -> dict[tuple[str, str, int | None], list[tuple[int, float]]]:
+    """Gather the workers' timings; (algorithm, operation, block_size) -> [(count, seconds)]."""
+    total = figure_total(algorithms, block_sizes)
+    labels = [f"{a.name} {op}" for a in algorithms for op in a.operation_names(block_sizes)]
+    partial: dict[tuple[str, str, int | None], list[tuple[int, float]]] = {}
+    finished: set[int] = set()
+    done = 0
+    report(0, total, labels[0] if labels else "")
+    while len(finished) < processes:
+        try:
+            message = out.get(timeout=1.0)
+        except queue_module.Empty:
+            if not any(worker.is_alive() for worker in workers):
+                raise SpeedError("a benchmark worker process ended without reporting") from None
+            continue
+        if message[0] == "error":
+            raise SpeedError(f"benchmark worker {message[1]} failed: {message[2]}")
+        if message[0] == "done":
+            finished.add(message[1])
+            continue
+        _, _, name, operation, block_size, count, spent = message
+        timings = partial.setdefault((name, operation, block_size), [])
+        timings.append((count, spent))
+        if len(timings) == processes:
+            done += 1
+            report(done, total, labels[done] if done < total else "")
+    return partial
+
