@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         print("---", file=out)
     if args.json:
         print(result.to_json(), file=out)
-    else:
+    elif result.version is not None or not result.error:
         from tlsprobe.report.tables import render_probe
         render_probe(result, out)
     if result.error:

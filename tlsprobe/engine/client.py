@@ -188,8 +188,8 @@ class ClientHandshake:
                                        "already sent")
         cookie = None
         if cookie_ext is not None:
-            from tlsprobe.wire.extensions import decode_cookie
-            cookie = decode_cookie(cookie_ext.data)
+            from tlsprobe.wire.ext_decoders import WHERE_HRR, decode_extension
+            cookie = decode_extension(44, cookie_ext.data, WHERE_HRR)
         share_groups = (group,) if group is not None else self.config.share_groups()
         first = self.built.hello
         rebuilt = build_client_hello(self.config, share_groups=share_groups,

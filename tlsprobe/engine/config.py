@@ -164,5 +164,5 @@ def build_client_hello(config: ClientConfig, *, share_groups: tuple[int, ...] | 
         extensions=exts,
     )
     if config.padding:
-        hello = ext.pad_client_hello(hello)
+        hello = hello.padded()
     return BuiltHello(hello, shares)

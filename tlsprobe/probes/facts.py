@@ -10,10 +10,11 @@ from tlsprobe.engine.client import ClientHandshake
 from tlsprobe.probes.dhgroups import dh_group_name
 from tlsprobe.net.tcp import Target
 from tlsprobe.registry import HandshakeType
+from tlsprobe.report.trace import message_name
 from tlsprobe.report.model import (AlertInfo, CertificateInfo, Cipher, Codepoint, KeyExchange,
                                    Offer, ProbeResult, Timings)
 from tlsprobe.session.flow import CLIENT, AlertEvent, MessageEvent
-from tlsprobe.wire import extensions as ext
+from tlsprobe.wire.ext_decoders import WHERE_SERVER_HELLO, decode_extension
 from tlsprobe.wire.hello import ClientHello
 
 # Bits as `openssl s_client` prints them in "Server Temp Key".
@@ -35,19 +36,10 @@ def _attr(obj: Any, *names: str) -> Any:
 
 
 def offer_of(hello: ClientHello, sni: str | None, alpn: Iterable[str]) -> Offer:
-    groups: list[int] = []
-    shares: list[int] = []
-    versions: list[int] = [hello.legacy_version]
-    sigalgs: list[int] = []
-    for e in hello.extensions:
-        if e.type == 10:
-            groups = list(ext.decode_supported_groups(e.data))
-        elif e.type == 51:
-            shares = [g for g, _ in ext.decode_key_share_client(e.data)]
-        elif e.type == 43:
-            versions = list(ext.decode_supported_versions_client(e.data))
-        elif e.type == 13:
-            sigalgs = list(ext.decode_signature_algorithms(e.data))
+    groups = hello.supported_groups
+    shares = [entry.group for entry in hello.key_shares]
+    versions = hello.supported_versions or [hello.legacy_version]
+    sigalgs = hello.signature_algorithms
     return Offer(
         versions=tuple(Codepoint.version(v) for v in versions),
         cipher_suites=tuple(Cipher.of(s) for s in hello.cipher_suites),
@@ -124,9 +116,8 @@ def key_exchange_of(hs: ClientHandshake) -> KeyExchange | None:
         info = registry.group(group)
         kind = {"hybrid": "hybrid", "mlkem": "KEM", "ffdhe": "DHE"}.get(
             info.kind if info else "", "ECDHE")
-        client_len = next((len(k) for g, k in ext.decode_key_share_client(
-            client_hello.extension(51).data) if g == group), None) \
-            if client_hello.extension(51) is not None else None
+        client_len = next((len(e.key_exchange) for e in client_hello.key_shares
+                           if e.group == group), None)
         return _with_temp_key(KeyExchange(
             kind=kind, source="hello_retry_request" if hs.hrr is not None else "key_share",
             group=Codepoint.group(group), server_share_bytes=len(key),
@@ -143,12 +134,12 @@ def key_exchange_of(hs: ClientHandshake) -> KeyExchange | None:
         return _with_temp_key(KeyExchange(
             kind="ECDHE", source="server_key_exchange", group=Codepoint.group(named),
             server_share_bytes=len(_attr(ske, "public", "public_key", "point") or b"")))
-    prime = _attr(ske, "dh_p", "p")
+    prime = _attr(ske, "dh_p")
     if prime is not None:
         p = int.from_bytes(prime, "big") if isinstance(prime, (bytes, bytearray)) else int(prime)
         name = dh_group_name(p)
         code = registry.parse_group(name) if name and name.startswith("ffdhe") else None
-        ys = _attr(ske, "dh_ys", "ys") or b""
+        ys = _attr(ske, "public") or b""
         return KeyExchange(
             kind="DHE", source="dhe_parameters",
             group=Codepoint.group(code) if code is not None else None,
@@ -184,7 +175,7 @@ def result_from(hs: ClientHandshake, target: Target, address: str | None, *,
     messages = tuple(("<<< " if ev.direction else ">>> ") +
                      ("HelloRetryRequest" if ev.decoded is not None and
                       getattr(ev.decoded.message, "is_hello_retry_request", False)
-                      else registry.handshake_name(ev.msg_type))
+                      else message_name(ev.msg_type))
                      for ev in hs.events if isinstance(ev, MessageEvent))
     sig = None
     ske = hs.flight.messages.get(HandshakeType.server_key_exchange)
@@ -204,8 +195,8 @@ def result_from(hs: ClientHandshake, target: Target, address: str | None, *,
         sources += [e for e in (_attr(ee, "extensions") or []) if e.type == 16]
     for e in sources:
         if e is not None:
-            protocols = ext.decode_alpn(e.data)
-            alpn = protocols[0] if protocols else None
+            protocols = decode_extension(16, e.data, WHERE_SERVER_HELLO)
+            alpn = protocols[0].decode("latin-1") if protocols else None
     nst = hs.flight.messages.get(HandshakeType.new_session_ticket)
     lifetime = _attr(nst, "ticket_lifetime", "ticket_lifetime_hint") if nst is not None else None
     t = Timings(*(round(x * 1000, 3) if x is not None else None for x in timings)) \

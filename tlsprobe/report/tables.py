@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from typing import IO
 
 from rich.console import Console
@@ -82,11 +83,21 @@ def probe_rows(r: ProbeResult) -> list[tuple[str, str]]:
 
 
 def render_probe(r: ProbeResult, out: IO[str]) -> None:
-    console = Console(file=out, highlight=False, soft_wrap=True,
-                      width=None if out.isatty() else 200)
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
     table.add_column()
     for label, value in probe_rows(r):
         table.add_row(label, value)
-    console.print(table)
+    print_renderable(table, out)
+
+
+def print_renderable(renderable: object, out: IO[str]) -> None:
+    """Rich on a terminal; plain lines without trailing blanks everywhere else."""
+    if out.isatty():
+        Console(file=out, highlight=False).print(renderable)
+        return
+    console = Console(file=io.StringIO(), highlight=False, width=200, color_system=None)
+    with console.capture() as capture:
+        console.print(renderable)
+    for line in capture.get().splitlines():
+        print(line.rstrip(), file=out)

@@ -46,13 +46,25 @@ def version_label(version: int | None) -> str:
 
 def annotation_line(a: Annotation, indent: str = "      ") -> str:
     end = a.offset + a.length - 1
-    if a.kind == "bytes":
-        where = f"at +{a.offset}" if a.length <= 1 else f"at +{a.offset}..+{end}"
+    if a.kind == "error":
+        return f"{indent}!!! {a.name}: {a.value} at +{a.offset}"
+    if a.kind in ("int", "len") and a.length <= 1:
+        where = f"at +{a.offset}"
+    elif a.kind in ("int", "len") and a.length <= 8:
+        where = f"at +{end} (bytes +{a.offset}..+{end})"
     elif a.length <= 1:
         where = f"at +{a.offset}"
     else:
-        where = f"at +{end} (bytes +{a.offset}..+{end})"
+        where = f"at +{a.offset}..+{end}"
     return f"{indent}{a.name} {a.value} {where}"
+
+
+def message_name(msg_type: int) -> str:
+    """OpenSSL's spelling: client_hello -> ClientHello; unknown types stay hex."""
+    name = registry.handshake_name(msg_type)
+    if name.startswith("0x"):
+        return f"UnknownHandshake({name})"
+    return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
 
 
 class TraceFormatter:
@@ -111,11 +123,11 @@ class TraceFormatter:
         arrow = ARROW[ev.direction]
         msg = ev.decoded.message if ev.decoded else None
         if isinstance(msg, ClientHello):
-            self.version = max(msg.offered_versions, default=msg.legacy_version) \
-                if hasattr(msg, "offered_versions") else msg.legacy_version
+            offered = [v for v in msg.supported_versions if not registry.is_grease(v)]
+            self.version = max(offered, default=msg.legacy_version)
         elif isinstance(msg, ServerHello):
             self.version = msg.selected_version
-        name = registry.handshake_name(ev.msg_type)
+        name = message_name(ev.msg_type)
         if isinstance(msg, ServerHello) and msg.is_hello_retry_request:
             name = "HelloRetryRequest"
         mark = " (decrypted)" if ev.protected else ""

@@ -13,7 +13,7 @@ from typing import Iterator, Protocol, Union
 
 from tlsprobe import registry
 from tlsprobe.registry import ContentType, HandshakeType
-from tlsprobe.wire.alert import Alert
+from tlsprobe.wire.alert import Alert, parse_alerts
 from tlsprobe.wire.buffer import Annotation, DecodeError
 from tlsprobe.wire.handshake import (Decoded, HandshakeReassembler, ParseContext,
                                      decode_handshake)
@@ -219,7 +219,7 @@ class Flow:
             yield from self._handshake(direction, d, payload, protected)
         elif content_type == ContentType.alert:
             try:
-                alerts = Alert.parse_all(payload)
+                alerts, _ = parse_alerts(payload)
             except DecodeError as exc:
                 yield ErrorEvent(direction, exc, "alert", fatal=False)
                 return
