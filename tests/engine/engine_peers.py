@@ -16,9 +16,9 @@ import socket
 import ssl
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization

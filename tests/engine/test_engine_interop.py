@@ -14,12 +14,17 @@ import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import engine_peers as peers
 import pytest
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-import engine_peers as peers
 from tlsprobe.engine import keylog as kl
-from tlsprobe.engine.keyschedule import Transcript, finished_key, traffic_keys, verify_data
+from tlsprobe.engine.keyschedule import (
+    Transcript,
+    finished_key,
+    traffic_keys,
+    verify_data,
+)
 from tlsprobe.engine.prf import (
     extended_master_secret,
     handshake_hash_name,
@@ -27,8 +32,11 @@ from tlsprobe.engine.prf import (
     master_secret,
 )
 from tlsprobe.engine.prf import verify_data as prf_verify_data
-from tlsprobe.engine.protection import RecordProtection, Tls13Protection, \
-    protections_from_key_block
+from tlsprobe.engine.protection import (
+    RecordProtection,
+    Tls13Protection,
+    protections_from_key_block,
+)
 from tlsprobe.engine.suites import SUITES, SuiteParams
 
 HRR_RANDOM = bytes.fromhex("cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c")

@@ -8,6 +8,9 @@ import stat
 from pathlib import Path
 
 import engine_rfc8448 as v
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from tlsprobe.engine.keylog import (
     CLIENT_RANDOM,
     KeyLogWriter,
@@ -118,3 +121,10 @@ def test_load_is_bounded_in_bytes(tmp_path: Path) -> None:
     path.write_bytes(b"\xff\xfe garbage \x00\n" + lines[0].encode() + b"\r\n")
     log = load_keylog(path)
     assert len(log) == 1 and log.bad_lines == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(max_size=200), max_size=20))
+def test_parse_never_raises(lines: list[str]) -> None:
+    log = parse_keylog(lines)
+    assert log.bad_lines + log.skipped_lines + len(log) <= len(lines)

@@ -5,12 +5,15 @@ from __future__ import annotations
 import hashlib
 import os
 
+import engine_rfc8448 as v
 import pytest
 from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import (
+    X25519PrivateKey,
+    X25519PublicKey,
+)
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF, HKDFExpand
 
-import engine_rfc8448 as v
 from tlsprobe.engine.keyschedule import (
     KeySchedule,
     Transcript,

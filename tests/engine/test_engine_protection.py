@@ -7,15 +7,16 @@ import errno
 import hashlib
 import hmac
 import os
-import socket
 
+import engine_rfc8448 as v
 import pytest
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tlslite.messages import ApplicationData
 from tlslite.recordlayer import RecordLayer
 
-import engine_rfc8448 as v
 from tlsprobe.engine.prf import key_block
 from tlsprobe.engine.protection import (
     CbcProtection,
@@ -308,7 +309,7 @@ class _Sock:
 
     def recv(self, n: int) -> bytes:
         if not self.buf:
-            raise socket.error(errno.EWOULDBLOCK)
+            raise OSError(errno.EWOULDBLOCK)
         out = bytes(self.buf[:n])
         del self.buf[:n]
         return out
@@ -361,3 +362,23 @@ def test_interop_with_tlslite_record_layer(code: int, version: int, etm: bool) -
                 received.append(bytes(result[1].bytes))
                 break
     assert received == payloads
+
+
+# -- arbitrary input: one exception type, never a crash ------------------------------------
+_FUZZ = [(c, ver, etm) for c, ver, etm in _cases()
+         if c in (0x1301, 0x1303, 0x1305, 0xC02F, 0xC0A0, 0xCCA8, 0x002F, 0x000A, 0x0002)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=st.sampled_from(_FUZZ), content_type=st.integers(0, 255),
+       fragment=st.binary(max_size=300))
+def test_decrypt_of_arbitrary_bytes_only_raises_record_protection_error(
+        case: tuple[int, int, bool], content_type: int, fragment: bytes) -> None:
+    code, version, etm = case
+    suite = SUITES[code]
+    mac_len, key_len, iv_len = suite.key_material(version)
+    prot = protection_for_suite(suite, bytes(key_len), bytes(iv_len), bytes(mac_len), version,
+                                etm)
+    with pytest.raises(RecordProtectionError):
+        prot.decrypt(content_type, 0x0303, fragment)
+    assert prot.seq == 0

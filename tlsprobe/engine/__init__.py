@@ -16,7 +16,12 @@ from tlsprobe.engine.keyschedule import (
     tls13_hash_name,
     traffic_keys,
 )
-from tlsprobe.engine.prf import KeyBlock, extended_master_secret, key_block, master_secret
+from tlsprobe.engine.prf import (
+    KeyBlock,
+    extended_master_secret,
+    key_block,
+    master_secret,
+)
 from tlsprobe.engine.protection import (
     CbcProtection,
     RecordProtection,
@@ -29,11 +34,29 @@ from tlsprobe.engine.protection import (
 from tlsprobe.engine.suites import SUITES, SuiteParams, suite_params
 
 __all__ = [
-    "KeyLog", "KeyLogWriter", "load_keylog", "parse_keylog",
-    "KeySchedule", "Transcript", "derive_secret", "hkdf_expand_label", "hkdf_extract",
-    "tls13_hash_name", "traffic_keys",
-    "KeyBlock", "extended_master_secret", "key_block", "master_secret",
-    "CbcProtection", "RecordProtection", "RecordProtectionError", "Tls12AeadProtection",
-    "Tls13Protection", "protection_for_suite", "protections_from_key_block",
-    "SUITES", "SuiteParams", "suite_params",
+    "SUITES",
+    "CbcProtection",
+    "KeyBlock",
+    "KeyLog",
+    "KeyLogWriter",
+    "KeySchedule",
+    "RecordProtection",
+    "RecordProtectionError",
+    "SuiteParams",
+    "Tls12AeadProtection",
+    "Tls13Protection",
+    "Transcript",
+    "derive_secret",
+    "extended_master_secret",
+    "hkdf_expand_label",
+    "hkdf_extract",
+    "key_block",
+    "load_keylog",
+    "master_secret",
+    "parse_keylog",
+    "protection_for_suite",
+    "protections_from_key_block",
+    "suite_params",
+    "tls13_hash_name",
+    "traffic_keys",
 ]

@@ -9,8 +9,9 @@ secret. Parsing is bounded and never raises on bad content: bad lines are counte
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import IO, Iterable
+from typing import IO
 
 from tlsprobe.engine.keyschedule import KeySchedule
 
@@ -34,10 +35,6 @@ LABELS: dict[str, tuple[int, ...]] = {
     EARLY_EXPORTER_SECRET: (32, 48),
     EXPORTER_SECRET: (32, 48),
 }
-#: Labels other tools write that carry no per-client-random secret we use (RSA premaster
-#: lines keyed by encrypted premaster prefix, QUIC/ECH extras): skipped, not counted as bad.
-_SKIPPED_LABELS = frozenset({"RSA", "PMS_CLIENT_RANDOM", "ECH_SECRET", "ECH_CONFIG",
-                             "CLIENT_TRAFFIC_SECRET_1", "SERVER_TRAFFIC_SECRET_1"})
 
 MAX_LINE = 1024
 DEFAULT_MAX_SESSIONS = 100_000
@@ -108,7 +105,8 @@ class KeyLog:
     """Parsed key log: secrets by client random, then by label.
 
     `bad_lines` counts malformed lines (wrong field count, bad hex, wrong lengths);
-    `skipped_lines` counts well-formed lines with labels we do not use; `dropped` counts
+    `skipped_lines` counts well-formed lines with labels we do not use (RSA premaster
+    lines, ECH or later traffic secrets, future labels); `dropped` counts
     lines for new sessions beyond the `max_sessions` bound."""
 
     sessions: dict[bytes, dict[str, bytes]] = field(default_factory=dict)
@@ -142,10 +140,10 @@ def parse_keylog(lines: Iterable[str] | str,
         if parsed is None:
             log.bad_lines += 1
             continue
-        if parsed == ():
+        label, client_random, secret = parsed
+        if label not in LABELS:
             log.skipped_lines += 1
             continue
-        label, client_random, secret = parsed
         entry = log.sessions.get(client_random)
         if entry is None:
             if len(log.sessions) >= max_sessions:
@@ -174,8 +172,9 @@ def load_keylog(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES
     return log
 
 
-def _parse_line(line: str) -> tuple[str, bytes, bytes] | tuple[()] | None:
-    """(label, client_random, secret); () for a known-but-unused label; None when bad."""
+def _parse_line(line: str) -> tuple[str, bytes, bytes] | None:
+    """(label, client_random, secret), or None when malformed. Lengths are checked for the
+    labels we use; other labels only need three fields of hex."""
     if len(line) > MAX_LINE:
         return None
     fields = line.split()
@@ -187,11 +186,7 @@ def _parse_line(line: str) -> tuple[str, bytes, bytes] | tuple[()] | None:
         secret = bytes.fromhex(secret_hex)
     except ValueError:
         return None
-    if label in _SKIPPED_LABELS:
-        return ()
     lengths = LABELS.get(label)
-    if lengths is None:
-        return ()
-    if len(client_random) != 32 or len(secret) not in lengths:
+    if lengths is not None and (len(client_random) != 32 or len(secret) not in lengths):
         return None
     return label, client_random, secret
