@@ -1,0 +1,280 @@
+"""Builders for real packet and capture-file bytes used by the capture tests.
+
+Packets are built field by field (with valid IP/TCP/UDP checksums) so that the same bytes
+are also accepted by tshark and scapy; files are written per the pcap and pcapng specs.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import struct
+from typing import Iterable, Sequence
+
+FLAG_BITS = {"F": 0x01, "S": 0x02, "R": 0x04, "P": 0x08, "A": 0x10, "U": 0x20}
+
+
+def _csum(data: bytes) -> int:
+    if len(data) % 2:
+        data += b"\x00"
+    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+
+def _addr(ip: str) -> bytes:
+    return ipaddress.ip_address(ip).packed
+
+
+def tcp(sport: int, dport: int, seq: int, ack: int = 0, flags: str = "A", payload: bytes = b"",
+        options: bytes = b"", src: str | None = None, dst: str | None = None) -> bytes:
+    """TCP header + payload (checksum filled in when the addresses are given)."""
+    options += b"\x00" * (-len(options) % 4)
+    bits = 0
+    for f in flags:
+        bits |= FLAG_BITS[f]
+    doff = (20 + len(options)) // 4
+    hdr = struct.pack("!HHIIBBHHH", sport, dport, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF,
+                      doff << 4, bits, 65535, 0, 0) + options
+    seg = hdr + payload
+    if src and dst:
+        a, b = _addr(src), _addr(dst)
+        pseudo = (a + b + struct.pack("!BBH", 0, 6, len(seg)) if len(a) == 4
+                  else a + b + struct.pack("!IxxxB", len(seg), 6))
+        seg = seg[:16] + struct.pack("!H", _csum(pseudo + seg)) + seg[18:]
+    return seg
+
+
+def udp(sport: int, dport: int, payload: bytes, length: int | None = None) -> bytes:
+    return struct.pack("!HHHH", sport, dport, 8 + len(payload) if length is None else length,
+                       0) + payload
+
+
+def ipv4(src: str, dst: str, proto: int, l4: bytes, *, ident: int = 1, frag_offset: int = 0,
+         more_fragments: bool = False, options: bytes = b"", total: int | None = None,
+         ttl: int = 64) -> bytes:
+    options += b"\x00" * (-len(options) % 4)
+    ihl = (20 + len(options)) // 4
+    flags = (0x2000 if more_fragments else 0) | (frag_offset // 8)
+    length = 4 * ihl + len(l4) if total is None else total
+    hdr = struct.pack("!BBHHHBBH4s4s", 0x40 | ihl, 0, length, ident, flags, ttl, proto, 0,
+                      _addr(src), _addr(dst)) + options
+    hdr = hdr[:10] + struct.pack("!H", _csum(hdr)) + hdr[12:]
+    return hdr + l4
+
+
+def ipv6(src: str, dst: str, nh: int, l4: bytes,
+         ext: Sequence[tuple[int, bytes]] = ()) -> bytes:
+    """IPv6 with extension headers: ext = [(header type, body)], bodies padded to 8n-2."""
+    chain = b""
+    types = [t for t, _ in ext] + [nh]
+    for i, (t, body) in enumerate(ext):
+        nxt = types[i + 1]
+        if t == 44:  # fragment header: body is the 6 bytes after next-header/reserved
+            chain += bytes([nxt, 0]) + body
+        else:
+            body += b"\x00" * (-(len(body) + 2) % 8)
+            chain += bytes([nxt, (len(body) + 2) // 8 - 1]) + body
+    first = types[0]
+    payload = chain + l4
+    return struct.pack("!IHBB16s16s", 0x60000000, len(payload), first, 64, _addr(src),
+                       _addr(dst)) + payload
+
+
+def ether(ip_packet: bytes, etype: int | None = None, vlans: Sequence[tuple[int, int]] = (),
+          pad_to: int = 0) -> bytes:
+    """Ethernet II; vlans = [(tpid, vid)] outermost first; etype guessed from the IP version."""
+    if etype is None:
+        etype = 0x86DD if ip_packet[0] >> 4 == 6 else 0x0800
+    tags = b"".join(struct.pack("!HH", tpid, vid) for tpid, vid in vlans)
+    frame = b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01" + tags + struct.pack("!H", etype)
+    frame += ip_packet
+    return frame + b"\x00" * max(0, pad_to - len(frame))
+
+
+def sll(ip_packet: bytes, proto: int | None = None) -> bytes:
+    proto = proto if proto is not None else (0x86DD if ip_packet[0] >> 4 == 6 else 0x0800)
+    return struct.pack("!HHH8sH", 0, 1, 6, b"\x02\x00\x00\x00\x00\x01\x00\x00", proto) + ip_packet
+
+
+def sll2(ip_packet: bytes, proto: int | None = None) -> bytes:
+    proto = proto if proto is not None else (0x86DD if ip_packet[0] >> 4 == 6 else 0x0800)
+    return struct.pack("!HHIHBB8s", proto, 0, 2, 1, 0, 6, b"\x02\x00\x00\x00\x00\x01\x00\x00") \
+        + ip_packet
+
+
+def null(ip_packet: bytes, af: int, big_endian: bool = False) -> bytes:
+    return struct.pack(">I" if big_endian else "<I", af) + ip_packet
+
+
+# -- a TCP conversation with sequence bookkeeping ---------------------------------------
+class Conv:
+    """Builds the IP packets of one TCP connection, tracking both sides' sequence numbers."""
+
+    def __init__(self, client: tuple[str, int] = ("10.0.0.1", 40000),
+                 server: tuple[str, int] = ("10.0.0.2", 443), cisn: int = 1000,
+                 sisn: int = 5000) -> None:
+        self.client, self.server = client, server
+        self.cseq, self.sseq = cisn, sisn
+        self.v6 = ":" in client[0]
+
+    def _pkt(self, from_client: bool, seq: int, ack: int, flags: str, payload: bytes) -> bytes:
+        (sip, sp), (dip, dp) = ((self.client, self.server) if from_client
+                                else (self.server, self.client))
+        seg = tcp(sp, dp, seq, ack, flags, payload, src=sip, dst=dip)
+        return ipv6(sip, dip, 6, seg) if self.v6 else ipv4(sip, dip, 6, seg)
+
+    def syn(self) -> bytes:
+        p = self._pkt(True, self.cseq, 0, "S", b"")
+        self.cseq += 1
+        return p
+
+    def synack(self) -> bytes:
+        p = self._pkt(False, self.sseq, self.cseq, "SA", b"")
+        self.sseq += 1
+        return p
+
+    def handshake(self) -> list[bytes]:
+        return [self.syn(), self.synack(), self.ack()]
+
+    def ack(self, from_client: bool = True) -> bytes:
+        if from_client:
+            return self._pkt(True, self.cseq, self.sseq, "A", b"")
+        return self._pkt(False, self.sseq, self.cseq, "A", b"")
+
+    def c(self, data: bytes, flags: str = "PA", seq: int | None = None) -> bytes:
+        """Client data; advances the client sequence unless an explicit seq is given."""
+        if seq is not None:
+            return self._pkt(True, seq, self.sseq, flags, data)
+        p = self._pkt(True, self.cseq, self.sseq, flags, data)
+        self.cseq += len(data) + (1 if "F" in flags else 0)
+        return p
+
+    def s(self, data: bytes, flags: str = "PA", seq: int | None = None) -> bytes:
+        if seq is not None:
+            return self._pkt(False, seq, self.cseq, flags, data)
+        p = self._pkt(False, self.sseq, self.cseq, flags, data)
+        self.sseq += len(data) + (1 if "F" in flags else 0)
+        return p
+
+
+# -- files ------------------------------------------------------------------------------
+def pcap_bytes(frames: Iterable[bytes | tuple[float, bytes] | tuple[float, bytes, int]],
+               linktype: int = 1, *, big_endian: bool = False, nanos: bool = False,
+               snaplen: int = 262144, modified: bool = False) -> bytes:
+    """A classic pcap file. Frames: data, (ts, data) or (ts, data, original length)."""
+    o = ">" if big_endian else "<"
+    magic = 0xA1B2CD34 if modified else (0xA1B23C4D if nanos else 0xA1B2C3D4)
+    out = [struct.pack(o + "IHHiIII", magic, 2, 4, 0, 0, snaplen, linktype)]
+    for i, f in enumerate(frames):
+        ts, data, orig = (1000.0 + i, f, len(f)) if isinstance(f, bytes) else \
+            (f[0], f[1], f[2] if len(f) > 2 else len(f[1]))  # type: ignore[misc]
+        sec = int(ts)
+        frac = round((ts - sec) * (1e9 if nanos else 1e6))
+        out.append(struct.pack(o + "IIII", sec, frac, len(data), orig))
+        if modified:
+            out.append(struct.pack(o + "iHBx", 1, 0x0800, 0))
+        out.append(data)
+    return b"".join(out)
+
+
+def _block(o: str, btype: int, body: bytes) -> bytes:
+    body += b"\x00" * (-len(body) % 4)
+    n = len(body) + 12
+    return struct.pack(o + "II", btype, n) + body + struct.pack(o + "I", n)
+
+
+def _opts(o: str, opts: Sequence[tuple[int, bytes]]) -> bytes:
+    if not opts:
+        return b""
+    out = b""
+    for code, value in opts:
+        out += struct.pack(o + "HH", code, len(value)) + value + b"\x00" * (-len(value) % 4)
+    return out + struct.pack(o + "HH", 0, 0)
+
+
+class Pcapng:
+    """Accumulates pcapng blocks; one byte order per section."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.o = "<"
+
+    def shb(self, big_endian: bool = False) -> "Pcapng":
+        self.o = ">" if big_endian else "<"
+        self.parts.append(_block(self.o, 0x0A0D0D0A,
+                                 struct.pack(self.o + "IHHq", 0x1A2B3C4D, 1, 0, -1)))
+        return self
+
+    def idb(self, linktype: int, snaplen: int = 0, tsresol: int | None = None,
+            tsoffset: int | None = None) -> "Pcapng":
+        opts: list[tuple[int, bytes]] = [(2, b"if0")]
+        if tsresol is not None:
+            opts.append((9, bytes([tsresol])))
+        if tsoffset is not None:
+            opts.append((14, struct.pack(self.o + "q", tsoffset)))
+        self.parts.append(_block(self.o, 1, struct.pack(self.o + "HHI", linktype, 0, snaplen)
+                                 + _opts(self.o, opts)))
+        return self
+
+    def epb(self, ifid: int, ts_units: int, data: bytes, orig: int | None = None) -> "Pcapng":
+        body = struct.pack(self.o + "IIIII", ifid, ts_units >> 32, ts_units & 0xFFFFFFFF,
+                           len(data), len(data) if orig is None else orig) + data
+        body += b"\x00" * (-len(body) % 4) + _opts(self.o, [(1, b"comment")])
+        self.parts.append(_block(self.o, 6, body))
+        return self
+
+    def spb(self, data: bytes) -> "Pcapng":
+        self.parts.append(_block(self.o, 3, struct.pack(self.o + "I", len(data)) + data))
+        return self
+
+    def pb(self, ifid: int, ts_units: int, data: bytes) -> "Pcapng":
+        self.parts.append(_block(self.o, 2, struct.pack(
+            self.o + "HHIIII", ifid, 0, ts_units >> 32, ts_units & 0xFFFFFFFF, len(data),
+            len(data)) + data))
+        return self
+
+    def dsb(self, secrets_type: int, data: bytes) -> "Pcapng":
+        self.parts.append(_block(self.o, 0x0A, struct.pack(self.o + "II", secrets_type,
+                                                           len(data)) + data))
+        return self
+
+    def raw_block(self, btype: int, body: bytes) -> "Pcapng":
+        self.parts.append(_block(self.o, btype, body))
+        return self
+
+    def bytes(self) -> bytes:
+        return b"".join(self.parts)
+
+
+# -- reading back -----------------------------------------------------------------------
+def collect(source: object, **kw: object) -> tuple[list, object]:
+    """All events of a capture and the stream object (for stats/secrets)."""
+    from tlsprobe.capture import iter_stream_events
+    stream = iter_stream_events(source, **kw)  # type: ignore[arg-type]
+    return list(stream), stream
+
+
+class Streams(dict):
+    """conn id -> {"key", "data": [c2s, s2c], "gaps": [[...], [...]], "close", "events"}."""
+
+
+def streams(events: list) -> Streams:
+    from tlsprobe.capture import StreamClose, StreamData, StreamGap, StreamOpen
+    out = Streams()
+    for ev in events:
+        if isinstance(ev, StreamOpen):
+            out[ev.conn.id] = {"key": ev.conn, "data": [b"", b""], "gaps": [[], []],
+                               "close": None, "pieces": [[], []]}
+        elif isinstance(ev, StreamData):
+            st = out[ev.conn.id]
+            st["data"][ev.direction] += ev.data
+            st["pieces"][ev.direction].append(ev.data)
+            st["key"] = ev.conn
+        elif isinstance(ev, StreamGap):
+            st = out[ev.conn.id]
+            st["gaps"][ev.direction].append((len(st["data"][ev.direction]), ev.size))
+        elif isinstance(ev, StreamClose):
+            out[ev.conn.id]["close"] = ev.reason
+            out[ev.conn.id]["key"] = ev.conn
+    return out

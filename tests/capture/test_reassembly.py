@@ -1,0 +1,292 @@
+"""TCP reassembly and connection tracking, on pcaps built packet by packet."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from capbuild import Conv, collect, ether, pcap_bytes, streams
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tlsprobe.capture import StreamClose, StreamData, StreamGap, StreamOpen
+
+
+def run(packets: list[bytes], **kw: object) -> tuple[list, object]:
+    return collect(io.BytesIO(pcap_bytes([ether(p) for p in packets])), **kw)
+
+
+def test_in_order_connection_events_frames_and_endpoints() -> None:
+    c = Conv()
+    pkts = c.handshake() + [c.c(b"hello"), c.ack(False), c.s(b"world!"), c.c(b"", "FA"),
+                            c.s(b"", "FA"), c.ack()]
+    events, stream = run(pkts)
+    assert [type(e).__name__ for e in events] == ["StreamOpen", "StreamData", "StreamData",
+                                                  "StreamClose"]
+    opened, d1, d2, closed = events
+    assert opened.frame == 1 and opened.conn.id == 0
+    assert opened.conn.client == "10.0.0.1:40000" and opened.conn.server == "10.0.0.2:443"
+    assert (d1.direction, d1.data, d1.frame, d1.ts) == (0, b"hello", 4, 1003.0)
+    assert (d2.direction, d2.data, d2.frame) == (1, b"world!", 6)
+    assert closed.reason == "fin" and closed.frame == 8
+    assert stream.stats.tcp_connections == 1 and stream.stats.packets == 9
+    assert stream.stats.tcp_gaps == 0 and stream.stats.tcp_retransmissions == 0
+
+
+def test_out_of_order_segments_are_reordered() -> None:
+    c = Conv()
+    hs = c.handshake()
+    a, b, cc = c.c(b"AAAA"), c.c(b"BBBB"), c.c(b"CCCC")
+    events, stream = run(hs + [cc, a, b])
+    data = [e for e in events if isinstance(e, StreamData)]
+    assert b"".join(d.data for d in data) == b"AAAABBBBCCCC"
+    assert [d.frame for d in data] == [5, 6, 6]  # C waits until B arrives in frame 6
+    assert stream.stats.tcp_out_of_order == 1
+
+
+def test_retransmission_is_dropped_and_counted() -> None:
+    c = Conv()
+    hs = c.handshake()
+    a = c.c(b"first")
+    b = c.c(b"second")
+    events, stream = run(hs + [a, a, b, b])
+    assert streams(events)[0]["data"][0] == b"firstsecond"
+    assert stream.stats.tcp_retransmissions == 2
+
+
+def test_overlap_first_seen_bytes_win() -> None:
+    c = Conv(cisn=99)
+    hs = c.handshake()  # data starts at seq 100
+    pkts = hs + [c.c(b"abcdef", seq=100), c.c(b"XYZghi", seq=103)]
+    events, stream = run(pkts)
+    assert streams(events)[0]["data"][0] == b"abcdefghi"
+    assert stream.stats.tcp_overlaps == 1
+
+
+def test_overlap_between_pending_segments_keeps_first_and_counts_conflict() -> None:
+    c = Conv(cisn=99)
+    hs = c.handshake()
+    pkts = hs + [c.c(b"KLMN", seq=110), c.c(b"ijXXXX", seq=108), c.c(b"abcdefgh", seq=100)]
+    events, stream = run(pkts)
+    assert streams(events)[0]["data"][0] == b"abcdefghijKLMN"
+    assert stream.stats.tcp_overlap_conflicts == 1
+    assert stream.stats.tcp_gaps == 0
+
+
+def test_missing_segment_becomes_exact_gap_at_end() -> None:
+    c = Conv()
+    hs = c.handshake()
+    a, lost, b = c.c(b"A" * 10), c.c(b"B" * 7), c.c(b"C" * 5)
+    events, stream = run(hs + [a, b, c.c(b"", "FA"), c.s(b"", "FA")])
+    s0 = streams(events)[0]
+    assert s0["data"][0] == b"A" * 10 + b"C" * 5
+    assert s0["gaps"][0] == [(10, 7)]
+    assert s0["close"] == "fin"  # both FINs were seen; the hole kept it open until the end
+    assert stream.stats.tcp_gaps == 1 and stream.stats.tcp_gap_bytes == 7
+    assert lost  # built but never captured
+
+
+def test_gap_when_pending_exceeds_bound() -> None:
+    c = Conv()
+    hs = c.handshake()
+    first = c.c(b"x" * 10)
+    c.c(b"lost" * 5)  # 20 bytes never captured
+    later = [c.c(bytes([65 + i]) * 40) for i in range(4)]
+    events, stream = run(hs + [first] + later, max_pending_bytes=100)
+    gap = next(e for e in events if isinstance(e, StreamGap))
+    assert gap.size == 20 and gap.frame == 7  # third pending segment pushes it over 100 bytes
+    assert streams(events)[0]["data"][0] == b"x" * 10 + b"A" * 40 + b"B" * 40 + b"C" * 40 + b"D" * 40
+    assert stream.stats.tcp_pending_flushes == 1
+
+
+def test_total_pending_bound_across_connections() -> None:
+    pkts = []
+    for i in range(3):
+        c = Conv(client=("10.0.0.1", 41000 + i))
+        pkts += c.handshake()
+        c.c(b"?" * 8)  # lost
+        pkts.append(c.c(b"z" * 60))
+    events, stream = run(pkts, max_total_pending_bytes=100)
+    gaps = [e for e in events if isinstance(e, StreamGap)]
+    assert gaps and all(g.size == 8 for g in gaps)
+    assert gaps[0].frame == 8  # the second connection's segment crossed 100 pending bytes
+
+
+def test_capture_starting_mid_stream() -> None:
+    c = Conv(client=("10.0.0.1", 40000), server=("10.0.0.2", 25))
+    c.handshake()  # not captured
+    pkts = [c.s(b"220 mail ready\r\n"), c.c(b"EHLO x\r\n"), c.s(b"250 ok\r\n")]
+    events, _ = run(pkts)
+    s0 = streams(events)[0]
+    assert s0["key"].client == "10.0.0.1:40000"  # port 25 is the server although it spoke first
+    assert s0["data"] == [b"EHLO x\r\n", b"220 mail ready\r\n250 ok\r\n"]
+    assert s0["close"] == "end"
+
+
+def test_mid_stream_high_ports_first_payload_sender_is_client() -> None:
+    c = Conv(client=("10.0.0.1", 50000), server=("10.0.0.2", 8443))
+    c.handshake()
+    events, _ = run([c.s(b"from-8443"), c.c(b"from-50000")])
+    key = streams(events)[0]["key"]
+    assert key.client == "10.0.0.2:8443" and key.server == "10.0.0.1:50000"
+
+
+def test_only_synack_captured_names_the_receiver_client() -> None:
+    c = Conv(client=("10.0.0.1", 50000), server=("10.0.0.2", 50001))
+    c.syn()
+    events, _ = run([c.synack(), c.c(b"hi"), c.s(b"yo")])
+    s0 = streams(events)[0]
+    assert s0["key"].client == "10.0.0.1:50000"
+    assert s0["data"] == [b"hi", b"yo"]
+
+
+@pytest.mark.parametrize("isn", [0xFFFFFFF0, 0xFFFFFFFF, 0x7FFFFFFF])
+def test_sequence_wraparound(isn: int) -> None:
+    c = Conv(cisn=isn)
+    hs = c.handshake()
+    segs = [c.c(bytes([48 + i]) * 7) for i in range(4)]
+    events, stream = run(hs + [segs[0], segs[2], segs[1], segs[3]])
+    assert streams(events)[0]["data"][0] == b"0000000111111122222223333333"
+    assert stream.stats.tcp_gaps == 0 and stream.stats.tcp_retransmissions == 0
+
+
+def test_rst_closes_and_flushes_and_later_data_is_ignored() -> None:
+    c = Conv()
+    hs = c.handshake()
+    a = c.c(b"aaaa")
+    c.c(b"bbbb")  # lost
+    d = c.c(b"cccc")
+    rst = c.s(b"", "R")
+    late = c.c(b"dddd")
+    events, stream = run(hs + [a, d, rst, late])
+    s0 = streams(events)[0]
+    assert s0["close"] == "rst"
+    assert s0["data"][0] == b"aaaacccc" and s0["gaps"][0] == [(4, 4)]
+    closes = [e for e in events if isinstance(e, StreamClose)]
+    assert len(closes) == 1 and closes[0].frame == 6
+    assert stream.stats.tcp_after_close == 1
+
+
+def test_tuple_reuse_after_close_is_a_new_connection() -> None:
+    c1 = Conv(cisn=1000)
+    first = c1.handshake() + [c1.c(b"one"), c1.c(b"", "FA"), c1.s(b"", "FA"), c1.ack()]
+    c2 = Conv(cisn=900000)
+    second = c2.handshake() + [c2.c(b"two")]
+    events, stream = run(first + second)
+    st_ = streams(events)
+    assert sorted(st_) == [0, 1]
+    assert st_[0]["data"][0] == b"one" and st_[0]["close"] == "fin"
+    assert st_[1]["data"][0] == b"two" and st_[1]["close"] == "end"
+    assert st_[0]["key"][1:] == st_[1]["key"][1:]
+
+
+def test_new_isn_on_open_tuple_closes_old_as_reused() -> None:
+    c1 = Conv(cisn=1000)
+    c2 = Conv(cisn=777777)
+    events, _ = run(c1.handshake() + [c1.c(b"old")] + c2.handshake() + [c2.c(b"new")])
+    st_ = streams(events)
+    assert st_[0]["close"] == "reused" and st_[0]["data"][0] == b"old"
+    assert st_[1]["data"][0] == b"new"
+
+
+def test_retransmitted_syn_is_not_a_new_connection() -> None:
+    c = Conv()
+    syn = c.syn()
+    events, stream = run([syn, syn, c.synack(), c.ack(), c.c(b"x")])
+    assert len([e for e in events if isinstance(e, StreamOpen)]) == 1
+    assert stream.stats.tcp_retransmissions == 1
+
+
+def test_tcp_fast_open_data_in_syn() -> None:
+    c = Conv(cisn=500)
+    syn = c.c(b"early", flags="S", seq=500)
+    c.cseq = 506
+    events, _ = run([syn, c.synack(), c.c(b"-late")])
+    assert streams(events)[0]["data"][0] == b"early-late"
+
+
+def test_snaplen_cut_segment_gives_data_then_gap() -> None:
+    c = Conv()
+    hs = c.handshake()
+    full = ether(c.c(b"0123456789" * 10))
+    frames = [ether(p) for p in hs] + [(2000.0, full[:-60], len(full)), ether(c.c(b"next"))]
+    events, stream = collect(io.BytesIO(pcap_bytes(frames)))
+    s0 = streams(events)[0]
+    assert s0["data"][0] == (b"0123456789" * 10)[:40] + b"next"
+    assert s0["gaps"][0] == [(40, 60)]
+    assert stream.stats.snaplen_cut == 1
+
+
+def test_swap_direction_rewrites_queued_and_later_events() -> None:
+    c = Conv(client=("10.0.0.1", 50000), server=("10.0.0.2", 50001))
+    c.handshake()
+    stream_events = []
+    from tlsprobe.capture import iter_stream_events
+    stream = iter_stream_events(io.BytesIO(pcap_bytes([ether(p) for p in
+                                                        [c.c(b"hello"), c.s(b"reply")]])))
+    for ev in stream:
+        if isinstance(ev, StreamOpen):
+            new = stream.swap_direction(ev.conn)
+            assert new is not None and new.client == "10.0.0.2:50001"
+        stream_events.append(ev)
+    data = [e for e in stream_events if isinstance(e, StreamData)]
+    assert [(d.direction, d.data) for d in data] == [(1, b"hello"), (0, b"reply")]
+    assert all(d.conn.client == "10.0.0.2:50001" for d in data)
+
+
+def test_connection_cap_evicts_least_recently_used() -> None:
+    a, b, c = (Conv(client=("10.0.0.1", p)) for p in (41000, 42000, 43000))
+    pkts = a.handshake() + b.handshake() + [a.c(b"a1")] + c.handshake() + [a.c(b"a2"),
+                                                                           b.c(b"b-late")]
+    events, stream = run(pkts, max_connections=2)
+    closes = [e for e in events if isinstance(e, StreamClose)]
+    # c opens: b (idle since frame 6) goes; b's late data then opens a fourth connection
+    # (b's state was dropped) and c, idle since frame 10 while a sent at 11, goes too.
+    assert [(e.conn.client, e.reason, e.frame) for e in closes] == [
+        ("10.0.0.1:42000", "evicted", 8), ("10.0.0.1:43000", "evicted", 12),
+        ("10.0.0.1:41000", "end", 12), ("10.0.0.1:42000", "end", 12)]
+    assert stream.stats.tcp_evicted == 2
+    st_ = streams(events)
+    assert st_[0]["data"][0] == b"a1a2"
+    assert st_[3]["data"][0] == b"b-late"
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.binary(min_size=1, max_size=600), cuts=st.lists(st.integers(0, 600), max_size=12),
+       order=st.randoms(use_true_random=False), dups=st.lists(st.integers(0, 30), max_size=5),
+       isn=st.integers(0, 0xFFFFFFFF))
+def test_property_any_order_with_duplicates_gives_the_original(data: bytes, cuts: list[int],
+                                                               order, dups: list[int],
+                                                               isn: int) -> None:
+    c = Conv(cisn=isn)
+    hs = c.handshake()
+    bounds = sorted({0, len(data), *(x % len(data) for x in cuts)})
+    base = (isn + 1) & 0xFFFFFFFF
+    segs = [c.c(data[x:y], seq=(base + x) & 0xFFFFFFFF) for x, y in zip(bounds, bounds[1:])]
+    # retransmissions with other boundaries, carrying the same bytes
+    segs += [c.c(data[d % len(data):d % len(data) + 9], seq=(base + d % len(data)) & 0xFFFFFFFF)
+             for d in dups]
+    order.shuffle(segs)
+    events, stream = run(hs + segs)
+    s0 = streams(events)[0]
+    assert s0["data"][0] == data
+    assert s0["gaps"] == [[], []]
+    assert stream.stats.tcp_overlap_conflicts == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.integers(1, 50), min_size=3, max_size=10), lost=st.integers(0, 100),
+       order=st.randoms(use_true_random=False))
+def test_property_lost_segment_gives_one_gap_of_its_size(sizes: list[int], lost: int,
+                                                         order) -> None:
+    c = Conv()
+    hs = c.handshake()
+    payloads = [bytes([65 + i]) * n for i, n in enumerate(sizes)]
+    segs = [c.c(p) for p in payloads]
+    k = lost % (len(segs) - 1)  # never the last one: the gap would be invisible
+    kept = segs[:k] + segs[k + 1:]
+    order.shuffle(kept)
+    events, _ = run(hs + kept)
+    s0 = streams(events)[0]
+    assert s0["data"][0] == b"".join(payloads[:k] + payloads[k + 1:])
+    assert s0["gaps"][0] == [(sum(sizes[:k]), sizes[k])]

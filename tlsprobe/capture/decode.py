@@ -1,0 +1,374 @@
+"""Link layers, IPv4/IPv6 and tunnels, down to a TCP or UDP header.
+
+`decode(link_type, buf, start, end)` reads a packet in place and returns either a tuple
+``(proto, addr_off, addr_len, l4_off, l4_end, cut)`` or a short reason string (why the
+packet is skipped; the caller counts reasons).  ``proto`` is 6 (TCP) or 17 (UDP); the source
+address is ``buf[addr_off:addr_off+addr_len]`` and the destination follows it; the transport
+header and payload are ``buf[l4_off:l4_end]``; ``cut`` is how many bytes of the IP packet the
+capture did not keep (snaplen), or -1 for a first IP fragment (rest of it unknown).
+Nothing is copied: these functions sit on the per-packet path.
+
+Link types: Ethernet (1) with 802.1Q/QinQ tags, 802.3 SNAP, PPPoE and MPLS; BSD null (0)
+and OpenBSD loop (109) with AF values in either byte order; raw IP (101, 12, 14, 228, 229);
+Linux cooked SLL (113) and SLL2 (276); PPP (9, 50); 802.11 data frames (105, radiotap 127,
+Centrino EtherType 0x2452) when they are not encrypted.  Tunnels: IP-in-IP, 6in4, GRE (with
+transparent Ethernet bridging, ERSPAN types I-III, PPTP's PPP), VXLAN (UDP 4789), GENEVE
+(6081) and GTP-U (2152).
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+Decoded = Union[tuple[int, int, int, int, int, int], str]
+
+LINKTYPE_NULL, LINKTYPE_ETHERNET, LINKTYPE_PPP, LINKTYPE_RAW = 0, 1, 9, 101
+LINKTYPE_PPP_HDLC, LINKTYPE_LOOP, LINKTYPE_SLL, LINKTYPE_SLL2 = 50, 109, 113, 276
+LINKTYPE_IPV4, LINKTYPE_IPV6 = 228, 229
+LINKTYPE_IEEE802_11, LINKTYPE_RADIOTAP = 105, 127
+LINK_TYPE_NAMES = {0: "null", 1: "ethernet", 9: "ppp", 12: "raw", 14: "raw", 50: "ppp_hdlc",
+                   101: "raw", 105: "ieee802_11", 109: "loop", 113: "linux_sll", 127: "radiotap",
+                   228: "ipv4", 229: "ipv6", 276: "linux_sll2"}
+
+_VLAN_TYPES = frozenset((0x8100, 0x88A8, 0x9100, 0x9200, 0x9300))
+_AF_INET6 = frozenset((10, 24, 28, 30))
+_IPV6_EXT = frozenset((0, 43, 60, 135, 139, 140))  # hop-by-hop, routing, dest opts, ...
+UDP_VXLAN, UDP_GENEVE, UDP_GTPU = 4789, 6081, 2152
+_UDP_TUNNELS = frozenset((UDP_VXLAN, UDP_GENEVE, UDP_GTPU))
+MAX_DEPTH = 6  # nested encapsulations followed
+
+
+def decode(link_type: int, buf: bytes, start: int, end: int) -> Decoded:
+    """Decode one captured packet of the given link type (see the module docstring)."""
+    if link_type == LINKTYPE_ETHERNET:
+        return ether(buf, start, end, 0)
+    if link_type in (LINKTYPE_RAW, 12, 14, LINKTYPE_IPV4, LINKTYPE_IPV6):
+        return ip_any(buf, start, end, 0)
+    if link_type == LINKTYPE_NULL or link_type == LINKTYPE_LOOP:
+        if end - start < 4:
+            return "truncated"
+        af = int.from_bytes(buf[start:start + 4], "little")
+        if af > 0xFFFF:
+            af = int.from_bytes(buf[start:start + 4], "big")
+        if af == 2:
+            return ipv4(buf, start + 4, end, 0)
+        if af in _AF_INET6:
+            return ipv6(buf, start + 4, end, 0)
+        return "non_ip"
+    if link_type == LINKTYPE_SLL:
+        if end - start < 16:
+            return "truncated"
+        return ethertype((buf[start + 14] << 8) | buf[start + 15], buf, start + 16, end, 0)
+    if link_type == LINKTYPE_SLL2:
+        if end - start < 20:
+            return "truncated"
+        return ethertype((buf[start] << 8) | buf[start + 1], buf, start + 20, end, 0)
+    if link_type == LINKTYPE_PPP or link_type == LINKTYPE_PPP_HDLC:
+        return ppp(buf, start, end, 0)
+    if link_type == LINKTYPE_IEEE802_11:
+        return wlan(buf, start, end, 0)
+    if link_type == LINKTYPE_RADIOTAP:
+        if end - start < 8:
+            return "truncated"
+        return wlan(buf, start + (buf[start + 2] | (buf[start + 3] << 8)), end, 0)
+    return f"link_type_{link_type}"
+
+
+def ether(buf: bytes, off: int, end: int, depth: int) -> Decoded:
+    if end - off < 14:
+        return "truncated"
+    etype = (buf[off + 12] << 8) | buf[off + 13]
+    if etype == 0x0800:
+        return ipv4(buf, off + 14, end, depth)
+    if etype == 0x86DD:
+        return ipv6(buf, off + 14, end, depth)
+    return ethertype(etype, buf, off + 14, end, depth)
+
+
+def ethertype(etype: int, buf: bytes, off: int, end: int, depth: int) -> Decoded:
+    """Dispatch on an EtherType, peeling VLAN tags, 802.3 SNAP, PPPoE and MPLS first."""
+    while etype in _VLAN_TYPES:
+        if end - off < 4:
+            return "truncated"
+        etype = (buf[off + 2] << 8) | buf[off + 3]
+        off += 4
+    if etype <= 1500:  # 802.3 length: only LLC/SNAP carries IP
+        if end - off < 8:
+            return "truncated"
+        if buf[off] != 0xAA or buf[off + 1] != 0xAA or buf[off + 2] != 0x03:
+            return "non_ip"
+        etype = (buf[off + 6] << 8) | buf[off + 7]
+        off += 8
+        while etype in _VLAN_TYPES:
+            if end - off < 4:
+                return "truncated"
+            etype = (buf[off + 2] << 8) | buf[off + 3]
+            off += 4
+    if etype == 0x0800:
+        return ipv4(buf, off, end, depth)
+    if etype == 0x86DD:
+        return ipv6(buf, off, end, depth)
+    if etype == 0x8864:  # PPPoE session: ver/type, code, session id, length, then PPP
+        if end - off < 6:
+            return "truncated"
+        length = (buf[off + 4] << 8) | buf[off + 5]
+        return ppp(buf, off + 6, min(end, off + 6 + length), depth)
+    if etype == 0x8847 or etype == 0x8848:
+        return mpls(buf, off, end, depth)
+    if etype == 0x2452 and depth < MAX_DEPTH:  # Intel Centrino: an 802.11 frame follows
+        return wlan(buf, off, end, depth + 1)
+    return "non_ip"
+
+
+def wlan(buf: bytes, off: int, end: int, depth: int) -> Decoded:
+    """802.11 data frame with an LLC/SNAP payload (plaintext or already decrypted)."""
+    if end - off < 24:
+        return "truncated"
+    fc0, fc1 = buf[off], buf[off + 1]
+    if (fc0 >> 2) & 3 != 2:
+        return "non_ip"  # management/control frame
+    if fc0 & 0x40:
+        return "non_ip"  # null function: no payload
+    hlen = 24
+    if fc1 & 3 == 3:  # to-DS and from-DS: fourth address
+        hlen += 6
+    if fc0 & 0x80:  # QoS data: QoS control, then HT control when the order bit is set
+        hlen += 6 if fc1 & 0x80 else 2
+    off += hlen
+    if fc1 & 0x40:  # protected: skip the IV; the payload is only usable if decrypted
+        if end - off < 4:
+            return "truncated"
+        off += 8 if buf[off + 3] & 0x20 else 4
+    if end - off < 8:
+        return "truncated"
+    if buf[off] != 0xAA or buf[off + 1] != 0xAA or buf[off + 2] != 0x03:
+        return "wlan_encrypted_or_non_ip"
+    return ethertype((buf[off + 6] << 8) | buf[off + 7], buf, off + 8, end, depth)
+
+
+def ppp(buf: bytes, off: int, end: int, depth: int) -> Decoded:
+    """PPP frame, with or without HDLC address/control and protocol-field compression."""
+    if end - off >= 2 and buf[off] == 0xFF and buf[off + 1] == 0x03:
+        off += 2
+    if end - off < 1:
+        return "truncated"
+    if buf[off] & 1:  # compressed one-byte protocol
+        proto = buf[off]
+        off += 1
+    else:
+        if end - off < 2:
+            return "truncated"
+        proto = (buf[off] << 8) | buf[off + 1]
+        off += 2
+    if proto == 0x21:
+        return ipv4(buf, off, end, depth)
+    if proto == 0x57:
+        return ipv6(buf, off, end, depth)
+    return "non_ip"
+
+
+def mpls(buf: bytes, off: int, end: int, depth: int) -> Decoded:
+    """MPLS label stack, then IPv4/IPv6 by version nibble or an Ethernet pseudowire."""
+    for _ in range(16):
+        if end - off < 4:
+            return "truncated"
+        bottom = buf[off + 2] & 1
+        off += 4
+        if bottom:
+            break
+    else:
+        return "non_ip"
+    if end - off < 1:
+        return "truncated"
+    nibble = buf[off] >> 4
+    if nibble == 4 or nibble == 6:
+        return ip_any(buf, off, end, depth)
+    if nibble == 0 and depth < MAX_DEPTH:  # pseudowire control word, then Ethernet
+        return ether(buf, off + 4, end, depth + 1)
+    return "non_ip"
+
+
+def ip_any(buf: bytes, off: int, end: int, depth: int) -> Decoded:
+    if end - off < 1:
+        return "truncated"
+    version = buf[off] >> 4
+    if version == 4:
+        return ipv4(buf, off, end, depth)
+    if version == 6:
+        return ipv6(buf, off, end, depth)
+    return "non_ip"
+
+
+def ipv4(buf: bytes, off: int, end: int, depth: int) -> Decoded:
+    if end - off < 20:
+        return "truncated"
+    vihl = buf[off]
+    ihl = (vihl & 15) << 2
+    if vihl >> 4 != 4 or ihl < 20:
+        return "bad_ip_header"
+    total = (buf[off + 2] << 8) | buf[off + 3]
+    frag = ((buf[off + 6] << 8) | buf[off + 7]) & 0x3FFF
+    if total == 0:  # segmentation offload: length left unset by the capturing host
+        total = end - off
+    elif total < ihl:
+        return "bad_ip_header"
+    ip_end = off + total
+    cut = 0
+    if ip_end > end:
+        cut = ip_end - end
+        ip_end = end
+    l4 = off + ihl
+    if l4 > ip_end:
+        return "truncated"
+    if frag:
+        if frag & 0x1FFF:
+            return "ip_fragment"
+        cut = -1  # first fragment: the rest of the datagram is elsewhere
+    proto = buf[off + 9]
+    if proto == 6 or proto == 17:
+        if proto == 17 and ip_end - l4 >= 8 and depth < MAX_DEPTH:
+            dport = (buf[l4 + 2] << 8) | buf[l4 + 3]
+            if dport in _UDP_TUNNELS:
+                inner = udp_tunnel(dport, buf, l4 + 8, ip_end, depth + 1)
+                if inner is not None:
+                    return inner
+        return proto, off + 12, 4, l4, ip_end, cut
+    return ip_payload(proto, buf, l4, ip_end, depth)
+
+
+def ipv6(buf: bytes, off: int, end: int, depth: int) -> Decoded:
+    if end - off < 40:
+        return "truncated"
+    if buf[off] >> 4 != 6:
+        return "bad_ip_header"
+    plen = (buf[off + 4] << 8) | buf[off + 5]
+    nh = buf[off + 6]
+    ip_end = off + 40 + plen if plen else end  # 0: jumbogram or offload
+    cut = 0
+    if ip_end > end:
+        cut = ip_end - end
+        ip_end = end
+    l4 = off + 40
+    for _ in range(16):
+        if nh == 6 or nh == 17:
+            break
+        if nh in _IPV6_EXT:
+            if ip_end - l4 < 2:
+                return "truncated"
+            nh, l4 = buf[l4], l4 + ((buf[l4 + 1] + 1) << 3)
+        elif nh == 44:  # fragment header
+            if ip_end - l4 < 8:
+                return "truncated"
+            if ((buf[l4 + 2] << 8) | buf[l4 + 3]) & 0xFFF8:
+                return "ip_fragment"
+            if buf[l4 + 3] & 1:
+                cut = -1
+            nh, l4 = buf[l4], l4 + 8
+        elif nh == 51:  # authentication header
+            if ip_end - l4 < 2:
+                return "truncated"
+            nh, l4 = buf[l4], l4 + ((buf[l4 + 1] + 2) << 2)
+        else:
+            return ip_payload(nh, buf, l4, ip_end, depth)
+        if l4 > ip_end:
+            return "truncated"
+    else:
+        return "bad_ip_header"
+    if nh == 17 and ip_end - l4 >= 8 and depth < MAX_DEPTH:
+        dport = (buf[l4 + 2] << 8) | buf[l4 + 3]
+        if dport in _UDP_TUNNELS:
+            inner = udp_tunnel(dport, buf, l4 + 8, ip_end, depth + 1)
+            if inner is not None:
+                return inner
+    return nh, off + 8, 16, l4, ip_end, cut
+
+
+def ip_payload(proto: int, buf: bytes, off: int, end: int, depth: int) -> Decoded:
+    """IP protocols other than TCP/UDP: tunnels are followed, the rest is skipped."""
+    if depth >= MAX_DEPTH and proto in (4, 41, 47):
+        return "tunnel_too_deep"
+    if proto == 4:
+        return ipv4(buf, off, end, depth + 1)
+    if proto == 41:
+        return ipv6(buf, off, end, depth + 1)
+    if proto == 47:
+        return gre(buf, off, end, depth + 1)
+    if proto == 50:
+        return "ipsec_esp"
+    if proto == 59:
+        return "no_next_header"
+    if proto == 1 or proto == 58:
+        return "icmp"
+    return f"ip_proto_{proto}"
+
+
+def gre(buf: bytes, off: int, end: int, depth: int) -> Decoded:
+    if end - off < 4:
+        return "truncated"
+    flags = (buf[off] << 8) | buf[off + 1]
+    ptype = (buf[off + 2] << 8) | buf[off + 3]
+    if flags & 0x4000 and flags & 7 == 0:  # source routing entries: obsolete, not followed
+        return "gre_routing"
+    hlen = 4
+    if flags & 0xC000:
+        hlen += 4
+    if flags & 0x2000:
+        hlen += 4
+    if flags & 0x1000:
+        hlen += 4
+    if flags & 7 == 1 and flags & 0x0080:  # enhanced GRE (PPTP) acknowledgment number
+        hlen += 4
+    off += hlen
+    if off > end:
+        return "truncated"
+    if ptype == 0x0800:
+        return ipv4(buf, off, end, depth)
+    if ptype == 0x86DD:
+        return ipv6(buf, off, end, depth)
+    if ptype == 0x6558:
+        return ether(buf, off, end, depth)
+    if ptype == 0x88BE:  # ERSPAN type II has a sequence number and an 8-byte header; type I none
+        return ether(buf, off + 8 if flags & 0x1000 else off, end, depth)
+    if ptype == 0x22EB:  # ERSPAN type III: 12 bytes, + 8 with the platform sub-header (O bit)
+        if end - off < 12:
+            return "truncated"
+        return ether(buf, off + (20 if buf[off + 11] & 1 else 12), end, depth)
+    if ptype == 0x880B:
+        return ppp(buf, off, end, depth)
+    if ptype == 0x8847 or ptype == 0x8848:
+        return mpls(buf, off, end, depth)
+    return "gre_other"
+
+
+def udp_tunnel(port: int, buf: bytes, off: int, end: int, depth: int) -> Decoded | None:
+    """Inner packet of VXLAN/GENEVE/GTP-U; None when the header does not fit (plain UDP)."""
+    if port == UDP_VXLAN:
+        if end - off < 8 or not buf[off] & 0x08:
+            return None
+        return ether(buf, off + 8, end, depth)
+    if port == UDP_GENEVE:
+        if end - off < 8 or buf[off] >> 6 != 0:
+            return None
+        inner = off + 8 + ((buf[off] & 0x3F) << 2)
+        ptype = (buf[off + 2] << 8) | buf[off + 3]
+        if ptype == 0x6558:
+            return ether(buf, inner, end, depth)
+        if ptype == 0x0800 or ptype == 0x86DD:
+            return ip_any(buf, inner, end, depth)
+        return None
+    if end - off < 8 or buf[off] >> 5 != 1 or buf[off + 1] != 0xFF:  # GTPv1-U G-PDU only
+        return None
+    flags = buf[off]
+    inner = off + 8
+    if flags & 0x07:
+        inner += 4
+        if flags & 0x04:  # extension headers: length in 4-byte units, next type last
+            for _ in range(8):
+                if inner > end or buf[inner - 1] == 0:
+                    break
+                if inner >= end or buf[inner] == 0:
+                    return "truncated"
+                inner += buf[inner] << 2
+    if inner >= end:
+        return "truncated"
+    return ip_any(buf, inner, end, depth)

@@ -1,0 +1,177 @@
+"""Values produced by the capture layer: connection keys, stream events, stats, warnings.
+
+Events are NamedTuples (cheap to build: one is made per TCP payload segment, so they sit on
+the hot path) and are told apart with ``isinstance`` or ``match``.  `CaptureStats` counts
+what was read, what was skipped and why, so a report can say how complete its view is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Union
+
+from tlsprobe.errors import EXIT_USAGE, TlsprobeError
+
+
+class CaptureError(TlsprobeError):
+    """Nothing at all can be read from the input (unknown format, unreadable file).
+
+    Damage after a readable start is not an error: it ends the reading with a warning in
+    `CaptureStats.warnings` and the events read so far stay valid."""
+
+    exit_code = EXIT_USAGE
+
+
+class ConnKey(NamedTuple):
+    """One TCP connection: endpoints oriented client -> server and an id in order of appearance.
+
+    `id` counts from 0 in the order connections are first seen (like tshark's tcp.stream,
+    though tshark also numbers flows that never carry payload)."""
+
+    id: int
+    client_ip: str
+    client_port: int
+    server_ip: str
+    server_port: int
+
+    @property
+    def client(self) -> str:
+        """``ip:port`` as tshark prints it (IPv6 without brackets)."""
+        return f"{self.client_ip}:{self.client_port}"
+
+    @property
+    def server(self) -> str:
+        return f"{self.server_ip}:{self.server_port}"
+
+    def swapped(self) -> "ConnKey":
+        """The same connection with client and server exchanged."""
+        return ConnKey(self.id, self.server_ip, self.server_port, self.client_ip, self.client_port)
+
+
+class StreamOpen(NamedTuple):
+    """A new connection (SYN, or the first payload of a connection captured mid-stream)."""
+
+    conn: ConnKey
+    ts: float
+    frame: int
+
+
+class StreamData(NamedTuple):
+    """In-order bytes of one direction (0 = client -> server, 1 = server -> client)."""
+
+    conn: ConnKey
+    direction: int
+    data: bytes
+    ts: float
+    frame: int
+
+
+class StreamGap(NamedTuple):
+    """`size` bytes of one direction were never captured; the stream continues after them."""
+
+    conn: ConnKey
+    direction: int
+    size: int
+    ts: float
+    frame: int
+
+
+class StreamClose(NamedTuple):
+    """End of a connection. `reason`: "fin", "rst", "reused" (a new SYN on the same 4-tuple),
+    "evicted" (connection table full, least recently used) or "end" (end of the capture)."""
+
+    conn: ConnKey
+    reason: str
+    ts: float
+    frame: int = 0
+
+
+class Datagram(NamedTuple):
+    """One UDP payload (QUIC, DTLS). `truncated` counts bytes the capture did not keep."""
+
+    src: str
+    sport: int
+    dst: str
+    dport: int
+    data: bytes
+    ts: float
+    frame: int
+    truncated: int = 0
+
+
+class Secrets(NamedTuple):
+    """A pcapng Decryption Secrets Block. `secrets_type` 0x544c534b ("TLSK") is an
+    SSLKEYLOGFILE text; `offset` is the block's position in the (uncompressed) file."""
+
+    secrets_type: int
+    data: bytes
+    offset: int
+
+
+Event = Union[StreamOpen, StreamData, StreamGap, StreamClose, Datagram, Secrets]
+
+SECRETS_TLS_KEYLOG = 0x544C534B
+
+
+class CaptureWarning(NamedTuple):
+    """Why reading stopped early (or something odd was met), and where in the file."""
+
+    offset: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.message} at file offset {self.offset}"
+
+
+@dataclass
+class CaptureStats:
+    """What the capture layer read and skipped. Counters only grow while iterating."""
+
+    file_format: str = ""
+    packets: int = 0
+    link_types: dict[int, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+    snaplen_cut: int = 0
+    ip_first_fragments: int = 0
+    tcp_connections: int = 0
+    tcp_segments: int = 0
+    tcp_retransmissions: int = 0
+    tcp_overlaps: int = 0
+    tcp_overlap_conflicts: int = 0
+    tcp_out_of_order: int = 0
+    tcp_gaps: int = 0
+    tcp_gap_bytes: int = 0
+    tcp_after_close: int = 0
+    tcp_evicted: int = 0
+    tcp_pending_flushes: int = 0
+    udp_datagrams: int = 0
+    secrets_blocks: int = 0
+    warnings: list[CaptureWarning] = field(default_factory=list)
+
+    def skip(self, reason: str, n: int = 1) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + n
+
+    def warn(self, offset: int, message: str) -> None:
+        self.warnings.append(CaptureWarning(offset, message))
+
+    @property
+    def complete(self) -> bool:
+        """True when the whole file was read without a warning."""
+        return not self.warnings
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready view (link types and reasons as string keys)."""
+        return {
+            "file_format": self.file_format, "packets": self.packets,
+            "link_types": {str(k): v for k, v in sorted(self.link_types.items())},
+            "skipped": dict(sorted(self.skipped.items())), "snaplen_cut": self.snaplen_cut,
+            "ip_first_fragments": self.ip_first_fragments,
+            "tcp": {"connections": self.tcp_connections, "segments": self.tcp_segments,
+                    "retransmissions": self.tcp_retransmissions, "overlaps": self.tcp_overlaps,
+                    "overlap_conflicts": self.tcp_overlap_conflicts,
+                    "out_of_order": self.tcp_out_of_order, "gaps": self.tcp_gaps,
+                    "gap_bytes": self.tcp_gap_bytes, "after_close": self.tcp_after_close,
+                    "evicted": self.tcp_evicted, "pending_flushes": self.tcp_pending_flushes},
+            "udp_datagrams": self.udp_datagrams, "secrets_blocks": self.secrets_blocks,
+            "warnings": [{"offset": w.offset, "message": w.message} for w in self.warnings],
+        }

@@ -1,0 +1,112 @@
+"""Classic libpcap files: both byte orders, microsecond and nanosecond magic, and the
+"modified" (Kuznetsov) variant with its longer record header.
+
+The reader parses records in place from large chunks (`ChunkedInput`) with one
+``struct.unpack_from`` per record and hands out (buffer, start, end) positions instead of
+copying each packet: the decoders read the headers straight from the chunk.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Iterator
+
+from tlsprobe.capture.events import CaptureError, CaptureStats
+from tlsprobe.capture.source import ChunkedInput, OpenedSource
+
+# magic as read little-endian -> (byte order, seconds per timestamp unit, record header size)
+_MAGICS = {
+    0xA1B2C3D4: ("<", 1e-6, 16), 0xD4C3B2A1: (">", 1e-6, 16),
+    0xA1B23C4D: ("<", 1e-9, 16), 0x4D3CB2A1: (">", 1e-9, 16),
+    0xA1B2CD34: ("<", 1e-6, 24), 0x34CDB2A1: (">", 1e-6, 24),
+}
+MAX_STANDARD_PACKET = 262144  # Wireshark's WTAP_MAX_PACKET_SIZE_STANDARD
+MAX_PACKET = 1 << 26
+
+# (frame number, timestamp, link type, buffer, start, end, original length)
+PacketRecord = tuple[int, float, int, bytes, int, int, int]
+
+
+def is_pcap_magic(head: bytes) -> bool:
+    return len(head) >= 4 and int.from_bytes(head[:4], "little") in _MAGICS
+
+
+class PcapReader:
+    """Streams the records of one pcap file; damage stops it with a warning in `stats`."""
+
+    format_name = "pcap"
+
+    def __init__(self, opened: OpenedSource, stats: CaptureStats) -> None:
+        magic = int.from_bytes(opened.head[:4], "little")
+        if magic not in _MAGICS:
+            raise CaptureError(f"{opened.name}: not a pcap file")
+        self._order, self._scale, self._rec_len = _MAGICS[magic]
+        self._opened = opened
+        self._in = ChunkedInput(opened.stream, opened.head)
+        self._stats = stats
+        self.secrets: list = []  # pcap has no secrets blocks; same surface as pcapng
+        self.link_type = -1
+        self.snaplen = 0
+        if self._in.fill(24):
+            _, _, _, _, snaplen, network = struct.unpack_from(self._order + "HHiIII",
+                                                              self._in.buf, 4)
+            self.snaplen = snaplen
+            self.link_type = network & 0xFFFF
+            self._in.pos = 24
+        else:
+            stats.warn(len(self._in.buf), "truncated pcap file header")
+        self._limit = max(MAX_STANDARD_PACKET, min(self.snaplen, MAX_PACKET))
+
+    def packets(self) -> Iterator[PacketRecord]:
+        """Yield one record per packet; the buffer is only valid until the next one."""
+        if self.link_type < 0:
+            return
+        stats = self._stats
+        inp = self._in
+        rec_len = self._rec_len
+        unpack = struct.Struct(self._order + "IIII").unpack_from
+        scale = self._scale
+        limit = self._limit
+        link_type = self.link_type
+        buf = inp.buf
+        pos = inp.pos
+        end = len(buf)
+        frame = 0
+        try:
+            while True:
+                if end - pos < rec_len:
+                    inp.pos = pos
+                    if not inp.fill(rec_len):
+                        if len(inp.buf) > inp.pos:
+                            stats.warn(inp.offset, "truncated pcap record header")
+                        break
+                    buf = inp.buf
+                    pos = inp.pos
+                    end = len(buf)
+                sec, frac, incl, orig = unpack(buf, pos)
+                if incl > limit:
+                    stats.warn(inp.base + pos,
+                               f"impossible pcap record length {incl} (limit {limit})")
+                    break
+                start = pos + rec_len
+                stop = start + incl
+                if stop > end:
+                    inp.pos = pos
+                    if not inp.fill(rec_len + incl):
+                        stats.warn(inp.offset, f"truncated pcap record: {incl} bytes announced, "
+                                               f"{len(inp.buf) - inp.pos - rec_len} present")
+                        break
+                    buf = inp.buf
+                    pos = inp.pos
+                    end = len(buf)
+                    start = pos + rec_len
+                    stop = start + incl
+                frame += 1
+                yield frame, sec + frac * scale, link_type, buf, start, stop, orig
+                pos = stop
+        finally:
+            inp.pos = pos
+            stats.packets = frame
+            err = self._opened.error
+            if err:
+                stats.warn(inp.offset, err)

@@ -1,0 +1,220 @@
+"""pcapng files: sections of either byte order, interfaces with their own link type and
+timestamp resolution, Enhanced/Simple/obsolete Packet Blocks, Decryption Secrets Blocks.
+
+Unknown block types are skipped by their length (the format is built for that). A block
+whose length is impossible, or whose trailing length disagrees with its leading one, is
+garbage: reading stops there with a warning naming the offset.  Decryption Secrets Blocks
+(type 0x0000000A) are kept in `secrets` and announced to the caller through a record with
+link type `SECRETS_RECORD`, so key-log decryption can use keys embedded in the capture.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Iterator
+
+from tlsprobe.capture.events import CaptureError, CaptureStats, Secrets
+from tlsprobe.capture.pcap import PacketRecord
+from tlsprobe.capture.source import ChunkedInput, OpenedSource
+
+SHB = 0x0A0D0D0A
+IDB, PB, SPB, NRB, ISB, EPB, DSB = 0x1, 0x2, 0x3, 0x4, 0x5, 0x6, 0xA
+BYTE_ORDER_MAGIC = 0x1A2B3C4D
+MAX_BLOCK = 1 << 25
+SECRETS_RECORD = -1  # link type of the record that announces a new entry in `secrets`
+OPT_IF_TSRESOL, OPT_IF_TSOFFSET = 9, 14
+
+
+def is_pcapng_magic(head: bytes) -> bool:
+    return head[:4] == b"\x0a\x0d\x0d\x0a"
+
+
+class Interface:
+    """One IDB: link type, snaplen and how to turn raw timestamps into seconds."""
+
+    __slots__ = ("link_type", "snaplen", "scale", "offset", "packets")
+
+    def __init__(self, link_type: int, snaplen: int, scale: float, offset: int) -> None:
+        self.link_type = link_type
+        self.snaplen = snaplen
+        self.scale = scale
+        self.offset = offset
+        self.packets = 0
+
+
+def _options(block: bytes, start: int, stop: int, order: str) -> Iterator[tuple[int, bytes]]:
+    """(code, value) pairs of a block's options; stops quietly at a malformed option."""
+    hdr = struct.Struct(order + "HH").unpack_from
+    pos = start
+    while pos + 4 <= stop:
+        code, length = hdr(block, pos)
+        if code == 0:
+            return
+        value_end = pos + 4 + length
+        if value_end > stop:
+            return
+        yield code, block[pos + 4:value_end]
+        pos = value_end + (-length & 3)
+
+
+def _interface(block: bytes, order: str) -> Interface:
+    link_type, _, snaplen = struct.unpack_from(order + "HHI", block, 8)
+    scale, offset = 1e-6, 0
+    for code, value in _options(block, 16, len(block) - 4, order):
+        if code == OPT_IF_TSRESOL and len(value) >= 1:
+            r = value[0]
+            exp = r & 0x7F
+            if r & 0x80:
+                scale = 2.0 ** -min(exp, 64)
+            else:
+                scale = 10.0 ** -min(exp, 30)
+        elif code == OPT_IF_TSOFFSET and len(value) >= 8:
+            offset = struct.unpack_from(order + "q", value)[0]
+    return Interface(link_type, snaplen, scale, offset)
+
+
+class PcapngReader:
+    """Streams the packets of a pcapng file; damage stops it with a warning in `stats`."""
+
+    format_name = "pcapng"
+
+    def __init__(self, opened: OpenedSource, stats: CaptureStats) -> None:
+        if not is_pcapng_magic(opened.head):
+            raise CaptureError(f"{opened.name}: not a pcapng file")
+        self._opened = opened
+        self._in = ChunkedInput(opened.stream, opened.head)
+        self._stats = stats
+        self.secrets: list[Secrets] = []
+        self.interfaces: list[Interface] = []  # of the current section
+        self.sections = 0
+        self._all_interfaces: list[Interface] = []
+
+    @property
+    def link_types(self) -> dict[int, int]:
+        """Packets per link type over all sections."""
+        counts: dict[int, int] = {}
+        for iface in self._all_interfaces:
+            counts[iface.link_type] = counts.get(iface.link_type, 0) + iface.packets
+        return counts
+
+    def _section(self, buf: bytes, pos: int) -> str | None:
+        """Byte order of the SHB at pos ("<" or ">"), None when the magic is wrong."""
+        bom = buf[pos + 8:pos + 12]
+        if bom == b"\x4d\x3c\x2b\x1a":
+            return "<"
+        if bom == b"\x1a\x2b\x3c\x4d":
+            return ">"
+        return None
+
+    def packets(self) -> Iterator[PacketRecord]:
+        """Yield one record per packet block; the buffer is only valid until the next one."""
+        stats = self._stats
+        inp = self._in
+        frame = 0
+        order = "<"  # replaced by the first section header's byte order
+        hdr = epb = trailer = struct.Struct("<II").unpack_from
+        ifaces = self.interfaces
+        buf = inp.buf
+        pos = 0
+        try:
+            while True:
+                if len(buf) - pos < 12:
+                    inp.pos = pos
+                    if not inp.fill(12):
+                        if len(inp.buf) > inp.pos:
+                            stats.warn(inp.offset, "truncated pcapng block header")
+                        break
+                    buf = inp.buf
+                    pos = 0
+                if buf[pos:pos + 4] == b"\x0a\x0d\x0d\x0a":
+                    new_order = self._section(buf, pos)
+                    if new_order is None:
+                        stats.warn(inp.base + pos, "pcapng section header with a bad byte-order magic")
+                        break
+                    order = new_order
+                    hdr = struct.Struct(order + "II").unpack_from
+                    epb = struct.Struct(order + "IIIII").unpack_from
+                    trailer = struct.Struct(order + "I").unpack_from
+                btype, blen = hdr(buf, pos)
+                if blen < 12 or blen & 3 or blen > MAX_BLOCK:
+                    stats.warn(inp.base + pos, f"pcapng block of type 0x{btype:x} with impossible length {blen}")
+                    break
+                if len(buf) - pos < blen:
+                    inp.pos = pos
+                    if not inp.fill(blen):
+                        stats.warn(inp.offset, f"truncated pcapng block of type 0x{btype:x}: {blen} bytes "
+                                               f"announced, {len(inp.buf) - inp.pos} present")
+                        break
+                    buf = inp.buf
+                    pos = 0
+                if trailer(buf, pos + blen - 4)[0] != blen:
+                    stats.warn(inp.base + pos, f"pcapng block of type 0x{btype:x}: trailing length "
+                                               f"differs from {blen}")
+                    break
+                if btype == EPB:
+                    if blen < 32:
+                        stats.warn(inp.base + pos, "enhanced packet block too short")
+                        break
+                    ifid, hi, lo, caplen, orig = epb(buf, pos + 8)
+                    if caplen > blen - 32:
+                        stats.warn(inp.base + pos, f"packet length {caplen} exceeds its block")
+                        break
+                    frame += 1
+                    if ifid < len(ifaces):
+                        iface = ifaces[ifid]
+                        iface.packets += 1
+                        yield (frame, ((hi << 32) | lo) * iface.scale + iface.offset,
+                               iface.link_type, buf, pos + 28, pos + 28 + caplen, orig)
+                    else:
+                        stats.skip("bad_interface_id")
+                elif btype == SPB:
+                    frame += 1
+                    if blen < 16 or not ifaces:
+                        stats.skip("bad_interface_id" if blen >= 16 else "truncated")
+                    else:
+                        orig = hdr(buf, pos + 8)[0]
+                        caplen = min(orig, blen - 16, ifaces[0].snaplen or orig)
+                        ifaces[0].packets += 1
+                        yield (frame, 0.0, ifaces[0].link_type, buf, pos + 12, pos + 12 + caplen, orig)
+                elif btype == PB:
+                    if blen < 32:
+                        stats.warn(inp.base + pos, "packet block too short")
+                        break
+                    frame += 1
+                    ifid = struct.unpack_from(order + "H", buf, pos + 8)[0]
+                    hi, lo, caplen, orig = struct.unpack_from(order + "IIII", buf, pos + 12)
+                    if caplen > blen - 32:
+                        stats.warn(inp.base + pos, f"packet length {caplen} exceeds its block")
+                        break
+                    if ifid < len(ifaces):
+                        iface = ifaces[ifid]
+                        iface.packets += 1
+                        yield (frame, ((hi << 32) | lo) * iface.scale + iface.offset,
+                               iface.link_type, buf, pos + 28, pos + 28 + caplen, orig)
+                    else:
+                        stats.skip("bad_interface_id")
+                elif btype == SHB:
+                    self.sections += 1
+                    ifaces = self.interfaces = []
+                elif btype == IDB:
+                    if blen < 20:
+                        stats.warn(inp.base + pos, "interface description block too short")
+                        break
+                    iface = _interface(buf[pos:pos + blen], order)
+                    ifaces.append(iface)
+                    self._all_interfaces.append(iface)
+                elif btype == DSB:
+                    if blen >= 20:
+                        stype, slen = hdr(buf, pos + 8)
+                        if slen <= blen - 20:
+                            self.secrets.append(Secrets(stype, bytes(buf[pos + 16:pos + 16 + slen]),
+                                                        inp.base + pos))
+                            stats.secrets_blocks += 1
+                            yield (frame, 0.0, SECRETS_RECORD, buf, pos + 16, pos + 16 + slen, stype)
+                pos += blen
+        finally:
+            inp.pos = pos
+            stats.packets = frame
+            err = self._opened.error
+            if err:
+                stats.warn(inp.offset, err)

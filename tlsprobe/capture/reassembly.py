@@ -1,0 +1,205 @@
+"""Per-direction TCP byte-stream reassembly.
+
+A `HalfStream` is one direction of one connection.  Bytes are delivered in sequence order;
+segments that arrive early wait in a bounded list of pending segments.  Policy, as in
+tshark's and Suricata's default:
+
+* retransmitted and overlapping bytes: the first seen copy wins (later copies are counted,
+  and counted as conflicts when their bytes differ from a pending copy);
+* a hole that is not filled before the pending bytes pass ``max_pending_bytes`` (per
+  direction) or ``max_total_pending_bytes`` (all connections), or by the end of the
+  connection, becomes a `StreamGap` of the exact size, and delivery goes on after it;
+* bytes the capture cut off (snaplen) are a gap of the announced size right away;
+* sequence numbers are compared modulo 2**32 (wraparound), with the usual half-window rule:
+  a segment starting less than 2**31 ahead of the next expected byte is "future".
+
+`Reassembler` is the mixin that owns the output list and the counters; `TcpTracker` (tcp.py)
+adds connection tracking on top of it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tlsprobe.capture.events import CaptureStats, StreamData, StreamGap
+
+MASK = 0xFFFFFFFF
+HALF_SPACE = 0x80000000
+
+
+class HalfStream:
+    """One direction of a connection: where the next byte is expected and what waits."""
+
+    __slots__ = ("conn", "direction", "next_seq", "isn", "pending", "pending_bytes",
+                 "fin_seq")
+
+    def __init__(self, conn: Any, direction: int) -> None:
+        self.conn = conn
+        self.direction = direction
+        self.next_seq: int | None = None  # None: nothing seen yet, or connection closed
+        self.isn: int | None = None
+        self.pending: list[list[Any]] = []  # [seq, data, cut] sorted by sequence
+        self.pending_bytes = 0
+        self.fin_seq: int | None = None
+
+    @property
+    def complete(self) -> bool:
+        """Everything up to this direction's FIN has been delivered (or nothing was seen)."""
+        return not self.pending and (self.next_seq is None or self.next_seq == self.fin_seq)
+
+
+class Reassembler:
+    """Data-segment handling shared by the connection tracker."""
+
+    def __init__(self, stats: CaptureStats, out: list[Any], max_pending_bytes: int,
+                 max_total_pending_bytes: int) -> None:
+        self.stats = stats
+        self.out = out
+        self.max_pending_bytes = max_pending_bytes
+        self.max_total_pending_bytes = max_total_pending_bytes
+        self.total_pending = 0
+
+    # -- output ---------------------------------------------------------------------------
+    def _gap(self, half: HalfStream, size: int, ts: float, frame: int) -> None:
+        self.stats.tcp_gaps += 1
+        self.stats.tcp_gap_bytes += size
+        self.out.append(StreamGap(half.conn.key, half.direction, size, ts, frame))
+
+    # -- segments -------------------------------------------------------------------------
+    def data(self, half: HalfStream, seq: int, data: bytes, cut: int, ts: float,
+             frame: int) -> None:
+        """A payload segment that did not take the in-order fast path."""
+        stats = self.stats
+        nxt = half.next_seq
+        if nxt is None:
+            if half.conn.closed:
+                stats.tcp_after_close += 1
+                return
+            nxt = half.next_seq = seq  # capture started mid-stream: begin here
+        n = len(data)
+        rel = (seq - nxt) & MASK
+        if rel == 0:
+            back = 0
+        elif rel < HALF_SPACE:
+            self._insert(half, seq, data, cut)
+            stats.tcp_out_of_order += 1
+            if (half.pending_bytes > self.max_pending_bytes
+                    or self.total_pending > self.max_total_pending_bytes):
+                self._relieve(half, ts, frame)
+            return
+        else:
+            back = (nxt - seq) & MASK
+            if back >= n:
+                stats.tcp_retransmissions += 1
+                return
+            stats.tcp_overlaps += 1  # already delivered bytes win, the tail is new
+        if n > back:
+            self.out.append(StreamData(half.conn.key, half.direction,
+                                       data[back:] if back else data, ts, frame))
+        nxt = (seq + n) & MASK
+        if cut > 0:
+            self._gap(half, cut, ts, frame)
+            nxt = (nxt + cut) & MASK
+        half.next_seq = nxt
+        if half.pending:
+            self.drain(half, ts, frame)
+
+    def _insert(self, half: HalfStream, seq: int, data: bytes, cut: int) -> None:
+        """Queue a future segment, keeping only bytes no pending segment already holds."""
+        nxt = half.next_seq
+        if nxt is None:  # not reachable from data(), which sets it first
+            return
+        start = (seq - nxt) & MASK
+        stop = start + len(data)
+        pending = half.pending
+        if not pending or start >= ((pending[-1][0] - nxt) & MASK) + len(pending[-1][1]):
+            pending.append([seq, data, cut])
+            half.pending_bytes += len(data)
+            self.total_pending += len(data)
+            return
+        pieces: list[tuple[int, int]] = []
+        cur = start
+        for p_seq, p_data, _ in pending:
+            s = (p_seq - nxt) & MASK
+            e = s + len(p_data)
+            if e <= cur:
+                continue
+            if s >= stop:
+                break
+            if s > cur:
+                pieces.append((cur, s))
+            ov_start, ov_end = max(cur, s), min(e, stop)
+            if data[ov_start - start:ov_end - start] != p_data[ov_start - s:ov_end - s]:
+                self.stats.tcp_overlap_conflicts += 1
+            cur = e
+            if cur >= stop:
+                break
+        if cur < stop:
+            pieces.append((cur, stop))
+        if not pieces:
+            self.stats.tcp_retransmissions += 1
+            return
+        self.stats.tcp_overlaps += 1
+        for a, b in pieces:
+            pending.append([(nxt + a) & MASK, data[a - start:b - start], cut if b == stop else 0])
+            half.pending_bytes += b - a
+            self.total_pending += b - a
+        pending.sort(key=lambda p: (p[0] - nxt) & MASK)
+
+    def drain(self, half: HalfStream, ts: float, frame: int) -> None:
+        """Deliver pending segments that have become contiguous with the stream."""
+        pending = half.pending
+        nxt = half.next_seq
+        if nxt is None:
+            return
+        out = self.out
+        while pending:
+            seq, data, cut = pending[0]
+            rel = (seq - nxt) & MASK
+            if rel and rel < HALF_SPACE:
+                break
+            del pending[0]
+            n = len(data)
+            half.pending_bytes -= n
+            self.total_pending -= n
+            back = (nxt - seq) & MASK if rel else 0
+            if back < n:
+                out.append(StreamData(half.conn.key, half.direction,
+                                      data[back:] if back else data, ts, frame))
+                nxt = (seq + n) & MASK
+            if cut > 0:
+                size = ((seq + n + cut) - nxt) & MASK
+                if size and size < HALF_SPACE:
+                    if pending:
+                        size = min(size, (pending[0][0] - nxt) & MASK)
+                    self._gap(half, size, ts, frame)
+                    nxt = (nxt + size) & MASK
+        half.next_seq = nxt
+
+    def _relieve(self, half: HalfStream, ts: float, frame: int) -> None:
+        """Too much is pending: give up on holes (as gaps) until under the bounds again."""
+        self.stats.tcp_pending_flushes += 1
+        while half.pending and (half.pending_bytes > self.max_pending_bytes
+                                or self.total_pending > self.max_total_pending_bytes):
+            self._skip_hole(half, ts, frame)
+
+    def _skip_hole(self, half: HalfStream, ts: float, frame: int) -> None:
+        nxt = half.next_seq
+        first = half.pending[0][0]
+        if nxt is not None:
+            size = (first - nxt) & MASK
+            if size and size < HALF_SPACE:
+                self._gap(half, size, ts, frame)
+        half.next_seq = first
+        self.drain(half, ts, frame)
+
+    def flush(self, half: HalfStream, ts: float, frame: int) -> None:
+        """End of a direction: pending segments go out with gaps, then any hole before FIN."""
+        while half.pending:
+            self._skip_hole(half, ts, frame)
+        nxt = half.next_seq
+        if nxt is not None and half.fin_seq is not None:
+            size = (half.fin_seq - nxt) & MASK
+            if size and size < HALF_SPACE:
+                self._gap(half, size, ts, frame)
+                half.next_seq = half.fin_seq

@@ -1,0 +1,203 @@
+"""Byte input for capture readers: a path, ``-`` (stdin) or a binary file object, gzip or not.
+
+Everything is read front to back in chunks, never seeked, so pipes and stdin work and memory
+stays flat whatever the file size.  gzip is recognised by its magic (1f 8b), not by the name,
+and decompressed incrementally with a bounded output per call (a small bomb stays small).
+`ChunkedInput` is the buffer the format readers share: a window ``buf[pos:]`` over the
+stream plus the absolute offset of ``buf[0]``, refilled in large chunks.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import zlib
+from typing import BinaryIO, Protocol, Union
+
+from tlsprobe.capture.events import CaptureError
+
+CHUNK = 1 << 20  # bytes read from the underlying stream at a time
+
+CaptureSource = Union[str, "os.PathLike[str]", BinaryIO]
+
+
+class _Readable(Protocol):
+    def read(self, n: int = -1, /) -> bytes: ...
+
+
+def _read_fully(stream: _Readable, n: int) -> bytes:
+    """Read up to n bytes, looping over short reads (pipes); fewer only at end of stream."""
+    data = stream.read(n)
+    if data is None:  # non-blocking stream with nothing ready: treat as end
+        return b""
+    if len(data) >= n or not data:
+        return data
+    parts = [data]
+    got = len(data)
+    while got < n:
+        more = stream.read(n - got)
+        if not more:
+            break
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
+
+
+class _Prefixed:
+    """A stream with some already-read bytes put back in front."""
+
+    def __init__(self, prefix: bytes, raw: _Readable) -> None:
+        self._prefix = prefix
+        self._raw = raw
+
+    def read(self, n: int = -1, /) -> bytes:
+        if self._prefix:
+            head, self._prefix = self._prefix[:n], self._prefix[n:]
+            if len(head) == n:
+                return head
+            return head + _read_fully(self._raw, n - len(head))
+        return _read_fully(self._raw, n)
+
+
+class GunzipStream:
+    """Incremental gzip decompression (several members allowed).
+
+    A damaged or truncated compressed stream ends the data early and sets `error`."""
+
+    def __init__(self, raw: _Readable) -> None:
+        self._raw = raw
+        self._d = zlib.decompressobj(wbits=31)
+        self._pending = b""  # compressed bytes not yet given to the decompressor
+        self._eof = False
+        self.error: str | None = None
+
+    def read(self, n: int = -1, /) -> bytes:
+        out: list[bytes] = []
+        want = n if n >= 0 else 1 << 62
+        while want > 0 and not self._eof:
+            src = self._d.unconsumed_tail or self._pending
+            self._pending = b""
+            if not src:
+                src = self._raw.read(CHUNK)
+                if not src:
+                    if not self._d.eof:
+                        self.error = "gzip stream truncated"
+                    self._eof = True
+                    break
+            try:
+                chunk = self._d.decompress(src, min(want, CHUNK))
+            except zlib.error as exc:
+                self.error = f"gzip data damaged ({exc})"
+                self._eof = True
+                break
+            out.append(chunk)
+            want -= len(chunk)
+            if self._d.eof:  # member done: another member may follow
+                rest = self._d.unused_data
+                if not rest:
+                    rest = self._raw.read(CHUNK)
+                if not rest:
+                    self._eof = True
+                    break
+                self._d = zlib.decompressobj(wbits=31)
+                self._pending = rest
+        return b"".join(out)
+
+
+class OpenedSource:
+    """The (maybe decompressed) byte stream, its first bytes and what to close afterwards."""
+
+    def __init__(self, stream: _Readable, head: bytes, name: str, gzip: bool,
+                 owned: BinaryIO | None) -> None:
+        self.stream = stream
+        self.head = head
+        self.name = name
+        self.gzip = gzip
+        self._owned = owned
+
+    @property
+    def error(self) -> str | None:
+        """A decompression problem met so far (None for plain files)."""
+        return getattr(self.stream, "error", None)
+
+    def close(self) -> None:
+        if self._owned is not None:
+            self._owned.close()
+            self._owned = None
+
+
+def open_source(source: CaptureSource, head_size: int = 4) -> OpenedSource:
+    """Open a path, ``-`` or a binary file object and read its first `head_size` bytes.
+
+    Raises CaptureError (one line) when the input cannot be opened or is a text stream."""
+    owned: BinaryIO | None = None
+    if isinstance(source, (str, os.PathLike)):
+        name = os.fsdecode(source)
+        if name == "-":
+            raw: _Readable = sys.stdin.buffer
+            name = "<stdin>"
+        else:
+            try:
+                owned = open(name, "rb")  # noqa: SIM115 - closed by OpenedSource.close
+            except OSError as exc:
+                raise CaptureError(f"cannot open {name}: {exc.strerror or exc}") from None
+            raw = owned
+    else:
+        if isinstance(source, io.TextIOBase):
+            buffer = getattr(source, "buffer", None)
+            if buffer is None:
+                raise CaptureError("capture input must be a binary stream")
+            source = buffer
+        raw = source
+        name = getattr(source, "name", None) or "<stream>"
+        if not isinstance(name, str):
+            name = "<stream>"
+    try:
+        first = _read_fully(raw, 2)
+        is_gzip = first == b"\x1f\x8b"
+        stream: _Readable = _Prefixed(first, raw)
+        if is_gzip:
+            stream = GunzipStream(stream)
+        head = _read_fully(stream, head_size)
+    except OSError as exc:
+        if owned is not None:
+            owned.close()
+        raise CaptureError(f"cannot read {name}: {exc.strerror or exc}") from None
+    return OpenedSource(stream, head, name, is_gzip, owned)
+
+
+class ChunkedInput:
+    """A refillable window over a stream: readers parse ``buf`` from ``pos`` in place.
+
+    `base` is the absolute stream offset of ``buf[0]``, for warnings that name where the
+    damage is."""
+
+    __slots__ = ("_stream", "buf", "pos", "base", "eof")
+
+    def __init__(self, stream: _Readable, head: bytes) -> None:
+        self._stream = stream
+        self.buf = head
+        self.pos = 0
+        self.base = 0
+        self.eof = False
+
+    @property
+    def offset(self) -> int:
+        """Absolute offset of ``buf[pos]``."""
+        return self.base + self.pos
+
+    def fill(self, need: int) -> bool:
+        """Make at least `need` bytes available at ``buf[pos:]``; False at end of stream."""
+        have = len(self.buf) - self.pos
+        if have >= need:
+            return True
+        if self.eof:
+            return False
+        more = _read_fully(self._stream, max(CHUNK, need - have))
+        if len(more) < max(CHUNK, need - have):
+            self.eof = True
+        self.buf = self.buf[self.pos:] + more
+        self.base += self.pos
+        self.pos = 0
+        return len(self.buf) >= need

@@ -1,0 +1,240 @@
+"""The capture layer's entry point: a capture file in, ordered stream events out.
+
+`iter_stream_events(source)` opens the input (format by magic, gzip by magic, ``-`` for
+stdin), then reads it packet by packet: container -> link layer/IP/tunnels (decode.py) ->
+TCP reassembly (tcp.py) or one `Datagram` per UDP payload.  Events for one packet are
+collected in a list and handed out before the next packet is read, so the caller may act
+between events, e.g. `swap_direction` when content shows the client is the other side.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, Iterator
+
+from tlsprobe.capture.decode import decode, ether
+from tlsprobe.capture.events import (
+    SECRETS_TLS_KEYLOG, CaptureError, CaptureStats, ConnKey, Datagram, Event, Secrets,
+    StreamClose, StreamData, StreamGap, StreamOpen,
+)
+from tlsprobe.capture.pcap import PacketRecord, PcapReader, is_pcap_magic
+from tlsprobe.capture.pcapng import SECRETS_RECORD, PcapngReader, is_pcapng_magic
+from tlsprobe.capture.source import CaptureSource, OpenedSource, open_source
+from tlsprobe.capture.tcp import TcpTracker, ip_text
+
+DEFAULT_MAX_PENDING_BYTES = 1 << 20
+DEFAULT_MAX_TOTAL_PENDING_BYTES = 64 << 20
+DEFAULT_MAX_CONNECTIONS = 65536
+DEFAULT_MAX_CLOSED = 4096
+_UDP = struct.Struct("!HHH").unpack_from
+# Ethernet + IPv4 + TCP at once: EtherType, version/IHL, total length, flags/fragment offset,
+# protocol, sequence number, data offset, TCP flags.
+_ETH_IPV4_TCP = struct.Struct("!12xHBxH2xHxB2x8x4xI4xBB").unpack_from
+_OTHER_FORMATS = {b"GMBU": "Microsoft Network Monitor", b"RTSS": "Microsoft Network Monitor 1.x",
+                  b"XCP\x00": "NetXRay/Sniffer", b"\x00\x00\x01\xba": "MPEG",
+                  b"PK\x03\x04": "zip archive"}
+
+
+def open_reader(source: CaptureSource, stats: CaptureStats) -> tuple[Any, OpenedSource]:
+    """Open a capture and pick the reader by magic. Raises CaptureError (one line)."""
+    opened = open_source(source)
+    head = opened.head
+    if is_pcap_magic(head):
+        reader: Any = PcapReader(opened, stats)
+    elif is_pcapng_magic(head):
+        reader = PcapngReader(opened, stats)
+    else:
+        opened.close()
+        what = "empty file" if not head else _OTHER_FORMATS.get(head[:4])
+        kind = f" ({what})" if what else f" (starts with {head.hex()})"
+        inner = "gzip-compressed data, " if opened.gzip else ""
+        raise CaptureError(f"{opened.name}: {inner}not a pcap or pcapng capture{kind}")
+    stats.file_format = reader.format_name + (" (gzip)" if opened.gzip else "")
+    return reader, opened
+
+
+def read_packets(source: CaptureSource,
+                 stats: CaptureStats | None = None) -> Iterator[tuple[int, float, int, bytes, int]]:
+    """Raw packets: (frame, ts, link_type, data, original length), data copied out."""
+    stats = stats if stats is not None else CaptureStats()
+    reader, opened = open_reader(source, stats)
+    try:
+        for frame, ts, lt, buf, start, end, orig in reader.packets():
+            if lt != SECRETS_RECORD:
+                yield frame, ts, lt, bytes(buf[start:end]), orig
+    finally:
+        opened.close()
+
+
+class CaptureStream:
+    """Iterator of `Event`s over one capture, with `stats` and `secrets` alongside.
+
+    Use as ``for event in iter_stream_events(path): ...``; a context manager closes the
+    input early. `stats` is complete once the iterator is exhausted."""
+
+    def __init__(self, source: CaptureSource, *, max_pending_bytes: int,
+                 max_total_pending_bytes: int, max_connections: int, max_closed: int,
+                 udp: bool) -> None:
+        self.stats = CaptureStats()
+        self._reader, self._opened = open_reader(source, self.stats)
+        self.name = self._opened.name
+        self._out: list[Event] = []
+        self._udp_enabled = udp
+        self._ip_cache: dict[bytes, str] = {}
+        self._tcp = TcpTracker(self.stats, self._out, max_pending_bytes=max_pending_bytes,
+                               max_total_pending_bytes=max_total_pending_bytes,
+                               max_connections=max_connections, max_closed=max_closed)
+        self._gen = self._run()
+
+    # -- public surface -------------------------------------------------------------------
+    @property
+    def secrets(self) -> list[Secrets]:
+        """Decryption Secrets Blocks read so far (pcapng only)."""
+        return self._reader.secrets
+
+    def tls_keylog(self) -> bytes:
+        """The TLS key-log text of all Decryption Secrets Blocks read so far."""
+        parts = [s.data if s.data.endswith(b"\n") else s.data + b"\n"
+                 for s in self.secrets if s.secrets_type == SECRETS_TLS_KEYLOG]
+        return b"".join(parts)
+
+    def swap_direction(self, conn: ConnKey | int) -> ConnKey | None:
+        """Exchange client and server of a connection (e.g. the ClientHello came from the
+        side taken for the server). Events not yet handed out, and all later ones, carry
+        the new key and flipped directions. Returns the new key (None if unknown)."""
+        cid = conn if isinstance(conn, int) else conn.id
+        new = self._tcp.swap(cid)
+        if new is None:
+            return None
+        out = self._out  # events of the current packet not handed out yet
+        for i, ev in enumerate(out):
+            if isinstance(ev, (StreamData, StreamGap)) and ev.conn.id == cid:
+                out[i] = ev._replace(conn=new, direction=1 - ev.direction)
+            elif isinstance(ev, (StreamOpen, StreamClose)) and ev.conn.id == cid:
+                out[i] = ev._replace(conn=new)
+        return new
+
+    def __iter__(self) -> Iterator[Event]:
+        return self._gen
+
+    def __next__(self) -> Event:
+        return next(self._gen)
+
+    def close(self) -> None:
+        self._gen.close()
+        self._opened.close()
+
+    def __enter__(self) -> "CaptureStream":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the loop -------------------------------------------------------------------------
+    def _run(self) -> Iterator[Event]:
+        out = self._out
+        pop = out.pop
+        skipped = self.stats.skipped
+        segment = self._tcp.segment
+        payload = self._tcp.payload
+        udp = self._udp if self._udp_enabled else None
+        fast = _ETH_IPV4_TCP
+        packets: Iterator[PacketRecord] = self._reader.packets()
+        ts, frame = 0.0, 0
+        try:
+            for frame, ts, lt, buf, start, end, _orig in packets:
+                if lt == 1:
+                    # Fast path: Ethernet, IPv4 without options or fragmentation, whole TCP.
+                    if end - start >= 54:
+                        etype, vihl, total, frag, proto, seq, doff, flags = fast(buf, start)
+                        if (etype == 0x0800 and vihl == 0x45 and proto == 6 and doff >= 0x50
+                                and not frag & 0x3FFF and 40 <= total <= end - start - 14):
+                            l4end = start + 14 + total
+                            pstart = start + 34 + ((doff >> 4) << 2)
+                            if pstart < l4end or (pstart == l4end and flags & 7):
+                                payload(buf, buf[start + 26:start + 38], start + 26, 4, start + 34,
+                                        pstart, l4end, seq, flags, 0, ts, frame)
+                                while out:
+                                    yield pop(0)
+                                continue
+                            if pstart == l4end:
+                                continue  # pure ack
+                    r = ether(buf, start, end, 0)
+                elif lt == SECRETS_RECORD:
+                    out.append(self._reader.secrets[-1])
+                    r = "secrets"
+                else:
+                    r = decode(lt, buf, start, end)
+                if r.__class__ is str:
+                    if r != "secrets":
+                        skipped[r] = skipped.get(r, 0) + 1  # type: ignore[index]
+                else:
+                    proto, addr_off, alen, l4, l4end, cut = r  # type: ignore[misc]
+                    if proto == 6:
+                        segment(buf, addr_off, alen, l4, l4end, cut, ts, frame)
+                    elif udp is not None:
+                        udp(buf, addr_off, alen, l4, l4end, cut, ts, frame)
+                while out:
+                    yield pop(0)
+            self._tcp.finish(ts, frame)
+            while out:
+                yield pop(0)
+        finally:
+            packets.close()  # type: ignore[attr-defined]  # runs the reader's final accounting
+            self._finish_stats()
+            self._opened.close()
+
+    def _finish_stats(self) -> None:
+        reader = self._reader
+        if isinstance(reader, PcapReader):
+            if self.stats.packets and reader.link_type >= 0:
+                self.stats.link_types = {reader.link_type: self.stats.packets}
+        else:
+            self.stats.link_types = {k: v for k, v in reader.link_types.items() if v}
+
+    def _udp(self, buf: bytes, addr_off: int, alen: int, l4: int, l4end: int, cut: int,
+             ts: float, frame: int) -> None:
+        stats = self.stats
+        avail = l4end - l4
+        if avail < 8:
+            stats.skip("truncated")
+            return
+        sport, dport, ulen = _UDP(buf, l4)
+        if cut < 0:
+            stats.ip_first_fragments += 1
+        elif cut:
+            stats.snaplen_cut += 1
+        if ulen == 0:  # jumbogram / offload
+            ulen = avail + max(cut, 0)
+        elif ulen < 8:
+            stats.skip("bad_udp_header")
+            return
+        missing = max(0, ulen - avail)
+        data = buf[l4 + 8:l4 + ulen] if not missing else buf[l4 + 8:l4end]
+        cache = self._ip_cache
+        src_raw = buf[addr_off:addr_off + alen]
+        dst_raw = buf[addr_off + alen:addr_off + alen + alen]
+        src = cache.get(src_raw)
+        if src is None:
+            if len(cache) > 65536:
+                cache.clear()
+            src = cache[src_raw] = ip_text(src_raw)
+        dst = cache.get(dst_raw)
+        if dst is None:
+            dst = cache[dst_raw] = ip_text(dst_raw)
+        stats.udp_datagrams += 1
+        self._out.append(Datagram(src, sport, dst, dport, data, ts, frame, missing))
+
+
+def iter_stream_events(source: CaptureSource, *,
+                       max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
+                       max_total_pending_bytes: int = DEFAULT_MAX_TOTAL_PENDING_BYTES,
+                       max_connections: int = DEFAULT_MAX_CONNECTIONS,
+                       max_closed: int = DEFAULT_MAX_CLOSED,
+                       udp: bool = True) -> CaptureStream:
+    """Open a capture (path, ``-`` for stdin, or binary file object; pcap/pcapng, maybe
+    gzip) and return the iterator of its stream events. Raises CaptureError only when
+    nothing can be read; later damage ends the iteration with a warning in `.stats`."""
+    return CaptureStream(source, max_pending_bytes=max_pending_bytes,
+                         max_total_pending_bytes=max_total_pending_bytes,
+                         max_connections=max_connections, max_closed=max_closed, udp=udp)

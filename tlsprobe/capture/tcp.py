@@ -1,0 +1,260 @@
+"""TCP connection tracking: which packets belong to which connection, and who is the client.
+
+Flows are looked up by the raw address and port bytes of the packet (one slice, no string
+formatting); both directions of a connection have an entry pointing to their `HalfStream`.
+Packets without payload and without SYN/FIN/RST return before any lookup, so the acks that
+make up half of most captures cost almost nothing.
+
+Client: the SYN sender (the receiver of a SYN+ACK).  For a connection captured mid-stream,
+a port pair with one side below 1024 and the other not names the low port the server
+(a STARTTLS server speaks first); otherwise the sender of the first payload is the client.
+The TLS layer may decide better from content and call `swap(conn_id)`.
+
+A SYN on a 4-tuple whose connection is closed, or with another initial sequence number,
+starts a new connection.  Closed connections are remembered for a while (the newest
+``max_closed`` of them) so that late retransmissions do not look like new connections.
+When ``max_connections`` open connections are tracked, the least recently used eighth is
+evicted (closed with reason "evicted", counted).
+"""
+
+from __future__ import annotations
+
+import heapq
+import socket
+import struct
+from functools import partial
+from operator import attrgetter
+from typing import Any
+
+from tlsprobe.capture.events import CaptureStats, ConnKey, StreamClose, StreamData, StreamOpen
+from tlsprobe.capture.reassembly import MASK, HalfStream, Reassembler
+
+FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
+_TCP = struct.Struct("!4xI4xBB").unpack_from  # seq, data offset byte, flags
+_PORTS = struct.Struct("!HH").unpack_from
+_new_data = partial(tuple.__new__, StreamData)  # StreamData(...) without the Python-level __new__
+
+
+def ip_text(raw: bytes) -> str:
+    """Address as tshark prints it (IPv6 compressed, no brackets)."""
+    return socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, raw)
+
+
+class Connection:
+    __slots__ = ("key", "halves", "last", "closed", "closing", "flow_keys")
+
+    def __init__(self, key: ConnKey, flow_keys: tuple[bytes, bytes], last: int) -> None:
+        self.key = key
+        self.halves: list[HalfStream] = []  # index = direction (0: client -> server)
+        self.last = last
+        self.closed = False
+        self.closing = False  # both FINs seen; closes once nothing is missing
+        self.flow_keys = flow_keys
+
+
+class TcpTracker(Reassembler):
+    """Turns decoded TCP segments into stream events appended to `out`."""
+
+    def __init__(self, stats: CaptureStats, out: list[Any], *, max_pending_bytes: int,
+                 max_total_pending_bytes: int, max_connections: int, max_closed: int) -> None:
+        super().__init__(stats, out, max_pending_bytes, max_total_pending_bytes)
+        self.max_connections = max(1, max_connections)
+        self.max_closed = max(0, max_closed)
+        self.flows: dict[bytes, HalfStream] = {}
+        self.open: dict[int, Connection] = {}  # id -> connection, creation order
+        self.closed: dict[int, Connection] = {}  # oldest first
+        self._next_id = 0
+
+    # -- per packet -----------------------------------------------------------------------
+    def segment(self, buf: bytes, addr_off: int, alen: int, l4: int, l4end: int, cut: int,
+                ts: float, frame: int) -> None:
+        """One TCP segment whose header starts at buf[l4]."""
+        if l4end - l4 < 20:
+            self.stats.skip("truncated")
+            return
+        seq, doff, flags = _TCP(buf, l4)
+        if doff < 0x50:
+            self.stats.skip("bad_tcp_header")
+            return
+        pstart = l4 + ((doff >> 4) << 2)
+        if cut:
+            if cut < 0:
+                self.stats.ip_first_fragments += 1
+                cut = 0
+            else:
+                self.stats.snaplen_cut += 1
+        if pstart >= l4end:
+            if pstart > l4end:
+                self.stats.skip("truncated" if cut else "bad_tcp_header")
+                return
+            if not flags & 7 and not cut:
+                return  # pure ack: nothing to deliver
+        if addr_off + alen + alen == l4:
+            key = buf[addr_off:l4 + 4]
+        else:
+            key = buf[addr_off:addr_off + alen + alen] + buf[l4:l4 + 4]
+        self.payload(buf, key, addr_off, alen, l4, pstart, l4end, seq, flags, cut, ts, frame)
+
+    def payload(self, buf: bytes, key: bytes, addr_off: int, alen: int, l4: int, pstart: int,
+                l4end: int, seq: int, flags: int, cut: int, ts: float, frame: int) -> None:
+        """A segment worth looking at (payload, SYN, FIN or RST) of the flow `key`
+        (source address, destination address, source port, destination port, raw)."""
+        half = self.flows.get(key)
+        if half is None or flags & 7:
+            self._control(half, key, seq, flags, buf, addr_off, alen, l4, pstart, l4end, cut,
+                          ts, frame)
+            return
+        conn = half.conn
+        conn.last = frame
+        self.stats.tcp_segments += 1
+        if seq == half.next_seq and not cut:
+            half.next_seq = (seq + l4end - pstart) & MASK
+            self.out.append(_new_data((conn.key, half.direction, buf[pstart:l4end], ts, frame)))
+            if half.pending:
+                self.drain(half, ts, frame)
+            if conn.closing and conn.halves[0].complete and conn.halves[1].complete:
+                self.close(conn, "fin", ts, frame)
+            return
+        self.data(half, seq, buf[pstart:l4end], cut, ts, frame)
+        if conn.closing and conn.halves[0].complete and conn.halves[1].complete:
+            self.close(conn, "fin", ts, frame)
+
+    def _control(self, half: HalfStream | None, key: bytes, seq: int, flags: int, buf: bytes,
+                 addr_off: int, alen: int, l4: int, pstart: int, l4end: int, cut: int,
+                 ts: float, frame: int) -> None:
+        """Segments with SYN, FIN or RST, and the first segment of an unknown flow."""
+        data = buf[pstart:l4end]
+        if flags & SYN:
+            if flags & RST:
+                self.stats.skip("tcp_syn_rst")
+                return
+            if half is not None and not self._same_syn(half, seq):
+                if not half.conn.closed:
+                    self.close(half.conn, "reused", ts, frame)
+                half = None
+            if half is None:
+                half = self._open(key, buf, addr_off, alen, l4, flags, ts, frame)
+            if half.isn is None:
+                half.isn = seq
+                if half.next_seq is None:
+                    half.next_seq = (seq + 1) & MASK
+            else:
+                self.stats.tcp_retransmissions += 1  # the same SYN again
+            seq = (seq + 1) & MASK  # the SYN takes one sequence number; TFO data follows
+        elif half is None:
+            if flags & (RST | FIN) or not (data or cut):
+                self.stats.skip("tcp_without_connection")
+                return
+            half = self._open(key, buf, addr_off, alen, l4, flags, ts, frame)
+        conn = half.conn
+        conn.last = frame
+        if conn.closed:
+            if data or cut:
+                self.stats.tcp_after_close += 1
+            return
+        if (data or cut) and not flags & RST:  # text in a RST is not stream data
+            self.stats.tcp_segments += 1
+            self.data(half, seq, data, cut, ts, frame)
+        if flags & RST:
+            self.close(conn, "rst", ts, frame)
+            return
+        if flags & FIN:
+            fin = (seq + len(data) + cut) & MASK
+            if half.next_seq is None:
+                half.next_seq = fin
+            half.fin_seq = fin
+            other = conn.halves[1 - half.direction]
+            if other.fin_seq is not None:
+                conn.closing = True
+        if conn.closing and conn.halves[0].complete and conn.halves[1].complete:
+            self.close(conn, "fin", ts, frame)
+
+    def _same_syn(self, half: HalfStream, seq: int) -> bool:
+        """Whether a SYN belongs to the connection this flow maps to (else: a new one)."""
+        if half.conn.closed:
+            return False
+        if half.isn is not None:
+            return seq == half.isn
+        return half.next_seq is None or half.next_seq == (seq + 1) & MASK
+
+    # -- connections ----------------------------------------------------------------------
+    def _open(self, key: bytes, buf: bytes, addr_off: int, alen: int, l4: int, flags: int,
+              ts: float, frame: int) -> HalfStream:
+        if len(self.open) >= self.max_connections:
+            self._evict(ts, frame)
+        src_raw = buf[addr_off:addr_off + alen]
+        dst_raw = buf[addr_off + alen:addr_off + alen + alen]
+        sport, dport = _PORTS(buf, l4)
+        reverse = dst_raw + src_raw + buf[l4 + 2:l4 + 4] + buf[l4:l4 + 2]
+        if flags & SYN:
+            sender_is_client = not flags & ACK
+        elif (sport < 1024) != (dport < 1024):
+            sender_is_client = dport < 1024
+        else:
+            sender_is_client = True
+        src, dst = ip_text(src_raw), ip_text(dst_raw)
+        cid = self._next_id
+        self._next_id += 1
+        if sender_is_client:
+            ckey = ConnKey(cid, src, sport, dst, dport)
+        else:
+            ckey = ConnKey(cid, dst, dport, src, sport)
+        conn = Connection(ckey, (key, reverse), frame)
+        sent = HalfStream(conn, 0 if sender_is_client else 1)
+        received = HalfStream(conn, 1 - sent.direction)
+        conn.halves = [sent, received] if sender_is_client else [received, sent]
+        self.flows[key] = sent
+        self.flows[reverse] = received
+        self.open[cid] = conn
+        self.stats.tcp_connections += 1
+        self.out.append(StreamOpen(ckey, ts, frame))
+        return sent
+
+    def close(self, conn: Connection, reason: str, ts: float, frame: int) -> None:
+        """Flush both directions (gaps for what never came) and emit StreamClose."""
+        if conn.closed:
+            return
+        for half in conn.halves:
+            self.flush(half, ts, frame)
+            half.next_seq = None
+        conn.closed = True
+        self.out.append(StreamClose(conn.key, reason, ts, frame))
+        self.open.pop(conn.key.id, None)
+        if self.max_closed:
+            self.closed[conn.key.id] = conn
+            while len(self.closed) > self.max_closed:
+                self._forget(self.closed.pop(next(iter(self.closed))))
+        else:
+            self._forget(conn)
+
+    def _forget(self, conn: Connection) -> None:
+        """Drop a connection's flow entries (unless a newer connection took the 4-tuple)."""
+        for key in conn.flow_keys:
+            current = self.flows.get(key)
+            if current is not None and current.conn is conn:
+                del self.flows[key]
+
+    def _evict(self, ts: float, frame: int) -> None:
+        victims = heapq.nsmallest(max(1, len(self.open) // 8), self.open.values(),
+                                  key=attrgetter("last"))
+        for conn in victims:
+            self.stats.tcp_evicted += 1
+            self.close(conn, "evicted", ts, frame)
+            self.closed.pop(conn.key.id, None)
+            self._forget(conn)
+
+    def finish(self, ts: float, frame: int) -> None:
+        """End of the capture: close what is still open, in order of appearance."""
+        for conn in list(self.open.values()):
+            self.close(conn, "fin" if conn.closing else "end", ts, frame)
+
+    def swap(self, conn_id: int) -> ConnKey | None:
+        """Exchange client and server of a connection; later events use the new key."""
+        conn = self.open.get(conn_id) or self.closed.get(conn_id)
+        if conn is None:
+            return None
+        conn.key = conn.key.swapped()
+        h0, h1 = conn.halves
+        h0.direction, h1.direction = 1, 0
+        conn.halves = [h1, h0]
+        return conn.key
