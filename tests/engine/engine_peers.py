@@ -30,6 +30,9 @@ from tlsprobe.engine.keylog import KeyLog, load_keylog, parse_keylog
 CLIENT_PAYLOAD = b"GET / HTTP/1.0\r\nHost: tlsprobe.test\r\n\r\n" + bytes(range(256)) * 3
 SERVER_PAYLOAD = b"HTTP/1.0 200 OK\r\n\r\n" + bytes(range(255, -1, -1)) * 70  # > one record
 
+# (label, context, length) for SSL_export_keying_material on pyOpenSSL sessions.
+EXPORTER_ARGS = (b"EXPORTER-tlsprobe-test", b"engine context", 40)
+
 # OpenSSL option bits (SSL_OP_*) that Python's ssl module does not name.
 OP_NO_EXTENDED_MASTER_SECRET = 1 << 0
 OP_NO_ENCRYPT_THEN_MAC = 1 << 19
@@ -51,6 +54,7 @@ class Capture:
     keylog: KeyLog
     client_received: bytes
     server_received: bytes
+    exported: bytes | None = None  # OpenSSL's exporter output for EXPORTER_ARGS
 
 
 def make_credentials(directory: Path, kind: str) -> Credentials:
@@ -149,21 +153,24 @@ def _read_all(obj: ssl.SSLObject, size: int, transfer: Callable[[], bool]) -> by
     return bytes(got)
 
 
-def pyopenssl_tls13_pair(creds: Credentials, suite_name: str) -> Capture:
-    """TLS 1.3 with one chosen suite between two pyOpenSSL memory-BIO connections."""
+def pyopenssl_pair(creds: Credentials, suite_name: str, tls12: bool = False) -> Capture:
+    """One chosen suite between two pyOpenSSL memory-BIO connections: a TLS 1.3 suite
+    name, or with `tls12` an OpenSSL TLS 1.2 cipher name."""
     from OpenSSL import SSL
 
     lines: list[str] = []
-    server_ctx = SSL.Context(SSL.TLS_METHOD)
-    server_ctx.set_min_proto_version(SSL.TLS1_3_VERSION)
+    contexts = SSL.Context(SSL.TLS_METHOD), SSL.Context(SSL.TLS_METHOD)
+    for ctx in contexts:
+        if tls12:
+            ctx.set_max_proto_version(SSL.TLS1_2_VERSION)
+            ctx.set_cipher_list(f"{suite_name}:@SECLEVEL=0".encode())
+        else:
+            ctx.set_min_proto_version(SSL.TLS1_3_VERSION)
+            ctx.set_tls13_ciphersuites(suite_name.encode())
+            ctx.set_cipher_list(b"DEFAULT:@SECLEVEL=0")  # CCM_8 has a 64-bit tag
+    server_ctx, client_ctx = contexts
     server_ctx.use_certificate_file(str(creds.cert_path))
     server_ctx.use_privatekey_file(str(creds.key_path))
-    server_ctx.set_tls13_ciphersuites(suite_name.encode())
-    server_ctx.set_cipher_list(b"DEFAULT:@SECLEVEL=0")  # CCM_8 has a 64-bit tag
-    client_ctx = SSL.Context(SSL.TLS_METHOD)
-    client_ctx.set_min_proto_version(SSL.TLS1_3_VERSION)
-    client_ctx.set_tls13_ciphersuites(suite_name.encode())
-    client_ctx.set_cipher_list(b"DEFAULT:@SECLEVEL=0")
     client_ctx.set_keylog_callback(lambda _conn, line: lines.append(line.decode()))
     server, client = SSL.Connection(server_ctx, None), SSL.Connection(client_ctx, None)
     server.set_accept_state()
@@ -217,8 +224,10 @@ def pyopenssl_tls13_pair(creds: Credentials, suite_name: str) -> Capture:
     server.sendall(SERVER_PAYLOAD)
     _pump(reader(client, len(SERVER_PAYLOAD), client_received), transfer, "client read")
     transfer()
+    exported = client.export_keying_material(*EXPORTER_ARGS[:1], EXPORTER_ARGS[2],
+                                             EXPORTER_ARGS[1])
     return Capture(bytes(c2s), bytes(s2c), parse_keylog(lines), bytes(client_received),
-                   bytes(server_received))
+                   bytes(server_received), exported)
 
 
 OPENSSL = shutil.which("openssl")

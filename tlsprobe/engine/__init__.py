@@ -13,6 +13,7 @@ from tlsprobe.engine.keyschedule import (
     derive_secret,
     hkdf_expand_label,
     hkdf_extract,
+    tls13_export,
     tls13_hash_name,
     traffic_keys,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "protection_for_suite",
     "protections_from_key_block",
     "suite_params",
+    "tls13_export",
     "tls13_hash_name",
     "traffic_keys",
 ]

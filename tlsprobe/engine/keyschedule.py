@@ -137,6 +137,15 @@ def resumption_psk(resumption_master_secret: bytes, ticket_nonce: bytes,
                              hash_len(hash_name), hash_name)
 
 
+def tls13_export(exporter_master_secret: bytes, label: bytes | str, context: bytes,
+                 length: int, hash_name: str = "sha256") -> bytes:
+    """TLS-Exporter(label, context_value, key_length) (RFC 8446 section 7.5), e.g. from an
+    EXPORTER_SECRET key log line."""
+    raw = label.encode("ascii") if isinstance(label, str) else bytes(label)
+    inner = derive_secret(exporter_master_secret, raw, digest(hash_name, b""), hash_name)
+    return hkdf_expand_label(inner, b"exporter", digest(hash_name, context), length, hash_name)
+
+
 class KeySchedule:
     """The TLS 1.3 secrets of one connection, derived in handshake order.
 
@@ -237,10 +246,8 @@ class KeySchedule:
         """TLS-Exporter(label, context_value, key_length) (RFC 8446 section 7.5)."""
         if self.exporter_master_secret is None:
             raise ValueError("exporter used before the application secrets")
-        inner = self._derive(self.exporter_master_secret, label if isinstance(label, bytes)
-                             else label.encode("ascii"), self._empty_hash)
-        return hkdf_expand_label(inner, b"exporter", digest(self.hash_name, context), length,
-                                 self.hash_name)
+        return tls13_export(self.exporter_master_secret, label, context, length,
+                            self.hash_name)
 
 
 class Transcript:

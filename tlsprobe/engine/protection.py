@@ -141,12 +141,13 @@ class Tls13Protection(RecordProtection):
             inner = self._aead.decrypt(_xor_seq(self._iv, seq), bytes(fragment), header)
         except InvalidTag:
             raise RecordProtectionError("bad_record_mac: AEAD tag check failed") from None
+        if len(inner) > MAX_PLAINTEXT + 1:
+            raise RecordProtectionError("TLSInnerPlaintext exceeds 2^14+1 bytes",
+                                        ALERT_RECORD_OVERFLOW)
         stripped = inner.rstrip(b"\x00")
         if not stripped:
             raise RecordProtectionError("TLSInnerPlaintext has no content type",
                                         ALERT_UNEXPECTED_MESSAGE)
-        if len(stripped) > MAX_PLAINTEXT + 1:
-            raise RecordProtectionError("plaintext exceeds 2^14 bytes", ALERT_RECORD_OVERFLOW)
         self.seq = seq + 1
         return stripped[-1], stripped[:-1]
 
