@@ -226,7 +226,9 @@ class Flow:
             for alert in alerts:
                 yield AlertEvent(direction, alert, protected)
         elif content_type == ContentType.change_cipher_spec:
-            if not self.state.tls13:
+            # TLS 1.2 switches protection at CCS; in TLS 1.3 (and around a
+            # HelloRetryRequest, before any ServerHello) CCS is only for middleboxes.
+            if self.state.server_hello is not None and not self.state.tls13:
                 self.state.ccs_seen[direction] = True
             yield ChangeCipherSpecEvent(direction, payload)
         else:
