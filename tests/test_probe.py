@@ -191,3 +191,12 @@ def test_timeout_when_server_never_answers(run_cli):
     finally:
         ls.close()
     assert res.returncode == 3 and "timed out" in res.stderr
+
+
+def test_demo_serves_and_probes(run_cli):
+    res = run_cli("demo", timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert "named_curve x25519 (0x001d) at +6" in res.stdout
+    assert "Group              x25519 (0x001d), from TLS 1.2 ServerKeyExchange" in res.stdout
+    res = run_cli("demo", "--openssl", "no-such-openssl")
+    assert res.returncode == 2 and "not found" in res.stderr

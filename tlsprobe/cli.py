@@ -19,6 +19,7 @@ SUBCOMMANDS = {
     "scan": "scan",
     "pcap": "pcap",
     "speed": "speed",
+    "demo": "demo",
 }
 
 
