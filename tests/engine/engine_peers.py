@@ -241,7 +241,8 @@ def s_server_session(creds: Credentials, server_args: list[str], client_ctx: ssl
     proc = subprocess.Popen(
         [OPENSSL, "s_server", "-accept", "127.0.0.1:0", "-naccept", "1", "-rev",
          "-cert", str(creds.cert_path), "-key", str(creds.key_path), *server_args],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        bufsize=0)  # unbuffered: select() below must see every line still unread
     try:
         port = _accept_port(proc, timeout)
         return _socket_client(port, client_ctx, keylog_path, timeout)
