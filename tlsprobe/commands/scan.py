@@ -1,0 +1,195 @@
+"""Audit TLS servers: groups per version in the server's order, post-quantum verdicts, cipher
+suites, versions, signature schemes, certificate, policies and findings with CI exit codes.
+
+Targets come from the command line, a file (-f FILE) or stdin (-f -), one HOST[:PORT] per line.
+Exit codes: 0 no finding at or above --fail-on; 1 findings at or above it; 2 usage; 3 a
+target could not be reached; 4 not TLS; 6 no TLS answer could be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TextIO
+
+from tlsprobe import registry
+from tlsprobe.errors import (EXIT_FINDINGS, EXIT_NETWORK, EXIT_NOT_TLS, EXIT_OK, EXIT_PROTOCOL,
+                             UsageError)
+from tlsprobe.net.tcp import Target, parse_target
+from tlsprobe.report.audit_model import SEVERITIES, AuditReport
+
+CHECKS = ("versions", "groups", "pq", "suites", "sigalgs", "cert")
+EXIT_BY_KIND = {"network": EXIT_NETWORK, "not_tls": EXIT_NOT_TLS, "protocol": EXIT_PROTOCOL}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("targets", nargs="*", metavar="HOST[:PORT]",
+                   help="servers to audit (default port 443; IPv6 as [::1]:4433)")
+    p.add_argument("-f", "--targets-file", metavar="FILE", help="read targets from FILE, one "
+                   "per line ('-' for stdin; '#' starts a comment)")
+    w = p.add_argument_group("what to check")
+    w.add_argument("--checks", default=",".join(CHECKS), metavar="LIST",
+                   help=f"comma list of {', '.join(CHECKS)} (default: all); 'groups' alone "
+                   "runs only the group audit of TLS 1.3 and TLS 1.2")
+    w.add_argument("--groups-only", action="store_true", help="same as --checks groups")
+    w.add_argument("--extra-groups", metavar="LIST", default="", help="more group ids to try, "
+                   "e.g. 0xfe30,0x2f3a (names work too)")
+    w.add_argument("--sni", metavar="NAME", help="server_name to send (default: the host name, "
+                   "none for IP addresses)")
+    w.add_argument("--no-sni", action="store_true", help="send no server_name")
+    pol = p.add_argument_group("policies and exit codes")
+    pol.add_argument("--policy", action="append", metavar="NAME|FILE", help="policy to check "
+                     "against (repeatable): modern, intermediate (Mozilla 6.0, with "
+                     "X25519MLKEM768), old (5.7), mozilla-*-5.7 / -6.0, or a JSON/TOML file; "
+                     "default intermediate")
+    pol.add_argument("--no-policy", action="store_true", help="built-in checks only")
+    pol.add_argument("--fail-on", choices=SEVERITIES, metavar="SEVERITY", help="exit 1 when a "
+                     f"finding is at or above SEVERITY ({', '.join(SEVERITIES)})")
+    pol.add_argument("--list-policies", action="store_true", help="list built-in policies")
+    o = p.add_argument_group("output and politeness")
+    o.add_argument("--json", action="store_true", help="JSON lines: one object per target")
+    o.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    o.add_argument("--per-host", type=int, default=3, metavar="N", help="connections at once "
+                   "per host (default 3)")
+    o.add_argument("--concurrency", type=int, default=4, metavar="N", help="targets audited at "
+                   "once (default 4)")
+    o.add_argument("--delay", type=float, default=0.0, metavar="SECONDS", help="pause between "
+                   "connection starts to one host (default 0)")
+    o.add_argument("--retries", type=int, default=2, metavar="N", help="retries after a reset "
+                   "or timeout, with backoff (default 2)")
+    o.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS", help="connect and "
+                   "read timeout per connection (default 5)")
+
+
+def _read_targets(args: argparse.Namespace) -> list[Target]:
+    lines = list(args.targets)
+    if args.targets_file:
+        try:
+            if args.targets_file == "-":
+                text = sys.stdin.read()
+            else:
+                with open(args.targets_file) as fh:
+                    text = fh.read()
+        except OSError as exc:
+            raise UsageError(f"cannot read {args.targets_file}: {exc.strerror}") from None
+        lines += [ln.split("#", 1)[0].strip() for ln in text.splitlines()]
+    targets = [parse_target(t) for t in lines if t.strip()]
+    if not targets:
+        raise UsageError("no target: give HOST[:PORT] or -f FILE")
+    return list(dict.fromkeys(targets))
+
+
+def _checks(args: argparse.Namespace) -> tuple[str, ...]:
+    if args.groups_only:
+        return ("groups",)
+    items = [c.strip().lower() for c in args.checks.split(",") if c.strip()]
+    bad = [c for c in items if c not in CHECKS]
+    if bad or not items:
+        raise UsageError(f"--checks: unknown check {bad[0] if bad else '(empty)'!r} "
+                         f"(known: {', '.join(CHECKS)})")
+    return tuple(c for c in CHECKS if c in items)
+
+
+def _extra_groups(text: str) -> tuple[int, ...]:
+    out = []
+    for item in text.replace(":", ",").split(","):
+        if item.strip():
+            try:
+                out.append(registry.parse_group(item.strip()))
+            except ValueError as exc:
+                raise UsageError(f"--extra-groups: {exc}") from None
+    return tuple(out)
+
+
+def _validate(args: argparse.Namespace) -> None:
+    for name in ("per_host", "concurrency"):
+        if getattr(args, name) < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
+    if args.timeout <= 0 or args.delay < 0 or args.retries < 0:
+        raise UsageError("--timeout must be positive; --delay and --retries not negative")
+
+
+def exit_code(reports: list[AuditReport], fail_on: str | None) -> int:
+    """A target that could not be audited decides first; then findings at --fail-on."""
+    from tlsprobe.report.policy import at_or_above
+    for r in reports:
+        if r.error:
+            return EXIT_BY_KIND.get(r.error_kind or "", EXIT_PROTOCOL)
+    if fail_on and any(at_or_above(r.findings, fail_on) for r in reports):
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+class _Progress:
+    """A rich progress bar on stderr: one line per target with its connection count."""
+
+    def __init__(self, enabled: bool, targets: list[Target]) -> None:
+        self.progress = None
+        if not enabled:
+            return
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
+        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                                 console=Console(file=sys.stderr), transient=True)
+        self.tasks = {t.display: self.progress.add_task(t.display, total=None) for t in targets}
+        self.count: dict[str, int] = {}
+
+    def connection(self, target: Target, phase: str) -> None:
+        if self.progress is not None:
+            n = self.count[target.display] = self.count.get(target.display, 0) + 1
+            self.progress.update(self.tasks[target.display],
+                                 description=f"{target.display}: {n} connections, {phase}")
+
+    def phase(self, target: Target, phase: str) -> None:
+        if self.progress is not None:
+            self.progress.advance(self.tasks[target.display])
+
+    def report(self, report: AuditReport) -> None:
+        if self.progress is not None:
+            where = Target(report.host, report.port).display
+            self.progress.update(self.tasks[where], total=1, completed=1,
+                                 description=f"{where}: done, {report.total_connections} "
+                                             "connections")
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    from tlsprobe.probes.audit import AuditOptions, run_audit
+    from tlsprobe.probes.scheduler import Scheduler
+    from tlsprobe.report import policy as pol
+    out = out or sys.stdout
+    if args.list_policies:
+        for name in pol.builtin_names():
+            p = pol.load_policy(name)
+            print(f"{name:28} {p.title}", file=out)
+        print("aliases: " + ", ".join(f"{k} = {v}" for k, v in pol.ALIASES.items()), file=out)
+        return EXIT_OK
+    _validate(args)
+    targets = _read_targets(args)
+    policies = () if args.no_policy else tuple(
+        pol.load_policy(spec) for spec in (args.policy or [pol.DEFAULT_POLICY]))
+    options = AuditOptions(checks=_checks(args), extra_groups=_extra_groups(args.extra_groups),
+                           server_name=args.sni, send_sni=not args.no_sni, policies=policies)
+    progress = _Progress(not args.no_progress and sys.stderr.isatty(), targets)
+    scheduler = Scheduler(per_host=args.per_host, delay=args.delay, retries=args.retries,
+                          timeout=args.timeout, on_connection=progress.connection)
+
+    def on_report(report: AuditReport) -> None:
+        progress.report(report)
+        if args.json:
+            print(report.to_json(), file=out, flush=True)
+
+    if progress.progress is not None:
+        with progress.progress:
+            reports = run_audit(targets, options, scheduler, concurrency=args.concurrency,
+                                on_phase=progress.phase, on_report=on_report)
+    else:
+        reports = run_audit(targets, options, scheduler, concurrency=args.concurrency,
+                            on_report=on_report)
+    if not args.json:
+        from tlsprobe.report.audit_tables import render_audit
+        for report in reports:
+            render_audit(report, out)
+    for report in reports:
+        if report.error:
+            print(f"tlsprobe: {report.error}", file=sys.stderr)
+    return exit_code(reports, args.fail_on)

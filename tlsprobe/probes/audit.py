@@ -1,0 +1,212 @@
+"""The audit of one server, and of many: plans the checks, runs them concurrently through
+one Scheduler, and assembles an AuditReport (policies and findings included).
+
+Order of work per target: protocol versions first (one connection each), then, for the
+versions the server speaks and all at once: groups (TLS 1.3 and TLS 1.2), post-quantum
+verdicts (after the TLS 1.3 groups, whose order they use), cipher suites per version and
+signature schemes. With only the group check asked for, the version phase is skipped: the
+group enumeration tells by itself whether a version is spoken.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import time
+from dataclasses import dataclass, field, replace
+from typing import Awaitable, Callable, Iterable
+
+from tlsprobe.engine.config import SSL30, TLS10, TLS11, TLS12, TLS13
+from tlsprobe.net.tcp import Target
+from tlsprobe.probes import ciphers, groups, pq, sigalgs, versions
+from tlsprobe.probes.facts import certificate_info
+from tlsprobe.probes.scheduler import Outcome, Scheduler, TargetRunner
+from tlsprobe.report.audit_model import AuditReport, GroupAudit, VersionSupport
+from tlsprobe.report.model import Codepoint
+from tlsprobe.report.policy import Policy, findings_for
+
+ALL_CHECKS = ("versions", "groups", "pq", "suites", "sigalgs", "cert")
+PhaseHook = Callable[[Target, str], None]
+
+
+@dataclass(frozen=True)
+class AuditOptions:
+    checks: tuple[str, ...] = ALL_CHECKS
+    extra_groups: tuple[int, ...] = ()
+    server_name: str | None = None      # None: the host name (no SNI for IP addresses)
+    send_sni: bool = True
+    policies: tuple[Policy, ...] = ()
+    versions: tuple[int, ...] = versions.ALL_VERSIONS
+
+
+def sni_for(host: str, options: AuditOptions) -> str | None:
+    if not options.send_sni:
+        return None
+    if options.server_name is not None:
+        return options.server_name
+    try:
+        ipaddress.ip_address(host)
+        return None
+    except ValueError:
+        return host
+
+
+@dataclass
+class _Run:
+    """Everything one target's audit collects while its checks run."""
+
+    runner: TargetRunner
+    options: AuditOptions
+    on_phase: PhaseHook | None
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    def done(self, phase: str) -> None:
+        if self.on_phase is not None:
+            self.on_phase(self.runner.target, phase)
+
+
+def _not_spoken(version: int, why: str) -> GroupAudit:
+    return GroupAudit(version=Codepoint.version(version), spoken=False, method="not_run",
+                      notes=(why,))
+
+
+def _failure(vs: list[VersionSupport]) -> tuple[str, str] | None:
+    """(message, kind) when no version got any conclusive answer: the target is unusable."""
+    if not vs or any(v.status != "inconclusive" for v in vs):
+        return None
+    detail = vs[0].detail
+    network = ("refused", "timed out", "unknown host", "reset", "unreachable")
+    kind = "network" if any(w in detail for w in network) else "protocol"
+    if "malformed" in detail or "not TLS" in detail:
+        kind = "not_tls"
+    return detail, kind
+
+
+async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptions,
+                       on_phase: PhaseHook | None = None) -> AuditReport:
+    started = time.monotonic()
+    run = _Run(TargetRunner(target, scheduler, sni_for(target.host, options)), options, on_phase)
+    checks = set(options.checks)
+    report = AuditReport(host=target.host, port=target.port, checks=tuple(options.checks),
+                         policies=tuple(p.name for p in options.policies))
+    spoken: set[int] | None = None
+    if checks - {"groups"}:
+        results = await versions.check_versions(run.runner, options.versions)
+        run.done("versions")
+        vs = [v for v, _ in results]
+        run.outcomes += [o for _, o in results]
+        report = replace(report, versions=tuple(vs))
+        failed = _failure(vs)
+        if failed is not None:
+            return _finish(report, run, started, error=failed)
+        spoken = {v.version.id for v in vs if v.status == "supported"}
+    tasks: list[Awaitable[AuditReport]] = []
+    if "groups" in checks or "pq" in checks:
+        tasks.append(_groups_and_pq(run, spoken, checks))
+    if "suites" in checks and spoken is not None:
+        tasks += [_suites(run, v) for v in (TLS13, TLS12, TLS11, TLS10, SSL30) if v in spoken]
+    if "sigalgs" in checks and spoken is not None:
+        tasks += [_sigalgs(run, v) for v in (TLS13, TLS12) if v in spoken]
+    parts = await asyncio.gather(*tasks)
+    for part in parts:
+        report = _merge(report, part)
+    return _finish(report, run, started)
+
+
+def _merge(report: AuditReport, part: AuditReport) -> AuditReport:
+    return replace(report, groups=report.groups + part.groups,
+                   suites=report.suites + part.suites,
+                   signature_schemes=report.signature_schemes + part.signature_schemes,
+                   post_quantum=report.post_quantum + part.post_quantum)
+
+
+async def _groups_and_pq(run: _Run, spoken: set[int] | None, checks: set[str]) -> AuditReport:
+    part = AuditReport(host="", port=0)
+    extra = run.options.extra_groups
+
+    async def g13() -> GroupAudit | None:
+        if spoken is not None and TLS13 not in spoken:
+            return _not_spoken(TLS13, "not tested: the server does not speak TLS 1.3")
+        if "groups" not in checks:
+            return None
+        return await groups.tls13_groups(run.runner, groups.candidate_groups(TLS13, extra))
+
+    async def g12() -> GroupAudit | None:
+        if "groups" not in checks:
+            return None
+        if spoken is not None and TLS12 not in spoken:
+            return _not_spoken(TLS12, "not tested: the server does not speak TLS 1.2")
+        return await groups.tls12_groups(run.runner, groups.candidate_groups(TLS12, extra))
+
+    a13, a12 = await asyncio.gather(g13(), g12())
+    run.done("groups")
+    found = tuple(a for a in (a13, a12) if a is not None)
+    verdicts: tuple = ()
+    if "pq" in checks and (a13 is None or a13.spoken is not False):
+        verdicts = await pq.pq_verdicts(run.runner, a13 if a13 and "groups" in checks else None)
+        run.done("pq")
+    return replace(part, groups=found if "groups" in checks else (), post_quantum=verdicts)
+
+
+async def _suites(run: _Run, version: int) -> AuditReport:
+    audit = await ciphers.enumerate_suites(run.runner, version)
+    run.done(f"suites {version:#06x}")
+    return AuditReport(host="", port=0, suites=(audit,))
+
+
+async def _sigalgs(run: _Run, version: int) -> AuditReport:
+    audit, first = await sigalgs.enumerate_sigalgs(run.runner, version)
+    if first is not None:
+        run.outcomes.append(first)
+    run.done(f"sigalgs {version:#06x}")
+    return AuditReport(host="", port=0, signature_schemes=(audit,))
+
+
+def _order_parts(report: AuditReport) -> AuditReport:
+    by_version = {TLS13: 0, TLS12: 1, TLS11: 2, TLS10: 3, SSL30: 4}
+    key = lambda a: by_version.get(a.version.id, 9)  # noqa: E731
+    return replace(report, groups=tuple(sorted(report.groups, key=key)),
+                   suites=tuple(sorted(report.suites, key=key)),
+                   signature_schemes=tuple(sorted(report.signature_schemes, key=key)))
+
+
+def _finish(report: AuditReport, run: _Run, started: float,
+            error: tuple[str, str] | None = None) -> AuditReport:
+    scheduler, target = run.runner.scheduler, run.runner.target
+    certs: tuple = ()
+    if "cert" in run.options.checks:
+        chain = next((o.certificates for o in run.outcomes if o.certificates), ())
+        certs = tuple(certificate_info(der) for der in chain)
+    counts = scheduler.count(target)
+    report = replace(_order_parts(report), certificates=certs, connections=counts,
+                     total_connections=sum(counts.values()),
+                     retries=scheduler.retried[target.display],
+                     address=scheduler.addresses.get(target.display),
+                     duration_s=round(time.monotonic() - started, 3))
+    if error is not None:
+        return replace(report, error=f"{target.display}: {error[0]}", error_kind=error[1])
+    return replace(report, findings=findings_for(report, list(run.options.policies)))
+
+
+async def audit_many(targets: Iterable[Target], options: AuditOptions, scheduler: Scheduler, *,
+                     concurrency: int = 4, on_phase: PhaseHook | None = None,
+                     on_report: Callable[[AuditReport], None] | None = None
+                     ) -> list[AuditReport]:
+    """Audit many targets, `concurrency` at a time; reports in input order (and each one
+    handed to `on_report` as soon as it is done, for streaming JSON lines)."""
+    gate = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(target: Target) -> AuditReport:
+        async with gate:
+            report = await audit_target(target, scheduler, options, on_phase)
+        if on_report is not None:
+            on_report(report)
+        return report
+
+    return list(await asyncio.gather(*(one(t) for t in targets)))
+
+
+def run_audit(targets: list[Target], options: AuditOptions, scheduler: Scheduler | None = None,
+              **kw: object) -> list[AuditReport]:
+    """Blocking entry point (a fresh event loop)."""
+    return asyncio.run(audit_many(targets, options, scheduler or Scheduler(), **kw))  # type: ignore[arg-type]

@@ -1,0 +1,344 @@
+"""Group enumeration, separately for TLS 1.3 and TLS 1.2, in the server's order.
+
+Elimination (probes/elimination.py): offer every remaining candidate, note the group the
+server picks, remove it, repeat until the server refuses; the picks come out in the
+server's order when it enforces one, and the alternating offer order (or, when that cannot
+tell, the top two offered in reverse) says whether it does. At most (supported + 2)
+connections per version.
+
+- TLS 1.3: groups without key shares; the HelloRetryRequest names the server's choice. A
+  server that refuses share-less offers is enumerated with real key shares instead.
+- TLS 1.2: ECDHE suites with the remaining curves (the ServerKeyExchange names the curve)
+  and DHE suites with the remaining ffdhe groups, in the same hellos. RFC 7919 servers
+  negotiate an ffdhe group; others send fixed parameters whatever the client lists (the
+  prime is recognised by value: ffdhe2048, modp_2048 (RFC 3526), ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from tlsprobe import kex, registry
+from tlsprobe.engine.config import TLS12, TLS13, ClientConfig
+from tlsprobe.probes.elimination import Elimination
+from tlsprobe.probes.scheduler import (ALERT, HELLO_RETRY, SERVER_HELLO, STOP_FLIGHT, STOP_HELLO,
+                                       Outcome, TargetRunner)
+from tlsprobe.report.audit_model import (ORDER_SINGLE, ORDER_UNKNOWN, DheAudit, DhParameters,
+                                         GroupAudit)
+from tlsprobe.report.model import Codepoint
+
+PROTOCOL_VERSION_ALERT = 70
+_RANGES = ((0x0001, 0x0021), (0x0100, 0x0104), (0x0200, 0x0202), (0x11EB, 0x11EE),
+           (0x6399, 0x6399))
+_SMALL_SHARES = (0x001D, 0x0017)   # x25519, secp256r1: what an ordinary client sends
+_CHUNK_BYTES = 3000                # key-share bytes per hello when big hellos are refused
+
+
+def candidate_groups(version: int, extra: tuple[int, ...] = ()) -> list[int]:
+    """The registry's groups valid for `version` in the audited ranges, then `extra` ids."""
+    out = []
+    for low, high in _RANGES:
+        for code in range(low, high + 1):
+            info = registry.group(code)
+            if info is not None and info.applies_to(version):
+                out.append(code)
+    return out + [g for g in extra if g not in out]
+
+
+def _cp(codes: list[int] | tuple[int, ...]) -> tuple[Codepoint, ...]:
+    return tuple(Codepoint.group(c) for c in codes)
+
+
+Picker = Callable[[Outcome], "int | None"]
+Builder = Callable[[list[int]], ClientConfig]
+
+
+async def _order(run: TargetRunner, el: Elimination, phase: str, build: Builder, stop: str,
+                 picked: Picker) -> tuple[str, str | None]:
+    """Server or client order: from the picks when they tell, else one more connection."""
+    known = el.order_from_steps()
+    if known is not None:
+        return known, None
+    out = await run.run(build(el.reverse_pair()), phase, stop)
+    order = el.decide(picked(out))
+    return order, None if order != ORDER_UNKNOWN else f"order check inconclusive: {out.describe()}"
+
+
+def _hrr_pick(out: Outcome) -> int | None:
+    return out.hrr_group if out.status == HELLO_RETRY else None
+
+
+def _sh_pick(out: Outcome) -> int | None:
+    return out.group if out.status == SERVER_HELLO else None
+
+
+def _builder(run: TargetRunner, version: int, **kw: object) -> Callable[..., ClientConfig]:
+    """Hello for one elimination step: the remaining groups (and, in TLS 1.3, the shares)."""
+    def build(groups: list[int], shares: tuple[int, ...] = ()) -> ClientConfig:
+        extra = dict(kw)
+        if version == TLS13:
+            extra["key_share_groups"] = tuple(shares)
+        return run.config((version,), groups=tuple(groups), **extra)
+    return build
+
+
+# -- TLS 1.3 -----------------------------------------------------------------------------------
+async def tls13_groups(run: TargetRunner, candidates: list[int]) -> GroupAudit:
+    phase = "groups TLS 1.3"
+    suites = tuple(registry.suites_for_version(TLS13))
+    build = _builder(run, TLS13, cipher_suites_13=suites)
+    el = Elimination(list(candidates))
+    spoken: bool | None = None
+    method = "hello_retry_request"
+    while el.remaining:
+        offered = el.offer()
+        out = await run.run(build(offered), phase)
+        if out.status == HELLO_RETRY and out.hrr_group in el.remaining:
+            spoken = True
+            el.pick(out.hrr_group, offered)  # type: ignore[arg-type]
+            continue
+        if out.refused and el.found:
+            el.refuse_rest()
+        elif out.refused and out.alert == PROTOCOL_VERSION_ALERT:
+            spoken = False
+            el.refuse_rest()
+            el.notes.append("the server refused TLS 1.3 (protocol_version alert)")
+        elif out.refused or out.status == SERVER_HELLO:
+            # Share-less offers refused (or answered oddly) before any HRR: use real shares.
+            el.notes.append(f"HelloRetryRequest route inconclusive ({out.describe()}); "
+                            "enumerated with real key shares")
+            method = "key_share"
+            spoken = await _tls13_with_shares(run, el, phase)
+        else:
+            el.give_up(out.describe())
+    order, note = ORDER_UNKNOWN, None
+    if method == "hello_retry_request":
+        order, note = await _order(run, el, phase, build, STOP_HELLO, _hrr_pick)
+    elif len(el.found) == 1:
+        order = ORDER_SINGLE
+    elif el.found:
+        el.notes.append("order not established: with real key shares the server may take "
+                        "the first share it supports rather than its preferred group")
+    if note:
+        el.notes.append(note)
+    return GroupAudit(version=Codepoint.version(TLS13), spoken=spoken, method=method,
+                      supported=_cp(el.listed(order, candidates)), not_supported=_cp(el.not_supported),
+                      inconclusive=_cp(el.inconclusive), order=order,
+                      connections=run.connections(phase), notes=tuple(el.notes))
+
+
+def _chunks(groups: list[int]) -> list[list[int]]:
+    out: list[list[int]] = [[]]
+    size = 0
+    for g in groups:
+        n = kex.share_size(g) or 100
+        if out[-1] and size + n > _CHUNK_BYTES:
+            out.append([])
+            size = 0
+        out[-1].append(g)
+        size += n
+    return [c for c in out if c]
+
+
+async def _tls13_with_shares(run: TargetRunner, el: Elimination, phase: str) -> bool | None:
+    """Eliminate with a real key share for every remaining computable group; if the server
+    refuses the one big hello, retry once in hellos of a few shares each."""
+    build = _builder(run, TLS13, cipher_suites_13=tuple(registry.suites_for_version(TLS13)))
+    blind = [g for g in el.remaining if not kex.is_computable(g)]
+    el.remaining = [g for g in el.remaining if g not in blind]
+    spoken: bool | None = None
+    queue, split = [list(el.remaining)], False
+    while queue:
+        chunk = [g for g in queue.pop(0) if g in el.remaining]
+        while chunk:
+            out = await run.run(build(chunk, tuple(chunk)), phase)
+            if out.status == SERVER_HELLO and out.group in chunk:
+                spoken = True
+                el.pick(out.group)  # type: ignore[arg-type]
+                chunk.remove(out.group)  # type: ignore[arg-type]
+                continue
+            if out.refused and len(chunk) > 2 and not split:
+                split = True
+                el.notes.append(f"a hello with {len(chunk)} key shares was refused "
+                                f"({out.describe()}); retried in smaller hellos")
+                queue = _chunks(chunk) + queue
+                break
+            if out.refused and out.alert == PROTOCOL_VERSION_ALERT and spoken is None:
+                spoken = False
+            if not out.refused:
+                el.notes.append(f"key-share offer of {len(chunk)} group(s) not established: "
+                                f"{out.describe()}")
+            (el.not_supported if out.refused else el.inconclusive).extend(chunk)
+            el.remaining = [g for g in el.remaining if g not in chunk]
+            break
+    if blind:
+        el.inconclusive += blind
+        el.notes.append("no key share can be computed here for " +
+                        ", ".join(registry.group_name(g) for g in blind))
+    return spoken
+
+
+# -- TLS 1.2 -----------------------------------------------------------------------------------
+def _suites(kx: str) -> tuple[int, ...]:
+    return tuple(c for c in registry.suites_for_version(TLS12)
+                 if (s := registry.cipher_suite(c)) is not None and s.kx == kx)
+
+
+async def tls12_groups(run: TargetRunner, candidates: list[int], *,
+                       dhe: bool = True) -> GroupAudit:
+    """ECDHE curves (ServerKeyExchange named_curve) and DHE groups in one elimination.
+
+    Each hello offers the ECDHE suites with the remaining curves and, while DHE is still
+    open, the DHE suites with the remaining ffdhe groups; whichever kind the server picks,
+    its group is removed. A DHE answer with a prime that was not offered (or offered and
+    picked before) means fixed parameters: DHE is closed and the curves go on alone.
+    One refusal ends both, so both kinds share the final connection.
+    """
+    phase = "groups TLS 1.2"
+    st = _Tls12State(
+        ec=Elimination([g for g in candidates if _kind(g) != "ffdhe"]),
+        # ffdhe largest first: a server preferring small groups then shows its own order
+        # in the first pick, and no extra connection is needed to tell it.
+        ff=Elimination(sorted((g for g in candidates if _kind(g) == "ffdhe"), reverse=True)),
+        dhe_open=dhe)
+    ecdhe, dhe_suites = _suites("ECDHE"), _suites("DHE")
+    while st.ec.remaining or (st.dhe_open and st.ff.remaining):
+        ec_offer = st.ec.offer() if st.ec.remaining else []
+        ff_offer = st.ff.offer() if st.dhe_open and st.ff.remaining else []
+        suites = (ecdhe if ec_offer else ()) + (dhe_suites if ff_offer else ())
+        config = run.config((TLS12,), groups=tuple(ec_offer + ff_offer),
+                            cipher_suites_12=suites)
+        out = await run.run(config, phase, STOP_FLIGHT)
+        if not _tls12_step(st, out, ec_offer, ff_offer):
+            break
+    ec_build = _builder(run, TLS12, cipher_suites_12=ecdhe)
+    order, note = await _order(run, st.ec, phase, ec_build, STOP_FLIGHT, _sh_pick)
+    if note:
+        st.ec.notes.append(note)
+    dhe_audit = None
+    if dhe:
+        dhe_audit = await _dhe_audit(run, st, _builder(run, TLS12, cipher_suites_12=dhe_suites),
+                                     phase)
+    return GroupAudit(version=Codepoint.version(TLS12), spoken=st.spoken,
+                      method="server_key_exchange",
+                      supported=_cp(st.ec.listed(order, candidates)),
+                      not_supported=_cp(st.ec.not_supported),
+                      inconclusive=_cp(st.ec.inconclusive), order=order, dhe=dhe_audit,
+                      connections=run.connections(phase), notes=tuple(st.ec.notes))
+
+
+def _kind(group: int) -> str:
+    info = registry.group(group)
+    return info.kind if info is not None else "other"
+
+
+@dataclass
+class _Tls12State:
+    ec: Elimination
+    ff: Elimination
+    dhe_open: bool = True
+    fixed: DhParameters | None = None
+    spoken: bool | None = None
+    cert_curve: int | None = None
+    dhe_answers: int = 0
+
+
+def _tls12_step(st: _Tls12State, out: Outcome, ec_offer: list[int], ff_offer: list[int]) -> bool:
+    """Apply one answer; False when the elimination is over."""
+    if out.status == SERVER_HELLO:
+        st.spoken = True
+        st.cert_curve = st.cert_curve or _cert_curve(out)
+        if out.dh_bits:                                   # a DHE answer
+            st.dhe_answers += 1
+            if out.group in st.ff.remaining:
+                st.ff.pick(out.group, ff_offer)  # type: ignore[arg-type]
+                return True
+            st.fixed = dh_parameters(out)
+            if st.ff.remaining:
+                # The offered list was ignored: these parameters are fixed, and a group
+                # "picked" earlier was only this same fixed group.
+                if out.group in st.ff.found:
+                    st.ff.found.remove(out.group)  # type: ignore[arg-type]
+                st.ff.notes.append("the server ignores the client's ffdhe groups and sends "
+                                   f"fixed DH parameters ({st.fixed.label()})")
+            else:
+                st.ff.notes.append("when the client lists no ffdhe group, the server sends "
+                                   f"DH parameters {st.fixed.label()}")
+            st.ff.remaining, st.dhe_open = [], False
+            return True
+        if out.group in st.ec.remaining:
+            st.ec.pick(out.group, ec_offer)  # type: ignore[arg-type]
+            return True
+        why = "explicit curve parameters" if out.explicit_curve else \
+            f"the server chose {registry.group_label(out.group or 0)}, not offered"
+        st.ec.give_up(why)
+        st.ff.give_up(why)
+        return False
+    if out.refused:
+        if out.alert == PROTOCOL_VERSION_ALERT and not (st.ec.found or st.ff.found):
+            st.spoken = False
+            st.ec.notes.append("the server refused TLS 1.2 (protocol_version alert)")
+        if st.cert_curve is not None and st.cert_curve in st.ec.found:
+            st.ec.give_up(f"the server's ECDSA certificate is on "
+                          f"{registry.group_name(st.cert_curve)}, which TLS 1.2 requires in the "
+                          "client's list; once it was removed no ECDHE suite was left")
+        st.ec.refuse_rest()
+        st.ff.refuse_rest()
+        return False
+    st.ec.give_up(out.describe())
+    st.ff.give_up(out.describe())
+    return False
+
+
+def _cert_curve(out: Outcome) -> int | None:
+    if not out.certificates:
+        return None
+    try:
+        from cryptography import x509
+        from cryptography.hazmat.primitives.asymmetric import ec
+        key = x509.load_der_x509_certificate(out.certificates[0]).public_key()
+    except ValueError:
+        return None
+    if isinstance(key, ec.EllipticCurvePublicKey):
+        names = {"secp256r1": 0x17, "secp384r1": 0x18, "secp521r1": 0x19}
+        return names.get(key.curve.name)
+    return None
+
+
+def dh_parameters(out: Outcome) -> DhParameters:
+    name = out.dh_name or f"unknown {out.dh_bits}-bit prime"
+    standard = None
+    if out.dh_name:
+        standard = "RFC 7919" if out.dh_name.startswith("ffdhe") else \
+            "RFC 3526" if out.dh_name.startswith("modp") else "RFC 5114"
+    return DhParameters(name=name, bits=out.dh_bits or 0,
+                        group=Codepoint.group(out.group) if out.group is not None else None,
+                        standard=standard)
+
+
+async def _dhe_audit(run: TargetRunner, st: _Tls12State, build: Builder,
+                     phase: str) -> DheAudit:
+    ff = st.ff
+    if ff.found:
+        status = "rfc7919"
+    elif st.fixed is not None:
+        status = "fixed"
+    elif ff.inconclusive:
+        status = "inconclusive"
+    else:
+        status = "none"
+    order, note = ORDER_UNKNOWN, None
+    before = run.connections(phase)
+    if status == "rfc7919":
+        order, note = await _order(run, ff, phase, build, STOP_FLIGHT, _sh_pick)
+    if note:
+        ff.notes.append(note)
+    return DheAudit(status=status, negotiated=_cp(ff.listed(order, sorted(ff.found))),
+                    fixed=st.fixed, order=order,
+                    not_supported=_cp(ff.not_supported), inconclusive=_cp(ff.inconclusive),
+                    connections=st.dhe_answers + run.connections(phase) - before,
+                    notes=tuple(ff.notes))
+
+
+__all__ = ["ALERT", "candidate_groups", "dh_parameters", "tls12_groups", "tls13_groups"]

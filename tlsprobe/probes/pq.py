@@ -1,0 +1,118 @@
+"""Post-quantum verdicts for TLS 1.3.
+
+- capability: a real share of the PQ group offered alone (the server must compute with it;
+  its answering share is checked by the engine);
+- hello_retry_request: whether share-less offers reach the PQ groups, and their rank in the
+  server's order (taken from the group audit, no extra connection);
+- browser_like: X25519MLKEM768 and X25519 shares together, as Chrome and Firefox send them:
+  which one does the server pick?
+- tolerance: a hello with several large PQ shares (about 6 kB): answered, or refused while
+  an ordinary hello works.
+"""
+
+from __future__ import annotations
+
+from tlsprobe import kex, registry
+from tlsprobe.engine.config import TLS13
+from tlsprobe.probes.scheduler import HELLO_RETRY, SERVER_HELLO, Outcome, TargetRunner
+from tlsprobe.report.audit_model import ORDER_SERVER, GroupAudit, PqVerdict
+
+PHASE = "post-quantum"
+X25519MLKEM768, X25519 = 0x11EC, 0x001D
+PQ_KINDS = ("hybrid", "mlkem", "draft")
+BROWSER_GROUPS = (X25519MLKEM768, X25519, 0x0017, 0x0018)
+TOLERANCE_SHARES = (0x11ED, 0x11EC, 0x11EB, 0x0202, X25519)
+TOLERANCE_GROUPS = TOLERANCE_SHARES + (0x0017, 0x0018)
+
+
+def is_pq(group: int) -> bool:
+    info = registry.group(group)
+    return info is not None and info.kind in PQ_KINDS
+
+
+def _config(run: TargetRunner, groups: tuple[int, ...], shares: tuple[int, ...]) -> object:
+    return run.config((TLS13,), groups=groups, key_share_groups=shares,
+                      cipher_suites_13=tuple(registry.suites_for_version(TLS13)))
+
+
+async def capability(run: TargetRunner, group: int) -> PqVerdict:
+    name = registry.group_name(group)
+    if not kex.is_computable(group):
+        return PqVerdict("capability", name, "not_tested", "no share can be computed here")
+    out = await run.run(_config(run, (group,), (group,)), PHASE)  # type: ignore[arg-type]
+    if out.status == SERVER_HELLO and out.group == group:
+        detail = "the server completed the key exchange with a real share"
+        if "invalid server key share" in out.reason:
+            return PqVerdict("capability", name, "no", out.reason)
+        if out.reason:
+            return PqVerdict("capability", name, "inconclusive", f"{detail}, then: {out.reason}")
+        return PqVerdict("capability", name, "yes", detail + " (its share was valid)")
+    if out.refused:
+        return PqVerdict("capability", name, "no", f"a real share offered alone: {out.describe()}")
+    return PqVerdict("capability", name, "inconclusive", out.describe())
+
+
+def hrr_route(groups13: GroupAudit | None) -> PqVerdict:
+    subject = "post-quantum groups without a key share"
+    if groups13 is None or groups13.method != "hello_retry_request":
+        return PqVerdict("hello_retry_request", subject, "not_tested",
+                         "the HelloRetryRequest route was not used for this server")
+    ranked = [(i + 1, g.name) for i, g in enumerate(groups13.supported) if is_pq(g.id)]
+    if ranked:
+        where = "server's order" if groups13.order == ORDER_SERVER else "order of the answers"
+        text = ", ".join(f"{name} (rank {rank} of {len(groups13.supported)})"
+                         for rank, name in ranked)
+        return PqVerdict("hello_retry_request", subject, "yes", f"{text}, in the {where}")
+    if any(is_pq(g.id) for g in groups13.inconclusive):
+        return PqVerdict("hello_retry_request", subject, "inconclusive",
+                         "some post-quantum groups were not established")
+    return PqVerdict("hello_retry_request", subject, "no",
+                     "no post-quantum group was chosen by a HelloRetryRequest")
+
+
+def _chosen(out: Outcome) -> str:
+    if out.status == SERVER_HELLO and out.group is not None:
+        return registry.group_name(out.group)
+    if out.status == HELLO_RETRY and out.hrr_group is not None:
+        return f"HelloRetryRequest for {registry.group_name(out.hrr_group)}"
+    return out.describe()
+
+
+async def browser_like(run: TargetRunner, pq_capable: bool | None) -> tuple[PqVerdict, Outcome]:
+    subject = "X25519MLKEM768 + X25519 shares"
+    out = await run.run(_config(run, BROWSER_GROUPS, (X25519MLKEM768, X25519)),  # type: ignore[arg-type]
+                        PHASE)
+    if out.status == SERVER_HELLO and out.group == X25519MLKEM768:
+        return PqVerdict("browser_like", subject, "yes", "the server picked X25519MLKEM768"), out
+    if out.answered:
+        also = " although it accepts X25519MLKEM768 alone" if pq_capable else ""
+        return PqVerdict("browser_like", subject, "no",
+                         f"the server picked {_chosen(out)}{also}"), out
+    if out.refused:
+        return PqVerdict("browser_like", subject, "no", out.describe()), out
+    return PqVerdict("browser_like", subject, "inconclusive", out.describe()), out
+
+
+async def tolerance(run: TargetRunner, ordinary: Outcome | None) -> PqVerdict:
+    shares = tuple(g for g in TOLERANCE_SHARES if kex.is_computable(g))
+    size = sum(kex.share_size(g) or 0 for g in shares)
+    subject = f"{len(shares)} key shares, {size} bytes"
+    out = await run.run(_config(run, TOLERANCE_GROUPS, shares), PHASE)  # type: ignore[arg-type]
+    if out.answered:
+        return PqVerdict("tolerance", subject, "yes", f"answered: {_chosen(out)}")
+    ordinary_ok = ordinary is not None and ordinary.answered
+    if ordinary_ok:
+        return PqVerdict("tolerance", subject, "no", f"{out.describe()}, while an ordinary "
+                         "browser-like hello is answered")
+    return PqVerdict("tolerance", subject, "inconclusive", out.describe())
+
+
+async def pq_verdicts(run: TargetRunner, groups13: GroupAudit | None) -> tuple[PqVerdict, ...]:
+    targets = [X25519MLKEM768]
+    if groups13 is not None:
+        targets += [g.id for g in groups13.supported if is_pq(g.id) and g.id not in targets]
+    verdicts = [await capability(run, g) for g in targets]
+    capable = verdicts[0].verdict == "yes"
+    browser, ordinary = await browser_like(run, capable)
+    verdicts += [hrr_route(groups13), browser, await tolerance(run, ordinary)]
+    return tuple(verdicts)

@@ -1,0 +1,326 @@
+"""Polite asyncio connection scheduler: one job = one connection = one ClientConfig.
+
+Each job drives the sans-IO `ClientHandshake` over an asyncio stream until the server has
+answered the question the job asks (a HelloRetryRequest, a ServerHello, the first flight, or
+the CertificateVerify of a full TLS 1.3 handshake) and returns an `Outcome` value; nothing
+is signalled with exceptions. Per host at most `per_host` connections run at once, starts
+are spaced by `delay` seconds, and resets, timeouts and refused connects are retried with
+exponential backoff. What still fails after the retries is "inconclusive", never a refusal:
+only an alert or a clean close from the server counts as "the server said no".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import socket
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
+
+from tlsprobe import registry
+from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
+from tlsprobe.engine.config import ClientConfig
+from tlsprobe.net.tcp import Target
+from tlsprobe.probes.dhgroups import dh_group_name
+from tlsprobe.registry import HandshakeType
+from tlsprobe.session.flow import SERVER, ApplicationDataEvent
+
+# Outcome.status values
+HELLO_RETRY = "hello_retry_request"
+SERVER_HELLO = "server_hello"
+ALERT = "alert"
+CLOSED = "closed"
+INCONCLUSIVE = "inconclusive"
+
+# Stop conditions of a job
+STOP_HELLO = "hello"            # at the ServerHello (or HelloRetryRequest)
+STOP_FLIGHT = "flight"          # after the server's first flight (TLS 1.2 ServerHelloDone)
+STOP_VERIFY = "verify"          # TLS 1.3: after the decrypted CertificateVerify
+
+ConnectionHook = Callable[[Target, str], None]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one connection established.
+
+    `status`: hello_retry_request, server_hello, alert, closed (a refusal), or inconclusive
+    (`reason` says why). For TLS 1.3 `group` is the ServerHello key_share group; for TLS 1.2
+    the ServerKeyExchange named curve, or the RFC 7919 codepoint of a recognised DH prime.
+    """
+
+    status: str
+    version: int | None = None
+    cipher_suite: int | None = None
+    group: int | None = None
+    hrr_group: int | None = None
+    dh_name: str | None = None
+    dh_bits: int | None = None
+    explicit_curve: bool = False
+    signature_scheme: int | None = None
+    certificates: tuple[bytes, ...] = ()
+    alert: int | None = None
+    reason: str = ""
+    attempts: int = 1
+    decrypted: bool = False         # the TLS 1.3 encrypted flight was decrypted
+
+    @property
+    def answered(self) -> bool:
+        return self.status in (HELLO_RETRY, SERVER_HELLO)
+
+    @property
+    def refused(self) -> bool:
+        return self.status in (ALERT, CLOSED)
+
+    @property
+    def conclusive(self) -> bool:
+        return self.status != INCONCLUSIVE
+
+    def describe(self) -> str:
+        """One line for notes: 'alert handshake_failure (40)', 'timed out', ..."""
+        if self.status == ALERT and self.alert is not None:
+            return f"alert {registry.alert_name(self.alert)} ({self.alert})"
+        if self.status == CLOSED:
+            return "connection closed without an answer"
+        if self.status == HELLO_RETRY and self.hrr_group is not None:
+            return f"HelloRetryRequest for {registry.group_label(self.hrr_group)}"
+        if self.status == SERVER_HELLO:
+            return f"ServerHello {registry.version_name(self.version or 0)}"
+        return self.reason or self.status
+
+
+@dataclass(frozen=True)
+class Job:
+    """One connection: what to offer, where to stop, and the phase it is counted under."""
+
+    config: ClientConfig
+    phase: str
+    stop: str = STOP_HELLO
+
+
+class _Retryable(Exception):
+    """A network failure worth retrying (reset, timeout, refused)."""
+
+
+@dataclass
+class Scheduler:
+    """Runs jobs against targets with a per-host cap, pacing and retries."""
+
+    per_host: int = 3
+    delay: float = 0.0
+    retries: int = 2
+    timeout: float = 5.0
+    backoff: float = 0.25
+    on_connection: ConnectionHook | None = None
+    connections: Counter[tuple[str, str]] = field(default_factory=Counter)
+    retried: Counter[str] = field(default_factory=Counter)
+    addresses: dict[str, str] = field(default_factory=dict)
+    _sems: dict[str, asyncio.Semaphore] = field(default_factory=dict)
+    _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    _next_start: dict[str, float] = field(default_factory=dict)
+
+    def count(self, target: Target) -> dict[str, int]:
+        """Connections per phase for one target."""
+        return {phase: n for (t, phase), n in self.connections.items() if t == target.display}
+
+    async def run(self, target: Target, job: Job) -> Outcome:
+        host = target.host.lower()
+        sem = self._sems.setdefault(host, asyncio.Semaphore(max(1, self.per_host)))
+        last = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                self.retried[target.display] += 1
+                pause = self.backoff * (2 ** (attempt - 1))
+                await asyncio.sleep(pause * (1 + random.random() / 2))
+            async with sem:
+                await self._pace(host)
+                try:
+                    outcome = await self._attempt(target, job)
+                except _Retryable as exc:
+                    last = str(exc)
+                    continue
+            return _with_attempts(outcome, attempt + 1)
+        return Outcome(INCONCLUSIVE, reason=f"{last} (after {self.retries + 1} attempts)",
+                       attempts=self.retries + 1)
+
+    async def _pace(self, host: str) -> None:
+        if self.delay <= 0:
+            return
+        lock = self._locks.setdefault(host, asyncio.Lock())
+        async with lock:
+            loop = asyncio.get_running_loop()
+            wait = self._next_start.get(host, 0.0) - loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            self._next_start[host] = loop.time() + self.delay
+
+    async def _attempt(self, target: Target, job: Job) -> Outcome:
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(target.host, target.port), self.timeout)
+        except (asyncio.TimeoutError, TimeoutError):
+            raise _Retryable("connect timed out") from None
+        except ConnectionRefusedError:
+            raise _Retryable("connection refused") from None
+        except socket.gaierror as exc:
+            return Outcome(INCONCLUSIVE, reason=f"unknown host ({exc.strerror})")
+        except OSError as exc:
+            raise _Retryable(exc.strerror or str(exc)) from None
+        self.connections[(target.display, job.phase)] += 1
+        peer = writer.get_extra_info("peername")
+        if peer:
+            self.addresses.setdefault(target.display, str(peer[0]))
+        if self.on_connection is not None:
+            self.on_connection(target, job.phase)
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+        try:
+            return await self._converse(reader, writer, job)
+        finally:
+            writer.close()
+            try:
+                await asyncio.wait_for(writer.wait_closed(), 1.0)
+            except (OSError, asyncio.TimeoutError, TimeoutError):
+                pass
+
+    async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                        job: Job) -> Outcome:
+        full = job.stop == STOP_VERIFY
+        hs = ClientHandshake(job.config, annotate=False, stop_after_first_flight=not full)
+        try:
+            writer.write(hs.start())
+            await writer.drain()
+            while True:
+                try:
+                    data = await asyncio.wait_for(reader.read(65536), self.timeout)
+                except (asyncio.TimeoutError, TimeoutError):
+                    if hs.server_hello is not None and job.stop != STOP_HELLO:
+                        return outcome_of(hs, reason="timed out waiting for the rest of the "
+                                          "server's flight")
+                    raise _Retryable("timed out waiting for the server") from None
+                if not data:
+                    hs.connection_closed()
+                    return outcome_of(hs)
+                out = hs.receive(data)
+                if _finished(hs, job):
+                    return outcome_of(hs)
+                if out:
+                    writer.write(out)
+                    await writer.drain()
+        except HandshakeFailure as exc:
+            if hs.server_hello is not None:
+                # The ServerHello answered the question; note what went wrong after it.
+                return outcome_of(hs, reason=str(exc))
+            if exc.kind == "alert":
+                return Outcome(ALERT, alert=exc.alert, reason=str(exc))
+            if exc.kind == "closed":
+                return Outcome(CLOSED, reason=str(exc))
+            if hs.hrr is not None:
+                return outcome_of(hs, reason=str(exc))
+            return Outcome(INCONCLUSIVE, reason=f"protocol error: {exc}")
+        except (ConnectionResetError, BrokenPipeError) as exc:
+            if hs.server_hello is not None:
+                return outcome_of(hs, reason="connection reset after the ServerHello")
+            raise _Retryable("connection reset by peer") from exc
+        except OSError as exc:
+            raise _Retryable(exc.strerror or str(exc)) from None
+
+
+def _finished(hs: ClientHandshake, job: Job) -> bool:
+    if hs.hrr is not None and hs.server_hello is None:
+        # The HelloRetryRequest answers group, suite and version questions.
+        return job.stop != STOP_VERIFY
+    if hs.server_hello is None:
+        return False
+    if job.stop == STOP_HELLO:
+        return True
+    if job.stop == STOP_VERIFY and _version(hs) >= 0x0304:
+        if HandshakeType.certificate_verify in hs.flight.messages or hs.done:
+            return True
+        # An engine that cannot decrypt the TLS 1.3 flight shows it as opaque records.
+        return any(isinstance(ev, ApplicationDataEvent) and ev.direction == SERVER and
+                   not ev.decrypted for ev in hs.events)
+    return hs.done or hs.first_flight_done
+
+
+def _version(hs: ClientHandshake) -> int:
+    return hs.server_hello.selected_version if hs.server_hello is not None else 0
+
+
+def _with_attempts(outcome: Outcome, attempts: int) -> Outcome:
+    from dataclasses import replace
+    return outcome if attempts == 1 else replace(outcome, attempts=attempts)
+
+
+def outcome_of(hs: ClientHandshake, reason: str = "") -> Outcome:
+    """Read the answer off a handshake that got at least a ServerHello or an HRR."""
+    if hs.server_hello is None:
+        if hs.hrr is not None:
+            return Outcome(HELLO_RETRY, version=hs.hrr.selected_version,
+                           cipher_suite=hs.hrr.cipher_suite, hrr_group=hs.hrr.hrr_selected_group)
+        return Outcome(INCONCLUSIVE, reason=reason or "no ServerHello")
+    sh = hs.server_hello
+    version = sh.selected_version
+    group = dh_name = dh_bits = sig = None
+    explicit = False
+    if version >= 0x0304:
+        share = sh.key_share
+        group = share[0] if share else None
+    ske = hs.flight.messages.get(HandshakeType.server_key_exchange)
+    if ske is not None:
+        named = getattr(ske, "named_curve", None)
+        prime = getattr(ske, "dh_p", None)
+        explicit = getattr(ske, "explicit_curve", None) is not None
+        if named is not None:
+            group = named
+        elif prime:
+            p = int.from_bytes(prime, "big")
+            dh_bits = p.bit_length()
+            dh_name = dh_group_name(p)
+            if dh_name and dh_name.startswith("ffdhe"):
+                group = registry.parse_group(dh_name)
+        sig = getattr(ske, "algorithm", None)
+    cv = hs.flight.messages.get(HandshakeType.certificate_verify)
+    if cv is not None:
+        sig = getattr(cv, "algorithm", getattr(cv, "signature_scheme", sig))
+    certs: tuple[bytes, ...] = ()
+    cert_msg = hs.flight.messages.get(HandshakeType.certificate)
+    if cert_msg is not None:
+        from tlsprobe.probes.facts import certificates_of
+        certs = tuple(certificates_of(cert_msg))
+    return Outcome(SERVER_HELLO, version=version, cipher_suite=sh.cipher_suite, group=group,
+                   hrr_group=hs.hrr.hrr_selected_group if hs.hrr is not None else None,
+                   dh_name=dh_name, dh_bits=dh_bits, explicit_curve=explicit,
+                   signature_scheme=sig, certificates=certs, reason=reason,
+                   decrypted=cv is not None)
+
+
+def broad_sigalgs() -> tuple[int, ...]:
+    """Every registered signature scheme, so no server declines for want of one."""
+    return tuple(s.code for s in registry.all_signature_schemes() if s.iana)
+
+
+@dataclass
+class TargetRunner:
+    """The scheduler bound to one target, with the offer defaults every check shares."""
+
+    target: Target
+    scheduler: Scheduler
+    server_name: str | None = None
+
+    def config(self, versions: tuple[int, ...], **kw: object) -> ClientConfig:
+        """A ClientConfig for an audit connection: no ALPN, every signature scheme."""
+        kw.setdefault("signature_algorithms", broad_sigalgs())
+        kw.setdefault("alpn", ())
+        return ClientConfig(server_name=self.server_name, versions=versions, **kw)  # type: ignore[arg-type]
+
+    async def run(self, config: ClientConfig, phase: str, stop: str = STOP_HELLO) -> Outcome:
+        return await self.scheduler.run(self.target, Job(config, phase, stop))
+
+    def connections(self, phase: str) -> int:
+        return self.scheduler.connections[(self.target.display, phase)]

@@ -1,0 +1,192 @@
+"""Rich rendering of an audit report: one section per check, findings last.
+
+Every table states how its answer was learnt and how many connections it cost; values that
+could not be established are listed as such, never folded into "not supported".
+"""
+
+from __future__ import annotations
+
+from typing import IO
+
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from tlsprobe import registry
+from tlsprobe.report.audit_model import (ORDER_CLIENT, ORDER_SERVER, ORDER_SINGLE, AuditReport,
+                                         DheAudit, GroupAudit, SigalgAudit, SuiteAudit)
+
+ORDER_TEXT = {ORDER_SERVER: "the server enforces its own order",
+              ORDER_CLIENT: "the server follows the client's order (listed as offered)",
+              ORDER_SINGLE: "a single value: no order to tell"}
+METHOD_TEXT = {"hello_retry_request": "offers without key shares, HelloRetryRequest",
+               "key_share": "offers with real key shares",
+               "server_key_exchange": "ECDHE suites only, ServerKeyExchange curve"}
+SEVERITY_STYLE = {"critical": "bold red", "high": "red", "medium": "yellow", "low": "cyan",
+                  "info": "dim"}
+VERDICT_STYLE = {"yes": "green", "no": "red", "inconclusive": "yellow", "not_tested": "dim"}
+
+
+def order_text(order: str) -> str:
+    return ORDER_TEXT.get(order, "order not established")
+
+
+def _names(items: tuple, limit: int = 12) -> str:
+    names = [getattr(i, "name", str(i)) for i in items]
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def _title(text: str) -> Text:
+    return Text(text, style="bold")
+
+
+def _table(*columns: str) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
+    for c in columns:
+        table.add_column(c, overflow="fold")
+    return table
+
+
+def versions_section(r: AuditReport) -> RenderableType:
+    table = _table("Version", "Spoken", "Answer")
+    label = {"supported": "yes", "not_supported": "no", "inconclusive": "inconclusive"}
+    for v in r.versions:
+        table.add_row(v.version.name, label.get(v.status, v.status), v.detail)
+    return Group(_title(f"Protocol versions ({r.connections.get('versions', 0)} connections)"),
+                 table)
+
+
+def _dhe_lines(d: DheAudit) -> list[str]:
+    if d.status == "fixed" and d.fixed is not None:
+        head = f"DHE: fixed parameters {d.fixed.label()}"
+    elif d.status == "rfc7919":
+        head = "DHE (RFC 7919): " + ", ".join(g.name for g in d.negotiated) + \
+            f"; {order_text(d.order)}"
+    elif d.status == "none":
+        head = "DHE: no DHE suite accepted"
+    else:
+        head = f"DHE: {d.status.replace('_', ' ')}"
+    lines = [f"{head} ({d.connections} connections)"]
+    if d.inconclusive:
+        lines.append(f"DHE not established: {_names(d.inconclusive)}")
+    return lines + [f"note: {n}" for n in d.notes]
+
+
+def group_section(g: GroupAudit) -> RenderableType:
+    if g.method == "not_run":
+        return Group(_title(f"Groups, {g.version.name}"), Text(
+            "; ".join(g.notes) or "not tested"), Text(""))
+    head = (f"Groups, {g.version.name}: {METHOD_TEXT.get(g.method, g.method)} "
+            f"({g.connections} connections)")
+    parts: list[RenderableType] = [_title(head)]
+    if g.spoken is False and not g.supported:
+        parts.append(Text(f"{g.version.name} is not spoken by the server"))
+    elif g.supported:
+        table = _table("#", "Group", "Kind")
+        for i, cp in enumerate(g.supported, 1):
+            info = registry.group(cp.id)
+            kind = info.kind if info is not None else "?"
+            kind = {"ec": "ECDHE", "ecx": "ECDHE", "ffdhe": "FFDHE", "mlkem": "ML-KEM",
+                    "hybrid": "hybrid PQ", "draft": "draft PQ"}.get(kind, kind)
+            table.add_row(str(i), cp.label(), kind)
+        parts += [table, Text(f"Order: {order_text(g.order)}")]
+    else:
+        parts.append(Text("no group accepted"))
+    if g.inconclusive:
+        parts.append(Text(f"Not established: {_names(g.inconclusive)}", style="yellow"))
+    if g.not_supported:
+        parts.append(Text(f"Not supported: {len(g.not_supported)} group(s): "
+                          f"{_names(g.not_supported, 8)}", style="dim"))
+    if g.dhe is not None:
+        parts += [Text(line) for line in _dhe_lines(g.dhe)]
+    parts += [Text(f"note: {n}", style="dim") for n in g.notes]
+    return Group(*parts, Text(""))
+
+
+def pq_section(r: AuditReport) -> RenderableType:
+    table = _table("Check", "About", "Verdict", "Detail")
+    for v in r.post_quantum:
+        table.add_row(v.check.replace("_", " "), v.subject,
+                      Text(v.verdict.replace("_", " "), style=VERDICT_STYLE.get(v.verdict, "")),
+                      v.detail)
+    n = r.connections.get("post-quantum", 0)
+    return Group(_title(f"Post-quantum, TLS 1.3 ({n} connections)"), table)
+
+
+def suite_section(s: SuiteAudit) -> RenderableType:
+    head = f"Cipher suites, {s.version.name} ({s.connections} connections)"
+    if not s.supported:
+        return Group(_title(head), Text("none accepted" + ("" if s.complete else
+                                                           " (not established)")), Text(""))
+    table = _table("#", "Cipher suite", "OpenSSL name")
+    for i, c in enumerate(s.supported, 1):
+        table.add_row(str(i), f"{c.iana_name} ({c.hex})", c.openssl_name or "")
+    parts: list[RenderableType] = [_title(head), table, Text(f"Order: {order_text(s.order)}")]
+    if not s.complete:
+        parts.append(Text("the list may be incomplete", style="yellow"))
+    parts += [Text(f"note: {n}", style="dim") for n in s.notes]
+    return Group(*parts, Text(""))
+
+
+def sigalg_section(s: SigalgAudit) -> RenderableType:
+    head = f"Signature schemes, {s.version.name} ({s.connections} connections)"
+    if s.status != "established":
+        return Group(_title(head), Text(f"{s.status.replace('_', ' ')}: {s.reason}"), Text(""))
+    text = ", ".join(c.name for c in s.supported) or "(none)"
+    parts: list[RenderableType] = [_title(head), Text(text), Text(f"Order: {order_text(s.order)}")]
+    if s.reason:
+        parts.append(Text(f"note: {s.reason}", style="dim"))
+    return Group(*parts, Text(""))
+
+
+def certificate_section(r: AuditReport) -> RenderableType:
+    table = _table("#", "Subject", "Key", "Valid until", "Issuer")
+    for i, c in enumerate(r.certificates):
+        bits = f" {c.key_bits}" if c.key_bits else ""
+        table.add_row(str(i), c.subject, f"{c.key_type}{bits}", c.not_after[:10], c.issuer)
+    return Group(_title("Certificate chain"), table)
+
+
+def findings_section(r: AuditReport) -> RenderableType:
+    if not r.findings:
+        return Group(_title("Findings"), Text("none"))
+    table = _table("Severity", "Finding", "Policy", "Code")
+    for f in r.findings:
+        table.add_row(Text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")), f.message,
+                      f.policy, f.code)
+    return Group(_title(f"Findings ({', '.join(r.policies) or 'built-in checks only'})"), table)
+
+
+def connections_line(r: AuditReport) -> str:
+    parts = ", ".join(f"{phase} {n}" for phase, n in r.connections.items())
+    retries = f"; {r.retries} retried" if r.retries else ""
+    return f"Connections: {r.total_connections} in {r.duration_s:.2f} s ({parts}){retries}"
+
+
+def audit_renderables(r: AuditReport) -> list[RenderableType]:
+    where = f"[{r.host}]:{r.port}" if ":" in r.host else f"{r.host}:{r.port}"
+    addr = f" ({r.address})" if r.address and r.address != r.host else ""
+    out: list[RenderableType] = [Text(f"Audit of {where}{addr}", style="bold underline")]
+    if r.error:
+        return out + [Text(f"Error: {r.error}", style="red"), Text(connections_line(r))]
+    if r.versions:
+        out.append(versions_section(r))
+    out += [group_section(g) for g in r.groups]
+    if r.post_quantum:
+        out.append(pq_section(r))
+    out += [suite_section(s) for s in r.suites]
+    out += [sigalg_section(s) for s in r.signature_schemes]
+    if r.certificates:
+        out.append(certificate_section(r))
+    out += [findings_section(r), Text(connections_line(r))]
+    return out
+
+
+def render_audit(r: AuditReport, out: IO[str], width: int | None = None) -> None:
+    console = Console(file=out, highlight=False, soft_wrap=False,
+                      width=width or (None if out.isatty() else 120))
+    for part in audit_renderables(r):
+        console.print(part)
+    console.print()

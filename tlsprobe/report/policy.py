@@ -1,0 +1,347 @@
+"""Policies and findings: compare an audit with Mozilla's guidelines or a user policy file.
+
+Built-in policies (tlsprobe/data/policies/*.json): mozilla-modern-5.7, mozilla-intermediate-5.7,
+mozilla-old-5.7 and the 6.0 guidelines that list X25519MLKEM768 (mozilla-modern-6.0,
+mozilla-intermediate-6.0); the short names modern, intermediate (6.0) and old (5.7).
+A user policy is a JSON or TOML file with the same keys; `extends = "intermediate"` starts
+from a built-in one. Besides the policy checks, `builtin_findings` reports what is weak under
+any policy (NULL/export/RC4 suites, small DH primes, expired certificates, inconclusive
+results, post-quantum intolerance).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from tlsprobe import registry
+from tlsprobe.errors import UsageError
+from tlsprobe.report.audit_model import (ORDER_CLIENT, SEVERITIES, AuditReport, Finding,
+                                         severity_rank)
+
+ALIASES = {"modern": "mozilla-modern-6.0", "intermediate": "mozilla-intermediate-6.0",
+           "old": "mozilla-old-5.7", "mozilla-modern": "mozilla-modern-6.0",
+           "mozilla-intermediate": "mozilla-intermediate-6.0", "mozilla-old": "mozilla-old-5.7"}
+DEFAULT_POLICY = "intermediate"
+VERSION_NAMES = {"sslv3": 0x0300, "ssl 3.0": 0x0300, "tlsv1": 0x0301, "tls 1.0": 0x0301,
+                 "tlsv1.0": 0x0301, "tlsv1.1": 0x0302, "tls 1.1": 0x0302, "tlsv1.2": 0x0303,
+                 "tls 1.2": 0x0303, "tlsv1.3": 0x0304, "tls 1.3": 0x0304}
+DEFAULT_SEVERITY = {"version.missing": "medium", "suite.not_allowed": "low",
+                    "group.not_allowed": "low", "group.missing": "low", "dh.too_small": "medium",
+                    "certificate.key_too_small": "medium", "certificate.type_not_allowed": "low",
+                    "order.not_server": "low"}
+KEYS = {"name", "title", "source", "extends", "versions", "required_versions", "cipher_suites",
+        "tls13_cipher_suites", "groups", "required_groups", "dh_min_bits", "rsa_min_bits",
+        "certificate_types", "server_preferred_order", "severity"}
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str
+    title: str = ""
+    source: str = ""
+    versions: frozenset[int] | None = None
+    required_versions: tuple[int, ...] = ()
+    cipher_suites: frozenset[int] | None = None
+    tls13_cipher_suites: frozenset[int] | None = None
+    groups: frozenset[int] | None = None
+    required_groups: tuple[int, ...] = ()
+    dh_min_bits: int | None = None
+    rsa_min_bits: int | None = None
+    certificate_types: tuple[str, ...] | None = None
+    server_preferred_order: bool | None = None
+    severity: dict[str, str] = field(default_factory=dict)
+
+    def sev(self, code: str) -> str:
+        return self.severity.get(code, DEFAULT_SEVERITY.get(code, "low"))
+
+
+def builtin_names() -> list[str]:
+    folder = resources.files("tlsprobe.data").joinpath("policies")
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json"))
+
+
+def _raw_builtin(name: str) -> dict[str, Any]:
+    name = ALIASES.get(name.lower(), name.lower())
+    if name not in builtin_names():
+        raise UsageError(f"unknown policy {name!r} (built in: {', '.join(builtin_names())}, "
+                         f"{', '.join(sorted(ALIASES))}; or a .json/.toml file)")
+    text = resources.files("tlsprobe.data").joinpath("policies", f"{name}.json").read_text()
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise UsageError(f"cannot read policy file {path}: {exc.strerror}") from None
+    try:
+        if path.suffix.lower() == ".toml":
+            import tomllib
+            data: Any = tomllib.loads(text)
+        else:
+            data = json.loads(text)
+    except ValueError as exc:  # json.JSONDecodeError and tomllib.TOMLDecodeError
+        raise UsageError(f"policy file {path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"policy file {path}: expected a table/object at the top level")
+    data.setdefault("name", path.stem)
+    return data
+
+
+def load_policy(spec: str) -> Policy:
+    """A built-in policy by name, or a JSON/TOML policy file (which may `extends` one)."""
+    path = Path(spec)
+    if path.suffix.lower() in (".json", ".toml") or path.exists():
+        data = _read_file(path)
+        base = data.get("extends")
+        if base is not None:
+            if not isinstance(base, str):
+                raise UsageError(f"policy file {path}: 'extends' must be a policy name")
+            data = {**_raw_builtin(base), **data}
+        return parse_policy(data, str(path))
+    return parse_policy(_raw_builtin(spec), spec)
+
+
+def _list(data: dict[str, Any], key: str, where: str) -> list[Any] | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise UsageError(f"policy {where}: '{key}' must be a list")
+    return value
+
+
+def _codes(data: dict[str, Any], key: str, where: str, parse: Any) -> list[int] | None:
+    items = _list(data, key, where)
+    if items is None:
+        return None
+    out = []
+    for item in items:
+        if isinstance(item, int):
+            out.append(item)
+            continue
+        text = str(item).strip()
+        if parse is None:
+            if text.lower() not in VERSION_NAMES:
+                raise UsageError(f"policy {where}: unknown version {text!r} in '{key}' "
+                                 "(use e.g. 'TLS 1.2' or 'TLSv1.2')")
+            out.append(VERSION_NAMES[text.lower()])
+            continue
+        try:
+            out.append(parse(text))
+        except ValueError as exc:
+            raise UsageError(f"policy {where}: '{key}': {exc}") from None
+    return out
+
+
+def parse_policy(data: dict[str, Any], where: str) -> Policy:
+    unknown = set(data) - KEYS
+    if unknown:
+        raise UsageError(f"policy {where}: unknown key(s) {', '.join(sorted(unknown))} "
+                         f"(known: {', '.join(sorted(KEYS))})")
+    severity = data.get("severity") or {}
+    if not isinstance(severity, dict) or any(v not in SEVERITIES for v in severity.values()):
+        raise UsageError(f"policy {where}: 'severity' maps finding codes to one of "
+                         f"{', '.join(SEVERITIES)}")
+    versions = _codes(data, "versions", where, None)
+    suites = _codes(data, "cipher_suites", where, registry.parse_suite)
+    suites13 = _codes(data, "tls13_cipher_suites", where, registry.parse_suite)
+    groups = _codes(data, "groups", where, registry.parse_group)
+    cert_types = _list(data, "certificate_types", where)
+    for key in ("dh_min_bits", "rsa_min_bits"):
+        if data.get(key) is not None and not isinstance(data[key], int):
+            raise UsageError(f"policy {where}: '{key}' must be a number of bits")
+    return Policy(
+        name=str(data.get("name") or where), title=str(data.get("title", "")),
+        source=str(data.get("source", "")),
+        versions=frozenset(versions) if versions is not None else None,
+        required_versions=tuple(_codes(data, "required_versions", where, None) or ()),
+        cipher_suites=frozenset(suites) if suites is not None else None,
+        tls13_cipher_suites=frozenset(suites13) if suites13 is not None else None,
+        groups=frozenset(groups) if groups is not None else None,
+        required_groups=tuple(_codes(data, "required_groups", where, registry.parse_group) or ()),
+        dh_min_bits=data.get("dh_min_bits"), rsa_min_bits=data.get("rsa_min_bits"),
+        certificate_types=tuple(str(t).lower() for t in cert_types) if cert_types is not None
+        else None, server_preferred_order=data.get("server_preferred_order"),
+        severity=dict(severity))
+
+
+# -- evaluation ------------------------------------------------------------------------------
+def _names(items: list[str], limit: int = 6) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def _version_severity(version: int) -> str:
+    return {0x0300: "critical", 0x0301: "medium", 0x0302: "medium"}.get(version, "low")
+
+
+def evaluate(report: AuditReport, policy: Policy) -> list[Finding]:
+    """Findings of `report` against `policy` (checks with no data are skipped)."""
+    out: list[Finding] = []
+
+    def add(code: str, message: str, severity: str | None = None) -> None:
+        out.append(Finding(severity or policy.sev(code), code, message, policy.name))
+
+    spoken = report.spoken_versions()
+    if report.versions and policy.versions is not None:
+        for v in spoken:
+            if v not in policy.versions:
+                add("version.not_allowed", f"{registry.version_name(v)} is enabled",
+                    policy.severity.get("version.not_allowed", _version_severity(v)))
+        for v in policy.required_versions:
+            if v not in spoken and any(s.version.id == v and s.status == "not_supported"
+                                       for s in report.versions):
+                add("version.missing", f"{registry.version_name(v)} is not supported")
+    for audit in report.suites:
+        allowed = policy.tls13_cipher_suites if audit.version.id == 0x0304 \
+            else policy.cipher_suites
+        if allowed is None:
+            continue
+        extra = [c.iana_name for c in audit.supported if c.id not in allowed]
+        if extra:
+            add("suite.not_allowed", f"{audit.version.name}: {len(extra)} cipher suite(s) "
+                f"outside the policy: {_names(extra)}")
+        if policy.server_preferred_order and audit.order == ORDER_CLIENT:
+            add("order.not_server", f"{audit.version.name}: the server follows the client's "
+                "cipher suite order")
+    supported_groups = {g.id: g.name for a in report.groups for g in a.supported}
+    if policy.groups is not None:
+        extra = [name for code, name in supported_groups.items() if code not in policy.groups]
+        if extra:
+            add("group.not_allowed", f"group(s) outside the policy: {_names(extra)}")
+    g13 = report.group_audit(0x0304)
+    for code in policy.required_groups:
+        if g13 is not None and g13.spoken and code not in supported_groups and \
+                code not in {g.id for g in g13.inconclusive}:
+            add("group.missing", f"{registry.group_name(code)} is recommended but not "
+                "supported in TLS 1.3")
+    g12 = report.group_audit(0x0303)
+    dh = g12.dhe if g12 is not None else None
+    if dh is not None and policy.dh_min_bits:
+        sizes = [dh.fixed.bits] if dh.fixed else []
+        sizes += [int(g.name[5:]) for g in dh.negotiated if g.name[5:].isdigit()]
+        small = [b for b in sizes if b < policy.dh_min_bits]
+        if small:
+            add("dh.too_small", f"DHE with a {min(small)}-bit prime (policy minimum "
+                f"{policy.dh_min_bits})")
+    if report.certificates:
+        leaf = report.certificates[0]
+        kind = "rsa" if leaf.key_type == "RSA" else "ecdsa" if leaf.key_type.startswith("EC") \
+            else leaf.key_type.lower()
+        if policy.certificate_types is not None and kind not in policy.certificate_types:
+            add("certificate.type_not_allowed", f"certificate key {leaf.key_type} (policy: "
+                f"{', '.join(policy.certificate_types)})")
+        if kind == "rsa" and policy.rsa_min_bits and (leaf.key_bits or 0) < policy.rsa_min_bits:
+            add("certificate.key_too_small", f"RSA key of {leaf.key_bits} bits (policy minimum "
+                f"{policy.rsa_min_bits})")
+    return out
+
+
+def builtin_findings(report: AuditReport, now: datetime | None = None) -> list[Finding]:
+    """What is weak whatever the policy, plus what could not be established."""
+    out: list[Finding] = []
+    for audit in report.suites:
+        by_sev: dict[str, list[str]] = {}
+        for c in audit.supported:
+            suite = registry.cipher_suite(c.id)
+            tags = suite.weaknesses if suite is not None else ()
+            if not tags:
+                continue
+            sev = "critical" if {"NULL", "anon", "export"} & set(tags) else \
+                "medium" if set(tags) <= {"3DES"} else "high"
+            by_sev.setdefault(sev, []).append(f"{c.iana_name} ({', '.join(tags)})")
+        for sev, names in by_sev.items():
+            out.append(Finding(sev, "suite.weak", f"{audit.version.name}: weak cipher "
+                               f"suite(s): {_names(names, 4)}"))
+        if audit.order != ORDER_CLIENT and audit.supported and audit.version.id < 0x0304:
+            top = registry.cipher_suite(audit.supported[0].id)
+            if top is not None and not top.forward_secret:
+                out.append(Finding("medium", "suite.no_forward_secrecy", f"{audit.version.name}:"
+                                   f" the most preferred suite {top.name} has no forward secrecy"))
+    spoken = report.spoken_versions()
+    if report.versions and not {0x0303, 0x0304} & set(spoken) and spoken:
+        out.append(Finding("high", "version.no_modern", "neither TLS 1.2 nor TLS 1.3 is spoken"))
+    g12 = report.group_audit(0x0303)
+    if g12 is not None and g12.dhe is not None and g12.dhe.fixed is not None:
+        fixed = g12.dhe.fixed
+        if fixed.bits < 1024:
+            out.append(Finding("high", "dh.weak", f"DHE with a {fixed.bits}-bit prime"))
+        if fixed.standard is None:
+            out.append(Finding("info", "dh.custom", f"DHE with a custom {fixed.bits}-bit prime"))
+    out += _pq_findings(report)
+    out += _certificate_findings(report, now or datetime.now(timezone.utc))
+    out += _inconclusive_findings(report)
+    return out
+
+
+def _pq_findings(report: AuditReport) -> list[Finding]:
+    out = []
+    g13 = report.group_audit(0x0304)
+    pq = [g for g in (g13.supported if g13 else ()) if g.id in (0x11EB, 0x11EC, 0x11ED, 0x11EE,
+                                                                 0x0200, 0x0201, 0x0202, 0x6399)]
+    if g13 is not None and g13.spoken and not pq and not g13.inconclusive:
+        out.append(Finding("info", "pq.none", "no post-quantum key exchange in TLS 1.3"))
+    for v in report.post_quantum:
+        if v.check == "tolerance" and v.verdict == "no":
+            out.append(Finding("medium", "pq.intolerant", f"a hello with {v.subject} is "
+                               f"refused: {v.detail}"))
+        if v.check == "browser_like" and v.verdict == "no" and "although" in v.detail:
+            out.append(Finding("low", "pq.classic_preferred", v.detail))
+    return out
+
+
+def _certificate_findings(report: AuditReport, now: datetime) -> list[Finding]:
+    if not report.certificates:
+        return []
+    leaf = report.certificates[0]
+    out = []
+    try:
+        not_before = datetime.fromisoformat(leaf.not_before)
+        not_after = datetime.fromisoformat(leaf.not_after)
+    except ValueError:
+        return out
+    if not_after < now:
+        out.append(Finding("high", "certificate.expired", f"certificate expired {leaf.not_after}"))
+    if not_before > now:
+        out.append(Finding("high", "certificate.not_yet_valid",
+                           f"certificate valid only from {leaf.not_before}"))
+    if leaf.key_type == "RSA" and (leaf.key_bits or 0) < 2048:
+        out.append(Finding("high", "certificate.weak_key", f"RSA key of {leaf.key_bits} bits"))
+    return out
+
+
+def _inconclusive_findings(report: AuditReport) -> list[Finding]:
+    out = []
+    for v in report.versions:
+        if v.status == "inconclusive":
+            out.append(Finding("info", "audit.inconclusive", f"{v.version.name} support not "
+                               f"established: {v.detail}"))
+    for g in report.groups:
+        if g.inconclusive:
+            out.append(Finding("info", "audit.inconclusive", f"{g.version.name}: "
+                               f"{len(g.inconclusive)} group(s) not established"))
+    for s in report.suites:
+        if not s.complete:
+            out.append(Finding("info", "audit.inconclusive", f"{s.version.name}: cipher suite "
+                               "list may be incomplete"))
+    return out
+
+
+def findings_for(report: AuditReport, policies: list[Policy]) -> tuple[Finding, ...]:
+    found = builtin_findings(report)
+    for policy in policies:
+        found += evaluate(report, policy)
+    unique = list(dict.fromkeys(found))
+    return tuple(sorted(unique, key=lambda f: -severity_rank(f.severity)))
+
+
+def at_or_above(findings: tuple[Finding, ...], threshold: str) -> list[Finding]:
+    limit = severity_rank(threshold)
+    return [f for f in findings if severity_rank(f.severity) >= limit]
