@@ -144,6 +144,7 @@ class CaptureStats:
     tcp_after_close: int = 0
     tcp_evicted: int = 0
     tcp_pending_flushes: int = 0
+    tcp_resyncs: int = 0
     udp_datagrams: int = 0
     secrets_blocks: int = 0
     warnings: list[CaptureWarning] = field(default_factory=list)
@@ -171,7 +172,8 @@ class CaptureStats:
                     "overlap_conflicts": self.tcp_overlap_conflicts,
                     "out_of_order": self.tcp_out_of_order, "gaps": self.tcp_gaps,
                     "gap_bytes": self.tcp_gap_bytes, "after_close": self.tcp_after_close,
-                    "evicted": self.tcp_evicted, "pending_flushes": self.tcp_pending_flushes},
+                    "evicted": self.tcp_evicted, "pending_flushes": self.tcp_pending_flushes,
+                    "resyncs": self.tcp_resyncs},
             "udp_datagrams": self.udp_datagrams, "secrets_blocks": self.secrets_blocks,
             "warnings": [{"offset": w.offset, "message": w.message} for w in self.warnings],
         }

@@ -11,7 +11,9 @@ tshark's and Suricata's default:
   connection, becomes a `StreamGap` of the exact size, and delivery goes on after it;
 * bytes the capture cut off (snaplen) are a gap of the announced size right away;
 * sequence numbers are compared modulo 2**32 (wraparound), with the usual half-window rule:
-  a segment starting less than 2**31 ahead of the next expected byte is "future".
+  a segment starting less than 2**31 ahead of the next expected byte is "future";
+* when the first data after a SYN lies more than 16 MiB away from ISN+1, the stream follows
+  the data (counted as a resync) instead of waiting for a hole that cannot be filled.
 
 `Reassembler` is the mixin that owns the output list and the counters; `TcpTracker` (tcp.py)
 adds connection tracking on top of it.
@@ -25,6 +27,7 @@ from tlsprobe.capture.events import CaptureStats, StreamData, StreamGap
 
 MASK = 0xFFFFFFFF
 HALF_SPACE = 0x80000000
+RESYNC_DISTANCE = 1 << 24  # first data this far from ISN+1 cannot belong to that SYN
 
 
 class HalfStream:
@@ -78,6 +81,13 @@ class Reassembler:
             nxt = half.next_seq = seq  # capture started mid-stream: begin here
         n = len(data)
         rel = (seq - nxt) & MASK
+        if rel and min(rel, MASK + 1 - rel) > RESYNC_DISTANCE and half.isn is not None \
+                and nxt == (half.isn + 1) & MASK and not half.pending:
+            # The first data after the SYN is nowhere near it: the SYN's sequence space is
+            # not the one in use (several SYN+ACKs, a middlebox rewriting ISNs). Follow the data.
+            stats.tcp_resyncs += 1
+            nxt = half.next_seq = seq
+            rel = 0
         if rel == 0:
             back = 0
         elif rel < HALF_SPACE:

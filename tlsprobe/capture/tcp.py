@@ -32,6 +32,7 @@ from tlsprobe.capture.reassembly import MASK, HalfStream, Reassembler
 FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
 _TCP = struct.Struct("!4xI4xBB").unpack_from  # seq, data offset byte, flags
 _PORTS = struct.Struct("!HH").unpack_from
+_ACK_NO = struct.Struct("!I").unpack_from
 _new_data = partial(tuple.__new__, StreamData)  # StreamData(...) without the Python-level __new__
 
 
@@ -128,7 +129,7 @@ class TcpTracker(Reassembler):
             if flags & RST:
                 self.stats.skip("tcp_syn_rst")
                 return
-            if half is not None and not self._same_syn(half, seq):
+            if half is not None and not self._same_syn(half, seq, flags, _ACK_NO(buf, l4 + 8)[0]):
                 if not half.conn.closed:
                     self.close(half.conn, "reused", ts, frame)
                 half = None
@@ -169,13 +170,25 @@ class TcpTracker(Reassembler):
         if conn.closing and conn.halves[0].complete and conn.halves[1].complete:
             self.close(conn, "fin", ts, frame)
 
-    def _same_syn(self, half: HalfStream, seq: int) -> bool:
+    def _same_syn(self, half: HalfStream, seq: int, flags: int, ack: int) -> bool:
         """Whether a SYN belongs to the connection this flow maps to (else: a new one)."""
-        if half.conn.closed:
+        conn = half.conn
+        if conn.closed:
             return False
-        if half.isn is not None:
-            return seq == half.isn
-        return half.next_seq is None or half.next_seq == (seq + 1) & MASK
+        if half.isn is None:
+            return half.next_seq is None or half.next_seq == (seq + 1) & MASK
+        if seq == half.isn:
+            return True
+        if flags & ACK:
+            # Another SYN+ACK answering the same SYN with a new ISN (seen behind some
+            # middleboxes): same connection; the latest ISN counts until data flows.
+            peer = conn.halves[1 - half.direction]
+            if peer.isn is not None and ack == (peer.isn + 1) & MASK:
+                if half.next_seq == (half.isn + 1) & MASK and not half.pending:
+                    half.isn = seq
+                    half.next_seq = (seq + 1) & MASK
+                return True
+        return False
 
     # -- connections ----------------------------------------------------------------------
     def _open(self, key: bytes, buf: bytes, addr_off: int, alen: int, l4: int, flags: int,

@@ -1,0 +1,271 @@
+"""pcap / pcapng / gzip / stdin input, damaged files and the one CaptureError."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from capbuild import Conv, Pcapng, collect, ether, pcap_bytes, sll, streams
+
+from tlsprobe.capture import (
+    SECRETS_TLS_KEYLOG, CaptureError, Secrets, StreamData, iter_stream_events, read_packets,
+)
+
+KEYLOG = (b"CLIENT_HANDSHAKE_TRAFFIC_SECRET " + b"11" * 32 + b" " + b"22" * 32 + b"\n"
+          b"SERVER_HANDSHAKE_TRAFFIC_SECRET " + b"11" * 32 + b" " + b"33" * 32 + b"\n")
+
+
+def conversation(client_port: int = 40000) -> tuple[list[bytes], bytes, bytes]:
+    c = Conv(client=("10.0.0.1", client_port))
+    pkts = c.handshake() + [c.c(b"client-hello"), c.s(b"server-hello"), c.c(b"fin-data")]
+    return pkts, b"client-hellofin-data", b"server-hello"
+
+
+def data_of(source: object, **kw: object) -> list[bytes]:
+    events, _ = collect(source, **kw)
+    return streams(events)[0]["data"]
+
+
+@pytest.mark.parametrize("big_endian", [False, True])
+@pytest.mark.parametrize("nanos", [False, True])
+def test_pcap_byte_orders_and_time_resolution(big_endian: bool, nanos: bool) -> None:
+    pkts, c2s, s2c = conversation()
+    frames = [(1700000000.123456 + i, ether(p)) for i, p in enumerate(pkts)]
+    raw = pcap_bytes(frames, big_endian=big_endian, nanos=nanos)
+    events, stream = collect(io.BytesIO(raw))
+    assert streams(events)[0]["data"] == [c2s, s2c]
+    first = next(e for e in events if isinstance(e, StreamData))
+    assert first.frame == 4 and abs(first.ts - 1700000003.123456) < 1e-6
+    assert stream.stats.file_format == "pcap" and stream.stats.link_types == {1: 6}
+
+
+def test_modified_pcap_record_header() -> None:
+    pkts, c2s, s2c = conversation()
+    raw = pcap_bytes([ether(p) for p in pkts], modified=True)
+    assert data_of(io.BytesIO(raw)) == [c2s, s2c]
+
+
+def test_pcapng_two_interfaces_link_types_resolutions_and_dsb() -> None:
+    pkts, c2s, s2c = conversation()
+    ng = Pcapng().shb().idb(1).idb(113, tsresol=9, tsoffset=100).dsb(SECRETS_TLS_KEYLOG, KEYLOG)
+    ng.raw_block(0x0BAD, b"custom-block-to-skip")  # unknown type: skipped by length
+    for i, p in enumerate(pkts):
+        if i % 2:
+            ng.epb(1, (1_700_000_000 + i) * 10**9 + 500, sll(p))
+        else:
+            ng.epb(0, (1_700_000_000 + i) * 10**6 + 250, ether(p))
+    events, stream = collect(io.BytesIO(ng.bytes()))
+    assert isinstance(events[0], Secrets) and events[0].data == KEYLOG
+    assert stream.secrets[0].secrets_type == SECRETS_TLS_KEYLOG
+    assert stream.tls_keylog() == KEYLOG
+    assert stream.stats.secrets_blocks == 1
+    assert streams(events)[0]["data"] == [c2s, s2c]
+    data = [e for e in events if isinstance(e, StreamData)]
+    assert abs(data[0].ts - (1_700_000_003.0000005 + 100)) < 1e-5  # nanosecond interface + offset
+    assert abs(data[1].ts - 1_700_000_004.00025) < 1e-5
+    assert stream.stats.link_types == {1: 3, 113: 3}
+    assert stream.stats.file_format == "pcapng" and not stream.stats.warnings
+
+
+def test_pcapng_sections_of_both_byte_orders_spb_and_obsolete_pb() -> None:
+    pkts, c2s, s2c = conversation()
+    ng = Pcapng().shb().idb(1, tsresol=0x80 | 20)  # 2^-20 s units
+    ng.epb(0, 3 << 20, ether(pkts[0])).spb(ether(pkts[1]))
+    ng.shb(big_endian=True).idb(101, tsresol=0x80 | 20).idb(1)  # new section: interface ids start again
+    ng.pb(1, 7 << 20, ether(pkts[2])).epb(0, 8 << 20, pkts[3]).epb(0, 9 << 20, pkts[4])
+    ng.epb(1, 10 << 20, ether(pkts[5]))
+    events, stream = collect(io.BytesIO(ng.bytes()))
+    assert streams(events)[0]["data"] == [c2s, s2c]
+    assert [e.frame for e in events if isinstance(e, StreamData)] == [4, 5, 6]
+    assert next(e for e in events if isinstance(e, StreamData)).ts == 8.0
+    assert stream.stats.link_types == {1: 4, 101: 2}
+
+
+def test_pcapng_unknown_interface_id_is_skipped_and_counted() -> None:
+    pkts, _, _ = conversation()
+    ng = Pcapng().shb().idb(1).epb(3, 0, ether(pkts[0]))
+    events, stream = collect(io.BytesIO(ng.bytes()))
+    assert events == [] and stream.stats.skipped == {"bad_interface_id": 1}
+    assert stream.stats.packets == 1
+
+
+def test_gzip_detected_by_magic_including_multiple_members(tmp_path: Path) -> None:
+    pkts, c2s, s2c = conversation()
+    raw = pcap_bytes([ether(p) for p in pkts])
+    path = tmp_path / "capture.bin"  # no .gz suffix on purpose
+    path.write_bytes(gzip.compress(raw[:100]) + gzip.compress(raw[100:]))
+    events, stream = collect(str(path))
+    assert streams(events)[0]["data"] == [c2s, s2c]
+    assert stream.stats.file_format == "pcap (gzip)" and not stream.stats.warnings
+
+
+def test_truncated_gzip_reads_what_is_there_and_warns(tmp_path: Path) -> None:
+    pkts, c2s, _ = conversation()
+    raw = pcap_bytes([ether(p) for p in pkts])
+    z = gzip.compress(raw)
+    events, stream = collect(io.BytesIO(z[: len(z) - 40]))
+    assert stream.stats.warnings
+    assert any("gzip" in w.message for w in stream.stats.warnings)
+    got = streams(events)[0]["data"][0] if events else b""
+    assert c2s.startswith(got)
+
+
+class PipeLike(io.RawIOBase):
+    """Non-seekable stream that returns at most 7 bytes per read (like a slow pipe)."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def readinto(self, b) -> int:  # type: ignore[no-untyped-def]
+        n = min(len(b), 7, len(self._data))
+        b[:n] = self._data[:n]
+        self._data = self._data[n:]
+        return n
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_non_seekable_stream_with_short_reads(compress: bool) -> None:
+    pkts, c2s, s2c = conversation()
+    raw = pcap_bytes([ether(p) for p in pkts])
+    src = PipeLike(gzip.compress(raw) if compress else raw)
+    assert data_of(src) == [c2s, s2c]
+
+
+def test_real_os_pipe() -> None:
+    pkts, c2s, s2c = conversation()
+    raw = Pcapng().shb().idb(1)
+    for i, p in enumerate(pkts):
+        raw.epb(0, i, ether(p))
+    r, w = os.pipe()
+    writer = threading.Thread(target=lambda: (os.write(w, raw.bytes()), os.close(w)))
+    writer.start()
+    with os.fdopen(r, "rb", buffering=0) as f:
+        assert data_of(f) == [c2s, s2c]
+    writer.join()
+
+
+def test_dash_reads_stdin(tmp_path: Path) -> None:
+    pkts, c2s, s2c = conversation()
+    path = tmp_path / "in.pcap"
+    path.write_bytes(pcap_bytes([ether(p) for p in pkts]))
+    code = ("from tlsprobe.capture import iter_stream_events, StreamData\n"
+            "print(b''.join(e.data for e in iter_stream_events('-') "
+            "if isinstance(e, StreamData) and e.direction == 0).decode())")
+    with open(path, "rb") as f:
+        out = subprocess.run([sys.executable, "-c", code], stdin=f, capture_output=True,
+                             cwd=Path(__file__).resolve().parents[2], timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.decode().strip() == c2s.decode()
+
+
+@pytest.mark.parametrize("content,expected", [
+    (b"", "empty file"), (b"GMBU\x00\x02", "Network Monitor"),
+    (b"hello world, not a capture", "starts with 68656c6c"),
+    (gzip.compress(b"plain text"), "gzip-compressed data, not a pcap"),
+])
+def test_unreadable_input_raises_one_line_capture_error(content: bytes, expected: str) -> None:
+    with pytest.raises(CaptureError) as exc:
+        iter_stream_events(io.BytesIO(content))
+    msg = str(exc.value)
+    assert expected in msg and "\n" not in msg
+    assert exc.value.exit_code == 2
+
+
+def test_missing_file_raises_capture_error(tmp_path: Path) -> None:
+    with pytest.raises(CaptureError, match="cannot open .*nope.pcap"):
+        iter_stream_events(str(tmp_path / "nope.pcap"))
+
+
+def _reference(raw: bytes) -> list:
+    events, stream = collect(io.BytesIO(raw))
+    assert not stream.stats.warnings
+    return events
+
+
+@pytest.mark.parametrize("kind", ["pcap", "pcapng"])
+def test_truncated_at_every_offset_never_raises(kind: str) -> None:
+    pkts, _, _ = conversation()
+    if kind == "pcap":
+        raw = pcap_bytes([ether(p) for p in pkts])
+    else:
+        ng = Pcapng().shb().idb(1).dsb(SECRETS_TLS_KEYLOG, KEYLOG)
+        for i, p in enumerate(pkts):
+            ng.epb(0, i, ether(p))
+        raw = ng.bytes()
+    full = streams(_reference(raw))[0]["data"]
+    boundaries = {len(raw)}
+    for cut in range(4, len(raw)):
+        events, stream = collect(io.BytesIO(raw[:cut]))
+        st_ = streams(events)
+        got = st_[0]["data"] if st_ else [b"", b""]
+        assert full[0].startswith(got[0]) and full[1].startswith(got[1])
+        if not stream.stats.warnings:
+            boundaries.add(cut)
+        else:
+            assert "truncated" in stream.stats.warnings[0].message
+            assert 0 <= stream.stats.warnings[0].offset <= cut
+    # only cuts that fall exactly between records (or blocks) read without a warning
+    assert len(boundaries) == len(pkts) + (1 if kind == "pcap" else 3)
+
+
+def test_garbage_lengths_stop_with_warning_and_keep_earlier_events() -> None:
+    pkts, _, _ = conversation()
+    good = pcap_bytes([ether(p) for p in pkts[:4]])
+    bad = good + b"\x00\x00\x00\x00\x00\x00\x00\x00\xff\xff\xff\x7f\xff\xff\xff\x7f" + b"junk"
+    events, stream = collect(io.BytesIO(bad))
+    assert streams(events)[0]["data"][0] == b"client-hello"
+    w = stream.stats.warnings
+    assert len(w) == 1 and "impossible pcap record length" in w[0].message
+    assert w[0].offset == len(good)
+
+    ng = Pcapng().shb().idb(1).epb(0, 1, ether(pkts[0]))
+    raw = ng.bytes() + b"\x06\x00\x00\x00\x0d\x00\x00\x00" + b"\x00" * 20
+    _, stream = collect(io.BytesIO(raw))
+    assert "impossible length 13" in stream.stats.warnings[0].message
+    # a block whose trailing length disagrees
+    blk = bytearray(Pcapng().shb().idb(1).epb(0, 1, ether(pkts[0])).bytes())
+    blk[-1] ^= 0x01
+    _, stream = collect(io.BytesIO(bytes(blk)))
+    assert "trailing length" in stream.stats.warnings[0].message
+
+
+def test_read_packets_gives_raw_frames() -> None:
+    pkts, _, _ = conversation()
+    raw = pcap_bytes([ether(p) for p in pkts])
+    got = list(read_packets(io.BytesIO(raw)))
+    assert [g[0] for g in got] == list(range(1, 7))
+    assert got[3][3] == ether(pkts[3]) and got[3][2] == 1
+
+
+def test_files_written_by_scapy_are_read(tmp_path: Path) -> None:
+    pytest.importorskip("scapy")
+    from scapy.layers.inet import IP, TCP
+    from scapy.layers.inet6 import IPv6
+    from scapy.layers.l2 import Ether
+    from scapy.utils import PcapNgWriter, wrpcap
+    mac = {"src": "02:00:00:00:00:01", "dst": "02:00:00:00:00:02"}  # no ARP lookups
+    p = (Ether(**mac) / IP(src="192.0.2.1", dst="192.0.2.2")
+         / TCP(sport=1234, dport=443, flags="PA", seq=10) / b"payload-bytes")
+    q = (Ether(**mac) / IPv6(src="2001:db8::1", dst="2001:db8::2")
+         / TCP(sport=443, dport=1234, flags="PA", seq=99) / b"answer")
+    wrpcap(str(tmp_path / "s.pcap"), [p, q])
+    with PcapNgWriter(str(tmp_path / "s.pcapng")) as w:
+        w.write(p)
+        w.write(q)
+    for name in ("s.pcap", "s.pcapng"):
+        events, _ = collect(str(tmp_path / name))
+        keys = {e.conn.client: e for e in events if isinstance(e, StreamData)}
+        assert keys["192.0.2.1:1234"].data == b"payload-bytes"
+        assert keys["2001:db8::2:1234"].data == b"answer"

@@ -1,0 +1,269 @@
+"""Link layers, IP options/extension headers/fragments and tunnels, down to TCP/UDP."""
+
+from __future__ import annotations
+
+import io
+import struct
+from typing import Callable
+
+import pytest
+from capbuild import (
+    Conv, collect, ether, ipv4, ipv6, null, pcap_bytes, sll, sll2, streams, tcp, udp,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tlsprobe.capture import Datagram
+
+V4 = ("10.1.1.1", "10.2.2.2")
+V6 = ("2001:db8::1", "2001:db8:ffff::2")
+OUTER = ("192.0.2.1", "192.0.2.2")
+
+
+def seg4(payload: bytes = b"tls-bytes", options: bytes = b"") -> bytes:
+    return ipv4(*V4, 6, tcp(50000, 443, 1, 0, "PA", payload, src=V4[0], dst=V4[1]),
+                options=options)
+
+
+def seg6(payload: bytes = b"tls-bytes", ext: list = ()) -> bytes:  # type: ignore[assignment]
+    return ipv6(*V6, 6, tcp(50000, 443, 1, 0, "PA", payload, src=V6[0], dst=V6[1]), ext=ext)
+
+
+def gre(inner: bytes, ptype: int, *, key: int | None = None, seq: int | None = None,
+        csum: bool = False) -> bytes:
+    flags = (0x8000 if csum else 0) | (0x2000 if key is not None else 0) | \
+        (0x1000 if seq is not None else 0)
+    hdr = struct.pack("!HH", flags, ptype)
+    if csum:
+        hdr += b"\x00\x00\x00\x00"
+    if key is not None:
+        hdr += struct.pack("!I", key)
+    if seq is not None:
+        hdr += struct.pack("!I", seq)
+    return ipv4(*OUTER, 47, hdr + inner)
+
+
+def in_udp(port: int, header: bytes, inner: bytes) -> bytes:
+    return ipv4(*OUTER, 17, udp(33333, port, header + inner))
+
+
+def mpls_labels(*labels: int) -> bytes:
+    out = b""
+    for i, label in enumerate(labels):
+        out += struct.pack("!I", label << 12 | (0x100 if i == len(labels) - 1 else 0) | 64)
+    return out
+
+
+def radiotap_wlan(ip_packet: bytes, qos: bool = False) -> bytes:
+    fc = b"\x88\x01" if qos else b"\x08\x02"
+    hdr = fc + b"\x00\x00" + b"\x02\x00\x00\x00\x00\x01" * 3 + b"\x10\x00"
+    if qos:
+        hdr += b"\x00\x00"
+    etype = b"\x86\xdd" if ip_packet[0] >> 4 == 6 else b"\x08\x00"
+    return hdr + b"\xaa\xaa\x03\x00\x00\x00" + etype + ip_packet
+
+
+# name -> (link type, frame builder, expected client, expected server)
+CASES: dict[str, tuple[int, Callable[[], bytes], str, str]] = {
+    "ethernet_ipv4": (1, lambda: ether(seg4()), "10.1.1.1:50000", "10.2.2.2:443"),
+    "ethernet_ipv6": (1, lambda: ether(seg6()), "2001:db8::1:50000", "2001:db8:ffff::2:443"),
+    "vlan": (1, lambda: ether(seg4(), vlans=[(0x8100, 10)]), "10.1.1.1:50000", "10.2.2.2:443"),
+    "qinq_88a8": (1, lambda: ether(seg6(), vlans=[(0x88A8, 100), (0x8100, 10)]),
+                  "2001:db8::1:50000", "2001:db8:ffff::2:443"),
+    "qinq_9100": (1, lambda: ether(seg4(), vlans=[(0x9100, 7), (0x8100, 8), (0x8100, 9)]),
+                  "10.1.1.1:50000", "10.2.2.2:443"),
+    "ieee8023_snap": (1, lambda: ether(b"\xaa\xaa\x03\x00\x00\x00\x08\x00" + seg4(),
+                                       etype=8 + len(seg4())), "10.1.1.1:50000", "10.2.2.2:443"),
+    "pppoe": (1, lambda: ether(struct.pack("!BBHHH", 0x11, 0, 1, len(seg4()) + 2, 0x21)
+                               + seg4(), etype=0x8864), "10.1.1.1:50000", "10.2.2.2:443"),
+    "mpls": (1, lambda: ether(mpls_labels(16, 17) + seg6(), etype=0x8847),
+             "2001:db8::1:50000", "2001:db8:ffff::2:443"),
+    "sll": (113, lambda: sll(seg4()), "10.1.1.1:50000", "10.2.2.2:443"),
+    "sll_vlan": (113, lambda: sll(struct.pack("!HH", 5, 0x0800) + seg4(), proto=0x8100),
+                 "10.1.1.1:50000", "10.2.2.2:443"),
+    "sll2": (276, lambda: sll2(seg6()), "2001:db8::1:50000", "2001:db8:ffff::2:443"),
+    "raw_101": (101, lambda: seg4(), "10.1.1.1:50000", "10.2.2.2:443"),
+    "raw_101_v6": (101, lambda: seg6(), "2001:db8::1:50000", "2001:db8:ffff::2:443"),
+    "raw_12": (12, lambda: seg4(), "10.1.1.1:50000", "10.2.2.2:443"),
+    "raw_14": (14, lambda: seg6(), "2001:db8::1:50000", "2001:db8:ffff::2:443"),
+    "ipv4_228": (228, lambda: seg4(), "10.1.1.1:50000", "10.2.2.2:443"),
+    "ipv6_229": (229, lambda: seg6(), "2001:db8::1:50000", "2001:db8:ffff::2:443"),
+    "null_le_inet": (0, lambda: null(seg4(), 2), "10.1.1.1:50000", "10.2.2.2:443"),
+    "null_be_inet": (0, lambda: null(seg4(), 2, True), "10.1.1.1:50000", "10.2.2.2:443"),
+    "ppp": (9, lambda: b"\xff\x03\x00\x21" + seg4(), "10.1.1.1:50000", "10.2.2.2:443"),
+    "ipv4_options": (1, lambda: ether(seg4(options=b"\x94\x04\x00\x00" + b"\x01" * 8)),
+                     "10.1.1.1:50000", "10.2.2.2:443"),
+    "ipv6_ext_headers": (1, lambda: ether(seg6(ext=[(0, b"\x01\x04\x00\x00\x00\x00"),
+                                                    (43, b"\x00\x00" + b"\x00" * 4),
+                                                    (60, b"\x01\x04\x00\x00\x00\x00"),
+                                                    (44, b"\x00\x00\x00\x00\x00\x07")])),
+                         "2001:db8::1:50000", "2001:db8:ffff::2:443"),
+    "ipip": (1, lambda: ether(ipv4(*OUTER, 4, seg4())), "10.1.1.1:50000", "10.2.2.2:443"),
+    "6in4": (1, lambda: ether(ipv4(*OUTER, 41, seg6())), "2001:db8::1:50000",
+             "2001:db8:ffff::2:443"),
+    "gre_ip": (1, lambda: ether(gre(seg4(), 0x0800)), "10.1.1.1:50000", "10.2.2.2:443"),
+    "gre_key_seq_csum": (1, lambda: ether(gre(seg6(), 0x86DD, key=5, seq=9, csum=True)),
+                         "2001:db8::1:50000", "2001:db8:ffff::2:443"),
+    "gre_teb": (1, lambda: ether(gre(ether(seg4()), 0x6558, key=1)), "10.1.1.1:50000",
+                "10.2.2.2:443"),
+    "erspan_1": (1, lambda: ether(gre(ether(seg4()), 0x88BE)), "10.1.1.1:50000", "10.2.2.2:443"),
+    "erspan_2": (1, lambda: ether(gre(b"\x10\x01\x00\x02\x00\x00\x00\x03" + ether(seg4()),
+                                      0x88BE, seq=1)), "10.1.1.1:50000", "10.2.2.2:443"),
+    "erspan_3": (1, lambda: ether(gre(b"\x20\x01\x00\x02" + b"\x00" * 7 + b"\x00"
+                                      + ether(seg6()), 0x22EB, seq=1)),
+                 "2001:db8::1:50000", "2001:db8:ffff::2:443"),
+    "erspan_3_subheader": (1, lambda: ether(gre(b"\x20\x01\x00\x02" + b"\x00" * 7 + b"\x01"
+                                                + b"\x00" * 8 + ether(seg4()), 0x22EB, seq=1)),
+                           "10.1.1.1:50000", "10.2.2.2:443"),
+    "vxlan": (1, lambda: ether(in_udp(4789, b"\x08\x00\x00\x00\x00\x00\x2a\x00", ether(seg4()))),
+              "10.1.1.1:50000", "10.2.2.2:443"),
+    "vxlan_vlan_inside": (1, lambda: ether(in_udp(4789, b"\x08\x00\x00\x00\x00\x00\x2a\x00",
+                                                  ether(seg6(), vlans=[(0x8100, 3)]))),
+                          "2001:db8::1:50000", "2001:db8:ffff::2:443"),
+    "geneve": (1, lambda: ether(in_udp(6081, b"\x00\x00\x65\x58\x00\x00\x07\x00", ether(seg4()))),
+               "10.1.1.1:50000", "10.2.2.2:443"),
+    "gtpu": (1, lambda: ether(in_udp(2152, struct.pack("!BBHI", 0x30, 0xFF, len(seg4()), 1),
+                                     seg4())), "10.1.1.1:50000", "10.2.2.2:443"),
+    "radiotap_wlan": (127, lambda: b"\x00\x00\x08\x00\x00\x00\x00\x00" + radiotap_wlan(seg4()),
+                      "10.1.1.1:50000", "10.2.2.2:443"),
+    "wlan_qos": (105, lambda: radiotap_wlan(seg6(), qos=True), "2001:db8::1:50000",
+                 "2001:db8:ffff::2:443"),
+    "centrino": (1, lambda: ether(radiotap_wlan(seg4()), etype=0x2452), "10.1.1.1:50000",
+                 "10.2.2.2:443"),
+}
+for _af in (10, 24, 28, 30):
+    for _be in (False, True):
+        CASES[f"null_inet6_{_af}_{'be' if _be else 'le'}"] = (
+            0, lambda af=_af, be=_be: null(seg6(), af, be), "2001:db8::1:50000",
+            "2001:db8:ffff::2:443")
+CASES["loop_109_inet"] = (109, lambda: null(seg4(), 2, True), "10.1.1.1:50000", "10.2.2.2:443")
+CASES["loop_109_inet6"] = (109, lambda: null(seg6(), 24, True), "2001:db8::1:50000",
+                           "2001:db8:ffff::2:443")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_encapsulation_reaches_tcp(name: str) -> None:
+    linktype, build, client, server = CASES[name]
+    events, stream = collect(io.BytesIO(pcap_bytes([build()], linktype)))
+    st_ = streams(events)
+    assert len(st_) == 1, stream.stats.skipped
+    key = st_[0]["key"]
+    assert (key.client, key.server) == (client, server)
+    assert st_[0]["data"][0] == b"tls-bytes"
+    assert stream.stats.skipped == {}
+
+
+def test_ethernet_padding_is_not_payload() -> None:
+    frame = ether(seg4(b"hi"), pad_to=60)
+    events, _ = collect(io.BytesIO(pcap_bytes([frame + b"\xde\xad\xbe\xef"])))  # + an FCS
+    assert streams(events)[0]["data"][0] == b"hi"
+
+
+def test_ipv4_fragments_non_first_skipped_first_used() -> None:
+    payload = tcp(50000, 443, 1, 0, "PA", b"A" * 40, src=V4[0], dst=V4[1])
+    first = ipv4(*V4, 6, payload[:32], more_fragments=True, ident=7)
+    second = ipv4(*V4, 6, payload[32:], frag_offset=32, ident=7)
+    events, stream = collect(io.BytesIO(pcap_bytes([ether(first), ether(second)])))
+    assert streams(events)[0]["data"][0] == b"A" * 12
+    assert stream.stats.skipped == {"ip_fragment": 1}
+    assert stream.stats.ip_first_fragments == 1
+
+
+def test_ipv6_non_first_fragment_skipped() -> None:
+    frag = ipv6(*V6, 6, b"\x00" * 24, ext=[(44, b"\x00\x18\x00\x00\x00\x07")])
+    events, stream = collect(io.BytesIO(pcap_bytes([ether(frag)])))
+    assert events == [] and stream.stats.skipped == {"ip_fragment": 1}
+
+
+def test_skip_reasons_are_counted() -> None:
+    arp = ether(b"\x00\x01\x08\x00\x06\x04\x00\x01" + b"\x00" * 20, etype=0x0806)
+    icmp = ether(ipv4(*V4, 1, b"\x08\x00\x00\x00\x00\x01\x00\x01"))
+    cut_header = ether(seg4())[:25]
+    esp = ether(ipv4(*V4, 50, b"\x00" * 16))
+    frames = [arp, icmp, cut_header, esp, arp]
+    _, stream = collect(io.BytesIO(pcap_bytes(frames)))
+    assert stream.stats.skipped == {"non_ip": 2, "icmp": 1, "truncated": 1, "ipsec_esp": 1}
+    _, stream = collect(io.BytesIO(pcap_bytes([seg4()], 147)))
+    assert stream.stats.skipped == {"link_type_147": 1}
+
+
+def test_nested_tunnels_stop_at_depth_limit() -> None:
+    pkt = seg4()
+    for _ in range(12):
+        pkt = gre(pkt, 0x0800)
+    events, stream = collect(io.BytesIO(pcap_bytes([ether(pkt)])))
+    assert events == [] and stream.stats.skipped == {"tunnel_too_deep": 1}
+
+
+def test_udp_datagrams() -> None:
+    d4 = ipv4(*V4, 17, udp(5353, 443, b"quic-initial"))
+    d6 = ipv6(*V6, 17, udp(443, 5353, b"quic-answer"))
+    not_vxlan = ipv4(*V4, 17, udp(1000, 4789, b"\x00" * 12))  # no I flag: plain UDP
+    full = ether(ipv4(*V4, 17, udp(1, 2, b"x" * 100)))
+    frames = [ether(d4), ether(d6), ether(not_vxlan), (5.0, full[:-30], len(full))]
+    events, stream = collect(io.BytesIO(pcap_bytes(frames)))
+    assert events[0] == Datagram("10.1.1.1", 5353, "10.2.2.2", 443, b"quic-initial", 1000.0, 1)
+    assert events[1] == Datagram("2001:db8::1", 443, "2001:db8:ffff::2", 5353, b"quic-answer",
+                                 1001.0, 2)
+    assert events[2].dport == 4789 and events[2].data == b"\x00" * 12
+    assert events[3].data == b"x" * 70 and events[3].truncated == 30
+    assert stream.stats.udp_datagrams == 4 and stream.stats.snaplen_cut == 1
+
+
+def test_udp_can_be_turned_off() -> None:
+    d4 = ether(ipv4(*V4, 17, udp(5353, 443, b"q")))
+    events, stream = collect(io.BytesIO(pcap_bytes([d4])), udp=False)
+    assert events == [] and stream.stats.udp_datagrams == 0
+
+
+def test_tcp_over_every_link_type_in_one_pcapng() -> None:
+    """Same connection, each packet arriving through another encapsulation."""
+    from capbuild import Pcapng
+    c = Conv(client=V4[0:1] + (50000,), server=(V4[1], 443))  # type: ignore[arg-type]
+    pkts = c.handshake() + [c.c(b"one-"), c.c(b"two-"), c.c(b"three")]
+    ng = Pcapng().shb().idb(1).idb(113).idb(276).idb(101).idb(0).idb(109)
+    wraps = [ether, sll, sll2, lambda p: p, lambda p: null(p, 2), lambda p: null(p, 2, True)]
+    for i, p in enumerate(pkts):
+        ng.epb(i, i, wraps[i](p))
+    events, stream = collect(io.BytesIO(ng.bytes()))
+    assert streams(events)[0]["data"][0] == b"one-two-three"
+    assert stream.stats.link_types == {1: 1, 113: 1, 276: 1, 101: 1, 0: 1, 109: 1}
+
+
+LINK_TYPES = [0, 1, 9, 12, 14, 50, 101, 105, 109, 113, 127, 228, 229, 276, 999]
+
+
+@settings(max_examples=300, deadline=None)
+@given(frames=st.lists(st.tuples(st.sampled_from(LINK_TYPES), st.binary(max_size=120)),
+                       min_size=1, max_size=6))
+def test_random_frames_never_raise(frames: list[tuple[int, bytes]]) -> None:
+    from capbuild import Pcapng
+    ng = Pcapng().shb()
+    for lt, _ in frames:
+        ng.idb(lt)
+    for i, (_, data) in enumerate(frames):
+        ng.epb(i, i, data)
+    events, stream = collect(io.BytesIO(ng.bytes()))
+    assert stream.stats.packets == len(frames)
+    assert not stream.stats.warnings
+
+
+@settings(max_examples=200, deadline=None)
+@given(prefix=st.sampled_from([b"", ether(seg4())[:14], ether(seg4())[:34]]),
+       tail=st.binary(max_size=80), mutate=st.lists(st.tuples(st.integers(0, 200),
+                                                              st.integers(0, 255)), max_size=6))
+def test_mutated_packets_never_raise(prefix: bytes, tail: bytes,
+                                     mutate: list[tuple[int, int]]) -> None:
+    """Bit-flipped real headers (IPv4 in GRE/VXLAN/IPv6) through the decoders."""
+    bases = [ether(seg4()), ether(gre(ether(seg6()), 0x6558)),
+             ether(in_udp(4789, b"\x08\x00\x00\x00\x00\x00\x2a\x00", ether(seg4()))),
+             prefix + tail]
+    frames = []
+    for base in bases:
+        b = bytearray(base)
+        for pos, val in mutate:
+            if b:
+                b[pos % len(b)] = val
+        frames.append(bytes(b))
+    events, stream = collect(io.BytesIO(pcap_bytes(frames)))
+    assert stream.stats.packets == 4 and not stream.stats.warnings
