@@ -77,7 +77,7 @@ def _failure(vs: list[VersionSupport]) -> tuple[str, str] | None:
     detail = vs[0].detail
     network = ("refused", "timed out", "unknown host", "reset", "unreachable")
     kind = "network" if any(w in detail for w in network) else "protocol"
-    if "malformed" in detail or "not TLS" in detail:
+    if detail.startswith("not TLS"):
         kind = "not_tls"
     return detail, kind
 

@@ -25,6 +25,7 @@ from tlsprobe.net.tcp import Target
 from tlsprobe.probes.dhgroups import dh_group_name
 from tlsprobe.registry import HandshakeType
 from tlsprobe.session.flow import SERVER, ApplicationDataEvent
+from tlsprobe.wire.record import looks_like_tls
 
 # Outcome.status values
 HELLO_RETRY = "hello_retry_request"
@@ -192,6 +193,7 @@ class Scheduler:
                         job: Job) -> Outcome:
         full = job.stop == STOP_VERIFY
         hs = ClientHandshake(job.config, annotate=False, stop_after_first_flight=not full)
+        first = True
         try:
             writer.write(hs.start())
             await writer.drain()
@@ -206,6 +208,9 @@ class Scheduler:
                 if not data:
                     hs.connection_closed()
                     return outcome_of(hs)
+                if first and looks_like_tls(data) is False:
+                    return Outcome(INCONCLUSIVE, reason=_not_tls(data))
+                first = False
                 out = hs.receive(data)
                 if _finished(hs, job):
                     return outcome_of(hs)
@@ -229,6 +234,13 @@ class Scheduler:
             raise _Retryable("connection reset by peer") from exc
         except OSError as exc:
             raise _Retryable(exc.strerror or str(exc)) from None
+
+
+def _not_tls(data: bytes) -> str:
+    text = "".join(c if 32 <= ord(c) < 127 else "." for c in data[:40].decode("latin-1"))
+    what = "an HTTP response" if data.startswith(b"HTTP/") else \
+        "an SSH banner" if data.startswith(b"SSH-") else "non-TLS data"
+    return f"not TLS: the server sent {what} ({text.strip('.')!r})"
 
 
 def _finished(hs: ClientHandshake, job: Job) -> bool:

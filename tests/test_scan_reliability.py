@@ -1,0 +1,215 @@
+"""Scan behaviour a stock server does not show: a server that refuses offers without key
+shares, connection resets, politeness limits. The servers here are small loopback TLS 1.3
+responders written with tlsprobe's own codec and key exchange: they parse the real
+ClientHello bytes and answer with a real ServerHello (a valid key share) or an alert.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import threading
+import time
+from dataclasses import dataclass, field
+
+import pytest
+
+from tlsprobe import kex
+from tlsprobe.net.tcp import Target
+from tlsprobe.probes.audit import AuditOptions, run_audit
+from tlsprobe.probes.scheduler import Scheduler
+from tlsprobe.report.audit_model import AuditReport, GroupAudit
+from tlsprobe.wire import extensions as ext
+from tlsprobe.wire.handshake import HandshakeReassembler, decode_handshake, frame
+from tlsprobe.wire.hello import ClientHello, ServerHello
+from tlsprobe.wire.record import Record, RecordReader
+
+X25519, P256, P384, MLKEM768_X25519 = 0x001D, 0x0017, 0x0018, 0x11EC
+
+
+@dataclass
+class MiniServer:
+    """TLS 1.3 only; supports `groups` in client order; optional misbehaviour.
+
+    shareless: "alert" refuses a ClientHello whose key_share is empty (instead of sending a
+    HelloRetryRequest); "hrr" behaves. reset_first: that many connections are reset (RST)
+    before the server answers normally."""
+
+    groups: tuple[int, ...]
+    shareless: str = "alert"
+    reset_first: int = 0
+    reset_all: bool = False
+    hold: float = 0.0
+    starts: list[float] = field(default_factory=list)
+    max_active: int = 0
+    _active: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with self._lock:
+                self.starts.append(time.monotonic())
+                n = len(self.starts)
+                self._active += 1
+                self.max_active = max(self.max_active, self._active)
+            threading.Thread(target=self._serve, args=(conn, n), daemon=True).start()
+
+    def _serve(self, conn: socket.socket, n: int) -> None:
+        try:
+            hello = self._read_hello(conn)
+            if self.hold:
+                time.sleep(self.hold)
+            if self.reset_all or n <= self.reset_first:
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                return
+            conn.sendall(self._answer(hello))
+            conn.recv(100)
+        except OSError:
+            pass
+        finally:
+            with self._lock:
+                self._active -= 1
+            conn.close()
+
+    @staticmethod
+    def _read_hello(conn: socket.socket) -> ClientHello:
+        records, handshakes = RecordReader(), HandshakeReassembler()
+        conn.settimeout(5)
+        while True:
+            data = conn.recv(65536)
+            if not data:
+                raise OSError("closed")
+            for rec in records.feed(data):
+                for msg in handshakes.feed(rec.fragment):
+                    return decode_handshake(msg).message
+
+    def _answer(self, hello: ClientHello) -> bytes:
+        alert = Record(21, 0x0303, bytes([2, 40])).to_bytes()
+        shares = {e.group: e.key_exchange for e in hello.key_shares}
+        if 0x0304 not in hello.supported_versions:
+            return Record(21, 0x0303, bytes([2, 70])).to_bytes()
+        offered = [g for g in hello.supported_groups if g in self.groups]
+        if not shares:
+            if self.shareless == "alert" or not offered:
+                return alert
+            return self._server_hello(hello, ext.key_share_hrr(offered[0]), hrr=True)
+        group = next((g for g in shares if g in self.groups), None)
+        if group is None:
+            return alert
+        public, _ = kex.respond(group, shares[group])
+        return self._server_hello(hello, ext.key_share_server(group, public))
+
+    @staticmethod
+    def _server_hello(hello: ClientHello, share: ext.Extension, hrr: bool = False) -> bytes:
+        from tlsprobe.wire.hello import HELLO_RETRY_REQUEST_RANDOM
+        sh = ServerHello(0x0303, HELLO_RETRY_REQUEST_RANDOM if hrr else os.urandom(32),
+                         hello.legacy_session_id, 0x1301, 0,
+                         [ext.supported_versions_server(0x0304), share])
+        return Record(22, 0x0303, frame(2, sh.serialize())).to_bytes()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+def mini():
+    started: list[MiniServer] = []
+
+    def start(**kw) -> MiniServer:
+        server = MiniServer(**kw)
+        started.append(server)
+        return server
+    yield start
+    for s in started:
+        s.close()
+
+
+def groups_audit(server: MiniServer, **sched) -> AuditReport:
+    sched.setdefault("timeout", 2.0)
+    return run_audit([Target("127.0.0.1", server.port)], AuditOptions(checks=("groups",)),
+                     Scheduler(**sched))[0]
+
+
+def groups13(server: MiniServer, **sched) -> GroupAudit:
+    audit = groups_audit(server, **sched).group_audit(0x0304)
+    assert audit is not None
+    return audit
+
+
+def test_share_less_refusal_falls_back_to_real_key_shares(mini):
+    server = mini(groups=(P384, X25519, MLKEM768_X25519), shareless="alert")
+    g = groups13(server)
+    assert g.method == "key_share" and g.spoken is True
+    assert {c.id for c in g.supported} == {P384, X25519, MLKEM768_X25519}
+    # Groups tlsprobe cannot compute a share for are "not established", never "unsupported".
+    uncomputable = {c.id for c in g.inconclusive}
+    assert uncomputable and all(not kex.is_computable(c) for c in uncomputable)
+    assert not uncomputable & {c.id for c in g.not_supported}
+    assert any("HelloRetryRequest route inconclusive" in n for n in g.notes)
+
+
+def test_hrr_route_on_the_mini_server_matches_its_groups(mini):
+    server = mini(groups=(X25519, P256), shareless="hrr")
+    report = groups_audit(server)
+    g, g12 = report.group_audit(0x0304), report.group_audit(0x0303)
+    assert g.method == "hello_retry_request"
+    # The mini server follows the client's order: listed in candidate order.
+    assert [c.id for c in g.supported] == [P256, X25519] and g.order == "client"
+    assert g.connections == 4
+    # TLS 1.3 only: one protocol_version alert settles TLS 1.2.
+    assert g12.spoken is False and g12.connections == 1 and g12.supported == ()
+    assert len(server.starts) == report.total_connections == 5
+
+
+def test_resets_are_inconclusive_not_unsupported(mini):
+    server = mini(groups=(X25519,), shareless="hrr", reset_all=True)
+    report = run_audit([Target("127.0.0.1", server.port)], AuditOptions(checks=("groups",)),
+                       Scheduler(retries=2, backoff=0.01, timeout=2.0))[0]
+    g = report.group_audit(0x0304)
+    assert g.supported == () and g.not_supported == ()
+    assert len(g.inconclusive) > 10 and g.spoken is None
+    assert report.retries >= 2 and any("reset" in n for n in g.notes)
+
+
+def test_a_reset_is_retried_with_backoff(mini):
+    server = mini(groups=(X25519,), shareless="hrr", reset_first=1)
+    report = run_audit([Target("127.0.0.1", server.port)], AuditOptions(checks=("groups",)),
+                       Scheduler(retries=2, backoff=0.05, per_host=1, timeout=2.0))[0]
+    g = report.group_audit(0x0304)
+    assert [c.id for c in g.supported] == [X25519] and g.inconclusive == ()
+    assert report.retries == 1
+    # The reset connection was the first one; its job waits the backoff before retrying.
+    assert server.starts[-1] - server.starts[0] >= 0.05
+
+
+def test_per_host_cap_and_delay(mini):
+    server = mini(groups=(X25519, P256, P384), shareless="hrr", hold=0.05)
+    run_audit([Target("127.0.0.1", server.port)], AuditOptions(checks=("groups", "pq")),
+              Scheduler(per_host=2, timeout=2.0))
+    assert server.max_active <= 2 and len(server.starts) >= 6
+    paced = mini(groups=(X25519, P256), shareless="hrr")
+    run_audit([Target("127.0.0.1", paced.port)], AuditOptions(checks=("groups",)),
+              Scheduler(delay=0.1, timeout=2.0))
+    gaps = [b - a for a, b in zip(paced.starts, paced.starts[1:])]
+    assert gaps and min(gaps) >= 0.09
+
+
+def test_unreachable_target_is_a_network_error():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]   # bound, not listening: connections are refused
+        report = run_audit([Target("127.0.0.1", port)], AuditOptions(),
+                           Scheduler(retries=1, backoff=0.01, timeout=1.0))[0]
+    assert report.error_kind == "network" and "refused" in report.error
+    assert report.findings == () and report.total_connections == 0
