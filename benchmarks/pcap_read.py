@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tlsprobe.capture import read_packets  # noqa: E402
+from tlsprobe.capture import read_packets
 
 
 # -- recording real handshakes ---------------------------------------------------------
@@ -68,7 +68,7 @@ def record_handshakes(tmp: Path) -> list[list[bytes]] | None:
         for args in (["-tls1_3", "-groups", "X25519"], ["-tls1_3", "-groups", "P-256"],
                      ["-tls1_2"], ["-tls1_2", "-cipher", "ECDHE-ECDSA-AES128-GCM-SHA256"]):
             subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", *args],
-                           input=b"", capture_output=True, timeout=10)
+                           input=b"", capture_output=True, timeout=10, check=False)
         time.sleep(0.5)
     finally:
         dump.send_signal(signal.SIGINT)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import struct
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 FLAG_BITS = {"F": 0x01, "S": 0x02, "R": 0x04, "P": 0x08, "A": 0x10, "U": 0x20}
 
@@ -200,14 +200,14 @@ class Pcapng:
         self.parts: list[bytes] = []
         self.o = "<"
 
-    def shb(self, big_endian: bool = False) -> "Pcapng":
+    def shb(self, big_endian: bool = False) -> Pcapng:
         self.o = ">" if big_endian else "<"
         self.parts.append(_block(self.o, 0x0A0D0D0A,
                                  struct.pack(self.o + "IHHq", 0x1A2B3C4D, 1, 0, -1)))
         return self
 
     def idb(self, linktype: int, snaplen: int = 0, tsresol: int | None = None,
-            tsoffset: int | None = None) -> "Pcapng":
+            tsoffset: int | None = None) -> Pcapng:
         opts: list[tuple[int, bytes]] = [(2, b"if0")]
         if tsresol is not None:
             opts.append((9, bytes([tsresol])))
@@ -217,29 +217,29 @@ class Pcapng:
                                  + _opts(self.o, opts)))
         return self
 
-    def epb(self, ifid: int, ts_units: int, data: bytes, orig: int | None = None) -> "Pcapng":
+    def epb(self, ifid: int, ts_units: int, data: bytes, orig: int | None = None) -> Pcapng:
         body = struct.pack(self.o + "IIIII", ifid, ts_units >> 32, ts_units & 0xFFFFFFFF,
                            len(data), len(data) if orig is None else orig) + data
         body += b"\x00" * (-len(body) % 4) + _opts(self.o, [(1, b"comment")])
         self.parts.append(_block(self.o, 6, body))
         return self
 
-    def spb(self, data: bytes) -> "Pcapng":
+    def spb(self, data: bytes) -> Pcapng:
         self.parts.append(_block(self.o, 3, struct.pack(self.o + "I", len(data)) + data))
         return self
 
-    def pb(self, ifid: int, ts_units: int, data: bytes) -> "Pcapng":
+    def pb(self, ifid: int, ts_units: int, data: bytes) -> Pcapng:
         self.parts.append(_block(self.o, 2, struct.pack(
             self.o + "HHIIII", ifid, 0, ts_units >> 32, ts_units & 0xFFFFFFFF, len(data),
             len(data)) + data))
         return self
 
-    def dsb(self, secrets_type: int, data: bytes) -> "Pcapng":
+    def dsb(self, secrets_type: int, data: bytes) -> Pcapng:
         self.parts.append(_block(self.o, 0x0A, struct.pack(self.o + "II", secrets_type,
                                                            len(data)) + data))
         return self
 
-    def raw_block(self, btype: int, body: bytes) -> "Pcapng":
+    def raw_block(self, btype: int, body: bytes) -> Pcapng:
         self.parts.append(_block(self.o, btype, body))
         return self
 

@@ -18,7 +18,12 @@ import pytest
 from capbuild import collect, streams
 
 from tlsprobe.capture import (
-    SECRETS_TLS_KEYLOG, CaptureError, Datagram, StreamData, StreamOpen, iter_stream_events,
+    SECRETS_TLS_KEYLOG,
+    CaptureError,
+    Datagram,
+    StreamData,
+    StreamOpen,
+    iter_stream_events,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -102,7 +107,7 @@ def _tshark_follow(path: Path, stream_ids: list[int], extra: list[str]) -> dict[
     args = ["tshark", "-r", str(path), *extra, "-q"]
     for sid in stream_ids:
         args += ["-z", f"follow,tcp,raw,{sid}"]
-    out = subprocess.run(args, capture_output=True, text=True, timeout=120).stdout
+    out = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False).stdout
     result = {}
     for block in out.split("Filter: tcp.stream eq ")[1:]:
         lines = block.split("\n")

@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import io
 import struct
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 from capbuild import (
-    Conv, collect, ether, ipv4, ipv6, null, pcap_bytes, sll, sll2, streams, tcp, udp,
+    Conv,
+    collect,
+    ether,
+    ipv4,
+    ipv6,
+    null,
+    pcap_bytes,
+    sll,
+    sll2,
+    streams,
+    tcp,
+    udp,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -243,7 +254,7 @@ def test_random_frames_never_raise(frames: list[tuple[int, bytes]]) -> None:
         ng.idb(lt)
     for i, (_, data) in enumerate(frames):
         ng.epb(i, i, data)
-    events, stream = collect(io.BytesIO(ng.bytes()))
+    _, stream = collect(io.BytesIO(ng.bytes()))
     assert stream.stats.packets == len(frames)
     assert not stream.stats.warnings
 
@@ -265,5 +276,5 @@ def test_mutated_packets_never_raise(prefix: bytes, tail: bytes,
             if b:
                 b[pos % len(b)] = val
         frames.append(bytes(b))
-    events, stream = collect(io.BytesIO(pcap_bytes(frames)))
+    _, stream = collect(io.BytesIO(pcap_bytes(frames)))
     assert stream.stats.packets == 4 and not stream.stats.warnings

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from itertools import pairwise
 
 import pytest
 from capbuild import Conv, collect, ether, pcap_bytes, streams
@@ -108,8 +109,11 @@ def test_total_pending_bound_across_connections() -> None:
         pkts.append(c.c(b"z" * 60))
     events, stream = run(pkts, max_total_pending_bytes=100)
     gaps = [e for e in events if isinstance(e, StreamGap)]
-    assert gaps and all(g.size == 8 for g in gaps)
-    assert gaps[0].frame == 8  # the second connection's segment crossed 100 pending bytes
+    assert all(g.size == 8 for g in gaps)
+    # 60 pending + 60 > 100: the second and third connections give up on their holes at
+    # once; the first one's hole is flushed at the end of the capture.
+    assert [(g.conn.id, g.frame) for g in gaps] == [(1, 8), (2, 12), (0, 12)]
+    assert stream.stats.tcp_pending_flushes == 2
 
 
 def test_capture_starting_mid_stream() -> None:
@@ -174,7 +178,7 @@ def test_tuple_reuse_after_close_is_a_new_connection() -> None:
     second = c2.handshake() + [c2.c(b"two")]
     events, stream = run(first + second)
     st_ = streams(events)
-    assert sorted(st_) == [0, 1]
+    assert sorted(st_) == [0, 1] and stream.stats.tcp_connections == 2
     assert st_[0]["data"][0] == b"one" and st_[0]["close"] == "fin"
     assert st_[1]["data"][0] == b"two" and st_[1]["close"] == "end"
     assert st_[0]["key"][1:] == st_[1]["key"][1:]
@@ -262,7 +266,7 @@ def test_property_any_order_with_duplicates_gives_the_original(data: bytes, cuts
     hs = c.handshake()
     bounds = sorted({0, len(data), *(x % len(data) for x in cuts)})
     base = (isn + 1) & 0xFFFFFFFF
-    segs = [c.c(data[x:y], seq=(base + x) & 0xFFFFFFFF) for x, y in zip(bounds, bounds[1:])]
+    segs = [c.c(data[x:y], seq=(base + x) & 0xFFFFFFFF) for x, y in pairwise(bounds)]
     # retransmissions with other boundaries, carrying the same bytes
     segs += [c.c(data[d % len(data):d % len(data) + 9], seq=(base + d % len(data)) & 0xFFFFFFFF)
              for d in dups]

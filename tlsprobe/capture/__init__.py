@@ -39,8 +39,18 @@ layers, IP, tunnels), reassembly (one direction's byte stream), tcp (connections
 """
 
 from tlsprobe.capture.events import (
-    SECRETS_TLS_KEYLOG, CaptureError, CaptureStats, CaptureWarning, ConnKey, Datagram, Event,
-    Secrets, StreamClose, StreamData, StreamGap, StreamOpen,
+    SECRETS_TLS_KEYLOG,
+    CaptureError,
+    CaptureStats,
+    CaptureWarning,
+    ConnKey,
+    Datagram,
+    Event,
+    Secrets,
+    StreamClose,
+    StreamData,
+    StreamGap,
+    StreamOpen,
 )
 from tlsprobe.capture.stream import CaptureStream, iter_stream_events, read_packets
 

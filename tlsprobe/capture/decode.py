@@ -18,9 +18,7 @@ transparent Ethernet bridging, ERSPAN types I-III, PPTP's PPP), VXLAN (UDP 4789)
 
 from __future__ import annotations
 
-from typing import Union
-
-Decoded = Union[tuple[int, int, int, int, int, int], str]
+Decoded = tuple[int, int, int, int, int, int] | str
 
 LINKTYPE_NULL, LINKTYPE_ETHERNET, LINKTYPE_PPP, LINKTYPE_RAW = 0, 1, 9, 101
 LINKTYPE_PPP_HDLC, LINKTYPE_LOOP, LINKTYPE_SLL, LINKTYPE_SLL2 = 50, 109, 113, 276

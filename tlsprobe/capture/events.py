@@ -8,7 +8,7 @@ what was read, what was skipped and why, so a report can say how complete its vi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Union
+from typing import Any, NamedTuple
 
 from tlsprobe.errors import EXIT_USAGE, TlsprobeError
 
@@ -43,7 +43,7 @@ class ConnKey(NamedTuple):
     def server(self) -> str:
         return f"{self.server_ip}:{self.server_port}"
 
-    def swapped(self) -> "ConnKey":
+    def swapped(self) -> ConnKey:
         """The same connection with client and server exchanged."""
         return ConnKey(self.id, self.server_ip, self.server_port, self.client_ip, self.client_port)
 
@@ -108,7 +108,7 @@ class Secrets(NamedTuple):
     offset: int
 
 
-Event = Union[StreamOpen, StreamData, StreamGap, StreamClose, Datagram, Secrets]
+Event = StreamOpen | StreamData | StreamGap | StreamClose | Datagram | Secrets
 
 SECRETS_TLS_KEYLOG = 0x544C534B
 

@@ -9,7 +9,7 @@ copying each packet: the decoders read the headers straight from the chunk.
 from __future__ import annotations
 
 import struct
-from typing import Iterator
+from collections.abc import Iterator
 
 from tlsprobe.capture.events import CaptureError, CaptureStats
 from tlsprobe.capture.source import ChunkedInput, OpenedSource

@@ -11,7 +11,7 @@ link type `SECRETS_RECORD`, so key-log decryption can use keys embedded in the c
 from __future__ import annotations
 
 import struct
-from typing import Iterator
+from collections.abc import Iterator
 
 from tlsprobe.capture.events import CaptureError, CaptureStats, Secrets
 from tlsprobe.capture.pcap import PacketRecord
@@ -32,7 +32,7 @@ def is_pcapng_magic(head: bytes) -> bool:
 class Interface:
     """One IDB: link type, snaplen and how to turn raw timestamps into seconds."""
 
-    __slots__ = ("link_type", "snaplen", "scale", "offset", "packets")
+    __slots__ = ("link_type", "offset", "packets", "scale", "snaplen")
 
     def __init__(self, link_type: int, snaplen: int, scale: float, offset: int) -> None:
         self.link_type = link_type
@@ -203,14 +203,13 @@ class PcapngReader:
                     iface = _interface(buf[pos:pos + blen], order)
                     ifaces.append(iface)
                     self._all_interfaces.append(iface)
-                elif btype == DSB:
-                    if blen >= 20:
-                        stype, slen = hdr(buf, pos + 8)
-                        if slen <= blen - 20:
-                            self.secrets.append(Secrets(stype, bytes(buf[pos + 16:pos + 16 + slen]),
-                                                        inp.base + pos))
-                            stats.secrets_blocks += 1
-                            yield (frame, 0.0, SECRETS_RECORD, buf, pos + 16, pos + 16 + slen, stype)
+                elif btype == DSB and blen >= 20:
+                    stype, slen = hdr(buf, pos + 8)
+                    if slen <= blen - 20:
+                        self.secrets.append(Secrets(stype, bytes(buf[pos + 16:pos + 16 + slen]),
+                                                    inp.base + pos))
+                        stats.secrets_blocks += 1
+                        yield (frame, 0.0, SECRETS_RECORD, buf, pos + 16, pos + 16 + slen, stype)
                 pos += blen
         finally:
             inp.pos = pos

@@ -33,8 +33,15 @@ RESYNC_DISTANCE = 1 << 24  # first data this far from ISN+1 cannot belong to tha
 class HalfStream:
     """One direction of a connection: where the next byte is expected and what waits."""
 
-    __slots__ = ("conn", "direction", "next_seq", "isn", "pending", "pending_bytes",
-                 "fin_seq")
+    __slots__ = (
+        "conn",
+        "direction",
+        "fin_seq",
+        "isn",
+        "next_seq",
+        "pending",
+        "pending_bytes",
+    )
 
     def __init__(self, conn: Any, direction: int) -> None:
         self.conn = conn

@@ -173,7 +173,7 @@ class ChunkedInput:
     `base` is the absolute stream offset of ``buf[0]``, for warnings that name where the
     damage is."""
 
-    __slots__ = ("_stream", "buf", "pos", "base", "eof")
+    __slots__ = ("_stream", "base", "buf", "eof", "pos")
 
     def __init__(self, stream: _Readable, head: bytes) -> None:
         self._stream = stream

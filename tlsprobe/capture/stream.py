@@ -10,12 +10,22 @@ between events, e.g. `swap_direction` when content shows the client is the other
 from __future__ import annotations
 
 import struct
-from typing import Any, Iterator
+from collections.abc import Generator, Iterator
+from typing import Any
 
 from tlsprobe.capture.decode import decode, ether
 from tlsprobe.capture.events import (
-    SECRETS_TLS_KEYLOG, CaptureError, CaptureStats, ConnKey, Datagram, Event, Secrets,
-    StreamClose, StreamData, StreamGap, StreamOpen,
+    SECRETS_TLS_KEYLOG,
+    CaptureError,
+    CaptureStats,
+    ConnKey,
+    Datagram,
+    Event,
+    Secrets,
+    StreamClose,
+    StreamData,
+    StreamGap,
+    StreamOpen,
 )
 from tlsprobe.capture.pcap import PacketRecord, PcapReader, is_pcap_magic
 from tlsprobe.capture.pcapng import SECRETS_RECORD, PcapngReader, is_pcapng_magic
@@ -124,14 +134,14 @@ class CaptureStream:
         self._gen.close()
         self._opened.close()
 
-    def __enter__(self) -> "CaptureStream":
+    def __enter__(self) -> CaptureStream:  # noqa: PYI034 - Python 3.10 has no Self
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- the loop -------------------------------------------------------------------------
-    def _run(self) -> Iterator[Event]:
+    def _run(self) -> Generator[Event, None, None]:
         out = self._out
         pop = out.pop
         skipped = self.stats.skipped
@@ -139,7 +149,7 @@ class CaptureStream:
         payload = self._tcp.payload
         udp = self._udp if self._udp_enabled else None
         fast = _ETH_IPV4_TCP
-        packets: Iterator[PacketRecord] = self._reader.packets()
+        packets: Generator[PacketRecord, None, None] = self._reader.packets()
         ts, frame = 0.0, 0
         try:
             for frame, ts, lt, buf, start, end, _orig in packets:
@@ -165,11 +175,11 @@ class CaptureStream:
                     r = "secrets"
                 else:
                     r = decode(lt, buf, start, end)
-                if r.__class__ is str:
+                if isinstance(r, str):
                     if r != "secrets":
-                        skipped[r] = skipped.get(r, 0) + 1  # type: ignore[index]
+                        skipped[r] = skipped.get(r, 0) + 1
                 else:
-                    proto, addr_off, alen, l4, l4end, cut = r  # type: ignore[misc]
+                    proto, addr_off, alen, l4, l4end, cut = r
                     if proto == 6:
                         segment(buf, addr_off, alen, l4, l4end, cut, ts, frame)
                     elif udp is not None:
@@ -180,7 +190,7 @@ class CaptureStream:
             while out:
                 yield pop(0)
         finally:
-            packets.close()  # type: ignore[attr-defined]  # runs the reader's final accounting
+            packets.close()  # runs the reader's final accounting
             self._finish_stats()
             self._opened.close()
 

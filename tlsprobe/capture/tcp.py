@@ -26,7 +26,13 @@ from functools import partial
 from operator import attrgetter
 from typing import Any
 
-from tlsprobe.capture.events import CaptureStats, ConnKey, StreamClose, StreamData, StreamOpen
+from tlsprobe.capture.events import (
+    CaptureStats,
+    ConnKey,
+    StreamClose,
+    StreamData,
+    StreamOpen,
+)
 from tlsprobe.capture.reassembly import MASK, HalfStream, Reassembler
 
 FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
@@ -42,7 +48,7 @@ def ip_text(raw: bytes) -> str:
 
 
 class Connection:
-    __slots__ = ("key", "halves", "last", "closed", "closing", "flow_keys")
+    __slots__ = ("closed", "closing", "flow_keys", "halves", "key", "last")
 
     def __init__(self, key: ConnKey, flow_keys: tuple[bytes, bytes], last: int) -> None:
         self.key = key
