@@ -130,7 +130,8 @@ def test_sslv2_only_at_stream_start() -> None:
 
 
 @pytest.mark.parametrize("patch, match", [
-    ({2: 4}, "not a TLS record"),              # msg_type is not client_hello
+    ({2: 4}, "SSLv2 record with msg_type 4"),  # an SSLv2 ServerHello: not supported
+    ({3: 9}, "not a TLS record"),              # version 9.x
     ({6: 0, 7: 4}, "multiple of 3"),           # cipher_spec_length 4
     ({10: 20}, "do not add up"),               # challenge_length 20 but 16 sent
     ({10: 8}, "challenge_length 8"),           # below the SSLv2 minimum of 16

@@ -254,6 +254,7 @@ DECODERS: dict[int, tuple[str, _Decoder]] = {
          _list(1, 2, "algorithms", lambda v: enum_label(CERT_COMPRESSION, v), 2)),
     28: ("record_size_limit", _uint(2, "record_size_limit")),
     35: ("session_ticket", _rest("ticket")),
+    40: ("key_share_draft", _key_share),  # TLS 1.3 drafts <= 22 (reserved since draft 23)
     41: ("pre_shared_key", _pre_shared_key),
     42: ("early_data", _early_data),
     43: ("supported_versions", _supported_versions),

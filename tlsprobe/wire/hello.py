@@ -18,7 +18,7 @@ from .buffer import Buffer, Writer
 from .context import Message, ParseContext
 from .ext_decoders import (WHERE_CLIENT_HELLO, WHERE_HRR, WHERE_SERVER_HELLO, KeyShareEntry,
                            ServerName)
-from .extensions import (KEY_SHARE, PRE_SHARED_KEY, SERVER_NAME, SIGNATURE_ALGORITHMS,
+from .extensions import (KEY_SHARE, KEY_SHARE_DRAFT, PRE_SHARED_KEY, SERVER_NAME, SIGNATURE_ALGORITHMS,
                          SUPPORTED_GROUPS, SUPPORTED_VERSIONS, ALPN, Extension, find,
                          padding, padding_length, pull_extensions, push_extensions)
 
@@ -29,6 +29,13 @@ HELLO_RETRY_REQUEST_RANDOM = bytes.fromhex(
 DOWNGRADE_TLS12 = b"DOWNGRD\x01"
 DOWNGRADE_TLS11 = b"DOWNGRD\x00"
 COMPRESSION_METHODS = {0: "null", 1: "DEFLATE", 64: "LZS"}
+
+
+def is_draft_server_hello(version: int) -> bool:
+    """TLS 1.3 drafts up to 21 sent their version (0x7fXX; early drafts such as 14 sent
+    0x0304) in ServerHello.version and had no legacy_session_id_echo nor legacy_compression_method
+    (draft-ietf-tls-tls13-21 4.1.3); RFC 8446 servers always send 0x0303 there."""
+    return 0x7F00 <= version <= 0x7F15 or version == 0x0304
 
 
 def _pull_random(buf: Buffer, hrr_label: bool = False) -> bytes:
@@ -92,6 +99,8 @@ class ClientHello(Message):
 
     def _decoded(self, ext_type: int, default: object) -> object:
         ext = self.extension(ext_type)
+        if ext is None and ext_type == KEY_SHARE:
+            ext = self.extension(KEY_SHARE_DRAFT)
         return default if ext is None else ext.decode(WHERE_CLIENT_HELLO)
 
     @property
@@ -105,6 +114,7 @@ class ClientHello(Message):
 
     @property
     def key_shares(self) -> list[KeyShareEntry]:
+        """key_share client_shares (or those of the draft-era key_share, type 40)."""
         return self._decoded(KEY_SHARE, [])  # type: ignore[return-value]
 
     @property
@@ -135,7 +145,10 @@ class ClientHello(Message):
 
 @dataclass(frozen=True)
 class ServerHello(Message):
-    """ServerHello, or HelloRetryRequest when `random` is HELLO_RETRY_REQUEST_RANDOM."""
+    """ServerHello, or HelloRetryRequest when `random` is HELLO_RETRY_REQUEST_RANDOM.
+
+    The short form of TLS 1.3 drafts <= 21 (legacy_version 0x7f00..0x7f15) is read too;
+    it has no session id echo nor compression method (kept as b"" and 0)."""
 
     msg_type: ClassVar[int] = 2
 
@@ -151,6 +164,10 @@ class ServerHello(Message):
     def pull(cls, buf: Buffer, ctx: ParseContext) -> ServerHello:
         version = pull_uint_noted(buf, 2, "legacy_version", version_label)
         random = _pull_random(buf, hrr_label=True)
+        if is_draft_server_hello(version):
+            suite = pull_uint_noted(buf, 2, "cipher_suite", suite_label)
+            return cls(version, random, b"", suite, 0,
+                       pull_extensions(buf, WHERE_SERVER_HELLO))
         session_id = pull_opaque(buf, 1, "legacy_session_id_echo", maximum=32)
         suite = pull_uint_noted(buf, 2, "cipher_suite", suite_label)
         method = pull_uint_noted(buf, 1, "legacy_compression_method",
@@ -162,6 +179,10 @@ class ServerHello(Message):
     def push(self, w: Writer) -> None:
         w.push_uint16(self.legacy_version)
         w.push_bytes(self.random)
+        if is_draft_server_hello(self.legacy_version):
+            w.push_uint16(self.cipher_suite)
+            push_extensions(w, self.extensions)
+            return
         w.push_vector(1, self.legacy_session_id_echo)
         w.push_uint16(self.cipher_suite)
         w.push_uint8(self.legacy_compression_method)
@@ -179,6 +200,9 @@ class ServerHello(Message):
     def extension(self, ext_type: int) -> Extension | None:
         return find(self.extensions, ext_type)
 
+    def _key_share_extension(self) -> Extension | None:
+        return self.extension(KEY_SHARE) or self.extension(KEY_SHARE_DRAFT)
+
     @property
     def selected_version(self) -> int:
         """supported_versions.selected_version when present, else legacy_version."""
@@ -187,8 +211,9 @@ class ServerHello(Message):
 
     @property
     def key_share(self) -> tuple[int, bytes] | None:
-        """(group, key_exchange) of the server share; None when absent or in an HRR."""
-        ext = self.extension(KEY_SHARE)
+        """(group, key_exchange) of the server share; None when absent or in an HRR.
+        TLS 1.3 drafts up to 22 used type 40 for key_share; it is read as well."""
+        ext = self._key_share_extension()
         if ext is None or self.is_hello_retry_request:
             return None
         share: KeyShareEntry = ext.decode(WHERE_SERVER_HELLO)
@@ -197,7 +222,7 @@ class ServerHello(Message):
     @property
     def hrr_selected_group(self) -> int | None:
         """The group a HelloRetryRequest asks for; None otherwise."""
-        ext = self.extension(KEY_SHARE)
+        ext = self._key_share_extension()
         if ext is None or not self.is_hello_retry_request:
             return None
         group: int = ext.decode(WHERE_HRR)

@@ -207,6 +207,9 @@ class RecordReader:
     def _next_sslv2(self) -> SSLv2ClientHello | None:
         b = self._buf
         if _sslv2_verdict(bytes(b[:HEADER_SIZE])) is False:
+            if len(b) >= 3 and b[2] != 1:
+                raise self._fail(f"SSLv2 record with msg_type {b[2]}: only the SSLv2-format "
+                                 "ClientHello is supported", 2, "record.sslv2.msg_type")
             raise self._fail("not a TLS record nor an SSLv2 ClientHello", 0, "record")
         if len(b) < 2:
             return None
