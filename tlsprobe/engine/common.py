@@ -1,0 +1,67 @@
+"""Pieces shared by the client state machine and its TLS 1.3 / TLS 1.2 halves.
+
+`HandshakeFailure` is the one exception the client raises (re-exported by engine.client);
+`RecordDeprotector` adapts a record protection to the session.Flow deprotector interface, so
+the Flow decrypts the records it is fed (the server's, and our own for the trace).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tlsprobe.engine.protection import RecordProtection
+from tlsprobe.wire.record import Record
+
+TLS13, TLS12, TLS11, TLS10, SSL30 = 0x0304, 0x0303, 0x0302, 0x0301, 0x0300
+MAX_FRAGMENT = 2 ** 14
+
+# AlertDescription values the client sends (RFC 8446 section 6.2)
+UNEXPECTED_MESSAGE = 10
+BAD_RECORD_MAC = 20
+HANDSHAKE_FAILURE = 40
+BAD_CERTIFICATE = 42
+ILLEGAL_PARAMETER = 47
+DECODE_ERROR = 50
+DECRYPT_ERROR = 51
+INTERNAL_ERROR = 80
+
+
+class HandshakeFailure(Exception):
+    """The handshake cannot go on. `kind`: alert, protocol, closed (and not_tls from the
+    probe driver). `alert` is the description of an alert the server sent."""
+
+    def __init__(self, kind: str, message: str, alert: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.alert = alert
+
+
+@dataclass
+class ServerFlight:
+    """The server's handshake messages, as decoded, by type (last one wins)."""
+
+    messages: dict[int, object] = field(default_factory=dict)
+    raw: dict[int, bytes] = field(default_factory=dict)
+    order: list[int] = field(default_factory=list)
+
+
+class RecordDeprotector:
+    """session.Flow's Deprotector on top of one direction's RecordProtection."""
+
+    def __init__(self, protection: RecordProtection) -> None:
+        self.protection = protection
+
+    def decrypt(self, record: Record) -> tuple[int, bytes]:
+        return self.protection.decrypt(record.content_type, record.version, record.fragment)
+
+
+def plain_records(content_type: int, version: int, payload: bytes) -> bytes:
+    """`payload` as unprotected records of at most 2^14 bytes each."""
+    out = bytearray()
+    for i in range(0, max(len(payload), 1), MAX_FRAGMENT):
+        out += Record(content_type, version, payload[i:i + MAX_FRAGMENT]).to_bytes()
+    return bytes(out)
+
+
+def is_tls13(version: int | None) -> bool:
+    return version is not None and (version >= TLS13 or version >> 8 == 0x7F)
