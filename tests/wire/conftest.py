@@ -11,17 +11,17 @@ SSL_CTX_set_msg_callback (used by CPython's own tests); if it disappears the tes
 from __future__ import annotations
 
 import ssl
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from lab_servers.certs import write_dhparam
 
 from tlsprobe.registry import cipher_suite, parse_suite
 from tlsprobe.wire import ParseContext
-
-from lab_servers.certs import write_dhparam
 
 DATA_DIR = Path(__file__).parent / "data"
 
@@ -117,7 +117,9 @@ def make_contexts(certs: Any, kind: str = "rsa", *, version: ssl.TLSVersion | No
     client.verify_mode = ssl.CERT_NONE
     for ctx in (server, client):
         if version is not None:
-            ctx.minimum_version = ctx.maximum_version = version
+            with warnings.catch_warnings():  # TLS 1.0 is deprecated: that is the point here
+                warnings.simplefilter("ignore", DeprecationWarning)
+                ctx.minimum_version = ctx.maximum_version = version
         if ciphers:
             ctx.set_ciphers(ciphers)
     if alpn:

@@ -20,9 +20,18 @@ from typing import Any
 import pytest
 
 from tlsprobe.registry import cipher_suite
-from tlsprobe.wire import (ClientHello, DecodeError, HandshakeReassembler, ParseContext, Record,
-                           RecordReader, ServerHello, SSLv2ClientHello, decode_handshake,
-                           looks_like_tls)
+from tlsprobe.wire import (
+    ClientHello,
+    DecodeError,
+    HandshakeReassembler,
+    ParseContext,
+    Record,
+    RecordReader,
+    ServerHello,
+    SSLv2ClientHello,
+    decode_handshake,
+    looks_like_tls,
+)
 
 from .helpers import check_annotations
 
@@ -203,7 +212,7 @@ def test_capture_handshakes_match_tshark(path: str) -> None:
     truth = _truth(path)
     try:
         streams = _tcp_streams(CAPTURES / path)
-    except Exception as exc:  # scapy cannot read every format (e.g. NetMon .cap)
+    except Exception as exc:  # noqa: BLE001 - scapy cannot read every format (NetMon .cap)
         pytest.skip(f"scapy cannot read {path}: {exc}")
     checked, errors = 0, []
     for stream in truth["streams"]:

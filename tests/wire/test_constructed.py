@@ -5,11 +5,25 @@ from __future__ import annotations
 
 import pytest
 
-from tlsprobe.wire import (Alert, Certificate, CertificateEntry, CertificateStatus,
-                           CertificateVerify, ChangeCipherSpec, CompressedCertificate,
-                           DecodeError, ExplicitCurve, KeyUpdate, NewSessionTicket,
-                           ParseContext, ServerKeyExchange, Writer, decode_handshake, frame,
-                           parse_alerts)
+from tlsprobe.wire import (
+    Alert,
+    Certificate,
+    CertificateEntry,
+    CertificateStatus,
+    CertificateVerify,
+    ChangeCipherSpec,
+    CompressedCertificate,
+    DecodeError,
+    ExplicitCurve,
+    KeyUpdate,
+    NewSessionTicket,
+    ParseContext,
+    ServerKeyExchange,
+    Writer,
+    decode_handshake,
+    frame,
+    parse_alerts,
+)
 from tlsprobe.wire import extensions as ext
 
 from .helpers import check_annotations, find

@@ -5,12 +5,27 @@ from __future__ import annotations
 
 import pytest
 
-from tlsprobe.wire import (CertificateStatusRequest, DecodeError, Extension, KeyShareEntry,
-                           OcspStatus, OfferedPsks, PskIdentity, ServerName, decode_extension,
-                           decode_handshake, is_grease)
+from tlsprobe.wire import (
+    CertificateStatusRequest,
+    DecodeError,
+    Extension,
+    KeyShareEntry,
+    OcspStatus,
+    OfferedPsks,
+    PskIdentity,
+    ServerName,
+    decode_extension,
+    decode_handshake,
+    is_grease,
+)
 from tlsprobe.wire import extensions as ext
-from tlsprobe.wire.ext_decoders import (WHERE_CERTIFICATE, WHERE_ENCRYPTED_EXTENSIONS, WHERE_HRR,
-                                        WHERE_NEW_SESSION_TICKET, WHERE_SERVER_HELLO)
+from tlsprobe.wire.ext_decoders import (
+    WHERE_CERTIFICATE,
+    WHERE_ENCRYPTED_EXTENSIONS,
+    WHERE_HRR,
+    WHERE_NEW_SESSION_TICKET,
+    WHERE_SERVER_HELLO,
+)
 
 # builders that rebuild an extension from its decoded ClientHello value
 REBUILD = {

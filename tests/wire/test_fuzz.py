@@ -10,17 +10,31 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tlsprobe.wire import (Alert, ChangeCipherSpec, DecodeError, Extension, HandshakeReassembler,
-                           ParseContext, RecordReader, SSLv2ClientHello, decode_extension,
-                           decode_handshake, frame, looks_like_tls, message_class, parse_alerts)
-from tlsprobe.wire.context import KEY_EXCHANGES
+from tlsprobe.wire import (
+    Alert,
+    ChangeCipherSpec,
+    DecodeError,
+    Extension,
+    HandshakeReassembler,
+    ParseContext,
+    RecordReader,
+    SSLv2ClientHello,
+    decode_extension,
+    decode_handshake,
+    frame,
+    looks_like_tls,
+    message_class,
+    parse_alerts,
+)
 from tlsprobe.wire import extensions as ext
+from tlsprobe.wire.context import KEY_EXCHANGES
 from tlsprobe.wire.ext_decoders import DECODERS
 from tlsprobe.wire.extensions import annotate_extension
 

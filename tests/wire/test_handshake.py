@@ -5,9 +5,19 @@ from __future__ import annotations
 
 import pytest
 
-from tlsprobe.wire import (ClientHello, DecodeError, HandshakeReassembler, ParseContext, Record,
-                           RecordReader, ServerHello, UnknownHandshake, decode_handshake, frame,
-                           message_class)
+from tlsprobe.wire import (
+    ClientHello,
+    DecodeError,
+    HandshakeReassembler,
+    ParseContext,
+    Record,
+    RecordReader,
+    ServerHello,
+    UnknownHandshake,
+    decode_handshake,
+    frame,
+    message_class,
+)
 from tlsprobe.wire.handshake import DEFAULT_MAX_MESSAGE
 
 from .conftest import Handshake

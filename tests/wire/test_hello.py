@@ -3,16 +3,29 @@ tlslite-ng's parser and the negotiated parameters the ssl module reports."""
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
-import tlslite.messages as tlslite_messages
-from tlslite.utils.codec import Parser
 
 from tlsprobe.registry import group_label, parse_suite, suite_label
-from tlsprobe.wire import (HELLO_RETRY_REQUEST_RANDOM, ClientHello, DecodeError, Extension,
-                           KeyShareEntry, ParseContext, ServerHello, decode_handshake)
+from tlsprobe.wire import (
+    HELLO_RETRY_REQUEST_RANDOM,
+    ClientHello,
+    DecodeError,
+    Extension,
+    KeyShareEntry,
+    ParseContext,
+    ServerHello,
+    decode_handshake,
+)
 from tlsprobe.wire import extensions as ext
 
 from .helpers import check_annotations, find
+
+with warnings.catch_warnings():  # tlslite-ng's package imports the deprecated asyncore
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import tlslite.messages as tlslite_messages
+    from tlslite.utils.codec import Parser
 
 CONFIGS = ["tls13", "tls13_hrr", "tls13_ecdsa", "tls12_ecdhe", "tls12_ecdhe_p256", "tls12_dhe",
            "tls12_rsa", "tls12_downgrade", "tls10_ecdhe"]
@@ -186,7 +199,7 @@ def test_malformed_extension_content_is_lazy() -> None:
     error = find(decoded.annotations, "key_share.error")
     assert error.kind == "error" and "need 5 bytes" in error.value
     with pytest.raises(DecodeError) as exc:
-        ch.key_shares
+        _ = ch.key_shares
     assert exc.value.path == "key_share.client_shares[0].key_exchange"
 
 

@@ -11,13 +11,23 @@ import pytest
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
-
+from cryptography.hazmat.primitives.asymmetric import ec, padding
 from lab_servers.certs import dh_numbers
+
 from tlsprobe.registry import hash_for_suite, sigscheme_label
-from tlsprobe.wire import (Certificate, CertificateRequest, CertificateVerify, ClientKeyExchange,
-                           EncryptedExtensions, Finished, NewSessionTicket, ParseContext,
-                           ServerHelloDone, ServerKeyExchange, decode_handshake)
+from tlsprobe.wire import (
+    Certificate,
+    CertificateRequest,
+    CertificateVerify,
+    ClientKeyExchange,
+    EncryptedExtensions,
+    Finished,
+    NewSessionTicket,
+    ParseContext,
+    ServerHelloDone,
+    ServerKeyExchange,
+    decode_handshake,
+)
 
 from .conftest import ctx_for
 from .helpers import check_annotations, find

@@ -13,11 +13,17 @@ from typing import Any
 import pytest
 from cryptography import x509
 from cryptography.x509 import ocsp
-
 from lab_servers.certs import dh_numbers
+
 from tlsprobe.registry import cipher_suite, hash_for_suite, parse_suite
-from tlsprobe.wire import (Alert, ChangeCipherSpec, ClientHello, OcspStatus, ParseContext,
-                           decode_handshake)
+from tlsprobe.wire import (
+    Alert,
+    ChangeCipherSpec,
+    ClientHello,
+    OcspStatus,
+    ParseContext,
+    decode_handshake,
+)
 
 from .helpers import check_annotations
 from .test_messages import _verify
@@ -188,7 +194,7 @@ def test_tls13_resumption_offers_the_ticket() -> None:
     ch: ClientHello = second.one(1)
     assert ch.extensions[-1].type == 41  # pre_shared_key must be last
     offered = ch.extensions[-1].decode()
-    assert [i.identity for i in offered.identities][0] in tickets
+    assert [i.identity for i in offered.identities] == [tickets[-1]]
     assert [len(b) for b in offered.binders] == [48]  # SHA-384 suite
     assert ch.extension(45).decode() == [1]  # psk_dhe_ke
     sh = second.one(2)

@@ -7,7 +7,13 @@ import random
 
 import pytest
 
-from tlsprobe.wire import DecodeError, Record, RecordReader, SSLv2ClientHello, looks_like_tls
+from tlsprobe.wire import (
+    DecodeError,
+    Record,
+    RecordReader,
+    SSLv2ClientHello,
+    looks_like_tls,
+)
 from tlsprobe.wire.record import MAX_CIPHERTEXT
 
 CONFIGS = ["tls13", "tls13_hrr", "tls12_ecdhe", "tls12_dhe", "tls12_rsa", "tls10_ecdhe"]

@@ -9,7 +9,7 @@ there is total (unknown and GREASE values get a hex or "GREASE" name), so labels
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .buffer import Buffer
 

@@ -12,12 +12,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ._util import (bytes_label, enum_label, note_length, pull_list, pull_opaque,
-                    pull_uint_noted, sigscheme_label)
+from ._util import (
+    bytes_label,
+    enum_label,
+    note_length,
+    pull_list,
+    pull_opaque,
+    pull_uint_noted,
+    sigscheme_label,
+)
 from .buffer import Buffer, Writer
 from .context import Message, ParseContext
-from .ext_decoders import (CERT_COMPRESSION, STATUS_TYPES, WHERE_CERTIFICATE,
-                           WHERE_CERTIFICATE_REQUEST)
+from .ext_decoders import (
+    CERT_COMPRESSION,
+    STATUS_TYPES,
+    WHERE_CERTIFICATE,
+    WHERE_CERTIFICATE_REQUEST,
+)
 from .extensions import Extension, pull_extensions, push_extensions
 
 CERTIFICATE_TYPES = {1: "rsa_sign", 2: "dss_sign", 3: "rsa_fixed_dh", 4: "dss_fixed_dh",

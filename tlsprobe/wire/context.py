@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
+from typing_extensions import Self
+
 from .buffer import Buffer, Writer
 
 TLS13 = 0x0304
@@ -64,14 +66,14 @@ class Message:
     msg_type: ClassVar[int]
 
     @classmethod
-    def pull(cls: type[M], buf: Buffer, ctx: ParseContext) -> M:
+    def pull(cls, buf: Buffer, ctx: ParseContext) -> Self:
         raise NotImplementedError
 
     def push(self, w: Writer) -> None:
         raise NotImplementedError
 
     @classmethod
-    def parse(cls: type[M], body: bytes, ctx: ParseContext | None = None) -> M:
+    def parse(cls, body: bytes, ctx: ParseContext | None = None) -> Self:
         """Parse a whole message body (offsets in errors count from the body's start)."""
         buf = Buffer(body, path=cls.__name__)
         msg = cls.pull(buf, ctx or ParseContext())

@@ -10,11 +10,21 @@ data raises DecodeError; when the buffer annotates, each field is recorded at it
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from ._util import (bytes_label, enum_label, group_label, note_length, pull_list, pull_opaque,
-                    pull_uint_noted, sigscheme_label, version_label)
+from ._util import (
+    bytes_label,
+    enum_label,
+    group_label,
+    note_length,
+    pull_list,
+    pull_opaque,
+    pull_uint_noted,
+    sigscheme_label,
+    version_label,
+)
 from .buffer import Buffer
 
 WHERE_CLIENT_HELLO = "client_hello"
@@ -84,7 +94,6 @@ class OcspStatus:
 def _empty(buf: Buffer, where: str) -> None:
     if not buf.eof():
         raise buf.error(f"{buf.remaining} bytes in an extension that must be empty")
-    return None
 
 
 def _server_name(buf: Buffer, where: str) -> list[ServerName]:
@@ -137,7 +146,8 @@ def _status_request(buf: Buffer, where: str) -> CertificateStatusRequest | OcspS
         status_type = pull_uint_noted(buf, 1, "status_type", lambda v: enum_label(STATUS_TYPES, v))
         return OcspStatus(status_type, pull_opaque(buf, 3, "response", minimum=1))
     if where not in _FROM_CLIENT:
-        return _empty(buf, where)
+        _empty(buf, where)
+        return None
     status_type = pull_uint_noted(buf, 1, "status_type", lambda v: enum_label(STATUS_TYPES, v))
     if status_type != 1:
         return CertificateStatusRequest(status_type, [], b"", buf.pull_rest())
@@ -199,7 +209,8 @@ def _pre_shared_key(buf: Buffer, where: str) -> OfferedPsks | int:
 def _early_data(buf: Buffer, where: str) -> int | None:
     if where == WHERE_NEW_SESSION_TICKET:
         return pull_uint_noted(buf, 4, "max_early_data_size")
-    return _empty(buf, where)
+    _empty(buf, where)
+    return None
 
 
 def _opaque(len_size: int, name: str, minimum: int = 0) -> Callable[[Buffer, str], bytes]:
@@ -308,6 +319,15 @@ def annotation_prefix(ext_type: int) -> str | None:
     return entry[0] if entry else None
 
 
-__all__ = ["DECODERS", "decode_extension", "pull_extension_value", "is_grease",
-           "ServerName", "KeyShareEntry", "PskIdentity", "OfferedPsks",
-           "CertificateStatusRequest", "OcspStatus"]
+__all__ = [
+    "DECODERS",
+    "CertificateStatusRequest",
+    "KeyShareEntry",
+    "OcspStatus",
+    "OfferedPsks",
+    "PskIdentity",
+    "ServerName",
+    "decode_extension",
+    "is_grease",
+    "pull_extension_value",
+]

@@ -8,13 +8,19 @@ convenience properties. Builders return `Extension`s for the client and server s
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from ._util import extension_label, note_length
 from .buffer import Buffer, DecodeError, Writer
-from .ext_decoders import (WHERE_CLIENT_HELLO, annotation_prefix, decode_extension, is_grease,
-                           pull_extension_value)
+from .ext_decoders import (
+    WHERE_CLIENT_HELLO,
+    annotation_prefix,
+    decode_extension,
+    is_grease,
+    pull_extension_value,
+)
 
 # extension type code points used by the builders (names as in RFC 8446 / IANA)
 SERVER_NAME, MAX_FRAGMENT_LENGTH, STATUS_REQUEST = 0, 1, 5

@@ -17,8 +17,17 @@ from ._util import handshake_label, length_label
 from .buffer import Annotation, Buffer, DecodeError, Writer
 from .context import Message, ParseContext
 
-__all__ = ["HandshakeReassembler", "frame", "ParseContext", "Decoded", "UnknownHandshake",
-           "decode_handshake", "message_class", "HEADER_SIZE", "DEFAULT_MAX_MESSAGE"]
+__all__ = [
+    "DEFAULT_MAX_MESSAGE",
+    "HEADER_SIZE",
+    "Decoded",
+    "HandshakeReassembler",
+    "ParseContext",
+    "UnknownHandshake",
+    "decode_handshake",
+    "frame",
+    "message_class",
+]
 
 HEADER_SIZE = 4
 #: generous for real certificate chains (OpenSSL's own default limit is 100 KiB)

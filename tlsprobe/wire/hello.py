@@ -12,15 +12,40 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from ._util import bytes_label, enum_label, pull_list, pull_opaque, pull_uint_noted, \
-    suite_label, version_label
+from ._util import (
+    bytes_label,
+    enum_label,
+    pull_list,
+    pull_opaque,
+    pull_uint_noted,
+    suite_label,
+    version_label,
+)
 from .buffer import Buffer, Writer
 from .context import Message, ParseContext
-from .ext_decoders import (WHERE_CLIENT_HELLO, WHERE_HRR, WHERE_SERVER_HELLO, KeyShareEntry,
-                           ServerName)
-from .extensions import (KEY_SHARE, KEY_SHARE_DRAFT, PRE_SHARED_KEY, SERVER_NAME, SIGNATURE_ALGORITHMS,
-                         SUPPORTED_GROUPS, SUPPORTED_VERSIONS, ALPN, Extension, find,
-                         padding, padding_length, pull_extensions, push_extensions)
+from .ext_decoders import (
+    WHERE_CLIENT_HELLO,
+    WHERE_HRR,
+    WHERE_SERVER_HELLO,
+    KeyShareEntry,
+    ServerName,
+)
+from .extensions import (
+    ALPN,
+    KEY_SHARE,
+    KEY_SHARE_DRAFT,
+    PRE_SHARED_KEY,
+    SERVER_NAME,
+    SIGNATURE_ALGORITHMS,
+    SUPPORTED_GROUPS,
+    SUPPORTED_VERSIONS,
+    Extension,
+    find,
+    padding,
+    padding_length,
+    pull_extensions,
+    push_extensions,
+)
 
 #: RFC 8446 4.1.3: a ServerHello with this random is a HelloRetryRequest.
 HELLO_RETRY_REQUEST_RANDOM = bytes.fromhex(

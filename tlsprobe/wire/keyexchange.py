@@ -12,7 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ._util import enum_label, group_label, pull_opaque, pull_uint_noted, sigscheme_label
+from ._util import (
+    enum_label,
+    group_label,
+    pull_opaque,
+    pull_uint_noted,
+    sigscheme_label,
+)
 from .buffer import Buffer, Writer
 from .context import SSL3, Message, ParseContext
 

@@ -13,8 +13,14 @@ from typing import ClassVar
 
 from ._util import bytes_label, enum_label, pull_opaque, pull_uint_noted
 from .buffer import Buffer, Writer
-from .certificate import (Certificate, CertificateEntry, CertificateRequest, CertificateStatus,
-                          CertificateVerify, CompressedCertificate)
+from .certificate import (
+    Certificate,
+    CertificateEntry,
+    CertificateRequest,
+    CertificateStatus,
+    CertificateVerify,
+    CompressedCertificate,
+)
 from .context import Message, ParseContext
 from .ext_decoders import WHERE_ENCRYPTED_EXTENSIONS, WHERE_NEW_SESSION_TICKET
 from .extensions import Extension, find, pull_extensions, push_extensions
@@ -163,8 +169,25 @@ MESSAGE_CLASSES: list[type[Message]] = [HelloRequest, EndOfEarlyData, ServerHell
                                         EncryptedExtensions, NewSessionTicket, Finished,
                                         KeyUpdate, MessageHash]
 
-__all__ = ["HelloRequest", "EndOfEarlyData", "ServerHelloDone", "EncryptedExtensions",
-           "NewSessionTicket", "Finished", "KeyUpdate", "MessageHash", "ClientHello",
-           "ServerHello", "ServerKeyExchange", "ClientKeyExchange", "ExplicitCurve",
-           "Certificate", "CertificateEntry", "CertificateRequest", "CertificateVerify",
-           "CertificateStatus", "CompressedCertificate", "MESSAGE_CLASSES"]
+__all__ = [
+    "MESSAGE_CLASSES",
+    "Certificate",
+    "CertificateEntry",
+    "CertificateRequest",
+    "CertificateStatus",
+    "CertificateVerify",
+    "ClientHello",
+    "ClientKeyExchange",
+    "CompressedCertificate",
+    "EncryptedExtensions",
+    "EndOfEarlyData",
+    "ExplicitCurve",
+    "Finished",
+    "HelloRequest",
+    "KeyUpdate",
+    "MessageHash",
+    "NewSessionTicket",
+    "ServerHello",
+    "ServerHelloDone",
+    "ServerKeyExchange",
+]

@@ -155,7 +155,8 @@ def scenarios() -> dict[str, dict[str, object]]:
 
 
 def main() -> None:
-    version = subprocess.run(["openssl", "version"], capture_output=True, text=True).stdout
+    version = subprocess.run(["openssl", "version"], capture_output=True, text=True,
+                             check=True).stdout
     result: dict[str, object] = {"_generator": f"make_fixtures.py with {version.strip()}"}
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
