@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import os
 import sys
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from tlsprobe import registry
 from tlsprobe.engine import config as cfg
 from tlsprobe.errors import (EXIT_ALERT, EXIT_NETWORK, EXIT_NOT_TLS, EXIT_OK, EXIT_PROTOCOL,
                              UsageError)
 from tlsprobe.net.tcp import parse_target
+
+if TYPE_CHECKING:
+    from tlsprobe.probes.probe import ProbeRun
 
 EXIT_BY_KIND = {"network": EXIT_NETWORK, "not_tls": EXIT_NOT_TLS, "alert": EXIT_ALERT,
                 "closed": EXIT_ALERT, "protocol": EXIT_PROTOCOL}
@@ -48,10 +52,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--alpn", metavar="LIST", default=None, help="ALPN protocols (default "
                    "h2,http/1.1; '' for none)")
     g.add_argument("--grease", action="store_true", help="add GREASE values as browsers do")
+    h = p.add_argument_group("handshake and verification")
+    h.add_argument("--first-flight-only", action="store_true", help="stop after the server's "
+                   "first flight (TLS 1.2: ServerHelloDone; TLS 1.3: its Finished, decrypted "
+                   "and verified) instead of completing the handshake")
+    h.add_argument("--http-get", metavar="PATH", help="after the handshake send "
+                   "'GET PATH HTTP/1.1' and report the response's status line (ALPN offers "
+                   "http/1.1 unless --alpn is given)")
+    h.add_argument("--cafile", metavar="FILE", help="trust anchors (PEM) for the certificate "
+                   "check (default: the system bundle)")
+    h.add_argument("--no-verify", action="store_true", help="do not check the certificate "
+                   "chain and hostname")
     o = p.add_argument_group("output and limits")
     o.add_argument("--msg", action="store_true", help="print every record in both directions "
                    "as `openssl s_client -msg` does, with decoded fields and their offsets")
     o.add_argument("--json", action="store_true", help="print the result as JSON")
+    o.add_argument("--keylog", metavar="FILE", help="append the session's secrets to FILE "
+                   "in SSLKEYLOGFILE format (for Wireshark)")
+    o.add_argument("--pcap-out", metavar="FILE", help="write the exchange as a pcap file "
+                   "(synthesised TCP/IP packets around the real bytes)")
     o.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                    help="connect and per-read timeout (default 10; the whole probe is limited "
                    "to three times this)")
@@ -91,6 +110,8 @@ def config_from_args(args: argparse.Namespace, host: str) -> cfg.ClientConfig:
                                                  "sigalgs")
     if args.alpn is not None:
         kw["alpn"] = tuple(_split(args.alpn))
+    elif getattr(args, "http_get", None) is not None:
+        kw["alpn"] = ("http/1.1",)  # the request is HTTP/1.1, so do not invite h2
     if args.grease:
         kw["grease"] = True
     if args.no_sni:
@@ -114,6 +135,39 @@ def config_from_args(args: argparse.Namespace, host: str) -> cfg.ClientConfig:
     return config
 
 
+def _check_files(args: argparse.Namespace) -> None:
+    """Fail before connecting when an input or output file cannot be used."""
+    if args.cafile is not None and not os.path.isfile(args.cafile):
+        raise UsageError(f"--cafile {args.cafile}: no such file")
+    for option, path in (("--keylog", args.keylog), ("--pcap-out", args.pcap_out)):
+        if path is None:
+            continue
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise UsageError(f"{option} {path}: directory {folder} does not exist")
+        if os.path.isdir(path):
+            raise UsageError(f"{option} {path}: is a directory")
+    if args.http_get is not None and args.first_flight_only:
+        raise UsageError("--http-get needs a completed handshake (drop --first-flight-only)")
+
+
+def _write_outputs(args: argparse.Namespace, run_: "ProbeRun") -> None:
+    if args.keylog and run_.keylog_lines:
+        from tlsprobe.engine.keylog import KeyLogWriter
+        try:
+            with KeyLogWriter(args.keylog) as writer:
+                writer.write_lines(run_.keylog_lines)
+        except OSError as exc:
+            raise UsageError(f"--keylog {args.keylog}: {exc.strerror or exc}") from None
+    if args.pcap_out and run_.client_address and run_.server_address:
+        from tlsprobe.capture.writer import write_connection_pcap
+        try:
+            write_connection_pcap(args.pcap_out, run_.client_address, run_.server_address,
+                                  run_.segments, start=run_.started, end=run_.ended)
+        except OSError as exc:
+            raise UsageError(f"--pcap-out {args.pcap_out}: {exc.strerror or exc}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from tlsprobe.probes.probe import ProbeOptions, run_probe
     from tlsprobe.report.trace import TraceFormatter
@@ -121,8 +175,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--timeout must be positive")
     target = parse_target(args.target)
     config = config_from_args(args, target.host)
-    run_ = run_probe(target, ProbeOptions(config=config, timeout=args.timeout,
-                                          annotate=args.msg))
+    _check_files(args)
+    run_ = run_probe(target, ProbeOptions(
+        config=config, timeout=args.timeout, annotate=args.msg,
+        stop_after_first_flight=args.first_flight_only, http_get=args.http_get,
+        verify=not args.no_verify, cafile=args.cafile))
     result = run_.result
     out = sys.stdout
     if args.msg:
@@ -134,6 +191,12 @@ def run(args: argparse.Namespace) -> int:
     elif result.version is not None or not result.error:
         from tlsprobe.report.tables import render_probe
         render_probe(result, out)
+    try:
+        _write_outputs(args, run_)
+    except UsageError as exc:
+        print(f"tlsprobe: {exc}", file=sys.stderr)
+        if not result.error:
+            return exc.exit_code
     if result.error:
         print(f"tlsprobe: {result.error}", file=sys.stderr)
         return EXIT_BY_KIND.get(result.error_kind or "", EXIT_PROTOCOL)

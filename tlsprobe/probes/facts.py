@@ -14,6 +14,7 @@ from tlsprobe.report.trace import message_name
 from tlsprobe.report.model import (AlertInfo, CertificateInfo, Cipher, Codepoint, KeyExchange,
                                    Offer, ProbeResult, Timings)
 from tlsprobe.session.flow import CLIENT, AlertEvent, MessageEvent
+from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.ext_decoders import WHERE_SERVER_HELLO, decode_extension
 from tlsprobe.wire.hello import ClientHello
 
@@ -129,11 +130,13 @@ def key_exchange_of(hs: ClientHandshake) -> KeyExchange | None:
     ske = hs.flight.messages.get(HandshakeType.server_key_exchange)
     if kx in ("RSA", "PSK", "RSA_PSK") or ske is None:
         return KeyExchange(kind=kx or "unknown", source="rsa" if kx == "RSA" else "none")
+    valid = _tls12_share_valid(hs)
     named = _attr(ske, "named_curve")
     if named is not None:
         return _with_temp_key(KeyExchange(
             kind="ECDHE", source="server_key_exchange", group=Codepoint.group(named),
-            server_share_bytes=len(_attr(ske, "public", "public_key", "point") or b"")))
+            server_share_bytes=len(_attr(ske, "public", "public_key", "point") or b""),
+            client_share_bytes=hs.client_share_bytes, valid=valid, problem=hs.share_problem))
     prime = _attr(ske, "dh_p")
     if prime is not None:
         p = int.from_bytes(prime, "big") if isinstance(prime, (bytes, bytearray)) else int(prime)
@@ -145,9 +148,36 @@ def key_exchange_of(hs: ClientHandshake) -> KeyExchange | None:
             group=Codepoint.group(code) if code is not None else None,
             server_share_bytes=len(ys) if isinstance(ys, (bytes, bytearray)) else None,
             dh_prime_bits=p.bit_length(), dh_group_name=name or f"unknown {p.bit_length()}-bit",
-            bits=p.bit_length(), server_temp_key=f"DH, {p.bit_length()} bits")
+            bits=p.bit_length(), server_temp_key=f"DH, {p.bit_length()} bits",
+            client_share_bytes=hs.client_share_bytes, valid=valid, problem=hs.share_problem)
     return KeyExchange(kind="ECDHE", source="server_key_exchange", explicit_curve=True,
                        problem="explicit curve parameters (not a named group)")
+
+
+def _tls12_share_valid(hs: ClientHandshake) -> bool | None:
+    """True once the server's TLS 1.2 share gave a pre-master secret, False when it was
+    refused, None when the client never got that far."""
+    if hs.share_problem is not None:
+        return False
+    return True if hs.shared_secret is not None else None
+
+
+def negotiated_alpn(hs: ClientHandshake) -> str | None:
+    """The protocol in the ServerHello (TLS 1.2) or EncryptedExtensions (TLS 1.3)."""
+    sh = hs.server_hello
+    sources = [sh.extension(16) if sh is not None else None]
+    ee = hs.flight.messages.get(HandshakeType.encrypted_extensions)
+    if ee is not None:
+        sources += [e for e in (_attr(ee, "extensions") or []) if e.type == 16]
+    alpn = None
+    for e in sources:
+        if e is not None:
+            try:
+                protocols = decode_extension(16, e.data, WHERE_SERVER_HELLO)
+            except DecodeError:
+                continue
+            alpn = protocols[0].decode("latin-1") if protocols else None
+    return alpn
 
 
 def _with_temp_key(kx: KeyExchange) -> KeyExchange:
@@ -162,7 +192,8 @@ def _with_temp_key(kx: KeyExchange) -> KeyExchange:
 
 def result_from(hs: ClientHandshake, target: Target, address: str | None, *,
                 error: tuple[str, str] | None = None,
-                timings: tuple[float | None, float, float] | None = None) -> ProbeResult:
+                timings: tuple[float | None, float, float] | None = None,
+                http_status: str | None = None) -> ProbeResult:
     config = hs.config
     hello = hs.hellos[0] if hs.hellos else None
     if hello is None:
@@ -188,15 +219,7 @@ def result_from(hs: ClientHandshake, target: Target, address: str | None, *,
     cert_msg = hs.flight.messages.get(HandshakeType.certificate)
     if cert_msg is not None:
         certs = tuple(certificate_info(der) for der in certificates_of(cert_msg))
-    alpn = None
-    sources = [sh.extension(16) if sh is not None else None]
-    ee = hs.flight.messages.get(HandshakeType.encrypted_extensions)
-    if ee is not None:
-        sources += [e for e in (_attr(ee, "extensions") or []) if e.type == 16]
-    for e in sources:
-        if e is not None:
-            protocols = decode_extension(16, e.data, WHERE_SERVER_HELLO)
-            alpn = protocols[0].decode("latin-1") if protocols else None
+    alpn = negotiated_alpn(hs)
     nst = hs.flight.messages.get(HandshakeType.new_session_ticket)
     lifetime = _attr(nst, "ticket_lifetime", "ticket_lifetime_hint") if nst is not None else None
     t = Timings(*(round(x * 1000, 3) if x is not None else None for x in timings)) \
@@ -210,7 +233,9 @@ def result_from(hs: ClientHandshake, target: Target, address: str | None, *,
         hello_retry_request=Codepoint.group(hs.hrr.hrr_selected_group)
         if hs.hrr is not None and hs.hrr.hrr_selected_group is not None else None,
         signature_scheme=sig, alpn=alpn, session_ticket_lifetime=lifetime,
-        certificates=certs, handshake_complete=bool(getattr(hs, "handshake_complete", False)),
-        finished_verified=getattr(hs, "finished_verified", None),
+        certificates=certs, handshake_complete=hs.handshake_complete,
+        finished_verified=hs.finished_verified, http_status=http_status,
+        signature_verified=hs.signature_verified, signature_detail=hs.signature_detail,
+        incomplete_reason=hs.incomplete_reason,
         alerts=alerts, messages=messages, timings=t,
         error=error[0] if error else None, error_kind=error[1] if error else None)

@@ -1,25 +1,29 @@
 """A single probe: connect, run the client handshake, and turn what happened into a result.
 
-Failures are values: the result carries `error` and `error_kind` (network, not_tls, alert,
-protocol, closed) and the events seen so far, so the trace can still be printed.
+By default the handshake is completed (both Finished messages exchanged and verified),
+optionally followed by one HTTP request, and closed with close_notify; after our
+close_notify the server's last records (TLS 1.3 NewSessionTickets, its own close_notify)
+are read for a short while. Failures are values: the result carries `error` and
+`error_kind` (network, not_tls, alert, protocol, closed) and the events seen so far, so
+the trace can still be printed. Every byte sent and received is kept in `segments`, for
+`--pcap-out`.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass, field, replace
 
-from tlsprobe import registry
+from tlsprobe import __version__, registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.errors import NetworkError
-from tlsprobe.net.tcp import Target, open_channel
+from tlsprobe.net.tcp import Channel, Target, open_channel
 from tlsprobe.probes import facts
-from tlsprobe.report.model import ProbeResult
+from tlsprobe.report.model import ProbeResult, Verification
 from tlsprobe.session.flow import Event
 
-EventSink = Callable[[Event], None]
+DRAIN_TIMEOUT = 1.0  # seconds to wait for the server's last records after close_notify
 
 
 @dataclass(frozen=True)
@@ -27,16 +31,35 @@ class ProbeOptions:
     config: ClientConfig = field(default_factory=ClientConfig)
     timeout: float = 10.0
     read_timeout: float | None = None
-    stop_after_first_flight: bool = True
+    stop_after_first_flight: bool = False
     annotate: bool = True
+    http_get: str | None = None       # path of an HTTP GET sent after the handshake
+    verify: bool = True               # check the certificate chain and hostname
+    cafile: str | None = None         # trust store; None: the system bundle
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Bytes that went one way at one time (for --pcap-out)."""
+
+    from_client: bool
+    data: bytes
+    time: float
 
 
 @dataclass
 class ProbeRun:
-    """A finished probe: the result and every event, for the trace."""
+    """A finished probe: the result, every event (for the trace), the key log lines, and
+    the raw conversation with its endpoints (for --pcap-out)."""
 
     result: ProbeResult
     events: list[Event]
+    keylog_lines: list[str] = field(default_factory=list)
+    segments: list[Segment] = field(default_factory=list)
+    client_address: tuple[str, int] | None = None
+    server_address: tuple[str, int] | None = None
+    started: float | None = None
+    ended: float | None = None
 
 
 def _looks_like_tls(data: bytes) -> bool:
@@ -61,48 +84,159 @@ def _not_tls_message(data: bytes) -> str:
     return f"not a TLS server: it sent {what} ({printable[:50]!r})"
 
 
+class _Conversation:
+    """The channel plus a record of every byte, with the engine fed from it."""
+
+    def __init__(self, channel: Channel, engine: ClientHandshake) -> None:
+        self.channel = channel
+        self.engine = engine
+        self.segments: list[Segment] = []
+        self.eof = False
+
+    def send(self, data: bytes) -> None:
+        if data:
+            self.segments.append(Segment(True, data, time.time()))
+            self.channel.send(data)
+
+    def recv(self) -> bytes:
+        data = self.channel.recv()
+        if data:
+            self.segments.append(Segment(False, data, time.time()))
+        else:
+            self.eof = True
+        return data
+
+    def pump(self) -> bool:
+        """Read one chunk into the engine and send its answer; False at EOF."""
+        data = self.recv()
+        if not data:
+            return False
+        self.send(self.engine.receive(data))
+        return True
+
+
+def http_request(path: str, host: str, port: int) -> bytes:
+    """A minimal HTTP/1.1 GET that asks the server to close the connection."""
+    if not path.startswith("/"):
+        path = "/" + path
+    authority = f"[{host}]" if ":" in host else host
+    if port != 443:
+        authority += f":{port}"
+    return (f"GET {path} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: tlsprobe/{__version__}"
+            f"\r\nAccept: */*\r\nConnection: close\r\n\r\n").encode("latin-1")
+
+
+def _http_exchange(conv: _Conversation, options: ProbeOptions, target: Target) -> str:
+    """Send the GET, read until the status line; returns it (or what happened instead)."""
+    engine = conv.engine
+    alpn = facts.negotiated_alpn(engine)
+    if alpn not in (None, "http/1.1", "http/1.0"):
+        return f"not sent: the server chose ALPN {alpn}"
+    host = engine.config.server_name or target.host
+    engine.send_application_data(http_request(options.http_get or "/", host, target.port))
+    conv.send(engine.take_output())
+    while b"\n" not in engine.application_data and not engine.peer_closed:
+        try:
+            if not conv.pump():
+                break
+        except NetworkError as exc:
+            return f"no response ({exc})"
+    data = bytes(engine.application_data)
+    if not data:
+        return "no response (connection closed)"
+    return data.split(b"\n", 1)[0].rstrip(b"\r").decode("latin-1")[:200]
+
+
+def _drain(conv: _Conversation, read_timeout: float) -> None:
+    """After our close_notify: read the server's last records (tickets, close_notify)."""
+    conv.channel.read_timeout = min(read_timeout, DRAIN_TIMEOUT)
+    while not conv.engine.peer_closed and not conv.eof:
+        try:
+            if not conv.pump():
+                return
+        except NetworkError:
+            return
+
+
+def verification_of(engine: ClientHandshake, target: Target,
+                    options: ProbeOptions) -> Verification | None:
+    """The chain check of the server's certificates, as a value."""
+    if not options.verify or not engine.certificates:
+        return None
+    from tlsprobe.engine.chain import default_cafile, load_trust_store, verify_chain
+    path = options.cafile or default_cafile()
+    if path is None:
+        return Verification(False, "no trust store found (use --cafile)")
+    try:
+        anchors = load_trust_store(path)
+    except (OSError, ValueError) as exc:
+        return Verification(False, f"cannot read trust store: {exc}")
+    outcome = verify_chain(engine.certificates, engine.config.server_name or target.host,
+                           anchors)
+    return Verification(outcome.ok, outcome.message, outcome.hostname_ok)
+
+
 def run_probe(target: Target, options: ProbeOptions) -> ProbeRun:
     """Probe one server. Network errors, alerts and protocol errors end up in the result."""
-    config = options.config
-    engine = ClientHandshake(config, annotate=options.annotate,
-                             stop_after_first_flight=options.stop_after_first_flight)
+    engine = ClientHandshake(options.config, annotate=options.annotate,
+                             stop_after_first_flight=options.stop_after_first_flight,
+                             read_server_flight=True)
     t0 = time.monotonic()
-    address = None
-    connect_s = None
-    error: tuple[str, str] | None = None
+    started = time.time()
     try:
         channel = open_channel(target, timeout=options.timeout, read_timeout=options.read_timeout,
                                total_timeout=options.timeout * 3)
     except NetworkError as exc:
         return ProbeRun(facts.result_from(engine, target, None, error=(str(exc), "network")), [])
-    address, connect_s = channel.address, channel.connect_time
+    connect_s = channel.connect_time
+    conv = _Conversation(channel, engine)
+    error: tuple[str, str] | None = None
+    http_status: str | None = None
+    hs_s: float | None = None
     hs_start = time.monotonic()
-    first = True
     with channel:
+        peer = (channel.address, target.port)
         try:
-            channel.send(engine.start())
+            local = channel.sock.getsockname()
+        except OSError:
+            local = ("::" if ":" in channel.address else "0.0.0.0", 0)
+        try:
+            conv.send(engine.start())
+            first = True
             while not engine.done:
-                data = channel.recv()
+                data = conv.recv()
                 if first and data and not _looks_like_tls(data):
                     raise HandshakeFailure("not_tls", _not_tls_message(data))
                 first = False
                 if not data:
                     engine.connection_closed()
                     break
-                out = engine.receive(data)
-                if out:
-                    channel.send(out)
+                conv.send(engine.receive(data))
+            hs_s = time.monotonic() - hs_start
+            if engine.handshake_complete:
+                if options.http_get is not None:
+                    http_status = _http_exchange(conv, options, target)
+                conv.send(engine.close())
+                _drain(conv, channel.read_timeout)
         except HandshakeFailure as exc:
             error = (f"{target.display}: {exc}", exc.kind)
+            try:
+                conv.send(engine.take_output())  # our alert, when the engine queued one
+            except NetworkError:
+                pass
         except NetworkError as exc:
             if engine.server_hello is None and engine.hrr is None and "reset" in str(exc):
                 error = (f"{exc} (before ServerHello)", "network")
             else:
                 error = (str(exc), "network")
-    hs_s = time.monotonic() - hs_start
-    timings = (connect_s, hs_s, time.monotonic() - t0)
-    result = facts.result_from(engine, target, address, error=error, timings=timings)
-    return ProbeRun(result, engine.events)
+    timings = (connect_s, hs_s if hs_s is not None else time.monotonic() - hs_start,
+               time.monotonic() - t0)
+    result = facts.result_from(engine, target, str(peer[0]), error=error, timings=timings,
+                               http_status=http_status)
+    result = replace(result, verification=verification_of(engine, target, options))
+    return ProbeRun(result, engine.events, list(engine.keylog_lines), conv.segments,
+                    (str(local[0]), int(local[1])), (str(peer[0]), int(peer[1])),
+                    started, time.time())
 
 
 def exit_kind_message(kind: str | None) -> str:
@@ -110,4 +244,4 @@ def exit_kind_message(kind: str | None) -> str:
             "protocol": "protocol error", "closed": "connection closed"}.get(kind or "", "error")
 
 
-__all__ = ["ProbeOptions", "ProbeRun", "run_probe", "registry"]
+__all__ = ["ProbeOptions", "ProbeRun", "Segment", "run_probe", "http_request", "registry"]

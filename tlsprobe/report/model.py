@@ -152,6 +152,9 @@ class ProbeResult:
     handshake_complete: bool = False
     finished_verified: bool | None = None
     http_status: str | None = None
+    signature_verified: bool | None = None   # CertificateVerify / ServerKeyExchange signature
+    signature_detail: str | None = None      # what was verified, or why it was not
+    incomplete_reason: str | None = None     # why the engine stopped before Finished
     alerts: tuple[AlertInfo, ...] = ()
     messages: tuple[str, ...] = ()  # "<<< ServerHello" style, in order
     timings: Timings = field(default_factory=Timings)

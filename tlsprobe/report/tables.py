@@ -62,10 +62,22 @@ def probe_rows(r: ProbeResult) -> list[tuple[str, str]]:
         rows.append(("", f"  a: {c.key_type}{bits}; {c.signature_algorithm}"))
         rows.append(("", f"  v: {c.not_before} -> {c.not_after}"))
     if r.verification is not None:
-        rows.append(("Verification", ("OK" if r.verification.ok else "FAILED") +
-                     f": {r.verification.message}"))
+        rows.append(("Verification", f"Verify return code: {r.verification.message}"))
+    if r.signature_verified is not None or r.signature_detail:
+        state = {True: "verified", False: "FAILED", None: "not checked"}[r.signature_verified]
+        detail = f" ({r.signature_detail})" if r.signature_detail else ""
+        rows.append(("Server signature", state + detail))
+    if r.finished_verified is not None:
+        rows.append(("Server Finished", "verified" if r.finished_verified else "FAILED"))
     if r.version is not None:
-        state = "complete" if r.handshake_complete else "stopped after the server's first flight"
+        if r.handshake_complete:
+            state = "complete"
+        elif r.incomplete_reason:
+            state = f"stopped after the server's first flight: {r.incomplete_reason}"
+        elif r.error:
+            state = "failed"
+        else:
+            state = "stopped after the server's first flight"
         rows.append(("Handshake", state))
     if r.http_status:
         rows.append(("HTTP", r.http_status))
