@@ -183,6 +183,10 @@ def test_full_audit_suites_sigalgs_and_findings(server_cache):
     assert [c.openssl_name for c in s12.supported] == ["ECDHE-RSA-AES128-GCM-SHA256",
                                                         "AES256-SHA", "ADH-AES128-GCM-SHA256"]
     assert s13.order == s12.order == "server" and s12.complete
+    sig13 = next(s for s in r.signature_schemes if s.version.id == 0x0304)
+    assert sig13.status == "established" and sig13.order == "server"
+    assert names(sig13.supported) == ["rsa_pss_rsae_sha256", "rsa_pss_rsae_sha384",
+                                      "rsa_pss_rsae_sha512"]
     sig12 = next(s for s in r.signature_schemes if s.version.id == 0x0303)
     assert sig12.status == "established" and "rsa_pss_rsae_sha256" in names(sig12.supported)
     assert all(n.startswith("rsa_") for n in names(sig12.supported))
@@ -193,3 +197,23 @@ def test_full_audit_suites_sigalgs_and_findings(server_cache):
     assert "TLS_RSA_WITH_AES_256_CBC_SHA" in codes["suite.not_allowed"].message
     assert codes["group.missing"].message.startswith("X25519MLKEM768")
     assert r.total_connections == sum(r.connections.values())
+
+
+@pytest.mark.needs_impl("openssl")
+def test_ecdsa_certificate_curve_in_tls12(server_cache):
+    """TLS 1.2 needs the ECDSA certificate's curve in the client's list: once it is
+    eliminated, later offers keep it (last). A client-order server then shows the rest; a
+    server that prefers that curve to everything leaves the rest not established."""
+    client = server_cache("openssl", groups="X25519:P-384:P-256", cert="ecdsa")
+    r = audit(client, ("groups", "sigalgs", "versions"))
+    g12 = r.group_audit(0x0303)
+    assert names(g12.supported) == ["secp256r1", "secp384r1", "x25519"]
+    assert g12.order == "client" and g12.inconclusive == ()
+    assert "x448" in names(g12.not_supported)
+    sig13 = next(s for s in r.signature_schemes if s.version.id == 0x0304)
+    assert sig13.status == "established"
+    assert names(sig13.supported) == ["ecdsa_secp256r1_sha256"]   # TLS 1.3 binds the curve
+    server = server_cache("openssl", groups="P-256:X25519", cert="ecdsa", serverpref=True)
+    g12 = audit(server).group_audit(0x0303)
+    assert names(g12.supported) == ["secp256r1"]
+    assert "x25519" in names(g12.inconclusive) and "x25519" not in names(g12.not_supported)

@@ -4,8 +4,8 @@ one Scheduler, and assembles an AuditReport (policies and findings included).
 Order of work per target: protocol versions first (one connection each), then, for the
 versions the server speaks and all at once: groups (TLS 1.3 and TLS 1.2), post-quantum
 verdicts (after the TLS 1.3 groups, whose order they use), cipher suites per version and
-signature schemes. With only the group check asked for, the version phase is skipped: the
-group enumeration tells by itself whether a version is spoken.
+signature schemes. When only groups and post-quantum verdicts are asked for, the version
+phase is skipped: the group enumeration tells by itself whether a version is spoken.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
     report = AuditReport(host=target.host, port=target.port, checks=tuple(options.checks),
                          policies=tuple(p.name for p in options.policies))
     spoken: set[int] | None = None
-    if checks - {"groups"}:
+    if checks & {"versions", "suites", "sigalgs", "cert"}:
         results = await versions.check_versions(run.runner, options.versions)
         run.done("versions")
         vs = [v for v, _ in results]

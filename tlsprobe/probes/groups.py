@@ -24,8 +24,8 @@ from tlsprobe.engine.config import TLS12, TLS13, ClientConfig
 from tlsprobe.probes.elimination import Elimination
 from tlsprobe.probes.scheduler import (ALERT, HELLO_RETRY, SERVER_HELLO, STOP_FLIGHT, STOP_HELLO,
                                        Outcome, TargetRunner)
-from tlsprobe.report.audit_model import (ORDER_SINGLE, ORDER_UNKNOWN, DheAudit, DhParameters,
-                                         GroupAudit)
+from tlsprobe.report.audit_model import (ORDER_CLIENT, ORDER_SINGLE, ORDER_UNKNOWN, DheAudit,
+                                         DhParameters, GroupAudit)
 from tlsprobe.report.model import Codepoint
 
 PROTOCOL_VERSION_ALERT = 70
@@ -212,10 +212,25 @@ async def tls12_groups(run: TargetRunner, candidates: list[int], *,
         out = await run.run(config, phase, STOP_FLIGHT)
         if not _tls12_step(st, out, ec_offer, ff_offer):
             break
-    ec_build = _builder(run, TLS12, cipher_suites_12=ecdhe)
+    plain_build = _builder(run, TLS12, cipher_suites_12=ecdhe)
+    cert = st.cert_curve if st.cert_curve in st.ec.found else None
+
+    def ec_build(groups: list[int]) -> ClientConfig:
+        # An ECDSA certificate's curve must stay listed (last) or no ECDHE suite is left.
+        return plain_build(groups + [cert] if cert is not None and cert not in groups
+                           else groups)
+
+    if cert is not None and st.cert_blocked:
+        await _behind_certificate_curve(run, st.ec, ec_build, phase, cert)
     order, note = await _order(run, st.ec, phase, ec_build, STOP_FLIGHT, _sh_pick)
     if note:
         st.ec.notes.append(note)
+    if st.ec.remaining:   # the server took the certificate's curve rather than any of these
+        if order == ORDER_CLIENT:
+            st.ec.refuse_rest()
+        else:
+            st.ec.give_up("the server prefers its certificate's curve to all of them, so "
+                          "whether it supports them cannot be told")
     dhe_audit = None
     if dhe:
         dhe_audit = await _dhe_audit(run, st, _builder(run, TLS12, cipher_suites_12=dhe_suites),
@@ -226,6 +241,27 @@ async def tls12_groups(run: TargetRunner, candidates: list[int], *,
                       not_supported=_cp(st.ec.not_supported),
                       inconclusive=_cp(st.ec.inconclusive), order=order, dhe=dhe_audit,
                       connections=run.connections(phase), notes=tuple(st.ec.notes))
+
+
+async def _behind_certificate_curve(run: TargetRunner, el: Elimination, build: Builder,
+                                    phase: str, cert: int) -> None:
+    """ECDSA certificate: in TLS 1.2 its curve must be in the client's list, so once it was
+    eliminated the rest was refused for that reason alone. Offer the rest again with the
+    curve listed last (`build` appends it); the picks continue until the server takes the
+    certificate's curve, and the caller decides what that says about the rest."""
+    el.remaining, el.inconclusive = list(el.inconclusive), []
+    el.notes = [n for n in el.notes if "ECDSA certificate" not in n]
+    el.notes.append(f"the server's ECDSA certificate is on {registry.group_name(cert)}, which "
+                    "TLS 1.2 requires in the client's list: later offers kept it, last")
+    while el.remaining:
+        offered = list(el.remaining)
+        out = await run.run(build(offered), phase, STOP_FLIGHT)
+        if out.status == SERVER_HELLO and out.group in el.remaining:
+            el.pick(out.group, offered + [cert])  # type: ignore[arg-type]
+        elif not (out.status == SERVER_HELLO and out.group == cert):
+            el.give_up(out.describe())
+        else:
+            return
 
 
 def _kind(group: int) -> str:
@@ -241,6 +277,7 @@ class _Tls12State:
     fixed: DhParameters | None = None
     spoken: bool | None = None
     cert_curve: int | None = None
+    cert_blocked: bool = False
     dhe_answers: int = 0
 
 
@@ -280,6 +317,7 @@ def _tls12_step(st: _Tls12State, out: Outcome, ec_offer: list[int], ff_offer: li
             st.spoken = False
             st.ec.notes.append("the server refused TLS 1.2 (protocol_version alert)")
         if st.cert_curve is not None and st.cert_curve in st.ec.found:
+            st.cert_blocked = True
             st.ec.give_up(f"the server's ECDSA certificate is on "
                           f"{registry.group_name(st.cert_curve)}, which TLS 1.2 requires in the "
                           "client's list; once it was removed no ECDHE suite was left")

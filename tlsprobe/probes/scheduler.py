@@ -191,8 +191,10 @@ class Scheduler:
 
     async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                         job: Job) -> Outcome:
-        full = job.stop == STOP_VERIFY
-        hs = ClientHandshake(job.config, annotate=False, stop_after_first_flight=not full)
+        # STOP_VERIFY: TLS 1.3 reads (decrypts and verifies) the server's flight, sending
+        # nothing; TLS 1.2 stops after the ServerHelloDone as usual.
+        hs = ClientHandshake(job.config, annotate=False, stop_after_first_flight=True,
+                             read_server_flight=job.stop == STOP_VERIFY)
         first = True
         try:
             writer.write(hs.start())
@@ -300,11 +302,13 @@ def outcome_of(hs: ClientHandshake, reason: str = "") -> Outcome:
     cv = hs.flight.messages.get(HandshakeType.certificate_verify)
     if cv is not None:
         sig = getattr(cv, "algorithm", getattr(cv, "signature_scheme", sig))
-    certs: tuple[bytes, ...] = ()
+    certs: tuple[bytes, ...] = tuple(getattr(hs, "certificates", None) or ())
     cert_msg = hs.flight.messages.get(HandshakeType.certificate)
-    if cert_msg is not None:
+    if not certs and cert_msg is not None:
         from tlsprobe.probes.facts import certificates_of
         certs = tuple(certificates_of(cert_msg))
+    if cv is None and not reason and getattr(hs, "incomplete_reason", None):
+        reason = str(hs.incomplete_reason)
     return Outcome(SERVER_HELLO, version=version, cipher_suite=sh.cipher_suite, group=group,
                    hrr_group=hs.hrr.hrr_selected_group if hs.hrr is not None else None,
                    dh_name=dh_name, dh_bits=dh_bits, explicit_curve=explicit,

@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+"""Group audit side by side: tlsprobe, sslscan, sslyze and testssl.sh against one server.
+
+The server is the issue's reference: openssl s_server -groups X25519:P-384:ffdhe2048
+-serverpref (TLS 1.3: x25519, secp384r1, ffdhe2048 in that order; TLS 1.2: x25519,
+secp384r1 for ECDHE plus fixed DHE parameters). Every tool reaches it through a relay written
+here that counts TCP connections; the run is done twice: plain loopback (delay 0) and with
+every chunk held 25 ms in each direction (a server on another continent: there the number
+of round trips, not the CPU, decides). For each tool: wall time, connections, and whether
+its group answer is right (per version where the tool separates versions; order where it
+reports one).
+
+    python benchmarks/audit.py [--delay-ms 25] [--skip testssl] [--sslyze PATH]
+
+sslyze is looked up as --sslyze, $TLSPROBE_SSLYZE, `sslyze` on PATH, then
+/tmp/sslyze-venv/bin/sslyze (sslyze pins an older `cryptography`, so it lives in its own
+virtualenv: python -m venv /tmp/sslyze-venv && /tmp/sslyze-venv/bin/pip install sslyze).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))
+
+TRUTH13 = ["x25519", "secp384r1", "ffdhe2048"]
+TRUTH12 = ["x25519", "secp384r1"]
+# (impl, what the TLS 1.2 DHE answer should be). s_server is the issue's reference but
+# handles one connection at a time; nginx (same groups, ssl_prefer_server_ciphers on)
+# serves connections concurrently, as a production server would.
+SERVERS = {"openssl": "fixed modp_2048", "nginx": "none"}
+ALIASES = {"x25519": "x25519", "secp384r1": "secp384r1", "p-384": "secp384r1",
+           "ffdhe2048": "ffdhe2048", "secp256r1": "secp256r1", "prime256v1": "secp256r1"}
+
+
+def norm(name: str) -> str:
+    return ALIASES.get(name.strip().lower(), name.strip().lower())
+
+
+# -- counting relay with a per-chunk delay ------------------------------------------------
+class Relay:
+    """127.0.0.1 relay to the server; counts connections, holds each chunk `delay` s."""
+
+    def __init__(self, upstream: tuple[str, int], delay: float) -> None:
+        self.upstream, self.delay, self.count = upstream, delay, 0
+        self.loop = asyncio.new_event_loop()
+        self.ready = threading.Event()
+        threading.Thread(target=self._run, daemon=True).start()
+        self.ready.wait(5)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        server = self.loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0))
+        self.port = server.sockets[0].getsockname()[1]
+        self.ready.set()
+        self.loop.run_forever()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.count += 1
+        try:
+            up_r, up_w = await asyncio.open_connection(*self.upstream)
+        except OSError:
+            writer.close()
+            return
+        for w in (writer, up_w):   # the relay itself must not add Nagle delays
+            sock = w.get_extra_info("socket")
+            if sock is not None:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        await asyncio.gather(self._pipe(reader, up_w), self._pipe(up_r, writer),
+                             return_exceptions=True)
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
+
+        async def pump() -> None:
+            while True:
+                due, data = await queue.get()
+                wait = due - self.loop.time()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                if not data:
+                    break
+                writer.write(data)
+                await writer.drain()
+            try:
+                writer.write_eof()
+            except OSError:
+                writer.close()
+
+        task = self.loop.create_task(pump())
+        try:
+            while True:
+                data = await reader.read(65536)
+                await queue.put((self.loop.time() + self.delay, data))
+                if not data:
+                    break
+        except OSError:
+            await queue.put((self.loop.time(), b""))
+        try:
+            await task
+        except OSError:
+            pass
+        writer.close()
+
+
+# -- the tools ------------------------------------------------------------------------------
+@dataclass
+class Result:
+    tool: str
+    wall: float
+    connections: int
+    tls13: list[str] | None      # None: the tool does not separate versions
+    tls12: list[str] | None
+    union: set[str]
+    order: str                   # "server", "client", "-" (not reported)
+    note: str = ""
+    dhe_expected: str = ""
+
+    @property
+    def right(self) -> str:
+        if self.dhe_expected and self.tool == "tlsprobe" and self.dhe_expected not in self.note:
+            return "no (DHE)"
+        if self.tls13 is not None:
+            ok = sorted(self.tls13) == sorted(TRUTH13) and sorted(self.tls12 or []) == \
+                sorted(TRUTH12)
+            exact = ok and self.tls13 == TRUTH13 and self.order == "server"
+            return "yes, with order" if exact else "sets right, no order" if ok else "no"
+        return "union right, versions mixed" if self.union == set(TRUTH13) else "no"
+
+
+def run_tlsprobe(port: int) -> tuple[Result, float]:
+    cmd = [sys.executable, "-m", "tlsprobe", "scan", f"127.0.0.1:{port}", "--groups-only",
+           "--json", "--no-progress"]
+    t0 = time.monotonic()
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    wall = time.monotonic() - t0
+    r = json.loads(out.stdout.splitlines()[0])
+    g13 = next(g for g in r["groups"] if g["version"]["name"] == "TLS 1.3")
+    g12 = next(g for g in r["groups"] if g["version"]["name"] == "TLS 1.2")
+    t13 = [g["name"] for g in g13["supported"]]
+    t12 = [g["name"] for g in g12["supported"]]
+    dhe = g12["dhe"]
+    dh = (dhe["fixed"] or {}).get("name") if dhe["status"] == "fixed" else \
+        ",".join(g["name"] for g in dhe["negotiated"])
+    order = g13["order"] if g13["order"] == g12["order"] else f"{g13['order']}/{g12['order']}"
+    res = Result("tlsprobe", wall, 0, t13, t12, set(t13) | set(t12), order,
+                 f"TLS 1.2 DHE: {dhe['status']} {dh or ''}".rstrip() +
+                 f"; own count {r['total_connections']}")
+    return res, float(r["duration_s"])
+
+
+def run_sslscan(port: int) -> Result:
+    cmd = ["sslscan", "--no-colour", "--no-ciphersuites", "--no-renegotiation",
+           "--no-compression", "--no-heartbleed", "--no-fallback", "--no-check-certificate",
+           f"127.0.0.1:{port}"]
+    t0 = time.monotonic()
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600).stdout
+    wall = time.monotonic() - t0
+    per: dict[str, list[str]] = {"TLSv1.3": [], "TLSv1.2": []}
+    for m in re.finditer(r"^(TLSv1\.[23])\s+\d+ bits\s+(\S+)", out, re.M):
+        per[m.group(1)].append(norm(m.group(2)))
+    return Result("sslscan", wall, 0, per["TLSv1.3"], per["TLSv1.2"],
+                  set(per["TLSv1.3"]) | set(per["TLSv1.2"]), "-", "protocols + groups")
+
+
+def run_sslyze(port: int, exe: str) -> Result:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "out.json"
+        t0 = time.monotonic()
+        subprocess.run([exe, "--elliptic_curves", "--json_out", str(path),
+                        f"127.0.0.1:{port}"], capture_output=True, timeout=600)
+        wall = time.monotonic() - t0
+        data = json.loads(path.read_text())
+    curves = data["server_scan_results"][0]["scan_result"]["elliptic_curves"]["result"]
+    names = [norm(c["name"]) for c in curves["supported_curves"]]
+    return Result("sslyze", wall, 0, None, None, set(names), "-",
+                  "EC curves only: " + ",".join(names))
+
+
+def run_testssl(port: int) -> Result:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "out.json"
+        t0 = time.monotonic()
+        subprocess.run(["testssl", "--quiet", "--color", "0", "--warnings", "off", "-f",
+                        "--jsonfile", str(path), f"127.0.0.1:{port}"], capture_output=True,
+                       cwd=tmp, timeout=1800)
+        wall = time.monotonic() - t0
+        rows = {row["id"]: row["finding"] for row in json.loads(path.read_text())}
+    curves = [norm(c) for c in rows.get("PFS_ECDHE_curves", rows.get("FS_ECDHE_curves",
+                                                                       "")).split()]
+    dh = [norm(c) for c in rows.get("DH_groups", "").split()]
+    return Result("testssl", wall, 0, None, None, set(curves) | set(dh), "-",
+                  f"curves {' '.join(curves)}; DH {' '.join(dh)}")
+
+
+def sslyze_path(given: str | None) -> str | None:
+    for cand in (given, os.environ.get("TLSPROBE_SSLYZE"), shutil.which("sslyze"),
+                 "/tmp/sslyze-venv/bin/sslyze"):
+        if cand and Path(cand).exists():
+            return cand
+    return None
+
+
+def bench(relay: Relay, dhe: str, fn, *a) -> Result:
+    relay.count = 0
+    res = fn(relay.port, *a)
+    extra = None
+    if isinstance(res, tuple):
+        res, extra = res
+    time.sleep(0.2)  # let the relay see late connections
+    res.connections, res.dhe_expected = relay.count, dhe
+    if extra is not None:
+        res.note += f"; audit itself {extra:.2f} s"
+    return res
+
+
+def table(title: str, results: list[Result]) -> None:
+    print(f"\n{title}")
+    print(f"{'tool':9} {'wall s':>7} {'conns':>6}  {'TLS 1.3 groups':28} {'TLS 1.2 groups':20} "
+          f"{'order':7} right?")
+    for r in results:
+        t13 = ",".join(r.tls13) if r.tls13 is not None else "(versions mixed)"
+        t12 = ",".join(r.tls12) if r.tls12 is not None else ",".join(sorted(r.union))
+        print(f"{r.tool:9} {r.wall:7.2f} {r.connections:6d}  {t13:28} {t12:20} {r.order:7} "
+              f"{r.right}")
+        if r.note:
+            print(f"{'':9} {r.note}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--delay-ms", type=float, default=25.0)
+    ap.add_argument("--skip", action="append", default=[], help="tool to leave out")
+    ap.add_argument("--sslyze", default=None)
+    ap.add_argument("--server", choices=("openssl", "nginx", "both"), default="both")
+    args = ap.parse_args()
+    sslyze = sslyze_path(args.sslyze)
+    tools = [("tlsprobe", run_tlsprobe, ()), ("sslscan", run_sslscan, ())]
+    if shutil.which("sslscan") is None:
+        tools.pop()
+        print("sslscan not installed: skipped")
+    if sslyze:
+        tools.append(("sslyze", run_sslyze, (sslyze,)))
+    else:
+        print("sslyze not found (see the docstring): skipped")
+    if shutil.which("testssl"):
+        tools.append(("testssl", run_testssl, ()))
+    tools = [t for t in tools if t[0] not in args.skip]
+    impls = ("openssl", "nginx") if args.server == "both" else (args.server,)
+    for impl in impls:
+        run_server(impl, tools, args.delay_ms / 1000)
+    return 0
+
+
+def run_server(impl: str, tools: list, delay_s: float) -> None:
+    from servers import start_server
+    server = start_server(impl, groups="X25519:P-384:ffdhe2048", serverpref=True)
+    name = "openssl s_server -groups X25519:P-384:ffdhe2048 -serverpref" if impl == "openssl" \
+        else "nginx ssl_ecdh_curve X25519:P-384:ffdhe2048; ssl_prefer_server_ciphers on"
+    print(f"\n##### server: {name} on 127.0.0.1:{server.port}")
+    print(f"truth: TLS 1.3 {','.join(TRUTH13)} (server order); TLS 1.2 ECDHE "
+          f"{','.join(TRUTH12)}; TLS 1.2 DHE {SERVERS[impl]}")
+    try:
+        for delay in (0.0, delay_s):
+            relay = Relay(("127.0.0.1", server.port), delay)
+            results = [bench(relay, SERVERS[impl], fn, *a) for _, fn, a in tools]
+            what = "plain loopback" if not delay else f"{delay * 1000:.0f} ms per chunk each way"
+            table(f"== {what} (via the counting relay)", results)
+            by = {r.tool: r for r in results}
+            if "tlsprobe" in by and "sslscan" in by:
+                t, s = by["tlsprobe"], by["sslscan"]
+                ratio = t.wall / s.wall
+                print(f"tlsprobe / sslscan wall time: {ratio:.2f} (connections {t.connections} "
+                      f"vs {s.connections})" + (f"; target <= 0.20: "
+                                                f"{'met' if ratio <= 0.2 else 'NOT met'}"
+                                                if delay else ""))
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
