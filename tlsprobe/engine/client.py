@@ -21,7 +21,8 @@ from typing import Callable, NoReturn
 from tlsprobe import kex, registry
 from tlsprobe.engine.common import (DECODE_ERROR, ILLEGAL_PARAMETER, MAX_FRAGMENT, TLS10,
                                     TLS12, TLS13, UNEXPECTED_MESSAGE, HandshakeFailure,
-                                    RecordDeprotector, ServerFlight, is_tls13, plain_records)
+                                    RecordDeprotector, ServerFlight, is_tls13, message_label,
+                                    plain_records)
 from tlsprobe.engine.config import BuiltHello, ClientConfig, build_client_hello
 from tlsprobe.engine.keyschedule import Transcript, tls13_hash_name
 from tlsprobe.engine.protection import RecordProtection
@@ -186,14 +187,14 @@ class ClientHandshake:
             return
         if ev.error is not None or ev.decoded is None:
             self.fail(DECODE_ERROR, f"server sent a malformed "
-                      f"{registry.handshake_name(ev.msg_type)}: {ev.error}")
+                      f"{message_label(ev.msg_type)}: {ev.error}")
         msg = ev.decoded.message  # type: ignore[union-attr]
         if isinstance(msg, ServerHello):
             self._server_hello(msg, ev.raw)
             return
         if self.server_hello is None:
             self.fail(UNEXPECTED_MESSAGE, f"server sent "
-                      f"{registry.handshake_name(ev.msg_type)} before ServerHello")
+                      f"{message_label(ev.msg_type)} before ServerHello")
         self.flight.messages[ev.msg_type] = msg
         self.flight.raw[ev.msg_type] = ev.raw
         self.flight.order.append(ev.msg_type)

@@ -63,5 +63,14 @@ def plain_records(content_type: int, version: int, payload: bytes) -> bytes:
     return bytes(out)
 
 
+def message_label(msg_type: int) -> str:
+    """A handshake message type as OpenSSL spells it (EncryptedExtensions), for messages."""
+    from tlsprobe import registry
+    name = registry.handshake_name(msg_type)
+    if name.startswith("0x"):
+        return f"handshake message {name}"
+    return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
+
+
 def is_tls13(version: int | None) -> bool:
     return version is not None and (version >= TLS13 or version >> 8 == 0x7F)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from tlsprobe import kex, registry
 from tlsprobe.engine import keylog, prf
 from tlsprobe.engine.common import (BAD_CERTIFICATE, DECRYPT_ERROR, ILLEGAL_PARAMETER, SSL30,
-                                    UNEXPECTED_MESSAGE)
+                                    UNEXPECTED_MESSAGE, message_label)
 from tlsprobe.engine.protection import RecordProtection, protection_for_suite
 from tlsprobe.engine.suites import suite_params
 from tlsprobe.engine.verify import (SCHEMES, SignatureError, leaf_public_key,
@@ -71,7 +71,7 @@ class Tls12Client:
 
     def on_message(self, ev: MessageEvent, msg: object) -> None:
         t = ev.msg_type
-        name = registry.handshake_name(t)
+        name = message_label(t)
         if t == HT.hello_request:
             return  # renegotiation is not offered; RFC 5246 7.4.1.1 lets us ignore it
         if self.state == FIRST_FLIGHT and t in _FIRST_FLIGHT_TYPES:

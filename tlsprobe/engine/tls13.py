@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from tlsprobe import registry
 from tlsprobe.engine import keylog
 from tlsprobe.engine.common import (BAD_CERTIFICATE, DECODE_ERROR, DECRYPT_ERROR,
-                                    ILLEGAL_PARAMETER, UNEXPECTED_MESSAGE)
+                                    ILLEGAL_PARAMETER, UNEXPECTED_MESSAGE, message_label)
 from tlsprobe.engine.keyschedule import KeySchedule, tls13_hash_name
 from tlsprobe.engine.protection import Tls13Protection
 from tlsprobe.engine.suites import SuiteParams, suite_params
@@ -57,6 +57,10 @@ class Tls13Client:
         self.server_app_secret: bytes | None = None
         self.client_app_secret: bytes | None = None
         hs.set_read(self._protection(self.ks.server_handshake_traffic_secret))
+        # Everything we send from now on (alerts included) goes under our handshake key;
+        # the middlebox-compatibility ChangeCipherSpec is always sent in clear.
+        client_hs = self.ks.client_handshake_traffic_secret
+        hs.set_write(lambda: self._protection(client_hs))
         self._log()
 
     # -- helpers -------------------------------------------------------------------------
@@ -78,7 +82,7 @@ class Tls13Client:
             self.hs.fail(UNEXPECTED_MESSAGE, "ChangeCipherSpec after the TLS 1.3 handshake")
 
     def on_message(self, ev: MessageEvent, msg: object) -> None:
-        name = registry.handshake_name(ev.msg_type)
+        name = message_label(ev.msg_type)
         if not ev.protected:
             self.hs.fail(UNEXPECTED_MESSAGE, f"server sent {name} unencrypted after the "
                          "TLS 1.3 ServerHello")
@@ -156,7 +160,6 @@ class Tls13Client:
         hs = self.hs
         hs.send_change_cipher_spec()  # middlebox compatibility (RFC 8446 D.4)
         client_hs = self.ks.client_handshake_traffic_secret
-        hs.set_write(lambda: self._protection(client_hs))
         if self.certificate_request is not None:
             context = self.certificate_request.certificate_request_context or b""
             hs.send_message(Certificate(context, []).to_bytes())
