@@ -13,7 +13,7 @@ import io
 import os
 import sys
 import zlib
-from typing import BinaryIO, Protocol, Union
+from typing import Any, BinaryIO, Protocol, Union
 
 from tlsprobe.capture.events import CaptureError
 
@@ -109,12 +109,30 @@ class OpenedSource:
     """The (maybe decompressed) byte stream, its first bytes and what to close afterwards."""
 
     def __init__(self, stream: _Readable, head: bytes, name: str, gzip: bool,
-                 owned: BinaryIO | None) -> None:
+                 owned: BinaryIO | None, raw: _Readable) -> None:
         self.stream = stream
         self.head = head
         self.name = name
         self.gzip = gzip
+        self.raw = raw  # the file under any decompression, for formats that must seek
         self._owned = owned
+
+    def read_at(self, offset: int, size: int) -> bytes | None:
+        """Bytes of the raw file at an absolute offset, leaving the stream position as it
+        was; None when the input cannot seek (pipe, stdin, gzip)."""
+        raw: Any = self.raw
+        if self.gzip:
+            return None
+        try:
+            if not raw.seekable():
+                return None
+            here = raw.tell()
+            raw.seek(offset)
+            data = _read_fully(raw, size)
+            raw.seek(here)
+        except (AttributeError, OSError, ValueError):
+            return None
+        return data
 
     @property
     def error(self) -> str | None:
@@ -164,7 +182,7 @@ def open_source(source: CaptureSource, head_size: int = 4) -> OpenedSource:
         if owned is not None:
             owned.close()
         raise CaptureError(f"cannot read {name}: {exc.strerror or exc}") from None
-    return OpenedSource(stream, head, name, is_gzip, owned)
+    return OpenedSource(stream, head, name, is_gzip, owned, raw)
 
 
 class ChunkedInput:
@@ -201,3 +219,17 @@ class ChunkedInput:
         self.base += self.pos
         self.pos = 0
         return len(self.buf) >= need
+
+    def skip(self, n: int) -> bool:
+        """Move `n` bytes forward (reading through them); False at end of stream."""
+        while n > 0:
+            avail = len(self.buf) - self.pos
+            if avail >= n:
+                self.pos += n
+                return True
+            n -= avail
+            self.pos = len(self.buf)
+            if not self.fill(min(n, CHUNK)):
+                self.pos = len(self.buf)
+                return False
+        return True

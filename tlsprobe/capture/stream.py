@@ -27,6 +27,7 @@ from tlsprobe.capture.events import (
     StreamGap,
     StreamOpen,
 )
+from tlsprobe.capture.netmon import NetmonReader, is_netmon_magic
 from tlsprobe.capture.pcap import PacketRecord, PcapReader, is_pcap_magic
 from tlsprobe.capture.pcapng import SECRETS_RECORD, PcapngReader, is_pcapng_magic
 from tlsprobe.capture.source import CaptureSource, OpenedSource, open_source
@@ -40,7 +41,7 @@ _UDP = struct.Struct("!HHH").unpack_from
 # Ethernet + IPv4 + TCP at once: EtherType, version/IHL, total length, flags/fragment offset,
 # protocol, sequence number, data offset, TCP flags.
 _ETH_IPV4_TCP = struct.Struct("!12xHBxH2xHxB2x8x4xI4xBB").unpack_from
-_OTHER_FORMATS = {b"GMBU": "Microsoft Network Monitor", b"RTSS": "Microsoft Network Monitor 1.x",
+_OTHER_FORMATS = {b"RTSS": "Microsoft Network Monitor 1.x",
                   b"XCP\x00": "NetXRay/Sniffer", b"\x00\x00\x01\xba": "MPEG",
                   b"PK\x03\x04": "zip archive"}
 
@@ -53,12 +54,19 @@ def open_reader(source: CaptureSource, stats: CaptureStats) -> tuple[Any, Opened
         reader: Any = PcapReader(opened, stats)
     elif is_pcapng_magic(head):
         reader = PcapngReader(opened, stats)
+    elif is_netmon_magic(head):
+        try:
+            reader = NetmonReader(opened, stats)
+        except CaptureError:
+            opened.close()
+            raise
     else:
         opened.close()
         what = "empty file" if not head else _OTHER_FORMATS.get(head[:4])
         kind = f" ({what})" if what else f" (starts with {head.hex()})"
         inner = "gzip-compressed data, " if opened.gzip else ""
-        raise CaptureError(f"{opened.name}: {inner}not a pcap or pcapng capture{kind}")
+        raise CaptureError(f"{opened.name}: {inner}not a pcap, pcapng or Network Monitor "
+                           f"capture{kind}")
     stats.file_format = reader.format_name + (" (gzip)" if opened.gzip else "")
     return reader, opened
 
@@ -199,6 +207,8 @@ class CaptureStream:
         if isinstance(reader, PcapReader):
             if self.stats.packets and reader.link_type >= 0:
                 self.stats.link_types = {reader.link_type: self.stats.packets}
+        elif isinstance(reader, NetmonReader):
+            self.stats.link_types = dict(reader.link_types)
         else:
             self.stats.link_types = {k: v for k, v in reader.link_types.items() if v}
 

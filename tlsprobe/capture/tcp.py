@@ -22,6 +22,7 @@ from __future__ import annotations
 import heapq
 import socket
 import struct
+from collections import OrderedDict
 from functools import partial
 from operator import attrgetter
 from typing import Any
@@ -69,7 +70,7 @@ class TcpTracker(Reassembler):
         self.max_closed = max(0, max_closed)
         self.flows: dict[bytes, HalfStream] = {}
         self.open: dict[int, Connection] = {}  # id -> connection, creation order
-        self.closed: dict[int, Connection] = {}  # oldest first
+        self.closed: OrderedDict[int, Connection] = OrderedDict()  # oldest first
         self._next_id = 0
 
     # -- per packet -----------------------------------------------------------------------
@@ -241,8 +242,8 @@ class TcpTracker(Reassembler):
         self.open.pop(conn.key.id, None)
         if self.max_closed:
             self.closed[conn.key.id] = conn
-            while len(self.closed) > self.max_closed:
-                self._forget(self.closed.pop(next(iter(self.closed))))
+            if len(self.closed) > self.max_closed:
+                self._forget(self.closed.popitem(last=False)[1])
         else:
             self._forget(conn)
 
