@@ -30,15 +30,30 @@ from tlsprobe.speed.base import Algorithm
 _MAX_BLOCK = 1 << 20
 
 
+def _openssl_tests() -> int:
+    """How many timed tests `openssl speed` runs for --compare-openssl over everything."""
+    total = 0
+    for algorithm in catalog.ALGORITHMS:
+        if algorithm.openssl is None:
+            continue
+        if algorithm.kind == "aead":
+            total += len(DEFAULT_BLOCK_SIZES)
+        elif algorithm.kind == "kex":
+            total += 1  # openssl times the derive only
+        else:
+            total += len(algorithm.operations)
+    return total
+
+
 def _time_note() -> str:
     figures = figure_total(catalog.ALGORITHMS, DEFAULT_BLOCK_SIZES)
-    minutes = figures * 3 / 60
     return (f"With no ALGORITHM every algorithm runs: {len(catalog.ALGORITHMS)} algorithms, "
             f"{figures} figures of SECONDS each plus a few seconds of key generation "
-            f"(about {minutes:.0f} minutes at the default 3 s; --seconds 0.5 takes under a "
-            "minute). --compare-openssl then runs openssl speed for about as long again "
-            "(openssl takes whole seconds only). See --list for names; groups such as ecdh, "
-            "ffdh, mlkem, hybrid, rsa, ecdsa, eddsa, mldsa, aead select several.")
+            f"(about {figures * 3 / 60:.0f} minutes at the default 3 s, about a minute with "
+            f"--seconds 0.5). --compare-openssl adds openssl speed's own run, up to "
+            f"{_openssl_tests()} tests of max(1, round(SECONDS)) s each (openssl takes whole "
+            "seconds only). See --list for names; groups such as ecdh, ffdh, mlkem, hybrid, "
+            "rsa, ecdsa, eddsa, mldsa, aead select several.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
