@@ -278,3 +278,25 @@ def streams(events: list) -> Streams:
             out[ev.conn.id]["close"] = ev.reason
             out[ev.conn.id]["key"] = ev.conn
     return out
+
+
+def netmon_bytes(frames: Sequence[bytes | tuple[int, bytes]], *, minor: int = 3,
+                 network: int = 1, gap: int = 8) -> bytes:
+    """A Network Monitor 2.x file. Frames: data, or (per-frame network type, data) for 2.1+;
+    `gap` filler bytes between header and first frame (real files have some)."""
+    body = b"\x00" * gap
+    offsets = []
+    for i, f in enumerate(frames):
+        net, data = (network, f) if isinstance(f, bytes) else f
+        offsets.append(64 + len(body))
+        body += struct.pack("<QII", i * 1_500_000, len(data), len(data)) + data
+        if minor >= 1:
+            body += struct.pack("<H", net)
+        if minor >= 2:
+            body += b"\x00" * 4
+        if minor >= 3:
+            body += b"\x00" * 9
+    table = struct.pack(f"<{len(offsets)}I", *offsets)
+    header = b"GMBU" + struct.pack("<BBH8HII", minor, 2, network, 2024, 1, 1, 2, 3, 4, 5, 250,
+                                   64 + len(body), len(table))
+    return header + b"\x00" * (64 - len(header)) + body + table

@@ -275,3 +275,32 @@ def test_files_written_by_scapy_are_read(tmp_path: Path) -> None:
         keys = {e.conn.client: e for e in events if isinstance(e, StreamData)}
         assert keys["192.0.2.1:1234"].data == b"payload-bytes"
         assert keys["2001:db8::2:1234"].data == b"answer"
+
+
+@pytest.mark.parametrize("minor", [0, 1, 3])
+def test_network_monitor_files(minor: int) -> None:
+    from capbuild import netmon_bytes
+    pkts, c2s, s2c = conversation()
+    frames: list = [ether(p) for p in pkts]
+    if minor:
+        frames[4] = (0xE000 + 113, sll(pkts[4]))  # per-frame network type: pcap link type 113
+    events, stream = collect(io.BytesIO(netmon_bytes(frames, minor=minor)))
+    assert streams(events)[0]["data"] == [c2s, s2c]
+    data = [e for e in events if isinstance(e, StreamData)]
+    # capture start 2024-01-02 03:04:05.250 UTC, frames 1.5 s apart
+    assert data[0].frame == 4 and data[0].ts == pytest.approx(1704164645.25 + 4.5)
+    assert stream.stats.file_format == "netmon" and not stream.stats.warnings
+    assert stream.stats.link_types == ({1: 5, 113: 1} if minor else {1: 6})
+
+
+def test_network_monitor_needs_a_seekable_file_and_survives_truncation() -> None:
+    from capbuild import netmon_bytes
+    pkts, c2s, _ = conversation()
+    raw = netmon_bytes([ether(p) for p in pkts])
+    with pytest.raises(CaptureError, match="seekable"):
+        iter_stream_events(PipeLike(raw))
+    for cut in range(6, len(raw), 7):
+        events, stream = collect(io.BytesIO(raw[:cut]))
+        got = streams(events)[0]["data"][0] if streams(events) else b""
+        assert c2s.startswith(got)
+        assert stream.stats.warnings  # the frame table at the end is gone or cut

@@ -17,8 +17,8 @@ Entry point::
 
 Input: a path, ``-`` (stdin, not seekable) or a binary file object; pcap (both byte
 orders, micro/nanosecond, modified) or pcapng (any number of sections and interfaces),
-plain or gzip-compressed (detected by magic). Read in chunks: memory does not grow with
-the file. `CaptureError` (one-line message) is raised only when nothing can be read (bad
+plain or gzip-compressed (detected by magic); also Microsoft Network Monitor 2.x from a
+seekable file. Read in chunks: memory does not grow with the file. `CaptureError` (one-line message) is raised only when nothing can be read (bad
 magic, unopenable file); later damage ends the iteration cleanly with a warning naming the
 file offset, and the events so far stand.
 
@@ -33,7 +33,7 @@ Events (NamedTuples, in capture order; `frame` is 1-based like tshark's frame.nu
 
     ConnKey(id, client_ip, client_port, server_ip, server_port)   # .client / .server "ip:port"
 
-Module map: source (open, gzip, chunked buffer), pcap, pcapng (containers), decode (link
+Module map: source (open, gzip, chunked buffer), pcap, pcapng, netmon (containers), decode (link
 layers, IP, tunnels), reassembly (one direction's byte stream), tcp (connections), stream
 (the loop), events (the values above).
 """

@@ -53,6 +53,8 @@ class NetmonReader:
         self.secrets: list = []
         self.link_types: dict[int, int] = {}
         self._offsets: array[int] = array("I")
+        self._minor = self._trailer = self._network = 0
+        self._start = 0.0
         if not self._in.fill(HEADER_SIZE):
             stats.warn(len(self._in.buf), "truncated Network Monitor file header")
             return
