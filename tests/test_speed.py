@@ -58,7 +58,7 @@ def test_measure_calls_the_function_with_its_arguments_for_the_requested_time(ar
     timing = measure(Op("x", op, args), 0.03)
     assert timing.count + 1 == len(seen)          # every timed call plus the warm-up
     assert all(call == args for call in seen)
-    assert 0.03 <= timing.seconds < 0.03 + 0.05  # ends within a batch or a scheduler tick
+    assert 0.03 <= timing.seconds < 0.2  # ends within a batch (plus any scheduler delay)
     assert timing.per_second == pytest.approx(timing.count / timing.seconds)
 
 
@@ -160,8 +160,9 @@ def test_fast_run_of_everything_gives_a_positive_figure_for_every_primitive(run_
             assert [f["operation"] for f in figures] == EXPECTED_OPS[kind], name
         for fig in figures:
             assert set(fig) == {"operation", "block_size", "count", "seconds", "per_second",
-                                "bytes_per_second"}
+                                "bytes_per_second", "per_process"}
             assert fig["count"] >= 1 and fig["seconds"] > 0, (name, fig)
+            assert fig["per_process"] is None  # one process
             assert fig["per_second"] == pytest.approx(fig["count"] / fig["seconds"])
             if kind == "aead":
                 assert fig["bytes_per_second"] == pytest.approx(fig["per_second"]
@@ -200,8 +201,12 @@ def test_multi_sums_over_processes(run_cli: Any) -> None:
     doc = json.loads(out)
     assert doc["processes"] == 2
     (result,) = doc["results"]
+    assert [f["operation"] for f in result["figures"]] == ["keygen", "derive"]
     for fig in result["figures"]:
-        assert fig["count"] >= 2 and fig["per_second"] > fig["count"] / fig["seconds"] / 2.5
+        workers = fig["per_process"]
+        assert len(workers) == 2 and all(rate > 0 for rate in workers)
+        assert fig["per_second"] == pytest.approx(sum(workers))  # summed like openssl -multi
+        assert fig["count"] >= 2
 
 
 @pytest.mark.parametrize("args, message", [

@@ -17,7 +17,8 @@ JSON (`tlsprobe speed --json`), schema "tlsprobe.speed/1":
             "block_size": null,                     # AEAD: bytes per call ("encrypt")
             "count": 95321, "seconds": 3.0001,      # calls made, time spent in the loop
             "per_second": 31772.6,                  # calls per second (summed over processes)
-            "bytes_per_second": null}]}             # AEAD: block_size * per_second
+            "bytes_per_second": null,               # AEAD: block_size * per_second
+            "per_process": null}]}                  # --multi N: the N workers' per_second
       ],
       "openssl_comparison": null | {                # with --compare-openssl
         "binary": "/usr/bin/openssl", "version": "OpenSSL 3.0.19 ...",
@@ -48,6 +49,7 @@ class Figure:
     seconds: float
     per_second: float
     block_size: int | None = None
+    per_process: tuple[float, ...] | None = None  # --multi: each worker's calls per second
 
     @property
     def bytes_per_second(self) -> float | None:
@@ -60,7 +62,8 @@ class Figure:
     def to_json(self) -> dict[str, Any]:
         return {"operation": self.operation, "block_size": self.block_size, "count": self.count,
                 "seconds": self.seconds, "per_second": self.per_second,
-                "bytes_per_second": self.bytes_per_second}
+                "bytes_per_second": self.bytes_per_second,
+                "per_process": None if self.per_process is None else list(self.per_process)}
 
 
 @dataclass(frozen=True)

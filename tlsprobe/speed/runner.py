@@ -112,8 +112,9 @@ def _run_multi(algorithms: Sequence[Algorithm], seconds: float, processes: int,
         for key, timings in partial.items():
             if key[0] != algorithm.name:
                 continue
+            rates = tuple(c / s if s > 0 else 0.0 for c, s in timings)
             figures.append(Figure(key[1], sum(c for c, _ in timings), max(s for _, s in timings),
-                                  sum(c / s for c, s in timings if s > 0), key[2]))
+                                  sum(rates), key[2], rates))
         results.append(AlgorithmResult(algorithm.name, algorithm.kind, algorithm.description,
                                        tuple(figures)))
     return results
