@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-ACCEPTANCE = dict(groups="X25519:P-384:ffdhe2048", serverpref=True)
+ACCEPTANCE = {"groups": "X25519:P-384:ffdhe2048", "serverpref": True}
 
 
 @pytest.fixture

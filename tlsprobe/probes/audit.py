@@ -14,14 +14,15 @@ import asyncio
 import ipaddress
 import time
 from dataclasses import dataclass, field, replace
-from typing import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 from tlsprobe.engine.config import SSL30, TLS10, TLS11, TLS12, TLS13
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes import ciphers, groups, pq, sigalgs, versions
 from tlsprobe.probes.facts import certificate_info
 from tlsprobe.probes.scheduler import Outcome, Scheduler, TargetRunner
-from tlsprobe.report.audit_model import AuditReport, GroupAudit, VersionSupport
+from tlsprobe.report.audit_model import (AuditReport, GroupAudit, SigalgAudit, SuiteAudit,
+                                         VersionSupport)
 from tlsprobe.report.model import Codepoint
 from tlsprobe.report.policy import Policy, findings_for
 
@@ -164,7 +165,8 @@ async def _sigalgs(run: _Run, version: int) -> AuditReport:
 
 def _order_parts(report: AuditReport) -> AuditReport:
     by_version = {TLS13: 0, TLS12: 1, TLS11: 2, TLS10: 3, SSL30: 4}
-    key = lambda a: by_version.get(a.version.id, 9)  # noqa: E731
+    def key(audit: GroupAudit | SuiteAudit | SigalgAudit) -> int:
+        return by_version.get(audit.version.id, 9)
     return replace(report, groups=tuple(sorted(report.groups, key=key)),
                    suites=tuple(sorted(report.suites, key=key)),
                    signature_schemes=tuple(sorted(report.signature_schemes, key=key)))

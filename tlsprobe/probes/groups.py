@@ -17,7 +17,7 @@ connections per version.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from tlsprobe import kex, registry
 from tlsprobe.engine.config import TLS12, TLS13, ClientConfig

@@ -16,7 +16,7 @@ import random
 import socket
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure

@@ -22,7 +22,7 @@ ORDER_TEXT = {ORDER_SERVER: "the server enforces its own order",
               ORDER_SINGLE: "a single value: no order to tell"}
 METHOD_TEXT = {"hello_retry_request": "offers without key shares, HelloRetryRequest",
                "key_share": "offers with real key shares",
-               "server_key_exchange": "ECDHE suites only, ServerKeyExchange curve"}
+               "server_key_exchange": "ECDHE and DHE suites, ServerKeyExchange"}
 SEVERITY_STYLE = {"critical": "bold red", "high": "red", "medium": "yellow", "low": "cyan",
                   "info": "dim"}
 VERDICT_STYLE = {"yes": "green", "no": "red", "inconclusive": "yellow", "not_tested": "dim"}
@@ -30,6 +30,10 @@ VERDICT_STYLE = {"yes": "green", "no": "red", "inconclusive": "yellow", "not_tes
 
 def order_text(order: str) -> str:
     return ORDER_TEXT.get(order, "order not established")
+
+
+def conns(n: int) -> str:
+    return f"{n} connection{'' if n == 1 else 's'}"
 
 
 def _names(items: tuple, limit: int = 12) -> str:
@@ -54,13 +58,15 @@ def versions_section(r: AuditReport) -> RenderableType:
     label = {"supported": "yes", "not_supported": "no", "inconclusive": "inconclusive"}
     for v in r.versions:
         table.add_row(v.version.name, label.get(v.status, v.status), v.detail)
-    return Group(_title(f"Protocol versions ({r.connections.get('versions', 0)} connections)"),
-                 table)
+    return Group(_title(f"Protocol versions ({conns(r.connections.get('versions', 0))})"),
+                 table, Text(""))
 
 
 def _dhe_lines(d: DheAudit) -> list[str]:
+    notes = list(d.notes)
     if d.status == "fixed" and d.fixed is not None:
-        head = f"DHE: fixed parameters {d.fixed.label()}"
+        head = f"DHE: fixed parameters {d.fixed.label()}, whatever ffdhe groups are offered"
+        notes = [n for n in notes if "ignores the client's ffdhe groups" not in n]
     elif d.status == "rfc7919":
         head = "DHE (RFC 7919): " + ", ".join(g.name for g in d.negotiated) + \
             f"; {order_text(d.order)}"
@@ -68,10 +74,10 @@ def _dhe_lines(d: DheAudit) -> list[str]:
         head = "DHE: no DHE suite accepted"
     else:
         head = f"DHE: {d.status.replace('_', ' ')}"
-    lines = [f"{head} ({d.connections} connections)"]
+    lines = [f"{head} ({conns(d.connections)})"]
     if d.inconclusive:
         lines.append(f"DHE not established: {_names(d.inconclusive)}")
-    return lines + [f"note: {n}" for n in d.notes]
+    return lines + [f"note: {n}" for n in notes]
 
 
 def group_section(g: GroupAudit) -> RenderableType:
@@ -79,7 +85,7 @@ def group_section(g: GroupAudit) -> RenderableType:
         return Group(_title(f"Groups, {g.version.name}"), Text(
             "; ".join(g.notes) or "not tested"), Text(""))
     head = (f"Groups, {g.version.name}: {METHOD_TEXT.get(g.method, g.method)} "
-            f"({g.connections} connections)")
+            f"({conns(g.connections)})")
     parts: list[RenderableType] = [_title(head)]
     if g.spoken is False and not g.supported:
         parts.append(Text(f"{g.version.name} is not spoken by the server"))
@@ -112,11 +118,11 @@ def pq_section(r: AuditReport) -> RenderableType:
                       Text(v.verdict.replace("_", " "), style=VERDICT_STYLE.get(v.verdict, "")),
                       v.detail)
     n = r.connections.get("post-quantum", 0)
-    return Group(_title(f"Post-quantum, TLS 1.3 ({n} connections)"), table)
+    return Group(_title(f"Post-quantum, TLS 1.3 ({conns(n)})"), table, Text(""))
 
 
 def suite_section(s: SuiteAudit) -> RenderableType:
-    head = f"Cipher suites, {s.version.name} ({s.connections} connections)"
+    head = f"Cipher suites, {s.version.name} ({conns(s.connections)})"
     if not s.supported:
         return Group(_title(head), Text("none accepted" + ("" if s.complete else
                                                            " (not established)")), Text(""))
@@ -131,7 +137,7 @@ def suite_section(s: SuiteAudit) -> RenderableType:
 
 
 def sigalg_section(s: SigalgAudit) -> RenderableType:
-    head = f"Signature schemes, {s.version.name} ({s.connections} connections)"
+    head = f"Signature schemes, {s.version.name} ({conns(s.connections)})"
     if s.status != "established":
         return Group(_title(head), Text(f"{s.status.replace('_', ' ')}: {s.reason}"), Text(""))
     text = ", ".join(c.name for c in s.supported) or "(none)"
@@ -146,7 +152,7 @@ def certificate_section(r: AuditReport) -> RenderableType:
     for i, c in enumerate(r.certificates):
         bits = f" {c.key_bits}" if c.key_bits else ""
         table.add_row(str(i), c.subject, f"{c.key_type}{bits}", c.not_after[:10], c.issuer)
-    return Group(_title("Certificate chain"), table)
+    return Group(_title("Certificate chain"), table, Text(""))
 
 
 def findings_section(r: AuditReport) -> RenderableType:
@@ -156,7 +162,8 @@ def findings_section(r: AuditReport) -> RenderableType:
     for f in r.findings:
         table.add_row(Text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")), f.message,
                       f.policy, f.code)
-    return Group(_title(f"Findings ({', '.join(r.policies) or 'built-in checks only'})"), table)
+    return Group(_title(f"Findings ({', '.join(r.policies) or 'built-in checks only'})"), table,
+                 Text(""))
 
 
 def connections_line(r: AuditReport) -> str:

@@ -301,7 +301,7 @@ def _certificate_findings(report: AuditReport, now: datetime) -> list[Finding]:
     if not report.certificates:
         return []
     leaf = report.certificates[0]
-    out = []
+    out: list[Finding] = []
     try:
         not_before = datetime.fromisoformat(leaf.not_before)
         not_after = datetime.fromisoformat(leaf.not_after)
