@@ -217,3 +217,18 @@ def test_ecdsa_certificate_curve_in_tls12(server_cache):
     g12 = audit(server).group_audit(0x0303)
     assert names(g12.supported) == ["secp256r1"]
     assert "x25519" in names(g12.inconclusive) and "x25519" not in names(g12.not_supported)
+
+
+@pytest.mark.needs_impl("openssl")
+def test_ipv6_target_and_user_given_group_ids(server_cache, run_cli):
+    srv = server_cache("openssl", groups="X25519", host="::1")
+    code, out, err = run_cli("scan", f"[::1]:{srv.port}", "--groups-only", "--json",
+                             "--extra-groups", "0xfe30,0x2f3a")
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["host"] == "::1" and r["address"] == "::1"
+    g13, g12 = r["groups"]
+    assert [g["name"] for g in g13["supported"]] == ["x25519"] and g13["order"] == "single"
+    for audit in (g13, g12):
+        rejected = {g["hex"] for g in audit["not_supported"]}
+        assert {"0xfe30", "0x2f3a"} <= rejected
