@@ -1,5 +1,6 @@
-"""Audit TLS servers: groups per version in the server's order, post-quantum verdicts, cipher
-suites, versions, signature schemes, certificate, policies and findings with CI exit codes.
+"""Audit TLS servers: groups per version in the server's order, post-quantum, suites, policies.
+
+Also protocol versions, signature schemes and the certificate; findings with CI exit codes.
 
 Targets come from the command line, a file (-f FILE) or stdin (-f -), one HOST[:PORT] per line.
 Exit codes: 0 no finding at or above --fail-on; 1 findings at or above it; 2 usage; 3 a
