@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from capbuild import Conv, Pcapng, collect, ether, pcap_bytes, sll, streams
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tlsprobe.capture import (
     SECRETS_TLS_KEYLOG,
@@ -304,3 +306,40 @@ def test_network_monitor_needs_a_seekable_file_and_survives_truncation() -> None
         got = streams(events)[0]["data"][0] if streams(events) else b""
         assert c2s.startswith(got)
         assert stream.stats.warnings  # the frame table at the end is gone or cut
+
+
+def _sample_files() -> dict[str, bytes]:
+    from capbuild import netmon_bytes
+    pkts, _, _ = conversation()
+    ng = Pcapng().shb().idb(1).idb(113).dsb(SECRETS_TLS_KEYLOG, KEYLOG)
+    for i, p in enumerate(pkts):
+        ng.epb(i % 2, i, ether(p) if i % 2 == 0 else sll(p))
+    ng.shb(big_endian=True).idb(101).spb(pkts[0]).pb(0, 1, pkts[1])
+    return {"pcap": pcap_bytes([ether(p) for p in pkts]), "pcapng": ng.bytes(),
+            "netmon": netmon_bytes([ether(p) for p in pkts])}
+
+
+SAMPLES = _sample_files()
+
+
+@settings(max_examples=200, deadline=None)
+@given(kind=st.sampled_from(sorted(SAMPLES)), compress=st.booleans(),
+       edits=st.lists(st.tuples(st.integers(0, 2000), st.integers(0, 255)), min_size=1,
+                      max_size=8),
+       cut=st.integers(0, 2000))
+def test_mutated_files_never_raise_anything_but_capture_error(kind: str, compress: bool,
+                                                              edits: list, cut: int) -> None:
+    raw = bytearray(SAMPLES[kind])
+    for pos, val in edits:
+        raw[pos % len(raw)] = val
+    data = bytes(raw[: max(cut, 1)]) if cut < len(raw) else bytes(raw)
+    if compress:
+        data = gzip.compress(data)
+    try:
+        stream = iter_stream_events(io.BytesIO(data))
+    except CaptureError as exc:
+        assert "\n" not in str(exc)
+        return
+    for _ in stream:
+        pass
+    assert stream.stats.packets >= 0
