@@ -183,6 +183,8 @@ class Tls12Client:
             if self.kx == "RSA":
                 from cryptography import x509
                 cert = x509.load_der_x509_certificate(hs.certificates[0])
+                hs.signature_detail = "none: RSA key transport (the server's Finished " \
+                    "proves its key)"
                 return kex.rsa_encrypt_premaster(cert, hs.hellos[-1].legacy_version)
             ske = self.ske
             if ske is None or ske.public is None:
