@@ -7,10 +7,12 @@ each in its own child process (peak RSS from os.wait4 per child):
 
 * tlsprobe read only   - container parsing (read_packets)
 * tlsprobe events      - reader + link/IP decode + TCP reassembly (iter_stream_events)
+* scapy RawPcapReader  - with --scapy: scapy's record reader, for reference
 * tshark               - tshark -r FILE -Y 'tls.handshake.type==2' -T fields
                          -e tls.handshake.ciphersuite
 
 Usage: python3 benchmarks/pcap_read.py [--packets N] [--pcap PATH] [--keep] [--no-tshark]
+                                       [--scapy]
        (--pcap with an existing file skips generation; with a new path writes it there)
 """
 
@@ -148,10 +150,13 @@ t = time.perf_counter()
 if {mode!r} == "read":
     n = sum(1 for _ in read_packets({path!r}))
     events = n
+elif {mode!r} == "scapy":
+    from scapy.utils import RawPcapReader
+    n = sum(1 for _ in RawPcapReader({path!r}))
+    events = n
 else:
     stream = iter_stream_events({path!r})
     events = 0
-    payload = 0
     for ev in stream:
         events += 1
     n = stream.stats.packets
@@ -176,6 +181,8 @@ def main() -> int:
     ap.add_argument("--pcap", help="existing pcap to measure, or where to write the new one")
     ap.add_argument("--keep", action="store_true", help="keep the generated pcap")
     ap.add_argument("--no-tshark", action="store_true")
+    ap.add_argument("--scapy", action="store_true",
+                    help="also time scapy's RawPcapReader (records only: the floor to beat)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="tlsprobe-bench-"))
     try:
@@ -189,7 +196,10 @@ def main() -> int:
             print(f"wrote {path} ({n} packets, {path.stat().st_size >> 20} MiB) "
                   f"from {len(handshakes)} {source}")
         rows = []
-        for label, mode in (("tlsprobe read only", "read"), ("tlsprobe events", "events")):
+        modes = [("tlsprobe read only", "read"), ("tlsprobe events", "events")]
+        if args.scapy:
+            modes.append(("scapy RawPcapReader", "scapy"))
+        for label, mode in modes:
             wall, rss, out = run_child([sys.executable, "-c",
                                         OURS.format(root=str(ROOT), path=str(path), mode=mode)])
             n, events, inner = out.split()
@@ -198,11 +208,12 @@ def main() -> int:
             wall, rss, out = run_child(["tshark", "-r", str(path), "-Y", "tls.handshake.type==2",
                                         "-T", "fields", "-e", "tls.handshake.ciphersuite"])
             rows.append(("tshark", rows[0][1], wall, rss, f"{len(out.splitlines())} ServerHellos"))
+        events_row = next(r for r in rows if r[0] == "tlsprobe events")
         print(f"\n{'reader':<20} {'packets':>9} {'seconds':>8} {'pkt/s':>10} {'peak RSS':>10}  note")
         for label, n, secs, rss, note in rows:
             print(f"{label:<20} {n:>9} {secs:>8.2f} {n / secs:>10,.0f} {rss / 1024:>8.1f}M  {note}")
-        if len(rows) == 3:
-            print(f"\nevents vs tshark: {rows[2][2] / rows[1][2]:.1f}x faster")
+        if rows[-1][0] == "tshark":
+            print(f"\nevents vs tshark: {rows[-1][2] / events_row[2]:.1f}x faster")
     finally:
         if args.keep and not args.pcap:
             print(f"kept {tmp}")
