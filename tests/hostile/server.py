@@ -1,0 +1,201 @@
+"""A scripted hostile TLS server: asyncio on 127.0.0.1, one listener per scenario.
+
+`HostileServer` runs an event loop in a daemon thread. `serve(script)` opens a listener on a
+free loopback port and runs `script(conn)` for every connection it accepts; `conn` wraps the
+stream with helpers to read the client's ClientHello (parsed by tlsprobe.wire), send bytes,
+close, or reset (SO_LINGER 0). Everything the server does is bounded in time and bytes
+(see `MAX_SEND_BYTES` / `MAX_SCRIPT_SECONDS`) so an endless-stream script stops by itself even
+if the client never goes away. What happened is kept per listener in `Listener.log`.
+"""
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from tlsprobe.wire import (
+    ClientHello,
+    DecodeError,
+    HandshakeReassembler,
+    RecordReader,
+    decode_handshake,
+)
+
+MAX_SEND_BYTES = 64 << 20   # per connection, for endless-stream scripts
+MAX_SCRIPT_SECONDS = 30.0   # per connection
+READ_TIMEOUT = 10.0         # waiting for the ClientHello
+
+
+class ScriptDone(Exception):
+    """The client went away or a bound was reached; the script just ends."""
+
+
+class Conn:
+    """One accepted connection as a script sees it."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 log: list[str]) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.log = log
+        self.sent = 0
+        self.started = time.monotonic()
+        self.hellos: list[ClientHello] = []
+        self.hello_raw: list[bytes] = []  # each ClientHello as framed (for transcripts)
+        self._records = RecordReader()
+        self._handshake = HandshakeReassembler()
+        self._queue: list[bytes] = []
+
+    # -- reading -------------------------------------------------------------------------
+    async def client_hello(self) -> ClientHello:
+        """The next ClientHello from the client (the first, or the one after an HRR)."""
+        deadline = time.monotonic() + READ_TIMEOUT
+        while True:
+            while self._queue:
+                raw = self._queue.pop(0)
+                hello = decode_handshake(raw).message
+                if isinstance(hello, ClientHello):
+                    self.hellos.append(hello)
+                    self.hello_raw.append(raw)
+                    self.log.append(f"ClientHello #{len(self.hellos)}")
+                    return hello
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ScriptDone("no ClientHello in time")
+            try:
+                data = await asyncio.wait_for(self.reader.read(65536), left)
+            except (asyncio.TimeoutError, ConnectionError) as exc:
+                raise ScriptDone(f"reading: {exc!r}") from None
+            if not data:
+                raise ScriptDone("client closed before its ClientHello")
+            for rec in self._records.feed(data):
+                if getattr(rec, "content_type", None) == 22:
+                    self._queue += self._handshake.feed(rec.fragment)
+
+    async def wait_closed_by_client(self, timeout: float) -> bool:
+        """Drain what the client sends until it closes (True) or `timeout` passes."""
+        end = time.monotonic() + timeout
+        try:
+            while time.monotonic() < end:
+                data = await asyncio.wait_for(self.reader.read(65536), end - time.monotonic())
+                if not data:
+                    return True
+        except (asyncio.TimeoutError, ConnectionError):
+            pass
+        return False
+
+    # -- writing -------------------------------------------------------------------------
+    def _check_bounds(self) -> None:
+        if self.sent > MAX_SEND_BYTES:
+            raise ScriptDone("send bound reached")
+        if time.monotonic() - self.started > MAX_SCRIPT_SECONDS:
+            raise ScriptDone("time bound reached")
+
+    async def send(self, data: bytes) -> None:
+        self._check_bounds()
+        try:
+            self.writer.write(data)
+            await self.writer.drain()
+        except (ConnectionError, OSError) as exc:
+            raise ScriptDone(f"client gone: {exc!r}") from None
+        self.sent += len(data)
+
+    async def send_all(self, *chunks: bytes) -> None:
+        for chunk in chunks:
+            await self.send(chunk)
+
+    async def trickle(self, data: bytes, interval: float) -> None:
+        """Send one byte every `interval` seconds."""
+        for i in range(len(data)):
+            await self.send(data[i:i + 1])
+            await asyncio.sleep(interval)
+
+    async def hold(self, seconds: float) -> None:
+        """Keep the connection open, sending nothing (reading nothing either)."""
+        await asyncio.sleep(seconds)
+
+    # -- ending --------------------------------------------------------------------------
+    def close(self) -> None:
+        self.writer.close()
+
+    def reset(self) -> None:
+        """Abort with a TCP RST (SO_LINGER on, linger 0)."""
+        sock = self.writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.writer.transport.abort()
+        self.log.append("RST sent")
+
+
+Script = Callable[[Conn], Awaitable[None]]
+
+
+@dataclass
+class Listener:
+    port: int
+    server: asyncio.base_events.Server
+    log: list[str] = field(default_factory=list)
+    connections: int = 0
+
+
+class HostileServer:
+    """An event loop in a thread that serves scripts on loopback ports."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="hostile-server",
+                                        daemon=True)
+        self._thread.start()
+        self.listeners: list[Listener] = []
+
+    def serve(self, script: Script, *, reuse_addr: bool = True) -> Listener:
+        """Start a listener on 127.0.0.1:<free port> running `script` per connection."""
+        future = asyncio.run_coroutine_threadsafe(self._start(script), self.loop)
+        listener = future.result(10)
+        self.listeners.append(listener)
+        return listener
+
+    async def _start(self, script: Script) -> Listener:
+        holder: list[Listener] = []
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            listener = holder[0]
+            listener.connections += 1
+            conn = Conn(reader, writer, listener.log)
+            try:
+                await asyncio.wait_for(script(conn), MAX_SCRIPT_SECONDS)
+            except ScriptDone as exc:
+                listener.log.append(f"done: {exc}")
+            except (asyncio.TimeoutError, ConnectionError, DecodeError) as exc:
+                listener.log.append(f"ended: {exc!r}")
+            except asyncio.CancelledError:  # the server is stopping
+                pass
+            except Exception as exc:  # noqa: BLE001 -- a broken script must show in the test
+                listener.log.append(f"SCRIPT ERROR: {exc!r}")
+            finally:
+                if not writer.is_closing():
+                    writer.close()
+
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        holder.append(Listener(port, server))
+        return holder[0]
+
+    def stop(self) -> None:
+        async def shutdown() -> None:
+            for listener in self.listeners:
+                listener.server.close()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        try:
+            asyncio.run_coroutine_threadsafe(shutdown(), self.loop).result(10)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(10)
+            self.loop.close()

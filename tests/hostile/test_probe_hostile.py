@@ -1,0 +1,134 @@
+"""`tlsprobe HOST:PORT` against the hostile server: every misbehaviour ends in time, with the
+documented exit code, one stderr line naming what the server did wrong, no traceback, and a
+peak memory bounded by the probe's own limits rather than by lengths the server declares.
+
+All probes run as real child processes, concurrently (a module fixture starts them all at
+once, so the slow timeout scenarios overlap); each test then checks one outcome.
+"""
+from __future__ import annotations
+
+import re
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tlsprobe.cli import build_parser
+
+from .catalog import Scenario, all_scenarios
+from .runner import ProbeOutcome, run_tlsprobe
+from .server import HostileServer, Listener
+
+TIMEOUT = 2.0                      # --timeout given to every probe
+TOTAL_LIMIT = 3 * TIMEOUT          # the probe's documented whole-probe limit
+STARTUP_SLACK = 4.0                # interpreter start and imports, on a busy 2-core machine
+HARD_TIMEOUT = TOTAL_LIMIT + 14.0  # past this the child is killed and the test fails as a hang
+#: peak RSS allowed above the well-behaved control probe: far below the 16 MiB a hostile
+#: server declares, far above the per-connection limits (record 18 KiB, message 256 KiB)
+RSS_MARGIN_KIB = 12 * 1024
+
+SCENARIOS = all_scenarios()
+#: Scenarios whose current outcome is a bug in code this suite does not own: kept here, with
+#: the failing command and the fix location, until the fix lands; then delete the entry.
+KNOWN_BUGS: dict[str, str] = {
+    "truncated_record": "verdict says 'closed before sending ServerHello', not that the record "
+                        "was cut (engine/client.py ClientHandshake.connection_closed: use "
+                        "Flow.pending)",
+    "truncated_message": "same as truncated_record, for a handshake message cut mid-way",
+    "record_then_garbage": "a bad record header behind a good record in the same read is only "
+                           "reported on the NEXT read, so the probe times out "
+                           "(session/flow.py Flow.feed: RecordReader defers the error)",
+    "message_then_bad_header": "same for a bad handshake header behind a good message in one "
+                               "record (session/flow.py Flow._handshake)",
+    "application_data_first": "application data before the handshake is ignored; the probe "
+                              "waits for a timeout (engine/client.py ClientHandshake._handle)",
+    "compression_not_offered": "ServerHello with compression method 1 (only null offered) is "
+                               "accepted (engine/client.py _server_hello)",
+    "ske_point_not_on_curve": "--first-flight-only does not validate the ServerKeyExchange "
+                              "point; exit 0 (engine/tls12.py, kex.validate_server_share)",
+    "certificate_unknown_curve": "Traceback: cryptography UnsupportedAlgorithm escapes "
+                                 "(probes/facts.py certificate_info, engine/verify.py "
+                                 "leaf_public_key; cli.py last-resort catch)",
+    "many_tiny_certificates": "2000-entry chain takes >10 s, past the total limit: no limit on "
+                              "chain length (engine/chain.py)",
+    "warning_alert_then_flight": "a TLS 1.2 warning alert (unrecognized_name) aborts the "
+                                 "handshake (engine/client.py ClientHandshake._handle)",
+    "tls13_endless_padding": "padding-only encrypted records are accepted forever: ~190 MB "
+                             "RSS, verdict about a close (engine/tls13.py, session/flow.py)",
+    "trickle": "at the total deadline the verdict says 'no data for 0.9 s' instead of the "
+               "total time limit (net/tcp.py Channel.recv)",
+    "endless_application_data": "every record is kept in engine.events: ~170 MB RSS after "
+                                "64 MB (engine/client.py events, probes/probe.py)",
+    "endless_change_cipher_spec": "endless CCS accepted until the total limit, ~150 MB RSS "
+                                  "(engine/client.py, session/flow.py)",
+    "endless_empty_handshake_records": "zero-length handshake records accepted until the "
+                                       "total limit, ~130 MB RSS (session/flow.py)",
+}
+
+
+def _probe_flags() -> tuple[str, ...]:
+    """`--first-flight-only` when the probe has it (full handshakes are the default then)."""
+    options = {o for a in build_parser("probe")._actions for o in a.option_strings}
+    return ("--first-flight-only",) if "--first-flight-only" in options else ()
+
+
+FLAGS = _probe_flags()
+
+
+def _run(listener: Listener, sc: Scenario) -> ProbeOutcome:
+    return run_tlsprobe(f"127.0.0.1:{listener.port}", "--timeout", str(TIMEOUT), *FLAGS,
+                        *sc.args, hard_timeout=HARD_TIMEOUT)
+
+
+@pytest.fixture(scope="module")
+def outcomes(hostile_server: HostileServer) -> dict[str, tuple[ProbeOutcome, Listener]]:
+    active = [sc for sc in SCENARIOS if sc.name not in KNOWN_BUGS]
+    listeners = {sc.name: hostile_server.serve(sc.script) for sc in active}
+    order = sorted(active, key=lambda sc: not sc.slow)  # slow ones first, to overlap
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        futures = {sc.name: pool.submit(_run, listeners[sc.name], sc) for sc in order}
+        return {name: (f.result(), listeners[name]) for name, f in futures.items()}
+
+
+@pytest.mark.skip(reason="known bug, fix pending: engine/chain.py:78 loading the system CA "
+                  "bundle prints a CryptographyDeprecationWarning (two stderr lines) on every "
+                  "probe that verifies a chain; wrap it in warnings.catch_warnings()")
+def test_no_python_warnings_on_stderr(outcomes: dict[str, tuple[ProbeOutcome, Listener]]
+                                      ) -> None:
+    noisy = {name: out.python_warnings for name, (out, _) in outcomes.items()
+             if out.python_warnings}
+    assert not noisy
+
+
+def test_at_least_30_misbehaviours() -> None:
+    broken = [sc for sc in SCENARIOS if not sc.name.startswith("control")]
+    assert len(broken) >= 30
+    assert len({sc.what for sc in broken}) == len(broken)
+
+
+@pytest.mark.parametrize("sc", SCENARIOS, ids=[sc.name for sc in SCENARIOS])
+def test_hostile_server(sc: Scenario, outcomes: dict[str, tuple[ProbeOutcome, Listener]]
+                        ) -> None:
+    if sc.name in KNOWN_BUGS:
+        pytest.skip(f"known bug, fix pending: {KNOWN_BUGS[sc.name]}")
+    out, listener = outcomes[sc.name]
+    control, _ = outcomes["control_tls13"]
+    context = (f"\n$ {out.command}\nexit {out.returncode} after {out.elapsed:.1f}s, "
+               f"max RSS {out.max_rss_kib} KiB\nstderr: {out.stderr[-1500:]}\n"
+               f"stdout: {out.stdout[-800:]}\nserver log: {listener.log[-8:]}")
+    assert not any("SCRIPT ERROR" in entry for entry in listener.log), context
+    assert listener.connections >= 1, context
+    assert out.returncode is not None, f"the probe hung (killed after {HARD_TIMEOUT}s){context}"
+    assert "Traceback" not in out.stderr + out.stdout, context
+    assert out.elapsed < TOTAL_LIMIT + STARTUP_SLACK, context
+    assert out.returncode in sc.exit_codes, context
+    if sc.verdict:
+        assert len(out.stderr_lines) == 1, context
+        assert re.search(sc.verdict, out.stderr_lines[0]), context
+        assert out.stderr_lines[0].startswith("tlsprobe: 127.0.0.1:"), context
+    else:
+        assert out.stderr_lines == [], context
+    if sc.stdout:
+        assert re.search(sc.stdout, out.stdout), context
+    if not sc.slow:  # the verdict came from the server's bytes, not from a timeout
+        assert "timed out" not in out.stderr, context
+    assert out.max_rss_kib < control.max_rss_kib + RSS_MARGIN_KIB, context
