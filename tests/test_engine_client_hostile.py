@@ -331,3 +331,25 @@ def test_cli_reports_invalid_share_as_finding(run_cli, rsa_identity) -> None:
     kx = json.loads(res.stdout)["key_exchange"]
     assert kx["valid"] is False and "low-order" in kx["problem"]
     assert kx["group"]["name"] == "x25519" and kx["server_share_bytes"] == 32
+
+
+def test_suite_the_engine_cannot_run_stops_cleanly(rsa_identity, run_cli) -> None:
+    """A suite without record-protection parameters here (Camellia): the first flight is
+    read and its signature checked, then the probe stops, reporting why; no error."""
+    server = Tls12Server(*rsa_identity)
+    server.suite = 0xC076  # TLS_ECDHE_RSA_WITH_CAMELLIA_128_CBC_SHA256
+    hs = ClientHandshake(ClientConfig(versions=(0x0303,), groups=(0x001D,),
+                                      cipher_suites_12=(0xC076,)),
+                         stop_after_first_flight=False)
+    assert hs.receive(server.receive(hs.start())) == b""
+    assert hs.done and not hs.handshake_complete and hs.signature_verified is True
+    assert hs.incomplete_reason == ("no record protection for "
+                                    "TLS_ECDHE_RSA_WITH_CAMELLIA_128_CBC_SHA256 (0xc076)")
+    server = Tls12Server(*rsa_identity)
+    server.suite = 0xC076
+    port, thread = serve_once(server)
+    res = run_cli(f"127.0.0.1:{port}", "--tls1_2", "--ciphers", "0xc076", "--groups", "x25519",
+                  "--no-verify", "--timeout", "5")
+    thread.join(5)
+    assert res.returncode == 0, res.stderr
+    assert "stopped after the server's first flight: no record protection for" in res.stdout

@@ -183,3 +183,27 @@ def test_rfc8448_unencrypted_flight_is_refused(rfc_engine: ClientHandshake) -> N
     hs.start()
     with pytest.raises(HandshakeFailure, match="EncryptedExtensions unencrypted"):
         hs.receive(record(22, v.SERVER_HELLO) + record(22, v.ENCRYPTED_EXTENSIONS))
+
+
+def test_rfc8448_key_update(rfc_engine: ClientHandshake) -> None:
+    """A server KeyUpdate(update_requested): new server keys, and our own KeyUpdate."""
+    from tlsprobe.engine.keyschedule import next_traffic_secret, traffic_keys
+    from tlsprobe.wire.messages import KeyUpdate
+    hs = rfc_engine
+    hs.start()
+    hs.receive(record(22, v.SERVER_HELLO) + v.SERVER_HANDSHAKE_RECORD)
+    server = Tls13Protection("AES-128-GCM", v.SERVER_AP_KEY, v.SERVER_AP_IV)
+    out = hs.receive(server.encrypt(22, KeyUpdate(1).to_bytes()))
+    client = Tls13Protection("AES-128-GCM", v.CLIENT_AP_KEY, v.CLIENT_AP_IV)
+    assert client.decrypt_record(out) == (22, KeyUpdate(0).to_bytes())
+    server_next = next_traffic_secret(v.SERVER_AP_TRAFFIC)
+    server2 = Tls13Protection("AES-128-GCM", *traffic_keys(server_next, 16, 12))
+    hs.receive(server2.encrypt(23, b"after the update"))
+    assert bytes(hs.application_data) == b"after the update"
+    hs.send_application_data(b"ours too")
+    client_next = next_traffic_secret(v.CLIENT_AP_TRAFFIC)
+    client2 = Tls13Protection("AES-128-GCM", *traffic_keys(client_next, 16, 12))
+    assert client2.decrypt_record(hs.take_output()) == (23, b"ours too")
+    # the old server key no longer opens anything
+    with pytest.raises(HandshakeFailure, match="record decryption failed"):
+        hs.receive(server.encrypt(23, b"stale"))

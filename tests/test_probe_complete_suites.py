@@ -195,3 +195,17 @@ def test_tls10_tlslite(server_cache, certs, suite) -> None:
     assert run.result.cipher is not None and run.result.cipher.id == suite
     if suite != 0x000A:
         assert run.result.signature_detail == "RSA MD5+SHA1 ServerKeyExchange"
+
+
+@pytest.mark.parametrize("proto, version", [("tls1_2", TLS12), ("tls1_3", TLS13)])
+def test_certificate_request_answered_without_certificate(server_cache, certs, proto,
+                                                          version) -> None:
+    """A server asking for an optional client certificate gets an empty Certificate."""
+    srv = server_cache("openssl", proto=proto, groups=["X25519"], extra=["-verify", "1"])
+    run = probe(srv, certs, versions=(version,), groups=(0x1D,))
+    assert_complete(run)
+    ours = [ev for ev in run.events if isinstance(ev, MessageEvent) and ev.direction == 0
+            and ev.msg_type == 11]
+    assert len(ours) == 1 and ours[0].decoded.message.certificate_list == []
+    assert any(isinstance(ev, MessageEvent) and ev.direction == 1 and ev.msg_type == 13
+               for ev in run.events)
