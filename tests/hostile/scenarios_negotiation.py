@@ -76,6 +76,14 @@ async def share_group_without_client_share(conn: Conn) -> None:
                                                   share=b"\x04" + os.urandom(64)))
 
 
+@scenario("TLS 1.3 ServerHello whose key_share is cut after the group", EXIT_PROTOCOL,
+          r"(?i)key_share")
+async def malformed_key_share(conn: Conn) -> None:
+    ch = await conn.client_hello()
+    await _flight_then_hold(conn, server_hello(ch, suite=0x1301, extensions=[
+        ext.supported_versions_server(0x0304), ext.Extension(51, b"\x00\x1d")]))
+
+
 @scenario("TLS 1.3 ServerHello without key_share", EXIT_PROTOCOL, r"without key_share")
 async def tls13_without_key_share(conn: Conn) -> None:
     ch = await conn.client_hello()

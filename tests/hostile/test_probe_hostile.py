@@ -41,6 +41,9 @@ KNOWN_BUGS: dict[str, str] = {
                                "record (session/flow.py Flow._handshake)",
     "application_data_first": "application data before the handshake is ignored; the probe "
                               "waits for a timeout (engine/client.py ClientHandshake._handle)",
+    "malformed_key_share": "exit 2 with 'tlsprobe: DecodeError: need 2 bytes...': the lazy "
+                           "ServerHello.key_share decode raises out of Flow.feed "
+                           "(session/flow.py Flow._learn); should be an ErrorEvent, exit 6",
     "compression_not_offered": "ServerHello with compression method 1 (only null offered) is "
                                "accepted (engine/client.py _server_hello)",
     "ske_point_not_on_curve": "--first-flight-only does not validate the ServerKeyExchange "
