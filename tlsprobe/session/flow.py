@@ -246,10 +246,12 @@ class Flow:
         for raw in messages:
             try:
                 decoded = decode_handshake(raw, self.state.context(direction), annotate=self.annotate)
+                # Extension accessors decode lazily: a malformed key_share or
+                # supported_versions surfaces here, as an error of this message.
+                self._learn(direction, decoded)
             except DecodeError as exc:
                 yield MessageEvent(direction, raw, None, protected, exc)
                 continue
-            self._learn(direction, decoded)
             yield MessageEvent(direction, raw, decoded, protected)
 
     # -- negotiation state ---------------------------------------------------------------
@@ -260,14 +262,15 @@ class Flow:
             st.client_hellos.append(msg)
         elif isinstance(msg, ServerHello) and direction == SERVER:
             if msg.is_hello_retry_request:
+                _ = msg.hrr_selected_group  # decode (and validate) before recording it
                 st.hello_retry_request = msg
                 return
+            version, share = msg.selected_version, msg.key_share
             st.server_hello = msg
-            st.version = msg.selected_version
+            st.version = version
             st.cipher_suite = msg.cipher_suite
             suite = registry.cipher_suite(msg.cipher_suite)
             st.key_exchange = "TLS13" if st.tls13 else (suite.kx if suite else None)
-            share = msg.key_share
             if share is not None:
                 st.named_group = share[0]
         elif decoded.msg_type == HandshakeType.server_key_exchange:
