@@ -21,7 +21,10 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import (
+    X25519PrivateKey,
+    X25519PublicKey,
+)
 
 from tlsprobe.engine import prf
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
@@ -36,7 +39,12 @@ from tlsprobe.wire.context import ParseContext
 from tlsprobe.wire.handshake import HandshakeReassembler
 from tlsprobe.wire.hello import ClientHello, ServerHello
 from tlsprobe.wire.keyexchange import ClientKeyExchange, ServerKeyExchange
-from tlsprobe.wire.messages import EncryptedExtensions, Finished, NewSessionTicket, ServerHelloDone
+from tlsprobe.wire.messages import (
+    EncryptedExtensions,
+    Finished,
+    NewSessionTicket,
+    ServerHelloDone,
+)
 from tlsprobe.wire.record import Record, RecordReader
 
 PSS = padding.PSS(padding.MGF1(hashes.SHA256()), 32)
@@ -230,11 +238,11 @@ def test_honest_scripted_servers_complete(rsa_identity, server_cls, versions) ->
 
 
 @pytest.mark.parametrize("server_cls, versions, lie, words, field", [
-    (Tls12Server, (0x0303,), "ske_signature", "ServerKeyExchange signature: "
-     "rsa_pss_rsae_sha256 (0x0804) signature does not verify", "signature_verified"),
+    (Tls12Server, (0x0303,), "ske_signature", ("ServerKeyExchange signature: "
+     "rsa_pss_rsae_sha256 (0x0804) signature does not verify"), "signature_verified"),
     (Tls12Server, (0x0303,), "finished", "server Finished is wrong", "finished_verified"),
-    (Tls13Server, (0x0304,), "certificate_verify", "CertificateVerify: rsa_pss_rsae_sha256 "
-     "(0x0804) signature does not verify", "signature_verified"),
+    (Tls13Server, (0x0304,), "certificate_verify", ("CertificateVerify: "
+     "rsa_pss_rsae_sha256 (0x0804) signature does not verify"), "signature_verified"),
     (Tls13Server, (0x0304,), "finished", "server Finished is wrong", "finished_verified"),
 ])
 def test_lies_are_detected(rsa_identity, server_cls, versions, lie, words, field) -> None:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from servers import GROUP_CODES
+
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes.probe import ProbeOptions, ProbeRun, run_probe

@@ -9,12 +9,19 @@ import argparse
 import ipaddress
 import os
 import sys
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from tlsprobe import registry
 from tlsprobe.engine import config as cfg
-from tlsprobe.errors import (EXIT_ALERT, EXIT_NETWORK, EXIT_NOT_TLS, EXIT_OK, EXIT_PROTOCOL,
-                             UsageError)
+from tlsprobe.errors import (
+    EXIT_ALERT,
+    EXIT_NETWORK,
+    EXIT_NOT_TLS,
+    EXIT_OK,
+    EXIT_PROTOCOL,
+    UsageError,
+)
 from tlsprobe.net.tcp import parse_target
 
 if TYPE_CHECKING:
@@ -151,7 +158,7 @@ def _check_files(args: argparse.Namespace) -> None:
         raise UsageError("--http-get needs a completed handshake (drop --first-flight-only)")
 
 
-def _write_outputs(args: argparse.Namespace, run_: "ProbeRun") -> None:
+def _write_outputs(args: argparse.Namespace, run_: ProbeRun) -> None:
     if args.keylog and run_.keylog_lines:
         from tlsprobe.engine.keylog import KeyLogWriter
         try:

@@ -16,21 +16,42 @@ When the engine itself cannot go on (a suite without record-protection parameter
 
 from __future__ import annotations
 
-from typing import Callable, NoReturn
+from collections.abc import Callable
+from typing import NoReturn
 
 from tlsprobe import kex, registry
-from tlsprobe.engine.common import (DECODE_ERROR, ILLEGAL_PARAMETER, MAX_FRAGMENT, TLS10,
-                                    TLS12, TLS13, UNEXPECTED_MESSAGE, HandshakeFailure,
-                                    RecordDeprotector, ServerFlight, is_tls13, message_label,
-                                    plain_records)
+from tlsprobe.engine.common import (
+    DECODE_ERROR,
+    ILLEGAL_PARAMETER,
+    MAX_FRAGMENT,
+    TLS10,
+    TLS12,
+    TLS13,
+    UNEXPECTED_MESSAGE,
+    HandshakeFailure,
+    RecordDeprotector,
+    ServerFlight,
+    is_tls13,
+    message_label,
+    plain_records,
+)
 from tlsprobe.engine.config import BuiltHello, ClientConfig, build_client_hello
 from tlsprobe.engine.keyschedule import Transcript, tls13_hash_name
 from tlsprobe.engine.protection import RecordProtection
 from tlsprobe.engine.suites import suite_params
 from tlsprobe.registry import HandshakeType
-from tlsprobe.session.flow import (CLIENT, SERVER, AlertEvent, ApplicationDataEvent,
-                                   ChangeCipherSpecEvent, ErrorEvent, Event, Flow,
-                                   MessageEvent, SSLv2HelloEvent)
+from tlsprobe.session.flow import (
+    CLIENT,
+    SERVER,
+    AlertEvent,
+    ApplicationDataEvent,
+    ChangeCipherSpecEvent,
+    ErrorEvent,
+    Event,
+    Flow,
+    MessageEvent,
+    SSLv2HelloEvent,
+)
 from tlsprobe.wire.handshake import frame
 from tlsprobe.wire.hello import ClientHello, ServerHello
 

@@ -16,12 +16,24 @@ from typing import TYPE_CHECKING
 
 from tlsprobe import kex, registry
 from tlsprobe.engine import keylog, prf
-from tlsprobe.engine.common import (BAD_CERTIFICATE, DECRYPT_ERROR, ILLEGAL_PARAMETER, SSL30,
-                                    UNEXPECTED_MESSAGE, message_label)
+from tlsprobe.engine.common import (
+    BAD_CERTIFICATE,
+    DECRYPT_ERROR,
+    ILLEGAL_PARAMETER,
+    SSL30,
+    UNEXPECTED_MESSAGE,
+    message_label,
+)
 from tlsprobe.engine.protection import RecordProtection, protection_for_suite
 from tlsprobe.engine.suites import suite_params
-from tlsprobe.engine.verify import (SCHEMES, SignatureError, leaf_public_key,
-                                    ske_signed_data, verify_legacy, verify_scheme)
+from tlsprobe.engine.verify import (
+    SCHEMES,
+    SignatureError,
+    leaf_public_key,
+    ske_signed_data,
+    verify_legacy,
+    verify_scheme,
+)
 from tlsprobe.registry import HandshakeType as HT
 from tlsprobe.session.flow import MessageEvent
 from tlsprobe.wire.certificate import Certificate

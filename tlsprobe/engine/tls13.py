@@ -15,13 +15,23 @@ from typing import TYPE_CHECKING
 
 from tlsprobe import registry
 from tlsprobe.engine import keylog
-from tlsprobe.engine.common import (BAD_CERTIFICATE, DECODE_ERROR, DECRYPT_ERROR,
-                                    ILLEGAL_PARAMETER, UNEXPECTED_MESSAGE, message_label)
+from tlsprobe.engine.common import (
+    BAD_CERTIFICATE,
+    DECODE_ERROR,
+    DECRYPT_ERROR,
+    ILLEGAL_PARAMETER,
+    UNEXPECTED_MESSAGE,
+    message_label,
+)
 from tlsprobe.engine.keyschedule import KeySchedule, tls13_hash_name
 from tlsprobe.engine.protection import Tls13Protection
 from tlsprobe.engine.suites import SuiteParams, suite_params
-from tlsprobe.engine.verify import (SignatureError, certificate_verify_input,
-                                    leaf_public_key, verify_scheme)
+from tlsprobe.engine.verify import (
+    SignatureError,
+    certificate_verify_input,
+    leaf_public_key,
+    verify_scheme,
+)
 from tlsprobe.registry import HandshakeType as HT
 from tlsprobe.session.flow import MessageEvent
 from tlsprobe.wire.certificate import Certificate, CertificateRequest, CertificateVerify

@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake
-from tlsprobe.probes.dhgroups import dh_group_name
 from tlsprobe.net.tcp import Target
+from tlsprobe.probes.dhgroups import dh_group_name
 from tlsprobe.registry import HandshakeType
+from tlsprobe.report.model import (
+    AlertInfo,
+    CertificateInfo,
+    Cipher,
+    Codepoint,
+    KeyExchange,
+    Offer,
+    ProbeResult,
+    Timings,
+)
 from tlsprobe.report.trace import message_name
-from tlsprobe.report.model import (AlertInfo, CertificateInfo, Cipher, Codepoint, KeyExchange,
-                                   Offer, ProbeResult, Timings)
 from tlsprobe.session.flow import CLIENT, AlertEvent, MessageEvent
 from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.ext_decoders import WHERE_SERVER_HELLO, decode_extension

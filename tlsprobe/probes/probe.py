@@ -244,4 +244,4 @@ def exit_kind_message(kind: str | None) -> str:
             "protocol": "protocol error", "closed": "connection closed"}.get(kind or "", "error")
 
 
-__all__ = ["ProbeOptions", "ProbeRun", "Segment", "run_probe", "http_request", "registry"]
+__all__ = ["ProbeOptions", "ProbeRun", "Segment", "http_request", "registry", "run_probe"]

@@ -87,8 +87,8 @@ def probe_rows(r: ProbeResult) -> list[tuple[str, str]]:
     if parts:
         rows.append(("Timing", ", ".join(parts)))
     for a in r.alerts:
-        rows.append(("Alert", f"{a.direction} {'fatal' if a.level == 2 else 'warning'} "
-                     f"{a.name} ({a.description})"))
+        level = "fatal" if a.level == 2 else "warning"
+        rows.append(("Alert", f"{a.direction} {level} {a.name} ({a.description})"))
     if r.error:
         rows.append(("Error", r.error))
     return rows
