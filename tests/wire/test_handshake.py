@@ -70,10 +70,11 @@ def test_trailing_partial_message_is_kept(handshake) -> None:
     hs = handshake("tls12_ecdhe")
     sh = hs.one(2)
     reasm = HandshakeReassembler()
-    assert reasm.feed(sh + sh[:10]) == [sh]
-    assert reasm.buffered == 10 and reasm.offset == len(sh)
+    assert reasm.feed(sh) == [sh] and not reasm.pending
+    assert reasm.feed(sh[:10]) == []
+    assert reasm.buffered == 10 and reasm.pending and reasm.offset == len(sh)
     assert reasm.feed(sh[10:-1]) == []
-    assert reasm.feed(sh[-1:]) == [sh]
+    assert reasm.feed(sh[-1:]) == [sh] and not reasm.pending
 
 
 def test_oversized_declared_length_fails_at_the_header() -> None:

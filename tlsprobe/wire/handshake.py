@@ -62,6 +62,11 @@ class HandshakeReassembler:
         return len(self._buf)
 
     @property
+    def pending(self) -> bool:
+        """True while part of a message is held back (not at a message boundary)."""
+        return bool(self._buf)
+
+    @property
     def offset(self) -> int:
         """Handshake-stream offset of the next message header."""
         return self._offset
