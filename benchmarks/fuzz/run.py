@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -115,10 +116,13 @@ def worker_atheris(family: str, budget: Budget, corpus: Path | None, max_len: in
     for i, data in enumerate(targets.seeds(family, corpus)):
         (seed_dir / f"seed-{i}").write_bytes(data)
 
+    budget.artifacts.mkdir(parents=True, exist_ok=True)  # libFuzzer needs it to exist
+
     def one(data: bytes) -> None:
         budget.run_one(target, data)
         if budget.over():
             print(json.dumps(budget.summary("atheris")), flush=True)
+            shutil.rmtree(seed_dir, ignore_errors=True)  # seeds plus what libFuzzer added
             os._exit(0)
 
     atheris.Setup([sys.argv[0], str(seed_dir), f"-max_len={max_len}", "-print_final_stats=0",
