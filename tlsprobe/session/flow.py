@@ -192,6 +192,11 @@ class Flow:
             yield from self._record(direction, d, item)
             if d.failed:
                 return
+        # The reader returns the records before a bad header and keeps the error for the
+        # next call: report it now, so events do not depend on how bytes were chunked.
+        if d.records.error is not None:
+            d.failed = True
+            yield ErrorEvent(direction, d.records.error, "record layer")
 
     def _protected(self, direction: int, record: Record) -> bool:
         st = self.state
@@ -243,6 +248,7 @@ class Flow:
             d.failed = True
             yield ErrorEvent(direction, exc, "handshake framing")
             return
+        pending_error = d.handshake.error
         for raw in messages:
             try:
                 decoded = decode_handshake(raw, self.state.context(direction), annotate=self.annotate)
@@ -253,6 +259,9 @@ class Flow:
                 yield MessageEvent(direction, raw, None, protected, exc)
                 continue
             yield MessageEvent(direction, raw, decoded, protected)
+        if pending_error is not None:
+            d.failed = True
+            yield ErrorEvent(direction, pending_error, "handshake framing")
 
     # -- negotiation state ---------------------------------------------------------------
     def _learn(self, direction: int, decoded: Decoded) -> None:
