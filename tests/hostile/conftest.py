@@ -3,14 +3,40 @@
 - `hostile_server` (session): a running `HostileServer` (asyncio loop in a thread on
   127.0.0.1); `hostile_server.serve(script) -> Listener` (`.port`, `.log`, `.connections`).
   Every listener and connection is closed at the end of the session.
+- `hostile_jobs` (session): every child-process run the collected hostile test modules plan
+  (their `hostile_plan()`), started at once on one pool so that the probes' and the audits'
+  timeout waits overlap; `hostile_jobs.result(key) -> (ProbeOutcome, Listener)`.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
-from .server import HostileServer
+from .catalog import Scenario
+from .runner import ProbeOutcome
+from .server import HostileServer, Listener
+
+#: (key, scenario, run(listener) -> outcome, slow): one child process per job
+Job = tuple[str, Scenario, Callable[[Listener], ProbeOutcome], bool]
+WORKERS = 6
+
+
+class JobBoard:
+    def __init__(self, server: HostileServer) -> None:
+        self.server = server
+        self.pool = ThreadPoolExecutor(max_workers=WORKERS)
+        self.futures: dict[str, tuple[Future[ProbeOutcome], Listener]] = {}
+
+    def submit(self, jobs: list[Job]) -> None:
+        for key, sc, run, _ in sorted(jobs, key=lambda job: not job[3]):  # slow ones first
+            listener = self.server.serve(sc.script)
+            self.futures[key] = (self.pool.submit(run, listener), listener)
+
+    def result(self, key: str) -> tuple[ProbeOutcome, Listener]:
+        future, listener = self.futures[key]
+        return future.result(), listener
 
 
 @pytest.fixture(scope="session")
@@ -20,3 +46,19 @@ def hostile_server() -> Iterator[HostileServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def hostile_jobs(request: pytest.FixtureRequest,
+                 hostile_server: HostileServer) -> Iterator[JobBoard]:
+    board = JobBoard(hostile_server)
+    modules = {item.module for item in request.session.items
+               if hasattr(getattr(item, "module", None), "hostile_plan")}
+    jobs: list[Job] = []
+    for module in sorted(modules, key=lambda m: m.__name__):
+        jobs += module.hostile_plan()
+    board.submit(jobs)
+    try:
+        yield board
+    finally:
+        board.pool.shutdown(wait=True, cancel_futures=True)
