@@ -19,19 +19,16 @@ import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
-from tlsprobe.capture import CaptureError, StreamClose, StreamData, iter_stream_events
-from tlsprobe.session.flow import ErrorEvent, Flow, MessageEvent
 
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS.parent / "tools"))
 sys.path.insert(0, str(TESTS / "capture"))
 from capbuild import Conv, Pcapng, ether, pcap_bytes
 from damage_captures import Damage, blocks, damaged_variants
+from hostile.offline import Report, analyse
 from hostile.tls import handshake_records, record, server_hello_13, tls12_flight
 
 from tlsprobe.engine.config import ClientConfig, build_client_hello
@@ -40,17 +37,6 @@ from tlsprobe.wire import frame
 PER_FILE_SECONDS = 5.0
 CORPUS_SAMPLES = ("wireshark/test-captures/tls13-rfc8446.pcap", "ja4/pcap/ipv6.pcapng",
                   "wireshark/notes/ssl3/sslv2.pcapng", "ja4/pcap/tls-alpn-h2.pcap")
-
-
-@dataclass
-class Report:
-    """What an analysis of one capture found."""
-
-    packets: int = 0
-    connections: int = 0
-    tls_messages: int = 0
-    warnings: list[str] = field(default_factory=list)
-    error: str | None = None
 
 
 @contextmanager
@@ -64,31 +50,6 @@ def time_limit(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-
-
-def analyse(path: Path) -> Report:
-    """The capture -> streams -> TLS report; only CaptureError may refuse a file."""
-    report = Report()
-    try:
-        stream = iter_stream_events(path)
-    except CaptureError as exc:
-        report.error = str(exc)
-        return report
-    flows: dict[object, Flow] = {}
-    for event in stream:
-        if isinstance(event, StreamData):
-            flow = flows.setdefault(event.conn, Flow(annotate=False))
-            for ev in flow.feed(event.direction, event.data):
-                if isinstance(ev, MessageEvent):
-                    report.tls_messages += 1
-                elif isinstance(ev, ErrorEvent):
-                    report.warnings.append(f"TLS: {ev.where}: {ev.error}")
-        elif isinstance(event, StreamClose):
-            flows.pop(event.conn, None)
-    report.packets = stream.stats.packets
-    report.connections = stream.stats.tcp_connections
-    report.warnings += [f"offset {w.offset}: {w.message}" for w in stream.stats.warnings]
-    return report
 
 
 def _conversations() -> tuple[list[bytes], list[bytes]]:
@@ -188,17 +149,28 @@ def test_truncated_gzip_captures(tmp_path: Path) -> None:
         assert report.error is not None or report.warnings, (cut, report)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("tlsprobe.commands.pcap") is None,
-                    reason="`tlsprobe pcap` does not exist yet; the capture layer is tested "
-                           "directly above")
+def pcap_command_usable(run_cli) -> str | None:  # type: ignore[no-untyped-def]
+    """None when `tlsprobe pcap` exists and answers --help, else why it cannot be used."""
+    if importlib.util.find_spec("tlsprobe.commands.pcap") is None:
+        return "`tlsprobe pcap` does not exist yet; the capture layer is tested directly"
+    res = run_cli("pcap", "--help", timeout=30)
+    if res.returncode != 0:
+        last = (res.stderr.strip().splitlines() or ["?"])[-1]
+        return f"`tlsprobe pcap --help` fails (work in progress?): {last}"
+    return None
+
+
 def test_pcap_command_on_damaged_files(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    why = pcap_command_usable(run_cli)
+    if why:
+        pytest.skip(why)
     data = built_captures()["tls12-le.pcap"]
     for damage in list(damaged_variants(data, seed=3, max_per_kind=3))[::4]:
         path = tmp_path / f"d.{damage.name}.pcap"
         path.write_bytes(damage.data)
         res = run_cli("pcap", str(path), timeout=30)
         assert "Traceback" not in res.stderr, (damage.name, res.stderr)
-        assert res.returncode in (0, 7) or (damage.expect == "error" and res.returncode == 7), \
-            (damage.name, res.returncode, res.stderr)
-        assert len([line for line in res.stderr.splitlines() if line.strip()]) <= 1 or \
-            res.returncode == 0, (damage.name, res.stderr)
+        assert res.returncode in (0, 7), (damage.name, res.returncode, res.stderr)
+        if res.returncode == 7:
+            assert len([line for line in res.stderr.splitlines() if line.strip()]) == 1, \
+                (damage.name, res.stderr)

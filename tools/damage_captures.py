@@ -95,6 +95,8 @@ def _spread(items: list, limit: int) -> list:
     """At most `limit` items, evenly spread, first and last kept."""
     if len(items) <= limit:
         return items
+    if limit <= 1:
+        return items[:max(limit, 0)]
     step = (len(items) - 1) / (limit - 1)
     return [items[round(i * step)] for i in range(limit)]
 

@@ -4,13 +4,15 @@
   127.0.0.1); `hostile_server.serve(script) -> Listener` (`.port`, `.log`, `.connections`).
   Every listener and connection is closed at the end of the session.
 - `hostile_jobs` (session): every child-process run the collected hostile test modules plan
-  (their `hostile_plan()`), started at once on one pool so that the probes' and the audits'
-  timeout waits overlap; `hostile_jobs.result(key) -> (ProbeOutcome, Listener)`.
+  (their `hostile_plan(tmp_dir)`), started at once on one pool so that the probes' and the audits'
+  timeout waits overlap; `hostile_jobs.result(key) -> (ProbeOutcome, Listener)`; `hostile_jobs.dirs[module]` is
+  the temp dir each module's children ran in.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -28,6 +30,7 @@ class JobBoard:
         self.server = server
         self.pool = ThreadPoolExecutor(max_workers=WORKERS)
         self.futures: dict[str, tuple[Future[ProbeOutcome], Listener]] = {}
+        self.dirs: dict[str, Path] = {}  # module short name -> its temp dir
 
     def submit(self, jobs: list[Job]) -> None:
         for key, sc, run, _ in sorted(jobs, key=lambda job: not job[3]):  # slow ones first
@@ -49,14 +52,16 @@ def hostile_server() -> Iterator[HostileServer]:
 
 
 @pytest.fixture(scope="session")
-def hostile_jobs(request: pytest.FixtureRequest,
-                 hostile_server: HostileServer) -> Iterator[JobBoard]:
+def hostile_jobs(request: pytest.FixtureRequest, hostile_server: HostileServer,
+                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[JobBoard]:
     board = JobBoard(hostile_server)
     modules = {item.module for item in request.session.items
                if hasattr(getattr(item, "module", None), "hostile_plan")}
     jobs: list[Job] = []
     for module in sorted(modules, key=lambda m: m.__name__):
-        jobs += module.hostile_plan()
+        name = module.__name__.split(".")[-1]
+        board.dirs[name] = tmp_path_factory.mktemp(name)
+        jobs += module.hostile_plan(board.dirs[name])
     board.submit(jobs)
     try:
         yield board

@@ -8,12 +8,14 @@ once, so the slow timeout scenarios overlap); each test then checks one outcome.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from tlsprobe.cli import build_parser
 
 from .catalog import Scenario, all_scenarios
+from .offline import analyse
 from .runner import ProbeOutcome, run_tlsprobe
 from .server import Listener
 
@@ -67,24 +69,28 @@ KNOWN_BUGS: dict[str, str] = {
 }
 
 
-def _probe_flags() -> tuple[str, ...]:
-    """`--first-flight-only` when the probe has it (full handshakes are the default then)."""
-    options = {o for a in build_parser("probe")._actions for o in a.option_strings}
-    return ("--first-flight-only",) if "--first-flight-only" in options else ()
+PROBE_OPTIONS = {o for a in build_parser("probe")._actions for o in a.option_strings}
+#: first-flight mode when the probe has the flag (full handshakes are the default then)
+FLAGS = ("--first-flight-only",) if "--first-flight-only" in PROBE_OPTIONS else ()
+#: the probe also writes the traffic as a pcap, read back offline by test_probe_pcap_hostile
+PCAP_OUT = "--pcap-out" in PROBE_OPTIONS
 
 
-FLAGS = _probe_flags()
+def pcap_path(tmp_dir: Path, sc: Scenario) -> Path:
+    return tmp_dir / f"{sc.name}.pcap"
 
 
-def _run(listener: Listener, sc: Scenario) -> ProbeOutcome:
+def _run(listener: Listener, sc: Scenario, tmp_dir: Path) -> ProbeOutcome:
+    pcap = ("--pcap-out", str(pcap_path(tmp_dir, sc))) if PCAP_OUT else ()
     return run_tlsprobe(f"127.0.0.1:{listener.port}", "--timeout", str(TIMEOUT), *FLAGS,
-                        *sc.args, hard_timeout=HARD_TIMEOUT)
+                        *pcap, *sc.args, hard_timeout=HARD_TIMEOUT, cwd=str(tmp_dir))
 
 
-def hostile_plan() -> list[tuple]:
+def hostile_plan(tmp_dir: Path) -> list[tuple]:
     """The probe runs this module needs (see conftest `hostile_jobs`)."""
-    return [(f"probe:{sc.name}", sc, lambda listener, sc=sc: _run(listener, sc), sc.slow)
-            for sc in SCENARIOS if sc.name not in KNOWN_BUGS]
+    return [(f"probe:{sc.name}", sc, lambda listener, sc=sc: _run(listener, sc, tmp_dir),
+             sc.slow) for sc in SCENARIOS if sc.name not in KNOWN_BUGS]
+
 
 
 @pytest.fixture(scope="module")
@@ -136,3 +142,26 @@ def test_hostile_server(sc: Scenario, outcomes: dict[str, tuple[ProbeOutcome, Li
     if not sc.slow:  # the verdict came from the server's bytes, not from a timeout
         assert "timed out" not in out.stderr, context
     assert out.max_rss_kib < control.max_rss_kib + RSS_MARGIN_KIB, context
+
+
+@pytest.mark.skipif(not PCAP_OUT, reason="the probe has no --pcap-out yet")
+@pytest.mark.parametrize("sc", SCENARIOS, ids=[sc.name for sc in SCENARIOS])
+def test_pcap_of_the_same_traffic(sc: Scenario, outcomes, hostile_jobs  # type: ignore[no-untyped-def]
+                                  ) -> None:
+    """The probe's --pcap-out of each hostile exchange reads back offline (capture layer +
+    Flow) without an exception or a hang, and a decode error the probe named live is found
+    again in the file."""
+    if sc.name in KNOWN_BUGS:
+        pytest.skip(f"known bug, fix pending: {KNOWN_BUGS[sc.name]}")
+    out, _ = outcomes[sc.name]
+    path = pcap_path(hostile_jobs.dirs["test_probe_hostile"], sc)
+    if not path.exists():
+        assert out.returncode == 3, f"no pcap written{out.command}: {out.stderr}"
+        return
+    report = analyse(path)
+    context = f"{out.command}\nlive: {out.stderr_lines}\noffline: {report}"
+    assert report.error is None and report.connections == 1, context
+    live = re.search(r"malformed data \((record layer|handshake framing)\): (.+?) in ",
+                     out.stderr)
+    if live:
+        assert any(live.group(2) in reason for reason in report.tls_errors), context

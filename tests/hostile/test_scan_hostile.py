@@ -10,6 +10,7 @@ or two scenarios per kind of misbehaviour); TLSPROBE_HOSTILE_SCAN_ALL=1 runs eve
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -54,7 +55,7 @@ def _scan(listener: Listener) -> ProbeOutcome:
                         "--no-progress", "--retries", "0", hard_timeout=HARD_TIMEOUT)
 
 
-def hostile_plan() -> list[tuple]:
+def hostile_plan(tmp_dir: Path) -> list[tuple]:
     """The audits this module needs (see conftest `hostile_jobs`)."""
     return [(f"scan:{sc.name}", sc, _scan, sc.slow) for sc in SCENARIOS
             if sc.name not in KNOWN_BUGS]
