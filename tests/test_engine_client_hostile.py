@@ -25,6 +25,8 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import (
     X25519PrivateKey,
     X25519PublicKey,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tlsprobe.engine import prf
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
@@ -361,3 +363,40 @@ def test_suite_the_engine_cannot_run_stops_cleanly(rsa_identity, run_cli) -> Non
     thread.join(5)
     assert res.returncode == 0, res.stderr
     assert "stopped after the server's first flight: no record protection for" in res.stdout
+
+
+# -- any damage to the server's bytes ends in HandshakeFailure, never another exception ----
+@settings(max_examples=int(os.environ.get("TLSPROBE_FUZZ_EXAMPLES", "60")), deadline=None,
+          database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tls13=st.booleans(), flight=st.integers(0, 1), where=st.floats(0, 1),
+       how=st.sampled_from(["flip", "cut", "junk", "zero"]), value=st.integers(1, 255))
+def test_damaged_server_bytes_raise_handshake_failure(rsa_identity, tls13, flight, where, how,
+                                                      value) -> None:
+    server = (Tls13Server if tls13 else Tls12Server)(*rsa_identity)
+    hs = engine((0x0304,) if tls13 else (0x0303,))
+    to_server = hs.start()
+    try:
+        for n in range(2):
+            answer = server.receive(to_server)  # the honest script: never damaged input
+            if n == flight:
+                answer = damage(answer, where, how, value)
+            to_server = hs.receive(answer)
+            if hs.done:
+                break
+        hs.connection_closed()
+    except HandshakeFailure as exc:
+        assert exc.kind in ("alert", "protocol", "closed") and "\n" not in str(exc)
+        assert not hs.handshake_complete
+    else:
+        assert hs.handshake_complete  # damage the engine accepted must have been harmless
+
+
+def damage(data: bytes, where: float, how: str, value: int) -> bytes:
+    at = int(where * (len(data) - 1))
+    if how == "flip":
+        return data[:at] + bytes([data[at] ^ value]) + data[at + 1:]
+    if how == "cut":
+        return data[:at]
+    if how == "junk":
+        return data[:at] + bytes([value]) * 7 + data[at:]
+    return data[:at] + bytes(len(data) - at)
