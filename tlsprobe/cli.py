@@ -48,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command == "probe" and args_list and args_list[0] in ("-h", "--help"):
         parser.epilog = "subcommands: " + ", ".join(k for k in SUBCOMMANDS if k != "probe") + \
             " (tlsprobe SUBCOMMAND --help)"
-    args = parser.parse_args(args_list)
+    args = parser.parse_intermixed_args(args_list)
     try:
         return int(_load(command).run(args))
     except TlsprobeError as exc:
