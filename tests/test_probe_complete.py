@@ -1,4 +1,5 @@
-"""Completed handshakes against real servers on loopback, for each group each one serves.
+"""Completed handshakes against real servers on loopback (openssl s_server, nginx, gnutls-serv,
+pyOpenSSL, tlslite-ng, Python ssl), for each group each one serves.
 
 Every probe here completes the handshake with tlsprobe's own engine, sends an HTTP GET and
 reads the status line: the server's Finished and signature were verified by the engine,
@@ -41,6 +42,8 @@ MATRIX: list[tuple[str, int, list[str], dict[str, Any]]] = [
     ("pyopenssl", TLS12, _CLASSIC + _BP, {}),
     ("tlslite", TLS13, _CLASSIC + _FFDHE + _BP13 + _HYBRID, {}),
     ("tlslite", TLS12, _CLASSIC + _BP + ["secp256k1", "secp224r1", "secp192r1"], {}),
+    ("pyssl", TLS13, _CLASSIC + _FFDHE, {}),
+    ("pyssl", TLS12, _CLASSIC + _BP + ["secp256k1", "secp224r1"], {}),
 ]
 CASES = [pytest.param(impl, version, group, extra, id=f"{impl}-{version:04x}-{group}")
          for impl, version, groups, extra in MATRIX for group in groups]
