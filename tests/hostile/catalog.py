@@ -28,6 +28,7 @@ class Scenario:
     args: tuple[str, ...] = ()     # extra probe arguments
     slow: bool = False             # ends only by a timeout (per-read or total)
     stdout: str = ""               # regex stdout must match (success scenarios)
+    full: bool = False             # needs the full handshake (no --first-flight-only)
     tags: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -36,11 +37,11 @@ SCENARIOS: list[Scenario] = []
 
 def scenario(what: str, exit_codes: int | tuple[int, ...], verdict: str, *,
              args: tuple[str, ...] = (), slow: bool = False, stdout: str = "",
-             name: str | None = None):
+             name: str | None = None, full: bool = False):
     def register(script: Script) -> Script:
         codes = exit_codes if isinstance(exit_codes, tuple) else (exit_codes,)
         SCENARIOS.append(Scenario(name or script.__name__, what, script, codes, verdict,
-                                  args, slow, stdout))
+                                  args, slow, stdout, full=full))
         return script
     return register
 
@@ -56,6 +57,7 @@ def all_scenarios() -> list[Scenario]:
     """Every registered scenario (the scenario modules register themselves on import)."""
     from . import (  # noqa: F401
         scenarios_framing,
+        scenarios_full,
         scenarios_negotiation,
         scenarios_tls13,
         scenarios_transport,

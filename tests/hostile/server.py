@@ -21,6 +21,7 @@ from tlsprobe.wire import (
     ClientHello,
     DecodeError,
     HandshakeReassembler,
+    Record,
     RecordReader,
     decode_handshake,
 )
@@ -48,33 +49,57 @@ class Conn:
         self.hello_raw: list[bytes] = []  # each ClientHello as framed (for transcripts)
         self._records = RecordReader()
         self._handshake = HandshakeReassembler()
-        self._queue: list[bytes] = []
+        self._queue: list[bytes] = []       # whole plaintext handshake messages, in order
+        self.ccs_seen = False               # the client's ChangeCipherSpec
+        self.protected: list[Record] = []   # records after it (still encrypted)
 
     # -- reading -------------------------------------------------------------------------
+    async def _fill(self, deadline: float, what: str) -> None:
+        """Read once more from the client and sort its records."""
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ScriptDone(f"no {what} in time")
+        try:
+            data = await asyncio.wait_for(self.reader.read(65536), left)
+        except (asyncio.TimeoutError, ConnectionError) as exc:
+            raise ScriptDone(f"reading: {exc!r}") from None
+        if not data:
+            raise ScriptDone(f"client closed before its {what}")
+        for rec in self._records.feed(data):
+            if not isinstance(rec, Record):
+                continue
+            if self.ccs_seen:
+                self.protected.append(rec)
+            elif rec.content_type == 20:
+                self.ccs_seen = True
+            elif rec.content_type == 22:
+                self._queue += self._handshake.feed(rec.fragment)
+
+    async def handshake_message(self, msg_type: int, what: str) -> bytes:
+        """The next plaintext handshake message, which must be of `msg_type` (framed)."""
+        deadline = time.monotonic() + READ_TIMEOUT
+        while not self._queue:
+            await self._fill(deadline, what)
+        raw = self._queue.pop(0)
+        if raw[0] != msg_type:
+            raise ScriptDone(f"expected {what}, got handshake type {raw[0]}")
+        return raw
+
     async def client_hello(self) -> ClientHello:
         """The next ClientHello from the client (the first, or the one after an HRR)."""
+        raw = await self.handshake_message(1, "ClientHello")
+        hello = decode_handshake(raw).message
+        self.hellos.append(hello)
+        self.hello_raw.append(raw)
+        self.log.append(f"ClientHello #{len(self.hellos)}")
+        return hello
+
+    async def protected_record(self) -> Record:
+        """The next record after the client's ChangeCipherSpec."""
         deadline = time.monotonic() + READ_TIMEOUT
-        while True:
-            while self._queue:
-                raw = self._queue.pop(0)
-                hello = decode_handshake(raw).message
-                if isinstance(hello, ClientHello):
-                    self.hellos.append(hello)
-                    self.hello_raw.append(raw)
-                    self.log.append(f"ClientHello #{len(self.hellos)}")
-                    return hello
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise ScriptDone("no ClientHello in time")
-            try:
-                data = await asyncio.wait_for(self.reader.read(65536), left)
-            except (asyncio.TimeoutError, ConnectionError) as exc:
-                raise ScriptDone(f"reading: {exc!r}") from None
-            if not data:
-                raise ScriptDone("client closed before its ClientHello")
-            for rec in self._records.feed(data):
-                if getattr(rec, "content_type", None) == 22:
-                    self._queue += self._handshake.feed(rec.fragment)
+        while not self.protected:
+            await self._fill(deadline, "encrypted Finished")
+        return self.protected.pop(0)
 
     async def wait_closed_by_client(self, timeout: float) -> bool:
         """Drain what the client sends until it closes (True) or `timeout` passes."""

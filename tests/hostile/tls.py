@@ -18,8 +18,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from tlsprobe import kex
+from tlsprobe.engine import prf
 from tlsprobe.engine.keyschedule import KeySchedule, digest
-from tlsprobe.engine.protection import Tls13Protection
+from tlsprobe.engine.protection import Tls12AeadProtection, Tls13Protection
 from tlsprobe.engine.suites import suite_params
 from tlsprobe.engine.verify import certificate_verify_input
 from tlsprobe.wire import Alert, ClientHello, ServerHello, frame
@@ -239,3 +240,55 @@ class Tls13Server:
         """ServerHello, middlebox-compatibility CCS, then the encrypted messages."""
         return handshake_records(self.server_hello) + record(CCS, b"\x01") + \
             self.encrypt(*messages)
+
+
+class Tls12Server:
+    """The server half of a whole TLS 1.2 ECDHE-ECDSA handshake (AES-128-GCM, no extended
+    master secret): the first flight, then from the client's ClientKeyExchange and encrypted
+    Finished the keys and the server's own ChangeCipherSpec + Finished."""
+
+    SUITE = TLS12_SUITE
+
+    def __init__(self, ch: ClientHello, ch_raw: bytes, *, group: int = X25519) -> None:
+        self.ch = ch
+        self.random = os.urandom(32)
+        self.share = kex.generate(group)
+        self.flight = [server_hello_12(ch, random=self.random), certificate_12([identity().der]),
+                       ske_ecdhe(ch, self.random, group=group, public=self.share.public),
+                       server_hello_done()]
+        self.transcript = [ch_raw, *self.flight]
+        params = suite_params(self.SUITE)
+        if params is None:
+            raise ValueError("no parameters for the TLS 1.2 suite")
+        self.params = params
+        self.master_secret = b""
+        self.server_protection: Tls12AeadProtection | None = None
+
+    def take_client_key_exchange(self, cke_raw: bytes) -> None:
+        """Derive the keys from the client's ClientKeyExchange (framed)."""
+        self.transcript.append(cke_raw)
+        pms = self.share.premaster_secret(cke_raw[5:])  # type 1, length 3, point length 1
+        self.master_secret = prf.master_secret(TLS12, self.params.prf_hash, pms, self.ch.random,
+                                               self.random)
+        p = self.params
+        block = prf.key_block(TLS12, p.prf_hash, self.master_secret, self.ch.random,
+                              self.random, 0, p.key_len, p.iv_len)
+        self.client_protection = Tls12AeadProtection(p.cipher, block.client_write_key,
+                                                     block.client_write_iv)
+        self.server_protection = Tls12AeadProtection(p.cipher, block.server_write_key,
+                                                     block.server_write_iv)
+
+    def take_client_finished(self, rec: Record) -> None:
+        """Decrypt the client's Finished and add it to the transcript."""
+        _, plaintext = self.client_protection.decrypt(rec.content_type, rec.version,
+                                                      rec.fragment)
+        self.transcript.append(plaintext)
+
+    def finished(self, *, bad: bool = False) -> bytes:
+        """ChangeCipherSpec and the encrypted server Finished."""
+        digest_ = digest(self.params.prf_hash, b"".join(self.transcript))
+        vd = prf.verify_data(TLS12, self.params.prf_hash, self.master_secret, digest_, "server")
+        if bad:
+            vd = bytes([vd[0] ^ 0x40]) + vd[1:]
+        assert self.server_protection is not None  # keys derived first (our own state)
+        return record(CCS, b"\x01") + self.server_protection.encrypt(HANDSHAKE, frame(20, vd))
