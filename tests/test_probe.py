@@ -200,3 +200,28 @@ def test_demo_serves_and_probes(run_cli):
     assert "Group              x25519 (0x001d), from TLS 1.2 ServerKeyExchange" in res.stdout
     res = run_cli("demo", "--openssl", "no-such-openssl")
     assert res.returncode == 2 and "not found" in res.stderr
+
+
+@pytest.mark.parametrize("groups", [["X25519"], ["P-256"]])
+def test_grease_offer_completes(run_cli, server_cache, groups):
+    """--grease adds RFC 8701 values to suites, groups, key shares, versions and extensions;
+    the server ignores them (and a HelloRetryRequest round keeps working)."""
+    srv = server_cache("openssl", groups=groups, proto="tls1_3")
+    res, data = probe_json(run_cli, srv, "--grease", "--groups", "x25519:P-256")
+    assert res.returncode == 0, res.stderr
+    offer = data["offer"]
+
+    def greasy(value: int) -> bool:
+        return value & 0x0F0F == 0x0A0A and value >> 8 == value & 0xFF
+
+    for field in ("cipher_suites", "groups", "key_share_groups", "versions"):
+        first = offer[field][0]
+        assert greasy(first["id"]), field
+        assert first.get("name", first.get("iana_name")) == "GREASE", field
+        assert not any(greasy(v["id"]) for v in offer[field][1:]), field
+    assert data["handshake_complete"] is True
+    assert data["key_exchange"]["group"]["name"] == {"X25519": "x25519",
+                                                     "P-256": "secp256r1"}[groups[0]]
+    plain, plain_data = probe_json(run_cli, srv, "--groups", "x25519:P-256")
+    assert plain.returncode == 0
+    assert not any(greasy(c["id"]) for c in plain_data["offer"]["cipher_suites"])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -75,7 +76,9 @@ def _load(path: str, mtime: float) -> tuple[x509.Certificate, ...]:
     marker = b"-----BEGIN CERTIFICATE-----"
     for block in data.split(marker)[1:]:  # one bad certificate must not hide the others
         try:
-            certs.extend(x509.load_pem_x509_certificates(marker + block))
+            with warnings.catch_warnings():  # e.g. a negative serial in a system root
+                warnings.simplefilter("ignore")
+                certs.extend(x509.load_pem_x509_certificates(marker + block))
         except ValueError:
             continue
     if not certs and data and marker not in data:

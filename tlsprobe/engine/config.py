@@ -110,13 +110,29 @@ def _share_for(group: int) -> tuple[bytes, kex.KeyShare | None]:
     return share.public, share
 
 
+def grease_values(random: bytes) -> list[int]:
+    """Five RFC 8701 GREASE values (0x?a?a) for suite, group, version and two extensions.
+
+    They are derived from the client random, so the ClientHello sent after a
+    HelloRetryRequest repeats them, as browsers do; the two extension types differ."""
+    values = [((b & 0xF0) | 0x0A) * 0x0101 for b in random[:5]]
+    if values[4] == values[3]:
+        values[4] ^= 0x1010
+    return values
+
+
 def build_client_hello(config: ClientConfig, *, share_groups: tuple[int, ...] | None = None,
                        session_id: bytes | None = None, cookie: bytes | None = None,
                        random: bytes | None = None,
                        reuse: dict[int, kex.KeyShare] | None = None) -> BuiltHello:
     """Build a ClientHello (and the key shares behind it) from `config`."""
+    random = random if random is not None else os.urandom(32)
+    grease = grease_values(random) if config.grease else None
     shares: dict[int, kex.KeyShare] = {}
-    entries: list[tuple[int, bytes]] = []
+    # A GREASE share only in a first hello: after a HelloRetryRequest the key_share must
+    # hold exactly one share, for the group the server asked for (RFC 8446 4.1.2).
+    entries: list[tuple[int, bytes]] = \
+        [(grease[1], b"\x00")] if grease and share_groups is None else []
     for group in (config.share_groups() if share_groups is None else share_groups):
         if reuse and group in reuse:
             entries.append((group, reuse[group].public))
@@ -126,14 +142,14 @@ def build_client_hello(config: ClientConfig, *, share_groups: tuple[int, ...] | 
         entries.append((group, public))
         if share is not None:
             shares[group] = share
-    exts: list[ext.Extension] = []
+    exts: list[ext.Extension] = [ext.grease(grease[3])] if grease else []
     if config.server_name:
         exts.append(ext.server_name(config.server_name))
     if config.extended_master_secret and any(v <= TLS12 for v in config.versions):
         exts.append(ext.extended_master_secret())
     if config.renegotiation_info and any(v <= TLS12 for v in config.versions):
         exts.append(ext.renegotiation_info(b""))
-    groups = config.offered_groups()
+    groups = ((grease[1],) if grease else ()) + config.offered_groups()
     if groups:
         exts.append(ext.supported_groups(list(groups)))
     if any(v <= TLS12 for v in config.versions):
@@ -151,15 +167,19 @@ def build_client_hello(config: ClientConfig, *, share_groups: tuple[int, ...] | 
     if config.offers_tls13:
         exts.append(ext.key_share_client(entries))
         exts.append(ext.psk_key_exchange_modes([1]))
-        exts.append(ext.supported_versions_client(list(config.versions)))
+        exts.append(ext.supported_versions_client(([grease[2]] if grease else []) +
+                                                  list(config.versions)))
         if cookie is not None:
             exts.append(ext.cookie(cookie))
+    if grease:
+        exts.append(ext.grease(grease[4], b"\x00"))
+    suites = ([grease[0]] if grease else []) + list(config.cipher_suites())
     hello = ClientHello(
         legacy_version=config.max_legacy,
-        random=random if random is not None else os.urandom(32),
+        random=random,
         legacy_session_id=session_id if session_id is not None else
         (os.urandom(32) if config.offers_tls13 else b""),
-        cipher_suites=list(config.cipher_suites()),
+        cipher_suites=suites,
         legacy_compression_methods=b"\x00",
         extensions=exts,
     )

@@ -93,6 +93,8 @@ class TraceFormatter:
             yield f"{arrow} {version_label(rec.version)}, RecordHeader [length 0005]"
             yield from hexdump(ev.header)
         elif isinstance(ev, InnerContentEvent):
+            if self.version is None or not (self.version >= 0x0304 or self.version >> 8 == 0x7F):
+                return  # TLS 1.2 records have no inner content type (s_client prints none)
             yield f"{arrow} {version_label(self.version)}, InnerContent [length 0001]"
             yield f"    {ev.content_type:02x}"
         elif isinstance(ev, MessageEvent):
