@@ -55,8 +55,10 @@ KNOWN_BUGS: dict[str, str] = {
     "certificate_unknown_curve": "Traceback: cryptography UnsupportedAlgorithm escapes "
                                  "(probes/facts.py certificate_info, engine/verify.py "
                                  "leaf_public_key; cli.py last-resort catch)",
-    "many_tiny_certificates": "2000-entry chain takes >10 s, past the total limit: no limit on "
-                              "chain length (engine/chain.py)",
+    "many_tiny_certificates": "a 2000-entry chain (within the message limit) takes >10 s, "
+                              "past the total limit: report/tables.py render_probe draws "
+                              "every entry with rich (~3 s CPU alone); no chain-length limit "
+                              "(engine/chain.py)",
     "warning_alert_then_flight": "a TLS 1.2 warning alert (unrecognized_name) aborts the "
                                  "handshake (engine/client.py ClientHandshake._handle)",
     "tls13_endless_padding": "padding-only encrypted records are accepted forever: ~190 MB "
