@@ -76,7 +76,7 @@ async def never_reads(conn: Conn) -> None:
     if sock is not None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
     conn.reader._transport.pause_reading()  # type: ignore[attr-defined]
-    await conn.hold(HOLD)
+    await conn.hold(HOLD, watch=False)
 
 
 @scenario("sends half a ServerHello, then a TCP RST", EXIT_NETWORK, r"reset")

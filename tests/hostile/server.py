@@ -139,9 +139,15 @@ class Conn:
             await self.send(data[i:i + 1])
             await asyncio.sleep(interval)
 
-    async def hold(self, seconds: float) -> None:
-        """Keep the connection open, sending nothing (reading nothing either)."""
-        await asyncio.sleep(seconds)
+    async def hold(self, seconds: float, *, watch: bool = True) -> None:
+        """Keep the connection open, sending nothing, until the client closes it or
+        `seconds` pass. With `watch`, what the client sends is read and dropped (so its close
+        is seen and the connection counts as closed); without, nothing is read at all."""
+        if not watch:
+            await asyncio.sleep(seconds)
+            return
+        if await self.wait_closed_by_client(seconds):
+            raise ScriptDone("client closed")
 
     # -- ending --------------------------------------------------------------------------
     def close(self) -> None:
@@ -165,6 +171,20 @@ class Listener:
     server: asyncio.base_events.Server
     log: list[str] = field(default_factory=list)
     connections: int = 0
+    spans: list[tuple[float, float]] = field(default_factory=list)  # (accepted, ended)
+
+    def max_concurrent(self, slack: float = 0.05) -> int:
+        """Most connections open at once, from the finished ones' spans. The server sees a
+        client's close a little late (the same loop also accepts the client's next
+        connection), so each span is shortened by `slack` seconds at its end."""
+        edges = sorted([(start, 1) for start, _ in self.spans] +
+                       [(max(start, end - slack), -1) for start, end in self.spans],
+                       key=lambda e: (e[0], e[1]))
+        now = best = 0
+        for _, step in edges:
+            now += step
+            best = max(best, now)
+        return best
 
 
 class HostileServer:
@@ -202,6 +222,7 @@ class HostileServer:
             except Exception as exc:  # noqa: BLE001 -- a broken script must show in the test
                 listener.log.append(f"SCRIPT ERROR: {exc!r}")
             finally:
+                listener.spans.append((conn.started, time.monotonic()))
                 if not writer.is_closing():
                     writer.close()
 

@@ -3,8 +3,9 @@
 The audit reports what each connection found as data (a protocol violation becomes a note
 or an inconclusive result, not necessarily an error exit), so here the checks are the
 robustness ones: it ends in bounded time even though it opens many connections, with an
-exit code from tlsprobe/errors.py, at most one stderr line, no traceback, and a peak memory
-that does not follow what the server sends. A representative subset runs by default (one
+exit code from tlsprobe/errors.py, at most one stderr line, no traceback, a peak memory
+that does not follow what the server sends, and never more connections open at once than
+the per-host limit. A representative subset runs by default (one
 or two scenarios per kind of misbehaviour); TLSPROBE_HOSTILE_SCAN_ALL=1 runs every scenario.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ SCAN_LIMIT = 25.0        # seconds for a whole audit of one hostile server at --
 HARD_TIMEOUT = 120.0
 RSS_MARGIN_KIB = 16 * 1024
 DOCUMENTED_EXITS = {0, 1, 3, 4, 5, 6}
+DEFAULT_PER_HOST = 3
 SUBSET = (
     "control_tls12", "control_tls13", "close_after_client_hello", "truncated_record",
     "handshake_length_16mb", "record_length_over_limit", "certificate_first",
@@ -93,3 +95,15 @@ def test_scan_survives(sc: Scenario, scans: dict[str, tuple[ProbeOutcome, Listen
     if out.returncode in (3, 4, 5, 6):  # an error exit names the target
         assert out.stderr_lines and out.stderr_lines[0].startswith(
             f"tlsprobe: 127.0.0.1:{listener.port}"), context
+
+
+@pytest.mark.parametrize("name", ["control_tls12", "control_tls13", "no_answer",
+                                  "tls13_bad_finished"])
+def test_scan_keeps_to_the_per_host_limit(name: str, scans  # type: ignore[no-untyped-def]
+                                          ) -> None:
+    """Never more connections open at once than --per-host (default 3). Measured on
+    scenarios whose server watches for the client's close after misbehaving, so the server
+    side knows when each connection really ended."""
+    out, listener = scans[name]
+    assert listener.connections > DEFAULT_PER_HOST, listener.spans
+    assert listener.max_concurrent() <= DEFAULT_PER_HOST, (out.command, listener.spans)
