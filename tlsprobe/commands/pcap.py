@@ -1,0 +1,213 @@
+"""Read pcap/pcapng captures: every TLS connection's offer, choice, key exchange and fingerprints.
+
+Connections are found by content (not by port), read as a stream (memory stays flat), and
+described with the live probe's words: `--msg` prints each connection's records exactly as
+`tlsprobe HOST --msg` does. Exit code 7 when a capture is damaged (what could be read is
+still reported).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import IO, Any
+
+from tlsprobe.errors import EXIT_BAD_INPUT, EXIT_OK, UsageError
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("files", metavar="FILE", nargs="+",
+                   help="pcap or pcapng capture (gzip-compressed too); '-' reads stdin")
+    o = p.add_argument_group("output")
+    o.add_argument("--json", action="store_true", help="one JSON document")
+    o.add_argument("--jsonl", action="store_true", help="JSON lines, one per connection as "
+                   "it ends (streamed), then one per capture")
+    o.add_argument("--details", action="store_true", help="a block per connection with the "
+                   "probe's labels instead of the table")
+    o.add_argument("--msg", action="store_true", help="print each connection's records as "
+                   "`openssl s_client -msg` does (the live probe's --msg format)")
+    o.add_argument("--stats", action="store_true", help="summary: connections per version, "
+                   "cipher suite and group (instead of the table)")
+    o.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    k = p.add_argument_group("decryption")
+    k.add_argument("--keylog", metavar="FILE", help="SSLKEYLOGFILE secrets: decrypt TLS 1.3 "
+                   "handshakes and TLS 1.2 records (keys embedded in pcapng are used too)")
+    k.add_argument("--no-embedded-keys", action="store_true", help="ignore keys stored in "
+                   "the capture (pcapng Decryption Secrets Blocks)")
+    # `--version` filters by TLS version here: it takes over the program's --version flag
+    # (argparse's documented "resolve" conflict handling); `tlsprobe --version` still works.
+    p.conflict_handler = "resolve"
+    f = p.add_argument_group("filters (repeatable; comma-separated lists allowed)")
+    f.add_argument("--host", action="append", metavar="ADDR|NAME",
+                   help="either endpoint's address, or the SNI")
+    f.add_argument("--port", action="append", metavar="PORT", help="either endpoint's port")
+    f.add_argument("--sni", action="append", metavar="PATTERN",
+                   help="server name, shell pattern (*.example.com)")
+    f.add_argument("--group", action="append", metavar="GROUP",
+                   help="negotiated group (or the group a HelloRetryRequest asked for)")
+    f.add_argument("--version", "--tls-version", dest="tls_version", action="append",
+                   metavar="VERSION",
+                   help="negotiated version: 1.3, TLSv1.2, ssl3, 0x0303")
+    f.add_argument("--no-quic", action="store_true", help="skip UDP (QUIC Initial packets)")
+
+
+def _options(args: argparse.Namespace) -> tuple[Any, Any]:
+    from tlsprobe.offline.analyzer import AnalyzerOptions
+    from tlsprobe.offline.filters import ConnectionFilter
+    if args.json and args.jsonl:
+        raise UsageError("--json and --jsonl exclude each other")
+    for path in args.files:
+        if path != "-" and not os.path.isfile(path):
+            raise UsageError(f"{path}: no such file" if not os.path.exists(path)
+                             else f"{path}: not a regular file")
+    if args.files.count("-") > 1:
+        raise UsageError("stdin ('-') can be read only once")
+    try:
+        flt = ConnectionFilter.parse(args.host, args.port, args.sni, args.group,
+                                     args.tls_version)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    keylog = None
+    if args.keylog:
+        from tlsprobe.engine.keylog import load_keylog
+        try:
+            keylog = load_keylog(args.keylog)
+        except OSError as exc:
+            raise UsageError(f"--keylog {args.keylog}: {exc.strerror or exc}") from None
+    return AnalyzerOptions(trace=args.msg, keylog=keylog,
+                           embedded_keys=not args.no_embedded_keys,
+                           quic=not args.no_quic), flt
+
+
+class _Bar:
+    """A rich progress bar on stderr, only when stderr is a terminal."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.progress: Any = None
+        if enabled and sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                DownloadColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+            self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                                     DownloadColumn(), TextColumn("{task.fields[packets]} "
+                                                                  "packets"),
+                                     TimeRemainingColumn(),
+                                     console=Console(file=sys.stderr), transient=True)
+            self.progress.start()
+        self.task: Any = None
+
+    def start(self, name: str) -> Any:
+        if self.progress is None:
+            return None
+        from tlsprobe.offline.analyzer import Progress
+        self.task = self.progress.add_task(os.path.basename(name), total=None, packets=0)
+
+        def update(done: int, total: int | None, packets: int) -> None:
+            self.progress.update(self.task, completed=done, total=total, packets=packets)
+        return Progress(update)
+
+    def stop(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+def run(args: argparse.Namespace) -> int:
+    from tlsprobe.capture import CaptureError
+    from tlsprobe.offline.analyzer import CaptureAnalysis
+    from tlsprobe.offline.stats import Statistics
+    options, flt = _options(args)
+    out = sys.stdout
+    stats = Statistics()
+    rows: list[tuple[str, ...]] = []
+    reports: list[dict[str, Any]] = []
+    summaries: list[dict[str, Any]] = []
+    broken = False
+    bar = _Bar(not args.no_progress and not args.msg)
+    try:
+        for path in args.files:
+            name = "<stdin>" if path == "-" else path
+            try:
+                analysis = CaptureAnalysis(path, options, bar.start(name), display_name=name)
+            except CaptureError as exc:
+                print(f"tlsprobe: {exc}", file=sys.stderr)
+                broken = True
+                continue
+            reported = 0
+            for report, trace in analysis:
+                if flt.active and not flt.matches(report):
+                    continue
+                reported += 1
+                stats.add(report)
+                _emit(args, out, report, trace, rows, reports)
+            summary = analysis.summary
+            assert summary is not None  # set when the iteration ends
+            summary_dict = summary.to_dict()
+            summary_dict["reported"] = reported
+            summaries.append(summary_dict)
+            if args.jsonl:
+                print(json.dumps(summary_dict), file=out)
+            if summary.warnings:
+                broken = True
+                more = f" (+{len(summary.warnings) - 1} more)" if len(summary.warnings) > 1 else ""
+                print(f"tlsprobe: {name}: {summary.warnings[0]}{more}; read {summary.packets} "
+                      f"packets, reported what could be read", file=sys.stderr)
+    finally:
+        bar.stop()
+    _finish(args, out, stats, rows, reports, summaries)
+    return EXIT_BAD_INPUT if broken else EXIT_OK
+
+
+def _emit(args: argparse.Namespace, out: IO[str], report: Any, trace: list[str] | None,
+          rows: list[tuple[str, ...]], reports: list[dict[str, Any]]) -> None:
+    from tlsprobe.report.offline_tables import connection_row, render_details
+    if args.msg and trace is not None and not (args.json or args.jsonl):
+        print(f"=== connection {report.id}: {report.client} -> {report.server} "
+              f"({report.file}) ===", file=out)
+        for line in trace:
+            print(line, file=out)
+        print("---", file=out)
+    if args.json or args.jsonl:
+        data = report.to_dict()
+        if args.msg and trace is not None:
+            data["trace"] = trace
+        if args.jsonl:
+            print(json.dumps(data), file=out)
+        else:
+            reports.append(data)
+    elif args.details and not args.stats:
+        render_details(report, out)
+        print(file=out)
+    elif not args.stats:
+        rows.append(connection_row(report))
+
+
+def _finish(args: argparse.Namespace, out: IO[str], stats: Any, rows: list[tuple[str, ...]],
+            reports: list[dict[str, Any]], summaries: list[dict[str, Any]]) -> None:
+    from tlsprobe.report.model import SCHEMA_VERSION
+    from tlsprobe.report.offline_tables import render_connections, render_stats
+    if args.json:
+        doc: dict[str, Any] = {"schema": SCHEMA_VERSION, "tool": "tlsprobe", "command": "pcap",
+                               "captures": summaries, "connections": reports}
+        if args.stats:
+            doc["stats"] = stats.to_dict()
+        print(json.dumps(doc, indent=2), file=out)
+        return
+    if args.jsonl:
+        if args.stats:
+            print(json.dumps({"kind": "stats", **stats.to_dict()}), file=out)
+        return
+    if args.stats:
+        render_stats(stats.tables(), stats.connections, out)
+        return
+    if not args.details:
+        render_connections(rows, out)
+    if stats.connections == 0:
+        files = ", ".join(s["file"] for s in summaries) or "the input"
+        print(f"no TLS connections found in {files}", file=out)

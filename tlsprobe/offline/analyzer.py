@@ -1,0 +1,260 @@
+"""The loop over one capture: stream events in, one report per TLS connection out.
+
+`analyze(source, options)` returns a `CaptureAnalysis`; iterating it yields an
+`Analyzed(report, trace)` as each connection ends (FIN/RST, eviction, end of capture), so
+reports can be streamed and memory stays flat: a connection's state is dropped as soon as
+it is reported. QUIC handshakes come from UDP datagrams (offline.quic). Keys come from
+`options.keylog` and from the capture's own Decryption Secrets Blocks; with keys or a trace
+the Flow reader is used, otherwise the fast one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from tlsprobe.capture import (
+    CaptureStream,
+    Datagram,
+    Secrets,
+    StreamClose,
+    StreamData,
+    StreamGap,
+    StreamOpen,
+    iter_stream_events,
+)
+from tlsprobe.engine.keylog import KeyLog, parse_keylog
+from tlsprobe.offline.connection import Connection
+from tlsprobe.offline.facts import Facts
+from tlsprobe.offline.fast import FastReader
+from tlsprobe.report.offline_model import CaptureSummary, ConnectionReport
+
+SECRETS_TLS_KEYLOG = 0x544C534B
+
+
+@dataclass
+class AnalyzerOptions:
+    """`trace`: keep the `--msg` lines of each connection; `keylog`: keys for decryption;
+    `embedded_keys`: also use keys from pcapng Decryption Secrets Blocks; `quic`: read
+    QUIC Initial packets; `max_trace_records`: records traced (and, with keys, decrypted)
+    per connection before the rest is only counted."""
+
+    trace: bool = False
+    keylog: KeyLog | None = None
+    embedded_keys: bool = True
+    quic: bool = True
+    max_trace_records: int = 2000
+    hex_limit: int | None = None
+
+
+class Analyzed(NamedTuple):
+    report: ConnectionReport
+    trace: list[str] | None
+
+
+@dataclass
+class Progress:
+    """Called now and then with (bytes read, total bytes or None, packets)."""
+
+    callback: Callable[[int, int | None, int], None]
+    every: int = 4096
+
+
+class _CountingReader:
+    """A binary file wrapper that counts the bytes read (for the progress bar)."""
+
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw
+        self.count = 0
+        self.name = getattr(raw, "name", "<stream>")
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._raw.read(n)
+        self.count += len(data)
+        return data
+
+    def close(self) -> None:
+        self._raw.close()
+
+
+class CaptureAnalysis:
+    """Iterator of `Analyzed` for one capture; `summary` is complete once exhausted."""
+
+    def __init__(self, source: str, options: AnalyzerOptions | None = None,
+                 progress: Progress | None = None, display_name: str | None = None) -> None:
+        self.options = options or AnalyzerOptions()
+        self.name = display_name or source
+        self._progress = progress
+        self._counter: _CountingReader | None = None
+        self._total: int | None = None
+        if progress is not None and source != "-":
+            self._counter = _CountingReader(open(source, "rb"))  # noqa: SIM115
+            try:
+                self._total = os.fstat(self._counter._raw.fileno()).st_size
+            except OSError:
+                self._total = None
+        try:
+            self.stream: CaptureStream = iter_stream_events(
+                self._counter if self._counter is not None else source,
+                udp=self.options.quic)
+        except BaseException:
+            if self._counter is not None:
+                self._counter.close()
+            raise
+        self.keylog: KeyLog | None = self.options.keylog
+        self.connections = 0
+        self.tls_connections = 0
+        self.summary: CaptureSummary | None = None
+        self._quic: Any = None
+        self._dtls: Any = None
+
+    # -- readers --------------------------------------------------------------------------
+    def _new(self, key: Any, ts: float, frame: int) -> Connection:
+        facts = Facts()
+        opts = self.options
+        if opts.trace or self.keylog is not None:
+            from tlsprobe.offline.flowreader import FlowReader
+            reader: Any = FlowReader(facts, trace=opts.trace, keylog=self.keylog,
+                                     max_records=opts.max_trace_records,
+                                     hex_limit=opts.hex_limit)
+        else:
+            reader = FastReader(facts)
+        self.connections += 1
+        return Connection(key, ts, frame, reader, facts)
+
+    def _secrets(self, ev: Secrets) -> None:
+        if ev.secrets_type != SECRETS_TLS_KEYLOG or not self.options.embedded_keys:
+            return
+        embedded = parse_keylog(ev.data.decode("ascii", "replace"))
+        if self.keylog is None:
+            self.keylog = embedded
+        else:
+            merged = KeyLog(dict(self.keylog.sessions), self.keylog.bad_lines,
+                            self.keylog.skipped_lines, self.keylog.dropped)
+            for random, secrets in embedded.sessions.items():
+                merged.sessions.setdefault(random, {}).update(secrets)
+            self.keylog = merged
+
+    def _finish(self, conn: Connection, reason: str | None) -> Analyzed | None:
+        if not conn.is_tls:
+            return None
+        self.tls_connections += 1
+        report = conn.report(self.name, reason)
+        trace = conn.reader.trace_lines() if hasattr(conn.reader, "trace_lines") else None
+        return Analyzed(report, trace)
+
+    # -- the loop ------------------------------------------------------------------------
+    def __iter__(self) -> Iterator[Analyzed]:
+        conns: dict[int, Connection] = {}
+        stream = self.stream
+        progress = self._progress
+        every = progress.every if progress is not None else 0
+        tick = 0
+        try:
+            for ev in stream:
+                t = type(ev)
+                if t is StreamData:
+                    key, d, data, ts, frame = ev
+                    conn = conns.get(key[0])
+                    if conn is None:
+                        conn = conns[key[0]] = self._new(key, ts, frame)
+                    conn.nbytes[d] += len(data)
+                    conn.last_ts = ts
+                    conn.last_frame = frame
+                    half = conn.halves[d]
+                    if half.counting:
+                        continue
+                    reader = conn.reader
+                    reader.feed(half, data, ts, frame)
+                    if reader.swapped:
+                        new = stream.swap_direction(key[0])
+                        conn.swapped(new if new is not None else key.swapped())
+                    if progress is not None:
+                        tick += 1
+                        if tick >= every:
+                            tick = 0
+                            self._tick()
+                elif t is StreamClose:
+                    conn = conns.pop(ev.conn.id, None)
+                    if conn is not None:
+                        if ev.reason in ("fin", "rst"):
+                            conn.last_ts = max(conn.last_ts, ev.ts)
+                            conn.last_frame = max(conn.last_frame, ev.frame)
+                        done = self._finish(conn, ev.reason)
+                        if done is not None:
+                            yield done
+                elif t is StreamOpen:
+                    if ev.conn.id not in conns:
+                        conns[ev.conn.id] = self._new(ev.conn, ev.ts, ev.frame)
+                elif t is StreamGap:
+                    conn = conns.get(ev.conn.id)
+                    if conn is not None:
+                        conn.gap(ev.direction, ev.size)
+                elif t is Datagram:
+                    yield from self._datagram(ev)
+                elif t is Secrets:
+                    self._secrets(ev)
+            for conn in list(conns.values()):  # the capture layer closes all; just in case
+                done = self._finish(conn, "end")
+                if done is not None:
+                    yield done
+            for tracker in (self._quic, self._dtls):
+                if tracker is not None:
+                    for done in tracker.finish():
+                        self.tls_connections += 1
+                        yield done
+        finally:
+            if progress is not None:
+                self._tick()
+            if self._counter is not None:
+                self._counter.close()
+            self._summarise()
+
+    def _datagram(self, ev: Datagram) -> Iterator[Analyzed]:
+        data = ev.data
+        if not data:
+            return
+        if data[0] & 0xC0 == 0xC0:
+            if self._quic is None:
+                from tlsprobe.offline.quic import QuicTracker
+                self._quic = QuicTracker(self.name, self.options)
+            tracker: Any = self._quic
+        elif 20 <= data[0] <= 26 and len(data) >= 13:
+            if self._dtls is None:
+                from tlsprobe.offline.dtls import DtlsTracker, looks_like_dtls
+                if not looks_like_dtls(data):
+                    return
+                self._dtls = DtlsTracker(self.name)
+            tracker = self._dtls
+        else:
+            return
+        for done in tracker.datagram(ev):
+            self.tls_connections += 1
+            yield done
+
+    def _tick(self) -> None:
+        if self._progress is None:
+            return
+        done = self._counter.count if self._counter is not None else 0
+        self._progress.callback(done, self._total, self.stream.stats.packets)
+
+    def _summarise(self) -> None:
+        stats = self.stream.stats
+        self.summary = CaptureSummary(
+            file=self.name, file_format=stats.file_format, packets=stats.packets,
+            connections=self.connections + sum(t.connections for t in (self._quic, self._dtls)
+                                               if t is not None),
+            tls_connections=self.tls_connections, reported=0, complete=stats.complete,
+            warnings=tuple(str(w) for w in stats.warnings), capture=stats.to_dict())
+
+
+def analyze(source: str, options: AnalyzerOptions | None = None,
+            progress: Progress | None = None) -> CaptureAnalysis:
+    """Open a capture (path or "-") for analysis. Raises CaptureError when nothing can
+    be read from it; damage later on ends the iteration with warnings in the summary."""
+    return CaptureAnalysis(source, options, progress)
+
+
+__all__ = ["Analyzed", "AnalyzerOptions", "CaptureAnalysis", "Progress", "analyze", "field"]

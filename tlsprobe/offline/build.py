@@ -1,0 +1,260 @@
+"""Facts of one connection -> its `ConnectionReport`, in the live probe's words.
+
+The key exchange is described as `probes.facts` describes a probe's (kind, where the group
+was chosen, share sizes, "Server Temp Key"), with one addition the capture gives: for TLS 1.2
+`client_share_bytes` is the ClientKeyExchange key length (ECDH point, DH public value or the
+encrypted premaster secret). Registry lookups and certificate parsing are cached: a capture
+repeats the same offers and certificates thousands of times.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache, lru_cache
+
+from tlsprobe import registry
+from tlsprobe.offline import fingerprints
+from tlsprobe.offline.facts import CLIENT, SERVER, Facts
+from tlsprobe.offline.hello import ClientHelloInfo
+from tlsprobe.probes.dhgroups import dh_group_name
+from tlsprobe.probes.facts import TEMP_KEY, certificate_info
+from tlsprobe.report.offline_model import (
+    AlertInfo,
+    CertificateInfo,
+    Cipher,
+    Codepoint,
+    ConnectionReport,
+    ConnectionTimings,
+    Fingerprints,
+    KeyExchange,
+    Offer,
+)
+from tlsprobe.report.trace import message_name
+
+_HYBRID_KIND = {"hybrid": "hybrid", "mlkem": "KEM", "ffdhe": "DHE"}
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    """Who and where: what the capture layer knows of a connection."""
+
+    file: str
+    id: int
+    transport: str
+    protocol: str
+    client_ip: str
+    client_port: int
+    server_ip: str
+    server_port: int
+    first_frame: int
+    last_frame: int
+    first_ts: float | None
+    last_ts: float | None
+    client_bytes: int = 0
+    server_bytes: int = 0
+    close: str | None = None
+    midstream: bool = False
+    preamble: bytes = b""
+    gap_bytes: int = 0
+
+
+version_cp = lru_cache(maxsize=None)(Codepoint.version)
+group_cp = lru_cache(maxsize=None)(Codepoint.group)
+sigscheme_cp = lru_cache(maxsize=None)(Codepoint.sigscheme)
+cipher_of = lru_cache(maxsize=None)(Cipher.of)
+
+
+@cache
+def extension_cp(code: int) -> Codepoint:
+    return Codepoint(code, f"0x{code:04x}", registry.extension_name(code))
+
+
+@lru_cache(maxsize=4096)
+def _codepoints(kind: str, values: tuple[int, ...]) -> tuple:  # type: ignore[type-arg]
+    make = {"version": version_cp, "group": group_cp, "sigscheme": sigscheme_cp,
+            "cipher": cipher_of, "extension": extension_cp}[kind]
+    return tuple(make(v) for v in values)
+
+
+@lru_cache(maxsize=4096)
+def cert_info(der: bytes) -> CertificateInfo:
+    """The probe's certificate summary; a key `cryptography` cannot load (explicit-curve
+    EC, unknown algorithms) still gives subject and issuer, never an exception."""
+    import warnings
+
+    from cryptography.exceptions import UnsupportedAlgorithm
+    try:
+        with warnings.catch_warnings():  # e.g. a negative serial: reported as it is
+            warnings.simplefilter("ignore")
+            return certificate_info(der)
+    except (UnsupportedAlgorithm, ValueError, TypeError) as exc:
+        import hashlib
+
+        from cryptography import x509
+        try:
+            cert = x509.load_der_x509_certificate(der)
+            subject, issuer = cert.subject.rfc4514_string(), cert.issuer.rfc4514_string()
+        except ValueError:
+            subject, issuer = "(unparsable certificate)", ""
+        return CertificateInfo(subject, issuer, f"unsupported key ({exc})", None, "", "", "",
+                               "", hashlib.sha256(der).hexdigest())
+
+
+def _text(data: bytes) -> str:
+    return data.decode("ascii", "backslashreplace")
+
+
+def offer_of(hello: ClientHelloInfo) -> Offer:
+    versions = hello.supported_versions or (hello.legacy_version,)
+    return Offer(versions=_codepoints("version", versions),
+                 cipher_suites=_codepoints("cipher", hello.cipher_suites),
+                 groups=_codepoints("group", hello.supported_groups),
+                 key_share_groups=_codepoints("group", tuple(g for g, _ in hello.key_shares)),
+                 signature_algorithms=_codepoints("sigscheme", hello.signature_algorithms),
+                 alpn=tuple(_text(p) for p in hello.alpn), sni=hello.sni,
+                 client_hello_bytes=hello.size)
+
+
+@lru_cache(maxsize=4096)
+def _ecdhe(kind: str, source: str, group: int, server_len: int | None,
+           client_len: int | None) -> KeyExchange:
+    """A named-group key exchange with s_client's "Server Temp Key" wording (cached: a
+    capture repeats the same few)."""
+    cp = group_cp(group)
+    known = TEMP_KEY.get(group)
+    bits, temp = (known[1], f"{known[0]}, {known[1]} bits") if known else \
+        (None, f"{cp.name}, {server_len}-byte server share")
+    return KeyExchange(kind=kind, source=source, group=cp, server_share_bytes=server_len,
+                       client_share_bytes=client_len, bits=bits, server_temp_key=temp)
+
+
+def key_exchange_of(f: Facts) -> KeyExchange | None:
+    sh = f.server_hello
+    if sh is None:
+        return None
+    if f.tls13:
+        if sh.key_share is None:
+            return KeyExchange(kind="PSK", source="none")
+        group, server_len = sh.key_share
+        info = registry.group(group)
+        hello = f.client_hellos[-1] if f.client_hellos else None
+        client_len = next((n for g, n in hello.key_shares if g == group), None) \
+            if hello is not None else None
+        return _ecdhe(_HYBRID_KIND.get(info.kind if info else "", "ECDHE"),
+                      "hello_retry_request" if f.hrr is not None else "key_share",
+                      group, server_len, client_len)
+    kx, ske = f.key_exchange, f.ske
+    if ske is None or kx in ("RSA", "PSK", "RSA_PSK"):
+        return KeyExchange(kind=kx or "unknown", source="rsa" if kx == "RSA" else "none",
+                           client_share_bytes=f.cke_length)
+    if ske.named_curve is not None:
+        return _ecdhe("ECDHE", "server_key_exchange", ske.named_curve, ske.public_length,
+                      f.cke_length)
+    if ske.dh_p is not None:
+        p = int.from_bytes(ske.dh_p, "big")
+        name = dh_group_name(p)
+        code = registry.parse_group(name) if name and name.startswith("ffdhe") else None
+        return KeyExchange(kind="DHE", source="dhe_parameters",
+                           group=group_cp(code) if code is not None else None,
+                           server_share_bytes=ske.public_length,
+                           client_share_bytes=f.cke_length, dh_prime_bits=p.bit_length(),
+                           dh_group_name=name or f"unknown {p.bit_length()}-bit",
+                           bits=p.bit_length(), server_temp_key=f"DH, {p.bit_length()} bits")
+    if ske.explicit_curve:
+        return KeyExchange(kind="ECDHE", source="server_key_exchange", explicit_curve=True,
+                           client_share_bytes=f.cke_length,
+                           problem="explicit curve parameters (not a named group)")
+    return KeyExchange(kind=ske.kind or kx or "unknown", source="server_key_exchange",
+                       client_share_bytes=f.cke_length)
+
+
+def resumption_of(f: Facts) -> str | None:
+    sh = f.server_hello
+    if sh is None:
+        return None
+    if f.tls13:
+        return "psk" if sh.psk_identity is not None else None
+    full = any(t in (11, 12, 14) for d, t, _, _ in f.messages if d == SERVER)
+    if f.ccs[SERVER] and not full:
+        hello = f.client_hellos[-1] if f.client_hellos else None
+        return "session_ticket" if hello is not None and hello.session_ticket else "session_id"
+    return None
+
+
+@lru_cache(maxsize=1024)
+def _message_label(direction: int, t: int, hrr: bool, decrypted: bool) -> str:
+    name = "HelloRetryRequest" if hrr else message_name(t)
+    return f"{'>>>' if direction == CLIENT else '<<<'} {name}{' (decrypted)' if decrypted else ''}"
+
+
+def _message_names(f: Facts) -> tuple[str, ...]:
+    out = [_message_label(*m) for m in f.messages]
+    if f.more_messages:
+        out.append(f"... {f.more_messages} more")
+    return tuple(out)
+
+
+def _ms(a: float | None, b: float | None) -> float | None:
+    return round((b - a) * 1000, 3) if a is not None and b is not None else None
+
+
+def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> ConnectionReport:
+    """The report of one finished connection."""
+    hello = f.client_hellos[0] if f.client_hellos else None
+    sh = f.server_hello
+    prints = Fingerprints()
+    if hello is not None or sh is not None:
+        j3 = fingerprints.ja3(hello) if hello is not None and not hello.sslv2 else (None, None)
+        j3s = fingerprints.ja3s(sh) if sh is not None else (None, None)
+        j4 = fingerprints.ja4(hello, transport) if hello is not None and not hello.sslv2 \
+            else (None, None)
+        prints = Fingerprints(j3[0], j3[1], j3s[0], j3s[1], j4[0], j4[1])
+    alpn = sh.alpn if sh is not None and sh.alpn is not None else f.alpn_ee
+    scheme = f.signature_scheme
+    preamble = _printable(where.preamble) if where.preamble else None
+    return ConnectionReport(
+        file=where.file, id=where.id, transport=where.transport, protocol=where.protocol,
+        client=_join(where.client_ip, where.client_port),
+        server=_join(where.server_ip, where.server_port), client_ip=where.client_ip,
+        client_port=where.client_port, server_ip=where.server_ip,
+        server_port=where.server_port, first_frame=where.first_frame,
+        last_frame=where.last_frame, sni=hello.sni if hello is not None else None,
+        offer=offer_of(hello) if hello is not None else None,
+        client_hellos=len(f.client_hellos),
+        client_random=hello.random.hex() if hello is not None else None,
+        client_extensions=_codepoints("extension", hello.extensions) if hello else (),
+        server_extensions=_codepoints("extension", sh.extensions) if sh else (),
+        version=version_cp(sh.selected_version) if sh is not None else
+        version_cp(f.sslv2_server) if f.sslv2_server is not None else None,
+        cipher=cipher_of(sh.cipher_suite) if sh is not None else None,
+        key_exchange=key_exchange_of(f),
+        hello_retry_request=group_cp(f.hrr.hrr_group)
+        if f.hrr is not None and f.hrr.hrr_group is not None else None,
+        signature_scheme=sigscheme_cp(scheme) if scheme is not None else None,
+        alpn=_text(alpn) if alpn is not None else None, resumption=resumption_of(f),
+        session_ticket_lifetime=f.ticket_lifetime,
+        certificates=tuple(cert_info(der) for der in f.certificates),
+        alerts=tuple(AlertInfo("client" if d == CLIENT else "server", level, desc,
+                               registry.alert_name(desc)) for d, level, desc, _ in f.alerts),
+        messages=_message_names(f), fingerprints=prints,
+        timings=ConnectionTimings(where.first_ts, _ms(f.ch_ts, f.sh_ts),
+                                  _ms(f.ch_ts, f.done_ts), _ms(where.first_ts, where.last_ts)),
+        client_bytes=where.client_bytes, server_bytes=where.server_bytes,
+        encrypted=f.encrypted[0] and f.encrypted[1], decrypted=f.decrypted,
+        handshake_complete=(f.finished[0] and f.finished[1]) if f.decrypted else None,
+        close=where.close, preamble=preamble or None,
+        midstream=where.midstream or (not f.client_hellos and bool(f.server_hellos)),
+        gap_bytes=where.gap_bytes, problems=tuple(f.problems))
+
+
+_ESCAPES = {9: "\\t", 10: "\\n", 13: "\\r"}
+
+
+def _printable(data: bytes, limit: int = 120) -> str:
+    """Plain text before the TLS records on one line; other bytes as \\xNN."""
+    return "".join(chr(b) if 32 <= b < 127 else _ESCAPES.get(b, f"\\x{b:02x}")
+                   for b in data[:limit])
+
+
+def _join(ip: str, port: int) -> str:
+    return f"{ip}:{port}"

@@ -1,0 +1,73 @@
+"""One TCP connection of a capture: its endpoints, byte counts, reader and facts.
+
+A connection is created on the capture's StreamOpen and dropped on its StreamClose, so the
+table of open connections is as large as the capture layer's (bounded, least recently used
+connections evicted there). `reader` is the fast reader, or the Flow reader when a trace is
+wanted or keys are known; both expose `halves` (one per direction, with `counting` set once
+nothing more is to be learnt from that side), `feed`, `gap` and `swapped`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tlsprobe.capture import ConnKey
+from tlsprobe.offline.build import Endpoints, build_report
+from tlsprobe.offline.facts import Facts
+from tlsprobe.report.offline_model import ConnectionReport
+
+
+class Connection:
+    __slots__ = (
+        "facts",
+        "first_frame",
+        "first_ts",
+        "gap_bytes",
+        "halves",
+        "key",
+        "last_frame",
+        "last_ts",
+        "nbytes",
+        "reader",
+    )
+
+    def __init__(self, key: ConnKey, ts: float, frame: int, reader: Any, facts: Facts) -> None:
+        self.key = key
+        self.facts = facts
+        self.reader = reader
+        self.halves = reader.halves
+        self.first_ts = ts
+        self.last_ts = ts
+        self.first_frame = frame
+        self.last_frame = frame
+        self.nbytes = [0, 0]
+        self.gap_bytes = 0
+
+    def gap(self, direction: int, size: int) -> None:
+        self.gap_bytes += size
+        half = self.halves[direction]
+        if not half.counting:
+            self.reader.gap(half)
+
+    def swapped(self, key: ConnKey) -> None:
+        """The capture now orients this connection the other way round."""
+        self.key = key
+        self.halves.reverse()
+        self.nbytes.reverse()
+        self.reader.swapped = False
+
+    @property
+    def is_tls(self) -> bool:
+        f = self.facts
+        return bool(f.client_hellos or f.server_hellos or f.alerts or
+                    any(h.aligner.state in ("aligned", "resync") for h in self.halves))
+
+    def report(self, file: str, close: str | None) -> ConnectionReport:
+        k = self.key
+        midstream = any(h.aligner.midstream for h in self.halves)
+        preamble = self.halves[0].aligner.preamble or self.halves[1].aligner.preamble
+        where = Endpoints(file, k.id, "tcp", "tls", k.client_ip, k.client_port, k.server_ip,
+                          k.server_port, self.first_frame, self.last_frame, self.first_ts,
+                          self.last_ts, self.nbytes[0], self.nbytes[1], close, midstream,
+                          preamble[:256], self.gap_bytes)
+        return build_report(where, self.facts)

@@ -1,0 +1,279 @@
+"""What one connection's handshake messages, alerts and records said, as they arrive.
+
+Both readers feed the same accumulator: the fast reader (record framing of its own, hellos
+summarised by `offline.hello`) and the Flow reader (session.Flow, used for the `--msg` trace
+and for key-log decryption). Messages arrive as whole raw handshake messages, so one piece
+of code turns them into facts whichever reader framed them; the Flow reader also passes its
+decoded message, which is used for what only decryption reveals (TLS 1.3 Certificate,
+EncryptedExtensions, CertificateVerify). `offline.build` turns the facts into a report.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tlsprobe import registry
+from tlsprobe.offline.hello import (
+    ClientHelloInfo,
+    ServerHelloInfo,
+    client_hello_info,
+    parse_client_hello,
+    parse_server_hello,
+    server_hello_info,
+)
+from tlsprobe.offline.messages import (
+    ServerKeyExchangeInfo,
+    certificate_list,
+    client_key_exchange_length,
+    parse_server_key_exchange,
+    ticket_lifetime,
+)
+from tlsprobe.wire.buffer import DecodeError
+from tlsprobe.wire.context import ParseContext, is_tls13_version
+from tlsprobe.wire.handshake import decode_handshake
+
+CLIENT, SERVER = 0, 1
+MAX_MESSAGES = 64      # message names kept per connection
+MAX_PROBLEMS = 16
+MAX_HELLOS = 8
+
+CH, SH, NST, EE, CERT, SKE, CV, CKE, FIN = 1, 2, 4, 8, 11, 12, 15, 16, 20
+_DTLS_AS_TLS = {0xFEFF: 0x0302, 0x0100: 0x0302, 0xFEFD: 0x0303, 0xFEFC: 0x0304}
+
+
+class Facts:
+    """Mutable per-connection accumulator (one per connection, dropped when reported)."""
+
+    __slots__ = (
+        "alerts",
+        "alpn_ee",
+        "ccs",
+        "certificates",
+        "ch_frame",
+        "ch_ts",
+        "cipher_suite",
+        "cke_length",
+        "client_hellos",
+        "decrypted",
+        "done_ts",
+        "dtls",
+        "encrypted",
+        "finished",
+        "hrr",
+        "key_exchange",
+        "messages",
+        "more_messages",
+        "named_group",
+        "problems",
+        "server_hello",
+        "server_hellos",
+        "sh_frame",
+        "sh_ts",
+        "signature_scheme",
+        "ske",
+        "sslv2_server",
+        "ticket_lifetime",
+        "tls13",
+        "tls13_certificates",
+        "version",
+    )
+
+    def __init__(self) -> None:
+        self.client_hellos: list[ClientHelloInfo] = []
+        self.server_hellos: list[ServerHelloInfo] = []
+        self.server_hello: ServerHelloInfo | None = None
+        self.hrr: ServerHelloInfo | None = None
+        self.version: int | None = None
+        self.cipher_suite: int | None = None
+        self.key_exchange: str | None = None
+        self.named_group: int | None = None
+        self.tls13 = False
+        self.ske: ServerKeyExchangeInfo | None = None
+        self.cke_length: int | None = None
+        self.certificates: list[bytes] = []
+        self.tls13_certificates = False
+        self.alerts: list[tuple[int, int, int, bool]] = []  # (sender, level, desc, decrypted)
+        self.messages: list[tuple[int, int, bool, bool]] = []  # (sender, type, hrr, decrypted)
+        self.more_messages = 0
+        self.ticket_lifetime: int | None = None
+        self.alpn_ee: bytes | None = None
+        self.signature_scheme: int | None = None
+        self.finished = [False, False]
+        self.ccs = [False, False]
+        self.encrypted = [False, False]   # the side has sent a protected record
+        self.problems: list[str] = []
+        self.ch_ts: float | None = None
+        self.sh_ts: float | None = None
+        self.done_ts: float | None = None
+        self.ch_frame: int | None = None
+        self.sh_frame: int | None = None
+        self.decrypted = False
+        self.sslv2_server: int | None = None   # an SSL 2.0 SERVER-HELLO's version
+        self.dtls = False
+
+    # -- state the readers consult ----------------------------------------------------------
+    def context(self, direction: int) -> ParseContext:
+        version = self.version
+        if self.dtls and version is not None:  # message layouts follow the TLS version
+            version = _DTLS_AS_TLS.get(version, version)
+        return ParseContext(version=version, cipher_suite=self.cipher_suite,
+                            key_exchange=self.key_exchange, named_group=self.named_group,
+                            is_server_message=direction == SERVER)
+
+    def problem(self, text: str) -> None:
+        if len(self.problems) < MAX_PROBLEMS and text not in self.problems:
+            self.problems.append(text)
+
+    def protected(self, direction: int, content_type: int) -> bool:
+        """Is a record of this type from this side protected (as session.Flow decides)?"""
+        if self.tls13:
+            return content_type == 23
+        return self.ccs[direction] and content_type != 20
+
+    @property
+    def sslv2_session(self) -> bool:
+        """The client spoke SSLv2 format (records in SSLv2 form may follow)."""
+        return bool(self.client_hellos and self.client_hellos[0].sslv2)
+
+    def mark_encrypted(self, direction: int, ts: float) -> None:
+        self.encrypted[direction] = True
+        if self.done_ts is None and self.encrypted[0] and self.encrypted[1]:
+            self.done_ts = ts
+
+    # -- records ------------------------------------------------------------------------
+    def change_cipher_spec(self, direction: int) -> None:
+        if self.server_hello is not None and not self.tls13:
+            self.ccs[direction] = True
+
+    def alert(self, direction: int, level: int, description: int, decrypted: bool = False) -> None:
+        if len(self.alerts) < MAX_MESSAGES:
+            self.alerts.append((direction, level, description, decrypted))
+
+    def sslv2_client_hello(self, info: ClientHelloInfo, ts: float, frame: int) -> None:
+        self._client_hello(info, ts, frame)
+        self._note(CLIENT, CH, False, False)
+
+    def sslv2_record(self, direction: int, record: bytes, ts: float, frame: int) -> None:
+        """The first record of a side in SSLv2 format (a ClientHello, or an SSL 2.0
+        server's SERVER-HELLO)."""
+        from tlsprobe.offline.hello import (
+            parse_sslv2_server_hello,
+            sslv2_client_hello_info,
+        )
+        from tlsprobe.wire.record import SSLv2ClientHello
+        try:
+            if direction == CLIENT:
+                self.sslv2_client_hello(sslv2_client_hello_info(SSLv2ClientHello.parse(record)),
+                                        ts, frame)
+            else:
+                hello = parse_sslv2_server_hello(record)
+                self.sslv2_server = hello.version
+                self.certificates = [hello.certificate] if hello.certificate else []
+                if self.sh_ts is None:
+                    self.sh_ts, self.sh_frame = ts, frame
+        except DecodeError as exc:
+            self.problem(f"malformed SSLv2 record from the {_side(direction)}: {exc}")
+
+    # -- handshake messages ---------------------------------------------------------------
+    def on_message(self, direction: int, msg: bytes, ts: float, frame: int,
+                   decrypted: bool = False, decoded: Any = None) -> None:
+        """One whole handshake message (header included) from `direction`."""
+        t = msg[0]
+        try:
+            if t == CH and direction == CLIENT:
+                self._client_hello(self._parse_ch(msg, decoded), ts, frame)
+            elif t == SH and direction == SERVER:
+                self._server_hello(self._parse_sh(msg, decoded), ts, frame)
+            elif t == SKE and direction == SERVER and not self.tls13:
+                self.ske = parse_server_key_exchange(msg, self.context(SERVER))
+                if self.ske.named_curve is not None:
+                    self.named_group = self.ske.named_curve
+                if self.ske.signature_scheme is not None:
+                    self.signature_scheme = self.ske.signature_scheme
+            elif t == CKE and direction == CLIENT and not self.tls13:
+                self.cke_length = client_key_exchange_length(msg, self.context(CLIENT))
+            elif t == CERT and direction == SERVER:
+                if not self.certificates:
+                    ctx = self.context(SERVER)
+                    self.certificates = list(decoded.message.certificates) if (
+                        decoded is not None and hasattr(decoded.message, "certificates")) \
+                        else certificate_list(msg, ctx)
+                    self.tls13_certificates = ctx.tls13
+            elif t == NST and direction == SERVER:
+                self.ticket_lifetime = ticket_lifetime(msg)
+            elif t == EE and direction == SERVER:
+                self._encrypted_extensions(msg, decoded)
+            elif t == CV and direction == SERVER and decoded is not None:
+                self.signature_scheme = getattr(decoded.message, "algorithm", None)
+            elif t == FIN and decrypted:
+                self.finished[direction] = True
+        except DecodeError as exc:
+            self.problem(f"malformed {_name(t)} from the {_side(direction)}: {exc}")
+        hrr = t == SH and self.hrr is not None and self.server_hello is None
+        self._note(direction, t, hrr, decrypted)
+
+    def _note(self, direction: int, t: int, hrr: bool, decrypted: bool) -> None:
+        if len(self.messages) < MAX_MESSAGES:
+            self.messages.append((direction, t, hrr, decrypted))
+        else:
+            self.more_messages += 1
+
+    @staticmethod
+    def _parse_ch(msg: bytes, decoded: Any) -> ClientHelloInfo:
+        try:
+            return parse_client_hello(msg)
+        except DecodeError:
+            decoded = decoded or decode_handshake(msg)  # the codec's error text wins
+            return client_hello_info(decoded.message, len(msg))
+
+    @staticmethod
+    def _parse_sh(msg: bytes, decoded: Any) -> ServerHelloInfo:
+        try:
+            return parse_server_hello(msg)
+        except DecodeError:
+            decoded = decoded or decode_handshake(msg)
+            return server_hello_info(decoded.message, len(msg))
+
+    def _client_hello(self, info: ClientHelloInfo, ts: float, frame: int) -> None:
+        if len(self.client_hellos) < MAX_HELLOS:
+            self.client_hellos.append(info)
+        if self.ch_ts is None:
+            self.ch_ts, self.ch_frame = ts, frame
+        for name in info.problems:
+            self.problem(f"malformed {name} extension in the ClientHello")
+
+    def _server_hello(self, info: ServerHelloInfo, ts: float, frame: int) -> None:
+        if len(self.server_hellos) < MAX_HELLOS:
+            self.server_hellos.append(info)
+        for name in info.problems:
+            self.problem(f"malformed {name} extension in the ServerHello")
+        if info.is_hello_retry_request:
+            self.hrr = info
+            return
+        self.server_hello = info
+        if self.sh_ts is None:
+            self.sh_ts, self.sh_frame = ts, frame
+        self.version = info.selected_version
+        self.cipher_suite = info.cipher_suite
+        self.tls13 = is_tls13_version(_DTLS_AS_TLS.get(info.selected_version)
+                                      if self.dtls else info.selected_version)
+        suite = registry.cipher_suite(info.cipher_suite)
+        self.key_exchange = "TLS13" if self.tls13 else (suite.kx if suite else None)
+        if info.key_share is not None:
+            self.named_group = info.key_share[0]
+
+    def _encrypted_extensions(self, msg: bytes, decoded: Any) -> None:
+        decoded = decoded or decode_handshake(msg, self.context(SERVER))
+        ext = decoded.message.extension(16)
+        if ext is not None:
+            names = ext.decode("encrypted_extensions")
+            self.alpn_ee = names[0] if len(names) == 1 else None
+
+
+def _name(msg_type: int) -> str:
+    from tlsprobe.report.trace import message_name
+    return message_name(msg_type)
+
+
+def _side(direction: int) -> str:
+    return "client" if direction == CLIENT else "server"

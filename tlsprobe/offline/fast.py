@@ -1,0 +1,192 @@
+"""The fast reader: record and handshake framing of its own, only what the report needs.
+
+Used when no trace is asked for and no key is known. Each direction frames records until it
+sends its first protected record; from then on its bytes are only counted (`counting`),
+which is where most of a capture's packets go. Handshake messages are reassembled from
+handshake records (several per record, one over several records) with a bounded buffer and
+handed to `Facts`. After a gap the partial record and message are dropped and the
+`Aligner` finds the next plausible record header.
+"""
+
+from __future__ import annotations
+
+from tlsprobe.offline.facts import CLIENT, Facts
+from tlsprobe.offline.framing import Aligner, role_of
+from tlsprobe.offline.hello import sslv2_record_size
+from tlsprobe.wire.record import MAX_CIPHERTEXT
+
+MAX_MESSAGE = 1 << 18
+MAX_OPAQUE_RECORDS = 8
+_HANDSHAKE_TYPES = frozenset((0, 1, 2, 3, 4, 5, 6, 8, 11, 12, 13, 14, 15, 16, 20, 21, 22, 23,
+                              24, 25, 254))
+
+
+class FastHalf:
+    """One direction: its aligner, partial record and partial handshake message."""
+
+    __slots__ = (
+        "after_gap",
+        "aligner",
+        "app_records",
+        "buf",
+        "counting",
+        "direction",
+        "first",
+        "hs",
+    )
+
+    def __init__(self, direction: int) -> None:
+        self.direction = direction
+        self.aligner = Aligner(direction)
+        self.buf = bytearray()
+        self.hs = bytearray()
+        self.after_gap = False
+        self.counting = False
+        self.first = True
+        self.app_records = 0
+
+
+class FastReader:
+    """Feeds one connection's two directions into `facts`."""
+
+    __slots__ = ("facts", "halves", "swapped")
+
+    def __init__(self, facts: Facts) -> None:
+        self.facts = facts
+        self.halves = [FastHalf(0), FastHalf(1)]
+        self.swapped = False
+
+    def swap(self) -> None:
+        """Content shows the client is the other side: exchange the halves' roles. The
+        connection reorders `halves` once the capture has flipped its directions."""
+        for half in self.halves:
+            half.direction ^= 1
+            half.aligner.direction ^= 1
+        self.swapped = True
+
+    def gap(self, half: FastHalf) -> None:
+        if half.counting:
+            return
+        half.buf = bytearray()
+        half.hs = bytearray()
+        half.after_gap = True
+        half.aligner.lost()
+
+    def feed(self, half: FastHalf, data: bytes, ts: float, frame: int) -> None:
+        data = half.aligner.feed(data)
+        while data:
+            data = self._frame(half, data, ts, frame)
+        if half.aligner.state == "dead":
+            half.counting = True
+
+    def _frame(self, half: FastHalf, data: bytes, ts: float, frame: int) -> bytes:
+        """Frame records; returns re-aligned bytes to frame again after a bad header."""
+        buf = half.buf
+        buf += data
+        if half.first:
+            role = role_of(buf)
+            if role is not None and role != half.direction and not self.facts.client_hellos:
+                self.swap()
+            if buf[0] & 0x80:
+                if not self._sslv2(half, ts, frame):
+                    return b""
+                if not buf:
+                    half.first = False
+                    return b""
+            half.first = False
+        p, n = 0, len(buf)
+        facts = self.facts
+        while p + 5 <= n:
+            ct = buf[p]
+            if ct & 0x80 and facts.sslv2_session:
+                half.counting = True  # SSL 2.0 records after an SSLv2 hello: not TLS
+                half.buf = bytearray()
+                return b""
+            length = (buf[p + 3] << 8) | buf[p + 4]
+            if not 20 <= ct <= 24 or buf[p + 1] != 3 or length > MAX_CIPHERTEXT:
+                facts.problem(f"no TLS record header where one was expected ({_side(half)})")
+                rest = bytes(buf[p:])
+                half.buf = bytearray()
+                half.hs = bytearray()
+                half.after_gap = True
+                return half.aligner.reset_with(rest)
+            end = p + 5 + length
+            if end > n:
+                break
+            if facts.protected(half.direction, ct):
+                facts.mark_encrypted(half.direction, ts)
+                half.counting = True
+                half.buf = bytearray()
+                return b""
+            self._record(half, ct, bytes(buf[p + 5:end]), ts, frame)
+            p = end
+            if half.counting:
+                half.buf = bytearray()
+                return b""
+        if p:
+            del buf[:p]
+        return b""
+
+    def _sslv2(self, half: FastHalf, ts: float, frame: int) -> bool:
+        """An SSLv2-format first record; True when framing goes on with what follows."""
+        buf = half.buf
+        total = sslv2_record_size(buf)
+        if total is None or len(buf) < total:
+            return False
+        self.facts.sslv2_record(half.direction, bytes(buf[:total]), ts, frame)
+        if half.direction != CLIENT:  # an SSL 2.0 server: nothing more to read
+            half.counting = True
+            half.buf = bytearray()
+            return False
+        del buf[:total]
+        return True
+
+    def _record(self, half: FastHalf, ct: int, fragment: bytes, ts: float, frame: int) -> None:
+        facts = self.facts
+        if ct == 22:
+            self._handshake(half, fragment, ts, frame)
+        elif ct == 21:
+            if len(fragment) % 2:
+                facts.problem(f"malformed alert record from the {_side(half)}")
+                return
+            for i in range(0, len(fragment), 2):
+                facts.alert(half.direction, fragment[i], fragment[i + 1])
+        elif ct == 20:
+            facts.change_cipher_spec(half.direction)
+        elif ct == 23:
+            half.app_records += 1
+            if half.app_records >= MAX_OPAQUE_RECORDS:
+                # application data with no visible handshake (captured mid-stream) or
+                # early data: nothing more to learn from this side
+                facts.mark_encrypted(half.direction, ts)
+                half.counting = True
+
+    def _handshake(self, half: FastHalf, fragment: bytes, ts: float, frame: int) -> None:
+        hs = half.hs
+        if half.after_gap and not hs:
+            if len(fragment) < 4 or fragment[0] not in _HANDSHAKE_TYPES or \
+                    int.from_bytes(fragment[1:4], "big") > MAX_MESSAGE:
+                return  # the middle of a message whose start was lost
+            half.after_gap = False
+        if not hs and len(fragment) >= 4 and \
+                4 + int.from_bytes(fragment[1:4], "big") == len(fragment):
+            self.facts.on_message(half.direction, fragment, ts, frame)  # the common case
+            return
+        hs += fragment
+        while len(hs) >= 4:
+            size = 4 + int.from_bytes(hs[1:4], "big")
+            if size > MAX_MESSAGE:
+                self.facts.problem(f"handshake message of {size} bytes from the "
+                                   f"{_side(half)}: over the limit, skipped")
+                half.hs = bytearray()
+                half.after_gap = True
+                return
+            if len(hs) < size:
+                return
+            msg = bytes(hs[:size])
+            del hs[:size]
+            self.facts.on_message(half.direction, msg, ts, frame)
+
+
+def _side(half: FastHalf) -> str:
+    return "client" if half.direction == CLIENT else "server"

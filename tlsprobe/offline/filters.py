@@ -1,0 +1,98 @@
+"""Which connections to report: by host, port, SNI, negotiated group and version.
+
+Values of one option are alternatives (any may match); different options must all match.
+Hosts match either endpoint's address or the SNI exactly (case-insensitive); SNI patterns
+are shell-style (``*.example.com``); groups and versions take names or hex codepoints
+(``x25519``, ``0x11ec``, ``1.3``, ``TLSv1.2``, ``0x0303``).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+from tlsprobe import registry
+from tlsprobe.report.offline_model import ConnectionReport
+
+_VERSION_WORDS = {"1.3": 0x0304, "1.2": 0x0303, "1.1": 0x0302, "1.0": 0x0301, "1": 0x0301,
+                  "3.0": 0x0300, "3": 0x0300, "2.0": 0x0002, "2": 0x0002}
+
+
+def parse_version(text: str) -> int:
+    """"1.3", "TLS1.3", "tlsv1_2", "ssl3", "0x0303" -> the protocol version id."""
+    t = text.strip().lower()
+    if t.startswith("0x"):
+        try:
+            return int(t, 16)
+        except ValueError:
+            raise ValueError(f"unknown version {text!r}") from None
+    for prefix in ("tlsv", "tls", "sslv", "ssl"):
+        if t.startswith(prefix):
+            rest = t[len(prefix):].replace("_", ".").lstrip(" .")
+            if prefix.startswith("ssl"):
+                return {"3": 0x0300, "3.0": 0x0300, "2": 0x0002, "2.0": 0x0002}.get(rest) or \
+                    _unknown(text)
+            t = rest
+            break
+    code = _VERSION_WORDS.get(t.replace("_", "."))
+    return code if code is not None else _unknown(text)
+
+
+def _unknown(text: str) -> int:
+    raise ValueError(f"unknown version {text!r} (use 1.0..1.3, TLSv1.2, ssl3 or hex)")
+
+
+def _normal_ip(text: str) -> str:
+    try:
+        return str(ipaddress.ip_address(text.strip("[]")))
+    except ValueError:
+        return text.lower()
+
+
+@dataclass(frozen=True)
+class ConnectionFilter:
+    hosts: tuple[str, ...] = ()
+    ports: tuple[int, ...] = ()
+    snis: tuple[str, ...] = ()
+    groups: tuple[int, ...] = ()
+    versions: tuple[int, ...] = ()
+
+    @classmethod
+    def parse(cls, hosts: list[str] | None = None, ports: list[str] | None = None,
+              snis: list[str] | None = None, groups: list[str] | None = None,
+              versions: list[str] | None = None) -> ConnectionFilter:
+        """Build from command-line values (each may hold a comma-separated list). Raises
+        ValueError with a one-line message on a bad value."""
+        def split(values: list[str] | None) -> list[str]:
+            return [v.strip() for raw in values or [] for v in raw.split(",") if v.strip()]
+        port_list = []
+        for p in split(ports):
+            if not p.isdigit() or not 0 <= int(p) <= 65535:
+                raise ValueError(f"bad port {p!r}")
+            port_list.append(int(p))
+        return cls(tuple(_normal_ip(h) for h in split(hosts)), tuple(port_list),
+                   tuple(s.lower() for s in split(snis)),
+                   tuple(registry.parse_group(g) for g in split(groups)),
+                   tuple(parse_version(v) for v in split(versions)))
+
+    @property
+    def active(self) -> bool:
+        return bool(self.hosts or self.ports or self.snis or self.groups or self.versions)
+
+    def matches(self, r: ConnectionReport) -> bool:
+        sni = (r.sni or "").lower()
+        if self.hosts and not any(h in (r.client_ip, r.server_ip) or (sni and h == sni)
+                                  for h in self.hosts):
+            return False
+        if self.ports and r.client_port not in self.ports and r.server_port not in self.ports:
+            return False
+        if self.snis and not any(fnmatchcase(sni, pattern) for pattern in self.snis):
+            return False
+        if self.groups:
+            group = r.group
+            hrr = r.hello_retry_request
+            if (group is None or group.id not in self.groups) and \
+                    (hrr is None or hrr.id not in self.groups):
+                return False
+        return not self.versions or (r.version is not None and r.version.id in self.versions)

@@ -1,0 +1,181 @@
+"""The Flow reader: a connection read through session.Flow, for the trace and for decryption.
+
+The live probe and this reader share session.Flow and report.trace.TraceFormatter, so the
+`--msg` lines of a capture are the probe's lines. Each direction has its own Flow object and
+both share one NegotiationState (the Flow keeps per-direction framing, and the state is what
+links the two sides); after a gap, the direction that lost bytes gets a fresh Flow on the
+same state, fed from the next plausible record header the `Aligner` finds. Keys come from a
+key log (offline.decrypt). Without keys, a connection stops being parsed once both sides
+encrypt; with keys, after `max_records` records, or without a trace once both Finished and
+`POST_HANDSHAKE_RECORDS` more records (tickets, alerts) were read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tlsprobe.engine.keylog import KeyLog
+from tlsprobe.offline.decrypt import Decryptor
+from tlsprobe.offline.facts import CLIENT, SERVER, Facts
+from tlsprobe.offline.framing import Aligner, role_of
+from tlsprobe.offline.hello import sslv2_client_hello_info, sslv2_record_size
+from tlsprobe.report.trace import TraceFormatter
+from tlsprobe.session.flow import (
+    AlertEvent,
+    ApplicationDataEvent,
+    ChangeCipherSpecEvent,
+    ErrorEvent,
+    Flow,
+    MessageEvent,
+    NegotiationState,
+    RecordEvent,
+    SSLv2HelloEvent,
+)
+
+KEY_UPDATE, FINISHED, SERVER_HELLO = 24, 20, 2
+#: without a trace, records decrypted after both Finished (NewSessionTicket, alerts)
+POST_HANDSHAKE_RECORDS = 16
+
+
+class FlowHalf:
+    __slots__ = ("aligner", "counting", "direction", "first", "flow")
+
+    def __init__(self, direction: int, flow: Flow) -> None:
+        self.direction = direction
+        self.aligner = Aligner(direction)
+        self.flow = flow
+        self.counting = False
+        self.first = True
+
+
+class FlowReader:
+    """Feeds one connection's directions through Flows into `facts` (and trace lines)."""
+
+    def __init__(self, facts: Facts, *, trace: bool, keylog: KeyLog | None,
+                 max_records: int = 2000, hex_limit: int | None = None) -> None:
+        self.facts = facts
+        self.trace = trace
+        self.state = NegotiationState()
+        self.halves = [FlowHalf(0, self._flow()), FlowHalf(1, self._flow())]
+        self.formatter = TraceFormatter(hex_limit=hex_limit) if trace else None
+        self.lines: list[str] = []
+        self.decryptor = Decryptor(keylog, self._set_deprotector) if keylog is not None \
+            else None
+        self.max_records = max_records
+        self.records = 0
+        self.finished_at: int | None = None
+        self.swapped = False
+        self._ts = 0.0
+        self._frame = 0
+
+    def _flow(self) -> Flow:
+        flow = Flow(annotate=self.trace)
+        flow.state = self.state  # both directions share the negotiation state
+        return flow
+
+    def _set_deprotector(self, direction: int, deprotector: Any) -> None:
+        self._half(direction).flow.set_deprotector(direction, deprotector)
+
+    def _half(self, direction: int) -> FlowHalf:
+        return next(h for h in self.halves if h.direction == direction)
+
+    def swap(self) -> None:
+        for half in self.halves:
+            half.direction ^= 1
+            half.aligner.direction ^= 1
+        self.swapped = True
+
+    def trace_lines(self) -> list[str] | None:
+        return self.lines if self.trace else None
+
+    # -- input ---------------------------------------------------------------------------
+    def gap(self, half: FlowHalf) -> None:
+        if half.counting:
+            return
+        half.aligner.lost()
+        half.flow = self._flow()  # partial record and message are gone; keys too (seq lost)
+
+    def feed(self, half: FlowHalf, data: bytes, ts: float, frame: int) -> None:
+        data = half.aligner.feed(data)
+        if half.aligner.state == "dead":
+            half.counting = True
+        if not data:
+            return
+        if half.first:
+            half.first = False
+            role = role_of(data)
+            if role is not None and role != half.direction and not self.facts.client_hellos:
+                self.swap()
+            if half.direction == SERVER and data[0] & 0x80:
+                # an SSL 2.0 server (session.Flow reads only the SSLv2-format ClientHello)
+                total = sslv2_record_size(data) or 0
+                if len(data) >= total:
+                    self.facts.sslv2_record(SERVER, data[:total], ts, frame)
+                half.counting = True
+                return
+        if not half.first and data[0] & 0x80 and self.facts.sslv2_session:
+            half.counting = True  # SSL 2.0 records after an SSLv2 hello: not TLS
+            return
+        self._ts, self._frame = ts, frame
+        flow = half.flow
+        for ev in flow.feed(half.direction, data):
+            self._event(ev)
+        if flow.failed(half.direction) and half.flow is flow:
+            half.aligner.lost()
+            half.flow = self._flow()
+        self._maybe_stop()
+
+    def _maybe_stop(self) -> None:
+        f = self.facts
+        decrypting = self.decryptor is not None and self.decryptor.active
+        if decrypting and self.finished_at is None and f.finished[0] and f.finished[1]:
+            self.finished_at = self.records
+        done = (f.encrypted[0] and f.encrypted[1] and not decrypting) or \
+            self.records >= self.max_records or \
+            (not self.trace and self.finished_at is not None and
+             self.records - self.finished_at >= POST_HANDSHAKE_RECORDS)
+        if done:
+            for half in self.halves:
+                half.counting = True
+
+    # -- events --------------------------------------------------------------------------
+    def _event(self, ev: Any) -> None:
+        f, ts, frame = self.facts, self._ts, self._frame
+        if self.formatter is not None:
+            self.lines.extend(self.formatter.event_lines(ev))
+        d = ev.direction
+        if isinstance(ev, RecordEvent):
+            self.records += 1
+            if ev.protected:
+                f.mark_encrypted(d, ts)
+        elif isinstance(ev, MessageEvent):
+            f.on_message(d, ev.raw, ts, frame, decrypted=ev.protected, decoded=ev.decoded)
+            self._keys(ev)
+        elif isinstance(ev, AlertEvent):
+            f.alert(d, ev.alert.level, ev.alert.description, ev.protected)
+        elif isinstance(ev, ChangeCipherSpecEvent):
+            f.change_cipher_spec(d)
+        elif isinstance(ev, ApplicationDataEvent):
+            return
+        elif isinstance(ev, SSLv2HelloEvent):
+            if d == CLIENT:
+                f.sslv2_client_hello(sslv2_client_hello_info(ev.hello), ts, frame)
+        elif isinstance(ev, ErrorEvent):
+            side = "client" if d == CLIENT else "server"
+            f.problem(f"malformed {ev.where} from the {side}: {ev.error}")
+
+    def _keys(self, ev: MessageEvent) -> None:
+        dec = self.decryptor
+        if dec is None:
+            return
+        t = ev.msg_type
+        if t == SERVER_HELLO and ev.direction == SERVER and self.facts.server_hello is not None \
+                and not dec.active and not ev.protected:
+            problem = dec.on_server_hello(self.facts)
+            if problem:
+                self.facts.problem(problem)
+            self.facts.decrypted = dec.active
+        elif t == FINISHED and ev.protected and self.facts.tls13:
+            dec.on_finished(ev.direction)
+        elif t == KEY_UPDATE and ev.protected:
+            dec.on_key_update(ev.direction)

@@ -1,0 +1,194 @@
+"""Where TLS records start in one direction of a TCP stream.
+
+TLS is found by content, not by port. A direction's bytes reach the record framer through an
+`Aligner`, which decides where the records begin:
+
+* at the start of the stream when the first bytes are a plausible record header (or an
+  SSLv2-format ClientHello);
+* after a plain-text preamble (STARTTLS dialogue, proxy CONNECT, a database's SSL request):
+  at the first ClientHello (client side) or ServerHello/alert record (server side);
+* in a connection captured mid-stream, or after bytes were lost (a gap), at the first offset
+  from which a chain of plausible record headers follows.
+
+Scanning is bounded: a preamble longer than `MAX_PREAMBLE` means "not TLS", and a resync
+keeps at most `MAX_SCAN` bytes while it looks.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tlsprobe.wire.record import MAX_CIPHERTEXT, looks_like_tls
+
+MAX_PREAMBLE = 64 << 10
+MAX_SCAN = 64 << 10
+CLIENT, SERVER = 0, 1
+
+# content type 20..24, major version 3, minor 0..4
+_HEADER = re.compile(rb"[\x14-\x18]\x03[\x00-\x04]")
+# a handshake record whose fragment starts with a ClientHello or ServerHello; a server alert
+_CH_SH = rb"\x16\x03[\x00-\x04][\x00-\x48].[\x01\x02]\x00"
+_HELLO = {CLIENT: re.compile(_CH_SH, re.DOTALL),
+          SERVER: re.compile(_CH_SH + rb"|\x15\x03[\x00-\x04]\x00\x02", re.DOTALL)}
+
+
+def plausible_length(buf: bytes | bytearray, i: int) -> int | None:
+    """Record length when buf[i:i+5] is a plausible TLS record header, else None."""
+    if i + 5 > len(buf):
+        return None
+    if not 20 <= buf[i] <= 24 or buf[i + 1] != 3 or buf[i + 2] > 4:
+        return None
+    length = (buf[i + 3] << 8) | buf[i + 4]
+    return length if 0 < length <= MAX_CIPHERTEXT else None
+
+
+def chain_ok(buf: bytes | bytearray, i: int, need: int = 2) -> bool | None:
+    """Do `need` plausible records follow each other from `i`? None: need more bytes.
+
+    A chain that ends exactly at the end of the buffer also counts (segments often end at
+    record boundaries)."""
+    n = len(buf)
+    count = 0
+    while count < need:
+        if i == n and count:
+            return True
+        if i + 5 > n:
+            return None
+        length = plausible_length(buf, i)
+        if length is None:
+            return False
+        i += 5 + length
+        count += 1
+        if i > n:
+            return None
+    return True
+
+
+def find_hello(buf: bytes | bytearray, direction: int, start: int = 0) -> int | None:
+    """Offset of the first hello record header (or, server side, an alert record)."""
+    m = _HELLO[direction].search(buf, start)
+    return m.start() if m else None
+
+
+def find_chain(buf: bytes | bytearray, start: int = 0) -> tuple[int | None, int]:
+    """(offset of a plausible record chain or None, offset where scanning should resume)."""
+    for m in _HEADER.finditer(buf, start):
+        i = m.start()
+        verdict = chain_ok(buf, i)
+        if verdict:
+            return i, i
+        if verdict is None:
+            return None, i  # undecided: wait for more bytes from here
+    return None, max(start, len(buf) - 4)
+
+
+def role_of(first: bytes | bytearray) -> int | None:
+    """Which side sent these first record bytes: CLIENT for a ClientHello (or an SSLv2
+    hello), SERVER for a ServerHello, None when the first record does not tell."""
+    if first and first[0] & 0x80:
+        return {1: CLIENT, 4: SERVER}.get(first[2]) if len(first) >= 3 else None
+    if len(first) >= 6 and first[0] == 22:
+        return {1: CLIENT, 2: SERVER}.get(first[5])
+    return None
+
+
+class Aligner:
+    """One direction's byte stream in, record-aligned bytes out.
+
+    `state`: "start" (nothing seen), "aligned" (bytes pass straight through), "resync"
+    (after a gap or a framing error), "dead" (not TLS). `skipped` counts bytes dropped
+    before alignment (preamble, partial records); `preamble` keeps the first bytes of a
+    plain-text preamble for the report."""
+
+    __slots__ = (
+        "_buf",
+        "_scan_from",
+        "direction",
+        "midstream",
+        "preamble",
+        "resyncs",
+        "skipped",
+        "state",
+    )
+
+    def __init__(self, direction: int) -> None:
+        self.direction = direction
+        self.state = "start"
+        self._buf = bytearray()
+        self._scan_from = 0
+        self.skipped = 0
+        self.preamble = b""
+        self.midstream = False
+        self.resyncs = 0
+
+    def feed(self, data: bytes) -> bytes:
+        """The bytes from which records can be framed ("" while still looking)."""
+        if self.state == "aligned":
+            return data
+        if self.state == "dead":
+            return b""
+        self._buf += data
+        if self.state == "start":
+            return self._start()
+        return self._resync()
+
+    def lost(self) -> None:
+        """Bytes of this direction were lost or framing broke: look for records again."""
+        if self.state == "aligned":
+            self.state = "resync"
+            self.resyncs += 1
+            self._buf = bytearray()
+            self._scan_from = 0
+
+    def _take(self, at: int) -> bytes:
+        out = bytes(self._buf[at:])
+        self.skipped += at
+        self._buf = bytearray()
+        self._scan_from = 0
+        self.state = "aligned"
+        return out
+
+    def _start(self) -> bytes:
+        buf = self._buf
+        if len(buf) >= 3 and buf[0] & 0x80 and buf[2] == 4 and self.direction == SERVER:
+            return self._take(0)  # an SSL 2.0 SERVER-HELLO
+        verdict = looks_like_tls(bytes(buf[:5]))
+        if verdict is None:
+            return b""
+        if verdict:
+            return self._take(0)
+        at = find_hello(buf, self.direction)
+        if at is not None:
+            self.preamble = bytes(buf[:min(at, 256)])
+            return self._take(at)
+        chain, self._scan_from = find_chain(buf, self._scan_from)
+        if chain is not None:
+            self.midstream = True
+            self.preamble = b""
+            return self._take(chain)
+        if len(buf) > MAX_PREAMBLE:
+            self.state = "dead"
+            self.skipped += len(buf)
+            self._buf = bytearray()
+        return b""
+
+    def _resync(self) -> bytes:
+        buf = self._buf
+        at = find_hello(buf, self.direction)
+        chain, resume = find_chain(buf, self._scan_from)
+        if at is not None and (chain is None or at <= chain):
+            return self._take(at)
+        if chain is not None:
+            return self._take(chain)
+        self._scan_from = resume
+        if len(buf) > MAX_SCAN:
+            drop = len(buf) - 8
+            del buf[:drop]
+            self.skipped += drop
+            self._scan_from = max(0, self._scan_from - drop)
+        return b""
+
+    def reset_with(self, data: bytes) -> bytes:
+        """Framing failed inside `data` (bytes not yet framed): search them for records."""
+        self.lost()
+        return self.feed(data) if data else b""

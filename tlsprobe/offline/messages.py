@@ -1,0 +1,129 @@
+"""Fast reads of the other handshake messages a capture report needs.
+
+ServerKeyExchange (group, share size, DH prime, signature scheme), ClientKeyExchange (the
+key length), Certificate (the DER list) and NewSessionTicket (lifetime). The common forms
+(named-curve ECDHE, DHE, RSA, TLS 1.0-1.2 certificates) are read with flat slicing; every
+other form (PSK variants, explicit curves, RSA-export parameters, TLS 1.3 certificates) goes
+through the wire codec, which also supplies the error text when a message is malformed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tlsprobe.wire.buffer import DecodeError
+from tlsprobe.wire.context import ParseContext
+from tlsprobe.wire.handshake import decode_handshake
+
+SKE, CKE, CERTIFICATE, NEW_SESSION_TICKET = 12, 16, 11, 4
+
+
+@dataclass(frozen=True, slots=True)
+class ServerKeyExchangeInfo:
+    """What a TLS 1.0-1.2 ServerKeyExchange says about the key exchange."""
+
+    kind: str | None                   # ECDHE, DHE, RSA, PSK... (the suite's key exchange)
+    named_curve: int | None = None
+    explicit_curve: bool = False
+    public_length: int | None = None
+    dh_p: bytes | None = None
+    dh_g_length: int | None = None
+    signature_scheme: int | None = None
+
+
+def _body(msg: bytes, msg_type: int) -> bytes:
+    if len(msg) < 4 or msg[0] != msg_type or int.from_bytes(msg[1:4], "big") != len(msg) - 4:
+        raise DecodeError("bad handshake header", 0, "handshake")
+    return msg[4:]
+
+
+def _codec(msg: bytes, ctx: ParseContext) -> Any:
+    return decode_handshake(msg, ctx).message
+
+
+def parse_server_key_exchange(msg: bytes, ctx: ParseContext) -> ServerKeyExchangeInfo:
+    """Raises DecodeError when malformed (the codec's error for unusual forms)."""
+    body = _body(msg, SKE)
+    kx = ctx.key_exchange
+    n = len(body)
+    signed = ctx.version is not None and ctx.version >= 0x0303
+    if kx == "ECDHE" and n >= 4 and body[0] == 3:
+        group = int.from_bytes(body[1:3], "big")
+        p = 4 + body[3]
+        if body[3] >= 1 and p <= n:
+            return ServerKeyExchangeInfo("ECDHE", group, public_length=body[3],
+                                         signature_scheme=_scheme(body, p, signed))
+    elif kx == "DHE" and n >= 2:
+        p_len = int.from_bytes(body[0:2], "big")
+        q = 2 + p_len
+        if p_len and q + 2 <= n:
+            g_len = int.from_bytes(body[q:q + 2], "big")
+            r = q + 2 + g_len
+            if g_len and r + 2 <= n:
+                y_len = int.from_bytes(body[r:r + 2], "big")
+                s = r + 2 + y_len
+                if y_len and s <= n:
+                    return ServerKeyExchangeInfo("DHE", public_length=y_len,
+                                                 dh_p=bytes(body[2:q]), dh_g_length=g_len,
+                                                 signature_scheme=_scheme(body, s, signed))
+    ske = _codec(msg, ctx)
+    return ServerKeyExchangeInfo(
+        ske.key_exchange, ske.named_curve, ske.explicit_curve is not None,
+        len(ske.public) if ske.public is not None else None, ske.dh_p,
+        len(ske.dh_g) if ske.dh_g is not None else None, ske.algorithm)
+
+
+def _scheme(body: bytes, p: int, signed: bool) -> int | None:
+    """The TLS 1.2 SignatureScheme after the parameters; checks the signature vector."""
+    if p == len(body):
+        return None  # anonymous
+    if signed:
+        if p + 4 > len(body) or p + 4 + int.from_bytes(body[p + 2:p + 4], "big") != len(body):
+            raise DecodeError("signature does not fill the message", p, "ServerKeyExchange")
+        return int.from_bytes(body[p:p + 2], "big")
+    if p + 2 > len(body) or p + 2 + int.from_bytes(body[p:p + 2], "big") != len(body):
+        raise DecodeError("signature does not fill the message", p, "ServerKeyExchange")
+    return None
+
+
+def client_key_exchange_length(msg: bytes, ctx: ParseContext) -> int | None:
+    """Length of ecdh_Yc / dh_Yc / the encrypted premaster secret; None for PSK-only or an
+    implicit static key. Raises DecodeError when malformed."""
+    body = _body(msg, CKE)
+    kx, n = ctx.key_exchange, len(body)
+    if kx == "ECDHE" and n >= 2 and body[0] == n - 1:
+        return n - 1
+    if kx in ("DHE", "RSA") and n >= 3 and int.from_bytes(body[:2], "big") == n - 2:
+        return n - 2
+    cke = _codec(msg, ctx)
+    return len(cke.exchange_keys) or None
+
+
+def certificate_list(msg: bytes, ctx: ParseContext) -> list[bytes]:
+    """The DER certificates of a Certificate message (TLS 1.3 entries via the codec)."""
+    if ctx.tls13:
+        return [bytes(c) for c in _codec(msg, ctx).certificates]
+    body = _body(msg, CERTIFICATE)
+    n = len(body)
+    if n < 3 or int.from_bytes(body[:3], "big") != n - 3:
+        raise DecodeError("certificate_list length does not match", 4, "Certificate")
+    out, p = [], 3
+    while p < n:
+        if p + 3 > n:
+            raise DecodeError("truncated certificate length", 4 + p, "Certificate")
+        size = int.from_bytes(body[p:p + 3], "big")
+        if size < 1 or p + 3 + size > n:
+            raise DecodeError(f"certificate of {size} bytes, {n - p - 3} left", 4 + p,
+                              "Certificate")
+        out.append(bytes(body[p + 3:p + 3 + size]))
+        p += 3 + size
+    return out
+
+
+def ticket_lifetime(msg: bytes) -> int:
+    """ticket_lifetime(_hint) of a NewSessionTicket (both versions start with it)."""
+    body = _body(msg, NEW_SESSION_TICKET)
+    if len(body) < 4:
+        raise DecodeError("NewSessionTicket too short", 4, "NewSessionTicket")
+    return int.from_bytes(body[:4], "big")

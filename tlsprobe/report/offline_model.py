@@ -1,0 +1,184 @@
+"""Result model of `tlsprobe pcap`: one `ConnectionReport` per TLS connection in a capture.
+
+The pieces are the live probe's (`report.model`: Offer, Codepoint, Cipher, KeyExchange,
+CertificateInfo, AlertInfo), so a connection read from a capture is described with the
+same words and the same JSON fields as a probe. Field names are part of the documented JSON
+schema: add fields, never rename them. `AlertInfo.direction` is the sender here ("client"
+or "server"), since the capture is neither side.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from tlsprobe.report.model import (
+    SCHEMA_VERSION,
+    AlertInfo,
+    CertificateInfo,
+    Cipher,
+    Codepoint,
+    KeyExchange,
+    Offer,
+)
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "AlertInfo",
+    "CaptureSummary",
+    "CertificateInfo",
+    "Cipher",
+    "Codepoint",
+    "ConnectionReport",
+    "ConnectionTimings",
+    "Fingerprints",
+    "KeyExchange",
+    "Offer",
+    "plain",
+]
+
+
+@dataclass(frozen=True)
+class Fingerprints:
+    """JA3 / JA3S (md5 and the string hashed) and JA4 (hashed and raw) of the hellos."""
+
+    ja3: str | None = None
+    ja3_full: str | None = None
+    ja3s: str | None = None
+    ja3s_full: str | None = None
+    ja4: str | None = None
+    ja4_r: str | None = None
+
+
+@dataclass(frozen=True)
+class ConnectionTimings:
+    """`start`: capture time (epoch seconds) of the first packet; the rest in ms from the
+    first ClientHello: to the ServerHello, to both sides encrypting; and first to last
+    packet."""
+
+    start: float | None = None
+    server_hello_ms: float | None = None
+    handshake_ms: float | None = None
+    duration_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class ConnectionReport:
+    """One connection as the capture shows it.
+
+    `protocol`: "tls" (TCP), "quic" (UDP, from the Initial packets). `client_random`
+    (hex) names the connection in a key log; `client_extensions` / `server_extensions`
+    are the extension types of the first ClientHello and the ServerHello in wire order
+    (GREASE kept). `resumption`:
+    "session_id" (TLS 1.2 abbreviated handshake), "psk" (TLS 1.3 ServerHello
+    pre_shared_key), "session_ticket" (TLS 1.2 ticket accepted), None. `encrypted`: both
+    sides switched to protected records. `handshake_complete`: both Finished messages were
+    decrypted (None when no key was known). `midstream`: the capture starts inside the
+    connection; `preamble`: printable start of the plain text before TLS (STARTTLS, proxy);
+    `gap_bytes`: bytes the capture missed; `problems`: malformed data and other remarks."""
+
+    file: str
+    id: int
+    transport: str
+    protocol: str
+    client: str
+    server: str
+    client_ip: str
+    client_port: int
+    server_ip: str
+    server_port: int
+    first_frame: int
+    last_frame: int
+    sni: str | None = None
+    offer: Offer | None = None
+    client_hellos: int = 0
+    client_random: str | None = None
+    client_extensions: tuple[Codepoint, ...] = ()
+    server_extensions: tuple[Codepoint, ...] = ()
+    version: Codepoint | None = None
+    cipher: Cipher | None = None
+    key_exchange: KeyExchange | None = None
+    hello_retry_request: Codepoint | None = None
+    signature_scheme: Codepoint | None = None
+    alpn: str | None = None
+    resumption: str | None = None
+    session_ticket_lifetime: int | None = None
+    certificates: tuple[CertificateInfo, ...] = ()
+    alerts: tuple[AlertInfo, ...] = ()
+    messages: tuple[str, ...] = ()
+    fingerprints: Fingerprints = field(default_factory=Fingerprints)
+    timings: ConnectionTimings = field(default_factory=ConnectionTimings)
+    client_bytes: int = 0
+    server_bytes: int = 0
+    encrypted: bool = False
+    decrypted: bool = False
+    handshake_complete: bool | None = None
+    close: str | None = None
+    midstream: bool = False
+    preamble: str | None = None
+    gap_bytes: int = 0
+    problems: tuple[str, ...] = ()
+
+    @property
+    def group(self) -> Codepoint | None:
+        return self.key_exchange.group if self.key_exchange is not None else None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": "connection"}
+        out.update(plain(self))
+        return out
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+
+@dataclass(frozen=True)
+class CaptureSummary:
+    """One capture file: what was read (the capture layer's counters and warnings) and how
+    many TLS connections it held."""
+
+    file: str
+    file_format: str
+    packets: int
+    connections: int
+    tls_connections: int
+    reported: int
+    complete: bool
+    warnings: tuple[str, ...] = ()
+    capture: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": "capture"}
+        out.update(plain(self))
+        return out
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def plain(value: Any) -> Any:
+    """JSON-ready view of a model value (dataclasses to dicts, tuples to lists); faster
+    than dataclasses.asdict, which deep-copies every leaf."""
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    if isinstance(value, (tuple, list)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    names = _FIELDS.get(type(value))
+    if names is None:
+        names = _FIELDS[type(value)] = tuple(f.name for f in dataclasses.fields(value))
+    return {name: plain(getattr(value, name)) for name in names}
+
+
+def document(connections: list[ConnectionReport], captures: list[CaptureSummary],
+             stats: dict[str, Any] | None) -> dict[str, Any]:
+    """The single `--json` document."""
+    out: dict[str, Any] = {"schema": SCHEMA_VERSION, "tool": "tlsprobe", "command": "pcap",
+                           "captures": [c.to_dict() for c in captures],
+                           "connections": [c.to_dict() for c in connections]}
+    if stats is not None:
+        out["stats"] = stats
+    return out

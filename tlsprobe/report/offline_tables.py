@@ -1,0 +1,206 @@
+"""Rich renderables for `tlsprobe pcap`: the connection table, per-connection details (the
+probe's labels) and the summary statistics.
+
+On a terminal the tables are rich tables; elsewhere (pipes, files, tests) they are plain
+aligned columns without trailing blanks, written row by row, so a table of a hundred
+thousand connections costs no more than its text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import IO
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from tlsprobe.report.offline_model import ConnectionReport
+from tlsprobe.report.tables import SOURCES, print_renderable
+
+COLUMNS = ("#", "Client", "Server", "SNI", "Version", "Cipher suite", "Group", "Key S/C",
+           "ALPN", "JA4")
+LEGEND = ("Key S/C: bytes of the server's key share and of the client's (TLS 1.3 key_share, "
+          "TLS 1.2 ServerKeyExchange / ClientKeyExchange)")
+
+
+def _group(r: ConnectionReport) -> str:
+    kx = r.key_exchange
+    if kx is None:
+        return f"HRR {r.hello_retry_request.name}" if r.hello_retry_request else "-"
+    if kx.group is not None:
+        text = kx.group.name
+    elif kx.dh_group_name:
+        text = f"DHE {kx.dh_group_name}"
+    elif kx.kind == "RSA":
+        text = "RSA key transport"
+    else:
+        text = kx.kind
+    return text + (" (after HRR)" if r.hello_retry_request else "")
+
+
+def _sizes(r: ConnectionReport) -> str:
+    kx = r.key_exchange
+    if kx is None or (kx.server_share_bytes is None and kx.client_share_bytes is None):
+        return "-"
+    def n(v: int | None) -> str:
+        return "-" if v is None else str(v)
+    return f"{n(kx.server_share_bytes)}/{n(kx.client_share_bytes)}"
+
+
+def connection_row(r: ConnectionReport) -> tuple[str, ...]:
+    """One table row of plain strings."""
+    version = r.version.name if r.version else ("(no ServerHello)" if r.offer else "-")
+    if r.alerts and r.version is None:
+        version += f", {r.alerts[-1].direction} alert {r.alerts[-1].name}"
+    return (str(r.id), r.client, r.server, r.sni or "-", version,
+            r.cipher.iana_name if r.cipher else "-", _group(r), _sizes(r), r.alpn or "-",
+            r.fingerprints.ja4 or "-")
+
+
+def render_rows(rows: Sequence[tuple[str, ...]], out: IO[str], *, title: str | None = None,
+                columns: Sequence[str] = COLUMNS) -> None:
+    """A table of plain-string rows: rich on a terminal, aligned text elsewhere."""
+    if out.isatty():
+        table = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False)
+        for name in columns:
+            table.add_column(name, overflow="fold")
+        for row in rows:
+            table.add_row(*row)
+        Console(file=out, highlight=False).print(table)
+        return
+    widths = [len(c) for c in columns]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+    if title:
+        print(title, file=out)
+    for row in (tuple(columns), *rows):
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip(), file=out)
+
+
+def render_connections(rows: Sequence[tuple[str, ...]], out: IO[str]) -> None:
+    render_rows(rows, out)
+    if rows:
+        print(LEGEND, file=out)
+
+
+def connection_rows(r: ConnectionReport) -> list[tuple[str, str]]:
+    """Per-connection details as (label, value) rows, labelled as the probe's summary."""
+    rows: list[tuple[str, str]] = [
+        ("Connection", (f"#{r.id} {r.client} -> {r.server} ({r.protocol}, frames "
+                        f"{r.first_frame}-{r.last_frame})"))]
+    if r.preamble:
+        rows.append(("Before TLS", r.preamble))
+    if r.midstream:
+        rows.append(("Capture", "starts inside the connection"))
+    rows.append(("SNI", r.sni or "(none)"))
+    o = r.offer
+    if o is not None:
+        rows.append(("Offered versions", ", ".join(v.name for v in o.versions)))
+        rows.append(("Offered groups", ", ".join(g.name for g in o.groups) or "(none)"))
+        if o.key_share_groups:
+            rows.append(("Offered key shares", ", ".join(g.name for g in o.key_share_groups)))
+        rows.append(("Offered suites", f"{len(o.cipher_suites)}"))
+        if o.alpn:
+            rows.append(("Offered ALPN", ", ".join(o.alpn)))
+    rows.append(("Protocol", r.version.label() if r.version else "(none)"))
+    if r.cipher:
+        rows.append(("Cipher", f"{r.cipher.iana_name} ({r.cipher.hex})"))
+        rows.append(("", f"OpenSSL name: {r.cipher.openssl_name or '(none)'}"))
+    rows.extend(_key_exchange_rows(r))
+    if r.version is not None and r.version.id >= 0x0304 or r.hello_retry_request:
+        rows.append(("HelloRetryRequest", r.hello_retry_request.label()
+                     if r.hello_retry_request else "no"))
+    if r.signature_scheme:
+        rows.append(("Signature scheme", r.signature_scheme.label()))
+    if r.version is not None:
+        rows.append(("ALPN", r.alpn or "(none)"))
+    if r.resumption:
+        rows.append(("Resumption", r.resumption))
+    if r.session_ticket_lifetime is not None:
+        rows.append(("Session ticket", f"lifetime {r.session_ticket_lifetime} s"))
+    for i, c in enumerate(r.certificates):
+        rows.append(("Certificate chain" if i == 0 else "", f"{i} s: {c.subject}"))
+        rows.append(("", f"  i: {c.issuer}"))
+        bits = f" {c.key_bits} bits" if c.key_bits else ""
+        rows.append(("", f"  a: {c.key_type}{bits}; {c.signature_algorithm}"))
+        rows.append(("", f"  v: {c.not_before} -> {c.not_after}"))
+    for a in r.alerts:
+        level = "fatal" if a.level == 2 else "warning"
+        rows.append(("Alert", f"{a.direction} {level} {a.name} ({a.description})"))
+    fp = r.fingerprints
+    for label, value in (("JA3", fp.ja3), ("JA3S", fp.ja3s), ("JA4", fp.ja4)):
+        if value:
+            rows.append((label, value))
+    rows.append(("Handshake", _state(r)))
+    t = r.timings
+    parts = [f"{name} {v:.1f} ms" for name, v in (("to ServerHello", t.server_hello_ms),
+             ("handshake", t.handshake_ms), ("connection", t.duration_ms)) if v is not None]
+    if parts:
+        rows.append(("Timing", ", ".join(parts)))
+    rows.append(("Bytes", f"client {r.client_bytes}, server {r.server_bytes}"
+                 + (f", {r.gap_bytes} not captured" if r.gap_bytes else "")))
+    for p in r.problems:
+        rows.append(("Problem", p))
+    return rows
+
+
+def _key_exchange_rows(r: ConnectionReport) -> list[tuple[str, str]]:
+    kx = r.key_exchange
+    if kx is None:
+        return []
+    rows = []
+    if kx.group is not None:
+        rows.append(("Group", f"{kx.group.label()}, from {SOURCES.get(kx.source, kx.source)}"))
+    elif kx.dh_group_name:
+        rows.append(("Group", f"DHE {kx.dh_group_name}, from {SOURCES[kx.source]}"))
+    else:
+        rows.append(("Key exchange", f"{kx.kind}, {SOURCES.get(kx.source, kx.source)}"))
+    if kx.server_temp_key:
+        rows.append(("Server Temp Key", kx.server_temp_key))
+    sizes = []
+    if kx.server_share_bytes is not None:
+        sizes.append(f"server {kx.server_share_bytes} bytes")
+    if kx.client_share_bytes is not None and r.version is not None and r.version.id >= 0x0304:
+        sizes.append(f"client {kx.client_share_bytes} bytes")
+    if sizes:
+        rows.append(("Key share sizes", ", ".join(sizes)))
+    if kx.client_share_bytes is not None and (r.version is None or r.version.id < 0x0304):
+        what = {"ECDHE": "ECDH public key", "DHE": "DH public value",
+                "RSA": "encrypted premaster secret"}.get(kx.kind, "key")
+        rows.append(("ClientKeyExchange", f"{kx.client_share_bytes} bytes ({what})"))
+    if kx.dh_prime_bits:
+        rows.append(("DH prime", f"{kx.dh_prime_bits} bits ({kx.dh_group_name})"))
+    if kx.problem:
+        rows.append(("Key exchange problem", kx.problem))
+    return rows
+
+
+def _state(r: ConnectionReport) -> str:
+    if r.handshake_complete:
+        return "complete (both Finished decrypted)"
+    if r.encrypted:
+        return "both sides encrypting" + (" (resumed)" if r.resumption else "")
+    if r.version is not None:
+        return "ServerHello seen, not finished in the capture"
+    return "no ServerHello in the capture"
+
+
+def render_details(r: ConnectionReport, out: IO[str]) -> None:
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    for label, value in connection_rows(r):
+        table.add_row(label, value)
+    print_renderable(table, out)
+
+
+def render_stats(tables: list[tuple[str, list[tuple[str, int]]]], total: int,
+                 out: IO[str]) -> None:
+    for title, counts in tables:
+        rows = [(name, str(n), f"{100 * n / total:.1f}%" if total else "-")
+                for name, n in counts]
+        render_rows(rows, out, title=f"{title} ({total} connections)",
+                    columns=(title.rstrip("s").capitalize() if title != "Cipher suites"
+                             else "Cipher suite", "Connections", "Share"))
