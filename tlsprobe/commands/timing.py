@@ -1,0 +1,196 @@
+"""Time full handshakes per key exchange group against one server and rank the groups.
+
+`tlsprobe timing HOST[:PORT]` finds the groups the server accepts in TLS 1.3 and TLS 1.2
+(or times --timing-groups), completes N handshakes with each, and prints median, p90, the
+confidence interval of the median, handshakes per second, our own CPU time beside the wait
+for the server, and which group is cheapest on this server. The probe command reuses this
+module for `tlsprobe HOST --timing` through `add_timing_arguments` and `run_timing`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import sys
+from typing import IO, Any
+
+from tlsprobe import registry
+from tlsprobe.engine.config import TLS12, TLS13
+from tlsprobe.errors import (
+    EXIT_ALERT,
+    EXIT_NETWORK,
+    EXIT_NOT_TLS,
+    EXIT_OK,
+    EXIT_PROTOCOL,
+    TlsprobeError,
+    UsageError,
+)
+from tlsprobe.net.tcp import parse_target
+
+EXIT_BY_KIND = {"network": EXIT_NETWORK, "not_tls": EXIT_NOT_TLS, "alert": EXIT_ALERT,
+                "closed": EXIT_ALERT, "protocol": EXIT_PROTOCOL}
+DEFAULT_RUNS = 20
+DEFAULT_WARMUP = 2
+DEFAULT_TIMEOUT = 5.0
+_VERSIONS = {"1.3": TLS13, "13": TLS13, "tls1_3": TLS13, "tlsv1.3": TLS13, "tls1.3": TLS13,
+             "1.2": TLS12, "12": TLS12, "tls1_2": TLS12, "tlsv1.2": TLS12, "tls1.2": TLS12}
+
+
+def add_timing_arguments(parser: Any) -> None:
+    """The --timing-* options (an ArgumentParser or an argument group); none clashes with
+    the probe's own options."""
+    parser.add_argument("--timing-runs", type=int, default=DEFAULT_RUNS, metavar="N",
+                        help=f"measured handshakes per group (default {DEFAULT_RUNS})")
+    parser.add_argument("--timing-warmup", type=int, default=DEFAULT_WARMUP, metavar="N",
+                        help=f"uncounted warm-up rounds first (default {DEFAULT_WARMUP})")
+    parser.add_argument("--timing-groups", metavar="LIST", default=None,
+                        help="time these groups (names or hex, ',' or ':' separated) instead "
+                        "of the ones the server is found to accept")
+    parser.add_argument("--timing-versions", metavar="LIST", default=None,
+                        help="protocol versions to time: 1.3, 1.2 or both (default 1.3,1.2)")
+    parser.add_argument("--timing-suites", metavar="LIST", default=None,
+                        help="also pin each of these cipher suites in turn ('all': every suite "
+                        "the server accepts); default: the server chooses")
+    parser.add_argument("--timing-timeout", type=float, default=None, metavar="SECONDS",
+                        help="limit per handshake, connect included (default: --timeout, "
+                        f"else {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--timing-confidence", type=float, default=0.95, metavar="P",
+                        help="confidence of the median's interval (default 0.95)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", metavar="HOST[:PORT]", help="server to time (default port "
+                        "443; IPv6 as [::1]:4433)")
+    add_timing_arguments(parser)
+    parser.add_argument("--sni", metavar="NAME", help="server_name to send (default: the "
+                        "host name; none for IP addresses)")
+    parser.add_argument("--no-sni", action="store_true", help="send no server_name")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                        help=f"per-handshake limit (default {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _split(text: str) -> list[str]:
+    return [t.strip() for t in text.replace(",", ":").split(":") if t.strip()]
+
+
+def _versions(text: str | None) -> tuple[int, ...]:
+    if text is None:
+        return (TLS13, TLS12)
+    out = []
+    for item in text.replace(",", " ").split():
+        key = item.lower().replace(" ", "")
+        if key not in _VERSIONS:
+            raise UsageError(f"--timing-versions: unknown version {item!r} (use 1.3 or 1.2)")
+        out.append(_VERSIONS[key])
+    if not out:
+        raise UsageError("--timing-versions: no version given")
+    return tuple(dict.fromkeys(out))
+
+
+def _codes(text: str, parse: Any, option: str) -> tuple[int, ...]:
+    try:
+        codes = tuple(dict.fromkeys(parse(item) for item in _split(text)))
+    except ValueError as exc:
+        raise UsageError(f"{option}: {exc}") from None
+    if not codes:
+        raise UsageError(f"{option}: empty list")
+    return codes
+
+
+def _sni(args: Any, host: str) -> str | None:
+    if getattr(args, "no_sni", False):
+        return None
+    if getattr(args, "sni", None):
+        return str(args.sni)
+    try:
+        ipaddress.ip_address(host)
+        return None
+    except ValueError:
+        return host
+
+
+def options_from_args(args: argparse.Namespace, host: str) -> Any:
+    """TimingOptions from the --timing-* options (and --sni/--no-sni/--timeout if present)."""
+    from tlsprobe.probes.timing import TimingOptions
+    runs, warmup = args.timing_runs, args.timing_warmup
+    if runs is None or runs < 1:
+        raise UsageError("--timing-runs must be at least 1")
+    if warmup is None or warmup < 0:
+        raise UsageError("--timing-warmup must be 0 or more")
+    timeout = args.timing_timeout
+    if timeout is None:
+        timeout = getattr(args, "timeout", None) or DEFAULT_TIMEOUT
+    if timeout <= 0:
+        raise UsageError("--timing-timeout must be positive")
+    confidence = getattr(args, "timing_confidence", 0.95)
+    if not 0.5 <= confidence < 1:
+        raise UsageError("--timing-confidence must be in [0.5, 1), e.g. 0.95")
+    suites_text = getattr(args, "timing_suites", None)
+    all_suites = suites_text is not None and suites_text.strip().lower() == "all"
+    suites = None if suites_text is None or all_suites else \
+        _codes(suites_text, registry.parse_suite, "--timing-suites")
+    groups = None if args.timing_groups is None else \
+        _codes(args.timing_groups, registry.parse_group, "--timing-groups")
+    return TimingOptions(runs=runs, warmup=warmup, timeout=float(timeout),
+                         versions=_versions(args.timing_versions), groups=groups,
+                         suites=suites, all_suites=all_suites, server_name=_sni(args, host),
+                         confidence=confidence)
+
+
+class _Progress:
+    """A one-line progress display on stderr, only when stderr is a terminal."""
+
+    def __init__(self, err: IO[str]) -> None:
+        self.err = err
+        self.shown = err.isatty()
+
+    def __call__(self, done: int, planned: int, label: str) -> None:
+        if self.shown and (done % 5 == 0 or done == planned):
+            self.err.write(f"\rtiming handshakes: {done}/{planned} ({label})\x1b[K")
+            self.err.flush()
+
+    def clear(self) -> None:
+        if self.shown:
+            self.err.write("\r\x1b[K")
+            self.err.flush()
+
+
+def run_timing(target_text: str, args: Any, *, out: IO[str] | None = None,
+               err: IO[str] | None = None) -> int:
+    """Time `target_text` with the options in `args` (an argparse Namespace carrying the
+    --timing-* options, or a TimingOptions); prints the table (JSON with args.json) and
+    returns the exit code. Errors are one line on stderr, never a traceback."""
+    from tlsprobe.probes.timing import TimingOptions, measure_timing
+    out = out or sys.stdout
+    err = err or sys.stderr
+    progress = _Progress(err)
+    try:
+        target = parse_target(target_text)
+        options = args if isinstance(args, TimingOptions) else options_from_args(args, target.host)
+        if progress.shown and options.groups is None:
+            err.write("timing: finding the groups the server accepts...")
+            err.flush()
+        report = measure_timing(target, options, on_progress=progress)
+    except TlsprobeError as exc:
+        progress.clear()
+        print(f"tlsprobe: {exc}", file=err)
+        return exc.exit_code
+    progress.clear()
+    if getattr(args, "json", False):
+        print(report.to_json(), file=out)
+    elif report.entries:
+        from tlsprobe.report.timing_tables import render_timing
+        render_timing(report, out)
+    if report.error or report.stopped:
+        why = report.error or f"stopped early: {report.stopped}"
+        print(f"tlsprobe: {target.display}: {why}", file=err)
+        return EXIT_BY_KIND.get(report.error_kind or "", EXIT_PROTOCOL)
+    return EXIT_OK
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_timing(args.target, args)
+
+
+__all__ = ["add_arguments", "add_timing_arguments", "options_from_args", "run", "run_timing"]
