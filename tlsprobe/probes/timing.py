@@ -1,26 +1,18 @@
 """Handshake timing: N full handshakes per group (and optionally per suite), ranked by cost.
 
-Which groups to time: an explicit list, or what the server accepts, found by the audit's
-group enumeration (probes/groups.py) for TLS 1.3 and TLS 1.2 (ECDHE curves, RFC 7919 DHE
-groups, or the fixed DHE parameters a server sends whatever the client lists). Each entry
-offers one group (with its key share in TLS 1.3) and lets the server pick the suite, or
-pins one suite.
-
-How: blocking sockets and the sans-IO engine, no scheduler in between. The address is
-resolved once. Entries are measured round-robin (one handshake of each per round, the
-order rotated every round), so a drift in machine load spreads over all of them; the first
-`warmup` rounds are not counted. Per handshake: `perf_counter` around the TCP connect and
-around the handshake (ClientHello sent to our Finished sent), and this thread's CPU time
-(`thread_time`) over the handshake, which splits our own work from the wait for the
-server. The garbage collector is paused during each handshake. Failures are values: an
-entry that never completes a handshake is "refused", one that fails repeatedly after
-succeeding is "failing", and when a whole round fails after successes the run stops early
-with what it has and a message.
+What is timed (probes/timing_plan.py): each entry offers one group (with its TLS 1.3 key
+share) from an explicit list or from what the audit's enumeration finds the server accepts,
+and lets the server pick the suite, or pins one. Blocking sockets drive the sans-IO engine directly; the address is resolved once. Entries run
+round-robin (the order rotated each round, so a drift in load spreads over all of them), the
+first `warmup` rounds uncounted. Per handshake: `perf_counter` around the TCP connect and the
+handshake (ClientHello sent to our Finished sent), and this thread's CPU time over the
+handshake, splitting our work from the wait for the server; the GC is paused meanwhile.
+Failures are values: an entry that never completes is "refused", one that keeps failing after
+succeeding "failing", and when `max_failures` handshakes in a row fail the run stops early.
 """
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import socket
 import time
@@ -30,43 +22,16 @@ from dataclasses import dataclass, field, replace
 
 from tlsprobe import kex, registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
-from tlsprobe.engine.config import DEFAULT_SUITES_13, TLS12, TLS13, ClientConfig
-from tlsprobe.engine.suites import suite_params
+from tlsprobe.engine.config import TLS13, ClientConfig
 from tlsprobe.net.tcp import Target, open_channel
-from tlsprobe.probes.scheduler import (Outcome, Scheduler, TargetRunner, broad_sigalgs,
-                                      outcome_of)
+from tlsprobe.probes.scheduler import Outcome, broad_sigalgs, outcome_of
+from tlsprobe.probes.timing_plan import Plan, TimingOptions, plans_for
 from tlsprobe.report.model import Cipher, Codepoint
 from tlsprobe.report.timing_tables import (FAILING, MEASURED, MISMATCH, NOT_RUN, REFUSED,
-                                           EntryTiming, Stats, TimingReport, rank)
+                                           EntryTiming, TimingReport, figures, rank)
+from tlsprobe.wire.record import looks_like_tls
 
 ProgressHook = Callable[[int, int, str], None]   # (handshakes done, planned, entry label)
-
-
-@dataclass(frozen=True)
-class TimingOptions:
-    runs: int = 20                          # measured handshakes per entry
-    warmup: int = 2                         # rounds before those, not counted
-    timeout: float = 5.0                    # per handshake (connect included), seconds
-    versions: tuple[int, ...] = (TLS13, TLS12)
-    groups: tuple[int, ...] | None = None   # None: what the server accepts (enumerated)
-    suites: tuple[int, ...] | None = None   # pin each suite in turn (per applicable version)
-    all_suites: bool = False                # pin each suite the server accepts
-    server_name: str | None = None
-    confidence: float = 0.95
-    max_failures: int = 3                   # consecutive failures before an entry stops
-    kex_budget: float = 0.3                 # seconds for the in-process kex figure per entry
-
-
-@dataclass(frozen=True)
-class Plan:
-    """One entry: what to offer and what the server must negotiate for it to count."""
-
-    version: int
-    group: int | None
-    label: str
-    config: ClientConfig
-    offered_suite: int | None = None
-    expect_group: bool = True               # False for fixed DHE parameters
 
 
 @dataclass(frozen=True)
@@ -102,6 +67,7 @@ def time_handshake(family: int, address: tuple, config: ClientConfig, timeout: f
         c0 = time.thread_time()
         hs = ClientHandshake(config, annotate=False, stop_after_first_flight=False)
         sock.sendall(hs.start())
+        first = True
         while not hs.done:
             left = deadline - time.perf_counter()
             if left <= 0:
@@ -111,6 +77,10 @@ def time_handshake(family: int, address: tuple, config: ClientConfig, timeout: f
             if not data:
                 hs.connection_closed()
                 break
+            if first and looks_like_tls(data) is False:
+                text = "".join(c if " " <= c <= "~" else "." for c in data[:40].decode("latin-1"))
+                raise TimingFailure(f"not a TLS server (it sent {text!r})", "not_tls")
+            first = False
             out = hs.receive(data)
             if out:
                 sock.sendall(out)
@@ -154,120 +124,6 @@ def kex_cost_ms(group: int, version: int, budget: float) -> float | None:
         return None
     samples = sorted(samples[1:])   # the first call pays for lazy setup
     return round(samples[len(samples) // 2] * 1000, 4)
-
-
-# -- what to measure ---------------------------------------------------------------------------
-def _kind(group: int | None) -> str:
-    info = registry.group(group) if group is not None else None
-    return "DHE" if group is None or (info is not None and info.kind == "ffdhe") else "ECDHE"
-
-
-def _tls12_suites(kx: str) -> tuple[int, ...]:
-    return tuple(c for c in registry.suites_for_version(TLS12)
-                 if (s := registry.cipher_suite(c)) is not None and s.kx == kx
-                 and suite_params(c) is not None)
-
-
-def suite_applies(version: int, group: int | None, suite: int) -> bool:
-    """Whether `suite` can be pinned for `group` in `version` (TLS 1.2: ECDHE suites with
-    curves, DHE suites with ffdhe groups and fixed parameters)."""
-    info = registry.cipher_suite(suite)
-    if info is None or not info.applies_to(version) or suite_params(suite) is None:
-        return False
-    return info.kx == ("TLS13" if version >= TLS13 else _kind(group))
-
-
-def plan(version: int, group: int | None, server_name: str | None, *, suite: int | None = None,
-         label: str | None = None, expect_group: bool = True) -> Plan:
-    """The ClientConfig of one entry: that group alone, the suites that go with it."""
-    kw: dict = {"server_name": server_name, "versions": (version,), "alpn": (),
-                "signature_algorithms": broad_sigalgs(), "status_request": False}
-    if version >= TLS13:
-        kw.update(groups=(group,), key_share_groups=(group,),
-                  cipher_suites_13=(suite,) if suite is not None else DEFAULT_SUITES_13)
-    else:
-        kw.update(groups=(group,) if group is not None and expect_group else (),
-                  cipher_suites_12=(suite,) if suite is not None else _tls12_suites(_kind(group)))
-    name = label or (registry.group_label(group) if group is not None else "DHE")
-    return Plan(version, group, name, ClientConfig(**kw), suite, expect_group)
-
-
-def explicit_plans(options: TimingOptions) -> tuple[list[Plan], list[str]]:
-    plans, notes = [], []
-    for version in options.versions:
-        for g in options.groups or ():
-            info = registry.group(g)
-            if info is not None and not info.applies_to(version):
-                continue
-            if not kex.is_computable(g):
-                notes.append(f"{registry.group_label(g)}: no key share can be computed here; "
-                             "not timed")
-                continue
-            plans.append(plan(version, g, options.server_name))
-    return plans, notes
-
-
-def _runner(target: Target, options: TimingOptions) -> TargetRunner:
-    return TargetRunner(target, Scheduler(timeout=options.timeout), options.server_name)
-
-
-async def _discover(target: Target, options: TimingOptions) -> tuple[list[Plan], list[str]]:
-    """The groups the server accepts, per version, as the audit enumerates them."""
-    from tlsprobe.probes import groups
-    runner = _runner(target, options)
-    plans: list[Plan] = []
-    notes: list[str] = []
-    for version in (v for v in (TLS13, TLS12) if v in options.versions):
-        audit = await (groups.tls13_groups(runner, groups.candidate_groups(TLS13))
-                       if version == TLS13 else
-                       groups.tls12_groups(runner, groups.candidate_groups(TLS12)))
-        vname = registry.version_name(version)
-        found = [c.id for c in audit.supported]
-        dhe = audit.dhe
-        if dhe is not None:
-            found += [c.id for c in dhe.negotiated if c.id not in found]
-        for g in found:
-            if kex.is_computable(g):
-                plans.append(plan(version, g, options.server_name))
-            else:
-                notes.append(f"{vname}: {registry.group_label(g)} accepted, but no key share "
-                             "can be computed here; not timed")
-        if dhe is not None and dhe.status == "fixed" and dhe.fixed is not None:
-            fixed = dhe.fixed
-            plans.append(plan(version, fixed.group.id if fixed.group else None,
-                              options.server_name, expect_group=False,
-                              label=f"DHE {fixed.name} (fixed)"))
-        if audit.spoken is False:
-            notes.append(f"{vname}: not spoken by the server")
-        elif not found:
-            notes += [f"{vname}: {n}" for n in audit.notes] or \
-                [f"{vname}: no group accepted"]
-        if audit.inconclusive:
-            notes.append(f"{vname}: not established whether the server accepts "
-                         + ", ".join(c.name for c in audit.inconclusive))
-    return plans, notes
-
-
-async def _server_suites(target: Target, options: TimingOptions,
-                         versions: set[int]) -> dict[int, tuple[int, ...]]:
-    """The suites the server accepts in each version (the audit's cipher enumeration)."""
-    from tlsprobe.probes import ciphers
-    runner = _runner(target, options)
-    return {v: tuple(c.id for c in (await ciphers.enumerate_suites(runner, v)).supported)
-            for v in sorted(versions, reverse=True)}
-
-
-def with_suites(plans: list[Plan], suites: dict[int, tuple[int, ...]],
-                server_name: str | None) -> list[Plan]:
-    """Each plan once per applicable suite (plans without one keep the server's choice)."""
-    out: list[Plan] = []
-    for p in plans:
-        chosen = [s for s in suites.get(p.version, ()) if suite_applies(p.version, p.group, s)]
-        if not chosen:
-            out.append(p)
-        out += [plan(p.version, p.group, server_name, suite=s, label=p.label,
-                     expect_group=p.expect_group) for s in chosen]
-    return out
 
 
 # -- the measurement ---------------------------------------------------------------------------
@@ -335,22 +191,18 @@ def _resolve(target: Target, timeout: float) -> tuple[int, tuple, str]:
         return channel.sock.family, channel.sock.getpeername(), channel.address
 
 
-def plans_for(target: Target, options: TimingOptions) -> tuple[list[Plan], list[str]]:
-    """The entries to measure (explicit or discovered), each pinned suite included."""
-    if options.groups:
-        plans, notes = explicit_plans(options)
-    else:
-        plans, notes = asyncio.run(_discover(target, options))
-    if options.all_suites and plans:
-        suites = asyncio.run(_server_suites(target, options, {p.version for p in plans}))
-    else:
-        suites = {v: tuple(options.suites or ()) for v in options.versions}
-    pinned = with_suites(plans, suites, options.server_name)
-    if options.suites and len(pinned) == len(plans) and \
-            all(p.offered_suite is None for p in pinned):
-        notes.append("none of the given suites applies to the groups timed; the server "
-                     "chose the suite")
-    return pinned, notes
+def _preflight(family: int, address: tuple, options: TimingOptions) -> TimingFailure | None:
+    """One ordinary handshake first: a server that is not TLS or does not answer is told
+    at once, not after a whole enumeration."""
+    config = ClientConfig(server_name=options.server_name, versions=options.versions,
+                          alpn=(), signature_algorithms=broad_sigalgs())
+    try:
+        time_handshake(family, address, config, options.timeout)
+    except TimingFailure as exc:
+        if exc.kind in ("network", "not_tls"):
+            raise
+        return exc
+    return None
 
 
 def measure_timing(target: Target, options: TimingOptions,
@@ -363,13 +215,25 @@ def measure_timing(target: Target, options: TimingOptions,
                         warmup=options.warmup, timeout_s=options.timeout,
                         confidence=options.confidence,
                         discovery="explicit" if options.groups else "audit")
+    try:
+        refused = _preflight(family, address, options)
+    except TimingFailure as exc:
+        return _finish(base, [], [], options, started, error=(str(exc), exc.kind))
     plans, notes = plans_for(target, options)
     if not plans:
-        return _finish(base, [], notes, options, started, error=(
-            "no key exchange group to time: the server accepted none we can compute", "alert"))
+        why = str(refused) if refused else "the enumeration found none we can compute"
+        return _finish(base, [], notes, options, started,
+                       error=(f"no key exchange group to time: {why}",
+                              refused.kind if refused else "alert"))
     states = [_State(p) for p in plans]
     stopped = _run_rounds(states, family, address, options, on_progress)
-    return _finish(base, states, notes, options, started, stopped=stopped)
+    error = None
+    if not stopped and not any(s.samples for s in states):
+        first = states[0]
+        where = f"{first.plan.label}, {registry.version_name(first.plan.version)}"
+        error = (f"no handshake completed ({where}: {first.last_error})",
+                 first.last_kind or "alert")
+    return _finish(base, states, notes, options, started, stopped=stopped, error=error)
 
 
 def _run_rounds(states: list[_State], family: int, address: tuple, options: TimingOptions,
@@ -407,34 +271,20 @@ def _run_rounds(states: list[_State], family: int, address: tuple, options: Timi
 
 
 def _entry(st: _State, options: TimingOptions) -> EntryTiming:
-    p = st.plan
-    status = st.status or (MEASURED if st.samples else NOT_RUN)
-    samples = st.samples
-    last = samples[-1].outcome if samples else None
-
-    def stats(values: list[float]) -> Stats | None:
-        return Stats.of([v * 1000.0 for v in values], options.confidence)
-
-    total = stats([s.connect_s + s.handshake_s for s in samples])
-    kex_ms = kex_cost_ms(p.group, p.version, options.kex_budget) \
-        if samples and p.group is not None else None
+    p, runs = st.plan, st.samples
+    status = st.status or (MEASURED if runs else NOT_RUN)
+    last = runs[-1].outcome if runs else None
     detail = st.last_error if status != MEASURED or st.failures else None
-    if status == NOT_RUN and detail is None:
-        detail = "not measured: the run stopped before"
     return EntryTiming(
         version=Codepoint.version(p.version),
         group=Codepoint.group(p.group) if p.group is not None else None, label=p.label,
-        status=status, detail=detail,
+        status=status, detail=detail or ("the run stopped before" if status == NOT_RUN else None),
         offered_suite=Cipher.of(p.offered_suite) if p.offered_suite is not None else None,
         cipher_suite=Cipher.of(last.cipher_suite) if last and last.cipher_suite else None,
-        runs=len(samples), failures=st.failures, hello_retry=st.hello_retry,
-        connect_ms=stats([s.connect_s for s in samples]),
-        handshake_ms=stats([s.handshake_s for s in samples]), total_ms=total,
-        client_cpu_ms=stats([s.cpu_s for s in samples]),
-        wait_ms=stats([max(0.0, s.handshake_s - s.cpu_s) for s in samples]),
-        client_kex_ms=kex_ms,
-        handshakes_per_s=round(1000.0 / total.median, 1) if total and total.median else None,
-        samples_ms=tuple(round(s.handshake_s * 1000.0, 4) for s in samples))
+        failures=st.failures, hello_retry=st.hello_retry,
+        client_kex_ms=kex_cost_ms(p.group, p.version, options.kex_budget)
+        if runs and p.group is not None else None,
+        **figures([(s.connect_s, s.handshake_s, s.cpu_s) for s in runs], options.confidence))
 
 
 def _finish(base: TimingReport, states: list[_State], notes: list[str],
@@ -448,6 +298,5 @@ def _finish(base: TimingReport, states: list[_State], notes: list[str],
                    duration_s=round(time.monotonic() - started, 3))
 
 
-__all__ = ["Plan", "Sample", "TimingFailure", "TimingOptions", "explicit_plans",
-           "kex_cost_ms", "measure_timing", "plan", "plans_for", "suite_applies",
-           "time_handshake", "with_suites"]
+__all__ = ["Plan", "Sample", "TimingFailure", "TimingOptions", "kex_cost_ms", "measure_timing",
+           "time_handshake"]

@@ -140,8 +140,28 @@ class EntryTiming:
     samples_ms: tuple[float, ...] = ()
 
     @property
+    def name(self) -> str:
+        """The label, with the pinned suite when there is one (as rankings name entries)."""
+        suite = self.offered_suite
+        return self.label if suite is None else f"{self.label} with {suite.iana_name}"
+
+    @property
     def ranked(self) -> bool:
         return self.status in (MEASURED, FAILING) and self.handshake_ms is not None
+
+
+def figures(runs: Sequence[tuple[float, float, float]], confidence: float) -> dict[str, Any]:
+    """The measured fields of an EntryTiming from (connect, handshake, client CPU) seconds
+    per run."""
+    def ms(values: Sequence[float]) -> Stats | None:
+        return Stats.of([v * 1000.0 for v in values], confidence)
+    total = ms([c + h for c, h, _ in runs])
+    return {"runs": len(runs), "connect_ms": ms([c for c, _, _ in runs]),
+            "handshake_ms": ms([h for _, h, _ in runs]), "total_ms": total,
+            "client_cpu_ms": ms([u for _, _, u in runs]),
+            "wait_ms": ms([max(0.0, h - u) for _, h, u in runs]),
+            "handshakes_per_s": round(1000.0 / total.median, 1) if total and total.median
+            else None, "samples_ms": tuple(round(h * 1000.0, 4) for _, h, _ in runs)}
 
 
 @dataclass(frozen=True)
@@ -191,8 +211,10 @@ def _overlap(a: Stats, b: Stats | None) -> bool:
     return not (a.ci_high < b.ci_low or b.ci_high < a.ci_low)  # type: ignore[operator]
 
 
-def _short(label: str) -> str:
-    return label.split(" (0x")[0] if " (0x" in label else label
+def _short(name: str) -> str:
+    """'ffdhe2048 (0x0100)' -> 'ffdhe2048', keeping a ' with SUITE' tail."""
+    head, sep, tail = name.partition(" with ")
+    return head.split(" (0x")[0] + sep + tail
 
 
 def rank(entries: Sequence[EntryTiming]) -> tuple[tuple[EntryTiming, ...], tuple[Ranking, ...]]:
@@ -222,18 +244,18 @@ def _ranking(version: Codepoint, order: list[EntryTiming]) -> Ranking:
     fm = first.handshake_ms.median  # type: ignore[union-attr]
     lm = last.handshake_ms.median   # type: ignore[union-attr]
     if len(order) == 1:
-        return Ranking(version, (first.label,), first.label, first.label, None, None,
-                       f"{version.name}: only {first.label} measured "
+        return Ranking(version, (first.name,), first.name, first.name, None, None,
+                       f"{version.name}: only {first.name} measured "
                        f"({fm:.2f} ms median handshake)")
     ratio = round(lm / fm, 2) if fm > 0 else None
     distinct = not order[1].ci_overlaps_previous
-    verdict = f"{version.name}: cheapest on this server: {first.label}"
+    verdict = f"{version.name}: cheapest on this server: {first.name}"
     if ratio is not None:
-        verdict += f", {ratio:.1f}x faster than {_short(last.label)}"
+        verdict += f", {ratio:.1f}x faster than {_short(last.name)}"
     if not distinct:
-        verdict += (f" (not distinguishable from {_short(order[1].label)} at this confidence:"
+        verdict += (f" (not distinguishable from {_short(order[1].name)} at this confidence:"
                     " their intervals overlap)")
-    return Ranking(version, tuple(e.label for e in order), first.label, last.label, ratio,
+    return Ranking(version, tuple(e.name for e in order), first.name, last.name, ratio,
                    distinct, verdict)
 
 
@@ -264,23 +286,20 @@ def timing_table(report: TimingReport) -> RenderableType:
     from rich.text import Text
     host = f"[{report.host}]" if ":" in report.host else report.host
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1),
+                  collapse_padding=True,
                   title=f"Handshake timing, {host}:{report.port}: {report.runs} runs per "
                         f"group after {report.warmup} warm-up rounds (ms)", title_justify="left")
-    suites = any(e.offered_suite for e in report.entries)
-    columns = ["Version", "Group"] + (["Suite"] if suites else []) + [
-        "connect", "median", "p90", f"{report.confidence * 100:g}% CI", "hs/s", "client CPU",
-        "kex", "server+net", "rank"]
+    columns = ["Version", "Group", "connect", "median", "p90", f"{report.confidence * 100:g}% CI",
+               "hs/s", "client CPU", "kex", "server+net", "rank"]
     for name in columns:
-        left = name in ("Version", "Group", "Suite")
-        table.add_column(name, justify="left" if left else "right", no_wrap=name != "Suite")
+        table.add_column(name, justify="left" if name in ("Version", "Group") else "right",
+                         no_wrap=True)
     for e in report.entries:
-        head = [e.version.name, e.label]
-        if suites:
-            suite = e.offered_suite
-            head.append(suite.openssl_name or suite.iana_name if suite else "")
-        if not e.ranked:
-            table.add_row(*head, Text(f"{e.status}: {e.detail or ''}", style="yellow"),
-                          *[""] * 8)
+        suite = e.offered_suite   # a pinned suite goes under the group, keeping the width
+        short = (suite.openssl_name or suite.iana_name).removeprefix("TLS_") if suite else ""
+        head = [e.version.name, e.label + (f"\n{short}" if suite else "")]
+        if not e.ranked:   # the why goes to the notes: a long line would squeeze the table
+            table.add_row(*head, *["-"] * 8, Text(e.status, style="yellow"))
             continue
         hs = e.handshake_ms
         table.add_row(*head, _ms(e.connect_ms.median if e.connect_ms else None),
@@ -299,8 +318,9 @@ def timing_table(report: TimingReport) -> RenderableType:
         notes.append("rank~: its interval overlaps the one ranked above it, so the order of "
                      "the two is not established")
     notes += list(report.notes)
-    notes += [f"{e.label} ({e.version.name}): {e.failures} failed handshake(s), last: "
-              f"{e.detail}" for e in report.entries if e.ranked and e.failures]
+    notes += [f"{e.name} ({e.version.name}): {e.status}: {e.detail}" if not e.ranked else
+              f"{e.name} ({e.version.name}): {e.failures} failed handshake(s), last: {e.detail}"
+              for e in report.entries if not e.ranked or e.failures]
     if report.stopped:
         parts.append(Text(f"stopped early: {report.stopped}", style="red"))
     parts += [Text(f"note: {n}", style="dim") for n in notes]
@@ -322,5 +342,6 @@ def render_timing(report: TimingReport, out: IO[str], width: int | None = None) 
 
 
 __all__ = ["FAILING", "MEASURED", "MISMATCH", "NOT_RUN", "REFUSED", "TIMING_SCHEMA",
-           "EntryTiming", "Ranking", "Stats", "TimingReport", "median_ci_ranks", "percentile",
+           "EntryTiming", "Ranking", "Stats", "TimingReport", "figures", "median_ci_ranks",
+           "percentile",
            "rank", "render_timing", "timing_table"]
