@@ -225,3 +225,17 @@ def test_grease_offer_completes(run_cli, server_cache, groups):
     plain, plain_data = probe_json(run_cli, srv, "--groups", "x25519:P-256")
     assert plain.returncode == 0
     assert not any(greasy(c["id"]) for c in plain_data["offer"]["cipher_suites"])
+
+
+def test_timing_flag_ranks_groups(run_cli, server_cache):
+    """`tlsprobe HOST:PORT --timing` times each group the server accepts and ranks them."""
+    srv = server_cache("openssl", groups=["X25519", "ffdhe6144"], proto="tls1_3")
+    res = run_cli(f"127.0.0.1:{srv.port}", "--timing", "--timing-runs", "4",
+                  "--timing-versions", "1.3", "--json", timeout=120)
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    ranking = next(r for r in data["rankings"] if r["version"]["name"] == "TLS 1.3")
+    assert set(ranking["order"]) == {"x25519 (0x001d)", "ffdhe6144 (0x0103)"}
+    assert ranking["cheapest"] == "x25519 (0x001d)" and ranking["ratio"] > 1.5
+    res = run_cli(f"127.0.0.1:{srv.port}", "--timing", "--timing-runs", "0")
+    assert res.returncode == 2 and "Traceback" not in res.stderr

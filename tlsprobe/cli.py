@@ -20,6 +20,7 @@ SUBCOMMANDS = {
     "pcap": "pcap",
     "speed": "speed",
     "demo": "demo",
+    "timing": "timing",
 }
 
 

@@ -83,6 +83,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "to three times this)")
 
 
+    t = p.add_argument_group("handshake timing (tlsprobe HOST --timing)")
+    t.add_argument("--timing", action="store_true", help="time N full handshakes per group "
+                   "the server accepts and rank the groups by handshake cost")
+    from tlsprobe.commands.timing import add_timing_arguments
+    add_timing_arguments(t)
+
+
 def _split(text: str) -> list[str]:
     return [t for t in text.replace(",", ":").split(":") if t.strip()]
 
@@ -180,6 +187,9 @@ def run(args: argparse.Namespace) -> int:
     from tlsprobe.report.trace import TraceFormatter
     if args.timeout <= 0:
         raise UsageError("--timeout must be positive")
+    if args.timing:
+        from tlsprobe.commands.timing import run_timing
+        return run_timing(args.target, args)
     target = parse_target(args.target)
     config = config_from_args(args, target.host)
     _check_files(args)
