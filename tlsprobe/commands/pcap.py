@@ -153,10 +153,15 @@ def run(args: argparse.Namespace) -> int:
             summaries.append(summary_dict)
             if args.jsonl:
                 print(json.dumps(summary_dict), file=out)
-            if summary.warnings:
+            problems = list(summary.warnings)
+            cut = summary.capture.get("snaplen_cut", 0)
+            if cut:
+                problems.append(f"{cut} packets cut short by the capture's snaplen (their "
+                                "missing bytes are gaps)")
+            if problems:
                 broken = True
-                more = f" (+{len(summary.warnings) - 1} more)" if len(summary.warnings) > 1 else ""
-                print(f"tlsprobe: {name}: {summary.warnings[0]}{more}; read {summary.packets} "
+                more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+                print(f"tlsprobe: {name}: {problems[0]}{more}; read {summary.packets} "
                       f"packets, reported what could be read", file=sys.stderr)
     finally:
         bar.stop()

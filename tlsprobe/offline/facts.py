@@ -142,7 +142,10 @@ class Facts:
 
     # -- records ------------------------------------------------------------------------
     def change_cipher_spec(self, direction: int) -> None:
-        if self.server_hello is not None and not self.tls13:
+        """TLS 1.0-1.2: that side's later records are protected. Also when the capture
+        started after the hellos (nothing says TLS 1.3, whose CCS changes nothing)."""
+        if self.server_hello is not None and not self.tls13 or \
+                self.server_hello is None and self.hrr is None and not self.client_hellos:
             self.ccs[direction] = True
 
     def alert(self, direction: int, level: int, description: int, decrypted: bool = False) -> None:

@@ -38,7 +38,7 @@ POST_HANDSHAKE_RECORDS = 16
 
 
 class FlowHalf:
-    __slots__ = ("aligner", "counting", "direction", "first", "flow")
+    __slots__ = ("aligner", "counting", "direction", "fed", "first", "flow")
 
     def __init__(self, direction: int, flow: Flow) -> None:
         self.direction = direction
@@ -46,6 +46,7 @@ class FlowHalf:
         self.flow = flow
         self.counting = False
         self.first = True
+        self.fed = 0  # bytes given to the current Flow (its record-layer offsets)
 
 
 class FlowReader:
@@ -94,6 +95,7 @@ class FlowReader:
             return
         half.aligner.lost()
         half.flow = self._flow()  # partial record and message are gone; keys too (seq lost)
+        half.fed = 0
 
     def feed(self, half: FlowHalf, data: bytes, ts: float, frame: int) -> None:
         data = half.aligner.feed(data)
@@ -117,13 +119,26 @@ class FlowReader:
             half.counting = True  # SSL 2.0 records after an SSLv2 hello: not TLS
             return
         self._ts, self._frame = ts, frame
-        flow = half.flow
+        while data:
+            data = self._feed_flow(half, data)
+        self._maybe_stop()
+
+    def _feed_flow(self, half: FlowHalf, data: bytes) -> bytes:
+        """Feed one Flow; after a record-layer error, the bytes to read again (re-aligned
+        by a fresh Flow from the next plausible record header)."""
+        flow, start = half.flow, half.fed
+        half.fed += len(data)
+        failure = None
         for ev in flow.feed(half.direction, data):
             self._event(ev)
-        if flow.failed(half.direction) and half.flow is flow:
-            half.aligner.lost()
-            half.flow = self._flow()
-        self._maybe_stop()
+            if isinstance(ev, ErrorEvent) and ev.where == "record layer":
+                failure = ev.error.offset
+        if not flow.failed(half.direction) or half.flow is not flow:
+            return b""
+        half.flow = self._flow()
+        half.fed = 0
+        rest = data[failure - start:] if failure is not None and failure >= start else b""
+        return half.aligner.reset_with(rest) if rest else (half.aligner.lost() or b"")
 
     def _maybe_stop(self) -> None:
         f = self.facts
@@ -155,6 +170,8 @@ class FlowReader:
             f.alert(d, ev.alert.level, ev.alert.description, ev.protected)
         elif isinstance(ev, ChangeCipherSpecEvent):
             f.change_cipher_spec(d)
+            if f.ccs[d]:  # a capture without the hellos: the Flow cannot know it
+                self.state.ccs_seen[d] = True
         elif isinstance(ev, ApplicationDataEvent):
             return
         elif isinstance(ev, SSLv2HelloEvent):

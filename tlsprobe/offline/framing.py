@@ -45,13 +45,11 @@ def plausible_length(buf: bytes | bytearray, i: int) -> int | None:
 def chain_ok(buf: bytes | bytearray, i: int, need: int = 2) -> bool | None:
     """Do `need` plausible records follow each other from `i`? None: need more bytes.
 
-    A chain that ends exactly at the end of the buffer also counts (segments often end at
-    record boundaries)."""
+    One plausible header alone is too weak a sign inside arbitrary bytes (a cipher suite
+    list holds many 0x00 0x1X pairs), so two whole records are asked for."""
     n = len(buf)
     count = 0
     while count < need:
-        if i == n and count:
-            return True
         if i + 5 > n:
             return None
         length = plausible_length(buf, i)

@@ -253,14 +253,19 @@ def parse_client_hello(msg: bytes) -> ClientHelloInfo:
     if p < end:
         exts = _split_extensions(msg, p, end, "ClientHello.extensions")
         types = tuple(t for t, _, _ in exts)
+        first: dict[int, tuple[int, int]] = {}
         for ext_type, start, stop in exts:
-            spec = _CLIENT_FIELDS.get(ext_type)
-            if spec is None or spec[0] in fields:
+            first.setdefault(ext_type, (start, stop))
+        if _KEY_SHARE in first:  # as the codec: key_share wins over the draft-era type 40
+            first.pop(_KEY_SHARE_DRAFT, None)
+        for ext_type, (name, read) in _CLIENT_FIELDS.items():
+            span = first.get(ext_type)
+            if span is None:
                 continue
             try:
-                fields[spec[0]] = spec[1](msg[start:stop])
+                fields[name] = read(msg[span[0]:span[1]])
             except (ValueError, struct.error):
-                problems.append(spec[0])
+                problems.append(name)
     return ClientHelloInfo(legacy_version, random, session_id, suites, methods, types,
                            size=end, problems=tuple(problems), **fields)  # type: ignore[arg-type]
 
@@ -368,10 +373,13 @@ def parse_sslv2_server_hello(record: bytes) -> SSLv2ServerHelloInfo:
 
 # -- the same summaries from the codec's typed messages (fallback and test oracle) -------
 
-def _safe(get: object, default: object) -> object:
+def _safe(get: object, default: object, problems: list[str] | None = None,
+          name: str = "") -> object:
     try:
         return get()  # type: ignore[operator]
     except DecodeError:
+        if problems is not None:
+            problems.append(name)
         return default
 
 
@@ -383,7 +391,7 @@ def client_hello_info(hello: ClientHello, size: int = 0) -> ClientHelloInfo:
     problems = []
     fields: dict[str, object] = {}
     for ext_type, (name, _) in _CLIENT_FIELDS.items():
-        if ext(ext_type) is None or name in fields:
+        if ext(ext_type) is None or name in fields or name in problems:
             continue
         try:
             if name == "sni":
@@ -423,19 +431,29 @@ def sslv2_client_hello_info(hello: SSLv2ClientHello) -> ClientHelloInfo:
 def server_hello_info(hello: ServerHello, size: int = 0) -> ServerHelloInfo:
     """The summary of a ServerHello decoded by the wire codec."""
     types = tuple(e.type for e in hello.extensions)
-    share = _safe(lambda: hello.key_share, None)
+    problems: list[str] = []
+    version = _safe(lambda: hello.selected_version, hello.legacy_version, problems,
+                    "supported_versions")
+    share = _safe(lambda: hello.key_share, None, problems, "key_share")
+    hrr_group = _safe(lambda: hello.hrr_selected_group, None, problems, "key_share")
     alpn_ext = hello.extension(_ALPN)
     alpn = None
     if alpn_ext is not None:
-        names = _safe(lambda: alpn_ext.decode(hello.where), [])
-        alpn = names[0] if isinstance(names, list) and len(names) == 1 else None
+        names = _safe(lambda: alpn_ext.decode(hello.where), [], problems, "alpn")
+        if isinstance(names, list) and len(names) == 1:
+            alpn = names[0]
+        elif "alpn" not in problems:
+            problems.append("alpn")
     psk_ext = hello.extension(_PRE_SHARED_KEY)
-    psk = _safe(lambda: psk_ext.decode(hello.where), None) if psk_ext is not None else None
+    psk = _safe(lambda: psk_ext.decode(hello.where), None, problems, "pre_shared_key") \
+        if psk_ext is not None else None
+    order = {t: i for i, t in reversed(list(enumerate(types)))}
+    ext_of = {"supported_versions": _SUPPORTED_VERSIONS, "key_share": _KEY_SHARE,
+              "alpn": _ALPN, "pre_shared_key": _PRE_SHARED_KEY}
+    problems.sort(key=lambda n: order.get(ext_of[n], order.get(_KEY_SHARE_DRAFT, 0)))
     return ServerHelloInfo(
         hello.legacy_version, hello.random, hello.legacy_session_id_echo, hello.cipher_suite,
-        hello.legacy_compression_method, types,
-        _safe(lambda: hello.selected_version, hello.legacy_version),  # type: ignore[arg-type]
+        hello.legacy_compression_method, types, version,  # type: ignore[arg-type]
         (share[0], len(share[1])) if isinstance(share, tuple) else None,
-        _safe(lambda: hello.hrr_selected_group, None),  # type: ignore[arg-type]
-        alpn, psk if isinstance(psk, int) else None,  # type: ignore[arg-type]
-        _EMS in types, _ETM in types, _SESSION_TICKET in types, size)
+        hrr_group, alpn, psk if isinstance(psk, int) else None,  # type: ignore[arg-type]
+        _EMS in types, _ETM in types, _SESSION_TICKET in types, size, tuple(problems))

@@ -1,0 +1,89 @@
+"""QUIC Initial protection against RFC 9001 Appendix A, and the DTLS reader on real bytes."""
+
+from __future__ import annotations
+
+from tlsprobe.capture import Datagram
+from tlsprobe.engine.keyschedule import hkdf_expand_label, hkdf_extract
+from tlsprobe.offline.dtls import DtlsTracker, dtls_records, tls_form
+from tlsprobe.offline.hello import parse_client_hello, parse_server_hello
+from tlsprobe.offline.quic import (
+    SALT_V1,
+    InitialKeys,
+    QuicTracker,
+    crypto_frames,
+    initial_packets,
+)
+
+DCID = bytes.fromhex("8394c8f03e515708")
+# RFC 9001 A.3: the server's Initial packet and its payload (ACK, CRYPTO with ServerHello)
+A3_PACKET = bytes.fromhex(
+    "cf000000010008f067a5502a4262b5004075c0d95a482cd0991cd25b0aac406a"
+    "5816b6394100f37a1c69797554780bb38cc5a99f5ede4cf73c3ec2493a1839b3"
+    "dbcba3f6ea46c5b7684df3548e7ddeb9c3bf9c73cc3f3bded74b562bfb19fb84"
+    "022f8ef4cdd93795d77d06edbb7aaf2f58891850abbdca3d20398c276456cbc4"
+    "2158407dd074ee")
+A3_PAYLOAD = bytes.fromhex(
+    "02000000000600405a020000560303eefce7f7b37ba1d1632e96677825ddf739"
+    "88cfc79825df566dc5430b9a045a1200130100002e00330024001d00209d3c94"
+    "0d89690b84d08a60993c144eca684d1081287c834d5311bcf32bb9da1a002b00"
+    "020304")
+
+
+def test_initial_secrets_are_rfc9001_a1() -> None:
+    initial = hkdf_extract(SALT_V1, DCID)
+    assert initial.hex() == "7db5df06e7a69e432496adedb00851923595221596ae2ae9fb8115c1e9ed0a44"
+    client = hkdf_expand_label(initial, b"client in", b"", 32)
+    assert client.hex() == "c00cf151ca5be075ed0ebfb5c80323c42d6b7db67881289af4008f1f6c357aea"
+    assert hkdf_expand_label(client, b"quic key", b"", 16).hex() == \
+        "1f369613dd76d5467730efcbe3b1a22d"
+    assert hkdf_expand_label(client, b"quic hp", b"", 16).hex() == \
+        "9f50449e04a0e810283a1e9933adedd2"
+
+
+def test_server_initial_of_rfc9001_a3_opens_to_its_server_hello() -> None:
+    (version, dcid, scid, packet, pn_offset, end), = initial_packets(A3_PACKET)
+    assert version == 1 and dcid == b"" and scid.hex() == "f067a5502a4262b5"
+    payload = InitialKeys(DCID, version, "server").open(packet, pn_offset, end)
+    assert payload == A3_PAYLOAD
+    (offset, data), = crypto_frames(payload)
+    assert offset == 0
+    sh = parse_server_hello(data)
+    assert sh.cipher_suite == 0x1301 and sh.key_share == (0x001D, 32)
+    assert sh.selected_version == 0x0304
+
+
+def test_a_changed_byte_does_not_decrypt() -> None:
+    (_, _, _, packet, pn_offset, end), = initial_packets(A3_PACKET)
+    broken = packet[:-1] + bytes([packet[-1] ^ 1])
+    try:
+        InitialKeys(DCID, 1, "server").open(broken, pn_offset, end)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("a tampered Initial packet decrypted")
+
+
+def test_quic_tracker_ignores_server_packets_without_a_client_initial() -> None:
+    tracker = QuicTracker("x")
+    ev = Datagram("10.0.0.2", 443, "10.0.0.1", 5555, A3_PACKET, 1.0, 1)
+    assert list(tracker.datagram(ev)) == [] and tracker.connections == 0
+
+
+def test_dtls_client_hello_loses_its_cookie_in_tls_form(captures_dir) -> None:
+    from tlsprobe.capture import iter_stream_events
+    path = captures_dir / "wireshark" / "test-captures" / "snakeoil-dtls.pcap"
+    datagrams = [ev for ev in iter_stream_events(str(path)) if isinstance(ev, Datagram)]
+    records = list(dtls_records(datagrams[0].data))
+    ct, version, epoch, fragment = records[0]
+    assert (ct, version, epoch) == (22, 0x0100, 0)
+    body = fragment[12:]
+    tls = tls_form(fragment[0], body)
+    hello = parse_client_hello(tls)
+    assert hello.legacy_version == 0x0100 and len(hello.cipher_suites) == 27
+    tracker = DtlsTracker(str(path))
+    reports = [done.report for ev in datagrams for done in tracker.datagram(ev)]
+    reports += [done.report for done in tracker.finish()]
+    (r,) = reports
+    assert r.protocol == "dtls" and r.cipher is not None and r.cipher.hex == "0x0035"
+    assert r.fingerprints.ja4 is not None and r.fingerprints.ja4.startswith("d00i27")
+    assert r.client_hellos == 2  # before and after the HelloVerifyRequest (cookie)
