@@ -218,6 +218,10 @@ scenario("certificate with an EC key on an unknown curve", EXIT_OK, "",
          stdout=r"(?i)not supported|unsupported",
          name="certificate_unknown_curve")(_flight_with_certs([identity().der.replace(
              bytes.fromhex("2a8648ce3d030107"), bytes.fromhex("2a8648ce3d03017f"))]))
+scenario("a valid leaf followed by 2000 one-byte certificates", EXIT_PROTOCOL,
+         r"(?i)certificate",
+         name="long_chain_after_valid_leaf")(_flight_with_certs([identity().der] +
+                                                                [b"\x30"] * 2000))
 scenario("2000 one-byte certificates", EXIT_PROTOCOL, r"(?i)certificate",
          name="many_tiny_certificates")(_flight_with_certs([b"\x30"] * 2000))
 
