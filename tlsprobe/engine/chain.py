@@ -126,7 +126,9 @@ def _try(store: xv.Store, now: datetime.datetime, name: str, leaf: x509.Certific
         verifier = xv.PolicyBuilder().store(store).time(now).build_server_verifier(_subject(name))
         verifier.verify(leaf, rest)
     except (xv.VerificationError, ValueError) as exc:
-        return str(exc) or exc.__class__.__name__
+        text = str(exc) or exc.__class__.__name__
+        # The library appends a repr of the certificate it was processing: drop it.
+        return text.split(" (encountered processing", 1)[0]
     return None
 
 
