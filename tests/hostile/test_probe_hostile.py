@@ -81,11 +81,33 @@ def pcap_path(tmp_dir: Path, sc: Scenario) -> Path:
     return tmp_dir / f"{sc.name}.pcap"
 
 
+def _pcap_command_usable() -> bool:
+    try:
+        build_parser("pcap")
+    except Exception:  # noqa: BLE001 -- absent or half-written: the offline check still runs
+        return False
+    return True
+
+
+#: scenarios whose --pcap-out also goes through `tlsprobe pcap` (one per kind of break)
+PCAP_CLI_SAMPLE = ("control_tls12", "control_tls13", "truncated_record",
+                   "handshake_length_16mb", "record_length_over_limit", "unknown_content_type",
+                   "hrr_twice", "share_not_on_curve", "tls13_bad_finished",
+                   "tls13_bad_record_tag", "fatal_alert_after_certificate", "http_answer",
+                   "rst_mid_flight", "tls12_bad_finished")
+PCAP_CLI: dict[str, ProbeOutcome] = {}  # scenario -> `tlsprobe pcap` run on its capture
+
+
 def _run(listener: Listener, sc: Scenario, tmp_dir: Path) -> ProbeOutcome:
     pcap = ("--pcap-out", str(pcap_path(tmp_dir, sc))) if PCAP_OUT else ()
     flags = () if sc.full else FLAGS
-    return run_tlsprobe(f"127.0.0.1:{listener.port}", "--timeout", str(TIMEOUT), *flags,
-                        *pcap, *sc.args, hard_timeout=HARD_TIMEOUT, cwd=str(tmp_dir))
+    out = run_tlsprobe(f"127.0.0.1:{listener.port}", "--timeout", str(TIMEOUT), *flags,
+                       *pcap, *sc.args, hard_timeout=HARD_TIMEOUT, cwd=str(tmp_dir))
+    path = pcap_path(tmp_dir, sc)
+    if sc.name in PCAP_CLI_SAMPLE and path.exists() and _pcap_command_usable():
+        PCAP_CLI[sc.name] = run_tlsprobe("pcap", "--no-progress", str(path),
+                                         hard_timeout=HARD_TIMEOUT, cwd=str(tmp_dir))
+    return out
 
 
 def hostile_plan(tmp_dir: Path) -> list[tuple]:
@@ -165,3 +187,19 @@ def test_pcap_of_the_same_traffic(sc: Scenario, outcomes, hostile_jobs  # type: 
                      out.stderr)
     if live:
         assert any(live.group(2) in reason for reason in report.tls_errors), context
+
+
+@pytest.mark.parametrize("name", PCAP_CLI_SAMPLE)
+def test_pcap_command_on_the_same_traffic(name: str, outcomes  # type: ignore[no-untyped-def]
+                                          ) -> None:
+    """`tlsprobe pcap` on the probe's capture of a hostile exchange: a report (exit 0), no
+    traceback, and the connection found."""
+    if name not in outcomes or name in KNOWN_BUGS:
+        pytest.skip("scenario not run")
+    if name not in PCAP_CLI:
+        pytest.skip("no capture written, or `tlsprobe pcap` not usable yet")
+    res = PCAP_CLI[name]
+    context = f"{res.command}\nexit {res.returncode}\n{res.stderr[-1000:]}\n{res.stdout[-1000:]}"
+    assert res.returncode == 0, context
+    assert "Traceback" not in res.stderr + res.stdout, context
+    assert "127.0.0.1" in res.stdout, context
