@@ -164,9 +164,12 @@ def test_pcap_command_on_damaged_files(run_cli, tmp_path: Path) -> None:  # type
     why = pcap_command_usable(run_cli)
     if why:
         pytest.skip(why)
-    data = built_captures()["tls12-le.pcap"]
-    for damage in list(damaged_variants(data, seed=3, max_per_kind=3))[::4]:
-        path = tmp_path / f"d.{damage.name}.pcap"
+    captures = built_captures()
+    sample = [(name, damage) for name in ("tls12-le.pcap", "both-be.pcapng")
+              for damage in list(damaged_variants(captures[name], seed=3, max_per_kind=3))[::4]]
+    assert len(sample) >= 10, len(sample)
+    for name, damage in sample:
+        path = tmp_path / f"{name}.{damage.name}"
         path.write_bytes(damage.data)
         res = run_cli("pcap", str(path), timeout=30)
         assert "Traceback" not in res.stderr, (damage.name, res.stderr)
