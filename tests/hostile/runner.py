@@ -26,6 +26,7 @@ class ProbeOutcome:
     stderr: str
     elapsed: float
     max_rss_kib: int
+    cpu_seconds: float = 0.0   # user + system time of the child
 
     @property
     def python_warnings(self) -> list[str]:
@@ -78,4 +79,5 @@ def run_tlsprobe(*args: str, hard_timeout: float = 20.0, cwd: str | None = None)
         err.seek(0)
         return ProbeOutcome(tuple(args), None if hung else proc.returncode,
                             out.read().decode("utf-8", "replace"),
-                            err.read().decode("utf-8", "replace"), elapsed, rusage.ru_maxrss)
+                            err.read().decode("utf-8", "replace"), elapsed, rusage.ru_maxrss,
+                            rusage.ru_utime + rusage.ru_stime)
