@@ -88,3 +88,10 @@ async def tls12_alert_instead_of_finished(conn: Conn) -> None:
 async def tls12_appdata_before_finished(conn: Conn) -> None:
     await _tls12_until_client_finished(conn)
     await _send_then_hold(conn, record(APPDATA, b"early"))
+
+
+@scenario("TLS 1.2 closes after reading the client's Finished, before its own CCS", EXIT_ALERT,
+          r"closed the connection before", full=True)
+async def tls12_close_before_ccs(conn: Conn) -> None:
+    await _tls12_until_client_finished(conn)
+    conn.close()

@@ -116,3 +116,16 @@ async def tls13_endless_padding(conn: Conn) -> None:
     while True:  # bounded by the server's own limits
         await conn.send(b"".join(tls.protection.encrypt(HANDSHAKE, b"", padding=1000)
                                  for _ in range(20)))
+
+
+def _tls13_close_after(n: int, label: str) -> None:
+    async def script(conn: Conn) -> None:
+        tls = await _tls13(conn)
+        await conn.send(tls.hello_and_flight(tls.flight()[:n]))
+        conn.close()
+    scenario(f"TLS 1.3 closes after its {label}", EXIT_ALERT, r"closed the connection before",
+             name=f"tls13_close_after_{label.lower()}")(script)
+
+
+_tls13_close_after(2, "Certificate")
+_tls13_close_after(3, "CertificateVerify")
