@@ -101,9 +101,8 @@ def _flow_events(stream: list[tuple[int, bytes]]) -> list[Any]:
     events: list[Any] = []
     for direction, data in stream:
         events.extend(flow.feed(direction, data))
-    # A record-layer error behind complete records of the same chunk is only reported by
-    # the NEXT feed (RecordReader's contract); flush so both ways of feeding see it. The
-    # live consequence (a probe that waits instead of failing) is a hostile-suite scenario.
+    # RecordReader's contract lets an error behind complete records of the same chunk wait
+    # for the next feed; flush so both ways of feeding are compared after the same input.
     for direction in (CLIENT, SERVER):
         events.extend(flow.feed(direction, b""))
     return events
