@@ -8,12 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from offline.helpers import all_hellos
-from tlsprobe.offline.hello import (
-    client_hello_info,
-    parse_client_hello,
-    parse_server_hello,
-    server_hello_info,
-)
+from tlsprobe.offline.hello import parse_client_hello, parse_server_hello
+from tlsprobe.offline.hello_codec import client_hello_info, server_hello_info
 from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.handshake import decode_handshake
 

@@ -118,18 +118,86 @@ class _Bar:
             self.progress.stop()
 
 
+class _Output:
+    """Writes reports as they come: trace, JSON (streamed; the --json document lists the
+    connections first so it too can be written as it goes), rows for the final table."""
+
+    def __init__(self, args: argparse.Namespace, out: IO[str]) -> None:
+        self.args = args
+        self.out = out
+        self.rows: list[tuple[str, ...]] = []
+        self.count = 0
+        if args.json:
+            out.write('{"schema": 1, "tool": "tlsprobe", "command": "pcap", "connections": [')
+
+    def report(self, report: Any, trace: list[str] | None) -> None:
+        from tlsprobe.report.offline_tables import connection_row, render_details
+        args, out = self.args, self.out
+        self.count += 1
+        if args.msg and trace is not None and not (args.json or args.jsonl):
+            out.write(f"=== connection {report.id}: {report.client} -> {report.server} "
+                      f"({report.file}) ===\n")
+            if trace:
+                out.write("\n".join(trace) + "\n")
+            out.write("---\n")
+        if args.json or args.jsonl:
+            line = report.to_json()
+            if args.msg and trace is not None:
+                line = line[:-1] + ', "trace": ' + json.dumps(trace) + "}"
+            if args.jsonl:
+                out.write(line + "\n")
+            else:
+                out.write(("\n  " if self.count == 1 else ",\n  ") + line)
+        elif args.details and not args.stats:
+            render_details(report, out)
+            out.write("\n")
+        elif not args.stats:
+            self.rows.append(connection_row(report))
+
+    def capture(self, summary: dict[str, Any]) -> None:
+        if self.args.jsonl:
+            self.out.write(json.dumps(summary) + "\n")
+
+    def finish(self, stats: Any, summaries: list[dict[str, Any]]) -> None:
+        from tlsprobe.report.offline_tables import render_connections, render_stats
+        args, out = self.args, self.out
+        if args.json:
+            out.write("\n ],\n" if self.count else "],\n")
+            out.write(' "captures": ' + json.dumps(summaries))
+            if args.stats:
+                out.write(',\n "stats": ' + json.dumps(stats.to_dict()))
+            out.write("}\n")
+            return
+        if args.jsonl:
+            if args.stats:
+                out.write(json.dumps({"kind": "stats", **stats.to_dict()}) + "\n")
+            return
+        if args.stats:
+            render_stats(stats.tables(), stats.connections, out)
+            return
+        if not args.details:
+            render_connections(self.rows, out)
+        if stats.connections == 0:
+            files = ", ".join(s["file"] for s in summaries) or "the input"
+            out.write(f"no TLS connections found in {files}\n")
+
+
 def run(args: argparse.Namespace) -> int:
+    import gc
+
     from tlsprobe.capture import CaptureError
     from tlsprobe.offline.analyzer import CaptureAnalysis
     from tlsprobe.offline.stats import Statistics
     options, flt = _options(args)
-    out = sys.stdout
     stats = Statistics()
-    rows: list[tuple[str, ...]] = []
-    reports: list[dict[str, Any]] = []
+    output = _Output(args, sys.stdout)
     summaries: list[dict[str, Any]] = []
     broken = False
     bar = _Bar(not args.no_progress and not args.msg)
+    # Reading a capture allocates many short-lived objects and few cycles: keep what is
+    # loaded out of the collector's scans and let it run less often (about 10% faster).
+    gc.freeze()
+    gc.set_threshold(100_000, 50, 100)
     try:
         for path in args.files:
             name = "<stdin>" if path == "-" else path
@@ -145,74 +213,30 @@ def run(args: argparse.Namespace) -> int:
                     continue
                 reported += 1
                 stats.add(report)
-                _emit(args, out, report, trace, rows, reports)
+                output.report(report, trace)
             summary = analysis.summary
             assert summary is not None  # set when the iteration ends
             summary_dict = summary.to_dict()
             summary_dict["reported"] = reported
             summaries.append(summary_dict)
-            if args.jsonl:
-                print(json.dumps(summary_dict), file=out)
-            problems = list(summary.warnings)
-            cut = summary.capture.get("snaplen_cut", 0)
-            if cut:
-                problems.append(f"{cut} packets cut short by the capture's snaplen (their "
-                                "missing bytes are gaps)")
-            if problems:
-                broken = True
-                more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-                print(f"tlsprobe: {name}: {problems[0]}{more}; read {summary.packets} "
-                      f"packets, reported what could be read", file=sys.stderr)
+            output.capture(summary_dict)
+            broken = _warn(name, summary) or broken
     finally:
         bar.stop()
-    _finish(args, out, stats, rows, reports, summaries)
+    output.finish(stats, summaries)
     return EXIT_BAD_INPUT if broken else EXIT_OK
 
 
-def _emit(args: argparse.Namespace, out: IO[str], report: Any, trace: list[str] | None,
-          rows: list[tuple[str, ...]], reports: list[dict[str, Any]]) -> None:
-    from tlsprobe.report.offline_tables import connection_row, render_details
-    if args.msg and trace is not None and not (args.json or args.jsonl):
-        print(f"=== connection {report.id}: {report.client} -> {report.server} "
-              f"({report.file}) ===", file=out)
-        for line in trace:
-            print(line, file=out)
-        print("---", file=out)
-    if args.json or args.jsonl:
-        data = report.to_dict()
-        if args.msg and trace is not None:
-            data["trace"] = trace
-        if args.jsonl:
-            print(json.dumps(data), file=out)
-        else:
-            reports.append(data)
-    elif args.details and not args.stats:
-        render_details(report, out)
-        print(file=out)
-    elif not args.stats:
-        rows.append(connection_row(report))
-
-
-def _finish(args: argparse.Namespace, out: IO[str], stats: Any, rows: list[tuple[str, ...]],
-            reports: list[dict[str, Any]], summaries: list[dict[str, Any]]) -> None:
-    from tlsprobe.report.model import SCHEMA_VERSION
-    from tlsprobe.report.offline_tables import render_connections, render_stats
-    if args.json:
-        doc: dict[str, Any] = {"schema": SCHEMA_VERSION, "tool": "tlsprobe", "command": "pcap",
-                               "captures": summaries, "connections": reports}
-        if args.stats:
-            doc["stats"] = stats.to_dict()
-        print(json.dumps(doc, indent=2), file=out)
-        return
-    if args.jsonl:
-        if args.stats:
-            print(json.dumps({"kind": "stats", **stats.to_dict()}), file=out)
-        return
-    if args.stats:
-        render_stats(stats.tables(), stats.connections, out)
-        return
-    if not args.details:
-        render_connections(rows, out)
-    if stats.connections == 0:
-        files = ", ".join(s["file"] for s in summaries) or "the input"
-        print(f"no TLS connections found in {files}", file=out)
+def _warn(name: str, summary: Any) -> bool:
+    """One line on stderr for a damaged capture; True when there was something to say."""
+    problems = list(summary.warnings)
+    cut = summary.capture.get("snaplen_cut", 0)
+    if cut:
+        problems.append(f"{cut} packets cut short by the capture's snaplen (their missing "
+                        "bytes are gaps)")
+    if not problems:
+        return False
+    more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+    print(f"tlsprobe: {name}: {problems[0]}{more}; read {summary.packets} packets, reported "
+          "what could be read", file=sys.stderr)
+    return True

@@ -71,7 +71,7 @@ class _CountingReader:
         self.name = getattr(raw, "name", "<stream>")
 
     def read(self, n: int = -1) -> bytes:
-        data = self._raw.read(n)
+        data: bytes = self._raw.read(n)
         self.count += len(data)
         return data
 
@@ -97,7 +97,7 @@ class CaptureAnalysis:
                 self._total = None
         try:
             self.stream: CaptureStream = iter_stream_events(
-                self._counter if self._counter is not None else source,
+                self._counter if self._counter is not None else source,  # type: ignore[arg-type]
                 udp=self.options.quic)
         except BaseException:
             if self._counter is not None:
@@ -149,12 +149,13 @@ class CaptureAnalysis:
     def __iter__(self) -> Iterator[Analyzed]:
         conns: dict[int, Connection] = {}
         stream = self.stream
+        events: Iterator[Any] = iter(stream)  # told apart by type(): the hot loop
         progress = self._progress
         every = progress.every if progress is not None else 0
         tick = 0
         last_gap = None
         try:
-            for ev in stream:
+            for ev in events:
                 t = type(ev)
                 if t is StreamData:
                     key, d, data, ts, frame = ev

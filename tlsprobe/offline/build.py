@@ -9,15 +9,13 @@ repeats the same offers and certificates thousands of times.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache, lru_cache
+from typing import NamedTuple
 
 from tlsprobe import registry
 from tlsprobe.offline import fingerprints
 from tlsprobe.offline.facts import CLIENT, SERVER, Facts
 from tlsprobe.offline.hello import ClientHelloInfo
-from tlsprobe.probes.dhgroups import dh_group_name
-from tlsprobe.probes.facts import TEMP_KEY, certificate_info
 from tlsprobe.report.offline_model import (
     AlertInfo,
     CertificateInfo,
@@ -34,8 +32,7 @@ from tlsprobe.report.trace import message_name
 _HYBRID_KIND = {"hybrid": "hybrid", "mlkem": "KEM", "ffdhe": "DHE"}
 
 
-@dataclass(frozen=True)
-class Endpoints:
+class Endpoints(NamedTuple):
     """Who and where: what the capture layer knows of a connection."""
 
     file: str
@@ -83,6 +80,8 @@ def cert_info(der: bytes) -> CertificateInfo:
     import warnings
 
     from cryptography.exceptions import UnsupportedAlgorithm
+
+    from tlsprobe.probes.facts import certificate_info
     try:
         with warnings.catch_warnings():  # e.g. a negative serial: reported as it is
             warnings.simplefilter("ignore")
@@ -105,14 +104,28 @@ def _text(data: bytes) -> str:
 
 
 def offer_of(hello: ClientHelloInfo) -> Offer:
-    versions = hello.supported_versions or (hello.legacy_version,)
+    return _offer(hello.supported_versions or (hello.legacy_version,), hello.cipher_suites,
+                  hello.supported_groups, tuple(g for g, _ in hello.key_shares),
+                  hello.signature_algorithms, hello.alpn, hello.sni, hello.size)
+
+
+@lru_cache(maxsize=4096)
+def _offer(versions: tuple[int, ...], suites: tuple[int, ...], groups: tuple[int, ...],
+           shares: tuple[int, ...], sigalgs: tuple[int, ...], alpn: tuple[bytes, ...],
+           sni: str | None, size: int) -> Offer:
+    """The live probe's Offer (interned: clients repeat themselves)."""
     return Offer(versions=_codepoints("version", versions),
-                 cipher_suites=_codepoints("cipher", hello.cipher_suites),
-                 groups=_codepoints("group", hello.supported_groups),
-                 key_share_groups=_codepoints("group", tuple(g for g, _ in hello.key_shares)),
-                 signature_algorithms=_codepoints("sigscheme", hello.signature_algorithms),
-                 alpn=tuple(_text(p) for p in hello.alpn), sni=hello.sni,
-                 client_hello_bytes=hello.size)
+                 cipher_suites=_codepoints("cipher", suites),
+                 groups=_codepoints("group", groups),
+                 key_share_groups=_codepoints("group", shares),
+                 signature_algorithms=_codepoints("sigscheme", sigalgs),
+                 alpn=tuple(_text(p) for p in alpn), sni=sni, client_hello_bytes=size)
+
+
+@lru_cache(maxsize=4096)
+def _fingerprints(j3: tuple[str | None, str | None], j3s: tuple[str | None, str | None],
+                  j4: tuple[str | None, str | None]) -> Fingerprints:
+    return Fingerprints(j3[0], j3[1], j3s[0], j3s[1], j4[0], j4[1])
 
 
 @lru_cache(maxsize=4096)
@@ -120,6 +133,9 @@ def _ecdhe(kind: str, source: str, group: int, server_len: int | None,
            client_len: int | None) -> KeyExchange:
     """A named-group key exchange with s_client's "Server Temp Key" wording (cached: a
     capture repeats the same few)."""
+    from tlsprobe.probes.facts import (
+        TEMP_KEY,  # imported when first needed: start-up time
+    )
     cp = group_cp(group)
     known = TEMP_KEY.get(group)
     bits, temp = (known[1], f"{known[0]}, {known[1]} bits") if known else \
@@ -151,6 +167,7 @@ def key_exchange_of(f: Facts) -> KeyExchange | None:
         return _ecdhe("ECDHE", "server_key_exchange", ske.named_curve, ske.public_length,
                       f.cke_length)
     if ske.dh_p is not None:
+        from tlsprobe.probes.dhgroups import dh_group_name
         p = int.from_bytes(ske.dh_p, "big")
         name = dh_group_name(p)
         code = registry.parse_group(name) if name and name.startswith("ffdhe") else None
@@ -198,8 +215,9 @@ def _ms(a: float | None, b: float | None) -> float | None:
     return round((b - a) * 1000, 3) if a is not None and b is not None else None
 
 
-def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> ConnectionReport:
-    """The report of one finished connection."""
+def _derive(f: Facts, transport: str) -> tuple:  # type: ignore[type-arg]
+    """Everything in a report that depends only on the handshake's messages, not on the
+    connection's addresses, randoms or times."""
     hello = f.client_hellos[0] if f.client_hellos else None
     sh = f.server_hello
     prints = Fingerprints()
@@ -208,43 +226,71 @@ def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> Connecti
         j3s = fingerprints.ja3s(sh) if sh is not None else (None, None)
         j4 = fingerprints.ja4(hello, transport) if hello is not None and not hello.sslv2 \
             else (None, None)
-        prints = Fingerprints(j3[0], j3[1], j3s[0], j3s[1], j4[0], j4[1])
+        prints = _fingerprints(j3, j3s, j4)
     alpn = sh.alpn if sh is not None and sh.alpn is not None else f.alpn_ee
     scheme = f.signature_scheme
-    preamble = _printable(where.preamble) if where.preamble else None
-    return ConnectionReport(
-        file=where.file, id=where.id, transport=where.transport, protocol=where.protocol,
-        client=_join(where.client_ip, where.client_port),
-        server=_join(where.server_ip, where.server_port), client_ip=where.client_ip,
-        client_port=where.client_port, server_ip=where.server_ip,
-        server_port=where.server_port, first_frame=where.first_frame,
-        last_frame=where.last_frame, sni=hello.sni if hello is not None else None,
-        offer=offer_of(hello) if hello is not None else None,
-        client_hellos=len(f.client_hellos),
-        client_random=hello.random.hex() if hello is not None else None,
-        client_extensions=_codepoints("extension", hello.extensions) if hello else (),
-        server_extensions=_codepoints("extension", sh.extensions) if sh else (),
-        version=version_cp(sh.selected_version) if sh is not None else
+    return (
+        hello.sni if hello is not None else None,
+        offer_of(hello) if hello is not None else None,
+        _codepoints("extension", hello.extensions) if hello else (),
+        _codepoints("extension", sh.extensions) if sh else (),
+        version_cp(sh.selected_version) if sh is not None else
         version_cp(f.sslv2_server) if f.sslv2_server is not None else None,
-        cipher=cipher_of(sh.cipher_suite) if sh is not None else None,
-        key_exchange=key_exchange_of(f),
-        hello_retry_request=group_cp(f.hrr.hrr_group)
-        if f.hrr is not None and f.hrr.hrr_group is not None else None,
-        signature_scheme=sigscheme_cp(scheme) if scheme is not None else None,
-        alpn=_text(alpn) if alpn is not None else None, resumption=resumption_of(f),
-        session_ticket_lifetime=f.ticket_lifetime,
-        certificates=tuple(cert_info(der) for der in f.certificates),
-        alerts=tuple(AlertInfo("client" if d == CLIENT else "server", level, desc,
-                               registry.alert_name(desc)) for d, level, desc, _ in f.alerts),
-        messages=_message_names(f), fingerprints=prints,
-        timings=ConnectionTimings(where.first_ts, _ms(f.ch_ts, f.sh_ts),
-                                  _ms(f.ch_ts, f.done_ts), _ms(where.first_ts, where.last_ts)),
-        client_bytes=where.client_bytes, server_bytes=where.server_bytes,
-        encrypted=f.encrypted[0] and f.encrypted[1], decrypted=f.decrypted,
-        handshake_complete=(f.finished[0] and f.finished[1]) if f.decrypted else None,
-        close=where.close, preamble=preamble or None,
-        midstream=where.midstream or (not f.client_hellos and bool(f.server_hellos)),
-        gap_bytes=where.gap_bytes, problems=tuple(f.problems))
+        cipher_of(sh.cipher_suite) if sh is not None else None,
+        key_exchange_of(f),
+        group_cp(f.hrr.hrr_group) if f.hrr is not None and f.hrr.hrr_group is not None
+        else None,
+        sigscheme_cp(scheme) if scheme is not None else None,
+        _text(alpn) if alpn is not None else None, resumption_of(f),
+        tuple(cert_info(der) for der in f.certificates),
+        tuple(AlertInfo("client" if d == CLIENT else "server", level, desc,
+                        registry.alert_name(desc)) for d, level, desc, _ in f.alerts),
+        _message_names(f), prints)
+
+
+_SHAPES: dict[tuple, tuple] = {}  # type: ignore[type-arg]
+_MAX_SHAPES = 8192
+
+
+def _shape(f: Facts, transport: str) -> tuple:  # type: ignore[type-arg]
+    """What `_derive` depends on, without the per-connection values (randoms, session ids,
+    times): the key under which a capture's repeated handshakes share their derivation."""
+    hello = f.client_hellos[0] if f.client_hellos else None
+    sh, hrr = f.server_hello, f.hrr
+    return (transport, hello[0] if hello else None, hello[3:] if hello else None,
+            f.client_hellos[-1][3:] if len(f.client_hellos) > 1 else None,
+            (sh[0],) + sh[3:] if sh else None, (hrr[0],) + hrr[3:] if hrr else None,
+            f.ske, f.cke_length, f.tls13, f.ccs[0], f.ccs[1], f.key_exchange,
+            tuple(f.certificates), tuple(f.alerts), tuple(f.messages), f.more_messages,
+            f.ticket_lifetime, f.alpn_ee, f.signature_scheme, f.sslv2_server)
+
+
+def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> ConnectionReport:
+    """The report of one finished connection."""
+    key = _shape(f, transport)
+    derived = _SHAPES.get(key)
+    if derived is None:
+        if len(_SHAPES) >= _MAX_SHAPES:
+            _SHAPES.clear()
+        derived = _SHAPES[key] = _derive(f, transport)
+    (sni, offer, client_ext, server_ext, version, cipher, kx, hrr, scheme, alpn, resumption,
+     certificates, alerts, messages, prints) = derived
+    hello = f.client_hellos[0] if f.client_hellos else None
+    return ConnectionReport(
+        where.file, where.id, where.transport, where.protocol,
+        f"{where.client_ip}:{where.client_port}", f"{where.server_ip}:{where.server_port}",
+        where.client_ip, where.client_port, where.server_ip, where.server_port,
+        where.first_frame, where.last_frame, sni, offer, len(f.client_hellos),
+        hello.random.hex() if hello is not None else None, client_ext, server_ext, version,
+        cipher, kx, hrr, scheme, alpn, resumption, f.ticket_lifetime, certificates, alerts,
+        messages, prints,
+        ConnectionTimings(where.first_ts, _ms(f.ch_ts, f.sh_ts), _ms(f.ch_ts, f.done_ts),
+                          _ms(where.first_ts, where.last_ts)),
+        where.client_bytes, where.server_bytes, f.encrypted[0] and f.encrypted[1],
+        f.decrypted, (f.finished[0] and f.finished[1]) if f.decrypted else None,
+        where.close, where.midstream or (not f.client_hellos and bool(f.server_hellos)),
+        _printable(where.preamble) if where.preamble else None, where.gap_bytes,
+        tuple(f.problems))
 
 
 _ESCAPES = {9: "\\t", 10: "\\n", 13: "\\r"}
@@ -256,5 +302,3 @@ def _printable(data: bytes, limit: int = 120) -> str:
                    for b in data[:limit])
 
 
-def _join(ip: str, port: int) -> str:
-    return f"{ip}:{port}"

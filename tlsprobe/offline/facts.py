@@ -10,17 +10,17 @@ EncryptedExtensions, CertificateVerify). `offline.build` turns the facts into a 
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from tlsprobe import registry
 from tlsprobe.offline.hello import (
     ClientHelloInfo,
     ServerHelloInfo,
-    client_hello_info,
     parse_client_hello,
     parse_server_hello,
-    server_hello_info,
 )
+from tlsprobe.offline.hello_codec import client_hello_info, server_hello_info
 from tlsprobe.offline.messages import (
     ServerKeyExchangeInfo,
     certificate_list,
@@ -116,9 +116,8 @@ class Facts:
         version = self.version
         if self.dtls and version is not None:  # message layouts follow the TLS version
             version = _DTLS_AS_TLS.get(version, version)
-        return ParseContext(version=version, cipher_suite=self.cipher_suite,
-                            key_exchange=self.key_exchange, named_group=self.named_group,
-                            is_server_message=direction == SERVER)
+        return _context(version, self.cipher_suite, self.key_exchange, self.named_group,
+                        direction == SERVER)
 
     def problem(self, text: str) -> None:
         if len(self.problems) < MAX_PROBLEMS and text not in self.problems:
@@ -159,7 +158,7 @@ class Facts:
     def sslv2_record(self, direction: int, record: bytes, ts: float, frame: int) -> None:
         """The first record of a side in SSLv2 format (a ClientHello, or an SSL 2.0
         server's SERVER-HELLO)."""
-        from tlsprobe.offline.hello import (
+        from tlsprobe.offline.hello_codec import (
             parse_sslv2_server_hello,
             sslv2_client_hello_info,
         )
@@ -212,8 +211,11 @@ class Facts:
                 self.finished[direction] = True
         except DecodeError as exc:
             self.problem(f"malformed {_name(t)} from the {_side(direction)}: {exc}")
-        hrr = t == SH and self.hrr is not None and self.server_hello is None
-        self._note(direction, t, hrr, decrypted)
+        if len(self.messages) < MAX_MESSAGES:
+            self.messages.append((direction, t, t == SH and self.hrr is not None and
+                                  self.server_hello is None, decrypted))
+        else:
+            self.more_messages += 1
 
     def _note(self, direction: int, t: int, hrr: bool, decrypted: bool) -> None:
         if len(self.messages) < MAX_MESSAGES:
@@ -271,6 +273,13 @@ class Facts:
         if ext is not None:
             names = ext.decode("encrypted_extensions")
             self.alpn_ee = names[0] if len(names) == 1 else None
+
+
+@lru_cache(maxsize=1024)
+def _context(version: int | None, suite: int | None, kx: str | None, group: int | None,
+             server: bool) -> ParseContext:
+    return ParseContext(version=version, cipher_suite=suite, key_exchange=kx,
+                        named_group=group, is_server_message=server)
 
 
 def _name(msg_type: int) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from tlsprobe.offline.facts import CLIENT, Facts
 from tlsprobe.offline.framing import Aligner, role_of
-from tlsprobe.offline.hello import sslv2_record_size
+from tlsprobe.offline.hello_codec import sslv2_record_size
 from tlsprobe.wire.record import MAX_CIPHERTEXT
 
 MAX_MESSAGE = 1 << 18
@@ -73,79 +73,81 @@ class FastReader:
         half.aligner.lost()
 
     def feed(self, half: FastHalf, data: bytes, ts: float, frame: int) -> None:
-        data = half.aligner.feed(data)
+        aligner = half.aligner
+        if aligner.state != "aligned":
+            data = aligner.feed(data)
+            if aligner.state == "dead":
+                half.counting = True
         while data:
             data = self._frame(half, data, ts, frame)
-        if half.aligner.state == "dead":
-            half.counting = True
 
     def _frame(self, half: FastHalf, data: bytes, ts: float, frame: int) -> bytes:
         """Frame records; returns re-aligned bytes to frame again after a bad header."""
-        buf = half.buf
-        buf += data
+        if half.buf:
+            half.buf += data
+            buf: bytes | bytearray = half.buf
+            half.buf = bytearray()
+        else:
+            buf = data
         if half.first:
             role = role_of(buf)
             if role is not None and role != half.direction and not self.facts.client_hellos:
                 self.swap()
-            if buf[0] & 0x80:
-                if not self._sslv2(half, ts, frame):
-                    return b""
-                if not buf:
-                    half.first = False
-                    return b""
             half.first = False
+            if buf[0] & 0x80:
+                buf = self._sslv2(half, buf, ts, frame)
+                if not buf:
+                    return b""
         p, n = 0, len(buf)
         facts = self.facts
+        direction = half.direction
         while p + 5 <= n:
             ct = buf[p]
-            if ct & 0x80 and facts.sslv2_session:
-                half.counting = True  # SSL 2.0 records after an SSLv2 hello: not TLS
-                half.buf = bytearray()
-                return b""
             length = (buf[p + 3] << 8) | buf[p + 4]
             if not 20 <= ct <= 24 or buf[p + 1] != 3 or length > MAX_CIPHERTEXT:
+                if ct & 0x80 and facts.sslv2_session:
+                    half.counting = True  # SSL 2.0 records after an SSLv2 hello: not TLS
+                    return b""
                 facts.problem(f"no TLS record header where one was expected ({_side(half)})")
-                rest = bytes(buf[p:])
-                half.buf = bytearray()
                 half.hs = bytearray()
                 half.after_gap = True
-                return half.aligner.reset_with(rest)
+                return half.aligner.reset_with(bytes(buf[p:]))
             end = p + 5 + length
             if end > n:
                 break
-            if facts.protected(half.direction, ct):
-                facts.mark_encrypted(half.direction, ts)
+            if ct == 23 if facts.tls13 else facts.ccs[direction] and ct != 20:
+                facts.mark_encrypted(direction, ts)  # protected: nothing more to learn
                 half.counting = True
-                half.buf = bytearray()
                 return b""
-            self._record(half, ct, bytes(buf[p + 5:end]), ts, frame)
+            if ct == 22:
+                self._handshake(half, bytes(buf[p + 5:end]), ts, frame)
+            else:
+                self._record(half, ct, bytes(buf[p + 5:end]), ts)
             p = end
             if half.counting:
-                half.buf = bytearray()
                 return b""
-        if p:
-            del buf[:p]
+        if p < n:
+            half.buf = bytearray(buf[p:])
         return b""
 
-    def _sslv2(self, half: FastHalf, ts: float, frame: int) -> bool:
-        """An SSLv2-format first record; True when framing goes on with what follows."""
-        buf = half.buf
+    def _sslv2(self, half: FastHalf, buf: bytes | bytearray, ts: float,
+               frame: int) -> bytes | bytearray:
+        """An SSLv2-format first record: read it; returns what follows it (b"" when the
+        record is incomplete (kept for later) or the side is done)."""
         total = sslv2_record_size(buf)
         if total is None or len(buf) < total:
-            return False
+            half.first = True
+            half.buf = bytearray(buf)
+            return b""
         self.facts.sslv2_record(half.direction, bytes(buf[:total]), ts, frame)
         if half.direction != CLIENT:  # an SSL 2.0 server: nothing more to read
             half.counting = True
-            half.buf = bytearray()
-            return False
-        del buf[:total]
-        return True
+            return b""
+        return buf[total:]
 
-    def _record(self, half: FastHalf, ct: int, fragment: bytes, ts: float, frame: int) -> None:
+    def _record(self, half: FastHalf, ct: int, fragment: bytes, ts: float) -> None:
         facts = self.facts
-        if ct == 22:
-            self._handshake(half, fragment, ts, frame)
-        elif ct == 21:
+        if ct == 21:
             if len(fragment) % 2:
                 facts.problem(f"malformed alert record from the {_side(half)}")
                 return

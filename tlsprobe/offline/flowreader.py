@@ -18,7 +18,7 @@ from tlsprobe.engine.keylog import KeyLog
 from tlsprobe.offline.decrypt import Decryptor
 from tlsprobe.offline.facts import CLIENT, SERVER, Facts
 from tlsprobe.offline.framing import Aligner, role_of
-from tlsprobe.offline.hello import sslv2_client_hello_info, sslv2_record_size
+from tlsprobe.offline.hello_codec import sslv2_client_hello_info, sslv2_record_size
 from tlsprobe.report.trace import TraceFormatter
 from tlsprobe.session.flow import (
     AlertEvent,
@@ -138,7 +138,10 @@ class FlowReader:
         half.flow = self._flow()
         half.fed = 0
         rest = data[failure - start:] if failure is not None and failure >= start else b""
-        return half.aligner.reset_with(rest) if rest else (half.aligner.lost() or b"")
+        if rest:
+            return half.aligner.reset_with(rest)
+        half.aligner.lost()
+        return b""
 
     def _maybe_stop(self) -> None:
         f = self.facts

@@ -12,17 +12,19 @@ NONE = "(none)"
 
 
 class Statistics:
+    """Counters keyed by the reports' (interned) codepoints; names are made at the end."""
+
     def __init__(self) -> None:
         self.connections = 0
         self.handshakes = 0          # a ServerHello was seen
         self.client_only = 0         # a ClientHello but no ServerHello
         self.hello_retry_requests = 0
         self.resumed = 0
-        self.versions: Counter[str] = Counter()
-        self.suites: Counter[str] = Counter()
-        self.groups: Counter[str] = Counter()
+        self._versions: Counter[Any] = Counter()
+        self._suites: Counter[Any] = Counter()
+        self._groups: Counter[Any] = Counter()
         self.protocols: Counter[str] = Counter()
-        self.alerts: Counter[str] = Counter()
+        self._alerts: Counter[tuple[str, str]] = Counter()
 
     def add(self, r: ConnectionReport) -> None:
         self.connections += 1
@@ -35,24 +37,46 @@ class Statistics:
             self.hello_retry_requests += 1
         if r.resumption is not None:
             self.resumed += 1
-        self.versions[r.version.label() if r.version else NONE] += 1
-        self.suites[f"{r.cipher.iana_name} ({r.cipher.hex})" if r.cipher else NONE] += 1
-        kx = r.key_exchange
-        if kx is None:
-            group = NONE
-        elif kx.group is not None:
-            group = kx.group.label()
-        elif kx.dh_group_name:
-            group = f"DHE {kx.dh_group_name}"
-        else:
-            group = f"{kx.kind} (no group)"
-        self.groups[group] += 1
+        self._versions[r.version] += 1
+        self._suites[r.cipher] += 1
+        self._groups[r.key_exchange] += 1
         for a in r.alerts:
-            self.alerts[f"{a.direction} {a.name}"] += 1
+            self._alerts[(a.direction, a.name)] += 1
+
+    @staticmethod
+    def _merge(counter: Counter[Any], name: Any) -> list[tuple[str, int]]:
+        out: Counter[str] = Counter()
+        for key, n in counter.items():
+            out[name(key)] += n
+        return out.most_common()
+
+    @property
+    def versions(self) -> list[tuple[str, int]]:
+        return self._merge(self._versions, lambda v: v.label() if v is not None else NONE)
+
+    @property
+    def suites(self) -> list[tuple[str, int]]:
+        return self._merge(self._suites, lambda c: f"{c.iana_name} ({c.hex})" if c else NONE)
+
+    @property
+    def groups(self) -> list[tuple[str, int]]:
+        def name(kx: Any) -> str:
+            if kx is None:
+                return NONE
+            if kx.group is not None:
+                return str(kx.group.label())
+            if kx.dh_group_name:
+                return f"DHE {kx.dh_group_name}"
+            return f"{kx.kind} (no group)"
+        return self._merge(self._groups, name)
+
+    @property
+    def alerts(self) -> list[tuple[str, int]]:
+        return self._merge(self._alerts, lambda a: f"{a[0]} {a[1]}")
 
     def to_dict(self) -> dict[str, Any]:
-        def table(c: Counter[str]) -> list[dict[str, Any]]:
-            return [{"name": k, "connections": v} for k, v in c.most_common()]
+        def table(rows: list[tuple[str, int]]) -> list[dict[str, Any]]:
+            return [{"name": k, "connections": v} for k, v in rows]
         return {"connections": self.connections, "handshakes": self.handshakes,
                 "client_hello_only": self.client_only,
                 "hello_retry_requests": self.hello_retry_requests, "resumed": self.resumed,
@@ -62,9 +86,9 @@ class Statistics:
 
     def tables(self) -> list[tuple[str, list[tuple[str, int]]]]:
         """(title, rows) for the rich renderer, most frequent first."""
-        out = [("Versions", self.versions.most_common()),
-               ("Cipher suites", self.suites.most_common()),
-               ("Groups", self.groups.most_common())]
-        if self.alerts:
-            out.append(("Alerts", self.alerts.most_common()))
+        out = [("Versions", self.versions), ("Cipher suites", self.suites),
+               ("Groups", self.groups)]
+        alerts = self.alerts
+        if alerts:
+            out.append(("Alerts", alerts))
         return out

@@ -131,7 +131,11 @@ class ConnectionReport:
         return out
 
     def to_json(self, indent: int | None = None) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
+        """The JSON object; one line (as `json.dumps(to_dict())` would write it) unless
+        `indent` is given."""
+        if indent is not None:
+            return json.dumps(self.to_dict(), indent=indent)
+        return '{"kind": "connection", ' + dumps(self)[1:]
 
 
 @dataclass(frozen=True)
@@ -156,6 +160,64 @@ class CaptureSummary:
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
+_KEYS: dict[type, tuple[str, ...]] = {}
+#: values a capture repeats (interned by the report builder): their JSON text is kept
+_INTERNED = (Codepoint, Cipher, Offer, KeyExchange, CertificateInfo, Fingerprints)
+_TEXT: dict[int, tuple[object, str]] = {}
+_MAX_TEXT = 1 << 16
+_encode_str = getattr(json.encoder, "c_encode_basestring_ascii", None) or \
+    json.encoder.encode_basestring_ascii
+
+
+def dumps(value: Any) -> str:
+    """`json.dumps(plain(value))`, byte for byte, without building the dicts, and with the
+    text of repeated (interned) values remembered: a capture's reports share offers,
+    suites, groups and certificates."""
+    t = type(value)
+    if t is str:
+        return _encode_str(value)
+    if value is None:
+        return "null"
+    if t is bool:
+        return "true" if value else "false"
+    if t is int:
+        return int.__repr__(value)
+    if t is float:
+        return json.dumps(value)
+    if t is tuple or t is list:
+        if not value:
+            return "[]"
+        if isinstance(value[0], _INTERNED):
+            hit = _TEXT.get(id(value))
+            if hit is not None and hit[0] is value:
+                return hit[1]
+            text = "[" + ", ".join([dumps(v) for v in value]) + "]"
+            _remember(value, text)
+            return text
+        return "[" + ", ".join([dumps(v) for v in value]) + "]"
+    if t is dict:
+        return "{" + ", ".join([f"{_encode_str(str(k))}: {dumps(v)}"
+                                for k, v in value.items()]) + "}"
+    interned = isinstance(value, _INTERNED)
+    if interned:
+        hit = _TEXT.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+    keys = _KEYS.get(t)
+    if keys is None:
+        names = _FIELDS[t] = tuple(f.name for f in dataclasses.fields(value))
+        keys = _KEYS[t] = tuple(_encode_str(n) + ": " for n in names)
+    names = _FIELDS[t]
+    text = "{" + ", ".join([k + dumps(getattr(value, n)) for k, n in zip(keys, names)]) + "}"
+    if interned:
+        _remember(value, text)
+    return text
+
+
+def _remember(value: object, text: str) -> None:
+    if len(_TEXT) >= _MAX_TEXT:
+        _TEXT.clear()
+    _TEXT[id(value)] = (value, text)
 
 
 def plain(value: Any) -> Any:

@@ -3,7 +3,7 @@ probe's labels) and the summary statistics.
 
 On a terminal the tables are rich tables; elsewhere (pipes, files, tests) they are plain
 aligned columns without trailing blanks, written row by row, so a table of a hundred
-thousand connections costs no more than its text.
+thousand connections costs no more than its text (rich is imported only when used).
 """
 
 from __future__ import annotations
@@ -11,12 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import IO
 
-from rich import box
-from rich.console import Console
-from rich.table import Table
-
 from tlsprobe.report.offline_model import ConnectionReport
-from tlsprobe.report.tables import SOURCES, print_renderable
 
 COLUMNS = ("#", "Client", "Server", "SNI", "Version", "Cipher suite", "Group", "Key S/C",
            "ALPN", "JA4")
@@ -62,6 +57,9 @@ def render_rows(rows: Sequence[tuple[str, ...]], out: IO[str], *, title: str | N
                 columns: Sequence[str] = COLUMNS) -> None:
     """A table of plain-string rows: rich on a terminal, aligned text elsewhere."""
     if out.isatty():
+        from rich import box
+        from rich.console import Console
+        from rich.table import Table
         table = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False)
         for name in columns:
             table.add_column(name, overflow="fold")
@@ -147,6 +145,7 @@ def connection_rows(r: ConnectionReport) -> list[tuple[str, str]]:
 
 
 def _key_exchange_rows(r: ConnectionReport) -> list[tuple[str, str]]:
+    from tlsprobe.report.tables import SOURCES
     kx = r.key_exchange
     if kx is None:
         return []
@@ -188,6 +187,9 @@ def _state(r: ConnectionReport) -> str:
 
 
 def render_details(r: ConnectionReport, out: IO[str]) -> None:
+    from rich.table import Table
+
+    from tlsprobe.report.tables import print_renderable
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
     table.add_column()

@@ -1,0 +1,201 @@
+"""`tlsprobe pcap` next to tshark on a large capture of real handshakes.
+
+The capture is built from the project's own captures (captures/*.pcap, recorded on
+loopback by tools/record_captures.py: TLS 1.2 and 1.3, every classic and post-quantum group,
+HelloRetryRequest, DHE, RSA, alerts, resumption, records split over segments). Each IPv4
+connection is replicated with its own client address and port until the file holds at
+least --packets packets (1M by default). Loopback carries up to 64 KiB per segment, so
+segments longer than an Ethernet MSS (--mss, 1448) are split as a real path would carry
+them; the TLS bytes stay the recorded ones. Then, each in its own child process (wall time,
+peak RSS from os.wait4):
+
+* tlsprobe pcap           the table: one line per connection (as tshark's one per hello)
+* tlsprobe pcap --stats   connections per version, suite and group
+* tlsprobe pcap --jsonl   the whole report of every connection, one JSON line each
+* tshark -Y 'tls.handshake.type==2' -T fields -e tls.handshake.ciphersuite
+* tshark -Y 'tls.handshake.type==2 || tls.handshake.type==12' -T fields with the groups
+  (tls.handshake.extensions_key_share_group, tls.handshake.server_named_curve)
+
+Target (issue 5): tlsprobe at least 4x tshark's throughput and at most 1/5 of its memory.
+
+Usage: python3 benchmarks/pcap.py [--packets N] [--pcap PATH] [--keep] [--no-tshark]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections import OrderedDict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tlsprobe.capture import read_packets
+
+SEEDS = ROOT / "captures"
+
+
+def seed_flows(mss: int = 0) -> list[list[tuple[float, bytes]]]:
+    """Every IPv4 TCP connection of the recorded (not derived) captures, as Ethernet frames
+    with their time offsets from the connection's first packet (segments over `mss` split)."""
+    flows: list[list[tuple[float, bytes]]] = []
+    for path in sorted(SEEDS.glob("*.pcap")):
+        name = path.stem
+        if any(word in name for word in ("midstream", "gap", "reordered", "ipv6")):
+            continue
+        conns: OrderedDict[tuple[bytes, int, int], list[tuple[float, bytes]]] = OrderedDict()
+        for _, ts, lt, data, _ in read_packets(str(path)):
+            if lt != 1 or len(data) < 54 or data[12:14] != b"\x08\x00" or data[23] != 6:
+                continue
+            sport, dport = struct.unpack_from("!HH", data, 34)
+            key = (data[26:34], min(sport, dport), max(sport, dport))
+            conns.setdefault(key, []).append((ts, data))
+        for packets in conns.values():
+            t0 = packets[0][0]
+            flows.append([(ts - t0, piece) for ts, data in packets
+                          for piece in split_segments(data, mss)])
+    return flows
+
+
+def split_segments(frame: bytes, mss: int) -> list[bytes]:
+    """An Ethernet/IPv4/TCP frame whose payload exceeds `mss` as the segments an Ethernet
+    path would carry (loopback's MTU is 64 KiB, so tcpdump on lo sees whole flights)."""
+    ihl = (frame[14] & 0x0F) * 4
+    tcp = 14 + ihl
+    start = tcp + (frame[tcp + 12] >> 4) * 4
+    payload = frame[start:]
+    if not mss or len(payload) <= mss:
+        return [frame]
+    seq = struct.unpack_from("!I", frame, tcp + 4)[0]
+    out = []
+    for i in range(0, len(payload), mss):
+        piece = payload[i:i + mss]
+        head = bytearray(frame[:start])
+        struct.pack_into("!H", head, 16, ihl + (start - tcp) + len(piece))
+        struct.pack_into("!I", head, tcp + 4, (seq + i) & 0xFFFFFFFF)
+        if i + mss < len(payload):
+            head[tcp + 13] &= ~0x09 & 0xFF  # PSH and FIN only on the last piece
+        out.append(bytes(head) + piece)
+    return out
+
+
+def write_capture(path: Path, flows: list[list[tuple[float, bytes]]], packets: int) -> int:
+    """Replicate the flows, each copy with its own client address and port, interleaving a
+    few connections at a time as a busy network would."""
+    record = struct.Struct("<IIII")
+    written, copy, ts = 0, 0, 1_700_000_000.0
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1))
+        while written < packets:
+            batch = []
+            for _ in range(4):
+                frames = flows[copy % len(flows)]
+                client_port = struct.unpack_from("!H", frames[0][1], 34)[0]
+                ip = bytes((10, 1 + (copy >> 16) % 250, (copy >> 8) & 255, copy & 255))
+                port = struct.pack("!H", 1024 + copy % 60000)
+                for offset, data in frames:
+                    b = bytearray(data)
+                    if struct.unpack_from("!H", b, 34)[0] == client_port:
+                        b[26:30], b[34:36] = ip, port
+                    else:
+                        b[30:34], b[36:38] = ip, port
+                    batch.append((ts + offset, bytes(b)))
+                copy += 1
+            batch.sort(key=lambda item: item[0])
+            for when, data in batch:
+                sec = int(when)
+                f.write(record.pack(sec, int((when - sec) * 1e6), len(data), len(data)))
+                f.write(data)
+                written += 1
+            ts = batch[-1][0] + 0.001
+    return written
+
+
+def run_child(cmd: list[str]) -> tuple[float, int, int]:
+    """Wall time, peak RSS (KiB) and lines of output of one child process."""
+    t0 = time.perf_counter()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    assert proc.stdout is not None
+    lines = sum(1 for _ in proc.stdout)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode not in (0, 7):
+        raise SystemExit(f"{' '.join(cmd[:4])}... exited with {proc.returncode}")
+    return time.perf_counter() - t0, usage.ru_maxrss, lines
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--packets", type=int, default=1_000_000)
+    ap.add_argument("--pcap", help="existing capture to measure, or where to write the new one")
+    ap.add_argument("--keep", action="store_true", help="keep the generated capture")
+    ap.add_argument("--no-tshark", action="store_true")
+    ap.add_argument("--mss", type=int, default=1448, help="split recorded segments larger "
+                    "than this, as an Ethernet path would (0: keep loopback's 64 KiB "
+                    "segments; default 1448)")
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="tlsprobe-bench-pcap-"))
+    try:
+        path = Path(args.pcap) if args.pcap else tmp / "big.pcap"
+        if not path.exists():
+            flows = seed_flows(args.mss)
+            if not flows:
+                raise SystemExit(f"no recorded captures in {SEEDS} (tools/record_captures.py)")
+            n = write_capture(path, flows, args.packets)
+            print(f"wrote {path} ({n} packets, {path.stat().st_size >> 20} MiB) from "
+                  f"{len(flows)} recorded loopback connections"
+                  + (f", segments split at {args.mss} bytes" if args.mss else ""))
+        packets = sum(1 for _ in read_packets(str(path)))
+        tlsprobe = [sys.executable, "-m", "tlsprobe", "pcap", "--no-progress", str(path)]
+        runs = [("tlsprobe pcap (table)", tlsprobe),
+                ("tlsprobe pcap --stats", tlsprobe + ["--stats"]),
+                ("tlsprobe pcap --jsonl", tlsprobe + ["--jsonl"])]
+        tshark = shutil.which("tshark")
+        if tshark and not args.no_tshark:
+            runs += [("tshark ciphersuite", [tshark, "-r", str(path), "-Y",
+                                             "tls.handshake.type==2", "-T", "fields", "-e",
+                                             "tls.handshake.ciphersuite"]),
+                     ("tshark groups", [tshark, "-r", str(path), "-Y",
+                                        "tls.handshake.type==2 || tls.handshake.type==12",
+                                        "-T", "fields", "-e", "tls.handshake.ciphersuite",
+                                        "-e", "tls.handshake.extensions_key_share_group",
+                                        "-e", "tls.handshake.server_named_curve"])]
+        rows = []
+        for label, cmd in runs:
+            wall, rss, lines = run_child(cmd)
+            rows.append((label, wall, rss, lines))
+        print(f"\n{'run':<24} {'seconds':>8} {'packets/s':>11} {'peak RSS':>10} {'lines':>8}")
+        for label, wall, rss, lines in rows:
+            print(f"{label:<24} {wall:>8.2f} {packets / wall:>11,.0f} {rss / 1024:>8.1f}M "
+                  f"{lines:>8}")
+        ours = [r for r in rows if r[0].startswith("tlsprobe")]
+        theirs = [r for r in rows if r[0].startswith("tshark")]
+        if theirs:
+            slowest_ours = max(r[1] for r in ours)
+            fastest_tshark = min(r[1] for r in theirs)
+            peak_ours = max(r[2] for r in ours)
+            least_tshark = min(r[2] for r in theirs)
+            speed = fastest_tshark / slowest_ours
+            memory = least_tshark / peak_ours
+            print(f"\nthroughput: tlsprobe {speed:.1f}x tshark (target >= 4x: "
+                  f"{'met' if speed >= 4 else 'NOT met'}); memory: tshark {memory:.1f}x "
+                  f"tlsprobe (target >= 5x: {'met' if memory >= 5 else 'NOT met'})")
+            print("(worst tlsprobe run against the best tshark run)")
+    finally:
+        if args.keep and not args.pcap:
+            print(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
