@@ -212,7 +212,10 @@ def run(args: argparse.Namespace) -> int:
                 if flt.active and not flt.matches(report):
                     continue
                 reported += 1
-                stats.add(report)
+                if args.stats:
+                    stats.add(report)
+                else:
+                    stats.connections += 1
                 output.report(report, trace)
             summary = analysis.summary
             assert summary is not None  # set when the iteration ends

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tlsprobe.capture import (
     CaptureStream,
@@ -25,11 +25,13 @@ from tlsprobe.capture import (
     StreamOpen,
     iter_stream_events,
 )
-from tlsprobe.engine.keylog import KeyLog, parse_keylog
 from tlsprobe.offline.connection import Connection
 from tlsprobe.offline.facts import Facts
 from tlsprobe.offline.fast import FastReader
 from tlsprobe.report.offline_model import CaptureSummary, ConnectionReport
+
+if TYPE_CHECKING:
+    from tlsprobe.engine.keylog import KeyLog
 
 SECRETS_TLS_KEYLOG = 0x544C534B
 
@@ -127,6 +129,7 @@ class CaptureAnalysis:
     def _secrets(self, ev: Secrets) -> None:
         if ev.secrets_type != SECRETS_TLS_KEYLOG or not self.options.embedded_keys:
             return
+        from tlsprobe.engine.keylog import KeyLog, parse_keylog
         embedded = parse_keylog(ev.data.decode("ascii", "replace"))
         if self.keylog is None:
             self.keylog = embedded

@@ -185,6 +185,9 @@ CLIENT_FIELDS = {
 }
 _FIELD_INDEX = {name: ClientHelloInfo._fields.index(name)
                 for name, _ in CLIENT_FIELDS.values()}
+_READERS = tuple((ext_type, name, _FIELD_INDEX[name], read)
+                 for ext_type, (name, read) in CLIENT_FIELDS.items())
+_HH = struct.Struct("!HH").unpack_from
 _DEFAULTS = ClientHelloInfo(0, b"", b"", (), b"", ())
 
 
@@ -201,15 +204,15 @@ def _extensions(msg: bytes, p: int, end: int, path: str) -> tuple[list[int], dic
     p += 2
     types: list[int] = []
     first: dict[int, int] = {}
+    append, hh = types.append, _HH
     while p < stop:
         if p + 4 > stop:
             raise _fail("truncated extension header", p, path)
-        ext_type = (msg[p] << 8) | msg[p + 1]
-        size = (msg[p + 2] << 8) | msg[p + 3]
+        ext_type, size = hh(msg, p)
         p += 4
         if p + size > stop:
             raise _fail(f"extension of {size} bytes, only {stop - p} left", p - 2, path)
-        types.append(ext_type)
+        append(ext_type)
         if ext_type not in first:
             first[ext_type] = p
         p += size
@@ -260,15 +263,14 @@ def parse_client_hello(msg: bytes) -> ClientHelloInfo:
         if _KEY_SHARE in first:  # as the codec: key_share wins over the draft-era type 40
             first.pop(_KEY_SHARE_DRAFT, None)
         problems = []
-        for ext_type, (name, read) in CLIENT_FIELDS.items():
-            at = first.get(ext_type)
-            if at is None:
-                continue
-            try:
-                values[_FIELD_INDEX[name]] = read(msg[at:at + ((msg[at - 2] << 8) |
-                                                               msg[at - 1])])
-            except (ValueError, struct.error):
-                problems.append(name)
+        get = first.get
+        for ext_type, name, index, read in _READERS:
+            at = get(ext_type)
+            if at is not None:
+                try:
+                    values[index] = read(msg[at:at + ((msg[at - 2] << 8) | msg[at - 1])])
+                except (ValueError, struct.error):
+                    problems.append(name)
         if problems:
             values[18] = tuple(problems)
     return ClientHelloInfo._make(values)

@@ -72,9 +72,12 @@ def render_rows(rows: Sequence[tuple[str, ...]], out: IO[str], *, title: str | N
         for i, cell in enumerate(row):
             widths[i] = max(widths[i], len(cell))
     if title:
-        print(title, file=out)
-    for row in (tuple(columns), *rows):
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip(), file=out)
+        out.write(title + "\n")
+    every = (tuple(columns), *rows)
+    for i in range(0, len(every), 1024):  # a block at a time: flat memory, few writes
+        lines = ["  ".join([cell.ljust(w) for cell, w in zip(row, widths)]).rstrip()
+                 for row in every[i:i + 1024]]
+        out.write("\n".join(lines) + "\n")
 
 
 def render_connections(rows: Sequence[tuple[str, ...]], out: IO[str]) -> None:

@@ -1,0 +1,82 @@
+"""The report model's fast paths give exactly what the plain ones give: the JSON text of
+`to_json` is `json.dumps(to_dict())`, reports built from the shape cache equal freshly
+built ones, and the statistics and filters read the reports right."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from offline.helpers import CAPTURES
+from tlsprobe.offline import build
+from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
+from tlsprobe.offline.filters import ConnectionFilter, parse_version
+from tlsprobe.offline.stats import Statistics
+from tlsprobe.report.offline_model import ConnectionReport
+
+ALL = sorted(p.name for p in CAPTURES.glob("*.pcap"))
+
+
+def reports(name: str, **options: object) -> list[ConnectionReport]:
+    return [r for r, _ in CaptureAnalysis(str(CAPTURES / name), AnalyzerOptions(**options))]
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_json_text_is_json_dumps_of_the_dict(name: str) -> None:
+    for r in reports(name) + reports(name, trace=True):
+        assert r.to_json() == json.dumps(r.to_dict())
+        assert json.loads(r.to_json())["kind"] == "connection"
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_report_equals_one_built_by_its_constructor(name: str) -> None:
+    for r in reports(name):
+        again = ConnectionReport(*[getattr(r, f.name) for f in dataclasses.fields(r)])
+        assert again == r and hash(again) == hash(r) and repr(again) == repr(r)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            r.id = 7  # type: ignore[misc]
+
+
+def test_shape_cache_gives_the_same_reports() -> None:
+    first = reports("tls13_resumption.pcap") + reports("tls12_dhe.pcap")
+    build._SHAPES.clear()
+    fresh = reports("tls13_resumption.pcap") + reports("tls12_dhe.pcap")
+    assert first == fresh
+    # the two connections of a resumption differ in shape: one full, one resumed
+    assert [r.resumption for r in fresh[:2]] == [None, "psk"]
+
+
+def test_statistics() -> None:
+    stats = Statistics()
+    for name in ("tls12_x25519.pcap", "tls13_hrr.pcap", "tls13_resumption.pcap",
+                 "tls12_alert.pcap"):
+        for r in reports(name):
+            stats.add(r)
+    d = stats.to_dict()
+    assert d["connections"] == 5 and d["handshakes"] == 4 and d["client_hello_only"] == 1
+    assert d["hello_retry_requests"] == 1 and d["resumed"] == 1
+    versions = {row["name"]: row["connections"] for row in d["versions"]}
+    assert versions == {"TLS 1.3 (0x0304)": 3, "TLS 1.2 (0x0303)": 1, "(none)": 1}
+    groups = {row["name"]: row["connections"] for row in d["groups"]}
+    assert groups["x25519 (0x001d)"] == 3 and groups["secp256r1 (0x0017)"] == 1
+    assert d["alerts"] == [{"name": "server handshake_failure", "connections": 1}]
+
+
+@pytest.mark.parametrize(("text", "code"), [("1.3", 0x0304), ("TLSv1.2", 0x0303),
+                                             ("tls1_1", 0x0302), ("TLS1.0", 0x0301),
+                                             ("ssl3", 0x0300), ("SSLv2", 0x0002),
+                                             ("0x7f17", 0x7F17)])
+def test_parse_version(text: str, code: int) -> None:
+    assert parse_version(text) == code
+
+
+def test_filter_values_are_checked() -> None:
+    for bad in ({"groups": ["x99999"]}, {"versions": ["1.7"]}, {"ports": ["70000"]}):
+        with pytest.raises(ValueError):
+            ConnectionFilter.parse(**bad)  # type: ignore[arg-type]
+    flt = ConnectionFilter.parse(hosts=["127.0.0.1"], ports=[], snis=["LOCAL*"])
+    (r,) = reports("tls12_x25519.pcap")
+    assert flt.active and flt.matches(r)
+    assert not ConnectionFilter.parse(groups=["secp256r1"]).matches(r)
