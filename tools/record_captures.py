@@ -4,8 +4,7 @@
 Each case starts a real server on 127.0.0.1 or ::1 (the test suite's tests/servers.py:
 openssl s_server, or pyOpenSSL for the post-quantum groups), captures the loopback
 interface with `tcpdump -i lo --immediate-mode` while a real client (openssl s_client,
-tlsprobe's own probe, or a Python ssl client that writes a few bytes at a time over a
-100-byte MSS) talks to it, and writes ``captures/<case>.pcap``, the client's key log
+tlsprobe's own probe, or a Python ssl client that writes a few bytes per segment) talks to it, and writes ``captures/<case>.pcap``, the client's key log
 ``captures/<case>.keys`` and the case's expectation into ``captures/expected.json``.
 Expectations come from the server and client configuration (what must be negotiated), not
 from tlsprobe; every recording is checked against tshark before it is kept.
@@ -95,8 +94,9 @@ def tlsprobe_client(*args: str) -> Callable[..., None]:
 
 
 def trickle_client(chunk: int = 7, mss: int = 100) -> Callable[..., None]:
-    """Python ssl over a socket with a small MSS (the server's segments are split too),
-    writing `chunk` bytes per segment (TCP_NODELAY, a pause between writes)."""
+    """Python ssl writing `chunk` bytes per segment (TCP_NODELAY, a pause between writes),
+    over a socket asking for a small MSS (loopback's segmentation offload still carries the
+    server's flight in a few large segments, each record split across them)."""
     def run(host: str, port: int, keys: Path) -> None:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
@@ -273,7 +273,7 @@ def cases() -> list[Case]:
              srv(impl="openssl", groups=["X25519"], proto="tls1_3", host="::1"),
              s_client("-tls1_3"), [_hs("0x0304", "0x1302", "X25519", "key_share")],
              host="::1"),
-        Case("tls12_split", "TLS 1.2 X25519: client writes 7 bytes per segment, MSS 100",
+        Case("tls12_split", "TLS 1.2 X25519: the client writes 7 bytes per segment; the server's flight spans several segments",
              srv(impl="openssl", groups=["X25519"], ciphers="ECDHE-RSA-AES128-GCM-SHA256",
                   proto="tls1_2"), trickle_client(),
              [_hs("0x0303", "0xc02f", "X25519", "server_key_exchange", sni="localhost")],
