@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from tlsprobe import registry
 from tlsprobe.engine import config as cfg
+from tlsprobe.engine.client import Limits
 from tlsprobe.errors import (
     EXIT_ALERT,
     EXIT_NETWORK,
@@ -81,13 +82,33 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                    help="connect and per-read timeout (default 10; the whole probe is limited "
                    "to three times this)")
-
-
+    o.add_argument("--total-timeout", type=float, metavar="SECONDS", help="limit for the "
+                   "whole probe, from connect to verdict (default: 3 x --timeout)")
+    o.add_argument("--max-message", type=int, default=Limits.max_message, metavar="BYTES",
+                   help=f"largest handshake message accepted (default {Limits.max_message})")
+    o.add_argument("--max-chain", type=int, default=Limits.max_chain, metavar="N",
+                   help=f"most certificates accepted in the server's chain (default "
+                   f"{Limits.max_chain})")
+    o.add_argument("--max-records", type=int, default=Limits.max_records, metavar="N",
+                   help=f"most records read from the server (default {Limits.max_records})")
+    o.add_argument("--max-bytes", type=int, default=Limits.max_bytes, metavar="BYTES",
+                   help=f"most bytes read from the server (default {Limits.max_bytes})")
     t = p.add_argument_group("handshake timing (tlsprobe HOST --timing)")
     t.add_argument("--timing", action="store_true", help="time N full handshakes per group "
                    "the server accepts and rank the groups by handshake cost")
     from tlsprobe.commands.timing import add_timing_arguments
     add_timing_arguments(t)
+
+
+def limits_from_args(args: argparse.Namespace) -> Limits:
+    values = {"max_message": args.max_message, "max_chain": args.max_chain,
+              "max_records": args.max_records, "max_bytes": args.max_bytes}
+    for name, value in values.items():
+        if value < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
+    if args.total_timeout is not None and args.total_timeout <= 0:
+        raise UsageError("--total-timeout must be positive")
+    return Limits(**values)
 
 
 def _split(text: str) -> list[str]:
@@ -196,7 +217,8 @@ def run(args: argparse.Namespace) -> int:
     run_ = run_probe(target, ProbeOptions(
         config=config, timeout=args.timeout, annotate=args.msg,
         stop_after_first_flight=args.first_flight_only, http_get=args.http_get,
-        verify=not args.no_verify, cafile=args.cafile))
+        verify=not args.no_verify, cafile=args.cafile, total_timeout=args.total_timeout,
+        limits=limits_from_args(args)))
     result = run_.result
     out = sys.stdout
     if args.msg:

@@ -17,12 +17,15 @@ When the engine itself cannot go on (a suite without record-protection parameter
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import NoReturn
 
 from tlsprobe import kex, registry
 from tlsprobe.engine.common import (
+    BAD_CERTIFICATE,
     DECODE_ERROR,
     ILLEGAL_PARAMETER,
+    INTERNAL_ERROR,
     MAX_FRAGMENT,
     TLS10,
     TLS12,
@@ -46,27 +49,44 @@ from tlsprobe.session.flow import (
     AlertEvent,
     ApplicationDataEvent,
     ChangeCipherSpecEvent,
+    MAX_MESSAGE,
     ErrorEvent,
     Event,
     Flow,
     MessageEvent,
+    RecordEvent,
     SSLv2HelloEvent,
 )
+from tlsprobe.wire.certificate import Certificate
 from tlsprobe.wire.handshake import frame
 from tlsprobe.wire.hello import ClientHello, ServerHello
 
-__all__ = ["ClientHandshake", "HandshakeFailure", "ServerFlight"]
+__all__ = ["ClientHandshake", "HandshakeFailure", "Limits", "ServerFlight"]
 
 CHANGE_CIPHER_SPEC, ALERT, HANDSHAKE, APPLICATION_DATA = 20, 21, 22, 23
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds tlsprobe chooses, never the peer: past any of them the handshake fails."""
+
+    max_message: int = MAX_MESSAGE      # one handshake message (a certificate chain)
+    max_chain: int = 16                 # certificates in the server's Certificate message
+    max_records: int = 4096             # records read from the server
+    max_bytes: int = 16 * 2 ** 20       # bytes read from the server
 
 
 class ClientHandshake:
     """Drives one client handshake. Call `start()`, then `receive()` with every chunk."""
 
     def __init__(self, config: ClientConfig, *, annotate: bool = True,
-                 stop_after_first_flight: bool = True, read_server_flight: bool = False) -> None:
+                 stop_after_first_flight: bool = True, read_server_flight: bool = False,
+                 limits: Limits | None = None) -> None:
         self.config = config
-        self.flow = Flow(annotate=annotate)
+        self.limits = limits or Limits()
+        self.flow = Flow(annotate=annotate, max_message=self.limits.max_message)
+        self.records_received = 0
+        self.bytes_received = 0
         self.stop_after_first_flight = stop_after_first_flight
         self.read_server_flight = read_server_flight
         self.events: list[Event] = []
@@ -181,7 +201,16 @@ class ClientHandshake:
     # -- input ---------------------------------------------------------------------------
     def receive(self, data: bytes) -> bytes:
         """Process bytes from the server; returns bytes to send (possibly empty)."""
+        self.bytes_received += len(data)
+        if self.bytes_received > self.limits.max_bytes:
+            self.fail(INTERNAL_ERROR, f"server sent more than {self.limits.max_bytes} bytes "
+                      "(--max-bytes)")
         for ev in self.flow.feed(SERVER, data):
+            if isinstance(ev, RecordEvent):
+                self.records_received += 1
+                if self.records_received > self.limits.max_records:
+                    self.fail(INTERNAL_ERROR, f"server sent more than "
+                              f"{self.limits.max_records} records (--max-records)")
             self.events.append(ev)
             self._handle(ev)
             if self.done and not self.handshake_complete:
@@ -216,6 +245,9 @@ class ClientHandshake:
         if self.server_hello is None:
             self.fail(UNEXPECTED_MESSAGE, f"server sent "
                       f"{message_label(ev.msg_type)} before ServerHello")
+        if isinstance(msg, Certificate) and len(msg.certificate_list) > self.limits.max_chain:
+            self.fail(BAD_CERTIFICATE, f"server sent a chain of {len(msg.certificate_list)} "
+                      f"certificates, more than {self.limits.max_chain} (--max-chain)")
         self.flight.messages[ev.msg_type] = msg
         self.flight.raw[ev.msg_type] = ev.raw
         self.flight.order.append(ev.msg_type)

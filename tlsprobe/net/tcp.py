@@ -79,6 +79,7 @@ class Channel:
         self.read_timeout = read_timeout
         self.deadline = deadline
         self.connect_time = connect_time
+        self.total = deadline - time.monotonic() + connect_time
         self.bytes_sent = 0
         self.bytes_received = 0
 
@@ -97,13 +98,16 @@ class Channel:
         """Next chunk of bytes; b"" at EOF. Raises NetworkError on timeout or reset."""
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
-            raise self.error("timed out (total time limit reached)")
+            raise self.error(f"timed out: total time limit of {self.total:.1f} s reached")
         self.sock.settimeout(min(self.read_timeout, remaining))
         try:
             data = self.sock.recv(limit)
         except (socket.timeout, TimeoutError):
+            if remaining < self.read_timeout:
+                raise self.error(f"timed out: total time limit of {self.total:.1f} s "
+                                 "reached") from None
             raise self.error(f"timed out waiting for the server "
-                             f"(no data for {min(self.read_timeout, remaining):.1f} s)") from None
+                             f"(no data for {self.read_timeout:.1f} s)") from None
         except OSError as exc:
             raise self.error(_describe(exc)) from None
         self.bytes_received += len(data)

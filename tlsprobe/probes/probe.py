@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from tlsprobe import __version__, registry
-from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
+from tlsprobe.engine.client import ClientHandshake, HandshakeFailure, Limits
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.errors import NetworkError
 from tlsprobe.net.tcp import Channel, Target, open_channel
@@ -36,6 +36,8 @@ class ProbeOptions:
     http_get: str | None = None       # path of an HTTP GET sent after the handshake
     verify: bool = True               # check the certificate chain and hostname
     cafile: str | None = None         # trust store; None: the system bundle
+    total_timeout: float | None = None  # the whole probe; None: 3 x timeout
+    limits: Limits = field(default_factory=Limits)
 
 
 @dataclass(frozen=True)
@@ -154,7 +156,7 @@ def _drain(conv: _Conversation, read_timeout: float) -> None:
         try:
             if not conv.pump():
                 return
-        except NetworkError:
+        except (NetworkError, HandshakeFailure):  # the handshake result stands
             return
 
 
@@ -180,12 +182,12 @@ def run_probe(target: Target, options: ProbeOptions) -> ProbeRun:
     """Probe one server. Network errors, alerts and protocol errors end up in the result."""
     engine = ClientHandshake(options.config, annotate=options.annotate,
                              stop_after_first_flight=options.stop_after_first_flight,
-                             read_server_flight=True)
+                             read_server_flight=True, limits=options.limits)
     t0 = time.monotonic()
     started = time.time()
     try:
         channel = open_channel(target, timeout=options.timeout, read_timeout=options.read_timeout,
-                               total_timeout=options.timeout * 3)
+                               total_timeout=options.total_timeout or options.timeout * 3)
     except NetworkError as exc:
         return ProbeRun(facts.result_from(engine, target, None, error=(str(exc), "network")), [])
     connect_s = channel.connect_time

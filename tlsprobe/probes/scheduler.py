@@ -100,6 +100,9 @@ class Job:
     stop: str = STOP_HELLO
 
 
+TOTAL_FACTOR = 3  # a connection may last this many per-read timeouts in all
+
+
 class _Retryable(Exception):
     """A network failure worth retrying (reset, timeout, refused)."""
 
@@ -196,13 +199,26 @@ class Scheduler:
         hs = ClientHandshake(job.config, annotate=False, stop_after_first_flight=True,
                              read_server_flight=job.stop == STOP_VERIFY)
         first = True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + TOTAL_FACTOR * self.timeout
         try:
             writer.write(hs.start())
             await writer.drain()
             while True:
+                remaining = deadline - loop.time()
                 try:
-                    data = await asyncio.wait_for(reader.read(65536), self.timeout)
+                    if remaining <= 0:
+                        raise asyncio.TimeoutError
+                    data = await asyncio.wait_for(reader.read(65536),
+                                                  min(self.timeout, remaining))
                 except (asyncio.TimeoutError, TimeoutError):
+                    if deadline - loop.time() <= 0:
+                        # A server that trickles bytes: not retried, the answer stays open.
+                        limit = f"total time limit of {TOTAL_FACTOR * self.timeout:.1f} s " \
+                                "per connection reached"
+                        if hs.server_hello is not None:
+                            return outcome_of(hs, reason=limit)
+                        return Outcome(INCONCLUSIVE, reason=f"server too slow: {limit}")
                     if hs.server_hello is not None and job.stop != STOP_HELLO:
                         return outcome_of(hs, reason="timed out waiting for the rest of the "
                                           "server's flight")
