@@ -138,3 +138,21 @@ def test_many_connections_in_one_capture_each_reported_once(tmp_path: Path) -> N
     for r in reports:
         assert_seed(r)
         assert r.close == "fin"
+
+
+def test_malformed_supported_versions_in_trace_mode(tmp_path: Path) -> None:
+    """A ClientHello whose supported_versions list length is wrong: the fast reader names
+    the problem; the --msg trace shows the message as malformed instead of failing."""
+    parts = chunks("tls13_x25519.pcap")
+    hello = bytearray(parts[0][1])
+    at = bytes(hello).index(b"\x00\x2b\x00\x03\x02\x03\x04")  # supported_versions: TLS 1.3
+    hello[at + 4] = 0x40                                       # list length 64: too long
+    conv = Conv()
+    frames = conv.handshake() + replay(conv, [(0, bytes(hello))] + parts[1:])
+    path = write(tmp_path, frames)
+    (r,) = [r for r, _ in CaptureAnalysis(path, AnalyzerOptions())]
+    assert "malformed supported_versions extension in the ClientHello" in r.problems
+    [(report, trace)] = list(CaptureAnalysis(path, AnalyzerOptions(trace=True)))
+    assert trace is not None
+    assert any(line.startswith("      !!! malformed ClientHello: ") for line in trace)
+    assert report.offer is not None and report.version is not None

@@ -12,6 +12,7 @@ encrypt; with keys, after `max_records` records, or without a trace once both Fi
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from tlsprobe.engine.keylog import KeyLog
@@ -20,6 +21,7 @@ from tlsprobe.offline.facts import CLIENT, SERVER, Facts
 from tlsprobe.offline.framing import Aligner, role_of
 from tlsprobe.offline.hello_codec import sslv2_client_hello_info, sslv2_record_size
 from tlsprobe.report.trace import TraceFormatter
+from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.session.flow import (
     AlertEvent,
     ApplicationDataEvent,
@@ -160,7 +162,7 @@ class FlowReader:
     def _event(self, ev: Any) -> None:
         f, ts, frame = self.facts, self._ts, self._frame
         if self.formatter is not None:
-            self.lines.extend(self.formatter.event_lines(ev))
+            self.lines.extend(self._trace(ev))
         d = ev.direction
         if isinstance(ev, RecordEvent):
             self.records += 1
@@ -183,6 +185,20 @@ class FlowReader:
         elif isinstance(ev, ErrorEvent):
             side = "client" if d == CLIENT else "server"
             f.problem(f"malformed {ev.where} from the {side}: {ev.error}")
+
+    def _trace(self, ev: Any) -> list[str]:
+        """The formatter's lines for one event. A hello whose supported_versions cannot be
+        decoded makes TraceFormatter raise (it reads the typed view for the version label):
+        the message is then shown as undecodable, with the error, instead."""
+        formatter = self.formatter
+        if formatter is None:
+            return []
+        try:
+            return list(formatter.event_lines(ev))
+        except DecodeError as exc:
+            if not isinstance(ev, MessageEvent):
+                raise
+            return list(formatter.event_lines(replace(ev, decoded=None, error=exc)))
 
     def _keys(self, ev: MessageEvent) -> None:
         dec = self.decryptor
