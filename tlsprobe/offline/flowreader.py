@@ -21,7 +21,6 @@ from tlsprobe.offline.facts import CLIENT, SERVER, Facts
 from tlsprobe.offline.framing import Aligner, role_of
 from tlsprobe.offline.hello_codec import sslv2_client_hello_info, sslv2_record_size
 from tlsprobe.report.trace import TraceFormatter
-from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.session.flow import (
     AlertEvent,
     ApplicationDataEvent,
@@ -33,6 +32,7 @@ from tlsprobe.session.flow import (
     RecordEvent,
     SSLv2HelloEvent,
 )
+from tlsprobe.wire.buffer import DecodeError
 
 KEY_UPDATE, FINISHED, SERVER_HELLO = 24, 20, 2
 #: without a trace, records decrypted after both Finished (NewSessionTicket, alerts)
