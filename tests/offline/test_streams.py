@@ -156,3 +156,16 @@ def test_malformed_supported_versions_in_trace_mode(tmp_path: Path) -> None:
     assert trace is not None
     assert any(line.startswith("      !!! malformed ClientHello: ") for line in trace)
     assert report.offer is not None and report.version is not None
+
+
+def test_partial_messages_are_released(tmp_path: Path) -> None:
+    """Bytes of handshake messages still incomplete are accounted for across connections
+    and given back when connections end (the bound that keeps memory flat)."""
+    from tlsprobe.offline import fast
+    before = fast._held[0]
+    conv = Conv()
+    flight = SEED[1][1]
+    frames = conv.handshake() + [conv.c(SEED[0][1]), conv.s(flight[:1000])]  # cut in a message
+    reports = analyse(write(tmp_path, frames))
+    assert len(reports) == 1 and reports[0].version is not None
+    assert fast._held[0] == before

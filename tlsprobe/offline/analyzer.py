@@ -141,6 +141,9 @@ class CaptureAnalysis:
             self.keylog = merged
 
     def _finish(self, conn: Connection, reason: str | None) -> Analyzed | None:
+        release = getattr(conn.reader, "release", None)
+        if release is not None:
+            release()
         if not conn.is_tls:
             return None
         self.tls_connections += 1

@@ -16,6 +16,12 @@ from tlsprobe.offline.hello_codec import sslv2_record_size
 from tlsprobe.wire.record import MAX_CIPHERTEXT
 
 MAX_MESSAGE = 1 << 18
+#: partial handshake messages held by all connections together: past this, a message still
+#: growing beyond `SMALL_MESSAGE` is given up (a capture of many connections that each
+#: start a huge message must not make memory grow without bound)
+MAX_HELD = 64 << 20
+SMALL_MESSAGE = 1 << 14
+_held = [0]
 MAX_OPAQUE_RECORDS = 8
 _HANDSHAKE_TYPES = frozenset((0, 1, 2, 3, 4, 5, 6, 8, 11, 12, 13, 14, 15, 16, 20, 21, 22, 23,
                               24, 25, 254))
@@ -64,10 +70,17 @@ class FastReader:
             half.aligner.direction ^= 1
         self.swapped = True
 
+    def release(self) -> None:
+        """The connection is done: its partial messages no longer count against MAX_HELD."""
+        for half in self.halves:
+            _held[0] -= len(half.hs)
+            half.hs = bytearray()
+
     def gap(self, half: FastHalf) -> None:
         if half.counting:
             return
         half.buf = bytearray()
+        _held[0] -= len(half.hs)
         half.hs = bytearray()
         half.after_gap = True
         half.aligner.lost()
@@ -109,6 +122,7 @@ class FastReader:
                     half.counting = True  # SSL 2.0 records after an SSLv2 hello: not TLS
                     return b""
                 facts.problem(f"no TLS record header where one was expected ({_side(half)})")
+                _held[0] -= len(half.hs)
                 half.hs = bytearray()
                 half.after_gap = True
                 return half.aligner.reset_with(bytes(buf[p:]))
@@ -174,20 +188,30 @@ class FastReader:
                 4 + int.from_bytes(fragment[1:4], "big") == len(fragment):
             self.facts.on_message(half.direction, fragment, ts, frame)  # the common case
             return
+        before = len(hs)
         hs += fragment
         while len(hs) >= 4:
             size = 4 + int.from_bytes(hs[1:4], "big")
             if size > MAX_MESSAGE:
                 self.facts.problem(f"handshake message of {size} bytes from the "
                                    f"{_side(half)}: over the limit, skipped")
-                half.hs = bytearray()
-                half.after_gap = True
-                return
+                break
             if len(hs) < size:
+                if len(hs) > SMALL_MESSAGE and _held[0] + len(hs) - before > MAX_HELD:
+                    self.facts.problem(f"handshake message of {size} bytes from the "
+                                       f"{_side(half)}: too much buffered, skipped")
+                    break
+                _held[0] += len(hs) - before
                 return
             msg = bytes(hs[:size])
             del hs[:size]
             self.facts.on_message(half.direction, msg, ts, frame)
+        else:
+            _held[0] += len(hs) - before
+            return
+        _held[0] -= before  # the partial message is dropped
+        half.hs = bytearray()
+        half.after_gap = True
 
 
 def _side(half: FastHalf) -> str:
