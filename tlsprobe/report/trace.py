@@ -24,7 +24,7 @@ from tlsprobe.registry import ContentType
 from tlsprobe.session.flow import (CLIENT, AlertEvent, ApplicationDataEvent,
                                    ChangeCipherSpecEvent, ErrorEvent, Event, InnerContentEvent,
                                    MessageEvent, RecordEvent, SSLv2HelloEvent)
-from tlsprobe.wire.buffer import Annotation
+from tlsprobe.wire.buffer import Annotation, DecodeError
 from tlsprobe.wire.hello import ClientHello, ServerHello
 
 ARROW = {CLIENT: ">>>", 1: "<<<"}
@@ -124,11 +124,14 @@ class TraceFormatter:
     def _message(self, ev: MessageEvent) -> Iterator[str]:
         arrow = ARROW[ev.direction]
         msg = ev.decoded.message if ev.decoded else None
-        if isinstance(msg, ClientHello):
-            offered = [v for v in msg.supported_versions if not registry.is_grease(v)]
-            self.version = max(offered, default=msg.legacy_version)
-        elif isinstance(msg, ServerHello):
-            self.version = msg.selected_version
+        try:  # extension accessors decode lazily: a malformed one keeps the old label
+            if isinstance(msg, ClientHello):
+                offered = [v for v in msg.supported_versions if not registry.is_grease(v)]
+                self.version = max(offered, default=msg.legacy_version)
+            elif isinstance(msg, ServerHello):
+                self.version = msg.selected_version
+        except DecodeError:
+            pass
         name = message_name(ev.msg_type)
         if isinstance(msg, ServerHello) and msg.is_hello_retry_request:
             name = "HelloRetryRequest"
