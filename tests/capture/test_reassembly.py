@@ -294,3 +294,29 @@ def test_property_lost_segment_gives_one_gap_of_its_size(sizes: list[int], lost:
     s0 = streams(events)[0]
     assert s0["data"][0] == b"".join(payloads[:k] + payloads[k + 1:])
     assert s0["gaps"][0] == [(sum(sizes[:k]), sizes[k])]
+
+
+def test_data_at_the_syns_own_sequence_number_keeps_its_first_byte() -> None:
+    """Synthetic captures (Mixed1.cap) may start each direction's data at the SYN's own
+    number instead of ISN+1: the stream follows the data instead of taking the first
+    byte for one already delivered."""
+    c = Conv(cisn=0, sisn=0)
+    hs = c.handshake()  # SYN at 0 and SYN+ACK at 0: data would be expected at 1
+    hello = b"\x16\x03\x01\x00\x05HELLO"
+    reply = b"\x16\x03\x03\x00\x03BYE"
+    events, stream = run(hs + [c.c(hello, seq=0), c.s(reply, seq=0),
+                               c.c(b"more", seq=len(hello))])
+    s0 = streams(events)[0]
+    assert s0["data"] == [hello + b"more", reply]
+    assert s0["gaps"] == [[], []]
+    assert stream.stats.tcp_resyncs == 2 and stream.stats.tcp_overlaps == 0
+
+
+def test_one_byte_keepalive_at_the_isn_is_not_data() -> None:
+    """A keep-alive probe of a side that has sent nothing repeats the byte before ISN+1
+    (one garbage byte at the SYN's number): it is not the start of the stream."""
+    c = Conv(cisn=7000)
+    hs = c.handshake()
+    events, stream = run(hs + [c.c(b"\x00", seq=7000), c.c(b"real data")])
+    assert streams(events)[0]["data"][0] == b"real data"
+    assert stream.stats.tcp_resyncs == 0

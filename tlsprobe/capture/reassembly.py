@@ -12,8 +12,10 @@ tshark's and Suricata's default:
 * bytes the capture cut off (snaplen) are a gap of the announced size right away;
 * sequence numbers are compared modulo 2**32 (wraparound), with the usual half-window rule:
   a segment starting less than 2**31 ahead of the next expected byte is "future";
-* when the first data after a SYN lies more than 16 MiB away from ISN+1, the stream follows
-  the data (counted as a resync) instead of waiting for a hole that cannot be filled.
+* when the first data after a SYN lies more than 16 MiB away from ISN+1, or starts at the
+  SYN's own sequence number (synthetic captures that do not count the SYN), the stream
+  follows the data (counted as a resync) instead of waiting for a hole that cannot be
+  filled or dropping the first byte as already delivered.
 
 `Reassembler` is the mixin that owns the output list and the counters; `TcpTracker` (tcp.py)
 adds connection tracking on top of it.
@@ -88,10 +90,12 @@ class Reassembler:
             nxt = half.next_seq = seq  # capture started mid-stream: begin here
         n = len(data)
         rel = (seq - nxt) & MASK
-        if rel and min(rel, MASK + 1 - rel) > RESYNC_DISTANCE and half.isn is not None \
-                and nxt == (half.isn + 1) & MASK and not half.pending:
-            # The first data after the SYN is nowhere near it: the SYN's sequence space is
-            # not the one in use (several SYN+ACKs, a middlebox rewriting ISNs). Follow the data.
+        if rel and half.isn is not None and nxt == (half.isn + 1) & MASK and not half.pending \
+                and (seq == half.isn and n > 1 or min(rel, MASK + 1 - rel) > RESYNC_DISTANCE):
+            # The first data after the SYN does not start at ISN+1. At the SYN's own number
+            # (a capture synthesized without counting the SYN; a keep-alive probe there has
+            # at most one byte), or nowhere near it (several SYN+ACKs, a middlebox rewriting
+            # ISNs): the sequence space in use is the data's. Follow the data.
             stats.tcp_resyncs += 1
             nxt = half.next_seq = seq
             rel = 0
