@@ -184,7 +184,11 @@ def _explained(theirs: bytes, st: dict, direction: int, stats) -> bool:  # type:
     * we use the bytes of a first IP fragment whose other fragments were not captured
       (tshark shows none of them): tshark's pieces appear, in order, in ours;
     * data waiting behind a hole that the receiver never acknowledged is dropped by tshark's
-      follow; we deliver it after a gap at the end: tshark's is ours cut at a gap."""
+      follow; we deliver it after a gap at the end: tshark's is ours cut at a gap;
+    * data that starts at the SYN's own sequence number (synthetic captures): tshark's
+      follow drops its first byte as already sent (its TLS dissector, reading the packet,
+      keeps it), we follow the data: tshark's is ours without the first byte, maybe cut
+      at a gap."""
     data = st["data"][direction]
     mine = _with_markers(data, st["gaps"][direction])
     if mine == theirs or (st["close"] == "rst" and theirs.startswith(mine)):
@@ -192,6 +196,9 @@ def _explained(theirs: bytes, st: dict, direction: int, stats) -> bool:  # type:
     if mine.startswith(theirs) and MARKER.match(mine, len(theirs)):
         return True
     if MARKER.sub(b"", theirs) == data and stats.tcp_resyncs:
+        return True
+    if stats.tcp_resyncs and mine[1:].startswith(theirs) and (
+            len(mine) == len(theirs) + 1 or MARKER.match(mine, len(theirs) + 1)):
         return True
     if stats.ip_first_fragments:
         pos = 0

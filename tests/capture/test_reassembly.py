@@ -320,3 +320,32 @@ def test_one_byte_keepalive_at_the_isn_is_not_data() -> None:
     events, stream = run(hs + [c.c(b"\x00", seq=7000), c.c(b"real data")])
     assert streams(events)[0]["data"][0] == b"real data"
     assert stream.stats.tcp_resyncs == 0
+
+
+def test_holes_of_the_same_size_flushed_together_are_distinct_gaps() -> None:
+    """Two lost segments of the same size are both given up when the capture ends: two
+    StreamGap events (the same size and frame) that name where each hole starts."""
+    c = Conv(cisn=999)
+    hs = c.handshake()
+    a = c.c(b"a" * 10)
+    c.c(b"?" * 5)  # lost
+    b = c.c(b"b" * 10)
+    c.c(b"!" * 5)  # lost
+    d = c.c(b"d" * 10)
+    events, stream = run(hs + [a, b, d])
+    gaps = [e for e in events if isinstance(e, StreamGap)]
+    assert [(g.size, g.frame, g.seq) for g in gaps] == [(5, 6, 1010), (5, 6, 1025)]
+    assert streams(events)[0]["gaps"][0] == [(10, 5), (20, 5)]
+    assert stream.stats.tcp_gaps == 2 and stream.stats.tcp_gap_bytes == 10
+
+
+def test_gap_sequence_numbers_for_a_snaplen_cut_and_a_hole_before_fin() -> None:
+    c = Conv(cisn=99)
+    hs = c.handshake()
+    full = ether(c.c(b"0123456789" * 10))  # data 100..199, the last 60 bytes not kept
+    c.c(b"lost")                           # 200..203
+    fin = c.c(b"", "FA")                   # FIN at 204
+    frames = [ether(p) for p in hs] + [(2000.0, full[:-60], len(full)), ether(fin)]
+    events, _ = collect(io.BytesIO(pcap_bytes(frames)))
+    gaps = [(g.seq, g.size) for g in events if isinstance(g, StreamGap)]
+    assert gaps == [(140, 60), (200, 4)]

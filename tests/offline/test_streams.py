@@ -83,13 +83,13 @@ def test_lost_segment_inside_the_certificate_then_resync(tmp_path: Path) -> None
     names the group."""
     conv = Conv()
     frames = conv.handshake()
-    for direction, data in SEED:
+    for n, (direction, data) in enumerate(SEED):
         if direction == 0:
             frames.append(conv.c(data))
             continue
         for i in range(0, len(data), 100):
             packet = conv.s(data[i:i + 100])
-            if i != 600:  # the Certificate (bytes 70..1700 of the first flight)
+            if n != 1 or i != 600:  # the Certificate (bytes 70..1700 of the first flight)
                 frames.append(packet)
     (r,) = analyse(write(tmp_path, frames))
     assert r.gap_bytes == 100
@@ -142,7 +142,8 @@ def test_many_connections_in_one_capture_each_reported_once(tmp_path: Path) -> N
 
 def test_malformed_supported_versions_in_trace_mode(tmp_path: Path) -> None:
     """A ClientHello whose supported_versions list length is wrong: the fast reader names
-    the problem; the --msg trace shows the message as malformed instead of failing."""
+    the problem; the --msg trace shows the message with the extension's error (the trace
+    formatter keeps its version label) and goes on to the ServerHello."""
     parts = chunks("tls13_x25519.pcap")
     hello = bytearray(parts[0][1])
     at = bytes(hello).index(b"\x00\x2b\x00\x03\x02\x03\x04")  # supported_versions: TLS 1.3
@@ -154,7 +155,8 @@ def test_malformed_supported_versions_in_trace_mode(tmp_path: Path) -> None:
     assert "malformed supported_versions extension in the ClientHello" in r.problems
     [(report, trace)] = list(CaptureAnalysis(path, AnalyzerOptions(trace=True)))
     assert trace is not None
-    assert any(line.startswith("      !!! malformed ClientHello: ") for line in trace)
+    assert "      !!! supported_versions.error: block of 64 bytes, only 2 left at +169" in trace
+    assert any(line.endswith("ServerHello") and line.startswith("<<< TLS 1.3") for line in trace)
     assert report.offer is not None and report.version is not None
 
 
@@ -169,3 +171,21 @@ def test_partial_messages_are_released(tmp_path: Path) -> None:
     reports = analyse(write(tmp_path, frames))
     assert len(reports) == 1 and reports[0].version is not None
     assert fast._held[0] == before
+
+
+def test_two_holes_of_the_same_size_are_both_counted(tmp_path: Path) -> None:
+    """One 100-byte segment lost in the server's first flight and one in its last: both
+    holes are flushed when the capture ends (same size, same frame) and both count."""
+    conv = Conv()
+    frames = conv.handshake()
+    for direction, data in SEED:
+        if direction == 0:
+            frames.append(conv.c(data))
+            continue
+        for i in range(0, len(data), 100):
+            packet = conv.s(data[i:i + 100])
+            if i != 600 or len(data) < 700:  # lost in the 2019- and 2277-byte flights
+                frames.append(packet)
+    (r,) = analyse(write(tmp_path, frames))
+    assert r.gap_bytes == 200
+    assert_seed(r)

@@ -26,7 +26,7 @@ Events (NamedTuples, in capture order; `frame` is 1-based like tshark's frame.nu
 
     StreamOpen(conn, ts, frame)
     StreamData(conn, direction, data, ts, frame)     # direction 0 = client -> server
-    StreamGap(conn, direction, size, ts, frame)      # bytes never captured
+    StreamGap(conn, direction, size, ts, frame, seq) # bytes never captured (from seq)
     StreamClose(conn, reason, ts, frame)             # fin | rst | reused | evicted | end
     Datagram(src, sport, dst, dport, data, ts, frame, truncated)   # UDP payload
     Secrets(secrets_type, data, offset)              # a Decryption Secrets Block

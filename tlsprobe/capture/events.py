@@ -67,13 +67,18 @@ class StreamData(NamedTuple):
 
 
 class StreamGap(NamedTuple):
-    """`size` bytes of one direction were never captured; the stream continues after them."""
+    """`size` bytes of one direction were never captured; the stream continues after them.
+
+    `seq` is the TCP sequence number of the first missing byte: two holes of the same size
+    flushed by the same packet (the end of a connection) are two events that differ only
+    there."""
 
     conn: ConnKey
     direction: int
     size: int
     ts: float
     frame: int
+    seq: int = 0
 
 
 class StreamClose(NamedTuple):

@@ -72,10 +72,11 @@ class Reassembler:
         self.total_pending = 0
 
     # -- output ---------------------------------------------------------------------------
-    def _gap(self, half: HalfStream, size: int, ts: float, frame: int) -> None:
+    def _gap(self, half: HalfStream, start: int, size: int, ts: float, frame: int) -> None:
+        """`size` bytes from sequence number `start` will never come."""
         self.stats.tcp_gaps += 1
         self.stats.tcp_gap_bytes += size
-        self.out.append(StreamGap(half.conn.key, half.direction, size, ts, frame))
+        self.out.append(StreamGap(half.conn.key, half.direction, size, ts, frame, start))
 
     # -- segments -------------------------------------------------------------------------
     def data(self, half: HalfStream, seq: int, data: bytes, cut: int, ts: float,
@@ -119,7 +120,7 @@ class Reassembler:
                                        data[back:] if back else data, ts, frame))
         nxt = (seq + n) & MASK
         if cut > 0:
-            self._gap(half, cut, ts, frame)
+            self._gap(half, nxt, cut, ts, frame)
             nxt = (nxt + cut) & MASK
         half.next_seq = nxt
         if half.pending:
@@ -193,7 +194,7 @@ class Reassembler:
                 if size and size < HALF_SPACE:
                     if pending:
                         size = min(size, (pending[0][0] - nxt) & MASK)
-                    self._gap(half, size, ts, frame)
+                    self._gap(half, nxt, size, ts, frame)
                     nxt = (nxt + size) & MASK
         half.next_seq = nxt
 
@@ -210,7 +211,7 @@ class Reassembler:
         if nxt is not None:
             size = (first - nxt) & MASK
             if size and size < HALF_SPACE:
-                self._gap(half, size, ts, frame)
+                self._gap(half, nxt, size, ts, frame)
         half.next_seq = first
         self.drain(half, ts, frame)
 
@@ -222,5 +223,5 @@ class Reassembler:
         if nxt is not None and half.fin_seq is not None:
             size = (half.fin_seq - nxt) & MASK
             if size and size < HALF_SPACE:
-                self._gap(half, size, ts, frame)
+                self._gap(half, nxt, size, ts, frame)
                 half.next_seq = half.fin_seq

@@ -159,7 +159,6 @@ class CaptureAnalysis:
         progress = self._progress
         every = progress.every if progress is not None else 0
         tick = 0
-        last_gap = None
         try:
             for ev in events:
                 t = type(ev)
@@ -198,9 +197,8 @@ class CaptureAnalysis:
                         conns[ev.conn.id] = self._new(ev.conn, ev.ts, ev.frame)
                 elif t is StreamGap:
                     conn = conns.get(ev.conn.id)
-                    if conn is not None and ev != last_gap:  # the capture layer may
-                        conn.gap(ev.direction, ev.size)       # repeat a gap when flushing
-                    last_gap = ev
+                    if conn is not None:
+                        conn.gap(ev.direction, ev.size)
                 elif t is Datagram:
                     yield from self._datagram(ev)
                 elif t is Secrets:
