@@ -349,3 +349,58 @@ def test_gap_sequence_numbers_for_a_snaplen_cut_and_a_hole_before_fin() -> None:
     events, _ = collect(io.BytesIO(pcap_bytes(frames)))
     gaps = [(g.seq, g.size) for g in events if isinstance(g, StreamGap)]
     assert gaps == [(140, 60), (200, 4)]
+
+
+def _ignoring(packets: list[bytes], after: int) -> tuple[list, object]:
+    """Events of a capture whose first connection is ignored once `after` data events
+    were handed out."""
+    from tlsprobe.capture import iter_stream_events
+    stream = iter_stream_events(io.BytesIO(pcap_bytes([ether(p) for p in packets])))
+    events, seen = [], 0
+    for ev in stream:
+        events.append(ev)
+        if isinstance(ev, StreamData):
+            seen += 1
+            if seen == after:
+                assert stream.ignore(ev.conn)
+    return events, stream
+
+
+def test_ignored_connection_is_only_counted_then_totalled_before_close() -> None:
+    from tlsprobe.capture import StreamSkipped
+    c = Conv()
+    pkts = c.handshake() + [c.c(b"hello"), c.s(b"world!"), c.c(b"12345678"),
+                            c.s(b"abc"), c.s(b"defg"), c.c(b"", "FA"), c.s(b"", "FA"), c.ack()]
+    events, stream = _ignoring(pkts, after=2)
+    kinds = [type(e).__name__ for e in events]
+    assert kinds == ["StreamOpen", "StreamData", "StreamData", "StreamSkipped",
+                     "StreamSkipped", "StreamClose"]
+    c2s, s2c = events[3], events[4]
+    assert isinstance(c2s, StreamSkipped) and (c2s.direction, c2s.size, c2s.gaps) == (0, 8, 0)
+    assert (s2c.direction, s2c.size, s2c.gaps) == (1, 7, 0)
+    assert (c2s.frame, s2c.frame) == (6, 8)  # last segment each side carried
+    assert events[-1].reason == "fin" and events[-1].frame == 10
+    assert stream.stats.tcp_segments == 5
+
+
+def test_ignored_connection_counts_retransmissions_reordering_and_holes_right() -> None:
+    from tlsprobe.capture import StreamSkipped
+    c = Conv()
+    hs = c.handshake()
+    first = c.c(b"first")
+    a, b, _lost, d = c.c(b"AAAA"), c.c(b"BBBBBB"), c.c(b"??"), c.c(b"DDD")
+    events, stream = _ignoring(hs + [first, b, a, a, d], after=1)
+    skipped = [e for e in events if isinstance(e, StreamSkipped)]
+    assert [(e.direction, e.size, e.gaps) for e in skipped] == [(0, 13, 2)]
+    assert not any(isinstance(e, (StreamData, StreamGap)) for e in events[2:])
+    assert stream.stats.tcp_retransmissions == 1 and stream.stats.tcp_gap_bytes == 2
+    assert events[-1].reason == "end"
+
+
+def test_ignore_unknown_or_closed_connection_is_refused() -> None:
+    from tlsprobe.capture import iter_stream_events
+    c = Conv()
+    pkts = c.handshake() + [c.c(b"x"), c.c(b"", "FA"), c.s(b"", "FA")]
+    stream = iter_stream_events(io.BytesIO(pcap_bytes([ether(p) for p in pkts])))
+    events = list(stream)
+    assert not stream.ignore(events[0].conn) and not stream.ignore(99)

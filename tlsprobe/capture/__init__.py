@@ -14,6 +14,7 @@ Entry point::
     stream.secrets                    # [Secrets(secrets_type, data, offset)] from pcapng DSBs
     stream.tls_keylog() -> bytes      # SSLKEYLOGFILE text of the TLS DSBs
     stream.swap_direction(conn)       # client <-> server (TLS layer saw the ClientHello)
+    stream.ignore(conn)               # nothing more to read: later bytes only counted
 
 Input: a path, ``-`` (stdin, not seekable) or a binary file object; pcap (both byte
 orders, micro/nanosecond, modified) or pcapng (any number of sections and interfaces),
@@ -27,6 +28,7 @@ Events (NamedTuples, in capture order; `frame` is 1-based like tshark's frame.nu
     StreamOpen(conn, ts, frame)
     StreamData(conn, direction, data, ts, frame)     # direction 0 = client -> server
     StreamGap(conn, direction, size, ts, frame, seq) # bytes never captured (from seq)
+    StreamSkipped(conn, direction, size, gaps, ts, frame)  # totals of an ignored connection
     StreamClose(conn, reason, ts, frame)             # fin | rst | reused | evicted | end
     Datagram(src, sport, dst, dport, data, ts, frame, truncated)   # UDP payload
     Secrets(secrets_type, data, offset)              # a Decryption Secrets Block
@@ -51,11 +53,12 @@ from tlsprobe.capture.events import (
     StreamData,
     StreamGap,
     StreamOpen,
+    StreamSkipped,
 )
 from tlsprobe.capture.stream import CaptureStream, iter_stream_events, read_packets
 
 __all__ = [
     "SECRETS_TLS_KEYLOG", "CaptureError", "CaptureStats", "CaptureStream", "CaptureWarning",
     "ConnKey", "Datagram", "Event", "Secrets", "StreamClose", "StreamData", "StreamGap",
-    "StreamOpen", "iter_stream_events", "read_packets",
+    "StreamOpen", "StreamSkipped", "iter_stream_events", "read_packets",
 ]

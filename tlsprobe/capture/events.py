@@ -81,6 +81,19 @@ class StreamGap(NamedTuple):
     seq: int = 0
 
 
+class StreamSkipped(NamedTuple):
+    """What one direction of an ignored connection (`CaptureStream.ignore`) carried since it
+    was ignored: `size` bytes in order and `gaps` bytes never captured; `ts` and `frame` are
+    those of the last segment counted. At most one per direction, just before StreamClose."""
+
+    conn: ConnKey
+    direction: int
+    size: int
+    gaps: int
+    ts: float
+    frame: int
+
+
 class StreamClose(NamedTuple):
     """End of a connection. `reason`: "fin", "rst", "reused" (a new SYN on the same 4-tuple),
     "evicted" (connection table full, least recently used) or "end" (end of the capture)."""
@@ -113,7 +126,7 @@ class Secrets(NamedTuple):
     offset: int
 
 
-Event = StreamOpen | StreamData | StreamGap | StreamClose | Datagram | Secrets
+Event = StreamOpen | StreamData | StreamGap | StreamSkipped | StreamClose | Datagram | Secrets
 
 SECRETS_TLS_KEYLOG = 0x544C534B
 

@@ -14,7 +14,7 @@ from array import array
 from collections.abc import Iterator
 from datetime import datetime, timezone
 
-from tlsprobe.capture.events import CaptureError, CaptureStats
+from tlsprobe.capture.events import CaptureError, CaptureStats, Secrets
 from tlsprobe.capture.pcap import MAX_STANDARD_PACKET, PacketRecord
 from tlsprobe.capture.source import ChunkedInput, OpenedSource
 
@@ -50,7 +50,7 @@ class NetmonReader:
         self._opened = opened
         self._stats = stats
         self._in = ChunkedInput(opened.stream, opened.head)
-        self.secrets: list = []
+        self.secrets: list[Secrets] = []
         self.link_types: dict[int, int] = {}
         self._offsets: array[int] = array("I")
         self._minor = self._trailer = self._network = 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
-from tlsprobe.capture.events import CaptureError, CaptureStats
+from tlsprobe.capture.events import CaptureError, CaptureStats, Secrets
 from tlsprobe.capture.source import ChunkedInput, OpenedSource
 
 # magic as read little-endian -> (byte order, seconds per timestamp unit, record header size)
@@ -44,7 +44,7 @@ class PcapReader:
         self._opened = opened
         self._in = ChunkedInput(opened.stream, opened.head)
         self._stats = stats
-        self.secrets: list = []  # pcap has no secrets blocks; same surface as pcapng
+        self.secrets: list[Secrets] = []  # pcap has no secrets blocks; same surface as pcapng
         self.link_type = -1
         self.snaplen = 0
         if self._in.fill(24):

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tlsprobe.capture.events import CaptureStats, StreamData, StreamGap
+from tlsprobe.capture.events import CaptureStats, StreamData, StreamGap, StreamSkipped
 
 MASK = 0xFFFFFFFF
 HALF_SPACE = 0x80000000
@@ -43,6 +43,11 @@ class HalfStream:
         "next_seq",
         "pending",
         "pending_bytes",
+        "skip",
+        "skip_frame",
+        "skip_gaps",
+        "skip_ts",
+        "skipped",
     )
 
     def __init__(self, conn: Any, direction: int) -> None:
@@ -53,6 +58,12 @@ class HalfStream:
         self.pending: list[list[Any]] = []  # [seq, data, cut] sorted by sequence
         self.pending_bytes = 0
         self.fin_seq: int | None = None
+        # ignored connection: bytes are counted instead of delivered (one StreamSkipped)
+        self.skip = False
+        self.skipped = 0
+        self.skip_gaps = 0
+        self.skip_ts = 0.0
+        self.skip_frame = 0
 
     @property
     def complete(self) -> bool:
@@ -76,7 +87,25 @@ class Reassembler:
         """`size` bytes from sequence number `start` will never come."""
         self.stats.tcp_gaps += 1
         self.stats.tcp_gap_bytes += size
+        if half.skip:
+            half.skip_gaps += size
+            return
         self.out.append(StreamGap(half.conn.key, half.direction, size, ts, frame, start))
+
+    def _deliver(self, half: HalfStream, data: bytes, ts: float, frame: int) -> None:
+        """In-order bytes off the fast path: an event, or counted for an ignored half."""
+        if half.skip:
+            half.skipped += len(data)
+            half.skip_ts, half.skip_frame = ts, frame
+            return
+        self.out.append(StreamData(half.conn.key, half.direction, data, ts, frame))
+
+    def skipped_event(self, half: HalfStream) -> None:
+        """The StreamSkipped of an ignored half, when it counted anything (then reset)."""
+        if half.skipped or half.skip_gaps:
+            self.out.append(StreamSkipped(half.conn.key, half.direction, half.skipped,
+                                          half.skip_gaps, half.skip_ts, half.skip_frame))
+            half.skipped = half.skip_gaps = 0
 
     # -- segments -------------------------------------------------------------------------
     def data(self, half: HalfStream, seq: int, data: bytes, cut: int, ts: float,
@@ -116,8 +145,7 @@ class Reassembler:
                 return
             stats.tcp_overlaps += 1  # already delivered bytes win, the tail is new
         if n > back:
-            self.out.append(StreamData(half.conn.key, half.direction,
-                                       data[back:] if back else data, ts, frame))
+            self._deliver(half, data[back:] if back else data, ts, frame)
         nxt = (seq + n) & MASK
         if cut > 0:
             self._gap(half, nxt, cut, ts, frame)
@@ -174,7 +202,6 @@ class Reassembler:
         nxt = half.next_seq
         if nxt is None:
             return
-        out = self.out
         while pending:
             seq, data, cut = pending[0]
             rel = (seq - nxt) & MASK
@@ -186,8 +213,7 @@ class Reassembler:
             self.total_pending -= n
             back = (nxt - seq) & MASK if rel else 0
             if back < n:
-                out.append(StreamData(half.conn.key, half.direction,
-                                      data[back:] if back else data, ts, frame))
+                self._deliver(half, data[back:] if back else data, ts, frame)
                 nxt = (seq + n) & MASK
             if cut > 0:
                 size = ((seq + n + cut) - nxt) & MASK

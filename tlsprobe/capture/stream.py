@@ -31,7 +31,7 @@ from tlsprobe.capture.netmon import NetmonReader, is_netmon_magic
 from tlsprobe.capture.pcap import PacketRecord, PcapReader, is_pcap_magic
 from tlsprobe.capture.pcapng import SECRETS_RECORD, PcapngReader, is_pcapng_magic
 from tlsprobe.capture.source import CaptureSource, OpenedSource, open_source
-from tlsprobe.capture.tcp import TcpTracker, ip_text
+from tlsprobe.capture.tcp import TcpTracker, _new_data, ip_text
 
 DEFAULT_MAX_PENDING_BYTES = 1 << 20
 DEFAULT_MAX_TOTAL_PENDING_BYTES = 64 << 20
@@ -108,7 +108,8 @@ class CaptureStream:
     @property
     def secrets(self) -> list[Secrets]:
         """Decryption Secrets Blocks read so far (pcapng only)."""
-        return self._reader.secrets
+        secrets: list[Secrets] = self._reader.secrets
+        return secrets
 
     def tls_keylog(self) -> bytes:
         """The TLS key-log text of all Decryption Secrets Blocks read so far."""
@@ -132,6 +133,14 @@ class CaptureStream:
                 out[i] = ev._replace(conn=new)
         return new
 
+    def ignore(self, conn: ConnKey | int) -> bool:
+        """Stop delivering a connection's bytes (e.g. its handshake is over and nothing
+        more is to be read from it): its later segments are only counted, on the per-packet
+        fast path, and each direction's totals come in one `StreamSkipped` just before its
+        `StreamClose`. Events already queued for the current packet still come. Returns
+        False when the connection is not open."""
+        return self._tcp.ignore(conn if isinstance(conn, int) else conn.id)
+
     def __iter__(self) -> Iterator[Event]:
         return self._gen
 
@@ -153,12 +162,17 @@ class CaptureStream:
         out = self._out
         pop = out.pop
         skipped = self.stats.skipped
-        segment = self._tcp.segment
-        payload = self._tcp.payload
+        tcp = self._tcp
+        segment = tcp.segment
+        payload = tcp.payload
+        settle = tcp.settle
+        flows_get = tcp.flows.get
+        new_data = _new_data
         udp = self._udp if self._udp_enabled else None
         fast = _ETH_IPV4_TCP
         packets: Generator[PacketRecord, None, None] = self._reader.packets()
         ts, frame = 0.0, 0
+        in_order = 0  # segments delivered (or counted) on the fast path below
         try:
             for frame, ts, lt, buf, start, end, _orig in packets:
                 if lt == 1:
@@ -169,14 +183,37 @@ class CaptureStream:
                                 and not frag & 0x3FFF and 40 <= total <= end - start - 14):
                             l4end = start + 14 + total
                             pstart = start + 34 + ((doff >> 4) << 2)
-                            if pstart < l4end or (pstart == l4end and flags & 7):
-                                payload(buf, buf[start + 26:start + 38], start + 26, 4, start + 34,
-                                        pstart, l4end, seq, flags, 0, ts, frame)
-                                while out:
-                                    yield pop(0)
-                                continue
-                            if pstart == l4end:
-                                continue  # pure ack
+                            if pstart < l4end:
+                                key = buf[start + 26:start + 38]
+                                if not flags & 7:
+                                    # In-order data of a known flow: the bulk of a capture.
+                                    half = flows_get(key)
+                                    if half is not None and seq == half.next_seq:
+                                        in_order += 1
+                                        half.next_seq = (seq + l4end - pstart) & 0xFFFFFFFF
+                                        conn = half.conn
+                                        conn.last = frame
+                                        if half.skip:
+                                            half.skipped += l4end - pstart
+                                            half.skip_ts = ts
+                                            half.skip_frame = frame
+                                        else:
+                                            yield new_data((conn.key, half.direction,
+                                                            buf[pstart:l4end], ts, frame))
+                                        if half.pending or conn.closing:
+                                            settle(half, ts, frame)
+                                            while out:
+                                                yield pop(0)
+                                        continue
+                            elif pstart != l4end or not flags & 7:
+                                continue  # pure ack (or a header longer than the packet)
+                            else:
+                                key = buf[start + 26:start + 38]
+                            payload(buf, key, start + 26, 4, start + 34, pstart, l4end, seq,
+                                    flags, 0, ts, frame)
+                            while out:
+                                yield pop(0)
+                            continue
                     r = ether(buf, start, end, 0)
                 elif lt == SECRETS_RECORD:
                     out.append(self._reader.secrets[-1])
@@ -198,6 +235,7 @@ class CaptureStream:
             while out:
                 yield pop(0)
         finally:
+            self.stats.tcp_segments += in_order
             packets.close()  # runs the reader's final accounting
             self._finish_stats()
             self._opened.close()

@@ -117,13 +117,25 @@ class TcpTracker(Reassembler):
         self.stats.tcp_segments += 1
         if seq == half.next_seq and not cut:
             half.next_seq = (seq + l4end - pstart) & MASK
-            self.out.append(_new_data((conn.key, half.direction, buf[pstart:l4end], ts, frame)))
-            if half.pending:
-                self.drain(half, ts, frame)
-            if conn.closing and conn.halves[0].complete and conn.halves[1].complete:
-                self.close(conn, "fin", ts, frame)
+            if half.skip:
+                half.skipped += l4end - pstart
+                half.skip_ts, half.skip_frame = ts, frame
+            else:
+                self.out.append(_new_data((conn.key, half.direction, buf[pstart:l4end], ts,
+                                           frame)))
+            if half.pending or conn.closing:
+                self.settle(half, ts, frame)
             return
         self.data(half, seq, buf[pstart:l4end], cut, ts, frame)
+        if conn.closing and conn.halves[0].complete and conn.halves[1].complete:
+            self.close(conn, "fin", ts, frame)
+
+    def settle(self, half: HalfStream, ts: float, frame: int) -> None:
+        """After in-order bytes: deliver what waited behind them; close a connection whose
+        two FINs have now been reached."""
+        if half.pending:
+            self.drain(half, ts, frame)
+        conn = half.conn
         if conn.closing and conn.halves[0].complete and conn.halves[1].complete:
             self.close(conn, "fin", ts, frame)
 
@@ -237,6 +249,8 @@ class TcpTracker(Reassembler):
         for half in conn.halves:
             self.flush(half, ts, frame)
             half.next_seq = None
+            if half.skip:
+                self.skipped_event(half)
         conn.closed = True
         self.out.append(StreamClose(conn.key, reason, ts, frame))
         self.open.pop(conn.key.id, None)
@@ -267,6 +281,17 @@ class TcpTracker(Reassembler):
         """End of the capture: close what is still open, in order of appearance."""
         for conn in list(self.open.values()):
             self.close(conn, "fin" if conn.closing else "end", ts, frame)
+
+    def ignore(self, conn_id: int) -> bool:
+        """Stop delivering a connection's bytes: from now on they are counted (sequence
+        numbers still followed, so retransmissions and holes count right) and reported in
+        one StreamSkipped per direction when the connection closes. False if not open."""
+        conn = self.open.get(conn_id)
+        if conn is None:
+            return False
+        for half in conn.halves:
+            half.skip = True
+        return True
 
     def swap(self, conn_id: int) -> ConnKey | None:
         """Exchange client and server of a connection; later events use the new key."""

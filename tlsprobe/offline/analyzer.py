@@ -23,6 +23,7 @@ from tlsprobe.capture import (
     StreamData,
     StreamGap,
     StreamOpen,
+    StreamSkipped,
     iter_stream_events,
 )
 from tlsprobe.offline.connection import Connection
@@ -156,6 +157,7 @@ class CaptureAnalysis:
         conns: dict[int, Connection] = {}
         stream = self.stream
         events: Iterator[Any] = iter(stream)  # told apart by type(): the hot loop
+        ignore = stream.ignore
         progress = self._progress
         every = progress.every if progress is not None else 0
         tick = 0
@@ -178,6 +180,8 @@ class CaptureAnalysis:
                     if reader.swapped:
                         new = stream.swap_direction(key[0])
                         conn.swapped(new if new is not None else key.swapped())
+                    if conn.halves[0].counting and conn.halves[1].counting:
+                        ignore(key[0])  # nothing more to read: the capture only counts
                     if progress is not None:
                         tick += 1
                         if tick >= every:
@@ -199,6 +203,10 @@ class CaptureAnalysis:
                     conn = conns.get(ev.conn.id)
                     if conn is not None:
                         conn.gap(ev.direction, ev.size)
+                elif t is StreamSkipped:
+                    conn = conns.get(ev.conn.id)
+                    if conn is not None:
+                        conn.skipped(ev.direction, ev.size, ev.gaps, ev.ts, ev.frame)
                 elif t is Datagram:
                     yield from self._datagram(ev)
                 elif t is Secrets:
