@@ -91,11 +91,9 @@ def _pcap_command_usable() -> bool:
 
 
 #: scenarios whose --pcap-out also goes through `tlsprobe pcap` (one per kind of break)
-PCAP_CLI_SAMPLE = ("control_tls12", "control_tls13", "truncated_record",
-                   "handshake_length_16mb", "record_length_over_limit", "unknown_content_type",
-                   "hrr_twice", "share_not_on_curve", "tls13_bad_finished",
-                   "tls13_bad_record_tag", "fatal_alert_after_certificate", "http_answer",
-                   "rst_mid_flight", "tls12_bad_finished")
+PCAP_CLI_SAMPLE = ("control_tls12", "control_tls13", "handshake_length_16mb",
+                   "unknown_content_type", "tls13_bad_finished", "fatal_alert_after_certificate",
+                   "http_answer", "tls12_bad_finished")
 PCAP_CLI: dict[str, ProbeOutcome] = {}  # scenario -> `tlsprobe pcap` run on its capture
 
 
