@@ -80,3 +80,17 @@ def test_filter_values_are_checked() -> None:
     (r,) = reports("tls12_x25519.pcap")
     assert flt.active and flt.matches(r)
     assert not ConnectionFilter.parse(groups=["secp256r1"]).matches(r)
+
+
+def test_fast_json_of_odd_values_is_json_dumps() -> None:
+    """The per-shape JSON path with values the recorded captures do not have: non-ASCII
+    and quotes in names, times that are not finite, a preamble with control bytes."""
+    from tlsprobe.offline.facts import Facts
+    from tlsprobe.report.offline_model import SHAPE_JSON
+    where = build.Endpoints('caf\u00e9 "1".pcap', 3, "tcp", "tls", "::1", 1, "::2", 2, 1, 9,
+                            float("nan"), float("inf"), 10, 20, "rst", True, b"GET \x00\xff",
+                            5)
+    r = build.build_report(where, Facts())
+    assert r.__dict__.get(SHAPE_JSON) is not None  # the fast path is the one taken
+    assert r.to_json() == json.dumps(r.to_dict())
+    assert r.to_json() == r.to_json()  # the shape's text, once remembered

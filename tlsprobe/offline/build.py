@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 from functools import cache, lru_cache
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from tlsprobe import registry
 from tlsprobe.offline import fingerprints
 from tlsprobe.offline.facts import CLIENT, SERVER, Facts
 from tlsprobe.offline.hello import ClientHelloInfo
 from tlsprobe.report.offline_model import (
+    SHAPE_JSON,
     AlertInfo,
     CertificateInfo,
     Cipher,
@@ -247,7 +248,7 @@ def _derive(f: Facts, transport: str) -> tuple:  # type: ignore[type-arg]
         tuple(cert_info(der) for der in f.certificates),
         tuple(AlertInfo("client" if d == CLIENT else "server", level, desc,
                         registry.alert_name(desc)) for d, level, desc, _ in f.alerts),
-        _message_names(f), prints)
+        _message_names(f), prints, [None])
 
 
 _SHAPES: dict[tuple, tuple] = {}  # type: ignore[type-arg]
@@ -276,9 +277,9 @@ def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> Connecti
             _SHAPES.clear()
         derived = _SHAPES[key] = _derive(f, transport)
     (sni, offer, client_ext, server_ext, version, cipher, kx, hrr, scheme, alpn, resumption,
-     certificates, alerts, messages, prints) = derived
+     certificates, alerts, messages, prints, shape_json) = derived
     hello = f.client_hellos[0] if f.client_hellos else None
-    return _frozen(ConnectionReport, _REPORT_FIELDS, (
+    return _frozen(ConnectionReport, _REPORT_FIELDS, shape_json, (
         where.file, where.id, where.transport, where.protocol,
         f"{where.client_ip}:{where.client_port}", f"{where.server_ip}:{where.server_port}",
         where.client_ip, where.client_port, where.server_ip, where.server_port,
@@ -298,12 +299,16 @@ def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> Connecti
 _REPORT_FIELDS = tuple(field.name for field in dataclasses.fields(ConnectionReport))
 
 
-def _frozen(cls: type[_T], names: tuple[str, ...], values: tuple[object, ...]) -> _T:
+def _frozen(cls: type[_T], names: tuple[str, ...], shape_json: list[Any],
+            values: tuple[object, ...]) -> _T:
     """An instance of frozen dataclass `cls` from all its field values in order, without
     the per-field object.__setattr__ calls of the frozen __init__ (4 us of a report's
-    ~15): the result is the same immutable instance, equal to cls(*values)."""
+    ~15): the result is the same immutable instance, equal to cls(*values). It also
+    carries its shape's shared JSON text holder (offline_model.SHAPE_JSON), not a field."""
     obj = object.__new__(cls)
-    obj.__dict__.update(zip(names, values))
+    d = obj.__dict__
+    d.update(zip(names, values))
+    d[SHAPE_JSON] = shape_json
     return obj
 
 

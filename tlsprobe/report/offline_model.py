@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,7 +136,33 @@ class ConnectionReport:
         `indent` is given."""
         if indent is not None:
             return json.dumps(self.to_dict(), indent=indent)
-        return '{"kind": "connection", ' + dumps(self)[1:]
+        shared = self.__dict__.get(SHAPE_JSON)
+        if shared is None or not _FAST_JSON:
+            return '{"kind": "connection", ' + dumps(self)[1:]
+        parts = shared[0]
+        if parts is None:
+            parts = shared[0] = tuple(", ".join(f"{_encode_str(n)}: {dumps(getattr(self, n))}"
+                                                for n in names) for names in _SHAPE_PARTS)
+        enc, t = _encode_str, self.timings
+        return (f'{{"kind": "connection", "file": {enc(self.file)}, "id": {self.id}, '
+                f'"transport": {enc(self.transport)}, "protocol": {enc(self.protocol)}, '
+                f'"client": {enc(self.client)}, "server": {enc(self.server)}, '
+                f'"client_ip": {enc(self.client_ip)}, "client_port": {self.client_port}, '
+                f'"server_ip": {enc(self.server_ip)}, "server_port": {self.server_port}, '
+                f'"first_frame": {self.first_frame}, "last_frame": {self.last_frame}, '
+                f'{parts[0]}, "client_hellos": {self.client_hellos}, '
+                f'"client_random": {dumps(self.client_random)}, {parts[1]}, '
+                f'"session_ticket_lifetime": {dumps(self.session_ticket_lifetime)}, '
+                f'{parts[2]}, "timings": {{"start": {_number(t.start)}, '
+                f'"server_hello_ms": {_number(t.server_hello_ms)}, '
+                f'"handshake_ms": {_number(t.handshake_ms)}, '
+                f'"duration_ms": {_number(t.duration_ms)}}}, '
+                f'"client_bytes": {self.client_bytes}, "server_bytes": {self.server_bytes}, '
+                f'"encrypted": {_BOOL[self.encrypted]}, "decrypted": {_BOOL[self.decrypted]}, '
+                f'"handshake_complete": {_BOOL[self.handshake_complete]}, '
+                f'"close": {dumps(self.close)}, "midstream": {_BOOL[self.midstream]}, '
+                f'"preamble": {dumps(self.preamble)}, "gap_bytes": {self.gap_bytes}, '
+                f'"problems": {dumps(self.problems)}}}')
 
 
 @dataclass(frozen=True)
@@ -159,6 +186,24 @@ class CaptureSummary:
         return out
 
 
+#: hidden attribute of a report made by offline.build: a one-item list shared by all the
+#: reports of one handshake shape, holding the JSON text of the fields that depend only on
+#: that shape (filled by the first `to_json`)
+SHAPE_JSON = "_shape_json"
+_SHAPE_PARTS = (("sni", "offer"),
+                ("client_extensions", "server_extensions", "version", "cipher", "key_exchange",
+                 "hello_retry_request", "signature_scheme", "alpn", "resumption"),
+                ("certificates", "alerts", "messages", "fingerprints"))
+#: the field order the fast `to_json` writes; another order uses the generic path
+_FAST_JSON = tuple(f.name for f in dataclasses.fields(ConnectionReport)) == (
+    "file", "id", "transport", "protocol", "client", "server", "client_ip", "client_port",
+    "server_ip", "server_port", "first_frame", "last_frame", *_SHAPE_PARTS[0],
+    "client_hellos", "client_random", *_SHAPE_PARTS[1], "session_ticket_lifetime",
+    *_SHAPE_PARTS[2], "timings", "client_bytes", "server_bytes", "encrypted", "decrypted",
+    "handshake_complete", "close", "midstream", "preamble", "gap_bytes", "problems") and \
+    tuple(f.name for f in dataclasses.fields(ConnectionTimings)) == (
+        "start", "server_hello_ms", "handshake_ms", "duration_ms")
+_BOOL = {True: "true", False: "false", None: "null"}
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _KEYS: dict[type, tuple[str, ...]] = {}
 #: values a capture repeats (interned by the report builder): their JSON text is kept
@@ -183,7 +228,7 @@ def dumps(value: Any) -> str:
     if t is int:
         return int.__repr__(value)
     if t is float:
-        return json.dumps(value)
+        return _number(value)
     if t is tuple or t is list:
         if not value:
             return "[]"
@@ -212,6 +257,15 @@ def dumps(value: Any) -> str:
     if interned:
         _remember(value, text)
     return text
+
+
+def _number(value: float | int | None) -> str:
+    """A number as json.dumps writes it (floats by repr; NaN and infinities spelled out)."""
+    if value is None:
+        return "null"
+    if type(value) is float and not math.isfinite(value):
+        return json.dumps(value)
+    return repr(value)
 
 
 def _remember(value: object, text: str) -> None:
