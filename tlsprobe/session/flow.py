@@ -8,6 +8,7 @@ record decrypted, even when it arrived in the same chunk of bytes.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 from typing import Iterator, Protocol, Union
 
@@ -35,15 +36,31 @@ class Deprotector(Protocol):
 
 @dataclass(frozen=True)
 class RecordEvent:
-    """A record as read from the wire (protected records carry ciphertext)."""
+    """A record as read from the wire (protected records carry ciphertext).
+
+    `length` is the fragment length on the wire; it differs from `len(record.fragment)`
+    only in a copy made by `without_payload` (what a long-lived trace keeps)."""
 
     direction: int
     record: Record
     protected: bool
+    length: int = -1
+
+    @property
+    def fragment_length(self) -> int:
+        return self.length if self.length >= 0 else len(self.record.fragment)
 
     @property
     def header(self) -> bytes:
-        return self.record.to_bytes()[:5]
+        rec = self.record
+        return struct.pack("!BHH", rec.content_type, rec.version, self.fragment_length)
+
+    def without_payload(self) -> RecordEvent:
+        """The same event without the fragment bytes: the header stays exact, the memory
+        a stream of records costs does not grow with their size."""
+        rec = self.record
+        return RecordEvent(self.direction, Record(rec.content_type, rec.version, b""),
+                           self.protected, self.fragment_length)
 
 
 @dataclass(frozen=True)
@@ -169,8 +186,17 @@ class Flow:
 
     def pending(self, direction: int) -> bool:
         """True when a record or handshake message is only partly received."""
+        return self.pending_part(direction) is not None
+
+    def pending_part(self, direction: int) -> str | None:
+        """What is only partly received: "record", "handshake message" or None. A record
+        cut short wins (the message in it could not have been completed either)."""
         d = self._dirs[direction]
-        return bool(d.records.buffered) or d.handshake.pending
+        if d.records.buffered:
+            return "record"
+        if d.handshake.pending:
+            return "handshake message"
+        return None
 
     # -- input ---------------------------------------------------------------------------
     def feed(self, direction: int, data: bytes) -> Iterator[Event]:
