@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import Sequence
 
 from tlsprobe import __version__
-from tlsprobe.errors import EXIT_USAGE, TlsprobeError
+from tlsprobe.errors import EXIT_INTERNAL, EXIT_USAGE, TlsprobeError
+
+#: set to 1 to let unexpected exceptions end in a traceback (for bug reports)
+DEBUG_ENV = "TLSPROBE_DEBUG"
 
 # subcommand -> module under tlsprobe.commands; "probe" is the default command.
 SUBCOMMANDS = {
@@ -60,6 +64,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except (OSError, ValueError) as exc:  # last resort: still one line, never a traceback
-        print(f"tlsprobe: {exc.__class__.__name__}: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    except Exception as exc:  # last resort: one line, never a traceback
+        if os.environ.get(DEBUG_ENV) == "1":
+            raise
+        if isinstance(exc, (OSError, ValueError)):
+            print(f"tlsprobe: {exc.__class__.__name__}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        text = " ".join(str(exc).split())[:300]
+        print(f"tlsprobe: internal error: {exc.__class__.__name__}: {text} "
+              f"(set {DEBUG_ENV}=1 for the traceback)", file=sys.stderr)
+        return EXIT_INTERNAL

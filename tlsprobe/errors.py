@@ -9,6 +9,7 @@ Exit codes (documented in the README):
   5  the server sent a TLS alert or ended the handshake (e.g. no shared group)
   6  the server broke the protocol (malformed or unexpected message, bad signature/Finished)
   7  broken input file (pcap): partially read
+  70 internal error: a bug in tlsprobe (one line; TLSPROBE_DEBUG=1 shows the traceback)
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ EXIT_NOT_TLS = 4
 EXIT_ALERT = 5
 EXIT_PROTOCOL = 6
 EXIT_BAD_INPUT = 7
+EXIT_INTERNAL = 70  # EX_SOFTWARE in sysexits.h
 
 
 class TlsprobeError(Exception):
