@@ -17,15 +17,12 @@ When the engine itself cannot go on (a suite without record-protection parameter
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import NoReturn
 
 from tlsprobe import kex, registry
 from tlsprobe.engine.common import (
-    BAD_CERTIFICATE,
     DECODE_ERROR,
     ILLEGAL_PARAMETER,
-    INTERNAL_ERROR,
     MAX_FRAGMENT,
     TLS10,
     TLS12,
@@ -39,6 +36,7 @@ from tlsprobe.engine.common import (
     plain_records,
 )
 from tlsprobe.engine.config import BuiltHello, ClientConfig, build_client_hello
+from tlsprobe.engine.guards import Limits, ServerInput
 from tlsprobe.engine.keyschedule import Transcript, tls13_hash_name
 from tlsprobe.engine.protection import RecordProtection
 from tlsprobe.engine.suites import suite_params
@@ -49,12 +47,10 @@ from tlsprobe.session.flow import (
     AlertEvent,
     ApplicationDataEvent,
     ChangeCipherSpecEvent,
-    MAX_MESSAGE,
     ErrorEvent,
     Event,
     Flow,
     MessageEvent,
-    RecordEvent,
     SSLv2HelloEvent,
 )
 from tlsprobe.wire.certificate import Certificate
@@ -66,16 +62,6 @@ __all__ = ["ClientHandshake", "HandshakeFailure", "Limits", "ServerFlight"]
 CHANGE_CIPHER_SPEC, ALERT, HANDSHAKE, APPLICATION_DATA = 20, 21, 22, 23
 
 
-@dataclass(frozen=True)
-class Limits:
-    """Bounds tlsprobe chooses, never the peer: past any of them the handshake fails."""
-
-    max_message: int = MAX_MESSAGE      # one handshake message (a certificate chain)
-    max_chain: int = 16                 # certificates in the server's Certificate message
-    max_records: int = 4096             # records read from the server
-    max_bytes: int = 16 * 2 ** 20       # bytes read from the server
-
-
 class ClientHandshake:
     """Drives one client handshake. Call `start()`, then `receive()` with every chunk."""
 
@@ -85,8 +71,7 @@ class ClientHandshake:
         self.config = config
         self.limits = limits or Limits()
         self.flow = Flow(annotate=annotate, max_message=self.limits.max_message)
-        self.records_received = 0
-        self.bytes_received = 0
+        self.server_input = ServerInput(self, self.limits)
         self.stop_after_first_flight = stop_after_first_flight
         self.read_server_flight = read_server_flight
         self.events: list[Event] = []
@@ -201,17 +186,11 @@ class ClientHandshake:
     # -- input ---------------------------------------------------------------------------
     def receive(self, data: bytes) -> bytes:
         """Process bytes from the server; returns bytes to send (possibly empty)."""
-        self.bytes_received += len(data)
-        if self.bytes_received > self.limits.max_bytes:
-            self.fail(INTERNAL_ERROR, f"server sent more than {self.limits.max_bytes} bytes "
-                      "(--max-bytes)")
+        guard = self.server_input
+        guard.on_bytes(len(data))
         for ev in self.flow.feed(SERVER, data):
-            if isinstance(ev, RecordEvent):
-                self.records_received += 1
-                if self.records_received > self.limits.max_records:
-                    self.fail(INTERNAL_ERROR, f"server sent more than "
-                              f"{self.limits.max_records} records (--max-records)")
-            self.events.append(ev)
+            self.events.append(guard.for_trace(ev))
+            guard.on_event(ev)
             self._handle(ev)
             if self.done and not self.handshake_complete:
                 break
@@ -245,9 +224,8 @@ class ClientHandshake:
         if self.server_hello is None:
             self.fail(UNEXPECTED_MESSAGE, f"server sent "
                       f"{message_label(ev.msg_type)} before ServerHello")
-        if isinstance(msg, Certificate) and len(msg.certificate_list) > self.limits.max_chain:
-            self.fail(BAD_CERTIFICATE, f"server sent a chain of {len(msg.certificate_list)} "
-                      f"certificates, more than {self.limits.max_chain} (--max-chain)")
+        if isinstance(msg, Certificate):
+            self.server_input.certificate(msg)
         self.flight.messages[ev.msg_type] = msg
         self.flight.raw[ev.msg_type] = ev.raw
         self.flight.order.append(ev.msg_type)
@@ -260,6 +238,9 @@ class ClientHandshake:
         if ev.alert.description == 0 and self.handshake_complete:
             self.peer_closed = True
             return
+        if ev.alert.level != 2 and not self.done and \
+                self.server_input.warning_alert(ev.alert.description):
+            return  # the handshake goes on
         if ev.alert.level == 2 or not self.done:
             if self.handshake_complete and not self.application_data and \
                     getattr(self.version_state, "awaiting_acceptance", False):
@@ -270,12 +251,13 @@ class ClientHandshake:
                                    f"({ev.alert.description})", ev.alert.description)
 
     def _application_data(self, ev: ApplicationDataEvent) -> None:
-        if ev.direction != SERVER or not ev.decrypted:
+        if ev.direction != SERVER:
             return
         if not self.handshake_complete:
-            self.fail(UNEXPECTED_MESSAGE, "server sent application data before the "
-                      "handshake was complete")
-        self.application_data += ev.data
+            self.server_input.application_data(ev)
+            return
+        if ev.decrypted:
+            self.application_data += ev.data
 
     # -- hellos --------------------------------------------------------------------------
     def _server_hello(self, sh: ServerHello, raw: bytes) -> None:
@@ -283,6 +265,10 @@ class ClientHandshake:
         if sh.cipher_suite not in offered.cipher_suites:
             self.fail(ILLEGAL_PARAMETER, f"server chose cipher suite "
                       f"{registry.suite_label(sh.cipher_suite)} which was not offered")
+        if sh.legacy_compression_method not in offered.legacy_compression_methods:
+            method = {1: " (DEFLATE)", 64: " (LZS)"}.get(sh.legacy_compression_method, "")
+            self.fail(ILLEGAL_PARAMETER, f"server chose compression method "
+                      f"{sh.legacy_compression_method}{method}, which was not offered")
         if sh.is_hello_retry_request:
             self._hello_retry(sh, raw)
             return
@@ -405,4 +391,11 @@ class ClientHandshake:
         where = "ServerHello" if self.server_hello is None else "the rest of its flight"
         if self.server_hello is not None and self.first_flight_done:
             where = "its Finished"
-        raise HandshakeFailure("closed", f"server closed the connection before sending {where}")
+        cut = self.flow.pending_part(SERVER)
+        what = f"in the middle of a {cut}, " if cut else ""
+        text = f"server closed the connection {what}before sending {where}"
+        warnings = self.server_input.warning_alerts
+        if warnings:
+            text += f" (after a warning alert {registry.alert_name(warnings[-1])} " \
+                f"({warnings[-1]}))"
+        raise HandshakeFailure("closed", text)

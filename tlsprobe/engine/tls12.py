@@ -14,6 +14,8 @@ from __future__ import annotations
 import hmac
 from typing import TYPE_CHECKING
 
+from cryptography.exceptions import UnsupportedAlgorithm
+
 from tlsprobe import kex, registry
 from tlsprobe.engine import keylog, prf
 from tlsprobe.engine.common import (
@@ -29,6 +31,7 @@ from tlsprobe.engine.suites import suite_params
 from tlsprobe.engine.verify import (
     SCHEMES,
     SignatureError,
+    UnsupportedKey,
     leaf_public_key,
     ske_signed_data,
     verify_legacy,
@@ -116,12 +119,16 @@ class Tls12Client:
         if self.ske is not None:
             hs.fail(UNEXPECTED_MESSAGE, "server sent a second ServerKeyExchange")
         self.ske = ske
+        self._check_share(ske)
         if ske.signature is None:
             return  # anonymous or PSK parameters: nothing signed
         if not hs.certificates:
             hs.fail(UNEXPECTED_MESSAGE, "signed ServerKeyExchange without a Certificate")
         try:
             key = leaf_public_key(hs.certificates[0])
+        except UnsupportedKey as exc:
+            hs.signature_detail = f"ServerKeyExchange: {exc}"
+            return
         except SignatureError as exc:
             hs.fail(BAD_CERTIFICATE, str(exc))
         data = ske_signed_data(hs.client_random, self.sh.random, ske.signed_params)
@@ -145,6 +152,21 @@ class Tls12Client:
             hs.fail(DECRYPT_ERROR, f"ServerKeyExchange signature: {exc}")
         hs.signature_verified = True
         hs.signature_detail = f"{what} ServerKeyExchange"
+
+    def _check_share(self, ske: ServerKeyExchange) -> None:
+        """The server's ECDHE point must be valid as soon as it is seen, also when the
+        probe stops after the first flight (the full handshake would refuse it later)."""
+        group = ske.named_curve
+        if self.kx != "ECDHE" or group is None or ske.public is None:
+            return
+        try:
+            kex.validate_server_share(group, ske.public)
+        except kex.UnsupportedGroup:
+            return  # a group we cannot compute: nothing to say about the point
+        except kex.InvalidShare as exc:
+            self.hs.share_problem = str(exc)
+            self.hs.fail(ILLEGAL_PARAMETER, f"invalid server key share for "
+                         f"{registry.group_label(group)} in the ServerKeyExchange: {exc}")
 
     # -- the client's flight -------------------------------------------------------------
     def _server_hello_done(self) -> None:
@@ -214,7 +236,7 @@ class Tls12Client:
         except kex.UnsupportedGroup as exc:
             hs.stop_incomplete(str(exc))
             return b"", b""
-        except (kex.InvalidShare, ValueError) as exc:
+        except (kex.InvalidShare, ValueError, UnsupportedAlgorithm) as exc:
             hs.share_problem = str(exc)
             hs.fail(ILLEGAL_PARAMETER if self.kx != "RSA" else BAD_CERTIFICATE,
                     f"invalid server key exchange: {exc}")

@@ -28,6 +28,7 @@ from tlsprobe.engine.protection import Tls13Protection
 from tlsprobe.engine.suites import SuiteParams, suite_params
 from tlsprobe.engine.verify import (
     SignatureError,
+    UnsupportedKey,
     certificate_verify_input,
     leaf_public_key,
     verify_scheme,
@@ -63,6 +64,7 @@ class Tls13Client:
         self.state = WAIT_EE
         self.certificate_request: CertificateRequest | None = None
         self.leaf_key: object | None = None
+        self.leaf_key_problem: str | None = None   # a key cryptography cannot use
         self.awaiting_acceptance = False  # our Finished is out, nothing heard since
         self.server_app_secret: bytes | None = None
         self.client_app_secret: bytes | None = None
@@ -124,6 +126,8 @@ class Tls13Client:
         self.hs.certificates = list(certs)
         try:
             self.leaf_key = leaf_public_key(certs[0])
+        except UnsupportedKey as exc:
+            self.leaf_key_problem = str(exc)
         except SignatureError as exc:
             self.hs.fail(BAD_CERTIFICATE, str(exc))
         self.state = WAIT_CV
@@ -135,6 +139,11 @@ class Tls13Client:
             hs.signature_verified = False
             hs.fail(ILLEGAL_PARAMETER, f"CertificateVerify uses "
                     f"{registry.sigscheme_label(scheme or 0)}, which was not offered")
+        if self.leaf_key_problem is not None:
+            hs.signature_detail = f"{registry.sigscheme_label(scheme)} CertificateVerify: " \
+                f"{self.leaf_key_problem}"
+            self.state = WAIT_FINISHED
+            return
         try:
             verify_scheme(self.leaf_key, scheme, msg.signature,
                           certificate_verify_input(self._digest()), tls13=True)

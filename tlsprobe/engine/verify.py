@@ -39,6 +39,12 @@ class SignatureError(ValueError):
     """A signature is wrong, uses a scheme that does not fit the key, or cannot be checked."""
 
 
+class UnsupportedKey(SignatureError):
+    """The certificate's key is well-formed but of a kind `cryptography` cannot use here
+    (an EC key on an unknown curve, ...): its signatures cannot be checked, which is not
+    the server's fault."""
+
+
 @dataclass(frozen=True)
 class Scheme:
     """How one SignatureScheme signs: algorithm family, hash, and (TLS 1.3 ECDSA) curve."""
@@ -192,5 +198,7 @@ def leaf_public_key(der: bytes) -> Any:
     from cryptography import x509
     try:
         return x509.load_der_x509_certificate(der).public_key()
-    except (ValueError, UnsupportedAlgorithm) as exc:
+    except UnsupportedAlgorithm as exc:
+        raise UnsupportedKey(f"the certificate's key is not supported: {exc}") from None
+    except ValueError as exc:
         raise SignatureError(f"cannot read the server certificate's public key: {exc}") from None

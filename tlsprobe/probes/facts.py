@@ -62,6 +62,7 @@ def offer_of(hello: ClientHello, sni: str | None, alpn: Iterable[str]) -> Offer:
 def certificate_info(der: bytes) -> CertificateInfo:
     """Summarise one DER certificate; garbage DER gives a placeholder, never an exception."""
     from cryptography import x509
+    from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
     digest = hashlib.sha256(der).hexdigest()
     try:
@@ -83,7 +84,8 @@ def certificate_info(der: bytes) -> CertificateInfo:
             key_type, bits = "DSA", key.key_size
         else:
             key_type, bits = type(key).__name__.replace("PublicKey", ""), None
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
+        # cryptography's UnsupportedAlgorithm (an EC key on an unknown curve) is no ValueError
         key_type, bits = f"unsupported key ({exc})", None
     try:
         sig = cert.signature_algorithm_oid._name
@@ -94,14 +96,23 @@ def certificate_info(der: bytes) -> CertificateInfo:
         names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
         san = tuple(str(v) for v in names.get_values_for_type(x509.DNSName)) + \
             tuple(str(v) for v in names.get_values_for_type(x509.IPAddress))
-    except (x509.ExtensionNotFound, ValueError):
+    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError, TypeError,
+            UnsupportedAlgorithm):
         pass
     return CertificateInfo(
-        subject=cert.subject.rfc4514_string(), issuer=cert.issuer.rfc4514_string(),
+        subject=_name(lambda: cert.subject), issuer=_name(lambda: cert.issuer),
         key_type=key_type, key_bits=bits, signature_algorithm=sig,
         not_before=cert.not_valid_before_utc.isoformat(),
         not_after=cert.not_valid_after_utc.isoformat(),
         serial=f"{cert.serial_number:x}", sha256=digest, san=san)
+
+
+def _name(get: Any) -> str:
+    """A subject or issuer as RFC 4514 text; names are decoded lazily and may be invalid."""
+    try:
+        return str(get().rfc4514_string())
+    except (ValueError, TypeError) as exc:
+        return f"(undecodable name: {exc})"
 
 
 def certificates_of(message: Any) -> list[bytes]:

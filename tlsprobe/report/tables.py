@@ -15,6 +15,9 @@ SOURCES = {"key_share": "TLS 1.3 key_share", "hello_retry_request":
            "TLS 1.2 ServerKeyExchange", "dhe_parameters": "TLS 1.2 ServerKeyExchange DH parameters",
            "rsa": "RSA key transport (no ephemeral key)", "none": "no ServerKeyExchange"}
 
+#: chain entries printed in the summary; a longer chain (see --max-chain) is cut with a note
+MAX_CHAIN_SHOWN = 10
+
 
 def probe_rows(r: ProbeResult) -> list[tuple[str, str]]:
     """The summary as (label, value) rows; plain strings so tests and JSON agree."""
@@ -55,12 +58,15 @@ def probe_rows(r: ProbeResult) -> list[tuple[str, str]]:
         rows.append(("ALPN", r.alpn or "(none)"))
     if r.session_ticket_lifetime is not None:
         rows.append(("Session ticket", f"lifetime {r.session_ticket_lifetime} s"))
-    for i, c in enumerate(r.certificates):
+    for i, c in enumerate(r.certificates[:MAX_CHAIN_SHOWN]):
         rows.append(("Certificate chain" if i == 0 else "", f"{i} s: {c.subject}"))
         rows.append(("", f"  i: {c.issuer}"))
         bits = f" {c.key_bits} bits" if c.key_bits else ""
         rows.append(("", f"  a: {c.key_type}{bits}; {c.signature_algorithm}"))
         rows.append(("", f"  v: {c.not_before} -> {c.not_after}"))
+    if len(r.certificates) > MAX_CHAIN_SHOWN:
+        more = len(r.certificates) - MAX_CHAIN_SHOWN
+        rows.append(("", f"... {more} more certificates not shown (--json has them all)"))
     if r.verification is not None:
         rows.append(("Verification", f"Verify return code: {r.verification.message}"))
     if r.signature_verified is not None or r.signature_detail:
