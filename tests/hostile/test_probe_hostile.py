@@ -33,8 +33,6 @@ SCENARIOS = all_scenarios()
 #: Scenarios whose current outcome is a bug in code this suite does not own: kept here, with
 #: the failing command and the fix location, until the fix lands; then delete the entry.
 KNOWN_BUGS_ALL: dict[str, str] = {
-    "application_data_first": "application data before the handshake is ignored; the probe "
-                              "waits for a timeout (engine/client.py ClientHandshake._handle)",
     "tls12_appdata_before_finished": "application data before the server Finished is "
                                      "ignored; the probe waits for a timeout "
                                      "(engine/tls12.py / engine/client.py _handle)",
