@@ -33,8 +33,6 @@ SCENARIOS = all_scenarios()
 #: Scenarios whose current outcome is a bug in code this suite does not own: kept here, with
 #: the failing command and the fix location, until the fix lands; then delete the entry.
 KNOWN_BUGS_ALL: dict[str, str] = {
-    "ske_point_not_on_curve": "--first-flight-only does not validate the ServerKeyExchange "
-                              "point; exit 0 (engine/tls12.py, kex.validate_server_share)",
     "certificate_unknown_curve": "Traceback: cryptography UnsupportedAlgorithm escapes "
                                  "(probes/facts.py certificate_info, engine/verify.py "
                                  "leaf_public_key; cli.py last-resort catch)",
