@@ -33,9 +33,6 @@ SCENARIOS = all_scenarios()
 #: Scenarios whose current outcome is a bug in code this suite does not own: kept here, with
 #: the failing command and the fix location, until the fix lands; then delete the entry.
 KNOWN_BUGS_ALL: dict[str, str] = {
-    "certificate_unknown_curve": "Traceback: cryptography UnsupportedAlgorithm escapes "
-                                 "(probes/facts.py certificate_info, engine/verify.py "
-                                 "leaf_public_key; cli.py last-resort catch)",
     "long_chain_after_valid_leaf": "exit 0 and ~8000 lines of output for a leaf plus 2000 "
                                    "unparsable chain entries: no chain-length limit and "
                                    "unparsable entries are not an error (engine/chain.py, "
