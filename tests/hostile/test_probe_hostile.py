@@ -33,10 +33,6 @@ SCENARIOS = all_scenarios()
 #: Scenarios whose current outcome is a bug in code this suite does not own: kept here, with
 #: the failing command and the fix location, until the fix lands; then delete the entry.
 KNOWN_BUGS_ALL: dict[str, str] = {
-    "long_chain_after_valid_leaf": "exit 0 and ~8000 lines of output for a leaf plus 2000 "
-                                   "unparsable chain entries: no chain-length limit and "
-                                   "unparsable entries are not an error (engine/chain.py, "
-                                   "report/tables.py render_probe)",
     "warning_alert_then_flight": "a TLS 1.2 warning alert (unrecognized_name) aborts the "
                                  "handshake (engine/client.py ClientHandshake._handle)",
     "tls13_endless_padding": "padding-only encrypted records are accepted forever: ~190 MB "
