@@ -33,8 +33,6 @@ SCENARIOS = all_scenarios()
 #: Scenarios whose current outcome is a bug in code this suite does not own: kept here, with
 #: the failing command and the fix location, until the fix lands; then delete the entry.
 KNOWN_BUGS_ALL: dict[str, str] = {
-    "tls13_endless_padding": "padding-only encrypted records are accepted forever: ~190 MB "
-                             "RSS, verdict about a close (engine/tls13.py, session/flow.py)",
     "trickle": "at the total deadline the verdict says 'no data for 0.9 s' instead of the "
                "total time limit (net/tcp.py Channel.recv)",
     "endless_application_data": "every record is kept in engine.events: ~170 MB RSS after "
