@@ -33,8 +33,6 @@ SCENARIOS = all_scenarios()
 #: Scenarios whose current outcome is a bug in code this suite does not own: kept here, with
 #: the failing command and the fix location, until the fix lands; then delete the entry.
 KNOWN_BUGS_ALL: dict[str, str] = {
-    "endless_change_cipher_spec": "endless CCS accepted until the total limit, ~150 MB RSS "
-                                  "(engine/client.py, session/flow.py)",
     "endless_empty_handshake_records": "zero-length handshake records accepted until the "
                                        "total limit, ~130 MB RSS (session/flow.py)",
 }
