@@ -33,8 +33,6 @@ SCENARIOS = all_scenarios()
 #: Scenarios whose current outcome is a bug in code this suite does not own: kept here, with
 #: the failing command and the fix location, until the fix lands; then delete the entry.
 KNOWN_BUGS_ALL: dict[str, str] = {
-    "endless_empty_handshake_records": "zero-length handshake records accepted until the "
-                                       "total limit, ~130 MB RSS (session/flow.py)",
 }
 #: TLSPROBE_HOSTILE_RUN_KNOWN=1 runs the known-bug scenarios too (to check a fix)
 KNOWN_BUGS = {} if os.environ.get("TLSPROBE_HOSTILE_RUN_KNOWN") == "1" else KNOWN_BUGS_ALL
