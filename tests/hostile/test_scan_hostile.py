@@ -38,8 +38,6 @@ SUBSET = (
 KNOWN_BUGS_ALL: dict[str, str] = {
     "certificate_unknown_curve": "Traceback (cryptography UnsupportedAlgorithm), as for the "
                                  "probe: probes/facts.py, engine/verify.py",
-    "endless_application_data": "~260 MB peak RSS for 64 MB of application data records: the "
-                                "audit's connections keep every record",
     "endless_change_cipher_spec": "93 s and 2.1 GB peak RSS at --timeout 2: endless CCS "
                                   "records are accepted and kept; no total deadline per "
                                   "connection in the audit (probes/scheduler.py, engine)",
