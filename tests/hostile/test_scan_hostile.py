@@ -38,9 +38,6 @@ SUBSET = (
 KNOWN_BUGS_ALL: dict[str, str] = {
     "certificate_unknown_curve": "Traceback (cryptography UnsupportedAlgorithm), as for the "
                                  "probe: probes/facts.py, engine/verify.py",
-    "endless_change_cipher_spec": "93 s and 2.1 GB peak RSS at --timeout 2: endless CCS "
-                                  "records are accepted and kept; no total deadline per "
-                                  "connection in the audit (probes/scheduler.py, engine)",
     "trickle": "32 s at --timeout 2 and exit 0: five connections each wait out the trickle; "
                "no overall deadline for an audit",
     "tls13_endless_padding": "~135 MB peak RSS, 12 s: padding-only encrypted records are "
