@@ -38,8 +38,6 @@ SUBSET = (
 KNOWN_BUGS_ALL: dict[str, str] = {
     "certificate_unknown_curve": "Traceback (cryptography UnsupportedAlgorithm), as for the "
                                  "probe: probes/facts.py, engine/verify.py",
-    "trickle": "32 s at --timeout 2 and exit 0: five connections each wait out the trickle; "
-               "no overall deadline for an audit",
     "tls13_endless_padding": "~135 MB peak RSS, 12 s: padding-only encrypted records are "
                              "accepted forever",
 }
