@@ -38,8 +38,6 @@ SUBSET = (
 KNOWN_BUGS_ALL: dict[str, str] = {
     "certificate_unknown_curve": "Traceback (cryptography UnsupportedAlgorithm), as for the "
                                  "probe: probes/facts.py, engine/verify.py",
-    "tls13_endless_padding": "~135 MB peak RSS, 12 s: padding-only encrypted records are "
-                             "accepted forever",
 }
 #: TLSPROBE_HOSTILE_RUN_KNOWN=1 runs the known-bug scenarios too (to check a fix)
 KNOWN_BUGS = {} if os.environ.get("TLSPROBE_HOSTILE_RUN_KNOWN") == "1" else KNOWN_BUGS_ALL
