@@ -40,7 +40,8 @@ class PcapReader:
         magic = int.from_bytes(opened.head[:4], "little")
         if magic not in _MAGICS:
             raise CaptureError(f"{opened.name}: not a pcap file")
-        self._order, self._scale, self._rec_len = _MAGICS[magic]
+        self._order, self.scale, self.rec_len = _MAGICS[magic]
+        self.unpack = struct.Struct(self._order + "IIII").unpack_from  # sec, frac, incl, orig
         self._opened = opened
         self._in = ChunkedInput(opened.stream, opened.head)
         self._stats = stats
@@ -55,49 +56,76 @@ class PcapReader:
             self._in.pos = 24
         else:
             stats.warn(len(self._in.buf), "truncated pcap file header")
-        self._limit = max(MAX_STANDARD_PACKET, min(self.snaplen, MAX_PACKET))
+        self.limit = max(MAX_STANDARD_PACKET, min(self.snaplen, MAX_PACKET))
+
+    # -- record access shared by packets() and the capture loop's fused pcap path ----------
+    def window(self) -> tuple[bytes, int]:
+        """The buffer and the offset of the next record header in it."""
+        return self._in.buf, self._in.pos
+
+    def header_at(self, pos: int) -> tuple[bytes, int] | None:
+        """Make a whole record header available at `pos` (the buffer may be replaced):
+        the (buffer, position), or None at the end (a partial header is warned about)."""
+        inp = self._in
+        inp.pos = pos
+        if not inp.fill(self.rec_len):
+            if len(inp.buf) > inp.pos:
+                self._stats.warn(inp.offset, "truncated pcap record header")
+            return None
+        return inp.buf, inp.pos
+
+    def record_at(self, pos: int, incl: int) -> tuple[bytes, int] | None:
+        """Make the whole record at `pos` (header and `incl` bytes) available: the (buffer,
+        position), or None when the file ends inside it (warned about)."""
+        inp = self._in
+        inp.pos = pos
+        if not inp.fill(self.rec_len + incl):
+            self._stats.warn(inp.offset, f"truncated pcap record: {incl} bytes announced, "
+                                         f"{len(inp.buf) - inp.pos - self.rec_len} present")
+            return None
+        return inp.buf, inp.pos
+
+    def too_long(self, pos: int, incl: int) -> None:
+        self._stats.warn(self._in.base + pos,
+                         f"impossible pcap record length {incl} (limit {self.limit})")
+
+    def done(self, pos: int, frames: int) -> None:
+        """Reading stopped at `pos` after `frames` records: the final accounting."""
+        inp = self._in
+        inp.pos = pos
+        self._stats.packets = frames
+        err = self._opened.error
+        if err:
+            self._stats.warn(inp.offset, err)
 
     def packets(self) -> Iterator[PacketRecord]:
         """Yield one record per packet; the buffer is only valid until the next one."""
         if self.link_type < 0:
             return
-        stats = self._stats
-        inp = self._in
-        rec_len = self._rec_len
-        unpack = struct.Struct(self._order + "IIII").unpack_from
-        scale = self._scale
-        limit = self._limit
-        link_type = self.link_type
-        buf = inp.buf
-        pos = inp.pos
+        rec_len, unpack, scale = self.rec_len, self.unpack, self.scale
+        limit, link_type = self.limit, self.link_type
+        buf, pos = self.window()
         end = len(buf)
         frame = 0
         try:
             while True:
                 if end - pos < rec_len:
-                    inp.pos = pos
-                    if not inp.fill(rec_len):
-                        if len(inp.buf) > inp.pos:
-                            stats.warn(inp.offset, "truncated pcap record header")
+                    got = self.header_at(pos)
+                    if got is None:
                         break
-                    buf = inp.buf
-                    pos = inp.pos
+                    buf, pos = got
                     end = len(buf)
                 sec, frac, incl, orig = unpack(buf, pos)
                 if incl > limit:
-                    stats.warn(inp.base + pos,
-                               f"impossible pcap record length {incl} (limit {limit})")
+                    self.too_long(pos, incl)
                     break
                 start = pos + rec_len
                 stop = start + incl
                 if stop > end:
-                    inp.pos = pos
-                    if not inp.fill(rec_len + incl):
-                        stats.warn(inp.offset, f"truncated pcap record: {incl} bytes announced, "
-                                               f"{len(inp.buf) - inp.pos - rec_len} present")
+                    got = self.record_at(pos, incl)
+                    if got is None:
                         break
-                    buf = inp.buf
-                    pos = inp.pos
+                    buf, pos = got
                     end = len(buf)
                     start = pos + rec_len
                     stop = start + incl
@@ -105,8 +133,4 @@ class PcapReader:
                 yield frame, sec + frac * scale, link_type, buf, start, stop, orig
                 pos = stop
         finally:
-            inp.pos = pos
-            stats.packets = frame
-            err = self._opened.error
-            if err:
-                stats.warn(inp.offset, err)
+            self.done(pos, frame)

@@ -158,80 +158,75 @@ class CaptureStream:
         self.close()
 
     # -- the loop -------------------------------------------------------------------------
+    # Both loops below share the per-packet fast path for Ethernet + IPv4 + TCP (no IP
+    # options or fragments): in-order data of a known flow becomes a StreamData (or is
+    # only counted for an ignored connection) right there, pure acks end there, and other
+    # TCP segments go to the tracker. Everything else goes through `_other`. `_run_pcap`
+    # also reads the records of a classic Ethernet pcap itself: no generator between the
+    # file and the loop, and no timestamp computed for a packet that yields no event.
     def _run(self) -> Generator[Event, None, None]:
+        reader = self._reader
+        if isinstance(reader, PcapReader) and reader.link_type == 1:
+            yield from self._run_pcap(reader)
+            return
         out = self._out
         pop = out.pop
-        skipped = self.stats.skipped
         tcp = self._tcp
-        segment = tcp.segment
         payload = tcp.payload
         settle = tcp.settle
         flows_get = tcp.flows.get
         new_data = _new_data
-        udp = self._udp if self._udp_enabled else None
+        other = self._other
         fast = _ETH_IPV4_TCP
-        packets: Generator[PacketRecord, None, None] = self._reader.packets()
+        packets: Generator[PacketRecord, None, None] = reader.packets()
         ts, frame = 0.0, 0
-        in_order = 0  # segments delivered (or counted) on the fast path below
+        in_order = 0  # segments delivered (or counted) on the fast path
         try:
             for frame, ts, lt, buf, start, end, _orig in packets:
-                if lt == 1:
-                    # Fast path: Ethernet, IPv4 without options or fragmentation, whole TCP.
-                    if end - start >= 54:
-                        etype, vihl, total, frag, proto, seq, doff, flags = fast(buf, start)
-                        if (etype == 0x0800 and vihl == 0x45 and proto == 6 and doff >= 0x50
-                                and not frag & 0x3FFF and 40 <= total <= end - start - 14):
-                            l4end = start + 14 + total
-                            pstart = start + 34 + ((doff >> 4) << 2)
-                            if pstart < l4end:
-                                key = buf[start + 26:start + 38]
-                                if not flags & 7:
-                                    # In-order data of a known flow: the bulk of a capture.
-                                    half = flows_get(key)
-                                    if half is not None and seq == half.next_seq:
-                                        in_order += 1
-                                        half.next_seq = (seq + l4end - pstart) & 0xFFFFFFFF
-                                        conn = half.conn
-                                        conn.last = frame
-                                        if half.skip:
-                                            half.skipped += l4end - pstart
-                                            half.skip_ts = ts
-                                            half.skip_frame = frame
-                                        else:
-                                            yield new_data((conn.key, half.direction,
-                                                            buf[pstart:l4end], ts, frame))
-                                        if half.pending or conn.closing:
-                                            settle(half, ts, frame)
-                                            while out:
-                                                yield pop(0)
-                                        continue
-                            elif pstart != l4end or not flags & 7:
-                                continue  # pure ack (or a header longer than the packet)
-                            else:
-                                key = buf[start + 26:start + 38]
+                if lt == 1 and end - start >= 54:
+                    etype, vihl, total, frag, proto, seq, doff, flags = fast(buf, start)
+                    if (etype == 0x0800 and vihl == 0x45 and proto == 6 and doff >= 0x50
+                            and not frag & 0x3FFF and 40 <= total <= end - start - 14):
+                        l4end = start + 14 + total
+                        pstart = start + 34 + ((doff >> 4) << 2)
+                        if pstart < l4end:
+                            key = buf[start + 26:start + 38]
+                            if not flags & 7:
+                                half = flows_get(key)
+                                if half is not None and seq == half.next_seq:
+                                    in_order += 1
+                                    half.next_seq = (seq + l4end - pstart) & 0xFFFFFFFF
+                                    conn = half.conn
+                                    conn.last = frame
+                                    if half.skip:
+                                        half.skipped += l4end - pstart
+                                        half.skip_ts = ts
+                                        half.skip_frame = frame
+                                    else:
+                                        yield new_data((conn.key, half.direction,
+                                                        buf[pstart:l4end], ts, frame))
+                                    if half.pending or conn.closing:
+                                        settle(half, ts, frame)
+                                        while out:
+                                            yield pop(0)
+                                    continue
                             payload(buf, key, start + 26, 4, start + 34, pstart, l4end, seq,
                                     flags, 0, ts, frame)
                             while out:
                                 yield pop(0)
                             continue
-                    r = ether(buf, start, end, 0)
-                elif lt == SECRETS_RECORD:
-                    out.append(self._reader.secrets[-1])
-                    r = "secrets"
-                else:
-                    r = decode(lt, buf, start, end)
-                if isinstance(r, str):
-                    if r != "secrets":
-                        skipped[r] = skipped.get(r, 0) + 1
-                else:
-                    proto, addr_off, alen, l4, l4end, cut = r
-                    if proto == 6:
-                        segment(buf, addr_off, alen, l4, l4end, cut, ts, frame)
-                    elif udp is not None:
-                        udp(buf, addr_off, alen, l4, l4end, cut, ts, frame)
+                        if pstart == l4end:
+                            if not flags & 7:
+                                continue  # pure ack
+                            payload(buf, buf[start + 26:start + 38], start + 26, 4, start + 34,
+                                    pstart, l4end, seq, flags, 0, ts, frame)
+                            while out:
+                                yield pop(0)
+                            continue
+                other(lt, buf, start, end, ts, frame)
                 while out:
                     yield pop(0)
-            self._tcp.finish(ts, frame)
+            tcp.finish(ts, frame)
             while out:
                 yield pop(0)
         finally:
@@ -239,6 +234,115 @@ class CaptureStream:
             packets.close()  # runs the reader's final accounting
             self._finish_stats()
             self._opened.close()
+
+    def _run_pcap(self, reader: PcapReader) -> Generator[Event, None, None]:
+        """The loop for a classic pcap of Ethernet frames, reading its records in place."""
+        out = self._out
+        pop = out.pop
+        tcp = self._tcp
+        payload = tcp.payload
+        settle = tcp.settle
+        flows_get = tcp.flows.get
+        new_data = _new_data
+        other = self._other
+        fast = _ETH_IPV4_TCP
+        rec_len, unpack, scale, limit = reader.rec_len, reader.unpack, reader.scale, reader.limit
+        header_at, record_at = reader.header_at, reader.record_at
+        buf, pos = reader.window()
+        end = len(buf)
+        sec = frac = frame = 0
+        in_order = 0
+        try:
+            while True:
+                if end - pos < rec_len:
+                    got = header_at(pos)
+                    if got is None:
+                        break
+                    buf, pos = got
+                    end = len(buf)
+                sec, frac, incl, _orig = unpack(buf, pos)
+                if incl > limit:
+                    reader.too_long(pos, incl)
+                    break
+                start = pos + rec_len
+                if start + incl > end:
+                    got = record_at(pos, incl)
+                    if got is None:
+                        break
+                    buf, pos = got
+                    end = len(buf)
+                    start = pos + rec_len
+                pos = start + incl
+                frame += 1
+                if incl >= 54:
+                    etype, vihl, total, frag, proto, seq, doff, flags = fast(buf, start)
+                    if (etype == 0x0800 and vihl == 0x45 and proto == 6 and doff >= 0x50
+                            and not frag & 0x3FFF and 40 <= total <= incl - 14):
+                        l4end = start + 14 + total
+                        pstart = start + 34 + ((doff >> 4) << 2)
+                        if pstart < l4end:
+                            key = buf[start + 26:start + 38]
+                            if not flags & 7:
+                                half = flows_get(key)
+                                if half is not None and seq == half.next_seq:
+                                    in_order += 1
+                                    half.next_seq = (seq + l4end - pstart) & 0xFFFFFFFF
+                                    conn = half.conn
+                                    conn.last = frame
+                                    if half.skip:
+                                        half.skipped += l4end - pstart
+                                        half.skip_ts = sec + frac * scale
+                                        half.skip_frame = frame
+                                    else:
+                                        yield new_data((conn.key, half.direction,
+                                                        buf[pstart:l4end],
+                                                        sec + frac * scale, frame))
+                                    if half.pending or conn.closing:
+                                        settle(half, sec + frac * scale, frame)
+                                        while out:
+                                            yield pop(0)
+                                    continue
+                            payload(buf, key, start + 26, 4, start + 34, pstart, l4end, seq,
+                                    flags, 0, sec + frac * scale, frame)
+                            while out:
+                                yield pop(0)
+                            continue
+                        if pstart == l4end:
+                            if not flags & 7:
+                                continue  # pure ack
+                            payload(buf, buf[start + 26:start + 38], start + 26, 4, start + 34,
+                                    pstart, l4end, seq, flags, 0, sec + frac * scale, frame)
+                            while out:
+                                yield pop(0)
+                            continue
+                other(1, buf, start, pos, sec + frac * scale, frame)
+                while out:
+                    yield pop(0)
+            tcp.finish(sec + frac * scale, frame)
+            while out:
+                yield pop(0)
+        finally:
+            self.stats.tcp_segments += in_order
+            reader.done(pos, frame)
+            self._finish_stats()
+            self._opened.close()
+
+    def _other(self, lt: int, buf: bytes, start: int, end: int, ts: float,
+               frame: int) -> None:
+        """A packet off the fast path: any link type, IPv6, tunnels, UDP, odd TCP."""
+        if lt == SECRETS_RECORD:
+            self._out.append(self._reader.secrets[-1])
+            return
+        r = ether(buf, start, end, 0) if lt == 1 else decode(lt, buf, start, end)
+        if isinstance(r, str):
+            skipped = self.stats.skipped
+            skipped[r] = skipped.get(r, 0) + 1
+            return
+        proto, addr_off, alen, l4, l4end, cut = r
+        if proto == 6:
+            self._tcp.segment(buf, addr_off, alen, l4, l4end, cut, ts, frame)
+        elif proto == 17 and self._udp_enabled:
+            self._udp(buf, addr_off, alen, l4, l4end, cut, ts, frame)
 
     def _finish_stats(self) -> None:
         reader = self._reader
