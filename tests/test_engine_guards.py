@@ -234,6 +234,12 @@ def test_max_bytes() -> None:
     assert "more than 1000 bytes (--max-bytes)" in str(exc)
 
 
+def test_max_message_is_named() -> None:
+    hs, ch, _ = start(Limits(max_message=100))
+    exc = failure(hs, handshake_records(server_hello_12(ch), certificate_12([identity().der])))
+    assert "over 100" in str(exc) and str(exc).endswith("(--max-message)")
+
+
 def test_events_kept_for_the_trace_are_bounded() -> None:
     limits = Limits(max_records=10)
     hs, ch, _ = start(limits)

@@ -199,7 +199,9 @@ class ClientHandshake:
     def _handle(self, ev: Event) -> None:
         if isinstance(ev, ErrorEvent):
             alert = 20 if ev.where == "record protection" else DECODE_ERROR
-            self.fail(alert, f"server sent malformed data ({ev.where}): {ev.error}")
+            hint = " (--max-message)" if ev.error.reason.endswith(
+                f" over {self.limits.max_message}") else ""
+            self.fail(alert, f"server sent malformed data ({ev.where}): {ev.error}{hint}")
         if isinstance(ev, AlertEvent):
             self._alert(ev)
             return
