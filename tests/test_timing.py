@@ -271,11 +271,10 @@ def test_run_timing_connection_refused_is_a_network_error():
 
 
 def test_timing_options_fit_beside_the_probe_options():
-    """`tlsprobe HOST --timing`: the --timing-* options join the probe's parser unchanged."""
+    """`tlsprobe HOST --timing`: the --timing-* options are part of the probe's parser."""
     from tlsprobe.commands import probe
     parser = argparse.ArgumentParser()
     probe.add_arguments(parser)
-    timing_cmd.add_timing_arguments(parser.add_argument_group("handshake timing"))
     args = parser.parse_args(["127.0.0.1:4433", "--timing-runs", "7", "--timeout", "2",
                               "--groups", "x25519", "--timing-groups", "P-256"])
     options = timing_cmd.options_from_args(args, "127.0.0.1")

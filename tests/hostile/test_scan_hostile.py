@@ -35,11 +35,7 @@ SUBSET = (
     "endless_warning_alerts", "certificate_unknown_curve", "endless_application_data",
     "endless_change_cipher_spec", "trickle", "tls13_endless_padding",
 )
-KNOWN_BUGS_ALL: dict[str, str] = {
-    "certificate_unknown_curve": "exit 70 (internal error: cryptography UnsupportedAlgorithm, "
-                                 "which is no ValueError) from probes/groups.py _cert_curve; "
-                                 "the probe's paths are fixed",
-}
+KNOWN_BUGS_ALL: dict[str, str] = {}
 #: TLSPROBE_HOSTILE_RUN_KNOWN=1 runs the known-bug scenarios too (to check a fix)
 KNOWN_BUGS = {} if os.environ.get("TLSPROBE_HOSTILE_RUN_KNOWN") == "1" else KNOWN_BUGS_ALL
 RUN_ALL = os.environ.get("TLSPROBE_HOSTILE_SCAN_ALL") == "1"

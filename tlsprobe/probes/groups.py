@@ -332,11 +332,12 @@ def _tls12_step(st: _Tls12State, out: Outcome, ec_offer: list[int], ff_offer: li
 def _cert_curve(out: Outcome) -> int | None:
     if not out.certificates:
         return None
+    from cryptography import x509
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives.asymmetric import ec
     try:
-        from cryptography import x509
-        from cryptography.hazmat.primitives.asymmetric import ec
         key = x509.load_der_x509_certificate(out.certificates[0]).public_key()
-    except ValueError:
+    except (ValueError, UnsupportedAlgorithm):  # garbage DER, unknown curve
         return None
     if isinstance(key, ec.EllipticCurvePublicKey):
         names = {"secp256r1": 0x17, "secp384r1": 0x18, "secp521r1": 0x19}
