@@ -92,3 +92,45 @@ def test_mutated_hellos(index: int, cuts: list[tuple[int, int]], truncate: int) 
         # the codec's typed view fails the same field the fast reader names)
         assert got is not None
         assert got == want
+
+
+def _fresh_copy(raw: bytes, seed: int) -> bytes:
+    """The same ClientHello as another connection of the same client would send it: new
+    random, session id and key share bytes (the lengths stay)."""
+    from tlsprobe.wire.hello import ClientHello
+    hello = decode_handshake(raw).message
+    assert isinstance(hello, ClientHello)
+    out = bytearray(raw)
+    out[6:38] = bytes((seed + i) & 0xFF for i in range(32))
+    sid = out[38]
+    out[39:39 + sid] = bytes((seed * 7 + i) & 0xFF for i in range(sid))
+    for share in hello.key_shares:
+        key = share.key_exchange
+        at = bytes(out).find(key)
+        if at >= 0 and len(key) >= 16:
+            out[at + len(key) - 16:at + len(key)] = bytes((seed * 13 + i) & 0xFF
+                                                          for i in range(16))
+    return bytes(out)
+
+
+def test_hello_shape_cache_gives_each_hello_its_own_values() -> None:
+    from tlsprobe.offline import hello as hello_module
+    client_hellos = [raw for raw, _ in HELLOS if raw[0] == 1]
+    hello_module._CH_SHAPES.clear()
+    for raw in client_hellos:
+        parse_client_hello(raw)
+    shapes = len(hello_module._CH_SHAPES)
+    assert 0 < shapes < len(client_hellos)  # the captures' clients repeat themselves
+    for seed, raw in enumerate(client_hellos):
+        again = _fresh_copy(raw, seed)
+        assert again != raw
+        assert parse_client_hello(again) == codec(again)
+    assert len(hello_module._CH_SHAPES) == shapes  # all answered from the cache
+
+
+def test_hello_shape_cache_tells_key_share_groups_apart() -> None:
+    raw = next(r for r, d in HELLOS if r[0] == 1 and b"\x00\x33\x00\x26\x00\x24\x00\x1d" in r)
+    at = raw.index(b"\x00\x33\x00\x26\x00\x24\x00\x1d") + 6
+    other = raw[:at] + b"\x00\x1e" + raw[at + 2:]  # x25519 share relabelled x448
+    assert parse_client_hello(raw).key_shares[0] == (0x1D, 32)
+    assert parse_client_hello(other).key_shares[0] == (0x1E, 32) == codec(other).key_shares[0]

@@ -229,6 +229,35 @@ def _header(msg: bytes, msg_type: int, name: str) -> int:
     return n
 
 
+#: summaries by hello shape: a capture repeats the same few clients, whose hellos differ
+#: only in the random, the session id and the key material (see `_shape_key`)
+_CH_SHAPES: dict[tuple[object, ...], ClientHelloInfo] = {}
+_MAX_CH_SHAPES = 4096
+
+
+def _shape_key(msg: bytes, p: int, end: int, first: dict[int, int]) -> tuple[object, ...] | None:
+    """What a ClientHello's summary depends on, beyond the random and session id: its
+    bytes from the cipher suites on, without the key_share and pre_shared_key bodies
+    (fresh key material, tickets and binders in every hello), which are represented by
+    what the summary takes from them. None when one of them is malformed."""
+    ks = first.get(_KEY_SHARE)
+    if ks is None:
+        ks = first.get(_KEY_SHARE_DRAFT)
+    psk = first.get(_PRE_SHARED_KEY)
+    cuts = sorted(at for at in (ks, psk) if at is not None)
+    parts: list[object] = [msg[4:6], end]
+    try:
+        for at in cuts:
+            size = (msg[at - 2] << 8) | msg[at - 1]
+            body = msg[at:at + size]
+            parts += (msg[p:at], _client_shares(body) if at == ks else _psk_identities(body))
+            p = at + size
+    except ValueError:
+        return None
+    parts.append(msg[p:end])
+    return tuple(parts)
+
+
 def parse_client_hello(msg: bytes) -> ClientHelloInfo:
     """Summarise one whole ClientHello message (4-byte header included).
 
@@ -240,25 +269,30 @@ def parse_client_hello(msg: bytes) -> ClientHelloInfo:
     sid_len = msg[38]
     if sid_len > 32:
         raise _fail(f"length {sid_len} outside 0..32", 38, "ClientHello.legacy_session_id")
-    p = 39 + sid_len
+    p = start = 39 + sid_len
     if p + 2 > end:
         raise _fail("need cipher_suites", p, "ClientHello.cipher_suites")
     cs_len = (msg[p] << 8) | msg[p + 1]
     if cs_len < 2 or cs_len % 2 or p + 2 + cs_len > end:
         raise _fail(f"bad cipher_suites length {cs_len}", p, "ClientHello.cipher_suites")
-    suites = _uint16s(msg, p + 2, cs_len // 2)
     p += 2 + cs_len
     if p >= end or msg[p] < 1 or p + 1 + msg[p] > end:
         raise _fail("bad legacy_compression_methods", p,
                     "ClientHello.legacy_compression_methods")
-    methods = msg[p + 1:p + 1 + msg[p]]
     p += 1 + msg[p]
-    values = list(_DEFAULTS)
-    values[0:6] = ((msg[4] << 8) | msg[5], msg[6:38], msg[39:39 + sid_len], suites,
-                   methods, ())
-    values[16] = end
+    key = None
     if p < end:
         types, first = _extensions(msg, p, end, "ClientHello.extensions")
+        key = _shape_key(msg, start, end, first)
+        if key is not None:
+            known = _CH_SHAPES.get(key)
+            if known is not None:
+                return ClientHelloInfo._make((known[0], msg[6:38], msg[39:start]) + known[3:])
+    values = list(_DEFAULTS)
+    values[0:6] = ((msg[4] << 8) | msg[5], msg[6:38], msg[39:start],
+                   _uint16s(msg, start + 2, cs_len // 2), msg[start + cs_len + 3:p], ())
+    values[16] = end
+    if p < end:
         values[5] = tuple(types)
         if _KEY_SHARE in first:  # as the codec: key_share wins over the draft-era type 40
             first.pop(_KEY_SHARE_DRAFT, None)
@@ -273,7 +307,12 @@ def parse_client_hello(msg: bytes) -> ClientHelloInfo:
                     problems.append(name)
         if problems:
             values[18] = tuple(problems)
-    return ClientHelloInfo._make(values)
+    info = ClientHelloInfo._make(values)
+    if key is not None:
+        if len(_CH_SHAPES) >= _MAX_CH_SHAPES:
+            _CH_SHAPES.clear()
+        _CH_SHAPES[key] = info
+    return info
 
 
 _SH_PROBLEM = {_SUPPORTED_VERSIONS: "supported_versions", _ALPN: "alpn",
