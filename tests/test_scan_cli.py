@@ -112,3 +112,4 @@ def test_unreachable_and_not_tls_targets(run_cli):
     assert code == 4, (out, err)
     assert "Error:" in out and err.startswith("tlsprobe: 127.0.0.1:")
     assert "not TLS: the server sent an HTTP response" in err
+

@@ -202,7 +202,10 @@ def test_per_host_cap_and_delay(mini):
     run_audit([Target("127.0.0.1", paced.port)], AuditOptions(checks=("groups",)),
               Scheduler(delay=0.1, timeout=2.0))
     gaps = [b - a for a, b in zip(paced.starts, paced.starts[1:])]
-    assert gaps and min(gaps) >= 0.09
+    # Starts are paced 0.1 s apart by the client; the server sees them through accept(),
+    # whose latency on a loaded machine shifts single gaps but not the whole span.
+    assert gaps and paced.starts[-1] - paced.starts[0] >= 0.095 * len(gaps)
+    assert min(gaps) >= 0.05
 
 
 def test_unreachable_target_is_a_network_error():
@@ -213,3 +216,15 @@ def test_unreachable_target_is_a_network_error():
                            Scheduler(retries=1, backoff=0.01, timeout=1.0))[0]
     assert report.error_kind == "network" and "refused" in report.error
     assert report.findings == () and report.total_connections == 0
+
+
+def test_a_server_that_accepts_no_version_is_an_error(mini):
+    """Every hello refused with an alert: the audit is an error (exit 5), not a clean 0."""
+    from tlsprobe.commands.scan import exit_code
+    server = mini(groups=(), shareless="alert")
+    report = run_audit([Target("127.0.0.1", server.port)], AuditOptions(checks=("versions",)),
+                       Scheduler(timeout=2.0))[0]
+    assert report.error_kind == "alert"
+    assert "accepted no protocol version" in (report.error or "")
+    assert all(v.status == "not_supported" for v in report.versions)
+    assert exit_code([report], None) == 5

@@ -73,6 +73,11 @@ def _not_spoken(version: int, why: str) -> GroupAudit:
 
 def _failure(vs: list[VersionSupport]) -> tuple[str, str] | None:
     """(message, kind) when no version got any conclusive answer: the target is unusable."""
+    if vs and not any(v.status == "supported" for v in vs) and \
+            any(v.status == "not_supported" for v in vs):
+        refused = next(v for v in vs if v.status == "not_supported")
+        return (f"the server accepted no protocol version "
+                f"({', '.join(v.version.name for v in vs)}): {refused.detail}", "alert")
     if not vs or any(v.status != "inconclusive" for v in vs):
         return None
     detail = vs[0].detail
