@@ -14,13 +14,14 @@ import sys
 from typing import TextIO
 
 from tlsprobe import registry
-from tlsprobe.errors import (EXIT_FINDINGS, EXIT_NETWORK, EXIT_NOT_TLS, EXIT_OK, EXIT_PROTOCOL,
-                             UsageError)
+from tlsprobe.errors import (EXIT_ALERT, EXIT_FINDINGS, EXIT_NETWORK, EXIT_NOT_TLS, EXIT_OK,
+                             EXIT_PROTOCOL, UsageError)
 from tlsprobe.net.tcp import Target, parse_target
 from tlsprobe.report.audit_model import SEVERITIES, AuditReport
 
 CHECKS = ("versions", "groups", "pq", "suites", "sigalgs", "cert")
-EXIT_BY_KIND = {"network": EXIT_NETWORK, "not_tls": EXIT_NOT_TLS, "protocol": EXIT_PROTOCOL}
+EXIT_BY_KIND = {"network": EXIT_NETWORK, "not_tls": EXIT_NOT_TLS, "alert": EXIT_ALERT,
+                "protocol": EXIT_PROTOCOL}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
