@@ -103,8 +103,9 @@ class Reassembler:
     def skipped_event(self, half: HalfStream) -> None:
         """The StreamSkipped of an ignored half, when it counted anything (then reset)."""
         if half.skipped or half.skip_gaps:
-            self.out.append(StreamSkipped(half.conn.key, half.direction, half.skipped,
-                                          half.skip_gaps, half.skip_ts, half.skip_frame))
+            self.out.append(tuple.__new__(StreamSkipped, (
+                half.conn.key, half.direction, half.skipped, half.skip_gaps, half.skip_ts,
+                half.skip_frame)))
             half.skipped = half.skip_gaps = 0
 
     # -- segments -------------------------------------------------------------------------

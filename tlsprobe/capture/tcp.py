@@ -40,7 +40,11 @@ FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
 _TCP = struct.Struct("!4xI4xBB").unpack_from  # seq, data offset byte, flags
 _PORTS = struct.Struct("!HH").unpack_from
 _ACK_NO = struct.Struct("!I").unpack_from
-_new_data = partial(tuple.__new__, StreamData)  # StreamData(...) without the Python-level __new__
+# NamedTuple(...) without the Python-level __new__: these are made per packet or connection
+_new_data = partial(tuple.__new__, StreamData)
+_new_key = partial(tuple.__new__, ConnKey)
+_new_open = partial(tuple.__new__, StreamOpen)
+_new_close = partial(tuple.__new__, StreamClose)
 
 
 def ip_text(raw: bytes) -> str:
@@ -228,9 +232,9 @@ class TcpTracker(Reassembler):
         cid = self._next_id
         self._next_id += 1
         if sender_is_client:
-            ckey = ConnKey(cid, src, sport, dst, dport)
+            ckey = _new_key((cid, src, sport, dst, dport))
         else:
-            ckey = ConnKey(cid, dst, dport, src, sport)
+            ckey = _new_key((cid, dst, dport, src, sport))
         conn = Connection(ckey, (key, reverse), frame)
         sent = HalfStream(conn, 0 if sender_is_client else 1)
         received = HalfStream(conn, 1 - sent.direction)
@@ -239,7 +243,7 @@ class TcpTracker(Reassembler):
         self.flows[reverse] = received
         self.open[cid] = conn
         self.stats.tcp_connections += 1
-        self.out.append(StreamOpen(ckey, ts, frame))
+        self.out.append(_new_open((ckey, ts, frame)))
         return sent
 
     def close(self, conn: Connection, reason: str, ts: float, frame: int) -> None:
@@ -252,7 +256,7 @@ class TcpTracker(Reassembler):
             if half.skip:
                 self.skipped_event(half)
         conn.closed = True
-        self.out.append(StreamClose(conn.key, reason, ts, frame))
+        self.out.append(_new_close((conn.key, reason, ts, frame)))
         self.open.pop(conn.key.id, None)
         if self.max_closed:
             self.closed[conn.key.id] = conn

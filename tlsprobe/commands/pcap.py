@@ -208,8 +208,9 @@ def run(args: argparse.Namespace) -> int:
                 broken = True
                 continue
             reported = 0
+            filtering = flt.active
             for report, trace in analysis:
-                if flt.active and not flt.matches(report):
+                if filtering and not flt.matches(report):
                     continue
                 reported += 1
                 if args.stats:

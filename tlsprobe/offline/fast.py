@@ -34,17 +34,23 @@ class FastHalf:
         "after_gap",
         "aligner",
         "app_records",
-        "buf",
         "counting",
         "direction",
         "first",
+        "have",
         "hs",
+        "need",
+        "parts",
     )
 
     def __init__(self, direction: int) -> None:
         self.direction = direction
         self.aligner = Aligner(direction)
-        self.buf = bytearray()
+        # bytes of an incomplete record (or SSLv2 hello): kept as they came, joined once
+        # `need` bytes are there (a record over many segments is copied once, not per one)
+        self.parts: list[bytes] = []
+        self.have = 0
+        self.need = 0
         self.hs = bytearray()
         self.after_gap = False
         self.counting = False
@@ -79,7 +85,8 @@ class FastReader:
     def gap(self, half: FastHalf) -> None:
         if half.counting:
             return
-        half.buf = bytearray()
+        half.parts = []
+        half.have = 0
         _held[0] -= len(half.hs)
         half.hs = bytearray()
         half.after_gap = True
@@ -91,17 +98,24 @@ class FastReader:
             data = aligner.feed(data)
             if aligner.state == "dead":
                 half.counting = True
+        if half.parts and data:
+            half.parts.append(data)
+            half.have += len(data)
+            if half.have < half.need:
+                return
+            data = b"".join(half.parts)
+            half.parts = []
         while data:
             data = self._frame(half, data, ts, frame)
 
-    def _frame(self, half: FastHalf, data: bytes, ts: float, frame: int) -> bytes:
+    def _keep(self, half: FastHalf, rest: bytes, need: int) -> None:
+        """An incomplete record (or hello) waits for `need` bytes in all."""
+        half.parts = [rest]
+        half.have = len(rest)
+        half.need = need
+
+    def _frame(self, half: FastHalf, buf: bytes, ts: float, frame: int) -> bytes:
         """Frame records; returns re-aligned bytes to frame again after a bad header."""
-        if half.buf:
-            half.buf += data
-            buf: bytes | bytearray = half.buf
-            half.buf = bytearray()
-        else:
-            buf = data
         if half.first:
             role = role_of(buf)
             if role is not None and role != half.direction and not self.facts.client_hellos:
@@ -134,24 +148,24 @@ class FastReader:
                 half.counting = True
                 return b""
             if ct == 22:
-                self._handshake(half, bytes(buf[p + 5:end]), ts, frame)
+                self._handshake(half, buf[p + 5:end], ts, frame)
             else:
-                self._record(half, ct, bytes(buf[p + 5:end]), ts)
+                self._record(half, ct, buf[p + 5:end], ts)
             p = end
             if half.counting:
                 return b""
         if p < n:
-            half.buf = bytearray(buf[p:])
+            self._keep(half, buf[p:] if p else buf,
+                       5 + ((buf[p + 3] << 8) | buf[p + 4]) if p + 5 <= n else 5)
         return b""
 
-    def _sslv2(self, half: FastHalf, buf: bytes | bytearray, ts: float,
-               frame: int) -> bytes | bytearray:
+    def _sslv2(self, half: FastHalf, buf: bytes, ts: float, frame: int) -> bytes:
         """An SSLv2-format first record: read it; returns what follows it (b"" when the
         record is incomplete (kept for later) or the side is done)."""
         total = sslv2_record_size(buf)
         if total is None or len(buf) < total:
             half.first = True
-            half.buf = bytearray(buf)
+            self._keep(half, bytes(buf), total or len(buf) + 1)
             return b""
         self.facts.sslv2_record(half.direction, bytes(buf[:total]), ts, frame)
         if half.direction != CLIENT:  # an SSL 2.0 server: nothing more to read

@@ -204,18 +204,19 @@ def _extensions(msg: bytes, p: int, end: int, path: str) -> tuple[list[int], dic
     p += 2
     types: list[int] = []
     first: dict[int, int] = {}
-    append, hh = types.append, _HH
-    while p < stop:
-        if p + 4 > stop:
-            raise _fail("truncated extension header", p, path)
-        ext_type, size = hh(msg, p)
-        p += 4
-        if p + size > stop:
-            raise _fail(f"extension of {size} bytes, only {stop - p} left", p - 2, path)
-        append(ext_type)
-        if ext_type not in first:
-            first[ext_type] = p
-        p += size
+    append, keep, hh = types.append, first.setdefault, _HH
+    try:
+        while p < stop:  # stop is the end of msg: a header past it fails to unpack
+            ext_type, size = hh(msg, p)
+            p += 4
+            append(ext_type)
+            keep(ext_type, p)
+            p += size
+    except struct.error:
+        raise _fail("truncated extension header", p, path) from None
+    if p > stop:
+        raise _fail(f"extension of {size} bytes, only {stop - (p - size)} left",
+                    p - size - 2, path)
     return types, first
 
 
@@ -379,6 +380,7 @@ def parse_server_hello(msg: bytes) -> ServerHelloInfo:
                 psk = _U16(data)[0]
         except (ValueError, struct.error):
             problems.append(_SH_PROBLEM[ext_type])
-    return ServerHelloInfo(legacy_version, random, session_id, suite, method, tuple(types),
-                           selected, key_share, hrr_group, alpn, psk, _EMS in first,
-                           _ETM in first, _SESSION_TICKET in first, end, tuple(problems))
+    return tuple.__new__(ServerHelloInfo, (  # ServerHelloInfo(...) without its Python __new__
+        legacy_version, random, session_id, suite, method, tuple(types), selected, key_share,
+        hrr_group, alpn, psk, _EMS in first, _ETM in first, _SESSION_TICKET in first, end,
+        tuple(problems)))

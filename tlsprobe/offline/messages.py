@@ -9,8 +9,7 @@ through the wire codec, which also supplies the error text when a message is mal
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.context import ParseContext
@@ -19,9 +18,9 @@ from tlsprobe.wire.handshake import decode_handshake
 SKE, CKE, CERTIFICATE, NEW_SESSION_TICKET = 12, 16, 11, 4
 
 
-@dataclass(frozen=True, slots=True)
-class ServerKeyExchangeInfo:
-    """What a TLS 1.0-1.2 ServerKeyExchange says about the key exchange."""
+class ServerKeyExchangeInfo(NamedTuple):
+    """What a TLS 1.0-1.2 ServerKeyExchange says about the key exchange (a NamedTuple:
+    cheap to build and to hash, as a report's shape key does)."""
 
     kind: str | None                   # ECDHE, DHE, RSA, PSK... (the suite's key exchange)
     named_curve: int | None = None

@@ -4,6 +4,7 @@ group (and where it was chosen), with the totals. Counters only, so memory stays
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from tlsprobe.report.offline_model import ConnectionReport
@@ -12,7 +13,9 @@ NONE = "(none)"
 
 
 class Statistics:
-    """Counters keyed by the reports' (interned) codepoints; names are made at the end."""
+    """Counters keyed by the reports' codepoints; names are made at the end. The values a
+    report builder interns are counted by identity (no hashing of nested dataclasses per
+    report); equal values that are distinct objects merge when the names are made."""
 
     def __init__(self) -> None:
         self.connections = 0
@@ -20,9 +23,10 @@ class Statistics:
         self.client_only = 0         # a ClientHello but no ServerHello
         self.hello_retry_requests = 0
         self.resumed = 0
-        self._versions: Counter[Any] = Counter()
-        self._suites: Counter[Any] = Counter()
-        self._groups: Counter[Any] = Counter()
+        # id(value) -> [value, count]: the value is kept, so its id stays its own
+        self._versions: dict[int, list[Any]] = {}
+        self._suites: dict[int, list[Any]] = {}
+        self._groups: dict[int, list[Any]] = {}
         self.protocols: Counter[str] = Counter()
         self._alerts: Counter[tuple[str, str]] = Counter()
 
@@ -37,26 +41,32 @@ class Statistics:
             self.hello_retry_requests += 1
         if r.resumption is not None:
             self.resumed += 1
-        self._versions[r.version] += 1
-        self._suites[r.cipher] += 1
-        self._groups[r.key_exchange] += 1
+        for counter, value in ((self._versions, r.version), (self._suites, r.cipher),
+                               (self._groups, r.key_exchange)):
+            key = id(value)
+            seen = counter.get(key)
+            if seen is None:
+                counter[key] = [value, 1]
+            else:
+                seen[1] += 1
         for a in r.alerts:
             self._alerts[(a.direction, a.name)] += 1
 
     @staticmethod
-    def _merge(counter: Counter[Any], name: Any) -> list[tuple[str, int]]:
+    def _merge(pairs: Iterable[Any], name: Any) -> list[tuple[str, int]]:
+        """(value, count) pairs -> (name, count) rows, most frequent first."""
         out: Counter[str] = Counter()
-        for key, n in counter.items():
+        for key, n in pairs:
             out[name(key)] += n
         return out.most_common()
 
     @property
     def versions(self) -> list[tuple[str, int]]:
-        return self._merge(self._versions, lambda v: v.label() if v is not None else NONE)
+        return self._merge(self._versions.values(), lambda v: v.label() if v is not None else NONE)
 
     @property
     def suites(self) -> list[tuple[str, int]]:
-        return self._merge(self._suites, lambda c: f"{c.iana_name} ({c.hex})" if c else NONE)
+        return self._merge(self._suites.values(), lambda c: f"{c.iana_name} ({c.hex})" if c else NONE)
 
     @property
     def groups(self) -> list[tuple[str, int]]:
@@ -68,11 +78,11 @@ class Statistics:
             if kx.dh_group_name:
                 return f"DHE {kx.dh_group_name}"
             return f"{kx.kind} (no group)"
-        return self._merge(self._groups, name)
+        return self._merge(self._groups.values(), name)
 
     @property
     def alerts(self) -> list[tuple[str, int]]:
-        return self._merge(self._alerts, lambda a: f"{a[0]} {a[1]}")
+        return self._merge(self._alerts.items(), lambda a: f"{a[0]} {a[1]}")
 
     def to_dict(self) -> dict[str, Any]:
         def table(rows: list[tuple[str, int]]) -> list[dict[str, Any]]:
