@@ -194,7 +194,18 @@ class ClientHandshake:
             self._handle(ev)
             if self.done and not self.handshake_complete:
                 break
+        self._check_pending_message()
         return self.take_output()
+
+    def _check_pending_message(self) -> None:
+        """Refuse a message the state cannot accept as soon as its type byte arrives,
+        rather than wait (until a timeout) for the length its header claims."""
+        pending = self.flow.pending_message_type(SERVER)
+        expects = getattr(self.version_state, "expects", None)
+        if pending is None or expects is None or self.done or expects(pending):
+            return
+        self.fail(UNEXPECTED_MESSAGE, f"server started a {message_label(pending)} while "
+                  f"the client waited for {getattr(self.version_state, 'state', '?')}")
 
     def _handle(self, ev: Event) -> None:
         if isinstance(ev, ErrorEvent):

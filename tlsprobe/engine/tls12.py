@@ -84,6 +84,18 @@ class Tls12Client:
         self.hs.set_read(self._server_protection)  # type: ignore[arg-type]
         self.state = WAIT_FINISHED
 
+    def expects(self, msg_type: int) -> bool:
+        """Whether a message of this type can come next (checked before it is complete)."""
+        if msg_type == HT.hello_request:
+            return True
+        if self.state == FIRST_FLIGHT:
+            return msg_type in _FIRST_FLIGHT_TYPES or msg_type == HT.server_hello_done
+        if self.state == WAIT_CCS:
+            return msg_type == HT.new_session_ticket
+        if self.state == WAIT_FINISHED:
+            return msg_type == HT.finished
+        return True
+
     def on_message(self, ev: MessageEvent, msg: object) -> None:
         t = ev.msg_type
         name = message_label(t)

@@ -198,6 +198,10 @@ class Flow:
             return "handshake message"
         return None
 
+    def pending_message_type(self, direction: int) -> int | None:
+        """msg_type of a handshake message only partly received (its header has started)."""
+        return self._dirs[direction].handshake.pending_type
+
     # -- input ---------------------------------------------------------------------------
     def feed(self, direction: int, data: bytes) -> Iterator[Event]:
         """Yield the events that `data` completes. Consume lazily (see module docstring)."""

@@ -67,6 +67,11 @@ class HandshakeReassembler:
         return bool(self._buf)
 
     @property
+    def pending_type(self) -> int | None:
+        """The msg_type of the message held back, known from its first byte."""
+        return self._buf[0] if self._buf else None
+
+    @property
     def offset(self) -> int:
         """Handshake-stream offset of the next message header."""
         return self._offset
