@@ -118,20 +118,48 @@ class _Bar:
             self.progress.stop()
 
 
+#: JSON text gathered before one write when the output is not a terminal (a capture's
+#: reports are some kilobytes each: one write per report costs more system time than the
+#: writing itself)
+BATCH = 1 << 20
+
+
 class _Output:
     """Writes reports as they come: trace, JSON (streamed; the --json document lists the
-    connections first so it too can be written as it goes), rows for the final table."""
+    connections first so it too can be written as it goes), rows for the final table.
+    JSON text going to a file or pipe is written a megabyte at a time."""
 
     def __init__(self, args: argparse.Namespace, out: IO[str]) -> None:
+        from tlsprobe.report.offline_tables import connection_row, render_details
         self.args = args
         self.out = out
         self.rows: list[tuple[str, ...]] = []
         self.count = 0
+        self._row = connection_row
+        self._details = render_details
+        self._pending: list[str] = []
+        self._pending_size = 0
+        self._batch = not out.isatty()
         if args.json:
             out.write('{"schema": 1, "tool": "tlsprobe", "command": "pcap", "connections": [')
 
+    def _json(self, text: str) -> None:
+        if not self._batch:
+            self.out.write(text)
+            return
+        self._pending.append(text)
+        self._pending_size += len(text)
+        if self._pending_size >= BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the JSON text gathered so far."""
+        if self._pending:
+            self.out.write("".join(self._pending))
+            self._pending = []
+            self._pending_size = 0
+
     def report(self, report: Any, trace: list[str] | None) -> None:
-        from tlsprobe.report.offline_tables import connection_row, render_details
         args, out = self.args, self.out
         self.count += 1
         if args.msg and trace is not None and not (args.json or args.jsonl):
@@ -145,21 +173,23 @@ class _Output:
             if args.msg and trace is not None:
                 line = line[:-1] + ', "trace": ' + json.dumps(trace) + "}"
             if args.jsonl:
-                out.write(line + "\n")
+                self._json(line + "\n")
             else:
-                out.write(("\n  " if self.count == 1 else ",\n  ") + line)
+                self._json(("\n  " if self.count == 1 else ",\n  ") + line)
         elif args.details and not args.stats:
-            render_details(report, out)
+            self._details(report, out)
             out.write("\n")
         elif not args.stats:
-            self.rows.append(connection_row(report))
+            self.rows.append(self._row(report))
 
     def capture(self, summary: dict[str, Any]) -> None:
+        self.flush()
         if self.args.jsonl:
             self.out.write(json.dumps(summary) + "\n")
 
     def finish(self, stats: Any, summaries: list[dict[str, Any]]) -> None:
         from tlsprobe.report.offline_tables import render_connections, render_stats
+        self.flush()
         args, out = self.args, self.out
         if args.json:
             out.write("\n ],\n" if self.count else "],\n")
@@ -227,6 +257,7 @@ def run(args: argparse.Namespace) -> int:
             broken = _warn(name, summary) or broken
     finally:
         bar.stop()
+        output.flush()  # what was read stays written, even when interrupted
     output.finish(stats, summaries)
     return EXIT_BAD_INPUT if broken else EXIT_OK
 

@@ -187,6 +187,10 @@ class CaptureAnalysis:
                         if tick >= every:
                             tick = 0
                             self._tick()
+                elif t is StreamSkipped:
+                    conn = conns.get(ev.conn.id)
+                    if conn is not None:
+                        conn.skipped(ev.direction, ev.size, ev.gaps, ev.ts, ev.frame)
                 elif t is StreamClose:
                     conn = conns.pop(ev.conn.id, None)
                     if conn is not None:
@@ -203,10 +207,6 @@ class CaptureAnalysis:
                     conn = conns.get(ev.conn.id)
                     if conn is not None:
                         conn.gap(ev.direction, ev.size)
-                elif t is StreamSkipped:
-                    conn = conns.get(ev.conn.id)
-                    if conn is not None:
-                        conn.skipped(ev.direction, ev.size, ev.gaps, ev.ts, ev.frame)
                 elif t is Datagram:
                     yield from self._datagram(ev)
                 elif t is Secrets:

@@ -41,14 +41,21 @@ class Statistics:
             self.hello_retry_requests += 1
         if r.resumption is not None:
             self.resumed += 1
-        for counter, value in ((self._versions, r.version), (self._suites, r.cipher),
-                               (self._groups, r.key_exchange)):
-            key = id(value)
-            seen = counter.get(key)
-            if seen is None:
-                counter[key] = [value, 1]
-            else:
-                seen[1] += 1
+        seen = self._versions.get(id(r.version))
+        if seen is None:
+            self._versions[id(r.version)] = [r.version, 1]
+        else:
+            seen[1] += 1
+        seen = self._suites.get(id(r.cipher))
+        if seen is None:
+            self._suites[id(r.cipher)] = [r.cipher, 1]
+        else:
+            seen[1] += 1
+        seen = self._groups.get(id(r.key_exchange))
+        if seen is None:
+            self._groups[id(r.key_exchange)] = [r.key_exchange, 1]
+        else:
+            seen[1] += 1
         for a in r.alerts:
             self._alerts[(a.direction, a.name)] += 1
 
