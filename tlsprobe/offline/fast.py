@@ -93,6 +93,8 @@ class FastReader:
         half.aligner.lost()
 
     def feed(self, half: FastHalf, data: bytes, ts: float, frame: int) -> None:
+        """One segment of a direction: frame its records and read them (the loop that
+        every handshake byte goes through, so the common cases are inline)."""
         aligner = half.aligner
         if aligner.state != "aligned":
             data = aligner.feed(data)
@@ -105,8 +107,43 @@ class FastReader:
                 return
             data = b"".join(half.parts)
             half.parts = []
+        facts = self.facts
         while data:
-            data = self._frame(half, data, ts, frame)
+            if half.first:
+                data = self._first(half, data, ts, frame)
+                if not data:
+                    return
+            direction = half.direction
+            p, n = 0, len(data)
+            while p + 5 <= n:
+                ct = data[p]
+                length = (data[p + 3] << 8) | data[p + 4]
+                if not 20 <= ct <= 24 or data[p + 1] != 3 or length > MAX_CIPHERTEXT:
+                    data = self._bad_header(half, data, p)  # re-aligned bytes to frame
+                    break
+                end = p + 5 + length
+                if end > n:  # a record cut short: wait for the rest of it
+                    self._keep(half, data[p:] if p else data, end - p)
+                    return
+                if ct == 23 if facts.tls13 else facts.ccs[direction] and ct != 20:
+                    facts.mark_encrypted(direction, ts)  # protected: nothing more to learn
+                    half.counting = True
+                    return
+                if ct != 22:
+                    self._record(half, ct, data[p + 5:end], ts)
+                elif not half.hs and not half.after_gap and length >= 4 and \
+                        4 + ((data[p + 6] << 16) | (data[p + 7] << 8) | data[p + 8]) == length:
+                    facts.on_message(direction, data[p + 5:end], ts, frame)  # one message
+                else:
+                    self._handshake(half, data[p + 5:end], ts, frame)
+                p = end
+                if half.counting:
+                    return
+            else:  # every whole record read; maybe the start of a header is left
+                if p < n:
+                    self._keep(half, data[p:] if p else data, 5)
+                return
+            # a bad header: `data` is now what follows the next plausible record start
 
     def _keep(self, half: FastHalf, rest: bytes, need: int) -> None:
         """An incomplete record (or hello) waits for `need` bytes in all."""
@@ -114,50 +151,27 @@ class FastReader:
         half.have = len(rest)
         half.need = need
 
-    def _frame(self, half: FastHalf, buf: bytes, ts: float, frame: int) -> bytes:
-        """Frame records; returns re-aligned bytes to frame again after a bad header."""
-        if half.first:
-            role = role_of(buf)
-            if role is not None and role != half.direction and not self.facts.client_hellos:
-                self.swap()
-            half.first = False
-            if buf[0] & 0x80:
-                buf = self._sslv2(half, buf, ts, frame)
-                if not buf:
-                    return b""
-        p, n = 0, len(buf)
-        facts = self.facts
-        direction = half.direction
-        while p + 5 <= n:
-            ct = buf[p]
-            length = (buf[p + 3] << 8) | buf[p + 4]
-            if not 20 <= ct <= 24 or buf[p + 1] != 3 or length > MAX_CIPHERTEXT:
-                if ct & 0x80 and facts.sslv2_session:
-                    half.counting = True  # SSL 2.0 records after an SSLv2 hello: not TLS
-                    return b""
-                facts.problem(f"no TLS record header where one was expected ({_side(half)})")
-                _held[0] -= len(half.hs)
-                half.hs = bytearray()
-                half.after_gap = True
-                return half.aligner.reset_with(bytes(buf[p:]))
-            end = p + 5 + length
-            if end > n:
-                break
-            if ct == 23 if facts.tls13 else facts.ccs[direction] and ct != 20:
-                facts.mark_encrypted(direction, ts)  # protected: nothing more to learn
-                half.counting = True
-                return b""
-            if ct == 22:
-                self._handshake(half, buf[p + 5:end], ts, frame)
-            else:
-                self._record(half, ct, buf[p + 5:end], ts)
-            p = end
-            if half.counting:
-                return b""
-        if p < n:
-            self._keep(half, buf[p:] if p else buf,
-                       5 + ((buf[p + 3] << 8) | buf[p + 4]) if p + 5 <= n else 5)
-        return b""
+    def _first(self, half: FastHalf, buf: bytes, ts: float, frame: int) -> bytes:
+        """The first record bytes of a direction: who sent them (a ClientHello from the
+        side taken for the server swaps the roles), and an SSLv2-format hello."""
+        role = role_of(buf)
+        if role is not None and role != half.direction and not self.facts.client_hellos:
+            self.swap()
+        half.first = False
+        if buf[0] & 0x80:
+            return self._sslv2(half, buf, ts, frame)
+        return buf
+
+    def _bad_header(self, half: FastHalf, buf: bytes, p: int) -> bytes:
+        """No record header at `p`: the bytes from there to search for records again."""
+        if buf[p] & 0x80 and self.facts.sslv2_session:
+            half.counting = True  # SSL 2.0 records after an SSLv2 hello: not TLS
+            return b""
+        self.facts.problem(f"no TLS record header where one was expected ({_side(half)})")
+        _held[0] -= len(half.hs)
+        half.hs = bytearray()
+        half.after_gap = True
+        return half.aligner.reset_with(buf[p:])
 
     def _sslv2(self, half: FastHalf, buf: bytes, ts: float, frame: int) -> bytes:
         """An SSLv2-format first record: read it; returns what follows it (b"" when the

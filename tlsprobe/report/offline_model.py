@@ -151,8 +151,8 @@ class ConnectionReport:
                 f'"server_ip": {enc(self.server_ip)}, "server_port": {self.server_port}, '
                 f'"first_frame": {self.first_frame}, "last_frame": {self.last_frame}, '
                 f'{parts[0]}, "client_hellos": {self.client_hellos}, '
-                f'"client_random": {dumps(self.client_random)}, {parts[1]}, '
-                f'"session_ticket_lifetime": {dumps(self.session_ticket_lifetime)}, '
+                f'"client_random": {_str_or_null(self.client_random)}, {parts[1]}, '
+                f'"session_ticket_lifetime": {_number(self.session_ticket_lifetime)}, '
                 f'{parts[2]}, "timings": {{"start": {_number(t.start)}, '
                 f'"server_hello_ms": {_number(t.server_hello_ms)}, '
                 f'"handshake_ms": {_number(t.handshake_ms)}, '
@@ -160,9 +160,9 @@ class ConnectionReport:
                 f'"client_bytes": {self.client_bytes}, "server_bytes": {self.server_bytes}, '
                 f'"encrypted": {_BOOL[self.encrypted]}, "decrypted": {_BOOL[self.decrypted]}, '
                 f'"handshake_complete": {_BOOL[self.handshake_complete]}, '
-                f'"close": {dumps(self.close)}, "midstream": {_BOOL[self.midstream]}, '
-                f'"preamble": {dumps(self.preamble)}, "gap_bytes": {self.gap_bytes}, '
-                f'"problems": {dumps(self.problems)}}}')
+                f'"close": {_str_or_null(self.close)}, "midstream": {_BOOL[self.midstream]}, '
+                f'"preamble": {_str_or_null(self.preamble)}, "gap_bytes": {self.gap_bytes}, '
+                f'"problems": {dumps(self.problems) if self.problems else "[]"}}}')
 
 
 @dataclass(frozen=True)
@@ -257,6 +257,10 @@ def dumps(value: Any) -> str:
     if interned:
         _remember(value, text)
     return text
+
+
+def _str_or_null(value: str | None) -> str:
+    return "null" if value is None else _encode_str(value)
 
 
 def _number(value: float | int | None) -> str:

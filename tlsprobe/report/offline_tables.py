@@ -67,17 +67,13 @@ def render_rows(rows: Sequence[tuple[str, ...]], out: IO[str], *, title: str | N
             table.add_row(*row)
         Console(file=out, highlight=False).print(table)
         return
-    widths = [len(c) for c in columns]
-    for row in rows:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], len(cell))
+    every = (tuple(columns), *rows)
+    widths = [max(map(len, column)) for column in zip(*every)]
     if title:
         out.write(title + "\n")
-    every = (tuple(columns), *rows)
+    line = "  ".join(f"{{:<{w}}}" for w in widths).format  # each cell padded to its width
     for i in range(0, len(every), 1024):  # a block at a time: flat memory, few writes
-        lines = ["  ".join([cell.ljust(w) for cell, w in zip(row, widths)]).rstrip()
-                 for row in every[i:i + 1024]]
-        out.write("\n".join(lines) + "\n")
+        out.write("\n".join([line(*row).rstrip() for row in every[i:i + 1024]]) + "\n")
 
 
 def render_connections(rows: Sequence[tuple[str, ...]], out: IO[str]) -> None:
