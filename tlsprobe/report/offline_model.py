@@ -263,7 +263,7 @@ def _str_or_null(value: str | None) -> str:
     return "null" if value is None else _encode_str(value)
 
 
-def _number(value: float | int | None) -> str:
+def _number(value: float | None) -> str:
     """A number as json.dumps writes it (floats by repr; NaN and infinities spelled out)."""
     if value is None:
         return "null"
