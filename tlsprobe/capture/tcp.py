@@ -76,6 +76,7 @@ class TcpTracker(Reassembler):
         self.open: dict[int, Connection] = {}  # id -> connection, creation order
         self.closed: OrderedDict[int, Connection] = OrderedDict()  # oldest first
         self._next_id = 0
+        self._texts: dict[bytes, str] = {}
 
     # -- per packet -----------------------------------------------------------------------
     def segment(self, buf: bytes, addr_off: int, alen: int, l4: int, l4end: int, cut: int,
@@ -228,7 +229,13 @@ class TcpTracker(Reassembler):
             sender_is_client = dport < 1024
         else:
             sender_is_client = True
-        src, dst = ip_text(src_raw), ip_text(dst_raw)
+        texts = self._texts  # addresses repeat: their text is remembered
+        src = texts.get(src_raw)
+        if src is None:
+            src = self._text(src_raw)
+        dst = texts.get(dst_raw)
+        if dst is None:
+            dst = self._text(dst_raw)
         cid = self._next_id
         self._next_id += 1
         if sender_is_client:
@@ -246,14 +253,21 @@ class TcpTracker(Reassembler):
         self.out.append(_new_open((ckey, ts, frame)))
         return sent
 
+    def _text(self, raw: bytes) -> str:
+        if len(self._texts) >= 65536:
+            self._texts.clear()
+        text = self._texts[raw] = ip_text(raw)
+        return text
+
     def close(self, conn: Connection, reason: str, ts: float, frame: int) -> None:
         """Flush both directions (gaps for what never came) and emit StreamClose."""
         if conn.closed:
             return
         for half in conn.halves:
-            self.flush(half, ts, frame)
+            if half.pending or half.fin_seq is not None and half.next_seq is not None:
+                self.flush(half, ts, frame)
             half.next_seq = None
-            if half.skip:
+            if half.skipped or half.skip_gaps:
                 self.skipped_event(half)
         conn.closed = True
         self.out.append(_new_close((conn.key, reason, ts, frame)))
