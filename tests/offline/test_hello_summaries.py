@@ -119,13 +119,13 @@ def test_hello_shape_cache_gives_each_hello_its_own_values() -> None:
     hello_module._CH_SHAPES.clear()
     for raw in client_hellos:
         parse_client_hello(raw)
-    shapes = len(hello_module._CH_SHAPES)
+    shapes = hello_module.shape_count()
     assert 0 < shapes < len(client_hellos)  # the captures' clients repeat themselves
     for seed, raw in enumerate(client_hellos):
         again = _fresh_copy(raw, seed)
         assert again != raw
         assert parse_client_hello(again) == codec(again)
-    assert len(hello_module._CH_SHAPES) == shapes  # all answered from the cache
+    assert hello_module.shape_count() == shapes  # all answered from the cache
 
 
 def test_hello_shape_cache_tells_key_share_groups_apart() -> None:
@@ -134,3 +134,29 @@ def test_hello_shape_cache_tells_key_share_groups_apart() -> None:
     other = raw[:at] + b"\x00\x1e" + raw[at + 2:]  # x25519 share relabelled x448
     assert parse_client_hello(raw).key_shares[0] == (0x1D, 32)
     assert parse_client_hello(other).key_shares[0] == (0x1E, 32) == codec(other).key_shares[0]
+
+
+def test_server_hello_shape_cache_gives_each_hello_its_own_values() -> None:
+    from tlsprobe.offline import hello as hello_module
+    server_hellos = [raw for raw, _ in HELLOS if raw[0] == 2]
+    hello_module._SH_SHAPES.clear()
+    for raw in server_hellos:
+        parse_server_hello(raw)
+    for seed, raw in enumerate(server_hellos):
+        hello = decode_handshake(raw).message
+        out = bytearray(raw)
+        if not hello.is_hello_retry_request:
+            out[6:38] = bytes((seed + i) & 0xFF for i in range(32))
+        sid = out[38]
+        out[39:39 + sid] = bytes((seed * 5 + i) & 0xFF for i in range(sid))
+        share = hello.key_share
+        if share is not None and len(share[1]) >= 8:
+            at = bytes(out).find(share[1])
+            out[at:at + 8] = bytes((seed * 11 + i) & 0xFF for i in range(8))
+        again = bytes(out)
+        assert parse_server_hello(again) == codec(again)
+    # a share of another group with the same key length is another shape
+    raw = next(r for r in server_hellos if b"\x00\x33\x00\x24\x00\x1d\x00\x20" in r)
+    at = raw.index(b"\x00\x33\x00\x24\x00\x1d\x00\x20") + 4
+    other = raw[:at] + b"\x00\x1e" + raw[at + 2:]
+    assert parse_server_hello(other).key_share == (0x1E, 32) == codec(other).key_share

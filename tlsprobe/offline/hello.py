@@ -230,33 +230,75 @@ def _header(msg: bytes, msg_type: int, name: str) -> int:
     return n
 
 
-#: summaries by hello shape: a capture repeats the same few clients, whose hellos differ
-#: only in the random, the session id and the key material (see `_shape_key`)
-_CH_SHAPES: dict[tuple[object, ...], ClientHelloInfo] = {}
+#: ClientHello summaries by hello shape. A capture repeats the same few clients, whose
+#: hellos differ only in the random, the session id and the key_share and pre_shared_key
+#: bodies (fresh keys, tickets, binders). A shape is the hello's bytes from the cipher
+#: suites on with those bodies cut out (what the summary takes from them is kept instead);
+#: shapes are found by the hello's length, version and cipher suites, then compared byte
+#: for byte, so a repeated hello costs neither its extension walk nor its decoding.
+class _Shape(NamedTuple):
+    pieces: tuple[tuple[bytes, bool, object], ...]  # (bytes before a cut, key_share?, value)
+    tail: bytes                                    # the bytes after the last cut
+    info: ClientHelloInfo
+
+
+_CH_SHAPES: dict[tuple[int, bytes, bytes], list[_Shape]] = {}
 _MAX_CH_SHAPES = 4096
+_HEAD = 64  # bytes of the cipher_suites vector in the index
 
 
-def _shape_key(msg: bytes, p: int, end: int, first: dict[int, int]) -> tuple[object, ...] | None:
-    """What a ClientHello's summary depends on, beyond the random and session id: its
-    bytes from the cipher suites on, without the key_share and pre_shared_key bodies
-    (fresh key material, tickets and binders in every hello), which are represented by
-    what the summary takes from them. None when one of them is malformed."""
+def shape_count() -> int:
+    """ClientHello shapes remembered (tests, statistics)."""
+    return sum(len(shapes) for shapes in _CH_SHAPES.values())
+
+
+def _cut_value(body: bytes, key_share: bool) -> object:
+    """What the summary takes from a cut body (ValueError when malformed)."""
+    return _client_shares(body) if key_share else _psk_identities(body)
+
+
+def _known_shape(msg: bytes, index: tuple[int, bytes, bytes],
+                 start: int) -> ClientHelloInfo | None:
+    for shape in _CH_SHAPES.get(index, ()):
+        p = start
+        for before, key_share, value in shape.pieces:
+            if not msg.startswith(before, p):
+                break
+            p += len(before)
+            size = (msg[p - 2] << 8) | msg[p - 1]  # equal to the shape's: in `before`
+            try:
+                if _cut_value(msg[p:p + size], key_share) != value:
+                    break
+            except ValueError:
+                break
+            p += size
+        else:
+            if msg.startswith(shape.tail, p):
+                return shape.info
+    return None
+
+
+def _remember(msg: bytes, index: tuple[int, bytes, bytes], start: int, end: int,
+              first: dict[int, int], info: ClientHelloInfo) -> None:
     ks = first.get(_KEY_SHARE)
     if ks is None:
         ks = first.get(_KEY_SHARE_DRAFT)
-    psk = first.get(_PRE_SHARED_KEY)
-    cuts = sorted(at for at in (ks, psk) if at is not None)
-    parts: list[object] = [msg[4:6], end]
+    cuts = sorted(at for at in (ks, first.get(_PRE_SHARED_KEY)) if at is not None)
+    pieces = []
+    p = start
     try:
         for at in cuts:
             size = (msg[at - 2] << 8) | msg[at - 1]
-            body = msg[at:at + size]
-            parts += (msg[p:at], _client_shares(body) if at == ks else _psk_identities(body))
+            pieces.append((msg[p:at], at == ks, _cut_value(msg[at:at + size], at == ks)))
             p = at + size
     except ValueError:
-        return None
-    parts.append(msg[p:end])
-    return tuple(parts)
+        return  # a malformed body: such hellos are not remembered
+    if shape_count() >= _MAX_CH_SHAPES:
+        _CH_SHAPES.clear()
+    shapes = _CH_SHAPES.setdefault(index, [])
+    if len(shapes) >= 16:
+        del shapes[0]
+    shapes.append(_Shape(tuple(pieces), msg[p:end], info))
 
 
 def parse_client_hello(msg: bytes) -> ClientHelloInfo:
@@ -276,19 +318,18 @@ def parse_client_hello(msg: bytes) -> ClientHelloInfo:
     cs_len = (msg[p] << 8) | msg[p + 1]
     if cs_len < 2 or cs_len % 2 or p + 2 + cs_len > end:
         raise _fail(f"bad cipher_suites length {cs_len}", p, "ClientHello.cipher_suites")
+    shape_index = (end, msg[4:6], msg[start:start + min(2 + cs_len, _HEAD)])
+    known = _known_shape(msg, shape_index, start)
+    if known is not None:  # the same bytes as a hello already read, but for its own fields
+        return tuple.__new__(ClientHelloInfo, (known[0], msg[6:38], msg[39:start]) + known[3:])
     p += 2 + cs_len
     if p >= end or msg[p] < 1 or p + 1 + msg[p] > end:
         raise _fail("bad legacy_compression_methods", p,
                     "ClientHello.legacy_compression_methods")
     p += 1 + msg[p]
-    key = None
+    first: dict[int, int] = {}
     if p < end:
         types, first = _extensions(msg, p, end, "ClientHello.extensions")
-        key = _shape_key(msg, start, end, first)
-        if key is not None:
-            known = _CH_SHAPES.get(key)
-            if known is not None:
-                return ClientHelloInfo._make((known[0], msg[6:38], msg[39:start]) + known[3:])
     values = list(_DEFAULTS)
     values[0:6] = ((msg[4] << 8) | msg[5], msg[6:38], msg[39:start],
                    _uint16s(msg, start + 2, cs_len // 2), msg[start + cs_len + 3:p], ())
@@ -309,16 +350,19 @@ def parse_client_hello(msg: bytes) -> ClientHelloInfo:
         if problems:
             values[18] = tuple(problems)
     info = ClientHelloInfo._make(values)
-    if key is not None:
-        if len(_CH_SHAPES) >= _MAX_CH_SHAPES:
-            _CH_SHAPES.clear()
-        _CH_SHAPES[key] = info
+    _remember(msg, shape_index, start, end, first, info)
     return info
 
 
 _SH_PROBLEM = {_SUPPORTED_VERSIONS: "supported_versions", _ALPN: "alpn",
                _PRE_SHARED_KEY: "pre_shared_key", _KEY_SHARE: "key_share",
                _KEY_SHARE_DRAFT: "key_share"}
+
+
+#: ServerHello summaries by shape, as for ClientHellos: the bytes after the session id,
+#: without the server's key_share key (the group and key length stay)
+_SH_SHAPES: dict[tuple[int, bytes, bool, bytes],
+                 list[tuple[bytes, int, bytes, ServerHelloInfo]]] = {}
 
 
 def parse_server_hello(msg: bytes) -> ServerHelloInfo:
@@ -329,6 +373,16 @@ def parse_server_hello(msg: bytes) -> ServerHelloInfo:
     legacy_version = (msg[4] << 8) | msg[5]
     random = msg[6:38]
     p = 38
+    shape_index = None
+    if end >= 42 and msg[38] <= 32 and 42 + msg[38] <= end:
+        start = 39 + msg[38]
+        shape_index = (end, msg[4:6], random == HELLO_RETRY_REQUEST_RANDOM,
+                       msg[start:start + 3])
+        for before, key_length, tail, known in _SH_SHAPES.get(shape_index, ()):
+            if msg.startswith(before, start) and \
+                    msg.startswith(tail, start + len(before) + key_length):
+                return tuple.__new__(ServerHelloInfo,
+                                     (known[0], random, msg[39:start]) + known[3:])
     if is_draft_server_hello(legacy_version):
         if p + 2 > end:
             raise _fail("need cipher_suite", p, "ServerHello.cipher_suite")
@@ -380,7 +434,21 @@ def parse_server_hello(msg: bytes) -> ServerHelloInfo:
                 psk = _U16(data)[0]
         except (ValueError, struct.error):
             problems.append(_SH_PROBLEM[ext_type])
-    return tuple.__new__(ServerHelloInfo, (  # ServerHelloInfo(...) without its Python __new__
+    info: ServerHelloInfo = tuple.__new__(ServerHelloInfo, (  # without its Python __new__
         legacy_version, random, session_id, suite, method, tuple(types), selected, key_share,
         hrr_group, alpn, psk, _EMS in first, _ETM in first, _SESSION_TICKET in first, end,
         tuple(problems)))
+    if shape_index is not None and not is_draft_server_hello(legacy_version):
+        start = 39 + len(session_id)
+        cut, key_length = end, 0
+        if key_share is not None:  # the key bytes follow the group and the key length
+            cut = first[_KEY_SHARE if _KEY_SHARE in first else _KEY_SHARE_DRAFT] + 4
+            key_length = key_share[1]
+        shapes = _SH_SHAPES.setdefault(shape_index, [])
+        if len(_SH_SHAPES) >= _MAX_CH_SHAPES:
+            _SH_SHAPES.clear()
+            shapes = _SH_SHAPES[shape_index] = []
+        if len(shapes) >= 16:
+            del shapes[0]
+        shapes.append((msg[start:cut], key_length, msg[cut + key_length:end], info))
+    return info
