@@ -149,8 +149,7 @@ class CaptureAnalysis:
             return None
         self.tls_connections += 1
         report = conn.report(self.name, reason)
-        trace = conn.reader.trace_lines() if hasattr(conn.reader, "trace_lines") else None
-        return tuple.__new__(Analyzed, (report, trace))  # Analyzed(report, trace), faster
+        return tuple.__new__(Analyzed, (report, conn.reader.trace_lines()))  # Analyzed(...)
 
     # -- the loop ------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Analyzed]:

@@ -214,10 +214,6 @@ def _message_names(f: Facts) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _ms(a: float | None, b: float | None) -> float | None:
-    return round((b - a) * 1000, 3) if a is not None and b is not None else None
-
-
 def _derive(f: Facts, transport: str) -> tuple:  # type: ignore[type-arg]
     """Everything in a report that depends only on the handshake's messages, not on the
     connection's addresses, randoms or times."""
@@ -278,34 +274,35 @@ def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> Connecti
         derived = _SHAPES[key] = _derive(f, transport)
     (sni, offer, client_ext, server_ext, version, cipher, kx, hrr, scheme, alpn, resumption,
      certificates, alerts, messages, prints, shape_json) = derived
-    hello = f.client_hellos[0] if f.client_hellos else None
+    (file, cid, transport_name, protocol, client_ip, client_port, server_ip, server_port,
+     first_frame, last_frame, first_ts, last_ts, client_bytes, server_bytes, close, midstream,
+     preamble, gap_bytes) = where
+    hellos = f.client_hellos
+    ch_ts = f.ch_ts
+    timings = object.__new__(ConnectionTimings)  # ConnectionTimings(...), without __init__
+    timings.__dict__.update({
+        "start": first_ts,
+        "server_hello_ms": round((f.sh_ts - ch_ts) * 1000, 3)
+        if ch_ts is not None and f.sh_ts is not None else None,
+        "handshake_ms": round((f.done_ts - ch_ts) * 1000, 3)
+        if ch_ts is not None and f.done_ts is not None else None,
+        "duration_ms": round((last_ts - first_ts) * 1000, 3)
+        if first_ts is not None and last_ts is not None else None})
+    decrypted = f.decrypted
     return _frozen(ConnectionReport, _REPORT_FIELDS, shape_json, (
-        where.file, where.id, where.transport, where.protocol,
-        f"{where.client_ip}:{where.client_port}", f"{where.server_ip}:{where.server_port}",
-        where.client_ip, where.client_port, where.server_ip, where.server_port,
-        where.first_frame, where.last_frame, sni, offer, len(f.client_hellos),
-        hello.random.hex() if hello is not None else None, client_ext, server_ext, version,
+        file, cid, transport_name, protocol, f"{client_ip}:{client_port}",
+        f"{server_ip}:{server_port}", client_ip, client_port, server_ip, server_port,
+        first_frame, last_frame, sni, offer, len(hellos),
+        hellos[0].random.hex() if hellos else None, client_ext, server_ext, version,
         cipher, kx, hrr, scheme, alpn, resumption, f.ticket_lifetime, certificates, alerts,
-        messages, prints,
-        _timings(where.first_ts, _ms(f.ch_ts, f.sh_ts), _ms(f.ch_ts, f.done_ts),
-                 _ms(where.first_ts, where.last_ts)),
-        where.client_bytes, where.server_bytes, f.encrypted[0] and f.encrypted[1],
-        f.decrypted, (f.finished[0] and f.finished[1]) if f.decrypted else None,
-        where.close, where.midstream or (not f.client_hellos and bool(f.server_hellos)),
-        _printable(where.preamble) if where.preamble else None, where.gap_bytes,
-        tuple(f.problems)))
+        messages, prints, timings, client_bytes, server_bytes,
+        f.encrypted[0] and f.encrypted[1], decrypted,
+        (f.finished[0] and f.finished[1]) if decrypted else None,
+        close, midstream or (not hellos and bool(f.server_hellos)),
+        _printable(preamble) if preamble else None, gap_bytes, tuple(f.problems)))
 
 
 _REPORT_FIELDS = tuple(field.name for field in dataclasses.fields(ConnectionReport))
-
-
-def _timings(start: float | None, server_hello_ms: float | None, handshake_ms: float | None,
-             duration_ms: float | None) -> ConnectionTimings:
-    """ConnectionTimings(...) without its frozen __init__ (equal to it)."""
-    obj = object.__new__(ConnectionTimings)
-    obj.__dict__.update(start=start, server_hello_ms=server_hello_ms,
-                        handshake_ms=handshake_ms, duration_ms=duration_ms)
-    return obj
 
 
 def _frozen(cls: type[_T], names: tuple[str, ...], shape_json: list[Any],

@@ -71,8 +71,9 @@ class Connection:
 
     def report(self, file: str, close: str | None) -> ConnectionReport:
         k = self.key
-        midstream = any(h.aligner.midstream for h in self.halves)
-        preamble = self.halves[0].aligner.preamble or self.halves[1].aligner.preamble
+        first, second = self.halves[0].aligner, self.halves[1].aligner
+        midstream = first.midstream or second.midstream
+        preamble = first.preamble or second.preamble
         where = tuple.__new__(Endpoints, (  # Endpoints(...) without its Python-level __new__
             file, k.id, "tcp", "tls", k.client_ip, k.client_port, k.server_ip, k.server_port,
             self.first_frame, self.last_frame, self.first_ts, self.last_ts, self.nbytes[0],

@@ -79,8 +79,13 @@ class FastReader:
     def release(self) -> None:
         """The connection is done: its partial messages no longer count against MAX_HELD."""
         for half in self.halves:
-            _held[0] -= len(half.hs)
-            half.hs = bytearray()
+            if half.hs:
+                _held[0] -= len(half.hs)
+                half.hs = bytearray()
+
+    def trace_lines(self) -> list[str] | None:
+        """No trace from this reader (the Flow reader keeps one)."""
+        return None
 
     def gap(self, half: FastHalf) -> None:
         if half.counting:
