@@ -248,6 +248,7 @@ class CaptureStream:
         fast = _ETH_IPV4_TCP
         rec_len, unpack, scale, limit = reader.rec_len, reader.unpack, reader.scale, reader.limit
         header_at, record_at = reader.header_at, reader.record_at
+        control = tcp.control
         buf, pos = reader.window()
         end = len(buf)
         sec = frac = frame = 0
@@ -282,8 +283,8 @@ class CaptureStream:
                         pstart = start + 34 + ((doff >> 4) << 2)
                         if pstart < l4end:
                             key = buf[start + 26:start + 38]
+                            half = flows_get(key)
                             if not flags & 7:
-                                half = flows_get(key)
                                 if half is not None and seq == half.next_seq:
                                     in_order += 1
                                     half.next_seq = (seq + l4end - pstart) & 0xFFFFFFFF
@@ -302,16 +303,20 @@ class CaptureStream:
                                         while out:
                                             yield pop(0)
                                     continue
-                            payload(buf, key, start + 26, 4, start + 34, pstart, l4end, seq,
-                                    flags, 0, sec + frac * scale, frame)
+                                payload(buf, key, start + 26, 4, start + 34, pstart, l4end,
+                                        seq, flags, 0, sec + frac * scale, frame)
+                            else:
+                                control(half, key, seq, flags, buf, start + 26, 4, start + 34,
+                                        pstart, l4end, 0, sec + frac * scale, frame)
                             while out:
                                 yield pop(0)
                             continue
                         if pstart == l4end:
                             if not flags & 7:
                                 continue  # pure ack
-                            payload(buf, buf[start + 26:start + 38], start + 26, 4, start + 34,
-                                    pstart, l4end, seq, flags, 0, sec + frac * scale, frame)
+                            key = buf[start + 26:start + 38]
+                            control(flows_get(key), key, seq, flags, buf, start + 26, 4,
+                                    start + 34, pstart, l4end, 0, sec + frac * scale, frame)
                             while out:
                                 yield pop(0)
                             continue

@@ -114,8 +114,8 @@ class TcpTracker(Reassembler):
         (source address, destination address, source port, destination port, raw)."""
         half = self.flows.get(key)
         if half is None or flags & 7:
-            self._control(half, key, seq, flags, buf, addr_off, alen, l4, pstart, l4end, cut,
-                          ts, frame)
+            self.control(half, key, seq, flags, buf, addr_off, alen, l4, pstart, l4end, cut,
+                         ts, frame)
             return
         conn = half.conn
         conn.last = frame
@@ -144,10 +144,11 @@ class TcpTracker(Reassembler):
         if conn.closing and conn.halves[0].complete and conn.halves[1].complete:
             self.close(conn, "fin", ts, frame)
 
-    def _control(self, half: HalfStream | None, key: bytes, seq: int, flags: int, buf: bytes,
-                 addr_off: int, alen: int, l4: int, pstart: int, l4end: int, cut: int,
-                 ts: float, frame: int) -> None:
-        """Segments with SYN, FIN or RST, and the first segment of an unknown flow."""
+    def control(self, half: HalfStream | None, key: bytes, seq: int, flags: int, buf: bytes,
+                addr_off: int, alen: int, l4: int, pstart: int, l4end: int, cut: int,
+                ts: float, frame: int) -> None:
+        """Segments with SYN, FIN or RST, and the first segment of an unknown flow (`half`:
+        the flow's entry, None when unknown)."""
         data = buf[pstart:l4end]
         if flags & SYN:
             if flags & RST:
@@ -264,7 +265,8 @@ class TcpTracker(Reassembler):
         if conn.closed:
             return
         for half in conn.halves:
-            if half.pending or half.fin_seq is not None and half.next_seq is not None:
+            if half.pending or half.fin_seq is not None and half.next_seq is not None and \
+                    half.next_seq != half.fin_seq:
                 self.flush(half, ts, frame)
             half.next_seq = None
             if half.skipped or half.skip_gaps:
