@@ -9,7 +9,8 @@ Module map: analyzer (the loop over capture events), connection (one TCP connect
 framing (where records start: preambles, mid-stream, resync after gaps), fast (the fast
 record/handshake reader), flowreader (the session.Flow reader: --msg trace, decryption),
 decrypt (key log -> record protection), facts (what the messages said), hello /
-hello_codec (hello summaries, fast and from the codec), messages (key exchange,
+hello_codec (hello summaries, fast and from the codec; hello_fields reads
+the extension bodies), messages (key exchange,
 certificates, tickets), build (facts -> report), fingerprints (JA3, JA3S, JA4), quic (QUIC
 Initial packets), dtls (DTLS handshakes), filters, stats.
 """

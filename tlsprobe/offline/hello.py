@@ -16,6 +16,13 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
+from tlsprobe.offline.hello_fields import alpn as _alpn
+from tlsprobe.offline.hello_fields import client_shares as _client_shares
+from tlsprobe.offline.hello_fields import psk_identities as _psk_identities
+from tlsprobe.offline.hello_fields import server_name as _server_name
+from tlsprobe.offline.hello_fields import u8_list as _u8_list
+from tlsprobe.offline.hello_fields import u16_list as _u16_list
+from tlsprobe.offline.hello_fields import uint16s as _uint16s
 from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.hello import HELLO_RETRY_REQUEST_RANDOM, is_draft_server_hello
 
@@ -24,7 +31,6 @@ _ALPN, _ETM, _EMS, _SESSION_TICKET = 16, 22, 23, 35
 _KEY_SHARE_DRAFT, _PRE_SHARED_KEY, _EARLY_DATA, _SUPPORTED_VERSIONS = 40, 41, 42, 43
 _KEY_SHARE = 51
 _U16 = struct.Struct("!H").unpack_from
-_LISTS: dict[int, struct.Struct] = {}
 
 
 class ClientHelloInfo(NamedTuple):
@@ -82,90 +88,6 @@ class ServerHelloInfo(NamedTuple):
 
 def _fail(reason: str, offset: int, path: str) -> DecodeError:
     return DecodeError(reason, offset, path)
-
-
-def _uint16s(data: bytes, start: int, count: int) -> tuple[int, ...]:
-    unpack = _LISTS.get(count)
-    if unpack is None:
-        unpack = _LISTS[count] = struct.Struct(f"!{count}H")
-    return unpack.unpack_from(data, start)
-
-
-def _u16_list(data: bytes, len_size: int, minimum: int, maximum: int = 0xFFFF) -> tuple[int, ...]:
-    """A whole extension body that is one vector of uint16 (`len_size`-byte length)."""
-    if len(data) < len_size:
-        raise ValueError("short")
-    n = data[0] if len_size == 1 else (data[0] << 8) | data[1]
-    if n != len(data) - len_size or n % 2 or n < minimum or n > maximum:
-        raise ValueError("bad list length")
-    return _uint16s(data, len_size, n // 2)
-
-
-def _u8_list(data: bytes, minimum: int) -> tuple[int, ...]:
-    if not data or data[0] != len(data) - 1 or data[0] < minimum:
-        raise ValueError("bad list length")
-    return tuple(data[1:])
-
-
-def _server_name(data: bytes) -> str | None:
-    if len(data) < 3 or (data[0] << 8) | data[1] != len(data) - 2:
-        raise ValueError("bad server_name_list")
-    p, host = 2, None
-    while p < len(data):
-        if p + 3 > len(data):
-            raise ValueError("truncated name")
-        size = (data[p + 1] << 8) | data[p + 2]
-        if size < 1 or p + 3 + size > len(data):
-            raise ValueError("bad name length")
-        if data[p] == 0 and host is None:
-            host = data[p + 3:p + 3 + size].decode("ascii", "backslashreplace")
-        p += 3 + size
-    return host
-
-
-def _alpn(data: bytes) -> tuple[bytes, ...]:
-    if len(data) < 4 or (data[0] << 8) | data[1] != len(data) - 2:
-        raise ValueError("bad protocol_name_list")
-    p, out = 2, []
-    while p < len(data):
-        size = data[p]
-        if size < 1 or p + 1 + size > len(data):
-            raise ValueError("bad protocol name")
-        out.append(bytes(data[p + 1:p + 1 + size]))
-        p += 1 + size
-    return tuple(out)
-
-
-def _client_shares(data: bytes) -> tuple[tuple[int, int], ...]:
-    if len(data) < 2 or (data[0] << 8) | data[1] != len(data) - 2:
-        raise ValueError("bad client_shares")
-    p, out = 2, []
-    while p < len(data):
-        if p + 4 > len(data):
-            raise ValueError("truncated share")
-        size = (data[p + 2] << 8) | data[p + 3]
-        if size < 1 or p + 4 + size > len(data):
-            raise ValueError("bad key_exchange length")
-        out.append(((data[p] << 8) | data[p + 1], size))
-        p += 4 + size
-    return tuple(out)
-
-
-def _psk_identities(data: bytes) -> int:
-    if len(data) < 2:
-        raise ValueError("short")
-    end = 2 + ((data[0] << 8) | data[1])
-    p, count = 2, 0
-    if end > len(data):
-        raise ValueError("bad identities length")
-    while p < end:
-        if p + 2 > end:
-            raise ValueError("truncated identity")
-        p += 2 + ((data[p] << 8) | data[p + 1]) + 4
-        count += 1
-    if p != end:
-        raise ValueError("identities do not add up")
-    return count
 
 
 #: extension type -> (ClientHelloInfo field, reader of the extension body), in the order
