@@ -144,19 +144,11 @@ def connection_rows(r: ConnectionReport) -> list[tuple[str, str]]:
 
 
 def _key_exchange_rows(r: ConnectionReport) -> list[tuple[str, str]]:
-    from tlsprobe.report.tables import SOURCES
+    from tlsprobe.report.tables import key_exchange_head
     kx = r.key_exchange
     if kx is None:
         return []
-    rows = []
-    if kx.group is not None:
-        rows.append(("Group", f"{kx.group.label()}, from {SOURCES.get(kx.source, kx.source)}"))
-    elif kx.dh_group_name:
-        rows.append(("Group", f"DHE {kx.dh_group_name}, from {SOURCES[kx.source]}"))
-    else:
-        rows.append(("Key exchange", f"{kx.kind}, {SOURCES.get(kx.source, kx.source)}"))
-    if kx.server_temp_key:
-        rows.append(("Server Temp Key", kx.server_temp_key))
+    rows = key_exchange_head(kx)
     sizes = []
     if kx.server_share_bytes is not None:
         sizes.append(f"server {kx.server_share_bytes} bytes")

@@ -8,7 +8,7 @@ from typing import IO
 from rich.console import Console
 from rich.table import Table
 
-from tlsprobe.report.model import ProbeResult
+from tlsprobe.report.model import KeyExchange, ProbeResult
 
 SOURCES = {"key_share": "TLS 1.3 key_share", "hello_retry_request":
            "TLS 1.3 key_share after HelloRetryRequest", "server_key_exchange":
@@ -17,6 +17,21 @@ SOURCES = {"key_share": "TLS 1.3 key_share", "hello_retry_request":
 
 #: chain entries printed in the summary; a longer chain (see --max-chain) is cut with a note
 MAX_CHAIN_SHOWN = 10
+
+
+def key_exchange_head(kx: KeyExchange) -> list[tuple[str, str]]:
+    """The group (or key exchange kind), where it was learnt, and s_client's Temp Key line;
+    shared by the live probe's summary and the pcap reader's details."""
+    rows: list[tuple[str, str]] = []
+    if kx.group is not None:
+        rows.append(("Group", f"{kx.group.label()}, from {SOURCES.get(kx.source, kx.source)}"))
+    elif kx.dh_group_name:
+        rows.append(("Group", f"DHE {kx.dh_group_name}, from {SOURCES[kx.source]}"))
+    else:
+        rows.append(("Key exchange", f"{kx.kind}, {SOURCES.get(kx.source, kx.source)}"))
+    if kx.server_temp_key:
+        rows.append(("Server Temp Key", kx.server_temp_key))
+    return rows
 
 
 def probe_rows(r: ProbeResult) -> list[tuple[str, str]]:
@@ -30,14 +45,7 @@ def probe_rows(r: ProbeResult) -> list[tuple[str, str]]:
         rows.append(("", f"OpenSSL name: {r.cipher.openssl_name or '(none)'}"))
     kx = r.key_exchange
     if kx is not None:
-        if kx.group is not None:
-            rows.append(("Group", f"{kx.group.label()}, from {SOURCES.get(kx.source, kx.source)}"))
-        elif kx.dh_group_name:
-            rows.append(("Group", f"DHE {kx.dh_group_name}, from {SOURCES[kx.source]}"))
-        else:
-            rows.append(("Key exchange", f"{kx.kind}, {SOURCES.get(kx.source, kx.source)}"))
-        if kx.server_temp_key:
-            rows.append(("Server Temp Key", kx.server_temp_key))
+        rows += key_exchange_head(kx)
         sizes = []
         if kx.server_share_bytes is not None:
             sizes.append(f"server {kx.server_share_bytes} bytes")
