@@ -66,6 +66,10 @@ class MiniServer:
             threading.Thread(target=self._serve, args=(conn, n), daemon=True).start()
 
     def _serve(self, conn: socket.socket, n: int) -> None:
+        # A connection counts as active from accept until the answer is sent: that span lies
+        # inside the client's connect..close span, so the count never exceeds what the client
+        # really had open (waiting for the client's close would lag behind it and over-count).
+        done = False
         try:
             hello = self._read_hello(conn)
             if self.hold:
@@ -74,13 +78,19 @@ class MiniServer:
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 return
             conn.sendall(self._answer(hello))
+            done = self._leave()
             conn.recv(100)
         except OSError:
             pass
         finally:
-            with self._lock:
-                self._active -= 1
+            if not done:
+                self._leave()
             conn.close()
+
+    def _leave(self) -> bool:
+        with self._lock:
+            self._active -= 1
+        return True
 
     @staticmethod
     def _read_hello(conn: socket.socket) -> ClientHello:
