@@ -27,7 +27,8 @@ from tlsprobe.speed import (
     text,
 )
 from tlsprobe.speed.kex import HYBRIDS, Hybrid
-from tlsprobe.speed.results import AlgorithmResult, Figure
+from tlsprobe.speed.results import AlgorithmResult, Comparison, ComparisonRow, Figure
+from tlsprobe.speed.text import AEAD_CALL_NOTE, comparison_lines
 
 OPENSSL = shutil.which("openssl")
 needs_openssl = pytest.mark.skipif(OPENSSL is None, reason="no openssl binary on PATH")
@@ -310,3 +311,13 @@ def test_text_report_layout() -> None:
         "type              16 bytes",
         "AES-128-GCM      16000.00k",
     ]
+
+
+def test_comparison_explains_small_block_ratios_only_when_aead_rows_are_there() -> None:
+    kex_row = ComparisonRow("x25519", "derive", None, "ops/s", 30000.0, 29000.0)
+    aead_row = ComparisonRow("aes-128-gcm", "encrypt", 16, "bytes/s", 3.1e7, 4.2e7)
+    with_aead = comparison_lines(Comparison("openssl", "OpenSSL 3", 1, (kex_row, aead_row)), "x")
+    kex_only = comparison_lines(Comparison("openssl", "OpenSSL 3", 1, (kex_row,)), "x")
+    assert AEAD_CALL_NOTE in with_aead and AEAD_CALL_NOTE not in kex_only
+    (line,) = [line for line in with_aead if line.startswith("aes-128-gcm")]
+    assert line.split()[-1] == "0.74"

@@ -87,8 +87,16 @@ def comparison_lines(comparison: Comparison, library: str) -> list[str]:
         ratio = f"{row.ratio:.2f}" if row.ratio is not None else "-"
         line = f"{row.algorithm:<{name_width}}{operation:<12}{ours:>14}{theirs:>14}{ratio:>8}"
         lines.append(line + (f"  ({row.note})" if row.note else ""))
+    if any(row.unit == "bytes/s" for row in comparison.rows):
+        lines.append(AEAD_CALL_NOTE)
     lines.extend(f"  ran: {command}" for command in comparison.commands)
     return lines
+
+
+# tlsprobe encrypts each block with one Python call into OpenSSL, `openssl speed` loops in C:
+# at small blocks the ratio measures that call, at 16 KiB it compares the ciphers (and builds).
+AEAD_CALL_NOTE = ("  note: tlsprobe makes one Python call per AEAD block; at small blocks the "
+                  "ratio is the cost of that call, at 16384 bytes it compares the ciphers")
 
 
 def library_line(report: SpeedReport) -> str:
