@@ -210,6 +210,8 @@ def test_ecdsa_certificate_curve_in_tls12(server_cache):
     assert names(g12.supported) == ["secp256r1", "secp384r1", "x25519"]
     assert g12.order == "client" and g12.inconclusive == ()
     assert "x448" in names(g12.not_supported)
+    assert g12.certificate_curve is not None and g12.certificate_curve.name == "secp256r1"
+    assert r.group_audit(0x0304).certificate_curve is None      # a TLS 1.2 matter only
     sig13 = next(s for s in r.signature_schemes if s.version.id == 0x0304)
     assert sig13.status == "established"
     assert names(sig13.supported) == ["ecdsa_secp256r1_sha256"]   # TLS 1.3 binds the curve

@@ -151,6 +151,22 @@ def test_explicit_groups_refusal_mismatch_and_pinned_suites(server_cache):
     assert dhe.status == MISMATCH and "offered ffdhe3072 (0x0101) alone" in dhe.detail
 
 
+def test_tls12_with_an_ecdsa_certificate_lists_its_curve_after_the_timed_group(server_cache):
+    # OpenSSL uses an ECDSA certificate in TLS 1.2 only when the client lists its curve
+    # (P-256 here), which this server does not accept for key exchange.
+    srv = server_cache("openssl", groups=["X25519", "P-384"], proto="tls1_2", cert="ecdsa")
+    report = measure_timing(Target("127.0.0.1", srv.port),
+                            TimingOptions(runs=3, warmup=0, versions=(TLS12,)))
+    t12 = _by(report, TLS12)
+    assert set(t12) == {X25519, P384}
+    for e in t12.values():
+        _check_figures(e, 3)
+    # Offered alone, the same group is refused: the certificate's curve is what was missing.
+    alone = measure_timing(Target("127.0.0.1", srv.port), TimingOptions(
+        runs=2, warmup=0, versions=(TLS12,), groups=(X25519,)))
+    assert [e.status for e in alone.entries] == [REFUSED]
+
+
 def test_pyopenssl_hybrid_and_classic_groups(server_cache):
     srv = server_cache("pyopenssl", groups=["X25519MLKEM768", "X25519", "ffdhe4096"],
                        proto="tls1_3")

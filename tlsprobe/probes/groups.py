@@ -240,7 +240,9 @@ async def tls12_groups(run: TargetRunner, candidates: list[int], *,
                       supported=_cp(st.ec.listed(order, candidates)),
                       not_supported=_cp(st.ec.not_supported),
                       inconclusive=_cp(st.ec.inconclusive), order=order, dhe=dhe_audit,
-                      connections=run.connections(phase), notes=tuple(st.ec.notes))
+                      connections=run.connections(phase), notes=tuple(st.ec.notes),
+                      certificate_curve=(Codepoint.group(st.cert_curve)
+                                         if st.cert_curve is not None else None))
 
 
 async def _behind_certificate_curve(run: TargetRunner, el: Elimination, build: Builder,

@@ -152,7 +152,10 @@ def _mismatch(p: Plan, out: Outcome) -> str | None:
     if p.expect_group and p.group is not None and out.group != p.group:
         got = registry.group_label(out.group) if out.group is not None else \
             f"a {out.dh_bits}-bit DH prime ({out.dh_name or 'not a named group'})"
-        return f"offered {registry.group_label(p.group)} alone, the server used {got}"
+        offered = (f"{registry.group_label(p.group)} (its ECDSA certificate's curve "
+                   f"{registry.group_name(p.companion)} listed after it)" if p.companion
+                   is not None else f"{registry.group_label(p.group)} alone")
+        return f"offered {offered}, the server used {got}"
     return None
 
 

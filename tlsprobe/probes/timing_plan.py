@@ -42,6 +42,7 @@ class Plan:
     config: ClientConfig
     offered_suite: int | None = None
     expect_group: bool = True               # False for fixed DHE parameters
+    companion: int | None = None            # TLS 1.2: the ECDSA certificate's curve, listed last
 
 
 def _kind(group: int | None) -> str:
@@ -65,18 +66,27 @@ def suite_applies(version: int, group: int | None, suite: int) -> bool:
 
 
 def plan(version: int, group: int | None, server_name: str | None, *, suite: int | None = None,
-         label: str | None = None, expect_group: bool = True) -> Plan:
-    """The ClientConfig of one entry: that group alone, the suites that go with it."""
+         label: str | None = None, expect_group: bool = True,
+         companion: int | None = None) -> Plan:
+    """The ClientConfig of one entry: that group alone, the suites that go with it.
+
+    `companion` (TLS 1.2 ECDHE): the curve of the server's ECDSA certificate. A TLS 1.2
+    server may only use that certificate when the client lists its curve, so the entry
+    offers it after `group`; a server that prefers it then shows as a mismatch."""
+    if (version >= TLS13 or companion == group or group is None or not expect_group
+            or _kind(group) != "ECDHE"):
+        companion = None
     kw: dict = {"server_name": server_name, "versions": (version,), "alpn": (),
                 "signature_algorithms": broad_sigalgs(), "status_request": False}
     if version >= TLS13:
         kw.update(groups=(group,), key_share_groups=(group,),
                   cipher_suites_13=(suite,) if suite is not None else DEFAULT_SUITES_13)
     else:
-        kw.update(groups=(group,) if group is not None and expect_group else (),
+        offered = (group,) if group is not None and expect_group else ()
+        kw.update(groups=offered + ((companion,) if companion is not None else ()),
                   cipher_suites_12=(suite,) if suite is not None else _tls12_suites(_kind(group)))
     name = label or (registry.group_label(group) if group is not None else "DHE")
-    return Plan(version, group, name, ClientConfig(**kw), suite, expect_group)
+    return Plan(version, group, name, ClientConfig(**kw), suite, expect_group, companion)
 
 
 def explicit_plans(options: TimingOptions) -> tuple[list[Plan], list[str]]:
@@ -106,9 +116,10 @@ async def _discover(target: Target, options: TimingOptions) -> tuple[list[Plan],
         vname = registry.version_name(version)
         dhe = audit.dhe
         found = [c.id for c in audit.supported + (dhe.negotiated if dhe else ())]
+        cert = audit.certificate_curve.id if audit.certificate_curve else None
         for g in dict.fromkeys(found):
             if kex.is_computable(g):
-                plans.append(plan(version, g, options.server_name))
+                plans.append(plan(version, g, options.server_name, companion=cert))
             else:
                 notes.append(f"{vname}: {registry.group_label(g)} accepted, but no key share "
                              "can be computed here; not timed")
@@ -147,7 +158,7 @@ def with_suites(plans: list[Plan], suites: dict[int, tuple[int, ...]],
         if not chosen:
             out.append(p)
         out += [plan(p.version, p.group, server_name, suite=s, label=p.label,
-                     expect_group=p.expect_group) for s in chosen]
+                     expect_group=p.expect_group, companion=p.companion) for s in chosen]
     return out
 
 

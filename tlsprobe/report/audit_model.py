@@ -80,7 +80,9 @@ class GroupAudit:
     `method`: "hello_retry_request" (TLS 1.3, offers without key shares), "key_share"
     (TLS 1.3 with real shares, where HelloRetryRequest was inconclusive),
     "server_key_exchange" (TLS 1.2 ECDHE named curve). `spoken` is False when the server
-    refused the version itself, None when that could not be told.
+    refused the version itself, None when that could not be told. `certificate_curve`
+    (TLS 1.2): the curve of the server's ECDSA certificate, which a TLS 1.2 client must
+    list for any ECDHE suite to be usable (OpenSSL refuses otherwise).
     """
 
     version: Codepoint
@@ -93,6 +95,7 @@ class GroupAudit:
     dhe: DheAudit | None = None
     connections: int = 0
     notes: tuple[str, ...] = ()
+    certificate_curve: Codepoint | None = None
 
 
 @dataclass(frozen=True)
