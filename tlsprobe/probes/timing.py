@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 
 from tlsprobe import kex, registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
-from tlsprobe.engine.config import TLS13, ClientConfig
+from tlsprobe.engine.config import TLS12, TLS13, ClientConfig
 from tlsprobe.net.tcp import Target, open_channel
 from tlsprobe.probes.scheduler import Outcome, broad_sigalgs, outcome_of
 from tlsprobe.probes.timing_plan import Plan, TimingOptions, plans_for
@@ -159,6 +159,17 @@ def _mismatch(p: Plan, out: Outcome) -> str | None:
     return None
 
 
+def _refusal_hint(p: Plan) -> str:
+    """A TLS 1.2 ECDHE group offered alone may be refused only because the server's ECDSA
+    certificate is on another curve, which the client must list too (the enumeration finds
+    that curve and lists it; an explicit group list cannot know it)."""
+    info = registry.group(p.group) if p.group is not None else None
+    if p.version != TLS12 or p.companion is not None or info is None or info.kind == "ffdhe":
+        return ""
+    return ("; if the server's certificate is ECDSA, TLS 1.2 needs its curve offered too: "
+            "run without --timing-groups to have it found and listed")
+
+
 def _attempt(st: _State, family: int, address: tuple, options: TimingOptions,
              counted: bool) -> bool:
     """One handshake for one entry; False when it failed."""
@@ -171,6 +182,7 @@ def _attempt(st: _State, family: int, address: tuple, options: TimingOptions,
         st.last_error, st.last_kind = str(exc), exc.kind
         if not st.confirmed and (exc.kind != "network" or st.attempts >= 2):
             st.status = REFUSED   # an alert or close is an answer; a network error gets a retry
+            st.last_error += _refusal_hint(st.plan) if options.groups else ""
         elif st.confirmed and st.consecutive >= options.max_failures:
             st.status = FAILING
         return False
