@@ -176,9 +176,6 @@ def test_key_shares_give_secret_or_invalid_share(group: int, data: st.DataObject
 _DER = identity().der
 
 
-@pytest.mark.skip(reason="known bug, fix pending: tlsprobe/probes/facts.py certificate_info lets "
-                  "cryptography.exceptions.UnsupportedAlgorithm escape (EC key on an unknown "
-                  "curve); hostile scenario certificate_unknown_curve")
 @FUZZ
 @given(der=mutated([_DER]))
 def test_certificate_summary_never_raises(der: bytes) -> None:
