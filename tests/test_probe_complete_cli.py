@@ -238,3 +238,22 @@ def test_pcap_writer_ipv6_segments(tmp_path) -> None:
     assert max(int(r[4]) for r in rows) == 1460
     fin = [r for r in rows if r[1] == "50000"][-2]  # the client's FIN
     assert int(fin[2]) == 1 + len(c2s) and int(fin[3]) == 1 + len(s2c)
+
+
+@pytest.mark.parametrize("proto,alert", [("tls1_3", "certificate_required (116)"),
+                                         ("tls1_2", "handshake_failure (40)")])
+def test_server_that_requires_a_client_certificate(run_cli, server_cache, proto, alert) -> None:
+    """TLS 1.3 servers check our (empty) Certificate only after our Finished: the alert that
+    follows takes the handshake back, and the probe says why (exit 5, not 0)."""
+    srv = server_cache("openssl", groups=["X25519"], proto=proto, extra=["-Verify", "1"])
+    res = run_cli(f"127.0.0.1:{srv.port}", "--json", "--timeout", "5")
+    assert res.returncode == 5, res.stderr
+    data = json.loads(res.stdout)
+    assert data["client_certificate_requested"] is True and data["handshake_complete"] is False
+    assert data["error_kind"] == "alert" and alert in data["error"]
+    (line,) = res.stderr.strip().splitlines()
+    assert alert in line and "requires a client certificate" in line
+    text = run_cli(f"127.0.0.1:{srv.port}", "--timeout", "5")
+    assert text.returncode == 5
+    assert "requested by the server (CertificateRequest); none sent" in text.stdout
+    assert "stopped after the server's first flight" not in text.stdout

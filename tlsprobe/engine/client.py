@@ -97,6 +97,7 @@ class ClientHandshake:
         self.closed = False
         self.done = False
         self.first_flight_done = False
+        self.sent_types: set[int] = set()   # handshake types we sent
         self.version_state: object | None = None
         self._record_version = TLS10
         self._write: RecordProtection | None = None
@@ -122,6 +123,7 @@ class ClientHandshake:
     def send_message(self, raw: bytes) -> None:
         """Send one whole handshake message and add it to the transcript."""
         self.transcript.add(raw)
+        self.sent_types.add(raw[0])
         self.send_record(HANDSHAKE, raw)
 
     def send_change_cipher_spec(self) -> None:
@@ -154,6 +156,11 @@ class ClientHandshake:
     def complete(self) -> None:
         self.handshake_complete = True
         self.done = True
+
+    @property
+    def certificate_requested(self) -> bool:
+        """The server sent a CertificateRequest (tlsprobe answers with no certificate)."""
+        return HandshakeType.certificate_request in self.flight.messages
 
     @property
     def client_random(self) -> bytes:
@@ -260,8 +267,12 @@ class ClientHandshake:
                 # TLS 1.3: the server checks our Finished after we sent it; an alert before
                 # any data from it means it refused the handshake.
                 self.handshake_complete = False
+            why = ("; the server requires a client certificate (it sent a CertificateRequest "
+                   "and tlsprobe has none to send)"
+                   if self.certificate_requested
+                   and HandshakeType.certificate in self.sent_types else "")
             raise HandshakeFailure("alert", f"server sent {level} alert {name} "
-                                   f"({ev.alert.description})", ev.alert.description)
+                                   f"({ev.alert.description}){why}", ev.alert.description)
 
     def _application_data(self, ev: ApplicationDataEvent) -> None:
         if ev.direction != SERVER:

@@ -257,5 +257,6 @@ def result_from(hs: ClientHandshake, target: Target, address: str | None, *,
         finished_verified=hs.finished_verified, http_status=http_status,
         signature_verified=hs.signature_verified, signature_detail=hs.signature_detail,
         incomplete_reason=hs.incomplete_reason,
+        client_certificate_requested=hs.certificate_requested,
         alerts=alerts, messages=messages, timings=t,
         error=error[0] if error else None, error_kind=error[1] if error else None)

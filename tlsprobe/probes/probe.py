@@ -149,15 +149,22 @@ def _http_exchange(conv: _Conversation, options: ProbeOptions, target: Target) -
     return data.split(b"\n", 1)[0].rstrip(b"\r").decode("latin-1")[:200]
 
 
-def _drain(conv: _Conversation, read_timeout: float) -> None:
-    """After our close_notify: read the server's last records (tickets, close_notify)."""
+def _drain(conv: _Conversation, read_timeout: float) -> HandshakeFailure | None:
+    """After our close_notify: read the server's last records (tickets, close_notify).
+
+    Returns the alert that took the completed handshake back (TLS 1.3: the server checks
+    our Finished, and our empty Certificate, only after we sent them); other late errors
+    leave the handshake result standing."""
     conv.channel.read_timeout = min(read_timeout, DRAIN_TIMEOUT)
     while not conv.engine.peer_closed and not conv.eof:
         try:
             if not conv.pump():
-                return
-        except (NetworkError, HandshakeFailure):  # the handshake result stands
-            return
+                return None
+        except NetworkError:
+            return None
+        except HandshakeFailure as exc:
+            return None if conv.engine.handshake_complete else exc
+    return None
 
 
 def verification_of(engine: ClientHandshake, target: Target,
@@ -219,7 +226,9 @@ def run_probe(target: Target, options: ProbeOptions) -> ProbeRun:
                 if options.http_get is not None:
                     http_status = _http_exchange(conv, options, target)
                 conv.send(engine.close())
-                _drain(conv, channel.read_timeout)
+                refused = _drain(conv, channel.read_timeout)
+                if refused is not None:
+                    error = (f"{target.display}: {refused}", refused.kind)
         except HandshakeFailure as exc:
             error = (f"{target.display}: {exc}", exc.kind)
             try:

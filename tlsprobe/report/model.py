@@ -155,6 +155,7 @@ class ProbeResult:
     signature_verified: bool | None = None   # CertificateVerify / ServerKeyExchange signature
     signature_detail: str | None = None      # what was verified, or why it was not
     incomplete_reason: str | None = None     # why the engine stopped before Finished
+    client_certificate_requested: bool = False  # CertificateRequest seen (none is sent)
     alerts: tuple[AlertInfo, ...] = ()
     messages: tuple[str, ...] = ()  # "<<< ServerHello" style, in order
     timings: Timings = field(default_factory=Timings)

@@ -83,13 +83,17 @@ def probe_rows(r: ProbeResult) -> list[tuple[str, str]]:
         rows.append(("Server signature", state + detail))
     if r.finished_verified is not None:
         rows.append(("Server Finished", "verified" if r.finished_verified else "FAILED"))
+    if r.client_certificate_requested:
+        rows.append(("Client certificate", "requested by the server (CertificateRequest); "
+                     "none sent"))
     if r.version is not None:
         if r.handshake_complete:
             state = "complete"
         elif r.incomplete_reason:
             state = f"stopped after the server's first flight: {r.incomplete_reason}"
         elif r.error:
-            state = "failed"
+            state = "failed" if r.finished_verified is None else \
+                "refused by the server after our Finished"
         else:
             state = "stopped after the server's first flight"
         rows.append(("Handshake", state))
