@@ -78,7 +78,9 @@ class ConnectionReport:
     sides switched to protected records. `handshake_complete`: both Finished messages were
     decrypted (None when no key was known). `midstream`: the capture starts inside the
     connection; `preamble`: printable start of the plain text before TLS (STARTTLS, proxy);
-    `gap_bytes`: bytes the capture missed; `problems`: malformed data and other remarks."""
+    `gap_bytes`: bytes the capture missed; `problems`: malformed data and other remarks;
+    `compression`: the TLS compression method the ServerHello chose when not null (1
+    DEFLATE, RFC 3749; 64 LZS), else None."""
 
     file: str
     id: int
@@ -121,6 +123,7 @@ class ConnectionReport:
     preamble: str | None = None
     gap_bytes: int = 0
     problems: tuple[str, ...] = ()
+    compression: Codepoint | None = None
 
     @property
     def group(self) -> Codepoint | None:
@@ -162,7 +165,8 @@ class ConnectionReport:
                 f'"handshake_complete": {_BOOL[self.handshake_complete]}, '
                 f'"close": {_str_or_null(self.close)}, "midstream": {_BOOL[self.midstream]}, '
                 f'"preamble": {_str_or_null(self.preamble)}, "gap_bytes": {self.gap_bytes}, '
-                f'"problems": {dumps(self.problems) if self.problems else "[]"}}}')
+                f'"problems": {dumps(self.problems) if self.problems else "[]"}, '
+                f'"compression": {dumps(self.compression)}}}')
 
 
 @dataclass(frozen=True)
@@ -200,7 +204,8 @@ _FAST_JSON = tuple(f.name for f in dataclasses.fields(ConnectionReport)) == (
     "server_ip", "server_port", "first_frame", "last_frame", *_SHAPE_PARTS[0],
     "client_hellos", "client_random", *_SHAPE_PARTS[1], "session_ticket_lifetime",
     *_SHAPE_PARTS[2], "timings", "client_bytes", "server_bytes", "encrypted", "decrypted",
-    "handshake_complete", "close", "midstream", "preamble", "gap_bytes", "problems") and \
+    "handshake_complete", "close", "midstream", "preamble", "gap_bytes", "problems",
+    "compression") and \
     tuple(f.name for f in dataclasses.fields(ConnectionTimings)) == (
         "start", "server_hello_ms", "handshake_ms", "duration_ms")
 _BOOL = {True: "true", False: "false", None: "null"}
