@@ -9,12 +9,16 @@ nothing more is to be learnt from that side), `feed`, `gap` and `swapped`.
 
 from __future__ import annotations
 
+import dataclasses
+from functools import lru_cache
 from typing import Any
 
 from tlsprobe.capture import ConnKey
 from tlsprobe.offline.build import Endpoints, build_report
 from tlsprobe.offline.facts import Facts
-from tlsprobe.report.offline_model import ConnectionReport
+from tlsprobe.report.offline_model import Codepoint, ConnectionReport
+
+_COMPRESSION = {0: "null", 1: "DEFLATE", 64: "LZS"}
 
 
 class Connection:
@@ -78,4 +82,15 @@ class Connection:
             file, k.id, "tcp", "tls", k.client_ip, k.client_port, k.server_ip, k.server_port,
             self.first_frame, self.last_frame, self.first_ts, self.last_ts, self.nbytes[0],
             self.nbytes[1], close, midstream, preamble[:256], self.gap_bytes))
-        return build_report(where, self.facts)
+        report = build_report(where, self.facts)
+        sh = self.facts.server_hello
+        if sh is not None and sh.compression_method:  # rare: the fast path stays as it is
+            report = dataclasses.replace(report, compression=compression_cp(
+                sh.compression_method))
+        return report
+
+
+@lru_cache(maxsize=16)
+def compression_cp(method: int) -> Codepoint:
+    """A TLS compression method (RFC 3749 registry) as a report Codepoint."""
+    return Codepoint(method, f"0x{method:02x}", _COMPRESSION.get(method, f"0x{method:02x}"))

@@ -2,16 +2,23 @@
 
 When the ServerHello of a connection is seen, its client random selects the logged
 secrets. TLS 1.3: the handshake traffic secrets (CLIENT_/SERVER_HANDSHAKE_TRAFFIC_SECRET)
-decrypt the encrypted handshake; each side switches to its application traffic secret
+decrypt the encrypted handshake (a client that offered 0-RTT first sends early data under
+CLIENT_EARLY_TRAFFIC_SECRET, up to its EndOfEarlyData; records no known key opens in that
+phase are skipped, as the server skips them, RFC 8446 4.2.10); each side switches to its application traffic secret
 (CLIENT_/SERVER_TRAFFIC_SECRET_0) after its Finished, and to the next one after each
 KeyUpdate it sends. TLS 1.0-1.2: the master secret (CLIENT_RANDOM) and both randoms give the
 key block; the session.Flow applies the protection after each side's ChangeCipherSpec.
+A TLS 1.0-1.2 ServerHello that chose DEFLATE (RFC 3749) compresses every protected record
+after decryption: one zlib stream per direction, each record's output bounded to 2^14
+bytes (RFC 5246 6.2.2 allows 1024 more), so a decompression bomb costs no memory.
 All cryptography is the engine's (keyschedule, prf, protection).
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
+from typing import Any
 
 from tlsprobe.engine import keylog as kl
 from tlsprobe.engine.common import RecordDeprotector
@@ -25,11 +32,78 @@ from tlsprobe.engine.prf import key_block
 from tlsprobe.engine.protection import Tls13Protection, protections_from_key_block
 from tlsprobe.engine.suites import suite_params
 from tlsprobe.offline.facts import CLIENT, SERVER, Facts
+from tlsprobe.session.flow import UndecryptableEarlyData
 
-SetDeprotector = Callable[[int, RecordDeprotector | None], None]
+SetDeprotector = Callable[[int, "RecordDeprotector | None"], None]
+DEFLATE = 1
+#: RFC 5246 6.2.2: TLSCompressed.length is at most 2^14 + 1024; the plaintext at most 2^14
+MAX_PLAINTEXT = 1 << 14
+
+
+class InflatingDeprotector(RecordDeprotector):
+    """Record protection, then RFC 3749 DEFLATE decompression of the fragment.
+
+    The zlib stream spans the whole direction (the compressor's history is kept across
+    records), so one object serves every record of its direction after ChangeCipherSpec.
+    Failures are ValueError, as for a bad MAC: session.Flow reports them."""
+
+    def __init__(self, inner: RecordDeprotector) -> None:
+        super().__init__(inner.protection)
+        self.inner = inner
+        self._zlib = zlib.decompressobj()
+
+    def decrypt(self, record: Any) -> tuple[int, bytes]:
+        content_type, compressed = self.inner.decrypt(record)
+        if len(compressed) > MAX_PLAINTEXT + 1024:
+            raise ValueError(f"compressed fragment of {len(compressed)} bytes "
+                             f"over {MAX_PLAINTEXT + 1024}")
+        try:
+            plain = self._zlib.decompress(compressed, MAX_PLAINTEXT + 1)
+        except zlib.error as exc:
+            raise ValueError(f"DEFLATE decompression failed: {exc}") from None
+        if len(plain) > MAX_PLAINTEXT or self._zlib.unconsumed_tail:
+            raise ValueError(f"record decompresses to over {MAX_PLAINTEXT} bytes")
+        return content_type, plain
 _APP = {CLIENT: kl.CLIENT_TRAFFIC_SECRET_0, SERVER: kl.SERVER_TRAFFIC_SECRET_0}
+_HASH_LEN = {"sha256": 32, "sha384": 48}
 _HANDSHAKE = {CLIENT: kl.CLIENT_HANDSHAKE_TRAFFIC_SECRET,
               SERVER: kl.SERVER_HANDSHAKE_TRAFFIC_SECRET}
+
+
+class EarlyDataDeprotector:
+    """The client's records while 0-RTT data may come: the early traffic key (its suite
+    found by trial among the offered TLS 1.3 suites until the ServerHello names it), then,
+    from the first record it opens, the handshake key. A record neither opens is early
+    data without a known key: `UndecryptableEarlyData` (the Flow skips it)."""
+
+    def __init__(self, early: list[RecordDeprotector]) -> None:
+        self.early = early            # candidate protections (one once a record opened)
+        self.handshake: RecordDeprotector | None = None
+        self.records = 0              # early records decrypted
+        self.over = False             # a record opened with the handshake key
+
+    def decrypt(self, record: Any) -> tuple[int, bytes]:
+        handshake = self.handshake
+        if self.over and handshake is not None:
+            return handshake.decrypt(record)
+        for candidate in self.early:
+            try:
+                out = candidate.decrypt(record)
+            except ValueError:
+                continue
+            self.early = [candidate]
+            self.records += 1
+            return out
+        if handshake is not None:
+            try:
+                out = handshake.decrypt(record)
+            except ValueError:
+                pass
+            else:
+                self.early = []  # the handshake key has begun: no more early data
+                self.over = True
+                return out
+        raise UndecryptableEarlyData("0-RTT record that no known key opens")
 
 
 class Decryptor:
@@ -43,6 +117,39 @@ class Decryptor:
         self._hash = "sha256"
         self._key_len = 0
         self._app: dict[int, bytes] = {}
+        self._early: EarlyDataDeprotector | None = None
+        self._client_handshake: RecordDeprotector | None = None
+
+    def on_client_hello(self, facts: Facts) -> None:
+        """A TLS 1.3 ClientHello offering early_data: its 0-RTT records use the logged
+        CLIENT_EARLY_TRAFFIC_SECRET (tried with each offered TLS 1.3 suite of its hash
+        length, since only the ServerHello will say which one the PSK has)."""
+        hello = facts.client_hellos[-1] if facts.client_hellos else None
+        self._early = None
+        if hello is None or not hello.early_data or len(facts.client_hellos) > 1:
+            return
+        secrets = self.keylog.secrets(hello.random)
+        secret = secrets.get(kl.CLIENT_EARLY_TRAFFIC_SECRET) if secrets else None
+        if secret is None:
+            return
+        candidates = []
+        for code in hello.cipher_suites:
+            params = suite_params(code) if code >> 8 == 0x13 else None
+            if params is None:
+                continue
+            hash_name = tls13_hash_name(code)
+            if hash_name is None or _HASH_LEN.get(hash_name) != len(secret):
+                continue
+            key, iv = traffic_keys(secret, params.key_len, 12, hash_name)
+            candidates.append(RecordDeprotector(Tls13Protection(params.cipher, key, iv)))
+        if candidates:
+            self._early = EarlyDataDeprotector(candidates)
+            self.set(CLIENT, self._early)
+
+    @property
+    def early_records(self) -> int:
+        """0-RTT records decrypted so far."""
+        return self._early.records if self._early is not None else 0
 
     def on_server_hello(self, facts: Facts) -> str | None:
         """Install the keys of this connection; returns a problem text or None."""
@@ -57,12 +164,14 @@ class Decryptor:
             return f"no record protection known for suite 0x{sh.cipher_suite:04x}"
         try:
             if facts.tls13:
-                return self._tls13(params, secrets)
+                hello = facts.client_hellos[-1]
+                return self._tls13(params, secrets, hello.early_data and facts.hrr is None)
             return self._tls12(params, secrets, facts)
         except ValueError as exc:
             return f"cannot use the logged keys: {exc}"
 
-    def _tls13(self, params: object, secrets: dict[str, bytes]) -> str | None:
+    def _tls13(self, params: object, secrets: dict[str, bytes],
+               early_data: bool) -> str | None:
         if kl.SERVER_HANDSHAKE_TRAFFIC_SECRET not in secrets:
             return "key log has no TLS 1.3 handshake traffic secrets for this connection"
         self._cipher = params.cipher  # type: ignore[attr-defined]
@@ -70,8 +179,17 @@ class Decryptor:
         self._hash = tls13_hash_name(params.code)  # type: ignore[attr-defined]
         for side in (CLIENT, SERVER):
             secret = secrets.get(_HANDSHAKE[side])
-            if secret is not None:
-                self.set(side, self._protection(secret))
+            protection = self._protection(secret) if secret is not None else None
+            if side == CLIENT and early_data:
+                # 0-RTT records may come before the client's handshake records: whether
+                # the server accepted them or not, they are skipped when no key opens them
+                early = self._early or EarlyDataDeprotector([])
+                early.handshake = protection
+                self._early = early
+                self._client_handshake = protection
+                self.set(side, early)
+            elif protection is not None:
+                self.set(side, protection)
             if _APP[side] in secrets:
                 self._app[side] = secrets[_APP[side]]
         self.active = True
@@ -82,20 +200,30 @@ class Decryptor:
         sh = facts.server_hello
         if master is None or sh is None:
             return "key log has no CLIENT_RANDOM master secret for this connection"
+        if sh.compression_method not in (0, DEFLATE):
+            return (f"compression method {sh.compression_method} is not one tlsprobe can "
+                    "undo: the protected records are not read")
         version = sh.selected_version
         mac_len, key_len, iv_len = params.key_material(version)  # type: ignore[attr-defined]
         block = key_block(version, params.prf_hash, master,  # type: ignore[attr-defined]
                           facts.client_hellos[0].random, sh.random, mac_len, key_len, iv_len)
         client, server = protections_from_key_block(params, block, version,  # type: ignore
                                                     sh.encrypt_then_mac)
-        self.set(CLIENT, RecordDeprotector(client))
-        self.set(SERVER, RecordDeprotector(server))
+        for side, protection in ((CLIENT, client), (SERVER, server)):
+            deprotector = RecordDeprotector(protection)
+            self.set(side, InflatingDeprotector(deprotector)
+                     if sh.compression_method == DEFLATE else deprotector)
         self.active = True
         return None
 
     def _protection(self, secret: bytes) -> RecordDeprotector:
         key, iv = traffic_keys(secret, self._key_len, 12, self._hash)
         return RecordDeprotector(Tls13Protection(self._cipher, key, iv))
+
+    def on_end_of_early_data(self) -> None:
+        """The client's EndOfEarlyData: its next records use the handshake key."""
+        if self._early is not None and self._cipher:
+            self.set(CLIENT, self._client_handshake)
 
     def on_finished(self, direction: int) -> None:
         """TLS 1.3: that side's next records use its application traffic secret."""

@@ -34,7 +34,7 @@ from tlsprobe.session.flow import (
 )
 from tlsprobe.wire.buffer import DecodeError
 
-KEY_UPDATE, FINISHED, SERVER_HELLO = 24, 20, 2
+KEY_UPDATE, FINISHED, SERVER_HELLO, CLIENT_HELLO, END_OF_EARLY_DATA = 24, 20, 2, 1, 5
 #: without a trace, records decrypted after both Finished (NewSessionTicket, alerts)
 POST_HANDSHAKE_RECORDS = 16
 
@@ -166,8 +166,8 @@ class FlowReader:
         d = ev.direction
         if isinstance(ev, RecordEvent):
             self.records += 1
-            if ev.protected:
-                f.mark_encrypted(d, ts)
+            if ev.protected and (self.state.server_hello is not None or d == SERVER):
+                f.mark_encrypted(d, ts)  # (0-RTT data before the ServerHello does not count)
         elif isinstance(ev, MessageEvent):
             f.on_message(d, ev.raw, ts, frame, decrypted=ev.protected, decoded=ev.decoded)
             self._keys(ev)
@@ -205,7 +205,11 @@ class FlowReader:
         if dec is None:
             return
         t = ev.msg_type
-        if t == SERVER_HELLO and ev.direction == SERVER and self.facts.server_hello is not None \
+        if t == CLIENT_HELLO and ev.direction == CLIENT and not ev.protected:
+            dec.on_client_hello(self.facts)
+        elif t == END_OF_EARLY_DATA and ev.direction == CLIENT and ev.protected:
+            dec.on_end_of_early_data()
+        elif t == SERVER_HELLO and ev.direction == SERVER and self.facts.server_hello is not None \
                 and not dec.active and not ev.protected:
             problem = dec.on_server_hello(self.facts)
             if problem:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Protocol, Union
 
 from tlsprobe import registry
-from tlsprobe.registry import ContentType, HandshakeType
+from tlsprobe.registry import ContentType, ExtensionType, HandshakeType
 from tlsprobe.wire.alert import Alert, parse_alerts
 from tlsprobe.wire.buffer import Annotation, DecodeError
 from tlsprobe.wire.handshake import (Decoded, HandshakeReassembler, ParseContext,
@@ -26,6 +26,12 @@ SERVER = 1  # server -> client, "<<<"
 
 MAX_FRAGMENT = 2 ** 14 + 2048
 MAX_MESSAGE = 2 ** 18  # larger than any sane certificate chain; bounds memory per direction
+
+
+class UndecryptableEarlyData(ValueError):
+    """Raised by a Deprotector for a client record that no known key opens while 0-RTT
+    data may still arrive: the Flow skips it (as a server that rejected or cannot read
+    early data does, RFC 8446 4.2.10) instead of failing the direction."""
 
 
 class Deprotector(Protocol):
@@ -146,6 +152,7 @@ class NegotiationState:
     key_exchange: str | None = None
     named_group: int | None = None
     ccs_seen: list[bool] = field(default_factory=lambda: [False, False])
+    early_data: bool = False  # the last ClientHello offered TLS 1.3 early_data (0-RTT)
 
     @property
     def tls13(self) -> bool:
@@ -232,6 +239,8 @@ class Flow:
         st = self.state
         if st.tls13 and st.server_hello is not None:
             return record.content_type == ContentType.application_data
+        if st.early_data and direction == CLIENT and st.server_hello is None:
+            return record.content_type == ContentType.application_data  # 0-RTT data
         return st.ccs_seen[direction] and record.content_type != ContentType.change_cipher_spec
 
     def _record(self, direction: int, d: _Direction, record: Record) -> Iterator[Event]:
@@ -244,6 +253,9 @@ class Flow:
                 return
             try:
                 content_type, payload = d.deprotector.decrypt(record)
+            except UndecryptableEarlyData:
+                yield ApplicationDataEvent(direction, len(payload), decrypted=False)
+                return
             except ValueError as exc:
                 d.failed = True
                 yield ErrorEvent(direction, DecodeError(f"record decryption failed: {exc}"),
@@ -299,6 +311,9 @@ class Flow:
         msg = decoded.message
         if isinstance(msg, ClientHello) and direction == CLIENT:
             st.client_hellos.append(msg)
+            versions = msg.extension(ExtensionType.supported_versions)
+            st.early_data = versions is not None and \
+                msg.extension(ExtensionType.early_data) is not None
         elif isinstance(msg, ServerHello) and direction == SERVER:
             if msg.is_hello_retry_request:
                 _ = msg.hrr_selected_group  # decode (and validate) before recording it

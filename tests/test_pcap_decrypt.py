@@ -1,0 +1,89 @@
+"""Key-log decryption of captures against what tshark reads in the same files: TLS DEFLATE
+compression (RFC 3749), 0-RTT early data (RFC 8446 4.2.10), RSA Session-ID key log lines,
+keylog warnings, whole-connection traces and handshake messages lost in a gap."""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+import pytest
+
+from tlsprobe.engine.keylog import load_keylog, parse_keylog
+from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
+from tlsprobe.offline.decrypt import MAX_PLAINTEXT, InflatingDeprotector
+from tlsprobe.wire.record import Record
+
+CAPTURES = Path(__file__).resolve().parent.parent / "captures"
+
+
+def read(path: Path, keys: Path | None = None, **options: object) -> tuple[list, list]:
+    keylog = load_keylog(keys) if keys is not None else None
+    analysis = CaptureAnalysis(str(path), AnalyzerOptions(keylog=keylog, **options))
+    items = list(analysis)
+    assert analysis.summary is not None
+    return items, list(analysis.summary.warnings)
+
+
+# -- 1. TLS compression ------------------------------------------------------------------
+def test_deflate_compressed_connections_decrypt(captures_dir: Path) -> None:
+    """tshark: 70 of 73 ServerHellos choose DEFLATE; the 39 connections whose suites we can
+    decrypt read both Finished, with no false framing problem."""
+    base = captures_dir / "wireshark/notes/all"
+    items, _ = read(base / "dump.pcapng", base / "premaster.txt")
+    reports = [r for r, _ in items]
+    assert len(reports) == 73
+    assert sum(r.compression is not None and r.compression.id == 1 for r in reports) == 70
+    assert sum(r.compression is None for r in reports) == 3
+    complete = [r for r in reports if r.handshake_complete]
+    assert len(complete) == 39
+    assert any(r.compression.id == 1 for r in complete)
+    assert not any("framing" in p for r in reports for p in r.problems)
+    assert '"compression": {"id": 1, "hex": "0x01", "name": "DEFLATE"}' in complete[0].to_json()
+
+
+class _Plain:
+    """A deprotector whose 'decryption' is the identity (to feed chosen bytes)."""
+
+    protection = None
+
+    def decrypt(self, record: Record) -> tuple[int, bytes]:
+        return record.content_type, record.fragment
+
+
+def test_deflate_stream_spans_records_and_is_bounded() -> None:
+    comp = zlib.compressobj()
+    first = comp.compress(b"A" * 3000) + comp.flush(zlib.Z_SYNC_FLUSH)
+    second = comp.compress(b"A" * 3000) + comp.flush(zlib.Z_SYNC_FLUSH)
+    inflate = InflatingDeprotector(_Plain())  # type: ignore[arg-type]
+    assert inflate.decrypt(Record(22, 0x0303, first)) == (22, b"A" * 3000)
+    assert inflate.decrypt(Record(23, 0x0303, second)) == (23, b"A" * 3000)  # history kept
+    bomb = zlib.compressobj()
+    data = bomb.compress(bytes(1 << 20)) + bomb.flush(zlib.Z_SYNC_FLUSH)
+    with pytest.raises(ValueError, match="over 16384"):
+        InflatingDeprotector(_Plain()).decrypt(Record(23, 0x0303, data))  # type: ignore[arg-type]
+    assert MAX_PLAINTEXT == 16384
+    with pytest.raises(ValueError, match="DEFLATE"):
+        InflatingDeprotector(_Plain()).decrypt(Record(23, 0x0303, b"\xff" * 40))  # type: ignore[arg-type]
+
+
+# -- 2. 0-RTT --------------------------------------------------------------------------------
+@pytest.mark.parametrize("keys", ["tls13-rfc8446.keys", "tls13-rfc8446-noearly.keys"])
+def test_early_data(captures_dir: Path, keys: str) -> None:
+    """tshark (with the full keys): frame 8 is 0-RTT 'GET /early', frame 11 EndOfEarlyData
+    and Finished. Without the early secret the early records are skipped, not a MAC error."""
+    base = captures_dir / "wireshark/test-captures"
+    items, _ = read(base / "tls13-rfc8446.pcap", base / "keys" / keys, trace=True)
+    report, trace = items[1]
+    assert report.resumption == "psk"
+    assert report.handshake_complete is True
+    assert report.problems == ()
+    early = [line for line in trace if line.startswith(">>>") and "ApplicationData" in line]
+    if keys == "tls13-rfc8446.keys":
+        assert ">>> EndOfEarlyData (decrypted)" in report.messages
+        assert "(decrypted)" in early[0]  # the 0-RTT request, before the ServerHello
+    else:
+        assert "not decrypted" in early[0] and "not decrypted" in early[1]
+        assert "(decrypted)" in early[2]
+    assert report.messages[-1] == ">>> Finished (decrypted)" or \
+        ">>> Finished (decrypted)" in report.messages
