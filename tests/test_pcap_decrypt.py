@@ -87,3 +87,19 @@ def test_early_data(captures_dir: Path, keys: str) -> None:
         assert "(decrypted)" in early[2]
     assert report.messages[-1] == ">>> Finished (decrypted)" or \
         ">>> Finished (decrypted)" in report.messages
+
+
+# -- 3. --msg without keys ---------------------------------------------------------------
+def test_trace_without_keys_shows_every_record() -> None:
+    """tshark: 15 TLS records in tls12_x25519.pcap, the last two the encrypted close_notify
+    alerts (frames 12, 14). The keyless trace has the same records as the decrypted one."""
+    (plain, trace), = read(CAPTURES / "tls12_x25519.pcap", trace=True)[0]
+    (_, keyed), = read(CAPTURES / "tls12_x25519.pcap", CAPTURES / "tls12_x25519.keys",
+                       trace=True)[0]
+    headers = [line for line in trace if "RecordHeader" in line]
+    assert len(headers) == 15
+    assert len(headers) == len([line for line in keyed if "RecordHeader" in line])
+    assert [line for line in trace if "length 001a" in line and "RecordHeader" not in line] \
+        == ["<<< TLS 1.2, ApplicationData [length 001a] (encrypted, not decrypted)",
+            ">>> TLS 1.2, ApplicationData [length 001a] (encrypted, not decrypted)"]
+    assert plain.decrypted is False

@@ -5,7 +5,8 @@ The live probe and this reader share session.Flow and report.trace.TraceFormatte
 both share one NegotiationState (the Flow keeps per-direction framing, and the state is what
 links the two sides); after a gap, the direction that lost bytes gets a fresh Flow on the
 same state, fed from the next plausible record header the `Aligner` finds. Keys come from a
-key log (offline.decrypt). Without keys, a connection stops being parsed once both sides
+key log (offline.decrypt). A trace shows every record (encrypted ones summarised), up to
+`max_records`; without a trace or keys, a connection stops being parsed once both sides
 encrypt; with keys, after `max_records` records, or without a trace once both Finished and
 `POST_HANDSHAKE_RECORDS` more records (tickets, alerts) were read.
 """
@@ -150,7 +151,7 @@ class FlowReader:
         decrypting = self.decryptor is not None and self.decryptor.active
         if decrypting and self.finished_at is None and f.finished[0] and f.finished[1]:
             self.finished_at = self.records
-        done = (f.encrypted[0] and f.encrypted[1] and not decrypting) or \
+        done = (f.encrypted[0] and f.encrypted[1] and not decrypting and not self.trace) or \
             self.records >= self.max_records or \
             (not self.trace and self.finished_at is not None and
              self.records - self.finished_at >= POST_HANDSHAKE_RECORDS)
