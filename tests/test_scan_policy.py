@@ -25,7 +25,7 @@ def report(spoken=(0x0304, 0x0303), suites12=(0xC02F,), groups13=(0x1D, 0x17),
     versions = tuple(VersionSupport(V(v), "supported" if v in spoken else "not_supported")
                      for v in (0x0304, 0x0303, 0x0302, 0x0301, 0x0300))
     cert = CertificateInfo("CN=x", "CN=ca", "RSA", cert_bits, "sha256WithRSAEncryption",
-                           "2024-01-01T00:00:00+00:00", not_after, "1", "00")
+                           "2024-01-01T00:00:00+00:00", not_after, "1", "00", san=("x",))
     return AuditReport(
         host="127.0.0.1", port=443, versions=versions,
         groups=(GroupAudit(V(0x0304), True, "hello_retry_request",
@@ -45,7 +45,7 @@ def codes(findings) -> dict[str, str]:
 def test_versions_against_modern_and_old():
     modern = load_policy("mozilla-modern-6.0")
     found = codes(evaluate(report(), modern))
-    assert found["version.not_allowed"] == "low"           # TLS 1.2 is not in modern
+    assert found["version.not_allowed"] == "medium"        # TLS 1.2 is not in modern
     legacy = report(spoken=(0x0303, 0x0301, 0x0300))
     f = evaluate(legacy, load_policy("old"))
     sev = {x.message: x.severity for x in f if x.code == "version.not_allowed"}
@@ -53,7 +53,7 @@ def test_versions_against_modern_and_old():
     assert codes(f)["version.missing"] == "medium"          # TLS 1.3 missing
     f = evaluate(legacy, load_policy("intermediate"))
     sev = {x.message: x.severity for x in f if x.code == "version.not_allowed"}
-    assert sev == {"SSL 3.0 is enabled": "critical", "TLS 1.0 is enabled": "medium"}
+    assert sev == {"SSL 3.0 is enabled": "critical", "TLS 1.0 is enabled": "high"}
 
 
 def test_suites_groups_dh_and_order():
@@ -72,8 +72,9 @@ def test_suites_groups_dh_and_order():
     assert codes(inter)["group.missing"] == "low"           # no X25519MLKEM768
     assert "group.missing" not in codes(evaluate(r, load_policy("mozilla-intermediate-5.7")))
     weak = [f for f in builtin_findings(r) if f.code == "suite.weak"]
-    assert [(f.severity, f.message) for f in weak] == [
-        ("medium", "TLS 1.2: weak cipher suite(s): TLS_RSA_WITH_3DES_EDE_CBC_SHA (3DES)")]
+    assert [(f.severity, f.message, f.items) for f in weak] == [
+        ("high", "TLS 1.2: weak cipher suite(s): TLS_RSA_WITH_3DES_EDE_CBC_SHA (3DES)",
+         ("TLS_RSA_WITH_3DES_EDE_CBC_SHA",))]
 
 
 def test_builtin_certificate_pq_and_thresholds():
@@ -100,7 +101,7 @@ def test_user_policy_files(tmp_path):
     assert p.name == "strict" and p.groups == frozenset({0x1D})
     f = evaluate(report(groups13=(0x1D, 0x17)), p)
     assert [(x.code, x.severity, x.message) for x in f if x.code.startswith("group")] == \
-        [("group.not_allowed", "critical", "group(s) outside the policy: secp256r1")]
+        [("group.not_allowed", "critical", "TLS 1.3: 1 group(s) outside the policy: secp256r1")]
     js = tmp_path / "p.json"
     js.write_text('{"name": "j", "versions": ["TLSv1.2", "TLSv1.3"], "groups": ["0x001d"]}')
     assert load_policy(str(js)).versions == frozenset({0x0303, 0x0304})

@@ -3,25 +3,33 @@
 Also protocol versions, signature schemes and the certificate; findings with CI exit codes.
 
 Targets come from the command line, a file (-f FILE) or stdin (-f -), one HOST[:PORT] per line.
-Exit codes: 0 no finding at or above --fail-on; 1 findings at or above it; 2 usage; 3 a
-target could not be reached; 4 not TLS; 6 no TLS answer could be read.
+A bad line in the file is reported as `FILE:LINE: error` (on stderr, and as an error report
+of its own in --json) and skipped; the other targets are still audited.
+
+Exit codes: 0 no finding at or above --fail-on and no error; 1 some target has findings at or
+above --fail-on; 2 usage (also a bad line in -f FILE); 3 a target could not be reached;
+4 not TLS; 5 the server refused every hello with an alert; 6 no TLS answer could be read.
+With several targets, 1 wins (CI must fail on findings whatever else happened); otherwise
+the highest error code of any target (6 > 5 > 4 > 3 > 2); the errors are all on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+from dataclasses import dataclass
 from typing import TextIO
 
 from tlsprobe import registry
 from tlsprobe.errors import (EXIT_ALERT, EXIT_FINDINGS, EXIT_NETWORK, EXIT_NOT_TLS, EXIT_OK,
-                             EXIT_PROTOCOL, UsageError)
+                             EXIT_PROTOCOL, EXIT_USAGE, UsageError)
 from tlsprobe.net.tcp import Target, parse_target
 from tlsprobe.report.audit_model import SEVERITIES, AuditReport
 
 CHECKS = ("versions", "groups", "pq", "suites", "sigalgs", "cert")
 EXIT_BY_KIND = {"network": EXIT_NETWORK, "not_tls": EXIT_NOT_TLS, "alert": EXIT_ALERT,
-                "protocol": EXIT_PROTOCOL}
+                "protocol": EXIT_PROTOCOL, "usage": EXIT_USAGE}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -30,20 +38,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-f", "--targets-file", metavar="FILE", help="read targets from FILE, one "
                    "per line ('-' for stdin; '#' starts a comment)")
     w = p.add_argument_group("what to check")
-    w.add_argument("--checks", default=",".join(CHECKS), metavar="LIST",
+    w.add_argument("--checks", default=None, metavar="LIST",
                    help=f"comma list of {', '.join(CHECKS)} (default: all); 'groups' alone "
                    "runs only the group audit of TLS 1.3 and TLS 1.2")
-    w.add_argument("--groups-only", action="store_true", help="same as --checks groups")
+    w.add_argument("--groups-only", action="store_true", help="same as --checks groups (not "
+                   "with another --checks)")
     w.add_argument("--extra-groups", metavar="LIST", default="", help="more group ids to try, "
                    "e.g. 0xfe30,0x2f3a (names work too)")
     w.add_argument("--sni", metavar="NAME", help="server_name to send (default: the host name, "
                    "none for IP addresses)")
     w.add_argument("--no-sni", action="store_true", help="send no server_name")
+    w.add_argument("--cafile", metavar="FILE", help="trust store (PEM bundle) to verify the "
+                   "certificate chain against (default: the system bundle)")
     pol = p.add_argument_group("policies and exit codes")
     pol.add_argument("--policy", action="append", metavar="NAME|FILE", help="policy to check "
                      "against (repeatable): modern, intermediate (Mozilla 6.0, with "
-                     "X25519MLKEM768), old (5.7), mozilla-*-5.7 / -6.0, or a JSON/TOML file; "
-                     "default intermediate")
+                     "X25519MLKEM768), old (5.7), mozilla-*-5.7 / -6.0, or a JSON/TOML file "
+                     "(keys, types and examples: docs/POLICY.md; it may extend a built-in one); "
+                     "default intermediate. Built-in checks always run besides")
     pol.add_argument("--no-policy", action="store_true", help="built-in checks only")
     pol.add_argument("--fail-on", choices=SEVERITIES, metavar="SEVERITY", help="exit 1 when a "
                      f"finding is at or above SEVERITY ({', '.join(SEVERITIES)})")
@@ -63,8 +75,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "read timeout per connection (default 5)")
 
 
-def _read_targets(args: argparse.Namespace) -> list[Target]:
-    lines = list(args.targets)
+@dataclass(frozen=True)
+class BadLine:
+    """A line of -f FILE that is no target: reported and skipped."""
+
+    text: str
+    error: str      # "FILE:LINE: bad port '99999' in '127.0.0.1:99999': expected 1-65535"
+
+    def report(self) -> AuditReport:
+        return AuditReport(host=self.text, port=0, error=self.error, error_kind="usage")
+
+
+def _read_targets(args: argparse.Namespace) -> list[Target | BadLine]:
+    """Command-line targets (a bad one is a usage error), then the file's lines in order
+    (a bad one becomes a BadLine); duplicates are audited once."""
+    items: list[Target | BadLine] = [parse_target(t) for t in args.targets]
     if args.targets_file:
         try:
             if args.targets_file == "-":
@@ -72,18 +97,31 @@ def _read_targets(args: argparse.Namespace) -> list[Target]:
             else:
                 with open(args.targets_file) as fh:
                     text = fh.read()
-        except OSError as exc:
-            raise UsageError(f"cannot read {args.targets_file}: {exc.strerror}") from None
-        lines += [ln.split("#", 1)[0].strip() for ln in text.splitlines()]
-    targets = [parse_target(t) for t in lines if t.strip()]
-    if not targets:
+        except (OSError, UnicodeDecodeError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else "not a text file"
+            raise UsageError(f"cannot read {args.targets_file}: {why}") from None
+        name = "<stdin>" if args.targets_file == "-" else args.targets_file
+        for number, line in enumerate(text.splitlines(), 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            try:
+                items.append(parse_target(line))
+            except UsageError as exc:
+                items.append(BadLine(line, f"{name}:{number}: {exc}"))
+    if not items:
         raise UsageError("no target: give HOST[:PORT] or -f FILE")
-    return list(dict.fromkeys(targets))
+    return list(dict.fromkeys(items))
 
 
 def _checks(args: argparse.Namespace) -> tuple[str, ...]:
     if args.groups_only:
+        if args.checks is not None and args.checks.strip().lower() != "groups":
+            raise UsageError(f"--groups-only runs the group audit only: it cannot be combined "
+                             f"with --checks {args.checks}")
         return ("groups",)
+    if args.checks is None:
+        return CHECKS
     items = [c.strip().lower() for c in args.checks.split(",") if c.strip()]
     bad = [c for c in items if c not in CHECKS]
     if bad or not items:
@@ -107,19 +145,34 @@ def _validate(args: argparse.Namespace) -> None:
     for name in ("per_host", "concurrency"):
         if getattr(args, name) < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
-    if args.timeout <= 0 or args.delay < 0 or args.retries < 0:
-        raise UsageError("--timeout must be positive; --delay and --retries not negative")
+    if not (math.isfinite(args.timeout) and 0 < args.timeout <= 3600):
+        raise UsageError(f"--timeout must be a number of seconds above 0 and at most 3600, "
+                         f"not {args.timeout}")
+    if not (math.isfinite(args.delay) and 0 <= args.delay <= 3600):
+        raise UsageError(f"--delay must be a number of seconds from 0 to 3600, not {args.delay}")
+    if not 0 <= args.retries <= 10:
+        raise UsageError(f"--retries must be from 0 to 10, not {args.retries}")
+    if args.no_sni and args.sni is not None:
+        raise UsageError("--sni and --no-sni cannot be combined")
+    if args.cafile:
+        from tlsprobe.engine.chain import load_trust_store
+        try:
+            load_trust_store(args.cafile)
+        except OSError as exc:
+            raise UsageError(f"--cafile: cannot read {args.cafile}: {exc.strerror}") from None
+        except ValueError as exc:
+            raise UsageError(f"--cafile: {exc}") from None
 
 
 def exit_code(reports: list[AuditReport], fail_on: str | None) -> int:
-    """A target that could not be audited decides first; then findings at --fail-on."""
+    """1 when any target has findings at or above --fail-on (CI must fail on those whatever
+    else happened); otherwise the highest error code of any target (6 protocol > 5 alert >
+    4 not TLS > 3 network > 2 bad target line); 0 when there is neither."""
     from tlsprobe.report.policy import at_or_above
-    for r in reports:
-        if r.error:
-            return EXIT_BY_KIND.get(r.error_kind or "", EXIT_PROTOCOL)
     if fail_on and any(at_or_above(r.findings, fail_on) for r in reports):
         return EXIT_FINDINGS
-    return EXIT_OK
+    errors = [EXIT_BY_KIND.get(r.error_kind or "", EXIT_PROTOCOL) for r in reports if r.error]
+    return max(errors, default=EXIT_OK)
 
 
 class _Progress:
@@ -166,11 +219,17 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         print("aliases: " + ", ".join(f"{k} = {v}" for k, v in pol.ALIASES.items()), file=out)
         return EXIT_OK
     _validate(args)
-    targets = _read_targets(args)
+    items = _read_targets(args)
+    targets = [t for t in items if isinstance(t, Target)]
     policies = () if args.no_policy else tuple(
         pol.load_policy(spec) for spec in (args.policy or [pol.DEFAULT_POLICY]))
     options = AuditOptions(checks=_checks(args), extra_groups=_extra_groups(args.extra_groups),
-                           server_name=args.sni, send_sni=not args.no_sni, policies=policies)
+                           server_name=args.sni, send_sni=not args.no_sni, policies=policies,
+                           cafile=args.cafile)
+    bad = {item: item.report() for item in items if isinstance(item, BadLine)}
+    if args.json:
+        for report in bad.values():
+            print(report.to_json(), file=out, flush=True)
     progress = _Progress(not args.no_progress and sys.stderr.isatty(), targets)
     scheduler = Scheduler(per_host=args.per_host, delay=args.delay, retries=args.retries,
                           timeout=args.timeout, on_connection=progress.connection)
@@ -180,13 +239,16 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if args.json:
             print(report.to_json(), file=out, flush=True)
 
-    if progress.progress is not None:
+    audited: list[AuditReport] = []
+    if targets and progress.progress is not None:
         with progress.progress:
-            reports = run_audit(targets, options, scheduler, concurrency=args.concurrency,
+            audited = run_audit(targets, options, scheduler, concurrency=args.concurrency,
                                 on_phase=progress.phase, on_report=on_report)
-    else:
-        reports = run_audit(targets, options, scheduler, concurrency=args.concurrency,
+    elif targets:
+        audited = run_audit(targets, options, scheduler, concurrency=args.concurrency,
                             on_report=on_report)
+    done = dict(zip(targets, audited))
+    reports = [done[i] if isinstance(i, Target) else bad[i] for i in items]
     if not args.json:
         from tlsprobe.report.audit_tables import render_audit
         for report in reports:

@@ -22,7 +22,7 @@ from tlsprobe.probes import ciphers, groups, pq, sigalgs, versions
 from tlsprobe.probes.facts import certificate_info
 from tlsprobe.probes.scheduler import Outcome, Scheduler, TargetRunner
 from tlsprobe.report.audit_model import (AuditReport, GroupAudit, SigalgAudit, SuiteAudit,
-                                         VersionSupport)
+                                         TrustCheck, VersionSupport)
 from tlsprobe.report.model import Codepoint
 from tlsprobe.report.policy import Policy, findings_for
 
@@ -38,6 +38,8 @@ class AuditOptions:
     send_sni: bool = True
     policies: tuple[Policy, ...] = ()
     versions: tuple[int, ...] = versions.ALL_VERSIONS
+    verify: bool = True                 # check the certificate chain (cert check)
+    cafile: str | None = None           # trust store; None: the system bundle
 
 
 def sni_for(host: str, options: AuditOptions) -> str | None:
@@ -181,11 +183,15 @@ def _finish(report: AuditReport, run: _Run, started: float,
             error: tuple[str, str] | None = None) -> AuditReport:
     scheduler, target = run.runner.scheduler, run.runner.target
     certs: tuple = ()
+    trust = None
     if "cert" in run.options.checks:
         chain = next((o.certificates for o in run.outcomes if o.certificates), ())
         certs = tuple(certificate_info(der) for der in chain)
+        if chain and run.options.verify:
+            trust = trust_check(list(chain), run.runner.server_name or target.host,
+                                run.options.cafile)
     counts = scheduler.count(target)
-    report = replace(_order_parts(report), certificates=certs, connections=counts,
+    report = replace(_order_parts(report), certificates=certs, trust=trust, connections=counts,
                      total_connections=sum(counts.values()),
                      retries=scheduler.retried[target.display],
                      address=scheduler.addresses.get(target.display),
@@ -193,6 +199,25 @@ def _finish(report: AuditReport, run: _Run, started: float,
     if error is not None:
         return replace(report, error=f"{target.display}: {error[0]}", error_kind=error[1])
     return replace(report, findings=findings_for(report, list(run.options.policies)))
+
+
+def trust_check(chain: list[bytes], hostname: str, cafile: str | None) -> TrustCheck:
+    """The chain (leaf first) checked against `cafile` (else the system bundle) and
+    `hostname`, with tlsprobe.engine.chain like `tlsprobe probe`; a value, never raises."""
+    from tlsprobe.engine.chain import REASONS, default_cafile, load_trust_store, verify_chain
+    path = cafile or default_cafile()
+    if path is None:
+        return TrustCheck("not_checked", detail="no trust store found (use --cafile)",
+                          hostname=hostname)
+    try:
+        anchors = load_trust_store(path)
+    except (OSError, ValueError) as exc:
+        return TrustCheck("not_checked", detail=f"cannot read trust store: {exc}",
+                          hostname=hostname, trust_store=path)
+    result = verify_chain(chain, hostname, anchors)
+    return TrustCheck("trusted" if result.ok else "untrusted", result.code,
+                      REASONS.get(result.code, result.reason), result.detail or "", hostname,
+                      result.hostname_ok, path)
 
 
 async def audit_many(targets: Iterable[Target], options: AuditOptions, scheduler: Scheduler, *,

@@ -4,9 +4,11 @@ Each job drives the sans-IO `ClientHandshake` over an asyncio stream until the s
 answered the question the job asks (a HelloRetryRequest, a ServerHello, the first flight, or
 the CertificateVerify of a full TLS 1.3 handshake) and returns an `Outcome` value; nothing
 is signalled with exceptions. Per host at most `per_host` connections run at once, starts
-are spaced by `delay` seconds, and resets, timeouts and refused connects are retried with
-exponential backoff. What still fails after the retries is "inconclusive", never a refusal:
-only an alert or a clean close from the server counts as "the server said no".
+are spaced by `delay` seconds, and resets and timeouts are retried with exponential backoff.
+A refused connect is not retried: nothing listens there, which is a clear answer (the audit
+reports it as a network error, exit 3). What still fails after the retries is
+"inconclusive", never a refusal: only an alert or a clean close from the server counts as
+"the server said no".
 """
 
 from __future__ import annotations
@@ -104,7 +106,7 @@ TOTAL_FACTOR = 3  # a connection may last this many per-read timeouts in all
 
 
 class _Retryable(Exception):
-    """A network failure worth retrying (reset, timeout, refused)."""
+    """A network failure worth retrying (reset, timeout)."""
 
 
 @dataclass
@@ -166,7 +168,8 @@ class Scheduler:
         except (asyncio.TimeoutError, TimeoutError):
             raise _Retryable("connect timed out") from None
         except ConnectionRefusedError:
-            raise _Retryable("connection refused") from None
+            # Nothing listens: retrying would only repeat the answer (and cost backoff time).
+            return Outcome(INCONCLUSIVE, reason="connection refused")
         except socket.gaierror as exc:
             return Outcome(INCONCLUSIVE, reason=f"unknown host ({exc.strerror})")
         except OSError as exc:
@@ -199,6 +202,7 @@ class Scheduler:
         hs = ClientHandshake(job.config, annotate=False, stop_after_first_flight=True,
                              read_server_flight=job.stop == STOP_VERIFY)
         first = True
+        sslv2 = False   # the answer began with an SSLv2 record header
         loop = asyncio.get_running_loop()
         deadline = loop.time() + TOTAL_FACTOR * self.timeout
         try:
@@ -227,7 +231,12 @@ class Scheduler:
                     hs.connection_closed()
                     return outcome_of(hs)
                 if first and looks_like_tls(data) is False:
-                    return Outcome(INCONCLUSIVE, reason=_not_tls(data))
+                    verdict = _not_tls(data)
+                    if verdict is not None:
+                        return Outcome(INCONCLUSIVE, reason=verdict)
+                    # TLS- or SSLv2-shaped but broken: the record layer names the fault.
+                if first:
+                    sslv2 = bool(data[0] & 0x80)
                 first = False
                 out = hs.receive(data)
                 if _finished(hs, job):
@@ -245,6 +254,9 @@ class Scheduler:
                 return Outcome(CLOSED, reason=str(exc))
             if hs.hrr is not None:
                 return outcome_of(hs, reason=str(exc))
+            if sslv2:
+                return Outcome(INCONCLUSIVE, reason=f"protocol error: the server answered in "
+                               f"SSLv2, not TLS ({exc})")
             return Outcome(INCONCLUSIVE, reason=f"protocol error: {exc}")
         except (ConnectionResetError, BrokenPipeError) as exc:
             if hs.server_hello is not None:
@@ -254,11 +266,20 @@ class Scheduler:
             raise _Retryable(exc.strerror or str(exc)) from None
 
 
-def _not_tls(data: bytes) -> str:
+def _not_tls(data: bytes) -> str | None:
+    """The verdict on first bytes that are no valid TLS record header: None when they still
+    look like a TLS record (content type 20..26, major version 3; e.g. a length over the
+    limit) or an SSLv2 record, which the engine then reports as a protocol error, as the
+    probe does; else "not TLS: ..." with a printable snippet, or the first bytes in hex."""
+    if data[0] & 0x80 or (data[0] in range(20, 27) and (len(data) < 2 or data[1] == 3)):
+        return None
     text = "".join(c if 32 <= ord(c) < 127 else "." for c in data[:40].decode("latin-1"))
+    text = text.strip(".")
     what = "an HTTP response" if data.startswith(b"HTTP/") else \
         "an SSH banner" if data.startswith(b"SSH-") else "non-TLS data"
-    return f"not TLS: the server sent {what} ({text.strip('.')!r})"
+    shown = repr(text) if sum(c != "." for c in text) >= 3 else \
+        "first bytes " + data[:8].hex(" ")
+    return f"not TLS: the server sent {what} ({shown})"
 
 
 def _finished(hs: ClientHandshake, job: Job) -> bool:

@@ -134,11 +134,37 @@ class PqVerdict:
 
 
 @dataclass(frozen=True)
+class TrustCheck:
+    """The certificate chain and host name check, as `tlsprobe probe` does it.
+
+    `status`: "trusted", "untrusted", or "not_checked" (no trust store, or no certificate to
+    check). `code` is OpenSSL's X509_V_ERR value (0 ok, 18 self-signed, 20 unable to get the
+    local issuer, 62 hostname mismatch, ...) and `reason` its text; `hostname` is the name
+    checked (the SNI, else the target host) and `hostname_ok` whether the leaf is valid for it
+    (None when it could not be told apart from a broken chain)."""
+
+    status: str
+    code: int | None = None
+    reason: str = ""
+    detail: str = ""
+    hostname: str | None = None
+    hostname_ok: bool | None = None
+    trust_store: str | None = None
+
+
+@dataclass(frozen=True)
 class Finding:
+    """One problem. `message` is for people (long lists are shortened with "and N more");
+    `items` is the full list of what it is about (IANA names of suites, group names,
+    version names, certificate subjects) for programs; `version` names the protocol version
+    the finding is about ("TLS 1.2"), or is None when it is not about one version."""
+
     severity: str                   # info, low, medium, high, critical
     code: str                       # stable identifier, e.g. "version.not_allowed"
     message: str
     policy: str = "builtin"
+    items: tuple[str, ...] = ()
+    version: str | None = None
 
 
 @dataclass(frozen=True)
@@ -152,6 +178,7 @@ class AuditReport:
     signature_schemes: tuple[SigalgAudit, ...] = ()
     post_quantum: tuple[PqVerdict, ...] = ()
     certificates: tuple[CertificateInfo, ...] = ()
+    trust: TrustCheck | None = None   # the chain and host name check (cert check)
     findings: tuple[Finding, ...] = ()
     policies: tuple[str, ...] = ()
     checks: tuple[str, ...] = ()

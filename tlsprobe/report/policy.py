@@ -6,14 +6,15 @@ mozilla-intermediate-6.0); the short names modern, intermediate (6.0) and old (5
 A user policy is a JSON or TOML file with the same keys; `extends = "intermediate"` starts
 from a built-in one. Besides the policy checks, `builtin_findings` reports what is weak under
 any policy (NULL/export/RC4 suites, small DH primes, expired certificates, inconclusive
-results, post-quantum intolerance).
+results, post-quantum intolerance, certificate trust, signature hash, names and dates).
+The file format is documented in docs/POLICY.md.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from typing import Any
 from tlsprobe import registry
 from tlsprobe.errors import UsageError
 from tlsprobe.report.audit_model import (ORDER_CLIENT, SEVERITIES, AuditReport, Finding,
-                                         severity_rank)
+                                         SuiteAudit, severity_rank)
 
 ALIASES = {"modern": "mozilla-modern-6.0", "intermediate": "mozilla-intermediate-6.0",
            "old": "mozilla-old-5.7", "mozilla-modern": "mozilla-modern-6.0",
@@ -30,10 +31,13 @@ DEFAULT_POLICY = "intermediate"
 VERSION_NAMES = {"sslv3": 0x0300, "ssl 3.0": 0x0300, "tlsv1": 0x0301, "tls 1.0": 0x0301,
                  "tlsv1.0": 0x0301, "tlsv1.1": 0x0302, "tls 1.1": 0x0302, "tlsv1.2": 0x0303,
                  "tls 1.2": 0x0303, "tlsv1.3": 0x0304, "tls 1.3": 0x0304}
-DEFAULT_SEVERITY = {"version.missing": "medium", "suite.not_allowed": "low",
-                    "group.not_allowed": "low", "group.missing": "low", "dh.too_small": "medium",
-                    "certificate.key_too_small": "medium", "certificate.type_not_allowed": "low",
-                    "order.not_server": "low"}
+# Outside the policy is medium (the policy is what the user asked to be held to); what a
+# policy only recommends (a group, the server's own order) is low. version.not_allowed:
+# see _version_severity.
+DEFAULT_SEVERITY = {"version.missing": "medium", "suite.not_allowed": "medium",
+                    "group.not_allowed": "medium", "group.missing": "low", "dh.too_small": "medium",
+                    "certificate.key_too_small": "medium",
+                    "certificate.type_not_allowed": "medium", "order.not_server": "low"}
 KEYS = {"name", "title", "source", "extends", "versions", "required_versions", "cipher_suites",
         "tls13_cipher_suites", "groups", "required_groups", "dh_min_bits", "rsa_min_bits",
         "certificate_types", "server_preferred_order", "severity"}
@@ -179,26 +183,32 @@ def _names(items: list[str], limit: int = 6) -> str:
 
 
 def _version_severity(version: int) -> str:
-    return {0x0300: "critical", 0x0301: "medium", 0x0302: "medium"}.get(version, "low")
+    """A version outside the policy: SSL 3.0 critical, TLS 1.0/1.1 high (RFC 8996), else
+    medium (the policy is what the user asked to be held to)."""
+    return {0x0300: "critical", 0x0301: "high", 0x0302: "high"}.get(version, "medium")
 
 
 def evaluate(report: AuditReport, policy: Policy) -> list[Finding]:
     """Findings of `report` against `policy` (checks with no data are skipped)."""
     out: list[Finding] = []
 
-    def add(code: str, message: str, severity: str | None = None) -> None:
-        out.append(Finding(severity or policy.sev(code), code, message, policy.name))
+    def add(code: str, message: str, items: list[str], version: str | None,
+            severity: str | None = None) -> None:
+        out.append(Finding(severity or policy.sev(code), code, message, policy.name,
+                           tuple(items), version))
 
     spoken = report.spoken_versions()
     if report.versions and policy.versions is not None:
         for v in spoken:
+            name = registry.version_name(v)
             if v not in policy.versions:
-                add("version.not_allowed", f"{registry.version_name(v)} is enabled",
+                add("version.not_allowed", f"{name} is enabled", [name], name,
                     policy.severity.get("version.not_allowed", _version_severity(v)))
         for v in policy.required_versions:
+            name = registry.version_name(v)
             if v not in spoken and any(s.version.id == v and s.status == "not_supported"
                                        for s in report.versions):
-                add("version.missing", f"{registry.version_name(v)} is not supported")
+                add("version.missing", f"{name} is not supported", [name], name)
     for audit in report.suites:
         allowed = policy.tls13_cipher_suites if audit.version.id == 0x0304 \
             else policy.cipher_suites
@@ -207,40 +217,73 @@ def evaluate(report: AuditReport, policy: Policy) -> list[Finding]:
         extra = [c.iana_name for c in audit.supported if c.id not in allowed]
         if extra:
             add("suite.not_allowed", f"{audit.version.name}: {len(extra)} cipher suite(s) "
-                f"outside the policy: {_names(extra)}")
+                f"outside the policy: {_names(extra)}", extra, audit.version.name)
         if policy.server_preferred_order and audit.order == ORDER_CLIENT:
             add("order.not_server", f"{audit.version.name}: the server follows the client's "
-                "cipher suite order")
-    supported_groups = {g.id: g.name for a in report.groups for g in a.supported}
+                "cipher suite order", [], audit.version.name)
     if policy.groups is not None:
-        extra = [name for code, name in supported_groups.items() if code not in policy.groups]
-        if extra:
-            add("group.not_allowed", f"group(s) outside the policy: {_names(extra)}")
+        for g in report.groups:
+            extra = [c.name for c in g.supported if c.id not in policy.groups]
+            if extra:
+                add("group.not_allowed", f"{g.version.name}: {len(extra)} group(s) outside "
+                    f"the policy: {_names(extra)}", extra, g.version.name)
+    supported_groups = {g.id for a in report.groups for g in a.supported}
     g13 = report.group_audit(0x0304)
     for code in policy.required_groups:
         if g13 is not None and g13.spoken and code not in supported_groups and \
                 code not in {g.id for g in g13.inconclusive}:
-            add("group.missing", f"{registry.group_name(code)} is recommended but not "
-                "supported in TLS 1.3")
+            name = registry.group_name(code)
+            add("group.missing", f"{name} is recommended but not supported in TLS 1.3",
+                [name], "TLS 1.3")
     g12 = report.group_audit(0x0303)
     dh = g12.dhe if g12 is not None else None
     if dh is not None and policy.dh_min_bits:
-        sizes = [dh.fixed.bits] if dh.fixed else []
-        sizes += [int(g.name[5:]) for g in dh.negotiated if g.name[5:].isdigit()]
-        small = [b for b in sizes if b < policy.dh_min_bits]
+        sizes = [(dh.fixed.name, dh.fixed.bits)] if dh.fixed else []
+        sizes += [(g.name, int(g.name[5:])) for g in dh.negotiated if g.name[5:].isdigit()]
+        small = [(n, b) for n, b in sizes if b < policy.dh_min_bits]
         if small:
-            add("dh.too_small", f"DHE with a {min(small)}-bit prime (policy minimum "
-                f"{policy.dh_min_bits})")
+            add("dh.too_small", f"DHE with a {min(b for _, b in small)}-bit prime (policy "
+                f"minimum {policy.dh_min_bits})", [n for n, _ in small], "TLS 1.2")
     if report.certificates:
         leaf = report.certificates[0]
         kind = "rsa" if leaf.key_type == "RSA" else "ecdsa" if leaf.key_type.startswith("EC") \
             else leaf.key_type.lower()
         if policy.certificate_types is not None and kind not in policy.certificate_types:
             add("certificate.type_not_allowed", f"certificate key {leaf.key_type} (policy: "
-                f"{', '.join(policy.certificate_types)})")
+                f"{', '.join(policy.certificate_types)})", [leaf.subject], None)
         if kind == "rsa" and policy.rsa_min_bits and (leaf.key_bits or 0) < policy.rsa_min_bits:
             add("certificate.key_too_small", f"RSA key of {leaf.key_bits} bits (policy minimum "
-                f"{policy.rsa_min_bits})")
+                f"{policy.rsa_min_bits})", [leaf.subject], None)
+    return out
+
+
+def _suite_findings(audit: SuiteAudit) -> list[Finding]:
+    """Weak suites (NULL/anon/export critical; RC4, DES, 3DES and the like high) and suites
+    without forward secrecy (static RSA or DH key exchange: medium)."""
+    out: list[Finding] = []
+    name = audit.version.name
+    by_sev: dict[str, list[tuple[str, str]]] = {}
+    no_fs: list[str] = []
+    for c in audit.supported:
+        suite = registry.cipher_suite(c.id)
+        if suite is None or suite.is_scsv:
+            continue
+        tags = suite.weaknesses
+        if tags:
+            sev = "critical" if {"NULL", "anon", "export"} & set(tags) else "high"
+            by_sev.setdefault(sev, []).append((c.iana_name, ", ".join(tags)))
+        if audit.version.id < 0x0304 and not suite.forward_secret and not suite.is_anon:
+            no_fs.append(c.iana_name)
+    for sev, pairs in by_sev.items():
+        out.append(Finding(sev, "suite.weak", f"{name}: weak cipher suite(s): "
+                           f"{_names([f'{n} ({t})' for n, t in pairs], 4)}",
+                           items=tuple(n for n, _ in pairs), version=name))
+    if no_fs:
+        top = audit.order != ORDER_CLIENT and audit.supported[0].iana_name == no_fs[0]
+        out.append(Finding("medium", "suite.no_forward_secrecy", f"{name}: {len(no_fs)} "
+                           "cipher suite(s) without forward secrecy (static RSA or DH key "
+                           f"exchange){', the most preferred among them' if top else ''}: "
+                           f"{_names(no_fs, 4)}", items=tuple(no_fs), version=name))
     return out
 
 
@@ -248,35 +291,23 @@ def builtin_findings(report: AuditReport, now: datetime | None = None) -> list[F
     """What is weak whatever the policy, plus what could not be established."""
     out: list[Finding] = []
     for audit in report.suites:
-        by_sev: dict[str, list[str]] = {}
-        for c in audit.supported:
-            suite = registry.cipher_suite(c.id)
-            tags = suite.weaknesses if suite is not None else ()
-            if not tags:
-                continue
-            sev = "critical" if {"NULL", "anon", "export"} & set(tags) else \
-                "medium" if set(tags) <= {"3DES"} else "high"
-            by_sev.setdefault(sev, []).append(f"{c.iana_name} ({', '.join(tags)})")
-        for sev, names in by_sev.items():
-            out.append(Finding(sev, "suite.weak", f"{audit.version.name}: weak cipher "
-                               f"suite(s): {_names(names, 4)}"))
-        if audit.order != ORDER_CLIENT and audit.supported and audit.version.id < 0x0304:
-            top = registry.cipher_suite(audit.supported[0].id)
-            if top is not None and not top.forward_secret:
-                out.append(Finding("medium", "suite.no_forward_secrecy", f"{audit.version.name}:"
-                                   f" the most preferred suite {top.name} has no forward secrecy"))
+        out += _suite_findings(audit)
     spoken = report.spoken_versions()
     if report.versions and not {0x0303, 0x0304} & set(spoken) and spoken:
-        out.append(Finding("high", "version.no_modern", "neither TLS 1.2 nor TLS 1.3 is spoken"))
+        names = [registry.version_name(v) for v in spoken]
+        out.append(Finding("high", "version.no_modern", "neither TLS 1.2 nor TLS 1.3 is spoken",
+                           items=tuple(names)))
     g12 = report.group_audit(0x0303)
     if g12 is not None and g12.dhe is not None and g12.dhe.fixed is not None:
         fixed = g12.dhe.fixed
         if fixed.bits < 1024:
-            out.append(Finding("high", "dh.weak", f"DHE with a {fixed.bits}-bit prime"))
+            out.append(Finding("high", "dh.weak", f"DHE with a {fixed.bits}-bit prime",
+                               items=(fixed.name,), version="TLS 1.2"))
         if fixed.standard is None:
-            out.append(Finding("info", "dh.custom", f"DHE with a custom {fixed.bits}-bit prime"))
+            out.append(Finding("info", "dh.custom", f"DHE with a custom {fixed.bits}-bit prime",
+                               items=(fixed.name,), version="TLS 1.2"))
     out += _pq_findings(report)
-    out += _certificate_findings(report, now or datetime.now(timezone.utc))
+    out += certificate_findings(report, now or datetime.now(timezone.utc))
     out += _inconclusive_findings(report)
     return out
 
@@ -287,34 +318,86 @@ def _pq_findings(report: AuditReport) -> list[Finding]:
     pq = [g for g in (g13.supported if g13 else ()) if g.id in (0x11EB, 0x11EC, 0x11ED, 0x11EE,
                                                                  0x0200, 0x0201, 0x0202, 0x6399)]
     if g13 is not None and g13.spoken and not pq and not g13.inconclusive:
-        out.append(Finding("info", "pq.none", "no post-quantum key exchange in TLS 1.3"))
+        out.append(Finding("info", "pq.none", "no post-quantum key exchange in TLS 1.3",
+                           version="TLS 1.3"))
     for v in report.post_quantum:
         if v.check == "tolerance" and v.verdict == "no":
             out.append(Finding("medium", "pq.intolerant", f"a hello with {v.subject} is "
-                               f"refused: {v.detail}"))
+                               f"refused: {v.detail}", items=(v.subject,), version="TLS 1.3"))
         if v.check == "browser_like" and v.verdict == "no" and "although" in v.detail:
-            out.append(Finding("low", "pq.classic_preferred", v.detail))
+            out.append(Finding("low", "pq.classic_preferred", v.detail, items=(v.subject,),
+                               version="TLS 1.3"))
     return out
 
 
-def _certificate_findings(report: AuditReport, now: datetime) -> list[Finding]:
+def certificate_findings(report: AuditReport, now: datetime) -> list[Finding]:
+    """Leaf dates and key, signature hashes, subjectAltName, and the chain/host name check."""
     if not report.certificates:
         return []
-    leaf = report.certificates[0]
+    chain, leaf = report.certificates, report.certificates[0]
+    subject = (leaf.subject,)
     out: list[Finding] = []
+
+    def add(severity: str, code: str, message: str, items: tuple[str, ...] = subject) -> None:
+        out.append(Finding(severity, code, message, items=items))
+
     try:
         not_before = datetime.fromisoformat(leaf.not_before)
         not_after = datetime.fromisoformat(leaf.not_after)
     except ValueError:
-        return out
-    if not_after < now:
-        out.append(Finding("high", "certificate.expired", f"certificate expired {leaf.not_after}"))
-    if not_before > now:
-        out.append(Finding("high", "certificate.not_yet_valid",
-                           f"certificate valid only from {leaf.not_before}"))
+        not_before = not_after = None
+    if not_after is not None and not_before is not None:
+        left = not_after - now
+        if left < timedelta(0):
+            add("high", "certificate.expired", f"certificate expired {leaf.not_after}")
+        elif left < timedelta(days=30):
+            when = f"{left.days} day(s)" if left.days else \
+                f"{max(1, int(left.total_seconds() // 3600))} hour(s)"
+            add("medium" if left < timedelta(days=7) else "low", "certificate.expires_soon",
+                f"certificate expires in {when} ({leaf.not_after})")
+        if not_before > now:
+            add("high", "certificate.not_yet_valid", f"certificate valid only from "
+                f"{leaf.not_before}")
     if leaf.key_type == "RSA" and (leaf.key_bits or 0) < 2048:
-        out.append(Finding("high", "certificate.weak_key", f"RSA key of {leaf.key_bits} bits"))
+        add("high", "certificate.weak_key", f"RSA key of {leaf.key_bits} bits")
+    # A root's own signature is never checked (it is trusted as is): skip a self-issued
+    # last certificate of a longer chain.
+    signed = [c for i, c in enumerate(chain)
+              if not (i and i == len(chain) - 1 and c.issuer == c.subject)]
+    for weak, severity in (("md5", "critical"), ("sha1", "medium")):
+        bad = [c for c in signed if weak in c.signature_algorithm.lower().replace("-", "")]
+        if bad:
+            add(severity, f"certificate.{weak}_signature", f"{len(bad)} certificate(s) signed "
+                f"with {weak.upper()}: " + _names([f"{c.subject} ({c.signature_algorithm})"
+                                                   for c in bad], 3),
+                tuple(c.subject for c in bad))
+    if not leaf.san:
+        add("medium", "certificate.no_san", "the certificate has no subjectAltName (clients "
+            "that check host names, browsers among them, refuse it)")
+    out += _trust_findings(report, {f.code for f in out})
     return out
+
+
+def _trust_findings(report: AuditReport, found: set[str]) -> list[Finding]:
+    t = report.trust
+    if t is None:
+        return []
+    subject = (report.certificates[0].subject,) if report.certificates else ()
+    if t.status == "not_checked":
+        return [Finding("info", "certificate.not_verified", f"chain not verified: {t.detail}")]
+    if t.status == "trusted":
+        return []
+    if t.code in (18, 19):
+        return [Finding("high", "certificate.self_signed", f"certificate chain not trusted: "
+                        f"{t.reason}", items=subject)]
+    if t.code == 62:
+        return [Finding("high", "certificate.hostname_mismatch", f"the certificate is not "
+                        f"valid for {t.hostname}", items=(t.hostname or "",))]
+    if t.code in (9, 10) and found & {"certificate.expired", "certificate.not_yet_valid"}:
+        return []   # the leaf's dates are already reported
+    detail = f": {t.detail}" if t.detail else ""
+    return [Finding("high", "certificate.untrusted", f"certificate chain not trusted: "
+                    f"{t.reason}{detail}", items=subject)]
 
 
 def _inconclusive_findings(report: AuditReport) -> list[Finding]:
@@ -322,15 +405,17 @@ def _inconclusive_findings(report: AuditReport) -> list[Finding]:
     for v in report.versions:
         if v.status == "inconclusive":
             out.append(Finding("info", "audit.inconclusive", f"{v.version.name} support not "
-                               f"established: {v.detail}"))
+                               f"established: {v.detail}", version=v.version.name))
     for g in report.groups:
         if g.inconclusive:
             out.append(Finding("info", "audit.inconclusive", f"{g.version.name}: "
-                               f"{len(g.inconclusive)} group(s) not established"))
+                               f"{len(g.inconclusive)} group(s) not established",
+                               items=tuple(c.name for c in g.inconclusive),
+                               version=g.version.name))
     for s in report.suites:
         if not s.complete:
             out.append(Finding("info", "audit.inconclusive", f"{s.version.name}: cipher suite "
-                               "list may be incomplete"))
+                               "list may be incomplete", version=s.version.name))
     return out
 
 
