@@ -103,3 +103,40 @@ def test_trace_without_keys_shows_every_record() -> None:
         == ["<<< TLS 1.2, ApplicationData [length 001a] (encrypted, not decrypted)",
             ">>> TLS 1.2, ApplicationData [length 001a] (encrypted, not decrypted)"]
     assert plain.decrypted is False
+
+
+# -- 4. key logs -----------------------------------------------------------------------------
+def test_rsa_session_id_keylog(captures_dir: Path) -> None:
+    """tshark decrypts 4 Finished (2 connections) with these `RSA Session-ID:` lines."""
+    wiki = captures_dir / "wireshark/wiki"
+    keys = wiki / ("bdb819da1d262ac9226a9d9079eedb8d/"
+                   "grpc_person_search_protobuf_and_json_tls.keylog.txt")
+    log = load_keylog(keys)
+    assert len(log.session_ids) == 2 and log.bad_lines == 0
+    items, warnings = read(wiki / ("bf889abf927b7d041b34a136dce7e176/"
+                                   "grpc_person_search_protobuf_and_json_tls.pcapng"), keys)
+    assert [r.handshake_complete for r, _ in items] == [True, True]
+    assert warnings == []
+
+
+def test_session_id_line_parsing() -> None:
+    sid, master = "ab" * 32, "cd" * 48
+    log = parse_keylog(f"RSA Session-ID:{sid} Master-Key:{master}\n"
+                       f"RSA Session-ID:{sid} Master-Key:{'cd' * 47}\n"
+                       "RSA Session-ID:zz Master-Key:00\n")
+    assert log.master_secret_by_session_id(bytes.fromhex(sid)) == bytes.fromhex(master)
+    assert log.bad_lines == 2 and log.usable == 1
+    assert log.master_secret_by_session_id(b"") is None
+
+
+def test_keylog_warnings(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.keys"
+    empty.write_text("# nothing\nnot a key line\n")
+    _, warnings = read(CAPTURES / "tls12_x25519.pcap", empty)
+    assert warnings == [f"keylog {empty}: 0 usable lines (1 malformed)"]
+    other = CAPTURES / "tls13_x25519.keys"
+    items, warnings = read(CAPTURES / "tls12_x25519.pcap", other)
+    assert warnings == [f"keylog {other}: no key matched any connection"]
+    assert items[0][0].decrypted is False
+    _, warnings = read(CAPTURES / "tls12_x25519.pcap", CAPTURES / "tls12_x25519.keys")
+    assert warnings == []

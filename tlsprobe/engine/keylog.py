@@ -3,7 +3,8 @@
 Format (NSS key log, as written by OpenSSL, NSS, GnuTLS, curl and browsers): one
 ``<LABEL> <client_random hex> <secret hex>`` per line, ``#`` comments. TLS 1.2 and older
 log ``CLIENT_RANDOM`` with the 48-byte master secret; TLS 1.3 logs one line per traffic
-secret. Parsing is bounded and never raises on bad content: bad lines are counted.
+secret. The older ``RSA Session-ID:<hex> Master-Key:<hex>`` form (Wireshark's, from
+OpenSSL's SSL_SESSION_print) gives a TLS 1.0-1.2 master secret by session id. Parsing is bounded and never raises on bad content: bad lines are counted.
 """
 
 from __future__ import annotations
@@ -107,12 +108,16 @@ class KeyLog:
     `bad_lines` counts malformed lines (wrong field count, bad hex, wrong lengths);
     `skipped_lines` counts well-formed lines with labels we do not use (RSA premaster
     lines, ECH or later traffic secrets, future labels); `dropped` counts
-    lines for new sessions beyond the `max_sessions` bound."""
+    lines for new sessions beyond the `max_sessions` bound. `session_ids` maps a TLS
+    1.0-1.2 session id to its master secret (``RSA Session-ID:`` lines); `source` names
+    the file read (for warnings)."""
 
     sessions: dict[bytes, dict[str, bytes]] = field(default_factory=dict)
     bad_lines: int = 0
     skipped_lines: int = 0
     dropped: int = 0
+    session_ids: dict[bytes, bytes] = field(default_factory=dict)
+    source: str = ""
 
     def secrets(self, client_random: bytes) -> dict[str, bytes] | None:
         return self.sessions.get(bytes(client_random))
@@ -121,6 +126,15 @@ class KeyLog:
         """The TLS 1.0-1.2 master secret for a client random, if logged."""
         entry = self.sessions.get(bytes(client_random))
         return entry.get(CLIENT_RANDOM) if entry else None
+
+    def master_secret_by_session_id(self, session_id: bytes) -> bytes | None:
+        """The TLS 1.0-1.2 master secret logged for a session id, if any."""
+        return self.session_ids.get(bytes(session_id)) if session_id else None
+
+    @property
+    def usable(self) -> int:
+        """Connections (client randoms and session ids) the log has keys for."""
+        return len(self.sessions) + len(self.session_ids)
 
     def __len__(self) -> int:
         return len(self.sessions)
@@ -135,6 +149,15 @@ def parse_keylog(lines: Iterable[str] | str,
     for raw in lines:
         line = raw.strip()
         if not line or line.startswith("#"):
+            continue
+        if line.startswith("RSA Session-ID:"):
+            pair = _parse_session_id_line(line)
+            if pair is None:
+                log.bad_lines += 1
+            elif pair[0] in log.session_ids or len(log.session_ids) < max_sessions:
+                log.session_ids[pair[0]] = pair[1]
+            else:
+                log.dropped += 1
             continue
         parsed = _parse_line(line)
         if parsed is None:
@@ -167,6 +190,7 @@ def load_keylog(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES
     if truncated and lines and not text.endswith(("\n", "\r")):
         lines.pop()  # the cut-off last line
     log = parse_keylog(lines, max_sessions)
+    log.source = os.fspath(path)
     if truncated:
         log.dropped += 1
     return log
@@ -190,3 +214,19 @@ def _parse_line(line: str) -> tuple[str, bytes, bytes] | None:
     if lengths is not None and (len(client_random) != 32 or len(secret) not in lengths):
         return None
     return label, client_random, secret
+
+
+def _parse_session_id_line(line: str) -> tuple[bytes, bytes] | None:
+    """(session id, master secret) of ``RSA Session-ID:<hex> Master-Key:<hex>``, or None."""
+    fields = line.split()
+    if len(line) > MAX_LINE or len(fields) != 3 or not fields[2].startswith("Master-Key:"):
+        return None
+    _, _, sid_hex = fields[1].partition(":")
+    _, _, master_hex = fields[2].partition(":")
+    try:
+        session_id, master = bytes.fromhex(sid_hex), bytes.fromhex(master_hex)
+    except ValueError:
+        return None
+    if not 1 <= len(session_id) <= 32 or len(master) != 48:
+        return None
+    return session_id, master

@@ -109,6 +109,7 @@ class CaptureAnalysis:
         self.keylog: KeyLog | None = self.options.keylog
         self.connections = 0
         self.tls_connections = 0
+        self.keys_matched = 0  # TLS connections the key log had secrets for
         self.summary: CaptureSummary | None = None
         self._quic: Any = None
         self._dtls: Any = None
@@ -136,7 +137,9 @@ class CaptureAnalysis:
             self.keylog = embedded
         else:
             merged = KeyLog(dict(self.keylog.sessions), self.keylog.bad_lines,
-                            self.keylog.skipped_lines, self.keylog.dropped)
+                            self.keylog.skipped_lines, self.keylog.dropped,
+                            {**self.keylog.session_ids, **embedded.session_ids},
+                            self.keylog.source)
             for random, secrets in embedded.sessions.items():
                 merged.sessions.setdefault(random, {}).update(secrets)
             self.keylog = merged
@@ -148,6 +151,9 @@ class CaptureAnalysis:
         if not conn.is_tls:
             return None
         self.tls_connections += 1
+        decryptor = getattr(conn.reader, "decryptor", None)
+        if decryptor is not None and decryptor.matched:
+            self.keys_matched += 1
         report = conn.report(self.name, reason)
         return tuple.__new__(Analyzed, (report, conn.reader.trace_lines()))  # Analyzed(...)
 
@@ -261,7 +267,22 @@ class CaptureAnalysis:
             connections=self.connections + sum(t.connections for t in (self._quic, self._dtls)
                                                if t is not None),
             tls_connections=self.tls_connections, reported=0, complete=stats.complete,
-            warnings=tuple(str(w) for w in stats.warnings), capture=stats.to_dict())
+            warnings=tuple(str(w) for w in stats.warnings) + tuple(self._keylog_warnings()),
+            capture=stats.to_dict())
+
+    def _keylog_warnings(self) -> list[str]:
+        """A --keylog file that gave nothing: no usable line, or no key for any connection
+        (a wrong file or a capture of other sessions) is said, not silently ignored."""
+        given = self.options.keylog
+        if given is None:
+            return []
+        name = f"keylog {given.source}" if given.source else "keylog"
+        if not given.usable:
+            bad = f" ({given.bad_lines} malformed)" if given.bad_lines else ""
+            return [f"{name}: 0 usable lines{bad}"]
+        if self.tls_connections and not self.keys_matched:
+            return [f"{name}: no key matched any connection"]
+        return []
 
 
 def analyze(source: str, options: AnalyzerOptions | None = None,

@@ -6,8 +6,8 @@ decrypt the encrypted handshake (a client that offered 0-RTT first sends early d
 CLIENT_EARLY_TRAFFIC_SECRET, up to its EndOfEarlyData; records no known key opens in that
 phase are skipped, as the server skips them, RFC 8446 4.2.10); each side switches to its application traffic secret
 (CLIENT_/SERVER_TRAFFIC_SECRET_0) after its Finished, and to the next one after each
-KeyUpdate it sends. TLS 1.0-1.2: the master secret (CLIENT_RANDOM) and both randoms give the
-key block; the session.Flow applies the protection after each side's ChangeCipherSpec.
+KeyUpdate it sends. TLS 1.0-1.2: the master secret (CLIENT_RANDOM, or an ``RSA Session-ID:`` line
+for the ServerHello's session id) and both randoms give the key block; the session.Flow applies the protection after each side's ChangeCipherSpec.
 A TLS 1.0-1.2 ServerHello that chose DEFLATE (RFC 3749) compresses every protected record
 after decryption: one zlib stream per direction, each record's output bounded to 2^14
 bytes (RFC 5246 6.2.2 allows 1024 more), so a decompression bomb costs no memory.
@@ -113,6 +113,7 @@ class Decryptor:
         self.keylog = keylog
         self.set = set_deprotector
         self.active = False
+        self.matched = False  # the key log has secrets for this connection
         self._cipher = ""
         self._hash = "sha256"
         self._key_len = 0
@@ -157,8 +158,12 @@ class Decryptor:
         if sh is None or not facts.client_hellos:
             return None
         secrets = self.keylog.secrets(facts.client_hellos[0].random)
+        if not secrets and not facts.tls13:
+            master = self.keylog.master_secret_by_session_id(sh.session_id)
+            secrets = {kl.CLIENT_RANDOM: master} if master is not None else None
         if not secrets:
             return None
+        self.matched = True
         params = suite_params(sh.cipher_suite)
         if params is None:
             return f"no record protection known for suite 0x{sh.cipher_suite:04x}"
