@@ -4,6 +4,8 @@
 --seconds (default 3, as openssl) and prints openssl-style tables, or JSON with --json.
 --compare-openssl then runs `openssl speed` on the primitives it knows and prints the
 ratio per primitive. A progress line is drawn on stderr only when it is a terminal.
+Ctrl-C stops at once (workers included), prints the figures completed so far and one line
+`tlsprobe: interrupted` on stderr, and exits 130 as the other commands do.
 """
 
 from __future__ import annotations
@@ -12,20 +14,26 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Self
 
 from tlsprobe.errors import TlsprobeError, UsageError
 from tlsprobe.speed import (
     DEFAULT_BLOCK_SIZES,
     SpeedError,
+    SpeedInterrupted,
+    SpeedReport,
     UnknownAlgorithm,
     catalog,
     figure_total,
     run_speed,
     text,
 )
+from tlsprobe.speed import openssl as openssl_compare
 from tlsprobe.speed.base import Algorithm
+
+# Exit status after Ctrl-C (128 + SIGINT), as cli.py gives for every other command.
+EXIT_INTERRUPTED = 130
 
 _MAX_BLOCK = 1 << 20
 
@@ -67,11 +75,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bytes", default=None, metavar="N[,N...]",
                         help="AEAD block sizes (default 16,64,256,1024,8192,16384)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    parser.add_argument("--list", action="store_true", help="list algorithm names and exit")
+    parser.add_argument("--list", action="store_true",
+                        help="list algorithm names (those selected by ALGORITHM, if given) and exit")
     parser.add_argument("--compare-openssl", action="store_true",
                         help="also run `openssl speed` on the same primitives and print ratios")
     parser.add_argument("--openssl", default=None, metavar="PATH",
-                        help="openssl binary for --compare-openssl (default: openssl on PATH)")
+                        help="openssl binary for --compare-openssl, which it implies "
+                             "(default: openssl on PATH); it must exist and be openssl")
 
 
 def _seconds(value: str) -> float:
@@ -101,10 +111,10 @@ def _block_sizes(value: str | None) -> tuple[int, ...]:
     return tuple(dict.fromkeys(sizes))
 
 
-def list_lines() -> list[str]:
-    """The --list text: every algorithm with its aliases and openssl speed name."""
+def list_lines(algorithms: Sequence[Algorithm] = catalog.ALGORITHMS) -> list[str]:
+    """The --list text: each algorithm with its aliases and openssl speed name."""
     rows = [("kind", "name", "description", "also accepted", "openssl speed")]
-    for algorithm in catalog.ALGORITHMS:
+    for algorithm in algorithms:
         spec = algorithm.openssl
         theirs = "-" if spec is None else (
             f"-evp {spec.cipher} -aead" if spec.cipher else " ".join(spec.names))
@@ -168,27 +178,50 @@ def _selection(names: list[str]) -> list[Algorithm]:
         raise UsageError(str(exc)) from None
 
 
+def _openssl_binary(path: str | None) -> str | None:
+    """Check an explicit --openssl before minutes of measuring, not after (exit 2)."""
+    if path is None:
+        return None
+    try:
+        openssl_compare.check_binary(path)
+    except openssl_compare.OpensslUnusable as exc:
+        raise UsageError(str(exc)) from None
+    return path
+
+
+def _print(report: SpeedReport, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        sys.stdout.write(text.format_report(report))
+    sys.stdout.flush()
+
+
 def run(args: argparse.Namespace) -> int:
+    algorithms = _selection(args.algorithms)
     if args.list:
-        print("\n".join(list_lines()))
+        print("\n".join(list_lines(algorithms)))
         return 0
     seconds = _seconds(args.seconds)
     processes = _positive_int("--multi", args.multi, 256)
     block_sizes = _block_sizes(args.bytes)
-    algorithms = _selection(args.algorithms)
+    openssl_binary = _openssl_binary(args.openssl)
+    compare = args.compare_openssl or openssl_binary is not None
     total = figure_total(algorithms, block_sizes)
+    interrupted = False
     with _Display(total) as display:
         progress: Callable[[int, int, str], None] = display.figure
         try:
             report = run_speed(algorithms, seconds, processes=processes,
                                block_sizes=block_sizes, progress=progress,
-                               compare_openssl=args.compare_openssl,
-                               openssl_binary=args.openssl, openssl_progress=display.note)
+                               compare_openssl=compare, openssl_binary=openssl_binary,
+                               openssl_progress=display.note)
+        except SpeedInterrupted as exc:
+            report, interrupted = exc.report, True
         except SpeedError as exc:
             raise TlsprobeError(str(exc), exit_code=1) from None
-    if args.json:
-        print(json.dumps(report.to_json(), indent=2))
-    else:
-        sys.stdout.write(text.format_report(report))
+    _print(report, args.json)
+    if interrupted:
+        print("tlsprobe: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return 0
-

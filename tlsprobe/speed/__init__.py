@@ -19,7 +19,13 @@ from cryptography.hazmat.backends.openssl import backend
 from tlsprobe import __version__
 from tlsprobe.speed import openssl as openssl_compare
 from tlsprobe.speed.base import DEFAULT_BLOCK_SIZES, Algorithm, Op
-from tlsprobe.speed.catalog import ALGORITHMS, UnknownAlgorithm, groups, resolve
+from tlsprobe.speed.catalog import (
+    ALGORITHMS,
+    UnavailableAlgorithm,
+    UnknownAlgorithm,
+    groups,
+    resolve,
+)
 from tlsprobe.speed.harness import Timing, measure
 from tlsprobe.speed.results import (
     AlgorithmResult,
@@ -28,11 +34,11 @@ from tlsprobe.speed.results import (
     Figure,
     SpeedReport,
 )
-from tlsprobe.speed.runner import Progress, SpeedError, figure_total, run
+from tlsprobe.speed.runner import Interrupted, Progress, SpeedError, figure_total, run
 
 __all__ = ["ALGORITHMS", "DEFAULT_BLOCK_SIZES", "Algorithm", "AlgorithmResult", "Comparison",
-           "ComparisonRow", "Figure", "Op", "Progress", "SpeedError", "SpeedReport", "Timing",
-           "UnknownAlgorithm", "figure_total", "groups", "library_versions", "measure",
+           "ComparisonRow", "Figure", "Op", "Progress", "SpeedError", "SpeedInterrupted", "SpeedReport",
+           "Timing", "UnavailableAlgorithm", "UnknownAlgorithm", "figure_total", "groups", "library_versions", "measure",
            "resolve", "run", "run_speed"]
 
 
@@ -41,19 +47,38 @@ def library_versions() -> tuple[str, str]:
     return cryptography.__version__, backend.openssl_version_text()
 
 
+class SpeedInterrupted(KeyboardInterrupt):
+    """Ctrl-C during `run_speed`: `report` has what was measured before (interrupted=True)."""
+
+    def __init__(self, report: SpeedReport) -> None:
+        super().__init__()
+        self.report = report
+
+
 def run_speed(algorithms: Sequence[Algorithm], seconds: float, *, processes: int = 1,
               block_sizes: Sequence[int] = DEFAULT_BLOCK_SIZES,
               progress: Progress | None = None, compare_openssl: bool = False,
               openssl_binary: str | None = None,
               openssl_progress: Callable[[str], None] | None = None) -> SpeedReport:
     """Measure `algorithms` and, if asked, run `openssl speed` on the same primitives after."""
-    results = run(algorithms, seconds, processes=processes, block_sizes=block_sizes,
-                  progress=progress)
+    crypto_version, openssl_version = library_versions()
+
+    def make(results: Sequence[AlgorithmResult], comparison: Comparison | None = None,
+             interrupted: bool = False) -> SpeedReport:
+        return SpeedReport(__version__, crypto_version, openssl_version, seconds, processes,
+                           tuple(block_sizes), tuple(results), comparison, interrupted)
+
+    try:
+        results = run(algorithms, seconds, processes=processes, block_sizes=block_sizes,
+                      progress=progress)
+    except Interrupted as exc:
+        raise SpeedInterrupted(make(exc.results, interrupted=True)) from None
     comparison = None
     if compare_openssl:
-        comparison = openssl_compare.compare(algorithms, results, seconds=seconds,
-                                             processes=processes, binary=openssl_binary,
-                                             progress=openssl_progress)
-    crypto_version, openssl_version = library_versions()
-    return SpeedReport(__version__, crypto_version, openssl_version, seconds, processes,
-                       tuple(block_sizes), tuple(results), comparison)
+        try:
+            comparison = openssl_compare.compare(algorithms, results, seconds=seconds,
+                                                 processes=processes, binary=openssl_binary,
+                                                 progress=openssl_progress)
+        except KeyboardInterrupt:  # during openssl speed: our own figures are all there
+            raise SpeedInterrupted(make(results, interrupted=True)) from None
+    return make(results, comparison)

@@ -21,9 +21,13 @@ ALGORITHMS: tuple[Algorithm, ...] = kex.ALGORITHMS + sig.ALGORITHMS + aead.ALGOR
 class UnknownAlgorithm(ValueError):
     """A name on the command line that is neither an algorithm nor a group."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, message: str | None = None) -> None:
         self.name = name
-        super().__init__(f"unknown algorithm {name!r} (see 'tlsprobe speed --list')")
+        super().__init__(message or f"unknown algorithm {name!r} (see 'tlsprobe speed --list')")
+
+
+class UnavailableAlgorithm(UnknownAlgorithm):
+    """A TLS group the probe knows (e.g. ML-KEM-512, offer-only) that cannot be timed here."""
 
 
 def normalise(name: str) -> str:
@@ -65,7 +69,36 @@ def lookup(name: str) -> tuple[Algorithm, ...]:
         return (_BY_NAME[key],)
     if key in _BY_GROUP:
         return _BY_GROUP[key]
+    reason = unavailable_reason(name)
+    if reason is not None:
+        raise UnavailableAlgorithm(name, reason)
     raise UnknownAlgorithm(name)
+
+
+def unavailable_reason(name: str) -> str | None:
+    """Why a TLS group name the probe knows is not benchmarked, or None if it is no group.
+
+    ML-KEM-512 is the case in point: the probe offers it (and completes it with kyber-py when
+    that is installed), but `cryptography` has no ML-KEM-512, and kyber-py is a pure-Python
+    reference whose figures would say nothing about a TLS stack.
+    """
+    import cryptography
+
+    from tlsprobe.kex.groups import REGISTRY
+    from tlsprobe.registry.lookup import all_groups
+
+    key = normalise(name)
+    group = next((g for g in all_groups()
+                  if key in {normalise(n) for n in (g.name, *g.aliases)}), None)
+    if group is None:
+        return None
+    label = next((a for a in group.aliases if a.startswith("ML-KEM-")), group.name)
+    library = f"cryptography {cryptography.__version__}"
+    computed = REGISTRY.get(group.code)
+    source = getattr(getattr(computed, "backend", None), "source", "cryptography")
+    if computed is None or source != "cryptography":
+        return f"{label}: not available in {library} (offer-only group)"
+    return f"{label}: a TLS group tlsprobe speed does not time (see 'tlsprobe speed --list')"
 
 
 def resolve(names: Iterable[str]) -> list[Algorithm]:

@@ -17,6 +17,7 @@ columns). Cipher tables (`type 16 bytes ...`) give 1000s of bytes per second wit
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -38,6 +39,14 @@ class SpeedRow:
     values: dict[str, float]
 
 
+class OpensslUnusable(ValueError):
+    """An explicitly named openssl binary is missing, not executable, or not openssl."""
+
+
+# What `openssl version` prints first for the builds whose `speed` output we read.
+_VERSION_PREFIXES = ("OpenSSL ", "LibreSSL ")
+
+
 def find_binary(path: str | None = None) -> str | None:
     """Absolute path of the openssl binary (`path` or `openssl` on PATH), None if absent."""
     return shutil.which(path or "openssl")
@@ -48,6 +57,40 @@ def binary_version(binary: str) -> str:
     done = subprocess.run([binary, "version"], capture_output=True, text=True, timeout=30,
                           check=False)
     return (done.stdout.strip().splitlines() or ["unknown version"])[0]
+
+
+def check_binary(path: str) -> tuple[str, str]:
+    """(absolute path, `openssl version` line) of a binary named with --openssl.
+
+    Raises `OpensslUnusable` with a one-line reason: no such file, not executable, or a
+    program that does not answer `version` like openssl (`/bin/true` would otherwise run
+    and leave every comparison row empty).
+    """
+    if os.sep in path or (os.altsep and os.altsep in path):
+        if not os.path.exists(path):
+            raise OpensslUnusable(f"--openssl {path}: no such file")
+        if os.path.isdir(path) or not os.access(path, os.X_OK):
+            raise OpensslUnusable(f"--openssl {path}: not an executable file")
+        resolved = os.path.abspath(path)
+    else:
+        found = shutil.which(path)
+        if found is None:
+            raise OpensslUnusable(f"--openssl {path}: no such file on PATH")
+        resolved = found
+    try:
+        done = subprocess.run([resolved, "version"], capture_output=True, text=True,
+                              timeout=10, check=False, stdin=subprocess.DEVNULL)
+    except OSError as exc:
+        raise OpensslUnusable(f"--openssl {path}: cannot run it: {exc.strerror or exc}") from None
+    except subprocess.TimeoutExpired:
+        raise OpensslUnusable(f"--openssl {path}: `{path} version` did not answer in 10 s; "
+                              "not openssl") from None
+    first = _first_line(done.stdout)
+    if done.returncode != 0 or not first.startswith(_VERSION_PREFIXES):
+        said = f"printed {first[:60]!r}" if first else "printed nothing"
+        raise OpensslUnusable(f"--openssl {path}: not openssl (`{os.path.basename(path)} "
+                              f"version` {said})")
+    return resolved, first
 
 
 def _number(token: str) -> float | None:
@@ -149,12 +192,18 @@ def compare(algorithms: Sequence[Algorithm], results: Sequence[AlgorithmResult],
             progress: Callable[[str], None] | None = None) -> Comparison:
     """Run `openssl speed` for what it knows of `algorithms` and pair it with `results`."""
     openssl_seconds = max(1, round(seconds))
-    path = find_binary(binary)
-    if path is None:
-        return Comparison(None, None, openssl_seconds,
-                          error=f"no openssl binary found ({binary or 'openssl'} not on PATH); "
-                                "comparison skipped")
-    version = binary_version(path)
+    if binary is not None:  # named explicitly: it must be openssl (the CLI checked it first)
+        try:
+            path, version = check_binary(binary)
+        except OpensslUnusable as exc:
+            return Comparison(None, None, openssl_seconds, error=f"{exc}; comparison skipped")
+    else:
+        found = find_binary()
+        if found is None:
+            return Comparison(None, None, openssl_seconds,
+                              error="no openssl binary found (openssl not on PATH); "
+                                    "comparison skipped")
+        path, version = found, binary_version(found)
     runner = _Runner(path, openssl_seconds, processes)
     say = progress or (lambda label: None)
     measured = {r.algorithm: r for r in results}

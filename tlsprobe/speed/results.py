@@ -9,6 +9,7 @@ JSON (`tlsprobe speed --json`), schema "tlsprobe.speed/1":
       "seconds": 3.0,             # requested measuring time per figure (per process)
       "processes": 1,             # --multi: figures are the sum over processes
       "block_sizes": [16, 64, 256, 1024, 8192, 16384],
+      "interrupted": false,       # true: Ctrl-C; only the figures completed before it
       "results": [
         {"algorithm": "x25519", "kind": "kex",      # kind: kex | kem | sig | aead
          "description": "253 bits ecdh (X25519)",
@@ -139,6 +140,7 @@ class SpeedReport:
     block_sizes: tuple[int, ...]
     results: tuple[AlgorithmResult, ...]
     comparison: Comparison | None = field(default=None)
+    interrupted: bool = False  # Ctrl-C: `results` holds only the figures completed before
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -149,6 +151,7 @@ class SpeedReport:
             "seconds": self.seconds,
             "processes": self.processes,
             "block_sizes": list(self.block_sizes),
+            "interrupted": self.interrupted,
             "results": [result.to_json() for result in self.results],
             "openssl_comparison": None if self.comparison is None else self.comparison.to_json(),
         }

@@ -108,6 +108,9 @@ def format_report(report: SpeedReport) -> str:
     lines = [f"tlsprobe {report.tlsprobe_version} speed: {library_line(report)}",
              (f"{report.seconds:g} s per figure, {report.processes} process"
               f"{'es (figures are sums)' if report.processes > 1 else ''}")]
+    if report.interrupted:
+        lines.append("interrupted: only the figures completed before Ctrl-C"
+                     + ("" if report.results else " (none)"))
     for kind in ("kex", "kem", "sig", "aead"):
         results = [r for r in report.results if r.kind == kind]
         if not results:

@@ -1,0 +1,243 @@
+"""`tlsprobe speed` at the command line: Ctrl-C, --openssl checks, names it cannot time, --list.
+
+Everything runs `python -m tlsprobe speed` as a subprocess with tiny --seconds; the Ctrl-C
+tests start it in its own process group and send SIGINT as a terminal would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import cryptography
+import pytest
+from cryptography.hazmat.primitives.asymmetric import mlkem
+
+from tlsprobe.speed import catalog
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+OPENSSL = shutil.which("openssl")
+needs_openssl = pytest.mark.skipif(OPENSSL is None, reason="no openssl binary on PATH")
+
+# 9 curves x 2 figures x 0.5 s: far longer than the moment before Ctrl-C.
+ECDH = ["x25519", "x448", "p256", "p384", "p521", "secp256k1", "brainpoolp256r1",
+        "brainpoolp384r1", "brainpoolp512r1"]
+
+
+# --- Ctrl-C --------------------------------------------------------------------------------
+
+def _start(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), COLUMNS="120", NO_COLOR="1")
+    return subprocess.Popen([sys.executable, "-m", "tlsprobe", "speed", *args], cwd=tmp_path,
+                            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def _wait_for_children(proc: subprocess.Popen[str], count: int, timeout: float = 20.0) -> None:
+    end = time.monotonic() + timeout
+    while len(_children(proc.pid)) < count:
+        if proc.poll() is not None or time.monotonic() > end:
+            proc.kill()
+            pytest.fail(f"speed did not start {count} workers: {proc.communicate()[1][-500:]}")
+        time.sleep(0.05)
+
+
+def _interrupt(proc: subprocess.Popen[str], whole_group: bool) -> tuple[int, str, str, float]:
+    sent = time.monotonic()
+    if whole_group:
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+    else:
+        proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail("speed did not end within 20 s of SIGINT")
+    return proc.returncode, out, err, time.monotonic() - sent
+
+
+def _assert_one_interrupt_line(code: int, err: str, elapsed: float) -> None:
+    assert code == 130
+    assert err == "tlsprobe: interrupted\n"  # one line: no worker traceback, no warning
+    assert elapsed < 3.0, f"took {elapsed:.1f} s to stop"
+
+
+def _table_rows(out: str) -> dict[str, list[str]]:
+    """Key exchange table of the text report: description -> cells."""
+    lines = out.split("\nKey exchange:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    header = lines[0].split()
+    rows = {}
+    for line in lines[1:]:
+        label, cells = line[:line.index(")") + 1], line[line.index(")") + 1:].split()
+        assert len(cells) == len(header)
+        rows[label] = cells
+    return rows
+
+
+@pytest.mark.parametrize("whole_group", [True, False], ids=["process-group", "parent-only"])
+def test_ctrl_c_with_workers_stops_at_once_and_prints_what_was_measured(
+        tmp_path: Path, whole_group: bool) -> None:
+    proc = _start(tmp_path, "--seconds", "0.5", "--multi", "2", *ECDH)
+    _wait_for_children(proc, 2)
+    time.sleep(2.0)  # worker start-up, key generation, then a few 0.5 s figures
+    code, out, err, elapsed = _interrupt(proc, whole_group)
+    _assert_one_interrupt_line(code, err, elapsed)
+    assert "2 processes (figures are sums)" in out
+    assert "interrupted: only the figures completed before Ctrl-C" in out
+    rows = _table_rows(out)
+    assert "253 bits ecdh (X25519)" in rows
+    rates = [float(cell) for cells in rows.values() for cell in cells if not cell.endswith("s")
+             and cell != "-"]
+    assert rates and all(rate > 0 for rate in rates)
+    assert len(rates) < 2 * len(ECDH)  # stopped early: not every figure is there
+    time.sleep(0.2)
+    assert _children(proc.pid) == []  # no worker left behind
+
+
+def test_ctrl_c_in_one_process_gives_partial_json(tmp_path: Path) -> None:
+    proc = _start(tmp_path, "--seconds", "0.5", "--json", *ECDH)
+    time.sleep(3.0)  # start-up, then a few 0.5 s figures of the 18
+    code, out, err, elapsed = _interrupt(proc, whole_group=True)
+    _assert_one_interrupt_line(code, err, elapsed)
+    doc = json.loads(out)
+    assert doc["interrupted"] is True and doc["processes"] == 1
+    figures = [(r["algorithm"], f) for r in doc["results"] for f in r["figures"]]
+    assert 1 <= len(figures) < 2 * len(ECDH)
+    assert [r["algorithm"] for r in doc["results"]] == ECDH[:len(doc["results"])]
+    for _, fig in figures:  # only whole figures: each ran its full time
+        assert fig["count"] >= 1 and fig["seconds"] >= 0.5
+        assert fig["per_second"] == pytest.approx(fig["count"] / fig["seconds"])
+
+
+def test_a_complete_run_says_it_was_not_interrupted(run_cli: Any) -> None:
+    code, out, err = run_cli("speed", "--seconds", "0.01", "--json", "x25519")
+    assert code == 0, err
+    assert json.loads(out)["interrupted"] is False
+    code, out, err = run_cli("speed", "--seconds", "0.01", "x25519")
+    assert code == 0 and "interrupted" not in out
+
+
+# --- --openssl -----------------------------------------------------------------------------
+
+def _one_usage_line(result: Any, *needles: str) -> None:
+    code, out, err = result
+    assert code == 2 and out == ""
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith("tlsprobe: ")
+    for needle in needles:
+        assert needle in err
+
+
+def test_explicit_openssl_that_does_not_exist_is_a_usage_error(run_cli: Any,
+                                                              tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-openssl"
+    started = time.monotonic()
+    result = run_cli("speed", "x25519", "--seconds", "5", "--compare-openssl", "--openssl",
+                     missing)
+    _one_usage_line(result, str(missing), "no such file")
+    assert time.monotonic() - started < 5  # refused before measuring anything
+    _one_usage_line(run_cli("speed", "x25519", "--seconds", "0.01", "--openssl",
+                            "no-such-openssl-anywhere"), "no such file on PATH")
+
+
+def test_explicit_openssl_that_is_not_executable_is_a_usage_error(run_cli: Any,
+                                                                 tmp_path: Path) -> None:
+    plain = tmp_path / "openssl"
+    plain.write_text("not a program\n")
+    plain.chmod(0o644)
+    _one_usage_line(run_cli("speed", "x25519", "--seconds", "0.01", "--compare-openssl",
+                            "--openssl", plain), "not an executable file")
+    _one_usage_line(run_cli("speed", "x25519", "--seconds", "0.01", "--compare-openssl",
+                            "--openssl", tmp_path), "not an executable file")
+
+
+def test_a_program_that_is_not_openssl_is_refused(run_cli: Any, tmp_path: Path) -> None:
+    true = shutil.which("true")
+    assert true is not None
+    _one_usage_line(run_cli("speed", "x25519", "--seconds", "0.01", "--compare-openssl",
+                            "--openssl", true), "not openssl", "printed nothing")
+    impostor = tmp_path / "fake-openssl"
+    impostor.write_text("#!/bin/sh\necho 'GnuTLS 3.8'\n")
+    impostor.chmod(0o755)
+    _one_usage_line(run_cli("speed", "x25519", "--seconds", "0.01", "--compare-openssl",
+                            "--openssl", impostor), "not openssl", "'GnuTLS 3.8'")
+
+
+@needs_openssl
+def test_explicit_openssl_implies_the_comparison(run_cli: Any) -> None:
+    assert OPENSSL is not None
+    code, out, err = run_cli("speed", "x25519", "--seconds", "0.01", "--json", "--openssl",
+                             OPENSSL, timeout=90)
+    assert code == 0, err
+    comparison = json.loads(out)["openssl_comparison"]
+    assert comparison["binary"] == OPENSSL and comparison["error"] is None
+    assert comparison["version"].startswith("OpenSSL ")
+    derive = [r for r in comparison["rows"] if r["operation"] == "derive"]
+    assert len(derive) == 1 and derive[0]["openssl"] > 0
+
+
+# --- names it cannot time, --list ----------------------------------------------------------
+
+@pytest.mark.skipif(hasattr(mlkem, "MLKEM512PrivateKey"),
+                    reason="this cryptography has ML-KEM-512: it is measured")
+@pytest.mark.parametrize("name", ["mlkem512", "ML-KEM-512", "MLKEM512"])
+def test_mlkem512_is_named_as_offer_only_not_unknown(run_cli: Any, name: str) -> None:
+    _one_usage_line(run_cli("speed", name, "--seconds", "0.01"),
+                    f"ML-KEM-512: not available in cryptography {cryptography.__version__} "
+                    "(offer-only group)")
+
+
+@pytest.mark.skipif(not hasattr(mlkem, "MLKEM512PrivateKey"),
+                    reason="this cryptography has no ML-KEM-512")
+def test_mlkem512_is_measured_when_cryptography_has_it(run_cli: Any) -> None:
+    code, out, err = run_cli("speed", "mlkem512", "--seconds", "0.01", "--json")
+    assert code == 0, err
+    (result,) = json.loads(out)["results"]
+    assert [f["operation"] for f in result["figures"]] == ["keygen", "encaps", "decaps"]
+
+
+@pytest.mark.parametrize("name, message", [
+    ("X25519Kyber768Draft00", "X25519Kyber768Draft00: not available in cryptography"),
+    ("curveSM2", "curveSM2: not available in cryptography"),
+    ("secp192r1", "secp192r1: a TLS group tlsprobe speed does not time"),
+    ("rot13", "unknown algorithm 'rot13'"),
+])
+def test_other_names_say_why_they_are_not_timed(run_cli: Any, name: str, message: str) -> None:
+    _one_usage_line(run_cli("speed", "x25519", name, "--seconds", "0.01"), message)
+
+
+def test_list_applies_the_selection(run_cli: Any) -> None:
+    code, out, err = run_cli("speed", "rsa", "ed25519", "--list")
+    assert code == 0, err
+    names = [line.split()[1] for line in out.splitlines()[1:]
+             if len(line.split()) > 2 and line.split()[0] in ("kex", "kem", "sig", "aead")]
+    assert names == [a.name for a in catalog.resolve(["rsa", "ed25519"])]
+    assert names[:2] == ["rsa2048", "rsa2048-pss"] and names[-1] == "ed25519"
+    code, out, _ = run_cli("speed", "--list")
+    assert code == 0
+    everything = [line.split()[1] for line in out.splitlines()[1:]
+                  if len(line.split()) > 2 and line.split()[0] in ("kex", "kem", "sig", "aead")]
+    assert everything == [a.name for a in catalog.ALGORITHMS]
+    _one_usage_line(run_cli("speed", "rot13", "--list"), "unknown algorithm 'rot13'")
