@@ -200,6 +200,39 @@ def negotiated_alpn(hs: ClientHandshake) -> str | None:
     return alpn
 
 
+def session_features(hs: ClientHandshake) -> dict[str, Any]:
+    """What s_client prints below the chain: extended master secret and secure
+    renegotiation (TLS 1.0-1.2 ServerHello extensions 23 and 0xff01) and OCSP stapling
+    (TLS 1.2 CertificateStatus; TLS 1.3 status_request in the leaf's CertificateEntry)."""
+    sh = hs.server_hello
+    if sh is None:
+        return {}
+    out: dict[str, Any] = {}
+    tls13 = sh.selected_version >= 0x0304
+    if not tls13:
+        out["extended_master_secret"] = sh.extension(23) is not None
+        out["secure_renegotiation"] = sh.extension(0xFF01) is not None
+    response: bytes | None = None
+    status = hs.flight.messages.get(HandshakeType.certificate_status)
+    if status is not None:
+        response = _attr(status, "response")
+    cert = hs.flight.messages.get(HandshakeType.certificate)
+    entries = _attr(cert, "certificate_list") if tls13 and cert is not None else None
+    if entries:
+        ext5 = next((e for e in (_attr(entries[0], "extensions") or []) if e.type == 5), None)
+        if ext5 is not None:
+            response = ext5.data[4:] if len(ext5.data) >= 4 else ext5.data
+    if not hs.config.status_request or (cert is None and response is None):
+        return out
+    if response is not None:
+        out.update(ocsp_stapling="stapled", ocsp_response_bytes=len(response))
+    elif not tls13 and sh.extension(5) is not None:
+        out["ocsp_stapling"] = "announced (status_request), no CertificateStatus"
+    else:
+        out["ocsp_stapling"] = "none"
+    return out
+
+
 def _with_temp_key(kx: KeyExchange) -> KeyExchange:
     from dataclasses import replace
     if kx.group is None:
@@ -258,5 +291,7 @@ def result_from(hs: ClientHandshake, target: Target, address: str | None, *,
         signature_verified=hs.signature_verified, signature_detail=hs.signature_detail,
         incomplete_reason=hs.incomplete_reason,
         client_certificate_requested=hs.certificate_requested,
+        anonymous=bool(sh and (s := registry.cipher_suite(sh.cipher_suite)) and s.auth == "anon"),
+        **session_features(hs),
         alerts=alerts, messages=messages, timings=t,
         error=error[0] if error else None, error_kind=error[1] if error else None)

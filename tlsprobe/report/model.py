@@ -156,6 +156,11 @@ class ProbeResult:
     signature_detail: str | None = None      # what was verified, or why it was not
     incomplete_reason: str | None = None     # why the engine stopped before Finished
     client_certificate_requested: bool = False  # CertificateRequest seen (none is sent)
+    anonymous: bool = False                  # DH_anon/ECDH_anon suite: nobody authenticated
+    extended_master_secret: bool | None = None  # TLS 1.0-1.2: RFC 7627 echoed (None: 1.3)
+    secure_renegotiation: bool | None = None    # TLS 1.0-1.2: renegotiation_info echoed
+    ocsp_stapling: str | None = None    # "stapled", "announced, no CertificateStatus", "none"
+    ocsp_response_bytes: int | None = None      # size of the stapled OCSPResponse
     alerts: tuple[AlertInfo, ...] = ()
     messages: tuple[str, ...] = ()  # "<<< ServerHello" style, in order
     timings: Timings = field(default_factory=Timings)

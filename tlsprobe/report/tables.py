@@ -8,27 +8,40 @@ from typing import IO
 from rich.console import Console
 from rich.table import Table
 
-from tlsprobe.report.model import KeyExchange, ProbeResult
+from tlsprobe.report.model import Codepoint, KeyExchange, ProbeResult
 
 SOURCES = {"key_share": "TLS 1.3 key_share", "hello_retry_request":
            "TLS 1.3 key_share after HelloRetryRequest", "server_key_exchange":
            "TLS 1.2 ServerKeyExchange", "dhe_parameters": "TLS 1.2 ServerKeyExchange DH parameters",
            "rsa": "RSA key transport (no ephemeral key)", "none": "no ServerKeyExchange"}
+#: SubjectAltNames listed per certificate before "... N more"
+MAX_SAN_SHOWN = 8
 
 #: chain entries printed in the summary; a longer chain (see --max-chain) is cut with a note
 MAX_CHAIN_SHOWN = 10
 
 
-def key_exchange_head(kx: KeyExchange) -> list[tuple[str, str]]:
+def _source(kx: KeyExchange, version: Codepoint | None) -> str:
+    """Where the group was learnt; a ServerKeyExchange named with the version really spoken
+    (TLS 1.0 and 1.1 have one too)."""
+    text = SOURCES.get(kx.source, kx.source)
+    if version is not None and version.id < 0x0304 and text.startswith("TLS 1.2 "):
+        text = f"{version.name} {text[8:]}"
+    return text
+
+
+def key_exchange_head(kx: KeyExchange,
+                      version: Codepoint | None = None) -> list[tuple[str, str]]:
     """The group (or key exchange kind), where it was learnt, and s_client's Temp Key line;
     shared by the live probe's summary and the pcap reader's details."""
     rows: list[tuple[str, str]] = []
+    source = _source(kx, version)
     if kx.group is not None:
-        rows.append(("Group", f"{kx.group.label()}, from {SOURCES.get(kx.source, kx.source)}"))
+        rows.append(("Group", f"{kx.group.label()}, from {source}"))
     elif kx.dh_group_name:
-        rows.append(("Group", f"DHE {kx.dh_group_name}, from {SOURCES[kx.source]}"))
+        rows.append(("Group", f"DHE {kx.dh_group_name}, from {source}"))
     else:
-        rows.append(("Key exchange", f"{kx.kind}, {SOURCES.get(kx.source, kx.source)}"))
+        rows.append(("Key exchange", f"{kx.kind}, {source}"))
     if kx.server_temp_key:
         rows.append(("Server Temp Key", kx.server_temp_key))
     return rows
@@ -45,7 +58,7 @@ def probe_rows(r: ProbeResult) -> list[tuple[str, str]]:
         rows.append(("", f"OpenSSL name: {r.cipher.openssl_name or '(none)'}"))
     kx = r.key_exchange
     if kx is not None:
-        rows += key_exchange_head(kx)
+        rows += key_exchange_head(kx, r.version)
         sizes = []
         if kx.server_share_bytes is not None:
             sizes.append(f"server {kx.server_share_bytes} bytes")
@@ -72,11 +85,18 @@ def probe_rows(r: ProbeResult) -> list[tuple[str, str]]:
         bits = f" {c.key_bits} bits" if c.key_bits else ""
         rows.append(("", f"  a: {c.key_type}{bits}; {c.signature_algorithm}"))
         rows.append(("", f"  v: {c.not_before} -> {c.not_after}"))
+        if c.san:
+            more = f", ... {len(c.san) - MAX_SAN_SHOWN} more" if c.san[MAX_SAN_SHOWN:] else ""
+            rows.append(("", f"  SAN: {', '.join(c.san[:MAX_SAN_SHOWN])}{more}"))
+        elif i == 0:
+            rows.append(("", "  SAN: none (no subjectAltName: names are not checked against "
+                             "the subject CN)"))
     if len(r.certificates) > MAX_CHAIN_SHOWN:
         more = len(r.certificates) - MAX_CHAIN_SHOWN
         rows.append(("", f"... {more} more certificates not shown (--json has them all)"))
     if r.verification is not None:
         rows.append(("Verification", f"Verify return code: {r.verification.message}"))
+    rows += session_rows(r)
     if r.signature_verified is not None or r.signature_detail:
         state = {True: "verified", False: "FAILED", None: "not checked"}[r.signature_verified]
         detail = f" ({r.signature_detail})" if r.signature_detail else ""
@@ -109,6 +129,26 @@ def probe_rows(r: ProbeResult) -> list[tuple[str, str]]:
         rows.append(("Alert", f"{a.direction} {level} {a.name} ({a.description})"))
     if r.error:
         rows.append(("Error", r.error))
+    return rows
+
+
+def session_rows(r: ProbeResult) -> list[tuple[str, str]]:
+    """Authentication, extended master secret, secure renegotiation, OCSP stapling."""
+    rows: list[tuple[str, str]] = []
+    if r.anonymous:
+        rows.append(("Authentication", "ANONYMOUS: no server authentication (anonymous "
+                     "suite: no certificate, unsigned key exchange; anyone in the path can "
+                     "impersonate the server)"))
+    if r.extended_master_secret is not None:
+        rows.append(("Master secret", "Extended master secret: yes (RFC 7627)"
+                     if r.extended_master_secret else "Extended master secret: no"))
+    if r.secure_renegotiation is not None:
+        rows.append(("Renegotiation", "Secure Renegotiation IS supported (RFC 5746)"
+                     if r.secure_renegotiation else "Secure Renegotiation IS NOT supported"))
+    if r.ocsp_stapling is not None:
+        text = {"stapled": f"response stapled ({r.ocsp_response_bytes} bytes)",
+                "none": "OCSP response: no response sent"}.get(r.ocsp_stapling, r.ocsp_stapling)
+        rows.append(("OCSP", text))
     return rows
 
 

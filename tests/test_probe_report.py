@@ -1,0 +1,106 @@
+"""Probe report fixes from the user review: DHE prime checks cached out of the timed
+handshake, anonymous suites completed and flagged, verification wording, summary lines."""
+
+from __future__ import annotations
+
+import statistics
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric import dh
+
+from tlsprobe import kex
+from tlsprobe.engine import tls12
+from tlsprobe.engine.config import TLS12, ClientConfig
+from tlsprobe.probes.timing import time_handshake
+
+# A 1024-bit safe prime made with `openssl dhparam 1024`: unknown to OpenSSL's named groups,
+# so cryptography's DH_check runs its primality tests on it.
+DH1024 = """-----BEGIN DH PARAMETERS-----
+MIGHAoGBAOvRvYSYfkoURioBYeCQd0kfyDQpbsbzzU4fTEWq9XG4MLSjYSke+eGZ
+Od3WqW7P53oDO2d1E+ueVmUaQtzL1RLgNlDDIg/9QB1VPwTqGK2R0xA6BjE+umRA
+FMFI2kPN58Ooj4p7BAXa0OTJQ5QLQ0oE8Z84hnDmscFUgDXP8VsXAgEC
+-----END DH PARAMETERS-----
+"""
+ANON = "ALL:COMPLEMENTOFALL:@SECLEVEL=0"
+
+
+def target(srv) -> str:
+    return f"{srv.host}:{srv.port}"
+
+
+def _dh1024() -> tuple[int, int]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from cryptography.hazmat.primitives.serialization import load_pem_parameters
+        numbers = load_pem_parameters(DH1024.encode()).parameter_numbers()
+    return numbers.p, numbers.g
+
+
+@pytest.fixture
+def dh1024_file(tmp_path: Path) -> Path:
+    path = tmp_path / "dh1024.pem"
+    path.write_text(DH1024)
+    return path
+
+
+# -- 1. the prime check is made once per prime, not in every timed handshake ---------------
+def test_unknown_prime_is_checked_once_and_still_refused_when_bad():
+    p, g = _dh1024()
+    tls12._CHECKED.pop((p, g), None)
+    first = tls12.dhe_share(p, g)
+    assert isinstance(first, tls12.CheckedDHShare) and (p, g) in tls12._CHECKED
+    server = kex.DHShare(p, g)   # the peer, through cryptography
+    assert first.premaster_secret(server.public) == server.premaster_secret(first.public)
+    with pytest.raises(kex.InvalidShare):
+        tls12.dhe_share(p, g).premaster_secret((p - 1).to_bytes(128, "big"))
+    for _ in range(2):   # a composite "prime" is refused, the refusal cached
+        with pytest.raises(kex.UnsupportedGroup, match="refuses these parameters"):
+            tls12.dhe_share(p + 2, g)
+    assert isinstance(tls12._CHECKED[(p + 2, g)], kex.UnsupportedGroup)
+
+
+def test_timed_dhe_handshake_does_not_pay_for_the_prime_check(tls_server, dh1024_file):
+    srv = tls_server("openssl", ciphers="DHE-RSA-AES128-GCM-SHA256:@SECLEVEL=0",
+                     dhparam=dh1024_file, proto="tls1_2")
+    p, g = _dh1024()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.thread_time()
+        dh.DHParameterNumbers(p, g).parameters()   # one DH_check of this prime
+        check_s = time.thread_time() - t0
+    config = ClientConfig(versions=(TLS12,))
+    samples = [time_handshake(2, (srv.host, srv.port), config, 5.0) for _ in range(5)]
+    assert all(s.outcome.version == TLS12 for s in samples)
+    # before: two checks per handshake, so the client CPU was over twice `check_s`
+    assert statistics.median(s.cpu_s for s in samples[1:]) < check_s
+
+
+# -- 3. anonymous suites complete, and say loudly that nobody was authenticated ------------
+@pytest.mark.parametrize("suite", ["AECDH-AES128-SHA", "ADH-AES256-GCM-SHA384"])
+def test_anonymous_suites_complete_and_are_flagged(run_cli, server_cache, suite):
+    srv = server_cache("openssl", ciphers=ANON, proto="tls1_2")
+    res = run_cli(target(srv), "--tls1_2", "--ciphers", suite, "--timeout", "5")
+    assert res.returncode == 0, res.stderr
+    assert "Handshake        complete" in res.stdout
+    assert "Server Finished  verified" in res.stdout
+    assert "Authentication   ANONYMOUS: no server authentication" in res.stdout
+    assert "Certificate chain" not in res.stdout
+
+
+# -- 5. summary details ------------------------------------------------------------------
+def test_summary_names_the_real_version_and_shows_session_features(run_cli, server_cache,
+                                                                   certs):
+    srv = server_cache("openssl", ciphers=ANON, proto="all")
+    res = run_cli(target(srv), "--tls1", "--timeout", "5", "--cafile", certs.ca)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "from TLS 1.0 ServerKeyExchange" in out and "TLS 1.2 ServerKeyExchange" not in out
+    assert "Extended master secret: yes (RFC 7627)" in out
+    assert "Secure Renegotiation IS supported (RFC 5746)" in out
+    assert "OCSP response: no response sent" in out       # s_server without -status_file
+    assert "  SAN: localhost" in out                     # the test CA's leaf
+    res13 = run_cli(target(srv), "--tls1_3", "--timeout", "5", "--cafile", certs.ca)
+    assert "Extended master secret" not in res13.stdout  # TLS 1.3 has no such option
