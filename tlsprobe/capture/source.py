@@ -182,7 +182,26 @@ def open_source(source: CaptureSource, head_size: int = 4) -> OpenedSource:
         if owned is not None:
             owned.close()
         raise CaptureError(f"cannot read {name}: {exc.strerror or exc}") from None
+    problem = _unreadable(first, head, head_size, getattr(stream, "error", None))
+    if problem is not None:
+        if owned is not None:
+            owned.close()
+        raise CaptureError(f"{name}: {problem}")
     return OpenedSource(stream, head, name, is_gzip, owned, raw)
+
+
+def _unreadable(first: bytes, head: bytes, head_size: int, gzip_error: str | None) -> str | None:
+    """Why nothing at all can be read from an input, judged from its first bytes: empty,
+    or gzip data that breaks before a whole capture header came out (a stream damaged
+    later is read as far as it goes and warned about by the reader)."""
+    if not first:
+        return "empty file"
+    if gzip_error is not None and len(head) < head_size:
+        detail = gzip_error.partition("(")[2].rstrip(")") or gzip_error.removeprefix("gzip ")
+        return f"corrupt gzip data: {detail}"
+    if first == b"\x1f\x8b" and not head:
+        return "empty file (gzip-compressed, nothing inside)"
+    return None
 
 
 class ChunkedInput:

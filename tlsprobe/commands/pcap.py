@@ -14,7 +14,7 @@ import os
 import sys
 from typing import IO, Any
 
-from tlsprobe.errors import EXIT_BAD_INPUT, EXIT_OK, UsageError
+from tlsprobe.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, UsageError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -58,10 +58,14 @@ def _options(args: argparse.Namespace) -> tuple[Any, Any]:
     from tlsprobe.offline.filters import ConnectionFilter
     if args.json and args.jsonl:
         raise UsageError("--json and --jsonl exclude each other")
+    if args.details and (args.json or args.jsonl):
+        raise UsageError(f"--details and --{'json' if args.json else 'jsonl'} exclude each "
+                         "other (the JSON holds every detail)")
     for path in args.files:
-        if path != "-" and not os.path.isfile(path):
+        # pipes (`<(...)`, FIFOs) and devices are read as streams, as '-' is
+        if path != "-" and (not os.path.exists(path) or os.path.isdir(path)):
             raise UsageError(f"{path}: no such file" if not os.path.exists(path)
-                             else f"{path}: not a regular file")
+                             else f"{path}: is a directory")
     if args.files.count("-") > 1:
         raise UsageError("stdin ('-') can be read only once")
     try:
@@ -104,8 +108,8 @@ class _Bar:
         self.task: Any = None
 
     def start(self, name: str) -> Any:
-        if self.progress is None:
-            return None
+        if self.progress is None or name == "<stdin>" or not os.path.isfile(name):
+            return None  # a stream of unknown size (stdin, pipe): no bar
         from tlsprobe.offline.analyzer import Progress
         self.task = self.progress.add_task(os.path.basename(name), total=None, packets=0)
 
@@ -125,23 +129,36 @@ BATCH = 1 << 20
 
 
 class _Output:
-    """Writes reports as they come: trace, JSON (streamed; the --json document lists the
-    connections first so it too can be written as it goes), rows for the final table.
-    JSON text going to a file or pipe is written a megabyte at a time."""
+    """Writes reports as they come: trace, details, JSON (streamed; the --json document
+    lists the connections first so it too can be written as it goes), rows for the final
+    table (sorted by capture and first frame: connections end in another order than they
+    start). JSON text going to a file or pipe is written a megabyte at a time. Nothing is
+    written until a capture could be opened."""
 
     def __init__(self, args: argparse.Namespace, out: IO[str]) -> None:
-        from tlsprobe.report.offline_tables import connection_row, render_details
+        from tlsprobe.report.offline_tables import connection_label, connection_row, \
+            render_details
         self.args = args
         self.out = out
-        self.rows: list[tuple[str, ...]] = []
+        self.rows: list[tuple[int, int, int, tuple[str, ...]]] = []
         self.count = 0
+        self.file_index = 0  # which capture the reports come from (for the table's order)
         self._row = connection_row
+        self._label = connection_label
         self._details = render_details
         self._pending: list[str] = []
         self._pending_size = 0
         self._batch = not out.isatty()
-        if args.json:
-            out.write('{"schema": 1, "tool": "tlsprobe", "command": "pcap", "connections": [')
+        self._started = False
+        self._table = not (args.json or args.jsonl or args.details or args.stats)
+
+    def begin(self) -> None:
+        """A capture was opened: the output starts (the --json document's head)."""
+        if not self._started:
+            self._started = True
+            if self.args.json:
+                self.out.write('{"schema": 1, "tool": "tlsprobe", "command": "pcap", '
+                               '"connections": [')
 
     def _json(self, text: str) -> None:
         if not self._batch:
@@ -162,12 +179,6 @@ class _Output:
     def report(self, report: Any, trace: list[str] | None) -> None:
         args, out = self.args, self.out
         self.count += 1
-        if args.msg and trace is not None and not (args.json or args.jsonl):
-            out.write(f"=== connection {report.id}: {report.client} -> {report.server} "
-                      f"({report.file}) ===\n")
-            if trace:
-                out.write("\n".join(trace) + "\n")
-            out.write("---\n")
         if args.json or args.jsonl:
             line = report.to_json()
             if args.msg and trace is not None:
@@ -176,14 +187,23 @@ class _Output:
                 self._json(line + "\n")
             else:
                 self._json(("\n  " if self.count == 1 else ",\n  ") + line)
-        elif args.details and not args.stats:
+            return
+        if args.msg and trace is not None:
+            out.write(f"=== connection {self._label(report)}: {report.client} -> "
+                      f"{report.server} ({report.file}) ===\n")
+            if trace:
+                out.write("\n".join(trace) + "\n")
+            out.write("---\n")
+        if args.details:
             self._details(report, out)
             out.write("\n")
-        elif not args.stats:
-            self.rows.append(self._row(report))
+        elif self._table:
+            self.rows.append((self.file_index, report.first_frame, report.id,
+                              self._row(report)))
 
     def capture(self, summary: dict[str, Any]) -> None:
         self.flush()
+        self.file_index += 1
         if self.args.jsonl:
             self.out.write(json.dumps(summary) + "\n")
 
@@ -191,6 +211,8 @@ class _Output:
         from tlsprobe.report.offline_tables import render_connections, render_stats
         self.flush()
         args, out = self.args, self.out
+        if not self._started:
+            return  # no capture could be opened: the errors are on stderr
         if args.json:
             out.write("\n ],\n" if self.count else "],\n")
             out.write(' "captures": ' + json.dumps(summaries))
@@ -202,17 +224,38 @@ class _Output:
             if args.stats:
                 out.write(json.dumps({"kind": "stats", **stats.to_dict()}) + "\n")
             return
+        if stats.connections == 0:
+            out.write(_nothing_found(summaries) + "\n")
+            return
         if args.stats:
             render_stats(stats.tables(), stats.connections, out)
-            return
-        if not args.details:
-            render_connections(self.rows, out)
-        if stats.connections == 0:
-            files = ", ".join(s["file"] for s in summaries) or "the input"
-            out.write(f"no TLS connections found in {files}\n")
+        elif self._table:
+            self.rows.sort(key=lambda r: r[:3])
+            if len(summaries) > 1:
+                names = [s["file"] for s in summaries]
+                render_connections([(names[i], *row) for i, _f, _n, row in self.rows], out,
+                                   with_file=True)
+            else:
+                render_connections([row for *_key, row in self.rows], out)
+
+
+def _nothing_found(summaries: list[dict[str, Any]]) -> str:
+    """The line said instead of an empty table: no TLS at all, or none that the filters
+    let through."""
+    from tlsprobe.report.offline_tables import plural
+    files = ", ".join(s["file"] for s in summaries)
+    total = sum(s["tls_connections"] for s in summaries)
+    if total:
+        return (f"0 of {plural(total, 'TLS connection')} in {files} match"
+                f"{'es' if total == 1 else ''} the filters")
+    return f"no TLS connections found in {files}"
 
 
 def run(args: argparse.Namespace) -> int:
+    """Read every capture in turn. A capture that cannot be read at all (not a capture,
+    empty, corrupt gzip, unreadable) is one line on stderr and the others are still read;
+    the exit code is then 2 (usage: unreadable file), else 7 when a capture was damaged
+    (what could be read is reported), else 0."""
     import gc
 
     from tlsprobe.capture import CaptureError
@@ -222,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
     stats = Statistics()
     output = _Output(args, sys.stdout)
     summaries: list[dict[str, Any]] = []
-    broken = False
+    broken = unreadable = False
     bar = _Bar(not args.no_progress and not args.msg)
     # Reading a capture allocates many short-lived objects and few cycles: keep what is
     # loaded out of the collector's scans and let it run less often (about 10% faster).
@@ -235,8 +278,13 @@ def run(args: argparse.Namespace) -> int:
                 analysis = CaptureAnalysis(path, options, bar.start(name), display_name=name)
             except CaptureError as exc:
                 print(f"tlsprobe: {exc}", file=sys.stderr)
-                broken = True
+                unreadable = True
                 continue
+            except OSError as exc:
+                print(f"tlsprobe: cannot open {name}: {exc.strerror or exc}", file=sys.stderr)
+                unreadable = True
+                continue
+            output.begin()
             reported = 0
             filtering = flt.active
             for report, trace in analysis:
@@ -259,6 +307,8 @@ def run(args: argparse.Namespace) -> int:
         bar.stop()
         output.flush()  # what was read stays written, even when interrupted
     output.finish(stats, summaries)
+    if unreadable:
+        return EXIT_USAGE
     return EXIT_BAD_INPUT if broken else EXIT_OK
 
 

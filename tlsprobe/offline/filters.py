@@ -1,9 +1,11 @@
 """Which connections to report: by host, port, SNI, negotiated group and version.
 
 Values of one option are alternatives (any may match); different options must all match.
-Hosts match either endpoint's address or the SNI exactly (case-insensitive); SNI patterns
-are shell-style (``*.example.com``); groups and versions take names or hex codepoints
-(``x25519``, ``0x11ec``, ``1.3``, ``TLSv1.2``, ``0x0303``).
+Hosts match either endpoint's address or the SNI exactly (case-insensitive); ``ADDR:PORT``
+(``[v6]:PORT`` for IPv6) matches one endpoint by address and port together. SNI patterns
+are shell-style (``*.example.com``); groups take names, hex codepoints or decimal ids as
+tshark prints them (``x25519``, ``0x11ec``, ``29``); versions take names or hex
+(``1.3``, ``TLSv1.2``, ``0x0303``).
 """
 
 from __future__ import annotations
@@ -50,9 +52,47 @@ def _normal_ip(text: str) -> str:
         return text.lower()
 
 
+def parse_host(text: str) -> tuple[str, int | None]:
+    """"10.0.0.1", "::1", "example.com" -> (host, None); "10.0.0.1:443", "[::1]:443",
+    "example.com:443" -> (host, port). Raises ValueError with one line."""
+    t = text.strip()
+    try:
+        return str(ipaddress.ip_address(t.strip("[]"))), None
+    except ValueError:
+        pass
+    if t.startswith("["):
+        addr, sep, port = t[1:].partition("]:")
+    elif t.count(":") == 1:
+        addr, sep, port = t.partition(":")
+    else:
+        addr, sep, port = t, "", ""
+    if sep:
+        if not port.isdigit() or int(port) > 65535:
+            raise ValueError(f"--host {text!r}: bad port {port!r} (ADDR:PORT, [IPv6]:PORT, or "
+                             "--port PORT for either endpoint)")
+        return _normal_ip(addr), int(port)
+    if ":" in t or not t:
+        raise ValueError(f"--host {text!r}: not an address or name (IPv6 with a port is "
+                         "written [ADDR]:PORT)")
+    return t.lower(), None
+
+
+def parse_group_id(text: str) -> int:
+    """A group name, hex codepoint or decimal id (tshark prints groups as "x25519 (29)")."""
+    t = text.strip()
+    if t.isdigit():
+        if int(t) > 0xFFFF:
+            raise ValueError(f"--group {text!r}: a group id is at most 65535 (0xffff)")
+        return int(t)
+    try:
+        return registry.parse_group(t)
+    except ValueError as exc:
+        raise ValueError(f"--group: {exc}; decimal ids like 29 work too") from None
+
+
 @dataclass(frozen=True)
 class ConnectionFilter:
-    hosts: tuple[str, ...] = ()
+    hosts: tuple[tuple[str, int | None], ...] = ()
     ports: tuple[int, ...] = ()
     snis: tuple[str, ...] = ()
     groups: tuple[int, ...] = ()
@@ -69,12 +109,15 @@ class ConnectionFilter:
         port_list = []
         for p in split(ports):
             if not p.isdigit() or not 0 <= int(p) <= 65535:
-                raise ValueError(f"bad port {p!r}")
+                raise ValueError(f"--port: bad port {p!r} (0..65535)")
             port_list.append(int(p))
-        return cls(tuple(_normal_ip(h) for h in split(hosts)), tuple(port_list),
+        try:
+            version_list = tuple(parse_version(v) for v in split(versions))
+        except ValueError as exc:
+            raise ValueError(f"--version: {exc}") from None
+        return cls(tuple(parse_host(h) for h in split(hosts)), tuple(port_list),
                    tuple(s.lower() for s in split(snis)),
-                   tuple(registry.parse_group(g) for g in split(groups)),
-                   tuple(parse_version(v) for v in split(versions)))
+                   tuple(parse_group_id(g) for g in split(groups)), version_list)
 
     @property
     def active(self) -> bool:
@@ -82,8 +125,7 @@ class ConnectionFilter:
 
     def matches(self, r: ConnectionReport) -> bool:
         sni = (r.sni or "").lower()
-        if self.hosts and not any(h in (r.client_ip, r.server_ip) or (sni and h == sni)
-                                  for h in self.hosts):
+        if self.hosts and not any(_host_matches(r, sni, h, port) for h, port in self.hosts):
             return False
         if self.ports and r.client_port not in self.ports and r.server_port not in self.ports:
             return False
@@ -96,3 +138,11 @@ class ConnectionFilter:
                     (hrr is None or hrr.id not in self.groups):
                 return False
         return not self.versions or (r.version is not None and r.version.id in self.versions)
+
+
+def _host_matches(r: ConnectionReport, sni: str, host: str, port: int | None) -> bool:
+    """An endpoint with this address (and port, when given), or the SNI (and server port)."""
+    if port is None:
+        return host == r.client_ip or host == r.server_ip or bool(sni and host == sni)
+    return (host == r.client_ip and port == r.client_port) or \
+        (port == r.server_port and (host == r.server_ip or bool(sni and host == sni)))

@@ -10,6 +10,7 @@ from typing import Any
 from tlsprobe.report.offline_model import ConnectionReport
 
 NONE = "(none)"
+_RESUMED = {"session_id": "session ID", "session_ticket": "session ticket", "psk": "PSK"}
 
 
 class Statistics:
@@ -29,6 +30,7 @@ class Statistics:
         self._groups: dict[int, list[Any]] = {}
         self.protocols: Counter[str] = Counter()
         self._alerts: Counter[tuple[str, str]] = Counter()
+        self._resumed_groups: Counter[str] = Counter()  # resumption kind -> count
 
     def add(self, r: ConnectionReport) -> None:
         self.connections += 1
@@ -51,11 +53,18 @@ class Statistics:
             self._suites[id(r.cipher)] = [r.cipher, 1]
         else:
             seen[1] += 1
-        seen = self._groups.get(id(r.key_exchange))
-        if seen is None:
-            self._groups[id(r.key_exchange)] = [r.key_exchange, 1]
+        kx = r.key_exchange
+        if r.resumption is not None and (kx is None or kx.group is None) and \
+                (kx is None or not kx.dh_group_name):
+            # an abbreviated handshake (or TLS 1.3 psk_ke): no key exchange of its own
+            self._resumed_groups[r.resumption] += 1
+            kx = None
         else:
-            seen[1] += 1
+            seen = self._groups.get(id(kx))
+            if seen is None:
+                self._groups[id(kx)] = [kx, 1]
+            else:
+                seen[1] += 1
         for a in r.alerts:
             self._alerts[(a.direction, a.name)] += 1
 
@@ -85,7 +94,13 @@ class Statistics:
             if kx.dh_group_name:
                 return f"DHE {kx.dh_group_name}"
             return f"{kx.kind} (no group)"
-        return self._merge(self._groups.values(), name)
+        rows = self._merge(self._groups.values(), name)
+        if self._resumed_groups:
+            merged = Counter(dict(rows))
+            for how, n in self._resumed_groups.items():
+                merged[f"resumed ({_RESUMED.get(how, how)}), no key exchange"] += n
+            rows = merged.most_common()
+        return rows
 
     @property
     def alerts(self) -> list[tuple[str, int]]:

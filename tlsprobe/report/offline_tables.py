@@ -43,12 +43,18 @@ def _sizes(r: ConnectionReport) -> str:
     return f"{n(kx.server_share_bytes)}/{n(kx.client_share_bytes)}"
 
 
+def connection_label(r: ConnectionReport) -> str:
+    """The `#` of a connection: TCP connections by number ("3"), the others prefixed with
+    their protocol ("quic/0", "dtls/1"): each transport counts from 0 in a capture."""
+    return str(r.id) if r.transport == "tcp" else f"{r.protocol}/{r.id}"
+
+
 def connection_row(r: ConnectionReport) -> tuple[str, ...]:
     """One table row of plain strings."""
     version = r.version.name if r.version else ("(no ServerHello)" if r.offer else "-")
     if r.alerts and r.version is None:
         version += f", {r.alerts[-1].direction} alert {r.alerts[-1].name}"
-    return (str(r.id), r.client, r.server, r.sni or "-", version,
+    return (connection_label(r), r.client, r.server, r.sni or "-", version,
             r.cipher.iana_name if r.cipher else "-", _group(r), _sizes(r), r.alpn or "-",
             r.fingerprints.ja4 or "-")
 
@@ -76,8 +82,11 @@ def render_rows(rows: Sequence[tuple[str, ...]], out: IO[str], *, title: str | N
         out.write("\n".join([line(*row).rstrip() for row in every[i:i + 1024]]) + "\n")
 
 
-def render_connections(rows: Sequence[tuple[str, ...]], out: IO[str]) -> None:
-    render_rows(rows, out)
+def render_connections(rows: Sequence[tuple[str, ...]], out: IO[str], *,
+                       with_file: bool = False) -> None:
+    """The connection table; `with_file`: each row starts with its capture's name (rows
+    of `connection_row` with the file name put in front)."""
+    render_rows(rows, out, columns=("File", *COLUMNS) if with_file else COLUMNS)
     if rows:
         print(LEGEND, file=out)
 
@@ -85,8 +94,9 @@ def render_connections(rows: Sequence[tuple[str, ...]], out: IO[str]) -> None:
 def connection_rows(r: ConnectionReport) -> list[tuple[str, str]]:
     """Per-connection details as (label, value) rows, labelled as the probe's summary."""
     rows: list[tuple[str, str]] = [
-        ("Connection", (f"#{r.id} {r.client} -> {r.server} ({r.protocol}, frames "
-                        f"{r.first_frame}-{r.last_frame})"))]
+        ("Connection", (f"#{connection_label(r)} {r.client} -> {r.server} ({r.protocol}, "
+                        f"frames {r.first_frame}-{r.last_frame})")),
+        ("File", r.file)]
     if r.preamble:
         rows.append(("Before TLS", r.preamble))
     if r.midstream:
@@ -194,6 +204,11 @@ def render_stats(tables: list[tuple[str, list[tuple[str, int]]]], total: int,
     for title, counts in tables:
         rows = [(name, str(n), f"{100 * n / total:.1f}%" if total else "-")
                 for name, n in counts]
-        render_rows(rows, out, title=f"{title} ({total} connections)",
+        render_rows(rows, out, title=f"{title} ({plural(total, 'connection')})",
                     columns=(title.rstrip("s").capitalize() if title != "Cipher suites"
                              else "Cipher suite", "Connections", "Share"))
+
+
+def plural(n: int, word: str) -> str:
+    """'1 connection', '2 connections'."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
