@@ -256,7 +256,7 @@ class Scheduler:
                 return outcome_of(hs, reason=str(exc))
             if sslv2:
                 return Outcome(INCONCLUSIVE, reason=f"protocol error: the server answered in "
-                               f"SSLv2, not TLS ({exc})")
+                               f"SSLv2 ({exc})")
             return Outcome(INCONCLUSIVE, reason=f"protocol error: {exc}")
         except (ConnectionResetError, BrokenPipeError) as exc:
             if hs.server_hello is not None:
