@@ -140,3 +140,17 @@ def test_keylog_warnings(tmp_path: Path) -> None:
     assert items[0][0].decrypted is False
     _, warnings = read(CAPTURES / "tls12_x25519.pcap", CAPTURES / "tls12_x25519.keys")
     assert warnings == []
+
+
+# -- 5. handshake messages lost in a gap ---------------------------------------------------
+def test_server_key_exchange_lost_in_gap() -> None:
+    """tshark: 880 server bytes after the ServerHello (Certificate, ServerKeyExchange) are
+    missing from tls12_split_gap.pcap; the complete tls12_split.pcap has the SKE."""
+    items, warnings = read(CAPTURES / "tls12_split_gap.pcap")
+    report = items[0][0]
+    assert report.gap_bytes == 880
+    assert "ServerKeyExchange not captured (gap of 880 bytes)" in report.problems
+    assert warnings == ["connection #0: ServerKeyExchange not captured (gap of 880 bytes)"]
+    items, warnings = read(CAPTURES / "tls12_split.pcap")
+    assert items[0][0].key_exchange.source == "server_key_exchange"
+    assert items[0][0].problems == () and warnings == []

@@ -109,6 +109,7 @@ class CaptureAnalysis:
         self.keylog: KeyLog | None = self.options.keylog
         self.connections = 0
         self.tls_connections = 0
+        self._gap_warnings: list[str] = []  # handshake messages lost in capture gaps
         self.keys_matched = 0  # TLS connections the key log had secrets for
         self.summary: CaptureSummary | None = None
         self._quic: Any = None
@@ -155,6 +156,10 @@ class CaptureAnalysis:
         if decryptor is not None and decryptor.matched:
             self.keys_matched += 1
         report = conn.report(self.name, reason)
+        if conn.facts.handshake_gap[1] and len(self._gap_warnings) < 8:
+            missing = conn.facts.missing_server_key_exchange()
+            if missing is not None:
+                self._gap_warnings.append(f"connection #{conn.key.id}: {missing}")
         return tuple.__new__(Analyzed, (report, conn.reader.trace_lines()))  # Analyzed(...)
 
     # -- the loop ------------------------------------------------------------------------
@@ -267,7 +272,8 @@ class CaptureAnalysis:
             connections=self.connections + sum(t.connections for t in (self._quic, self._dtls)
                                                if t is not None),
             tls_connections=self.tls_connections, reported=0, complete=stats.complete,
-            warnings=tuple(str(w) for w in stats.warnings) + tuple(self._keylog_warnings()),
+            warnings=tuple(str(w) for w in stats.warnings) + tuple(self._keylog_warnings()) +
+            tuple(self._gap_warnings),
             capture=stats.to_dict())
 
     def _keylog_warnings(self) -> list[str]:

@@ -49,6 +49,7 @@ class Connection:
 
     def gap(self, direction: int, size: int) -> None:
         self.gap_bytes += size
+        self.facts.lost(direction, size)
         half = self.halves[direction]
         if not half.counting:
             self.reader.gap(half)
@@ -82,6 +83,10 @@ class Connection:
             file, k.id, "tcp", "tls", k.client_ip, k.client_port, k.server_ip, k.server_port,
             self.first_frame, self.last_frame, self.first_ts, self.last_ts, self.nbytes[0],
             self.nbytes[1], close, midstream, preamble[:256], self.gap_bytes))
+        if self.facts.handshake_gap[1]:
+            missing = self.facts.missing_server_key_exchange()
+            if missing is not None:
+                self.facts.problem(missing)
         report = build_report(where, self.facts)
         sh = self.facts.server_hello
         if sh is not None and sh.compression_method:  # rare: the fast path stays as it is

@@ -59,6 +59,7 @@ class Facts:
         "dtls",
         "encrypted",
         "finished",
+        "handshake_gap",
         "hrr",
         "key_exchange",
         "messages",
@@ -101,6 +102,7 @@ class Facts:
         self.finished = [False, False]
         self.ccs = [False, False]
         self.encrypted = [False, False]   # the side has sent a protected record
+        self.handshake_gap = [0, 0]       # bytes lost after the ServerHello, before CCS
         self.problems: list[str] = []
         self.ch_ts: float | None = None
         self.sh_ts: float | None = None
@@ -146,6 +148,22 @@ class Facts:
         if self.server_hello is not None and not self.tls13 or \
                 self.server_hello is None and self.hrr is None and not self.client_hellos:
             self.ccs[direction] = True
+
+    def lost(self, direction: int, size: int) -> None:
+        """`size` bytes of `direction` were never captured: counted when they fell inside
+        a TLS 1.0-1.2 handshake (after the ServerHello, before that side's CCS), where
+        they may have held handshake messages."""
+        if self.server_hello is not None and not self.tls13 and not self.ccs[direction]:
+            self.handshake_gap[direction] += size
+
+    def missing_server_key_exchange(self) -> str | None:
+        """The problem text when the key exchange needs a ServerKeyExchange that a gap
+        may have swallowed (not to be reported as absent)."""
+        gap = self.handshake_gap[SERVER]
+        if gap and self.ske is None and self.key_exchange not in (None, "RSA", "PSK",
+                                                                  "RSA_PSK"):
+            return f"ServerKeyExchange not captured (gap of {gap} bytes)"
+        return None
 
     def alert(self, direction: int, level: int, description: int, decrypted: bool = False) -> None:
         if len(self.alerts) < MAX_MESSAGES:
