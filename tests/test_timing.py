@@ -242,17 +242,32 @@ def test_run_timing_json_and_table(server_cache):
 
 
 @pytest.mark.parametrize("extra, message", [
-    (("--timing-runs", "0"), "--timing-runs must be at least 1"),
     (("--timing-groups", "nosuchgroup"), "--timing-groups: unknown group"),
     (("--timing-versions", "1.1"), "--timing-versions: unknown version '1.1'"),
     (("--timing-suites", "TLS_FOO"), "--timing-suites:"),
-    (("--timing-timeout", "-1"), "--timing-timeout must be positive"),
+    (("--timing-groups", "0x9999"), "none of the groups given can be timed (0x9999: no key "
+                                    "share can be computed here)"),
 ])
 def test_run_timing_usage_errors_are_one_line(extra, message):
     err = io.StringIO()
     assert timing_cmd.run_timing("127.0.0.1:1", _parse("127.0.0.1:1", *extra),
                                  out=io.StringIO(), err=err) == 2
     assert err.getvalue().count("\n") == 1 and message in err.getvalue()
+    assert err.getvalue().startswith("tlsprobe: error: ")
+
+
+@pytest.mark.parametrize("extra, message", [
+    (("--timing-runs", "0"), "argument --timing-runs: must be at least 1"),
+    (("--timing-warmup", "-1"), "argument --timing-warmup: must be 0 or more"),
+    (("--timing-timeout", "-1"), "argument --timing-timeout: expected seconds > 0"),
+    (("--timeout", "inf"), "argument --timeout: expected seconds > 0"),
+])
+def test_timing_number_options_are_checked_when_parsed(extra, message, capsys):
+    from tlsprobe.cli import build_parser
+    with pytest.raises(SystemExit) as exc:
+        build_parser("timing").parse_args(["127.0.0.1:1", *extra])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("\n") == 1 and message in err
 
 
 def test_run_timing_against_a_non_tls_server_says_so():

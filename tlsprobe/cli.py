@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
+from typing import NoReturn
 
 from tlsprobe import __version__
 from tlsprobe.errors import EXIT_INTERNAL, EXIT_USAGE, TlsprobeError
@@ -28,6 +30,53 @@ SUBCOMMANDS = {
 }
 
 
+#: the longest timeout accepted, in seconds (one day): larger values overflow socket timeouts
+MAX_SECONDS = 86400.0
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with one-line errors: `tlsprobe: error: MESSAGE (see tlsprobe [SUB] --help)`,
+    exit 2, instead of the usage block (the README promises one-line errors)."""
+
+    def error(self, message: str) -> NoReturn:
+        message = " ".join(message.split())
+        self.exit(EXIT_USAGE, f"tlsprobe: error: {message} (see {self.prog} --help)\n")
+
+
+def seconds(text: str) -> float:
+    """argparse type: a finite number of seconds, > 0 and at most a day."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or not 0 < value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"expected seconds > 0 and at most {MAX_SECONDS:g}, "
+                                         f"got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer of at least 1."""
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value
+
+
+def count(text: str) -> int:
+    """argparse type: an integer of 0 or more."""
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text!r}")
+    return value
+
+
 def _load(name: str):
     return importlib.import_module(f"tlsprobe.commands.{SUBCOMMANDS[name]}")
 
@@ -35,7 +84,7 @@ def _load(name: str):
 def build_parser(command: str) -> argparse.ArgumentParser:
     module = _load(command)
     prog = "tlsprobe" if command == "probe" else f"tlsprobe {command}"
-    parser = argparse.ArgumentParser(prog=prog, description=(module.__doc__ or "").strip().split("\n")[0])
+    parser = ArgumentParser(prog=prog, description=(module.__doc__ or "").strip().split("\n")[0])
     parser.add_argument("--version", action="version", version=f"tlsprobe {__version__}")
     module.add_arguments(parser)
     return parser
@@ -46,18 +95,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = "probe"
     if args_list and args_list[0] in SUBCOMMANDS:
         command = args_list.pop(0)
-    elif not args_list or args_list[0] in ("-h", "--help"):
-        if not args_list:
-            args_list = ["--help"]
     parser = build_parser(command)
+    others = ", ".join(k for k in SUBCOMMANDS if k != "probe")
+    if not args_list and command == "probe":
+        print(f"usage: tlsprobe HOST[:PORT] [options]  |  tlsprobe SUBCOMMAND ... ({others})",
+              file=sys.stderr)
+        print("tlsprobe: error: no target given (see tlsprobe --help)", file=sys.stderr)
+        return EXIT_USAGE
     if command == "probe" and args_list and args_list[0] in ("-h", "--help"):
-        parser.epilog = "subcommands: " + ", ".join(k for k in SUBCOMMANDS if k != "probe") + \
-            " (tlsprobe SUBCOMMAND --help)"
+        parser.epilog = f"subcommands: {others} (tlsprobe SUBCOMMAND --help)"
     args = parser.parse_intermixed_args(args_list)
     try:
         return int(_load(command).run(args))
     except TlsprobeError as exc:
-        print(f"tlsprobe: {exc}", file=sys.stderr)
+        print(error_line(exc), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("tlsprobe: interrupted", file=sys.stderr)
@@ -68,9 +119,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get(DEBUG_ENV) == "1":
             raise
         if isinstance(exc, (OSError, ValueError)):
-            print(f"tlsprobe: {exc.__class__.__name__}: {exc}", file=sys.stderr)
+            text = " ".join(str(exc).split())[:300]
+            print(f"tlsprobe: error: {exc.__class__.__name__}: {text}", file=sys.stderr)
             return EXIT_USAGE
         text = " ".join(str(exc).split())[:300]
         print(f"tlsprobe: internal error: {exc.__class__.__name__}: {text} "
               f"(set {DEBUG_ENV}=1 for the traceback)", file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def error_line(exc: TlsprobeError) -> str:
+    """The one stderr line for `exc`: usage errors read `tlsprobe: error: ...`."""
+    text = " ".join(str(exc).split())
+    if exc.exit_code == EXIT_USAGE and not text.startswith("error: "):
+        text = "error: " + text
+    return f"tlsprobe: {text}"

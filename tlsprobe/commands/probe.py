@@ -1,6 +1,7 @@
 """Probe one TLS server: send tlsprobe's own ClientHello and report what the server chose.
 
 Lists take names (IANA or OpenSSL spelling) or hex codepoints, separated by ',' or ':'.
+Every option is checked before connecting: a bad value is one `tlsprobe: error:` line, exit 2.
 """
 
 from __future__ import annotations
@@ -8,11 +9,13 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import re
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from tlsprobe import registry
+from tlsprobe import kex, registry
+from tlsprobe.cli import positive_int, seconds
 from tlsprobe.engine import config as cfg
 from tlsprobe.engine.client import Limits
 from tlsprobe.errors import (
@@ -24,6 +27,7 @@ from tlsprobe.errors import (
     UsageError,
 )
 from tlsprobe.net.tcp import parse_target
+from tlsprobe.wire.buffer import DecodeError
 
 if TYPE_CHECKING:
     from tlsprobe.probes.probe import ProbeRun
@@ -48,17 +52,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "X25519MLKEM768,x25519,secp256r1,secp384r1)")
     g.add_argument("--key-shares", metavar="LIST", help="groups that get a TLS 1.3 key share "
                    "(default: the first group, plus the second when the first is post-quantum); "
-                   "'none' sends an empty key_share")
-    g.add_argument("--ciphers", metavar="LIST", help="TLS 1.2 and older cipher suites "
-                   "(OpenSSL or IANA names, or hex)")
-    g.add_argument("--ciphersuites", metavar="LIST", help="TLS 1.3 cipher suites")
+                   "'none' sends an empty key_share. A group tlsprobe cannot compute (e.g. "
+                   "sect163k1, an unknown hex id) gets a random placeholder share, useful to "
+                   "test a server; a note on stderr says so")
+    g.add_argument("--ciphers", metavar="LIST", help="TLS 1.2 and older cipher suites: IANA "
+                   "names (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256), OpenSSL suite names "
+                   "(ECDHE-RSA-AES128-GCM-SHA256) or hex ids (0xc02f); not OpenSSL "
+                   "cipher-string keywords such as HIGH or !aNULL. Hex ids are sent as given")
+    g.add_argument("--ciphersuites", metavar="LIST", help="TLS 1.3 cipher suites, spelt as "
+                   "for --ciphers (e.g. TLS_AES_128_GCM_SHA256 or 0x1301)")
     g.add_argument("--sigalgs", metavar="LIST", help="signature_algorithms, e.g. "
                    "rsa_pss_rsae_sha256:ecdsa_secp256r1_sha256")
     g.add_argument("--sni", metavar="NAME", help="server_name to send (default: the host "
-                   "name; none for IP addresses)")
+                   "name; none for IP addresses); 1 to 65535 bytes, no spaces")
     g.add_argument("--no-sni", action="store_true", help="send no server_name")
     g.add_argument("--alpn", metavar="LIST", default=None, help="ALPN protocols (default "
-                   "h2,http/1.1; '' for none)")
+                   "h2,http/1.1; '' for none); each 1 to 255 ASCII bytes")
     g.add_argument("--grease", action="store_true", help="add GREASE values as browsers do")
     h = p.add_argument_group("handshake and verification")
     h.add_argument("--first-flight-only", action="store_true", help="stop after the server's "
@@ -73,56 +82,143 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "chain and hostname")
     o = p.add_argument_group("output and limits")
     o.add_argument("--msg", action="store_true", help="print every record in both directions "
-                   "as `openssl s_client -msg` does, with decoded fields and their offsets")
+                   "as `openssl s_client -msg` does, with decoded fields and their offsets "
+                   "(on stderr with --json, so that stdout stays pure JSON)")
     o.add_argument("--json", action="store_true", help="print the result as JSON")
     o.add_argument("--keylog", metavar="FILE", help="append the session's secrets to FILE "
                    "in SSLKEYLOGFILE format (for Wireshark)")
     o.add_argument("--pcap-out", metavar="FILE", help="write the exchange as a pcap file "
                    "(synthesised TCP/IP packets around the real bytes)")
-    o.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
-                   help="connect and per-read timeout (default 10; the whole probe is limited "
-                   "to three times this)")
-    o.add_argument("--total-timeout", type=float, metavar="SECONDS", help="limit for the "
+    o.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
+                   help="connect and per-read timeout, > 0 (default 10; the whole probe is "
+                   "limited to three times this)")
+    o.add_argument("--total-timeout", type=seconds, metavar="SECONDS", help="limit for the "
                    "whole probe, from connect to verdict (default: 3 x --timeout)")
-    o.add_argument("--max-message", type=int, default=Limits.max_message, metavar="BYTES",
+    o.add_argument("--max-message", type=positive_int, metavar="BYTES",
                    help=f"largest handshake message accepted (default {Limits.max_message})")
-    o.add_argument("--max-chain", type=int, default=Limits.max_chain, metavar="N",
+    o.add_argument("--max-chain", type=positive_int, metavar="N",
                    help=f"most certificates accepted in the server's chain (default "
                    f"{Limits.max_chain})")
-    o.add_argument("--max-records", type=int, default=Limits.max_records, metavar="N",
+    o.add_argument("--max-records", type=positive_int, metavar="N",
                    help=f"most records read from the server (default {Limits.max_records})")
-    o.add_argument("--max-bytes", type=int, default=Limits.max_bytes, metavar="BYTES",
+    o.add_argument("--max-bytes", type=positive_int, metavar="BYTES",
                    help=f"most bytes read from the server (default {Limits.max_bytes})")
     t = p.add_argument_group("handshake timing (tlsprobe HOST --timing)")
     t.add_argument("--timing", action="store_true", help="time N full handshakes per group "
-                   "the server accepts and rank the groups by handshake cost")
+                   "the server accepts and rank the groups by handshake cost. --tls1_3/--tls1_2 "
+                   "and --groups choose what is timed (as --timing-versions/--timing-groups); "
+                   "options that shape a single probe (--msg, --http-get, --ciphers, ...) "
+                   "are refused with it")
     from tlsprobe.commands.timing import add_timing_arguments
     add_timing_arguments(t)
 
 
+DEFAULT_TIMEOUT = 10.0
+LIMIT_OPTIONS = ("max_message", "max_chain", "max_records", "max_bytes")
+#: OpenSSL cipher-string keywords (and operators) that are not suite names
+_CIPHER_KEYWORDS = frozenset(re.split(r"\s+", (
+    "ALL COMPLEMENTOFALL COMPLEMENTOFDEFAULT DEFAULT HIGH MEDIUM LOW EXPORT EXPORT40 EXPORT56 "
+    "NULL ENULL ANULL KRSA ARSA RSA KDHE KEDH DH DHE EDH ADH KEECDH KECDHE ECDH EECDH ECDHE "
+    "AECDH ADSS DSS ADH AECDSA ECDSA TLSV1.2 TLSV1.0 TLSV1 SSLV3 AES128 AES256 AES AESGCM AESCCM "
+    "AESCCM8 ARIA128 ARIA256 ARIA ARIAGCM CAMELLIA128 CAMELLIA256 CAMELLIA CHACHA20 3DES DES RC4 "
+    "RC2 IDEA SEED MD5 SHA1 SHA SHA256 SHA384 KGOST AGOST GOST94 GOST89MAC PSK KPSK KECDHEPSK "
+    "KDHEPSK KRSAPSK APSK SRP KSRP ASRP SUITEB128 SUITEB128ONLY SUITEB192 CBC FIPS")))
+
+
 def limits_from_args(args: argparse.Namespace) -> Limits:
-    values = {"max_message": args.max_message, "max_chain": args.max_chain,
-              "max_records": args.max_records, "max_bytes": args.max_bytes}
+    values = {name: getattr(args, name, None) for name in LIMIT_OPTIONS}
     for name, value in values.items():
-        if value < 1:
+        if value is not None and value < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
     if args.total_timeout is not None and args.total_timeout <= 0:
         raise UsageError("--total-timeout must be positive")
-    return Limits(**values)
+    return Limits(**{k: v for k, v in values.items() if v is not None})
 
 
 def _split(text: str) -> list[str]:
-    return [t for t in text.replace(",", ":").split(":") if t.strip()]
+    return [t.strip() for t in text.replace(",", ":").split(":") if t.strip()]
 
 
-def _parse_list(text: str, parse: Callable[[str], int], what: str) -> tuple[int, ...]:
+def _parse_list(text: str, parse: Callable[[str], int], what: str,
+                example: str) -> tuple[int, ...]:
     out = []
     for item in _split(text):
         try:
-            out.append(parse(item.strip()))
+            out.append(parse(item))
         except ValueError as exc:
             raise UsageError(f"--{what}: {exc}") from None
+    if not out:
+        raise UsageError(f"--{what}: empty list; give at least one, e.g. --{what} {example}")
     return tuple(out)
+
+
+def _is_keyword(item: str) -> bool:
+    return (item[:1] in "!+-@" or "+" in item
+            or item.upper() in _CIPHER_KEYWORDS or item.upper().startswith("@SECLEVEL"))
+
+
+def _parse_suites(text: str, option: str, tls13: bool) -> tuple[int, ...]:
+    """--ciphers (TLS 1.2 and older) or --ciphersuites (TLS 1.3): suite names or hex ids.
+
+    A suite named in the wrong list is refused (hex ids are sent as given, to test servers)."""
+    other = "--ciphers" if tls13 else "--ciphersuites"
+    example = "TLS_AES_128_GCM_SHA256" if tls13 else "ECDHE-RSA-AES128-GCM-SHA256"
+    out = []
+    for item in _split(text):
+        try:
+            code = registry.parse_suite(item)
+        except ValueError as exc:
+            if _is_keyword(item):
+                raise UsageError(f"{option}: {item!r} is an OpenSSL cipher-string keyword; "
+                                 "tlsprobe takes suite names only (IANA or OpenSSL, e.g. "
+                                 f"{example}) or hex ids, separated by ':'") from None
+            raise UsageError(f"{option}: {exc}") from None
+        info = registry.cipher_suite(code)
+        if info is not None and not item.lower().startswith("0x") and \
+                info.is_tls13 != tls13 and not (info.is_scsv and not tls13):
+            kind = "a TLS 1.3" if info.is_tls13 else "a TLS 1.2"
+            raise UsageError(f"{option}: {info.name} is {kind} cipher suite; give it with "
+                             f"{other} (or as hex {code:#06x} to send it here anyway)")
+        out.append(code)
+    if not out:
+        raise UsageError(f"{option}: empty list; give at least one suite, e.g. "
+                         f"{option} {example}")
+    return tuple(out)
+
+
+def _alpn(text: str) -> tuple[str, ...]:
+    """ALPN protocol ids: printable ASCII, 1 to 255 bytes each; '' offers none."""
+    protocols = tuple(_split(text))
+    for proto in protocols:
+        if not proto.isascii() or not proto.isprintable() or " " in proto:
+            raise UsageError(f"--alpn: {proto[:40]!r} is not a printable ASCII protocol id "
+                             "(e.g. h2, http/1.1)")
+        if len(proto) > 255:
+            raise UsageError(f"--alpn: a protocol id is at most 255 bytes; one has "
+                             f"{len(proto)}")
+    if sum(1 + len(p) for p in protocols) > 0xFFFF - 2:
+        raise UsageError("--alpn: the list is longer than an ALPN extension can hold "
+                         "(65533 bytes)")
+    return protocols
+
+
+def _server_name(text: str) -> str:
+    """--sni: a non-empty host name without spaces that fits a server_name (1..65535 bytes)."""
+    name = text.strip()
+    if not name or name.strip(".") == "":
+        raise UsageError("--sni: empty name; give a host name, or --no-sni to send none")
+    if any(c.isspace() or not c.isprintable() for c in name):
+        raise UsageError(f"--sni: {name[:40]!r}: a host name has no spaces or control "
+                         "characters")
+    try:
+        encoded = name.encode("ascii") if name.isascii() else name.encode("idna")
+    except UnicodeError:
+        raise UsageError(f"--sni: {name[:40]!r} is not a valid internationalised host "
+                         "name") from None
+    if len(encoded) > 0xFFFF - 3:
+        raise UsageError(f"--sni: {len(encoded)} bytes; a server_name holds at most 65532 "
+                         "(a DNS name at most 253)")
+    return name
 
 
 def config_from_args(args: argparse.Namespace, host: str) -> cfg.ClientConfig:
@@ -131,28 +227,28 @@ def config_from_args(args: argparse.Namespace, host: str) -> cfg.ClientConfig:
     if versions:
         kw["versions"] = versions
     if args.groups is not None:
-        kw["groups"] = _parse_list(args.groups, registry.parse_group, "groups")
+        kw["groups"] = _parse_list(args.groups, registry.parse_group, "groups", "x25519:P-256")
     if args.key_shares is not None:
         kw["key_share_groups"] = () if args.key_shares.strip().lower() == "none" else \
-            _parse_list(args.key_shares, registry.parse_group, "key-shares")
+            _parse_list(args.key_shares, registry.parse_group, "key-shares", "x25519 (or none)")
     if args.ciphers is not None:
-        kw["cipher_suites_12"] = _parse_list(args.ciphers, registry.parse_suite, "ciphers")
+        kw["cipher_suites_12"] = _parse_suites(args.ciphers, "--ciphers", tls13=False)
     if args.ciphersuites is not None:
-        kw["cipher_suites_13"] = _parse_list(args.ciphersuites, registry.parse_suite,
-                                             "ciphersuites")
+        kw["cipher_suites_13"] = _parse_suites(args.ciphersuites, "--ciphersuites", tls13=True)
     if args.sigalgs is not None:
         kw["signature_algorithms"] = _parse_list(args.sigalgs, registry.parse_sigscheme,
-                                                 "sigalgs")
+                                                 "sigalgs", "rsa_pss_rsae_sha256")
     if args.alpn is not None:
-        kw["alpn"] = tuple(_split(args.alpn))
+        kw["alpn"] = _alpn(args.alpn)
     elif getattr(args, "http_get", None) is not None:
         kw["alpn"] = ("http/1.1",)  # the request is HTTP/1.1, so do not invite h2
-    if args.grease:
-        kw["grease"] = True
+    kw["grease"] = bool(args.grease)
+    if args.no_sni and args.sni is not None:
+        raise UsageError("--sni and --no-sni contradict each other; give one of them")
     if args.no_sni:
         sni = None
     elif args.sni is not None:
-        sni = args.sni
+        sni = _server_name(args.sni)
     else:
         try:
             ipaddress.ip_address(host)
@@ -167,7 +263,64 @@ def config_from_args(args: argparse.Namespace, host: str) -> cfg.ClientConfig:
         if missing:
             raise UsageError(f"--key-shares: {registry.group_label(missing[0])} is not in "
                              "--groups")
+    try:
+        cfg.build_client_hello(config).hello.serialize()
+    except (ValueError, OverflowError, DecodeError) as exc:
+        raise UsageError(f"the ClientHello cannot be encoded ({exc}); shorten --sni, --alpn "
+                         "or the lists") from None
     return config
+
+
+def placeholder_note(config: cfg.ClientConfig) -> str | None:
+    """The note for key shares tlsprobe cannot compute (a random placeholder is sent)."""
+    groups = [g for g in config.share_groups()
+              if not kex.is_computable(g) and not registry.is_grease(g)]
+    names = ", ".join(registry.group_label(g) for g in groups)
+    return (f"tlsprobe: note: no key can be computed here for {names}; a placeholder key "
+            "share is sent (a server that selects it cannot complete the handshake)") \
+        if groups else None
+
+
+_NOT_WITH_TIMING = (("msg", "--msg"), ("http_get", "--http-get"),
+                    ("first_flight_only", "--first-flight-only"), ("pcap_out", "--pcap-out"),
+                    ("keylog", "--keylog"), ("cafile", "--cafile"), ("sigalgs", "--sigalgs"),
+                    ("key_shares", "--key-shares"), ("alpn", "--alpn"), ("grease", "--grease"),
+                    ("total_timeout", "--total-timeout"), ("tls1_1", "--tls1_1"),
+                    ("tls1", "--tls1"), ("ssl3", "--ssl3")) + \
+    tuple((name, "--" + name.replace("_", "-")) for name in LIMIT_OPTIONS)
+_TIMING_ONLY = ("timing_runs", "timing_warmup", "timing_groups", "timing_versions",
+                "timing_suites", "timing_timeout", "timing_confidence")
+
+
+def timing_args(args: argparse.Namespace) -> argparse.Namespace:
+    """`tlsprobe HOST --timing`: refuse what timing cannot honour, and map --tls1_3/--tls1_2
+    and --groups onto --timing-versions/--timing-groups. Without --timing, refuse --timing-*."""
+    if not args.timing:
+        given = [n for n in _TIMING_ONLY if getattr(args, n, None) is not None]
+        if given:
+            option = "--" + given[0].replace("_", "-")
+            raise UsageError(f"{option} only applies to handshake timing; add --timing")
+        return args
+    for name, option in _NOT_WITH_TIMING:
+        if getattr(args, name, None) not in (None, False):
+            raise UsageError(f"{option} cannot be used with --timing (timing completes plain "
+                             "handshakes; probe without --timing for this)")
+    for name, option in (("ciphers", "--ciphers"), ("ciphersuites", "--ciphersuites")):
+        if getattr(args, name) is not None:
+            raise UsageError(f"{option} cannot be used with --timing; use --timing-suites "
+                             "LIST to time each suite in turn")
+    flags = [label for flag, _, label in VERSION_FLAGS if getattr(args, flag, False)]
+    if flags:
+        if args.timing_versions is not None:
+            raise UsageError("--tls1_3/--tls1_2 and --timing-versions both choose the versions "
+                             "to time; give one of them")
+        args.timing_versions = ",".join(label.split()[1] for label in flags)
+    if args.groups is not None:
+        if args.timing_groups is not None:
+            raise UsageError("--groups and --timing-groups both choose the groups to time; "
+                             "give one of them")
+        args.timing_groups = args.groups
+    return args
 
 
 def _check_files(args: argparse.Namespace) -> None:
@@ -206,25 +359,30 @@ def _write_outputs(args: argparse.Namespace, run_: ProbeRun) -> None:
 def run(args: argparse.Namespace) -> int:
     from tlsprobe.probes.probe import ProbeOptions, run_probe
     from tlsprobe.report.trace import TraceFormatter
-    if args.timeout <= 0:
-        raise UsageError("--timeout must be positive")
+    args = timing_args(args)
     if args.timing:
         from tlsprobe.commands.timing import run_timing
         return run_timing(args.target, args)
+    timeout = args.timeout if args.timeout is not None else DEFAULT_TIMEOUT
     target = parse_target(args.target)
     config = config_from_args(args, target.host)
+    limits = limits_from_args(args)
     _check_files(args)
+    note = placeholder_note(config)
+    if note:
+        print(note, file=sys.stderr)
     run_ = run_probe(target, ProbeOptions(
-        config=config, timeout=args.timeout, annotate=args.msg,
+        config=config, timeout=timeout, annotate=args.msg,
         stop_after_first_flight=args.first_flight_only, http_get=args.http_get,
         verify=not args.no_verify, cafile=args.cafile, total_timeout=args.total_timeout,
-        limits=limits_from_args(args)))
+        limits=limits))
     result = run_.result
     out = sys.stdout
     if args.msg:
+        trace = sys.stderr if args.json else out   # stdout stays pure JSON
         for line in TraceFormatter().lines(run_.events):
-            print(line, file=out)
-        print("---", file=out)
+            print(line, file=trace)
+        print("---", file=trace)
     if args.json:
         print(result.to_json(), file=out)
     elif result.version is not None or not result.error:
@@ -233,7 +391,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         _write_outputs(args, run_)
     except UsageError as exc:
-        print(f"tlsprobe: {exc}", file=sys.stderr)
+        print(f"tlsprobe: error: {exc}", file=sys.stderr)
         if not result.error:
             return exc.exit_code
     if result.error:

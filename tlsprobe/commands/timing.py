@@ -14,7 +14,8 @@ import ipaddress
 import sys
 from typing import IO, Any
 
-from tlsprobe import registry
+from tlsprobe import kex, registry
+from tlsprobe.cli import count, error_line, positive_int, seconds
 from tlsprobe.engine.config import TLS12, TLS13
 from tlsprobe.errors import (
     EXIT_ALERT,
@@ -32,16 +33,18 @@ EXIT_BY_KIND = {"network": EXIT_NETWORK, "not_tls": EXIT_NOT_TLS, "alert": EXIT_
 DEFAULT_RUNS = 20
 DEFAULT_WARMUP = 2
 DEFAULT_TIMEOUT = 5.0
+DEFAULT_CONFIDENCE = 0.95
 _VERSIONS = {"1.3": TLS13, "13": TLS13, "tls1_3": TLS13, "tlsv1.3": TLS13, "tls1.3": TLS13,
              "1.2": TLS12, "12": TLS12, "tls1_2": TLS12, "tlsv1.2": TLS12, "tls1.2": TLS12}
 
 
 def add_timing_arguments(parser: Any) -> None:
     """The --timing-* options (an ArgumentParser or an argument group); none clashes with
-    the probe's own options."""
-    parser.add_argument("--timing-runs", type=int, default=DEFAULT_RUNS, metavar="N",
+    the probe's own options. Their defaults are None (resolved in `options_from_args`), so
+    that the probe command can tell which were given."""
+    parser.add_argument("--timing-runs", type=positive_int, default=None, metavar="N",
                         help=f"measured handshakes per group (default {DEFAULT_RUNS})")
-    parser.add_argument("--timing-warmup", type=int, default=DEFAULT_WARMUP, metavar="N",
+    parser.add_argument("--timing-warmup", type=count, default=None, metavar="N",
                         help=f"uncounted warm-up rounds first (default {DEFAULT_WARMUP})")
     parser.add_argument("--timing-groups", metavar="LIST", default=None,
                         help="time these groups (names or hex, ',' or ':' separated) instead "
@@ -51,11 +54,12 @@ def add_timing_arguments(parser: Any) -> None:
     parser.add_argument("--timing-suites", metavar="LIST", default=None,
                         help="also pin each of these cipher suites in turn ('all': every suite "
                         "the server accepts); default: the server chooses")
-    parser.add_argument("--timing-timeout", type=float, default=None, metavar="SECONDS",
+    parser.add_argument("--timing-timeout", type=seconds, default=None, metavar="SECONDS",
                         help="limit per handshake, connect included (default: --timeout, "
                         f"else {DEFAULT_TIMEOUT:g})")
-    parser.add_argument("--timing-confidence", type=float, default=0.95, metavar="P",
-                        help="confidence of the median's interval (default 0.95)")
+    parser.add_argument("--timing-confidence", type=float, default=None, metavar="P",
+                        help="confidence of the median's interval, in [0.5, 1) (default "
+                        f"{DEFAULT_CONFIDENCE})")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sni", metavar="NAME", help="server_name to send (default: the "
                         "host name; none for IP addresses)")
     parser.add_argument("--no-sni", action="store_true", help="send no server_name")
-    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+    parser.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
                         help=f"per-handshake limit (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
@@ -113,17 +117,19 @@ def _sni(args: Any, host: str) -> str | None:
 def options_from_args(args: argparse.Namespace, host: str) -> Any:
     """TimingOptions from the --timing-* options (and --sni/--no-sni/--timeout if present)."""
     from tlsprobe.probes.timing import TimingOptions
-    runs, warmup = args.timing_runs, args.timing_warmup
-    if runs is None or runs < 1:
+    runs = DEFAULT_RUNS if args.timing_runs is None else args.timing_runs
+    warmup = DEFAULT_WARMUP if args.timing_warmup is None else args.timing_warmup
+    if runs < 1:
         raise UsageError("--timing-runs must be at least 1")
-    if warmup is None or warmup < 0:
+    if warmup < 0:
         raise UsageError("--timing-warmup must be 0 or more")
     timeout = args.timing_timeout
     if timeout is None:
         timeout = getattr(args, "timeout", None) or DEFAULT_TIMEOUT
-    if timeout <= 0:
+    if not 0 < timeout < float("inf"):
         raise UsageError("--timing-timeout must be positive")
-    confidence = getattr(args, "timing_confidence", 0.95)
+    confidence = getattr(args, "timing_confidence", None)
+    confidence = DEFAULT_CONFIDENCE if confidence is None else confidence
     if not 0.5 <= confidence < 1:
         raise UsageError("--timing-confidence must be in [0.5, 1), e.g. 0.95")
     suites_text = getattr(args, "timing_suites", None)
@@ -136,6 +142,23 @@ def options_from_args(args: argparse.Namespace, host: str) -> Any:
                          versions=_versions(args.timing_versions), groups=groups,
                          suites=suites, all_suites=all_suites, server_name=_sni(args, host),
                          confidence=confidence)
+
+
+def check_explicit_groups(options: Any) -> None:
+    """Explicit groups none of which can be timed are a usage error, told before connecting
+    (rather than "the enumeration found none", which would blame the server)."""
+    from tlsprobe.probes.timing_plan import explicit_plans
+    if not options.groups:
+        return
+    if explicit_plans(options)[0]:
+        return
+    versions = " or ".join(registry.version_name(v) for v in options.versions)
+    why = [f"{registry.group_label(g)}: "
+           + ("no key share can be computed here" if not kex.is_computable(g)
+              else f"not a {versions} group") for g in options.groups]
+    raise UsageError("none of the groups given can be timed (" + "; ".join(why[:6])
+                     + (" ..." if why[6:] else "") + "); give groups tlsprobe can compute, "
+                     "e.g. x25519, secp256r1, ffdhe2048, X25519MLKEM768")
 
 
 class _Progress:
@@ -168,13 +191,14 @@ def run_timing(target_text: str, args: Any, *, out: IO[str] | None = None,
     try:
         target = parse_target(target_text)
         options = args if isinstance(args, TimingOptions) else options_from_args(args, target.host)
+        check_explicit_groups(options)
         if progress.shown and options.groups is None:
             err.write("timing: finding the groups the server accepts...")
             err.flush()
         report = measure_timing(target, options, on_progress=progress)
     except TlsprobeError as exc:
         progress.clear()
-        print(f"tlsprobe: {exc}", file=err)
+        print(error_line(exc), file=err)
         return exc.exit_code
     progress.clear()
     if getattr(args, "json", False):
@@ -193,4 +217,5 @@ def run(args: argparse.Namespace) -> int:
     return run_timing(args.target, args)
 
 
-__all__ = ["add_arguments", "add_timing_arguments", "options_from_args", "run", "run_timing"]
+__all__ = ["add_arguments", "add_timing_arguments", "check_explicit_groups", "options_from_args",
+           "run", "run_timing"]

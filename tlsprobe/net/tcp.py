@@ -6,6 +6,7 @@ Every failure becomes a `NetworkError` whose one-line message names host, port a
 from __future__ import annotations
 
 import errno
+import ipaddress
 import socket
 import time
 from dataclasses import dataclass
@@ -23,14 +24,25 @@ class Target:
         return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
 
 
+def _is_ipv6(text: str) -> bool:
+    try:
+        return isinstance(ipaddress.ip_address(text), ipaddress.IPv6Address)
+    except ValueError:
+        return False
+
+
 def parse_target(text: str, default_port: int = 443) -> Target:
-    """HOST, HOST:PORT, [v6]:PORT, or a bare IPv6 address."""
+    """HOST, HOST:PORT, [v6]:PORT, or a bare IPv6 address (port `default_port`).
+
+    A present but empty port ("host:") is an error, not the default; an IPv6 address with a
+    port but no brackets ("::1:4433") is refused with the bracketed spelling as a hint."""
+    original = text
     text = text.strip()
     if not text:
         raise UsageError("empty target: give HOST[:PORT]")
     if "://" in text:
         text = text.split("://", 1)[1].split("/", 1)[0]
-    host, port_text = text, ""
+    host, port_text = text, None
     if text.startswith("["):
         end = text.find("]")
         if end < 0:
@@ -40,13 +52,28 @@ def parse_target(text: str, default_port: int = 443) -> Target:
             if not rest.startswith(":"):
                 raise UsageError(f"bad target {text!r}: expected ':PORT' after ']'")
             port_text = rest[1:]
+        if not _is_ipv6(host):
+            raise UsageError(f"bad target {text!r}: {host!r} in brackets is not an IPv6 "
+                             "address")
     elif text.count(":") == 1:
         host, port_text = text.split(":")
+    elif ":" in text and not _is_ipv6(text):
+        head, _, tail = text.rpartition(":")
+        if _is_ipv6(head) and tail.isdigit():
+            raise UsageError(f"bad target {original.strip()!r}: IPv6 addresses need "
+                             f"brackets: [{head}]:{tail}")
+        raise UsageError(f"bad target {original.strip()!r}: expected HOST[:PORT] "
+                         "(IPv6 as [::1]:443)")
     if not host:
         raise UsageError(f"bad target {text!r}: no host")
+    if any(c.isspace() for c in host):
+        raise UsageError(f"bad target {text!r}: a host name has no spaces")
     port = default_port
-    if port_text:
-        if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+    if port_text is not None:
+        if not port_text:
+            raise UsageError(f"bad target {text!r}: empty port after ':' (give HOST:PORT, "
+                             f"or HOST alone for port {default_port})")
+        if not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
             raise UsageError(f"bad port {port_text!r} in {text!r}: expected 1-65535")
         port = int(port_text)
     return Target(host, port)
