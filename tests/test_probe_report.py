@@ -104,3 +104,32 @@ def test_summary_names_the_real_version_and_shows_session_features(run_cli, serv
     assert "  SAN: localhost" in out                     # the test CA's leaf
     res13 = run_cli(target(srv), "--tls1_3", "--timeout", "5", "--cafile", certs.ca)
     assert "Extended master secret" not in res13.stdout  # TLS 1.3 has no such option
+
+
+# -- 2. the timing table never cuts a figure ----------------------------------------------
+@pytest.mark.parametrize("width", [60, 120, 250])
+def test_timing_table_keeps_figures_whole_with_a_long_label(server_cache, width):
+    import dataclasses
+    import io
+
+    from tlsprobe.net.tcp import Target
+    from tlsprobe.probes.timing import TimingOptions, measure_timing
+    from tlsprobe.report.timing_tables import render_timing
+    srv = server_cache("openssl", groups=["X25519"], proto="tls1_2")
+    report = measure_timing(Target(srv.host, srv.port), TimingOptions(
+        runs=3, warmup=0, versions=(TLS12,), groups=(0x001D,), kex_budget=0.01))
+    long = "x25519 (0x001d) with a very long label that a narrow table must wrap somewhere"
+    report = dataclasses.replace(report, entries=tuple(
+        dataclasses.replace(e, label=long) for e in report.entries))
+    entry = report.entries[0]
+    out = io.StringIO()
+    render_timing(report, out, width=width)
+    text = out.getvalue()
+    assert "…" not in text
+    header = next(line for line in text.splitlines() if line.startswith("Version"))
+    assert header.split()[-4:] == ["CPU", "kex", "server+net", "rank"]
+    row = next(line for line in text.splitlines() if line.startswith("TLS 1.2"))
+    assert f"{entry.handshake_ms.median:.2f}" in row.split()
+    assert f"{entry.handshakes_per_s:.0f}" in row.split()
+    words = text.split()
+    assert all(word in words for word in long.split())   # wrapped, not cut

@@ -86,8 +86,8 @@ def probe_rows(r: ProbeResult) -> list[tuple[str, str]]:
         rows.append(("", f"  a: {c.key_type}{bits}; {c.signature_algorithm}"))
         rows.append(("", f"  v: {c.not_before} -> {c.not_after}"))
         if c.san:
-            more = f", ... {len(c.san) - MAX_SAN_SHOWN} more" if c.san[MAX_SAN_SHOWN:] else ""
-            rows.append(("", f"  SAN: {', '.join(c.san[:MAX_SAN_SHOWN])}{more}"))
+            tail = f", ... {len(c.san) - MAX_SAN_SHOWN} more" if c.san[MAX_SAN_SHOWN:] else ""
+            rows.append(("", f"  SAN: {', '.join(c.san[:MAX_SAN_SHOWN])}{tail}"))
         elif i == 0:
             rows.append(("", "  SAN: none (no subjectAltName: names are not checked against "
                              "the subject CN)"))

@@ -291,23 +291,33 @@ def timing_table(report: TimingReport) -> RenderableType:
                         f"group after {report.warmup} warm-up rounds (ms)", title_justify="left")
     columns = ["Version", "Group", "connect", "median", "p90", f"{report.confidence * 100:g}% CI",
                "hs/s", "client CPU", "kex", "server+net", "rank"]
-    for name in columns:
-        table.add_column(name, justify="left" if name in ("Version", "Group") else "right",
-                         no_wrap=True)
+    rows: list[list[Any]] = []
     for e in report.entries:
         suite = e.offered_suite   # a pinned suite goes under the group, keeping the width
         short = (suite.openssl_name or suite.iana_name).removeprefix("TLS_") if suite else ""
         head = [e.version.name, e.label + (f"\n{short}" if suite else "")]
         if not e.ranked:   # the why goes to the notes: a long line would squeeze the table
-            table.add_row(*head, *["-"] * 8, Text(e.status, style="yellow"))
+            rows.append([*head, *["-"] * 8, Text(e.status, style="yellow")])
             continue
         hs = e.handshake_ms
-        table.add_row(*head, _ms(e.connect_ms.median if e.connect_ms else None),
+        rows.append([*head, _ms(e.connect_ms.median if e.connect_ms else None),
                       _ms(hs.median if hs else None), _ms(hs.p90 if hs else None), _ci(hs),
                       f"{e.handshakes_per_s:.0f}" if e.handshakes_per_s else "-",
                       _ms(e.client_cpu_ms.median if e.client_cpu_ms else None),
                       _ms(e.client_kex_ms), _ms(e.wait_ms.median if e.wait_ms else None),
-                      _rank_cell(e))
+                      _rank_cell(e)])
+    # Figures are never cut: each figure column is as wide as its widest cell; only the
+    # group label wraps when the console is narrow (and render_timing widens the console
+    # when even that is not enough).
+    for i, name in enumerate(columns):
+        widest = max([len(name)] + [len(str(row[i])) for row in rows])
+        if name == "Group":
+            table.add_column(name, justify="left", overflow="fold", min_width=12)
+        else:
+            table.add_column(name, justify="left" if name == "Version" else "right",
+                             no_wrap=True, min_width=widest)
+    for row in rows:
+        table.add_row(*row)
     parts: list[Any] = [table]
     parts += [Text(r.verdict, style="bold") for r in report.rankings]
     notes = ["times: from our ClientHello to our Finished; CI: confidence interval of the "
@@ -327,16 +337,30 @@ def timing_table(report: TimingReport) -> RenderableType:
     return Group(*parts)
 
 
+def _minimum_width(renderable: RenderableType) -> int:
+    """The narrowest console that shows the table's figures whole (the label may wrap)."""
+    from rich.console import Console
+    from rich.table import Table
+    console = Console(file=io.StringIO(), width=1000)
+    tables = [r for r in getattr(renderable, "renderables", [renderable]) if isinstance(r, Table)]
+    return max([console.measure(t).minimum for t in tables] or [0])
+
+
 def render_timing(report: TimingReport, out: IO[str], width: int | None = None) -> None:
     """Rich on a terminal; elsewhere plain lines (120 columns) without trailing blanks."""
     from rich.console import Console
+    renderable = timing_table(report)
+    needed = _minimum_width(renderable)
     if out.isatty():
-        Console(file=out, highlight=False, width=width).print(timing_table(report))
+        console = Console(file=out, highlight=False, width=width)
+        if console.width < needed:   # wider than the terminal rather than cut figures
+            console = Console(file=out, highlight=False, width=needed)
+        console.print(renderable)
         return
-    console = Console(file=io.StringIO(), highlight=False, width=width or 120,
+    console = Console(file=io.StringIO(), highlight=False, width=max(width or 120, needed),
                       color_system=None)
     with console.capture() as capture:
-        console.print(timing_table(report))
+        console.print(renderable)
     for line in capture.get().splitlines():
         print(line.rstrip(), file=out)
 
