@@ -230,3 +230,43 @@ def test_stats_wording_and_resumed_sessions(run_cli) -> None:
                              CAPTURES / "tls12_resumption.pcap")[1])
     assert {g["name"]: g["connections"] for g in doc["stats"]["groups"]} == {
         "x25519 (0x001d)": 1, "resumed (session ticket), no key exchange": 1}
+
+
+# -- 6. SSLv2 cipher specs ----------------------------------------------------------------------
+def _tshark_specs(path: Path) -> list[str]:
+    """The cipher specs of the first SSLv2 CLIENT-HELLO as tshark prints them."""
+    proc = subprocess.run(["tshark", "-r", str(path), "-d", "tcp.port==4433,tls", "-V"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    if proc.returncode != 0:
+        pytest.skip(f"tshark unusable: {proc.stderr.strip()[:200]}")
+    text = proc.stdout
+    block = text[text.index("Cipher Specs ("):]
+    block = block[:block.index("Challenge")]
+    return re.findall(r"Cipher Spec: (\S+) \((0x[0-9a-f]{6})\)", block)
+
+
+def test_sslv2_cipher_specs_are_shown_as_tshark_names_them(run_cli, captures_dir: Path) -> None:
+    f = captures_dir / "wireshark" / "notes" / "ssl3" / "sslv2.pcapng"
+    want = _tshark_specs(f)
+    assert [h for _n, h in want] == ["0x050080", "0x030080", "0x0700c0"]
+    code, out, _ = run_cli("pcap", "--details", f)
+    assert code == 0
+    assert re.search(r"^SSLv2 cipher specs +3 offered$", out, re.MULTILINE)
+    for name, hex_id in want:
+        assert re.search(rf"^ +{name} \({hex_id}\)$", out, re.MULTILINE), (name, out)
+    conn = connections(run_cli("pcap", "--jsonl", f)[1])[0]
+    assert [(c["iana_name"], c["hex"]) for c in conn["sslv2_cipher_specs"]] == want
+    assert conn["offer"]["cipher_suites"] == []  # TLS suites only, as tshark's ciphersuite
+
+
+def test_sslv2_compatible_hello_lists_tls_suites_among_the_specs(run_cli,
+                                                                 captures_dir: Path) -> None:
+    f = captures_dir / "suricata-verify" / "tests" / "sslv2-tls-upgrade-01" / "ssl-v2-s1.pcap"
+    conn = connections(run_cli("pcap", "--jsonl", f)[1])[0]
+    specs = conn["sslv2_cipher_specs"]
+    tls = [c["id"] for c in conn["offer"]["cipher_suites"]]
+    assert [c["id"] for c in specs if c["id"] < 0x10000] == tls and len(tls) == 20
+    assert specs[0] == {"id": 0x010080, "hex": "0x010080", "iana_name": "SSL2_RC4_128_WITH_MD5",
+                        "openssl_name": "RC4-MD5"}
+    # a TLS ClientHello has none
+    assert connections(run_cli("pcap", "--jsonl", SEED)[1])[0]["sslv2_cipher_specs"] == []

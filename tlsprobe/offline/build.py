@@ -112,6 +112,31 @@ def offer_of(hello: ClientHelloInfo) -> Offer:
                   hello.signature_algorithms, hello.alpn, hello.sni, hello.size)
 
 
+@cache
+def compression_cp(method: int) -> Codepoint:
+    """A TLS compression method (RFC 3749 registry): 1 DEFLATE, 64 LZS, others by hex."""
+    return Codepoint(method, f"0x{method:02x}",
+                     {0: "null", 1: "DEFLATE", 64: "LZS"}.get(method, f"0x{method:02x}"))
+
+
+@cache
+def sslv2_cipher(spec: int) -> Cipher:
+    """A 3-byte SSLv2 cipher spec: 0x00XXYY is the TLS suite 0xXXYY; the others by their
+    SSL 2.0 names; hex as tshark writes specs ("0x050080", "0x000039")."""
+    from tlsprobe.offline.hello_codec import SSLV2_CIPHER_SPECS
+    if spec < 0x10000:
+        tls = cipher_of(spec)
+        return Cipher(spec, f"0x{spec:06x}", tls.iana_name, tls.openssl_name)
+    name, openssl = SSLV2_CIPHER_SPECS.get(spec, (f"SSL2_UNKNOWN_0x{spec:06x}", None))
+    return Cipher(spec, f"0x{spec:06x}", name, openssl)
+
+
+@lru_cache(maxsize=256)
+def sslv2_specs(specs: tuple[int, ...]) -> tuple[Cipher, ...]:
+    """An SSLv2-format ClientHello's cipher specs (interned: clients repeat themselves)."""
+    return tuple(sslv2_cipher(s) for s in specs)
+
+
 @lru_cache(maxsize=4096)
 def _offer(versions: tuple[int, ...], suites: tuple[int, ...], groups: tuple[int, ...],
            shares: tuple[int, ...], sigalgs: tuple[int, ...], alpn: tuple[bytes, ...],
@@ -299,7 +324,10 @@ def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> Connecti
         f.encrypted[0] and f.encrypted[1], decrypted,
         (f.finished[0] and f.finished[1]) if decrypted else None,
         close, midstream or (not hellos and bool(f.server_hellos)),
-        _printable(preamble) if preamble else None, gap_bytes, tuple(f.problems)))
+        _printable(preamble) if preamble else None, gap_bytes, tuple(f.problems),
+        compression_cp(f.server_hello.compression_method)
+        if f.server_hello is not None and f.server_hello.compression_method else None,
+        sslv2_specs(hellos[0].sslv2_cipher_specs) if hellos and hellos[0].sslv2 else ()))
 
 
 _REPORT_FIELDS = tuple(field.name for field in dataclasses.fields(ConnectionReport))

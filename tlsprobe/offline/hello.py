@@ -59,6 +59,7 @@ class ClientHelloInfo(NamedTuple):
     size: int = 0
     sslv2: bool = False
     problems: tuple[str, ...] = ()
+    sslv2_cipher_specs: tuple[int, ...] = ()  # an SSLv2-format hello's 3-byte specs, all
 
 
 class ServerHelloInfo(NamedTuple):

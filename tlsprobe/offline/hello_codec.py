@@ -116,7 +116,21 @@ def sslv2_client_hello_info(hello: SSLv2ClientHello) -> ClientHelloInfo:
     suites = tuple(s for s in hello.cipher_specs if s < 0x10000)
     return ClientHelloInfo(hello.version, hello.challenge.rjust(32, b"\x00")[-32:],
                            hello.session_id, suites, b"\x00", (), size=len(hello.raw),
-                           sslv2=True)
+                           sslv2=True, sslv2_cipher_specs=tuple(hello.cipher_specs))
+
+
+#: SSL 2.0 cipher specs (draft-hickman-netscape-ssl-00 CIPHER-KIND) with Wireshark's names
+#: and OpenSSL's
+SSLV2_CIPHER_SPECS: dict[int, tuple[str, str]] = {
+    0x010080: ("SSL2_RC4_128_WITH_MD5", "RC4-MD5"),
+    0x020080: ("SSL2_RC4_128_EXPORT40_WITH_MD5", "EXP-RC4-MD5"),
+    0x030080: ("SSL2_RC2_128_CBC_WITH_MD5", "RC2-CBC-MD5"),
+    0x040080: ("SSL2_RC2_128_CBC_EXPORT40_WITH_MD5", "EXP-RC2-CBC-MD5"),
+    0x050080: ("SSL2_IDEA_128_CBC_WITH_MD5", "IDEA-CBC-MD5"),
+    0x060040: ("SSL2_DES_64_CBC_WITH_MD5", "DES-CBC-MD5"),
+    0x0700C0: ("SSL2_DES_192_EDE3_CBC_WITH_MD5", "DES-CBC3-MD5"),
+    0x080080: ("SSL2_RC4_64_WITH_MD5", "RC4-64-MD5"),
+}
 
 
 def server_hello_info(hello: ServerHello, size: int = 0) -> ServerHelloInfo:

@@ -80,7 +80,9 @@ class ConnectionReport:
     connection; `preamble`: printable start of the plain text before TLS (STARTTLS, proxy);
     `gap_bytes`: bytes the capture missed; `problems`: malformed data and other remarks;
     `compression`: the TLS compression method the ServerHello chose when not null (1
-    DEFLATE, RFC 3749; 64 LZS), else None."""
+    DEFLATE, RFC 3749; 64 LZS), else None. `sslv2_cipher_specs`: every cipher spec of an
+    SSLv2-format ClientHello in wire order (3-byte ids, hex "0x050080", SSL 2.0 names;
+    0x00XXYY specs are the TLS suites also listed in `offer.cipher_suites`), else []."""
 
     file: str
     id: int
@@ -124,6 +126,7 @@ class ConnectionReport:
     gap_bytes: int = 0
     problems: tuple[str, ...] = ()
     compression: Codepoint | None = None
+    sslv2_cipher_specs: tuple[Cipher, ...] = ()
 
     @property
     def group(self) -> Codepoint | None:
@@ -166,7 +169,8 @@ class ConnectionReport:
                 f'"close": {_str_or_null(self.close)}, "midstream": {_BOOL[self.midstream]}, '
                 f'"preamble": {_str_or_null(self.preamble)}, "gap_bytes": {self.gap_bytes}, '
                 f'"problems": {dumps(self.problems) if self.problems else "[]"}, '
-                f'"compression": {dumps(self.compression)}}}')
+                f'"compression": {dumps(self.compression)}, '
+                f'"sslv2_cipher_specs": {dumps(self.sslv2_cipher_specs)}}}')
 
 
 @dataclass(frozen=True)
@@ -205,7 +209,7 @@ _FAST_JSON = tuple(f.name for f in dataclasses.fields(ConnectionReport)) == (
     "client_hellos", "client_random", *_SHAPE_PARTS[1], "session_ticket_lifetime",
     *_SHAPE_PARTS[2], "timings", "client_bytes", "server_bytes", "encrypted", "decrypted",
     "handshake_complete", "close", "midstream", "preamble", "gap_bytes", "problems",
-    "compression") and \
+    "compression", "sslv2_cipher_specs") and \
     tuple(f.name for f in dataclasses.fields(ConnectionTimings)) == (
         "start", "server_hello_ms", "handshake_ms", "duration_ms")
 _BOOL = {True: "true", False: "false", None: "null"}

@@ -108,7 +108,12 @@ def connection_rows(r: ConnectionReport) -> list[tuple[str, str]]:
         rows.append(("Offered groups", ", ".join(g.name for g in o.groups) or "(none)"))
         if o.key_share_groups:
             rows.append(("Offered key shares", ", ".join(g.name for g in o.key_share_groups)))
-        rows.append(("Offered suites", f"{len(o.cipher_suites)}"))
+        if not r.sslv2_cipher_specs:  # else listed below, TLS suites included
+            rows.append(("Offered suites", f"{len(o.cipher_suites)}"))
+    if r.sslv2_cipher_specs:
+        rows.append(("SSLv2 cipher specs", f"{len(r.sslv2_cipher_specs)} offered"))
+        rows.extend(("", f"{c.iana_name} ({c.hex})") for c in r.sslv2_cipher_specs)
+    if o is not None:
         if o.alpn:
             rows.append(("Offered ALPN", ", ".join(o.alpn)))
     rows.append(("Protocol", r.version.label() if r.version else "(none)"))
