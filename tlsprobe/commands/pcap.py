@@ -25,9 +25,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o.add_argument("--jsonl", action="store_true", help="JSON lines, one per connection as "
                    "it ends (streamed), then one per capture")
     o.add_argument("--details", action="store_true", help="a block per connection with the "
-                   "probe's labels instead of the table")
+                   "probe's labels instead of the table (with --stats: then the summary; not "
+                   "with --json/--jsonl, which hold every detail)")
     o.add_argument("--msg", action="store_true", help="print each connection's records as "
-                   "`openssl s_client -msg` does (the live probe's --msg format)")
+                   "`openssl s_client -msg` does (the live probe's --msg format); with "
+                   "--json/--jsonl as each connection's \"trace\"")
     o.add_argument("--stats", action="store_true", help="summary: connections per version, "
                    "cipher suite and group (instead of the table)")
     o.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -40,13 +42,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     # (argparse's documented "resolve" conflict handling); `tlsprobe --version` still works.
     p.conflict_handler = "resolve"
     f = p.add_argument_group("filters (repeatable; comma-separated lists allowed)")
-    f.add_argument("--host", action="append", metavar="ADDR|NAME",
-                   help="either endpoint's address, or the SNI")
+    f.add_argument("--host", action="append", metavar="ADDR|NAME[:PORT]",
+                   help="either endpoint's address, or the SNI; with :PORT ([v6]:PORT) that "
+                   "endpoint's port too")
     f.add_argument("--port", action="append", metavar="PORT", help="either endpoint's port")
     f.add_argument("--sni", action="append", metavar="PATTERN",
                    help="server name, shell pattern (*.example.com)")
     f.add_argument("--group", action="append", metavar="GROUP",
-                   help="negotiated group (or the group a HelloRetryRequest asked for)")
+                   help="negotiated group (or the group a HelloRetryRequest asked for): "
+                   "name, hex (0x001d) or decimal id as tshark shows it (29)")
     f.add_argument("--version", "--tls-version", dest="tls_version", action="append",
                    metavar="VERSION",
                    help="negotiated version: 1.3, TLSv1.2, ssl3, 0x0303")
