@@ -12,8 +12,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import dh
 
 from tlsprobe import kex
-from tlsprobe.engine import tls12
 from tlsprobe.engine.config import TLS12, ClientConfig
+from tlsprobe.kex import dhe
 from tlsprobe.probes.timing import time_handshake
 
 # A 1024-bit safe prime made with `openssl dhparam 1024`: unknown to OpenSSL's named groups,
@@ -49,17 +49,17 @@ def dh1024_file(tmp_path: Path) -> Path:
 # -- 1. the prime check is made once per prime, not in every timed handshake ---------------
 def test_unknown_prime_is_checked_once_and_still_refused_when_bad():
     p, g = _dh1024()
-    tls12._CHECKED.pop((p, g), None)
-    first = tls12.dhe_share(p, g)
-    assert isinstance(first, tls12.CheckedDHShare) and (p, g) in tls12._CHECKED
+    dhe._CHECKED.pop((p, g), None)
+    first = dhe.dhe_share(p, g)
+    assert isinstance(first, dhe.CheckedDHShare) and (p, g) in dhe._CHECKED
     server = kex.DHShare(p, g)   # the peer, through cryptography
     assert first.premaster_secret(server.public) == server.premaster_secret(first.public)
     with pytest.raises(kex.InvalidShare):
-        tls12.dhe_share(p, g).premaster_secret((p - 1).to_bytes(128, "big"))
+        dhe.dhe_share(p, g).premaster_secret((p - 1).to_bytes(128, "big"))
     for _ in range(2):   # a composite "prime" is refused, the refusal cached
         with pytest.raises(kex.UnsupportedGroup, match="refuses these parameters"):
-            tls12.dhe_share(p + 2, g)
-    assert isinstance(tls12._CHECKED[(p + 2, g)], kex.UnsupportedGroup)
+            dhe.dhe_share(p + 2, g)
+    assert isinstance(dhe._CHECKED[(p + 2, g)], kex.UnsupportedGroup)
 
 
 def test_timed_dhe_handshake_does_not_pay_for_the_prime_check(tls_server, dh1024_file):
