@@ -91,6 +91,14 @@ def build_parser(command: str) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # also while a command module is still being imported
+        print("tlsprobe: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     command = "probe"
     if args_list and args_list[0] in SUBCOMMANDS:

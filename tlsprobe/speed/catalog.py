@@ -96,8 +96,12 @@ def unavailable_reason(name: str) -> str | None:
     library = f"cryptography {cryptography.__version__}"
     computed = REGISTRY.get(group.code)
     source = getattr(getattr(computed, "backend", None), "source", "cryptography")
-    if computed is None or source != "cryptography":
+    if computed is None:
         return f"{label}: not available in {library} (offer-only group)"
+    if source != "cryptography":
+        return (f"{label}: not available in {library}; the probe computes it with {source} "
+                "(pure Python), whose speed would say nothing about a TLS library, so it is "
+                "not timed")
     return f"{label}: a TLS group tlsprobe speed does not time (see 'tlsprobe speed --list')"
 
 
