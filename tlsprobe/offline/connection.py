@@ -9,16 +9,12 @@ nothing more is to be learnt from that side), `feed`, `gap` and `swapped`.
 
 from __future__ import annotations
 
-import dataclasses
-from functools import lru_cache
 from typing import Any
 
 from tlsprobe.capture import ConnKey
 from tlsprobe.offline.build import Endpoints, build_report
 from tlsprobe.offline.facts import Facts
-from tlsprobe.report.offline_model import Codepoint, ConnectionReport
-
-_COMPRESSION = {0: "null", 1: "DEFLATE", 64: "LZS"}
+from tlsprobe.report.offline_model import ConnectionReport
 
 
 class Connection:
@@ -87,15 +83,4 @@ class Connection:
             missing = self.facts.missing_server_key_exchange()
             if missing is not None:
                 self.facts.problem(missing)
-        report = build_report(where, self.facts)
-        sh = self.facts.server_hello
-        if sh is not None and sh.compression_method:  # rare: the fast path stays as it is
-            report = dataclasses.replace(report, compression=compression_cp(
-                sh.compression_method))
-        return report
-
-
-@lru_cache(maxsize=16)
-def compression_cp(method: int) -> Codepoint:
-    """A TLS compression method (RFC 3749 registry) as a report Codepoint."""
-    return Codepoint(method, f"0x{method:02x}", _COMPRESSION.get(method, f"0x{method:02x}"))
+        return build_report(where, self.facts)
