@@ -22,7 +22,7 @@ def read(path: Path, keys: Path | None = None, **options: object) -> tuple[list,
     analysis = CaptureAnalysis(str(path), AnalyzerOptions(keylog=keylog, **options))
     items = list(analysis)
     assert analysis.summary is not None
-    return items, list(analysis.summary.warnings)
+    return items, list(analysis.summary.notes)   # what the analysis could not do
 
 
 # -- 1. TLS compression ------------------------------------------------------------------
@@ -140,6 +140,18 @@ def test_keylog_warnings(tmp_path: Path) -> None:
     assert items[0][0].decrypted is False
     _, warnings = read(CAPTURES / "tls12_x25519.pcap", CAPTURES / "tls12_x25519.keys")
     assert warnings == []
+
+
+def test_keylog_and_gap_notes_do_not_make_the_file_damaged(run_cli) -> None:  # type: ignore[no-untyped-def]
+    """An intact file read with the wrong key log, or one whose capture missed handshake
+    bytes, is reported with a note line and exit 0 (7 is for damaged files)."""
+    other = CAPTURES / "tls13_x25519.keys"
+    res = run_cli("pcap", str(CAPTURES / "tls12_x25519.pcap"), "--keylog", str(other))
+    assert res.returncode == 0 and res.stderr.splitlines() == [
+        f"tlsprobe: note: {CAPTURES / 'tls12_x25519.pcap'}: keylog {other}: no key matched "
+        "any connection"]
+    res = run_cli("pcap", str(CAPTURES / "tls12_split_gap.pcap"))
+    assert res.returncode == 0 and "ServerKeyExchange not captured" in res.stderr
 
 
 # -- 5. handshake messages lost in a gap ---------------------------------------------------

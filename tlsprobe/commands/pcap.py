@@ -317,7 +317,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _warn(name: str, summary: Any) -> bool:
-    """One line on stderr for a damaged capture; True when there was something to say."""
+    """One line on stderr for a damaged capture; True when there was something to say.
+    Notes (a key log that matched nothing, messages lost in capture gaps) are said as
+    `tlsprobe: note:` lines and do not make the exit code."""
+    for note in summary.notes:
+        print(f"tlsprobe: note: {name}: {note}", file=sys.stderr)
     problems = list(summary.warnings)
     cut = summary.capture.get("snaplen_cut", 0)
     if cut:

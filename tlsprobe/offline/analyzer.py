@@ -272,9 +272,8 @@ class CaptureAnalysis:
             connections=self.connections + sum(t.connections for t in (self._quic, self._dtls)
                                                if t is not None),
             tls_connections=self.tls_connections, reported=0, complete=stats.complete,
-            warnings=tuple(str(w) for w in stats.warnings) + tuple(self._keylog_warnings()) +
-            tuple(self._gap_warnings),
-            capture=stats.to_dict())
+            warnings=tuple(str(w) for w in stats.warnings), capture=stats.to_dict(),
+            notes=tuple(self._keylog_warnings()) + tuple(self._gap_warnings))
 
     def _keylog_warnings(self) -> list[str]:
         """A --keylog file that gave nothing: no usable line, or no key for any connection

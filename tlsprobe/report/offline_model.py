@@ -176,7 +176,9 @@ class ConnectionReport:
 @dataclass(frozen=True)
 class CaptureSummary:
     """One capture file: what was read (the capture layer's counters and warnings) and how
-    many TLS connections it held."""
+    many TLS connections it held. `warnings` are damage to the file (exit 7); `notes` say
+    what the analysis could not do with an intact file (a key log that matched nothing,
+    handshake messages the capture missed)."""
 
     file: str
     file_format: str
@@ -187,6 +189,7 @@ class CaptureSummary:
     complete: bool
     warnings: tuple[str, ...] = ()
     capture: dict[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": "capture"}
