@@ -162,6 +162,7 @@ def test_server_key_exchange_lost_in_gap() -> None:
     report = items[0][0]
     assert report.gap_bytes == 880
     assert "ServerKeyExchange not captured (gap of 880 bytes)" in report.problems
+    assert report.key_exchange.source == "not_captured"   # not "none", as when resumed
     assert warnings == ["connection #0: ServerKeyExchange not captured (gap of 880 bytes)"]
     items, warnings = read(CAPTURES / "tls12_split.pcap")
     assert items[0][0].key_exchange.source == "server_key_exchange"

@@ -188,6 +188,10 @@ def key_exchange_of(f: Facts) -> KeyExchange | None:
                       "hello_retry_request" if f.hrr is not None else "key_share",
                       group, server_len, client_len)
     kx, ske = f.key_exchange, f.ske
+    missing = f.missing_server_key_exchange() if ske is None else None
+    if missing is not None:   # lost in a capture gap: not captured, not absent
+        return KeyExchange(kind=kx or "unknown", source="not_captured",
+                           client_share_bytes=f.cke_length)
     if ske is None or kx in ("RSA", "PSK", "RSA_PSK"):
         return KeyExchange(kind=kx or "unknown", source="rsa" if kx == "RSA" else "none",
                            client_share_bytes=f.cke_length)
