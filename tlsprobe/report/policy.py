@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from tlsprobe import registry
 from tlsprobe.errors import UsageError
 from tlsprobe.report.audit_model import (ORDER_CLIENT, SEVERITIES, AuditReport, Finding,
                                          SuiteAudit, severity_rank)
+from tlsprobe.report.policy_cert import certificate_findings, names
 
 ALIASES = {"modern": "mozilla-modern-6.0", "intermediate": "mozilla-intermediate-6.0",
            "old": "mozilla-old-5.7", "mozilla-modern": "mozilla-modern-6.0",
@@ -177,11 +178,6 @@ def parse_policy(data: dict[str, Any], where: str) -> Policy:
 
 
 # -- evaluation ------------------------------------------------------------------------------
-def _names(items: list[str], limit: int = 6) -> str:
-    shown = ", ".join(items[:limit])
-    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
-
-
 def _version_severity(version: int) -> str:
     """A version outside the policy: SSL 3.0 critical, TLS 1.0/1.1 high (RFC 8996), else
     medium (the policy is what the user asked to be held to)."""
@@ -217,7 +213,7 @@ def evaluate(report: AuditReport, policy: Policy) -> list[Finding]:
         extra = [c.iana_name for c in audit.supported if c.id not in allowed]
         if extra:
             add("suite.not_allowed", f"{audit.version.name}: {len(extra)} cipher suite(s) "
-                f"outside the policy: {_names(extra)}", extra, audit.version.name)
+                f"outside the policy: {names(extra)}", extra, audit.version.name)
         if policy.server_preferred_order and audit.order == ORDER_CLIENT:
             add("order.not_server", f"{audit.version.name}: the server follows the client's "
                 "cipher suite order", [], audit.version.name)
@@ -226,7 +222,7 @@ def evaluate(report: AuditReport, policy: Policy) -> list[Finding]:
             extra = [c.name for c in g.supported if c.id not in policy.groups]
             if extra:
                 add("group.not_allowed", f"{g.version.name}: {len(extra)} group(s) outside "
-                    f"the policy: {_names(extra)}", extra, g.version.name)
+                    f"the policy: {names(extra)}", extra, g.version.name)
     supported_groups = {g.id for a in report.groups for g in a.supported}
     g13 = report.group_audit(0x0304)
     for code in policy.required_groups:
@@ -276,14 +272,14 @@ def _suite_findings(audit: SuiteAudit) -> list[Finding]:
             no_fs.append(c.iana_name)
     for sev, pairs in by_sev.items():
         out.append(Finding(sev, "suite.weak", f"{name}: weak cipher suite(s): "
-                           f"{_names([f'{n} ({t})' for n, t in pairs], 4)}",
+                           f"{names([f'{n} ({t})' for n, t in pairs], 4)}",
                            items=tuple(n for n, _ in pairs), version=name))
     if no_fs:
         top = audit.order != ORDER_CLIENT and audit.supported[0].iana_name == no_fs[0]
         out.append(Finding("medium", "suite.no_forward_secrecy", f"{name}: {len(no_fs)} "
                            "cipher suite(s) without forward secrecy (static RSA or DH key "
                            f"exchange){', the most preferred among them' if top else ''}: "
-                           f"{_names(no_fs, 4)}", items=tuple(no_fs), version=name))
+                           f"{names(no_fs, 4)}", items=tuple(no_fs), version=name))
     return out
 
 
@@ -328,76 +324,6 @@ def _pq_findings(report: AuditReport) -> list[Finding]:
             out.append(Finding("low", "pq.classic_preferred", v.detail, items=(v.subject,),
                                version="TLS 1.3"))
     return out
-
-
-def certificate_findings(report: AuditReport, now: datetime) -> list[Finding]:
-    """Leaf dates and key, signature hashes, subjectAltName, and the chain/host name check."""
-    if not report.certificates:
-        return []
-    chain, leaf = report.certificates, report.certificates[0]
-    subject = (leaf.subject,)
-    out: list[Finding] = []
-
-    def add(severity: str, code: str, message: str, items: tuple[str, ...] = subject) -> None:
-        out.append(Finding(severity, code, message, items=items))
-
-    try:
-        not_before = datetime.fromisoformat(leaf.not_before)
-        not_after = datetime.fromisoformat(leaf.not_after)
-    except ValueError:
-        not_before = not_after = None
-    if not_after is not None and not_before is not None:
-        left = not_after - now
-        if left < timedelta(0):
-            add("high", "certificate.expired", f"certificate expired {leaf.not_after}")
-        elif left < timedelta(days=30):
-            when = f"{left.days} day(s)" if left.days else \
-                f"{max(1, int(left.total_seconds() // 3600))} hour(s)"
-            add("medium" if left < timedelta(days=7) else "low", "certificate.expires_soon",
-                f"certificate expires in {when} ({leaf.not_after})")
-        if not_before > now:
-            add("high", "certificate.not_yet_valid", f"certificate valid only from "
-                f"{leaf.not_before}")
-    if leaf.key_type == "RSA" and (leaf.key_bits or 0) < 2048:
-        add("high", "certificate.weak_key", f"RSA key of {leaf.key_bits} bits")
-    # A root's own signature is never checked (it is trusted as is): skip a self-issued
-    # last certificate of a longer chain.
-    signed = [c for i, c in enumerate(chain)
-              if not (i and i == len(chain) - 1 and c.issuer == c.subject)]
-    for weak, severity in (("md5", "critical"), ("sha1", "medium")):
-        bad = [c for c in signed if weak in c.signature_algorithm.lower().replace("-", "")]
-        if bad:
-            add(severity, f"certificate.{weak}_signature", f"{len(bad)} certificate(s) signed "
-                f"with {weak.upper()}: " + _names([f"{c.subject} ({c.signature_algorithm})"
-                                                   for c in bad], 3),
-                tuple(c.subject for c in bad))
-    if not leaf.san:
-        add("medium", "certificate.no_san", "the certificate has no subjectAltName (clients "
-            "that check host names, browsers among them, refuse it)")
-    out += _trust_findings(report, {f.code for f in out})
-    return out
-
-
-def _trust_findings(report: AuditReport, found: set[str]) -> list[Finding]:
-    t = report.trust
-    if t is None:
-        return []
-    subject = (report.certificates[0].subject,) if report.certificates else ()
-    if t.status == "not_checked":
-        return [Finding("info", "certificate.not_verified", f"chain not verified: {t.detail}")]
-    if t.status == "trusted":
-        return []
-    if t.code in (18, 19):
-        return [Finding("high", "certificate.self_signed", f"certificate chain not trusted: "
-                        f"{t.reason}", items=subject)]
-    if t.code == 62:
-        return [Finding("high", "certificate.hostname_mismatch", f"the certificate is not "
-                        f"valid for {t.hostname}", items=(t.hostname or "",))]
-    if t.code in (9, 10) and found & {"certificate.expired", "certificate.not_yet_valid"}:
-        return []   # the leaf's dates are already reported
-    detail = f": {t.detail}" if t.detail else ""
-    return [Finding("high", "certificate.untrusted", f"certificate chain not trusted: "
-                    f"{t.reason}{detail}", items=subject)]
 
 
 def _inconclusive_findings(report: AuditReport) -> list[Finding]:
