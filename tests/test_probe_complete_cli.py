@@ -140,7 +140,8 @@ def test_certificate_verification_outcomes(run_cli, server_cache, certs, tmp_pat
         ver = json.loads(res.stdout)["verification"]
         assert ver["ok"] is ok and words in ver["message"], ver
     res = run_cli(target(srv), "--json", "--no-verify")
-    assert json.loads(res.stdout)["verification"] is None
+    ver = json.loads(res.stdout)["verification"]  # present, and marked as skipped
+    assert ver["skipped"] is True and ver["message"] == "skipped (--no-verify)", ver
     res = run_cli(target(srv), "--cafile", tmp_path / "missing.pem")
     assert res.returncode == 2 and "no such file" in res.stderr
 

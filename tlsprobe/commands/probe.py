@@ -325,8 +325,18 @@ def timing_args(args: argparse.Namespace) -> argparse.Namespace:
 
 def _check_files(args: argparse.Namespace) -> None:
     """Fail before connecting when an input or output file cannot be used."""
-    if args.cafile is not None and not os.path.isfile(args.cafile):
-        raise UsageError(f"--cafile {args.cafile}: no such file")
+    if args.cafile is not None:
+        if not os.path.isfile(args.cafile):
+            raise UsageError(f"--cafile {args.cafile}: no such file")
+        if not args.no_verify:
+            from tlsprobe.engine.chain import load_trust_store
+            try:
+                load_trust_store(args.cafile)
+            except OSError as exc:
+                raise UsageError(f"--cafile {args.cafile}: {exc.strerror or exc}") from None
+            except ValueError:
+                raise UsageError(f"--cafile {args.cafile}: no certificates found (a PEM "
+                                 "bundle or one DER certificate is expected)") from None
     for option, path in (("--keylog", args.keylog), ("--pcap-out", args.pcap_out)):
         if path is None:
             continue
@@ -378,7 +388,7 @@ def run(args: argparse.Namespace) -> int:
         limits=limits))
     result = run_.result
     out = sys.stdout
-    if args.msg:
+    if args.msg and run_.events:  # nothing was exchanged (e.g. connection refused): no trace
         trace = sys.stderr if args.json else out   # stdout stays pure JSON
         for line in TraceFormatter().lines(run_.events):
             print(line, file=trace)

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509 import verification as xv
 
 SYSTEM_CAFILES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
@@ -106,11 +108,17 @@ def _subject(name: str) -> xv.DNSName | xv.IPAddress:
         return xv.DNSName(name.rstrip(".").lower())
 
 
+def _sans(leaf: x509.Certificate) -> x509.SubjectAlternativeName | None:
+    try:
+        return leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except (x509.ExtensionNotFound, ValueError):
+        return None
+
+
 def _own_name(leaf: x509.Certificate) -> str | None:
     """A name the leaf claims (first SAN), to check the chain apart from the hostname."""
-    try:
-        san = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except (x509.ExtensionNotFound, ValueError):
+    san = _sans(leaf)
+    if san is None:
         return None
     dns = san.get_values_for_type(x509.DNSName)
     if dns:
@@ -119,12 +127,41 @@ def _own_name(leaf: x509.Certificate) -> str | None:
     return str(ips[0]) if ips else None
 
 
-def _try(store: xv.Store, now: datetime.datetime, name: str, leaf: x509.Certificate,
+def _name_matches(leaf: x509.Certificate, hostname: str) -> bool:
+    """RFC 6125 matching of `hostname` against the leaf's SAN (DNS, one left-most wildcard
+    label; or IP address); the subject CN is never used, as in the verifier."""
+    san = _sans(leaf)
+    if san is None:
+        return False
+    subject = _subject(hostname)
+    if isinstance(subject, xv.IPAddress):
+        return subject.value in san.get_values_for_type(x509.IPAddress)  # type: ignore[attr-defined]
+    host = hostname.rstrip(".").lower()
+    for pattern in (d.rstrip(".").lower() for d in san.get_values_for_type(x509.DNSName)):
+        if pattern == host:
+            return True
+        if pattern.startswith("*.") and "." in host and host.split(".", 1)[1] == pattern[2:] \
+                and "*" not in pattern[2:]:
+            return True
+    return False
+
+
+def _try(store: xv.Store, now: datetime.datetime, name: str | None, leaf: x509.Certificate,
          rest: list[x509.Certificate]) -> str | None:
-    """None when the chain verifies for `name`, else the library's reason."""
+    """None when the chain verifies (for `name`), else the library's reason.
+
+    Without a name (a leaf with no subjectAltName) the chain alone is checked: the
+    client-verifier path, with no extension rules on the leaf, so that only the path to an
+    anchor, signatures, dates and the CA certificates count."""
     try:
-        verifier = xv.PolicyBuilder().store(store).time(now).build_server_verifier(_subject(name))
-        verifier.verify(leaf, rest)
+        builder = xv.PolicyBuilder().store(store).time(now)
+        if name is not None:
+            builder.build_server_verifier(_subject(name)).verify(leaf, rest)
+        else:
+            builder.extension_policies(
+                ca_policy=xv.ExtensionPolicy.webpki_defaults_ca(),
+                ee_policy=xv.ExtensionPolicy.permit_all()).build_client_verifier().verify(
+                    leaf, rest)
     except (xv.VerificationError, ValueError) as exc:
         text = str(exc) or exc.__class__.__name__
         # The library appends a repr of the certificate it was processing: drop it.
@@ -132,27 +169,101 @@ def _try(store: xv.Store, now: datetime.datetime, name: str, leaf: x509.Certific
     return None
 
 
+def _self_signed(cert: x509.Certificate) -> bool:
+    """Issuer is subject and the certificate's own key signed it; a signature that cannot
+    be checked here (e.g. SHA-1, which this OpenSSL refuses) counts by the names alone."""
+    if cert.issuer != cert.subject:
+        return False
+    try:
+        cert.verify_directly_issued_by(cert)
+    except InvalidSignature:
+        return False
+    except (ValueError, TypeError):
+        return True
+    return True
+
+
+def _issued_by(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
+    try:
+        cert.verify_directly_issued_by(issuer)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
+
+
+def _in_store(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...]) -> bool:
+    """The certificate itself is an anchor (same name and key), as OpenSSL looks it up."""
+    for anchor in anchors:
+        if anchor.subject == cert.subject:
+            try:
+                if anchor.public_key() == cert.public_key():
+                    return True
+            except (ValueError, TypeError):  # an unsupported key type cannot be compared
+                continue
+    return False
+
+
 def _chain_code(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...],
-                now: datetime.datetime) -> int:
-    """The OpenSSL-style code for a chain the verifier refused."""
+                now: datetime.datetime) -> tuple[int, str | None]:
+    """The OpenSSL-style code for a chain the verifier refused, with its own reason stated
+    from the facts (None: only the library can say what is wrong)."""
     for cert in chain:
+        subject = cert.subject.rfc4514_string() or "(empty subject)"
         if cert.not_valid_after_utc < now:
-            return V_EXPIRED
+            return V_EXPIRED, f"{subject} expired {cert.not_valid_after_utc:%Y-%m-%d %H:%M} UTC"
         if cert.not_valid_before_utc > now:
-            return V_NOT_YET_VALID
-    anchor_names = {a.subject for a in anchors}
+            return V_NOT_YET_VALID, (f"{subject} is valid from "
+                                     f"{cert.not_valid_before_utc:%Y-%m-%d %H:%M} UTC")
     last = chain[-1]
-    if last.issuer in anchor_names or last.subject in anchor_names:
-        return V_UNSPECIFIED
-    if last.issuer == last.subject:
-        return V_SELF_SIGNED if len(chain) == 1 else V_SELF_SIGNED_IN_CHAIN
-    return V_NO_LOCAL_ISSUER
+    name = last.subject.rfc4514_string() or "(empty subject)"
+    if _in_store(last, anchors) or any(a.subject == last.issuer and _issued_by(last, a)
+                                       for a in anchors):
+        return V_UNSPECIFIED, None  # the path reaches an anchor: the library says why not
+    if _self_signed(last):
+        if len(chain) == 1:
+            return V_SELF_SIGNED, f"{name} signed itself and is not in the trust store"
+        return V_SELF_SIGNED_IN_CHAIN, (f"the server sent the root {name}, which is not in "
+                                        "the trust store")
+    issuer = last.issuer.rfc4514_string() or "(empty name)"
+    return V_NO_LOCAL_ISSUER, f"issuer {issuer} of {name} is not in the trust store"
+
+
+NO_SAN_NOTE = ("note: the certificate has no subjectAltName (names are not checked against "
+               "the subject CN)")
+
+
+def _join(*parts: str | None) -> str | None:
+    return "; ".join(p for p in parts if p) or None
+
+
+def _anchored_leaf(leaf: x509.Certificate, der: bytes, hostname: str | None,
+                   anchors: tuple[x509.Certificate, ...],
+                   now: datetime.datetime) -> ChainResult | None:
+    """A self-signed leaf that is itself in the trust store is trusted, as OpenSSL trusts
+    it (cryptography's verifier refuses an end-entity certificate as its own anchor)."""
+    if not _self_signed(leaf) or not any(a.public_bytes(Encoding.DER) == der for a in anchors):
+        return None
+    code, detail = _chain_code([leaf], (), now)
+    if code in (V_EXPIRED, V_NOT_YET_VALID):
+        return ChainResult(code, detail)
+    note = "the self-signed certificate is itself in the trust store"
+    no_san = NO_SAN_NOTE if _sans(leaf) is None else None
+    if hostname is None:
+        return ChainResult(V_OK, _join(note, no_san))
+    if _name_matches(leaf, hostname):
+        return ChainResult(V_OK, note, hostname_ok=True)
+    return ChainResult(V_HOSTNAME_MISMATCH, _join(f"certificate is not valid for {hostname}",
+                                                  no_san), hostname_ok=False)
 
 
 def verify_chain(ders: list[bytes], hostname: str | None,
                  anchors: tuple[x509.Certificate, ...],
                  now: datetime.datetime | None = None) -> ChainResult:
-    """Check the server's chain (leaf first) against `anchors` and `hostname`."""
+    """Check the server's chain (leaf first) against `anchors` and `hostname`.
+
+    The code names the first problem as OpenSSL would; its detail states that problem's
+    facts. A leaf without subjectAltName is a separate note after "; " (it also means no
+    host name can match), never the explanation of another code."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
     if not ders:
         return ChainResult(V_UNSPECIFIED, "the server sent no certificate")
@@ -163,17 +274,20 @@ def verify_chain(ders: list[bytes], hostname: str | None,
     leaf, rest = chain[0], chain[1:]
     if not anchors:
         return ChainResult(V_NO_LOCAL_ISSUER, "no trust store (use --cafile)")
+    anchored = _anchored_leaf(leaf, ders[0], hostname, anchors, now)
+    if anchored is not None:
+        return anchored
     store = xv.Store(list(anchors))
     if hostname:
         problem = _try(store, now, hostname, leaf, rest)
         if problem is None:
             return ChainResult(V_OK, hostname_ok=True)
-    own = _own_name(leaf)
-    chain_problem = _try(store, now, own, leaf, rest) if own else \
-        "the certificate has no subjectAltName"
+    no_san = NO_SAN_NOTE if _sans(leaf) is None else None
+    chain_problem = _try(store, now, _own_name(leaf), leaf, rest)
     if chain_problem is None:
         if hostname:
-            return ChainResult(V_HOSTNAME_MISMATCH, f"certificate is not valid for {hostname}",
-                               hostname_ok=False)
-        return ChainResult(V_OK)
-    return ChainResult(_chain_code(chain, anchors, now), chain_problem)
+            return ChainResult(V_HOSTNAME_MISMATCH, _join(
+                f"certificate is not valid for {hostname}", no_san), hostname_ok=False)
+        return ChainResult(V_OK, no_san)
+    code, reason = _chain_code(chain, anchors, now)
+    return ChainResult(code, _join(reason or chain_problem, no_san))

@@ -167,22 +167,36 @@ def _drain(conv: _Conversation, read_timeout: float) -> HandshakeFailure | None:
     return None
 
 
+@dataclass(frozen=True)
+class ProbeVerification(Verification):
+    """The model's Verification plus two JSON fields: `code` (OpenSSL's X509_V_ERR value;
+    None when nothing was checked) and `skipped` (True when the check was switched off)."""
+
+    code: int | None = None
+    skipped: bool = False
+
+
+SKIPPED = ProbeVerification(False, "skipped (--no-verify)", skipped=True)
+
+
 def verification_of(engine: ClientHandshake, target: Target,
                     options: ProbeOptions) -> Verification | None:
-    """The chain check of the server's certificates, as a value."""
-    if not options.verify or not engine.certificates:
+    """The chain check of the server's certificates, as a value (None: no certificate)."""
+    if not engine.certificates:
         return None
+    if not options.verify:
+        return SKIPPED
     from tlsprobe.engine.chain import default_cafile, load_trust_store, verify_chain
     path = options.cafile or default_cafile()
     if path is None:
-        return Verification(False, "no trust store found (use --cafile)")
+        return ProbeVerification(False, "no trust store found (use --cafile)")
     try:
         anchors = load_trust_store(path)
     except (OSError, ValueError) as exc:
-        return Verification(False, f"cannot read trust store: {exc}")
+        return ProbeVerification(False, f"cannot read trust store: {exc}")
     outcome = verify_chain(engine.certificates, engine.config.server_name or target.host,
                            anchors)
-    return Verification(outcome.ok, outcome.message, outcome.hostname_ok)
+    return ProbeVerification(outcome.ok, outcome.message, outcome.hostname_ok, outcome.code)
 
 
 def run_probe(target: Target, options: ProbeOptions) -> ProbeRun:
@@ -255,4 +269,4 @@ def exit_kind_message(kind: str | None) -> str:
             "protocol": "protocol error", "closed": "connection closed"}.get(kind or "", "error")
 
 
-__all__ = ["ProbeOptions", "ProbeRun", "Segment", "http_request", "registry", "run_probe"]
+__all__ = ["ProbeOptions", "ProbeRun", "ProbeVerification", "Segment", "http_request", "registry", "run_probe"]

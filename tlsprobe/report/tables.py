@@ -13,7 +13,8 @@ from tlsprobe.report.model import Codepoint, KeyExchange, ProbeResult
 SOURCES = {"key_share": "TLS 1.3 key_share", "hello_retry_request":
            "TLS 1.3 key_share after HelloRetryRequest", "server_key_exchange":
            "TLS 1.2 ServerKeyExchange", "dhe_parameters": "TLS 1.2 ServerKeyExchange DH parameters",
-           "rsa": "RSA key transport (no ephemeral key)", "none": "no ServerKeyExchange"}
+           "rsa": "RSA key transport (no ephemeral key)", "none": "no ServerKeyExchange",
+           "not_captured": "ServerKeyExchange not captured (capture gap)"}
 #: SubjectAltNames listed per certificate before "... N more"
 MAX_SAN_SHOWN = 8
 
@@ -95,7 +96,9 @@ def probe_rows(r: ProbeResult) -> list[tuple[str, str]]:
         more = len(r.certificates) - MAX_CHAIN_SHOWN
         rows.append(("", f"... {more} more certificates not shown (--json has them all)"))
     if r.verification is not None:
-        rows.append(("Verification", f"Verify return code: {r.verification.message}"))
+        rows.append(("Verification", r.verification.message
+                     if getattr(r.verification, "skipped", False)
+                     else f"Verify return code: {r.verification.message}"))
     rows += session_rows(r)
     if r.signature_verified is not None or r.signature_detail:
         state = {True: "verified", False: "FAILED", None: "not checked"}[r.signature_verified]
