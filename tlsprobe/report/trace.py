@@ -67,6 +67,15 @@ def message_name(msg_type: int) -> str:
     return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
 
 
+def client_label_version(hello: ClientHello) -> int:
+    """The version that labels the client's records until the ServerHello says which one
+    was negotiated: the first final (non-draft, non-GREASE) supported_versions entry, in the
+    client's order of preference; else its first draft; else legacy_version."""
+    offered = [v for v in hello.supported_versions if not registry.is_grease(v)]
+    final = [v for v in offered if v >> 8 == 0x03]
+    return (final or offered or [hello.legacy_version])[0]
+
+
 class TraceFormatter:
     """Turns flow events into s_client -msg lines; keeps the protocol version label state."""
 
@@ -110,6 +119,13 @@ class TraceFormatter:
             yield f"{arrow} {version_label(self.version)}, ChangeCipherSpec [length {len(ev.raw):04x}]"
             yield from hexdump(ev.raw)
         elif isinstance(ev, ApplicationDataEvent):
+            outer = getattr(ev, "content_type", ContentType.application_data)
+            if not ev.decrypted and outer == ContentType.handshake:
+                # A TLS 1.2 record protected under its real type (the Finished after
+                # ChangeCipherSpec): named by it, as tshark does.
+                yield (f"{arrow} {version_label(self.version)}, Handshake "
+                       f"[length {ev.length:04x}], encrypted (not decrypted)")
+                return
             state = "decrypted" if ev.decrypted else "encrypted, not decrypted"
             yield (f"{arrow} {version_label(self.version)}, ApplicationData "
                    f"[length {ev.length:04x}] ({state})")
@@ -126,8 +142,7 @@ class TraceFormatter:
         msg = ev.decoded.message if ev.decoded else None
         try:  # extension accessors decode lazily: a malformed one keeps the old label
             if isinstance(msg, ClientHello):
-                offered = [v for v in msg.supported_versions if not registry.is_grease(v)]
-                self.version = max(offered, default=msg.legacy_version)
+                self.version = client_label_version(msg)
             elif isinstance(msg, ServerHello):
                 self.version = msg.selected_version
         except DecodeError:

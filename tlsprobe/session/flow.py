@@ -112,12 +112,16 @@ class ChangeCipherSpecEvent:
 
 @dataclass(frozen=True)
 class ApplicationDataEvent:
-    """Application data (or an undecryptable protected record): only its length is kept."""
+    """Application data (or an undecryptable protected record): only its length is kept.
+
+    `content_type` is the record's content type as seen: the outer one of a record not
+    decrypted (22 for a TLS 1.2 encrypted Finished, 23 for any TLS 1.3 record)."""
 
     direction: int
     length: int
     decrypted: bool
     data: bytes = b""
+    content_type: int = 23
 
 
 @dataclass(frozen=True)
@@ -249,12 +253,14 @@ class Flow:
         content_type, payload = record.content_type, record.fragment
         if protected:
             if d.deprotector is None:
-                yield ApplicationDataEvent(direction, len(payload), decrypted=False)
+                yield ApplicationDataEvent(direction, len(payload), decrypted=False,
+                                           content_type=record.content_type)
                 return
             try:
                 content_type, payload = d.deprotector.decrypt(record)
             except UndecryptableEarlyData:
-                yield ApplicationDataEvent(direction, len(payload), decrypted=False)
+                yield ApplicationDataEvent(direction, len(payload), decrypted=False,
+                                           content_type=record.content_type)
                 return
             except ValueError as exc:
                 d.failed = True

@@ -11,7 +11,7 @@ data raises DecodeError; when the buffer annotates, each field is recorded at it
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ._util import (
@@ -40,6 +40,7 @@ PSK_MODES = {0: "psk_ke", 1: "psk_dhe_ke"}
 POINT_FORMATS = {0: "uncompressed", 1: "ansiX962_compressed_prime", 2: "ansiX962_compressed_char2"}
 CERT_COMPRESSION = {1: "zlib", 2: "brotli", 3: "zstd"}
 STATUS_TYPES = {1: "ocsp", 2: "ocsp_multi"}
+NAME_TYPES = {0: "host_name"}
 
 
 @dataclass(frozen=True)
@@ -106,10 +107,23 @@ def _server_name(buf: Buffer, where: str) -> list[ServerName]:
         note_length(buf, "server_name_list", start, 2, n)
         while not buf.eof():
             i = len(names)
-            name_type = pull_uint_noted(buf, 1, f"server_name_list[{i}].name_type")
+            name_type = pull_uint_noted(buf, 1, f"server_name_list[{i}].name_type",
+                                        lambda v: enum_label(NAME_TYPES, v))
             name = pull_opaque(buf, 2, f"server_name_list[{i}].host_name", minimum=1)
+            if buf.annotations:  # the trace shows the name itself, not just its size
+                last = buf.annotations[-1]
+                buf.annotations[-1] = replace(last, value=f"{quoted_name(name)} "
+                                              f"({bytes_label(len(name))})")
             names.append(ServerName(name_type, name))
     return names
+
+
+def quoted_name(data: bytes, limit: int = 80) -> str:
+    """A name from the wire for the trace: printable ASCII as is, other bytes as \\xNN,
+    cut after `limit` bytes (the length is printed next to it)."""
+    text = "".join(chr(b) if 0x20 <= b < 0x7F and b not in (0x22, 0x5C) else f"\\x{b:02x}"
+                   for b in data[:limit])
+    return f'"{text}"' + ("..." if len(data) > limit else "")
 
 
 def _uint(size: int, name: str, label: Callable[[int], str] | None = None
