@@ -167,16 +167,7 @@ def _drain(conv: _Conversation, read_timeout: float) -> HandshakeFailure | None:
     return None
 
 
-@dataclass(frozen=True)
-class ProbeVerification(Verification):
-    """The model's Verification plus two JSON fields: `code` (OpenSSL's X509_V_ERR value;
-    None when nothing was checked) and `skipped` (True when the check was switched off)."""
-
-    code: int | None = None
-    skipped: bool = False
-
-
-SKIPPED = ProbeVerification(False, "skipped (--no-verify)", skipped=True)
+SKIPPED = Verification(False, "skipped (--no-verify)", skipped=True)
 
 
 def verification_of(engine: ClientHandshake, target: Target,
@@ -189,14 +180,14 @@ def verification_of(engine: ClientHandshake, target: Target,
     from tlsprobe.engine.chain import default_cafile, load_trust_store, verify_chain
     path = options.cafile or default_cafile()
     if path is None:
-        return ProbeVerification(False, "no trust store found (use --cafile)")
+        return Verification(False, "no trust store found (use --cafile)")
     try:
         anchors = load_trust_store(path)
     except (OSError, ValueError) as exc:
-        return ProbeVerification(False, f"cannot read trust store: {exc}")
+        return Verification(False, f"cannot read trust store: {exc}")
     outcome = verify_chain(engine.certificates, engine.config.server_name or target.host,
                            anchors)
-    return ProbeVerification(outcome.ok, outcome.message, outcome.hostname_ok, outcome.code)
+    return Verification(outcome.ok, outcome.message, outcome.hostname_ok, outcome.code)
 
 
 def run_probe(target: Target, options: ProbeOptions) -> ProbeRun:
@@ -269,4 +260,4 @@ def exit_kind_message(kind: str | None) -> str:
             "protocol": "protocol error", "closed": "connection closed"}.get(kind or "", "error")
 
 
-__all__ = ["ProbeOptions", "ProbeRun", "ProbeVerification", "Segment", "http_request", "registry", "run_probe"]
+__all__ = ["ProbeOptions", "ProbeRun", "Segment", "http_request", "registry", "run_probe"]

@@ -98,11 +98,15 @@ class CertificateInfo:
 
 @dataclass(frozen=True)
 class Verification:
-    """Certificate verification outcome, reported like s_client's Verify return code."""
+    """Certificate verification outcome, reported like s_client's Verify return code.
+    `code`: OpenSSL's X509_V_ERR value (None when nothing was checked); `skipped`: the check
+    was switched off (--no-verify)."""
 
     ok: bool
     message: str
     hostname_ok: bool | None = None
+    code: int | None = None
+    skipped: bool = False
 
 
 @dataclass(frozen=True)

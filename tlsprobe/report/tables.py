@@ -97,7 +97,7 @@ def probe_rows(r: ProbeResult) -> list[tuple[str, str]]:
         rows.append(("", f"... {more} more certificates not shown (--json has them all)"))
     if r.verification is not None:
         rows.append(("Verification", r.verification.message
-                     if getattr(r.verification, "skipped", False)
+                     if r.verification.skipped
                      else f"Verify return code: {r.verification.message}"))
     rows += session_rows(r)
     if r.signature_verified is not None or r.signature_detail:
