@@ -100,8 +100,8 @@ def test_trace_without_keys_shows_every_record() -> None:
     assert len(headers) == 15
     assert len(headers) == len([line for line in keyed if "RecordHeader" in line])
     assert [line for line in trace if "length 001a" in line and "RecordHeader" not in line] \
-        == ["<<< TLS 1.2, ApplicationData [length 001a] (encrypted, not decrypted)",
-            ">>> TLS 1.2, ApplicationData [length 001a] (encrypted, not decrypted)"]
+        == ["<<< TLS 1.2, Alert [length 001a], encrypted (not decrypted)",
+            ">>> TLS 1.2, Alert [length 001a], encrypted (not decrypted)"]
     assert plain.decrypted is False
 
 

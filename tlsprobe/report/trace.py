@@ -120,10 +120,11 @@ class TraceFormatter:
             yield from hexdump(ev.raw)
         elif isinstance(ev, ApplicationDataEvent):
             outer = getattr(ev, "content_type", ContentType.application_data)
-            if not ev.decrypted and outer == ContentType.handshake:
+            if not ev.decrypted and outer in (ContentType.handshake, ContentType.alert):
                 # A TLS 1.2 record protected under its real type (the Finished after
-                # ChangeCipherSpec): named by it, as tshark does.
-                yield (f"{arrow} {version_label(self.version)}, Handshake "
+                # ChangeCipherSpec, an encrypted alert): named by it, as tshark does.
+                kind = "Handshake" if outer == ContentType.handshake else "Alert"
+                yield (f"{arrow} {version_label(self.version)}, {kind} "
                        f"[length {ev.length:04x}], encrypted (not decrypted)")
                 return
             state = "decrypted" if ev.decrypted else "encrypted, not decrypted"
