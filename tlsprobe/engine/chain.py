@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from cryptography import x509
-from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509 import verification as xv
 
@@ -263,7 +263,18 @@ def verify_chain(ders: list[bytes], hostname: str | None,
 
     The code names the first problem as OpenSSL would; its detail states that problem's
     facts. A leaf without subjectAltName is a separate note after "; " (it also means no
-    host name can match), never the explanation of another code."""
+    host name can match), never the explanation of another code. A certificate whose key or
+    signature cryptography cannot handle (an unknown curve) is code 1, never an exception."""
+    try:
+        return _verify_chain(ders, hostname, anchors, now)
+    except (UnsupportedAlgorithm, ValueError, TypeError) as exc:
+        text = " ".join(str(exc).split())[:200]
+        return ChainResult(V_UNSPECIFIED, f"cannot check this certificate: {text}")
+
+
+def _verify_chain(ders: list[bytes], hostname: str | None,
+                  anchors: tuple[x509.Certificate, ...],
+                  now: datetime.datetime | None) -> ChainResult:
     now = now or datetime.datetime.now(datetime.timezone.utc)
     if not ders:
         return ChainResult(V_UNSPECIFIED, "the server sent no certificate")
