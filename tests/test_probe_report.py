@@ -78,6 +78,15 @@ def test_timed_dhe_handshake_does_not_pay_for_the_prime_check(tls_server, dh1024
     assert statistics.median(s.cpu_s for s in samples[1:]) < check_s
 
 
+def test_a_dh_prime_under_2048_bits_is_flagged_weak(run_cli, tls_server, dh1024_file):
+    srv = tls_server("openssl", ciphers="DHE-RSA-AES128-GCM-SHA256:@SECLEVEL=0",
+                     dhparam=dh1024_file, proto="tls1_2")
+    res = run_cli(target(srv), "--tls1_2", "--timeout", "5", "--no-verify")
+    assert res.returncode == 0, res.stderr
+    (line,) = [x for x in res.stdout.splitlines() if x.startswith("DH prime")]
+    assert "1024 bits" in line and "WEAK: under 2048 bits" in line
+
+
 # -- 3. anonymous suites complete, and say loudly that nobody was authenticated ------------
 @pytest.mark.parametrize("suite", ["AECDH-AES128-SHA", "ADH-AES256-GCM-SHA384"])
 def test_anonymous_suites_complete_and_are_flagged(run_cli, server_cache, suite):

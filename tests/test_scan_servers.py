@@ -110,6 +110,23 @@ def test_nginx_server_order(server_cache):
     within_budget(r)
 
 
+@pytest.mark.parametrize("impl", ["openssl", "gnutls"])
+def test_groups_only_on_a_tls12_only_server_leave_tls13_not_tested(server_cache, impl):
+    """Without the versions check, a server that does not speak TLS 1.3 (gnutls answers a
+    TLS 1.3 offer with handshake_failure, openssl with protocol_version) is "not tested" in
+    TLS 1.3, never "supports no group" with a list of refusals."""
+    from servers import missing_reason
+    if missing_reason(impl):
+        pytest.skip(missing_reason(impl))
+    srv = server_cache(impl, groups="P-256:X25519", proto="tls1_2")
+    r = audit(srv)
+    g13, g12 = r.group_audit(0x0304), r.group_audit(0x0303)
+    assert g13.spoken is False and g13.method == "not_run"
+    assert g13.not_supported == () and g13.inconclusive == ()
+    assert set(names(g12.supported)) == {"secp256r1", "x25519"}
+    assert not [f for f in r.findings if f.code == "audit.inconclusive"]
+
+
 @pytest.mark.needs_impl("gnutls")
 @pytest.mark.parametrize("serverpref", [True, False])
 def test_gnutls_rfc7919_ffdhe_in_tls12(server_cache, serverpref):

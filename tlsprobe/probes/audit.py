@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field, replace
 from collections.abc import Awaitable, Callable, Iterable
 
+from tlsprobe import registry
 from tlsprobe.engine.config import SSL30, TLS10, TLS11, TLS12, TLS13
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes import ciphers, groups, pq, sigalgs, versions
@@ -137,14 +138,16 @@ async def _groups_and_pq(run: _Run, spoken: set[int] | None, checks: set[str]) -
             return _not_spoken(TLS13, "not tested: the server does not speak TLS 1.3")
         if "groups" not in checks:
             return None
-        return await groups.tls13_groups(run.runner, groups.candidate_groups(TLS13, extra))
+        audit = await groups.tls13_groups(run.runner, groups.candidate_groups(TLS13, extra))
+        return await _unless_unspoken(run, TLS13, audit, spoken)
 
     async def g12() -> GroupAudit | None:
         if "groups" not in checks:
             return None
         if spoken is not None and TLS12 not in spoken:
             return _not_spoken(TLS12, "not tested: the server does not speak TLS 1.2")
-        return await groups.tls12_groups(run.runner, groups.candidate_groups(TLS12, extra))
+        audit = await groups.tls12_groups(run.runner, groups.candidate_groups(TLS12, extra))
+        return await _unless_unspoken(run, TLS12, audit, spoken)
 
     a13, a12 = await asyncio.gather(g13(), g12())
     run.done("groups")
@@ -154,6 +157,25 @@ async def _groups_and_pq(run: _Run, spoken: set[int] | None, checks: set[str]) -
         verdicts = await pq.pq_verdicts(run.runner, a13 if a13 and "groups" in checks else None)
         run.done("pq")
     return replace(part, groups=found if "groups" in checks else (), post_quantum=verdicts)
+
+
+async def _unless_unspoken(run: _Run, version: int, audit: GroupAudit,
+                           spoken: set[int] | None) -> GroupAudit:
+    """A group audit that found nothing, run without the versions check, may have met a
+    server that does not speak the version at all (some answer an offer of it with
+    handshake_failure rather than protocol_version): one ordinary hello of that version
+    decides, so such a server is "not tested", not "supports no group"."""
+    name = registry.version_name(version)
+    if audit.spoken is False:
+        return _not_spoken(version, f"not tested: the server does not speak {name}")
+    if audit.supported or spoken is not None:
+        return audit
+    (support, outcome), = await versions.check_versions(run.runner, (version,))
+    run.outcomes.append(outcome)
+    if support.status == "not_supported":
+        return _not_spoken(version, f"not tested: the server does not speak {name} "
+                                    f"({support.detail})")
+    return audit
 
 
 async def _suites(run: _Run, version: int) -> AuditReport:

@@ -296,8 +296,9 @@ def builtin_findings(report: AuditReport, now: datetime | None = None) -> list[F
     g12 = report.group_audit(0x0303)
     if g12 is not None and g12.dhe is not None and g12.dhe.fixed is not None:
         fixed = g12.dhe.fixed
-        if fixed.bits < 1024:
-            out.append(Finding("high", "dh.weak", f"DHE with a {fixed.bits}-bit prime",
+        if fixed.bits < 2048:   # Logjam: 1024-bit primes are within reach of a state
+            out.append(Finding("high" if fixed.bits < 1024 else "medium", "dh.weak",
+                               f"DHE with a {fixed.bits}-bit prime (under 2048 bits)",
                                items=(fixed.name,), version="TLS 1.2"))
         if fixed.standard is None:
             out.append(Finding("info", "dh.custom", f"DHE with a custom {fixed.bits}-bit prime",

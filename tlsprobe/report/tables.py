@@ -68,7 +68,9 @@ def probe_rows(r: ProbeResult) -> list[tuple[str, str]]:
         if sizes:
             rows.append(("Key share sizes", ", ".join(sizes)))
         if kx.dh_prime_bits:
-            rows.append(("DH prime", f"{kx.dh_prime_bits} bits ({kx.dh_group_name})"))
+            weak = ("; WEAK: under 2048 bits (Logjam; openssl s_client refuses it: dh key "
+                    "too small)" if kx.dh_prime_bits < 2048 else "")
+            rows.append(("DH prime", f"{kx.dh_prime_bits} bits ({kx.dh_group_name}){weak}"))
         if kx.problem:
             rows.append(("Key exchange problem", kx.problem))
     if r.version is not None and r.version.id >= 0x0304:
