@@ -102,7 +102,8 @@ def _read_file(path: Path) -> dict[str, Any]:
 def load_policy(spec: str) -> Policy:
     """A built-in policy by name, or a JSON/TOML policy file (which may `extends` one)."""
     path = Path(spec)
-    if path.suffix.lower() in (".json", ".toml") or path.exists():
+    if path.suffix.lower() in (".json", ".toml") or path.exists() or "/" in spec \
+            or spec.startswith("."):   # a path, even a missing one: say it is missing
         data = _read_file(path)
         base = data.get("extends")
         if base is not None:
