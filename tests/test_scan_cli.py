@@ -35,6 +35,9 @@ def test_many_targets_from_file_and_stdin_as_json_lines(openssl, server_cache, r
         ["secp384r1", "x25519"]
     assert reports[openssl.port]["checks"] == ["groups"]
     assert all(r["kind"] == "audit" and r["error"] is None for r in reports.values())
+    # lines come as targets finish; `index` is each target's place in the input
+    assert {r["index"]: r["port"] for r in reports.values()} == {1: openssl.port,
+                                                                  2: nginx.port}
     code, out, err = run_cli("scan", "-f", "-", "--groups-only", "--json", "--no-progress",
                              input="\n".join(targets) + "\n")
     assert code == 0, err

@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TextIO
 
 from tlsprobe import registry
@@ -226,7 +226,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     options = AuditOptions(checks=_checks(args), extra_groups=_extra_groups(args.extra_groups),
                            server_name=args.sni, send_sni=not args.no_sni, policies=policies,
                            cafile=args.cafile)
-    bad = {item: item.report() for item in items if isinstance(item, BadLine)}
+    place = {(i.host, i.port) if isinstance(i, Target) else i: n
+             for n, i in enumerate(items, 1)}
+    bad = {item: replace(item.report(), index=place[item]) for item in items
+           if isinstance(item, BadLine)}
     if args.json:
         for report in bad.values():
             print(report.to_json(), file=out, flush=True)
@@ -235,6 +238,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                           timeout=args.timeout, on_connection=progress.connection)
 
     def on_report(report: AuditReport) -> None:
+        report = replace(report, index=place.get((report.host, report.port)))
         progress.report(report)
         if args.json:
             print(report.to_json(), file=out, flush=True)

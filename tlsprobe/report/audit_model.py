@@ -188,6 +188,8 @@ class AuditReport:
     duration_s: float = 0.0
     error: str | None = None
     error_kind: str | None = None   # network, not_tls, alert, protocol
+    index: int | None = None        # the target's place in the input, from 1 (JSON lines
+                                    # come as targets finish, not in input order)
 
     def group_audit(self, version: int) -> GroupAudit | None:
         return next((g for g in self.groups if g.version.id == version), None)
