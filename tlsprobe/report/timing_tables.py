@@ -287,8 +287,10 @@ def timing_table(report: TimingReport) -> RenderableType:
     host = f"[{report.host}]" if ":" in report.host else report.host
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1),
                   collapse_padding=True,
-                  title=f"Handshake timing, {host}:{report.port}: {report.runs} runs per "
-                        f"group after {report.warmup} warm-up rounds (ms)", title_justify="left")
+                  title=f"Handshake timing, {host}:{report.port}: {report.runs} "
+                        f"run{'s' if report.runs != 1 else ''} per group after "
+                        f"{report.warmup} warm-up round{'s' if report.warmup != 1 else ''} (ms)",
+                  title_justify="left")
     columns = ["Version", "Group", "connect", "median", "p90", f"{report.confidence * 100:g}% CI",
                "hs/s", "client CPU", "kex", "server+net", "rank"]
     rows: list[list[Any]] = []
