@@ -213,7 +213,7 @@ def test_multi_sums_over_processes(run_cli: Any) -> None:
 @pytest.mark.parametrize("args, message", [
     (["speed", "rot13"], "unknown algorithm 'rot13' (see 'tlsprobe speed --list')"),
     (["speed", "--seconds", "fast", "x25519"], "--seconds: not a number: 'fast'"),
-    (["speed", "--seconds", "0", "x25519"], "--seconds must be more than 0"),
+    (["speed", "--seconds", "0", "x25519"], "--seconds must be at least 0.01"),
     (["speed", "--multi", "0", "x25519"], "--multi must be between 1 and 256, not 0"),
     (["speed", "--bytes", "16,x", "aead"], "--bytes: not a whole number: 'x'"),
 ])

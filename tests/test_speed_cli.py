@@ -1,4 +1,5 @@
-"""`tlsprobe speed` at the command line: Ctrl-C, --openssl checks, names it cannot time, --list.
+"""`tlsprobe speed` at the command line: Ctrl-C, --openssl checks, names it cannot time, --list
+(text and JSON), the --seconds floor, the --bytes note, and an openssl too old for ML-KEM.
 
 Everything runs `python -m tlsprobe speed` as a subprocess with tiny --seconds; the Ctrl-C
 tests start it in its own process group and send SIGINT as a terminal would.
@@ -21,6 +22,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import mlkem
 
 from tlsprobe.speed import catalog
+from tlsprobe.speed import openssl as openssl_compare
+from tlsprobe.speed.results import AlgorithmResult, Figure
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OPENSSL = shutil.which("openssl")
@@ -241,3 +244,143 @@ def test_list_applies_the_selection(run_cli: Any) -> None:
                   if len(line.split()) > 2 and line.split()[0] in ("kex", "kem", "sig", "aead")]
     assert everything == [a.name for a in catalog.ALGORITHMS]
     _one_usage_line(run_cli("speed", "rot13", "--list"), "unknown algorithm 'rot13'")
+
+
+def test_list_json_gives_names_operations_and_what_they_need(run_cli: Any) -> None:
+    code, out, err = run_cli("speed", "--list", "--json", "x25519", "mlkem", "mldsa65",
+                             "aes-128-gcm")
+    assert code == 0 and err == ""
+    doc = json.loads(out)
+    assert doc["schema"] == "tlsprobe.speed-list/1"
+    entries = {entry["name"]: entry for entry in doc["algorithms"]}
+    assert list(entries) == [a.name for a in catalog.resolve(["x25519", "mlkem", "mldsa65",
+                                                               "aes-128-gcm"])]
+    assert entries["x25519"]["kind"] == "kex"
+    assert entries["x25519"]["operations"] == ["keygen", "derive"]
+    assert entries["x25519"]["openssl_speed"] == ["ecdhx25519"]
+    assert entries["x25519"]["needs"] == {"openssl_speed": None}
+    assert entries["mlkem768"]["operations"] == ["keygen", "encaps", "decaps"]
+    assert entries["mlkem768"]["needs"] == {"openssl_speed": "OpenSSL 3.5+"}
+    assert entries["mldsa65"]["needs"] == {"openssl_speed": "OpenSSL 3.5+"}
+    assert entries["aes-128-gcm"]["operations"] == ["encrypt"]
+    assert entries["aes-128-gcm"]["openssl_speed"][0] == "-evp"
+    assert "x25519" in doc["groups"]["ecdh"]
+    code, out, _ = run_cli("speed", "--json", "--list")  # every algorithm, either order
+    assert code == 0
+    assert [e["name"] for e in json.loads(out)["algorithms"]] == [
+        a.name for a in catalog.ALGORITHMS]
+
+
+@pytest.mark.parametrize("value", ["1e-9", "0.001", "0.0099"])
+def test_seconds_below_the_floor_is_a_usage_error(run_cli: Any, value: str) -> None:
+    _one_usage_line(run_cli("speed", "--seconds", value, "x25519"),
+                    f"--seconds must be at least 0.01 and at most 3600, not {value}")
+
+
+def test_seconds_at_the_floor_measures_more_than_one_call(run_cli: Any) -> None:
+    code, out, err = run_cli("speed", "--seconds", "0.01", "--json", "x25519")
+    assert code == 0, err
+    (result,) = json.loads(out)["results"]
+    for fig in result["figures"]:
+        assert fig["seconds"] >= 0.01 and fig["count"] > 1
+
+
+def test_bytes_without_an_aead_is_one_note_and_the_run_goes_on(run_cli: Any) -> None:
+    code, out, err = run_cli("speed", "--seconds", "0.01", "--bytes", "16", "--json", "x25519")
+    assert code == 0
+    assert err == ("tlsprobe: note: --bytes sets AEAD block sizes and no AEAD is selected "
+                   "(add aead or a cipher name); ignored\n")
+    assert [r["algorithm"] for r in json.loads(out)["results"]] == ["x25519"]
+    code, out, err = run_cli("speed", "--seconds", "0.01", "--bytes", "16", "--json",
+                             "x25519", "aes-128-gcm")
+    assert code == 0 and err == ""  # an AEAD takes it: no note
+    (aead,) = [r for r in json.loads(out)["results"] if r["kind"] == "aead"]
+    assert [f["block_size"] for f in aead["figures"]] == [16]
+    _one_usage_line(run_cli("speed", "--bytes", "0", "x25519"), "--bytes must be between")
+
+
+# --- an openssl too old for ML-KEM ---------------------------------------------------------
+
+_FAKE_OPENSSL = """#!{python}
+import sys
+with open({log!r}, "a") as log:
+    log.write(" ".join(sys.argv[1:]) + "\\n")
+if sys.argv[1:] == ["version"]:
+    print({version!r})
+    sys.exit(0)
+if "ecdhx25519" in sys.argv:
+    print("                              op      op/s")
+    print(" 253 bits ecdh (X25519)   0.0000s  30000.0")
+if "ML-KEM-768" in sys.argv:
+    print("               keygen    encaps    decaps keygens/s  encaps/s  decaps/s")
+    print("  ML-KEM-768 0.000020s 0.000010s 0.000020s   50000.0  100000.0   50000.0")
+"""
+
+
+def _fake_openssl(tmp_path: Path, version: str) -> tuple[Path, Path]:
+    binary, log = tmp_path / "openssl", tmp_path / "calls.log"
+    binary.write_text(_FAKE_OPENSSL.format(python=sys.executable, log=str(log),
+                                           version=version))
+    binary.chmod(0o755)
+    return binary, log
+
+
+def _measured(*names: str) -> tuple[list[Any], list[AlgorithmResult]]:
+    algorithms = catalog.resolve(names)
+    results = [AlgorithmResult(a.name, a.kind, a.description,
+                               tuple(Figure(op, 100, 1.0, 100.0) for op in a.operations))
+               for a in algorithms]
+    return algorithms, results
+
+
+@pytest.mark.parametrize("version, asked", [
+    ("OpenSSL 3.0.22 25 Aug 2026 (Library: OpenSSL 3.0.22 25 Aug 2026)", False),
+    ("OpenSSL 3.4.1 11 Feb 2025", False),
+    ("OpenSSL 3.5.0 8 Apr 2025", True),
+    ("LibreSSL 4.0.0", True),  # its numbers say nothing about OpenSSL's: asked, as before
+])
+def test_mlkem_is_not_asked_of_an_openssl_older_than_3_5(tmp_path: Path, version: str,
+                                                         asked: bool) -> None:
+    binary, log = _fake_openssl(tmp_path, version)
+    algorithms, results = _measured("x25519", "mlkem768")
+    comparison = openssl_compare.compare(algorithms, results, seconds=0.01, binary=str(binary))
+    assert comparison.error is None and comparison.version == version
+    speed_calls = [line for line in log.read_text().splitlines() if line.startswith("speed")]
+    assert ("ML-KEM-768" in " ".join(speed_calls)) is asked
+    assert ("ML-KEM-768" in " ".join(comparison.commands)) is asked
+    rows = {(r.algorithm, r.operation): r for r in comparison.rows}
+    assert rows[("x25519", "derive")].openssl == 30000.0
+    for operation, theirs in (("keygen", 50000.0), ("encaps", 100000.0), ("decaps", 50000.0)):
+        row = rows[("mlkem768", operation)]
+        if asked:
+            assert row.openssl == theirs and row.note is None
+        else:
+            minor = version.split()[1].split(".")[1]
+            assert row.openssl is None
+            assert row.note == f"openssl 3.{minor} has no ML-KEM (3.5+)"
+
+
+def test_only_old_primitives_selected_runs_no_openssl_speed(tmp_path: Path) -> None:
+    binary, log = _fake_openssl(tmp_path, "OpenSSL 3.0.22 25 Aug 2026")
+    algorithms, results = _measured("mldsa44")
+    comparison = openssl_compare.compare(algorithms, results, seconds=0.01, binary=str(binary))
+    assert comparison.commands == ()
+    assert not any(line.startswith("speed") for line in log.read_text().splitlines())
+    assert {r.note for r in comparison.rows} == {"openssl 3.0 has no ML-DSA (3.5+)"}
+
+
+@needs_openssl
+def test_the_system_openssl_and_mlkem_at_the_command_line(run_cli: Any) -> None:
+    assert OPENSSL is not None
+    version = openssl_compare.binary_version(OPENSSL)
+    number = openssl_compare.version_number(version)
+    code, out, err = run_cli("speed", "--seconds", "0.01", "--json", "--compare-openssl",
+                             "mlkem768", timeout=90)
+    assert code == 0, err
+    comparison = json.loads(out)["openssl_comparison"]
+    if number is not None and number < (3, 5):
+        assert comparison["commands"] == []
+        assert {r["note"] for r in comparison["rows"]} == {
+            f"openssl {number[0]}.{number[1]} has no ML-KEM (3.5+)"}
+    else:
+        assert any("ML-KEM-768" in command for command in comparison["commands"])

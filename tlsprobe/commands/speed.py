@@ -3,7 +3,9 @@
 `tlsprobe speed [ALGORITHM...]` measures `cryptography`'s speed for each operation for
 --seconds (default 3, as openssl) and prints openssl-style tables, or JSON with --json.
 --compare-openssl then runs `openssl speed` on the primitives it knows and prints the
-ratio per primitive. A progress line is drawn on stderr only when it is a terminal.
+ratio per primitive (ML-KEM and ML-DSA only with an openssl 3.5+; an older one is not asked
+and the row says so). `--list` names the algorithms, as JSON with --json. --seconds is at
+least 0.01; --bytes with no AEAD selected is a `tlsprobe: note:` on stderr. A progress line is drawn on stderr only when it is a terminal.
 Ctrl-C stops at once (workers included), prints the figures completed so far and one line
 `tlsprobe: interrupted` on stderr, and exits 130 as the other commands do.
 """
@@ -37,6 +39,10 @@ EXIT_INTERRUPTED = 130
 
 _MAX_BLOCK = 1 << 20
 
+# Shortest --seconds: below this a figure is a handful of calls (often one) and its rate
+# says more about the clock than about the primitive.
+MIN_SECONDS = 0.01
+
 
 def _openssl_tests() -> int:
     """How many timed tests `openssl speed` runs for --compare-openssl over everything."""
@@ -69,12 +75,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("algorithms", nargs="*", metavar="ALGORITHM",
                         help="algorithms or groups to measure (default: all); see --list")
     parser.add_argument("--seconds", default="3", metavar="S",
-                        help="measuring time per figure, in seconds (float; default 3)")
+                        help=f"measuring time per figure, in seconds (float, {MIN_SECONDS} to "
+                             "3600; default 3)")
     parser.add_argument("--multi", default="1", metavar="N",
                         help="run N processes at once and sum their figures (openssl -multi)")
     parser.add_argument("--bytes", default=None, metavar="N[,N...]",
-                        help="AEAD block sizes (default 16,64,256,1024,8192,16384)")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+                        help="AEAD block sizes (default 16,64,256,1024,8192,16384); "
+                             "a note on stderr when no AEAD is selected")
+    parser.add_argument("--json", action="store_true",
+                        help="print the results (or the --list) as JSON")
     parser.add_argument("--list", action="store_true",
                         help="list algorithm names (those selected by ALGORITHM, if given) and exit")
     parser.add_argument("--compare-openssl", action="store_true",
@@ -89,8 +98,9 @@ def _seconds(value: str) -> float:
         seconds = float(value)
     except ValueError:
         raise UsageError(f"--seconds: not a number: {value!r}") from None
-    if not math.isfinite(seconds) or seconds <= 0 or seconds > 3600:
-        raise UsageError(f"--seconds must be more than 0 and at most 3600, not {value}")
+    if not math.isfinite(seconds) or seconds < MIN_SECONDS or seconds > 3600:
+        raise UsageError(f"--seconds must be at least {MIN_SECONDS} and at most 3600, "
+                         f"not {value}")
     return seconds
 
 
@@ -128,6 +138,36 @@ def list_lines(algorithms: Sequence[Algorithm] = catalog.ALGORITHMS) -> list[str
     lines.append("Names ignore case, '-', '_' and spaces (ML-KEM-768 = mlkem768); "
                  "ML-KEM/ML-DSA need openssl 3.5+ for --compare-openssl.")
     return lines
+
+
+LIST_SCHEMA = "tlsprobe.speed-list/1"
+
+
+def list_json(algorithms: Sequence[Algorithm] = catalog.ALGORITHMS) -> dict[str, object]:
+    """The --list --json document: each algorithm, what it measures and what it needs.
+
+    {"schema": "tlsprobe.speed-list/1",
+     "algorithms": [{"name": "mlkem768", "kind": "kem", "description": "ML-KEM-768",
+                     "operations": ["keygen", "encaps", "decaps"],   # AEAD: ["encrypt"]
+                     "aliases": ["ML-KEM-768"], "groups": ["mlkem", "kem", "kex"],
+                     "openssl_speed": ["ML-KEM-768"],   # its arguments; null: no equivalent
+                     "needs": {"openssl_speed": "OpenSSL 3.5+"}}],  # for --compare-openssl
+     "groups": {"aead": ["aes-128-gcm", ...], ...}}   # every group word, whole catalog
+    """
+    entries: list[dict[str, object]] = []
+    for algorithm in algorithms:
+        spec = algorithm.openssl
+        theirs = None if spec is None else (
+            ["-evp", spec.cipher, "-aead"] if spec.cipher else list(spec.names))
+        entries.append({
+            "name": algorithm.name, "kind": algorithm.kind,
+            "description": algorithm.description, "operations": list(algorithm.operations),
+            "aliases": list(algorithm.aliases), "groups": list(algorithm.groups),
+            "openssl_speed": theirs,
+            "needs": {"openssl_speed": None if spec is None else spec.needs}})
+    return {"schema": LIST_SCHEMA, "algorithms": entries,
+            "groups": {word: [a.name for a in members]
+                       for word, members in sorted(catalog.groups().items())}}
 
 
 class _Display:
@@ -200,11 +240,17 @@ def _print(report: SpeedReport, as_json: bool) -> None:
 def run(args: argparse.Namespace) -> int:
     algorithms = _selection(args.algorithms)
     if args.list:
-        print("\n".join(list_lines(algorithms)))
+        if args.json:
+            print(json.dumps(list_json(algorithms), indent=2))
+        else:
+            print("\n".join(list_lines(algorithms)))
         return 0
     seconds = _seconds(args.seconds)
     processes = _positive_int("--multi", args.multi, 256)
     block_sizes = _block_sizes(args.bytes)
+    if args.bytes is not None and not any(a.kind == "aead" for a in algorithms):
+        print("tlsprobe: note: --bytes sets AEAD block sizes and no AEAD is selected "
+              "(add aead or a cipher name); ignored", file=sys.stderr)
     openssl_binary = _openssl_binary(args.openssl)
     compare = args.compare_openssl or openssl_binary is not None
     total = figure_total(algorithms, block_sizes)

@@ -36,12 +36,28 @@ class OpensslSpec:
     expression that finds the result row in its output table, `columns` maps our operation to
     the accepted column headers (they differ between OpenSSL versions).
     AEADs: `cipher` is the `-evp` name and `row` the row name printed by `openssl speed -aead`.
+    `since` is the first OpenSSL (major, minor) whose `speed` knows the primitive, `family` its
+    name in a note ("ML-KEM"): an older openssl is not asked at all.
     """
 
     row: str
     names: tuple[str, ...] = ()
     columns: tuple[tuple[str, tuple[str, ...]], ...] = ()
     cipher: str | None = None
+    since: tuple[int, int] | None = None
+    family: str = ""
+
+    def missing_in(self, version: tuple[int, int] | None) -> str | None:
+        """Why an OpenSSL of `version` cannot measure this (None: it can, or unknown)."""
+        if self.since is None or version is None or version >= self.since:
+            return None
+        return (f"openssl {version[0]}.{version[1]} has no {self.family or self.names[0]} "
+                f"({self.since[0]}.{self.since[1]}+)")
+
+    @property
+    def needs(self) -> str | None:
+        """The OpenSSL it needs, e.g. "OpenSSL 3.5+", or None for any."""
+        return None if self.since is None else f"OpenSSL {self.since[0]}.{self.since[1]}+"
 
     def column_headers(self, operation: str) -> tuple[str, ...]:
         return dict(self.columns).get(operation, ())

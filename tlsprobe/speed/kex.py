@@ -185,7 +185,7 @@ def _mlkem(level: int) -> Algorithm:
     return Algorithm(f"mlkem{level}", "kem", f"ML-KEM-{level}", ("keygen", "encaps", "decaps"),
                      _mlkem_ops(level), (f"ML-KEM-{level}",), ("mlkem", "kem", "kex"),
                      OpensslSpec(row=rf"\bML-KEM-{level}\b", names=(f"ML-KEM-{level}",),
-                                 columns=kem_columns()))
+                                 columns=kem_columns(), since=(3, 5), family="ML-KEM"))
 
 
 def _hybrid(name: str, hybrid: Hybrid) -> Algorithm:

@@ -2,7 +2,8 @@
 
 Public-key primitives it knows go on one command line
 (`openssl speed -elapsed -seconds N ecdhx25519 rsa2048 ...`); a name this build does not
-know (e.g. ML-KEM-768 before OpenSSL 3.5) is dropped and the command re-run. AEADs are run
+know is dropped and the command re-run; one the `openssl version` says it is too old for
+(ML-KEM and ML-DSA before OpenSSL 3.5, `OpensslSpec.since`) is not asked at all. AEADs are run
 as `openssl speed -elapsed -seconds N -evp CIPHER -aead -bytes SIZE`, the TLS-like sequence
 (IV, 13-byte AAD, encrypt, tag) our AEAD benchmark times, once per block size.
 `-elapsed` makes openssl divide by wall-clock time, as our harness does; `-seconds` only
@@ -57,6 +58,13 @@ def binary_version(binary: str) -> str:
     done = subprocess.run([binary, "version"], capture_output=True, text=True, timeout=30,
                           check=False)
     return (done.stdout.strip().splitlines() or ["unknown version"])[0]
+
+
+def version_number(version: str) -> tuple[int, int] | None:
+    """(major, minor) of an `openssl version` line "OpenSSL 3.0.22 ..."; None for LibreSSL or
+    anything else, whose numbers do not say which OpenSSL features it has."""
+    match = re.match(r"OpenSSL (\d+)\.(\d+)", version)
+    return None if match is None else (int(match.group(1)), int(match.group(2)))
 
 
 def check_binary(path: str) -> tuple[str, str]:
@@ -208,9 +216,12 @@ def compare(algorithms: Sequence[Algorithm], results: Sequence[AlgorithmResult],
     say = progress or (lambda label: None)
     measured = {r.algorithm: r for r in results}
     chosen = [a for a in algorithms if a.name in measured]
+    # Too old for it (ML-KEM before 3.5): not run at all, said in the row note.
+    too_old = {a.name: reason for a in chosen if a.openssl
+               and (reason := a.openssl.missing_in(version_number(version))) is not None}
 
     names = [n for a in chosen if a.openssl and a.openssl.cipher is None
-             for n in a.openssl.names]
+             and a.name not in too_old for n in a.openssl.names]
     say(f"openssl speed {' '.join(names)}" if names else "openssl speed")
     rows, refused, error = _public_key_rows(runner, list(dict.fromkeys(names)))
 
@@ -230,13 +241,18 @@ def compare(algorithms: Sequence[Algorithm], results: Sequence[AlgorithmResult],
     out: list[ComparisonRow] = []
     for algorithm in chosen:
         for fig in measured[algorithm.name].figures:
-            out.append(_row(algorithm, fig, rows, refused, error, cipher_tables, version))
+            if algorithm.name in too_old:
+                out.append(_with_note(ComparisonRow(algorithm.name, fig.operation,
+                                                    fig.block_size, "op/s", fig.per_second,
+                                                    None), too_old[algorithm.name]))
+            else:
+                out.append(_row(algorithm, fig, rows, refused, error, cipher_tables))
     return Comparison(path, version, openssl_seconds, tuple(out), tuple(runner.commands))
 
 
 def _row(algorithm: Algorithm, fig: Figure, rows: list[SpeedRow], refused: set[str], error: str,
-         cipher_tables: dict[tuple[str, int], dict[str, dict[int, float]] | str],
-         version: str) -> ComparisonRow:
+         cipher_tables: dict[tuple[str, int], dict[str, dict[int, float]] | str]
+         ) -> ComparisonRow:
     spec = algorithm.openssl
     if fig.block_size is not None:
         base = ComparisonRow(algorithm.name, fig.operation, fig.block_size, "bytes/s",

@@ -127,7 +127,7 @@ def _mldsa(level: int, generate: Callable[[], _PureSigner]) -> Algorithm:
     return Algorithm(f"mldsa{level}", "sig", f"ML-DSA-{level}", ("sign", "verify"),
                      _pure_ops(generate), (f"ML-DSA-{level}",), ("mldsa", "sig"),
                      OpensslSpec(row=rf"\bML-DSA-{level}\b", names=(f"ML-DSA-{level}",),
-                                 columns=sig_columns()))
+                                 columns=sig_columns(), since=(3, 5), family="ML-DSA"))
 
 
 ALGORITHMS: tuple[Algorithm, ...] = (
