@@ -129,3 +129,19 @@ def test_start_failure_reads_what_s_server_printed(tmp_path: Any) -> None:
     major, minor = _openssl_version()
     assert message.startswith(f"the system openssl {major}.{minor} cannot serve ")
     assert "NoSuchGroupAtAll" in message and "3.5" not in message  # no ML-KEM hint
+
+
+def test_an_openssl_that_is_not_openssl_is_refused_before_any_server(run_cli: Any,
+                                                                     tmp_path: Any) -> None:
+    # the same check as `tlsprobe speed --openssl`: one line, exit 2, nothing on stdout
+    true = shutil.which("true")
+    assert true is not None
+    res = run_cli("demo", "--openssl", true, "--no-msg", timeout=30)
+    assert _one_line(res) == (f"tlsprobe: error: --openssl {true}: not openssl "
+                              "(`true version` printed nothing)\n")
+    assert res.stdout == ""
+    missing = tmp_path / "no-such-openssl"
+    assert _one_line(run_cli("demo", "--openssl", missing)) == (
+        f"tlsprobe: error: --openssl {missing}: no such file\n")
+    assert "no such file on PATH" in _one_line(run_cli("demo", "--openssl",
+                                                       "no-such-openssl-anywhere"))

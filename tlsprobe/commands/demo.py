@@ -9,7 +9,8 @@ are removed afterwards.
 in TLS 1.2 an FFDHE group means a DHE suite (DHE-RSA-AES128-GCM-SHA256) with that group's
 RFC 7919 prime as -dhparam (s_server would otherwise pick its own prime), an EC group an
 ECDHE one. A group the openssl binary cannot serve (X25519MLKEM768 before OpenSSL 3.5)
-is one line and exit 2, as is a TLS 1.3-only group asked for in TLS 1.2.
+is one line and exit 2, as is a TLS 1.3-only group asked for in TLS 1.2, and an --openssl
+that is missing or not openssl (the check `tlsprobe speed --openssl` makes).
 """
 
 from __future__ import annotations
@@ -196,12 +197,24 @@ def start_failure(stderr: str, demo: DemoPlan, openssl: str, explicit: bool) -> 
     return "the demo server did not start: " + (lines[-1] if lines else "no listening socket")
 
 
+def _openssl_binary(name: str) -> str:
+    """The openssl to serve with, checked as `tlsprobe speed --openssl` checks it: a missing
+    file, a non-executable or a program that is not openssl (/bin/true) is one line, exit 2,
+    before a certificate is made or a server started."""
+    from tlsprobe.speed import openssl as openssl_check
+    if name == "openssl" and shutil.which(name) is None:
+        raise UsageError("'openssl' not found: the demo serves with openssl s_server "
+                         "(apt-get install openssl)")
+    try:
+        path, _ = openssl_check.check_binary(name)
+    except openssl_check.OpensslUnusable as exc:
+        raise UsageError(str(exc)) from None
+    return path
+
+
 def run(args: argparse.Namespace) -> int:
     from tlsprobe.cli import main as cli_main
-    openssl = shutil.which(args.openssl)
-    if openssl is None:
-        raise UsageError(f"'{args.openssl}' not found: the demo serves with openssl s_server "
-                         "(apt-get install openssl)")
+    openssl = _openssl_binary(args.openssl)
     demo = plan(args.groups, args.tls1_3)
     with tempfile.TemporaryDirectory(prefix="tlsprobe-demo-") as tmp:
         cert, key = _self_signed(Path(tmp))
