@@ -12,7 +12,9 @@ additional data = seq || type || version || plaintext length; AES-GCM/CCM nonce 
 salt || 8-byte explicit nonce sent in the record (RFC 5288, 6655); ChaCha20-Poly1305 nonce
 = iv XOR seq with nothing explicit (RFC 7905). CBC: MAC-then-encrypt (RFC 5246 section
 6.2.3.2) with an explicit IV per record in TLS 1.1+ and the chained IV of TLS 1.0, or
-encrypt-then-MAC (RFC 7366).
+encrypt-then-MAC (RFC 7366). Besides AES and 3DES, the CBC ciphers Camellia, SEED, IDEA
+and single DES (as 3DES with the key repeated), and the stream cipher RC4 (MAC-then-encrypt,
+one keystream per direction, RFC 5246 6.2.3.1), all from cryptography's decrepit module.
 """
 
 from __future__ import annotations
@@ -21,9 +23,15 @@ import hmac as _stdlib_hmac
 import os
 
 from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.decrepit.ciphers import algorithms as decrepit
 from cryptography.hazmat.decrepit.ciphers.algorithms import TripleDES
 from cryptography.hazmat.primitives import hmac
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from cryptography.hazmat.primitives.ciphers import (
+    BlockCipherAlgorithm,
+    Cipher,
+    algorithms,
+    modes,
+)
 from cryptography.hazmat.primitives.ciphers.aead import AESCCM, AESGCM, ChaCha20Poly1305
 
 from tlsprobe.engine.keyschedule import hash_algorithm
@@ -233,16 +241,13 @@ class CbcProtection(RecordProtection):
         self._mac_hash = hash_algorithm(mac)
         self._mac_key = bytes(mac_key)
         self._explicit_iv = version > TLS1_0 and self.block_len > 0
-        self._algorithm: algorithms.AES | TripleDES | None = None
-        if cipher.startswith("AES"):
-            self._algorithm = algorithms.AES(key)
-        elif cipher.startswith("3DES"):
-            self._algorithm = TripleDES(key)
+        self._algorithm = _block_algorithm(cipher, bytes(key))
         if self.block_len and not self._explicit_iv and len(iv) != self.block_len:
             raise ValueError(f"TLS 1.0 CBC needs a {self.block_len}-byte initial IV")
         self._chain_iv = bytes(iv)
 
     def _mac(self, seq: int, content_type: int, version: int, data: bytes) -> bytes:
+        """HMAC over seq || type || version || length || data (RFC 5246 6.2.3.1)."""
         h = hmac.HMAC(self._mac_key, self._mac_hash)
         h.update(seq.to_bytes(8, "big") + _header(content_type, version, len(data)) + data)
         return h.finalize()
@@ -346,6 +351,55 @@ class CbcProtection(RecordProtection):
         return content
 
 
+def _block_algorithm(cipher: str, key: bytes) -> BlockCipherAlgorithm | None:
+    """The block cipher of a CBC suite (None for NULL and stream ciphers)."""
+    if cipher.startswith("AES"):
+        return algorithms.AES(key)
+    if cipher.startswith("3DES"):
+        return TripleDES(key)
+    if cipher.startswith("CAMELLIA"):
+        return decrepit.Camellia(key)
+    if cipher.startswith("SEED"):
+        return decrepit.SEED(key)
+    if cipher.startswith("IDEA"):
+        return decrepit.IDEA(key)
+    if cipher.startswith("DES"):
+        return TripleDES(key * 3)  # EDE with one key is single DES
+    return None
+
+
+class StreamProtection(CbcProtection):
+    """RC4 with HMAC: MAC-then-encrypt under one keystream per direction, no IV, no padding.
+
+    The keystream cannot be rewound, so unlike the other protections a failed decrypt has
+    consumed the record's keystream (the direction is then out of step, as a peer's is)."""
+
+    def __init__(self, cipher: str, key: bytes, mac: str, mac_key: bytes,
+                 version: int = TLS1_2, seq: int = 0) -> None:
+        super().__init__("NULL", b"", mac, mac_key, version, seq=seq)
+        params = CIPHERS.get(cipher)
+        if params is None or not params.stream or len(key) != params.key_len:
+            raise ValueError(f"not a stream cipher with a {len(key)}-byte key: {cipher!r}")
+        self.cipher = cipher
+        rc4 = Cipher(decrepit.ARC4(bytes(key)), mode=None)
+        self._encryptor = rc4.encryptor()
+        self._decryptor = rc4.decryptor()
+
+    def encrypt(self, content_type: int, plaintext: bytes) -> bytes:
+        seq = self._next_seq()
+        plaintext = bytes(plaintext)
+        body = self._encryptor.update(plaintext + self._mac(seq, content_type, self.version,
+                                                            plaintext))
+        self.seq = seq + 1
+        return _header(content_type, self.version, len(body)) + body
+
+    def decrypt(self, content_type: int, version: int, fragment: bytes) -> tuple[int, bytes]:
+        if len(fragment) > MAX_TLS12_CIPHERTEXT:
+            raise RecordProtectionError("encrypted record exceeds 2^14+2048 bytes",
+                                        ALERT_RECORD_OVERFLOW)
+        return super().decrypt(content_type, version, self._decryptor.update(bytes(fragment)))
+
+
 def protection_for_suite(suite: SuiteParams, key: bytes, iv: bytes, mac_key: bytes = b"",
                          version: int = TLS1_2, etm: bool = False,
                          seq: int = 0) -> RecordProtection:
@@ -360,6 +414,8 @@ def protection_for_suite(suite: SuiteParams, key: bytes, iv: bytes, mac_key: byt
         return Tls12AeadProtection(suite.cipher, key, iv, version, seq)
     if suite.mac is None:
         raise ValueError(f"suite 0x{suite.code:04x} has neither AEAD nor MAC")
+    if suite.cipher_params.stream:
+        return StreamProtection(suite.cipher, key, suite.mac, mac_key, version, seq)
     return CbcProtection(suite.cipher, key, suite.mac, mac_key, version, iv, etm, seq)
 
 

@@ -6,11 +6,20 @@ Lengths follow RFC 5246 section 6.2.3 and the AEAD RFCs: AES-GCM/CCM in TLS 1.2 
 6655); ChaCha20-Poly1305 takes a 12-byte IV and no explicit nonce (RFC 7905); CBC suites
 have no fixed IV except in TLS 1.0, where the key block yields the first (chained) IV.
 Every TLS 1.3 AEAD uses a 12-byte IV.
+
+`protection_params(code)` also covers suites the table does not list: record protection
+depends only on the bulk cipher, the MAC and the PRF hash, never on the key exchange, so a
+suite the registry describes with a known (cipher, MAC, PRF) gets the same parameters
+(fixed ECDH, anonymous, PSK, Camellia, SEED, IDEA, DES and RC4 suites). Export suites
+(their own key derivation) and ciphers `cryptography` lacks (ARIA, GOST, Camellia-GCM)
+have none; `unsupported_reason` says why, for the pcap reader's notes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from tlsprobe import registry
 
 TLS1_0 = 0x0301
 TLS1_3 = 0x0304
@@ -27,6 +36,7 @@ class CipherParams:
     block_len: int
     tag_len: int
     aead: bool
+    stream: bool = False
 
 
 CIPHERS: dict[str, CipherParams] = {c.name: c for c in (
@@ -40,6 +50,12 @@ CIPHERS: dict[str, CipherParams] = {c.name: c for c in (
     CipherParams("AES-128-CBC", 16, 16, 16, 16, 0, False),
     CipherParams("AES-256-CBC", 32, 16, 16, 16, 0, False),
     CipherParams("3DES-EDE-CBC", 24, 8, 8, 8, 0, False),
+    CipherParams("CAMELLIA-128-CBC", 16, 16, 16, 16, 0, False),
+    CipherParams("CAMELLIA-256-CBC", 32, 16, 16, 16, 0, False),
+    CipherParams("SEED-CBC", 16, 16, 16, 16, 0, False),
+    CipherParams("IDEA-CBC", 16, 8, 8, 8, 0, False),
+    CipherParams("DES-CBC", 8, 8, 8, 8, 0, False),
+    CipherParams("RC4-128", 16, 0, 0, 0, 0, False, stream=True),
     CipherParams("NULL", 0, 0, 0, 0, 0, False),
 )}
 
@@ -175,3 +191,57 @@ SUITES: dict[int, SuiteParams] = {s.code: s for s in _ROWS}
 def suite_params(code: int) -> SuiteParams | None:
     """Protection parameters for a cipher suite code, or None when the engine cannot run it."""
     return SUITES.get(code)
+
+
+#: registry `enc` spelling -> CIPHERS name (the ciphers `cryptography` can run)
+_REGISTRY_CIPHER: dict[str, str] = {
+    "AES(128)": _B1, "AES(256)": _B2, "AESGCM(128)": _G1, "AESGCM(256)": _G2,
+    "AESCCM(128)": _C1, "AESCCM(256)": _C2, "AESCCM8(128)": _C18, "AESCCM8(256)": _C28,
+    "ChaCha20(256)": _CH, "3DES(168)": _D3, "Camellia(128)": "CAMELLIA-128-CBC",
+    "Camellia(256)": "CAMELLIA-256-CBC", "SEED(128)": "SEED-CBC", "IDEA(128)": "IDEA-CBC",
+    "DES(56)": "DES-CBC", "RC4(128)": "RC4-128", "NULL": "NULL",
+}
+_REGISTRY_MAC: dict[str, str | None] = {"AEAD": None, "MD5": "md5", "SHA1": "sha1",
+                                        "SHA256": "sha256", "SHA384": "sha384"}
+_REGISTRY_PRF = {"SHA256": "sha256", "SHA384": "sha384"}
+
+
+def _registry_params(code: int) -> SuiteParams | None:
+    suite = registry.cipher_suite(code)
+    if suite is None or not suite.iana or suite.export or suite.kx in ("TLS13", "SCSV"):
+        return None
+    cipher = _REGISTRY_CIPHER.get(suite.enc)
+    mac = _REGISTRY_MAC.get(suite.mac, "")
+    prf_hash = _REGISTRY_PRF.get(suite.prf_hash or "SHA256")
+    if cipher is None or mac == "" or prf_hash is None or (mac is None) != CIPHERS[cipher].aead:
+        return None
+    return _suite(code, suite.name, cipher, mac, prf_hash)
+
+
+def protection_params(code: int) -> SuiteParams | None:
+    """Protection parameters of any TLS 1.0-1.3 suite whose bulk cipher, MAC and PRF the
+    engine can run: the table's row, else one derived from the registry's description
+    (record protection does not depend on the key exchange or authentication)."""
+    known = SUITES.get(code)
+    if known is not None:
+        return known
+    derived = _registry_params(code)
+    return replace(derived, code=code) if derived is not None else None
+
+
+def unsupported_reason(code: int) -> str:
+    """Why `protection_params(code)` is None, in a few words ("RC2: not in cryptography")."""
+    suite = registry.cipher_suite(code)
+    if suite is None:
+        return "unknown suite"
+    if suite.export:
+        return "export key derivation: not supported"
+    if suite.enc == "NULL" and suite.mac == "NULL":
+        return "no protection negotiated"
+    if suite.enc not in _REGISTRY_CIPHER:
+        return f"{suite.cipher}: not in cryptography"
+    if suite.mac not in _REGISTRY_MAC:
+        return f"{suite.mac} MAC: not supported"
+    if not suite.iana:
+        return "non-standard suite: not supported"
+    return "not supported"

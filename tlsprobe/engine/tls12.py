@@ -12,7 +12,6 @@ switches on the server's protection; its Finished is then checked against the tr
 from __future__ import annotations
 
 import hmac
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from cryptography.exceptions import UnsupportedAlgorithm
@@ -28,7 +27,7 @@ from tlsprobe.engine.common import (
     message_label,
 )
 from tlsprobe.engine.protection import RecordProtection, protection_for_suite
-from tlsprobe.engine.suites import SUITES, SuiteParams, suite_params
+from tlsprobe.engine.suites import protection_params, suite_params
 from tlsprobe.engine.verify import (
     SCHEMES,
     SignatureError,
@@ -67,7 +66,7 @@ class Tls12Client:
         suite = registry.cipher_suite(sh.cipher_suite)
         self.kx = suite.kx if suite else None
         self.anonymous = suite is not None and suite.auth == "anon"
-        self.params = suite_params(sh.cipher_suite) or (anon_params(sh.cipher_suite)
+        self.params = suite_params(sh.cipher_suite) or (protection_params(sh.cipher_suite)
                                                         if self.anonymous else None)
         self.prf_hash = self.params.prf_hash if self.params else "sha256"
         self.handshake_hash = prf.handshake_hash_name(self.version, self.prf_hash) \
@@ -301,16 +300,3 @@ class Tls12Client:
         self.state = CONNECTED
         hs.complete()
 
-
-def anon_params(code: int) -> SuiteParams | None:
-    """Record protection for an anonymous suite (DH_anon, ECDH_anon): the same bulk cipher,
-    MAC and PRF as a suite the table has, since only the (unsigned) key exchange differs."""
-    suite = registry.cipher_suite(code)
-    if suite is None:
-        return None
-    for other_code, params in SUITES.items():
-        other = registry.cipher_suite(other_code)
-        if other is not None and not params.tls13 and (other.enc, other.mac, other.prf_hash) \
-                == (suite.enc, suite.mac, suite.prf_hash):
-            return replace(params, code=code, name=suite.name)
-    return None

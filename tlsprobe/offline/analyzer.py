@@ -111,6 +111,8 @@ class CaptureAnalysis:
         self.tls_connections = 0
         self._gap_warnings: list[str] = []  # handshake messages lost in capture gaps
         self.keys_matched = 0  # TLS connections the key log had secrets for
+        #: why matched keys were not used: (suite name or "", reason) -> connections
+        self.undecrypted: dict[tuple[str, str], int] = {}
         self.summary: CaptureSummary | None = None
         self._quic: Any = None
         self._dtls: Any = None
@@ -155,6 +157,9 @@ class CaptureAnalysis:
         decryptor = getattr(conn.reader, "decryptor", None)
         if decryptor is not None and decryptor.matched:
             self.keys_matched += 1
+            if decryptor.unsupported is not None:
+                why = decryptor.unsupported
+                self.undecrypted[why] = self.undecrypted.get(why, 0) + 1
         report = conn.report(self.name, reason)
         if conn.facts.handshake_gap[1] and len(self._gap_warnings) < 8:
             missing = conn.facts.missing_server_key_exchange()
@@ -287,7 +292,28 @@ class CaptureAnalysis:
             return [f"{name}: 0 usable lines{bad}"]
         if self.tls_connections and not self.keys_matched:
             return [f"{name}: no key matched any connection"]
+        if self.undecrypted:
+            return [f"{name}: {_undecrypted_note(self.undecrypted)}"]
         return []
+
+
+def _undecrypted_note(undecrypted: dict[tuple[str, str], int]) -> str:
+    """One line for the connections whose logged keys could not be used: suites grouped by
+    reason ("suites A, B (RC2: not in cryptography)"), then the other reasons."""
+    by_reason: dict[str, list[str]] = {}
+    for (suite, reason) in sorted(undecrypted):
+        by_reason.setdefault(reason, [])
+        if suite:
+            by_reason[reason].append(suite)
+    parts = []
+    for reason, suites in sorted(by_reason.items(), key=lambda kv: (not kv[1], kv[0])):
+        if suites:
+            word = "suite" if len(suites) == 1 else "suites"
+            parts.append(f"{word} {', '.join(suites)} ({reason})")
+        else:
+            parts.append(reason)
+    total = sum(undecrypted.values())
+    return f"{total} connection(s) not decrypted: {'; '.join(parts)}"
 
 
 def analyze(source: str, options: AnalyzerOptions | None = None,

@@ -20,6 +20,7 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
+from tlsprobe import registry
 from tlsprobe.engine import keylog as kl
 from tlsprobe.engine.common import RecordDeprotector
 from tlsprobe.engine.keylog import KeyLog
@@ -30,7 +31,7 @@ from tlsprobe.engine.keyschedule import (
 )
 from tlsprobe.engine.prf import key_block
 from tlsprobe.engine.protection import Tls13Protection, protections_from_key_block
-from tlsprobe.engine.suites import suite_params
+from tlsprobe.engine.suites import protection_params, suite_params, unsupported_reason
 from tlsprobe.offline.facts import CLIENT, SERVER, Facts
 from tlsprobe.session.flow import UndecryptableEarlyData
 
@@ -114,6 +115,8 @@ class Decryptor:
         self.set = set_deprotector
         self.active = False
         self.matched = False  # the key log has secrets for this connection
+        #: why matched keys could not be used: (suite name or "", reason)
+        self.unsupported: tuple[str, str] | None = None
         self._cipher = ""
         self._hash = "sha256"
         self._key_len = 0
@@ -164,16 +167,26 @@ class Decryptor:
         if not secrets:
             return None
         self.matched = True
-        params = suite_params(sh.cipher_suite)
+        if sh.selected_version < 0x0301:
+            self.unsupported = ("", "SSL 3.0 (not supported)")
+            return "SSL 3.0 records are not decrypted (its key derivation is not implemented)"
+        params = protection_params(sh.cipher_suite)
         if params is None:
-            return f"no record protection known for suite 0x{sh.cipher_suite:04x}"
+            reason = unsupported_reason(sh.cipher_suite)
+            self.unsupported = (registry.suite_name(sh.cipher_suite), reason)
+            return (f"no record protection known for suite 0x{sh.cipher_suite:04x} "
+                    f"({reason})")
         try:
             if facts.tls13:
                 hello = facts.client_hellos[-1]
-                return self._tls13(params, secrets, hello.early_data and facts.hrr is None)
-            return self._tls12(params, secrets, facts)
+                problem = self._tls13(params, secrets, hello.early_data and facts.hrr is None)
+            else:
+                problem = self._tls12(params, secrets, facts)
         except ValueError as exc:
-            return f"cannot use the logged keys: {exc}"
+            problem = f"cannot use the logged keys: {exc}"
+        if problem is not None:
+            self.unsupported = ("", problem)
+        return problem
 
     def _tls13(self, params: object, secrets: dict[str, bytes],
                early_data: bool) -> str | None:
