@@ -44,7 +44,13 @@ def test_unreadable_file_is_exit_2_with_one_line(run_cli, tmp_path: Path, conten
     bad = tmp_path / "bad.pcap"
     bad.write_bytes(content)
     code, out, err = run_cli("pcap", *fmt, bad)
-    assert code == 2 and out == ""
+    assert code == 2
+    if fmt:  # JSON: a capture record with the error; the table: nothing on stdout
+        captures = (json.loads(out)["captures"] if fmt == ("--json",)
+                    else [x for x in map(json.loads, out.splitlines()) if x["kind"] == "capture"])
+        assert [(c["file"], c["error"] in err) for c in captures] == [(str(bad), True)]
+    else:
+        assert out == ""
     line = one_line(err)
     assert str(bad) in line and expected in line and "(empty file)" not in line.replace(
         expected, "")

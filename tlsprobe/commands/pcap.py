@@ -9,6 +9,7 @@ still reported).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -65,11 +66,6 @@ def _options(args: argparse.Namespace) -> tuple[Any, Any]:
     if args.details and (args.json or args.jsonl):
         raise UsageError(f"--details and --{'json' if args.json else 'jsonl'} exclude each "
                          "other (the JSON holds every detail)")
-    for path in args.files:
-        # pipes (`<(...)`, FIFOs) and devices are read as streams, as '-' is
-        if path != "-" and (not os.path.exists(path) or os.path.isdir(path)):
-            raise UsageError(f"{path}: no such file" if not os.path.exists(path)
-                             else f"{path}: is a directory")
     if args.files.count("-") > 1:
         raise UsageError("stdin ('-') can be read only once")
     try:
@@ -140,8 +136,11 @@ class _Output:
     written until a capture could be opened."""
 
     def __init__(self, args: argparse.Namespace, out: IO[str]) -> None:
-        from tlsprobe.report.offline_tables import connection_label, connection_row, \
-            render_details
+        from tlsprobe.report.offline_tables import (
+            connection_label,
+            connection_row,
+            render_details,
+        )
         self.args = args
         self.out = out
         self.rows: list[tuple[int, int, int, tuple[str, ...]]] = []
@@ -208,6 +207,8 @@ class _Output:
     def capture(self, summary: dict[str, Any]) -> None:
         self.flush()
         self.file_index += 1
+        if summary.get("error") is not None and (self.args.json or self.args.jsonl):
+            self.begin()  # an unreadable file has a record in the JSON output too
         if self.args.jsonl:
             self.out.write(json.dumps(summary) + "\n")
 
@@ -247,7 +248,8 @@ def _nothing_found(summaries: list[dict[str, Any]]) -> str:
     """The line said instead of an empty table: no TLS at all, or none that the filters
     let through."""
     from tlsprobe.report.offline_tables import plural
-    files = ", ".join(s["file"] for s in summaries)
+    read = [s["file"] for s in summaries if s.get("error") is None]
+    files = ", ".join(read) if len(read) <= 3 else f"{len(read)} files"
     total = sum(s["tls_connections"] for s in summaries)
     if total:
         return (f"0 of {plural(total, 'TLS connection')} in {files} match"
@@ -265,6 +267,7 @@ def run(args: argparse.Namespace) -> int:
     from tlsprobe.capture import CaptureError
     from tlsprobe.offline.analyzer import CaptureAnalysis
     from tlsprobe.offline.stats import Statistics
+    from tlsprobe.report.offline_model import CaptureSummary
     options, flt = _options(args)
     stats = Statistics()
     output = _Output(args, sys.stdout)
@@ -278,22 +281,32 @@ def run(args: argparse.Namespace) -> int:
     try:
         for path in args.files:
             name = "<stdin>" if path == "-" else path
-            try:
-                analysis = CaptureAnalysis(path, options, bar.start(name), display_name=name)
-            except CaptureError as exc:
-                print(f"tlsprobe: {exc}", file=sys.stderr)
+            error = _missing(path)
+            if error is None:
+                try:
+                    analysis = CaptureAnalysis(path, options, bar.start(name),
+                                               display_name=name)
+                except CaptureError as exc:
+                    error = str(exc).removeprefix(f"{name}: ")
+                except OSError as exc:
+                    error = f"cannot open: {exc.strerror or exc}"
+            if error is not None:
+                # one line, a JSON record, and the other files are still read (exit 2)
+                print(f"tlsprobe: {name}: {error}", file=sys.stderr)
                 unreadable = True
-                continue
-            except OSError as exc:
-                print(f"tlsprobe: cannot open {name}: {exc.strerror or exc}", file=sys.stderr)
-                unreadable = True
+                record = CaptureSummary.unreadable(name, error).to_dict()
+                summaries.append(record)
+                output.capture(record)
                 continue
             output.begin()
             reported = 0
             filtering = flt.active
+            reported_ids: set[int] = set()
             for report, trace in analysis:
-                if filtering and not flt.matches(report):
-                    continue
+                if filtering:
+                    if not flt.matches(report):
+                        continue
+                    reported_ids.add(report.id)
                 reported += 1
                 if args.stats:
                     stats.add(report)
@@ -302,6 +315,8 @@ def run(args: argparse.Namespace) -> int:
                 output.report(report, trace)
             summary = analysis.summary
             assert summary is not None  # set when the iteration ends
+            if filtering:  # notes about connections only for those reported
+                summary = dataclasses.replace(summary, notes=analysis.notes_for(reported_ids))
             summary_dict = summary.to_dict()
             summary_dict["reported"] = reported
             summaries.append(summary_dict)
@@ -314,6 +329,18 @@ def run(args: argparse.Namespace) -> int:
     if unreadable:
         return EXIT_USAGE
     return EXIT_BAD_INPUT if broken else EXIT_OK
+
+
+def _missing(path: str) -> str | None:
+    """Why `path` cannot be a capture before opening it: missing, or a directory (pipes,
+    FIFOs and devices are read as streams, as '-' is)."""
+    if path == "-":
+        return None
+    if not os.path.exists(path):
+        return "no such file"
+    if os.path.isdir(path):
+        return "is a directory"
+    return None
 
 
 def _warn(name: str, summary: Any) -> bool:

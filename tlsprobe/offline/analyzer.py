@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from tlsprobe.engine.keylog import KeyLog
 
 SECRETS_TLS_KEYLOG = 0x544C534B
+MAX_GAP_NOTES = 256  # connections whose lost handshake messages are remembered for notes
 
 
 @dataclass
@@ -109,7 +110,8 @@ class CaptureAnalysis:
         self.keylog: KeyLog | None = self.options.keylog
         self.connections = 0
         self.tls_connections = 0
-        self._gap_warnings: list[str] = []  # handshake messages lost in capture gaps
+        #: (connection id, note): handshake messages lost in capture gaps
+        self._gap_warnings: list[tuple[int, str]] = []
         self.keys_matched = 0  # TLS connections the key log had secrets for
         #: why matched keys were not used: (suite name or "", reason) -> connections
         self.undecrypted: dict[tuple[str, str], int] = {}
@@ -161,10 +163,10 @@ class CaptureAnalysis:
                 why = decryptor.unsupported
                 self.undecrypted[why] = self.undecrypted.get(why, 0) + 1
         report = conn.report(self.name, reason)
-        if conn.facts.handshake_gap[1] and len(self._gap_warnings) < 8:
+        if conn.facts.handshake_gap[1] and len(self._gap_warnings) < MAX_GAP_NOTES:
             missing = conn.facts.missing_server_key_exchange()
             if missing is not None:
-                self._gap_warnings.append(f"connection #{conn.key.id}: {missing}")
+                self._gap_warnings.append((report.id, f"connection #{report.id}: {missing}"))
         return tuple.__new__(Analyzed, (report, conn.reader.trace_lines()))  # Analyzed(...)
 
     # -- the loop ------------------------------------------------------------------------
@@ -278,7 +280,14 @@ class CaptureAnalysis:
                                                if t is not None),
             tls_connections=self.tls_connections, reported=0, complete=stats.complete,
             warnings=tuple(str(w) for w in stats.warnings), capture=stats.to_dict(),
-            notes=tuple(self._keylog_warnings()) + tuple(self._gap_warnings))
+            notes=self.notes_for(None))
+
+    def notes_for(self, reported: set[int] | None) -> tuple[str, ...]:
+        """The summary's notes, those about one connection only for the `reported` ids
+        (None: all): a connection the filters left out is not talked about."""
+        gaps = [text for conn_id, text in self._gap_warnings
+                if reported is None or conn_id in reported][:8]
+        return tuple(self._keylog_warnings()) + tuple(gaps)
 
     def _keylog_warnings(self) -> list[str]:
         """A --keylog file that gave nothing: no usable line, or no key for any connection

@@ -56,12 +56,19 @@ def parse_host(text: str) -> tuple[str, int | None]:
     """"10.0.0.1", "::1", "example.com" -> (host, None); "10.0.0.1:443", "[::1]:443",
     "example.com:443" -> (host, port). Raises ValueError with one line."""
     t = text.strip()
+    bare = t[1:-1] if t.startswith("[") and t.endswith("]") else t  # "[::1]" but not "[::1"
     try:
-        return str(ipaddress.ip_address(t.strip("[]"))), None
+        return str(ipaddress.ip_address(bare)), None
     except ValueError:
         pass
+    unbalanced = ValueError(f"--host {text!r}: unbalanced brackets (IPv6 with a port is "
+                            "written [ADDR]:PORT)")
     if t.startswith("["):
         addr, sep, port = t[1:].partition("]:")
+        if not sep or "[" in addr or "]" in addr:
+            raise unbalanced
+    elif "[" in t or "]" in t:
+        raise unbalanced
     elif t.count(":") == 1:
         addr, sep, port = t.partition(":")
     else:

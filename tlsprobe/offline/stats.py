@@ -70,11 +70,11 @@ class Statistics:
 
     @staticmethod
     def _merge(pairs: Iterable[Any], name: Any) -> list[tuple[str, int]]:
-        """(value, count) pairs -> (name, count) rows, most frequent first."""
+        """(value, count) pairs -> (name, count) rows, most frequent first, "(none)" last."""
         out: Counter[str] = Counter()
         for key, n in pairs:
             out[name(key)] += n
-        return out.most_common()
+        return _none_last(out.most_common())
 
     @property
     def versions(self) -> list[tuple[str, int]]:
@@ -99,7 +99,7 @@ class Statistics:
             merged = Counter(dict(rows))
             for how, n in self._resumed_groups.items():
                 merged[f"resumed ({_RESUMED.get(how, how)}), no key exchange"] += n
-            rows = merged.most_common()
+            rows = _none_last(merged.most_common())
         return rows
 
     @property
@@ -124,3 +124,8 @@ class Statistics:
         if alerts:
             out.append(("Alerts", alerts))
         return out
+
+
+def _none_last(rows: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The "(none)" row (no version, suite or group) after every named one."""
+    return sorted(rows, key=lambda row: row[0] == NONE)  # stable: counts order kept

@@ -178,7 +178,9 @@ class CaptureSummary:
     """One capture file: what was read (the capture layer's counters and warnings) and how
     many TLS connections it held. `warnings` are damage to the file (exit 7); `notes` say
     what the analysis could not do with an intact file (a key log that matched nothing,
-    handshake messages the capture missed)."""
+    handshake messages the capture missed). `error` is set, and everything else empty, for
+    a file nothing could be read from (missing, not a capture, unreadable): JSON output
+    then still has a record of it."""
 
     file: str
     file_format: str
@@ -190,6 +192,13 @@ class CaptureSummary:
     warnings: tuple[str, ...] = ()
     capture: dict[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    error: str | None = None
+
+    @classmethod
+    def unreadable(cls, file: str, error: str) -> CaptureSummary:
+        """The record of a file that could not be read at all."""
+        return cls(file=file, file_format="", packets=0, connections=0, tls_connections=0,
+                   reported=0, complete=False, error=error)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": "capture"}
