@@ -188,3 +188,16 @@ def test_none_rows_sort_last_in_stats(run_cli) -> None:
     assert code == 0
     groups = [row["name"] for row in json.loads(out)["stats"]["groups"]]
     assert "(none)" in groups and groups[-1] == "(none)"
+
+
+# -- 5. streamed JSON: every connection says where it starts --------------------------------
+def test_every_json_connection_has_its_first_frame(run_cli) -> None:
+    files = sorted(CAPTURES.glob("*.pcap"))
+    code, out, _err = run_cli("pcap", "--jsonl", *files)
+    assert code == 0
+    conns = [x for x in records(out) if x["kind"] == "connection"]
+    assert len(conns) >= len(files)
+    for c in conns:
+        assert isinstance(c["first_frame"], int) and 1 <= c["first_frame"] <= c["last_frame"]
+    code, out, _err = run_cli("pcap", "--help")
+    assert "first_frame" in out

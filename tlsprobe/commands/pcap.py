@@ -22,9 +22,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", metavar="FILE", nargs="+",
                    help="pcap or pcapng capture (gzip-compressed too); '-' reads stdin")
     o = p.add_argument_group("output")
-    o.add_argument("--json", action="store_true", help="one JSON document")
+    o.add_argument("--json", action="store_true", help="one JSON document; connections "
+                   "in the order they end (streamed), each with its first_frame (the table "
+                   "sorts by file and first frame)")
     o.add_argument("--jsonl", action="store_true", help="JSON lines, one per connection as "
-                   "it ends (streamed), then one per capture")
+                   "it ends (streamed, each with its first_frame), then one per capture "
+                   "(with an \"error\" when the file could not be read)")
     o.add_argument("--details", action="store_true", help="a block per connection with the "
                    "probe's labels instead of the table (with --stats: then the summary; not "
                    "with --json/--jsonl, which hold every detail)")
