@@ -166,15 +166,19 @@ async def _unless_unspoken(run: _Run, version: int, audit: GroupAudit,
     handshake_failure rather than protocol_version): one ordinary hello of that version
     decides, so such a server is "not tested", not "supports no group"."""
     name = registry.version_name(version)
+
+    def unspoken(why: str, extra: int = 0) -> GroupAudit:   # the connections stay counted
+        return replace(audit, spoken=False, method="not_run", supported=(), not_supported=(),
+                       inconclusive=(), notes=(why,), connections=audit.connections + extra)
+
     if audit.spoken is False:
-        return _not_spoken(version, f"not tested: the server does not speak {name}")
+        return unspoken(f"not tested: the server does not speak {name}")
     if audit.supported or spoken is not None:
         return audit
     (support, outcome), = await versions.check_versions(run.runner, (version,))
     run.outcomes.append(outcome)
     if support.status == "not_supported":
-        return _not_spoken(version, f"not tested: the server does not speak {name} "
-                                    f"({support.detail})")
+        return unspoken(f"not tested: the server does not speak {name} ({support.detail})", 1)
     return audit
 
 
