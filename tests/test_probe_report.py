@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives.asymmetric import dh
 
 from tlsprobe import kex
 from tlsprobe.engine.config import TLS12, ClientConfig
-from tlsprobe.kex import dhe
+from tlsprobe.kex import ffdh
 from tlsprobe.probes.timing import time_handshake
 
 # A 1024-bit safe prime made with `openssl dhparam 1024`: unknown to OpenSSL's named groups,
@@ -49,17 +49,26 @@ def dh1024_file(tmp_path: Path) -> Path:
 # -- 1. the prime check is made once per prime, not in every timed handshake ---------------
 def test_unknown_prime_is_checked_once_and_still_refused_when_bad():
     p, g = _dh1024()
-    dhe._CHECKED.pop((p, g), None)
-    first = dhe.dhe_share(p, g)
-    assert isinstance(first, dhe.CheckedDHShare) and (p, g) in dhe._CHECKED
-    server = kex.DHShare(p, g)   # the peer, through cryptography
-    assert first.premaster_secret(server.public) == server.premaster_secret(first.public)
+    ffdh.checked_parameters.cache_clear()
+    first = kex.DHShare(p, g)
+    hits = ffdh.checked_parameters.cache_info().hits
+    kex.DHShare(p, g)
+    assert ffdh.checked_parameters.cache_info().hits == hits + 1   # not checked again
+    # the peer, through cryptography's own exchange: the pow path agrees with it
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        peer = dh.DHParameterNumbers(p, g).parameters().generate_private_key()
+        ours = dh.DHPublicNumbers(int.from_bytes(first.public, "big"),
+                                  dh.DHParameterNumbers(p, g)).public_key()
+        expected = peer.exchange(ours).lstrip(b"\x00")
+    peer_public = peer.public_key().public_numbers().y.to_bytes(128, "big")
+    assert first.premaster_secret(peer_public) == expected
     with pytest.raises(kex.InvalidShare):
-        dhe.dhe_share(p, g).premaster_secret((p - 1).to_bytes(128, "big"))
+        kex.DHShare(p, g).premaster_secret((p - 1).to_bytes(128, "big"))
     for _ in range(2):   # a composite "prime" is refused, the refusal cached
         with pytest.raises(kex.UnsupportedGroup, match="refuses these parameters"):
-            dhe.dhe_share(p + 2, g)
-    assert isinstance(dhe._CHECKED[(p + 2, g)], kex.UnsupportedGroup)
+            kex.DHShare(p + 2, g)
+    assert isinstance(ffdh.checked_parameters(p + 2, g), str)
 
 
 def test_timed_dhe_handshake_does_not_pay_for_the_prime_check(tls_server, dh1024_file):

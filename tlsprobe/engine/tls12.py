@@ -37,7 +37,6 @@ from tlsprobe.engine.verify import (
     verify_legacy,
     verify_scheme,
 )
-from tlsprobe.kex.dhe import dhe_share
 from tlsprobe.registry import HandshakeType as HT
 from tlsprobe.session.flow import MessageEvent
 from tlsprobe.wire.certificate import Certificate
@@ -245,8 +244,8 @@ class Tls12Client:
                             "which was not offered")
                 share: kex.KeyShare = kex.generate(group)
             else:
-                share = dhe_share(int.from_bytes(ske.dh_p or b"", "big"),
-                                  int.from_bytes(ske.dh_g or b"", "big"))
+                share = kex.DHShare(int.from_bytes(ske.dh_p or b"", "big"),
+                                    int.from_bytes(ske.dh_g or b"", "big"))
             premaster = share.premaster_secret(ske.public)
         except kex.UnsupportedGroup as exc:
             hs.stop_incomplete(str(exc))

@@ -11,13 +11,27 @@ Peer values must satisfy 1 < Y < p-1 (RFC 7919 section 5.1). `cryptography` refu
 parameters (p under 512 bits, or a p it cannot validate without q, e.g. `-dsaparam`
 primes); those end in `UnsupportedGroup` with the reason. It also warns that finite-field
 DH is deprecated; the warning is silenced here because probing DHE servers is our job.
+
+Primes OpenSSL does not know, and the one stated exception to "all cryptography through
+cryptography": cryptography validates (p, g) with OpenSSL's DH_check each time it loads the
+parameters or a public key on them, which costs tens of milliseconds at 1024 bits and
+seconds at 4096, per handshake; handshake timing would then rank the group by our own
+validation. So parameters are validated once per (p, g) (through cryptography, the verdict
+cached) and our key pair comes from the cached parameters. For a well-known prime (RFC 7919,
+3526, 5114: OpenSSL checks those at no cost) the secret is computed by cryptography; for any
+other it is one modular exponentiation in Python, after the same range and small-subgroup
+checks. Our exponent is ephemeral and used once, so Python's non-constant-time `pow`
+exposes nothing an attacker could collect.
 """
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import lru_cache
+from importlib import resources
 
 from cryptography.hazmat.primitives.asymmetric import dh
 from cryptography.utils import CryptographyDeprecationWarning
@@ -34,6 +48,25 @@ def _quiet() -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CryptographyDeprecationWarning)
         yield
+
+
+@lru_cache(maxsize=1)
+def known_dh_primes() -> dict[int, str]:
+    """The well-known primes (tlsprobe/data/known_dh_primes.json: RFC 7919 FFDHE, RFC 3526
+    MODP, RFC 5114), prime -> name ('ffdhe2048', 'modp_2048', 'dh_2048_256', ...)."""
+    text = resources.files("tlsprobe.data").joinpath("known_dh_primes.json").read_text()
+    return {int(row["p"], 16): name for name, row in json.loads(text).items()}
+
+
+@lru_cache(maxsize=32)
+def checked_parameters(p: int, g: int) -> dh.DHParameters | str:
+    """cryptography's parameters for (p, g), validated once per pair; the reason when
+    cryptography refuses them (the refusal is cached too)."""
+    try:
+        with _quiet():
+            return dh.DHParameterNumbers(p, g).parameters()
+    except ValueError as exc:
+        return str(exc)
 
 
 def _strip(secret: bytes) -> bytes:
@@ -76,14 +109,16 @@ class DHShare(KeyShare):
         self.name = name
         self.p_size = (p.bit_length() + 7) // 8
         self._check_parameters()
-        try:
-            with _quiet():
-                self._numbers = dh.DHParameterNumbers(p, g)
-                self._private = self._numbers.parameters().generate_private_key()
-        except ValueError as exc:
+        parameters = checked_parameters(p, g)
+        if isinstance(parameters, str):
             raise UnsupportedGroup(
-                f"{name}: cryptography refuses these parameters ({exc}); p of "
-                f"{p.bit_length()} bits may not be a safe prime", group or None) from None
+                f"{name}: cryptography refuses these parameters ({parameters}); p of "
+                f"{p.bit_length()} bits may not be a safe prime", group or None)
+        with _quiet():
+            self._private = parameters.generate_private_key()
+        self._numbers = parameters.parameter_numbers()
+        # unknown prime: the secret by pow (see the module docstring), else cryptography
+        self._x = None if p in known_dh_primes() else self._private.private_numbers().x
         y = self._private.public_key().public_numbers().y
         self.public = y.to_bytes(self.p_size, "big")
 
@@ -111,13 +146,18 @@ class DHShare(KeyShare):
         return check_dh_public(self.name, self.group, self.p, peer, exact_size=exact_size)
 
     def _exchange(self, y: int) -> bytes:
-        try:
-            with _quiet():
-                secret = self._private.exchange(dh.DHPublicNumbers(y, self._numbers).public_key())
-        except ValueError as exc:
-            raise InvalidShare(f"{self.name}: DH computation failed ({exc})",
-                               self.group or None) from None
-        z = int.from_bytes(secret, "big")
+        if self._x is not None:
+            z = pow(y, self._x, self.p)
+            secret = z.to_bytes(self.p_size, "big")
+        else:
+            try:
+                with _quiet():
+                    secret = self._private.exchange(
+                        dh.DHPublicNumbers(y, self._numbers).public_key())
+            except ValueError as exc:
+                raise InvalidShare(f"{self.name}: DH computation failed ({exc})",
+                                   self.group or None) from None
+            z = int.from_bytes(secret, "big")
         if z in (1, self.p - 1):
             raise InvalidShare(f"{self.name}: peer value lies in a small subgroup",
                                self.group or None)

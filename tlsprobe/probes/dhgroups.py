@@ -6,17 +6,9 @@ MODP groups and the RFC 5114 groups, copied from the project's lab notes (prime 
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
-from importlib import resources
-
-
-@lru_cache(maxsize=1)
-def _table() -> dict[int, str]:
-    text = resources.files("tlsprobe.data").joinpath("known_dh_primes.json").read_text()
-    return {int(row["p"], 16): name for name, row in json.loads(text).items()}
+from tlsprobe.kex.ffdh import known_dh_primes
 
 
 def dh_group_name(p: int) -> str | None:
     """'ffdhe2048', 'modp_2048', 'dh_2048_256', ... or None for an unknown prime."""
-    return _table().get(p)
+    return known_dh_primes().get(p)
