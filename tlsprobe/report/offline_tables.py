@@ -193,15 +193,8 @@ def _state(r: ConnectionReport) -> str:
 
 
 def render_details(r: ConnectionReport, out: IO[str]) -> None:
-    from rich.table import Table
-
-    from tlsprobe.report.tables import print_renderable
-    table = Table.grid(padding=(0, 2))
-    table.add_column(style="bold")
-    table.add_column()
-    for label, value in connection_rows(r):
-        table.add_row(label, value)
-    print_renderable(table, out)
+    from tlsprobe.report.tables import render_rows
+    render_rows(connection_rows(r), out)
 
 
 def render_stats(tables: list[tuple[str, list[tuple[str, int]]]], total: int,

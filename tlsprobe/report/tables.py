@@ -158,10 +158,15 @@ def session_rows(r: ProbeResult) -> list[tuple[str, str]]:
 
 
 def render_probe(r: ProbeResult, out: IO[str]) -> None:
+    render_rows(probe_rows(r), out)
+
+
+def render_rows(rows: list[tuple[str, str]], out: IO[str]) -> None:
+    """Label / value rows as the probe summary prints them (also the pcap --details block)."""
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
     table.add_column()
-    for label, value in probe_rows(r):
+    for label, value in rows:
         table.add_row(label, value)
     print_renderable(table, out)
 
