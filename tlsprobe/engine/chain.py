@@ -302,3 +302,17 @@ def _verify_chain(ders: list[bytes], hostname: str | None,
         return ChainResult(V_OK, no_san)
     code, reason = _chain_code(chain, anchors, now)
     return ChainResult(code, _join(reason or chain_problem, no_san))
+
+
+def verify_with_store(ders: list[bytes], hostname: str | None,
+                      cafile: str | None) -> tuple[str | None, ChainResult | str]:
+    """`verify_chain` against `cafile`, else the system bundle: (the trust store used, the
+    result), or the reason no trust store could be used in place of the result."""
+    path = cafile or default_cafile()
+    if path is None:
+        return None, "no trust store found (use --cafile)"
+    try:
+        anchors = load_trust_store(path)
+    except (OSError, ValueError) as exc:
+        return path, f"cannot read trust store: {exc}"
+    return path, verify_chain(ders, hostname, anchors)

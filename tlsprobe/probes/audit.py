@@ -230,17 +230,10 @@ def _finish(report: AuditReport, run: _Run, started: float,
 def trust_check(chain: list[bytes], hostname: str, cafile: str | None) -> TrustCheck:
     """The chain (leaf first) checked against `cafile` (else the system bundle) and
     `hostname`, with tlsprobe.engine.chain like `tlsprobe probe`; a value, never raises."""
-    from tlsprobe.engine.chain import REASONS, default_cafile, load_trust_store, verify_chain
-    path = cafile or default_cafile()
-    if path is None:
-        return TrustCheck("not_checked", detail="no trust store found (use --cafile)",
-                          hostname=hostname)
-    try:
-        anchors = load_trust_store(path)
-    except (OSError, ValueError) as exc:
-        return TrustCheck("not_checked", detail=f"cannot read trust store: {exc}",
-                          hostname=hostname, trust_store=path)
-    result = verify_chain(chain, hostname, anchors)
+    from tlsprobe.engine.chain import REASONS, verify_with_store
+    path, result = verify_with_store(chain, hostname, cafile)
+    if isinstance(result, str):
+        return TrustCheck("not_checked", detail=result, hostname=hostname, trust_store=path)
     return TrustCheck("trusted" if result.ok else "untrusted", result.code,
                       REASONS.get(result.code, result.reason), result.detail or "", hostname,
                       result.hostname_ok, path)

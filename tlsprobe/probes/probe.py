@@ -177,16 +177,11 @@ def verification_of(engine: ClientHandshake, target: Target,
         return None
     if not options.verify:
         return SKIPPED
-    from tlsprobe.engine.chain import default_cafile, load_trust_store, verify_chain
-    path = options.cafile or default_cafile()
-    if path is None:
-        return Verification(False, "no trust store found (use --cafile)")
-    try:
-        anchors = load_trust_store(path)
-    except (OSError, ValueError) as exc:
-        return Verification(False, f"cannot read trust store: {exc}")
-    outcome = verify_chain(engine.certificates, engine.config.server_name or target.host,
-                           anchors)
+    from tlsprobe.engine.chain import verify_with_store
+    _, outcome = verify_with_store(engine.certificates,
+                                   engine.config.server_name or target.host, options.cafile)
+    if isinstance(outcome, str):
+        return Verification(False, outcome)
     return Verification(outcome.ok, outcome.message, outcome.hostname_ok, outcome.code)
 
 
