@@ -325,18 +325,9 @@ def timing_args(args: argparse.Namespace) -> argparse.Namespace:
 
 def _check_files(args: argparse.Namespace) -> None:
     """Fail before connecting when an input or output file cannot be used."""
-    if args.cafile is not None:
-        if not os.path.isfile(args.cafile):
-            raise UsageError(f"--cafile {args.cafile}: no such file")
-        if not args.no_verify:
-            from tlsprobe.engine.chain import load_trust_store
-            try:
-                load_trust_store(args.cafile)
-            except OSError as exc:
-                raise UsageError(f"--cafile {args.cafile}: {exc.strerror or exc}") from None
-            except ValueError:
-                raise UsageError(f"--cafile {args.cafile}: no certificates found (a PEM "
-                                 "bundle or one DER certificate is expected)") from None
+    if args.cafile is not None:   # its contents matter only when the chain is checked
+        from tlsprobe.engine.chain import check_cafile
+        check_cafile(args.cafile, contents=not args.no_verify)
     for option, path in (("--keylog", args.keylog), ("--pcap-out", args.pcap_out)):
         if path is None:
             continue

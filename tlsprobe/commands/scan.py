@@ -155,13 +155,8 @@ def _validate(args: argparse.Namespace) -> None:
     if args.no_sni and args.sni is not None:
         raise UsageError("--sni and --no-sni cannot be combined")
     if args.cafile:
-        from tlsprobe.engine.chain import load_trust_store
-        try:
-            load_trust_store(args.cafile)
-        except OSError as exc:
-            raise UsageError(f"--cafile: cannot read {args.cafile}: {exc.strerror}") from None
-        except ValueError as exc:
-            raise UsageError(f"--cafile: {exc}") from None
+        from tlsprobe.engine.chain import check_cafile
+        check_cafile(args.cafile)
 
 
 def exit_code(reports: list[AuditReport], fail_on: str | None) -> int:

@@ -22,6 +22,8 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509 import verification as xv
 
+from tlsprobe.errors import UsageError
+
 SYSTEM_CAFILES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
                   "/etc/ssl/cert.pem")
 
@@ -316,3 +318,20 @@ def verify_with_store(ders: list[bytes], hostname: str | None,
     except (OSError, ValueError) as exc:
         return path, f"cannot read trust store: {exc}"
     return path, verify_chain(ders, hostname, anchors)
+
+
+def check_cafile(path: str, *, contents: bool = True) -> None:
+    """A usage error (before any connection) when `path` cannot serve as `--cafile`: not a
+    file, or (with `contents`) unreadable or without a certificate."""
+    if not os.path.isfile(path):
+        raise UsageError(f"--cafile {path}: "
+                         + ("is a directory" if os.path.isdir(path) else "no such file"))
+    if not contents:
+        return
+    try:
+        load_trust_store(path)
+    except OSError as exc:
+        raise UsageError(f"--cafile {path}: {exc.strerror or exc}") from None
+    except ValueError:
+        raise UsageError(f"--cafile {path}: no certificates found (a PEM bundle or one DER "
+                         "certificate is expected)") from None
