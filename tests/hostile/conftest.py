@@ -4,9 +4,13 @@
   127.0.0.1); `hostile_server.serve(script) -> Listener` (`.port`, `.log`, `.connections`).
   Every listener and connection is closed at the end of the session.
 - `hostile_jobs` (session): every child-process run the collected hostile test modules plan
-  (their `hostile_plan(tmp_dir)`), started at once on one pool so that the probes' and the audits'
-  timeout waits overlap; `hostile_jobs.result(key) -> (ProbeOutcome, Listener)`; `hostile_jobs.dirs[module]` is
-  the temp dir each module's children ran in.
+  (their `hostile_plan(tmp_dir)`), queued on one small pool so that the probes' and the
+  audits' timeout waits overlap; `hostile_jobs.result(key) -> (ProbeOutcome, Listener)`;
+  `hostile_jobs.dirs[module]` is the temp dir each module's children ran in.
+
+Each test waits for its own job only: `result(key)` takes a job the pool has not started yet
+and runs it in the test itself, so a test's time (and its pytest timeout) covers at most one
+child run, however busy the machine and however long the queue ahead of it.
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from .server import HostileServer, Listener
 
 #: (key, scenario, run(listener) -> outcome, slow): one child process per job
 Job = tuple[str, Scenario, Callable[[Listener], ProbeOutcome], bool]
-WORKERS = 6
+WORKERS = 4
 
 
 class JobBoard:
@@ -30,16 +34,23 @@ class JobBoard:
         self.server = server
         self.pool = ThreadPoolExecutor(max_workers=WORKERS)
         self.futures: dict[str, tuple[Future[ProbeOutcome], Listener]] = {}
+        self.runs: dict[str, Callable[[Listener], ProbeOutcome]] = {}
+        self.done: dict[str, ProbeOutcome] = {}
         self.dirs: dict[str, Path] = {}  # module short name -> its temp dir
 
     def submit(self, jobs: list[Job]) -> None:
         for key, sc, run, _ in sorted(jobs, key=lambda job: not job[3]):  # slow ones first
             listener = self.server.serve(sc.script)
+            self.runs[key] = run
             self.futures[key] = (self.pool.submit(run, listener), listener)
 
     def result(self, key: str) -> tuple[ProbeOutcome, Listener]:
         future, listener = self.futures[key]
-        return future.result(), listener
+        if key not in self.done:
+            # not started yet: run it here rather than wait behind the rest of the queue
+            self.done[key] = (self.runs[key](listener) if future.cancel()
+                              else future.result())
+        return self.done[key], listener
 
 
 @pytest.fixture(scope="session")

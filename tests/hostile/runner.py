@@ -27,6 +27,8 @@ class ProbeOutcome:
     elapsed: float
     max_rss_kib: int
     cpu_seconds: float = 0.0   # user + system time of the child
+    started: float = 0.0       # time.monotonic() when the child was started
+    ended: float = 0.0         # time.monotonic() when it was seen to exit (or was killed)
 
     @property
     def python_warnings(self) -> list[str]:
@@ -46,6 +48,12 @@ class ProbeOutcome:
             if line.strip() and not skip_next:
                 lines.append(line)
         return lines
+
+    def after(self, moment: float) -> float:
+        """Seconds from `moment` (a time.monotonic() reading, e.g. when the server accepted
+        the child's first connection) to the child's exit: the part of its run that its own
+        deadlines bound, without the interpreter's start-up, which a busy machine stretches."""
+        return self.ended - max(moment, self.started)
 
     @property
     def command(self) -> str:
@@ -73,11 +81,12 @@ def run_tlsprobe(*args: str, hard_timeout: float = 20.0, cwd: str | None = None)
                 hung = True
                 break
             time.sleep(0.02)
-        elapsed = time.monotonic() - start
+        ended = time.monotonic()
+        elapsed = ended - start
         proc.returncode = os.waitstatus_to_exitcode(status)  # keep Popen from reaping again
         out.seek(0)
         err.seek(0)
         return ProbeOutcome(tuple(args), None if hung else proc.returncode,
                             out.read().decode("utf-8", "replace"),
                             err.read().decode("utf-8", "replace"), elapsed, rusage.ru_maxrss,
-                            rusage.ru_utime + rusage.ru_stime)
+                            rusage.ru_utime + rusage.ru_stime, start, ended)

@@ -10,6 +10,7 @@ if the client never goes away. What happened is kept per listener in `Listener.l
 from __future__ import annotations
 
 import asyncio
+import select
 import socket
 import struct
 import threading
@@ -144,10 +145,23 @@ class Conn:
         `seconds` pass. With `watch`, what the client sends is read and dropped (so its close
         is seen and the connection counts as closed); without, nothing is read at all."""
         if not watch:
-            await asyncio.sleep(seconds)
+            await self._hold_unread(seconds)
             return
         if await self.wait_closed_by_client(seconds):
             raise ScriptDone("client closed")
+
+    async def _hold_unread(self, seconds: float) -> None:
+        """Sleep without reading a byte, but notice the client's close (POLLRDHUP on the raw
+        socket), so that the connection's span ends when the client gave up."""
+        sock = self.writer.get_extra_info("socket")
+        poller = select.poll()
+        if sock is not None:
+            poller.register(sock.fileno(), select.POLLRDHUP | select.POLLHUP | select.POLLERR)
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            if sock is not None and poller.poll(0):
+                raise ScriptDone("client closed (seen without reading)")
+            await asyncio.sleep(0.05)
 
     # -- ending --------------------------------------------------------------------------
     def close(self) -> None:
@@ -172,6 +186,15 @@ class Listener:
     log: list[str] = field(default_factory=list)
     connections: int = 0
     spans: list[tuple[float, float]] = field(default_factory=list)  # (accepted, ended)
+    accepted: list[float] = field(default_factory=list)  # accept times, in order
+
+    def first_accept(self) -> float | None:
+        """time.monotonic() when the first connection was accepted (None: none yet)."""
+        return self.accepted[0] if self.accepted else None
+
+    def last_end(self) -> float:
+        """time.monotonic() when the last finished connection ended (inf: none ended)."""
+        return max((end for _, end in self.spans), default=float("inf"))
 
     def max_concurrent(self, slack: float = 0.05) -> int:
         """Most connections open at once, from the finished ones' spans. The server sees a
@@ -211,6 +234,7 @@ class HostileServer:
             listener = holder[0]
             listener.connections += 1
             conn = Conn(reader, writer, listener.log)
+            listener.accepted.append(conn.started)
             try:
                 await asyncio.wait_for(script(conn), MAX_SCRIPT_SECONDS)
             except ScriptDone as exc:
