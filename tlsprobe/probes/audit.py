@@ -100,7 +100,8 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
                          policies=tuple(p.name for p in options.policies))
     spoken: set[int] | None = None
     if checks & {"versions", "suites", "sigalgs", "cert"}:
-        results = await versions.check_versions(run.runner, options.versions)
+        required = frozenset(v for p in options.policies for v in p.required_versions)
+        results = await versions.check_versions(run.runner, options.versions, required)
         run.done("versions")
         vs = [v for v, _ in results]
         run.outcomes += [o for _, o in results]

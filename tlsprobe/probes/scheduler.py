@@ -17,12 +17,12 @@ import asyncio
 import random
 import socket
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from collections.abc import Callable
 
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
-from tlsprobe.engine.config import ClientConfig
+from tlsprobe.engine.config import ClientConfig, conformant_shares
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes.dhgroups import dh_group_name
 from tlsprobe.registry import HandshakeType
@@ -304,7 +304,6 @@ def _version(hs: ClientHandshake) -> int:
 
 
 def _with_attempts(outcome: Outcome, attempts: int) -> Outcome:
-    from dataclasses import replace
     return outcome if attempts == 1 else replace(outcome, attempts=attempts)
 
 
@@ -367,10 +366,16 @@ class TargetRunner:
     server_name: str | None = None
 
     def config(self, versions: tuple[int, ...], **kw: object) -> ClientConfig:
-        """A ClientConfig for an audit connection: no ALPN, every signature scheme."""
+        """A ClientConfig for an audit connection: no ALPN, every signature scheme, and the
+        key shares in the order of supported_groups (RFC 8446 section 4.2.8; a server may
+        refuse anything else, which would then be mistaken for an answer to the question)."""
         kw.setdefault("signature_algorithms", broad_sigalgs())
         kw.setdefault("alpn", ())
-        return ClientConfig(server_name=self.server_name, versions=versions, **kw)  # type: ignore[arg-type]
+        config = ClientConfig(server_name=self.server_name, versions=versions, **kw)  # type: ignore[arg-type]
+        if config.key_share_groups:
+            config = replace(config, key_share_groups=conformant_shares(
+                config.offered_groups(), config.key_share_groups))
+        return config
 
     async def run(self, config: ClientConfig, phase: str, stop: str = STOP_HELLO) -> Outcome:
         return await self.scheduler.run(self.target, Job(config, phase, stop))
