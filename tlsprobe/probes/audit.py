@@ -22,8 +22,8 @@ from tlsprobe.net.tcp import Target
 from tlsprobe.probes import ciphers, groups, pq, sigalgs, versions
 from tlsprobe.probes.facts import certificate_info
 from tlsprobe.probes.scheduler import Outcome, Scheduler, TargetRunner
-from tlsprobe.report.audit_model import (AuditReport, GroupAudit, SigalgAudit, SuiteAudit,
-                                         TrustCheck, VersionSupport)
+from tlsprobe.report.audit_model import (AuditReport, GroupAudit, PqVerdict, SigalgAudit,
+                                         SuiteAudit, TrustCheck, VersionSupport)
 from tlsprobe.report.model import Codepoint
 from tlsprobe.report.policy import Policy, findings_for
 
@@ -63,6 +63,7 @@ class _Run:
     options: AuditOptions
     on_phase: PhaseHook | None
     outcomes: list[Outcome] = field(default_factory=list)
+    unsure: dict[int, str] = field(default_factory=dict)   # version -> why it is not known
 
     def done(self, phase: str) -> None:
         if self.on_phase is not None:
@@ -71,6 +72,16 @@ class _Run:
 
 def _not_spoken(version: int, why: str) -> GroupAudit:
     return GroupAudit(version=Codepoint.version(version), spoken=False, method="not_run",
+                      notes=(why,))
+
+
+def _unsure(v: VersionSupport) -> str:
+    """The note of every section of a version whose support was not established."""
+    return f"not tested: {v.version.name} support is inconclusive ({v.detail})"
+
+
+def _not_known(version: int, why: str) -> GroupAudit:
+    return GroupAudit(version=Codepoint.version(version), spoken=None, method="not_run",
                       notes=(why,))
 
 
@@ -110,13 +121,21 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
         if failed is not None:
             return _finish(report, run, started, error=failed)
         spoken = {v.version.id for v in vs if v.status == "supported"}
+        run.unsure = {v.version.id: _unsure(v) for v in vs if v.status != "not_supported"
+                      and v.version.id not in spoken}
     tasks: list[Awaitable[AuditReport]] = []
     if "groups" in checks or "pq" in checks:
         tasks.append(_groups_and_pq(run, spoken, checks))
     if "suites" in checks and spoken is not None:
         tasks += [_suites(run, v) for v in (TLS13, TLS12, TLS11, TLS10, SSL30) if v in spoken]
+        report = replace(report, suites=tuple(
+            SuiteAudit(Codepoint.version(v), complete=False, notes=(why,))
+            for v, why in run.unsure.items()))
     if "sigalgs" in checks and spoken is not None:
         tasks += [_sigalgs(run, v) for v in (TLS13, TLS12) if v in spoken]
+        report = replace(report, signature_schemes=tuple(
+            SigalgAudit(Codepoint.version(v), "inconclusive", reason=why)
+            for v, why in run.unsure.items() if v in (TLS13, TLS12)))
     parts = await asyncio.gather(*tasks)
     for part in parts:
         report = _merge(report, part)
@@ -135,6 +154,8 @@ async def _groups_and_pq(run: _Run, spoken: set[int] | None, checks: set[str]) -
     extra = run.options.extra_groups
 
     async def g13() -> GroupAudit | None:
+        if TLS13 in run.unsure:
+            return _not_known(TLS13, run.unsure[TLS13])
         if spoken is not None and TLS13 not in spoken:
             return _not_spoken(TLS13, "not tested: the server does not speak TLS 1.3")
         if "groups" not in checks:
@@ -145,6 +166,8 @@ async def _groups_and_pq(run: _Run, spoken: set[int] | None, checks: set[str]) -
     async def g12() -> GroupAudit | None:
         if "groups" not in checks:
             return None
+        if TLS12 in run.unsure:
+            return _not_known(TLS12, run.unsure[TLS12])
         if spoken is not None and TLS12 not in spoken:
             return _not_spoken(TLS12, "not tested: the server does not speak TLS 1.2")
         audit = await groups.tls12_groups(run.runner, groups.candidate_groups(TLS12, extra))
@@ -154,7 +177,10 @@ async def _groups_and_pq(run: _Run, spoken: set[int] | None, checks: set[str]) -
     run.done("groups")
     found = tuple(a for a in (a13, a12) if a is not None)
     verdicts: tuple = ()
-    if "pq" in checks and (a13 is None or a13.spoken is not False):
+    if "pq" in checks and TLS13 in run.unsure:
+        verdicts = tuple(PqVerdict(check, subject, "inconclusive", run.unsure[TLS13])
+                         for check, subject in pq.CHECKS)
+    elif "pq" in checks and (a13 is None or a13.spoken is not False):
         verdicts = await pq.pq_verdicts(run.runner, a13 if a13 and "groups" in checks else None)
         run.done("pq")
     return replace(part, groups=found if "groups" in checks else (), post_quantum=verdicts)

@@ -67,6 +67,7 @@ class Outcome:
     reason: str = ""
     attempts: int = 1
     decrypted: bool = False         # the TLS 1.3 encrypted flight was decrypted
+    confirmed: bool = False         # a refusal seen on a second connection too
 
     @property
     def answered(self) -> bool:
@@ -147,7 +148,8 @@ class Scheduler:
                     last = str(exc)
                     continue
             return _with_attempts(outcome, attempt + 1)
-        return Outcome(INCONCLUSIVE, reason=f"{last} (after {self.retries + 1} attempts)",
+        tries = f"{self.retries + 1} attempts" if self.retries else "1 attempt, no retries"
+        return Outcome(INCONCLUSIVE, reason=f"{last} (after {tries})",
                        attempts=self.retries + 1)
 
     async def _pace(self, host: str) -> None:
@@ -364,6 +366,7 @@ class TargetRunner:
     target: Target
     scheduler: Scheduler
     server_name: str | None = None
+    disagreements: list[str] = field(default_factory=list)
 
     def config(self, versions: tuple[int, ...], **kw: object) -> ClientConfig:
         """A ClientConfig for an audit connection: no ALPN, every signature scheme, and the
@@ -377,8 +380,29 @@ class TargetRunner:
                 config.offered_groups(), config.key_share_groups))
         return config
 
-    async def run(self, config: ClientConfig, phase: str, stop: str = STOP_HELLO) -> Outcome:
-        return await self.scheduler.run(self.target, Job(config, phase, stop))
+    async def run(self, config: ClientConfig, phase: str, stop: str = STOP_HELLO, *,
+                  confirm: bool | None = None) -> Outcome:
+        """One connection's answer. A refusal is asked again once on a second connection
+        when it is a bare close (a flaky network or a middlebox drops connections that way,
+        so it proves nothing alone), with `confirm` True always (a negative verdict that can
+        fail CI), with False never (the caller confirms otherwise). Refused again: that
+        refusal, `confirmed`. Answered: the answer (a real alert answered differently is
+        noted in `disagreements`). Else inconclusive."""
+        job = Job(config, phase, stop)
+        out = await self.scheduler.run(self.target, job)
+        again_if = out.status == CLOSED if confirm is None else confirm
+        if not out.refused or not again_if:
+            return out
+        again = await self.scheduler.run(self.target, job)
+        if again.refused:
+            return replace(again, confirmed=True)
+        if again.answered:
+            if out.status == ALERT:
+                self.disagreements.append(f"{phase}: the same hello got {out.describe()}, "
+                                          f"then {again.describe()}")
+            return again
+        return replace(again, reason=f"{out.describe()}, then on a second connection: "
+                       f"{again.describe()}")
 
     def connections(self, phase: str) -> int:
         return self.scheduler.connections[(self.target.display, phase)]

@@ -50,13 +50,14 @@ async def check_version(run: TargetRunner, version: int, confirm: frozenset[int]
                             key_share_groups=COMMON_SHARES,
                             cipher_suites_13=tuple(registry.suites_for_version(TLS13)),
                             cipher_suites_12=tuple(registry.suites_for_version(TLS12)))
-        out = await run.run(config, PHASE, STOP_HELLO)
+        out = await run.run(config, PHASE, STOP_HELLO, confirm=False)
     else:
         groups = candidate_groups(TLS12)
         config = run.config((version,), groups=tuple(groups),
                             cipher_suites_12=tuple(registry.suites_for_version(version)))
-        out = await run.run(config, PHASE, STOP_FLIGHT)
+        out = await run.run(config, PHASE, STOP_FLIGHT, confirm=False)
     verdict = _verdict(version, out)
+    # A bare close is always doubtful (alert None): it may be the network's, not the server's.
     if verdict.status == "not_supported" and out.refused and _doubtful(version, out, confirm):
         return await _confirm(run, version, out)
     return verdict, out

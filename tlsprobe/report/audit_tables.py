@@ -124,8 +124,9 @@ def pq_section(r: AuditReport) -> RenderableType:
 def suite_section(s: SuiteAudit) -> RenderableType:
     head = f"Cipher suites, {s.version.name} ({conns(s.connections)})"
     if not s.supported:
-        return Group(_title(head), Text("none accepted" + ("" if s.complete else
-                                                           " (not established)")), Text(""))
+        return Group(_title(head), Text("none accepted" if s.complete else "not established",
+                                        style="" if s.complete else "yellow"),
+                     *[Text(f"note: {n}", style="dim") for n in s.notes], Text(""))
     table = _table("#", "Cipher suite", "OpenSSL name")
     for i, c in enumerate(s.supported, 1):
         table.add_row(str(i), f"{c.iana_name} ({c.hex})", c.openssl_name or "")
@@ -139,7 +140,10 @@ def suite_section(s: SuiteAudit) -> RenderableType:
 def sigalg_section(s: SigalgAudit) -> RenderableType:
     head = f"Signature schemes, {s.version.name} ({conns(s.connections)})"
     if s.status != "established":
-        return Group(_title(head), Text(f"{s.status.replace('_', ' ')}: {s.reason}"), Text(""))
+        found = [Text("found before it stopped: " + ", ".join(c.name for c in s.supported))] \
+            if s.supported else []
+        return Group(_title(head), Text(f"{s.status.replace('_', ' ')}: {s.reason}"), *found,
+                     Text(""))
     text = ", ".join(c.name for c in s.supported) or "(none)"
     parts: list[RenderableType] = [_title(head), Text(text), Text(f"Order: {order_text(s.order)}")]
     if s.reason:
