@@ -159,3 +159,58 @@ def test_regular_faults_never_produce_failing_findings_the_clean_scan_lacks(prox
     worse = {(f.code, f.message) for f in r.findings if f.severity in ("medium", "high")} - \
         {(f.code, f.message) for f in clean.findings}
     assert not worse
+
+
+# -- several servers behind one name -----------------------------------------------------------
+BACKEND_A = dict(groups="X25519:P-256", ciphersuites="TLS_AES_128_GCM_SHA256",
+                 ciphers="ECDHE-RSA-AES128-GCM-SHA256")
+BACKEND_B = dict(groups="P-384", ciphersuites="TLS_AES_256_GCM_SHA384",
+                 ciphers="ECDHE-RSA-AES256-GCM-SHA384")
+
+
+@pytest.fixture
+def balanced(server_cache):
+    """A proxy alternating connections between two openssl s_server backends."""
+    started: list[FaultProxy] = []
+
+    def start(a: dict, b: dict) -> FaultProxy:
+        backends = [server_cache("openssl", **cfg) for cfg in (a, b)]
+        proxy = FaultProxy([(s.host, s.port) for s in backends], choose=lambda i: i % 2)
+        started.append(proxy)
+        return proxy
+    yield start
+    for p in started:
+        p.close()
+
+
+def test_two_differently_configured_backends_are_reported_inconsistent(balanced):
+    """Alternating backends: the merged sets (both backends' groups and suites) are no
+    configuration either backend has; the audit says the target answers inconsistently,
+    as a finding, in the JSON and on every affected result."""
+    import io
+    import json
+    from tlsprobe.report.audit_tables import render_audit
+    proxy = balanced(BACKEND_A, BACKEND_B)
+    r = scan(proxy, per_host=1)
+    c = r.consistency
+    assert c is not None and c.status == "inconsistent"
+    assert len({a.split(": ", 1)[1] for a in c.answers}) == 2
+    assert "groups TLS 1.3" in c.affected and "suites TLS 1.3" in c.affected
+    assert any("answered inconsistently" in n for n in r.group_audit(0x0304).notes)
+    assert any("answered inconsistently" in n for n in r.suite_audit(0x0304).notes)
+    finding = next(f for f in r.findings if f.code == "target.inconsistent")
+    assert finding.severity == "medium" and "suites TLS 1.3" in finding.items
+    assert json.loads(r.to_json())["consistency"]["status"] == "inconsistent"
+    text = io.StringIO()
+    render_audit(r, text, width=200)
+    assert "the target answers inconsistently" in text.getvalue()
+    # Few extra connections: one repeat of the reference hello per later family of phases.
+    assert r.connections["consistency"] <= 3
+
+
+def test_two_identical_backends_are_consistent(balanced):
+    proxy = balanced(BACKEND_A, BACKEND_A)
+    r = scan(proxy, per_host=1)
+    assert r.consistency is not None and r.consistency.status == "consistent"
+    assert not any(f.code == "target.inconsistent" for f in r.findings)
+    assert [c.name for c in r.group_audit(0x0304).supported] == ["x25519", "secp256r1"]

@@ -71,7 +71,7 @@ class MiniServer:
             threading.Thread(target=self._serve, args=(conn, n), daemon=True).start()
 
     def _serve(self, conn: socket.socket, n: int) -> None:
-        # A connection counts as active from accept until the answer is sent: that span lies
+        # A connection counts as active from accept until just before the answer: that span lies
         # inside the client's connect..close span, so the count never exceeds what the client
         # really had open (waiting for the client's close would lag behind it and over-count).
         done = False
@@ -82,8 +82,11 @@ class MiniServer:
             if self.reset_all or n <= self.reset_first:
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 return
-            conn.sendall(self._answer(hello))
+            answer = self._answer(hello)
+            # Left before the answer goes out: the client cannot have closed (and opened its
+            # next connection) yet, so the span never outlasts the client's own.
             done = self._leave()
+            conn.sendall(answer)
             conn.recv(100)
         except OSError:
             pass
@@ -293,3 +296,14 @@ def test_probe_warns_when_key_shares_break_the_groups_order(run_cli):
     assert len(warning) == 1 and "order of supported_groups" in warning[0]
     assert warning[0].startswith("tlsprobe: warning: --key-shares:")
     assert "warning" not in good.stderr
+
+
+def test_default_hellos_are_conformant_and_the_check_sees_a_bad_order():
+    from tlsprobe.engine.config import ClientConfig, share_order_problem
+    from tlsprobe.probes.timing_plan import plan
+    for config in (ClientConfig(), ClientConfig(grease=True), ClientConfig(groups=(P256, X25519)),
+                   plan(0x0304, X25519, None).config):
+        assert share_order_problem(config) is None, config
+    assert "order" in share_order_problem(ClientConfig(key_share_groups=(X25519, MLKEM768_X25519)))
+    assert "does not list" in share_order_problem(
+        ClientConfig(groups=(X25519,), key_share_groups=(X25519, P256)))

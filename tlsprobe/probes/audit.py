@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from tlsprobe import registry
 from tlsprobe.engine.config import SSL30, TLS10, TLS11, TLS12, TLS13
 from tlsprobe.net.tcp import Target
-from tlsprobe.probes import ciphers, groups, pq, sigalgs, versions
+from tlsprobe.probes import ciphers, consistency, groups, pq, sigalgs, versions
 from tlsprobe.probes.facts import certificate_info
 from tlsprobe.probes.scheduler import Outcome, Scheduler, TargetRunner
 from tlsprobe.report.audit_model import (AuditReport, GroupAudit, PqVerdict, SigalgAudit,
@@ -110,6 +110,7 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
     report = AuditReport(host=target.host, port=target.port, checks=tuple(options.checks),
                          policies=tuple(p.name for p in options.policies))
     spoken: set[int] | None = None
+    ref: consistency.Reference | None = None
     if checks & {"versions", "suites", "sigalgs", "cert"}:
         required = frozenset(v for p in options.policies for v in p.required_versions)
         results = await versions.check_versions(run.runner, options.versions, required)
@@ -123,23 +124,51 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
         spoken = {v.version.id for v in vs if v.status == "supported"}
         run.unsure = {v.version.id: _unsure(v) for v in vs if v.status != "not_supported"
                       and v.version.id not in spoken}
+        ref = _reference(run.runner, results)
+    # Each family of phases ends with one repeat of the reference hello (consistency.py).
     tasks: list[Awaitable[AuditReport]] = []
     if "groups" in checks or "pq" in checks:
-        tasks.append(_groups_and_pq(run, spoken, checks))
+        tasks.append(_then(ref, run, "groups", _groups_and_pq(run, spoken, checks)))
     if "suites" in checks and spoken is not None:
-        tasks += [_suites(run, v) for v in (TLS13, TLS12, TLS11, TLS10, SSL30) if v in spoken]
+        tasks.append(_then(ref, run, "suites", *(
+            _suites(run, v) for v in (TLS13, TLS12, TLS11, TLS10, SSL30) if v in spoken)))
         report = replace(report, suites=tuple(
             SuiteAudit(Codepoint.version(v), complete=False, notes=(why,))
             for v, why in run.unsure.items()))
     if "sigalgs" in checks and spoken is not None:
-        tasks += [_sigalgs(run, v) for v in (TLS13, TLS12) if v in spoken]
+        tasks.append(_then(ref, run, "signature schemes", *(
+            _sigalgs(run, v) for v in (TLS13, TLS12) if v in spoken)))
         report = replace(report, signature_schemes=tuple(
             SigalgAudit(Codepoint.version(v), "inconclusive", reason=why)
             for v, why in run.unsure.items() if v in (TLS13, TLS12)))
     parts = await asyncio.gather(*tasks)
     for part in parts:
         report = _merge(report, part)
+    if spoken is not None:
+        report = consistency.mark(report, consistency.verdict(ref, run.runner.disagreements))
     return _finish(report, run, started)
+
+
+def _reference(runner: TargetRunner, results: list[tuple[VersionSupport, Outcome]]
+               ) -> consistency.Reference | None:
+    """The reference hello: the versions check's hello of the highest version it answered
+    as such (not one established only by the minimal hello)."""
+    for support, out in sorted(results, key=lambda r: -r[0].version.id):
+        if support.status == "supported" and out.answered and support.detail == out.describe():
+            config, stop = versions.version_hello(runner, support.version.id)
+            return consistency.Reference(config, stop, [("versions", out)])
+    return None
+
+
+async def _then(ref: consistency.Reference | None, run: _Run, label: str,
+                *work: Awaitable[AuditReport]) -> AuditReport:
+    """Run a family of phases together, then repeat the reference hello once."""
+    merged = AuditReport(host="", port=0)
+    for part in await asyncio.gather(*work):
+        merged = _merge(merged, part)
+    if ref is not None and work:
+        await ref.repeat(run.runner, label)
+    return merged
 
 
 def _merge(report: AuditReport, part: AuditReport) -> AuditReport:

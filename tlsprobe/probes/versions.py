@@ -42,20 +42,23 @@ def minimal_config(run: TargetRunner, version: int) -> ClientConfig:
                       signature_algorithms=DEFAULT_SIGALGS)
 
 
+def version_hello(run: TargetRunner, version: int) -> tuple[ClientConfig, str]:
+    """The versions check's hello for `version` and where its connection stops (also the
+    audit's reference hello, repeated in later phases: probes/consistency.py)."""
+    if version == TLS13:
+        return run.config((TLS13, TLS12), groups=tuple(candidate_groups(TLS13)),
+                          key_share_groups=COMMON_SHARES,
+                          cipher_suites_13=tuple(registry.suites_for_version(TLS13)),
+                          cipher_suites_12=tuple(registry.suites_for_version(TLS12))), STOP_HELLO
+    return run.config((version,), groups=tuple(candidate_groups(TLS12)),
+                      cipher_suites_12=tuple(registry.suites_for_version(version))), STOP_FLIGHT
+
+
 async def check_version(run: TargetRunner, version: int, confirm: frozenset[int] = frozenset()
                         ) -> tuple[VersionSupport, Outcome]:
     """Is `version` spoken? The outcome is kept for the certificate summary."""
-    if version == TLS13:
-        config = run.config((TLS13, TLS12), groups=tuple(candidate_groups(TLS13)),
-                            key_share_groups=COMMON_SHARES,
-                            cipher_suites_13=tuple(registry.suites_for_version(TLS13)),
-                            cipher_suites_12=tuple(registry.suites_for_version(TLS12)))
-        out = await run.run(config, PHASE, STOP_HELLO, confirm=False)
-    else:
-        groups = candidate_groups(TLS12)
-        config = run.config((version,), groups=tuple(groups),
-                            cipher_suites_12=tuple(registry.suites_for_version(version)))
-        out = await run.run(config, PHASE, STOP_FLIGHT, confirm=False)
+    config, stop = version_hello(run, version)
+    out = await run.run(config, PHASE, stop, confirm=False)
     verdict = _verdict(version, out)
     # A bare close is always doubtful (alert None): it may be the network's, not the server's.
     if verdict.status == "not_supported" and out.refused and _doubtful(version, out, confirm):

@@ -151,6 +151,27 @@ def sigalg_section(s: SigalgAudit) -> RenderableType:
     return Group(*parts, Text(""))
 
 
+def consistency_section(r: AuditReport) -> RenderableType:
+    """The reference hello's answers when they disagree; one line when they agree."""
+    c = r.consistency
+    if c is None or c.status == "not_checked":
+        return Group()
+    n = r.connections.get("consistency", 0)
+    if c.status == "consistent":
+        return Group(Text(f"Consistency: the reference hello ({c.reference}) got the same "
+                          f"answer {len(c.answers)} times ({conns(n)} to repeat it)",
+                          style="dim"), Text(""))
+    parts: list[RenderableType] = [
+        _title(f"Consistency ({conns(n)})"),
+        Text("the target answers inconsistently (likely several servers or configurations "
+             "behind one name): results marked so may merge them", style="yellow")]
+    if c.reference:
+        parts.append(Text(f"Reference hello: {c.reference}; its answers, by phase:"))
+    parts += [Text(f"  {a}") for a in c.answers]
+    parts += [Text(f"note: {note}", style="dim") for note in c.notes]
+    return Group(*parts, Text(""))
+
+
 def trust_line(r: AuditReport) -> Text:
     """'Trust: verified (hostname 127.0.0.1 ok) against FILE' or why it is not trusted."""
     t = r.trust
@@ -215,7 +236,7 @@ def audit_renderables(r: AuditReport) -> list[RenderableType]:
     out += [sigalg_section(s) for s in r.signature_schemes]
     if r.certificates:
         out.append(certificate_section(r))
-    out += [findings_section(r), Text(connections_line(r))]
+    out += [consistency_section(r), findings_section(r), Text(connections_line(r))]
     return out
 
 

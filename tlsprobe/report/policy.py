@@ -306,10 +306,27 @@ def builtin_findings(report: AuditReport, now: datetime | None = None) -> list[F
         if fixed.standard is None:
             out.append(Finding("info", "dh.custom", f"DHE with a custom {fixed.bits}-bit prime",
                                items=(fixed.name,), version="TLS 1.2"))
+    c = report.consistency
+    if c is not None and c.status == "inconsistent":
+        # Not an absence: two different answers to one hello were seen.
+        out.append(Finding("medium", "target.inconsistent", "the target answered the same "
+                           "hello differently (likely several servers or configurations "
+                           "behind one name); results built from many connections may merge "
+                           "them (" + "; ".join(_distinct(c.answers) + list(c.notes)) + ")",
+                           items=c.affected))
     out += _pq_findings(report)
     out += certificate_findings(report, now or datetime.now(timezone.utc))
     out += _inconclusive_findings(report)
     return out
+
+
+def _distinct(answers: tuple[str, ...]) -> list[str]:
+    """'answer (after versions, suites)' per distinct answer of 'phase: answer' lines."""
+    seen: dict[str, list[str]] = {}
+    for line in answers:
+        phase, _, answer = line.partition(": ")
+        seen.setdefault(answer, []).append(phase)
+    return [f"{answer} (after {', '.join(phases)})" for answer, phases in seen.items()]
 
 
 def _pq_findings(report: AuditReport) -> list[Finding]:
