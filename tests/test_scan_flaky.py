@@ -214,3 +214,15 @@ def test_two_identical_backends_are_consistent(balanced):
     assert r.consistency is not None and r.consistency.status == "consistent"
     assert not any(f.code == "target.inconsistent" for f in r.findings)
     assert [c.name for c in r.group_audit(0x0304).supported] == ["x25519", "secp256r1"]
+
+
+def test_resets_on_the_modern_versions_are_no_alert_verdict(proxied):
+    """TLS 1.3 and 1.2 checks reset, the old versions refused: that is no "the server accepted
+    no protocol version" (exit 5), but a network failure naming what was inconclusive."""
+    first13 = nth_matching(lambda h: 0x0304 in h.supported_versions, RESET)
+    first12 = nth_matching(tls12_only, RESET)
+    proxy = proxied(lambda i, h: first13(i, h) or first12(i, h))
+    r = scan(proxy, checks=("versions",))
+    assert len(proxy.faults()) == 2
+    assert r.error_kind == "network" and "accepted no protocol version" not in r.error
+    assert "TLS 1.3, TLS 1.2 inconclusive" in r.error and "reset" in r.error

@@ -86,19 +86,24 @@ def _not_known(version: int, why: str) -> GroupAudit:
 
 
 def _failure(vs: list[VersionSupport]) -> tuple[str, str] | None:
-    """(message, kind) when no version got any conclusive answer: the target is unusable."""
-    if vs and not any(v.status == "supported" for v in vs) and \
-            any(v.status == "not_supported" for v in vs):
-        refused = next(v for v in vs if v.status == "not_supported")
-        return (f"the server accepted no protocol version "
-                f"({', '.join(v.version.name for v in vs)}): {refused.detail}", "alert")
-    if not vs or any(v.status != "inconclusive" for v in vs):
+    """(message, kind) when no version was established: the target is unusable. Only when
+    every version was refused is that the server's answer ("alert"); a version left
+    inconclusive (reset, timeout) makes it a failure of that kind instead."""
+    if not vs or any(v.status == "supported" for v in vs):
         return None
-    detail = vs[0].detail
+    unsure = [v for v in vs if v.status == "inconclusive"]
+    if not unsure:
+        return (f"the server accepted no protocol version "
+                f"({', '.join(v.version.name for v in vs)}): {vs[0].detail}", "alert")
+    detail = unsure[0].detail
     network = ("refused", "timed out", "unknown host", "reset", "unreachable")
     kind = "network" if any(w in detail for w in network) else "protocol"
     if detail.startswith("not TLS"):
         kind = "not_tls"
+    if len(unsure) < len(vs):
+        refused = ", ".join(v.version.name for v in vs if v.status == "not_supported")
+        detail = (f"no protocol version established: {', '.join(v.version.name for v in unsure)}"
+                  f" inconclusive ({detail}); {refused} refused")
     return detail, kind
 
 
