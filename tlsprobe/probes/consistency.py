@@ -40,8 +40,11 @@ class Reference:
 
 
 def _key(out: Outcome) -> tuple[object, ...]:
+    """What one configuration answers the same way every time. A HelloRetryRequest and a
+    ServerHello for the same group count as one answer (a server may ask for a cookie
+    under load); an alert has no version, suite or group."""
     group = out.group if out.group is not None else out.hrr_group
-    return (out.status, out.version, out.cipher_suite, group)
+    return (out.status == ALERT, out.alert, out.version, out.cipher_suite, group)
 
 
 def answer_text(out: Outcome) -> str:

@@ -8,7 +8,8 @@ are spaced by `delay` seconds, and resets and timeouts are retried with exponent
 A refused connect is not retried: nothing listens there, which is a clear answer (the audit
 reports it as a network error, exit 3). What still fails after the retries is
 "inconclusive", never a refusal: only an alert or a clean close from the server counts as
-"the server said no".
+"the server said no", and a clean close only when a second connection gets it too
+(TargetRunner.run).
 """
 
 from __future__ import annotations
