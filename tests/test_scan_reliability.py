@@ -33,15 +33,20 @@ class MiniServer:
 
     shareless: "alert" refuses a ClientHello whose key_share is empty (instead of sending a
     HelloRetryRequest); "hrr" behaves. reset_first: that many connections are reset (RST)
-    before the server answers normally."""
+    before the server answers normally. Like tlslite-ng, it refuses key shares that break
+    RFC 8446 section 4.2.8 (not in supported_groups' order) with illegal_parameter, and
+    `max_groups` refuses hellos listing more groups with handshake_failure (a server that
+    chokes on large offers)."""
 
     groups: tuple[int, ...]
     shareless: str = "alert"
+    max_groups: int = 1000
     reset_first: int = 0
     reset_all: bool = False
     hold: float = 0.0
     starts: list[float] = field(default_factory=list)
     max_active: int = 0
+    illegal: int = 0                # hellos refused for breaking RFC 8446 4.2.8
     _active: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -66,7 +71,7 @@ class MiniServer:
             threading.Thread(target=self._serve, args=(conn, n), daemon=True).start()
 
     def _serve(self, conn: socket.socket, n: int) -> None:
-        # A connection counts as active from accept until the answer is sent: that span lies
+        # A connection counts as active from accept until just before the answer: that span lies
         # inside the client's connect..close span, so the count never exceeds what the client
         # really had open (waiting for the client's close would lag behind it and over-count).
         done = False
@@ -77,8 +82,11 @@ class MiniServer:
             if self.reset_all or n <= self.reset_first:
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 return
-            conn.sendall(self._answer(hello))
+            answer = self._answer(hello)
+            # Left before the answer goes out: the client cannot have closed (and opened its
+            # next connection) yet, so the span never outlasts the client's own.
             done = self._leave()
+            conn.sendall(answer)
             conn.recv(100)
         except OSError:
             pass
@@ -109,6 +117,12 @@ class MiniServer:
         shares = {e.group: e.key_exchange for e in hello.key_shares}
         if 0x0304 not in hello.supported_versions:
             return Record(21, 0x0303, bytes([2, 70])).to_bytes()
+        listed = [g for g in hello.supported_groups if g in shares]
+        if list(shares) != listed:   # RFC 8446 4.2.8, as tlslite-ng checks it
+            self.illegal += 1
+            return Record(21, 0x0303, bytes([2, 47])).to_bytes()
+        if len(hello.supported_groups) > self.max_groups:
+            return alert
         offered = [g for g in hello.supported_groups if g in self.groups]
         if not shares:
             if self.shareless == "alert" or not offered:
@@ -238,3 +252,58 @@ def test_a_server_that_accepts_no_version_is_an_error(mini):
     assert "accepted no protocol version" in (report.error or "")
     assert all(v.status == "not_supported" for v in report.versions)
     assert exit_code([report], None) == 5
+
+
+def test_every_audit_hello_orders_its_key_shares_as_rfc_8446_wants(mini):
+    """The versions, suites and post-quantum hellos give their key shares separately from
+    supported_groups; sent out of order, a strict server refused them all (illegal_parameter)
+    and TLS 1.3 was reported as not spoken."""
+    server = mini(groups=(X25519, P256), shareless="hrr")
+    report = run_audit([Target("127.0.0.1", server.port)],
+                       AuditOptions(checks=("versions", "groups", "pq", "suites")),
+                       Scheduler(timeout=2.0))[0]
+    assert server.illegal == 0
+    assert [v.status for v in report.versions if v.version.id == 0x0304] == ["supported"]
+    assert {c.id for c in report.group_audit(0x0304).supported} == {X25519, P256}
+    assert [c.id for c in report.suite_audit(0x0304).supported] == [0x1301]
+
+
+def test_a_refused_large_offer_is_confirmed_with_a_minimal_hello(mini):
+    """A server that refuses the big versions hello but speaks TLS 1.3: the refusal answers
+    that hello, not the version; one minimal hello shows TLS 1.3 is spoken."""
+    server = mini(groups=(X25519, P256), shareless="hrr", max_groups=4)
+    report = run_audit([Target("127.0.0.1", server.port)], AuditOptions(checks=("versions",)),
+                       Scheduler(timeout=2.0))[0]
+    v13 = next(v for v in report.versions if v.version.id == 0x0304)
+    assert v13.status == "supported" and "minimal hello" in v13.detail
+    assert "handshake_failure" in v13.detail
+    # TLS 1.2 is refused twice (full and minimal hello): "not spoken" is confirmed.
+    v12 = next(v for v in report.versions if v.version.id == 0x0303)
+    assert v12.status == "not_supported" and "minimal TLS 1.2 hello too" in v12.detail
+    # Older versions refused with protocol_version need no second connection.
+    assert report.connections["versions"] == 7
+
+
+def test_probe_warns_when_key_shares_break_the_groups_order(run_cli):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]   # nothing listens: the warning comes before connecting
+        bad = run_cli(f"127.0.0.1:{port}", "--groups", "P-256:x25519", "--key-shares",
+                      "x25519:P-256", "--timeout", "1")
+        good = run_cli(f"127.0.0.1:{port}", "--groups", "P-256:x25519", "--key-shares",
+                       "P-256:x25519", "--timeout", "1")
+    warning = [ln for ln in bad.stderr.splitlines() if "warning" in ln]
+    assert len(warning) == 1 and "order of supported_groups" in warning[0]
+    assert warning[0].startswith("tlsprobe: warning: --key-shares:")
+    assert "warning" not in good.stderr
+
+
+def test_default_hellos_are_conformant_and_the_check_sees_a_bad_order():
+    from tlsprobe.engine.config import ClientConfig, share_order_problem
+    from tlsprobe.probes.timing_plan import plan
+    for config in (ClientConfig(), ClientConfig(grease=True), ClientConfig(groups=(P256, X25519)),
+                   plan(0x0304, X25519, None).config):
+        assert share_order_problem(config) is None, config
+    assert "order" in share_order_problem(ClientConfig(key_share_groups=(X25519, MLKEM768_X25519)))
+    assert "does not list" in share_order_problem(
+        ClientConfig(groups=(X25519,), key_share_groups=(X25519, P256)))

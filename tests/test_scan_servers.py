@@ -251,3 +251,23 @@ def test_ipv6_target_and_user_given_group_ids(server_cache, run_cli):
     for audit in (g13, g12):
         rejected = {g["hex"] for g in audit["not_supported"]}
         assert {"0xfe30", "0x2f3a"} <= rejected
+
+
+@pytest.mark.needs_impl("tlslite")
+def test_tlslite_strict_key_share_order_tls13_found(server_cache):
+    """tlslite-ng refuses key shares out of supported_groups' order (RFC 8446 4.2.8) with
+    illegal_parameter: every audit hello must be conformant, or TLS 1.3 is "not spoken",
+    version.missing is reported and every TLS 1.3 section is skipped."""
+    from tlsprobe.report.policy import load_policy
+    srv = server_cache("tlslite", groups="X25519MLKEM768:X25519:P-256")
+    r = run_audit([Target(srv.host, srv.port)],
+                  AuditOptions(checks=("versions", "groups", "pq", "suites"),
+                               policies=(load_policy("intermediate"),)),
+                  Scheduler(timeout=5.0))[0]
+    v13 = next(v for v in r.versions if v.version.id == 0x0304)
+    assert v13.status == "supported" and v13.detail == "ServerHello TLS 1.3"
+    g13 = r.group_audit(0x0304)
+    assert names(g13.supported) == ["X25519MLKEM768", "x25519", "secp256r1"]
+    assert r.suite_audit(0x0304).supported
+    assert {v.check: v.verdict for v in r.post_quantum}["browser_like"] == "yes"
+    assert not any(f.code == "version.missing" for f in r.findings)

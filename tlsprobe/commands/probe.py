@@ -372,6 +372,10 @@ def run(args: argparse.Namespace) -> int:
     note = placeholder_note(config)
     if note:
         print(note, file=sys.stderr)
+    bad_order = cfg.share_order_problem(config)
+    if bad_order:   # the user's --key-shares: sent as asked, but said so
+        print(f"tlsprobe: warning: --key-shares: {bad_order} (RFC 8446 section 4.2.8); sent "
+              "as asked, a server may refuse it with illegal_parameter", file=sys.stderr)
     run_ = run_probe(target, ProbeOptions(
         config=config, timeout=timeout, annotate=args.msg,
         stop_after_first_flight=args.first_flight_only, http_get=args.http_get,

@@ -96,6 +96,29 @@ class ClientConfig:
         return replace(self, server_name=name)
 
 
+def conformant_shares(groups: tuple[int, ...], shares: tuple[int, ...]) -> tuple[int, ...]:
+    """`shares` as RFC 8446 section 4.2.8 wants them: each group once, only groups that
+    `groups` (supported_groups) lists, in the same relative order. Servers such as tlslite-ng
+    refuse anything else with illegal_parameter."""
+    wanted = set(shares)
+    return tuple(dict.fromkeys(g for g in groups if g in wanted))
+
+
+def share_order_problem(config: ClientConfig) -> str | None:
+    """Why the key shares `config` sends break RFC 8446 section 4.2.8, or None."""
+    shares = config.share_groups()
+    if shares == conformant_shares(config.offered_groups(), shares):
+        return None
+    if len(set(shares)) != len(shares):
+        return "a group has two key shares"
+    groups = config.offered_groups()
+    missing = [g for g in shares if g not in groups]
+    if missing:
+        return f"a key share for {registry.group_label(missing[0])}, which supported_groups " \
+            "does not list"
+    return "the key shares are not in the order of supported_groups"
+
+
 @dataclass
 class BuiltHello:
     hello: ClientHello

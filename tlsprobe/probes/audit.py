@@ -19,11 +19,11 @@ from collections.abc import Awaitable, Callable, Iterable
 from tlsprobe import registry
 from tlsprobe.engine.config import SSL30, TLS10, TLS11, TLS12, TLS13
 from tlsprobe.net.tcp import Target
-from tlsprobe.probes import ciphers, groups, pq, sigalgs, versions
+from tlsprobe.probes import ciphers, consistency, groups, pq, sigalgs, versions
 from tlsprobe.probes.facts import certificate_info
 from tlsprobe.probes.scheduler import Outcome, Scheduler, TargetRunner
-from tlsprobe.report.audit_model import (AuditReport, GroupAudit, SigalgAudit, SuiteAudit,
-                                         TrustCheck, VersionSupport)
+from tlsprobe.report.audit_model import (AuditReport, GroupAudit, PqVerdict, SigalgAudit,
+                                         SuiteAudit, TrustCheck, VersionSupport)
 from tlsprobe.report.model import Codepoint
 from tlsprobe.report.policy import Policy, findings_for
 
@@ -63,6 +63,7 @@ class _Run:
     options: AuditOptions
     on_phase: PhaseHook | None
     outcomes: list[Outcome] = field(default_factory=list)
+    unsure: dict[int, str] = field(default_factory=dict)   # version -> why it is not known
 
     def done(self, phase: str) -> None:
         if self.on_phase is not None:
@@ -74,20 +75,35 @@ def _not_spoken(version: int, why: str) -> GroupAudit:
                       notes=(why,))
 
 
+def _unsure(v: VersionSupport) -> str:
+    """The note of every section of a version whose support was not established."""
+    return f"not tested: {v.version.name} support is inconclusive ({v.detail})"
+
+
+def _not_known(version: int, why: str) -> GroupAudit:
+    return GroupAudit(version=Codepoint.version(version), spoken=None, method="not_run",
+                      notes=(why,))
+
+
 def _failure(vs: list[VersionSupport]) -> tuple[str, str] | None:
-    """(message, kind) when no version got any conclusive answer: the target is unusable."""
-    if vs and not any(v.status == "supported" for v in vs) and \
-            any(v.status == "not_supported" for v in vs):
-        refused = next(v for v in vs if v.status == "not_supported")
-        return (f"the server accepted no protocol version "
-                f"({', '.join(v.version.name for v in vs)}): {refused.detail}", "alert")
-    if not vs or any(v.status != "inconclusive" for v in vs):
+    """(message, kind) when no version was established: the target is unusable. Only when
+    every version was refused is that the server's answer ("alert"); a version left
+    inconclusive (reset, timeout) makes it a failure of that kind instead."""
+    if not vs or any(v.status == "supported" for v in vs):
         return None
-    detail = vs[0].detail
+    unsure = [v for v in vs if v.status == "inconclusive"]
+    if not unsure:
+        return (f"the server accepted no protocol version "
+                f"({', '.join(v.version.name for v in vs)}): {vs[0].detail}", "alert")
+    detail = unsure[0].detail
     network = ("refused", "timed out", "unknown host", "reset", "unreachable")
     kind = "network" if any(w in detail for w in network) else "protocol"
     if detail.startswith("not TLS"):
         kind = "not_tls"
+    if len(unsure) < len(vs):
+        refused = ", ".join(v.version.name for v in vs if v.status == "not_supported")
+        detail = (f"no protocol version established: {', '.join(v.version.name for v in unsure)}"
+                  f" inconclusive ({detail}); {refused} refused")
     return detail, kind
 
 
@@ -99,8 +115,10 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
     report = AuditReport(host=target.host, port=target.port, checks=tuple(options.checks),
                          policies=tuple(p.name for p in options.policies))
     spoken: set[int] | None = None
+    ref: consistency.Reference | None = None
     if checks & {"versions", "suites", "sigalgs", "cert"}:
-        results = await versions.check_versions(run.runner, options.versions)
+        required = frozenset(v for p in options.policies for v in p.required_versions)
+        results = await versions.check_versions(run.runner, options.versions, required)
         run.done("versions")
         vs = [v for v, _ in results]
         run.outcomes += [o for _, o in results]
@@ -109,17 +127,53 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
         if failed is not None:
             return _finish(report, run, started, error=failed)
         spoken = {v.version.id for v in vs if v.status == "supported"}
+        run.unsure = {v.version.id: _unsure(v) for v in vs if v.status != "not_supported"
+                      and v.version.id not in spoken}
+        ref = _reference(run.runner, results)
+    # Each family of phases ends with one repeat of the reference hello (consistency.py).
     tasks: list[Awaitable[AuditReport]] = []
     if "groups" in checks or "pq" in checks:
-        tasks.append(_groups_and_pq(run, spoken, checks))
+        tasks.append(_then(ref, run, "groups", _groups_and_pq(run, spoken, checks)))
     if "suites" in checks and spoken is not None:
-        tasks += [_suites(run, v) for v in (TLS13, TLS12, TLS11, TLS10, SSL30) if v in spoken]
+        tasks.append(_then(ref, run, "suites", *(
+            _suites(run, v) for v in (TLS13, TLS12, TLS11, TLS10, SSL30) if v in spoken)))
+        report = replace(report, suites=tuple(
+            SuiteAudit(Codepoint.version(v), complete=False, notes=(why,))
+            for v, why in run.unsure.items()))
     if "sigalgs" in checks and spoken is not None:
-        tasks += [_sigalgs(run, v) for v in (TLS13, TLS12) if v in spoken]
+        tasks.append(_then(ref, run, "signature schemes", *(
+            _sigalgs(run, v) for v in (TLS13, TLS12) if v in spoken)))
+        report = replace(report, signature_schemes=tuple(
+            SigalgAudit(Codepoint.version(v), "inconclusive", reason=why)
+            for v, why in run.unsure.items() if v in (TLS13, TLS12)))
     parts = await asyncio.gather(*tasks)
     for part in parts:
         report = _merge(report, part)
+    if spoken is not None:
+        report = consistency.mark(report, consistency.verdict(ref, run.runner.disagreements))
     return _finish(report, run, started)
+
+
+def _reference(runner: TargetRunner, results: list[tuple[VersionSupport, Outcome]]
+               ) -> consistency.Reference | None:
+    """The reference hello: the versions check's hello of the highest version it answered
+    as such (not one established only by the minimal hello)."""
+    for support, out in sorted(results, key=lambda r: -r[0].version.id):
+        if support.status == "supported" and out.answered and support.detail == out.describe():
+            config, stop = versions.version_hello(runner, support.version.id)
+            return consistency.Reference(config, stop, [("versions", out)])
+    return None
+
+
+async def _then(ref: consistency.Reference | None, run: _Run, label: str,
+                *work: Awaitable[AuditReport]) -> AuditReport:
+    """Run a family of phases together, then repeat the reference hello once."""
+    merged = AuditReport(host="", port=0)
+    for part in await asyncio.gather(*work):
+        merged = _merge(merged, part)
+    if ref is not None and work:
+        await ref.repeat(run.runner, label)
+    return merged
 
 
 def _merge(report: AuditReport, part: AuditReport) -> AuditReport:
@@ -134,6 +188,8 @@ async def _groups_and_pq(run: _Run, spoken: set[int] | None, checks: set[str]) -
     extra = run.options.extra_groups
 
     async def g13() -> GroupAudit | None:
+        if TLS13 in run.unsure:
+            return _not_known(TLS13, run.unsure[TLS13])
         if spoken is not None and TLS13 not in spoken:
             return _not_spoken(TLS13, "not tested: the server does not speak TLS 1.3")
         if "groups" not in checks:
@@ -144,6 +200,8 @@ async def _groups_and_pq(run: _Run, spoken: set[int] | None, checks: set[str]) -
     async def g12() -> GroupAudit | None:
         if "groups" not in checks:
             return None
+        if TLS12 in run.unsure:
+            return _not_known(TLS12, run.unsure[TLS12])
         if spoken is not None and TLS12 not in spoken:
             return _not_spoken(TLS12, "not tested: the server does not speak TLS 1.2")
         audit = await groups.tls12_groups(run.runner, groups.candidate_groups(TLS12, extra))
@@ -153,7 +211,10 @@ async def _groups_and_pq(run: _Run, spoken: set[int] | None, checks: set[str]) -
     run.done("groups")
     found = tuple(a for a in (a13, a12) if a is not None)
     verdicts: tuple = ()
-    if "pq" in checks and (a13 is None or a13.spoken is not False):
+    if "pq" in checks and TLS13 in run.unsure:
+        verdicts = tuple(PqVerdict(check, subject, "inconclusive", run.unsure[TLS13])
+                         for check, subject in pq.CHECKS)
+    elif "pq" in checks and (a13 is None or a13.spoken is not False):
         verdicts = await pq.pq_verdicts(run.runner, a13 if a13 and "groups" in checks else None)
         run.done("pq")
     return replace(part, groups=found if "groups" in checks else (), post_quantum=verdicts)

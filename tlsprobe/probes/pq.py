@@ -23,6 +23,9 @@ PQ_KINDS = ("hybrid", "mlkem", "draft")
 BROWSER_GROUPS = (X25519MLKEM768, X25519, 0x0017, 0x0018)
 TOLERANCE_SHARES = (0x11ED, 0x11EC, 0x11EB, 0x0202, X25519)
 TOLERANCE_GROUPS = TOLERANCE_SHARES + (0x0017, 0x0018)
+CHECKS = (("capability", "X25519MLKEM768"),
+          ("hello_retry_request", "post-quantum groups without a key share"),
+          ("browser_like", "X25519MLKEM768 + X25519 shares"), ("tolerance", "large key shares"))
 
 
 def is_pq(group: int) -> bool:
@@ -97,13 +100,16 @@ async def tolerance(run: TargetRunner, ordinary: Outcome | None) -> PqVerdict:
     shares = tuple(g for g in TOLERANCE_SHARES if kex.is_computable(g))
     size = sum(kex.share_size(g) or 0 for g in shares)
     subject = f"{len(shares)} key shares, {size} bytes"
-    out = await run.run(_config(run, TOLERANCE_GROUPS, shares), PHASE)  # type: ignore[arg-type]
+    ordinary_ok = ordinary is not None and ordinary.answered
+    # "no" becomes a finding (pq.intolerant), so a refusal is confirmed on a second
+    # connection; a reset or timeout is inconclusive, never a refusal.
+    out = await run.run(_config(run, TOLERANCE_GROUPS, shares), PHASE,  # type: ignore[arg-type]
+                        confirm=ordinary_ok)
     if out.answered:
         return PqVerdict("tolerance", subject, "yes", f"answered: {_chosen(out)}")
-    ordinary_ok = ordinary is not None and ordinary.answered
-    if ordinary_ok:
-        return PqVerdict("tolerance", subject, "no", f"{out.describe()}, while an ordinary "
-                         "browser-like hello is answered")
+    if ordinary_ok and out.refused and out.confirmed:
+        return PqVerdict("tolerance", subject, "no", f"{out.describe()} (twice), while an "
+                         "ordinary browser-like hello is answered")
     return PqVerdict("tolerance", subject, "inconclusive", out.describe())
 
 

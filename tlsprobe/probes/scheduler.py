@@ -8,7 +8,8 @@ are spaced by `delay` seconds, and resets and timeouts are retried with exponent
 A refused connect is not retried: nothing listens there, which is a clear answer (the audit
 reports it as a network error, exit 3). What still fails after the retries is
 "inconclusive", never a refusal: only an alert or a clean close from the server counts as
-"the server said no".
+"the server said no", and a clean close only when a second connection gets it too
+(TargetRunner.run).
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ import asyncio
 import random
 import socket
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from collections.abc import Callable
 
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
-from tlsprobe.engine.config import ClientConfig
+from tlsprobe.engine.config import ClientConfig, conformant_shares
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes.dhgroups import dh_group_name
 from tlsprobe.registry import HandshakeType
@@ -67,6 +68,7 @@ class Outcome:
     reason: str = ""
     attempts: int = 1
     decrypted: bool = False         # the TLS 1.3 encrypted flight was decrypted
+    confirmed: bool = False         # a refusal seen on a second connection too
 
     @property
     def answered(self) -> bool:
@@ -147,7 +149,8 @@ class Scheduler:
                     last = str(exc)
                     continue
             return _with_attempts(outcome, attempt + 1)
-        return Outcome(INCONCLUSIVE, reason=f"{last} (after {self.retries + 1} attempts)",
+        tries = f"{self.retries + 1} attempts" if self.retries else "1 attempt, no retries"
+        return Outcome(INCONCLUSIVE, reason=f"{last} (after {tries})",
                        attempts=self.retries + 1)
 
     async def _pace(self, host: str) -> None:
@@ -304,7 +307,6 @@ def _version(hs: ClientHandshake) -> int:
 
 
 def _with_attempts(outcome: Outcome, attempts: int) -> Outcome:
-    from dataclasses import replace
     return outcome if attempts == 1 else replace(outcome, attempts=attempts)
 
 
@@ -365,15 +367,43 @@ class TargetRunner:
     target: Target
     scheduler: Scheduler
     server_name: str | None = None
+    disagreements: list[str] = field(default_factory=list)
 
     def config(self, versions: tuple[int, ...], **kw: object) -> ClientConfig:
-        """A ClientConfig for an audit connection: no ALPN, every signature scheme."""
+        """A ClientConfig for an audit connection: no ALPN, every signature scheme, and the
+        key shares in the order of supported_groups (RFC 8446 section 4.2.8; a server may
+        refuse anything else, which would then be mistaken for an answer to the question)."""
         kw.setdefault("signature_algorithms", broad_sigalgs())
         kw.setdefault("alpn", ())
-        return ClientConfig(server_name=self.server_name, versions=versions, **kw)  # type: ignore[arg-type]
+        config = ClientConfig(server_name=self.server_name, versions=versions, **kw)  # type: ignore[arg-type]
+        if config.key_share_groups:
+            config = replace(config, key_share_groups=conformant_shares(
+                config.offered_groups(), config.key_share_groups))
+        return config
 
-    async def run(self, config: ClientConfig, phase: str, stop: str = STOP_HELLO) -> Outcome:
-        return await self.scheduler.run(self.target, Job(config, phase, stop))
+    async def run(self, config: ClientConfig, phase: str, stop: str = STOP_HELLO, *,
+                  confirm: bool | None = None) -> Outcome:
+        """One connection's answer. A refusal is asked again once on a second connection
+        when it is a bare close (a flaky network or a middlebox drops connections that way,
+        so it proves nothing alone), with `confirm` True always (a negative verdict that can
+        fail CI), with False never (the caller confirms otherwise). Refused again: that
+        refusal, `confirmed`. Answered: the answer (a real alert answered differently is
+        noted in `disagreements`). Else inconclusive."""
+        job = Job(config, phase, stop)
+        out = await self.scheduler.run(self.target, job)
+        again_if = out.status == CLOSED if confirm is None else confirm
+        if not out.refused or not again_if:
+            return out
+        again = await self.scheduler.run(self.target, job)
+        if again.refused:
+            return replace(again, confirmed=True)
+        if again.answered:
+            if out.status == ALERT:
+                self.disagreements.append(f"{phase}: the same hello got {out.describe()}, "
+                                          f"then {again.describe()}")
+            return again
+        return replace(again, reason=f"{out.describe()}, then on a second connection: "
+                       f"{again.describe()}")
 
     def connections(self, phase: str) -> int:
         return self.scheduler.connections[(self.target.display, phase)]

@@ -72,7 +72,10 @@ async def enumerate_sigalgs(run: TargetRunner, version: int) -> tuple[SigalgAudi
             status, reason = "not_established", ("the server accepted no (EC)DHE offer with "
                                                  f"any signature scheme ({out.describe()})")
         elif not out.refused:
-            reason = out.describe()
+            # Stopped by a reset or timeout: the schemes found so far are a partial list.
+            status = "inconclusive"
+            reason = (f"stopped after {len(el.found)} answer(s), not established: "
+                      f"{out.describe()}")
         if reason and status == "established" and not el.found:
             status = "inconclusive"
         break

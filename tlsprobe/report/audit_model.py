@@ -153,6 +153,23 @@ class TrustCheck:
 
 
 @dataclass(frozen=True)
+class ConsistencyCheck:
+    """Whether the target answered as one configuration throughout the audit: the versions
+    check's hello of the highest spoken version, sent again when each later phase ends.
+
+    `status`: "consistent", "inconsistent" (the same hello got different answers, or was
+    refused with an alert and then answered: likely several servers or configurations
+    behind one name, so results built from many connections may merge them; `affected`
+    names those results), or "not_checked". `answers`: "phase: answer" per connection."""
+
+    status: str
+    reference: str = ""
+    answers: tuple[str, ...] = ()
+    affected: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Finding:
     """One problem. `message` is for people (long lists are shortened with "and N more");
     `items` is the full list of what it is about (IANA names of suites, group names,
@@ -179,6 +196,8 @@ class AuditReport:
     post_quantum: tuple[PqVerdict, ...] = ()
     certificates: tuple[CertificateInfo, ...] = ()
     trust: TrustCheck | None = None   # the chain and host name check (cert check)
+    consistency: ConsistencyCheck | None = None   # one configuration throughout? (None: no
+                                                  # versions check, nothing to compare)
     findings: tuple[Finding, ...] = ()
     policies: tuple[str, ...] = ()
     checks: tuple[str, ...] = ()

@@ -124,8 +124,9 @@ def pq_section(r: AuditReport) -> RenderableType:
 def suite_section(s: SuiteAudit) -> RenderableType:
     head = f"Cipher suites, {s.version.name} ({conns(s.connections)})"
     if not s.supported:
-        return Group(_title(head), Text("none accepted" + ("" if s.complete else
-                                                           " (not established)")), Text(""))
+        return Group(_title(head), Text("none accepted" if s.complete else "not established",
+                                        style="" if s.complete else "yellow"),
+                     *[Text(f"note: {n}", style="dim") for n in s.notes], Text(""))
     table = _table("#", "Cipher suite", "OpenSSL name")
     for i, c in enumerate(s.supported, 1):
         table.add_row(str(i), f"{c.iana_name} ({c.hex})", c.openssl_name or "")
@@ -139,11 +140,35 @@ def suite_section(s: SuiteAudit) -> RenderableType:
 def sigalg_section(s: SigalgAudit) -> RenderableType:
     head = f"Signature schemes, {s.version.name} ({conns(s.connections)})"
     if s.status != "established":
-        return Group(_title(head), Text(f"{s.status.replace('_', ' ')}: {s.reason}"), Text(""))
+        found = [Text("found before it stopped: " + ", ".join(c.name for c in s.supported))] \
+            if s.supported else []
+        return Group(_title(head), Text(f"{s.status.replace('_', ' ')}: {s.reason}"), *found,
+                     Text(""))
     text = ", ".join(c.name for c in s.supported) or "(none)"
     parts: list[RenderableType] = [_title(head), Text(text), Text(f"Order: {order_text(s.order)}")]
     if s.reason:
         parts.append(Text(f"note: {s.reason}", style="dim"))
+    return Group(*parts, Text(""))
+
+
+def consistency_section(r: AuditReport) -> RenderableType:
+    """The reference hello's answers when they disagree; one line when they agree."""
+    c = r.consistency
+    if c is None or c.status == "not_checked":
+        return Group()
+    n = r.connections.get("consistency", 0)
+    if c.status == "consistent":
+        return Group(Text(f"Consistency: the reference hello ({c.reference}) got the same "
+                          f"answer {len(c.answers)} times ({conns(n)} to repeat it)",
+                          style="dim"), Text(""))
+    parts: list[RenderableType] = [
+        _title(f"Consistency ({conns(n)})"),
+        Text("the target answers inconsistently (likely several servers or configurations "
+             "behind one name): results marked so may merge them", style="yellow")]
+    if c.reference:
+        parts.append(Text(f"Reference hello: {c.reference}; its answers, by phase:"))
+    parts += [Text(f"  {a}") for a in c.answers]
+    parts += [Text(f"note: {note}", style="dim") for note in c.notes]
     return Group(*parts, Text(""))
 
 
@@ -211,7 +236,7 @@ def audit_renderables(r: AuditReport) -> list[RenderableType]:
     out += [sigalg_section(s) for s in r.signature_schemes]
     if r.certificates:
         out.append(certificate_section(r))
-    out += [findings_section(r), Text(connections_line(r))]
+    out += [consistency_section(r), findings_section(r), Text(connections_line(r))]
     return out
 
 

@@ -290,7 +290,9 @@ def builtin_findings(report: AuditReport, now: datetime | None = None) -> list[F
     for audit in report.suites:
         out += _suite_findings(audit)
     spoken = report.spoken_versions()
-    if report.versions and not {0x0303, 0x0304} & set(spoken) and spoken:
+    refused = {v.version.id for v in report.versions if v.status == "not_supported"}
+    # An absence fails CI only when established: both versions refused (and confirmed).
+    if report.versions and {0x0303, 0x0304} <= refused and spoken:
         names = [registry.version_name(v) for v in spoken]
         out.append(Finding("high", "version.no_modern", "neither TLS 1.2 nor TLS 1.3 is spoken",
                            items=tuple(names)))
@@ -304,10 +306,27 @@ def builtin_findings(report: AuditReport, now: datetime | None = None) -> list[F
         if fixed.standard is None:
             out.append(Finding("info", "dh.custom", f"DHE with a custom {fixed.bits}-bit prime",
                                items=(fixed.name,), version="TLS 1.2"))
+    c = report.consistency
+    if c is not None and c.status == "inconsistent":
+        # Not an absence: two different answers to one hello were seen.
+        out.append(Finding("medium", "target.inconsistent", "the target answered the same "
+                           "hello differently (likely several servers or configurations "
+                           "behind one name); results built from many connections may merge "
+                           "them (" + "; ".join(_distinct(c.answers) + list(c.notes)) + ")",
+                           items=c.affected))
     out += _pq_findings(report)
     out += certificate_findings(report, now or datetime.now(timezone.utc))
     out += _inconclusive_findings(report)
     return out
+
+
+def _distinct(answers: tuple[str, ...]) -> list[str]:
+    """'answer (after versions, suites)' per distinct answer of 'phase: answer' lines."""
+    seen: dict[str, list[str]] = {}
+    for line in answers:
+        phase, _, answer = line.partition(": ")
+        seen.setdefault(answer, []).append(phase)
+    return [f"{answer} (after {', '.join(phases)})" for answer, phases in seen.items()]
 
 
 def _pq_findings(report: AuditReport) -> list[Finding]:
@@ -342,8 +361,19 @@ def _inconclusive_findings(report: AuditReport) -> list[Finding]:
                                version=g.version.name))
     for s in report.suites:
         if not s.complete:
-            out.append(Finding("info", "audit.inconclusive", f"{s.version.name}: cipher suite "
-                               "list may be incomplete", version=s.version.name))
+            what = "cipher suite list may be incomplete" if s.supported else \
+                "cipher suites not established"
+            out.append(Finding("info", "audit.inconclusive", f"{s.version.name}: {what}",
+                               version=s.version.name))
+    for a in report.signature_schemes:
+        if a.status == "inconclusive":
+            out.append(Finding("info", "audit.inconclusive", f"{a.version.name}: signature "
+                               f"schemes not established: {a.reason}", version=a.version.name))
+    for v in report.post_quantum:
+        if v.check == "tolerance" and v.verdict == "inconclusive":
+            out.append(Finding("info", "audit.inconclusive", "post-quantum tolerance (a hello "
+                               f"with {v.subject}) not established: {v.detail}",
+                               items=(v.subject,), version="TLS 1.3"))
     return out
 
 

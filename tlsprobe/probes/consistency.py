@@ -1,0 +1,99 @@
+"""Several servers behind one name: is the target one configuration throughout the audit?
+
+A load balancer that spreads connections over differently configured backends makes every
+result built from many connections (an elimination over suites or groups) a merge of sets
+that no single backend has. The versions check's hello of the highest spoken version is the
+reference: its answer there is kept, and the same hello is sent once more when each later
+phase (groups and post-quantum, suites, signature schemes) ends, a few connections in all.
+The answers are compared on version, cipher suite and group; any difference, or a hello
+refused with an alert and then answered on a second connection (TargetRunner
+disagreements), means the target answers inconsistently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from tlsprobe import registry
+from tlsprobe.engine.config import ClientConfig
+from tlsprobe.probes.scheduler import ALERT, Job, Outcome, TargetRunner
+from tlsprobe.report.audit_model import AuditReport, ConsistencyCheck
+
+PHASE = "consistency"
+MARK = ("the target answered inconsistently (likely several configurations behind one "
+        "name): this result may merge them")
+
+
+@dataclass
+class Reference:
+    """The reference hello and its answers, phase by phase."""
+
+    config: ClientConfig
+    stop: str
+    answers: list[tuple[str, Outcome]] = field(default_factory=list)
+
+    async def repeat(self, run: TargetRunner, after: str) -> None:
+        """Send the reference hello once more (no confirmation connection: a bare close is
+        simply not compared, and an alert differs from the first answer by itself)."""
+        out = await run.scheduler.run(run.target, Job(self.config, PHASE, self.stop))
+        self.answers.append((after, out))
+
+
+def _key(out: Outcome) -> tuple[object, ...]:
+    """What one configuration answers the same way every time. A HelloRetryRequest and a
+    ServerHello for the same group count as one answer (a server may ask for a cookie
+    under load); an alert has no version, suite or group."""
+    group = out.group if out.group is not None else out.hrr_group
+    return (out.status == ALERT, out.alert, out.version, out.cipher_suite, group)
+
+
+def answer_text(out: Outcome) -> str:
+    """'TLS 1.3, TLS_AES_128_GCM_SHA256, x25519', or the refusal / failure."""
+    if not out.answered:
+        return out.describe()
+    parts = [registry.version_name(out.version or 0), registry.suite_name(out.cipher_suite or 0)]
+    if out.group is not None:
+        parts.append(registry.group_name(out.group))
+    elif out.hrr_group is not None:
+        parts.append(f"HelloRetryRequest for {registry.group_name(out.hrr_group)}")
+    return ", ".join(parts)
+
+
+def verdict(ref: Reference | None, disagreements: list[str]) -> ConsistencyCheck:
+    if disagreements and (ref is None or len(ref.answers) < 2):
+        return ConsistencyCheck("inconsistent", notes=tuple(disagreements))
+    if ref is None or len(ref.answers) < 2:
+        why = "no later phase to compare with" if ref is not None else \
+            "no answered reference hello from the versions check"
+        return ConsistencyCheck("not_checked", notes=(why,) + tuple(disagreements))
+    answers = tuple(f"{phase}: {answer_text(out)}" for phase, out in ref.answers)
+    # A bare close or a reset may be the network's: only answers and alerts are compared.
+    known = [out for _, out in ref.answers if out.answered or out.status == ALERT]
+    unanswered = len(ref.answers) - len(known)
+    notes = tuple(disagreements)
+    if unanswered:
+        notes += (f"{unanswered} repeat(s) of the reference hello got no answer (not "
+                  "compared)",)
+    status = "inconsistent" if len({_key(o) for o in known}) > 1 or disagreements \
+        else "consistent"
+    first = ref.answers[0][1]
+    offered = f"the versions check's {registry.version_name(first.version or 0)} hello"
+    return ConsistencyCheck(status, offered, answers, notes=notes)
+
+
+def mark(report: AuditReport, check: ConsistencyCheck) -> AuditReport:
+    """An inconsistent target: note it in every result built from several connections."""
+    if check.status != "inconsistent":
+        return replace(report, consistency=check)
+    groups = tuple(replace(g, notes=g.notes + (MARK,)) if g.method != "not_run" else g
+                   for g in report.groups)
+    suites = tuple(replace(s, notes=s.notes + (MARK,)) if s.connections else s
+                   for s in report.suites)
+    sigalgs = tuple(replace(s, reason="; ".join(r for r in (s.reason, MARK) if r))
+                    if s.connections else s for s in report.signature_schemes)
+    affected = tuple(f"groups {g.version.name}" for g in groups if g.method != "not_run") + \
+        tuple(f"suites {s.version.name}" for s in suites if s.connections) + \
+        tuple(f"signature schemes {s.version.name}" for s in sigalgs if s.connections) + \
+        (("post-quantum",) if report.post_quantum else ())
+    return replace(report, groups=groups, suites=suites, signature_schemes=sigalgs,
+                   consistency=replace(check, affected=affected))
