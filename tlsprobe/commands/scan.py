@@ -8,9 +8,12 @@ of its own in --json) and skipped; the other targets are still audited.
 
 Exit codes: 0 no finding at or above --fail-on and no error; 1 some target has findings at or
 above --fail-on; 2 usage (also a bad line in -f FILE); 3 a target could not be reached;
-4 not TLS; 5 the server refused every hello with an alert; 6 no TLS answer could be read.
+4 not TLS; 5 the server refused every hello with an alert; 6 no TLS answer could be read;
+70 a bug in tlsprobe while auditing a target (the other targets are still audited).
 With several targets, 1 wins (CI must fail on findings whatever else happened); otherwise
-the highest error code of any target (6 > 5 > 4 > 3 > 2); the errors are all on stderr.
+the highest error code of any target (70 > 6 > 5 > 4 > 3 > 2); the errors are all on stderr.
+A host name that cannot be looked up ('a..b', a label over 63 characters) is a bad target
+(2), on the command line or as a line of the file.
 """
 
 from __future__ import annotations
@@ -22,14 +25,14 @@ from dataclasses import dataclass, replace
 from typing import TextIO
 
 from tlsprobe import registry
-from tlsprobe.errors import (EXIT_ALERT, EXIT_FINDINGS, EXIT_NETWORK, EXIT_NOT_TLS, EXIT_OK,
-                             EXIT_PROTOCOL, EXIT_USAGE, UsageError)
+from tlsprobe.errors import (EXIT_ALERT, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_NETWORK,
+                             EXIT_NOT_TLS, EXIT_OK, EXIT_PROTOCOL, EXIT_USAGE, UsageError)
 from tlsprobe.net.tcp import Target, parse_target
 from tlsprobe.report.audit_model import SEVERITIES, AuditReport
 
 CHECKS = ("versions", "groups", "pq", "suites", "sigalgs", "cert")
 EXIT_BY_KIND = {"network": EXIT_NETWORK, "not_tls": EXIT_NOT_TLS, "alert": EXIT_ALERT,
-                "protocol": EXIT_PROTOCOL, "usage": EXIT_USAGE}
+                "protocol": EXIT_PROTOCOL, "usage": EXIT_USAGE, "internal": EXIT_INTERNAL}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -161,8 +164,9 @@ def _validate(args: argparse.Namespace) -> None:
 
 def exit_code(reports: list[AuditReport], fail_on: str | None) -> int:
     """1 when any target has findings at or above --fail-on (CI must fail on those whatever
-    else happened); otherwise the highest error code of any target (6 protocol > 5 alert >
-    4 not TLS > 3 network > 2 bad target line); 0 when there is neither."""
+    else happened); otherwise the highest error code of any target (70 internal > 6
+    protocol > 5 alert > 4 not TLS > 3 network > 2 bad target line); 0 when there is
+    neither."""
     from tlsprobe.report.policy import at_or_above
     if fail_on and any(at_or_above(r.findings, fail_on) for r in reports):
         return EXIT_FINDINGS

@@ -21,7 +21,7 @@ from tlsprobe.engine.config import SSL30, TLS10, TLS11, TLS12, TLS13
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes import ciphers, groups, pq, sigalgs, versions
 from tlsprobe.probes.facts import certificate_info
-from tlsprobe.probes.scheduler import Outcome, Scheduler, TargetRunner
+from tlsprobe.probes.scheduler import Outcome, Scheduler, TargetRunner, internal_error_report
 from tlsprobe.report.audit_model import (AuditReport, GroupAudit, SigalgAudit, SuiteAudit,
                                          TrustCheck, VersionSupport)
 from tlsprobe.report.model import Codepoint
@@ -249,7 +249,13 @@ async def audit_many(targets: Iterable[Target], options: AuditOptions, scheduler
 
     async def one(target: Target) -> AuditReport:
         async with gate:
-            report = await audit_target(target, scheduler, options, on_phase)
+            try:
+                report = await audit_target(target, scheduler, options, on_phase)
+            except Exception as exc:    # a bug: this target's report says so, no other's
+                report = internal_error_report(target, scheduler, exc)
+        bug = scheduler.internal_errors.get(target.display)
+        if bug and not report.error:
+            report = replace(report, error=f"{target.display}: {bug}", error_kind="internal")
         if on_report is not None:
             on_report(report)
         return report

@@ -14,20 +14,26 @@ reports it as a network error, exit 3). What still fails after the retries is
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import socket
+import traceback
 from collections import Counter
 from dataclasses import dataclass, field
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.config import ClientConfig
-from tlsprobe.net.tcp import Target
+from tlsprobe.net.tcp import Target, host_name_problem
 from tlsprobe.probes.dhgroups import dh_group_name
 from tlsprobe.registry import HandshakeType
 from tlsprobe.session.flow import SERVER, ApplicationDataEvent
 from tlsprobe.wire.record import looks_like_tls
+
+if TYPE_CHECKING:
+    from tlsprobe.report.audit_model import AuditReport
 
 # Outcome.status values
 HELLO_RETRY = "hello_retry_request"
@@ -122,6 +128,7 @@ class Scheduler:
     connections: Counter[tuple[str, str]] = field(default_factory=Counter)
     retried: Counter[str] = field(default_factory=Counter)
     addresses: dict[str, str] = field(default_factory=dict)
+    internal_errors: dict[str, str] = field(default_factory=dict)  # target -> first bug
     _sems: dict[str, asyncio.Semaphore] = field(default_factory=dict)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     _next_start: dict[str, float] = field(default_factory=dict)
@@ -146,9 +153,21 @@ class Scheduler:
                 except _Retryable as exc:
                     last = str(exc)
                     continue
+                except Exception as exc:    # a bug: this job's answer is lost, no other
+                    return self._internal_error(target, exc)
             return _with_attempts(outcome, attempt + 1)
         return Outcome(INCONCLUSIVE, reason=f"{last} (after {self.retries + 1} attempts)",
                        attempts=self.retries + 1)
+
+    def _internal_error(self, target: Target, exc: Exception) -> Outcome:
+        """An unexpected exception in one job (a bug in tlsprobe): the job is inconclusive
+        and the target is marked (`internal_errors`) so that its report says so; the other
+        jobs and targets go on. TLSPROBE_DEBUG=1 prints the traceback on stderr."""
+        reason = f"internal error: {type(exc).__name__}: {exc}"
+        self.internal_errors.setdefault(target.display, reason)
+        if os.environ.get("TLSPROBE_DEBUG") == "1":
+            traceback.print_exception(exc)
+        return Outcome(INCONCLUSIVE, reason=reason)
 
     async def _pace(self, host: str) -> None:
         if self.delay <= 0:
@@ -172,6 +191,9 @@ class Scheduler:
             return Outcome(INCONCLUSIVE, reason="connection refused")
         except socket.gaierror as exc:
             return Outcome(INCONCLUSIVE, reason=f"unknown host ({exc.strerror})")
+        except UnicodeError as exc:     # the IDNA encoding refused the name ('a..b')
+            return Outcome(INCONCLUSIVE, reason=f"unknown host (not a valid host name: "
+                           f"{host_name_problem(target.host) or exc})")
         except OSError as exc:
             raise _Retryable(exc.strerror or str(exc)) from None
         self.connections[(target.display, job.phase)] += 1
@@ -264,6 +286,20 @@ class Scheduler:
             raise _Retryable("connection reset by peer") from exc
         except OSError as exc:
             raise _Retryable(exc.strerror or str(exc)) from None
+
+
+def internal_error_report(target: Target, scheduler: Scheduler,
+                          exc: Exception) -> AuditReport:
+    """The report of a target whose audit raised an unexpected exception (a bug in tlsprobe):
+    an error of its own (kind "internal", exit 70), never a traceback nor a lost run."""
+    from tlsprobe.report.audit_model import AuditReport
+    if os.environ.get("TLSPROBE_DEBUG") == "1":
+        traceback.print_exception(exc)
+    counts = scheduler.count(target)
+    return AuditReport(host=target.host, port=target.port, connections=counts,
+                       total_connections=sum(counts.values()),
+                       error=f"{target.display}: internal error: {type(exc).__name__}: {exc}",
+                       error_kind="internal")
 
 
 def _not_tls(data: bytes) -> str | None:

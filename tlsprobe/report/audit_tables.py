@@ -200,7 +200,7 @@ def audit_renderables(r: AuditReport) -> list[RenderableType]:
     where = f"[{r.host}]:{r.port}" if ":" in r.host else f"{r.host}:{r.port}"
     addr = f" ({r.address})" if r.address and r.address != r.host else ""
     out: list[RenderableType] = [Text(f"Audit of {where}{addr}", style="bold underline")]
-    if r.error:
+    if r.error and r.error_kind != "internal":   # an internal error keeps what was learnt
         return out + [Text(f"Error: {r.error}", style="red"), Text(connections_line(r))]
     if r.versions:
         out.append(versions_section(r))
@@ -212,6 +212,8 @@ def audit_renderables(r: AuditReport) -> list[RenderableType]:
     if r.certificates:
         out.append(certificate_section(r))
     out += [findings_section(r), Text(connections_line(r))]
+    if r.error:
+        out.append(Text(f"Error: {r.error}", style="red"))
     return out
 
 
