@@ -16,6 +16,7 @@ import sys
 from typing import IO, Any
 
 from tlsprobe.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, UsageError
+from tlsprobe.report.escape import shown
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -295,7 +296,7 @@ def run(args: argparse.Namespace) -> int:
                     error = f"cannot open: {exc.strerror or exc}"
             if error is not None:
                 # one line, a JSON record, and the other files are still read (exit 2)
-                print(f"tlsprobe: {name}: {error}", file=sys.stderr)
+                print(f"tlsprobe: {shown(f'{name}: {error}')}", file=sys.stderr)
                 unreadable = True
                 record = CaptureSummary.unreadable(name, error).to_dict()
                 summaries.append(record)
@@ -351,7 +352,7 @@ def _warn(name: str, summary: Any) -> bool:
     Notes (a key log that matched nothing, messages lost in capture gaps) are said as
     `tlsprobe: note:` lines and do not make the exit code."""
     for note in summary.notes:
-        print(f"tlsprobe: note: {name}: {note}", file=sys.stderr)
+        print(f"tlsprobe: note: {shown(f'{name}: {note}')}", file=sys.stderr)
     problems = list(summary.warnings)
     cut = summary.capture.get("snaplen_cut", 0)
     if cut:
@@ -360,6 +361,6 @@ def _warn(name: str, summary: Any) -> bool:
     if not problems:
         return False
     more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-    print(f"tlsprobe: {name}: {problems[0]}{more}; read {summary.packets} packets, reported "
+    print(f"tlsprobe: {shown(f'{name}: {problems[0]}')}{more}; read {summary.packets} packets, reported "
           "what could be read", file=sys.stderr)
     return True

@@ -359,6 +359,7 @@ def _write_outputs(args: argparse.Namespace, run_: ProbeRun) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tlsprobe.probes.probe import ProbeOptions, run_probe
+    from tlsprobe.report.escape import shown
     from tlsprobe.report.trace import TraceFormatter
     args = timing_args(args)
     if args.timing:
@@ -392,10 +393,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         _write_outputs(args, run_)
     except UsageError as exc:
-        print(f"tlsprobe: error: {exc}", file=sys.stderr)
+        print(f"tlsprobe: error: {shown(str(exc))}", file=sys.stderr)
         if not result.error:
             return exc.exit_code
     if result.error:
-        print(f"tlsprobe: {result.error}", file=sys.stderr)
+        print(f"tlsprobe: {shown(result.error)}", file=sys.stderr)
         return EXIT_BY_KIND.get(result.error_kind or "", EXIT_PROTOCOL)
     return EXIT_OK

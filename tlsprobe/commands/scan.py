@@ -252,11 +252,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                             on_report=on_report)
     done = dict(zip(targets, audited))
     reports = [done[i] if isinstance(i, Target) else bad[i] for i in items]
+    from tlsprobe.report.escape import shown
     if not args.json:
         from tlsprobe.report.audit_tables import render_audit
         for report in reports:
             render_audit(report, out)
     for report in reports:
         if report.error:
-            print(f"tlsprobe: {report.error}", file=sys.stderr)
+            print(f"tlsprobe: {shown(report.error)}", file=sys.stderr)
     return exit_code(reports, args.fail_on)

@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tlsprobe import registry
+from tlsprobe.report.escape import shown
 from tlsprobe.report.audit_model import (ORDER_CLIENT, ORDER_SERVER, ORDER_SINGLE, AuditReport,
                                          DheAudit, GroupAudit, SigalgAudit, SuiteAudit)
 
@@ -26,6 +27,16 @@ METHOD_TEXT = {"hello_retry_request": "offers without key shares, HelloRetryRequ
 SEVERITY_STYLE = {"critical": "bold red", "high": "red", "medium": "yellow", "low": "cyan",
                   "info": "dim"}
 VERDICT_STYLE = {"yes": "green", "no": "red", "inconclusive": "yellow", "not_tested": "dim"}
+
+
+def _text(text: str, style: str = "") -> Text:
+    """A line of the report; what the server wrote in it (names, details) shown escaped."""
+    return Text(shown(text), style=style)
+
+
+def _row(table: Table, *cells: str | Text) -> None:
+    """A table row of plain text (no rich markup), escaped as `_text` does."""
+    table.add_row(*(c if isinstance(c, Text) else _text(c) for c in cells))
 
 
 def order_text(order: str) -> str:
@@ -43,7 +54,7 @@ def _names(items: tuple, limit: int = 12) -> str:
 
 
 def _title(text: str) -> Text:
-    return Text(text, style="bold")
+    return _text(text, style="bold")
 
 
 def _table(*columns: str) -> Table:
@@ -57,9 +68,9 @@ def versions_section(r: AuditReport) -> RenderableType:
     table = _table("Version", "Spoken", "Answer")
     label = {"supported": "yes", "not_supported": "no", "inconclusive": "inconclusive"}
     for v in r.versions:
-        table.add_row(v.version.name, label.get(v.status, v.status), v.detail)
+        _row(table, v.version.name, label.get(v.status, v.status), v.detail)
     return Group(_title(f"Protocol versions ({conns(r.connections.get('versions', 0))})"),
-                 table, Text(""))
+                 table, _text(""))
 
 
 def _dhe_lines(d: DheAudit) -> list[str]:
@@ -82,13 +93,13 @@ def _dhe_lines(d: DheAudit) -> list[str]:
 
 def group_section(g: GroupAudit) -> RenderableType:
     if g.method == "not_run":
-        return Group(_title(f"Groups, {g.version.name}"), Text(
-            "; ".join(g.notes) or "not tested"), Text(""))
+        return Group(_title(f"Groups, {g.version.name}"), _text(
+            "; ".join(g.notes) or "not tested"), _text(""))
     head = (f"Groups, {g.version.name}: {METHOD_TEXT.get(g.method, g.method)} "
             f"({conns(g.connections)})")
     parts: list[RenderableType] = [_title(head)]
     if g.spoken is False and not g.supported:
-        parts.append(Text(f"{g.version.name} is not spoken by the server"))
+        parts.append(_text(f"{g.version.name} is not spoken by the server"))
     elif g.supported:
         table = _table("#", "Group", "Kind")
         for i, cp in enumerate(g.supported, 1):
@@ -96,91 +107,92 @@ def group_section(g: GroupAudit) -> RenderableType:
             kind = info.kind if info is not None else "?"
             kind = {"ec": "ECDHE", "ecx": "ECDHE", "ffdhe": "FFDHE", "mlkem": "ML-KEM",
                     "hybrid": "hybrid PQ", "draft": "draft PQ"}.get(kind, kind)
-            table.add_row(str(i), cp.label(), kind)
-        parts += [table, Text(f"Order: {order_text(g.order)}")]
+            _row(table, str(i), cp.label(), kind)
+        parts += [table, _text(f"Order: {order_text(g.order)}")]
     else:
-        parts.append(Text("no group accepted"))
+        parts.append(_text("no group accepted"))
     if g.inconclusive:
-        parts.append(Text(f"Not established: {_names(g.inconclusive)}", style="yellow"))
+        parts.append(_text(f"Not established: {_names(g.inconclusive)}", style="yellow"))
     if g.not_supported:
-        parts.append(Text(f"Not supported: {len(g.not_supported)} group(s): "
+        parts.append(_text(f"Not supported: {len(g.not_supported)} group(s): "
                           f"{_names(g.not_supported, 8)}", style="dim"))
     if g.dhe is not None:
-        parts += [Text(line) for line in _dhe_lines(g.dhe)]
-    parts += [Text(f"note: {n}", style="dim") for n in g.notes]
-    return Group(*parts, Text(""))
+        parts += [_text(line) for line in _dhe_lines(g.dhe)]
+    parts += [_text(f"note: {n}", style="dim") for n in g.notes]
+    return Group(*parts, _text(""))
 
 
 def pq_section(r: AuditReport) -> RenderableType:
     table = _table("Check", "About", "Verdict", "Detail")
     for v in r.post_quantum:
-        table.add_row(v.check.replace("_", " "), v.subject,
-                      Text(v.verdict.replace("_", " "), style=VERDICT_STYLE.get(v.verdict, "")),
+        _row(table, v.check.replace("_", " "), v.subject,
+                      _text(v.verdict.replace("_", " "), style=VERDICT_STYLE.get(v.verdict, "")),
                       v.detail)
     n = r.connections.get("post-quantum", 0)
-    return Group(_title(f"Post-quantum, TLS 1.3 ({conns(n)})"), table, Text(""))
+    return Group(_title(f"Post-quantum, TLS 1.3 ({conns(n)})"), table, _text(""))
 
 
 def suite_section(s: SuiteAudit) -> RenderableType:
     head = f"Cipher suites, {s.version.name} ({conns(s.connections)})"
     if not s.supported:
-        return Group(_title(head), Text("none accepted" + ("" if s.complete else
-                                                           " (not established)")), Text(""))
+        return Group(_title(head), _text("none accepted" + ("" if s.complete else
+                                                           " (not established)")), _text(""))
     table = _table("#", "Cipher suite", "OpenSSL name")
     for i, c in enumerate(s.supported, 1):
-        table.add_row(str(i), f"{c.iana_name} ({c.hex})", c.openssl_name or "")
-    parts: list[RenderableType] = [_title(head), table, Text(f"Order: {order_text(s.order)}")]
+        _row(table, str(i), f"{c.iana_name} ({c.hex})", c.openssl_name or "")
+    parts: list[RenderableType] = [_title(head), table, _text(f"Order: {order_text(s.order)}")]
     if not s.complete:
-        parts.append(Text("the list may be incomplete", style="yellow"))
-    parts += [Text(f"note: {n}", style="dim") for n in s.notes]
-    return Group(*parts, Text(""))
+        parts.append(_text("the list may be incomplete", style="yellow"))
+    parts += [_text(f"note: {n}", style="dim") for n in s.notes]
+    return Group(*parts, _text(""))
 
 
 def sigalg_section(s: SigalgAudit) -> RenderableType:
     head = f"Signature schemes, {s.version.name} ({conns(s.connections)})"
     if s.status != "established":
-        return Group(_title(head), Text(f"{s.status.replace('_', ' ')}: {s.reason}"), Text(""))
+        return Group(_title(head), _text(f"{s.status.replace('_', ' ')}: {s.reason}"), _text(""))
     text = ", ".join(c.name for c in s.supported) or "(none)"
-    parts: list[RenderableType] = [_title(head), Text(text), Text(f"Order: {order_text(s.order)}")]
+    parts: list[RenderableType] = [_title(head), _text(text),
+                                   _text(f"Order: {order_text(s.order)}")]
     if s.reason:
-        parts.append(Text(f"note: {s.reason}", style="dim"))
-    return Group(*parts, Text(""))
+        parts.append(_text(f"note: {s.reason}", style="dim"))
+    return Group(*parts, _text(""))
 
 
 def trust_line(r: AuditReport) -> Text:
     """'Trust: verified (hostname 127.0.0.1 ok) against FILE' or why it is not trusted."""
     t = r.trust
     if t is None:
-        return Text("Trust: not checked", style="dim")
+        return _text("Trust: not checked", style="dim")
     if t.status == "not_checked":
-        return Text(f"Trust: not checked: {t.detail}", style="yellow")
+        return _text(f"Trust: not checked: {t.detail}", style="yellow")
     store = f" against {t.trust_store}" if t.trust_store else ""
     if t.status == "trusted":
-        return Text(f"Trust: chain verified, valid for {t.hostname}{store}", style="green")
+        return _text(f"Trust: chain verified, valid for {t.hostname}{store}", style="green")
     detail = f": {t.detail}" if t.detail else ""
-    return Text(f"Trust: NOT trusted, {t.code} ({t.reason}){detail}{store}", style="red")
+    return _text(f"Trust: NOT trusted, {t.code} ({t.reason}){detail}{store}", style="red")
 
 
 def certificate_section(r: AuditReport) -> RenderableType:
     table = _table("#", "Subject", "Key", "Signature", "Valid until", "Issuer")
     for i, c in enumerate(r.certificates):
         bits = f" {c.key_bits}" if c.key_bits else ""
-        table.add_row(str(i), c.subject, f"{c.key_type}{bits}", c.signature_algorithm,
+        _row(table, str(i), c.subject, f"{c.key_type}{bits}", c.signature_algorithm,
                       c.not_after[:16].replace("T", " "), c.issuer)
     san = ", ".join(r.certificates[0].san) if r.certificates else ""
     return Group(_title("Certificate chain"), table,
-                 Text(f"Names (subjectAltName): {san or 'none'}"), trust_line(r), Text(""))
+                 _text(f"Names (subjectAltName): {san or 'none'}"), trust_line(r), _text(""))
 
 
 def findings_section(r: AuditReport) -> RenderableType:
     if not r.findings:
-        return Group(_title("Findings"), Text("none"))
+        return Group(_title("Findings"), _text("none"))
     table = _table("Severity", "Finding", "Policy", "Code")
     for f in r.findings:
-        table.add_row(Text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")), f.message,
+        _row(table, _text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")), f.message,
                       f.policy, f.code)
     return Group(_title(f"Findings ({', '.join(r.policies) or 'built-in checks only'})"), table,
-                 Text(""))
+                 _text(""))
 
 
 def connections_line(r: AuditReport) -> str:
@@ -195,13 +207,13 @@ def connections_line(r: AuditReport) -> str:
 
 def audit_renderables(r: AuditReport) -> list[RenderableType]:
     if r.error_kind == "usage":   # a bad line of the targets file, skipped
-        return [Text(f"Skipped {r.host!r}", style="bold underline"),
-                Text(f"Error: {r.error}", style="red")]
+        return [_text(f"Skipped {r.host!r}", style="bold underline"),
+                _text(f"Error: {r.error}", style="red")]
     where = f"[{r.host}]:{r.port}" if ":" in r.host else f"{r.host}:{r.port}"
     addr = f" ({r.address})" if r.address and r.address != r.host else ""
-    out: list[RenderableType] = [Text(f"Audit of {where}{addr}", style="bold underline")]
+    out: list[RenderableType] = [_text(f"Audit of {where}{addr}", style="bold underline")]
     if r.error and r.error_kind != "internal":   # an internal error keeps what was learnt
-        return out + [Text(f"Error: {r.error}", style="red"), Text(connections_line(r))]
+        return out + [_text(f"Error: {r.error}", style="red"), _text(connections_line(r))]
     if r.versions:
         out.append(versions_section(r))
     out += [group_section(g) for g in r.groups]
@@ -211,9 +223,9 @@ def audit_renderables(r: AuditReport) -> list[RenderableType]:
     out += [sigalg_section(s) for s in r.signature_schemes]
     if r.certificates:
         out.append(certificate_section(r))
-    out += [findings_section(r), Text(connections_line(r))]
+    out += [findings_section(r), _text(connections_line(r))]
     if r.error:
-        out.append(Text(f"Error: {r.error}", style="red"))
+        out.append(_text(f"Error: {r.error}", style="red"))
     return out
 
 

@@ -7,7 +7,9 @@ from typing import IO
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from tlsprobe.report.escape import shown
 from tlsprobe.report.model import Codepoint, KeyExchange, ProbeResult
 
 SOURCES = {"key_share": "TLS 1.3 key_share", "hello_retry_request":
@@ -166,8 +168,8 @@ def render_rows(rows: list[tuple[str, str]], out: IO[str]) -> None:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
     table.add_column()
-    for label, value in rows:
-        table.add_row(label, value)
+    for label, value in rows:   # Text: no markup; escaped: what a peer wrote stays inert
+        table.add_row(Text(shown(label)), Text(shown(value)))
     print_renderable(table, out)
 
 
