@@ -85,6 +85,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "as `openssl s_client -msg` does, with decoded fields and their offsets "
                    "(on stderr with --json, so that stdout stays pure JSON)")
     o.add_argument("--json", action="store_true", help="print the result as JSON")
+    o.add_argument("--full", action="store_true", help="list every certificate and "
+                   "subjectAltName (a terminal shows the first ones; piped output is whole)")
     o.add_argument("--keylog", metavar="FILE", help="append the session's secrets to FILE "
                    "in SSLKEYLOGFILE format (for Wireshark)")
     o.add_argument("--pcap-out", metavar="FILE", help="write the exchange as a pcap file "
@@ -389,7 +391,7 @@ def run(args: argparse.Namespace) -> int:
         print(result.to_json(), file=out)
     elif result.version is not None or not result.error:
         from tlsprobe.report.tables import render_probe
-        render_probe(result, out)
+        render_probe(result, out, full=args.full or not out.isatty())
     try:
         _write_outputs(args, run_)
     except UsageError as exc:

@@ -216,6 +216,8 @@ def _finish(report: AuditReport, run: _Run, started: float,
         if chain and run.options.verify:
             trust = trust_check(list(chain), run.runner.server_name or target.host,
                                 run.options.cafile)
+        elif chain:
+            trust = TrustCheck("not_checked", detail="skipped (--no-verify)")
     counts = scheduler.count(target)
     report = replace(_order_parts(report), certificates=certs, trust=trust, connections=counts,
                      total_connections=sum(counts.values()),

@@ -6,6 +6,7 @@ could not be established are listed as such, never folded into "not supported".
 
 from __future__ import annotations
 
+import re
 from typing import IO
 
 from rich import box
@@ -26,6 +27,7 @@ METHOD_TEXT = {"hello_retry_request": "offers without key shares, HelloRetryRequ
                "server_key_exchange": "ECDHE and DHE suites, ServerKeyExchange"}
 SEVERITY_STYLE = {"critical": "bold red", "high": "red", "medium": "yellow", "low": "cyan",
                   "info": "dim"}
+CUT = re.compile(r" and \d+ more\b")   # a list a finding's message cut short
 VERDICT_STYLE = {"yes": "green", "no": "red", "inconclusive": "yellow", "not_tested": "dim"}
 
 
@@ -47,10 +49,12 @@ def conns(n: int) -> str:
     return f"{n} connection{'' if n == 1 else 's'}"
 
 
-def _names(items: tuple, limit: int = 12) -> str:
+def _names(items: tuple, limit: int | None = 12) -> str:
+    """Names joined; past `limit` (None: no limit, --full) cut with "and N more"."""
     names = [getattr(i, "name", str(i)) for i in items]
-    shown = ", ".join(names[:limit])
-    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+    if limit is None or len(names) <= limit:
+        return ", ".join(names)
+    return ", ".join(names[:limit]) + f" and {len(names) - limit} more"
 
 
 def _title(text: str) -> Text:
@@ -73,7 +77,7 @@ def versions_section(r: AuditReport) -> RenderableType:
                  table, _text(""))
 
 
-def _dhe_lines(d: DheAudit) -> list[str]:
+def _dhe_lines(d: DheAudit, full: bool = False) -> list[str]:
     notes = list(d.notes)
     if d.status == "fixed" and d.fixed is not None:
         head = f"DHE: fixed parameters {d.fixed.label()}, whatever ffdhe groups are offered"
@@ -87,11 +91,12 @@ def _dhe_lines(d: DheAudit) -> list[str]:
         head = f"DHE: {d.status.replace('_', ' ')}"
     lines = [f"{head} ({conns(d.connections)})"]
     if d.inconclusive:
-        lines.append(f"DHE not established: {_names(d.inconclusive)}")
+        lines.append(f"DHE not established: {_names(d.inconclusive, None if full else 12)}")
     return lines + [f"note: {n}" for n in notes]
 
 
-def group_section(g: GroupAudit) -> RenderableType:
+def group_section(g: GroupAudit, full: bool = False) -> RenderableType:
+    """The groups of one version; `full`: no list cut short."""
     if g.method == "not_run":
         return Group(_title(f"Groups, {g.version.name}"), _text(
             "; ".join(g.notes) or "not tested"), _text(""))
@@ -112,12 +117,13 @@ def group_section(g: GroupAudit) -> RenderableType:
     else:
         parts.append(_text("no group accepted"))
     if g.inconclusive:
-        parts.append(_text(f"Not established: {_names(g.inconclusive)}", style="yellow"))
+        parts.append(_text(f"Not established: {_names(g.inconclusive, None if full else 12)}",
+                           style="yellow"))
     if g.not_supported:
         parts.append(_text(f"Not supported: {len(g.not_supported)} group(s): "
-                          f"{_names(g.not_supported, 8)}", style="dim"))
+                          f"{_names(g.not_supported, None if full else 8)}", style="dim"))
     if g.dhe is not None:
-        parts += [_text(line) for line in _dhe_lines(g.dhe)]
+        parts += [_text(line) for line in _dhe_lines(g.dhe, full)]
     parts += [_text(f"note: {n}", style="dim") for n in g.notes]
     return Group(*parts, _text(""))
 
@@ -160,7 +166,9 @@ def sigalg_section(s: SigalgAudit) -> RenderableType:
 
 
 def trust_line(r: AuditReport) -> Text:
-    """'Trust: verified (hostname 127.0.0.1 ok) against FILE' or why it is not trusted."""
+    """'Trust: chain verified against FILE, valid for HOST' or 'Trust: NOT trusted against
+    FILE: CODE (REASON): DETAIL': the trust store goes with the verdict, never after a note
+    of the detail (such as the one on a missing subjectAltName)."""
     t = r.trust
     if t is None:
         return _text("Trust: not checked", style="dim")
@@ -168,9 +176,9 @@ def trust_line(r: AuditReport) -> Text:
         return _text(f"Trust: not checked: {t.detail}", style="yellow")
     store = f" against {t.trust_store}" if t.trust_store else ""
     if t.status == "trusted":
-        return _text(f"Trust: chain verified, valid for {t.hostname}{store}", style="green")
+        return _text(f"Trust: chain verified{store}, valid for {t.hostname}", style="green")
     detail = f": {t.detail}" if t.detail else ""
-    return _text(f"Trust: NOT trusted, {t.code} ({t.reason}){detail}{store}", style="red")
+    return _text(f"Trust: NOT trusted{store}: {t.code} ({t.reason}){detail}", style="red")
 
 
 def certificate_section(r: AuditReport) -> RenderableType:
@@ -184,13 +192,18 @@ def certificate_section(r: AuditReport) -> RenderableType:
                  _text(f"Names (subjectAltName): {san or 'none'}"), trust_line(r), _text(""))
 
 
-def findings_section(r: AuditReport) -> RenderableType:
+def findings_section(r: AuditReport, full: bool = False) -> RenderableType:
+    """The findings; a message that names only the first items ("and N more") is followed,
+    with `full`, by the whole list (`Finding.items`)."""
     if not r.findings:
         return Group(_title("Findings"), _text("none"))
     table = _table("Severity", "Finding", "Policy", "Code")
     for f in r.findings:
-        _row(table, _text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")), f.message,
-                      f.policy, f.code)
+        message = _text(f.message)
+        if full and CUT.search(f.message) and f.items:
+            message.append("\n" + shown(f"all {len(f.items)}: {', '.join(f.items)}"))
+        _row(table, _text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")), message,
+             f.policy, f.code)
     return Group(_title(f"Findings ({', '.join(r.policies) or 'built-in checks only'})"), table,
                  _text(""))
 
@@ -205,9 +218,9 @@ def connections_line(r: AuditReport) -> str:
             f"{f' ({parts})' if parts else ''}{retries}")
 
 
-def audit_renderables(r: AuditReport) -> list[RenderableType]:
+def audit_renderables(r: AuditReport, full: bool = False) -> list[RenderableType]:
     if r.error_kind == "usage":   # a bad line of the targets file, skipped
-        return [_text(f"Skipped {r.host!r}", style="bold underline"),
+        return [_text(f"Skipped '{r.host}'", style="bold underline"),
                 _text(f"Error: {r.error}", style="red")]
     where = f"[{r.host}]:{r.port}" if ":" in r.host else f"{r.host}:{r.port}"
     addr = f" ({r.address})" if r.address and r.address != r.host else ""
@@ -216,22 +229,52 @@ def audit_renderables(r: AuditReport) -> list[RenderableType]:
         return out + [_text(f"Error: {r.error}", style="red"), _text(connections_line(r))]
     if r.versions:
         out.append(versions_section(r))
-    out += [group_section(g) for g in r.groups]
+    out += [group_section(g, full) for g in r.groups]
     if r.post_quantum:
         out.append(pq_section(r))
     out += [suite_section(s) for s in r.suites]
     out += [sigalg_section(s) for s in r.signature_schemes]
     if r.certificates:
         out.append(certificate_section(r))
-    out += [findings_section(r), _text(connections_line(r))]
+    out += [findings_section(r, full), _text(connections_line(r))]
     if r.error:
         out.append(_text(f"Error: {r.error}", style="red"))
     return out
 
 
-def render_audit(r: AuditReport, out: IO[str], width: int | None = None) -> None:
+def summary_lines(reports: list[AuditReport], code: int, reason: str) -> list[str]:
+    """The end of a run over several targets: how many were audited and failed (by kind),
+    the findings by severity, and the exit code with its reason."""
+    kinds: dict[str, int] = {}
+    for r in reports:
+        if r.error:
+            kind = (r.error_kind or "error").replace("_", " ")
+            kinds[kind] = kinds.get(kind, 0) + 1
+    failed = sum(kinds.values())
+    by_kind = f" ({', '.join(f'{k} {n}' for k, n in kinds.items())})" if kinds else ""
+    counts: dict[str, int] = {}
+    for r in reports:
+        for f in r.findings:
+            counts[f.severity] = counts.get(f.severity, 0) + 1
+    order = ("critical", "high", "medium", "low", "info")
+    found = ", ".join(f"{counts[s]} {s}" for s in order if s in counts) or "none"
+    return [f"Targets: {len(reports)}; audited {len(reports) - failed}; with an error "
+            f"{failed}{by_kind}",
+            f"Findings: {found}", f"Exit code {code}: {reason}"]
+
+
+def render_summary(reports: list[AuditReport], code: int, reason: str, out: IO[str]) -> None:
+    console = Console(file=out, highlight=False, soft_wrap=False,
+                      width=None if out.isatty() else 120)
+    console.print(_title("Summary"))
+    for line in summary_lines(reports, code, reason):
+        console.print(_text(line))
+
+
+def render_audit(r: AuditReport, out: IO[str], width: int | None = None,
+                 full: bool = False) -> None:
     console = Console(file=out, highlight=False, soft_wrap=False,
                       width=width or (None if out.isatty() else 120))
-    for part in audit_renderables(r):
+    for part in audit_renderables(r, full):
         console.print(part)
     console.print()
