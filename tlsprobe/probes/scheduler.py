@@ -21,7 +21,6 @@ import traceback
 from collections import Counter
 from dataclasses import dataclass, field
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
@@ -31,9 +30,6 @@ from tlsprobe.probes.dhgroups import dh_group_name
 from tlsprobe.registry import HandshakeType
 from tlsprobe.session.flow import SERVER, ApplicationDataEvent
 from tlsprobe.wire.record import looks_like_tls
-
-if TYPE_CHECKING:
-    from tlsprobe.report.audit_model import AuditReport
 
 # Outcome.status values
 HELLO_RETRY = "hello_retry_request"
@@ -286,20 +282,6 @@ class Scheduler:
             raise _Retryable("connection reset by peer") from exc
         except OSError as exc:
             raise _Retryable(exc.strerror or str(exc)) from None
-
-
-def internal_error_report(target: Target, scheduler: Scheduler,
-                          exc: Exception) -> AuditReport:
-    """The report of a target whose audit raised an unexpected exception (a bug in tlsprobe):
-    an error of its own (kind "internal", exit 70), never a traceback nor a lost run."""
-    from tlsprobe.report.audit_model import AuditReport
-    if os.environ.get("TLSPROBE_DEBUG") == "1":
-        traceback.print_exception(exc)
-    counts = scheduler.count(target)
-    return AuditReport(host=target.host, port=target.port, connections=counts,
-                       total_connections=sum(counts.values()),
-                       error=f"{target.display}: internal error: {type(exc).__name__}: {exc}",
-                       error_kind="internal")
 
 
 def _not_tls(data: bytes) -> str | None:
