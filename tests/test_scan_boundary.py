@@ -130,3 +130,9 @@ def test_exit_code_precedence_puts_internal_above_protocol():
                AuditReport("c", 1, error="z", error_kind="usage")]
     assert exit_code(reports, None) == 70
     assert exit_code(reports[::2], None) == 6
+
+
+def test_scan_sni_with_control_characters_is_a_usage_error(run_cli):
+    code, out, err = run_cli("scan", "127.0.0.1:1", "--sni", "a\x1b[2Jb", "--no-progress")
+    assert code == 2 and "control characters" in err and "\x1b" not in err
+    assert out == ""

@@ -167,6 +167,9 @@ def _validate(args: argparse.Namespace) -> None:
         raise UsageError(f"--retries must be from 0 to 10, not {args.retries}")
     if args.no_sni and args.sni is not None:
         raise UsageError("--sni and --no-sni cannot be combined")
+    if args.sni is not None:    # the probe's check: no control characters sent or shown
+        from tlsprobe.commands.probe import _server_name
+        args.sni = _server_name(args.sni)
     if args.cafile:
         from tlsprobe.engine.chain import check_cafile
         check_cafile(args.cafile, contents=not args.no_verify)
