@@ -152,3 +152,47 @@ def test_pcap_text_escapes_sni_alpn_and_names_json_keeps_them(evil_server, run_c
     conn = [json.loads(line) for line in out.splitlines() if '"sni"' in line][0]
     assert conn["sni"] == SNI and conn["offer"]["alpn"] == [ALPN]
     assert conn["certificates"][0]["subject"] == f"CN={CN}"
+
+
+@pytest.fixture
+def hostile_http(certs):
+    """A Python ssl server on loopback whose HTTP status line holds ESC, CSI (C1) and BEL."""
+    import ssl
+    import threading
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(certs["rsa"].chain, certs["rsa"].key)
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(30)
+
+    def serve() -> None:
+        try:
+            raw, _ = listener.accept()
+            with ctx.wrap_socket(raw, server_side=True) as conn:
+                conn.recv(4096)
+                conn.sendall(STATUS.encode("latin-1") + b"\r\nContent-Length: 0\r\n\r\n")
+        except (OSError, ssl.SSLError):
+            pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1]
+    listener.close()
+    thread.join(10)
+
+
+STATUS = "HTTP/1.1 200 \x1b[2J\x9b1;1HVerify\x07"
+
+
+def test_probe_text_escapes_the_http_status_line_json_keeps_it(hostile_http, run_cli):
+    code, out, err = run_cli("probe", f"127.0.0.1:{hostile_http}", "--http-get", "/",
+                             "--no-verify")
+    assert code == 0, err
+    _no_raw(out + err)
+    assert "HTTP/1.1 200 \\x1b[2J\\x9b1;1HVerify\\x07" in out
+
+
+def test_probe_json_keeps_the_http_status_line(hostile_http, run_cli):
+    code, out, err = run_cli("probe", f"127.0.0.1:{hostile_http}", "--http-get", "/",
+                             "--no-verify", "--json")
+    assert code == 0, err
+    assert json.loads(out)["http_status"] == STATUS
