@@ -3,8 +3,10 @@
 Also protocol versions, signature schemes and the certificate; findings with CI exit codes.
 
 Targets come from the command line, a file (-f FILE) or stdin (-f -), one HOST[:PORT] per line.
-A bad line in the file is reported as `FILE:LINE: error` (on stderr, and as an error report
-of its own in --json) and skipped; the other targets are still audited.
+A bad line in the file (no valid target, or not UTF-8: the file is decoded line by line) is
+reported as `FILE:LINE: error` (on stderr, and as an error report of its own in --json) and
+skipped; the other targets are still audited. A text run over several targets ends with a
+summary (targets, errors by kind, findings by severity, the exit code and why).
 
 Exit codes: 0 no finding at or above --fail-on and no error; 1 some target has findings at or
 above --fail-on; 2 usage (also a bad line in -f FILE); 3 a target could not be reached;
