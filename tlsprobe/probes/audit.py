@@ -20,8 +20,8 @@ from tlsprobe import registry
 from tlsprobe.engine.config import SSL30, TLS10, TLS11, TLS12, TLS13
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes import ciphers, groups, pq, sigalgs, versions
-from tlsprobe.probes.facts import certificate_info
 from tlsprobe.probes.boundary import internal_error_report
+from tlsprobe.probes.facts import certificate_info
 from tlsprobe.probes.scheduler import Outcome, Scheduler, TargetRunner
 from tlsprobe.report.audit_model import (AuditReport, GroupAudit, SigalgAudit, SuiteAudit,
                                          TrustCheck, VersionSupport)
