@@ -365,6 +365,6 @@ def _warn(name: str, summary: Any, full: bool = False) -> bool:
     more = f" (+{len(problems) - 1} more; --full names them)" if len(problems) > 1 else ""
     if full:
         problems, more = ["; ".join(problems)], ""
-    print(f"tlsprobe: {shown(f'{name}: {problems[0]}')}{more}; read {summary.packets} packets, reported "
-          "what could be read", file=sys.stderr)
+    print(f"tlsprobe: {shown(f'{name}: {problems[0]}')}{more}; read {summary.packets} "
+          "packets, reported what could be read", file=sys.stderr)
     return True
