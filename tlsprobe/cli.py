@@ -121,11 +121,12 @@ def _main(argv: Sequence[str] | None) -> int:
     except Exception as exc:  # last resort: one line, never a traceback
         if os.environ.get(DEBUG_ENV) == "1":
             raise
+        from tlsprobe.report.escape import shown
         if isinstance(exc, (OSError, ValueError)):
-            text = " ".join(str(exc).split())[:300]
+            text = shown(" ".join(str(exc).split())[:300])
             print(f"tlsprobe: error: {exc.__class__.__name__}: {text}", file=sys.stderr)
             return EXIT_USAGE
-        text = " ".join(str(exc).split())[:300]
+        text = shown(" ".join(str(exc).split())[:300])
         print(f"tlsprobe: internal error: {exc.__class__.__name__}: {text} "
               f"(set {DEBUG_ENV}=1 for the traceback)", file=sys.stderr)
         return EXIT_INTERNAL
@@ -133,7 +134,8 @@ def _main(argv: Sequence[str] | None) -> int:
 
 def error_line(exc: TlsprobeError) -> str:
     """The one stderr line for `exc`: usage errors read `tlsprobe: error: ...`."""
-    text = " ".join(str(exc).split())
+    from tlsprobe.report.escape import shown
+    text = shown(" ".join(str(exc).split()))
     if exc.exit_code == EXIT_USAGE and not text.startswith("error: "):
         text = "error: " + text
     return f"tlsprobe: {text}"

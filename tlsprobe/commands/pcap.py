@@ -16,6 +16,7 @@ import sys
 from typing import IO, Any
 
 from tlsprobe.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, UsageError
+from tlsprobe.report.escape import shown
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -37,6 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o.add_argument("--stats", action="store_true", help="summary: connections per version, "
                    "cipher suite and group (instead of the table)")
     o.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    o.add_argument("--full", action="store_true", help="name every problem of a damaged "
+                   "capture on stderr (else the first, and how many more)")
     k = p.add_argument_group("decryption")
     k.add_argument("--keylog", metavar="FILE", help="SSLKEYLOGFILE secrets: decrypt TLS 1.3 "
                    "handshakes and TLS 1.2 records (keys embedded in pcapng are used too)")
@@ -295,7 +298,7 @@ def run(args: argparse.Namespace) -> int:
                     error = f"cannot open: {exc.strerror or exc}"
             if error is not None:
                 # one line, a JSON record, and the other files are still read (exit 2)
-                print(f"tlsprobe: {name}: {error}", file=sys.stderr)
+                print(f"tlsprobe: {shown(f'{name}: {error}')}", file=sys.stderr)
                 unreadable = True
                 record = CaptureSummary.unreadable(name, error).to_dict()
                 summaries.append(record)
@@ -324,7 +327,7 @@ def run(args: argparse.Namespace) -> int:
             summary_dict["reported"] = reported
             summaries.append(summary_dict)
             output.capture(summary_dict)
-            broken = _warn(name, summary) or broken
+            broken = _warn(name, summary, args.full) or broken
     finally:
         bar.stop()
         output.flush()  # what was read stays written, even when interrupted
@@ -346,12 +349,12 @@ def _missing(path: str) -> str | None:
     return None
 
 
-def _warn(name: str, summary: Any) -> bool:
+def _warn(name: str, summary: Any, full: bool = False) -> bool:
     """One line on stderr for a damaged capture; True when there was something to say.
     Notes (a key log that matched nothing, messages lost in capture gaps) are said as
     `tlsprobe: note:` lines and do not make the exit code."""
     for note in summary.notes:
-        print(f"tlsprobe: note: {name}: {note}", file=sys.stderr)
+        print(f"tlsprobe: note: {shown(f'{name}: {note}')}", file=sys.stderr)
     problems = list(summary.warnings)
     cut = summary.capture.get("snaplen_cut", 0)
     if cut:
@@ -359,7 +362,9 @@ def _warn(name: str, summary: Any) -> bool:
                         "bytes are gaps)")
     if not problems:
         return False
-    more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-    print(f"tlsprobe: {name}: {problems[0]}{more}; read {summary.packets} packets, reported "
-          "what could be read", file=sys.stderr)
+    more = f" (+{len(problems) - 1} more; --full names them)" if len(problems) > 1 else ""
+    if full:
+        problems, more = ["; ".join(problems)], ""
+    print(f"tlsprobe: {shown(f'{name}: {problems[0]}')}{more}; read {summary.packets} "
+          "packets, reported what could be read", file=sys.stderr)
     return True

@@ -85,6 +85,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "as `openssl s_client -msg` does, with decoded fields and their offsets "
                    "(on stderr with --json, so that stdout stays pure JSON)")
     o.add_argument("--json", action="store_true", help="print the result as JSON")
+    o.add_argument("--full", action="store_true", help="list every certificate and "
+                   "subjectAltName (a terminal shows the first ones; piped output is whole)")
     o.add_argument("--keylog", metavar="FILE", help="append the session's secrets to FILE "
                    "in SSLKEYLOGFILE format (for Wireshark)")
     o.add_argument("--pcap-out", metavar="FILE", help="write the exchange as a pcap file "
@@ -359,6 +361,7 @@ def _write_outputs(args: argparse.Namespace, run_: ProbeRun) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tlsprobe.probes.probe import ProbeOptions, run_probe
+    from tlsprobe.report.escape import shown
     from tlsprobe.report.trace import TraceFormatter
     args = timing_args(args)
     if args.timing:
@@ -392,14 +395,14 @@ def run(args: argparse.Namespace) -> int:
         print(result.to_json(), file=out)
     elif result.version is not None or not result.error:
         from tlsprobe.report.tables import render_probe
-        render_probe(result, out)
+        render_probe(result, out, full=args.full or not out.isatty())
     try:
         _write_outputs(args, run_)
     except UsageError as exc:
-        print(f"tlsprobe: error: {exc}", file=sys.stderr)
+        print(f"tlsprobe: error: {shown(str(exc))}", file=sys.stderr)
         if not result.error:
             return exc.exit_code
     if result.error:
-        print(f"tlsprobe: {result.error}", file=sys.stderr)
+        print(f"tlsprobe: {shown(result.error)}", file=sys.stderr)
         return EXIT_BY_KIND.get(result.error_kind or "", EXIT_PROTOCOL)
     return EXIT_OK

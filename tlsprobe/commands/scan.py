@@ -3,14 +3,19 @@
 Also protocol versions, signature schemes and the certificate; findings with CI exit codes.
 
 Targets come from the command line, a file (-f FILE) or stdin (-f -), one HOST[:PORT] per line.
-A bad line in the file is reported as `FILE:LINE: error` (on stderr, and as an error report
-of its own in --json) and skipped; the other targets are still audited.
+A bad line in the file (no valid target, or not UTF-8: the file is decoded line by line) is
+reported as `FILE:LINE: error` (on stderr, and as an error report of its own in --json) and
+skipped; the other targets are still audited. A text run over several targets ends with a
+summary (targets, errors by kind, findings by severity, the exit code and why).
 
 Exit codes: 0 no finding at or above --fail-on and no error; 1 some target has findings at or
 above --fail-on; 2 usage (also a bad line in -f FILE); 3 a target could not be reached;
-4 not TLS; 5 the server refused every hello with an alert; 6 no TLS answer could be read.
+4 not TLS; 5 the server refused every hello with an alert; 6 no TLS answer could be read;
+70 a bug in tlsprobe while auditing a target (the other targets are still audited).
 With several targets, 1 wins (CI must fail on findings whatever else happened); otherwise
-the highest error code of any target (6 > 5 > 4 > 3 > 2); the errors are all on stderr.
+the highest error code of any target (70 > 6 > 5 > 4 > 3 > 2); the errors are all on stderr.
+A host name that cannot be looked up ('a..b', a label over 63 characters) is a bad target
+(2), on the command line or as a line of the file.
 """
 
 from __future__ import annotations
@@ -22,14 +27,14 @@ from dataclasses import dataclass, replace
 from typing import TextIO
 
 from tlsprobe import registry
-from tlsprobe.errors import (EXIT_ALERT, EXIT_FINDINGS, EXIT_NETWORK, EXIT_NOT_TLS, EXIT_OK,
-                             EXIT_PROTOCOL, EXIT_USAGE, UsageError)
+from tlsprobe.errors import (EXIT_ALERT, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_NETWORK,
+                             EXIT_NOT_TLS, EXIT_OK, EXIT_PROTOCOL, EXIT_USAGE, UsageError)
 from tlsprobe.net.tcp import Target, parse_target
 from tlsprobe.report.audit_model import SEVERITIES, AuditReport
 
 CHECKS = ("versions", "groups", "pq", "suites", "sigalgs", "cert")
 EXIT_BY_KIND = {"network": EXIT_NETWORK, "not_tls": EXIT_NOT_TLS, "alert": EXIT_ALERT,
-                "protocol": EXIT_PROTOCOL, "usage": EXIT_USAGE}
+                "protocol": EXIT_PROTOCOL, "usage": EXIT_USAGE, "internal": EXIT_INTERNAL}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -50,6 +55,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     w.add_argument("--no-sni", action="store_true", help="send no server_name")
     w.add_argument("--cafile", metavar="FILE", help="trust store (PEM bundle) to verify the "
                    "certificate chain against (default: the system bundle)")
+    w.add_argument("--no-verify", action="store_true", help="do not check the certificate "
+                   "chain and host name (the report says the check was skipped)")
     pol = p.add_argument_group("policies and exit codes")
     pol.add_argument("--policy", action="append", metavar="NAME|FILE", help="policy to check "
                      "against (repeatable): modern, intermediate (Mozilla 6.0, with "
@@ -62,6 +69,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     pol.add_argument("--list-policies", action="store_true", help="list built-in policies")
     o = p.add_argument_group("output and politeness")
     o.add_argument("--json", action="store_true", help="JSON lines: one object per target")
+    o.add_argument("--full", action="store_true", help="never cut a list short (groups, a "
+                   "finding's items); a terminal shows the first ones, piped output is whole")
     o.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     o.add_argument("--per-host", type=int, default=3, metavar="N", help="connections at once "
                    "per host (default 3)")
@@ -93,16 +102,22 @@ def _read_targets(args: argparse.Namespace) -> list[Target | BadLine]:
     if args.targets_file:
         try:
             if args.targets_file == "-":
-                text = sys.stdin.read()
+                data = sys.stdin.buffer.read()
             else:
-                with open(args.targets_file) as fh:
-                    text = fh.read()
-        except (OSError, UnicodeDecodeError) as exc:
-            why = exc.strerror if isinstance(exc, OSError) else "not a text file"
-            raise UsageError(f"cannot read {args.targets_file}: {why}") from None
+                with open(args.targets_file, "rb") as fh:
+                    data = fh.read()
+        except OSError as exc:
+            raise UsageError(f"cannot read {args.targets_file}: {exc.strerror}") from None
         name = "<stdin>" if args.targets_file == "-" else args.targets_file
-        for number, line in enumerate(text.splitlines(), 1):
-            line = line.split("#", 1)[0].strip()
+        for number, raw in enumerate(data.removeprefix(b"\xef\xbb\xbf").splitlines(), 1):
+            raw = raw.split(b"#", 1)[0]     # a comment may be in any encoding
+            try:    # line by line: one line that is no UTF-8 costs that line alone
+                line = raw.decode("utf-8").strip()
+            except UnicodeDecodeError as exc:
+                items.append(BadLine(raw.decode("utf-8", "backslashreplace").strip(),
+                                     f"{name}:{number}: not UTF-8 text (byte "
+                                     f"0x{raw[exc.start]:02x} at column {exc.start + 1})"))
+                continue
             if not line:
                 continue
             try:
@@ -154,20 +169,38 @@ def _validate(args: argparse.Namespace) -> None:
         raise UsageError(f"--retries must be from 0 to 10, not {args.retries}")
     if args.no_sni and args.sni is not None:
         raise UsageError("--sni and --no-sni cannot be combined")
+    if args.sni is not None:    # the probe's check: no control characters sent or shown
+        from tlsprobe.commands.probe import _server_name
+        args.sni = _server_name(args.sni)
     if args.cafile:
         from tlsprobe.engine.chain import check_cafile
-        check_cafile(args.cafile)
+        check_cafile(args.cafile, contents=not args.no_verify)
 
 
 def exit_code(reports: list[AuditReport], fail_on: str | None) -> int:
     """1 when any target has findings at or above --fail-on (CI must fail on those whatever
-    else happened); otherwise the highest error code of any target (6 protocol > 5 alert >
-    4 not TLS > 3 network > 2 bad target line); 0 when there is neither."""
+    else happened); otherwise the highest error code of any target (70 internal > 6
+    protocol > 5 alert > 4 not TLS > 3 network > 2 bad target line); 0 when there is
+    neither."""
+    return exit_reason(reports, fail_on)[0]
+
+
+def exit_reason(reports: list[AuditReport], fail_on: str | None) -> tuple[int, str]:
+    """The exit code (see `exit_code`) and why, for the summary of a run."""
     from tlsprobe.report.policy import at_or_above
-    if fail_on and any(at_or_above(r.findings, fail_on) for r in reports):
-        return EXIT_FINDINGS
-    errors = [EXIT_BY_KIND.get(r.error_kind or "", EXIT_PROTOCOL) for r in reports if r.error]
-    return max(errors, default=EXIT_OK)
+    hit = [r for r in reports if fail_on and at_or_above(r.findings, fail_on)]
+    if hit:
+        return EXIT_FINDINGS, (f"{len(hit)} target(s) with findings at or above --fail-on "
+                               f"{fail_on}")
+    errors = [(EXIT_BY_KIND.get(r.error_kind or "", EXIT_PROTOCOL), r.error_kind or "")
+              for r in reports if r.error]
+    if errors:
+        code, kind = max(errors)
+        return code, (f"{len(errors)} target(s) with an error, the highest code for "
+                      f"{kind.replace('_', ' ') or 'an error'}")
+    if fail_on:
+        return EXIT_OK, f"no error and no finding at or above --fail-on {fail_on}"
+    return EXIT_OK, "no error (findings set the exit code only with --fail-on)"
 
 
 class _Progress:
@@ -220,7 +253,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         pol.load_policy(spec) for spec in (args.policy or [pol.DEFAULT_POLICY]))
     options = AuditOptions(checks=_checks(args), extra_groups=_extra_groups(args.extra_groups),
                            server_name=args.sni, send_sni=not args.no_sni, policies=policies,
-                           cafile=args.cafile)
+                           cafile=args.cafile, verify=not args.no_verify)
     place = {(i.host, i.port) if isinstance(i, Target) else i: n
              for n, i in enumerate(items, 1)}
     bad = {item: replace(item.report(), index=place[item]) for item in items
@@ -248,11 +281,16 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                             on_report=on_report)
     done = dict(zip(targets, audited))
     reports = [done[i] if isinstance(i, Target) else bad[i] for i in items]
+    from tlsprobe.report.escape import shown
     if not args.json:
         from tlsprobe.report.audit_tables import render_audit
         for report in reports:
-            render_audit(report, out)
+            render_audit(report, out, full=args.full or not out.isatty())
+    code, reason = exit_reason(reports, args.fail_on)
+    if not args.json and len(reports) > 1:
+        from tlsprobe.report.audit_tables import render_summary
+        render_summary(reports, code, reason, out)
     for report in reports:
         if report.error:
-            print(f"tlsprobe: {report.error}", file=sys.stderr)
-    return exit_code(reports, args.fail_on)
+            print(f"tlsprobe: {shown(report.error)}", file=sys.stderr)
+    return code

@@ -208,7 +208,8 @@ def run_timing(target_text: str, args: Any, *, out: IO[str] | None = None,
         render_timing(report, out)
     if report.error or report.stopped:
         why = report.error or f"stopped early: {report.stopped}"
-        print(f"tlsprobe: {target.display}: {why}", file=err)
+        from tlsprobe.report.escape import shown
+        print(f"tlsprobe: {shown(f'{target.display}: {why}')}", file=err)
         return EXIT_BY_KIND.get(report.error_kind or "", EXIT_PROTOCOL)
     return EXIT_OK
 

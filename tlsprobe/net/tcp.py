@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import ipaddress
+import re
 import socket
 import time
 from dataclasses import dataclass
@@ -66,8 +67,12 @@ def parse_target(text: str, default_port: int = 443) -> Target:
                          "(IPv6 as [::1]:443)")
     if not host:
         raise UsageError(f"bad target {text!r}: no host")
-    if any(c.isspace() for c in host):
-        raise UsageError(f"bad target {text!r}: a host name has no spaces")
+    if any(c.isspace() or not c.isprintable() for c in host):
+        raise UsageError(f"bad target {text!r}: a host name has no spaces or control "
+                         "characters")
+    problem = host_name_problem(host)
+    if problem:
+        raise UsageError(f"bad target {text!r}: not a valid host name: {problem}")
     port = default_port
     if port_text is not None:
         if not port_text:
@@ -77,6 +82,25 @@ def parse_target(text: str, default_port: int = 443) -> Target:
             raise UsageError(f"bad port {port_text!r} in {text!r}: expected 1-65535")
         port = int(port_text)
     return Target(host, port)
+
+
+def host_name_problem(host: str) -> str | None:
+    """Why `host` (not an IP address) cannot be looked up: what the IDNA encoding that name
+    resolution applies refuses (an empty label as in 'a..b', a label over 63 characters,
+    characters IDNA forbids) or a name over 253 characters; None when it can."""
+    try:
+        ipaddress.ip_address(host)
+        return None
+    except ValueError:
+        pass
+    try:
+        encoded = host.encode("idna")
+    except UnicodeError as exc:
+        inner = re.search(r"\(UnicodeError: (.*)\)$", str(exc))
+        return inner.group(1) if inner else str(exc)
+    if len(encoded.rstrip(b".")) > 253:
+        return f"{len(encoded)} characters (at most 253)"
+    return None
 
 
 def _describe(exc: BaseException) -> str:

@@ -20,6 +20,7 @@ from tlsprobe import registry
 from tlsprobe.engine.config import SSL30, TLS10, TLS11, TLS12, TLS13
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes import ciphers, consistency, groups, pq, sigalgs, versions
+from tlsprobe.probes.boundary import internal_error_report
 from tlsprobe.probes.facts import certificate_info
 from tlsprobe.probes.scheduler import Outcome, Scheduler, TargetRunner
 from tlsprobe.report.audit_model import (AuditReport, GroupAudit, PqVerdict, SigalgAudit,
@@ -277,6 +278,8 @@ def _finish(report: AuditReport, run: _Run, started: float,
         if chain and run.options.verify:
             trust = trust_check(list(chain), run.runner.server_name or target.host,
                                 run.options.cafile)
+        elif chain:
+            trust = TrustCheck("not_checked", detail="skipped (--no-verify)")
     counts = scheduler.count(target)
     report = replace(_order_parts(report), certificates=certs, trust=trust, connections=counts,
                      total_connections=sum(counts.values()),
@@ -310,7 +313,13 @@ async def audit_many(targets: Iterable[Target], options: AuditOptions, scheduler
 
     async def one(target: Target) -> AuditReport:
         async with gate:
-            report = await audit_target(target, scheduler, options, on_phase)
+            try:
+                report = await audit_target(target, scheduler, options, on_phase)
+            except Exception as exc:    # a bug: this target's report says so, no other's
+                report = internal_error_report(target, scheduler, exc)
+        bug = scheduler.internal_errors.get(target.display)
+        if bug and not report.error:
+            report = replace(report, error=f"{target.display}: {bug}", error_kind="internal")
         if on_report is not None:
             on_report(report)
         return report

@@ -15,8 +15,10 @@ reports it as a network error, exit 3). What still fails after the retries is
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import socket
+import traceback
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from collections.abc import Callable
@@ -24,7 +26,7 @@ from collections.abc import Callable
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.config import ClientConfig, conformant_shares
-from tlsprobe.net.tcp import Target
+from tlsprobe.net.tcp import Target, host_name_problem
 from tlsprobe.probes.dhgroups import dh_group_name
 from tlsprobe.registry import HandshakeType
 from tlsprobe.session.flow import SERVER, ApplicationDataEvent
@@ -124,6 +126,7 @@ class Scheduler:
     connections: Counter[tuple[str, str]] = field(default_factory=Counter)
     retried: Counter[str] = field(default_factory=Counter)
     addresses: dict[str, str] = field(default_factory=dict)
+    internal_errors: dict[str, str] = field(default_factory=dict)  # target -> first bug
     _sems: dict[str, asyncio.Semaphore] = field(default_factory=dict)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     _next_start: dict[str, float] = field(default_factory=dict)
@@ -148,10 +151,22 @@ class Scheduler:
                 except _Retryable as exc:
                     last = str(exc)
                     continue
+                except Exception as exc:    # a bug: this job's answer is lost, no other
+                    return self._internal_error(target, exc)
             return _with_attempts(outcome, attempt + 1)
         tries = f"{self.retries + 1} attempts" if self.retries else "1 attempt, no retries"
         return Outcome(INCONCLUSIVE, reason=f"{last} (after {tries})",
                        attempts=self.retries + 1)
+
+    def _internal_error(self, target: Target, exc: Exception) -> Outcome:
+        """An unexpected exception in one job (a bug in tlsprobe): the job is inconclusive
+        and the target is marked (`internal_errors`) so that its report says so; the other
+        jobs and targets go on. TLSPROBE_DEBUG=1 prints the traceback on stderr."""
+        reason = f"internal error: {type(exc).__name__}: {exc}"
+        self.internal_errors.setdefault(target.display, reason)
+        if os.environ.get("TLSPROBE_DEBUG") == "1":
+            traceback.print_exception(exc)
+        return Outcome(INCONCLUSIVE, reason=reason)
 
     async def _pace(self, host: str) -> None:
         if self.delay <= 0:
@@ -175,6 +190,9 @@ class Scheduler:
             return Outcome(INCONCLUSIVE, reason="connection refused")
         except socket.gaierror as exc:
             return Outcome(INCONCLUSIVE, reason=f"unknown host ({exc.strerror})")
+        except UnicodeError as exc:     # the IDNA encoding refused the name ('a..b')
+            return Outcome(INCONCLUSIVE, reason=f"unknown host (not a valid host name: "
+                           f"{host_name_problem(target.host) or exc})")
         except OSError as exc:
             raise _Retryable(exc.strerror or str(exc)) from None
         self.connections[(target.display, job.phase)] += 1

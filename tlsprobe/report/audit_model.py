@@ -137,11 +137,12 @@ class PqVerdict:
 class TrustCheck:
     """The certificate chain and host name check, as `tlsprobe probe` does it.
 
-    `status`: "trusted", "untrusted", or "not_checked" (no trust store, or no certificate to
-    check). `code` is OpenSSL's X509_V_ERR value (0 ok, 18 self-signed, 20 unable to get the
-    local issuer, 62 hostname mismatch, ...) and `reason` its text; `hostname` is the name
-    checked (the SNI, else the target host) and `hostname_ok` whether the leaf is valid for it
-    (None when it could not be told apart from a broken chain)."""
+    `status`: "trusted", "untrusted", or "not_checked" (no trust store, no certificate to
+    check, or `scan --no-verify`: `detail` says which). `code` is OpenSSL's X509_V_ERR value
+    (0 ok, 18 self-signed, 20 unable to get the local issuer, 62 hostname mismatch, ...) and
+    `reason` its text; `hostname` is the name checked (the SNI, else the target host) and
+    `hostname_ok` whether the leaf is valid for it (None when it could not be told apart from
+    a broken chain)."""
 
     status: str
     code: int | None = None

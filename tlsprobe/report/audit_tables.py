@@ -6,6 +6,7 @@ could not be established are listed as such, never folded into "not supported".
 
 from __future__ import annotations
 
+import re
 from typing import IO
 
 from rich import box
@@ -14,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tlsprobe import registry
+from tlsprobe.report.escape import shown
 from tlsprobe.report.audit_model import (ORDER_CLIENT, ORDER_SERVER, ORDER_SINGLE, AuditReport,
                                          DheAudit, GroupAudit, SigalgAudit, SuiteAudit)
 
@@ -25,7 +27,18 @@ METHOD_TEXT = {"hello_retry_request": "offers without key shares, HelloRetryRequ
                "server_key_exchange": "ECDHE and DHE suites, ServerKeyExchange"}
 SEVERITY_STYLE = {"critical": "bold red", "high": "red", "medium": "yellow", "low": "cyan",
                   "info": "dim"}
+CUT = re.compile(r" and \d+ more\b")   # a list a finding's message cut short
 VERDICT_STYLE = {"yes": "green", "no": "red", "inconclusive": "yellow", "not_tested": "dim"}
+
+
+def _text(text: str, style: str = "") -> Text:
+    """A line of the report; what the server wrote in it (names, details) shown escaped."""
+    return Text(shown(text), style=style)
+
+
+def _row(table: Table, *cells: str | Text) -> None:
+    """A table row of plain text (no rich markup), escaped as `_text` does."""
+    table.add_row(*(c if isinstance(c, Text) else _text(c) for c in cells))
 
 
 def order_text(order: str) -> str:
@@ -36,14 +49,16 @@ def conns(n: int) -> str:
     return f"{n} connection{'' if n == 1 else 's'}"
 
 
-def _names(items: tuple, limit: int = 12) -> str:
+def _names(items: tuple, limit: int | None = 12) -> str:
+    """Names joined; past `limit` (None: no limit, --full) cut with "and N more"."""
     names = [getattr(i, "name", str(i)) for i in items]
-    shown = ", ".join(names[:limit])
-    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+    if limit is None or len(names) <= limit:
+        return ", ".join(names)
+    return ", ".join(names[:limit]) + f" and {len(names) - limit} more"
 
 
 def _title(text: str) -> Text:
-    return Text(text, style="bold")
+    return _text(text, style="bold")
 
 
 def _table(*columns: str) -> Table:
@@ -57,12 +72,12 @@ def versions_section(r: AuditReport) -> RenderableType:
     table = _table("Version", "Spoken", "Answer")
     label = {"supported": "yes", "not_supported": "no", "inconclusive": "inconclusive"}
     for v in r.versions:
-        table.add_row(v.version.name, label.get(v.status, v.status), v.detail)
+        _row(table, v.version.name, label.get(v.status, v.status), v.detail)
     return Group(_title(f"Protocol versions ({conns(r.connections.get('versions', 0))})"),
-                 table, Text(""))
+                 table, _text(""))
 
 
-def _dhe_lines(d: DheAudit) -> list[str]:
+def _dhe_lines(d: DheAudit, full: bool = False) -> list[str]:
     notes = list(d.notes)
     if d.status == "fixed" and d.fixed is not None:
         head = f"DHE: fixed parameters {d.fixed.label()}, whatever ffdhe groups are offered"
@@ -76,19 +91,20 @@ def _dhe_lines(d: DheAudit) -> list[str]:
         head = f"DHE: {d.status.replace('_', ' ')}"
     lines = [f"{head} ({conns(d.connections)})"]
     if d.inconclusive:
-        lines.append(f"DHE not established: {_names(d.inconclusive)}")
+        lines.append(f"DHE not established: {_names(d.inconclusive, None if full else 12)}")
     return lines + [f"note: {n}" for n in notes]
 
 
-def group_section(g: GroupAudit) -> RenderableType:
+def group_section(g: GroupAudit, full: bool = False) -> RenderableType:
+    """The groups of one version; `full`: no list cut short."""
     if g.method == "not_run":
-        return Group(_title(f"Groups, {g.version.name}"), Text(
-            "; ".join(g.notes) or "not tested"), Text(""))
+        return Group(_title(f"Groups, {g.version.name}"), _text(
+            "; ".join(g.notes) or "not tested"), _text(""))
     head = (f"Groups, {g.version.name}: {METHOD_TEXT.get(g.method, g.method)} "
             f"({conns(g.connections)})")
     parts: list[RenderableType] = [_title(head)]
     if g.spoken is False and not g.supported:
-        parts.append(Text(f"{g.version.name} is not spoken by the server"))
+        parts.append(_text(f"{g.version.name} is not spoken by the server"))
     elif g.supported:
         table = _table("#", "Group", "Kind")
         for i, cp in enumerate(g.supported, 1):
@@ -96,59 +112,61 @@ def group_section(g: GroupAudit) -> RenderableType:
             kind = info.kind if info is not None else "?"
             kind = {"ec": "ECDHE", "ecx": "ECDHE", "ffdhe": "FFDHE", "mlkem": "ML-KEM",
                     "hybrid": "hybrid PQ", "draft": "draft PQ"}.get(kind, kind)
-            table.add_row(str(i), cp.label(), kind)
-        parts += [table, Text(f"Order: {order_text(g.order)}")]
+            _row(table, str(i), cp.label(), kind)
+        parts += [table, _text(f"Order: {order_text(g.order)}")]
     else:
-        parts.append(Text("no group accepted"))
+        parts.append(_text("no group accepted"))
     if g.inconclusive:
-        parts.append(Text(f"Not established: {_names(g.inconclusive)}", style="yellow"))
+        parts.append(_text(f"Not established: {_names(g.inconclusive, None if full else 12)}",
+                           style="yellow"))
     if g.not_supported:
-        parts.append(Text(f"Not supported: {len(g.not_supported)} group(s): "
-                          f"{_names(g.not_supported, 8)}", style="dim"))
+        parts.append(_text(f"Not supported: {len(g.not_supported)} group(s): "
+                          f"{_names(g.not_supported, None if full else 8)}", style="dim"))
     if g.dhe is not None:
-        parts += [Text(line) for line in _dhe_lines(g.dhe)]
-    parts += [Text(f"note: {n}", style="dim") for n in g.notes]
-    return Group(*parts, Text(""))
+        parts += [_text(line) for line in _dhe_lines(g.dhe, full)]
+    parts += [_text(f"note: {n}", style="dim") for n in g.notes]
+    return Group(*parts, _text(""))
 
 
 def pq_section(r: AuditReport) -> RenderableType:
     table = _table("Check", "About", "Verdict", "Detail")
     for v in r.post_quantum:
-        table.add_row(v.check.replace("_", " "), v.subject,
-                      Text(v.verdict.replace("_", " "), style=VERDICT_STYLE.get(v.verdict, "")),
+        _row(table, v.check.replace("_", " "), v.subject,
+                      _text(v.verdict.replace("_", " "), style=VERDICT_STYLE.get(v.verdict, "")),
                       v.detail)
     n = r.connections.get("post-quantum", 0)
-    return Group(_title(f"Post-quantum, TLS 1.3 ({conns(n)})"), table, Text(""))
+    return Group(_title(f"Post-quantum, TLS 1.3 ({conns(n)})"), table, _text(""))
 
 
 def suite_section(s: SuiteAudit) -> RenderableType:
     head = f"Cipher suites, {s.version.name} ({conns(s.connections)})"
     if not s.supported:
-        return Group(_title(head), Text("none accepted" if s.complete else "not established",
-                                        style="" if s.complete else "yellow"),
-                     *[Text(f"note: {n}", style="dim") for n in s.notes], Text(""))
+        return Group(_title(head), _text("none accepted" if s.complete else "not established",
+                                         style="" if s.complete else "yellow"),
+                     *[_text(f"note: {n}", style="dim") for n in s.notes], _text(""))
     table = _table("#", "Cipher suite", "OpenSSL name")
     for i, c in enumerate(s.supported, 1):
-        table.add_row(str(i), f"{c.iana_name} ({c.hex})", c.openssl_name or "")
-    parts: list[RenderableType] = [_title(head), table, Text(f"Order: {order_text(s.order)}")]
+        _row(table, str(i), f"{c.iana_name} ({c.hex})", c.openssl_name or "")
+    parts: list[RenderableType] = [_title(head), table, _text(f"Order: {order_text(s.order)}")]
     if not s.complete:
-        parts.append(Text("the list may be incomplete", style="yellow"))
-    parts += [Text(f"note: {n}", style="dim") for n in s.notes]
-    return Group(*parts, Text(""))
+        parts.append(_text("the list may be incomplete", style="yellow"))
+    parts += [_text(f"note: {n}", style="dim") for n in s.notes]
+    return Group(*parts, _text(""))
 
 
 def sigalg_section(s: SigalgAudit) -> RenderableType:
     head = f"Signature schemes, {s.version.name} ({conns(s.connections)})"
     if s.status != "established":
-        found = [Text("found before it stopped: " + ", ".join(c.name for c in s.supported))] \
+        found = [_text("found before it stopped: " + ", ".join(c.name for c in s.supported))] \
             if s.supported else []
-        return Group(_title(head), Text(f"{s.status.replace('_', ' ')}: {s.reason}"), *found,
-                     Text(""))
+        return Group(_title(head), _text(f"{s.status.replace('_', ' ')}: {s.reason}"), *found,
+                     _text(""))
     text = ", ".join(c.name for c in s.supported) or "(none)"
-    parts: list[RenderableType] = [_title(head), Text(text), Text(f"Order: {order_text(s.order)}")]
+    parts: list[RenderableType] = [_title(head), _text(text),
+                                   _text(f"Order: {order_text(s.order)}")]
     if s.reason:
-        parts.append(Text(f"note: {s.reason}", style="dim"))
-    return Group(*parts, Text(""))
+        parts.append(_text(f"note: {s.reason}", style="dim"))
+    return Group(*parts, _text(""))
 
 
 def consistency_section(r: AuditReport) -> RenderableType:
@@ -158,54 +176,61 @@ def consistency_section(r: AuditReport) -> RenderableType:
         return Group()
     n = r.connections.get("consistency", 0)
     if c.status == "consistent":
-        return Group(Text(f"Consistency: the reference hello ({c.reference}) got the same "
+        return Group(_text(f"Consistency: the reference hello ({c.reference}) got the same "
                           f"answer {len(c.answers)} times ({conns(n)} to repeat it)",
-                          style="dim"), Text(""))
+                          style="dim"), _text(""))
     parts: list[RenderableType] = [
         _title(f"Consistency ({conns(n)})"),
-        Text("the target answers inconsistently (likely several servers or configurations "
+        _text("the target answers inconsistently (likely several servers or configurations "
              "behind one name): results marked so may merge them", style="yellow")]
     if c.reference:
-        parts.append(Text(f"Reference hello: {c.reference}; its answers, by phase:"))
-    parts += [Text(f"  {a}") for a in c.answers]
-    parts += [Text(f"note: {note}", style="dim") for note in c.notes]
-    return Group(*parts, Text(""))
+        parts.append(_text(f"Reference hello: {c.reference}; its answers, by phase:"))
+    parts += [_text(f"  {a}") for a in c.answers]
+    parts += [_text(f"note: {note}", style="dim") for note in c.notes]
+    return Group(*parts, _text(""))
 
 
 def trust_line(r: AuditReport) -> Text:
-    """'Trust: verified (hostname 127.0.0.1 ok) against FILE' or why it is not trusted."""
+    """'Trust: chain verified against FILE, valid for HOST' or 'Trust: NOT trusted against
+    FILE: CODE (REASON): DETAIL': the trust store goes with the verdict, never after a note
+    of the detail (such as the one on a missing subjectAltName)."""
     t = r.trust
     if t is None:
-        return Text("Trust: not checked", style="dim")
+        return _text("Trust: not checked", style="dim")
     if t.status == "not_checked":
-        return Text(f"Trust: not checked: {t.detail}", style="yellow")
+        return _text(f"Trust: not checked: {t.detail}", style="yellow")
     store = f" against {t.trust_store}" if t.trust_store else ""
     if t.status == "trusted":
-        return Text(f"Trust: chain verified, valid for {t.hostname}{store}", style="green")
+        return _text(f"Trust: chain verified{store}, valid for {t.hostname}", style="green")
     detail = f": {t.detail}" if t.detail else ""
-    return Text(f"Trust: NOT trusted, {t.code} ({t.reason}){detail}{store}", style="red")
+    return _text(f"Trust: NOT trusted{store}: {t.code} ({t.reason}){detail}", style="red")
 
 
 def certificate_section(r: AuditReport) -> RenderableType:
     table = _table("#", "Subject", "Key", "Signature", "Valid until", "Issuer")
     for i, c in enumerate(r.certificates):
         bits = f" {c.key_bits}" if c.key_bits else ""
-        table.add_row(str(i), c.subject, f"{c.key_type}{bits}", c.signature_algorithm,
+        _row(table, str(i), c.subject, f"{c.key_type}{bits}", c.signature_algorithm,
                       c.not_after[:16].replace("T", " "), c.issuer)
     san = ", ".join(r.certificates[0].san) if r.certificates else ""
     return Group(_title("Certificate chain"), table,
-                 Text(f"Names (subjectAltName): {san or 'none'}"), trust_line(r), Text(""))
+                 _text(f"Names (subjectAltName): {san or 'none'}"), trust_line(r), _text(""))
 
 
-def findings_section(r: AuditReport) -> RenderableType:
+def findings_section(r: AuditReport, full: bool = False) -> RenderableType:
+    """The findings; a message that names only the first items ("and N more") is followed,
+    with `full`, by the whole list (`Finding.items`)."""
     if not r.findings:
-        return Group(_title("Findings"), Text("none"))
+        return Group(_title("Findings"), _text("none"))
     table = _table("Severity", "Finding", "Policy", "Code")
     for f in r.findings:
-        table.add_row(Text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")), f.message,
-                      f.policy, f.code)
+        message = _text(f.message)
+        if full and CUT.search(f.message) and f.items:
+            message.append("\n" + shown(f"all {len(f.items)}: {', '.join(f.items)}"))
+        _row(table, _text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")), message,
+             f.policy, f.code)
     return Group(_title(f"Findings ({', '.join(r.policies) or 'built-in checks only'})"), table,
-                 Text(""))
+                 _text(""))
 
 
 def connections_line(r: AuditReport) -> str:
@@ -218,31 +243,63 @@ def connections_line(r: AuditReport) -> str:
             f"{f' ({parts})' if parts else ''}{retries}")
 
 
-def audit_renderables(r: AuditReport) -> list[RenderableType]:
+def audit_renderables(r: AuditReport, full: bool = False) -> list[RenderableType]:
     if r.error_kind == "usage":   # a bad line of the targets file, skipped
-        return [Text(f"Skipped {r.host!r}", style="bold underline"),
-                Text(f"Error: {r.error}", style="red")]
+        return [_text(f"Skipped '{r.host}'", style="bold underline"),
+                _text(f"Error: {r.error}", style="red")]
     where = f"[{r.host}]:{r.port}" if ":" in r.host else f"{r.host}:{r.port}"
     addr = f" ({r.address})" if r.address and r.address != r.host else ""
-    out: list[RenderableType] = [Text(f"Audit of {where}{addr}", style="bold underline")]
-    if r.error:
-        return out + [Text(f"Error: {r.error}", style="red"), Text(connections_line(r))]
+    out: list[RenderableType] = [_text(f"Audit of {where}{addr}", style="bold underline")]
+    if r.error and r.error_kind != "internal":   # an internal error keeps what was learnt
+        return out + [_text(f"Error: {r.error}", style="red"), _text(connections_line(r))]
     if r.versions:
         out.append(versions_section(r))
-    out += [group_section(g) for g in r.groups]
+    out += [group_section(g, full) for g in r.groups]
     if r.post_quantum:
         out.append(pq_section(r))
     out += [suite_section(s) for s in r.suites]
     out += [sigalg_section(s) for s in r.signature_schemes]
     if r.certificates:
         out.append(certificate_section(r))
-    out += [consistency_section(r), findings_section(r), Text(connections_line(r))]
+    out += [consistency_section(r), findings_section(r, full), _text(connections_line(r))]
+    if r.error:
+        out.append(_text(f"Error: {r.error}", style="red"))
     return out
 
 
-def render_audit(r: AuditReport, out: IO[str], width: int | None = None) -> None:
+def summary_lines(reports: list[AuditReport], code: int, reason: str) -> list[str]:
+    """The end of a run over several targets: how many were audited and failed (by kind),
+    the findings by severity, and the exit code with its reason."""
+    kinds: dict[str, int] = {}
+    for r in reports:
+        if r.error:
+            kind = (r.error_kind or "error").replace("_", " ")
+            kinds[kind] = kinds.get(kind, 0) + 1
+    failed = sum(kinds.values())
+    by_kind = f" ({', '.join(f'{k} {n}' for k, n in kinds.items())})" if kinds else ""
+    counts: dict[str, int] = {}
+    for r in reports:
+        for f in r.findings:
+            counts[f.severity] = counts.get(f.severity, 0) + 1
+    order = ("critical", "high", "medium", "low", "info")
+    found = ", ".join(f"{counts[s]} {s}" for s in order if s in counts) or "none"
+    return [f"Targets: {len(reports)}; audited {len(reports) - failed}; with an error "
+            f"{failed}{by_kind}",
+            f"Findings: {found}", f"Exit code {code}: {reason}"]
+
+
+def render_summary(reports: list[AuditReport], code: int, reason: str, out: IO[str]) -> None:
+    console = Console(file=out, highlight=False, soft_wrap=False,
+                      width=None if out.isatty() else 120)
+    console.print(_title("Summary"))
+    for line in summary_lines(reports, code, reason):
+        console.print(_text(line))
+
+
+def render_audit(r: AuditReport, out: IO[str], width: int | None = None,
+                 full: bool = False) -> None:
     console = Console(file=out, highlight=False, soft_wrap=False,
                       width=width or (None if out.isatty() else 120))
-    for part in audit_renderables(r):
+    for part in audit_renderables(r, full):
         console.print(part)
     console.print()

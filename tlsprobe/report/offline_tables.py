@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import IO
 
+from tlsprobe.report.escape import shown
 from tlsprobe.report.offline_model import ConnectionReport
 
 COLUMNS = ("#", "Client", "Server", "SNI", "Version", "Cipher suite", "Group", "Key S/C",
@@ -61,16 +62,19 @@ def connection_row(r: ConnectionReport) -> tuple[str, ...]:
 
 def render_rows(rows: Sequence[tuple[str, ...]], out: IO[str], *, title: str | None = None,
                 columns: Sequence[str] = COLUMNS) -> None:
-    """A table of plain-string rows: rich on a terminal, aligned text elsewhere."""
+    """A table of plain-string rows: rich on a terminal, aligned text elsewhere; what a
+    capture holds (SNI, ALPN, names) is escaped."""
+    rows = [tuple(map(shown, row)) for row in rows]
     if out.isatty():
         from rich import box
         from rich.console import Console
         from rich.table import Table
+        from rich.text import Text
         table = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False)
         for name in columns:
             table.add_column(name, overflow="fold")
         for row in rows:
-            table.add_row(*row)
+            table.add_row(*(Text(cell) for cell in row))
         Console(file=out, highlight=False).print(table)
         return
     every = (tuple(columns), *rows)

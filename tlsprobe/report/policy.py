@@ -12,6 +12,7 @@ The file format is documented in docs/POLICY.md.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -377,10 +378,23 @@ def _inconclusive_findings(report: AuditReport) -> list[Finding]:
     return out
 
 
+#: the check (`scan --checks`) each finding code belongs to, by the code's first part
+CHECK_OF_CODE = {"version": "versions", "suite": "suites", "order": "suites",
+                 "group": "groups", "dh": "groups", "pq": "pq", "certificate": "cert"}
+
+
 def findings_for(report: AuditReport, policies: list[Policy]) -> tuple[Finding, ...]:
+    """Built-in and policy findings of the checks the report was asked for (`checks`; all
+    when empty): versions probed only to plan other checks yield none of their own."""
+    asked = set(report.checks)
+    if asked and "versions" not in asked:
+        report = dataclasses.replace(report, versions=())
     found = builtin_findings(report)
     for policy in policies:
         found += evaluate(report, policy)
+    if asked:
+        found = [f for f in found
+                 if CHECK_OF_CODE.get(f.code.split(".", 1)[0], "") in asked | {""}]
     unique = list(dict.fromkeys(found))
     return tuple(sorted(unique, key=lambda f: -severity_rank(f.severity)))
 

@@ -7,7 +7,9 @@ from typing import IO
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from tlsprobe.report.escape import shown
 from tlsprobe.report.model import Codepoint, KeyExchange, ProbeResult
 
 SOURCES = {"key_share": "TLS 1.3 key_share", "hello_retry_request":
@@ -48,8 +50,11 @@ def key_exchange_head(kx: KeyExchange,
     return rows
 
 
-def probe_rows(r: ProbeResult) -> list[tuple[str, str]]:
-    """The summary as (label, value) rows; plain strings so tests and JSON agree."""
+def probe_rows(r: ProbeResult, full: bool = False) -> list[tuple[str, str]]:
+    """The summary as (label, value) rows; plain strings so tests and JSON agree. `full`
+    (--full, or stdout not a terminal): every certificate and subjectAltName, none cut."""
+    chain_shown = len(r.certificates) if full else MAX_CHAIN_SHOWN
+    san_shown = None if full else MAX_SAN_SHOWN
     rows: list[tuple[str, str]] = []
     where = f"{r.host}:{r.port}" if ":" not in r.host else f"[{r.host}]:{r.port}"
     rows.append(("Target", where + (f" ({r.address})" if r.address and r.address != r.host else "")))
@@ -82,21 +87,23 @@ def probe_rows(r: ProbeResult) -> list[tuple[str, str]]:
         rows.append(("ALPN", r.alpn or "(none)"))
     if r.session_ticket_lifetime is not None:
         rows.append(("Session ticket", f"lifetime {r.session_ticket_lifetime} s"))
-    for i, c in enumerate(r.certificates[:MAX_CHAIN_SHOWN]):
+    for i, c in enumerate(r.certificates[:chain_shown]):
         rows.append(("Certificate chain" if i == 0 else "", f"{i} s: {c.subject}"))
         rows.append(("", f"  i: {c.issuer}"))
         bits = f" {c.key_bits} bits" if c.key_bits else ""
         rows.append(("", f"  a: {c.key_type}{bits}; {c.signature_algorithm}"))
         rows.append(("", f"  v: {c.not_before} -> {c.not_after}"))
         if c.san:
-            tail = f", ... {len(c.san) - MAX_SAN_SHOWN} more" if c.san[MAX_SAN_SHOWN:] else ""
-            rows.append(("", f"  SAN: {', '.join(c.san[:MAX_SAN_SHOWN])}{tail}"))
+            cut = san_shown is not None and len(c.san) > san_shown
+            tail = f", ... {len(c.san) - MAX_SAN_SHOWN} more (--full shows all)" if cut else ""
+            rows.append(("", f"  SAN: {', '.join(c.san[:san_shown])}{tail}"))
         elif i == 0:
             rows.append(("", "  SAN: none (no subjectAltName: names are not checked against "
                              "the subject CN)"))
-    if len(r.certificates) > MAX_CHAIN_SHOWN:
-        more = len(r.certificates) - MAX_CHAIN_SHOWN
-        rows.append(("", f"... {more} more certificates not shown (--json has them all)"))
+    if len(r.certificates) > chain_shown:
+        more = len(r.certificates) - chain_shown
+        rows.append(("", f"... {more} more certificates not shown (--full or --json shows "
+                         "them all)"))
     if r.verification is not None:
         rows.append(("Verification", r.verification.message
                      if r.verification.skipped
@@ -157,8 +164,8 @@ def session_rows(r: ProbeResult) -> list[tuple[str, str]]:
     return rows
 
 
-def render_probe(r: ProbeResult, out: IO[str]) -> None:
-    render_rows(probe_rows(r), out)
+def render_probe(r: ProbeResult, out: IO[str], full: bool = False) -> None:
+    render_rows(probe_rows(r, full), out)
 
 
 def render_rows(rows: list[tuple[str, str]], out: IO[str]) -> None:
@@ -166,8 +173,8 @@ def render_rows(rows: list[tuple[str, str]], out: IO[str]) -> None:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
     table.add_column()
-    for label, value in rows:
-        table.add_row(label, value)
+    for label, value in rows:   # Text: no markup; escaped: what a peer wrote stays inert
+        table.add_row(Text(shown(label)), Text(shown(value)))
     print_renderable(table, out)
 
 

@@ -333,9 +333,10 @@ def timing_table(report: TimingReport) -> RenderableType:
     notes += [f"{e.name} ({e.version.name}): {e.status}: {e.detail}" if not e.ranked else
               f"{e.name} ({e.version.name}): {e.failures} failed handshake(s), last: {e.detail}"
               for e in report.entries if not e.ranked or e.failures]
+    from tlsprobe.report.escape import shown   # error details may quote the server
     if report.stopped:
-        parts.append(Text(f"stopped early: {report.stopped}", style="red"))
-    parts += [Text(f"note: {n}", style="dim") for n in notes]
+        parts.append(Text(shown(f"stopped early: {report.stopped}"), style="red"))
+    parts += [Text(shown(f"note: {n}"), style="dim") for n in notes]
     return Group(*parts)
 
 

@@ -12,7 +12,7 @@ value can be read in the dump: a one-byte field at its byte, a multi-byte intege
 (least significant) byte with its full span in brackets, opaque data by its span. So the
 ServerKeyExchange named curve reads "at +6" and the ClientKeyExchange key length "at +4",
 as the documents behind tlsprobe count them. Plain text only: the live probe and the pcap
-reader print exactly the same lines.
+reader print exactly the same lines, with what a peer wrote escaped (report/escape.py).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Iterable, Iterator
 
 from tlsprobe import registry
 from tlsprobe.registry import ContentType
+from tlsprobe.report.escape import shown
 from tlsprobe.session.flow import (CLIENT, AlertEvent, ApplicationDataEvent,
                                    ChangeCipherSpecEvent, ErrorEvent, Event, InnerContentEvent,
                                    MessageEvent, RecordEvent, SSLv2HelloEvent)
@@ -96,6 +97,11 @@ class TraceFormatter:
             yield from self.event_lines(ev)
 
     def event_lines(self, ev: Event) -> Iterator[str]:
+        """The lines of one event, untrusted text (SNI, ALPN, names, error texts) escaped."""
+        for line in self._event_lines(ev):
+            yield shown(line)
+
+    def _event_lines(self, ev: Event) -> Iterator[str]:
         arrow = ARROW[ev.direction]
         if isinstance(ev, RecordEvent):
             rec = ev.record
