@@ -342,4 +342,5 @@ def test_mutated_files_never_raise_anything_but_capture_error(kind: str, compres
         return
     for _ in stream:
         pass
-    assert stream.stats.packets >= 0
+    # every packet costs at least a 12-byte record/block header of the (uncompressed) file
+    assert stream.stats.packets <= len(raw) // 12
