@@ -28,7 +28,7 @@ REPO_ROOT = TESTS_DIR.parent
 if str(TESTS_DIR) not in sys.path:  # `import servers` works whatever pytest's import mode
     sys.path.insert(0, str(TESTS_DIR))
 
-from servers import (CertSet, Server, ServerUnavailable, make_certs,  # noqa: E402
+from servers import (CertSet, Server, ServerUnavailable, make_certs, peer_unavailable,  # noqa: E402
                      missing_reason, start_server)
 
 ServerFactory = Callable[..., Server]
@@ -52,7 +52,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         for impl in marker.args:
             reason = missing_reason(impl)
             if reason:
-                pytest.skip(reason)
+                peer_unavailable(reason)
 
 
 @pytest.fixture(scope="session")
@@ -68,7 +68,7 @@ def _starter(certs: CertSet, workdir: Callable[[str], Path],
         try:
             server = start_server(impl, certs=certs, workdir=workdir(impl), **options)
         except ServerUnavailable as exc:
-            pytest.skip(str(exc))
+            peer_unavailable(str(exc))
         started.append(server)
         return server
     return start
