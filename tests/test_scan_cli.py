@@ -89,14 +89,21 @@ def test_usage_errors_are_one_line(run_cli, tmp_path):
     assert code == 0 and "mozilla-intermediate-6.0" in out and "mozilla-old-5.7" in out
 
 
-def test_unreachable_and_not_tls_targets(run_cli):
+#: check selections, including those without the versions check (which used to exit 0
+#: with "not established" notes when no connection was ever answered)
+SELECTIONS = [(), ("--groups-only",), ("--checks", "pq"), ("--checks", "groups,pq")]
+
+
+@pytest.mark.parametrize("selection", SELECTIONS, ids=lambda s: " ".join(s) or "default")
+def test_unreachable_and_not_tls_targets(run_cli, selection):
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
         code, out, err = run_cli("scan", f"127.0.0.1:{port}", "--json", "--retries", "0",
-                                 "--timeout", "1")
-    assert code == 3 and "refused" in err
+                                 "--timeout", "1", *selection)
+    assert code == 3 and "refused" in err, (out, err)
     assert _lines(out)[0]["error_kind"] == "network"
+    assert not _lines(out)[0]["findings"]
     http = socket.socket()
     http.bind(("127.0.0.1", 0))
     http.listen(16)
@@ -113,7 +120,7 @@ def test_unreachable_and_not_tls_targets(run_cli):
     threading.Thread(target=answer, daemon=True).start()
     try:
         code, out, err = run_cli("scan", f"127.0.0.1:{http.getsockname()[1]}", "--retries",
-                                 "0", "--timeout", "2")
+                                 "0", "--timeout", "2", *selection)
     finally:
         http.close()
     assert code == 4, (out, err)

@@ -97,15 +97,28 @@ def _failure(vs: list[VersionSupport]) -> tuple[str, str] | None:
         return (f"the server accepted no protocol version "
                 f"({', '.join(v.version.name for v in vs)}): {vs[0].detail}", "alert")
     detail = unsure[0].detail
-    network = ("refused", "timed out", "unknown host", "reset", "unreachable")
-    kind = "network" if any(w in detail for w in network) else "protocol"
-    if detail.startswith("not TLS"):
-        kind = "not_tls"
+    kind = _failure_kind(detail)
     if len(unsure) < len(vs):
         refused = ", ".join(v.version.name for v in vs if v.status == "not_supported")
         detail = (f"no protocol version established: {', '.join(v.version.name for v in unsure)}"
                   f" inconclusive ({detail}); {refused} refused")
     return detail, kind
+
+
+def _failure_kind(detail: str) -> str:
+    network = ("refused", "timed out", "unknown host", "reset", "unreachable")
+    kind = "network" if any(w in detail for w in network) else "protocol"
+    return "not_tls" if detail.startswith("not TLS") else kind
+
+
+def _unreached(runner: TargetRunner) -> tuple[str, str] | None:
+    """(message, kind) when no connection of the audit established anything (every one
+    refused, reset, timed out or not TLS): the target was never reached, which the audit
+    must report as that error, not as a server that accepts nothing."""
+    if runner.conclusive or runner.first_unsure is None:
+        return None
+    detail = runner.first_unsure.describe()
+    return f"{detail} (no connection of the audit was answered)", _failure_kind(detail)
 
 
 async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptions,
@@ -152,7 +165,7 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
         report = _merge(report, part)
     if spoken is not None:
         report = consistency.mark(report, consistency.verdict(ref, run.runner.disagreements))
-    return _finish(report, run, started)
+    return _finish(report, run, started, error=_unreached(run.runner))
 
 
 def _reference(runner: TargetRunner, results: list[tuple[VersionSupport, Outcome]]

@@ -386,6 +386,10 @@ class TargetRunner:
     scheduler: Scheduler
     server_name: str | None = None
     disagreements: list[str] = field(default_factory=list)
+    #: outcomes that established something (an answer or a refusal), and the first one that
+    #: did not: an audit with none of the former never reached the server at all
+    conclusive: int = 0
+    first_unsure: Outcome | None = None
 
     def config(self, versions: tuple[int, ...], **kw: object) -> ClientConfig:
         """A ClientConfig for an audit connection: no ALPN, every signature scheme, and the
@@ -408,11 +412,11 @@ class TargetRunner:
         refusal, `confirmed`. Answered: the answer (a real alert answered differently is
         noted in `disagreements`). Else inconclusive."""
         job = Job(config, phase, stop)
-        out = await self.scheduler.run(self.target, job)
+        out = self._seen(await self.scheduler.run(self.target, job))
         again_if = out.status == CLOSED if confirm is None else confirm
         if not out.refused or not again_if:
             return out
-        again = await self.scheduler.run(self.target, job)
+        again = self._seen(await self.scheduler.run(self.target, job))
         if again.refused:
             return replace(again, confirmed=True)
         if again.answered:
@@ -422,6 +426,13 @@ class TargetRunner:
             return again
         return replace(again, reason=f"{out.describe()}, then on a second connection: "
                        f"{again.describe()}")
+
+    def _seen(self, out: Outcome) -> Outcome:
+        if out.conclusive:
+            self.conclusive += 1
+        elif self.first_unsure is None:
+            self.first_unsure = out
+        return out
 
     def connections(self, phase: str) -> int:
         return self.scheduler.connections[(self.target.display, phase)]
