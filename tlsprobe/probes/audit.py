@@ -331,7 +331,7 @@ async def audit_many(targets: Iterable[Target], options: AuditOptions, scheduler
             except Exception as exc:    # a bug: this target's report says so, no other's
                 report = internal_error_report(target, scheduler, exc)
         bug = scheduler.internal_errors.get(target.display)
-        if bug and not report.error:
+        if bug and report.error_kind != "internal":   # a bug outranks what it caused
             report = replace(report, error=f"{target.display}: {bug}", error_kind="internal")
         if on_report is not None:
             on_report(report)
