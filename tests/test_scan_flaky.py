@@ -204,8 +204,9 @@ def test_two_differently_configured_backends_are_reported_inconsistent(balanced)
     text = io.StringIO()
     render_audit(r, text, width=200)
     assert "the target answers inconsistently" in text.getvalue()
-    # Few extra connections: one repeat of the reference hello per later family of phases.
-    assert r.connections["consistency"] <= 3
+    # Few extra connections: one repeat of the reference hello per later family of phases,
+    # and one more right after the last (two in a row: a round robin splits them).
+    assert r.connections["consistency"] <= 4
 
 
 def test_two_identical_backends_are_consistent(balanced):
