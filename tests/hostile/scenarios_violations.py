@@ -7,6 +7,7 @@ client can receive, well-formed and malformed, in every message that can carry i
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from tlsprobe import kex
 from tlsprobe.wire import extensions as ext
@@ -56,15 +57,17 @@ def tls12_hello_with(exts: list[Extension]) -> Script:
     return script
 
 
-def tls13_hello_with(replace: dict[int, bytes] | None = None, extra: list[Extension] = (),
-                     version: int = 0x0303) -> Script:
-    """A TLS 1.3 ServerHello (a real x25519 share) with some extension bodies replaced or
-    extensions added, then silence: the probe must stop at the ServerHello."""
+def tls13_hello_with(transform: dict[int, Callable[[bytes], bytes]] | None = None,
+                     extra: list[Extension] = (), version: int = 0x0303) -> Script:
+    """A TLS 1.3 ServerHello (a real x25519 share) with some extension bodies transformed
+    or extensions added, then silence: the probe must stop at the ServerHello."""
     async def script(conn: Conn) -> None:
         ch = await conn.client_hello()
         share, _ = kex.respond(X25519, client_share(ch, X25519) or b"")
         bodies = {43: ext.supported_versions_server(TLS13).data,
-                  51: ext.key_share_server(X25519, share).data, **(replace or {})}
+                  51: ext.key_share_server(X25519, share).data}
+        for t, change in (transform or {}).items():
+            bodies[t] = change(bodies[t])
         exts = [Extension(t, d) for t, d in bodies.items()] + list(extra)
         await conn.send(handshake_records(server_hello(ch, suite=TLS13_SUITE, version=version,
                                                        extensions=exts)))
