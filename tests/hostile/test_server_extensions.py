@@ -56,17 +56,22 @@ SIGALGS = b"\x00\x02\x04\x03"
 #: carry the server's own.
 CARRIED: list[tuple[str, str, int, bytes]] = [
     ("tls12", "ServerHello", 0, b""), ("tls12", "ServerHello", 5, b""),
+    ("tls12", "ServerHello", 10, b"\x00\x02\x00\x1d"),
     ("tls12", "ServerHello", 11, b"\x01\x00"), ("tls12", "ServerHello", 16, ALPN_H2),
     ("tls12", "ServerHello", 22, b""), ("tls12", "ServerHello", 23, b""),
     ("tls12", "ServerHello", 35, b""), ("tls12", "ServerHello", 0xFF01, b"\x00"),
-    ("tls13", "ServerHello", 43, b"\x03\x04"), ("tls13", "ServerHello", 51, b"\x00\x1d\x00\x01\x01"),
-    ("hrr", "HelloRetryRequest", 43, b"\x03\x04"), ("hrr", "HelloRetryRequest", 51, b"\x00\x17"),
+    ("tls13", "ServerHello", 43, b"\x03\x04"),
+    ("tls13", "ServerHello", 51, b"\x00\x1d\x00\x01\x01"),  # (a sample; the real share)
+    ("hrr", "HelloRetryRequest", 43, b"\x03\x04"),
+    ("hrr", "HelloRetryRequest", 51, b"\x00\x17"),
     ("hrr", "HelloRetryRequest", 44, b"\x00\x02ab"),
-    ("ee", "EncryptedExtensions", 0, b""), ("ee", "EncryptedExtensions", 10, b"\x00\x02\x00\x1d"),
+    ("ee", "EncryptedExtensions", 0, b""),
+    ("ee", "EncryptedExtensions", 10, b"\x00\x02\x00\x1d"),
     ("ee", "EncryptedExtensions", 16, ALPN_H2),
     ("cert", "Certificate", 5, OCSP),
     ("cr", "CertificateRequest", 13, SIGALGS), ("cr", "CertificateRequest", 50, SIGALGS),
     ("cr", "CertificateRequest", 47, b"\x00\x05\x00\x03abc"),
+    ("cr", "CertificateRequest", 27, b"\x02\x00\x02"),
     ("nst", "NewSessionTicket", 42, b"\x00\x00\x40\x00"),
 ]
 def _script(kind: str, ext_type: int, body: Body | None) -> Script:
@@ -231,8 +236,8 @@ def test_scan_reports_a_malformed_target(server: HostileServer) -> None:
 
 
 @pytest.mark.needs_impl("openssl")
-def test_scan_file_keeps_the_good_target(server: HostileServer, server_cache,  # type: ignore[no-untyped-def]
-                                         tmp_path) -> None:
+def test_scan_file_keeps_the_good_target(  # type: ignore[no-untyped-def]
+        server: HostileServer, server_cache, tmp_path) -> None:
     good = server_cache("openssl")
     bad = server.serve(hrr_with([ext.supported_versions_server(TLS13),
                                  Extension(51, b"\x00\x17"), Extension(44, b"")]))

@@ -258,7 +258,7 @@ class ClientHandshake:
         if isinstance(msg, Certificate):
             self.server_input.certificate(msg)
         extcheck.check_message(self, ev.msg_type, msg,
-                               is_tls13(self.server_hello.selected_version))  # type: ignore[union-attr]
+                               is_tls13(self.server_hello.selected_version))
         self.flight.messages[ev.msg_type] = msg
         self.flight.raw[ev.msg_type] = ev.raw
         self.flight.order.append(ev.msg_type)

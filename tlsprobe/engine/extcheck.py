@@ -70,7 +70,8 @@ ALLOWED: dict[int, frozenset[str]] = {t: frozenset(c) for t, c in {
     0: (SH12, EE),                  # server_name (RFC 6066 3, empty from a server)
     1: (SH12, EE),                  # max_fragment_length
     5: (SH12, CR, CT),              # status_request
-    10: (EE,),                      # supported_groups
+    10: (SH12, EE),                 # supported_groups (some TLS 1.2 servers echo it;
+                                    # OpenSSL accepts and ignores it there)
     11: (SH12,),                    # ec_point_formats (RFC 8422 5.2)
     13: (CR,),                      # signature_algorithms
     14: (SH12, EE),                 # use_srtp
