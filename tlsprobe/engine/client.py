@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import NoReturn
 
 from tlsprobe import kex, registry
+from tlsprobe.engine import extcheck
 from tlsprobe.engine.common import (
     DECODE_ERROR,
     ILLEGAL_PARAMETER,
@@ -36,7 +37,6 @@ from tlsprobe.engine.common import (
     message_label,
     plain_records,
 )
-from tlsprobe.engine import extcheck
 from tlsprobe.engine.config import BuiltHello, ClientConfig, build_client_hello
 from tlsprobe.engine.guards import Limits, ServerInput
 from tlsprobe.engine.keyschedule import Transcript, tls13_hash_name
