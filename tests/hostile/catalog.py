@@ -61,6 +61,7 @@ def all_scenarios() -> list[Scenario]:
         scenarios_negotiation,
         scenarios_tls13,
         scenarios_transport,
+        scenarios_violations,
     )
     names = [s.name for s in SCENARIOS]
     duplicates = {n for n in names if names.count(n) > 1}

@@ -187,6 +187,7 @@ class Tls13Server:
         if params is None:
             raise ValueError(f"no parameters for suite 0x{suite:04x}")
         self.hash_name = params.prf_hash
+        self.params = params
         self.transcript = [ch_raw, self.server_hello]
         self.schedule = KeySchedule(self.hash_name)
         self.schedule.handshake(secret, self.hash())
@@ -231,6 +232,15 @@ class Tls13Server:
         return [self.encrypted_extensions(),
                 self.certificate([identity().der] if ders is None else ders),
                 self.certificate_verify(bad=bad_signature), self.finished(bad=bad_finished)]
+
+    def application_protection(self) -> Tls13Protection:
+        """The server's application traffic protection (after its Finished was built), for
+        what a server sends after the handshake (NewSessionTicket)."""
+        self.schedule.application(self.hash())
+        secret = self.schedule.server_application_traffic_secret_0
+        assert secret is not None  # set by application() just above (our own state)
+        key, iv = self.schedule.traffic_keys(secret, self.params.key_len, self.params.iv_len)
+        return Tls13Protection(self.params.cipher, key, iv)
 
     def encrypt(self, *messages: bytes, content_type: int = HANDSHAKE) -> bytes:
         """Each message in its own protected record."""

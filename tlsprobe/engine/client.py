@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import NoReturn
 
 from tlsprobe import kex, registry
+from tlsprobe.engine import extcheck
 from tlsprobe.engine.common import (
     DECODE_ERROR,
     ILLEGAL_PARAMETER,
@@ -32,6 +33,7 @@ from tlsprobe.engine.common import (
     RecordDeprotector,
     ServerFlight,
     is_tls13,
+    malformed,
     message_label,
     plain_records,
 )
@@ -55,7 +57,7 @@ from tlsprobe.session.flow import (
 )
 from tlsprobe.wire.certificate import Certificate
 from tlsprobe.wire.handshake import frame
-from tlsprobe.wire.hello import ClientHello, ServerHello
+from tlsprobe.wire.hello import HELLO_RETRY_REQUEST_RANDOM, ClientHello, ServerHello
 
 __all__ = ["ClientHandshake", "HandshakeFailure", "Limits", "ServerFlight"]
 
@@ -102,6 +104,7 @@ class ClientHandshake:
         self._record_version = TLS10
         self._write: RecordProtection | None = None
         self._out = bytearray()
+        self._reading = "record"   # what receive() is handling, for its error boundary
 
     # -- output --------------------------------------------------------------------------
     def take_output(self) -> bytes:
@@ -192,16 +195,25 @@ class ClientHandshake:
 
     # -- input ---------------------------------------------------------------------------
     def receive(self, data: bytes) -> bytes:
-        """Process bytes from the server; returns bytes to send (possibly empty)."""
+        """Process bytes from the server; returns bytes to send (possibly empty).
+
+        The one error boundary for server data: whatever in the engine decodes what the
+        server sent (the wire's lazy extension views included) raises DecodeError or
+        ValueError, which ends here as a decode_error alert and a protocol error naming the
+        message and the field, never as an exception of the caller's."""
         guard = self.server_input
         guard.on_bytes(len(data))
-        for ev in self.flow.feed(SERVER, data):
-            self.events.append(guard.for_trace(ev))
-            guard.on_event(ev)
-            self._handle(ev)
-            if self.done and not self.handshake_complete:
-                break
-        self._check_pending_message()
+        try:
+            for ev in self.flow.feed(SERVER, data):
+                self._reading = _label(ev)
+                self.events.append(guard.for_trace(ev))
+                guard.on_event(ev)
+                self._handle(ev)
+                if self.done and not self.handshake_complete:
+                    break
+            self._check_pending_message()
+        except ValueError as exc:  # DecodeError included; HandshakeFailure passes through
+            self.fail(DECODE_ERROR, malformed(self._reading, exc))
         return self.take_output()
 
     def _check_pending_message(self) -> None:
@@ -235,8 +247,7 @@ class ClientHandshake:
         if not isinstance(ev, MessageEvent) or ev.direction != SERVER:
             return
         if ev.error is not None or ev.decoded is None:
-            self.fail(DECODE_ERROR, f"server sent a malformed "
-                      f"{message_label(ev.msg_type)}: {ev.error}")
+            self.fail(DECODE_ERROR, malformed(self._reading, ev.error or ValueError("?")))
         msg = ev.decoded.message  # type: ignore[union-attr]
         if isinstance(msg, ServerHello):
             self._server_hello(msg, ev.raw)
@@ -246,6 +257,8 @@ class ClientHandshake:
                       f"{message_label(ev.msg_type)} before ServerHello")
         if isinstance(msg, Certificate):
             self.server_input.certificate(msg)
+        extcheck.check_message(self, ev.msg_type, msg,
+                               is_tls13(self.server_hello.selected_version))
         self.flight.messages[ev.msg_type] = msg
         self.flight.raw[ev.msg_type] = ev.raw
         self.flight.order.append(ev.msg_type)
@@ -254,6 +267,9 @@ class ClientHandshake:
 
     def _alert(self, ev: AlertEvent) -> None:
         name = registry.alert_name(ev.alert.description)
+        if ev.alert.level not in (1, 2):
+            self.fail(ILLEGAL_PARAMETER, f"server sent an alert of level {ev.alert.level} "
+                      f"({name}); RFC 5246 7.2 defines warning(1) and fatal(2) only")
         level = "fatal" if ev.alert.level == 2 else "warning"
         if ev.alert.description == 0 and self.handshake_complete:
             self.peer_closed = True
@@ -285,6 +301,10 @@ class ClientHandshake:
 
     # -- hellos --------------------------------------------------------------------------
     def _server_hello(self, sh: ServerHello, raw: bytes) -> None:
+        # decoded before anything reads them (the ServerHello and TLS 1.2 contexts decode
+        # alike); the rules come once the version is known
+        extcheck.decode_extensions(sh.extensions, extcheck.HRR if sh.is_hello_retry_request
+                                   else extcheck.SH13)
         offered = self.hellos[-1]
         if sh.cipher_suite not in offered.cipher_suites:
             self.fail(ILLEGAL_PARAMETER, f"server chose cipher suite "
@@ -303,6 +323,8 @@ class ClientHandshake:
         if version not in self.config.versions:
             self.fail(ILLEGAL_PARAMETER, f"server chose {registry.version_name(version)}, "
                       "which was not offered")
+        extcheck.check_extensions(self, extcheck.SH13 if is_tls13(version) else extcheck.SH12,
+                                  sh.extensions)
         self._check_server_hello(sh, version)
         self.transcript.add(raw)
         if is_tls13(version):
@@ -327,6 +349,7 @@ class ClientHandshake:
                       f"for {registry.version_name(sentinel)} although a higher version was "
                       "offered (RFC 8446 4.1.3)")
         if is_tls13(version):
+            extcheck.check_legacy_version(self, sh)
             if sh.legacy_session_id_echo != self.hellos[-1].legacy_session_id:
                 self.fail(ILLEGAL_PARAMETER, "TLS 1.3 ServerHello does not echo the "
                           "legacy_session_id")
@@ -375,6 +398,8 @@ class ClientHandshake:
             self.fail(UNEXPECTED_MESSAGE, "server sent a second HelloRetryRequest")
         if self.server_hello is not None:
             self.fail(UNEXPECTED_MESSAGE, "HelloRetryRequest after ServerHello")
+        extcheck.check_extensions(self, extcheck.HRR, hrr.extensions)
+        extcheck.check_legacy_version(self, hrr)
         self.hrr = hrr
         group = hrr.hrr_selected_group
         cookie_ext = hrr.extension(44)
@@ -423,3 +448,15 @@ class ClientHandshake:
             text += f" (after a warning alert {registry.alert_name(warnings[-1])} " \
                 f"({warnings[-1]}))"
         raise HandshakeFailure("closed", text)
+
+
+def _label(ev: Event) -> str:
+    """What a server event is called in a verdict on it (a HelloRetryRequest by its name)."""
+    if isinstance(ev, MessageEvent):
+        if ev.msg_type == HandshakeType.server_hello and \
+                ev.raw[6:38] == HELLO_RETRY_REQUEST_RANDOM:
+            return "HelloRetryRequest"
+        return message_label(ev.msg_type)
+    if isinstance(ev, AlertEvent):
+        return "alert"
+    return "record"

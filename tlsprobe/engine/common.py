@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tlsprobe.engine.protection import RecordProtection
+from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.record import Record
 
 TLS13, TLS12, TLS11, TLS10, SSL30 = 0x0304, 0x0303, 0x0302, 0x0301, 0x0300
@@ -23,6 +24,7 @@ BAD_CERTIFICATE = 42
 ILLEGAL_PARAMETER = 47
 DECODE_ERROR = 50
 DECRYPT_ERROR = 51
+UNSUPPORTED_EXTENSION = 110
 INTERNAL_ERROR = 80
 
 
@@ -70,6 +72,15 @@ def message_label(msg_type: int) -> str:
     if name.startswith("0x"):
         return f"handshake message {name}"
     return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
+
+
+def malformed(label: str, exc: Exception) -> str:
+    """The one verdict on server bytes that do not decode: the message, the field (the
+    wire's path, e.g. ``cookie.cookie``) and what is wrong with it."""
+    if isinstance(exc, DecodeError):
+        where = f"{exc.path}: " if exc.path else ""
+        return f"server sent a malformed {label}: {where}{exc.reason}"
+    return f"server sent a malformed {label}: {' '.join(str(exc).split())[:200]}"
 
 
 def is_tls13(version: int | None) -> bool:

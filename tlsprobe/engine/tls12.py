@@ -21,6 +21,7 @@ from tlsprobe.engine import keylog, prf
 from tlsprobe.engine.common import (
     BAD_CERTIFICATE,
     DECRYPT_ERROR,
+    HANDSHAKE_FAILURE,
     ILLEGAL_PARAMETER,
     SSL30,
     UNEXPECTED_MESSAGE,
@@ -248,7 +249,12 @@ class Tls12Client:
                                     int.from_bytes(ske.dh_g or b"", "big"))
             premaster = share.premaster_secret(ske.public)
         except kex.UnsupportedGroup as exc:
-            hs.stop_incomplete(str(exc))
+            if self.kx == "DHE":
+                # The server's own (p, g), refused (size, not a safe prime): the handshake
+                # ends here, as OpenSSL's does, and the probe says so with a non-zero exit.
+                hs.share_problem = str(exc)
+                hs.fail(HANDSHAKE_FAILURE, f"server's DH parameters refused: {exc}")
+            hs.stop_incomplete(str(exc))  # a named curve this build cannot compute
             return b"", b""
         except (kex.InvalidShare, ValueError, UnsupportedAlgorithm) as exc:
             hs.share_problem = str(exc)

@@ -153,8 +153,9 @@ def _drain(conv: _Conversation, read_timeout: float) -> HandshakeFailure | None:
     """After our close_notify: read the server's last records (tickets, close_notify).
 
     Returns the alert that took the completed handshake back (TLS 1.3: the server checks
-    our Finished, and our empty Certificate, only after we sent them); other late errors
-    leave the handshake result standing."""
+    our Finished, and our empty Certificate, only after we sent them), or a protocol error
+    in what the server sent after the handshake (a malformed NewSessionTicket); a late
+    network error or close leaves the handshake result standing."""
     conv.channel.read_timeout = min(read_timeout, DRAIN_TIMEOUT)
     while not conv.engine.peer_closed and not conv.eof:
         try:
@@ -163,7 +164,8 @@ def _drain(conv: _Conversation, read_timeout: float) -> HandshakeFailure | None:
         except NetworkError:
             return None
         except HandshakeFailure as exc:
-            return None if conv.engine.handshake_complete else exc
+            return exc if exc.kind == "protocol" or not conv.engine.handshake_complete \
+                else None
     return None
 
 

@@ -159,7 +159,8 @@ def _status_request(buf: Buffer, where: str) -> CertificateStatusRequest | OcspS
     if where == WHERE_CERTIFICATE:
         status_type = pull_uint_noted(buf, 1, "status_type", lambda v: enum_label(STATUS_TYPES, v))
         return OcspStatus(status_type, pull_opaque(buf, 3, "response", minimum=1))
-    if where not in _FROM_CLIENT:
+    if where not in _FROM_CLIENT or (where == WHERE_CERTIFICATE_REQUEST and buf.eof()):
+        # a server's is empty; a TLS 1.3 CertificateRequest's too (RFC 8446 4.4.2.1)
         _empty(buf, where)
         return None
     status_type = pull_uint_noted(buf, 1, "status_type", lambda v: enum_label(STATUS_TYPES, v))
