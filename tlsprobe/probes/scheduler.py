@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import random
 import socket
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from collections.abc import Callable
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.config import ClientConfig
+from tlsprobe.kex.dhprime import DhPrimeCheck, check_dh_prime, work_deadline
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes.dhgroups import dh_group_name
 from tlsprobe.registry import HandshakeType
@@ -50,7 +52,8 @@ class Outcome:
 
     `status`: hello_retry_request, server_hello, alert, closed (a refusal), or inconclusive
     (`reason` says why). For TLS 1.3 `group` is the ServerHello key_share group; for TLS 1.2
-    the ServerKeyExchange named curve, or the RFC 7919 codepoint of a recognised DH prime.
+    the ServerKeyExchange named curve, or the RFC 7919 codepoint of a recognised DH prime;
+    `dh_check` is the verdict on the DH modulus (prime, safe prime, composite; kex/dhprime).
     """
 
     status: str
@@ -60,6 +63,7 @@ class Outcome:
     hrr_group: int | None = None
     dh_name: str | None = None
     dh_bits: int | None = None
+    dh_check: DhPrimeCheck | None = None
     explicit_curve: bool = False
     signature_scheme: int | None = None
     certificates: tuple[bytes, ...] = ()
@@ -187,7 +191,10 @@ class Scheduler:
             except OSError:
                 pass
         try:
-            return await self._converse(reader, writer, job)
+            # CPU work on the server's parameters (the DH prime check) stops by the
+            # connection's deadline as well (_converse: the loop's clock is monotonic)
+            with work_deadline(time.monotonic() + TOTAL_FACTOR * self.timeout):
+                return await self._converse(reader, writer, job)
         finally:
             writer.close()
             try:
@@ -222,7 +229,9 @@ class Scheduler:
                                 "per connection reached"
                         if hs.server_hello is not None:
                             return outcome_of(hs, reason=limit)
-                        return Outcome(INCONCLUSIVE, reason=f"server too slow: {limit}")
+                        # a timeout (exit 3 when nothing else answered), not a protocol error
+                        return Outcome(INCONCLUSIVE, reason=f"timed out: server too slow, "
+                                       f"{limit}")
                     if hs.server_hello is not None and job.stop != STOP_HELLO:
                         return outcome_of(hs, reason="timed out waiting for the rest of the "
                                           "server's flight")
@@ -318,6 +327,7 @@ def outcome_of(hs: ClientHandshake, reason: str = "") -> Outcome:
     sh = hs.server_hello
     version = sh.selected_version
     group = dh_name = dh_bits = sig = None
+    dh_check: DhPrimeCheck | None = None
     explicit = False
     if version >= 0x0304:
         share = sh.key_share
@@ -333,6 +343,7 @@ def outcome_of(hs: ClientHandshake, reason: str = "") -> Outcome:
             p = int.from_bytes(prime, "big")
             dh_bits = p.bit_length()
             dh_name = dh_group_name(p)
+            dh_check = check_dh_prime(p)
             if dh_name and dh_name.startswith("ffdhe"):
                 group = registry.parse_group(dh_name)
         sig = getattr(ske, "algorithm", None)
@@ -348,7 +359,8 @@ def outcome_of(hs: ClientHandshake, reason: str = "") -> Outcome:
         reason = str(hs.incomplete_reason)
     return Outcome(SERVER_HELLO, version=version, cipher_suite=sh.cipher_suite, group=group,
                    hrr_group=hs.hrr.hrr_selected_group if hs.hrr is not None else None,
-                   dh_name=dh_name, dh_bits=dh_bits, explicit_curve=explicit,
+                   dh_name=dh_name, dh_bits=dh_bits, dh_check=dh_check,
+                   explicit_curve=explicit,
                    signature_scheme=sig, certificates=certs, reason=reason,
                    decrypted=cv is not None)
 

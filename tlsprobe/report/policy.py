@@ -21,8 +21,8 @@ from typing import Any
 
 from tlsprobe import registry
 from tlsprobe.errors import UsageError
-from tlsprobe.report.audit_model import (ORDER_CLIENT, SEVERITIES, AuditReport, Finding,
-                                         SuiteAudit, severity_rank)
+from tlsprobe.report.audit_model import (ORDER_CLIENT, SEVERITIES, AuditReport, DhParameters,
+                                         Finding, SuiteAudit, severity_rank)
 from tlsprobe.report.policy_cert import certificate_findings, names
 
 ALIASES = {"modern": "mozilla-modern-6.0", "intermediate": "mozilla-intermediate-6.0",
@@ -301,13 +301,31 @@ def builtin_findings(report: AuditReport, now: datetime | None = None) -> list[F
             out.append(Finding("high" if fixed.bits < 1024 else "medium", "dh.weak",
                                f"DHE with a {fixed.bits}-bit prime (under 2048 bits)",
                                items=(fixed.name,), version="TLS 1.2"))
-        if fixed.standard is None:
-            out.append(Finding("info", "dh.custom", f"DHE with a custom {fixed.bits}-bit prime",
-                               items=(fixed.name,), version="TLS 1.2"))
+        out += _dh_prime_findings(fixed)
     out += _pq_findings(report)
     out += certificate_findings(report, now or datetime.now(timezone.utc))
     out += _inconclusive_findings(report)
     return out
+
+
+def _dh_prime_findings(fixed: DhParameters) -> list[Finding]:
+    """What the one primality check (kex/dhprime.py) established about custom parameters:
+    a composite modulus is high (no security: the discrete logarithm splits over its
+    factors); a modulus is called a prime only when the check said so."""
+    if fixed.standard is not None:
+        return []
+    if fixed.prime == "composite":
+        severity, code = "high", "dh.not_prime"
+        text = f"DHE with a {fixed.bits}-bit modulus that is not prime ({fixed.prime_detail})"
+    elif fixed.prime == "unchecked":
+        severity, code = "info", "dh.custom"
+        text = (f"DHE with a custom {fixed.bits}-bit modulus, primality not checked "
+                f"({fixed.prime_detail})")
+    else:
+        severity, code = "info", "dh.custom"
+        safe = f" (not a safe prime: {fixed.prime_detail})" if fixed.prime == "not_safe" else ""
+        text = f"DHE with a custom {fixed.bits}-bit prime{safe}"
+    return [Finding(severity, code, text, items=(fixed.name,), version="TLS 1.2")]
 
 
 def _pq_findings(report: AuditReport) -> list[Finding]:
