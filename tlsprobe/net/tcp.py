@@ -1,6 +1,8 @@
 """TCP connections with a connect timeout, a per-read timeout and a total deadline.
 
 Every failure becomes a `NetworkError` whose one-line message names host, port and cause.
+Name resolution is inside the deadline too: `getaddrinfo` cannot be interrupted, so it runs
+in a daemon thread that is abandoned when its time is up.
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 import errno
 import ipaddress
 import socket
+import threading
 import time
 from dataclasses import dataclass
 
@@ -99,14 +102,16 @@ class Channel:
     """A connected TCP socket; reads honour both a per-read timeout and a total deadline."""
 
     def __init__(self, sock: socket.socket, target: Target, address: str,
-                 read_timeout: float, deadline: float, connect_time: float) -> None:
+                 read_timeout: float, deadline: float, connect_time: float,
+                 total: float | None = None) -> None:
         self.sock = sock
         self.target = target
         self.address = address
         self.read_timeout = read_timeout
         self.deadline = deadline
         self.connect_time = connect_time
-        self.total = deadline - time.monotonic() + connect_time
+        self.total = total if total is not None else \
+            deadline - time.monotonic() + connect_time
         self.bytes_sent = 0
         self.bytes_received = 0
 
@@ -153,17 +158,64 @@ class Channel:
         self.close()
 
 
-def open_channel(target: Target, *, timeout: float = 10.0, read_timeout: float | None = None,
-                 total_timeout: float | None = None, family: int = 0) -> Channel:
-    """Resolve and connect (trying each address) within `timeout` seconds."""
-    start = time.monotonic()
-    deadline = start + (total_timeout if total_timeout is not None else 3 * timeout + 10)
+def resolve(target: Target, family: int, wait: float) -> list[tuple]:  # type: ignore[type-arg]
+    """getaddrinfo for `target`, given at most `wait` seconds (an IP address is immediate)."""
+    flags = socket.AI_NUMERICHOST if _is_ip(target.host) else 0
+    if flags:
+        return socket.getaddrinfo(target.host, target.port, family, socket.SOCK_STREAM,
+                                  0, flags)
+    box: dict[str, object] = {}
+
+    def lookup() -> None:
+        try:
+            box["infos"] = socket.getaddrinfo(target.host, target.port, family,
+                                              socket.SOCK_STREAM)
+        except (OSError, UnicodeError) as exc:
+            box["error"] = exc
+
+    worker = threading.Thread(target=lookup, name="tlsprobe-resolve", daemon=True)
+    worker.start()
+    worker.join(max(0.0, wait))
+    if worker.is_alive():
+        raise TimeoutError("name resolution")
+    error = box.get("error")
+    if isinstance(error, BaseException):
+        raise error
+    return box["infos"]  # type: ignore[return-value]
+
+
+def _is_ip(text: str) -> bool:
     try:
-        infos = socket.getaddrinfo(target.host, target.port, family, socket.SOCK_STREAM)
+        ipaddress.ip_address(text)
+        return True
+    except ValueError:
+        return False
+
+
+def open_channel(target: Target, *, timeout: float = 10.0, read_timeout: float | None = None,
+                 total_timeout: float | None = None, family: int = 0,
+                 deadline: float | None = None) -> Channel:
+    """Resolve and connect (trying each address) within `timeout` seconds and the deadline.
+
+    `deadline` (time.monotonic()) is when the whole exchange must end; without it, the
+    deadline is `total_timeout` (default 3 x timeout + 10) from now."""
+    start = time.monotonic()
+    total = total_timeout if total_timeout is not None else 3 * timeout + 10
+    if deadline is None:
+        deadline = start + total
+    try:
+        infos = resolve(target, family, min(timeout, deadline - start))
     except (socket.gaierror, UnicodeError) as exc:
+        raise NetworkError(f"{target.display}: {_describe(exc)}") from None
+    except TimeoutError:
+        raise NetworkError(f"{target.display}: timed out resolving the host name") from None
+    except OSError as exc:
         raise NetworkError(f"{target.display}: {_describe(exc)}") from None
     last: BaseException | None = None
     for fam, kind, proto, _, addr in infos:
+        if deadline - time.monotonic() <= 0:
+            last = last or TimeoutError()
+            break
         sock = socket.socket(fam, kind, proto)
         sock.settimeout(max(0.01, min(timeout, deadline - time.monotonic())))
         try:
@@ -174,5 +226,5 @@ def open_channel(target: Target, *, timeout: float = 10.0, read_timeout: float |
             continue
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return Channel(sock, target, str(addr[0]), read_timeout or timeout, deadline,
-                       time.monotonic() - start)
+                       time.monotonic() - start, total)
     raise NetworkError(f"{target.display}: {_describe(last) if last else 'no address'}")
