@@ -117,8 +117,8 @@ def check_dh_prime(p: int, known: dict[int, str] | None = None) -> DhPrimeCheck:
         return cached
     bits = p.bit_length()
     if bits > MAX_CHECKED_BITS:
-        return DhPrimeCheck(UNCHECKED, f"{bits} bits: tlsprobe checks unknown moduli of at "
-                                       f"most {MAX_CHECKED_BITS} bits")
+        return DhPrimeCheck(UNCHECKED, f"over the {MAX_CHECKED_BITS}-bit limit of tlsprobe's "
+                                       "primality check")
     try:
         result = _classify(p)
     except _OutOfTime:

@@ -166,7 +166,7 @@ class DHShare(KeyShare):
             if "time limit" in check.detail:
                 raise WorkDeadline(f"timed out: the time limit was reached while checking the "
                                    f"server's {bits}-bit DH prime")
-            raise UnsupportedGroup(f"{self.name}: unknown {bits}-bit DH prime not used: "
+            raise UnsupportedGroup(f"{self.name}: unknown {bits}-bit modulus not used: "
                                    f"{check.detail}", code)
 
     def peer_value(self, peer: bytes, *, exact_size: bool) -> int:

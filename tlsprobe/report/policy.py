@@ -239,7 +239,9 @@ def evaluate(report: AuditReport, policy: Policy) -> list[Finding]:
         sizes += [(g.name, int(g.name[5:])) for g in dh.negotiated if g.name[5:].isdigit()]
         small = [(n, b) for n, b in sizes if b < policy.dh_min_bits]
         if small:
-            add("dh.too_small", f"DHE with a {min(b for _, b in small)}-bit prime (policy "
+            least = min(b for _, b in small)
+            word = dh_modulus_word(dh.fixed) if dh.fixed and dh.fixed.bits == least else "prime"
+            add("dh.too_small", f"DHE with a {least}-bit {word} (policy "
                 f"minimum {policy.dh_min_bits})", [n for n, _ in small], "TLS 1.2")
     if report.certificates:
         leaf = report.certificates[0]
@@ -299,13 +301,19 @@ def builtin_findings(report: AuditReport, now: datetime | None = None) -> list[F
         fixed = g12.dhe.fixed
         if fixed.bits < 2048:   # Logjam: 1024-bit primes are within reach of a state
             out.append(Finding("high" if fixed.bits < 1024 else "medium", "dh.weak",
-                               f"DHE with a {fixed.bits}-bit prime (under 2048 bits)",
+                               f"DHE with a {fixed.bits}-bit {dh_modulus_word(fixed)} (under "
+                               "2048 bits)",
                                items=(fixed.name,), version="TLS 1.2"))
         out += _dh_prime_findings(fixed)
     out += _pq_findings(report)
     out += certificate_findings(report, now or datetime.now(timezone.utc))
     out += _inconclusive_findings(report)
     return out
+
+
+def dh_modulus_word(fixed: DhParameters) -> str:
+    """'prime' when the check found (or the table knows) p prime, else 'modulus'."""
+    return "modulus" if fixed.prime in ("composite", "unchecked") else "prime"
 
 
 def _dh_prime_findings(fixed: DhParameters) -> list[Finding]:
