@@ -250,8 +250,9 @@ def run_probe(target: Target, options: ProbeOptions) -> ProbeRun:
                 error = (str(exc), "network")
     timings = (connect_s, hs_s if hs_s is not None else time.monotonic() - hs_start,
                time.monotonic() - t0)
-    result = facts.result_from(engine, target, str(peer[0]), error=error, timings=timings,
-                               http_status=http_status)
+    with work_deadline(deadline):    # facts names the DH modulus (the same bounded check)
+        result = facts.result_from(engine, target, str(peer[0]), error=error, timings=timings,
+                                   http_status=http_status)
     result = replace(result, verification=verification_of(engine, target, options))
     return ProbeRun(result, engine.events, list(engine.keylog_lines), conv.segments,
                     (str(local[0]), int(local[1])), (str(peer[0]), int(peer[1])),
