@@ -359,9 +359,10 @@ def _write_outputs(args: argparse.Namespace, run_: ProbeRun) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # The total limit counts from here: imports and checks below, name resolution, the
-    # handshake and the checks of the server's parameters are all inside it.
-    started = time.monotonic()
+    # The total limit counts from the command line's start (cli sets `started`): imports,
+    # the checks below, name resolution, the handshake and the checks of the server's
+    # parameters are all inside it.
+    started = getattr(args, "started", None) or time.monotonic()
     from tlsprobe.probes.probe import ProbeOptions, run_probe
     from tlsprobe.report.trace import TraceFormatter
     args = timing_args(args)
