@@ -127,7 +127,7 @@ def test_name_resolution_is_inside_the_deadline(monkeypatch: pytest.MonkeyPatch)
     getaddrinfo for as long as that took)."""
     release = threading.Event()
 
-    def stuck(*args: object, **kwargs: object) -> list[tuple]:  # type: ignore[type-arg]
+    def stuck(*args: object, **kwargs: object) -> list[tcp.AddrInfo]:
         release.wait(60)
         raise socket.gaierror(socket.EAI_AGAIN, "never answered")
 

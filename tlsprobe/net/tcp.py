@@ -13,6 +13,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from tlsprobe.errors import NetworkError, UsageError
 
@@ -158,30 +159,34 @@ class Channel:
         self.close()
 
 
-def resolve(target: Target, family: int, wait: float) -> list[tuple]:  # type: ignore[type-arg]
-    """getaddrinfo for `target`, given at most `wait` seconds (an IP address is immediate)."""
+AddrInfo = tuple[int, int, int, str, tuple[Any, ...]]
+
+
+def resolve(target: Target, family: int, wait: float) -> list[AddrInfo]:
+    """getaddrinfo for `target`, given at most `wait` seconds (an IP address is immediate);
+    TimeoutError when the resolver has not answered by then."""
     flags = socket.AI_NUMERICHOST if _is_ip(target.host) else 0
     if flags:
-        return socket.getaddrinfo(target.host, target.port, family, socket.SOCK_STREAM,
-                                  0, flags)
-    box: dict[str, object] = {}
+        return list(socket.getaddrinfo(target.host, target.port, family, socket.SOCK_STREAM,
+                                       0, flags))
+    infos: list[AddrInfo] = []
+    errors: list[BaseException] = []
 
     def lookup() -> None:
         try:
-            box["infos"] = socket.getaddrinfo(target.host, target.port, family,
-                                              socket.SOCK_STREAM)
+            infos.extend(socket.getaddrinfo(target.host, target.port, family,
+                                            socket.SOCK_STREAM))
         except (OSError, UnicodeError) as exc:
-            box["error"] = exc
+            errors.append(exc)
 
     worker = threading.Thread(target=lookup, name="tlsprobe-resolve", daemon=True)
     worker.start()
     worker.join(max(0.0, wait))
     if worker.is_alive():
         raise TimeoutError("name resolution")
-    error = box.get("error")
-    if isinstance(error, BaseException):
-        raise error
-    return box["infos"]  # type: ignore[return-value]
+    if errors:
+        raise errors[0]
+    return infos
 
 
 def _is_ip(text: str) -> bool:
