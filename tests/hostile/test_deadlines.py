@@ -147,3 +147,39 @@ def test_name_resolution_is_inside_the_deadline(monkeypatch: pytest.MonkeyPatch)
     assert not worker.is_alive(), "open_channel waited for the resolver past its timeout"
     error = box.get("error")
     assert isinstance(error, NetworkError) and "resolving" in str(error), error
+
+
+def test_scan_does_not_wait_for_a_stuck_resolver(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The audit's connections resolved names in asyncio's default executor, which
+    asyncio.run joins at exit: a resolver that never answered held the scan after every job
+    had given up. Now each job gives up at its timeout and the run ends."""
+    import asyncio
+
+    from tlsprobe.engine.config import ClientConfig
+    from tlsprobe.probes.scheduler import INCONCLUSIVE, Job, Scheduler
+
+    release = threading.Event()
+
+    def stuck(*args: object, **kwargs: object) -> list[tcp.AddrInfo]:
+        release.wait(60)
+        raise socket.gaierror(socket.EAI_AGAIN, "never answered")
+
+    monkeypatch.setattr(socket, "getaddrinfo", stuck)
+    box: dict[str, object] = {}
+
+    async def audit() -> object:
+        scheduler = Scheduler(timeout=0.3, retries=1, backoff=0.01)
+        return await scheduler.run(tcp.Target("resolver.invalid", 443),
+                                   Job(ClientConfig(), "versions"))
+
+    def attempt() -> None:
+        box["outcome"] = asyncio.run(audit())
+
+    worker = threading.Thread(target=attempt, daemon=True)
+    worker.start()
+    worker.join(15)          # far past the 2 x 0.3 s the two attempts take
+    release.set()
+    assert not worker.is_alive(), "the scan waited for the resolver past its timeouts"
+    outcome = box["outcome"]
+    assert getattr(outcome, "status") == INCONCLUSIVE and "timed out" in getattr(
+        outcome, "reason"), outcome

@@ -7,6 +7,7 @@ in a daemon thread that is abandoned when its time is up.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import ipaddress
 import socket
@@ -187,6 +188,41 @@ def resolve(target: Target, family: int, wait: float) -> list[AddrInfo]:
     if errors:
         raise errors[0]
     return infos
+
+
+async def resolve_async(host: str, port: int) -> list[AddrInfo]:
+    """getaddrinfo in a daemon thread of its own, for asyncio callers: a caller that stops
+    waiting (asyncio.wait_for) is free at once, and nothing waits for a stuck resolver at
+    exit (the loop's default executor, which asyncio.open_connection resolves in, is joined
+    by asyncio.run: a resolver that does not answer held a whole scan past its limits)."""
+    if _is_ip(host):
+        return list(socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM, 0,
+                                       socket.AI_NUMERICHOST))
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[list[AddrInfo]] = loop.create_future()
+
+    def settle(result: list[AddrInfo] | None, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result or [])
+
+    def lookup() -> None:
+        result: list[AddrInfo] | None = None
+        error: BaseException | None = None
+        try:
+            result = list(socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM))
+        except (OSError, UnicodeError) as exc:
+            error = exc
+        try:
+            loop.call_soon_threadsafe(settle, result, error)
+        except RuntimeError:    # the loop is closed: nobody is waiting any more
+            pass
+
+    threading.Thread(target=lookup, name="tlsprobe-resolve", daemon=True).start()
+    return await future
 
 
 def _is_ip(text: str) -> bool:

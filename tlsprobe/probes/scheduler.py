@@ -25,7 +25,7 @@ from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.kex.dhprime import DhPrimeCheck, check_dh_prime, work_deadline
-from tlsprobe.net.tcp import Target
+from tlsprobe.net.tcp import AddrInfo, Target, resolve_async
 from tlsprobe.probes.dhgroups import dh_group_name
 from tlsprobe.registry import HandshakeType
 from tlsprobe.session.flow import SERVER, ApplicationDataEvent
@@ -129,6 +129,8 @@ class Scheduler:
     _sems: dict[str, asyncio.Semaphore] = field(default_factory=dict)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     _next_start: dict[str, float] = field(default_factory=dict)
+    _lookups: dict[tuple[str, int], asyncio.Future[list[AddrInfo]]] = field(
+        default_factory=dict)
 
     def count(self, target: Target) -> dict[str, int]:
         """Connections per phase for one target."""
@@ -167,8 +169,7 @@ class Scheduler:
 
     async def _attempt(self, target: Target, job: Job) -> Outcome:
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(target.host, target.port), self.timeout)
+            reader, writer = await asyncio.wait_for(self._open(target), self.timeout)
         except (asyncio.TimeoutError, TimeoutError):
             raise _Retryable("connect timed out") from None
         except ConnectionRefusedError:
@@ -201,6 +202,25 @@ class Scheduler:
                 await asyncio.wait_for(writer.wait_closed(), 1.0)
             except (OSError, asyncio.TimeoutError, TimeoutError):
                 pass
+
+    async def _open(self, target: Target) -> tuple[asyncio.StreamReader,
+                                                   asyncio.StreamWriter]:
+        """Resolve the name (once per target and run, in a thread nothing waits for at exit:
+        net/tcp.py resolve_async) and connect to the first address that accepts."""
+        key = (target.host.lower(), target.port)
+        lookup = self._lookups.get(key)
+        if lookup is None or (lookup.done() and (lookup.cancelled() or
+                                                 lookup.exception() is not None)):
+            lookup = self._lookups[key] = asyncio.ensure_future(
+                resolve_async(target.host, target.port))
+        infos = await asyncio.shield(lookup)   # one job giving up leaves the lookup running
+        last: OSError = OSError("no address")
+        for family, _, _, _, address in infos:
+            try:
+                return await asyncio.open_connection(address[0], address[1], family=family)
+            except OSError as exc:
+                last = exc
+        raise last
 
     async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                         job: Job) -> Outcome:
