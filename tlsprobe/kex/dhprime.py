@@ -17,7 +17,7 @@ disagree. Verdicts (`DhPrimeCheck.verdict`):
 Why bounded: servers choose p, and a full check is what OpenSSL's DH_check does (64
 Miller-Rabin rounds on p and on q); on a 9,984-bit prime that took a probe with a 3 s limit
 49.6 s. Here the work is a fixed handful of modular exponentiations on at most 4096 bits
-(about a second of CPU at 4096, a tenth at 2048), the time limit is looked at between them
+(about a second of CPU at 4096 bits, a fifth of one at 2048), the time limit is looked at between them
 (`work_deadline`), and verdicts are cached by p alone (varying g cannot defeat the cache).
 """
 
@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from math import gcd, isqrt
+from math import gcd, isqrt, prod
 
 from tlsprobe.errors import NetworkError
 
@@ -39,11 +39,10 @@ CACHE_SIZE = 64
 
 KNOWN, SAFE, NOT_SAFE, COMPOSITE, UNCHECKED = "known", "safe", "not_safe", "composite", \
     "unchecked"
+OUT_OF_TIME = "the time limit came first"
 
 _SMALL_PRIMES = [n for n in range(3, 2000, 2) if all(n % d for d in range(3, isqrt(n) + 1, 2))]
-_PRIMORIAL = 1
-for _prime in _SMALL_PRIMES:
-    _PRIMORIAL *= _prime
+_PRIMORIAL = prod(_SMALL_PRIMES)
 
 #: absolute time.monotonic() by which CPU work on peer data must stop (None: no limit)
 _DEADLINE: ContextVar[float | None] = ContextVar("tlsprobe_kex_deadline", default=None)
@@ -64,10 +63,6 @@ def work_deadline(deadline: float | None) -> Iterator[None]:
         _DEADLINE.reset(token)
 
 
-def current_deadline() -> float | None:
-    return _DEADLINE.get()
-
-
 @dataclass(frozen=True)
 class DhPrimeCheck:
     """The verdict on one modulus p and a one-line reason ("divisible by 3", ...)."""
@@ -82,17 +77,10 @@ class DhPrimeCheck:
             return False
         return None if self.verdict == UNCHECKED else True
 
-    def describe(self, bits: int) -> str:
-        """One line for reports: 'a safe prime', 'not prime: divisible by 3', ..."""
-        if self.verdict == KNOWN:
-            return f"a well-known prime ({self.detail})"
-        if self.verdict == SAFE:
-            return "a safe prime"
-        if self.verdict == NOT_SAFE:
-            return f"a prime, not a safe prime ({self.detail})"
-        if self.verdict == COMPOSITE:
-            return f"not prime: {self.detail}"
-        return f"not checked ({self.detail})"
+    @property
+    def out_of_time(self) -> bool:
+        """Not decided because the deadline came (not cached: another call may decide)."""
+        return self.verdict == UNCHECKED and self.detail == OUT_OF_TIME
 
 
 class _OutOfTime(Exception):
@@ -122,7 +110,7 @@ def check_dh_prime(p: int, known: dict[int, str] | None = None) -> DhPrimeCheck:
     try:
         result = _classify(p)
     except _OutOfTime:
-        return DhPrimeCheck(UNCHECKED, "the time limit came first")
+        return DhPrimeCheck(UNCHECKED, OUT_OF_TIME)
     _cache[p] = result
     if len(_cache) > CACHE_SIZE:
         _cache.popitem(last=False)

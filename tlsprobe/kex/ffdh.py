@@ -12,19 +12,19 @@ what cryptography computes) or over 10000 bits (OpenSSL's limit) ends in `Unsupp
 with the reason. cryptography warns that finite-field DH is deprecated; the warning is
 silenced here because probing DHE servers is our job.
 
-Any other parameters, and the one stated
-exception to "all cryptography through cryptography": cryptography validates (p, g) with
+Parameters other than a well-known group with its own generator take the one stated
+exception to "all cryptography through cryptography". cryptography validates (p, g) with
 OpenSSL's DH_check when it loads them, which is unbounded in the server's hands (64
 Miller-Rabin rounds on p and on (p-1)/2: 49.6 s for a 9,984-bit prime, 7 s for ffdhe4096
-with g = 5, repeated for every new g). So p is judged once by `dhprime.check_dh_prime`
+with g = 5, and again for every new g). So p is judged once by `dhprime.check_dh_prime`
 (bounded, within the probe's deadline, cached by p alone): a composite p is an invalid
-share, a prime that is not a safe prime or an unknown p over 4096 bits is refused
-(`UnsupportedGroup`), and our key pair and the secret are modular exponentiations in Python,
+share; a prime that is not a safe prime, or an unknown p over 4096 bits, is not used
+(`UnsupportedGroup`); our key pair and the secret are modular exponentiations in Python,
 after the same range and small-subgroup checks. Our exponent is ephemeral, used once and
-short (512 bits: a discrete logarithm in a safe prime's large subgroup costs about 2^256
-with it), so Python's non-constant-time `pow` exposes nothing an attacker could collect and
-costs a few milliseconds. For a well-known group with its generator (RFC 7919, 3526:
-OpenSSL checks those at no cost) everything is done by cryptography.
+short (512 bits: a discrete logarithm in a safe prime's large subgroup then costs about
+2^256), so Python's non-constant-time `pow` exposes nothing an attacker could collect and
+costs milliseconds. A well-known group with its generator (RFC 7919, 3526 with g = 2:
+OpenSSL knows those and checks nothing) is computed by cryptography.
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ class DHShare(KeyShare):
                                    f"prime ({check.detail}); tlsprobe computes DH only with "
                                    "safe primes and the well-known groups", code)
         if check.verdict not in (SAFE, KNOWN):
-            if "time limit" in check.detail:
+            if check.out_of_time:
                 raise WorkDeadline(f"timed out: the time limit was reached while checking the "
                                    f"server's {bits}-bit DH prime")
             raise UnsupportedGroup(f"{self.name}: unknown {bits}-bit modulus not used: "
