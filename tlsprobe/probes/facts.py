@@ -163,9 +163,10 @@ def key_exchange_of(hs: ClientHandshake) -> KeyExchange | None:
         p = int.from_bytes(prime, "big") if isinstance(prime, (bytes, bytearray)) else int(prime)
         name = dh_group_name(p)
         if name is None:    # the check DHShare made (cached), or made now within the deadline
-            prime = check_dh_prime(p).is_prime
-            name = f"unknown {p.bit_length()}-bit" + (
-                "" if prime else ", NOT PRIME" if prime is False else ", primality not checked")
+            is_prime = check_dh_prime(p).is_prime
+            name = f"unknown {p.bit_length()}-bit" + ("" if is_prime else ", NOT PRIME"
+                                                      if is_prime is False else
+                                                      ", primality not checked")
         code = registry.parse_group(name) if name and name.startswith("ffdhe") else None
         ys = _attr(ske, "public") or b""
         return KeyExchange(
