@@ -184,3 +184,14 @@ def test_scan_does_not_wait_for_a_stuck_resolver(monkeypatch: pytest.MonkeyPatch
     outcome = box["outcome"]
     assert getattr(outcome, "status") == INCONCLUSIVE and "timed out" in getattr(
         outcome, "reason"), outcome
+
+
+def test_a_limit_used_up_by_start_up_does_not_blame_the_server() -> None:
+    """The total limit counts from the command's start; when tlsprobe's own start-up used it
+    all (a very busy machine), the one line says so instead of "the server timed out"."""
+    from tlsprobe.probes.probe import ProbeOptions, run_probe
+
+    run = run_probe(tcp.Target("127.0.0.1", 9), ProbeOptions(
+        timeout=1.0, deadline=time.monotonic() - 0.5))
+    assert run.result.error_kind == "network"
+    assert "used up by tlsprobe's own start-up (3.5 s" in (run.result.error or "")

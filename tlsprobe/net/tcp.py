@@ -255,8 +255,8 @@ def open_channel(target: Target, *, timeout: float = 10.0, read_timeout: float |
     last: BaseException | None = None
     for fam, kind, proto, _, addr in infos:
         if deadline - time.monotonic() <= 0:
-            last = last or TimeoutError()
-            break
+            raise NetworkError(f"{target.display}: timed out: total time limit of {total:.1f} s "
+                               "reached before a connection was made")
         sock = socket.socket(fam, kind, proto)
         sock.settimeout(max(0.01, min(timeout, deadline - time.monotonic())))
         try:

@@ -198,6 +198,11 @@ def run_probe(target: Target, options: ProbeOptions) -> ProbeRun:
     started = time.time()
     total = options.total_timeout or options.timeout * 3
     deadline = options.deadline if options.deadline is not None else t0 + total
+    if deadline <= t0:   # our own start-up used the time: say so, do not blame the server
+        return ProbeRun(facts.result_from(engine, target, None, error=(
+            f"{target.display}: timed out: the total time limit of {total:.1f} s was used up "
+            f"by tlsprobe's own start-up ({t0 - deadline + total:.1f} s; a busy machine?) "
+            "before connecting", "network")), [])
     try:
         channel = open_channel(target, timeout=options.timeout, read_timeout=options.read_timeout,
                                total_timeout=total, deadline=deadline)
