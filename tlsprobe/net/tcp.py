@@ -7,7 +7,6 @@ in a daemon thread that is abandoned when its time is up.
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import ipaddress
 import socket
@@ -195,6 +194,8 @@ async def resolve_async(host: str, port: int) -> list[AddrInfo]:
     waiting (asyncio.wait_for) is free at once, and nothing waits for a stuck resolver at
     exit (the loop's default executor, which asyncio.open_connection resolves in, is joined
     by asyncio.run: a resolver that does not answer held a whole scan past its limits)."""
+    import asyncio  # here: the probe's start-up (inside its time limit) does not need it
+
     if _is_ip(host):
         return list(socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM, 0,
                                        socket.AI_NUMERICHOST))
