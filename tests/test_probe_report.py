@@ -7,13 +7,14 @@ import statistics
 import time
 import warnings
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import dh
 
 from tlsprobe import kex
 from tlsprobe.engine.config import TLS12, ClientConfig
-from tlsprobe.kex import ffdh
+from tlsprobe.kex import dhprime
 from tlsprobe.probes.timing import time_handshake
 
 # A 1024-bit safe prime made with `openssl dhparam 1024`: unknown to OpenSSL's named groups,
@@ -49,11 +50,12 @@ def dh1024_file(tmp_path: Path) -> Path:
 # -- 1. the prime check is made once per prime, not in every timed handshake ---------------
 def test_unknown_prime_is_checked_once_and_still_refused_when_bad():
     p, g = _dh1024()
-    ffdh.checked_parameters.cache_clear()
+    dhprime._cache.clear()
     first = kex.DHShare(p, g)
-    hits = ffdh.checked_parameters.cache_info().hits
-    kex.DHShare(p, g)
-    assert ffdh.checked_parameters.cache_info().hits == hits + 1   # not checked again
+    assert p in dhprime._cache                        # judged once, by p alone
+    with mock.patch.object(dhprime, "_classify", side_effect=AssertionError("checked again")):
+        kex.DHShare(p, g)
+        kex.DHShare(p, 5)                             # another g does not defeat the cache
     # the peer, through cryptography's own exchange: the pow path agrees with it
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -65,10 +67,10 @@ def test_unknown_prime_is_checked_once_and_still_refused_when_bad():
     assert first.premaster_secret(peer_public) == expected
     with pytest.raises(kex.InvalidShare):
         kex.DHShare(p, g).premaster_secret((p - 1).to_bytes(128, "big"))
-    for _ in range(2):   # a composite "prime" is refused, the refusal cached
-        with pytest.raises(kex.UnsupportedGroup, match="refuses these parameters"):
+    for _ in range(2):   # a composite "prime" is refused as not prime, the verdict cached
+        with pytest.raises(kex.InvalidShare, match="is not prime"):
             kex.DHShare(p + 2, g)
-    assert isinstance(ffdh.checked_parameters(p + 2, g), str)
+    assert dhprime._cache[p + 2].verdict == dhprime.COMPOSITE
 
 
 def test_timed_dhe_handshake_does_not_pay_for_the_prime_check(tls_server, dh1024_file):

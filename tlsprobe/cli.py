@@ -10,6 +10,7 @@ import importlib
 import math
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
@@ -94,6 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    started = time.monotonic()    # a command's total time limit counts from here
     args_list = list(sys.argv[1:] if argv is None else argv)
     command = "probe"
     if args_list and args_list[0] in SUBCOMMANDS:
@@ -108,6 +110,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if command == "probe" and args_list and args_list[0] in ("-h", "--help"):
         parser.epilog = f"subcommands: {others} (tlsprobe SUBCOMMAND --help)"
     args = parser.parse_intermixed_args(args_list)
+    args.started = started
     try:
         return int(_load(command).run(args))
     except TlsprobeError as exc:

@@ -56,6 +56,7 @@ async def _flight_then_hold(conn: Conn, *messages: bytes) -> None:
 def all_scenarios() -> list[Scenario]:
     """Every registered scenario (the scenario modules register themselves on import)."""
     from . import (  # noqa: F401
+        scenarios_deadline,
         scenarios_framing,
         scenarios_full,
         scenarios_negotiation,

@@ -11,6 +11,7 @@ import ipaddress
 import os
 import re
 import sys
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -360,6 +361,10 @@ def _write_outputs(args: argparse.Namespace, run_: ProbeRun) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The total limit counts from the command line's start (cli sets `started`): imports,
+    # the checks below, name resolution, the handshake and the checks of the server's
+    # parameters are all inside it.
+    started = getattr(args, "started", None) or time.monotonic()
     from tlsprobe.probes.probe import ProbeOptions, run_probe
     from tlsprobe.report.escape import shown
     from tlsprobe.report.trace import TraceFormatter
@@ -383,7 +388,7 @@ def run(args: argparse.Namespace) -> int:
         config=config, timeout=timeout, annotate=args.msg,
         stop_after_first_flight=args.first_flight_only, http_get=args.http_get,
         verify=not args.no_verify, cafile=args.cafile, total_timeout=args.total_timeout,
-        limits=limits))
+        limits=limits, deadline=started + (args.total_timeout or 3 * timeout)))
     result = run_.result
     out = sys.stdout
     if args.msg and run_.events:  # nothing was exchanged (e.g. connection refused): no trace

@@ -7,26 +7,30 @@ Two encodings of the same math, kept apart on purpose:
     pre_master_secret is Z with its leading zero bytes stripped (RFC 7919 keeps this).
 `shared_secret` gives the first, `premaster_secret` the second.
 
-Peer values must satisfy 1 < Y < p-1 (RFC 7919 section 5.1). `cryptography` refuses some
-parameters (p under 512 bits, or a p it cannot validate without q, e.g. `-dsaparam`
-primes); those end in `UnsupportedGroup` with the reason. It also warns that finite-field
-DH is deprecated; the warning is silenced here because probing DHE servers is our job.
+Peer values must satisfy 1 < Y < p-1 (RFC 7919 section 5.1). A p under 512 bits (below
+what cryptography computes) or over 10000 bits (OpenSSL's limit) ends in `UnsupportedGroup`
+with the reason. cryptography warns that finite-field DH is deprecated; the warning is
+silenced here because probing DHE servers is our job.
 
-Primes OpenSSL does not know, and the one stated exception to "all cryptography through
-cryptography": cryptography validates (p, g) with OpenSSL's DH_check each time it loads the
-parameters or a public key on them, which costs tens of milliseconds at 1024 bits and
-seconds at 4096, per handshake; handshake timing would then rank the group by our own
-validation. So parameters are validated once per (p, g) (through cryptography, the verdict
-cached) and our key pair comes from the cached parameters. For a well-known prime (RFC 7919,
-3526, 5114: OpenSSL checks those at no cost) the secret is computed by cryptography; for any
-other it is one modular exponentiation in Python, after the same range and small-subgroup
-checks. Our exponent is ephemeral and used once, so Python's non-constant-time `pow`
-exposes nothing an attacker could collect.
+Parameters other than a well-known group with its own generator take the one stated
+exception to "all cryptography through cryptography". cryptography validates (p, g) with
+OpenSSL's DH_check when it loads them, which is unbounded in the server's hands (64
+Miller-Rabin rounds on p and on (p-1)/2: 49.6 s for a 9,984-bit prime, 7 s for ffdhe4096
+with g = 5, and again for every new g). So p is judged once by `dhprime.check_dh_prime`
+(bounded, within the probe's deadline, cached by p alone): a composite p is an invalid
+share; a prime that is not a safe prime, or an unknown p over 4096 bits, is not used
+(`UnsupportedGroup`); our key pair and the secret are modular exponentiations in Python,
+after the same range and small-subgroup checks. Our exponent is ephemeral, used once and
+short (512 bits: a discrete logarithm in a safe prime's large subgroup then costs about
+2^256), so Python's non-constant-time `pow` exposes nothing an attacker could collect and
+costs milliseconds. A well-known group with its generator (RFC 7919, 3526 with g = 2:
+OpenSSL knows those and checks nothing) is computed by cryptography.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,10 +41,12 @@ from cryptography.hazmat.primitives.asymmetric import dh
 from cryptography.utils import CryptographyDeprecationWarning
 
 from .base import GroupKex, InvalidShare, KeyShare, UnsupportedGroup
+from .dhprime import COMPOSITE, KNOWN, NOT_SAFE, SAFE, WorkDeadline, check_dh_prime
 from .ffdhe_primes import FFDHE_GENERATOR, FFDHE_GROUPS
 
 MIN_PRIME_BITS = 512       # cryptography's lower limit
 MAX_PRIME_BITS = 10000     # OpenSSL's OPENSSL_DH_MAX_MODULUS_BITS
+EXPONENT_BITS = 512        # our private exponent on parameters computed in Python
 
 
 @contextmanager
@@ -58,15 +64,20 @@ def known_dh_primes() -> dict[int, str]:
     return {int(row["p"], 16): name for name, row in json.loads(text).items()}
 
 
-@lru_cache(maxsize=32)
-def checked_parameters(p: int, g: int) -> dh.DHParameters | str:
-    """cryptography's parameters for (p, g), validated once per pair; the reason when
-    cryptography refuses them (the refusal is cached too)."""
-    try:
-        with _quiet():
-            return dh.DHParameterNumbers(p, g).parameters()
-    except ValueError as exc:
-        return str(exc)
+@lru_cache(maxsize=1)
+def _standard_groups() -> dict[int, int]:
+    """The well-known safe primes with the generator OpenSSL knows them by (RFC 7919, RFC
+    3526: g = 2), for which cryptography's parameter check costs nothing."""
+    text = resources.files("tlsprobe.data").joinpath("known_dh_primes.json").read_text()
+    rows = json.loads(text).values()
+    return {int(row["p"], 16): int(str(row["g"]), 0) for row in rows
+            if int(str(row["g"]), 0) == FFDHE_GENERATOR}
+
+
+@lru_cache(maxsize=16)
+def _standard_parameters(p: int) -> dh.DHParameters:
+    with _quiet():
+        return dh.DHParameterNumbers(p, FFDHE_GENERATOR).parameters()
 
 
 def _strip(secret: bytes) -> bytes:
@@ -109,17 +120,16 @@ class DHShare(KeyShare):
         self.name = name
         self.p_size = (p.bit_length() + 7) // 8
         self._check_parameters()
-        parameters = checked_parameters(p, g)
-        if isinstance(parameters, str):
-            raise UnsupportedGroup(
-                f"{name}: cryptography refuses these parameters ({parameters}); p of "
-                f"{p.bit_length()} bits may not be a safe prime", group or None)
-        with _quiet():
-            self._private = parameters.generate_private_key()
-        self._numbers = parameters.parameter_numbers()
-        # unknown prime: the secret by pow (see the module docstring), else cryptography
-        self._x = None if p in known_dh_primes() else self._private.private_numbers().x
-        y = self._private.public_key().public_numbers().y
+        self._private: dh.DHPrivateKey | None = None
+        if _standard_groups().get(p) == g:
+            with _quiet():
+                self._private = _standard_parameters(p).generate_private_key()
+            self._numbers = self._private.parameters().parameter_numbers()
+            y = self._private.public_key().public_numbers().y
+        else:
+            self._judge_prime()
+            self._x = 2 + secrets.randbelow(min(p - 4, 1 << EXPONENT_BITS))
+            y = pow(g, self._x, p)
         self.public = y.to_bytes(self.p_size, "big")
 
     @property
@@ -141,12 +151,30 @@ class DHShare(KeyShare):
             raise UnsupportedGroup(f"{self.name}: p of {bits} bits exceeds the "
                                    f"{MAX_PRIME_BITS}-bit limit", self.group or None)
 
+    def _judge_prime(self) -> None:
+        """Refuse a p that is not prime, or that tlsprobe will not use (dhprime.py)."""
+        bits, code = self.p.bit_length(), self.group or None
+        check = check_dh_prime(self.p)
+        if check.verdict == COMPOSITE:
+            raise InvalidShare(f"{self.name}: p ({bits} bits) is not prime: {check.detail}",
+                               code)
+        if check.verdict == NOT_SAFE:
+            raise UnsupportedGroup(f"{self.name}: p of {bits} bits is a prime but not a safe "
+                                   f"prime ({check.detail}); tlsprobe computes DH only with "
+                                   "safe primes and the well-known groups", code)
+        if check.verdict not in (SAFE, KNOWN):
+            if check.out_of_time:
+                raise WorkDeadline(f"timed out: the time limit was reached while checking the "
+                                   f"server's {bits}-bit DH prime")
+            raise UnsupportedGroup(f"{self.name}: unknown {bits}-bit modulus not used: "
+                                   f"{check.detail}", code)
+
     def peer_value(self, peer: bytes, *, exact_size: bool) -> int:
         """The peer's Y as an integer, after the length and range checks."""
         return check_dh_public(self.name, self.group, self.p, peer, exact_size=exact_size)
 
     def _exchange(self, y: int) -> bytes:
-        if self._x is not None:
+        if self._private is None:
             z = pow(y, self._x, self.p)
             secret = z.to_bytes(self.p_size, "big")
         else:

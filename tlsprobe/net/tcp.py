@@ -1,6 +1,8 @@
 """TCP connections with a connect timeout, a per-read timeout and a total deadline.
 
 Every failure becomes a `NetworkError` whose one-line message names host, port and cause.
+Name resolution is inside the deadline too: `getaddrinfo` cannot be interrupted, so it runs
+in a daemon thread that is abandoned when its time is up.
 """
 
 from __future__ import annotations
@@ -9,8 +11,10 @@ import errno
 import ipaddress
 import re
 import socket
+import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from tlsprobe.errors import NetworkError, UsageError
 
@@ -123,14 +127,16 @@ class Channel:
     """A connected TCP socket; reads honour both a per-read timeout and a total deadline."""
 
     def __init__(self, sock: socket.socket, target: Target, address: str,
-                 read_timeout: float, deadline: float, connect_time: float) -> None:
+                 read_timeout: float, deadline: float, connect_time: float,
+                 total: float | None = None) -> None:
         self.sock = sock
         self.target = target
         self.address = address
         self.read_timeout = read_timeout
         self.deadline = deadline
         self.connect_time = connect_time
-        self.total = deadline - time.monotonic() + connect_time
+        self.total = total if total is not None else \
+            deadline - time.monotonic() + connect_time
         self.bytes_sent = 0
         self.bytes_received = 0
 
@@ -177,17 +183,105 @@ class Channel:
         self.close()
 
 
-def open_channel(target: Target, *, timeout: float = 10.0, read_timeout: float | None = None,
-                 total_timeout: float | None = None, family: int = 0) -> Channel:
-    """Resolve and connect (trying each address) within `timeout` seconds."""
-    start = time.monotonic()
-    deadline = start + (total_timeout if total_timeout is not None else 3 * timeout + 10)
+AddrInfo = tuple[int, int, int, str, tuple[Any, ...]]
+
+
+def resolve(target: Target, family: int, wait: float) -> list[AddrInfo]:
+    """getaddrinfo for `target`, given at most `wait` seconds (an IP address is immediate);
+    TimeoutError when the resolver has not answered by then."""
+    flags = socket.AI_NUMERICHOST if _is_ip(target.host) else 0
+    if flags:
+        return list(socket.getaddrinfo(target.host, target.port, family, socket.SOCK_STREAM,
+                                       0, flags))
+    infos: list[AddrInfo] = []
+    errors: list[BaseException] = []
+
+    def lookup() -> None:
+        try:
+            infos.extend(socket.getaddrinfo(target.host, target.port, family,
+                                            socket.SOCK_STREAM))
+        except (OSError, UnicodeError) as exc:
+            errors.append(exc)
+
+    worker = threading.Thread(target=lookup, name="tlsprobe-resolve", daemon=True)
+    worker.start()
+    worker.join(max(0.0, wait))
+    if worker.is_alive():
+        raise TimeoutError("name resolution")
+    if errors:
+        raise errors[0]
+    return infos
+
+
+async def resolve_async(host: str, port: int) -> list[AddrInfo]:
+    """getaddrinfo in a daemon thread of its own, for asyncio callers: a caller that stops
+    waiting (asyncio.wait_for) is free at once, and nothing waits for a stuck resolver at
+    exit (the loop's default executor, which asyncio.open_connection resolves in, is joined
+    by asyncio.run: a resolver that does not answer held a whole scan past its limits)."""
+    import asyncio  # here: the probe's start-up (inside its time limit) does not need it
+
+    if _is_ip(host):
+        return list(socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM, 0,
+                                       socket.AI_NUMERICHOST))
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[list[AddrInfo]] = loop.create_future()
+
+    def settle(result: list[AddrInfo] | None, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result or [])
+
+    def lookup() -> None:
+        result: list[AddrInfo] | None = None
+        error: BaseException | None = None
+        try:
+            result = list(socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM))
+        except (OSError, UnicodeError) as exc:
+            error = exc
+        try:
+            loop.call_soon_threadsafe(settle, result, error)
+        except RuntimeError:    # the loop is closed: nobody is waiting any more
+            pass
+
+    threading.Thread(target=lookup, name="tlsprobe-resolve", daemon=True).start()
+    return await future
+
+
+def _is_ip(text: str) -> bool:
     try:
-        infos = socket.getaddrinfo(target.host, target.port, family, socket.SOCK_STREAM)
+        ipaddress.ip_address(text)
+        return True
+    except ValueError:
+        return False
+
+
+def open_channel(target: Target, *, timeout: float = 10.0, read_timeout: float | None = None,
+                 total_timeout: float | None = None, family: int = 0,
+                 deadline: float | None = None) -> Channel:
+    """Resolve and connect (trying each address) within `timeout` seconds and the deadline.
+
+    `deadline` (time.monotonic()) is when the whole exchange must end; without it, the
+    deadline is `total_timeout` (default 3 x timeout + 10) from now."""
+    start = time.monotonic()
+    total = total_timeout if total_timeout is not None else 3 * timeout + 10
+    if deadline is None:
+        deadline = start + total
+    try:
+        infos = resolve(target, family, min(timeout, deadline - start))
     except (socket.gaierror, UnicodeError) as exc:
+        raise NetworkError(f"{target.display}: {_describe(exc)}") from None
+    except TimeoutError:
+        raise NetworkError(f"{target.display}: timed out resolving the host name") from None
+    except OSError as exc:
         raise NetworkError(f"{target.display}: {_describe(exc)}") from None
     last: BaseException | None = None
     for fam, kind, proto, _, addr in infos:
+        if deadline - time.monotonic() <= 0:
+            raise NetworkError(f"{target.display}: timed out: total time limit of {total:.1f} s "
+                               "reached before a connection was made")
         sock = socket.socket(fam, kind, proto)
         sock.settimeout(max(0.01, min(timeout, deadline - time.monotonic())))
         try:
@@ -198,5 +292,5 @@ def open_channel(target: Target, *, timeout: float = 10.0, read_timeout: float |
             continue
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return Channel(sock, target, str(addr[0]), read_timeout or timeout, deadline,
-                       time.monotonic() - start)
+                       time.monotonic() - start, total)
     raise NetworkError(f"{target.display}: {_describe(last) if last else 'no address'}")

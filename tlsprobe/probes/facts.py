@@ -8,6 +8,7 @@ from typing import Any
 
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake
+from tlsprobe.kex.dhprime import check_dh_prime
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes.dhgroups import dh_group_name
 from tlsprobe.registry import HandshakeType
@@ -161,6 +162,11 @@ def key_exchange_of(hs: ClientHandshake) -> KeyExchange | None:
     if prime is not None:
         p = int.from_bytes(prime, "big") if isinstance(prime, (bytes, bytearray)) else int(prime)
         name = dh_group_name(p)
+        if name is None:    # the check DHShare made (cached), or made now within the deadline
+            is_prime = check_dh_prime(p).is_prime
+            name = f"unknown {p.bit_length()}-bit" + ("" if is_prime else ", NOT PRIME"
+                                                      if is_prime is False else
+                                                      ", primality not checked")
         code = registry.parse_group(name) if name and name.startswith("ffdhe") else None
         ys = _attr(ske, "public") or b""
         return KeyExchange(

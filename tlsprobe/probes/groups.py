@@ -350,14 +350,18 @@ def _cert_curve(out: Outcome) -> int | None:
 
 
 def dh_parameters(out: Outcome) -> DhParameters:
-    name = out.dh_name or f"unknown {out.dh_bits}-bit prime"
+    check = out.dh_check
+    name = out.dh_name or f"unknown {out.dh_bits}-bit " + (
+        "prime" if check is None or check.is_prime else
+        "modulus, NOT PRIME" if check.is_prime is False else "modulus")
     standard = None
     if out.dh_name:
         standard = "RFC 7919" if out.dh_name.startswith("ffdhe") else \
             "RFC 3526" if out.dh_name.startswith("modp") else "RFC 5114"
     return DhParameters(name=name, bits=out.dh_bits or 0,
                         group=Codepoint.group(out.group) if out.group is not None else None,
-                        standard=standard)
+                        standard=standard, prime=check.verdict if check else None,
+                        prime_detail=check.detail if check else "")
 
 
 async def _dhe_audit(run: TargetRunner, st: _Tls12State, build: Builder,

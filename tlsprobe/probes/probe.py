@@ -18,6 +18,7 @@ from tlsprobe import __version__, registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure, Limits
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.errors import NetworkError
+from tlsprobe.kex.dhprime import WorkDeadline, work_deadline
 from tlsprobe.net.tcp import Channel, Target, open_channel
 from tlsprobe.probes import facts
 from tlsprobe.report.model import ProbeResult, Verification
@@ -38,6 +39,9 @@ class ProbeOptions:
     cafile: str | None = None         # trust store; None: the system bundle
     total_timeout: float | None = None  # the whole probe; None: 3 x timeout
     limits: Limits = field(default_factory=Limits)
+    #: time.monotonic() by which the probe ends (name resolution, connect, handshake, the
+    #: checks of the server's parameters); None: `total_timeout` from the call
+    deadline: float | None = None
 
 
 @dataclass(frozen=True)
@@ -194,9 +198,16 @@ def run_probe(target: Target, options: ProbeOptions) -> ProbeRun:
                              read_server_flight=True, limits=options.limits)
     t0 = time.monotonic()
     started = time.time()
+    total = options.total_timeout or options.timeout * 3
+    deadline = options.deadline if options.deadline is not None else t0 + total
+    if deadline <= t0:   # our own start-up used the time: say so, do not blame the server
+        return ProbeRun(facts.result_from(engine, target, None, error=(
+            f"{target.display}: timed out: the total time limit of {total:.1f} s was used up "
+            f"by tlsprobe's own start-up ({t0 - deadline + total:.1f} s; a busy machine?) "
+            "before connecting", "network")), [])
     try:
         channel = open_channel(target, timeout=options.timeout, read_timeout=options.read_timeout,
-                               total_timeout=options.total_timeout or options.timeout * 3)
+                               total_timeout=total, deadline=deadline)
     except NetworkError as exc:
         return ProbeRun(facts.result_from(engine, target, None, error=(str(exc), "network")), [])
     connect_s = channel.connect_time
@@ -205,7 +216,7 @@ def run_probe(target: Target, options: ProbeOptions) -> ProbeRun:
     http_status: str | None = None
     hs_s: float | None = None
     hs_start = time.monotonic()
-    with channel:
+    with channel, work_deadline(deadline):
         peer = (channel.address, target.port)
         try:
             local = channel.sock.getsockname()
@@ -237,6 +248,8 @@ def run_probe(target: Target, options: ProbeOptions) -> ProbeRun:
                 conv.send(engine.take_output())  # our alert, when the engine queued one
             except NetworkError:
                 pass
+        except WorkDeadline as exc:   # CPU work on the server's parameters ran out of time
+            error = (f"{target.display}: {exc} (total time limit of {total:.1f} s)", "network")
         except NetworkError as exc:
             if engine.server_hello is None and engine.hrr is None and "reset" in str(exc):
                 error = (f"{exc} (before ServerHello)", "network")
@@ -244,8 +257,9 @@ def run_probe(target: Target, options: ProbeOptions) -> ProbeRun:
                 error = (str(exc), "network")
     timings = (connect_s, hs_s if hs_s is not None else time.monotonic() - hs_start,
                time.monotonic() - t0)
-    result = facts.result_from(engine, target, str(peer[0]), error=error, timings=timings,
-                               http_status=http_status)
+    with work_deadline(deadline):    # facts names the DH modulus (the same bounded check)
+        result = facts.result_from(engine, target, str(peer[0]), error=error, timings=timings,
+                                   http_status=http_status)
     result = replace(result, verification=verification_of(engine, target, options))
     return ProbeRun(result, engine.events, list(engine.keylog_lines), conv.segments,
                     (str(local[0]), int(local[1])), (str(peer[0]), int(peer[1])),

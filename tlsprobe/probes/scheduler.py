@@ -18,6 +18,7 @@ import asyncio
 import os
 import random
 import socket
+import time
 import traceback
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -26,7 +27,8 @@ from collections.abc import Callable
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.config import ClientConfig, conformant_shares
-from tlsprobe.net.tcp import Target, host_name_problem
+from tlsprobe.kex.dhprime import DhPrimeCheck, check_dh_prime, work_deadline
+from tlsprobe.net.tcp import AddrInfo, Target, host_name_problem, resolve_async
 from tlsprobe.probes.dhgroups import dh_group_name
 from tlsprobe.registry import HandshakeType
 from tlsprobe.session.flow import SERVER, ApplicationDataEvent
@@ -53,7 +55,8 @@ class Outcome:
 
     `status`: hello_retry_request, server_hello, alert, closed (a refusal), or inconclusive
     (`reason` says why). For TLS 1.3 `group` is the ServerHello key_share group; for TLS 1.2
-    the ServerKeyExchange named curve, or the RFC 7919 codepoint of a recognised DH prime.
+    the ServerKeyExchange named curve, or the RFC 7919 codepoint of a recognised DH prime;
+    `dh_check` is the verdict on the DH modulus (prime, safe prime, composite; kex/dhprime).
     """
 
     status: str
@@ -63,6 +66,7 @@ class Outcome:
     hrr_group: int | None = None
     dh_name: str | None = None
     dh_bits: int | None = None
+    dh_check: DhPrimeCheck | None = None
     explicit_curve: bool = False
     signature_scheme: int | None = None
     certificates: tuple[bytes, ...] = ()
@@ -130,6 +134,8 @@ class Scheduler:
     _sems: dict[str, asyncio.Semaphore] = field(default_factory=dict)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     _next_start: dict[str, float] = field(default_factory=dict)
+    _lookups: dict[tuple[str, int], asyncio.Future[list[AddrInfo]]] = field(
+        default_factory=dict)
 
     def count(self, target: Target) -> dict[str, int]:
         """Connections per phase for one target."""
@@ -181,8 +187,7 @@ class Scheduler:
 
     async def _attempt(self, target: Target, job: Job) -> Outcome:
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(target.host, target.port), self.timeout)
+            reader, writer = await asyncio.wait_for(self._open(target), self.timeout)
         except (asyncio.TimeoutError, TimeoutError):
             raise _Retryable("connect timed out") from None
         except ConnectionRefusedError:
@@ -208,13 +213,35 @@ class Scheduler:
             except OSError:
                 pass
         try:
-            return await self._converse(reader, writer, job)
+            # CPU work on the server's parameters (the DH prime check) stops by the
+            # connection's deadline as well (_converse: the loop's clock is monotonic)
+            with work_deadline(time.monotonic() + TOTAL_FACTOR * self.timeout):
+                return await self._converse(reader, writer, job)
         finally:
             writer.close()
             try:
                 await asyncio.wait_for(writer.wait_closed(), 1.0)
             except (OSError, asyncio.TimeoutError, TimeoutError):
                 pass
+
+    async def _open(self, target: Target) -> tuple[asyncio.StreamReader,
+                                                   asyncio.StreamWriter]:
+        """Resolve the name (once per target and run, in a thread nothing waits for at exit:
+        net/tcp.py resolve_async) and connect to the first address that accepts."""
+        key = (target.host.lower(), target.port)
+        lookup = self._lookups.get(key)
+        if lookup is None or (lookup.done() and (lookup.cancelled() or
+                                                 lookup.exception() is not None)):
+            lookup = self._lookups[key] = asyncio.ensure_future(
+                resolve_async(target.host, target.port))
+        infos = await asyncio.shield(lookup)   # one job giving up leaves the lookup running
+        last: OSError = OSError("no address")
+        for family, _, _, _, address in infos:
+            try:
+                return await asyncio.open_connection(address[0], address[1], family=family)
+            except OSError as exc:
+                last = exc
+        raise last
 
     async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                         job: Job) -> Outcome:
@@ -243,7 +270,9 @@ class Scheduler:
                                 "per connection reached"
                         if hs.server_hello is not None:
                             return outcome_of(hs, reason=limit)
-                        return Outcome(INCONCLUSIVE, reason=f"server too slow: {limit}")
+                        # a timeout (exit 3 when nothing else answered), not a protocol error
+                        return Outcome(INCONCLUSIVE, reason=f"timed out: server too slow, "
+                                       f"{limit}")
                     if hs.server_hello is not None and job.stop != STOP_HELLO:
                         return outcome_of(hs, reason="timed out waiting for the rest of the "
                                           "server's flight")
@@ -338,6 +367,7 @@ def outcome_of(hs: ClientHandshake, reason: str = "") -> Outcome:
     sh = hs.server_hello
     version = sh.selected_version
     group = dh_name = dh_bits = sig = None
+    dh_check: DhPrimeCheck | None = None
     explicit = False
     if version >= 0x0304:
         share = sh.key_share
@@ -353,6 +383,7 @@ def outcome_of(hs: ClientHandshake, reason: str = "") -> Outcome:
             p = int.from_bytes(prime, "big")
             dh_bits = p.bit_length()
             dh_name = dh_group_name(p)
+            dh_check = check_dh_prime(p)
             if dh_name and dh_name.startswith("ffdhe"):
                 group = registry.parse_group(dh_name)
         sig = getattr(ske, "algorithm", None)
@@ -368,7 +399,8 @@ def outcome_of(hs: ClientHandshake, reason: str = "") -> Outcome:
         reason = str(hs.incomplete_reason)
     return Outcome(SERVER_HELLO, version=version, cipher_suite=sh.cipher_suite, group=group,
                    hrr_group=hs.hrr.hrr_selected_group if hs.hrr is not None else None,
-                   dh_name=dh_name, dh_bits=dh_bits, explicit_curve=explicit,
+                   dh_name=dh_name, dh_bits=dh_bits, dh_check=dh_check,
+                   explicit_curve=explicit,
                    signature_scheme=sig, certificates=certs, reason=reason,
                    decrypted=cv is not None)
 

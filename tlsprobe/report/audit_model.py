@@ -48,6 +48,9 @@ class DhParameters:
     bits: int
     group: Codepoint | None = None  # the RFC 7919 codepoint when the prime is an ffdhe group
     standard: str | None = None     # "RFC 7919", "RFC 3526", "RFC 5114" or None (custom)
+    #: kex/dhprime verdict on p: known, safe, not_safe, composite, unchecked (None: not run)
+    prime: str | None = None
+    prime_detail: str = ""          # the witness or reason ("divisible by 3", ...)
 
     def label(self) -> str:
         origin = f" ({self.standard})" if self.standard else ""

@@ -22,8 +22,8 @@ from typing import Any
 
 from tlsprobe import registry
 from tlsprobe.errors import UsageError
-from tlsprobe.report.audit_model import (ORDER_CLIENT, SEVERITIES, AuditReport, Finding,
-                                         SuiteAudit, severity_rank)
+from tlsprobe.report.audit_model import (ORDER_CLIENT, SEVERITIES, AuditReport, DhParameters,
+                                         Finding, SuiteAudit, severity_rank)
 from tlsprobe.report.policy_cert import certificate_findings, names
 
 ALIASES = {"modern": "mozilla-modern-6.0", "intermediate": "mozilla-intermediate-6.0",
@@ -240,7 +240,9 @@ def evaluate(report: AuditReport, policy: Policy) -> list[Finding]:
         sizes += [(g.name, int(g.name[5:])) for g in dh.negotiated if g.name[5:].isdigit()]
         small = [(n, b) for n, b in sizes if b < policy.dh_min_bits]
         if small:
-            add("dh.too_small", f"DHE with a {min(b for _, b in small)}-bit prime (policy "
+            least = min(b for _, b in small)
+            word = dh_modulus_word(dh.fixed) if dh.fixed and dh.fixed.bits == least else "prime"
+            add("dh.too_small", f"DHE with a {least}-bit {word} (policy "
                 f"minimum {policy.dh_min_bits})", [n for n, _ in small], "TLS 1.2")
     if report.certificates:
         leaf = report.certificates[0]
@@ -302,11 +304,10 @@ def builtin_findings(report: AuditReport, now: datetime | None = None) -> list[F
         fixed = g12.dhe.fixed
         if fixed.bits < 2048:   # Logjam: 1024-bit primes are within reach of a state
             out.append(Finding("high" if fixed.bits < 1024 else "medium", "dh.weak",
-                               f"DHE with a {fixed.bits}-bit prime (under 2048 bits)",
+                               f"DHE with a {fixed.bits}-bit {dh_modulus_word(fixed)} (under "
+                               "2048 bits)",
                                items=(fixed.name,), version="TLS 1.2"))
-        if fixed.standard is None:
-            out.append(Finding("info", "dh.custom", f"DHE with a custom {fixed.bits}-bit prime",
-                               items=(fixed.name,), version="TLS 1.2"))
+        out += _dh_prime_findings(fixed)
     c = report.consistency
     if c is not None and c.status == "inconsistent":
         # Not an absence: two different answers to one hello were seen.
@@ -328,6 +329,31 @@ def _distinct(answers: tuple[str, ...]) -> list[str]:
         phase, _, answer = line.partition(": ")
         seen.setdefault(answer, []).append(phase)
     return [f"{answer} (after {', '.join(phases)})" for answer, phases in seen.items()]
+
+
+def dh_modulus_word(fixed: DhParameters) -> str:
+    """'prime' when the check found (or the table knows) p prime, else 'modulus'."""
+    return "modulus" if fixed.prime in ("composite", "unchecked") else "prime"
+
+
+def _dh_prime_findings(fixed: DhParameters) -> list[Finding]:
+    """What the one primality check (kex/dhprime.py) established about custom parameters:
+    a composite modulus is high (no security: the discrete logarithm splits over its
+    factors); a modulus is called a prime only when the check said so."""
+    if fixed.standard is not None:
+        return []
+    if fixed.prime == "composite":
+        severity, code = "high", "dh.not_prime"
+        text = f"DHE with a {fixed.bits}-bit modulus that is not prime ({fixed.prime_detail})"
+    elif fixed.prime == "unchecked":
+        severity, code = "info", "dh.custom"
+        text = (f"DHE with a custom {fixed.bits}-bit modulus, primality not checked "
+                f"({fixed.prime_detail})")
+    else:
+        severity, code = "info", "dh.custom"
+        safe = f" (not a safe prime: {fixed.prime_detail})" if fixed.prime == "not_safe" else ""
+        text = f"DHE with a custom {fixed.bits}-bit prime{safe}"
+    return [Finding(severity, code, text, items=(fixed.name,), version="TLS 1.2")]
 
 
 def _pq_findings(report: AuditReport) -> list[Finding]:
