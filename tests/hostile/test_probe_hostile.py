@@ -18,7 +18,8 @@ from .offline import analyse
 from .runner import ProbeOutcome, run_tlsprobe
 from .server import Listener
 
-TIMEOUT = 2.0                      # --timeout given to every probe
+TIMEOUT = 4.0                      # --timeout given to every probe (its total limit, 3x, counts
+#                                    from the start of the command: room for a busy machine)
 TOTAL_LIMIT = 3 * TIMEOUT          # the probe's documented whole-probe limit
 EXIT_SLACK = 3.0                   # from its deadline to the exit seen here, on a busy machine
 CPU_LIMIT = 4.0                    # seconds of the child's own CPU time
