@@ -147,9 +147,11 @@ for _af in (10, 24, 28, 30):
         CASES[f"null_inet6_{_af}_{'be' if _be else 'le'}"] = (
             0, lambda af=_af, be=_be: null(seg6(), af, be), "2001:db8::1:50000",
             "2001:db8:ffff::2:443")
-CASES["loop_109_inet"] = (109, lambda: null(seg4(), 2, True), "10.1.1.1:50000", "10.2.2.2:443")
-CASES["loop_109_inet6"] = (109, lambda: null(seg6(), 24, True), "2001:db8::1:50000",
+CASES["loop_108_inet"] = (108, lambda: null(seg4(), 2, True), "10.1.1.1:50000", "10.2.2.2:443")
+CASES["loop_108_inet6"] = (108, lambda: null(seg6(), 24, True), "2001:db8::1:50000",
                            "2001:db8:ffff::2:443")
+CASES["enc_109_inet"] = (109, lambda: struct.pack("<III", 2, 0x1000, 0x400) + seg4(),
+                         "10.1.1.1:50000", "10.2.2.2:443")
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -231,17 +233,40 @@ def test_tcp_over_every_link_type_in_one_pcapng() -> None:
     """Same connection, each packet arriving through another encapsulation."""
     from capbuild import Pcapng
     c = Conv(client=V4[0:1] + (50000,), server=(V4[1], 443))  # type: ignore[arg-type]
-    pkts = c.handshake() + [c.c(b"one-"), c.c(b"two-"), c.c(b"three")]
-    ng = Pcapng().shb().idb(1).idb(113).idb(276).idb(101).idb(0).idb(109)
-    wraps = [ether, sll, sll2, lambda p: p, lambda p: null(p, 2), lambda p: null(p, 2, True)]
+    pkts = c.handshake() + [c.c(b"one-"), c.c(b"two-"), c.c(b"three-"), c.c(b"four-"),
+                            c.c(b"five")]
+    ng = Pcapng().shb().idb(1).idb(113).idb(276).idb(101).idb(0).idb(108).idb(109).idb(0)
+    wraps = [ether, sll, sll2, lambda p: p, lambda p: null(p, 2), lambda p: null(p, 2, True),
+             lambda p: struct.pack("<III", 2, 0x1001, 0) + p,  # enc: AF, SPI, flags
+             lambda p: null(p, 2, True)]  # a big-endian host's null header
     for i, p in enumerate(pkts):
         ng.epb(i, i, wraps[i](p))
     events, stream = collect(io.BytesIO(ng.bytes()))
-    assert streams(events)[0]["data"][0] == b"one-two-three"
-    assert stream.stats.link_types == {1: 1, 113: 1, 276: 1, 101: 1, 0: 1, 109: 1}
+    assert streams(events)[0]["data"][0] == b"one-two-three-four-five"
+    assert stream.stats.link_types == {1: 1, 113: 1, 276: 1, 101: 1, 0: 2, 108: 1, 109: 1}
 
 
-LINK_TYPES = [0, 1, 9, 12, 14, 50, 101, 105, 109, 113, 127, 228, 229, 276, 999]
+@pytest.mark.parametrize(("link_type", "header"), [
+    (108, struct.pack(">I", 2)), (108, struct.pack(">I", 24)), (108, struct.pack(">I", 30)),
+    (0, struct.pack("<I", 2)), (0, struct.pack(">I", 2)), (0, struct.pack("<I", 28)),
+    (109, struct.pack("<III", 2, 0x1001, 0x400)), (109, struct.pack(">III", 2, 0x1001, 0)),
+])
+def test_bsd_loopback_and_enc_link_types(link_type: int, header: bytes) -> None:
+    """LINKTYPE_LOOP (108) has a big-endian AF (it was read as 109 and skipped);
+    LINKTYPE_NULL (0) the capturing host's byte order; LINKTYPE_ENC (109) a 12-byte
+    header (AF, SPI, flags)."""
+    af = int.from_bytes(header[:4], "big" if link_type == 108 else "little")
+    if af > 0xFFFF:
+        af = int.from_bytes(header[:4], "big")
+    c = Conv(client=(V4[0], 50000), server=(V4[1], 443)) if af == 2 else \
+        Conv(client=(V6[0], 50000), server=(V6[1], 443))
+    pkts = c.handshake() + [c.c(b"hello over loop")]
+    events, stream = collect(io.BytesIO(pcap_bytes([header + p for p in pkts], link_type)))
+    assert streams(events)[0]["data"][0] == b"hello over loop"
+    assert stream.stats.skipped == {}
+
+
+LINK_TYPES = [0, 1, 9, 12, 14, 50, 101, 105, 108, 109, 113, 127, 228, 229, 276, 999]
 
 
 @settings(max_examples=300, deadline=None)

@@ -8,8 +8,9 @@ header and payload are ``buf[l4_off:l4_end]``; ``cut`` is how many bytes of the 
 capture did not keep (snaplen), or -1 for a first IP fragment (rest of it unknown).
 Nothing is copied: these functions sit on the per-packet path.
 
-Link types: Ethernet (1) with 802.1Q/QinQ tags, 802.3 SNAP, PPPoE and MPLS; BSD null (0)
-and OpenBSD loop (109) with AF values in either byte order; raw IP (101, 12, 14, 228, 229);
+Link types: Ethernet (1) with 802.1Q/QinQ tags, 802.3 SNAP, PPPoE and MPLS; BSD null (0,
+AF in the capturing host's byte order, so either), OpenBSD loop (108, AF big-endian) and
+OpenBSD enc (109, a 12-byte header: AF, SPI, flags); raw IP (101, 12, 14, 228, 229);
 Linux cooked SLL (113) and SLL2 (276); PPP (9, 50); 802.11 data frames (105, radiotap 127,
 Centrino EtherType 0x2452) when they are not encrypted.  Tunnels: IP-in-IP, 6in4, GRE (with
 transparent Ethernet bridging, ERSPAN types I-III, PPTP's PPP), VXLAN (UDP 4789), GENEVE
@@ -21,12 +22,13 @@ from __future__ import annotations
 Decoded = tuple[int, int, int, int, int, int] | str
 
 LINKTYPE_NULL, LINKTYPE_ETHERNET, LINKTYPE_PPP, LINKTYPE_RAW = 0, 1, 9, 101
-LINKTYPE_PPP_HDLC, LINKTYPE_LOOP, LINKTYPE_SLL, LINKTYPE_SLL2 = 50, 109, 113, 276
+LINKTYPE_PPP_HDLC, LINKTYPE_SLL, LINKTYPE_SLL2 = 50, 113, 276
+LINKTYPE_LOOP, LINKTYPE_ENC = 108, 109  # OpenBSD: loopback, IPsec enc(4)
 LINKTYPE_IPV4, LINKTYPE_IPV6 = 228, 229
 LINKTYPE_IEEE802_11, LINKTYPE_RADIOTAP = 105, 127
 LINK_TYPE_NAMES = {0: "null", 1: "ethernet", 9: "ppp", 12: "raw", 14: "raw", 50: "ppp_hdlc",
-                   101: "raw", 105: "ieee802_11", 109: "loop", 113: "linux_sll", 127: "radiotap",
-                   228: "ipv4", 229: "ipv6", 276: "linux_sll2"}
+                   101: "raw", 105: "ieee802_11", 108: "loop", 109: "enc", 113: "linux_sll",
+                   127: "radiotap", 228: "ipv4", 229: "ipv6", 276: "linux_sll2"}
 
 _VLAN_TYPES = frozenset((0x8100, 0x88A8, 0x9100, 0x9200, 0x9300))
 _AF_INET6 = frozenset((10, 24, 28, 30))
@@ -42,16 +44,20 @@ def decode(link_type: int, buf: bytes, start: int, end: int) -> Decoded:
         return ether(buf, start, end, 0)
     if link_type in (LINKTYPE_RAW, 12, 14, LINKTYPE_IPV4, LINKTYPE_IPV6):
         return ip_any(buf, start, end, 0)
-    if link_type == LINKTYPE_NULL or link_type == LINKTYPE_LOOP:
-        if end - start < 4:
+    if link_type == LINKTYPE_NULL or link_type == LINKTYPE_LOOP or link_type == LINKTYPE_ENC:
+        hlen = 12 if link_type == LINKTYPE_ENC else 4
+        if end - start < hlen:
             return "truncated"
-        af = int.from_bytes(buf[start:start + 4], "little")
-        if af > 0xFFFF:
+        if link_type == LINKTYPE_LOOP:
             af = int.from_bytes(buf[start:start + 4], "big")
+        else:  # host byte order of the capturing machine: an AF value is small
+            af = int.from_bytes(buf[start:start + 4], "little")
+            if af > 0xFFFF:
+                af = int.from_bytes(buf[start:start + 4], "big")
         if af == 2:
-            return ipv4(buf, start + 4, end, 0)
+            return ipv4(buf, start + hlen, end, 0)
         if af in _AF_INET6:
-            return ipv6(buf, start + 4, end, 0)
+            return ipv6(buf, start + hlen, end, 0)
         return "non_ip"
     if link_type == LINKTYPE_SLL:
         if end - start < 16:
