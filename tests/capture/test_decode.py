@@ -172,20 +172,82 @@ def test_ethernet_padding_is_not_payload() -> None:
     assert streams(events)[0]["data"][0] == b"hi"
 
 
-def test_ipv4_fragments_non_first_skipped_first_used() -> None:
+def _frag4(payload: bytes, cuts: list[int], ident: int = 7) -> list[bytes]:
+    """An IPv4 datagram of `payload` (a TCP segment) split at the given offsets."""
+    edges = [0, *cuts, len(payload)]
+    return [ipv4(*V4, 6, payload[a:b], ident=ident, frag_offset=a,
+                 more_fragments=b < len(payload)) for a, b in zip(edges, edges[1:])]
+
+
+def _frag6(payload: bytes, cuts: list[int], ident: int = 7) -> list[bytes]:
+    edges = [0, *cuts, len(payload)]
+    return [ipv6(*V6, 6, payload[a:b], ext=[(44, struct.pack("!HI", a | (b < len(payload)),
+                                                             ident))])
+            for a, b in zip(edges, edges[1:])]
+
+
+def test_ipv4_fragments_reassembled_in_any_order() -> None:
+    payload = tcp(50000, 443, 1, 0, "PA", b"A" * 40 + b"B" * 40, src=V4[0], dst=V4[1])
+    frags = _frag4(payload, [32, 64])
+    events, stream = collect(io.BytesIO(pcap_bytes([ether(f) for f in
+                                                    (frags[2], frags[0], frags[1])])))
+    assert streams(events)[0]["data"][0] == b"A" * 40 + b"B" * 40
+    assert stream.stats.skipped == {} and stream.stats.ip_first_fragments == 0
+    assert (stream.stats.ip_fragments, stream.stats.ip_reassembled) == (3, 1)
+    assert stream.stats.ip_fragments_incomplete == 0
+
+
+def test_ipv6_fragments_reassembled() -> None:
+    payload = tcp(50000, 443, 1, 0, "PA", b"C" * 100, src=V6[0], dst=V6[1])
+    frags = _frag6(payload, [48])
+    events, stream = collect(io.BytesIO(pcap_bytes([ether(f) for f in reversed(frags)])))
+    assert streams(events)[0]["data"][0] == b"C" * 100
+    assert stream.stats.ip_reassembled == 1 and stream.stats.skipped == {}
+
+
+def test_udp_datagram_from_fragments() -> None:
+    """A DTLS/QUIC-sized UDP datagram over two fragments is one Datagram."""
+    payload = udp(5000, 443, b"Q" * 1300)
+    first = ipv4(*V4, 17, payload[:800], ident=9, more_fragments=True)
+    second = ipv4(*V4, 17, payload[800:], ident=9, frag_offset=800)
+    events, _ = collect(io.BytesIO(pcap_bytes([ether(first), ether(second)])))
+    assert [e.data for e in events if isinstance(e, Datagram)] == [b"Q" * 1300]
+
+
+def test_incomplete_datagram_first_fragment_still_read_and_counted() -> None:
     payload = tcp(50000, 443, 1, 0, "PA", b"A" * 40, src=V4[0], dst=V4[1])
-    first = ipv4(*V4, 6, payload[:32], more_fragments=True, ident=7)
-    second = ipv4(*V4, 6, payload[32:], frag_offset=32, ident=7)
-    events, stream = collect(io.BytesIO(pcap_bytes([ether(first), ether(second)])))
+    first, _lost = _frag4(payload, [32])
+    events, stream = collect(io.BytesIO(pcap_bytes([ether(first)])))
     assert streams(events)[0]["data"][0] == b"A" * 12
-    assert stream.stats.skipped == {"ip_fragment": 1}
     assert stream.stats.ip_first_fragments == 1
+    assert stream.stats.ip_fragments_incomplete == 1
 
 
-def test_ipv6_non_first_fragment_skipped() -> None:
+def test_lone_later_fragment_is_counted_lost() -> None:
     frag = ipv6(*V6, 6, b"\x00" * 24, ext=[(44, b"\x00\x18\x00\x00\x00\x07")])
     events, stream = collect(io.BytesIO(pcap_bytes([ether(frag)])))
-    assert events == [] and stream.stats.skipped == {"ip_fragment": 1}
+    assert events == []
+    assert stream.stats.ip_fragments_incomplete == 1 and stream.stats.ip_fragment_bytes_lost == 24
+
+
+def test_fragment_table_is_bounded_in_datagrams_bytes_and_time() -> None:
+    from tlsprobe.capture.events import CaptureStats
+    from tlsprobe.capture.fragments import FragmentTable
+    from tlsprobe.capture.stream import ip_any
+
+    stats = CaptureStats()
+    table = FragmentTable(stats, max_datagrams=4, max_bytes=1000, timeout=5.0)
+    lost: list[bytes] = []
+    for ident in range(10):  # never completed: only the count bound holds them
+        pkt = ipv4(*V4, 6, b"x" * 16, ident=ident, frag_offset=8, more_fragments=True)
+        assert table.add(pkt, ip_any(pkt, 0, len(pkt), 0), 0.0, lost) is None
+    assert len(table._table) == 4 and stats.ip_fragments_incomplete == 6
+    big = ipv4(*V4, 6, b"y" * 1200, ident=99, frag_offset=8, more_fragments=True)
+    table.add(big, ip_any(big, 0, len(big), 0), 1.0, lost)
+    assert table.held <= 1000
+    late = ipv4(*V4, 6, b"z" * 16, ident=100, frag_offset=8, more_fragments=True)
+    table.add(late, ip_any(late, 0, len(late), 0), 100.0, lost)  # all others timed out
+    assert len(table._table) == 1 and table.held == 16 and lost == []
 
 
 def test_skip_reasons_are_counted() -> None:

@@ -5,7 +5,10 @@
 packet is skipped; the caller counts reasons).  ``proto`` is 6 (TCP) or 17 (UDP); the source
 address is ``buf[addr_off:addr_off+addr_len]`` and the destination follows it; the transport
 header and payload are ``buf[l4_off:l4_end]``; ``cut`` is how many bytes of the IP packet the
-capture did not keep (snaplen), or -1 for a first IP fragment (rest of it unknown).
+capture did not keep (snaplen, or a length field claiming more than the frame holds).  An IP
+fragment comes back as ``(FRAGMENT_V4 or FRAGMENT_V6, ip_off, ip_end, depth, at, cut)``
+(``at``: the IPv4 payload or the IPv6 fragment header) for fragments.py to reassemble; the
+packet it completes is decoded again with `ip_any`.
 Nothing is copied: these functions sit on the per-packet path.
 
 Link types: Ethernet (1) with 802.1Q/QinQ tags, 802.3 SNAP, PPPoE and MPLS; BSD null (0,
@@ -18,6 +21,8 @@ transparent Ethernet bridging, ERSPAN types I-III, PPTP's PPP), VXLAN (UDP 4789)
 """
 
 from __future__ import annotations
+
+from tlsprobe.capture.fragments import FRAGMENT_V4, FRAGMENT_V6
 
 Decoded = tuple[int, int, int, int, int, int] | str
 
@@ -224,10 +229,8 @@ def ipv4(buf: bytes, off: int, end: int, depth: int) -> Decoded:
     l4 = off + ihl
     if l4 > ip_end:
         return "truncated"
-    if frag:
-        if frag & 0x1FFF:
-            return "ip_fragment"
-        cut = -1  # first fragment: the rest of the datagram is elsewhere
+    if frag:  # a fragment: reassembled by the caller (fragments.py), then decoded again
+        return FRAGMENT_V4, off, ip_end, depth, l4, cut
     proto = buf[off + 9]
     if proto == 6 or proto == 17:
         if proto == 17 and ip_end - l4 >= 8 and depth < MAX_DEPTH:
@@ -263,11 +266,9 @@ def ipv6(buf: bytes, off: int, end: int, depth: int) -> Decoded:
         elif nh == 44:  # fragment header
             if ip_end - l4 < 8:
                 return "truncated"
-            if ((buf[l4 + 2] << 8) | buf[l4 + 3]) & 0xFFF8:
-                return "ip_fragment"
-            if buf[l4 + 3] & 1:
-                cut = -1
-            nh, l4 = buf[l4], l4 + 8
+            if ((buf[l4 + 2] << 8) | buf[l4 + 3]) & 0xFFF9:  # offset or M: a real fragment
+                return FRAGMENT_V6, off, ip_end, depth, l4, cut
+            nh, l4 = buf[l4], l4 + 8  # an atomic fragment (RFC 6946): the whole packet
         elif nh == 51:  # authentication header
             if ip_end - l4 < 2:
                 return "truncated"

@@ -151,6 +151,11 @@ class CaptureStats:
     skipped: dict[str, int] = field(default_factory=dict)
     snaplen_cut: int = 0
     ip_first_fragments: int = 0
+    ip_fragments: int = 0
+    ip_reassembled: int = 0
+    ip_fragments_incomplete: int = 0
+    ip_fragment_bytes_lost: int = 0
+    ip_length_exceeds_packet: int = 0
     tcp_connections: int = 0
     tcp_segments: int = 0
     tcp_retransmissions: int = 0
@@ -185,6 +190,10 @@ class CaptureStats:
             "link_types": {str(k): v for k, v in sorted(self.link_types.items())},
             "skipped": dict(sorted(self.skipped.items())), "snaplen_cut": self.snaplen_cut,
             "ip_first_fragments": self.ip_first_fragments,
+            "ip_fragments": {"fragments": self.ip_fragments, "reassembled": self.ip_reassembled,
+                             "incomplete": self.ip_fragments_incomplete,
+                             "bytes_lost": self.ip_fragment_bytes_lost},
+            "ip_length_exceeds_packet": self.ip_length_exceeds_packet,
             "tcp": {"connections": self.tcp_connections, "segments": self.tcp_segments,
                     "retransmissions": self.tcp_retransmissions, "overlaps": self.tcp_overlaps,
                     "overlap_conflicts": self.tcp_overlap_conflicts,

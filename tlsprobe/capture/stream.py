@@ -13,7 +13,7 @@ import struct
 from collections.abc import Generator, Iterator
 from typing import Any
 
-from tlsprobe.capture.decode import decode, ether
+from tlsprobe.capture.decode import decode, ether, ip_any
 from tlsprobe.capture.events import (
     SECRETS_TLS_KEYLOG,
     CaptureError,
@@ -27,6 +27,7 @@ from tlsprobe.capture.events import (
     StreamGap,
     StreamOpen,
 )
+from tlsprobe.capture.fragments import FragmentTable
 from tlsprobe.capture.netmon import NetmonReader, is_netmon_magic
 from tlsprobe.capture.pcap import PacketRecord, PcapReader, is_pcap_magic
 from tlsprobe.capture.pcapng import SECRETS_RECORD, PcapngReader, is_pcapng_magic
@@ -102,6 +103,7 @@ class CaptureStream:
         self._tcp = TcpTracker(self.stats, self._out, max_pending_bytes=max_pending_bytes,
                                max_total_pending_bytes=max_total_pending_bytes,
                                max_connections=max_connections, max_closed=max_closed)
+        self._frags = FragmentTable(self.stats)
         self._gen = self._run()
 
     # -- public surface -------------------------------------------------------------------
@@ -182,7 +184,7 @@ class CaptureStream:
         ts, frame = 0.0, 0
         in_order = 0  # segments delivered (or counted) on the fast path
         try:
-            for frame, ts, lt, buf, start, end, _orig in packets:
+            for frame, ts, lt, buf, start, end, orig in packets:
                 if lt == 1 and end - start >= 54:
                     etype, vihl, total, frag, proto, seq, doff, flags = fast(buf, start)
                     if (etype == 0x0800 and vihl == 0x45 and proto == 6 and doff >= 0x50
@@ -223,9 +225,10 @@ class CaptureStream:
                             while out:
                                 yield pop(0)
                             continue
-                other(lt, buf, start, end, ts, frame)
+                other(lt, buf, start, end, ts, frame, orig)
                 while out:
                     yield pop(0)
+            self._finish_fragments(ts, frame)
             tcp.finish(ts, frame)
             while out:
                 yield pop(0)
@@ -261,7 +264,7 @@ class CaptureStream:
                         break
                     buf, pos = got
                     end = len(buf)
-                sec, frac, incl, _orig = unpack(buf, pos)
+                sec, frac, incl, orig = unpack(buf, pos)
                 if incl > limit:
                     reader.too_long(pos, incl)
                     break
@@ -320,9 +323,10 @@ class CaptureStream:
                             while out:
                                 yield pop(0)
                             continue
-                other(1, buf, start, pos, sec + frac * scale, frame)
+                other(1, buf, start, pos, sec + frac * scale, frame, orig)
                 while out:
                     yield pop(0)
+            self._finish_fragments(sec + frac * scale, frame)
             tcp.finish(sec + frac * scale, frame)
             while out:
                 yield pop(0)
@@ -333,8 +337,10 @@ class CaptureStream:
             self._opened.close()
 
     def _other(self, lt: int, buf: bytes, start: int, end: int, ts: float,
-               frame: int) -> None:
-        """A packet off the fast path: any link type, IPv6, tunnels, UDP, odd TCP."""
+               frame: int, orig: int) -> None:
+        """A packet off the fast path: any link type, IPv6, tunnels, fragments, UDP, odd
+        TCP. `orig`: the packet's length on the wire (more than ``end - start`` when the
+        snaplen cut it)."""
         if lt == SECRETS_RECORD:
             self._out.append(self._reader.secrets[-1])
             return
@@ -343,11 +349,58 @@ class CaptureStream:
             skipped = self.stats.skipped
             skipped[r] = skipped.get(r, 0) + 1
             return
+        cut = r[5]
+        if cut > 0 and cut > orig - (end - start):
+            # the IP length claims more than the frame held on the wire: not a snaplen cut
+            # (tshark reads the bytes that are there); only the snaplen's share is a gap
+            self.stats.ip_length_exceeds_packet += 1
+            r = (*r[:5], max(0, orig - (end - start)))
+        if r[0] < 0:
+            self._fragment(buf, r, ts, frame)
+            return
+        self._transport(buf, r, ts, frame)
+
+    def _fragment(self, buf: bytes, r: tuple[int, int, int, int, int, int], ts: float,
+                  frame: int) -> None:
+        """An IP fragment: kept until its datagram is whole, which is then read."""
+        given_up: list[bytes] = []
+        packet = self._frags.add(buf, r, ts, given_up)
+        for first in given_up:
+            self._first_fragment(first, ts, frame)
+        if packet is None:
+            return
+        whole = ip_any(packet, 0, len(packet), r[3])
+        if isinstance(whole, str):
+            self.stats.skip(whole)
+        elif whole[0] < 0:
+            self.stats.skip("bad_ip_header")  # a fragment inside a reassembled fragment
+        else:
+            self._transport(packet, whole, ts, frame)
+
+    def _first_fragment(self, packet: bytes, ts: float, frame: int) -> None:
+        """The first fragment of a datagram that was never completed: its transport header
+        and bytes are read, the rest is unknown (cut -1)."""
+        r = ip_any(packet, 0, len(packet), 0)
+        if isinstance(r, str):
+            self.stats.skip(r)
+        elif r[0] >= 0:
+            self._transport(packet, (*r[:5], -1), ts, frame)
+
+    def _transport(self, buf: bytes, r: tuple[int, int, int, int, int, int], ts: float,
+                   frame: int) -> None:
         proto, addr_off, alen, l4, l4end, cut = r
         if proto == 6:
             self._tcp.segment(buf, addr_off, alen, l4, l4end, cut, ts, frame)
         elif proto == 17 and self._udp_enabled:
             self._udp(buf, addr_off, alen, l4, l4end, cut, ts, frame)
+
+    def _finish_fragments(self, ts: float, frame: int) -> None:
+        """End of the capture: datagrams still incomplete are given up (their first
+        fragments read)."""
+        given_up: list[bytes] = []
+        self._frags.finish(given_up)
+        for first in given_up:
+            self._first_fragment(first, ts, frame)
 
     def _finish_stats(self) -> None:
         reader = self._reader
