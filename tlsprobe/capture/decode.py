@@ -22,6 +22,7 @@ transparent Ethernet bridging, ERSPAN types I-III, PPTP's PPP), VXLAN (UDP 4789)
 
 from __future__ import annotations
 
+from tlsprobe.capture.events import MAX_TUNNEL_DEPTH
 from tlsprobe.capture.fragments import FRAGMENT_V4, FRAGMENT_V6
 
 Decoded = tuple[int, int, int, int, int, int] | str
@@ -40,7 +41,7 @@ _AF_INET6 = frozenset((10, 24, 28, 30))
 _IPV6_EXT = frozenset((0, 43, 60, 135, 139, 140))  # hop-by-hop, routing, dest opts, ...
 UDP_VXLAN, UDP_GENEVE, UDP_GTPU = 4789, 6081, 2152
 _UDP_TUNNELS = frozenset((UDP_VXLAN, UDP_GENEVE, UDP_GTPU))
-MAX_DEPTH = 6  # nested encapsulations followed
+MAX_DEPTH = MAX_TUNNEL_DEPTH  # nested encapsulations followed
 
 
 def decode(link_type: int, buf: bytes, start: int, end: int) -> Decoded:

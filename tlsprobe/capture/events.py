@@ -131,6 +131,13 @@ Event = StreamOpen | StreamData | StreamGap | StreamSkipped | StreamClose | Data
 SECRETS_TLS_KEYLOG = 0x544C534B
 
 
+MAX_TUNNEL_DEPTH = 6  # nested encapsulations followed (decode.py)
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 class CaptureWarning(NamedTuple):
     """Why reading stopped early (or something odd was met), and where in the file."""
 
@@ -177,6 +184,33 @@ class CaptureStats:
 
     def warn(self, offset: int, message: str) -> None:
         self.warnings.append(CaptureWarning(offset, message))
+
+    def losses(self) -> list[str]:
+        """One line per kind of packet whose data was skipped for a reason other than the
+        snaplen (that one has its own wording): said as notes, and `tlsprobe pcap` exits
+        7, so that "no TLS found" is never said over data that was not read."""
+        out = []
+        skipped = self.skipped
+        n = skipped.get("bad_interface_id", 0)
+        if n:
+            out.append(f"{_count(n, 'packet')} on an interface no pcapng interface block "
+                       "defines (skipped)")
+        for reason, n in sorted(skipped.items()):
+            if reason.startswith("link_type_"):
+                out.append(f"{_count(n, 'packet')} of link type {reason[10:]}, which tlsprobe "
+                           "does not read (skipped)")
+        n = skipped.get("tunnel_too_deep", 0)
+        if n:
+            out.append(f"{_count(n, 'packet')} encapsulated deeper than {MAX_TUNNEL_DEPTH} "
+                       "levels (skipped)")
+        if self.ip_length_exceeds_packet:
+            out.append(f"{_count(self.ip_length_exceeds_packet, 'packet')} whose IP length "
+                       "exceeds the bytes on the wire (the bytes present were read)")
+        if self.ip_fragments_incomplete:
+            out.append(f"{_count(self.ip_fragments_incomplete, 'IP datagram')} whose "
+                       f"fragments never all arrived ({_count(self.ip_fragment_bytes_lost, 'byte')}"
+                       " skipped; first fragments read)")
+        return out
 
     @property
     def complete(self) -> bool:

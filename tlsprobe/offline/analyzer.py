@@ -280,7 +280,7 @@ class CaptureAnalysis:
                                                if t is not None),
             tls_connections=self.tls_connections, reported=0, complete=stats.complete,
             warnings=tuple(str(w) for w in stats.warnings), capture=stats.to_dict(),
-            notes=self.notes_for(None))
+            notes=self.notes_for(None), losses=tuple(stats.losses()))
 
     def notes_for(self, reported: set[int] | None) -> tuple[str, ...]:
         """The summary's notes, those about one connection only for the `reported` ids

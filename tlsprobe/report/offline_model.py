@@ -178,7 +178,9 @@ class CaptureSummary:
     """One capture file: what was read (the capture layer's counters and warnings) and how
     many TLS connections it held. `warnings` are damage to the file (exit 7); `notes` say
     what the analysis could not do with an intact file (a key log that matched nothing,
-    handshake messages the capture missed). `error` is set, and everything else empty, for
+    handshake messages the capture missed); `losses` what the capture holds but was not
+    read (packets of an unknown link type or interface, fragments never completed: exit 7).
+    `error` is set, and everything else empty, for
     a file nothing could be read from (missing, not a capture, unreadable): JSON output
     then still has a record of it."""
 
@@ -193,6 +195,7 @@ class CaptureSummary:
     capture: dict[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     error: str | None = None
+    losses: tuple[str, ...] = ()
 
     @classmethod
     def unreadable(cls, file: str, error: str) -> CaptureSummary:
