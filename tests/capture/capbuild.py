@@ -300,3 +300,25 @@ def netmon_bytes(frames: Sequence[bytes | tuple[int, bytes]], *, minor: int = 3,
     header = b"GMBU" + struct.pack("<BBH8HII", minor, 2, network, 2024, 1, 1, 2, 3, 4, 5, 250,
                                    64 + len(body), len(table))
     return header + b"\x00" * (64 - len(header)) + body + table
+
+
+# -- a real handshake replayed ------------------------------------------------------------
+def real_chunks(name: str = "tls12_x25519.pcap") -> list[tuple[int, bytes]]:
+    """(direction, bytes) of the first connection of one of the project's own captures
+    (captures/, recorded on loopback), in order."""
+    from pathlib import Path
+
+    from tlsprobe.capture import StreamData, iter_stream_events
+    path = Path(__file__).resolve().parents[2] / "captures" / name
+    return [(ev.direction, ev.data) for ev in iter_stream_events(str(path))
+            if isinstance(ev, StreamData) and ev.conn.id == 0]
+
+
+def records(data: bytes) -> list[bytes]:
+    """The TLS records of a chunk, each whole."""
+    out, p = [], 0
+    while p + 5 <= len(data):
+        end = p + 5 + int.from_bytes(data[p + 3:p + 5], "big")
+        out.append(data[p:end])
+        p = end
+    return out

@@ -10,18 +10,7 @@ import json
 import struct
 from pathlib import Path
 
-from capbuild import Conv, Pcapng, ether, ipv4, pcap_bytes
-
-from tlsprobe.capture import StreamData, iter_stream_events
-
-REPO = Path(__file__).resolve().parents[2]
-SEED = REPO / "captures" / "tls12_x25519.pcap"
-
-
-def real_chunks() -> list[tuple[int, bytes]]:
-    """(direction, bytes) of the seed capture's first connection, in order."""
-    return [(ev.direction, ev.data) for ev in iter_stream_events(str(SEED))
-            if isinstance(ev, StreamData) and ev.conn.id == 0]
+from capbuild import Conv, Pcapng, ether, ipv4, pcap_bytes, real_chunks
 
 
 def replay(conv: Conv) -> list[bytes]:
