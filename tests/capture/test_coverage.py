@@ -123,3 +123,70 @@ def test_link_type_108_capture(run_cli, tmp_path: Path) -> None:
     assert conn["sni"] == "localhost" and conn["version"]["name"] == "TLS 1.2"
     if TSHARK:
         assert handshake_types(tmp_path / "loop.pcap")[:2] == ["1", "2"]
+
+
+def _client_hello_variant(how: str) -> tuple[list, int]:
+    """The real handshake with its ClientHello damaged (`how` = "overrun": the extensions
+    block claims 7 bytes more than the message holds) or cut by a snaplen of 200 bytes."""
+    chunks = real_chunks()
+    hello = bytearray(chunks[0][1])
+    if how == "overrun":
+        p = 5 + 4 + 2 + 32
+        p += 1 + hello[p]
+        p += 2 + int.from_bytes(hello[p:p + 2], "big")
+        p += 1 + hello[p]
+        struct.pack_into("!H", hello, p, int.from_bytes(hello[p:p + 2], "big") + 7)
+    c = Conv(CLIENT, SERVER)
+    frames: list = [ether(p) for p in c.handshake()]
+    first = ether(c.c(bytes(hello)))
+    frames.append((1003.5, first[:200], len(first)) if how == "snaplen" else first)
+    for direction, data in chunks[1:]:
+        frames.append(ether(c.c(data) if direction == 0 else c.s(data)))
+    return frames, len(first)
+
+
+def test_malformed_client_hello_fields_before_the_damage_and_the_server_hello(
+        run_cli, tmp_path: Path) -> None:
+    frames, _ = _client_hello_variant("overrun")
+    (tmp_path / "bad.pcap").write_bytes(pcap_bytes(frames))
+    code, conn, err = first_connection(run_cli, "bad.pcap")
+    assert code == 0, err
+    assert conn["sni"] == "localhost" and len(conn["offer"]["cipher_suites"]) == 28
+    assert conn["messages"][:3] == [">>> ClientHello", "<<< ServerHello", "<<< Certificate"]
+    assert conn["cipher"]["iana_name"] == "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"
+    assert conn["fingerprints"]["ja3"] is None and conn["fingerprints"]["ja3s"] is not None
+    assert conn["problems"] == ["malformed ClientHello from the client: block of 107 bytes, "
+                                "only 100 left in handshake.ClientHello.extensions at offset "
+                                "99 (the fields before it are reported)"]
+
+
+def test_client_hello_cut_by_the_snaplen_still_gives_its_sni(run_cli, tmp_path: Path) -> None:
+    frames, size = _client_hello_variant("snaplen")
+    (tmp_path / "cut.pcap").write_bytes(pcap_bytes(frames))
+    code, conn, err = first_connection(run_cli, "cut.pcap")
+    assert code == 7 and "1 packets cut short by the capture's snaplen" in err
+    assert conn["sni"] == "localhost" and conn["gap_bytes"] == size - 200
+    assert conn["messages"][:2] == [">>> ClientHello", "<<< ServerHello"]
+    assert conn["fingerprints"]["ja3"] is None and conn["fingerprints"]["ja4"] is None
+    assert conn["problems"] == ["ClientHello cut short by the capture (141 of 201 bytes "
+                                "captured): the fields before the cut are reported"]
+
+
+def test_partial_client_hello_on_every_prefix() -> None:
+    """Every prefix of a real ClientHello: never an exception; each field either absent
+    or equal to the whole hello's; the whole hello gives the same fields as the strict
+    reader."""
+    from tlsprobe.offline.hello import parse_client_hello
+    from tlsprobe.offline.hello_partial import partial_client_hello
+    msg = real_chunks()[0][1][5:]
+    whole = parse_client_hello(msg)
+    assert partial_client_hello(msg) == whole._replace(partial=True)
+    for n in range(len(msg)):
+        info = partial_client_hello(msg[:n])
+        if n < 38:
+            assert info is None
+            continue
+        assert info is not None and info.partial and info.random == whole.random
+        assert info.cipher_suites in ((), whole.cipher_suites)
+        assert whole.extensions[:len(info.extensions)] == info.extensions
+        assert info.sni in (None, whole.sni) and info.problems == ()

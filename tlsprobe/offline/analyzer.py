@@ -223,7 +223,7 @@ class CaptureAnalysis:
                 elif t is StreamGap:
                     conn = conns.get(ev.conn.id)
                     if conn is not None:
-                        conn.gap(ev.direction, ev.size)
+                        conn.gap(ev.direction, ev.size, ev.ts, ev.frame)
                 elif t is Datagram:
                     yield from self._datagram(ev)
                 elif t is Secrets:

@@ -250,10 +250,10 @@ def _derive(f: Facts, transport: str) -> tuple:  # type: ignore[type-arg]
     sh = f.server_hello
     prints = Fingerprints()
     if hello is not None or sh is not None:
-        j3 = fingerprints.ja3(hello) if hello is not None and not hello.sslv2 else (None, None)
+        whole = hello is not None and not hello.sslv2 and not hello.partial
+        j3 = fingerprints.ja3(hello) if whole else (None, None)  # type: ignore[arg-type]
         j3s = fingerprints.ja3s(sh) if sh is not None else (None, None)
-        j4 = fingerprints.ja4(hello, transport) if hello is not None and not hello.sslv2 \
-            else (None, None)
+        j4 = fingerprints.ja4(hello, transport) if whole else (None, None)  # type: ignore[arg-type]
         prints = _fingerprints(j3, j3s, j4)
     alpn = sh.alpn if sh is not None and sh.alpn is not None else f.alpn_ee
     scheme = f.signature_scheme

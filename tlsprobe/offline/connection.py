@@ -14,6 +14,7 @@ from typing import Any
 from tlsprobe.capture import ConnKey
 from tlsprobe.offline.build import Endpoints, build_report
 from tlsprobe.offline.facts import Facts
+from tlsprobe.offline.fast import FastReader
 from tlsprobe.report.offline_model import ConnectionReport
 
 
@@ -43,12 +44,15 @@ class Connection:
         self.nbytes = [0, 0]
         self.gap_bytes = 0
 
-    def gap(self, direction: int, size: int) -> None:
+    def gap(self, direction: int, size: int, ts: float = 0.0, frame: int = 0) -> None:
         self.gap_bytes += size
         self.facts.lost(direction, size)
         half = self.halves[direction]
         if not half.counting:
-            self.reader.gap(half)
+            if isinstance(self.reader, FastReader):
+                self.reader.gap(half, ts, frame)
+            else:
+                self.reader.gap(half)
 
     def skipped(self, direction: int, size: int, gaps: int, ts: float, frame: int) -> None:
         """What the capture counted for this direction once the connection was ignored."""
