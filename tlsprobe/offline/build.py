@@ -290,7 +290,7 @@ def _shape(f: Facts, transport: str) -> tuple:  # type: ignore[type-arg]
             (sh[0],) + sh[3:] if sh else None, (hrr[0],) + hrr[3:] if hrr else None,
             f.ske, f.cke_length, f.tls13, f.ccs[0], f.ccs[1], f.key_exchange,
             tuple(f.certificates), tuple(f.alerts), tuple(f.messages), f.more_messages,
-            f.ticket_lifetime, f.alpn_ee, f.signature_scheme, f.sslv2_server)
+            f.ticket_lifetime, f.alpn_ee, f.signature_scheme, f.sslv2_server, f.framing)
 
 
 def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> ConnectionReport:
@@ -331,7 +331,8 @@ def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> Connecti
         _printable(preamble) if preamble else None, gap_bytes, tuple(f.problems),
         compression_cp(f.server_hello.compression_method)
         if f.server_hello is not None and f.server_hello.compression_method else None,
-        sslv2_specs(hellos[0].sslv2_cipher_specs) if hellos and hellos[0].sslv2 else ()))
+        sslv2_specs(hellos[0].sslv2_cipher_specs) if hellos and hellos[0].sslv2 else (),
+        f.framing))
 
 
 _REPORT_FIELDS = tuple(field.name for field in dataclasses.fields(ConnectionReport))

@@ -59,6 +59,7 @@ class Facts:
         "dtls",
         "encrypted",
         "finished",
+        "framing",
         "handshake_gap",
         "hrr",
         "key_exchange",
@@ -83,6 +84,7 @@ class Facts:
         self.client_hellos: list[ClientHelloInfo] = []
         self.server_hellos: list[ServerHelloInfo] = []
         self.server_hello: ServerHelloInfo | None = None
+        self.framing: str | None = None  # TLS carried inside another protocol ("openvpn")
         self.hrr: ServerHelloInfo | None = None
         self.version: int | None = None
         self.cipher_suite: int | None = None
