@@ -233,7 +233,7 @@ def test_lone_later_fragment_is_counted_lost() -> None:
 def test_fragment_table_is_bounded_in_datagrams_bytes_and_time() -> None:
     from tlsprobe.capture.events import CaptureStats
     from tlsprobe.capture.fragments import FragmentTable
-    from tlsprobe.capture.stream import ip_any
+    from tlsprobe.capture.decode import ip_any
 
     stats = CaptureStats()
     table = FragmentTable(stats, max_datagrams=4, max_bytes=1000, timeout=5.0)

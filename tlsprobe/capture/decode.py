@@ -22,8 +22,7 @@ transparent Ethernet bridging, ERSPAN types I-III, PPTP's PPP), VXLAN (UDP 4789)
 
 from __future__ import annotations
 
-from tlsprobe.capture.events import MAX_TUNNEL_DEPTH
-from tlsprobe.capture.fragments import FRAGMENT_V4, FRAGMENT_V6
+from tlsprobe.capture.events import FRAGMENT_V4, FRAGMENT_V6, MAX_TUNNEL_DEPTH
 
 Decoded = tuple[int, int, int, int, int, int] | str
 

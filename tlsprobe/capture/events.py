@@ -132,6 +132,7 @@ SECRETS_TLS_KEYLOG = 0x544C534B
 
 
 MAX_TUNNEL_DEPTH = 6  # nested encapsulations followed (decode.py)
+FRAGMENT_V4, FRAGMENT_V6 = -4, -6  # decode.py's "protocol" of an IP fragment
 
 
 def _count(n: int, word: str) -> str:

@@ -19,10 +19,13 @@ rest is counted in `ip_fragment_bytes_lost`).
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 
-from tlsprobe.capture.events import CaptureStats
+from tlsprobe.capture.events import FRAGMENT_V4, FRAGMENT_V6, CaptureStats
 
-FRAGMENT_V4, FRAGMENT_V6 = -4, -6
+Decoded6 = tuple[int, int, int, int, int, int]
+#: where a reassembled packet goes: (buffer, decoded transport tuple, ts, frame)
+Deliver = Callable[[bytes, Decoded6, float, int], None]
 MAX_DATAGRAMS = 1024
 MAX_BYTES = 8 << 20
 TIMEOUT = 60.0
@@ -54,7 +57,7 @@ class FragmentTable:
         self.held = 0
         self._table: OrderedDict[bytes, _Datagram] = OrderedDict()
 
-    def add(self, buf: bytes, r: tuple[int, int, int, int, int, int], ts: float,
+    def add(self, buf: bytes, r: Decoded6, ts: float,
             given_up: list[bytes]) -> bytes | None:
         """One fragment (as `decode` described it). Returns the reassembled IP packet when
         this fragment completes its datagram, else None. Datagrams given up on the way
@@ -146,10 +149,42 @@ class FragmentTable:
                 return
         stats.ip_fragment_bytes_lost += dg.size
 
-    def finish(self, given_up: list[bytes]) -> None:
-        """End of the capture: every datagram still waiting is given up."""
+    def read(self, buf: bytes, r: Decoded6, ts: float, frame: int, deliver: Deliver) -> None:
+        """A fragment from the packet loop: the datagram it completes, and the first
+        fragments of datagrams given up, go to `deliver` once decoded."""
+        given_up: list[bytes] = []
+        packet = self.add(buf, r, ts, given_up)
+        for first in given_up:
+            self._first_fragment(first, ts, frame, deliver)
+        if packet is None:
+            return
+        from tlsprobe.capture.decode import ip_any
+        whole = ip_any(packet, 0, len(packet), r[3])
+        if isinstance(whole, str):
+            self.stats.skip(whole)
+        elif whole[0] < 0:
+            self.stats.skip("bad_ip_header")  # a fragment inside a reassembled fragment
+        else:
+            deliver(packet, whole, ts, frame)
+
+    def _first_fragment(self, packet: bytes, ts: float, frame: int, deliver: Deliver) -> None:
+        """The first fragment of a datagram never completed: its transport header and
+        bytes are read, the rest is unknown (cut -1)."""
+        from tlsprobe.capture.decode import ip_any
+        r = ip_any(packet, 0, len(packet), 0)
+        if isinstance(r, str):
+            self.stats.skip(r)
+        elif r[0] >= 0:
+            deliver(packet, (*r[:5], -1), ts, frame)
+
+    def finish(self, ts: float, frame: int, deliver: Deliver) -> None:
+        """End of the capture: every datagram still waiting is given up (its first
+        fragment, when there, delivered)."""
+        given_up: list[bytes] = []
         while self._table:
             self._give_up(next(iter(self._table)), given_up)
+        for first in given_up:
+            self._first_fragment(first, ts, frame, deliver)
 
 
 def _rebuild(kind: int, header: bytes, payload: bytes, total: int) -> bytes:

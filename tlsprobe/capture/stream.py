@@ -13,7 +13,7 @@ import struct
 from collections.abc import Generator, Iterator
 from typing import Any
 
-from tlsprobe.capture.decode import decode, ether, ip_any
+from tlsprobe.capture.decode import decode, ether
 from tlsprobe.capture.events import (
     SECRETS_TLS_KEYLOG,
     CaptureError,
@@ -228,7 +228,7 @@ class CaptureStream:
                 other(lt, buf, start, end, ts, frame, orig)
                 while out:
                     yield pop(0)
-            self._finish_fragments(ts, frame)
+            self._frags.finish(ts, frame, self._transport)
             tcp.finish(ts, frame)
             while out:
                 yield pop(0)
@@ -326,7 +326,7 @@ class CaptureStream:
                 other(1, buf, start, pos, sec + frac * scale, frame, orig)
                 while out:
                     yield pop(0)
-            self._finish_fragments(sec + frac * scale, frame)
+            self._frags.finish(sec + frac * scale, frame, self._transport)
             tcp.finish(sec + frac * scale, frame)
             while out:
                 yield pop(0)
@@ -356,35 +356,9 @@ class CaptureStream:
             self.stats.ip_length_exceeds_packet += 1
             r = (*r[:5], max(0, orig - (end - start)))
         if r[0] < 0:
-            self._fragment(buf, r, ts, frame)
+            self._frags.read(buf, r, ts, frame, self._transport)
             return
         self._transport(buf, r, ts, frame)
-
-    def _fragment(self, buf: bytes, r: tuple[int, int, int, int, int, int], ts: float,
-                  frame: int) -> None:
-        """An IP fragment: kept until its datagram is whole, which is then read."""
-        given_up: list[bytes] = []
-        packet = self._frags.add(buf, r, ts, given_up)
-        for first in given_up:
-            self._first_fragment(first, ts, frame)
-        if packet is None:
-            return
-        whole = ip_any(packet, 0, len(packet), r[3])
-        if isinstance(whole, str):
-            self.stats.skip(whole)
-        elif whole[0] < 0:
-            self.stats.skip("bad_ip_header")  # a fragment inside a reassembled fragment
-        else:
-            self._transport(packet, whole, ts, frame)
-
-    def _first_fragment(self, packet: bytes, ts: float, frame: int) -> None:
-        """The first fragment of a datagram that was never completed: its transport header
-        and bytes are read, the rest is unknown (cut -1)."""
-        r = ip_any(packet, 0, len(packet), 0)
-        if isinstance(r, str):
-            self.stats.skip(r)
-        elif r[0] >= 0:
-            self._transport(packet, (*r[:5], -1), ts, frame)
 
     def _transport(self, buf: bytes, r: tuple[int, int, int, int, int, int], ts: float,
                    frame: int) -> None:
@@ -393,14 +367,6 @@ class CaptureStream:
             self._tcp.segment(buf, addr_off, alen, l4, l4end, cut, ts, frame)
         elif proto == 17 and self._udp_enabled:
             self._udp(buf, addr_off, alen, l4, l4end, cut, ts, frame)
-
-    def _finish_fragments(self, ts: float, frame: int) -> None:
-        """End of the capture: datagrams still incomplete are given up (their first
-        fragments read)."""
-        given_up: list[bytes] = []
-        self._frags.finish(given_up)
-        for first in given_up:
-            self._first_fragment(first, ts, frame)
 
     def _finish_stats(self) -> None:
         reader = self._reader
