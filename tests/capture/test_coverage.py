@@ -25,8 +25,8 @@ def handshake_types(path: Path) -> list[str]:
     return [t for line in out.split() for t in line.split(",")]
 
 
-def first_connection(run_cli, name: str) -> tuple[int, dict, str]:
-    code, out, err = run_cli("pcap", name, "--jsonl", "--no-progress")
+def first_connection(run_cli, name: str, *args: str) -> tuple[int, dict, str]:
+    code, out, err = run_cli("pcap", name, "--jsonl", "--no-progress", *args)
     lines = [json.loads(line) for line in out.splitlines()]
     return code, next(d for d in lines if d["kind"] == "connection"), err
 
@@ -160,10 +160,14 @@ def test_malformed_client_hello_fields_before_the_damage_and_the_server_hello(
                                 "99 (the fields before it are reported)"]
 
 
-def test_client_hello_cut_by_the_snaplen_still_gives_its_sni(run_cli, tmp_path: Path) -> None:
+@pytest.mark.parametrize("reader", ["fast", "flow"])
+def test_client_hello_cut_by_the_snaplen_still_gives_its_sni(run_cli, tmp_path: Path,
+                                                             reader: str) -> None:
+    """Both readers: the fast one, and the Flow reader that --msg (or --keylog) uses."""
     frames, size = _client_hello_variant("snaplen")
     (tmp_path / "cut.pcap").write_bytes(pcap_bytes(frames))
-    code, conn, err = first_connection(run_cli, "cut.pcap")
+    code, conn, err = first_connection(run_cli, "cut.pcap",
+                                       *(["--msg"] if reader == "flow" else []))
     assert code == 7 and "1 packets cut short by the capture's snaplen" in err
     assert conn["sni"] == "localhost" and conn["gap_bytes"] == size - 200
     assert conn["messages"][:2] == [">>> ClientHello", "<<< ServerHello"]

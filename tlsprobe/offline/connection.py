@@ -14,7 +14,6 @@ from typing import Any
 from tlsprobe.capture import ConnKey
 from tlsprobe.offline.build import Endpoints, build_report
 from tlsprobe.offline.facts import Facts
-from tlsprobe.offline.fast import FastReader
 from tlsprobe.report.offline_model import ConnectionReport
 
 
@@ -49,10 +48,7 @@ class Connection:
         self.facts.lost(direction, size)
         half = self.halves[direction]
         if not half.counting:
-            if isinstance(self.reader, FastReader):
-                self.reader.gap(half, ts, frame)
-            else:
-                self.reader.gap(half)
+            self.reader.gap(half, ts, frame)
 
     def skipped(self, direction: int, size: int, gaps: int, ts: float, frame: int) -> None:
         """What the capture counted for this direction once the connection was ignored."""
