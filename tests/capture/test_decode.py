@@ -270,6 +270,16 @@ def test_nested_tunnels_stop_at_depth_limit() -> None:
     assert events == [] and stream.stats.skipped == {"tunnel_too_deep": 1}
 
 
+def test_nested_udp_tunnels_stop_at_depth_limit_and_say_so() -> None:
+    """VXLAN in VXLAN ... deeper than the limit: counted as too deep (it was treated as
+    plain UDP to port 4789, and its TLS silently missed)."""
+    pkt = ether(seg4())
+    for _ in range(8):
+        pkt = ether(in_udp(4789, b"\x08\x00\x00\x00\x00\x00\x2a\x00", pkt))
+    events, stream = collect(io.BytesIO(pcap_bytes([pkt])))
+    assert events == [] and stream.stats.skipped == {"tunnel_too_deep": 1}
+
+
 def test_udp_datagrams() -> None:
     d4 = ipv4(*V4, 17, udp(5353, 443, b"quic-initial"))
     d6 = ipv6(*V6, 17, udp(443, 5353, b"quic-answer"))

@@ -124,8 +124,8 @@ def ethertype(etype: int, buf: bytes, off: int, end: int, depth: int) -> Decoded
         return ppp(buf, off + 6, min(end, off + 6 + length), depth)
     if etype == 0x8847 or etype == 0x8848:
         return mpls(buf, off, end, depth)
-    if etype == 0x2452 and depth < MAX_DEPTH:  # Intel Centrino: an 802.11 frame follows
-        return wlan(buf, off, end, depth + 1)
+    if etype == 0x2452:  # Intel Centrino: an 802.11 frame follows
+        return wlan(buf, off, end, depth + 1) if depth < MAX_DEPTH else "tunnel_too_deep"
     return "non_ip"
 
 
@@ -192,8 +192,8 @@ def mpls(buf: bytes, off: int, end: int, depth: int) -> Decoded:
     nibble = buf[off] >> 4
     if nibble == 4 or nibble == 6:
         return ip_any(buf, off, end, depth)
-    if nibble == 0 and depth < MAX_DEPTH:  # pseudowire control word, then Ethernet
-        return ether(buf, off + 4, end, depth + 1)
+    if nibble == 0:  # pseudowire control word, then Ethernet
+        return ether(buf, off + 4, end, depth + 1) if depth < MAX_DEPTH else "tunnel_too_deep"
     return "non_ip"
 
 
@@ -233,9 +233,11 @@ def ipv4(buf: bytes, off: int, end: int, depth: int) -> Decoded:
         return FRAGMENT_V4, off, ip_end, depth, l4, cut
     proto = buf[off + 9]
     if proto == 6 or proto == 17:
-        if proto == 17 and ip_end - l4 >= 8 and depth < MAX_DEPTH:
+        if proto == 17 and ip_end - l4 >= 8:
             dport = (buf[l4 + 2] << 8) | buf[l4 + 3]
             if dport in _UDP_TUNNELS:
+                if depth >= MAX_DEPTH:
+                    return "tunnel_too_deep"
                 inner = udp_tunnel(dport, buf, l4 + 8, ip_end, depth + 1)
                 if inner is not None:
                     return inner
@@ -279,9 +281,11 @@ def ipv6(buf: bytes, off: int, end: int, depth: int) -> Decoded:
             return "truncated"
     else:
         return "bad_ip_header"
-    if nh == 17 and ip_end - l4 >= 8 and depth < MAX_DEPTH:
+    if nh == 17 and ip_end - l4 >= 8:
         dport = (buf[l4 + 2] << 8) | buf[l4 + 3]
         if dport in _UDP_TUNNELS:
+            if depth >= MAX_DEPTH:
+                return "tunnel_too_deep"
             inner = udp_tunnel(dport, buf, l4 + 8, ip_end, depth + 1)
             if inner is not None:
                 return inner
