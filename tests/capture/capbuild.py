@@ -330,8 +330,9 @@ class OpenVpn:
     packets as OpenVPN 2.x sends them: hard resets V2, control packets acknowledging the
     peer's last one, `hmac` bytes of tls-auth HMAC (0: none) with replay id and time."""
 
-    def __init__(self, hmac: int = 0) -> None:
+    def __init__(self, hmac: int = 0, hmac_first: int = 0) -> None:
         self.hmac = hmac
+        self.hmac_first = hmac_first  # first HMAC byte (8 reads as an ack count of 8)
         self.sid = (b"\x11" * 8, b"\x22" * 8)
         self.msg_pid = [0, 0]
         self.replay = [1, 1]
@@ -341,7 +342,8 @@ class OpenVpn:
         if not self.hmac:
             return b""
         self.replay[side] += 1
-        return bytes(range(self.hmac)) + struct.pack("!II", self.replay[side], 1700000000)
+        return bytes([self.hmac_first]) + bytes(range(1, self.hmac)) + \
+            struct.pack("!II", self.replay[side], 1700000000)
 
     def _acks(self, side: int) -> bytes:
         seen = self.last_seen[side]

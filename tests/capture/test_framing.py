@@ -139,3 +139,20 @@ def test_rdp_over_udp_is_listed_not_silent(run_cli, tmp_path: Path) -> None:
         "not unwrap: 10.0.0.5:50123 -> 10.0.0.6:3389" in err
     record = json.loads(out.splitlines()[-1])
     assert record["losses"][0].startswith("1 RDP-over-UDP flow")
+
+
+def test_tls_auth_hmac_that_reads_as_eight_acks_is_not_taken_for_no_hmac() -> None:
+    """A tls-auth HMAC whose first byte is 8 frames the first payload at the same offset as
+    "no HMAC, 8 acks" would (seen in a real capture): the replay id and time decide."""
+    from tlsprobe.offline.openvpn import ControlChannel
+    ov = OpenVpn(20, hmac_first=8)
+    ov.reset(0)
+    ov.reset(1)
+    ov.ack(0)
+    tls = b"".join(data for direction, data in real_chunks() if direction == 1)
+    packets = ov.control(1, tls[:100])
+    ov.hmac_first = 3  # HMACs differ from packet to packet
+    packets += ov.control(1, tls[100:], size=100)
+    channel = ControlChannel(tcp=False)
+    out = b"".join(channel.packet(p) for p in packets)
+    assert channel.hmac == 20 and out == tls

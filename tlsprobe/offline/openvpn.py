@@ -28,8 +28,11 @@ P_CONTROL_V1, P_ACK_V1, P_DATA_V1, P_DATA_V2 = 4, 5, 6, 9
 RESET_CLIENT = frozenset((1, 7, 10))  # HARD_RESET_CLIENT V1, V2, V3
 RESET_SERVER = frozenset((2, 8))  # HARD_RESET_SERVER V1, V2
 CONTROL = frozenset((1, 2, 3, 4, 5, 7, 8, 10, 11))
-#: tls-auth HMAC lengths: none, SHA-1, SHA-256, SHA-512, MD5, SHA-384, SHA-224
-HMAC_SIZES = (0, 20, 32, 64, 16, 48, 28)
+#: tls-auth HMAC lengths: SHA-1, SHA-256, SHA-512, MD5, SHA-384, SHA-224, then none. A
+#: length is taken only with a plausible replay id and time after the HMAC, tried before
+#: none: an HMAC byte that reads as an ack count can make "none" frame the same payload
+HMAC_SIZES = (20, 32, 64, 16, 48, 28, 0)
+_TIME_RANGE = (946684800, 4102444800)  # 2000 .. 2100
 MAX_WAITING = 64  # out-of-order control packets held per direction
 MAX_PROBES = 4  # P_CONTROL_V1 packets tried for the HMAC length before giving up
 MAX_PACKET = 1 << 16
@@ -55,6 +58,15 @@ def _control(packet: bytes, hmac: int) -> tuple[int, bytes] | None:
     if off + 4 > len(packet):
         return None
     return int.from_bytes(packet[off:off + 4], "big"), packet[off + 4:]
+
+
+def _auth_plausible(packet: bytes, hmac: int) -> bool:
+    """After an HMAC of `hmac` bytes: a replay packet id and a time that can be real."""
+    if len(packet) < 9 + hmac + 8:
+        return False
+    replay = int.from_bytes(packet[9 + hmac:13 + hmac], "big")
+    when = int.from_bytes(packet[13 + hmac:17 + hmac], "big")
+    return 0 < replay < 1 << 24 and _TIME_RANGE[0] <= when <= _TIME_RANGE[1]
 
 
 class ControlChannel:
@@ -104,6 +116,8 @@ class ControlChannel:
             return b""
         if self.hmac is None:
             for size in HMAC_SIZES:
+                if size and not _auth_plausible(packet, size):
+                    continue
                 got = _control(packet, size)
                 if got is not None and got[1][:2] in (b"\x16\x03", b"\x15\x03"):
                     self.hmac, self.next_pid = size, got[0]
