@@ -106,3 +106,19 @@ def test_fragments_never_completed(run_cli, tmp_path: Path) -> None:
                           "all arrived (48 bytes skipped; first fragments read)"]
     frags = capture_record(out)["capture"]["ip_fragments"]
     assert frags == {"fragments": 1, "reassembled": 0, "incomplete": 1, "bytes_lost": 48}
+
+
+def test_network_monitor_metadata_records_are_not_losses(run_cli, tmp_path: Path) -> None:
+    """Network Monitor's own records (network types 0xFFE0-0xFFFF: process and network
+    information, filters) carry no traffic: skipped without a note; an unknown network
+    type with traffic is a loss."""
+    from capbuild import netmon_bytes
+    frames = [ether(p) for p in replay(Conv())]
+    meta = [(0xFFFB, b"\x00" * 30), (0xFFFF, b"\x00" * 12)]
+    (tmp_path / "meta.cap").write_bytes(netmon_bytes([*frames, *meta]))
+    code, out, err = run_cli("pcap", "meta.cap", "--jsonl", "--no-progress")
+    assert code == 0 and err == "", err
+    assert capture_record(out)["losses"] == []
+    (tmp_path / "odd.cap").write_bytes(netmon_bytes([*frames, (0x0042, b"\x00" * 30)]))
+    code, out, err = run_cli("pcap", "odd.cap", "--jsonl", "--no-progress")
+    assert code == 7 and "1 packet of link type 65602" in err

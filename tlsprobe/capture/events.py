@@ -133,6 +133,9 @@ SECRETS_TLS_KEYLOG = 0x544C534B
 
 MAX_TUNNEL_DEPTH = 6  # nested encapsulations followed (decode.py)
 FRAGMENT_V4, FRAGMENT_V6 = -4, -6  # decode.py's "protocol" of an IP fragment
+#: link types netmon.py gives Network Monitor's own records (network types 0xFFE0-0xFFFF:
+#: events, network and process information, DNS cache, filter): no traffic, not a loss
+NETMON_METADATA = 0x10000 + 0xFFE0
 
 
 def _count(n: int, word: str) -> str:
@@ -197,7 +200,8 @@ class CaptureStats:
             out.append(f"{_count(n, 'packet')} on an interface no pcapng interface block "
                        "defines (skipped)")
         for reason, n in sorted(skipped.items()):
-            if reason.startswith("link_type_"):
+            if reason.startswith("link_type_") and not \
+                    NETMON_METADATA <= int(reason[10:]) < NETMON_METADATA + 0x20:
                 out.append(f"{_count(n, 'packet')} of link type {reason[10:]}, which tlsprobe "
                            "does not read (skipped)")
         n = skipped.get("tunnel_too_deep", 0)
