@@ -38,7 +38,7 @@ from tlsprobe.wire.buffer import DecodeError
 KEY_UPDATE, FINISHED, SERVER_HELLO, CLIENT_HELLO, END_OF_EARLY_DATA = 24, 20, 2, 1, 5
 #: without a trace, records decrypted after both Finished (NewSessionTicket, alerts)
 POST_HANDSHAKE_RECORDS = 16
-MAX_HEAD = 1 << 16  # client bytes kept until a whole ClientHello, to read a cut one
+MAX_HEAD = 1 << 14  # first bytes of a ClientHello kept until it is whole, to read a cut one
 
 
 class FlowHalf:
@@ -133,8 +133,9 @@ class FlowReader:
             half.counting = True  # SSL 2.0 records after an SSLv2 hello: not TLS
             return
         if half.direction == CLIENT and not self.facts.client_hellos and \
-                len(half.head) < MAX_HEAD:
-            half.head += data
+                len(half.head) < MAX_HEAD and (half.head or data[:1] == b"\x16" and
+                                               data[5:6] == b"\x01"):
+            half.head += data[:MAX_HEAD - len(half.head)]  # the start of a ClientHello
         elif half.head:
             half.head = bytearray()
         self._ts, self._frame = ts, frame
