@@ -375,3 +375,23 @@ def test_mutated_packets_never_raise(prefix: bytes, tail: bytes,
         frames.append(bytes(b))
     _, stream = collect(io.BytesIO(pcap_bytes(frames)))
     assert stream.stats.packets == 4 and not stream.stats.warnings
+
+
+@settings(max_examples=150, deadline=None)
+@given(cuts=st.lists(st.integers(1, 19), min_size=1, max_size=6, unique=True),
+       order=st.randoms(use_true_random=False), dup=st.booleans(), v6=st.booleans())
+def test_fragments_in_any_order_with_duplicates_reassemble(cuts: list[int], order, dup: bool,
+                                                           v6: bool) -> None:
+    """Fragment offsets are multiples of 8: the datagram split at 8*cut, shuffled, one
+    fragment maybe twice, gives the segment once, whole."""
+    data = bytes(range(256))[:150]
+    src, dst = V6 if v6 else V4
+    payload = tcp(50000, 443, 1, 0, "PA", data, src=src, dst=dst)
+    frags = (_frag6 if v6 else _frag4)(payload, sorted(8 * c for c in cuts
+                                                      if 8 * c < len(payload)))
+    if dup:
+        frags.append(frags[0])
+    order.shuffle(frags)
+    events, stream = collect(io.BytesIO(pcap_bytes([ether(f) for f in frags])))
+    assert streams(events)[0]["data"][0] == data
+    assert stream.stats.ip_reassembled == 1 and stream.stats.ip_fragments_incomplete == 0

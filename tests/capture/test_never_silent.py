@@ -105,7 +105,8 @@ def test_fragments_never_completed(run_cli, tmp_path: Path) -> None:
     assert notes(err) == ["tlsprobe: note: frag.pcap: 1 IP datagram whose fragments never "
                           "all arrived (48 bytes skipped; first fragments read)"]
     frags = capture_record(out)["capture"]["ip_fragments"]
-    assert frags == {"fragments": 1, "reassembled": 0, "incomplete": 1, "bytes_lost": 48}
+    assert frags == {"fragments": 1, "reassembled": 0, "incomplete": 1, "bytes_lost": 48,
+                     "duplicates": 0}
 
 
 def test_network_monitor_metadata_records_are_not_losses(run_cli, tmp_path: Path) -> None:

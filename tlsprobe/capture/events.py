@@ -166,6 +166,7 @@ class CaptureStats:
     ip_reassembled: int = 0
     ip_fragments_incomplete: int = 0
     ip_fragment_bytes_lost: int = 0
+    ip_fragment_duplicates: int = 0
     ip_length_exceeds_packet: int = 0
     tcp_connections: int = 0
     tcp_segments: int = 0
@@ -231,7 +232,8 @@ class CaptureStats:
             "ip_first_fragments": self.ip_first_fragments,
             "ip_fragments": {"fragments": self.ip_fragments, "reassembled": self.ip_reassembled,
                              "incomplete": self.ip_fragments_incomplete,
-                             "bytes_lost": self.ip_fragment_bytes_lost},
+                             "bytes_lost": self.ip_fragment_bytes_lost,
+                             "duplicates": self.ip_fragment_duplicates},
             "ip_length_exceeds_packet": self.ip_length_exceeds_packet,
             "tcp": {"connections": self.tcp_connections, "segments": self.tcp_segments,
                     "retransmissions": self.tcp_retransmissions, "overlaps": self.tcp_overlaps,

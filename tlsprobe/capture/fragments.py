@@ -8,7 +8,8 @@ IP packet rebuilt (header with the fragment fields cleared and the total length 
 `decode` to read like any packet.  Overlapping pieces: the first copy of a byte wins.
 
 Bounds: at most `max_datagrams` datagrams and `max_bytes` bytes wait (the oldest is given
-up first), a datagram waits at most `timeout` seconds of capture time, a reassembled
+up first), a datagram waits at most `timeout` seconds of capture time (and a fragment
+repeated within that time after its datagram was whole is counted as a duplicate), a reassembled
 datagram is at most 65,535 bytes of payload (IPv6 jumbograms are not fragmented).  A
 datagram given up is counted in `CaptureStats.ip_fragments_incomplete`; when its first
 fragment is there, that fragment is still handed back (as tshark's "first fragment" cut,
@@ -56,6 +57,9 @@ class FragmentTable:
         self.timeout = timeout
         self.held = 0
         self._table: OrderedDict[bytes, _Datagram] = OrderedDict()
+        #: datagrams completed lately (key -> time): a fragment repeated after its datagram
+        #: was whole is a duplicate, not the start of a datagram that never completes
+        self._done: OrderedDict[bytes, float] = OrderedDict()
 
     def add(self, buf: bytes, r: Decoded6, ts: float,
             given_up: list[bytes]) -> bytes | None:
@@ -86,6 +90,10 @@ class FragmentTable:
         self._expire(ts, given_up)
         dg = self._table.get(key)
         if dg is None:
+            done = self._done.get(key)
+            if done is not None and ts - done <= self.timeout:
+                stats.ip_fragment_duplicates += 1
+                return None
             dg = self._table[key] = _Datagram(ts)
         end = offset + len(data) + max(cut, 0)
         if end > MAX_PAYLOAD:
@@ -106,6 +114,10 @@ class FragmentTable:
             self._table.pop(key)
             self.held -= dg.size
             stats.ip_reassembled += 1
+            self._done[key] = ts
+            self._done.move_to_end(key)
+            if len(self._done) > self.max_datagrams:
+                self._done.popitem(last=False)
             return packet
         while len(self._table) > self.max_datagrams or self.held > self.max_bytes:
             self._give_up(next(iter(self._table)), given_up)
