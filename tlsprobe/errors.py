@@ -8,7 +8,8 @@ Exit codes (documented in the README):
   4  the server answered but not with TLS (HTTP, SSH banner, garbage)
   5  the server sent a TLS alert or ended the handshake (e.g. no shared group)
   6  the server broke the protocol (malformed or unexpected message, bad signature/Finished)
-  7  broken input file (pcap): partially read
+  7  broken input file (pcap): partially read (damaged, snaplen cuts, or packets skipped
+     and said in a note line: unknown link type or interface, too deep, fragments lost)
   70 internal error: a bug in tlsprobe (one line; TLSPROBE_DEBUG=1 shows the traceback)
 """
 

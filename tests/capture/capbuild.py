@@ -300,3 +300,77 @@ def netmon_bytes(frames: Sequence[bytes | tuple[int, bytes]], *, minor: int = 3,
     header = b"GMBU" + struct.pack("<BBH8HII", minor, 2, network, 2024, 1, 1, 2, 3, 4, 5, 250,
                                    64 + len(body), len(table))
     return header + b"\x00" * (64 - len(header)) + body + table
+
+
+# -- a real handshake replayed ------------------------------------------------------------
+def real_chunks(name: str = "tls12_x25519.pcap") -> list[tuple[int, bytes]]:
+    """(direction, bytes) of the first connection of one of the project's own captures
+    (captures/, recorded on loopback), in order."""
+    from pathlib import Path
+
+    from tlsprobe.capture import StreamData, iter_stream_events
+    path = Path(__file__).resolve().parents[2] / "captures" / name
+    return [(ev.direction, ev.data) for ev in iter_stream_events(str(path))
+            if isinstance(ev, StreamData) and ev.conn.id == 0]
+
+
+def records(data: bytes) -> list[bytes]:
+    """The TLS records of a chunk, each whole."""
+    out, p = [], 0
+    while p + 5 <= len(data):
+        end = p + 5 + int.from_bytes(data[p + 3:p + 5], "big")
+        out.append(data[p:end])
+        p = end
+    return out
+
+
+# -- OpenVPN control channel --------------------------------------------------------------
+class OpenVpn:
+    """OpenVPN packets of one session (both sides), carrying TLS bytes in P_CONTROL_V1
+    packets as OpenVPN 2.x sends them: hard resets V2, control packets acknowledging the
+    peer's last one, `hmac` bytes of tls-auth HMAC (0: none) with replay id and time."""
+
+    def __init__(self, hmac: int = 0, hmac_first: int = 0) -> None:
+        self.hmac = hmac
+        self.hmac_first = hmac_first  # first HMAC byte (8 reads as an ack count of 8)
+        self.sid = (b"\x11" * 8, b"\x22" * 8)
+        self.msg_pid = [0, 0]
+        self.replay = [1, 1]
+        self.last_seen: list[int | None] = [None, None]  # the peer's last message id
+
+    def _auth(self, side: int) -> bytes:
+        if not self.hmac:
+            return b""
+        self.replay[side] += 1
+        return bytes([self.hmac_first]) + bytes(range(1, self.hmac)) + \
+            struct.pack("!II", self.replay[side], 1700000000)
+
+    def _acks(self, side: int) -> bytes:
+        seen = self.last_seen[side]
+        if seen is None:
+            return b"\x00"
+        return b"\x01" + struct.pack("!I", seen) + self.sid[1 - side]
+
+    def _control(self, side: int, opcode: int, payload: bytes) -> bytes:
+        pid = self.msg_pid[side]
+        self.msg_pid[side] += 1
+        self.last_seen[1 - side] = pid
+        return bytes([opcode << 3]) + self.sid[side] + self._auth(side) + self._acks(side) + \
+            struct.pack("!I", pid) + payload
+
+    def reset(self, side: int) -> bytes:
+        return self._control(side, 7 if side == 0 else 8, b"")
+
+    def control(self, side: int, tls: bytes, size: int = 1100) -> list[bytes]:
+        return [self._control(side, 4, tls[o:o + size]) for o in range(0, len(tls), size)]
+
+    def ack(self, side: int) -> bytes:
+        return bytes([5 << 3]) + self.sid[side] + self._auth(side) + self._acks(side)
+
+    def data(self, side: int) -> bytes:
+        return bytes([9 << 3, 0, 0, 1]) + b"\x00\x00\x00\x01" + b"\xee" * 40
+
+
+def tcp_framed(packet: bytes) -> bytes:
+    """An OpenVPN packet as sent over TCP: with its 2-byte length."""
+    return struct.pack("!H", len(packet)) + packet

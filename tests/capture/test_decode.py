@@ -147,9 +147,11 @@ for _af in (10, 24, 28, 30):
         CASES[f"null_inet6_{_af}_{'be' if _be else 'le'}"] = (
             0, lambda af=_af, be=_be: null(seg6(), af, be), "2001:db8::1:50000",
             "2001:db8:ffff::2:443")
-CASES["loop_109_inet"] = (109, lambda: null(seg4(), 2, True), "10.1.1.1:50000", "10.2.2.2:443")
-CASES["loop_109_inet6"] = (109, lambda: null(seg6(), 24, True), "2001:db8::1:50000",
+CASES["loop_108_inet"] = (108, lambda: null(seg4(), 2, True), "10.1.1.1:50000", "10.2.2.2:443")
+CASES["loop_108_inet6"] = (108, lambda: null(seg6(), 24, True), "2001:db8::1:50000",
                            "2001:db8:ffff::2:443")
+CASES["enc_109_inet"] = (109, lambda: struct.pack("<III", 2, 0x1000, 0x400) + seg4(),
+                         "10.1.1.1:50000", "10.2.2.2:443")
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -170,20 +172,82 @@ def test_ethernet_padding_is_not_payload() -> None:
     assert streams(events)[0]["data"][0] == b"hi"
 
 
-def test_ipv4_fragments_non_first_skipped_first_used() -> None:
+def _frag4(payload: bytes, cuts: list[int], ident: int = 7) -> list[bytes]:
+    """An IPv4 datagram of `payload` (a TCP segment) split at the given offsets."""
+    edges = [0, *cuts, len(payload)]
+    return [ipv4(*V4, 6, payload[a:b], ident=ident, frag_offset=a,
+                 more_fragments=b < len(payload)) for a, b in zip(edges, edges[1:])]
+
+
+def _frag6(payload: bytes, cuts: list[int], ident: int = 7) -> list[bytes]:
+    edges = [0, *cuts, len(payload)]
+    return [ipv6(*V6, 6, payload[a:b], ext=[(44, struct.pack("!HI", a | (b < len(payload)),
+                                                             ident))])
+            for a, b in zip(edges, edges[1:])]
+
+
+def test_ipv4_fragments_reassembled_in_any_order() -> None:
+    payload = tcp(50000, 443, 1, 0, "PA", b"A" * 40 + b"B" * 40, src=V4[0], dst=V4[1])
+    frags = _frag4(payload, [32, 64])
+    events, stream = collect(io.BytesIO(pcap_bytes([ether(f) for f in
+                                                    (frags[2], frags[0], frags[1])])))
+    assert streams(events)[0]["data"][0] == b"A" * 40 + b"B" * 40
+    assert stream.stats.skipped == {} and stream.stats.ip_first_fragments == 0
+    assert (stream.stats.ip_fragments, stream.stats.ip_reassembled) == (3, 1)
+    assert stream.stats.ip_fragments_incomplete == 0
+
+
+def test_ipv6_fragments_reassembled() -> None:
+    payload = tcp(50000, 443, 1, 0, "PA", b"C" * 100, src=V6[0], dst=V6[1])
+    frags = _frag6(payload, [48])
+    events, stream = collect(io.BytesIO(pcap_bytes([ether(f) for f in reversed(frags)])))
+    assert streams(events)[0]["data"][0] == b"C" * 100
+    assert stream.stats.ip_reassembled == 1 and stream.stats.skipped == {}
+
+
+def test_udp_datagram_from_fragments() -> None:
+    """A DTLS/QUIC-sized UDP datagram over two fragments is one Datagram."""
+    payload = udp(5000, 443, b"Q" * 1300)
+    first = ipv4(*V4, 17, payload[:800], ident=9, more_fragments=True)
+    second = ipv4(*V4, 17, payload[800:], ident=9, frag_offset=800)
+    events, _ = collect(io.BytesIO(pcap_bytes([ether(first), ether(second)])))
+    assert [e.data for e in events if isinstance(e, Datagram)] == [b"Q" * 1300]
+
+
+def test_incomplete_datagram_first_fragment_still_read_and_counted() -> None:
     payload = tcp(50000, 443, 1, 0, "PA", b"A" * 40, src=V4[0], dst=V4[1])
-    first = ipv4(*V4, 6, payload[:32], more_fragments=True, ident=7)
-    second = ipv4(*V4, 6, payload[32:], frag_offset=32, ident=7)
-    events, stream = collect(io.BytesIO(pcap_bytes([ether(first), ether(second)])))
+    first, _lost = _frag4(payload, [32])
+    events, stream = collect(io.BytesIO(pcap_bytes([ether(first)])))
     assert streams(events)[0]["data"][0] == b"A" * 12
-    assert stream.stats.skipped == {"ip_fragment": 1}
     assert stream.stats.ip_first_fragments == 1
+    assert stream.stats.ip_fragments_incomplete == 1
 
 
-def test_ipv6_non_first_fragment_skipped() -> None:
+def test_lone_later_fragment_is_counted_lost() -> None:
     frag = ipv6(*V6, 6, b"\x00" * 24, ext=[(44, b"\x00\x18\x00\x00\x00\x07")])
     events, stream = collect(io.BytesIO(pcap_bytes([ether(frag)])))
-    assert events == [] and stream.stats.skipped == {"ip_fragment": 1}
+    assert events == []
+    assert stream.stats.ip_fragments_incomplete == 1 and stream.stats.ip_fragment_bytes_lost == 24
+
+
+def test_fragment_table_is_bounded_in_datagrams_bytes_and_time() -> None:
+    from tlsprobe.capture.events import CaptureStats
+    from tlsprobe.capture.fragments import FragmentTable
+    from tlsprobe.capture.decode import ip_any
+
+    stats = CaptureStats()
+    table = FragmentTable(stats, max_datagrams=4, max_bytes=1000, timeout=5.0)
+    lost: list[bytes] = []
+    for ident in range(10):  # never completed: only the count bound holds them
+        pkt = ipv4(*V4, 6, b"x" * 16, ident=ident, frag_offset=8, more_fragments=True)
+        assert table.add(pkt, ip_any(pkt, 0, len(pkt), 0), 0.0, lost) is None
+    assert len(table._table) == 4 and stats.ip_fragments_incomplete == 6
+    big = ipv4(*V4, 6, b"y" * 1200, ident=99, frag_offset=8, more_fragments=True)
+    table.add(big, ip_any(big, 0, len(big), 0), 1.0, lost)
+    assert table.held <= 1000
+    late = ipv4(*V4, 6, b"z" * 16, ident=100, frag_offset=8, more_fragments=True)
+    table.add(late, ip_any(late, 0, len(late), 0), 100.0, lost)  # all others timed out
+    assert len(table._table) == 1 and table.held == 16 and lost == []
 
 
 def test_skip_reasons_are_counted() -> None:
@@ -203,6 +267,16 @@ def test_nested_tunnels_stop_at_depth_limit() -> None:
     for _ in range(12):
         pkt = gre(pkt, 0x0800)
     events, stream = collect(io.BytesIO(pcap_bytes([ether(pkt)])))
+    assert events == [] and stream.stats.skipped == {"tunnel_too_deep": 1}
+
+
+def test_nested_udp_tunnels_stop_at_depth_limit_and_say_so() -> None:
+    """VXLAN in VXLAN ... deeper than the limit: counted as too deep (it was treated as
+    plain UDP to port 4789, and its TLS silently missed)."""
+    pkt = ether(seg4())
+    for _ in range(8):
+        pkt = ether(in_udp(4789, b"\x08\x00\x00\x00\x00\x00\x2a\x00", pkt))
+    events, stream = collect(io.BytesIO(pcap_bytes([pkt])))
     assert events == [] and stream.stats.skipped == {"tunnel_too_deep": 1}
 
 
@@ -231,17 +305,40 @@ def test_tcp_over_every_link_type_in_one_pcapng() -> None:
     """Same connection, each packet arriving through another encapsulation."""
     from capbuild import Pcapng
     c = Conv(client=V4[0:1] + (50000,), server=(V4[1], 443))  # type: ignore[arg-type]
-    pkts = c.handshake() + [c.c(b"one-"), c.c(b"two-"), c.c(b"three")]
-    ng = Pcapng().shb().idb(1).idb(113).idb(276).idb(101).idb(0).idb(109)
-    wraps = [ether, sll, sll2, lambda p: p, lambda p: null(p, 2), lambda p: null(p, 2, True)]
+    pkts = c.handshake() + [c.c(b"one-"), c.c(b"two-"), c.c(b"three-"), c.c(b"four-"),
+                            c.c(b"five")]
+    ng = Pcapng().shb().idb(1).idb(113).idb(276).idb(101).idb(0).idb(108).idb(109).idb(0)
+    wraps = [ether, sll, sll2, lambda p: p, lambda p: null(p, 2), lambda p: null(p, 2, True),
+             lambda p: struct.pack("<III", 2, 0x1001, 0) + p,  # enc: AF, SPI, flags
+             lambda p: null(p, 2, True)]  # a big-endian host's null header
     for i, p in enumerate(pkts):
         ng.epb(i, i, wraps[i](p))
     events, stream = collect(io.BytesIO(ng.bytes()))
-    assert streams(events)[0]["data"][0] == b"one-two-three"
-    assert stream.stats.link_types == {1: 1, 113: 1, 276: 1, 101: 1, 0: 1, 109: 1}
+    assert streams(events)[0]["data"][0] == b"one-two-three-four-five"
+    assert stream.stats.link_types == {1: 1, 113: 1, 276: 1, 101: 1, 0: 2, 108: 1, 109: 1}
 
 
-LINK_TYPES = [0, 1, 9, 12, 14, 50, 101, 105, 109, 113, 127, 228, 229, 276, 999]
+@pytest.mark.parametrize(("link_type", "header"), [
+    (108, struct.pack(">I", 2)), (108, struct.pack(">I", 24)), (108, struct.pack(">I", 30)),
+    (0, struct.pack("<I", 2)), (0, struct.pack(">I", 2)), (0, struct.pack("<I", 28)),
+    (109, struct.pack("<III", 2, 0x1001, 0x400)), (109, struct.pack(">III", 2, 0x1001, 0)),
+])
+def test_bsd_loopback_and_enc_link_types(link_type: int, header: bytes) -> None:
+    """LINKTYPE_LOOP (108) has a big-endian AF (it was read as 109 and skipped);
+    LINKTYPE_NULL (0) the capturing host's byte order; LINKTYPE_ENC (109) a 12-byte
+    header (AF, SPI, flags)."""
+    af = int.from_bytes(header[:4], "big" if link_type == 108 else "little")
+    if af > 0xFFFF:
+        af = int.from_bytes(header[:4], "big")
+    c = Conv(client=(V4[0], 50000), server=(V4[1], 443)) if af == 2 else \
+        Conv(client=(V6[0], 50000), server=(V6[1], 443))
+    pkts = c.handshake() + [c.c(b"hello over loop")]
+    events, stream = collect(io.BytesIO(pcap_bytes([header + p for p in pkts], link_type)))
+    assert streams(events)[0]["data"][0] == b"hello over loop"
+    assert stream.stats.skipped == {}
+
+
+LINK_TYPES = [0, 1, 9, 12, 14, 50, 101, 105, 108, 109, 113, 127, 228, 229, 276, 999]
 
 
 @settings(max_examples=300, deadline=None)
@@ -278,3 +375,23 @@ def test_mutated_packets_never_raise(prefix: bytes, tail: bytes,
         frames.append(bytes(b))
     _, stream = collect(io.BytesIO(pcap_bytes(frames)))
     assert stream.stats.packets == 4 and not stream.stats.warnings
+
+
+@settings(max_examples=150, deadline=None)
+@given(cuts=st.lists(st.integers(1, 19), min_size=1, max_size=6, unique=True),
+       order=st.randoms(use_true_random=False), dup=st.booleans(), v6=st.booleans())
+def test_fragments_in_any_order_with_duplicates_reassemble(cuts: list[int], order, dup: bool,
+                                                           v6: bool) -> None:
+    """Fragment offsets are multiples of 8: the datagram split at 8*cut, shuffled, one
+    fragment maybe twice, gives the segment once, whole."""
+    data = bytes(range(256))[:150]
+    src, dst = V6 if v6 else V4
+    payload = tcp(50000, 443, 1, 0, "PA", data, src=src, dst=dst)
+    frags = (_frag6 if v6 else _frag4)(payload, sorted(8 * c for c in cuts
+                                                      if 8 * c < len(payload)))
+    if dup:
+        frags.append(frags[0])
+    order.shuffle(frags)
+    events, stream = collect(io.BytesIO(pcap_bytes([ether(f) for f in frags])))
+    assert streams(events)[0]["data"][0] == data
+    assert stream.stats.ip_reassembled == 1 and stream.stats.ip_fragments_incomplete == 0

@@ -154,21 +154,53 @@ def test_sequence_wraparound(isn: int) -> None:
     assert stream.stats.tcp_gaps == 0 and stream.stats.tcp_retransmissions == 0
 
 
-def test_rst_closes_and_flushes_and_later_data_is_ignored() -> None:
+def test_rst_lingers_for_the_peers_in_flight_data_then_closes() -> None:
+    """Data the peer sent before it saw a RST is captured after it (tshark reads it): the
+    connection stays open RST_LINGER seconds of capture time for it, then closes as "rst"
+    at the RST's frame; later data is ignored."""
+    from tlsprobe.capture.tcp import RST_LINGER
     c = Conv()
     hs = c.handshake()
     a = c.c(b"aaaa")
     c.c(b"bbbb")  # lost
     d = c.c(b"cccc")
     rst = c.s(b"", "R")
-    late = c.c(b"dddd")
-    events, stream = run(hs + [a, d, rst, late])
+    late = c.c(b"dddd")  # in flight when the server reset
+    other = Conv(client=("10.0.0.9", 41000))
+    too_late = c.c(b"eeee")
+    frames = [(1000.0 + i, ether(p)) for i, p in enumerate(hs + [a, d, rst, late])]
+    frames += [(1006.0 + RST_LINGER + 1, ether(other.syn())),
+               (1006.0 + RST_LINGER + 2, ether(too_late))]
+    events, stream = collect(io.BytesIO(pcap_bytes(frames)))
     s0 = streams(events)[0]
     assert s0["close"] == "rst"
-    assert s0["data"][0] == b"aaaacccc" and s0["gaps"][0] == [(4, 4)]
-    closes = [e for e in events if isinstance(e, StreamClose)]
-    assert len(closes) == 1 and closes[0].frame == 6
+    assert s0["data"][0] == b"aaaaccccdddd" and s0["gaps"][0] == [(4, 4)]
+    closes = [e for e in events if isinstance(e, StreamClose) and e.conn.id == 0]
+    assert len(closes) == 1 and (closes[0].frame, closes[0].ts) == (6, 1005.0)
+    assert events.index(closes[0]) < events.index(
+        next(e for e in events if isinstance(e, StreamOpen) and e.conn.id == 1))
     assert stream.stats.tcp_after_close == 1
+
+
+def test_rst_without_data_or_after_the_peers_fin_closes_at_once() -> None:
+    c = Conv()
+    events, _ = run(c.handshake() + [c.s(b"", "R"), c.c(b"late")])
+    assert streams(events)[0]["close"] == "rst" and streams(events)[0]["data"] == [b"", b""]
+    c = Conv()
+    pkts = c.handshake() + [c.c(b"hello"), c.s(b"bye"), c.s(b"", "FA"), c.c(b"", "R"),
+                            c.s(b"late")]
+    events, stream = run(pkts)
+    assert streams(events)[0]["data"] == [b"hello", b"bye"]
+    assert stream.stats.tcp_after_close == 1
+
+
+def test_rst_then_the_peers_fin_closes() -> None:
+    c = Conv()
+    pkts = c.handshake() + [c.c(b"hello"), c.c(b"", "R"), c.s(b"in-flight"), c.s(b"", "FA")]
+    events, _ = run(pkts)
+    closes = [e for e in events if isinstance(e, StreamClose)]
+    assert streams(events)[0]["data"] == [b"hello", b"in-flight"]
+    assert [(e.reason, e.frame) for e in closes] == [("rst", 5)]
 
 
 def test_tuple_reuse_after_close_is_a_new_connection() -> None:

@@ -5,11 +5,15 @@
 packet is skipped; the caller counts reasons).  ``proto`` is 6 (TCP) or 17 (UDP); the source
 address is ``buf[addr_off:addr_off+addr_len]`` and the destination follows it; the transport
 header and payload are ``buf[l4_off:l4_end]``; ``cut`` is how many bytes of the IP packet the
-capture did not keep (snaplen), or -1 for a first IP fragment (rest of it unknown).
+capture did not keep (snaplen, or a length field claiming more than the frame holds).  An IP
+fragment comes back as ``(FRAGMENT_V4 or FRAGMENT_V6, ip_off, ip_end, depth, at, cut)``
+(``at``: the IPv4 payload or the IPv6 fragment header) for fragments.py to reassemble; the
+packet it completes is decoded again with `ip_any`.
 Nothing is copied: these functions sit on the per-packet path.
 
-Link types: Ethernet (1) with 802.1Q/QinQ tags, 802.3 SNAP, PPPoE and MPLS; BSD null (0)
-and OpenBSD loop (109) with AF values in either byte order; raw IP (101, 12, 14, 228, 229);
+Link types: Ethernet (1) with 802.1Q/QinQ tags, 802.3 SNAP, PPPoE and MPLS; BSD null (0,
+AF in the capturing host's byte order, so either), OpenBSD loop (108, AF big-endian) and
+OpenBSD enc (109, a 12-byte header: AF, SPI, flags); raw IP (101, 12, 14, 228, 229);
 Linux cooked SLL (113) and SLL2 (276); PPP (9, 50); 802.11 data frames (105, radiotap 127,
 Centrino EtherType 0x2452) when they are not encrypted.  Tunnels: IP-in-IP, 6in4, GRE (with
 transparent Ethernet bridging, ERSPAN types I-III, PPTP's PPP), VXLAN (UDP 4789), GENEVE
@@ -18,22 +22,25 @@ transparent Ethernet bridging, ERSPAN types I-III, PPTP's PPP), VXLAN (UDP 4789)
 
 from __future__ import annotations
 
+from tlsprobe.capture.events import FRAGMENT_V4, FRAGMENT_V6, MAX_TUNNEL_DEPTH
+
 Decoded = tuple[int, int, int, int, int, int] | str
 
 LINKTYPE_NULL, LINKTYPE_ETHERNET, LINKTYPE_PPP, LINKTYPE_RAW = 0, 1, 9, 101
-LINKTYPE_PPP_HDLC, LINKTYPE_LOOP, LINKTYPE_SLL, LINKTYPE_SLL2 = 50, 109, 113, 276
+LINKTYPE_PPP_HDLC, LINKTYPE_SLL, LINKTYPE_SLL2 = 50, 113, 276
+LINKTYPE_LOOP, LINKTYPE_ENC = 108, 109  # OpenBSD: loopback, IPsec enc(4)
 LINKTYPE_IPV4, LINKTYPE_IPV6 = 228, 229
 LINKTYPE_IEEE802_11, LINKTYPE_RADIOTAP = 105, 127
 LINK_TYPE_NAMES = {0: "null", 1: "ethernet", 9: "ppp", 12: "raw", 14: "raw", 50: "ppp_hdlc",
-                   101: "raw", 105: "ieee802_11", 109: "loop", 113: "linux_sll", 127: "radiotap",
-                   228: "ipv4", 229: "ipv6", 276: "linux_sll2"}
+                   101: "raw", 105: "ieee802_11", 108: "loop", 109: "enc", 113: "linux_sll",
+                   127: "radiotap", 228: "ipv4", 229: "ipv6", 276: "linux_sll2"}
 
 _VLAN_TYPES = frozenset((0x8100, 0x88A8, 0x9100, 0x9200, 0x9300))
 _AF_INET6 = frozenset((10, 24, 28, 30))
 _IPV6_EXT = frozenset((0, 43, 60, 135, 139, 140))  # hop-by-hop, routing, dest opts, ...
 UDP_VXLAN, UDP_GENEVE, UDP_GTPU = 4789, 6081, 2152
 _UDP_TUNNELS = frozenset((UDP_VXLAN, UDP_GENEVE, UDP_GTPU))
-MAX_DEPTH = 6  # nested encapsulations followed
+MAX_DEPTH = MAX_TUNNEL_DEPTH  # nested encapsulations followed
 
 
 def decode(link_type: int, buf: bytes, start: int, end: int) -> Decoded:
@@ -42,16 +49,20 @@ def decode(link_type: int, buf: bytes, start: int, end: int) -> Decoded:
         return ether(buf, start, end, 0)
     if link_type in (LINKTYPE_RAW, 12, 14, LINKTYPE_IPV4, LINKTYPE_IPV6):
         return ip_any(buf, start, end, 0)
-    if link_type == LINKTYPE_NULL or link_type == LINKTYPE_LOOP:
-        if end - start < 4:
+    if link_type == LINKTYPE_NULL or link_type == LINKTYPE_LOOP or link_type == LINKTYPE_ENC:
+        hlen = 12 if link_type == LINKTYPE_ENC else 4
+        if end - start < hlen:
             return "truncated"
-        af = int.from_bytes(buf[start:start + 4], "little")
-        if af > 0xFFFF:
+        if link_type == LINKTYPE_LOOP:
             af = int.from_bytes(buf[start:start + 4], "big")
+        else:  # host byte order of the capturing machine: an AF value is small
+            af = int.from_bytes(buf[start:start + 4], "little")
+            if af > 0xFFFF:
+                af = int.from_bytes(buf[start:start + 4], "big")
         if af == 2:
-            return ipv4(buf, start + 4, end, 0)
+            return ipv4(buf, start + hlen, end, 0)
         if af in _AF_INET6:
-            return ipv6(buf, start + 4, end, 0)
+            return ipv6(buf, start + hlen, end, 0)
         return "non_ip"
     if link_type == LINKTYPE_SLL:
         if end - start < 16:
@@ -113,8 +124,8 @@ def ethertype(etype: int, buf: bytes, off: int, end: int, depth: int) -> Decoded
         return ppp(buf, off + 6, min(end, off + 6 + length), depth)
     if etype == 0x8847 or etype == 0x8848:
         return mpls(buf, off, end, depth)
-    if etype == 0x2452 and depth < MAX_DEPTH:  # Intel Centrino: an 802.11 frame follows
-        return wlan(buf, off, end, depth + 1)
+    if etype == 0x2452:  # Intel Centrino: an 802.11 frame follows
+        return wlan(buf, off, end, depth + 1) if depth < MAX_DEPTH else "tunnel_too_deep"
     return "non_ip"
 
 
@@ -181,8 +192,8 @@ def mpls(buf: bytes, off: int, end: int, depth: int) -> Decoded:
     nibble = buf[off] >> 4
     if nibble == 4 or nibble == 6:
         return ip_any(buf, off, end, depth)
-    if nibble == 0 and depth < MAX_DEPTH:  # pseudowire control word, then Ethernet
-        return ether(buf, off + 4, end, depth + 1)
+    if nibble == 0:  # pseudowire control word, then Ethernet
+        return ether(buf, off + 4, end, depth + 1) if depth < MAX_DEPTH else "tunnel_too_deep"
     return "non_ip"
 
 
@@ -218,15 +229,15 @@ def ipv4(buf: bytes, off: int, end: int, depth: int) -> Decoded:
     l4 = off + ihl
     if l4 > ip_end:
         return "truncated"
-    if frag:
-        if frag & 0x1FFF:
-            return "ip_fragment"
-        cut = -1  # first fragment: the rest of the datagram is elsewhere
+    if frag:  # a fragment: reassembled by the caller (fragments.py), then decoded again
+        return FRAGMENT_V4, off, ip_end, depth, l4, cut
     proto = buf[off + 9]
     if proto == 6 or proto == 17:
-        if proto == 17 and ip_end - l4 >= 8 and depth < MAX_DEPTH:
+        if proto == 17 and ip_end - l4 >= 8:
             dport = (buf[l4 + 2] << 8) | buf[l4 + 3]
             if dport in _UDP_TUNNELS:
+                if depth >= MAX_DEPTH:
+                    return "tunnel_too_deep"
                 inner = udp_tunnel(dport, buf, l4 + 8, ip_end, depth + 1)
                 if inner is not None:
                     return inner
@@ -257,11 +268,9 @@ def ipv6(buf: bytes, off: int, end: int, depth: int) -> Decoded:
         elif nh == 44:  # fragment header
             if ip_end - l4 < 8:
                 return "truncated"
-            if ((buf[l4 + 2] << 8) | buf[l4 + 3]) & 0xFFF8:
-                return "ip_fragment"
-            if buf[l4 + 3] & 1:
-                cut = -1
-            nh, l4 = buf[l4], l4 + 8
+            if ((buf[l4 + 2] << 8) | buf[l4 + 3]) & 0xFFF9:  # offset or M: a real fragment
+                return FRAGMENT_V6, off, ip_end, depth, l4, cut
+            nh, l4 = buf[l4], l4 + 8  # an atomic fragment (RFC 6946): the whole packet
         elif nh == 51:  # authentication header
             if ip_end - l4 < 2:
                 return "truncated"
@@ -272,9 +281,11 @@ def ipv6(buf: bytes, off: int, end: int, depth: int) -> Decoded:
             return "truncated"
     else:
         return "bad_ip_header"
-    if nh == 17 and ip_end - l4 >= 8 and depth < MAX_DEPTH:
+    if nh == 17 and ip_end - l4 >= 8:
         dport = (buf[l4 + 2] << 8) | buf[l4 + 3]
         if dport in _UDP_TUNNELS:
+            if depth >= MAX_DEPTH:
+                return "tunnel_too_deep"
             inner = udp_tunnel(dport, buf, l4 + 8, ip_end, depth + 1)
             if inner is not None:
                 return inner

@@ -131,6 +131,17 @@ Event = StreamOpen | StreamData | StreamGap | StreamSkipped | StreamClose | Data
 SECRETS_TLS_KEYLOG = 0x544C534B
 
 
+MAX_TUNNEL_DEPTH = 6  # nested encapsulations followed (decode.py)
+FRAGMENT_V4, FRAGMENT_V6 = -4, -6  # decode.py's "protocol" of an IP fragment
+#: link types netmon.py gives Network Monitor's own records (network types 0xFFE0-0xFFFF:
+#: events, network and process information, DNS cache, filter): no traffic, not a loss
+NETMON_METADATA = 0x10000 + 0xFFE0
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 class CaptureWarning(NamedTuple):
     """Why reading stopped early (or something odd was met), and where in the file."""
 
@@ -151,6 +162,12 @@ class CaptureStats:
     skipped: dict[str, int] = field(default_factory=dict)
     snaplen_cut: int = 0
     ip_first_fragments: int = 0
+    ip_fragments: int = 0
+    ip_reassembled: int = 0
+    ip_fragments_incomplete: int = 0
+    ip_fragment_bytes_lost: int = 0
+    ip_fragment_duplicates: int = 0
+    ip_length_exceeds_packet: int = 0
     tcp_connections: int = 0
     tcp_segments: int = 0
     tcp_retransmissions: int = 0
@@ -173,6 +190,34 @@ class CaptureStats:
     def warn(self, offset: int, message: str) -> None:
         self.warnings.append(CaptureWarning(offset, message))
 
+    def losses(self) -> list[str]:
+        """One line per kind of packet whose data was skipped for a reason other than the
+        snaplen (that one has its own wording): said as notes, and `tlsprobe pcap` exits
+        7, so that "no TLS found" is never said over data that was not read."""
+        out = []
+        skipped = self.skipped
+        n = skipped.get("bad_interface_id", 0)
+        if n:
+            out.append(f"{_count(n, 'packet')} on an interface no pcapng interface block "
+                       "defines (skipped)")
+        for reason, n in sorted(skipped.items()):
+            if reason.startswith("link_type_") and not \
+                    NETMON_METADATA <= int(reason[10:]) < NETMON_METADATA + 0x20:
+                out.append(f"{_count(n, 'packet')} of link type {reason[10:]}, which tlsprobe "
+                           "does not read (skipped)")
+        n = skipped.get("tunnel_too_deep", 0)
+        if n:
+            out.append(f"{_count(n, 'packet')} encapsulated deeper than {MAX_TUNNEL_DEPTH} "
+                       "levels (skipped)")
+        if self.ip_length_exceeds_packet:
+            out.append(f"{_count(self.ip_length_exceeds_packet, 'packet')} whose IP length "
+                       "exceeds the bytes on the wire (the bytes present were read)")
+        if self.ip_fragments_incomplete:
+            out.append(f"{_count(self.ip_fragments_incomplete, 'IP datagram')} whose "
+                       f"fragments never all arrived ({_count(self.ip_fragment_bytes_lost, 'byte')}"
+                       " skipped; first fragments read)")
+        return out
+
     @property
     def complete(self) -> bool:
         """True when the whole file was read without a warning."""
@@ -185,6 +230,11 @@ class CaptureStats:
             "link_types": {str(k): v for k, v in sorted(self.link_types.items())},
             "skipped": dict(sorted(self.skipped.items())), "snaplen_cut": self.snaplen_cut,
             "ip_first_fragments": self.ip_first_fragments,
+            "ip_fragments": {"fragments": self.ip_fragments, "reassembled": self.ip_reassembled,
+                             "incomplete": self.ip_fragments_incomplete,
+                             "bytes_lost": self.ip_fragment_bytes_lost,
+                             "duplicates": self.ip_fragment_duplicates},
+            "ip_length_exceeds_packet": self.ip_length_exceeds_packet,
             "tcp": {"connections": self.tcp_connections, "segments": self.tcp_segments,
                     "retransmissions": self.tcp_retransmissions, "overlaps": self.tcp_overlaps,
                     "overlap_conflicts": self.tcp_overlap_conflicts,

@@ -27,6 +27,7 @@ from tlsprobe.capture.events import (
     StreamGap,
     StreamOpen,
 )
+from tlsprobe.capture.fragments import FragmentTable
 from tlsprobe.capture.netmon import NetmonReader, is_netmon_magic
 from tlsprobe.capture.pcap import PacketRecord, PcapReader, is_pcap_magic
 from tlsprobe.capture.pcapng import SECRETS_RECORD, PcapngReader, is_pcapng_magic
@@ -102,6 +103,7 @@ class CaptureStream:
         self._tcp = TcpTracker(self.stats, self._out, max_pending_bytes=max_pending_bytes,
                                max_total_pending_bytes=max_total_pending_bytes,
                                max_connections=max_connections, max_closed=max_closed)
+        self._frags = FragmentTable(self.stats)
         self._gen = self._run()
 
     # -- public surface -------------------------------------------------------------------
@@ -182,7 +184,7 @@ class CaptureStream:
         ts, frame = 0.0, 0
         in_order = 0  # segments delivered (or counted) on the fast path
         try:
-            for frame, ts, lt, buf, start, end, _orig in packets:
+            for frame, ts, lt, buf, start, end, orig in packets:
                 if lt == 1 and end - start >= 54:
                     etype, vihl, total, frag, proto, seq, doff, flags = fast(buf, start)
                     if (etype == 0x0800 and vihl == 0x45 and proto == 6 and doff >= 0x50
@@ -223,9 +225,10 @@ class CaptureStream:
                             while out:
                                 yield pop(0)
                             continue
-                other(lt, buf, start, end, ts, frame)
+                other(lt, buf, start, end, ts, frame, orig)
                 while out:
                     yield pop(0)
+            self._frags.finish(ts, frame, self._transport)
             tcp.finish(ts, frame)
             while out:
                 yield pop(0)
@@ -261,7 +264,7 @@ class CaptureStream:
                         break
                     buf, pos = got
                     end = len(buf)
-                sec, frac, incl, _orig = unpack(buf, pos)
+                sec, frac, incl, orig = unpack(buf, pos)
                 if incl > limit:
                     reader.too_long(pos, incl)
                     break
@@ -320,9 +323,10 @@ class CaptureStream:
                             while out:
                                 yield pop(0)
                             continue
-                other(1, buf, start, pos, sec + frac * scale, frame)
+                other(1, buf, start, pos, sec + frac * scale, frame, orig)
                 while out:
                     yield pop(0)
+            self._frags.finish(sec + frac * scale, frame, self._transport)
             tcp.finish(sec + frac * scale, frame)
             while out:
                 yield pop(0)
@@ -333,8 +337,10 @@ class CaptureStream:
             self._opened.close()
 
     def _other(self, lt: int, buf: bytes, start: int, end: int, ts: float,
-               frame: int) -> None:
-        """A packet off the fast path: any link type, IPv6, tunnels, UDP, odd TCP."""
+               frame: int, orig: int) -> None:
+        """A packet off the fast path: any link type, IPv6, tunnels, fragments, UDP, odd
+        TCP. `orig`: the packet's length on the wire (more than ``end - start`` when the
+        snaplen cut it)."""
         if lt == SECRETS_RECORD:
             self._out.append(self._reader.secrets[-1])
             return
@@ -343,6 +349,19 @@ class CaptureStream:
             skipped = self.stats.skipped
             skipped[r] = skipped.get(r, 0) + 1
             return
+        cut = r[5]
+        if cut > 0 and cut > orig - (end - start):
+            # the IP length claims more than the frame held on the wire: not a snaplen cut
+            # (tshark reads the bytes that are there); only the snaplen's share is a gap
+            self.stats.ip_length_exceeds_packet += 1
+            r = (*r[:5], max(0, orig - (end - start)))
+        if r[0] < 0:
+            self._frags.read(buf, r, ts, frame, self._transport)
+            return
+        self._transport(buf, r, ts, frame)
+
+    def _transport(self, buf: bytes, r: tuple[int, int, int, int, int, int], ts: float,
+                   frame: int) -> None:
         proto, addr_off, alen, l4, l4end, cut = r
         if proto == 6:
             self._tcp.segment(buf, addr_off, alen, l4, l4end, cut, ts, frame)

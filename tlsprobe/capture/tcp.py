@@ -13,6 +13,8 @@ The TLS layer may decide better from content and call `swap(conn_id)`.
 A SYN on a 4-tuple whose connection is closed, or with another initial sequence number,
 starts a new connection.  Closed connections are remembered for a while (the newest
 ``max_closed`` of them) so that late retransmissions do not look like new connections.
+A RST closes a connection that carried data only after `RST_LINGER` seconds of capture
+time (or its peer's FIN or RST): the peer's bytes still in flight are read.
 When ``max_connections`` open connections are tracked, the least recently used eighth is
 evicted (closed with reason "evicted", counted).
 """
@@ -22,7 +24,7 @@ from __future__ import annotations
 import heapq
 import socket
 import struct
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from functools import partial
 from operator import attrgetter
 from typing import Any
@@ -47,13 +49,28 @@ _new_open = partial(tuple.__new__, StreamOpen)
 _new_close = partial(tuple.__new__, StreamClose)
 
 
+RST_LINGER = 2.0  # seconds of capture time a reset connection still takes in-flight data
+
+
+def _carried_data(conn: Connection) -> bool:
+    """Whether either direction sent payload (or was seen mid-stream): a connection reset
+    before any data has nothing in flight worth waiting for."""
+    for half in conn.halves:
+        if half.next_seq is not None and (half.isn is None or
+                                          half.next_seq != (half.isn + 1) & MASK):
+            return True
+        if half.pending:
+            return True
+    return False
+
+
 def ip_text(raw: bytes) -> str:
     """Address as tshark prints it (IPv6 compressed, no brackets)."""
     return socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, raw)
 
 
 class Connection:
-    __slots__ = ("closed", "closing", "flow_keys", "halves", "key", "last")
+    __slots__ = ("closed", "closing", "flow_keys", "halves", "key", "last", "reset")
 
     def __init__(self, key: ConnKey, flow_keys: tuple[bytes, bytes], last: int) -> None:
         self.key = key
@@ -62,6 +79,7 @@ class Connection:
         self.closed = False
         self.closing = False  # both FINs seen; closes once nothing is missing
         self.flow_keys = flow_keys
+        self.reset: tuple[float, int] | None = None  # (ts, frame) of a RST still lingering
 
 
 class TcpTracker(Reassembler):
@@ -77,6 +95,7 @@ class TcpTracker(Reassembler):
         self.closed: OrderedDict[int, Connection] = OrderedDict()  # oldest first
         self._next_id = 0
         self._texts: dict[bytes, str] = {}
+        self._resets: deque[Connection] = deque()  # reset connections still open, by RST
 
     # -- per packet -----------------------------------------------------------------------
     def segment(self, buf: bytes, addr_off: int, alen: int, l4: int, l4end: int, cut: int,
@@ -149,6 +168,8 @@ class TcpTracker(Reassembler):
                 ts: float, frame: int) -> None:
         """Segments with SYN, FIN or RST, and the first segment of an unknown flow (`half`:
         the flow's entry, None when unknown)."""
+        if self._resets:
+            self._sweep(ts)
         data = buf[pstart:l4end]
         if flags & SYN:
             if flags & RST:
@@ -182,6 +203,9 @@ class TcpTracker(Reassembler):
             self.stats.tcp_segments += 1
             self.data(half, seq, data, cut, ts, frame)
         if flags & RST:
+            self._rst(conn, half, ts, frame)
+            return
+        if flags & FIN and conn.reset is not None:  # the peer of a RST ends too
             self.close(conn, "rst", ts, frame)
             return
         if flags & FIN:
@@ -194,6 +218,34 @@ class TcpTracker(Reassembler):
                 conn.closing = True
         if conn.closing and conn.halves[0].complete and conn.halves[1].complete:
             self.close(conn, "fin", ts, frame)
+
+    def _rst(self, conn: Connection, half: HalfStream, ts: float, frame: int) -> None:
+        """A RST. Bytes its peer had already sent are still in flight and often captured
+        after it (a client that resets after the ServerHello: the certificate and key
+        exchange follow), so a connection that carried data stays open for `RST_LINGER`
+        seconds of capture time, or until its peer also sends FIN or RST, to read them
+        (as tshark does); then it closes as "rst" with the RST's time and frame."""
+        peer = conn.halves[1 - half.direction]
+        if conn.reset is not None or peer.fin_seq is not None and peer.complete or \
+                not _carried_data(conn):
+            self.close(conn, "rst", ts, frame)
+            return
+        conn.reset = (ts, frame)
+        if half.pending:
+            self.flush(half, ts, frame)
+        self._resets.append(conn)
+
+    def _sweep(self, ts: float) -> None:
+        """Close the reset connections whose linger time has passed."""
+        resets = self._resets
+        while resets:
+            conn = resets[0]
+            reset = conn.reset
+            if not conn.closed and reset is not None and ts - reset[0] <= RST_LINGER:
+                return
+            resets.popleft()
+            if not conn.closed:
+                self.close(conn, "rst", *reset)  # type: ignore[misc]
 
     def _same_syn(self, half: HalfStream, seq: int, flags: int, ack: int) -> bool:
         """Whether a SYN belongs to the connection this flow maps to (else: a new one)."""
@@ -261,9 +313,13 @@ class TcpTracker(Reassembler):
         return text
 
     def close(self, conn: Connection, reason: str, ts: float, frame: int) -> None:
-        """Flush both directions (gaps for what never came) and emit StreamClose."""
+        """Flush both directions (gaps for what never came) and emit StreamClose (a
+        connection that was reset closes as "rst" at its RST, whatever ends it)."""
         if conn.closed:
             return
+        if conn.reset is not None:
+            reason = "rst"
+            ts, frame = conn.reset
         for half in conn.halves:
             if half.pending or half.fin_seq is not None and half.next_seq is not None and \
                     half.next_seq != half.fin_seq:

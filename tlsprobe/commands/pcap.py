@@ -2,8 +2,8 @@
 
 Connections are found by content (not by port), read as a stream (memory stays flat), and
 described with the live probe's words: `--msg` prints each connection's records exactly as
-`tlsprobe HOST --msg` does. Exit code 7 when a capture is damaged (what could be read is
-still reported).
+`tlsprobe HOST --msg` does. Exit code 7 when a capture is damaged or some of its data could
+not be read (what could be read is still reported, and what was not is said).
 """
 
 from __future__ import annotations
@@ -266,8 +266,9 @@ def _nothing_found(summaries: list[dict[str, Any]]) -> str:
 def run(args: argparse.Namespace) -> int:
     """Read every capture in turn. A capture that cannot be read at all (not a capture,
     empty, corrupt gzip, unreadable) is one line on stderr and the others are still read;
-    the exit code is then 2 (usage: unreadable file), else 7 when a capture was damaged
-    (what could be read is reported), else 0."""
+    the exit code is then 2 (usage: unreadable file), else 7 when a capture was damaged or
+    holds data that was not read (snaplen cuts, packets skipped: what could be read is
+    reported), else 0."""
     import gc
 
     from tlsprobe.capture import CaptureError
@@ -352,8 +353,10 @@ def _missing(path: str) -> str | None:
 def _warn(name: str, summary: Any, full: bool = False) -> bool:
     """One line on stderr for a damaged capture; True when there was something to say.
     Notes (a key log that matched nothing, messages lost in capture gaps) are said as
-    `tlsprobe: note:` lines and do not make the exit code."""
-    for note in summary.notes:
+    `tlsprobe: note:` lines and do not make the exit code; losses (packets skipped: unknown
+    link type or interface, too deep, fragments never completed) are note lines too and
+    make it 7."""
+    for note in summary.notes + summary.losses:
         print(f"tlsprobe: note: {shown(f'{name}: {note}')}", file=sys.stderr)
     problems = list(summary.warnings)
     cut = summary.capture.get("snaplen_cut", 0)
@@ -361,7 +364,7 @@ def _warn(name: str, summary: Any, full: bool = False) -> bool:
         problems.append(f"{cut} packets cut short by the capture's snaplen (their missing "
                         "bytes are gaps)")
     if not problems:
-        return False
+        return bool(summary.losses)  # data the capture holds was not read: exit 7
     more = f" (+{len(problems) - 1} more; --full names them)" if len(problems) > 1 else ""
     if full:
         problems, more = ["; ".join(problems)], ""

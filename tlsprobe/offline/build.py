@@ -250,10 +250,10 @@ def _derive(f: Facts, transport: str) -> tuple:  # type: ignore[type-arg]
     sh = f.server_hello
     prints = Fingerprints()
     if hello is not None or sh is not None:
-        j3 = fingerprints.ja3(hello) if hello is not None and not hello.sslv2 else (None, None)
+        whole = hello is not None and not hello.sslv2 and not hello.partial
+        j3 = fingerprints.ja3(hello) if whole else (None, None)  # type: ignore[arg-type]
         j3s = fingerprints.ja3s(sh) if sh is not None else (None, None)
-        j4 = fingerprints.ja4(hello, transport) if hello is not None and not hello.sslv2 \
-            else (None, None)
+        j4 = fingerprints.ja4(hello, transport) if whole else (None, None)  # type: ignore[arg-type]
         prints = _fingerprints(j3, j3s, j4)
     alpn = sh.alpn if sh is not None and sh.alpn is not None else f.alpn_ee
     scheme = f.signature_scheme
@@ -290,7 +290,7 @@ def _shape(f: Facts, transport: str) -> tuple:  # type: ignore[type-arg]
             (sh[0],) + sh[3:] if sh else None, (hrr[0],) + hrr[3:] if hrr else None,
             f.ske, f.cke_length, f.tls13, f.ccs[0], f.ccs[1], f.key_exchange,
             tuple(f.certificates), tuple(f.alerts), tuple(f.messages), f.more_messages,
-            f.ticket_lifetime, f.alpn_ee, f.signature_scheme, f.sslv2_server)
+            f.ticket_lifetime, f.alpn_ee, f.signature_scheme, f.sslv2_server, f.framing)
 
 
 def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> ConnectionReport:
@@ -331,7 +331,8 @@ def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> Connecti
         _printable(preamble) if preamble else None, gap_bytes, tuple(f.problems),
         compression_cp(f.server_hello.compression_method)
         if f.server_hello is not None and f.server_hello.compression_method else None,
-        sslv2_specs(hellos[0].sslv2_cipher_specs) if hellos and hellos[0].sslv2 else ()))
+        sslv2_specs(hellos[0].sslv2_cipher_specs) if hellos and hellos[0].sslv2 else (),
+        f.framing))
 
 
 _REPORT_FIELDS = tuple(field.name for field in dataclasses.fields(ConnectionReport))

@@ -43,12 +43,12 @@ class Connection:
         self.nbytes = [0, 0]
         self.gap_bytes = 0
 
-    def gap(self, direction: int, size: int) -> None:
+    def gap(self, direction: int, size: int, ts: float = 0.0, frame: int = 0) -> None:
         self.gap_bytes += size
         self.facts.lost(direction, size)
         half = self.halves[direction]
         if not half.counting:
-            self.reader.gap(half)
+            self.reader.gap(half, ts, frame)
 
     def skipped(self, direction: int, size: int, gaps: int, ts: float, frame: int) -> None:
         """What the capture counted for this direction once the connection was ignored."""
@@ -68,7 +68,23 @@ class Connection:
     def is_tls(self) -> bool:
         f = self.facts
         return bool(f.client_hellos or f.server_hellos or f.alerts or
-                    any(h.aligner.state in ("aligned", "resync") for h in self.halves))
+                    any(h.aligner.state in ("aligned", "resync") or h.aligner.tunnel
+                        is not None for h in self.halves))
+
+    def _framing(self) -> None:
+        """TLS unwrapped from OpenVPN: said in the report, and why when it could not be
+        read (an OpenVPN connection is listed even then, never silently absent)."""
+        tunnels = [h.aligner.tunnel for h in self.halves if h.aligner.tunnel is not None]
+        if not tunnels:
+            return
+        self.facts.framing = "openvpn"
+        why = next((t.unreadable for t in tunnels if t.unreadable is not None), None)
+        if why is None and not self.facts.client_hellos and \
+                all(t.hmac is None for t in tunnels):
+            from tlsprobe.offline.openvpn import TLS_CRYPT
+            why = "no TLS record found in the control channel: " + TLS_CRYPT
+        if why is not None:
+            self.facts.problem(f"OpenVPN: {why}")
 
     def report(self, file: str, close: str | None) -> ConnectionReport:
         k = self.key
@@ -79,6 +95,7 @@ class Connection:
             file, k.id, "tcp", "tls", k.client_ip, k.client_port, k.server_ip, k.server_port,
             self.first_frame, self.last_frame, self.first_ts, self.last_ts, self.nbytes[0],
             self.nbytes[1], close, midstream, preamble[:256], self.gap_bytes))
+        self._framing()
         if self.facts.handshake_gap[1]:
             missing = self.facts.missing_server_key_exchange()
             if missing is not None:

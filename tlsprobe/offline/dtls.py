@@ -136,7 +136,9 @@ class DtlsTracker:
         self.open: OrderedDict[tuple[Any, ...], Conversation] = OrderedDict()
         self.connections = 0
 
-    def datagram(self, ev: Datagram) -> Iterator[Any]:
+    def datagram(self, ev: Datagram, framing: str | None = None) -> Iterator[Any]:
+        """One datagram (its DTLS records; `framing`: what they were unwrapped from, said
+        in the report of a conversation it starts)."""
         src, dst = (ev.src, ev.sport), (ev.dst, ev.dport)
         conv, direction = None, CLIENT
         for key in ((src, dst), (dst, src)):
@@ -151,6 +153,7 @@ class DtlsTracker:
                     records[0][3][:1] != b"\x01":
                 return
             conv = Conversation(self.connections, src, dst, ev.ts, ev.frame)
+            conv.facts.framing = framing
             self.connections += 1
             self.open[(src, dst)] = conv
             if len(self.open) > MAX_CONVERSATIONS:

@@ -59,6 +59,7 @@ class Facts:
         "dtls",
         "encrypted",
         "finished",
+        "framing",
         "handshake_gap",
         "hrr",
         "key_exchange",
@@ -83,6 +84,7 @@ class Facts:
         self.client_hellos: list[ClientHelloInfo] = []
         self.server_hellos: list[ServerHelloInfo] = []
         self.server_hello: ServerHelloInfo | None = None
+        self.framing: str | None = None  # TLS carried inside another protocol ("openvpn")
         self.hrr: ServerHelloInfo | None = None
         self.version: int | None = None
         self.cipher_suite: int | None = None
@@ -228,12 +230,35 @@ class Facts:
             elif t == FIN and decrypted:
                 self.finished[direction] = True
         except DecodeError as exc:
-            self.problem(f"malformed {_name(t)} from the {_side(direction)}: {exc}")
+            if t == CH and direction == CLIENT and self._partial_hello(msg, ts, frame):
+                self.problem(f"malformed ClientHello from the client: {exc} (the fields "
+                             "before it are reported)")
+            else:
+                self.problem(f"malformed {_name(t)} from the {_side(direction)}: {exc}")
         if len(self.messages) < MAX_MESSAGES:
             self.messages.append((direction, t, t == SH and self.hrr is not None and
                                   self.server_hello is None, decrypted))
         else:
             self.more_messages += 1
+
+    def _partial_hello(self, msg: bytes, ts: float, frame: int) -> bool:
+        """A ClientHello that is malformed or cut: its whole fields count (True when any)."""
+        from tlsprobe.offline.hello_partial import partial_client_hello
+        info = partial_client_hello(msg)
+        if info is None:
+            return False
+        self._client_hello(info, ts, frame)
+        return True
+
+    def cut_client_hello(self, msg: bytes, ts: float, frame: int) -> None:
+        """The start of a ClientHello whose rest the capture lost (snaplen, gap): its whole
+        fields are reported and the cut is said."""
+        if self.client_hellos or not self._partial_hello(msg, ts, frame):
+            return
+        declared = 4 + int.from_bytes(msg[1:4], "big")
+        self.problem(f"ClientHello cut short by the capture ({len(msg)} of {declared} bytes "
+                     "captured): the fields before the cut are reported")
+        self._note(CLIENT, CH, False, False)
 
     def _note(self, direction: int, t: int, hrr: bool, decrypted: bool) -> None:
         if len(self.messages) < MAX_MESSAGES:

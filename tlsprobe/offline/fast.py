@@ -87,15 +87,26 @@ class FastReader:
         """No trace from this reader (the Flow reader keeps one)."""
         return None
 
-    def gap(self, half: FastHalf) -> None:
+    def gap(self, half: FastHalf, ts: float = 0.0, frame: int = 0) -> None:
         if half.counting:
             return
+        if half.direction == CLIENT and not self.facts.client_hellos:
+            self._cut_hello(half, ts, frame)
         half.parts = []
         half.have = 0
         _held[0] -= len(half.hs)
         half.hs = bytearray()
         half.after_gap = True
         half.aligner.lost()
+
+    def _cut_hello(self, half: FastHalf, ts: float, frame: int) -> None:
+        """Bytes are lost on the client side before any whole ClientHello: the start of one
+        held in the partial message or record still gives its whole fields."""
+        record = b"".join(half.parts)
+        body = record[5:] if record[:1] == b"\x16" and len(record) > 5 else b""
+        msg = bytes(half.hs) + body if half.hs else body
+        if len(msg) >= 4 and msg[0] == 1:
+            self.facts.cut_client_hello(msg, ts, frame)
 
     def feed(self, half: FastHalf, data: bytes, ts: float, frame: int) -> None:
         """One segment of a direction: frame its records and read them (the loop that

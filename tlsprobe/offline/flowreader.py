@@ -38,10 +38,11 @@ from tlsprobe.wire.buffer import DecodeError
 KEY_UPDATE, FINISHED, SERVER_HELLO, CLIENT_HELLO, END_OF_EARLY_DATA = 24, 20, 2, 1, 5
 #: without a trace, records decrypted after both Finished (NewSessionTicket, alerts)
 POST_HANDSHAKE_RECORDS = 16
+MAX_HEAD = 1 << 14  # first bytes of a ClientHello kept until it is whole, to read a cut one
 
 
 class FlowHalf:
-    __slots__ = ("aligner", "counting", "direction", "fed", "first", "flow")
+    __slots__ = ("aligner", "counting", "direction", "fed", "first", "flow", "head")
 
     def __init__(self, direction: int, flow: Flow) -> None:
         self.direction = direction
@@ -50,6 +51,7 @@ class FlowHalf:
         self.counting = False
         self.first = True
         self.fed = 0  # bytes given to the current Flow (its record-layer offsets)
+        self.head = bytearray()  # client records until a whole ClientHello (for a cut one)
 
 
 class FlowReader:
@@ -93,9 +95,18 @@ class FlowReader:
         return self.lines if self.trace else None
 
     # -- input ---------------------------------------------------------------------------
-    def gap(self, half: FlowHalf) -> None:
+    def gap(self, half: FlowHalf, ts: float = 0.0, frame: int = 0) -> None:
         if half.counting:
             return
+        if half.head and not self.facts.client_hellos:
+            msg = bytearray()  # the handshake bytes of the records kept, the last one cut
+            p, head = 0, half.head
+            while p + 5 < len(head) and head[p] == 22:
+                msg += head[p + 5:p + 5 + ((head[p + 3] << 8) | head[p + 4])]
+                p += 5 + ((head[p + 3] << 8) | head[p + 4])
+            if len(msg) >= 4 and msg[0] == 1:
+                self.facts.cut_client_hello(bytes(msg), ts, frame)
+        half.head = bytearray()
         half.aligner.lost()
         half.flow = self._flow()  # partial record and message are gone; keys too (seq lost)
         half.fed = 0
@@ -121,6 +132,12 @@ class FlowReader:
         if not half.first and data[0] & 0x80 and self.facts.sslv2_session:
             half.counting = True  # SSL 2.0 records after an SSLv2 hello: not TLS
             return
+        if half.direction == CLIENT and not self.facts.client_hellos and \
+                len(half.head) < MAX_HEAD and (half.head or data[:1] == b"\x16" and
+                                               data[5:6] == b"\x01"):
+            half.head += data[:MAX_HEAD - len(half.head)]  # the start of a ClientHello
+        elif half.head:
+            half.head = bytearray()
         self._ts, self._frame = ts, frame
         while data:
             data = self._feed_flow(half, data)

@@ -7,6 +7,8 @@ TLS is found by content, not by port. A direction's bytes reach the record frame
   SSLv2-format ClientHello);
 * after a plain-text preamble (STARTTLS dialogue, proxy CONNECT, a database's SSL request):
   at the first ClientHello (client side) or ServerHello/alert record (server side);
+* inside OpenVPN over TCP (the stream starts with a length and a hard reset): the records
+  are the control channel's payloads (offline.openvpn);
 * in a connection captured mid-stream, or after bytes were lost (a gap), at the first offset
   from which a chain of plausible record headers follows.
 
@@ -17,6 +19,7 @@ keeps at most `MAX_SCAN` bytes while it looks.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from tlsprobe.wire.record import MAX_CIPHERTEXT, looks_like_tls
 
@@ -80,6 +83,16 @@ def find_chain(buf: bytes | bytearray, start: int = 0) -> tuple[int | None, int]
     return None, max(start, len(buf) - 4)
 
 
+def tcp_start(buf: bytes | bytearray) -> bool:
+    """The first bytes of an OpenVPN-over-TCP direction: a 2-byte length, then a hard
+    reset (opcode 1, 2, 7, 8 or 10 with key id 0). A TLS record never starts so: its first
+    byte would make a length above 5,000."""
+    if len(buf) < 3:
+        return False
+    length = (buf[0] << 8) | buf[1]
+    return 14 <= length <= 2048 and buf[2] & 7 == 0 and buf[2] >> 3 in (1, 2, 7, 8, 10)
+
+
 def role_of(first: bytes | bytearray) -> int | None:
     """Which side sent these first record bytes: CLIENT for a ClientHello (or an SSLv2
     hello), SERVER for a ServerHello, None when the first record does not tell."""
@@ -107,6 +120,7 @@ class Aligner:
         "resyncs",
         "skipped",
         "state",
+        "tunnel",
     )
 
     def __init__(self, direction: int) -> None:
@@ -118,6 +132,7 @@ class Aligner:
         self.preamble = b""
         self.midstream = False
         self.resyncs = 0
+        self.tunnel: Any = None  # OpenVPN control channel the records come out of
 
     def feed(self, data: bytes) -> bytes:
         """The bytes from which records can be framed ("" while still looking)."""
@@ -125,6 +140,8 @@ class Aligner:
             return data
         if self.state == "dead":
             return b""
+        if self.state == "tunnel":
+            return self._unwrap(data)
         if self.state == "start" and not self._buf and len(data) >= 5 and \
                 20 <= data[0] <= 24 and data[1] == 3 and data[2] <= 4:
             self.state = "aligned"  # the usual case: the stream starts with a record
@@ -134,8 +151,20 @@ class Aligner:
             return self._start()
         return self._resync()
 
+    def _unwrap(self, data: bytes) -> bytes:
+        """TLS bytes out of the OpenVPN packets (the records start with the first one)."""
+        out: bytes = self.tunnel.feed(data)
+        if self.tunnel.unreadable is not None:
+            self.state = "dead"
+        return out
+
     def lost(self) -> None:
-        """Bytes of this direction were lost or framing broke: look for records again."""
+        """Bytes of this direction were lost or framing broke: look for records again (in
+        an OpenVPN stream the packet framing is lost with them: nothing more is read)."""
+        if self.state == "tunnel":
+            self.state = "dead"
+            self.tunnel.unreadable = "bytes lost in the capture"
+            return
         if self.state == "aligned":
             self.state = "resync"
             self.resyncs += 1
@@ -152,6 +181,12 @@ class Aligner:
 
     def _start(self) -> bytes:
         buf = self._buf
+        if tcp_start(buf):  # OpenVPN over TCP: a length, then a hard reset
+            from tlsprobe.offline.openvpn import ControlChannel
+            self.tunnel = ControlChannel(tcp=True)
+            self.state = "tunnel"
+            self._buf = bytearray()
+            return self._unwrap(bytes(buf))
         if len(buf) >= 3 and buf[0] & 0x80 and buf[2] == 4 and self.direction == SERVER:
             return self._take(0)  # an SSL 2.0 SERVER-HELLO
         verdict = looks_like_tls(bytes(buf[:5]))
@@ -192,5 +227,7 @@ class Aligner:
 
     def reset_with(self, data: bytes) -> bytes:
         """Framing failed inside `data` (bytes not yet framed): search them for records."""
+        if self.state == "tunnel":
+            return b""  # unwrapped bytes are not OpenVPN packets: not fed back
         self.lost()
         return self.feed(data) if data else b""

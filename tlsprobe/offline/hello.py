@@ -60,6 +60,7 @@ class ClientHelloInfo(NamedTuple):
     sslv2: bool = False
     problems: tuple[str, ...] = ()
     sslv2_cipher_specs: tuple[int, ...] = ()  # an SSLv2-format hello's 3-byte specs, all
+    partial: bool = False  # cut short or malformed: only the fields before that are here
 
 
 class ServerHelloInfo(NamedTuple):

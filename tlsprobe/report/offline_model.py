@@ -82,7 +82,9 @@ class ConnectionReport:
     `compression`: the TLS compression method the ServerHello chose when not null (1
     DEFLATE, RFC 3749; 64 LZS), else None. `sslv2_cipher_specs`: every cipher spec of an
     SSLv2-format ClientHello in wire order (3-byte ids, hex "0x050080", SSL 2.0 names;
-    0x00XXYY specs are the TLS suites also listed in `offer.cipher_suites`), else []."""
+    0x00XXYY specs are the TLS suites also listed in `offer.cipher_suites`), else [].
+    `framing`: the protocol the TLS bytes were unwrapped from ("openvpn": its control
+    channel; "capwap": the CAPWAP DTLS preamble), else None."""
 
     file: str
     id: int
@@ -127,6 +129,7 @@ class ConnectionReport:
     problems: tuple[str, ...] = ()
     compression: Codepoint | None = None
     sslv2_cipher_specs: tuple[Cipher, ...] = ()
+    framing: str | None = None
 
     @property
     def group(self) -> Codepoint | None:
@@ -170,7 +173,8 @@ class ConnectionReport:
                 f'"preamble": {_str_or_null(self.preamble)}, "gap_bytes": {self.gap_bytes}, '
                 f'"problems": {dumps(self.problems) if self.problems else "[]"}, '
                 f'"compression": {dumps(self.compression)}, '
-                f'"sslv2_cipher_specs": {dumps(self.sslv2_cipher_specs)}}}')
+                f'"sslv2_cipher_specs": {dumps(self.sslv2_cipher_specs)}, '
+                f'"framing": {_str_or_null(self.framing)}}}')
 
 
 @dataclass(frozen=True)
@@ -178,7 +182,9 @@ class CaptureSummary:
     """One capture file: what was read (the capture layer's counters and warnings) and how
     many TLS connections it held. `warnings` are damage to the file (exit 7); `notes` say
     what the analysis could not do with an intact file (a key log that matched nothing,
-    handshake messages the capture missed). `error` is set, and everything else empty, for
+    handshake messages the capture missed); `losses` what the capture holds but was not
+    read (packets of an unknown link type or interface, fragments never completed: exit 7).
+    `error` is set, and everything else empty, for
     a file nothing could be read from (missing, not a capture, unreadable): JSON output
     then still has a record of it."""
 
@@ -193,6 +199,7 @@ class CaptureSummary:
     capture: dict[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     error: str | None = None
+    losses: tuple[str, ...] = ()
 
     @classmethod
     def unreadable(cls, file: str, error: str) -> CaptureSummary:
@@ -221,7 +228,7 @@ _FAST_JSON = tuple(f.name for f in dataclasses.fields(ConnectionReport)) == (
     "client_hellos", "client_random", *_SHAPE_PARTS[1], "session_ticket_lifetime",
     *_SHAPE_PARTS[2], "timings", "client_bytes", "server_bytes", "encrypted", "decrypted",
     "handshake_complete", "close", "midstream", "preamble", "gap_bytes", "problems",
-    "compression", "sslv2_cipher_specs") and \
+    "compression", "sslv2_cipher_specs", "framing") and \
     tuple(f.name for f in dataclasses.fields(ConnectionTimings)) == (
         "start", "server_hello_ms", "handshake_ms", "duration_ms")
 _BOOL = {True: "true", False: "false", None: "null"}

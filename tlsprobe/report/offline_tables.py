@@ -103,6 +103,9 @@ def connection_rows(r: ConnectionReport) -> list[tuple[str, str]]:
         ("File", r.file)]
     if r.preamble:
         rows.append(("Before TLS", r.preamble))
+    if r.framing:
+        rows.append(("Inside", {"openvpn": "OpenVPN control channel",
+                                "capwap": "CAPWAP (DTLS preamble)"}.get(r.framing, r.framing)))
     if r.midstream:
         rows.append(("Capture", "starts inside the connection"))
     rows.append(("SNI", r.sni or "(none)"))

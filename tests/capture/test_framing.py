@@ -1,0 +1,158 @@
+"""TLS inside other framing: OpenVPN's control channel (TCP and UDP, with and without
+tls-auth, packets out of order and retransmitted) and CAPWAP DTLS are unwrapped; what is not
+(an OpenVPN control channel under tls-crypt, RDP over UDP) is listed with the reason, never
+silently absent. The TLS bytes are a real loopback handshake (captures/), the framing is
+built here as OpenVPN and CAPWAP send it; tshark's view is checked where it has one."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from capbuild import Conv, OpenVpn, ether, ipv4, pcap_bytes, real_chunks, tcp_framed, udp
+
+TSHARK = shutil.which("tshark")
+CLIENT, SERVER = ("127.0.0.1", 40000), ("127.0.0.1", 1194)
+ALL = [">>> ClientHello", "<<< ServerHello", "<<< Certificate", "<<< ServerKeyExchange",
+       "<<< ServerHelloDone", ">>> ClientKeyExchange", "<<< NewSessionTicket"]
+
+
+def encrypted(data: bytes) -> bytes:
+    """Stand-in for tls-crypt: the control payload is ciphertext."""
+    return os.urandom(len(data))
+
+
+def openvpn_tcp(hmac: int, wrap=lambda d: d) -> list[bytes]:  # noqa: ANN001
+    ov = OpenVpn(hmac)
+    c = Conv(CLIENT, SERVER)
+    pkts = c.handshake() + [c.c(tcp_framed(ov.reset(0))), c.s(tcp_framed(ov.reset(1)))]
+    for direction, data in real_chunks():
+        blob = b"".join(tcp_framed(p) for p in ov.control(direction, wrap(data)))
+        pkts.append(c.c(blob) if direction == 0 else c.s(blob))
+        ack = tcp_framed(ov.ack(1 - direction))
+        pkts.append(c.s(ack) if direction == 0 else c.c(ack))
+    return pkts + [c.c(tcp_framed(ov.data(0))), c.s(tcp_framed(ov.data(1)))]
+
+
+def openvpn_udp(hmac: int, wrap=lambda d: d) -> list[bytes]:  # noqa: ANN001
+    """Each flight's packets sent last first, then the first again (a retransmission)."""
+    ov = OpenVpn(hmac)
+    pkts: list[bytes] = []
+
+    def send(side: int, payload: bytes) -> None:
+        (sip, sp), (dip, dp) = (CLIENT, SERVER) if side == 0 else (SERVER, CLIENT)
+        pkts.append(ipv4(sip, dip, 17, udp(sp, dp, payload)))
+    send(0, ov.reset(0))
+    send(1, ov.reset(1))
+    for direction, data in real_chunks():
+        flight = ov.control(direction, wrap(data))
+        for p in [*reversed(flight), flight[0]]:
+            send(direction, p)
+        send(1 - direction, ov.ack(1 - direction))
+    send(0, ov.data(0))
+    send(1, ov.data(1))
+    return pkts
+
+
+def connections(run_cli, name: str) -> tuple[int, list[dict], str]:
+    code, out, err = run_cli("pcap", name, "--jsonl", "--no-progress")
+    lines = [json.loads(line) for line in out.splitlines()]
+    return code, [d for d in lines if d["kind"] == "connection"], err
+
+
+@pytest.mark.parametrize("transport", ["tcp", "udp"])
+@pytest.mark.parametrize("hmac", [0, 20, 32, 64])
+def test_openvpn_control_channel_handshake_is_read(run_cli, tmp_path: Path, transport: str,
+                                                   hmac: int) -> None:
+    build = openvpn_tcp if transport == "tcp" else openvpn_udp
+    (tmp_path / "vpn.pcap").write_bytes(pcap_bytes([ether(p) for p in build(hmac)]))
+    code, conns, err = connections(run_cli, "vpn.pcap")
+    assert code == 0, err
+    [conn] = conns
+    assert (conn["transport"], conn["framing"]) == (transport, "openvpn")
+    assert conn["sni"] == "localhost" and conn["messages"] == ALL
+    assert conn["cipher"]["iana_name"] == "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"
+    assert conn["key_exchange"]["group"]["name"] == "x25519" and conn["problems"] == []
+    assert (conn["client"], conn["server"]) == ("127.0.0.1:40000", "127.0.0.1:1194")
+    if TSHARK and hmac == 0:  # tshark reads plain OpenVPN on port 1194 (not tls-auth)
+        out = subprocess.run([TSHARK, "-r", str(tmp_path / "vpn.pcap"), "-Y",
+                              "tls.handshake.type == 1", "-T", "fields", "-e",
+                              "tls.handshake.extensions_server_name"], capture_output=True,
+                             text=True, timeout=60, check=True).stdout
+        assert set(out.split()) == {"localhost"}
+
+
+@pytest.mark.parametrize("transport", ["tcp", "udp"])
+def test_openvpn_under_tls_crypt_is_listed_with_the_reason(run_cli, tmp_path: Path,
+                                                          transport: str) -> None:
+    build = openvpn_tcp if transport == "tcp" else openvpn_udp
+    (tmp_path / "crypt.pcap").write_bytes(pcap_bytes([ether(p) for p in
+                                                      build(0, encrypted)]))
+    code, conns, err = connections(run_cli, "crypt.pcap")
+    assert code == 0, err
+    [conn] = conns
+    assert conn["framing"] == "openvpn" and conn["messages"] == [] and conn["sni"] is None
+    assert conn["problems"] and conn["problems"][0].startswith("OpenVPN: ")
+    assert "tls-crypt" in conn["problems"][0]
+    code, out, _ = run_cli("pcap", "crypt.pcap", "--no-progress")
+    assert "no TLS connections found" not in out
+
+
+def test_capwap_dtls_is_unwrapped(run_cli, tmp_path: Path) -> None:
+    """CAPWAP control (UDP 5246): a 4-byte preamble (version 0, type 1: DTLS), then DTLS.
+    The DTLS ClientHello is made from the real TLS one (DTLS 1.2 record and handshake
+    headers, empty cookie)."""
+    hello = real_chunks()[0][1][5:]  # the TLS ClientHello message
+    body = hello[4:]
+    sid_end = 35 + body[34]
+    dtls_body = b"\xfe\xfd" + body[2:sid_end] + b"\x00" + body[sid_end:]
+    msg = bytes([1]) + len(dtls_body).to_bytes(3, "big") + b"\x00\x00" + b"\x00\x00\x00" + \
+        len(dtls_body).to_bytes(3, "big") + dtls_body
+    record = b"\x16\xfe\xff" + b"\x00\x00" + b"\x00" * 6 + len(msg).to_bytes(2, "big") + msg
+    ap, ac = ("192.0.2.10", 50000), ("192.0.2.1", 5246)
+    frames = [ether(ipv4(ap[0], ac[0], 17, udp(ap[1], ac[1], b"\x01\x00\x00\x00" + record)))]
+    (tmp_path / "capwap.pcap").write_bytes(pcap_bytes(frames))
+    code, conns, err = connections(run_cli, "capwap.pcap")
+    assert code == 0, err
+    [conn] = conns
+    assert (conn["protocol"], conn["framing"], conn["sni"]) == ("dtls", "capwap", "localhost")
+    if TSHARK:
+        out = subprocess.run([TSHARK, "-r", str(tmp_path / "capwap.pcap"), "-T", "fields",
+                              "-e", "dtls.handshake.extensions_server_name"],
+                             capture_output=True, text=True, timeout=60, check=True).stdout
+        assert out.split() == ["localhost"]
+
+
+def test_rdp_over_udp_is_listed_not_silent(run_cli, tmp_path: Path) -> None:
+    """MS-RDPEUDP SYN (snSourceAck -1, SYN flag), padded to 1232 bytes as clients send it."""
+    syn = b"\xff\xff\xff\xff" + b"\x04\x00" + b"\x00\x01" + b"\x00" * 1224
+    frames = [ether(ipv4("10.0.0.5", "10.0.0.6", 17, udp(50123, 3389, syn)))]
+    (tmp_path / "rdp.pcap").write_bytes(pcap_bytes(frames))
+    code, out, err = run_cli("pcap", "rdp.pcap", "--jsonl", "--no-progress")
+    assert code == 7
+    assert "tlsprobe: note: rdp.pcap: 1 RDP-over-UDP flow (MS-RDPEUDP) not read: its " \
+        "TLS/DTLS handshake rides inside RDPEUDP's reliable channel, which tlsprobe does " \
+        "not unwrap: 10.0.0.5:50123 -> 10.0.0.6:3389" in err
+    record = json.loads(out.splitlines()[-1])
+    assert record["losses"][0].startswith("1 RDP-over-UDP flow")
+
+
+def test_tls_auth_hmac_that_reads_as_eight_acks_is_not_taken_for_no_hmac() -> None:
+    """A tls-auth HMAC whose first byte is 8 frames the first payload at the same offset as
+    "no HMAC, 8 acks" would (seen in a real capture): the replay id and time decide."""
+    from tlsprobe.offline.openvpn import ControlChannel
+    ov = OpenVpn(20, hmac_first=8)
+    ov.reset(0)
+    ov.reset(1)
+    ov.ack(0)
+    tls = b"".join(data for direction, data in real_chunks() if direction == 1)
+    packets = ov.control(1, tls[:100])
+    ov.hmac_first = 3  # HMACs differ from packet to packet
+    packets += ov.control(1, tls[100:], size=100)
+    channel = ControlChannel(tcp=False)
+    out = b"".join(channel.packet(p) for p in packets)
+    assert channel.hmac == 20 and out == tls
