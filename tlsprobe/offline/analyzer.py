@@ -248,7 +248,7 @@ class CaptureAnalysis:
         data = ev.data
         if not data:
             return
-        if data[0] & 0xC0 == 0xC0:
+        if data[0] & 0x80:  # a QUIC long header (its fixed bit may be greased, RFC 9287)
             if self._quic is None:
                 from tlsprobe.offline.quic import QuicTracker
                 self._quic = QuicTracker(self.name, self.options)

@@ -13,6 +13,7 @@ once its ServerHello is read, or at the end of the capture. Bounded: at most
 
 from __future__ import annotations
 
+import heapq
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
@@ -31,22 +32,51 @@ SALT_V1 = bytes.fromhex("38762cf7f55934b34d179ae6a4c80cadccbb7f0a")
 SALT_V2 = bytes.fromhex("0dede3def700a6db819381be6e269dcbf9bd2ed9")
 SALT_DRAFT29 = bytes.fromhex("afbfec289993d24c9e9786f19c6111e04390a899")
 SALT_DRAFT23 = bytes.fromhex("c3eef712c72ebb5a11a7d2432bb46365bef9f502")
+SALT_DRAFT22 = bytes.fromhex("7fbcdb0e7c66bbe9193a96cd21519ebd7a02644a")
+#: Google QUIC versions with IETF Initial protection and a TLS 1.3 handshake (T050, T051),
+#: their salts as Wireshark's packet-quic.c has them. Q050 is left out: its Initial packets
+#: carry QUIC Crypto (CHLO/SHLO), not TLS.
+GOOGLE_SALTS = {
+    0x54303530: bytes.fromhex("7ff579e5acd072915580304c43a2367c60488310"),  # T050
+    0x54303531: bytes.fromhex("7a4edef4e7ccee5fa4506c19124fc8ccda6e033d"),  # T051
+}
+#: Facebook mvfst versions and the IETF draft each follows (0xfaceb001: draft 22,
+#: 0xfaceb002 and 0xfaceb00e: draft 27, as mvfst and Wireshark derive their keys)
+MVFST_DRAFTS = {0xFACEB001: 22, 0xFACEB002: 27, 0xFACEB00E: 27}
 MAX_CONVERSATIONS = 4096
 MAX_CRYPTO = 1 << 16
 MAX_DONE = 65536
 
 
+def draft_of(version: int) -> int | None:
+    """The IETF draft a QUIC version's Initial packets follow: 0xff0000XX is draft XX
+    (22..34 read here: older drafts had another long header), mvfst versions by
+    `MVFST_DRAFTS`; None for other versions."""
+    if version >> 8 == 0xFF0000 and 22 <= version & 0xFF <= 34:
+        return version & 0xFF
+    return MVFST_DRAFTS.get(version)
+
+
 def version_salt(version: int) -> tuple[bytes, str] | None:
-    """(initial salt, label prefix) of a QUIC version, None when unknown."""
+    """(initial salt, HKDF label prefix) of a QUIC version, None when unknown.
+
+    RFC 9001 5.2 (v1), RFC 9369 3.3 (v2: its own salt and "quicv2" labels); the drafts
+    changed the salt at drafts 23, 29 and 33 (33 and 34 already use v1's)."""
     if version == QUIC_V1:
         return SALT_V1, "quic"
     if version == QUIC_V2:
         return SALT_V2, "quicv2"
-    if 0xFF00001D <= version <= 0xFF000020:  # drafts 29..32
+    google = GOOGLE_SALTS.get(version)
+    if google is not None:
+        return google, "quic"
+    draft = draft_of(version)
+    if draft is None:
+        return None
+    if draft >= 33:
+        return SALT_V1, "quic"
+    if draft >= 29:
         return SALT_DRAFT29, "quic"
-    if 0xFF000017 <= version <= 0xFF00001C:  # drafts 23..28
-        return SALT_DRAFT23, "quic"
-    return None
+    return (SALT_DRAFT23 if draft >= 23 else SALT_DRAFT22), "quic"
 
 
 def _varint(buf: bytes, p: int) -> tuple[int, int]:
@@ -92,9 +122,11 @@ class InitialKeys:
 
 def initial_packets(datagram: bytes) -> Iterator[tuple[int, bytes, bytes, bytes, int, int]]:
     """(version, dcid, scid, packet, pn_offset, end) of each long-header Initial packet
-    coalesced in one datagram; stops at the first packet that is not one."""
+    coalesced in one datagram; stops at the first packet that is not one. The fixed bit
+    (0x40) is not required: RFC 9287 lets a peer grease it, and the version (one this
+    module knows) is what says the packet is QUIC."""
     p = 0
-    while p + 7 <= len(datagram) and datagram[p] & 0xC0 == 0xC0:
+    while p + 7 <= len(datagram) and datagram[p] & 0x80:
         start = p
         version = int.from_bytes(datagram[p + 1:p + 5], "big")
         if version_salt(version) is None:
@@ -125,8 +157,11 @@ def initial_packets(datagram: bytes) -> Iterator[tuple[int, bytes, bytes, bytes,
         p = end
 
 
-def crypto_frames(payload: bytes) -> Iterator[tuple[int, bytes]]:
+def crypto_frames(payload: bytes, version: int = QUIC_V1) -> Iterator[tuple[int, bytes]]:
     """(offset, data) of the CRYPTO frames of an Initial packet's payload."""
+    if version in GOOGLE_SALTS:
+        yield from _gquic_crypto_frames(payload)
+        return
     p = 0
     while p < len(payload):
         ftype = payload[p]
@@ -152,37 +187,60 @@ def crypto_frames(payload: bytes) -> Iterator[tuple[int, bytes]]:
             return
 
 
+def _gquic_crypto_frames(payload: bytes) -> Iterator[tuple[int, bytes]]:
+    """T050/T051 frames keep Google QUIC's layout (as Wireshark's packet-gquic.c reads
+    them): CRYPTO is type 0x08 (varint offset and length), PADDING 0x00 fills the rest,
+    PING is 0x07. Other frames (gQUIC ACK, STOP_WAITING) end the walk: a CRYPTO frame
+    after one of them is not read."""
+    p = 0
+    while p < len(payload):
+        ftype = payload[p]
+        if ftype == 0x00:
+            return
+        if ftype == 0x07:
+            p += 1
+        elif ftype == 0x08:
+            offset, p = _varint(payload, p + 1)
+            size, p = _varint(payload, p)
+            yield offset, payload[p:p + size]
+            p += size
+        else:
+            return
+
+
 class _Side:
-    __slots__ = ("chunks", "done_to", "messages", "size")
+    """One direction's CRYPTO stream: ranges in any order (out-of-order frames, several
+    packets), handed on once contiguous. Waiting ranges are kept in a heap of offsets: each
+    costs O(log n) to place and O(log n) to take off once the stream reaches it."""
+
+    __slots__ = ("done_to", "messages", "size", "starts", "waiting")
 
     def __init__(self) -> None:
-        self.chunks: dict[int, bytes] = {}
+        self.starts: list[int] = []          # offsets of the waiting ranges, a heap
+        self.waiting: dict[int, bytes] = {}  # offset -> the longest range seen there
         self.done_to = 0
         self.messages = bytearray()
         self.size = 0
 
     def add(self, offset: int, data: bytes) -> bytes:
         """Store a CRYPTO range; returns the newly contiguous bytes."""
-        if offset + len(data) <= self.done_to or self.size > MAX_CRYPTO:
+        if offset + len(data) <= self.done_to or not data or self.size > MAX_CRYPTO:
             return b""
-        self.chunks[offset] = data
+        known = self.waiting.get(offset)
+        if known is None:
+            heapq.heappush(self.starts, offset)
+        elif len(known) >= len(data):
+            return b""
+        self.waiting[offset] = data
         self.size += len(data)
         out = bytearray()
-        progressed = True
-        while progressed:
-            progressed = False
-            for start in sorted(self.chunks):
-                data = self.chunks[start]
-                if start <= self.done_to < start + len(data):
-                    out += data[self.done_to - start:]
-                    self.done_to = start + len(data)
-                    del self.chunks[start]
-                    progressed = True
-                    break
-                if start + len(data) <= self.done_to:
-                    del self.chunks[start]
-                    progressed = True
-                    break
+        starts, waiting = self.starts, self.waiting
+        while starts and starts[0] <= self.done_to:
+            start = heapq.heappop(starts)
+            chunk = waiting.pop(start)
+            if start + len(chunk) > self.done_to:
+                out += chunk[self.done_to - start:]
+                self.done_to = start + len(chunk)
         return bytes(out)
 
 
@@ -216,6 +274,15 @@ class Conversation:
         self.first_frame = self.last_frame = frame
         self.nbytes = [0, 0]
 
+    def rekey(self, dcid: bytes, version: int, *, restart: bool) -> None:
+        """Initial keys of another DCID or version; `restart`: the client begins a new
+        handshake (its CRYPTO streams start again at offset 0)."""
+        self.dcid, self.version = dcid, version
+        self.keys = {CLIENT: InitialKeys(dcid, version, "client"),
+                     SERVER: InitialKeys(dcid, version, "server")}
+        if restart:
+            self.sides = (_Side(), _Side())
+
     def crypto(self, direction: int, offset: int, data: bytes, ts: float, frame: int) -> None:
         side = self.sides[direction]
         side.messages += side.add(offset, data)
@@ -240,7 +307,7 @@ class QuicTracker:
 
     def datagram(self, ev: Datagram) -> Iterator[Any]:
         data = ev.data
-        if ev.truncated or len(data) < 7 or data[0] & 0xC0 != 0xC0:
+        if ev.truncated or len(data) < 7 or not data[0] & 0x80:
             return
         src, dst = (ev.src, ev.sport), (ev.dst, ev.dport)
         for version, dcid, _scid, packet, pn_offset, end in initial_packets(data):
@@ -252,7 +319,7 @@ class QuicTracker:
             conv.nbytes[direction] += len(packet)
             try:
                 payload = self._open(conv, direction, dcid, version, packet, pn_offset, end)
-                for offset, chunk in crypto_frames(payload):
+                for offset, chunk in crypto_frames(payload, version):
                     conv.crypto(direction, offset, chunk, ev.ts, ev.frame)
             except ValueError:
                 continue
@@ -274,7 +341,7 @@ class QuicTracker:
             payload = InitialKeys(dcid, version, "client").open(packet, pn_offset, end)
         except ValueError:
             return None, CLIENT
-        if not _safe_frames(payload):
+        if not _safe_frames(payload, version):
             return None, CLIENT
         conv = Conversation(self.connections, src, dst, dcid, version, ev.ts, ev.frame)
         self.connections += 1
@@ -286,17 +353,21 @@ class QuicTracker:
     @staticmethod
     def _open(conv: Conversation, direction: int, dcid: bytes, version: int, packet: bytes,
               pn_offset: int, end: int) -> bytes:
+        """The packet's payload, with the conversation's keys or, when those fail, with
+        the keys of the packet's own version and (client side) Destination CID: a client
+        Initial after a Retry uses the Retry's Source CID as its DCID (RFC 9000 17.2.5.2)
+        and one after a Version Negotiation another version; both start the handshake
+        over. A server Initial in another version (compatible version negotiation, RFC
+        9368, e.g. v1 to v2) keeps the original DCID and the handshake goes on."""
         try:
             return conv.keys[direction].open(packet, pn_offset, end)
         except ValueError:
-            if direction != CLIENT or dcid == conv.dcid:
+            key_dcid = dcid if direction == CLIENT else conv.dcid
+            if key_dcid == conv.dcid and version == conv.version:
                 raise
-        # after a Retry the client's Initial keys come from the new Destination CID
-        keys = InitialKeys(dcid, version, "client")
+        keys = InitialKeys(key_dcid, version, "client" if direction == CLIENT else "server")
         payload = keys.open(packet, pn_offset, end)
-        conv.keys = {CLIENT: keys, SERVER: InitialKeys(dcid, version, "server")}
-        conv.dcid = dcid
-        conv.sides = (_Side(), _Side())
+        conv.rekey(key_dcid, version, restart=direction == CLIENT)
         return payload
 
     def _report(self, conv: Conversation) -> Iterator[Any]:
@@ -321,8 +392,8 @@ class QuicTracker:
         self.open.clear()
 
 
-def _safe_frames(payload: bytes) -> list[tuple[int, bytes]]:
+def _safe_frames(payload: bytes, version: int) -> list[tuple[int, bytes]]:
     try:
-        return list(crypto_frames(payload))
+        return list(crypto_frames(payload, version))
     except ValueError:
         return []
