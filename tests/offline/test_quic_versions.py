@@ -5,6 +5,7 @@ fixed bit. Each capture is read by tlsprobe and, where tshark is installed, by t
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -213,3 +214,66 @@ def test_many_tiny_crypto_frames_in_reverse_cost_little() -> None:
     start = time.process_time()
     out = b"".join(side.add(i, data[i:i + 1]) for i in range(len(data) - 1, -1, -1))
     assert out == data and time.process_time() - start < 2.0
+
+
+def test_pcap_command_reports_each_version_as_tshark_does(run_cli, tmp_path: Path) -> None:
+    """One capture, one handshake per version family on its own client port: `tlsprobe
+    pcap --jsonl` gives each its SNI, TLS version, suite, group and offered ALPN, and tshark
+    reads the same SNI and group on the same UDP conversation."""
+    versions = [Q.V1, Q.V2, 0xFF00001D, 0xFF000022, 0xFF00001B, 0xFACEB002, Q.T051]
+    frames: list[bytes] = []
+    for i, version in enumerate(versions):
+        client = ("10.1.0.1", 51000 + i)
+        ch, chm = Q.client_hello(sni=f"v{i}.example", alpn=("h3", f"x{i}"))
+        sh = H.server_hello_13(ch)
+        crypto = frames_for(version)
+        d, c, s = Q.cid(), Q.cid(), Q.cid()
+        frames += [Q.datagram(Q.initial(version, d, c, 0, crypto(0, chm), pad_to=1160,
+                                        keys=Q.initial_keys(version, d, "client")),
+                              client=client),
+                   Q.datagram(Q.initial(version, c, s, 0, crypto(0, sh),
+                                        keys=Q.initial_keys(version, d, "server")),
+                              from_client=False, client=client)]
+    path = Q.write(tmp_path / "all.pcap", frames)
+    code, out, err = run_cli("pcap", "--jsonl", "--no-progress", path)
+    assert code == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    conns = {r["client_port"]: r for r in rows if r.get("protocol") == "quic"}
+    assert sorted(conns) == [51000 + i for i in range(len(versions))]
+    for i in range(len(versions)):
+        r = conns[51000 + i]
+        assert (r["sni"], r["version"]["name"], r["cipher"]["iana_name"],
+                r["key_exchange"]["group"]["name"], r["offer"]["alpn"]) == \
+            (f"v{i}.example", "TLS 1.3", "TLS_AES_128_GCM_SHA256", "x25519", ["h3", f"x{i}"])
+    if TSHARK:
+        out = subprocess.run(
+            [TSHARK, "-r", str(path), "-Y", "tls.handshake.type == 1", "-T", "fields",
+             "-e", "udp.srcport", "-e", "quic.version",
+             "-e", "tls.handshake.extensions_server_name",
+             "-e", "tls.handshake.extensions_alpn_str"],
+            capture_output=True, text=True, timeout=60, check=True).stdout
+        seen = sorted(tuple(line.split("\t")) for line in out.splitlines())
+        assert seen == [(str(51000 + i), f"0x{v:08x}", f"v{i}.example", f"h3,x{i}")
+                        for i, v in enumerate(versions)]
+
+
+def test_server_answering_in_v2_to_a_v1_client_initial(tmp_path: Path) -> None:
+    """Compatible version negotiation (RFC 9368, RFC 9369 4): the client's first Initial is
+    v1, the server's Initial already v2 with v2 keys from the same original DCID, and the
+    client goes on in v2. The ServerHello is read with the v2 keys."""
+    ch, chm = Q.client_hello()
+    sh = H.server_hello_13(ch)
+    d, c, s = Q.cid(), Q.cid(), Q.cid()
+    frames = [
+        Q.datagram(Q.initial(Q.V1, d, c, 0, Q.crypto(0, chm), pad_to=1160,
+                             keys=Q.initial_keys(Q.V1, d, "client"))),
+        Q.datagram(Q.initial(Q.V2, c, s, 0, Q.crypto(0, sh),
+                             keys=Q.initial_keys(Q.V2, d, "server")), from_client=False),
+    ]
+    path = Q.write(tmp_path / "cvn.pcap", frames)
+    (r,) = reports(path)
+    assert r.client_hellos == 1 and r.sni == "quic.example"
+    assert r.key_exchange.group.name == "x25519"
+    assert r.cipher.iana_name == "TLS_AES_128_GCM_SHA256"
+    if TSHARK:
+        assert [row[:2] for row in tshark(path)] == [("0x00000001", "1"), ("0x6b3343cf", "2")]
