@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hostile import tls as H
 from tlsprobe.offline.analyzer import analyze
@@ -277,3 +279,23 @@ def test_server_answering_in_v2_to_a_v1_client_initial(tmp_path: Path) -> None:
     assert r.cipher.iana_name == "TLS_AES_128_GCM_SHA256"
     if TSHARK:
         assert [row[:2] for row in tshark(path)] == [("0x00000001", "1"), ("0x6b3343cf", "2")]
+
+
+@settings(max_examples=300, deadline=None)
+@given(version=st.sampled_from(sorted(Q.VERSIONS)), first=st.integers(0x80, 0xFF),
+       body=st.binary(max_size=300), cut=st.integers(0, 400))
+def test_hostile_long_headers_never_raise(version: int, first: int, body: bytes,
+                                          cut: int) -> None:
+    """Any bytes after a long header of a known version, a real Initial cut anywhere or
+    followed by junk: no exception leaves the tracker (truncated lengths, CIDs, varints,
+    packets that do not decrypt)."""
+    from tlsprobe.capture import Datagram
+    from tlsprobe.offline.quic import QuicTracker
+    d = b"\x11" * 8
+    real = Q.initial(version, d, b"", 0, Q.crypto(0, b"\x01\x00\x00\x05hello"), pad_to=40,
+                     keys=Q.initial_keys(version, d, "client"))
+    tracker = QuicTracker("x")
+    for data in (bytes([first]) + version.to_bytes(4, "big") + body, real[:cut],
+                 real[:cut] + body):
+        list(tracker.datagram(Datagram("10.0.0.1", 1, "10.0.0.2", 2, data, 1.0, 1)))
+    list(tracker.finish())
