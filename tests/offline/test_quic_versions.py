@@ -299,3 +299,23 @@ def test_hostile_long_headers_never_raise(version: int, first: int, body: bytes,
                  real[:cut] + body):
         list(tracker.datagram(Datagram("10.0.0.1", 1, "10.0.0.2", 2, data, 1.0, 1)))
     list(tracker.finish())
+
+
+def test_a_late_copy_of_the_initial_before_a_retry_is_no_new_connection(
+        tmp_path: Path) -> None:
+    """The client's first Initial (to the original DCID) retransmitted after the handshake
+    that followed the Retry was reported: it belongs to that connection."""
+    ch, chm = Q.client_hello()
+    sh = H.server_hello_13(ch)
+    d, c, r_cid, s = Q.cid(), Q.cid(), Q.cid(), Q.cid()
+    first = Q.datagram(Q.initial(Q.V1, d, c, 0, Q.crypto(0, chm), pad_to=1160,
+                                 keys=Q.initial_keys(Q.V1, d, "client")))
+    frames = [
+        first, Q.datagram(Q.retry(d, c, r_cid, b"tok"), from_client=False),
+        Q.datagram(Q.initial(Q.V1, r_cid, c, 1, Q.crypto(0, chm), pad_to=1160, token=b"tok",
+                             keys=Q.initial_keys(Q.V1, r_cid, "client"))),
+        Q.datagram(Q.initial(Q.V1, c, s, 0, Q.crypto(0, sh),
+                             keys=Q.initial_keys(Q.V1, r_cid, "server")), from_client=False),
+        first]
+    (r,) = reports(Q.write(tmp_path / "late.pcap", frames))
+    assert r.key_exchange.group.name == "x25519"

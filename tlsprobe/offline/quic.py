@@ -87,6 +87,7 @@ class Conversation:
     __slots__ = (
         "client",
         "dcid",
+        "dcids",
         "facts",
         "first_frame",
         "first_ts",
@@ -105,6 +106,7 @@ class Conversation:
         self.id = cid
         self.client, self.server = client, server
         self.dcid, self.version = dcid, version
+        self.dcids = [dcid]   # every DCID the client's Initials used (a Retry adds one)
         self.facts = Facts()
         self.sides = (_Side(), _Side())
         self.keys = {CLIENT: InitialKeys(dcid, version, "client"),
@@ -117,6 +119,8 @@ class Conversation:
         """Initial keys of another DCID or version; `restart`: the client begins a new
         handshake (its CRYPTO streams start again at offset 0)."""
         self.dcid, self.version = dcid, version
+        if dcid not in self.dcids and len(self.dcids) < 4:
+            self.dcids.append(dcid)
         self.keys = {CLIENT: InitialKeys(dcid, version, "client"),
                      SERVER: InitialKeys(dcid, version, "server")}
         if restart:
@@ -212,8 +216,9 @@ class QuicTracker:
     def _report(self, conv: Conversation) -> Iterator[Any]:
         key = (conv.client, conv.server)
         self.open.pop(key, None)
-        self.done[(conv.client, conv.server, conv.dcid)] = None
-        if len(self.done) > MAX_DONE:
+        for dcid in conv.dcids:  # late copies of Initials before a Retry are not new
+            self.done[(conv.client, conv.server, dcid)] = None
+        while len(self.done) > MAX_DONE:
             self.done.popitem(last=False)
         yield self._build(conv)
 
