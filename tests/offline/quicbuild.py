@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "capture"))
 from capbuild import ether, ipv4, pcap_bytes, udp  # noqa: E402
 
 V1, V2 = 0x00000001, 0x6B3343CF
-T050, T051 = 0x54303530, 0x54303531
+Q050, T050, T051 = 0x51303530, 0x54303530, 0x54303531
 _S_V1 = "38762cf7f55934b34d179ae6a4c80cadccbb7f0a"       # RFC 9001, drafts 33-34
 _S_D29 = "afbfec289993d24c9e9786f19c6111e04390a899"      # drafts 29-32
 _S_D23 = "c3eef712c72ebb5a11a7d2432bb46365bef9f502"      # drafts 23-28
@@ -35,6 +35,7 @@ _S_D22 = "7fbcdb0e7c66bbe9193a96cd21519ebd7a02644a"      # drafts 21-22
 VERSIONS: dict[int, tuple[str, str, bool]] = {
     V1: (_S_V1, "quic", False),
     V2: ("0dede3def700a6db819381be6e269dcbf9bd2ed9", "quicv2", True),
+    Q050: ("504574efd066fe2f9d945cfcdbd3a7f0d3b56b45", "quic", False),
     T050: ("7ff579e5acd072915580304c43a2367c60488310", "quic", False),
     T051: ("7a4edef4e7ccee5fa4506c19124fc8ccda6e033d", "quic", False),
     0xFACEB001: (_S_D22, "quic", False),
@@ -59,6 +60,17 @@ def initial_keys(version: int, dcid: bytes, side: str) -> Keys:
                                b"", 32)
     return Keys(*(hkdf_expand_label(secret, f"{prefix} {what}".encode(), b"", n)
                   for what, n in (("key", 16), ("iv", 12), ("hp", 16))))
+
+
+def chlo(sni: str) -> bytes:
+    """A QUIC Crypto CHLO (Google QUIC Q050's client hello): tag, entry count, padding,
+    then (tag, end offset) pairs little-endian and the values; SNI and VER here."""
+    values = [(b"SNI\x00", sni.encode()), (b"VER\x00", b"Q050")]
+    out, end = b"CHLO" + len(values).to_bytes(2, "little") + b"\x00\x00", 0
+    for tag, value in values:
+        end += len(value)
+        out += tag + end.to_bytes(4, "little")
+    return out + b"".join(v for _, v in values)
 
 
 def varint(n: int) -> bytes:

@@ -23,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import quicbuild as Q  # noqa: E402
 
 TSHARK = shutil.which("tshark")
-GOOGLE = (Q.T050, Q.T051)
+GOOGLE = (Q.Q050, Q.T050, Q.T051)
+TLS_VERSIONS = sorted(v for v in Q.VERSIONS if v != Q.Q050)
 
 
 def reports(path: Path) -> list:  # type: ignore[type-arg]
@@ -81,7 +82,7 @@ def check(path: Path, version: int, *, client_hellos: int = 1, tshark_hellos: in
         assert server[0] == hexv and server[3] == "29" and server[4] == "0x1301"
 
 
-@pytest.mark.parametrize("version", sorted(Q.VERSIONS), ids=lambda v: f"0x{v:08x}")
+@pytest.mark.parametrize("version", TLS_VERSIONS, ids=lambda v: f"0x{v:08x}")
 def test_each_version_is_read_as_tshark_reads_it(version: int, tmp_path: Path) -> None:
     frames, _ = handshake(version)
     check(Q.write(tmp_path / "q.pcap", frames), version)
@@ -95,7 +96,7 @@ def test_salts_follow_the_drafts() -> None:
     assert version_salt(0xFACEB002)[0].hex().startswith("c3eef712")
     assert version_salt(0xFACEB001)[0].hex().startswith("7fbcdb0e")
     assert version_salt(0x6B3343CF) == (bytes.fromhex(Q.VERSIONS[Q.V2][0]), "quicv2")
-    for unknown in (0xFF000015, 0xFF000023, 0x51303530, 0x1A2A3A4A, 0):
+    for unknown in (0xFF000015, 0xFF000023, 0x51303430, 0x1A2A3A4A, 0):
         assert version_salt(unknown) is None
 
 
@@ -319,3 +320,23 @@ def test_a_late_copy_of_the_initial_before_a_retry_is_no_new_connection(
         first]
     (r,) = reports(Q.write(tmp_path / "late.pcap", frames))
     assert r.key_exchange.group.name == "x25519"
+
+
+def test_google_q050_is_listed_as_quic_crypto_not_read(tmp_path: Path) -> None:
+    """Q050's Initial packets open with its public salt but hold QUIC Crypto (CHLO), not
+    TLS: the connection is listed with that reason, no TLS field is made up."""
+    d, c = Q.cid(), Q.cid()
+    hello = Q.chlo("gquic.example")
+    gcrypto = b"\x08" + Q.varint(0) + Q.varint(len(hello)) + hello
+    path = Q.write(tmp_path / "q050.pcap", [
+        Q.datagram(Q.initial(Q.Q050, d, c, 0, gcrypto, pad_to=1160,
+                             keys=Q.initial_keys(Q.Q050, d, "client")))])
+    (r,) = reports(path)
+    assert r.sni is None and r.offer is None and r.client_hellos == 0
+    assert r.problems == ("Google QUIC Q050: the handshake is QUIC Crypto (CHLO), not TLS; "
+                          "not read",)
+    if TSHARK:
+        out = subprocess.run([TSHARK, "-r", str(path), "-T", "fields", "-e", "quic.version",
+                              "-e", "gquic.tag", "-e", "tls.handshake.type"],
+                             capture_output=True, text=True, timeout=60, check=True).stdout
+        assert out.split() == ["0x51303530", "CHLO"]

@@ -24,6 +24,7 @@ from tlsprobe.offline.facts import CLIENT, SERVER, Facts
 from tlsprobe.offline.quic_packets import (
     GOOGLE_SALTS,
     MVFST_DRAFTS,
+    QUIC_CRYPTO_VERSIONS,
     QUIC_V1,
     QUIC_V2,
     SALT_DRAFT22,
@@ -160,6 +161,8 @@ class QuicTracker:
                 continue
             conv.last_ts, conv.last_frame = ev.ts, ev.frame
             conv.nbytes[direction] += len(packet)
+            if conv.version in QUIC_CRYPTO_VERSIONS:
+                continue   # listed with the reason (see _conversation), nothing to read
             try:
                 payload = self._open(conv, direction, dcid, version, packet, pn_offset, end)
                 for offset, chunk in crypto_frames(payload, version):
@@ -184,9 +187,15 @@ class QuicTracker:
             payload = InitialKeys(dcid, version, "client").open(packet, pn_offset, end)
         except ValueError:
             return None, CLIENT
-        if not _safe_frames(payload, version):
+        frames = _safe_frames(payload, version)
+        if not frames:
             return None, CLIENT
         conv = Conversation(self.connections, src, dst, dcid, version, ev.ts, ev.frame)
+        if version in QUIC_CRYPTO_VERSIONS:
+            if not frames[0][1].startswith(b"CHLO"):
+                return None, CLIENT
+            conv.facts.problem(f"Google QUIC {version.to_bytes(4, 'big').decode()}: the "
+                               "handshake is QUIC Crypto (CHLO), not TLS; not read")
         self.connections += 1
         self.open[(src, dst)] = conv
         if len(self.open) > MAX_CONVERSATIONS:
@@ -231,7 +240,7 @@ class QuicTracker:
 
     def finish(self) -> Iterator[Any]:
         for conv in list(self.open.values()):
-            if conv.facts.client_hellos or conv.facts.server_hellos:
+            if conv.facts.client_hellos or conv.facts.server_hellos or conv.facts.problems:
                 yield self._build(conv)
         self.open.clear()
 

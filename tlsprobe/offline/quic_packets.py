@@ -23,13 +23,16 @@ SALT_V2 = bytes.fromhex("0dede3def700a6db819381be6e269dcbf9bd2ed9")
 SALT_DRAFT29 = bytes.fromhex("afbfec289993d24c9e9786f19c6111e04390a899")
 SALT_DRAFT23 = bytes.fromhex("c3eef712c72ebb5a11a7d2432bb46365bef9f502")
 SALT_DRAFT22 = bytes.fromhex("7fbcdb0e7c66bbe9193a96cd21519ebd7a02644a")
-#: Google QUIC versions with IETF Initial protection and a TLS 1.3 handshake (T050, T051),
-#: their salts as Wireshark's packet-quic.c has them. Q050 is left out: its Initial packets
-#: carry QUIC Crypto (CHLO/SHLO), not TLS.
+#: Google QUIC versions with IETF Initial protection, their salts as Wireshark's
+#: packet-quic.c has them. T050 and T051 carry a TLS 1.3 handshake, Q050 QUIC Crypto
+#: (CHLO/SHLO messages, `QUIC_CRYPTO_VERSIONS`), which is not TLS.
+Q050, T050, T051 = 0x51303530, 0x54303530, 0x54303531
 GOOGLE_SALTS = {
-    0x54303530: bytes.fromhex("7ff579e5acd072915580304c43a2367c60488310"),  # T050
-    0x54303531: bytes.fromhex("7a4edef4e7ccee5fa4506c19124fc8ccda6e033d"),  # T051
+    Q050: bytes.fromhex("504574efd066fe2f9d945cfcdbd3a7f0d3b56b45"),
+    T050: bytes.fromhex("7ff579e5acd072915580304c43a2367c60488310"),
+    T051: bytes.fromhex("7a4edef4e7ccee5fa4506c19124fc8ccda6e033d"),
 }
+QUIC_CRYPTO_VERSIONS = frozenset({Q050})
 #: Facebook mvfst versions and the IETF draft each follows (0xfaceb001: draft 22,
 #: 0xfaceb002 and 0xfaceb00e: draft 27, as mvfst and Wireshark derive their keys)
 MVFST_DRAFTS = {0xFACEB001: 22, 0xFACEB002: 27, 0xFACEB00E: 27}
@@ -175,7 +178,7 @@ def crypto_frames(payload: bytes, version: int = QUIC_V1) -> Iterator[tuple[int,
 
 
 def _gquic_crypto_frames(payload: bytes) -> Iterator[tuple[int, bytes]]:
-    """T050/T051 frames keep Google QUIC's layout (as Wireshark's packet-gquic.c reads
+    """Q050/T050/T051 frames keep Google QUIC's layout (as Wireshark's packet-gquic.c reads
     them): CRYPTO is type 0x08 (varint offset and length), PADDING 0x00 fills the rest,
     PING is 0x07. Other frames (gQUIC ACK, STOP_WAITING) end the walk: a CRYPTO frame
     after one of them is not read."""
