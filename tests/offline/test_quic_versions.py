@@ -340,3 +340,24 @@ def test_google_q050_is_listed_as_quic_crypto_not_read(tmp_path: Path) -> None:
                               "-e", "gquic.tag", "-e", "tls.handshake.type"],
                              capture_output=True, text=True, timeout=60, check=True).stdout
         assert out.split() == ["0x51303530", "CHLO"]
+
+
+@pytest.mark.parametrize("version", [Q.T050, Q.T051], ids=["T050", "T051"])
+def test_google_server_initial_with_an_ack_before_its_crypto(version: int,
+                                                             tmp_path: Path) -> None:
+    """A T05x server Initial as servers send it: a gQUIC ACK frame (4-byte largest acked,
+    two ack blocks of 2 bytes, two timestamps) before the CRYPTO frame with the
+    ServerHello."""
+    ch, chm = Q.client_hello()
+    sh = H.server_hello_13(ch)
+    crypto = frames_for(version)
+    d, c, s = Q.cid(), Q.cid(), Q.cid()
+    ack = bytes([0x40 | 0x20 | (2 << 2) | 1]) + (7).to_bytes(4, "big") + b"\x00\x10" + \
+        b"\x01" + b"\x00\x03" + b"\x02" + b"\x00\x01" + b"\x02" + b"\x01" + \
+        b"\x00\x00\x00\x10" + b"\x01" + b"\x00\x05"
+    frames = [Q.datagram(Q.initial(version, d, c, 0, crypto(0, chm), pad_to=1160,
+                                   keys=Q.initial_keys(version, d, "client"))),
+              Q.datagram(Q.initial(version, c, s, 0, ack + b"\x07" + crypto(0, sh),
+                                   keys=Q.initial_keys(version, d, "server")),
+                         from_client=False)]
+    check(Q.write(tmp_path / "ack.pcap", frames), version)

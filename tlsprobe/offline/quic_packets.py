@@ -177,11 +177,14 @@ def crypto_frames(payload: bytes, version: int = QUIC_V1) -> Iterator[tuple[int,
             return
 
 
+_GQUIC_LENGTHS = (1, 2, 4, 6)   # gQUIC ACK field lengths by their 2-bit codes
+
+
 def _gquic_crypto_frames(payload: bytes) -> Iterator[tuple[int, bytes]]:
     """Q050/T050/T051 frames keep Google QUIC's layout (as Wireshark's packet-gquic.c reads
     them): CRYPTO is type 0x08 (varint offset and length), PADDING 0x00 fills the rest,
-    PING is 0x07. Other frames (gQUIC ACK, STOP_WAITING) end the walk: a CRYPTO frame
-    after one of them is not read."""
+    PING is 0x07, ACK is 0x40-0x7f (Q034+ layout: largest acked, delta time, ack blocks,
+    timestamps). Other frames end the walk: a CRYPTO frame after one is not read."""
     p = 0
     while p < len(payload):
         ftype = payload[p]
@@ -194,5 +197,32 @@ def _gquic_crypto_frames(payload: bytes) -> Iterator[tuple[int, bytes]]:
             size, p = _varint(payload, p)
             yield offset, payload[p:p + size]
             p += size
+        elif ftype & 0xC0 == 0x40:
+            p = _gquic_ack_end(payload, p, ftype)
         else:
             return
+
+
+def _gquic_ack_end(payload: bytes, p: int, ftype: int) -> int:
+    """Where a gQUIC (Q034+) ACK frame starting at `p` ends; raises ValueError if cut."""
+    largest = _GQUIC_LENGTHS[(ftype >> 2) & 3]
+    block = _GQUIC_LENGTHS[ftype & 3]
+    p += 1 + largest + 2
+    blocks = 0
+    if ftype & 0x20:
+        blocks = _byte(payload, p)
+        p += 1
+    p += block + blocks * (1 + block)
+    stamps = _byte(payload, p)
+    p += 1
+    if stamps:
+        p += 5 + (stamps - 1) * 3
+    if p > len(payload):
+        raise ValueError("truncated gQUIC ACK frame")
+    return p
+
+
+def _byte(payload: bytes, p: int) -> int:
+    if p >= len(payload):
+        raise ValueError("truncated gQUIC ACK frame")
+    return payload[p]
