@@ -361,3 +361,16 @@ def test_google_server_initial_with_an_ack_before_its_crypto(version: int,
                                    keys=Q.initial_keys(version, d, "server")),
                          from_client=False)]
     check(Q.write(tmp_path / "ack.pcap", frames), version)
+
+
+@settings(max_examples=500, deadline=None)
+@given(version=st.sampled_from([Q.V1, Q.T051]), payload=st.binary(max_size=200))
+def test_frame_walk_raises_only_value_error(version: int, payload: bytes) -> None:
+    """Decrypted Initial payloads of any content (IETF and gQUIC frame layouts): CRYPTO
+    ranges or ValueError, never IndexError."""
+    from tlsprobe.offline.quic import crypto_frames
+    try:
+        for offset, data in crypto_frames(payload, version):
+            assert offset >= 0 and len(data) <= len(payload)
+    except ValueError:
+        pass
