@@ -253,7 +253,7 @@ class CaptureAnalysis:
         if not data:
             return
         first = data[0]
-        if first & 0xC0 == 0xC0:
+        if first & 0x80:  # a QUIC long header (its fixed bit may be greased, RFC 9287)
             if data[:4] == b"\xff\xff\xff\xff":  # no QUIC version: an RDP-UDP SYN?
                 yield from self._other_udp(ev)
                 return

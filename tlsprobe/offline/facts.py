@@ -304,7 +304,8 @@ class Facts:
         self.version = info.selected_version
         self.cipher_suite = info.cipher_suite
         self.tls13 = is_tls13_version(_DTLS_AS_TLS.get(info.selected_version)
-                                      if self.dtls else info.selected_version)
+                                      if self.dtls else info.selected_version) \
+            or not self.dtls and _selects_later_version(info)
         suite = registry.cipher_suite(info.cipher_suite)
         self.key_exchange = "TLS13" if self.tls13 else (suite.kx if suite else None)
         if info.key_share is not None:
@@ -323,6 +324,16 @@ def _context(version: int | None, suite: int | None, kx: str | None, group: int 
              server: bool) -> ParseContext:
     return ParseContext(version=version, cipher_suite=suite, key_exchange=kx,
                         named_group=group, is_server_message=server)
+
+
+def _selects_later_version(info: ServerHelloInfo) -> bool:
+    """A version above TLS 1.3 chosen in supported_versions: a TLS 1.3 variant (a vendor
+    experiment such as Google's 0x7eXX) whatever its number. Servers that negotiate a
+    version before TLS 1.3 must not send that extension (RFC 8446 4.2.1), so the choice
+    made there is TLS 1.3's key_share handshake. GREASE values are not versions."""
+    v = info.selected_version
+    return v > 0x0304 and 43 in info.extensions and not (v & 0x0F0F == 0x0A0A
+                                                         and v >> 12 == (v >> 4) & 0xF)
 
 
 def _name(msg_type: int) -> str:

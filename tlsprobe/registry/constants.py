@@ -229,6 +229,8 @@ _VERSION_NAMES = {
     0x0002: "SSL 2.0", 0x0300: "SSL 3.0", 0x0301: "TLS 1.0", 0x0302: "TLS 1.1",
     0x0303: "TLS 1.2", 0x0304: "TLS 1.3", 0xFEFF: "DTLS 1.0", 0xFEFD: "DTLS 1.2",
     0xFEFC: "DTLS 1.3", 0x0100: "DTLS 1.0 (OpenSSL pre-RFC)",
+    # Facebook's TLS 1.3 drafts (Fizz, mvfst), as Wireshark names them
+    0xFB17: "TLS 1.3 Facebook draft 23", 0xFB1A: "TLS 1.3 Facebook draft 26",
 }
 
 

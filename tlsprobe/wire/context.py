@@ -26,9 +26,15 @@ KEY_EXCHANGES = ("ECDHE", "DHE", "ECDH", "DH", "RSA", "PSK", "ECDHE_PSK", "DHE_P
                  "RSA_PSK", "TLS13")
 
 
+#: TLS 1.3 variants outside 0x7fXX: Facebook's drafts 23 and 26 (Fizz, mvfst), as named in
+#: Wireshark's version table
+TLS13_VARIANTS = frozenset({0xFB17, 0xFB1A})
+
+
 def is_tls13_version(version: int | None) -> bool:
-    """TLS 1.3 (0x0304) or one of its drafts (0x7fXX)."""
-    return version is not None and (version == TLS13 or version & 0xFF00 == 0x7F00)
+    """TLS 1.3 (0x0304), one of its drafts (0x7fXX) or a vendor variant (`TLS13_VARIANTS`)."""
+    return version is not None and (version == TLS13 or version & 0xFF00 == 0x7F00
+                                    or version in TLS13_VARIANTS)
 
 
 @dataclass(frozen=True)
