@@ -150,6 +150,7 @@ class CaptureStream:
     def close(self) -> None:
         self._gen.close()
         self._opened.close()
+        self._tcp.release()  # stopped early: the connection table goes now
 
     def __enter__(self) -> CaptureStream:  # noqa: PYI034 - Python 3.10 has no Self
         return self

@@ -172,6 +172,9 @@ class CaptureAnalysis:
     # -- the loop ------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Analyzed]:
         conns: dict[int, Connection] = {}
+        # connections opened without payload yet (most of a SYN scan): only their
+        # StreamOpen is kept, the readers are built on the first bytes
+        opened: dict[int, StreamOpen] = {}
         stream = self.stream
         events: Iterator[Any] = iter(stream)  # told apart by type(): the hot loop
         ignore = stream.ignore
@@ -185,7 +188,7 @@ class CaptureAnalysis:
                     key, d, data, ts, frame = ev
                     conn = conns.get(key[0])
                     if conn is None:
-                        conn = conns[key[0]] = self._new(key, ts, frame)
+                        conn = conns[key[0]] = self._new(*opened.pop(key[0], (key, ts, frame)))
                     conn.nbytes[d] += len(data)
                     conn.last_ts = ts
                     conn.last_frame = frame
@@ -210,6 +213,8 @@ class CaptureAnalysis:
                         conn.skipped(ev.direction, ev.size, ev.gaps, ev.ts, ev.frame)
                 elif t is StreamClose:
                     conn = conns.pop(ev.conn.id, None)
+                    if conn is None and opened.pop(ev.conn.id, None) is not None:
+                        self.connections += 1  # no payload: nothing was built for it
                     if conn is not None:
                         if ev.reason in ("fin", "rst"):
                             conn.last_ts = max(conn.last_ts, ev.ts)
@@ -219,17 +224,21 @@ class CaptureAnalysis:
                             yield done
                 elif t is StreamOpen:
                     if ev.conn.id not in conns:
-                        conns[ev.conn.id] = self._new(ev.conn, ev.ts, ev.frame)
+                        opened[ev.conn.id] = ev  # built when its first bytes come
                 elif t is StreamGap:
                     conn = conns.get(ev.conn.id)
+                    if conn is None and ev.conn.id in opened:
+                        conn = conns[ev.conn.id] = self._new(*opened.pop(ev.conn.id))
                     if conn is not None:
                         conn.gap(ev.direction, ev.size)
                 elif t is Datagram:
                     yield from self._datagram(ev)
                 elif t is Secrets:
                     self._secrets(ev)
-            for conn in list(conns.values()):  # the capture layer closes all; just in case
-                done = self._finish(conn, "end")
+            self.connections += len(opened)
+            opened.clear()
+            while conns:  # the capture layer closes all; just in case
+                done = self._finish(conns.pop(next(iter(conns))), "end")
                 if done is not None:
                     yield done
             for tracker in (self._quic, self._dtls):
@@ -238,6 +247,15 @@ class CaptureAnalysis:
                         self.tls_connections += 1
                         yield done
         finally:
+            # also when the caller stops early: per-connection state goes now (partial
+            # messages stop counting against the readers' shared budget)
+            for conn in conns.values():
+                release = getattr(conn.reader, "release", None)
+                if release is not None:
+                    release()
+            conns.clear()
+            opened.clear()
+            stream.close()
             if progress is not None:
                 self._tick()
             if self._counter is not None:
