@@ -235,6 +235,7 @@ class CaptureStream:
             packets.close()  # runs the reader's final accounting
             self._finish_stats()
             self._opened.close()
+            tcp.release()
 
     def _run_pcap(self, reader: PcapReader) -> Generator[Event, None, None]:
         """The loop for a classic pcap of Ethernet frames, reading its records in place."""
@@ -332,6 +333,7 @@ class CaptureStream:
             reader.done(pos, frame)
             self._finish_stats()
             self._opened.close()
+            tcp.release()
 
     def _other(self, lt: int, buf: bytes, start: int, end: int, ts: float,
                frame: int) -> None:

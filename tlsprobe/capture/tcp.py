@@ -294,7 +294,7 @@ class TcpTracker(Reassembler):
         return sent
 
     def _text(self, raw: bytes) -> str:
-        if len(self._texts) >= 65536:
+        if len(self._texts) >= 8192:  # bounded: a scan has as many addresses as flows
             self._texts.clear()
         text = self._texts[raw] = ip_text(raw)
         return text

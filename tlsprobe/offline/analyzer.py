@@ -305,7 +305,8 @@ class CaptureAnalysis:
         (None: all): a connection the filters left out is not talked about."""
         gaps = [text for conn_id, text in self._gap_warnings
                 if reported is None or conn_id in reported][:8]
-        return tuple(self._keylog_warnings()) + tuple(gaps)
+        evicted = _eviction_note(self.stream.stats)
+        return tuple(self._keylog_warnings()) + tuple(gaps) + evicted
 
     def _keylog_warnings(self) -> list[str]:
         """A --keylog file that gave nothing: no usable line, or no key for any connection
@@ -322,6 +323,28 @@ class CaptureAnalysis:
         if self.undecrypted:
             return [f"{name}: {_undecrypted_note(self.undecrypted)}"]
         return []
+
+
+def _eviction_note(stats: Any) -> tuple[str, ...]:
+    """The connections the capture layer evicted to keep memory flat, and why (an idle
+    or payload-less connection loses nothing that is reported; one evicted with its
+    handshake possibly in progress is said apart)."""
+    if not stats.tcp_evicted:
+        return ()
+    from tlsprobe.capture.tcp import IDLE_TIMEOUT, IDLE_TIMEOUT_DATA
+    parts = []
+    if stats.tcp_evicted_idle:
+        parts.append(f"{stats.tcp_evicted_idle} idle (no packet for {IDLE_TIMEOUT:g} s of "
+                     f"capture time, {IDLE_TIMEOUT_DATA:g} s once payload flowed)")
+    quiet = stats.tcp_evicted_limit - stats.tcp_evicted_in_progress
+    if quiet:
+        parts.append(f"{quiet} over the connection limit with no payload or nothing more "
+                     "to read")
+    if stats.tcp_evicted_in_progress:
+        parts.append(f"{stats.tcp_evicted_in_progress} over twice the connection limit "
+                     "with a handshake possibly in progress")
+    return (f"{stats.tcp_evicted} TCP connection(s) evicted before their end to bound "
+            f"memory: {'; '.join(parts)}",)
 
 
 def _undecrypted_note(undecrypted: dict[tuple[str, str], int]) -> str:
