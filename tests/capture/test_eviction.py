@@ -233,3 +233,30 @@ def test_shuffled_small_segments_reassemble_exactly(data: bytes, order, sizes: l
 
 def _events(packets: list[bytes]) -> list[Any]:
     return list(iter_stream_events(io.BytesIO(pcap_bytes([ether(p) for p in packets]))))
+
+
+# -- state released ------------------------------------------------------------------------
+def test_state_is_released_when_iteration_stops_early(tmp_path: Path) -> None:
+    """A caller that stops after the first report: the connection table and the other
+    connection's partial handshake message (counted against the readers' shared budget)
+    are released, not left for the rest of the process."""
+    from tlsprobe.offline import fast
+
+    hello = b"".join(e.data for e in iter_stream_events(str(SEED))
+                     if isinstance(e, StreamData) and e.direction == 0)[:5 + 0x200]
+    record_len = int.from_bytes(hello[3:5], "big")
+    hello = hello[:5 + record_len]
+    a, b = Conv(client=("10.0.0.1", 41000)), Conv(client=("10.0.0.1", 42000))
+    partial = b"\x16\x03\x03\x00\x40" + b"\x0b\x00\x20\x00" + b"\x00" * 60  # 8 KiB message
+    packets = (a.handshake() + [a.c(hello), a.c(partial)] + b.handshake()
+               + [b.c(hello), b.c(b"", "FA"), b.s(b"", "FA"), b.ack()])
+    path = tmp_path / "two.pcap"
+    path.write_bytes(pcap_bytes([ether(p) for p in packets]))
+    before = fast._held[0]
+    analysis = CaptureAnalysis(str(path))
+    for report, _ in analysis:
+        assert report.client_port == 42000
+        assert fast._held[0] == before + 64  # a's partial message is held
+        break
+    assert fast._held[0] == before
+    assert not analysis.stream._tcp.flows and not analysis.stream._tcp.open
