@@ -299,8 +299,10 @@ class TcpTracker(Reassembler):
         text = self._texts[raw] = ip_text(raw)
         return text
 
-    def close(self, conn: Connection, reason: str, ts: float, frame: int) -> None:
-        """Flush both directions (gaps for what never came) and emit StreamClose."""
+    def close(self, conn: Connection, reason: str, ts: float, frame: int,
+              remember: bool = True) -> None:
+        """Flush both directions (gaps for what never came) and emit StreamClose; the
+        connection is remembered among the closed ones unless `remember` is False."""
         if conn.closed:
             return
         for half in conn.halves:
@@ -313,7 +315,7 @@ class TcpTracker(Reassembler):
         conn.closed = True
         self.out.append(_new_close((conn.key, reason, ts, frame)))
         self.open.pop(conn.key.id, None)
-        if self.max_closed:
+        if self.max_closed and remember:
             self.closed[conn.key.id] = conn
             if len(self.closed) > self.max_closed:
                 self._forget(self.closed.popitem(last=False)[1])
@@ -381,12 +383,8 @@ class TcpTracker(Reassembler):
     def _drop(self, conn: Connection, ts: float, frame: int) -> None:
         """Close an evicted connection; one that never carried payload is forgotten at
         once (nothing late of it could be mistaken for the middle of a stream)."""
-        quiet = _quiet(conn)
         self.stats.tcp_evicted += 1
-        self.close(conn, "evicted", ts, frame)
-        if quiet:
-            self.closed.pop(conn.key.id, None)
-            self._forget(conn)
+        self.close(conn, "evicted", ts, frame, remember=not _quiet(conn))
 
     def finish(self, ts: float, frame: int) -> None:
         """End of the capture: close what is still open, in order of appearance."""
