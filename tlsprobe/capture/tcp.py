@@ -14,30 +14,15 @@ A SYN on a 4-tuple whose connection is closed, or with another initial sequence 
 starts a new connection.  Closed connections are remembered for a while (the newest
 ``max_closed`` of them) so that late retransmissions do not look like new connections.
 
-Memory stays flat in the number of connections (a capture of a million SYNs keeps a few
-thousand): open connections are evicted (closed with reason "evicted", counted by reason)
-
-* when idle: no packet for ``idle_timeout`` seconds of capture time (60 s; 600 s once
-  payload flowed, as Suricata's new/established timeouts), checked as connections open;
-* over a quarter of ``max_connections`` open (at least 1024): the least recently used of those that carried
-  no payload yet (an eighth of the limit at a time; a later SYN+ACK or data segment opens
-  such a connection again and loses none of its bytes); over ``max_connections`` also of
-  those whose bytes the reader no longer wants (`ignore`) -- never one whose handshake may
-  be in progress; only past twice the limit, when nothing else is left, the least
-  recently used of the rest (counted apart as "in progress").
-
-Evicted connections that carried payload are remembered as closed ones are, so that their
-late packets do not start a new connection read from the middle.
+Open connections are evicted to keep memory flat in their number: see eviction.py.
 """
 
 from __future__ import annotations
 
-import heapq
 import socket
 import struct
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from functools import partial
-from operator import attrgetter
 from typing import Any
 
 from tlsprobe.capture.events import (
@@ -47,6 +32,7 @@ from tlsprobe.capture.events import (
     StreamData,
     StreamOpen,
 )
+from tlsprobe.capture.eviction import IDLE_TIMEOUT, IDLE_TIMEOUT_DATA, Eviction
 from tlsprobe.capture.reassembly import MASK, HalfStream, Reassembler
 
 FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
@@ -58,8 +44,6 @@ _new_data = partial(tuple.__new__, StreamData)
 _new_key = partial(tuple.__new__, ConnKey)
 _new_open = partial(tuple.__new__, StreamOpen)
 _new_close = partial(tuple.__new__, StreamClose)
-IDLE_TIMEOUT = 60.0  # capture seconds without a packet before a connection is evicted
-IDLE_TIMEOUT_DATA = 600.0  # the same once payload has flowed
 
 
 def ip_text(raw: bytes) -> str:
@@ -79,17 +63,7 @@ class Connection:
         self.flow_keys = flow_keys
 
 
-def _quiet(conn: Connection) -> bool:
-    """No payload seen in either direction (SYN, SYN+ACK, bare FIN only)."""
-    for half in conn.halves:
-        isn = half.isn
-        if half.pending or (half.next_seq is not None
-                            and (isn is None or half.next_seq != (isn + 1) & MASK)):
-            return False
-    return True
-
-
-class TcpTracker(Reassembler):
+class TcpTracker(Reassembler, Eviction):
     """Turns decoded TCP segments into stream events appended to `out`."""
 
     def __init__(self, stats: CaptureStats, out: list[Any], *, max_pending_bytes: int,
@@ -104,15 +78,7 @@ class TcpTracker(Reassembler):
         self.closed: OrderedDict[int, Connection] = OrderedDict()  # oldest first
         self._next_id = 0
         self._texts: dict[bytes, str] = {}
-        self.idle_timeout = idle_timeout
-        self.idle_timeout_data = idle_timeout_data
-        # payload-less connections are evicted from a quarter of the limit on (a small
-        # limit, as in tests, is taken whole)
-        self._quiet_limit = max(self.max_connections >> 2, min(self.max_connections, 1024))
-        self._evict_at = self._quiet_limit  # open count that triggers an eviction
-        self._marks: deque[tuple[float, int]] = deque()  # (capture time, frame) checkpoints
-        self._sweep_at = float("-inf")
-        self._opened_since_sweep = 0
+        self.init_eviction(idle_timeout, idle_timeout_data)
 
     # -- per packet -----------------------------------------------------------------------
     def segment(self, buf: bytes, addr_off: int, alen: int, l4: int, l4end: int, cut: int,
@@ -254,11 +220,7 @@ class TcpTracker(Reassembler):
     # -- connections ----------------------------------------------------------------------
     def _open(self, key: bytes, buf: bytes, addr_off: int, alen: int, l4: int, flags: int,
               ts: float, frame: int) -> HalfStream:
-        self._opened_since_sweep += 1
-        if ts >= self._sweep_at and self._opened_since_sweep > len(self.open) >> 3:
-            self._sweep(ts, frame)
-        if len(self.open) >= self._evict_at:
-            self._evict(ts, frame)
+        self.opening(ts, frame)
         src_raw = buf[addr_off:addr_off + alen]
         dst_raw = buf[addr_off + alen:addr_off + alen + alen]
         sport, dport = _PORTS(buf, l4)
@@ -329,62 +291,6 @@ class TcpTracker(Reassembler):
             if current is not None and current.conn is conn:
                 del self.flows[key]
         conn.halves = []  # the halves point back at it: no cycle left for the collector
-
-    # -- eviction -------------------------------------------------------------------------
-    def _sweep(self, ts: float, frame: int) -> None:
-        """Evict connections idle for their timeout of capture time. Runs as connections
-        open, at most every quarter timeout of capture time and once per eighth of the
-        table opened, so its scan costs O(1) per connection."""
-        self._opened_since_sweep = 0
-        quick, slow = sorted((self.idle_timeout, self.idle_timeout_data))
-        self._sweep_at = ts + quick / 4
-        marks = self._marks
-        marks.append((ts, frame))
-        # a connection whose last packet came before a checkpoint at least `timeout`
-        # seconds old has been idle that long (frames are numbered in capture order)
-        while len(marks) > 1 and marks[1][0] <= ts - slow:
-            marks.popleft()
-        cut_quiet = cut_data = 0
-        for mark_ts, mark_frame in marks:
-            if mark_ts <= ts - self.idle_timeout:
-                cut_quiet = mark_frame
-            if mark_ts <= ts - self.idle_timeout_data:
-                cut_data = mark_frame
-        if not cut_quiet and not cut_data:
-            return
-        victims = [conn for conn in self.open.values()
-                   if conn.last < (cut_quiet if _quiet(conn) else cut_data)]
-        for conn in victims:
-            self.stats.tcp_evicted_idle += 1
-            self._drop(conn, ts, frame)
-
-    def _evict(self, ts: float, frame: int) -> None:
-        """The table is full: evict the least recently used of the connections that
-        carried no payload (past a quarter of the limit: losing one loses no byte of a
-        stream, a later SYN+ACK or data segment opens it again), and past the limit also
-        those the reader ignores; past twice the limit, when nothing else is left, any."""
-        self._sweep(ts, frame)
-        limit = self.max_connections
-        step = max(1, limit >> 3)
-        full = len(self.open) >= limit
-        spare = [conn for conn in self.open.values()
-                 if _quiet(conn) or full and conn.halves[0].skip]
-        for conn in heapq.nsmallest(step, spare, key=attrgetter("last")):
-            self.stats.tcp_evicted_limit += 1
-            self._drop(conn, ts, frame)
-        if len(self.open) >= 2 * limit:  # only handshakes in progress left: the oldest go
-            for conn in heapq.nsmallest(step, self.open.values(), key=attrgetter("last")):
-                self.stats.tcp_evicted_limit += 1
-                self.stats.tcp_evicted_in_progress += 1
-                self._drop(conn, ts, frame)
-        # look again once another eighth of the limit has opened
-        self._evict_at = max(self._quiet_limit, len(self.open) + step)
-
-    def _drop(self, conn: Connection, ts: float, frame: int) -> None:
-        """Close an evicted connection; one that never carried payload is forgotten at
-        once (nothing late of it could be mistaken for the middle of a stream)."""
-        self.stats.tcp_evicted += 1
-        self.close(conn, "evicted", ts, frame, remember=not _quiet(conn))
 
     def finish(self, ts: float, frame: int) -> None:
         """End of the capture: close what is still open, in order of appearance."""

@@ -331,7 +331,7 @@ def _eviction_note(stats: Any) -> tuple[str, ...]:
     handshake possibly in progress is said apart)."""
     if not stats.tcp_evicted:
         return ()
-    from tlsprobe.capture.tcp import IDLE_TIMEOUT, IDLE_TIMEOUT_DATA
+    from tlsprobe.capture.eviction import IDLE_TIMEOUT, IDLE_TIMEOUT_DATA
     parts = []
     if stats.tcp_evicted_idle:
         parts.append(f"{stats.tcp_evicted_idle} idle (no packet for {IDLE_TIMEOUT:g} s of "
