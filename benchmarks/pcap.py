@@ -22,8 +22,15 @@ command runs N times and the median wall time is shown (peak RSS: the largest).
 
 Target (issue 5): tlsprobe at least 4x tshark's throughput and at most 1/5 of its memory.
 
+Then the adversarial captures of benchmarks/pcap_flows.py, generated here (issue 11): a
+capture of --flows SYN-only flows (1M; target under 150 MB peak RSS) and captures of
+--shuffled N one-byte segments in a random order carrying a real TLS handshake (16,000 and
+32,000; target: CPU time linear in N), each beside tshark on the same file: CPU time, peak
+RSS and their ratios. --skip-throughput runs only these, --flows 0 --shuffled skips them.
+
 Usage: python3 benchmarks/pcap.py [--packets N] [--pcap PATH] [--keep] [--no-tshark]
-                                  [--repeat N]
+                                  [--repeat N] [--flows N] [--shuffled N ...]
+                                  [--skip-throughput]
 """
 
 from __future__ import annotations
@@ -43,6 +50,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tlsprobe.capture import read_packets
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pcap_flows import adversarial
 
 SEEDS = ROOT / "captures"
 
@@ -170,62 +180,81 @@ def main() -> int:
     ap.add_argument("--mss", type=int, default=1448, help="split recorded segments larger "
                     "than this, as an Ethernet path would (0: keep loopback's 64 KiB "
                     "segments; default 1448)")
+    ap.add_argument("--flows", type=int, default=1_000_000, help="SYN-only flows of the "
+                    "many-flows capture (0: none)")
+    ap.add_argument("--shuffled", type=int, nargs="*", default=[16000, 32000],
+                    help="one-byte segments of each shuffled-segments capture")
+    ap.add_argument("--skip-throughput", action="store_true",
+                    help="only the many-flows and shuffled-segments captures")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="tlsprobe-bench-pcap-"))
     try:
-        path = Path(args.pcap) if args.pcap else tmp / "big.pcap"
-        if not path.exists():
-            flows = seed_flows(args.mss)
-            if not flows:
-                raise SystemExit(f"no recorded captures in {SEEDS} (tools/record_captures.py)")
-            n = write_capture(path, flows, args.packets)
-            print(f"wrote {path} ({n} packets, {path.stat().st_size >> 20} MiB) from "
-                  f"{len(flows)} recorded loopback connections"
-                  + (f", segments split at {args.mss} bytes" if args.mss else ""))
-        packets = sum(1 for _ in read_packets(str(path)))
-        tlsprobe = [sys.executable, "-m", "tlsprobe", "pcap", "--no-progress", str(path)]
-        runs = [("tlsprobe pcap (table)", tlsprobe),
-                ("tlsprobe pcap --stats", tlsprobe + ["--stats"]),
-                ("tlsprobe pcap --jsonl", tlsprobe + ["--jsonl"])]
-        tshark = shutil.which("tshark")
-        if tshark and not args.no_tshark:
-            runs += [("tshark ciphersuite", [tshark, "-r", str(path), "-Y",
-                                             "tls.handshake.type==2", "-T", "fields", "-e",
-                                             "tls.handshake.ciphersuite"]),
-                     ("tshark groups", [tshark, "-r", str(path), "-Y",
-                                        "tls.handshake.type==2 || tls.handshake.type==12",
-                                        "-T", "fields", "-e", "tls.handshake.ciphersuite",
-                                        "-e", "tls.handshake.extensions_key_share_group",
-                                        "-e", "tls.handshake.server_named_curve"])]
+        if not args.skip_throughput:
+            throughput(args, tmp)
         env = child_env(tmp / "pycache")
-        compile_project(env)
-        rows = []
-        for label, cmd in runs:
-            results = [run_child(cmd, tmp / "out.txt", env) for _ in range(args.repeat)]
-            walls = sorted(r[0] for r in results)
-            rows.append((label, walls[len(walls) // 2], max(r[1] for r in results),
-                         results[-1][2]))
-        print(f"\n{'run':<24} {'seconds':>8} {'packets/s':>11} {'peak RSS':>10} {'lines':>8}")
-        for label, wall, rss, lines in rows:
-            print(f"{label:<24} {wall:>8.2f} {packets / wall:>11,.0f} {rss / 1024:>8.1f}M "
-                  f"{lines:>8}")
-        ours = [r for r in rows if r[0].startswith("tlsprobe")]
-        theirs = [r for r in rows if r[0].startswith("tshark")]
-        if theirs:
-            fastest_tshark = min(r[1] for r in theirs)
-            least_tshark = min(r[2] for r in theirs)
-            print("\nagainst the faster tshark run (target: >= 4x throughput, <= 1/5 memory)")
-            for label, wall, rss, _ in ours:
-                speed, memory = fastest_tshark / wall, least_tshark / rss
-                print(f"  {label:<24} {speed:4.1f}x throughput "
-                      f"({'met' if speed >= 4 else 'NOT met'}), 1/{memory:.1f} of the memory "
-                      f"({'met' if memory >= 5 else 'NOT met'})")
+        if args.skip_throughput:
+            compile_project(env)
+        tshark = shutil.which("tshark")
+        if args.flows or args.shuffled:
+            adversarial(tmp, env, sys.executable, None if args.no_tshark else tshark,
+                        args.flows, args.shuffled)
     finally:
         if args.keep and not args.pcap:
             print(f"kept {tmp}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
     return 0
+
+
+def throughput(args: argparse.Namespace, tmp: Path) -> None:
+    """The table, --stats and --jsonl on the big capture of real handshakes, beside tshark."""
+    path = Path(args.pcap) if args.pcap else tmp / "big.pcap"
+    if not path.exists():
+        flows = seed_flows(args.mss)
+        if not flows:
+            raise SystemExit(f"no recorded captures in {SEEDS} (tools/record_captures.py)")
+        n = write_capture(path, flows, args.packets)
+        print(f"wrote {path} ({n} packets, {path.stat().st_size >> 20} MiB) from "
+              f"{len(flows)} recorded loopback connections"
+              + (f", segments split at {args.mss} bytes" if args.mss else ""))
+    packets = sum(1 for _ in read_packets(str(path)))
+    tlsprobe = [sys.executable, "-m", "tlsprobe", "pcap", "--no-progress", str(path)]
+    runs = [("tlsprobe pcap (table)", tlsprobe),
+            ("tlsprobe pcap --stats", tlsprobe + ["--stats"]),
+            ("tlsprobe pcap --jsonl", tlsprobe + ["--jsonl"])]
+    tshark = shutil.which("tshark")
+    if tshark and not args.no_tshark:
+        runs += [("tshark ciphersuite", [tshark, "-r", str(path), "-Y",
+                                         "tls.handshake.type==2", "-T", "fields", "-e",
+                                         "tls.handshake.ciphersuite"]),
+                 ("tshark groups", [tshark, "-r", str(path), "-Y",
+                                    "tls.handshake.type==2 || tls.handshake.type==12",
+                                    "-T", "fields", "-e", "tls.handshake.ciphersuite",
+                                    "-e", "tls.handshake.extensions_key_share_group",
+                                    "-e", "tls.handshake.server_named_curve"])]
+    env = child_env(tmp / "pycache")
+    compile_project(env)
+    rows = []
+    for label, cmd in runs:
+        results = [run_child(cmd, tmp / "out.txt", env) for _ in range(args.repeat)]
+        walls = sorted(r[0] for r in results)
+        rows.append((label, walls[len(walls) // 2], max(r[1] for r in results),
+                     results[-1][2]))
+    print(f"\n{'run':<24} {'seconds':>8} {'packets/s':>11} {'peak RSS':>10} {'lines':>8}")
+    for label, wall, rss, lines in rows:
+        print(f"{label:<24} {wall:>8.2f} {packets / wall:>11,.0f} {rss / 1024:>8.1f}M "
+              f"{lines:>8}")
+    ours = [r for r in rows if r[0].startswith("tlsprobe")]
+    theirs = [r for r in rows if r[0].startswith("tshark")]
+    if theirs:
+        fastest_tshark = min(r[1] for r in theirs)
+        least_tshark = min(r[2] for r in theirs)
+        print("\nagainst the faster tshark run (target: >= 4x throughput, <= 1/5 memory)")
+        for label, wall, rss, _ in ours:
+            speed, memory = fastest_tshark / wall, least_tshark / rss
+            print(f"  {label:<24} {speed:4.1f}x throughput "
+                  f"({'met' if speed >= 4 else 'NOT met'}), 1/{memory:.1f} of the memory "
+                  f"({'met' if memory >= 5 else 'NOT met'})")
 
 
 if __name__ == "__main__":

@@ -178,6 +178,9 @@ class CaptureStats:
     tcp_gap_bytes: int = 0
     tcp_after_close: int = 0
     tcp_evicted: int = 0
+    tcp_evicted_idle: int = 0  # of tcp_evicted: idle for their timeout of capture time
+    tcp_evicted_limit: int = 0  # of tcp_evicted: over the open-connection limit
+    tcp_evicted_in_progress: int = 0  # of tcp_evicted_limit: carrying unread payload
     tcp_pending_flushes: int = 0
     tcp_resyncs: int = 0
     udp_datagrams: int = 0
@@ -240,7 +243,11 @@ class CaptureStats:
                     "overlap_conflicts": self.tcp_overlap_conflicts,
                     "out_of_order": self.tcp_out_of_order, "gaps": self.tcp_gaps,
                     "gap_bytes": self.tcp_gap_bytes, "after_close": self.tcp_after_close,
-                    "evicted": self.tcp_evicted, "pending_flushes": self.tcp_pending_flushes,
+                    "evicted": self.tcp_evicted,
+                    "evicted_by": {"idle": self.tcp_evicted_idle,
+                                   "limit": self.tcp_evicted_limit,
+                                   "limit_in_progress": self.tcp_evicted_in_progress},
+                    "pending_flushes": self.tcp_pending_flushes,
                     "resyncs": self.tcp_resyncs},
             "udp_datagrams": self.udp_datagrams, "secrets_blocks": self.secrets_blocks,
             "warnings": [{"offset": w.offset, "message": w.message} for w in self.warnings],

@@ -23,6 +23,7 @@ adds connection tracking on top of it.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import Any
 
 from tlsprobe.capture.events import CaptureStats, StreamData, StreamGap, StreamSkipped
@@ -156,7 +157,12 @@ class Reassembler:
             self.drain(half, ts, frame)
 
     def _insert(self, half: HalfStream, seq: int, data: bytes, cut: int) -> None:
-        """Queue a future segment, keeping only bytes no pending segment already holds."""
+        """Queue a future segment, keeping only bytes no pending segment already holds.
+
+        The pending list is sorted by distance from the next expected byte; the place of a
+        segment is found by bisection and only its neighbours are looked at, so a segment
+        costs O(log n) comparisons however shuffled the capture is (the list insert itself
+        is one memmove)."""
         nxt = half.next_seq
         if nxt is None:  # not reachable from data(), which sets it first
             return
@@ -168,15 +174,21 @@ class Reassembler:
             half.pending_bytes += len(data)
             self.total_pending += len(data)
             return
+        i = bisect_left(pending, start, key=lambda p: (p[0] - nxt) & MASK)
+        if i and ((pending[i - 1][0] - nxt) & MASK) + len(pending[i - 1][1]) > start:
+            i -= 1  # the segment before overlaps the start of this one
         pieces: list[tuple[int, int]] = []
         cur = start
-        for p_seq, p_data, _ in pending:
+        j = i
+        while j < len(pending):
+            p_seq, p_data, _ = pending[j]
             s = (p_seq - nxt) & MASK
-            e = s + len(p_data)
-            if e <= cur:
-                continue
             if s >= stop:
                 break
+            e = s + len(p_data)
+            j += 1
+            if e <= cur:
+                continue
             if s > cur:
                 pieces.append((cur, s))
             ov_start, ov_end = max(cur, s), min(e, stop)
@@ -187,28 +199,36 @@ class Reassembler:
                 break
         if cur < stop:
             pieces.append((cur, stop))
+        if j == i:  # nothing pending overlaps: one insert at its place
+            pending.insert(i, [seq, data, cut])
+            half.pending_bytes += len(data)
+            self.total_pending += len(data)
+            return
         if not pieces:
             self.stats.tcp_retransmissions += 1
             return
         self.stats.tcp_overlaps += 1
         for a, b in pieces:
-            pending.append([(nxt + a) & MASK, data[a - start:b - start], cut if b == stop else 0])
+            piece = [(nxt + a) & MASK, data[a - start:b - start], cut if b == stop else 0]
+            k = bisect_left(pending, a, lo=i, key=lambda p: (p[0] - nxt) & MASK)
+            pending.insert(k, piece)
             half.pending_bytes += b - a
             self.total_pending += b - a
-        pending.sort(key=lambda p: (p[0] - nxt) & MASK)
 
     def drain(self, half: HalfStream, ts: float, frame: int) -> None:
-        """Deliver pending segments that have become contiguous with the stream."""
+        """Deliver pending segments that have become contiguous with the stream (those
+        delivered are removed from the list at once, not one by one)."""
         pending = half.pending
         nxt = half.next_seq
         if nxt is None:
             return
-        while pending:
-            seq, data, cut = pending[0]
+        i, count = 0, len(pending)
+        while i < count:
+            seq, data, cut = pending[i]
             rel = (seq - nxt) & MASK
             if rel and rel < HALF_SPACE:
                 break
-            del pending[0]
+            i += 1
             n = len(data)
             half.pending_bytes -= n
             self.total_pending -= n
@@ -219,10 +239,12 @@ class Reassembler:
             if cut > 0:
                 size = ((seq + n + cut) - nxt) & MASK
                 if size and size < HALF_SPACE:
-                    if pending:
-                        size = min(size, (pending[0][0] - nxt) & MASK)
+                    if i < count:
+                        size = min(size, (pending[i][0] - nxt) & MASK)
                     self._gap(half, nxt, size, ts, frame)
                     nxt = (nxt + size) & MASK
+        if i:
+            del pending[:i]
         half.next_seq = nxt
 
     def _relieve(self, half: HalfStream, ts: float, frame: int) -> None:

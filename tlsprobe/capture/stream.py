@@ -152,6 +152,7 @@ class CaptureStream:
     def close(self) -> None:
         self._gen.close()
         self._opened.close()
+        self._tcp.release()  # stopped early: the connection table goes now
 
     def __enter__(self) -> CaptureStream:  # noqa: PYI034 - Python 3.10 has no Self
         return self
@@ -237,6 +238,7 @@ class CaptureStream:
             packets.close()  # runs the reader's final accounting
             self._finish_stats()
             self._opened.close()
+            tcp.release()
 
     def _run_pcap(self, reader: PcapReader) -> Generator[Event, None, None]:
         """The loop for a classic pcap of Ethernet frames, reading its records in place."""
@@ -335,6 +337,7 @@ class CaptureStream:
             reader.done(pos, frame)
             self._finish_stats()
             self._opened.close()
+            tcp.release()
 
     def _other(self, lt: int, buf: bytes, start: int, end: int, ts: float,
                frame: int, orig: int) -> None:

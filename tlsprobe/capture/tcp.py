@@ -15,18 +15,16 @@ starts a new connection.  Closed connections are remembered for a while (the new
 ``max_closed`` of them) so that late retransmissions do not look like new connections.
 A RST closes a connection that carried data only after `RST_LINGER` seconds of capture
 time (or its peer's FIN or RST): the peer's bytes still in flight are read.
-When ``max_connections`` open connections are tracked, the least recently used eighth is
-evicted (closed with reason "evicted", counted).
+
+Open connections are evicted to keep memory flat in their number: see eviction.py.
 """
 
 from __future__ import annotations
 
-import heapq
 import socket
 import struct
 from collections import OrderedDict, deque
 from functools import partial
-from operator import attrgetter
 from typing import Any
 
 from tlsprobe.capture.events import (
@@ -36,6 +34,7 @@ from tlsprobe.capture.events import (
     StreamData,
     StreamOpen,
 )
+from tlsprobe.capture.eviction import IDLE_TIMEOUT, IDLE_TIMEOUT_DATA, Eviction
 from tlsprobe.capture.reassembly import MASK, HalfStream, Reassembler
 
 FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
@@ -82,11 +81,13 @@ class Connection:
         self.reset: tuple[float, int] | None = None  # (ts, frame) of a RST still lingering
 
 
-class TcpTracker(Reassembler):
+class TcpTracker(Reassembler, Eviction):
     """Turns decoded TCP segments into stream events appended to `out`."""
 
     def __init__(self, stats: CaptureStats, out: list[Any], *, max_pending_bytes: int,
-                 max_total_pending_bytes: int, max_connections: int, max_closed: int) -> None:
+                 max_total_pending_bytes: int, max_connections: int, max_closed: int,
+                 idle_timeout: float = IDLE_TIMEOUT,
+                 idle_timeout_data: float = IDLE_TIMEOUT_DATA) -> None:
         super().__init__(stats, out, max_pending_bytes, max_total_pending_bytes)
         self.max_connections = max(1, max_connections)
         self.max_closed = max(0, max_closed)
@@ -96,6 +97,7 @@ class TcpTracker(Reassembler):
         self._next_id = 0
         self._texts: dict[bytes, str] = {}
         self._resets: deque[Connection] = deque()  # reset connections still open, by RST
+        self.init_eviction(idle_timeout, idle_timeout_data)
 
     # -- per packet -----------------------------------------------------------------------
     def segment(self, buf: bytes, addr_off: int, alen: int, l4: int, l4end: int, cut: int,
@@ -169,7 +171,7 @@ class TcpTracker(Reassembler):
         """Segments with SYN, FIN or RST, and the first segment of an unknown flow (`half`:
         the flow's entry, None when unknown)."""
         if self._resets:
-            self._sweep(ts)
+            self._sweep_resets(ts)
         data = buf[pstart:l4end]
         if flags & SYN:
             if flags & RST:
@@ -235,7 +237,7 @@ class TcpTracker(Reassembler):
             self.flush(half, ts, frame)
         self._resets.append(conn)
 
-    def _sweep(self, ts: float) -> None:
+    def _sweep_resets(self, ts: float) -> None:
         """Close the reset connections whose linger time has passed."""
         resets = self._resets
         while resets:
@@ -270,8 +272,7 @@ class TcpTracker(Reassembler):
     # -- connections ----------------------------------------------------------------------
     def _open(self, key: bytes, buf: bytes, addr_off: int, alen: int, l4: int, flags: int,
               ts: float, frame: int) -> HalfStream:
-        if len(self.open) >= self.max_connections:
-            self._evict(ts, frame)
+        self.opening(ts, frame)
         src_raw = buf[addr_off:addr_off + alen]
         dst_raw = buf[addr_off + alen:addr_off + alen + alen]
         sport, dport = _PORTS(buf, l4)
@@ -307,14 +308,16 @@ class TcpTracker(Reassembler):
         return sent
 
     def _text(self, raw: bytes) -> str:
-        if len(self._texts) >= 65536:
+        if len(self._texts) >= 8192:  # bounded: a scan has as many addresses as flows
             self._texts.clear()
         text = self._texts[raw] = ip_text(raw)
         return text
 
-    def close(self, conn: Connection, reason: str, ts: float, frame: int) -> None:
+    def close(self, conn: Connection, reason: str, ts: float, frame: int,
+              remember: bool = True) -> None:
         """Flush both directions (gaps for what never came) and emit StreamClose (a
-        connection that was reset closes as "rst" at its RST, whatever ends it)."""
+        connection that was reset closes as "rst" at its RST, whatever ends it); the
+        connection is remembered among the closed ones unless `remember` is False."""
         if conn.closed:
             return
         if conn.reset is not None:
@@ -330,7 +333,7 @@ class TcpTracker(Reassembler):
         conn.closed = True
         self.out.append(_new_close((conn.key, reason, ts, frame)))
         self.open.pop(conn.key.id, None)
-        if self.max_closed:
+        if self.max_closed and remember:
             self.closed[conn.key.id] = conn
             if len(self.closed) > self.max_closed:
                 self._forget(self.closed.popitem(last=False)[1])
@@ -343,20 +346,21 @@ class TcpTracker(Reassembler):
             current = self.flows.get(key)
             if current is not None and current.conn is conn:
                 del self.flows[key]
-
-    def _evict(self, ts: float, frame: int) -> None:
-        victims = heapq.nsmallest(max(1, len(self.open) // 8), self.open.values(),
-                                  key=attrgetter("last"))
-        for conn in victims:
-            self.stats.tcp_evicted += 1
-            self.close(conn, "evicted", ts, frame)
-            self.closed.pop(conn.key.id, None)
-            self._forget(conn)
+        conn.halves = []  # the halves point back at it: no cycle left for the collector
 
     def finish(self, ts: float, frame: int) -> None:
         """End of the capture: close what is still open, in order of appearance."""
         for conn in list(self.open.values()):
             self.close(conn, "fin" if conn.closing else "end", ts, frame)
+
+    def release(self) -> None:
+        """Drop every connection's state (the capture is done with, maybe early)."""
+        self.flows.clear()
+        self.open.clear()
+        self.closed.clear()
+        self._texts.clear()
+        self._marks.clear()
+        self.total_pending = 0
 
     def ignore(self, conn_id: int) -> bool:
         """Stop delivering a connection's bytes: from now on they are counted (sequence

@@ -176,6 +176,9 @@ class CaptureAnalysis:
     # -- the loop ------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Analyzed]:
         conns: dict[int, Connection] = {}
+        # connections opened without payload yet (most of a SYN scan): only their
+        # StreamOpen is kept, the readers are built on the first bytes
+        opened: dict[int, StreamOpen] = {}
         stream = self.stream
         events: Iterator[Any] = iter(stream)  # told apart by type(): the hot loop
         ignore = stream.ignore
@@ -189,7 +192,7 @@ class CaptureAnalysis:
                     key, d, data, ts, frame = ev
                     conn = conns.get(key[0])
                     if conn is None:
-                        conn = conns[key[0]] = self._new(key, ts, frame)
+                        conn = conns[key[0]] = self._new(*opened.pop(key[0], (key, ts, frame)))
                     conn.nbytes[d] += len(data)
                     conn.last_ts = ts
                     conn.last_frame = frame
@@ -214,6 +217,8 @@ class CaptureAnalysis:
                         conn.skipped(ev.direction, ev.size, ev.gaps, ev.ts, ev.frame)
                 elif t is StreamClose:
                     conn = conns.pop(ev.conn.id, None)
+                    if conn is None and opened.pop(ev.conn.id, None) is not None:
+                        self.connections += 1  # no payload: nothing was built for it
                     if conn is not None:
                         if ev.reason in ("fin", "rst"):
                             conn.last_ts = max(conn.last_ts, ev.ts)
@@ -223,17 +228,21 @@ class CaptureAnalysis:
                             yield done
                 elif t is StreamOpen:
                     if ev.conn.id not in conns:
-                        conns[ev.conn.id] = self._new(ev.conn, ev.ts, ev.frame)
+                        opened[ev.conn.id] = ev  # built when its first bytes come
                 elif t is StreamGap:
                     conn = conns.get(ev.conn.id)
+                    if conn is None and ev.conn.id in opened:
+                        conn = conns[ev.conn.id] = self._new(*opened.pop(ev.conn.id))
                     if conn is not None:
                         conn.gap(ev.direction, ev.size, ev.ts, ev.frame)
                 elif t is Datagram:
                     yield from self._datagram(ev)
                 elif t is Secrets:
                     self._secrets(ev)
-            for conn in list(conns.values()):  # the capture layer closes all; just in case
-                done = self._finish(conn, "end")
+            self.connections += len(opened)
+            opened.clear()
+            while conns:  # the capture layer closes all; just in case
+                done = self._finish(conns.pop(next(iter(conns))), "end")
                 if done is not None:
                     yield done
             for tracker in (self._quic, self._dtls, self._openvpn):
@@ -242,6 +251,15 @@ class CaptureAnalysis:
                         self.tls_connections += 1
                         yield done
         finally:
+            # also when the caller stops early: per-connection state goes now (partial
+            # messages stop counting against the readers' shared budget)
+            for conn in conns.values():
+                release = getattr(conn.reader, "release", None)
+                if release is not None:
+                    release()
+            conns.clear()
+            opened.clear()
+            stream.close()
             if progress is not None:
                 self._tick()
             if self._counter is not None:
@@ -334,7 +352,8 @@ class CaptureAnalysis:
         (None: all): a connection the filters left out is not talked about."""
         gaps = [text for conn_id, text in self._gap_warnings
                 if reported is None or conn_id in reported][:8]
-        return tuple(self._keylog_warnings()) + tuple(gaps)
+        evicted = _eviction_note(self.stream.stats)
+        return tuple(self._keylog_warnings()) + tuple(gaps) + evicted
 
     def _keylog_warnings(self) -> list[str]:
         """A --keylog file that gave nothing: no usable line, or no key for any connection
@@ -351,6 +370,28 @@ class CaptureAnalysis:
         if self.undecrypted:
             return [f"{name}: {_undecrypted_note(self.undecrypted)}"]
         return []
+
+
+def _eviction_note(stats: Any) -> tuple[str, ...]:
+    """The connections the capture layer evicted to keep memory flat, and why (an idle
+    or payload-less connection loses nothing that is reported; one evicted with its
+    handshake possibly in progress is said apart)."""
+    if not stats.tcp_evicted:
+        return ()
+    from tlsprobe.capture.eviction import IDLE_TIMEOUT, IDLE_TIMEOUT_DATA
+    parts = []
+    if stats.tcp_evicted_idle:
+        parts.append(f"{stats.tcp_evicted_idle} idle (no packet for {IDLE_TIMEOUT:g} s of "
+                     f"capture time, {IDLE_TIMEOUT_DATA:g} s once payload flowed)")
+    quiet = stats.tcp_evicted_limit - stats.tcp_evicted_in_progress
+    if quiet:
+        parts.append(f"{quiet} over the connection limit with no payload or nothing more "
+                     "to read")
+    if stats.tcp_evicted_in_progress:
+        parts.append(f"{stats.tcp_evicted_in_progress} over twice the connection limit "
+                     "with a handshake possibly in progress")
+    return (f"{stats.tcp_evicted} TCP connection(s) evicted before their end to bound "
+            f"memory: {'; '.join(parts)}",)
 
 
 def _undecrypted_note(undecrypted: dict[tuple[str, str], int]) -> str:
