@@ -38,9 +38,16 @@ ECDH = ["x25519", "x448", "p256", "p384", "p521", "secp256k1", "brainpoolp256r1"
 
 def _start(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), COLUMNS="120", NO_COLOR="1")
+    # SIGINT as in a terminal: a shell's background job (a CI runner's, say) starts with it
+    # ignored, which children inherit, and Python then installs no KeyboardInterrupt handler
     return subprocess.Popen([sys.executable, "-m", "tlsprobe", "speed", *args], cwd=tmp_path,
                             env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_default_sigint)
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _children(pid: int) -> list[int]:
