@@ -9,18 +9,15 @@ Moduli whose nature is known, so that no test searches for a prime: a Mersenne p
 """
 from __future__ import annotations
 
-import datetime
 import os
 from functools import lru_cache
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
-from cryptography.x509.oid import NameOID
 
 from tlsprobe.wire import ClientHello, frame
 
-from .tls import certificate_12, server_hello_12, server_hello_done
+from .tls import certificate_12, self_signed, server_hello_12, server_hello_done
 
 DHE_RSA_SUITE = 0x009E          # TLS_DHE_RSA_WITH_AES_128_GCM_SHA256
 RSA_PKCS1_SHA256 = 0x0401
@@ -37,15 +34,7 @@ COMPOSITE_2013 = (2**1279 - 1) * (2**607 - 1) * (2**127 - 1)
 def rsa_identity() -> tuple[rsa.RSAPrivateKey, bytes]:
     """A throwaway RSA-2048 key and its self-signed certificate (DER)."""
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "hostile.test")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=30))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("hostile.test")]), False)
-            .sign(key, hashes.SHA256()))
-    return key, cert.public_bytes(serialization.Encoding.DER)
+    return key, self_signed(key)
 
 
 def _vector(value: int) -> bytes:

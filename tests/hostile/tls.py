@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
 from tlsprobe import kex
@@ -115,9 +115,8 @@ class Identity:
     der: bytes
 
 
-@lru_cache(maxsize=1)
-def identity() -> Identity:
-    key = ec.generate_private_key(ec.SECP256R1())
+def self_signed(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> bytes:
+    """A self-signed certificate (DER) for hostile.test on `key`, valid for a month."""
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "hostile.test")])
     now = datetime.datetime.now(datetime.timezone.utc)
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
@@ -126,7 +125,13 @@ def identity() -> Identity:
             .not_valid_after(now + datetime.timedelta(days=30))
             .add_extension(x509.SubjectAlternativeName([x509.DNSName("hostile.test")]), False)
             .sign(key, hashes.SHA256()))
-    return Identity(key, cert.public_bytes(serialization.Encoding.DER))
+    return cert.public_bytes(serialization.Encoding.DER)
+
+
+@lru_cache(maxsize=1)
+def identity() -> Identity:
+    key = ec.generate_private_key(ec.SECP256R1())
+    return Identity(key, self_signed(key))
 
 
 def certificate_12(ders: list[bytes]) -> bytes:
