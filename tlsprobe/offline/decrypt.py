@@ -33,9 +33,9 @@ from tlsprobe.engine.prf import key_block
 from tlsprobe.engine.protection import Tls13Protection, protections_from_key_block
 from tlsprobe.engine.suites import protection_params, suite_params, unsupported_reason
 from tlsprobe.offline.facts import CLIENT, SERVER, Facts
-from tlsprobe.session.flow import UndecryptableEarlyData
+from tlsprobe.session.flow import Deprotector, UndecryptableEarlyData
 
-SetDeprotector = Callable[[int, "RecordDeprotector | None"], None]
+SetDeprotector = Callable[[int, "Deprotector | None"], None]
 DEFLATE = 1
 #: RFC 5246 6.2.2: TLSCompressed.length is at most 2^14 + 1024; the plaintext at most 2^14
 MAX_PLAINTEXT = 1 << 14

@@ -396,11 +396,11 @@ def _inconclusive_findings(report: AuditReport) -> list[Finding]:
         if a.status == "inconclusive":
             out.append(Finding("info", "audit.inconclusive", f"{a.version.name}: signature "
                                f"schemes not established: {a.reason}", version=a.version.name))
-    for v in report.post_quantum:
-        if v.check == "tolerance" and v.verdict == "inconclusive":
+    for pqv in report.post_quantum:
+        if pqv.check == "tolerance" and pqv.verdict == "inconclusive":
             out.append(Finding("info", "audit.inconclusive", "post-quantum tolerance (a hello "
-                               f"with {v.subject}) not established: {v.detail}",
-                               items=(v.subject,), version="TLS 1.3"))
+                               f"with {pqv.subject}) not established: {pqv.detail}",
+                               items=(pqv.subject,), version="TLS 1.3"))
     return out
 
 

@@ -27,6 +27,8 @@ def certificate_findings(report: AuditReport, now: datetime) -> list[Finding]:
     def add(severity: str, code: str, message: str, items: tuple[str, ...] = subject) -> None:
         out.append(Finding(severity, code, message, items=items))
 
+    not_before: datetime | None
+    not_after: datetime | None
     try:
         not_before = datetime.fromisoformat(leaf.not_before)
         not_after = datetime.fromisoformat(leaf.not_after)
