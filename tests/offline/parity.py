@@ -3,7 +3,9 @@
 For every handshake stream in truth/, the matching tlsprobe connection (same endpoints,
 same client random) is compared field by field: version, cipher suite, group (or DH prime
 size), the offered lists (cipher_suites, extensions, supported_groups, key_share_groups,
-signature_algorithms, supported_versions), SNI, ALPN, JA3, JA3S and JA4. Known
+signature_algorithms, supported_versions), SNI, ALPN, JA3, JA3S and JA4. The server side
+is compared on every stream, against tshark with out-of-order TCP reassembly where its
+default settings saw no ServerHello but may have missed one (tshark_ooo.py). Known
 disagreements are listed in docs/PCAP_PARITY.md with the reason; the test checks that the
 observed ones are exactly those.
 
