@@ -3,7 +3,9 @@
 For every handshake stream in truth/, the matching tlsprobe connection (same endpoints,
 same client random) is compared field by field: version, cipher suite, group (or DH prime
 size), the offered lists (cipher_suites, extensions, supported_groups, key_share_groups,
-signature_algorithms, supported_versions), SNI, ALPN, JA3, JA3S and JA4. Known
+signature_algorithms, supported_versions), SNI, ALPN, JA3, JA3S and JA4. The server side
+is compared on every stream, against tshark with out-of-order TCP reassembly where its
+default settings saw no ServerHello but may have missed one (tshark_ooo.py). Known
 disagreements are listed in docs/PCAP_PARITY.md with the reason; the test checks that the
 observed ones are exactly those.
 
@@ -16,24 +18,32 @@ import json
 import os
 import re
 import sys
+import tempfile
 from collections import Counter, defaultdict
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+if str(REPO / "tests") not in sys.path:
+    sys.path.insert(0, str(REPO / "tests"))
 
 from tlsprobe.capture import CaptureError
 from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
 from tlsprobe.report.offline_model import ConnectionReport
 
+from offline import tshark_ooo
+
 FIELDS = ("version", "cipher_suite", "group", "cipher_suites", "extensions",
           "supported_groups", "key_share_groups", "signature_algorithms",
           "supported_versions", "sni", "alpn", "ja3", "ja3s", "ja4")
+SERVER_FIELDS = ("version", "cipher_suite", "group", "alpn", "ja3s")
+TCP_TROUBLE = {"tcp_retransmission", "tcp_out_of_order", "tcp_lost_segment"}
 PARITY_DOC = REPO / "docs" / "PCAP_PARITY.md"
-_ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|\s*([0-9, ]+|\*)\s*\|\s*([a-z0-9_, ]+|\*)\s*\|")
+_ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|\s*([0-9, ]+)\s*\|\s*([a-z0-9_, ]+)\s*\|")
 
 
 def corpus_dir() -> Path:
@@ -44,19 +54,23 @@ def _hexes(values: Any) -> list[str] | None:
     return None if values is None else [str(v).lower() for v in values]
 
 
-def expected(stream: dict[str, Any]) -> dict[str, Any]:
-    """tshark's values of one stream, in our comparison form."""
+def expected(stream: dict[str, Any], server_view: dict[str, Any] | None = None
+             ) -> dict[str, Any]:
+    """tshark's values of one stream, in our comparison form. The server side comes from
+    `server_view` (the stream as tshark sees it with out-of-order reassembly) where given;
+    a stream with no ServerHello in that view has None for every server-side field."""
     ch = stream.get("client_hello") or {}
-    sh = stream.get("server_hello") or {}
-    neg = stream.get("negotiated") or {}
-    out: dict[str, Any] = {}
+    source = server_view if server_view is not None else stream
+    sh = source.get("server_hello") or {}
+    neg = source.get("negotiated") or {}
+    out: dict[str, Any] = dict.fromkeys(SERVER_FIELDS)
     if sh:
         out["version"] = neg.get("version")
         out["cipher_suite"] = neg.get("cipher_suite")
-        source = neg.get("key_exchange_group_source") or ""
-        m = re.search(r"dhe\(p_len=(\d+)\)", source)
+        group_source = neg.get("key_exchange_group_source") or ""
+        m = re.search(r"dhe\(p_len=(\d+)\)", group_source)
         out["group"] = f"dh{int(m.group(1)) * 8}" if m else neg.get("key_exchange_group")
-        out["ja3s"] = stream.get("ja3s")
+        out["ja3s"] = source.get("ja3s")
         out["alpn"] = neg.get("alpn")
     if ch:
         for name in ("cipher_suites", "extensions", "supported_groups", "key_share_groups",
@@ -125,46 +139,80 @@ def _match(stream: dict[str, Any], reports: list[ConnectionReport],
     return candidates[0] if candidates else None
 
 
-def compare_file(truth_path: str) -> list[tuple[str, int, str, Any, Any]]:
+Row = tuple[str, int, str, Any, Any]
+
+
+def _needs_ooo_view(stream: dict[str, Any], report: ConnectionReport | None) -> bool:
+    """A TCP stream whose ServerHello tshark's default settings did not see, where
+    out-of-order reassembly may show one: TCP trouble in the stream, or tlsprobe read a
+    server side there."""
+    if stream["transport"] != "tcp" or stream.get("server_hello"):
+        return False
+    return bool(TCP_TROUBLE & set(stream["flags"])) or (
+        report is not None and observed(report)["version"] is not None)
+
+
+def compare_file(truth_path: str, ooo_cache: str | None = None
+                 ) -> tuple[list[Row], list[tuple[str, int]]]:
     """(file, stream, field, tshark's value, ours) for every field of every handshake
-    stream of one capture; equal values included (agreement counts need them)."""
+    stream of one capture, equal values included (agreement counts need them); and the
+    streams whose server side was compared with tshark's out-of-order view (run only when
+    `ooo_cache`, its cache directory, is given)."""
     truth = json.loads(Path(truth_path).read_text())
     path = corpus_dir() / truth["file"]
     reports, _error = _analyse(str(path))
-    rows: list[tuple[str, int, str, Any, Any]] = []
     used: set[int] = set()
+    matched: list[tuple[dict[str, Any], ConnectionReport | None]] = []
     for stream in truth["streams"]:
-        want = expected(stream)
         got_report = _match(stream, reports, used)
         if got_report is not None:
             used.add(id(got_report))
+        matched.append((stream, got_report))
+    ooo: dict[int, dict[str, Any]] | None = None
+    if ooo_cache is not None and any(_needs_ooo_view(s, r) for s, r in matched):
+        ooo = tshark_ooo.tcp_streams(corpus_dir(), truth, Path(ooo_cache))
+    rows: list[Row] = []
+    ooo_compared: list[tuple[str, int]] = []
+    for stream, got_report in matched:
+        view = None
+        if ooo is not None and _needs_ooo_view(stream, got_report):
+            view = ooo.get(stream["stream"], {})
+            ooo_compared.append((truth["file"], stream["stream"]))
+        want = expected(stream, view)
         got = observed(got_report) if got_report is not None else {}
         for name in FIELDS:
             if name in want:
                 rows.append((truth["file"], stream["stream"], name, want[name],
                              got.get(name, "(connection not found)" if got_report is None
                                      else None)))
-    return rows
+    return rows, ooo_compared
 
 
-def compare_corpus(workers: int = 2) -> list[tuple[str, int, str, Any, Any]]:
+def compare_corpus(workers: int = 2, ooo_cache: str | None = None
+                   ) -> tuple[list[Row], list[tuple[str, int]]]:
+    """compare_file over the whole corpus: every row, and the streams compared with
+    tshark's out-of-order view."""
     paths = sorted(str(p) for p in (corpus_dir() / "truth").glob("*.json"))
-    rows: list[tuple[str, int, str, Any, Any]] = []
+    rows: list[Row] = []
+    ooo_compared: list[tuple[str, int]] = []
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        for part in pool.map(compare_file, paths, chunksize=4):
+        for part, part_ooo in pool.map(partial(compare_file, ooo_cache=ooo_cache), paths,
+                                       chunksize=4):
             rows.extend(part)
-    return rows
+            ooo_compared.extend(part_ooo)
+    return rows, ooo_compared
 
 
 def documented() -> dict[tuple[str, str, str], str]:
-    """(file, stream or "*", field) -> reason, from the table in docs/PCAP_PARITY.md."""
+    """(file, stream, field) -> reason, from the table in docs/PCAP_PARITY.md. Every row
+    names its streams and fields (no wildcard): a row that does not parse is an error."""
     out: dict[tuple[str, str, str], str] = {}
-    if not PARITY_DOC.exists():
-        return out
     for line in PARITY_DOC.read_text().splitlines():
+        if not line.startswith("| `"):
+            continue
         m = _ROW.match(line)
         if not m:
-            continue
+            raise ValueError(f"{PARITY_DOC.name}: row without named streams and fields: {line}")
         reason = line.rstrip(" |").split("|")[-1].strip()
         for stream in (s.strip() for s in m.group(2).split(",")):
             for name in (f.strip() for f in m.group(3).split(",")):
@@ -174,7 +222,7 @@ def documented() -> dict[tuple[str, str, str], str]:
 
 def is_documented(doc: dict[tuple[str, str, str], str], file: str, stream: int,
                   name: str) -> bool:
-    return any((file, s, n) in doc for s in (str(stream), "*") for n in (name, "*"))
+    return (file, str(stream), name) in doc
 
 
 def agreement(rows: list[tuple[str, int, str, Any, Any]]) -> dict[str, tuple[int, int]]:
@@ -188,7 +236,11 @@ def agreement(rows: list[tuple[str, int, str, Any, Any]]) -> dict[str, tuple[int
 
 
 def main() -> int:
-    rows = compare_corpus(os.cpu_count() or 2)
+    cache = Path(tempfile.gettempdir()) / "tlsprobe-tshark-ooo"
+    rows, ooo = compare_corpus(os.cpu_count() or 2,
+                               str(cache) if tshark_ooo.available() else None)
+    print(f"server side compared with tshark -o tcp.reassemble_out_of_order:TRUE: "
+          f"{', '.join(f'{f} #{s}' for f, s in ooo) or 'none (tshark not installed)'}\n")
     doc = documented()
     print(f"{'field':<22} {'agree':>6} / {'total':<6}  documented differences")
     undoc: dict[str, list[str]] = defaultdict(list)
