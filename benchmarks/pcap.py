@@ -22,6 +22,12 @@ command runs N times and the median wall time is shown (peak RSS: the largest).
 
 Target (issue 5): tlsprobe at least 4x tshark's throughput and at most 1/5 of its memory.
 
+Then the same runs on a capture dense in short connections (issue 11): --short real
+loopback handshakes (300) recorded by pcap_short.py (openssl s_server -www, tcpdump on lo,
+every second connection with a small HTTP exchange), replicated as recorded (no --mss split)
+to --packets packets: about 71,000 connections per 1M packets, where the per-connection
+cost shows. Recording needs tcpdump and the right to capture on lo; --short 0 skips it.
+
 Then the adversarial captures of benchmarks/pcap_flows.py, generated here (issue 11): a
 capture of --flows SYN-only flows (1M; target under 150 MB peak RSS) and captures of
 --shuffled N one-byte segments in a random order carrying a real TLS handshake (16,000 and
@@ -30,7 +36,7 @@ RSS and their ratios. --skip-throughput runs only these, --flows 0 --shuffled sk
 
 Usage: python3 benchmarks/pcap.py [--packets N] [--pcap PATH] [--keep] [--no-tshark]
                                   [--repeat N] [--flows N] [--shuffled N ...]
-                                  [--skip-throughput]
+                                  [--skip-throughput] [--short N]
 """
 
 from __future__ import annotations
@@ -53,15 +59,18 @@ from tlsprobe.capture import read_packets
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pcap_flows import adversarial
+from pcap_short import record_short
 
 SEEDS = ROOT / "captures"
 
 
-def seed_flows(mss: int = 0) -> list[list[tuple[float, bytes]]]:
-    """Every IPv4 TCP connection of the recorded (not derived) captures, as Ethernet frames
-    with their time offsets from the connection's first packet (segments over `mss` split)."""
+def seed_flows(mss: int = 0, paths: list[Path] | None = None, port: int | None = None
+               ) -> list[list[tuple[float, bytes]]]:
+    """Every IPv4 TCP connection of the recorded (not derived) captures (or of `paths`;
+    only those to `port` if given), as Ethernet frames with their time offsets from the
+    connection's first packet (segments over `mss` split)."""
     flows: list[list[tuple[float, bytes]]] = []
-    for path in sorted(SEEDS.glob("*.pcap")):
+    for path in paths if paths is not None else sorted(SEEDS.glob("*.pcap")):
         name = path.stem
         if any(word in name for word in ("midstream", "gap", "reordered", "ipv6")):
             continue
@@ -70,6 +79,8 @@ def seed_flows(mss: int = 0) -> list[list[tuple[float, bytes]]]:
             if lt != 1 or len(data) < 54 or data[12:14] != b"\x08\x00" or data[23] != 6:
                 continue
             sport, dport = struct.unpack_from("!HH", data, 34)
+            if port is not None and port not in (sport, dport):
+                continue
             key = (data[26:34], min(sport, dport), max(sport, dport))
             conns.setdefault(key, []).append((ts, data))
         for packets in conns.values():
@@ -101,9 +112,10 @@ def split_segments(frame: bytes, mss: int) -> list[bytes]:
     return out
 
 
-def write_capture(path: Path, flows: list[list[tuple[float, bytes]]], packets: int) -> int:
+def write_capture(path: Path, flows: list[list[tuple[float, bytes]]], packets: int
+                  ) -> tuple[int, int]:
     """Replicate the flows, each copy with its own client address and port, interleaving a
-    few connections at a time as a busy network would."""
+    few connections at a time as a busy network would. Packets and connections written."""
     record = struct.Struct("<IIII")
     written, copy, ts = 0, 0, 1_700_000_000.0
     with open(path, "wb") as f:
@@ -130,7 +142,7 @@ def write_capture(path: Path, flows: list[list[tuple[float, bytes]]], packets: i
                 f.write(data)
                 written += 1
             ts = batch[-1][0] + 0.001
-    return written
+    return written, copy
 
 
 def child_env(pycache: Path) -> dict[str, str]:
@@ -152,8 +164,9 @@ def compile_project(env: dict[str, str]) -> None:
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def run_child(cmd: list[str], out: Path, env: dict[str, str]) -> tuple[float, int, int]:
-    """Wall time, peak RSS (KiB) and lines of output of one child process. The output goes
+def run_child(cmd: list[str], out: Path, env: dict[str, str]
+              ) -> tuple[float, int, int, float]:
+    """Wall time, peak RSS (KiB), lines of output and CPU time of one child process. The output goes
     to a file, counted afterwards, so that reading it costs neither side any time."""
     with open(out, "wb") as sink:
         t0 = time.perf_counter()
@@ -166,7 +179,7 @@ def run_child(cmd: list[str], out: Path, env: dict[str, str]) -> tuple[float, in
     with open(out, "rb") as f:
         lines = sum(1 for _ in f)
     out.unlink()
-    return wall, usage.ru_maxrss, lines
+    return wall, usage.ru_maxrss, lines, usage.ru_utime + usage.ru_stime
 
 
 def main() -> int:
@@ -186,11 +199,25 @@ def main() -> int:
                     help="one-byte segments of each shuffled-segments capture")
     ap.add_argument("--skip-throughput", action="store_true",
                     help="only the many-flows and shuffled-segments captures")
+    ap.add_argument("--short", type=int, default=300, help="real loopback handshakes "
+                    "recorded for the short-connections capture (0: no such capture)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="tlsprobe-bench-pcap-"))
     try:
         if not args.skip_throughput:
-            throughput(args, tmp)
+            path = Path(args.pcap) if args.pcap else tmp / "big.pcap"
+            if not path.exists():
+                build_capture(path, seed_flows(args.mss), args.packets,
+                              "recorded loopback connections"
+                              + (f", segments split at {args.mss} bytes" if args.mss else ""))
+            throughput(args, tmp, path)
+            if args.short and not args.pcap:
+                seed, port = record_short(tmp, args.short)
+                path = tmp / "short.pcap"
+                build_capture(path, seed_flows(0, [seed], port), args.packets,
+                              "real loopback handshakes (openssl s_server -www, Python ssl "
+                              "clients, every second one with an HTTP GET)")
+                throughput(args, tmp, path)
         env = child_env(tmp / "pycache")
         if args.skip_throughput:
             compile_project(env)
@@ -206,17 +233,18 @@ def main() -> int:
     return 0
 
 
-def throughput(args: argparse.Namespace, tmp: Path) -> None:
-    """The table, --stats and --jsonl on the big capture of real handshakes, beside tshark."""
-    path = Path(args.pcap) if args.pcap else tmp / "big.pcap"
-    if not path.exists():
-        flows = seed_flows(args.mss)
-        if not flows:
-            raise SystemExit(f"no recorded captures in {SEEDS} (tools/record_captures.py)")
-        n = write_capture(path, flows, args.packets)
-        print(f"wrote {path} ({n} packets, {path.stat().st_size >> 20} MiB) from "
-              f"{len(flows)} recorded loopback connections"
-              + (f", segments split at {args.mss} bytes" if args.mss else ""))
+def build_capture(path: Path, flows: list[list[tuple[float, bytes]]], packets: int,
+                  what: str) -> None:
+    """Write the replicated capture and say what it holds."""
+    if not flows:
+        raise SystemExit(f"no recorded connections for {path.name} (tools/record_captures.py)")
+    n, copies = write_capture(path, flows, packets)
+    print(f"\nwrote {path} ({n} packets, {copies} connections, "
+          f"{path.stat().st_size >> 20} MiB) from {len(flows)} {what}")
+
+
+def throughput(args: argparse.Namespace, tmp: Path, path: Path) -> None:
+    """The table, --stats and --jsonl on a big capture of real handshakes, beside tshark."""
     packets = sum(1 for _ in read_packets(str(path)))
     tlsprobe = [sys.executable, "-m", "tlsprobe", "pcap", "--no-progress", str(path)]
     runs = [("tlsprobe pcap (table)", tlsprobe),
@@ -238,21 +266,25 @@ def throughput(args: argparse.Namespace, tmp: Path) -> None:
     for label, cmd in runs:
         results = [run_child(cmd, tmp / "out.txt", env) for _ in range(args.repeat)]
         walls = sorted(r[0] for r in results)
+        cpus = sorted(r[3] for r in results)
         rows.append((label, walls[len(walls) // 2], max(r[1] for r in results),
-                     results[-1][2]))
-    print(f"\n{'run':<24} {'seconds':>8} {'packets/s':>11} {'peak RSS':>10} {'lines':>8}")
-    for label, wall, rss, lines in rows:
-        print(f"{label:<24} {wall:>8.2f} {packets / wall:>11,.0f} {rss / 1024:>8.1f}M "
-              f"{lines:>8}")
+                     results[-1][2], cpus[len(cpus) // 2]))
+    print(f"\n{path.name}: {packets} packets")
+    print(f"{'run':<24} {'seconds':>8} {'CPU s':>7} {'packets/s':>11} {'peak RSS':>10} "
+          f"{'lines':>8}")
+    for label, wall, rss, lines, cpu in rows:
+        print(f"{label:<24} {wall:>8.2f} {cpu:>7.2f} {packets / wall:>11,.0f} "
+              f"{rss / 1024:>8.1f}M {lines:>8}")
     ours = [r for r in rows if r[0].startswith("tlsprobe")]
     theirs = [r for r in rows if r[0].startswith("tshark")]
     if theirs:
         fastest_tshark = min(r[1] for r in theirs)
         least_tshark = min(r[2] for r in theirs)
+        least_cpu = min(r[4] for r in theirs)
         print("\nagainst the faster tshark run (target: >= 4x throughput, <= 1/5 memory)")
-        for label, wall, rss, _ in ours:
+        for label, wall, rss, _, cpu in ours:
             speed, memory = fastest_tshark / wall, least_tshark / rss
-            print(f"  {label:<24} {speed:4.1f}x throughput "
+            print(f"  {label:<24} {speed:4.1f}x throughput ({least_cpu / cpu:.1f}x in CPU) "
                   f"({'met' if speed >= 4 else 'NOT met'}), 1/{memory:.1f} of the memory "
                   f"({'met' if memory >= 5 else 'NOT met'})")
 
