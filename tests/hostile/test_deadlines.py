@@ -11,7 +11,6 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,13 +29,10 @@ CPU_LIMIT = 2.5              # seconds of the child's own CPU (a plain probe: we
 HARD_TIMEOUT = 90.0
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[HostileServer]:
-    srv = HostileServer()
-    try:
-        yield srv
-    finally:
-        srv.stop()
+@pytest.fixture
+def server(hostile_server: HostileServer) -> HostileServer:
+    """The session's scripted server (conftest), which closes every listener at the end."""
+    return hostile_server
 
 
 def _spans(listener: Listener, count: int) -> list[float]:

@@ -112,13 +112,10 @@ def _cases() -> Iterator[object]:
         yield pytest.param(kind, "", 0, None, id=f"{kind}-well-formed")
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[HostileServer]:
-    srv = HostileServer()
-    try:
-        yield srv
-    finally:
-        srv.stop()
+@pytest.fixture
+def server(hostile_server: HostileServer) -> HostileServer:
+    """The session's scripted server (conftest), which closes every listener at the end."""
+    return hostile_server
 
 
 def _probe(port: int, *flags: str) -> ProbeOutcome:
