@@ -15,6 +15,8 @@ Exit codes (documented in the README):
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
@@ -24,6 +26,36 @@ EXIT_ALERT = 5
 EXIT_PROTOCOL = 6
 EXIT_BAD_INPUT = 7
 EXIT_INTERNAL = 70  # EX_SOFTWARE in sysexits.h
+
+
+class FailureKind(StrEnum):
+    """Why a connection, probe or audit did not give its answer. A str, so JSON and text
+    show the value (``"not_tls"``) as before; the exit code comes from `exit_code_for`."""
+
+    NETWORK = "network"      # unknown host, refused, timeout, reset
+    NOT_TLS = "not_tls"      # the server answered with something that is not TLS
+    ALERT = "alert"          # the server sent a fatal alert
+    CLOSED = "closed"        # the server ended the handshake without an alert
+    PROTOCOL = "protocol"    # the server broke the protocol (malformed, unexpected, bad MAC)
+    USAGE = "usage"          # a bad argument or targets-file line
+    BAD_INPUT = "bad_input"  # a damaged input file
+    INTERNAL = "internal"    # a bug in tlsprobe
+
+
+EXIT_BY_KIND: dict[FailureKind, int] = {
+    FailureKind.NETWORK: EXIT_NETWORK, FailureKind.NOT_TLS: EXIT_NOT_TLS,
+    FailureKind.ALERT: EXIT_ALERT, FailureKind.CLOSED: EXIT_ALERT,
+    FailureKind.PROTOCOL: EXIT_PROTOCOL, FailureKind.USAGE: EXIT_USAGE,
+    FailureKind.BAD_INPUT: EXIT_BAD_INPUT, FailureKind.INTERNAL: EXIT_INTERNAL,
+}
+
+
+def exit_code_for(kind: str | None) -> int:
+    """The documented exit code of a failure kind (a protocol error when unknown)."""
+    try:
+        return EXIT_BY_KIND[FailureKind(kind or "")]
+    except ValueError:
+        return EXIT_PROTOCOL
 
 
 class TlsprobeError(Exception):

@@ -19,22 +19,13 @@ from tlsprobe import kex, registry
 from tlsprobe.cli import positive_int, seconds
 from tlsprobe.engine import config as cfg
 from tlsprobe.engine.client import Limits
-from tlsprobe.errors import (
-    EXIT_ALERT,
-    EXIT_NETWORK,
-    EXIT_NOT_TLS,
-    EXIT_OK,
-    EXIT_PROTOCOL,
-    UsageError,
-)
+from tlsprobe.errors import EXIT_OK, UsageError, exit_code_for
 from tlsprobe.net.tcp import parse_target
 from tlsprobe.wire.buffer import DecodeError
 
 if TYPE_CHECKING:
     from tlsprobe.probes.probe import ProbeRun
 
-EXIT_BY_KIND = {"network": EXIT_NETWORK, "not_tls": EXIT_NOT_TLS, "alert": EXIT_ALERT,
-                "closed": EXIT_ALERT, "protocol": EXIT_PROTOCOL}
 
 VERSION_FLAGS = (("tls1_3", cfg.TLS13, "TLS 1.3"), ("tls1_2", cfg.TLS12, "TLS 1.2"),
                  ("tls1_1", cfg.TLS11, "TLS 1.1"), ("tls1", cfg.TLS10, "TLS 1.0"),
@@ -409,5 +400,5 @@ def run(args: argparse.Namespace) -> int:
             return exc.exit_code
     if result.error:
         print(f"tlsprobe: {shown(result.error)}", file=sys.stderr)
-        return EXIT_BY_KIND.get(result.error_kind or "", EXIT_PROTOCOL)
+        return exit_code_for(result.error_kind)
     return EXIT_OK

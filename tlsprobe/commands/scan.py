@@ -27,14 +27,11 @@ from dataclasses import dataclass, replace
 from typing import TextIO
 
 from tlsprobe import registry
-from tlsprobe.errors import (EXIT_ALERT, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_NETWORK,
-                             EXIT_NOT_TLS, EXIT_OK, EXIT_PROTOCOL, EXIT_USAGE, UsageError)
+from tlsprobe.errors import EXIT_FINDINGS, EXIT_OK, UsageError, exit_code_for
 from tlsprobe.net.tcp import Target, parse_target
 from tlsprobe.report.audit_model import SEVERITIES, AuditReport
 
 CHECKS = ("versions", "groups", "pq", "suites", "sigalgs", "cert")
-EXIT_BY_KIND = {"network": EXIT_NETWORK, "not_tls": EXIT_NOT_TLS, "alert": EXIT_ALERT,
-                "protocol": EXIT_PROTOCOL, "usage": EXIT_USAGE, "internal": EXIT_INTERNAL}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -192,7 +189,7 @@ def exit_reason(reports: list[AuditReport], fail_on: str | None) -> tuple[int, s
     if hit:
         return EXIT_FINDINGS, (f"{len(hit)} target(s) with findings at or above --fail-on "
                                f"{fail_on}")
-    errors = [(EXIT_BY_KIND.get(r.error_kind or "", EXIT_PROTOCOL), r.error_kind or "")
+    errors = [(exit_code_for(r.error_kind), r.error_kind or "")
               for r in reports if r.error]
     if errors:
         code, kind = max(errors)

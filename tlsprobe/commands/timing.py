@@ -17,19 +17,9 @@ from typing import IO, Any
 from tlsprobe import kex, registry
 from tlsprobe.cli import count, error_line, positive_int, seconds
 from tlsprobe.engine.config import TLS12, TLS13
-from tlsprobe.errors import (
-    EXIT_ALERT,
-    EXIT_NETWORK,
-    EXIT_NOT_TLS,
-    EXIT_OK,
-    EXIT_PROTOCOL,
-    TlsprobeError,
-    UsageError,
-)
+from tlsprobe.errors import EXIT_OK, TlsprobeError, UsageError, exit_code_for
 from tlsprobe.net.tcp import parse_target
 
-EXIT_BY_KIND = {"network": EXIT_NETWORK, "not_tls": EXIT_NOT_TLS, "alert": EXIT_ALERT,
-                "closed": EXIT_ALERT, "protocol": EXIT_PROTOCOL}
 DEFAULT_RUNS = 20
 DEFAULT_WARMUP = 2
 DEFAULT_TIMEOUT = 5.0
@@ -210,7 +200,7 @@ def run_timing(target_text: str, args: Any, *, out: IO[str] | None = None,
         why = report.error or f"stopped early: {report.stopped}"
         from tlsprobe.report.escape import shown
         print(f"tlsprobe: {shown(f'{target.display}: {why}')}", file=err)
-        return EXIT_BY_KIND.get(report.error_kind or "", EXIT_PROTOCOL)
+        return exit_code_for(report.error_kind)
     return EXIT_OK
 
 
