@@ -73,6 +73,31 @@ def _wait_for_children(proc: subprocess.Popen[str], count: int, timeout: float =
         time.sleep(0.05)
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of one process so far (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _wait_for_cpu(proc: subprocess.Popen[str], pids: list[int], seconds: float,
+                  timeout: float = 90.0, count: int = 1) -> None:
+    """Until `count` processes of `pids` have used `seconds` of CPU each (a pool also has an
+    idle helper process, hence not every child): past start-up (about 0.3 s of CPU) and
+    then measuring, so at least one 0.5 s figure is complete whatever the
+    machine's load (a figure's wall time is at least the CPU time it used). Judged by CPU
+    time, not by a sleep: on a busy machine start-up alone can take seconds of wall time."""
+    end = time.monotonic() + timeout
+    while sorted((_cpu_seconds(pid) for pid in pids), reverse=True)[count - 1] < seconds:
+        if proc.poll() is not None or time.monotonic() > end:
+            os.killpg(proc.pid, signal.SIGKILL)
+            pytest.fail(f"speed did not use {seconds} s of CPU in {timeout} s: "
+                        f"{proc.communicate()[1][-500:]}")
+        time.sleep(0.05)
+
+
 def _interrupt(proc: subprocess.Popen[str], whole_group: bool) -> tuple[int, str, str, float]:
     sent = time.monotonic()
     if whole_group:
@@ -111,7 +136,7 @@ def test_ctrl_c_with_workers_stops_at_once_and_prints_what_was_measured(
         tmp_path: Path, whole_group: bool) -> None:
     proc = _start(tmp_path, "--seconds", "0.5", "--multi", "2", *ECDH)
     _wait_for_children(proc, 2)
-    time.sleep(2.0)  # worker start-up, key generation, then a few 0.5 s figures
+    _wait_for_cpu(proc, _children(proc.pid), 1.2, count=2)  # start-up, then figures
     code, out, err, elapsed = _interrupt(proc, whole_group)
     _assert_one_interrupt_line(code, err, elapsed)
     assert "2 processes (figures are sums)" in out
@@ -128,7 +153,7 @@ def test_ctrl_c_with_workers_stops_at_once_and_prints_what_was_measured(
 
 def test_ctrl_c_in_one_process_gives_partial_json(tmp_path: Path) -> None:
     proc = _start(tmp_path, "--seconds", "0.5", "--json", *ECDH)
-    time.sleep(3.0)  # start-up, then a few 0.5 s figures of the 18
+    _wait_for_cpu(proc, [proc.pid], 1.5)  # start-up, then a few 0.5 s figures of the 18
     code, out, err, elapsed = _interrupt(proc, whole_group=True)
     _assert_one_interrupt_line(code, err, elapsed)
     doc = json.loads(out)
