@@ -14,7 +14,7 @@ from tlsprobe.offline import build
 from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
 from tlsprobe.offline.filters import ConnectionFilter, parse_version
 from tlsprobe.offline.stats import Statistics
-from tlsprobe.model.capture import ConnectionReport
+from tlsprobe.model.capture import ConnectionReport, capture_encoder
 
 ALL = sorted(p.name for p in CAPTURES.glob("*.pcap"))
 
@@ -25,8 +25,10 @@ def reports(name: str, **options: object) -> list[ConnectionReport]:
 
 @pytest.mark.parametrize("name", ALL)
 def test_json_text_is_json_dumps_of_the_dict(name: str) -> None:
+    encoder = capture_encoder()  # one per run, shared by the run's reports (as pcap does)
     for r in reports(name) + reports(name, trace=True):
         assert r.to_json() == json.dumps(r.to_dict())
+        assert r.to_json(encoder=encoder) == json.dumps(r.to_dict())
         assert json.loads(r.to_json())["kind"] == "connection"
 
 
