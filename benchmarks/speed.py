@@ -61,7 +61,7 @@ from tlsprobe.kex.ffdhe_primes import FFDHE_GROUPS
 from tlsprobe.speed import catalog, library_versions
 from tlsprobe.speed import openssl as openssl_speed
 from tlsprobe.speed.base import Algorithm
-from tlsprobe.speed.results import AlgorithmResult, Figure
+from tlsprobe.model.speed import AlgorithmResult, Figure
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

@@ -37,7 +37,7 @@ from tlsprobe.engine.config import ClientConfig
 from tlsprobe.engine.guards import MAX_CHANGE_CIPHER_SPECS, MAX_WARNING_ALERTS
 from tlsprobe.errors import EXIT_INTERNAL
 from tlsprobe.probes.facts import certificate_info, offer_of
-from tlsprobe.report.model import ProbeResult
+from tlsprobe.model.probe import ProbeResult
 from tlsprobe.report.tables import MAX_CHAIN_SHOWN, probe_rows
 from tlsprobe.session.flow import RecordEvent
 from tlsprobe.wire.handshake import decode_handshake

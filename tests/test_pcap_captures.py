@@ -13,7 +13,7 @@ import pytest
 
 from tlsprobe.engine.keylog import load_keylog
 from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
-from tlsprobe.report.offline_model import ConnectionReport
+from tlsprobe.model.capture import ConnectionReport
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 EXPECTED: dict[str, Any] = json.loads((CAPTURES / "expected.json").read_text())

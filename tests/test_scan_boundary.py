@@ -124,7 +124,7 @@ def test_a_bug_in_one_targets_audit_is_its_error_alone(openssl, monkeypatch, run
 
 def test_exit_code_precedence_puts_internal_above_protocol():
     from tlsprobe.commands.scan import exit_code
-    from tlsprobe.report.audit_model import AuditReport
+    from tlsprobe.model.audit import AuditReport
     reports = [AuditReport("a", 1, error="x", error_kind="protocol"),
                AuditReport("b", 1, error="y", error_kind="internal"),
                AuditReport("c", 1, error="z", error_kind="usage")]

@@ -10,8 +10,8 @@ from faultproxy import DROP, RESET, FaultProxy, every, nth_matching
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes.audit import AuditOptions, run_audit
 from tlsprobe.probes.scheduler import Scheduler, broad_sigalgs
-from tlsprobe.report.audit_model import AuditReport
-from tlsprobe.report.policy import load_policy
+from tlsprobe.model.audit import AuditReport
+from tlsprobe.policy.load import load_policy
 from tlsprobe.wire.hello import ClientHello
 
 pytestmark = pytest.mark.needs_impl("openssl")

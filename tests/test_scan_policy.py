@@ -7,13 +7,12 @@ from datetime import datetime, timezone
 
 import pytest
 
-from tlsprobe.errors import UsageError
-from tlsprobe.report.audit_model import (AuditReport, DheAudit, DhParameters, GroupAudit,
-                                         SuiteAudit, VersionSupport)
+from tlsprobe.model.audit import (AuditReport, DheAudit, DhParameters, GroupAudit, SuiteAudit,
+                                  VersionSupport)
+from tlsprobe.model.probe import CertificateInfo, Cipher, Codepoint
+from tlsprobe.policy.findings import at_or_above, builtin_findings, evaluate, findings_for
+from tlsprobe.policy.load import PolicyError, load_policy
 from tlsprobe.report.audit_tables import render_audit
-from tlsprobe.report.model import CertificateInfo, Cipher, Codepoint
-from tlsprobe.report.policy import (at_or_above, builtin_findings, evaluate, findings_for,
-                                    load_policy)
 
 V = Codepoint.version
 G = Codepoint.group
@@ -112,7 +111,7 @@ def test_user_policy_files(tmp_path):
                          ('{"severity": {"x": "fatal"}}', "severity"),
                          ('[1, 2]', "top level"), ('{"groups": ', "p.json")):
         js.write_text(text)
-        with pytest.raises(UsageError, match=needle):
+        with pytest.raises(PolicyError, match=needle):
             load_policy(str(js))
 
 
@@ -138,3 +137,18 @@ def findings_and(r: AuditReport) -> AuditReport:
     from dataclasses import replace
     return replace(r, policies=("intermediate",),
                    findings=findings_for(r, [load_policy("intermediate")]))
+
+
+def test_policy_error_is_a_one_line_usage_error_of_the_command(run_cli, tmp_path):
+    """Loading raises the policy's own error (not the CLI's UsageError); `scan` turns it
+    into exit 2 with exactly that message on one stderr line."""
+    from tlsprobe.errors import UsageError
+    bad = tmp_path / "p.json"
+    bad.write_text('{"groups": ["x25519"], "curvez": []}')
+    for spec in (str(bad), "nonsense"):
+        with pytest.raises(PolicyError) as raised:
+            load_policy(spec)
+        assert not isinstance(raised.value, UsageError)
+        code, out, err = run_cli("scan", "127.0.0.1:1", "--policy", spec)
+        assert (code, out) == (2, "")
+        assert err == f"tlsprobe: error: {raised.value}\n"

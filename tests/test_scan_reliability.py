@@ -18,7 +18,7 @@ from tlsprobe import kex
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes.audit import AuditOptions, run_audit
 from tlsprobe.probes.scheduler import Scheduler
-from tlsprobe.report.audit_model import AuditReport, GroupAudit
+from tlsprobe.model.audit import AuditReport, GroupAudit
 from tlsprobe.wire import extensions as ext
 from tlsprobe.wire.handshake import HandshakeReassembler, decode_handshake, frame
 from tlsprobe.wire.hello import ClientHello, ServerHello

@@ -13,7 +13,7 @@ import pytest
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes.audit import AuditOptions, run_audit
 from tlsprobe.probes.scheduler import Scheduler
-from tlsprobe.report.audit_model import AuditReport
+from tlsprobe.model.audit import AuditReport
 
 GROUPS_PQ = ("groups", "pq")
 
@@ -193,7 +193,7 @@ def test_full_audit_suites_sigalgs_and_findings(server_cache):
                        ciphers="ECDHE-RSA-AES128-GCM-SHA256:AES256-SHA:ADH-AES128-GCM-SHA256"
                                ":@SECLEVEL=0",
                        ciphersuites="TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256")
-    from tlsprobe.report.policy import load_policy
+    from tlsprobe.policy.load import load_policy
     r = run_audit([Target(srv.host, srv.port)],
                   AuditOptions(policies=(load_policy("intermediate"),)), Scheduler())[0]
     s13, s12 = r.suite_audit(0x0304), r.suite_audit(0x0303)
@@ -260,7 +260,7 @@ def test_tlslite_strict_key_share_order_tls13_found(server_cache):
     """tlslite-ng refuses key shares out of supported_groups' order (RFC 8446 4.2.8) with
     illegal_parameter: every audit hello must be conformant, or TLS 1.3 is "not spoken",
     version.missing is reported and every TLS 1.3 section is skipped."""
-    from tlsprobe.report.policy import load_policy
+    from tlsprobe.policy.load import load_policy
     srv = server_cache("tlslite", groups="X25519MLKEM768:X25519:P-256")
     r = run_audit([Target(srv.host, srv.port)],
                   AuditOptions(checks=("versions", "groups", "pq", "suites"),

@@ -27,7 +27,7 @@ from tlsprobe.speed import (
     text,
 )
 from tlsprobe.speed.kex import HYBRIDS, Hybrid
-from tlsprobe.speed.results import AlgorithmResult, Comparison, ComparisonRow, Figure
+from tlsprobe.model.speed import AlgorithmResult, Comparison, ComparisonRow, Figure
 from tlsprobe.speed.text import AEAD_CALL_NOTE, comparison_lines
 
 OPENSSL = shutil.which("openssl")

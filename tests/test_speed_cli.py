@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives.asymmetric import mlkem
 
 from tlsprobe.speed import catalog
 from tlsprobe.speed import openssl as openssl_compare
-from tlsprobe.speed.results import AlgorithmResult, Figure
+from tlsprobe.model.speed import AlgorithmResult, Figure
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OPENSSL = shutil.which("openssl")

@@ -33,7 +33,7 @@ if str(REPO / "tests") not in sys.path:
 
 from tlsprobe.capture import CaptureError
 from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
-from tlsprobe.report.offline_model import ConnectionReport
+from tlsprobe.model.capture import ConnectionReport
 
 from offline import tshark_ooo
 

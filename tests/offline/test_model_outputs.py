@@ -14,7 +14,7 @@ from tlsprobe.offline import build
 from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
 from tlsprobe.offline.filters import ConnectionFilter, parse_version
 from tlsprobe.offline.stats import Statistics
-from tlsprobe.report.offline_model import ConnectionReport
+from tlsprobe.model.capture import ConnectionReport, capture_encoder
 
 ALL = sorted(p.name for p in CAPTURES.glob("*.pcap"))
 
@@ -25,8 +25,10 @@ def reports(name: str, **options: object) -> list[ConnectionReport]:
 
 @pytest.mark.parametrize("name", ALL)
 def test_json_text_is_json_dumps_of_the_dict(name: str) -> None:
+    encoder = capture_encoder()  # one per run, shared by the run's reports (as pcap does)
     for r in reports(name) + reports(name, trace=True):
         assert r.to_json() == json.dumps(r.to_dict())
+        assert r.to_json(encoder=encoder) == json.dumps(r.to_dict())
         assert json.loads(r.to_json())["kind"] == "connection"
 
 
@@ -86,7 +88,7 @@ def test_fast_json_of_odd_values_is_json_dumps() -> None:
     """The per-shape JSON path with values the recorded captures do not have: non-ASCII
     and quotes in names, times that are not finite, a preamble with control bytes."""
     from tlsprobe.offline.facts import Facts
-    from tlsprobe.report.offline_model import SHAPE_JSON
+    from tlsprobe.model.capture import SHAPE_JSON
     where = build.Endpoints('caf\u00e9 "1".pcap', 3, "tcp", "tls", "::1", 1, "::2", 2, 1, 9,
                             float("nan"), float("inf"), 10, 20, "rst", True, b"GET \x00\xff",
                             5)

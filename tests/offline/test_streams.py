@@ -10,7 +10,7 @@ from capture.capbuild import Conv, ether, pcap_bytes
 
 from offline.helpers import chunks
 from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
-from tlsprobe.report.offline_model import ConnectionReport
+from tlsprobe.model.capture import ConnectionReport
 
 SEED = chunks("tls12_x25519.pcap")   # TLS 1.2 ECDHE-RSA X25519 against openssl s_server
 

@@ -142,6 +142,7 @@ class _Output:
     written until a capture could be opened."""
 
     def __init__(self, args: argparse.Namespace, out: IO[str]) -> None:
+        from tlsprobe.model.capture import capture_encoder
         from tlsprobe.report.offline_tables import (
             connection_label,
             connection_row,
@@ -160,6 +161,7 @@ class _Output:
         self._batch = not out.isatty()
         self._started = False
         self._table = not (args.json or args.jsonl or args.details or args.stats)
+        self._encoder = capture_encoder()  # this run's: remembers the shared values' JSON
 
     def begin(self) -> None:
         """A capture was opened: the output starts (the --json document's head)."""
@@ -189,7 +191,7 @@ class _Output:
         args, out = self.args, self.out
         self.count += 1
         if args.json or args.jsonl:
-            line = report.to_json()
+            line = report.to_json(encoder=self._encoder)
             if args.msg and trace is not None:
                 line = line[:-1] + ', "trace": ' + json.dumps(trace) + "}"
             if args.jsonl:
@@ -274,7 +276,7 @@ def run(args: argparse.Namespace) -> int:
     from tlsprobe.capture import CaptureError
     from tlsprobe.offline.analyzer import CaptureAnalysis
     from tlsprobe.offline.stats import Statistics
-    from tlsprobe.report.offline_model import CaptureSummary
+    from tlsprobe.model.capture import CaptureSummary
     options, flt = _options(args)
     stats = Statistics()
     output = _Output(args, sys.stdout)

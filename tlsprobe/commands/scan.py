@@ -24,12 +24,15 @@ import argparse
 import math
 import sys
 from dataclasses import dataclass, replace
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from tlsprobe import registry
 from tlsprobe.errors import EXIT_FINDINGS, EXIT_OK, UsageError, exit_code_for
+from tlsprobe.model.audit import SEVERITIES, AuditReport
 from tlsprobe.net.tcp import Target, parse_target
-from tlsprobe.report.audit_model import SEVERITIES, AuditReport
+
+if TYPE_CHECKING:
+    from tlsprobe.policy.load import Policy
 
 CHECKS = ("versions", "groups", "pq", "suites", "sigalgs", "cert")
 
@@ -184,7 +187,7 @@ def exit_code(reports: list[AuditReport], fail_on: str | None) -> int:
 
 def exit_reason(reports: list[AuditReport], fail_on: str | None) -> tuple[int, str]:
     """The exit code (see `exit_code`) and why, for the summary of a run."""
-    from tlsprobe.report.policy import at_or_above
+    from tlsprobe.policy.findings import at_or_above
     hit = [r for r in reports if fail_on and at_or_above(r.findings, fail_on)]
     if hit:
         return EXIT_FINDINGS, (f"{len(hit)} target(s) with findings at or above --fail-on "
@@ -232,14 +235,24 @@ class _Progress:
                                              "connections")
 
 
+def _load_policy(spec: str) -> Policy:
+    """A policy by name or file; one that cannot be loaded is a usage error (exit 2) with
+    the policy's own one-line message."""
+    from tlsprobe.policy.load import PolicyError, load_policy
+    try:
+        return load_policy(spec)
+    except PolicyError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from tlsprobe.probes.audit import AuditOptions, run_audit
     from tlsprobe.probes.scheduler import Scheduler
-    from tlsprobe.report import policy as pol
+    from tlsprobe.policy import load as pol
     out = out or sys.stdout
     if args.list_policies:
         for name in pol.builtin_names():
-            p = pol.load_policy(name)
+            p = _load_policy(name)
             print(f"{name:28} {p.title}", file=out)
         print("aliases: " + ", ".join(f"{k} = {v}" for k, v in pol.ALIASES.items()), file=out)
         return EXIT_OK
@@ -247,7 +260,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     items = _read_targets(args)
     targets = [t for t in items if isinstance(t, Target)]
     policies = () if args.no_policy else tuple(
-        pol.load_policy(spec) for spec in (args.policy or [pol.DEFAULT_POLICY]))
+        _load_policy(spec) for spec in (args.policy or [pol.DEFAULT_POLICY]))
     options = AuditOptions(checks=_checks(args), extra_groups=_extra_groups(args.extra_groups),
                            server_name=args.sni, send_sni=not args.no_sni, policies=policies,
                            cafile=args.cafile, verify=not args.no_verify)

@@ -231,7 +231,8 @@ def _openssl_binary(path: str | None) -> str | None:
 
 def _print(report: SpeedReport, as_json: bool) -> None:
     if as_json:
-        print(json.dumps(report.to_json(), indent=2))
+        from tlsprobe.model.encode import dumps
+        print(dumps(report, indent=2))
     else:
         sys.stdout.write(text.format_report(report))
     sys.stdout.flush()

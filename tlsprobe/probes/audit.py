@@ -23,10 +23,11 @@ from tlsprobe.probes import ciphers, consistency, groups, pq, sigalgs, versions
 from tlsprobe.probes.boundary import internal_error_report
 from tlsprobe.probes.facts import certificate_info
 from tlsprobe.probes.scheduler import Outcome, Scheduler, TargetRunner
-from tlsprobe.report.audit_model import (AuditReport, GroupAudit, PqVerdict, SigalgAudit,
-                                         SuiteAudit, TrustCheck, VersionSupport)
-from tlsprobe.report.model import Codepoint
-from tlsprobe.report.policy import Policy, findings_for
+from tlsprobe.model.audit import (AuditReport, GroupAudit, PqVerdict, SigalgAudit, SuiteAudit,
+                                  TrustCheck, VersionSupport)
+from tlsprobe.model.probe import Codepoint
+from tlsprobe.policy.findings import findings_for
+from tlsprobe.policy.load import Policy
 
 ALL_CHECKS = ("versions", "groups", "pq", "suites", "sigalgs", "cert")
 PhaseHook = Callable[[Target, str], None]

@@ -9,7 +9,7 @@ import traceback
 
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes.scheduler import Scheduler
-from tlsprobe.report.audit_model import AuditReport
+from tlsprobe.model.audit import AuditReport
 
 
 def internal_error_report(target: Target, scheduler: Scheduler,

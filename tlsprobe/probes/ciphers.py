@@ -13,8 +13,8 @@ from tlsprobe.engine.config import TLS12, TLS13, ClientConfig
 from tlsprobe.probes.groups import candidate_groups
 from tlsprobe.probes.scheduler import STOP_HELLO, Outcome, TargetRunner
 from tlsprobe.probes.elimination import Elimination
-from tlsprobe.report.audit_model import ORDER_UNKNOWN, SuiteAudit
-from tlsprobe.report.model import Cipher, Codepoint
+from tlsprobe.model.audit import ORDER_UNKNOWN, SuiteAudit
+from tlsprobe.model.probe import Cipher, Codepoint
 
 COMMON_SHARES = (0x001D, 0x0017)
 

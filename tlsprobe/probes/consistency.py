@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from tlsprobe import registry
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.probes.scheduler import ALERT, Job, Outcome, TargetRunner
-from tlsprobe.report.audit_model import AuditReport, ConsistencyCheck
+from tlsprobe.model.audit import AuditReport, ConsistencyCheck
 
 PHASE = "consistency"
 MARK = ("the target answered inconsistently (likely several configurations behind one "

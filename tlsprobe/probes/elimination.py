@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tlsprobe.report.audit_model import ORDER_CLIENT, ORDER_SERVER, ORDER_SINGLE, ORDER_UNKNOWN
+from tlsprobe.model.audit import ORDER_CLIENT, ORDER_SERVER, ORDER_SINGLE, ORDER_UNKNOWN
 
 
 @dataclass

@@ -24,9 +24,9 @@ from tlsprobe.engine.config import TLS12, TLS13, ClientConfig
 from tlsprobe.probes.elimination import Elimination
 from tlsprobe.probes.scheduler import (ALERT, HELLO_RETRY, SERVER_HELLO, STOP_FLIGHT, STOP_HELLO,
                                        Outcome, TargetRunner)
-from tlsprobe.report.audit_model import (ORDER_CLIENT, ORDER_SINGLE, ORDER_UNKNOWN, DheAudit,
-                                         DhParameters, GroupAudit)
-from tlsprobe.report.model import Codepoint
+from tlsprobe.model.audit import (ORDER_CLIENT, ORDER_SINGLE, ORDER_UNKNOWN, DheAudit,
+                                  DhParameters, GroupAudit)
+from tlsprobe.model.probe import Codepoint
 
 PROTOCOL_VERSION_ALERT = 70
 _RANGES = ((0x0001, 0x0021), (0x0100, 0x0104), (0x0200, 0x0202), (0x11EB, 0x11EE),

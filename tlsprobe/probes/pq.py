@@ -15,7 +15,7 @@ from __future__ import annotations
 from tlsprobe import kex, registry
 from tlsprobe.engine.config import TLS13
 from tlsprobe.probes.scheduler import HELLO_RETRY, SERVER_HELLO, Outcome, TargetRunner
-from tlsprobe.report.audit_model import ORDER_SERVER, GroupAudit, PqVerdict
+from tlsprobe.model.audit import ORDER_SERVER, GroupAudit, PqVerdict
 
 PHASE = "post-quantum"
 X25519MLKEM768, X25519 = 0x11EC, 0x001D

@@ -14,8 +14,8 @@ from tlsprobe.probes.groups import candidate_groups
 from tlsprobe.probes.scheduler import (STOP_FLIGHT, STOP_VERIFY, Outcome, TargetRunner,
                                        broad_sigalgs)
 from tlsprobe.probes.elimination import Elimination
-from tlsprobe.report.audit_model import ORDER_UNKNOWN, SigalgAudit
-from tlsprobe.report.model import Codepoint
+from tlsprobe.model.audit import ORDER_UNKNOWN, SigalgAudit
+from tlsprobe.model.probe import Codepoint
 
 COMMON_SHARES = (0x001D, 0x0017)
 NOT_DECRYPTED = ("the TLS 1.3 CertificateVerify is encrypted and the engine did not decrypt "

@@ -21,8 +21,8 @@ from tlsprobe.engine.config import (DEFAULT_SIGALGS, DEFAULT_SUITES_12, DEFAULT_
                                     TLS10, TLS11, TLS12, TLS13, ClientConfig)
 from tlsprobe.probes.groups import candidate_groups
 from tlsprobe.probes.scheduler import STOP_FLIGHT, STOP_HELLO, Outcome, TargetRunner
-from tlsprobe.report.audit_model import VersionSupport
-from tlsprobe.report.model import Codepoint
+from tlsprobe.model.audit import VersionSupport
+from tlsprobe.model.probe import Codepoint
 
 ALL_VERSIONS = (TLS13, TLS12, TLS11, TLS10, SSL30)
 PHASE = "versions"

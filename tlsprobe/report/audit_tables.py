@@ -15,9 +15,9 @@ from rich.table import Table
 from rich.text import Text
 
 from tlsprobe import registry
+from tlsprobe.model.audit import (ORDER_CLIENT, ORDER_SERVER, ORDER_SINGLE, AuditReport, DheAudit,
+                                  GroupAudit, SigalgAudit, SuiteAudit)
 from tlsprobe.report.escape import shown
-from tlsprobe.report.audit_model import (ORDER_CLIENT, ORDER_SERVER, ORDER_SINGLE, AuditReport,
-                                         DheAudit, GroupAudit, SigalgAudit, SuiteAudit)
 
 ORDER_TEXT = {ORDER_SERVER: "the server enforces its own order",
               ORDER_CLIENT: "the server follows the client's order (listed as offered)",
@@ -49,7 +49,7 @@ def conns(n: int) -> str:
     return f"{n} connection{'' if n == 1 else 's'}"
 
 
-def _names(items: tuple, limit: int | None = 12) -> str:
+def _names(items: tuple[object, ...], limit: int | None = 12) -> str:
     """Names joined; past `limit` (None: no limit, --full) cut with "and N more"."""
     names = [getattr(i, "name", str(i)) for i in items]
     if limit is None or len(names) <= limit:

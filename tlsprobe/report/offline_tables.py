@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import IO
 
 from tlsprobe.report.escape import shown
-from tlsprobe.report.offline_model import ConnectionReport
+from tlsprobe.model.capture import ConnectionReport
 
 COLUMNS = ("#", "Client", "Server", "SNI", "Version", "Cipher suite", "Group", "Key S/C",
            "ALPN", "JA4")

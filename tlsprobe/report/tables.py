@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tlsprobe.report.escape import shown
-from tlsprobe.report.model import Codepoint, KeyExchange, ProbeResult
+from tlsprobe.model.probe import Codepoint, KeyExchange, ProbeResult
 
 SOURCES = {"key_share": "TLS 1.3 key_share", "hello_retry_request":
            "TLS 1.3 key_share after HelloRetryRequest", "server_key_exchange":

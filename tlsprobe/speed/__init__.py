@@ -6,7 +6,7 @@ its own cost out of the figures). Entry points:
 - `catalog.resolve(names) -> list[Algorithm]` (raises `UnknownAlgorithm`), `catalog.groups()`;
 - `run_speed(algorithms, seconds, processes=1, block_sizes=..., progress=None,
   compare_openssl=False, openssl_binary=None) -> SpeedReport`;
-- `SpeedReport.to_json()` (schema in results.py) and `text.format_report(report)`.
+- `model.encode.dumps(report)` (schema in model/speed.py) and `text.format_report(report)`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from tlsprobe.speed.catalog import (
     resolve,
 )
 from tlsprobe.speed.harness import Timing, measure
-from tlsprobe.speed.results import (
+from tlsprobe.model.speed import (
     AlgorithmResult,
     Comparison,
     ComparisonRow,

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tlsprobe.speed.base import Algorithm
-from tlsprobe.speed.results import AlgorithmResult, Comparison, ComparisonRow, Figure
+from tlsprobe.model.speed import AlgorithmResult, Comparison, ComparisonRow, Figure
 
 _UNKNOWN = re.compile(r"Unknown algorithm (\S+)")
 _NUMBER = re.compile(r"^(\d+(?:\.\d+)?)(s|k)?$")

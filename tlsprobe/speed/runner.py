@@ -26,7 +26,7 @@ from typing import Any
 from tlsprobe.speed import catalog
 from tlsprobe.speed.base import Algorithm
 from tlsprobe.speed.harness import measure
-from tlsprobe.speed.results import AlgorithmResult, Figure
+from tlsprobe.model.speed import AlgorithmResult, Figure
 
 # progress(done, total, label): `label` names the figure about to be measured (or "" at the end).
 Progress = Callable[[int, int, str], None]

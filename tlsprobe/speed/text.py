@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tlsprobe.speed.results import AlgorithmResult, Comparison, SpeedReport
+from tlsprobe.model.speed import AlgorithmResult, Comparison, SpeedReport
 
 _TABLE_TITLES = {"kex": "Key exchange", "kem": "Key encapsulation (ML-KEM and TLS hybrids)",
                  "sig": "Signatures", "aead": "AEAD encryption"}

@@ -1,4 +1,5 @@
-"""Result model of `tlsprobe speed` and its JSON form.
+"""Result model of `tlsprobe speed` and its JSON form (encoded by model/encode.py; the
+classes whose JSON members differ from their fields say so in `json_shape`).
 
 JSON (`tlsprobe speed --json`), schema "tlsprobe.speed/1":
 
@@ -60,11 +61,11 @@ class Figure:
     def label(self) -> str:
         return self.operation if self.block_size is None else f"{self.block_size} bytes"
 
-    def to_json(self) -> dict[str, Any]:
+    def json_shape(self) -> dict[str, Any]:
+        """The JSON members: the block size first, and the computed bytes per second."""
         return {"operation": self.operation, "block_size": self.block_size, "count": self.count,
                 "seconds": self.seconds, "per_second": self.per_second,
-                "bytes_per_second": self.bytes_per_second,
-                "per_process": None if self.per_process is None else list(self.per_process)}
+                "bytes_per_second": self.bytes_per_second, "per_process": self.per_process}
 
 
 @dataclass(frozen=True)
@@ -81,10 +82,6 @@ class AlgorithmResult:
             if fig.operation == operation and fig.block_size == block_size:
                 return fig
         return None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"algorithm": self.algorithm, "kind": self.kind, "description": self.description,
-                "figures": [fig.to_json() for fig in self.figures]}
 
 
 @dataclass(frozen=True)
@@ -105,7 +102,8 @@ class ComparisonRow:
             return None
         return self.tlsprobe / self.openssl
 
-    def to_json(self) -> dict[str, Any]:
+    def json_shape(self) -> dict[str, Any]:
+        """The JSON members: the fields with the computed ratio before the note."""
         return {"algorithm": self.algorithm, "operation": self.operation,
                 "block_size": self.block_size, "unit": self.unit, "tlsprobe": self.tlsprobe,
                 "openssl": self.openssl, "ratio": self.ratio, "note": self.note}
@@ -122,10 +120,10 @@ class Comparison:
     commands: tuple[str, ...] = ()
     error: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def json_shape(self) -> dict[str, Any]:
+        """The JSON members: the error before the commands and rows."""
         return {"binary": self.binary, "version": self.version, "seconds": self.seconds,
-                "error": self.error, "commands": list(self.commands),
-                "rows": [row.to_json() for row in self.rows]}
+                "error": self.error, "commands": self.commands, "rows": self.rows}
 
 
 @dataclass(frozen=True)
@@ -142,7 +140,8 @@ class SpeedReport:
     comparison: Comparison | None = field(default=None)
     interrupted: bool = False  # Ctrl-C: `results` holds only the figures completed before
 
-    def to_json(self) -> dict[str, Any]:
+    def json_shape(self) -> dict[str, Any]:
+        """The JSON document: schema, versions (the library ones nested), then the run."""
         return {
             "schema": SCHEMA,
             "tlsprobe": self.tlsprobe_version,
@@ -150,8 +149,8 @@ class SpeedReport:
                         "openssl": self.openssl_version},
             "seconds": self.seconds,
             "processes": self.processes,
-            "block_sizes": list(self.block_sizes),
+            "block_sizes": self.block_sizes,
             "interrupted": self.interrupted,
-            "results": [result.to_json() for result in self.results],
-            "openssl_comparison": None if self.comparison is None else self.comparison.to_json(),
+            "results": self.results,
+            "openssl_comparison": self.comparison,
         }

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from tlsprobe.report.audit_model import AuditReport, Finding
+from tlsprobe.model.audit import AuditReport, Finding
 
 
 def names(items: list[str], limit: int = 6) -> str:

@@ -1,0 +1,235 @@
+"""Result model of an audit (`tlsprobe scan`): frozen dataclasses with a stable JSON form.
+
+Every check says how it was established and how many connections it cost. Three states are
+kept apart everywhere: supported, not supported (the server refused the offer with an alert
+or a close), and inconclusive (timeouts, resets, protocol errors, or a method that could not
+decide). Field names are part of the JSON schema: add fields, never rename them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tlsprobe.model.encode import document, dumps
+from tlsprobe.model.probe import CertificateInfo, Cipher, Codepoint
+
+AUDIT_SCHEMA_VERSION = 1
+
+SEVERITIES = ("info", "low", "medium", "high", "critical")
+
+# Order of preference: who decides among the offered values.
+ORDER_SERVER = "server"        # the server picks by its own preference
+ORDER_CLIENT = "client"        # the server follows the client's order
+ORDER_SINGLE = "single"        # one value supported: nothing to order
+ORDER_UNKNOWN = "unknown"      # not established (see the notes)
+
+
+def severity_rank(severity: str) -> int:
+    """0 (info) .. 4 (critical); unknown names rank below info."""
+    return SEVERITIES.index(severity) if severity in SEVERITIES else -1
+
+
+@dataclass(frozen=True)
+class VersionSupport:
+    """Whether one protocol version is spoken. `status`: supported, not_supported, inconclusive."""
+
+    version: Codepoint
+    status: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class DhParameters:
+    """TLS 1.2 DHE parameters as the server sent them."""
+
+    name: str                       # "ffdhe2048", "modp_2048", or "unknown 1024-bit prime"
+    bits: int
+    group: Codepoint | None = None  # the RFC 7919 codepoint when the prime is an ffdhe group
+    standard: str | None = None     # "RFC 7919", "RFC 3526", "RFC 5114" or None (custom)
+    #: kex/dhprime verdict on p: known, safe, not_safe, composite, unchecked (None: not run)
+    prime: str | None = None
+    prime_detail: str = ""          # the witness or reason ("divisible by 3", ...)
+
+    def label(self) -> str:
+        origin = f" ({self.standard})" if self.standard else ""
+        return f"{self.name}{origin}, {self.bits} bits"
+
+
+@dataclass(frozen=True)
+class DheAudit:
+    """TLS 1.2 finite-field DHE. `status`:
+
+    - "rfc7919": the server negotiates RFC 7919 groups from supported_groups (`negotiated`);
+    - "fixed": it ignores the client's list and always sends `fixed`;
+    - "none": it refused every DHE offer; "not_tested"; "inconclusive".
+    """
+
+    status: str
+    negotiated: tuple[Codepoint, ...] = ()
+    fixed: DhParameters | None = None
+    order: str = ORDER_UNKNOWN
+    not_supported: tuple[Codepoint, ...] = ()
+    inconclusive: tuple[Codepoint, ...] = ()
+    connections: int = 0
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GroupAudit:
+    """Groups one protocol version accepts, in the server's order when `order` is "server".
+
+    `method`: "hello_retry_request" (TLS 1.3, offers without key shares), "key_share"
+    (TLS 1.3 with real shares, where HelloRetryRequest was inconclusive),
+    "server_key_exchange" (TLS 1.2 ECDHE named curve). `spoken` is False when the server
+    refused the version itself, None when that could not be told. `certificate_curve`
+    (TLS 1.2): the curve of the server's ECDSA certificate, which a TLS 1.2 client must
+    list for any ECDHE suite to be usable (OpenSSL refuses otherwise).
+    """
+
+    version: Codepoint
+    spoken: bool | None
+    method: str
+    supported: tuple[Codepoint, ...] = ()
+    not_supported: tuple[Codepoint, ...] = ()
+    inconclusive: tuple[Codepoint, ...] = ()
+    order: str = ORDER_UNKNOWN
+    dhe: DheAudit | None = None
+    connections: int = 0
+    notes: tuple[str, ...] = ()
+    certificate_curve: Codepoint | None = None
+
+
+@dataclass(frozen=True)
+class SuiteAudit:
+    """Cipher suites of one protocol version, by elimination (many suites per hello)."""
+
+    version: Codepoint
+    supported: tuple[Cipher, ...] = ()
+    order: str = ORDER_UNKNOWN
+    complete: bool = True           # False: elimination stopped on an inconclusive outcome
+    connections: int = 0
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SigalgAudit:
+    """Signature schemes the server signs with in one version. `status`: established,
+    not_established (with `reason`), inconclusive."""
+
+    version: Codepoint
+    status: str
+    supported: tuple[Codepoint, ...] = ()
+    order: str = ORDER_UNKNOWN
+    reason: str = ""
+    connections: int = 0
+
+
+@dataclass(frozen=True)
+class PqVerdict:
+    """One post-quantum question. `verdict`: yes, no, inconclusive, not_tested."""
+
+    check: str                      # capability, hello_retry_request, browser_like, tolerance
+    subject: str                    # the group or the offer it is about
+    verdict: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class TrustCheck:
+    """The certificate chain and host name check, as `tlsprobe probe` does it.
+
+    `status`: "trusted", "untrusted", or "not_checked" (no trust store, no certificate to
+    check, or `scan --no-verify`: `detail` says which). `code` is OpenSSL's X509_V_ERR value
+    (0 ok, 18 self-signed, 20 unable to get the local issuer, 62 hostname mismatch, ...) and
+    `reason` its text; `hostname` is the name checked (the SNI, else the target host) and
+    `hostname_ok` whether the leaf is valid for it (None when it could not be told apart from
+    a broken chain)."""
+
+    status: str
+    code: int | None = None
+    reason: str = ""
+    detail: str = ""
+    hostname: str | None = None
+    hostname_ok: bool | None = None
+    trust_store: str | None = None
+
+
+@dataclass(frozen=True)
+class ConsistencyCheck:
+    """Whether the target answered as one configuration throughout the audit: the versions
+    check's hello of the highest spoken version, sent again when each later phase ends.
+
+    `status`: "consistent", "inconsistent" (the same hello got different answers, or was
+    refused with an alert and then answered: likely several servers or configurations
+    behind one name, so results built from many connections may merge them; `affected`
+    names those results), or "not_checked". `answers`: "phase: answer" per connection."""
+
+    status: str
+    reference: str = ""
+    answers: tuple[str, ...] = ()
+    affected: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem. `message` is for people (long lists are shortened with "and N more");
+    `items` is the full list of what it is about (IANA names of suites, group names,
+    version names, certificate subjects) for programs; `version` names the protocol version
+    the finding is about ("TLS 1.2"), or is None when it is not about one version."""
+
+    severity: str                   # info, low, medium, high, critical
+    code: str                       # stable identifier, e.g. "version.not_allowed"
+    message: str
+    policy: str = "builtin"
+    items: tuple[str, ...] = ()
+    version: str | None = None
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    host: str
+    port: int
+    address: str | None = None
+    versions: tuple[VersionSupport, ...] = ()
+    groups: tuple[GroupAudit, ...] = ()
+    suites: tuple[SuiteAudit, ...] = ()
+    signature_schemes: tuple[SigalgAudit, ...] = ()
+    post_quantum: tuple[PqVerdict, ...] = ()
+    certificates: tuple[CertificateInfo, ...] = ()
+    trust: TrustCheck | None = None   # the chain and host name check (cert check)
+    consistency: ConsistencyCheck | None = None   # one configuration throughout? (None: no
+                                                  # versions check, nothing to compare)
+    findings: tuple[Finding, ...] = ()
+    policies: tuple[str, ...] = ()
+    checks: tuple[str, ...] = ()
+    connections: dict[str, int] = field(default_factory=dict)
+    total_connections: int = 0
+    retries: int = 0
+    duration_s: float = 0.0
+    error: str | None = None
+    error_kind: str | None = None   # network, not_tls, alert, protocol
+    index: int | None = None        # the target's place in the input, from 1 (JSON lines
+                                    # come as targets finish, not in input order)
+
+    def group_audit(self, version: int) -> GroupAudit | None:
+        return next((g for g in self.groups if g.version.id == version), None)
+
+    def suite_audit(self, version: int) -> SuiteAudit | None:
+        return next((s for s in self.suites if s.version.id == version), None)
+
+    def spoken_versions(self) -> list[int]:
+        return [v.version.id for v in self.versions if v.status == "supported"]
+
+    def worst_severity(self) -> str | None:
+        ranked = sorted(self.findings, key=lambda f: severity_rank(f.severity))
+        return ranked[-1].severity if ranked else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object: schema, tool and kind, then the fields."""
+        return document({"schema": AUDIT_SCHEMA_VERSION, "tool": "tlsprobe", "kind": "audit"},
+                        self)
+
+    def to_json(self, indent: int | None = None) -> str:
+        return dumps(self.to_dict(), indent=indent)

@@ -1,0 +1,244 @@
+"""Result model of `tlsprobe pcap`: one `ConnectionReport` per TLS connection in a capture.
+
+The pieces are the live probe's (`model.probe`: Offer, Codepoint, Cipher, KeyExchange,
+CertificateInfo, AlertInfo), so a connection read from a capture is described with the
+same words and the same JSON fields as a probe. Field names are part of the documented JSON
+schema: add fields, never rename them. `AlertInfo.direction` is the sender here ("client"
+or "server"), since the capture is neither side.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from tlsprobe.model.encode import JsonEncoder, number, string, to_jsonable
+from tlsprobe.model.probe import (
+    SCHEMA_VERSION,
+    AlertInfo,
+    CertificateInfo,
+    Cipher,
+    Codepoint,
+    KeyExchange,
+    Offer,
+)
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "AlertInfo",
+    "CaptureSummary",
+    "CertificateInfo",
+    "Cipher",
+    "Codepoint",
+    "ConnectionReport",
+    "ConnectionTimings",
+    "Fingerprints",
+    "KeyExchange",
+    "Offer",
+    "capture_encoder",
+]
+
+
+@dataclass(frozen=True)
+class Fingerprints:
+    """JA3 / JA3S (md5 and the string hashed) and JA4 (hashed and raw) of the hellos."""
+
+    ja3: str | None = None
+    ja3_full: str | None = None
+    ja3s: str | None = None
+    ja3s_full: str | None = None
+    ja4: str | None = None
+    ja4_r: str | None = None
+
+
+@dataclass(frozen=True)
+class ConnectionTimings:
+    """`start`: capture time (epoch seconds) of the first packet; the rest in ms from the
+    first ClientHello: to the ServerHello, to both sides encrypting; and first to last
+    packet."""
+
+    start: float | None = None
+    server_hello_ms: float | None = None
+    handshake_ms: float | None = None
+    duration_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class ConnectionReport:
+    """One connection as the capture shows it.
+
+    `protocol`: "tls" (TCP), "quic" (UDP, from the Initial packets). `client_random`
+    (hex) names the connection in a key log; `client_extensions` / `server_extensions`
+    are the extension types of the first ClientHello and the ServerHello in wire order
+    (GREASE kept). `resumption`:
+    "session_id" (TLS 1.2 abbreviated handshake), "psk" (TLS 1.3 ServerHello
+    pre_shared_key), "session_ticket" (TLS 1.2 ticket accepted), None. `encrypted`: both
+    sides switched to protected records. `handshake_complete`: both Finished messages were
+    decrypted (None when no key was known). `midstream`: the capture starts inside the
+    connection; `preamble`: printable start of the plain text before TLS (STARTTLS, proxy);
+    `gap_bytes`: bytes the capture missed; `problems`: malformed data and other remarks;
+    `compression`: the TLS compression method the ServerHello chose when not null (1
+    DEFLATE, RFC 3749; 64 LZS), else None. `sslv2_cipher_specs`: every cipher spec of an
+    SSLv2-format ClientHello in wire order (3-byte ids, hex "0x050080", SSL 2.0 names;
+    0x00XXYY specs are the TLS suites also listed in `offer.cipher_suites`), else [].
+    `framing`: the protocol the TLS bytes were unwrapped from ("openvpn": its control
+    channel; "capwap": the CAPWAP DTLS preamble), else None."""
+
+    file: str
+    id: int
+    transport: str
+    protocol: str
+    client: str
+    server: str
+    client_ip: str
+    client_port: int
+    server_ip: str
+    server_port: int
+    first_frame: int
+    last_frame: int
+    sni: str | None = None
+    offer: Offer | None = None
+    client_hellos: int = 0
+    client_random: str | None = None
+    client_extensions: tuple[Codepoint, ...] = ()
+    server_extensions: tuple[Codepoint, ...] = ()
+    version: Codepoint | None = None
+    cipher: Cipher | None = None
+    key_exchange: KeyExchange | None = None
+    hello_retry_request: Codepoint | None = None
+    signature_scheme: Codepoint | None = None
+    alpn: str | None = None
+    resumption: str | None = None
+    session_ticket_lifetime: int | None = None
+    certificates: tuple[CertificateInfo, ...] = ()
+    alerts: tuple[AlertInfo, ...] = ()
+    messages: tuple[str, ...] = ()
+    fingerprints: Fingerprints = field(default_factory=Fingerprints)
+    timings: ConnectionTimings = field(default_factory=ConnectionTimings)
+    client_bytes: int = 0
+    server_bytes: int = 0
+    encrypted: bool = False
+    decrypted: bool = False
+    handshake_complete: bool | None = None
+    close: str | None = None
+    midstream: bool = False
+    preamble: str | None = None
+    gap_bytes: int = 0
+    problems: tuple[str, ...] = ()
+    compression: Codepoint | None = None
+    sslv2_cipher_specs: tuple[Cipher, ...] = ()
+    framing: str | None = None
+
+    @property
+    def group(self) -> Codepoint | None:
+        return self.key_exchange.group if self.key_exchange is not None else None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": "connection"}
+        out.update(to_jsonable(self))
+        return out
+
+    def to_json(self, indent: int | None = None, encoder: JsonEncoder | None = None) -> str:
+        """The JSON object; one line (as `json.dumps(to_dict())` would write it) unless
+        `indent` is given. `encoder`: the run's `capture_encoder()`, which remembers the
+        text of values the reports share (a fresh one, remembering nothing, if None)."""
+        if indent is not None:
+            return json.dumps(self.to_dict(), indent=indent)
+        dumps = (encoder or capture_encoder()).encode
+        shared = self.__dict__.get(SHAPE_JSON)
+        if shared is None or not _FAST_JSON:
+            return '{"kind": "connection", ' + dumps(self)[1:]
+        enc, t = string, self.timings
+        parts = shared[0]
+        if parts is None:
+            parts = shared[0] = tuple(", ".join(f"{enc(n)}: {dumps(getattr(self, n))}"
+                                                for n in names) for names in _SHAPE_PARTS)
+        return (f'{{"kind": "connection", "file": {enc(self.file)}, "id": {self.id}, '
+                f'"transport": {enc(self.transport)}, "protocol": {enc(self.protocol)}, '
+                f'"client": {enc(self.client)}, "server": {enc(self.server)}, '
+                f'"client_ip": {enc(self.client_ip)}, "client_port": {self.client_port}, '
+                f'"server_ip": {enc(self.server_ip)}, "server_port": {self.server_port}, '
+                f'"first_frame": {self.first_frame}, "last_frame": {self.last_frame}, '
+                f'{parts[0]}, "client_hellos": {self.client_hellos}, '
+                f'"client_random": {enc(self.client_random)}, {parts[1]}, '
+                f'"session_ticket_lifetime": {number(self.session_ticket_lifetime)}, '
+                f'{parts[2]}, "timings": {{"start": {number(t.start)}, '
+                f'"server_hello_ms": {number(t.server_hello_ms)}, '
+                f'"handshake_ms": {number(t.handshake_ms)}, '
+                f'"duration_ms": {number(t.duration_ms)}}}, '
+                f'"client_bytes": {self.client_bytes}, "server_bytes": {self.server_bytes}, '
+                f'"encrypted": {_BOOL[self.encrypted]}, "decrypted": {_BOOL[self.decrypted]}, '
+                f'"handshake_complete": {_BOOL[self.handshake_complete]}, '
+                f'"close": {enc(self.close)}, "midstream": {_BOOL[self.midstream]}, '
+                f'"preamble": {enc(self.preamble)}, "gap_bytes": {self.gap_bytes}, '
+                f'"problems": {dumps(self.problems) if self.problems else "[]"}, '
+                f'"compression": {dumps(self.compression)}, '
+                f'"sslv2_cipher_specs": {dumps(self.sslv2_cipher_specs)}, '
+                f'"framing": {enc(self.framing)}}}')
+
+
+@dataclass(frozen=True)
+class CaptureSummary:
+    """One capture file: what was read (the capture layer's counters and warnings) and how
+    many TLS connections it held. `warnings` are damage to the file (exit 7); `notes` say
+    what the analysis could not do with an intact file (a key log that matched nothing,
+    handshake messages the capture missed); `losses` what the capture holds but was not
+    read (packets of an unknown link type or interface, fragments never completed: exit 7).
+    `error` is set, and everything else empty, for
+    a file nothing could be read from (missing, not a capture, unreadable): JSON output
+    then still has a record of it."""
+
+    file: str
+    file_format: str
+    packets: int
+    connections: int
+    tls_connections: int
+    reported: int
+    complete: bool
+    warnings: tuple[str, ...] = ()
+    capture: dict[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    error: str | None = None
+    losses: tuple[str, ...] = ()
+
+    @classmethod
+    def unreadable(cls, file: str, error: str) -> CaptureSummary:
+        """The record of a file that could not be read at all."""
+        return cls(file=file, file_format="", packets=0, connections=0, tls_connections=0,
+                   reported=0, complete=False, error=error)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": "capture"}
+        out.update(to_jsonable(self))
+        return out
+
+
+#: hidden attribute of a report made by offline.build: a one-item list shared by all the
+#: reports of one handshake shape, holding the JSON text of the fields that depend only on
+#: that shape (filled by the first `to_json`)
+SHAPE_JSON = "_shape_json"
+_SHAPE_PARTS = (("sni", "offer"),
+                ("client_extensions", "server_extensions", "version", "cipher", "key_exchange",
+                 "hello_retry_request", "signature_scheme", "alpn", "resumption"),
+                ("certificates", "alerts", "messages", "fingerprints"))
+#: the field order the fast `to_json` writes; another order uses the generic path
+_FAST_JSON = tuple(f.name for f in dataclasses.fields(ConnectionReport)) == (
+    "file", "id", "transport", "protocol", "client", "server", "client_ip", "client_port",
+    "server_ip", "server_port", "first_frame", "last_frame", *_SHAPE_PARTS[0],
+    "client_hellos", "client_random", *_SHAPE_PARTS[1], "session_ticket_lifetime",
+    *_SHAPE_PARTS[2], "timings", "client_bytes", "server_bytes", "encrypted", "decrypted",
+    "handshake_complete", "close", "midstream", "preamble", "gap_bytes", "problems",
+    "compression", "sslv2_cipher_specs", "framing") and \
+    tuple(f.name for f in dataclasses.fields(ConnectionTimings)) == (
+        "start", "server_hello_ms", "handshake_ms", "duration_ms")
+_BOOL = {True: "true", False: "false", None: "null"}
+#: values a capture repeats (interned by the report builder): their JSON text is remembered
+#: by the run's encoder
+_INTERNED = (Codepoint, Cipher, Offer, KeyExchange, CertificateInfo, Fingerprints)
+
+
+def capture_encoder() -> JsonEncoder:
+    """The encoder of one `pcap` run: remembers the text of the values its reports share."""
+    return JsonEncoder(_INTERNED)

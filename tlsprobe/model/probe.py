@@ -1,0 +1,179 @@
+"""Result model of a probe: frozen dataclasses with a stable JSON form.
+
+Field names are part of the documented JSON schema (README, "JSON output"): add fields,
+never rename them. Codepoints are kept as ints and also given as names, so GREASE, private
+and unknown values survive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tlsprobe import registry
+from tlsprobe.model.encode import document, dumps
+
+SCHEMA_VERSION = 1
+
+
+def _hex(code: int, width: int = 4) -> str:
+    return f"0x{code:0{width}x}"
+
+
+@dataclass(frozen=True)
+class Codepoint:
+    """A registry value: id, hex and name (hex when unknown)."""
+
+    id: int
+    hex: str
+    name: str
+
+    @classmethod
+    def version(cls, code: int) -> "Codepoint":
+        return cls(code, _hex(code), registry.version_name(code))
+
+    @classmethod
+    def group(cls, code: int) -> "Codepoint":
+        return cls(code, _hex(code), registry.group_name(code))
+
+    @classmethod
+    def sigscheme(cls, code: int) -> "Codepoint":
+        return cls(code, _hex(code), registry.sigscheme_name(code))
+
+    def label(self) -> str:
+        return f"{self.name} ({self.hex})"
+
+
+@dataclass(frozen=True)
+class Cipher:
+    id: int
+    hex: str
+    iana_name: str
+    openssl_name: str | None
+
+    @classmethod
+    def of(cls, code: int) -> "Cipher":
+        suite = registry.cipher_suite(code)
+        return cls(code, _hex(code), registry.suite_name(code),
+                   suite.openssl_name if suite else None)
+
+
+@dataclass(frozen=True)
+class KeyExchange:
+    """The negotiated key exchange: group, where it was learnt, and key sizes.
+
+    `source` is one of "key_share" (TLS 1.3 ServerHello), "hello_retry_request",
+    "server_key_exchange" (TLS 1.2 ECDHE named curve), "dhe_parameters" (TLS 1.2 DHE, group
+    recognised from the prime), "rsa" (RSA key transport: no ephemeral group).
+    """
+
+    kind: str                       # ECDHE, DHE, KEM, hybrid, RSA, PSK
+    source: str
+    group: Codepoint | None = None
+    server_share_bytes: int | None = None
+    client_share_bytes: int | None = None
+    bits: int | None = None         # as s_client's "Server Temp Key: X25519, 253 bits"
+    dh_prime_bits: int | None = None
+    dh_group_name: str | None = None
+    server_temp_key: str | None = None  # e.g. "X25519, 253 bits"
+    explicit_curve: bool = False
+    valid: bool | None = None       # the server's share passed validation (None: not checked)
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class CertificateInfo:
+    subject: str
+    issuer: str
+    key_type: str
+    key_bits: int | None
+    signature_algorithm: str
+    not_before: str
+    not_after: str
+    serial: str
+    sha256: str
+    san: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Verification:
+    """Certificate verification outcome, reported like s_client's Verify return code.
+    `code`: OpenSSL's X509_V_ERR value (None when nothing was checked); `skipped`: the check
+    was switched off (--no-verify)."""
+
+    ok: bool
+    message: str
+    hostname_ok: bool | None = None
+    code: int | None = None
+    skipped: bool = False
+
+
+@dataclass(frozen=True)
+class Offer:
+    """What the ClientHello offered."""
+
+    versions: tuple[Codepoint, ...]
+    cipher_suites: tuple[Cipher, ...]
+    groups: tuple[Codepoint, ...]
+    key_share_groups: tuple[Codepoint, ...]
+    signature_algorithms: tuple[Codepoint, ...]
+    alpn: tuple[str, ...]
+    sni: str | None
+    client_hello_bytes: int
+
+
+@dataclass(frozen=True)
+class Timings:
+    connect_ms: float | None = None
+    handshake_ms: float | None = None
+    total_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class AlertInfo:
+    direction: str                  # "received" or "sent"
+    level: int
+    description: int
+    name: str
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    host: str
+    port: int
+    address: str | None
+    offer: Offer
+    version: Codepoint | None = None
+    cipher: Cipher | None = None
+    key_exchange: KeyExchange | None = None
+    hello_retry_request: Codepoint | None = None   # the group the HRR asked for
+    signature_scheme: Codepoint | None = None
+    alpn: str | None = None
+    session_ticket_lifetime: int | None = None
+    certificates: tuple[CertificateInfo, ...] = ()
+    verification: Verification | None = None
+    handshake_complete: bool = False
+    finished_verified: bool | None = None
+    http_status: str | None = None
+    signature_verified: bool | None = None   # CertificateVerify / ServerKeyExchange signature
+    signature_detail: str | None = None      # what was verified, or why it was not
+    incomplete_reason: str | None = None     # why the engine stopped before Finished
+    client_certificate_requested: bool = False  # CertificateRequest seen (none is sent)
+    anonymous: bool = False                  # DH_anon/ECDH_anon suite: nobody authenticated
+    extended_master_secret: bool | None = None  # TLS 1.0-1.2: RFC 7627 echoed (None: 1.3)
+    secure_renegotiation: bool | None = None    # TLS 1.0-1.2: renegotiation_info echoed
+    ocsp_stapling: str | None = None    # "stapled", "announced, no CertificateStatus", "none"
+    ocsp_response_bytes: int | None = None      # size of the stapled OCSPResponse
+    alerts: tuple[AlertInfo, ...] = ()
+    messages: tuple[str, ...] = ()  # "<<< ServerHello" style, in order
+    timings: Timings = field(default_factory=Timings)
+    error: str | None = None
+    error_kind: str | None = None
+    findings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object: schema and tool, then the fields."""
+        return document({"schema": SCHEMA_VERSION, "tool": "tlsprobe"}, self)
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return dumps(self.to_dict(), indent=indent)

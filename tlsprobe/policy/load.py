@@ -1,0 +1,184 @@
+"""Policies: Mozilla's guidelines built in, or a user policy file; loading and checking them.
+
+Built-in policies (tlsprobe/data/policies/*.json): mozilla-modern-5.7, mozilla-intermediate-5.7,
+mozilla-old-5.7 and the 6.0 guidelines that list X25519MLKEM768 (mozilla-modern-6.0,
+mozilla-intermediate-6.0); the short names modern, intermediate (6.0) and old (5.7).
+A user policy is a JSON or TOML file with the same keys; `extends = "intermediate"` starts
+from a built-in one. The file format is documented in docs/POLICY.md. A policy that cannot
+be loaded (unknown name, unreadable or malformed file) raises `PolicyError` with a one-line
+message; the command that loads it turns that into its usage error (exit 2). Findings of
+an audit against a policy: policy/findings.py.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from tlsprobe import registry
+from tlsprobe.model.audit import SEVERITIES
+
+ALIASES = {"modern": "mozilla-modern-6.0", "intermediate": "mozilla-intermediate-6.0",
+           "old": "mozilla-old-5.7", "mozilla-modern": "mozilla-modern-6.0",
+           "mozilla-intermediate": "mozilla-intermediate-6.0", "mozilla-old": "mozilla-old-5.7"}
+DEFAULT_POLICY = "intermediate"
+VERSION_NAMES = {"sslv3": 0x0300, "ssl 3.0": 0x0300, "tlsv1": 0x0301, "tls 1.0": 0x0301,
+                 "tlsv1.0": 0x0301, "tlsv1.1": 0x0302, "tls 1.1": 0x0302, "tlsv1.2": 0x0303,
+                 "tls 1.2": 0x0303, "tlsv1.3": 0x0304, "tls 1.3": 0x0304}
+# Outside the policy is medium (the policy is what the user asked to be held to); what a
+# policy only recommends (a group, the server's own order) is low. version.not_allowed:
+# see _version_severity.
+DEFAULT_SEVERITY = {"version.missing": "medium", "suite.not_allowed": "medium",
+                    "group.not_allowed": "medium", "group.missing": "low", "dh.too_small": "medium",
+                    "certificate.key_too_small": "medium",
+                    "certificate.type_not_allowed": "medium", "order.not_server": "low"}
+
+
+class PolicyError(ValueError):
+    """A policy that cannot be loaded: the message is one line naming the policy or file."""
+
+
+KEYS = {"name", "title", "source", "extends", "versions", "required_versions", "cipher_suites",
+        "tls13_cipher_suites", "groups", "required_groups", "dh_min_bits", "rsa_min_bits",
+        "certificate_types", "server_preferred_order", "severity"}
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A loaded policy: what is allowed (None: not checked) and the finding severities."""
+
+    name: str
+    title: str = ""
+    source: str = ""
+    versions: frozenset[int] | None = None
+    required_versions: tuple[int, ...] = ()
+    cipher_suites: frozenset[int] | None = None
+    tls13_cipher_suites: frozenset[int] | None = None
+    groups: frozenset[int] | None = None
+    required_groups: tuple[int, ...] = ()
+    dh_min_bits: int | None = None
+    rsa_min_bits: int | None = None
+    certificate_types: tuple[str, ...] | None = None
+    server_preferred_order: bool | None = None
+    severity: dict[str, str] = field(default_factory=dict)
+
+    def sev(self, code: str) -> str:
+        return self.severity.get(code, DEFAULT_SEVERITY.get(code, "low"))
+
+
+def builtin_names() -> list[str]:
+    """The built-in policies' names (tlsprobe/data/policies)."""
+    folder = resources.files("tlsprobe.data").joinpath("policies")
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json"))
+
+
+def _raw_builtin(name: str) -> dict[str, Any]:
+    name = ALIASES.get(name.lower(), name.lower())
+    if name not in builtin_names():
+        raise PolicyError(f"unknown policy {name!r} (built in: {', '.join(builtin_names())}, "
+                         f"{', '.join(sorted(ALIASES))}; or a .json/.toml file)")
+    text = resources.files("tlsprobe.data").joinpath("policies", f"{name}.json").read_text()
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise PolicyError(f"cannot read policy file {path}: {exc.strerror}") from None
+    try:
+        if path.suffix.lower() == ".toml":
+            import tomllib
+            data: Any = tomllib.loads(text)
+        else:
+            data = json.loads(text)
+    except ValueError as exc:  # json.JSONDecodeError and tomllib.TOMLDecodeError
+        raise PolicyError(f"policy file {path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise PolicyError(f"policy file {path}: expected a table/object at the top level")
+    data.setdefault("name", path.stem)
+    return data
+
+
+def load_policy(spec: str) -> Policy:
+    """A built-in policy by name, or a JSON/TOML policy file (which may `extends` one)."""
+    path = Path(spec)
+    if path.suffix.lower() in (".json", ".toml") or path.exists() or "/" in spec \
+            or spec.startswith("."):   # a path, even a missing one: say it is missing
+        data = _read_file(path)
+        base = data.get("extends")
+        if base is not None:
+            if not isinstance(base, str):
+                raise PolicyError(f"policy file {path}: 'extends' must be a policy name")
+            data = {**_raw_builtin(base), **data}
+        return parse_policy(data, str(path))
+    return parse_policy(_raw_builtin(spec), spec)
+
+
+def _list(data: dict[str, Any], key: str, where: str) -> list[Any] | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise PolicyError(f"policy {where}: '{key}' must be a list")
+    return value
+
+
+def _codes(data: dict[str, Any], key: str, where: str, parse: Any) -> list[int] | None:
+    items = _list(data, key, where)
+    if items is None:
+        return None
+    out = []
+    for item in items:
+        if isinstance(item, int):
+            out.append(item)
+            continue
+        text = str(item).strip()
+        if parse is None:
+            if text.lower() not in VERSION_NAMES:
+                raise PolicyError(f"policy {where}: unknown version {text!r} in '{key}' "
+                                 "(use e.g. 'TLS 1.2' or 'TLSv1.2')")
+            out.append(VERSION_NAMES[text.lower()])
+            continue
+        try:
+            out.append(parse(text))
+        except ValueError as exc:
+            raise PolicyError(f"policy {where}: '{key}': {exc}") from None
+    return out
+
+
+def parse_policy(data: dict[str, Any], where: str) -> Policy:
+    """A policy from its parsed JSON/TOML table; `where` names it in error messages."""
+    unknown = set(data) - KEYS
+    if unknown:
+        raise PolicyError(f"policy {where}: unknown key(s) {', '.join(sorted(unknown))} "
+                         f"(known: {', '.join(sorted(KEYS))})")
+    severity = data.get("severity") or {}
+    if not isinstance(severity, dict) or any(v not in SEVERITIES for v in severity.values()):
+        raise PolicyError(f"policy {where}: 'severity' maps finding codes to one of "
+                         f"{', '.join(SEVERITIES)}")
+    versions = _codes(data, "versions", where, None)
+    suites = _codes(data, "cipher_suites", where, registry.parse_suite)
+    suites13 = _codes(data, "tls13_cipher_suites", where, registry.parse_suite)
+    groups = _codes(data, "groups", where, registry.parse_group)
+    cert_types = _list(data, "certificate_types", where)
+    for key in ("dh_min_bits", "rsa_min_bits"):
+        if data.get(key) is not None and not isinstance(data[key], int):
+            raise PolicyError(f"policy {where}: '{key}' must be a number of bits")
+    return Policy(
+        name=str(data.get("name") or where), title=str(data.get("title", "")),
+        source=str(data.get("source", "")),
+        versions=frozenset(versions) if versions is not None else None,
+        required_versions=tuple(_codes(data, "required_versions", where, None) or ()),
+        cipher_suites=frozenset(suites) if suites is not None else None,
+        tls13_cipher_suites=frozenset(suites13) if suites13 is not None else None,
+        groups=frozenset(groups) if groups is not None else None,
+        required_groups=tuple(_codes(data, "required_groups", where, registry.parse_group) or ()),
+        dh_min_bits=data.get("dh_min_bits"), rsa_min_bits=data.get("rsa_min_bits"),
+        certificate_types=tuple(str(t).lower() for t in cert_types) if cert_types is not None
+        else None, server_preferred_order=data.get("server_preferred_order"),
+        severity=dict(severity))
