@@ -23,7 +23,8 @@ from typing import Literal, Protocol
 
 from tlsprobe.errors import FailureKind, TlsprobeError, UsageError, exit_code_for
 from tlsprobe.net.starttls_base import (Context, Dialogue, Exact, Line, Note, PreambleFailure,
-                                        Problem, Send, Xml, not_speaking, quote)
+                                        Problem, Send, Xml, escape, not_speaking,
+                                        quote)
 from tlsprobe.net.starttls_binary import BINARY_DIALOGUES
 from tlsprobe.net.starttls_text import TEXT_DIALOGUES
 from tlsprobe.net.starttls_xmpp import XMPP_DIALOGUES
@@ -69,7 +70,7 @@ class PreambleLine:
     @property
     def text(self) -> str:
         """The line for display: its note, or its bytes escaped (quote)."""
-        return self.note if self.note is not None else quote(self.data, 1000)[1:].rsplit("'", 1)[0]
+        return self.note if self.note is not None else escape(self.data)
 
 
 @dataclass(frozen=True)
@@ -237,7 +238,7 @@ class StartTls:
             raise PreambleFailure(Problem.TOO_LONG, f"{self.protocol}: cut off after "
                                   f"{limits.max_lines} lines without reaching TLS")
         del buf[:size]
-        if note is not None or not isinstance(request, Exact) or request.size:
+        if not isinstance(request, Exact) or request.record:
             self._lines.append(PreambleLine("server", item, note))
         return item
 

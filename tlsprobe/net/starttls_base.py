@@ -89,6 +89,7 @@ class Exact:
     note: Callable[[bytes], str] | None = None
     start: re.Pattern[bytes] | None = None
     start_len: int = 0
+    record: bool = True   # False for a header that the packet's note describes
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,16 @@ class Context:
 
     client_name: str = "tlsprobe.invalid"
     server_name: str | None = None
+
+
+def escape(data: bytes | bytearray, limit: int = 1000) -> str:
+    """Bytes from the network for display: printable ASCII as is (a backslash doubled), every
+    other byte as \\xNN, so no control sequence reaches a terminal; cut after `limit` bytes
+    with '...'."""
+    data = bytes(data)
+    text = "".join(chr(b) if 0x20 <= b < 0x7F and b != 0x5C else
+                   "\\\\" if b == 0x5C else f"\\x{b:02x}" for b in data[:limit])
+    return text + ("..." if len(data) > limit else "")
 
 
 def quote(data: bytes | bytearray, limit: int = 100) -> str:

@@ -53,7 +53,7 @@ def ldap_request(message_id: int = 1) -> bytes:
 def _ldap_message(first: bool) -> Generator[Request, bytes, bytes]:
     """One whole LDAPMessage (its SEQUENCE header included)."""
     head = yield Exact(2, "the StartTLS response", None, re.compile(rb"\x30") if first else None,
-                       1)
+                       1, record=False)
     if head[0] != 0x30:
         raise not_speaking("ldap", head)
     size, extra = head[1], b""
@@ -61,7 +61,7 @@ def _ldap_message(first: bool) -> Generator[Request, bytes, bytes]:
         count = size & 0x7F
         if count == 0 or count > 4:
             raise not_speaking("ldap", head)
-        extra = yield Exact(count, "the StartTLS response")
+        extra = yield Exact(count, "the StartTLS response", record=False)
         size = int.from_bytes(extra, "big")
     if size > MAX_PACKET:
         raise PreambleFailure(Problem.TOO_LONG, f"ldap: a {size}-byte message (limit "
@@ -96,7 +96,8 @@ def ldap(ctx: Context) -> Dialogue:
     result = int.from_bytes(code, "big")
     text = f"resultCode {result} ({LDAP_RESULTS.get(result, 'other')})" + \
         (f": {quote(diagnostic)}" if diagnostic else "")
-    yield Note(banner=text.encode(), capability=None if result else text.encode())
+    if result == 0:   # LDAP has no greeting: the accepting answer is the one to report
+        yield Note(capability=text.encode())
     if NOTICE_OF_DISCONNECTION in names or int.from_bytes(ident, "big") == 0:
         raise PreambleFailure(Problem.REFUSED, f"ldap: notice of disconnection, {text}")
     if result == 2:
@@ -112,15 +113,18 @@ def postgres(ctx: Context) -> Dialogue:
     """SSLRequest; 'S' is the go-ahead, 'N' means no TLS, 'E' an error message."""
     yield Send(SSL_REQUEST, "SSLRequest (80877103)")
     answer = yield Exact(1, "the SSLRequest answer", _pg_note, re.compile(rb"[SNE]"), 1)
+    if answer == b"S":
+        yield Note(capability=b"S (SSLRequest accepted)")
     if answer == b"N":
         raise PreambleFailure(Problem.NOT_OFFERED, "postgres: SSL not offered: the server "
                               "answered 'N' to SSLRequest (ssl = off?)")
     if answer == b"E":
-        head = yield Exact(4, "the error message")
+        head = yield Exact(4, "the error message", record=False)
         size = struct.unpack("!I", head)[0]
         if not 4 < size <= MAX_PACKET:
             raise not_speaking("postgres", answer + head)
-        body = yield Exact(size - 4, "the error message")
+        body = yield Exact(size - 4, "the error message", lambda b: f"ErrorResponse "
+                           f"({len(b) + 5} bytes)")
         fields = {f[:1]: f[1:] for f in body.split(b"\x00") if f}
         raise PreambleFailure(Problem.REFUSED, "postgres: the server refused SSLRequest: "
                               f"{quote(fields.get(b'C', b''))} {quote(fields.get(b'M', body))}")
@@ -143,7 +147,7 @@ def mysql_ssl_request(charset: int) -> bytes:
 
 def mysql(ctx: Context) -> Dialogue:
     """Initial handshake v10; CLIENT_SSL in its capability flags; then the SSL request."""
-    head = yield Exact(4, "the initial handshake packet")
+    head = yield Exact(4, "the initial handshake packet", record=False)
     size, seq = int.from_bytes(head[:3], "little"), head[3]
     if seq != 0 or not 0 < size <= MAX_PACKET:
         raise not_speaking("mysql", head)

@@ -155,8 +155,14 @@ def pop3(ctx: Context) -> Dialogue:
         raise _refused("pop3", "STLS", answer)
 
 
+_FTP_TLS_FEATURES = (b"AUTH", b"PBSZ", b"PROT")
+
+
 def ftp(ctx: Context) -> Dialogue:
-    """FTP (RFC 4217): FEAT (RFC 2389) to see AUTH TLS, then AUTH TLS, answer 234."""
+    """FTP (RFC 4217): FEAT (RFC 2389) for the record, then AUTH TLS, answer 234. AUTH TLS is
+    asked even when FEAT does not list it (vsftpd 3.0 lists it only with TLS 1.0 enabled);
+    a rejection is "not offered" when the command is unknown or FEAT names none of AUTH,
+    PBSZ, PROT (the FEAT list is then quoted), else a refusal."""
     code, lines = yield from _reply("ftp", True, "the greeting")
     while code == b"120":   # "service ready in nnn minutes": the 220 follows
         code, lines = yield from _reply("ftp", False, "the greeting")
@@ -165,19 +171,19 @@ def ftp(ctx: Context) -> Dialogue:
         raise _refused("ftp", "the session", lines[-1])
     yield Send(b"FEAT\r\n")
     code, lines = yield from _reply("ftp", False, "the FEAT reply")
-    if code == b"211":
-        features = [ln.strip() for ln in lines[1:-1]]
-        auth = [f for f in features if f.upper().split(b" ")[:1] == [b"AUTH"]]
-        if not any(b"TLS" in f.upper().split(b" ")[1:] or b"TLS" in f.upper().split(b";")
-                   for f in auth):
-            raise _not_offered("ftp", features, "FEAT list")
+    features = [ln.strip() for ln in lines[1:-1]] if code == b"211" else []
+    auth = [f for f in features if f.upper().split(b" ")[:1] == [b"AUTH"]]
+    if auth:
         yield Note(capability=auth[0])
     yield Send(b"AUTH TLS\r\n")
     code, lines = yield from _reply("ftp", False, "the AUTH TLS reply")
     if code != b"234":
-        if code in (b"500", b"502", b"504"):
+        tls_features = [f for f in features if f.upper().split(b" ")[0] in _FTP_TLS_FEATURES]
+        if code in (b"500", b"502", b"504") or (features and not tls_features):
             raise PreambleFailure(Problem.NOT_OFFERED, f"ftp: AUTH TLS not offered: "
-                                  f"{quote(lines[-1])}")
+                                  f"{quote(lines[-1])}" + (f"; the server's FEAT list: "
+                                                           f"{_caps_text(features)}"
+                                                           if features else ""))
         raise _refused("ftp", "AUTH TLS", lines[-1])
 
 
