@@ -23,8 +23,8 @@ from typing import Literal, Protocol
 
 from tlsprobe.errors import FailureKind, TlsprobeError, UsageError, exit_code_for
 from tlsprobe.net.starttls_base import (Context, Dialogue, Exact, Line, Note, PreambleFailure,
-                                        Problem, Send, Xml, escape, not_speaking,
-                                        quote)
+                                        Problem, SOMETHING_ELSE, Send, Xml, escape,
+                                        not_speaking, quote, what_is)
 from tlsprobe.net.starttls_binary import BINARY_DIALOGUES
 from tlsprobe.net.starttls_text import TEXT_DIALOGUES
 from tlsprobe.net.starttls_xmpp import XMPP_DIALOGUES
@@ -39,6 +39,7 @@ PROTOCOLS = ("smtp", "lmtp", "imap", "pop3", "ftp", "xmpp", "xmpp-server", "ldap
 AUTO_PORTS = {25: "smtp", 587: "smtp", 110: "pop3", 143: "imap", 21: "ftp", 389: "ldap",
               5432: "postgres", 3306: "mysql", 5222: "xmpp", 5269: "xmpp-server", 119: "nntp",
               4190: "sieve", 6667: "irc"}
+_GUESS_BYTES = 16   # bytes enough to name another protocol (what_is)
 _TAG_END = re.compile(rb"<(?:[^>'\"]|'[^']*'|\"[^\"]*\")*>")
 
 
@@ -121,6 +122,7 @@ class StartTls:
         self._capability: bytes | None = None
         self.status = Status.NEED_DATA
         self._started = False
+        self._mismatch = False   # the first bytes are not this protocol's; waiting for more
 
     @property
     def waiting(self) -> str:
@@ -130,6 +132,15 @@ class StartTls:
     @property
     def record(self) -> PreambleRecord:
         return PreambleRecord(self.protocol, self._banner, self._capability, tuple(self._lines))
+
+    def timed_out(self) -> PreambleFailure:
+        """The failure for a server that stopped sending: another protocol when its first
+        bytes already said so, else silence (what we waited for, and any partial line)."""
+        if self._mismatch:
+            return not_speaking(self.protocol, self._buffer)
+        partial = f" (after {quote(self._buffer)})" if self._buffer else ""
+        return PreambleFailure(Problem.NETWORK, f"{self.protocol}: no answer while waiting "
+                               f"for {self.waiting}{partial}")
 
     def start(self) -> Step:
         """The first step: bytes when the client speaks first (XMPP, LDAP, PostgreSQL, IRC)."""
@@ -148,6 +159,8 @@ class StartTls:
                                   f"server sent {quote(data)} after its go-ahead, before TLS"))
             return Step(b"", self.status)
         if not data:
+            if self._mismatch:
+                return self._fail(not_speaking(self.protocol, self._buffer))
             partial = f" (after {quote(self._buffer)})" if self._buffer else ""
             return self._fail(PreambleFailure(Problem.CLOSED, f"{self.protocol}: the server "
                               f"closed the connection while we waited for {self.waiting}"
@@ -211,7 +224,10 @@ class StartTls:
             head = bytes(buf[:request.start_len])
             if len(head) == request.start_len and not (isinstance(request, Line) and (
                     b"\n" in head or b"\r" in head)) and not request.start.match(head):
-                raise not_speaking(self.protocol, buf)
+                self._mismatch = True
+                if len(buf) >= _GUESS_BYTES or b"\n" in buf or what_is(buf) != SOMETHING_ELSE:
+                    raise not_speaking(self.protocol, buf)
+                return None   # a few more bytes name the other protocol better
         if isinstance(request, Line):
             end = buf.find(b"\n", 0, limits.max_line + 2)
             if end < 0:
@@ -315,7 +331,7 @@ def run_preamble(stream: _SendAll | _SendOnly, protocol: str, deadline: float, *
             _timeout(stream, deadline)
             data = stream.recv(4096)
         except (socket.timeout, TimeoutError):
-            raise _network(machine, f"no answer while waiting for {machine.waiting}") from None
+            raise StartTlsError(machine.timed_out(), machine.record) from None
         except OSError as exc:
             raise _network(machine, f"{exc.strerror or exc} while waiting for "
                            f"{machine.waiting}") from None

@@ -161,7 +161,10 @@ def what_is(data: bytes | bytearray) -> str:
         return "an NNTP greeting"
     if head[:1] == b"<":
         return "XML"
-    return "something else"
+    return SOMETHING_ELSE
+
+
+SOMETHING_ELSE = "something else"
 
 
 def not_speaking(proto: str, data: bytes | bytearray) -> PreambleFailure:
