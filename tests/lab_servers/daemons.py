@@ -1,7 +1,7 @@
 """Real STARTTLS daemons on loopback for the tests: each started on free ports with its
 configuration in a temporary folder and its own certificate, stopped by process group.
 
-`start_daemon(name, workdir, certs, **options) -> Daemon` starts one of `DAEMONS`; the
+`start_daemon(name, workdir, certs, options) -> Daemon` starts one of `DAEMONS`; the
 `Daemon` maps each protocol it serves to its port. Readiness is "every port LISTENs" (read
 from /proc, no probe connection). Daemons that refuse to run as root (PostgreSQL, Prosody)
 run under their own Debian user through `runuser`; the folder they use is handed to that
@@ -14,7 +14,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,6 +73,7 @@ class Launch:
 
 
 Recipe = Callable[..., Launch]
+DaemonFactory = Callable[..., Daemon]   # the tests' `daemon(name, **options)` fixture
 
 
 def require(path: str, package: str) -> str:
@@ -124,15 +125,16 @@ def copy_identity(certs: CertSet, kind: str, folder: Path) -> tuple[Path, Path, 
     return cert, key, chain
 
 
-def start_daemon(name: str, workdir: Path, certs: CertSet, timeout: float = 60.0,
-                 **options: object) -> Daemon:
-    """Start daemon `name` (see DAEMONS) in `workdir`; return once all its ports listen."""
+def start_daemon(name: str, workdir: Path, certs: CertSet,
+                 options: Mapping[str, object] | None = None, timeout: float = 60.0) -> Daemon:
+    """Start daemon `name` (see DAEMONS) in `workdir` with its recipe's keyword `options`;
+    return once all its ports listen."""
     if name not in DAEMONS:
         raise ValueError(f"unknown daemon {name!r} (known: {', '.join(DAEMONS)})")
     module = importlib.import_module(f"lab_servers.{DAEMONS[name]}")
     recipe: Recipe = module.RECIPES[name]
     workdir.mkdir(parents=True, exist_ok=True)
-    launch = recipe(workdir, certs, **options)
+    launch = recipe(workdir, certs, **(options or {}))
     console = workdir / "console.log"
     with open(console, "w") as log:
         log.write("# " + " ".join(launch.argv) + "\n")

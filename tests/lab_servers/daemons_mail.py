@@ -1,12 +1,13 @@
 """Mail recipes for daemons.py: Postfix (smtp and submission) and Dovecot (imap, pop3,
 ManageSieve, lmtp), each from a configuration written into the test's folder.
 
-Postfix runs its master in the foreground (`postfix -c DIR start-fg`) with its own queue and
+Postfix runs its master in the foreground (`master -d -c DIR`) with its own queue and
 data folders and a master.cf derived from Debian's (every service unchrooted, the smtp
 listener replaced by ours). Dovecot runs `dovecot -F -c FILE` with its own base folder.
 """
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -41,8 +42,8 @@ def postfix(workdir: Path, certs: CertSet, *, starttls: bool = True, curves: str
     if curves:
         main["tls_eecdh_auto_curves"] = curves
     (conf / "main.cf").write_text("".join(f"{k} = {v}\n" for k, v in main.items()))
-    master = Path("/etc/postfix/master.cf").read_text()
-    kept = [ln for ln in master.splitlines()
+    master_cf = Path("/etc/postfix/master.cf").read_text()
+    kept = [ln for ln in master_cf.splitlines()
             if not re.match(r"#?\s*(smtp|submission|submissions|smtps)\s+inet\b", ln)]
     out = []
     for ln in kept:   # service type private unpriv chroot wakeup maxproc command
@@ -60,8 +61,12 @@ def postfix(workdir: Path, certs: CertSet, *, starttls: bool = True, curves: str
     hand_to("postfix", workdir / "data")
     subprocess.run([postfix_bin, "-c", str(conf), "set-permissions", "create-missing"],
                    stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=True)
-    return Launch([postfix_bin, "-c", str(conf), "start-fg"],
-                  {"smtp": smtp_port, "submission": submission_port}, [log])
+    # The master itself, not `postfix start-fg`: that master calls setsid() and would leave
+    # our process group; with -d it stays in it (and in the foreground).
+    master = require("/usr/lib/postfix/sbin/master", "postfix")
+    return Launch([master, "-d", "-c", str(conf)],
+                  {"smtp": smtp_port, "submission": submission_port}, [log],
+                  env={**os.environ, "MAIL_CONFIG": str(conf)})
 
 
 def dovecot(workdir: Path, certs: CertSet, *, starttls: bool = True,
