@@ -1,0 +1,226 @@
+"""STARTTLS against the real daemons on loopback (Postfix, Dovecot, vsftpd, Prosody, slapd,
+PostgreSQL 15, MariaDB): the preamble runs over a real socket, then a TLS handshake on the
+same socket (Python's ssl module verifying the test CA, and tlsprobe's own engine) proves
+the stream was left exactly at the start of TLS. A daemon configured with one group
+(P-384) must negotiate that group, not the default. Daemons without TLS must give "not
+offered" with their capabilities quoted; a daemon of another protocol, "not speaking".
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import ssl
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from lab_servers.daemons import DAEMONS, DaemonFactory, DaemonUnavailable, start_daemon
+
+from tlsprobe.engine.client import ClientHandshake
+from tlsprobe.engine.config import ClientConfig
+from tlsprobe.errors import FailureKind
+from tlsprobe.net.starttls import PreambleRecord, Problem, StartTlsError, run_preamble
+from servers import CertSet, listening_inodes, peer_unavailable
+
+SECP256R1, SECP384R1, X25519 = 0x0017, 0x0018, 0x001D
+# (daemon, options, protocol of the port, preamble protocol, text in the capability line)
+PORTS = [
+    ("postfix", {}, "smtp", "smtp", b"STARTTLS"),
+    ("postfix", {}, "submission", "smtp", b"STARTTLS"),
+    ("dovecot", {}, "imap", "imap", b"STARTTLS"),
+    ("dovecot", {}, "pop3", "pop3", b"STLS"),
+    ("dovecot", {}, "sieve", "sieve", b'"STARTTLS"'),
+    ("dovecot", {}, "lmtp", "lmtp", b"STARTTLS"),
+    ("vsftpd", {}, "ftp", "ftp", None),
+    ("prosody", {}, "xmpp", "xmpp", b"urn:ietf:params:xml:ns:xmpp-tls"),
+    ("prosody", {}, "xmpp-server", "xmpp-server", b"urn:ietf:params:xml:ns:xmpp-tls"),
+    ("slapd", {}, "ldap", "ldap", b"resultCode 0 (success)"),
+    ("postgres", {}, "postgres", "postgres", b"S (SSLRequest accepted)"),
+    ("mariadb", {}, "mysql", "mysql", b"(CLIENT_SSL)"),
+    ("mariadb", {"require_secure_transport": True}, "mysql", "mysql", b"(CLIENT_SSL)"),
+]
+IDS = [f"{d}-{port}" + ("-secure-transport" if o else "") for d, o, port, _, _ in PORTS]
+
+
+def _preamble(address: tuple[str, int], proto: str) -> tuple[socket.socket, PreambleRecord]:
+    sock = socket.create_connection(address, timeout=10)
+    try:
+        return sock, run_preamble(sock, proto, time.monotonic() + 20, server_name="localhost")
+    except BaseException:
+        sock.close()
+        raise
+
+
+@pytest.mark.parametrize("name,options,port,proto,capability", PORTS, ids=IDS)
+def test_preamble_then_python_ssl_handshake(daemon: DaemonFactory, certs: CertSet, name: str,
+                                            options: dict[str, object], port: str, proto: str,
+                                            capability: bytes | None) -> None:
+    server = daemon(name, **options)
+    sock, record = _preamble(("127.0.0.1", server.ports[port]), proto)
+    context = ssl.create_default_context(cafile=str(certs.ca))
+    sock.settimeout(10)
+    with context.wrap_socket(sock, server_hostname="localhost") as tls:
+        assert tls.version() in ("TLSv1.2", "TLSv1.3")
+        peer = tls.getpeercert()
+        assert peer is not None and peer["subject"] == ((("commonName", "localhost"),),)
+    if capability is None:
+        assert record.capability is None   # vsftpd's FEAT does not list AUTH TLS
+    else:
+        assert record.capability is not None and capability in record.capability
+    assert record.lines[0].sender == ("client" if proto in ("xmpp", "xmpp-server", "ldap",
+                                                            "postgres") else "server")
+
+
+def _engine_handshake(sock: socket.socket) -> ClientHandshake:
+    engine = ClientHandshake(ClientConfig(server_name="localhost"), stop_after_first_flight=False)
+    sock.settimeout(10)
+    sock.sendall(engine.start())
+    while not engine.done:
+        data = sock.recv(65536)
+        if not data:
+            engine.connection_closed()
+            break
+        out = engine.receive(data)
+        if out:
+            sock.sendall(out)
+    return engine
+
+
+@pytest.mark.parametrize("name,options,port,proto,capability", PORTS, ids=IDS)
+def test_preamble_then_tlsprobe_engine_handshake(daemon: DaemonFactory, name: str,
+                                                 options: dict[str, object], port: str,
+                                                 proto: str, capability: bytes | None) -> None:
+    server = daemon(name, **options)
+    sock, _ = _preamble(("127.0.0.1", server.ports[port]), proto)
+    with sock:
+        engine = _engine_handshake(sock)
+    assert engine.handshake_complete and engine.server_hello is not None
+    assert engine.server_hello.selected_version in (0x0303, 0x0304)
+
+
+@pytest.mark.parametrize("name,options,port,default", [
+    ("postfix", {"curves": "secp384r1"}, "smtp", X25519),
+    ("dovecot", {"curves": "P-384"}, "imap", X25519),
+    ("dovecot", {"curves": "P-384"}, "pop3", X25519),
+    ("postgres", {"curve": "secp384r1"}, "postgres", SECP256R1),  # ssl_ecdh_curve=prime256v1
+], ids=["postfix", "dovecot-imap", "dovecot-pop3", "postgres"])
+def test_configured_group_is_negotiated_over_starttls(daemon: DaemonFactory, name: str,
+                                                      options: dict[str, object], port: str,
+                                                      default: int) -> None:
+    """The engine offers X25519MLKEM768 and x25519 shares first; a daemon restricted to P-384
+    must answer with secp384r1 (after a HelloRetryRequest), one with its defaults with its
+    default group (x25519; PostgreSQL's ssl_ecdh_curve default is prime256v1)."""
+    for opts, group in ((options, SECP384R1), ({}, default)):
+        server = daemon(name, **opts)
+        sock, _ = _preamble(("127.0.0.1", server.ports[port]), port)
+        with sock:
+            engine = _engine_handshake(sock)
+        assert engine.handshake_complete and engine.server_hello is not None
+        assert engine.server_hello.selected_version == 0x0304
+        assert engine.server_hello.key_share is not None
+        assert engine.server_hello.key_share[0] == group, (name, opts)
+
+
+@pytest.mark.parametrize("name,options,port,quoted", [
+    ("postfix", {"starttls": False}, "smtp", "EHLO keywords: 'PIPELINING"),
+    ("dovecot", {"starttls": False}, "imap", "capabilities: 'IMAP4rev1"),
+    ("dovecot", {"starttls": False}, "pop3", "CAPA list: 'CAPA"),
+    ("dovecot", {"starttls": False}, "sieve", "capabilities: 'IMPLEMENTATION SIEVE"),
+    ("dovecot", {"starttls": False}, "lmtp", "LHLO keywords: '8BITMIME"),
+    ("vsftpd", {"starttls": False}, "ftp", "FEAT list: 'EPRT"),
+    ("prosody", {"starttls": False}, "xmpp", "stream features: 'mechanisms'"),
+    ("slapd", {"starttls": False}, "ldap", "'unsupported extended operation'"),
+    ("postgres", {"ssl": False}, "postgres", "answered 'N'"),
+    ("mariadb", {"ssl": False}, "mysql", "lack CLIENT_SSL"),
+], ids=lambda v: v if isinstance(v, str) and " " not in v and ":" not in v else "")
+def test_daemon_without_tls_is_not_offered(daemon: DaemonFactory, name: str,
+                                           options: dict[str, object], port: str,
+                                           quoted: str) -> None:
+    server = daemon(name, **options)
+    with pytest.raises(StartTlsError) as caught:
+        _preamble(("127.0.0.1", server.ports[port]), port)
+    error = caught.value
+    assert error.problem is Problem.NOT_OFFERED and error.kind is FailureKind.NOT_TLS
+    assert error.exit_code == 4 and quoted in str(error)
+    assert (error.record.banner is None) == (port in ("ldap", "postgres"))
+
+
+@pytest.mark.parametrize("name,port,proto,text", [
+    ("postfix", "smtp", "imap", "not speaking imap: it sent an SMTP or FTP banner ('220 "),
+    ("dovecot", "imap", "pop3", "not speaking pop3: it sent an IMAP greeting ('* OK"),
+    ("postfix", "smtp", "xmpp", "not speaking xmpp: it sent an SMTP or FTP banner ('220 "),
+    ("dovecot", "imap", "mysql", "not speaking mysql: it sent an IMAP greeting ('* OK')"),
+    ("mariadb", "mysql", "postgres", "not speaking postgres: it sent "),
+])
+def test_daemon_of_another_protocol_is_named(daemon: DaemonFactory, name: str, port: str,
+                                             proto: str, text: str) -> None:
+    server = daemon(name)
+    with pytest.raises(StartTlsError) as caught:
+        _preamble(("127.0.0.1", server.ports[port]), proto)
+    assert caught.value.problem is Problem.WRONG_PROTOCOL and caught.value.exit_code == 4
+    assert text in str(caught.value)
+
+
+def test_a_daemon_that_waits_for_the_client_is_a_timeout(daemon: DaemonFactory) -> None:
+    """slapd says nothing until asked: an SMTP preamble against it ends at the deadline."""
+    server = daemon("slapd")
+    sock = socket.create_connection(("127.0.0.1", server.ports["ldap"]), timeout=10)
+    started = time.monotonic()
+    with sock, pytest.raises(StartTlsError) as caught:
+        run_preamble(sock, "smtp", time.monotonic() + 1.0)
+    assert caught.value.kind is FailureKind.NETWORK and caught.value.exit_code == 3
+    assert str(caught.value) == "smtp: no answer while waiting for the greeting"
+    assert time.monotonic() - started < 8   # the deadline, not a hang (generous for load)
+
+
+def _listener_pids(ports: list[int]) -> set[int]:
+    """PIDs holding a listening socket on one of `ports` (from /proc)."""
+    inodes = set().union(*(listening_inodes(port) for port in ports))
+    pids: set[int] = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            links = [os.readlink(f"/proc/{entry}/fd/{fd}")
+                     for fd in os.listdir(f"/proc/{entry}/fd")]
+        except OSError:
+            continue
+        if any(link.startswith("socket:[") and int(link[8:-1]) in inodes for link in links):
+            pids.add(int(entry))
+    return pids
+
+
+@pytest.mark.parametrize("name", DAEMONS)
+def test_stopping_a_daemon_ends_every_process_that_listened(certs: CertSet,
+                                                           name: str) -> None:
+    """Stopped by process group: a daemon that leaves it (Postfix's `start-fg` master calls
+    setsid) would keep listening after the test session."""
+    folder = Path(tempfile.mkdtemp(prefix=f"tlsprobe-{name}-"))
+    os.chmod(folder, 0o711)
+    try:
+        try:
+            server = start_daemon(name, folder, certs)
+        except DaemonUnavailable as exc:
+            peer_unavailable(str(exc))
+        ports = list(server.ports.values())
+        pids = _listener_pids(ports)
+        assert pids
+        server.stop()
+        deadline = time.monotonic() + 10
+        while any(os.path.exists(f"/proc/{pid}") and _alive(pid) for pid in pids) and \
+                time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [pid for pid in pids if os.path.exists(f"/proc/{pid}") and _alive(pid)]
+        assert not any(listening_inodes(port) for port in ports)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False

@@ -1,0 +1,236 @@
+"""Constructed server dialogues for every protocol: go-aheads, refusals (reply code and text
+quoted), STARTTLS not offered (capabilities quoted), other protocols, early closes. Each case
+is fed whole, byte by byte and line by line."""
+from __future__ import annotations
+
+import struct
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from dialogue import MODES, play  # noqa: E402
+
+from tlsprobe.errors import FailureKind, exit_code_for  # noqa: E402
+from tlsprobe.net.starttls import Problem, StartTls, Status  # noqa: E402
+from tlsprobe.net.starttls_binary import SSL_REQUEST, ldap_request  # noqa: E402
+
+OK = None
+EHLO = b"EHLO tlsprobe.invalid\r\n"
+XMPP_HEAD = (b"<?xml version='1.0'?><stream:stream to='localhost' xmlns='jabber:client' "
+             b"xmlns:stream='http://etherx.jabber.org/streams' version='1.0'>")
+SERVER_HEAD = (b"<?xml version='1.0'?><stream:stream xmlns='jabber:client' from='localhost' "
+               b"id='x1' xmlns:stream='http://etherx.jabber.org/streams' version='1.0'>")
+TLS_FEATURE = b"<starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'><required/></starttls>"
+STARTTLS_EL = b"<starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>"
+
+
+def ldap_response(code: int, text: bytes = b"", ident: int = 1, name: bytes = b"") -> bytes:
+    op = b"\x0a\x01" + bytes([code]) + b"\x04\x00\x04" + bytes([len(text)]) + text
+    if name:
+        op += b"\x8a" + bytes([len(name)]) + name
+    body = b"\x02\x01" + bytes([ident]) + b"\x78" + bytes([len(op)]) + op
+    return b"\x30" + bytes([len(body)]) + body
+
+
+def mysql_greeting(caps: int, version: bytes = b"10.11.6-MariaDB") -> bytes:
+    payload = (b"\x0a" + version + b"\x00" + struct.pack("<I", 7) + b"abcdefgh" + b"\x00" +
+               struct.pack("<H", caps & 0xFFFF) + b"\x21" + b"\x02\x00" +
+               struct.pack("<H", caps >> 16) + b"\x15" + bytes(10) + b"ijklmnopqrst\x00")
+    return struct.pack("<I", len(payload))[:3] + b"\x00" + payload
+
+
+def mysql_error(code: int, text: bytes) -> bytes:
+    payload = b"\xff" + struct.pack("<H", code) + b"#HY000" + text
+    return struct.pack("<I", len(payload))[:3] + b"\x00" + payload
+
+
+CASES = [  # id, protocol, transcript, problem (None: ready), text the message must contain
+    ("smtp-ok", "smtp", [("S", b"220-mx first\r\n220 mx ready\r\n"), ("C", EHLO),
+                         ("S", b"250-mx\r\n250-SIZE 1000\r\n250 STARTTLS\r\n"),
+                         ("C", b"STARTTLS\r\n"), ("S", b"220 2.0.0 go\r\n")], OK, ""),
+    ("smtp-refused", "smtp", [("S", b"220 mx\r\n"), ("C", EHLO), ("S", b"250-mx\r\n250 STARTTLS\r\n"),
+                              ("C", b"STARTTLS\r\n"),
+                              ("S", b"454 4.7.0 TLS not available due to local problem\r\n")],
+     Problem.REFUSED, "smtp: the server refused STARTTLS: '454 4.7.0 TLS not available due to "
+     "local problem'"),
+    ("smtp-554-greeting", "smtp", [("S", b"554 5.3.2 no service for you\r\n")], Problem.REFUSED,
+     "refused the session: '554 5.3.2 no service for you'"),
+    ("smtp-ehlo-refused", "smtp", [("S", b"220 mx\r\n"), ("C", EHLO),
+                                   ("S", b"502 5.5.2 command not recognized\r\n")],
+     Problem.REFUSED, "refused EHLO: '502 5.5.2"),
+    ("smtp-imap-server", "smtp", [("S", b"* OK [CAPABILITY IMAP4rev1] ready\r\n")],
+     Problem.WRONG_PROTOCOL, "not speaking smtp: it sent an IMAP greeting ('* OK"),
+    ("smtp-ssh-server", "smtp", [("S", b"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n")],
+     Problem.WRONG_PROTOCOL, "not speaking smtp: it sent an SSH banner"),
+    ("smtp-closed", "smtp", [("S", b"220 mx\r\n"), ("C", EHLO), ("S", b"250-mx\r\n")],
+     None, ""),  # still waiting: checked below with EOF
+    ("imap-capability", "imap", [("S", b"* OK ready\r\n"), ("C", b"a001 CAPABILITY\r\n"),
+                                 ("S", b"* CAPABILITY IMAP4rev1 STARTTLS LOGINDISABLED\r\n"
+                                       b"a001 OK done\r\n"),
+                                 ("C", b"a002 STARTTLS\r\n"), ("S", b"a002 OK Begin TLS\r\n")],
+     OK, ""),
+    ("imap-no", "imap", [("S", b"* OK [CAPABILITY IMAP4rev1 STARTTLS] hi\r\n"),
+                         ("C", b"a002 STARTTLS\r\n"), ("S", b"a002 NO TLS is broken today\r\n")],
+     Problem.REFUSED, "refused STARTTLS: 'a002 NO TLS is broken today'"),
+    ("imap-preauth", "imap", [("S", b"* PREAUTH welcome back\r\n")], Problem.REFUSED, "PREAUTH"),
+    ("imap-bye", "imap", [("S", b"* BYE too many connections\r\n")], Problem.REFUSED,
+     "'* BYE too many connections'"),
+    ("imap-pop3-server", "imap", [("S", b"+OK POP3 ready\r\n")], Problem.WRONG_PROTOCOL,
+     "a POP3 greeting"),
+    ("pop3-no-capa", "pop3", [("S", b"+OK hi\r\n"), ("C", b"CAPA\r\n"), ("S", b"-ERR what\r\n"),
+                              ("C", b"STLS\r\n"), ("S", b"+OK go\r\n")], OK, ""),
+    ("pop3-stls-err", "pop3", [("S", b"+OK hi\r\n"), ("C", b"CAPA\r\n"),
+                               ("S", b"+OK\r\nSTLS\r\n..dotted\r\n.\r\n"), ("C", b"STLS\r\n"),
+                               ("S", b"-ERR [SYS/TEMP] not now\r\n")],
+     Problem.REFUSED, "refused STLS: '-ERR [SYS/TEMP] not now'"),
+    ("ftp-feat-auth", "ftp", [("S", b"120 wait\r\n220 hi\r\n"), ("C", b"FEAT\r\n"),
+                              ("S", b"211-Features:\r\n AUTH TLS;TLS-C;SSL\r\n PBSZ\r\n211 End\r\n"),
+                              ("C", b"AUTH TLS\r\n"), ("S", b"234 go\r\n")], OK, ""),
+    ("ftp-unknown-command", "ftp", [("S", b"220 hi\r\n"), ("C", b"FEAT\r\n"),
+                                    ("S", b"500 unknown\r\n"), ("C", b"AUTH TLS\r\n"),
+                                    ("S", b"500 AUTH not understood\r\n")],
+     Problem.NOT_OFFERED, "ftp: AUTH TLS not offered: '500 AUTH not understood'"),
+    ("ftp-refused", "ftp", [("S", b"220 hi\r\n"), ("C", b"FEAT\r\n"),
+                            ("S", b"211-Features:\r\n AUTH TLS\r\n211 End\r\n"),
+                            ("C", b"AUTH TLS\r\n"), ("S", b"431 unable to start TLS\r\n")],
+     Problem.REFUSED, "refused AUTH TLS: '431 unable to start TLS'"),
+    ("nntp-ok", "nntp", [("S", b"200 news ready\r\n"), ("C", b"CAPABILITIES\r\n"),
+                         ("S", b"101 caps\r\nVERSION 2\r\nSTARTTLS\r\nREADER\r\n.\r\n"),
+                         ("C", b"STARTTLS\r\n"), ("S", b"382 Continue with TLS\r\n")], OK, ""),
+    ("nntp-580", "nntp", [("S", b"201 no posting\r\n"), ("C", b"CAPABILITIES\r\n"),
+                          ("S", b"101 caps\r\nSTARTTLS\r\n.\r\n"), ("C", b"STARTTLS\r\n"),
+                          ("S", b"580 Can not initiate TLS\r\n")],
+     Problem.REFUSED, "'580 Can not initiate TLS'"),
+    ("nntp-not-offered", "nntp", [("S", b"200 news\r\n"), ("C", b"CAPABILITIES\r\n"),
+                                  ("S", b"101 caps\r\nVERSION 2\r\nREADER\r\n.\r\n")],
+     Problem.NOT_OFFERED, "CAPABILITIES: 'VERSION 2 READER'"),
+    ("nntp-smtp-server", "nntp", [("S", b"220 mx ESMTP\r\n")], Problem.WRONG_PROTOCOL,
+     "an SMTP or FTP banner"),
+    ("sieve-no", "sieve", [("S", b'"STARTTLS"\r\nOK "hi"\r\n'), ("C", b"STARTTLS\r\n"),
+                           ("S", b'NO "TLS unavailable"\r\n')], Problem.REFUSED,
+     "'NO \"TLS unavailable\"'"),
+    ("irc-ok", "irc", [("C", b"STARTTLS\r\n"),
+                       ("S", b":irc.local NOTICE * :*** Looking up your hostname...\r\n"
+                             b":irc.local 670 * :STARTTLS successful, go ahead\r\n")], OK, ""),
+    ("irc-691", "irc", [("C", b"STARTTLS\r\n"), ("S", b":irc.local 691 * :STARTTLS failed\r\n")],
+     Problem.REFUSED, "':irc.local 691 * :STARTTLS failed'"),
+    ("irc-421", "irc", [("C", b"STARTTLS\r\n"),
+                        ("S", b":irc.local 421 * STARTTLS :Unknown command\r\n")],
+     Problem.NOT_OFFERED, "Unknown command"),
+    ("irc-http-server", "irc", [("C", b"STARTTLS\r\n"),
+                                ("S", b"HTTP/1.1 400 Bad Request\r\n\r\n")],
+     Problem.WRONG_PROTOCOL, "not speaking irc: it sent an HTTP response"),
+    ("xmpp-ok-proceed-element", "xmpp", [
+        ("C", XMPP_HEAD), ("S", SERVER_HEAD + b"\n<stream:features>" + TLS_FEATURE +
+                           b"</stream:features>"),
+        ("C", STARTTLS_EL), ("S", b"<proceed xmlns='urn:ietf:params:xml:ns:xmpp-tls'></proceed>")],
+     OK, ""),
+    ("xmpp-failure", "xmpp", [
+        ("C", XMPP_HEAD), ("S", SERVER_HEAD + b"<stream:features>" + TLS_FEATURE +
+                           b"</stream:features>"),
+        ("C", STARTTLS_EL), ("S", b"<failure xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>")],
+     Problem.REFUSED, "refused STARTTLS: '<failure"),
+    ("xmpp-stream-error", "xmpp", [
+        ("C", XMPP_HEAD), ("S", SERVER_HEAD + b"<stream:error><host-unknown xmlns='urn:ietf:"
+                           b"params:xml:ns:xmpp-streams'/></stream:error>")],
+     Problem.REFUSED, "stream error 'host-unknown'"),
+    ("xmpp-dtd", "xmpp", [("C", XMPP_HEAD), ("S", b"<!DOCTYPE x [<!ENTITY a 'b'>]>")],
+     Problem.MALFORMED, "a DTD or comment"),
+    ("xmpp-old-stream", "xmpp", [("C", XMPP_HEAD), ("S", SERVER_HEAD.replace(b" version='1.0'>",
+                                                                            b">"))],
+     Problem.NOT_OFFERED, "without version='1.0'"),
+    ("xmpp-http-server", "xmpp", [("C", XMPP_HEAD), ("S", b"HTTP/1.0 400 Bad\r\n\r\n")],
+     Problem.WRONG_PROTOCOL, "not speaking xmpp: it sent "),
+    ("ldap-unavailable", "ldap", [("C", ldap_request()),
+                                  ("S", ldap_response(52, b"Could not initialize TLS"))],
+     Problem.REFUSED, "resultCode 52 (unavailable): 'Could not initialize TLS'"),
+    ("ldap-disconnect", "ldap", [("C", ldap_request()),
+                                 ("S", ldap_response(52, b"bye", 0, b"1.3.6.1.4.1.1466.20036"))],
+     Problem.REFUSED, "notice of disconnection"),
+    ("ldap-long-length", "ldap", [("C", ldap_request()), ("S", b"\x30\x81\x0c" +
+                                                          ldap_response(0)[2:])], OK, ""),
+    ("ldap-truncated-element", "ldap", [("C", ldap_request()),
+                                        ("S", b"\x30\x07\x02\x01\x01\x78\x05\x0a\x09\x00")],
+     Problem.MALFORMED, "ldap: malformed"),
+    ("ldap-tls-server", "ldap", [("C", ldap_request()), ("S", b"\x15\x03\x03\x00\x02\x02\x46")],
+     Problem.WRONG_PROTOCOL, "a TLS record (an implicit-TLS port?"),
+    ("postgres-ok", "postgres", [("C", SSL_REQUEST), ("S", b"S")], OK, ""),
+    ("postgres-error", "postgres", [("C", SSL_REQUEST), ("S", b"E" + struct.pack("!I", 30) +
+                                                         b"SFATAL\x00C08P01\x00Mbad proto\x00\x00")],
+     Problem.REFUSED, "refused SSLRequest: '08P01' 'bad proto'"),
+    ("postgres-smtp-server", "postgres", [("C", SSL_REQUEST), ("S", b"220 mx ESMTP\r\n")],
+     Problem.WRONG_PROTOCOL, "not speaking postgres: it sent an SMTP or FTP banner"),
+    ("mysql-refused", "mysql", [("S", mysql_error(1130, b"Host '10.1.1.1' is not allowed"))],
+     Problem.REFUSED, "error 1130 'Host \\x2710.1.1.1\\x27 is not allowed'"),
+    ("mysql-smtp-server", "mysql", [("S", b"220 mx ESMTP\r\n")], Problem.WRONG_PROTOCOL,
+     "not speaking mysql: it sent an SMTP or FTP banner"),
+    ("mysql-no-ssl", "mysql", [("S", mysql_greeting(0x0200 | 0x8000))], Problem.NOT_OFFERED,
+     "'10.11.6-MariaDB' capability flags 0x00008200 lack CLIENT_SSL"),
+]
+FAILURE_EXIT = {Problem.REFUSED: 5, Problem.NOT_OFFERED: 4, Problem.WRONG_PROTOCOL: 4,
+                Problem.MALFORMED: 6}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("proto,transcript,problem,text", [c[1:] for c in CASES if c[0] !=
+                                                           "smtp-closed"],
+                         ids=[c[0] for c in CASES if c[0] != "smtp-closed"])
+def test_dialogue(proto: str, transcript: list[tuple[str, bytes]], problem: Problem | None,
+                  text: str, mode: str) -> None:
+    machine, step = play(proto, transcript, mode)
+    if problem is None:
+        assert step.status is Status.READY, step.failure
+        assert machine.record.lines[-1].sender == "server"
+        return
+    assert step.status is Status.FAILED and step.failure is not None
+    assert step.failure.problem is problem, step.failure.message
+    assert text in step.failure.message
+    assert exit_code_for(step.failure.kind) == FAILURE_EXIT[problem]
+    assert "\n" not in step.failure.message and "\r" not in step.failure.message
+
+
+def test_mysql_ssl_request_packet() -> None:
+    """With CLIENT_SSL offered the client answers with the 32-byte SSL request (sequence 1,
+    CLIENT_SSL and CLIENT_PROTOCOL_41 set, the server's charset) and is at once ready."""
+    greeting = mysql_greeting(0x0200 | 0x0800 | 0x8000)
+    machine = StartTls("mysql")
+    assert machine.start().send == b""
+    step = machine.receive_data(greeting)
+    assert step.status is Status.READY
+    packet = step.send
+    assert packet[:4] == b"\x20\x00\x00\x01" and len(packet) == 36
+    caps, max_packet, charset = struct.unpack("<IIB", packet[4:13])
+    assert caps & 0x0800 and caps & 0x0200 and charset == 0x21 and packet[13:] == bytes(23)
+    assert machine.record.capability == b"capability flags 0x00008a00 (CLIENT_SSL)"
+
+
+@pytest.mark.parametrize("proto,transcript,waiting", [
+    ("smtp", [("S", b"220 mx\r\n"), ("C", EHLO), ("S", b"250-mx\r\n")], "the EHLO reply"),
+    ("imap", [], "the greeting"),
+    ("postgres", [("C", SSL_REQUEST)], "the SSLRequest answer"),
+])
+def test_close_before_tls_names_the_step(proto: str, transcript: list[tuple[str, bytes]],
+                                         waiting: str) -> None:
+    machine, step = play(proto, transcript)
+    assert step.status is Status.NEED_DATA and machine.waiting == waiting
+    step = machine.receive_data(b"")
+    assert step.failure is not None and step.failure.problem is Problem.CLOSED
+    assert step.failure.kind is FailureKind.CLOSED
+    assert f"closed the connection while we waited for {waiting}" in step.failure.message
+
+
+def test_bytes_after_the_go_ahead_are_refused() -> None:
+    """A server that sends data after its go-ahead (the pre-TLS injection of CVE-2021-23222
+    and the STARTTLS command-injection family) fails instead of handing it to TLS."""
+    machine, step = play("postgres", [("C", SSL_REQUEST), ("S", b"SE\x00\x00")])
+    assert step.failure is not None and step.failure.problem is Problem.MALFORMED
+    assert "'E\\x00\\x00' after its go-ahead" in step.failure.message
+    machine, step = play("smtp", [("S", b"220 mx\r\n"), ("C", EHLO),
+                                  ("S", b"250-mx\r\n250 STARTTLS\r\n"),
+                                  ("C", b"STARTTLS\r\n"),
+                                  ("S", b"220 go\r\n")], "bytes")
+    assert step.status is Status.READY
+    step = machine.receive_data(b"x")
+    assert step.failure is not None and step.failure.problem is Problem.MALFORMED

@@ -1,0 +1,173 @@
+"""The vocabulary the STARTTLS dialogues share (sans-IO: no sockets here).
+
+A dialogue is a generator: it yields requests (`Send` bytes, read a `Line` or exactly
+`Exact` bytes, read an `Xml` element) and gets back what it asked for; it returns when the
+stream is at the start of TLS and raises `PreambleFailure` when it cannot get there. The one
+owner of the buffer, the limits and the record is `tlsprobe.net.starttls.StartTls`, which
+drives these generators; the dialogues themselves only say what they expect and what they
+make of it. Everything here is pure, so the protocols are tested by feeding bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from enum import StrEnum
+
+from tlsprobe.errors import FailureKind
+
+
+class Problem(StrEnum):
+    """Why a preamble did not reach TLS; `FAILURE_KIND` maps each to a FailureKind."""
+
+    NOT_OFFERED = "not_offered"        # speaks the protocol, does not advertise STARTTLS
+    REFUSED = "refused"                # answered our STARTTLS (or greeting) with a refusal
+    WRONG_PROTOCOL = "wrong_protocol"  # speaks something else (HTTP, SSH, TLS, another mail
+                                       # protocol)
+    CLOSED = "closed"                  # ended the connection before TLS could start
+    TOO_LONG = "too_long"              # a line, packet or the whole preamble broke a bound
+    MALFORMED = "malformed"            # broke the asked protocol's framing or sent bytes
+                                       # after its go-ahead
+    NETWORK = "network"                # silent (timeout) or a socket error
+
+
+# Not offered and another protocol: "the server answered but not with TLS" (exit 4). A refusal
+# and an early close: the exit-5 family (a dedicated "refused" kind would be more exact; the
+# issue asks for exit 5). Bounds and framing: the server broke the protocol (exit 6).
+FAILURE_KIND: dict[Problem, FailureKind] = {
+    Problem.NOT_OFFERED: FailureKind.NOT_TLS,
+    Problem.WRONG_PROTOCOL: FailureKind.NOT_TLS,
+    Problem.REFUSED: FailureKind.ALERT,
+    Problem.CLOSED: FailureKind.CLOSED,
+    Problem.TOO_LONG: FailureKind.PROTOCOL,
+    Problem.MALFORMED: FailureKind.PROTOCOL,
+    Problem.NETWORK: FailureKind.NETWORK,
+}
+
+
+class PreambleFailure(Exception):
+    """A dialogue cannot reach TLS: `problem` (what happened) and a one-line message whose
+    network text is already escaped and truncated (see `quote`)."""
+
+    def __init__(self, problem: Problem, message: str) -> None:
+        super().__init__(message)
+        self.problem = problem
+        self.message = message
+
+    @property
+    def kind(self) -> FailureKind:
+        return FAILURE_KIND[self.problem]
+
+
+@dataclass(frozen=True)
+class Send:
+    """Bytes for the server; `note` names them in the record when they are not text."""
+
+    data: bytes
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line from the server (the dialogue gets it without its CR LF). `waiting` names it
+    for error texts ("the greeting"); `start`, when set, is checked against the first
+    `len(start pattern)` bytes as soon as they arrive, so another protocol is named at once
+    (even when its first line never ends)."""
+
+    waiting: str
+    start: re.Pattern[bytes] | None = None
+    start_len: int = 0
+
+
+@dataclass(frozen=True)
+class Exact:
+    """Exactly `size` bytes from the server; `start` as for `Line`, on the first bytes."""
+
+    size: int
+    waiting: str
+    note: Callable[[bytes], str] | None = None
+    start: re.Pattern[bytes] | None = None
+    start_len: int = 0
+    record: bool = True   # False for a header that the packet's note describes
+
+
+@dataclass(frozen=True)
+class Xml:
+    """The next complete XML tag from the server (start, end or empty element), as raw
+    bytes from '<' to '>'; character data between tags is skipped (bounded like a line)."""
+
+    waiting: str
+
+
+@dataclass(frozen=True)
+class Note:
+    """Remember what the server said for the report: its banner or the line advertising
+    STARTTLS (each as raw bytes, shown escaped)."""
+
+    banner: bytes | None = None
+    capability: bytes | None = None
+
+
+Request = Send | Line | Exact | Xml | Note
+Dialogue = Generator[Request, bytes, None]
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a dialogue may need from the caller: the name the client gives itself (EHLO,
+    LHLO) and the server's domain (XMPP `to=`)."""
+
+    client_name: str = "tlsprobe.invalid"
+    server_name: str | None = None
+
+
+def escape(data: bytes | bytearray, limit: int = 1000) -> str:
+    """Bytes from the network for display: printable ASCII as is (a backslash doubled), every
+    other byte as \\xNN, so no control sequence reaches a terminal; cut after `limit` bytes
+    with '...'."""
+    data = bytes(data)
+    text = "".join(chr(b) if 0x20 <= b < 0x7F and b != 0x5C else
+                   "\\\\" if b == 0x5C else f"\\x{b:02x}" for b in data[:limit])
+    return text + ("..." if len(data) > limit else "")
+
+
+def quote(data: bytes | bytearray, limit: int = 100) -> str:
+    """Bytes from the network for a one-line message: printable ASCII as is, every other
+    byte as \\xNN (so no control sequence reaches a terminal), in single quotes, cut after
+    `limit` bytes with '...'."""
+    data = bytes(data)
+    text = "".join(chr(b) if 0x20 <= b < 0x7F and b not in (0x27, 0x5C) else f"\\x{b:02x}"
+                   for b in data[:limit])
+    return f"'{text}'" + ("..." if len(data) > limit else "")
+
+
+def what_is(data: bytes | bytearray) -> str:
+    """A guess at the protocol behind the first bytes a server sent, for "not speaking X"."""
+    head = bytes(data[:16])
+    if head[:1] in (b"\x15", b"\x16") and head[1:2] == b"\x03":
+        return "a TLS record (an implicit-TLS port? try without --starttls)"
+    if head[:5] in (b"HTTP/", b"<html", b"<!DOC", b"<HTML"):
+        return "an HTTP response"
+    if head[:4] == b"SSH-":
+        return "an SSH banner"
+    if re.match(rb"220[ -]", head):
+        return "an SMTP or FTP banner"
+    if head[:4] == b"* OK" or head[:9] == b"* PREAUTH":
+        return "an IMAP greeting"
+    if head[:3] == b"+OK":
+        return "a POP3 greeting"
+    if re.match(rb"20[01][ -]", head):
+        return "an NNTP greeting"
+    if head[:1] == b"<":
+        return "XML"
+    return SOMETHING_ELSE
+
+
+SOMETHING_ELSE = "something else"
+
+
+def not_speaking(proto: str, data: bytes | bytearray) -> PreambleFailure:
+    """The failure for a server whose first bytes are not `proto`."""
+    return PreambleFailure(Problem.WRONG_PROTOCOL,
+                           f"not speaking {proto}: it sent {what_is(data)} ({quote(data)})")
