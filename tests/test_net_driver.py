@@ -145,30 +145,30 @@ def test_drive_tells_the_engine_when_the_server_closes():
     assert exc.value.kind is FailureKind.CLOSED and progress.closed
 
 
+class OneByte:
+    """Delivers the server's bytes one at a time (a reader of whole records would stall)."""
+
+    def __init__(self, inner):
+        self.inner, self.pending = inner, b""
+        self.peer, self.local = inner.peer, inner.local
+
+    def send(self, data):
+        self.inner.send(data)
+
+    def receive(self, deadline):
+        if not self.pending:
+            self.pending = self.inner.receive(deadline)
+        head, self.pending = self.pending[:1], self.pending[1:]
+        return head
+
+    def close(self):
+        self.inner.close()
+
+
 @pytest.mark.needs_impl("openssl")
 @pytest.mark.parametrize("split", [False, True], ids=["whole", "byte-by-byte"])
 def test_drive_completes_a_real_handshake(server_cache, split):
     srv = server_cache("openssl")
-
-    class OneByte:
-        """Delivers the server's bytes one at a time (a reader of whole records would stall)."""
-
-        def __init__(self, inner):
-            self.inner, self.pending = inner, b""
-            self.peer, self.local = inner.peer, inner.local
-
-        def send(self, data):
-            self.inner.send(data)
-
-        def receive(self, deadline):
-            if not self.pending:
-                self.pending = self.inner.receive(deadline)
-            head, self.pending = self.pending[:1], self.pending[1:]
-            return head
-
-        def close(self):
-            self.inner.close()
-
     channel = open_channel(Target("127.0.0.1", srv.port), timeout=5)
     recorder = Recorder(OneByte(channel) if split else channel)
     hs = ClientHandshake(ClientConfig(server_name="localhost"), annotate=False,
@@ -243,3 +243,26 @@ def test_tcp_connector_names_a_refused_connection():
         asyncio.run(run())
     assert exc.value.cause == "refused" and exc.value.reason == "connection refused"
     assert str(exc.value) == f"127.0.0.1:{port}: connection refused"
+
+
+@pytest.mark.needs_impl("openssl")
+def test_run_probe_runs_over_the_transport_its_connector_opens(server_cache):
+    """The seam a STARTTLS preamble or QUIC uses: the probe over another transport gives
+    the same result as over plain TCP, and records what that transport carried."""
+    from tlsprobe.probes.probe import ProbeOptions, run_probe
+    srv = server_cache("openssl")
+    target = Target("127.0.0.1", srv.port)
+    opened = []
+
+    def connect(target, deadline):
+        opened.append(OneByte(open_channel(target, timeout=5, deadline=deadline)))
+        return opened[-1]
+
+    options = ProbeOptions(config=ClientConfig(server_name="localhost"), timeout=5,
+                           verify=False)
+    plain, split = run_probe(target, options), run_probe(target, options, connect=connect)
+    assert len(opened) == 1 and split.result.error is None
+    assert split.result.handshake_complete and plain.result.handshake_complete
+    assert split.result.version == plain.result.version
+    assert split.result.cipher == plain.result.cipher
+    assert all(len(s.data) == 1 for s in split.segments if not s.from_client)
