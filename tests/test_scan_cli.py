@@ -125,5 +125,5 @@ def test_unreachable_and_not_tls_targets(run_cli, selection):
         http.close()
     assert code == 4, (out, err)
     assert "Error:" in out and err.startswith("tlsprobe: 127.0.0.1:")
-    assert "not TLS: the server sent an HTTP response" in err
+    assert "not a TLS server: it sent an HTTP response" in err
 

@@ -289,8 +289,8 @@ def test_run_timing_against_a_non_tls_server_says_so():
                                      out=io.StringIO(), err=err)
         thread.join(5)
     assert code == 4
-    assert err.getvalue() == (f"tlsprobe: 127.0.0.1:{port}: not a TLS server "
-                              "(it sent 'HTTP/1.0 400 Bad Request....')\n")
+    assert err.getvalue() == (f"tlsprobe: 127.0.0.1:{port}: not a TLS server: it sent an "
+                              "HTTP response ('HTTP/1.0 400 Bad Request\\r\\n')\n")
 
 
 def test_run_timing_connection_refused_is_a_network_error():

@@ -16,6 +16,7 @@ Exit codes (documented in the README):
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -73,21 +74,22 @@ class UsageError(TlsprobeError):
     exit_code = EXIT_USAGE
 
 
+#: why a network operation failed, for callers that decide by it (retry, keep a partial
+#: answer): the per-read wait ran out ("timeout"), the total deadline passed ("deadline"),
+#: the peer reset the connection ("reset"), nothing listens ("refused"), the name does not
+#: resolve ("unknown_host"), anything else ("other")
+NetworkCause = Literal["timeout", "deadline", "reset", "refused", "unknown_host", "other"]
+
+
 class NetworkError(TlsprobeError):
+    """A network failure (exit 3), raised by tlsprobe/net: the message names the target and
+    the cause; `reason` is the cause alone ("connection refused") and `cause` its class."""
+
     exit_code = EXIT_NETWORK
+    kind = FailureKind.NETWORK
 
-
-class NotTlsError(TlsprobeError):
-    exit_code = EXIT_NOT_TLS
-
-
-class AlertError(TlsprobeError):
-    exit_code = EXIT_ALERT
-
-
-class ProtocolError(TlsprobeError):
-    exit_code = EXIT_PROTOCOL
-
-
-class BadInputError(TlsprobeError):
-    exit_code = EXIT_BAD_INPUT
+    def __init__(self, message: str, cause: NetworkCause = "other",
+                 reason: str | None = None) -> None:
+        super().__init__(message)
+        self.cause: NetworkCause = cause
+        self.reason = reason if reason is not None else message

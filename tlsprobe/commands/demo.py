@@ -20,7 +20,6 @@ import datetime
 import os
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -28,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tlsprobe.errors import UsageError
+from tlsprobe.net.tcp import free_port
 from tlsprobe.registry.lookup import group as group_info
 from tlsprobe.registry.parse import parse_group
 
@@ -67,12 +67,6 @@ def _self_signed(folder: Path) -> tuple[Path, Path]:
                                            serialization.PrivateFormat.PKCS8,
                                            serialization.NoEncryption()))
     return cert_path, key_path
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 10.0) -> bool:
@@ -218,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
     demo = plan(args.groups, args.tls1_3)
     with tempfile.TemporaryDirectory(prefix="tlsprobe-demo-") as tmp:
         cert, key = _self_signed(Path(tmp))
-        port = _free_port()
+        port = free_port()
         argv = [openssl, "s_server", "-accept", f"127.0.0.1:{port}", "-cert", str(cert),
                 "-key", str(key), "-www", *demo.server]
         if demo.dhe_prime is not None:

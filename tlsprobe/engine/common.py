@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tlsprobe.engine.protection import RecordProtection
+from tlsprobe.errors import FailureKind
 from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.record import Record
 
@@ -29,12 +30,13 @@ INTERNAL_ERROR = 80
 
 
 class HandshakeFailure(Exception):
-    """The handshake cannot go on. `kind`: alert, protocol, closed (and not_tls from the
-    probe driver). `alert` is the description of an alert the server sent."""
+    """The handshake cannot go on. `kind` (a FailureKind; given as one or as its value):
+    alert, protocol, closed (and not_tls from the driver, net/driver.py). `alert` is the
+    description of an alert the server sent."""
 
-    def __init__(self, kind: str, message: str, alert: int | None = None) -> None:
+    def __init__(self, kind: FailureKind | str, message: str, alert: int | None = None) -> None:
         super().__init__(message)
-        self.kind = kind
+        self.kind = FailureKind(kind)
         self.alert = alert
 
 

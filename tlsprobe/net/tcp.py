@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from tlsprobe.errors import NetworkError, UsageError
+from tlsprobe.errors import NetworkCause, NetworkError, UsageError
 
 
 @dataclass(frozen=True)
@@ -123,8 +123,22 @@ def _describe(exc: BaseException) -> str:
     return str(exc) or exc.__class__.__name__
 
 
+def cause_of(exc: BaseException) -> NetworkCause:
+    """The class of an OS-level failure (errors.NetworkCause)."""
+    if isinstance(exc, (socket.gaierror, UnicodeError)):
+        return "unknown_host"
+    if isinstance(exc, (socket.timeout, TimeoutError)):
+        return "timeout"
+    if isinstance(exc, ConnectionRefusedError):
+        return "refused"
+    if isinstance(exc, (ConnectionResetError, BrokenPipeError)):
+        return "reset"
+    return "other"
+
+
 class Channel:
-    """A connected TCP socket; reads honour both a per-read timeout and a total deadline."""
+    """A connected TCP socket (a net.transport.Transport); reads honour both a per-read
+    timeout and a total deadline."""
 
     def __init__(self, sock: socket.socket, target: Target, address: str,
                  read_timeout: float, deadline: float, connect_time: float,
@@ -140,8 +154,26 @@ class Channel:
         self.bytes_sent = 0
         self.bytes_received = 0
 
-    def error(self, cause: str) -> NetworkError:
-        return NetworkError(f"{self.target.display}: {cause}")
+    @property
+    def peer(self) -> tuple[str, int]:
+        return self.address, self.target.port
+
+    @property
+    def sockaddr(self) -> tuple[int, tuple[Any, ...]]:
+        """The address family and socket address connected to (to connect there again)."""
+        return int(self.sock.family), tuple(self.sock.getpeername())
+
+    @property
+    def local(self) -> tuple[str, int]:
+        """Our end of the connection (an unspecified address when the socket cannot tell)."""
+        try:
+            name = self.sock.getsockname()
+            return str(name[0]), int(name[1])
+        except OSError:
+            return ("::" if ":" in self.address else "0.0.0.0", 0)
+
+    def error(self, cause: str, kind: NetworkCause = "other") -> NetworkError:
+        return NetworkError(f"{self.target.display}: {cause}", kind, cause)
 
     def send(self, data: bytes) -> None:
         try:
@@ -149,24 +181,31 @@ class Channel:
             self.sock.sendall(data)
             self.bytes_sent += len(data)
         except OSError as exc:
-            raise self.error(f"send failed: {_describe(exc)}") from None
+            raise self.error(f"send failed: {_describe(exc)}", cause_of(exc)) from None
 
     def recv(self, limit: int = 65536) -> bytes:
-        """Next chunk of bytes; b"" at EOF. Raises NetworkError on timeout or reset."""
-        remaining = self.deadline - time.monotonic()
+        """Next chunk of bytes by the channel's deadline; b"" at EOF."""
+        return self.receive(self.deadline, limit)
+
+    def receive(self, deadline: float, limit: int = 65536) -> bytes:
+        """Next chunk of bytes by `deadline` (and the channel's own); b"" at EOF. Raises
+        NetworkError on timeout (cause "timeout" or "deadline") or reset."""
+        deadline = min(deadline, self.deadline)
+        remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise self.error(f"timed out: total time limit of {self.total:.1f} s reached")
+            raise self.error(f"timed out: total time limit of {self.total:.1f} s reached",
+                             "deadline")
         self.sock.settimeout(min(self.read_timeout, remaining))
         try:
             data = self.sock.recv(limit)
         except (socket.timeout, TimeoutError):
             if remaining < self.read_timeout:
                 raise self.error(f"timed out: total time limit of {self.total:.1f} s "
-                                 "reached") from None
+                                 "reached", "deadline") from None
             raise self.error(f"timed out waiting for the server "
-                             f"(no data for {self.read_timeout:.1f} s)") from None
+                             f"(no data for {self.read_timeout:.1f} s)", "timeout") from None
         except OSError as exc:
-            raise self.error(_describe(exc)) from None
+            raise self.error(_describe(exc), cause_of(exc)) from None
         self.bytes_received += len(data)
         return data
 
@@ -272,16 +311,16 @@ def open_channel(target: Target, *, timeout: float = 10.0, read_timeout: float |
     try:
         infos = resolve(target, family, min(timeout, deadline - start))
     except (socket.gaierror, UnicodeError) as exc:
-        raise NetworkError(f"{target.display}: {_describe(exc)}") from None
+        raise _failed(target, _describe(exc), "unknown_host") from None
     except TimeoutError:
-        raise NetworkError(f"{target.display}: timed out resolving the host name") from None
+        raise _failed(target, "timed out resolving the host name", "timeout") from None
     except OSError as exc:
-        raise NetworkError(f"{target.display}: {_describe(exc)}") from None
+        raise _failed(target, _describe(exc), cause_of(exc)) from None
     last: BaseException | None = None
     for fam, kind, proto, _, addr in infos:
         if deadline - time.monotonic() <= 0:
-            raise NetworkError(f"{target.display}: timed out: total time limit of {total:.1f} s "
-                               "reached before a connection was made")
+            raise _failed(target, f"timed out: total time limit of {total:.1f} s reached "
+                          "before a connection was made", "deadline")
         sock = socket.socket(fam, kind, proto)
         sock.settimeout(max(0.01, min(timeout, deadline - time.monotonic())))
         try:
@@ -293,4 +332,35 @@ def open_channel(target: Target, *, timeout: float = 10.0, read_timeout: float |
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return Channel(sock, target, str(addr[0]), read_timeout or timeout, deadline,
                        time.monotonic() - start, total)
-    raise NetworkError(f"{target.display}: {_describe(last) if last else 'no address'}")
+    raise _failed(target, _describe(last) if last else "no address",
+                  cause_of(last) if last else "other")
+
+
+def _failed(target: Target, reason: str, cause: NetworkCause) -> NetworkError:
+    return NetworkError(f"{target.display}: {reason}", cause, reason)
+
+
+def connect_address(target: Target, family: int, address: tuple[Any, ...], *,
+                    timeout: float, deadline: float) -> Channel:
+    """Connect to an already resolved `address` (repeated connections to one server, e.g.
+    the timing runs), waiting at most `timeout` and never past `deadline`; the channel's
+    per-read timeout is `timeout`. NetworkError (with its cause) when it fails."""
+    start = time.monotonic()
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.settimeout(max(0.01, min(timeout, deadline - start)))
+        sock.connect(address)
+    except OSError as exc:
+        sock.close()
+        raise _failed(target, _describe(exc), cause_of(exc)) from None
+    return Channel(sock, target, str(address[0]), timeout, deadline,
+                   time.monotonic() - start, deadline - start)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on at the moment (for a local server we start, e.g. the
+    demo's openssl s_server)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])

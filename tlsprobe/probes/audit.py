@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 from tlsprobe import registry
 from tlsprobe.engine.config import SSL30, TLS10, TLS11, TLS12, TLS13
+from tlsprobe.errors import FailureKind
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes import ciphers, consistency, groups, pq, sigalgs, versions
 from tlsprobe.probes.boundary import internal_error_report
@@ -87,39 +88,39 @@ def _not_known(version: int, why: str) -> GroupAudit:
                       notes=(why,))
 
 
-def _failure(vs: list[VersionSupport]) -> tuple[str, str] | None:
+def _failure(results: list[tuple[VersionSupport, Outcome]]
+             ) -> tuple[str, FailureKind] | None:
     """(message, kind) when no version was established: the target is unusable. Only when
     every version was refused is that the server's answer ("alert"); a version left
-    inconclusive (reset, timeout) makes it a failure of that kind instead."""
+    inconclusive (reset, timeout) makes it a failure of that kind instead: the kind of the
+    outcome that left it so."""
+    vs = [v for v, _ in results]
     if not vs or any(v.status == "supported" for v in vs):
         return None
-    unsure = [v for v in vs if v.status == "inconclusive"]
+    unsure = [(v, out) for v, out in results if v.status == "inconclusive"]
     if not unsure:
         return (f"the server accepted no protocol version "
-                f"({', '.join(v.version.name for v in vs)}): {vs[0].detail}", "alert")
-    detail = unsure[0].detail
-    kind = _failure_kind(detail)
+                f"({', '.join(v.version.name for v in vs)}): {vs[0].detail}",
+                FailureKind.ALERT)
+    detail = unsure[0][0].detail
+    kind = unsure[0][1].kind or FailureKind.PROTOCOL
     if len(unsure) < len(vs):
         refused = ", ".join(v.version.name for v in vs if v.status == "not_supported")
-        detail = (f"no protocol version established: {', '.join(v.version.name for v in unsure)}"
-                  f" inconclusive ({detail}); {refused} refused")
+        detail = (f"no protocol version established: "
+                  f"{', '.join(v.version.name for v, _ in unsure)} inconclusive ({detail}); "
+                  f"{refused} refused")
     return detail, kind
 
 
-def _failure_kind(detail: str) -> str:
-    network = ("refused", "timed out", "unknown host", "reset", "unreachable")
-    kind = "network" if any(w in detail for w in network) else "protocol"
-    return "not_tls" if detail.startswith("not TLS") else kind
-
-
-def _unreached(runner: TargetRunner) -> tuple[str, str] | None:
+def _unreached(runner: TargetRunner) -> tuple[str, FailureKind] | None:
     """(message, kind) when no connection of the audit established anything (every one
     refused, reset, timed out or not TLS): the target was never reached, which the audit
     must report as that error, not as a server that accepts nothing."""
     if runner.conclusive or runner.first_unsure is None:
         return None
-    detail = runner.first_unsure.describe()
-    return f"{detail} (no connection of the audit was answered)", _failure_kind(detail)
+    unsure = runner.first_unsure
+    return (f"{unsure.describe()} (no connection of the audit was answered)",
+            unsure.kind or FailureKind.PROTOCOL)
 
 
 async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptions,
@@ -138,7 +139,7 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
         vs = [v for v, _ in results]
         run.outcomes += [o for _, o in results]
         report = replace(report, versions=tuple(vs))
-        failed = _failure(vs)
+        failed = _failure(results)
         if failed is not None:
             return _finish(report, run, started, error=failed)
         spoken = {v.version.id for v in vs if v.status == "supported"}
@@ -229,7 +230,7 @@ async def _groups_and_pq(run: _Run, spoken: set[int] | None, checks: set[str]) -
     a13, a12 = await asyncio.gather(g13(), g12())
     run.done("groups")
     found = tuple(a for a in (a13, a12) if a is not None)
-    verdicts: tuple = ()
+    verdicts: tuple[PqVerdict, ...] = ()
     if "pq" in checks and TLS13 in run.unsure:
         verdicts = tuple(PqVerdict(check, subject, "inconclusive", run.unsure[TLS13])
                          for check, subject in pq.CHECKS)
@@ -286,19 +287,19 @@ def _order_parts(report: AuditReport) -> AuditReport:
 
 
 def _finish(report: AuditReport, run: _Run, started: float,
-            error: tuple[str, str] | None = None) -> AuditReport:
+            error: tuple[str, FailureKind] | None = None) -> AuditReport:
     scheduler, target = run.runner.scheduler, run.runner.target
-    certs: tuple = ()
     trust = None
+    chain: tuple[bytes, ...] = ()
     if "cert" in run.options.checks:
         chain = next((o.certificates for o in run.outcomes if o.certificates), ())
-        certs = tuple(certificate_info(der) for der in chain)
         if chain and run.options.verify:
             trust = trust_check(list(chain), run.runner.server_name or target.host,
                                 run.options.cafile)
         elif chain:
             trust = TrustCheck("not_checked", detail="skipped (--no-verify)")
     counts = scheduler.count(target)
+    certs = tuple(certificate_info(der) for der in chain)
     report = replace(_order_parts(report), certificates=certs, trust=trust, connections=counts,
                      total_connections=sum(counts.values()),
                      retries=scheduler.retried[target.display],
@@ -336,8 +337,9 @@ async def audit_many(targets: Iterable[Target], options: AuditOptions, scheduler
             except Exception as exc:    # a bug: this target's report says so, no other's
                 report = internal_error_report(target, scheduler, exc)
         bug = scheduler.internal_errors.get(target.display)
-        if bug and report.error_kind != "internal":   # a bug outranks what it caused
-            report = replace(report, error=f"{target.display}: {bug}", error_kind="internal")
+        if bug and report.error_kind != FailureKind.INTERNAL:   # a bug outranks what it caused
+            report = replace(report, error=f"{target.display}: {bug}",
+                             error_kind=FailureKind.INTERNAL)
         if on_report is not None:
             on_report(report)
         return report

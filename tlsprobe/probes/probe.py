@@ -17,9 +17,11 @@ from dataclasses import dataclass, field, replace
 from tlsprobe import __version__, registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure, Limits
 from tlsprobe.engine.config import ClientConfig
-from tlsprobe.errors import NetworkError
+from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.kex.dhprime import WorkDeadline, work_deadline
-from tlsprobe.net.tcp import Channel, Target, open_channel
+from tlsprobe.net.driver import drive
+from tlsprobe.net.tcp import Target, open_channel
+from tlsprobe.net.transport import Connector, Recorder, Segment, Transport
 from tlsprobe.probes import facts
 from tlsprobe.report.model import ProbeResult, Verification
 from tlsprobe.session.flow import Event
@@ -44,15 +46,6 @@ class ProbeOptions:
     deadline: float | None = None
 
 
-@dataclass(frozen=True)
-class Segment:
-    """Bytes that went one way at one time (for --pcap-out)."""
-
-    from_client: bool
-    data: bytes
-    time: float
-
-
 @dataclass
 class ProbeRun:
     """A finished probe: the result, every event (for the trace), the key log lines, and
@@ -68,53 +61,25 @@ class ProbeRun:
     ended: float | None = None
 
 
-def _looks_like_tls(data: bytes) -> bool:
-    if not data:
-        return True
-    if data[0] in (20, 21, 22, 23, 24):
-        return len(data) < 2 or data[1] == 3
-    return bool(data[0] & 0x80)  # SSLv2 record header
-
-
-def _not_tls_message(data: bytes) -> str:
-    text = data[:60].decode("latin-1")
-    printable = "".join(c if 32 <= ord(c) < 127 else "." for c in text).strip(".")
-    if data[:5] in (b"HTTP/", b"<html", b"<!DOC"):
-        what = "an HTTP response"
-    elif data[:4] == b"SSH-":
-        what = "an SSH banner"
-    elif data[:4] in (b"220 ", b"220-"):
-        what = "an SMTP/FTP banner"
-    else:
-        what = "non-TLS data"
-    return f"not a TLS server: it sent {what} ({printable[:50]!r})"
-
-
 class _Conversation:
-    """The channel plus a record of every byte, with the engine fed from it."""
+    """The recorded transport and the engine, for what follows the handshake (the HTTP
+    request, the drain after close_notify)."""
 
-    def __init__(self, channel: Channel, engine: ClientHandshake) -> None:
-        self.channel = channel
+    def __init__(self, transport: Recorder, engine: ClientHandshake, deadline: float) -> None:
+        self.transport = transport
         self.engine = engine
-        self.segments: list[Segment] = []
-        self.eof = False
+        self.deadline = deadline
+
+    @property
+    def eof(self) -> bool:
+        return self.transport.eof
 
     def send(self, data: bytes) -> None:
-        if data:
-            self.segments.append(Segment(True, data, time.time()))
-            self.channel.send(data)
+        self.transport.send(data)
 
-    def recv(self) -> bytes:
-        data = self.channel.recv()
-        if data:
-            self.segments.append(Segment(False, data, time.time()))
-        else:
-            self.eof = True
-        return data
-
-    def pump(self) -> bool:
+    def pump(self, deadline: float | None = None) -> bool:
         """Read one chunk into the engine and send its answer; False at EOF."""
-        data = self.recv()
+        data = self.transport.receive(self.deadline if deadline is None else deadline)
         if not data:
             return False
         self.send(self.engine.receive(data))
@@ -153,23 +118,22 @@ def _http_exchange(conv: _Conversation, options: ProbeOptions, target: Target) -
     return data.split(b"\n", 1)[0].rstrip(b"\r").decode("latin-1")[:200]
 
 
-def _drain(conv: _Conversation, read_timeout: float) -> HandshakeFailure | None:
+def _drain(conv: _Conversation) -> HandshakeFailure | None:
     """After our close_notify: read the server's last records (tickets, close_notify).
 
     Returns the alert that took the completed handshake back (TLS 1.3: the server checks
     our Finished, and our empty Certificate, only after we sent them), or a protocol error
     in what the server sent after the handshake (a malformed NewSessionTicket); a late
     network error or close leaves the handshake result standing."""
-    conv.channel.read_timeout = min(read_timeout, DRAIN_TIMEOUT)
     while not conv.engine.peer_closed and not conv.eof:
-        try:
-            if not conv.pump():
+        try:   # each read waits at most DRAIN_TIMEOUT, as a per-read timeout would
+            if not conv.pump(min(conv.deadline, time.monotonic() + DRAIN_TIMEOUT)):
                 return None
         except NetworkError:
             return None
         except HandshakeFailure as exc:
-            return exc if exc.kind == "protocol" or not conv.engine.handshake_complete \
-                else None
+            return exc if exc.kind == FailureKind.PROTOCOL or \
+                not conv.engine.handshake_complete else None
     return None
 
 
@@ -191,8 +155,18 @@ def verification_of(engine: ClientHandshake, target: Target,
     return Verification(outcome.ok, outcome.message, outcome.hostname_ok, outcome.code)
 
 
-def run_probe(target: Target, options: ProbeOptions) -> ProbeRun:
-    """Probe one server. Network errors, alerts and protocol errors end up in the result."""
+def tcp_connector(options: ProbeOptions, total: float) -> Connector:
+    """The probe's default connector: TCP with its connect and per-read timeouts."""
+    def connect(target: Target, deadline: float) -> Transport:
+        return open_channel(target, timeout=options.timeout, read_timeout=options.read_timeout,
+                            total_timeout=total, deadline=deadline)
+    return connect
+
+
+def run_probe(target: Target, options: ProbeOptions,
+              connect: Connector | None = None) -> ProbeRun:
+    """Probe one server over the transport `connect` opens (default: TCP). Network errors,
+    alerts and protocol errors end up in the result."""
     engine = ClientHandshake(options.config, annotate=options.annotate,
                              stop_after_first_flight=options.stop_after_first_flight,
                              read_server_flight=True, limits=options.limits)
@@ -204,71 +178,57 @@ def run_probe(target: Target, options: ProbeOptions) -> ProbeRun:
         return ProbeRun(facts.result_from(engine, target, None, error=(
             f"{target.display}: timed out: the total time limit of {total:.1f} s was used up "
             f"by tlsprobe's own start-up ({t0 - deadline + total:.1f} s; a busy machine?) "
-            "before connecting", "network")), [])
+            "before connecting", FailureKind.NETWORK)), [])
     try:
-        channel = open_channel(target, timeout=options.timeout, read_timeout=options.read_timeout,
-                               total_timeout=total, deadline=deadline)
+        transport = (connect or tcp_connector(options, total))(target, deadline)
     except NetworkError as exc:
-        return ProbeRun(facts.result_from(engine, target, None, error=(str(exc), "network")), [])
-    connect_s = channel.connect_time
-    conv = _Conversation(channel, engine)
-    error: tuple[str, str] | None = None
+        return ProbeRun(facts.result_from(engine, target, None, error=(str(exc), exc.kind)),
+                        [])
+    connect_s = time.monotonic() - t0
+    recorder = Recorder(transport)
+    conv = _Conversation(recorder, engine, deadline)
+    error: tuple[str, FailureKind] | None = None
     http_status: str | None = None
     hs_s: float | None = None
     hs_start = time.monotonic()
-    with channel, work_deadline(deadline):
-        peer = (channel.address, target.port)
-        try:
-            local = channel.sock.getsockname()
-        except OSError:
-            local = ("::" if ":" in channel.address else "0.0.0.0", 0)
-        try:
-            conv.send(engine.start())
-            first = True
-            while not engine.done:
-                data = conv.recv()
-                if first and data and not _looks_like_tls(data):
-                    raise HandshakeFailure("not_tls", _not_tls_message(data))
-                first = False
-                if not data:
-                    engine.connection_closed()
-                    break
-                conv.send(engine.receive(data))
-            hs_s = time.monotonic() - hs_start
-            if engine.handshake_complete:
-                if options.http_get is not None:
-                    http_status = _http_exchange(conv, options, target)
-                conv.send(engine.close())
-                refused = _drain(conv, channel.read_timeout)
-                if refused is not None:
-                    error = (f"{target.display}: {refused}", refused.kind)
-        except HandshakeFailure as exc:
-            error = (f"{target.display}: {exc}", exc.kind)
+    peer = transport.peer
+    local = transport.local
+    try:
+        with work_deadline(deadline):
             try:
-                conv.send(engine.take_output())  # our alert, when the engine queued one
-            except NetworkError:
-                pass
-        except WorkDeadline as exc:   # CPU work on the server's parameters ran out of time
-            error = (f"{target.display}: {exc} (total time limit of {total:.1f} s)", "network")
-        except NetworkError as exc:
-            if engine.server_hello is None and engine.hrr is None and "reset" in str(exc):
-                error = (f"{exc} (before ServerHello)", "network")
-            else:
-                error = (str(exc), "network")
+                drive(engine, recorder, deadline)
+                hs_s = time.monotonic() - hs_start
+                if engine.handshake_complete:
+                    if options.http_get is not None:
+                        http_status = _http_exchange(conv, options, target)
+                    conv.send(engine.close())
+                    refused = _drain(conv)
+                    if refused is not None:
+                        error = (f"{target.display}: {refused}", refused.kind)
+            except HandshakeFailure as exc:
+                error = (f"{target.display}: {exc}", exc.kind)
+                try:
+                    conv.send(engine.take_output())  # our alert, when the engine queued one
+                except NetworkError:
+                    pass
+            except WorkDeadline as exc:   # CPU work on the server's parameters ran out of time
+                error = (f"{target.display}: {exc} (total time limit of {total:.1f} s)",
+                         exc.kind)
+            except NetworkError as exc:
+                before = engine.server_hello is None and engine.hrr is None
+                error = (f"{exc} (before ServerHello)" if before and exc.cause == "reset"
+                         else str(exc), exc.kind)
+    finally:
+        transport.close()
     timings = (connect_s, hs_s if hs_s is not None else time.monotonic() - hs_start,
                time.monotonic() - t0)
     with work_deadline(deadline):    # facts names the DH modulus (the same bounded check)
         result = facts.result_from(engine, target, str(peer[0]), error=error, timings=timings,
                                    http_status=http_status)
     result = replace(result, verification=verification_of(engine, target, options))
-    return ProbeRun(result, engine.events, list(engine.keylog_lines), conv.segments,
+    return ProbeRun(result, engine.events, list(engine.keylog_lines), recorder.segments,
                     (str(local[0]), int(local[1])), (str(peer[0]), int(peer[1])),
                     started, time.time())
-
-
-def exit_kind_message(kind: str | None) -> str:
-    return {"network": "network error", "not_tls": "not TLS", "alert": "TLS alert",
-            "protocol": "protocol error", "closed": "connection closed"}.get(kind or "", "error")
 
 
 __all__ = ["ProbeOptions", "ProbeRun", "Segment", "http_request", "registry", "run_probe"]

@@ -1,10 +1,12 @@
 """Polite asyncio connection scheduler: one job = one connection = one ClientConfig.
 
-Each job drives the sans-IO `ClientHandshake` over an asyncio stream until the server has
+Each job drives the sans-IO `ClientHandshake` with the asyncio driver (net/driver.py adrive)
+over a transport its connector opens (TCP by default: net/tcp_async.py) until the server has
 answered the question the job asks (a HelloRetryRequest, a ServerHello, the first flight, or
-the CertificateVerify of a full TLS 1.3 handshake) and returns an `Outcome` value; nothing
-is signalled with exceptions. Per host at most `per_host` connections run at once, starts
-are spaced by `delay` seconds, and resets and timeouts are retried with exponential backoff.
+the CertificateVerify of a full TLS 1.3 handshake) and returns an `Outcome` value
+(probes/outcome.py); nothing is signalled with exceptions. Per host at most `per_host`
+connections run at once, starts are spaced by `delay` seconds, and resets and timeouts are
+retried with exponential backoff.
 A refused connect is not retried: nothing listens there, which is a clear answer (the audit
 reports it as a network error, exit 3). What still fails after the retries is
 "inconclusive", never a refusal: only an alert or a clean close from the server counts as
@@ -17,98 +19,26 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import socket
 import time
 import traceback
 from collections import Counter
-from dataclasses import dataclass, field, replace
 from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.config import ClientConfig, conformant_shares
-from tlsprobe.kex.dhprime import DhPrimeCheck, check_dh_prime, work_deadline
-from tlsprobe.net.tcp import AddrInfo, Target, host_name_problem, resolve_async
-from tlsprobe.probes.dhgroups import dh_group_name
-from tlsprobe.registry import HandshakeType
-from tlsprobe.session.flow import SERVER, ApplicationDataEvent
-from tlsprobe.wire.record import looks_like_tls
-
-# Outcome.status values
-HELLO_RETRY = "hello_retry_request"
-SERVER_HELLO = "server_hello"
-ALERT = "alert"
-CLOSED = "closed"
-INCONCLUSIVE = "inconclusive"
-
-# Stop conditions of a job
-STOP_HELLO = "hello"            # at the ServerHello (or HelloRetryRequest)
-STOP_FLIGHT = "flight"          # after the server's first flight (TLS 1.2 ServerHelloDone)
-STOP_VERIFY = "verify"          # TLS 1.3: after the decrypted CertificateVerify
+from tlsprobe.errors import FailureKind, NetworkError
+from tlsprobe.kex.dhprime import work_deadline
+from tlsprobe.net.driver import Progress, adrive
+from tlsprobe.net.tcp import Target
+from tlsprobe.net.tcp_async import TcpConnector
+from tlsprobe.net.transport import AsyncConnector, AsyncTransport
+from tlsprobe.probes.outcome import (ALERT, CLOSED, HELLO_RETRY, INCONCLUSIVE, SERVER_HELLO,
+                                     STOP_FLIGHT, STOP_HELLO, STOP_VERIFY, Job, Outcome,
+                                     finished, outcome_of)
 
 ConnectionHook = Callable[[Target, str], None]
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What one connection established.
-
-    `status`: hello_retry_request, server_hello, alert, closed (a refusal), or inconclusive
-    (`reason` says why). For TLS 1.3 `group` is the ServerHello key_share group; for TLS 1.2
-    the ServerKeyExchange named curve, or the RFC 7919 codepoint of a recognised DH prime;
-    `dh_check` is the verdict on the DH modulus (prime, safe prime, composite; kex/dhprime).
-    """
-
-    status: str
-    version: int | None = None
-    cipher_suite: int | None = None
-    group: int | None = None
-    hrr_group: int | None = None
-    dh_name: str | None = None
-    dh_bits: int | None = None
-    dh_check: DhPrimeCheck | None = None
-    explicit_curve: bool = False
-    signature_scheme: int | None = None
-    certificates: tuple[bytes, ...] = ()
-    alert: int | None = None
-    reason: str = ""
-    attempts: int = 1
-    decrypted: bool = False         # the TLS 1.3 encrypted flight was decrypted
-    confirmed: bool = False         # a refusal seen on a second connection too
-
-    @property
-    def answered(self) -> bool:
-        return self.status in (HELLO_RETRY, SERVER_HELLO)
-
-    @property
-    def refused(self) -> bool:
-        return self.status in (ALERT, CLOSED)
-
-    @property
-    def conclusive(self) -> bool:
-        return self.status != INCONCLUSIVE
-
-    def describe(self) -> str:
-        """One line for notes: 'alert handshake_failure (40)', 'timed out', ..."""
-        if self.status == ALERT and self.alert is not None:
-            return f"alert {registry.alert_name(self.alert)} ({self.alert})"
-        if self.status == CLOSED:
-            return "connection closed without an answer"
-        if self.status == HELLO_RETRY and self.hrr_group is not None:
-            return f"HelloRetryRequest for {registry.group_label(self.hrr_group)}"
-        if self.status == SERVER_HELLO:
-            return f"ServerHello {registry.version_name(self.version or 0)}"
-        return self.reason or self.status
-
-
-@dataclass(frozen=True)
-class Job:
-    """One connection: what to offer, where to stop, and the phase it is counted under."""
-
-    config: ClientConfig
-    phase: str
-    stop: str = STOP_HELLO
-
 
 TOTAL_FACTOR = 3  # a connection may last this many per-read timeouts in all
 
@@ -134,8 +64,13 @@ class Scheduler:
     _sems: dict[str, asyncio.Semaphore] = field(default_factory=dict)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     _next_start: dict[str, float] = field(default_factory=dict)
-    _lookups: dict[tuple[str, int], asyncio.Future[list[AddrInfo]]] = field(
-        default_factory=dict)
+    #: opens each connection (net/transport.py); None: TCP with `timeout` (each name
+    #: resolved once per scheduler)
+    connector: AsyncConnector | None = None
+
+    def __post_init__(self) -> None:
+        if self.connector is None:
+            self.connector = TcpConnector(self.timeout)
 
     def count(self, target: Target) -> dict[str, int]:
         """Connections per phase for one target."""
@@ -162,7 +97,7 @@ class Scheduler:
             return _with_attempts(outcome, attempt + 1)
         tries = f"{self.retries + 1} attempts" if self.retries else "1 attempt, no retries"
         return Outcome(INCONCLUSIVE, reason=f"{last} (after {tries})",
-                       attempts=self.retries + 1)
+                       attempts=self.retries + 1, kind=FailureKind.NETWORK)
 
     def _internal_error(self, target: Target, exc: Exception) -> Outcome:
         """An unexpected exception in one job (a bug in tlsprobe): the job is inconclusive
@@ -172,7 +107,7 @@ class Scheduler:
         self.internal_errors.setdefault(target.display, reason)
         if os.environ.get("TLSPROBE_DEBUG") == "1":
             traceback.print_exception(exc)
-        return Outcome(INCONCLUSIVE, reason=reason)
+        return Outcome(INCONCLUSIVE, reason=reason, kind=FailureKind.INTERNAL)
 
     async def _pace(self, host: str) -> None:
         if self.delay <= 0:
@@ -186,223 +121,88 @@ class Scheduler:
             self._next_start[host] = loop.time() + self.delay
 
     async def _attempt(self, target: Target, job: Job) -> Outcome:
+        assert self.connector is not None   # set by __post_init__
         try:
-            reader, writer = await asyncio.wait_for(self._open(target), self.timeout)
-        except (asyncio.TimeoutError, TimeoutError):
-            raise _Retryable("connect timed out") from None
-        except ConnectionRefusedError:
-            # Nothing listens: retrying would only repeat the answer (and cost backoff time).
-            return Outcome(INCONCLUSIVE, reason="connection refused")
-        except socket.gaierror as exc:
-            return Outcome(INCONCLUSIVE, reason=f"unknown host ({exc.strerror})")
-        except UnicodeError as exc:     # the IDNA encoding refused the name ('a..b')
-            return Outcome(INCONCLUSIVE, reason=f"unknown host (not a valid host name: "
-                           f"{host_name_problem(target.host) or exc})")
-        except OSError as exc:
-            raise _Retryable(exc.strerror or str(exc)) from None
+            transport = await self.connector(target, time.monotonic() + self.timeout)
+        except NetworkError as exc:
+            if exc.cause in ("refused", "unknown_host"):
+                # Nothing listens, or no such name: retrying would only repeat the answer
+                # (and cost backoff time).
+                return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
+            raise _Retryable(exc.reason) from None
         self.connections[(target.display, job.phase)] += 1
-        peer = writer.get_extra_info("peername")
-        if peer:
-            self.addresses.setdefault(target.display, str(peer[0]))
+        self.addresses.setdefault(target.display, transport.peer[0])
         if self.on_connection is not None:
             self.on_connection(target, job.phase)
-        sock = writer.get_extra_info("socket")
-        if sock is not None:
-            try:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except OSError:
-                pass
         try:
             # CPU work on the server's parameters (the DH prime check) stops by the
-            # connection's deadline as well (_converse: the loop's clock is monotonic)
+            # connection's deadline as well
             with work_deadline(time.monotonic() + TOTAL_FACTOR * self.timeout):
-                return await self._converse(reader, writer, job)
+                return await self._converse(transport, job)
         finally:
-            writer.close()
-            try:
-                await asyncio.wait_for(writer.wait_closed(), 1.0)
-            except (OSError, asyncio.TimeoutError, TimeoutError):
-                pass
+            await transport.close()
 
-    async def _open(self, target: Target) -> tuple[asyncio.StreamReader,
-                                                   asyncio.StreamWriter]:
-        """Resolve the name (once per target and run, in a thread nothing waits for at exit:
-        net/tcp.py resolve_async) and connect to the first address that accepts."""
-        key = (target.host.lower(), target.port)
-        lookup = self._lookups.get(key)
-        if lookup is None or (lookup.done() and (lookup.cancelled() or
-                                                 lookup.exception() is not None)):
-            lookup = self._lookups[key] = asyncio.ensure_future(
-                resolve_async(target.host, target.port))
-        infos = await asyncio.shield(lookup)   # one job giving up leaves the lookup running
-        last: OSError = OSError("no address")
-        for family, _, _, _, address in infos:
-            try:
-                return await asyncio.open_connection(address[0], address[1], family=family)
-            except OSError as exc:
-                last = exc
-        raise last
-
-    async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                        job: Job) -> Outcome:
+    async def _converse(self, transport: AsyncTransport, job: Job) -> Outcome:
+        """One job's conversation (the asyncio driver) and its outcome."""
         # STOP_VERIFY: TLS 1.3 reads (decrypts and verifies) the server's flight, sending
         # nothing; TLS 1.2 stops after the ServerHelloDone as usual.
         hs = ClientHandshake(job.config, annotate=False, stop_after_first_flight=True,
                              read_server_flight=job.stop == STOP_VERIFY)
-        first = True
-        sslv2 = False   # the answer began with an SSLv2 record header
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + TOTAL_FACTOR * self.timeout
+        seen = Progress()
         try:
-            writer.write(hs.start())
-            await writer.drain()
-            while True:
-                remaining = deadline - loop.time()
-                try:
-                    if remaining <= 0:
-                        raise asyncio.TimeoutError
-                    data = await asyncio.wait_for(reader.read(65536),
-                                                  min(self.timeout, remaining))
-                except (asyncio.TimeoutError, TimeoutError):
-                    if deadline - loop.time() <= 0:
-                        # A server that trickles bytes: not retried, the answer stays open.
-                        limit = f"total time limit of {TOTAL_FACTOR * self.timeout:.1f} s " \
-                                "per connection reached"
-                        if hs.server_hello is not None:
-                            return outcome_of(hs, reason=limit)
-                        # a timeout (exit 3 when nothing else answered), not a protocol error
-                        return Outcome(INCONCLUSIVE, reason=f"timed out: server too slow, "
-                                       f"{limit}")
-                    if hs.server_hello is not None and job.stop != STOP_HELLO:
-                        return outcome_of(hs, reason="timed out waiting for the rest of the "
-                                          "server's flight")
-                    raise _Retryable("timed out waiting for the server") from None
-                if not data:
-                    hs.connection_closed()
-                    return outcome_of(hs)
-                if first and looks_like_tls(data) is False:
-                    verdict = _not_tls(data)
-                    if verdict is not None:
-                        return Outcome(INCONCLUSIVE, reason=verdict)
-                    # TLS- or SSLv2-shaped but broken: the record layer names the fault.
-                if first:
-                    sslv2 = bool(data[0] & 0x80)
-                first = False
-                out = hs.receive(data)
-                if _finished(hs, job):
-                    return outcome_of(hs)
-                if out:
-                    writer.write(out)
-                    await writer.drain()
+            await adrive(hs, transport, time.monotonic() + TOTAL_FACTOR * self.timeout,
+                         until=lambda h: finished(h, job.stop), progress=seen)
+            return outcome_of(hs)
         except HandshakeFailure as exc:
+            return _failed(hs, exc, seen)
+        except NetworkError as exc:
+            return self._network(hs, exc, job)
+
+    def _network(self, hs: ClientHandshake, exc: NetworkError, job: Job) -> Outcome:
+        """A network failure during the conversation: what the server said so far, or a
+        retry (a reset, a per-read timeout), or inconclusive (the total limit)."""
+        if exc.cause == "deadline":
+            # A server that trickles bytes: not retried, the answer stays open.
+            limit = f"total time limit of {TOTAL_FACTOR * self.timeout:.1f} s per " \
+                "connection reached"
             if hs.server_hello is not None:
-                # The ServerHello answered the question; note what went wrong after it.
-                return outcome_of(hs, reason=str(exc))
-            if exc.kind == "alert":
-                return Outcome(ALERT, alert=exc.alert, reason=str(exc))
-            if exc.kind == "closed":
-                return Outcome(CLOSED, reason=str(exc))
-            if hs.hrr is not None:
-                return outcome_of(hs, reason=str(exc))
-            if sslv2:
-                return Outcome(INCONCLUSIVE, reason=f"protocol error: the server answered in "
-                               f"SSLv2 ({exc})")
-            return Outcome(INCONCLUSIVE, reason=f"protocol error: {exc}")
-        except (ConnectionResetError, BrokenPipeError) as exc:
+                return outcome_of(hs, reason=limit)
+            # a timeout (exit 3 when nothing else answered), not a protocol error
+            return Outcome(INCONCLUSIVE, reason=f"timed out: server too slow, {limit}",
+                           kind=FailureKind.NETWORK)
+        if exc.cause == "timeout":
+            if hs.server_hello is not None and job.stop != STOP_HELLO:
+                return outcome_of(hs, reason="timed out waiting for the rest of the "
+                                  "server's flight")
+            raise _Retryable("timed out waiting for the server") from None
+        if exc.cause == "reset":
             if hs.server_hello is not None:
                 return outcome_of(hs, reason="connection reset after the ServerHello")
-            raise _Retryable("connection reset by peer") from exc
-        except OSError as exc:
-            raise _Retryable(exc.strerror or str(exc)) from None
+            raise _Retryable("connection reset by peer") from None
+        raise _Retryable(exc.reason) from None
 
 
-def _not_tls(data: bytes) -> str | None:
-    """The verdict on first bytes that are no valid TLS record header: None when they still
-    look like a TLS record (content type 20..26, major version 3; e.g. a length over the
-    limit) or an SSLv2 record, which the engine then reports as a protocol error, as the
-    probe does; else "not TLS: ..." with a printable snippet, or the first bytes in hex."""
-    if data[0] & 0x80 or (data[0] in range(20, 27) and (len(data) < 2 or data[1] == 3)):
-        return None
-    text = "".join(c if 32 <= ord(c) < 127 else "." for c in data[:40].decode("latin-1"))
-    text = text.strip(".")
-    what = "an HTTP response" if data.startswith(b"HTTP/") else \
-        "an SSH banner" if data.startswith(b"SSH-") else "non-TLS data"
-    shown = repr(text) if sum(c != "." for c in text) >= 3 else \
-        "first bytes " + data[:8].hex(" ")
-    return f"not TLS: the server sent {what} ({shown})"
-
-
-def _finished(hs: ClientHandshake, job: Job) -> bool:
-    if hs.hrr is not None and hs.server_hello is None:
-        # The HelloRetryRequest answers group, suite and version questions.
-        return job.stop != STOP_VERIFY
-    if hs.server_hello is None:
-        return False
-    if job.stop == STOP_HELLO:
-        return True
-    if job.stop == STOP_VERIFY and _version(hs) >= 0x0304:
-        if HandshakeType.certificate_verify in hs.flight.messages or hs.done:
-            return True
-        # An engine that cannot decrypt the TLS 1.3 flight shows it as opaque records.
-        return any(isinstance(ev, ApplicationDataEvent) and ev.direction == SERVER and
-                   not ev.decrypted for ev in hs.events)
-    return hs.done or hs.first_flight_done
-
-
-def _version(hs: ClientHandshake) -> int:
-    return hs.server_hello.selected_version if hs.server_hello is not None else 0
+def _failed(hs: ClientHandshake, exc: HandshakeFailure, seen: Progress) -> Outcome:
+    """The outcome of a handshake the engine (or the not-TLS verdict) stopped."""
+    if hs.server_hello is not None:
+        # The ServerHello answered the question; note what went wrong after it.
+        return outcome_of(hs, reason=str(exc))
+    if exc.kind == FailureKind.ALERT:
+        return Outcome(ALERT, alert=exc.alert, reason=str(exc), kind=exc.kind)
+    if exc.kind == FailureKind.CLOSED:
+        return Outcome(CLOSED, reason=str(exc), kind=exc.kind)
+    if hs.hrr is not None:
+        return outcome_of(hs, reason=str(exc))
+    if exc.kind == FailureKind.NOT_TLS:
+        return Outcome(INCONCLUSIVE, reason=str(exc), kind=exc.kind)
+    if seen.sslv2:
+        return Outcome(INCONCLUSIVE, reason=f"protocol error: the server answered in "
+                       f"SSLv2 ({exc})", kind=FailureKind.PROTOCOL)
+    return Outcome(INCONCLUSIVE, reason=f"protocol error: {exc}", kind=FailureKind.PROTOCOL)
 
 
 def _with_attempts(outcome: Outcome, attempts: int) -> Outcome:
     return outcome if attempts == 1 else replace(outcome, attempts=attempts)
-
-
-def outcome_of(hs: ClientHandshake, reason: str = "") -> Outcome:
-    """Read the answer off a handshake that got at least a ServerHello or an HRR."""
-    if hs.server_hello is None:
-        if hs.hrr is not None:
-            return Outcome(HELLO_RETRY, version=hs.hrr.selected_version,
-                           cipher_suite=hs.hrr.cipher_suite, hrr_group=hs.hrr.hrr_selected_group)
-        return Outcome(INCONCLUSIVE, reason=reason or "no ServerHello")
-    sh = hs.server_hello
-    version = sh.selected_version
-    group = dh_name = dh_bits = sig = None
-    dh_check: DhPrimeCheck | None = None
-    explicit = False
-    if version >= 0x0304:
-        share = sh.key_share
-        group = share[0] if share else None
-    ske = hs.flight.messages.get(HandshakeType.server_key_exchange)
-    if ske is not None:
-        named = getattr(ske, "named_curve", None)
-        prime = getattr(ske, "dh_p", None)
-        explicit = getattr(ske, "explicit_curve", None) is not None
-        if named is not None:
-            group = named
-        elif prime:
-            p = int.from_bytes(prime, "big")
-            dh_bits = p.bit_length()
-            dh_name = dh_group_name(p)
-            dh_check = check_dh_prime(p)
-            if dh_name and dh_name.startswith("ffdhe"):
-                group = registry.parse_group(dh_name)
-        sig = getattr(ske, "algorithm", None)
-    cv = hs.flight.messages.get(HandshakeType.certificate_verify)
-    if cv is not None:
-        sig = getattr(cv, "algorithm", getattr(cv, "signature_scheme", sig))
-    certs: tuple[bytes, ...] = tuple(getattr(hs, "certificates", None) or ())
-    cert_msg = hs.flight.messages.get(HandshakeType.certificate)
-    if not certs and cert_msg is not None:
-        from tlsprobe.probes.facts import certificates_of
-        certs = tuple(certificates_of(cert_msg))
-    if cv is None and not reason and getattr(hs, "incomplete_reason", None):
-        reason = str(hs.incomplete_reason)
-    return Outcome(SERVER_HELLO, version=version, cipher_suite=sh.cipher_suite, group=group,
-                   hrr_group=hs.hrr.hrr_selected_group if hs.hrr is not None else None,
-                   dh_name=dh_name, dh_bits=dh_bits, dh_check=dh_check,
-                   explicit_curve=explicit,
-                   signature_scheme=sig, certificates=certs, reason=reason,
-                   decrypted=cv is not None)
 
 
 def broad_sigalgs() -> tuple[int, ...]:
@@ -468,3 +268,8 @@ class TargetRunner:
 
     def connections(self, phase: str) -> int:
         return self.scheduler.connections[(self.target.display, phase)]
+
+
+__all__ = ["ALERT", "CLOSED", "HELLO_RETRY", "INCONCLUSIVE", "SERVER_HELLO", "STOP_FLIGHT",
+           "STOP_HELLO", "STOP_VERIFY", "Job", "Outcome", "Scheduler", "TargetRunner",
+           "broad_sigalgs", "outcome_of"]

@@ -2,9 +2,10 @@
 
 What is timed (probes/timing_plan.py): each entry offers one group (with its TLS 1.3 key
 share) from an explicit list or from what the audit's enumeration finds the server accepts,
-and lets the server pick the suite, or pins one. Blocking sockets drive the sans-IO engine directly; the address is resolved once. Entries run
-round-robin (the order rotated each round, so a drift in load spreads over all of them), the
-first `warmup` rounds uncounted. Per handshake: `perf_counter` around the TCP connect and the
+and lets the server pick the suite, or pins one. The blocking driver (net/driver.py) runs the
+engine over TCP; the address is resolved once. Entries run round-robin (the order rotated
+each round, so a drift in load spreads over all of them), the first `warmup` rounds
+uncounted. Per handshake: `perf_counter` around the TCP connect and the
 handshake (ClientHello sent to our Finished sent), and this thread's CPU time over the
 handshake, splitting our work from the wait for the server; the GC is paused meanwhile.
 Failures are values: an entry that never completes is "refused", one that keeps failing after
@@ -14,22 +15,23 @@ succeeding "failing", and when `max_failures` handshakes in a row fail the run s
 from __future__ import annotations
 
 import gc
-import socket
 import time
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from tlsprobe import kex, registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.config import TLS12, TLS13, ClientConfig
-from tlsprobe.net.tcp import Target, open_channel
+from tlsprobe.errors import FailureKind, NetworkError
+from tlsprobe.net.driver import drive
+from tlsprobe.net.tcp import Target, connect_address, open_channel
 from tlsprobe.probes.scheduler import Outcome, broad_sigalgs, outcome_of
 from tlsprobe.probes.timing_plan import Plan, TimingOptions, plans_for
 from tlsprobe.report.model import Cipher, Codepoint
 from tlsprobe.report.timing_tables import (FAILING, MEASURED, MISMATCH, NOT_RUN, REFUSED,
                                            EntryTiming, TimingReport, figures, rank)
-from tlsprobe.wire.record import looks_like_tls
 
 ProgressHook = Callable[[int, int, str], None]   # (handshakes done, planned, entry label)
 
@@ -43,66 +45,56 @@ class Sample:
 
 
 class TimingFailure(Exception):
-    """One handshake that did not complete; `kind` as the probe's error kinds."""
+    """One handshake that did not complete; `kind` as the probe's failure kinds."""
 
-    def __init__(self, message: str, kind: str) -> None:
+    def __init__(self, message: str, kind: FailureKind) -> None:
         super().__init__(message)
         self.kind = kind
 
 
 # -- one handshake -----------------------------------------------------------------------------
-def time_handshake(family: int, address: tuple, config: ClientConfig, timeout: float) -> Sample:
-    """Connect and complete one handshake; raises TimingFailure when it does not complete."""
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.settimeout(timeout)
-    hs: ClientHandshake | None = None
+def time_handshake(family: int, address: tuple[Any, ...], config: ClientConfig,
+                   timeout: float) -> Sample:
+    """Connect and complete one handshake (net/driver.py drive) within `timeout` seconds;
+    raises TimingFailure when it does not complete."""
+    target = Target(str(address[0]), int(address[1]))
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
         t0 = time.perf_counter()
-        deadline = t0 + timeout
-        sock.connect(address)
-        t1 = time.perf_counter()
-        c0 = time.thread_time()
-        hs = ClientHandshake(config, annotate=False, stop_after_first_flight=False)
-        sock.sendall(hs.start())
-        first = True
-        while not hs.done:
-            left = deadline - time.perf_counter()
-            if left <= 0:
-                raise TimeoutError()
-            sock.settimeout(left)
-            data = sock.recv(65536)
-            if not data:
-                hs.connection_closed()
-                break
-            if first and looks_like_tls(data) is False:
-                text = "".join(c if " " <= c <= "~" else "." for c in data[:40].decode("latin-1"))
-                raise TimingFailure(f"not a TLS server (it sent {text!r})", "not_tls")
-            first = False
-            out = hs.receive(data)
-            if out:
-                sock.sendall(out)
-        t2 = time.perf_counter()
-        c1 = time.thread_time()
-        if not hs.handshake_complete:
-            raise TimingFailure(f"handshake not completed: {hs.incomplete_reason or 'stopped'}",
-                                "protocol")
-        with suppress(OSError):
-            sock.sendall(hs.close())   # close_notify, outside the timed span
-        return Sample(t1 - t0, t2 - t1, c1 - c0, outcome_of(hs))
-    except HandshakeFailure as exc:
-        raise TimingFailure(str(exc), exc.kind) from None
-    except TimeoutError:
-        where = "connect" if hs is None else "the server"
-        raise TimingFailure(f"timed out waiting for {where} ({timeout:g} s)", "network") from None
-    except OSError as exc:
-        raise TimingFailure(exc.strerror or str(exc) or type(exc).__name__, "network") from None
+        deadline = time.monotonic() + timeout
+        try:
+            channel = connect_address(target, family, address, timeout=timeout,
+                                      deadline=deadline)
+        except NetworkError as exc:
+            raise _network_failure(exc, "connect", timeout) from None
+        with channel:
+            t1 = time.perf_counter()
+            c0 = time.thread_time()
+            hs = ClientHandshake(config, annotate=False, stop_after_first_flight=False)
+            try:
+                drive(hs, channel, deadline)
+            except HandshakeFailure as exc:
+                raise TimingFailure(str(exc), exc.kind) from None
+            except NetworkError as exc:
+                raise _network_failure(exc, "the server", timeout) from None
+            t2 = time.perf_counter()
+            c1 = time.thread_time()
+            if not hs.handshake_complete:
+                raise TimingFailure(f"handshake not completed: "
+                                    f"{hs.incomplete_reason or 'stopped'}", FailureKind.PROTOCOL)
+            with suppress(NetworkError):
+                channel.send(hs.close())   # close_notify, outside the timed span
+            return Sample(t1 - t0, t2 - t1, c1 - c0, outcome_of(hs))
     finally:
         if gc_was_enabled:
             gc.enable()
-        sock.close()
+
+
+def _network_failure(exc: NetworkError, waiting_for: str, timeout: float) -> TimingFailure:
+    if exc.cause in ("timeout", "deadline"):
+        return TimingFailure(f"timed out waiting for {waiting_for} ({timeout:g} s)", exc.kind)
+    return TimingFailure(exc.reason, exc.kind)
 
 
 def kex_cost_ms(group: int, version: int, budget: float) -> float | None:
@@ -136,7 +128,7 @@ class _State:
     failures: int = 0
     consecutive: int = 0
     last_error: str | None = None
-    last_kind: str | None = None
+    last_kind: FailureKind | None = None
     status: str | None = None     # set when the entry stops: refused, mismatch, failing
     hello_retry: bool = False
 
@@ -170,7 +162,7 @@ def _refusal_hint(p: Plan) -> str:
             "run without --timing-groups to have it found and listed")
 
 
-def _attempt(st: _State, family: int, address: tuple, options: TimingOptions,
+def _attempt(st: _State, family: int, address: tuple[Any, ...], options: TimingOptions,
              counted: bool) -> bool:
     """One handshake for one entry; False when it failed."""
     st.attempts += 1
@@ -180,7 +172,7 @@ def _attempt(st: _State, family: int, address: tuple, options: TimingOptions,
         st.failures += 1
         st.consecutive += 1
         st.last_error, st.last_kind = str(exc), exc.kind
-        if not st.confirmed and (exc.kind != "network" or st.attempts >= 2):
+        if not st.confirmed and (exc.kind != FailureKind.NETWORK or st.attempts >= 2):
             st.status = REFUSED   # an alert or close is an answer; a network error gets a retry
             st.last_error += _refusal_hint(st.plan) if options.groups else ""
         elif st.confirmed and st.consecutive >= options.max_failures:
@@ -199,14 +191,15 @@ def _attempt(st: _State, family: int, address: tuple, options: TimingOptions,
     return True
 
 
-def _resolve(target: Target, timeout: float) -> tuple[int, tuple, str]:
+def _resolve(target: Target, timeout: float) -> tuple[int, tuple[Any, ...], str]:
     """Connect once (as the probe does, with its error messages) to fix the address."""
     channel = open_channel(target, timeout=timeout)
     with channel:
-        return channel.sock.family, channel.sock.getpeername(), channel.address
+        family, address = channel.sockaddr
+        return family, address, channel.address
 
 
-def _preflight(family: int, address: tuple, options: TimingOptions) -> TimingFailure | None:
+def _preflight(family: int, address: tuple[Any, ...], options: TimingOptions) -> TimingFailure | None:
     """One ordinary handshake first: a server that is not TLS or does not answer is told
     at once, not after a whole enumeration."""
     config = ClientConfig(server_name=options.server_name, versions=options.versions,
@@ -214,7 +207,7 @@ def _preflight(family: int, address: tuple, options: TimingOptions) -> TimingFai
     try:
         time_handshake(family, address, config, options.timeout)
     except TimingFailure as exc:
-        if exc.kind in ("network", "not_tls"):
+        if exc.kind in (FailureKind.NETWORK, FailureKind.NOT_TLS):
             raise
         return exc
     return None
@@ -239,7 +232,7 @@ def measure_timing(target: Target, options: TimingOptions,
         why = str(refused) if refused else "the enumeration found none we can compute"
         return _finish(base, [], notes, options, started,
                        error=(f"no key exchange group to time: {why}",
-                              refused.kind if refused else "alert"))
+                              refused.kind if refused else FailureKind.ALERT))
     states = [_State(p) for p in plans]
     stopped = _run_rounds(states, family, address, options, on_progress)
     error = None
@@ -247,12 +240,13 @@ def measure_timing(target: Target, options: TimingOptions,
         first = states[0]
         where = f"{first.plan.label}, {registry.version_name(first.plan.version)}"
         error = (f"no handshake completed ({where}: {first.last_error})",
-                 first.last_kind or "alert")
+                 first.last_kind or FailureKind.ALERT)
     return _finish(base, states, notes, options, started, stopped=stopped, error=error)
 
 
-def _run_rounds(states: list[_State], family: int, address: tuple, options: TimingOptions,
-                on_progress: ProgressHook | None) -> tuple[str, str] | None:
+def _run_rounds(states: list[_State], family: int, address: tuple[Any, ...],
+                options: TimingOptions, on_progress: ProgressHook | None
+                ) -> tuple[str, FailureKind] | None:
     """Round-robin until every entry has its runs or stopped. Returns (message, kind) when
     the server stopped completing handshakes: `max_failures` in a row, counted over the
     entries that had already succeeded."""
@@ -280,7 +274,7 @@ def _run_rounds(states: list[_State], family: int, address: tuple, options: Timi
                             s.status = FAILING if s.samples else NOT_RUN
                     why = (f"the server stopped completing handshakes after {done} of "
                            f"{planned} (last error: {st.last_error})")
-                    return why, st.last_kind or "network"
+                    return why, st.last_kind or FailureKind.NETWORK
         gc.collect()
     return None
 

@@ -86,8 +86,9 @@ async def _confirm(run: TargetRunner, version: int, first: Outcome
             f"answered with {registry.version_name(out.version or 0)}"
         return VersionSupport(cp, "not_supported", f"{first.describe()}; a minimal {name} "
                               f"hello too ({what})"), first
+    # the unanswered outcome: the one whose failure kind the audit reports
     return VersionSupport(cp, "inconclusive", f"{said}; a minimal {name} hello was not "
-                          f"answered ({out.describe()})"), first
+                          f"answered ({out.describe()})"), out
 
 
 def _verdict(version: int, out: Outcome) -> VersionSupport:

@@ -1,0 +1,149 @@
+"""The one driver of the sans-IO client handshake over a transport, sync and asyncio.
+
+`drive` (blocking, the probe and the timing runs) and `adrive` (asyncio, the scan scheduler)
+do the same thing: send the ClientHello, then feed each chunk the server sends to the engine
+and send the engine's answer, until the handshake is done, the server closes (the engine is
+told: `connection_closed`), or the caller's `until(handshake)` says the question is answered
+(checked after each chunk; the engine's answer to that chunk is then not sent). The server's
+first bytes get the one not-TLS verdict (net/not_tls.py) before the engine sees them; when
+they are not TLS, the rest of their first line is read (briefly) for the message.
+
+Nothing is caught: a `HandshakeFailure` (its `kind` NOT_TLS for the verdict) or a
+`NetworkError` (with its `cause`) goes to the caller, who turns it into its own value (the
+probe's error, a scan outcome, a timing failure). What the callers need beyond the engine's
+own state (events, key log, certificates) is in `Progress`, filled in place so that it is
+there after an exception too: the server's first bytes and whether it closed. Every wait is
+bounded by `deadline` (time.monotonic()) and the transport's own per-read timeout; recording
+(--pcap-out) is a transport wrapper (net/transport.py Recorder).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
+from tlsprobe.errors import FailureKind, NetworkError
+from tlsprobe.net.not_tls import SNIPPET, is_not_tls, not_tls_message
+from tlsprobe.net.transport import AsyncTransport, Transport
+from tlsprobe.wire.record import HEADER_SIZE
+
+Until = Callable[[ClientHandshake], bool]
+
+SNIPPET_WAIT = 0.5   # seconds to wait for the rest of a not-TLS answer's first line
+
+
+@dataclass
+class Progress:
+    """What the driver saw of the server: its first bytes (a record header, more when they
+    came in one chunk), the verdict on them (None: undecided) and whether it closed."""
+
+    head: bytes = b""
+    not_tls: bool | None = None
+    closed: bool = False
+
+    @property
+    def sslv2(self) -> bool:
+        """The answer began with an SSLv2 record header."""
+        return bool(self.head) and bool(self.head[0] & 0x80)
+
+    def check(self, data: bytes) -> bool:
+        """Judge the first bytes (accumulated until the verdict is known): True when they
+        are not TLS (the caller completes the snippet, then raises `failure()`)."""
+        if self.not_tls is None and len(self.head) < HEADER_SIZE:
+            self.head = (self.head + data)[:SNIPPET + 1]   # +1: the message marks a cut
+            self.not_tls = is_not_tls(self.head)
+        return bool(self.not_tls)
+
+    def add(self, data: bytes) -> None:
+        self.head = (self.head + data)[:SNIPPET + 1]
+
+    @property
+    def shown_enough(self) -> bool:
+        """The snippet holds a line or all it can show: no need to wait for more."""
+        return len(self.head) > SNIPPET or b"\n" in self.head
+
+    def failure(self) -> HandshakeFailure:
+        return HandshakeFailure(FailureKind.NOT_TLS, not_tls_message(self.head))
+
+
+def drive(handshake: ClientHandshake, transport: Transport, deadline: float, *,
+          until: Until | None = None, progress: Progress | None = None) -> Progress:
+    """Run `handshake` over `transport` until it is done, the server closes, or `until`;
+    by `deadline`. Raises HandshakeFailure or NetworkError (see the module docstring)."""
+    seen = progress if progress is not None else Progress()
+    _send(transport, handshake.start())
+    while not handshake.done:
+        data = transport.receive(deadline)
+        if not data:
+            seen.closed = True
+            handshake.connection_closed()
+            break
+        if seen.check(data):
+            _complete(transport, seen, deadline)
+            raise seen.failure()
+        out = handshake.receive(data)
+        if until is not None and until(handshake):
+            break
+        _send(transport, out)
+    return seen
+
+
+async def adrive(handshake: ClientHandshake, transport: AsyncTransport, deadline: float, *,
+                 until: Until | None = None, progress: Progress | None = None) -> Progress:
+    """`drive` for asyncio: the same steps, the same exceptions."""
+    seen = progress if progress is not None else Progress()
+    first = handshake.start()
+    if first:
+        await transport.send(first)
+    while not handshake.done:
+        data = await transport.receive(deadline)
+        if not data:
+            seen.closed = True
+            handshake.connection_closed()
+            break
+        if seen.check(data):
+            await _acomplete(transport, seen, deadline)
+            raise seen.failure()
+        out = handshake.receive(data)
+        if until is not None and until(handshake):
+            break
+        if out:
+            await transport.send(out)
+    return seen
+
+
+def _complete(transport: Transport, seen: Progress, deadline: float) -> None:
+    """Not TLS, decided on a short first chunk: read what else the server sends at once (up
+    to a line or the snippet's length, for at most SNIPPET_WAIT), so that the message is the
+    same however the bytes were cut."""
+    wait = min(deadline, time.monotonic() + SNIPPET_WAIT)
+    while not seen.shown_enough:
+        try:
+            more = transport.receive(wait)
+        except NetworkError:
+            return
+        if not more:
+            return
+        seen.add(more)
+
+
+async def _acomplete(transport: AsyncTransport, seen: Progress, deadline: float) -> None:
+    wait = min(deadline, time.monotonic() + SNIPPET_WAIT)
+    while not seen.shown_enough:
+        try:
+            more = await transport.receive(wait)
+        except NetworkError:
+            return
+        if not more:
+            return
+        seen.add(more)
+
+
+def _send(transport: Transport, data: bytes) -> None:
+    if data:
+        transport.send(data)
+
+
+__all__ = ["Progress", "Until", "adrive", "drive"]

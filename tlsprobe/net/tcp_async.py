@@ -1,0 +1,123 @@
+"""TCP for asyncio callers (the scan scheduler): a connector that resolves each name once per
+run and an `AsyncTransport` over asyncio streams with a per-read timeout.
+
+Every failure is a `NetworkError` whose `cause` tells the caller what to do with it (the
+scheduler retries "timeout", "reset" and "other", not "refused" or "unknown_host") and whose
+`reason` is the one-line cause without the target ("connection refused").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+
+from tlsprobe.errors import NetworkCause, NetworkError
+from tlsprobe.net.tcp import AddrInfo, Target, cause_of, host_name_problem, resolve_async
+
+
+class AsyncTcpTransport:
+    """A connected asyncio stream; `receive` waits at most `read_timeout` per chunk."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 target: Target, read_timeout: float) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.target = target
+        self.read_timeout = read_timeout
+        peer = writer.get_extra_info("peername")
+        self._peer = (str(peer[0]), int(peer[1])) if peer else (target.host, target.port)
+
+    @property
+    def peer(self) -> tuple[str, int]:
+        return self._peer
+
+    def _error(self, reason: str, cause: NetworkCause) -> NetworkError:
+        return NetworkError(f"{self.target.display}: {reason}", cause, reason)
+
+    async def send(self, data: bytes) -> None:
+        try:
+            self.writer.write(data)
+            await self.writer.drain()
+        except OSError as exc:
+            raise self._error(exc.strerror or str(exc), cause_of(exc)) from None
+
+    async def receive(self, deadline: float) -> bytes:
+        remaining = deadline - time.monotonic()
+        try:
+            if remaining <= 0:
+                raise TimeoutError
+            return await asyncio.wait_for(self.reader.read(65536),
+                                          min(self.read_timeout, remaining))
+        except (asyncio.TimeoutError, TimeoutError):
+            if deadline - time.monotonic() <= 0:
+                raise self._error("timed out: total time limit reached", "deadline") from None
+            raise self._error("timed out waiting for the server", "timeout") from None
+        except OSError as exc:
+            raise self._error(exc.strerror or str(exc), cause_of(exc)) from None
+
+    async def close(self) -> None:
+        self.writer.close()
+        try:
+            await asyncio.wait_for(self.writer.wait_closed(), 1.0)
+        except (OSError, asyncio.TimeoutError, TimeoutError):
+            pass
+
+
+class TcpConnector:
+    """Opens `AsyncTcpTransport`s (an `AsyncConnector`); each (host, port) is resolved once
+    per connector, in a thread nothing waits for at exit (net/tcp.py resolve_async)."""
+
+    def __init__(self, connect_timeout: float, read_timeout: float | None = None) -> None:
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout if read_timeout is not None else connect_timeout
+        self._lookups: dict[tuple[str, int], asyncio.Future[list[AddrInfo]]] = {}
+
+    async def __call__(self, target: Target, deadline: float) -> AsyncTcpTransport:
+        wait = max(0.0, min(self.connect_timeout, deadline - time.monotonic()))
+        try:
+            reader, writer = await asyncio.wait_for(self._open(target), wait)
+        except (asyncio.TimeoutError, TimeoutError):
+            raise _failed(target, "connect timed out", "timeout") from None
+        except ConnectionRefusedError:
+            raise _failed(target, "connection refused", "refused") from None
+        except socket.gaierror as exc:
+            raise _failed(target, f"unknown host ({exc.strerror})", "unknown_host") from None
+        except UnicodeError as exc:     # the IDNA encoding refused the name ('a..b')
+            raise _failed(target, f"unknown host (not a valid host name: "
+                          f"{host_name_problem(target.host) or exc})", "unknown_host") from None
+        except OSError as exc:
+            raise _failed(target, exc.strerror or str(exc), cause_of(exc)) from None
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+        return AsyncTcpTransport(reader, writer, target, self.read_timeout)
+
+    async def _open(self, target: Target) -> tuple[asyncio.StreamReader,
+                                                   asyncio.StreamWriter]:
+        """Resolve the name (once per target, shared by concurrent callers) and connect to
+        the first address that accepts."""
+        key = (target.host.lower(), target.port)
+        lookup = self._lookups.get(key)
+        if lookup is None or (lookup.done() and (lookup.cancelled() or
+                                                 lookup.exception() is not None)):
+            lookup = self._lookups[key] = asyncio.ensure_future(
+                resolve_async(target.host, target.port))
+        infos = await asyncio.shield(lookup)   # one job giving up leaves the lookup running
+        last: OSError = OSError("no address")
+        for family, _, _, _, address in infos:
+            try:
+                return await asyncio.open_connection(address[0], address[1], family=family)
+            except OSError as exc:
+                last = exc
+        raise last
+
+
+def _failed(target: Target, reason: str, cause: NetworkCause) -> NetworkError:
+    return NetworkError(f"{target.display}: {reason}", cause, reason)
+
+
+__all__ = ["AsyncTcpTransport", "TcpConnector"]

@@ -1,0 +1,169 @@
+"""What one scan connection established (`Outcome`), read off the sans-IO handshake, and
+when a connection has answered its question (`finished`, the stop conditions of a `Job`).
+The scheduler (probes/scheduler.py) runs the connections; this module only reads them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tlsprobe import registry
+from tlsprobe.engine.client import ClientHandshake
+from tlsprobe.engine.config import ClientConfig
+from tlsprobe.errors import FailureKind
+from tlsprobe.kex.dhprime import DhPrimeCheck, check_dh_prime
+from tlsprobe.probes.dhgroups import dh_group_name
+from tlsprobe.registry import HandshakeType
+from tlsprobe.session.flow import SERVER, ApplicationDataEvent
+
+# Outcome.status values
+HELLO_RETRY = "hello_retry_request"
+SERVER_HELLO = "server_hello"
+ALERT = "alert"
+CLOSED = "closed"
+INCONCLUSIVE = "inconclusive"
+
+# Stop conditions of a job
+STOP_HELLO = "hello"            # at the ServerHello (or HelloRetryRequest)
+STOP_FLIGHT = "flight"          # after the server's first flight (TLS 1.2 ServerHelloDone)
+STOP_VERIFY = "verify"          # TLS 1.3: after the decrypted CertificateVerify
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one connection established.
+
+    `status`: hello_retry_request, server_hello, alert, closed (a refusal), or inconclusive
+    (`reason` says why). For TLS 1.3 `group` is the ServerHello key_share group; for TLS 1.2
+    the ServerKeyExchange named curve, or the RFC 7919 codepoint of a recognised DH prime;
+    `dh_check` is the verdict on the DH modulus (prime, safe prime, composite; kex/dhprime).
+    `kind` travels with the outcome from where it was decided (no sorting by message text).
+    """
+
+    status: str
+    version: int | None = None
+    cipher_suite: int | None = None
+    group: int | None = None
+    hrr_group: int | None = None
+    dh_name: str | None = None
+    dh_bits: int | None = None
+    dh_check: DhPrimeCheck | None = None
+    explicit_curve: bool = False
+    signature_scheme: int | None = None
+    certificates: tuple[bytes, ...] = ()
+    alert: int | None = None
+    reason: str = ""
+    attempts: int = 1
+    decrypted: bool = False         # the TLS 1.3 encrypted flight was decrypted
+    confirmed: bool = False         # a refusal seen on a second connection too
+    #: why an inconclusive outcome is (network, not_tls, protocol, internal); a refusal's
+    #: kind is alert or closed; None for an answer
+    kind: FailureKind | None = None
+
+    @property
+    def answered(self) -> bool:
+        return self.status in (HELLO_RETRY, SERVER_HELLO)
+
+    @property
+    def refused(self) -> bool:
+        return self.status in (ALERT, CLOSED)
+
+    @property
+    def conclusive(self) -> bool:
+        return self.status != INCONCLUSIVE
+
+    def describe(self) -> str:
+        """One line for notes: 'alert handshake_failure (40)', 'timed out', ..."""
+        if self.status == ALERT and self.alert is not None:
+            return f"alert {registry.alert_name(self.alert)} ({self.alert})"
+        if self.status == CLOSED:
+            return "connection closed without an answer"
+        if self.status == HELLO_RETRY and self.hrr_group is not None:
+            return f"HelloRetryRequest for {registry.group_label(self.hrr_group)}"
+        if self.status == SERVER_HELLO:
+            return f"ServerHello {registry.version_name(self.version or 0)}"
+        return self.reason or self.status
+
+
+@dataclass(frozen=True)
+class Job:
+    """One connection: what to offer, where to stop, and the phase it is counted under."""
+
+    config: ClientConfig
+    phase: str
+    stop: str = STOP_HELLO
+
+
+def finished(hs: ClientHandshake, stop: str) -> bool:
+    """Has the connection answered its question (stop condition `stop`)?"""
+    if hs.hrr is not None and hs.server_hello is None:
+        # The HelloRetryRequest answers group, suite and version questions.
+        return stop != STOP_VERIFY
+    if hs.server_hello is None:
+        return False
+    if stop == STOP_HELLO:
+        return True
+    if stop == STOP_VERIFY and _version(hs) >= 0x0304:
+        if HandshakeType.certificate_verify in hs.flight.messages or hs.done:
+            return True
+        # An engine that cannot decrypt the TLS 1.3 flight shows it as opaque records.
+        return any(isinstance(ev, ApplicationDataEvent) and ev.direction == SERVER and
+                   not ev.decrypted for ev in hs.events)
+    return hs.done or hs.first_flight_done
+
+
+def _version(hs: ClientHandshake) -> int:
+    return hs.server_hello.selected_version if hs.server_hello is not None else 0
+
+
+def outcome_of(hs: ClientHandshake, reason: str = "") -> Outcome:
+    """Read the answer off a handshake that got at least a ServerHello or an HRR."""
+    if hs.server_hello is None:
+        if hs.hrr is not None:
+            return Outcome(HELLO_RETRY, version=hs.hrr.selected_version,
+                           cipher_suite=hs.hrr.cipher_suite, hrr_group=hs.hrr.hrr_selected_group)
+        return Outcome(INCONCLUSIVE, reason=reason or "no ServerHello",
+                       kind=FailureKind.PROTOCOL)
+    sh = hs.server_hello
+    version = sh.selected_version
+    group = dh_name = dh_bits = sig = None
+    dh_check: DhPrimeCheck | None = None
+    explicit = False
+    if version >= 0x0304:
+        share = sh.key_share
+        group = share[0] if share else None
+    ske = hs.flight.messages.get(HandshakeType.server_key_exchange)
+    if ske is not None:
+        named = getattr(ske, "named_curve", None)
+        prime = getattr(ske, "dh_p", None)
+        explicit = getattr(ske, "explicit_curve", None) is not None
+        if named is not None:
+            group = named
+        elif prime:
+            p = int.from_bytes(prime, "big")
+            dh_bits = p.bit_length()
+            dh_name = dh_group_name(p)
+            dh_check = check_dh_prime(p)
+            if dh_name and dh_name.startswith("ffdhe"):
+                group = registry.parse_group(dh_name)
+        sig = getattr(ske, "algorithm", None)
+    cv = hs.flight.messages.get(HandshakeType.certificate_verify)
+    if cv is not None:
+        sig = getattr(cv, "algorithm", getattr(cv, "signature_scheme", sig))
+    certs: tuple[bytes, ...] = tuple(getattr(hs, "certificates", None) or ())
+    cert_msg = hs.flight.messages.get(HandshakeType.certificate)
+    if not certs and cert_msg is not None:
+        from tlsprobe.probes.facts import certificates_of
+        certs = tuple(certificates_of(cert_msg))
+    if cv is None and not reason and getattr(hs, "incomplete_reason", None):
+        reason = str(hs.incomplete_reason)
+    return Outcome(SERVER_HELLO, version=version, cipher_suite=sh.cipher_suite, group=group,
+                   hrr_group=hs.hrr.hrr_selected_group if hs.hrr is not None else None,
+                   dh_name=dh_name, dh_bits=dh_bits, dh_check=dh_check,
+                   explicit_curve=explicit,
+                   signature_scheme=sig, certificates=certs, reason=reason,
+                   decrypted=cv is not None)
+
+
+__all__ = ["ALERT", "CLOSED", "HELLO_RETRY", "INCONCLUSIVE", "SERVER_HELLO", "STOP_FLIGHT",
+           "STOP_HELLO", "STOP_VERIFY", "Job", "Outcome", "finished", "outcome_of"]
