@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, Union
+from typing import Protocol
 
 from tlsprobe.engine.keyschedule import Transcript
 from tlsprobe.engine.protection import RecordProtection
@@ -73,7 +73,7 @@ class ReadKeys:
     protection: RecordProtection
 
 
-Output = Union[SendMessage, SendRecord, SendChangeCipherSpec, WriteKeys, ReadKeys]
+Output = SendMessage | SendRecord | SendChangeCipherSpec | WriteKeys | ReadKeys
 
 
 @dataclass
