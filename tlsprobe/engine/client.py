@@ -42,6 +42,7 @@ from tlsprobe.engine.suites import suite_params
 from tlsprobe.engine.tls12 import Tls12Client
 from tlsprobe.engine.tls13 import Tls13Client
 from tlsprobe.engine.verdict import HandshakeContext, Refusal, Verdict, VersionHalf
+from tlsprobe.errors import FailureKind
 from tlsprobe.registry import HandshakeType
 from tlsprobe.session.flow import (
     SERVER,
@@ -114,7 +115,7 @@ class ClientHandshake(ClientRecords):
             self.send_record(ALERT, bytes([2, alert]))
         except ValueError:
             pass
-        raise HandshakeFailure("protocol", message)
+        raise HandshakeFailure(FailureKind.PROTOCOL, message)
 
     def stop_incomplete(self, reason: str) -> None:
         """The engine cannot complete this handshake: stop here, as after the first flight."""
@@ -250,7 +251,7 @@ class ClientHandshake(ClientRecords):
             self._alert(ev)
             return
         if isinstance(ev, SSLv2HelloEvent):
-            raise HandshakeFailure("protocol", "server sent an SSLv2 ClientHello")
+            raise HandshakeFailure(FailureKind.PROTOCOL, "server sent an SSLv2 ClientHello")
         if isinstance(ev, ChangeCipherSpecEvent):
             if self.version_state is not None:
                 self._apply(self.version_state.on_change_cipher_spec(self.waiting_for))
@@ -302,7 +303,7 @@ class ClientHandshake(ClientRecords):
                    "and tlsprobe has none to send)"
                    if self.certificate_requested
                    and HandshakeType.certificate in self.sent_types else "")
-            raise HandshakeFailure("alert", f"server sent {level} alert {name} "
+            raise HandshakeFailure(FailureKind.ALERT, f"server sent {level} alert {name} "
                                    f"({ev.alert.description}){why}", ev.alert.description)
 
     def _application_data(self, ev: ApplicationDataEvent) -> None:
@@ -361,7 +362,7 @@ class ClientHandshake(ClientRecords):
         serverhello.check_hello_retry_form(hrr, self.config, self.hellos[-1])
         self.hrr = hrr
         if self.built is None:
-            raise HandshakeFailure("protocol", "HelloRetryRequest before start()")
+            raise HandshakeFailure(FailureKind.PROTOCOL, "HelloRetryRequest before start()")
         serverhello.check_hello_retry_change(hrr, self.config, self.shares)
         group = hrr.hrr_selected_group
         cookie_ext = hrr.extension(44)
@@ -396,4 +397,4 @@ class ClientHandshake(ClientRecords):
         if warnings:
             text += f" (after a warning alert {registry.alert_name(warnings[-1])} " \
                 f"({warnings[-1]}))"
-        raise HandshakeFailure("closed", text)
+        raise HandshakeFailure(FailureKind.CLOSED, text)

@@ -27,6 +27,7 @@ from tlsprobe.engine.common import (
 )
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.engine.verdict import Refusal, VersionHalf
+from tlsprobe.errors import FailureKind
 from tlsprobe.session.flow import (
     MAX_MESSAGE,
     SERVER,
@@ -174,8 +175,8 @@ class ServerInput:
         self.warning_alerts.append(description)
         if len(self.warning_alerts) > MAX_WARNING_ALERTS:
             name = registry.alert_name(description)
-            raise HandshakeFailure("alert", f"server sent {len(self.warning_alerts)} warning "
-                                   f"alerts (last: {name} ({description})); at most "
+            raise HandshakeFailure(FailureKind.ALERT, f"server sent {len(self.warning_alerts)} "
+                                   f"warning alerts (last: {name} ({description})); at most "
                                    f"{MAX_WARNING_ALERTS} are accepted", description)
         return True
 
