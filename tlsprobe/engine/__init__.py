@@ -2,8 +2,12 @@
 
 `keyschedule` (TLS 1.3 HKDF schedule and transcript hash), `prf` (TLS 1.0-1.2 PRF, master
 secret, key block, Finished), `suites` (per-suite cipher/MAC/PRF parameters), `protection`
-(record encryption and decryption for both directions), `keylog` (SSLKEYLOGFILE).
-The client state machine builds on these.
+(record encryption and decryption for both directions), `keylog` (SSLKEYLOGFILE),
+`epochs` (TLS 1.3 traffic-key epochs, shared with offline decryption).
+The client state machine builds on these: `client` (ClientHandshake, the one owner of the
+handshake state) with `records` (its record output), `serverhello`, `extcheck` and
+`guards` (rules that raise a Refusal), and the version halves `tls12` and `tls13`, which
+answer through the narrow interface of `verdict` (HandshakeContext in, Verdict out).
 """
 
 from tlsprobe.engine.keylog import KeyLog, KeyLogWriter, load_keylog, parse_keylog

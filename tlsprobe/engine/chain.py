@@ -103,11 +103,11 @@ def load_trust_store(path: str | os.PathLike[str]) -> tuple[x509.Certificate, ..
     return certs
 
 
-def _subject(name: str) -> xv.DNSName | xv.IPAddress:
+def _subject(name: str) -> x509.DNSName | x509.IPAddress:
     try:
-        return xv.IPAddress(ipaddress.ip_address(name.strip("[]")))
+        return x509.IPAddress(ipaddress.ip_address(name.strip("[]")))
     except ValueError:
-        return xv.DNSName(name.rstrip(".").lower())
+        return x509.DNSName(name.rstrip(".").lower())
 
 
 def _sans(leaf: x509.Certificate) -> x509.SubjectAlternativeName | None:
@@ -136,8 +136,8 @@ def _name_matches(leaf: x509.Certificate, hostname: str) -> bool:
     if san is None:
         return False
     subject = _subject(hostname)
-    if isinstance(subject, xv.IPAddress):
-        return subject.value in san.get_values_for_type(x509.IPAddress)  # type: ignore[attr-defined]
+    if isinstance(subject, x509.IPAddress):
+        return subject.value in san.get_values_for_type(x509.IPAddress)
     host = hostname.rstrip(".").lower()
     for pattern in (d.rstrip(".").lower() for d in san.get_values_for_type(x509.DNSName)):
         if pattern == host:

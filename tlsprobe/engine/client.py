@@ -2,10 +2,12 @@
 
 The state machine owns a session.Flow, feeds it both what it sends and what it receives
 (so the trace shows both directions in order) and reacts to each event as the Flow yields
-it. This module holds what every version shares: the hellos, HelloRetryRequest, the
-ServerHello checks, alerts, record output and application data. After the ServerHello the
-version's half takes over (engine.tls13.Tls13Client, engine.tls12.Tls12Client): key
-schedule, verification of the server's signature and Finished, and the client's flight.
+it. This module holds what every version shares: the hellos, HelloRetryRequest, alerts
+and application data; the rules for the hellos are engine.serverhello's, the record
+output engine.records'. After the ServerHello the version's half (engine.tls13.Tls13Client,
+engine.tls12.Tls12Client) does the key schedule, verifies the server's signature and
+Finished and builds the client's flight, answering each message with a Verdict
+(engine.verdict) that this class applies: it is the one place the handshake state changes.
 
 Modes: `stop_after_first_flight=True` stops at the TLS 1.2 ServerHelloDone or the TLS 1.3
 ServerHello (with `read_server_flight=True`, TLS 1.3 goes on to decrypt and verify the
@@ -16,35 +18,33 @@ When the engine itself cannot go on (a suite without record-protection parameter
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import NoReturn
 
 from tlsprobe import kex, registry
-from tlsprobe.engine import extcheck
+from tlsprobe.engine import extcheck, serverhello
 from tlsprobe.engine.common import (
     DECODE_ERROR,
     ILLEGAL_PARAMETER,
-    MAX_FRAGMENT,
     TLS10,
     TLS12,
-    TLS13,
     UNEXPECTED_MESSAGE,
     HandshakeFailure,
-    RecordDeprotector,
     ServerFlight,
     is_tls13,
     malformed,
     message_label,
-    plain_records,
 )
 from tlsprobe.engine.config import BuiltHello, ClientConfig, build_client_hello
 from tlsprobe.engine.guards import Limits, ServerInput
 from tlsprobe.engine.keyschedule import Transcript, tls13_hash_name
-from tlsprobe.engine.protection import RecordProtection
+from tlsprobe.engine.records import ALERT, APPLICATION_DATA, ClientRecords
 from tlsprobe.engine.suites import suite_params
+from tlsprobe.engine.tls12 import Tls12Client
+from tlsprobe.engine.tls13 import Tls13Client
+from tlsprobe.engine.verdict import HandshakeContext, Refusal, Verdict, VersionHalf
+from tlsprobe.errors import FailureKind
 from tlsprobe.registry import HandshakeType
 from tlsprobe.session.flow import (
-    CLIENT,
     SERVER,
     AlertEvent,
     ApplicationDataEvent,
@@ -57,26 +57,26 @@ from tlsprobe.session.flow import (
 )
 from tlsprobe.wire.certificate import Certificate
 from tlsprobe.wire.handshake import frame
-from tlsprobe.wire.hello import HELLO_RETRY_REQUEST_RANDOM, ClientHello, ServerHello
+from tlsprobe.wire.hello import ClientHello, ServerHello
 
 __all__ = ["ClientHandshake", "HandshakeFailure", "Limits", "ServerFlight"]
 
-CHANGE_CIPHER_SPEC, ALERT, HANDSHAKE, APPLICATION_DATA = 20, 21, 22, 23
 
+class ClientHandshake(ClientRecords):
+    """Drives one client handshake. Call `start()`, then `receive()` with every chunk.
 
-class ClientHandshake:
-    """Drives one client handshake. Call `start()`, then `receive()` with every chunk."""
+    The one owner of the handshake's state: the version half, the checkers and the guard
+    answer with verdicts and refusals (engine.verdict), which only this class applies."""
 
     def __init__(self, config: ClientConfig, *, annotate: bool = True,
                  stop_after_first_flight: bool = True, read_server_flight: bool = False,
                  limits: Limits | None = None) -> None:
         self.config = config
         self.limits = limits or Limits()
-        self.flow = Flow(annotate=annotate, max_message=self.limits.max_message)
+        super().__init__(Flow(annotate=annotate, max_message=self.limits.max_message))
         self.server_input = ServerInput(self, self.limits)
         self.stop_after_first_flight = stop_after_first_flight
         self.read_server_flight = read_server_flight
-        self.events: list[Event] = []
         self.built: BuiltHello | None = None
         self.hellos: list[ClientHello] = []
         self.shares: dict[int, kex.KeyShare] = {}
@@ -99,48 +99,15 @@ class ClientHandshake:
         self.closed = False
         self.done = False
         self.first_flight_done = False
-        self.sent_types: set[int] = set()   # handshake types we sent
-        self.version_state: object | None = None
-        self._record_version = TLS10
-        self._write: RecordProtection | None = None
-        self._out = bytearray()
+        self.version_state: VersionHalf | None = None
+        self.waiting_for = ""               # the version half's state: what it waits for
+        self.awaiting_acceptance = False    # TLS 1.3: our Finished out, nothing heard since
         self._reading = "record"   # what receive() is handling, for its error boundary
-
-    # -- output --------------------------------------------------------------------------
-    def take_output(self) -> bytes:
-        data, self._out = bytes(self._out), bytearray()
-        return data
-
-    def _emit(self, data: bytes) -> None:
-        self._out += data
-        self.events.extend(self.flow.feed(CLIENT, data))
-
-    def send_record(self, content_type: int, payload: bytes) -> None:
-        """Send `payload` as records, protected once `set_write` was called."""
-        if self._write is None:
-            self._emit(plain_records(content_type, self._record_version, payload))
-            return
-        for i in range(0, max(len(payload), 1), MAX_FRAGMENT):
-            self._emit(self._write.encrypt(content_type, payload[i:i + MAX_FRAGMENT]))
 
     def send_message(self, raw: bytes) -> None:
         """Send one whole handshake message and add it to the transcript."""
         self.transcript.add(raw)
-        self.sent_types.add(raw[0])
-        self.send_record(HANDSHAKE, raw)
-
-    def send_change_cipher_spec(self) -> None:
-        self._emit(plain_records(CHANGE_CIPHER_SPEC, self._record_version, b"\x01"))
-
-    def set_write(self, make: Callable[[], RecordProtection]) -> None:
-        """Protect what we send from now on; a twin protection lets the Flow decrypt our own
-        records, so the trace shows our Finished and requests in clear."""
-        self._write = make()
-        self.flow.set_deprotector(CLIENT, RecordDeprotector(make()))
-
-    def set_read(self, protection: RecordProtection) -> None:
-        """Decrypt the server's records from the next one on."""
-        self.flow.set_deprotector(SERVER, RecordDeprotector(protection))
+        self.send_handshake(raw)
 
     def fail(self, alert: int, message: str) -> NoReturn:
         """Queue a fatal alert for the server (take_output has it) and stop."""
@@ -148,7 +115,7 @@ class ClientHandshake:
             self.send_record(ALERT, bytes([2, alert]))
         except ValueError:
             pass
-        raise HandshakeFailure("protocol", message)
+        raise HandshakeFailure(FailureKind.PROTOCOL, message)
 
     def stop_incomplete(self, reason: str) -> None:
         """The engine cannot complete this handshake: stop here, as after the first flight."""
@@ -159,6 +126,50 @@ class ClientHandshake:
     def complete(self) -> None:
         self.handshake_complete = True
         self.done = True
+
+    # -- verdicts of the version half ----------------------------------------------------
+    def _apply(self, v: Verdict) -> None:
+        """Apply what the version half established: facts, outputs, then refusal or end."""
+        if v.waiting_for is not None:
+            self.waiting_for = v.waiting_for
+        if v.certificates is not None:
+            self.certificates = list(v.certificates)
+        if v.signature_verified is not None:
+            self.signature_verified = v.signature_verified
+        if v.signature_detail is not None:
+            self.signature_detail = v.signature_detail
+        if v.finished_verified is not None:
+            self.finished_verified = v.finished_verified
+        if v.share_problem is not None:
+            self.share_problem = v.share_problem
+        if v.shared_secret is not None:
+            self.shared_secret = v.shared_secret
+        if v.client_share_bytes is not None:
+            self.client_share_bytes = v.client_share_bytes
+        if v.keylog_lines is not None:
+            self.keylog_lines = v.keylog_lines
+        if v.awaiting_acceptance is not None:
+            self.awaiting_acceptance = v.awaiting_acceptance
+        for out in v.outputs:
+            self.perform(out)
+        if v.refusal is not None:
+            self.fail(v.refusal.alert, v.refusal.message)
+        if v.first_flight_done:
+            self.first_flight_done = True
+        if v.done:
+            self.done = True
+        if v.incomplete is not None:
+            self.stop_incomplete(v.incomplete)
+        if v.complete:
+            self.complete()
+
+    def _start_half(self, half: Tls12Client | Tls13Client) -> None:
+        self.version_state = half
+        self._apply(half.start())
+
+    def _context(self, sh: ServerHello) -> HandshakeContext:
+        return HandshakeContext(self.client_random, self.hellos[-1], sh, self.transcript,
+                                self.stop_after_first_flight)
 
     @property
     def certificate_requested(self) -> bool:
@@ -200,18 +211,21 @@ class ClientHandshake:
         The one error boundary for server data: whatever in the engine decodes what the
         server sent (the wire's lazy extension views included) raises DecodeError or
         ValueError, which ends here as a decode_error alert and a protocol error naming the
-        message and the field, never as an exception of the caller's."""
+        message and the field, never as an exception of the caller's. A Refusal (a rule
+        broken) ends here as its own alert and a protocol error."""
         guard = self.server_input
-        guard.on_bytes(len(data))
         try:
+            guard.on_bytes(len(data))
             for ev in self.flow.feed(SERVER, data):
-                self._reading = _label(ev)
+                self._reading = serverhello.event_label(ev)
                 self.events.append(guard.for_trace(ev))
                 guard.on_event(ev)
                 self._handle(ev)
                 if self.done and not self.handshake_complete:
                     break
             self._check_pending_message()
+        except Refusal as refusal:
+            self.fail(refusal.alert, refusal.message)
         except ValueError as exc:  # DecodeError included; HandshakeFailure passes through
             self.fail(DECODE_ERROR, malformed(self._reading, exc))
         return self.take_output()
@@ -220,11 +234,12 @@ class ClientHandshake:
         """Refuse a message the state cannot accept as soon as its type byte arrives,
         rather than wait (until a timeout) for the length its header claims."""
         pending = self.flow.pending_message_type(SERVER)
-        expects = getattr(self.version_state, "expects", None)
-        if pending is None or expects is None or self.done or expects(pending):
+        half = self.version_state
+        if pending is None or half is None or self.done or \
+                half.expects(self.waiting_for, pending):
             return
         self.fail(UNEXPECTED_MESSAGE, f"server started a {message_label(pending)} while "
-                  f"the client waited for {getattr(self.version_state, 'state', '?')}")
+                  f"the client waited for {self.waiting_for}")
 
     def _handle(self, ev: Event) -> None:
         if isinstance(ev, ErrorEvent):
@@ -236,10 +251,10 @@ class ClientHandshake:
             self._alert(ev)
             return
         if isinstance(ev, SSLv2HelloEvent):
-            raise HandshakeFailure("protocol", "server sent an SSLv2 ClientHello")
+            raise HandshakeFailure(FailureKind.PROTOCOL, "server sent an SSLv2 ClientHello")
         if isinstance(ev, ChangeCipherSpecEvent):
             if self.version_state is not None:
-                self.version_state.on_change_cipher_spec()  # type: ignore[attr-defined]
+                self._apply(self.version_state.on_change_cipher_spec(self.waiting_for))
             return
         if isinstance(ev, ApplicationDataEvent):
             self._application_data(ev)
@@ -248,7 +263,7 @@ class ClientHandshake:
             return
         if ev.error is not None or ev.decoded is None:
             self.fail(DECODE_ERROR, malformed(self._reading, ev.error or ValueError("?")))
-        msg = ev.decoded.message  # type: ignore[union-attr]
+        msg = ev.decoded.message
         if isinstance(msg, ServerHello):
             self._server_hello(msg, ev.raw)
             return
@@ -257,13 +272,14 @@ class ClientHandshake:
                       f"{message_label(ev.msg_type)} before ServerHello")
         if isinstance(msg, Certificate):
             self.server_input.certificate(msg)
-        extcheck.check_message(self, ev.msg_type, msg,
+        extcheck.check_message(self.hellos[-1], self.config.alpn, ev.msg_type, msg,
                                is_tls13(self.server_hello.selected_version))
         self.flight.messages[ev.msg_type] = msg
         self.flight.raw[ev.msg_type] = ev.raw
         self.flight.order.append(ev.msg_type)
         if self.version_state is not None:
-            self.version_state.on_message(ev, msg)  # type: ignore[attr-defined]
+            self._apply(self.version_state.on_message(self.waiting_for, ev, msg,
+                                                      may_send=not self.closed))
 
     def _alert(self, ev: AlertEvent) -> None:
         name = registry.alert_name(ev.alert.description)
@@ -279,7 +295,7 @@ class ClientHandshake:
             return  # the handshake goes on
         if ev.alert.level == 2 or not self.done:
             if self.handshake_complete and not self.application_data and \
-                    getattr(self.version_state, "awaiting_acceptance", False):
+                    self.awaiting_acceptance:
                 # TLS 1.3: the server checks our Finished after we sent it; an alert before
                 # any data from it means it refused the handshake.
                 self.handshake_complete = False
@@ -287,7 +303,7 @@ class ClientHandshake:
                    "and tlsprobe has none to send)"
                    if self.certificate_requested
                    and HandshakeType.certificate in self.sent_types else "")
-            raise HandshakeFailure("alert", f"server sent {level} alert {name} "
+            raise HandshakeFailure(FailureKind.ALERT, f"server sent {level} alert {name} "
                                    f"({ev.alert.description}){why}", ev.alert.description)
 
     def _application_data(self, ev: ApplicationDataEvent) -> None:
@@ -305,79 +321,29 @@ class ClientHandshake:
         # alike); the rules come once the version is known
         extcheck.decode_extensions(sh.extensions, extcheck.HRR if sh.is_hello_retry_request
                                    else extcheck.SH13)
-        offered = self.hellos[-1]
-        if sh.cipher_suite not in offered.cipher_suites:
-            self.fail(ILLEGAL_PARAMETER, f"server chose cipher suite "
-                      f"{registry.suite_label(sh.cipher_suite)} which was not offered")
-        if sh.legacy_compression_method not in offered.legacy_compression_methods:
-            method = {1: " (DEFLATE)", 64: " (LZS)"}.get(sh.legacy_compression_method, "")
-            self.fail(ILLEGAL_PARAMETER, f"server chose compression method "
-                      f"{sh.legacy_compression_method}{method}, which was not offered")
+        serverhello.check_choice(sh, self.hellos[-1])
+        serverhello.second_hello(sh, self.server_hello, self.hrr)
         if sh.is_hello_retry_request:
             self._hello_retry(sh, raw)
             return
-        if self.server_hello is not None:
-            self.fail(UNEXPECTED_MESSAGE, "server sent a second ServerHello")
         self.server_hello = sh
-        version = sh.selected_version
-        if version not in self.config.versions:
-            self.fail(ILLEGAL_PARAMETER, f"server chose {registry.version_name(version)}, "
-                      "which was not offered")
-        extcheck.check_extensions(self, extcheck.SH13 if is_tls13(version) else extcheck.SH12,
-                                  sh.extensions)
-        self._check_server_hello(sh, version)
+        serverhello.check_server_hello(sh, self.config, self.hellos[-1], self.hrr)
         self.transcript.add(raw)
-        if is_tls13(version):
+        if is_tls13(sh.selected_version):
             self._record_version = TLS12  # legacy_record_version from now on
             self._tls13_server_hello(sh)
         else:
-            from tlsprobe.engine.tls12 import Tls12Client
-            self._record_version = version
-            self.version_state = Tls12Client(self, sh)
-
-    def _check_server_hello(self, sh: ServerHello, version: int) -> None:
-        params = suite_params(sh.cipher_suite)
-        if params is not None and params.tls13 != is_tls13(version):
-            self.fail(ILLEGAL_PARAMETER, f"server chose {registry.suite_label(sh.cipher_suite)} "
-                      f"with {registry.version_name(version)}")
-        sentinel = sh.downgrade_sentinel
-        offered_max = max(self.config.versions)
-        if sentinel is not None and version < TLS13 and (
-                (sentinel == TLS12 and self.config.offers_tls13) or
-                (sentinel == 0x0302 and version < TLS12 and offered_max >= TLS12)):
-            self.fail(ILLEGAL_PARAMETER, f"ServerHello.random carries the downgrade sentinel "
-                      f"for {registry.version_name(sentinel)} although a higher version was "
-                      "offered (RFC 8446 4.1.3)")
-        if is_tls13(version):
-            extcheck.check_legacy_version(self, sh)
-            if sh.legacy_session_id_echo != self.hellos[-1].legacy_session_id:
-                self.fail(ILLEGAL_PARAMETER, "TLS 1.3 ServerHello does not echo the "
-                          "legacy_session_id")
-            if self.hrr is not None and sh.cipher_suite != self.hrr.cipher_suite:
-                self.fail(ILLEGAL_PARAMETER, "ServerHello cipher suite differs from the "
-                          "HelloRetryRequest's")
+            self._record_version = sh.selected_version
+            self._start_half(Tls12Client(self._context(sh)))
 
     def _tls13_server_hello(self, sh: ServerHello) -> None:
-        share = sh.key_share
-        if share is None:
-            self.fail(109, "TLS 1.3 ServerHello without key_share (PSK-only resumption was "
-                      "not offered)")
-        group, key = share  # type: ignore[misc]
-        if self.hrr is not None and self.hrr.hrr_selected_group not in (None, group):
-            self.fail(ILLEGAL_PARAMETER, f"ServerHello key share for "
-                      f"{registry.group_label(group)}, the HelloRetryRequest asked for "
-                      f"{registry.group_label(self.hrr.hrr_selected_group or 0)}")
-        mine = self.shares.get(group)
-        if mine is None:
-            if group in self.hellos[-1].supported_groups and \
-                    any(e.group == group for e in self.hellos[-1].key_shares):
-                # We offered a share we cannot compute (offer-only group).
-                self.stop_incomplete(f"{registry.group_label(group)} cannot be computed here")
-                return
-            self.fail(ILLEGAL_PARAMETER, f"server answered with a key share for "
-                      f"{registry.group_label(group)}, for which the client sent no share")
+        found = serverhello.tls13_share(sh, self.hrr, self.hellos[-1], self.shares)
+        if isinstance(found, str):
+            self.stop_incomplete(found)  # we offered a share we cannot compute
+            return
+        group, mine, key = found
         try:
-            self.shared_secret = mine.shared_secret(key)  # type: ignore[union-attr]
+            self.shared_secret = mine.shared_secret(key)
         except kex.InvalidShare as exc:
             self.share_problem = str(exc)
             self.fail(ILLEGAL_PARAMETER, f"invalid server key share for "
@@ -390,32 +356,16 @@ class ClientHandshake:
             self.stop_incomplete(f"no record protection for "
                                  f"{registry.suite_label(sh.cipher_suite)}")
             return
-        from tlsprobe.engine.tls13 import Tls13Client
-        self.version_state = Tls13Client(self, sh, self.shared_secret or b"")
+        self._start_half(Tls13Client(self._context(sh), self.shared_secret))
 
     def _hello_retry(self, hrr: ServerHello, raw: bytes) -> None:
-        if self.hrr is not None:
-            self.fail(UNEXPECTED_MESSAGE, "server sent a second HelloRetryRequest")
-        if self.server_hello is not None:
-            self.fail(UNEXPECTED_MESSAGE, "HelloRetryRequest after ServerHello")
-        extcheck.check_extensions(self, extcheck.HRR, hrr.extensions)
-        extcheck.check_legacy_version(self, hrr)
+        serverhello.check_hello_retry_form(hrr, self.config, self.hellos[-1])
         self.hrr = hrr
+        if self.built is None:
+            raise HandshakeFailure(FailureKind.PROTOCOL, "HelloRetryRequest before start()")
+        serverhello.check_hello_retry_change(hrr, self.config, self.shares)
         group = hrr.hrr_selected_group
         cookie_ext = hrr.extension(44)
-        if group is None and cookie_ext is None:
-            self.fail(ILLEGAL_PARAMETER, "HelloRetryRequest that changes nothing "
-                      "(no group, no cookie)")
-        if self.built is None:
-            raise HandshakeFailure("protocol", "HelloRetryRequest before start()")
-        offered_groups = self.config.offered_groups()
-        if group is not None:
-            if group not in offered_groups:
-                self.fail(ILLEGAL_PARAMETER, f"HelloRetryRequest asks for "
-                          f"{registry.group_label(group)}, which was not offered")
-            if group in self.shares or group in self.config.share_groups():
-                self.fail(ILLEGAL_PARAMETER, f"HelloRetryRequest asks for "
-                          f"{registry.group_label(group)}, for which a share was already sent")
         cookie = None
         if cookie_ext is not None:
             from tlsprobe.wire.ext_decoders import WHERE_HRR, decode_extension
@@ -447,16 +397,4 @@ class ClientHandshake:
         if warnings:
             text += f" (after a warning alert {registry.alert_name(warnings[-1])} " \
                 f"({warnings[-1]}))"
-        raise HandshakeFailure("closed", text)
-
-
-def _label(ev: Event) -> str:
-    """What a server event is called in a verdict on it (a HelloRetryRequest by its name)."""
-    if isinstance(ev, MessageEvent):
-        if ev.msg_type == HandshakeType.server_hello and \
-                ev.raw[6:38] == HELLO_RETRY_REQUEST_RANDOM:
-            return "HelloRetryRequest"
-        return message_label(ev.msg_type)
-    if isinstance(ev, AlertEvent):
-        return "alert"
-    return "record"
+        raise HandshakeFailure(FailureKind.CLOSED, text)

@@ -22,12 +22,12 @@ parsers), each failure naming the rule broken:
   (illegal_parameter, RFC 7301 3.2);
 - renegotiation_info on an initial handshake: an empty renegotiated_connection
   (handshake_failure, RFC 5746 3.4).
+A broken rule raises engine.verdict.Refusal; ClientHandshake sends its alert.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from tlsprobe import registry
 from tlsprobe.engine.common import (
@@ -36,6 +36,7 @@ from tlsprobe.engine.common import (
     ILLEGAL_PARAMETER,
     UNSUPPORTED_EXTENSION,
 )
+from tlsprobe.engine.verdict import Refusal
 from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.ext_decoders import (
     WHERE_CERTIFICATE,
@@ -48,10 +49,7 @@ from tlsprobe.wire.ext_decoders import (
     quoted_name,
 )
 from tlsprobe.wire.extensions import Extension
-from tlsprobe.wire.hello import ServerHello
-
-if TYPE_CHECKING:
-    from tlsprobe.engine.client import ClientHandshake
+from tlsprobe.wire.hello import ClientHello, ServerHello
 
 # The messages a server's extensions come in (contexts of RFC 8446 4.2's table)
 SH12, SH13, HRR, EE, CT, CR, NST = ("TLS 1.2 ServerHello", "ServerHello", "HelloRetryRequest",
@@ -123,67 +121,69 @@ def decode_extensions(extensions: Iterable[Extension], context: str, prefix: str
             raise DecodeError(exc.reason, exc.offset, prefix + path) from None
 
 
-def _offered(hs: ClientHandshake) -> set[int]:
-    hello = hs.hellos[-1]
+def _offered(hello: ClientHello) -> set[int]:
     types = {e.type for e in hello.extensions}
     if KEY_SHARE in types:
         types.add(KEY_SHARE_DRAFT)  # a draft server answers key_share with type 40
     return types
 
 
-def check_extensions(hs: ClientHandshake, context: str, extensions: Iterable[Extension],
-                     label: str | None = None) -> None:
-    """The structural rules (context, duplicates, solicitation), then the value rules."""
+def check_extensions(offered_hello: ClientHello, alpn: tuple[str, ...], context: str,
+                     extensions: Iterable[Extension], label: str | None = None) -> None:
+    """The structural rules (context, duplicates, solicitation), then the value rules.
+    `offered_hello` is the ClientHello answered, `alpn` the protocols it offered."""
     label = label or context
     tls12 = context == SH12
     rfc = "RFC 5246 7.4.1.4" if tls12 else "RFC 8446 4.2"
-    offered = _offered(hs)
+    offered = _offered(offered_hello)
     seen: set[int] = set()
     for e in extensions:
         name = _name(e.type)
         allowed = ALLOWED.get(e.type)
         if allowed is not None and context not in allowed:
-            hs.fail(ILLEGAL_PARAMETER, f"server sent {name} in its {label}, where it is not "
-                    f"allowed (RFC 8446 4.2)")
+            raise Refusal(ILLEGAL_PARAMETER, f"server sent {name} in its {label}, where it "
+                          f"is not allowed (RFC 8446 4.2)")
         if e.type in seen:
-            hs.fail(ILLEGAL_PARAMETER, f"server sent {name} twice in its {label} "
-                    f"({rfc}: one extension of each type)")
+            raise Refusal(ILLEGAL_PARAMETER, f"server sent {name} twice in its {label} "
+                          f"({rfc}: one extension of each type)")
         seen.add(e.type)
         if context in ANSWERS and e.type not in offered and e.type not in EXEMPT and \
                 not (context == HRR and e.type == COOKIE):
             where = "RFC 8446 4.4.2" if context == CT else rfc
-            hs.fail(UNSUPPORTED_EXTENSION, f"server sent {name} in its {label}, which the "
-                    f"client did not offer ({where})")
+            raise Refusal(UNSUPPORTED_EXTENSION, f"server sent {name} in its {label}, which "
+                          f"the client did not offer ({where})")
     for e in extensions:
         if e.type == ALPN:
-            _alpn(hs, e, label)
+            _alpn(alpn, e, label)
         elif e.type == RENEGOTIATION_INFO and e.data != b"\x00":
-            hs.fail(HANDSHAKE_FAILURE, f"server sent a non-empty renegotiation_info in the "
-                    f"{label} of an initial handshake (RFC 5746 3.4)")
+            raise Refusal(HANDSHAKE_FAILURE, f"server sent a non-empty renegotiation_info in "
+                          f"the {label} of an initial handshake (RFC 5746 3.4)")
 
 
-def _alpn(hs: ClientHandshake, e: Extension, label: str) -> None:
+def _alpn(alpn: tuple[str, ...], e: Extension, label: str) -> None:
     protocols: list[bytes] = decode_extension(ALPN, e.data, WHERE_SERVER_HELLO)
     if len(protocols) != 1:
-        hs.fail(DECODE_ERROR, f"server sent {len(protocols)} ALPN protocols in its {label} "
-                "(RFC 7301 3.1: exactly one)")
-    offered = [p.encode("latin-1") for p in hs.config.alpn]
+        raise Refusal(DECODE_ERROR, f"server sent {len(protocols)} ALPN protocols in its "
+                      f"{label} (RFC 7301 3.1: exactly one)")
+    offered = [p.encode("latin-1") for p in alpn]
     if protocols[0] not in offered:
-        hs.fail(ILLEGAL_PARAMETER, f"server chose ALPN protocol {quoted_name(protocols[0], 40)}"
-                ", which the client did not offer (RFC 7301 3.2)")
+        raise Refusal(ILLEGAL_PARAMETER, f"server chose ALPN protocol "
+                      f"{quoted_name(protocols[0], 40)}, which the client did not offer "
+                      "(RFC 7301 3.2)")
 
 
-def check_legacy_version(hs: ClientHandshake, sh: ServerHello) -> None:
+def check_legacy_version(sh: ServerHello) -> None:
     """A TLS 1.3 ServerHello or HelloRetryRequest (version in supported_versions) carries
     legacy_version 0x0303 (RFC 8446 4.1.3, 4.1.4); drafts without the extension are not
     concerned."""
     if sh.extension(43) is not None and sh.legacy_version != 0x0303:
         label = HRR if sh.is_hello_retry_request else SH13
-        hs.fail(ILLEGAL_PARAMETER, f"TLS 1.3 {label} with legacy_version "
-                f"0x{sh.legacy_version:04x} (RFC 8446 4.1.3: it must be 0x0303)")
+        raise Refusal(ILLEGAL_PARAMETER, f"TLS 1.3 {label} with legacy_version "
+                      f"0x{sh.legacy_version:04x} (RFC 8446 4.1.3: it must be 0x0303)")
 
 
-def check_message(hs: ClientHandshake, msg_type: int, msg: object, tls13: bool) -> None:
+def check_message(offered_hello: ClientHello, alpn: tuple[str, ...], msg_type: int,
+                  msg: object, tls13: bool) -> None:
     """Decode and check the extensions of one server message after the ServerHello."""
     if not tls13:
         return  # TLS 1.0-1.2 flight messages carry no extensions
@@ -191,10 +191,10 @@ def check_message(hs: ClientHandshake, msg_type: int, msg: object, tls13: bool) 
     if context is not None:
         exts = list(getattr(msg, "extensions", None) or [])
         decode_extensions(exts, context)
-        check_extensions(hs, context, exts)
+        check_extensions(offered_hello, alpn, context, exts)
         return
     if msg_type == 11:
         for i, entry in enumerate(getattr(msg, "certificate_list", None) or []):
             exts = list(getattr(entry, "extensions", None) or [])
             decode_extensions(exts, CT, f"certificate_list[{i}].extensions.")
-            check_extensions(hs, CT, exts, f"Certificate (entry {i})")
+            check_extensions(offered_hello, alpn, CT, exts, f"Certificate (entry {i})")

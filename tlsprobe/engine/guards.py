@@ -7,12 +7,14 @@ and again, warning alerts), or a stream of tiny messages that the trace would ke
 the server did, as soon as a bound is passed: the bounds are tlsprobe's (`Limits`, the
 `--max-*` options), never lengths the server declares. It also decides what the trace
 keeps of each event, so the memory a probe holds is bounded as well.
+A passed bound raises engine.verdict.Refusal; ClientHandshake sends its alert. What the
+guard reads of the handshake is the read-only `HandshakeView`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from tlsprobe import registry
 from tlsprobe.engine.common import (
@@ -23,6 +25,9 @@ from tlsprobe.engine.common import (
     HandshakeFailure,
     is_tls13,
 )
+from tlsprobe.engine.config import ClientConfig
+from tlsprobe.engine.verdict import Refusal, VersionHalf
+from tlsprobe.errors import FailureKind
 from tlsprobe.session.flow import (
     MAX_MESSAGE,
     SERVER,
@@ -33,9 +38,7 @@ from tlsprobe.session.flow import (
     RecordEvent,
 )
 from tlsprobe.wire.certificate import Certificate
-
-if TYPE_CHECKING:
-    from tlsprobe.engine.client import ClientHandshake
+from tlsprobe.wire.hello import ServerHello
 
 CHANGE_CIPHER_SPEC, ALERT, HANDSHAKE, APPLICATION_DATA = 20, 21, 22, 23
 USER_CANCELED = 90
@@ -63,11 +66,27 @@ class Limits:
         return EVENTS_PER_RECORD * self.max_records
 
 
+class HandshakeView(Protocol):
+    """What the guard reads of the handshake (ClientHandshake provides it)."""
+
+    @property
+    def config(self) -> ClientConfig: ...
+
+    @property
+    def server_hello(self) -> ServerHello | None: ...
+
+    @property
+    def version_state(self) -> VersionHalf | None: ...
+
+    @property
+    def handshake_complete(self) -> bool: ...
+
+
 class ServerInput:
     """Counts the server's bytes, records and events for one handshake and enforces the
     limits and the rules about records that carry nothing (RFC 5246 6.2.1, RFC 8446 5)."""
 
-    def __init__(self, hs: ClientHandshake, limits: Limits) -> None:
+    def __init__(self, hs: HandshakeView, limits: Limits) -> None:
         self.hs = hs
         self.limits = limits
         self.bytes = 0
@@ -81,15 +100,15 @@ class ServerInput:
     def on_bytes(self, n: int) -> None:
         self.bytes += n
         if self.bytes > self.limits.max_bytes:
-            self.hs.fail(INTERNAL_ERROR, f"server sent more than {self.limits.max_bytes} "
-                         "bytes (--max-bytes)")
+            raise Refusal(INTERNAL_ERROR, f"server sent more than {self.limits.max_bytes} "
+                          "bytes (--max-bytes)")
 
     def on_event(self, ev: Event) -> None:
         """Check one event from the server before the state machine handles it."""
         self.events += 1
         if self.events > self.limits.max_events:
-            self.hs.fail(INTERNAL_ERROR, f"server sent more than {self.limits.max_events} "
-                         "records, messages and alerts (4 x --max-records)")
+            raise Refusal(INTERNAL_ERROR, f"server sent more than {self.limits.max_events} "
+                          "records, messages and alerts (4 x --max-records)")
         if isinstance(ev, RecordEvent):
             self._record(ev)
         elif isinstance(ev, InnerContentEvent):
@@ -102,8 +121,8 @@ class ServerInput:
     def _record(self, ev: RecordEvent) -> None:
         self.records += 1
         if self.records > self.limits.max_records:
-            self.hs.fail(INTERNAL_ERROR, f"server sent more than {self.limits.max_records} "
-                         "records (--max-records)")
+            raise Refusal(INTERNAL_ERROR, f"server sent more than {self.limits.max_records} "
+                          "records (--max-records)")
         self.last_record = ev
         self.content_type = ev.record.content_type
         if not ev.protected and ev.fragment_length == 0:
@@ -116,17 +135,17 @@ class ServerInput:
             return
         what = registry.content_type_name(content_type)
         how = "an encrypted record of padding only" if protected else "a zero-length record"
-        self.hs.fail(UNEXPECTED_MESSAGE, f"server sent an empty {what} record ({how}; "
-                     "RFC 5246 6.2.1 and RFC 8446 5.1 forbid them)")
+        raise Refusal(UNEXPECTED_MESSAGE, f"server sent an empty {what} record ({how}; "
+                      "RFC 5246 6.2.1 and RFC 8446 5.1 forbid them)")
 
     def _change_cipher_spec(self, ev: ChangeCipherSpecEvent) -> None:
         hs = self.hs
         if ev.raw != b"\x01":
-            hs.fail(UNEXPECTED_MESSAGE, f"server sent a malformed ChangeCipherSpec "
-                    f"({ev.raw[:8].hex()}, not 01)")
+            raise Refusal(UNEXPECTED_MESSAGE, f"server sent a malformed ChangeCipherSpec "
+                          f"({ev.raw[:8].hex()}, not 01)")
         if self.last_record is not None and self.last_record.protected:
-            hs.fail(UNEXPECTED_MESSAGE, "server sent an encrypted ChangeCipherSpec "
-                    "(RFC 8446 5)")
+            raise Refusal(UNEXPECTED_MESSAGE, "server sent an encrypted ChangeCipherSpec "
+                          "(RFC 8446 5)")
         version_state = hs.version_state
         if version_state is not None and not getattr(version_state, "tls13", False):
             return  # TLS 1.0-1.2: the state machine decides (one, before the Finished)
@@ -134,10 +153,10 @@ class ServerInput:
         # ServerHello when only TLS 1.2 and older were offered.
         self.change_cipher_specs += 1
         if hs.server_hello is None and not hs.config.offers_tls13:
-            hs.fail(UNEXPECTED_MESSAGE, "server sent ChangeCipherSpec before ServerHello")
+            raise Refusal(UNEXPECTED_MESSAGE, "server sent ChangeCipherSpec before ServerHello")
         if self.change_cipher_specs > MAX_CHANGE_CIPHER_SPECS:
-            hs.fail(UNEXPECTED_MESSAGE, f"server sent {self.change_cipher_specs} "
-                    "ChangeCipherSpec records; a TLS 1.3 server sends one (RFC 8446 D.4)")
+            raise Refusal(UNEXPECTED_MESSAGE, f"server sent {self.change_cipher_specs} "
+                          "ChangeCipherSpec records; a TLS 1.3 server sends one (RFC 8446 D.4)")
 
     def warning_alert(self, description: int) -> bool:
         """True when the handshake goes on after this warning alert (it is counted; too many
@@ -156,8 +175,8 @@ class ServerInput:
         self.warning_alerts.append(description)
         if len(self.warning_alerts) > MAX_WARNING_ALERTS:
             name = registry.alert_name(description)
-            raise HandshakeFailure("alert", f"server sent {len(self.warning_alerts)} warning "
-                                   f"alerts (last: {name} ({description})); at most "
+            raise HandshakeFailure(FailureKind.ALERT, f"server sent {len(self.warning_alerts)} "
+                                   f"warning alerts (last: {name} ({description})); at most "
                                    f"{MAX_WARNING_ALERTS} are accepted", description)
         return True
 
@@ -166,16 +185,16 @@ class ServerInput:
         7.4.2, RFC 8446 4.4.2); OpenSSL refuses a chain with an unparsable entry too."""
         n = len(msg.certificate_list)
         if n > self.limits.max_chain:
-            self.hs.fail(BAD_CERTIFICATE, f"server sent a chain of {n} certificates, more "
-                         f"than {self.limits.max_chain} (--max-chain)")
+            raise Refusal(BAD_CERTIFICATE, f"server sent a chain of {n} certificates, more "
+                          f"than {self.limits.max_chain} (--max-chain)")
         from cryptography import x509
         for i, der in enumerate(msg.certificates):
             try:
                 x509.load_der_x509_certificate(der)
             except ValueError as exc:
                 what = "leaf" if i == 0 else f"entry {i} (of {n})"
-                self.hs.fail(BAD_CERTIFICATE, f"server sent a certificate chain whose {what} "
-                             f"is not a parsable DER certificate: {str(exc)[:120]}")
+                raise Refusal(BAD_CERTIFICATE, f"server sent a certificate chain whose {what} "
+                              f"is not a parsable DER certificate: {str(exc)[:120]}")
 
     def application_data(self, ev: ApplicationDataEvent) -> None:
         """Application data (or another opaque content type) before the handshake ended."""
@@ -188,14 +207,14 @@ class ServerInput:
         content_type = self.content_type or APPLICATION_DATA
         if content_type != APPLICATION_DATA:
             what = f"a {registry.content_type_name(content_type)} record ({content_type})"
-            hs.fail(UNEXPECTED_MESSAGE, f"server sent {what}, which was not negotiated")
+            raise Refusal(UNEXPECTED_MESSAGE, f"server sent {what}, which was not negotiated")
         if hs.server_hello is None:
             when = "before the handshake (before ServerHello)"
         elif is_tls13(hs.server_hello.selected_version) and unprotected:
             when = "unencrypted, before the handshake was complete"
         else:
             when = "before its Finished (the handshake was not complete)"
-        hs.fail(UNEXPECTED_MESSAGE, f"server sent application data {when}")
+        raise Refusal(UNEXPECTED_MESSAGE, f"server sent application data {when}")
 
     def for_trace(self, ev: Event) -> Event:
         """What the trace keeps of `ev`: record headers without their fragments, application

@@ -11,31 +11,35 @@ for the ServerHello's session id) and both randoms give the key block; the sessi
 A TLS 1.0-1.2 ServerHello that chose DEFLATE (RFC 3749) compresses every protected record
 after decryption: one zlib stream per direction, each record's output bounded to 2^14
 bytes (RFC 5246 6.2.2 allows 1024 more), so a decompression bomb costs no memory.
-All cryptography is the engine's (keyschedule, prf, protection).
+All cryptography is the engine's (keyschedule, prf, protection); the TLS 1.3 epochs
+(handshake, application after Finished, next after KeyUpdate) are engine.epochs', as in
+the client engine.
 """
 
 from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from typing import Any
 
 from tlsprobe import registry
 from tlsprobe.engine import keylog as kl
 from tlsprobe.engine.common import RecordDeprotector
 from tlsprobe.engine.keylog import KeyLog
-from tlsprobe.engine.keyschedule import (
-    next_traffic_secret,
-    tls13_hash_name,
-    traffic_keys,
-)
+from tlsprobe.engine.epochs import TrafficEpochs, tls13_protection
+from tlsprobe.engine.keyschedule import tls13_hash_name
 from tlsprobe.engine.prf import key_block
-from tlsprobe.engine.protection import Tls13Protection, protections_from_key_block
-from tlsprobe.engine.suites import protection_params, suite_params, unsupported_reason
+from tlsprobe.engine.protection import protections_from_key_block
+from tlsprobe.engine.suites import (
+    SuiteParams,
+    protection_params,
+    suite_params,
+    unsupported_reason,
+)
 from tlsprobe.offline.facts import CLIENT, SERVER, Facts
 from tlsprobe.session.flow import Deprotector, UndecryptableEarlyData
+from tlsprobe.wire.record import Record
 
-SetDeprotector = Callable[[int, "Deprotector | None"], None]
+SetDeprotector = Callable[[int, Deprotector | None], None]
 DEFLATE = 1
 #: RFC 5246 6.2.2: TLSCompressed.length is at most 2^14 + 1024; the plaintext at most 2^14
 MAX_PLAINTEXT = 1 << 14
@@ -53,7 +57,7 @@ class InflatingDeprotector(RecordDeprotector):
         self.inner = inner
         self._zlib = zlib.decompressobj()
 
-    def decrypt(self, record: Any) -> tuple[int, bytes]:
+    def decrypt(self, record: Record) -> tuple[int, bytes]:
         content_type, compressed = self.inner.decrypt(record)
         if len(compressed) > MAX_PLAINTEXT + 1024:
             raise ValueError(f"compressed fragment of {len(compressed)} bytes "
@@ -83,7 +87,7 @@ class EarlyDataDeprotector:
         self.records = 0              # early records decrypted
         self.over = False             # a record opened with the handshake key
 
-    def decrypt(self, record: Any) -> tuple[int, bytes]:
+    def decrypt(self, record: Record) -> tuple[int, bytes]:
         handshake = self.handshake
         if self.over and handshake is not None:
             return handshake.decrypt(record)
@@ -117,10 +121,7 @@ class Decryptor:
         self.matched = False  # the key log has secrets for this connection
         #: why matched keys could not be used: (suite name or "", reason)
         self.unsupported: tuple[str, str] | None = None
-        self._cipher = ""
-        self._hash = "sha256"
-        self._key_len = 0
-        self._app: dict[int, bytes] = {}
+        self._epochs: TrafficEpochs | None = None   # TLS 1.3, once the keys are installed
         self._early: EarlyDataDeprotector | None = None
         self._client_handshake: RecordDeprotector | None = None
 
@@ -144,8 +145,8 @@ class Decryptor:
             hash_name = tls13_hash_name(code)
             if hash_name is None or _HASH_LEN.get(hash_name) != len(secret):
                 continue
-            key, iv = traffic_keys(secret, params.key_len, 12, hash_name)
-            candidates.append(RecordDeprotector(Tls13Protection(params.cipher, key, iv)))
+            candidates.append(RecordDeprotector(tls13_protection(params.cipher, params.key_len,
+                                                                 hash_name, secret)))
         if candidates:
             self._early = EarlyDataDeprotector(candidates)
             self.set(CLIENT, self._early)
@@ -188,13 +189,12 @@ class Decryptor:
             self.unsupported = ("", problem)
         return problem
 
-    def _tls13(self, params: object, secrets: dict[str, bytes],
+    def _tls13(self, params: SuiteParams, secrets: dict[str, bytes],
                early_data: bool) -> str | None:
         if kl.SERVER_HANDSHAKE_TRAFFIC_SECRET not in secrets:
             return "key log has no TLS 1.3 handshake traffic secrets for this connection"
-        self._cipher = params.cipher  # type: ignore[attr-defined]
-        self._key_len = params.key_len  # type: ignore[attr-defined]
-        self._hash = tls13_hash_name(params.code)  # type: ignore[attr-defined]
+        epochs = self._epochs = TrafficEpochs(params.cipher, params.key_len,
+                                              tls13_hash_name(params.code))
         for side in (CLIENT, SERVER):
             secret = secrets.get(_HANDSHAKE[side])
             protection = self._protection(secret) if secret is not None else None
@@ -209,11 +209,12 @@ class Decryptor:
             elif protection is not None:
                 self.set(side, protection)
             if _APP[side] in secrets:
-                self._app[side] = secrets[_APP[side]]
+                epochs.set_application(side, secrets[_APP[side]])
         self.active = True
         return None
 
-    def _tls12(self, params: object, secrets: dict[str, bytes], facts: Facts) -> str | None:
+    def _tls12(self, params: SuiteParams, secrets: dict[str, bytes],
+               facts: Facts) -> str | None:
         master = secrets.get(kl.CLIENT_RANDOM)
         sh = facts.server_hello
         if master is None or sh is None:
@@ -222,10 +223,10 @@ class Decryptor:
             return (f"compression method {sh.compression_method} is not one tlsprobe can "
                     "undo: the protected records are not read")
         version = sh.selected_version
-        mac_len, key_len, iv_len = params.key_material(version)  # type: ignore[attr-defined]
-        block = key_block(version, params.prf_hash, master,  # type: ignore[attr-defined]
+        mac_len, key_len, iv_len = params.key_material(version)
+        block = key_block(version, params.prf_hash, master,
                           facts.client_hellos[0].random, sh.random, mac_len, key_len, iv_len)
-        client, server = protections_from_key_block(params, block, version,  # type: ignore
+        client, server = protections_from_key_block(params, block, version,
                                                     sh.encrypt_then_mac)
         for side, protection in ((CLIENT, client), (SERVER, server)):
             deprotector = RecordDeprotector(protection)
@@ -235,23 +236,24 @@ class Decryptor:
         return None
 
     def _protection(self, secret: bytes) -> RecordDeprotector:
-        key, iv = traffic_keys(secret, self._key_len, 12, self._hash)
-        return RecordDeprotector(Tls13Protection(self._cipher, key, iv))
+        if self._epochs is None:
+            raise ValueError("TLS 1.3 keys before the ServerHello")
+        return RecordDeprotector(self._epochs.protection(secret))
 
     def on_end_of_early_data(self) -> None:
         """The client's EndOfEarlyData: its next records use the handshake key."""
-        if self._early is not None and self._cipher:
+        if self._early is not None and self._epochs is not None:
             self.set(CLIENT, self._client_handshake)
 
     def on_finished(self, direction: int) -> None:
         """TLS 1.3: that side's next records use its application traffic secret."""
-        if self._cipher:
-            secret = self._app.get(direction)
+        if self._epochs is not None:
+            secret = self._epochs.finished(direction)
             self.set(direction, self._protection(secret) if secret is not None else None)
 
     def on_key_update(self, direction: int) -> None:
         """TLS 1.3 KeyUpdate sent by `direction`: its next records use the next secret."""
-        secret = self._app.get(direction)
-        if self._cipher and secret is not None:
-            self._app[direction] = next_traffic_secret(secret, self._hash)
-            self.set(direction, self._protection(self._app[direction]))
+        if self._epochs is not None:
+            secret = self._epochs.key_update(direction)
+            if secret is not None:
+                self.set(direction, self._protection(secret))

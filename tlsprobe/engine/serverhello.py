@@ -1,0 +1,145 @@
+"""The client's checks of a ServerHello and a HelloRetryRequest against what it offered.
+
+Pure functions of the hello and the offer (config, ClientHellos sent, key shares); each
+broken rule raises engine.verdict.Refusal naming the RFC rule, and ClientHandshake, which
+owns the handshake's state, sends the alert. Split from engine.client so that the state
+machine reads as its transitions and these read as the rules.
+"""
+
+from __future__ import annotations
+
+from tlsprobe import kex, registry
+from tlsprobe.engine import extcheck
+from tlsprobe.engine.common import (
+    ILLEGAL_PARAMETER,
+    TLS12,
+    TLS13,
+    UNEXPECTED_MESSAGE,
+    is_tls13,
+    message_label,
+)
+from tlsprobe.engine.config import ClientConfig
+from tlsprobe.engine.suites import suite_params
+from tlsprobe.engine.verdict import Refusal
+from tlsprobe.registry import HandshakeType
+from tlsprobe.session.flow import AlertEvent, Event, MessageEvent
+from tlsprobe.wire.hello import HELLO_RETRY_REQUEST_RANDOM, ClientHello, ServerHello
+
+MISSING_EXTENSION = 109
+
+
+def check_choice(sh: ServerHello, offered: ClientHello) -> None:
+    """The cipher suite and compression method (of a ServerHello or an HRR) were offered."""
+    if sh.cipher_suite not in offered.cipher_suites:
+        raise Refusal(ILLEGAL_PARAMETER, f"server chose cipher suite "
+                      f"{registry.suite_label(sh.cipher_suite)} which was not offered")
+    if sh.legacy_compression_method not in offered.legacy_compression_methods:
+        method = {1: " (DEFLATE)", 64: " (LZS)"}.get(sh.legacy_compression_method, "")
+        raise Refusal(ILLEGAL_PARAMETER, f"server chose compression method "
+                      f"{sh.legacy_compression_method}{method}, which was not offered")
+
+
+def check_server_hello(sh: ServerHello, config: ClientConfig, offered: ClientHello,
+                       hrr: ServerHello | None) -> None:
+    """A ServerHello (not an HRR): version offered, its extensions, suite for the version,
+    downgrade sentinel, and for TLS 1.3 the legacy fields and agreement with the HRR."""
+    version = sh.selected_version
+    if version not in config.versions:
+        raise Refusal(ILLEGAL_PARAMETER, f"server chose {registry.version_name(version)}, "
+                      "which was not offered")
+    extcheck.check_extensions(offered, config.alpn,
+                              extcheck.SH13 if is_tls13(version) else extcheck.SH12,
+                              sh.extensions)
+    params = suite_params(sh.cipher_suite)
+    if params is not None and params.tls13 != is_tls13(version):
+        raise Refusal(ILLEGAL_PARAMETER, f"server chose "
+                      f"{registry.suite_label(sh.cipher_suite)} with "
+                      f"{registry.version_name(version)}")
+    sentinel = sh.downgrade_sentinel
+    offered_max = max(config.versions)
+    if sentinel is not None and version < TLS13 and (
+            (sentinel == TLS12 and config.offers_tls13) or
+            (sentinel == 0x0302 and version < TLS12 and offered_max >= TLS12)):
+        raise Refusal(ILLEGAL_PARAMETER, f"ServerHello.random carries the downgrade sentinel "
+                      f"for {registry.version_name(sentinel)} although a higher version was "
+                      "offered (RFC 8446 4.1.3)")
+    if is_tls13(version):
+        extcheck.check_legacy_version(sh)
+        if sh.legacy_session_id_echo != offered.legacy_session_id:
+            raise Refusal(ILLEGAL_PARAMETER, "TLS 1.3 ServerHello does not echo the "
+                          "legacy_session_id")
+        if hrr is not None and sh.cipher_suite != hrr.cipher_suite:
+            raise Refusal(ILLEGAL_PARAMETER, "ServerHello cipher suite differs from the "
+                          "HelloRetryRequest's")
+
+
+def tls13_share(sh: ServerHello, hrr: ServerHello | None, offered: ClientHello,
+                shares: dict[int, kex.KeyShare]) -> tuple[int, kex.KeyShare, bytes] | str:
+    """The server's group, our key share for it and the server's key, or why the
+    engine cannot compute the secret (an offer-only group): the handshake stops there."""
+    share = sh.key_share
+    if share is None:
+        raise Refusal(MISSING_EXTENSION, "TLS 1.3 ServerHello without key_share (PSK-only "
+                      "resumption was not offered)")
+    group, key = share
+    if hrr is not None and hrr.hrr_selected_group not in (None, group):
+        raise Refusal(ILLEGAL_PARAMETER, f"ServerHello key share for "
+                      f"{registry.group_label(group)}, the HelloRetryRequest asked for "
+                      f"{registry.group_label(hrr.hrr_selected_group or 0)}")
+    mine = shares.get(group)
+    if mine is None:
+        if group in offered.supported_groups and \
+                any(e.group == group for e in offered.key_shares):
+            return f"{registry.group_label(group)} cannot be computed here"
+        raise Refusal(ILLEGAL_PARAMETER, f"server answered with a key share for "
+                      f"{registry.group_label(group)}, for which the client sent no share")
+    return group, mine, key
+
+
+def check_hello_retry_form(hrr: ServerHello, config: ClientConfig,
+                           offered: ClientHello) -> None:
+    """A HelloRetryRequest's extensions and legacy_version."""
+    extcheck.check_extensions(offered, config.alpn, extcheck.HRR, hrr.extensions)
+    extcheck.check_legacy_version(hrr)
+
+
+def check_hello_retry_change(hrr: ServerHello, config: ClientConfig,
+                             shares: dict[int, kex.KeyShare]) -> None:
+    """A HelloRetryRequest changes something the client can do: it asks for a group
+    offered without a share, or sends a cookie."""
+    group = hrr.hrr_selected_group
+    if group is None and hrr.extension(44) is None:
+        raise Refusal(ILLEGAL_PARAMETER, "HelloRetryRequest that changes nothing "
+                      "(no group, no cookie)")
+    if group is not None:
+        if group not in config.offered_groups():
+            raise Refusal(ILLEGAL_PARAMETER, f"HelloRetryRequest asks for "
+                          f"{registry.group_label(group)}, which was not offered")
+        if group in shares or group in config.share_groups():
+            raise Refusal(ILLEGAL_PARAMETER, f"HelloRetryRequest asks for "
+                          f"{registry.group_label(group)}, for which a share was already "
+                          "sent")
+
+
+def second_hello(sh: ServerHello, server_hello: ServerHello | None,
+                 hrr: ServerHello | None) -> None:
+    """At most one HelloRetryRequest, then one ServerHello."""
+    if sh.is_hello_retry_request:
+        if hrr is not None:
+            raise Refusal(UNEXPECTED_MESSAGE, "server sent a second HelloRetryRequest")
+        if server_hello is not None:
+            raise Refusal(UNEXPECTED_MESSAGE, "HelloRetryRequest after ServerHello")
+    elif server_hello is not None:
+        raise Refusal(UNEXPECTED_MESSAGE, "server sent a second ServerHello")
+
+
+def event_label(ev: Event) -> str:
+    """What a server event is called in a verdict on it (a HelloRetryRequest by its name)."""
+    if isinstance(ev, MessageEvent):
+        if ev.msg_type == HandshakeType.server_hello and \
+                ev.raw[6:38] == HELLO_RETRY_REQUEST_RANDOM:
+            return "HelloRetryRequest"
+        return message_label(ev.msg_type)
+    if isinstance(ev, AlertEvent):
+        return "alert"
+    return "record"
