@@ -30,7 +30,8 @@ COMMANDS = ("scan", "pcap", "speed", "demo", "timing")
 # figures ..."), and the catalog is made of `cryptography` objects (and the FFDHE primes of
 # tlsprobe.kex): that help alone imports them, when it is shown (ArgumentParser's
 # epilog_factory), never to build the parser.
-ALLOWED = {("speed", "--help"): ("cryptography", "tlsprobe.kex")}
+ALLOWED: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("speed", "--help"): ("cryptography", "tlsprobe.kex")}
 
 _IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|( *)(\S+)$", re.MULTILINE)
 _MODULES = """\
