@@ -1,6 +1,9 @@
 """Command line: argument parsing, dispatch and exit codes only.
 
 `tlsprobe HOST[:PORT] [options]` probes a server; `tlsprobe SUBCOMMAND ...` runs the others.
+Building a command's parser imports nothing heavy (no engine, registry, kex, wire,
+`cryptography` or rich): each command imports what it needs when it runs, so that `--help`,
+`--version` and argument errors answer at interpreter speed (tests/test_startup.py).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import NoReturn
 
 from tlsprobe import __version__
@@ -37,7 +41,17 @@ MAX_SECONDS = 86400.0
 
 class ArgumentParser(argparse.ArgumentParser):
     """argparse with one-line errors: `tlsprobe: error: MESSAGE (see tlsprobe [SUB] --help)`,
-    exit 2, instead of the usage block (the README promises one-line errors)."""
+    exit 2, instead of the usage block (the README promises one-line errors).
+
+    `epilog_factory`, when set, makes the epilog when help is shown: an epilog that needs
+    heavy imports (speed's catalog) costs nothing to the runs that never show it."""
+
+    epilog_factory: Callable[[], str] | None = None
+
+    def format_help(self) -> str:
+        if self.epilog_factory is not None:
+            self.epilog, self.epilog_factory = self.epilog_factory(), None
+        return super().format_help()
 
     def error(self, message: str) -> NoReturn:
         message = " ".join(message.split())
@@ -73,7 +87,7 @@ positive_int = _whole_number(1, "at least 1")
 count = _whole_number(0, "0 or more")
 
 
-def _load(name: str):
+def _load(name: str) -> ModuleType:
     return importlib.import_module(f"tlsprobe.commands.{SUBCOMMANDS[name]}")
 
 

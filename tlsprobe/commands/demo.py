@@ -28,8 +28,6 @@ from pathlib import Path
 
 from tlsprobe.errors import UsageError
 from tlsprobe.net.tcp import free_port
-from tlsprobe.registry.lookup import group as group_info
-from tlsprobe.registry.parse import parse_group
 
 DEFAULT_GROUPS = "X25519"
 ECDHE_SUITE = "ECDHE-RSA-AES128-GCM-SHA256"
@@ -99,6 +97,7 @@ class DemoPlan:
 
 def plan(groups_text: str | None, tls13: bool) -> DemoPlan:
     """The s_server options and probe arguments for --groups and --tls1_3."""
+    from tlsprobe.registry.parse import parse_group   # here: the parser imports no registry
     text = DEFAULT_GROUPS if groups_text is None else groups_text
     names = [name.strip() for name in re.split(r"[:,]", text) if name.strip()]
     if not names:
@@ -140,6 +139,7 @@ def plan(groups_text: str | None, tls13: bool) -> DemoPlan:
 
 
 def _info(code: int, attribute: str) -> object:
+    from tlsprobe.registry.lookup import group as group_info
     info = group_info(code)
     return None if info is None else getattr(info, attribute)
 

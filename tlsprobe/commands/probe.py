@@ -13,23 +13,26 @@ import re
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from tlsprobe import kex, registry
 from tlsprobe.cli import positive_int, seconds
-from tlsprobe.engine import config as cfg
-from tlsprobe.engine.client import Limits
 from tlsprobe.errors import EXIT_OK, UsageError, exit_code_for
-from tlsprobe.net.tcp import parse_target
-from tlsprobe.wire.buffer import DecodeError
 
 if TYPE_CHECKING:
+    from tlsprobe.engine.client import Limits
+    from tlsprobe.engine.config import ClientConfig
     from tlsprobe.probes.probe import ProbeRun
 
-
-VERSION_FLAGS = (("tls1_3", cfg.TLS13, "TLS 1.3"), ("tls1_2", cfg.TLS12, "TLS 1.2"),
-                 ("tls1_1", cfg.TLS11, "TLS 1.1"), ("tls1", cfg.TLS10, "TLS 1.0"),
-                 ("ssl3", cfg.SSL30, "SSL 3.0"))
+# The parser is built without importing the engine, the registry or `cryptography` (that
+# keeps `tlsprobe --help` and `--version` fast; tests/test_startup.py checks it): what the
+# options need from those packages is imported when the command runs. The version codes
+# (engine.config.TLS13 ...) and the limits' defaults (engine.guards.Limits) are therefore
+# written out here; tests/test_startup.py checks that they match.
+VERSION_FLAGS = (("tls1_3", 0x0304, "TLS 1.3"), ("tls1_2", 0x0303, "TLS 1.2"),
+                 ("tls1_1", 0x0302, "TLS 1.1"), ("tls1", 0x0301, "TLS 1.0"),
+                 ("ssl3", 0x0300, "SSL 3.0"))
+LIMIT_DEFAULTS = {"max_message": 262144, "max_chain": 16, "max_records": 4096,
+                  "max_bytes": 16 * 2 ** 20}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -89,14 +92,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o.add_argument("--total-timeout", type=seconds, metavar="SECONDS", help="limit for the "
                    "whole probe, from connect to verdict (default: 3 x --timeout)")
     o.add_argument("--max-message", type=positive_int, metavar="BYTES",
-                   help=f"largest handshake message accepted (default {Limits.max_message})")
+                   help="largest handshake message accepted (default "
+                   f"{LIMIT_DEFAULTS['max_message']})")
     o.add_argument("--max-chain", type=positive_int, metavar="N",
                    help=f"most certificates accepted in the server's chain (default "
-                   f"{Limits.max_chain})")
+                   f"{LIMIT_DEFAULTS['max_chain']})")
     o.add_argument("--max-records", type=positive_int, metavar="N",
-                   help=f"most records read from the server (default {Limits.max_records})")
+                   help="most records read from the server (default "
+                   f"{LIMIT_DEFAULTS['max_records']})")
     o.add_argument("--max-bytes", type=positive_int, metavar="BYTES",
-                   help=f"most bytes read from the server (default {Limits.max_bytes})")
+                   help="most bytes read from the server (default "
+                   f"{LIMIT_DEFAULTS['max_bytes']})")
     t = p.add_argument_group("handshake timing (tlsprobe HOST --timing)")
     t.add_argument("--timing", action="store_true", help="time N full handshakes per group "
                    "the server accepts and rank the groups by handshake cost. --tls1_3/--tls1_2 "
@@ -120,6 +126,7 @@ _CIPHER_KEYWORDS = frozenset(re.split(r"\s+", (
 
 
 def limits_from_args(args: argparse.Namespace) -> Limits:
+    from tlsprobe.engine.client import Limits
     values = {name: getattr(args, name, None) for name in LIMIT_OPTIONS}
     for name, value in values.items():
         if value is not None and value < 1:
@@ -155,6 +162,7 @@ def _parse_suites(text: str, option: str, tls13: bool) -> tuple[int, ...]:
     """--ciphers (TLS 1.2 and older) or --ciphersuites (TLS 1.3): suite names or hex ids.
 
     A suite named in the wrong list is refused (hex ids are sent as given, to test servers)."""
+    from tlsprobe import registry
     other = "--ciphers" if tls13 else "--ciphersuites"
     example = "TLS_AES_128_GCM_SHA256" if tls13 else "ECDHE-RSA-AES128-GCM-SHA256"
     out = []
@@ -215,8 +223,11 @@ def _server_name(text: str) -> str:
     return name
 
 
-def config_from_args(args: argparse.Namespace, host: str) -> cfg.ClientConfig:
-    kw: dict = {}
+def config_from_args(args: argparse.Namespace, host: str) -> ClientConfig:
+    from tlsprobe import registry
+    from tlsprobe.engine import config as cfg
+    from tlsprobe.wire.buffer import DecodeError
+    kw: dict[str, Any] = {}   # ClientConfig keyword arguments
     versions = tuple(code for flag, code, _ in VERSION_FLAGS if getattr(args, flag, False))
     if versions:
         kw["versions"] = versions
@@ -265,8 +276,9 @@ def config_from_args(args: argparse.Namespace, host: str) -> cfg.ClientConfig:
     return config
 
 
-def placeholder_note(config: cfg.ClientConfig) -> str | None:
+def placeholder_note(config: ClientConfig) -> str | None:
     """The note for key shares tlsprobe cannot compute (a random placeholder is sent)."""
+    from tlsprobe import kex, registry
     groups = [g for g in config.share_groups()
               if not kex.is_computable(g) and not registry.is_grease(g)]
     names = ", ".join(registry.group_label(g) for g in groups)
@@ -356,6 +368,8 @@ def run(args: argparse.Namespace) -> int:
     # the checks below, name resolution, the handshake and the checks of the server's
     # parameters are all inside it.
     started = getattr(args, "started", None) or time.monotonic()
+    from tlsprobe.engine import config as cfg
+    from tlsprobe.net.tcp import parse_target
     from tlsprobe.probes.probe import ProbeOptions, run_probe
     from tlsprobe.report.escape import shown
     from tlsprobe.report.trace import TraceFormatter

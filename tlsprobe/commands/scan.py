@@ -26,15 +26,18 @@ import sys
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TextIO
 
-from tlsprobe import registry
 from tlsprobe.errors import EXIT_FINDINGS, EXIT_OK, UsageError, exit_code_for
-from tlsprobe.model.audit import SEVERITIES, AuditReport
-from tlsprobe.net.tcp import Target, parse_target
 
 if TYPE_CHECKING:
+    from tlsprobe.model.audit import AuditReport
+    from tlsprobe.net.tcp import Target
     from tlsprobe.policy.load import Policy
 
 CHECKS = ("versions", "groups", "pq", "suites", "sigalgs", "cert")
+#: the audit model's SEVERITIES, written out so that building the parser (--fail-on's
+#: choices and help) imports neither the model nor the registry under it; a test checks
+#: that the two match (tests/test_startup.py)
+SEVERITIES = ("info", "low", "medium", "high", "critical")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -92,12 +95,14 @@ class BadLine:
     error: str      # "FILE:LINE: bad port '99999' in '127.0.0.1:99999': expected 1-65535"
 
     def report(self) -> AuditReport:
+        from tlsprobe.model.audit import AuditReport
         return AuditReport(host=self.text, port=0, error=self.error, error_kind="usage")
 
 
 def _read_targets(args: argparse.Namespace) -> list[Target | BadLine]:
     """Command-line targets (a bad one is a usage error), then the file's lines in order
     (a bad one becomes a BadLine); duplicates are audited once."""
+    from tlsprobe.net.tcp import parse_target
     items: list[Target | BadLine] = [parse_target(t) for t in args.targets]
     if args.targets_file:
         try:
@@ -146,6 +151,7 @@ def _checks(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def _extra_groups(text: str) -> tuple[int, ...]:
+    from tlsprobe import registry
     out = []
     for item in text.replace(":", ",").split(","):
         if item.strip():
@@ -229,6 +235,7 @@ class _Progress:
 
     def report(self, report: AuditReport) -> None:
         if self.progress is not None:
+            from tlsprobe.net.tcp import Target
             where = Target(report.host, report.port).display
             self.progress.update(self.tasks[where], total=1, completed=1,
                                  description=f"{where}: done, {report.total_connections} "
@@ -246,6 +253,7 @@ def _load_policy(spec: str) -> Policy:
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    from tlsprobe.net.tcp import Target
     from tlsprobe.probes.audit import AuditOptions, run_audit
     from tlsprobe.probes.scheduler import Scheduler
     from tlsprobe.policy import load as pol

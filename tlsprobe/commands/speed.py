@@ -17,22 +17,17 @@ import json
 import math
 import sys
 from collections.abc import Callable, Sequence
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from tlsprobe.errors import TlsprobeError, UsageError
-from tlsprobe.speed import (
-    DEFAULT_BLOCK_SIZES,
-    SpeedError,
-    SpeedInterrupted,
-    SpeedReport,
-    UnknownAlgorithm,
-    catalog,
-    figure_total,
-    run_speed,
-    text,
-)
-from tlsprobe.speed import openssl as openssl_compare
-from tlsprobe.speed.base import Algorithm
+
+if TYPE_CHECKING:
+    from tlsprobe.speed import SpeedReport
+    from tlsprobe.speed.base import Algorithm
+
+# tlsprobe.speed (its catalog is built from `cryptography` objects) is imported when the
+# command runs or its help is shown, never to build the parser: `tlsprobe --help`,
+# `--version` and the other commands stay fast (tests/test_startup.py).
 
 # Exit status after Ctrl-C (128 + SIGINT), as cli.py gives for every other command.
 EXIT_INTERRUPTED = 130
@@ -46,6 +41,7 @@ MIN_SECONDS = 0.01
 
 def _openssl_tests() -> int:
     """How many timed tests `openssl speed` runs for --compare-openssl over everything."""
+    from tlsprobe.speed import DEFAULT_BLOCK_SIZES, catalog
     total = 0
     for algorithm in catalog.ALGORITHMS:
         if algorithm.openssl is None:
@@ -60,6 +56,7 @@ def _openssl_tests() -> int:
 
 
 def _time_note() -> str:
+    from tlsprobe.speed import DEFAULT_BLOCK_SIZES, catalog, figure_total
     figures = figure_total(catalog.ALGORITHMS, DEFAULT_BLOCK_SIZES)
     return (f"With no ALGORITHM every algorithm runs: {len(catalog.ALGORITHMS)} algorithms, "
             f"{figures} figures of SECONDS each plus a few seconds of key generation "
@@ -71,7 +68,11 @@ def _time_note() -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.epilog = _time_note()
+    from tlsprobe.cli import ArgumentParser
+    if isinstance(parser, ArgumentParser):
+        parser.epilog_factory = _time_note   # counted from the catalog when --help asks
+    else:
+        parser.epilog = _time_note()
     parser.add_argument("algorithms", nargs="*", metavar="ALGORITHM",
                         help="algorithms or groups to measure (default: all); see --list")
     parser.add_argument("--seconds", default="3", metavar="S",
@@ -115,14 +116,19 @@ def _positive_int(option: str, value: str, limit: int) -> int:
 
 
 def _block_sizes(value: str | None) -> tuple[int, ...]:
+    from tlsprobe.speed import DEFAULT_BLOCK_SIZES
     if value is None:
         return DEFAULT_BLOCK_SIZES
     sizes = [_positive_int("--bytes", part.strip(), _MAX_BLOCK) for part in value.split(",")]
     return tuple(dict.fromkeys(sizes))
 
 
-def list_lines(algorithms: Sequence[Algorithm] = catalog.ALGORITHMS) -> list[str]:
-    """The --list text: each algorithm with its aliases and openssl speed name."""
+def list_lines(algorithms: Sequence[Algorithm] | None = None) -> list[str]:
+    """The --list text: each algorithm (default: the whole catalog) with its aliases and
+    openssl speed name."""
+    from tlsprobe.speed import catalog
+    if algorithms is None:
+        algorithms = catalog.ALGORITHMS
     rows = [("kind", "name", "description", "also accepted", "openssl speed")]
     for algorithm in algorithms:
         spec = algorithm.openssl
@@ -143,8 +149,9 @@ def list_lines(algorithms: Sequence[Algorithm] = catalog.ALGORITHMS) -> list[str
 LIST_SCHEMA = "tlsprobe.speed-list/1"
 
 
-def list_json(algorithms: Sequence[Algorithm] = catalog.ALGORITHMS) -> dict[str, object]:
-    """The --list --json document: each algorithm, what it measures and what it needs.
+def list_json(algorithms: Sequence[Algorithm] | None = None) -> dict[str, object]:
+    """The --list --json document: each algorithm (default: the whole catalog), what it
+    measures and what it needs.
 
     {"schema": "tlsprobe.speed-list/1",
      "algorithms": [{"name": "mlkem768", "kind": "kem", "description": "ML-KEM-768",
@@ -154,6 +161,9 @@ def list_json(algorithms: Sequence[Algorithm] = catalog.ALGORITHMS) -> dict[str,
                      "needs": {"openssl_speed": "OpenSSL 3.5+"}}],  # for --compare-openssl
      "groups": {"aead": ["aes-128-gcm", ...], ...}}   # every group word, whole catalog
     """
+    from tlsprobe.speed import catalog
+    if algorithms is None:
+        algorithms = catalog.ALGORITHMS
     entries: list[dict[str, object]] = []
     for algorithm in algorithms:
         spec = algorithm.openssl
@@ -212,6 +222,7 @@ class _Display:
 
 
 def _selection(names: list[str]) -> list[Algorithm]:
+    from tlsprobe.speed import UnknownAlgorithm, catalog
     try:
         return catalog.resolve(names)
     except UnknownAlgorithm as exc:
@@ -222,6 +233,7 @@ def _openssl_binary(path: str | None) -> str | None:
     """Check an explicit --openssl before minutes of measuring, not after (exit 2)."""
     if path is None:
         return None
+    from tlsprobe.speed import openssl as openssl_compare
     try:
         openssl_compare.check_binary(path)
     except openssl_compare.OpensslUnusable as exc:
@@ -230,6 +242,7 @@ def _openssl_binary(path: str | None) -> str | None:
 
 
 def _print(report: SpeedReport, as_json: bool) -> None:
+    from tlsprobe.speed import text
     if as_json:
         from tlsprobe.model.encode import dumps
         print(dumps(report, indent=2))
@@ -239,6 +252,7 @@ def _print(report: SpeedReport, as_json: bool) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tlsprobe.speed import SpeedError, SpeedInterrupted, figure_total, run_speed
     algorithms = _selection(args.algorithms)
     if args.list:
         if args.json:

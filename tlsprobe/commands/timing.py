@@ -14,12 +14,12 @@ import ipaddress
 import sys
 from typing import IO, Any
 
-from tlsprobe import kex, registry
 from tlsprobe.cli import count, error_line, positive_int, seconds
-from tlsprobe.engine.config import TLS12, TLS13
 from tlsprobe.errors import EXIT_OK, TlsprobeError, UsageError, exit_code_for
-from tlsprobe.net.tcp import parse_target
 
+# engine.config's TLS13 and TLS12, written out: building the parser imports no engine,
+# registry or `cryptography` module (tests/test_startup.py checks both).
+TLS13, TLS12 = 0x0304, 0x0303
 DEFAULT_RUNS = 20
 DEFAULT_WARMUP = 2
 DEFAULT_TIMEOUT = 5.0
@@ -106,6 +106,7 @@ def _sni(args: Any, host: str) -> str | None:
 
 def options_from_args(args: argparse.Namespace, host: str) -> Any:
     """TimingOptions from the --timing-* options (and --sni/--no-sni/--timeout if present)."""
+    from tlsprobe import registry
     from tlsprobe.probes.timing import TimingOptions
     runs = DEFAULT_RUNS if args.timing_runs is None else args.timing_runs
     warmup = DEFAULT_WARMUP if args.timing_warmup is None else args.timing_warmup
@@ -137,6 +138,7 @@ def options_from_args(args: argparse.Namespace, host: str) -> Any:
 def check_explicit_groups(options: Any) -> None:
     """Explicit groups none of which can be timed are a usage error, told before connecting
     (rather than "the enumeration found none", which would blame the server)."""
+    from tlsprobe import kex, registry
     from tlsprobe.probes.timing_plan import explicit_plans
     if not options.groups:
         return
@@ -174,6 +176,7 @@ def run_timing(target_text: str, args: Any, *, out: IO[str] | None = None,
     """Time `target_text` with the options in `args` (an argparse Namespace carrying the
     --timing-* options, or a TimingOptions); prints the table (JSON with args.json) and
     returns the exit code. Errors are one line on stderr, never a traceback."""
+    from tlsprobe.net.tcp import parse_target
     from tlsprobe.probes.timing import TimingOptions, measure_timing
     out = out or sys.stdout
     err = err or sys.stderr

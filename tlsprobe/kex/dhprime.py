@@ -23,12 +23,15 @@ Miller-Rabin rounds on p and on q); on a 9,984-bit prime that took a probe with 
 
 from __future__ import annotations
 
+import json
 import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
 from math import gcd, isqrt, prod
 
 from tlsprobe.errors import NetworkError
@@ -90,12 +93,19 @@ class _OutOfTime(Exception):
 _cache: OrderedDict[int, DhPrimeCheck] = OrderedDict()
 
 
+@lru_cache(maxsize=1)
+def known_dh_primes() -> dict[int, str]:
+    """The well-known primes (tlsprobe/data/known_dh_primes.json: RFC 7919 FFDHE, RFC 3526
+    MODP, RFC 5114), prime -> name ('ffdhe2048', 'modp_2048', 'dh_2048_256', ...)."""
+    text = resources.files("tlsprobe.data").joinpath("known_dh_primes.json").read_text()
+    return {int(row["p"], 16): name for name, row in json.loads(text).items()}
+
+
 def check_dh_prime(p: int, known: dict[int, str] | None = None) -> DhPrimeCheck:
     """The verdict on modulus p, within the current `work_deadline` (see module docstring).
 
     A verdict is cached by p; "unchecked" for want of time is not (more time may come)."""
     if known is None:
-        from .ffdh import known_dh_primes
         known = known_dh_primes()
     if p in known:
         return DhPrimeCheck(KNOWN, known[p])

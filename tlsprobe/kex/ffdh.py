@@ -42,6 +42,7 @@ from cryptography.utils import CryptographyDeprecationWarning
 
 from .base import GroupKex, InvalidShare, KeyShare, UnsupportedGroup
 from .dhprime import COMPOSITE, KNOWN, NOT_SAFE, SAFE, WorkDeadline, check_dh_prime
+from .dhprime import known_dh_primes  # re-exported; its home is dhprime (no import cycle)
 from .ffdhe_primes import FFDHE_GENERATOR, FFDHE_GROUPS
 
 MIN_PRIME_BITS = 512       # cryptography's lower limit
@@ -54,14 +55,6 @@ def _quiet() -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CryptographyDeprecationWarning)
         yield
-
-
-@lru_cache(maxsize=1)
-def known_dh_primes() -> dict[int, str]:
-    """The well-known primes (tlsprobe/data/known_dh_primes.json: RFC 7919 FFDHE, RFC 3526
-    MODP, RFC 5114), prime -> name ('ffdhe2048', 'modp_2048', 'dh_2048_256', ...)."""
-    text = resources.files("tlsprobe.data").joinpath("known_dh_primes.json").read_text()
-    return {int(row["p"], 16): name for name, row in json.loads(text).items()}
 
 
 @lru_cache(maxsize=1)
@@ -223,3 +216,7 @@ class FFDHEKex(GroupKex):
 
 def ffdhe_groups() -> list[GroupKex]:
     return [FFDHEKex(code, name, p) for code, (name, p) in FFDHE_GROUPS.items()]
+
+
+__all__ = ["EXPONENT_BITS", "MAX_PRIME_BITS", "MIN_PRIME_BITS", "DHShare", "FFDHEKex",
+           "check_dh_public", "ffdhe_groups", "known_dh_primes"]

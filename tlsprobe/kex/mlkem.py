@@ -17,6 +17,7 @@ import importlib.util
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol, cast
 
 from cryptography.hazmat.primitives.asymmetric import mlkem as _mlkem
 
@@ -30,6 +31,16 @@ MLKEM_PARAMETERS: dict[int, tuple[str, int, int, int]] = {
     0x0201: ("MLKEM768", 3, 1184, 1088),
     0x0202: ("MLKEM1024", 4, 1568, 1568),
 }
+
+
+class _KyberScheme(Protocol):
+    """What kyber-py's ML_KEM_512 (and _768, _1024) offer (kyber-py has no type hints)."""
+
+    def keygen(self) -> tuple[bytes, bytes]: ...
+
+    def encaps(self, ek: bytes) -> tuple[bytes, bytes]: ...
+
+    def decaps(self, dk: bytes, ct: bytes) -> bytes: ...
 
 
 @dataclass(frozen=True)
@@ -62,10 +73,10 @@ def _kyber_py_backend(level: int) -> KemBackend | None:
     if importlib.util.find_spec("kyber_py") is None:
         return None
 
-    def scheme():  # type: ignore[no-untyped-def]
+    def scheme() -> _KyberScheme:
         from kyber_py import ml_kem  # lazy: pure Python, only for groups cryptography lacks
 
-        return getattr(ml_kem, f"ML_KEM_{level}")
+        return cast(_KyberScheme, getattr(ml_kem, f"ML_KEM_{level}"))
 
     def keygen() -> tuple[bytes, Callable[[bytes], bytes]]:
         kem = scheme()

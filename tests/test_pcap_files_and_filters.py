@@ -1,7 +1,8 @@
-"""`tlsprobe pcap` after the user review: unreadable files (exit 2, one stderr line, nothing
-on stdout), filter messages and values, several files (a File column, rows in order of
-appearance, TCP and QUIC told apart), pipes, conflicting outputs, SSLv2 cipher specs and
-the statistics' wording."""
+"""`tlsprobe pcap`'s input files, filters and outputs: unreadable and missing files (exit 2,
+one stderr line, the good files still read; a JSON capture record for each), filter messages
+and values (--host validation), several files (a File column, rows in order of appearance,
+TCP and QUIC told apart, the first frame of each connection), pipes, conflicting outputs,
+SSLv2 cipher specs, notes of filtered-out connections and the statistics' wording."""
 
 from __future__ import annotations
 
@@ -276,3 +277,94 @@ def test_sslv2_compatible_hello_lists_tls_suites_among_the_specs(run_cli,
                         "openssl_name": "RC4-MD5"}
     # a TLS ClientHello has none
     assert connections(run_cli("pcap", "--jsonl", SEED)[1])[0]["sslv2_cipher_specs"] == []
+
+
+def records(out: str) -> list[dict]:
+    return [json.loads(line) for line in out.splitlines()]
+
+
+# -- 2, 3. missing and unreadable files among good ones ------------------------------------
+def test_a_missing_file_does_not_stop_the_run(run_cli, tmp_path: Path) -> None:
+    missing = tmp_path / "nonexistent.pcap"
+    code, out, err = run_cli("pcap", CAPTURES / "tls12_dhe.pcap", missing,
+                             CAPTURES / "tls12_rsa.pcap")
+    assert code == 2
+    assert one_line(err) == f"tlsprobe: {missing}: no such file"
+    assert "tls12_dhe.pcap" in out and "tls12_rsa.pcap" in out
+
+
+@pytest.mark.parametrize("fmt", ["--json", "--jsonl"])
+def test_json_has_a_capture_record_for_each_unreadable_file(run_cli, tmp_path: Path,
+                                                            fmt: str) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("not a capture\n")
+    missing = tmp_path / "gone.pcap"
+    code, out, err = run_cli("pcap", fmt, missing, text, CAPTURES / "tls12_rsa.pcap")
+    assert code == 2 and len(err.splitlines()) == 2 and "Traceback" not in err
+    if fmt == "--json":
+        doc = json.loads(out)
+        caps, conns = doc["captures"], doc["connections"]
+    else:
+        lines = records(out)
+        caps = [x for x in lines if x["kind"] == "capture"]
+        conns = [x for x in lines if x["kind"] == "connection"]
+    assert [(Path(c["file"]).name, c["error"]) for c in caps] == [
+        ("gone.pcap", "no such file"),
+        ("notes.txt", "not a pcap, pcapng or Network Monitor capture (starts with 6e6f7420)"),
+        ("tls12_rsa.pcap", None)]
+    assert [Path(c["file"]).name for c in conns] == ["tls12_rsa.pcap"]
+    assert caps[0]["tls_connections"] == 0 and caps[2]["tls_connections"] == 1
+
+
+# -- 6. --host validation -------------------------------------------------------------------
+@pytest.mark.parametrize("host", ["[::1", "::1]", "a]b", "[::1]x"])
+def test_malformed_host_is_a_usage_error(run_cli, host: str) -> None:
+    code, out, err = run_cli("pcap", "--host", host, CAPTURES / "tls12_rsa.pcap")
+    assert code == 2 and out == ""
+    assert "unbalanced brackets" in one_line(err)
+
+
+@pytest.mark.parametrize(("host", "matches"), [("[::1]", 0), ("127.0.0.1", 1),
+                                               ("[127.0.0.1]", 1), ("127.0.0.1:43910", 1)])
+def test_well_formed_hosts_still_filter(run_cli, host: str, matches: int) -> None:
+    code, out, _err = run_cli("pcap", "--jsonl", "--host", host, CAPTURES / "tls12_rsa.pcap")
+    assert code == 0
+    assert sum(x["kind"] == "connection" for x in records(out)) == matches
+
+
+# -- 7. many files, notes of filtered-out connections, "(none)" last ------------------------
+def test_nothing_matching_in_many_files_is_one_short_line(run_cli) -> None:
+    files = sorted(CAPTURES.glob("*.pcap"))
+    assert len(files) > 3
+    code, out, _err = run_cli("pcap", "--stats", "--group", "sect163k1", *files)
+    assert code == 0
+    assert re.fullmatch(rf"0 of \d+ TLS connections in {len(files)} files match the "
+                        r"filters\n", out)
+
+
+def test_gap_note_only_for_a_reported_connection(run_cli) -> None:
+    gap = CAPTURES / "tls12_split_gap.pcap"
+    _code, _out, err = run_cli("pcap", gap)
+    assert "ServerKeyExchange not captured" in one_line(err)
+    code, _out, err = run_cli("pcap", "--port", "1", gap)
+    assert code == 0 and err == ""
+
+
+def test_none_rows_sort_last_in_stats(run_cli) -> None:
+    code, out, _err = run_cli("pcap", "--json", "--stats", *sorted(CAPTURES.glob("*.pcap")))
+    assert code == 0
+    groups = [row["name"] for row in json.loads(out)["stats"]["groups"]]
+    assert "(none)" in groups and groups[-1] == "(none)"
+
+
+# -- 5. streamed JSON: every connection says where it starts --------------------------------
+def test_every_json_connection_has_its_first_frame(run_cli) -> None:
+    files = sorted(CAPTURES.glob("*.pcap"))
+    code, out, _err = run_cli("pcap", "--jsonl", *files)
+    assert code == 0
+    conns = [x for x in records(out) if x["kind"] == "connection"]
+    assert len(conns) >= len(files)
+    for c in conns:
+        assert isinstance(c["first_frame"], int) and 1 <= c["first_frame"] <= c["last_frame"]
+    code, out, _err = run_cli("pcap", "--help")
+    assert "first_frame" in out
