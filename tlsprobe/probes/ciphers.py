@@ -45,7 +45,7 @@ async def enumerate_suites(run: TargetRunner, version: int) -> SuiteAudit:
         out = await run.run(_config(run, version, offered), phase, STOP_HELLO)
         choice = _pick(out, version)
         if choice in el.remaining:
-            el.pick(choice, offered)  # type: ignore[arg-type]
+            el.pick(choice, offered)
             continue
         if out.answered:
             el.notes.append(f"stopped: {out.describe()} with cipher suite "

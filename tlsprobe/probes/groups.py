@@ -98,7 +98,7 @@ async def tls13_groups(run: TargetRunner, candidates: list[int]) -> GroupAudit:
         out = await run.run(build(offered), phase, confirm=True)
         if out.status == HELLO_RETRY and out.hrr_group in el.remaining:
             spoken = True
-            el.pick(out.hrr_group, offered)  # type: ignore[arg-type]
+            el.pick(out.hrr_group, offered)
             continue
         if out.refused and el.found:
             el.refuse_rest()
@@ -157,8 +157,8 @@ async def _tls13_with_shares(run: TargetRunner, el: Elimination, phase: str) -> 
             out = await run.run(build(chunk, tuple(chunk)), phase)
             if out.status == SERVER_HELLO and out.group in chunk:
                 spoken = True
-                el.pick(out.group)  # type: ignore[arg-type]
-                chunk.remove(out.group)  # type: ignore[arg-type]
+                el.pick(out.group)
+                chunk.remove(out.group)
                 continue
             if out.refused and len(chunk) > 2 and not split:
                 split = True
@@ -261,7 +261,7 @@ async def _behind_certificate_curve(run: TargetRunner, el: Elimination, build: B
         offered = list(el.remaining)
         out = await run.run(build(offered), phase, STOP_FLIGHT)
         if out.status == SERVER_HELLO and out.group in el.remaining:
-            el.pick(out.group, offered + [cert])  # type: ignore[arg-type]
+            el.pick(out.group, offered + [cert])
         elif not (out.status == SERVER_HELLO and out.group == cert):
             el.give_up(out.describe())
         else:
@@ -293,14 +293,14 @@ def _tls12_step(st: _Tls12State, out: Outcome, ec_offer: list[int], ff_offer: li
         if out.dh_bits:                                   # a DHE answer
             st.dhe_answers += 1
             if out.group in st.ff.remaining:
-                st.ff.pick(out.group, ff_offer)  # type: ignore[arg-type]
+                st.ff.pick(out.group, ff_offer)
                 return True
             st.fixed = dh_parameters(out)
             if st.ff.remaining:
                 # The offered list was ignored: these parameters are fixed, and a group
                 # "picked" earlier was only this same fixed group.
                 if out.group in st.ff.found:
-                    st.ff.found.remove(out.group)  # type: ignore[arg-type]
+                    st.ff.found.remove(out.group)
                 st.ff.notes.append("the server ignores the client's ffdhe groups and sends "
                                    f"fixed DH parameters ({st.fixed.label()})")
             else:
@@ -309,7 +309,7 @@ def _tls12_step(st: _Tls12State, out: Outcome, ec_offer: list[int], ff_offer: li
             st.ff.remaining, st.dhe_open = [], False
             return True
         if out.group in st.ec.remaining:
-            st.ec.pick(out.group, ec_offer)  # type: ignore[arg-type]
+            st.ec.pick(out.group, ec_offer)
             return True
         why = "explicit curve parameters" if out.explicit_curve else \
             f"the server chose {registry.group_label(out.group or 0)}, not offered"

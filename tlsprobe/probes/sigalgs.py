@@ -61,7 +61,7 @@ async def enumerate_sigalgs(run: TargetRunner, version: int) -> tuple[SigalgAudi
             break
         choice = _pick(out, version)
         if choice in el.remaining:
-            el.pick(choice, offered)  # type: ignore[arg-type]
+            el.pick(choice, offered)
             continue
         if choice is not None:
             reason = (f"the server signed with {registry.sigscheme_label(choice)}, which was "

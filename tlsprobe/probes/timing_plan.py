@@ -8,6 +8,7 @@ each suite the audit's cipher enumeration finds (probes/ciphers.py).
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 from dataclasses import dataclass
 
 from tlsprobe import kex, registry
@@ -76,7 +77,7 @@ def plan(version: int, group: int | None, server_name: str | None, *, suite: int
     if (version >= TLS13 or companion == group or group is None or not expect_group
             or _kind(group) != "ECDHE"):
         companion = None
-    kw: dict = {"server_name": server_name, "versions": (version,), "alpn": (),
+    kw: dict[str, Any] = {"server_name": server_name, "versions": (version,), "alpn": (),
                 "signature_algorithms": broad_sigalgs(), "status_request": False}
     if version >= TLS13:
         kw.update(groups=(group,), key_share_groups=(group,),
