@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 from tlsprobe.capture import (
     CaptureStream,
@@ -26,13 +27,16 @@ from tlsprobe.capture import (
     StreamSkipped,
     iter_stream_events,
 )
+from tlsprobe.offline.caches import AnalysisCaches
 from tlsprobe.offline.connection import Connection
+from tlsprobe.offline.datagram import Analyzed
 from tlsprobe.offline.facts import Facts
 from tlsprobe.offline.fast import FastReader
-from tlsprobe.report.offline_model import CaptureSummary, ConnectionReport
+from tlsprobe.report.offline_model import CaptureSummary
 
 if TYPE_CHECKING:
     from tlsprobe.engine.keylog import KeyLog
+    from tlsprobe.offline.flowreader import FormatterFactory
 
 SECRETS_TLS_KEYLOG = 0x544C534B
 MAX_GAP_NOTES = 256  # connections whose lost handshake messages are remembered for notes
@@ -44,7 +48,9 @@ class AnalyzerOptions:
     """`trace`: keep the `--msg` lines of each connection; `keylog`: keys for decryption;
     `embedded_keys`: also use keys from pcapng Decryption Secrets Blocks; `quic`: read
     QUIC Initial packets; `max_trace_records`: records traced (and, with keys, decrypted)
-    per connection before the rest is only counted."""
+    per connection before the rest is only counted; `trace_formatter`: makes the object
+    that turns a connection's events into trace lines (report.trace.TraceFormatter, passed
+    in by the caller: the renderer is not this layer's), needed with `trace`."""
 
     trace: bool = False
     keylog: KeyLog | None = None
@@ -52,11 +58,12 @@ class AnalyzerOptions:
     quic: bool = True
     max_trace_records: int = 2000
     hex_limit: int | None = None
+    trace_formatter: FormatterFactory | None = None
 
-
-class Analyzed(NamedTuple):
-    report: ConnectionReport
-    trace: list[str] | None
+    def __post_init__(self) -> None:
+        if self.trace and self.trace_formatter is None:
+            raise ValueError("a trace needs a trace_formatter (e.g. report.trace."
+                             "TraceFormatter)")
 
 
 @dataclass
@@ -85,7 +92,11 @@ class _CountingReader:
 
 
 class CaptureAnalysis:
-    """Iterator of `Analyzed` for one capture; `summary` is complete once exhausted."""
+    """Iterable of `Analyzed` for one capture; `summary` is complete once exhausted or
+    closed. Its memo tables and memory budget (`caches`) are its own. A caller that may
+    stop early uses it as a context manager (or calls `close`): the open connections,
+    their partial messages and the capture file are released then, whatever the state of
+    the iteration."""
 
     def __init__(self, source: str, options: AnalyzerOptions | None = None,
                  progress: Progress | None = None, display_name: str | None = None) -> None:
@@ -117,6 +128,12 @@ class CaptureAnalysis:
         #: why matched keys were not used: (suite name or "", reason) -> connections
         self.undecrypted: dict[tuple[str, str], int] = {}
         self.summary: CaptureSummary | None = None
+        self.caches = AnalysisCaches()
+        #: open connections; those opened without payload yet (most of a SYN scan): only
+        #: their StreamOpen is kept, the readers are built on the first bytes
+        self._conns: dict[int, Connection] = {}
+        self._opened: dict[int, StreamOpen] = {}
+        self._released = False
         self._quic: Any = None
         self._dtls: Any = None
         self._openvpn: Any = None
@@ -125,13 +142,14 @@ class CaptureAnalysis:
 
     # -- readers --------------------------------------------------------------------------
     def _new(self, key: Any, ts: float, frame: int) -> Connection:
-        facts = Facts()
+        facts = Facts(self.caches)
         opts = self.options
         if opts.trace or self.keylog is not None:
             from tlsprobe.offline.flowreader import FlowReader
-            reader: Any = FlowReader(facts, trace=opts.trace, keylog=self.keylog,
-                                     max_records=opts.max_trace_records,
-                                     hex_limit=opts.hex_limit)
+            formatter = opts.trace_formatter(hex_limit=opts.hex_limit) \
+                if opts.trace and opts.trace_formatter is not None else None
+            reader: Any = FlowReader(facts, formatter=formatter, keylog=self.keylog,
+                                     max_records=opts.max_trace_records)
         else:
             reader = FastReader(facts)
         self.connections += 1
@@ -175,10 +193,8 @@ class CaptureAnalysis:
 
     # -- the loop ------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Analyzed]:
-        conns: dict[int, Connection] = {}
-        # connections opened without payload yet (most of a SYN scan): only their
-        # StreamOpen is kept, the readers are built on the first bytes
-        opened: dict[int, StreamOpen] = {}
+        conns = self._conns
+        opened = self._opened
         stream = self.stream
         events: Iterator[Any] = iter(stream)  # told apart by type(): the hot loop
         ignore = stream.ignore
@@ -251,20 +267,35 @@ class CaptureAnalysis:
                         self.tls_connections += 1
                         yield done
         finally:
-            # also when the caller stops early: per-connection state goes now (partial
-            # messages stop counting against the readers' shared budget)
-            for conn in conns.values():
-                release = getattr(conn.reader, "release", None)
-                if release is not None:
-                    release()
-            conns.clear()
-            opened.clear()
-            stream.close()
-            if progress is not None:
-                self._tick()
-            if self._counter is not None:
-                self._counter.close()
-            self._summarise()
+            self.close()
+
+    def close(self) -> None:
+        """Release what the analysis holds, also when the caller stops early (a `head`,
+        --limit, an exception): per-connection state goes (partial messages stop counting
+        against the analysis's budget), the capture is closed and `summary` is made. Runs
+        once; the iteration ends with it."""
+        if self._released:
+            return
+        self._released = True
+        for conn in self._conns.values():
+            release = getattr(conn.reader, "release", None)
+            if release is not None:
+                release()
+        self._conns.clear()
+        self._opened.clear()
+        self.stream.close()
+        if self._progress is not None:
+            self._tick()
+        if self._counter is not None:
+            self._counter.close()
+        self._summarise()
+
+    def __enter__(self) -> CaptureAnalysis:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
 
     def _datagram(self, ev: Datagram) -> Iterator[Analyzed]:
         data = ev.data
@@ -277,7 +308,7 @@ class CaptureAnalysis:
                 return
             if self._quic is None:
                 from tlsprobe.offline.quic import QuicTracker
-                self._quic = QuicTracker(self.name, self.options)
+                self._quic = QuicTracker(self.name, self.options, self.caches)
             tracker: Any = self._quic
         elif self._openvpn is not None and self._openvpn.knows(ev):
             tracker = self._openvpn
@@ -286,12 +317,12 @@ class CaptureAnalysis:
                 from tlsprobe.offline.dtls import DtlsTracker, looks_like_dtls
                 if not looks_like_dtls(data):
                     return
-                self._dtls = DtlsTracker(self.name)
+                self._dtls = DtlsTracker(self.name, self.caches)
             tracker = self._dtls
         elif first & 7 == 0 and first >> 3 in (1, 7, 10) and len(data) >= 14:
             if self._openvpn is None:  # a client's hard reset: maybe an OpenVPN session
                 from tlsprobe.offline.openvpn import OpenVpnTracker
-                self._openvpn = OpenVpnTracker(self.name)
+                self._openvpn = OpenVpnTracker(self.name, self.caches)
             tracker = self._openvpn
         else:
             yield from self._other_udp(ev)
@@ -310,7 +341,7 @@ class CaptureAnalysis:
             if not looks_like_dtls(data[4:]):
                 return
             if self._dtls is None:
-                self._dtls = DtlsTracker(self.name)
+                self._dtls = DtlsTracker(self.name, self.caches)
             for done in self._dtls.datagram(ev._replace(data=data[4:]), "capwap"):
                 self.tls_connections += 1
                 yield done

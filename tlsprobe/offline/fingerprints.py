@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 from functools import lru_cache
 
-from tlsprobe.offline.hello import ClientHelloInfo, ServerHelloInfo
+from tlsprobe.wire.hello_fields import ClientHelloInfo, ServerHelloInfo
 
 GREASE = frozenset(0x0A0A + 0x1010 * i for i in range(16))
 _VERSIONS = {0x0304: "13", 0x0303: "12", 0x0302: "11", 0x0301: "10", 0x0300: "s3",

@@ -15,13 +15,13 @@ connection is still listed.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
 from tlsprobe.capture import Datagram
-from tlsprobe.offline.build import Endpoints, build_report
-from tlsprobe.offline.facts import CLIENT, SERVER, Facts
+from tlsprobe.offline.caches import AnalysisCaches
+from tlsprobe.offline.datagram import Analyzed, Conversation, DatagramTracker
+from tlsprobe.offline.facts import CLIENT, SERVER
 from tlsprobe.offline.fast import FastReader
 
 P_CONTROL_V1, P_ACK_V1, P_DATA_V1, P_DATA_V2 = 4, 5, 6, 9
@@ -153,40 +153,36 @@ class ControlChannel:
         return b"".join(out)
 
 
-class _Session:
-    __slots__ = ("channels", "client", "confirmed", "facts", "first_frame", "first_ts", "id",
-                 "last_frame", "last_ts", "nbytes", "reader", "server")
+class _Session(Conversation):
+    """One OpenVPN session over UDP: its control channels and the TLS read from them."""
+
+    __slots__ = ("channels", "confirmed", "reader")
 
     def __init__(self, sid: int, client: tuple[str, int], server: tuple[str, int], ts: float,
-                 frame: int) -> None:
-        self.id = sid
-        self.client, self.server = client, server
-        self.facts = Facts()
+                 frame: int, caches: AnalysisCaches | None = None) -> None:
+        super().__init__(sid, client, server, ts, frame, caches)
         self.facts.framing = "openvpn"
         self.reader = FastReader(self.facts)
         self.channels = (ControlChannel(False), ControlChannel(False))
-        self.first_ts = self.last_ts = ts
-        self.first_frame = self.last_frame = frame
-        self.nbytes = [0, 0]
         self.confirmed = False  # the server answered with a hard reset, or TLS was found
 
 
-class OpenVpnTracker:
+class OpenVpnTracker(DatagramTracker):
     """UDP datagrams of OpenVPN sessions in (a session starts with a client's hard
     reset), one report per session out: at its first data-channel packets (the handshake
     is over) or at the end of the capture."""
 
-    def __init__(self, file: str) -> None:
-        self.file = file
-        self.open: OrderedDict[tuple[Any, ...], _Session] = OrderedDict()
-        self.connections = 0
+    protocol, transport = "tls", "tcp"
+
+    def __init__(self, file: str, caches: AnalysisCaches | None = None) -> None:
+        super().__init__(file, caches)
         self._flows: set[tuple[Any, ...]] = set()  # both directions of every open session
 
     def knows(self, ev: Datagram) -> bool:
         """Whether the datagram belongs to a session being followed."""
         return (ev.src, ev.sport, ev.dst, ev.dport) in self._flows
 
-    def datagram(self, ev: Datagram) -> Iterator[Any]:
+    def datagram(self, ev: Datagram) -> Iterator[Analyzed]:
         src, dst = (ev.src, ev.sport), (ev.dst, ev.dport)
         session, direction = self.open.get((src, dst)), CLIENT
         if session is None:
@@ -194,7 +190,7 @@ class OpenVpnTracker:
         if session is None:
             if not is_reset(ev.data, True):
                 return
-            session = _Session(self.connections, src, dst, ev.ts, ev.frame)
+            session = _Session(self.connections, src, dst, ev.ts, ev.frame, self.caches)
             self.connections += 1
             self.open[(src, dst)] = session
             self._flows.add((*src, *dst))
@@ -223,25 +219,20 @@ class OpenVpnTracker:
         self._flows.discard((*session.client, *session.server))
         self._flows.discard((*session.server, *session.client))
 
-    def _build(self, session: _Session) -> Any:
-        from tlsprobe.offline.analyzer import Analyzed
+    def _build(self, session: Any) -> Analyzed:
         why = next((c.unreadable for c in session.channels if c.unreadable is not None), None)
         if why is None and not session.facts.client_hellos and \
                 all(c.hmac is None for c in session.channels):
             why = "no TLS record found in the control channel: " + TLS_CRYPT
         if why is not None:
             session.facts.problem(f"OpenVPN: {why}")
-        where = Endpoints(self.file, session.id, "udp", "tls", session.client[0],
-                          session.client[1], session.server[0], session.server[1],
-                          session.first_frame, session.last_frame, session.first_ts,
-                          session.last_ts, session.nbytes[0], session.nbytes[1], None)
-        return Analyzed(build_report(where, session.facts, "tcp"), None)
+        return super()._build(session)
 
-    def finish(self) -> Iterator[Any]:
-        """End of the capture: every session that was OpenVPN (a server answered) is
-        reported, its TLS read or not (then with the reason)."""
-        for session in list(self.open.values()):
-            if session.confirmed:
-                yield self._build(session)
-        self.open.clear()
+    def reportable(self, conv: Any) -> bool:
+        """Every session that was OpenVPN (a server answered) is reported, its TLS read or
+        not (then with the reason)."""
+        return bool(conv.confirmed)
+
+    def finish(self) -> Iterator[Analyzed]:
+        yield from super().finish()
         self._flows.clear()
