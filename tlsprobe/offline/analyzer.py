@@ -3,7 +3,7 @@
 `analyze(source, options)` returns a `CaptureAnalysis`; iterating it yields an
 `Analyzed(report, trace)` as each connection ends (FIN/RST, eviction, end of capture), so
 reports can be streamed and memory stays flat: a connection's state is dropped as soon as
-it is reported. QUIC handshakes come from UDP datagrams (offline.quic). Keys come from
+it is reported. QUIC, DTLS and OpenVPN handshakes come from UDP datagrams (offline.udp). Keys come from
 `options.keylog` and from the capture's own Decryption Secrets Blocks; with keys or a trace
 the Flow reader is used, otherwise the fast one.
 """
@@ -32,6 +32,7 @@ from tlsprobe.offline.connection import Connection
 from tlsprobe.offline.datagram import Analyzed
 from tlsprobe.offline.facts import Facts
 from tlsprobe.offline.fast import FastReader
+from tlsprobe.offline.udp import UdpHandshakes
 from tlsprobe.report.offline_model import CaptureSummary
 
 if TYPE_CHECKING:
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
 
 SECRETS_TLS_KEYLOG = 0x544C534B
 MAX_GAP_NOTES = 256  # connections whose lost handshake messages are remembered for notes
-MAX_LISTED = 4096  # flows of a framing not unwrapped that are remembered to be listed
 
 
 @dataclass
@@ -134,11 +134,7 @@ class CaptureAnalysis:
         self._conns: dict[int, Connection] = {}
         self._opened: dict[int, StreamOpen] = {}
         self._released = False
-        self._quic: Any = None
-        self._dtls: Any = None
-        self._openvpn: Any = None
-        #: RDP-over-UDP flows seen (client, port, server, port): listed, not read
-        self._rdp_udp: dict[tuple[str, int, str, int], None] = {}
+        self._udp = UdpHandshakes(self.name, self.caches)
 
     # -- readers --------------------------------------------------------------------------
     def _new(self, key: Any, ts: float, frame: int) -> Connection:
@@ -252,7 +248,9 @@ class CaptureAnalysis:
                     if conn is not None:
                         conn.gap(ev.direction, ev.size, ev.ts, ev.frame)
                 elif t is Datagram:
-                    yield from self._datagram(ev)
+                    for done in self._udp.datagram(ev):
+                        self.tls_connections += 1
+                        yield done
                 elif t is Secrets:
                     self._secrets(ev)
             self.connections += len(opened)
@@ -261,11 +259,9 @@ class CaptureAnalysis:
                 done = self._finish(conns.pop(next(iter(conns))), "end")
                 if done is not None:
                     yield done
-            for tracker in (self._quic, self._dtls, self._openvpn):
-                if tracker is not None:
-                    for done in tracker.finish():
-                        self.tls_connections += 1
-                        yield done
+            for done in self._udp.finish():
+                self.tls_connections += 1
+                yield done
         finally:
             self.close()
 
@@ -297,60 +293,6 @@ class CaptureAnalysis:
                  tb: TracebackType | None) -> None:
         self.close()
 
-    def _datagram(self, ev: Datagram) -> Iterator[Analyzed]:
-        data = ev.data
-        if not data:
-            return
-        first = data[0]
-        if first & 0x80:  # a QUIC long header (its fixed bit may be greased, RFC 9287)
-            if data[:4] == b"\xff\xff\xff\xff":  # no QUIC version: an RDP-UDP SYN?
-                yield from self._other_udp(ev)
-                return
-            if self._quic is None:
-                from tlsprobe.offline.quic import QuicTracker
-                self._quic = QuicTracker(self.name, self.options, self.caches)
-            tracker: Any = self._quic
-        elif self._openvpn is not None and self._openvpn.knows(ev):
-            tracker = self._openvpn
-        elif 20 <= first <= 26 and len(data) >= 13:
-            if self._dtls is None:
-                from tlsprobe.offline.dtls import DtlsTracker, looks_like_dtls
-                if not looks_like_dtls(data):
-                    return
-                self._dtls = DtlsTracker(self.name, self.caches)
-            tracker = self._dtls
-        elif first & 7 == 0 and first >> 3 in (1, 7, 10) and len(data) >= 14:
-            if self._openvpn is None:  # a client's hard reset: maybe an OpenVPN session
-                from tlsprobe.offline.openvpn import OpenVpnTracker
-                self._openvpn = OpenVpnTracker(self.name, self.caches)
-            tracker = self._openvpn
-        else:
-            yield from self._other_udp(ev)
-            return
-        for done in tracker.datagram(ev):
-            self.tls_connections += 1
-            yield done
-
-    def _other_udp(self, ev: Datagram) -> Iterator[Analyzed]:
-        """CAPWAP control (UDP 5246/5247: a 4-byte preamble, then DTLS) is unwrapped;
-        RDP over UDP (MS-RDPEUDP SYN, port 3389) is not, and is listed as such."""
-        data = ev.data
-        ports = (ev.sport, ev.dport)
-        if data[:4] == b"\x01\x00\x00\x00" and (5246 in ports or 5247 in ports):
-            from tlsprobe.offline.dtls import DtlsTracker, looks_like_dtls
-            if not looks_like_dtls(data[4:]):
-                return
-            if self._dtls is None:
-                self._dtls = DtlsTracker(self.name, self.caches)
-            for done in self._dtls.datagram(ev._replace(data=data[4:]), "capwap"):
-                self.tls_connections += 1
-                yield done
-        elif 3389 in ports and data[:4] == b"\xff\xff\xff\xff" and len(data) >= 8 and \
-                data[7] & 1 and len(self._rdp_udp) < MAX_LISTED:
-            flow = (ev.src, ev.sport, ev.dst, ev.dport)
-            if (ev.dst, ev.dport, ev.src, ev.sport) not in self._rdp_udp:
-                self._rdp_udp.setdefault(flow, None)
-
     def _tick(self) -> None:
         if self._progress is None:
             return
@@ -361,22 +303,10 @@ class CaptureAnalysis:
         stats = self.stream.stats
         self.summary = CaptureSummary(
             file=self.name, file_format=stats.file_format, packets=stats.packets,
-            connections=self.connections + sum(t.connections for t in (
-                self._quic, self._dtls, self._openvpn) if t is not None),
+            connections=self.connections + self._udp.connections(),
             tls_connections=self.tls_connections, reported=0, complete=stats.complete,
             warnings=tuple(str(w) for w in stats.warnings), capture=stats.to_dict(),
-            notes=self.notes_for(None), losses=tuple(stats.losses() + self._unwrapped()))
-
-    def _unwrapped(self) -> list[str]:
-        """Connections whose TLS rides in a framing tlsprobe does not unwrap: listed."""
-        if not self._rdp_udp:
-            return []
-        flows = [f"{c}:{cp} -> {s}:{sp}" for c, cp, s, sp in self._rdp_udp]
-        more = f" (+{len(flows) - 8} more)" if len(flows) > 8 else ""
-        n = len(flows)
-        return [f"{n} RDP-over-UDP flow{'s' if n > 1 else ''} (MS-RDPEUDP) not read: its "
-                "TLS/DTLS handshake rides inside RDPEUDP's reliable channel, which tlsprobe "
-                f"does not unwrap: {', '.join(flows[:8])}{more}"]
+            notes=self.notes_for(None), losses=tuple(stats.losses() + self._udp.unwrapped()))
 
     def notes_for(self, reported: set[int] | None) -> tuple[str, ...]:
         """The summary's notes, those about one connection only for the `reported` ids

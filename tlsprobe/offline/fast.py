@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from tlsprobe.offline.facts import CLIENT, Facts
 from tlsprobe.offline.framing import Aligner, role_of
-from tlsprobe.wire.hello_info import sslv2_record_size
-from tlsprobe.wire.record import MAX_CIPHERTEXT
+from tlsprobe.wire.record import MAX_CIPHERTEXT, sslv2_record_size
 
 MAX_MESSAGE = 1 << 18
 #: partial handshake messages held by all connections of an analysis together (counted

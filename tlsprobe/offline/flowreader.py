@@ -22,7 +22,6 @@ from tlsprobe.engine.keylog import KeyLog
 from tlsprobe.offline.decrypt import Decryptor
 from tlsprobe.offline.facts import CLIENT, SERVER, Facts
 from tlsprobe.offline.framing import Aligner, role_of
-from tlsprobe.wire.hello_info import sslv2_client_hello_info, sslv2_record_size
 from tlsprobe.session.flow import (
     AlertEvent,
     ApplicationDataEvent,
@@ -35,6 +34,8 @@ from tlsprobe.session.flow import (
     SSLv2HelloEvent,
 )
 from tlsprobe.wire.buffer import DecodeError
+from tlsprobe.wire.hello_info import sslv2_client_hello_info
+from tlsprobe.wire.record import sslv2_record_size
 
 KEY_UPDATE, FINISHED, SERVER_HELLO, CLIENT_HELLO, END_OF_EARLY_DATA = 24, 20, 2, 1, 5
 #: without a trace, records decrypted after both Finished (NewSessionTicket, alerts)

@@ -26,7 +26,7 @@ from tlsprobe.wire.hello_fields import (
     ClientHelloInfo,
     ServerHelloInfo,
 )
-from tlsprobe.wire.record import SSLv2ClientHello
+from tlsprobe.wire.record import SSLv2ClientHello, sslv2_record_size
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,13 +37,6 @@ class SSLv2ServerHelloInfo:
     cipher_specs: tuple[int, ...]
     certificate: bytes
     size: int
-
-
-def sslv2_record_size(data: bytes | bytearray) -> int | None:
-    """Total size of an SSLv2 record with a 2-byte header, None until 2 bytes are there."""
-    if len(data) < 2:
-        return None
-    return 2 + (((data[0] & 0x7F) << 8) | data[1])
 
 
 def parse_sslv2_server_hello(record: bytes) -> SSLv2ServerHelloInfo:
