@@ -3,9 +3,9 @@
 `analyze(source, options)` returns a `CaptureAnalysis`; iterating it yields an
 `Analyzed(report, trace)` as each connection ends (FIN/RST, eviction, end of capture), so
 reports can be streamed and memory stays flat: a connection's state is dropped as soon as
-it is reported. QUIC, DTLS and OpenVPN handshakes come from UDP datagrams (offline.udp). Keys come from
-`options.keylog` and from the capture's own Decryption Secrets Blocks; with keys or a trace
-the Flow reader is used, otherwise the fast one.
+it is reported. QUIC, DTLS and OpenVPN handshakes come from UDP datagrams (offline.udp).
+Keys come from `options.keylog` and from the capture's own Decryption Secrets Blocks; with
+keys or a trace the Flow reader is used, otherwise the fast one.
 """
 
 from __future__ import annotations

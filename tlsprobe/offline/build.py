@@ -173,7 +173,8 @@ def _message_names(f: Facts, caches: AnalysisCaches) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _derive(f: Facts, transport: str, caches: AnalysisCaches) -> tuple:  # type: ignore[type-arg]
+def _derive(f: Facts, transport: str,
+            caches: AnalysisCaches) -> tuple:  # type: ignore[type-arg]
     """Everything in a report that depends only on the handshake's messages, not on the
     connection's addresses, randoms or times."""
     hello = f.client_hellos[0] if f.client_hellos else None

@@ -1,11 +1,12 @@
 """What one connection's handshake messages, alerts and records said, as they arrive.
 
 Both readers feed the same accumulator: the fast reader (record framing of its own, hellos
-summarised by `wire.hello_summary`) and the Flow reader (session.Flow, used for the `--msg` trace
-and for key-log decryption). Messages arrive as whole raw handshake messages, so one piece
-of code turns them into facts whichever reader framed them; the Flow reader also passes its
-decoded message, which is used for what only decryption reveals (TLS 1.3 Certificate,
+summarised by `wire.hello_summary`) and the Flow reader (session.Flow, used for the `--msg`
+trace and for key-log decryption). Messages arrive as whole raw handshake messages, so one
+piece of code turns them into facts whichever reader framed them; the Flow reader also passes
+its decoded message, which is used for what only decryption reveals (TLS 1.3 Certificate,
 EncryptedExtensions, CertificateVerify). `offline.build` turns the facts into a report.
+Parse contexts and hello summaries are remembered in the analysis's `AnalysisCaches`.
 """
 
 from __future__ import annotations

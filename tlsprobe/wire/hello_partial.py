@@ -11,7 +11,12 @@ from __future__ import annotations
 
 import struct
 
-from tlsprobe.wire.hello_fields import CLIENT_FIELDS, KEY_SHARE, KEY_SHARE_DRAFT, ClientHelloInfo
+from tlsprobe.wire.hello_fields import (
+    CLIENT_FIELDS,
+    KEY_SHARE,
+    KEY_SHARE_DRAFT,
+    ClientHelloInfo,
+)
 
 _INDEX = {name: ClientHelloInfo._fields.index(name) for name, _ in CLIENT_FIELDS.values()}
 
