@@ -14,13 +14,19 @@ import pytest
 from tlsprobe.engine.keylog import load_keylog
 from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
 from tlsprobe.model.capture import ConnectionReport
+from tlsprobe.report.trace import TraceFormatter
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 EXPECTED: dict[str, Any] = json.loads((CAPTURES / "expected.json").read_text())
 
 
+def traced(options: dict[str, Any]) -> dict[str, Any]:
+    """The options, with the trace formatter the command passes when a trace is asked for."""
+    return {**options, "trace_formatter": TraceFormatter} if options.get("trace") else options
+
+
 def reports(name: str, **options: Any) -> list[ConnectionReport]:
-    return [r for r, _ in CaptureAnalysis(str(CAPTURES / name), AnalyzerOptions(**options))]
+    return [r for r, _ in CaptureAnalysis(str(CAPTURES / name), AnalyzerOptions(**traced(options)))]
 
 
 def facts_of(r: ConnectionReport) -> dict[str, Any]:

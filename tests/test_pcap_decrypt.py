@@ -11,6 +11,7 @@ import pytest
 
 from tlsprobe.engine.keylog import load_keylog, parse_keylog
 from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
+from tlsprobe.report.trace import TraceFormatter
 from tlsprobe.offline.decrypt import MAX_PLAINTEXT, InflatingDeprotector
 from tlsprobe.wire.record import Record
 
@@ -19,7 +20,9 @@ CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 
 def read(path: Path, keys: Path | None = None, **options: object) -> tuple[list, list]:
     keylog = load_keylog(keys) if keys is not None else None
-    analysis = CaptureAnalysis(str(path), AnalyzerOptions(keylog=keylog, **options))
+    analysis = CaptureAnalysis(str(path), AnalyzerOptions(
+        keylog=keylog, **options,
+        trace_formatter=TraceFormatter if options.get("trace") else None))
     items = list(analysis)
     assert analysis.summary is not None
     return items, list(analysis.summary.notes)   # what the analysis could not do

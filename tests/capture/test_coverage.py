@@ -180,8 +180,8 @@ def test_partial_client_hello_on_every_prefix() -> None:
     """Every prefix of a real ClientHello: never an exception; each field either absent
     or equal to the whole hello's; the whole hello gives the same fields as the strict
     reader."""
-    from tlsprobe.offline.hello import parse_client_hello
-    from tlsprobe.offline.hello_partial import partial_client_hello
+    from tlsprobe.wire.hello_summary import parse_client_hello
+    from tlsprobe.wire.hello_partial import partial_client_hello
     msg = real_chunks()[0][1][5:]
     whole = parse_client_hello(msg)
     assert partial_client_hello(msg) == whole._replace(partial=True)

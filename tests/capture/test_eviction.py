@@ -19,6 +19,8 @@ from pathlib import Path
 from random import Random
 from typing import Any
 
+import pytest
+
 from capbuild import Conv, ether, pcap_bytes, streams
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -238,10 +240,20 @@ def _events(packets: list[bytes]) -> list[Any]:
 # -- state released ------------------------------------------------------------------------
 def test_state_is_released_when_iteration_stops_early(tmp_path: Path) -> None:
     """A caller that stops after the first report: the connection table and the other
-    connection's partial handshake message (counted against the readers' shared budget)
+    connection's partial handshake message (counted against the analysis's budget)
     are released, not left for the rest of the process."""
-    from tlsprobe.offline import fast
+    analysis = CaptureAnalysis(_two_connections(tmp_path))
+    for report, _ in analysis:
+        assert report.client_port == 42000
+        assert analysis.caches.held == 64  # a's partial message is held
+        break
+    assert analysis.caches.held == 0
+    assert not analysis.stream._tcp.flows and not analysis.stream._tcp.open
 
+
+def _two_connections(tmp_path: Path) -> str:
+    """Connection a (port 41000) stays open holding 64 bytes of a partial handshake
+    message; connection b (port 42000) ends first, so it is the first report."""
     hello = b"".join(e.data for e in iter_stream_events(str(SEED))
                      if isinstance(e, StreamData) and e.direction == 0)[:5 + 0x200]
     record_len = int.from_bytes(hello[3:5], "big")
@@ -252,11 +264,43 @@ def test_state_is_released_when_iteration_stops_early(tmp_path: Path) -> None:
                + [b.c(hello), b.c(b"", "FA"), b.s(b"", "FA"), b.ack()])
     path = tmp_path / "two.pcap"
     path.write_bytes(pcap_bytes([ether(p) for p in packets]))
-    before = fast._held[0]
-    analysis = CaptureAnalysis(str(path))
-    for report, _ in analysis:
-        assert report.client_port == 42000
-        assert fast._held[0] == before + 64  # a's partial message is held
-        break
-    assert fast._held[0] == before
+    return str(path)
+
+
+def test_state_is_released_when_a_context_manager_ends(tmp_path: Path) -> None:
+    """An iterator still alive (a consumer holding it, a --limit that stopped reading, an
+    exception): leaving the `with` block releases the connections, their partial
+    messages and the capture, and completes the summary."""
+    path = _two_connections(tmp_path)
+    with CaptureAnalysis(path) as analysis:
+        it = iter(analysis)
+        report, _ = next(it)
+        assert report.client_port == 42000 and analysis.caches.held == 64
+    assert analysis.caches.held == 0
     assert not analysis.stream._tcp.flows and not analysis.stream._tcp.open
+    assert analysis.summary is not None and analysis.summary.packets > 0
+    with pytest.raises(RuntimeError, match="consumer failed"):
+        with CaptureAnalysis(path) as failing:
+            for _report in failing:
+                raise RuntimeError("consumer failed")
+    assert failing.caches.held == 0 and failing.summary is not None
+    assert it is not None  # the first iterator was alive all along
+
+
+def test_analyses_share_no_state(tmp_path: Path) -> None:
+    """Two analyses in one process, one stopped half-way and never closed: the other's
+    memory budget and memo start empty and count only its own connections."""
+    path = _two_connections(tmp_path)
+    first = CaptureAnalysis(path)
+    it = iter(first)
+    next(it)
+    assert first.caches.held == 64
+    second = CaptureAnalysis(path)
+    assert second.caches.held == 0 and second.caches.hellos.count() == 0
+    for report, _ in second:
+        assert report.client_port == 42000
+        assert second.caches.held == 64  # its own partial message only, not first's too
+        break
+    assert second.caches.held == 0 and first.caches.held == 64
+    first.close()
+    assert first.caches.held == 0

@@ -12,6 +12,7 @@ from offline.helpers import CAPTURES
 from tlsprobe.capture import CaptureError, CaptureStream
 from tlsprobe.engine.keylog import load_keylog
 from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
+from tlsprobe.report.trace import TraceFormatter
 
 FILES = sorted(p for p in CAPTURES.glob("*.pcap*") if p.suffix != ".keys")
 
@@ -31,7 +32,7 @@ def _without_ignore(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _options(path: Path, mode: str) -> AnalyzerOptions:
     if mode == "trace":
-        return AnalyzerOptions(trace=True)
+        return AnalyzerOptions(trace=True, trace_formatter=TraceFormatter)
     keys = path.with_suffix(".keys")
     if mode == "keys" and keys.exists():
         return AnalyzerOptions(keylog=load_keylog(str(keys)))

@@ -12,6 +12,7 @@ import pytest
 from offline.helpers import CAPTURES
 from tlsprobe.offline import build
 from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
+from tlsprobe.report.trace import TraceFormatter
 from tlsprobe.offline.filters import ConnectionFilter, parse_version
 from tlsprobe.offline.stats import Statistics
 from tlsprobe.model.capture import ConnectionReport, capture_encoder
@@ -20,7 +21,8 @@ ALL = sorted(p.name for p in CAPTURES.glob("*.pcap"))
 
 
 def reports(name: str, **options: object) -> list[ConnectionReport]:
-    return [r for r, _ in CaptureAnalysis(str(CAPTURES / name), AnalyzerOptions(**options))]
+    return [r for r, _ in CaptureAnalysis(str(CAPTURES / name), AnalyzerOptions(
+        **options, trace_formatter=TraceFormatter if options.get("trace") else None))]
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -42,9 +44,20 @@ def test_report_equals_one_built_by_its_constructor(name: str) -> None:
 
 
 def test_shape_cache_gives_the_same_reports() -> None:
+    """Reports derived afresh (each analysis starts with empty caches) equal those answered
+    from caches that already hold the same handshakes' shapes."""
+    from tlsprobe.offline.caches import AnalysisCaches
+    warm = AnalysisCaches()
+
+    def cached(name: str) -> list[ConnectionReport]:
+        analysis = CaptureAnalysis(str(CAPTURES / name), AnalyzerOptions())
+        analysis.caches = warm
+        return [r for r, _ in analysis]
     first = reports("tls13_resumption.pcap") + reports("tls12_dhe.pcap")
-    build._SHAPES.clear()
-    fresh = reports("tls13_resumption.pcap") + reports("tls12_dhe.pcap")
+    cached("tls13_resumption.pcap") + cached("tls12_dhe.pcap")
+    shapes = len(warm.reports)
+    fresh = cached("tls13_resumption.pcap") + cached("tls12_dhe.pcap")
+    assert len(warm.reports) == shapes > 0  # the second time all from the cache
     assert first == fresh
     # the two connections of a resumption differ in shape: one full, one resumed
     assert [r.resumption for r in fresh[:2]] == [None, "psk"]

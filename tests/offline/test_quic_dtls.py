@@ -5,7 +5,7 @@ from __future__ import annotations
 from tlsprobe.capture import Datagram
 from tlsprobe.engine.keyschedule import hkdf_expand_label, hkdf_extract
 from tlsprobe.offline.dtls import DtlsTracker, dtls_records, tls_form
-from tlsprobe.offline.hello import parse_client_hello, parse_server_hello
+from tlsprobe.wire.hello_summary import parse_client_hello, parse_server_hello
 from tlsprobe.offline.quic import (
     SALT_V1,
     InitialKeys,

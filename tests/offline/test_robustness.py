@@ -13,6 +13,7 @@ from offline.helpers import CAPTURES
 from tlsprobe.capture import CaptureError
 from tlsprobe.engine.keylog import load_keylog
 from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
+from tlsprobe.report.trace import TraceFormatter
 from tlsprobe.report.offline_tables import connection_row, connection_rows
 
 FILES = sorted(p for p in CAPTURES.glob("*.pcap"))
@@ -36,7 +37,8 @@ def test_flipped_bytes_never_raise(tmp_path_factory, index: int,
     path.write_bytes(bytes(data))
     keys = source.with_suffix(".keys")
     keylog = load_keylog(keys) if keys.exists() else None
-    for options in (AnalyzerOptions(), AnalyzerOptions(trace=True, keylog=keylog)):
+    for options in (AnalyzerOptions(), AnalyzerOptions(trace=True, keylog=keylog,
+                                                               trace_formatter=TraceFormatter)):
         try:
             for report, _ in CaptureAnalysis(str(path), options):
                 report.to_json()

@@ -11,6 +11,7 @@ from capture.capbuild import Conv, ether, pcap_bytes
 from offline.helpers import chunks
 from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
 from tlsprobe.model.capture import ConnectionReport
+from tlsprobe.report.trace import TraceFormatter
 
 SEED = chunks("tls12_x25519.pcap")   # TLS 1.2 ECDHE-RSA X25519 against openssl s_server
 
@@ -23,7 +24,8 @@ def write(tmp_path: Path, frames: list[bytes]) -> str:
 
 def analyse(path: str, **options: object) -> list[ConnectionReport]:
     fast = [r for r, _ in CaptureAnalysis(path, AnalyzerOptions(**options))]
-    flow = [r for r, _ in CaptureAnalysis(path, AnalyzerOptions(trace=True, **options))]
+    flow = [r for r, _ in CaptureAnalysis(path, AnalyzerOptions(trace=True, trace_formatter=TraceFormatter,
+                                                            **options))]
     assert [(r.version, r.cipher, r.key_exchange, r.offer, r.problems[:0]) for r in fast] == \
         [(r.version, r.cipher, r.key_exchange, r.offer, r.problems[:0]) for r in flow]
     return fast
@@ -153,7 +155,8 @@ def test_malformed_supported_versions_in_trace_mode(tmp_path: Path) -> None:
     path = write(tmp_path, frames)
     (r,) = [r for r, _ in CaptureAnalysis(path, AnalyzerOptions())]
     assert "malformed supported_versions extension in the ClientHello" in r.problems
-    [(report, trace)] = list(CaptureAnalysis(path, AnalyzerOptions(trace=True)))
+    [(report, trace)] = list(CaptureAnalysis(path, AnalyzerOptions(trace=True,
+                                                                      trace_formatter=TraceFormatter)))
     assert trace is not None
     assert "      !!! supported_versions.error: block of 64 bytes, only 2 left at +169" in trace
     assert any(line.endswith("ServerHello") and line.startswith("<<< TLS 1.3") for line in trace)
@@ -163,14 +166,15 @@ def test_malformed_supported_versions_in_trace_mode(tmp_path: Path) -> None:
 def test_partial_messages_are_released(tmp_path: Path) -> None:
     """Bytes of handshake messages still incomplete are accounted for across connections
     and given back when connections end (the bound that keeps memory flat)."""
-    from tlsprobe.offline import fast
-    before = fast._held[0]
     conv = Conv()
     flight = SEED[1][1]
     frames = conv.handshake() + [conv.c(SEED[0][1]), conv.s(flight[:1000])]  # cut in a message
-    reports = analyse(write(tmp_path, frames))
+    path = write(tmp_path, frames)
+    reports = analyse(path)
     assert len(reports) == 1 and reports[0].version is not None
-    assert fast._held[0] == before
+    analysis = CaptureAnalysis(path, AnalyzerOptions())  # the budget is the analysis's own
+    assert [r.version for r, _ in analysis] == [reports[0].version]
+    assert analysis.caches.held == 0
 
 
 def test_two_holes_of_the_same_size_are_both_counted(tmp_path: Path) -> None:

@@ -86,9 +86,11 @@ def _options(args: argparse.Namespace) -> tuple[Any, Any]:
             keylog = load_keylog(args.keylog)
         except OSError as exc:
             raise UsageError(f"--keylog {args.keylog}: {exc.strerror or exc}") from None
+    from tlsprobe.report.trace import TraceFormatter
     return AnalyzerOptions(trace=args.msg, keylog=keylog,
                            embedded_keys=not args.no_embedded_keys,
-                           quic=not args.no_quic), flt
+                           quic=not args.no_quic,
+                           trace_formatter=TraceFormatter if args.msg else None), flt
 
 
 class _Bar:

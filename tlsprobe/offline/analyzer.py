@@ -3,9 +3,9 @@
 `analyze(source, options)` returns a `CaptureAnalysis`; iterating it yields an
 `Analyzed(report, trace)` as each connection ends (FIN/RST, eviction, end of capture), so
 reports can be streamed and memory stays flat: a connection's state is dropped as soon as
-it is reported. QUIC handshakes come from UDP datagrams (offline.quic). Keys come from
-`options.keylog` and from the capture's own Decryption Secrets Blocks; with keys or a trace
-the Flow reader is used, otherwise the fast one.
+it is reported. QUIC, DTLS and OpenVPN handshakes come from UDP datagrams (offline.udp).
+Keys come from `options.keylog` and from the capture's own Decryption Secrets Blocks; with
+keys or a trace the Flow reader is used, otherwise the fast one.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 from tlsprobe.capture import (
     CaptureStream,
@@ -26,17 +27,20 @@ from tlsprobe.capture import (
     StreamSkipped,
     iter_stream_events,
 )
+from tlsprobe.offline.caches import AnalysisCaches
 from tlsprobe.offline.connection import Connection
+from tlsprobe.offline.datagram import Analyzed
 from tlsprobe.offline.facts import Facts
 from tlsprobe.offline.fast import FastReader
-from tlsprobe.report.offline_model import CaptureSummary, ConnectionReport
+from tlsprobe.offline.udp import UdpHandshakes
+from tlsprobe.report.offline_model import CaptureSummary
 
 if TYPE_CHECKING:
     from tlsprobe.engine.keylog import KeyLog
+    from tlsprobe.offline.flowreader import FormatterFactory
 
 SECRETS_TLS_KEYLOG = 0x544C534B
 MAX_GAP_NOTES = 256  # connections whose lost handshake messages are remembered for notes
-MAX_LISTED = 4096  # flows of a framing not unwrapped that are remembered to be listed
 
 
 @dataclass
@@ -44,7 +48,9 @@ class AnalyzerOptions:
     """`trace`: keep the `--msg` lines of each connection; `keylog`: keys for decryption;
     `embedded_keys`: also use keys from pcapng Decryption Secrets Blocks; `quic`: read
     QUIC Initial packets; `max_trace_records`: records traced (and, with keys, decrypted)
-    per connection before the rest is only counted."""
+    per connection before the rest is only counted; `trace_formatter`: makes the object
+    that turns a connection's events into trace lines (report.trace.TraceFormatter, passed
+    in by the caller: the renderer is not this layer's), needed with `trace`."""
 
     trace: bool = False
     keylog: KeyLog | None = None
@@ -52,11 +58,12 @@ class AnalyzerOptions:
     quic: bool = True
     max_trace_records: int = 2000
     hex_limit: int | None = None
+    trace_formatter: FormatterFactory | None = None
 
-
-class Analyzed(NamedTuple):
-    report: ConnectionReport
-    trace: list[str] | None
+    def __post_init__(self) -> None:
+        if self.trace and self.trace_formatter is None:
+            raise ValueError("a trace needs a trace_formatter (e.g. report.trace."
+                             "TraceFormatter)")
 
 
 @dataclass
@@ -85,7 +92,11 @@ class _CountingReader:
 
 
 class CaptureAnalysis:
-    """Iterator of `Analyzed` for one capture; `summary` is complete once exhausted."""
+    """Iterable of `Analyzed` for one capture; `summary` is complete once exhausted or
+    closed. Its memo tables and memory budget (`caches`) are its own. A caller that may
+    stop early uses it as a context manager (or calls `close`): the open connections,
+    their partial messages and the capture file are released then, whatever the state of
+    the iteration."""
 
     def __init__(self, source: str, options: AnalyzerOptions | None = None,
                  progress: Progress | None = None, display_name: str | None = None) -> None:
@@ -117,21 +128,24 @@ class CaptureAnalysis:
         #: why matched keys were not used: (suite name or "", reason) -> connections
         self.undecrypted: dict[tuple[str, str], int] = {}
         self.summary: CaptureSummary | None = None
-        self._quic: Any = None
-        self._dtls: Any = None
-        self._openvpn: Any = None
-        #: RDP-over-UDP flows seen (client, port, server, port): listed, not read
-        self._rdp_udp: dict[tuple[str, int, str, int], None] = {}
+        self.caches = AnalysisCaches()
+        #: open connections; those opened without payload yet (most of a SYN scan): only
+        #: their StreamOpen is kept, the readers are built on the first bytes
+        self._conns: dict[int, Connection] = {}
+        self._opened: dict[int, StreamOpen] = {}
+        self._released = False
+        self._udp = UdpHandshakes(self.name, self.caches)
 
     # -- readers --------------------------------------------------------------------------
     def _new(self, key: Any, ts: float, frame: int) -> Connection:
-        facts = Facts()
+        facts = Facts(self.caches)
         opts = self.options
         if opts.trace or self.keylog is not None:
             from tlsprobe.offline.flowreader import FlowReader
-            reader: Any = FlowReader(facts, trace=opts.trace, keylog=self.keylog,
-                                     max_records=opts.max_trace_records,
-                                     hex_limit=opts.hex_limit)
+            formatter = opts.trace_formatter(hex_limit=opts.hex_limit) \
+                if opts.trace and opts.trace_formatter is not None else None
+            reader: Any = FlowReader(facts, formatter=formatter, keylog=self.keylog,
+                                     max_records=opts.max_trace_records)
         else:
             reader = FastReader(facts)
         self.connections += 1
@@ -175,10 +189,8 @@ class CaptureAnalysis:
 
     # -- the loop ------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Analyzed]:
-        conns: dict[int, Connection] = {}
-        # connections opened without payload yet (most of a SYN scan): only their
-        # StreamOpen is kept, the readers are built on the first bytes
-        opened: dict[int, StreamOpen] = {}
+        conns = self._conns
+        opened = self._opened
         stream = self.stream
         events: Iterator[Any] = iter(stream)  # told apart by type(): the hot loop
         ignore = stream.ignore
@@ -236,7 +248,9 @@ class CaptureAnalysis:
                     if conn is not None:
                         conn.gap(ev.direction, ev.size, ev.ts, ev.frame)
                 elif t is Datagram:
-                    yield from self._datagram(ev)
+                    for done in self._udp.datagram(ev):
+                        self.tls_connections += 1
+                        yield done
                 elif t is Secrets:
                     self._secrets(ev)
             self.connections += len(opened)
@@ -245,80 +259,39 @@ class CaptureAnalysis:
                 done = self._finish(conns.pop(next(iter(conns))), "end")
                 if done is not None:
                     yield done
-            for tracker in (self._quic, self._dtls, self._openvpn):
-                if tracker is not None:
-                    for done in tracker.finish():
-                        self.tls_connections += 1
-                        yield done
-        finally:
-            # also when the caller stops early: per-connection state goes now (partial
-            # messages stop counting against the readers' shared budget)
-            for conn in conns.values():
-                release = getattr(conn.reader, "release", None)
-                if release is not None:
-                    release()
-            conns.clear()
-            opened.clear()
-            stream.close()
-            if progress is not None:
-                self._tick()
-            if self._counter is not None:
-                self._counter.close()
-            self._summarise()
-
-    def _datagram(self, ev: Datagram) -> Iterator[Analyzed]:
-        data = ev.data
-        if not data:
-            return
-        first = data[0]
-        if first & 0x80:  # a QUIC long header (its fixed bit may be greased, RFC 9287)
-            if data[:4] == b"\xff\xff\xff\xff":  # no QUIC version: an RDP-UDP SYN?
-                yield from self._other_udp(ev)
-                return
-            if self._quic is None:
-                from tlsprobe.offline.quic import QuicTracker
-                self._quic = QuicTracker(self.name, self.options)
-            tracker: Any = self._quic
-        elif self._openvpn is not None and self._openvpn.knows(ev):
-            tracker = self._openvpn
-        elif 20 <= first <= 26 and len(data) >= 13:
-            if self._dtls is None:
-                from tlsprobe.offline.dtls import DtlsTracker, looks_like_dtls
-                if not looks_like_dtls(data):
-                    return
-                self._dtls = DtlsTracker(self.name)
-            tracker = self._dtls
-        elif first & 7 == 0 and first >> 3 in (1, 7, 10) and len(data) >= 14:
-            if self._openvpn is None:  # a client's hard reset: maybe an OpenVPN session
-                from tlsprobe.offline.openvpn import OpenVpnTracker
-                self._openvpn = OpenVpnTracker(self.name)
-            tracker = self._openvpn
-        else:
-            yield from self._other_udp(ev)
-            return
-        for done in tracker.datagram(ev):
-            self.tls_connections += 1
-            yield done
-
-    def _other_udp(self, ev: Datagram) -> Iterator[Analyzed]:
-        """CAPWAP control (UDP 5246/5247: a 4-byte preamble, then DTLS) is unwrapped;
-        RDP over UDP (MS-RDPEUDP SYN, port 3389) is not, and is listed as such."""
-        data = ev.data
-        ports = (ev.sport, ev.dport)
-        if data[:4] == b"\x01\x00\x00\x00" and (5246 in ports or 5247 in ports):
-            from tlsprobe.offline.dtls import DtlsTracker, looks_like_dtls
-            if not looks_like_dtls(data[4:]):
-                return
-            if self._dtls is None:
-                self._dtls = DtlsTracker(self.name)
-            for done in self._dtls.datagram(ev._replace(data=data[4:]), "capwap"):
+            for done in self._udp.finish():
                 self.tls_connections += 1
                 yield done
-        elif 3389 in ports and data[:4] == b"\xff\xff\xff\xff" and len(data) >= 8 and \
-                data[7] & 1 and len(self._rdp_udp) < MAX_LISTED:
-            flow = (ev.src, ev.sport, ev.dst, ev.dport)
-            if (ev.dst, ev.dport, ev.src, ev.sport) not in self._rdp_udp:
-                self._rdp_udp.setdefault(flow, None)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Release what the analysis holds, also when the caller stops early (a `head`,
+        --limit, an exception): per-connection state goes (partial messages stop counting
+        against the analysis's budget), the capture is closed and `summary` is made. Runs
+        once; the iteration ends with it."""
+        if self._released:
+            return
+        self._released = True
+        for conn in self._conns.values():
+            release = getattr(conn.reader, "release", None)
+            if release is not None:
+                release()
+        self._conns.clear()
+        self._opened.clear()
+        self.stream.close()
+        if self._progress is not None:
+            self._tick()
+        if self._counter is not None:
+            self._counter.close()
+        self._summarise()
+
+    def __enter__(self) -> CaptureAnalysis:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
 
     def _tick(self) -> None:
         if self._progress is None:
@@ -330,22 +303,10 @@ class CaptureAnalysis:
         stats = self.stream.stats
         self.summary = CaptureSummary(
             file=self.name, file_format=stats.file_format, packets=stats.packets,
-            connections=self.connections + sum(t.connections for t in (
-                self._quic, self._dtls, self._openvpn) if t is not None),
+            connections=self.connections + self._udp.connections(),
             tls_connections=self.tls_connections, reported=0, complete=stats.complete,
             warnings=tuple(str(w) for w in stats.warnings), capture=stats.to_dict(),
-            notes=self.notes_for(None), losses=tuple(stats.losses() + self._unwrapped()))
-
-    def _unwrapped(self) -> list[str]:
-        """Connections whose TLS rides in a framing tlsprobe does not unwrap: listed."""
-        if not self._rdp_udp:
-            return []
-        flows = [f"{c}:{cp} -> {s}:{sp}" for c, cp, s, sp in self._rdp_udp]
-        more = f" (+{len(flows) - 8} more)" if len(flows) > 8 else ""
-        n = len(flows)
-        return [f"{n} RDP-over-UDP flow{'s' if n > 1 else ''} (MS-RDPEUDP) not read: its "
-                "TLS/DTLS handshake rides inside RDPEUDP's reliable channel, which tlsprobe "
-                f"does not unwrap: {', '.join(flows[:8])}{more}"]
+            notes=self.notes_for(None), losses=tuple(stats.losses() + self._udp.unwrapped()))
 
     def notes_for(self, reported: set[int] | None) -> tuple[str, ...]:
         """The summary's notes, those about one connection only for the `reported` ids

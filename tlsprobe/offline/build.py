@@ -1,26 +1,29 @@
 """Facts of one connection -> its `ConnectionReport`, in the live probe's words.
 
-The key exchange is described as `probes.facts` describes a probe's (kind, where the group
-was chosen, share sizes, "Server Temp Key"), with one addition the capture gives: for TLS 1.2
-`client_share_bytes` is the ClientKeyExchange key length (ECDH point, DH public value or the
-encrypted premaster secret). Registry lookups and certificate parsing are cached: a capture
-repeats the same offers and certificates thousands of times.
+The describing rules are the probe's (model.describe: the offer, the key exchange's kind,
+where the group was chosen, share sizes, "Server Temp Key", certificates, message names),
+with one addition the capture gives: for TLS 1.2 `client_share_bytes` is the
+ClientKeyExchange key length (ECDH point, DH public value or the encrypted premaster
+secret). Registry lookups, certificate parsing and whole report derivations are remembered
+in the analysis's `AnalysisCaches` (a capture repeats the same offers and certificates
+thousands of times); nothing is cached process-wide.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from functools import cache, lru_cache
-from typing import Any, NamedTuple, TypeVar
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar, cast
 
 from tlsprobe import registry
+from tlsprobe.model import describe
 from tlsprobe.offline import fingerprints
+from tlsprobe.offline.caches import MAX_ENTRIES, AnalysisCaches
 from tlsprobe.offline.facts import CLIENT, SERVER, Facts
-from tlsprobe.offline.hello import ClientHelloInfo
+from tlsprobe.wire.hello_fields import ClientHelloInfo
 from tlsprobe.report.offline_model import (
     SHAPE_JSON,
     AlertInfo,
-    CertificateInfo,
     Cipher,
     Codepoint,
     ConnectionReport,
@@ -29,10 +32,8 @@ from tlsprobe.report.offline_model import (
     KeyExchange,
     Offer,
 )
-from tlsprobe.report.trace import message_name
 
 _T = TypeVar("_T")
-_HYBRID_KIND = {"hybrid": "hybrid", "mlkem": "KEM", "ffdhe": "DHE"}
 
 
 class Endpoints(NamedTuple):
@@ -58,121 +59,65 @@ class Endpoints(NamedTuple):
     gap_bytes: int = 0
 
 
-version_cp = lru_cache(maxsize=None)(Codepoint.version)
-group_cp = lru_cache(maxsize=None)(Codepoint.group)
-sigscheme_cp = lru_cache(maxsize=None)(Codepoint.sigscheme)
-cipher_of = lru_cache(maxsize=None)(Cipher.of)
+def _memo(caches: AnalysisCaches, key: tuple[Any, ...], make: Callable[..., _T],
+          *args: Any) -> _T:
+    """make(*args), remembered in this analysis under `key` (a capture repeats the same
+    offers, certificates and key exchanges thousands of times)."""
+    memo = caches.memo
+    value = memo.get(key, memo)
+    if value is memo:
+        if len(memo) >= MAX_ENTRIES:
+            memo.clear()
+        value = memo[key] = make(*args)
+    return cast(_T, value)
 
 
-@cache
-def extension_cp(code: int) -> Codepoint:
-    return Codepoint(code, f"0x{code:04x}", registry.extension_name(code))
+def _codepoints(caches: AnalysisCaches, kind: str,
+                values: tuple[int, ...]) -> tuple[Any, ...]:
+    return _memo(caches, (kind, values), lambda: tuple(_MAKE[kind](v) for v in values))
 
 
-@lru_cache(maxsize=4096)
-def _codepoints(kind: str, values: tuple[int, ...]) -> tuple:  # type: ignore[type-arg]
-    make = {"version": version_cp, "group": group_cp, "sigscheme": sigscheme_cp,
-            "cipher": cipher_of, "extension": extension_cp}[kind]
-    return tuple(make(v) for v in values)
+_MAKE: dict[str, Callable[[int], Any]] = {
+    "version": Codepoint.version, "group": Codepoint.group,
+    "sigscheme": Codepoint.sigscheme, "cipher": Cipher.of,
+    "extension": lambda code: Codepoint(code, f"0x{code:04x}", registry.extension_name(code)),
+    "compression": lambda method: Codepoint(  # RFC 3749: 1 DEFLATE, 64 LZS, others by hex
+        method, f"0x{method:02x}", {0: "null", 1: "DEFLATE", 64: "LZS"}.get(
+            method, f"0x{method:02x}")),
+}
 
 
-@lru_cache(maxsize=4096)
-def cert_info(der: bytes) -> CertificateInfo:
-    """The probe's certificate summary; a key `cryptography` cannot load (explicit-curve
-    EC, unknown algorithms) still gives subject and issuer, never an exception."""
-    import warnings
-
-    from cryptography.exceptions import UnsupportedAlgorithm
-
-    from tlsprobe.probes.facts import certificate_info
-    try:
-        with warnings.catch_warnings():  # e.g. a negative serial: reported as it is
-            warnings.simplefilter("ignore")
-            return certificate_info(der)
-    except (UnsupportedAlgorithm, ValueError, TypeError) as exc:
-        import hashlib
-
-        from cryptography import x509
-        try:
-            cert = x509.load_der_x509_certificate(der)
-            subject, issuer = cert.subject.rfc4514_string(), cert.issuer.rfc4514_string()
-        except ValueError:
-            subject, issuer = "(unparsable certificate)", ""
-        return CertificateInfo(subject, issuer, f"unsupported key ({exc})", None, "", "", "",
-                               "", hashlib.sha256(der).hexdigest())
+def _one(caches: AnalysisCaches, kind: str, value: int) -> Any:
+    return _codepoints(caches, kind, (value,))[0]
 
 
 def _text(data: bytes) -> str:
     return data.decode("ascii", "backslashreplace")
 
 
-def offer_of(hello: ClientHelloInfo) -> Offer:
-    return _offer(hello.supported_versions or (hello.legacy_version,), hello.cipher_suites,
-                  hello.supported_groups, tuple(g for g, _ in hello.key_shares),
-                  hello.signature_algorithms, hello.alpn, hello.sni, hello.size)
+def offer_of(hello: ClientHelloInfo, caches: AnalysisCaches) -> Offer:
+    """The live probe's Offer of a ClientHello summary (interned: clients repeat)."""
+    args = (hello.supported_versions or (hello.legacy_version,), hello.cipher_suites,
+            hello.supported_groups, tuple(g for g, _ in hello.key_shares),
+            hello.signature_algorithms, tuple(_text(p) for p in hello.alpn), hello.sni,
+            hello.size)
+    return _memo(caches, ("offer",) + args, describe.offer, *args)
 
 
-@cache
-def compression_cp(method: int) -> Codepoint:
-    """A TLS compression method (RFC 3749 registry): 1 DEFLATE, 64 LZS, others by hex."""
-    return Codepoint(method, f"0x{method:02x}",
-                     {0: "null", 1: "DEFLATE", 64: "LZS"}.get(method, f"0x{method:02x}"))
-
-
-@cache
-def sslv2_cipher(spec: int) -> Cipher:
-    """A 3-byte SSLv2 cipher spec: 0x00XXYY is the TLS suite 0xXXYY; the others by their
-    SSL 2.0 names; hex as tshark writes specs ("0x050080", "0x000039")."""
-    from tlsprobe.offline.hello_codec import SSLV2_CIPHER_SPECS
-    if spec < 0x10000:
-        tls = cipher_of(spec)
-        return Cipher(spec, f"0x{spec:06x}", tls.iana_name, tls.openssl_name)
-    name, openssl = SSLV2_CIPHER_SPECS.get(spec, (f"SSL2_UNKNOWN_0x{spec:06x}", None))
-    return Cipher(spec, f"0x{spec:06x}", name, openssl)
-
-
-@lru_cache(maxsize=256)
-def sslv2_specs(specs: tuple[int, ...]) -> tuple[Cipher, ...]:
+def _sslv2_specs(caches: AnalysisCaches, specs: tuple[int, ...]) -> tuple[Cipher, ...]:
     """An SSLv2-format ClientHello's cipher specs (interned: clients repeat themselves)."""
-    return tuple(sslv2_cipher(s) for s in specs)
+    return _memo(caches, ("sslv2", specs),
+                 lambda: tuple(describe.sslv2_cipher(s) for s in specs))
 
 
-@lru_cache(maxsize=4096)
-def _offer(versions: tuple[int, ...], suites: tuple[int, ...], groups: tuple[int, ...],
-           shares: tuple[int, ...], sigalgs: tuple[int, ...], alpn: tuple[bytes, ...],
-           sni: str | None, size: int) -> Offer:
-    """The live probe's Offer (interned: clients repeat themselves)."""
-    return Offer(versions=_codepoints("version", versions),
-                 cipher_suites=_codepoints("cipher", suites),
-                 groups=_codepoints("group", groups),
-                 key_share_groups=_codepoints("group", shares),
-                 signature_algorithms=_codepoints("sigscheme", sigalgs),
-                 alpn=tuple(_text(p) for p in alpn), sni=sni, client_hello_bytes=size)
+def _named_group(caches: AnalysisCaches, kind: str, source: str, group: int,
+                 server_len: int | None, client_len: int | None) -> KeyExchange:
+    """A named-group key exchange in s_client's words (a capture repeats the same few)."""
+    args = (kind, source, group, server_len, client_len)
+    return _memo(caches, ("kx",) + args, describe.named_group_key_exchange, *args)
 
 
-@lru_cache(maxsize=4096)
-def _fingerprints(j3: tuple[str | None, str | None], j3s: tuple[str | None, str | None],
-                  j4: tuple[str | None, str | None]) -> Fingerprints:
-    return Fingerprints(j3[0], j3[1], j3s[0], j3s[1], j4[0], j4[1])
-
-
-@lru_cache(maxsize=4096)
-def _ecdhe(kind: str, source: str, group: int, server_len: int | None,
-           client_len: int | None) -> KeyExchange:
-    """A named-group key exchange with s_client's "Server Temp Key" wording (cached: a
-    capture repeats the same few)."""
-    from tlsprobe.probes.facts import (
-        TEMP_KEY,  # imported when first needed: start-up time
-    )
-    cp = group_cp(group)
-    known = TEMP_KEY.get(group)
-    bits, temp = (known[1], f"{known[0]}, {known[1]} bits") if known else \
-        (None, f"{cp.name}, {server_len}-byte server share")
-    return KeyExchange(kind=kind, source=source, group=cp, server_share_bytes=server_len,
-                       client_share_bytes=client_len, bits=bits, server_temp_key=temp)
-
-
-def key_exchange_of(f: Facts) -> KeyExchange | None:
+def key_exchange_of(f: Facts, caches: AnalysisCaches) -> KeyExchange | None:
     sh = f.server_hello
     if sh is None:
         return None
@@ -180,13 +125,12 @@ def key_exchange_of(f: Facts) -> KeyExchange | None:
         if sh.key_share is None:
             return KeyExchange(kind="PSK", source="none")
         group, server_len = sh.key_share
-        info = registry.group(group)
         hello = f.client_hellos[-1] if f.client_hellos else None
         client_len = next((n for g, n in hello.key_shares if g == group), None) \
             if hello is not None else None
-        return _ecdhe(_HYBRID_KIND.get(info.kind if info else "", "ECDHE"),
-                      "hello_retry_request" if f.hrr is not None else "key_share",
-                      group, server_len, client_len)
+        return _named_group(caches, describe.key_share_kind(group),
+                            "hello_retry_request" if f.hrr is not None else "key_share",
+                            group, server_len, client_len)
     kx, ske = f.key_exchange, f.ske
     missing = f.missing_server_key_exchange() if ske is None else None
     if missing is not None:   # lost in a capture gap: not captured, not absent
@@ -196,23 +140,15 @@ def key_exchange_of(f: Facts) -> KeyExchange | None:
         return KeyExchange(kind=kx or "unknown", source="rsa" if kx == "RSA" else "none",
                            client_share_bytes=f.cke_length)
     if ske.named_curve is not None:
-        return _ecdhe("ECDHE", "server_key_exchange", ske.named_curve, ske.public_length,
-                      f.cke_length)
+        return _named_group(caches, "ECDHE", "server_key_exchange", ske.named_curve,
+                            ske.public_length, f.cke_length)
     if ske.dh_p is not None:
         from tlsprobe.probes.dhgroups import dh_group_name
         p = int.from_bytes(ske.dh_p, "big")
-        name = dh_group_name(p)
-        code = registry.parse_group(name) if name and name.startswith("ffdhe") else None
-        return KeyExchange(kind="DHE", source="dhe_parameters",
-                           group=group_cp(code) if code is not None else None,
-                           server_share_bytes=ske.public_length,
-                           client_share_bytes=f.cke_length, dh_prime_bits=p.bit_length(),
-                           dh_group_name=name or f"unknown {p.bit_length()}-bit",
-                           bits=p.bit_length(), server_temp_key=f"DH, {p.bit_length()} bits")
+        return describe.dhe_key_exchange(p, dh_group_name(p), ske.public_length,
+                                         f.cke_length)
     if ske.explicit_curve:
-        return KeyExchange(kind="ECDHE", source="server_key_exchange", explicit_curve=True,
-                           client_share_bytes=f.cke_length,
-                           problem="explicit curve parameters (not a named group)")
+        return describe.explicit_curve_key_exchange(f.cke_length)
     return KeyExchange(kind=ske.kind or kx or "unknown", source="server_key_exchange",
                        client_share_bytes=f.cke_length)
 
@@ -230,20 +166,15 @@ def resumption_of(f: Facts) -> str | None:
     return None
 
 
-@lru_cache(maxsize=1024)
-def _message_label(direction: int, t: int, hrr: bool, decrypted: bool) -> str:
-    name = "HelloRetryRequest" if hrr else message_name(t)
-    return f"{'>>>' if direction == CLIENT else '<<<'} {name}{' (decrypted)' if decrypted else ''}"
-
-
-def _message_names(f: Facts) -> tuple[str, ...]:
-    out = [_message_label(*m) for m in f.messages]
+def _message_names(f: Facts, caches: AnalysisCaches) -> tuple[str, ...]:
+    out = [_memo(caches, ("message",) + m, describe.message_label, *m) for m in f.messages]
     if f.more_messages:
         out.append(f"... {f.more_messages} more")
     return tuple(out)
 
 
-def _derive(f: Facts, transport: str) -> tuple:  # type: ignore[type-arg]
+def _derive(f: Facts, transport: str,
+            caches: AnalysisCaches) -> tuple:  # type: ignore[type-arg]
     """Everything in a report that depends only on the handshake's messages, not on the
     connection's addresses, randoms or times."""
     hello = f.client_hellos[0] if f.client_hellos else None
@@ -254,30 +185,29 @@ def _derive(f: Facts, transport: str) -> tuple:  # type: ignore[type-arg]
         j3 = fingerprints.ja3(hello) if whole else (None, None)  # type: ignore[arg-type]
         j3s = fingerprints.ja3s(sh) if sh is not None else (None, None)
         j4 = fingerprints.ja4(hello, transport) if whole else (None, None)  # type: ignore[arg-type]
-        prints = _fingerprints(j3, j3s, j4)
+        prints = _memo(caches, ("prints", j3, j3s, j4), Fingerprints, j3[0], j3[1], j3s[0],
+                       j3s[1], j4[0], j4[1])
     alpn = sh.alpn if sh is not None and sh.alpn is not None else f.alpn_ee
     scheme = f.signature_scheme
     return (
         hello.sni if hello is not None else None,
-        offer_of(hello) if hello is not None else None,
-        _codepoints("extension", hello.extensions) if hello else (),
-        _codepoints("extension", sh.extensions) if sh else (),
-        version_cp(sh.selected_version) if sh is not None else
-        version_cp(f.sslv2_server) if f.sslv2_server is not None else None,
-        cipher_of(sh.cipher_suite) if sh is not None else None,
-        key_exchange_of(f),
-        group_cp(f.hrr.hrr_group) if f.hrr is not None and f.hrr.hrr_group is not None
-        else None,
-        sigscheme_cp(scheme) if scheme is not None else None,
+        offer_of(hello, caches) if hello is not None else None,
+        _codepoints(caches, "extension", hello.extensions) if hello else (),
+        _codepoints(caches, "extension", sh.extensions) if sh else (),
+        _one(caches, "version", sh.selected_version) if sh is not None else
+        _one(caches, "version", f.sslv2_server) if f.sslv2_server is not None else None,
+        _one(caches, "cipher", sh.cipher_suite) if sh is not None else None,
+        key_exchange_of(f, caches),
+        _one(caches, "group", f.hrr.hrr_group) if f.hrr is not None and
+        f.hrr.hrr_group is not None else None,
+        _one(caches, "sigscheme", scheme) if scheme is not None else None,
         _text(alpn) if alpn is not None else None, resumption_of(f),
-        tuple(cert_info(der) for der in f.certificates),
+        tuple(_memo(caches, ("cert", der), describe.certificate_info, der)
+              for der in f.certificates),
         tuple(AlertInfo("client" if d == CLIENT else "server", level, desc,
                         registry.alert_name(desc)) for d, level, desc, _ in f.alerts),
-        _message_names(f), prints, [None])
+        _message_names(f, caches), prints, [None])
 
-
-_SHAPES: dict[tuple, tuple] = {}  # type: ignore[type-arg]
-_MAX_SHAPES = 8192
 
 
 def _shape(f: Facts, transport: str) -> tuple:  # type: ignore[type-arg]
@@ -294,13 +224,16 @@ def _shape(f: Facts, transport: str) -> tuple:  # type: ignore[type-arg]
 
 
 def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> ConnectionReport:
-    """The report of one finished connection."""
+    """The report of one finished connection (its handshake's derivation remembered in the
+    analysis caches of its facts)."""
+    caches = f.caches
+    shapes = caches.reports
     key = _shape(f, transport)
-    derived = _SHAPES.get(key)
+    derived = shapes.get(key)
     if derived is None:
-        if len(_SHAPES) >= _MAX_SHAPES:
-            _SHAPES.clear()
-        derived = _SHAPES[key] = _derive(f, transport)
+        if len(shapes) >= MAX_ENTRIES:
+            shapes.clear()
+        derived = shapes[key] = _derive(f, transport, caches)
     (sni, offer, client_ext, server_ext, version, cipher, kx, hrr, scheme, alpn, resumption,
      certificates, alerts, messages, prints, shape_json) = derived
     (file, cid, transport_name, protocol, client_ip, client_port, server_ip, server_port,
@@ -329,9 +262,10 @@ def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> Connecti
         (f.finished[0] and f.finished[1]) if decrypted else None,
         close, midstream or (not hellos and bool(f.server_hellos)),
         _printable(preamble) if preamble else None, gap_bytes, tuple(f.problems),
-        compression_cp(f.server_hello.compression_method)
+        _one(caches, "compression", f.server_hello.compression_method)
         if f.server_hello is not None and f.server_hello.compression_method else None,
-        sslv2_specs(hellos[0].sslv2_cipher_specs) if hellos and hellos[0].sslv2 else (),
+        _sslv2_specs(caches, hellos[0].sslv2_cipher_specs) if hellos and hellos[0].sslv2
+        else (),
         f.framing))
 
 

@@ -81,7 +81,7 @@ class Connection:
         why = next((t.unreadable for t in tunnels if t.unreadable is not None), None)
         if why is None and not self.facts.client_hellos and \
                 all(t.hmac is None for t in tunnels):
-            from tlsprobe.offline.openvpn import TLS_CRYPT
+            from tlsprobe.offline.openvpn_channel import TLS_CRYPT
             why = "no TLS record found in the control channel: " + TLS_CRYPT
         if why is not None:
             self.facts.problem(f"OpenVPN: {why}")

@@ -12,13 +12,13 @@ reported once both sides encrypt, or at the end of the capture. Bounded like QUI
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Iterator
-from typing import Any
 
 from tlsprobe.capture import Datagram
-from tlsprobe.offline.build import Endpoints, build_report
-from tlsprobe.offline.facts import CLIENT, SERVER, Facts
+from tlsprobe.offline.caches import AnalysisCaches
+from tlsprobe.offline.datagram import Analyzed, DatagramTracker
+from tlsprobe.offline.datagram import Conversation as _Conversation
+from tlsprobe.offline.facts import CLIENT, SERVER
 
 #: DTLS 1.0, 1.2, 1.3 and OpenSSL's pre-RFC DTLS 1.0 ("DTLS1_BAD_VER")
 DTLS_VERSIONS = frozenset((0xFEFF, 0xFEFD, 0xFEFC, 0x0100))
@@ -67,35 +67,18 @@ class _Message:
         self.have: set[int] = set()   # fragment offsets received (a message has few)
 
 
-class Conversation:
-    __slots__ = (
-        "client",
-        "done_seq",
-        "encrypted",
-        "facts",
-        "filled",
-        "first_frame",
-        "first_ts",
-        "id",
-        "last_frame",
-        "last_ts",
-        "nbytes",
-        "pending",
-        "server",
-    )
+class Conversation(_Conversation):
+    """One DTLS handshake: its messages being rebuilt from fragments."""
+
+    __slots__ = ("done_seq", "encrypted", "filled", "pending")
 
     def __init__(self, cid: int, client: tuple[str, int], server: tuple[str, int], ts: float,
-                 frame: int) -> None:
-        self.id = cid
-        self.client, self.server = client, server
-        self.facts = Facts()
+                 frame: int, caches: AnalysisCaches | None = None) -> None:
+        super().__init__(cid, client, server, ts, frame, caches)
         self.facts.dtls = True
         self.pending: tuple[dict[int, _Message], dict[int, _Message]] = ({}, {})
         self.done_seq: tuple[set[int], set[int]] = (set(), set())
         self.filled: dict[tuple[int, int], int] = {}
-        self.first_ts = self.last_ts = ts
-        self.first_frame = self.last_frame = frame
-        self.nbytes = [0, 0]
         self.encrypted = [False, False]
 
     def handshake(self, direction: int, fragment: bytes, ts: float, frame: int) -> None:
@@ -128,15 +111,12 @@ class Conversation:
                                       frame)
 
 
-class DtlsTracker:
+class DtlsTracker(DatagramTracker):
     """Datagrams in, one report per DTLS handshake out."""
 
-    def __init__(self, file: str) -> None:
-        self.file = file
-        self.open: OrderedDict[tuple[Any, ...], Conversation] = OrderedDict()
-        self.connections = 0
+    protocol = transport = "dtls"
 
-    def datagram(self, ev: Datagram, framing: str | None = None) -> Iterator[Any]:
+    def datagram(self, ev: Datagram, framing: str | None = None) -> Iterator[Analyzed]:
         """One datagram (its DTLS records; `framing`: what they were unwrapped from, said
         in the report of a conversation it starts)."""
         src, dst = (ev.src, ev.sport), (ev.dst, ev.dport)
@@ -152,7 +132,7 @@ class DtlsTracker:
             if not records or records[0][0] != 22 or records[0][2] != 0 or \
                     records[0][3][:1] != b"\x01":
                 return
-            conv = Conversation(self.connections, src, dst, ev.ts, ev.frame)
+            conv = Conversation(self.connections, src, dst, ev.ts, ev.frame, self.caches)
             conv.facts.framing = framing
             self.connections += 1
             self.open[(src, dst)] = conv
@@ -173,17 +153,3 @@ class DtlsTracker:
         if conv.encrypted[0] and conv.encrypted[1]:
             self.open.pop((conv.client, conv.server), None)
             yield self._build(conv)
-
-    def _build(self, conv: Conversation) -> Any:
-        from tlsprobe.offline.analyzer import Analyzed
-        where = Endpoints(self.file, conv.id, "udp", "dtls", conv.client[0], conv.client[1],
-                          conv.server[0], conv.server[1], conv.first_frame, conv.last_frame,
-                          conv.first_ts, conv.last_ts, conv.nbytes[0], conv.nbytes[1], None)
-        return Analyzed(build_report(where, conv.facts, "dtls"), None)
-
-    def finish(self) -> Iterator[Any]:
-        for conv in list(self.open.values()):
-            if conv.facts.client_hellos or conv.facts.server_hellos:
-                yield self._build(conv)
-        self.open.clear()
-

@@ -1,27 +1,25 @@
 """What one connection's handshake messages, alerts and records said, as they arrive.
 
 Both readers feed the same accumulator: the fast reader (record framing of its own, hellos
-summarised by `offline.hello`) and the Flow reader (session.Flow, used for the `--msg` trace
-and for key-log decryption). Messages arrive as whole raw handshake messages, so one piece
-of code turns them into facts whichever reader framed them; the Flow reader also passes its
-decoded message, which is used for what only decryption reveals (TLS 1.3 Certificate,
+summarised by `wire.hello_summary`) and the Flow reader (session.Flow, used for the `--msg`
+trace and for key-log decryption). Messages arrive as whole raw handshake messages, so one
+piece of code turns them into facts whichever reader framed them; the Flow reader also passes
+its decoded message, which is used for what only decryption reveals (TLS 1.3 Certificate,
 EncryptedExtensions, CertificateVerify). `offline.build` turns the facts into a report.
+Parse contexts and hello summaries are remembered in the analysis's `AnalysisCaches`.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 from tlsprobe import registry
-from tlsprobe.offline.hello import (
-    ClientHelloInfo,
-    ServerHelloInfo,
-    parse_client_hello,
-    parse_server_hello,
-)
-from tlsprobe.offline.hello_codec import client_hello_info, server_hello_info
-from tlsprobe.offline.messages import (
+from tlsprobe.model.describe import message_name
+from tlsprobe.offline.caches import AnalysisCaches
+from tlsprobe.wire.hello_fields import ClientHelloInfo, ServerHelloInfo
+from tlsprobe.wire.hello_info import client_hello_info, server_hello_info
+from tlsprobe.wire.hello_summary import parse_client_hello, parse_server_hello
+from tlsprobe.wire.summary import (
     ServerKeyExchangeInfo,
     certificate_list,
     client_key_exchange_length,
@@ -47,6 +45,7 @@ class Facts:
     __slots__ = (
         "alerts",
         "alpn_ee",
+        "caches",
         "ccs",
         "certificates",
         "ch_frame",
@@ -80,7 +79,9 @@ class Facts:
         "version",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, caches: AnalysisCaches | None = None) -> None:
+        #: the analysis's memo and budgets (a fresh one: nothing shared)
+        self.caches = caches if caches is not None else AnalysisCaches()
         self.client_hellos: list[ClientHelloInfo] = []
         self.server_hellos: list[ServerHelloInfo] = []
         self.server_hello: ServerHelloInfo | None = None
@@ -120,8 +121,8 @@ class Facts:
         version = self.version
         if self.dtls and version is not None:  # message layouts follow the TLS version
             version = _DTLS_AS_TLS.get(version, version)
-        return _context(version, self.cipher_suite, self.key_exchange, self.named_group,
-                        direction == SERVER)
+        return self.caches.context(version, self.cipher_suite, self.key_exchange,
+                                   self.named_group, direction == SERVER)
 
     def problem(self, text: str) -> None:
         if len(self.problems) < MAX_PROBLEMS and text not in self.problems:
@@ -178,10 +179,7 @@ class Facts:
     def sslv2_record(self, direction: int, record: bytes, ts: float, frame: int) -> None:
         """The first record of a side in SSLv2 format (a ClientHello, or an SSL 2.0
         server's SERVER-HELLO)."""
-        from tlsprobe.offline.hello_codec import (
-            parse_sslv2_server_hello,
-            sslv2_client_hello_info,
-        )
+        from tlsprobe.wire.hello_info import parse_sslv2_server_hello, sslv2_client_hello_info
         from tlsprobe.wire.record import SSLv2ClientHello
         try:
             if direction == CLIENT:
@@ -234,7 +232,7 @@ class Facts:
                 self.problem(f"malformed ClientHello from the client: {exc} (the fields "
                              "before it are reported)")
             else:
-                self.problem(f"malformed {_name(t)} from the {_side(direction)}: {exc}")
+                self.problem(f"malformed {message_name(t)} from the {_side(direction)}: {exc}")
         if len(self.messages) < MAX_MESSAGES:
             self.messages.append((direction, t, t == SH and self.hrr is not None and
                                   self.server_hello is None, decrypted))
@@ -243,7 +241,7 @@ class Facts:
 
     def _partial_hello(self, msg: bytes, ts: float, frame: int) -> bool:
         """A ClientHello that is malformed or cut: its whole fields count (True when any)."""
-        from tlsprobe.offline.hello_partial import partial_client_hello
+        from tlsprobe.wire.hello_partial import partial_client_hello
         info = partial_client_hello(msg)
         if info is None:
             return False
@@ -266,18 +264,16 @@ class Facts:
         else:
             self.more_messages += 1
 
-    @staticmethod
-    def _parse_ch(msg: bytes, decoded: Any) -> ClientHelloInfo:
+    def _parse_ch(self, msg: bytes, decoded: Any) -> ClientHelloInfo:
         try:
-            return parse_client_hello(msg)
+            return parse_client_hello(msg, self.caches.hellos)
         except DecodeError:
             decoded = decoded or decode_handshake(msg)  # the codec's error text wins
             return client_hello_info(decoded.message, len(msg))
 
-    @staticmethod
-    def _parse_sh(msg: bytes, decoded: Any) -> ServerHelloInfo:
+    def _parse_sh(self, msg: bytes, decoded: Any) -> ServerHelloInfo:
         try:
-            return parse_server_hello(msg)
+            return parse_server_hello(msg, self.caches.hellos)
         except DecodeError:
             decoded = decoded or decode_handshake(msg)
             return server_hello_info(decoded.message, len(msg))
@@ -319,13 +315,6 @@ class Facts:
             self.alpn_ee = names[0] if len(names) == 1 else None
 
 
-@lru_cache(maxsize=1024)
-def _context(version: int | None, suite: int | None, kx: str | None, group: int | None,
-             server: bool) -> ParseContext:
-    return ParseContext(version=version, cipher_suite=suite, key_exchange=kx,
-                        named_group=group, is_server_message=server)
-
-
 def _selects_later_version(info: ServerHelloInfo) -> bool:
     """A version above TLS 1.3 chosen in supported_versions: a TLS 1.3 variant (a vendor
     experiment such as Google's 0x7eXX) whatever its number. Servers that negotiate a
@@ -334,11 +323,6 @@ def _selects_later_version(info: ServerHelloInfo) -> bool:
     v = info.selected_version
     return v > 0x0304 and 43 in info.extensions and not (v & 0x0F0F == 0x0A0A
                                                          and v >> 12 == (v >> 4) & 0xF)
-
-
-def _name(msg_type: int) -> str:
-    from tlsprobe.report.trace import message_name
-    return message_name(msg_type)
 
 
 def _side(direction: int) -> str:

@@ -6,22 +6,27 @@ which is where most of a capture's packets go. Handshake messages are reassemble
 handshake records (several per record, one over several records) with a bounded buffer and
 handed to `Facts`. After a gap the partial record and message are dropped and the
 `Aligner` finds the next plausible record header.
+
+The framing loop is the wire codec's (wire.record, wire.handshake: same header checks,
+same limits) hand-inlined: the codec's incremental readers build a record object per record
+and a Decoded per message, which on a capture's hundreds of thousands of records costs
+most of the throughput this reader is here for. tests/offline/test_streams.py checks it
+against the Flow reader (session.Flow over the codec) on the same captures.
 """
 
 from __future__ import annotations
 
 from tlsprobe.offline.facts import CLIENT, Facts
 from tlsprobe.offline.framing import Aligner, role_of
-from tlsprobe.offline.hello_codec import sslv2_record_size
-from tlsprobe.wire.record import MAX_CIPHERTEXT
+from tlsprobe.wire.record import MAX_CIPHERTEXT, sslv2_record_size
 
 MAX_MESSAGE = 1 << 18
-#: partial handshake messages held by all connections together: past this, a message still
-#: growing beyond `SMALL_MESSAGE` is given up (a capture of many connections that each
-#: start a huge message must not make memory grow without bound)
+#: partial handshake messages held by all connections of an analysis together (counted
+#: in its `AnalysisCaches.held`): past this, a message still growing beyond
+#: `SMALL_MESSAGE` is given up (a capture of many connections that each start a huge
+#: message must not make memory grow without bound)
 MAX_HELD = 64 << 20
 SMALL_MESSAGE = 1 << 14
-_held = [0]
 MAX_OPAQUE_RECORDS = 8
 _HANDSHAKE_TYPES = frozenset((0, 1, 2, 3, 4, 5, 6, 8, 11, 12, 13, 14, 15, 16, 20, 21, 22, 23,
                               24, 25, 254))
@@ -61,10 +66,11 @@ class FastHalf:
 class FastReader:
     """Feeds one connection's two directions into `facts`."""
 
-    __slots__ = ("facts", "halves", "swapped")
+    __slots__ = ("caches", "facts", "halves", "swapped")
 
     def __init__(self, facts: Facts) -> None:
         self.facts = facts
+        self.caches = facts.caches  # the analysis's budget of held partial messages
         self.halves = [FastHalf(0), FastHalf(1)]
         self.swapped = False
 
@@ -80,7 +86,7 @@ class FastReader:
         """The connection is done: its partial messages no longer count against MAX_HELD."""
         for half in self.halves:
             if half.hs:
-                _held[0] -= len(half.hs)
+                self.caches.held -= len(half.hs)
                 half.hs = bytearray()
 
     def trace_lines(self) -> list[str] | None:
@@ -94,7 +100,7 @@ class FastReader:
             self._cut_hello(half, ts, frame)
         half.parts = []
         half.have = 0
-        _held[0] -= len(half.hs)
+        self.caches.held -= len(half.hs)
         half.hs = bytearray()
         half.after_gap = True
         half.aligner.lost()
@@ -184,7 +190,7 @@ class FastReader:
             half.counting = True  # SSL 2.0 records after an SSLv2 hello: not TLS
             return b""
         self.facts.problem(f"no TLS record header where one was expected ({_side(half)})")
-        _held[0] -= len(half.hs)
+        self.caches.held -= len(half.hs)
         half.hs = bytearray()
         half.after_gap = True
         return half.aligner.reset_with(buf[p:])
@@ -241,19 +247,20 @@ class FastReader:
                                    f"{_side(half)}: over the limit, skipped")
                 break
             if len(hs) < size:
-                if len(hs) > SMALL_MESSAGE and _held[0] + len(hs) - before > MAX_HELD:
+                if len(hs) > SMALL_MESSAGE and \
+                        self.caches.held + len(hs) - before > MAX_HELD:
                     self.facts.problem(f"handshake message of {size} bytes from the "
                                        f"{_side(half)}: too much buffered, skipped")
                     break
-                _held[0] += len(hs) - before
+                self.caches.held += len(hs) - before
                 return
             msg = bytes(hs[:size])
             del hs[:size]
             self.facts.on_message(half.direction, msg, ts, frame)
         else:
-            _held[0] += len(hs) - before
+            self.caches.held += len(hs) - before
             return
-        _held[0] -= before  # the partial message is dropped
+        self.caches.held -= before  # the partial message is dropped
         half.hs = bytearray()
         half.after_gap = True
 

@@ -15,14 +15,15 @@ ALPN value (its first and last hex digits when either is not an ASCII letter or 
 4-digit hex joined by ","; c = the same over the sorted extensions without SNI (0000) and
 ALPN (0010), then "_" and the signature algorithms in wire order (no "_" part when there
 are none). Empty lists hash to "000000000000". `ja4_r` is the unhashed form.
+
+Not memoised here: offline.build derives them once per handshake shape of an analysis.
 """
 
 from __future__ import annotations
 
 import hashlib
-from functools import lru_cache
 
-from tlsprobe.offline.hello import ClientHelloInfo, ServerHelloInfo
+from tlsprobe.wire.hello_fields import ClientHelloInfo, ServerHelloInfo
 
 GREASE = frozenset(0x0A0A + 0x1010 * i for i in range(16))
 _VERSIONS = {0x0304: "13", 0x0303: "12", 0x0302: "11", 0x0301: "10", 0x0300: "s3",
@@ -41,7 +42,6 @@ def ja3(hello: ClientHelloInfo) -> tuple[str, str]:
                 hello.supported_groups, hello.ec_point_formats)
 
 
-@lru_cache(maxsize=4096)
 def _ja3(version: int, suites: tuple[int, ...], extensions: tuple[int, ...],
          groups: tuple[int, ...], formats: tuple[int, ...]) -> tuple[str, str]:
     full = ",".join((str(version), _dash(suites), _dash(extensions), _dash(groups),
@@ -53,7 +53,6 @@ def ja3s(hello: ServerHelloInfo) -> tuple[str, str]:
     return _ja3s(hello.legacy_version, hello.cipher_suite, hello.extensions)
 
 
-@lru_cache(maxsize=4096)
 def _ja3s(version: int, suite: int, extensions: tuple[int, ...]) -> tuple[str, str]:
     full = ",".join((str(version), str(suite), _dash(extensions)))
     return hashlib.md5(full.encode()).hexdigest(), full
@@ -81,7 +80,6 @@ def ja4(hello: ClientHelloInfo, transport: str = "tcp") -> tuple[str, str]:
                 hello.signature_algorithms)
 
 
-@lru_cache(maxsize=4096)
 def _ja4(transport: str, legacy_version: int, cipher_suites: tuple[int, ...],
          extensions: tuple[int, ...], supported_versions: tuple[int, ...],
          alpn: bytes | None, signature_algorithms: tuple[int, ...]) -> tuple[str, str]:

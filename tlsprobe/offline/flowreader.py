@@ -1,7 +1,8 @@
 """The Flow reader: a connection read through session.Flow, for the trace and for decryption.
 
-The live probe and this reader share session.Flow and report.trace.TraceFormatter, so the
-`--msg` lines of a capture are the probe's lines. Each direction has its own Flow object and
+The live probe and this reader share session.Flow and the trace formatter (the caller
+passes report.trace.TraceFormatter in: rendering is not this layer's), so the `--msg`
+lines of a capture are the probe's lines. Each direction has its own Flow object and
 both share one NegotiationState (the Flow keeps per-direction framing, and the state is what
 links the two sides); after a gap, the direction that lost bytes gets a fresh Flow on the
 same state, fed from the next plausible record header the `Aligner` finds. Keys come from a
@@ -13,15 +14,14 @@ encrypt; with keys, after `max_records` records, or without a trace once both Fi
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from tlsprobe.engine.keylog import KeyLog
 from tlsprobe.offline.decrypt import Decryptor
 from tlsprobe.offline.facts import CLIENT, SERVER, Facts
 from tlsprobe.offline.framing import Aligner, role_of
-from tlsprobe.offline.hello_codec import sslv2_client_hello_info, sslv2_record_size
-from tlsprobe.report.trace import TraceFormatter
 from tlsprobe.session.flow import (
     AlertEvent,
     ApplicationDataEvent,
@@ -34,11 +34,25 @@ from tlsprobe.session.flow import (
     SSLv2HelloEvent,
 )
 from tlsprobe.wire.buffer import DecodeError
+from tlsprobe.wire.hello_info import sslv2_client_hello_info
+from tlsprobe.wire.record import sslv2_record_size
 
 KEY_UPDATE, FINISHED, SERVER_HELLO, CLIENT_HELLO, END_OF_EARLY_DATA = 24, 20, 2, 1, 5
 #: without a trace, records decrypted after both Finished (NewSessionTicket, alerts)
 POST_HANDSHAKE_RECORDS = 16
 MAX_HEAD = 1 << 14  # first bytes of a ClientHello kept until it is whole, to read a cut one
+
+
+class EventFormatter(Protocol):
+    """Turns the Flow's events into trace lines (report.trace.TraceFormatter)."""
+
+    def event_lines(self, ev: Any) -> Iterable[str]: ...
+
+
+class FormatterFactory(Protocol):
+    """Makes one connection's `EventFormatter` (e.g. the TraceFormatter class)."""
+
+    def __call__(self, *, hex_limit: int | None = None) -> EventFormatter: ...
 
 
 class FlowHalf:
@@ -57,13 +71,14 @@ class FlowHalf:
 class FlowReader:
     """Feeds one connection's directions through Flows into `facts` (and trace lines)."""
 
-    def __init__(self, facts: Facts, *, trace: bool, keylog: KeyLog | None,
-                 max_records: int = 2000, hex_limit: int | None = None) -> None:
+    def __init__(self, facts: Facts, *, formatter: EventFormatter | None,
+                 keylog: KeyLog | None, max_records: int = 2000) -> None:
+        """`formatter`: the trace's (None: no trace kept)."""
         self.facts = facts
-        self.trace = trace
+        self.trace = formatter is not None
         self.state = NegotiationState()
         self.halves = [FlowHalf(0, self._flow()), FlowHalf(1, self._flow())]
-        self.formatter = TraceFormatter(hex_limit=hex_limit) if trace else None
+        self.formatter = formatter
         self.lines: list[str] = []
         self.decryptor = Decryptor(keylog, self._set_deprotector) if keylog is not None \
             else None

@@ -8,7 +8,7 @@ TLS is found by content, not by port. A direction's bytes reach the record frame
 * after a plain-text preamble (STARTTLS dialogue, proxy CONNECT, a database's SSL request):
   at the first ClientHello (client side) or ServerHello/alert record (server side);
 * inside OpenVPN over TCP (the stream starts with a length and a hard reset): the records
-  are the control channel's payloads (offline.openvpn);
+  are the control channel's payloads (offline.openvpn_channel);
 * in a connection captured mid-stream, or after bytes were lost (a gap), at the first offset
   from which a chain of plausible record headers follows.
 
@@ -182,7 +182,7 @@ class Aligner:
     def _start(self) -> bytes:
         buf = self._buf
         if tcp_start(buf):  # OpenVPN over TCP: a length, then a hard reset
-            from tlsprobe.offline.openvpn import ControlChannel
+            from tlsprobe.offline.openvpn_channel import ControlChannel
             self.tunnel = ControlChannel(tcp=True)
             self.state = "tunnel"
             self._buf = bytearray()

@@ -19,8 +19,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from tlsprobe.capture import Datagram
-from tlsprobe.offline.build import Endpoints, build_report
-from tlsprobe.offline.facts import CLIENT, SERVER, Facts
+from tlsprobe.offline.caches import AnalysisCaches
+from tlsprobe.offline.datagram import Analyzed, DatagramTracker
+from tlsprobe.offline.datagram import Conversation as _Conversation
+from tlsprobe.offline.facts import CLIENT, SERVER
 from tlsprobe.offline.quic_packets import (
     GOOGLE_SALTS,
     MVFST_DRAFTS,
@@ -84,37 +86,20 @@ class _Side:
         return bytes(out)
 
 
-class Conversation:
-    __slots__ = (
-        "client",
-        "dcid",
-        "dcids",
-        "facts",
-        "first_frame",
-        "first_ts",
-        "id",
-        "keys",
-        "last_frame",
-        "last_ts",
-        "nbytes",
-        "server",
-        "sides",
-        "version",
-    )
+class Conversation(_Conversation):
+    """One QUIC handshake: its Initial keys and CRYPTO streams."""
+
+    __slots__ = ("dcid", "dcids", "keys", "sides", "version")
 
     def __init__(self, cid: int, client: tuple[str, int], server: tuple[str, int],
-                 dcid: bytes, version: int, ts: float, frame: int) -> None:
-        self.id = cid
-        self.client, self.server = client, server
+                 dcid: bytes, version: int, ts: float, frame: int,
+                 caches: AnalysisCaches | None = None) -> None:
+        super().__init__(cid, client, server, ts, frame, caches)
         self.dcid, self.version = dcid, version
         self.dcids = [dcid]   # every DCID the client's Initials used (a Retry adds one)
-        self.facts = Facts()
         self.sides = (_Side(), _Side())
         self.keys = {CLIENT: InitialKeys(dcid, version, "client"),
                      SERVER: InitialKeys(dcid, version, "server")}
-        self.first_ts = self.last_ts = ts
-        self.first_frame = self.last_frame = frame
-        self.nbytes = [0, 0]
 
     def rekey(self, dcid: bytes, version: int, *, restart: bool) -> None:
         """Initial keys of another DCID or version; `restart`: the client begins a new
@@ -140,16 +125,17 @@ class Conversation:
             self.facts.on_message(direction, msg, ts, frame)
 
 
-class QuicTracker:
+class QuicTracker(DatagramTracker):
     """Datagrams in, one report per QUIC handshake out."""
 
-    def __init__(self, file: str, options: Any = None) -> None:
-        self.file = file
-        self.open: OrderedDict[tuple[Any, ...], Conversation] = OrderedDict()
-        self.done: OrderedDict[tuple[Any, ...], None] = OrderedDict()
-        self.connections = 0
+    protocol = transport = "quic"
 
-    def datagram(self, ev: Datagram) -> Iterator[Any]:
+    def __init__(self, file: str, options: Any = None,
+                 caches: AnalysisCaches | None = None) -> None:
+        super().__init__(file, caches)
+        self.done: OrderedDict[tuple[Any, ...], None] = OrderedDict()
+
+    def datagram(self, ev: Datagram) -> Iterator[Analyzed]:
         data = ev.data
         if ev.truncated or len(data) < 7 or not data[0] & 0x80:
             return
@@ -190,7 +176,8 @@ class QuicTracker:
         frames = _safe_frames(payload, version)
         if not frames:
             return None, CLIENT
-        conv = Conversation(self.connections, src, dst, dcid, version, ev.ts, ev.frame)
+        conv = Conversation(self.connections, src, dst, dcid, version, ev.ts, ev.frame,
+                            self.caches)
         if version in QUIC_CRYPTO_VERSIONS:
             if not frames[0][1].startswith(b"CHLO"):
                 return None, CLIENT
@@ -222,7 +209,7 @@ class QuicTracker:
         conv.rekey(key_dcid, version, restart=direction == CLIENT)
         return payload
 
-    def _report(self, conv: Conversation) -> Iterator[Any]:
+    def _report(self, conv: Conversation) -> Iterator[Analyzed]:
         key = (conv.client, conv.server)
         self.open.pop(key, None)
         for dcid in conv.dcids:  # late copies of Initials before a Retry are not new
@@ -231,18 +218,10 @@ class QuicTracker:
             self.done.popitem(last=False)
         yield self._build(conv)
 
-    def _build(self, conv: Conversation) -> Any:
-        from tlsprobe.offline.analyzer import Analyzed
-        where = Endpoints(self.file, conv.id, "udp", "quic", conv.client[0], conv.client[1],
-                          conv.server[0], conv.server[1], conv.first_frame, conv.last_frame,
-                          conv.first_ts, conv.last_ts, conv.nbytes[0], conv.nbytes[1], None)
-        return Analyzed(build_report(where, conv.facts, "quic"), None)
-
-    def finish(self) -> Iterator[Any]:
-        for conv in list(self.open.values()):
-            if conv.facts.client_hellos or conv.facts.server_hellos or conv.facts.problems:
-                yield self._build(conv)
-        self.open.clear()
+    def reportable(self, conv: Any) -> bool:
+        """Also a conversation with only a problem (a Google QUIC handshake not read)."""
+        f = conv.facts
+        return bool(f.client_hellos or f.server_hellos or f.problems)
 
 
 def _safe_frames(payload: bytes, version: int) -> list[tuple[int, bytes]]:

@@ -1,14 +1,18 @@
-"""Turn a client handshake's state into a ProbeResult: what was offered, what was chosen."""
+"""Turn a client handshake's state into a ProbeResult: what was offered, what was chosen.
+
+The describing rules (offer, key exchange wording, certificates, message names) are
+model.describe's, shared with the pcap report."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from typing import Any
 
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake
 from tlsprobe.kex.dhprime import check_dh_prime
+from tlsprobe.model import describe
+from tlsprobe.model.describe import certificate_info
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes.dhgroups import dh_group_name
 from tlsprobe.registry import HandshakeType
@@ -22,21 +26,14 @@ from tlsprobe.report.model import (
     ProbeResult,
     Timings,
 )
-from tlsprobe.report.trace import message_name
 from tlsprobe.session.flow import CLIENT, AlertEvent, MessageEvent
 from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.ext_decoders import WHERE_SERVER_HELLO, decode_extension
 from tlsprobe.wire.hello import ClientHello
 
-# Bits as `openssl s_client` prints them in "Server Temp Key".
-TEMP_KEY = {0x001D: ("X25519", 253), 0x001E: ("X448", 448), 0x0017: ("ECDH, prime256v1", 256),
-            0x0018: ("ECDH, secp384r1", 384), 0x0019: ("ECDH, secp521r1", 521),
-            0x0016: ("ECDH, secp256k1", 256), 0x0015: ("ECDH, secp224r1", 224),
-            0x0013: ("ECDH, prime192v1", 192), 0x001A: ("ECDH, brainpoolP256r1", 256),
-            0x001B: ("ECDH, brainpoolP384r1", 384), 0x001C: ("ECDH, brainpoolP512r1", 512),
-            0x001F: ("ECDH, brainpoolP256r1", 256), 0x0020: ("ECDH, brainpoolP384r1", 384),
-            0x0021: ("ECDH, brainpoolP512r1", 512), 0x0100: ("DH", 2048), 0x0101: ("DH", 3072),
-            0x0102: ("DH", 4096), 0x0103: ("DH", 6144), 0x0104: ("DH", 8192)}
+#: certificate_info is model.describe's, still importable from here
+__all__ = ["certificate_info", "certificates_of", "key_exchange_of", "negotiated_alpn",
+           "offer_of", "result_from", "session_features"]
 
 
 def _attr(obj: Any, *names: str) -> Any:
@@ -47,73 +44,10 @@ def _attr(obj: Any, *names: str) -> Any:
 
 
 def offer_of(hello: ClientHello, sni: str | None, alpn: Iterable[str]) -> Offer:
-    groups = hello.supported_groups
-    shares = [entry.group for entry in hello.key_shares]
-    versions = hello.supported_versions or [hello.legacy_version]
-    sigalgs = hello.signature_algorithms
-    return Offer(
-        versions=tuple(Codepoint.version(v) for v in versions),
-        cipher_suites=tuple(Cipher.of(s) for s in hello.cipher_suites),
-        groups=tuple(Codepoint.group(g) for g in groups),
-        key_share_groups=tuple(Codepoint.group(g) for g in shares),
-        signature_algorithms=tuple(Codepoint.sigscheme(s) for s in sigalgs),
-        alpn=tuple(alpn), sni=sni, client_hello_bytes=len(hello.serialize()) + 4)
-
-
-def certificate_info(der: bytes) -> CertificateInfo:
-    """Summarise one DER certificate; garbage DER gives a placeholder, never an exception."""
-    from cryptography import x509
-    from cryptography.exceptions import UnsupportedAlgorithm
-    from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
-    digest = hashlib.sha256(der).hexdigest()
-    try:
-        cert = x509.load_der_x509_certificate(der)
-    except ValueError as exc:
-        return CertificateInfo(f"(unparsable certificate: {exc})", "", "unknown", None, "", "",
-                               "", "", digest)
-    try:
-        key = cert.public_key()
-        if isinstance(key, rsa.RSAPublicKey):
-            key_type, bits = "RSA", key.key_size
-        elif isinstance(key, ec.EllipticCurvePublicKey):
-            key_type, bits = f"EC {key.curve.name}", key.curve.key_size
-        elif isinstance(key, ed25519.Ed25519PublicKey):
-            key_type, bits = "Ed25519", 256
-        elif isinstance(key, ed448.Ed448PublicKey):
-            key_type, bits = "Ed448", 456
-        elif isinstance(key, dsa.DSAPublicKey):
-            key_type, bits = "DSA", key.key_size
-        else:
-            key_type, bits = type(key).__name__.replace("PublicKey", ""), None
-    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
-        # cryptography's UnsupportedAlgorithm (an EC key on an unknown curve) is no ValueError
-        key_type, bits = f"unsupported key ({exc})", None
-    try:
-        sig = cert.signature_algorithm_oid._name
-    except ValueError:
-        sig = "unknown"
-    san: tuple[str, ...] = ()
-    try:
-        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-        san = tuple(str(v) for v in names.get_values_for_type(x509.DNSName)) + \
-            tuple(str(v) for v in names.get_values_for_type(x509.IPAddress))
-    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError, TypeError,
-            UnsupportedAlgorithm):
-        pass
-    return CertificateInfo(
-        subject=_name(lambda: cert.subject), issuer=_name(lambda: cert.issuer),
-        key_type=key_type, key_bits=bits, signature_algorithm=sig,
-        not_before=cert.not_valid_before_utc.isoformat(),
-        not_after=cert.not_valid_after_utc.isoformat(),
-        serial=f"{cert.serial_number:x}", sha256=digest, san=san)
-
-
-def _name(get: Any) -> str:
-    """A subject or issuer as RFC 4514 text; names are decoded lazily and may be invalid."""
-    try:
-        return str(get().rfc4514_string())
-    except (ValueError, TypeError) as exc:
-        return f"(undecodable name: {exc})"
+    return describe.offer(
+        tuple(hello.supported_versions or [hello.legacy_version]), tuple(hello.cipher_suites),
+        tuple(hello.supported_groups), tuple(entry.group for entry in hello.key_shares),
+        tuple(hello.signature_algorithms), tuple(alpn), sni, len(hello.serialize()) + 4)
 
 
 def certificates_of(message: Any) -> list[bytes]:
@@ -135,17 +69,13 @@ def key_exchange_of(hs: ClientHandshake) -> KeyExchange | None:
         if share is None:
             return None
         group, key = share
-        info = registry.group(group)
-        kind = {"hybrid": "hybrid", "mlkem": "KEM", "ffdhe": "DHE"}.get(
-            info.kind if info else "", "ECDHE")
         client_len = next((len(e.key_exchange) for e in client_hello.key_shares
                            if e.group == group), None)
-        return _with_temp_key(KeyExchange(
-            kind=kind, source="hello_retry_request" if hs.hrr is not None else "key_share",
-            group=Codepoint.group(group), server_share_bytes=len(key),
-            client_share_bytes=client_len, valid=hs.share_problem is None and
-            hs.shared_secret is not None if hs.shares.get(group) else None,
-            problem=hs.share_problem))
+        return describe.named_group_key_exchange(
+            describe.key_share_kind(group),
+            "hello_retry_request" if hs.hrr is not None else "key_share", group, len(key),
+            client_len, valid=hs.share_problem is None and hs.shared_secret is not None
+            if hs.shares.get(group) else None, problem=hs.share_problem)
     suite = registry.cipher_suite(sh.cipher_suite)
     kx = suite.kx if suite else None
     ske = hs.flight.messages.get(HandshakeType.server_key_exchange)
@@ -154,10 +84,10 @@ def key_exchange_of(hs: ClientHandshake) -> KeyExchange | None:
     valid = _tls12_share_valid(hs)
     named = _attr(ske, "named_curve")
     if named is not None:
-        return _with_temp_key(KeyExchange(
-            kind="ECDHE", source="server_key_exchange", group=Codepoint.group(named),
-            server_share_bytes=len(_attr(ske, "public", "public_key", "point") or b""),
-            client_share_bytes=hs.client_share_bytes, valid=valid, problem=hs.share_problem))
+        return describe.named_group_key_exchange(
+            "ECDHE", "server_key_exchange", named,
+            len(_attr(ske, "public", "public_key", "point") or b""), hs.client_share_bytes,
+            valid=valid, problem=hs.share_problem)
     prime = _attr(ske, "dh_p")
     if prime is not None:
         p = int.from_bytes(prime, "big") if isinstance(prime, (bytes, bytearray)) else int(prime)
@@ -167,17 +97,11 @@ def key_exchange_of(hs: ClientHandshake) -> KeyExchange | None:
             name = f"unknown {p.bit_length()}-bit" + ("" if is_prime else ", NOT PRIME"
                                                       if is_prime is False else
                                                       ", primality not checked")
-        code = registry.parse_group(name) if name and name.startswith("ffdhe") else None
         ys = _attr(ske, "public") or b""
-        return KeyExchange(
-            kind="DHE", source="dhe_parameters",
-            group=Codepoint.group(code) if code is not None else None,
-            server_share_bytes=len(ys) if isinstance(ys, (bytes, bytearray)) else None,
-            dh_prime_bits=p.bit_length(), dh_group_name=name or f"unknown {p.bit_length()}-bit",
-            bits=p.bit_length(), server_temp_key=f"DH, {p.bit_length()} bits",
-            client_share_bytes=hs.client_share_bytes, valid=valid, problem=hs.share_problem)
-    return KeyExchange(kind="ECDHE", source="server_key_exchange", explicit_curve=True,
-                       problem="explicit curve parameters (not a named group)")
+        return describe.dhe_key_exchange(
+            p, name, len(ys) if isinstance(ys, (bytes, bytearray)) else None,
+            hs.client_share_bytes, valid=valid, problem=hs.share_problem)
+    return describe.explicit_curve_key_exchange()
 
 
 def _tls12_share_valid(hs: ClientHandshake) -> bool | None:
@@ -239,16 +163,6 @@ def session_features(hs: ClientHandshake) -> dict[str, Any]:
     return out
 
 
-def _with_temp_key(kx: KeyExchange) -> KeyExchange:
-    from dataclasses import replace
-    if kx.group is None:
-        return kx
-    known = TEMP_KEY.get(kx.group.id)
-    if known:
-        return replace(kx, bits=known[1], server_temp_key=f"{known[0]}, {known[1]} bits")
-    return replace(kx, server_temp_key=f"{kx.group.name}, {kx.server_share_bytes}-byte server share")
-
-
 def result_from(hs: ClientHandshake, target: Target, address: str | None, *,
                 error: tuple[str, str] | None = None,
                 timings: tuple[float | None, float, float] | None = None,
@@ -262,11 +176,10 @@ def result_from(hs: ClientHandshake, target: Target, address: str | None, *,
     alerts = tuple(AlertInfo("sent" if ev.direction == CLIENT else "received", ev.alert.level,
                              ev.alert.description, registry.alert_name(ev.alert.description))
                    for ev in hs.events if isinstance(ev, AlertEvent))
-    messages = tuple(("<<< " if ev.direction else ">>> ") +
-                     ("HelloRetryRequest" if ev.decoded is not None and
-                      getattr(ev.decoded.message, "is_hello_retry_request", False)
-                      else message_name(ev.msg_type))
-                     for ev in hs.events if isinstance(ev, MessageEvent))
+    messages = tuple(describe.message_label(
+        ev.direction, ev.msg_type, ev.decoded is not None and
+        getattr(ev.decoded.message, "is_hello_retry_request", False))
+        for ev in hs.events if isinstance(ev, MessageEvent))
     sig = None
     ske = hs.flight.messages.get(HandshakeType.server_key_exchange)
     cv = hs.flight.messages.get(HandshakeType.certificate_verify)

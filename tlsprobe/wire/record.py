@@ -98,6 +98,13 @@ class SSLv2ClientHello:
         return (0x8000 | len(body)).to_bytes(2, "big") + body
 
 
+def sslv2_record_size(data: bytes | bytearray) -> int | None:
+    """Total size of an SSLv2 record with a 2-byte header, None until 2 bytes are there."""
+    if len(data) < 2:
+        return None
+    return 2 + (((data[0] & 0x7F) << 8) | data[1])
+
+
 def _sslv2_verdict(b: bytes) -> bool | None:
     """Is `b` (from the start of a stream) an SSLv2 ClientHello header? None: need more."""
     if len(b) >= 2 and ((b[0] & 0x7F) << 8 | b[1]) < 9 + 3 + 16:
@@ -211,10 +218,8 @@ class RecordReader:
                 raise self._fail(f"SSLv2 record with msg_type {b[2]}: only the SSLv2-format "
                                  "ClientHello is supported", 2, "record.sslv2.msg_type")
             raise self._fail("not a TLS record nor an SSLv2 ClientHello", 0, "record")
-        if len(b) < 2:
-            return None
-        total = 2 + ((b[0] & 0x7F) << 8 | b[1])
-        if len(b) < total:
+        total = sslv2_record_size(b)
+        if total is None or len(b) < total:
             return None
         hello = SSLv2ClientHello.parse(bytes(b[:total]), base_offset=self._offset)
         self._consume(total)

@@ -4,11 +4,16 @@ The wire codec (`tlsprobe.wire`) builds annotated dataclasses for every field, w
 the trace needs but costs ~100 us per ClientHello in Python. A capture of a million packets
 holds tens of thousands of hellos, so the offline reader extracts only what it reports
 (offered lists, extension order, SNI, ALPN, key-share groups, chosen version/suite/group)
-in one flat pass with `struct`, several times faster. The structure checks are the codec's
-(same vector bounds, same "block consumed exactly" rule, the first extension of a type
-counts); on any doubt the caller falls back to the codec (offline.hello_codec), which stays
-the authority on what is malformed. Tests compare both on every hello of the corpus and on
+in one flat pass with `struct`, several times faster. This pass is hand-inlined on purpose
+(not built on `wire.buffer.Buffer`, whose per-field calls cost the speed it is here for);
+its structure checks are the codec's (same vector bounds, same "block consumed exactly"
+rule, the first extension of a type counts); on any doubt the caller falls back to the codec
+(wire.hello_info), which stays the authority on what is malformed. Tests
+(tests/wire/test_hello_summaries.py) compare both on every hello of the corpus and on
 mutated ones. The summaries are NamedTuples: cheap to build, immutable, comparable.
+
+Repeated hellos are answered from a `HelloShapes` memo that the caller owns (one per
+capture analysis): nothing here is process-global.
 """
 
 from __future__ import annotations
@@ -16,97 +21,33 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from tlsprobe.offline.hello_fields import alpn as _alpn
-from tlsprobe.offline.hello_fields import client_shares as _client_shares
-from tlsprobe.offline.hello_fields import psk_identities as _psk_identities
-from tlsprobe.offline.hello_fields import server_name as _server_name
-from tlsprobe.offline.hello_fields import u8_list as _u8_list
-from tlsprobe.offline.hello_fields import u16_list as _u16_list
-from tlsprobe.offline.hello_fields import uint16s as _uint16s
 from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.hello import HELLO_RETRY_REQUEST_RANDOM, is_draft_server_hello
+from tlsprobe.wire.hello_fields import (
+    ALPN,
+    CLIENT_FIELDS,
+    EMS,
+    ETM,
+    KEY_SHARE,
+    KEY_SHARE_DRAFT,
+    PRE_SHARED_KEY,
+    SESSION_TICKET,
+    SUPPORTED_VERSIONS,
+    ClientHelloInfo,
+    ServerHelloInfo,
+)
+from tlsprobe.wire.hello_fields import alpn as _alpn
+from tlsprobe.wire.hello_fields import client_shares as _client_shares
+from tlsprobe.wire.hello_fields import psk_identities as _psk_identities
+from tlsprobe.wire.hello_fields import uint16s as _uint16s
 
-_SERVER_NAME, _SUPPORTED_GROUPS, _EC_POINT_FORMATS, _SIGNATURE_ALGORITHMS = 0, 10, 11, 13
-_ALPN, _ETM, _EMS, _SESSION_TICKET = 16, 22, 23, 35
-_KEY_SHARE_DRAFT, _PRE_SHARED_KEY, _EARLY_DATA, _SUPPORTED_VERSIONS = 40, 41, 42, 43
-_KEY_SHARE = 51
 _U16 = struct.Struct("!H").unpack_from
-
-
-class ClientHelloInfo(NamedTuple):
-    """What a ClientHello offered, raw ints in wire order (GREASE kept).
-
-    `extensions` are the extension types as sent; `key_shares` are (group, key length);
-    `session_ticket` is the ticket length (None when the extension is absent);
-    `problems` names extensions whose content was malformed (their fields stay empty)."""
-
-    legacy_version: int
-    random: bytes
-    session_id: bytes
-    cipher_suites: tuple[int, ...]
-    compression_methods: bytes
-    extensions: tuple[int, ...]
-    sni: str | None = None
-    alpn: tuple[bytes, ...] = ()
-    supported_groups: tuple[int, ...] = ()
-    ec_point_formats: tuple[int, ...] = ()
-    signature_algorithms: tuple[int, ...] = ()
-    supported_versions: tuple[int, ...] = ()
-    key_shares: tuple[tuple[int, int], ...] = ()
-    session_ticket: int | None = None
-    psk_identities: int = 0
-    early_data: bool = False
-    size: int = 0
-    sslv2: bool = False
-    problems: tuple[str, ...] = ()
-    sslv2_cipher_specs: tuple[int, ...] = ()  # an SSLv2-format hello's 3-byte specs, all
-    partial: bool = False  # cut short or malformed: only the fields before that are here
-
-
-class ServerHelloInfo(NamedTuple):
-    """What a ServerHello (or HelloRetryRequest) chose."""
-
-    legacy_version: int
-    random: bytes
-    session_id: bytes
-    cipher_suite: int
-    compression_method: int
-    extensions: tuple[int, ...]
-    selected_version: int
-    key_share: tuple[int, int] | None = None     # (group, key length); not in an HRR
-    hrr_group: int | None = None                 # HelloRetryRequest selected_group
-    alpn: bytes | None = None
-    psk_identity: int | None = None
-    extended_master_secret: bool = False
-    encrypt_then_mac: bool = False
-    session_ticket: bool = False
-    size: int = 0
-    problems: tuple[str, ...] = ()
-
-    @property
-    def is_hello_retry_request(self) -> bool:
-        return self.random == HELLO_RETRY_REQUEST_RANDOM
 
 
 def _fail(reason: str, offset: int, path: str) -> DecodeError:
     return DecodeError(reason, offset, path)
 
 
-#: extension type -> (ClientHelloInfo field, reader of the extension body), in the order
-#: the codec-based summary checks them (problems are listed in this order)
-CLIENT_FIELDS = {
-    _SERVER_NAME: ("sni", _server_name),
-    _SUPPORTED_GROUPS: ("supported_groups", lambda d: _u16_list(d, 2, 2)),
-    _EC_POINT_FORMATS: ("ec_point_formats", lambda d: _u8_list(d, 1)),
-    _SIGNATURE_ALGORITHMS: ("signature_algorithms", lambda d: _u16_list(d, 2, 2)),
-    _ALPN: ("alpn", _alpn),
-    _SUPPORTED_VERSIONS: ("supported_versions", lambda d: _u16_list(d, 1, 2, 254)),
-    _KEY_SHARE: ("key_shares", _client_shares),
-    _KEY_SHARE_DRAFT: ("key_shares", _client_shares),
-    _SESSION_TICKET: ("session_ticket", len),
-    _PRE_SHARED_KEY: ("psk_identities", _psk_identities),
-    _EARLY_DATA: ("early_data", lambda d: True),
-}
 _FIELD_INDEX = {name: ClientHelloInfo._fields.index(name)
                 for name, _ in CLIENT_FIELDS.values()}
 _READERS = tuple((ext_type, name, _FIELD_INDEX[name], read)
@@ -166,14 +107,26 @@ class _Shape(NamedTuple):
     info: ClientHelloInfo
 
 
-_CH_SHAPES: dict[tuple[int, bytes, bytes], list[_Shape]] = {}
 _MAX_CH_SHAPES = 4096
 _HEAD = 64  # bytes of the cipher_suites vector in the index
+_SHShape = tuple[bytes, int, bytes, ServerHelloInfo]  # (before the key, key length, tail)
 
 
-def shape_count() -> int:
-    """ClientHello shapes remembered (tests, statistics)."""
-    return sum(len(shapes) for shapes in _CH_SHAPES.values())
+class HelloShapes:
+    """The hello shapes one capture analysis has met (bounded): owned by the analysis, so
+    that two analyses share nothing and the memo goes with its analysis."""
+
+    __slots__ = ("client", "server")
+
+    def __init__(self) -> None:
+        self.client: dict[tuple[int, bytes, bytes], list[_Shape]] = {}
+        #: ServerHello summaries by shape, as for ClientHellos: the bytes after the
+        #: session id, without the server's key_share key (the group and key length stay)
+        self.server: dict[tuple[int, bytes, bool, bytes], list[_SHShape]] = {}
+
+    def count(self) -> int:
+        """ClientHello shapes remembered (tests, statistics)."""
+        return sum(len(shapes) for shapes in self.client.values())
 
 
 def _cut_value(body: bytes, key_share: bool) -> object:
@@ -181,9 +134,9 @@ def _cut_value(body: bytes, key_share: bool) -> object:
     return _client_shares(body) if key_share else _psk_identities(body)
 
 
-def _known_shape(msg: bytes, index: tuple[int, bytes, bytes],
-                 start: int) -> ClientHelloInfo | None:
-    for shape in _CH_SHAPES.get(index, ()):
+def _known_shape(table: dict[tuple[int, bytes, bytes], list[_Shape]], msg: bytes,
+                 index: tuple[int, bytes, bytes], start: int) -> ClientHelloInfo | None:
+    for shape in table.get(index, ()):
         p = start
         for before, key_share, value in shape.pieces:
             if not msg.startswith(before, p):
@@ -202,12 +155,12 @@ def _known_shape(msg: bytes, index: tuple[int, bytes, bytes],
     return None
 
 
-def _remember(msg: bytes, index: tuple[int, bytes, bytes], start: int, end: int,
-              first: dict[int, int], info: ClientHelloInfo) -> None:
-    ks = first.get(_KEY_SHARE)
+def _remember(shapes: HelloShapes, msg: bytes, index: tuple[int, bytes, bytes], start: int,
+              end: int, first: dict[int, int], info: ClientHelloInfo) -> None:
+    ks = first.get(KEY_SHARE)
     if ks is None:
-        ks = first.get(_KEY_SHARE_DRAFT)
-    cuts = sorted(at for at in (ks, first.get(_PRE_SHARED_KEY)) if at is not None)
+        ks = first.get(KEY_SHARE_DRAFT)
+    cuts = sorted(at for at in (ks, first.get(PRE_SHARED_KEY)) if at is not None)
     pieces = []
     p = start
     try:
@@ -217,16 +170,17 @@ def _remember(msg: bytes, index: tuple[int, bytes, bytes], start: int, end: int,
             p = at + size
     except ValueError:
         return  # a malformed body: such hellos are not remembered
-    if shape_count() >= _MAX_CH_SHAPES:
-        _CH_SHAPES.clear()
-    shapes = _CH_SHAPES.setdefault(index, [])
-    if len(shapes) >= 16:
-        del shapes[0]
-    shapes.append(_Shape(tuple(pieces), msg[p:end], info))
+    if shapes.count() >= _MAX_CH_SHAPES:
+        shapes.client.clear()
+    known = shapes.client.setdefault(index, [])
+    if len(known) >= 16:
+        del known[0]
+    known.append(_Shape(tuple(pieces), msg[p:end], info))
 
 
-def parse_client_hello(msg: bytes) -> ClientHelloInfo:
-    """Summarise one whole ClientHello message (4-byte header included).
+def parse_client_hello(msg: bytes, shapes: HelloShapes | None = None) -> ClientHelloInfo:
+    """Summarise one whole ClientHello message (4-byte header included); `shapes`: the
+    memo of the hellos already read (None: none kept).
 
     Raises DecodeError when the message structure is malformed; a malformed extension body
     only leaves its field empty and is named in `problems`."""
@@ -243,7 +197,8 @@ def parse_client_hello(msg: bytes) -> ClientHelloInfo:
     if cs_len < 2 or cs_len % 2 or p + 2 + cs_len > end:
         raise _fail(f"bad cipher_suites length {cs_len}", p, "ClientHello.cipher_suites")
     shape_index = (end, msg[4:6], msg[start:start + min(2 + cs_len, _HEAD)])
-    known = _known_shape(msg, shape_index, start)
+    known = _known_shape(shapes.client, msg, shape_index, start) if shapes is not None \
+        else None
     if known is not None:  # the same bytes as a hello already read, but for its own fields
         return tuple.__new__(ClientHelloInfo, (known[0], msg[6:38], msg[39:start]) + known[3:])
     p += 2 + cs_len
@@ -260,8 +215,8 @@ def parse_client_hello(msg: bytes) -> ClientHelloInfo:
     values[16] = end
     if p < end:
         values[5] = tuple(types)
-        if _KEY_SHARE in first:  # as the codec: key_share wins over the draft-era type 40
-            first.pop(_KEY_SHARE_DRAFT, None)
+        if KEY_SHARE in first:  # as the codec: key_share wins over the draft-era type 40
+            first.pop(KEY_SHARE_DRAFT, None)
         problems = []
         get = first.get
         for ext_type, name, index, read in _READERS:
@@ -274,23 +229,19 @@ def parse_client_hello(msg: bytes) -> ClientHelloInfo:
         if problems:
             values[18] = tuple(problems)
     info = ClientHelloInfo._make(values)
-    _remember(msg, shape_index, start, end, first, info)
+    if shapes is not None:
+        _remember(shapes, msg, shape_index, start, end, first, info)
     return info
 
 
-_SH_PROBLEM = {_SUPPORTED_VERSIONS: "supported_versions", _ALPN: "alpn",
-               _PRE_SHARED_KEY: "pre_shared_key", _KEY_SHARE: "key_share",
-               _KEY_SHARE_DRAFT: "key_share"}
+_SH_PROBLEM = {SUPPORTED_VERSIONS: "supported_versions", ALPN: "alpn",
+               PRE_SHARED_KEY: "pre_shared_key", KEY_SHARE: "key_share",
+               KEY_SHARE_DRAFT: "key_share"}
 
 
-#: ServerHello summaries by shape, as for ClientHellos: the bytes after the session id,
-#: without the server's key_share key (the group and key length stay)
-_SH_SHAPES: dict[tuple[int, bytes, bool, bytes],
-                 list[tuple[bytes, int, bytes, ServerHelloInfo]]] = {}
-
-
-def parse_server_hello(msg: bytes) -> ServerHelloInfo:
-    """Summarise one whole ServerHello or HelloRetryRequest (4-byte header included)."""
+def parse_server_hello(msg: bytes, shapes: HelloShapes | None = None) -> ServerHelloInfo:
+    """Summarise one whole ServerHello or HelloRetryRequest (4-byte header included);
+    `shapes` as for `parse_client_hello`."""
     end = _header(msg, 2, "ServerHello")
     if end < 38:
         raise _fail("ServerHello too short", end, "ServerHello")
@@ -298,11 +249,11 @@ def parse_server_hello(msg: bytes) -> ServerHelloInfo:
     random = msg[6:38]
     p = 38
     shape_index = None
-    if end >= 42 and msg[38] <= 32 and 42 + msg[38] <= end:
+    if shapes is not None and end >= 42 and msg[38] <= 32 and 42 + msg[38] <= end:
         start = 39 + msg[38]
         shape_index = (end, msg[4:6], random == HELLO_RETRY_REQUEST_RANDOM,
                        msg[start:start + 3])
-        for before, key_length, tail, known in _SH_SHAPES.get(shape_index, ()):
+        for before, key_length, tail, known in shapes.server.get(shape_index, ()):
             if msg.startswith(before, start) and \
                     msg.startswith(tail, start + len(before) + key_length):
                 return tuple.__new__(ServerHelloInfo,
@@ -332,12 +283,12 @@ def parse_server_hello(msg: bytes) -> ServerHelloInfo:
         at = first[ext_type]
         data = msg[at:at + ((msg[at - 2] << 8) | msg[at - 1])]
         try:
-            if ext_type == _SUPPORTED_VERSIONS:
+            if ext_type == SUPPORTED_VERSIONS:
                 if len(data) != 2:
                     raise ValueError("selected_version")
                 selected = _U16(data)[0]
-            elif ext_type in (_KEY_SHARE, _KEY_SHARE_DRAFT):
-                if ext_type == _KEY_SHARE_DRAFT and _KEY_SHARE in first:
+            elif ext_type in (KEY_SHARE, KEY_SHARE_DRAFT):
+                if ext_type == KEY_SHARE_DRAFT and KEY_SHARE in first:
                     continue
                 if hrr:
                     if len(data) != 2:
@@ -347,7 +298,7 @@ def parse_server_hello(msg: bytes) -> ServerHelloInfo:
                     if len(data) < 5 or (data[2] << 8) | data[3] != len(data) - 4:
                         raise ValueError("server_share")
                     key_share = (_U16(data)[0], len(data) - 4)
-            elif ext_type == _ALPN:
+            elif ext_type == ALPN:
                 names = _alpn(data)
                 if len(names) != 1:
                     raise ValueError("one protocol")
@@ -360,19 +311,21 @@ def parse_server_hello(msg: bytes) -> ServerHelloInfo:
             problems.append(_SH_PROBLEM[ext_type])
     info: ServerHelloInfo = tuple.__new__(ServerHelloInfo, (  # without its Python __new__
         legacy_version, random, session_id, suite, method, tuple(types), selected, key_share,
-        hrr_group, alpn, psk, _EMS in first, _ETM in first, _SESSION_TICKET in first, end,
+        hrr_group, alpn, psk, EMS in first, ETM in first, SESSION_TICKET in first, end,
         tuple(problems)))
-    if shape_index is not None and not is_draft_server_hello(legacy_version):
+    if shapes is not None and shape_index is not None and \
+            not is_draft_server_hello(legacy_version):
         start = 39 + len(session_id)
         cut, key_length = end, 0
         if key_share is not None:  # the key bytes follow the group and the key length
-            cut = first[_KEY_SHARE if _KEY_SHARE in first else _KEY_SHARE_DRAFT] + 4
+            cut = first[KEY_SHARE if KEY_SHARE in first else KEY_SHARE_DRAFT] + 4
             key_length = key_share[1]
-        shapes = _SH_SHAPES.setdefault(shape_index, [])
-        if len(_SH_SHAPES) >= _MAX_CH_SHAPES:
-            _SH_SHAPES.clear()
-            shapes = _SH_SHAPES[shape_index] = []
-        if len(shapes) >= 16:
-            del shapes[0]
-        shapes.append((msg[start:cut], key_length, msg[cut + key_length:end], info))
+        table = shapes.server
+        known_sh = table.setdefault(shape_index, [])
+        if len(table) >= _MAX_CH_SHAPES:
+            table.clear()
+            known_sh = table[shape_index] = []
+        if len(known_sh) >= 16:
+            del known_sh[0]
+        known_sh.append((msg[start:cut], key_length, msg[cut + key_length:end], info))
     return info

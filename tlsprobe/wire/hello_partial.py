@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import struct
 
-from tlsprobe.offline.hello import CLIENT_FIELDS, ClientHelloInfo
+from tlsprobe.wire.hello_fields import (
+    CLIENT_FIELDS,
+    KEY_SHARE,
+    KEY_SHARE_DRAFT,
+    ClientHelloInfo,
+)
 
-_KEY_SHARE, _KEY_SHARE_DRAFT = 51, 40
 _INDEX = {name: ClientHelloInfo._fields.index(name) for name, _ in CLIENT_FIELDS.values()}
 
 
@@ -59,8 +63,8 @@ def partial_client_hello(msg: bytes) -> ClientHelloInfo | None:
         types.append(ext_type)
         bodies.setdefault(ext_type, bytes(msg[p + 4:p + 4 + size]))
         p += 4 + size
-    if _KEY_SHARE in bodies:
-        bodies.pop(_KEY_SHARE_DRAFT, None)
+    if KEY_SHARE in bodies:
+        bodies.pop(KEY_SHARE_DRAFT, None)
     values = list(info)
     values[5] = tuple(types)
     problems = []

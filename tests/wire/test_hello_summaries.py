@@ -1,4 +1,4 @@
-"""The fast hello summaries (offline.hello) against the wire codec: same values on real
+"""The fast hello summaries (wire.hello_summary) against the wire codec: same values on real
 hellos, never stricter than the codec, and DecodeError as the only failure."""
 
 from __future__ import annotations
@@ -8,16 +8,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from offline.helpers import all_hellos
-from tlsprobe.offline.hello import parse_client_hello, parse_server_hello
-from tlsprobe.offline.hello_codec import client_hello_info, server_hello_info
 from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.handshake import decode_handshake
+from tlsprobe.wire.hello_info import client_hello_info, server_hello_info
+from tlsprobe.wire.hello_summary import HelloShapes, parse_client_hello, parse_server_hello
 
 HELLOS = all_hellos()
+#: one memo for the whole module, as an analysis has: repeated and mutated hellos are also
+#: answered from it
+MEMO = HelloShapes()
 
 
 def fast(raw: bytes):
-    return parse_client_hello(raw) if raw[0] == 1 else parse_server_hello(raw)
+    return parse_client_hello(raw, MEMO) if raw[0] == 1 else parse_server_hello(raw, MEMO)
 
 
 def codec(raw: bytes):
@@ -114,34 +117,34 @@ def _fresh_copy(raw: bytes, seed: int) -> bytes:
 
 
 def test_hello_shape_cache_gives_each_hello_its_own_values() -> None:
-    from tlsprobe.offline import hello as hello_module
     client_hellos = [raw for raw, _ in HELLOS if raw[0] == 1]
-    hello_module._CH_SHAPES.clear()
+    memo = HelloShapes()
     for raw in client_hellos:
-        parse_client_hello(raw)
-    shapes = hello_module.shape_count()
+        parse_client_hello(raw, memo)
+    shapes = memo.count()
     assert 0 < shapes < len(client_hellos)  # the captures' clients repeat themselves
     for seed, raw in enumerate(client_hellos):
         again = _fresh_copy(raw, seed)
         assert again != raw
-        assert parse_client_hello(again) == codec(again)
-    assert hello_module.shape_count() == shapes  # all answered from the cache
+        assert parse_client_hello(again, memo) == codec(again)
+    assert memo.count() == shapes  # all answered from the cache
 
 
 def test_hello_shape_cache_tells_key_share_groups_apart() -> None:
     raw = next(r for r, d in HELLOS if r[0] == 1 and b"\x00\x33\x00\x26\x00\x24\x00\x1d" in r)
     at = raw.index(b"\x00\x33\x00\x26\x00\x24\x00\x1d") + 6
     other = raw[:at] + b"\x00\x1e" + raw[at + 2:]  # x25519 share relabelled x448
-    assert parse_client_hello(raw).key_shares[0] == (0x1D, 32)
-    assert parse_client_hello(other).key_shares[0] == (0x1E, 32) == codec(other).key_shares[0]
+    memo = HelloShapes()
+    assert parse_client_hello(raw, memo).key_shares[0] == (0x1D, 32)
+    assert parse_client_hello(other, memo).key_shares[0] == (0x1E, 32) == \
+        codec(other).key_shares[0]
 
 
 def test_server_hello_shape_cache_gives_each_hello_its_own_values() -> None:
-    from tlsprobe.offline import hello as hello_module
     server_hellos = [raw for raw, _ in HELLOS if raw[0] == 2]
-    hello_module._SH_SHAPES.clear()
+    memo = HelloShapes()
     for raw in server_hellos:
-        parse_server_hello(raw)
+        parse_server_hello(raw, memo)
     for seed, raw in enumerate(server_hellos):
         hello = decode_handshake(raw).message
         out = bytearray(raw)
@@ -154,9 +157,9 @@ def test_server_hello_shape_cache_gives_each_hello_its_own_values() -> None:
             at = bytes(out).find(share[1])
             out[at:at + 8] = bytes((seed * 11 + i) & 0xFF for i in range(8))
         again = bytes(out)
-        assert parse_server_hello(again) == codec(again)
+        assert parse_server_hello(again, memo) == codec(again)
     # a share of another group with the same key length is another shape
     raw = next(r for r in server_hellos if b"\x00\x33\x00\x24\x00\x1d\x00\x20" in r)
     at = raw.index(b"\x00\x33\x00\x24\x00\x1d\x00\x20") + 4
     other = raw[:at] + b"\x00\x1e" + raw[at + 2:]
-    assert parse_server_hello(other).key_share == (0x1E, 32) == codec(other).key_share
+    assert parse_server_hello(other, memo).key_share == (0x1E, 32) == codec(other).key_share

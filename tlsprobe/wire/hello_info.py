@@ -1,7 +1,7 @@
 """The hello summaries from the wire codec's typed messages, and the SSLv2-format records.
 
 `client_hello_info` / `server_hello_info` build the same `ClientHelloInfo` /
-`ServerHelloInfo` as the fast readers of offline.hello, from the codec's ClientHello and
+`ServerHelloInfo` as the fast readers of wire.hello_summary, from the codec's ClientHello and
 ServerHello: the fallback when the fast reader refuses a message (the codec then gives the
 precise error) and the oracle the tests compare the fast reader with.
 """
@@ -11,23 +11,22 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from tlsprobe.offline.hello import (
-    _ALPN,
-    _EMS,
-    _ETM,
-    _KEY_SHARE,
-    _KEY_SHARE_DRAFT,
-    _PRE_SHARED_KEY,
-    _SESSION_TICKET,
-    _SUPPORTED_VERSIONS,
-    CLIENT_FIELDS,
-    ClientHelloInfo,
-    ServerHelloInfo,
-    _fail,
-)
 from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.hello import ClientHello, ServerHello
-from tlsprobe.wire.record import SSLv2ClientHello
+from tlsprobe.wire.hello_fields import (
+    ALPN,
+    CLIENT_FIELDS,
+    EMS,
+    ETM,
+    KEY_SHARE,
+    KEY_SHARE_DRAFT,
+    PRE_SHARED_KEY,
+    SESSION_TICKET,
+    SUPPORTED_VERSIONS,
+    ClientHelloInfo,
+    ServerHelloInfo,
+)
+from tlsprobe.wire.record import SSLv2ClientHello, sslv2_record_size
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,28 +39,19 @@ class SSLv2ServerHelloInfo:
     size: int
 
 
-def sslv2_record_size(data: bytes | bytearray) -> int | None:
-    """Total size of an SSLv2 record with a 2-byte header, None until 2 bytes are there."""
-    if len(data) < 2:
-        return None
-    return 2 + (((data[0] & 0x7F) << 8) | data[1])
-
-
 def parse_sslv2_server_hello(record: bytes) -> SSLv2ServerHelloInfo:
     """One whole SSLv2 record holding a SERVER-HELLO (msg_type 4)."""
     if len(record) < 13 or not record[0] & 0x80 or record[2] != 4:
-        raise _fail("not an SSLv2 SERVER-HELLO", 0, "SSLv2ServerHello")
+        raise DecodeError("not an SSLv2 SERVER-HELLO", 0, "SSLv2ServerHello")
     if sslv2_record_size(record) != len(record):
-        raise _fail("record length does not match", 0, "SSLv2ServerHello")
+        raise DecodeError("record length does not match", 0, "SSLv2ServerHello")
     version, cert_len, specs_len, cid_len = struct.unpack_from("!HHHH", record, 5)
     if specs_len % 3 or 13 + cert_len + specs_len + cid_len != len(record):
-        raise _fail("lengths do not add up", 7, "SSLv2ServerHello")
+        raise DecodeError("lengths do not add up", 7, "SSLv2ServerHello")
     cert = bytes(record[13:13 + cert_len])
     p = 13 + cert_len
     specs = tuple(int.from_bytes(record[i:i + 3], "big") for i in range(p, p + specs_len, 3))
     return SSLv2ServerHelloInfo(version, specs, cert, len(record))
-
-
 
 
 def _safe(get: object, default: object, problems: list[str] | None = None,
@@ -119,20 +109,6 @@ def sslv2_client_hello_info(hello: SSLv2ClientHello) -> ClientHelloInfo:
                            sslv2=True, sslv2_cipher_specs=tuple(hello.cipher_specs))
 
 
-#: SSL 2.0 cipher specs (draft-hickman-netscape-ssl-00 CIPHER-KIND) with Wireshark's names
-#: and OpenSSL's
-SSLV2_CIPHER_SPECS: dict[int, tuple[str, str]] = {
-    0x010080: ("SSL2_RC4_128_WITH_MD5", "RC4-MD5"),
-    0x020080: ("SSL2_RC4_128_EXPORT40_WITH_MD5", "EXP-RC4-MD5"),
-    0x030080: ("SSL2_RC2_128_CBC_WITH_MD5", "RC2-CBC-MD5"),
-    0x040080: ("SSL2_RC2_128_CBC_EXPORT40_WITH_MD5", "EXP-RC2-CBC-MD5"),
-    0x050080: ("SSL2_IDEA_128_CBC_WITH_MD5", "IDEA-CBC-MD5"),
-    0x060040: ("SSL2_DES_64_CBC_WITH_MD5", "DES-CBC-MD5"),
-    0x0700C0: ("SSL2_DES_192_EDE3_CBC_WITH_MD5", "DES-CBC3-MD5"),
-    0x080080: ("SSL2_RC4_64_WITH_MD5", "RC4-64-MD5"),
-}
-
-
 def server_hello_info(hello: ServerHello, size: int = 0) -> ServerHelloInfo:
     """The summary of a ServerHello decoded by the wire codec."""
     types = tuple(e.type for e in hello.extensions)
@@ -141,7 +117,7 @@ def server_hello_info(hello: ServerHello, size: int = 0) -> ServerHelloInfo:
                     "supported_versions")
     share = _safe(lambda: hello.key_share, None, problems, "key_share")
     hrr_group = _safe(lambda: hello.hrr_selected_group, None, problems, "key_share")
-    alpn_ext = hello.extension(_ALPN)
+    alpn_ext = hello.extension(ALPN)
     alpn = None
     if alpn_ext is not None:
         names = _safe(lambda: alpn_ext.decode(hello.where), [], problems, "alpn")
@@ -149,16 +125,16 @@ def server_hello_info(hello: ServerHello, size: int = 0) -> ServerHelloInfo:
             alpn = names[0]
         elif "alpn" not in problems:
             problems.append("alpn")
-    psk_ext = hello.extension(_PRE_SHARED_KEY)
+    psk_ext = hello.extension(PRE_SHARED_KEY)
     psk = _safe(lambda: psk_ext.decode(hello.where), None, problems, "pre_shared_key") \
         if psk_ext is not None else None
     order = {t: i for i, t in reversed(list(enumerate(types)))}
-    ext_of = {"supported_versions": _SUPPORTED_VERSIONS, "key_share": _KEY_SHARE,
-              "alpn": _ALPN, "pre_shared_key": _PRE_SHARED_KEY}
-    problems.sort(key=lambda n: order.get(ext_of[n], order.get(_KEY_SHARE_DRAFT, 0)))
+    ext_of = {"supported_versions": SUPPORTED_VERSIONS, "key_share": KEY_SHARE,
+              "alpn": ALPN, "pre_shared_key": PRE_SHARED_KEY}
+    problems.sort(key=lambda n: order.get(ext_of[n], order.get(KEY_SHARE_DRAFT, 0)))
     return ServerHelloInfo(
         hello.legacy_version, hello.random, hello.legacy_session_id_echo, hello.cipher_suite,
         hello.legacy_compression_method, types, version,  # type: ignore[arg-type]
         (share[0], len(share[1])) if isinstance(share, tuple) else None,
         hrr_group, alpn, psk if isinstance(psk, int) else None,  # type: ignore[arg-type]
-        _EMS in types, _ETM in types, _SESSION_TICKET in types, size, tuple(problems))
+        EMS in types, ETM in types, SESSION_TICKET in types, size, tuple(problems))

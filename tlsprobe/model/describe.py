@@ -1,0 +1,208 @@
+"""How a handshake is described, shared by the live probe's summary and the pcap report.
+
+One implementation of each describing rule, so that a probe and a capture of the same
+handshake say the same words: the offer (`offer`), the key exchange with `openssl
+s_client`'s "Server Temp Key" wording (`named_group_key_exchange`, `dhe_key_exchange`,
+`explicit_curve_key_exchange`), the certificate summary (`certificate_info`), handshake
+message names and labels (`message_name`, `message_label`) and SSL 2.0 cipher specs
+(`sslv2_cipher`). Pure functions of values: the callers memoise them as they need
+(offline.build per capture analysis).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from typing import Any
+
+from tlsprobe import registry
+from tlsprobe.report.model import CertificateInfo, Cipher, Codepoint, KeyExchange, Offer
+
+# Bits as `openssl s_client` prints them in "Server Temp Key".
+TEMP_KEY = {0x001D: ("X25519", 253), 0x001E: ("X448", 448), 0x0017: ("ECDH, prime256v1", 256),
+            0x0018: ("ECDH, secp384r1", 384), 0x0019: ("ECDH, secp521r1", 521),
+            0x0016: ("ECDH, secp256k1", 256), 0x0015: ("ECDH, secp224r1", 224),
+            0x0013: ("ECDH, prime192v1", 192), 0x001A: ("ECDH, brainpoolP256r1", 256),
+            0x001B: ("ECDH, brainpoolP384r1", 384), 0x001C: ("ECDH, brainpoolP512r1", 512),
+            0x001F: ("ECDH, brainpoolP256r1", 256), 0x0020: ("ECDH, brainpoolP384r1", 384),
+            0x0021: ("ECDH, brainpoolP512r1", 512), 0x0100: ("DH", 2048), 0x0101: ("DH", 3072),
+            0x0102: ("DH", 4096), 0x0103: ("DH", 6144), 0x0104: ("DH", 8192)}
+
+#: the key exchange kind of a TLS 1.3 key_share group by its registry kind (else ECDHE)
+_GROUP_KIND = {"hybrid": "hybrid", "mlkem": "KEM", "ffdhe": "DHE"}
+
+#: SSL 2.0 cipher specs (draft-hickman-netscape-ssl-00 CIPHER-KIND) with Wireshark's names
+#: and OpenSSL's
+SSLV2_CIPHER_SPECS: dict[int, tuple[str, str]] = {
+    0x010080: ("SSL2_RC4_128_WITH_MD5", "RC4-MD5"),
+    0x020080: ("SSL2_RC4_128_EXPORT40_WITH_MD5", "EXP-RC4-MD5"),
+    0x030080: ("SSL2_RC2_128_CBC_WITH_MD5", "RC2-CBC-MD5"),
+    0x040080: ("SSL2_RC2_128_CBC_EXPORT40_WITH_MD5", "EXP-RC2-CBC-MD5"),
+    0x050080: ("SSL2_IDEA_128_CBC_WITH_MD5", "IDEA-CBC-MD5"),
+    0x060040: ("SSL2_DES_64_CBC_WITH_MD5", "DES-CBC-MD5"),
+    0x0700C0: ("SSL2_DES_192_EDE3_CBC_WITH_MD5", "DES-CBC3-MD5"),
+    0x080080: ("SSL2_RC4_64_WITH_MD5", "RC4-64-MD5"),
+}
+
+
+# -- messages ---------------------------------------------------------------------------
+def message_name(msg_type: int) -> str:
+    """OpenSSL's spelling: client_hello -> ClientHello; unknown types stay hex."""
+    name = registry.handshake_name(msg_type)
+    if name.startswith("0x"):
+        return f"UnknownHandshake({name})"
+    return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
+
+
+def message_label(direction: int, msg_type: int, hrr: bool = False,
+                  decrypted: bool = False) -> str:
+    """A handshake message in a report's message list: ">>> ClientHello" (direction 0, the
+    client) or "<<< ServerHello", "(decrypted)" when only a key log revealed it."""
+    name = "HelloRetryRequest" if hrr else message_name(msg_type)
+    return f"{'<<<' if direction else '>>>'} {name}{' (decrypted)' if decrypted else ''}"
+
+
+# -- the offer --------------------------------------------------------------------------
+def offer(versions: tuple[int, ...], suites: tuple[int, ...], groups: tuple[int, ...],
+          shares: tuple[int, ...], sigalgs: tuple[int, ...], alpn: tuple[str, ...],
+          sni: str | None, size: int) -> Offer:
+    """What a ClientHello offered, from its raw values in wire order (GREASE kept);
+    `size`: the whole message's bytes, header included."""
+    return Offer(versions=tuple(Codepoint.version(v) for v in versions),
+                 cipher_suites=tuple(Cipher.of(s) for s in suites),
+                 groups=tuple(Codepoint.group(g) for g in groups),
+                 key_share_groups=tuple(Codepoint.group(g) for g in shares),
+                 signature_algorithms=tuple(Codepoint.sigscheme(s) for s in sigalgs),
+                 alpn=alpn, sni=sni, client_hello_bytes=size)
+
+
+# -- the key exchange -------------------------------------------------------------------
+def key_share_kind(group: int) -> str:
+    """The kind of a TLS 1.3 key_share exchange in this group (hybrid, KEM, DHE, ECDHE)."""
+    info = registry.group(group)
+    return _GROUP_KIND.get(info.kind if info else "", "ECDHE")
+
+
+def named_group_key_exchange(kind: str, source: str, group: int, server_len: int | None,
+                             client_len: int | None, *, valid: bool | None = None,
+                             problem: str | None = None) -> KeyExchange:
+    """A key exchange in a named group, with s_client's "Server Temp Key" wording (bits
+    as OpenSSL prints them; an unknown group by name and server share size)."""
+    cp = Codepoint.group(group)
+    known = TEMP_KEY.get(group)
+    bits, temp = (known[1], f"{known[0]}, {known[1]} bits") if known else \
+        (None, f"{cp.name}, {server_len}-byte server share")
+    return KeyExchange(kind=kind, source=source, group=cp, server_share_bytes=server_len,
+                       client_share_bytes=client_len, valid=valid, problem=problem,
+                       bits=bits, server_temp_key=temp)
+
+
+def dhe_key_exchange(prime: int, name: str | None, server_len: int | None,
+                     client_len: int | None, *, valid: bool | None = None,
+                     problem: str | None = None) -> KeyExchange:
+    """A finite-field DHE exchange from the ServerKeyExchange's prime; `name`: the known
+    group the prime is (ffdhe2048, a MODP group...) or None."""
+    bits = prime.bit_length()
+    code = registry.parse_group(name) if name and name.startswith("ffdhe") else None
+    return KeyExchange(kind="DHE", source="dhe_parameters",
+                       group=Codepoint.group(code) if code is not None else None,
+                       server_share_bytes=server_len, client_share_bytes=client_len,
+                       dh_prime_bits=bits, dh_group_name=name or f"unknown {bits}-bit",
+                       bits=bits, server_temp_key=f"DH, {bits} bits", valid=valid,
+                       problem=problem)
+
+
+def explicit_curve_key_exchange(client_len: int | None = None) -> KeyExchange:
+    """ECDHE over explicit curve parameters: no named group to name."""
+    return KeyExchange(kind="ECDHE", source="server_key_exchange", explicit_curve=True,
+                       client_share_bytes=client_len,
+                       problem="explicit curve parameters (not a named group)")
+
+
+# -- certificates -----------------------------------------------------------------------
+def certificate_info(der: bytes) -> CertificateInfo:
+    """Summarise one DER certificate. Never an exception: garbage DER gives a placeholder,
+    a key `cryptography` cannot load (explicit-curve EC, unknown algorithms) still gives
+    subject and issuer, and oddities it warns about (a negative serial) are reported as
+    they are."""
+    from cryptography.exceptions import UnsupportedAlgorithm
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return _certificate_info(der)
+    except (UnsupportedAlgorithm, ValueError, TypeError) as exc:
+        from cryptography import x509
+        try:
+            cert = x509.load_der_x509_certificate(der)
+            subject, issuer = cert.subject.rfc4514_string(), cert.issuer.rfc4514_string()
+        except ValueError:
+            subject, issuer = "(unparsable certificate)", ""
+        return CertificateInfo(subject, issuer, f"unsupported key ({exc})", None, "", "", "",
+                               "", hashlib.sha256(der).hexdigest())
+
+
+def _certificate_info(der: bytes) -> CertificateInfo:
+    from cryptography import x509
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
+    digest = hashlib.sha256(der).hexdigest()
+    try:
+        cert = x509.load_der_x509_certificate(der)
+    except ValueError as exc:
+        return CertificateInfo(f"(unparsable certificate: {exc})", "", "unknown", None, "", "",
+                               "", "", digest)
+    bits: int | None
+    try:
+        key = cert.public_key()
+        if isinstance(key, rsa.RSAPublicKey):
+            key_type, bits = "RSA", key.key_size
+        elif isinstance(key, ec.EllipticCurvePublicKey):
+            key_type, bits = f"EC {key.curve.name}", key.curve.key_size
+        elif isinstance(key, ed25519.Ed25519PublicKey):
+            key_type, bits = "Ed25519", 256
+        elif isinstance(key, ed448.Ed448PublicKey):
+            key_type, bits = "Ed448", 456
+        elif isinstance(key, dsa.DSAPublicKey):
+            key_type, bits = "DSA", key.key_size
+        else:
+            key_type, bits = type(key).__name__.replace("PublicKey", ""), None
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
+        # cryptography's UnsupportedAlgorithm (an EC key on an unknown curve) is no ValueError
+        key_type, bits = f"unsupported key ({exc})", None
+    try:
+        sig = cert.signature_algorithm_oid._name
+    except ValueError:
+        sig = "unknown"
+    san: tuple[str, ...] = ()
+    try:
+        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        san = tuple(str(v) for v in names.get_values_for_type(x509.DNSName)) + \
+            tuple(str(v) for v in names.get_values_for_type(x509.IPAddress))
+    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError, TypeError,
+            UnsupportedAlgorithm):
+        pass
+    return CertificateInfo(
+        subject=_name(lambda: cert.subject), issuer=_name(lambda: cert.issuer),
+        key_type=key_type, key_bits=bits, signature_algorithm=sig,
+        not_before=cert.not_valid_before_utc.isoformat(),
+        not_after=cert.not_valid_after_utc.isoformat(),
+        serial=f"{cert.serial_number:x}", sha256=digest, san=san)
+
+
+def _name(get: Any) -> str:
+    """A subject or issuer as RFC 4514 text; names are decoded lazily and may be invalid."""
+    try:
+        return str(get().rfc4514_string())
+    except (ValueError, TypeError) as exc:
+        return f"(undecodable name: {exc})"
+
+
+# -- SSL 2.0 ----------------------------------------------------------------------------
+def sslv2_cipher(spec: int) -> Cipher:
+    """A 3-byte SSLv2 cipher spec: 0x00XXYY is the TLS suite 0xXXYY; the others by their
+    SSL 2.0 names; hex as tshark writes specs ("0x050080", "0x000039")."""
+    if spec < 0x10000:
+        tls = Cipher.of(spec)
+        return Cipher(spec, f"0x{spec:06x}", tls.iana_name, tls.openssl_name)
+    name, openssl = SSLV2_CIPHER_SPECS.get(spec, (f"SSL2_UNKNOWN_0x{spec:06x}", None))
+    return Cipher(spec, f"0x{spec:06x}", name, openssl)

@@ -1,0 +1,53 @@
+"""The memo and the memory budget of one capture analysis (nothing process-global).
+
+A capture repeats the same few clients and servers thousands of times, so the offline path
+remembers what it derived: hello summaries by shape (wire.hello_summary.HelloShapes), parse
+contexts, and the parts of a report that depend only on the handshake (offline.build).
+The fast reader also counts the bytes of partial handshake messages that all connections
+of the capture hold together (`held`, bounded by offline.fast.MAX_HELD).
+
+One `AnalysisCaches` belongs to one `CaptureAnalysis` and goes with it: two analyses (in a
+row, or interleaved in one process) share nothing, and an analysis stopped early leaves no
+budget behind for the next one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tlsprobe.wire.context import ParseContext
+from tlsprobe.wire.hello_summary import HelloShapes
+
+#: entries of each memo before it is emptied (a capture of endlessly varied handshakes
+#: must not make memory grow without bound)
+MAX_ENTRIES = 8192
+
+
+class AnalysisCaches:
+    """Per-analysis memo tables; `held`: bytes of partial handshake messages held by the
+    fast readers of this analysis's open connections."""
+
+    __slots__ = ("contexts", "held", "hellos", "memo", "reports")
+
+    def __init__(self) -> None:
+        self.held = 0
+        self.hellos = HelloShapes()
+        self.contexts: dict[tuple[int | None, int | None, str | None, int | None, bool],
+                            ParseContext] = {}
+        #: report parts by handshake shape (offline.build)
+        self.reports: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        #: describing memo of offline.build: (kind, arguments) -> value
+        self.memo: dict[tuple[Any, ...], Any] = {}
+
+    def context(self, version: int | None, suite: int | None, kx: str | None,
+                group: int | None, server: bool) -> ParseContext:
+        """The ParseContext of these negotiated values (the same few in a capture)."""
+        key = (version, suite, kx, group, server)
+        ctx = self.contexts.get(key)
+        if ctx is None:
+            if len(self.contexts) >= MAX_ENTRIES:
+                self.contexts.clear()
+            ctx = self.contexts[key] = ParseContext(
+                version=version, cipher_suite=suite, key_exchange=kx, named_group=group,
+                is_server_message=server)
+        return ctx

@@ -1,0 +1,82 @@
+"""What the trackers of handshakes over UDP share: QUIC (offline.quic), DTLS (offline.dtls)
+and OpenVPN (offline.openvpn).
+
+Each tracker takes the datagrams the analyzer gives it, follows its conversations (two UDP
+endpoints; an OrderedDict bounded by the tracker) and yields an `Analyzed` per handshake it
+reports, built here the same way for all three. The analyzer imports the trackers, the
+trackers import only this base and the layers below: no tracker imports its caller.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+from tlsprobe.capture import Datagram
+from tlsprobe.offline.build import Endpoints, build_report
+from tlsprobe.offline.caches import AnalysisCaches
+from tlsprobe.offline.facts import Facts
+from tlsprobe.report.offline_model import ConnectionReport
+
+
+class Analyzed(NamedTuple):
+    """One connection's report and its `--msg` trace lines (None: no trace asked for)."""
+
+    report: ConnectionReport
+    trace: list[str] | None
+
+
+class Conversation:
+    """One handshake over UDP: its endpoints, times, byte counts and facts."""
+
+    __slots__ = ("client", "facts", "first_frame", "first_ts", "id", "last_frame", "last_ts",
+                 "nbytes", "server")
+
+    def __init__(self, cid: int, client: tuple[str, int], server: tuple[str, int], ts: float,
+                 frame: int, caches: AnalysisCaches | None = None) -> None:
+        self.id = cid
+        self.client, self.server = client, server
+        self.facts = Facts(caches)
+        self.first_ts = self.last_ts = ts
+        self.first_frame = self.last_frame = frame
+        self.nbytes = [0, 0]
+
+
+class DatagramTracker:
+    """Datagrams in, one `Analyzed` per handshake out. Subclasses set `protocol` (the
+    report's protocol column), `transport` (what the fingerprints say: JA4 "q", "d" or
+    "t") and implement `datagram`; `reportable` says which conversations still open at
+    the end of the capture are reported."""
+
+    protocol = "tls"
+    transport = "tcp"
+
+    def __init__(self, file: str, caches: AnalysisCaches | None = None) -> None:
+        self.file = file
+        self.caches = caches if caches is not None else AnalysisCaches()
+        self.open: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self.connections = 0
+
+    def datagram(self, ev: Datagram) -> Iterator[Analyzed]:
+        """One datagram: the reports of the handshakes it completes."""
+        raise NotImplementedError
+
+    def reportable(self, conv: Any) -> bool:
+        """Is a conversation still open at the end of the capture worth a report?"""
+        f = conv.facts
+        return bool(f.client_hellos or f.server_hellos)
+
+    def _build(self, conv: Any) -> Analyzed:
+        where = Endpoints(self.file, conv.id, "udp", self.protocol, conv.client[0],
+                          conv.client[1], conv.server[0], conv.server[1], conv.first_frame,
+                          conv.last_frame, conv.first_ts, conv.last_ts, conv.nbytes[0],
+                          conv.nbytes[1], None)
+        return Analyzed(build_report(where, conv.facts, self.transport), None)
+
+    def finish(self) -> Iterator[Analyzed]:
+        """End of the capture: the open conversations worth a report, then none kept."""
+        for conv in list(self.open.values()):
+            if self.reportable(conv):
+                yield self._build(conv)
+        self.open.clear()
