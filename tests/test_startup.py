@@ -105,7 +105,7 @@ def test_written_out_values_match_their_source() -> None:
     from tlsprobe.commands import probe, scan, timing
     from tlsprobe.engine import config as cfg
     from tlsprobe.engine.client import Limits
-    from tlsprobe.report.audit_model import SEVERITIES
+    from tlsprobe.model.audit import SEVERITIES
 
     assert [code for _, code, _ in probe.VERSION_FLAGS] == \
         [cfg.TLS13, cfg.TLS12, cfg.TLS11, cfg.TLS10, cfg.SSL30]

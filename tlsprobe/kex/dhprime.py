@@ -101,6 +101,11 @@ def known_dh_primes() -> dict[int, str]:
     return {int(row["p"], 16): name for name, row in json.loads(text).items()}
 
 
+def dh_group_name(p: int) -> str | None:
+    """'ffdhe2048', 'modp_2048', 'dh_2048_256', ... or None for an unknown prime."""
+    return known_dh_primes().get(p)
+
+
 def check_dh_prime(p: int, known: dict[int, str] | None = None) -> DhPrimeCheck:
     """The verdict on modulus p, within the current `work_deadline` (see module docstring).
 

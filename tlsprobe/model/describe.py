@@ -16,7 +16,7 @@ import warnings
 from typing import Any
 
 from tlsprobe import registry
-from tlsprobe.report.model import CertificateInfo, Cipher, Codepoint, KeyExchange, Offer
+from tlsprobe.model.probe import CertificateInfo, Cipher, Codepoint, KeyExchange, Offer
 
 # Bits as `openssl s_client` prints them in "Server Temp Key".
 TEMP_KEY = {0x001D: ("X25519", 253), 0x001E: ("X448", 448), 0x0017: ("ECDH, prime256v1", 256),

@@ -2,7 +2,7 @@
 
     with CaptureAnalysis(path_or_dash, AnalyzerOptions(keylog=...)) as analysis:
         for report, trace in analysis:  # offline.datagram.Analyzed, as connections end
-            ...                         # report: report.offline_model.ConnectionReport
+            ...                         # report: model.capture.ConnectionReport
     analysis.summary                    # CaptureSummary: packets, warnings, counts
 
 (a trace also needs `trace_formatter`, e.g. report.trace.TraceFormatter.)

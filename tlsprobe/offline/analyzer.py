@@ -33,7 +33,7 @@ from tlsprobe.offline.datagram import Analyzed
 from tlsprobe.offline.facts import Facts
 from tlsprobe.offline.fast import FastReader
 from tlsprobe.offline.udp import UdpHandshakes
-from tlsprobe.report.offline_model import CaptureSummary
+from tlsprobe.model.capture import CaptureSummary
 
 if TYPE_CHECKING:
     from tlsprobe.engine.keylog import KeyLog

@@ -21,17 +21,8 @@ from tlsprobe.offline import fingerprints
 from tlsprobe.offline.caches import MAX_ENTRIES, AnalysisCaches
 from tlsprobe.offline.facts import CLIENT, SERVER, Facts
 from tlsprobe.wire.hello_fields import ClientHelloInfo
-from tlsprobe.report.offline_model import (
-    SHAPE_JSON,
-    AlertInfo,
-    Cipher,
-    Codepoint,
-    ConnectionReport,
-    ConnectionTimings,
-    Fingerprints,
-    KeyExchange,
-    Offer,
-)
+from tlsprobe.model.capture import SHAPE_JSON, ConnectionReport, ConnectionTimings, Fingerprints
+from tlsprobe.model.probe import AlertInfo, Cipher, Codepoint, KeyExchange, Offer
 
 _T = TypeVar("_T")
 
@@ -143,7 +134,7 @@ def key_exchange_of(f: Facts, caches: AnalysisCaches) -> KeyExchange | None:
         return _named_group(caches, "ECDHE", "server_key_exchange", ske.named_curve,
                             ske.public_length, f.cke_length)
     if ske.dh_p is not None:
-        from tlsprobe.probes.dhgroups import dh_group_name
+        from tlsprobe.kex.dhprime import dh_group_name
         p = int.from_bytes(ske.dh_p, "big")
         return describe.dhe_key_exchange(p, dh_group_name(p), ske.public_length,
                                          f.cke_length)

@@ -14,7 +14,7 @@ from typing import Any
 from tlsprobe.capture import ConnKey
 from tlsprobe.offline.build import Endpoints, build_report
 from tlsprobe.offline.facts import Facts
-from tlsprobe.report.offline_model import ConnectionReport
+from tlsprobe.model.capture import ConnectionReport
 
 
 class Connection:

@@ -17,7 +17,7 @@ from tlsprobe.capture import Datagram
 from tlsprobe.offline.build import Endpoints, build_report
 from tlsprobe.offline.caches import AnalysisCaches
 from tlsprobe.offline.facts import Facts
-from tlsprobe.report.offline_model import ConnectionReport
+from tlsprobe.model.capture import ConnectionReport
 
 
 class Analyzed(NamedTuple):

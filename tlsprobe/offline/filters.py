@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from tlsprobe import registry
-from tlsprobe.report.offline_model import ConnectionReport
+from tlsprobe.model.capture import ConnectionReport
 
 _VERSION_WORDS = {"1.3": 0x0304, "1.2": 0x0303, "1.1": 0x0302, "1.0": 0x0301, "1": 0x0301,
                   "3.0": 0x0300, "3": 0x0300, "2.0": 0x0002, "2": 0x0002}

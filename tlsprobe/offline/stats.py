@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from tlsprobe.report.offline_model import ConnectionReport
+from tlsprobe.model.capture import ConnectionReport
 
 NONE = "(none)"
 _RESUMED = {"session_id": "session ID", "session_ticket": "session ticket", "psk": "PSK"}

@@ -14,9 +14,9 @@ from tlsprobe.kex.dhprime import check_dh_prime
 from tlsprobe.model import describe
 from tlsprobe.model.describe import certificate_info
 from tlsprobe.net.tcp import Target
-from tlsprobe.probes.dhgroups import dh_group_name
+from tlsprobe.kex.dhprime import dh_group_name
 from tlsprobe.registry import HandshakeType
-from tlsprobe.report.model import (
+from tlsprobe.model.probe import (
     AlertInfo,
     CertificateInfo,
     Cipher,

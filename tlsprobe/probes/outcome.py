@@ -12,7 +12,7 @@ from tlsprobe.engine.client import ClientHandshake
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.errors import FailureKind
 from tlsprobe.kex.dhprime import DhPrimeCheck, check_dh_prime
-from tlsprobe.probes.dhgroups import dh_group_name
+from tlsprobe.kex.dhprime import dh_group_name
 from tlsprobe.registry import HandshakeType
 from tlsprobe.session.flow import SERVER, ApplicationDataEvent
 

@@ -23,7 +23,7 @@ from tlsprobe.net.driver import drive
 from tlsprobe.net.tcp import Target, open_channel
 from tlsprobe.net.transport import Connector, Recorder, Segment, Transport
 from tlsprobe.probes import facts
-from tlsprobe.report.model import ProbeResult, Verification
+from tlsprobe.model.probe import ProbeResult, Verification
 from tlsprobe.session.flow import Event
 
 DRAIN_TIMEOUT = 1.0  # seconds to wait for the server's last records after close_notify

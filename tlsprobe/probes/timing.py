@@ -29,9 +29,18 @@ from tlsprobe.net.driver import drive
 from tlsprobe.net.tcp import Target, connect_address, open_channel
 from tlsprobe.probes.scheduler import Outcome, broad_sigalgs, outcome_of
 from tlsprobe.probes.timing_plan import Plan, TimingOptions, plans_for
-from tlsprobe.report.model import Cipher, Codepoint
-from tlsprobe.report.timing_tables import (FAILING, MEASURED, MISMATCH, NOT_RUN, REFUSED,
-                                           EntryTiming, TimingReport, figures, rank)
+from tlsprobe.model.probe import Cipher, Codepoint
+from tlsprobe.model.timing import (
+    FAILING,
+    MEASURED,
+    MISMATCH,
+    NOT_RUN,
+    REFUSED,
+    EntryTiming,
+    TimingReport,
+    figures,
+    rank,
+)
 
 ProgressHook = Callable[[int, int, str], None]   # (handshakes done, planned, entry label)
 

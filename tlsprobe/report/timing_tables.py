@@ -1,8 +1,6 @@
 """The rich table of a handshake timing run (`tlsprobe timing`, `probe --timing`).
 
-The result model, its statistics and the ranking live in tlsprobe/model/timing.py; their
-names are re-exported here for the modules that still import them from this one (a
-temporary shim for the merge, removed by the lead).
+The result model, its statistics and the ranking live in tlsprobe/model/timing.py.
 """
 
 from __future__ import annotations

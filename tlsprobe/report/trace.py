@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from tlsprobe import registry
+from tlsprobe.model.describe import message_name
 from tlsprobe.registry import ContentType
 from tlsprobe.report.escape import shown
 from tlsprobe.session.flow import (CLIENT, AlertEvent, ApplicationDataEvent,
@@ -58,14 +59,6 @@ def annotation_line(a: Annotation, indent: str = "      ") -> str:
     else:
         where = f"at +{a.offset}..+{end}"
     return f"{indent}{a.name} {a.value} {where}"
-
-
-def message_name(msg_type: int) -> str:
-    """OpenSSL's spelling: client_hello -> ClientHello; unknown types stay hex."""
-    name = registry.handshake_name(msg_type)
-    if name.startswith("0x"):
-        return f"UnknownHandshake({name})"
-    return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
 
 
 def client_label_version(hello: ClientHello) -> int:
