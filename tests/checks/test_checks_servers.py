@@ -1,16 +1,26 @@
 """Vulnerability checks derived from the audit, against real loopback servers: a weak
 openssl s_server (DHE with the 1536-bit RFC 3526 prime, anonymous and NULL suites, CBC in
 TLS 1.0, through @SECLEVEL=0), a weak gnutls-serv (RC4 and 3DES, which this openssl no
-longer has), a modern openssl s_server (nothing vulnerable), and a modern server behind a
+longer has), an SSL 3.0 tlslite-ng server (tests/checks/ssl3_server.py) with and without
+CBC suites, a modern openssl s_server (nothing vulnerable), and a modern server behind a
 proxy that resets the TLS 1.2 version check (what that hides is inconclusive, never
 "not vulnerable")."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from faultproxy import RESET, FaultProxy, nth_matching
+from servers import is_listening
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.checks import Verdict
 from tlsprobe.net.tcp import Target
@@ -116,3 +126,47 @@ def test_a_reset_version_check_makes_the_checks_inconclusive(server_cache):
     assert "TLS 1.2 support not established" in found["rc4"].reason
     # what the reset did not touch is still established
     assert found["poodle"].verdict is found["beast"].verdict is Verdict.not_vulnerable
+
+
+@pytest.fixture
+def ssl3_server(certs) -> Iterator[Callable[[str], int]]:
+    """Factory: an SSL 3.0-only tlslite-ng server with these cipher names; its port."""
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(ciphers: str) -> int:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        files = certs["rsa"]
+        proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("ssl3_server.py")),
+                                 "--port", str(port), "--chain-file", str(files.chain),
+                                 "--key-file", str(files.key), "--ciphers", ciphers],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                start_new_session=True)
+        procs.append(proc)
+        deadline = time.monotonic() + 30
+        while not is_listening(port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"ssl3_server.py did not listen: {proc.stderr.read()[-800:]!r}"
+                            if proc.poll() is not None else "ssl3_server.py did not listen")
+            time.sleep(0.05)
+        return port
+    yield start
+    for proc in procs:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+@pytest.mark.needs_impl("tlslite")
+def test_ssl3_server_with_and_without_cbc(ssl3_server):
+    r = audit("127.0.0.1", ssl3_server("aes128,rc4"))
+    got = verdicts(r)
+    assert got["poodle"] is got["beast"] is got["rc4"] is Verdict.vulnerable, r.check_results
+    found = {c.name: c for c in r.check_results}
+    assert found["poodle"].evidence == ("TLS_RSA_WITH_AES_128_CBC_SHA (SSL 3.0)",)
+    assert "check.poodle" in {f.code for f in r.findings}
+    r = audit("127.0.0.1", ssl3_server("rc4"))
+    got = verdicts(r)
+    assert got["poodle"] is got["beast"] is Verdict.not_vulnerable, r.check_results
+    assert got["rc4"] is Verdict.vulnerable
+    assert "check.poodle" not in {f.code for f in r.findings}
