@@ -8,6 +8,7 @@ implements it as the published servers did (RFC 6101 record and handshake, CBC w
 SSL 3.0 padding POODLE exploits)."""
 import argparse
 import os
+import socket
 import sys
 import warnings
 
@@ -38,7 +39,7 @@ settings.ticketKeys = []
 settings = settings.validate()
 
 
-def handler(sock, addr):
+def handler(sock: socket.socket, addr: tuple[str, int]) -> None:
     conn = TLSConnection(sock)
     try:
         conn.handshakeServer(certChain=chain, privateKey=key, settings=settings)

@@ -5,6 +5,8 @@ SWEET32, BEAST, NULL, anonymous) and of the DH parameter check, their findings, 
 section."""
 from __future__ import annotations
 
+from typing import Any
+
 import argparse
 import io
 import json
@@ -60,7 +62,7 @@ def verdicts(r: AuditReport) -> dict[str, CheckResult]:
     return {c.name: c for c in derive_checks(r)}
 
 
-def test_a_modern_server_is_not_vulnerable_to_any_suite_check():
+def test_a_modern_server_is_not_vulnerable_to_any_suite_check() -> None:
     found = verdicts(report(dhe=DheAudit("fixed", fixed=DhParameters(
         "modp_2048", 2048, None, "RFC 3526", "known"))))
     assert {n: c.verdict for n, c in found.items()} == {n: Verdict.not_vulnerable
@@ -75,7 +77,8 @@ def test_a_modern_server_is_not_vulnerable_to_any_suite_check():
     ("rc4", TLS11, RC4), ("sweet32", TLS12, DES3), ("freak", TLS10, EXP_RSA),
     ("logjam", TLS12, EXP_DHE), ("anon", TLS12, ANON), ("null", TLS13, NULL13),
     ("beast", TLS10, AES_CBC), ("poodle", SSL30, AES_CBC)])
-def test_an_accepted_suite_makes_its_check_vulnerable(name, version, suite):
+def test_an_accepted_suite_makes_its_check_vulnerable(name: str, version: int,
+                                                      suite: int) -> None:
     base = {TLS13: (0x1301,), TLS12: GOOD12}
     r = report({**base, version: base.get(version, ()) + (suite,)})
     found = verdicts(r)[name]
@@ -85,7 +88,7 @@ def test_an_accepted_suite_makes_its_check_vulnerable(name, version, suite):
     assert name in {c.name for c in others}
 
 
-def test_export_rsa_and_export_dhe_are_told_apart_and_cbc_counts_only_where_it_matters():
+def test_export_rsa_and_export_dhe_are_told_apart_and_cbc_counts_only_where_it_matters() -> None:
     r = report({TLS12: GOOD12 + (EXP_RSA, AES_CBC), TLS10: (AES_CBC,)})
     found = verdicts(r)
     assert found["freak"].verdict is Verdict.vulnerable
@@ -98,7 +101,7 @@ def test_export_rsa_and_export_dhe_are_told_apart_and_cbc_counts_only_where_it_m
     assert verdicts(r)["rc4"].verdict is Verdict.vulnerable
 
 
-def test_a_hit_is_vulnerable_even_where_another_version_is_unknown():
+def test_a_hit_is_vulnerable_even_where_another_version_is_unknown() -> None:
     r = report({TLS12: GOOD12 + (RC4,)}, status={TLS10: "inconclusive"})
     assert verdicts(r)["rc4"].verdict is Verdict.vulnerable
 
@@ -110,13 +113,14 @@ def test_a_hit_is_vulnerable_even_where_another_version_is_unknown():
     (dict(suites={TLS12: GOOD12, TLS11: ()}, status={TLS11: "supported"},
           incomplete=(TLS11,)), "TLS 1.1 cipher suite list incomplete"),
 ])
-def test_what_the_audit_did_not_establish_is_inconclusive_with_why(kw, why):
+def test_what_the_audit_did_not_establish_is_inconclusive_with_why(kw: dict[str, Any],
+                                                                  why: str) -> None:
     found = verdicts(report(**kw))["sweet32"]
     assert found.verdict is Verdict.inconclusive
     assert why in found.reason and found.reason.startswith("no 64-bit block cipher suites")
 
 
-def test_an_unaudited_or_untested_version_is_inconclusive():
+def test_an_unaudited_or_untested_version_is_inconclusive() -> None:
     r = report({TLS12: GOOD12})
     r = AuditReport(r.host, r.port, versions=r.versions[:-1], suites=r.suites,
                     checks=r.checks)                     # SSL 3.0 never tried
@@ -152,12 +156,12 @@ def fixed(name: str, bits: int, standard: str | None = None, prime: str | None =
      "not established (inconclusive: timed out)"),
     (DheAudit("none"), Verdict.not_applicable, "no DHE key exchange"),
 ])
-def test_dh_parameter_verdicts(dhe, verdict, words):
+def test_dh_parameter_verdicts(dhe: DheAudit, verdict: Verdict, words: str) -> None:
     found = verdicts(report(dhe=dhe))["dh"]
     assert found.verdict is verdict and words in found.reason, found
 
 
-def test_dh_when_tls12_dhe_is_absent_or_unknown():
+def test_dh_when_tls12_dhe_is_absent_or_unknown() -> None:
     # no DHE in TLS 1.2, but a DHE suite in TLS 1.0: its parameters are not read
     r = report({TLS12: GOOD12, TLS10: (DHE12 - 0x9E + 0x33,)}, dhe=DheAudit("none"))
     found = verdicts(r)["dh"]
@@ -176,13 +180,13 @@ def test_dh_when_tls12_dhe_is_absent_or_unknown():
     assert verdicts(r)["dh"].verdict is Verdict.inconclusive
 
 
-def test_only_the_checks_asked_for_run_in_report_order():
+def test_only_the_checks_asked_for_run_in_report_order() -> None:
     assert [c.name for c in derive_checks(report(checks=("suites", "beast", "rc4")))] == \
         ["rc4", "beast"]
     assert derive_checks(report(checks=("versions", "suites"))) == ()
 
 
-def test_findings_poodle_and_beast_only_the_rest_reuse_existing_codes():
+def test_findings_poodle_and_beast_only_the_rest_reuse_existing_codes() -> None:
     r = report({TLS12: GOOD12 + (RC4,), TLS10: (AES_CBC,), SSL30: (AES_CBC,)},
                checks=expand(("vulns",)))
     r = AuditReport(r.host, r.port, versions=r.versions, suites=r.suites, groups=r.groups,
@@ -210,7 +214,7 @@ def args(checks: str | None, groups_only: bool = False) -> argparse.Namespace:
     return argparse.Namespace(checks=checks, groups_only=groups_only)
 
 
-def test_scan_checks_names_bring_the_phases_they_read():
+def test_scan_checks_names_bring_the_phases_they_read() -> None:
     assert _checks(args(None)) == CHECKS                         # default unchanged
     assert _checks(args("rc4")) == ("versions", "suites", "rc4")
     assert _checks(args("dh")) == ("versions", "groups", "suites", "dh")
@@ -219,7 +223,7 @@ def test_scan_checks_names_bring_the_phases_they_read():
         _checks(args("rc4,heartbleed"))
 
 
-def test_json_has_check_results_only_when_checks_were_asked_for():
+def test_json_has_check_results_only_when_checks_were_asked_for() -> None:
     plain = report(checks=("versions", "suites"))
     d = plain.to_dict()
     assert "check_results" not in d and list(d)[-1] == "index"
@@ -236,7 +240,7 @@ def test_json_has_check_results_only_when_checks_were_asked_for():
         "connections": 0}]
 
 
-def test_text_section_shows_verdicts_and_the_evidence_of_vulnerable_ones():
+def test_text_section_shows_verdicts_and_the_evidence_of_vulnerable_ones() -> None:
     r = report({TLS12: GOOD12 + (RC4,)}, checks=expand(("rc4", "poodle")))
     r = AuditReport(r.host, r.port, versions=r.versions, suites=r.suites, checks=r.checks,
                     check_results=derive_checks(r))

@@ -15,12 +15,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 from pathlib import Path
 
 import pytest
 
 from faultproxy import RESET, FaultProxy, nth_matching
-from servers import is_listening
+from servers import CertSet, Server, is_listening
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.checks import Verdict
 from tlsprobe.net.tcp import Target
@@ -29,6 +30,7 @@ from tlsprobe.probes.audit import AuditOptions, run_audit
 from tlsprobe.probes.scheduler import Scheduler
 from tlsprobe.wire.hello import ClientHello
 
+ServerFactory = Callable[..., Server]
 WEAK_OPENSSL = dict(proto="all", dhparam="modp1536",
                     ciphers="ECDHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES128-GCM-SHA256:AES128-SHA"
                             ":ADH-AES128-GCM-SHA256:NULL-SHA256:@SECLEVEL=0")
@@ -46,7 +48,7 @@ def verdicts(r: AuditReport) -> dict[str, Verdict]:
 
 
 @pytest.mark.needs_impl("openssl")
-def test_weak_openssl_server(server_cache):
+def test_weak_openssl_server(server_cache: ServerFactory) -> None:
     srv = server_cache("openssl", **WEAK_OPENSSL)
     r = audit(srv.host, srv.port)
     got = verdicts(r)
@@ -67,7 +69,7 @@ def test_weak_openssl_server(server_cache):
 
 
 @pytest.mark.needs_impl("gnutls")
-def test_weak_gnutls_server_rc4_and_3des(server_cache):
+def test_weak_gnutls_server_rc4_and_3des(server_cache: ServerFactory) -> None:
     srv = server_cache("gnutls", **WEAK_GNUTLS)
     r = audit(srv.host, srv.port)
     got = verdicts(r)
@@ -83,7 +85,8 @@ def test_weak_gnutls_server_rc4_and_3des(server_cache):
 
 
 @pytest.mark.needs_impl("openssl")
-def test_modern_server_is_not_vulnerable_and_scan_prints_it(server_cache, run_cli):
+def test_modern_server_is_not_vulnerable_and_scan_prints_it(server_cache: ServerFactory,
+                                                           run_cli: Callable[..., Any]) -> None:
     srv = server_cache("openssl", proto="both")
     target = f"{srv.host}:{srv.port}"
     res = run_cli("scan", target, "--no-progress", "--no-verify", "--json",
@@ -112,7 +115,8 @@ def tls12_only(h: ClientHello) -> bool:
 
 
 @pytest.mark.needs_impl("openssl")
-def test_a_reset_version_check_makes_the_checks_inconclusive(server_cache):
+def test_a_reset_version_check_makes_the_checks_inconclusive(server_cache: ServerFactory
+                                                             ) -> None:
     srv = server_cache("openssl", proto="both")
     proxy = FaultProxy([(srv.host, srv.port)], nth_matching(tls12_only, RESET))
     try:
@@ -129,36 +133,39 @@ def test_a_reset_version_check_makes_the_checks_inconclusive(server_cache):
 
 
 @pytest.fixture
-def ssl3_server(certs) -> Iterator[Callable[[str], int]]:
+def ssl3_server(certs: CertSet, tmp_path: Path) -> Iterator[Callable[[str], int]]:
     """Factory: an SSL 3.0-only tlslite-ng server with these cipher names; its port."""
     procs: list[subprocess.Popen[bytes]] = []
 
     def start(ciphers: str) -> int:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+            port: int = s.getsockname()[1]
         files = certs["rsa"]
-        proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("ssl3_server.py")),
-                                 "--port", str(port), "--chain-file", str(files.chain),
-                                 "--key-file", str(files.key), "--ciphers", ciphers],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                start_new_session=True)
+        log = tmp_path / f"ssl3-{port}.log"
+        with open(log, "wb") as out:
+            proc = subprocess.Popen([sys.executable,
+                                     str(Path(__file__).with_name("ssl3_server.py")),
+                                     "--port", str(port), "--chain-file", str(files.chain),
+                                     "--key-file", str(files.key), "--ciphers", ciphers],
+                                    stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
         procs.append(proc)
         deadline = time.monotonic() + 30
         while not is_listening(port):
             if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"ssl3_server.py did not listen: {proc.stderr.read()[-800:]!r}"
-                            if proc.poll() is not None else "ssl3_server.py did not listen")
+                pytest.fail(f"ssl3_server.py did not listen: {log.read_text()[-800:]!r}")
             time.sleep(0.05)
         return port
     yield start
     for proc in procs:
-        os.killpg(proc.pid, signal.SIGKILL)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
 
 
 @pytest.mark.needs_impl("tlslite")
-def test_ssl3_server_with_and_without_cbc(ssl3_server):
+def test_ssl3_server_with_and_without_cbc(ssl3_server: Callable[[str], int]) -> None:
     r = audit("127.0.0.1", ssl3_server("aes128,rc4"))
     got = verdicts(r)
     assert got["poodle"] is got["beast"] is got["rc4"] is Verdict.vulnerable, r.check_results
