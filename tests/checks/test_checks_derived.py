@@ -195,8 +195,10 @@ def test_findings_poodle_and_beast_only_the_rest_reuse_existing_codes() -> None:
     assert set(own) == {"check.poodle", "check.beast"}
     assert own["check.poodle"].severity == "high" and own["check.poodle"].version == "SSL 3.0"
     assert own["check.beast"].severity == "low"
-    assert own["check.beast"].items == ("TLS_RSA_WITH_AES_128_CBC_SHA (TLS 1.0)",
-                                        "TLS_RSA_WITH_AES_128_CBC_SHA (SSL 3.0)")
+    assert own["check.beast"].items == ("TLS_RSA_WITH_AES_128_CBC_SHA",)   # once, by name
+    assert own["check.beast"].version is None                  # TLS 1.0 and SSL 3.0
+    assert own["check.poodle"].message == ("SSL 3.0 with CBC suites (POODLE, CVE-2014-3566): "
+                                           "TLS_RSA_WITH_AES_128_CBC_SHA")
     codes = [f.code for f in findings_for(r, [])]
     assert "check.poodle" in codes and "check.beast" in codes
     assert "suite.weak" in codes            # RC4: the existing finding, not a second one

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from tlsprobe import registry
 from tlsprobe.model.audit import AuditReport, DheAudit, Finding
 from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.policy.certificate import names
 from tlsprobe.registry.model import CipherSuite
 
 SSL30, TLS10, TLS11, TLS12, TLS13 = 0x0300, 0x0301, 0x0302, 0x0303, 0x0304
@@ -241,11 +242,17 @@ def _dh_parameters(dhe: DheAudit) -> CheckResult:
 
 def check_findings(results: tuple[CheckResult, ...]) -> list[Finding]:
     """Findings of vulnerable verdicts that no other finding covers (see the module
-    docstring): `check.poodle` and `check.beast`."""
+    docstring): `check.poodle` and `check.beast`. `items` are the suites' IANA names (each
+    once); `version` is the one version they were accepted in, None when several."""
     out = []
     for r in results:
         own = _OWN_FINDING.get(r.name)
-        if own is not None and r.verdict is Verdict.vulnerable:
-            out.append(Finding(own[1], own[0], f"{r.title}: {r.reason}", items=r.evidence,
-                               version="SSL 3.0" if r.name == "poodle" else None))
+        if own is None or r.verdict is not Verdict.vulnerable:
+            continue
+        pairs = [e[:-1].rsplit(" (", 1) for e in r.evidence]   # "SUITE (VERSION)"
+        suites = list(dict.fromkeys(p[0] for p in pairs))
+        versions = {p[1] for p in pairs if len(p) == 2}
+        out.append(Finding(own[1], own[0], f"{r.title}: {names(suites, 4)}",
+                           items=tuple(suites),
+                           version=versions.pop() if len(versions) == 1 else None))
     return out
