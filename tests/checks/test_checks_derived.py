@@ -216,6 +216,13 @@ def args(checks: str | None, groups_only: bool = False) -> argparse.Namespace:
     return argparse.Namespace(checks=checks, groups_only=groups_only)
 
 
+def test_scan_writes_out_the_same_names_as_policy_checks() -> None:
+    """commands/scan.py spells the names out (building the parser imports no model)."""
+    from tlsprobe.commands import scan
+    from tlsprobe.policy import checks
+    assert scan.DERIVED == checks.DERIVED and scan.ALIASES == tuple(checks.ALIASES)
+
+
 def test_scan_checks_names_bring_the_phases_they_read() -> None:
     assert _checks(args(None)) == CHECKS                         # default unchanged
     assert _checks(args("rc4")) == ("versions", "suites", "rc4")
