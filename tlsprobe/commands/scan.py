@@ -38,6 +38,10 @@ CHECKS = ("versions", "groups", "pq", "suites", "sigalgs", "cert")
 #: choices and help) imports neither the model nor the registry under it; a test checks
 #: that the two match (tests/test_startup.py)
 SEVERITIES = ("info", "low", "medium", "high", "critical")
+#: policy/checks.py's DERIVED and ALIASES names (vulnerability checks read from the audit),
+#: written out for the same reason; tests/checks checks that they match
+DERIVED = ("poodle", "freak", "logjam", "dh", "rc4", "sweet32", "beast", "null", "anon")
+ALIASES = ("vulns",)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -47,8 +51,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "per line ('-' for stdin; '#' starts a comment)")
     w = p.add_argument_group("what to check")
     w.add_argument("--checks", default=None, metavar="LIST",
-                   help=f"comma list of {', '.join(CHECKS)} (default: all); 'groups' alone "
-                   "runs only the group audit of TLS 1.3 and TLS 1.2")
+                   help=f"comma list of {', '.join(CHECKS)} (default: these); 'groups' "
+                   "alone runs only the group audit of TLS 1.3 and TLS 1.2. Vulnerability "
+                   f"checks read from the audit (no extra connection; they add the phases "
+                   f"they read): {', '.join(DERIVED)}, or vulns for all of them")
     w.add_argument("--groups-only", action="store_true", help="same as --checks groups (not "
                    "with another --checks)")
     w.add_argument("--extra-groups", metavar="LIST", default="", help="more group ids to try, "
@@ -143,11 +149,14 @@ def _checks(args: argparse.Namespace) -> tuple[str, ...]:
     if args.checks is None:
         return CHECKS
     items = [c.strip().lower() for c in args.checks.split(",") if c.strip()]
-    bad = [c for c in items if c not in CHECKS]
+    known = CHECKS + DERIVED + ALIASES
+    bad = [c for c in items if c not in known]
     if bad or not items:
         raise UsageError(f"--checks: unknown check {bad[0] if bad else '(empty)'!r} "
-                         f"(known: {', '.join(CHECKS)})")
-    return tuple(c for c in CHECKS if c in items)
+                         f"(known: {', '.join(known)})")
+    from tlsprobe.policy.checks import expand
+    wanted = set(expand(tuple(items)))   # a derived check brings the phases it reads
+    return tuple(c for c in CHECKS + DERIVED if c in wanted)
 
 
 def _extra_groups(text: str) -> tuple[int, ...]:

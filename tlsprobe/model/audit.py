@@ -8,9 +8,10 @@ decide). Field names are part of the JSON schema: add fields, never rename them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+from tlsprobe.model.checks import CheckResult
 from tlsprobe.model.encode import document, dumps
 from tlsprobe.model.probe import CertificateInfo, Cipher, Codepoint
 
@@ -212,6 +213,9 @@ class AuditReport:
     error_kind: str | None = None   # network, not_tls, alert, protocol
     index: int | None = None        # the target's place in the input, from 1 (JSON lines
                                     # come as targets finish, not in input order)
+    #: verdicts of the vulnerability checks asked for (model/checks.py); the JSON member
+    #: "check_results" is there only when some were asked for (see `json_shape`)
+    check_results: tuple[CheckResult, ...] = ()
 
     def group_audit(self, version: int) -> GroupAudit | None:
         return next((g for g in self.groups if g.version.id == version), None)
@@ -225,6 +229,12 @@ class AuditReport:
     def worst_severity(self) -> str | None:
         ranked = sorted(self.findings, key=lambda f: severity_rank(f.severity))
         return ranked[-1].severity if ranked else None
+
+    def json_shape(self) -> dict[str, Any]:
+        """The fields in declaration order, without "check_results" when there are none, so
+        that an audit that asks for no vulnerability check keeps its JSON unchanged."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name != "check_results" or self.check_results}
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object: schema, tool and kind, then the fields."""

@@ -13,6 +13,7 @@ from tlsprobe import registry
 from tlsprobe.model.audit import (ORDER_CLIENT, AuditReport, DhParameters, Finding, SuiteAudit,
                                   severity_rank)
 from tlsprobe.policy.certificate import certificate_findings, names
+from tlsprobe.policy.checks import check_findings
 from tlsprobe.policy.load import Policy
 
 
@@ -246,18 +247,24 @@ CHECK_OF_CODE = {"version": "versions", "suite": "suites", "order": "suites",
                  "group": "groups", "dh": "groups", "pq": "pq", "certificate": "cert"}
 
 
+def _check_of(code: str) -> str:
+    """The check a finding code belongs to: "check.NAME" to NAME (policy/checks.py),
+    others by CHECK_OF_CODE ("" when none: always kept)."""
+    area, _, rest = code.partition(".")
+    return rest if area == "check" else CHECK_OF_CODE.get(area, "")
+
+
 def findings_for(report: AuditReport, policies: list[Policy]) -> tuple[Finding, ...]:
     """Built-in and policy findings of the checks the report was asked for (`checks`; all
     when empty): versions probed only to plan other checks yield none of their own."""
     asked = set(report.checks)
     if asked and "versions" not in asked:
         report = dataclasses.replace(report, versions=())
-    found = builtin_findings(report)
+    found = builtin_findings(report) + check_findings(report.check_results)
     for policy in policies:
         found += evaluate(report, policy)
     if asked:
-        found = [f for f in found
-                 if CHECK_OF_CODE.get(f.code.split(".", 1)[0], "") in asked | {""}]
+        found = [f for f in found if _check_of(f.code) in asked | {""}]
     unique = list(dict.fromkeys(found))
     return tuple(sorted(unique, key=lambda f: -severity_rank(f.severity)))
 

@@ -27,6 +27,7 @@ from tlsprobe.probes.scheduler import Outcome, Scheduler, TargetRunner
 from tlsprobe.model.audit import (AuditReport, GroupAudit, PqVerdict, SigalgAudit, SuiteAudit,
                                   TrustCheck, VersionSupport)
 from tlsprobe.model.probe import Codepoint
+from tlsprobe.policy.checks import derive_checks
 from tlsprobe.policy.findings import findings_for
 from tlsprobe.policy.load import Policy
 
@@ -307,6 +308,7 @@ def _finish(report: AuditReport, run: _Run, started: float,
                      duration_s=round(time.monotonic() - started, 3))
     if error is not None:
         return replace(report, error=f"{target.display}: {error[0]}", error_kind=error[1])
+    report = replace(report, check_results=derive_checks(report))
     return replace(report, findings=findings_for(report, list(run.options.policies)))
 
 

@@ -261,6 +261,9 @@ def audit_renderables(r: AuditReport, full: bool = False) -> list[RenderableType
     out += [sigalg_section(s) for s in r.signature_schemes]
     if r.certificates:
         out.append(certificate_section(r))
+    if r.check_results:
+        from tlsprobe.report.checks import checks_section
+        out.append(checks_section(r, full))
     out += [consistency_section(r), findings_section(r, full), _text(connections_line(r))]
     if r.error:
         out.append(_text(f"Error: {r.error}", style="red"))

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""An SSL 3.0 server on loopback (tlslite-ng, which still speaks SSL 3.0), for the POODLE
+check: SSL 3.0 only, CBC and RC4 suites with RSA key exchange (--ciphers: tlslite cipher
+names, default aes128,rc4). Used by tests/checks/test_checks_servers.py.
+
+No library this machine's openssl or gnutls can be set to speaks SSL 3.0 any more; tlslite-ng
+implements it as the published servers did (RFC 6101 record and handshake, CBC with the
+SSL 3.0 padding POODLE exploits)."""
+import argparse
+import os
+import socket
+import sys
+import warnings
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lab_servers"))
+from _common import serve_forever  # noqa: E402
+
+warnings.simplefilter("ignore", DeprecationWarning)  # tlslite imports asyncore
+from tlslite.api import HandshakeSettings, TLSConnection, X509CertChain, parsePEMKey  # noqa: E402
+
+ap = argparse.ArgumentParser(description=__doc__)
+ap.add_argument("--port", type=int, required=True)
+ap.add_argument("--chain-file", required=True)
+ap.add_argument("--key-file", required=True)
+ap.add_argument("--ciphers", default="aes128,rc4")
+args = ap.parse_args()
+chain = X509CertChain()
+with open(args.chain_file) as fh:
+    chain.parsePemList(fh.read())
+with open(args.key_file) as fh:
+    key = parsePEMKey(fh.read(), private=True)
+settings = HandshakeSettings()
+settings.minVersion = settings.maxVersion = (3, 0)
+settings.versions = [(3, 0)]
+settings.cipherNames = args.ciphers.split(",")
+settings.keyExchangeNames = ["rsa"]
+settings.ticketKeys = []
+settings = settings.validate()
+
+
+def handler(sock: socket.socket, addr: tuple[str, int]) -> None:
+    conn = TLSConnection(sock)
+    try:
+        conn.handshakeServer(certChain=chain, privateKey=key, settings=settings)
+        conn.close()
+    except Exception:
+        pass
+
+
+serve_forever("127.0.0.1", args.port, handler)

@@ -1,0 +1,179 @@
+"""Vulnerability checks derived from the audit, against real loopback servers: a weak
+openssl s_server (DHE with the 1536-bit RFC 3526 prime, anonymous and NULL suites, CBC in
+TLS 1.0, through @SECLEVEL=0), a weak gnutls-serv (RC4 and 3DES, which this openssl no
+longer has), an SSL 3.0 tlslite-ng server (tests/checks/ssl3_server.py) with and without
+CBC suites, a modern openssl s_server (nothing vulnerable), and a modern server behind a
+proxy that resets the TLS 1.2 version check (what that hides is inconclusive, never
+"not vulnerable")."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+from pathlib import Path
+
+import pytest
+
+from faultproxy import RESET, FaultProxy, nth_matching
+from servers import CertSet, Server, is_listening
+from tlsprobe.model.audit import AuditReport
+from tlsprobe.model.checks import Verdict
+from tlsprobe.net.tcp import Target
+from tlsprobe.policy.checks import DERIVED, expand
+from tlsprobe.probes.audit import AuditOptions, run_audit
+from tlsprobe.probes.scheduler import Scheduler
+from tlsprobe.wire.hello import ClientHello
+
+ServerFactory = Callable[..., Server]
+WEAK_OPENSSL = dict(proto="all", dhparam="modp1536",
+                    ciphers="ECDHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES128-GCM-SHA256:AES128-SHA"
+                            ":ADH-AES128-GCM-SHA256:NULL-SHA256:@SECLEVEL=0")
+WEAK_GNUTLS = dict(proto="all", ciphers="NORMAL:+3DES-CBC:+ARCFOUR-128:+RSA")
+
+
+def audit(host: str, port: int, retries: int = 2) -> AuditReport:
+    return run_audit([Target(host, port)], AuditOptions(checks=expand(("vulns",))),
+                     Scheduler(retries=retries, timeout=5.0))[0]
+
+
+def verdicts(r: AuditReport) -> dict[str, Verdict]:
+    assert r.error is None, r.error
+    return {c.name: c.verdict for c in r.check_results}
+
+
+@pytest.mark.needs_impl("openssl")
+def test_weak_openssl_server(server_cache: ServerFactory) -> None:
+    srv = server_cache("openssl", **WEAK_OPENSSL)
+    r = audit(srv.host, srv.port)
+    got = verdicts(r)
+    assert got == {"poodle": Verdict.not_vulnerable, "freak": Verdict.not_vulnerable,
+                   "logjam": Verdict.not_vulnerable, "dh": Verdict.vulnerable,
+                   "rc4": Verdict.not_vulnerable, "sweet32": Verdict.not_vulnerable,
+                   "beast": Verdict.vulnerable, "null": Verdict.vulnerable,
+                   "anon": Verdict.vulnerable}, r.check_results
+    found = {c.name: c for c in r.check_results}
+    assert found["dh"].evidence == ("modp_1536 (RFC 3526), 1536 bits (TLS 1.2)",)
+    assert "well-known shared RFC 3526 prime" in found["dh"].reason
+    assert "TLS_DH_anon_WITH_AES_128_GCM_SHA256 (TLS 1.2)" in found["anon"].evidence
+    assert "TLS_RSA_WITH_NULL_SHA256 (TLS 1.2)" in found["null"].evidence
+    assert "TLS_RSA_WITH_AES_128_CBC_SHA (TLS 1.0)" in found["beast"].evidence
+    assert all(c.connections == 0 for c in r.check_results)
+    codes = {f.code for f in r.findings}
+    assert {"dh.weak", "suite.weak", "check.beast"} <= codes and "check.poodle" not in codes
+
+
+@pytest.mark.needs_impl("gnutls")
+def test_weak_gnutls_server_rc4_and_3des(server_cache: ServerFactory) -> None:
+    srv = server_cache("gnutls", **WEAK_GNUTLS)
+    r = audit(srv.host, srv.port)
+    got = verdicts(r)
+    assert got["rc4"] is got["sweet32"] is got["beast"] is Verdict.vulnerable, r.check_results
+    assert got["freak"] is got["logjam"] is got["null"] is got["anon"] is \
+        got["poodle"] is Verdict.not_vulnerable, r.check_results
+    found = {c.name: c for c in r.check_results}
+    assert "TLS_RSA_WITH_RC4_128_SHA (TLS 1.2)" in found["rc4"].evidence
+    assert "TLS_RSA_WITH_3DES_EDE_CBC_SHA (TLS 1.0)" in found["sweet32"].evidence
+    # gnutls negotiates RFC 7919 groups; what an old client without ffdhe groups gets is
+    # not something the audit's hellos show
+    assert got["dh"] is Verdict.inconclusive, found["dh"]
+
+
+@pytest.mark.needs_impl("openssl")
+def test_modern_server_is_not_vulnerable_and_scan_prints_it(server_cache: ServerFactory,
+                                                           run_cli: Callable[..., Any]) -> None:
+    srv = server_cache("openssl", proto="both")
+    target = f"{srv.host}:{srv.port}"
+    res = run_cli("scan", target, "--no-progress", "--no-verify", "--json",
+                  "--checks", "vulns", "--timeout", "5")
+    assert res.returncode == 0, res.stderr
+    d = json.loads(res.stdout.splitlines()[0])
+    assert d["checks"] == ["versions", "groups", "suites", *DERIVED]
+    assert {c["name"]: c["verdict"] for c in d["check_results"]} == {
+        n: "not vulnerable" for n in DERIVED}, d["check_results"]
+    assert not any(f["code"].startswith("check.") for f in d["findings"])
+    res = run_cli("scan", target, "--no-progress", "--no-verify", "--checks", "rc4,dh",
+                  "--timeout", "5")
+    assert res.returncode == 0, res.stderr
+    assert "Vulnerability checks (read from the audit above, no connection of their own)" \
+        in res.stdout
+    line = next(x for x in res.stdout.splitlines() if x.startswith("RC4 suites"))
+    assert "not vulnerable" in line
+    # a scan that asks for no vulnerability check has no such member or section
+    res = run_cli("scan", target, "--no-progress", "--no-verify", "--json", "--checks",
+                  "versions", "--timeout", "5")
+    assert res.returncode == 0 and "check_results" not in json.loads(res.stdout), res.stderr
+
+
+def tls12_only(h: ClientHello) -> bool:
+    return not h.supported_versions and h.legacy_version == 0x0303
+
+
+@pytest.mark.needs_impl("openssl")
+def test_a_reset_version_check_makes_the_checks_inconclusive(server_cache: ServerFactory
+                                                             ) -> None:
+    srv = server_cache("openssl", proto="both")
+    proxy = FaultProxy([(srv.host, srv.port)], nth_matching(tls12_only, RESET))
+    try:
+        r = audit("127.0.0.1", proxy.port, retries=0)
+    finally:
+        proxy.close()
+    assert proxy.faults()
+    found = {c.name: c for c in r.check_results}
+    for name in ("freak", "logjam", "rc4", "sweet32", "anon", "null", "dh"):
+        assert found[name].verdict is Verdict.inconclusive, found[name]
+    assert "TLS 1.2 support not established" in found["rc4"].reason
+    # what the reset did not touch is still established
+    assert found["poodle"].verdict is found["beast"].verdict is Verdict.not_vulnerable
+
+
+@pytest.fixture
+def ssl3_server(certs: CertSet, tmp_path: Path) -> Iterator[Callable[[str], int]]:
+    """Factory: an SSL 3.0-only tlslite-ng server with these cipher names; its port."""
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(ciphers: str) -> int:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port: int = s.getsockname()[1]
+        files = certs["rsa"]
+        log = tmp_path / f"ssl3-{port}.log"
+        with open(log, "wb") as out:
+            proc = subprocess.Popen([sys.executable,
+                                     str(Path(__file__).with_name("ssl3_server.py")),
+                                     "--port", str(port), "--chain-file", str(files.chain),
+                                     "--key-file", str(files.key), "--ciphers", ciphers],
+                                    stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        procs.append(proc)
+        deadline = time.monotonic() + 30
+        while not is_listening(port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"ssl3_server.py did not listen: {log.read_text()[-800:]!r}")
+            time.sleep(0.05)
+        return port
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+@pytest.mark.needs_impl("tlslite")
+def test_ssl3_server_with_and_without_cbc(ssl3_server: Callable[[str], int]) -> None:
+    r = audit("127.0.0.1", ssl3_server("aes128,rc4"))
+    got = verdicts(r)
+    assert got["poodle"] is got["beast"] is got["rc4"] is Verdict.vulnerable, r.check_results
+    found = {c.name: c for c in r.check_results}
+    assert found["poodle"].evidence == ("TLS_RSA_WITH_AES_128_CBC_SHA (SSL 3.0)",)
+    assert "check.poodle" in {f.code for f in r.findings}
+    r = audit("127.0.0.1", ssl3_server("rc4"))
+    got = verdicts(r)
+    assert got["poodle"] is got["beast"] is Verdict.not_vulnerable, r.check_results
+    assert got["rc4"] is Verdict.vulnerable
+    assert "check.poodle" not in {f.code for f in r.findings}

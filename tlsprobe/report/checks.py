@@ -1,0 +1,45 @@
+"""Rich rendering of the vulnerability checks of an audit (`AuditReport.check_results`).
+
+One table: check, verdict, and why (the reason; for a vulnerable verdict, the evidence: the
+suites or parameters found, which the JSON lists for every verdict). Verdicts
+are coloured so that "vulnerable" and "inconclusive" stand out; text that came from the
+server (suite names are registry names, but notes quote answers) is shown escaped.
+"""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from tlsprobe.model.audit import AuditReport
+from tlsprobe.model.checks import Verdict
+from tlsprobe.report.escape import shown
+
+VERDICT_STYLE = {Verdict.vulnerable: "bold red", Verdict.not_vulnerable: "green",
+                 Verdict.not_applicable: "dim", Verdict.inconclusive: "yellow"}
+
+
+def _evidence(items: tuple[str, ...], full: bool) -> str:
+    """The evidence joined; past 6 items (unless `full`) cut with "and N more"."""
+    if full or len(items) <= 6:
+        return ", ".join(items)
+    return ", ".join(items[:6]) + f" and {len(items) - 6} more"
+
+
+def checks_section(r: AuditReport, full: bool = False) -> RenderableType:
+    """'Vulnerability checks' with one row per check asked for."""
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
+    for column in ("Check", "Verdict", "Why"):
+        table.add_column(column, overflow="fold")
+    for c in r.check_results:
+        why = Text(shown(c.reason))
+        if c.evidence and c.verdict is Verdict.vulnerable:   # the rest say it in `reason`
+            why.append("\n" + shown(_evidence(c.evidence, full)), style="dim")
+        table.add_row(Text(shown(c.title)),
+                      Text(str(c.verdict), style=VERDICT_STYLE.get(c.verdict, "")), why)
+    used = sum(c.connections for c in r.check_results)
+    how = f"{used} connection{'' if used == 1 else 's'} of their own" if used else \
+        "read from the audit above, no connection of their own"
+    return Group(Text(f"Vulnerability checks ({how})", style="bold"), table, Text(""))
