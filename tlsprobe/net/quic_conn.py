@@ -172,15 +172,12 @@ class QuicConnection:
 
     def _crypto_out(self, space: int, data: bytes) -> None:
         if space == w.INITIAL and not self.closed:
-            chunks = []
-            room = DATAGRAM - len(self._long_header(w.INITIAL, 0)) - 16 - 12
-            for i in range(0, len(data), room):
-                chunks.append((self.crypto_out[space] + i, data[i:i + room]))
+            start = self.crypto_out[space]
             self.crypto_out[space] += len(data)
-            self.initial_sent += chunks
-            for offset, chunk in chunks:
-                self._send(w.INITIAL, w.crypto_frame(offset, chunk))
-            self.info.client_hello_packets = len(self.initial_sent)
+            self.initial_sent.append((start, data))
+            sent = self._send_initial(start, data)
+            if len(self.initial_sent) == 1:
+                self.info.client_hello_packets = sent
             return
         for i in range(0, len(data), 1000):
             self._send(space, w.crypto_frame(self.crypto_out[space] + i, data[i:i + 1000]))
@@ -201,7 +198,8 @@ class QuicConnection:
             frames = w.ack_frame(self.received[space]) + frames
             self.ack_due[space] = False
         if space == w.INITIAL:
-            frames += bytes(DATAGRAM - len(self._long_header(space, 0)) - 16 - len(frames))
+            frames += bytes(max(0, DATAGRAM - len(self._long_header(space, 0)) - 16 -
+                                len(frames)))
         frames += bytes(max(0, 4 - len(frames)))       # room for the protection sample
         pn = self.pn[space]
         header = (self._long_header(space, len(frames)) if space != w.APPLICATION
@@ -217,10 +215,20 @@ class QuicConnection:
             if self.ack_due[space] and not self.closed:
                 self._send(space, b"")
 
+    def _send_initial(self, start: int, data: bytes) -> int:
+        """Initial CRYPTO data in as many padded packets as it needs; returns the count."""
+        room = DATAGRAM - len(self._long_header(w.INITIAL, 0)) - 16 - 12
+        if room < 100:
+            raise HandshakeFailure(FailureKind.PROTOCOL, "server's Retry token leaves no "
+                                   "room for CRYPTO data in a 1200-byte Initial packet")
+        for i in range(0, len(data), room):
+            self._send(w.INITIAL, w.crypto_frame(start + i, data[i:i + room]))
+        return -(-len(data) // room)
+
     def retransmit(self) -> None:
-        """No answer yet: send our Initial CRYPTO data again in new packets."""
-        for offset, chunk in self.initial_sent:
-            self._send(w.INITIAL, w.crypto_frame(offset, chunk))
+        """No answer yet (or a Retry): send our Initial CRYPTO data again in new packets."""
+        for start, data in self.initial_sent:
+            self._send_initial(start, data)
 
     def send_close(self, error: int) -> None:
         """CONNECTION_CLOSE in the highest epoch we have keys for (and Handshake with it)."""
