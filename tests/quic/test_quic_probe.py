@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tlsprobe.errors import EXIT_ALERT, EXIT_NETWORK, EXIT_USAGE
+from tlsprobe.errors import EXIT_ALERT, EXIT_NETWORK, EXIT_PROTOCOL, EXIT_USAGE
 
 
 def _probe(run_cli: Callable[..., Any], server: Any, *args: str) -> Any:
@@ -99,14 +99,19 @@ def test_options_quic_cannot_honour_are_refused(run_cli: Callable[..., Any]) -> 
         assert len(res.stderr.strip().splitlines()) == 1
 
 
+Answer = bytes | Callable[[bytes], bytes]
+Peer = tuple[socket.socket, list[bytes], list[Answer]]
+
+
 @pytest.fixture
-def udp_peer() -> Iterator[tuple[socket.socket, list[bytes], list[bytes]]]:
-    """A loopback UDP socket; datagrams it gets are kept; `answers` are sent back to each."""
+def udp_peer() -> Iterator[Peer]:
+    """A loopback UDP socket; datagrams it gets are kept; `answers` are sent back to each
+    (a callable answer is given the datagram)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind(("127.0.0.1", 0))
     sock.settimeout(0.2)
     got: list[bytes] = []
-    answers: list[bytes] = []
+    answers: list[Answer] = []
     stop = threading.Event()
 
     def serve() -> None:
@@ -117,7 +122,7 @@ def udp_peer() -> Iterator[tuple[socket.socket, list[bytes], list[bytes]]]:
                 continue
             got.append(data)
             for answer in answers:
-                sock.sendto(answer, addr)
+                sock.sendto(answer(data) if callable(answer) else answer, addr)
 
     worker = threading.Thread(target=serve, daemon=True)
     worker.start()
@@ -128,7 +133,7 @@ def udp_peer() -> Iterator[tuple[socket.socket, list[bytes], list[bytes]]]:
 
 
 def test_silent_peer_times_out_after_padded_retransmissions(
-        udp_peer: tuple[socket.socket, list[bytes], list[bytes]],
+        udp_peer: Peer,
         run_cli: Callable[..., Any]) -> None:
     sock, got, _ = udp_peer
     res = run_cli(f"127.0.0.1:{sock.getsockname()[1]}", "--quic", "--timeout", "2",
@@ -141,7 +146,7 @@ def test_silent_peer_times_out_after_padded_retransmissions(
 
 
 def test_garbage_answers_are_ignored_and_named(
-        udp_peer: tuple[socket.socket, list[bytes], list[bytes]],
+        udp_peer: Peer,
         run_cli: Callable[..., Any]) -> None:
     sock, got, answers = udp_peer
     answers += [b"\xff" * 50, b"\xc0\x00\x00\x00\x05" + bytes(40), b"\x40garbage"]
@@ -162,3 +167,43 @@ def test_nothing_listening_is_a_network_error(run_cli: Callable[..., Any]) -> No
     [line] = res.stderr.strip().splitlines()
     assert line.startswith(f"tlsprobe: 127.0.0.1:{port}: ")
     assert "connection refused" in line or "timed out" in line
+
+
+def _cids(datagram: bytes) -> tuple[bytes, bytes]:
+    """(dcid, scid) of the client's Initial long header."""
+    dcid = datagram[6:6 + datagram[5]]
+    p = 6 + len(dcid)
+    return dcid, datagram[p + 1:p + 1 + datagram[p]]
+
+
+def test_version_negotiation_without_v1_is_one_line(udp_peer: Peer,
+                                                    run_cli: Callable[..., Any]) -> None:
+    sock, _, answers = udp_peer
+
+    def negotiate(datagram: bytes) -> bytes:
+        dcid, scid = _cids(datagram)
+        return (b"\x80\x00\x00\x00\x00" + bytes([len(scid)]) + scid + bytes([len(dcid)]) +
+                dcid + bytes.fromhex("6b3343cfff00001d"))
+    answers.append(negotiate)
+    res = run_cli(f"127.0.0.1:{sock.getsockname()[1]}", "--quic", "--timeout", "5",
+                  timeout=30)
+    assert res.returncode == EXIT_PROTOCOL
+    [line] = res.stderr.strip().splitlines()
+    assert line.endswith("server does not speak QUIC v1 (its Version Negotiation offers: "
+                         "0x6b3343cf, 0xff00001d)")
+
+
+def test_retry_with_a_bad_integrity_tag_is_ignored(udp_peer: Peer,
+                                                   run_cli: Callable[..., Any]) -> None:
+    sock, _, answers = udp_peer
+
+    def bad_retry(datagram: bytes) -> bytes:
+        dcid, scid = _cids(datagram)
+        return (b"\xf0\x00\x00\x00\x01" + bytes([len(scid)]) + scid + b"\x04abcd" +
+                b"token" + bytes(16))
+    answers.append(bad_retry)
+    res = run_cli(f"127.0.0.1:{sock.getsockname()[1]}", "--quic", "--timeout", "2",
+                  timeout=30)
+    assert res.returncode == EXIT_NETWORK
+    [line] = res.stderr.strip().splitlines()
+    assert "timed out" in line and "(last: Retry with a bad integrity tag)" in line

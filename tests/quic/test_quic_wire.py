@@ -83,3 +83,26 @@ def test_transport_parameters_round_trip() -> None:
         qp.parse_parameters(b"\x01\x02\x05")   # max_idle_timeout cut short
     with pytest.raises(ValueError):
         qp.parse_parameters(b"\x01\x02\x05\x05")   # an integer that is not one varint
+
+
+def test_crypto_stream_reassembles_out_of_order_and_overlapping_ranges() -> None:
+    stream = w.CryptoStream()
+    stream.add(6, b"world")
+    assert stream.ready == b""
+    stream.add(0, b"hell")
+    stream.add(2, b"llo ")        # overlaps both sides
+    stream.add(0, b"he")          # a duplicate
+    assert bytes(stream.ready) == b"hello world"
+    stream.ready.clear()
+    stream.add(11, b"!")
+    assert bytes(stream.ready) == b"!"
+
+
+def test_crypto_stream_is_bounded() -> None:
+    stream = w.CryptoStream()
+    with pytest.raises(ValueError, match="CRYPTO_BUFFER_EXCEEDED"):
+        stream.add(w.MAX_CRYPTO, b"x")
+    for i in range(w.MAX_RANGES):
+        stream.add(2 + 2 * i, b"x")
+    with pytest.raises(ValueError, match="gaps"):
+        stream.add(1000, b"x")

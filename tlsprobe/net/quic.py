@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 
 from tlsprobe.engine.common import HandshakeFailure
 from tlsprobe.errors import FailureKind, NetworkError
-from tlsprobe.net.quic_conn import QUIC_ERRORS, QuicConnection, new_connection_ids
-from tlsprobe.net.quic_info import QuicInfo
+from tlsprobe.net.quic_conn import QuicConnection, new_connection_ids
+from tlsprobe.net.quic_info import QUIC_ERRORS, QuicInfo
 from tlsprobe.net.quic_params import client_parameters
 from tlsprobe.net.tcp import Target, cause_of, resolve
 from tlsprobe.net.transport import Connector, Transport
@@ -119,6 +119,7 @@ class QuicTransport:
             except OSError as exc:
                 raise self._error(_text(exc), cause_of(exc)) from None
             self.conn.datagram(datagram)
+            self._maybe_retransmit()
 
     def _check_closed(self) -> None:
         """The server's CONNECTION_CLOSE without a TLS alert (an alert reaches the engine)."""
@@ -145,8 +146,8 @@ class QuicTransport:
 
     def _timeout(self, deadline: float, now: float) -> NetworkError:
         ignored = self.info.ignored
-        extra = f"; ignored {len(ignored)} datagrams or packets (last: {ignored[-1]})" \
-            if ignored else ""
+        extra = f"; ignored {self.info.ignored_count} datagrams or packets (last: " \
+            f"{ignored[-1]})" if ignored else ""
         sent = f" after {self.tries} Initial transmissions" if not self.conn.heard else ""
         if now >= deadline:
             return self._error(f"timed out: total time limit reached{sent}{extra}", "deadline")

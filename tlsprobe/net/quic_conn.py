@@ -32,47 +32,10 @@ from tlsprobe.net.quic_info import QuicInfo
 if TYPE_CHECKING:
     from tlsprobe.engine.client import ClientHandshake
 
-MAX_CRYPTO = 1 << 16        # CRYPTO bytes accepted per epoch
-MAX_RANGES = 256            # out-of-order CRYPTO ranges waiting per epoch
+MAX_CRYPTO = w.MAX_CRYPTO
 MAX_WAITING = 32            # packets kept until their keys are known
 DATAGRAM = 1200             # our datagrams that carry an Initial are padded to this size
 RECORD = 16384
-QUIC_ERRORS = {0x0: "NO_ERROR", 0x1: "INTERNAL_ERROR", 0x2: "CONNECTION_REFUSED",
-               0x3: "FLOW_CONTROL_ERROR", 0x7: "FRAME_ENCODING_ERROR",
-               0x8: "TRANSPORT_PARAMETER_ERROR", 0xA: "PROTOCOL_VIOLATION",
-               0xB: "INVALID_TOKEN", 0xD: "CRYPTO_BUFFER_EXCEEDED"}
-
-
-class _Crypto:
-    """One epoch's incoming CRYPTO stream: ranges in any order, handed on once contiguous."""
-
-    def __init__(self) -> None:
-        self.next = 0
-        self.ranges: dict[int, bytes] = {}
-        self.ready = bytearray()
-
-    def add(self, offset: int, data: bytes, epoch: str) -> None:
-        if offset + len(data) > MAX_CRYPTO:
-            raise HandshakeFailure(FailureKind.PROTOCOL, f"server sent {epoch} CRYPTO data "
-                                   f"beyond {MAX_CRYPTO} bytes (CRYPTO_BUFFER_EXCEEDED)")
-        if offset + len(data) <= self.next or not data:
-            return
-        if len(self.ranges) >= MAX_RANGES:
-            raise HandshakeFailure(FailureKind.PROTOCOL, f"server left more than "
-                                   f"{MAX_RANGES} gaps in its {epoch} CRYPTO data")
-        if len(data) > len(self.ranges.get(offset, b"")):
-            self.ranges[offset] = data
-        moved = True
-        while moved:
-            moved = False
-            for start in list(self.ranges):
-                chunk = self.ranges[start]
-                if start <= self.next:
-                    del self.ranges[start]
-                    if start + len(chunk) > self.next:
-                        self.ready += chunk[self.next - start:]
-                        self.next = start + len(chunk)
-                        moved = True
 
 
 class QuicConnection:
@@ -95,7 +58,7 @@ class QuicConnection:
                                               w.APPLICATION: set()}
         self.ack_due = {w.INITIAL: False, w.HANDSHAKE: False, w.APPLICATION: False}
         self.crypto_out = {w.INITIAL: 0, w.HANDSHAKE: 0, w.APPLICATION: 0}
-        self.crypto_in = {w.INITIAL: _Crypto(), w.HANDSHAKE: _Crypto(), w.APPLICATION: _Crypto()}
+        self.crypto_in = {w.INITIAL: w.CryptoStream(), w.HANDSHAKE: w.CryptoStream(), w.APPLICATION: w.CryptoStream()}
         self.initial_sent: list[tuple[int, bytes]] = []   # for Retry and retransmission
         self.server_prot: dict[int, Tls13Protection] = {}   # records for the engine
         self.client_prot: dict[int, Tls13Protection] = {}   # to open the engine's records
@@ -248,7 +211,7 @@ class QuicConnection:
         try:
             packets = list(w.split_datagram(data, len(self.scid)))
         except ValueError as exc:
-            self.info.ignored.append(f"datagram of {len(data)} bytes: {exc}")
+            self.info.ignore(f"datagram of {len(data)} bytes: {exc}")
             return
         for packet in packets:
             self._packet(packet)
@@ -262,7 +225,7 @@ class QuicConnection:
             self._retry(packet)
             return
         if packet.dcid != self.scid:
-            self.info.ignored.append(f"{packet.kind} packet for another connection ID")
+            self.info.ignore(f"{packet.kind} packet for another connection ID")
             return
         space = {"Initial": w.INITIAL, "Handshake": w.HANDSHAKE, "1-RTT": w.APPLICATION}.get(
             packet.kind)
@@ -277,7 +240,7 @@ class QuicConnection:
             pn, payload = w.unprotect(keys, packet.data, packet.pn_offset, self.largest[space])
             frames = w.parse_frames(payload)
         except ValueError as exc:
-            self.info.ignored.append(f"{packet.kind} packet: {exc}")
+            self.info.ignore(f"{packet.kind} packet: {exc}")
             return
         if space == w.INITIAL and not self.heard:
             self.dcid = packet.scid       # the server's chosen connection ID from now on
@@ -293,7 +256,11 @@ class QuicConnection:
 
     def _frame(self, space: int, kind: str, frame: w.Frame) -> None:
         if frame.type == 0x06:
-            self.crypto_in[space].add(frame.offset, frame.data, kind)
+            try:
+                self.crypto_in[space].add(frame.offset, frame.data)
+            except ValueError as exc:
+                raise HandshakeFailure(FailureKind.PROTOCOL, f"server's {kind} CRYPTO "
+                                       f"data: {exc}") from None
         elif frame.type == 0x1E:
             self.info.handshake_done = True
         elif frame.type in (0x1C, 0x1D):
@@ -328,11 +295,11 @@ class QuicConnection:
             return
         data = packet.data
         if len(data) < packet.pn_offset + 16 or packet.dcid != self.scid:
-            self.info.ignored.append("malformed Retry")
+            self.info.ignore("malformed Retry")
             return
         if w.retry_tag(self.original_dcid, data[:-16]) != data[-16:]:
             self.info.bad_retry += 1
-            self.info.ignored.append("Retry with a bad integrity tag")
+            self.info.ignore("Retry with a bad integrity tag")
             return
         self.retried = True
         self.info.retry_scid = packet.scid
@@ -377,17 +344,13 @@ class QuicConnection:
         if self.info.transport_parameters is not None or len(self.hs_stream) > MAX_CRYPTO:
             return
         self.hs_stream += data
-        if len(self.hs_stream) < 4 or self.hs_stream[0] != 8:
-            return
-        size = int.from_bytes(self.hs_stream[1:4], "big")
-        if len(self.hs_stream) < 4 + size:
-            return
         try:
-            raw = qp.encrypted_extensions_parameters(bytes(self.hs_stream[:4 + size]))
-            params = qp.parse_parameters(raw) if raw is not None else []
+            params = qp.server_parameters(bytes(self.hs_stream))
         except ValueError as exc:
             raise HandshakeFailure(FailureKind.PROTOCOL, "server's quic_transport_parameters "
                                    f"are malformed: {exc}") from None
+        if params is None:
+            return
         self.info.transport_parameters = params
         odcid = dict(params).get(0x00)
         if odcid != self.original_dcid:

@@ -11,7 +11,11 @@ from tlsprobe.net import quic_params as qp
 from tlsprobe.net import quic_wire as w
 
 MAX_LOG = 200      # packet lines kept for --msg
-MAX_IGNORED = 50
+MAX_IGNORED = 20   # texts kept of what was ignored (all are counted)
+QUIC_ERRORS = {0x0: "NO_ERROR", 0x1: "INTERNAL_ERROR", 0x2: "CONNECTION_REFUSED",
+               0x3: "FLOW_CONTROL_ERROR", 0x7: "FRAME_ENCODING_ERROR",
+               0x8: "TRANSPORT_PARAMETER_ERROR", 0xA: "PROTOCOL_VIOLATION",
+               0xB: "INVALID_TOKEN", 0xD: "CRYPTO_BUFFER_EXCEEDED"}
 
 _FRAME_NAMES = {0x00: "PADDING", 0x01: "PING", 0x02: "ACK", 0x03: "ACK", 0x06: "CRYPTO",
                 0x07: "NEW_TOKEN", 0x18: "NEW_CONNECTION_ID", 0x1C: "CONNECTION_CLOSE",
@@ -34,6 +38,15 @@ class QuicInfo:
     transport_parameters: list[tuple[int, int | bytes]] | None = None
     log: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
+    ignored_count: int = 0
+
+    def ignore(self, what: str) -> None:
+        """A datagram or packet that was dropped (not QUIC v1, not ours, not opening)."""
+        self.ignored_count += 1
+        if len(self.ignored) < MAX_IGNORED:
+            self.ignored.append(what)
+        else:
+            self.ignored[-1] = what
 
     def note(self, way: str, kind: str, pn: int, dcid: bytes, scid: bytes,
              payload: bytes) -> None:

@@ -65,6 +65,18 @@ def describe(pid: int, value: int | bytes) -> tuple[str, str]:
     return name, value.hex() if value else "(empty)"
 
 
+def server_parameters(stream: bytes) -> list[tuple[int, int | bytes]] | None:
+    """The transport parameters of the EncryptedExtensions that begins the server's
+    Handshake CRYPTO `stream` (empty when it has none); None until the message is whole."""
+    if len(stream) < 4 or stream[0] != 8:
+        return None
+    size = int.from_bytes(stream[1:4], "big")
+    if len(stream) < 4 + size:
+        return None
+    raw = encrypted_extensions_parameters(stream[:4 + size])
+    return parse_parameters(raw) if raw is not None else []
+
+
 def encrypted_extensions_parameters(message: bytes) -> bytes | None:
     """The 0x39 extension of one EncryptedExtensions message (type 8, with its header),
     None when it has none; ValueError when the message is malformed."""

@@ -198,6 +198,42 @@ def retry_tag(odcid: bytes, retry_without_tag: bytes) -> bytes:
     return AESGCM(RETRY_KEY_V1).encrypt(RETRY_NONCE_V1, b"", pseudo)
 
 
+MAX_CRYPTO = 1 << 16        # CRYPTO bytes accepted per epoch
+MAX_RANGES = 256            # out-of-order CRYPTO ranges waiting per epoch
+
+
+class CryptoStream:
+    """One epoch's incoming CRYPTO stream: ranges in any order, handed on (`ready`) once
+    contiguous; ValueError past MAX_CRYPTO bytes or MAX_RANGES waiting ranges."""
+
+    def __init__(self) -> None:
+        self.next = 0
+        self.ranges: dict[int, bytes] = {}
+        self.ready = bytearray()
+
+    def add(self, offset: int, data: bytes) -> None:
+        if offset + len(data) > MAX_CRYPTO:
+            raise ValueError(f"beyond {MAX_CRYPTO} bytes (CRYPTO_BUFFER_EXCEEDED)")
+        if offset + len(data) <= self.next or not data:
+            return
+        if len(self.ranges) >= MAX_RANGES:
+            raise ValueError(f"more than {MAX_RANGES} gaps")
+        if len(data) > len(self.ranges.get(offset, b"")):
+            self.ranges[offset] = data
+        moved = True
+        while moved:
+            moved = False
+            for start in sorted(self.ranges):
+                chunk = self.ranges[start]
+                if start > self.next:
+                    break
+                del self.ranges[start]
+                if start + len(chunk) > self.next:
+                    self.ready += chunk[self.next - start:]
+                    self.next = start + len(chunk)
+                    moved = True
+
+
 # -- frames ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Frame:
