@@ -36,6 +36,9 @@ def test_default_hello_spans_two_initials_and_server_picks_x25519(
     assert re.search(r"^  original_destination_connection_id: [0-9a-f]{16}$", out, re.M)
     assert "  initial_max_streams_bidi: 128" in out   # aioquic's default
     assert "HANDSHAKE_DONE received: yes" in out
+    # QUIC closes with CONNECTION_CLOSE, never a TLS close_notify
+    assert "Closed with: CONNECTION_CLOSE NO_ERROR (0x0) sent" in out
+    assert "close_notify" not in out
 
 
 def test_a_p256_share_alone_gets_secp256r1(quic_server: Any,
@@ -89,6 +92,7 @@ def test_msg_shows_packets_then_the_handshake(quic_server: Any,
     trace = "\n".join(lines[first:])
     assert "ServerHello" in trace and "EncryptedExtensions (decrypted)" in trace
     assert "quic_transport_parameters (0x0039)" in trace
+    assert "ChangeCipherSpec" not in trace and "close_notify" not in trace
 
 
 def test_options_quic_cannot_honour_are_refused(run_cli: Callable[..., Any]) -> None:

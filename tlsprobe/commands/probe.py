@@ -389,6 +389,8 @@ def run(args: argparse.Namespace) -> int:
         stop_after_first_flight=args.first_flight_only, http_get=args.http_get,
         verify=not args.no_verify, cafile=args.cafile, total_timeout=args.total_timeout,
         limits=limits, deadline=started + (args.total_timeout or 3 * timeout)), connect=connect)
+    if quic is not None:
+        run_ = quic.adjust(run_)
     result = run_.result
     out = sys.stdout
     if args.msg and run_.events:  # nothing was exchanged (e.g. connection refused): no trace

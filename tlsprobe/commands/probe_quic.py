@@ -19,6 +19,8 @@ from tlsprobe.net.quic import quic_connector
 from tlsprobe.net.quic_info import QuicInfo
 from tlsprobe.net.quic_params import client_parameters
 from tlsprobe.net.transport import Connector
+from tlsprobe.probes.probe import ProbeRun
+from tlsprobe.session.flow import CLIENT, AlertEvent, ChangeCipherSpecEvent, Event
 
 QUIC_SUITES = (0x1301, 0x1302, 0x1303)   # RFC 9001 5.3: no TLS_AES_128_CCM_8_SHA256
 NOT_OVER_QUIC = (("timing", "--timing"), ("pcap_out", "--pcap-out"),
@@ -51,6 +53,20 @@ class QuicProbe:
                          quic_transport_parameters=client_parameters(self.info.scid),
                          session_ticket=False)
         return config, connect
+
+    def adjust(self, run: ProbeRun) -> ProbeRun:
+        """Over QUIC the engine's close_notify (and ChangeCipherSpec) never reach the wire:
+        the transport sends CONNECTION_CLOSE instead (shown in the QUIC summary), so they
+        are left out of the result and the trace."""
+        def on_wire(ev: Event) -> bool:
+            if isinstance(ev, ChangeCipherSpecEvent) and ev.direction == CLIENT:
+                return False
+            return not (isinstance(ev, AlertEvent) and ev.direction == CLIENT
+                        and ev.alert.description == 0)
+        alerts = tuple(a for a in run.result.alerts
+                       if not (a.direction == "sent" and a.description == 0))
+        return replace(run, result=replace(run.result, alerts=alerts),
+                       events=[ev for ev in run.events if on_wire(ev)])
 
     def print_packets(self, out: TextIO) -> None:
         """--msg: the QUIC packets both ways, before the TLS handshake trace."""

@@ -202,6 +202,7 @@ class QuicConnection:
         for space in spaces:
             self._send(space, w.close_frame(error))
         self.closed = True
+        self.info.closed_by_us = error
 
     # -- server -> engine ----------------------------------------------------------------
     def datagram(self, data: bytes) -> None:
@@ -265,7 +266,7 @@ class QuicConnection:
             self.info.handshake_done = True
         elif frame.type in (0x1C, 0x1D):
             reason = frame.data[:200].decode("latin-1")
-            self.peer_closed = (frame.error, reason)
+            self.peer_closed = self.info.closed_by_server = (frame.error, reason)
             if frame.type == 0x1C and 0x100 <= frame.error <= 0x1FF:
                 self.alert = frame.error - 0x100
             self.closed = True

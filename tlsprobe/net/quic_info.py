@@ -39,6 +39,8 @@ class QuicInfo:
     log: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
     ignored_count: int = 0
+    closed_by_us: int | None = None                  # the error code of our CONNECTION_CLOSE
+    closed_by_server: tuple[int, str] | None = None  # its error code and reason
 
     def ignore(self, what: str) -> None:
         """A datagram or packet that was dropped (not QUIC v1, not ours, not opening)."""
@@ -76,7 +78,17 @@ class QuicInfo:
                 name, shown = qp.describe(pid, value)
                 out.append(f"  {name}: {shown}")
         out.append(f"HANDSHAKE_DONE received: {'yes' if self.handshake_done else 'no'}")
+        if self.closed_by_server is not None:
+            out.append(f"Server closed with: CONNECTION_CLOSE {_error(self.closed_by_server[0])}")
+        if self.closed_by_us is not None:
+            out.append(f"Closed with: CONNECTION_CLOSE {_error(self.closed_by_us)} sent")
         return out
+
+
+def _error(code: int) -> str:
+    if 0x100 <= code <= 0x1FF:
+        return f"0x{code:x} (TLS alert {code - 0x100})"
+    return f"{QUIC_ERRORS.get(code, 'error')} (0x{code:x})"
 
 
 def _frame_text(frame: w.Frame) -> str:
