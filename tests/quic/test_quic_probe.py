@@ -51,6 +51,18 @@ def test_a_p256_share_alone_gets_secp256r1(quic_server: Any,
     assert "ClientHello Initial packets: 1" in res.stdout
 
 
+@pytest.mark.parametrize("suite, code", [("TLS_AES_128_GCM_SHA256", "0x1301"),
+                                         ("TLS_CHACHA20_POLY1305_SHA256", "0x1303")])
+def test_each_quic_suite_protects_packets(quic_server: Any, run_cli: Callable[..., Any],
+                                          suite: str, code: str) -> None:
+    # AES-128 and ChaCha20 header protection and AEADs for the Handshake and 1-RTT packets
+    server = quic_server("x25519,secp256r1")
+    res = _probe(run_cli, server, "--ciphersuites", suite)
+    assert res.returncode == 0, res.stderr
+    assert f"Cipher             {suite} ({code})" in res.stdout
+    assert "HANDSHAKE_DONE received: yes" in res.stdout
+
+
 def test_no_common_share_is_the_servers_alert(quic_server: Any,
                                               run_cli: Callable[..., Any]) -> None:
     # aioquic sends no HelloRetryRequest: a CONNECTION_CLOSE 0x128 carries the alert
