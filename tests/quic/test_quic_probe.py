@@ -107,6 +107,35 @@ def test_msg_shows_packets_then_the_handshake(quic_server: Any,
     assert "ChangeCipherSpec" not in trace and "close_notify" not in trace
 
 
+def test_hello_retry_request_over_quic_ngtcp2(ngtcp2_server: Any,
+                                             run_cli: Callable[..., Any]) -> None:
+    # GnuTLS accepts only P-384: our X25519MLKEM768 + x25519 shares get a HelloRetryRequest,
+    # and the second ClientHello goes on in the Initial CRYPTO stream
+    server = ngtcp2_server("-GROUP-ALL:+GROUP-SECP384R1")
+    res = _probe(run_cli, server, "--msg")
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "Group              secp384r1 (0x0018), from TLS 1.3 key_share after " \
+        "HelloRetryRequest" in out
+    assert "HelloRetryRequest  secp384r1 (0x0018)" in out
+    assert "Key share sizes    server 97 bytes, client 97 bytes" in out
+    assert re.search(r"^> Initial v1 .*CRYPTO\(offset=1453, ", out, re.M)  # second hello
+    assert "HANDSHAKE_DONE received: yes" in out
+    # what we sent: two ClientHellos and the Finished (no ChangeCipherSpec, no close_notify)
+    sent = [x for x in out.splitlines() if x.startswith(">>> ") and "RecordHeader" in x]
+    assert len(sent) == 3
+
+
+def test_retry_from_ngtcp2(ngtcp2_server: Any, run_cli: Callable[..., Any]) -> None:
+    server = ngtcp2_server("-GROUP-ALL:+GROUP-X25519", validate=True)
+    res = _probe(run_cli, server)
+    assert res.returncode == 0, res.stderr
+    assert "Group              x25519 (0x001d), from TLS 1.3 key_share" in res.stdout
+    assert re.search(r"^Retry: yes \(server connection ID [0-9a-f]+, integrity tag checked\)$",
+                     res.stdout, re.M)
+    assert re.search(r"^  retry_source_connection_id: [0-9a-f]+$", res.stdout, re.M)
+
+
 def test_options_quic_cannot_honour_are_refused(run_cli: Callable[..., Any]) -> None:
     for extra in (["--tls1_2"], ["--pcap-out", "x.pcap"], ["--ciphersuites",
                                                             "TLS_AES_128_CCM_8_SHA256"]):

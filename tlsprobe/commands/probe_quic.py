@@ -20,7 +20,14 @@ from tlsprobe.net.quic_info import QuicInfo
 from tlsprobe.net.quic_params import client_parameters
 from tlsprobe.net.transport import Connector
 from tlsprobe.probes.probe import ProbeRun
-from tlsprobe.session.flow import CLIENT, AlertEvent, ChangeCipherSpecEvent, Event
+from tlsprobe.session.flow import (
+    CLIENT,
+    AlertEvent,
+    ChangeCipherSpecEvent,
+    Event,
+    InnerContentEvent,
+    RecordEvent,
+)
 
 QUIC_SUITES = (0x1301, 0x1302, 0x1303)   # RFC 9001 5.3: no TLS_AES_128_CCM_8_SHA256
 NOT_OVER_QUIC = (("timing", "--timing"), ("pcap_out", "--pcap-out"),
@@ -58,15 +65,23 @@ class QuicProbe:
         """Over QUIC the engine's close_notify (and ChangeCipherSpec) never reach the wire:
         the transport sends CONNECTION_CLOSE instead (shown in the QUIC summary), so they
         are left out of the result and the trace."""
-        def on_wire(ev: Event) -> bool:
-            if isinstance(ev, ChangeCipherSpecEvent) and ev.direction == CLIENT:
-                return False
-            return not (isinstance(ev, AlertEvent) and ev.direction == CLIENT
-                        and ev.alert.description == 0)
+        events: list[Event] = []
+        for ev in run.events:
+            if getattr(ev, "direction", None) != CLIENT:
+                events.append(ev)
+            elif isinstance(ev, ChangeCipherSpecEvent) or (
+                    isinstance(ev, RecordEvent) and ev.record.content_type == 20):
+                continue
+            elif isinstance(ev, AlertEvent) and ev.alert.description == 0:
+                while events and getattr(events[-1], "direction", None) == CLIENT and \
+                        isinstance(events[-1], (RecordEvent, InnerContentEvent)):
+                    events.pop()   # the record that carried it
+            else:
+                events.append(ev)
         alerts = tuple(a for a in run.result.alerts
                        if not (a.direction == "sent" and a.description == 0))
         return replace(run, result=replace(run.result, alerts=alerts),
-                       events=[ev for ev in run.events if on_wire(ev)])
+                       events=events)
 
     def print_packets(self, out: TextIO) -> None:
         """--msg: the QUIC packets both ways, before the TLS handshake trace."""
