@@ -252,3 +252,41 @@ def test_retry_with_a_bad_integrity_tag_is_ignored(udp_peer: Peer,
     assert res.returncode == EXIT_NETWORK
     [line] = res.stderr.strip().splitlines()
     assert "timed out" in line and "(last: Retry with a bad integrity tag)" in line
+
+
+def _server_initial(datagram: bytes, frames: bytes) -> bytes:
+    """A server Initial packet answering the client's first datagram (RFC 9001 Initial keys
+    of the client's DCID), carrying `frames`."""
+    from tlsprobe.net import quic_wire as w
+    dcid, scid = _cids(datagram)
+    frames += bytes(max(0, 20 - len(frames)))
+    header = w.long_header(0, scid, b"\x05" * 8, 0, len(frames), b"")
+    return w.seal(w.PacketKeys.initial(dcid, "server"), header, 0, 2, frames)
+
+
+def test_connection_close_without_alert_is_one_escaped_line(
+        udp_peer: Peer, run_cli: Callable[..., Any]) -> None:
+    from tlsprobe.net import quic_wire as w
+    sock, _, answers = udp_peer
+    answers.append(lambda d: _server_initial(d, b"\x1c\x0a\x06" + w.varint(9) +
+                                             b"bad\x1b[2Jxy"))
+    res = run_cli(f"127.0.0.1:{sock.getsockname()[1]}", "--quic", "--timeout", "5",
+                  timeout=30)
+    assert res.returncode == EXIT_ALERT
+    [line] = res.stderr.strip().splitlines()
+    assert line.endswith("server closed the QUIC connection with PROTOCOL_VIOLATION (0xa): "
+                         "'bad\\x1b[2Jxy'")
+    assert "\x1b" not in res.stderr
+
+
+def test_crypto_data_beyond_the_bound_is_a_protocol_error(
+        udp_peer: Peer, run_cli: Callable[..., Any]) -> None:
+    from tlsprobe.net import quic_wire as w
+    sock, _, answers = udp_peer
+    answers.append(lambda d: _server_initial(d, w.crypto_frame(w.MAX_CRYPTO - 2, b"abcd")))
+    res = run_cli(f"127.0.0.1:{sock.getsockname()[1]}", "--quic", "--timeout", "5",
+                  timeout=30)
+    assert res.returncode == EXIT_PROTOCOL
+    [line] = res.stderr.strip().splitlines()
+    assert line.endswith(f"server's Initial CRYPTO data: beyond {w.MAX_CRYPTO} bytes "
+                         "(CRYPTO_BUFFER_EXCEEDED)")
