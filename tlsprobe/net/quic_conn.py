@@ -119,7 +119,11 @@ class QuicConnection:
             prot = self.client_prot.get(space)
             if prot is None:
                 return
-            inner_type, inner = prot.decrypt_record(record)
+            try:
+                inner_type, inner = prot.decrypt_record(record)
+            except ValueError as exc:   # our own record: a bug in the epoch tracking
+                raise HandshakeFailure(FailureKind.INTERNAL, "tlsprobe could not carry its "
+                                       f"own TLS record over QUIC: {exc}") from None
             if inner_type == 21 and len(inner) == 2:
                 self._engine_alert(inner[1])
             elif inner_type == 22:
