@@ -25,6 +25,11 @@ def test_varint_cut_is_value_error() -> None:
             w.pull_varint(data, 0)
 
 
+def test_v1_salt_is_the_capture_readers() -> None:
+    from tlsprobe.offline import quic_packets
+    assert (w.QUIC_V1, w.SALT_V1) == (quic_packets.QUIC_V1, quic_packets.SALT_V1)
+
+
 def test_client_initial_keys_rfc9001_a1() -> None:
     keys = w.PacketKeys.initial(DCID, "client")
     assert keys.iv.hex() == "fa044b2f42a3fd3b46fb255c"

@@ -4,8 +4,7 @@ Variable-length integers, packet protection keys from a TLS secret ("quic key", 
 "quic hp"), header protection (AES-ECB or ChaCha20 over a 16-byte sample), long and short
 header packets (built and opened), the frames the handshake needs (PADDING, PING, ACK,
 CRYPTO, CONNECTION_CLOSE, HANDSHAKE_DONE; others are skipped when their length is known),
-the Retry integrity tag (RFC 9001 5.8) and transport parameters (RFC 9000 18). The Initial
-salts are offline/quic_packets' (the capture reader uses the same ones). Every reader
+the Retry integrity tag (RFC 9001 5.8) and the CRYPTO stream reassembly. Every reader
 raises ValueError on bytes it cannot read, never IndexError.
 """
 
@@ -19,7 +18,11 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 
 from tlsprobe.engine.keyschedule import hkdf_expand_label, hkdf_extract
-from tlsprobe.offline.quic_packets import QUIC_V1, SALT_V1
+
+#: QUIC v1 and its Initial salt (RFC 9001 5.2); offline/quic_packets.py holds the same values
+#: with those of the other versions captures show (net/ does not import offline/)
+QUIC_V1 = 0x00000001
+SALT_V1 = bytes.fromhex("38762cf7f55934b34d179ae6a4c80cadccbb7f0a")
 
 INITIAL, HANDSHAKE, APPLICATION = 0, 2, 3     # packet number spaces (0-RTT unused)
 LONG_TYPES = {0: "Initial", 1: "0-RTT", 2: "Handshake", 3: "Retry"}   # QUIC v1
