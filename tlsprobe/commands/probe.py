@@ -71,6 +71,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     h.add_argument("--http-get", metavar="PATH", help="after the handshake send "
                    "'GET PATH HTTP/1.1' and report the response's status line (ALPN offers "
                    "http/1.1 unless --alpn is given)")
+    h.add_argument("--quic", action="store_true", help="probe over QUIC v1 (UDP, default port "
+                   "443; TLS 1.3, ALPN h3 by default)")
     h.add_argument("--cafile", metavar="FILE", help="trust anchors (PEM) for the certificate "
                    "check (default: the system bundle)")
     h.add_argument("--no-verify", action="store_true", help="do not check the certificate "
@@ -373,6 +375,10 @@ def run(args: argparse.Namespace) -> int:
     from tlsprobe.probes.probe import ProbeOptions, run_probe
     from tlsprobe.report.escape import shown
     from tlsprobe.report.trace import TraceFormatter
+    quic = None
+    if getattr(args, "quic", False):   # issue 15: over QUIC v1 (commands/probe_quic.py)
+        from tlsprobe.commands.probe_quic import QuicProbe
+        quic = QuicProbe(args)         # refuses what QUIC cannot honour
     args = timing_args(args)
     if args.timing:
         from tlsprobe.commands.timing import run_timing
@@ -381,6 +387,9 @@ def run(args: argparse.Namespace) -> int:
     target = parse_target(args.target)
     config = config_from_args(args, target.host)
     limits = limits_from_args(args)
+    connect = None
+    if quic is not None:
+        config, connect = quic.setup(config, timeout)
     _check_files(args)
     note = placeholder_note(config)
     if note:
@@ -393,11 +402,15 @@ def run(args: argparse.Namespace) -> int:
         config=config, timeout=timeout, annotate=args.msg,
         stop_after_first_flight=args.first_flight_only, http_get=args.http_get,
         verify=not args.no_verify, cafile=args.cafile, total_timeout=args.total_timeout,
-        limits=limits, deadline=started + (args.total_timeout or 3 * timeout)))
+        limits=limits, deadline=started + (args.total_timeout or 3 * timeout)), connect=connect)
+    if quic is not None:
+        run_ = quic.adjust(run_)
     result = run_.result
     out = sys.stdout
     if args.msg and run_.events:  # nothing was exchanged (e.g. connection refused): no trace
         trace = sys.stderr if args.json else out   # stdout stays pure JSON
+        if quic is not None:
+            quic.print_packets(trace)
         for line in TraceFormatter().lines(run_.events):
             print(line, file=trace)
         print("---", file=trace)
@@ -406,6 +419,8 @@ def run(args: argparse.Namespace) -> int:
     elif result.version is not None or not result.error:
         from tlsprobe.report.tables import render_probe
         render_probe(result, out, full=args.full or not out.isatty())
+        if quic is not None:
+            quic.print_summary(out)
     try:
         _write_outputs(args, run_)
     except UsageError as exc:

@@ -46,6 +46,9 @@ class ClientConfig:
     renegotiation_info: bool = True
     padding: bool = True
     max_version_legacy: int = TLS12
+    #: QUIC (RFC 9001 8.2, 8.4): the quic_transport_parameters extension (0x39) to send; when
+    #: set, the legacy_session_id is empty (QUIC has no middlebox compatibility mode)
+    quic_transport_parameters: bytes | None = None
 
     @property
     def offers_tls13(self) -> bool:
@@ -181,6 +184,8 @@ def build_client_hello(config: ClientConfig, *, share_groups: tuple[int, ...] | 
         exts.append(ext.session_ticket(b""))
     if config.alpn:
         exts.append(ext.alpn(list(config.alpn)))
+    if config.quic_transport_parameters is not None:
+        exts.append(ext.Extension(0x39, config.quic_transport_parameters))
     if config.status_request:
         exts.append(ext.status_request())
     if config.signature_algorithms and config.max_legacy >= TLS12 or config.offers_tls13:
@@ -201,7 +206,8 @@ def build_client_hello(config: ClientConfig, *, share_groups: tuple[int, ...] | 
         legacy_version=config.max_legacy,
         random=random,
         legacy_session_id=session_id if session_id is not None else
-        (os.urandom(32) if config.offers_tls13 else b""),
+        (os.urandom(32) if config.offers_tls13 and config.quic_transport_parameters is None
+         else b""),
         cipher_suites=suites,
         legacy_compression_methods=b"\x00",
         extensions=exts,

@@ -185,6 +185,9 @@ def run_probe(target: Target, options: ProbeOptions,
         return ProbeRun(facts.result_from(engine, target, None, error=(str(exc), exc.kind)),
                         [])
     connect_s = time.monotonic() - t0
+    bind = getattr(transport, "bind", None)
+    if bind is not None:   # QUIC (net/quic.py): packet keys come from the engine's secrets
+        bind(engine)
     recorder = Recorder(transport)
     conv = _Conversation(recorder, engine, deadline)
     error: tuple[str, FailureKind] | None = None

@@ -1,0 +1,57 @@
+"""An aioquic QUIC v1 server on loopback for the --quic tests, run as its own process.
+
+    python quic_server.py CERT KEY [--groups x25519,secp256r1] [--retry]
+
+It binds 127.0.0.1 on a free UDP port, prints "READY <port>" and serves until killed.
+aioquic's QuicConfiguration cannot restrict key-exchange groups; its tls.Context keeps
+them in `_supported_groups`, so the chosen list (in order) is set on every context it
+creates. ALPN h3 only. aioquic never sends a HelloRetryRequest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+from aioquic import tls
+from aioquic.asyncio import serve
+from aioquic.quic.configuration import QuicConfiguration
+
+GROUPS = {"x25519": tls.Group.X25519, "secp256r1": tls.Group.SECP256R1,
+          "secp384r1": tls.Group.SECP384R1, "secp521r1": tls.Group.SECP521R1}
+
+
+def restrict_groups(groups: list[Any]) -> None:
+    """Every tls.Context created from now on supports exactly `groups`, in this order."""
+    original = tls.Context.__init__
+
+    def init(self: tls.Context, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        self._supported_groups = list(groups)
+
+    tls.Context.__init__ = init  # type: ignore[method-assign]
+
+
+async def main(args: argparse.Namespace) -> None:
+    if args.groups:
+        restrict_groups([GROUPS[g] for g in args.groups.split(",")])
+    config = QuicConfiguration(is_client=False, alpn_protocols=["h3"])
+    config.load_cert_chain(args.cert, args.key)
+    server = await serve("127.0.0.1", 0, configuration=config, retry=args.retry)
+    port = server._transport.get_extra_info("sockname")[1]  # type: ignore[union-attr]
+    print(f"READY {port}", flush=True)
+    await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("cert")
+    parser.add_argument("key")
+    parser.add_argument("--groups", default="")
+    parser.add_argument("--retry", action="store_true")
+    try:
+        asyncio.run(main(parser.parse_args()))
+    except KeyboardInterrupt:
+        sys.exit(0)

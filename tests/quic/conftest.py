@@ -1,0 +1,128 @@
+"""Fixtures for the --quic tests: `quic_server(groups=..., retry=...)` starts aioquic's QUIC
+v1 server (tests/lab_servers/quic_server.py, a process of its own) on 127.0.0.1 and a free
+UDP port, with the session's ECDSA certificate, once per configuration; all are stopped by
+PID at the end. aioquic is in the test extra: without it the test fails (no skip).
+`ngtcp2_server(groups=..., validate=...)` does the same with ngtcp2's GnuTLS server
+(`gtlsserver` from Debian's ngtcp2-server; groups as GnuTLS priority items), which sends a
+HelloRetryRequest and a Retry (--validate-addr); missing, it is servers.peer_unavailable."""
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from servers import CertSet, peer_unavailable
+
+SERVER = Path(__file__).resolve().parent.parent / "lab_servers" / "quic_server.py"
+START_WAIT = 30.0
+
+
+@dataclass(frozen=True)
+class QuicServer:
+    port: int
+    ca: Path
+    process: subprocess.Popen[str]
+
+    @property
+    def target(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+QuicServerFactory = Callable[..., QuicServer]
+
+
+def _start(certs: CertSet, groups: str, retry: bool) -> QuicServer:
+    leaf = certs.leaves["ecdsa"]
+    argv = [sys.executable, str(SERVER), str(leaf.chain), str(leaf.key), "--groups", groups]
+    if retry:
+        argv.append("--retry")
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, start_new_session=True)
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], START_WAIT)
+    line = proc.stdout.readline() if ready else ""
+    if not line.startswith("READY "):
+        _stop(proc)
+        pytest.fail(f"aioquic server did not start (groups {groups}): {line!r}")
+    return QuicServer(int(line.split()[1]), certs.ca, proc)
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+
+
+@pytest.fixture(scope="session")
+def quic_server(certs: CertSet) -> Iterator[QuicServerFactory]:
+    running: dict[tuple[str, bool], QuicServer] = {}
+
+    def start(groups: str = "x25519,secp256r1", retry: bool = False) -> QuicServer:
+        key = (groups, retry)
+        found = running.get(key)
+        if found is None or found.process.poll() is not None:
+            running[key] = found = _start(certs, groups, retry)
+            time.sleep(0.1)   # the socket is bound before READY; let the loop settle
+        return found
+
+    yield start
+    for server in running.values():
+        _stop(server.process)
+
+
+def _udp_bound(port: int) -> bool:
+    """Whether 127.0.0.1:port is bound (read from /proc/net/udp: no packet sent to it)."""
+    wanted = f"0100007F:{port:04X}"
+    with open("/proc/net/udp") as table:
+        return any(line.split()[1] == wanted for line in list(table)[1:])
+
+
+def _start_ngtcp2(certs: CertSet, groups: str, validate: bool) -> QuicServer:
+    binary = shutil.which("gtlsserver")
+    if binary is None:
+        peer_unavailable("gtlsserver (Debian package ngtcp2-server) is not installed")
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    leaf = certs.leaves["ecdsa"]
+    argv = [str(binary), "-q", f"--groups={groups}", *(["--validate-addr"] if validate else []),
+            "127.0.0.1", str(port), str(leaf.key), str(leaf.chain)]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            text=True, start_new_session=True)
+    until = time.monotonic() + START_WAIT
+    while not _udp_bound(port):
+        if proc.poll() is not None or time.monotonic() > until:
+            _stop(proc)
+            pytest.fail(f"gtlsserver did not bind 127.0.0.1:{port} (groups {groups})")
+        time.sleep(0.05)
+    return QuicServer(port, certs.ca, proc)
+
+
+@pytest.fixture(scope="session")
+def ngtcp2_server(certs: CertSet) -> Iterator[QuicServerFactory]:
+    running: dict[tuple[str, bool], QuicServer] = {}
+
+    def start(groups: str = "-GROUP-ALL:+GROUP-X25519", validate: bool = False) -> QuicServer:
+        key = (groups, validate)
+        found = running.get(key)
+        if found is None or found.process.poll() is not None:
+            running[key] = found = _start_ngtcp2(certs, groups, validate)
+        return found
+
+    yield start
+    for server in running.values():
+        _stop(server.process)

@@ -1,0 +1,292 @@
+"""`tlsprobe HOST:PORT --quic` against aioquic's QUIC v1 server on loopback (each configured
+with a known group list), and against UDP peers that stay silent or answer garbage."""
+from __future__ import annotations
+
+import re
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from tlsprobe.errors import EXIT_ALERT, EXIT_NETWORK, EXIT_PROTOCOL, EXIT_USAGE
+
+
+def _probe(run_cli: Callable[..., Any], server: Any, *args: str) -> Any:
+    return run_cli(server.target, "--quic", "--cafile", server.ca, "--timeout", "5", *args)
+
+
+def test_default_hello_spans_two_initials_and_server_picks_x25519(
+        quic_server: Any, run_cli: Callable[..., Any]) -> None:
+    server = quic_server("x25519,secp256r1")
+    res = _probe(run_cli, server)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "Protocol           TLS 1.3 (0x0304)" in out
+    assert "Group              x25519 (0x001d), from TLS 1.3 key_share" in out
+    assert "Key share sizes    server 32 bytes, client 32 bytes" in out
+    assert "ALPN               h3" in out
+    assert "Verify return code: 0 (ok)" in out
+    assert "Server Finished    verified" in out
+    assert "QUIC version: 0x00000001 (v1)" in out
+    # X25519MLKEM768's 1216-byte share makes the ClientHello too long for one Initial
+    assert "ClientHello Initial packets: 2" in out
+    assert re.search(r"^  initial_source_connection_id: [0-9a-f]{16}$", out, re.M)
+    assert re.search(r"^  original_destination_connection_id: [0-9a-f]{16}$", out, re.M)
+    assert "  initial_max_streams_bidi: 128" in out   # aioquic's default
+    assert "HANDSHAKE_DONE received: yes" in out
+    # QUIC closes with CONNECTION_CLOSE, never a TLS close_notify
+    assert "Closed with: CONNECTION_CLOSE NO_ERROR (0x0) sent" in out
+    assert "close_notify" not in out
+
+
+def test_a_p256_share_alone_gets_secp256r1(quic_server: Any,
+                                           run_cli: Callable[..., Any]) -> None:
+    server = quic_server("x25519,secp256r1")
+    res = _probe(run_cli, server, "--groups", "secp256r1:x25519", "--key-shares", "secp256r1")
+    assert res.returncode == 0, res.stderr
+    assert "Group              secp256r1 (0x0017), from TLS 1.3 key_share" in res.stdout
+    assert "Key share sizes    server 65 bytes, client 65 bytes" in res.stdout
+    assert "ClientHello Initial packets: 1" in res.stdout
+
+
+@pytest.mark.parametrize("suite, code", [("TLS_AES_128_GCM_SHA256", "0x1301"),
+                                         ("TLS_CHACHA20_POLY1305_SHA256", "0x1303")])
+def test_each_quic_suite_protects_packets(quic_server: Any, run_cli: Callable[..., Any],
+                                          suite: str, code: str) -> None:
+    # AES-128 and ChaCha20 header protection and AEADs for the Handshake and 1-RTT packets
+    server = quic_server("x25519,secp256r1")
+    res = _probe(run_cli, server, "--ciphersuites", suite)
+    assert res.returncode == 0, res.stderr
+    assert f"Cipher             {suite} ({code})" in res.stdout
+    assert "HANDSHAKE_DONE received: yes" in res.stdout
+
+
+def test_no_common_share_is_the_servers_alert(quic_server: Any,
+                                              run_cli: Callable[..., Any]) -> None:
+    # aioquic sends no HelloRetryRequest: a CONNECTION_CLOSE 0x128 carries the alert
+    server = quic_server("secp384r1")
+    res = _probe(run_cli, server)
+    assert res.returncode == EXIT_ALERT
+    assert res.stderr.strip().splitlines()[-1] == (
+        f"tlsprobe: {server.target}: server sent fatal alert handshake_failure (40)")
+    ok = _probe(run_cli, server, "--key-shares", "secp384r1")
+    assert ok.returncode == 0, ok.stderr
+    assert "Group              secp384r1 (0x0018), from TLS 1.3 key_share" in ok.stdout
+
+
+def test_retry_is_followed_and_reported(quic_server: Any, run_cli: Callable[..., Any]) -> None:
+    server = quic_server("x25519", retry=True)
+    res = _probe(run_cli, server, "--msg")
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    retry_cid = re.search(r"^Retry: yes \(server connection ID ([0-9a-f]+), integrity tag "
+                          r"checked\)$", out, re.M)
+    assert retry_cid
+    assert f"  retry_source_connection_id: {retry_cid.group(1)}" in out
+    # the ClientHello is sent again, to the Retry's connection ID
+    assert re.search(rf"^> Initial v1 dcid={retry_cid.group(1)} .*CRYPTO\(offset=0, ", out, re.M)
+
+
+def test_msg_shows_packets_then_the_handshake(quic_server: Any,
+                                              run_cli: Callable[..., Any]) -> None:
+    server = quic_server("x25519,secp256r1")
+    res = _probe(run_cli, server, "--msg")
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    first = lines.index(next(x for x in lines if x.startswith(">>> ")))
+    packets = lines[:first]
+    assert packets[0].startswith("> Initial v1 dcid=") and "CRYPTO(offset=0, " in packets[0]
+    assert any(x.startswith("< Handshake v1 ") and "CRYPTO(" in x for x in packets)
+    assert any(x.startswith("< 1-RTT v1 ") and "HANDSHAKE_DONE" in x for x in packets)
+    assert any("CONNECTION_CLOSE(error=0x0)" in x for x in packets if x.startswith("> "))
+    trace = "\n".join(lines[first:])
+    assert "ServerHello" in trace and "EncryptedExtensions (decrypted)" in trace
+    assert "quic_transport_parameters (0x0039)" in trace
+    assert "ChangeCipherSpec" not in trace and "close_notify" not in trace
+
+
+def test_hello_retry_request_over_quic_ngtcp2(ngtcp2_server: Any,
+                                             run_cli: Callable[..., Any]) -> None:
+    # GnuTLS accepts only P-384: our X25519MLKEM768 + x25519 shares get a HelloRetryRequest,
+    # and the second ClientHello goes on in the Initial CRYPTO stream
+    server = ngtcp2_server("-GROUP-ALL:+GROUP-SECP384R1")
+    res = _probe(run_cli, server, "--msg")
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "Group              secp384r1 (0x0018), from TLS 1.3 key_share after " \
+        "HelloRetryRequest" in out
+    assert "HelloRetryRequest  secp384r1 (0x0018)" in out
+    assert "Key share sizes    server 97 bytes, client 97 bytes" in out
+    assert re.search(r"^> Initial v1 .*CRYPTO\(offset=1453, ", out, re.M)  # second hello
+    assert "HANDSHAKE_DONE received: yes" in out
+    # what we sent: two ClientHellos and the Finished (no ChangeCipherSpec, no close_notify)
+    sent = [x for x in out.splitlines() if x.startswith(">>> ") and "RecordHeader" in x]
+    assert len(sent) == 3
+
+
+def test_retry_from_ngtcp2(ngtcp2_server: Any, run_cli: Callable[..., Any]) -> None:
+    server = ngtcp2_server("-GROUP-ALL:+GROUP-X25519", validate=True)
+    res = _probe(run_cli, server)
+    assert res.returncode == 0, res.stderr
+    assert "Group              x25519 (0x001d), from TLS 1.3 key_share" in res.stdout
+    assert re.search(r"^Retry: yes \(server connection ID [0-9a-f]+, integrity tag checked\)$",
+                     res.stdout, re.M)
+    assert re.search(r"^  retry_source_connection_id: [0-9a-f]+$", res.stdout, re.M)
+
+
+def test_options_quic_cannot_honour_are_refused(run_cli: Callable[..., Any]) -> None:
+    for extra in (["--tls1_2"], ["--pcap-out", "x.pcap"], ["--ciphersuites",
+                                                            "TLS_AES_128_CCM_8_SHA256"]):
+        res = run_cli("127.0.0.1:9", "--quic", *extra)
+        assert res.returncode == EXIT_USAGE, (extra, res.stderr)
+        assert len(res.stderr.strip().splitlines()) == 1
+
+
+Answer = bytes | Callable[[bytes], bytes]
+Peer = tuple[socket.socket, list[bytes], list[Answer]]
+
+
+@pytest.fixture
+def udp_peer() -> Iterator[Peer]:
+    """A loopback UDP socket; datagrams it gets are kept; `answers` are sent back to each
+    (a callable answer is given the datagram)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.settimeout(0.2)
+    got: list[bytes] = []
+    answers: list[Answer] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                data, addr = sock.recvfrom(65535)
+            except (socket.timeout, OSError):
+                continue
+            got.append(data)
+            for answer in answers:
+                sock.sendto(answer(data) if callable(answer) else answer, addr)
+
+    worker = threading.Thread(target=serve, daemon=True)
+    worker.start()
+    yield sock, got, answers
+    stop.set()
+    worker.join(2)
+    sock.close()
+
+
+def test_silent_peer_times_out_after_padded_retransmissions(
+        udp_peer: Peer,
+        run_cli: Callable[..., Any]) -> None:
+    sock, got, _ = udp_peer
+    res = run_cli(f"127.0.0.1:{sock.getsockname()[1]}", "--quic", "--timeout", "2",
+                  timeout=30)
+    assert res.returncode == EXIT_NETWORK
+    [line] = res.stderr.strip().splitlines()
+    assert "timed out" in line and "Initial transmissions" in line
+    # the first ClientHello (2 packets) and at least one retransmission, all padded
+    assert len(got) >= 4 and all(len(d) >= 1200 for d in got)
+
+
+def test_garbage_answers_are_ignored_and_named(
+        udp_peer: Peer,
+        run_cli: Callable[..., Any]) -> None:
+    sock, got, answers = udp_peer
+    answers += [b"\xff" * 50, b"\xc0\x00\x00\x00\x05" + bytes(40), b"\x40garbage"]
+    res = run_cli(f"127.0.0.1:{sock.getsockname()[1]}", "--quic", "--timeout", "2",
+                  timeout=30)
+    assert res.returncode == EXIT_NETWORK
+    [line] = res.stderr.strip().splitlines()
+    assert "timed out" in line and "ignored" in line
+
+
+def test_nothing_listening_is_a_network_error(run_cli: Callable[..., Any]) -> None:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    res = run_cli(f"127.0.0.1:{port}", "--quic", "--timeout", "2", timeout=30)
+    assert res.returncode == EXIT_NETWORK
+    [line] = res.stderr.strip().splitlines()
+    assert line.startswith(f"tlsprobe: 127.0.0.1:{port}: ")
+    assert "connection refused" in line or "timed out" in line
+
+
+def _cids(datagram: bytes) -> tuple[bytes, bytes]:
+    """(dcid, scid) of the client's Initial long header."""
+    dcid = datagram[6:6 + datagram[5]]
+    p = 6 + len(dcid)
+    return dcid, datagram[p + 1:p + 1 + datagram[p]]
+
+
+def test_version_negotiation_without_v1_is_one_line(udp_peer: Peer,
+                                                    run_cli: Callable[..., Any]) -> None:
+    sock, _, answers = udp_peer
+
+    def negotiate(datagram: bytes) -> bytes:
+        dcid, scid = _cids(datagram)
+        return (b"\x80\x00\x00\x00\x00" + bytes([len(scid)]) + scid + bytes([len(dcid)]) +
+                dcid + bytes.fromhex("6b3343cfff00001d"))
+    answers.append(negotiate)
+    res = run_cli(f"127.0.0.1:{sock.getsockname()[1]}", "--quic", "--timeout", "5",
+                  timeout=30)
+    assert res.returncode == EXIT_PROTOCOL
+    [line] = res.stderr.strip().splitlines()
+    assert line.endswith("server does not speak QUIC v1 (its Version Negotiation offers: "
+                         "0x6b3343cf, 0xff00001d)")
+
+
+def test_retry_with_a_bad_integrity_tag_is_ignored(udp_peer: Peer,
+                                                   run_cli: Callable[..., Any]) -> None:
+    sock, _, answers = udp_peer
+
+    def bad_retry(datagram: bytes) -> bytes:
+        dcid, scid = _cids(datagram)
+        return (b"\xf0\x00\x00\x00\x01" + bytes([len(scid)]) + scid + b"\x04abcd" +
+                b"token" + bytes(16))
+    answers.append(bad_retry)
+    res = run_cli(f"127.0.0.1:{sock.getsockname()[1]}", "--quic", "--timeout", "2",
+                  timeout=30)
+    assert res.returncode == EXIT_NETWORK
+    [line] = res.stderr.strip().splitlines()
+    assert "timed out" in line and "(last: Retry with a bad integrity tag)" in line
+
+
+def _server_initial(datagram: bytes, frames: bytes) -> bytes:
+    """A server Initial packet answering the client's first datagram (RFC 9001 Initial keys
+    of the client's DCID), carrying `frames`."""
+    from tlsprobe.net import quic_wire as w
+    dcid, scid = _cids(datagram)
+    frames += bytes(max(0, 20 - len(frames)))
+    header = w.long_header(0, scid, b"\x05" * 8, 0, len(frames), b"")
+    return w.seal(w.PacketKeys.initial(dcid, "server"), header, 0, 2, frames)
+
+
+def test_connection_close_without_alert_is_one_escaped_line(
+        udp_peer: Peer, run_cli: Callable[..., Any]) -> None:
+    from tlsprobe.net import quic_wire as w
+    sock, _, answers = udp_peer
+    answers.append(lambda d: _server_initial(d, b"\x1c\x0a\x06" + w.varint(9) +
+                                             b"bad\x1b[2Jxy"))
+    res = run_cli(f"127.0.0.1:{sock.getsockname()[1]}", "--quic", "--timeout", "5",
+                  timeout=30)
+    assert res.returncode == EXIT_ALERT
+    [line] = res.stderr.strip().splitlines()
+    assert line.endswith("server closed the QUIC connection with PROTOCOL_VIOLATION (0xa): "
+                         "'bad\\x1b[2Jxy'")
+    assert "\x1b" not in res.stderr
+
+
+def test_crypto_data_beyond_the_bound_is_a_protocol_error(
+        udp_peer: Peer, run_cli: Callable[..., Any]) -> None:
+    from tlsprobe.net import quic_wire as w
+    sock, _, answers = udp_peer
+    answers.append(lambda d: _server_initial(d, w.crypto_frame(w.MAX_CRYPTO - 2, b"abcd")))
+    res = run_cli(f"127.0.0.1:{sock.getsockname()[1]}", "--quic", "--timeout", "5",
+                  timeout=30)
+    assert res.returncode == EXIT_PROTOCOL
+    [line] = res.stderr.strip().splitlines()
+    assert line.endswith(f"server's Initial CRYPTO data: beyond {w.MAX_CRYPTO} bytes "
+                         "(CRYPTO_BUFFER_EXCEEDED)")

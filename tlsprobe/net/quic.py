@@ -1,0 +1,206 @@
+"""QUIC v1 as a transport (net.transport.Transport): UDP datagrams under the one driver.
+
+`quic_connector` opens a connected UDP socket and returns a `QuicTransport`, whose send and
+receive carry TLS records to and from the engine; net.quic_conn turns them into QUIC
+packets (Initial and Handshake CRYPTO frames, ACKs, CONNECTION_CLOSE) and back. The probe
+binds the engine to the transport (`bind`): the packet keys of each epoch come from the
+engine's TLS 1.3 key schedule.
+
+Waits: each receive waits at most the per-read timeout for a datagram and never past the
+deadline; with no answer at all, our Initial packets are sent again after 0.5 s, 1 s, 2 s
+(at most `MAX_TRIES` times). After the engine's close_notify, the transport waits briefly
+for the server's HANDSHAKE_DONE (its acceptance of our Finished, or its alert), then sends
+CONNECTION_CLOSE. Datagrams that are not QUIC v1 are ignored and named in the timeout
+message; an ICMP port unreachable is "connection refused".
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from typing import TYPE_CHECKING
+
+from tlsprobe.engine.common import HandshakeFailure
+from tlsprobe.errors import FailureKind, NetworkError
+from tlsprobe.net.quic_conn import QuicConnection, new_connection_ids
+from tlsprobe.net.quic_info import QUIC_ERRORS, QuicInfo
+from tlsprobe.net.quic_params import client_parameters
+from tlsprobe.net.tcp import Target, cause_of, resolve
+from tlsprobe.net.transport import Connector, Transport
+
+if TYPE_CHECKING:
+    from tlsprobe.engine.client import ClientHandshake
+
+MAX_DATAGRAM = 65527
+MAX_TRIES = 4          # Initial transmissions before giving up on an answer
+FIRST_PTO = 0.5        # seconds before the first retransmission
+CLOSE_WAIT = 1.0       # seconds to wait for HANDSHAKE_DONE after our Finished
+
+
+class QuicTransport:
+    """One QUIC connection as a transport of TLS records (see the module docstring)."""
+
+    def __init__(self, sock: socket.socket, target: Target, info: QuicInfo,
+                 read_timeout: float) -> None:
+        self.sock = sock
+        self.target = target
+        self.info = info
+        self.conn = QuicConnection(info)
+        self.read_timeout = read_timeout
+        self.tries = 0
+        self.next_try = 0.0
+        self.close_by: float | None = None
+        self.address = str(sock.getpeername()[0])
+
+    def bind(self, engine: ClientHandshake) -> None:
+        """The engine whose key schedule gives the packet keys (called before `send`)."""
+        self.conn.engine = engine
+
+    @property
+    def peer(self) -> tuple[str, int]:
+        return self.address, self.target.port
+
+    @property
+    def local(self) -> tuple[str, int]:
+        try:
+            name = self.sock.getsockname()
+            return str(name[0]), int(name[1])
+        except OSError:
+            return ("0.0.0.0", 0)
+
+    def _error(self, text: str, cause: str = "other") -> NetworkError:
+        return NetworkError(f"{self.target.display}: {text}", cause, text)  # type: ignore[arg-type]
+
+    def _flush(self) -> None:
+        for datagram in self.conn.outbox:
+            try:
+                self.sock.send(datagram)
+            except OSError as exc:
+                self.conn.outbox.clear()
+                raise self._error(f"UDP send failed: {_text(exc)}", cause_of(exc)) from None
+        self.conn.outbox.clear()
+
+    def send(self, data: bytes) -> None:
+        first = not self.conn.initial_sent
+        self.conn.from_engine(data)
+        if first and self.conn.initial_sent:
+            self.tries = 1
+            self.next_try = time.monotonic() + FIRST_PTO
+        if self.conn.closing and self.close_by is None:
+            self.close_by = time.monotonic() + CLOSE_WAIT
+        self._flush()
+
+    def receive(self, deadline: float) -> bytes:
+        read_by = min(deadline, time.monotonic() + self.read_timeout)
+        while True:
+            self.conn.retry_waiting()
+            self._flush()
+            data = self.conn.records()
+            if data:
+                return data
+            self._check_closed()
+            if self.conn.closing and (self.info.handshake_done or self.conn.closed or (
+                    self.close_by is not None and time.monotonic() >= self.close_by)):
+                self.conn.send_close(0)
+                self._flush()
+                return b""
+            now = time.monotonic()
+            if now >= read_by:
+                raise self._timeout(deadline, now)
+            wake = min(read_by, self.close_by or read_by)
+            if not self.conn.heard and self.tries and self.tries < MAX_TRIES:
+                wake = min(wake, self.next_try)
+            self.sock.settimeout(max(0.001, wake - now))
+            try:
+                datagram = self.sock.recv(MAX_DATAGRAM)
+            except (socket.timeout, TimeoutError):
+                self._maybe_retransmit()
+                continue
+            except OSError as exc:
+                raise self._error(_text(exc), cause_of(exc)) from None
+            self.conn.datagram(datagram)
+            self._maybe_retransmit()
+
+    def _check_closed(self) -> None:
+        """The server's CONNECTION_CLOSE without a TLS alert (an alert reaches the engine)."""
+        closed = self.conn.peer_closed
+        if closed is None or self.conn.alert is not None:
+            return
+        error, reason = closed
+        if error == 0 and self.conn.closing:
+            return
+        name = QUIC_ERRORS.get(error, "an error")
+        why = f": {reason!r}" if reason else ""
+        self.conn.peer_closed = None
+        raise HandshakeFailure(FailureKind.CLOSED, f"server closed the QUIC connection with "
+                               f"{name} (0x{error:x}){why}")
+
+    def _maybe_retransmit(self) -> None:
+        if self.conn.heard or not self.tries or self.tries >= MAX_TRIES:
+            return
+        if time.monotonic() >= self.next_try:
+            self.conn.retransmit()
+            self._flush()
+            self.tries += 1
+            self.next_try = time.monotonic() + FIRST_PTO * (1 << (self.tries - 1))
+
+    def _timeout(self, deadline: float, now: float) -> NetworkError:
+        ignored = self.info.ignored
+        extra = f"; ignored {self.info.ignored_count} datagrams or packets (last: " \
+            f"{ignored[-1]})" if ignored else ""
+        sent = f" after {self.tries} Initial transmissions" if not self.conn.heard else ""
+        if now >= deadline:
+            return self._error(f"timed out: total time limit reached{sent}{extra}", "deadline")
+        return self._error(f"timed out waiting for the server (no QUIC answer for "
+                           f"{self.read_timeout:.1f} s){sent}{extra}", "timeout")
+
+    def close(self) -> None:
+        try:
+            if not self.conn.closed and self.conn.initial_sent:
+                self.conn.send_close(0)
+                self._flush()
+        except (NetworkError, ValueError):
+            pass
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def _text(exc: OSError) -> str:
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused (ICMP port unreachable: nothing listens on that UDP port)"
+    return (exc.strerror or str(exc) or exc.__class__.__name__).lower()
+
+
+def quic_connector(timeout: float, read_timeout: float | None = None,
+                   info: QuicInfo | None = None) -> tuple[Connector, QuicInfo]:
+    """A connector for `run_probe(connect=...)` and the QuicInfo it fills; the connection
+    IDs are chosen here, as the ClientHello's transport parameters name ours
+    (`client_parameters(info.scid)`)."""
+    if info is None:
+        scid, dcid = new_connection_ids()
+        info = QuicInfo(scid, dcid)
+    state = info
+
+    def connect(target: Target, deadline: float) -> Transport:
+        wait = deadline - time.monotonic()
+        try:
+            addresses = resolve(target, 0, min(wait, timeout))
+            family, _, _, _, sockaddr = addresses[0]
+            sock = socket.socket(family, socket.SOCK_DGRAM)
+        except (OSError, UnicodeError, IndexError) as exc:
+            what = "unknown host" if isinstance(exc, socket.gaierror) else _text(exc) \
+                if isinstance(exc, OSError) else "unknown host"
+            raise NetworkError(f"{target.display}: {what}", "unknown_host", what) from None
+        try:
+            sock.connect(sockaddr)
+        except OSError as exc:
+            sock.close()
+            raise NetworkError(f"{target.display}: {_text(exc)}", cause_of(exc)) from None
+        return QuicTransport(sock, target, state, read_timeout or timeout)
+
+    return connect, info
+
+
+__all__ = ["QuicInfo", "QuicTransport", "client_parameters", "quic_connector"]

@@ -1,0 +1,382 @@
+"""The client side of one QUIC v1 connection, sans-IO: datagrams in and out, TLS records
+to and from the engine.
+
+The TLS engine (engine.client.ClientHandshake) speaks TLS records; over QUIC its handshake
+messages travel in CRYPTO frames without records (RFC 9001 4). This class translates, so the
+engine runs unchanged under the one driver: the engine's plaintext handshake records become
+Initial CRYPTO data; its encrypted records are opened with the client's TLS 1.3 handshake
+(then application) traffic secret, read from the engine's key schedule, and their messages
+become Handshake CRYPTO data; its ChangeCipherSpec is dropped (QUIC has none). The other
+way, the server's Initial CRYPTO data reaches the engine as plaintext records, its Handshake
+and 1-RTT CRYPTO data as records protected with the server's traffic secret, and a
+CONNECTION_CLOSE carrying a TLS alert (0x100 + alert) as that alert. Packet protection keys
+for each epoch come from the same secrets (RFC 9001 5.1).
+
+Bounded: CRYPTO data per epoch (`MAX_CRYPTO`), out-of-order ranges, packets waiting for
+keys, frames per packet. Peer faults end as HandshakeFailure (protocol, closed, alert).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from tlsprobe.engine.common import HandshakeFailure
+from tlsprobe.engine.protection import Tls13Protection
+from tlsprobe.engine.tls13 import CONNECTED, Tls13Client
+from tlsprobe.errors import FailureKind
+from tlsprobe.net import quic_params as qp
+from tlsprobe.net import quic_wire as w
+from tlsprobe.net.quic_info import QuicInfo
+
+if TYPE_CHECKING:
+    from tlsprobe.engine.client import ClientHandshake
+
+MAX_CRYPTO = w.MAX_CRYPTO
+MAX_WAITING = 32            # packets kept until their keys are known
+DATAGRAM = 1200             # our datagrams that carry an Initial are padded to this size
+RECORD = 16384
+
+
+class QuicConnection:
+    """Packet-level state of one client connection (see the module docstring)."""
+
+    def __init__(self, info: QuicInfo) -> None:
+        self.info = info
+        self.engine: ClientHandshake | None = None
+        self.scid = info.scid
+        self.original_dcid = info.original_dcid
+        self.dcid = info.original_dcid
+        self.token = b""
+        self.send_keys: dict[int, w.PacketKeys] = {
+            w.INITIAL: w.PacketKeys.initial(self.dcid, "client")}
+        self.recv_keys: dict[int, w.PacketKeys] = {
+            w.INITIAL: w.PacketKeys.initial(self.dcid, "server")}
+        self.pn = {w.INITIAL: 0, w.HANDSHAKE: 0, w.APPLICATION: 0}
+        self.largest = {w.INITIAL: -1, w.HANDSHAKE: -1, w.APPLICATION: -1}
+        self.received: dict[int, set[int]] = {w.INITIAL: set(), w.HANDSHAKE: set(),
+                                              w.APPLICATION: set()}
+        self.ack_due = {w.INITIAL: False, w.HANDSHAKE: False, w.APPLICATION: False}
+        self.crypto_out = {w.INITIAL: 0, w.HANDSHAKE: 0, w.APPLICATION: 0}
+        self.crypto_in = {w.INITIAL: w.CryptoStream(), w.HANDSHAKE: w.CryptoStream(), w.APPLICATION: w.CryptoStream()}
+        self.initial_sent: list[tuple[int, bytes]] = []   # for Retry and retransmission
+        self.server_prot: dict[int, Tls13Protection] = {}   # records for the engine
+        self.client_prot: dict[int, Tls13Protection] = {}   # to open the engine's records
+        self.client_finished = False
+        self.waiting: list[w.Packet] = []
+        self.engine_out = bytearray()
+        self.outbox: list[bytes] = []       # datagrams to send
+        self.alert: int | None = None       # a TLS alert the server closed with
+        self.heard = False                  # any packet from the server opened
+        self.retried = False
+        self.closing = False                # the engine sent close_notify
+        self.closed = False                 # our CONNECTION_CLOSE is out
+        self.peer_closed: tuple[int, str] | None = None
+        self.hs_stream = bytearray()        # the server's Handshake messages, for 0x39
+
+    # -- keys from the engine ------------------------------------------------------------
+    def update_keys(self) -> None:
+        """Install the packet keys of each epoch once the engine's key schedule has them."""
+        engine = self.engine
+        half = engine.version_state if engine is not None else None
+        if engine is None or not isinstance(half, Tls13Client) or engine.server_hello is None:
+            return
+        suite, ks = engine.server_hello.cipher_suite, half.ks
+        for space, server, client in (
+                (w.HANDSHAKE, ks.server_handshake_traffic_secret,
+                 ks.client_handshake_traffic_secret),
+                (w.APPLICATION, ks.server_application_traffic_secret_0,
+                 ks.client_application_traffic_secret_0)):
+            if server is None or client is None or space in self.server_prot:
+                continue
+            self.recv_keys[space] = w.PacketKeys(server, suite)
+            self.send_keys[space] = w.PacketKeys(client, suite)
+            self.server_prot[space] = half.epochs.protection(server)
+            self.client_prot[space] = half.epochs.protection(client)
+
+    # -- engine -> server ----------------------------------------------------------------
+    def from_engine(self, data: bytes) -> None:
+        """The engine's output (TLS records) becomes CRYPTO frames or a CONNECTION_CLOSE."""
+        self.update_keys()
+        self.engine_out += data
+        while len(self.engine_out) >= 5:
+            size = int.from_bytes(self.engine_out[3:5], "big")
+            if len(self.engine_out) < 5 + size:
+                break
+            record = bytes(self.engine_out[:5 + size])
+            del self.engine_out[:5 + size]
+            self._engine_record(record[0], record)
+        self.flush()
+
+    def _engine_record(self, ctype: int, record: bytes) -> None:
+        body = record[5:]
+        if ctype == 22:
+            self._crypto_out(w.INITIAL, body)
+        elif ctype == 21 and len(body) == 2:
+            self._engine_alert(body[1])
+        elif ctype == 23:
+            space = w.APPLICATION if self.client_finished else w.HANDSHAKE
+            prot = self.client_prot.get(space)
+            if prot is None:
+                return
+            try:
+                inner_type, inner = prot.decrypt_record(record)
+            except ValueError as exc:   # our own record: a bug in the epoch tracking
+                raise HandshakeFailure(FailureKind.INTERNAL, "tlsprobe could not carry its "
+                                       f"own TLS record over QUIC: {exc}") from None
+            if inner_type == 21 and len(inner) == 2:
+                self._engine_alert(inner[1])
+            elif inner_type == 22:
+                self._crypto_out(space, inner)
+                if _has_finished(inner):
+                    self.client_finished = True
+
+    def _engine_alert(self, description: int) -> None:
+        if description == 0:       # close_notify: QUIC closes with CONNECTION_CLOSE instead
+            self.closing = True
+            return
+        self.send_close(0x100 + description)
+
+    def _crypto_out(self, space: int, data: bytes) -> None:
+        if space == w.INITIAL and not self.closed:
+            start = self.crypto_out[space]
+            self.crypto_out[space] += len(data)
+            self.initial_sent.append((start, data))
+            sent = self._send_initial(start, data)
+            if len(self.initial_sent) == 1:
+                self.info.client_hello_packets = sent
+            return
+        for i in range(0, len(data), 1000):
+            self._send(space, w.crypto_frame(self.crypto_out[space] + i, data[i:i + 1000]))
+        self.crypto_out[space] += len(data)
+
+    # -- packets out ---------------------------------------------------------------------
+    def _long_header(self, space: int, payload_len: int) -> bytes:
+        ptype = 0 if space == w.INITIAL else 2
+        return w.long_header(ptype, self.dcid, self.scid, self.pn[space], payload_len,
+                             self.token if space == w.INITIAL else None)
+
+    def _send(self, space: int, frames: bytes) -> None:
+        """Seal one packet in `space` (with a due ACK) and queue it as one datagram."""
+        keys = self.send_keys.get(space)
+        if keys is None:
+            return
+        if self.ack_due[space] and self.received[space]:
+            frames = w.ack_frame(self.received[space]) + frames
+            self.ack_due[space] = False
+        if space == w.INITIAL:
+            frames += bytes(max(0, DATAGRAM - len(self._long_header(space, 0)) - 16 -
+                                len(frames)))
+        frames += bytes(max(0, 4 - len(frames)))       # room for the protection sample
+        pn = self.pn[space]
+        header = (self._long_header(space, len(frames)) if space != w.APPLICATION
+                  else w.short_header(self.dcid, pn))
+        self.outbox.append(w.seal(keys, header, pn, 2, frames))
+        self.info.note(">", ("Initial", "", "Handshake", "1-RTT")[space], pn, self.dcid,
+                       self.scid, frames)
+        self.pn[space] = pn + 1
+
+    def flush(self) -> None:
+        """Queue the ACKs that are due."""
+        for space in (w.INITIAL, w.HANDSHAKE, w.APPLICATION):
+            if self.ack_due[space] and not self.closed:
+                self._send(space, b"")
+
+    def _send_initial(self, start: int, data: bytes) -> int:
+        """Initial CRYPTO data in as many padded packets as it needs; returns the count."""
+        room = DATAGRAM - len(self._long_header(w.INITIAL, 0)) - 16 - 12
+        if room < 100:
+            raise HandshakeFailure(FailureKind.PROTOCOL, "server's Retry token leaves no "
+                                   "room for CRYPTO data in a 1200-byte Initial packet")
+        for i in range(0, len(data), room):
+            self._send(w.INITIAL, w.crypto_frame(start + i, data[i:i + room]))
+        return -(-len(data) // room)
+
+    def retransmit(self) -> None:
+        """No answer yet (or a Retry): send our Initial CRYPTO data again in new packets."""
+        for start, data in self.initial_sent:
+            self._send_initial(start, data)
+
+    def send_close(self, error: int) -> None:
+        """CONNECTION_CLOSE in the highest epoch we have keys for (and Handshake with it)."""
+        if self.closed:
+            return
+        spaces = [s for s in (w.HANDSHAKE, w.APPLICATION) if s in self.send_keys] or \
+            [w.INITIAL]
+        for space in spaces:
+            self._send(space, w.close_frame(error))
+        self.closed = True
+        self.info.closed_by_us = error
+
+    # -- server -> engine ----------------------------------------------------------------
+    def datagram(self, data: bytes) -> None:
+        """One datagram from the server; a datagram that is not QUIC v1 is counted, dropped."""
+        self.info.datagrams_received += 1
+        self.update_keys()
+        try:
+            packets = list(w.split_datagram(data, len(self.scid)))
+        except ValueError as exc:
+            self.info.ignore(f"datagram of {len(data)} bytes: {exc}")
+            return
+        for packet in packets:
+            self._packet(packet)
+        self.flush()
+
+    def _packet(self, packet: w.Packet) -> None:
+        if packet.kind == "VersionNegotiation":
+            self._version_negotiation(packet)
+            return
+        if packet.kind == "Retry":
+            self._retry(packet)
+            return
+        if packet.dcid != self.scid:
+            self.info.ignore(f"{packet.kind} packet for another connection ID")
+            return
+        space = {"Initial": w.INITIAL, "Handshake": w.HANDSHAKE, "1-RTT": w.APPLICATION}.get(
+            packet.kind)
+        if space is None:
+            return
+        keys = self.recv_keys.get(space)
+        if keys is None:
+            if len(self.waiting) < MAX_WAITING:
+                self.waiting.append(packet)
+            return
+        try:
+            pn, payload = w.unprotect(keys, packet.data, packet.pn_offset, self.largest[space])
+            frames = w.parse_frames(payload)
+        except ValueError as exc:
+            self.info.ignore(f"{packet.kind} packet: {exc}")
+            return
+        if space == w.INITIAL and not self.heard:
+            self.dcid = packet.scid       # the server's chosen connection ID from now on
+        self.heard = True
+        self.largest[space] = max(self.largest[space], pn)
+        if len(self.received[space]) < 4096:
+            self.received[space].add(pn)
+        self.info.note("<", packet.kind, pn, packet.dcid, packet.scid, payload)
+        for frame in frames:
+            self._frame(space, packet.kind, frame)
+            if frame.ack_eliciting:
+                self.ack_due[space] = True
+
+    def _frame(self, space: int, kind: str, frame: w.Frame) -> None:
+        if frame.type == 0x06:
+            try:
+                self.crypto_in[space].add(frame.offset, frame.data)
+            except ValueError as exc:
+                raise HandshakeFailure(FailureKind.PROTOCOL, f"server's {kind} CRYPTO "
+                                       f"data: {exc}") from None
+        elif frame.type == 0x1E:
+            self.info.handshake_done = True
+        elif frame.type in (0x1C, 0x1D):
+            reason = frame.data[:200].decode("latin-1")
+            self.peer_closed = self.info.closed_by_server = (frame.error, reason)
+            if frame.type == 0x1C and 0x100 <= frame.error <= 0x1FF:
+                self.alert = frame.error - 0x100
+            self.closed = True
+
+    def retry_waiting(self) -> None:
+        """Open the packets that arrived before their keys, now that keys may be known."""
+        self.update_keys()
+        waiting, self.waiting = self.waiting, []
+        for packet in waiting:
+            self._packet(packet)
+        self.flush()
+
+    def _version_negotiation(self, packet: w.Packet) -> None:
+        if self.heard or packet.dcid != self.scid:
+            return
+        body = packet.data[packet.pn_offset:]
+        versions = [int.from_bytes(body[i:i + 4], "big") for i in range(0, len(body) - 3, 4)]
+        if 1 in versions:
+            return   # RFC 9000 6.2: a VN listing our version is ignored
+        self.info.version_negotiation = versions[:32]
+        shown = ", ".join(f"0x{v:08x}" for v in versions[:8]) or "none"
+        raise HandshakeFailure(FailureKind.PROTOCOL, "server does not speak QUIC v1 (its "
+                               f"Version Negotiation offers: {shown})")
+
+    def _retry(self, packet: w.Packet) -> None:
+        if self.heard or self.retried:
+            return
+        data = packet.data
+        if len(data) < packet.pn_offset + 16 or packet.dcid != self.scid:
+            self.info.ignore("malformed Retry")
+            return
+        if w.retry_tag(self.original_dcid, data[:-16]) != data[-16:]:
+            self.info.bad_retry += 1
+            self.info.ignore("Retry with a bad integrity tag")
+            return
+        self.retried = True
+        self.info.retry_scid = packet.scid
+        self.token = data[packet.pn_offset:-16]
+        self.dcid = packet.scid
+        self.send_keys[w.INITIAL] = w.PacketKeys.initial(self.dcid, "client")
+        self.recv_keys[w.INITIAL] = w.PacketKeys.initial(self.dcid, "server")
+        self.retransmit()
+
+    # -- records for the engine ----------------------------------------------------------
+    def records(self) -> bytes:
+        """The next bytes for the engine, of one epoch (the engine must read each epoch's
+        records before the next epoch's keys exist); b"" when nothing is ready."""
+        engine = self.engine
+        initial = self.crypto_in[w.INITIAL].ready
+        if initial:
+            data = bytes(initial)
+            initial.clear()
+            return b"".join(b"\x16\x03\x03" + len(c).to_bytes(2, "big") + c
+                            for c in _chunks(data))
+        waiting = engine.waiting_for if engine is not None else ""
+        for space in (w.HANDSHAKE, w.APPLICATION):
+            ready = self.crypto_in[space].ready
+            prot = self.server_prot.get(space)
+            if not ready or prot is None or (space == w.APPLICATION and waiting != CONNECTED):
+                continue
+            data = bytes(ready)
+            ready.clear()
+            if space == w.HANDSHAKE:
+                self._read_parameters(data)
+            return b"".join(prot.encrypt(22, c) for c in _chunks(data))
+        if self.alert is not None:
+            alert, self.alert = bytes([2, self.alert]), None
+            space = w.APPLICATION if waiting == CONNECTED else w.HANDSHAKE
+            prot = self.server_prot.get(space)
+            return prot.encrypt(21, alert) if prot is not None else \
+                b"\x15\x03\x03\x00\x02" + alert
+        return b""
+
+    def _read_parameters(self, data: bytes) -> None:
+        """Find EncryptedExtensions in the server's Handshake stream and read 0x39."""
+        if self.info.transport_parameters is not None or len(self.hs_stream) > MAX_CRYPTO:
+            return
+        self.hs_stream += data
+        try:
+            params = qp.server_parameters(bytes(self.hs_stream))
+        except ValueError as exc:
+            raise HandshakeFailure(FailureKind.PROTOCOL, "server's quic_transport_parameters "
+                                   f"are malformed: {exc}") from None
+        if params is None:
+            return
+        self.info.transport_parameters = params
+        odcid = dict(params).get(0x00)
+        if odcid != self.original_dcid:
+            raise HandshakeFailure(FailureKind.PROTOCOL, "server's original_destination_"
+                                   "connection_id is not the one we sent (RFC 9000 7.3)")
+
+
+def _has_finished(messages: bytes) -> bool:
+    """Whether the handshake messages in one record include a Finished (type 20)."""
+    p = 0
+    while p + 4 <= len(messages):
+        if messages[p] == 20:
+            return True
+        p += 4 + int.from_bytes(messages[p + 1:p + 4], "big")
+    return False
+
+
+def _chunks(data: bytes) -> list[bytes]:
+    return [data[i:i + RECORD] for i in range(0, len(data), RECORD)]
+
+
+def new_connection_ids() -> tuple[bytes, bytes]:
+    """A fresh (source, destination) connection ID pair, 8 bytes each."""
+    return os.urandom(8), os.urandom(8)

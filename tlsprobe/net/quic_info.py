@@ -1,0 +1,104 @@
+"""What a QUIC probe learnt beside the TLS handshake: the QUIC version, connection IDs, Retry
+and Version Negotiation, the server's transport parameters, the packets both ways (for
+--msg) and what was ignored. Filled by net.quic_conn as the connection goes; plain values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tlsprobe.net import quic_params as qp
+from tlsprobe.net import quic_wire as w
+
+MAX_LOG = 200      # packet lines kept for --msg
+MAX_IGNORED = 20   # texts kept of what was ignored (all are counted)
+QUIC_ERRORS = {0x0: "NO_ERROR", 0x1: "INTERNAL_ERROR", 0x2: "CONNECTION_REFUSED",
+               0x3: "FLOW_CONTROL_ERROR", 0x7: "FRAME_ENCODING_ERROR",
+               0x8: "TRANSPORT_PARAMETER_ERROR", 0xA: "PROTOCOL_VIOLATION",
+               0xB: "INVALID_TOKEN", 0xD: "CRYPTO_BUFFER_EXCEEDED"}
+
+_FRAME_NAMES = {0x00: "PADDING", 0x01: "PING", 0x02: "ACK", 0x03: "ACK", 0x06: "CRYPTO",
+                0x07: "NEW_TOKEN", 0x18: "NEW_CONNECTION_ID", 0x1C: "CONNECTION_CLOSE",
+                0x1D: "CONNECTION_CLOSE", 0x1E: "HANDSHAKE_DONE"}
+
+
+@dataclass
+class QuicInfo:
+    """The QUIC side of one probe."""
+
+    scid: bytes
+    original_dcid: bytes
+    version: int = 1
+    client_hello_packets: int = 0       # Initial packets our first ClientHello took
+    datagrams_received: int = 0
+    handshake_done: bool = False
+    version_negotiation: list[int] | None = None
+    retry_scid: bytes | None = None
+    bad_retry: int = 0
+    transport_parameters: list[tuple[int, int | bytes]] | None = None
+    log: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+    ignored_count: int = 0
+    closed_by_us: int | None = None                  # the error code of our CONNECTION_CLOSE
+    closed_by_server: tuple[int, str] | None = None  # its error code and reason
+
+    def ignore(self, what: str) -> None:
+        """A datagram or packet that was dropped (not QUIC v1, not ours, not opening)."""
+        self.ignored_count += 1
+        if len(self.ignored) < MAX_IGNORED:
+            self.ignored.append(what)
+        else:
+            self.ignored[-1] = what
+
+    def note(self, way: str, kind: str, pn: int, dcid: bytes, scid: bytes,
+             payload: bytes) -> None:
+        """One packet line for --msg: direction, type, CIDs, packet number, frames."""
+        if len(self.log) >= MAX_LOG:
+            return
+        try:
+            frames = w.parse_frames(payload)
+            names = [_frame_text(f) for f in frames]
+        except ValueError as exc:
+            names = [f"(unreadable: {exc})"]
+        cids = f"dcid={dcid.hex()}" + (f" scid={scid.hex()}" if scid else "")
+        self.log.append(f"{way} {kind} v1 {cids} pn={pn}: {', '.join(names)}")
+
+    def lines(self) -> list[str]:
+        """The report lines of the QUIC side (escaped: network values are hex or numbers)."""
+        out = [f"QUIC version: 0x{self.version:08x} (v1)",
+               f"ClientHello Initial packets: {self.client_hello_packets}"]
+        if self.retry_scid is not None:
+            out.append(f"Retry: yes (server connection ID {self.retry_scid.hex()}, "
+                       "integrity tag checked)")
+        if self.bad_retry:
+            out.append(f"Retry with a bad integrity tag ignored: {self.bad_retry}")
+        if self.transport_parameters is not None:
+            out.append("Server transport parameters:")
+            for pid, value in self.transport_parameters:
+                name, shown = qp.describe(pid, value)
+                out.append(f"  {name}: {shown}")
+        out.append(f"HANDSHAKE_DONE received: {'yes' if self.handshake_done else 'no'}")
+        if self.closed_by_server is not None:
+            out.append(f"Server closed with: CONNECTION_CLOSE {_error(self.closed_by_server[0])}")
+        if self.closed_by_us is not None:
+            out.append(f"Closed with: CONNECTION_CLOSE {_error(self.closed_by_us)} sent")
+        return out
+
+
+def _error(code: int) -> str:
+    if 0x100 <= code <= 0x1FF:
+        return f"0x{code:x} (TLS alert {code - 0x100})"
+    return f"{QUIC_ERRORS.get(code, 'error')} (0x{code:x})"
+
+
+def _frame_text(frame: w.Frame) -> str:
+    name = _FRAME_NAMES.get(frame.type, f"0x{frame.type:02x}")
+    if 0x08 <= frame.type <= 0x0F:
+        name = "STREAM"
+    if frame.type == 0x06:
+        return f"CRYPTO(offset={frame.offset}, {len(frame.data)} bytes)"
+    if frame.type in (0x02, 0x03):
+        return "ACK(" + " ".join(f"{lo}-{hi}" for lo, hi in frame.ranges) + ")"
+    if frame.type in (0x1C, 0x1D):
+        return f"{name}(error=0x{frame.error:x})"
+    return name
