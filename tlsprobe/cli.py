@@ -28,6 +28,7 @@ SUBCOMMANDS = {
     "speed": "speed",
     "demo": "demo",
     "timing": "timing",
+    "survey": "survey",
 }
 
 
