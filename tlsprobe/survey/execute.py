@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import importlib.util
 import os
 import sys
 import time
@@ -57,7 +56,12 @@ def audit_shard(shard: Shard, options: AuditOptions, settings: ShardSettings
 
 
 def dask_available() -> bool:
-    return importlib.util.find_spec("distributed") is not None
+    """Whether dask.distributed can be imported (the `cluster` extra)."""
+    try:
+        _distributed()
+    except ImportError:
+        return False
+    return True
 
 
 Done = Callable[[Shard, list[AuditReport]], None]

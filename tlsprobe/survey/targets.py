@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import os
+import re
 import sys
 from dataclasses import dataclass
 
@@ -41,8 +42,12 @@ def _ports(text: str, spec: str) -> list[int]:
     return list(dict.fromkeys(ports))
 
 
+#: ADDRESS/PREFIX[:PORTS] or [V6]/PREFIX[:PORTS]; anything else is a file name
+_CIDR = re.compile(r"^(\[[0-9A-Za-z:.%]*\]|[0-9A-Za-z:.]+)/[^/]*$")
+
+
 def _looks_like_cidr(spec: str) -> bool:
-    return "/" in spec and not os.path.exists(spec)
+    return bool(_CIDR.match(spec.strip())) and not os.path.exists(spec)
 
 
 def expand_cidr(spec: str) -> list[Target]:
