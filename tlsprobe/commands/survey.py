@@ -127,9 +127,9 @@ def run(args: argparse.Namespace) -> int:
     from tlsprobe.survey.store import SurveyDir
     from tlsprobe.survey.targets import digest, read_targets, shard_targets
     checks, extra = _checks(args.checks), _extra_groups(args.extra_groups)
+    targets = read_targets(args.targets)
     out = SurveyDir(args.out)
     out.prepare()
-    targets = read_targets(args.targets)
     shards = shard_targets(targets, args.shard_size)
     identity: dict[str, Any] = {
         "targets_sha256": digest(targets), "targets": len(targets), "checks": list(checks),
