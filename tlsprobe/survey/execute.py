@@ -14,6 +14,7 @@ import importlib
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -122,9 +123,11 @@ class _client:
                 raise UsageError(f"--scheduler {self.address}: cannot connect "
                                  f"({' '.join(str(exc).split())[:200]})") from None
             return self.client
-        self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
-                                    processes=True, dashboard_address=None,
-                                    silence_logs=logging.ERROR)
+        with warnings.catch_warnings():     # "port 8787 is already in use": it takes another
+            warnings.simplefilter("ignore", UserWarning)
+            self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
+                                        processes=True, dashboard_address=None,
+                                        silence_logs=logging.ERROR)
         self.client = Client(self.cluster)
         return self.client
 

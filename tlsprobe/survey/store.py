@@ -6,6 +6,8 @@ last: a shard is done exactly when its Parquet file exists, so a run stopped or 
 any point leaves whole shards only, and a resumed run redoes the others (no target twice).
 The manifest holds the arguments, the shard list, the shards done and the tool version; a
 resumed run must have the same identity (targets, checks and the options that shape results).
+The manifest's `done` list is rewritten after each shard, so it may lag the files by the one
+shard being written when the run stopped; a resumed run rebuilds it from the files.
 """
 
 from __future__ import annotations
