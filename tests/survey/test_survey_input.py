@@ -20,10 +20,12 @@ from tlsprobe.survey.targets import expand_cidr, read_targets, shard_targets
 REPO = Path(__file__).resolve().parents[2]
 
 
-def cli(*args: object, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    stub = tmp_path / "no-dask"     # in-process: no LocalCluster start for these
+def cli(*args: object, tmp_path: Path, missing: tuple[str, ...] = ("distributed",)
+        ) -> subprocess.CompletedProcess[str]:
+    stub = tmp_path / "missing"     # in-process: no LocalCluster start for these
     stub.mkdir(exist_ok=True)
-    (stub / "distributed.py").write_text("raise ImportError('no dask here (test stub)')\n")
+    for name in missing:
+        (stub / f"{name}.py").write_text("raise ImportError('not here (test stub)')\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(stub), str(REPO)]))
     return subprocess.run([sys.executable, "-m", "tlsprobe", *map(str, args)], env=env,
                           capture_output=True, text=True, timeout=120,
@@ -111,3 +113,15 @@ def test_a_manifest_of_other_arguments_is_refused(tmp_path):
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and "different arguments" in lines[0] and "checks" in lines[0]
     assert json.loads((out / "manifest.json").read_text()) == manifest
+
+
+@pytest.mark.parametrize("args", [["127.0.0.1/32:1", "--out", "{tmp}/o"],
+                                  ["summary", "{tmp}"]])
+def test_without_pyarrow_survey_names_the_extra(args, tmp_path):
+    proc = cli("survey", *(a.format(tmp=tmp_path) for a in args), tmp_path=tmp_path,
+               missing=("distributed", "pyarrow"))
+    assert proc.returncode == 2
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and "pyarrow is not installed" in lines[0] \
+        and "tlsprobe[cluster]" in lines[0]
+    assert not (tmp_path / "o").exists()

@@ -208,3 +208,21 @@ def test_rate_is_split_across_the_workers(lab, dask_cluster, tmp_path):
     (report,) = json_lines(out)
     assert report["error"] is None and report["total_connections"] >= 6
     assert report["duration_s"] >= (report["total_connections"] - 1) / 4 * 0.95, report
+
+
+def test_default_local_cluster_of_two_workers(lab, tmp_path):
+    """Without --scheduler the command starts (and stops) its own LocalCluster; a temp file
+    left by a killed run is cleared."""
+    servers, refused = lab
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".shard-00000.parquet.x1.tmp").write_bytes(b"half a file")
+    proc = cli("survey", "-", "--out", out, "--workers", "2", "--shard-size", "1",
+               input_text=f"{servers[3].target}\n{refused}\n")
+    assert proc.returncode == 0, proc.stderr
+    assert [line for line in proc.stderr.splitlines() if "targets/s" not in line] == []
+    got = rows(out)
+    assert [(r["index"], r["version"], r["groups"]) for r in got] == [
+        (1, "TLS 1.2", ["secp256r1"]), (1, "TLS 1.3", []), (2, "TLS 1.2", []),
+        (2, "TLS 1.3", [])]
+    assert not list(out.glob(".*.tmp"))

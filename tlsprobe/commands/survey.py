@@ -111,10 +111,8 @@ def _validate(args: argparse.Namespace) -> None:
 
 
 def _need_pyarrow() -> None:
-    import importlib.util
-    if importlib.util.find_spec("pyarrow") is None:
-        raise UsageError("survey writes Parquet: pyarrow is not installed "
-                         "(pip install 'tlsprobe[cluster]')")
+    from tlsprobe.survey.extra import parquet
+    parquet()
 
 
 def run(args: argparse.Namespace) -> int:

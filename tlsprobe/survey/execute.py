@@ -10,7 +10,6 @@ Dask; a shard is written once, when its result arrives, so no target is in the r
 from __future__ import annotations
 
 import asyncio
-import importlib
 import os
 import sys
 import time
@@ -58,11 +57,8 @@ def audit_shard(shard: Shard, options: AuditOptions, settings: ShardSettings
 
 def dask_available() -> bool:
     """Whether dask.distributed can be imported (the `cluster` extra)."""
-    try:
-        _distributed()
-    except ImportError:
-        return False
-    return True
+    from tlsprobe.survey.extra import has_distributed
+    return has_distributed()
 
 
 Done = Callable[[Shard, list[AuditReport]], None]
@@ -102,7 +98,8 @@ def _submit(client: Any, shards: list[Shard], options: AuditOptions,
 
 def _distributed() -> Any:
     """The dask.distributed module, untyped (it ships no type hints)."""
-    return importlib.import_module("distributed")
+    from tlsprobe.survey.extra import distributed
+    return distributed()
 
 
 class _client:

@@ -42,7 +42,8 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 
 def schema() -> Any:
     """The pyarrow schema of the rows (pyarrow needed)."""
-    import pyarrow as pa
+    from tlsprobe.survey.extra import pyarrow
+    pa = pyarrow()
     kinds = {"int32": pa.int32(), "int64": pa.int64(), "string": pa.string(),
              "bool": pa.bool_(), "float64": pa.float64(),
              "list<string>": pa.list_(pa.string()), "list<int32>": pa.list_(pa.int32())}

@@ -81,6 +81,8 @@ class SurveyDir:
             raise UsageError(f"{self.path} holds a survey of different arguments (differs in "
                              f"{', '.join(changed)}): use another --out, or the same arguments "
                              "to resume")
+        for stale in self.path.glob(".shard-*.tmp"):     # left by a run that was killed
+            stale.unlink(missing_ok=True)
         done = self.done(shards)
         self._write_manifest(identity, arguments, shards, done)
         return done
@@ -100,8 +102,8 @@ class SurveyDir:
 
     def write_shard(self, shard: Shard, reports: list[AuditReport]) -> None:
         """Both files of one shard, atomically, then the manifest's done list."""
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+        from tlsprobe.survey.extra import parquet, pyarrow
+        pa, pq = pyarrow(), parquet()
         reports = sorted(reports, key=lambda r: r.index or 0)
         lines = "".join(r.to_json() + "\n" for r in reports).encode()
         _atomic_write(self.path / f"{shard.name}.jsonl", lines)

@@ -23,7 +23,8 @@ def _counts(counter: Counter[str], total: int) -> dict[str, dict[str, float]]:
 
 def summarize(directory: str) -> dict[str, Any]:
     """The summary of the survey in `directory` as a JSON-shaped dict."""
-    import pyarrow.parquet as pq
+    from tlsprobe.survey.extra import parquet
+    pq = parquet()
     survey = SurveyDir(directory)
     manifest = survey.manifest()
     files = sorted(Path(directory).glob("shard-*.parquet"))
