@@ -226,3 +226,11 @@ def test_default_local_cluster_of_two_workers(lab, tmp_path):
         (1, "TLS 1.2", ["secp256r1"]), (1, "TLS 1.3", []), (2, "TLS 1.2", []),
         (2, "TLS 1.3", [])]
     assert not list(out.glob(".*.tmp"))
+
+
+def test_a_bad_scheduler_address_is_one_line(tmp_path):
+    proc = cli("survey", "127.0.0.1/32:1", "--out", tmp_path / "o", "--scheduler", "foo")
+    assert proc.returncode == 2
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tlsprobe: error: --scheduler foo: "
+                                                   "cannot connect"), lines

@@ -116,7 +116,7 @@ class _client:
         if self.address is not None:
             try:
                 self.client = Client(self.address, timeout="10s")
-            except (OSError, TimeoutError) as exc:
+            except (OSError, TimeoutError, ValueError) as exc:
                 raise UsageError(f"--scheduler {self.address}: cannot connect "
                                  f"({' '.join(str(exc).split())[:200]})") from None
             return self.client
