@@ -18,6 +18,9 @@ import pytest
 pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow not installed "
                          "(pip install 'tlsprobe[cluster]')")
 
+#: a LocalCluster start and rate-limited runs on a busy 2-core machine: more than the default
+pytestmark = pytest.mark.timeout(300)
+
 REPO = Path(__file__).resolve().parents[2]
 VOLATILE = ("duration_s", "connections")     # timing, and retries on a busy machine
 
