@@ -32,6 +32,7 @@ SUBCOMMANDS = {
     "speed": "speed",
     "demo": "demo",
     "timing": "timing",
+    "survey": "survey",
 }
 
 

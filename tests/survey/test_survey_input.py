@@ -1,0 +1,127 @@
+"""`tlsprobe survey` input: CIDR/port lists, sharding by address, the rate limit, and bad
+input (one-line errors, exit 2)."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tlsprobe.errors import UsageError
+from tlsprobe.net.tcp import Target
+from tlsprobe.survey.pacing import PacedConnector
+from tlsprobe.survey.targets import expand_cidr, read_targets, shard_targets
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def cli(*args: object, tmp_path: Path, missing: tuple[str, ...] = ("distributed",)
+        ) -> subprocess.CompletedProcess[str]:
+    stub = tmp_path / "missing"     # in-process: no LocalCluster start for these
+    stub.mkdir(exist_ok=True)
+    for name in missing:
+        (stub / f"{name}.py").write_text("raise ImportError('not here (test stub)')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(stub), str(REPO)]))
+    return subprocess.run([sys.executable, "-m", "tlsprobe", *map(str, args)], env=env,
+                          capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_cidr_expands_every_address_times_every_port():
+    assert [t.display for t in expand_cidr("127.0.0.0/30:443,8443")] == [
+        f"127.0.0.{i}:{p}" for i in range(4) for p in (443, 8443)]
+    assert [t.display for t in expand_cidr("[::1]/128:4433")] == ["[::1]:4433"]
+    assert [t.port for t in expand_cidr("127.0.0.1/32")] == [443]
+
+
+@pytest.mark.parametrize("spec", ["127.0.0.0/33:443", "127.0.0.0/8:0", "127.0.0.0/8:x",
+                                  "300.0.0.0/8:443", "10.0.0.0/7:443"])
+def test_bad_cidr_is_a_usage_error(spec):
+    with pytest.raises(UsageError):
+        expand_cidr(spec)
+
+
+def test_shards_keep_all_ports_of_an_address_together():
+    targets = expand_cidr("127.0.0.0/29:443,8443,9443")
+    shards = shard_targets(targets, 4)
+    hosts = [{t.host for _, t in s.targets} for s in shards]
+    for i, a in enumerate(hosts):
+        assert all(not a & b for b in hosts[i + 1:])
+    assert sorted(i for s in shards for i, _ in s.targets) == list(range(1, 25))
+    assert max(len(s.targets) for s in shards) <= 4 + 2
+
+
+def test_targets_from_stdin(monkeypatch):
+    import io
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(
+        b"127.0.0.1:4433\n# comment\n\n127.0.0.1:4433\n[::1]:443\n")))
+    assert read_targets("-") == [Target("127.0.0.1", 4433), Target("::1", 443)]
+
+
+def test_paced_connector_spaces_connection_starts():
+    starts: list[float] = []
+
+    async def inner(target: Target, deadline: float) -> object:
+        starts.append(time.monotonic())
+        return object()
+
+    async def main() -> None:
+        paced = PacedConnector(inner, rate=20.0)   # type: ignore[arg-type]
+        await asyncio.gather(*(paced(Target("127.0.0.1", 1), time.monotonic() + 5)
+                               for _ in range(6)))
+
+    asyncio.run(main())
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    assert len(starts) == 6 and min(gaps) >= 0.05 - 0.005, gaps
+
+
+@pytest.mark.parametrize("args, words", [
+    (["127.0.0.0/33:443", "--out", "{tmp}/o"], "bad CIDR"),
+    (["127.0.0.1/32:70000", "--out", "{tmp}/o"], "bad port"),
+    (["127.0.0.1/32:443", "--out", "{tmp}/file/o"], "cannot write there"),
+    (["127.0.0.1/32:443"], "--out DIR is required"),
+    (["127.0.0.1/32:443", "--out", "{tmp}/o", "--rate", "0"], "--rate"),
+    (["127.0.0.1/32:443", "--out", "{tmp}/o", "--checks", "nope"], "unknown check"),
+    (["{tmp}/missing.txt", "--out", "{tmp}/o"], "cannot read"),
+    (["summary"], "needs the survey directory"),
+    (["summary", "{tmp}/empty"], "no survey there"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, words, tmp_path):
+    (tmp_path / "file").write_text("")
+    (tmp_path / "empty").mkdir()
+    proc = cli("survey", *(a.format(tmp=tmp_path) for a in args), tmp_path=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tlsprobe: error: ") and words in lines[0]
+
+
+def test_a_manifest_of_other_arguments_is_refused(tmp_path):
+    """A refused loopback port surveys in an instant; then other --checks into the same DIR."""
+    out = tmp_path / "o"
+    first = cli("survey", "127.0.0.1/32:1", "--out", out, "--no-progress", tmp_path=tmp_path)
+    assert first.returncode == 0, first.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["identity"]["checks"] == ["groups", "pq"] and manifest["version"]
+    proc = cli("survey", "127.0.0.1/32:1", "--out", out, "--checks", "groups",
+               tmp_path=tmp_path)
+    assert proc.returncode == 2
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and "different arguments" in lines[0] and "checks" in lines[0]
+    assert json.loads((out / "manifest.json").read_text()) == manifest
+
+
+@pytest.mark.parametrize("args", [["127.0.0.1/32:1", "--out", "{tmp}/o"],
+                                  ["summary", "{tmp}"]])
+def test_without_pyarrow_survey_names_the_extra(args, tmp_path):
+    proc = cli("survey", *(a.format(tmp=tmp_path) for a in args), tmp_path=tmp_path,
+               missing=("distributed", "pyarrow"))
+    assert proc.returncode == 2
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and "pyarrow is not installed" in lines[0] \
+        and "tlsprobe[cluster]" in lines[0]
+    assert not (tmp_path / "o").exists()

@@ -1,0 +1,239 @@
+"""`tlsprobe survey` against real loopback servers: on a Dask LocalCluster (two worker
+processes, shared by the module) and in-process (Dask made unimportable) with the same
+Parquet rows; the summary against the lab's known configurations; stop and resume."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow not installed "
+                         "(pip install 'tlsprobe[cluster]')")
+
+#: a LocalCluster start and rate-limited runs on a busy 2-core machine: more than the default
+pytestmark = pytest.mark.timeout(300)
+
+REPO = Path(__file__).resolve().parents[2]
+VOLATILE = ("duration_s", "connections")     # timing, and retries on a busy machine
+
+
+def rows(directory: Path) -> list[dict[str, Any]]:
+    out = []
+    for path in sorted(directory.glob("shard-*.parquet")):
+        for row in pq.read_table(path).to_pylist():
+            out.append({k: v for k, v in row.items() if k not in VOLATILE})
+    return sorted(out, key=lambda r: (r["index"], r["version_id"] or 0))
+
+
+def json_lines(directory: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for path in sorted(directory.glob("shard-*.jsonl"))
+            for line in path.read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def targets_file(lab, tmp_path_factory) -> tuple[Path, list[str]]:
+    servers, refused = lab
+    targets = [s.target for s in servers] + [refused]
+    path = tmp_path_factory.mktemp("survey-targets") / "targets.txt"
+    path.write_text("# the lab\n" + "\n".join(targets) + "\n")
+    return path, targets
+
+
+@pytest.fixture(scope="module")
+def cluster_run(targets_file, dask_cluster, tmp_path_factory) -> tuple[Path, str]:
+    """One survey of the lab on the module's LocalCluster (one shard per address)."""
+    out = tmp_path_factory.mktemp("survey-dask") / "out"
+    proc = cli("survey", targets_file[0], "--out", out, "--scheduler", dask_cluster,
+               "--shard-size", "1")
+    assert proc.returncode == 0, proc.stderr
+    return out, proc.stderr
+
+
+def cli(*args: Any, env: dict[str, str] | None = None, timeout: float = 180,
+        input_text: str | None = None) -> subprocess.CompletedProcess[str]:
+    child = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(REPO)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
+    child.update(env or {})
+    stdin: dict[str, Any] = {"input": input_text} if input_text is not None else {
+        "stdin": subprocess.DEVNULL}
+    return subprocess.run([sys.executable, "-m", "tlsprobe", *map(str, args)], env=child,
+                          capture_output=True, text=True, timeout=timeout, **stdin)
+
+
+def no_dask_env(tmp_path: Path) -> dict[str, str]:
+    """An environment where `import distributed` fails, as without the cluster extra."""
+    stub = tmp_path / "no-dask"
+    stub.mkdir()
+    (stub / "distributed.py").write_text("raise ImportError('no dask here (test stub)')\n")
+    return {"PYTHONPATH": os.pathsep.join([str(stub), str(REPO)])}
+
+
+def test_cluster_run_writes_every_target_once_with_its_groups(cluster_run, targets_file, lab):
+    out, stderr = cluster_run
+    servers, refused = lab
+    got = rows(out)
+    assert sorted({r["index"] for r in got}) == list(range(1, len(targets_file[1]) + 1))
+    by_target = {f"{r['host']}:{r['port']}": r for r in got if r["version"] == "TLS 1.3"}
+    for server in servers:
+        r13 = by_target[server.target]
+        assert r13["spoken"] is server.tls13
+        assert r13["groups"] == server.supported.get("TLS 1.3", [])
+        assert r13["pq_verdict"] == server.pq
+    assert by_target[refused]["error_kind"] == "network"
+    # all ports of one address in one shard
+    shard_of: dict[str, set[int]] = {}
+    for r in got:
+        shard_of.setdefault(r["host"], set()).add(r["shard"])
+    assert all(len(s) == 1 for s in shard_of.values()), shard_of
+    # JSON lines: the scan's object per target, once each
+    lines = json_lines(out)
+    assert sorted(d["index"] for d in lines) == list(range(1, len(targets_file[1]) + 1))
+    assert all(d["kind"] == "audit" and d["checks"] == ["groups", "pq"] for d in lines)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert sorted(manifest["done"]) == [s["name"] for s in manifest["shards"]]
+    assert manifest["identity"]["targets"] == len(targets_file[1])
+    assert "targets/s" in stderr and f"{len(targets_file[1])}/{len(targets_file[1])} " \
+        "targets" in stderr
+
+
+def test_in_process_without_dask_gives_the_same_rows(cluster_run, targets_file, tmp_path):
+    out = tmp_path / "out"
+    proc = cli("survey", targets_file[0], "--out", out, "--shard-size", "1",
+               env=no_dask_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    notes = [line for line in proc.stderr.splitlines() if "note:" in line]
+    assert len(notes) == 1 and "Dask is not installed" in notes[0]
+    assert rows(out) == rows(cluster_run[0])
+
+
+def test_summary_counts_match_the_lab(cluster_run, lab):
+    servers, _ = lab
+    proc = cli("survey", "summary", cluster_run[0], "--json")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    total = len(servers) + 1
+    assert summary["targets"] == total
+
+    def count(section: dict[str, Any]) -> dict[str, int]:
+        return {k: v["targets"] for k, v in section.items()}
+
+    assert count(summary["versions"]) == {"TLS 1.3": sum(s.tls13 for s in servers),
+                                          "TLS 1.2": sum(s.tls12 for s in servers)}
+    assert summary["versions"]["TLS 1.3"]["share"] == pytest.approx(
+        sum(s.tls13 for s in servers) / total, abs=1e-6)
+    for version in ("TLS 1.3", "TLS 1.2"):
+        expected: dict[str, int] = {}
+        for s in servers:
+            group = s.preferred.get(version)
+            if group:
+                expected[group] = expected.get(group, 0) + 1
+        assert count(summary["preferred_group"].get(version, {})) == expected, version
+    verdicts: dict[str, int] = {"inconclusive": 1}      # the refused target
+    for s in servers:
+        verdicts[s.pq] = verdicts.get(s.pq, 0) + 1
+    assert count(summary["pq_verdict"]) == verdicts
+    supported: dict[str, int] = {}
+    for s in servers:
+        for name in {g for groups in s.supported.values() for g in groups}:
+            supported[name] = supported.get(name, 0) + 1
+    assert count(summary["supported_groups"]) == supported
+    # server order: TLS 1.3 on all three TLS 1.3 servers (OpenSSL 3.0 picks its own), TLS
+    # 1.2 only with -serverpref (a single group is no order)
+    assert count(summary["server_order"]) == {"TLS 1.3": 3, "TLS 1.2": 1}
+    assert count(summary["failures"]) == {"network": 1}
+    text = cli("survey", "summary", cluster_run[0])
+    assert text.returncode == 0 and "X25519MLKEM768" in text.stdout
+    assert f"survey: {total} targets" in text.stdout
+
+
+def test_stopped_survey_resumes_with_every_target_once(targets_file, dask_cluster, tmp_path):
+    out = tmp_path / "out"
+    args = ["survey", targets_file[0], "--out", out, "--scheduler", dask_cluster,
+            "--shard-size", "1", "--rate", "4", "--no-progress"]
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([sys.executable, "-m", "tlsprobe", *map(str, args)], env=env,
+                            stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not glob.glob(str(out / "shard-*.parquet")):
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline, "no shard written in 120 s"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, stderr
+    assert "tlsprobe: interrupted" in stderr
+    first = {p.name: p.stat().st_ino for p in out.glob("shard-*.parquet")}
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert 1 <= len(first) < len(manifest["shards"])
+    # the Parquet files are the truth; the manifest's list may lag by the shard whose files
+    # were renamed into place just as the stop came
+    assert set(manifest["done"]) <= {n.removesuffix(".parquet") for n in first}
+    assert not list(out.glob(".*.tmp"))
+
+    again = cli(*args)
+    assert again.returncode == 0, again.stderr
+    # the shards written before the stop were not redone
+    assert {p.name: p.stat().st_ino for p in out.glob("shard-*.parquet")
+            if p.name in first} == first
+    n = len(targets_file[1])
+    assert sorted({r["index"] for r in rows(out)}) == list(range(1, n + 1))
+    assert sorted(d["index"] for d in json_lines(out)) == list(range(1, n + 1))
+    assert len(list(out.glob("shard-*.parquet"))) == len(manifest["shards"])
+    resumed = json.loads((out / "manifest.json").read_text())
+    assert sorted(resumed["done"]) == [s["name"] for s in resumed["shards"]]
+
+    done = cli(*args)
+    assert done.returncode == 0 and "are done" in done.stderr
+
+
+def test_rate_is_split_across_the_workers(lab, dask_cluster, tmp_path):
+    """--rate 8 on two workers: 4 connection starts a second in the worker auditing the one
+    target, so its audit lasts at least (connections - 1) / 4 seconds (a lower bound holds
+    on a busy machine too)."""
+    servers, _ = lab
+    out = tmp_path / "out"
+    proc = cli("survey", "-", "--out", out, "--scheduler", dask_cluster, "--rate", "8",
+               "--no-progress", input_text=servers[1].target + "\n")
+    assert proc.returncode == 0, proc.stderr
+    (report,) = json_lines(out)
+    assert report["error"] is None and report["total_connections"] >= 6
+    assert report["duration_s"] >= (report["total_connections"] - 1) / 4 * 0.95, report
+
+
+def test_default_local_cluster_of_two_workers(lab, tmp_path):
+    """Without --scheduler the command starts (and stops) its own LocalCluster; a temp file
+    left by a killed run is cleared."""
+    servers, refused = lab
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".shard-00000.parquet.x1.tmp").write_bytes(b"half a file")
+    proc = cli("survey", "-", "--out", out, "--workers", "2", "--shard-size", "1",
+               input_text=f"{servers[3].target}\n{refused}\n")
+    assert proc.returncode == 0, proc.stderr
+    assert [line for line in proc.stderr.splitlines() if "targets/s" not in line] == []
+    got = rows(out)
+    assert [(r["index"], r["version"], r["groups"]) for r in got] == [
+        (1, "TLS 1.2", ["secp256r1"]), (1, "TLS 1.3", []), (2, "TLS 1.2", []),
+        (2, "TLS 1.3", [])]
+    assert not list(out.glob(".*.tmp"))
+
+
+def test_a_bad_scheduler_address_is_one_line(tmp_path):
+    proc = cli("survey", "127.0.0.1/32:1", "--out", tmp_path / "o", "--scheduler", "foo")
+    assert proc.returncode == 2
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tlsprobe: error: --scheduler foo: "
+                                                   "cannot connect"), lines

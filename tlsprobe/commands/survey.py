@@ -1,0 +1,181 @@
+"""Survey a population of TLS servers: sharded audits on Dask, Parquet + JSON lines output.
+
+`tlsprobe survey TARGETS --out DIR`: TARGETS is a file of HOST[:PORT] lines, '-' for stdin,
+or a CIDR/port list (127.0.0.0/30:443,8443). Targets are sharded (all ports of one address in
+one shard), each shard audited by the scan's asyncio scanner in a worker: a Dask LocalCluster
+of --workers processes (default: one per core), an existing cluster (--scheduler
+tcp://HOST:8786), or this process when Dask is not installed (pip install tlsprobe[cluster]).
+DIR gets manifest.json and per shard shard-NNNNN.parquet (one row per target and version;
+schema in tlsprobe/survey/rows.py) and shard-NNNNN.jsonl (scan --json objects). Running the
+same command again resumes with the shards not yet written; DIR holding a survey of other
+arguments is an error.
+
+`tlsprobe survey summary DIR [--json]`: shares of targets per TLS version, preferred group,
+post-quantum verdict, supported group, servers enforcing their order, failures by kind.
+
+Exit codes: 0 done (per-target failures are results, counted in the summary); 2 usage (bad
+targets, CIDR, --out not writable, a manifest of other arguments, pyarrow missing);
+130 interrupted (the shards written so far are kept: run again to resume).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from typing import Any
+
+from tlsprobe.errors import EXIT_OK, UsageError
+
+DEFAULT_CHECKS = "groups,pq"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("targets", metavar="TARGETS", help="file of HOST[:PORT] lines, '-' for "
+                   "stdin, or CIDR[:PORT,...]; or the word summary followed by DIR")
+    p.add_argument("directory", nargs="?", metavar="DIR", help="(summary) the survey directory")
+    p.add_argument("--out", metavar="DIR", help="output directory (created; resumed if it "
+                   "holds a survey of the same arguments)")
+    p.add_argument("--checks", default=DEFAULT_CHECKS, metavar="LIST", help="comma list as in "
+                   f"scan (default {DEFAULT_CHECKS})")
+    p.add_argument("--extra-groups", metavar="LIST", default="", help="more group ids to try")
+    p.add_argument("--sni", metavar="NAME", help="server_name to send (default: the host "
+                   "name, none for IP addresses)")
+    p.add_argument("--no-sni", action="store_true", help="send no server_name")
+    p.add_argument("--shard-size", type=int, default=64, metavar="N", help="targets per shard "
+                   "(default 64; all ports of one address stay together)")
+    x = p.add_argument_group("execution")
+    x.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
+                   help="LocalCluster worker processes (default: one per core)")
+    x.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler "
+                   "(tcp://HOST:8786); workers need tlsprobe[cluster]")
+    x.add_argument("--rate", type=float, default=None, metavar="N", help="connections per "
+                   "second in all, split across the workers (default: no limit)")
+    x.add_argument("--per-host", type=int, default=3, metavar="N", help="connections at once "
+                   "per host (default 3)")
+    x.add_argument("--concurrency", type=int, default=16, metavar="N", help="targets audited "
+                   "at once per worker (default 16)")
+    x.add_argument("--delay", type=float, default=0.0, metavar="SECONDS", help="pause between "
+                   "connection starts to one host (default 0)")
+    x.add_argument("--retries", type=int, default=2, metavar="N", help="retries after a reset "
+                   "or timeout (default 2)")
+    x.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS", help="connect and "
+                   "read timeout per connection (default 5)")
+    x.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--json", action="store_true", help="(summary) the summary as JSON")
+
+
+def _checks(text: str) -> tuple[str, ...]:
+    from tlsprobe.probes.audit import ALL_CHECKS
+    items = [c.strip().lower() for c in text.split(",") if c.strip()]
+    bad = [c for c in items if c not in ALL_CHECKS]
+    if bad or not items:
+        raise UsageError(f"--checks: unknown check {bad[0] if bad else '(empty)'!r} "
+                         f"(known: {', '.join(ALL_CHECKS)})")
+    return tuple(c for c in ALL_CHECKS if c in items)
+
+
+def _extra_groups(text: str) -> tuple[int, ...]:
+    from tlsprobe import registry
+    out = []
+    for item in text.replace(":", ",").split(","):
+        if item.strip():
+            try:
+                out.append(registry.parse_group(item.strip()))
+            except ValueError as exc:
+                raise UsageError(f"--extra-groups: {exc}") from None
+    return tuple(out)
+
+
+def _validate(args: argparse.Namespace) -> None:
+    for name in ("per_host", "concurrency", "shard_size", "workers"):
+        if getattr(args, name) < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
+    if not (math.isfinite(args.timeout) and 0 < args.timeout <= 3600):
+        raise UsageError(f"--timeout must be above 0 and at most 3600, not {args.timeout}")
+    if not (math.isfinite(args.delay) and 0 <= args.delay <= 3600):
+        raise UsageError(f"--delay must be from 0 to 3600, not {args.delay}")
+    if not 0 <= args.retries <= 10:
+        raise UsageError(f"--retries must be from 0 to 10, not {args.retries}")
+    if args.rate is not None and not (math.isfinite(args.rate) and args.rate > 0):
+        raise UsageError(f"--rate must be a number of connections per second above 0, "
+                         f"not {args.rate}")
+    if args.no_sni and args.sni is not None:
+        raise UsageError("--sni and --no-sni cannot be combined")
+    if args.out is None:
+        raise UsageError("--out DIR is required (where the survey's files go)")
+    if args.directory is not None:
+        raise UsageError(f"one TARGETS argument expected, got also {args.directory!r} "
+                         "(the summary is: tlsprobe survey summary DIR)")
+
+
+def _need_pyarrow() -> None:
+    from tlsprobe.survey.extra import parquet
+    parquet()
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.targets == "summary":
+        return _summary(args)
+    _validate(args)
+    _need_pyarrow()
+    from tlsprobe.probes.audit import AuditOptions
+    from tlsprobe.survey import execute
+    from tlsprobe.survey.store import SurveyDir
+    from tlsprobe.survey.targets import digest, read_targets, shard_targets
+    checks, extra = _checks(args.checks), _extra_groups(args.extra_groups)
+    targets = read_targets(args.targets)
+    out = SurveyDir(args.out)
+    out.prepare()
+    shards = shard_targets(targets, args.shard_size)
+    identity: dict[str, Any] = {
+        "targets_sha256": digest(targets), "targets": len(targets), "checks": list(checks),
+        "extra_groups": list(extra), "sni": args.sni, "no_sni": args.no_sni,
+        "shard_size": args.shard_size}
+    arguments = {"targets": args.targets, "per_host": args.per_host, "rate": args.rate,
+                 "concurrency": args.concurrency, "delay": args.delay,
+                 "retries": args.retries, "timeout": args.timeout,
+                 "scheduler": args.scheduler, "workers": args.workers}
+    done = out.start(identity, arguments, shards)
+    todo = list(execute.pending(shards, done))
+    options = AuditOptions(checks=checks, extra_groups=extra, server_name=args.sni,
+                           send_sni=not args.no_sni)
+    settings = execute.ShardSettings(per_host=args.per_host, concurrency=args.concurrency,
+                                     delay=args.delay, retries=args.retries,
+                                     timeout=args.timeout, rate=args.rate)
+    progress = execute.Progress(len(targets), len(targets) - sum(len(s.targets) for s in todo),
+                                not args.no_progress)
+
+    def finished(shard: Any, reports: list[Any]) -> None:
+        out.write_shard(shard, reports)
+        progress.add(len(shard.targets))
+
+    if not todo:
+        print(f"tlsprobe survey: all {len(shards)} shards of {args.out} are done",
+              file=sys.stderr)
+    elif execute.dask_available():
+        execute.run_on_dask(todo, options, settings, finished, scheduler=args.scheduler,
+                            workers=args.workers)
+    elif args.scheduler is not None:
+        raise UsageError("--scheduler needs Dask: pip install 'tlsprobe[cluster]'")
+    else:
+        print("tlsprobe: note: Dask is not installed (pip install 'tlsprobe[cluster]'): "
+              "running the shards in this process", file=sys.stderr)
+        execute.run_in_process(todo, options, settings, finished)
+    return EXIT_OK
+
+
+def _summary(args: argparse.Namespace) -> int:
+    if args.directory is None:
+        raise UsageError("survey summary needs the survey directory: tlsprobe survey "
+                         "summary DIR")
+    _need_pyarrow()
+    from tlsprobe.model.encode import dumps
+    from tlsprobe.survey.summary import render_text, summarize
+    summary = summarize(args.directory)
+    if args.json:
+        print(dumps(summary))
+    else:
+        sys.stdout.write(render_text(summary))
+    return EXIT_OK

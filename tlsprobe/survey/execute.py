@@ -1,0 +1,164 @@
+"""Where the shards run: a Dask cluster (a LocalCluster with one worker process per core by
+default, or an existing scheduler), or this process when Dask is not installed.
+
+Each shard is one task: `audit_shard` runs the asyncio scanner (probes.audit.audit_many with
+its per-host Scheduler) over the shard's targets and returns the reports; this process
+writes each shard's files as its task completes. A task lost with a dying worker is rerun by
+Dask; a shard is written once, when its result arrives, so no target is in the results twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+from tlsprobe.errors import UsageError
+from tlsprobe.model.audit import AuditReport
+from tlsprobe.probes.audit import AuditOptions
+from tlsprobe.survey.targets import Shard
+
+
+@dataclass(frozen=True)
+class ShardSettings:
+    """How a worker audits a shard: the scan's politeness options and its connection rate
+    (connections per second for this worker; None: no limit)."""
+
+    per_host: int = 3
+    concurrency: int = 16
+    delay: float = 0.0
+    retries: int = 2
+    timeout: float = 5.0
+    rate: float | None = None
+
+
+def audit_shard(shard: Shard, options: AuditOptions, settings: ShardSettings
+                ) -> list[AuditReport]:
+    """Audit one shard (runs inside a worker); reports carry their input index."""
+    from tlsprobe.net.tcp_async import TcpConnector
+    from tlsprobe.probes.audit import audit_many
+    from tlsprobe.probes.scheduler import Scheduler
+    from tlsprobe.survey.pacing import PacedConnector
+    connector = TcpConnector(settings.timeout)
+    scheduler = Scheduler(per_host=settings.per_host, delay=settings.delay,
+                          retries=settings.retries, timeout=settings.timeout,
+                          connector=PacedConnector(connector, settings.rate)
+                          if settings.rate else connector)
+    targets = [t for _, t in shard.targets]
+    reports = asyncio.run(audit_many(targets, options, scheduler,
+                                     concurrency=settings.concurrency))
+    return [replace(r, index=i) for (i, _), r in zip(shard.targets, reports)]
+
+
+def dask_available() -> bool:
+    """Whether dask.distributed can be imported (the `cluster` extra)."""
+    from tlsprobe.survey.extra import has_distributed
+    return has_distributed()
+
+
+Done = Callable[[Shard, list[AuditReport]], None]
+
+
+def run_in_process(shards: list[Shard], options: AuditOptions, settings: ShardSettings,
+                   done: Done) -> None:
+    """Every shard one after another in this process (the same results as on Dask)."""
+    for shard in shards:
+        done(shard, audit_shard(shard, options, settings))
+
+
+def run_on_dask(shards: list[Shard], options: AuditOptions, settings: ShardSettings,
+                done: Done, *, scheduler: str | None, workers: int) -> None:
+    """Shards as Dask tasks on `scheduler` (an address) or a fresh LocalCluster of `workers`
+    processes; the rate is split across the cluster's worker threads."""
+    with _client(scheduler, workers) as client:
+        threads = sum(w.get("nthreads", 1) for w in
+                      client.scheduler_info(n_workers=-1)["workers"].values()) or 1
+        if settings.rate:
+            settings = replace(settings, rate=settings.rate / threads)
+        _submit(client, shards, options, settings, done)
+
+
+def _submit(client: Any, shards: list[Shard], options: AuditOptions,
+            settings: ShardSettings, done: Done) -> None:
+    as_completed = _distributed().as_completed
+    futures = {client.submit(audit_shard, shard, options, settings, pure=False,
+                             key=f"tlsprobe-{shard.name}-{os.getpid()}-{time.time_ns()}"): shard
+               for shard in shards}
+    try:
+        for future in as_completed(futures):
+            done(futures[future], future.result())
+    finally:
+        client.cancel(list(futures))
+
+
+def _distributed() -> Any:
+    """The dask.distributed module, untyped (it ships no type hints)."""
+    from tlsprobe.survey.extra import distributed
+    return distributed()
+
+
+class _client:
+    """A dask Client on `address`, or on a LocalCluster it starts and stops."""
+
+    def __init__(self, address: str | None, workers: int) -> None:
+        self.address, self.workers = address, workers
+        self.cluster: Any = None
+
+    def __enter__(self) -> Any:
+        import logging
+        dask = _distributed()
+        Client, LocalCluster = dask.Client, dask.LocalCluster
+        if self.address is not None:
+            try:
+                self.client = Client(self.address, timeout="10s")
+            except (OSError, TimeoutError, ValueError) as exc:
+                raise UsageError(f"--scheduler {self.address}: cannot connect "
+                                 f"({' '.join(str(exc).split())[:200]})") from None
+            return self.client
+        with warnings.catch_warnings():     # "port 8787 is already in use": it takes another
+            warnings.simplefilter("ignore", UserWarning)
+            self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
+                                        processes=True, dashboard_address=None,
+                                        silence_logs=logging.ERROR)
+        self.client = Client(self.cluster)
+        return self.client
+
+    def __exit__(self, *exc: object) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+class Progress:
+    """Targets done, rate and estimated time left, one stderr line per finished shard
+    (at most one a second, and the last)."""
+
+    def __init__(self, total: int, already: int, enabled: bool) -> None:
+        self.total, self.done, self.enabled = total, already, enabled
+        self.started, self.fresh, self.last = time.monotonic(), 0, 0.0
+
+    def add(self, targets: int) -> None:
+        self.done += targets
+        self.fresh += targets
+        now = time.monotonic()
+        if not self.enabled or (now - self.last < 1.0 and self.done < self.total):
+            return
+        self.last = now
+        rate = self.fresh / max(now - self.started, 1e-6)
+        left = (self.total - self.done) / rate if rate > 0 else 0.0
+        print(f"tlsprobe survey: {self.done}/{self.total} targets, {rate:.1f} targets/s, "
+              f"about {_clock(left)} left", file=sys.stderr, flush=True)
+
+
+def _clock(seconds: float) -> str:
+    s = int(seconds + 0.5)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def pending(shards: list[Shard], done: set[str]) -> Iterator[Shard]:
+    return (s for s in shards if s.name not in done)

@@ -1,0 +1,44 @@
+"""The optional `cluster` extra (pip install 'tlsprobe[cluster]'): pyarrow and
+dask.distributed, imported only through here so that a missing one is a one-line usage
+error (exit 2) naming the extra, never an ImportError, and `pip install .` alone keeps
+working for every other command (tests/test_packaging.py checks the declared imports)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from tlsprobe.errors import UsageError
+
+HINT = "pip install 'tlsprobe[cluster]'"
+
+
+def _module(name: str, why: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise UsageError(f"{why}: {name.split('.')[0]} is not installed ({HINT})") from None
+
+
+def pyarrow() -> Any:
+    """The pyarrow module (untyped: it ships no complete hints)."""
+    return _module("pyarrow", "survey files are Parquet")
+
+
+def parquet() -> Any:
+    """pyarrow.parquet."""
+    return _module("pyarrow.parquet", "survey files are Parquet")
+
+
+def distributed() -> Any:
+    """dask.distributed (raises UsageError when absent; see `has_distributed`)."""
+    return _module("distributed", "--scheduler needs Dask")
+
+
+def has_distributed() -> bool:
+    """Whether dask.distributed can be imported."""
+    try:
+        importlib.import_module("distributed")
+    except ImportError:
+        return False
+    return True

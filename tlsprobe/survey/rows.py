@@ -1,0 +1,92 @@
+"""An AuditReport as Parquet rows: one row per target and protocol version.
+
+Schema (column: type, meaning); every row also carries the target-level columns:
+
+- shard: int32, the shard the target was audited in; index: int64, the target's place in
+  the input (from 1); host: string; port: int32; address: string (null: not resolved)
+- version: string ("TLS 1.3"; null on the one row of a target without group results);
+  version_id: int32
+- spoken: bool (null: could not be told); method: string (how groups were enumerated)
+- groups: list<string>, the supported groups in the server's order when `group_order` is
+  "server" (else as found); group_ids: list<int32>, the same as codepoints
+- preferred_group: string, the first of `groups` when the server picks by its own order or
+  supports one group (null otherwise: a client-ordered server has no preference)
+- group_order: string (server, client, single, unknown)
+- not_supported, inconclusive: list<string>, groups refused / not decided
+- pq_verdict: string for the target: yes (a post-quantum group is accepted), no (all
+  refused), inconclusive, not_tested; pq_groups: list<string>, the accepted ones
+- error: string (null: none); error_kind: string (network, not_tls, alert, protocol,
+  internal, usage); connections: int32 (the target's total); duration_s: float64
+
+Plain Python values only here: the pyarrow schema is built in `schema()`, imported lazily.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tlsprobe.model.audit import ORDER_SERVER, ORDER_SINGLE, AuditReport, GroupAudit
+
+Row = dict[str, Any]
+
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("shard", "int32"), ("index", "int64"), ("host", "string"), ("port", "int32"),
+    ("address", "string"), ("version", "string"), ("version_id", "int32"),
+    ("spoken", "bool"), ("method", "string"), ("groups", "list<string>"),
+    ("group_ids", "list<int32>"), ("preferred_group", "string"), ("group_order", "string"),
+    ("not_supported", "list<string>"), ("inconclusive", "list<string>"),
+    ("pq_verdict", "string"), ("pq_groups", "list<string>"), ("error", "string"),
+    ("error_kind", "string"), ("connections", "int32"), ("duration_s", "float64"),
+)
+
+
+def schema() -> Any:
+    """The pyarrow schema of the rows (pyarrow needed)."""
+    from tlsprobe.survey.extra import pyarrow
+    pa = pyarrow()
+    kinds = {"int32": pa.int32(), "int64": pa.int64(), "string": pa.string(),
+             "bool": pa.bool_(), "float64": pa.float64(),
+             "list<string>": pa.list_(pa.string()), "list<int32>": pa.list_(pa.int32())}
+    return pa.schema([(name, kinds[kind]) for name, kind in COLUMNS])
+
+
+def pq_summary(report: AuditReport) -> tuple[str, list[str]]:
+    """The target's post-quantum verdict from its capability checks, and the groups accepted."""
+    verdicts = [p for p in report.post_quantum if p.check == "capability"]
+    yes = [p.subject for p in verdicts if p.verdict == "yes"]
+    if yes:
+        return "yes", yes
+    seen = {p.verdict for p in verdicts}
+    if not seen or seen == {"not_tested"}:
+        return "not_tested", []
+    if seen <= {"no", "not_tested"}:
+        return "no", []
+    return "inconclusive", []
+
+
+def _group_row(audit: GroupAudit) -> Row:
+    names = [g.name for g in audit.supported]
+    preferred = names[0] if names and audit.order in (ORDER_SERVER, ORDER_SINGLE) else None
+    return {"version": audit.version.name, "version_id": audit.version.id,
+            "spoken": audit.spoken, "method": audit.method, "groups": names,
+            "group_ids": [g.id for g in audit.supported], "preferred_group": preferred,
+            "group_order": audit.order, "not_supported": [g.name for g in audit.not_supported],
+            "inconclusive": [g.name for g in audit.inconclusive]}
+
+
+def _empty_row() -> Row:
+    return {"version": None, "version_id": None, "spoken": None, "method": None, "groups": [],
+            "group_ids": [], "preferred_group": None, "group_order": None,
+            "not_supported": [], "inconclusive": []}
+
+
+def rows_for(report: AuditReport, shard: int) -> list[Row]:
+    """The rows of one target, in version order as the report lists them."""
+    verdict, pq_groups = pq_summary(report)
+    head: Row = {"shard": shard, "index": report.index, "host": report.host,
+                 "port": report.port, "address": report.address}
+    tail: Row = {"pq_verdict": verdict, "pq_groups": pq_groups, "error": report.error,
+                 "error_kind": None if report.error_kind is None else str(report.error_kind),
+                 "connections": report.total_connections, "duration_s": report.duration_s}
+    parts = [_group_row(g) for g in report.groups] or [_empty_row()]
+    return [{**head, **part, **tail} for part in parts]

@@ -1,0 +1,116 @@
+"""The survey directory: manifest.json, and per shard `shard-NNNNN.parquet` plus
+`shard-NNNNN.jsonl` (the scan's JSON object per target, in input order).
+
+Each shard's files are written to temporary names and renamed into place, the Parquet file
+last: a shard is done exactly when its Parquet file exists, so a run stopped or crashed at
+any point leaves whole shards only, and a resumed run redoes the others (no target twice).
+The manifest holds the arguments, the shard list, the shards done and the tool version; a
+resumed run must have the same identity (targets, checks and the options that shape results).
+The manifest's `done` list is rewritten after each shard, so it may lag the files by the one
+shard being written when the run stopped; a resumed run rebuilds it from the files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from tlsprobe import __version__
+from tlsprobe.errors import UsageError
+from tlsprobe.model.audit import AuditReport
+from tlsprobe.survey.rows import rows_for, schema
+from tlsprobe.survey.targets import Shard
+
+MANIFEST = "manifest.json"
+MANIFEST_SCHEMA = 1
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class SurveyDir:
+    """One survey's output directory."""
+
+    def __init__(self, path: str) -> None:
+        self.path = Path(path)
+
+    def prepare(self) -> None:
+        """Create the directory and check that it can be written (a usage error if not)."""
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.path, prefix=".write-test-")
+            os.close(fd)
+            os.unlink(tmp)
+        except OSError as exc:
+            raise UsageError(f"--out {self.path}: cannot write there "
+                             f"({exc.strerror or exc})") from None
+
+    def manifest(self) -> dict[str, Any] | None:
+        """The manifest, None when there is none; a damaged one is a usage error."""
+        path = self.path / MANIFEST
+        try:
+            data = json.loads(path.read_bytes())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"{path}: not a survey manifest ({exc})") from None
+        if not isinstance(data, dict) or data.get("kind") != "survey_manifest":
+            raise UsageError(f"{path}: not a survey manifest")
+        return data
+
+    def start(self, identity: dict[str, Any], arguments: dict[str, Any],
+              shards: list[Shard]) -> set[str]:
+        """Write or check the manifest; the names of the shards already done."""
+        old = self.manifest()
+        if old is not None and old.get("identity") != identity:
+            changed = sorted(k for k in set(identity) | set(old.get("identity") or {})
+                             if (old.get("identity") or {}).get(k) != identity.get(k))
+            raise UsageError(f"{self.path} holds a survey of different arguments (differs in "
+                             f"{', '.join(changed)}): use another --out, or the same arguments "
+                             "to resume")
+        for stale in self.path.glob(".shard-*.tmp"):     # left by a run that was killed
+            stale.unlink(missing_ok=True)
+        done = self.done(shards)
+        self._write_manifest(identity, arguments, shards, done)
+        return done
+
+    def done(self, shards: list[Shard]) -> set[str]:
+        return {s.name for s in shards if (self.path / f"{s.name}.parquet").is_file()}
+
+    def _write_manifest(self, identity: dict[str, Any], arguments: dict[str, Any],
+                        shards: list[Shard], done: set[str]) -> None:
+        self._identity, self._arguments, self._shards = identity, arguments, shards
+        data = {"tool": "tlsprobe", "kind": "survey_manifest", "schema": MANIFEST_SCHEMA,
+                "version": __version__, "identity": identity, "arguments": arguments,
+                "shards": [{"name": s.name, "targets": len(s.targets),
+                            "first_index": s.targets[0][0]} for s in shards],
+                "done": sorted(done)}
+        _atomic_write(self.path / MANIFEST, (json.dumps(data, indent=1) + "\n").encode())
+
+    def write_shard(self, shard: Shard, reports: list[AuditReport]) -> None:
+        """Both files of one shard, atomically, then the manifest's done list."""
+        from tlsprobe.survey.extra import parquet, pyarrow
+        pa, pq = pyarrow(), parquet()
+        reports = sorted(reports, key=lambda r: r.index or 0)
+        lines = "".join(r.to_json() + "\n" for r in reports).encode()
+        _atomic_write(self.path / f"{shard.name}.jsonl", lines)
+        rows = [row for r in reports for row in rows_for(r, shard.number)]
+        table = pa.Table.from_pylist(rows, schema=schema())
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink)
+        _atomic_write(self.path / f"{shard.name}.parquet", sink.getvalue().to_pybytes())
+        self._write_manifest(self._identity, self._arguments, self._shards,
+                             self.done(self._shards))

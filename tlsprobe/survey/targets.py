@@ -1,0 +1,133 @@
+"""Survey targets: from a file, stdin, or a CIDR/port list; sharded by address.
+
+All ports of one address land in one shard, so the per-host connection cap of the scanner's
+Scheduler (which lives inside one shard's audit) holds for the whole survey.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import os
+import re
+import sys
+from dataclasses import dataclass
+
+from tlsprobe.errors import UsageError
+from tlsprobe.net.tcp import Target, parse_target
+
+#: the most addresses a CIDR spec may expand to (a /8 of IPv4): more is surely a typo
+MAX_CIDR_ADDRESSES = 1 << 24
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One unit of work: its number (from 0) and targets with their input index (from 1)."""
+
+    number: int
+    targets: tuple[tuple[int, Target], ...]
+
+    @property
+    def name(self) -> str:
+        return f"shard-{self.number:05d}"
+
+
+def _ports(text: str, spec: str) -> list[int]:
+    ports = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item.isdigit() or not 1 <= int(item) <= 65535:
+            raise UsageError(f"bad port {item!r} in {spec!r}: expected 1-65535")
+        ports.append(int(item))
+    return list(dict.fromkeys(ports))
+
+
+#: ADDRESS/PREFIX[:PORTS] or [V6]/PREFIX[:PORTS]; anything else is a file name
+_CIDR = re.compile(r"^(\[[0-9A-Za-z:.%]*\]|[0-9A-Za-z:.]+)/[^/]*$")
+
+
+def _looks_like_cidr(spec: str) -> bool:
+    return bool(_CIDR.match(spec.strip())) and not os.path.exists(spec)
+
+
+def expand_cidr(spec: str) -> list[Target]:
+    """`127.0.0.0/30:443,8443` (or `[::1]/128:443`): every address of the network (hosts
+    and network/broadcast alike, a survey decides nothing on its own) times every port."""
+    network_text, port_text = spec, "443"
+    if spec.startswith("["):
+        close = spec.find("]")
+        if close < 0:
+            raise UsageError(f"bad CIDR {spec!r}: missing ']'")
+        network_text, rest = spec[1:close], spec[close + 1:]
+        if rest.startswith("/"):
+            prefix, _, port_part = rest[1:].partition(":")
+            network_text += "/" + prefix
+            port_text = port_part or "443"
+    elif spec.count(":") == 1:
+        network_text, port_text = spec.split(":")
+    try:
+        network = ipaddress.ip_network(network_text.strip(), strict=False)
+    except ValueError as exc:
+        raise UsageError(f"bad CIDR {spec!r}: {exc}") from None
+    if network.num_addresses > MAX_CIDR_ADDRESSES:
+        raise UsageError(f"CIDR {spec!r} has {network.num_addresses} addresses, more than "
+                         f"{MAX_CIDR_ADDRESSES}: split it")
+    ports = _ports(port_text, spec)
+    return [Target(str(address), port) for address in network for port in ports]
+
+
+def read_targets(spec: str) -> list[Target]:
+    """The targets in input order, duplicates once. `spec`: '-' (stdin), a file of
+    HOST[:PORT] lines ('#' comments), or a CIDR/port list. A bad line is a usage error."""
+    if spec != "-" and _looks_like_cidr(spec):
+        return expand_cidr(spec)
+    try:
+        if spec == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(spec, "rb") as fh:
+                data = fh.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read {spec}: {exc.strerror}") from None
+    name = "<stdin>" if spec == "-" else spec
+    targets: list[Target] = []
+    for number, raw in enumerate(data.removeprefix(b"\xef\xbb\xbf").splitlines(), 1):
+        try:
+            line = raw.split(b"#", 1)[0].decode("utf-8").strip()
+        except UnicodeDecodeError:
+            raise UsageError(f"{name}:{number}: not UTF-8 text") from None
+        if not line:
+            continue
+        try:
+            targets.append(parse_target(line))
+        except UsageError as exc:
+            raise UsageError(f"{name}:{number}: {exc}") from None
+    if not targets:
+        raise UsageError(f"no target in {name}")
+    return list(dict.fromkeys(targets))
+
+
+def digest(targets: list[Target]) -> str:
+    """A fingerprint of the target list (a resumed run must survey the same targets)."""
+    h = hashlib.sha256()
+    for t in targets:
+        h.update(f"{t.display}\n".encode())
+    return h.hexdigest()
+
+
+def shard_targets(targets: list[Target], size: int) -> list[Shard]:
+    """Shards of about `size` targets; every port of one host in the same shard (a host
+    with more ports than `size` gets a shard of its own). Deterministic for one input."""
+    by_host: dict[str, list[tuple[int, Target]]] = {}
+    for index, target in enumerate(targets, 1):
+        by_host.setdefault(target.host.lower(), []).append((index, target))
+    shards: list[Shard] = []
+    current: list[tuple[int, Target]] = []
+    for group in by_host.values():
+        if current and len(current) + len(group) > size:
+            shards.append(Shard(len(shards), tuple(current)))
+            current = []
+        current.extend(group)
+    if current:
+        shards.append(Shard(len(shards), tuple(current)))
+    return shards
