@@ -70,3 +70,19 @@ def test_probe_starttls_auto_says_which_protocol(daemon: DaemonFactory, run_cli:
     assert res.returncode == 2
     assert res.stderr.startswith("tlsprobe: ") and "--starttls auto: port" in res.stderr
     assert "25 smtp" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_timing_over_starttls_times_the_configured_group(daemon: DaemonFactory,
+                                                         run_cli: Cli) -> None:
+    """--timing: the enumeration and every timed handshake hold the SMTP preamble; Postfix
+    restricted to P-384 gets only secp384r1 timed among the named groups (both versions;
+    TLS 1.2 DHE with Postfix's own parameters is an entry without a group)."""
+    server = daemon("postfix", curves="secp384r1")
+    res = run_cli(f"127.0.0.1:{server.ports['smtp']}", "--starttls", "smtp", "--timing",
+                  "--timing-runs", "2", "--timing-warmup", "0", "--json", timeout=240)
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
+    measured = [e for e in report["entries"] if e["status"] == "measured"]
+    named = {(e["version"]["name"], e["group"]["name"]) for e in measured if e["group"]}
+    assert named == {("TLS 1.3", "secp384r1"), ("TLS 1.2", "secp384r1")}, report["entries"]
+    assert all(e["runs"] == 2 for e in measured), measured

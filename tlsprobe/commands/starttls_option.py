@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import IO, TYPE_CHECKING, Any
 
 from tlsprobe.errors import UsageError
 
@@ -31,7 +31,7 @@ def add_starttls_arguments(group: Any) -> None:
                        "header's to= (default: the server_name, else the host)")
 
 
-def spec_for(args: argparse.Namespace, target: Target, *, note: TextIO | None = None
+def spec_for(args: argparse.Namespace, target: Target, *, note: IO[str] | None = None
              ) -> StartTlsSpec | None:
     """The preamble to hold before TLS on `target`, or None without --starttls; the
     `--starttls auto` choice is told on `note` (default stderr) as one note line."""
