@@ -101,6 +101,7 @@ def test_probe_preamble_errors(scripted: Callable[[Script], int], run_cli: Cli,
     assert res.returncode == code, res.stderr
     line = _one_line(res.stderr)
     assert line.startswith(f"tlsprobe: 127.0.0.1:{port}: ") and text in line, line
+    assert line.count(f"127.0.0.1:{port}") == 1, line
     data = json.loads(res.stdout)
     assert data["error_kind"] == kind and text in data["error"]
     assert data["starttls"]["protocol"] == "smtp"
@@ -230,3 +231,4 @@ def test_timing_preamble_errors(scripted: Callable[[Script], int], run_cli: Cli,
     assert res.returncode == code, res.stderr
     line = _one_line(res.stderr)
     assert line.startswith(f"tlsprobe: 127.0.0.1:{port}: ") and text in line, line
+    assert line.count(f"127.0.0.1:{port}") == 1, line

@@ -109,13 +109,16 @@ def _located(exc: StartTlsError, where: str) -> StartTlsError:
 
 
 def hold_preamble(transport: Transport, spec: StartTlsSpec, deadline: float,
-                  where: str) -> PreambleRecord:
+                  where: str | None = None) -> PreambleRecord:
     """Run `spec`'s preamble on a fresh blocking transport by `deadline`; on return the next
-    bytes are TLS. Raises StartTlsError, its message starting with `where` (the target)."""
+    bytes are TLS. Raises StartTlsError, its message starting with `where` (the target) if
+    given."""
     try:
         return run_preamble(_Stream(transport, deadline), spec.protocol, deadline,
                             server_name=spec.server_name)
     except StartTlsError as exc:
+        if where is None:
+            raise
         raise _located(exc, where) from None
 
 

@@ -84,7 +84,7 @@ def time_handshake(family: int, address: tuple[Any, ...], config: ClientConfig,
             connected = time.perf_counter()
             if starttls is not None:
                 try:
-                    hold_preamble(channel, starttls, deadline, target.display)
+                    hold_preamble(channel, starttls, deadline)   # run_timing names the target
                 except StartTlsError as exc:
                     raise TimingFailure(str(exc), exc.kind) from None
             t1 = time.perf_counter()
