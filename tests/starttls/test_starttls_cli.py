@@ -86,3 +86,19 @@ def test_timing_over_starttls_times_the_configured_group(daemon: DaemonFactory,
     named = {(e["version"]["name"], e["group"]["name"]) for e in measured if e["group"]}
     assert named == {("TLS 1.3", "secp384r1"), ("TLS 1.2", "secp384r1")}, report["entries"]
     assert all(e["runs"] == 2 for e in measured), measured
+
+
+def test_probe_pcap_out_holds_the_preamble_then_tls(daemon: DaemonFactory, run_cli: Cli,
+                                                    tmp_path: Any) -> None:
+    """--pcap-out: the plain-text exchange comes first in the client's stream, then the
+    ClientHello, so Wireshark sees the whole connection."""
+    server = daemon("postfix", curves="secp384r1")
+    pcap = tmp_path / "smtp.pcap"
+    res = run_cli(f"127.0.0.1:{server.ports['smtp']}", "--starttls", "smtp", "--no-verify",
+                  "--pcap-out", pcap, timeout=90)
+    assert res.returncode == 0, res.stderr
+    data = pcap.read_bytes()
+    ehlo, starttls = data.find(b"EHLO tlsprobe.invalid\r\n"), data.find(b"STARTTLS\r\n")
+    hello = data.find(b"\x16\x03\x01")   # the ClientHello's record header
+    assert 0 < ehlo < starttls < hello, (ehlo, starttls, hello)
+    assert data.find(b"220 ") < ehlo

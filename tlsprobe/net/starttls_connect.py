@@ -29,7 +29,8 @@ from tlsprobe.net.starttls import (PROTOCOLS, AUTO_PORTS, PreambleFailure, Pream
                                    run_preamble)
 from tlsprobe.net.starttls_base import escape
 from tlsprobe.net.tcp import Target
-from tlsprobe.net.transport import AsyncConnector, AsyncTransport, Connector, Transport
+from tlsprobe.net.transport import (AsyncConnector, AsyncTransport, Connector, Recorder,
+                                    Segment, Transport)
 
 __all__ = ["AsyncStartTlsConnector", "StartTlsConnector", "StartTlsSpec", "arun_preamble",
            "choose_protocol", "hold_preamble", "info_of"]
@@ -124,17 +125,21 @@ def hold_preamble(transport: Transport, spec: StartTlsSpec, deadline: float,
 
 class StartTlsConnector:
     """A `Connector`: `inner` opens TCP, then the preamble runs; `record` keeps what the
-    last preamble exchanged (also when it failed), for the trace and the report."""
+    last preamble exchanged (also when it failed), for the trace and the report, and
+    `segments` its bytes with their times (the start of a --pcap-out capture)."""
 
     def __init__(self, inner: Connector, spec: StartTlsSpec) -> None:
         self.inner = inner
         self.spec = spec
         self.record: PreambleRecord | None = None
+        self.segments: list[Segment] = []
 
     def __call__(self, target: Target, deadline: float) -> Transport:
         transport = self.inner(target, deadline)
+        recorder = Recorder(transport)
+        self.segments = recorder.segments
         try:
-            self.record = hold_preamble(transport, self.spec, deadline, target.display)
+            self.record = hold_preamble(recorder, self.spec, deadline, target.display)
         except StartTlsError as exc:
             transport.close()
             self.record = exc.record

@@ -245,6 +245,7 @@ def _with_preamble(run: ProbeRun, connector: StartTlsConnector | None) -> ProbeR
     if connector is None or connector.record is None:
         return run
     run.preamble = connector.record
+    run.segments = connector.segments + run.segments   # --pcap-out: the preamble first
     run.result = replace(run.result, starttls=info_of(connector.record, connector.spec))
     return run
 
