@@ -59,6 +59,8 @@ def test_probe_msg_shows_the_ehlo_exchange_then_the_handshake(daemon: DaemonFact
     assert any(line.startswith(">>> plain text (smtp, before TLS): EHLO ") for line in lines)
     assert any(line.endswith(": STARTTLS") and line.startswith(">>>") for line in lines)
     assert "secp384r1" in res.stdout
+    summary = [line for line in lines if line.startswith("STARTTLS")]
+    assert len(summary) == 1 and summary[0].split(None, 1)[1].startswith("smtp; banner: 220 ")
 
 
 def test_probe_starttls_auto_says_which_protocol(daemon: DaemonFactory, run_cli: Cli) -> None:

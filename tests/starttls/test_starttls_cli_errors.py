@@ -232,3 +232,15 @@ def test_timing_preamble_errors(scripted: Callable[[Script], int], run_cli: Cli,
     line = _one_line(res.stderr)
     assert line.startswith(f"tlsprobe: 127.0.0.1:{port}: ") and text in line, line
     assert line.count(f"127.0.0.1:{port}") == 1, line
+
+
+def test_scan_text_names_the_starttls_protocol_and_banner(scripted: Callable[[Script], int],
+                                                         run_cli: Cli) -> None:
+    port = scripted(REFUSED)
+    res = run_cli("scan", f"127.0.0.1:{port}", "--starttls", "smtp", "--no-progress",
+                  "--checks", "groups", timeout=60)
+    assert res.returncode == 5, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0] == f"Audit of 127.0.0.1:{port}"
+    assert lines[1] == "STARTTLS: smtp; banner: 220 mx.test ESMTP"
+    assert lines[2].startswith(f"Error: 127.0.0.1:{port}: smtp: the server refused STARTTLS")

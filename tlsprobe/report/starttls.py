@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from tlsprobe.model.starttls import StartTlsInfo
     from tlsprobe.net.starttls import PreambleRecord
 
 
@@ -16,4 +17,12 @@ def preamble_lines(record: PreambleRecord) -> list[str]:
             f"before TLS): {line.text}" for line in record.lines]
 
 
-__all__ = ["preamble_lines"]
+def starttls_summary(info: StartTlsInfo) -> str:
+    """The one-line STARTTLS summary of the probe's and the audit's text: the protocol (and
+    that --starttls auto chose it by the port), the server's banner (already escaped)."""
+    how = " (--starttls auto, by the port)" if info.chosen_by == "port" else ""
+    banner = f"; banner: {info.banner}" if info.banner is not None else ""
+    return f"{info.protocol}{how}{banner}"
+
+
+__all__ = ["preamble_lines", "starttls_summary"]
