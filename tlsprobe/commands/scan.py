@@ -266,6 +266,7 @@ def _load_policy(spec: str) -> Policy:
 def _starttls_connector(args: argparse.Namespace, targets: list[Target]) -> Any:
     """--starttls: every connection of the audit holds the preamble first (None: plain TCP)."""
     from tlsprobe.commands.starttls_option import spec_for
+    from tlsprobe.net.tcp import Target
     specs = {t.display: spec for t in targets if (spec := spec_for(args, t)) is not None}
     if getattr(args, "starttls", None) is None:
         spec_for(args, Target("", 0))   # --xmpp-host without --starttls: a usage error
@@ -282,6 +283,7 @@ def _with_starttls(report: AuditReport, scheduler: Any) -> AuditReport:
     if records is None:
         return report
     from tlsprobe.net.starttls_connect import info_of
+    from tlsprobe.net.tcp import Target
     display = Target(report.host, report.port).display
     record = records.get(display)
     return report if record is None else \

@@ -4,14 +4,35 @@ plain text, each line's network bytes escaped (binary packets by their summary n
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from tlsprobe.model.starttls import StartTlsInfo
-    from tlsprobe.net.starttls import PreambleRecord
 
 
-def preamble_lines(record: PreambleRecord) -> list[str]:
+class _Line(Protocol):
+    """One line of a preamble (net/starttls.py PreambleLine): who sent it, its text."""
+
+    @property
+    def sender(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+class _Record(Protocol):
+    """What a preamble exchanged (net/starttls.py PreambleRecord; report/ reads, never
+    imports, net/)."""
+
+    @property
+    def protocol(self) -> str: ...
+
+    @property
+    def lines(self) -> Sequence[_Line]: ...
+
+
+def preamble_lines(record: _Record) -> list[str]:
     """One line per line (tag, packet) exchanged, in order."""
     return [f"{'>>>' if line.sender == 'client' else '<<<'} plain text ({record.protocol}, "
             f"before TLS): {line.text}" for line in record.lines]
