@@ -142,7 +142,9 @@ def test_scan_failing_target_gets_its_error_others_unaffected(
     reports = {r["port"]: r for r in map(json.loads, res.stdout.splitlines())}
     assert reports[bad]["error_kind"] == "refused"
     assert "454 4.7.0 TLS not available" in reports[bad]["error"]
-    assert reports[bad]["total_connections"] == 0   # the refusal ends the TLS part at once
+    # the refusal ends the audit at once: the connections that asked (at most --per-host 3
+    # at once before the first answer) count, the later ones are not made
+    assert 1 <= reports[bad]["total_connections"] <= 3, reports[bad]["connections"]
     assert reports[bad]["starttls"]["capability"] == "250 STARTTLS"
     assert reports[good]["error"] is None
     tls13 = next(g for g in reports[good]["groups"] if g["version"]["name"] == "TLS 1.3")

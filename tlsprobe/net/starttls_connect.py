@@ -186,8 +186,9 @@ class AsyncStartTlsConnector:
 
     async def __call__(self, target: Target, deadline: float) -> AsyncTransport:
         known = self._failed.get(target.display)
-        if known is not None:
-            raise known
+        if known is not None:   # the same answer, without asking again
+            raise StartTlsError(PreambleFailure(known.problem, str(known)), known.record,
+                                connected=False)
         transport = await self.inner(target, deadline)
         try:
             spec = self.specs[target.display]

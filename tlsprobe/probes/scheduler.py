@@ -132,6 +132,8 @@ class Scheduler:
                 return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
             raise _Retryable(exc.reason) from None
         except StartTlsError as exc:   # the server's answer to --starttls: not retried
+            if exc.connected:
+                self.connections[(target.display, job.phase)] += 1
             return Outcome(INCONCLUSIVE, reason=str(exc), kind=exc.kind)
         self.connections[(target.display, job.phase)] += 1
         self.addresses.setdefault(target.display, transport.peer[0])
