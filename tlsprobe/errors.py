@@ -6,7 +6,8 @@ Exit codes (documented in the README):
   2  usage error (bad argument, unreadable file)
   3  network error: unknown host, connection refused, timeout, reset
   4  the server answered but not with TLS (HTTP, SSH banner, garbage)
-  5  the server sent a TLS alert or ended the handshake (e.g. no shared group)
+  5  the server sent a TLS alert or ended the handshake (e.g. no shared group), or refused
+     STARTTLS in plain text (--starttls)
   6  the server broke the protocol (malformed or unexpected message, bad signature/Finished)
   7  broken input file (pcap): partially read (damaged, snaplen cuts, or packets skipped
      and said in a note line: unknown link type or interface, too deep, fragments lost)
@@ -37,6 +38,7 @@ class FailureKind(StrEnum):
     NOT_TLS = "not_tls"      # the server answered with something that is not TLS
     ALERT = "alert"          # the server sent a fatal alert
     CLOSED = "closed"        # the server ended the handshake without an alert
+    REFUSED = "refused"      # the server refused STARTTLS in plain text (its reply quoted)
     PROTOCOL = "protocol"    # the server broke the protocol (malformed, unexpected, bad MAC)
     USAGE = "usage"          # a bad argument or targets-file line
     BAD_INPUT = "bad_input"  # a damaged input file
@@ -46,6 +48,7 @@ class FailureKind(StrEnum):
 EXIT_BY_KIND: dict[FailureKind, int] = {
     FailureKind.NETWORK: EXIT_NETWORK, FailureKind.NOT_TLS: EXIT_NOT_TLS,
     FailureKind.ALERT: EXIT_ALERT, FailureKind.CLOSED: EXIT_ALERT,
+    FailureKind.REFUSED: EXIT_ALERT,
     FailureKind.PROTOCOL: EXIT_PROTOCOL, FailureKind.USAGE: EXIT_USAGE,
     FailureKind.BAD_INPUT: EXIT_BAD_INPUT, FailureKind.INTERNAL: EXIT_INTERNAL,
 }

@@ -188,6 +188,8 @@ def test_dialogue(proto: str, transcript: list[tuple[str, bytes]], problem: Prob
     assert step.failure.problem is problem, step.failure.message
     assert text in step.failure.message
     assert exit_code_for(step.failure.kind) == FAILURE_EXIT[problem]
+    if problem is Problem.REFUSED:   # a plain-text refusal has its own kind, not "alert"
+        assert step.failure.kind is FailureKind.REFUSED
     assert "\n" not in step.failure.message and "\r" not in step.failure.message
 
 

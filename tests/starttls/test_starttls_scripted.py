@@ -107,7 +107,7 @@ def test_a_refusal_over_a_socket_is_exit_5_with_the_reply_quoted(
         with pytest.raises(StartTlsError) as caught:
             run_preamble(sock, "smtp", time.monotonic() + 10)
     error = caught.value
-    assert (error.problem, error.kind, error.exit_code) == (Problem.REFUSED, FailureKind.ALERT, 5)
+    assert (error.problem, error.kind, error.exit_code) == (Problem.REFUSED, FailureKind.REFUSED, 5)
     assert str(error) == ("smtp: the server refused STARTTLS: "
                           "'454 4.7.0 TLS not available due to local problem'")
     assert error.record.capability == b"250 STARTTLS"

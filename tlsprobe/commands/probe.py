@@ -77,6 +77,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "check (default: the system bundle)")
     h.add_argument("--no-verify", action="store_true", help="do not check the certificate "
                    "chain and hostname")
+    from tlsprobe.commands.starttls_option import add_starttls_arguments
+    add_starttls_arguments(h)
     o = p.add_argument_group("output and limits")
     o.add_argument("--msg", action="store_true", help="print every record in both directions "
                    "as `openssl s_client -msg` does, with decoded fields and their offsets "
@@ -398,15 +400,22 @@ def run(args: argparse.Namespace) -> int:
     if bad_order:   # the user's --key-shares: sent as asked, but said so
         print(f"tlsprobe: warning: --key-shares: {bad_order} (RFC 8446 section 4.2.8); sent "
               "as asked, a server may refuse it with illegal_parameter", file=sys.stderr)
+    from tlsprobe.commands.starttls_option import spec_for
+    starttls = spec_for(args, target)
     run_ = run_probe(target, ProbeOptions(
         config=config, timeout=timeout, annotate=args.msg,
         stop_after_first_flight=args.first_flight_only, http_get=args.http_get,
         verify=not args.no_verify, cafile=args.cafile, total_timeout=args.total_timeout,
-        limits=limits, deadline=started + (args.total_timeout or 3 * timeout)), connect=connect)
+        limits=limits, deadline=started + (args.total_timeout or 3 * timeout),
+        starttls=starttls), connect=connect)
     if quic is not None:
         run_ = quic.adjust(run_)
     result = run_.result
     out = sys.stdout
+    if args.msg and run_.preamble is not None:   # the plain text before the first record
+        from tlsprobe.report.starttls import preamble_lines
+        for line in preamble_lines(run_.preamble):
+            print(line, file=sys.stderr if args.json else out)
     if args.msg and run_.events:  # nothing was exchanged (e.g. connection refused): no trace
         trace = sys.stderr if args.json else out   # stdout stays pure JSON
         if quic is not None:

@@ -32,7 +32,8 @@ from tlsprobe.session.flow import (
 QUIC_SUITES = (0x1301, 0x1302, 0x1303)   # RFC 9001 5.3: no TLS_AES_128_CCM_8_SHA256
 NOT_OVER_QUIC = (("timing", "--timing"), ("pcap_out", "--pcap-out"),
                  ("http_get", "--http-get"), ("tls1_2", "--tls1_2"), ("tls1_1", "--tls1_1"),
-                 ("tls1", "--tls1"), ("ssl3", "--ssl3"), ("ciphers", "--ciphers"))
+                 ("tls1", "--tls1"), ("ssl3", "--ssl3"), ("ciphers", "--ciphers"),
+                 ("starttls", "--starttls"))
 
 
 class QuicProbe:
@@ -42,8 +43,8 @@ class QuicProbe:
         for name, option in NOT_OVER_QUIC:   # refused before connecting
             if getattr(args, name, None):
                 raise UsageError(f"{option} cannot be used with --quic (QUIC carries TLS "
-                                 "1.3 only; --timing, --pcap-out and --http-get are not done "
-                                 "over QUIC yet)")
+                                 "1.3 only, over UDP with no plain-text preamble; --timing, "
+                                 "--pcap-out and --http-get are not done over QUIC yet)")
         self.args = args
         self.info: QuicInfo | None = None
 

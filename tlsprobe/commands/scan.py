@@ -24,7 +24,7 @@ import argparse
 import math
 import sys
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from tlsprobe.errors import EXIT_FINDINGS, EXIT_OK, UsageError, exit_code_for
 
@@ -66,6 +66,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "certificate chain against (default: the system bundle)")
     w.add_argument("--no-verify", action="store_true", help="do not check the certificate "
                    "chain and host name (the report says the check was skipped)")
+    from tlsprobe.commands.starttls_option import add_starttls_arguments
+    add_starttls_arguments(w)
     pol = p.add_argument_group("policies and exit codes")
     pol.add_argument("--policy", action="append", metavar="NAME|FILE", help="policy to check "
                      "against (repeatable): modern, intermediate (Mozilla 6.0, with "
@@ -261,6 +263,33 @@ def _load_policy(spec: str) -> Policy:
         raise UsageError(str(exc)) from None
 
 
+def _starttls_connector(args: argparse.Namespace, targets: list[Target]) -> Any:
+    """--starttls: every connection of the audit holds the preamble first (None: plain TCP)."""
+    from tlsprobe.commands.starttls_option import spec_for
+    from tlsprobe.net.tcp import Target
+    specs = {t.display: spec for t in targets if (spec := spec_for(args, t)) is not None}
+    if getattr(args, "starttls", None) is None:
+        spec_for(args, Target("", 0))   # --xmpp-host without --starttls: a usage error
+        return None
+    from tlsprobe.net.starttls_connect import AsyncStartTlsConnector
+    from tlsprobe.net.tcp_async import TcpConnector
+    return AsyncStartTlsConnector(TcpConnector(args.timeout), specs)
+
+
+def _with_starttls(report: AuditReport, scheduler: Any) -> AuditReport:
+    """The report with its target's first preamble (the `starttls` object)."""
+    connector = scheduler.connector
+    records = getattr(connector, "records", None)
+    if records is None:
+        return report
+    from tlsprobe.net.starttls_connect import info_of
+    from tlsprobe.net.tcp import Target
+    display = Target(report.host, report.port).display
+    record = records.get(display)
+    return report if record is None else \
+        replace(report, starttls=info_of(record, connector.specs[display]))
+
+
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from tlsprobe.net.tcp import Target
     from tlsprobe.probes.audit import AuditOptions, run_audit
@@ -290,10 +319,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             print(report.to_json(), file=out, flush=True)
     progress = _Progress(not args.no_progress and sys.stderr.isatty(), targets)
     scheduler = Scheduler(per_host=args.per_host, delay=args.delay, retries=args.retries,
-                          timeout=args.timeout, on_connection=progress.connection)
+                          timeout=args.timeout, on_connection=progress.connection,
+                          connector=_starttls_connector(args, targets))
 
     def on_report(report: AuditReport) -> None:
         report = replace(report, index=place.get((report.host, report.port)))
+        report = _with_starttls(report, scheduler)
         progress.report(report)
         if args.json:
             print(report.to_json(), file=out, flush=True)
@@ -306,7 +337,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     elif targets:
         audited = run_audit(targets, options, scheduler, concurrency=args.concurrency,
                             on_report=on_report)
-    done = dict(zip(targets, audited))
+    done = dict(zip(targets, (_with_starttls(r, scheduler) for r in audited)))
     reports = [done[i] if isinstance(i, Target) else bad[i] for i in items]
     from tlsprobe.report.escape import shown
     if not args.json:

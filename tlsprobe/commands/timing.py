@@ -62,6 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
                         help=f"per-handshake limit (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    from tlsprobe.commands.starttls_option import add_starttls_arguments
+    add_starttls_arguments(parser)
 
 
 def _split(text: str) -> list[str]:
@@ -183,7 +185,13 @@ def run_timing(target_text: str, args: Any, *, out: IO[str] | None = None,
     progress = _Progress(err)
     try:
         target = parse_target(target_text)
-        options = args if isinstance(args, TimingOptions) else options_from_args(args, target.host)
+        if isinstance(args, TimingOptions):
+            options = args
+        else:
+            from dataclasses import replace
+            from tlsprobe.commands.starttls_option import spec_for
+            options = replace(options_from_args(args, target.host),
+                              starttls=spec_for(args, target, note=err))
         check_explicit_groups(options)
         if progress.shown and options.groups is None:
             err.write("timing: finding the groups the server accepts...")

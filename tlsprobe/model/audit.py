@@ -14,6 +14,7 @@ from typing import Any
 from tlsprobe.model.checks import CheckResult
 from tlsprobe.model.encode import document, dumps
 from tlsprobe.model.probe import CertificateInfo, Cipher, Codepoint
+from tlsprobe.model.starttls import StartTlsInfo
 
 AUDIT_SCHEMA_VERSION = 1
 
@@ -216,6 +217,7 @@ class AuditReport:
     #: verdicts of the vulnerability checks asked for (model/checks.py); the JSON member
     #: "check_results" is there only when some were asked for (see `json_shape`)
     check_results: tuple[CheckResult, ...] = ()
+    starttls: StartTlsInfo | None = None   # --starttls: the first connection's preamble
 
     def group_audit(self, version: int) -> GroupAudit | None:
         return next((g for g in self.groups if g.version.id == version), None)
@@ -231,10 +233,12 @@ class AuditReport:
         return ranked[-1].severity if ranked else None
 
     def json_shape(self) -> dict[str, Any]:
-        """The fields in declaration order, without "check_results" when there are none, so
-        that an audit that asks for no vulnerability check keeps its JSON unchanged."""
+        """The fields in declaration order, without "check_results" when there are none and
+        without "starttls" when there is none (no --starttls), so that an audit that asks
+        for neither keeps its JSON unchanged."""
         return {f.name: getattr(self, f.name) for f in fields(self)
-                if f.name != "check_results" or self.check_results}
+                if (f.name != "check_results" or self.check_results)
+                and (f.name != "starttls" or self.starttls is not None)}
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object: schema, tool and kind, then the fields."""

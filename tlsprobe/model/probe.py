@@ -12,6 +12,7 @@ from typing import Any
 
 from tlsprobe import registry
 from tlsprobe.model.encode import document, dumps
+from tlsprobe.model.starttls import StartTlsInfo
 
 SCHEMA_VERSION = 1
 
@@ -170,10 +171,14 @@ class ProbeResult:
     error: str | None = None
     error_kind: str | None = None
     findings: tuple[str, ...] = ()
+    starttls: StartTlsInfo | None = None     # --starttls: the preamble (absent from JSON without)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object: schema and tool, then the fields."""
-        return document({"schema": SCHEMA_VERSION, "tool": "tlsprobe"}, self)
+        out = document({"schema": SCHEMA_VERSION, "tool": "tlsprobe"}, self)
+        if self.starttls is None:
+            del out["starttls"]
+        return out
 
     def to_json(self, indent: int | None = 2) -> str:
         return dumps(self.to_dict(), indent=indent)

@@ -286,13 +286,17 @@ class StartTls:
 
 class StartTlsError(TlsprobeError):
     """A preamble that did not reach TLS: `problem`, `kind` (a FailureKind, whose exit code
-    this error carries) and the `record` of what was exchanged before it failed."""
+    this error carries) and the `record` of what was exchanged before it failed.
+    `connected` is False for an answer remembered from an earlier connection (no new
+    connection was made: net/starttls_connect.py), so a scan counts only real ones."""
 
-    def __init__(self, failure: PreambleFailure, record: PreambleRecord) -> None:
+    def __init__(self, failure: PreambleFailure, record: PreambleRecord, *,
+                 connected: bool = True) -> None:
         super().__init__(failure.message, exit_code_for(failure.kind))
         self.problem = failure.problem
         self.kind: FailureKind = failure.kind
         self.record = record
+        self.connected = connected
 
 
 class _SendAll(Protocol):

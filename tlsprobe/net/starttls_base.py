@@ -33,12 +33,12 @@ class Problem(StrEnum):
 
 
 # Not offered and another protocol: "the server answered but not with TLS" (exit 4). A refusal
-# and an early close: the exit-5 family (a dedicated "refused" kind would be more exact; the
-# issue asks for exit 5). Bounds and framing: the server broke the protocol (exit 6).
+# in plain text: "refused", and an early close: both exit 5, as an alert would be. Bounds and
+# framing: the server broke the protocol (exit 6).
 FAILURE_KIND: dict[Problem, FailureKind] = {
     Problem.NOT_OFFERED: FailureKind.NOT_TLS,
     Problem.WRONG_PROTOCOL: FailureKind.NOT_TLS,
-    Problem.REFUSED: FailureKind.ALERT,
+    Problem.REFUSED: FailureKind.REFUSED,
     Problem.CLOSED: FailureKind.CLOSED,
     Problem.TOO_LONG: FailureKind.PROTOCOL,
     Problem.MALFORMED: FailureKind.PROTOCOL,

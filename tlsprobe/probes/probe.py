@@ -20,6 +20,8 @@ from tlsprobe.engine.config import ClientConfig
 from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.kex.dhprime import WorkDeadline, work_deadline
 from tlsprobe.net.driver import drive
+from tlsprobe.net.starttls import PreambleRecord, StartTlsError
+from tlsprobe.net.starttls_connect import StartTlsConnector, StartTlsSpec, info_of
 from tlsprobe.net.tcp import Target, open_channel
 from tlsprobe.net.transport import Connector, Recorder, Segment, Transport
 from tlsprobe.probes import facts
@@ -44,6 +46,8 @@ class ProbeOptions:
     #: time.monotonic() by which the probe ends (name resolution, connect, handshake, the
     #: checks of the server's parameters); None: `total_timeout` from the call
     deadline: float | None = None
+    #: --starttls: the plain-text preamble each connection holds before TLS (None: none)
+    starttls: StartTlsSpec | None = None
 
 
 @dataclass
@@ -59,6 +63,7 @@ class ProbeRun:
     server_address: tuple[str, int] | None = None
     started: float | None = None
     ended: float | None = None
+    preamble: PreambleRecord | None = None    # --starttls: what was said before TLS
 
 
 class _Conversation:
@@ -179,11 +184,14 @@ def run_probe(target: Target, options: ProbeOptions,
             f"{target.display}: timed out: the total time limit of {total:.1f} s was used up "
             f"by tlsprobe's own start-up ({t0 - deadline + total:.1f} s; a busy machine?) "
             "before connecting", FailureKind.NETWORK)), [])
+    connector = connect or tcp_connector(options, total)
+    starttls = None if options.starttls is None else \
+        StartTlsConnector(connector, options.starttls)
     try:
-        transport = (connect or tcp_connector(options, total))(target, deadline)
-    except NetworkError as exc:
-        return ProbeRun(facts.result_from(engine, target, None, error=(str(exc), exc.kind)),
-                        [])
+        transport = (starttls or connector)(target, deadline)
+    except (NetworkError, StartTlsError) as exc:
+        return _with_preamble(ProbeRun(facts.result_from(
+            engine, target, None, error=(str(exc), exc.kind)), []), starttls)
     connect_s = time.monotonic() - t0
     bind = getattr(transport, "bind", None)
     if bind is not None:   # QUIC (net/quic.py): packet keys come from the engine's secrets
@@ -229,9 +237,20 @@ def run_probe(target: Target, options: ProbeOptions,
         result = facts.result_from(engine, target, str(peer[0]), error=error, timings=timings,
                                    http_status=http_status)
     result = replace(result, verification=verification_of(engine, target, options))
-    return ProbeRun(result, engine.events, list(engine.keylog_lines), recorder.segments,
-                    (str(local[0]), int(local[1])), (str(peer[0]), int(peer[1])),
-                    started, time.time())
+    return _with_preamble(ProbeRun(result, engine.events, list(engine.keylog_lines),
+                                   recorder.segments, (str(local[0]), int(local[1])),
+                                   (str(peer[0]), int(peer[1])), started, time.time()),
+                          starttls)
+
+
+def _with_preamble(run: ProbeRun, connector: StartTlsConnector | None) -> ProbeRun:
+    """The run with what its STARTTLS preamble said (trace and the result's `starttls`)."""
+    if connector is None or connector.record is None:
+        return run
+    run.preamble = connector.record
+    run.segments = connector.segments + run.segments   # --pcap-out: the preamble first
+    run.result = replace(run.result, starttls=info_of(connector.record, connector.spec))
+    return run
 
 
 __all__ = ["ProbeOptions", "ProbeRun", "Segment", "http_request", "registry", "run_probe"]

@@ -31,6 +31,7 @@ from tlsprobe.engine.config import ClientConfig, conformant_shares
 from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.kex.dhprime import work_deadline
 from tlsprobe.net.driver import Progress, adrive
+from tlsprobe.net.starttls import StartTlsError
 from tlsprobe.net.tcp import Target
 from tlsprobe.net.tcp_async import TcpConnector
 from tlsprobe.net.transport import AsyncConnector, AsyncTransport
@@ -130,6 +131,10 @@ class Scheduler:
                 # (and cost backoff time).
                 return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
             raise _Retryable(exc.reason) from None
+        except StartTlsError as exc:   # the server's answer to --starttls: not retried
+            if exc.connected:
+                self.connections[(target.display, job.phase)] += 1
+            return Outcome(INCONCLUSIVE, reason=str(exc), kind=exc.kind)
         self.connections[(target.display, job.phase)] += 1
         self.addresses.setdefault(target.display, transport.peer[0])
         if self.on_connection is not None:

@@ -26,6 +26,8 @@ from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.config import TLS12, TLS13, ClientConfig
 from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.net.driver import drive
+from tlsprobe.net.starttls import StartTlsError
+from tlsprobe.net.starttls_connect import StartTlsSpec, hold_preamble
 from tlsprobe.net.tcp import Target, connect_address, open_channel
 from tlsprobe.probes.scheduler import Outcome, broad_sigalgs, outcome_of
 from tlsprobe.probes.timing_plan import Plan, TimingOptions, plans_for
@@ -63,9 +65,10 @@ class TimingFailure(Exception):
 
 # -- one handshake -----------------------------------------------------------------------------
 def time_handshake(family: int, address: tuple[Any, ...], config: ClientConfig,
-                   timeout: float) -> Sample:
+                   timeout: float, starttls: StartTlsSpec | None = None) -> Sample:
     """Connect and complete one handshake (net/driver.py drive) within `timeout` seconds;
-    raises TimingFailure when it does not complete."""
+    raises TimingFailure when it does not complete. With `starttls` the preamble runs after
+    the connect, inside the limit but outside both timed spans."""
     target = Target(str(address[0]), int(address[1]))
     gc_was_enabled = gc.isenabled()
     gc.disable()
@@ -78,6 +81,12 @@ def time_handshake(family: int, address: tuple[Any, ...], config: ClientConfig,
         except NetworkError as exc:
             raise _network_failure(exc, "connect", timeout) from None
         with channel:
+            connected = time.perf_counter()
+            if starttls is not None:
+                try:
+                    hold_preamble(channel, starttls, deadline)   # run_timing names the target
+                except StartTlsError as exc:
+                    raise TimingFailure(str(exc), exc.kind) from None
             t1 = time.perf_counter()
             c0 = time.thread_time()
             hs = ClientHandshake(config, annotate=False, stop_after_first_flight=False)
@@ -94,7 +103,7 @@ def time_handshake(family: int, address: tuple[Any, ...], config: ClientConfig,
                                     f"{hs.incomplete_reason or 'stopped'}", FailureKind.PROTOCOL)
             with suppress(NetworkError):
                 channel.send(hs.close())   # close_notify, outside the timed span
-            return Sample(t1 - t0, t2 - t1, c1 - c0, outcome_of(hs))
+            return Sample(connected - t0, t2 - t1, c1 - c0, outcome_of(hs))
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -176,7 +185,8 @@ def _attempt(st: _State, family: int, address: tuple[Any, ...], options: TimingO
     """One handshake for one entry; False when it failed."""
     st.attempts += 1
     try:
-        sample = time_handshake(family, address, st.plan.config, options.timeout)
+        sample = time_handshake(family, address, st.plan.config, options.timeout,
+                                options.starttls)
     except TimingFailure as exc:
         st.failures += 1
         st.consecutive += 1
@@ -214,9 +224,9 @@ def _preflight(family: int, address: tuple[Any, ...], options: TimingOptions) ->
     config = ClientConfig(server_name=options.server_name, versions=options.versions,
                           alpn=(), signature_algorithms=broad_sigalgs())
     try:
-        time_handshake(family, address, config, options.timeout)
+        time_handshake(family, address, config, options.timeout, options.starttls)
     except TimingFailure as exc:
-        if exc.kind in (FailureKind.NETWORK, FailureKind.NOT_TLS):
+        if exc.kind in (FailureKind.NETWORK, FailureKind.NOT_TLS, FailureKind.REFUSED):
             raise
         return exc
     return None

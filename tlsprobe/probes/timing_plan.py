@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from tlsprobe import kex, registry
 from tlsprobe.engine.config import DEFAULT_SUITES_13, TLS12, TLS13, ClientConfig
 from tlsprobe.engine.suites import suite_params
+from tlsprobe.net.starttls_connect import AsyncStartTlsConnector, StartTlsSpec
 from tlsprobe.net.tcp import Target
+from tlsprobe.net.tcp_async import TcpConnector
 from tlsprobe.probes.scheduler import Scheduler, TargetRunner, broad_sigalgs
 
 
@@ -31,6 +33,7 @@ class TimingOptions:
     confidence: float = 0.95
     max_failures: int = 3                   # consecutive failures before an entry stops
     kex_budget: float = 0.3                 # seconds for the in-process kex figure per entry
+    starttls: StartTlsSpec | None = None    # --starttls: the preamble of every connection
 
 
 @dataclass(frozen=True)
@@ -100,7 +103,10 @@ def explicit_plans(options: TimingOptions) -> tuple[list[Plan], list[str]]:
 
 
 def _runner(target: Target, options: TimingOptions) -> TargetRunner:
-    return TargetRunner(target, Scheduler(timeout=options.timeout), options.server_name)
+    connector = None if options.starttls is None else AsyncStartTlsConnector(
+        TcpConnector(options.timeout), {target.display: options.starttls})
+    return TargetRunner(target, Scheduler(timeout=options.timeout, connector=connector),
+                        options.server_name)
 
 
 async def _discover(target: Target, options: TimingOptions) -> tuple[list[Plan], list[str]]:

@@ -250,6 +250,9 @@ def audit_renderables(r: AuditReport, full: bool = False) -> list[RenderableType
     where = f"[{r.host}]:{r.port}" if ":" in r.host else f"{r.host}:{r.port}"
     addr = f" ({r.address})" if r.address and r.address != r.host else ""
     out: list[RenderableType] = [_text(f"Audit of {where}{addr}", style="bold underline")]
+    if r.starttls is not None:
+        from tlsprobe.report.starttls import starttls_summary
+        out.append(_text(f"STARTTLS: {starttls_summary(r.starttls)}"))
     if r.error and r.error_kind != "internal":   # an internal error keeps what was learnt
         return out + [_text(f"Error: {r.error}", style="red"), _text(connections_line(r))]
     if r.versions:

@@ -58,6 +58,9 @@ def probe_rows(r: ProbeResult, full: bool = False) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
     where = f"{r.host}:{r.port}" if ":" not in r.host else f"[{r.host}]:{r.port}"
     rows.append(("Target", where + (f" ({r.address})" if r.address and r.address != r.host else "")))
+    if r.starttls is not None:
+        from tlsprobe.report.starttls import starttls_summary
+        rows.append(("STARTTLS", starttls_summary(r.starttls)))
     rows.append(("Protocol", r.version.label() if r.version else "(none)"))
     if r.cipher:
         rows.append(("Cipher", f"{r.cipher.iana_name} ({r.cipher.hex})"))

@@ -1,0 +1,248 @@
+"""The STARTTLS errors end to end (python -m tlsprobe, probe and scan) against scripted
+loopback servers: a server that does not offer STARTTLS (its capabilities quoted, exit 4),
+one that refuses it (its reply, exit 5, kind "refused"), one of another protocol (exit 4)
+and a silent one (exit 3 within the timeout): one stderr line, no traceback, the preamble
+still in JSON and --msg. In a scan, a failing target gets its error as its report while
+another target is audited as usual. Also `--starttls auto` (by port) and bad values."""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from lab_servers.daemons import DaemonFactory
+
+from tlsprobe.commands.starttls_option import spec_for
+from tlsprobe.errors import UsageError
+from tlsprobe.net.starttls import PreambleLine, PreambleRecord
+from tlsprobe.net.starttls_connect import info_of
+from tlsprobe.net.tcp import Target
+
+Cli = Callable[..., Any]
+Script = list[tuple[bool, bytes]]   # (read one line first?, then send these bytes)
+
+NOT_OFFERED: Script = [(False, b"220 mx.test ESMTP\r\n"),
+                       (True, b"250-mx.test\r\n250-PIPELINING\r\n250 8BITMIME\r\n")]
+REFUSED: Script = [(False, b"220 mx.test ESMTP\r\n"), (True, b"250-mx.test\r\n250 STARTTLS\r\n"),
+                   (True, b"454 4.7.0 TLS not available due to local problem\r\n")]
+OTHER: Script = [(False, b"SSH-2.0-OpenSSH_9.6\r\n")]
+SILENT: Script = []
+
+
+@pytest.fixture
+def scripted() -> Iterator[Callable[[Script], int]]:
+    """`scripted(script)` -> port: a server on 127.0.0.1 playing `script` on every
+    connection (a scan opens several), then holding the connection until the client
+    closes it (a silent server says nothing at all)."""
+    listeners: list[socket.socket] = []
+    stop = threading.Event()
+
+    def play(conn: socket.socket, script: Script) -> None:
+        conn.settimeout(15)
+        with conn:
+            try:
+                for read_first, answer in script:
+                    if read_first:
+                        line = b""
+                        while not line.endswith(b"\n"):
+                            chunk = conn.recv(1)
+                            if not chunk:
+                                return
+                            line += chunk
+                    conn.sendall(answer)
+                while not stop.is_set() and conn.recv(4096):
+                    pass
+            except OSError:
+                return
+
+    def start(script: Script) -> int:
+        listener = socket.create_server(("127.0.0.1", 0))
+        listener.settimeout(0.2)
+        listeners.append(listener)
+
+        def accept() -> None:
+            while not stop.is_set():
+                try:
+                    conn, _ = listener.accept()
+                except TimeoutError:
+                    continue
+                except OSError:
+                    return
+                threading.Thread(target=play, args=(conn, script), daemon=True).start()
+        threading.Thread(target=accept, daemon=True).start()
+        return int(listener.getsockname()[1])
+
+    yield start
+    stop.set()
+    for listener in listeners:
+        listener.close()
+
+
+def _one_line(stderr: str) -> str:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("script,code,kind,text", [
+    (NOT_OFFERED, 4, "not_tls", "EHLO keywords: 'PIPELINING 8BITMIME'"),
+    (REFUSED, 5, "refused", "smtp: the server refused STARTTLS: '454 4.7.0 TLS not available"),
+    (OTHER, 4, "not_tls", "not speaking smtp: it sent an SSH banner ('SSH-2.0-OpenSSH_9.6"),
+], ids=["not-offered", "refused", "another-protocol"])
+def test_probe_preamble_errors(scripted: Callable[[Script], int], run_cli: Cli,
+                               script: Script, code: int, kind: str, text: str) -> None:
+    port = scripted(script)
+    res = run_cli(f"127.0.0.1:{port}", "--starttls", "smtp", "--json", "--timeout", "5")
+    assert res.returncode == code, res.stderr
+    line = _one_line(res.stderr)
+    assert line.startswith(f"tlsprobe: 127.0.0.1:{port}: ") and text in line, line
+    assert line.count(f"127.0.0.1:{port}") == 1, line
+    data = json.loads(res.stdout)
+    assert data["error_kind"] == kind and text in data["error"]
+    assert data["starttls"]["protocol"] == "smtp"
+    if script is not OTHER:
+        assert data["starttls"]["banner"] == "220 mx.test ESMTP"
+
+
+def test_probe_msg_shows_the_refused_exchange(scripted: Callable[[Script], int],
+                                              run_cli: Cli) -> None:
+    port = scripted(REFUSED)
+    res = run_cli(f"127.0.0.1:{port}", "--starttls", "smtp", "--msg", "--timeout", "5")
+    assert res.returncode == 5
+    assert res.stdout.splitlines() == [
+        "<<< plain text (smtp, before TLS): 220 mx.test ESMTP",
+        ">>> plain text (smtp, before TLS): EHLO tlsprobe.invalid",
+        "<<< plain text (smtp, before TLS): 250-mx.test",
+        "<<< plain text (smtp, before TLS): 250 STARTTLS",
+        ">>> plain text (smtp, before TLS): STARTTLS",
+        "<<< plain text (smtp, before TLS): 454 4.7.0 TLS not available due to local problem"]
+
+
+def test_probe_against_a_silent_server_is_a_timeout(scripted: Callable[[Script], int],
+                                                    run_cli: Cli) -> None:
+    port = scripted(SILENT)
+    res = run_cli(f"127.0.0.1:{port}", "--starttls", "smtp", "--timeout", "1", timeout=30)
+    assert res.returncode == 3
+    assert _one_line(res.stderr) == (f"tlsprobe: 127.0.0.1:{port}: smtp: no answer while "
+                                     "waiting for the greeting")
+
+
+def test_scan_failing_target_gets_its_error_others_unaffected(
+        scripted: Callable[[Script], int], daemon: DaemonFactory, run_cli: Cli) -> None:
+    good = daemon("postfix", curves="secp384r1").ports["smtp"]
+    bad = scripted(REFUSED)
+    res = run_cli("scan", f"127.0.0.1:{bad}", f"127.0.0.1:{good}", "--starttls", "smtp",
+                  "--checks", "groups", "--json", "--no-progress", "--no-policy", timeout=240)
+    assert res.returncode == 5, res.stderr
+    reports = {r["port"]: r for r in map(json.loads, res.stdout.splitlines())}
+    assert reports[bad]["error_kind"] == "refused"
+    assert "454 4.7.0 TLS not available" in reports[bad]["error"]
+    # the refusal ends the audit at once: the connections that asked (at most --per-host 3
+    # at once before the first answer) count, the later ones are not made
+    assert 1 <= reports[bad]["total_connections"] <= 3, reports[bad]["connections"]
+    assert reports[bad]["starttls"]["capability"] == "250 STARTTLS"
+    assert reports[good]["error"] is None
+    tls13 = next(g for g in reports[good]["groups"] if g["version"]["name"] == "TLS 1.3")
+    assert [g["name"] for g in tls13["supported"]] == ["secp384r1"]
+    line = _one_line(res.stderr)
+    assert line.startswith(f"tlsprobe: 127.0.0.1:{bad}: ") and "refused STARTTLS" in line
+
+
+def test_scan_not_offered_and_silent(scripted: Callable[[Script], int], run_cli: Cli) -> None:
+    absent, silent = scripted(NOT_OFFERED), scripted(SILENT)
+    res = run_cli("scan", f"127.0.0.1:{absent}", f"127.0.0.1:{silent}", "--starttls", "smtp",
+                  "--checks", "groups", "--json", "--no-progress", "--no-policy", "--timeout",
+                  "1", "--retries", "0", timeout=120)
+    reports = {r["port"]: r for r in map(json.loads, res.stdout.splitlines())}
+    assert reports[absent]["error_kind"] == "not_tls"
+    assert "EHLO keywords: 'PIPELINING 8BITMIME'" in reports[absent]["error"]
+    assert reports[silent]["error_kind"] == "network"
+    assert "no answer while waiting for the greeting" in reports[silent]["error"]
+    assert res.returncode == 4 and "Traceback" not in res.stderr
+
+
+def _args(**kw: Any) -> argparse.Namespace:
+    base = {"starttls": None, "xmpp_host": None, "sni": None, "no_sni": False}
+    base.update(kw)
+    return argparse.Namespace(**base)
+
+
+@pytest.mark.parametrize("port,proto", [(25, "smtp"), (587, "smtp"), (143, "imap"),
+                                        (110, "pop3"), (21, "ftp"), (389, "ldap"),
+                                        (5432, "postgres"), (3306, "mysql"), (5222, "xmpp"),
+                                        (5269, "xmpp-server"), (119, "nntp"), (4190, "sieve"),
+                                        (6667, "irc")])
+def test_auto_chooses_by_port_and_says_so(port: int, proto: str) -> None:
+    note = io.StringIO()
+    spec = spec_for(_args(starttls="auto"), Target("mx.test", port), note=note)
+    assert spec is not None and spec.protocol == proto and spec.by_port
+    assert note.getvalue() == (f"tlsprobe: note: --starttls auto: {proto} (the well-known "
+                               f"protocol of port {port})\n")
+    record = PreambleRecord(proto, b"220 \x1b[31mhi", None, (PreambleLine("server", b"x"),))
+    info = info_of(record, spec)
+    assert (info.chosen_by, info.banner) == ("port", "220 \\x1b[31mhi")
+
+
+def test_named_protocol_says_nothing_and_xmpp_host_is_the_to_domain() -> None:
+    note = io.StringIO()
+    spec = spec_for(_args(starttls="XMPP", xmpp_host="chat.test", sni="other.test"),
+                    Target("127.0.0.1", 5222), note=note)
+    assert spec is not None and (spec.protocol, spec.server_name, spec.by_port) == (
+        "xmpp", "chat.test", False)
+    assert note.getvalue() == ""
+    spec = spec_for(_args(starttls="xmpp", sni="other.test"), Target("127.0.0.1", 5222))
+    assert spec is not None and spec.server_name == "other.test"
+    spec = spec_for(_args(starttls="xmpp"), Target("chat.test", 5222))
+    assert spec is not None and spec.server_name == "chat.test"
+
+
+@pytest.mark.parametrize("kw,text", [
+    ({"starttls": "auto"}, "--starttls auto: port 4433 has no well-known STARTTLS protocol"),
+    ({"starttls": "gopher"}, "--starttls: unknown protocol 'gopher'"),
+    ({"xmpp_host": "chat.test"}, "--xmpp-host only applies with --starttls"),
+    ({"starttls": "xmpp", "xmpp_host": "a b"}, "--xmpp-host: 'a b' is not a domain name"),
+])
+def test_bad_values_are_usage_errors(kw: dict[str, str], text: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        spec_for(_args(**kw), Target("127.0.0.1", 4433))
+    assert text in str(caught.value)
+
+
+def test_bad_value_on_the_command_line_is_exit_2(run_cli: Cli) -> None:
+    for argv in (["127.0.0.1:4433", "--starttls", "gopher"],
+                 ["scan", "127.0.0.1:4433", "--starttls", "auto"],
+                 ["127.0.0.1:4433", "--timing", "--starttls", "auto"]):
+        res = run_cli(*argv)
+        assert res.returncode == 2, (argv, res.stderr)
+        assert _one_line(res.stderr).startswith("tlsprobe: ")
+
+
+@pytest.mark.parametrize("script,code,text", [
+    (REFUSED, 5, "refused STARTTLS: '454 4.7.0"),
+    (NOT_OFFERED, 4, "EHLO keywords: 'PIPELINING 8BITMIME'")], ids=["refused", "not-offered"])
+def test_timing_preamble_errors(scripted: Callable[[Script], int], run_cli: Cli,
+                                script: Script, code: int, text: str) -> None:
+    port = scripted(script)
+    res = run_cli(f"127.0.0.1:{port}", "--timing", "--starttls", "smtp", "--timeout", "5",
+                  timeout=60)
+    assert res.returncode == code, res.stderr
+    line = _one_line(res.stderr)
+    assert line.startswith(f"tlsprobe: 127.0.0.1:{port}: ") and text in line, line
+    assert line.count(f"127.0.0.1:{port}") == 1, line
+
+
+def test_scan_text_names_the_starttls_protocol_and_banner(scripted: Callable[[Script], int],
+                                                         run_cli: Cli) -> None:
+    port = scripted(REFUSED)
+    res = run_cli("scan", f"127.0.0.1:{port}", "--starttls", "smtp", "--no-progress",
+                  "--checks", "groups", timeout=60)
+    assert res.returncode == 5, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0] == f"Audit of 127.0.0.1:{port}"
+    assert lines[1] == "STARTTLS: smtp; banner: 220 mx.test ESMTP"
+    assert lines[2].startswith(f"Error: 127.0.0.1:{port}: smtp: the server refused STARTTLS")

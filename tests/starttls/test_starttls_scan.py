@@ -1,0 +1,63 @@
+"""`tlsprobe scan HOST:PORT --starttls PROTO` end to end against the real daemons: every
+connection of the audit holds the preamble, and the group audit lists exactly the groups
+the daemon was configured with (P-384 alone, so the daemon's defaults would not pass); the
+version audit over STARTTLS; the JSON report's `starttls` object (once per target)."""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from lab_servers.daemons import DaemonFactory
+
+Cli = Callable[..., Any]
+
+# (daemon, options, port name, --starttls)
+GROUP_AUDITS = [
+    ("postfix", {"curves": "secp384r1"}, "smtp", "smtp"),
+    ("dovecot", {"curves": "P-384"}, "imap", "imap"),
+    ("dovecot", {"curves": "P-384"}, "pop3", "pop3"),
+    ("postgres", {"curve": "secp384r1"}, "postgres", "postgres"),
+]
+
+
+def _tls13_groups(report: dict[str, Any]) -> list[str]:
+    audit = next(g for g in report["groups"] if g["version"]["name"] == "TLS 1.3")
+    return [g["name"] for g in audit["supported"]]
+
+
+@pytest.mark.parametrize("name,options,port,proto", GROUP_AUDITS,
+                         ids=[f"{g[0]}-{g[3]}" for g in GROUP_AUDITS])
+def test_group_audit_over_starttls_finds_the_configured_groups(
+        daemon: DaemonFactory, run_cli: Cli, name: str, options: dict[str, object], port: str,
+        proto: str) -> None:
+    server = daemon(name, **options)
+    res = run_cli("scan", f"127.0.0.1:{server.ports[port]}", "--starttls", proto, "--checks",
+                  "groups", "--json", "--no-progress", "--no-policy", timeout=240)
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
+    assert report["error"] is None
+    assert _tls13_groups(report) == ["secp384r1"], report["groups"]
+    assert report["starttls"]["protocol"] == proto
+    assert report["starttls"]["capability"] is not None
+
+
+@pytest.mark.parametrize("name,port,proto", [("mariadb", "mysql", "mysql"),
+                                             ("slapd", "ldap", "ldap"),
+                                             ("prosody", "xmpp", "xmpp")])
+def test_version_audit_over_starttls(daemon: DaemonFactory, run_cli: Cli, name: str,
+                                     port: str, proto: str) -> None:
+    server = daemon(name)
+    res = run_cli("scan", f"127.0.0.1:{server.ports[port]}", "--starttls", proto, "--checks",
+                  "versions", "--json", "--no-progress", "--no-policy", "--xmpp-host",
+                  "localhost", timeout=240) if proto == "xmpp" else \
+        run_cli("scan", f"127.0.0.1:{server.ports[port]}", "--starttls", proto, "--checks",
+                "versions", "--json", "--no-progress", "--no-policy", timeout=240)
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
+    status = {v["version"]["name"]: v["status"] for v in report["versions"]}
+    assert status["TLS 1.3"] == "supported" and status["TLS 1.2"] == "supported", status
+    assert status["SSL 3.0"] == "not_supported", status
+    assert report["starttls"]["protocol"] == proto
+    assert report["total_connections"] >= len(status)

@@ -1,0 +1,58 @@
+"""`--starttls PROTO` and `--xmpp-host NAME`, shared by the probe, `--timing` and `scan`:
+the options, their checks (a usage error before connecting) and the `StartTlsSpec` of one
+target, with the stderr note that says which protocol `--starttls auto` chose."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import IO, TYPE_CHECKING, Any
+
+from tlsprobe.errors import UsageError
+
+if TYPE_CHECKING:
+    from tlsprobe.net.starttls_connect import StartTlsSpec
+    from tlsprobe.net.tcp import Target
+
+#: the protocols of --starttls (tlsprobe.net.starttls.PROTOCOLS, spelt here so that --help
+#: imports nothing)
+NAMES = ("smtp", "lmtp", "imap", "pop3", "ftp", "xmpp", "xmpp-server", "ldap", "postgres",
+         "mysql", "nntp", "sieve", "irc")
+
+
+def add_starttls_arguments(group: Any) -> None:
+    """The two options, on an ArgumentParser or an argument group."""
+    group.add_argument("--starttls", metavar="PROTO", help="upgrade a plain-text connection "
+                       f"to TLS first: {', '.join(NAMES)}, or auto (chosen by the well-known "
+                       "port: 25/587 smtp, 143 imap, 110 pop3, 21 ftp, 389 ldap, 5432 "
+                       "postgres, 3306 mysql, 5222 xmpp, ...); implicit-TLS ports (465, 993, "
+                       "...) need none")
+    group.add_argument("--xmpp-host", metavar="NAME", help="the domain in the XMPP stream "
+                       "header's to= (default: the server_name, else the host)")
+
+
+def spec_for(args: argparse.Namespace, target: Target, *, note: IO[str] | None = None
+             ) -> StartTlsSpec | None:
+    """The preamble to hold before TLS on `target`, or None without --starttls; the
+    `--starttls auto` choice is told on `note` (default stderr) as one note line."""
+    option = getattr(args, "starttls", None)
+    xmpp_host = getattr(args, "xmpp_host", None)
+    if option is None:
+        if xmpp_host is not None:
+            raise UsageError("--xmpp-host only applies with --starttls xmpp or xmpp-server")
+        return None
+    from tlsprobe.net.starttls_connect import StartTlsSpec, choose_protocol
+    protocol, by_port = choose_protocol(option, target.port)
+    if xmpp_host is not None:
+        name = xmpp_host.strip()
+        if not name or any(c.isspace() or not c.isprintable() or c in "<>'\"&" for c in name):
+            raise UsageError(f"--xmpp-host: {xmpp_host[:40]!r} is not a domain name")
+    sni = None if getattr(args, "no_sni", False) else getattr(args, "sni", None)
+    spec = StartTlsSpec(protocol, xmpp_host or sni or target.host, by_port)
+    said = spec.note(target.port)
+    if said is not None:
+        print(said, file=note or sys.stderr)
+    return spec
+
+
+__all__ = ["NAMES", "add_starttls_arguments", "spec_for"]
