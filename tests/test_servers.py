@@ -19,7 +19,7 @@ from OpenSSL import SSL
 from OpenSSL._util import ffi, lib
 
 from lab_servers.certs import dh_numbers
-from servers import (CertSet, Server, ServerStartError, is_listening, listening_inodes,
+from servers import (CertSet, Server, ServerStartError, listening_inodes,
                      start_server)
 
 pytestmark = pytest.mark.servers
@@ -97,11 +97,32 @@ def assert_stopped(server: Server) -> None:
     """The PID is gone (reaped), nothing listens on the port and it can be bound again."""
     assert not server.alive()
     assert not os.path.exists(f"/proc/{server.pid}")
-    assert not is_listening(server.port)
+    holders = _holders(listening_inodes(server.port))
+    # a listener left by the server's process group (a forked worker that outlived it) is
+    # a failure; one of an unrelated process that took the freed port since is not ours
+    assert not [pid for pid, pgid in holders if pgid == server.pid], holders
+    if holders:
+        return
     family = socket.AF_INET6 if ":" in server.host else socket.AF_INET
     with socket.socket(family) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         probe.bind((server.host, server.port))
+
+
+def _holders(inodes: set[int]) -> list[tuple[int, int]]:
+    """(pid, process group) of every process holding one of the socket `inodes`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fds = [os.readlink(fd) for fd in (entry / "fd").iterdir()]
+            pgid = os.getpgid(int(entry.name))
+        except OSError:
+            continue
+        if any(t.startswith("socket:[") and int(t[8:-1]) in inodes for t in fds):
+            found.append((int(entry.name), pgid))
+    return found
 
 
 # One group per implementation that its defaults would not pick on their own.
