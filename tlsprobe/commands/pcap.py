@@ -13,6 +13,7 @@ import dataclasses
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import IO, Any
 
 from tlsprobe.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, UsageError
@@ -93,41 +94,10 @@ def _options(args: argparse.Namespace) -> tuple[Any, Any]:
                            trace_formatter=TraceFormatter if args.msg else None), flt
 
 
-class _Bar:
-    """A rich progress bar on stderr, only when stderr is a terminal."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.progress: Any = None
-        if enabled and sys.stderr.isatty():
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                DownloadColumn,
-                Progress,
-                TextColumn,
-                TimeRemainingColumn,
-            )
-            self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
-                                     DownloadColumn(), TextColumn("{task.fields[packets]} "
-                                                                  "packets"),
-                                     TimeRemainingColumn(),
-                                     console=Console(file=sys.stderr), transient=True)
-            self.progress.start()
-        self.task: Any = None
-
-    def start(self, name: str) -> Any:
-        if self.progress is None or name == "<stdin>" or not os.path.isfile(name):
-            return None  # a stream of unknown size (stdin, pipe): no bar
-        from tlsprobe.offline.analyzer import Progress
-        self.task = self.progress.add_task(os.path.basename(name), total=None, packets=0)
-
-        def update(done: int, total: int | None, packets: int) -> None:
-            self.progress.update(self.task, completed=done, total=total, packets=packets)
-        return Progress(update)
-
-    def stop(self) -> None:
-        if self.progress is not None:
-            self.progress.stop()
+def _progress(update: Callable[[int, int | None, int], None] | None) -> Any:
+    """The analyzer's Progress around a bar's update callback (None: no bar)."""
+    from tlsprobe.offline.analyzer import Progress
+    return None if update is None else Progress(update)
 
 
 #: JSON text gathered before one write when the output is not a terminal (a capture's
@@ -284,7 +254,8 @@ def run(args: argparse.Namespace) -> int:
     output = _Output(args, sys.stdout)
     summaries: list[dict[str, Any]] = []
     broken = unreadable = False
-    bar = _Bar(not args.no_progress and not args.msg)
+    from tlsprobe.report.progress import CaptureBar
+    bar = CaptureBar(not args.no_progress and not args.msg)
     # Reading a capture allocates many short-lived objects and few cycles: keep what is
     # loaded out of the collector's scans and let it run less often (about 10% faster).
     gc.freeze()
@@ -295,7 +266,7 @@ def run(args: argparse.Namespace) -> int:
             error = _missing(path)
             if error is None:
                 try:
-                    analysis = CaptureAnalysis(path, options, bar.start(name),
+                    analysis = CaptureAnalysis(path, options, _progress(bar.start(name)),
                                                display_name=name)
                 except CaptureError as exc:
                     error = str(exc).removeprefix(f"{name}: ")

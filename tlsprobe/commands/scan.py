@@ -220,39 +220,6 @@ def exit_reason(reports: list[AuditReport], fail_on: str | None) -> tuple[int, s
     return EXIT_OK, "no error (findings set the exit code only with --fail-on)"
 
 
-class _Progress:
-    """A rich progress bar on stderr: one line per target with its connection count."""
-
-    def __init__(self, enabled: bool, targets: list[Target]) -> None:
-        self.progress = None
-        if not enabled:
-            return
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
-        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                                 console=Console(file=sys.stderr), transient=True)
-        self.tasks = {t.display: self.progress.add_task(t.display, total=None) for t in targets}
-        self.count: dict[str, int] = {}
-
-    def connection(self, target: Target, phase: str) -> None:
-        if self.progress is not None:
-            n = self.count[target.display] = self.count.get(target.display, 0) + 1
-            self.progress.update(self.tasks[target.display],
-                                 description=f"{target.display}: {n} connections, {phase}")
-
-    def phase(self, target: Target, phase: str) -> None:
-        if self.progress is not None:
-            self.progress.advance(self.tasks[target.display])
-
-    def report(self, report: AuditReport) -> None:
-        if self.progress is not None:
-            from tlsprobe.net.tcp import Target
-            where = Target(report.host, report.port).display
-            self.progress.update(self.tasks[where], total=1, completed=1,
-                                 description=f"{where}: done, {report.total_connections} "
-                                             "connections")
-
-
 def _load_policy(spec: str) -> Policy:
     """A policy by name or file; one that cannot be loaded is a usage error (exit 2) with
     the policy's own one-line message."""
@@ -317,7 +284,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if args.json:
         for report in bad.values():
             print(report.to_json(), file=out, flush=True)
-    progress = _Progress(not args.no_progress and sys.stderr.isatty(), targets)
+    from tlsprobe.report.progress import ScanProgress
+    progress = ScanProgress(not args.no_progress and sys.stderr.isatty(), targets)
     scheduler = Scheduler(per_host=args.per_host, delay=args.delay, retries=args.retries,
                           timeout=args.timeout, on_connection=progress.connection,
                           connector=_starttls_connector(args, targets))

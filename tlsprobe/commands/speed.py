@@ -17,7 +17,7 @@ import json
 import math
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING
 
 from tlsprobe.errors import TlsprobeError, UsageError
 
@@ -180,47 +180,6 @@ def list_json(algorithms: Sequence[Algorithm] | None = None) -> dict[str, object
                        for word, members in sorted(catalog.groups().items())}}
 
 
-class _Display:
-    """Progress on stderr with rich, only when stderr is a terminal; silent otherwise.
-
-    The display is refreshed by hand between figures (no refresh thread), so it never
-    competes with a measurement for the interpreter.
-    """
-
-    def __init__(self, total: int) -> None:
-        self._progress = None
-        self._task = None
-        if not sys.stderr.isatty():
-            return
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-        self._progress = Progress(TextColumn("{task.description}"), BarColumn(),
-                                  MofNCompleteColumn(), console=Console(stderr=True),
-                                  auto_refresh=False, transient=True)
-        self._task = self._progress.add_task("setting up", total=total)
-
-    def __enter__(self) -> Self:
-        if self._progress is not None:
-            self._progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._progress is not None:
-            self._progress.stop()
-
-    def figure(self, done: int, total: int, label: str) -> None:
-        if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, completed=done, total=total,
-                                  description=label or "done")
-            self._progress.refresh()
-
-    def note(self, label: str) -> None:
-        if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, description=label)
-            self._progress.refresh()
-
-
 def _selection(names: list[str]) -> list[Algorithm]:
     from tlsprobe.speed import UnknownAlgorithm, catalog
     try:
@@ -270,7 +229,8 @@ def run(args: argparse.Namespace) -> int:
     compare = args.compare_openssl or openssl_binary is not None
     total = figure_total(algorithms, block_sizes)
     interrupted = False
-    with _Display(total) as display:
+    from tlsprobe.report.progress import SpeedDisplay
+    with SpeedDisplay(total) as display:
         progress: Callable[[int, int, str], None] = display.figure
         try:
             report = run_speed(algorithms, seconds, processes=processes,
