@@ -79,6 +79,25 @@ def test_statistics() -> None:
     assert d["alerts"] == [{"name": "server handshake_failure", "connections": 1}]
 
 
+@pytest.mark.parametrize("name", ALL)
+def test_counted_connections_hold_their_reports_values(name: str) -> None:
+    """`counts_only` (pcap --stats) gives each connection's counted fields, the same
+    values its report holds, and the same statistics."""
+    whole, counted = reports(name), reports(name, counts_only=True)
+    assert [r.id for r in counted] == [r.id for r in whole]
+    for c, r in zip(counted, whole):
+        if isinstance(c, build.Counted):
+            assert c == tuple(getattr(r, f) for f in build.Counted._fields)
+    a, b = Statistics(), Statistics()
+    for r in whole:
+        a.add(r)
+    for c in counted:
+        b.add(c)
+    assert a.to_dict() == b.to_dict()
+    assert any(isinstance(c, build.Counted) for c in counted) or not whole or \
+        all(r.transport != "tcp" for r in whole)
+
+
 @pytest.mark.parametrize(("text", "code"), [("1.3", 0x0304), ("TLSv1.2", 0x0303),
                                              ("tls1_1", 0x0302), ("TLS1.0", 0x0301),
                                              ("ssl3", 0x0300), ("SSLv2", 0x0002),

@@ -214,17 +214,45 @@ def _shape(f: Facts, transport: str) -> tuple:  # type: ignore[type-arg]
             f.ticket_lifetime, f.alpn_ee, f.signature_scheme, f.sslv2_server, f.framing)
 
 
-def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> ConnectionReport:
-    """The report of one finished connection (its handshake's derivation remembered in the
-    analysis caches of its facts)."""
-    caches = f.caches
-    shapes = caches.reports
+def _derived(f: Facts, transport: str) -> tuple:  # type: ignore[type-arg]
+    """`_derive` of this handshake, remembered by its shape in the analysis caches."""
+    shapes = f.caches.reports
     key = _shape(f, transport)
     derived = shapes.get(key)
     if derived is None:
         if len(shapes) >= MAX_ENTRIES:
             shapes.clear()
-        derived = shapes[key] = _derive(f, transport, caches)
+        derived = shapes[key] = _derive(f, transport, f.caches)
+    return derived
+
+
+class Counted(NamedTuple):
+    """What `offline.stats.Statistics` counts of a connection, with the same values as its
+    `ConnectionReport` would hold: `pcap --stats` alone needs no more than this, so the
+    analysis makes these instead of whole reports (AnalyzerOptions.counts_only)."""
+
+    id: int
+    protocol: str
+    offer: Offer | None
+    version: Codepoint | None
+    cipher: Cipher | None
+    key_exchange: KeyExchange | None
+    hello_retry_request: Codepoint | None
+    resumption: str | None
+    alerts: tuple[AlertInfo, ...]
+
+
+def count_of(cid: int, protocol: str, f: Facts, transport: str = "tcp") -> Counted:
+    """The counted fields of connection `cid` (see `Counted`)."""
+    d = _derived(f, transport)
+    return tuple.__new__(Counted, (cid, protocol, d[1], d[4], d[5], d[6], d[7], d[10], d[12]))
+
+
+def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> ConnectionReport:
+    """The report of one finished connection (its handshake's derivation remembered in the
+    analysis caches of its facts)."""
+    caches = f.caches
+    derived = _derived(f, transport)
     (sni, offer, client_ext, server_ext, version, cipher, kx, hrr, scheme, alpn, resumption,
      certificates, alerts, messages, prints, shape_json) = derived
     (file, cid, transport_name, protocol, client_ip, client_port, server_ip, server_port,

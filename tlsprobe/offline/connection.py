@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from tlsprobe.capture import ConnKey
-from tlsprobe.offline.build import Endpoints, build_report
+from tlsprobe.offline.build import Counted, Endpoints, build_report, count_of
 from tlsprobe.offline.facts import Facts
 from tlsprobe.model.capture import ConnectionReport
 
@@ -85,6 +85,15 @@ class Connection:
             why = "no TLS record found in the control channel: " + TLS_CRYPT
         if why is not None:
             self.facts.problem(f"OpenVPN: {why}")
+
+    def counted(self) -> Counted:
+        """What the statistics count of this connection (its report's values, not built)."""
+        self._framing()
+        if self.facts.handshake_gap[1]:
+            missing = self.facts.missing_server_key_exchange()
+            if missing is not None:
+                self.facts.problem(missing)
+        return count_of(self.key.id, "tls", self.facts)
 
     def report(self, file: str, close: str | None) -> ConnectionReport:
         k = self.key

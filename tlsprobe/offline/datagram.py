@@ -21,7 +21,8 @@ from tlsprobe.model.capture import ConnectionReport
 
 
 class Analyzed(NamedTuple):
-    """One connection's report and its `--msg` trace lines (None: no trace asked for)."""
+    """One connection's report and its `--msg` trace lines (None: no trace asked for). With
+    AnalyzerOptions.counts_only a TCP connection's report is an `offline.build.Counted`."""
 
     report: ConnectionReport
     trace: list[str] | None
