@@ -91,10 +91,9 @@ def _options(args: argparse.Namespace) -> tuple[Any, Any]:
                            embedded_keys=not args.no_embedded_keys,
                            quic=not args.no_quic,
                            trace_formatter=TraceFormatter if args.msg else None,
-                           # --stats alone counts; it needs no whole reports
-                           counts_only=args.stats and not (
-                               args.json or args.jsonl or args.details or args.msg or
-                               flt.active)), flt
+                           # the table and --stats need no whole reports
+                           brief=not (args.json or args.jsonl or args.details or args.msg or
+                                      flt.active)), flt
 
 
 class _Bar:

@@ -21,7 +21,13 @@ from tlsprobe.offline import fingerprints
 from tlsprobe.offline.caches import MAX_ENTRIES, AnalysisCaches
 from tlsprobe.offline.facts import CLIENT, SERVER, Facts
 from tlsprobe.wire.hello_fields import ClientHelloInfo
-from tlsprobe.model.capture import SHAPE_JSON, ConnectionReport, ConnectionTimings, Fingerprints
+from tlsprobe.model.capture import (
+    SHAPE_JSON,
+    BriefReport,
+    ConnectionReport,
+    ConnectionTimings,
+    Fingerprints,
+)
 from tlsprobe.model.probe import AlertInfo, Cipher, Codepoint, KeyExchange, Offer
 
 _T = TypeVar("_T")
@@ -226,26 +232,15 @@ def _derived(f: Facts, transport: str) -> tuple:  # type: ignore[type-arg]
     return derived
 
 
-class Counted(NamedTuple):
-    """What `offline.stats.Statistics` counts of a connection, with the same values as its
-    `ConnectionReport` would hold: `pcap --stats` alone needs no more than this, so the
-    analysis makes these instead of whole reports (AnalyzerOptions.counts_only)."""
-
-    id: int
-    protocol: str
-    offer: Offer | None
-    version: Codepoint | None
-    cipher: Cipher | None
-    key_exchange: KeyExchange | None
-    hello_retry_request: Codepoint | None
-    resumption: str | None
-    alerts: tuple[AlertInfo, ...]
-
-
-def count_of(cid: int, protocol: str, f: Facts, transport: str = "tcp") -> Counted:
-    """The counted fields of connection `cid` (see `Counted`)."""
-    d = _derived(f, transport)
-    return tuple.__new__(Counted, (cid, protocol, d[1], d[4], d[5], d[6], d[7], d[10], d[12]))
+def brief_of(where: Endpoints, f: Facts, transport: str = "tcp") -> BriefReport:
+    """What the table and the statistics show of a finished connection (see
+    `BriefReport`): the values `build_report` would give them."""
+    (sni, offer, _ce, _se, version, cipher, kx, hrr, _scheme, alpn, resumption, _certs,
+     alerts, _messages, prints, _json) = _derived(f, transport)
+    return tuple.__new__(BriefReport, (
+        where.id, where.transport, where.protocol, f"{where.client_ip}:{where.client_port}",
+        f"{where.server_ip}:{where.server_port}", where.first_frame, sni, offer, version,
+        cipher, kx, hrr, alpn, resumption, alerts, prints))
 
 
 def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> ConnectionReport:

@@ -22,7 +22,7 @@ from tlsprobe.model.capture import ConnectionReport
 
 class Analyzed(NamedTuple):
     """One connection's report and its `--msg` trace lines (None: no trace asked for). With
-    AnalyzerOptions.counts_only a TCP connection's report is an `offline.build.Counted`."""
+    AnalyzerOptions.brief a TCP connection's report is a `model.capture.BriefReport`."""
 
     report: ConnectionReport
     trace: list[str] | None
