@@ -64,7 +64,8 @@ def render_rows(rows: Sequence[tuple[str, ...]], out: IO[str], *, title: str | N
                 columns: Sequence[str] = COLUMNS) -> None:
     """A table of plain-string rows: rich on a terminal, aligned text elsewhere; what a
     capture holds (SNI, ALPN, names) is escaped."""
-    rows = [tuple(map(shown, row)) for row in rows]
+    # a row whose text is all printable is shown as it is (one check per row, not per cell)
+    rows = [row if "".join(row).isprintable() else tuple(map(shown, row)) for row in rows]
     if out.isatty():
         from rich import box
         from rich.console import Console
