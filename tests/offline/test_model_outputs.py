@@ -15,7 +15,8 @@ from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
 from tlsprobe.report.trace import TraceFormatter
 from tlsprobe.offline.filters import ConnectionFilter, parse_version
 from tlsprobe.offline.stats import Statistics
-from tlsprobe.model.capture import ConnectionReport, capture_encoder
+from tlsprobe.model.capture import BriefReport, ConnectionReport, capture_encoder
+from tlsprobe.report.offline_tables import connection_row
 
 ALL = sorted(p.name for p in CAPTURES.glob("*.pcap"))
 
@@ -77,6 +78,26 @@ def test_statistics() -> None:
     groups = {row["name"]: row["connections"] for row in d["groups"]}
     assert groups["x25519 (0x001d)"] == 3 and groups["secp256r1 (0x0017)"] == 1
     assert d["alerts"] == [{"name": "server handshake_failure", "connections": 1}]
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_brief_reports_hold_their_reports_values(name: str) -> None:
+    """`brief` (the pcap table and --stats) gives each connection the fields shown, the
+    same values its report holds: the same table rows and statistics."""
+    whole, brief = reports(name), reports(name, brief=True)
+    assert [r.id for r in brief] == [r.id for r in whole]
+    assert any(isinstance(b, BriefReport) for b in brief) or \
+        all(r.transport != "tcp" for r in whole)
+    for b, r in zip(brief, whole):
+        if isinstance(b, BriefReport):
+            assert b == tuple(getattr(r, f) for f in BriefReport._fields)
+        assert connection_row(b) == connection_row(r)
+    a, c = Statistics(), Statistics()
+    for r in whole:
+        a.add(r)
+    for b in brief:
+        c.add(b)
+    assert a.to_dict() == c.to_dict()
 
 
 @pytest.mark.parametrize(("text", "code"), [("1.3", 0x0304), ("TLSv1.2", 0x0303),

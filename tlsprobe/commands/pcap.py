@@ -91,7 +91,10 @@ def _options(args: argparse.Namespace) -> tuple[Any, Any]:
     return AnalyzerOptions(trace=args.msg, keylog=keylog,
                            embedded_keys=not args.no_embedded_keys,
                            quic=not args.no_quic,
-                           trace_formatter=TraceFormatter if args.msg else None), flt
+                           trace_formatter=TraceFormatter if args.msg else None,
+                           # the table and --stats need no whole reports
+                           brief=not (args.json or args.jsonl or args.details or args.msg or
+                                      flt.active)), flt
 
 
 def _progress(update: Callable[[int, int | None, int], None] | None) -> Any:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from tlsprobe.model.encode import JsonEncoder, number, string, to_jsonable
 from tlsprobe.model.probe import (
@@ -28,6 +28,7 @@ from tlsprobe.model.probe import (
 __all__ = [
     "SCHEMA_VERSION",
     "AlertInfo",
+    "BriefReport",
     "CaptureSummary",
     "CertificateInfo",
     "Cipher",
@@ -177,6 +178,29 @@ class ConnectionReport:
                 f'"compression": {dumps(self.compression)}, '
                 f'"sslv2_cipher_specs": {dumps(self.sslv2_cipher_specs)}, '
                 f'"framing": {enc(self.framing)}}}')
+
+
+class BriefReport(NamedTuple):
+    """The fields of a `ConnectionReport` that the connection table and the statistics
+    show, with the same values: `pcap` without JSON, details, trace or filters needs no
+    more, so the analysis makes these instead (offline AnalyzerOptions.brief)."""
+
+    id: int
+    transport: str
+    protocol: str
+    client: str
+    server: str
+    first_frame: int
+    sni: str | None
+    offer: Offer | None
+    version: Codepoint | None
+    cipher: Cipher | None
+    key_exchange: KeyExchange | None
+    hello_retry_request: Codepoint | None
+    alpn: str | None
+    resumption: str | None
+    alerts: tuple[AlertInfo, ...]
+    fingerprints: Fingerprints
 
 
 @dataclass(frozen=True)

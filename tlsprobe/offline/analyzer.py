@@ -50,7 +50,9 @@ class AnalyzerOptions:
     QUIC Initial packets; `max_trace_records`: records traced (and, with keys, decrypted)
     per connection before the rest is only counted; `trace_formatter`: makes the object
     that turns a connection's events into trace lines (report.trace.TraceFormatter, passed
-    in by the caller: the renderer is not this layer's), needed with `trace`."""
+    in by the caller: the renderer is not this layer's), needed with `trace`;
+    `brief`: TCP connections come as `model.capture.BriefReport` (what the table and the
+    statistics show) instead of whole reports."""
 
     trace: bool = False
     keylog: KeyLog | None = None
@@ -59,6 +61,7 @@ class AnalyzerOptions:
     max_trace_records: int = 2000
     hex_limit: int | None = None
     trace_formatter: FormatterFactory | None = None
+    brief: bool = False
 
     def __post_init__(self) -> None:
         if self.trace and self.trace_formatter is None:
@@ -180,7 +183,7 @@ class CaptureAnalysis:
             if decryptor.unsupported is not None:
                 why = decryptor.unsupported
                 self.undecrypted[why] = self.undecrypted.get(why, 0) + 1
-        report = conn.report(self.name, reason)
+        report = conn.brief() if self.options.brief else conn.report(self.name, reason)
         if conn.facts.handshake_gap[1] and len(self._gap_warnings) < MAX_GAP_NOTES:
             missing = conn.facts.missing_server_key_exchange()
             if missing is not None:

@@ -21,7 +21,13 @@ from tlsprobe.offline import fingerprints
 from tlsprobe.offline.caches import MAX_ENTRIES, AnalysisCaches
 from tlsprobe.offline.facts import CLIENT, SERVER, Facts
 from tlsprobe.wire.hello_fields import ClientHelloInfo
-from tlsprobe.model.capture import SHAPE_JSON, ConnectionReport, ConnectionTimings, Fingerprints
+from tlsprobe.model.capture import (
+    SHAPE_JSON,
+    BriefReport,
+    ConnectionReport,
+    ConnectionTimings,
+    Fingerprints,
+)
 from tlsprobe.model.probe import AlertInfo, Cipher, Codepoint, KeyExchange, Offer
 
 _T = TypeVar("_T")
@@ -214,17 +220,34 @@ def _shape(f: Facts, transport: str) -> tuple:  # type: ignore[type-arg]
             f.ticket_lifetime, f.alpn_ee, f.signature_scheme, f.sslv2_server, f.framing)
 
 
-def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> ConnectionReport:
-    """The report of one finished connection (its handshake's derivation remembered in the
-    analysis caches of its facts)."""
-    caches = f.caches
-    shapes = caches.reports
+def _derived(f: Facts, transport: str) -> tuple:  # type: ignore[type-arg]
+    """`_derive` of this handshake, remembered by its shape in the analysis caches."""
+    shapes = f.caches.reports
     key = _shape(f, transport)
     derived = shapes.get(key)
     if derived is None:
         if len(shapes) >= MAX_ENTRIES:
             shapes.clear()
-        derived = shapes[key] = _derive(f, transport, caches)
+        derived = shapes[key] = _derive(f, transport, f.caches)
+    return derived
+
+
+def brief_of(where: Endpoints, f: Facts, transport: str = "tcp") -> BriefReport:
+    """What the table and the statistics show of a finished connection (see
+    `BriefReport`): the values `build_report` would give them."""
+    (sni, offer, _ce, _se, version, cipher, kx, hrr, _scheme, alpn, resumption, _certs,
+     alerts, _messages, prints, _json) = _derived(f, transport)
+    return tuple.__new__(BriefReport, (
+        where.id, where.transport, where.protocol, f"{where.client_ip}:{where.client_port}",
+        f"{where.server_ip}:{where.server_port}", where.first_frame, sni, offer, version,
+        cipher, kx, hrr, alpn, resumption, alerts, prints))
+
+
+def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> ConnectionReport:
+    """The report of one finished connection (its handshake's derivation remembered in the
+    analysis caches of its facts)."""
+    caches = f.caches
+    derived = _derived(f, transport)
     (sni, offer, client_ext, server_ext, version, cipher, kx, hrr, scheme, alpn, resumption,
      certificates, alerts, messages, prints, shape_json) = derived
     (file, cid, transport_name, protocol, client_ip, client_port, server_ip, server_port,

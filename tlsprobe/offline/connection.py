@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from tlsprobe.capture import ConnKey
-from tlsprobe.offline.build import Endpoints, build_report
+from tlsprobe.offline.build import Endpoints, brief_of, build_report
 from tlsprobe.offline.facts import Facts
-from tlsprobe.model.capture import ConnectionReport
+from tlsprobe.model.capture import BriefReport, ConnectionReport
 
 
 class Connection:
@@ -87,6 +87,16 @@ class Connection:
             self.facts.problem(f"OpenVPN: {why}")
 
     def report(self, file: str, close: str | None) -> ConnectionReport:
+        return build_report(self._where(file, close), self.facts)
+
+    def brief(self) -> BriefReport:
+        """What the table and the statistics show of this connection (its report's values,
+        the report not built)."""
+        return brief_of(self._where("", None), self.facts)
+
+    def _where(self, file: str, close: str | None) -> Endpoints:
+        """The connection's endpoints, after the remarks its report makes (framing, lost
+        messages) are added to its facts."""
         k = self.key
         first, second = self.halves[0].aligner, self.halves[1].aligner
         midstream = first.midstream or second.midstream
@@ -100,4 +110,4 @@ class Connection:
             missing = self.facts.missing_server_key_exchange()
             if missing is not None:
                 self.facts.problem(missing)
-        return build_report(where, self.facts)
+        return where

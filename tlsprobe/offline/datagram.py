@@ -21,7 +21,8 @@ from tlsprobe.model.capture import ConnectionReport
 
 
 class Analyzed(NamedTuple):
-    """One connection's report and its `--msg` trace lines (None: no trace asked for)."""
+    """One connection's report and its `--msg` trace lines (None: no trace asked for). With
+    AnalyzerOptions.brief a TCP connection's report is a `model.capture.BriefReport`."""
 
     report: ConnectionReport
     trace: list[str] | None

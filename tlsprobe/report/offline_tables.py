@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import IO
 
 from tlsprobe.report.escape import shown
-from tlsprobe.model.capture import ConnectionReport
+from tlsprobe.model.capture import BriefReport, ConnectionReport
 
 COLUMNS = ("#", "Client", "Server", "SNI", "Version", "Cipher suite", "Group", "Key S/C",
            "ALPN", "JA4")
@@ -20,7 +20,7 @@ LEGEND = ("Key S/C: bytes of the server's key share and of the client's (TLS 1.3
           "TLS 1.2 ServerKeyExchange / ClientKeyExchange)")
 
 
-def _group(r: ConnectionReport) -> str:
+def _group(r: ConnectionReport | BriefReport) -> str:
     kx = r.key_exchange
     if kx is None:
         return f"HRR {r.hello_retry_request.name}" if r.hello_retry_request else "-"
@@ -35,7 +35,7 @@ def _group(r: ConnectionReport) -> str:
     return text + (" (after HRR)" if r.hello_retry_request else "")
 
 
-def _sizes(r: ConnectionReport) -> str:
+def _sizes(r: ConnectionReport | BriefReport) -> str:
     kx = r.key_exchange
     if kx is None or (kx.server_share_bytes is None and kx.client_share_bytes is None):
         return "-"
@@ -44,13 +44,13 @@ def _sizes(r: ConnectionReport) -> str:
     return f"{n(kx.server_share_bytes)}/{n(kx.client_share_bytes)}"
 
 
-def connection_label(r: ConnectionReport) -> str:
+def connection_label(r: ConnectionReport | BriefReport) -> str:
     """The `#` of a connection: TCP connections by number ("3"), the others prefixed with
     their protocol ("quic/0", "dtls/1"): each transport counts from 0 in a capture."""
     return str(r.id) if r.transport == "tcp" else f"{r.protocol}/{r.id}"
 
 
-def connection_row(r: ConnectionReport) -> tuple[str, ...]:
+def connection_row(r: ConnectionReport | BriefReport) -> tuple[str, ...]:
     """One table row of plain strings."""
     version = r.version.name if r.version else ("(no ServerHello)" if r.offer else "-")
     if r.alerts and r.version is None:
@@ -64,7 +64,8 @@ def render_rows(rows: Sequence[tuple[str, ...]], out: IO[str], *, title: str | N
                 columns: Sequence[str] = COLUMNS) -> None:
     """A table of plain-string rows: rich on a terminal, aligned text elsewhere; what a
     capture holds (SNI, ALPN, names) is escaped."""
-    rows = [tuple(map(shown, row)) for row in rows]
+    # a row whose text is all printable is shown as it is (one check per row, not per cell)
+    rows = [row if "".join(row).isprintable() else tuple(map(shown, row)) for row in rows]
     if out.isatty():
         from rich import box
         from rich.console import Console
