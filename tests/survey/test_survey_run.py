@@ -159,8 +159,11 @@ def test_stopped_survey_resumes_with_every_target_once(targets_file, dask_cluste
     args = ["survey", targets_file[0], "--out", out, "--scheduler", dask_cluster,
             "--shard-size", "1", "--rate", "4", "--no-progress"]
     env = dict(os.environ, PYTHONPATH=str(REPO))
+    # SIGINT at its default, as in a terminal: a shell's background job (a CI runner's)
+    # starts with it ignored, children inherit that, and the stop would never arrive
     proc = subprocess.Popen([sys.executable, "-m", "tlsprobe", *map(str, args)], env=env,
-                            stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
         while not glob.glob(str(out / "shard-*.parquet")):
