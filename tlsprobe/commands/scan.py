@@ -148,20 +148,26 @@ def _checks(args: argparse.Namespace) -> tuple[str, ...]:
             raise UsageError(f"--groups-only runs the group audit only: it cannot be combined "
                              f"with --checks {args.checks}")
         return ("groups",)
-    if args.checks is None:
+    return parse_checks(args.checks)
+
+
+def parse_checks(text: str | None) -> tuple[str, ...]:
+    """--checks LIST (None: the default checks) -> the audit's checks, in their order; a
+    derived check brings the phases it reads. Shared by `scan` and `survey`."""
+    if text is None:
         return CHECKS
-    items = [c.strip().lower() for c in args.checks.split(",") if c.strip()]
+    items = [c.strip().lower() for c in text.split(",") if c.strip()]
     known = CHECKS + DERIVED + ALIASES
     bad = [c for c in items if c not in known]
     if bad or not items:
         raise UsageError(f"--checks: unknown check {bad[0] if bad else '(empty)'!r} "
                          f"(known: {', '.join(known)})")
     from tlsprobe.policy.checks import expand
-    wanted = set(expand(tuple(items)))   # a derived check brings the phases it reads
+    wanted = set(expand(tuple(items)))
     return tuple(c for c in CHECKS + DERIVED if c in wanted)
 
 
-def _extra_groups(text: str) -> tuple[int, ...]:
+def extra_groups(text: str) -> tuple[int, ...]:
     from tlsprobe import registry
     out = []
     for item in text.replace(":", ",").split(","):
@@ -174,6 +180,15 @@ def _extra_groups(text: str) -> tuple[int, ...]:
 
 
 def _validate(args: argparse.Namespace) -> None:
+    validate_connection_args(args)
+    if args.cafile:
+        from tlsprobe.engine.chain import check_cafile
+        check_cafile(args.cafile, contents=not args.no_verify)
+
+
+def validate_connection_args(args: argparse.Namespace) -> None:
+    """The connection options `scan` and `survey` share: caps, timeout, delay, retries, SNI
+    (a usage error, exit 2, for a bad one)."""
     for name in ("per_host", "concurrency"):
         if getattr(args, name) < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
@@ -189,9 +204,6 @@ def _validate(args: argparse.Namespace) -> None:
     if args.sni is not None:    # the probe's check: no control characters sent or shown
         from tlsprobe.commands.probe import _server_name
         args.sni = _server_name(args.sni)
-    if args.cafile:
-        from tlsprobe.engine.chain import check_cafile
-        check_cafile(args.cafile, contents=not args.no_verify)
 
 
 def exit_code(reports: list[AuditReport], fail_on: str | None) -> int:
@@ -274,7 +286,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     targets = [t for t in items if isinstance(t, Target)]
     policies = () if args.no_policy else tuple(
         _load_policy(spec) for spec in (args.policy or [pol.DEFAULT_POLICY]))
-    options = AuditOptions(checks=_checks(args), extra_groups=_extra_groups(args.extra_groups),
+    options = AuditOptions(checks=_checks(args), extra_groups=extra_groups(args.extra_groups),
                            server_name=args.sni, send_sni=not args.no_sni, policies=policies,
                            cafile=args.cafile, verify=not args.no_verify)
     place = {(i.host, i.port) if isinstance(i, Target) else i: n

@@ -66,43 +66,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="(summary) the summary as JSON")
 
 
-def _checks(text: str) -> tuple[str, ...]:
-    from tlsprobe.probes.audit import ALL_CHECKS
-    items = [c.strip().lower() for c in text.split(",") if c.strip()]
-    bad = [c for c in items if c not in ALL_CHECKS]
-    if bad or not items:
-        raise UsageError(f"--checks: unknown check {bad[0] if bad else '(empty)'!r} "
-                         f"(known: {', '.join(ALL_CHECKS)})")
-    return tuple(c for c in ALL_CHECKS if c in items)
-
-
-def _extra_groups(text: str) -> tuple[int, ...]:
-    from tlsprobe import registry
-    out = []
-    for item in text.replace(":", ",").split(","):
-        if item.strip():
-            try:
-                out.append(registry.parse_group(item.strip()))
-            except ValueError as exc:
-                raise UsageError(f"--extra-groups: {exc}") from None
-    return tuple(out)
-
-
 def _validate(args: argparse.Namespace) -> None:
-    for name in ("per_host", "concurrency", "shard_size", "workers"):
+    from tlsprobe.commands.scan import validate_connection_args
+    validate_connection_args(args)
+    for name in ("shard_size", "workers"):
         if getattr(args, name) < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
-    if not (math.isfinite(args.timeout) and 0 < args.timeout <= 3600):
-        raise UsageError(f"--timeout must be above 0 and at most 3600, not {args.timeout}")
-    if not (math.isfinite(args.delay) and 0 <= args.delay <= 3600):
-        raise UsageError(f"--delay must be from 0 to 3600, not {args.delay}")
-    if not 0 <= args.retries <= 10:
-        raise UsageError(f"--retries must be from 0 to 10, not {args.retries}")
     if args.rate is not None and not (math.isfinite(args.rate) and args.rate > 0):
         raise UsageError(f"--rate must be a number of connections per second above 0, "
                          f"not {args.rate}")
-    if args.no_sni and args.sni is not None:
-        raise UsageError("--sni and --no-sni cannot be combined")
     if args.out is None:
         raise UsageError("--out DIR is required (where the survey's files go)")
     if args.directory is not None:
@@ -124,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
     from tlsprobe.survey import execute
     from tlsprobe.survey.store import SurveyDir
     from tlsprobe.survey.targets import digest, read_targets, shard_targets
-    checks, extra = _checks(args.checks), _extra_groups(args.extra_groups)
+    from tlsprobe.commands.scan import extra_groups, parse_checks
+    checks, extra = parse_checks(args.checks), extra_groups(args.extra_groups)
     targets = read_targets(args.targets)
     out = SurveyDir(args.out)
     out.prepare()
