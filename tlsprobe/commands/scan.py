@@ -83,16 +83,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o.add_argument("--full", action="store_true", help="never cut a list short (groups, a "
                    "finding's items); a terminal shows the first ones, piped output is whole")
     o.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    o.add_argument("--per-host", type=int, default=3, metavar="N", help="connections at once "
-                   "per host (default 3)")
-    o.add_argument("--concurrency", type=int, default=4, metavar="N", help="targets audited at "
-                   "once (default 4)")
-    o.add_argument("--delay", type=float, default=0.0, metavar="SECONDS", help="pause between "
-                   "connection starts to one host (default 0)")
-    o.add_argument("--retries", type=int, default=2, metavar="N", help="retries after a reset "
-                   "or timeout, with backoff (default 2)")
-    o.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS", help="connect and "
-                   "read timeout per connection (default 5)")
+    add_connection_arguments(o, concurrency=4, concurrency_help="targets audited at once")
 
 
 @dataclass(frozen=True)
@@ -184,6 +175,22 @@ def _validate(args: argparse.Namespace) -> None:
     if args.cafile:
         from tlsprobe.engine.chain import check_cafile
         check_cafile(args.cafile, contents=not args.no_verify)
+
+
+def add_connection_arguments(g: argparse._ArgumentGroup, concurrency: int,
+                             concurrency_help: str) -> None:
+    """The connection options `scan` and `survey` share (checked by
+    `validate_connection_args`): per-host cap, concurrency, delay, retries, timeout."""
+    g.add_argument("--per-host", type=int, default=3, metavar="N", help="connections at once "
+                   "per host (default 3)")
+    g.add_argument("--concurrency", type=int, default=concurrency, metavar="N",
+                   help=f"{concurrency_help} (default {concurrency})")
+    g.add_argument("--delay", type=float, default=0.0, metavar="SECONDS", help="pause between "
+                   "connection starts to one host (default 0)")
+    g.add_argument("--retries", type=int, default=2, metavar="N", help="retries after a reset "
+                   "or timeout, with backoff (default 2)")
+    g.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS", help="connect and "
+                   "read timeout per connection (default 5)")
 
 
 def validate_connection_args(args: argparse.Namespace) -> None:

@@ -52,16 +52,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(tcp://HOST:8786); workers need tlsprobe[cluster]")
     x.add_argument("--rate", type=float, default=None, metavar="N", help="connections per "
                    "second in all, split across the workers (default: no limit)")
-    x.add_argument("--per-host", type=int, default=3, metavar="N", help="connections at once "
-                   "per host (default 3)")
-    x.add_argument("--concurrency", type=int, default=16, metavar="N", help="targets audited "
-                   "at once per worker (default 16)")
-    x.add_argument("--delay", type=float, default=0.0, metavar="SECONDS", help="pause between "
-                   "connection starts to one host (default 0)")
-    x.add_argument("--retries", type=int, default=2, metavar="N", help="retries after a reset "
-                   "or timeout (default 2)")
-    x.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS", help="connect and "
-                   "read timeout per connection (default 5)")
+    from tlsprobe.commands.scan import add_connection_arguments
+    add_connection_arguments(x, concurrency=16,
+                             concurrency_help="targets audited at once per worker")
     x.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     p.add_argument("--json", action="store_true", help="(summary) the summary as JSON")
 
