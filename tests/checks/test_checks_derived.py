@@ -216,20 +216,25 @@ def args(checks: str | None, groups_only: bool = False) -> argparse.Namespace:
     return argparse.Namespace(checks=checks, groups_only=groups_only)
 
 
-def test_scan_writes_out_the_same_names_as_policy_checks() -> None:
-    """commands/scan.py spells the names out (building the parser imports no model)."""
-    from tlsprobe.commands import scan
+def test_catalog_writes_out_the_same_names_as_policy_checks() -> None:
+    """probes/checks/catalog.py spells the derived names out (building scan's parser
+    imports no model); its `vulns` alias covers policy's."""
+    from tlsprobe.probes.checks import catalog
     from tlsprobe.policy import checks
-    assert scan.DERIVED == checks.DERIVED and scan.ALIASES == tuple(checks.ALIASES)
+    assert catalog.DERIVED == checks.DERIVED
+    assert set(checks.ALIASES["vulns"]) <= set(catalog.ALIASES["vulns"])
 
 
 def test_scan_checks_names_bring_the_phases_they_read() -> None:
     assert _checks(args(None)) == CHECKS                         # default unchanged
     assert _checks(args("rc4")) == ("versions", "suites", "rc4")
     assert _checks(args("dh")) == ("versions", "groups", "suites", "dh")
-    assert _checks(args("vulns,cert")) == ("versions", "groups", "suites", "cert", *DERIVED)
-    with pytest.raises(UsageError, match="unknown check 'heartbleed'.*poodle.*vulns"):
-        _checks(args("rc4,heartbleed"))
+    from tlsprobe.probes.checks.catalog import ACTIVE
+    vulns = tuple(n for n, e in ACTIVE.items() if e.category == "vulnerability")
+    assert _checks(args("vulns,cert")) == ("versions", "groups", "suites", "cert", *DERIVED,
+                                           *vulns)
+    with pytest.raises(UsageError, match="unknown check 'nosuchcheck'.*poodle.*vulns"):
+        _checks(args("rc4,nosuchcheck"))
 
 
 def test_json_has_check_results_only_when_checks_were_asked_for() -> None:
@@ -246,7 +251,7 @@ def test_json_has_check_results_only_when_checks_were_asked_for() -> None:
         "name": "rc4", "title": "RC4 suites (RFC 7465)", "verdict": "vulnerable",
         "reason": "the server accepts RC4 suites (1)",
         "evidence": ["TLS_RSA_WITH_RC4_128_SHA (TLS 1.2)"], "method": "derived",
-        "connections": 0}]
+        "connections": 0, "category": "vulnerability", "code": None, "severity": None}]
 
 
 def test_text_section_shows_verdicts_and_the_evidence_of_vulnerable_ones() -> None:

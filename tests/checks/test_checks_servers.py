@@ -8,24 +8,18 @@ proxy that resets the TLS 1.2 version check (what that hides is inconclusive, ne
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
-from pathlib import Path
 
 import pytest
 
 from faultproxy import RESET, FaultProxy, nth_matching
-from servers import CertSet, Server, is_listening
+from servers import Server
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.checks import Verdict
 from tlsprobe.net.tcp import Target
 from tlsprobe.policy.checks import DERIVED, expand
+from tlsprobe.probes.checks import catalog
 from tlsprobe.probes.audit import AuditOptions, run_audit
 from tlsprobe.probes.scheduler import Scheduler
 from tlsprobe.wire.hello import ClientHello
@@ -93,9 +87,14 @@ def test_modern_server_is_not_vulnerable_and_scan_prints_it(server_cache: Server
                   "--checks", "vulns", "--timeout", "5")
     assert res.returncode == 0, res.stderr
     d = json.loads(res.stdout.splitlines()[0])
-    assert d["checks"] == ["versions", "groups", "suites", *DERIVED]
-    assert {c["name"]: c["verdict"] for c in d["check_results"]} == {
-        n: "not vulnerable" for n in DERIVED}, d["check_results"]
+    vulns = catalog.ALIASES["vulns"]
+    assert d["checks"] == ["versions", "groups", "suites", *DERIVED,
+                           *(n for n in vulns if n not in DERIVED)]
+    got = {c["name"]: c["verdict"] for c in d["check_results"]}
+    assert list(got) == list(vulns), d["check_results"]
+    assert {n: got[n] for n in DERIVED} == {n: "not vulnerable" for n in DERIVED}
+    # every active check answers, and none finds this patched server vulnerable
+    assert {got[n] for n in vulns} <= {"not vulnerable", "not applicable"}, d["check_results"]
     assert not any(f["code"].startswith("check.") for f in d["findings"])
     res = run_cli("scan", target, "--no-progress", "--no-verify", "--checks", "rc4,dh",
                   "--timeout", "5")
@@ -133,35 +132,9 @@ def test_a_reset_version_check_makes_the_checks_inconclusive(server_cache: Serve
 
 
 @pytest.fixture
-def ssl3_server(certs: CertSet, tmp_path: Path) -> Iterator[Callable[[str], int]]:
+def ssl3_server(script_server: Callable[..., int]) -> Callable[[str], int]:
     """Factory: an SSL 3.0-only tlslite-ng server with these cipher names; its port."""
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def start(ciphers: str) -> int:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port: int = s.getsockname()[1]
-        files = certs["rsa"]
-        log = tmp_path / f"ssl3-{port}.log"
-        with open(log, "wb") as out:
-            proc = subprocess.Popen([sys.executable,
-                                     str(Path(__file__).with_name("ssl3_server.py")),
-                                     "--port", str(port), "--chain-file", str(files.chain),
-                                     "--key-file", str(files.key), "--ciphers", ciphers],
-                                    stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
-        procs.append(proc)
-        deadline = time.monotonic() + 30
-        while not is_listening(port):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"ssl3_server.py did not listen: {log.read_text()[-800:]!r}")
-            time.sleep(0.05)
-        return port
-    yield start
-    for proc in procs:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    return lambda ciphers: script_server("ssl3_server.py", "--ciphers", ciphers)
 
 
 @pytest.mark.needs_impl("tlslite")

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TextIO
 
 from tlsprobe.errors import EXIT_FINDINGS, EXIT_OK, UsageError, exit_code_for
+from tlsprobe.probes.checks.catalog import ACTIVE, ALIASES, DERIVED, expand_aliases
 
 if TYPE_CHECKING:
     from tlsprobe.model.audit import AuditReport
@@ -38,10 +39,10 @@ CHECKS = ("versions", "groups", "pq", "suites", "sigalgs", "cert")
 #: choices and help) imports neither the model nor the registry under it; a test checks
 #: that the two match (tests/test_startup.py)
 SEVERITIES = ("info", "low", "medium", "high", "critical")
-#: policy/checks.py's DERIVED and ALIASES names (vulnerability checks read from the audit),
-#: written out for the same reason; tests/checks checks that they match
-DERIVED = ("poodle", "freak", "logjam", "dh", "rc4", "sweet32", "beast", "null", "anon")
-ALIASES = ("vulns",)
+
+def _active_help() -> str:
+    """The active checks for --help, the ones that can hurt a server marked."""
+    return ", ".join(f"{n} (bounded)" if e.harmful else n for n, e in ACTIVE.items())
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -54,7 +55,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"comma list of {', '.join(CHECKS)} (default: these); 'groups' "
                    "alone runs only the group audit of TLS 1.3 and TLS 1.2. Vulnerability "
                    f"checks read from the audit (no extra connection; they add the phases "
-                   f"they read): {', '.join(DERIVED)}, or vulns for all of them")
+                   f"they read): {', '.join(DERIVED)}. Checks with connections of their "
+                   f"own: {_active_help()}. Aliases: {', '.join(ALIASES)} (all of a "
+                   "section; 'all' for every check)")
     w.add_argument("--groups-only", action="store_true", help="same as --checks groups (not "
                    "with another --checks)")
     w.add_argument("--extra-groups", metavar="LIST", default="", help="more group ids to try, "
@@ -148,14 +151,18 @@ def parse_checks(text: str | None) -> tuple[str, ...]:
     if text is None:
         return CHECKS
     items = [c.strip().lower() for c in text.split(",") if c.strip()]
-    known = CHECKS + DERIVED + ALIASES
+    known = CHECKS + DERIVED + tuple(ACTIVE) + tuple(ALIASES)
     bad = [c for c in items if c not in known]
     if bad or not items:
         raise UsageError(f"--checks: unknown check {bad[0] if bad else '(empty)'!r} "
                          f"(known: {', '.join(known)})")
     from tlsprobe.policy.checks import expand
-    wanted = set(expand(tuple(items)))
-    return tuple(c for c in CHECKS + DERIVED if c in wanted)
+    named = expand_aliases(tuple(items))
+    wanted = set(expand(named))
+    for name in named:
+        if name in ACTIVE:
+            wanted.update(ACTIVE[name].needs)
+    return tuple(c for c in CHECKS + DERIVED + tuple(ACTIVE) if c in wanted)
 
 
 def extra_groups(text: str) -> tuple[int, ...]:

@@ -1,12 +1,17 @@
-"""Result model of the vulnerability checks of `tlsprobe scan` (POODLE, FREAK, Logjam, ...).
+"""Result model of the checks of `tlsprobe scan` beyond the key-exchange audit: vulnerability
+checks (POODLE, Heartbleed, ROBOT, ...), hygiene (renegotiation, resumption, stapling, ...),
+tolerance (large and split ClientHellos, GREASE, ...), HTTP and certificate checks.
 
-One `CheckResult` per check asked for with `scan --checks`. The verdict keeps four states
+One `CheckResult` per check asked for with `scan --checks`. The verdict keeps the states
 apart: vulnerable, not vulnerable (established: every space the check rests on was
 enumerated conclusively), not applicable (the server does not use what the check is about,
-e.g. no DHE at all), and inconclusive (`reason` says what could not be established). The
+e.g. no DHE at all), inconclusive (`reason` says what could not be established); tolerance
+checks answer tolerated / not tolerated, feature checks supported / not supported. The
 evidence names what the verdict rests on: the suites, versions or parameters the audit
-enumerated, or what was sent and what came back. Field names are part of the JSON schema
-(the one encoding of tlsprobe/model/encode.py): add fields, never rename them.
+enumerated, or what was sent and what came back. A verdict that is a problem carries the
+finding it gives (`code`, `severity`); tlsprobe/policy/checks.py turns it into a Finding.
+Field names are part of the JSON schema (the one encoding of tlsprobe/model/encode.py): add
+fields, never rename them.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["CheckResult", "Verdict"]
+__all__ = ["CATEGORIES", "CheckResult", "Verdict"]
 
 
 class Verdict(StrEnum):
@@ -24,6 +29,14 @@ class Verdict(StrEnum):
     not_vulnerable = "not vulnerable"
     not_applicable = "not applicable"
     inconclusive = "inconclusive"
+    tolerated = "tolerated"
+    not_tolerated = "not tolerated"
+    supported = "supported"
+    not_supported = "not supported"
+
+
+#: the report sections, in order: a check's `category`
+CATEGORIES = ("vulnerability", "hygiene", "tolerance", "http", "certificate")
 
 
 @dataclass(frozen=True)
@@ -35,7 +48,11 @@ class CheckResult:
     the verdict is what it is; `evidence` lists the facts (suite names with their version,
     DH parameters, version answers). `connections` is the number of connections the check
     made itself: 0 for a check derived from what the audit already enumerated (`method`
-    "derived"), whose connections are counted under the audit phases it rests on."""
+    "derived"), whose connections are counted under the audit phases it rests on; an active
+    check's `method` is "active" and its connections are counted under its own phase.
+    `category` is its report section (CATEGORIES). `code` and `severity` are set when the
+    verdict is a problem the report lists as a finding (e.g. "check.heartbleed",
+    "critical"); None otherwise."""
 
     name: str
     title: str
@@ -44,3 +61,6 @@ class CheckResult:
     evidence: tuple[str, ...] = ()
     method: str = "derived"
     connections: int = 0
+    category: str = "vulnerability"
+    code: str | None = None
+    severity: str | None = None

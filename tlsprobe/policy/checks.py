@@ -138,8 +138,10 @@ def _accepted(report: AuditReport, versions: tuple[int, ...],
 def _suite_check(report: AuditReport, name: str, spec: _SuiteCheck) -> CheckResult:
     hits = _accepted(report, spec.versions, spec.wants)
     if hits:
+        code, severity = _OWN_FINDING.get(name, (None, None))
         return CheckResult(name, spec.title, Verdict.vulnerable,
-                           f"the server accepts {spec.what} ({len(hits)})", tuple(hits))
+                           f"the server accepts {spec.what} ({len(hits)})", tuple(hits),
+                           code=code, severity=severity)
     gaps = [g for g in (_version_gap(report, v) for v in spec.versions) if g]
     if gaps:
         return CheckResult(name, spec.title, Verdict.inconclusive,
@@ -241,12 +243,19 @@ def _dh_parameters(dhe: DheAudit) -> CheckResult:
 
 
 def check_findings(results: tuple[CheckResult, ...]) -> list[Finding]:
-    """Findings of vulnerable verdicts that no other finding covers (see the module
-    docstring): `check.poodle` and `check.beast`. `items` are the suites' IANA names (each
-    once); `version` is the one version they were accepted in, None when several."""
+    """Findings of check verdicts. Derived checks: those no other finding covers (see the
+    module docstring), `check.poodle` and `check.beast`, whose `items` are the suites' IANA
+    names (each once) and `version` the one version they were accepted in (None when
+    several). Active checks (tlsprobe/probes/checks/) carry their finding on the result
+    (`code`, `severity`, set only when the verdict is a problem); its items are the
+    evidence."""
     out = []
     for r in results:
-        own = _OWN_FINDING.get(r.name)
+        own = _OWN_FINDING.get(r.name) if r.method == "derived" else None
+        if own is None and r.code is not None and r.severity is not None:
+            out.append(Finding(r.severity, r.code, f"{r.title}: {r.reason}",
+                               items=r.evidence))
+            continue
         if own is None or r.verdict is not Verdict.vulnerable:
             continue
         pairs = [e[:-1].rsplit(" (", 1) for e in r.evidence]   # "SUITE (VERSION)"

@@ -4,8 +4,9 @@ one Scheduler, and assembles an AuditReport (policies and findings included).
 Order of work per target: protocol versions first (one connection each), then, for the
 versions the server speaks and all at once: groups (TLS 1.3 and TLS 1.2), post-quantum
 verdicts (after the TLS 1.3 groups, whose order they use), cipher suites per version and
-signature schemes. When only groups and post-quantum verdicts are asked for, the version
-phase is skipped: the group enumeration tells by itself whether a version is spoken.
+signature schemes; then the active checks asked for (probes/checks/), which read what those
+established. When only groups and post-quantum verdicts are asked for, the version phase is
+skipped: the group enumeration tells by itself whether a version is spoken.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from tlsprobe.errors import FailureKind
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes import ciphers, consistency, groups, pq, sigalgs, versions
 from tlsprobe.probes.boundary import internal_error_report
+from tlsprobe.probes.checks.base import run_active_checks
+from tlsprobe.probes.checks.catalog import ACTIVE
 from tlsprobe.probes.facts import certificate_info
 from tlsprobe.probes.scheduler import Outcome, Scheduler, TargetRunner
 from tlsprobe.model.audit import (AuditReport, GroupAudit, PqVerdict, SigalgAudit, SuiteAudit,
@@ -164,12 +167,18 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
             SigalgAudit(Codepoint.version(v), "inconclusive", reason=why)
             for v, why in run.unsure.items() if v in (TLS13, TLS12)))
     parts = await asyncio.gather(*tasks)
-    if ref is not None and tasks:
+    for part in parts:
+        report = _merge(report, part)
+    active = tuple(c for c in options.checks if c in ACTIVE)
+    if active:
+        # after the phases: the checks read the versions and suites they established
+        report = replace(report, check_results=await run_active_checks(
+            active, run.runner, _order_parts(report)))
+        run.done("checks")
+    if ref is not None and (tasks or active):
         # right after the last family's repeat: two hellos in a row, which a round-robin
         # balancer always sends to different backends
         await ref.repeat(run.runner, "end of the audit")
-    for part in parts:
-        report = _merge(report, part)
     if spoken is not None:
         report = consistency.mark(report, consistency.verdict(ref, run.runner.disagreements))
     return _finish(report, run, started, error=_unreached(run.runner))
@@ -308,7 +317,7 @@ def _finish(report: AuditReport, run: _Run, started: float,
                      duration_s=round(time.monotonic() - started, 3))
     if error is not None:
         return replace(report, error=f"{target.display}: {error[0]}", error_kind=error[1])
-    report = replace(report, check_results=derive_checks(report))
+    report = replace(report, check_results=derive_checks(report) + report.check_results)
     return replace(report, findings=findings_for(report, list(run.options.policies)))
 
 

@@ -22,8 +22,9 @@ import random
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
@@ -40,6 +41,7 @@ from tlsprobe.probes.outcome import (ALERT, CLOSED, HELLO_RETRY, INCONCLUSIVE, S
                                      finished, outcome_of)
 
 ConnectionHook = Callable[[Target, str], None]
+T = TypeVar("T")
 
 TOTAL_FACTOR = 3  # a connection may last this many per-read timeouts in all
 
@@ -99,6 +101,37 @@ class Scheduler:
         tries = f"{self.retries + 1} attempts" if self.retries else "1 attempt, no retries"
         return Outcome(INCONCLUSIVE, reason=f"{last} (after {tries})",
                        attempts=self.retries + 1, kind=FailureKind.NETWORK)
+
+    async def converse(self, target: Target, phase: str,
+                       talk: Callable[[AsyncTransport, float], Awaitable[T]]) -> T | Outcome:
+        """One connection an active check drives itself (probes/checks/base.py): opened by
+        the connector under the per-host cap and pacing, counted under `phase`, handed to
+        `talk(transport, deadline)` and closed. Not retried (the check decides whether to
+        ask again). A connection that could not be opened, or a network failure inside
+        `talk`, is an inconclusive Outcome with the reason; other exceptions propagate."""
+        assert self.connector is not None   # set by __post_init__
+        sem = self._sems.setdefault(target.host.lower(), asyncio.Semaphore(max(1, self.per_host)))
+        async with sem:
+            await self._pace(target.host.lower())
+            try:
+                transport = await self.connector(target, time.monotonic() + self.timeout)
+            except NetworkError as exc:
+                return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
+            except StartTlsError as exc:
+                if exc.connected:
+                    self.connections[(target.display, phase)] += 1
+                return Outcome(INCONCLUSIVE, reason=str(exc), kind=exc.kind)
+            self.connections[(target.display, phase)] += 1
+            self.addresses.setdefault(target.display, transport.peer[0])
+            if self.on_connection is not None:
+                self.on_connection(target, phase)
+            try:
+                with work_deadline(time.monotonic() + TOTAL_FACTOR * self.timeout):
+                    return await talk(transport, time.monotonic() + TOTAL_FACTOR * self.timeout)
+            except NetworkError as exc:
+                return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
+            finally:
+                await transport.close()
 
     def _internal_error(self, target: Target, exc: Exception) -> Outcome:
         """An unexpected exception in one job (a bug in tlsprobe): the job is inconclusive

@@ -1,6 +1,6 @@
-"""Rich rendering of the vulnerability checks of an audit (`AuditReport.check_results`).
+"""Rich rendering of the checks of an audit (`AuditReport.check_results`).
 
-One table: check, verdict, and why (the reason; for a vulnerable verdict, the evidence: the
+One table per section (vulnerability, hygiene, tolerance, HTTP, certificate): check, verdict, and why (the reason; for a vulnerable verdict, the evidence: the
 suites or parameters found, which the JSON lists for every verdict). Verdicts
 are coloured so that "vulnerable" and "inconclusive" stand out; text that came from the
 server (suite names are registry names, but notes quote answers) is shown escaped.
@@ -14,11 +14,16 @@ from rich.table import Table
 from rich.text import Text
 
 from tlsprobe.model.audit import AuditReport
-from tlsprobe.model.checks import Verdict
+from tlsprobe.model.checks import CATEGORIES, CheckResult, Verdict
 from tlsprobe.report.escape import shown
 
 VERDICT_STYLE = {Verdict.vulnerable: "bold red", Verdict.not_vulnerable: "green",
-                 Verdict.not_applicable: "dim", Verdict.inconclusive: "yellow"}
+                 Verdict.not_applicable: "dim", Verdict.inconclusive: "yellow",
+                 Verdict.tolerated: "green", Verdict.not_tolerated: "bold red",
+                 Verdict.supported: "", Verdict.not_supported: ""}
+SECTION = {"vulnerability": "Vulnerability checks", "hygiene": "Hygiene checks",
+           "tolerance": "Tolerance checks", "http": "HTTP checks",
+           "certificate": "Certificate checks"}
 
 
 def _evidence(items: tuple[str, ...], full: bool) -> str:
@@ -29,17 +34,31 @@ def _evidence(items: tuple[str, ...], full: bool) -> str:
 
 
 def checks_section(r: AuditReport, full: bool = False) -> RenderableType:
-    """'Vulnerability checks' with one row per check asked for."""
+    """One section per category of the checks asked for ('Vulnerability checks',
+    'Tolerance checks', ...), one row per check. A problem (a verdict with a finding) shows
+    its evidence under the reason, as a vulnerable derived check does."""
+    parts: list[RenderableType] = []
+    for category in CATEGORIES:
+        results = [c for c in r.check_results if c.category == category]
+        if results:
+            parts.append(_section(SECTION.get(category, category), results, full))
+    return Group(*parts)
+
+
+def _section(title: str, results: list[CheckResult], full: bool) -> RenderableType:
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
     for column in ("Check", "Verdict", "Why"):
         table.add_column(column, overflow="fold")
-    for c in r.check_results:
+    for c in results:
         why = Text(shown(c.reason))
-        if c.evidence and c.verdict is Verdict.vulnerable:   # the rest say it in `reason`
+        if c.evidence and (c.verdict is Verdict.vulnerable or c.code is not None):
             why.append("\n" + shown(_evidence(c.evidence, full)), style="dim")
         table.add_row(Text(shown(c.title)),
                       Text(str(c.verdict), style=VERDICT_STYLE.get(c.verdict, "")), why)
-    used = sum(c.connections for c in r.check_results)
+    used = sum(c.connections for c in results)
+    derived = any(c.method == "derived" for c in results)
     how = f"{used} connection{'' if used == 1 else 's'} of their own" if used else \
         "read from the audit above, no connection of their own"
-    return Group(Text(f"Vulnerability checks ({how})", style="bold"), table, Text(""))
+    if used and derived:
+        how += "; the others read from the audit above"
+    return Group(Text(f"{title} ({how})", style="bold"), table, Text(""))

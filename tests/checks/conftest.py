@@ -1,0 +1,58 @@
+"""Fixtures of the check tests: `script_server`, a factory that starts one of the small test
+servers of this folder (a Python script taking --port, --chain-file, --key-file and its own
+options) on a free loopback port and stops it (by process group) after the test."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from servers import CertSet, is_listening
+
+HERE = Path(__file__).parent
+ScriptServer = Callable[..., int]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
+
+
+@pytest.fixture
+def script_server(certs: CertSet, tmp_path: Path) -> Iterator[ScriptServer]:
+    """Factory: `script_server("ssl3_server.py", "--ciphers", "rc4", key="rsa")` starts that
+    script of tests/checks with the `key` certificate set, waits until it listens (30 s at
+    most: the script's output is shown when it does not) and returns its port."""
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(script: str, *args: str, key: str = "rsa") -> int:
+        port = free_port()
+        files = certs[key]
+        log = tmp_path / f"{Path(script).stem}-{port}.log"
+        with open(log, "wb") as out:
+            proc = subprocess.Popen([sys.executable, str(HERE / script), "--port", str(port),
+                                     "--chain-file", str(files.chain),
+                                     "--key-file", str(files.key), *args],
+                                    stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        procs.append(proc)
+        deadline = time.monotonic() + 30
+        while not is_listening(port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"{script} did not listen: {log.read_text()[-800:]!r}")
+            time.sleep(0.05)
+        return port
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

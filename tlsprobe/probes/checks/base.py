@@ -1,0 +1,135 @@
+"""How an active check runs: its context (the target's runner, what the audit established),
+its own connections, and the one function the audit calls for every active check asked for.
+
+A check is a module under tlsprobe/probes/checks/ with `CHECK = ActiveCheck(...)`, named in
+catalog.py. Its `run(ctx)` returns a `CheckResult` and never raises for anything the server
+or the network did: a connection that could not be made or answered makes the verdict
+inconclusive, with the reason. Two ways to talk to the server, both through the target's
+scheduler (per-host cap, pacing, connection counts under the check's own phase, the
+connector: TCP or TCP after a STARTTLS preamble):
+  - `ctx.hello(config)`: one ordinary ClientHello from the engine and its answer (an
+    `Outcome`), as the audit phases ask theirs;
+  - `ctx.converse(talk)`: a connection the check drives itself, `talk(transport, deadline)`
+    sending and reading what it wants (a heartbeat after the hello, an early
+    ChangeCipherSpec, a renegotiation), every wait bounded by `deadline`.
+An unexpected exception in a check is a bug: that check is inconclusive ("internal error"),
+the target's report says so, and every other check and target goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+import traceback
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from tlsprobe.engine.config import ClientConfig
+from tlsprobe.model.audit import AuditReport
+from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.net.transport import AsyncTransport
+from tlsprobe.probes.checks.catalog import ACTIVE
+from tlsprobe.probes.outcome import STOP_HELLO, Outcome
+from tlsprobe.probes.scheduler import TargetRunner
+
+__all__ = ["ActiveCheck", "CheckContext", "Talk", "run_active_checks"]
+
+T = TypeVar("T")
+#: a conversation a check drives itself: (transport, deadline) -> its own value
+Talk = Callable[[AsyncTransport, float], Awaitable[T]]
+
+
+@dataclass(frozen=True)
+class ActiveCheck:
+    """An active check: `name` as in catalog.py, `title` for people, `run` the probe."""
+
+    name: str
+    title: str
+    run: Callable[["CheckContext"], Awaitable[CheckResult]]
+
+
+@dataclass
+class CheckContext:
+    """What a check gets: the target's runner, the audit so far (`report`: the versions the
+    server speaks, its suites when asked for), and its own phase label for counting."""
+
+    runner: TargetRunner
+    report: AuditReport
+    name: str
+    category: str
+    title: str = ""
+
+    @property
+    def phase(self) -> str:
+        """The label its connections are counted under ("check heartbleed")."""
+        return f"check {self.name}"
+
+    @property
+    def spoken(self) -> list[int]:
+        """The protocol versions the audit established the server speaks."""
+        return self.report.spoken_versions()
+
+    def config(self, versions: tuple[int, ...], **kw: object) -> ClientConfig:
+        """A ClientConfig for this target (SNI, every signature scheme, no ALPN)."""
+        return self.runner.config(versions, **kw)
+
+    async def hello(self, config: ClientConfig, stop: str = STOP_HELLO, *,
+                    confirm: bool | None = None, label: str = "") -> Outcome:
+        """One ordinary hello's answer (see TargetRunner.run: a refusal is asked again when
+        `confirm` says so)."""
+        return await self.runner.run(config, self.phase + (f" {label}" if label else ""),
+                                     stop, confirm=confirm)
+
+    async def converse(self, talk: Talk[T], label: str = "") -> T | Outcome:
+        """One connection the check drives itself; an `Outcome` (inconclusive, with the
+        reason) when no connection could be opened or it failed on the network."""
+        return await self.runner.scheduler.converse(
+            self.runner.target, self.phase + (f" {label}" if label else ""), talk)
+
+    def connections(self) -> int:
+        """Connections this check made so far (every label under its phase)."""
+        target = self.runner.target.display
+        return sum(n for (t, phase), n in self.runner.scheduler.connections.items()
+                   if t == target and (phase == self.phase or
+                                       phase.startswith(self.phase + " ")))
+
+    def result(self, verdict: Verdict, reason: str, evidence: tuple[str, ...] = (), *,
+               code: str | None = None, severity: str | None = None) -> CheckResult:
+        """This check's result, with its connection count so far."""
+        return CheckResult(self.name, self.title, verdict, reason, evidence, method="active",
+                           connections=self.connections(), category=self.category,
+                           code=code, severity=severity)
+
+    def inconclusive(self, reason: str, evidence: tuple[str, ...] = ()) -> CheckResult:
+        return self.result(Verdict.inconclusive, reason, evidence)
+
+
+def load(name: str) -> ActiveCheck:
+    """The ActiveCheck of catalog entry `name` (its module imported on demand)."""
+    module = importlib.import_module(f"tlsprobe.probes.checks.{ACTIVE[name].module}")
+    check: ActiveCheck = getattr(module, "CHECK")
+    return check
+
+
+async def _one(name: str, runner: TargetRunner, report: AuditReport) -> CheckResult:
+    entry = ACTIVE[name]
+    check = load(name)
+    ctx = CheckContext(runner, report, name, entry.category, check.title)
+    try:
+        return await check.run(ctx)
+    except Exception as exc:   # a bug in the check: this verdict is lost, no other
+        reason = f"internal error: {type(exc).__name__}: {exc}"
+        runner.scheduler.internal_errors.setdefault(runner.target.display, reason)
+        if os.environ.get("TLSPROBE_DEBUG") == "1":
+            traceback.print_exception(exc)
+        return ctx.inconclusive(reason)
+
+
+async def run_active_checks(names: tuple[str, ...], runner: TargetRunner,
+                            report: AuditReport) -> tuple[CheckResult, ...]:
+    """Every active check in `names` (others ignored), concurrently; results in catalog
+    order. The scheduler's per-host cap bounds how many connections run at once."""
+    wanted = [n for n in ACTIVE if n in names]
+    return tuple(await asyncio.gather(*(_one(n, runner, report) for n in wanted)))

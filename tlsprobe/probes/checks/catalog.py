@@ -1,0 +1,59 @@
+"""The checks `scan --checks` knows beyond the audit phases, by name: pure data (it imports
+nothing), so that building scan's parser and its --help stays cheap.
+
+Two kinds. Derived checks (policy/checks.py) are read off what the audit enumerated and make
+no connection; their names are written out here and a test checks them against
+policy/checks.py's DERIVED. Active checks make connections of their own: each entry names
+its report section, the module under tlsprobe/probes/checks/ whose `CHECK` runs it, the
+audit phases it reads (the versions the server speaks, its suites), and whether it can hurt
+a server (bounded, and listed as such in --help so that a user can leave it out).
+Aliases stand for several checks: `vulns`, `hygiene`, `tolerance`, `http`, `certs`, `all`.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+__all__ = ["ACTIVE", "ALIASES", "DERIVED", "Entry", "expand_aliases"]
+
+
+class Entry(NamedTuple):
+    """One active check: report section (model/checks.py CATEGORIES), module name under
+    tlsprobe.probes.checks, audit phases it reads, whether it can hurt a server."""
+
+    category: str
+    module: str
+    needs: tuple[str, ...] = ("versions",)
+    harmful: bool = False
+
+
+#: vulnerability checks read from the audit (policy/checks.py DERIVED), in report order
+DERIVED = ("poodle", "freak", "logjam", "dh", "rc4", "sweet32", "beast", "null", "anon")
+
+#: active checks, in report order within their section
+ACTIVE: dict[str, Entry] = {
+    "fallback": Entry("vulnerability", "fallback"),
+}
+
+_BY_CATEGORY = {"vulns": "vulnerability", "hygiene": "hygiene", "tolerance": "tolerance",
+                "http": "http", "certs": "certificate"}
+
+
+def _aliases() -> dict[str, tuple[str, ...]]:
+    out = {alias: tuple(n for n, e in ACTIVE.items() if e.category == category)
+           for alias, category in _BY_CATEGORY.items()}
+    out["vulns"] = DERIVED + out["vulns"]
+    out["all"] = DERIVED + tuple(ACTIVE)
+    return out
+
+
+#: alias -> the checks it stands for
+ALIASES: dict[str, tuple[str, ...]] = _aliases()
+
+
+def expand_aliases(names: tuple[str, ...]) -> tuple[str, ...]:
+    """`names` with each alias replaced by its checks (in order, each once)."""
+    out: list[str] = []
+    for name in names:
+        out += ALIASES.get(name, (name,))
+    return tuple(dict.fromkeys(out))
