@@ -1,8 +1,45 @@
-"""The engine's two ClientConfig fields the heartbleed and ticketbleed checks need: extensions
-sent as given (extra_extensions) and the legacy_session_id (session_id)."""
+"""The heartbleed and ccs checks (records sent between the server's first flight and the key
+exchange), both sides each:
+  - vulnerable: tests/checks/vulnerable_openssl101.py, which writes what OpenSSL 1.0.1f
+    (Heartbleed) and 1.0.1g (CCS injection) wrote;
+  - patched: openssl s_server (no heartbeat, refuses an early CCS), gnutls-serv --heartbeat
+    (acknowledges heartbeat, refuses a heartbeat before the handshake ends), tlslite-ng
+    (answers a well-formed heartbeat, discards the over-long one), the script without its
+    flags (OpenSSL 1.0.1g/h);
+  - not applicable: a TLS 1.3-only server.
+Also the engine's two ClientConfig fields these checks need (extra_extensions, session_id)."""
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from servers import Server
 from tlsprobe.engine.config import ClientConfig, build_client_hello
+from tlsprobe.model.audit import AuditReport
+from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.net.tcp import Target
+from tlsprobe.probes.audit import AuditOptions, run_audit
+from tlsprobe.probes.scheduler import Scheduler
+
+ServerFactory = Callable[..., Server]
+EARLY = ("heartbleed", "ccs")
+
+
+def audit(port: int, *checks: str) -> tuple[AuditReport, dict[str, CheckResult]]:
+    r = run_audit([Target("127.0.0.1", port)], AuditOptions(checks=("versions", *checks)),
+                  Scheduler(retries=1, timeout=5.0))[0]
+    assert r.error is None, r.error
+    found = {c.name: c for c in r.check_results}
+    assert list(found) == [n for n in EARLY if n in checks]
+    for c in r.check_results:
+        assert c.method == "active" and c.category == "vulnerability"
+        phase = f"check {c.name}"
+        assert c.connections == sum(n for k, n in r.connections.items()
+                                    if k == phase or k.startswith(phase + " ")), r.connections
+    return r, found
 
 
 def test_config_sends_extra_extensions_and_session_id() -> None:
@@ -15,3 +52,90 @@ def test_config_sends_extra_extensions_and_session_id() -> None:
     assert [t for t, _ in exts].count(35) == 1 and exts[-1][0] == 21   # padding stays last
     plain = build_client_hello(ClientConfig(versions=(0x0303,))).hello
     assert plain.legacy_session_id == b"" and 15 not in [e.type for e in plain.extensions]
+
+
+@pytest.mark.needs_impl("tlslite")
+def test_openssl_101f_is_vulnerable_to_heartbleed_and_ccs(
+        script_server: Callable[..., int], run_cli: Callable[..., Any]) -> None:
+    port = script_server("vulnerable_openssl101.py", "--heartbleed", "--ccs")
+    res = run_cli("scan", f"127.0.0.1:{port}", "--no-progress", "--no-verify", "--json",
+                  "--checks", "heartbleed,ccs", "--timeout", "5")
+    d = json.loads(res.stdout.splitlines()[0])
+    found = {c["name"]: c for c in d["check_results"]}
+    hb, ccs = found["heartbleed"], found["ccs"]
+    assert hb["verdict"] == "vulnerable", hb
+    assert "HeartbeatResponse of 16384 payload bytes (16403 bytes in all)" in hb["reason"]
+    assert "heartbeat extension acknowledged in the ServerHello" in hb["evidence"]
+    assert "1 connection, one read of at most 64 KiB" in hb["evidence"]
+    assert hb["connections"] == 1 and d["connections"]["check heartbleed"] == 1
+    assert ccs["verdict"] == "vulnerable", ccs
+    assert "decryption_failed (21)" in ccs["reason"] and ccs["connections"] == 1
+    assert "two ChangeCipherSpec records" in ccs["evidence"][0]
+    codes = {f["code"]: f["severity"] for f in d["findings"]}
+    assert codes["check.heartbleed"] == "critical" and codes["check.ccs"] == "high"
+
+
+@pytest.mark.needs_impl("tlslite")
+def test_ccs_bad_record_mac_with_an_aead_suite(script_server: Callable[..., int]) -> None:
+    port = script_server("vulnerable_openssl101.py", "--ccs", "--suite", "aes128-gcm")
+    _, found = audit(port, "ccs")
+    assert found["ccs"].verdict is Verdict.vulnerable, found["ccs"]
+    assert "bad_record_mac (20)" in found["ccs"].reason
+
+
+@pytest.mark.needs_impl("tlslite")
+def test_openssl_101h_discards_the_heartbeat_and_refuses_the_ccs(
+        script_server: Callable[..., int]) -> None:
+    port = script_server("vulnerable_openssl101.py")
+    _, found = audit(port, "heartbleed", "ccs")
+    hb, ccs = found["heartbleed"], found["ccs"]
+    assert hb.verdict is Verdict.not_vulnerable, hb
+    assert "answers the well-formed HeartbeatRequest and discards the over-long one" in \
+        hb.reason and "heartbeat extension acknowledged" in hb.reason
+    assert ccs.verdict is Verdict.not_vulnerable, ccs
+    assert ccs.reason == "the server refuses an early ChangeCipherSpec with fatal alert " \
+        "unexpected_message (10)"
+    assert hb.code is ccs.code is None
+
+
+@pytest.mark.needs_impl("openssl")
+def test_openssl_is_not_vulnerable(server_cache: ServerFactory) -> None:
+    srv = server_cache("openssl", proto="both")
+    _, found = audit(srv.port, *EARLY)
+    hb, ccs = found["heartbleed"], found["ccs"]
+    assert hb.verdict is Verdict.not_vulnerable, hb
+    assert "unexpected_message" in hb.reason and "heartbeat extension not acknowledged" in \
+        hb.reason
+    assert ccs.verdict is Verdict.not_vulnerable and "unexpected_message" in ccs.reason, ccs
+
+
+@pytest.mark.needs_impl("gnutls")
+def test_gnutls_with_heartbeat_is_not_vulnerable(server_cache: ServerFactory) -> None:
+    srv = server_cache("gnutls", proto="tls1_2", extra=("--heartbeat",))
+    _, found = audit(srv.port, *EARLY)
+    hb, ccs = found["heartbleed"], found["ccs"]
+    assert hb.verdict is Verdict.not_vulnerable, hb
+    assert "heartbeat extension acknowledged" in hb.reason and "unexpected_message" in \
+        hb.reason
+    assert ccs.verdict is Verdict.not_vulnerable, ccs
+
+
+@pytest.mark.needs_impl("tlslite")
+def test_tlslite_answers_heartbeats_and_is_not_vulnerable(server_cache: ServerFactory) -> None:
+    srv = server_cache("tlslite")
+    _, found = audit(srv.port, "heartbleed", "ccs")
+    hb, ccs = found["heartbleed"], found["ccs"]
+    assert hb.verdict is Verdict.not_vulnerable, hb
+    assert hb.reason.startswith("it answers the well-formed HeartbeatRequest and discards "
+                                "the over-long one"), hb
+    assert "received: 1 heartbeat record" in hb.evidence
+    assert ccs.verdict is Verdict.not_vulnerable, ccs
+
+
+@pytest.mark.needs_impl("openssl")
+def test_not_applicable_without_tls12(server_cache: ServerFactory) -> None:
+    srv = server_cache("openssl", proto="tls1_3")
+    r, found = audit(srv.port, *EARLY)
+    for c in found.values():
+        assert c.verdict is Verdict.not_applicable, c
+        assert "speaks none of TLS 1.0, 1.1 and 1.2" in c.reason and c.connections == 0
