@@ -1,12 +1,13 @@
-"""The heartbleed and ccs checks (records sent between the server's first flight and the key
-exchange), both sides each:
+"""The heartbleed, ccs and ticketbleed checks (records sent between the server's first flight
+and the key exchange; a session ticket with a short session ID), both sides each:
   - vulnerable: tests/checks/vulnerable_openssl101.py, which writes what OpenSSL 1.0.1f
-    (Heartbleed) and 1.0.1g (CCS injection) wrote;
-  - patched: openssl s_server (no heartbeat, refuses an early CCS), gnutls-serv --heartbeat
-    (acknowledges heartbeat, refuses a heartbeat before the handshake ends), tlslite-ng
-    (answers a well-formed heartbeat, discards the over-long one), the script without its
-    flags (OpenSSL 1.0.1g/h);
-  - not applicable: a TLS 1.3-only server.
+    (Heartbleed) and 1.0.1g (CCS injection) wrote, and tests/checks/vulnerable_ticketbleed.py
+    --f5, a tlslite-ng server padding the echoed session ID to 32 bytes as F5 BIG-IP did;
+  - patched: openssl s_server (no heartbeat, refuses an early CCS, resumes from tickets),
+    gnutls-serv --heartbeat (acknowledges heartbeat, refuses a heartbeat before the
+    handshake ends), the same scripts without their flag (OpenSSL 1.0.1g/h: discards the
+    over-long heartbeat, answers the well-formed one; tlslite-ng echoes the session ID);
+  - not applicable: a TLS 1.3-only server, a server without tickets.
 Also the engine's two ClientConfig fields these checks need (extra_extensions, session_id)."""
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from tlsprobe.probes.audit import AuditOptions, run_audit
 from tlsprobe.probes.scheduler import Scheduler
 
 ServerFactory = Callable[..., Server]
-EARLY = ("heartbleed", "ccs")
+EARLY = ("heartbleed", "ccs", "ticketbleed")
 
 
 def audit(port: int, *checks: str) -> tuple[AuditReport, dict[str, CheckResult]]:
@@ -102,22 +103,27 @@ def test_openssl_101h_discards_the_heartbeat_and_refuses_the_ccs(
 def test_openssl_is_not_vulnerable(server_cache: ServerFactory) -> None:
     srv = server_cache("openssl", proto="both")
     _, found = audit(srv.port, *EARLY)
-    hb, ccs = found["heartbleed"], found["ccs"]
+    hb, ccs, tb = found["heartbleed"], found["ccs"], found["ticketbleed"]
     assert hb.verdict is Verdict.not_vulnerable, hb
     assert "unexpected_message" in hb.reason and "heartbeat extension not acknowledged" in \
         hb.reason
     assert ccs.verdict is Verdict.not_vulnerable and "unexpected_message" in ccs.reason, ccs
+    assert tb.verdict is Verdict.not_vulnerable, tb
+    assert "echoes the 1-byte session ID as sent" in tb.reason and tb.connections == 2
 
 
 @pytest.mark.needs_impl("gnutls")
 def test_gnutls_with_heartbeat_is_not_vulnerable(server_cache: ServerFactory) -> None:
     srv = server_cache("gnutls", proto="tls1_2", extra=("--heartbeat",))
     _, found = audit(srv.port, *EARLY)
-    hb, ccs = found["heartbleed"], found["ccs"]
+    hb, ccs, tb = found["heartbleed"], found["ccs"], found["ticketbleed"]
     assert hb.verdict is Verdict.not_vulnerable, hb
     assert "heartbeat extension acknowledged" in hb.reason and "unexpected_message" in \
         hb.reason
     assert ccs.verdict is Verdict.not_vulnerable, ccs
+    # the lab's gnutls-serv runs with --noticket
+    assert tb.verdict is Verdict.not_applicable and "issues no session ticket" in tb.reason
+    assert tb.connections == 1
 
 
 @pytest.mark.needs_impl("tlslite")
@@ -130,6 +136,21 @@ def test_tlslite_answers_heartbeats_and_is_not_vulnerable(server_cache: ServerFa
                                 "the over-long one"), hb
     assert "received: 1 heartbeat record" in hb.evidence
     assert ccs.verdict is Verdict.not_vulnerable, ccs
+
+
+@pytest.mark.needs_impl("tlslite")
+def test_ticketbleed_f5_and_tlslite(script_server: Callable[..., int]) -> None:
+    port = script_server("vulnerable_ticketbleed.py", "--f5")
+    r, found = audit(port, "ticketbleed")
+    tb = found["ticketbleed"]
+    assert tb.verdict is Verdict.vulnerable, tb
+    assert tb.code == "check.ticketbleed" and tb.severity == "high"
+    assert tb.connections == 3 and r.connections["check ticketbleed confirm"] == 1
+    assert "32-byte session ID beginning with our byte" in tb.evidence[-1]
+    assert "bytes after it were different" in tb.evidence[-1]
+    port = script_server("vulnerable_ticketbleed.py")
+    _, found = audit(port, "ticketbleed")
+    assert found["ticketbleed"].verdict is Verdict.not_vulnerable, found["ticketbleed"]
 
 
 @pytest.mark.needs_impl("openssl")

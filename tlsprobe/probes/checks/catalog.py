@@ -35,6 +35,7 @@ ACTIVE: dict[str, Entry] = {
     "fallback": Entry("vulnerability", "fallback"),
     "heartbleed": Entry("vulnerability", "heartbleed", harmful=True),
     "ccs": Entry("vulnerability", "ccs"),
+    "ticketbleed": Entry("vulnerability", "ticketbleed"),
 }
 
 _BY_CATEGORY = {"vulns": "vulnerability", "hygiene": "hygiene", "tolerance": "tolerance",
