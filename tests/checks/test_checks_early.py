@@ -67,7 +67,9 @@ def test_openssl_101f_is_vulnerable_to_heartbleed_and_ccs(
     assert hb["verdict"] == "vulnerable", hb
     assert "HeartbeatResponse of 16384 payload bytes (16403 bytes in all)" in hb["reason"]
     assert "heartbeat extension acknowledged in the ServerHello" in hb["evidence"]
-    assert "1 connection, one read of at most 64 KiB" in hb["evidence"]
+    assert "received: 16403 bytes of heartbeat answer to the first request (2 records)" in \
+        hb["evidence"]
+    assert "1 connection and one read of at most 64 KiB" in hb["evidence"]
     assert hb["connections"] == 1 and d["connections"]["check heartbleed"] == 1
     assert ccs["verdict"] == "vulnerable", ccs
     assert "decryption_failed (21)" in ccs["reason"] and ccs["connections"] == 1

@@ -113,7 +113,7 @@ class Reply:
             parts.append("the server closed the connection")
         elif self.silent:
             parts.append("no answer")
-        return ", ".join(parts) or "nothing"
+        return "; ".join(parts) or "nothing"
 
 
 async def read_reply(transport: AsyncTransport, deadline: float,

@@ -82,15 +82,15 @@ def judge(ctx: CheckContext, version: int, acked: bool, reply: _early.Reply,
     evidence = [f"sent: a {name} ClientHello offering the heartbeat extension",
                 f"heartbeat extension {ext} in the ServerHello",
                 f"sent after ServerHelloDone: a HeartbeatRequest claiming {CLAIMED} bytes "
-                f"of payload with {SENT} sent, then a well-formed one of {len(nonce)} bytes",
-                "1 connection, one read of at most 64 KiB"]
+                f"of payload with {SENT} sent and a well-formed one of {len(nonce)} bytes",
+                "1 connection and one read of at most 64 KiB"]
     records = reply.of_type(_early.HEARTBEAT)
     good = _answers_good(nonce)
     at = next((i for i, r in enumerate(records) if good(r)), len(records))
     stream = b"".join(r.fragment for r in records[:at])
-    evidence.append(f"received: {reply.describe()}"
-                    + (f", {len(stream)} bytes of heartbeat answer to the first request"
-                       if stream else ""))
+    evidence.append(f"received: {len(stream)} bytes of heartbeat answer to the first "
+                    f"request ({len(records[:at])} records)" if stream else
+                    f"received: {reply.describe()}")
     if stream:
         claimed = int.from_bytes(stream[1:3], "big") if len(stream) >= 3 else 0
         if stream[0] == RESPONSE and claimed > SENT and len(stream) >= 3 + claimed:

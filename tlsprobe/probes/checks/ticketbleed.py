@@ -123,7 +123,7 @@ async def run(ctx: CheckContext) -> CheckResult:
                                     tuple(evidence))
         if padded(*second):
             same = "the same" if first[1][1:] == second[1][1:] else "different"
-            evidence.append(f"received twice (two connections, two different bytes): a "
+            evidence.append(f"received on two connections with two different bytes: a "
                             f"{FULL}-byte session ID beginning with our byte; the "
                             f"{FULL - 1} bytes after it were {same}")
             return ctx.result(Verdict.vulnerable, f"the server echoes a 1-byte session ID "
