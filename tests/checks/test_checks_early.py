@@ -8,7 +8,8 @@ and the key exchange; a session ticket with a short session ID), both sides each
     handshake ends), the same scripts without their flag (OpenSSL 1.0.1g/h: discards the
     over-long heartbeat, answers the well-formed one; tlslite-ng echoes the session ID);
   - not applicable: a TLS 1.3-only server, a server without tickets.
-Also the engine's two ClientConfig fields these checks need (extra_extensions, session_id)."""
+Also the engine's two ClientConfig fields these checks need (extra_extensions, session_id), and
+the answers that establish nothing (judged without a server)."""
 from __future__ import annotations
 
 import json
@@ -23,7 +24,11 @@ from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes.audit import AuditOptions, run_audit
-from tlsprobe.probes.scheduler import Scheduler
+from tlsprobe.probes.checks import ccs, heartbleed
+from tlsprobe.probes.checks._early import Reply
+from tlsprobe.probes.checks.base import CheckContext
+from tlsprobe.probes.scheduler import Scheduler, TargetRunner
+from tlsprobe.wire.record import Record
 
 ServerFactory = Callable[..., Server]
 EARLY = ("heartbleed", "ccs", "ticketbleed")
@@ -162,3 +167,38 @@ def test_not_applicable_without_tls12(server_cache: ServerFactory) -> None:
     for c in found.values():
         assert c.verdict is Verdict.not_applicable, c
         assert "speaks none of TLS 1.0, 1.1 and 1.2" in c.reason and c.connections == 0
+
+
+def _ctx(name: str) -> CheckContext:
+    runner = TargetRunner(Target("127.0.0.1", 1), Scheduler(retries=0, timeout=1.0))
+    return CheckContext(runner, None, name, "vulnerability")  # type: ignore[arg-type]
+
+
+def _reply(*records: tuple[int, bytes], closed: bool = False, silent: bool = False) -> Reply:
+    return Reply([Record(t, 0x0303, f) for t, f in records], closed=closed, silent=silent)
+
+
+def test_ccs_answers_that_establish_nothing_are_inconclusive() -> None:
+    ctx = _ctx("ccs")
+    judge = ccs.judge
+    assert judge(ctx, 0x0303, _reply(silent=True), True).verdict is Verdict.inconclusive
+    other = judge(ctx, 0x0303, _reply((21, b"\x02\x2f")), True)        # illegal_parameter
+    assert other.verdict is Verdict.inconclusive and "illegal_parameter" in other.reason
+    closed = judge(ctx, 0x0303, _reply(closed=True), False)
+    assert closed.verdict is Verdict.not_vulnerable and "closes the connection" in \
+        closed.reason
+    # bad_record_mac to a first ChangeCipherSpec alone is a refusal, not the vulnerability
+    assert judge(ctx, 0x0303, _reply((21, b"\x02\x14")), False).verdict is \
+        Verdict.not_vulnerable
+
+
+def test_heartbeat_answers_that_are_no_over_read() -> None:
+    ctx, nonce = _ctx("heartbleed"), b"n" * 16
+    echo = bytes([2, 0, 1]) + b"\x00" + bytes(16)            # only the byte that was sent
+    out = heartbleed.judge(ctx, 0x0303, True, _reply((24, echo), silent=True), nonce)
+    assert out.verdict is Verdict.not_vulnerable and "with the 1 byte it carried" in out.reason
+    short = bytes([2, 0x40, 0]) + bytes(100)                 # claims 16384, sends 100
+    out = heartbleed.judge(ctx, 0x0303, True, _reply((24, short), closed=True), nonce)
+    assert out.verdict is Verdict.inconclusive, out
+    silent = heartbleed.judge(ctx, 0x0303, False, _reply(silent=True), nonce)
+    assert silent.verdict is Verdict.not_vulnerable and "not acknowledged" in silent.reason
