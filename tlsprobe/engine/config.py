@@ -49,6 +49,11 @@ class ClientConfig:
     #: QUIC (RFC 9001 8.2, 8.4): the quic_transport_parameters extension (0x39) to send; when
     #: set, the legacy_session_id is empty (QUIC has no middlebox compatibility mode)
     quic_transport_parameters: bytes | None = None
+    #: extensions sent as given, (type, data), after the engine's own and before padding:
+    #: what an active check offers beyond them (heartbeat, a session ticket to present)
+    extra_extensions: tuple[tuple[int, bytes], ...] = ()
+    #: the legacy_session_id to send (None: the engine's own choice)
+    session_id: bytes | None = None
 
     @property
     def offers_tls13(self) -> bool:
@@ -199,9 +204,12 @@ def build_client_hello(config: ClientConfig, *, share_groups: tuple[int, ...] | 
                                                   list(config.versions)))
         if cookie is not None:
             exts.append(ext.cookie(cookie))
+    exts += [ext.Extension(t, data) for t, data in config.extra_extensions]
     if grease:
         exts.append(ext.grease(grease[4], b"\x00"))
     suites = ([grease[0]] if grease else []) + list(config.cipher_suites())
+    if session_id is None:
+        session_id = config.session_id
     hello = ClientHello(
         legacy_version=config.max_legacy,
         random=random,

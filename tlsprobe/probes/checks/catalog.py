@@ -33,6 +33,9 @@ DERIVED = ("poodle", "freak", "logjam", "dh", "rc4", "sweet32", "beast", "null",
 #: active checks, in report order within their section
 ACTIVE: dict[str, Entry] = {
     "fallback": Entry("vulnerability", "fallback"),
+    "heartbleed": Entry("vulnerability", "heartbleed", harmful=True),
+    "ccs": Entry("vulnerability", "ccs"),
+    "ticketbleed": Entry("vulnerability", "ticketbleed"),
 }
 
 _BY_CATEGORY = {"vulns": "vulnerability", "hygiene": "hygiene", "tolerance": "tolerance",

@@ -1,0 +1,163 @@
+"""What the heartbleed, ccs and ticketbleed checks share: the TLS 1.0-1.2 version they ask
+in, the engine driven through the server's first flight (or a whole handshake) on a
+connection the check holds, and a bounded reader of the records the server sends after it.
+
+These checks send their own records between the server's ServerHelloDone and the client's
+key exchange (a HeartbeatRequest, an early ChangeCipherSpec), where nothing is encrypted
+yet: the engine (engine/client.py) builds the hello and reads the flight, then the check
+writes raw records on the same transport and reads the answer here. Every wait is bounded
+by a deadline; what is read is bounded in bytes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tlsprobe import registry
+from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
+from tlsprobe.engine.config import ClientConfig
+from tlsprobe.errors import NetworkError
+from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.net.driver import adrive
+from tlsprobe.net.transport import AsyncTransport
+from tlsprobe.probes.checks.base import CheckContext
+from tlsprobe.registry import HandshakeType
+from tlsprobe.wire.record import Record, RecordReader
+
+__all__ = ["ALERT", "CCS", "HEARTBEAT", "Reply", "ask_version", "drive", "read_reply", "send",
+           "wait_until"]
+
+TLS10, TLS12 = 0x0301, 0x0303
+CCS, ALERT, HANDSHAKE, HEARTBEAT = 20, 21, 22, 24
+MAX_READ = 64 * 1024      # bytes read after the flight, at most
+
+
+def ask_version(ctx: CheckContext, what: str) -> int | CheckResult:
+    """The highest of TLS 1.2, 1.1 and 1.0 the server speaks (the versions `what` lives
+    in); when it speaks none of them, the check's result: not applicable, or inconclusive
+    when the audit could not establish one of them."""
+    legacy = [v for v in ctx.spoken if TLS10 <= v <= TLS12]
+    if legacy:
+        return max(legacy)
+    unknown = [registry.version_name(v.version.id) for v in ctx.report.versions
+               if v.status == "inconclusive" and TLS10 <= v.version.id <= TLS12]
+    if unknown:
+        return ctx.inconclusive(f"{', '.join(unknown)} support not established, and {what} "
+                                "is a TLS 1.2-and-earlier matter")
+    return ctx.result(Verdict.not_applicable, f"the server speaks none of TLS 1.0, 1.1 and "
+                      f"1.2, where {what} lives")
+
+
+async def drive(transport: AsyncTransport, deadline: float, config: ClientConfig, *,
+                full: bool = False,
+                until: Callable[[ClientHandshake], bool] | None = None
+                ) -> tuple[ClientHandshake, str]:
+    """Run the engine with `config`: to the server's ServerHelloDone, or through the whole
+    handshake when `full`, or until `until(hs)`. Returns the handshake and "" when it got
+    there, else why not (an alert, a close, a malformed message: one line)."""
+    hs = ClientHandshake(config, annotate=False, stop_after_first_flight=not full)
+    stop = until or (lambda h: h.handshake_complete if full else
+                     HandshakeType.server_hello_done in h.flight.messages)
+    try:
+        await adrive(hs, transport, deadline, until=stop)
+    except HandshakeFailure as exc:
+        if until is not None and until(hs):
+            return hs, ""
+        return hs, str(exc)
+    if stop(hs):
+        return hs, ""
+    return hs, hs.incomplete_reason or ("the server closed the connection" if hs.peer_closed
+                                        or not hs.done else "the handshake stopped early")
+
+
+@dataclass
+class Reply:
+    """What the server sent after our records: its records in order, and how the reading
+    ended (an alert or a close, the byte bound, silence until the deadline, an error)."""
+
+    records: list[Record] = field(default_factory=list)
+    closed: bool = False        # the server closed (or reset) the connection
+    silent: bool = False        # nothing more came before the deadline
+    bytes_read: int = 0
+    error: str = ""             # the records stopped making sense (one line)
+    reader: RecordReader = field(default_factory=RecordReader, repr=False)
+
+    def alert(self) -> tuple[int, int] | None:
+        """The first alert the server sent: (level, description)."""
+        for r in self.records:
+            if r.content_type == ALERT and len(r.fragment) >= 2:
+                return r.fragment[0], r.fragment[1]
+        return None
+
+    def of_type(self, content_type: int) -> list[Record]:
+        return [r for r in self.records if r.content_type == content_type]
+
+    def describe(self) -> str:
+        """What came back, for people: the alert, a close, silence, record counts."""
+        alert = self.alert()
+        if alert is not None:
+            level = "fatal" if alert[0] == 2 else "warning" if alert[0] == 1 else \
+                f"level {alert[0]}"
+            return f"{level} alert {registry.alert_name(alert[1])} ({alert[1]})"
+        parts = []
+        kinds: dict[int, int] = {}
+        for r in self.records:
+            kinds[r.content_type] = kinds.get(r.content_type, 0) + 1
+        for t, n in kinds.items():
+            parts.append(f"{n} {registry.content_type_name(t)} record{'s' * (n > 1)}")
+        if self.error:
+            parts.append(self.error)
+        if self.closed:
+            parts.append("the server closed the connection")
+        elif self.silent:
+            parts.append("no answer")
+        return "; ".join(parts) or "nothing"
+
+
+async def read_reply(transport: AsyncTransport, deadline: float,
+                     done: Callable[[Reply], bool] = lambda r: False,
+                     reply: Reply | None = None) -> Reply:
+    """Read the server's records until an alert, a close, `done(reply)`, MAX_READ bytes or
+    `deadline` (then `silent`), adding to `reply` when given. A reset counts as a close;
+    other network failures raise (the scheduler makes them inconclusive)."""
+    out = reply if reply is not None else Reply()
+    reader = out.reader     # kept: a later read goes on where this one stopped
+    while not out.closed and out.alert() is None and not done(out):
+        if out.bytes_read >= MAX_READ:
+            out.error = f"stopped reading after {out.bytes_read} bytes"
+            break
+        try:
+            data = await transport.receive(deadline)
+        except NetworkError as exc:
+            if exc.cause in ("timeout", "deadline"):
+                out.silent = True
+                break
+            if exc.cause == "reset":
+                out.closed = True
+                break
+            raise
+        if not data:
+            out.closed = True
+            break
+        out.bytes_read += len(data)
+        out.records += [r for r in reader.feed(data) if isinstance(r, Record)]
+        if reader.error is not None:
+            out.error = f"the server's bytes are not TLS records ({reader.error.reason})"
+            break
+    return out
+
+
+async def send(transport: AsyncTransport, data: bytes) -> bool:
+    """Send `data`; False when the server had already closed or reset the connection."""
+    try:
+        await transport.send(data)
+    except NetworkError:
+        return False
+    return True
+
+
+def wait_until(deadline: float, seconds: float) -> float:
+    """A deadline `seconds` from now, never past `deadline`."""
+    return min(deadline, time.monotonic() + seconds)
