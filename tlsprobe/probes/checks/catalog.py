@@ -33,6 +33,11 @@ DERIVED = ("poodle", "freak", "logjam", "dh", "rc4", "sweet32", "beast", "null",
 #: active checks, in report order within their section
 ACTIVE: dict[str, Entry] = {
     "fallback": Entry("vulnerability", "fallback"),
+    "resumption": Entry("hygiene", "resumption"),
+    "early_data": Entry("hygiene", "early_data"),
+    "ocsp_stapling": Entry("hygiene", "ocsp_stapling"),
+    "ems": Entry("hygiene", "ems"),
+    "etm": Entry("hygiene", "etm"),
 }
 
 _BY_CATEGORY = {"vulns": "vulnerability", "hygiene": "hygiene", "tolerance": "tolerance",

@@ -1,0 +1,209 @@
+"""The hygiene checks (resumption, early_data, ocsp_stapling, ems, etm), both sides each, on
+real loopback servers:
+  - openssl s_server (TLS 1.2-1.3, stapling an OCSP response): sessions resumed by session
+    ID, RFC 5077 ticket and TLS 1.3 PSK; stapling in the TLS 1.3 Certificate entry; EMS and
+    ETM echoed; no ticket allows 0-RTT (early_data not applicable);
+  - openssl s_server TLS 1.2 only, -no_ticket, AEAD suites only, stapling: the session ID
+    resumed, no ticket issued; stapling in the CertificateStatus message; ETM not applicable;
+  - gnutls-serv with %NO_ETM:%NO_SESSION_HASH and no resumption database nor tickets: EMS and
+    ETM not supported (findings), no stapling, nothing resumed;
+  - openssl s_server -early_data (tests/checks/early_data_server.py), with its anti-replay
+    (0-RTT accepted, the replayed ClientHello and early data refused) and without it
+    (-no_anti_replay: accepted twice, the medium finding);
+  - a TLS 1.3-only server: EMS and ETM not applicable.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.serialization import Encoding
+from cryptography.x509 import ocsp
+from cryptography.x509.oid import NameOID
+
+from lab_servers.builders import binary_path
+from servers import CertSet, Server
+from tlsprobe.commands.scan import parse_checks
+from tlsprobe.engine.client import ClientHandshake
+from tlsprobe.engine.config import TLS13, ClientConfig, Resumption
+from tlsprobe.engine.keyschedule import resumption_psk
+from tlsprobe.engine.tls13 import Tls13Client
+from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.net.driver import drive
+from tlsprobe.net.tcp import Target, open_channel
+from tlsprobe.probes.audit import AuditOptions, run_audit
+from tlsprobe.probes.scheduler import Scheduler
+from tlsprobe.registry import HandshakeType
+from tlsprobe.wire.messages import NewSessionTicket
+
+ServerFactory = Callable[..., Server]
+
+
+def hygiene(port: int, checks: str = "hygiene") -> dict[str, CheckResult]:
+    """The hygiene checks' results on 127.0.0.1:port, by name (each counted right)."""
+    r = run_audit([Target("127.0.0.1", port)], AuditOptions(checks=parse_checks(checks)),
+                  Scheduler(retries=1, timeout=5.0))[0]
+    assert r.error is None, r.error
+    for c in r.check_results:
+        assert c.category == "hygiene" and c.method == "active", c
+        counted = sum(n for phase, n in r.connections.items()
+                      if phase == f"check {c.name}" or phase.startswith(f"check {c.name} "))
+        assert counted == c.connections, (c, r.connections)
+    return {c.name: c for c in r.check_results}
+
+
+@pytest.fixture(scope="module")
+def ocsp_response(certs: CertSet, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A DER OCSP response ("good") for the RSA leaf, signed by a responder of its own (the
+    check shows what a response says; it does not verify it)."""
+    leaf = x509.load_pem_x509_certificate(certs["rsa"].cert.read_bytes())
+    issuer = x509.load_pem_x509_certificate(certs.ca.read_bytes())
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test OCSP responder")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    responder = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+                 .public_key(key.public_key()).serial_number(1).not_valid_before(now)
+                 .not_valid_after(now + datetime.timedelta(days=2)).sign(key, hashes.SHA256()))
+    response = (ocsp.OCSPResponseBuilder()
+                .add_response(leaf, issuer, hashes.SHA1(), ocsp.OCSPCertStatus.GOOD, now,
+                              now + datetime.timedelta(days=1), None, None)
+                .responder_id(ocsp.OCSPResponderEncoding.HASH, responder)
+                .sign(key, hashes.SHA256()))
+    path = tmp_path_factory.mktemp("ocsp") / "response.der"
+    path.write_bytes(response.public_bytes(Encoding.DER))
+    return path
+
+
+@pytest.mark.needs_impl("openssl")
+def test_openssl_resumes_staples_and_has_ems_etm(server_cache: ServerFactory,
+                                                 ocsp_response: Path,
+                                                 run_cli: Callable[..., object]) -> None:
+    srv = server_cache("openssl", proto="tls1_2-tls1_3",
+                       extra=("-status_file", str(ocsp_response)))
+    res = run_cli("scan", f"127.0.0.1:{srv.port}", "--checks", "hygiene", "--json",
+                  "--no-progress", "--timeout", "5")
+    d = json.loads(res.stdout)   # type: ignore[attr-defined]
+    got = {c["name"]: c for c in d["check_results"]}
+    assert list(got) == ["resumption", "early_data", "ocsp_stapling", "ems", "etm"]
+    assert {c["category"] for c in got.values()} == {"hygiene"}
+    r = got["resumption"]
+    assert r["verdict"] == "supported" and r["connections"] == 6, r
+    assert r["reason"] == "resumed: TLS 1.2 session ID, TLS 1.2 session ticket, TLS 1.3 ticket"
+    sid, ticket, tls13 = r["evidence"]
+    assert sid.endswith("issued, resumed (abbreviated handshake, server Finished verified)")
+    assert "lifetime hint 7200 s, resumed (abbreviated" in ticket
+    assert "lifetime 7200 s, max_early_data_size 0, resumed with PSK (psk_dhe_ke" in tls13
+    e = got["early_data"]
+    assert e["verdict"] == "not applicable" and "none with max_early_data_size > 0" in \
+        e["reason"] and e["connections"] == 1, e
+    o = got["ocsp_stapling"]
+    assert o["verdict"] == "supported" and "TLS 1.3 hello" in o["reason"], o
+    assert "certificate status good" in o["reason"], o
+    assert got["ems"]["verdict"] == got["etm"]["verdict"] == "supported"
+    assert "CBC" in got["etm"]["reason"] and got["ems"]["connections"] == 1
+    assert not [f for f in d["findings"] if f["code"].startswith("check.")], d["findings"]
+
+
+@pytest.mark.needs_impl("openssl")
+def test_tls12_session_ids_only_and_certificate_status(server_cache: ServerFactory,
+                                                       ocsp_response: Path) -> None:
+    srv = server_cache("openssl", proto="tls1_2", ciphers="ECDHE+AESGCM",
+                       extra=("-status_file", str(ocsp_response), "-no_ticket"))
+    got = hygiene(srv.port)
+    r = got["resumption"]
+    assert r.verdict is Verdict.supported and r.reason == "resumed: TLS 1.2 session ID", r
+    assert r.evidence[1] == "TLS 1.2 session ticket: none issued (no NewSessionTicket)"
+    assert len(r.evidence) == 2 and r.connections == 3   # no TLS 1.3: not asked
+    assert got["early_data"].verdict is Verdict.not_applicable
+    assert got["early_data"].connections == 0
+    o = got["ocsp_stapling"]
+    assert o.verdict is Verdict.supported and "TLS 1.2 hello" in o.reason, o
+    assert "certificate status good" in o.reason
+    etm = got["etm"]
+    assert etm.verdict is Verdict.not_applicable and "refused" in etm.reason, etm
+    assert got["ems"].verdict is Verdict.supported
+
+
+@pytest.mark.needs_impl("gnutls")
+def test_gnutls_without_ems_etm_stapling_or_resumption(server_cache: ServerFactory) -> None:
+    srv = server_cache("gnutls", ciphers="NORMAL:%NO_ETM:%NO_SESSION_HASH", extra=("--nodb",))
+    got = hygiene(srv.port)
+    ems, etm = got["ems"], got["etm"]
+    assert ems.verdict is Verdict.not_supported, ems
+    assert ems.code == "check.ems" and ems.severity == "low"
+    assert etm.verdict is Verdict.not_supported and "CBC" in etm.reason, etm
+    assert etm.code == "check.etm" and etm.severity == "low"
+    o = got["ocsp_stapling"]
+    assert o.verdict is Verdict.not_supported and o.code == "check.ocsp_stapling", o
+    assert o.severity == "info"
+    r = got["resumption"]
+    assert r.verdict is Verdict.not_supported and r.code is None, r
+    assert "TLS 1.3 ticket: none issued" in r.reason and "session ticket: none issued" in \
+        r.reason
+    assert got["early_data"].verdict is Verdict.not_applicable
+
+
+@pytest.mark.needs_impl("openssl")
+@pytest.mark.parametrize("replay", [False, True], ids=["anti-replay", "no-anti-replay"])
+def test_early_data_accepted_and_replay(script_server: Callable[..., int],
+                                        replay: bool) -> None:
+    port = script_server("early_data_server.py", "--openssl", str(binary_path("openssl")),
+                         *(["--no-anti-replay"] if replay else []))
+    e = hygiene(port, "early_data")["early_data"]
+    assert e.connections == 3, e
+    assert e.evidence[1] == "received: PSK selected, early_data accepted (server Finished " \
+        "verified)", e
+    assert e.evidence[2].startswith("replayed: the same ") and "NOT" not in e.evidence[2]
+    if replay:
+        assert e.verdict is Verdict.vulnerable, e
+        assert e.code == "check.early_data" and e.severity == "medium"
+        assert e.evidence[3] == e.evidence[1]
+    else:
+        assert e.verdict is Verdict.supported and e.code is None, e
+        assert "replay refused" in e.reason and "early_data not accepted" in e.evidence[3]
+
+
+@pytest.mark.needs_impl("openssl")
+def test_ems_etm_not_applicable_to_tls13_only(server_cache: ServerFactory) -> None:
+    srv = server_cache("openssl", proto="tls1_3")
+    got = hygiene(srv.port, "ems,etm")
+    assert got["ems"].verdict is got["etm"].verdict is Verdict.not_applicable
+    assert got["ems"].connections == got["etm"].connections == 0
+
+
+@pytest.mark.needs_impl("openssl")
+def test_psk_and_hello_retry_request(server_cache: ServerFactory) -> None:
+    """A server that takes P-384 only answers our first hello with a HelloRetryRequest: the
+    resumption offers its PSK with a P-384 share (no HRR, resumed); an offer with another
+    share gets an HRR, where the engine stops (incomplete) rather than send a second hello
+    whose binder it does not compute."""
+    srv = server_cache("openssl", proto="tls1_3", groups=("P-384",))
+    r = hygiene(srv.port, "resumption")["resumption"]
+    assert r.verdict is Verdict.supported and r.reason == "resumed: TLS 1.3 ticket", r
+    config = ClientConfig(versions=(TLS13,), alpn=())
+    full = ClientHandshake(config, stop_after_first_flight=False)
+    with open_channel(Target("127.0.0.1", srv.port), timeout=5) as channel:
+        deadline = time.monotonic() + 10
+        drive(full, channel, deadline)
+        channel.send(full.close())
+        while not full.peer_closed and (data := channel.receive(deadline)):
+            full.receive(data)
+    half = full.version_state
+    ticket = full.flight.messages[HandshakeType.new_session_ticket]
+    assert isinstance(half, Tls13Client) and isinstance(ticket, NewSessionTicket)
+    psk = resumption_psk(half.ks.resumption_master_secret or b"", ticket.ticket_nonce)
+    offer = replace(config, key_share_groups=(0x001D,), resume=Resumption(
+        ticket=ticket.ticket, psk=psk, obfuscated_age=ticket.ticket_age_add or 0))
+    again = ClientHandshake(offer, stop_after_first_flight=False)
+    with open_channel(Target("127.0.0.1", srv.port), timeout=5) as channel:
+        drive(again, channel, time.monotonic() + 10)
+    assert again.hrr is not None and not again.resumed and not again.handshake_complete
+    assert again.incomplete_reason is not None and "PSK" in again.incomplete_reason
