@@ -16,8 +16,13 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -30,7 +35,7 @@ from cryptography.x509 import ocsp
 from cryptography.x509.oid import NameOID
 
 from lab_servers.builders import binary_path
-from servers import CertSet, Server
+from servers import CertSet, Server, listening_inodes
 from tlsprobe.commands.scan import parse_checks
 from tlsprobe.engine.client import ClientHandshake
 from tlsprobe.engine.config import TLS13, ClientConfig, Resumption
@@ -45,6 +50,14 @@ from tlsprobe.registry import HandshakeType
 from tlsprobe.wire.messages import NewSessionTicket
 
 ServerFactory = Callable[..., Server]
+HERE = Path(__file__).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
 
 
 def hygiene(port: int, checks: str = "hygiene") -> dict[str, CheckResult]:
@@ -151,13 +164,59 @@ def test_gnutls_without_ems_etm_stapling_or_resumption(server_cache: ServerFacto
     assert got["early_data"].verdict is Verdict.not_applicable
 
 
+def _owns(pid: int, port: int) -> bool:
+    """Process `pid` holds the socket listening on `port` (not another test's server that
+    took the port between free_port() and our bind)."""
+    inodes = listening_inodes(port)
+    try:
+        fds = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+    except OSError:
+        return False
+    return any(f"socket:[{inode}]" in fds for inode in inodes)
+
+
+@pytest.fixture(scope="module")
+def early_data_servers(certs: CertSet, tmp_path_factory: pytest.TempPathFactory
+                       ) -> Iterator[dict[bool, int]]:
+    """Ports of tests/checks/early_data_server.py with (False) and without (True) its
+    anti-replay protection, for the module; each started again on another port when its
+    port was taken by another process before it could bind."""
+    procs: list[subprocess.Popen[bytes]] = []
+    ports: dict[bool, int] = {}
+    log_dir = tmp_path_factory.mktemp("early-data")
+    for replay in (False, True):
+        for _ in range(3):
+            port = free_port()
+            log = log_dir / f"{port}.log"
+            with open(log, "wb") as out:
+                proc = subprocess.Popen(
+                    [sys.executable, str(HERE / "early_data_server.py"), "--port", str(port),
+                     "--chain-file", str(certs["rsa"].chain), "--key-file",
+                     str(certs["rsa"].key), "--openssl", str(binary_path("openssl"))]
+                    + (["--no-anti-replay"] if replay else []),
+                    stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            procs.append(proc)
+            deadline = time.monotonic() + 30
+            while not _owns(proc.pid, port) and proc.poll() is None and \
+                    time.monotonic() < deadline:
+                time.sleep(0.05)
+            if _owns(proc.pid, port):
+                ports[replay] = port
+                break
+        else:
+            pytest.fail(f"early_data_server.py did not listen: {log.read_text()[-800:]!r}")
+    yield ports
+    for proc in procs:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 @pytest.mark.needs_impl("openssl")
 @pytest.mark.parametrize("replay", [False, True], ids=["anti-replay", "no-anti-replay"])
-def test_early_data_accepted_and_replay(script_server: Callable[..., int],
+def test_early_data_accepted_and_replay(early_data_servers: dict[bool, int],
                                         replay: bool) -> None:
-    port = script_server("early_data_server.py", "--openssl", str(binary_path("openssl")),
-                         *(["--no-anti-replay"] if replay else []))
-    e = hygiene(port, "early_data")["early_data"]
+    e = hygiene(early_data_servers[replay], "early_data")["early_data"]
     assert e.connections == 3, e
     assert e.evidence[1] == "received: PSK selected, early_data accepted (server Finished " \
         "verified)", e

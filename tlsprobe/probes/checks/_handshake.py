@@ -40,12 +40,14 @@ DRAIN_TIMEOUT = 3.0
 @dataclass
 class Handshake:
     """The engine after one connection, the failure that ended it (None: it ended as
-    asked), and every byte the client sent on that connection, in order."""
+    asked), and every byte the client sent on that connection, in order (`opening`: its
+    first flight, the ClientHello and any 0-RTT data)."""
 
     engine: ClientHandshake
     failure: HandshakeFailure | None = None
     sent: bytearray = field(default_factory=bytearray)
     ended: float = 0.0   # time.monotonic() when the connection's last read was done
+    opening: bytes = b""
 
     @property
     def tickets(self) -> list[NewSessionTicket]:
@@ -102,16 +104,18 @@ class Handshake:
 class _Recording:
     """A transport that keeps what the client sends (for a replay of the same bytes)."""
 
-    def __init__(self, inner: AsyncTransport, sent: bytearray) -> None:
+    def __init__(self, inner: AsyncTransport, out: Handshake) -> None:
         self.inner = inner
-        self.sent = sent
+        self.out = out
 
     @property
     def peer(self) -> tuple[str, int]:
         return self.inner.peer
 
     async def send(self, data: bytes) -> None:
-        self.sent += data
+        if not self.out.sent:
+            self.out.opening = data
+        self.out.sent += data
         await self.inner.send(data)
 
     async def receive(self, deadline: float) -> bytes:
@@ -147,7 +151,7 @@ async def handshake(ctx: CheckContext, config: ClientConfig, *, label: str = "",
         engine = ClientHandshake(config, annotate=False, stop_after_first_flight=not complete,
                                  read_server_flight=read_flight, prebuilt=prebuilt)
         out = Handshake(engine)
-        recording = _Recording(transport, out.sent)
+        recording = _Recording(transport, out)
         try:
             await adrive(engine, recording, deadline)
         except HandshakeFailure as exc:

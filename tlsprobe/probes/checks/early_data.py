@@ -27,15 +27,21 @@ from tlsprobe.probes.outcome import Outcome
 EARLY_DATA = b"\r\n"
 
 
+def accepted(hs: Handshake) -> bool:
+    """The server accepted the 0-RTT data and proved it holds the PSK (its Finished)."""
+    return hs.engine.early_data_accepted and bool(hs.engine.finished_verified) and \
+        hs.failure is None
+
+
 def _answer(hs: Handshake) -> str:
     engine = hs.engine
-    if engine.early_data_accepted:
+    if hs.failure is not None or engine.server_hello is None:
+        return hs.describe()
+    if accepted(hs):
         return "PSK selected, early_data accepted (server Finished verified)"
     if engine.resumed:
         return "PSK selected, early_data not accepted"
-    if engine.server_hello is not None:
-        return "PSK not selected (a full handshake), early_data not accepted"
-    return hs.describe()
+    return "PSK not selected (a full handshake), early_data not accepted"
 
 
 async def run(ctx: CheckContext) -> CheckResult:
@@ -65,7 +71,7 @@ async def run(ctx: CheckContext) -> CheckResult:
                                  f"{len(EARLY_DATA)} bytes of 0-RTT data",
                                  f"received: {_answer(first)}")
     engine = first.engine
-    if not engine.early_data_accepted:
+    if not accepted(first):
         if engine.server_hello is None or first.failure is not None:
             return ctx.inconclusive(f"0-RTT offer: {first.describe()}", evidence)
         return ctx.result(Verdict.not_supported, f"the server issues a {what} but did not "
@@ -74,12 +80,12 @@ async def run(ctx: CheckContext) -> CheckResult:
                              label="0-RTT replay")
     if isinstance(replay, Outcome):
         return ctx.inconclusive(f"0-RTT accepted; its replay: {replay.reason}", evidence)
-    evidence += (f"replayed: the same {len(first.sent)} bytes"
-                 + ("" if replay.sent == first.sent else " (NOT byte-identical)"),
-                 f"received: {_answer(replay)}")
-    if replay.sent != first.sent:
+    same = replay.opening == first.opening
+    evidence += (f"replayed: the same {len(first.opening)} bytes (ClientHello and 0-RTT data)"
+                 + ("" if same else " (NOT byte-identical)"), f"received: {_answer(replay)}")
+    if not same:
         return ctx.inconclusive("0-RTT accepted; the replay was not byte-identical", evidence)
-    if replay.engine.early_data_accepted:
+    if accepted(replay):
         return ctx.result(Verdict.vulnerable, "0-RTT data is accepted, and accepted again "
                           "when the same ClientHello and early data are replayed: replay "
                           "is not prevented (RFC 8446 8)", evidence,
