@@ -40,6 +40,7 @@ from tlsprobe.commands.scan import parse_checks
 from tlsprobe.engine.client import ClientHandshake
 from tlsprobe.engine.config import TLS13, ClientConfig, Resumption
 from tlsprobe.engine.keyschedule import resumption_psk
+from tlsprobe.engine.tls12 import Tls12Client
 from tlsprobe.engine.tls13 import Tls13Client
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.driver import drive
@@ -266,3 +267,35 @@ def test_psk_and_hello_retry_request(server_cache: ServerFactory) -> None:
         drive(again, channel, time.monotonic() + 10)
     assert again.hrr is not None and not again.resumed and not again.handshake_complete
     assert again.incomplete_reason is not None and "PSK" in again.incomplete_reason
+
+
+@pytest.mark.needs_impl("openssl")
+def test_engine_abbreviated_handshake_read_only(server_cache: ServerFactory) -> None:
+    """The engine's TLS 1.2 resumption in its first mode: it stops once the server's
+    Finished (under the old master secret) is verified, having sent only its hello; a
+    session ID the server does not know gets a full handshake (not resumed)."""
+    srv = server_cache("openssl", proto="tls1_2")
+    config = ClientConfig(versions=(0x0303,), alpn=(), session_ticket=False)
+
+    def run(cfg: ClientConfig, complete: bool) -> ClientHandshake:
+        engine = ClientHandshake(cfg, stop_after_first_flight=not complete)
+        with open_channel(Target("127.0.0.1", srv.port), timeout=5) as channel:
+            deadline = time.monotonic() + 10
+            drive(engine, channel, deadline)
+            if complete:
+                channel.send(engine.close())
+                while not engine.peer_closed and (data := channel.receive(deadline)):
+                    engine.receive(data)
+        return engine
+
+    full = run(config, True)
+    half, sh = full.version_state, full.server_hello
+    assert isinstance(half, Tls12Client) and sh is not None and half.master_secret
+    session = Resumption(session_id=sh.legacy_session_id_echo,
+                         master_secret=half.master_secret)
+    again = run(replace(config, resume=session), False)
+    assert again.resumed and again.finished_verified and again.done
+    assert not again.handshake_complete and again.sent_types == {HandshakeType.client_hello}
+    assert HandshakeType.certificate not in again.flight.messages
+    unknown = run(replace(config, resume=replace(session, session_id=bytes(32))), False)
+    assert not unknown.resumed and HandshakeType.certificate in unknown.flight.messages

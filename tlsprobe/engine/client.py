@@ -75,7 +75,7 @@ class ClientHandshake(ClientRecords):
     def __init__(self, config: ClientConfig, *, annotate: bool = True,
                  stop_after_first_flight: bool = True, read_server_flight: bool = False,
                  limits: Limits | None = None, prebuilt: BuiltHello | None = None) -> None:
-        psk = config.psk
+        psk = config.psk_offer
         if psk is not None and psk.early_data is not None and not stop_after_first_flight:
             raise ValueError("0-RTT data is sent only by a handshake that stops after the "
                              "server's flight (the engine sends no EndOfEarlyData)")
@@ -210,7 +210,7 @@ class ClientHandshake(ClientRecords):
         self._record_version = min(TLS10, self.config.max_legacy) \
             if self.config.max_legacy >= 0x0300 else TLS10
         self.send_message(frame(HandshakeType.client_hello, self.built.hello.serialize()))
-        psk = self.config.psk
+        psk = self.config.psk_offer
         if psk is not None and psk.early_data is not None:   # 0-RTT (RFC 8446 2.3)
             hello_hash = self.transcript.digest(psk.hash_name)
             self.set_write(lambda: early_protection(psk, hello_hash))
@@ -383,12 +383,13 @@ class ClientHandshake(ClientRecords):
             self.stop_incomplete(f"no record protection for "
                                  f"{registry.suite_label(sh.cipher_suite)}")
             return
-        self._start_half(Tls13Client(self._context(sh), self.shared_secret, self.config.psk))
+        self._start_half(Tls13Client(self._context(sh), self.shared_secret,
+                                     self.config.psk_offer))
 
     def _hello_retry(self, hrr: ServerHello, raw: bytes) -> None:
         serverhello.check_hello_retry_form(hrr, self.config, self.hellos[-1])
         self.hrr = hrr
-        if self.config.psk is not None:
+        if self.config.psk_offer is not None:
             self.stop_incomplete("a HelloRetryRequest to a PSK offer (a second hello with "
                                  "the PSK is not implemented)")
             return

@@ -77,7 +77,7 @@ class ClientConfig:
     resume: Resumption | None = None
 
     @property
-    def psk(self) -> Resumption | None:
+    def psk_offer(self) -> Resumption | None:
         """`resume` when it offers a TLS 1.3 PSK (and this hello offers TLS 1.3)."""
         resume = self.resume
         return resume if resume is not None and resume.psk is not None and \
@@ -202,6 +202,7 @@ def build_client_hello(config: ClientConfig, *, share_groups: tuple[int, ...] | 
         if share is not None:
             shares[group] = share
     exts: list[ext.Extension] = [ext.grease(grease[3])] if grease else []
+    psk = config.psk_offer
     if config.server_name:
         exts.append(ext.server_name(config.server_name))
     if config.extended_master_secret and any(v <= TLS12 for v in config.versions):
@@ -234,11 +235,10 @@ def build_client_hello(config: ClientConfig, *, share_groups: tuple[int, ...] | 
                                                   list(config.versions)))
         if cookie is not None:
             exts.append(ext.cookie(cookie))
-        if config.psk is not None and config.psk.early_data is not None:
+        if psk is not None and psk.early_data is not None:
             exts.append(ext.early_data())
     if grease:
         exts.append(ext.grease(grease[4], b"\x00"))
-    psk = config.psk
     if psk is not None:   # last (RFC 8446 4.2.11); the binder is computed once padded
         exts.append(_offered_psk(psk, bytes(tls13_hash_len(psk))))
     suites = ([grease[0]] if grease else []) + list(config.cipher_suites())
