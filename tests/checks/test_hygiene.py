@@ -64,7 +64,7 @@ def free_port() -> int:
 def hygiene(port: int, checks: str = "hygiene") -> dict[str, CheckResult]:
     """The hygiene checks' results on 127.0.0.1:port, by name (each counted right)."""
     r = run_audit([Target("127.0.0.1", port)], AuditOptions(checks=parse_checks(checks)),
-                  Scheduler(retries=1, timeout=5.0))[0]
+                  Scheduler(retries=1, timeout=10.0))[0]
     assert r.error is None, r.error
     for c in r.check_results:
         assert c.category == "hygiene" and c.method == "active", c
@@ -103,7 +103,7 @@ def test_openssl_resumes_staples_and_has_ems_etm(server_cache: ServerFactory,
     srv = server_cache("openssl", proto="tls1_2-tls1_3",
                        extra=("-status_file", str(ocsp_response)))
     res = run_cli("scan", f"127.0.0.1:{srv.port}", "--checks", "hygiene", "--json",
-                  "--no-progress", "--timeout", "5")
+                  "--no-progress", "--timeout", "10")
     d = json.loads(res.stdout)   # type: ignore[attr-defined]
     got = {c["name"]: c for c in d["check_results"]}
     assert list(got) == ["resumption", "early_data", "ocsp_stapling", "ems", "etm"]

@@ -8,7 +8,9 @@ extensions, the session it set up (session ID, master secret, tickets, resumptio
 failure that ended it (if any) and every byte the client sent, so that a check can resume
 that session or replay those bytes. After a completed handshake it can send close_notify
 and read what the server still sends (TLS 1.3 NewSessionTickets come after the handshake),
-each read bounded by DRAIN_TIMEOUT and the connection's deadline.
+each read bounded as every other read: by the transport's per-read timeout (the scan's
+--timeout) and the connection's deadline. A shorter wait would make "no ticket" the answer
+of a server that was only slow.
 """
 
 from __future__ import annotations
@@ -31,10 +33,7 @@ from tlsprobe.registry import HandshakeType
 from tlsprobe.session.flow import SERVER, MessageEvent
 from tlsprobe.wire.messages import NewSessionTicket
 
-__all__ = ["DRAIN_TIMEOUT", "Handshake", "handshake", "legacy_versions", "max_early_data"]
-
-#: seconds to wait, per read, for what the server sends after our close_notify
-DRAIN_TIMEOUT = 3.0
+__all__ = ["Handshake", "handshake", "legacy_versions", "max_early_data"]
 
 
 @dataclass
@@ -126,11 +125,11 @@ class _Recording:
 
 
 async def _drain(engine: ClientHandshake, transport: AsyncTransport, deadline: float) -> None:
-    """Send close_notify, then read until the server closes or goes quiet."""
+    """Send close_notify, then read until the server closes or goes quiet (a read timeout)."""
     try:
         await transport.send(engine.close())
         while not engine.peer_closed:
-            data = await transport.receive(min(deadline, time.monotonic() + DRAIN_TIMEOUT))
+            data = await transport.receive(deadline)
             if not data:
                 return
             engine.receive(data)
