@@ -9,7 +9,8 @@ real loopback servers:
     ETM not supported (findings), no stapling, nothing resumed;
   - openssl s_server -early_data (tests/checks/early_data_server.py), with its anti-replay
     (0-RTT accepted, the replayed ClientHello and early data refused) and without it
-    (-no_anti_replay: accepted twice, the medium finding);
+    (-no_anti_replay: accepted twice, the medium finding); nginx with ssl_early_data on
+    (accepted twice, as nginx leaves replays to the application);
   - a TLS 1.3-only server: EMS and ETM not applicable.
 """
 from __future__ import annotations
@@ -229,6 +230,24 @@ def test_early_data_accepted_and_replay(early_data_servers: dict[bool, int],
     else:
         assert e.verdict is Verdict.supported and e.code is None, e
         assert "replay refused" in e.reason and "early_data not accepted" in e.evidence[3]
+
+
+@pytest.mark.needs_impl("nginx")
+def test_nginx_early_data_is_replayable(server_cache: ServerFactory) -> None:
+    """nginx with ssl_early_data on leaves replays to the application ($ssl_early_data): the
+    same ClientHello and 0-RTT data are accepted twice. Its session cache resumes TLS 1.2
+    session IDs and TLS 1.3 PSKs; the lab's nginx has ssl_session_tickets off."""
+    srv = server_cache("nginx", extra=("ssl_session_cache shared:SSL:1m;",
+                                       "ssl_early_data on;"))
+    got = hygiene(srv.port, "resumption,early_data")
+    e = got["early_data"]
+    assert e.verdict is Verdict.vulnerable and e.code == "check.early_data", e
+    assert e.evidence[1] == e.evidence[3] == "received: PSK selected, early_data accepted " \
+        "(server Finished verified)", e
+    r = got["resumption"]
+    assert r.reason == "resumed: TLS 1.2 session ID, TLS 1.3 ticket", r
+    assert r.evidence[1] == "TLS 1.2 session ticket: none issued (no NewSessionTicket)"
+    assert "max_early_data_size 16384" in r.evidence[2]
 
 
 @pytest.mark.needs_impl("openssl")
