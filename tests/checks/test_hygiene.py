@@ -11,6 +11,8 @@ real loopback servers:
     (0-RTT accepted, the replayed ClientHello and early data refused) and without it
     (-no_anti_replay: accepted twice, the medium finding); nginx with ssl_early_data on
     (accepted twice, as nginx leaves replays to the application);
+  - openssl s_server -www -max_early_data (P-384 only: a HelloRetryRequest first): tickets
+    that allow 0-RTT, which it rejects (not supported);
   - a TLS 1.3-only server: EMS and ETM not applicable.
 """
 from __future__ import annotations
@@ -261,12 +263,20 @@ def test_ems_etm_not_applicable_to_tls13_only(server_cache: ServerFactory) -> No
 @pytest.mark.needs_impl("openssl")
 def test_psk_and_hello_retry_request(server_cache: ServerFactory) -> None:
     """A server that takes P-384 only answers our first hello with a HelloRetryRequest: the
-    resumption offers its PSK with a P-384 share (no HRR, resumed); an offer with another
+    resumption offers its PSK with a P-384 share (no HRR, resumed; its tickets allow early
+    data, which s_server -www never reads: 0-RTT not supported); an offer with another
     share gets an HRR, where the engine stops (incomplete) rather than send a second hello
     whose binder it does not compute."""
-    srv = server_cache("openssl", proto="tls1_3", groups=("P-384",))
-    r = hygiene(srv.port, "resumption")["resumption"]
+    srv = server_cache("openssl", proto="tls1_3", groups=("P-384",),
+                       extra=("-max_early_data", "16384"))
+    got = hygiene(srv.port, "resumption,early_data")
+    r = got["resumption"]
     assert r.verdict is Verdict.supported and r.reason == "resumed: TLS 1.3 ticket", r
+    # -www never reads early data: the tickets allow it, the server rejects it
+    e = got["early_data"]
+    assert e.verdict is Verdict.not_supported and e.connections == 2, e
+    assert e.reason.endswith("max_early_data_size 16384 but did not accept 0-RTT data: PSK "
+                             "selected, early_data not accepted"), e
     config = ClientConfig(versions=(TLS13,), alpn=())
     full = ClientHandshake(config, stop_after_first_flight=False)
     with open_channel(Target("127.0.0.1", srv.port), timeout=5) as channel:
