@@ -240,7 +240,7 @@ def build_client_hello(config: ClientConfig, *, share_groups: tuple[int, ...] | 
     if grease:
         exts.append(ext.grease(grease[4], b"\x00"))
     if psk is not None:   # last (RFC 8446 4.2.11); the binder is computed once padded
-        exts.append(_offered_psk(psk, bytes(tls13_hash_len(psk))))
+        exts.append(_offered_psk(psk, bytes(_hash_len(psk))))
     suites = ([grease[0]] if grease else []) + list(config.cipher_suites())
     if session_id is None and config.resume is not None and config.resume.session_id:
         session_id = config.resume.session_id
@@ -261,7 +261,8 @@ def build_client_hello(config: ClientConfig, *, share_groups: tuple[int, ...] | 
     return BuiltHello(hello, shares)
 
 
-def tls13_hash_len(resume: Resumption) -> int:
+def _hash_len(resume: Resumption) -> int:
+    """The length of the PSK's hash: its binder's length."""
     return len(digest(resume.hash_name, b""))
 
 
@@ -272,7 +273,7 @@ def _offered_psk(resume: Resumption, binder: bytes) -> ext.Extension:
 def _bind(hello: ClientHello, resume: Resumption) -> ClientHello:
     """`hello` with its PSK binder: the HMAC (as a Finished, under the "res binder" key)
     of the hash of the ClientHello up to the binders list (RFC 8446 4.2.11.2)."""
-    binders_len = 2 + 1 + tls13_hash_len(resume)
+    binders_len = 2 + 1 + _hash_len(resume)
     partial = frame(1, hello.serialize())[:-binders_len]
     ks = KeySchedule(resume.hash_name, resume.psk)
     binder = ks.verify_data(ks.finished_key(ks.binder_key()),

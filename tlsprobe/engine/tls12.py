@@ -24,7 +24,6 @@ from cryptography.exceptions import UnsupportedAlgorithm
 
 from tlsprobe import kex, registry
 from tlsprobe.engine import keylog, prf
-from tlsprobe.engine.config import Resumption
 from tlsprobe.engine.common import (
     BAD_CERTIFICATE,
     DECRYPT_ERROR,
@@ -34,6 +33,7 @@ from tlsprobe.engine.common import (
     UNEXPECTED_MESSAGE,
     message_label,
 )
+from tlsprobe.engine.config import Resumption
 from tlsprobe.engine.protection import RecordProtection, protections_from_key_block
 from tlsprobe.engine.suites import SuiteParams, protection_params, suite_params
 from tlsprobe.engine.verdict import (
