@@ -12,6 +12,10 @@ Finished and builds the client's flight, answering each message with a Verdict
 Modes: `stop_after_first_flight=True` stops at the TLS 1.2 ServerHelloDone or the TLS 1.3
 ServerHello (with `read_server_flight=True`, TLS 1.3 goes on to decrypt and verify the
 server's flight up to its Finished, sending nothing); `False` completes the handshake.
+Resumption (ClientConfig.resume): a TLS 1.2 session ID or ticket (the abbreviated handshake,
+which stops after the server's Finished in the first mode), a TLS 1.3 PSK with its binder,
+and 0-RTT data sent after the ClientHello (only in the first mode: the engine sends no
+EndOfEarlyData). `resumed` and `early_data_accepted` say what the server did.
 When the engine itself cannot go on (a suite without record-protection parameters, SSL
 3.0, PSK key exchange, explicit curves) it stops with `incomplete_reason` set, not an error.
 """
@@ -40,7 +44,7 @@ from tlsprobe.engine.keyschedule import Transcript, tls13_hash_name
 from tlsprobe.engine.records import ALERT, APPLICATION_DATA, ClientRecords
 from tlsprobe.engine.suites import suite_params
 from tlsprobe.engine.tls12 import Tls12Client
-from tlsprobe.engine.tls13 import Tls13Client
+from tlsprobe.engine.tls13 import Tls13Client, early_protection
 from tlsprobe.engine.verdict import HandshakeContext, Refusal, Verdict, VersionHalf
 from tlsprobe.errors import FailureKind
 from tlsprobe.registry import HandshakeType
@@ -70,8 +74,13 @@ class ClientHandshake(ClientRecords):
 
     def __init__(self, config: ClientConfig, *, annotate: bool = True,
                  stop_after_first_flight: bool = True, read_server_flight: bool = False,
-                 limits: Limits | None = None) -> None:
+                 limits: Limits | None = None, prebuilt: BuiltHello | None = None) -> None:
+        psk = config.psk_offer
+        if psk is not None and psk.early_data is not None and not stop_after_first_flight:
+            raise ValueError("0-RTT data is sent only by a handshake that stops after the "
+                             "server's flight (the engine sends no EndOfEarlyData)")
         self.config = config
+        self.prebuilt = prebuilt   # a ClientHello built before (a replay sends it again)
         self.limits = limits or Limits()
         super().__init__(Flow(annotate=annotate, max_message=self.limits.max_message))
         self.server_input = ServerInput(self, self.limits)
@@ -180,14 +189,32 @@ class ClientHandshake(ClientRecords):
     def client_random(self) -> bytes:
         return self.hellos[0].random
 
+    @property
+    def resumed(self) -> bool:
+        """The server resumed the offered session: a TLS 1.2 abbreviated handshake, or a
+        TLS 1.3 ServerHello that selected the offered PSK."""
+        half = self.version_state
+        return isinstance(half, (Tls12Client, Tls13Client)) and half.resumed
+
+    @property
+    def early_data_accepted(self) -> bool:
+        """TLS 1.3: the server's EncryptedExtensions accepted our 0-RTT data."""
+        half = self.version_state
+        return isinstance(half, Tls13Client) and half.early_data_accepted
+
     def start(self) -> bytes:
-        self.built = build_client_hello(self.config)
+        self.built = self.prebuilt or build_client_hello(self.config)
         self.shares = dict(self.built.shares)
         self.hellos.append(self.built.hello)
         # Record-layer version 0x0301 for the first hello, as browsers and OpenSSL send it.
         self._record_version = min(TLS10, self.config.max_legacy) \
             if self.config.max_legacy >= 0x0300 else TLS10
         self.send_message(frame(HandshakeType.client_hello, self.built.hello.serialize()))
+        psk = self.config.psk_offer
+        if psk is not None and psk.early_data is not None:   # 0-RTT (RFC 8446 2.3)
+            hello_hash = self.transcript.digest(psk.hash_name)
+            self.set_write(lambda: early_protection(psk, hello_hash))
+            self.send_record(APPLICATION_DATA, psk.early_data)
         return self.take_output()
 
     # -- after the handshake -------------------------------------------------------------
@@ -334,7 +361,7 @@ class ClientHandshake(ClientRecords):
             self._tls13_server_hello(sh)
         else:
             self._record_version = sh.selected_version
-            self._start_half(Tls12Client(self._context(sh)))
+            self._start_half(Tls12Client(self._context(sh), self.config.resume))
 
     def _tls13_server_hello(self, sh: ServerHello) -> None:
         found = serverhello.tls13_share(sh, self.hrr, self.hellos[-1], self.shares)
@@ -356,11 +383,16 @@ class ClientHandshake(ClientRecords):
             self.stop_incomplete(f"no record protection for "
                                  f"{registry.suite_label(sh.cipher_suite)}")
             return
-        self._start_half(Tls13Client(self._context(sh), self.shared_secret))
+        self._start_half(Tls13Client(self._context(sh), self.shared_secret,
+                                     self.config.psk_offer))
 
     def _hello_retry(self, hrr: ServerHello, raw: bytes) -> None:
         serverhello.check_hello_retry_form(hrr, self.config, self.hellos[-1])
         self.hrr = hrr
+        if self.config.psk_offer is not None:
+            self.stop_incomplete("a HelloRetryRequest to a PSK offer (a second hello with "
+                                 "the PSK is not implemented)")
+            return
         if self.built is None:
             raise HandshakeFailure(FailureKind.PROTOCOL, "HelloRetryRequest before start()")
         serverhello.check_hello_retry_change(hrr, self.config, self.shares)

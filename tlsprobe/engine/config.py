@@ -11,7 +11,9 @@ import os
 from dataclasses import dataclass, field, replace
 
 from tlsprobe import kex, registry
+from tlsprobe.engine.keyschedule import KeySchedule, digest, tls13_hash_name
 from tlsprobe.wire import extensions as ext
+from tlsprobe.wire.handshake import frame
 from tlsprobe.wire.hello import ClientHello
 
 TLS13, TLS12, TLS11, TLS10, SSL30 = 0x0304, 0x0303, 0x0302, 0x0301, 0x0300
@@ -24,6 +26,28 @@ DEFAULT_SUITES_12 = (0xC02B, 0xC02F, 0xC02C, 0xC030, 0xCCA9, 0xCCA8, 0xC009, 0xC
 DEFAULT_SIGALGS = (0x0403, 0x0804, 0x0401, 0x0503, 0x0805, 0x0501, 0x0806, 0x0601, 0x0807,
                    0x0808, 0x0809, 0x080A, 0x080B, 0x0603, 0x0203, 0x0201)
 DEFAULT_ALPN = ("h2", "http/1.1")
+
+
+@dataclass(frozen=True)
+class Resumption:
+    """A session to resume. TLS 1.2 (RFC 5246 7.4.1.2, RFC 5077): `session_id` (sent as the
+    legacy_session_id; the server echoes it when it resumes) and/or the session `ticket`,
+    with the session's `master_secret`. TLS 1.3 (RFC 8446 4.2.11): `ticket` is the PSK
+    identity, `psk` the resumption PSK, `obfuscated_age` the obfuscated_ticket_age and
+    `cipher_suite` the session's suite (its hash is the binder's); `early_data`, when set,
+    is sent as 0-RTT data after the ClientHello, which then offers early_data."""
+
+    ticket: bytes | None = None
+    session_id: bytes = b""
+    master_secret: bytes = b""
+    psk: bytes | None = None
+    obfuscated_age: int = 0
+    cipher_suite: int = 0x1301
+    early_data: bytes | None = None
+
+    @property
+    def hash_name(self) -> str:
+        return tls13_hash_name(self.cipher_suite)
 
 
 @dataclass(frozen=True)
@@ -54,6 +78,15 @@ class ClientConfig:
     extra_extensions: tuple[tuple[int, bytes], ...] = ()
     #: the legacy_session_id to send (None: the engine's own choice)
     session_id: bytes | None = None
+    #: a session to resume (None: a full handshake)
+    resume: Resumption | None = None
+
+    @property
+    def psk_offer(self) -> Resumption | None:
+        """`resume` when it offers a TLS 1.3 PSK (and this hello offers TLS 1.3)."""
+        resume = self.resume
+        return resume if resume is not None and resume.psk is not None and \
+            resume.ticket and self.offers_tls13 else None
 
     @property
     def offers_tls13(self) -> bool:
@@ -174,6 +207,7 @@ def build_client_hello(config: ClientConfig, *, share_groups: tuple[int, ...] | 
         if share is not None:
             shares[group] = share
     exts: list[ext.Extension] = [ext.grease(grease[3])] if grease else []
+    psk = config.psk_offer
     if config.server_name:
         exts.append(ext.server_name(config.server_name))
     if config.extended_master_secret and any(v <= TLS12 for v in config.versions):
@@ -186,7 +220,9 @@ def build_client_hello(config: ClientConfig, *, share_groups: tuple[int, ...] | 
     if any(v <= TLS12 for v in config.versions):
         exts.append(ext.ec_point_formats([0]))
     if config.session_ticket:
-        exts.append(ext.session_ticket(b""))
+        resume = config.resume
+        ticket = resume.ticket if resume is not None and resume.psk is None else None
+        exts.append(ext.session_ticket(ticket or b""))
     if config.alpn:
         exts.append(ext.alpn(list(config.alpn)))
     if config.quic_transport_parameters is not None:
@@ -204,10 +240,16 @@ def build_client_hello(config: ClientConfig, *, share_groups: tuple[int, ...] | 
                                                   list(config.versions)))
         if cookie is not None:
             exts.append(ext.cookie(cookie))
+        if psk is not None and psk.early_data is not None:
+            exts.append(ext.early_data())
     exts += [ext.Extension(t, data) for t, data in config.extra_extensions]
     if grease:
         exts.append(ext.grease(grease[4], b"\x00"))
+    if psk is not None:   # last (RFC 8446 4.2.11); the binder is computed once padded
+        exts.append(_offered_psk(psk, bytes(_hash_len(psk))))
     suites = ([grease[0]] if grease else []) + list(config.cipher_suites())
+    if session_id is None and config.resume is not None and config.resume.session_id:
+        session_id = config.resume.session_id
     if session_id is None:
         session_id = config.session_id
     hello = ClientHello(
@@ -222,4 +264,28 @@ def build_client_hello(config: ClientConfig, *, share_groups: tuple[int, ...] | 
     )
     if config.padding:
         hello = hello.padded()
+    if psk is not None:
+        hello = _bind(hello, psk)
     return BuiltHello(hello, shares)
+
+
+def _hash_len(resume: Resumption) -> int:
+    """The length of the PSK's hash: its binder's length."""
+    return len(digest(resume.hash_name, b""))
+
+
+def _offered_psk(resume: Resumption, binder: bytes) -> ext.Extension:
+    return ext.pre_shared_key_client([(resume.ticket or b"", resume.obfuscated_age)], [binder])
+
+
+def _bind(hello: ClientHello, resume: Resumption) -> ClientHello:
+    """`hello` with its PSK binder: the HMAC (as a Finished, under the "res binder" key)
+    of the hash of the ClientHello up to the binders list (RFC 8446 4.2.11.2)."""
+    binders_len = 2 + 1 + _hash_len(resume)
+    partial = frame(1, hello.serialize())[:-binders_len]
+    ks = KeySchedule(resume.hash_name, resume.psk)
+    binder = ks.verify_data(ks.finished_key(ks.binder_key()),
+                            digest(resume.hash_name, partial))
+    exts = list(hello.extensions)
+    exts[-1] = _offered_psk(resume, binder)
+    return replace(hello, extensions=exts)

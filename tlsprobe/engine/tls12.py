@@ -7,6 +7,9 @@ checked as soon as it arrives. At ServerHelloDone the client computes the pre-ma
 server echoed it, RFC 7627) and the key block, and sends [empty Certificate],
 ClientKeyExchange, ChangeCipherSpec and its Finished. The server's ChangeCipherSpec
 switches on the server's protection; its Finished is then checked against the transcript.
+A ServerHello that echoes the session ID of the session offered for resumption (RFC 5246
+7.4.1.2; RFC 5077 3.4 for a ticket) starts the abbreviated handshake instead: the session's
+master secret, the server's [NewSessionTicket], ChangeCipherSpec and Finished, then ours.
 
 The half keeps what the key exchange needs (the ServerKeyExchange, the master secret) and
 answers each message with a Verdict (engine.verdict); ClientHandshake applies it.
@@ -30,8 +33,9 @@ from tlsprobe.engine.common import (
     UNEXPECTED_MESSAGE,
     message_label,
 )
+from tlsprobe.engine.config import Resumption
 from tlsprobe.engine.protection import RecordProtection, protections_from_key_block
-from tlsprobe.engine.suites import protection_params, suite_params
+from tlsprobe.engine.suites import SuiteParams, protection_params, suite_params
 from tlsprobe.engine.verdict import (
     HandshakeContext,
     ReadKeys,
@@ -71,7 +75,7 @@ class Tls12Client:
 
     tls13 = False
 
-    def __init__(self, ctx: HandshakeContext) -> None:
+    def __init__(self, ctx: HandshakeContext, resume: Resumption | None = None) -> None:
         self.ctx = ctx
         sh = self.sh = ctx.server_hello
         self.client_random = ctx.client_random
@@ -91,10 +95,25 @@ class Tls12Client:
         self.certificate_requested = False
         self.master_secret: bytes | None = None
         self._server_protection: RecordProtection | None = None
+        self._client_protection: Callable[[], RecordProtection] | None = None
+        offered_id = ctx.offered.legacy_session_id
+        self.resumed = resume is not None and bool(resume.master_secret) and \
+            bool(offered_id) and sh.legacy_session_id_echo == offered_id
+        if resume is not None and self.resumed:
+            self.master_secret = resume.master_secret
 
     # -- events --------------------------------------------------------------------------
     def start(self) -> Verdict:
-        return Verdict(waiting_for=FIRST_FLIGHT)
+        if not self.resumed:
+            return Verdict(waiting_for=FIRST_FLIGHT)
+        v = Verdict(waiting_for=WAIT_CCS)   # abbreviated: the server's CCS and Finished
+        if self.params is None:
+            v.incomplete = "no record protection for " \
+                f"{registry.suite_label(self.sh.cipher_suite)}"
+            return v
+        v.keylog_lines = keylog.tls12_lines(self.client_random, self.master_secret or b"")
+        self._client_protection = self._key_block(self.params)
+        return v
 
     def on_change_cipher_spec(self, waiting_for: str) -> Verdict:
         if waiting_for != WAIT_CCS or self._server_protection is None:
@@ -312,8 +331,11 @@ class Tls12Client:
         params = self.params
         if params is None:
             raise ValueError("record protection without suite parameters")
+        return self._key_block(params)
+
+    def _key_block(self, params: SuiteParams) -> Callable[[], RecordProtection]:
         mac_len, key_len, iv_len = params.key_material(self.version)
-        kb = prf.key_block(self.version, self.prf_hash, self.master_secret,
+        kb = prf.key_block(self.version, self.prf_hash, self.master_secret or b"",
                            self.client_random, self.sh.random, mac_len, key_len, iv_len)
         self._server_protection = protections_from_key_block(params, kb, self.version,
                                                              self.etm)[1]
@@ -333,4 +355,14 @@ class Tls12Client:
         self.ctx.transcript.add(ev.raw)
         v.finished_verified = True
         v.waiting_for = CONNECTED
-        v.complete = True
+        if not self.resumed:
+            v.complete = True
+        elif self.ctx.stop_after_first_flight or self._client_protection is None:
+            v.first_flight_done = v.done = True   # the resumption is established
+        else:   # abbreviated handshake: our ChangeCipherSpec and Finished come last
+            v.send(SendChangeCipherSpec())
+            v.send(WriteKeys(self._client_protection))
+            verify = prf.verify_data(self.version, self.prf_hash, self.master_secret or b"",
+                                     self.ctx.transcript.digest(self.handshake_hash), "client")
+            self._send(v, frame(HT.finished, verify))
+            v.complete = True

@@ -6,6 +6,9 @@ CertificateVerify, Finished) is decrypted by the Flow as it arrives and checked 
 order: the CertificateVerify signature over the transcript, then the server Finished MAC.
 The client answers with the middlebox-compatibility ChangeCipherSpec, an empty Certificate
 when one was requested, and its Finished; NewSessionTicket and KeyUpdate are read after.
+When the ServerHello selects the offered resumption PSK (RFC 8446 4.2.11) the key schedule
+starts from that PSK and the flight has no Certificate nor CertificateVerify; the
+EncryptedExtensions then say whether the 0-RTT data was accepted (early_data, 4.2.10).
 
 The half keeps the connection's secrets (key schedule, traffic epochs, the server's leaf
 key) and answers each message with a Verdict (engine.verdict); ClientHandshake applies it.
@@ -26,7 +29,8 @@ from tlsprobe.engine.common import (
     UNEXPECTED_MESSAGE,
     message_label,
 )
-from tlsprobe.engine.epochs import TrafficEpochs
+from tlsprobe.engine.config import Resumption
+from tlsprobe.engine.epochs import TrafficEpochs, tls13_protection
 from tlsprobe.engine.keyschedule import KeySchedule, tls13_hash_name
 from tlsprobe.engine.protection import Tls13Protection
 from tlsprobe.engine.suites import SuiteParams, suite_params
@@ -50,7 +54,7 @@ from tlsprobe.engine.verify import (
 from tlsprobe.registry import HandshakeType as HT
 from tlsprobe.session.flow import CLIENT, SERVER, MessageEvent
 from tlsprobe.wire.certificate import Certificate, CertificateRequest, CertificateVerify
-from tlsprobe.wire.messages import Finished, KeyUpdate
+from tlsprobe.wire.messages import EncryptedExtensions, Finished, KeyUpdate
 
 # What the client waits for next
 WAIT_EE, WAIT_CERT, WAIT_CV, WAIT_FINISHED, CONNECTED = (
@@ -63,7 +67,8 @@ class Tls13Client:
 
     tls13 = True
 
-    def __init__(self, ctx: HandshakeContext, shared_secret: bytes) -> None:
+    def __init__(self, ctx: HandshakeContext, shared_secret: bytes,
+                 psk: Resumption | None = None) -> None:
         self.ctx = ctx
         sh = ctx.server_hello
         params = suite_params(sh.cipher_suite)
@@ -71,7 +76,9 @@ class Tls13Client:
             raise ValueError(f"no record protection for suite 0x{sh.cipher_suite:04x}")
         self.params: SuiteParams = params
         self.hash = tls13_hash_name(sh.cipher_suite)
-        self.ks = KeySchedule(self.hash)
+        self.resumed = self._psk_selected(psk)
+        self.early_data_accepted = False
+        self.ks = KeySchedule(self.hash, psk.psk if psk is not None and self.resumed else None)
         self.ks.handshake(shared_secret, self._digest())
         self.epochs = TrafficEpochs(params.cipher, params.key_len, self.hash)
         self.certificate_request: CertificateRequest | None = None
@@ -79,6 +86,22 @@ class Tls13Client:
         self.leaf_key_problem: str | None = None   # a key cryptography cannot use
 
     # -- helpers -------------------------------------------------------------------------
+    def _psk_selected(self, psk: Resumption | None) -> bool:
+        """Whether the ServerHello's pre_shared_key selects our one identity (the engine
+        refuses it earlier when no PSK was offered)."""
+        selected = self.ctx.server_hello.extension(41)
+        if selected is None or psk is None:
+            return False
+        index = int.from_bytes(selected.data[:2], "big")
+        if index != 0:
+            raise Refusal(ILLEGAL_PARAMETER, f"server selected PSK identity {index}; the "
+                          "client offered one (RFC 8446 4.2.11)")
+        if psk.hash_name != self.hash:
+            raise Refusal(ILLEGAL_PARAMETER, f"server resumed a {psk.hash_name} PSK with "
+                          f"{registry.suite_label(self.ctx.server_hello.cipher_suite)} "
+                          "(RFC 8446 4.2.11: the suite's hash must be the PSK's)")
+        return True
+
     def _protection(self, secret: bytes | None) -> Tls13Protection:
         if secret is None:
             raise ValueError("traffic secret not derived yet")
@@ -132,7 +155,7 @@ class Tls13Client:
             return
         t = ev.msg_type
         if t == HT.encrypted_extensions and state == WAIT_EE:
-            v.waiting_for = WAIT_CERT
+            self._encrypted_extensions(v, msg)
         elif t == HT.certificate_request and state == WAIT_CERT \
                 and self.certificate_request is None and isinstance(msg, CertificateRequest):
             self.certificate_request = msg
@@ -148,6 +171,16 @@ class Tls13Client:
             raise Refusal(UNEXPECTED_MESSAGE, f"server sent {name} while the client waited "
                           f"for {state}")
         self.ctx.transcript.add(ev.raw)
+
+    def _encrypted_extensions(self, v: Verdict, msg: object) -> None:
+        """A resumed handshake skips the certificate (RFC 8446 2.2); early_data here means
+        the 0-RTT data was accepted, which needs the first PSK selected (4.2.10)."""
+        early = isinstance(msg, EncryptedExtensions) and msg.extension(42) is not None
+        if early and not self.resumed:
+            raise Refusal(ILLEGAL_PARAMETER, "server accepted early_data without selecting "
+                          "the offered PSK (RFC 8446 4.2.10)")
+        self.early_data_accepted = early
+        v.waiting_for = WAIT_FINISHED if self.resumed else WAIT_CERT
 
     def _certificate(self, v: Verdict, msg: Certificate) -> None:
         certs = msg.certificates
@@ -245,3 +278,15 @@ class Tls13Client:
         if msg.request_update == 1 and may_send and not self.ctx.stop_after_first_flight:
             v.send(SendRecord(HANDSHAKE, KeyUpdate(0).to_bytes()))
             v.send(self._write(self.epochs.key_update(CLIENT)))
+
+
+def early_protection(psk: Resumption, client_hello_hash: bytes) -> Tls13Protection:
+    """The write protection of 0-RTT data: the PSK's client_early_traffic_secret over the
+    ClientHello (RFC 8446 7.1), with the session's suite."""
+    params = suite_params(psk.cipher_suite)
+    if params is None or psk.psk is None:
+        raise ValueError(f"no 0-RTT protection for suite 0x{psk.cipher_suite:04x}")
+    ks = KeySchedule(psk.hash_name, psk.psk)
+    ks.early(client_hello_hash)
+    return tls13_protection(params.cipher, params.key_len, psk.hash_name,
+                            ks.client_early_traffic_secret or b"")

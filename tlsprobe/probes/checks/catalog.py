@@ -36,6 +36,11 @@ ACTIVE: dict[str, Entry] = {
     "heartbleed": Entry("vulnerability", "heartbleed", harmful=True),
     "ccs": Entry("vulnerability", "ccs"),
     "ticketbleed": Entry("vulnerability", "ticketbleed"),
+    "resumption": Entry("hygiene", "resumption"),
+    "early_data": Entry("hygiene", "early_data"),
+    "ocsp_stapling": Entry("hygiene", "ocsp_stapling"),
+    "ems": Entry("hygiene", "ems"),
+    "etm": Entry("hygiene", "etm"),
 }
 
 _BY_CATEGORY = {"vulns": "vulnerability", "hygiene": "hygiene", "tolerance": "tolerance",

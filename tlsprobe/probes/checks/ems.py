@@ -1,0 +1,47 @@
+"""Extended master secret (RFC 7627): does the server bind the master secret to the handshake?
+
+Without it a TLS 1.0-1.2 master secret depends only on the randoms and the pre-master
+secret, which a man in the middle can make equal on two connections (the triple handshake
+attack, then resumption or renegotiation under the victim's session). The check sends one
+hello of the highest TLS 1.0-1.2 version the server speaks, offering extended_master_secret
+as every current client does, and reads the ServerHello: the extension echoed means
+supported; a ServerHello without it, not supported (a finding). TLS 1.3 binds the whole
+transcript into its key schedule, so a server that speaks TLS 1.3 only is not applicable.
+One connection, stopped at the server's first flight.
+"""
+
+from __future__ import annotations
+
+from tlsprobe import registry
+from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.probes.checks._handshake import handshake, legacy_versions
+from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
+from tlsprobe.probes.outcome import Outcome
+
+EXTENDED_MASTER_SECRET = 23
+
+
+async def run(ctx: CheckContext) -> CheckResult:
+    legacy = legacy_versions(ctx)
+    if not legacy:
+        return ctx.result(Verdict.not_applicable, "the server speaks no TLS 1.0-1.2 version "
+                          "(TLS 1.3 binds the transcript into its key schedule by design)")
+    sent = f"a {registry.version_name(legacy[0])} hello offering extended_master_secret"
+    hs = await handshake(ctx, ctx.config((legacy[0],), extended_master_secret=True))
+    if isinstance(hs, Outcome):
+        return ctx.inconclusive(f"{sent}: {hs.reason}")
+    sh = hs.engine.server_hello
+    if sh is None:
+        return ctx.inconclusive(f"{sent}: {hs.describe()}")
+    echoed = sh.extension(EXTENDED_MASTER_SECRET) is not None
+    evidence = (f"sent: {sent}", f"received: {hs.describe()}, "
+                f"{'with' if echoed else 'without'} extended_master_secret")
+    if echoed:
+        return ctx.result(Verdict.supported, f"{sent} is answered with "
+                          "extended_master_secret (RFC 7627)", evidence)
+    return ctx.result(Verdict.not_supported, f"{sent} is answered without it: the master "
+                      "secret is not bound to the handshake (RFC 7627; triple handshake "
+                      "attack)", evidence, code="check.ems", severity="low")
+
+
+CHECK = ActiveCheck("ems", "extended master secret (RFC 7627)", run)

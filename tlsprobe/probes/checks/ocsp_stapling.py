@@ -1,0 +1,84 @@
+"""OCSP stapling (RFC 6066 8, RFC 8446 4.4.2.1): does the server send its certificate's status?
+
+A client that asks (status_request) gets the OCSP response the server fetched for its own
+certificate, and need not ask the CA itself (privacy, latency, and a revocation check that
+works when the responder is unreachable). The check sends one hello of the highest version
+the server speaks, with status_request, and reads the server's flight: in TLS 1.3 the
+status_request extension of the leaf's Certificate entry (the flight is decrypted and
+checked up to the server's Finished), in TLS 1.0-1.2 the CertificateStatus message. A
+response there: supported (its status and dates are shown; its signature is not checked);
+a Certificate without one: not supported (a finding of severity info). One connection.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from tlsprobe import registry
+from tlsprobe.engine.config import TLS13
+from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.probes.checks._handshake import Handshake, handshake
+from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
+from tlsprobe.probes.outcome import Outcome
+from tlsprobe.registry import HandshakeType
+from tlsprobe.wire.certificate import Certificate, CertificateStatus
+
+STATUS_REQUEST = 5
+
+
+def stapled(hs: Handshake) -> bytes | None:
+    """The OCSP response the server stapled (b"" for an empty one), or None."""
+    flight = hs.engine.flight.messages
+    status = flight.get(HandshakeType.certificate_status)
+    if isinstance(status, CertificateStatus):
+        return status.response
+    cert = flight.get(HandshakeType.certificate)
+    if isinstance(cert, Certificate) and cert.tls13 and cert.certificate_list:
+        for e in cert.certificate_list[0].extensions:
+            if e.type == STATUS_REQUEST:
+                return e.data[4:]   # status_type (1), uint24 length, OCSPResponse
+    return None
+
+
+def describe_response(der: bytes) -> str:
+    """What an OCSP response says, for the evidence (not verified)."""
+    from cryptography.x509 import ocsp
+    try:
+        response = ocsp.load_der_ocsp_response(der)
+        if response.response_status != ocsp.OCSPResponseStatus.SUCCESSFUL:
+            return f"OCSP response status {response.response_status.name.lower()}"
+        text = f"certificate status {response.certificate_status.name.lower()}"
+        for label, when in (("produced", response.produced_at_utc),
+                            ("next update", response.next_update_utc)):
+            if isinstance(when, datetime):
+                text += f", {label} {when:%Y-%m-%d %H:%M} UTC"
+        return text
+    except ValueError as exc:
+        return f"not a readable OCSP response ({str(exc)[:80]!r})"
+
+
+async def run(ctx: CheckContext) -> CheckResult:
+    if not ctx.spoken:
+        return ctx.inconclusive("the server speaks no version the audit could establish")
+    top = max(ctx.spoken)
+    sent = f"a {registry.version_name(top)} hello with status_request"
+    hs = await handshake(ctx, ctx.config((top,), status_request=True),
+                         read_flight=top == TLS13)
+    if isinstance(hs, Outcome):
+        return ctx.inconclusive(f"{sent}: {hs.reason}")
+    response = stapled(hs)
+    if response is not None:
+        what = describe_response(response)
+        return ctx.result(Verdict.supported, f"{sent} is answered with a stapled OCSP "
+                          f"response: {what} (its signature is not checked)",
+                          (f"sent: {sent}", f"received: {hs.describe()}",
+                           f"stapled: {len(response)} bytes, {what}"))
+    if HandshakeType.certificate not in hs.engine.flight.messages:
+        return ctx.inconclusive(f"{sent}: no Certificate read ({hs.describe()})")
+    return ctx.result(Verdict.not_supported, f"{sent} is answered with a Certificate and "
+                      "no OCSP response", (f"sent: {sent}", f"received: {hs.describe()}, "
+                                           "no stapled OCSP response"),
+                      code="check.ocsp_stapling", severity="info")
+
+
+CHECK = ActiveCheck("ocsp_stapling", "OCSP stapling (RFC 6066 status_request)", run)
