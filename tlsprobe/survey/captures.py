@@ -134,12 +134,15 @@ def read_in_order(paths: list[str], options: Any, flt: Any, *, jobs: int,
         return
     from concurrent.futures import ProcessPoolExecutor
     pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init)
+    finished = False
     try:
         yield from _ordered(paths, options, flt, pool, 2 * jobs)
+        finished = True
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-        for process in list((getattr(pool, "_processes", None) or {}).values()):
-            process.terminate()     # stopped early (Ctrl-C, a closed pipe): no file left read
+        if not finished:    # stopped early (Ctrl-C, a closed pipe): no file left to read
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                process.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 class _DaskPool:
