@@ -49,6 +49,8 @@ def test_two_jobs_give_the_sequential_output(corpus_args: list[str], mode: tuple
     assert parallel.stdout == sequential.stdout
     assert parallel.stderr == sequential.stderr
     assert "no-such.pcap: no such file" in parallel.stderr
+    # a damaged capture's line too (alone it would make exit code 7)
+    assert "tls_DER-incomplete-header.pcap: impossible pcap record length" in parallel.stderr
     if mode[0] == "--jsonl":
         lines = [json.loads(line) for line in parallel.stdout.splitlines()]
         captures = [d["file"] for d in lines if d.get("kind") == "capture"]
