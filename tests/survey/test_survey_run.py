@@ -1,6 +1,8 @@
 """`tlsprobe survey` against real loopback servers: on a Dask LocalCluster (two worker
 processes, shared by the module) and in-process (Dask made unimportable) with the same
-Parquet rows; the summary against the lab's known configurations; stop and resume."""
+Parquet rows; the summary against the lab's known configurations; stop and resume; and,
+last (it kills one of the cluster's workers), 500 targets of the farm of servers across
+127.0.0.0/8 (farm.py) against `scan` target by target."""
 from __future__ import annotations
 
 import glob
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from farm import EXPECTED, Farm, FarmTarget
 
 pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow not installed "
                          "(pip install 'tlsprobe[cluster]')")
@@ -240,3 +243,127 @@ def test_a_bad_scheduler_address_is_one_line(tmp_path):
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("tlsprobe: error: --scheduler foo: "
                                                    "cannot connect"), lines
+
+
+def test_pcap_on_the_cluster_gives_the_sequential_output(dask_cluster, tmp_path):
+    """`pcap --scheduler`: one task per capture on the module's cluster, merged into the
+    sequential run's output (the project's captures, and a missing file among them)."""
+    files = sorted(str(p) for p in (REPO / "captures").glob("*.pcap*"))[:12]
+    files.insert(5, str(tmp_path / "missing.pcap"))
+    sequential = cli("pcap", "--jsonl", "--stats", "--no-progress", *files)
+    on_dask = cli("pcap", "--jsonl", "--stats", "--no-progress", "--scheduler", dask_cluster,
+                  *files)
+    assert sequential.returncode == 2, sequential.stderr
+    assert (on_dask.returncode, on_dask.stdout, on_dask.stderr) == (
+        sequential.returncode, sequential.stdout, sequential.stderr)
+    assert on_dask.stdout.count('"kind": "capture"') == len(files)
+    assert '"kind": "connection"' in on_dask.stdout
+
+
+# -- at scale: the farm (last in this module: it kills one of the cluster's workers) -------
+#: what differs between two audits of one server: timing, retries on a busy machine, and
+#: the place in the input
+UNSTABLE = ("duration_s", "total_connections", "connections", "retries", "index")
+
+
+@pytest.fixture(scope="module")
+def farm(certs: Any) -> Any:
+    """500 targets: 125 addresses across 127.0.0.0/8 with four ports each, three server
+    configurations, nothing listening on every 25th address (in-process servers)."""
+    servers = Farm(certs["ecdsa"].cert, certs["ecdsa"].key, hosts=125, ports_per_host=4,
+                   refused_every=25)
+    yield servers
+    servers.stop()
+
+
+def _start(*args: Any) -> subprocess.Popen[str]:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.Popen([sys.executable, "-m", "tlsprobe", *map(str, args)], env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _finish(proc: subprocess.Popen[str], timeout: float = 240) -> tuple[str, str]:
+    try:
+        return proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _targets_file(path: Path, targets: list[FarmTarget]) -> Path:
+    path.write_text("".join(t.display + "\n" for t in targets))
+    return path
+
+
+def _kill_a_busy_worker(address: str, out: Path, survey: subprocess.Popen[str]) -> int:
+    """SIGKILL the process of a worker that is running a shard, once a first shard is
+    written; the number of shards written then."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.Client(address, timeout="30s") as client:
+        deadline = time.monotonic() + 120
+        busy: list[str] = []
+        while not busy or not list(out.glob("shard-*.parquet")):
+            assert survey.poll() is None, survey.communicate()
+            assert time.monotonic() < deadline, "no shard done with a worker busy in 120 s"
+            time.sleep(0.05)
+            busy = [w for w, keys in client.processing().items() if keys]
+        pids = client.run(os.getpid, workers=busy[:1])
+        written = len(list(out.glob("shard-*.parquet")))
+        os.kill(pids[busy[0]], signal.SIGKILL)
+        return written
+
+
+def test_500_targets_with_a_worker_killed_once_each_as_scan_answers(farm, dask_cluster,
+                                                                    tmp_path):
+    """`--checks groups` on servers of one group each (5-7 connections a target) keeps 500
+    targets to some CPU seconds; `scan` audits every 20th target and a refused one, each
+    on its own."""
+    targets = farm.targets
+    assert len(targets) == 500 and len({t.host for t in targets}) == 125
+    out = tmp_path / "out"
+    survey = _start("survey", _targets_file(tmp_path / "targets.txt", targets), "--out", out,
+                    "--scheduler", dask_cluster, "--checks", "groups", "--shard-size", "16",
+                    "--no-progress")
+    try:
+        written_at_kill = _kill_a_busy_worker(dask_cluster, out, survey)
+    finally:
+        _, survey_err = _finish(survey)
+    assert survey.returncode == 0, survey_err
+    sample = targets[::20] + [next(t for t in targets if t.config is None)]
+    scan = _start("scan", "-f", _targets_file(tmp_path / "sample.txt", sample), "--checks",
+                  "groups", "--no-policy", "--json", "--no-progress", "--concurrency", "1")
+    scan_out, scan_err = _finish(scan)
+
+    n = len(targets)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert written_at_kill < len(manifest["shards"]), "the survey ended before the kill"
+    assert sorted(manifest["done"]) == [s["name"] for s in manifest["shards"]]
+    # every target once: in the JSON lines, and in the Parquet rows (one per version)
+    lines = sorted(json_lines(out), key=lambda d: d["index"])
+    assert [d["index"] for d in lines] == list(range(1, n + 1))
+    assert [(d["host"], d["port"]) for d in lines] == [(t.host, t.port) for t in targets]
+    got = rows(out)
+    assert [(r["index"], r["version"]) for r in got] == [
+        (i, v) for i in range(1, n + 1) for v in ("TLS 1.2", "TLS 1.3")]
+
+    by_target = {(d["host"], d["port"]): d for d in lines}
+    scanned = [json.loads(line) for line in scan_out.splitlines()]
+    assert [(d["host"], d["port"]) for d in scanned] == [(t.host, t.port) for t in sample], \
+        scan_err
+
+    def stable(report: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in report.items() if k not in UNSTABLE}
+
+    for report in scanned:
+        assert stable(by_target[report["host"], report["port"]]) == stable(report)
+    # the answers are the servers' (not one mistake made twice)
+    for target, (row12, row13) in zip(targets, zip(got[::2], got[1::2])):
+        if target.config is None:
+            assert row12["error_kind"] == row13["error_kind"] == "network", row12
+            continue
+        expected = EXPECTED[target.config]
+        assert (row12["groups"], row13["groups"]) == (expected["TLS 1.2"],
+                                                      expected["TLS 1.3"]), target
+        assert row12["error"] is None and row13["spoken"] is bool(expected["TLS 1.3"])

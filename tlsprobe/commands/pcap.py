@@ -4,6 +4,8 @@ Connections are found by content (not by port), read as a stream (memory stays f
 described with the live probe's words: `--msg` prints each connection's records exactly as
 `tlsprobe HOST --msg` does. Exit code 7 when a capture is damaged or some of its data could
 not be read (what could be read is still reported, and what was not is said).
+`--jobs N` / `--scheduler ADDRESS` read many files in worker processes or on Dask, one file
+per task, with the same output as one after another (tlsprobe/survey/captures.py).
 """
 
 from __future__ import annotations
@@ -11,9 +13,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import IO, Any
 
 from tlsprobe.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, UsageError
@@ -22,7 +23,8 @@ from tlsprobe.report.escape import shown
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", metavar="FILE", nargs="+",
-                   help="pcap or pcapng capture (gzip-compressed too); '-' reads stdin")
+                   help="pcap or pcapng capture (gzip-compressed too), or a directory (the "
+                   "captures under it, by path); '-' reads stdin")
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true", help="one JSON document; connections "
                    "in the order they end (streamed), each with its first_frame (the table "
@@ -41,6 +43,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     o.add_argument("--full", action="store_true", help="name every problem of a damaged "
                    "capture on stderr (else the first, and how many more)")
+    x = p.add_argument_group("many captures")
+    x.add_argument("--jobs", type=int, default=1, metavar="N", help="read N files at once "
+                   "in worker processes (one file per task; the output is the same as "
+                   "one after another; no progress bar)")
+    x.add_argument("--scheduler", metavar="ADDRESS", help="read the files on an existing "
+                   "Dask cluster (tcp://HOST:8786; its workers must see the same paths and "
+                   "have tlsprobe[cluster])")
     k = p.add_argument_group("decryption")
     k.add_argument("--keylog", metavar="FILE", help="SSLKEYLOGFILE secrets: decrypt TLS 1.3 "
                    "handshakes and TLS 1.2 records (keys embedded in pcapng are used too)")
@@ -75,6 +84,8 @@ def _options(args: argparse.Namespace) -> tuple[Any, Any]:
                          "other (the JSON holds every detail)")
     if args.files.count("-") > 1:
         raise UsageError("stdin ('-') can be read only once")
+    if args.jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, not {args.jobs}")
     try:
         flt = ConnectionFilter.parse(args.host, args.port, args.sni, args.group,
                                      args.tls_version)
@@ -248,8 +259,6 @@ def run(args: argparse.Namespace) -> int:
     reported), else 0."""
     import gc
 
-    from tlsprobe.capture import CaptureError
-    from tlsprobe.offline.analyzer import CaptureAnalysis
     from tlsprobe.offline.stats import Statistics
     from tlsprobe.model.capture import CaptureSummary
     options, flt = _options(args)
@@ -258,23 +267,18 @@ def run(args: argparse.Namespace) -> int:
     summaries: list[dict[str, Any]] = []
     broken = unreadable = False
     from tlsprobe.report.progress import CaptureBar
-    bar = CaptureBar(not args.no_progress and not args.msg)
+    parallel = args.jobs > 1 or args.scheduler is not None
+    bar = CaptureBar(not args.no_progress and not args.msg and not parallel)
+    from tlsprobe.survey.captures import expand_directories
+    files = expand_directories(args.files)
+    opened = _opened(files, options, flt, bar, args)
     # Reading a capture allocates many short-lived objects and few cycles: keep what is
     # loaded out of the collector's scans and let it run less often (about 10% faster).
     gc.freeze()
     gc.set_threshold(100_000, 50, 100)
     try:
-        for path in args.files:
+        for path, (analysis, error) in zip(files, opened):
             name = "<stdin>" if path == "-" else path
-            error = _missing(path)
-            if error is None:
-                try:
-                    analysis = CaptureAnalysis(path, options, _progress(bar.start(name)),
-                                               display_name=name)
-                except CaptureError as exc:
-                    error = str(exc).removeprefix(f"{name}: ")
-                except OSError as exc:
-                    error = f"cannot open: {exc.strerror or exc}"
             if error is not None:
                 # one line, a JSON record, and the other files are still read (exit 2)
                 print(f"tlsprobe: {shown(f'{name}: {error}')}", file=sys.stderr)
@@ -308,6 +312,7 @@ def run(args: argparse.Namespace) -> int:
             output.capture(summary_dict)
             broken = _warn(name, summary, args.full) or broken
     finally:
+        opened.close()  # stopped early: the worker processes go too
         bar.stop()
         output.flush()  # what was read stays written, even when interrupted
     output.finish(stats, summaries)
@@ -316,16 +321,19 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_BAD_INPUT if broken else EXIT_OK
 
 
-def _missing(path: str) -> str | None:
-    """Why `path` cannot be a capture before opening it: missing, or a directory (pipes,
-    FIFOs and devices are read as streams, as '-' is)."""
-    if path == "-":
-        return None
-    if not os.path.exists(path):
-        return "no such file"
-    if os.path.isdir(path):
-        return "is a directory"
-    return None
+def _opened(files: list[str], options: Any, flt: Any, bar: Any, args: argparse.Namespace
+            ) -> Generator[tuple[Any, str | None], None, None]:
+    """(analysis, None) or (None, why it cannot be read) per file, in order: opened here one
+    after another (the analysis streams as the loop reads it), or read whole by --jobs
+    worker processes or on the --scheduler's Dask workers."""
+    from tlsprobe.survey import captures
+    if args.jobs > 1 or args.scheduler is not None:
+        yield from captures.read_in_order(files, options, flt, jobs=args.jobs,
+                                          scheduler=args.scheduler)
+        return
+    for path in files:
+        name = "<stdin>" if path == "-" else path
+        yield captures.open_capture(path, name, options, _progress(bar.start(name)))
 
 
 def _warn(name: str, summary: Any, full: bool = False) -> bool:

@@ -75,7 +75,7 @@ def run_on_dask(shards: list[Shard], options: AuditOptions, settings: ShardSetti
                 done: Done, *, scheduler: str | None, workers: int) -> None:
     """Shards as Dask tasks on `scheduler` (an address) or a fresh LocalCluster of `workers`
     processes; the rate is split across the cluster's worker threads."""
-    with _client(scheduler, workers) as client:
+    with dask_client(scheduler, workers) as client:
         threads = sum(w.get("nthreads", 1) for w in
                       client.scheduler_info(n_workers=-1)["workers"].values()) or 1
         if settings.rate:
@@ -102,7 +102,7 @@ def _distributed() -> Any:
     return distributed()
 
 
-class _client:
+class dask_client:
     """A dask Client on `address`, or on a LocalCluster it starts and stops."""
 
     def __init__(self, address: str | None, workers: int) -> None:

@@ -6,8 +6,10 @@ last: a shard is done exactly when its Parquet file exists, so a run stopped or 
 any point leaves whole shards only, and a resumed run redoes the others (no target twice).
 The manifest holds the arguments, the shard list, the shards done and the tool version; a
 resumed run must have the same identity (targets, checks and the options that shape results).
-The manifest's `done` list is rewritten after each shard, so it may lag the files by the one
-shard being written when the run stopped; a resumed run rebuilds it from the files.
+The manifest's `done` list is rewritten at most once a second and after the last shard (a
+survey of a million targets has thousands of shards: one rewrite per shard would write
+gigabytes), so it may lag the files when the run stopped; a resumed run rebuilds it from the
+files.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,8 @@ from tlsprobe.survey.targets import Shard
 
 MANIFEST = "manifest.json"
 MANIFEST_SCHEMA = 1
+#: seconds between two rewrites of the manifest's done list while shards complete
+MANIFEST_EVERY = 1.0
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -84,6 +89,7 @@ class SurveyDir:
         for stale in self.path.glob(".shard-*.tmp"):     # left by a run that was killed
             stale.unlink(missing_ok=True)
         done = self.done(shards)
+        self._done = set(done)
         self._write_manifest(identity, arguments, shards, done)
         return done
 
@@ -99,6 +105,7 @@ class SurveyDir:
                             "first_index": s.targets[0][0]} for s in shards],
                 "done": sorted(done)}
         _atomic_write(self.path / MANIFEST, (json.dumps(data, indent=1) + "\n").encode())
+        self._written = time.monotonic()
 
     def write_shard(self, shard: Shard, reports: list[AuditReport]) -> None:
         """Both files of one shard, atomically, then the manifest's done list."""
@@ -112,5 +119,7 @@ class SurveyDir:
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink)
         _atomic_write(self.path / f"{shard.name}.parquet", sink.getvalue().to_pybytes())
-        self._write_manifest(self._identity, self._arguments, self._shards,
-                             self.done(self._shards))
+        self._done.add(shard.name)
+        if len(self._done) >= len(self._shards) or \
+                time.monotonic() - self._written >= MANIFEST_EVERY:
+            self._write_manifest(self._identity, self._arguments, self._shards, self._done)
