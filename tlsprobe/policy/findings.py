@@ -260,11 +260,14 @@ def findings_for(report: AuditReport, policies: list[Policy]) -> tuple[Finding, 
     asked = set(report.checks)
     if asked and "versions" not in asked:
         report = dataclasses.replace(report, versions=())
-    found = builtin_findings(report) + check_findings(report.check_results)
+    found = builtin_findings(report)
     for policy in policies:
         found += evaluate(report, policy)
     if asked:
         found = [f for f in found if _check_of(f.code) in asked | {""}]
+    # a check's findings go with the check's name, whatever their codes
+    found += check_findings(tuple(r for r in report.check_results
+                                  if not asked or r.name in asked))
     unique = list(dict.fromkeys(found))
     return tuple(sorted(unique, key=lambda f: -severity_rank(f.severity)))
 
