@@ -33,6 +33,12 @@ DERIVED = ("poodle", "freak", "logjam", "dh", "rc4", "sweet32", "beast", "null",
 #: active checks, in report order within their section
 ACTIVE: dict[str, Entry] = {
     "fallback": Entry("vulnerability", "fallback"),
+    "large_hello": Entry("tolerance", "large_hello"),
+    "split_record": Entry("tolerance", "split_record"),
+    "split_segment": Entry("tolerance", "split_segment"),
+    "grease": Entry("tolerance", "grease"),
+    "unknown_version": Entry("tolerance", "unknown_version"),
+    "tls13_intolerance": Entry("tolerance", "tls13_intolerance"),
 }
 
 _BY_CATEGORY = {"vulns": "vulnerability", "hygiene": "hygiene", "tolerance": "tolerance",
