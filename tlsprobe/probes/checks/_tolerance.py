@@ -40,8 +40,8 @@ from tlsprobe.registry import HandshakeType
 from tlsprobe.wire.handshake import frame
 from tlsprobe.wire.hello import ClientHello
 
-__all__ = ["Reply", "Variant", "ask", "describe_answer", "judge", "plain_config",
-           "top_versions"]
+__all__ = ["EditedHandshake", "Reply", "Variant", "ask", "describe_answer", "judge",
+           "plain_config", "top_versions"]
 
 Edit = Callable[[ClientHello], ClientHello]
 Shape = Callable[[bytes], list[bytes]]
@@ -85,12 +85,15 @@ class Reply:
         return self.kind in (ALERT, CLOSED, RESET, SILENT)
 
 
-class _EditedHandshake(ClientHandshake):
-    """The engine's handshake, its first ClientHello changed by `edit` before it is sent
-    (the transcript holds the hello as sent)."""
+class EditedHandshake(ClientHandshake):
+    """The engine's handshake (stopping after the server's first flight; `read_server_flight`
+    as ClientHandshake's), its first ClientHello changed by `edit` before it is sent (the
+    transcript holds the hello as sent)."""
 
-    def __init__(self, config: ClientConfig, edit: Edit) -> None:
-        super().__init__(config, annotate=False, stop_after_first_flight=True)
+    def __init__(self, config: ClientConfig, edit: Edit, *,
+                 read_server_flight: bool = False) -> None:
+        super().__init__(config, annotate=False, stop_after_first_flight=True,
+                         read_server_flight=read_server_flight)
         self._edit = edit
 
     def start(self) -> bytes:
@@ -143,7 +146,7 @@ def describe_answer(out: Outcome) -> str:
 
 
 async def _talk(variant: Variant, transport: AsyncTransport, deadline: float) -> Reply:
-    hs = _EditedHandshake(variant.config, variant.edit) if variant.edit is not None else \
+    hs = EditedHandshake(variant.config, variant.edit) if variant.edit is not None else \
         ClientHandshake(variant.config, annotate=False, stop_after_first_flight=True)
     shaped = _Shaped(transport, variant.shape)
 

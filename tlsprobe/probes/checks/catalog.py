@@ -39,6 +39,10 @@ ACTIVE: dict[str, Entry] = {
     "grease": Entry("tolerance", "grease"),
     "unknown_version": Entry("tolerance", "unknown_version"),
     "tls13_intolerance": Entry("tolerance", "tls13_intolerance"),
+    "cert_lifetime": Entry("certificate", "cert_lifetime"),
+    "sct": Entry("certificate", "sct"),
+    "key_usage": Entry("certificate", "key_usage"),
+    "must_staple": Entry("certificate", "must_staple"),
 }
 
 _BY_CATEGORY = {"vulns": "vulnerability", "hygiene": "hygiene", "tolerance": "tolerance",
