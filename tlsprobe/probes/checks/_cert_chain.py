@@ -13,8 +13,6 @@ the others await the same answer.
 
 from __future__ import annotations
 
-import asyncio
-import weakref
 from dataclasses import dataclass, replace
 
 from cryptography import x509
@@ -24,6 +22,7 @@ from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.errors import NetworkError
 from tlsprobe.net.driver import Progress, adrive
 from tlsprobe.net.transport import AsyncTransport
+from tlsprobe.probes.checks._shared import once
 from tlsprobe.probes.checks._tolerance import EditedHandshake, top_versions
 from tlsprobe.probes.checks.base import CheckContext
 from tlsprobe.probes.facts import certificates_of, session_features
@@ -127,19 +126,10 @@ async def fetch(ctx: CheckContext, label: str = "chain") -> Served | str:
     return got
 
 
-#: id(TargetRunner) -> its chain's answer; an entry goes when its runner does
-_SHARED: dict[int, "asyncio.Future[Served | str]"] = {}
-
-
 async def served(ctx: CheckContext) -> Served | str:
     """The server's chain and stapling (one connection per target, whichever certificate
     check asks first), or why it could not be had."""
-    key = id(ctx.runner)
-    future = _SHARED.get(key)
-    if future is None:
-        future = _SHARED[key] = asyncio.ensure_future(fetch(ctx))
-        weakref.finalize(ctx.runner, _SHARED.pop, key, None)
-    return await asyncio.shield(future)
+    return await once(ctx, "chain", fetch)
 
 
 def leaf_of(got: Served) -> x509.Certificate | str:
