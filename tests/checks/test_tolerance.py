@@ -178,3 +178,11 @@ def test_a_refusal_is_confirmed_and_set_against_the_plain_hello(
         every.close()
     assert c.verdict is Verdict.inconclusive and c.code is None, c
     assert "the plain hello is not answered either" in c.reason and c.connections == 3
+
+
+@pytest.mark.needs_impl("tlslite")
+def test_ssl3_only_server_is_not_applicable(script_server: Callable[..., int]) -> None:
+    port = script_server("ssl3_server.py")     # SSL 3.0 only
+    got = audit(port, "large_hello,grease,tls13_intolerance")
+    assert {c.verdict for c in got.values()} == {Verdict.not_applicable}, got
+    assert all(c.connections == 0 and "SSL 3.0 only" in c.reason for c in got.values())

@@ -41,7 +41,7 @@ from tlsprobe.wire.handshake import frame
 from tlsprobe.wire.hello import ClientHello
 
 __all__ = ["EditedHandshake", "Reply", "Variant", "ask", "describe_answer", "judge",
-           "plain_config", "top_versions"]
+           "no_tls", "plain_config", "top_versions"]
 
 Edit = Callable[[ClientHello], ClientHello]
 Shape = Callable[[bytes], list[bytes]]
@@ -195,6 +195,16 @@ async def ask(ctx: CheckContext, variant: Variant) -> Reply:
 def top_versions(ctx: CheckContext) -> list[int]:
     """The TLS versions (1.0 and later) the audit found spoken, highest first."""
     return sorted((v for v in ctx.spoken if v >= TLS10), reverse=True)
+
+
+def no_tls(ctx: CheckContext) -> CheckResult:
+    """The result when the audit found no TLS version spoken: SSL 3.0 only (not
+    applicable: these checks are about TLS hellos), or none at all (inconclusive)."""
+    if ctx.spoken:
+        return ctx.result(Verdict.not_applicable, "the server speaks SSL 3.0 only: the "
+                          "check is about TLS ClientHellos")
+    return ctx.inconclusive("no TLS version is known to be spoken (the versions phase "
+                            "established none)")
 
 
 def plain_config(ctx: CheckContext, version: int) -> ClientConfig:

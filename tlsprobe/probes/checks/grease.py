@@ -18,7 +18,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tlsprobe.model.checks import CheckResult
-from tlsprobe.probes.checks._tolerance import Variant, judge, plain_config, top_versions
+from tlsprobe.probes.checks._tolerance import (Variant, judge, no_tls, plain_config,
+                                                 top_versions)
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.probes.outcome import Outcome
 from tlsprobe.registry import version_name
@@ -37,8 +38,7 @@ def picked_grease(out: Outcome) -> str | None:
 async def run(ctx: CheckContext) -> CheckResult:
     versions = top_versions(ctx)
     if not versions:
-        return ctx.inconclusive("no TLS version is known to be spoken (the versions phase "
-                                "established none)")
+        return no_tls(ctx)
     name = version_name(versions[0])
     config = plain_config(ctx, versions[0])
     kinds = "suite, extensions, group and version" if config.offers_tls13 else \

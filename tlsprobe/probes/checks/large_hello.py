@@ -16,7 +16,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from tlsprobe.model.checks import CheckResult
-from tlsprobe.probes.checks._tolerance import Variant, judge, plain_config, top_versions
+from tlsprobe.probes.checks._tolerance import (Variant, judge, no_tls, plain_config,
+                                                 top_versions)
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.registry import version_name
 from tlsprobe.wire.hello import ClientHello
@@ -31,8 +32,7 @@ def _pad(size: int) -> Callable[[ClientHello], ClientHello]:
 async def run(ctx: CheckContext) -> CheckResult:
     versions = top_versions(ctx)
     if not versions:
-        return ctx.inconclusive("no TLS version is known to be spoken (the versions phase "
-                                "established none)")
+        return no_tls(ctx)
     top = versions[0]
     config = plain_config(ctx, top)
     unpadded = replace(config, padding=False)

@@ -13,7 +13,8 @@ three at most.
 from __future__ import annotations
 
 from tlsprobe.model.checks import CheckResult
-from tlsprobe.probes.checks._tolerance import Variant, judge, plain_config, top_versions
+from tlsprobe.probes.checks._tolerance import (Variant, judge, no_tls, plain_config,
+                                                 top_versions)
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.registry import version_name
 from tlsprobe.wire.record import HEADER_SIZE
@@ -34,8 +35,7 @@ def two_records(data: bytes) -> list[bytes]:
 async def run(ctx: CheckContext) -> CheckResult:
     versions = top_versions(ctx)
     if not versions:
-        return ctx.inconclusive("no TLS version is known to be spoken (the versions phase "
-                                "established none)")
+        return no_tls(ctx)
     name = version_name(versions[0])
     config = plain_config(ctx, versions[0])
     variant = Variant(f"the plain {name} ClientHello split over two records", config,

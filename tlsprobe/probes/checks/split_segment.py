@@ -12,7 +12,8 @@ send (probes/checks/_tolerance.py). One connection when tolerated, three at most
 from __future__ import annotations
 
 from tlsprobe.model.checks import CheckResult
-from tlsprobe.probes.checks._tolerance import Variant, judge, plain_config, top_versions
+from tlsprobe.probes.checks._tolerance import (Variant, judge, no_tls, plain_config,
+                                                 top_versions)
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.registry import version_name
 
@@ -26,8 +27,7 @@ def two_segments(data: bytes) -> list[bytes]:
 async def run(ctx: CheckContext) -> CheckResult:
     versions = top_versions(ctx)
     if not versions:
-        return ctx.inconclusive("no TLS version is known to be spoken (the versions phase "
-                                "established none)")
+        return no_tls(ctx)
     name = version_name(versions[0])
     config = plain_config(ctx, versions[0])
     variant = Variant(f"the plain {name} ClientHello split over two TCP segments", config,

@@ -16,7 +16,8 @@ from dataclasses import replace
 
 from tlsprobe.engine.config import TLS13
 from tlsprobe.model.checks import CheckResult, Verdict
-from tlsprobe.probes.checks._tolerance import Variant, judge, plain_config, top_versions
+from tlsprobe.probes.checks._tolerance import (Variant, judge, no_tls, plain_config,
+                                                 top_versions)
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.registry import version_name
 
@@ -24,8 +25,7 @@ from tlsprobe.registry import version_name
 async def run(ctx: CheckContext) -> CheckResult:
     versions = top_versions(ctx)
     if not versions:
-        return ctx.inconclusive("no TLS version is known to be spoken (the versions phase "
-                                "established none)")
+        return no_tls(ctx)
     if TLS13 in versions:
         return ctx.result(Verdict.tolerated, "the server speaks TLS 1.3: the audit's hello "
                           "offering TLS 1.3 was answered with TLS 1.3")

@@ -25,7 +25,8 @@ from dataclasses import replace
 
 from tlsprobe.engine.config import TLS12
 from tlsprobe.model.checks import CheckResult
-from tlsprobe.probes.checks._tolerance import Variant, judge, plain_config, top_versions
+from tlsprobe.probes.checks._tolerance import (Variant, judge, no_tls, plain_config,
+                                                 top_versions)
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.probes.outcome import Outcome
 from tlsprobe.registry import version_name
@@ -70,8 +71,7 @@ def _hex(versions: list[int]) -> str:
 async def run(ctx: CheckContext) -> CheckResult:
     versions = top_versions(ctx)
     if not versions:
-        return ctx.inconclusive("no TLS version is known to be spoken (the versions phase "
-                                "established none)")
+        return no_tls(ctx)
     top = versions[0]
     config = plain_config(ctx, top)
     known = list(config.versions)
