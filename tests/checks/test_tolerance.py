@@ -1,0 +1,188 @@
+"""Tolerance checks (large_hello, split_record, split_segment, grease, unknown_version,
+tls13_intolerance) against real loopback servers, which tolerate every variant (openssl
+s_server, gnutls-serv, nginx), and against the same servers behind tests/checks/
+intolerant_proxy.py, which refuses split, large, GREASE, unknown-version and TLS 1.3 hellos
+the way intolerant middleboxes and servers do. A refusal is only "not tolerated" when it
+happens twice and the plain hello is answered: a refusal seen once, or a plain hello refused
+too, is inconclusive."""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from faultproxy import RESET, FaultProxy, nth_matching
+from intolerant_proxy import IntolerantProxy
+from servers import Server
+from tlsprobe.model.audit import AuditReport
+from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.net.tcp import Target
+from tlsprobe.probes.audit import AuditOptions, run_audit
+from tlsprobe.probes.checks.catalog import ALIASES
+from tlsprobe.probes.scheduler import Scheduler
+from tlsprobe.commands.scan import parse_checks
+
+ServerFactory = Callable[..., Server]
+TOLERANCE = ("large_hello", "split_record", "split_segment", "grease", "unknown_version",
+             "tls13_intolerance")
+
+
+def audit(port: int, checks: str = "tolerance") -> dict[str, CheckResult]:
+    r: AuditReport = run_audit([Target("127.0.0.1", port)],
+                               AuditOptions(checks=parse_checks(checks)),
+                               Scheduler(retries=1, timeout=5.0))[0]
+    assert r.error is None, r.error
+    for c in r.check_results:
+        assert c.category == "tolerance" and c.method == "active"
+        assert sum(n for phase, n in r.connections.items()
+                   if phase == f"check {c.name}" or
+                   phase.startswith(f"check {c.name} ")) == c.connections
+    return {c.name: c for c in r.check_results}
+
+
+@pytest.fixture
+def proxies() -> Iterator[list[IntolerantProxy]]:
+    made: list[IntolerantProxy] = []
+    yield made
+    for p in made:
+        p.close()
+
+
+def test_tolerance_alias_names_the_six_checks() -> None:
+    assert ALIASES["tolerance"] == TOLERANCE
+
+
+@pytest.mark.needs_impl("openssl")
+def test_openssl_tolerates_every_variant_as_sent_on_the_wire(
+        server_cache: ServerFactory, proxies: list[IntolerantProxy]) -> None:
+    srv = server_cache("openssl", proto="both")
+    proxy = IntolerantProxy((srv.host, srv.port))   # no rule: forwards and logs
+    proxies.append(proxy)
+    got = audit(proxy.port)
+    assert list(got) == list(TOLERANCE)
+    assert all(c.verdict is Verdict.tolerated and c.code is None for c in got.values()), got
+    assert {n: c.connections for n, c in got.items()} == {
+        "large_hello": 2, "split_record": 1, "split_segment": 1, "grease": 1,
+        "unknown_version": 2, "tls13_intolerance": 0}
+    assert "padded to 1800 bytes (1800 bytes): answered with ServerHello TLS 1.3" in \
+        " ".join(got["large_hello"].evidence)
+    assert "legacy_version 0x0305 and no supported_versions (512 bytes): answered with " \
+        "ServerHello TLS 1.2" in " ".join(got["unknown_version"].evidence)
+    # what the proxy saw: the sizes, one hello in two records, one in two segments
+    seen = proxy.log
+    assert {600, 1800} <= {s.hello for s in seen}
+    assert any(s.first_record < s.hello == 512 for s in seen)
+    assert any(s.first_segment < 5 + s.first_record and s.hello == 512 for s in seen)
+
+
+@pytest.mark.needs_impl("gnutls")
+def test_gnutls_tls12_answers_a_hello_offering_tls13(server_cache: ServerFactory) -> None:
+    srv = server_cache("gnutls", proto="tls1_2")
+    got = audit(srv.port)
+    assert all(c.verdict is Verdict.tolerated for c in got.values()), got
+    t13 = got["tls13_intolerance"]
+    assert t13.connections == 1 and "answered with ServerHello TLS 1.2" in t13.reason
+    assert "offering TLS 1.3 too" in t13.reason
+
+
+@pytest.mark.needs_impl("nginx")
+def test_nginx_tolerates_and_the_json_says_so(server_cache: ServerFactory,
+                                               run_cli: Callable[..., object]) -> None:
+    srv = server_cache("nginx", proto="both")
+    res = run_cli("scan", f"127.0.0.1:{srv.port}", "--checks", "tolerance", "--json")
+    assert res.returncode == 0, res.stderr   # type: ignore[attr-defined]
+    d = json.loads(res.stdout)   # type: ignore[attr-defined]
+    got = {c["name"]: c for c in d["check_results"]}
+    assert list(got) == list(TOLERANCE)
+    assert {c["verdict"] for c in got.values()} == {"tolerated"}, got
+    assert not [f for f in d["findings"] if f["code"].startswith("check.")]
+
+
+@pytest.mark.needs_impl("openssl")
+def test_intolerant_box_is_not_tolerated_and_scan_shows_it(
+        server_cache: ServerFactory, proxies: list[IntolerantProxy],
+        run_cli: Callable[..., object]) -> None:
+    srv = server_cache("openssl", proto="both")
+    proxy = IntolerantProxy((srv.host, srv.port), "segment", "record", "max_hello=1500",
+                            "grease", "unknown_version")
+    proxies.append(proxy)
+    got = audit(proxy.port)
+    for name in ("large_hello", "split_record", "split_segment", "grease", "unknown_version"):
+        c = got[name]
+        assert c.verdict is Verdict.not_tolerated, c
+        assert c.code == f"check.{name}" and c.severity == "medium"
+        assert "again on a second connection" in c.reason and "the plain hello is answered" \
+            in c.reason
+    assert "1800 bytes: the server reset the connection" in got["large_hello"].reason
+    assert "padded to 600 bytes (600 bytes): answered" in " ".join(got["large_hello"].evidence)
+    assert got["large_hello"].connections == 4          # 600, 1800, 1800 again, plain
+    assert "two records: the server reset the connection" in got["split_record"].reason
+    assert "two TCP segments: the server reset the connection" in got["split_segment"].reason
+    assert "GREASE suite, extensions, group and version: the server closed the connection" \
+        in got["grease"].reason
+    assert "sent alert protocol_version (70), and again" in got["unknown_version"].reason
+    assert got["split_record"].connections == got["split_segment"].connections == 3
+    assert got["tls13_intolerance"].verdict is Verdict.tolerated
+    assert sorted(set(proxy.refused())) == ["grease", "max_hello", "record", "segment",
+                                            "unknown_version"]
+    # the scan's tolerance section (issue 14: a server dropping split hellos shows as such)
+    text = run_cli("scan", f"127.0.0.1:{proxy.port}", "--checks",
+                   "split_record,split_segment").stdout   # type: ignore[attr-defined]
+    assert "Tolerance checks (6 connections of their own)" in text, text
+    for title in ("a ClientHello split over two TLS records", "a ClientHello split over two "
+                  "TCP segments"):
+        assert any(line.startswith(title) and "not tolerated" in line
+                   for line in text.splitlines()), text
+    assert "check.split_record" in text and "check.split_segment" in text
+
+
+@pytest.mark.needs_impl("openssl")
+def test_tls12_server_that_drops_tls13_offers(server_cache: ServerFactory,
+                                              proxies: list[IntolerantProxy]) -> None:
+    srv = server_cache("openssl", proto="tls1_2")
+    proxy = IntolerantProxy((srv.host, srv.port), "tls13")
+    proxies.append(proxy)
+    got = audit(proxy.port, "tls13_intolerance,grease")
+    t13 = got["tls13_intolerance"]
+    assert t13.verdict is Verdict.not_tolerated and t13.severity == "high", t13
+    assert "closed the connection without an answer, and again" in t13.reason
+    assert "plain hello is answered with ServerHello TLS 1.2" in t13.reason
+    # the GREASE hello of a TLS 1.2 server has no supported_versions: answered
+    assert got["grease"].verdict is Verdict.tolerated
+    assert "GREASE suite, extensions and group:" in got["grease"].reason
+
+
+@pytest.mark.needs_impl("openssl")
+def test_a_refusal_is_confirmed_and_set_against_the_plain_hello(
+        server_cache: ServerFactory) -> None:
+    srv = server_cache("openssl", proto="both")
+
+    def size(n: int) -> Callable[[object], bool]:
+        return lambda h: len(h.serialize()) + 4 == n   # type: ignore[attr-defined]
+
+    # refused once only (a flaky network): not a verdict
+    once = FaultProxy([(srv.host, srv.port)], nth_matching(size(600), RESET))
+    try:
+        c = audit(once.port, "large_hello")["large_hello"]
+    finally:
+        once.close()
+    assert c.verdict is Verdict.inconclusive, c
+    assert "then on a second connection: answered" in c.reason and c.connections == 3
+    # every 512-byte hello refused, the plain one too: the change is not shown to matter
+    every = FaultProxy([(srv.host, srv.port)],
+                       nth_matching(size(512), RESET, which=range(1, 10)))
+    try:
+        c = audit(every.port, "grease")["grease"]
+    finally:
+        every.close()
+    assert c.verdict is Verdict.inconclusive and c.code is None, c
+    assert "the plain hello is not answered either" in c.reason and c.connections == 3
+
+
+@pytest.mark.needs_impl("tlslite")
+def test_ssl3_only_server_is_not_applicable(script_server: Callable[..., int]) -> None:
+    port = script_server("ssl3_server.py")     # SSL 3.0 only
+    got = audit(port, "large_hello,grease,tls13_intolerance")
+    assert {c.verdict for c in got.values()} == {Verdict.not_applicable}, got
+    assert all(c.connections == 0 and "SSL 3.0 only" in c.reason for c in got.values())

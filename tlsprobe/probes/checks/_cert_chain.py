@@ -1,0 +1,140 @@
+"""What the certificate checks read: the chain the server sends, and what it sends with it
+(a stapled OCSP response, Signed Certificate Timestamps in a TLS extension), from ONE
+connection shared by every certificate check of a target.
+
+The audit's own certificate summary (model CertificateInfo) keeps neither the leaf's
+extensions nor whether the server stapled, so the checks take a connection of their own:
+the audit's versions hello of the highest version spoken (answered in the versions phase),
+with status_request and signed_certificate_timestamp (RFC 6962, type 18) offered, read up to
+the end of the server's first flight (TLS 1.3: decrypted, up to CertificateVerify). The
+first certificate check to ask opens it (it is counted under that check, label "chain");
+the others await the same answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from cryptography import x509
+from cryptography.x509 import ocsp
+
+from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
+from tlsprobe.errors import NetworkError
+from tlsprobe.net.driver import Progress, adrive
+from tlsprobe.net.transport import AsyncTransport
+from tlsprobe.probes.checks._shared import once
+from tlsprobe.probes.checks._tolerance import EditedHandshake, top_versions
+from tlsprobe.probes.checks.base import CheckContext
+from tlsprobe.probes.facts import certificates_of, session_features
+from tlsprobe.probes.outcome import STOP_VERIFY, Outcome, finished
+from tlsprobe.probes.versions import version_hello
+from tlsprobe.registry import HandshakeType
+from tlsprobe.wire import extensions as ext
+from tlsprobe.wire.hello import ClientHello
+
+__all__ = ["Served", "fetch", "leaf_of", "served"]
+
+SCT_EXTENSION = 18
+SCT_IN_OCSP = x509.ObjectIdentifier("1.3.6.1.4.1.11129.2.4.5")
+
+
+@dataclass(frozen=True)
+class Served:
+    """The server's answer: negotiated version and suite, the chain (DER, leaf first),
+    whether it stapled an OCSP response (and the s_client-like note), and how many places
+    outside the certificate carried SCTs (the TLS extension, the stapled response)."""
+
+    version: int
+    cipher_suite: int
+    chain: tuple[bytes, ...]
+    stapled: bool
+    stapling: str
+    sct_sources: tuple[str, ...] = ()
+
+
+def _with_sct(hello: ClientHello) -> ClientHello:
+    return replace(hello, extensions=list(hello.extensions) + [ext.empty(SCT_EXTENSION)]) \
+        if all(e.type != SCT_EXTENSION for e in hello.extensions) else hello
+
+
+def _sct_sources(hs: ClientHandshake, response: bytes | None) -> tuple[str, ...]:
+    out: list[str] = []
+    sh = hs.server_hello
+    if sh is not None and sh.extension(SCT_EXTENSION) is not None:
+        out.append("the TLS extension (ServerHello)")
+    cert = hs.flight.messages.get(HandshakeType.certificate)
+    entries = getattr(cert, "certificate_list", None) if cert is not None else None
+    if entries and any(e.type == SCT_EXTENSION for e in getattr(entries[0], "extensions", None)
+                       or []):
+        out.append("the TLS extension (leaf CertificateEntry)")
+    if response:
+        try:
+            single = ocsp.load_der_ocsp_response(response).single_extensions
+            if any(e.oid == SCT_IN_OCSP for e in single):
+                out.append("the stapled OCSP response")
+        except (ValueError, TypeError):
+            pass
+    return tuple(out)
+
+
+def _stapled_response(hs: ClientHandshake) -> bytes | None:
+    status = hs.flight.messages.get(HandshakeType.certificate_status)
+    if status is not None:
+        got = getattr(status, "response", None)
+        return bytes(got) if got else None
+    cert = hs.flight.messages.get(HandshakeType.certificate)
+    entries = getattr(cert, "certificate_list", None) if cert is not None else None
+    if entries:
+        for e in getattr(entries[0], "extensions", None) or []:
+            if e.type == 5 and len(e.data) > 4:
+                return bytes(e.data[4:])
+    return None
+
+
+async def fetch(ctx: CheckContext, label: str = "chain") -> Served | str:
+    """One connection (counted under `ctx`'s check, `label`) and the server's chain."""
+    versions = top_versions(ctx)
+    if not versions:
+        return "no TLS version is known to be spoken (the versions phase established none)"
+    config, _ = version_hello(ctx.runner, versions[0])
+    config = replace(config, status_request=True)
+
+    async def talk(transport: AsyncTransport, deadline: float) -> Served | str:
+        hs = EditedHandshake(config, _with_sct, read_server_flight=True)
+        try:
+            await adrive(hs, transport, deadline, until=lambda h: finished(h, STOP_VERIFY),
+                         progress=Progress())
+        except (HandshakeFailure, NetworkError) as exc:
+            if hs.server_hello is None or not hs.flight.messages.get(HandshakeType.certificate):
+                return f"the server did not send its certificate: {exc}"
+        sh = hs.server_hello
+        cert = hs.flight.messages.get(HandshakeType.certificate)
+        if sh is None or cert is None:
+            return "the server sent no Certificate message (an anonymous suite, or the " \
+                "TLS 1.3 flight could not be read)"
+        chain = tuple(certificates_of(cert))
+        if not chain:
+            return "the server sent an empty certificate chain"
+        response = _stapled_response(hs)
+        stapling = str(session_features(hs).get("ocsp_stapling", "none"))
+        return Served(sh.selected_version, sh.cipher_suite, chain, response is not None,
+                      stapling, _sct_sources(hs, response))
+
+    got = await ctx.converse(talk, label)
+    if isinstance(got, Outcome):
+        return f"no connection: {got.describe()}"
+    return got
+
+
+async def served(ctx: CheckContext) -> Served | str:
+    """The server's chain and stapling (one connection per target, whichever certificate
+    check asks first), or why it could not be had."""
+    return await once(ctx, "chain", fetch)
+
+
+def leaf_of(got: Served) -> x509.Certificate | str:
+    """The leaf certificate parsed, or why it does not parse."""
+    try:
+        return x509.load_der_x509_certificate(got.chain[0])
+    except ValueError as exc:
+        return f"the leaf certificate does not parse: {exc}"

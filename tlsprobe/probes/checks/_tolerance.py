@@ -1,0 +1,271 @@
+"""What the tolerance checks share: one variant hello on a connection of its own, what the
+server did with it, and the verdict over a check's variants.
+
+A tolerance check asks whether the server (or whatever sits in front of it) still answers a
+ClientHello that is legal but unusual: larger than usual, split over two records or two TCP
+segments, carrying GREASE or unknown version values. Each variant is the audit's minimal
+conformant hello of the highest version the server speaks (probes/versions.py
+minimal_config), changed in one respect: its `config`, an `edit` of the ClientHello (the
+transcript keeps the hello as sent), or a `shape` of the bytes on the wire. The engine
+reads the answer up to the ServerHello; the server's doing is kept as a `Reply`: answered
+(version, group or suite), an alert, a clean close, a reset, or silence until the per-read
+timeout.
+
+The verdict (`judge`): every variant answered, "tolerated". A variant refused (alert,
+close, reset, silence) is asked again on a second connection; refused again, the plain
+hello (the same hello without the change) is sent, and only when that one is answered is
+the verdict "not tolerated" (the refusal is the change's, not the hello's). Anything else is
+inconclusive, with what was seen. An answer that picks a value it must ignore (a GREASE
+suite, the unknown version) is "not tolerated" at once: that is an answer, not a refusal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from tlsprobe import registry
+from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
+from tlsprobe.engine.common import TLS10
+from tlsprobe.engine.config import BuiltHello, ClientConfig, build_client_hello
+from tlsprobe.errors import FailureKind, NetworkError
+from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.net.driver import Progress, adrive
+from tlsprobe.net.transport import AsyncTransport
+from tlsprobe.probes.checks.base import CheckContext
+from tlsprobe.probes.outcome import STOP_HELLO, Outcome, finished, outcome_of
+from tlsprobe.probes.versions import minimal_config
+from tlsprobe.registry import HandshakeType
+from tlsprobe.wire.handshake import frame
+from tlsprobe.wire.hello import ClientHello
+
+__all__ = ["EditedHandshake", "Reply", "Variant", "ask", "describe_answer", "judge",
+           "no_tls", "plain_config", "top_versions"]
+
+Edit = Callable[[ClientHello], ClientHello]
+Shape = Callable[[bytes], list[bytes]]
+#: what an answer did wrong (a value it must not pick), or None
+Sanity = Callable[[Outcome], "str | None"]
+
+PAUSE = 0.2     # seconds between the sends of a shaped first flight (two TCP segments)
+
+ANSWERED, ALERT, CLOSED, RESET, SILENT, UNSURE = ("answered", "alert", "closed", "reset",
+                                                  "silent", "unsure")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One hello to try: `what` it is for people, its config, an optional edit of the
+    ClientHello and an optional shape of its bytes (a list of sends, PAUSE apart); `plain`
+    the same hello without the change when it is not the check's common one."""
+
+    what: str
+    config: ClientConfig
+    edit: Edit | None = None
+    shape: Shape | None = None
+    label: str = ""
+    plain: "Variant | None" = None
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What the server did with one hello: `kind` (answered, alert, closed, reset, silent,
+    unsure), `text` for people, the `outcome` of an answer and the size of the ClientHello
+    handshake message sent (header included) and of the sends it went out in."""
+
+    kind: str
+    text: str
+    outcome: Outcome | None = None
+    size: int = 0
+    sends: tuple[int, ...] = ()
+
+    @property
+    def refused(self) -> bool:
+        return self.kind in (ALERT, CLOSED, RESET, SILENT)
+
+
+class EditedHandshake(ClientHandshake):
+    """The engine's handshake (stopping after the server's first flight; `read_server_flight`
+    as ClientHandshake's), its first ClientHello changed by `edit` before it is sent (the
+    transcript holds the hello as sent)."""
+
+    def __init__(self, config: ClientConfig, edit: Edit, *,
+                 read_server_flight: bool = False) -> None:
+        super().__init__(config, annotate=False, stop_after_first_flight=True,
+                         read_server_flight=read_server_flight)
+        self._edit = edit
+
+    def start(self) -> bytes:
+        built = build_client_hello(self.config)
+        self.built = BuiltHello(self._edit(built.hello), built.shares)
+        self.shares = dict(built.shares)
+        self.hellos.append(self.built.hello)
+        self._record_version = min(TLS10, self.config.max_legacy) \
+            if self.config.max_legacy >= 0x0300 else TLS10
+        self.send_message(frame(HandshakeType.client_hello, self.built.hello.serialize()))
+        return self.take_output()
+
+
+class _Shaped:
+    """A transport whose first send goes out as `shape` cuts it: separate sends, PAUSE
+    apart (with TCP_NODELAY, set by the connector, each is a TCP segment of its own)."""
+
+    def __init__(self, inner: AsyncTransport, shape: Shape | None) -> None:
+        self.inner = inner
+        self.shape = shape
+        self.sends: list[int] = []
+
+    @property
+    def peer(self) -> tuple[str, int]:
+        return self.inner.peer
+
+    async def send(self, data: bytes) -> None:
+        parts = self.shape(data) if self.shape is not None and not self.sends else [data]
+        for i, part in enumerate(parts):
+            if i:
+                await asyncio.sleep(PAUSE)
+            self.sends.append(len(part))
+            await self.inner.send(part)
+
+    async def receive(self, deadline: float) -> bytes:
+        return await self.inner.receive(deadline)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+def describe_answer(out: Outcome) -> str:
+    """'ServerHello TLS 1.3, x25519, TLS_AES_128_GCM_SHA256' (what was negotiated)."""
+    parts = [out.describe()]
+    if out.group is not None:
+        parts.append(registry.group_label(out.group))
+    if out.cipher_suite is not None:
+        parts.append(registry.suite_name(out.cipher_suite))
+    return ", ".join(parts)
+
+
+async def _talk(variant: Variant, transport: AsyncTransport, deadline: float) -> Reply:
+    hs = EditedHandshake(variant.config, variant.edit) if variant.edit is not None else \
+        ClientHandshake(variant.config, annotate=False, stop_after_first_flight=True)
+    shaped = _Shaped(transport, variant.shape)
+
+    def reply(kind: str, text: str, outcome: Outcome | None = None) -> Reply:
+        size = 4 + len(hs.hellos[0].serialize()) if hs.hellos else 0
+        return Reply(kind, text, outcome, size, tuple(shaped.sends[:2]))
+
+    def answered(reason: str = "") -> Reply:
+        out = outcome_of(hs, reason)
+        return reply(ANSWERED, f"answered with {describe_answer(out)}", out)
+
+    try:
+        await adrive(hs, shaped, deadline, until=lambda h: finished(h, STOP_HELLO),
+                     progress=Progress())
+    except HandshakeFailure as exc:
+        if hs.server_hello is not None or hs.hrr is not None:
+            return answered(str(exc))
+        if exc.kind == FailureKind.ALERT and exc.alert is not None:
+            return reply(ALERT, f"sent alert {registry.alert_name(exc.alert)} ({exc.alert})")
+        if exc.kind == FailureKind.CLOSED:
+            return reply(CLOSED, "closed the connection without an answer")
+        return reply(UNSURE, str(exc))
+    except NetworkError as exc:
+        if hs.server_hello is not None or hs.hrr is not None:
+            return answered(exc.reason)
+        if exc.cause == "reset":
+            return reply(RESET, "reset the connection without an answer")
+        if exc.cause in ("timeout", "deadline"):
+            return reply(SILENT, "sent nothing until the read timed out")
+        return reply(UNSURE, exc.reason)
+    if hs.server_hello is not None or hs.hrr is not None:
+        return answered()
+    return reply(UNSURE, "no ServerHello")
+
+
+async def ask(ctx: CheckContext, variant: Variant) -> Reply:
+    """One connection with `variant`'s hello and what the server did with it."""
+    async def talk(transport: AsyncTransport, deadline: float) -> Reply:
+        return await _talk(variant, transport, deadline)
+    got = await ctx.converse(talk, variant.label)
+    if isinstance(got, Outcome):
+        return Reply(UNSURE, f"no connection: {got.describe()}")
+    return got
+
+
+def top_versions(ctx: CheckContext) -> list[int]:
+    """The TLS versions (1.0 and later) the audit found spoken, highest first."""
+    return sorted((v for v in ctx.spoken if v >= TLS10), reverse=True)
+
+
+def no_tls(ctx: CheckContext) -> CheckResult:
+    """The result when the audit found no TLS version spoken: SSL 3.0 only (not
+    applicable: these checks are about TLS hellos), or none at all (inconclusive)."""
+    if ctx.spoken:
+        return ctx.result(Verdict.not_applicable, "the server speaks SSL 3.0 only: the "
+                          "check is about TLS ClientHellos")
+    return ctx.inconclusive("no TLS version is known to be spoken (the versions phase "
+                            "established none)")
+
+
+def plain_config(ctx: CheckContext, version: int) -> ClientConfig:
+    """The plain hello of the tolerance checks: the audit's minimal conformant hello of
+    `version` (a few suites, x25519/P-256/P-384, one x25519 share, padded to 512 bytes)."""
+    return minimal_config(ctx.runner, version)
+
+
+def _line(variant: Variant, r: Reply, again: bool = False) -> str:
+    size = f" ({r.size} bytes" + (f", sent as {' + '.join(map(str, r.sends))} bytes"
+                                  if len(r.sends) > 1 else "") + ")" if r.size else ""
+    return f"{variant.what}{size}{' again' if again else ''}: {r.text}"
+
+
+async def judge(ctx: CheckContext, variants: list[Variant], plain: Variant, *,
+                severity: str, sanity: Sanity | None = None) -> CheckResult:
+    """The check's verdict over `variants` (see the module docstring); `plain` is the same
+    hello without the change, sent only to back a "not tolerated"."""
+    firsts = await asyncio.gather(*(ask(ctx, v) for v in variants))
+    evidence: list[str] = []
+    refused: list[tuple[Variant, str]] = []
+    wrong: list[str] = []
+    unsure: list[str] = []
+    for variant, first in zip(variants, firsts):
+        evidence.append(_line(variant, first))
+        if first.kind == ANSWERED:
+            bad = sanity(first.outcome) if sanity is not None and first.outcome else None
+            if bad:
+                wrong.append(f"{variant.what}: {bad}")
+            continue
+        if not first.refused:
+            unsure.append(f"{variant.what}: {first.text}")
+            continue
+        again = await ask(ctx, replace(variant, label=(variant.label + " again").strip()))
+        evidence.append(_line(variant, again, again=True))
+        if again.refused:
+            refused.append((variant, f"{variant.what}: the server {first.text}, and again "
+                                     "on a second connection"))
+        else:
+            unsure.append(f"{variant.what}: the server {first.text}, then on a second "
+                          f"connection: {again.text}")
+    code = f"check.{ctx.name}"
+    if wrong:
+        return ctx.result(Verdict.not_tolerated, "; ".join(wrong), tuple(evidence),
+                          code=code, severity=severity)
+    if refused:
+        bases = [p for p in dict.fromkeys(v.plain or plain for v, _ in refused)]
+        replies = [await ask(ctx, replace(p, label=("plain " + p.label).strip()))
+                   for p in bases]
+        evidence += [_line(p, r) for p, r in zip(bases, replies)]
+        said = "; ".join(text for _, text in refused)
+        if all(r.kind == ANSWERED for r in replies):
+            answers = ", ".join(r.text for r in replies)
+            return ctx.result(Verdict.not_tolerated, f"{said}; the plain hello is "
+                              f"{answers}", tuple(evidence), code=code, severity=severity)
+        failed = ", ".join(f"{p.what}: {r.text}" for p, r in zip(bases, replies)
+                           if r.kind != ANSWERED)
+        return ctx.inconclusive(f"{said}; but the plain hello is not answered either "
+                                f"({failed}): the change is not shown to be what is refused",
+                                tuple(evidence))
+    if unsure:
+        return ctx.inconclusive("; ".join(unsure), tuple(evidence))
+    answers = "; ".join(f"{v.what}: {r.text}" for v, r in zip(variants, firsts))
+    return ctx.result(Verdict.tolerated, answers, tuple(evidence))

@@ -1,0 +1,55 @@
+"""Certificate lifetime: is the leaf valid for longer than the CA/Browser Forum (398 days)
+or Mozilla (366 days) allow?
+
+Since September 2020 the CA/Browser Forum Baseline Requirements (section 6.3.2) cap a
+publicly trusted TLS certificate at 398 days, and browsers distrust longer ones; Mozilla's
+server-side TLS guidelines recommend 90 and at most 366 days. The validity period counts
+from notBefore through notAfter inclusive (BR section 1.6.1), so the leaf is over N days
+when notAfter - notBefore + 1 s > N days. The leaf comes from the certificate checks'
+shared connection (_cert_chain.py). Over 398 days: a finding (medium); over 366 only: low.
+A private CA's certificate is held to the same numbers (the reason says whose they are).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.probes.checks._cert_chain import leaf_of, served
+from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
+
+CABF_DAYS, MOZILLA_DAYS = 398, 366
+
+
+def lifetime_verdict(period: timedelta) -> tuple[Verdict, str | None, str]:
+    """(verdict, severity, reason) for a validity period (notAfter - notBefore + 1 s)."""
+    days = f"{(period - timedelta(seconds=1)) / timedelta(days=1):.10g} days"
+    if period > timedelta(days=CABF_DAYS):
+        return Verdict.vulnerable, "medium", f"the leaf is valid for {days}: over the " \
+            f"{CABF_DAYS} days of the CA/Browser Forum Baseline Requirements (6.3.2) and " \
+            f"the {MOZILLA_DAYS} of Mozilla's guidelines"
+    if period > timedelta(days=MOZILLA_DAYS):
+        return Verdict.vulnerable, "low", f"the leaf is valid for {days}: within the " \
+            f"CA/Browser Forum's {CABF_DAYS} days, over the {MOZILLA_DAYS} of Mozilla's " \
+            "guidelines"
+    return Verdict.not_vulnerable, None, f"the leaf is valid for {days}: within the " \
+        f"{MOZILLA_DAYS} days of Mozilla's guidelines (and the CA/Browser Forum's " \
+        f"{CABF_DAYS})"
+
+
+async def run(ctx: CheckContext) -> CheckResult:
+    got = await served(ctx)
+    if isinstance(got, str):
+        return ctx.inconclusive(got)
+    leaf = leaf_of(got)
+    if isinstance(leaf, str):
+        return ctx.inconclusive(leaf)
+    start, end = leaf.not_valid_before_utc, leaf.not_valid_after_utc
+    verdict, severity, reason = lifetime_verdict(end - start + timedelta(seconds=1))
+    evidence = (f"notBefore {start.isoformat()}", f"notAfter {end.isoformat()}")
+    return ctx.result(verdict, reason, evidence, code="check.cert_lifetime" if severity else
+                      None, severity=severity)
+
+
+CHECK = ActiveCheck("cert_lifetime", "certificate lifetime: over 398 days (CA/Browser Forum) "
+                    "or 366 days (Mozilla)", run)

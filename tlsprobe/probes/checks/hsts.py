@@ -1,0 +1,65 @@
+"""HTTP Strict Transport Security (RFC 6797): does the server tell browsers to use HTTPS only?
+
+Read off the answer to GET / over a completed handshake (_http.py, one connection shared by
+the HTTP checks). A Strict-Transport-Security header with a valid max-age above 0:
+supported, with max-age (in days), includeSubDomains and preload (the hstspreload.org list
+wants max-age of at least a year, includeSubDomains and preload); absent, without a valid
+max-age (RFC 6797 6.1.1: ignored) or max-age=0 (HSTS switched off): not supported, a low
+finding `check.hsts`. A server that answers with something other than HTTP: not applicable.
+Text from the server is kept as it came (the report shows it escaped).
+"""
+
+from __future__ import annotations
+
+import re
+
+from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.probes.checks._http import NotHttp, response
+from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
+
+_MAX_AGE = re.compile(r'^\s*max-age\s*=\s*"?(\d+)"?\s*$', re.IGNORECASE)
+YEAR = 31536000
+
+
+def parse_hsts(value: str) -> tuple[int | None, bool, bool]:
+    """(max-age or None when missing or invalid, includeSubDomains, preload)."""
+    age: int | None = None
+    directives = [d.strip() for d in value.split(";")]
+    for d in directives:
+        m = _MAX_AGE.match(d)
+        if m:
+            age = int(m.group(1))
+    names = {d.lower() for d in directives}
+    return age, "includesubdomains" in names, "preload" in names
+
+
+async def run(ctx: CheckContext) -> CheckResult:
+    got = await response(ctx)
+    if isinstance(got, NotHttp):
+        return ctx.result(Verdict.not_applicable, "the server does not speak HTTP: it "
+                          f"answered \"{got.first}\"")
+    if isinstance(got, str):
+        return ctx.inconclusive(got)
+    values = got.get("strict-transport-security")
+    status = f"GET / answered {got.status}"
+    if not values:
+        return ctx.result(Verdict.not_supported, f"no Strict-Transport-Security header "
+                          f"({status})", (status,), code="check.hsts", severity="low")
+    value = values[0]
+    age, subdomains, preload = parse_hsts(value)
+    header = f"Strict-Transport-Security: {value}"
+    if age is None or age == 0:
+        why = "max-age=0 switches HSTS off" if age == 0 else "it has no valid max-age " \
+            "(RFC 6797 6.1.1: the header is ignored)"
+        return ctx.result(Verdict.not_supported, f"{header}: {why}", (status, header),
+                          code="check.hsts", severity="low")
+    parts = [f"max-age {age} s ({age / 86400:.4g} days)",
+             "includeSubDomains" if subdomains else "no includeSubDomains",
+             "preload" if preload else "no preload"]
+    if preload and (age < YEAR or not subdomains):
+        parts.append("preload asked but the preload list wants max-age of a year and "
+                     "includeSubDomains")
+    return ctx.result(Verdict.supported, ", ".join(parts), (status, header))
+
+
+CHECK = ActiveCheck("hsts", "HTTP Strict Transport Security (RFC 6797)", run)

@@ -1,0 +1,45 @@
+"""HTTP compression (the precondition of BREACH): does the server compress its answer when
+the client accepts it?
+
+BREACH (2013) recovers secrets from HTTPS bodies compressed together with attacker-chosen
+input by watching their compressed length. The check asks GET / with `Accept-Encoding: gzip,
+deflate, br` over a completed handshake (_http.py, one connection shared by the HTTP
+checks): a Content-Encoding of gzip, deflate, br, zstd or compress in the answer: vulnerable
+(a low finding `check.breach`: only the precondition is established, on "/" alone; whether a
+secret and reflected input share a compressed body is not tested); none (or identity): not
+vulnerable for "/". A server that answers with something other than HTTP: not applicable.
+"""
+
+from __future__ import annotations
+
+from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.probes.checks._http import NotHttp, response
+from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
+
+COMPRESSING = ("gzip", "x-gzip", "deflate", "br", "zstd", "compress", "x-compress")
+
+
+async def run(ctx: CheckContext) -> CheckResult:
+    got = await response(ctx)
+    if isinstance(got, NotHttp):
+        return ctx.result(Verdict.not_applicable, "the server does not speak HTTP: it "
+                          f"answered \"{got.first}\"")
+    if isinstance(got, str):
+        return ctx.inconclusive(got)
+    status = f"GET / answered {got.status}"
+    encodings = [e.strip().lower() for v in got.get("content-encoding") for e in v.split(",")
+                 if e.strip()]
+    used = [e for e in encodings if e in COMPRESSING]
+    sent = "a request with Accept-Encoding: gzip, deflate, br"
+    if used:
+        header = f"Content-Encoding: {', '.join(got.get('content-encoding'))}"
+        return ctx.result(Verdict.vulnerable, f"the answer to {sent} is compressed "
+                          f"({', '.join(used)}) on \"/\": the precondition of BREACH (whether "
+                          "secrets and reflected input share a compressed body is not "
+                          "tested)", (status, header), code="check.breach", severity="low")
+    shown = f"Content-Encoding: {', '.join(encodings)}" if encodings else "no Content-Encoding"
+    return ctx.result(Verdict.not_vulnerable, f"the answer to {sent} is not compressed "
+                      f"({shown}; only \"/\" asked)", (status,))
+
+
+CHECK = ActiveCheck("breach", "HTTP compression (BREACH precondition)", run)

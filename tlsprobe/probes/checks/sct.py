@@ -1,0 +1,52 @@
+"""Certificate Transparency: does the server present Signed Certificate Timestamps?
+
+Chrome and Safari require SCTs (RFC 6962) for publicly trusted certificates; they come
+embedded in the leaf (extension 1.3.6.1.4.1.11129.2.4.2), in the signed_certificate_timestamp
+TLS extension (type 18, which the certificate checks' shared connection offers:
+_cert_chain.py), or in a stapled OCSP response (1.3.6.1.4.1.11129.2.4.5). Any of them:
+supported, with where and how many; none: not supported (a low finding: normal for a
+private CA, fatal in Chrome and Safari for a public one).
+"""
+
+from __future__ import annotations
+
+from cryptography import x509
+from cryptography.x509.oid import ExtensionOID
+
+from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.probes.checks._cert_chain import leaf_of, served
+from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
+
+
+def embedded(leaf: x509.Certificate) -> str | None:
+    """'N SCTs embedded in the leaf' (or a note when present but unreadable), None if none."""
+    oid = ExtensionOID.PRECERT_SIGNED_CERTIFICATE_TIMESTAMPS
+    try:
+        value = leaf.extensions.get_extension_for_oid(oid).value
+    except x509.ExtensionNotFound:
+        return None
+    except ValueError as exc:
+        return f"an SCT list embedded in the leaf that does not parse ({exc})"
+    try:
+        count = len(value)  # type: ignore[arg-type]
+    except TypeError:
+        return "an SCT list embedded in the leaf"
+    return f"{count} SCT{'' if count == 1 else 's'} embedded in the leaf"
+
+
+async def run(ctx: CheckContext) -> CheckResult:
+    got = await served(ctx)
+    if isinstance(got, str):
+        return ctx.inconclusive(got)
+    leaf = leaf_of(got)
+    if isinstance(leaf, str):
+        return ctx.inconclusive(leaf)
+    where = [w for w in (embedded(leaf),) if w] + [f"SCTs in {s}" for s in got.sct_sources]
+    if where:
+        return ctx.result(Verdict.supported, "; ".join(where), tuple(where))
+    return ctx.result(Verdict.not_supported, "no SCT: none embedded in the leaf, none in the "
+                      "TLS extension (offered), none in a stapled OCSP response "
+                      f"(stapling: {got.stapling})", code="check.sct", severity="low")
+
+
+CHECK = ActiveCheck("sct", "Signed Certificate Timestamps (Certificate Transparency)", run)

@@ -1,0 +1,39 @@
+"""The ClientHello split over two TCP segments: does the server wait for the rest?
+
+A hello over one MSS (about 1460 bytes on Ethernet; an X25519MLKEM768 hello is about
+1.8 kB) arrives in two TCP segments. A middlebox that inspects the first segment alone and
+drops or resets what it cannot parse broke large post-quantum hellos in the wild. The check
+sends the plain hello (tolerance's minimal hello of the highest version spoken, one record)
+in two sends PAUSE (0.2 s) apart with TCP_NODELAY, so that its two halves leave as two
+segments even on loopback. A refusal is confirmed and set against the same hello in one
+send (probes/checks/_tolerance.py). One connection when tolerated, three at most.
+"""
+
+from __future__ import annotations
+
+from tlsprobe.model.checks import CheckResult
+from tlsprobe.probes.checks._tolerance import (Variant, judge, no_tls, plain_config,
+                                                 top_versions)
+from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
+from tlsprobe.registry import version_name
+
+
+def two_segments(data: bytes) -> list[bytes]:
+    """`data` cut in the middle: two sends."""
+    cut = len(data) // 2
+    return [data[:cut], data[cut:]] if cut else [data]
+
+
+async def run(ctx: CheckContext) -> CheckResult:
+    versions = top_versions(ctx)
+    if not versions:
+        return no_tls(ctx)
+    name = version_name(versions[0])
+    config = plain_config(ctx, versions[0])
+    variant = Variant(f"the plain {name} ClientHello split over two TCP segments", config,
+                      shape=two_segments)
+    plain = Variant(f"the plain {name} ClientHello in one segment", config)
+    return await judge(ctx, [variant], plain, severity="medium")
+
+
+CHECK = ActiveCheck("split_segment", "a ClientHello split over two TCP segments", run)
