@@ -122,6 +122,7 @@ def test_errors_carry_their_failure_kind(target: str, tmp_path: Path) -> None:
     """Bad arguments are UsageError (kind usage, exit 2), a failed probe a ProbeError with
     the kind and exit code the command line gives, an unreadable capture kind bad_input."""
     usage = [lambda: tlsprobe.probe("127.0.0.1:99999"),
+             lambda: tlsprobe.probe(target, timeout=float("nan")),
              lambda: tlsprobe.probe(target, groups=["no-such-group"]),
              lambda: tlsprobe.probe(target, key_shares=["x448"], groups=["x25519"]),
              lambda: tlsprobe.scan(target, checks=["nonsense"]),

@@ -174,8 +174,9 @@ def probe(target: str, *, versions: Sequence[Code] | None = None,
     is no error: `result.verification` says so."""
     from tlsprobe.net.tcp import parse_target
     from tlsprobe.probes.probe import ProbeOptions, run_probe
-    if not timeout > 0 or (total_timeout is not None and not total_timeout > 0):
-        raise UsageError("timeout and total_timeout must be positive numbers of seconds")
+    if not all(0 < t <= 86400 for t in (timeout, total_timeout or timeout)):
+        raise UsageError("timeout and total_timeout must be above 0 and at most a day "
+                         "(86400 seconds)")
     if http_get is not None and first_flight_only:
         raise UsageError("http_get needs a completed handshake (drop first_flight_only)")
     parsed = parse_target(target)
