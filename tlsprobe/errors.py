@@ -74,6 +74,8 @@ class TlsprobeError(Exception):
 
 
 class UsageError(TlsprobeError):
+    """A bad argument, option or input line (exit 2, kind "usage"): said before any work."""
+
     exit_code = EXIT_USAGE
 
 
