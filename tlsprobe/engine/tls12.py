@@ -91,6 +91,8 @@ class Tls12Client:
         self.certificate_requested = False
         self.master_secret: bytes | None = None
         self._server_protection: RecordProtection | None = None
+        #: both Finished verify_data, for a renegotiation's renegotiation_info (RFC 5746)
+        self.client_verify_data = self.server_verify_data = b""
 
     # -- events --------------------------------------------------------------------------
     def start(self) -> Verdict:
@@ -236,6 +238,7 @@ class Tls12Client:
         verify = prf.verify_data(self.version, self.prf_hash, self.master_secret or b"",
                                  self.ctx.transcript.digest(self.handshake_hash), "client")
         self._send(v, frame(HT.finished, verify))
+        self.client_verify_data = verify
         v.waiting_for = WAIT_CCS
 
     def _send(self, v: Verdict, raw: bytes) -> None:
@@ -331,6 +334,7 @@ class Tls12Client:
             raise Refusal(DECRYPT_ERROR, f"server Finished is wrong: verify_data "
                           f"{verify_data.hex()}, expected {expected.hex()}")
         self.ctx.transcript.add(ev.raw)
+        self.server_verify_data = verify_data
         v.finished_verified = True
         v.waiting_for = CONNECTED
         v.complete = True
