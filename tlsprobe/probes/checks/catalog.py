@@ -33,6 +33,12 @@ DERIVED = ("poodle", "freak", "logjam", "dh", "rc4", "sweet32", "beast", "null",
 #: active checks, in report order within their section
 ACTIVE: dict[str, Entry] = {
     "fallback": Entry("vulnerability", "fallback"),
+    "compression": Entry("vulnerability", "compression"),
+    "client_renegotiation": Entry("vulnerability", "client_renegotiation", harmful=True),
+    "robot": Entry("vulnerability", "robot", needs=("versions", "suites"), harmful=True),
+    "sslv2": Entry("vulnerability", "sslv2"),
+    "renegotiation": Entry("hygiene", "renegotiation"),
+    "downgrade_sentinel": Entry("hygiene", "downgrade_sentinel"),
 }
 
 _BY_CATEGORY = {"vulns": "vulnerability", "hygiene": "hygiene", "tolerance": "tolerance",

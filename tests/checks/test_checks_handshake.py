@@ -1,0 +1,171 @@
+"""The handshake-level checks of issue #14 (secure and client-initiated renegotiation,
+compression, the TLS 1.3 downgrade sentinel, ROBOT, SSLv2), each against both sides:
+
+- real servers for the patched side and every weak setting they still have: openssl
+  s_server (RFC 5746, no compression in this build, the sentinel, refuses client
+  renegotiation unless -client_renegotiation, no padding oracle with RSA key exchange),
+  gnutls-serv (accepts client-initiated renegotiation), nginx (refuses it), an openssl
+  TLS 1.3-only server (not applicable);
+- scripted servers for the flaws no installable server has, each documented with the CVE
+  and the bytes it reproduces: tests/checks/scripted_tls_server.py (DEFLATE chosen, no
+  renegotiation_info, an SSLv2 SERVER-HELLO) and tests/checks/tlslite_quirks_server.py (no
+  downgrade sentinel; strong and weak Bleichenbacher oracles).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from servers import Server
+from tlsprobe.commands.scan import parse_checks
+from tlsprobe.engine import extcheck
+from tlsprobe.engine.config import ClientConfig, build_client_hello
+from tlsprobe.engine.verdict import Refusal
+from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.net.tcp import Target
+from tlsprobe.probes.audit import AuditOptions, run_audit
+from tlsprobe.probes.checks import client_renegotiation
+from tlsprobe.probes.checks.client_renegotiation import MAX_RENEGOTIATIONS
+from tlsprobe.probes.scheduler import Scheduler
+from tlsprobe.wire import extensions as ext
+from tlsprobe.wire.hello import ServerHello
+
+ServerFactory = Callable[..., Server]
+ScriptServer = Callable[..., int]
+LEGACY = ("renegotiation", "client_renegotiation", "compression", "downgrade_sentinel",
+          "robot", "sslv2")
+
+
+def run_checks(port: int, names: str) -> dict[str, CheckResult]:
+    """The named checks' results for the server on `port` (one audit), by name; each
+    result's connection count is the scan's count for its phase."""
+    r = run_audit([Target("127.0.0.1", port)], AuditOptions(checks=parse_checks(names)),
+                  Scheduler(retries=1, timeout=5.0))[0]
+    assert r.error is None, r.error
+    for c in r.check_results:
+        counted = sum(n for phase, n in r.connections.items()
+                      if phase == f"check {c.name}" or phase.startswith(f"check {c.name} "))
+        assert counted == c.connections, (c, r.connections)
+        assert (c.code is not None) == (c.verdict in (Verdict.vulnerable,
+                                                      Verdict.not_supported)), c
+    return {c.name: c for c in r.check_results}
+
+
+@pytest.mark.needs_impl("openssl")
+def test_patched_openssl_server(server_cache: ServerFactory) -> None:
+    srv = server_cache("openssl", proto="all")
+    got = run_checks(srv.port, ",".join(LEGACY))
+    assert {n: c.verdict for n, c in got.items()} == {
+        "renegotiation": Verdict.supported, "client_renegotiation": Verdict.not_vulnerable,
+        "compression": Verdict.not_vulnerable, "downgrade_sentinel": Verdict.supported,
+        "robot": Verdict.not_vulnerable, "sslv2": Verdict.not_vulnerable}, got
+    assert "no_renegotiation (100)" in got["client_renegotiation"].reason
+    assert got["client_renegotiation"].connections == 1
+    assert "chose null compression" in got["compression"].reason
+    assert "TLS 1.2, TLS 1.1" in got["downgrade_sentinel"].reason
+    assert any("DOWNGRD\\x01" in e for e in got["downgrade_sentinel"].evidence)
+    assert any("DOWNGRD\\x00" in e for e in got["downgrade_sentinel"].evidence)
+    assert got["robot"].connections == 10 and "alike" in got["robot"].reason
+    assert any("TLS_RSA_WITH_AES_128_GCM_SHA256" in e for e in got["robot"].evidence)
+
+
+@pytest.mark.needs_impl("openssl", "gnutls")
+def test_client_renegotiation_accepted(server_cache: ServerFactory,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    srv = server_cache("gnutls", proto="both")
+    got = run_checks(srv.port, "client_renegotiation,renegotiation,downgrade_sentinel")
+    c = got["client_renegotiation"]
+    assert c.verdict is Verdict.vulnerable, c
+    assert f"accepted {MAX_RENEGOTIATIONS} client-initiated" in c.reason, c
+    assert c.connections == 1 and c.severity == "medium"
+    assert got["renegotiation"].verdict is got["downgrade_sentinel"].verdict is \
+        Verdict.supported, got
+    # s_server -www sleeps a second in its read loop per renegotiation: ask for 2 here
+    monkeypatch.setattr(client_renegotiation, "MAX_RENEGOTIATIONS", 2)
+    srv = server_cache("openssl", proto="tls1_2", extra=("-client_renegotiation",))
+    got = run_checks(srv.port, "client_renegotiation,downgrade_sentinel")
+    c = got["client_renegotiation"]
+    assert c.verdict is Verdict.vulnerable and "accepted 2 client-initiated" in c.reason, c
+    assert "then tlsprobe stopped after 2" in c.reason
+    assert got["downgrade_sentinel"].verdict is Verdict.not_applicable   # no TLS 1.3
+
+
+@pytest.mark.needs_impl("nginx")
+def test_nginx_refuses_client_renegotiation(server_cache: ServerFactory) -> None:
+    srv = server_cache("nginx", proto="both")
+    c = run_checks(srv.port, "client_renegotiation")["client_renegotiation"]
+    assert c.verdict is Verdict.not_vulnerable, c
+
+
+@pytest.mark.needs_impl("openssl")
+def test_tls13_only_server_is_not_applicable(server_cache: ServerFactory) -> None:
+    srv = server_cache("openssl", proto="tls1_3")
+    got = run_checks(srv.port, ",".join(LEGACY))
+    assert {n: c.verdict for n, c in got.items() if n != "sslv2"} == \
+        {n: Verdict.not_applicable for n in LEGACY if n != "sslv2"}, got
+    assert got["sslv2"].verdict is Verdict.not_vulnerable
+    assert all(c.connections == 0 for n, c in got.items() if n != "sslv2")
+
+
+def test_scripted_pre_rfc5746_crime_and_drown_servers(script_server: ScriptServer) -> None:
+    got = run_checks(script_server("scripted_tls_server.py", "--mode", "compression"),
+                     "compression,renegotiation,sslv2")
+    assert got["compression"].verdict is Verdict.vulnerable, got
+    assert got["compression"].code == "check.compression"
+    assert "compression method 1" in got["compression"].evidence[1]
+    assert got["renegotiation"].verdict is Verdict.supported
+    assert got["sslv2"].verdict is Verdict.not_vulnerable
+    got = run_checks(script_server("scripted_tls_server.py", "--mode", "no-reneg-info"),
+                     "renegotiation,compression")
+    c = got["renegotiation"]
+    assert c.verdict is Verdict.not_supported and c.code == "check.renegotiation", c
+    assert c.connections == 2 and "CVE-2009-3555" in c.reason
+    assert got["compression"].verdict is Verdict.not_vulnerable
+    got = run_checks(script_server("scripted_tls_server.py", "--mode", "sslv2"), "sslv2")
+    c = got["sslv2"]
+    assert c.verdict is Verdict.vulnerable and c.severity == "high", c
+    assert "SSL_CK_DES_192_EDE3_CBC_WITH_MD5, SSL_CK_RC4_128_WITH_MD5" in c.reason
+
+
+@pytest.mark.needs_impl("tlslite")
+def test_tlslite_without_downgrade_sentinel(script_server: ScriptServer) -> None:
+    got = run_checks(script_server("tlslite_quirks_server.py", "--no-downgrade-sentinel"),
+                     "downgrade_sentinel")
+    c = got["downgrade_sentinel"]
+    assert c.verdict is Verdict.not_supported and c.code == "check.downgrade_sentinel", c
+    assert "TLS 1.2 (expected b'DOWNGRD\\x01')" in c.reason
+
+
+@pytest.mark.needs_impl("tlslite")
+@pytest.mark.parametrize("oracle", ["strong", "weak"])
+def test_robot_oracles(script_server: ScriptServer, oracle: str) -> None:
+    c = run_checks(script_server("tlslite_quirks_server.py", "--robot", oracle),
+                   "robot")["robot"]
+    assert c.verdict is Verdict.vulnerable, c
+    assert c.reason.startswith(f"{oracle} oracle"), c
+    assert c.severity == ("high" if oracle == "strong" else "medium")
+    assert c.connections == 10
+    if oracle == "strong":
+        assert "wrong first two bytes: alert illegal_parameter (47)" in c.reason
+    else:
+        assert "wrong version: alert decode_error (50)" in c.reason
+
+
+def test_renegotiation_hello_and_its_echo() -> None:
+    vd = bytes(range(12))
+    hello = build_client_hello(ClientConfig(versions=(0x0303,), renegotiating=vd)).hello
+    assert 0x00FF not in hello.cipher_suites
+    sent = hello.extension(0xFF01)
+    assert sent is not None and sent.data == bytes([12]) + vd
+    initial = build_client_hello(ClientConfig(versions=(0x0303,))).hello
+    assert 0x00FF in initial.cipher_suites
+
+    def echo(data: bytes) -> None:
+        sh = ServerHello(0x0303, bytes(32), b"", 0x002F, 0,
+                         [ext.renegotiation_info(data)])
+        extcheck.check_extensions(hello, (), extcheck.SH12, sh.extensions)
+    echo(vd + bytes(12))                           # client's then the server's verify_data
+    for wrong in (b"", bytes(12) + vd, vd):
+        with pytest.raises(Refusal, match="RFC 5746 3.5"):
+            echo(wrong)
