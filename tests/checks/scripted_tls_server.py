@@ -9,14 +9,15 @@ listing only TLS 1.3 in supported_versions protocol_version.
 
 Modes (--mode):
   compression     the ServerHello picks DEFLATE (method 1) whenever the hello offers it, as an
-                  OpenSSL 1.0.x server built with zlib did before 1.0.1c/CRIME (CVE-2012-4929);
+                  OpenSSL 1.0.x server built with zlib did (CRIME, CVE-2012-4929;
+                  OpenSSL 1.1.0 turned compression off by default);
   no-reneg-info   the ServerHello carries no renegotiation_info whatever the hello offered, as
                   servers before RFC 5746 (OpenSSL before 0.9.8m, 2010) did (CVE-2009-3555);
   sslv2           an SSLv2 CLIENT-HELLO (2-byte header with the high bit set, msg type 1) is
                   answered with an SSLv2 SERVER-HELLO (msg type 4: certificate, the cipher specs
-                  shared with the client, a connection id), as OpenSSL before 1.0.2g/1.0.1s with
-                  SSLv2 enabled did: the DROWN precondition (CVE-2016-0800); TLS hellos are
-                  answered as in the other modes;
+                  shared with the client, a connection id), as OpenSSL with SSLv2 enabled did
+                  (1.0.2g and 1.0.1s, 2016, disabled it by default): the DROWN precondition
+                  (CVE-2016-0800); TLS hellos are answered as in the other modes;
   plain           none of these (a control).
 """
 import argparse
@@ -25,6 +26,7 @@ import os
 import re
 import socket
 import sys
+from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "lab_servers"))
@@ -71,7 +73,7 @@ def read_exact(sock: socket.socket, n: int) -> bytes:
     return data
 
 
-def parse_client_hello(body: bytes) -> dict:
+def parse_client_hello(body: bytes) -> dict[str, Any]:
     p = 4 + 2 + 32                               # handshake header, version, random
     version = int.from_bytes(body[4:6], "big")
     p += 1 + body[p]
@@ -80,7 +82,7 @@ def parse_client_hello(body: bytes) -> dict:
     p += 2 + n
     methods = body[p + 1:p + 1 + body[p]]
     p += 1 + body[p]
-    exts = {}
+    exts: dict[int, bytes] = {}
     if p + 2 <= len(body):
         end = p + 2 + int.from_bytes(body[p:p + 2], "big")
         p += 2
@@ -138,7 +140,7 @@ def answer_sslv2(sock: socket.socket, header: bytes) -> None:
     sock.recv(1)
 
 
-def handler(sock: socket.socket, addr: tuple) -> None:
+def handler(sock: socket.socket, addr: tuple[str, int]) -> None:
     try:
         sock.settimeout(10)
         header = read_exact(sock, 5)

@@ -67,6 +67,7 @@ def test_patched_openssl_server(server_cache: ServerFactory) -> None:
     assert any("DOWNGRD\\x01" in e for e in got["downgrade_sentinel"].evidence)
     assert any("DOWNGRD\\x00" in e for e in got["downgrade_sentinel"].evidence)
     assert got["robot"].connections == 10 and "alike" in got["robot"].reason
+    assert "it answered with a TLS alert" in got["sslv2"].reason
     assert any("TLS_RSA_WITH_AES_128_GCM_SHA256" in e for e in got["robot"].evidence)
 
 
@@ -89,6 +90,25 @@ def test_client_renegotiation_accepted(server_cache: ServerFactory,
     assert c.verdict is Verdict.vulnerable and "accepted 2 client-initiated" in c.reason, c
     assert "then tlsprobe stopped after 2" in c.reason
     assert got["downgrade_sentinel"].verdict is Verdict.not_applicable   # no TLS 1.3
+
+
+@pytest.mark.needs_impl("openssl")
+def test_a_server_that_wants_a_client_certificate_is_inconclusive(server_cache: ServerFactory
+                                                                   ) -> None:
+    srv = server_cache("openssl", proto="tls1_2", extra=("-Verify", "1"))
+    got = run_checks(srv.port, "robot,client_renegotiation")
+    assert got["robot"].verdict is got["client_renegotiation"].verdict is \
+        Verdict.inconclusive, got
+    assert "requests a client certificate" in got["robot"].reason
+    assert "requires a client certificate" in got["client_renegotiation"].reason
+
+
+@pytest.mark.needs_impl("openssl")
+def test_robot_not_applicable_without_rsa_key_exchange(server_cache: ServerFactory) -> None:
+    srv = server_cache("openssl", proto="tls1_2", ciphers="ECDHE-RSA-AES128-GCM-SHA256")
+    c = run_checks(srv.port, "robot")["robot"]
+    assert c.verdict is Verdict.not_applicable and c.connections == 0, c
+    assert "no RSA key exchange suite is accepted" in c.reason
 
 
 @pytest.mark.needs_impl("nginx")

@@ -92,7 +92,7 @@ settings.versions = [v for v in [(3, 4), (3, 3)] if v <= settings.maxVersion]
 settings = settings.validate()
 
 
-def handler(sock: socket.socket, addr: tuple) -> None:
+def handler(sock: socket.socket, addr: tuple[str, int]) -> None:
     conn = TLSConnection(sock)
     try:
         conn.handshakeServer(certChain=chain, privateKey=key, settings=settings)

@@ -83,6 +83,10 @@ async def _probe(kind: str, config: ClientConfig, transport: AsyncTransport,
     sh = hs.server_hello
     if sh is None or not hs.first_flight_done or not hs.certificates:
         return Answer(hs.incomplete_reason or "no ServerHelloDone", True)
+    if hs.certificate_requested:
+        # without a client certificate the server refuses every probe alike (sslyze stops
+        # here too): no answer to compare
+        return Answer("the server requests a client certificate", True)
     key = x509.load_der_x509_certificate(hs.certificates[0]).public_key()
     if not isinstance(key, rsa.RSAPublicKey):
         return Answer("the certificate's key is not RSA", True)

@@ -31,6 +31,8 @@ SSL2_CIPHERS = {
     0x050080: "SSL_CK_IDEA_128_CBC_WITH_MD5", 0x060040: "SSL_CK_DES_64_CBC_WITH_MD5",
     0x0700C0: "SSL_CK_DES_192_EDE3_CBC_WITH_MD5"}
 SERVER_HELLO, ERROR = 4, 0
+TLS_RECORDS = {20: "a TLS ChangeCipherSpec record", 21: "a TLS alert", 22: "a TLS handshake "
+               "record", 23: "a TLS application data record", 24: "a TLS heartbeat record"}
 MAX_ANSWER = 2 + 0x7FFF
 
 
@@ -67,8 +69,7 @@ async def _talk(transport: AsyncTransport, deadline: float) -> str | bytes:
                 return "closed" if not data else "a cut SSLv2 record"
             data += more
             if not data[0] & 0x80:
-                return f"a TLS record of type {data[0]}" if data[0] in range(20, 25) \
-                    else "bytes that are not SSLv2"
+                return TLS_RECORDS.get(data[0], "bytes that are not SSLv2")
             if len(data) >= 2:
                 size = ((data[0] & 0x7F) << 8 | data[1]) + 2
                 if len(data) >= size:
@@ -85,7 +86,8 @@ async def run(ctx: CheckContext) -> CheckResult:
     if isinstance(got, Outcome):
         return ctx.inconclusive(f"the connection failed: {got.describe()}", (sent,))
     if isinstance(got, str):
-        if got.startswith("no SSLv2 answer") or got == "bytes that are not SSLv2":
+        if got.startswith("no SSLv2 answer") or got in ("bytes that are not SSLv2",
+                                                         "a cut SSLv2 record"):
             return ctx.inconclusive(got, (sent, f"received: {got}"))
         return ctx.result(Verdict.not_vulnerable, f"the server does not speak SSLv2: it "
                           f"answered with {'a close' if got == 'closed' else got}",
