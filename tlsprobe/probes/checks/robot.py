@@ -154,27 +154,31 @@ async def run(ctx: CheckContext) -> CheckResult:
                 return ctx.inconclusive(f"the {kind} probe could not be sent: {why}")
         rounds.append({k: a.text for k, a in zip(PAYLOADS, got)
                        if isinstance(a, Answer)})
-    evidence = (f"sent: {name} handshakes offering "
-                f"{', '.join(registry.suite_name(s) for s in suites[:3])}"
-                f"{' ...' if len(suites) > 3 else ''}; after the ServerHelloDone a "
-                "ClientKeyExchange with each of five PKCS #1 blocks, ChangeCipherSpec and an "
-                f"undecryptable Finished; {ROUNDS} rounds, {ROUNDS * len(PAYLOADS)} connections",
-                ) + tuple(f"received for {k}: {v}" for k, v in rounds[0].items())
+    offered = ", ".join(registry.suite_name(s) for s in suites[:2]) + \
+        (" ..." if len(suites) > 2 else "")
+    evidence = (f"sent: {name} hellos offering {offered}; after the ServerHelloDone a "
+                "ClientKeyExchange with each of the five PKCS #1 blocks, ChangeCipherSpec and "
+                f"an undecryptable Finished; {ROUNDS} rounds, {ROUNDS * len(PAYLOADS)} "
+                "connections",
+                "received: " + "; ".join(f"{k}: {v}" for k, v in rounds[0].items()))
     if any(r != rounds[0] for r in rounds[1:]):
         changed = [k for k in PAYLOADS if any(r[k] != rounds[0][k] for r in rounds)]
         return ctx.inconclusive(f"the answers changed between rounds for {', '.join(changed)} "
                                 "(noise: no verdict)", evidence)
     answers = rounds[0]
     if len(set(answers.values())) == 1:
-        return ctx.result(Verdict.not_vulnerable, "the server answered the five ClientKeyExchange "
-                          f"probes alike ({answers['valid']}): no padding oracle", evidence)
+        return ctx.result(Verdict.not_vulnerable, "the server answered the five "
+                          f"ClientKeyExchange probes alike ({answers['valid']}) in both "
+                          "rounds: no padding oracle", evidence)
     bad = {answers[k] for k in ("wrong first two bytes", "00 in the wrong place",
                                 "no 00 separator")}
     strength = "weak" if len(bad) == 1 else "strong"
+    first = {v: k for k, v in reversed(answers.items())}     # one probe per distinct answer
     return ctx.result(Verdict.vulnerable, f"{strength} oracle: the server's answer depends on "
-                      "the PKCS #1 padding of the RSA pre-master secret (" +
-                      "; ".join(f"{k}: {v}" for k, v in answers.items()) + ")", evidence,
-                      code="check.robot", severity="high" if strength == "strong" else "medium")
+                      "the PKCS #1 padding of the RSA pre-master secret, the same in both "
+                      "rounds (" + "; ".join(f"{k}: {v}" for v, k in first.items()) + ")",
+                      evidence, code="check.robot",
+                      severity="high" if strength == "strong" else "medium")
 
 
 CHECK = ActiveCheck("robot", "ROBOT (Bleichenbacher oracle on RSA key exchange)", run)
