@@ -11,8 +11,9 @@ when the server did not negotiate RFC 5746, a legacy hello without it), and comp
 new handshake the same way: records under the old keys until each side's
 ChangeCipherSpec, under the new ones after it (`Tunnel`). It goes on, one renegotiation
 after the other on the same connection, up to MAX_RENEGOTIATIONS:
-  - a renegotiation completed (the server's Finished verified): vulnerable, with how many
-    were accepted in a row and what ended the series;
+  - a renegotiation completed (the server's Finished verified), or at least answered with
+    a ServerHello (the server agreed to it): vulnerable, with how many were accepted in a
+    row and what ended the series;
   - the first one refused (warning or fatal alert, close): not vulnerable;
   - the initial handshake failed, or no answer to the first ClientHello: inconclusive.
 One connection; the reason says how many renegotiations it asked for.
@@ -109,7 +110,8 @@ def _records(data: bytes) -> tuple[list[tuple[int, int, bytes]], bytes]:
 class Series:
     """What one connection established: renegotiations accepted, and what ended them."""
 
-    accepted: int = 0
+    accepted: int = 0             # renegotiations completed
+    answered: int = 0             # renegotiation hellos answered with a ServerHello
     ended: str = ""
     refused: bool = False         # the server said no (alert or close) to the last one
     initial: str | None = None    # why the first handshake failed, if it did
@@ -120,27 +122,34 @@ def _refused_by_warning(hs: ClientHandshake) -> bool:
     return NO_RENEGOTIATION in hs.server_input.warning_alerts
 
 
-async def _renegotiate(prev: ClientHandshake, config: ClientConfig,
-                       transport: AsyncTransport, deadline: float) -> ClientHandshake:
-    """One renegotiation under `prev`'s keys; the new handshake (complete or not)."""
-    half = prev.version_state
-    client_vd = getattr(half, "client_verify_data", b"")
-    sh = prev.server_hello
-    secure = sh is not None and sh.extension(RENEGOTIATION_INFO) is not None
-    cfg = replace(config, renegotiating=client_vd) if secure else \
-        replace(config, renegotiation_info=False)
+def _secure(hs: ClientHandshake) -> bool:
+    """RFC 5746 was negotiated: the ServerHello carries renegotiation_info."""
+    return hs.server_hello is not None and \
+        hs.server_hello.extension(RENEGOTIATION_INFO) is not None
+
+
+async def _renegotiate(prev: ClientHandshake, hs: ClientHandshake,
+                       transport: AsyncTransport, deadline: float) -> None:
+    """Run the renegotiation `hs` under `prev`'s keys (complete, refused by a warning, or an
+    exception); a secure one's renegotiation_info must end with the server's verify_data."""
     write, read = prev.protections()
     if write is None or read is None:
         raise ValueError("renegotiation without established keys")
-    hs = ClientHandshake(cfg, annotate=False, stop_after_first_flight=False)
     await adrive(hs, Tunnel(transport, write, read), deadline, until=_refused_by_warning)
-    if hs.handshake_complete and secure and hs.server_hello is not None:
-        server_vd = getattr(half, "server_verify_data", b"")
+    if hs.handshake_complete and _secure(prev) and hs.server_hello is not None:
+        server_vd = getattr(prev.version_state, "server_verify_data", b"")
         echo = hs.server_hello.extension(RENEGOTIATION_INFO)
         if echo is None or not echo.data.endswith(server_vd):
-            raise HandshakeFailure(FailureKind.PROTOCOL, "the server's renegotiation_info does not end "
-                                   "with its verify_data (RFC 5746 3.5)")
-    return hs
+            raise HandshakeFailure(FailureKind.PROTOCOL, "the server's renegotiation_info "
+                                   "does not end with its verify_data (RFC 5746 3.5)")
+
+
+def _hello_config(prev: ClientHandshake, config: ClientConfig) -> ClientConfig:
+    """The renegotiation hello: RFC 5746 when `prev` negotiated it, else a legacy one."""
+    if _secure(prev):
+        return replace(config, renegotiating=getattr(prev.version_state,
+                                                     "client_verify_data", b""))
+    return replace(config, renegotiation_info=False)
 
 
 async def _series(config: ClientConfig, transport: AsyncTransport, deadline: float) -> Series:
@@ -154,25 +163,27 @@ async def _series(config: ClientConfig, transport: AsyncTransport, deadline: flo
     if not hs.handshake_complete:
         out.initial = hs.incomplete_reason or "the handshake did not complete"
         return out
-    out.secure = hs.server_hello is not None and \
-        hs.server_hello.extension(RENEGOTIATION_INFO) is not None
+    out.secure = _secure(hs)
     while out.accepted < MAX_RENEGOTIATIONS:
+        nxt = ClientHandshake(_hello_config(hs, config), annotate=False,
+                              stop_after_first_flight=False)
         try:
-            nxt = await _renegotiate(hs, config, transport, deadline)
+            await _renegotiate(hs, nxt, transport, deadline)
         except HandshakeFailure as exc:
-            out.ended, out.refused = str(exc), True
-            return out
+            out.ended, out.refused = str(exc), nxt.server_hello is None
         except NetworkError as exc:
             out.ended = exc.reason
-            return out
         except RecordProtectionError as exc:
             out.ended = f"a record the keys in force do not open: {exc}"
-            return out
-        if _refused_by_warning(nxt):
-            out.ended, out.refused = "server sent warning alert no_renegotiation (100)", True
-            return out
-        if not nxt.handshake_complete:
-            out.ended = nxt.incomplete_reason or "the renegotiation did not complete"
+        else:
+            if _refused_by_warning(nxt):
+                out.ended, out.refused = "server sent warning alert no_renegotiation (100)", \
+                    True
+            elif not nxt.handshake_complete:
+                out.ended = nxt.incomplete_reason or "the renegotiation did not complete"
+        if nxt.server_hello is not None:
+            out.answered += 1
+        if out.ended:
             return out
         out.accepted += 1
         hs = nxt
@@ -199,13 +210,14 @@ async def run(ctx: CheckContext) -> CheckResult:
     kind = "secure (RFC 5746)" if got.secure else "legacy (no RFC 5746)"
     evidence = (f"sent: a complete {name} handshake, then up to {MAX_RENEGOTIATIONS} "
                 f"{kind} renegotiation ClientHellos on the same connection",
-                f"received: {got.accepted} renegotiations completed; then {got.ended}")
-    if got.accepted:
-        return ctx.result(Verdict.vulnerable, f"the server accepted {got.accepted} "
-                          f"client-initiated renegotiation(s) in a row on one {name} "
-                          f"connection (asked for {MAX_RENEGOTIATIONS} at most); then "
-                          f"{got.ended}", evidence, code="check.client_renegotiation",
-                          severity="medium")
+                f"received: {got.accepted} renegotiations completed ({got.answered} "
+                f"ServerHellos); then {got.ended}")
+    if got.answered:
+        done = f"accepted {got.accepted} client-initiated renegotiation(s) in a row" \
+            if got.accepted else "answered a client-initiated renegotiation with a ServerHello"
+        return ctx.result(Verdict.vulnerable, f"the server {done} on one {name} connection "
+                          f"(asked for {MAX_RENEGOTIATIONS} at most); then {got.ended}",
+                          evidence, code="check.client_renegotiation", severity="medium")
     if got.refused:
         return ctx.result(Verdict.not_vulnerable, "the server refused a client-initiated "
                           f"renegotiation: {got.ended}", evidence)
