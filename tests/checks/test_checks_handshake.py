@@ -25,7 +25,7 @@ from tlsprobe.engine.verdict import Refusal
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes.audit import AuditOptions, run_audit
-from tlsprobe.probes.checks import client_renegotiation
+from tlsprobe.probes.checks import client_renegotiation, robot, sslv2
 from tlsprobe.probes.checks.client_renegotiation import MAX_RENEGOTIATIONS
 from tlsprobe.probes.scheduler import Scheduler
 from tlsprobe.wire import extensions as ext
@@ -189,3 +189,30 @@ def test_renegotiation_hello_and_its_echo() -> None:
     for wrong in (b"", bytes(12) + vd, vd):
         with pytest.raises(Refusal, match="RFC 5746 3.5"):
             echo(wrong)
+
+
+@pytest.mark.needs_impl("openssl")
+def test_robot_answers_that_change_between_rounds_are_noise(
+        server_cache: ServerFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+
+    async def flaky(kind: str, *args: object) -> robot.Answer:
+        calls.append(kind)   # the seventh probe (round 2, its second kind) is answered apart
+        return robot.Answer("connection closed" if len(calls) == 7 else "alert x")
+    monkeypatch.setattr(robot, "_probe", flaky)
+    srv = server_cache("openssl", proto="tls1_2")
+    c = run_checks(srv.port, "robot")["robot"]
+    assert c.verdict is Verdict.inconclusive and "changed between rounds" in c.reason, c
+    assert len(calls) == c.connections == 10
+
+
+def test_sslv2_server_hello_reader() -> None:
+    cert, specs = b"C" * 5, (0x010080).to_bytes(3, "big") + (0x0700C0).to_bytes(3, "big")
+    msg = bytes([4, 0, 1, 0, 2, 0, 5, 0, 6, 0, 2]) + cert + specs + b"id"
+    assert sslv2.cipher_specs(msg) == [0x010080, 0x0700C0]
+    for cut in range(len(msg)):          # a cut message is never read as a SERVER-HELLO
+        assert sslv2.cipher_specs(msg[:cut]) is None
+    assert sslv2.cipher_specs(bytes([4, 0, 1, 0, 2, 0, 0, 0, 4, 0, 0]) + b"\0" * 4) is None
+    hello = sslv2.client_hello(bytes(16))
+    assert hello[0] & 0x80 and ((hello[0] & 0x7F) << 8 | hello[1]) == len(hello) - 2
+    assert hello[2] == 1 and len(hello) == 2 + 9 + 3 * 7 + 16
