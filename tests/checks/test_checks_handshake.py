@@ -4,8 +4,8 @@ compression, the TLS 1.3 downgrade sentinel, ROBOT, SSLv2), each against both si
 - real servers for the patched side and every weak setting they still have: openssl
   s_server (RFC 5746, no compression in this build, the sentinel, refuses client
   renegotiation unless -client_renegotiation, no padding oracle with RSA key exchange),
-  gnutls-serv (accepts client-initiated renegotiation), nginx (refuses it), an openssl
-  TLS 1.3-only server (not applicable);
+  gnutls-serv (accepts client-initiated renegotiation; with %DISABLE_SAFE_RENEGOTIATION no
+  RFC 5746 either), nginx (refuses it), an openssl TLS 1.3-only server (not applicable);
 - scripted servers for the flaws no installable server has, each documented with the CVE
   and the bytes it reproduces: tests/checks/scripted_tls_server.py (DEFLATE chosen, no
   renegotiation_info, an SSLv2 SERVER-HELLO) and tests/checks/tlslite_quirks_server.py (no
@@ -13,6 +13,8 @@ compression, the TLS 1.3 downgrade sentinel, ROBOT, SSLv2), each against both si
 """
 from __future__ import annotations
 
+import socket
+import time
 from collections.abc import Callable
 
 import pytest
@@ -35,6 +37,25 @@ ServerFactory = Callable[..., Server]
 ScriptServer = Callable[..., int]
 LEGACY = ("renegotiation", "client_renegotiation", "compression", "downgrade_sentinel",
           "robot", "sslv2")
+
+
+@pytest.fixture
+def start(script_server: ScriptServer) -> ScriptServer:
+    """`script_server`, then a TCP connection the server accepts (30 s at most): in runs on
+    a machine shared with other suites a first connection right after the start was now
+    and then refused although the fixture had seen the port listening."""
+    def started(script: str, *args: str) -> int:
+        port = script_server(script, *args)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=5).close()
+                return port
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+    return started
 
 
 def run_checks(port: int, names: str) -> dict[str, CheckResult]:
@@ -92,6 +113,19 @@ def test_client_renegotiation_accepted(server_cache: ServerFactory,
     assert got["downgrade_sentinel"].verdict is Verdict.not_applicable   # no TLS 1.3
 
 
+@pytest.mark.needs_impl("gnutls")
+def test_gnutls_without_rfc5746(server_cache: ServerFactory) -> None:
+    srv = server_cache("gnutls", proto="both", ciphers="NORMAL:%DISABLE_SAFE_RENEGOTIATION")
+    got = run_checks(srv.port, "renegotiation,client_renegotiation")
+    c = got["renegotiation"]
+    assert c.verdict is Verdict.not_supported and c.code == "check.renegotiation", c
+    assert c.connections == 2 and "CVE-2009-3555" in c.reason
+    c = got["client_renegotiation"]           # renegotiated the legacy way, unbound
+    assert c.verdict is Verdict.vulnerable, c
+    assert f"accepted {MAX_RENEGOTIATIONS}" in c.reason and "legacy (no RFC 5746)" in \
+        c.evidence[0]
+
+
 @pytest.mark.needs_impl("openssl")
 def test_a_server_that_wants_a_client_certificate_is_inconclusive(server_cache: ServerFactory
                                                                    ) -> None:
@@ -128,29 +162,29 @@ def test_tls13_only_server_is_not_applicable(server_cache: ServerFactory) -> Non
     assert all(c.connections == 0 for n, c in got.items() if n != "sslv2")
 
 
-def test_scripted_pre_rfc5746_crime_and_drown_servers(script_server: ScriptServer) -> None:
-    got = run_checks(script_server("scripted_tls_server.py", "--mode", "compression"),
+def test_scripted_pre_rfc5746_crime_and_drown_servers(start: ScriptServer) -> None:
+    got = run_checks(start("scripted_tls_server.py", "--mode", "compression"),
                      "compression,renegotiation,sslv2")
     assert got["compression"].verdict is Verdict.vulnerable, got
     assert got["compression"].code == "check.compression"
     assert "compression method 1" in got["compression"].evidence[1]
     assert got["renegotiation"].verdict is Verdict.supported
     assert got["sslv2"].verdict is Verdict.not_vulnerable
-    got = run_checks(script_server("scripted_tls_server.py", "--mode", "no-reneg-info"),
+    got = run_checks(start("scripted_tls_server.py", "--mode", "no-reneg-info"),
                      "renegotiation,compression")
     c = got["renegotiation"]
     assert c.verdict is Verdict.not_supported and c.code == "check.renegotiation", c
     assert c.connections == 2 and "CVE-2009-3555" in c.reason
     assert got["compression"].verdict is Verdict.not_vulnerable
-    got = run_checks(script_server("scripted_tls_server.py", "--mode", "sslv2"), "sslv2")
+    got = run_checks(start("scripted_tls_server.py", "--mode", "sslv2"), "sslv2")
     c = got["sslv2"]
     assert c.verdict is Verdict.vulnerable and c.severity == "high", c
     assert "SSL_CK_DES_192_EDE3_CBC_WITH_MD5, SSL_CK_RC4_128_WITH_MD5" in c.reason
 
 
 @pytest.mark.needs_impl("tlslite")
-def test_tlslite_without_downgrade_sentinel(script_server: ScriptServer) -> None:
-    got = run_checks(script_server("tlslite_quirks_server.py", "--no-downgrade-sentinel"),
+def test_tlslite_without_downgrade_sentinel(start: ScriptServer) -> None:
+    got = run_checks(start("tlslite_quirks_server.py", "--no-downgrade-sentinel"),
                      "downgrade_sentinel")
     c = got["downgrade_sentinel"]
     assert c.verdict is Verdict.not_supported and c.code == "check.downgrade_sentinel", c
@@ -159,8 +193,8 @@ def test_tlslite_without_downgrade_sentinel(script_server: ScriptServer) -> None
 
 @pytest.mark.needs_impl("tlslite")
 @pytest.mark.parametrize("oracle", ["strong", "weak"])
-def test_robot_oracles(script_server: ScriptServer, oracle: str) -> None:
-    c = run_checks(script_server("tlslite_quirks_server.py", "--robot", oracle),
+def test_robot_oracles(start: ScriptServer, oracle: str) -> None:
+    c = run_checks(start("tlslite_quirks_server.py", "--robot", oracle),
                    "robot")["robot"]
     assert c.verdict is Verdict.vulnerable, c
     assert c.reason.startswith(f"{oracle} oracle"), c

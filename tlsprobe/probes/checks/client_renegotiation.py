@@ -14,7 +14,7 @@ after the other on the same connection, up to MAX_RENEGOTIATIONS:
   - a renegotiation completed (the server's Finished verified), or at least answered with
     a ServerHello (the server agreed to it): vulnerable, with how many were accepted in a
     row and what ended the series;
-  - the first one refused (warning or fatal alert, close): not vulnerable;
+  - the first one refused (warning or fatal alert, close, reset): not vulnerable;
   - the initial handshake failed, or no answer to the first ClientHello: inconclusive.
 One connection; the reason says how many renegotiations it asked for.
 """
@@ -69,7 +69,9 @@ class Tunnel:
     async def receive(self, deadline: float) -> bytes:
         while True:
             data = await self.inner.receive(deadline)
-            if not data or self.got_ccs:
+            if not data:
+                return b""          # closed (a cut record under the old keys is dropped)
+            if self.got_ccs:
                 data, self._pending = self._pending + data, b""
                 return data
             records, self._pending = _records(self._pending + data)
@@ -172,7 +174,8 @@ async def _series(config: ClientConfig, transport: AsyncTransport, deadline: flo
         except HandshakeFailure as exc:
             out.ended, out.refused = str(exc), nxt.server_hello is None
         except NetworkError as exc:
-            out.ended = exc.reason
+            out.ended, out.refused = exc.reason, exc.cause == "reset" and \
+                nxt.server_hello is None
         except RecordProtectionError as exc:
             out.ended = f"a record the keys in force do not open: {exc}"
         else:
