@@ -16,6 +16,7 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -114,7 +115,8 @@ def test_client_renegotiation_accepted(server_cache: ServerFactory,
 
 
 @pytest.mark.needs_impl("gnutls")
-def test_gnutls_without_rfc5746(server_cache: ServerFactory) -> None:
+def test_gnutls_without_rfc5746(server_cache: ServerFactory,
+                                run_cli: Callable[..., Any]) -> None:
     srv = server_cache("gnutls", proto="both", ciphers="NORMAL:%DISABLE_SAFE_RENEGOTIATION")
     got = run_checks(srv.port, "renegotiation,client_renegotiation")
     c = got["renegotiation"]
@@ -124,6 +126,13 @@ def test_gnutls_without_rfc5746(server_cache: ServerFactory) -> None:
     assert c.verdict is Verdict.vulnerable, c
     assert f"accepted {MAX_RENEGOTIATIONS}" in c.reason and "legacy (no RFC 5746)" in \
         c.evidence[0]
+    # the scan prints the hygiene section and the finding
+    res = run_cli("scan", f"127.0.0.1:{srv.port}", "--no-progress", "--no-verify",
+                  "--checks", "renegotiation", "--timeout", "5")
+    assert "Hygiene checks (2 connections of their own)" in res.stdout, res.stdout
+    line = next(x for x in res.stdout.splitlines() if x.startswith("secure renegotiation"))
+    assert "not supported" in line
+    assert "check.renegotiation" in res.stdout
 
 
 @pytest.mark.needs_impl("openssl")
