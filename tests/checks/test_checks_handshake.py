@@ -13,6 +13,7 @@ compression, the TLS 1.3 downgrade sentinel, ROBOT, SSLv2), each against both si
 """
 from __future__ import annotations
 
+import asyncio
 import socket
 import time
 from collections.abc import Callable
@@ -259,3 +260,25 @@ def test_sslv2_server_hello_reader() -> None:
     hello = sslv2.client_hello(bytes(16))
     assert hello[0] & 0x80 and ((hello[0] & 0x7F) << 8 | hello[1]) == len(hello) - 2
     assert hello[2] == 1 and len(hello) == 2 + 9 + 3 * 7 + 16
+
+
+def test_robot_does_not_conclude_from_an_incomplete_suite_enumeration() -> None:
+    """No RSA suite found in a TLS 1.2 enumeration that stopped early is no answer; found in
+    a complete one it is "not applicable". Read off the audit alone: no connection."""
+    from types import SimpleNamespace
+    from tlsprobe.model.audit import AuditReport, SuiteAudit, VersionSupport
+    from tlsprobe.model.probe import Cipher, Codepoint
+    from tlsprobe.probes.checks.base import CheckContext
+
+    def verdict(complete: bool) -> CheckResult:
+        tls12 = Codepoint.version(0x0303)
+        report = AuditReport("x", 443, versions=(VersionSupport(tls12, "supported"),),
+                             suites=(SuiteAudit(tls12, (Cipher.of(0xC02F),),
+                                                complete=complete),))
+        runner = SimpleNamespace(target=SimpleNamespace(display="x:443"),
+                                 scheduler=SimpleNamespace(connections={}))
+        ctx = CheckContext(runner, report, "robot", "vulnerability")  # type: ignore[arg-type]
+        return asyncio.run(robot.run(ctx))
+    c = verdict(False)
+    assert c.verdict is Verdict.inconclusive and "incomplete" in c.reason, c
+    assert verdict(True).verdict is Verdict.not_applicable

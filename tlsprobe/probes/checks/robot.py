@@ -21,7 +21,8 @@ A patched server answers all five alike (the Finished fails in every case). Two 
   - different: vulnerable; a weak oracle when the three badly formatted blocks get the same
     answer (only a correctly padded block is told apart), a strong one otherwise (as
     sslyze and robot-detect decide); timing is not used;
-  - no RSA key exchange suite accepted: not applicable.
+  - no RSA key exchange suite accepted: not applicable (inconclusive when the suite
+    enumeration of a version stopped early).
 """
 
 from __future__ import annotations
@@ -136,6 +137,11 @@ async def run(ctx: CheckContext) -> CheckResult:
         return ctx.inconclusive("the audit did not enumerate the suites (ROBOT needs to "
                                 "know whether RSA key exchange is accepted)")
     found = _rsa_suites(ctx)
+    incomplete = [registry.version_name(v) for v in legacy
+                  if not getattr(ctx.report.suite_audit(v), "complete", True)]
+    if found is None and incomplete:
+        return ctx.inconclusive("no RSA key exchange suite found, but the suite enumeration "
+                                f"of {', '.join(incomplete)} is incomplete")
     if found is None:
         return ctx.result(Verdict.not_applicable, "no RSA key exchange suite is accepted")
     version, suites = found
