@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from faultproxy import RESET, FaultProxy, nth_matching
 from servers import Server
 from tlsprobe.commands.scan import parse_checks
 from tlsprobe.engine import extcheck
@@ -282,3 +283,24 @@ def test_robot_does_not_conclude_from_an_incomplete_suite_enumeration() -> None:
     c = verdict(False)
     assert c.verdict is Verdict.inconclusive and "incomplete" in c.reason, c
     assert verdict(True).verdict is Verdict.not_applicable
+
+
+@pytest.mark.needs_impl("openssl")
+def test_an_unanswered_version_check_is_no_ground_for_not_applicable(
+        server_cache: ServerFactory) -> None:
+    """The TLS 1.2 version check reset (retries=0): that TLS 1.2 is not spoken was not
+    established, so the checks that need TLS 1.0-1.2 say inconclusive, not "not applicable"."""
+    srv = server_cache("openssl", proto="both")
+    proxy = FaultProxy([(srv.host, srv.port)], nth_matching(
+        lambda h: not h.supported_versions and h.legacy_version == 0x0303, RESET))
+    try:
+        r = run_audit([Target("127.0.0.1", proxy.port)],
+                      AuditOptions(checks=parse_checks(",".join(LEGACY[:5]))),
+                      Scheduler(retries=0, timeout=5.0))[0]
+    finally:
+        proxy.close()
+    assert proxy.faults()
+    got = {c.name: c for c in r.check_results}
+    for name in LEGACY[:5]:
+        assert got[name].verdict is Verdict.inconclusive, got[name]
+        assert "could not establish whether TLS 1.2 is spoken" in got[name].reason

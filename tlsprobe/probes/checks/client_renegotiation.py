@@ -32,7 +32,7 @@ from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.driver import adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.checks.renegotiation import RENEGOTIATION_INFO, legacy_top
+from tlsprobe.probes.checks.renegotiation import RENEGOTIATION_INFO, legacy_top, no_legacy
 from tlsprobe.probes.outcome import Outcome
 
 #: renegotiations asked for on one connection at most (politeness: each costs the server)
@@ -197,8 +197,7 @@ async def _series(config: ClientConfig, transport: AsyncTransport, deadline: flo
 async def run(ctx: CheckContext) -> CheckResult:
     version = legacy_top(ctx)
     if version is None:
-        return ctx.result(Verdict.not_applicable, "the server speaks no TLS 1.0-1.2 version "
-                          "(TLS 1.3 has no renegotiation)")
+        return no_legacy(ctx, "TLS 1.3 has no renegotiation")
     name = registry.version_name(version)
     config = ctx.config((version,))
 

@@ -20,7 +20,7 @@ from dataclasses import replace
 from tlsprobe import registry
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.checks.renegotiation import legacy_top
+from tlsprobe.probes.checks.renegotiation import legacy_top, no_legacy
 from tlsprobe.probes.outcome import STOP_HELLO
 from tlsprobe.probes.versions import version_hello
 
@@ -30,8 +30,7 @@ DEFLATE, NULL = 1, 0
 async def run(ctx: CheckContext) -> CheckResult:
     version = legacy_top(ctx)
     if version is None:
-        return ctx.result(Verdict.not_applicable, "the server speaks no TLS 1.0-1.2 version "
-                          "(TLS 1.3 has no compression)")
+        return no_legacy(ctx, "TLS 1.3 has no compression")
     name = registry.version_name(version)
     config, _ = version_hello(ctx.runner, version)
     sent = f"a {name} hello offering DEFLATE and null compression"

@@ -20,6 +20,7 @@ from tlsprobe import registry
 from tlsprobe.engine.config import TLS12, TLS13
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
+from tlsprobe.probes.checks.renegotiation import undetermined
 from tlsprobe.probes.outcome import STOP_HELLO
 from tlsprobe.probes.versions import version_hello
 
@@ -35,12 +36,16 @@ def expected(version: int) -> bytes:
 async def run(ctx: CheckContext) -> CheckResult:
     spoken = ctx.spoken
     if TLS13 not in spoken:
-        return ctx.result(Verdict.not_applicable, "the server does not speak TLS 1.3: the "
-                          "sentinel is a TLS 1.3 server's")
+        why = undetermined(ctx, TLS13, TLS13)
+        return ctx.inconclusive(why) if why else ctx.result(
+            Verdict.not_applicable, "the server does not speak TLS 1.3: the sentinel is a "
+            "TLS 1.3 server's")
     lower = sorted((v for v in spoken if 0x0301 <= v <= TLS12), reverse=True)
     if not lower:
-        return ctx.result(Verdict.not_applicable, "the server speaks TLS 1.3 only: there is "
-                          "no lower version to be downgraded to")
+        why = undetermined(ctx, 0x0301, TLS12)
+        return ctx.inconclusive(why) if why else ctx.result(
+            Verdict.not_applicable, "the server speaks TLS 1.3 only: there is no lower "
+            "version to be downgraded to")
     asked = [lower[0]] + [v for v in lower[1:] if v < TLS12][:1]
     evidence: list[str] = []
     missing: list[str] = []

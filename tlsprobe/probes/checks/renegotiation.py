@@ -33,11 +33,30 @@ def legacy_top(ctx: CheckContext) -> int | None:
     return max(legacy) if legacy else None
 
 
+def undetermined(ctx: CheckContext, low: int, high: int) -> str | None:
+    """An inconclusive result's reason when the audit could not tell whether a version in
+    [low, high] is spoken (a "not applicable" would rest on a missing answer), else None."""
+    names = [v.version.name for v in ctx.report.versions
+             if low <= v.version.id <= high and v.status not in ("supported", "not_supported")]
+    if not names:
+        return None
+    return f"the audit could not establish whether {', '.join(names)} is spoken"
+
+
+def no_legacy(ctx: CheckContext, what: str) -> CheckResult:
+    """The result when no TLS 1.0-1.2 version is spoken: not applicable, or inconclusive when
+    the audit left one of them open."""
+    why = undetermined(ctx, 0x0301, TLS12)
+    if why is not None:
+        return ctx.inconclusive(why)
+    return ctx.result(Verdict.not_applicable, f"the server speaks no TLS 1.0-1.2 version "
+                      f"({what})")
+
+
 async def run(ctx: CheckContext) -> CheckResult:
     version = legacy_top(ctx)
     if version is None:
-        return ctx.result(Verdict.not_applicable, "the server speaks no TLS 1.0-1.2 version "
-                          "(TLS 1.3 has no renegotiation)")
+        return no_legacy(ctx, "TLS 1.3 has no renegotiation")
     name = registry.version_name(version)
     config, _ = version_hello(ctx.runner, version)
     sent = f"a {name} hello with renegotiation_info and TLS_EMPTY_RENEGOTIATION_INFO_SCSV"

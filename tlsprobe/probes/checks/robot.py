@@ -41,6 +41,7 @@ from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.driver import adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
+from tlsprobe.probes.checks.renegotiation import no_legacy
 from tlsprobe.probes.outcome import Outcome
 
 PMS = bytes.fromhex("aa112233445566778899112233445566778899112233445566778899112233445566"
@@ -131,8 +132,7 @@ def _rsa_suites(ctx: CheckContext) -> tuple[int, tuple[int, ...]] | None:
 async def run(ctx: CheckContext) -> CheckResult:
     legacy = [v for v in ctx.spoken if 0x0301 <= v <= TLS12]
     if not legacy:
-        return ctx.result(Verdict.not_applicable, "the server speaks no TLS 1.0-1.2 version "
-                          "(TLS 1.3 has no RSA key exchange)")
+        return no_legacy(ctx, "TLS 1.3 has no RSA key exchange")
     if any(ctx.report.suite_audit(v) is None for v in legacy):
         return ctx.inconclusive("the audit did not enumerate the suites (ROBOT needs to "
                                 "know whether RSA key exchange is accepted)")
