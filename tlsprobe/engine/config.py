@@ -87,6 +87,11 @@ class ClientConfig:
         resume = self.resume
         return resume if resume is not None and resume.psk is not None and \
             resume.ticket and self.offers_tls13 else None
+    #: legacy_compression_methods; null (0) alone unless a check offers DEFLATE (1, CRIME)
+    compression_methods: bytes = b"\x00"
+    #: the client's Finished verify_data of the handshake this hello renegotiates (RFC 5746
+    #: 3.5): sent in renegotiation_info, and the SCSV left out; None for an initial hello
+    renegotiating: bytes | None = None
 
     @property
     def offers_tls13(self) -> bool:
@@ -103,7 +108,8 @@ class ClientConfig:
             suites += self.cipher_suites_13
         if any(v <= TLS12 for v in self.versions):
             suites += self.cipher_suites_12
-        if any(v <= TLS12 for v in self.versions) and self.renegotiation_info:
+        if any(v <= TLS12 for v in self.versions) and self.renegotiation_info and \
+                self.renegotiating is None:
             suites.append(0x00FF)  # TLS_EMPTY_RENEGOTIATION_INFO_SCSV
         return tuple(dict.fromkeys(suites))
 
@@ -213,7 +219,7 @@ def build_client_hello(config: ClientConfig, *, share_groups: tuple[int, ...] | 
     if config.extended_master_secret and any(v <= TLS12 for v in config.versions):
         exts.append(ext.extended_master_secret())
     if config.renegotiation_info and any(v <= TLS12 for v in config.versions):
-        exts.append(ext.renegotiation_info(b""))
+        exts.append(ext.renegotiation_info(config.renegotiating or b""))
     groups = ((grease[1],) if grease else ()) + config.offered_groups()
     if groups:
         exts.append(ext.supported_groups(list(groups)))
@@ -259,7 +265,7 @@ def build_client_hello(config: ClientConfig, *, share_groups: tuple[int, ...] | 
         (os.urandom(32) if config.offers_tls13 and config.quic_transport_parameters is None
          else b""),
         cipher_suites=suites,
-        legacy_compression_methods=b"\x00",
+        legacy_compression_methods=config.compression_methods,
         extensions=exts,
     )
     if config.padding:

@@ -155,9 +155,23 @@ def check_extensions(offered_hello: ClientHello, alpn: tuple[str, ...], context:
     for e in extensions:
         if e.type == ALPN:
             _alpn(alpn, e, label)
-        elif e.type == RENEGOTIATION_INFO and e.data != b"\x00":
-            raise Refusal(HANDSHAKE_FAILURE, f"server sent a non-empty renegotiation_info in "
-                          f"the {label} of an initial handshake (RFC 5746 3.4)")
+        elif e.type == RENEGOTIATION_INFO:
+            _renegotiation_info(offered_hello, e, label)
+
+
+def _renegotiation_info(hello: ClientHello, e: Extension, label: str) -> None:
+    """RFC 5746: empty on an initial handshake (3.4); on a renegotiation (3.5) the client's
+    verify_data the hello sent, then the server's (checked by the caller, who knows it)."""
+    sent = hello.extension(RENEGOTIATION_INFO)
+    client = sent.data[1:] if sent is not None else b""
+    if not client and e.data != b"\x00":
+        raise Refusal(HANDSHAKE_FAILURE, f"server sent a non-empty renegotiation_info in "
+                      f"the {label} of an initial handshake (RFC 5746 3.4)")
+    if client and (len(e.data) != 1 + 2 * len(client) or e.data[0] != 2 * len(client) or
+                   e.data[1:1 + len(client)] != client):
+        raise Refusal(HANDSHAKE_FAILURE, f"server's renegotiation_info in the {label} of a "
+                      "renegotiation does not begin with the client's verify_data (RFC 5746 "
+                      "3.5)")
 
 
 def _alpn(alpn: tuple[str, ...], e: Extension, label: str) -> None:

@@ -36,6 +36,7 @@ class ClientRecords:
         self.sent_types: set[int] = set()   # handshake types we sent
         self._record_version = TLS10
         self._write: RecordProtection | None = None
+        self._read: RecordProtection | None = None
         self._out = bytearray()
 
     def take_output(self) -> bytes:
@@ -71,7 +72,13 @@ class ClientRecords:
 
     def set_read(self, protection: RecordProtection) -> None:
         """Decrypt the server's records from the next one on."""
+        self._read = protection
         self.flow.set_deprotector(SERVER, RecordDeprotector(protection))
+
+    def protections(self) -> tuple[RecordProtection | None, RecordProtection | None]:
+        """The (write, read) protections in force: a renegotiation runs under them until
+        its own ChangeCipherSpecs (probes/checks/renegotiation.py)."""
+        return self._write, self._read
 
     def perform(self, out: Output) -> None:
         """Carry out one output of a version half's verdict (engine.verdict)."""

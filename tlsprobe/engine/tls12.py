@@ -101,6 +101,8 @@ class Tls12Client:
             bool(offered_id) and sh.legacy_session_id_echo == offered_id
         if resume is not None and self.resumed:
             self.master_secret = resume.master_secret
+        #: both Finished verify_data, for a renegotiation's renegotiation_info (RFC 5746)
+        self.client_verify_data = self.server_verify_data = b""
 
     # -- events --------------------------------------------------------------------------
     def start(self) -> Verdict:
@@ -255,6 +257,7 @@ class Tls12Client:
         verify = prf.verify_data(self.version, self.prf_hash, self.master_secret or b"",
                                  self.ctx.transcript.digest(self.handshake_hash), "client")
         self._send(v, frame(HT.finished, verify))
+        self.client_verify_data = verify
         v.waiting_for = WAIT_CCS
 
     def _send(self, v: Verdict, raw: bytes) -> None:
@@ -353,6 +356,7 @@ class Tls12Client:
             raise Refusal(DECRYPT_ERROR, f"server Finished is wrong: verify_data "
                           f"{verify_data.hex()}, expected {expected.hex()}")
         self.ctx.transcript.add(ev.raw)
+        self.server_verify_data = verify_data
         v.finished_verified = True
         v.waiting_for = CONNECTED
         if not self.resumed:
@@ -364,5 +368,6 @@ class Tls12Client:
             v.send(WriteKeys(self._client_protection))
             verify = prf.verify_data(self.version, self.prf_hash, self.master_secret or b"",
                                      self.ctx.transcript.digest(self.handshake_hash), "client")
+            self.client_verify_data = verify
             self._send(v, frame(HT.finished, verify))
             v.complete = True

@@ -56,6 +56,12 @@ class Outcome:
     attempts: int = 1
     decrypted: bool = False         # the TLS 1.3 encrypted flight was decrypted
     confirmed: bool = False         # a refusal seen on a second connection too
+    #: ServerHello.random (the RFC 8446 4.1.3 downgrade sentinel is in its last 8 bytes) and
+    #: legacy_compression_method (CRIME: 1 is DEFLATE) and its extension types, for the
+    #: checks that read them
+    server_random: bytes = b""
+    compression_method: int = 0
+    extensions: tuple[int, ...] = ()
     #: why an inconclusive outcome is (network, not_tls, protocol, internal); a refusal's
     #: kind is alert or closed; None for an answer
     kind: FailureKind | None = None
@@ -162,7 +168,9 @@ def outcome_of(hs: ClientHandshake, reason: str = "") -> Outcome:
                    dh_name=dh_name, dh_bits=dh_bits, dh_check=dh_check,
                    explicit_curve=explicit,
                    signature_scheme=sig, certificates=certs, reason=reason,
-                   decrypted=cv is not None)
+                   decrypted=cv is not None, server_random=sh.random,
+                   compression_method=sh.legacy_compression_method,
+                   extensions=tuple(e.type for e in sh.extensions))
 
 
 __all__ = ["ALERT", "CLOSED", "HELLO_RETRY", "INCONCLUSIVE", "SERVER_HELLO", "STOP_FLIGHT",

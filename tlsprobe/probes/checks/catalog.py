@@ -54,6 +54,12 @@ ACTIVE: dict[str, Entry] = {
     "sct": Entry("certificate", "sct"),
     "key_usage": Entry("certificate", "key_usage"),
     "must_staple": Entry("certificate", "must_staple"),
+    "compression": Entry("vulnerability", "compression"),
+    "client_renegotiation": Entry("vulnerability", "client_renegotiation", harmful=True),
+    "robot": Entry("vulnerability", "robot", needs=("versions", "suites"), harmful=True),
+    "sslv2": Entry("vulnerability", "sslv2"),
+    "renegotiation": Entry("hygiene", "renegotiation"),
+    "downgrade_sentinel": Entry("hygiene", "downgrade_sentinel"),
 }
 
 _BY_CATEGORY = {"vulns": "vulnerability", "hygiene": "hygiene", "tolerance": "tolerance",

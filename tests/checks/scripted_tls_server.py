@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""A scripted TLS 1.0-1.2 server that answers hellos the way old, vulnerable servers did on
+the wire, for the vulnerable side of the compression, renegotiation and SSLv2 checks (no
+server this machine can install still behaves so). It sends the first flight only
+(ServerHello, Certificate, ServerHelloDone with TLS_RSA_WITH_AES_128_CBC_SHA, the suite every
+one of those servers had) and closes when the client answers: the checks it serves stop at
+the ServerHello. A hello without that suite gets handshake_failure, one below TLS 1.0 or
+listing only TLS 1.3 in supported_versions protocol_version.
+
+Modes (--mode):
+  compression     the ServerHello picks DEFLATE (method 1) whenever the hello offers it, as an
+                  OpenSSL 1.0.x server built with zlib did (CRIME, CVE-2012-4929;
+                  OpenSSL 1.1.0 turned compression off by default);
+  no-reneg-info   the ServerHello carries no renegotiation_info whatever the hello offered, as
+                  servers before RFC 5746 (OpenSSL before 0.9.8m, 2010) did (CVE-2009-3555);
+  sslv2           an SSLv2 CLIENT-HELLO (2-byte header with the high bit set, msg type 1) is
+                  answered with an SSLv2 SERVER-HELLO (msg type 4: certificate, the cipher specs
+                  shared with the client, a connection id), as OpenSSL with SSLv2 enabled did
+                  (1.0.2g and 1.0.1s, 2016, disabled it by default): the DROWN precondition
+                  (CVE-2016-0800); TLS hellos are answered as in the other modes;
+  plain           none of these (a control).
+"""
+import argparse
+import base64
+import os
+import re
+import socket
+import sys
+from typing import Any
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lab_servers"))
+from _common import serve_forever  # noqa: E402
+
+SUITE = 0x002F                    # TLS_RSA_WITH_AES_128_CBC_SHA
+SSL2_SPECS = (0x0700C0, 0x010080, 0x020080, 0x060040)   # 3DES, RC4, RC4-EXPORT40, DES
+ap = argparse.ArgumentParser(description=__doc__)
+ap.add_argument("--port", type=int, required=True)
+ap.add_argument("--chain-file", required=True)
+ap.add_argument("--key-file", required=True)
+ap.add_argument("--mode", choices=["compression", "no-reneg-info", "sslv2", "plain"],
+                required=True)
+args = ap.parse_args()
+with open(args.chain_file) as fh:
+    CHAIN = [base64.b64decode("".join(m.split()))
+             for m in re.findall(r"-----BEGIN CERTIFICATE-----(.*?)-----END CERTIFICATE-----",
+                                 fh.read(), re.S)]
+
+
+def u16(n: int) -> bytes:
+    return n.to_bytes(2, "big")
+
+
+def u24(n: int) -> bytes:
+    return n.to_bytes(3, "big")
+
+
+def record(ctype: int, version: int, body: bytes) -> bytes:
+    return bytes([ctype]) + u16(version) + u16(len(body)) + body
+
+
+def handshake(msg_type: int, body: bytes) -> bytes:
+    return bytes([msg_type]) + u24(len(body)) + body
+
+
+def read_exact(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise EOFError
+        data += chunk
+    return data
+
+
+def parse_client_hello(body: bytes) -> dict[str, Any]:
+    p = 4 + 2 + 32                               # handshake header, version, random
+    version = int.from_bytes(body[4:6], "big")
+    p += 1 + body[p]
+    n = int.from_bytes(body[p:p + 2], "big")
+    suites = [int.from_bytes(body[i:i + 2], "big") for i in range(p + 2, p + 2 + n, 2)]
+    p += 2 + n
+    methods = body[p + 1:p + 1 + body[p]]
+    p += 1 + body[p]
+    exts: dict[int, bytes] = {}
+    if p + 2 <= len(body):
+        end = p + 2 + int.from_bytes(body[p:p + 2], "big")
+        p += 2
+        while p + 4 <= end:
+            t, n = int.from_bytes(body[p:p + 2], "big"), int.from_bytes(body[p + 2:p + 4], "big")
+            exts[t] = body[p + 4:p + 4 + n]
+            p += 4 + n
+    return {"version": version, "suites": suites, "methods": methods, "exts": exts}
+
+
+def answer_tls(sock: socket.socket, header: bytes) -> None:
+    body = read_exact(sock, int.from_bytes(header[3:5], "big"))
+    hello = parse_client_hello(body)
+    versions = hello["exts"].get(43)
+    listed = [int.from_bytes(versions[i:i + 2], "big") for i in range(1, len(versions), 2)] \
+        if versions else []
+    version = min(hello["version"], 0x0303)
+    if version < 0x0301 or (listed and not any(0x0301 <= v <= 0x0303 for v in listed)):
+        sock.sendall(record(21, 0x0301, b"\x02\x46"))
+        return
+    if listed:
+        version = max(v for v in listed if 0x0301 <= v <= 0x0303)
+    if SUITE not in hello["suites"]:
+        sock.sendall(record(21, version, b"\x02\x28"))
+        return
+    method = 1 if args.mode == "compression" and 1 in hello["methods"] else 0
+    exts = b""
+    if args.mode != "no-reneg-info" and (0xFF01 in hello["exts"] or 0x00FF in hello["suites"]):
+        exts += u16(0xFF01) + u16(1) + b"\x00"
+    sh = u16(version) + os.urandom(32) + b"\x00" + u16(SUITE) + bytes([method])
+    sh += u16(len(exts)) + exts if exts else b""
+    certs = b"".join(u24(len(c)) + c for c in CHAIN)
+    flight = handshake(2, sh) + handshake(11, u24(len(certs)) + certs) + handshake(14, b"")
+    sock.sendall(record(22, version, flight))
+    sock.settimeout(10)
+    sock.recv(1)                     # the client's answer, or its close: then close
+
+
+def answer_sslv2(sock: socket.socket, header: bytes) -> None:
+    length = ((header[0] & 0x7F) << 8) | header[1]
+    body = header[2:] + read_exact(sock, length - 3)
+    if body[0] != 1:                 # CLIENT-HELLO
+        return
+    specs_len, sid_len = int.from_bytes(body[3:5], "big"), int.from_bytes(body[5:7], "big")
+    offered = [int.from_bytes(body[9 + i:12 + i], "big") for i in range(0, specs_len, 3)]
+    del sid_len
+    if args.mode != "sslv2":
+        return                       # close, as a server without SSLv2
+    shared = [s for s in SSL2_SPECS if s in offered]
+    cert, conn_id = CHAIN[0], os.urandom(16)
+    msg = bytes([4, 0, 1]) + u16(0x0002) + u16(len(cert)) + u16(3 * len(shared)) + \
+        u16(len(conn_id)) + cert + b"".join(s.to_bytes(3, "big") for s in shared) + conn_id
+    sock.sendall(bytes([0x80 | (len(msg) >> 8), len(msg) & 0xFF]) + msg)
+    sock.settimeout(10)
+    sock.recv(1)
+
+
+def handler(sock: socket.socket, addr: tuple[str, int]) -> None:
+    try:
+        sock.settimeout(10)
+        header = read_exact(sock, 5)
+        if header[0] & 0x80:
+            answer_sslv2(sock, header)
+        elif header[0] == 22:
+            answer_tls(sock, header)
+    except (OSError, EOFError, IndexError, ValueError):
+        pass
+    finally:
+        sock.close()
+
+
+serve_forever("127.0.0.1", args.port, handler)

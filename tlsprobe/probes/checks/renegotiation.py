@@ -1,0 +1,82 @@
+"""Secure renegotiation (RFC 5746): does the server bind a renegotiation to the handshake
+before it?
+
+Without RFC 5746 a man in the middle can splice his own handshake and requests in front of a
+client's (CVE-2009-3555). A server that implements it answers a TLS 1.0-1.2 hello that offers
+renegotiation_info (or TLS_EMPTY_RENEGOTIATION_INFO_SCSV, 0x00FF: the hello sends both, as
+browsers do) with an empty renegotiation_info in its ServerHello. The check sends the
+versions check's hello for the highest TLS 1.0-1.2 version the server speaks and reads the
+ServerHello's extensions:
+  - renegotiation_info present: supported;
+  - absent: not supported (a finding), confirmed on a second connection, since the verdict
+    rests on something missing;
+  - no ServerHello: inconclusive, with what came back.
+A server that speaks only TLS 1.3 has no renegotiation (not applicable). One connection (two
+when the extension is missing).
+"""
+
+from __future__ import annotations
+
+from tlsprobe import registry
+from tlsprobe.engine.config import TLS12
+from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
+from tlsprobe.probes.outcome import STOP_HELLO
+from tlsprobe.probes.versions import version_hello
+
+RENEGOTIATION_INFO = 0xFF01
+
+
+def legacy_top(ctx: CheckContext) -> int | None:
+    """The highest TLS 1.0-1.2 version the server speaks (None: only TLS 1.3 or nothing)."""
+    legacy = [v for v in ctx.spoken if 0x0301 <= v <= TLS12]
+    return max(legacy) if legacy else None
+
+
+def undetermined(ctx: CheckContext, low: int, high: int) -> str | None:
+    """An inconclusive result's reason when the audit could not tell whether a version in
+    [low, high] is spoken (a "not applicable" would rest on a missing answer), else None."""
+    names = [v.version.name for v in ctx.report.versions
+             if low <= v.version.id <= high and v.status not in ("supported", "not_supported")]
+    if not names:
+        return None
+    return f"the audit could not establish whether {', '.join(names)} is spoken"
+
+
+def no_legacy(ctx: CheckContext, what: str) -> CheckResult:
+    """The result when no TLS 1.0-1.2 version is spoken: not applicable, or inconclusive when
+    the audit left one of them open."""
+    why = undetermined(ctx, 0x0301, TLS12)
+    if why is not None:
+        return ctx.inconclusive(why)
+    return ctx.result(Verdict.not_applicable, f"the server speaks no TLS 1.0-1.2 version "
+                      f"({what})")
+
+
+async def run(ctx: CheckContext) -> CheckResult:
+    version = legacy_top(ctx)
+    if version is None:
+        return no_legacy(ctx, "TLS 1.3 has no renegotiation")
+    name = registry.version_name(version)
+    config, _ = version_hello(ctx.runner, version)
+    sent = f"a {name} hello with renegotiation_info and TLS_EMPTY_RENEGOTIATION_INFO_SCSV"
+    outs = []
+    for label in ("", "again"):
+        out = await ctx.hello(config, STOP_HELLO, label=label)
+        outs.append(out)
+        if out.status != "server_hello":
+            return ctx.inconclusive(f"{sent}: {out.describe()}", (f"sent: {sent}",))
+        if RENEGOTIATION_INFO in out.extensions:
+            return ctx.result(Verdict.supported, f"the {name} ServerHello carries "
+                              "renegotiation_info (RFC 5746)",
+                              (f"sent: {sent}", "received: ServerHello with an empty "
+                               "renegotiation_info"))
+    return ctx.result(Verdict.not_supported, f"the {name} ServerHello carries no "
+                      "renegotiation_info on two connections: renegotiations are not bound "
+                      "to the handshake before them (CVE-2009-3555)",
+                      (f"sent: {sent}", "received: ServerHello without renegotiation_info "
+                       f"(extensions: {', '.join(hex(t) for t in outs[-1].extensions) or 'none'})"),
+                      code="check.renegotiation", severity="medium")
+
+
+CHECK = ActiveCheck("renegotiation", "secure renegotiation (RFC 5746)", run)
