@@ -71,8 +71,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     h.add_argument("--http-get", metavar="PATH", help="after the handshake send "
                    "'GET PATH HTTP/1.1' and report the response's status line (ALPN offers "
                    "http/1.1 unless --alpn is given)")
-    h.add_argument("--quic", action="store_true", help="probe over QUIC v1 (UDP, default port "
-                   "443; TLS 1.3, ALPN h3 by default)")
+    from tlsprobe.commands.quic_option import add_quic_arguments
+    add_quic_arguments(h)
     h.add_argument("--cafile", metavar="FILE", help="trust anchors (PEM) for the certificate "
                    "check (default: the system bundle)")
     h.add_argument("--no-verify", action="store_true", help="do not check the certificate "
@@ -381,6 +381,8 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "quic", False):   # issue 15: over QUIC v1 (commands/probe_quic.py)
         from tlsprobe.commands.probe_quic import QuicProbe
         quic = QuicProbe(args)         # refuses what QUIC cannot honour
+    elif getattr(args, "quic_version", None) is not None:
+        raise UsageError("--quic-version needs --quic")
     args = timing_args(args)
     if args.timing:
         from tlsprobe.commands.timing import run_timing

@@ -1,4 +1,4 @@
-"""`tlsprobe HOST[:PORT] --quic`: the probe over QUIC v1 (issue 15, first slice).
+"""`tlsprobe HOST[:PORT] --quic`: the probe over QUIC v1 or v2 (issue 15).
 
 The same probe (probes.probe.run_probe) runs over a QUIC transport (net.quic): the
 ClientHello is tlsprobe's own, restricted to what QUIC allows (TLS 1.3 only, the three
@@ -13,6 +13,7 @@ import argparse
 from dataclasses import replace
 from typing import TextIO
 
+from tlsprobe.commands.quic_option import quic_versions
 from tlsprobe.engine import config as cfg
 from tlsprobe.errors import UsageError
 from tlsprobe.net.quic import quic_connector
@@ -55,10 +56,12 @@ class QuicProbe:
         if not suites:
             raise UsageError("--ciphersuites: QUIC allows only TLS_AES_128_GCM_SHA256, "
                              "TLS_AES_256_GCM_SHA384 and TLS_CHACHA20_POLY1305_SHA256")
-        connect, self.info = quic_connector(timeout)
+        connect, self.info = quic_connector(timeout, versions=quic_versions(self.args))
+        info = self.info
         config = replace(config, versions=(cfg.TLS13,), cipher_suites_13=suites,
                          alpn=config.alpn if self.args.alpn is not None else ("h3",),
-                         quic_transport_parameters=client_parameters(self.info.scid),
+                         quic_transport_parameters=client_parameters(
+                             info.scid, info.version, info.offered),
                          session_ticket=False)
         return config, connect
 

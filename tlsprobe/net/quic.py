@@ -1,4 +1,5 @@
-"""QUIC v1 as a transport (net.transport.Transport): UDP datagrams under the one driver.
+"""QUIC v1 and v2 as a transport (net.transport.Transport): UDP datagrams under the one
+driver.
 
 `quic_connector` opens a connected UDP socket and returns a `QuicTransport`, whose send and
 receive carry TLS records to and from the engine; net.quic_conn turns them into QUIC
@@ -10,8 +11,8 @@ Waits: each receive waits at most the per-read timeout for a datagram and never 
 deadline; with no answer at all, our Initial packets are sent again after 0.5 s, 1 s, 2 s
 (at most `MAX_TRIES` times). After the engine's close_notify, the transport waits briefly
 for the server's HANDSHAKE_DONE (its acceptance of our Finished, or its alert), then sends
-CONNECTION_CLOSE. Datagrams that are not QUIC v1 are ignored and named in the timeout
-message; an ICMP port unreachable is "connection refused".
+CONNECTION_CLOSE. Datagrams that cannot be read (or are of another version) are ignored
+and named in the timeout message; an ICMP port unreachable is "connection refused".
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.net.quic_conn import QuicConnection, new_connection_ids
 from tlsprobe.net.quic_info import QUIC_ERRORS, QuicInfo
 from tlsprobe.net.quic_params import client_parameters
+from tlsprobe.net.quic_wire import QUIC_V1
 from tlsprobe.net.tcp import Target, cause_of, resolve
 from tlsprobe.net.transport import Connector, Transport
 
@@ -174,13 +176,17 @@ def _text(exc: OSError) -> str:
 
 
 def quic_connector(timeout: float, read_timeout: float | None = None,
-                   info: QuicInfo | None = None) -> tuple[Connector, QuicInfo]:
+                   info: QuicInfo | None = None,
+                   versions: tuple[int, ...] = (QUIC_V1,)) -> tuple[Connector, QuicInfo]:
     """A connector for `run_probe(connect=...)` and the QuicInfo it fills; the connection
     IDs are chosen here, as the ClientHello's transport parameters name ours
-    (`client_parameters(info.scid)`)."""
+    (`client_parameters(info.scid, info.version, info.offered)`). `versions[0]` is the
+    version of our Initial packets; more versions are offered for compatible version
+    negotiation, preferred to the first in their order."""
     if info is None:
         scid, dcid = new_connection_ids()
-        info = QuicInfo(scid, dcid)
+        info = QuicInfo(scid, dcid, versions[0],
+                        (*versions[1:], versions[0]) if len(versions) > 1 else ())
     state = info
 
     def connect(target: Target, deadline: float) -> Transport:

@@ -28,7 +28,9 @@ class QuicInfo:
 
     scid: bytes
     original_dcid: bytes
-    version: int = 1
+    version: int = w.QUIC_V1                 # of the connection (after any negotiation)
+    offered: tuple[int, ...] = ()           # our version_information's available versions
+    negotiated_from: int | None = None      # the version we started in, if the server moved
     client_hello_packets: int = 0       # Initial packets our first ClientHello took
     datagrams_received: int = 0
     handshake_done: bool = False
@@ -43,7 +45,7 @@ class QuicInfo:
     closed_by_server: tuple[int, str] | None = None  # its error code and reason
 
     def ignore(self, what: str) -> None:
-        """A datagram or packet that was dropped (not QUIC v1, not ours, not opening)."""
+        """A datagram or packet that was dropped (unreadable, not ours, not opening)."""
         self.ignored_count += 1
         if len(self.ignored) < MAX_IGNORED:
             self.ignored.append(what)
@@ -61,12 +63,16 @@ class QuicInfo:
         except ValueError as exc:
             names = [f"(unreadable: {exc})"]
         cids = f"dcid={dcid.hex()}" + (f" scid={scid.hex()}" if scid else "")
-        self.log.append(f"{way} {kind} v1 {cids} pn={pn}: {', '.join(names)}")
+        self.log.append(f"{way} {kind} {w.version_name(self.version)} {cids} pn={pn}: "
+                        f"{', '.join(names)}")
 
     def lines(self) -> list[str]:
         """The report lines of the QUIC side (escaped: network values are hex or numbers)."""
-        out = [f"QUIC version: 0x{self.version:08x} (v1)",
-               f"ClientHello Initial packets: {self.client_hello_packets}"]
+        out = [f"QUIC version: 0x{self.version:08x} ({w.version_name(self.version)})"]
+        if self.negotiated_from is not None:
+            out.append("Compatible version negotiation: from "
+                       f"{w.version_name(self.negotiated_from)} (RFC 9368)")
+        out.append(f"ClientHello Initial packets: {self.client_hello_packets}")
         if self.retry_scid is not None:
             out.append(f"Retry: yes (server connection ID {self.retry_scid.hex()}, "
                        "integrity tag checked)")
