@@ -137,7 +137,7 @@ def test_retry_from_ngtcp2(ngtcp2_server: Any, run_cli: Callable[..., Any]) -> N
 
 
 def test_options_quic_cannot_honour_are_refused(run_cli: Callable[..., Any]) -> None:
-    for extra in (["--tls1_2"], ["--pcap-out", "x.pcap"], ["--starttls", "smtp"],
+    for extra in (["--tls1_2"], ["--http-get", "/"], ["--starttls", "smtp"],
                   ["--ciphersuites", "TLS_AES_128_CCM_8_SHA256"]):
         res = run_cli("127.0.0.1:9", "--quic", *extra)
         assert res.returncode == EXIT_USAGE, (extra, res.stderr)

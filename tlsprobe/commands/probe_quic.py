@@ -31,7 +31,7 @@ from tlsprobe.session.flow import (
 )
 
 QUIC_SUITES = (0x1301, 0x1302, 0x1303)   # RFC 9001 5.3: no TLS_AES_128_CCM_8_SHA256
-NOT_OVER_QUIC = (("timing", "--timing"), ("pcap_out", "--pcap-out"),
+NOT_OVER_QUIC = (("timing", "--timing"),
                  ("http_get", "--http-get"), ("tls1_2", "--tls1_2"), ("tls1_1", "--tls1_1"),
                  ("tls1", "--tls1"), ("ssl3", "--ssl3"), ("ciphers", "--ciphers"),
                  ("starttls", "--starttls"))
@@ -44,8 +44,8 @@ class QuicProbe:
         for name, option in NOT_OVER_QUIC:   # refused before connecting
             if getattr(args, name, None):
                 raise UsageError(f"{option} cannot be used with --quic (QUIC carries TLS "
-                                 "1.3 only, over UDP with no plain-text preamble; --timing, "
-                                 "--pcap-out and --http-get are not done over QUIC yet)")
+                                 "1.3 only, over UDP with no plain-text preamble; --timing "
+                                 "and --http-get are not done over QUIC yet)")
         self.args = args
         self.info: QuicInfo | None = None
 
@@ -95,6 +95,14 @@ class QuicProbe:
             print(line, file=out)
         for line in self.info.ignored[:20]:
             print(f"  ignored: {line}", file=out)
+
+    def write_pcap(self, path: str) -> None:
+        """--pcap-out: the UDP datagrams both ways, as sent and received (OSError raised)."""
+        info = self.info
+        if info is None or info.client_address is None or info.server_address is None:
+            return
+        from tlsprobe.capture.writer import write_datagram_pcap
+        write_datagram_pcap(path, info.client_address, info.server_address, info.datagrams)
 
     def print_summary(self, out: TextIO) -> None:
         """The QUIC side of the report, after the TLS table."""

@@ -74,7 +74,10 @@ class QuicTransport:
         return NetworkError(f"{self.target.display}: {text}", cause, text)  # type: ignore[arg-type]
 
     def _flush(self) -> None:
+        if self.conn.outbox and self.info.client_address is None:
+            self.info.client_address, self.info.server_address = self.local, self.peer
         for datagram in self.conn.outbox:
+            self.info.keep(True, datagram)
             try:
                 self.sock.send(datagram)
             except OSError as exc:
@@ -120,6 +123,7 @@ class QuicTransport:
                 continue
             except OSError as exc:
                 raise self._error(_text(exc), cause_of(exc)) from None
+            self.info.keep(False, datagram)
             self.conn.datagram(datagram)
             self._maybe_retransmit()
 

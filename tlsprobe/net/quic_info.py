@@ -5,12 +5,14 @@ and Version Negotiation, the server's transport parameters, the packets both way
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from tlsprobe.net import quic_params as qp
 from tlsprobe.net import quic_wire as w
 
 MAX_LOG = 200      # packet lines kept for --msg
+MAX_KEPT = 1000    # datagrams kept for --pcap-out (a handshake takes a few dozen)
 MAX_IGNORED = 20   # texts kept of what was ignored (all are counted)
 QUIC_ERRORS = {0x0: "NO_ERROR", 0x1: "INTERNAL_ERROR", 0x2: "CONNECTION_REFUSED",
                0x3: "FLOW_CONTROL_ERROR", 0x7: "FRAME_ENCODING_ERROR",
@@ -20,6 +22,15 @@ QUIC_ERRORS = {0x0: "NO_ERROR", 0x1: "INTERNAL_ERROR", 0x2: "CONNECTION_REFUSED"
 _FRAME_NAMES = {0x00: "PADDING", 0x01: "PING", 0x02: "ACK", 0x03: "ACK", 0x06: "CRYPTO",
                 0x07: "NEW_TOKEN", 0x18: "NEW_CONNECTION_ID", 0x1C: "CONNECTION_CLOSE",
                 0x1D: "CONNECTION_CLOSE", 0x1E: "HANDSHAKE_DONE"}
+
+
+@dataclass(frozen=True)
+class Datagram:
+    """One UDP datagram as sent or received (capture.writer's SegmentLike, for --pcap-out)."""
+
+    from_client: bool
+    data: bytes
+    time: float
 
 
 @dataclass
@@ -43,6 +54,14 @@ class QuicInfo:
     ignored_count: int = 0
     closed_by_us: int | None = None                  # the error code of our CONNECTION_CLOSE
     closed_by_server: tuple[int, str] | None = None  # its error code and reason
+    datagrams: list[Datagram] = field(default_factory=list)   # both ways, for --pcap-out
+    client_address: tuple[str, int] | None = None
+    server_address: tuple[str, int] | None = None
+
+    def keep(self, from_client: bool, data: bytes) -> None:
+        """Remember one datagram for --pcap-out (the first MAX_KEPT)."""
+        if len(self.datagrams) < MAX_KEPT:
+            self.datagrams.append(Datagram(from_client, data, time.time()))
 
     def ignore(self, what: str) -> None:
         """A datagram or packet that was dropped (unreadable, not ours, not opening)."""
