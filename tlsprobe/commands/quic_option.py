@@ -12,9 +12,10 @@ QUIC_V1, QUIC_V2 = 0x00000001, 0x6B3343CF     # wire.quic's (checked by tests/qu
 VERSIONS = {"1": QUIC_V1, "v1": QUIC_V1, "2": QUIC_V2, "v2": QUIC_V2}
 
 
-def add_quic_arguments(group: Any) -> None:
-    """--quic and --quic-version, on an ArgumentParser or an argument group."""
-    group.add_argument("--quic", action="store_true", help="probe over QUIC (UDP, default "
+def add_quic_arguments(group: Any, what: str = "probe") -> None:
+    """--quic and --quic-version, on an ArgumentParser or an argument group; `what` names
+    the command's action in the help ("probe", "audit")."""
+    group.add_argument("--quic", action="store_true", help=f"{what} over QUIC (UDP, default "
                        "port 443; TLS 1.3, ALPN h3 by default)")
     group.add_argument("--quic-version", metavar="V[,V]", help="with --quic: the QUIC "
                        "version of our Initial packets, 1 (default) or 2 (RFC 9369); '1,2' "

@@ -123,6 +123,13 @@ class Scheduler:
 
     async def _attempt(self, target: Target, job: Job) -> Outcome:
         assert self.connector is not None   # set by __post_init__
+        adapt = getattr(self.connector, "adapt", None)   # QUIC: the hello's QUIC form
+        if adapt is not None:
+            config = adapt(job.config)
+            if config is None:   # no connection: the hello cannot be sent over it
+                return Outcome(INCONCLUSIVE, reason=getattr(self.connector, "not_applicable",
+                                                            "not applicable"))
+            job = replace(job, config=config)
         try:
             transport = await self.connector(target, time.monotonic() + self.timeout)
         except NetworkError as exc:
@@ -154,6 +161,9 @@ class Scheduler:
         hs = ClientHandshake(job.config, annotate=False, stop_after_first_flight=True,
                              read_server_flight=job.stop == STOP_VERIFY)
         seen = Progress()
+        bind = getattr(transport, "bind", None)   # QUIC: packet keys from the engine's secrets
+        if bind is not None:
+            bind(hs)
         try:
             await adrive(hs, transport, time.monotonic() + TOTAL_FACTOR * self.timeout,
                          until=lambda h: finished(h, job.stop), progress=seen)

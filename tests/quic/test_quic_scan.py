@@ -1,0 +1,66 @@
+"""`scan --quic`: the group audit over QUIC against ngtcp2's server (GnuTLS, which answers
+offers without key shares with a HelloRetryRequest, so the server's order is established)
+and aioquic's (which never sends one: the set is established, not the order), each with a
+chosen non-default group list."""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from tlsprobe.errors import EXIT_USAGE
+
+NOT_APPLICABLE = "not applicable over QUIC: QUIC carries TLS 1.3 only (RFC 9001 4.2)"
+
+
+def test_groups_in_the_servers_order_over_quic_ngtcp2(
+        ngtcp2_server: Any, run_cli: Callable[..., Any]) -> None:
+    server = ngtcp2_server("-GROUP-ALL:+GROUP-SECP384R1:+GROUP-X25519:+GROUP-SECP256R1:"
+                           "%SERVER_PRECEDENCE")
+    res = run_cli("scan", server.target, "--quic", "--checks", "groups", "--json",
+                  "--no-progress", "--timeout", "5")
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
+    assert report["transport"] == "quic" and report["error"] is None
+    g13, g12 = report["groups"]
+    assert g13["version"]["name"] == "TLS 1.3"
+    assert [g["name"] for g in g13["supported"]] == ["secp384r1", "x25519", "secp256r1"]
+    assert (g13["order"], g13["method"]) == ("server", "hello_retry_request")
+    assert g13["inconclusive"] == []
+    # no TLS 1.2 hello is sent over QUIC: not applicable, no connection
+    assert (g12["version"]["name"], g12["method"], g12["notes"]) == (
+        "TLS 1.2", "not_run", [NOT_APPLICABLE])
+    assert g12["connections"] == 0
+    assert report["connections"] == {"groups TLS 1.3": g13["connections"]}
+    assert report["total_connections"] == g13["connections"] > 0
+    assert not any(f["version"] == "TLS 1.2" or "TLS 1.2" in f["message"]
+                   for f in report["findings"])
+
+
+def test_groups_over_quic_aioquic_text(quic_server: Any, run_cli: Callable[..., Any]) -> None:
+    server = quic_server("secp384r1,x25519")
+    res = run_cli("scan", server.target, "--quic", "--checks", "groups", "--no-progress",
+                  "--timeout", "5")
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "Transport: QUIC (TLS 1.3 in QUIC Initial and Handshake packets, UDP)" in out
+    section = out[out.index("Groups, TLS 1.3"):out.index("Groups, TLS 1.2")]
+    listed = re.findall(r"^\d+\s+(\S+) \(0x[0-9a-f]{4}\)", section, re.M)
+    assert sorted(listed) == ["secp384r1", "x25519"]
+    # inconclusive: only the groups whose key shares tlsprobe cannot compute
+    unsure = re.search(r"^Not established: (.*)$", section, re.M)
+    assert unsure is None or set(unsure.group(1).split(", ")) <= {
+        "curveSM2MLKEM768", "X25519Kyber768Draft00"}
+    tail = out[out.index("Groups, TLS 1.2"):]
+    assert tail.splitlines()[1] == NOT_APPLICABLE
+    assert re.search(r"^Connections: \d+ in [\d.]+ s \(groups TLS 1\.3 \d+\)$", out, re.M)
+
+
+def test_scan_quic_usage_errors(run_cli: Callable[..., Any]) -> None:
+    for args, text in ((["--quic", "--starttls", "smtp"], "--starttls cannot be used with "
+                        "--quic"), (["--quic-version", "2"], "--quic-version needs --quic")):
+        res = run_cli("scan", "127.0.0.1:9", *args)
+        assert res.returncode == EXIT_USAGE, (args, res.stderr)
+        [line] = res.stderr.strip().splitlines()
+        assert text in line
