@@ -64,3 +64,18 @@ def test_scan_quic_usage_errors(run_cli: Callable[..., Any]) -> None:
         assert res.returncode == EXIT_USAGE, (args, res.stderr)
         [line] = res.stderr.strip().splitlines()
         assert text in line
+
+
+def test_silent_udp_peer_is_a_network_error(run_cli: Callable[..., Any]) -> None:
+    import socket
+    from tlsprobe.errors import EXIT_NETWORK
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as silent:   # bound, never answers
+        silent.bind(("127.0.0.1", 0))
+        target = f"127.0.0.1:{silent.getsockname()[1]}"
+        res = run_cli("scan", target, "--quic", "--checks", "groups", "--no-progress",
+                      "--timeout", "0.5", "--retries", "0", timeout=60)
+    assert res.returncode == EXIT_NETWORK, res.stderr
+    [line] = res.stderr.strip().splitlines()
+    # the TLS 1.2 hellos never sent are not what the error is about
+    assert line.startswith(f"tlsprobe: {target}: timed out"), line
+    assert "no connection of the audit was answered" in line

@@ -78,6 +78,13 @@ class Scheduler:
         return {phase: n for (t, phase), n in self.connections.items() if t == target.display}
 
     async def run(self, target: Target, job: Job) -> Outcome:
+        adapt = getattr(self.connector, "adapt", None)   # QUIC: the hello's QUIC form
+        if adapt is not None:
+            config = adapt(job.config)
+            if config is None:   # a hello the channel cannot carry: no attempt at all
+                return Outcome(INCONCLUSIVE, reason=getattr(self.connector, "not_applicable",
+                                                            "not applicable"), attempts=0)
+            job = replace(job, config=config)
         host = target.host.lower()
         sem = self._sems.setdefault(host, asyncio.Semaphore(max(1, self.per_host)))
         last = ""
@@ -123,13 +130,6 @@ class Scheduler:
 
     async def _attempt(self, target: Target, job: Job) -> Outcome:
         assert self.connector is not None   # set by __post_init__
-        adapt = getattr(self.connector, "adapt", None)   # QUIC: the hello's QUIC form
-        if adapt is not None:
-            config = adapt(job.config)
-            if config is None:   # no connection: the hello cannot be sent over it
-                return Outcome(INCONCLUSIVE, reason=getattr(self.connector, "not_applicable",
-                                                            "not applicable"))
-            job = replace(job, config=config)
         try:
             transport = await self.connector(target, time.monotonic() + self.timeout)
         except NetworkError as exc:
@@ -277,7 +277,7 @@ class TargetRunner:
     def _seen(self, out: Outcome) -> Outcome:
         if out.conclusive:
             self.conclusive += 1
-        elif self.first_unsure is None:
+        elif self.first_unsure is None and out.attempts:   # 0: not sent (scan --quic)
             self.first_unsure = out
         return out
 
