@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING
 
 from tlsprobe.engine.common import HandshakeFailure
 from tlsprobe.errors import FailureKind, NetworkError
-from tlsprobe.net.quic_conn import QuicConnection, new_connection_ids
+from tlsprobe.net.quic_conn import QuicConnection
 from tlsprobe.net.quic_info import QUIC_ERRORS, QuicInfo
 from tlsprobe.net.quic_params import client_parameters
-from tlsprobe.net.quic_wire import QUIC_V1
+from tlsprobe.net.quic_wire import QUIC_V1, new_connection_ids
 from tlsprobe.net.tcp import Target, cause_of, resolve
 from tlsprobe.net.transport import Connector, Transport
 

@@ -25,10 +25,9 @@ from dataclasses import replace
 from tlsprobe.engine.config import TLS13, ClientConfig
 from tlsprobe.errors import NetworkError
 from tlsprobe.net.quic import QuicCore, _text
-from tlsprobe.net.quic_conn import new_connection_ids
 from tlsprobe.net.quic_info import QuicInfo
 from tlsprobe.net.quic_params import client_parameters
-from tlsprobe.net.quic_wire import QUIC_V1
+from tlsprobe.net.quic_wire import QUIC_V1, new_connection_ids
 from tlsprobe.net.tcp import AddrInfo, Target, cause_of, resolve_async
 
 MAX_QUEUED = 64          # datagrams waiting to be read per connection

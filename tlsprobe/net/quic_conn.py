@@ -21,7 +21,6 @@ keys, frames per packet. Peer faults end as HandshakeFailure (protocol, closed, 
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from tlsprobe.engine.common import HandshakeFailure
@@ -137,7 +136,7 @@ class QuicConnection:
                 self._engine_alert(inner[1])
             elif inner_type == 22:
                 self._crypto_out(space, inner)
-                if _has_finished(inner):
+                if w.has_finished(inner):
                     self.client_finished = True
 
     def _engine_alert(self, description: int) -> None:
@@ -387,32 +386,11 @@ class QuicConnection:
         if params is None:
             return
         self.info.transport_parameters = params
-        found = dict(params)
-        if found.get(0x00) != self.original_dcid:
-            raise HandshakeFailure(FailureKind.PROTOCOL, "server's original_destination_"
-                                   "connection_id is not the one we sent (RFC 9000 7.3)")
-        chosen = qp.chosen_version(found.get(0x11))
-        if (chosen is not None and chosen != self.version) or (
-                chosen is None and self.info.negotiated_from is not None):
-            raise HandshakeFailure(FailureKind.PROTOCOL, "server's version_information does "
-                                   f"not confirm QUIC {w.version_name(self.version)}, the "
-                                   "version it answered in (RFC 9368 4)")
-
-
-def _has_finished(messages: bytes) -> bool:
-    """Whether the handshake messages in one record include a Finished (type 20)."""
-    p = 0
-    while p + 4 <= len(messages):
-        if messages[p] == 20:
-            return True
-        p += 4 + int.from_bytes(messages[p + 1:p + 4], "big")
-    return False
+        problem = qp.server_problem(params, self.original_dcid, self.version,
+                                    self.info.negotiated_from is not None)
+        if problem:
+            raise HandshakeFailure(FailureKind.PROTOCOL, problem)
 
 
 def _chunks(data: bytes) -> list[bytes]:
     return [data[i:i + RECORD] for i in range(0, len(data), RECORD)]
-
-
-def new_connection_ids() -> tuple[bytes, bytes]:
-    """A fresh (source, destination) connection ID pair, 8 bytes each."""
-    return os.urandom(8), os.urandom(8)

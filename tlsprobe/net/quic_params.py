@@ -7,7 +7,7 @@ IDs, tokens and unknown parameters are shown as hex (the server's bytes are neve
 
 from __future__ import annotations
 
-from tlsprobe.net.quic_wire import pull_bytes, pull_varint, varint
+from tlsprobe.net.quic_wire import pull_bytes, pull_varint, varint, version_name
 
 EXTENSION = 0x39
 NAMES = {
@@ -67,6 +67,22 @@ def parse_parameters(data: bytes) -> list[tuple[int, int | bytes]]:
         else:
             out.append((pid, value))
     return out
+
+
+def server_problem(params: list[tuple[int, int | bytes]], original_dcid: bytes,
+                   version: int, negotiated: bool) -> str | None:
+    """What is wrong with the server's parameters, None when nothing: the connection ID we
+    first sent must come back (RFC 9000 7.3), and version_information must name the version
+    in use (RFC 9368 4; required after a compatible version negotiation)."""
+    found = dict(params)
+    if found.get(0x00) != original_dcid:
+        return ("server's original_destination_connection_id is not the one we sent "
+                "(RFC 9000 7.3)")
+    chosen = chosen_version(found.get(0x11))
+    if (chosen is not None and chosen != version) or (chosen is None and negotiated):
+        return (f"server's version_information does not confirm QUIC {version_name(version)}"
+                ", the version it answered in (RFC 9368 4)")
+    return None
 
 
 def describe(pid: int, value: int | bytes) -> tuple[str, str]:

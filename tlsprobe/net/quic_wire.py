@@ -11,6 +11,7 @@ it cannot read, never IndexError.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -35,9 +36,9 @@ from tlsprobe.wire.quic import (
 
 __all__ = ["APPLICATION", "HANDSHAKE", "INITIAL", "QUIC_V1", "QUIC_V2", "SALT_V1", "SALT_V2",
            "SUITES", "VERSIONS", "CryptoStream", "Frame", "Packet", "PacketKeys", "ack_frame",
-           "close_frame", "crypto_frame", "decode_pn", "long_header", "parse_frames",
-           "pull_bytes", "pull_varint", "retry_tag", "seal", "short_header",
-           "split_datagram", "unprotect", "varint", "version_name"]
+           "close_frame", "crypto_frame", "decode_pn", "has_finished", "long_header",
+           "new_connection_ids", "parse_frames", "pull_bytes", "pull_varint", "retry_tag",
+           "seal", "short_header", "split_datagram", "unprotect", "varint", "version_name"]
 
 INITIAL, HANDSHAKE, APPLICATION = 0, 2, 3     # packet number spaces (0-RTT unused)
 VERSIONS = (QUIC_V1, QUIC_V2)                 # the versions the client speaks
@@ -263,3 +264,18 @@ def ack_frame(received: set[int]) -> bytes:
 def close_frame(error: int, reason: bytes = b"") -> bytes:
     """A CONNECTION_CLOSE of the transport kind (0x1c), allowed in every packet type."""
     return b"\x1c" + varint(error) + varint(0) + varint(len(reason)) + reason
+
+
+def has_finished(messages: bytes) -> bool:
+    """Whether the handshake messages in one record include a Finished (type 20)."""
+    p = 0
+    while p + 4 <= len(messages):
+        if messages[p] == 20:
+            return True
+        p += 4 + int.from_bytes(messages[p + 1:p + 4], "big")
+    return False
+
+
+def new_connection_ids() -> tuple[bytes, bytes]:
+    """A fresh (source, destination) connection ID pair, 8 bytes each."""
+    return os.urandom(8), os.urandom(8)
