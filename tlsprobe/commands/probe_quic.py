@@ -68,7 +68,7 @@ class QuicProbe:
     def adjust(self, run: ProbeRun) -> ProbeRun:
         """Over QUIC the engine's close_notify (and ChangeCipherSpec) never reach the wire:
         the transport sends CONNECTION_CLOSE instead (shown in the QUIC summary), so they
-        are left out of the result and the trace."""
+        are left out of the result and the trace; the result gets the `quic` object."""
         events: list[Event] = []
         for ev in run.events:
             if getattr(ev, "direction", None) != CLIENT:
@@ -84,7 +84,8 @@ class QuicProbe:
                 events.append(ev)
         alerts = tuple(a for a in run.result.alerts
                        if not (a.direction == "sent" and a.description == 0))
-        return replace(run, result=replace(run.result, alerts=alerts),
+        quic = self.info.summary() if self.info is not None else None
+        return replace(run, result=replace(run.result, alerts=alerts, quic=quic),
                        events=events)
 
     def print_packets(self, out: TextIO) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from tlsprobe.model.quic import QuicParameter, QuicSummary
 from tlsprobe.net import quic_params as qp
 from tlsprobe.net import quic_wire as w
 
@@ -85,6 +86,30 @@ class QuicInfo:
         self.log.append(f"{way} {kind} {w.version_name(self.version)} {cids} pn={pn}: "
                         f"{', '.join(names)}")
 
+    def summary(self) -> QuicSummary:
+        """The report's `quic` object (model/quic.py)."""
+        params = None if self.transport_parameters is None else tuple(
+            QuicParameter(pid, qp.describe(pid, value)[0],
+                          value if isinstance(value, int) else value.hex())
+            for pid, value in self.transport_parameters)
+        closed = self.closed_by_server
+        return QuicSummary(
+            version=f"0x{self.version:08x}", version_name=w.version_name(self.version),
+            compatible_from=None if self.negotiated_from is None else
+            w.version_name(self.negotiated_from),
+            client_hello_packets=self.client_hello_packets,
+            retry_source_connection_id=None if self.retry_scid is None else
+            self.retry_scid.hex(),
+            bad_retries=self.bad_retry,
+            version_negotiation=None if self.version_negotiation is None else tuple(
+                f"0x{v:08x}" for v in self.version_negotiation),
+            transport_parameters=params, handshake_done=self.handshake_done,
+            datagrams_received=self.datagrams_received, ignored=self.ignored_count,
+            closed_by_server=None if closed is None else closed[0],
+            closed_by_server_reason=None if closed is None or not closed[1] else
+            _escaped(closed[1]),
+            closed_by_us=self.closed_by_us)
+
     def lines(self) -> list[str]:
         """The report lines of the QUIC side (escaped: network values are hex or numbers)."""
         out = [f"QUIC version: 0x{self.version:08x} ({w.version_name(self.version)})"]
@@ -108,6 +133,12 @@ class QuicInfo:
         if self.closed_by_us is not None:
             out.append(f"Closed with: CONNECTION_CLOSE {_error(self.closed_by_us)} sent")
         return out
+
+
+def _escaped(text: str) -> str:
+    """Printable ASCII as is (a backslash doubled), every other character as \\xNN."""
+    return "".join(c if " " <= c <= "~" and c != "\\" else "\\\\" if c == "\\" else
+                   f"\\x{ord(c) & 0xFF:02x}" for c in text)
 
 
 def _error(code: int) -> str:
