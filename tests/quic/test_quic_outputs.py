@@ -18,11 +18,12 @@ def test_pcap_out_and_keylog_are_read_back(quic_server: Any, run_cli: Callable[.
                                            tmp_path: Path) -> None:
     server = quic_server("x25519,secp256r1")
     pcap, keylog = tmp_path / "quic.pcap", tmp_path / "keys.log"
-    # v2: its packets are what the capture holds (tshark reads RFC 9369 too)
-    res = run_cli(server.target, "--quic", "--quic-version", "2", "--cafile", server.ca,
+    # starting in v1, moved to v2 by the server (RFC 9368): the capture holds both
+    res = run_cli(server.target, "--quic", "--quic-version", "1,2", "--cafile", server.ca,
                   "--timeout", "5", "--json", "--pcap-out", pcap, "--keylog", keylog)
     assert res.returncode == 0, res.stderr
     probe = json.loads(res.stdout)
+    assert (probe["quic"]["version_name"], probe["quic"]["compatible_from"]) == ("v2", "v1")
     keys = keylog.read_text().split()
     assert "CLIENT_HANDSHAKE_TRAFFIC_SECRET" in keys and "SERVER_TRAFFIC_SECRET_0" in keys
 
@@ -46,4 +47,5 @@ def test_pcap_out_and_keylog_are_read_back(quic_server: Any, run_cli: Callable[.
     # ClientHello, ServerHello, then decrypted: EncryptedExtensions, Certificate,
     # CertificateVerify, Finished
     assert {"1", "2", "8", "11", "15", "20"} <= types, types
-    assert {row[0].split(",")[0] for row in rows if row[0]} == {"0x6b3343cf"}
+    assert rows[0][0] == "0x00000001"      # our first Initial
+    assert {row[0].split(",")[0] for row in rows if row[0]} == {"0x00000001", "0x6b3343cf"}

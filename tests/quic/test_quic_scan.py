@@ -57,10 +57,14 @@ def test_groups_over_quic_aioquic_text(quic_server: Any, run_cli: Callable[..., 
     assert re.search(r"^Connections: \d+ in [\d.]+ s \(groups TLS 1\.3 \d+\)$", out, re.M)
 
 
-def test_scan_quic_usage_errors(run_cli: Callable[..., Any]) -> None:
-    for args, text in ((["--quic", "--starttls", "smtp"], "--starttls cannot be used with "
-                        "--quic"), (["--quic-version", "2"], "--quic-version needs --quic")):
-        res = run_cli("scan", "127.0.0.1:9", *args)
+def test_quic_usage_errors(run_cli: Callable[..., Any]) -> None:
+    for args, text in ((["scan", "127.0.0.1:9", "--quic", "--starttls", "smtp"],
+                        "--starttls cannot be used with --quic"),
+                       (["scan", "127.0.0.1:9", "--quic-version", "2"],
+                        "--quic-version needs --quic"),
+                       (["127.0.0.1:9", "--quic", "--quic-version", "3"],
+                        "'3' is not 1 or 2")):
+        res = run_cli(*args)
         assert res.returncode == EXIT_USAGE, (args, res.stderr)
         [line] = res.stderr.strip().splitlines()
         assert text in line
