@@ -83,3 +83,19 @@ def test_silent_udp_peer_is_a_network_error(run_cli: Callable[..., Any]) -> None
     # the TLS 1.2 hellos never sent are not what the error is about
     assert line.startswith(f"tlsprobe: {target}: timed out"), line
     assert "no connection of the audit was answered" in line
+
+
+def test_nothing_listening_is_not_retried(run_cli: Callable[..., Any]) -> None:
+    import socket
+    from tlsprobe.errors import EXIT_NETWORK
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as gone:
+        gone.bind(("127.0.0.1", 0))
+        target = f"127.0.0.1:{gone.getsockname()[1]}"
+    res = run_cli("scan", target, "--quic", "--checks", "groups", "--json", "--no-progress",
+                  "--timeout", "2", timeout=60)
+    assert res.returncode == EXIT_NETWORK, res.stderr
+    [line] = res.stderr.strip().splitlines()
+    assert line == f"tlsprobe: {target}: connection refused (ICMP port unreachable: nothing " \
+        "listens on that UDP port) (no connection of the audit was answered)"
+    report = json.loads(res.stdout)
+    assert report["retries"] == 0 and report["transport"] == "quic"

@@ -190,6 +190,8 @@ class Scheduler:
                 return outcome_of(hs, reason="timed out waiting for the rest of the "
                                   "server's flight")
             raise _Retryable("timed out waiting for the server") from None
+        if exc.cause == "refused":   # QUIC: an ICMP port unreachable after our Initial
+            return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
         if exc.cause == "reset":
             if hs.server_hello is not None:
                 return outcome_of(hs, reason="connection reset after the ServerHello")
