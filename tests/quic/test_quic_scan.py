@@ -60,8 +60,10 @@ def test_groups_over_quic_aioquic_text(quic_server: Any, run_cli: Callable[..., 
 def test_quic_usage_errors(run_cli: Callable[..., Any]) -> None:
     for args, text in ((["scan", "127.0.0.1:9", "--quic", "--starttls", "smtp"],
                         "--starttls cannot be used with --quic"),
-                       (["scan", "127.0.0.1:9", "--quic-version", "2"],
+                       (["scan", "127.0.0.1:9", "--quic-version", "2", "--compare-tcp"],
                         "--quic-version needs --quic"),
+                       (["scan", "127.0.0.1:9", "--quic", "--tcp-port", "443"],
+                        "--tcp-port needs --compare-tcp"),
                        (["127.0.0.1:9", "--quic", "--quic-version", "3"],
                         "'3' is not 1 or 2")):
         res = run_cli(*args)
@@ -99,3 +101,49 @@ def test_nothing_listening_is_not_retried(run_cli: Callable[..., Any]) -> None:
         "listens on that UDP port) (no connection of the audit was answered)"
     report = json.loads(res.stdout)
     assert report["retries"] == 0 and report["transport"] == "quic"
+
+
+def test_compare_tcp_side_by_side(ngtcp2_server: Any, server_cache: Any,
+                                  run_cli: Callable[..., Any]) -> None:
+    # the same server order over QUIC (ngtcp2: P-384, X25519, P-256) and over TCP (OpenSSL
+    # with P-384 and X25519 only): the groups row differs, the post-quantum rows agree
+    quic = ngtcp2_server("-GROUP-ALL:+GROUP-SECP384R1:+GROUP-X25519:+GROUP-SECP256R1:"
+                         "%SERVER_PRECEDENCE")
+    tcp = server_cache("openssl", groups="P-384:X25519", serverpref=True, proto="tls1_3")
+    res = run_cli("scan", quic.target, "--quic", "--compare-tcp", "--tcp-port", str(tcp.port),
+                  "--checks",
+                  "groups,pq", "--json", "--no-progress", "--timeout", "5")
+    assert res.returncode == 0, res.stderr
+    quic_report, tcp_report, comparison = (json.loads(x) for x in res.stdout.splitlines())
+    assert quic_report["transport"] == "quic" and "transport" not in tcp_report
+    assert (comparison["kind"], comparison["tcp_port"], comparison["quic_port"]) == (
+        "comparison", tcp.port, quic.port)
+    rows = {r["what"]: r for r in comparison["rows"]}
+    groups = rows["groups, TLS 1.3"]
+    assert (groups["tcp"], groups["quic"], groups["same"]) == (
+        "secp384r1, x25519 (order: server)",
+        "secp384r1, x25519, secp256r1 (order: server)", False)
+    pq = [r for w, r in rows.items() if w.startswith("post-quantum ")]
+    assert len(pq) == 4 and all(r["same"] for r in pq)
+    assert comparison["same"] is False
+
+
+def test_compare_text_lists_differences_then_the_verdict() -> None:
+    from tlsprobe.commands.scan_quic import compare_text
+    from tlsprobe.model.audit import AuditReport, GroupAudit, PqVerdict
+    from tlsprobe.model.probe import Codepoint
+
+    def report(port: int, groups: list[int], verdict: str, n: int) -> AuditReport:
+        audit = GroupAudit(Codepoint.version(0x0304), True, "hello_retry_request",
+                           tuple(Codepoint.group(g) for g in groups), order="server")
+        return AuditReport("example.test", port, groups=(audit,), total_connections=n,
+                           post_quantum=(PqVerdict("capability", "X25519MLKEM768", verdict),))
+    assert compare_text(report(443, [0x18, 0x1D], "no", 9),
+                        report(8443, [0x18, 0x1D], "no", 7)) == [
+        "", "TCP (443) vs QUIC (8443) for example.test, TLS 1.3",
+        "  groups, TLS 1.3: same: secp384r1, x25519 (order: server)",
+        "  post-quantum capability (X25519MLKEM768): same: no",
+        "  the same answers (connections: TCP 9, QUIC 7)"]
+    assert compare_text(report(443, [0x1D], "yes", 9), report(443, [0x1D], "no", 7))[3:] == [
+        "  post-quantum capability (X25519MLKEM768): DIFFERENT", "    TCP:  yes",
+        "    QUIC: no", "  1 difference(s) (connections: TCP 9, QUIC 7)"]

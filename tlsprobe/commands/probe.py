@@ -384,7 +384,7 @@ def run(args: argparse.Namespace) -> int:
     from tlsprobe.report.escape import shown
     from tlsprobe.report.trace import TraceFormatter
     quic = None
-    if getattr(args, "quic", False):   # issue 15: over QUIC v1 (commands/probe_quic.py)
+    if getattr(args, "quic", False):   # issue 15: over QUIC (commands/probe_quic.py)
         from tlsprobe.commands.probe_quic import QuicProbe
         quic = QuicProbe(args)         # refuses what QUIC cannot honour
     elif getattr(args, "quic_version", None) is not None:

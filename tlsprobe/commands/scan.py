@@ -69,7 +69,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from tlsprobe.commands.starttls_option import add_starttls_arguments
     add_starttls_arguments(w)
     from tlsprobe.commands.quic_option import add_quic_arguments
-    add_quic_arguments(w, "audit")
+    add_quic_arguments(w, "audit", compare=True)
     pol = p.add_argument_group("policies and exit codes")
     pol.add_argument("--policy", action="append", metavar="NAME|FILE", help="policy to check "
                      "against (repeatable): modern, intermediate (Mozilla 6.0, with "
@@ -309,6 +309,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     progress = ScanProgress(not args.no_progress and sys.stderr.isatty(), targets)
     from tlsprobe.commands import scan_quic   # --quic: commands/scan_quic.py
     quic = scan_quic.quic_connector(args)
+    tcp_options = options
     if quic is not None:
         options = scan_quic.quic_options(options)
     scheduler = Scheduler(per_host=args.per_host, delay=args.delay, retries=args.retries,
@@ -336,16 +337,18 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if quic is not None:
         done = {t: scan_quic.quic_report(r, options) for t, r in done.items()}
     reports = [done[i] if isinstance(i, Target) else bad[i] for i in items]
+    tcp = scan_quic.compare_tcp(args, targets, tcp_options)   # --compare-tcp
     from tlsprobe.report.escape import shown
     if not args.json:
         from tlsprobe.report.audit_tables import render_audit
         for report in reports:
             render_audit(report, out, full=args.full or not out.isatty())
-    code, reason = exit_reason(reports, args.fail_on)
+    scan_quic.print_comparisons(args, tcp, done, out)
+    code, reason = exit_reason(reports + list(tcp.values()), args.fail_on)
     if not args.json and len(reports) > 1:
         from tlsprobe.report.audit_tables import render_summary
         render_summary(reports, code, reason, out)
-    for report in reports:
+    for report in reports + list(tcp.values()):
         if report.error:
             print(f"tlsprobe: {shown(report.error)}", file=sys.stderr)
     return code
