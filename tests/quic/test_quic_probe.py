@@ -2,6 +2,7 @@
 with a known group list), and against UDP peers that stay silent or answer garbage."""
 from __future__ import annotations
 
+import json
 import re
 import socket
 import threading
@@ -137,7 +138,7 @@ def test_retry_from_ngtcp2(ngtcp2_server: Any, run_cli: Callable[..., Any]) -> N
 
 
 def test_options_quic_cannot_honour_are_refused(run_cli: Callable[..., Any]) -> None:
-    for extra in (["--tls1_2"], ["--pcap-out", "x.pcap"], ["--starttls", "smtp"],
+    for extra in (["--tls1_2"], ["--http-get", "/"], ["--starttls", "smtp"],
                   ["--ciphersuites", "TLS_AES_128_CCM_8_SHA256"]):
         res = run_cli("127.0.0.1:9", "--quic", *extra)
         assert res.returncode == EXIT_USAGE, (extra, res.stderr)
@@ -271,12 +272,14 @@ def test_connection_close_without_alert_is_one_escaped_line(
     answers.append(lambda d: _server_initial(d, b"\x1c\x0a\x06" + w.varint(9) +
                                              b"bad\x1b[2Jxy"))
     res = run_cli(f"127.0.0.1:{sock.getsockname()[1]}", "--quic", "--timeout", "5",
-                  timeout=30)
+                  "--json", timeout=30)
     assert res.returncode == EXIT_ALERT
     [line] = res.stderr.strip().splitlines()
     assert line.endswith("server closed the QUIC connection with PROTOCOL_VIOLATION (0xa): "
                          "'bad\\x1b[2Jxy'")
-    assert "\x1b" not in res.stderr
+    assert "\x1b" not in res.stderr and "\x1b" not in res.stdout
+    quic = json.loads(res.stdout)["quic"]
+    assert (quic["closed_by_server"], quic["closed_by_server_reason"]) == (0xA, "bad\\x1b[2Jxy")
 
 
 def test_crypto_data_beyond_the_bound_is_a_protocol_error(

@@ -111,3 +111,53 @@ def test_crypto_stream_is_bounded() -> None:
         stream.add(2 + 2 * i, b"x")
     with pytest.raises(ValueError, match="gaps"):
         stream.add(1000, b"x")
+
+
+def test_v2_initial_keys_and_retry_rfc9369_appendix_a() -> None:
+    from tlsprobe.wire import quic as q
+    client = q.key_material(q.initial_secret(DCID, q.QUIC_V2, "client"), q.QUIC_V2)
+    assert [k.hex() for k in client] == ["8b1a0bc121284290a29e0971b5cd045d",
+                                         "91f73e2351d8fa91660e909f",
+                                         "45b95e15235d6f45a6b19cbcb0294ba9"]
+    server = q.key_material(q.initial_secret(DCID, q.QUIC_V2, "server"), q.QUIC_V2)
+    assert server[1].hex() == "dd13c276499c0249d3310652"
+    retry = bytes.fromhex("cf6b3343cf0008f067a5502a4262b5746f6b656ec8646ce8bfe33952d955543665"
+                          "dcc7b6")
+    assert q.retry_tag(DCID, retry[:-16], q.QUIC_V2) == retry[-16:]
+    assert q.retry_tag(DCID, retry[:-16], q.QUIC_V1) != retry[-16:]
+    [packet] = list(w.split_datagram(retry, 8))
+    assert (packet.kind, packet.version) == ("Retry", q.QUIC_V2)
+
+
+def test_v2_long_header_type_bits_round_trip() -> None:
+    keys = w.PacketKeys.initial(DCID, "client", w.QUIC_V2)
+    for ptype, kind in ((0, "Initial"), (2, "Handshake")):
+        header = w.long_header(ptype, DCID, b"\x01" * 8, 3, 30, b"", version=w.QUIC_V2)
+        assert (header[0] >> 4) & 3 == ptype + 1     # RFC 9369 3.2
+        [parsed] = list(w.split_datagram(w.seal(keys, header, 3, 2, bytes(30)), 8))
+        assert (parsed.kind, parsed.version) == (kind, w.QUIC_V2)
+        assert w.unprotect(keys, parsed.data, parsed.pn_offset, 2) == (3, bytes(30))
+
+
+def test_wire_hkdf_is_the_engines_and_option_versions_are_the_wires() -> None:
+    from tlsprobe.commands import quic_option
+    from tlsprobe.engine import keyschedule as ks
+    from tlsprobe.wire import quic as q
+    prk = q.hkdf_extract(q.SALT_V2, DCID)
+    assert prk == ks.hkdf_extract(q.SALT_V2, DCID)
+    for label, n, hash_name in ((b"quic key", 16, "sha256"), (b"quic hp", 32, "sha384"),
+                                (b"client in", 48, "sha384")):
+        assert q.hkdf_expand_label(prk, label, n, hash_name) == \
+            ks.hkdf_expand_label(prk, label, b"", n, hash_name)
+    assert (quic_option.QUIC_V1, quic_option.QUIC_V2) == (q.QUIC_V1, q.QUIC_V2)
+
+
+def test_version_information_in_our_parameters() -> None:
+    raw = qp.client_parameters(b"\xaa" * 8, w.QUIC_V1, (w.QUIC_V2, w.QUIC_V1))
+    value = dict(qp.parse_parameters(raw))[0x11]
+    assert value == bytes.fromhex("00000001" "6b3343cf" "00000001")
+    assert qp.chosen_version(value) == w.QUIC_V1
+    assert qp.describe(0x11, value) == ("version_information",
+                                        "chosen 0x00000001, available 0x6b3343cf 0x00000001")
+    assert 0x11 not in dict(qp.parse_parameters(qp.client_parameters(b"\xaa" * 8)))
+    assert qp.chosen_version(b"\x00\x00\x01") is None

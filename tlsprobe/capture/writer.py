@@ -1,4 +1,5 @@
-"""Write one probe's TCP conversation as a pcap that tshark and Wireshark dissect.
+"""Write one probe's TCP conversation (or a QUIC probe's UDP datagrams) as a pcap that
+tshark and Wireshark dissect.
 
 The probe talks through an ordinary socket, so there are no packets to capture; this module
 synthesises them around the bytes that were really sent and received: Ethernet, IPv4 or
@@ -133,6 +134,40 @@ def write_connection_pcap(path: str | os.PathLike[str], client: tuple[str, int],
     emit(cli, srv, "FA", b"", t_end)
     emit(srv, cli, "FA", b"", t_end + 0.00005)
     emit(cli, srv, "A", b"", t_end + 0.0001)
+    with open(path, "wb") as out:
+        out.write(PCAP_HEADER)
+        out.writelines(records)
+    return len(records)
+
+
+def _udp_packet(src: _Side, dst: _Side, v6: bool, payload: bytes) -> bytes:
+    """Ethernet + IPv4/IPv6 + UDP + payload, checksums filled in (issue 15: QUIC)."""
+    length = 8 + len(payload)
+    udp = struct.pack("!HHHH", src.port, dst.port, length, 0)
+    pseudo = src.ip + dst.ip + (struct.pack("!IxxxB", length, 17) if v6 else
+                                struct.pack("!xBH", 17, length))
+    udp = udp[:6] + struct.pack("!H", _checksum(pseudo + udp + payload) or 0xFFFF)
+    if v6:
+        net = struct.pack("!IHBB", 6 << 28, length, 17, 64) + src.ip + dst.ip
+        ethertype = 0x86DD
+    else:
+        header = struct.pack("!BBHHHBBH", 0x45, 0, 20 + length, src.ip_id, 0x4000, 64, 17,
+                             0) + src.ip + dst.ip
+        net = header[:10] + struct.pack("!H", _checksum(header)) + header[12:]
+        src.ip_id = (src.ip_id + 1) & 0xFFFF
+        ethertype = 0x0800
+    return dst.mac + src.mac + struct.pack("!H", ethertype) + net + udp + payload
+
+
+def write_datagram_pcap(path: str | os.PathLike[str], client: tuple[str, int],
+                        server: tuple[str, int], datagrams: Sequence[SegmentLike]) -> int:
+    """Write one UDP conversation (a QUIC probe's datagrams, each as it was sent or
+    received) to `path` (pcap, Ethernet); returns the number of packets."""
+    v6 = ipaddress.ip_address(_strip_scope(server[0])).version == 6
+    cli = _Side(CLIENT_MAC, _strip_scope(client[0]), client[1])
+    srv = _Side(SERVER_MAC, _strip_scope(server[0]), server[1])
+    records = [_record(_udp_packet(*((cli, srv) if d.from_client else (srv, cli)), v6, d.data),
+                       d.time) for d in datagrams]
     with open(path, "wb") as out:
         out.write(PCAP_HEADER)
         out.writelines(records)

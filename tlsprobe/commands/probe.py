@@ -19,6 +19,7 @@ from tlsprobe.cli import positive_int, seconds
 from tlsprobe.errors import EXIT_OK, UsageError, exit_code_for
 
 if TYPE_CHECKING:
+    from tlsprobe.commands.probe_quic import QuicProbe
     from tlsprobe.engine.client import Limits
     from tlsprobe.engine.config import ClientConfig
     from tlsprobe.probes.probe import ProbeRun
@@ -71,8 +72,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     h.add_argument("--http-get", metavar="PATH", help="after the handshake send "
                    "'GET PATH HTTP/1.1' and report the response's status line (ALPN offers "
                    "http/1.1 unless --alpn is given)")
-    h.add_argument("--quic", action="store_true", help="probe over QUIC v1 (UDP, default port "
-                   "443; TLS 1.3, ALPN h3 by default)")
+    from tlsprobe.commands.quic_option import add_quic_arguments
+    add_quic_arguments(h)
     h.add_argument("--cafile", metavar="FILE", help="trust anchors (PEM) for the certificate "
                    "check (default: the system bundle)")
     h.add_argument("--no-verify", action="store_true", help="do not check the certificate "
@@ -350,7 +351,7 @@ def _check_files(args: argparse.Namespace) -> None:
         raise UsageError("--http-get needs a completed handshake (drop --first-flight-only)")
 
 
-def _write_outputs(args: argparse.Namespace, run_: ProbeRun) -> None:
+def _write_outputs(args: argparse.Namespace, run_: ProbeRun, quic: QuicProbe | None) -> None:
     if args.keylog and run_.keylog_lines:
         from tlsprobe.engine.keylog import KeyLogWriter
         try:
@@ -358,7 +359,12 @@ def _write_outputs(args: argparse.Namespace, run_: ProbeRun) -> None:
                 writer.write_lines(run_.keylog_lines)
         except OSError as exc:
             raise UsageError(f"--keylog {args.keylog}: {exc.strerror or exc}") from None
-    if args.pcap_out and run_.client_address and run_.server_address:
+    if args.pcap_out and quic is not None:   # the UDP datagrams (commands/probe_quic.py)
+        try:
+            quic.write_pcap(args.pcap_out)
+        except OSError as exc:
+            raise UsageError(f"--pcap-out {args.pcap_out}: {exc.strerror or exc}") from None
+    elif args.pcap_out and run_.client_address and run_.server_address:
         from tlsprobe.capture.writer import write_connection_pcap
         try:
             write_connection_pcap(args.pcap_out, run_.client_address, run_.server_address,
@@ -378,9 +384,11 @@ def run(args: argparse.Namespace) -> int:
     from tlsprobe.report.escape import shown
     from tlsprobe.report.trace import TraceFormatter
     quic = None
-    if getattr(args, "quic", False):   # issue 15: over QUIC v1 (commands/probe_quic.py)
+    if getattr(args, "quic", False):   # issue 15: over QUIC (commands/probe_quic.py)
         from tlsprobe.commands.probe_quic import QuicProbe
         quic = QuicProbe(args)         # refuses what QUIC cannot honour
+    elif getattr(args, "quic_version", None) is not None:
+        raise UsageError("--quic-version needs --quic")
     args = timing_args(args)
     if args.timing:
         from tlsprobe.commands.timing import run_timing
@@ -431,7 +439,7 @@ def run(args: argparse.Namespace) -> int:
         if quic is not None:
             quic.print_summary(out)
     try:
-        _write_outputs(args, run_)
+        _write_outputs(args, run_, quic)
     except UsageError as exc:
         print(f"tlsprobe: error: {shown(str(exc))}", file=sys.stderr)
         if not result.error:

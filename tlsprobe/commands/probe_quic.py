@@ -1,4 +1,4 @@
-"""`tlsprobe HOST[:PORT] --quic`: the probe over QUIC v1 (issue 15, first slice).
+"""`tlsprobe HOST[:PORT] --quic`: the probe over QUIC v1 or v2 (issue 15).
 
 The same probe (probes.probe.run_probe) runs over a QUIC transport (net.quic): the
 ClientHello is tlsprobe's own, restricted to what QUIC allows (TLS 1.3 only, the three
@@ -13,6 +13,7 @@ import argparse
 from dataclasses import replace
 from typing import TextIO
 
+from tlsprobe.commands.quic_option import quic_versions
 from tlsprobe.engine import config as cfg
 from tlsprobe.errors import UsageError
 from tlsprobe.net.quic import quic_connector
@@ -30,7 +31,7 @@ from tlsprobe.session.flow import (
 )
 
 QUIC_SUITES = (0x1301, 0x1302, 0x1303)   # RFC 9001 5.3: no TLS_AES_128_CCM_8_SHA256
-NOT_OVER_QUIC = (("timing", "--timing"), ("pcap_out", "--pcap-out"),
+NOT_OVER_QUIC = (("timing", "--timing"),
                  ("http_get", "--http-get"), ("tls1_2", "--tls1_2"), ("tls1_1", "--tls1_1"),
                  ("tls1", "--tls1"), ("ssl3", "--ssl3"), ("ciphers", "--ciphers"),
                  ("starttls", "--starttls"))
@@ -43,8 +44,8 @@ class QuicProbe:
         for name, option in NOT_OVER_QUIC:   # refused before connecting
             if getattr(args, name, None):
                 raise UsageError(f"{option} cannot be used with --quic (QUIC carries TLS "
-                                 "1.3 only, over UDP with no plain-text preamble; --timing, "
-                                 "--pcap-out and --http-get are not done over QUIC yet)")
+                                 "1.3 only, over UDP with no plain-text preamble; --timing "
+                                 "and --http-get are not done over QUIC yet)")
         self.args = args
         self.info: QuicInfo | None = None
 
@@ -55,17 +56,19 @@ class QuicProbe:
         if not suites:
             raise UsageError("--ciphersuites: QUIC allows only TLS_AES_128_GCM_SHA256, "
                              "TLS_AES_256_GCM_SHA384 and TLS_CHACHA20_POLY1305_SHA256")
-        connect, self.info = quic_connector(timeout)
+        connect, self.info = quic_connector(timeout, versions=quic_versions(self.args))
+        info = self.info
         config = replace(config, versions=(cfg.TLS13,), cipher_suites_13=suites,
                          alpn=config.alpn if self.args.alpn is not None else ("h3",),
-                         quic_transport_parameters=client_parameters(self.info.scid),
+                         quic_transport_parameters=client_parameters(
+                             info.scid, info.version, info.offered),
                          session_ticket=False)
         return config, connect
 
     def adjust(self, run: ProbeRun) -> ProbeRun:
         """Over QUIC the engine's close_notify (and ChangeCipherSpec) never reach the wire:
         the transport sends CONNECTION_CLOSE instead (shown in the QUIC summary), so they
-        are left out of the result and the trace."""
+        are left out of the result and the trace; the result gets the `quic` object."""
         events: list[Event] = []
         for ev in run.events:
             if getattr(ev, "direction", None) != CLIENT:
@@ -81,7 +84,8 @@ class QuicProbe:
                 events.append(ev)
         alerts = tuple(a for a in run.result.alerts
                        if not (a.direction == "sent" and a.description == 0))
-        return replace(run, result=replace(run.result, alerts=alerts),
+        quic = self.info.summary() if self.info is not None else None
+        return replace(run, result=replace(run.result, alerts=alerts, quic=quic),
                        events=events)
 
     def print_packets(self, out: TextIO) -> None:
@@ -92,6 +96,14 @@ class QuicProbe:
             print(line, file=out)
         for line in self.info.ignored[:20]:
             print(f"  ignored: {line}", file=out)
+
+    def write_pcap(self, path: str) -> None:
+        """--pcap-out: the UDP datagrams both ways, as sent and received (OSError raised)."""
+        info = self.info
+        if info is None or info.client_address is None or info.server_address is None:
+            return
+        from tlsprobe.capture.writer import write_datagram_pcap
+        write_datagram_pcap(path, info.client_address, info.server_address, info.datagrams)
 
     def print_summary(self, out: TextIO) -> None:
         """The QUIC side of the report, after the TLS table."""

@@ -71,6 +71,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "chain and host name (the report says the check was skipped)")
     from tlsprobe.commands.starttls_option import add_starttls_arguments
     add_starttls_arguments(w)
+    from tlsprobe.commands.quic_option import add_quic_arguments
+    add_quic_arguments(w, "audit", compare=True)
     pol = p.add_argument_group("policies and exit codes")
     pol.add_argument("--policy", action="append", metavar="NAME|FILE", help="policy to check "
                      "against (repeatable): modern, intermediate (Mozilla 6.0, with "
@@ -312,12 +314,19 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             print(report.to_json(), file=out, flush=True)
     from tlsprobe.report.progress import ScanProgress
     progress = ScanProgress(not args.no_progress and sys.stderr.isatty(), targets)
+    from tlsprobe.commands import scan_quic   # --quic: commands/scan_quic.py
+    quic = scan_quic.quic_connector(args)
+    tcp_options = options
+    if quic is not None:
+        options = scan_quic.quic_options(options)
     scheduler = Scheduler(per_host=args.per_host, delay=args.delay, retries=args.retries,
                           timeout=args.timeout, on_connection=progress.connection,
-                          connector=_starttls_connector(args, targets))
+                          connector=quic or _starttls_connector(args, targets))
 
     def on_report(report: AuditReport) -> None:
         report = replace(report, index=place.get((report.host, report.port)))
+        if quic is not None:
+            report = scan_quic.quic_report(report, options)
         report = _with_starttls(report, scheduler)
         progress.report(report)
         if args.json:
@@ -332,17 +341,21 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         audited = run_audit(targets, options, scheduler, concurrency=args.concurrency,
                             on_report=on_report)
     done = dict(zip(targets, (_with_starttls(r, scheduler) for r in audited)))
+    if quic is not None:
+        done = {t: scan_quic.quic_report(r, options) for t, r in done.items()}
     reports = [done[i] if isinstance(i, Target) else bad[i] for i in items]
+    tcp = scan_quic.compare_tcp(args, targets, tcp_options)   # --compare-tcp
     from tlsprobe.report.escape import shown
     if not args.json:
         from tlsprobe.report.audit_tables import render_audit
         for report in reports:
             render_audit(report, out, full=args.full or not out.isatty())
-    code, reason = exit_reason(reports, args.fail_on)
+    scan_quic.print_comparisons(args, tcp, done, out)
+    code, reason = exit_reason(reports + list(tcp.values()), args.fail_on)
     if not args.json and len(reports) > 1:
         from tlsprobe.report.audit_tables import render_summary
         render_summary(reports, code, reason, out)
-    for report in reports:
+    for report in reports + list(tcp.values()):
         if report.error:
             print(f"tlsprobe: {shown(report.error)}", file=sys.stderr)
     return code

@@ -218,6 +218,7 @@ class AuditReport:
     #: "check_results" is there only when some were asked for (see `json_shape`)
     check_results: tuple[CheckResult, ...] = ()
     starttls: StartTlsInfo | None = None   # --starttls: the first connection's preamble
+    transport: str | None = None   # "quic" for scan --quic; None: TCP (no JSON member)
 
     def group_audit(self, version: int) -> GroupAudit | None:
         return next((g for g in self.groups if g.version.id == version), None)
@@ -234,11 +235,13 @@ class AuditReport:
 
     def json_shape(self) -> dict[str, Any]:
         """The fields in declaration order, without "check_results" when there are none and
-        without "starttls" when there is none (no --starttls), so that an audit that asks
-        for neither keeps its JSON unchanged."""
+        without "starttls" when there is none (no --starttls) and without "transport" over
+        TCP (only scan --quic sets it), so that an audit that asks for none of them keeps
+        its JSON unchanged."""
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if (f.name != "check_results" or self.check_results)
-                and (f.name != "starttls" or self.starttls is not None)}
+                and (f.name != "starttls" or self.starttls is not None)
+                and (f.name != "transport" or self.transport is not None)}
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object: schema, tool and kind, then the fields."""

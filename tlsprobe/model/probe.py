@@ -12,6 +12,7 @@ from typing import Any
 
 from tlsprobe import registry
 from tlsprobe.model.encode import document, dumps
+from tlsprobe.model.quic import QuicSummary
 from tlsprobe.model.starttls import StartTlsInfo
 
 SCHEMA_VERSION = 1
@@ -172,12 +173,15 @@ class ProbeResult:
     error_kind: str | None = None
     findings: tuple[str, ...] = ()
     starttls: StartTlsInfo | None = None     # --starttls: the preamble (absent from JSON without)
+    quic: QuicSummary | None = None          # --quic: the QUIC side (absent from JSON without)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object: schema and tool, then the fields."""
         out = document({"schema": SCHEMA_VERSION, "tool": "tlsprobe"}, self)
         if self.starttls is None:
             del out["starttls"]
+        if self.quic is None:
+            del out["quic"]
         return out
 
     def to_json(self, indent: int | None = 2) -> str:

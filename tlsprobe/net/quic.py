@@ -1,4 +1,5 @@
-"""QUIC v1 as a transport (net.transport.Transport): UDP datagrams under the one driver.
+"""QUIC v1 and v2 as a transport (net.transport.Transport): UDP datagrams under the one
+driver.
 
 `quic_connector` opens a connected UDP socket and returns a `QuicTransport`, whose send and
 receive carry TLS records to and from the engine; net.quic_conn turns them into QUIC
@@ -10,8 +11,8 @@ Waits: each receive waits at most the per-read timeout for a datagram and never 
 deadline; with no answer at all, our Initial packets are sent again after 0.5 s, 1 s, 2 s
 (at most `MAX_TRIES` times). After the engine's close_notify, the transport waits briefly
 for the server's HANDSHAKE_DONE (its acceptance of our Finished, or its alert), then sends
-CONNECTION_CLOSE. Datagrams that are not QUIC v1 are ignored and named in the timeout
-message; an ICMP port unreachable is "connection refused".
+CONNECTION_CLOSE. Datagrams that cannot be read (or are of another version) are ignored
+and named in the timeout message; an ICMP port unreachable is "connection refused".
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from typing import TYPE_CHECKING
 
 from tlsprobe.engine.common import HandshakeFailure
 from tlsprobe.errors import FailureKind, NetworkError
-from tlsprobe.net.quic_conn import QuicConnection, new_connection_ids
+from tlsprobe.net.quic_conn import QuicConnection
 from tlsprobe.net.quic_info import QUIC_ERRORS, QuicInfo
 from tlsprobe.net.quic_params import client_parameters
+from tlsprobe.net.quic_wire import QUIC_V1, new_connection_ids
 from tlsprobe.net.tcp import Target, cause_of, resolve
 from tlsprobe.net.transport import Connector, Transport
 
@@ -37,12 +39,12 @@ FIRST_PTO = 0.5        # seconds before the first retransmission
 CLOSE_WAIT = 1.0       # seconds to wait for HANDSHAKE_DONE after our Finished
 
 
-class QuicTransport:
-    """One QUIC connection as a transport of TLS records (see the module docstring)."""
+class QuicCore:
+    """What the blocking and the asyncio QUIC transports share (no I/O here): the
+    connection, the Initial retransmission timer, the wait for HANDSHAKE_DONE, the decision
+    what `receive` returns, and its timeout message."""
 
-    def __init__(self, sock: socket.socket, target: Target, info: QuicInfo,
-                 read_timeout: float) -> None:
-        self.sock = sock
+    def __init__(self, target: Target, info: QuicInfo, read_timeout: float) -> None:
         self.target = target
         self.info = info
         self.conn = QuicConnection(info)
@@ -50,37 +52,24 @@ class QuicTransport:
         self.tries = 0
         self.next_try = 0.0
         self.close_by: float | None = None
-        self.address = str(sock.getpeername()[0])
 
     def bind(self, engine: ClientHandshake) -> None:
         """The engine whose key schedule gives the packet keys (called before `send`)."""
         self.conn.engine = engine
 
-    @property
-    def peer(self) -> tuple[str, int]:
-        return self.address, self.target.port
-
-    @property
-    def local(self) -> tuple[str, int]:
-        try:
-            name = self.sock.getsockname()
-            return str(name[0]), int(name[1])
-        except OSError:
-            return ("0.0.0.0", 0)
-
     def _error(self, text: str, cause: str = "other") -> NetworkError:
         return NetworkError(f"{self.target.display}: {text}", cause, text)  # type: ignore[arg-type]
 
-    def _flush(self) -> None:
-        for datagram in self.conn.outbox:
-            try:
-                self.sock.send(datagram)
-            except OSError as exc:
-                self.conn.outbox.clear()
-                raise self._error(f"UDP send failed: {_text(exc)}", cause_of(exc)) from None
-        self.conn.outbox.clear()
+    def _outgoing(self, local: tuple[str, int], peer: tuple[str, int]) -> list[bytes]:
+        """The datagrams to send now (kept for --pcap-out)."""
+        out, self.conn.outbox = self.conn.outbox, []
+        if out and self.info.client_address is None:
+            self.info.client_address, self.info.server_address = local, peer
+        for datagram in out:
+            self.info.keep(True, datagram)
+        return out
 
-    def send(self, data: bytes) -> None:
+    def _from_engine(self, data: bytes) -> None:
         first = not self.conn.initial_sent
         self.conn.from_engine(data)
         if first and self.conn.initial_sent:
@@ -88,38 +77,30 @@ class QuicTransport:
             self.next_try = time.monotonic() + FIRST_PTO
         if self.conn.closing and self.close_by is None:
             self.close_by = time.monotonic() + CLOSE_WAIT
-        self._flush()
 
-    def receive(self, deadline: float) -> bytes:
-        read_by = min(deadline, time.monotonic() + self.read_timeout)
-        while True:
-            self.conn.retry_waiting()
-            self._flush()
-            data = self.conn.records()
-            if data:
-                return data
-            self._check_closed()
-            if self.conn.closing and (self.info.handshake_done or self.conn.closed or (
-                    self.close_by is not None and time.monotonic() >= self.close_by)):
-                self.conn.send_close(0)
-                self._flush()
-                return b""
-            now = time.monotonic()
-            if now >= read_by:
-                raise self._timeout(deadline, now)
-            wake = min(read_by, self.close_by or read_by)
-            if not self.conn.heard and self.tries and self.tries < MAX_TRIES:
-                wake = min(wake, self.next_try)
-            self.sock.settimeout(max(0.001, wake - now))
-            try:
-                datagram = self.sock.recv(MAX_DATAGRAM)
-            except (socket.timeout, TimeoutError):
-                self._maybe_retransmit()
-                continue
-            except OSError as exc:
-                raise self._error(_text(exc), cause_of(exc)) from None
-            self.conn.datagram(datagram)
-            self._maybe_retransmit()
+    def _ready(self) -> bytes | None:
+        """The engine's next bytes, b"" once the connection is over, None: wait on."""
+        self.conn.retry_waiting()
+        data = self.conn.records()
+        if data:
+            return data
+        self._check_closed()
+        if self.conn.closing and (self.info.handshake_done or self.conn.closed or (
+                self.close_by is not None and time.monotonic() >= self.close_by)):
+            self.conn.send_close(0)
+            return b""
+        return None
+
+    def _wake(self, read_by: float) -> float:
+        """When to stop waiting for a datagram: the read limit, the close wait, the timer."""
+        wake = min(read_by, self.close_by or read_by)
+        if not self.conn.heard and self.tries and self.tries < MAX_TRIES:
+            wake = min(wake, self.next_try)
+        return wake
+
+    def _datagram(self, datagram: bytes) -> None:
+        self.info.keep(False, datagram)
+        self.conn.datagram(datagram)
 
     def _check_closed(self) -> None:
         """The server's CONNECTION_CLOSE without a TLS alert (an alert reaches the engine)."""
@@ -140,7 +121,6 @@ class QuicTransport:
             return
         if time.monotonic() >= self.next_try:
             self.conn.retransmit()
-            self._flush()
             self.tries += 1
             self.next_try = time.monotonic() + FIRST_PTO * (1 << (self.tries - 1))
 
@@ -154,12 +134,73 @@ class QuicTransport:
         return self._error(f"timed out waiting for the server (no QUIC answer for "
                            f"{self.read_timeout:.1f} s){sent}{extra}", "timeout")
 
+    def _closing(self) -> bool:
+        """Whether our CONNECTION_CLOSE is still to be sent when the transport closes."""
+        if self.conn.closed or not self.conn.initial_sent:
+            return False
+        try:
+            self.conn.send_close(0)
+        except (NetworkError, ValueError):
+            return False
+        return True
+
+
+class QuicTransport(QuicCore):
+    """One QUIC connection over a blocking UDP socket (see the module docstring)."""
+
+    def __init__(self, sock: socket.socket, target: Target, info: QuicInfo,
+                 read_timeout: float) -> None:
+        super().__init__(target, info, read_timeout)
+        self.sock = sock
+        self.address = str(sock.getpeername()[0])
+
+    @property
+    def peer(self) -> tuple[str, int]:
+        return self.address, self.target.port
+
+    @property
+    def local(self) -> tuple[str, int]:
+        try:
+            name = self.sock.getsockname()
+            return str(name[0]), int(name[1])
+        except OSError:
+            return ("0.0.0.0", 0)
+
+    def _flush(self) -> None:
+        for datagram in self._outgoing(self.local, self.peer):
+            try:
+                self.sock.send(datagram)
+            except OSError as exc:
+                raise self._error(f"UDP send failed: {_text(exc)}", cause_of(exc)) from None
+
+    def send(self, data: bytes) -> None:
+        self._from_engine(data)
+        self._flush()
+
+    def receive(self, deadline: float) -> bytes:
+        read_by = min(deadline, time.monotonic() + self.read_timeout)
+        while True:
+            ready = self._ready()
+            self._flush()
+            if ready is not None:
+                return ready
+            now = time.monotonic()
+            if now >= read_by:
+                raise self._timeout(deadline, now)
+            self.sock.settimeout(max(0.001, self._wake(read_by) - now))
+            try:
+                self._datagram(self.sock.recv(MAX_DATAGRAM))
+            except (socket.timeout, TimeoutError):
+                pass
+            except OSError as exc:
+                raise self._error(_text(exc), cause_of(exc)) from None
+            self._maybe_retransmit()
+
     def close(self) -> None:
         try:
-            if not self.conn.closed and self.conn.initial_sent:
-                self.conn.send_close(0)
+            if self._closing():
                 self._flush()
-        except (NetworkError, ValueError):
+        except NetworkError:
             pass
         try:
             self.sock.close()
@@ -174,13 +215,17 @@ def _text(exc: OSError) -> str:
 
 
 def quic_connector(timeout: float, read_timeout: float | None = None,
-                   info: QuicInfo | None = None) -> tuple[Connector, QuicInfo]:
+                   info: QuicInfo | None = None,
+                   versions: tuple[int, ...] = (QUIC_V1,)) -> tuple[Connector, QuicInfo]:
     """A connector for `run_probe(connect=...)` and the QuicInfo it fills; the connection
     IDs are chosen here, as the ClientHello's transport parameters name ours
-    (`client_parameters(info.scid)`)."""
+    (`client_parameters(info.scid, info.version, info.offered)`). `versions[0]` is the
+    version of our Initial packets; more versions are offered for compatible version
+    negotiation, preferred to the first in their order."""
     if info is None:
         scid, dcid = new_connection_ids()
-        info = QuicInfo(scid, dcid)
+        info = QuicInfo(scid, dcid, versions[0],
+                        (*versions[1:], versions[0]) if len(versions) > 1 else ())
     state = info
 
     def connect(target: Target, deadline: float) -> Transport:
@@ -203,4 +248,4 @@ def quic_connector(timeout: float, read_timeout: float | None = None,
     return connect, info
 
 
-__all__ = ["QuicInfo", "QuicTransport", "client_parameters", "quic_connector"]
+__all__ = ["QuicCore", "QuicInfo", "QuicTransport", "client_parameters", "quic_connector"]

@@ -1,5 +1,5 @@
-"""The client side of one QUIC v1 connection, sans-IO: datagrams in and out, TLS records
-to and from the engine.
+"""The client side of one QUIC v1 or v2 connection, sans-IO: datagrams in and out, TLS
+records to and from the engine.
 
 The TLS engine (engine.client.ClientHandshake) speaks TLS records; over QUIC its handshake
 messages travel in CRYPTO frames without records (RFC 9001 4). This class translates, so the
@@ -10,7 +10,10 @@ become Handshake CRYPTO data; its ChangeCipherSpec is dropped (QUIC has none). T
 way, the server's Initial CRYPTO data reaches the engine as plaintext records, its Handshake
 and 1-RTT CRYPTO data as records protected with the server's traffic secret, and a
 CONNECTION_CLOSE carrying a TLS alert (0x100 + alert) as that alert. Packet protection keys
-for each epoch come from the same secrets (RFC 9001 5.1).
+for each epoch come from the same secrets (RFC 9001 5.1), with the labels of the version in
+use (v2: RFC 9369); a server's first Initial in another version we offered in
+version_information moves the connection to that version (RFC 9368 compatible version
+negotiation), which its transport parameters must confirm.
 
 Bounded: CRYPTO data per epoch (`MAX_CRYPTO`), out-of-order ranges, packets waiting for
 keys, frames per packet. Peer faults end as HandshakeFailure (protocol, closed, alert).
@@ -18,7 +21,6 @@ keys, frames per packet. Peer faults end as HandshakeFailure (protocol, closed, 
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from tlsprobe.engine.common import HandshakeFailure
@@ -48,10 +50,11 @@ class QuicConnection:
         self.original_dcid = info.original_dcid
         self.dcid = info.original_dcid
         self.token = b""
-        self.send_keys: dict[int, w.PacketKeys] = {
-            w.INITIAL: w.PacketKeys.initial(self.dcid, "client")}
-        self.recv_keys: dict[int, w.PacketKeys] = {
-            w.INITIAL: w.PacketKeys.initial(self.dcid, "server")}
+        self.key_dcid = self.dcid           # what the Initial keys derive from (Retry: new)
+        self.version = info.version         # of our packets; the server may change it once
+        self.send_keys: dict[int, w.PacketKeys] = {}
+        self.recv_keys: dict[int, w.PacketKeys] = {}
+        self._initial_keys()
         self.pn = {w.INITIAL: 0, w.HANDSHAKE: 0, w.APPLICATION: 0}
         self.largest = {w.INITIAL: -1, w.HANDSHAKE: -1, w.APPLICATION: -1}
         self.received: dict[int, set[int]] = {w.INITIAL: set(), w.HANDSHAKE: set(),
@@ -74,7 +77,12 @@ class QuicConnection:
         self.peer_closed: tuple[int, str] | None = None
         self.hs_stream = bytearray()        # the server's Handshake messages, for 0x39
 
-    # -- keys from the engine ------------------------------------------------------------
+    # -- keys ----------------------------------------------------------------------------
+    def _initial_keys(self) -> None:
+        """The Initial keys of the current version and destination connection ID."""
+        self.send_keys[w.INITIAL] = w.PacketKeys.initial(self.key_dcid, "client", self.version)
+        self.recv_keys[w.INITIAL] = w.PacketKeys.initial(self.key_dcid, "server", self.version)
+
     def update_keys(self) -> None:
         """Install the packet keys of each epoch once the engine's key schedule has them."""
         engine = self.engine
@@ -89,8 +97,8 @@ class QuicConnection:
                  ks.client_application_traffic_secret_0)):
             if server is None or client is None or space in self.server_prot:
                 continue
-            self.recv_keys[space] = w.PacketKeys(server, suite)
-            self.send_keys[space] = w.PacketKeys(client, suite)
+            self.recv_keys[space] = w.PacketKeys(server, suite, self.version)
+            self.send_keys[space] = w.PacketKeys(client, suite, self.version)
             self.server_prot[space] = half.epochs.protection(server)
             self.client_prot[space] = half.epochs.protection(client)
 
@@ -128,7 +136,7 @@ class QuicConnection:
                 self._engine_alert(inner[1])
             elif inner_type == 22:
                 self._crypto_out(space, inner)
-                if _has_finished(inner):
+                if w.has_finished(inner):
                     self.client_finished = True
 
     def _engine_alert(self, description: int) -> None:
@@ -154,7 +162,8 @@ class QuicConnection:
     def _long_header(self, space: int, payload_len: int) -> bytes:
         ptype = 0 if space == w.INITIAL else 2
         return w.long_header(ptype, self.dcid, self.scid, self.pn[space], payload_len,
-                             self.token if space == w.INITIAL else None)
+                             self.token if space == w.INITIAL else None,
+                             version=self.version)
 
     def _send(self, space: int, frames: bytes) -> None:
         """Seal one packet in `space` (with a due ACK) and queue it as one datagram."""
@@ -210,7 +219,7 @@ class QuicConnection:
 
     # -- server -> engine ----------------------------------------------------------------
     def datagram(self, data: bytes) -> None:
-        """One datagram from the server; a datagram that is not QUIC v1 is counted, dropped."""
+        """One datagram from the server; a datagram it cannot read is counted, dropped."""
         self.info.datagrams_received += 1
         self.update_keys()
         try:
@@ -231,6 +240,9 @@ class QuicConnection:
             return
         if packet.dcid != self.scid:
             self.info.ignore(f"{packet.kind} packet for another connection ID")
+            return
+        if packet.kind != "1-RTT" and packet.version != self.version and \
+                not self._compatible(packet):
             return
         space = {"Initial": w.INITIAL, "Handshake": w.HANDSHAKE, "1-RTT": w.APPLICATION}.get(
             packet.kind)
@@ -283,35 +295,52 @@ class QuicConnection:
             self._packet(packet)
         self.flush()
 
+    def _compatible(self, packet: w.Packet) -> bool:
+        """Compatible version negotiation (RFC 9368 6): a server Initial in another version we
+        offered, before any of its Initial CRYPTO data (its ServerHello), moves the
+        connection to that version (once); the Initial keys are derived again for it from
+        the same connection ID. Other packets of another version are ignored."""
+        if self.info.negotiated_from is not None or self.crypto_in[w.INITIAL].next or \
+                packet.kind != "Initial" or packet.version not in self.info.offered:
+            self.info.ignore(f"{packet.kind} packet of QUIC version "
+                             f"{w.version_name(packet.version)} (we use "
+                             f"{w.version_name(self.version)})")
+            return False
+        self.info.negotiated_from = self.version
+        self.version = self.info.version = packet.version
+        self._initial_keys()
+        return True
+
     def _version_negotiation(self, packet: w.Packet) -> None:
         if self.heard or packet.dcid != self.scid:
             return
         body = packet.data[packet.pn_offset:]
         versions = [int.from_bytes(body[i:i + 4], "big") for i in range(0, len(body) - 3, 4)]
-        if 1 in versions:
+        if self.version in versions:
             return   # RFC 9000 6.2: a VN listing our version is ignored
         self.info.version_negotiation = versions[:32]
         shown = ", ".join(f"0x{v:08x}" for v in versions[:8]) or "none"
-        raise HandshakeFailure(FailureKind.PROTOCOL, "server does not speak QUIC v1 (its "
-                               f"Version Negotiation offers: {shown})")
+        raise HandshakeFailure(FailureKind.PROTOCOL, "server does not speak QUIC "
+                               f"{w.version_name(self.version)} (its Version Negotiation "
+                               f"offers: {shown})")
 
     def _retry(self, packet: w.Packet) -> None:
         if self.heard or self.retried:
             return
         data = packet.data
-        if len(data) < packet.pn_offset + 16 or packet.dcid != self.scid:
+        if len(data) < packet.pn_offset + 16 or packet.dcid != self.scid or \
+                packet.version != self.version:
             self.info.ignore("malformed Retry")
             return
-        if w.retry_tag(self.original_dcid, data[:-16]) != data[-16:]:
+        if w.retry_tag(self.original_dcid, data[:-16], self.version) != data[-16:]:
             self.info.bad_retry += 1
             self.info.ignore("Retry with a bad integrity tag")
             return
         self.retried = True
         self.info.retry_scid = packet.scid
         self.token = data[packet.pn_offset:-16]
-        self.dcid = packet.scid
-        self.send_keys[w.INITIAL] = w.PacketKeys.initial(self.dcid, "client")
-        self.recv_keys[w.INITIAL] = w.PacketKeys.initial(self.dcid, "server")
+        self.dcid = self.key_dcid = packet.scid
+        self._initial_keys()
         self.retransmit()
 
     # -- records for the engine ----------------------------------------------------------
@@ -357,26 +386,11 @@ class QuicConnection:
         if params is None:
             return
         self.info.transport_parameters = params
-        odcid = dict(params).get(0x00)
-        if odcid != self.original_dcid:
-            raise HandshakeFailure(FailureKind.PROTOCOL, "server's original_destination_"
-                                   "connection_id is not the one we sent (RFC 9000 7.3)")
-
-
-def _has_finished(messages: bytes) -> bool:
-    """Whether the handshake messages in one record include a Finished (type 20)."""
-    p = 0
-    while p + 4 <= len(messages):
-        if messages[p] == 20:
-            return True
-        p += 4 + int.from_bytes(messages[p + 1:p + 4], "big")
-    return False
+        problem = qp.server_problem(params, self.original_dcid, self.version,
+                                    self.info.negotiated_from is not None)
+        if problem:
+            raise HandshakeFailure(FailureKind.PROTOCOL, problem)
 
 
 def _chunks(data: bytes) -> list[bytes]:
     return [data[i:i + RECORD] for i in range(0, len(data), RECORD)]
-
-
-def new_connection_ids() -> tuple[bytes, bytes]:
-    """A fresh (source, destination) connection ID pair, 8 bytes each."""
-    return os.urandom(8), os.urandom(8)

@@ -5,12 +5,15 @@ and Version Negotiation, the server's transport parameters, the packets both way
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
+from tlsprobe.model.quic import QuicParameter, QuicSummary
 from tlsprobe.net import quic_params as qp
 from tlsprobe.net import quic_wire as w
 
 MAX_LOG = 200      # packet lines kept for --msg
+MAX_KEPT = 1000    # datagrams kept for --pcap-out (a handshake takes a few dozen)
 MAX_IGNORED = 20   # texts kept of what was ignored (all are counted)
 QUIC_ERRORS = {0x0: "NO_ERROR", 0x1: "INTERNAL_ERROR", 0x2: "CONNECTION_REFUSED",
                0x3: "FLOW_CONTROL_ERROR", 0x7: "FRAME_ENCODING_ERROR",
@@ -22,13 +25,24 @@ _FRAME_NAMES = {0x00: "PADDING", 0x01: "PING", 0x02: "ACK", 0x03: "ACK", 0x06: "
                 0x1D: "CONNECTION_CLOSE", 0x1E: "HANDSHAKE_DONE"}
 
 
+@dataclass(frozen=True)
+class Datagram:
+    """One UDP datagram as sent or received (capture.writer's SegmentLike, for --pcap-out)."""
+
+    from_client: bool
+    data: bytes
+    time: float
+
+
 @dataclass
 class QuicInfo:
     """The QUIC side of one probe."""
 
     scid: bytes
     original_dcid: bytes
-    version: int = 1
+    version: int = w.QUIC_V1                 # of the connection (after any negotiation)
+    offered: tuple[int, ...] = ()           # our version_information's available versions
+    negotiated_from: int | None = None      # the version we started in, if the server moved
     client_hello_packets: int = 0       # Initial packets our first ClientHello took
     datagrams_received: int = 0
     handshake_done: bool = False
@@ -41,9 +55,17 @@ class QuicInfo:
     ignored_count: int = 0
     closed_by_us: int | None = None                  # the error code of our CONNECTION_CLOSE
     closed_by_server: tuple[int, str] | None = None  # its error code and reason
+    datagrams: list[Datagram] = field(default_factory=list)   # both ways, for --pcap-out
+    client_address: tuple[str, int] | None = None
+    server_address: tuple[str, int] | None = None
+
+    def keep(self, from_client: bool, data: bytes) -> None:
+        """Remember one datagram for --pcap-out (the first MAX_KEPT)."""
+        if len(self.datagrams) < MAX_KEPT:
+            self.datagrams.append(Datagram(from_client, data, time.time()))
 
     def ignore(self, what: str) -> None:
-        """A datagram or packet that was dropped (not QUIC v1, not ours, not opening)."""
+        """A datagram or packet that was dropped (unreadable, not ours, not opening)."""
         self.ignored_count += 1
         if len(self.ignored) < MAX_IGNORED:
             self.ignored.append(what)
@@ -61,12 +83,40 @@ class QuicInfo:
         except ValueError as exc:
             names = [f"(unreadable: {exc})"]
         cids = f"dcid={dcid.hex()}" + (f" scid={scid.hex()}" if scid else "")
-        self.log.append(f"{way} {kind} v1 {cids} pn={pn}: {', '.join(names)}")
+        self.log.append(f"{way} {kind} {w.version_name(self.version)} {cids} pn={pn}: "
+                        f"{', '.join(names)}")
+
+    def summary(self) -> QuicSummary:
+        """The report's `quic` object (model/quic.py)."""
+        params = None if self.transport_parameters is None else tuple(
+            QuicParameter(pid, qp.describe(pid, value)[0],
+                          value if isinstance(value, int) else value.hex())
+            for pid, value in self.transport_parameters)
+        closed = self.closed_by_server
+        return QuicSummary(
+            version=f"0x{self.version:08x}", version_name=w.version_name(self.version),
+            compatible_from=None if self.negotiated_from is None else
+            w.version_name(self.negotiated_from),
+            client_hello_packets=self.client_hello_packets,
+            retry_source_connection_id=None if self.retry_scid is None else
+            self.retry_scid.hex(),
+            bad_retries=self.bad_retry,
+            version_negotiation=None if self.version_negotiation is None else tuple(
+                f"0x{v:08x}" for v in self.version_negotiation),
+            transport_parameters=params, handshake_done=self.handshake_done,
+            datagrams_received=self.datagrams_received, ignored=self.ignored_count,
+            closed_by_server=None if closed is None else closed[0],
+            closed_by_server_reason=None if closed is None or not closed[1] else
+            _escaped(closed[1]),
+            closed_by_us=self.closed_by_us)
 
     def lines(self) -> list[str]:
         """The report lines of the QUIC side (escaped: network values are hex or numbers)."""
-        out = [f"QUIC version: 0x{self.version:08x} (v1)",
-               f"ClientHello Initial packets: {self.client_hello_packets}"]
+        out = [f"QUIC version: 0x{self.version:08x} ({w.version_name(self.version)})"]
+        if self.negotiated_from is not None:
+            out.append("Compatible version negotiation: from "
+                       f"{w.version_name(self.negotiated_from)} (RFC 9368)")
+        out.append(f"ClientHello Initial packets: {self.client_hello_packets}")
         if self.retry_scid is not None:
             out.append(f"Retry: yes (server connection ID {self.retry_scid.hex()}, "
                        "integrity tag checked)")
@@ -83,6 +133,12 @@ class QuicInfo:
         if self.closed_by_us is not None:
             out.append(f"Closed with: CONNECTION_CLOSE {_error(self.closed_by_us)} sent")
         return out
+
+
+def _escaped(text: str) -> str:
+    """Printable ASCII as is (a backslash doubled), every other character as \\xNN."""
+    return "".join(c if " " <= c <= "~" and c != "\\" else "\\\\" if c == "\\" else
+                   f"\\x{ord(c) & 0xFF:02x}" for c in text)
 
 
 def _error(code: int) -> str:

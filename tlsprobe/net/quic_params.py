@@ -7,7 +7,7 @@ IDs, tokens and unknown parameters are shown as hex (the server's bytes are neve
 
 from __future__ import annotations
 
-from tlsprobe.net.quic_wire import pull_bytes, pull_varint, varint
+from tlsprobe.net.quic_wire import pull_bytes, pull_varint, varint, version_name
 
 EXTENSION = 0x39
 NAMES = {
@@ -26,13 +26,27 @@ INTEGERS = frozenset({0x01, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B
 MAX_PARAMETERS = 64
 
 
-def client_parameters(scid: bytes) -> bytes:
+def client_parameters(scid: bytes, chosen: int | None = None,
+                      available: tuple[int, ...] = ()) -> bytes:
     """What tlsprobe offers: enough for a server to finish the handshake (RFC 9000 7.3:
-    initial_source_connection_id is required), no streams it would need to serve."""
+    initial_source_connection_id is required), no streams it would need to serve; with
+    `available`, version_information (RFC 9368 3) naming `chosen` (our Initial packets'
+    version) and the versions we accept, ours first."""
     ints = ((0x01, 30000), (0x03, 1472), (0x04, 1 << 20), (0x05, 1 << 18), (0x06, 1 << 18),
             (0x07, 1 << 18), (0x08, 0), (0x09, 3), (0x0E, 2))
     out = b"".join(varint(k) + varint(len(varint(v))) + varint(v) for k, v in ints)
-    return out + varint(0x0F) + varint(len(scid)) + scid
+    out += varint(0x0F) + varint(len(scid)) + scid
+    if available and chosen is not None:
+        info = b"".join(v.to_bytes(4, "big") for v in (chosen, *available))
+        out += varint(0x11) + varint(len(info)) + info
+    return out
+
+
+def chosen_version(value: int | bytes | None) -> int | None:
+    """The Chosen Version of a version_information value, None when absent or malformed."""
+    if not isinstance(value, bytes) or len(value) < 4 or len(value) % 4:
+        return None
+    return int.from_bytes(value[:4], "big")
 
 
 def parse_parameters(data: bytes) -> list[tuple[int, int | bytes]]:
@@ -55,6 +69,22 @@ def parse_parameters(data: bytes) -> list[tuple[int, int | bytes]]:
     return out
 
 
+def server_problem(params: list[tuple[int, int | bytes]], original_dcid: bytes,
+                   version: int, negotiated: bool) -> str | None:
+    """What is wrong with the server's parameters, None when nothing: the connection ID we
+    first sent must come back (RFC 9000 7.3), and version_information must name the version
+    in use (RFC 9368 4; required after a compatible version negotiation)."""
+    found = dict(params)
+    if found.get(0x00) != original_dcid:
+        return ("server's original_destination_connection_id is not the one we sent "
+                "(RFC 9000 7.3)")
+    chosen = chosen_version(found.get(0x11))
+    if (chosen is not None and chosen != version) or (chosen is None and negotiated):
+        return (f"server's version_information does not confirm QUIC {version_name(version)}"
+                ", the version it answered in (RFC 9368 4)")
+    return None
+
+
 def describe(pid: int, value: int | bytes) -> tuple[str, str]:
     """(name, shown value) of one parameter."""
     name = NAMES.get(pid, f"unknown 0x{pid:x}")
@@ -62,6 +92,11 @@ def describe(pid: int, value: int | bytes) -> tuple[str, str]:
         return name, str(value)
     if pid == 0x0C or (pid == 0x2AB2 and not value):
         return name, "(present)"
+    if pid == 0x11 and chosen_version(value) is not None:
+        versions = [f"0x{int.from_bytes(value[i:i + 4], 'big'):08x}"
+                    for i in range(4, min(len(value), 4 + 4 * 16), 4)]
+        return name, f"chosen 0x{value[:4].hex()}, available " + (" ".join(versions) or
+                                                                 "(none)")
     return name, value.hex() if value else "(empty)"
 
 

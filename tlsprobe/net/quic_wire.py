@@ -1,112 +1,55 @@
-"""QUIC v1 wire pieces for the live client (RFC 9000, RFC 9001): pure functions, no sockets.
+"""QUIC v1 and v2 wire pieces for the live client (RFC 9000, RFC 9001, RFC 9369): pure
+functions, no sockets.
 
-Variable-length integers, packet protection keys from a TLS secret ("quic key", "quic iv",
-"quic hp"), header protection (AES-ECB or ChaCha20 over a 16-byte sample), long and short
-header packets (built and opened), the frames the handshake needs (PADDING, PING, ACK,
-CRYPTO, CONNECTION_CLOSE, HANDSHAKE_DONE; others are skipped when their length is known),
-the Retry integrity tag (RFC 9001 5.8) and the CRYPTO stream reassembly. Every reader
-raises ValueError on bytes it cannot read, never IndexError.
+Variable-length integers, packet protection keys, header protection, sealing, opening and
+the Retry integrity tag come from wire.quic (shared with the capture reader); here: long and
+short headers (built), the packets of a datagram (split), the frames the handshake needs
+(PADDING, PING, ACK, CRYPTO, CONNECTION_CLOSE, HANDSHAKE_DONE; others are skipped when their
+length is known) and the CRYPTO stream reassembly. Every reader raises ValueError on bytes
+it cannot read, never IndexError.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
+from tlsprobe.wire.quic import (
+    QUIC_V1,
+    QUIC_V2,
+    SALT_V1,
+    SALT_V2,
+    SUITES,
+    PacketKeys,
+    decode_pn,
+    long_type,
+    long_type_bits,
+    pull_bytes,
+    pull_varint,
+    retry_tag,
+    seal,
+    unprotect,
+    varint,
+    version_name,
+)
 
-from tlsprobe.engine.keyschedule import hkdf_expand_label, hkdf_extract
-
-#: QUIC v1 and its Initial salt (RFC 9001 5.2); offline/quic_packets.py holds the same values
-#: with those of the other versions captures show (net/ does not import offline/)
-QUIC_V1 = 0x00000001
-SALT_V1 = bytes.fromhex("38762cf7f55934b34d179ae6a4c80cadccbb7f0a")
+__all__ = ["APPLICATION", "HANDSHAKE", "INITIAL", "QUIC_V1", "QUIC_V2", "SALT_V1", "SALT_V2",
+           "SUITES", "VERSIONS", "CryptoStream", "Frame", "Packet", "PacketKeys", "ack_frame",
+           "close_frame", "crypto_frame", "decode_pn", "has_finished", "long_header",
+           "new_connection_ids", "parse_frames", "pull_bytes", "pull_varint", "retry_tag",
+           "seal", "short_header", "split_datagram", "unprotect", "varint", "version_name"]
 
 INITIAL, HANDSHAKE, APPLICATION = 0, 2, 3     # packet number spaces (0-RTT unused)
-LONG_TYPES = {0: "Initial", 1: "0-RTT", 2: "Handshake", 3: "Retry"}   # QUIC v1
-RETRY_KEY_V1 = bytes.fromhex("be0c690b9f66575a1d766b54e368c84e")
-RETRY_NONCE_V1 = bytes.fromhex("461599d35d632bf2239825bb")
-#: suite -> (AEAD key length, hash, ChaCha20?) of the TLS 1.3 suites QUIC allows
-SUITES = {0x1301: (16, "sha256", False), 0x1302: (32, "sha384", False),
-          0x1303: (32, "sha256", True)}
-
-
-def varint(value: int) -> bytes:
-    """RFC 9000 16: the shortest encoding of `value` (< 2^62)."""
-    if value < 0x40:
-        return bytes([value])
-    if value < 0x4000:
-        return (value | 0x4000).to_bytes(2, "big")
-    if value < 0x40000000:
-        return (value | 0x80000000).to_bytes(4, "big")
-    if value < 1 << 62:
-        return (value | 0xC000000000000000).to_bytes(8, "big")
-    raise ValueError(f"{value} does not fit a QUIC varint")
-
-
-def pull_varint(buf: bytes, p: int) -> tuple[int, int]:
-    """(value, next offset) of the varint at `p`; ValueError when cut."""
-    if p >= len(buf):
-        raise ValueError("truncated varint")
-    size = 1 << (buf[p] >> 6)
-    if p + size > len(buf):
-        raise ValueError("truncated varint")
-    return int.from_bytes(buf[p:p + size], "big") & ((1 << (8 * size - 2)) - 1), p + size
-
-
-def pull_bytes(buf: bytes, p: int, n: int) -> tuple[bytes, int]:
-    if n < 0 or p + n > len(buf):
-        raise ValueError(f"field of {n} bytes runs past the end")
-    return buf[p:p + n], p + n
-
-
-class PacketKeys:
-    """One direction's packet protection for one epoch (RFC 9001 5.1-5.4)."""
-
-    def __init__(self, secret: bytes, suite: int = 0x1301) -> None:
-        key_len, hash_name, chacha = SUITES.get(suite, SUITES[0x1301])
-        key = hkdf_expand_label(secret, b"quic key", b"", key_len, hash_name)
-        self.iv = hkdf_expand_label(secret, b"quic iv", b"", 12, hash_name)
-        hp = hkdf_expand_label(secret, b"quic hp", b"", key_len, hash_name)
-        self.aead: AESGCM | ChaCha20Poly1305 = ChaCha20Poly1305(key) if chacha else AESGCM(key)
-        self._hp_key = hp
-        self._chacha = chacha
-
-    @classmethod
-    def initial(cls, dcid: bytes, side: str) -> PacketKeys:
-        """The Initial keys of `side` ("client" or "server") for the client's first DCID."""
-        secret = hkdf_expand_label(hkdf_extract(SALT_V1, dcid), f"{side} in".encode(), b"", 32)
-        return cls(secret)
-
-    def mask(self, sample: bytes) -> bytes:
-        """The 5-byte header protection mask of a 16-byte sample."""
-        if self._chacha:
-            enc = Cipher(algorithms.ChaCha20(self._hp_key, sample), None).encryptor()
-            return enc.update(bytes(5))
-        enc = Cipher(algorithms.AES(self._hp_key), modes.ECB()).encryptor()
-        return (enc.update(sample) + enc.finalize())[:5]
-
-    def nonce(self, pn: int) -> bytes:
-        return (int.from_bytes(self.iv, "big") ^ pn).to_bytes(12, "big")
-
-
-def seal(keys: PacketKeys, header: bytes, pn: int, pn_len: int, payload: bytes) -> bytes:
-    """Encrypt `payload` after `header` (which ends with the packet number) and apply header
-    protection; the payload must be long enough for the sample (caller pads)."""
-    sealed = header + keys.aead.encrypt(keys.nonce(pn), payload, header)
-    pn_offset = len(header) - pn_len
-    mask = keys.mask(sealed[pn_offset + 4:pn_offset + 20])
-    first = sealed[0] ^ (mask[0] & (0x0F if sealed[0] & 0x80 else 0x1F))
-    pn_bytes = bytes(b ^ m for b, m in zip(sealed[pn_offset:pn_offset + pn_len], mask[1:]))
-    return bytes([first]) + sealed[1:pn_offset] + pn_bytes + sealed[pn_offset + pn_len:]
+VERSIONS = (QUIC_V1, QUIC_V2)                 # the versions the client speaks
 
 
 def long_header(ptype: int, dcid: bytes, scid: bytes, pn: int, payload_len: int,
-                token: bytes | None = None, pn_len: int = 2) -> bytes:
-    """A v1 long header up to the packet number; `payload_len` excludes the 16-byte tag."""
-    out = bytes([0xC0 | (ptype << 4) | (pn_len - 1)]) + QUIC_V1.to_bytes(4, "big")
+                token: bytes | None = None, pn_len: int = 2, version: int = QUIC_V1) -> bytes:
+    """A long header up to the packet number; `ptype` is the v1 type code (0 Initial,
+    2 Handshake), `payload_len` excludes the 16-byte tag."""
+    bits = long_type_bits(ptype, version)
+    out = bytes([0xC0 | (bits << 4) | (pn_len - 1)]) + version.to_bytes(4, "big")
     out += bytes([len(dcid)]) + dcid + bytes([len(scid)]) + scid
     if ptype == 0:
         out += varint(len(token or b"")) + (token or b"")
@@ -116,35 +59,6 @@ def long_header(ptype: int, dcid: bytes, scid: bytes, pn: int, payload_len: int,
 
 def short_header(dcid: bytes, pn: int, pn_len: int = 2) -> bytes:
     return bytes([0x40 | (pn_len - 1)]) + dcid + (pn & 0xFFFF).to_bytes(pn_len, "big")
-
-
-def decode_pn(truncated: int, pn_len: int, largest: int) -> int:
-    """RFC 9000 A.3: the full packet number nearest the next expected one."""
-    expected = largest + 1
-    win = 1 << (pn_len * 8)
-    candidate = (expected & ~(win - 1)) | truncated
-    if candidate <= expected - win // 2 and candidate < (1 << 62) - win:
-        return candidate + win
-    if candidate > expected + win // 2 and candidate >= win:
-        return candidate - win
-    return candidate
-
-
-def unprotect(keys: PacketKeys, packet: bytes, pn_offset: int,
-              largest: int) -> tuple[int, bytes]:
-    """(packet number, plaintext payload) of one packet; ValueError when it does not open."""
-    if pn_offset + 20 > len(packet):
-        raise ValueError("packet too short for the header protection sample")
-    mask = keys.mask(packet[pn_offset + 4:pn_offset + 20])
-    first = packet[0] ^ (mask[0] & (0x0F if packet[0] & 0x80 else 0x1F))
-    pn_len = (first & 0x03) + 1
-    pn_bytes = bytes(b ^ m for b, m in zip(packet[pn_offset:pn_offset + pn_len], mask[1:]))
-    header = bytes([first]) + packet[1:pn_offset] + pn_bytes
-    pn = decode_pn(int.from_bytes(pn_bytes, "big"), pn_len, largest)
-    try:
-        return pn, keys.aead.decrypt(keys.nonce(pn), packet[pn_offset + pn_len:], header)
-    except InvalidTag:
-        raise ValueError("packet does not decrypt") from None
 
 
 @dataclass(frozen=True)
@@ -179,9 +93,9 @@ def split_datagram(datagram: bytes, short_dcid_len: int) -> Iterator[Packet]:
         if version == 0:
             yield Packet("VersionNegotiation", 0, dcid, scid, datagram[start:], p - start)
             return
-        if version != QUIC_V1:
+        if version not in VERSIONS:
             raise ValueError(f"long header packet of QUIC version 0x{version:08x}")
-        kind = LONG_TYPES[(first >> 4) & 3]
+        kind = long_type(first, version)
         if kind == "Retry":
             yield Packet(kind, version, dcid, scid, datagram[start:], p - start)
             return
@@ -193,12 +107,6 @@ def split_datagram(datagram: bytes, short_dcid_len: int) -> Iterator[Packet]:
         _, end = pull_bytes(datagram, p, length)
         yield Packet(kind, version, dcid, scid, datagram[start:end], p - start, token)
         p = end
-
-
-def retry_tag(odcid: bytes, retry_without_tag: bytes) -> bytes:
-    """The Retry integrity tag (RFC 9001 5.8) a v1 Retry must end with."""
-    pseudo = bytes([len(odcid)]) + odcid + retry_without_tag
-    return AESGCM(RETRY_KEY_V1).encrypt(RETRY_NONCE_V1, b"", pseudo)
 
 
 MAX_CRYPTO = 1 << 16        # CRYPTO bytes accepted per epoch
@@ -356,3 +264,18 @@ def ack_frame(received: set[int]) -> bytes:
 def close_frame(error: int, reason: bytes = b"") -> bytes:
     """A CONNECTION_CLOSE of the transport kind (0x1c), allowed in every packet type."""
     return b"\x1c" + varint(error) + varint(0) + varint(len(reason)) + reason
+
+
+def has_finished(messages: bytes) -> bool:
+    """Whether the handshake messages in one record include a Finished (type 20)."""
+    p = 0
+    while p + 4 <= len(messages):
+        if messages[p] == 20:
+            return True
+        p += 4 + int.from_bytes(messages[p + 1:p + 4], "big")
+    return False
+
+
+def new_connection_ids() -> tuple[bytes, bytes]:
+    """A fresh (source, destination) connection ID pair, 8 bytes each."""
+    return os.urandom(8), os.urandom(8)

@@ -3,7 +3,8 @@
 Initial packets are protected with keys anyone can derive (RFC 9001 5.2): HKDF-Extract
 with the version's public salt over the client's first Destination Connection ID, then
 "client in" / "server in", then "quic key", "quic iv", "quic hp" ("quicv2 ..." for QUIC v2,
-RFC 9369). Header protection is removed with AES-ECB over a 16-byte sample and the payload
+RFC 9369); the versions, salts and key derivation are wire.quic's, shared with the live
+client. Header protection is removed with AES-ECB over a 16-byte sample and the payload
 opened with AES-128-GCM. `quic.QuicTracker` puts the packets of one handshake together.
 """
 
@@ -15,82 +16,39 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from tlsprobe.engine.keyschedule import hkdf_expand_label, hkdf_extract
+from tlsprobe.wire.quic import (
+    GOOGLE_SALTS,
+    MVFST_DRAFTS,
+    Q050,
+    QUIC_CRYPTO_VERSIONS,
+    QUIC_V1,
+    QUIC_V2,
+    SALT_DRAFT22,
+    SALT_DRAFT23,
+    SALT_DRAFT29,
+    SALT_V1,
+    SALT_V2,
+    T050,
+    T051,
+    draft_of,
+    initial_secret,
+    key_material,
+    version_salt,
+)
+from tlsprobe.wire.quic import pull_varint as _varint
 
-QUIC_V1, QUIC_V2 = 0x00000001, 0x6B3343CF
-SALT_V1 = bytes.fromhex("38762cf7f55934b34d179ae6a4c80cadccbb7f0a")
-SALT_V2 = bytes.fromhex("0dede3def700a6db819381be6e269dcbf9bd2ed9")
-SALT_DRAFT29 = bytes.fromhex("afbfec289993d24c9e9786f19c6111e04390a899")
-SALT_DRAFT23 = bytes.fromhex("c3eef712c72ebb5a11a7d2432bb46365bef9f502")
-SALT_DRAFT22 = bytes.fromhex("7fbcdb0e7c66bbe9193a96cd21519ebd7a02644a")
-#: Google QUIC versions with IETF Initial protection, their salts as Wireshark's
-#: packet-quic.c has them. T050 and T051 carry a TLS 1.3 handshake, Q050 QUIC Crypto
-#: (CHLO/SHLO messages, `QUIC_CRYPTO_VERSIONS`), which is not TLS.
-Q050, T050, T051 = 0x51303530, 0x54303530, 0x54303531
-GOOGLE_SALTS = {
-    Q050: bytes.fromhex("504574efd066fe2f9d945cfcdbd3a7f0d3b56b45"),
-    T050: bytes.fromhex("7ff579e5acd072915580304c43a2367c60488310"),
-    T051: bytes.fromhex("7a4edef4e7ccee5fa4506c19124fc8ccda6e033d"),
-}
-QUIC_CRYPTO_VERSIONS = frozenset({Q050})
-#: Facebook mvfst versions and the IETF draft each follows (0xfaceb001: draft 22,
-#: 0xfaceb002 and 0xfaceb00e: draft 27, as mvfst and Wireshark derive their keys)
-MVFST_DRAFTS = {0xFACEB001: 22, 0xFACEB002: 27, 0xFACEB00E: 27}
-
-
-def draft_of(version: int) -> int | None:
-    """The IETF draft a QUIC version's Initial packets follow: 0xff0000XX is draft XX
-    (22..34 read here: older drafts had another long header), mvfst versions by
-    `MVFST_DRAFTS`; None for other versions."""
-    if version >> 8 == 0xFF0000 and 22 <= version & 0xFF <= 34:
-        return version & 0xFF
-    return MVFST_DRAFTS.get(version)
-
-
-def version_salt(version: int) -> tuple[bytes, str] | None:
-    """(initial salt, HKDF label prefix) of a QUIC version, None when unknown.
-
-    RFC 9001 5.2 (v1), RFC 9369 3.3 (v2: its own salt and "quicv2" labels); the drafts
-    changed the salt at drafts 23, 29 and 33 (33 and 34 already use v1's)."""
-    if version == QUIC_V1:
-        return SALT_V1, "quic"
-    if version == QUIC_V2:
-        return SALT_V2, "quicv2"
-    google = GOOGLE_SALTS.get(version)
-    if google is not None:
-        return google, "quic"
-    draft = draft_of(version)
-    if draft is None:
-        return None
-    if draft >= 33:
-        return SALT_V1, "quic"
-    if draft >= 29:
-        return SALT_DRAFT29, "quic"
-    return (SALT_DRAFT23 if draft >= 23 else SALT_DRAFT22), "quic"
-
-
-def _varint(buf: bytes, p: int) -> tuple[int, int]:
-    if p >= len(buf):
-        raise ValueError("truncated varint")
-    size = 1 << (buf[p] >> 6)
-    if p + size > len(buf):
-        raise ValueError("truncated varint")
-    value = buf[p] & 0x3F
-    for b in buf[p + 1:p + size]:
-        value = (value << 8) | b
-    return value, p + size
+__all__ = ["GOOGLE_SALTS", "MVFST_DRAFTS", "Q050", "QUIC_CRYPTO_VERSIONS", "QUIC_V1", "QUIC_V2",
+           "SALT_DRAFT22", "SALT_DRAFT23", "SALT_DRAFT29", "SALT_V1", "SALT_V2", "T050", "T051",
+           "InitialKeys", "crypto_frames", "draft_of", "initial_packets", "version_salt"]
 
 
 class InitialKeys:
     """One direction's Initial packet protection."""
 
     def __init__(self, dcid: bytes, version: int, side: str) -> None:
-        salt, prefix = version_salt(version) or (SALT_V1, "quic")
-        secret = hkdf_expand_label(hkdf_extract(salt, dcid), f"{side} in".encode(), b"", 32)
-        self.aead = AESGCM(hkdf_expand_label(secret, f"{prefix} key".encode(), b"", 16))
-        self.iv = hkdf_expand_label(secret, f"{prefix} iv".encode(), b"", 12)
-        self.hp = Cipher(algorithms.AES(hkdf_expand_label(secret, f"{prefix} hp".encode(),
-                                                          b"", 16)), modes.ECB())
+        key, self.iv, hp = key_material(initial_secret(dcid, version, side), version)
+        self.aead = AESGCM(key)
+        self.hp = Cipher(algorithms.AES(hp), modes.ECB())
 
     def open(self, packet: bytes, pn_offset: int, end: int) -> bytes:
         """Remove header protection and decrypt; raises ValueError."""

@@ -80,6 +80,13 @@ class Scheduler:
         return {phase: n for (t, phase), n in self.connections.items() if t == target.display}
 
     async def run(self, target: Target, job: Job) -> Outcome:
+        adapt = getattr(self.connector, "adapt", None)   # QUIC: the hello's QUIC form
+        if adapt is not None:
+            config = adapt(job.config)
+            if config is None:   # a hello the channel cannot carry: no attempt at all
+                return Outcome(INCONCLUSIVE, reason=getattr(self.connector, "not_applicable",
+                                                            "not applicable"), attempts=0)
+            job = replace(job, config=config)
         host = target.host.lower()
         sem = self._sems.setdefault(host, asyncio.Semaphore(max(1, self.per_host)))
         last = ""
@@ -187,6 +194,9 @@ class Scheduler:
         hs = ClientHandshake(job.config, annotate=False, stop_after_first_flight=True,
                              read_server_flight=job.stop == STOP_VERIFY)
         seen = Progress()
+        bind = getattr(transport, "bind", None)   # QUIC: packet keys from the engine's secrets
+        if bind is not None:
+            bind(hs)
         try:
             await adrive(hs, transport, time.monotonic() + TOTAL_FACTOR * self.timeout,
                          until=lambda h: finished(h, job.stop), progress=seen)
@@ -213,6 +223,8 @@ class Scheduler:
                 return outcome_of(hs, reason="timed out waiting for the rest of the "
                                   "server's flight")
             raise _Retryable("timed out waiting for the server") from None
+        if exc.cause == "refused":   # QUIC: an ICMP port unreachable after our Initial
+            return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
         if exc.cause == "reset":
             if hs.server_hello is not None:
                 return outcome_of(hs, reason="connection reset after the ServerHello")
@@ -300,7 +312,7 @@ class TargetRunner:
     def _seen(self, out: Outcome) -> Outcome:
         if out.conclusive:
             self.conclusive += 1
-        elif self.first_unsure is None:
+        elif self.first_unsure is None and out.attempts:   # 0: not sent (scan --quic)
             self.first_unsure = out
         return out
 

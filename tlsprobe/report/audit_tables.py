@@ -250,6 +250,9 @@ def audit_renderables(r: AuditReport, full: bool = False) -> list[RenderableType
     where = f"[{r.host}]:{r.port}" if ":" in r.host else f"{r.host}:{r.port}"
     addr = f" ({r.address})" if r.address and r.address != r.host else ""
     out: list[RenderableType] = [_text(f"Audit of {where}{addr}", style="bold underline")]
+    if r.transport == "quic":
+        out.append(_text("Transport: QUIC (TLS 1.3 in QUIC Initial and Handshake packets, "
+                         "UDP)"))
     if r.starttls is not None:
         from tlsprobe.report.starttls import starttls_summary
         out.append(_text(f"STARTTLS: {starttls_summary(r.starttls)}"))

@@ -1,0 +1,149 @@
+"""`scan --quic`: the group audit over QUIC against ngtcp2's server (GnuTLS, which answers
+offers without key shares with a HelloRetryRequest, so the server's order is established)
+and aioquic's (which never sends one: the set is established, not the order), each with a
+chosen non-default group list."""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from tlsprobe.errors import EXIT_USAGE
+
+NOT_APPLICABLE = "not applicable over QUIC: QUIC carries TLS 1.3 only (RFC 9001 4.2)"
+
+
+def test_groups_in_the_servers_order_over_quic_ngtcp2(
+        ngtcp2_server: Any, run_cli: Callable[..., Any]) -> None:
+    server = ngtcp2_server("-GROUP-ALL:+GROUP-SECP384R1:+GROUP-X25519:+GROUP-SECP256R1:"
+                           "%SERVER_PRECEDENCE")
+    res = run_cli("scan", server.target, "--quic", "--checks", "groups", "--json",
+                  "--no-progress", "--timeout", "5")
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
+    assert report["transport"] == "quic" and report["error"] is None
+    g13, g12 = report["groups"]
+    assert g13["version"]["name"] == "TLS 1.3"
+    assert [g["name"] for g in g13["supported"]] == ["secp384r1", "x25519", "secp256r1"]
+    assert (g13["order"], g13["method"]) == ("server", "hello_retry_request")
+    assert g13["inconclusive"] == []
+    # no TLS 1.2 hello is sent over QUIC: not applicable, no connection
+    assert (g12["version"]["name"], g12["method"], g12["notes"]) == (
+        "TLS 1.2", "not_run", [NOT_APPLICABLE])
+    assert g12["connections"] == 0
+    assert report["connections"] == {"groups TLS 1.3": g13["connections"]}
+    assert report["total_connections"] == g13["connections"] > 0
+    assert not any(f["version"] == "TLS 1.2" or "TLS 1.2" in f["message"]
+                   for f in report["findings"])
+
+
+def test_groups_over_quic_aioquic_text(quic_server: Any, run_cli: Callable[..., Any]) -> None:
+    server = quic_server("secp384r1,x25519")
+    res = run_cli("scan", server.target, "--quic", "--checks", "groups", "--no-progress",
+                  "--timeout", "5")
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "Transport: QUIC (TLS 1.3 in QUIC Initial and Handshake packets, UDP)" in out
+    section = out[out.index("Groups, TLS 1.3"):out.index("Groups, TLS 1.2")]
+    listed = re.findall(r"^\d+\s+(\S+) \(0x[0-9a-f]{4}\)", section, re.M)
+    assert sorted(listed) == ["secp384r1", "x25519"]
+    # inconclusive: only the groups whose key shares tlsprobe cannot compute
+    unsure = re.search(r"^Not established: (.*)$", section, re.M)
+    assert unsure is None or set(unsure.group(1).split(", ")) <= {
+        "curveSM2MLKEM768", "X25519Kyber768Draft00"}
+    tail = out[out.index("Groups, TLS 1.2"):]
+    assert tail.splitlines()[1] == NOT_APPLICABLE
+    assert re.search(r"^Connections: \d+ in [\d.]+ s \(groups TLS 1\.3 \d+\)$", out, re.M)
+
+
+def test_quic_usage_errors(run_cli: Callable[..., Any]) -> None:
+    for args, text in ((["scan", "127.0.0.1:9", "--quic", "--starttls", "smtp"],
+                        "--starttls cannot be used with --quic"),
+                       (["scan", "127.0.0.1:9", "--quic-version", "2", "--compare-tcp"],
+                        "--quic-version needs --quic"),
+                       (["scan", "127.0.0.1:9", "--quic", "--tcp-port", "443"],
+                        "--tcp-port needs --compare-tcp"),
+                       (["127.0.0.1:9", "--quic", "--quic-version", "3"],
+                        "'3' is not 1 or 2")):
+        res = run_cli(*args)
+        assert res.returncode == EXIT_USAGE, (args, res.stderr)
+        [line] = res.stderr.strip().splitlines()
+        assert text in line
+
+
+def test_silent_udp_peer_is_a_network_error(run_cli: Callable[..., Any]) -> None:
+    import socket
+    from tlsprobe.errors import EXIT_NETWORK
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as silent:   # bound, never answers
+        silent.bind(("127.0.0.1", 0))
+        target = f"127.0.0.1:{silent.getsockname()[1]}"
+        res = run_cli("scan", target, "--quic", "--checks", "groups", "--no-progress",
+                      "--timeout", "0.5", "--retries", "0", timeout=60)
+    assert res.returncode == EXIT_NETWORK, res.stderr
+    [line] = res.stderr.strip().splitlines()
+    # the TLS 1.2 hellos never sent are not what the error is about
+    assert line.startswith(f"tlsprobe: {target}: timed out"), line
+    assert "no connection of the audit was answered" in line
+
+
+def test_nothing_listening_is_not_retried(run_cli: Callable[..., Any]) -> None:
+    import socket
+    from tlsprobe.errors import EXIT_NETWORK
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as gone:
+        gone.bind(("127.0.0.1", 0))
+        target = f"127.0.0.1:{gone.getsockname()[1]}"
+    res = run_cli("scan", target, "--quic", "--checks", "groups", "--json", "--no-progress",
+                  "--timeout", "2", timeout=60)
+    assert res.returncode == EXIT_NETWORK, res.stderr
+    [line] = res.stderr.strip().splitlines()
+    assert line == f"tlsprobe: {target}: connection refused (ICMP port unreachable: nothing " \
+        "listens on that UDP port) (no connection of the audit was answered)"
+    report = json.loads(res.stdout)
+    assert report["retries"] == 0 and report["transport"] == "quic"
+
+
+def test_compare_tcp_side_by_side(ngtcp2_server: Any, server_cache: Any,
+                                  run_cli: Callable[..., Any]) -> None:
+    # the same server order over QUIC (ngtcp2: P-384, X25519, P-256) and over TCP (OpenSSL
+    # with P-384 and X25519 only): the groups row differs, the post-quantum rows agree
+    quic = ngtcp2_server("-GROUP-ALL:+GROUP-SECP384R1:+GROUP-X25519:+GROUP-SECP256R1:"
+                         "%SERVER_PRECEDENCE")
+    tcp = server_cache("openssl", groups="P-384:X25519", serverpref=True, proto="tls1_3")
+    res = run_cli("scan", quic.target, "--quic", "--compare-tcp", "--tcp-port", str(tcp.port),
+                  "--checks",
+                  "groups,pq", "--json", "--no-progress", "--timeout", "5")
+    assert res.returncode == 0, res.stderr
+    quic_report, tcp_report, comparison = (json.loads(x) for x in res.stdout.splitlines())
+    assert quic_report["transport"] == "quic" and "transport" not in tcp_report
+    assert (comparison["kind"], comparison["tcp_port"], comparison["quic_port"]) == (
+        "comparison", tcp.port, quic.port)
+    rows = {r["what"]: r for r in comparison["rows"]}
+    groups = rows["groups, TLS 1.3"]
+    assert (groups["tcp"], groups["quic"], groups["same"]) == (
+        "secp384r1, x25519 (order: server)",
+        "secp384r1, x25519, secp256r1 (order: server)", False)
+    pq = [r for w, r in rows.items() if w.startswith("post-quantum ")]
+    assert len(pq) == 4 and all(r["same"] for r in pq)
+    assert comparison["same"] is False
+
+
+def test_compare_text_lists_differences_then_the_verdict() -> None:
+    from tlsprobe.commands.scan_quic import compare_text
+    from tlsprobe.model.audit import AuditReport, GroupAudit, PqVerdict
+    from tlsprobe.model.probe import Codepoint
+
+    def report(port: int, groups: list[int], verdict: str, n: int) -> AuditReport:
+        audit = GroupAudit(Codepoint.version(0x0304), True, "hello_retry_request",
+                           tuple(Codepoint.group(g) for g in groups), order="server")
+        return AuditReport("example.test", port, groups=(audit,), total_connections=n,
+                           post_quantum=(PqVerdict("capability", "X25519MLKEM768", verdict),))
+    assert compare_text(report(443, [0x18, 0x1D], "no", 9),
+                        report(8443, [0x18, 0x1D], "no", 7)) == [
+        "", "TCP (443) vs QUIC (8443) for example.test, TLS 1.3",
+        "  groups, TLS 1.3: same: secp384r1, x25519 (order: server)",
+        "  post-quantum capability (X25519MLKEM768): same: no",
+        "  the same answers (connections: TCP 9, QUIC 7)"]
+    assert compare_text(report(443, [0x1D], "yes", 9), report(443, [0x1D], "no", 7))[3:] == [
+        "  post-quantum capability (X25519MLKEM768): DIFFERENT", "    TCP:  yes",
+        "    QUIC: no", "  1 difference(s) (connections: TCP 9, QUIC 7)"]

@@ -1,0 +1,179 @@
+"""`scan --quic` (issue 15): the audit's connections go over QUIC (net/quic_async.py's
+connector under the same scheduler, the same elimination method and report).
+
+QUIC carries TLS 1.3 only (RFC 9001 4.2): the versions check asks TLS 1.3 alone, a hello
+without TLS 1.3 is never sent (the connector refuses it, no connection), and the sections of
+other versions the audit still lists (the TLS 1.2 group audit of `--checks groups`) say
+"not applicable over QUIC" instead of an inconclusive result. The report and its JSON say
+`"transport": "quic"`. `--compare-tcp` audits each target over TCP as well (the same port,
+or `--tcp-port`) and adds a comparison of the TLS 1.3 answers (text section, or one JSON line
+of kind "comparison" per target).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, TextIO
+
+from tlsprobe.errors import UsageError
+
+if TYPE_CHECKING:
+    from tlsprobe.model.audit import AuditReport
+    from tlsprobe.net.tcp import Target
+    from tlsprobe.net.quic_async import AsyncQuicConnector
+    from tlsprobe.probes.audit import AuditOptions
+
+
+def quic_connector(args: argparse.Namespace) -> AsyncQuicConnector | None:
+    """The scan's QUIC connector (None without --quic); --starttls with it is refused."""
+    from tlsprobe.commands.quic_option import quic_versions
+    if getattr(args, "tcp_port", None) is not None:
+        if not getattr(args, "compare_tcp", False):
+            raise UsageError("--tcp-port needs --compare-tcp")
+        if not 1 <= args.tcp_port <= 65535:
+            raise UsageError(f"--tcp-port: {args.tcp_port} is not from 1 to 65535")
+    if not getattr(args, "quic", False):
+        for name, option in (("quic_version", "--quic-version"),
+                             ("compare_tcp", "--compare-tcp")):
+            if getattr(args, name, None) not in (None, False):
+                raise UsageError(f"{option} needs --quic")
+        return None
+    if getattr(args, "starttls", None) is not None:
+        raise UsageError("--starttls cannot be used with --quic (QUIC has no plain-text "
+                         "preamble)")
+    from tlsprobe.net.quic_async import AsyncQuicConnector
+    return AsyncQuicConnector(args.timeout, quic_versions(args))
+
+
+def quic_options(options: AuditOptions) -> AuditOptions:
+    """The audit's options over QUIC: TLS 1.3 is the only version to ask about."""
+    from tlsprobe.engine.config import TLS13
+    return replace(options, versions=(TLS13,))
+
+
+def quic_report(report: AuditReport, options: AuditOptions) -> AuditReport:
+    """The report of an audit over QUIC: the transport named, the sections of versions QUIC
+    cannot carry marked not applicable (and the findings and check verdicts derived again
+    from what is left, as the audit derives them)."""
+    from tlsprobe.engine.config import TLS13
+    from tlsprobe.model.audit import GroupAudit
+    from tlsprobe.net.quic_async import NOT_APPLICABLE
+    before = report.groups
+    groups = tuple(g if g.version.id == TLS13 else
+                   GroupAudit(version=g.version, spoken=None, method="not_run",
+                              notes=(NOT_APPLICABLE,)) for g in report.groups)
+    report = replace(report, transport="quic", groups=groups)
+    if report.error or groups == before:
+        return report
+    from tlsprobe.policy.checks import derive_checks
+    from tlsprobe.policy.findings import findings_for
+    report = replace(report, check_results=derive_checks(report))
+    return replace(report, findings=findings_for(report, list(options.policies)))
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the TCP / QUIC comparison: what, the two answers, whether they agree."""
+
+    what: str
+    tcp: str
+    quic: str
+
+    @property
+    def same(self) -> bool:
+        return self.tcp == self.quic
+
+
+def compare_rows(tcp: AuditReport, quic: AuditReport) -> list[Row]:
+    """What the two audits of one server say about TLS 1.3: spoken, groups (in order, with
+    the order verdict), cipher suites, post-quantum verdicts; an error as the answer."""
+    from tlsprobe.engine.config import TLS13
+
+    def spoken(r: AuditReport) -> str:
+        if r.error:
+            return f"error: {r.error_kind or 'error'}"
+        found = next((v for v in r.versions if v.version.id == TLS13), None)
+        return found.status if found is not None else "not checked"
+
+    def groups(r: AuditReport) -> str:
+        g = r.group_audit(TLS13)
+        if g is None or r.error:
+            return "-"
+        names = ", ".join(c.name for c in g.supported) or "none"
+        return f"{names} (order: {g.order})" + (
+            f"; {len(g.inconclusive)} inconclusive" if g.inconclusive else "")
+
+    def suites(r: AuditReport) -> str:
+        s = r.suite_audit(TLS13)
+        if s is None or r.error:
+            return "-"
+        return (", ".join(c.iana_name for c in s.supported) or "none") + f" (order: {s.order})"
+
+    rows = [Row("TLS 1.3", spoken(tcp), spoken(quic)),
+            Row("groups, TLS 1.3", groups(tcp), groups(quic)),
+            Row("cipher suites, TLS 1.3", suites(tcp), suites(quic))]
+    rows = [r for r in rows if not (r.same and r.tcp in ("-", "not checked"))]
+    pq_tcp = {(p.check, p.subject): p.verdict for p in tcp.post_quantum}
+    pq_quic = {(p.check, p.subject): p.verdict for p in quic.post_quantum}
+    for key in dict.fromkeys([*pq_tcp, *pq_quic]):
+        rows.append(Row(f"post-quantum {key[0]} ({key[1]})", pq_tcp.get(key, "-"),
+                        pq_quic.get(key, "-")))
+    return rows
+
+
+def compare_json(tcp: AuditReport, quic: AuditReport) -> str:
+    """One JSON line: {"kind": "comparison", host, tcp_port, quic_port, rows, same}."""
+    from tlsprobe.model.encode import dumps
+    rows = compare_rows(tcp, quic)
+    return dumps({"schema": 1, "tool": "tlsprobe", "kind": "comparison", "host": quic.host,
+                  "tcp_port": tcp.port, "quic_port": quic.port,
+                  "rows": [{"what": r.what, "tcp": r.tcp, "quic": r.quic, "same": r.same}
+                           for r in rows],
+                  "same": all(r.same for r in rows)}, indent=None)
+
+
+def compare_text(tcp: AuditReport, quic: AuditReport) -> list[str]:
+    """The text section: a heading, one block per row, and the verdict."""
+    rows = compare_rows(tcp, quic)
+    out = ["", f"TCP ({tcp.port}) vs QUIC ({quic.port}) for {quic.host}, TLS 1.3"]
+    for row in rows:
+        if row.same:
+            out.append(f"  {row.what}: same: {row.tcp}")
+        else:
+            out += [f"  {row.what}: DIFFERENT", f"    TCP:  {row.tcp}",
+                    f"    QUIC: {row.quic}"]
+    differ = sum(not r.same for r in rows)
+    out.append(f"  {'the same answers' if not differ else f'{differ} difference(s)'} "
+               f"(connections: TCP {tcp.total_connections}, QUIC {quic.total_connections})")
+    return out
+
+
+def compare_tcp(args: argparse.Namespace, targets: list[Target], options: AuditOptions,
+                ) -> dict[Target, AuditReport]:
+    """--compare-tcp: the same audit over TCP (the target's port, or the option's), after
+    the QUIC one; {} without the option."""
+    if not getattr(args, "compare_tcp", False) or not targets:
+        return {}
+    port = getattr(args, "tcp_port", None)
+    from tlsprobe.net.tcp import Target
+    from tlsprobe.probes.audit import run_audit
+    from tlsprobe.probes.scheduler import Scheduler
+    tcp_targets = {t: Target(t.host, port or t.port) for t in targets}
+    scheduler = Scheduler(per_host=args.per_host, delay=args.delay, retries=args.retries,
+                          timeout=args.timeout)
+    audited = run_audit(list(tcp_targets.values()), options, scheduler,
+                        concurrency=args.concurrency)
+    return dict(zip(targets, audited))
+
+
+def print_comparisons(args: argparse.Namespace, tcp: dict[Target, AuditReport],
+                      quic: dict[Target, AuditReport], out: TextIO) -> None:
+    """The comparison of each target: a text section, or (--json) the TCP audit's report
+    and then the comparison, one JSON line each."""
+    for target, report in tcp.items():
+        if args.json:
+            print(report.to_json(), file=out)
+            print(compare_json(report, quic[target]), file=out, flush=True)
+        else:
+            print("\n".join(compare_text(report, quic[target])), file=out)

@@ -1,0 +1,165 @@
+"""QUIC for asyncio callers (the scan scheduler, `scan --quic`): an `AsyncConnector` whose
+transports carry the TLS handshake in QUIC packets over UDP, as net/quic.py does for the
+probe (the same QuicCore: connection, retransmission timer, timeouts).
+
+One connector serves a whole scan. Every connection gets a fresh Destination Connection ID
+(the server's Initial keys and its routing come from it); our Source Connection ID is the
+connector's, the same for all connections, because the audit builds its ClientHellos before
+a connection exists and the ClientHello's quic_transport_parameters must name it
+(initial_source_connection_id, RFC 9000 7.3). Each connection has its own UDP socket, so
+the server tells them apart by address and by its own connection IDs.
+
+`adapt` turns an audit hello into its QUIC form (TLS 1.3 only, ALPN h3 unless the hello
+names protocols, our transport parameters, no session ticket); a hello without TLS 1.3 is
+not applicable over QUIC (RFC 9001 4.2) and gets `None`. Received datagrams wait in a
+bounded queue (`MAX_QUEUED`; more are dropped, as a network would).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from dataclasses import replace
+
+from tlsprobe.engine.config import TLS13, ClientConfig
+from tlsprobe.errors import NetworkError
+from tlsprobe.net.quic import QuicCore, _text
+from tlsprobe.net.quic_info import QuicInfo
+from tlsprobe.net.quic_params import client_parameters
+from tlsprobe.net.quic_wire import QUIC_V1, new_connection_ids
+from tlsprobe.net.tcp import AddrInfo, Target, cause_of, resolve_async
+
+MAX_QUEUED = 64          # datagrams waiting to be read per connection
+NOT_APPLICABLE = "not applicable over QUIC: QUIC carries TLS 1.3 only (RFC 9001 4.2)"
+
+
+class _Datagrams(asyncio.DatagramProtocol):
+    """Received datagrams (and socket errors such as ICMP port unreachable) in a queue."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[bytes | OSError] = asyncio.Queue()
+
+    def datagram_received(self, data: bytes, addr: object) -> None:
+        if self.queue.qsize() < MAX_QUEUED:
+            self.queue.put_nowait(data)
+
+    def error_received(self, exc: Exception) -> None:
+        if isinstance(exc, OSError) and self.queue.qsize() < MAX_QUEUED:
+            self.queue.put_nowait(exc)
+
+
+class AsyncQuicTransport(QuicCore):
+    """One QUIC connection over an asyncio datagram endpoint (an `AsyncTransport`)."""
+
+    def __init__(self, endpoint: asyncio.DatagramTransport, datagrams: _Datagrams,
+                 target: Target, info: QuicInfo, read_timeout: float) -> None:
+        super().__init__(target, info, read_timeout)
+        self.endpoint = endpoint
+        self.datagrams = datagrams
+        peer = endpoint.get_extra_info("peername")
+        self._peer = (str(peer[0]), int(peer[1])) if peer else (target.host, target.port)
+        local = endpoint.get_extra_info("sockname")
+        self._local = (str(local[0]), int(local[1])) if local else ("0.0.0.0", 0)
+
+    @property
+    def peer(self) -> tuple[str, int]:
+        return self._peer
+
+    def _flush(self) -> None:
+        for datagram in self._outgoing(self._local, self._peer):
+            try:
+                self.endpoint.sendto(datagram)
+            except OSError as exc:
+                raise self._error(f"UDP send failed: {_text(exc)}", cause_of(exc)) from None
+
+    async def send(self, data: bytes) -> None:
+        self._from_engine(data)
+        self._flush()
+
+    async def receive(self, deadline: float) -> bytes:
+        read_by = min(deadline, time.monotonic() + self.read_timeout)
+        while True:
+            ready = self._ready()
+            self._flush()
+            if ready is not None:
+                return ready
+            now = time.monotonic()
+            if now >= read_by:
+                raise self._timeout(deadline, now)
+            try:
+                got = await asyncio.wait_for(self.datagrams.queue.get(),
+                                             max(0.001, self._wake(read_by) - now))
+            except (asyncio.TimeoutError, TimeoutError):
+                got = b""
+            if isinstance(got, OSError):
+                raise self._error(_text(got), cause_of(got))
+            if got:
+                self._datagram(got)
+            self._maybe_retransmit()
+
+    async def close(self) -> None:
+        try:
+            if self._closing():
+                self._flush()
+        except NetworkError:
+            pass
+        self.endpoint.close()
+
+
+class AsyncQuicConnector:
+    """Opens `AsyncQuicTransport`s (an `AsyncConnector`); see the module docstring.
+    `versions` as net.quic.quic_connector's (our Initial's version first)."""
+
+    not_applicable = NOT_APPLICABLE    # the reason the scheduler gives when `adapt` refuses
+
+    def __init__(self, timeout: float, versions: tuple[int, ...] = (QUIC_V1,)) -> None:
+        self.timeout = timeout
+        self.version = versions[0]
+        self.offered = (*versions[1:], versions[0]) if len(versions) > 1 else ()
+        self.scid = new_connection_ids()[0]
+        self._lookups: dict[tuple[str, int], asyncio.Future[list[AddrInfo]]] = {}
+
+    def adapt(self, config: ClientConfig) -> ClientConfig | None:
+        """The QUIC form of an audit hello; None when it offers no TLS 1.3."""
+        if TLS13 not in config.versions:
+            return None
+        return replace(config, versions=(TLS13,), alpn=config.alpn or ("h3",),
+                       quic_transport_parameters=client_parameters(
+                           self.scid, self.version, self.offered),
+                       session_ticket=False)
+
+    async def __call__(self, target: Target, deadline: float) -> AsyncQuicTransport:
+        wait = max(0.0, min(self.timeout, deadline - time.monotonic()))
+        datagrams = _Datagrams()
+        try:
+            infos = await asyncio.wait_for(self._resolve(target), wait)
+            family, _, _, _, address = infos[0]
+            loop = asyncio.get_running_loop()
+            endpoint, _ = await loop.create_datagram_endpoint(
+                lambda: datagrams, remote_addr=(address[0], address[1]), family=family)
+        except (asyncio.TimeoutError, TimeoutError):
+            raise _failed(target, "name lookup timed out", "timeout") from None
+        except (socket.gaierror, UnicodeError, IndexError):
+            raise _failed(target, "unknown host", "unknown_host") from None
+        except OSError as exc:
+            raise _failed(target, _text(exc), cause_of(exc)) from None
+        info = QuicInfo(self.scid, new_connection_ids()[1], self.version, self.offered)
+        return AsyncQuicTransport(endpoint, datagrams, target, info, self.timeout)
+
+    async def _resolve(self, target: Target) -> list[AddrInfo]:
+        """The target's addresses, looked up once per connector (shared by its jobs)."""
+        key = (target.host.lower(), target.port)
+        lookup = self._lookups.get(key)
+        if lookup is None or (lookup.done() and (lookup.cancelled() or
+                                                 lookup.exception() is not None)):
+            lookup = self._lookups[key] = asyncio.ensure_future(
+                resolve_async(target.host, target.port))
+        return await asyncio.shield(lookup)
+
+
+def _failed(target: Target, reason: str, cause: str) -> NetworkError:
+    return NetworkError(f"{target.display}: {reason}", cause, reason)  # type: ignore[arg-type]
+
+
+__all__ = ["NOT_APPLICABLE", "AsyncQuicConnector", "AsyncQuicTransport"]
