@@ -65,7 +65,9 @@ def test_quic_usage_errors(run_cli: Callable[..., Any]) -> None:
                        (["scan", "127.0.0.1:9", "--quic", "--tcp-port", "443"],
                         "--tcp-port needs --compare-tcp"),
                        (["127.0.0.1:9", "--quic", "--quic-version", "3"],
-                        "'3' is not 1 or 2")):
+                        "'3' is not 1 or 2"),
+                       (["scan", "127.0.0.1:9", "--quic", "--checks", "groups,heartbleed"],
+                        "--checks heartbleed: the active checks run over TCP")):
         res = run_cli(*args)
         assert res.returncode == EXIT_USAGE, (args, res.stderr)
         [line] = res.stderr.strip().splitlines()

@@ -47,8 +47,16 @@ def quic_connector(args: argparse.Namespace) -> AsyncQuicConnector | None:
 
 
 def quic_options(options: AuditOptions) -> AuditOptions:
-    """The audit's options over QUIC: TLS 1.3 is the only version to ask about."""
+    """The audit's options over QUIC: TLS 1.3 is the only version to ask about. The active
+    checks (probes/checks/) speak TLS over TCP and are refused with --quic (a usage error)."""
     from tlsprobe.engine.config import TLS13
+    from tlsprobe.errors import UsageError
+    from tlsprobe.probes.checks.catalog import ACTIVE
+    active = [c for c in options.checks if c in ACTIVE]
+    if active:
+        raise UsageError(f"--checks {active[0]}: the active checks run over TCP (and "
+                         "--starttls), not over QUIC; over QUIC ask for groups, pq, suites, "
+                         "sigalgs, cert or the checks read from them")
     return replace(options, versions=(TLS13,))
 
 
@@ -68,7 +76,8 @@ def quic_report(report: AuditReport, options: AuditOptions) -> AuditReport:
         return report
     from tlsprobe.policy.checks import derive_checks
     from tlsprobe.policy.findings import findings_for
-    report = replace(report, check_results=derive_checks(report))
+    active = tuple(c for c in report.check_results if c.method != "derived")
+    report = replace(report, check_results=derive_checks(report) + active)
     return replace(report, findings=findings_for(report, list(options.policies)))
 
 
