@@ -215,25 +215,12 @@ aprobe = _in_thread(probe, "aprobe", """`probe` for asyncio code: the same probe
 
 
 def _checks(checks: Sequence[str] | None) -> tuple[str, ...]:
-    """Check names (as `scan --checks` takes them) -> the audit's checks, in their order,
-    with the phases the derived and active checks read."""
-    from tlsprobe.policy.checks import expand
-    from tlsprobe.probes.audit import ALL_CHECKS
-    from tlsprobe.probes.checks.catalog import ACTIVE, ALIASES, DERIVED, expand_aliases
+    """Check names (as `scan --checks` takes them; None: its default, the audit and every
+    check) -> the audit's checks, in their order (the one resolver `scan` uses)."""
+    from tlsprobe.probes.checks.catalog import DEFAULT, resolve
     if checks is None:
-        return ALL_CHECKS
-    items = [c.strip().lower() for c in ([checks] if isinstance(checks, str) else checks)]
-    known = ALL_CHECKS + DERIVED + tuple(ACTIVE) + tuple(ALIASES)
-    bad = [c for c in items if c not in known]
-    if bad or not items:
-        raise UsageError(f"checks: unknown check {bad[0] if bad else '(empty)'!r} "
-                         f"(known: {', '.join(known)})")
-    named = expand_aliases(tuple(items))
-    wanted = set(expand(named))
-    for name in named:
-        if name in ACTIVE:
-            wanted.update(ACTIVE[name].needs)
-    return tuple(c for c in ALL_CHECKS + DERIVED + tuple(ACTIVE) if c in wanted)
+        return resolve(DEFAULT, "checks")
+    return resolve([checks] if isinstance(checks, str) else list(checks), "checks")
 
 
 async def ascan(targets: str | Sequence[str], *, checks: Sequence[str] | None = None,

@@ -226,7 +226,10 @@ def test_catalog_writes_out_the_same_names_as_policy_checks() -> None:
 
 
 def test_scan_checks_names_bring_the_phases_they_read() -> None:
-    assert _checks(args(None)) == CHECKS                         # default unchanged
+    from tlsprobe.probes.checks.catalog import ACTIVE as EVERY_ACTIVE
+    # the default: the key-exchange audit and every check; `audit` alone: the phases
+    assert _checks(args(None)) == (*CHECKS, *DERIVED, *EVERY_ACTIVE)
+    assert _checks(args("audit")) == CHECKS
     assert _checks(args("rc4")) == ("versions", "suites", "rc4")
     assert _checks(args("dh")) == ("versions", "groups", "suites", "dh")
     from tlsprobe.probes.checks.catalog import ACTIVE

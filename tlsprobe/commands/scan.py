@@ -27,14 +27,14 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TextIO
 
 from tlsprobe.errors import EXIT_FINDINGS, EXIT_OK, UsageError, exit_code_for
-from tlsprobe.probes.checks.catalog import ACTIVE, ALIASES, DERIVED, expand_aliases
+from tlsprobe.probes.checks.catalog import ACTIVE, ALIASES, DEFAULT, DERIVED, PHASES, resolve
 
 if TYPE_CHECKING:
     from tlsprobe.model.audit import AuditReport
     from tlsprobe.net.tcp import Target
     from tlsprobe.policy.load import Policy
 
-CHECKS = ("versions", "groups", "pq", "suites", "sigalgs", "cert")
+CHECKS = PHASES
 #: the audit model's SEVERITIES, written out so that building the parser (--fail-on's
 #: choices and help) imports neither the model nor the registry under it; a test checks
 #: that the two match (tests/test_startup.py)
@@ -52,12 +52,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "per line ('-' for stdin; '#' starts a comment)")
     w = p.add_argument_group("what to check")
     w.add_argument("--checks", default=None, metavar="LIST",
-                   help=f"comma list of {', '.join(CHECKS)} (default: these); 'groups' "
-                   "alone runs only the group audit of TLS 1.3 and TLS 1.2. Vulnerability "
-                   f"checks read from the audit (no extra connection; they add the phases "
-                   f"they read): {', '.join(DERIVED)}. Checks with connections of their "
-                   f"own: {_active_help()}. Aliases: {', '.join(ALIASES)} (all of a "
-                   "section; 'all' for every check)")
+                   help=f"comma list (default: {','.join(DEFAULT)}, the key-exchange audit "
+                   f"and every check). The audit's phases: {', '.join(CHECKS)} ('audit' for "
+                   "all of them; 'groups' alone runs only the group audit of TLS 1.3 and "
+                   "TLS 1.2). Vulnerability checks read from the audit (no extra "
+                   f"connection; they add the phases they read): {', '.join(DERIVED)}. "
+                   f"Checks with connections of their own: {_active_help()}. Aliases: "
+                   f"{', '.join(ALIASES)} (all of a section; 'all' for every check)")
     w.add_argument("--groups-only", action="store_true", help="same as --checks groups (not "
                    "with another --checks)")
     w.add_argument("--extra-groups", metavar="LIST", default="", help="more group ids to try, "
@@ -148,23 +149,9 @@ def _checks(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def parse_checks(text: str | None) -> tuple[str, ...]:
-    """--checks LIST (None: the default checks) -> the audit's checks, in their order; a
-    derived check brings the phases it reads. Shared by `scan` and `survey`."""
-    if text is None:
-        return CHECKS
-    items = [c.strip().lower() for c in text.split(",") if c.strip()]
-    known = CHECKS + DERIVED + tuple(ACTIVE) + tuple(ALIASES)
-    bad = [c for c in items if c not in known]
-    if bad or not items:
-        raise UsageError(f"--checks: unknown check {bad[0] if bad else '(empty)'!r} "
-                         f"(known: {', '.join(known)})")
-    from tlsprobe.policy.checks import expand
-    named = expand_aliases(tuple(items))
-    wanted = set(expand(named))
-    for name in named:
-        if name in ACTIVE:
-            wanted.update(ACTIVE[name].needs)
-    return tuple(c for c in CHECKS + DERIVED + tuple(ACTIVE) if c in wanted)
+    """--checks LIST (None: the default, the audit and every check) -> the audit's checks,
+    in their order (probes/checks/catalog.py resolve). Shared by `scan` and `survey`."""
+    return resolve(DEFAULT if text is None else text.split(","))
 
 
 def extra_groups(text: str) -> tuple[int, ...]:
@@ -318,7 +305,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     quic = scan_quic.quic_connector(args)
     tcp_options = options
     if quic is not None:
-        options = scan_quic.quic_options(options)
+        options = scan_quic.quic_options(options, asked=args.checks is not None)
     scheduler = Scheduler(per_host=args.per_host, delay=args.delay, retries=args.retries,
                           timeout=args.timeout, on_connection=progress.connection,
                           connector=quic or _starttls_connector(args, targets))

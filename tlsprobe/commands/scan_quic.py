@@ -46,18 +46,20 @@ def quic_connector(args: argparse.Namespace) -> AsyncQuicConnector | None:
     return AsyncQuicConnector(args.timeout, quic_versions(args))
 
 
-def quic_options(options: AuditOptions) -> AuditOptions:
+def quic_options(options: AuditOptions, asked: bool = True) -> AuditOptions:
     """The audit's options over QUIC: TLS 1.3 is the only version to ask about. The active
-    checks (probes/checks/) speak TLS over TCP and are refused with --quic (a usage error)."""
+    checks (probes/checks/) speak TLS over TCP: asked for by name with --quic, a usage error;
+    part of the default (`asked` False), left out."""
     from tlsprobe.engine.config import TLS13
     from tlsprobe.errors import UsageError
     from tlsprobe.probes.checks.catalog import ACTIVE
     active = [c for c in options.checks if c in ACTIVE]
-    if active:
+    if active and asked:
         raise UsageError(f"--checks {active[0]}: the active checks run over TCP (and "
                          "--starttls), not over QUIC; over QUIC ask for groups, pq, suites, "
                          "sigalgs, cert or the checks read from them")
-    return replace(options, versions=(TLS13,))
+    checks = tuple(c for c in options.checks if c not in ACTIVE)
+    return replace(options, versions=(TLS13,), checks=checks)
 
 
 def quic_report(report: AuditReport, options: AuditOptions) -> AuditReport:

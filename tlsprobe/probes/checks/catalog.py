@@ -7,14 +7,20 @@ policy/checks.py's DERIVED. Active checks make connections of their own: each en
 its report section, the module under tlsprobe/probes/checks/ whose `CHECK` runs it, the
 audit phases it reads (the versions the server speaks, its suites), and whether it can hurt
 a server (bounded, and listed as such in --help so that a user can leave it out).
-Aliases stand for several checks: `vulns`, `hygiene`, `tolerance`, `http`, `certs`, `all`.
+Aliases stand for several checks: `audit` (the key-exchange audit's phases), `vulns`,
+`hygiene`, `tolerance`, `http`, `certs`, `all` (every check). `scan`'s default is the audit
+and every check (DEFAULT), as testssl.sh and sslyze run everything unless told otherwise.
+`resolve` turns the names a user gave into the audit's list (shared by scan, survey and the
+Python API).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
-__all__ = ["ACTIVE", "ALIASES", "DERIVED", "Entry", "expand_aliases"]
+__all__ = ["ACTIVE", "ALIASES", "DEFAULT", "DERIVED", "Entry", "PHASES", "expand_aliases",
+           "resolve"]
 
 
 class Entry(NamedTuple):
@@ -26,6 +32,11 @@ class Entry(NamedTuple):
     needs: tuple[str, ...] = ("versions",)
     harmful: bool = False
 
+
+#: the key-exchange audit's phases, in their order (the `audit` alias)
+PHASES = ("versions", "groups", "pq", "suites", "sigalgs", "cert")
+#: what `scan` runs when --checks is not given
+DEFAULT = ("audit", "all")
 
 #: vulnerability checks read from the audit (policy/checks.py DERIVED), in report order
 DERIVED = ("poodle", "freak", "logjam", "dh", "rc4", "sweet32", "beast", "null", "anon")
@@ -71,6 +82,7 @@ def _aliases() -> dict[str, tuple[str, ...]]:
            for alias, category in _BY_CATEGORY.items()}
     out["vulns"] = DERIVED + out["vulns"]
     out["all"] = DERIVED + tuple(ACTIVE)
+    out["audit"] = PHASES
     return out
 
 
@@ -84,3 +96,23 @@ def expand_aliases(names: tuple[str, ...]) -> tuple[str, ...]:
     for name in names:
         out += ALIASES.get(name, (name,))
     return tuple(dict.fromkeys(out))
+
+
+def resolve(names: Sequence[str], option: str = "--checks") -> tuple[str, ...]:
+    """Check names as a user gives them (aliases allowed) -> the audit's checks, in their
+    order, with the phases the derived and active checks read. A name that is not known is
+    a UsageError naming `option` and every known name."""
+    from tlsprobe.errors import UsageError
+    items = [n.strip().lower() for n in names if n.strip()]
+    known = PHASES + DERIVED + tuple(ACTIVE) + tuple(ALIASES)
+    bad = [n for n in items if n not in known]
+    if bad or not items:
+        raise UsageError(f"{option}: unknown check {bad[0] if bad else '(empty)'!r} "
+                         f"(known: {', '.join(known)})")
+    from tlsprobe.policy.checks import expand   # the phases each derived check reads
+    named = expand_aliases(tuple(items))
+    wanted = set(expand(named))
+    for name in named:
+        if name in ACTIVE:
+            wanted.update(ACTIVE[name].needs)
+    return tuple(c for c in PHASES + DERIVED + tuple(ACTIVE) if c in wanted)
