@@ -26,7 +26,7 @@ import sys
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TextIO
 
-from tlsprobe.errors import EXIT_FINDINGS, EXIT_OK, UsageError, exit_code_for
+from tlsprobe.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UsageError, exit_code_for
 
 if TYPE_CHECKING:
     from tlsprobe.model.audit import AuditReport
@@ -83,6 +83,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o.add_argument("--full", action="store_true", help="never cut a list short (groups, a "
                    "finding's items); a terminal shows the first ones, piped output is whole")
     o.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    from tlsprobe.commands.scan_recording import add_recording_arguments
+    add_recording_arguments(o)
     add_connection_arguments(o, concurrency=4, concurrency_help="targets audited at once")
 
 
@@ -249,17 +251,23 @@ def _load_policy(spec: str) -> Policy:
         raise UsageError(str(exc)) from None
 
 
-def _starttls_connector(args: argparse.Namespace, targets: list[Target]) -> Any:
-    """--starttls: every connection of the audit holds the preamble first (None: plain TCP)."""
+def _starttls_connector(args: argparse.Namespace, targets: list[Target],
+                        recording: Any = None) -> Any:
+    """--starttls: every connection of the audit holds the preamble first (None: plain TCP);
+    with a `recording` (--msg/--pcap-out/--keylog), every TCP connection is recorded."""
+    from tlsprobe.commands.scan_recording import recording_connector
     from tlsprobe.commands.starttls_option import spec_for
     from tlsprobe.net.tcp import Target
+    from tlsprobe.net.tcp_async import TcpConnector
     specs = {t.display: spec for t in targets if (spec := spec_for(args, t)) is not None}
     if getattr(args, "starttls", None) is None:
         spec_for(args, Target("", 0))   # --xmpp-host without --starttls: a usage error
-        return None
+        if recording is None:
+            return None
+        return recording_connector(TcpConnector(args.timeout), recording)
     from tlsprobe.net.starttls_connect import AsyncStartTlsConnector
-    from tlsprobe.net.tcp_async import TcpConnector
-    return AsyncStartTlsConnector(TcpConnector(args.timeout), specs)
+    return AsyncStartTlsConnector(
+        recording_connector(TcpConnector(args.timeout), recording), specs)
 
 
 def _with_starttls(report: AuditReport, scheduler: Any) -> AuditReport:
@@ -289,6 +297,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         print("aliases: " + ", ".join(f"{k} = {v}" for k, v in pol.ALIASES.items()), file=out)
         return EXIT_OK
     _validate(args)
+    from tlsprobe.commands.scan_recording import recording_for, write_recording
+    recording = recording_for(args)
     items = _read_targets(args)
     targets = [t for t in items if isinstance(t, Target)]
     policies = () if args.no_policy else tuple(
@@ -307,7 +317,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     progress = ScanProgress(not args.no_progress and sys.stderr.isatty(), targets)
     scheduler = Scheduler(per_host=args.per_host, delay=args.delay, retries=args.retries,
                           timeout=args.timeout, on_connection=progress.connection,
-                          connector=_starttls_connector(args, targets))
+                          connector=_starttls_connector(args, targets, recording),
+                          recording=recording)
 
     def on_report(report: AuditReport) -> None:
         report = replace(report, index=place.get((report.host, report.port)))
@@ -338,4 +349,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     for report in reports:
         if report.error:
             print(f"tlsprobe: {shown(report.error)}", file=sys.stderr)
+    failed = write_recording(args, recording)
+    if failed is not None:
+        print(f"tlsprobe: error: {shown(failed)}", file=sys.stderr)
+        if code == EXIT_OK:
+            return EXIT_USAGE
     return code
