@@ -39,14 +39,20 @@ def _labels_per_phase(report: dict[str, Any]) -> list[tuple[str, int]]:
                   for n in range(1, count + 1))
 
 
-def _check_msg(path: Path, report: dict[str, Any], target: str) -> list[str]:
-    """One section per connection, labelled, each with a ClientHello; the sections' texts."""
+def _check_msg_headers(path: Path, report: dict[str, Any], target: str) -> list[str]:
+    """One section per connection, labelled with its phase and number; their texts."""
     text = path.read_text()
     headers = HEADER.findall(text)
     assert {h[0] for h in headers} == {target}
     assert sorted((phase, int(n)) for _, phase, n in headers) == _labels_per_phase(report)
     sections = HEADER.split(text)[4::4]
     assert len(sections) == report["total_connections"]
+    return sections
+
+
+def _check_msg(path: Path, report: dict[str, Any], target: str) -> list[str]:
+    """One section per connection, each with a ClientHello; the sections' texts."""
+    sections = _check_msg_headers(path, report, target)
     assert all(re.search(r"^>>> (TLS|SSL) \d\.\d, Handshake \[length \w+\], ClientHello$", s,
                          re.M) for s in sections), sections[0]
     assert all(s.rstrip().endswith("---") for s in sections)
@@ -120,3 +126,19 @@ def test_scan_over_starttls_records_every_connection_with_its_preamble(
     conns = _check_pcap(run_cli, tmp_path, report, port, "smtp")
     assert {"secp384r1", "x25519"} <= _offered_groups(conns)
     assert all(c["preamble"] for c in conns), conns[0]["preamble"]
+
+
+def test_scan_of_a_daemon_of_another_protocol_records_the_failed_preambles(
+        daemon: DaemonFactory, run_cli: Cli, tmp_path: Path) -> None:
+    """`--starttls imap` against Postfix: not speaking imap (exit 4), and the --msg file
+    shows what each connection that asked was told (the SMTP banner, as plain text)."""
+    server = daemon("postfix", curves="secp384r1")
+    target = f"127.0.0.1:{server.ports['smtp']}"
+    res = run_cli("scan", target, "--starttls", "imap", "--checks", "groups", "--json",
+                  "--no-progress", "--no-policy", "--msg", tmp_path / "m.txt", timeout=120)
+    assert res.returncode == 4, res.stderr
+    report = json.loads(res.stdout)
+    assert report["error_kind"] == "not_tls" and "not speaking imap" in report["error"]
+    sections = _check_msg_headers(tmp_path / "m.txt", report, target)
+    assert sections and all("<<< plain text (imap, before TLS, not understood): 220 " in s
+                            and "ClientHello" not in s for s in sections)

@@ -99,9 +99,14 @@ def _msg_section(tape: Tape, out: TextIO) -> None:
     from tlsprobe.report.escape import shown
     from tlsprobe.report.trace import TraceFormatter
     out.write(f"=== {shown(header(tape))} ===\n")
-    if tape.preamble is not None:
+    if tape.preamble is not None and tape.preamble.lines:
         from tlsprobe.report.starttls import preamble_lines
         out.writelines(line + "\n" for line in preamble_lines(tape.preamble))
+    elif tape.preamble is not None:     # nothing understood (another protocol): the bytes
+        for seg in tape.segments:
+            text = shown(seg.data.decode("latin-1").rstrip("\r\n"))
+            out.write(f"{'>>>' if seg.from_client else '<<<'} plain text "
+                      f"({tape.preamble.protocol}, before TLS, not understood): {text}\n")
     out.writelines(line + "\n" for line in TraceFormatter().lines(tape.events))
     out.write("---\n")
 
