@@ -142,3 +142,16 @@ def test_scan_of_a_daemon_of_another_protocol_records_the_failed_preambles(
     sections = _check_msg_headers(tmp_path / "m.txt", report, target)
     assert sections and all("<<< plain text (imap, before TLS, not understood): 220 " in s
                             and "ClientHello" not in s for s in sections)
+
+
+def test_recording_files_that_cannot_be_written_are_usage_errors(run_cli: Cli,
+                                                                 tmp_path: Path) -> None:
+    """Checked before any connection (nothing listens on the target: a connection would be
+    exit 3); one line each, exit 2."""
+    for option, path, text in (("--msg", tmp_path / "no" / "m.txt", "does not exist"),
+                               ("--pcap-out", tmp_path, "is a directory"),
+                               ("--keylog", tmp_path / "no" / "k.log", "does not exist")):
+        res = run_cli("scan", "127.0.0.1:1", "--no-progress", option, path, timeout=60)
+        assert res.returncode == 2, res.stderr
+        assert res.stderr.count("\n") == 1 and f"{option} {path}: " in res.stderr
+        assert text in res.stderr

@@ -6,8 +6,8 @@ a verdict must find "groups TLS 1.3, connection 3" among dozens of connections. 
 Block), which Wireshark shows in the packet details and as `frame.comment` (a display
 filter: `frame.comment contains "connection 3"`); the comment is on each connection's SYN.
 The frames are the ones capture/writer.py synthesises for the probe's --pcap-out (real
-addresses, ports and bytes); the packets of all connections are written in time order, as
-a capture on the loopback interface would have them.
+addresses, ports and bytes); each connection is written as one run of packets when it ends
+(so a long audit holds nothing but the connections in flight).
 
 Blocks (pcapng, draft-ietf-opsawg-pcapng): one Section Header Block, one Interface
 Description Block (Ethernet, microsecond timestamps: the default resolution), then an
@@ -16,14 +16,13 @@ Enhanced Packet Block per frame. Little-endian throughout.
 
 from __future__ import annotations
 
-import os
 import struct
-from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import IO
 
 from tlsprobe.capture.writer import SegmentLike, connection_frames
 
-__all__ = ["LabelledConnection", "write_connections_pcapng"]
+__all__ = ["LabelledConnection", "PcapngWriter"]
 
 _SHB, _IDB, _EPB = 0x0A0D0D0A, 0x00000001, 0x00000006
 _OPT_END, _OPT_COMMENT = 0, 1
@@ -67,21 +66,24 @@ def _packet_block(frame: bytes, when: float, comment: str | None) -> bytes:
     return _block(_EPB, head + _pad(frame) + _options(comment))
 
 
-def write_connections_pcapng(path: str | os.PathLike[str],
-                             connections: Iterable[LabelledConnection]) -> int:
-    """Write `connections` to `path` as pcapng; returns the number of packets written."""
-    packets: list[tuple[float, int, bytes, str | None]] = []
-    for number, conn in enumerate(connections):
+class PcapngWriter:
+    """Writes connections to a binary stream as they end: the section and interface header
+    first, then each connection's packets (in their time order) when `add`ed. The packets of
+    different connections are not interleaved: each connection is one run of the file, its
+    SYN first with the label."""
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self.out = out
+        self.packets = 0
+        out.write(_block(_SHB, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1)))
+        out.write(_block(_IDB, struct.pack("<HHI", _LINKTYPE_ETHERNET, 0, _SNAPLEN)))
+
+    def add(self, conn: LabelledConnection) -> int:
+        """Write one connection; returns its number of packets."""
         frames = connection_frames(conn.client, conn.server, conn.segments, start=conn.start,
                                    end=conn.end)
-        for index, (when, frame) in enumerate(frames):
-            packets.append((when, number, frame, conn.label if index == 0 else None))
-    packets.sort(key=lambda p: (p[0], p[1]))    # stable within a connection
-    header = struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1)
-    interface = struct.pack("<HHI", _LINKTYPE_ETHERNET, 0, _SNAPLEN)
-    with open(path, "wb") as out:
-        out.write(_block(_SHB, header))
-        out.write(_block(_IDB, interface))
-        out.writelines(_packet_block(frame, when, comment)
-                       for when, _, frame, comment in packets)
-    return len(packets)
+        order = sorted(range(len(frames)), key=lambda i: frames[i][0])   # stable
+        self.out.writelines(_packet_block(frames[i][1], frames[i][0],
+                                          conn.label if i == 0 else None) for i in order)
+        self.packets += len(frames)
+        return len(frames)

@@ -297,8 +297,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         print("aliases: " + ", ".join(f"{k} = {v}" for k, v in pol.ALIASES.items()), file=out)
         return EXIT_OK
     _validate(args)
-    from tlsprobe.commands.scan_recording import recording_for, write_recording
-    recording = recording_for(args)
+    from tlsprobe.commands.scan_recording import open_files, recording_for
+    recording = recording_for(args)     # --msg/--pcap-out/--keylog
     items = _read_targets(args)
     targets = [t for t in items if isinstance(t, Target)]
     policies = () if args.no_policy else tuple(
@@ -315,10 +315,11 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             print(report.to_json(), file=out, flush=True)
     from tlsprobe.report.progress import ScanProgress
     progress = ScanProgress(not args.no_progress and sys.stderr.isatty(), targets)
+    connector = _starttls_connector(args, targets, recording)
+    files = open_files(args, recording)     # before any connection
     scheduler = Scheduler(per_host=args.per_host, delay=args.delay, retries=args.retries,
                           timeout=args.timeout, on_connection=progress.connection,
-                          connector=_starttls_connector(args, targets, recording),
-                          recording=recording)
+                          connector=connector, recording=recording)
 
     def on_report(report: AuditReport) -> None:
         report = replace(report, index=place.get((report.host, report.port)))
@@ -349,7 +350,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     for report in reports:
         if report.error:
             print(f"tlsprobe: {shown(report.error)}", file=sys.stderr)
-    failed = write_recording(args, recording)
+    failed = files.close() if files is not None else None
     if failed is not None:
         print(f"tlsprobe: error: {shown(failed)}", file=sys.stderr)
         if code == EXIT_OK:

@@ -12,15 +12,17 @@ conversation, the plain-text preamble included, and number the connection within
 lines reach the tape through `note_preamble` (called by the STARTTLS connector); the
 scheduler adds the handshake's trace events and key log lines when the conversation ends.
 
-Only connections that were opened are numbered and kept (a refused connect is none). The
-tapes hold raw values; commands/scan_recording.py turns them into the three files.
+Only connections that were opened are numbered and recorded (a refused connect is none).
+Each tape goes to the recording's `sink` once its connection is closed and is not kept, so
+an audit of many targets holds only the connections in flight (commands/scan_recording.py
+writes the three files as the tapes arrive).
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,13 +73,14 @@ TAPE: ContextVar[Tape | None] = ContextVar("tlsprobe_tape", default=None)
 
 
 class Recording:
-    """Every tape of a run (the scheduler's `recording` hook): `tape(target, phase)` before
-    each connection attempt; `tapes` are the opened ones in the order they opened. `trace`:
-    the handshakes keep the annotated events the --msg trace prints."""
+    """The recording of a run (the scheduler's `recording` hook): `tape(target, phase)`
+    before each connection attempt, `done(tape)` after it; an opened tape then goes to
+    `sink`. `trace`: the handshakes keep the annotated events the --msg trace prints."""
 
-    def __init__(self, trace: bool = False) -> None:
+    def __init__(self, sink: Callable[[Tape], None], trace: bool = False) -> None:
+        self.sink = sink
         self.trace = trace
-        self._tapes: list[Tape] = []
+        self.opened_count = 0
         self._numbers: Counter[tuple[str, str]] = Counter()
 
     def tape(self, target: Target, phase: str) -> Tape:
@@ -87,16 +90,17 @@ class Recording:
         """The tape's connection is open: number it and note both addresses."""
         key = (tape.target, tape.phase)
         self._numbers[key] += 1
+        self.opened_count += 1
         tape.number = self._numbers[key]
-        tape.order = len(self._tapes) + 1
+        tape.order = self.opened_count
         tape.started = time.time()
         tape.server = transport.peer
         tape.client = _local(transport)
-        self._tapes.append(tape)
 
-    @property
-    def tapes(self) -> list[Tape]:
-        return [t for t in self._tapes if t.opened]
+    def done(self, tape: Tape) -> None:
+        """The attempt is over (its connection closed): an opened tape goes to the sink."""
+        if tape.opened:
+            self.sink(tape)
 
 
 def _local(transport: object) -> tuple[str, int] | None:

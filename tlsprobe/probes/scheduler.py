@@ -134,6 +134,8 @@ class Scheduler:
             return await self._attempt_on_tape(target, job, tape)
         finally:
             TAPE.reset(token)
+            if tape is not None and self.recording is not None:
+                self.recording.done(tape)
 
     async def _attempt_on_tape(self, target: Target, job: Job, tape: Tape | None) -> Outcome:
         assert self.connector is not None   # set by __post_init__
