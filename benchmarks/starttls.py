@@ -47,6 +47,8 @@ from audit import (Relay, compile_tlsprobe, norm, run_measured,  # noqa: E402
                    sslyze_path, tlsprobe_env)
 
 P384, P256 = {"secp384r1"}, {"secp256r1"}
+#: what a tool says of TLS 1.2 DHE with the server's own prime: not a group of the list
+FIXED_DHE = "fixed DHE"
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ class Case:
     truth: set[str]
     sslscan: str | None         # --starttls-X (None: not supported)
     sslyze: str | None
-    testssl: str | None
+    testssl: str | None         # -t X (None: not supported; testssl 3.0.8 has no sieve)
 
     @property
     def name(self) -> str:
@@ -74,7 +76,7 @@ CASES = [
          "smtp"),
     Case("dovecot", (("curves", "P-384"),), "imap", "imap", P384, "imap", "imap", "imap"),
     Case("dovecot", (("curves", "P-384"),), "pop3", "pop3", P384, "pop3", "pop3", "pop3"),
-    Case("dovecot", (("curves", "P-384"),), "sieve", "sieve", P384, None, None, "sieve"),
+    Case("dovecot", (("curves", "P-384"),), "sieve", "sieve", P384, None, None, None),
     Case("vsftpd", (), "ftp", "ftp", P256, "ftp", "ftp", "ftp"),
     Case("prosody", (("curves", "P-384"),), "xmpp", "xmpp", P384, "xmpp", "xmpp", "xmpp"),
     Case("slapd", (("curves", "SECP384R1"),), "ldap", "ldap", P384, "ldap", "ldap", "ldap"),
@@ -98,9 +100,12 @@ class Row:
     note: str = ""
 
     def right(self, truth: set[str]) -> str:
+        """"yes" when the named groups found are the configured ones (a fixed DHE prime in
+        TLS 1.2 is noted, not counted: it is no group of the list)."""
         if self.found is None:
             return "-"
-        return "yes" if self.found == truth else f"no ({','.join(sorted(self.found)) or '-'})"
+        found = self.found - {FIXED_DHE}
+        return "yes" if found == truth else f"no ({','.join(sorted(found)) or '-'})"
 
 
 def run_tlsprobe(port: int, case: Case) -> Row:
@@ -130,8 +135,9 @@ def run_s_client(port: int, case: Case) -> Row:
             key = re.search(r"^Server Temp Key: (.+)$", proc.stderr, re.MULTILINE)
             if key is not None:     # -brief: the handshake completed with a key exchange
                 found.add(_temp_key_group(key.group(1), group, version))
+    fixed = "; TLS 1.2 fixed DHE too" if FIXED_DHE in found else ""
     return Row("s_client", found, time.monotonic() - t0,
-               note=f"{len(S_CLIENT_GROUPS)} groups x 2 versions, one connection each")
+               note=f"{len(S_CLIENT_GROUPS)} groups x 2 versions, one connection each{fixed}")
 
 
 def _temp_key_group(text: str, asked: str, version: str) -> str:
@@ -139,21 +145,26 @@ def _temp_key_group(text: str, asked: str, version: str) -> str:
     253 bits"; "DH, 2048 bits": the asked FFDHE group in TLS 1.3, fixed DHE in TLS 1.2)."""
     parts = [p.strip() for p in text.split(",")]
     name = parts[1] if len(parts) == 3 else parts[0]
-    if name == "DH":
-        return norm(asked) if version == "-tls1_3" else "dhe (fixed)"
+    if name == "DH":   # TLS 1.2: the server's own DH prime, not a negotiated group
+        return norm(asked) if version == "-tls1_3" else FIXED_DHE
     return norm("secp256r1" if name == "prime256v1" else name)
 
 
 def run_sslscan(port: int, case: Case) -> Row:
     if case.sslscan is None:
         return Row("sslscan", None, note="no --starttls-" + case.proto)
+    # sslscan's XMPP stream header says to= the target's host name: "localhost", which the
+    # relay (IPv4) serves, as Prosody's virtual host
+    host = "localhost" if case.sslscan == "xmpp" else "127.0.0.1"
     cmd = ["sslscan", "--no-colour", "--no-ciphersuites", "--no-renegotiation",
            "--no-compression", "--no-heartbleed", "--no-fallback", "--no-check-certificate",
-           f"--starttls-{case.sslscan}", f"127.0.0.1:{port}"]
+           "--ipv4", f"--starttls-{case.sslscan}", f"{host}:{port}"]
     _code, out, wall, cpu = run_measured(cmd, 600)
     found = {norm(m.group(1)) for m in re.finditer(r"^TLSv1\.[0-3]\s+\d+ bits\s+(\S+)", out,
                                                    re.MULTILINE)}
-    return Row("sslscan", found, wall, note=f"CPU {cpu:.2f} s")
+    error = re.search(r"^ERROR: (.*)$", out, re.MULTILINE)
+    return Row("sslscan", found, wall, note=f"CPU {cpu:.2f} s" +
+               (f"; {error.group(1)[:60]}" if error else ""))
 
 
 def run_sslyze(port: int, case: Case, exe: str | None) -> Row:
@@ -183,25 +194,48 @@ def testssl_path() -> str | None:
 
 
 def run_testssl(port: int, case: Case) -> Row:
+    """testssl's forward-secrecy section (-f): its ECDHE curves and DH groups. When its own
+    STARTTLS code fails and it suggests --ssl-native (vsftpd; LDAP always), it is run again
+    with --ssl-native, as its user would (both runs are counted)."""
     exe = testssl_path()
     if exe is None:
         return Row("testssl", None, note="not installed")
+    if case.testssl is None:
+        return Row("testssl", None, note=f"no -t {case.proto}")
+    extra = ["--xmpphost", "localhost"] if case.testssl == "xmpp" else []
+    t0 = time.monotonic()
+    row = _testssl_once(exe, port, case.testssl, extra)
+    if row is None:
+        row = _testssl_once(exe, port, case.testssl, [*extra, "--ssl-native"])
+        if row is not None:
+            row.note = "; ".join(n for n in ("with --ssl-native", row.note) if n)
+    if row is None:
+        row = Row("testssl", set(), note="no result, with and without --ssl-native")
+    row.wall = time.monotonic() - t0
+    return row
+
+
+def _testssl_once(exe: str, port: int, proto: str, extra: list[str]) -> Row | None:
+    """One testssl run; None when it failed and suggests --ssl-native."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "out.json"
-        t0 = time.monotonic()
-        subprocess.run([exe, "--quiet", "--color", "0", "--warnings", "off", "-f", "-t",
-                        case.testssl or case.proto, "--jsonfile", str(path),
-                        f"127.0.0.1:{port}"], capture_output=True, cwd=tmp, timeout=1800,
-                       check=False)
-        wall = time.monotonic() - t0
+        proc = subprocess.run([exe, "--quiet", "--color", "0", "--warnings", "off", "-f",
+                               "-t", proto, *extra, "--jsonfile", str(path),
+                               f"127.0.0.1:{port}"], capture_output=True, text=True, cwd=tmp,
+                              timeout=1800, check=False)
+        output = proc.stdout + proc.stderr
         try:
             rows = {row["id"]: row["finding"] for row in json.loads(path.read_text())}
         except (OSError, ValueError, KeyError, TypeError):
-            return Row("testssl", set(), wall, note="no JSON")
+            rows = {}
     curves = rows.get("PFS_ECDHE_curves", rows.get("FS_ECDHE_curves", "")).split()
-    return Row("testssl", {norm(c) for c in curves} | {norm(d) for d in
-                                                       rows.get("DH_groups", "").split()},
-               wall)
+    dh = rows.get("DH_groups", "")
+    named = {norm(d) for d in re.findall(r"ffdhe\d+", dh)}     # RFC 7919, negotiated
+    if not curves and not named and "--ssl-native" in output and "--ssl-native" not in extra:
+        return None
+    fatal = re.search(r"^(Fatal error: .*)$", output, re.MULTILINE)
+    notes = ([f"DH: {dh}"] if dh else []) + ([fatal.group(1)[:80]] if fatal else [])
+    return Row("testssl", {norm(c) for c in curves} | named, note="; ".join(notes))
 
 
 def measure(relay: Relay, fn: Callable[..., Row], *a: object) -> Row:
