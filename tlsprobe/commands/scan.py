@@ -26,7 +26,7 @@ import sys
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TextIO
 
-from tlsprobe.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UsageError, exit_code_for
+from tlsprobe.errors import EXIT_FINDINGS, EXIT_OK, UsageError, exit_code_for
 
 if TYPE_CHECKING:
     from tlsprobe.model.audit import AuditReport
@@ -353,6 +353,6 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     failed = files.close() if files is not None else None
     if failed is not None:
         print(f"tlsprobe: error: {shown(failed)}", file=sys.stderr)
-        if code == EXIT_OK:
-            return EXIT_USAGE
+        if code == EXIT_OK:     # a file the run could not write: a usage error (2)
+            return UsageError(failed).exit_code
     return code
