@@ -254,7 +254,7 @@ def main() -> int:
     ap.add_argument("--sslyze", default=None)
     args = ap.parse_args()
     from lab_servers.certs import make_certs
-    from lab_servers.daemons import DaemonUnavailable, start_daemon
+    from lab_servers.daemons import Daemon, DaemonUnavailable, start_daemon
     sslyze = sslyze_path(args.sslyze)
     tools: list[tuple[str, Callable[..., Row], tuple[object, ...]]] = [
         ("tlsprobe", run_tlsprobe, ()), ("s_client", run_s_client, ()),
@@ -271,7 +271,7 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="tlsprobe-bench-starttls-"))
     os.chmod(root, 0o711)
     certs = make_certs(root / "certs")
-    running: dict[tuple[object, ...], object] = {}
+    running: dict[tuple[object, ...], Daemon] = {}
     table: list[tuple[Case, list[Row]]] = []
     try:
         for case in CASES:
@@ -286,13 +286,13 @@ def main() -> int:
                     print(f"{case.name}: {exc}")
                     continue
             daemon = running[key]
-            relay = Relay(("127.0.0.1", daemon.ports[case.port]), 0.0)   # type: ignore[attr-defined]
+            relay = Relay(("127.0.0.1", daemon.ports[case.port]), 0.0)
             rows = [measure(relay, fn, case, *a) for _, fn, a in tools]
             table.append((case, rows))
             print_case(case, rows)
     finally:
         for daemon in running.values():
-            daemon.stop()   # type: ignore[attr-defined]
+            daemon.stop()
         shutil.rmtree(root, ignore_errors=True)
     print_summary(table)
     return 0

@@ -99,21 +99,6 @@ def _strip_scope(address: str) -> str:
     return address.split("%", 1)[0]
 
 
-def write_connection_pcap(path: str | os.PathLike[str], client: tuple[str, int],
-                          server: tuple[str, int], segments: Sequence[SegmentLike], *,
-                          start: float | None = None, end: float | None = None,
-                          mss: int = 1460) -> int:
-    """Write the connection to `path` (pcap, Ethernet); returns the number of packets.
-
-    `client` and `server` are (address, port) as the socket reported them; `start` and
-    `end` time the handshake packets (default: around the first and last segment)."""
-    frames = connection_frames(client, server, segments, start=start, end=end, mss=mss)
-    with open(path, "wb") as out:
-        out.write(PCAP_HEADER)
-        out.writelines(_record(frame, when) for when, frame in frames)
-    return len(frames)
-
-
 def connection_frames(client: tuple[str, int], server: tuple[str, int],
                       segments: Sequence[SegmentLike], *, start: float | None = None,
                       end: float | None = None, mss: int = 1460) -> list[tuple[float, bytes]]:
@@ -146,3 +131,19 @@ def connection_frames(client: tuple[str, int], server: tuple[str, int],
     emit(srv, cli, "FA", b"", t_end + 0.00005)
     emit(cli, srv, "A", b"", t_end + 0.0001)
     return frames
+
+
+def write_connection_pcap(path: str | os.PathLike[str], client: tuple[str, int],
+                          server: tuple[str, int], segments: Sequence[SegmentLike], *,
+                          start: float | None = None, end: float | None = None,
+                          mss: int = 1460) -> int:
+    """Write the connection to `path` (pcap, Ethernet); returns the number of packets.
+
+    `client` and `server` are (address, port) as the socket reported them; `start` and
+    `end` time the handshake packets (default: around the first and last segment)."""
+    records = [_record(frame, when) for when, frame in
+               connection_frames(client, server, segments, start=start, end=end, mss=mss)]
+    with open(path, "wb") as out:
+        out.write(PCAP_HEADER)
+        out.writelines(records)
+    return len(records)

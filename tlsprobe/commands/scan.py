@@ -251,23 +251,17 @@ def _load_policy(spec: str) -> Policy:
         raise UsageError(str(exc)) from None
 
 
-def _starttls_connector(args: argparse.Namespace, targets: list[Target],
-                        recording: Any = None) -> Any:
-    """--starttls: every connection of the audit holds the preamble first (None: plain TCP);
-    with a `recording` (--msg/--pcap-out/--keylog), every TCP connection is recorded."""
-    from tlsprobe.commands.scan_recording import recording_connector
+def _starttls_connector(args: argparse.Namespace, targets: list[Target]) -> Any:
+    """--starttls: every connection of the audit holds the preamble first (None: plain TCP)."""
     from tlsprobe.commands.starttls_option import spec_for
     from tlsprobe.net.tcp import Target
-    from tlsprobe.net.tcp_async import TcpConnector
     specs = {t.display: spec for t in targets if (spec := spec_for(args, t)) is not None}
     if getattr(args, "starttls", None) is None:
         spec_for(args, Target("", 0))   # --xmpp-host without --starttls: a usage error
-        if recording is None:
-            return None
-        return recording_connector(TcpConnector(args.timeout), recording)
+        return None
     from tlsprobe.net.starttls_connect import AsyncStartTlsConnector
-    return AsyncStartTlsConnector(
-        recording_connector(TcpConnector(args.timeout), recording), specs)
+    from tlsprobe.net.tcp_async import TcpConnector
+    return AsyncStartTlsConnector(TcpConnector(args.timeout), specs)
 
 
 def _with_starttls(report: AuditReport, scheduler: Any) -> AuditReport:
@@ -297,7 +291,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         print("aliases: " + ", ".join(f"{k} = {v}" for k, v in pol.ALIASES.items()), file=out)
         return EXIT_OK
     _validate(args)
-    from tlsprobe.commands.scan_recording import open_files, recording_for
+    from tlsprobe.commands.scan_recording import attach, open_files, recording_for
     recording = recording_for(args)     # --msg/--pcap-out/--keylog
     items = _read_targets(args)
     targets = [t for t in items if isinstance(t, Target)]
@@ -315,11 +309,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             print(report.to_json(), file=out, flush=True)
     from tlsprobe.report.progress import ScanProgress
     progress = ScanProgress(not args.no_progress and sys.stderr.isatty(), targets)
-    connector = _starttls_connector(args, targets, recording)
-    files = open_files(args, recording)     # before any connection
     scheduler = Scheduler(per_host=args.per_host, delay=args.delay, retries=args.retries,
                           timeout=args.timeout, on_connection=progress.connection,
-                          connector=connector, recording=recording)
+                          connector=_starttls_connector(args, targets))
+    files = open_files(args, attach(scheduler, recording))   # before any connection
 
     def on_report(report: AuditReport) -> None:
         report = replace(report, index=place.get((report.host, report.port)))

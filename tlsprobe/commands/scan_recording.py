@@ -3,10 +3,10 @@ labelled with its target, phase and number ("groups TLS 1.3, connection 3"), so 
 who doubts a verdict can open exactly what was sent and received (issue 13 item 4).
 
 The scheduler records the connections (net/recording.py: a tape per connection, filled by
-a RecordingConnector right above TCP, so a STARTTLS preamble is recorded too); this module
-adds the options, opens the files before any connection (a file that cannot be written is
-a usage error, exit 2, before the audit) and writes each connection as it ends, so that a
-long run holds only the connections in flight:
+a RecordingConnector right above TCP, so a STARTTLS preamble is recorded too; `attach`
+puts it there); this module adds the options, opens the files before any connection (a
+file that cannot be written is a usage error, exit 2, before the audit) and writes each
+connection as it ends, so that a long run holds only the connections in flight:
 - --msg: per connection a header line `=== TARGET PHASE, connection N ===`, then the same
   trace the probe's --msg prints (the STARTTLS plain-text lines first), then `---`;
 - --pcap-out: pcapng, one TCP stream per connection (its real client port), the label as
@@ -28,7 +28,7 @@ from tlsprobe.errors import UsageError
 
 if TYPE_CHECKING:
     from tlsprobe.net.recording import Recording, Tape
-    from tlsprobe.net.transport import AsyncConnector
+    from tlsprobe.probes.scheduler import Scheduler
 
 OPTIONS = (("msg", "--msg"), ("pcap_out", "--pcap-out"), ("keylog", "--keylog"))
 
@@ -142,12 +142,26 @@ def open_files(args: argparse.Namespace, recording: Recording | None) -> Recordi
     return files
 
 
-def recording_connector(inner: AsyncConnector, recording: Recording | None) -> AsyncConnector:
-    """`inner` (TCP) with every connection recorded, or `inner` when nothing is recorded."""
+def attach(scheduler: Scheduler, recording: Recording | None) -> Recording | None:
+    """Record every connection `scheduler` opens: a RecordingConnector right above TCP
+    (under the STARTTLS connector, so that the preamble is recorded too). Transports that are
+    not TCP (QUIC) cannot be recorded this way: a usage error."""
     if recording is None:
-        return inner
+        return None
     from tlsprobe.net.recording import RecordingConnector
-    return RecordingConnector(inner, recording)
+    from tlsprobe.net.starttls_connect import AsyncStartTlsConnector
+    from tlsprobe.net.tcp_async import TcpConnector
+    connector = scheduler.connector
+    if isinstance(connector, AsyncStartTlsConnector) and \
+            isinstance(connector.inner, TcpConnector):
+        connector.inner = RecordingConnector(connector.inner, recording)
+    elif isinstance(connector, TcpConnector):
+        scheduler.connector = RecordingConnector(connector, recording)
+    else:
+        raise UsageError("--msg FILE, --pcap-out and --keylog record the audit's TCP "
+                         "connections (plain or --starttls) only")
+    scheduler.recording = recording
+    return recording
 
 
 def _msg_section(tape: Tape, out: TextIO) -> None:
@@ -174,5 +188,5 @@ def _pcap_connection(tape: Tape, writer: Any) -> None:
                                   tape.started, max(tape.ended, tape.started)))
 
 
-__all__ = ["RecordingFiles", "add_recording_arguments", "header", "open_files",
-           "recording_connector", "recording_for"]
+__all__ = ["RecordingFiles", "add_recording_arguments", "attach", "header", "open_files",
+           "recording_for"]
