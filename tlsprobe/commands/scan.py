@@ -312,7 +312,6 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     scheduler = Scheduler(per_host=args.per_host, delay=args.delay, retries=args.retries,
                           timeout=args.timeout, on_connection=progress.connection,
                           connector=_starttls_connector(args, targets))
-    files = open_files(args, attach(scheduler, recording))   # before any connection
 
     def on_report(report: AuditReport) -> None:
         report = replace(report, index=place.get((report.host, report.port)))
@@ -321,6 +320,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if args.json:
             print(report.to_json(), file=out, flush=True)
 
+    files = open_files(args, attach(scheduler, recording))   # before any connection
     audited: list[AuditReport] = []
     if targets and progress.progress is not None:
         with progress.progress:
