@@ -125,6 +125,20 @@ def copy_identity(certs: CertSet, kind: str, folder: Path) -> tuple[Path, Path, 
     return cert, key, chain
 
 
+def openssl_groups_env(workdir: Path, groups: str) -> dict[str, str]:
+    """The environment of a daemon linked with OpenSSL 3 that has no group option of its own
+    (MariaDB): OPENSSL_CONF names a file (readable by any user) whose system_default
+    section allows only `groups` (OpenSSL's `Groups`, e.g. "P-384"); libssl reads it when it
+    starts."""
+    conf = workdir / "openssl-groups.cnf"
+    conf.write_text("openssl_conf = openssl_init\n[openssl_init]\nssl_conf = ssl_sect\n"
+                    "[ssl_sect]\nsystem_default = system_default_sect\n"
+                    f"[system_default_sect]\nGroups = {groups}\n")
+    os.chmod(conf, 0o644)
+    traversable(conf)
+    return dict(os.environ, OPENSSL_CONF=str(conf))
+
+
 def start_daemon(name: str, workdir: Path, certs: CertSet,
                  options: Mapping[str, object] | None = None, timeout: float = 60.0) -> Daemon:
     """Start daemon `name` (see DAEMONS) in `workdir` with its recipe's keyword `options`;

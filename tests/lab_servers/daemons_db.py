@@ -10,7 +10,8 @@ import subprocess
 from pathlib import Path
 
 from lab_servers.certs import CertSet
-from lab_servers.daemons import Launch, Recipe, copy_identity, free_ports, hand_to, require
+from lab_servers.daemons import (Launch, Recipe, copy_identity, free_ports, hand_to,
+                                 openssl_groups_env, require)
 
 PG_BIN = "/usr/lib/postgresql/15/bin"
 
@@ -46,8 +47,10 @@ def postgres(workdir: Path, certs: CertSet, *, ssl: bool = True, curve: str | No
 
 
 def mariadb(workdir: Path, certs: CertSet, *, ssl: bool = True,
-            require_secure_transport: bool = False, kind: str = "rsa") -> Launch:
-    """A fresh MariaDB data folder on a free port (`ssl` False: no CLIENT_SSL)."""
+            require_secure_transport: bool = False, kind: str = "rsa",
+            curves: str | None = None) -> Launch:
+    """A fresh MariaDB data folder on a free port (`ssl` False: no CLIENT_SSL). `curves`:
+    the only groups OpenSSL allows (MariaDB has no option: OPENSSL_CONF)."""
     install = require("/usr/bin/mariadb-install-db", "mariadb-server")
     daemon = require("/usr/sbin/mariadbd", "mariadb-server")
     data = workdir / "data"
@@ -68,7 +71,8 @@ def mariadb(workdir: Path, certs: CertSet, *, ssl: bool = True,
         argv += ["--skip-ssl"]
     if require_secure_transport:
         argv.append("--require-secure-transport=ON")
-    return Launch(argv, {"mysql": port}, [log])
+    return Launch(argv, {"mysql": port}, [log],
+                  env=openssl_groups_env(workdir, curves) if curves else None)
 
 
 RECIPES: dict[str, Recipe] = {"postgres": postgres, "mariadb": mariadb}

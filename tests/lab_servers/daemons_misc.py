@@ -15,7 +15,9 @@ from lab_servers.daemons import (Launch, Recipe, copy_identity, free_ports, hand
 
 
 def vsftpd(workdir: Path, certs: CertSet, *, starttls: bool = True, kind: str = "rsa") -> Launch:
-    """vsftpd on a free port; `starttls` False: ssl_enable=NO (no AUTH TLS in FEAT)."""
+    """vsftpd on a free port; `starttls` False: ssl_enable=NO (no AUTH TLS in FEAT). It has
+    no group option: vsftpd 3.0.3 sets P-256 as its one ECDHE group in the code (not
+    OpenSSL's default list), which its group audit must find."""
     binary = require("/usr/sbin/vsftpd", "vsftpd")
     cert, key, _ = copy_identity(certs, kind, workdir / "tls")
     empty = workdir / "empty"
@@ -35,7 +37,8 @@ def vsftpd(workdir: Path, certs: CertSet, *, starttls: bool = True, kind: str = 
     return Launch([binary, str(workdir / "vsftpd.conf")], {"ftp": port}, [log])
 
 
-def prosody(workdir: Path, certs: CertSet, *, starttls: bool = True, kind: str = "rsa") -> Launch:
+def prosody(workdir: Path, certs: CertSet, *, starttls: bool = True, kind: str = "rsa",
+            curves: str | None = None) -> Launch:
     """Prosody for the host "localhost": c2s ("xmpp") and s2s ("xmpp-server") on free
     ports; `starttls` False: the tls module is not loaded (no <starttls/> feature)."""
     binary = require("/usr/bin/prosody", "prosody")
@@ -46,6 +49,9 @@ def prosody(workdir: Path, certs: CertSet, *, starttls: bool = True, kind: str =
     data.mkdir(parents=True, exist_ok=True)
     modules = ['"tls"', '"saslauth"', '"dialback"', '"disco"'] if starttls else \
         ['"saslauth"', '"dialback"', '"disco"']
+    # `curves`: LuaSec's curveslist (OpenSSL group names, e.g. "P-384") instead of Prosody's
+    # default list
+    curveslist = f' curveslist = {{ "{curves}" }};' if curves else ""
     text = f"""pidfile = "{workdir / 'prosody.pid'}"
 data_path = "{data}"
 interfaces = {{ "127.0.0.1" }}
@@ -65,7 +71,7 @@ authentication = "internal_plain"
 c2s_require_encryption = false
 s2s_require_encryption = false
 certificates = "{workdir / 'certs-unused'}"
-ssl = {{ certificate = "{cert}"; key = "{key}" }}
+ssl = {{ certificate = "{cert}"; key = "{key}";{curveslist} }}
 VirtualHost "localhost"
 """
     (workdir / "prosody.cfg.lua").write_text(text)
@@ -74,8 +80,11 @@ VirtualHost "localhost"
                    str(workdir / "prosody.cfg.lua")], {"xmpp": c2s, "xmpp-server": s2s}, [log])
 
 
-def slapd(workdir: Path, certs: CertSet, *, starttls: bool = True, kind: str = "rsa") -> Launch:
-    """slapd with an empty mdb database; `starttls` False: no TLS certificate configured."""
+def slapd(workdir: Path, certs: CertSet, *, starttls: bool = True, kind: str = "rsa",
+          curves: str | None = None) -> Launch:
+    """slapd with an empty mdb database; `starttls` False: no TLS certificate configured.
+    `curves`: the one GnuTLS group allowed (Debian's slapd uses GnuTLS: TLSCipherSuite is a
+    priority string), e.g. "SECP384R1"."""
     binary = require("/usr/sbin/slapd", "slapd")
     cert, key, chain = copy_identity(certs, kind, workdir / "tls")
     db = workdir / "db"
@@ -83,6 +92,8 @@ def slapd(workdir: Path, certs: CertSet, *, starttls: bool = True, kind: str = "
     (port,) = free_ports(1)
     tls = f"TLSCertificateFile {cert}\nTLSCertificateKeyFile {key}\n" \
           f"TLSCACertificateFile {certs.ca}\n" if starttls else ""
+    if starttls and curves:
+        tls += f"TLSCipherSuite NORMAL:-GROUP-ALL:+GROUP-{curves}\n"
     text = f"""include /etc/ldap/schema/core.schema
 pidfile {workdir / 'slapd.pid'}
 argsfile {workdir / 'slapd.args'}

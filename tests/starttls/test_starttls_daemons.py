@@ -39,7 +39,9 @@ PORTS = [
     ("slapd", {}, "ldap", "ldap", b"resultCode 0 (success)"),
     ("postgres", {}, "postgres", "postgres", b"S (SSLRequest accepted)"),
     ("mariadb", {}, "mysql", "mysql", b"(CLIENT_SSL)"),
-    ("mariadb", {"require_secure_transport": True}, "mysql", "mysql", b"(CLIENT_SSL)"),
+    # the instance of test_starttls_scan.py's group audit (one MariaDB start fewer)
+    ("mariadb", {"curves": "P-384", "require_secure_transport": True}, "mysql", "mysql",
+     b"(CLIENT_SSL)"),
 ]
 IDS = [f"{d}-{port}" + ("-secure-transport" if o else "") for d, o, port, _, _ in PORTS]
 

@@ -100,14 +100,11 @@ def _strip_scope(address: str) -> str:
     return address.split("%", 1)[0]
 
 
-def write_connection_pcap(path: str | os.PathLike[str], client: tuple[str, int],
-                          server: tuple[str, int], segments: Sequence[SegmentLike], *,
-                          start: float | None = None, end: float | None = None,
-                          mss: int = 1460) -> int:
-    """Write the connection to `path` (pcap, Ethernet); returns the number of packets.
-
-    `client` and `server` are (address, port) as the socket reported them; `start` and
-    `end` time the handshake packets (default: around the first and last segment)."""
+def connection_frames(client: tuple[str, int], server: tuple[str, int],
+                      segments: Sequence[SegmentLike], *, start: float | None = None,
+                      end: float | None = None, mss: int = 1460) -> list[tuple[float, bytes]]:
+    """The connection's Ethernet frames with their times (see `write_connection_pcap`;
+    also the pcapng writer of `scan --pcap-out`, capture/pcapng_writer.py)."""
     if mss < 1:
         raise ValueError("mss must be positive")
     v6 = ipaddress.ip_address(_strip_scope(server[0])).version == 6
@@ -116,10 +113,10 @@ def write_connection_pcap(path: str | os.PathLike[str], client: tuple[str, int],
     times = [s.time for s in segments]
     t0 = start if start is not None else (min(times) if times else 0.0) - 0.0002
     t_end = end if end is not None else (max(times) if times else t0) + 0.0002
-    records: list[bytes] = []
+    frames: list[tuple[float, bytes]] = []
 
     def emit(src: _Side, dst: _Side, flags: str, payload: bytes, when: float) -> None:
-        records.append(_record(_packet(src, dst, v6, flags, payload), when))
+        frames.append((when, _packet(src, dst, v6, flags, payload)))
         src.seq = (src.seq + len(payload) + (1 if ("S" in flags or "F" in flags) else 0)) \
             % (1 << 32)
 
@@ -134,6 +131,19 @@ def write_connection_pcap(path: str | os.PathLike[str], client: tuple[str, int],
     emit(cli, srv, "FA", b"", t_end)
     emit(srv, cli, "FA", b"", t_end + 0.00005)
     emit(cli, srv, "A", b"", t_end + 0.0001)
+    return frames
+
+
+def write_connection_pcap(path: str | os.PathLike[str], client: tuple[str, int],
+                          server: tuple[str, int], segments: Sequence[SegmentLike], *,
+                          start: float | None = None, end: float | None = None,
+                          mss: int = 1460) -> int:
+    """Write the connection to `path` (pcap, Ethernet); returns the number of packets.
+
+    `client` and `server` are (address, port) as the socket reported them; `start` and
+    `end` time the handshake packets (default: around the first and last segment)."""
+    records = [_record(frame, when) for when, frame in
+               connection_frames(client, server, segments, start=start, end=end, mss=mss)]
     with open(path, "wb") as out:
         out.write(PCAP_HEADER)
         out.writelines(records)

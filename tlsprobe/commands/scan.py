@@ -89,6 +89,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o.add_argument("--full", action="store_true", help="never cut a list short (groups, a "
                    "finding's items); a terminal shows the first ones, piped output is whole")
     o.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    from tlsprobe.commands.scan_recording import add_recording_arguments
+    add_recording_arguments(o)
     add_connection_arguments(o, concurrency=4, concurrency_help="targets audited at once")
 
 
@@ -285,6 +287,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         print("aliases: " + ", ".join(f"{k} = {v}" for k, v in pol.ALIASES.items()), file=out)
         return EXIT_OK
     _validate(args)
+    from tlsprobe.commands.scan_recording import attach, open_files, recording_for
+    recording = recording_for(args)     # --msg/--pcap-out/--keylog
     items = _read_targets(args)
     targets = [t for t in items if isinstance(t, Target)]
     policies = () if args.no_policy else tuple(
@@ -319,6 +323,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if args.json:
             print(report.to_json(), file=out, flush=True)
 
+    files = open_files(args, attach(scheduler, recording))   # before any connection
     audited: list[AuditReport] = []
     if targets and progress.progress is not None:
         with progress.progress:
@@ -345,4 +350,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     for report in reports + list(tcp.values()):
         if report.error:
             print(f"tlsprobe: {shown(report.error)}", file=sys.stderr)
+    failed = files.close() if files is not None else None
+    if failed is not None:
+        print(f"tlsprobe: error: {shown(failed)}", file=sys.stderr)
+        if code == EXIT_OK:     # a file the run could not write: a usage error (2)
+            return UsageError(failed).exit_code
     return code

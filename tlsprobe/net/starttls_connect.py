@@ -28,6 +28,7 @@ from tlsprobe.net.starttls import (PROTOCOLS, AUTO_PORTS, PreambleFailure, Pream
                                    Problem, StartTls, StartTlsError, Status, protocol_for_port,
                                    run_preamble)
 from tlsprobe.net.starttls_base import escape
+from tlsprobe.net.recording import note_preamble
 from tlsprobe.net.tcp import Target
 from tlsprobe.net.transport import (AsyncConnector, AsyncTransport, Connector, Recorder,
                                     Segment, Transport)
@@ -195,6 +196,7 @@ class AsyncStartTlsConnector:
             record = await arun_preamble(transport, spec.protocol, deadline,
                                          server_name=spec.server_name)
         except StartTlsError as exc:
+            note_preamble(exc.record)
             await transport.close()
             self.records.setdefault(target.display, exc.record)
             if exc.problem in _DEFINITE:
@@ -204,5 +206,6 @@ class AsyncStartTlsConnector:
         except BaseException:
             await transport.close()
             raise
+        note_preamble(record)    # for scan --msg (net/recording.py)
         self.records.setdefault(target.display, record)
         return transport

@@ -27,10 +27,17 @@ class AsyncTcpTransport:
         self.read_timeout = read_timeout
         peer = writer.get_extra_info("peername")
         self._peer = (str(peer[0]), int(peer[1])) if peer else (target.host, target.port)
+        local = writer.get_extra_info("sockname")
+        self._local = (str(local[0]), int(local[1])) if local else None
 
     @property
     def peer(self) -> tuple[str, int]:
         return self._peer
+
+    @property
+    def local(self) -> tuple[str, int] | None:
+        """Our end (the client address of a scan --pcap-out capture)."""
+        return self._local
 
     def _error(self, reason: str, cause: NetworkCause) -> NetworkError:
         return NetworkError(f"{self.target.display}: {reason}", cause, reason)

@@ -32,6 +32,7 @@ from tlsprobe.engine.config import ClientConfig, conformant_shares
 from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.kex.dhprime import work_deadline
 from tlsprobe.net.driver import Progress, adrive
+from tlsprobe.net.recording import TAPE, Recording, Tape
 from tlsprobe.net.starttls import StartTlsError
 from tlsprobe.net.tcp import Target
 from tlsprobe.net.tcp_async import TcpConnector
@@ -70,6 +71,9 @@ class Scheduler:
     #: opens each connection (net/transport.py); None: TCP with `timeout` (each name
     #: resolved once per scheduler)
     connector: AsyncConnector | None = None
+    #: records every connection (scan --msg/--pcap-out/--keylog, net/recording.py): a tape
+    #: per attempt, filled by a RecordingConnector in `connector`; None: nothing is kept
+    recording: Recording | None = None
 
     def __post_init__(self) -> None:
         if self.connector is None:
@@ -162,16 +166,32 @@ class Scheduler:
             self._next_start[host] = loop.time() + self.delay
 
     async def _attempt(self, target: Target, job: Job) -> Outcome:
+        # the connection's tape (None: nothing recorded) is current for the whole attempt:
+        # the RecordingConnector numbers it when TCP opens, _converse fills in the rest
+        tape = self.recording.tape(target, job.phase) if self.recording is not None else None
+        token = TAPE.set(tape)
+        try:
+            return await self._attempt_on_tape(target, job, tape)
+        finally:
+            TAPE.reset(token)
+            if tape is not None and self.recording is not None:
+                self.recording.done(tape)
+
+    async def _attempt_on_tape(self, target: Target, job: Job, tape: Tape | None) -> Outcome:
         assert self.connector is not None   # set by __post_init__
         try:
             transport = await self.connector(target, time.monotonic() + self.timeout)
         except NetworkError as exc:
+            if tape is not None:
+                tape.finish()
             if exc.cause in ("refused", "unknown_host"):
                 # Nothing listens, or no such name: retrying would only repeat the answer
                 # (and cost backoff time).
                 return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
             raise _Retryable(exc.reason) from None
         except StartTlsError as exc:   # the server's answer to --starttls: not retried
+            if tape is not None:
+                tape.finish()
             if exc.connected:
                 self.connections[(target.display, job.phase)] += 1
             return Outcome(INCONCLUSIVE, reason=str(exc), kind=exc.kind)
@@ -188,15 +208,26 @@ class Scheduler:
             await transport.close()
 
     async def _converse(self, transport: AsyncTransport, job: Job) -> Outcome:
-        """One job's conversation (the asyncio driver) and its outcome."""
+        """One job's conversation (the asyncio driver) and its outcome; with a recording,
+        its trace events and secrets go on the current tape."""
         # STOP_VERIFY: TLS 1.3 reads (decrypts and verifies) the server's flight, sending
         # nothing; TLS 1.2 stops after the ServerHelloDone as usual.
-        hs = ClientHandshake(job.config, annotate=False, stop_after_first_flight=True,
+        tape = TAPE.get()
+        trace = tape is not None and self.recording is not None and self.recording.trace
+        hs = ClientHandshake(job.config, annotate=trace, stop_after_first_flight=True,
                              read_server_flight=job.stop == STOP_VERIFY)
         seen = Progress()
         bind = getattr(transport, "bind", None)   # QUIC: packet keys from the engine's secrets
         if bind is not None:
             bind(hs)
+        try:
+            return await self._talk(hs, transport, job, seen)
+        finally:
+            if tape is not None:
+                tape.finish(hs.events if trace else (), hs.keylog_lines)
+
+    async def _talk(self, hs: ClientHandshake, transport: AsyncTransport, job: Job,
+                    seen: Progress) -> Outcome:
         try:
             await adrive(hs, transport, time.monotonic() + TOTAL_FACTOR * self.timeout,
                          until=lambda h: finished(h, job.stop), progress=seen)

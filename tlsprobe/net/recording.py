@@ -1,0 +1,165 @@
+"""Recording every connection of an audit (`scan --msg/--pcap-out/--keylog`, issue 13 item 4).
+
+A scan opens many connections through the scheduler (probes/scheduler.py), each for one
+question of one phase ("groups TLS 1.3"); a user who doubts a verdict wants exactly what each
+of them sent and received. A `Recording` hands the scheduler one `Tape` per connection
+attempt (its factory hook); the tape is made current (`TAPE`, a context variable: each job
+runs in its own asyncio task) while the connector opens the connection, so that the
+`RecordingConnector` at the bottom of the connector stack (right above TCP, below a STARTTLS
+preamble) can wrap the fresh transport in an `AsyncRecorder` that keeps every byte of the
+conversation, the plain-text preamble included, and number the connection within its phase
+("groups TLS 1.3, connection 3") in the order the connections really opened. The preamble's
+lines reach the tape through `note_preamble` (called by the STARTTLS connector); the
+scheduler adds the handshake's trace events and key log lines when the conversation ends.
+
+Only connections that were opened are numbered and recorded (a refused connect is none).
+Each tape goes to the recording's `sink` once its connection is closed and is not kept, so
+an audit of many targets holds only the connections in flight (commands/scan_recording.py
+writes the three files as the tapes arrive).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from tlsprobe.net.tcp import Target
+from tlsprobe.net.transport import AsyncConnector, AsyncTransport, Segment
+
+__all__ = ["TAPE", "AsyncRecorder", "Recording", "RecordingConnector", "Tape",
+           "note_preamble"]
+
+
+@dataclass(eq=False)
+class Tape:
+    """One connection of the audit: its label, addresses, bytes, preamble, trace events and
+    key log lines. `number` is 0 until the connection opened."""
+
+    target: str                 # Target.display
+    phase: str
+    number: int = 0             # within (target, phase), from 1, in the order of opening
+    order: int = 0              # within the run, from 1
+    client: tuple[str, int] | None = None
+    server: tuple[str, int] | None = None
+    started: float = 0.0        # time.time() of the connect and of the end
+    ended: float = 0.0
+    segments: list[Segment] = field(default_factory=list)
+    preamble: Any = None        # net/starttls.py PreambleRecord, when --starttls
+    events: Sequence[Any] = ()  # session/ events of the handshake (for the --msg trace)
+    keylog_lines: Sequence[str] = ()
+
+    @property
+    def label(self) -> str:
+        """"groups TLS 1.3, connection 3"."""
+        return f"{self.phase}, connection {self.number}"
+
+    @property
+    def opened(self) -> bool:
+        return self.number > 0
+
+    def finish(self, events: Sequence[Any] = (), keylog_lines: Sequence[str] = ()) -> None:
+        """The conversation is over: keep its trace events and secrets."""
+        self.events = list(events)
+        self.keylog_lines = list(keylog_lines)
+        self.ended = time.time()
+
+
+#: the tape of the connection the current task is opening (None: nothing is recorded)
+TAPE: ContextVar[Tape | None] = ContextVar("tlsprobe_tape", default=None)
+
+
+class Recording:
+    """The recording of a run (the scheduler's `recording` hook): `tape(target, phase)`
+    before each connection attempt, `done(tape)` after it; an opened tape then goes to
+    `sink`. `trace`: the handshakes keep the annotated events the --msg trace prints."""
+
+    def __init__(self, sink: Callable[[Tape], None], trace: bool = False) -> None:
+        self.sink = sink
+        self.trace = trace
+        self.opened_count = 0
+        self._numbers: Counter[tuple[str, str]] = Counter()
+
+    def tape(self, target: Target, phase: str) -> Tape:
+        return Tape(target.display, phase)
+
+    def opened(self, tape: Tape, transport: AsyncTransport) -> None:
+        """The tape's connection is open: number it and note both addresses."""
+        key = (tape.target, tape.phase)
+        self._numbers[key] += 1
+        self.opened_count += 1
+        tape.number = self._numbers[key]
+        tape.order = self.opened_count
+        tape.started = time.time()
+        tape.server = transport.peer
+        tape.client = _local(transport)
+
+    def done(self, tape: Tape) -> None:
+        """The attempt is over (its connection closed): an opened tape goes to the sink."""
+        if tape.opened:
+            self.sink(tape)
+
+
+def _local(transport: object) -> tuple[str, int] | None:
+    local = getattr(transport, "local", None)
+    return (str(local[0]), int(local[1])) if local else None
+
+
+class AsyncRecorder:
+    """An `AsyncTransport` that keeps every byte sent and received on its tape, with its
+    time (the asyncio twin of net/transport.py `Recorder`)."""
+
+    def __init__(self, inner: AsyncTransport, tape: Tape) -> None:
+        self.inner = inner
+        self.tape = tape
+
+    @property
+    def peer(self) -> tuple[str, int]:
+        return self.inner.peer
+
+    @property
+    def local(self) -> tuple[str, int] | None:
+        return _local(self.inner)
+
+    async def send(self, data: bytes) -> None:
+        if data:
+            self.tape.segments.append(Segment(True, data, time.time()))
+            await self.inner.send(data)
+
+    async def receive(self, deadline: float) -> bytes:
+        data = await self.inner.receive(deadline)
+        if data:
+            self.tape.segments.append(Segment(False, data, time.time()))
+        return data
+
+    async def close(self) -> None:
+        self.tape.ended = time.time()
+        await self.inner.close()
+
+
+class RecordingConnector:
+    """An `AsyncConnector` over `inner` (TCP) that records the connection of the current
+    tape (`TAPE`) with `recording`; without a current tape it is `inner` unchanged."""
+
+    def __init__(self, inner: AsyncConnector, recording: Recording) -> None:
+        self.inner = inner
+        self.recording = recording
+
+    async def __call__(self, target: Target, deadline: float) -> AsyncTransport:
+        transport = await self.inner(target, deadline)
+        tape = TAPE.get()
+        if tape is None or tape.opened:
+            return transport
+        self.recording.opened(tape, transport)
+        return AsyncRecorder(transport, tape)
+
+
+def note_preamble(record: object) -> None:
+    """What the STARTTLS preamble of the current connection exchanged (also when it failed),
+    for its --msg section."""
+    tape = TAPE.get()
+    if tape is not None and tape.opened:
+        tape.preamble = record
