@@ -112,3 +112,26 @@ def test_converse_counts_its_connection_and_a_failing_check_stays_its_own(
         return await runner.scheduler.converse(runner.target, "check x", first_bytes)
     out = asyncio.run(refused())
     assert isinstance(out, Outcome) and out.status == "inconclusive"
+
+
+@pytest.mark.needs_impl("openssl")
+def test_scan_records_the_connections_checks_drive_themselves(
+        server_cache: ServerFactory, run_cli: Callable[..., object], tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """scan --pcap-out/--msg record an active check's own connections (Scheduler.converse)
+    like the audit's: one labelled TCP stream each, and in --msg the bytes read back as a
+    trace (the check's ClientHello, the server's answer, the HeartbeatRequest's alert)."""
+    srv = server_cache("openssl", proto="both")
+    pcap, msg = tmp_path / "scan.pcapng", tmp_path / "scan.msg"
+    res = run_cli("scan", f"127.0.0.1:{srv.port}", "--checks", "heartbleed", "--no-verify",
+                  "--json", "--pcap-out", pcap, "--msg", msg)
+    assert res.returncode == 0, res.stderr   # type: ignore[attr-defined]
+    report = json.loads(res.stdout)   # type: ignore[attr-defined]
+    assert report["connections"]["check heartbleed"] == 1
+    back = run_cli("pcap", pcap, "--jsonl")
+    rows = [json.loads(line) for line in back.stdout.splitlines()]   # type: ignore[attr-defined]
+    assert len([r for r in rows if "client" in r]) == report["total_connections"], rows[-1]
+    text = msg.read_text()
+    section = text.split("check heartbleed, connection 1 ===", 1)[1].split("\n---\n", 1)[0]
+    assert ">>> TLS 1.2, Handshake" in section and "ClientHello" in section
+    assert "<<< TLS 1.2, Handshake" in section and "ServerHelloDone" in section
+    assert "<<< TLS 1.2, Alert" in section

@@ -176,8 +176,21 @@ def _msg_section(tape: Tape, out: TextIO) -> None:
                   f", before TLS, not understood): "
                   f"{shown(seg.data.decode('latin-1').rstrip(chr(13) + chr(10)))}"
                   for seg in tape.segments]
-    lines += TraceFormatter().lines(tape.events)
+    events = tape.events
+    if not events and tape.segments and tape.preamble is None:
+        events = _read_back(tape)
+    lines += TraceFormatter().lines(events)
     out.write("\n".join(lines) + "\n---\n")
+
+
+def _read_back(tape: Tape) -> list[Any]:
+    """The trace events of a connection an active check drove itself (the scheduler's
+    `converse`: no engine events of ours), read from its bytes by the session Flow as the
+    pcap reader would: the plain-text records in full, encrypted ones as such."""
+    from tlsprobe.session.flow import CLIENT, SERVER, Flow
+    flow = Flow(annotate=True)
+    return [event for seg in tape.segments
+            for event in flow.feed(CLIENT if seg.from_client else SERVER, seg.data)]
 
 
 def _pcap_connection(tape: Tape, writer: Any) -> None:

@@ -122,27 +122,42 @@ class Scheduler:
         `talk`, is an inconclusive Outcome with the reason; other exceptions propagate."""
         assert self.connector is not None   # set by __post_init__
         sem = self._sems.setdefault(target.host.lower(), asyncio.Semaphore(max(1, self.per_host)))
-        async with sem:
-            await self._pace(target.host.lower())
-            try:
-                transport = await self.connector(target, time.monotonic() + self.timeout)
-            except NetworkError as exc:
-                return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
-            except StartTlsError as exc:
-                if exc.connected:
-                    self.connections[(target.display, phase)] += 1
-                return Outcome(INCONCLUSIVE, reason=str(exc), kind=exc.kind)
-            self.connections[(target.display, phase)] += 1
-            self.addresses.setdefault(target.display, transport.peer[0])
-            if self.on_connection is not None:
-                self.on_connection(target, phase)
-            try:
-                with work_deadline(time.monotonic() + TOTAL_FACTOR * self.timeout):
-                    return await talk(transport, time.monotonic() + TOTAL_FACTOR * self.timeout)
-            except NetworkError as exc:
-                return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
-            finally:
-                await transport.close()
+        # recorded like a job's connection (--pcap-out, --msg: its bytes; the check drives
+        # its own engine, so no trace events or secrets)
+        tape = self.recording.tape(target, phase) if self.recording is not None else None
+        token = TAPE.set(tape)
+        try:
+            async with sem:
+                await self._pace(target.host.lower())
+                return await self._converse_on(target, phase, talk)
+        finally:
+            TAPE.reset(token)
+            if tape is not None and self.recording is not None:
+                tape.finish()
+                self.recording.done(tape)
+
+    async def _converse_on(self, target: Target, phase: str,
+                           talk: Callable[[AsyncTransport, float], Awaitable[T]]) -> T | Outcome:
+        assert self.connector is not None   # set by __post_init__
+        try:
+            transport = await self.connector(target, time.monotonic() + self.timeout)
+        except NetworkError as exc:
+            return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
+        except StartTlsError as exc:
+            if exc.connected:
+                self.connections[(target.display, phase)] += 1
+            return Outcome(INCONCLUSIVE, reason=str(exc), kind=exc.kind)
+        self.connections[(target.display, phase)] += 1
+        self.addresses.setdefault(target.display, transport.peer[0])
+        if self.on_connection is not None:
+            self.on_connection(target, phase)
+        try:
+            with work_deadline(time.monotonic() + TOTAL_FACTOR * self.timeout):
+                return await talk(transport, time.monotonic() + TOTAL_FACTOR * self.timeout)
+        except NetworkError as exc:
+            return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
+        finally:
+            await transport.close()
 
     def _internal_error(self, target: Target, exc: Exception) -> Outcome:
         """An unexpected exception in one job (a bug in tlsprobe): the job is inconclusive
