@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from servers import CertSet, is_listening
+from servers import CertSet, _owned_by, listening_inodes
 
 HERE = Path(__file__).parent
 ScriptServer = Callable[..., int]
@@ -35,7 +35,13 @@ def script_server(certs: CertSet, tmp_path: Path) -> Iterator[ScriptServer]:
     procs: list[subprocess.Popen[bytes]] = []
 
     def start(script: str, *args: str, key: str = "rsa") -> int:
-        port = free_port()
+        for _ in range(3):   # a port taken between free_port() and the bind: another one
+            port = free_port()
+            if _start_on(port, script, args, key):
+                return port
+        pytest.fail(f"{script} could not listen on a free port three times")
+
+    def _start_on(port: int, script: str, args: tuple[str, ...], key: str) -> bool:
         files = certs[key]
         log = tmp_path / f"{Path(script).stem}-{port}.log"
         with open(log, "wb") as out:
@@ -46,11 +52,18 @@ def script_server(certs: CertSet, tmp_path: Path) -> Iterator[ScriptServer]:
                                     start_new_session=True)
         procs.append(proc)
         deadline = time.monotonic() + 30
-        while not is_listening(port):
-            if proc.poll() is not None or time.monotonic() > deadline:
+        while True:
+            # listening, and by this process (not another test's server on the same port)
+            inodes = listening_inodes(port)
+            if inodes and _owned_by(proc.pid, inodes):
+                return True
+            if proc.poll() is not None:
+                return False if "in use" in log.read_text(errors="replace") else \
+                    pytest.fail(f"{script} exited: {log.read_text()[-800:]!r}")
+            if time.monotonic() > deadline:
                 pytest.fail(f"{script} did not listen: {log.read_text()[-800:]!r}")
             time.sleep(0.05)
-        return port
+
     yield start
     for proc in procs:
         if proc.poll() is None:
