@@ -30,14 +30,16 @@ def names(codepoints) -> list[str]:
 def within_budget(report: AuditReport) -> None:
     """At most (supported groups + 3) connections per version for the group audit: one per
     group found, the refusal that ends the elimination and its confirmation (a negative
-    verdict is asked twice), and at most one to decide the order."""
+    verdict is asked twice), and at most one to decide the order; in TLS 1.2 one more for a
+    server that negotiates RFC 7919 groups (what a client that lists none of them gets)."""
     g13, g12 = report.group_audit(0x0304), report.group_audit(0x0303)
     if g13 is not None and g13.spoken:
         assert g13.connections <= len(g13.supported) + 3, g13
     if g12 is not None and g12.spoken:
         dhe = g12.dhe
         n = len(g12.supported) + (len(dhe.negotiated) if dhe else 0) + \
-            (1 if dhe and dhe.fixed and not dhe.negotiated else 0)
+            (1 if dhe and dhe.fixed and not dhe.negotiated else 0) + \
+            (1 if dhe and dhe.status == "rfc7919" else 0)
         assert g12.connections <= n + 3, g12
 
 
@@ -136,7 +138,11 @@ def test_gnutls_rfc7919_ffdhe_in_tls12(server_cache, serverpref):
     r = audit(srv)
     g13, g12 = r.group_audit(0x0304), r.group_audit(0x0303)
     assert names(g12.supported) == ["x25519"] and g12.order == "single"
-    assert g12.dhe.status == "rfc7919" and g12.dhe.fixed is None
+    # and a client that lists no ffdhe group (asked once more) gets one of them as fixed
+    # parameters (gnutls' first allowed prime)
+    assert g12.dhe.status == "rfc7919" and g12.dhe.fixed is not None
+    assert g12.dhe.fixed.name in ("ffdhe3072", "ffdhe2048") and not g12.dhe.legacy_refused
+    assert any("lists no ffdhe group" in n for n in g12.dhe.notes), g12.dhe.notes
     assert set(names(g13.supported)) == {"x25519", "ffdhe3072", "ffdhe2048"}
     if serverpref:   # %SERVER_PRECEDENCE: the priority string's order
         assert names(g12.dhe.negotiated) == ["ffdhe3072", "ffdhe2048"]

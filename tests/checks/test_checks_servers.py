@@ -73,9 +73,10 @@ def test_weak_gnutls_server_rc4_and_3des(server_cache: ServerFactory) -> None:
     found = {c.name: c for c in r.check_results}
     assert "TLS_RSA_WITH_RC4_128_SHA (TLS 1.2)" in found["rc4"].evidence
     assert "TLS_RSA_WITH_3DES_EDE_CBC_SHA (TLS 1.0)" in found["sweet32"].evidence
-    # gnutls negotiates RFC 7919 groups; what an old client without ffdhe groups gets is
-    # not something the audit's hellos show
-    assert got["dh"] is Verdict.inconclusive, found["dh"]
+    # gnutls negotiates RFC 7919 groups, and the audit asks what an old client without
+    # ffdhe groups gets: one of them (2048 bits or more)
+    assert got["dh"] is Verdict.not_vulnerable, found["dh"]
+    assert "to a client that lists no ffdhe group" in found["dh"].reason, found["dh"]
 
 
 @pytest.mark.needs_impl("openssl")

@@ -62,7 +62,10 @@ log.write(f"start tlslite eccCurves={settings.eccCurves} dhGroups={settings.dhGr
 def handler(sock, addr):
     conn = TLSConnection(sock)
     try:
-        conn.handshakeServer(certChain=chain, privateKey=key, settings=settings)
+        # alpn: tlslite-ng's TLS 1.3 server without a protocol list fails on any client that
+        # offers ALPN (TypeError on `i in None`, tlsconnection.py _serverTLS13Handshake)
+        conn.handshakeServer(certChain=chain, privateKey=key, settings=settings,
+                             alpn=[b"http/1.1"])
     except Exception as exc:
         log.write(f"{addr[0]} handshake-fail {exc!r}")
         return

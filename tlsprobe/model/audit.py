@@ -65,6 +65,9 @@ class DheAudit:
     - "rfc7919": the server negotiates RFC 7919 groups from supported_groups (`negotiated`);
     - "fixed": it ignores the client's list and always sends `fixed`;
     - "none": it refused every DHE offer; "not_tested"; "inconclusive".
+
+    For "rfc7919" the audit also asks what a client that lists no ffdhe group gets: `fixed`
+    when it is DH parameters, `legacy_refused` True when such a client gets no DHE at all.
     """
 
     status: str
@@ -75,6 +78,7 @@ class DheAudit:
     inconclusive: tuple[Codepoint, ...] = ()
     connections: int = 0
     notes: tuple[str, ...] = ()
+    legacy_refused: bool = False
 
 
 @dataclass(frozen=True)

@@ -237,6 +237,10 @@ def _dh_parameters(dhe: DheAudit) -> CheckResult:
                       f"parameters{shared} {when}"
                       + (" and negotiates RFC 7919 groups of 2048 bits or more" if sizes
                          else ""), (f"{p.label()} (TLS 1.2)", *(n for n, _ in sizes)))
+    if dhe.legacy_refused:
+        return result(Verdict.not_vulnerable, "the server negotiates RFC 7919 groups of 2048 "
+                      "bits or more and refuses DHE to a client that lists no ffdhe group",
+                      tuple(n for n, _ in sizes))
     return result(Verdict.inconclusive, "the server negotiates RFC 7919 groups of 2048 bits "
                   "or more with a client that lists them; what it sends to a client that "
                   "lists no ffdhe group was not seen", tuple(n for n, _ in sizes))

@@ -377,15 +377,36 @@ async def _dhe_audit(run: TargetRunner, st: _Tls12State, build: Builder,
         status = "none"
     order, note = ORDER_UNKNOWN, None
     before = run.connections(phase)
+    legacy_refused = False
     if status == "rfc7919":
         order, note = await _order(run, ff, phase, build, STOP_FLIGHT, _sh_pick)
+        if st.fixed is None:
+            legacy_refused = await _no_ffdhe_client(run, st, build, phase)
     if note:
         ff.notes.append(note)
     return DheAudit(status=status, negotiated=_cp(ff.listed(order, sorted(ff.found))),
                     fixed=st.fixed, order=order,
                     not_supported=_cp(ff.not_supported), inconclusive=_cp(ff.inconclusive),
                     connections=st.dhe_answers + run.connections(phase) - before,
-                    notes=tuple(ff.notes))
+                    notes=tuple(ff.notes), legacy_refused=legacy_refused)
+
+
+async def _no_ffdhe_client(run: TargetRunner, st: _Tls12State, build: Builder,
+                           phase: str) -> bool:
+    """A server that negotiates RFC 7919 groups: what does a client that lists none get (a
+    DHE-only hello without supported_groups, as clients before RFC 7919 sent)? Its DH
+    parameters go to `st.fixed`; True when it gets no DHE at all (refused)."""
+    out = await run.run(build([]), phase, STOP_FLIGHT, confirm=False)
+    if out.status == SERVER_HELLO and out.dh_bits:
+        st.fixed = dh_parameters(out)
+        st.ff.notes.append("when the client lists no ffdhe group, the server sends DH "
+                           f"parameters {st.fixed.label()}")
+        return False
+    if out.refused:
+        st.ff.notes.append("a client that lists no ffdhe group gets no DHE "
+                           f"({out.describe()})")
+        return True
+    return False
 
 
 __all__ = ["ALERT", "candidate_groups", "dh_parameters", "tls12_groups", "tls13_groups"]
