@@ -98,9 +98,13 @@ def plot_speed(report: SpeedReport, path: str) -> None:
     fig, axes = plt.subplots(len(heights), 1, figsize=(9, sum(heights)), squeeze=False,
                              gridspec_kw={"height_ratios": heights})
     axes = [row[0] for row in axes]
+    drawn: list[float] = []
     for ax, kind in zip(axes, kinds):
-        _rate_bars(ax, [r for r in report.results if r.kind == kind], openssl)
+        drawn += _rate_bars(ax, [r for r in report.results if r.kind == kind], openssl)
         ax.set_title(_KIND_TITLES[kind], loc="left", fontweight="bold")
+    for ax in axes[:len(kinds)]:   # one scale for every rate panel: x25519 against the hybrid
+        if drawn:
+            ax.set_xlim(min(drawn) / 3, max(drawn) * 8)
     if aead:
         _aead_lines(axes[len(kinds)], aead, report.block_sizes, openssl)
     if not kinds and not aead:
@@ -115,9 +119,10 @@ def plot_speed(report: SpeedReport, path: str) -> None:
     _save(plt, fig, path)
 
 
-def _rate_bars(ax: Any, results: Sequence[Any], openssl: dict[Any, float]) -> None:
+def _rate_bars(ax: Any, results: Sequence[Any], openssl: dict[Any, float]) -> list[float]:
     """One horizontal bar per (algorithm, operation), grouped by algorithm; openssl's
-    figure for the same pair (if measured) as a hatched bar just under it."""
+    figure for the same pair (if measured) as a hatched bar just under it. Returns the
+    values drawn."""
     labels, values, colours, hatches, ys = [], [], [], [], []
     palette = {"keygen": "#4c72b0", "derive": "#55a868", "encaps": "#dd8452",
                "decaps": "#c44e52", "sign": "#8172b3", "verify": "#937860"}
@@ -151,10 +156,9 @@ def _rate_bars(ax: Any, results: Sequence[Any], openssl: dict[Any, float]) -> No
     ax.set_xscale("log")
     from matplotlib.ticker import FuncFormatter
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _si(v)))
-    if values:
-        ax.set_xlim(min(values) / 3, max(values) * 8)
     ax.set_xlabel("operations per second (log scale)")
     ax.grid(axis="x", alpha=0.3)
+    return values
 
 
 def _aead_lines(ax: Any, results: Sequence[Any], sizes: Sequence[int],
