@@ -236,3 +236,23 @@ def test_csv_has_one_row_per_fact_with_a_section_column(page: dict[str, Any]) ->
     assert [(r["code"], r["severity"], r["detail"]) for r in findings] == [
         (f["code"], f["severity"], ", ".join(f["items"])) for f in report["findings"]]
     assert len([r for r in rows if r["section"] == "check"]) == len(report["check_results"])
+
+
+def test_a_target_in_error_and_a_bad_line_keep_their_section_and_csv_rows(tmp_path: Path
+                                                                          ) -> None:
+    from tlsprobe.model.audit import AuditReport
+    from tlsprobe.report.csv_out import write_scan_csv
+    from tlsprobe.report.html import render_html
+    refused = AuditReport(host="127.0.0.1", port=1, error="connect: <refused>\x1b[2J",
+                          error_kind="network")
+    bad = AuditReport(host="a..b", port=0, error="targets:3: bad host 'a..b'",
+                      error_kind="usage")
+    page = render_html([refused, bad], 3, "1 target(s) with an error")
+    assert "<h2>Audit of 127.0.0.1:1</h2>" in page and "<h2>Skipped a..b</h2>" in page
+    assert "Error: connect: &lt;refused&gt;\\x1b[2J" in page and "\x1b" not in page
+    assert "Exit code 3: 1 target(s) with an error" in page
+    write_scan_csv(str(tmp_path / "e.csv"), [refused, bad])
+    rows = list(csv.reader((tmp_path / "e.csv").open(encoding="utf-8", newline="")))
+    assert rows[1:] == [
+        ["127.0.0.1:1", "error", "", "", "", "", "network", "", "connect: <refused>\x1b[2J"],
+        ["a..b:0", "error", "", "", "", "", "usage", "", "targets:3: bad host 'a..b'"]]
