@@ -178,7 +178,7 @@ def test_plain_output_has_openssl_layout(run_cli: Any) -> None:
     assert code == 0 and err == ""  # no progress display when stderr is not a terminal
     assert out.startswith("tlsprobe ") and "OpenSSL" in out.splitlines()[0]
     kex = out.split("\nKey exchange:\n", 1)[1].splitlines()
-    assert kex[0].split() == ["keygen", "derive", "keygen/s", "derive/s"]
+    assert kex[0].split() == ["keygen", "derive", "keygen/s", "derive/s", "bar:derive/s"]
     label, rest = re.split(r"\s{2,}", kex[1].strip(), maxsplit=1)
     cells = rest.split()
     assert label == "253 bits ecdh (X25519)"
@@ -186,12 +186,13 @@ def test_plain_output_has_openssl_layout(run_cli: Any) -> None:
         assert float(seconds_per_op.rstrip("s")) == pytest.approx(1 / float(rate), rel=0.1,
                                                                    abs=2e-6)
     sig = out.split("\nSignatures:\n", 1)[1].splitlines()
-    assert sig[0].split() == ["sign", "verify", "sign/s", "verify/s"]
+    assert sig[0].split() == ["sign", "verify", "sign/s", "verify/s", "bar:verify/s"]
     assert sig[1].startswith("253 bits EdDSA (Ed25519)")
     aead = out.split("\nAEAD encryption:\n", 1)[1].splitlines()
     assert aead[0] == "The 'numbers' are in 1000s of bytes per second processed."
-    assert aead[1].split() == ["type", "16", "bytes", "1024", "bytes"]
-    name, small, large = aead[2].split()
+    assert aead[1].split() == ["type", "16", "bytes", "1024", "bytes", "bar:1024"]
+    name, small, large, drawn = aead[2].split()
+    assert drawn == "█" * 20    # the only AEAD: the fastest fills the bar
     assert name == "AES-128-GCM" and small.endswith("k") and large.endswith("k")
     assert float(small[:-1]) > 0 and float(large[:-1]) > 0
 
@@ -304,13 +305,13 @@ def test_text_report_layout() -> None:
         "1 s per figure, 1 process",
         "",
         "Key exchange:",
-        "                           keygen    derive  keygen/s  derive/s",
-        "253 bits ecdh (X25519)  0.000025s 0.000050s   40000.0   20000.0",
+        "                           keygen    derive  keygen/s  derive/s  bar:derive/s",
+        "253 bits ecdh (X25519)  0.000025s 0.000050s   40000.0   20000.0  " + "█" * 20,
         "",
         "AEAD encryption:",
         "The 'numbers' are in 1000s of bytes per second processed.",
-        "type              16 bytes",
-        "AES-128-GCM      16000.00k",
+        "type              16 bytes  bar:16",
+        "AES-128-GCM      16000.00k  " + "█" * 20,
     ]
 
 

@@ -41,6 +41,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o.add_argument("--stats", action="store_true", help="summary: connections per version, "
                    "cipher suite and group (instead of the table)")
     o.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    o.add_argument("--csv", metavar="FILE", help="also write one CSV row per connection (the "
+                   "table's columns, the capture file first)")
+    o.add_argument("--plot", metavar="FILE", help="with --stats: also draw connections per "
+                   "version and per negotiated group over the capture's time (PNG or SVG)")
     o.add_argument("--full", action="store_true", help="name every problem of a damaged "
                    "capture on stderr (else the first, and how many more)")
     x = p.add_argument_group("many captures")
@@ -86,6 +90,14 @@ def _options(args: argparse.Namespace) -> tuple[Any, Any]:
         raise UsageError("stdin ('-') can be read only once")
     if args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, not {args.jobs}")
+    if args.plot and not args.stats:
+        raise UsageError("--plot draws the --stats summary: add --stats")
+    from tlsprobe.report.csv_out import check_writable
+    if args.csv:
+        check_writable(args.csv, "--csv")
+    if args.plot:
+        from tlsprobe.report.plots import check_plot
+        check_plot(args.plot)
     try:
         flt = ConnectionFilter.parse(args.host, args.port, args.sni, args.group,
                                      args.tls_version)
@@ -105,7 +117,7 @@ def _options(args: argparse.Namespace) -> tuple[Any, Any]:
                            trace_formatter=TraceFormatter if args.msg else None,
                            # the table and --stats need no whole reports
                            brief=not (args.json or args.jsonl or args.details or args.msg or
-                                      flt.active)), flt
+                                      flt.active or args.plot)), flt
 
 
 def _progress(update: Callable[[int, int | None, int], None] | None) -> Any:
@@ -263,6 +275,10 @@ def run(args: argparse.Namespace) -> int:
     from tlsprobe.model.capture import CaptureSummary
     options, flt = _options(args)
     stats = Statistics()
+    from tlsprobe.report.csv_out import PcapCsv
+    from tlsprobe.report.plots import CaptureTimeline
+    csv_rows = PcapCsv(args.csv) if args.csv else None
+    timeline = CaptureTimeline() if args.plot else None
     output = _Output(args, sys.stdout)
     summaries: list[dict[str, Any]] = []
     broken = unreadable = False
@@ -302,6 +318,10 @@ def run(args: argparse.Namespace) -> int:
                 else:
                     stats.connections += 1
                 output.report(report, trace)
+                if csv_rows is not None:
+                    csv_rows.add(name, report)
+                if timeline is not None:
+                    timeline.add(report)
             summary = analysis.summary
             assert summary is not None  # set when the iteration ends
             if filtering:  # notes about connections only for those reported
@@ -315,7 +335,11 @@ def run(args: argparse.Namespace) -> int:
         opened.close()  # stopped early: the worker processes go too
         bar.stop()
         output.flush()  # what was read stays written, even when interrupted
+        if csv_rows is not None:
+            csv_rows.close()
     output.finish(stats, summaries)
+    if timeline is not None:
+        timeline.write(args.plot)
     if unreadable:
         return EXIT_USAGE
     return EXIT_BAD_INPUT if broken else EXIT_OK

@@ -300,7 +300,7 @@ _NOT_WITH_TIMING = (("msg", "--msg"), ("http_get", "--http-get"),
                     ("tls1", "--tls1"), ("ssl3", "--ssl3")) + \
     tuple((name, "--" + name.replace("_", "-")) for name in LIMIT_OPTIONS)
 _TIMING_ONLY = ("timing_runs", "timing_warmup", "timing_groups", "timing_versions",
-                "timing_suites", "timing_timeout", "timing_confidence")
+                "timing_suites", "timing_timeout", "timing_confidence", "plot")
 
 
 def timing_args(args: argparse.Namespace) -> argparse.Namespace:

@@ -91,6 +91,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     from tlsprobe.commands.scan_recording import add_recording_arguments
     add_recording_arguments(o)
+    o.add_argument("--html", metavar="FILE", help="also write the whole audit as one "
+                   "self-contained HTML page (every section, lists in full)")
+    o.add_argument("--csv", metavar="FILE", help="also write versions, groups, suites, "
+                   "signature schemes, checks and findings as one CSV (a 'section' column)")
     add_connection_arguments(o, concurrency=4, concurrency_help="targets audited at once")
 
 
@@ -170,6 +174,11 @@ def extra_groups(text: str) -> tuple[int, ...]:
 
 def _validate(args: argparse.Namespace) -> None:
     validate_connection_args(args)
+    if args.html or args.csv:   # before the audit, not after minutes of it
+        from tlsprobe.report.csv_out import check_writable
+        for option, path in (("--html", args.html), ("--csv", args.csv)):
+            if path:
+                check_writable(path, option)
     if args.cafile:
         from tlsprobe.engine.chain import check_cafile
         check_cafile(args.cafile, contents=not args.no_verify)
@@ -347,6 +356,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if not args.json and len(reports) > 1:
         from tlsprobe.report.audit_tables import render_summary
         render_summary(reports, code, reason, out)
+    if args.html or args.csv:
+        from tlsprobe.report.html import write_scan_files
+        write_scan_files(args.html, args.csv, reports, code, reason)
     for report in reports + list(tcp.values()):
         if report.error:
             print(f"tlsprobe: {shown(report.error)}", file=sys.stderr)

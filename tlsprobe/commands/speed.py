@@ -92,6 +92,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--openssl", default=None, metavar="PATH",
                         help="openssl binary for --compare-openssl, which it implies "
                              "(default: openssl on PATH); it must exist and be openssl")
+    parser.add_argument("--plot", default=None, metavar="FILE",
+                        help="also draw the figures as a chart, PNG or SVG by the extension "
+                             "(needs matplotlib: pip install tlsprobe[plot])")
 
 
 def _seconds(value: str) -> float:
@@ -226,6 +229,9 @@ def run(args: argparse.Namespace) -> int:
         print("tlsprobe: note: --bytes sets AEAD block sizes and no AEAD is selected "
               "(add aead or a cipher name); ignored", file=sys.stderr)
     openssl_binary = _openssl_binary(args.openssl)
+    if args.plot:
+        from tlsprobe.report.plots import check_plot
+        check_plot(args.plot)
     compare = args.compare_openssl or openssl_binary is not None
     total = figure_total(algorithms, block_sizes)
     interrupted = False
@@ -242,6 +248,9 @@ def run(args: argparse.Namespace) -> int:
         except SpeedError as exc:
             raise TlsprobeError(str(exc), exit_code=1) from None
     _print(report, args.json)
+    if args.plot:
+        from tlsprobe.report.plots import plot_speed
+        plot_speed(report, args.plot)
     if interrupted:
         print("tlsprobe: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -50,6 +50,9 @@ def add_timing_arguments(parser: Any) -> None:
     parser.add_argument("--timing-confidence", type=float, default=None, metavar="P",
                         help="confidence of the median's interval, in [0.5, 1) (default "
                         f"{DEFAULT_CONFIDENCE})")
+    parser.add_argument("--plot", default=None, metavar="FILE",
+                        help="also draw each group's handshake times with the confidence "
+                        "interval, PNG or SVG by the extension (pip install tlsprobe[plot])")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -193,6 +196,9 @@ def run_timing(target_text: str, args: Any, *, out: IO[str] | None = None,
             options = replace(options_from_args(args, target.host),
                               starttls=spec_for(args, target, note=err))
         check_explicit_groups(options)
+        if getattr(args, "plot", None):   # before measuring, not after
+            from tlsprobe.report.plots import check_plot
+            check_plot(args.plot)
         if progress.shown and options.groups is None:
             err.write("timing: finding the groups the server accepts...")
             err.flush()
@@ -207,6 +213,9 @@ def run_timing(target_text: str, args: Any, *, out: IO[str] | None = None,
     elif report.entries:
         from tlsprobe.report.timing_tables import render_timing
         render_timing(report, out)
+    if getattr(args, "plot", None) and report.entries:
+        from tlsprobe.report.plots import plot_timing
+        plot_timing(report, args.plot)
     if report.error or report.stopped:
         why = report.error or f"stopped early: {report.stopped}"
         from tlsprobe.report.escape import shown

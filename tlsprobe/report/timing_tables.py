@@ -29,6 +29,20 @@ def _ci(s: Stats | None) -> str:
     return f"{_ms(s.ci_low)}-{_ms(s.ci_high)}"
 
 
+BAR_WIDTH = 12
+_EIGHTHS = "▏▎▍▌▋▊▉"
+
+
+def bar(value: float | None, maximum: float, width: int = BAR_WIDTH) -> str:
+    """`value` as a bar of block characters, `width` cells for `maximum` (eighths of a
+    cell); at least one eighth for any positive value, "-" for none."""
+    if value is None or value <= 0 or maximum <= 0:
+        return "-"
+    eighths = max(1, round(min(value / maximum, 1.0) * width * 8))
+    full, part = divmod(eighths, 8)
+    return "█" * full + (_EIGHTHS[part - 1] if part else "")
+
+
 def _rank_cell(e: EntryTiming) -> str:
     if e.rank is None:
         return "-"
@@ -48,19 +62,24 @@ def timing_table(report: TimingReport) -> RenderableType:
                         f"run{'s' if report.runs != 1 else ''} per group after "
                         f"{report.warmup} warm-up round{'s' if report.warmup != 1 else ''} (ms)",
                   title_justify="left")
-    columns = ["Version", "Group", "connect", "median", "p90", f"{report.confidence * 100:g}% CI",
+    columns = ["Version", "Group", "connect", "median", "", "p90", f"{report.confidence * 100:g}% CI",
                "hs/s", "client CPU", "kex", "server+net", "rank"]
     rows: list[list[Any]] = []
+    slowest = max((e.handshake_ms.median for e in report.entries
+                   if e.ranked and e.handshake_ms), default=0.0)
     for e in report.entries:
         suite = e.offered_suite   # a pinned suite goes under the group, keeping the width
         short = (suite.openssl_name or suite.iana_name).removeprefix("TLS_") if suite else ""
         head = [e.version.name, e.label + (f"\n{short}" if suite else "")]
         if not e.ranked:   # the why goes to the notes: a long line would squeeze the table
-            rows.append([*head, *["-"] * 8, Text(e.status, style="yellow")])
+            rows.append([*head, *["-"] * 9, Text(e.status, style="yellow")])
             continue
         hs = e.handshake_ms
         rows.append([*head, _ms(e.connect_ms.median if e.connect_ms else None),
-                      _ms(hs.median if hs else None), _ms(hs.p90 if hs else None), _ci(hs),
+                      _ms(hs.median if hs else None),
+                      Text(bar(hs.median if hs else None, slowest).ljust(BAR_WIDTH),
+                           style="cyan"),
+                      _ms(hs.p90 if hs else None), _ci(hs),
                       f"{e.handshakes_per_s:.0f}" if e.handshakes_per_s else "-",
                       _ms(e.client_cpu_ms.median if e.client_cpu_ms else None),
                       _ms(e.client_kex_ms), _ms(e.wait_ms.median if e.wait_ms else None),
@@ -70,7 +89,9 @@ def timing_table(report: TimingReport) -> RenderableType:
     # when even that is not enough).
     for i, name in enumerate(columns):
         widest = max([len(name)] + [len(str(row[i])) for row in rows])
-        if name == "Group":
+        if name == "":   # the median's bar: the slowest group's fills it
+            table.add_column(name, justify="left", no_wrap=True, min_width=BAR_WIDTH)
+        elif name == "Group":
             table.add_column(name, justify="left", overflow="fold", min_width=12)
         else:
             table.add_column(name, justify="left" if name == "Version" else "right",
@@ -79,8 +100,9 @@ def timing_table(report: TimingReport) -> RenderableType:
         table.add_row(*row)
     parts: list[Any] = [table]
     parts += [Text(r.verdict, style="bold") for r in report.rankings]
-    notes = ["times: from our ClientHello to our Finished; CI: confidence interval of the "
-             "median; hs/s: 1000 / median of connect + handshake",
+    notes = ["times: from our ClientHello to our Finished (the bar after the median: the "
+             "slowest median fills it); CI: confidence interval of the median; hs/s: 1000 / "
+             "median of connect + handshake",
              "client CPU: our own work in the handshake (kex: key generation and shared "
              "secret alone); server+net: the rest, the wait for the server"]
     if any(e.ci_overlaps_previous for e in report.entries):

@@ -3,7 +3,8 @@
 Public-key tables give, per operation, the time per call and the calls per second
 (`sign    verify    sign/s  verify/s`); the AEAD table is openssl's
 "The 'numbers' are in 1000s of bytes per second processed." grid, one column per block size.
-Plain strings only: tests and scripts read this, and rich stays in the command layer.
+Each table ends with a bar column (block characters) so that the ratio between rows shows
+at a glance. Plain strings only: tests and scripts read this, and rich stays in report/.
 """
 
 from __future__ import annotations
@@ -20,8 +21,30 @@ def _rate(value: float) -> str:
     return f"{value:.1f}"
 
 
+BAR_WIDTH = 20
+_EIGHTHS = "▏▎▍▌▋▊▉"
+
+
+def bar(value: float | None, maximum: float, width: int = BAR_WIDTH) -> str:
+    """`value` as a bar of block characters, `width` cells for `maximum` (eighths of a
+    cell): the ratio between rows at a glance. At least one eighth for a positive value,
+    "-" for none."""
+    if value is None or value <= 0 or maximum <= 0:
+        return "-"
+    eighths = max(1, round(min(value / maximum, 1.0) * width * 8))
+    full, part = divmod(eighths, 8)
+    return "█" * full + (_EIGHTHS[part - 1] if part else "")
+
+
+def _bars(values: Sequence[float | None]) -> list[str]:
+    """One bar per row, the largest value filling `BAR_WIDTH`."""
+    top = max((v for v in values if v), default=0.0)
+    return [bar(v, top) for v in values]
+
+
 def public_key_table(results: Sequence[AlgorithmResult]) -> list[str]:
-    """One openssl-style table: label, seconds per call for each operation, then calls/s."""
+    """One openssl-style table: label, seconds per call for each operation, then calls/s,
+    then a bar of the last operation's calls/s (the fastest row's fills it)."""
     operations: list[str] = []
     for result in results:
         for measured in result.figures:
@@ -40,25 +63,32 @@ def public_key_table(results: Sequence[AlgorithmResult]) -> list[str]:
     headers = operations + [f"{op}/s" for op in operations]
     widths = [max(10, len(h) + 1, *(len(row[i]) + 1 for row in cells))
               for i, h in enumerate(headers)]
-    lines = [" " * label_width + "".join(h.rjust(w) for h, w in zip(headers, widths))]
-    for result, row in zip(results, cells):
+    last = [fig.per_second if (fig := r.figure(operations[-1])) else None for r in results]
+    lines = [" " * label_width + "".join(h.rjust(w) for h, w in zip(headers, widths))
+             + f"  bar:{operations[-1]}/s"]
+    for result, row, drawn in zip(results, cells, _bars(last)):
         lines.append(result.description.ljust(label_width)
-                     + "".join(c.rjust(w) for c, w in zip(row, widths)))
+                     + "".join(c.rjust(w) for c, w in zip(row, widths)) + "  " + drawn)
     return lines
 
 
 def aead_table(results: Sequence[AlgorithmResult], block_sizes: Sequence[int]) -> list[str]:
-    """openssl's throughput grid: 1000s of bytes per second per block size."""
+    """openssl's throughput grid: 1000s of bytes per second per block size, then a bar of
+    the largest block size's throughput (the fastest AEAD's fills it)."""
     width = max(13, *(len(r.description) + 2 for r in results))
+    largest = max(block_sizes)
     lines = ["The 'numbers' are in 1000s of bytes per second processed.",
-             "type".ljust(width) + "".join(f"{size:7d} bytes" for size in block_sizes)]
-    for result in results:
+             "type".ljust(width) + "".join(f"{size:7d} bytes" for size in block_sizes)
+             + f"  bar:{largest}"]
+    drawn = _bars([fig.bytes_per_second if (fig := r.figure("encrypt", largest)) else None
+                   for r in results])
+    for result, result_bar in zip(results, drawn):
         row = result.description.ljust(width)
         for size in block_sizes:
             fig = result.figure("encrypt", size)
             rate = fig.bytes_per_second if fig else None
             row += f" {rate / 1e3:11.2f}k" if rate else f" {'-':>12}"
-        lines.append(row)
+        lines.append(row + "  " + result_bar)
     return lines
 
 

@@ -1,0 +1,258 @@
+"""`scan --html FILE` and `scan --csv FILE` against a real openssl s_server on loopback, the
+page opened in headless Chromium (issue 17, item 2).
+
+One scan (every section: the default checks and `all`) of a server with three known groups
+and a certificate whose subject and subjectAltName hold markup (`<script>`, an `<img>` with
+an onerror handler) and a bidi override. One Chromium start takes the screenshot and dumps
+the DOM; the tests read the rendered text of each section from that DOM and compare it with
+the same run's JSON, check that the hostile names are text (no element, no script ran), and
+read the CSV back.
+"""
+from __future__ import annotations
+
+import csv
+import datetime
+import html.parser
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from lab_servers.certs import CertFiles, CertSet
+from servers import missing_reason, peer_unavailable, start_server
+from tlsprobe.report.escape import shown
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CN = "<script>document.title='owned'</script><b>bold</b>\u202eevil"
+SAN = "x<img src=x onerror=\"document.title='img'\">.example"
+GROUPS = {"x25519", "secp256r1", "x448"}
+SECTIONS = ("Protocol versions", "Groups, TLS 1.3", "Groups, TLS 1.2", "Post-quantum, TLS 1.3",
+            "Cipher suites, TLS 1.3", "Cipher suites, TLS 1.2", "Signature schemes, TLS 1.3",
+            "Signature schemes, TLS 1.2", "Certificate chain", "Vulnerability checks",
+            "Hygiene checks", "Tolerance checks", "HTTP checks", "Certificate checks",
+            "Findings")
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu",
+                  "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--no-first-run", "--window-size=1200,2400")
+
+
+def _hostile_certs(directory: Path) -> CertSet:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, CN)])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(hours=1))
+            .not_valid_after(now + datetime.timedelta(days=2))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(SAN)]), critical=False)
+            .sign(key, hashes.SHA256()))
+    files = CertFiles(directory / "h.crt", directory / "h.key", directory / "h.crt")
+    files.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    files.key.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                            serialization.PrivateFormat.PKCS8,
+                                            serialization.NoEncryption()))
+    return CertSet(directory, files.cert, {"ecdsa": files})
+
+
+class _Sections(html.parser.HTMLParser):
+    """The rendered text under each <h3> (h2 and h3 titles as keys), the tags seen, and
+    every attribute that would load something."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sections: dict[str, list[str]] = {}
+        self.tags: set[str] = set()
+        self.loads: list[tuple[str, str | None]] = []
+        self.classes: list[str] = []
+        self._heading: str | None = None
+        self._current = "(top)"
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        self.loads += [(k, v) for k, v in attrs if k in ("src", "href") or k.startswith("on")]
+        self.classes += [v for k, v in attrs if k == "class" and v]
+        if tag in ("h2", "h3"):
+            self._heading = ""
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("h2", "h3") and self._heading is not None:
+            self._current = self._heading
+            self.sections.setdefault(self._current, [])
+            self._heading = None
+        elif tag in ("td", "th", "p", "li", "div", "tr"):
+            self.sections.setdefault(self._current, []).append("\n")
+
+    def handle_data(self, data: str) -> None:
+        if self._heading is not None:
+            self._heading += data
+        else:
+            self.sections.setdefault(self._current, []).append(data)
+
+    def text(self, start: str) -> str:
+        (key,) = [k for k in self.sections if k.startswith(start)]
+        return "".join(self.sections[key])
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One scan with --html, --csv and --json, one Chromium run over the page."""
+    reason = missing_reason("openssl")
+    if reason:
+        peer_unavailable(reason)
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        peer_unavailable("chromium not installed (apt-get install chromium)")
+    tmp = tmp_path_factory.mktemp("html")
+    server = start_server("openssl", groups="X25519:P-256:X448", cert="ecdsa",
+                          certs=_hostile_certs(tmp), workdir=tmp / "srv")
+    try:
+        env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), NO_COLOR="1")
+        scan = subprocess.run(
+            [sys.executable, "-m", "tlsprobe", "scan", f"127.0.0.1:{server.port}",
+             "--checks", "versions,groups,pq,suites,sigalgs,cert,all", "--json",
+             "--no-progress", "--timeout", "4", "--html", str(tmp / "audit.html"),
+             "--csv", str(tmp / "audit.csv")],
+            cwd=tmp, env=env, capture_output=True, text=True, timeout=120)
+    finally:
+        server.stop()
+    assert scan.returncode == 0, scan.stderr
+    dom = subprocess.run(
+        [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp / 'profile'}",
+         f"--screenshot={tmp / 'shot.png'}", "--dump-dom", (tmp / "audit.html").as_uri()],
+        cwd=tmp, capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    parsed = _Sections()
+    parsed.feed(dom.stdout)
+    return {"report": json.loads(scan.stdout), "dom": dom.stdout, "parsed": parsed,
+            "html": (tmp / "audit.html").read_text("utf-8"), "png": tmp / "shot.png",
+            "csv": list(csv.DictReader((tmp / "audit.csv").open(encoding="utf-8")))}
+
+
+def test_chromium_renders_a_screenshot_of_the_page(page: dict[str, Any]) -> None:
+    data = page["png"].read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    width, height = struct.unpack(">II", data[16:24])
+    assert (width, height) == (1200, 2400)
+    assert len(data) > 50_000    # tables and coloured text, not a blank page (~5 kB)
+
+
+def test_every_section_is_rendered_in_order(page: dict[str, Any]) -> None:
+    headings = [h for h in page["parsed"].sections if h != "(top)"]
+    found = [next(i for i, h in enumerate(headings) if h.startswith(s)) for s in SECTIONS]
+    assert found == sorted(found), headings
+    assert page["parsed"].sections and "tlsprobe audit" in page["dom"]
+
+
+def test_groups_are_listed_in_the_servers_order_with_the_full_lists(page: dict[str, Any]
+                                                                     ) -> None:
+    report, parsed = page["report"], page["parsed"]
+    for audit in report["groups"]:
+        version = audit["version"]["name"]
+        text = parsed.text(f"Groups, {version}")
+        names = [g["name"] for g in audit["supported"]]
+        assert set(names) == GROUPS
+        rows = [line.split() for line in text.split("\n\n") if line.strip()[:1].isdigit()]
+        assert [r[1] for r in rows[:3]] == names, text
+        refused = [g["name"] for g in audit["not_supported"]]
+        assert len(refused) > 12    # longer than the text view shows
+        assert f"Not supported: {len(refused)} group(s): {', '.join(refused)}" in text
+        assert " more" not in text
+
+
+def test_suites_signature_schemes_pq_and_checks_match_the_json(page: dict[str, Any]) -> None:
+    report, parsed = page["report"], page["parsed"]
+    for audit in report["suites"]:
+        text = parsed.text(f"Cipher suites, {audit['version']['name']}")
+        positions = [text.index(c["iana_name"]) for c in audit["supported"]]
+        assert positions == sorted(positions) and positions
+    for audit in report["signature_schemes"]:
+        text = parsed.text(f"Signature schemes, {audit['version']['name']}")
+        assert all(s["name"] in text for s in audit["supported"]) and audit["supported"]
+    pq = parsed.text("Post-quantum")
+    assert all(v["subject"] in pq for v in report["post_quantum"]) and report["post_quantum"]
+    for result in report["check_results"]:
+        section = {"vulnerability": "Vulnerability", "hygiene": "Hygiene",
+                   "tolerance": "Tolerance", "http": "HTTP",
+                   "certificate": "Certificate checks"}[result["category"]]
+        text = parsed.text(section)
+        assert result["title"] in text and result["verdict"] in text, result["name"]
+        assert shown(", ".join(result["evidence"])) in text    # the whole evidence, never cut
+
+
+def test_findings_are_coloured_by_severity(page: dict[str, Any]) -> None:
+    report, parsed = page["report"], page["parsed"]
+    text = parsed.text("Findings")
+    assert report["findings"]
+    for finding in report["findings"]:
+        assert shown(finding["message"]) in text and finding["code"] in text
+        assert f"sev sev-{finding['severity']}" in parsed.classes
+        if finding["items"]:    # the whole list; a name from the server escaped as text
+            assert shown(f"all {len(finding['items'])}: {', '.join(finding['items'])}") \
+                in text
+    style = page["html"].split("<style>", 1)[1].split("</style>", 1)[0]
+    for severity in ("critical", "high", "medium", "low", "info"):
+        assert f".sev-{severity}{{background:" in style
+
+
+def test_hostile_certificate_names_are_text_and_the_page_loads_nothing(page: dict[str, Any]
+                                                                        ) -> None:
+    parsed, dom = page["parsed"], page["dom"]
+    cert = parsed.text("Certificate chain")
+    subject = page["report"]["certificates"][0]["subject"]    # RFC 4514 escapes: CN=\<script\>
+    assert "script" in subject and "\u202e" in subject
+    assert shown(subject) in cert and "\\u202eevil" in cert
+    assert SAN in cert
+    assert "<title>tlsprobe audit: 127.0.0.1" in dom    # no script changed the title
+    assert parsed.tags.isdisjoint({"script", "img", "b", "link", "iframe", "object"})
+    assert parsed.loads == []
+    assert "\u202e" not in dom
+
+
+def test_csv_has_one_row_per_fact_with_a_section_column(page: dict[str, Any]) -> None:
+    report, rows = page["report"], page["csv"]
+    assert list(rows[0]) == ["target", "section", "version", "rank", "name", "code", "status",
+                             "severity", "detail"]
+    assert {r["target"] for r in rows} == {f"127.0.0.1:{report['port']}"}
+    for audit in report["groups"]:
+        version = audit["version"]["name"]
+        got = [(r["rank"], r["name"]) for r in rows
+               if r["section"] == "group" and r["version"] == version]
+        assert got == [(str(i), g["name"]) for i, g in enumerate(audit["supported"], 1)]
+    for audit in report["suites"]:
+        got = [r["name"] for r in rows
+               if r["section"] == "suite" and r["version"] == audit["version"]["name"]]
+        assert got == [c["iana_name"] for c in audit["supported"]]
+    findings = [r for r in rows if r["section"] == "finding"]
+    assert [(r["code"], r["severity"], r["detail"]) for r in findings] == [
+        (f["code"], f["severity"], ", ".join(f["items"])) for f in report["findings"]]
+    assert len([r for r in rows if r["section"] == "check"]) == len(report["check_results"])
+
+
+def test_a_target_in_error_and_a_bad_line_keep_their_section_and_csv_rows(tmp_path: Path
+                                                                          ) -> None:
+    from tlsprobe.model.audit import AuditReport
+    from tlsprobe.report.csv_out import write_scan_csv
+    from tlsprobe.report.html import render_html
+    refused = AuditReport(host="127.0.0.1", port=1, error="connect: <refused>\x1b[2J",
+                          error_kind="network")
+    bad = AuditReport(host="a..b", port=0, error="targets:3: bad host 'a..b'",
+                      error_kind="usage")
+    page = render_html([refused, bad], 3, "1 target(s) with an error")
+    assert "<h2>Audit of 127.0.0.1:1</h2>" in page and "<h2>Skipped a..b</h2>" in page
+    assert "Error: connect: &lt;refused&gt;\\x1b[2J" in page and "\x1b" not in page
+    assert "Exit code 3: 1 target(s) with an error" in page
+    write_scan_csv(str(tmp_path / "e.csv"), [refused, bad])
+    rows = list(csv.reader((tmp_path / "e.csv").open(encoding="utf-8", newline="")))
+    assert rows[1:] == [
+        ["127.0.0.1:1", "error", "", "", "", "", "network", "", "connect: <refused>\x1b[2J"],
+        ["a..b:0", "error", "", "", "", "", "usage", "", "targets:3: bad host 'a..b'"]]

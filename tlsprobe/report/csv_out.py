@@ -1,0 +1,135 @@
+"""CSV for spreadsheets: `scan --csv FILE` and `pcap --csv FILE`.
+
+`scan --csv`: ONE file, one row per fact, with a `section` column to filter on, so that a
+run over many targets opens as one sheet (a pivot table or a filter on `section` gives the
+findings, the groups or the suites of every target):
+
+    target,section,version,rank,name,code,status,severity,detail
+    127.0.0.1:4433,version,TLS 1.3,,TLS 1.3,0x0304,supported,,
+    127.0.0.1:4433,group,TLS 1.3,1,x25519,0x001d,supported,,ECDHE
+    127.0.0.1:4433,suite,TLS 1.2,1,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,0xc02f,supported,,ECDHE-RSA-AES128-GCM-SHA256
+    127.0.0.1:4433,signature_scheme,TLS 1.3,1,rsa_pss_rsae_sha256,0x0804,supported,,
+    127.0.0.1:4433,check,,,heartbleed,check.heartbleed,not vulnerable,,<reason>
+    127.0.0.1:4433,finding,TLS 1.2,,<message>,version.not_allowed,,medium,<all items>
+    127.0.0.1:4433,error,,,,,network,,<error>
+
+`rank` is the place in the server's order (groups, suites, signature schemes: the order the
+text view lists); `status` supported / not_supported / inconclusive for versions and groups
+(a group the audit could not establish is a row with status inconclusive), a verdict for a
+check. Findings keep their whole item list in `detail` (joined with ", ").
+
+`pcap --csv`: one row per connection with the columns of the connection table, the capture
+file first (`File,#,Client,Server,SNI,Version,Cipher suite,Group,Key S/C,ALPN,JA4`).
+
+Both are UTF-8 with a header row. Text from the network (SNI, certificate names, messages
+quoting a server) is written as is, except that a cell starting with `=`, `+`, `-`, `@` or a
+tab/CR gets a leading `'` so that a spreadsheet never runs it as a formula.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from tlsprobe.errors import UsageError
+
+if TYPE_CHECKING:
+    from tlsprobe.model.audit import AuditReport
+    from tlsprobe.model.capture import BriefReport, ConnectionReport
+
+SCAN_COLUMNS = ("target", "section", "version", "rank", "name", "code", "status", "severity",
+                "detail")
+KIND = {"ec": "ECDHE", "ecx": "ECDHE", "ffdhe": "FFDHE", "mlkem": "ML-KEM",
+        "hybrid": "hybrid PQ", "draft": "draft PQ"}
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def check_writable(path: str, option: str) -> None:
+    """A usage error (exit 2) before any work when `path` cannot be written: its directory
+    is missing or not writable, or it is a directory."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise UsageError(f"{option} {path}: is a directory")
+    if not os.path.isdir(folder):
+        raise UsageError(f"{option} {path}: no such directory {folder}")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and
+                                          not os.access(path, os.W_OK)):
+        raise UsageError(f"{option} {path}: not writable")
+
+
+def cell(value: object) -> str:
+    """A CSV cell: None empty; text that a spreadsheet would take for a formula quoted."""
+    if value is None:
+        return ""
+    text = str(value)
+    return "'" + text if text.startswith(_FORMULA) and text != "-" else text
+
+
+def _target(r: AuditReport) -> str:
+    return f"[{r.host}]:{r.port}" if ":" in r.host else f"{r.host}:{r.port}"
+
+
+def scan_rows(r: AuditReport) -> list[tuple[object, ...]]:
+    """The rows of one target (without the target column)."""
+    rows: list[tuple[object, ...]] = []
+    if r.error and r.error_kind != "internal":
+        return [("error", None, None, None, None, r.error_kind, None, r.error)]
+    for v in r.versions:
+        rows.append(("version", v.version.name, None, v.version.name, v.version.hex,
+                     v.status, None, v.detail))
+    for g in r.groups:
+        from tlsprobe import registry
+        for i, cp in enumerate(g.supported, 1):
+            info = registry.group(cp.id)
+            rows.append(("group", g.version.name, i, cp.name, cp.hex, "supported", None,
+                         KIND.get(info.kind, info.kind) if info else None))
+        rows += [("group", g.version.name, None, cp.name, cp.hex, "inconclusive", None, None)
+                 for cp in g.inconclusive]
+    for s in r.suites:
+        rows += [("suite", s.version.name, i, c.iana_name, c.hex, "supported", None,
+                  c.openssl_name) for i, c in enumerate(s.supported, 1)]
+    for a in r.signature_schemes:
+        rows += [("signature_scheme", a.version.name, i, c.name, c.hex, "supported", None,
+                  None) for i, c in enumerate(a.supported, 1)]
+    for c in r.check_results:
+        rows.append(("check", None, None, c.name, c.code, str(c.verdict), c.severity,
+                     c.reason + (f" ({', '.join(c.evidence)})" if c.evidence else "")))
+    for f in r.findings:
+        rows.append(("finding", f.version, None, f.message, f.code, f.policy, f.severity,
+                     ", ".join(f.items)))
+    if r.error:
+        rows.append(("error", None, None, None, None, r.error_kind, None, r.error))
+    return rows
+
+
+def write_scan_csv(path: str, reports: Iterable[AuditReport]) -> None:
+    """`scan --csv FILE`: every target's rows in one file (see the module docstring)."""
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(SCAN_COLUMNS)
+        for r in reports:
+            target = _target(r)
+            writer.writerows([cell(target), *map(cell, row)] for row in scan_rows(r))
+
+
+class PcapCsv:
+    """`pcap --csv FILE`: a row per connection, written as connections are reported."""
+
+    def __init__(self, path: str) -> None:
+        from tlsprobe.report.offline_tables import COLUMNS
+        self._fh = open(path, "w", encoding="utf-8", newline="")
+        self._writer = csv.writer(self._fh)
+        self._writer.writerow(("File", *COLUMNS))
+
+    def add(self, file: str, report: ConnectionReport | BriefReport) -> None:
+        """One connection of capture `file`, with the connection table's cells."""
+        from tlsprobe.report.offline_tables import connection_row
+        self._writer.writerow([cell(file), *map(cell, connection_row(report))])
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+__all__ = ["PcapCsv", "SCAN_COLUMNS", "cell", "check_writable", "scan_rows", "write_scan_csv"]

@@ -1,0 +1,277 @@
+"""Charts with matplotlib (the optional `plot` extra: `pip install tlsprobe[plot]`).
+
+- `plot_speed`: `tlsprobe speed --plot FILE`: operations per second per group and signature
+  scheme (one bar per operation; log scale, the primitives differ a thousandfold) and AEAD
+  throughput per block size; with --compare-openssl, openssl speed's figures beside them
+  (hatched bars, dashed lines).
+- `plot_timing`: `tlsprobe timing --plot FILE` and `probe --timing --plot FILE`: the
+  distribution of the handshake times of each group (box plot of every sample) with the
+  confidence interval of the median drawn over it.
+- `plot_capture`: `pcap --stats --plot FILE`: connections per protocol version and per
+  negotiated group over the capture's time (stacked counts per time slice).
+
+The format follows the extension (.png or .svg; SVG keeps text as <text> elements).
+matplotlib is imported only when a chart is drawn, with the Agg backend (no display), so
+that the commands and `--help` stay light; `check_plot` tells a missing matplotlib or a
+bad file name as a usage error (exit 2) before any measuring starts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from tlsprobe.errors import UsageError
+
+if TYPE_CHECKING:
+    from tlsprobe.model.capture import BriefReport, ConnectionReport
+    from tlsprobe.model.speed import SpeedReport
+    from tlsprobe.model.timing import TimingReport
+
+FORMATS = (".png", ".svg")
+MISSING = "--plot needs matplotlib: pip install tlsprobe[plot]"
+_KIND_TITLES = {"kex": "Key exchange (operations per second)",
+                "kem": "Key encapsulation, ML-KEM and hybrids (operations per second)",
+                "sig": "Signatures (operations per second)"}
+
+
+def check_plot(path: str) -> None:
+    """Before any work: the extension is .png or .svg, the file can be written and
+    matplotlib is installed (each a usage error, exit 2, with one line)."""
+    if os.path.splitext(path)[1].lower() not in FORMATS:
+        raise UsageError(f"--plot {path}: the file name must end in .png or .svg")
+    from tlsprobe.report.csv_out import check_writable
+    check_writable(path, "--plot")
+    import importlib.util
+    if importlib.util.find_spec("matplotlib") is None:
+        raise UsageError(MISSING)
+
+
+def _pyplot() -> Any:
+    """matplotlib.pyplot on the Agg backend; SVG keeps text as text."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise UsageError(MISSING) from None
+    matplotlib.use("Agg", force=True)
+    matplotlib.rcParams.update({"svg.fonttype": "none", "font.size": 9,
+                                "svg.hashsalt": "tlsprobe"})
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _save(plt: Any, fig: Any, path: str) -> None:
+    fig.savefig(path, dpi=110, bbox_inches="tight",
+                metadata={"Date": None} if path.lower().endswith(".svg") else None)
+    plt.close(fig)
+
+
+def _t(text: str) -> str:
+    """A label as plain text: a `$` would start matplotlib's math mode."""
+    return text.replace("$", r"\$")
+
+
+def _si(value: float) -> str:
+    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if value >= limit:
+            return f"{value / limit:.3g}{suffix}"
+    return f"{value:.3g}"
+
+
+# -- speed -------------------------------------------------------------------------------------
+def plot_speed(report: SpeedReport, path: str) -> None:
+    """Operations per second (kex, kem, sig) and AEAD throughput per block size."""
+    plt = _pyplot()
+    openssl: dict[tuple[str, str, int | None], float] = {}
+    if report.comparison is not None:
+        openssl = {(r.algorithm, r.operation, r.block_size): r.openssl
+                   for r in report.comparison.rows if r.openssl is not None}
+    kinds = [k for k in ("kex", "kem", "sig") if any(r.kind == k for r in report.results)]
+    aead = [r for r in report.results if r.kind == "aead"]
+    heights = [0.3 * max(3, sum(len(r.figures) for r in report.results if r.kind == k)
+                         * (2 if openssl else 1)) + 1.1 for k in kinds]
+    if aead:
+        heights.append(3.6)
+    if not heights:
+        heights = [1.5]
+    fig, axes = plt.subplots(len(heights), 1, figsize=(9, sum(heights)), squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
+    axes = [row[0] for row in axes]
+    drawn: list[float] = []
+    for ax, kind in zip(axes, kinds):
+        drawn += _rate_bars(ax, [r for r in report.results if r.kind == kind], openssl)
+        ax.set_title(_KIND_TITLES[kind], loc="left", fontweight="bold")
+    for ax in axes[:len(kinds)]:   # one scale for every rate panel: x25519 against the hybrid
+        if drawn:
+            ax.set_xlim(min(drawn) / 3, max(drawn) * 8)
+    if aead:
+        _aead_lines(axes[len(kinds)], aead, report.block_sizes, openssl)
+    if not kinds and not aead:
+        axes[0].text(0.5, 0.5, "no figure was measured", ha="center", va="center")
+        axes[0].set_axis_off()
+    runs = f"{report.seconds:g} s per figure" + (
+        f", {report.processes} processes" if report.processes > 1 else "")
+    fig.suptitle(f"tlsprobe speed: cryptography {report.cryptography_version} with "
+                 f"{report.openssl_version} ({runs})"
+                 + (", interrupted" if report.interrupted else ""), fontsize=10)
+    fig.tight_layout()
+    _save(plt, fig, path)
+
+
+def _rate_bars(ax: Any, results: Sequence[Any], openssl: dict[Any, float]) -> list[float]:
+    """One horizontal bar per (algorithm, operation), grouped by algorithm; openssl's
+    figure for the same pair (if measured) as a hatched bar just under it. Returns the
+    values drawn."""
+    labels, values, colours, hatches, ys = [], [], [], [], []
+    palette = {"keygen": "#4c72b0", "derive": "#55a868", "encaps": "#dd8452",
+               "decaps": "#c44e52", "sign": "#8172b3", "verify": "#937860"}
+    y = 0.0
+    ticks, tick_labels = [], []
+    for result in results:
+        start = y
+        for fig in result.figures:
+            for who, value in (("tlsprobe", fig.per_second),
+                               ("openssl", openssl.get((result.algorithm, fig.operation,
+                                                        None)))):
+                if value is None or value <= 0:
+                    continue
+                labels.append(f"{fig.operation}" + (" (openssl speed)" if who == "openssl"
+                                                    else ""))
+                values.append(value)
+                colours.append(palette.get(fig.operation, "#777777"))
+                hatches.append("///" if who == "openssl" else "")
+                ys.append(y)
+                y += 1
+        ticks.append((start + y - 1) / 2)
+        tick_labels.append(result.algorithm)
+        y += 0.8
+    bars = ax.barh(ys, values, color=colours, edgecolor="white", height=0.9)
+    for bar, value, label, hatch in zip(bars, values, labels, hatches):
+        bar.set_hatch(hatch)
+        ax.text(value, bar.get_y() + bar.get_height() / 2, f" {_si(value)}/s {label}",
+                va="center", fontsize=8)
+    ax.set_yticks(ticks, tick_labels)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    from matplotlib.ticker import FuncFormatter
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _si(v)))
+    ax.set_xlabel("operations per second (log scale)")
+    ax.grid(axis="x", alpha=0.3)
+    return values
+
+
+def _aead_lines(ax: Any, results: Sequence[Any], sizes: Sequence[int],
+                openssl: dict[Any, float]) -> None:
+    """Throughput (bytes/s) against block size, a line per AEAD; openssl's dashed."""
+    for result in results:
+        xs = [s for s in sizes if result.figure("encrypt", s) is not None]
+        ys = [result.figure("encrypt", s).bytes_per_second / 1e6 for s in xs]
+        (line,) = ax.plot(xs, ys, marker="o", label=result.description)
+        theirs = [(s, openssl[(result.algorithm, "encrypt", s)] / 1e6) for s in sizes
+                  if (result.algorithm, "encrypt", s) in openssl]
+        if theirs:
+            ax.plot([s for s, _ in theirs], [v for _, v in theirs], linestyle="--",
+                    marker="s", color=line.get_color(),
+                    label=f"{result.description} (openssl speed)")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(list(sizes), [str(s) for s in sizes])
+    ax.set_xlabel("block size (bytes)")
+    ax.set_ylabel("MB per second")
+    ax.set_title("AEAD encryption throughput per block size", loc="left", fontweight="bold")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+
+
+# -- timing ------------------------------------------------------------------------------------
+def plot_timing(report: TimingReport, path: str) -> None:
+    """Box plot of each measured entry's handshake times, the median's CI over it."""
+    plt = _pyplot()
+    entries = [e for e in report.entries if e.samples_ms]
+    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.5 * max(2, len(entries))))
+    host = f"[{report.host}]" if ":" in report.host else report.host
+    level = f"{report.confidence * 100:g}%"
+    ax.set_title(_t(f"Handshake time per group, {host}:{report.port} ({report.runs} runs per "
+                 f"group; bar: {level} confidence interval of the median)"), loc="left",
+                 fontsize=9)
+    if not entries:
+        ax.text(0.5, 0.5, "no group was measured", ha="center", va="center")
+        ax.set_axis_off()
+        _save(plt, fig, path)
+        return
+    labels = [_t(f"{e.version.name} {e.name}") for e in entries]
+    positions = list(range(1, len(entries) + 1))
+    import matplotlib
+    major, minor = (int(x) for x in matplotlib.__version__.split(".")[:2])
+    sideways = {"orientation": "horizontal"} if (major, minor) >= (3, 10) else {"vert": False}
+    ax.boxplot([list(e.samples_ms) for e in entries], positions=positions, widths=0.6,
+               showfliers=True, flierprops={"markersize": 3}, **sideways)
+    for y, e in zip(positions, entries):
+        s = e.handshake_ms
+        if s is not None and s.ci_low is not None and s.ci_high is not None:
+            ax.plot([s.ci_low, s.ci_high], [y, y], color="#c44e52", linewidth=5,
+                    solid_capstyle="butt", alpha=0.75,
+                    label=f"{level} CI of the median" if y == 1 else None)
+    ax.set_yticks(positions, labels)
+    ax.invert_yaxis()
+    ax.set_xlabel("handshake time (ms), ClientHello to our Finished")
+    ax.grid(axis="x", alpha=0.3)
+    if any(e.handshake_ms and e.handshake_ms.ci_low is not None for e in entries):
+        ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    _save(plt, fig, path)
+
+
+# -- captures ----------------------------------------------------------------------------------
+class CaptureTimeline:
+    """`pcap --stats --plot`: each connection's start time, version and negotiated group,
+    gathered as the reports come and drawn by `write`."""
+
+    def __init__(self) -> None:
+        self.points: list[tuple[float, str, str]] = []
+        self.untimed = 0
+
+    def add(self, report: ConnectionReport | BriefReport) -> None:
+        from tlsprobe.report.offline_tables import _group
+        timings = getattr(report, "timings", None)
+        start = timings.start if timings is not None else None
+        if start is None:
+            self.untimed += 1
+            return
+        version = report.version.name if report.version else "no ServerHello"
+        self.points.append((start, _t(version), _t(_group(report))))
+
+    def write(self, path: str) -> None:
+        plot_capture(self.points, path, self.untimed)
+
+
+def plot_capture(points: Sequence[tuple[float, str, str]], path: str, untimed: int = 0) -> None:
+    """Two stacked histograms over the capture's time: by version, by negotiated group."""
+    plt = _pyplot()
+    from matplotlib.ticker import MaxNLocator
+    fig, axes = plt.subplots(2, 1, figsize=(10, 6.5), sharex=True)
+    first = min((p[0] for p in points), default=0.0)
+    span = max((p[0] for p in points), default=0.0) - first
+    bins = max(1, min(40, len(points) // 2)) if span > 0 else 1
+    edges = [span * i / bins for i in range(bins + 1)] if span > 0 else [-0.5, 0.5]
+    for ax, index, what in ((axes[0], 1, "version"), (axes[1], 2, "negotiated group")):
+        names = sorted({p[index] for p in points})
+        series = [[p[0] - first for p in points if p[index] == n] for n in names]
+        if series:
+            colours = [plt.get_cmap("tab20")(i % 20) for i in range(len(names))]
+            ax.hist(series, bins=edges, stacked=True, color=colours,
+                    label=["none" if n == "-" else n for n in names])
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_title(f"Connections per {what} over the capture's time", loc="left",
+                     fontweight="bold")
+        ax.set_ylabel("connections")
+        ax.grid(axis="y", alpha=0.3)
+    note = f" ({untimed} without a capture time not drawn)" if untimed else ""
+    axes[1].set_xlabel(f"seconds from the first connection ({len(points)} connections"
+                       f"{note})")
+    fig.tight_layout()
+    _save(plt, fig, path)
+
+
+__all__ = ["CaptureTimeline", "check_plot", "plot_capture", "plot_speed", "plot_timing"]
