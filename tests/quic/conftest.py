@@ -1,6 +1,7 @@
 """Fixtures for the --quic tests: `quic_server(groups=..., retry=...)` starts aioquic's QUIC
 v1 server (tests/lab_servers/quic_server.py, a process of its own) on 127.0.0.1 and a free
-UDP port, with the session's ECDSA certificate, once per configuration; all are stopped by
+UDP port, with the session's ECDSA certificate, once per configuration (a fixed
+stateless reset token on request); all are stopped by
 PID at the end. aioquic is in the test extra: without it the test fails (no skip).
 `ngtcp2_server(groups=..., validate=...)` does the same with ngtcp2's GnuTLS server
 (`gtlsserver` from Debian's ngtcp2-server; groups as GnuTLS priority items), which sends a
@@ -40,11 +41,13 @@ class QuicServer:
 QuicServerFactory = Callable[..., QuicServer]
 
 
-def _start(certs: CertSet, groups: str, retry: bool) -> QuicServer:
+def _start(certs: CertSet, groups: str, retry: bool, reset_token: str = "") -> QuicServer:
     leaf = certs.leaves["ecdsa"]
     argv = [sys.executable, str(SERVER), str(leaf.chain), str(leaf.key), "--groups", groups]
     if retry:
         argv.append("--retry")
+    if reset_token:
+        argv += ["--reset-token", reset_token]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             text=True, start_new_session=True)
     assert proc.stdout is not None
@@ -68,13 +71,14 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 @pytest.fixture(scope="session")
 def quic_server(certs: CertSet) -> Iterator[QuicServerFactory]:
-    running: dict[tuple[str, bool], QuicServer] = {}
+    running: dict[tuple[str, bool, str], QuicServer] = {}
 
-    def start(groups: str = "x25519,secp256r1", retry: bool = False) -> QuicServer:
-        key = (groups, retry)
+    def start(groups: str = "x25519,secp256r1", retry: bool = False,
+              reset_token: str = "") -> QuicServer:
+        key = (groups, retry, reset_token)
         found = running.get(key)
         if found is None or found.process.poll() is not None:
-            running[key] = found = _start(certs, groups, retry)
+            running[key] = found = _start(certs, groups, retry, reset_token)
             time.sleep(0.1)   # the socket is bound before READY; let the loop settle
         return found
 

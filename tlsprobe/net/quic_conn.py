@@ -71,6 +71,8 @@ class QuicConnection:
         self.outbox: list[bytes] = []       # datagrams to send
         self.alert: int | None = None       # a TLS alert the server closed with
         self.heard = False                  # any packet from the server opened
+        self.hello_mark = 0                 # server Initial CRYPTO bytes when our last hello left
+        self.reset = False                  # the server sent a stateless reset
         self.retried = False
         self.closing = False                # the engine sent close_notify
         self.closed = False                 # our CONNECTION_CLOSE is out
@@ -150,6 +152,7 @@ class QuicConnection:
             start = self.crypto_out[space]
             self.crypto_out[space] += len(data)
             self.initial_sent.append((start, data))
+            self.hello_mark = self.crypto_in[w.INITIAL].next
             sent = self._send_initial(start, data)
             if len(self.initial_sent) == 1:
                 self.info.client_hello_packets = sent
@@ -201,6 +204,12 @@ class QuicConnection:
             self._send(w.INITIAL, w.crypto_frame(start + i, data[i:i + room]))
         return -(-len(data) // room)
 
+    @property
+    def answered(self) -> bool:
+        """Whether the server's Initial CRYPTO data answered our last ClientHello; until then
+        it is sent again on a timer (an ACK does not stop it: part of the hello may be lost)."""
+        return self.crypto_in[w.INITIAL].next > self.hello_mark
+
     def retransmit(self) -> None:
         """No answer yet (or a Retry): send our Initial CRYPTO data again in new packets."""
         for start, data in self.initial_sent:
@@ -222,6 +231,12 @@ class QuicConnection:
         """One datagram from the server; a datagram it cannot read is counted, dropped."""
         self.info.datagrams_received += 1
         self.update_keys()
+        token = dict(self.info.transport_parameters or ()).get(0x02)
+        if isinstance(token, bytes) and w.is_stateless_reset(
+                data, token, self.recv_keys.get(w.APPLICATION), self.scid,
+                self.largest[w.APPLICATION]):
+            self.reset = self.closed = True     # nothing more is sent (RFC 9000 10.3.1)
+            return
         try:
             packets = list(w.split_datagram(data, len(self.scid)))
         except ValueError as exc:
