@@ -10,6 +10,7 @@ import re
 import select
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -37,6 +38,7 @@ class Relay:
         self.server_pass: Callable[[list[bytes]], bool] = lambda _: True
         self.forge: Callable[[bytes], list[bytes]] = lambda _: []
         self.from_client: list[bytes] = []     # as tlsprobe sent them
+        self.client_times: list[float] = []    # when each arrived
         self.to_server: list[bytes] = []       # as the server received them
         self.from_server: list[bytes] = []
         self.to_client: list[bytes] = []       # in the order tlsprobe got them
@@ -57,6 +59,7 @@ class Relay:
             if self.front in ready:
                 data, self._client = self.front.recvfrom(65535)
                 self.from_client.append(data)
+                self.client_times.append(time.monotonic())
                 if len(self.from_client) - 1 not in self.drop_client:
                     self.to_server.append(data)
                     self.back.send(data)
@@ -150,6 +153,26 @@ def test_lost_first_initial_and_reordered_handshake_packets(
     hs = [d for d in r.from_server if "Handshake" in kinds(d)]
     got = [d for d in r.to_client if "Handshake" in kinds(d)]
     assert len(hs) >= 2 and got[:2] == [hs[1], hs[0]]
+
+
+def test_no_handshake_done_closes_after_the_wait(
+        quic_server: Any, relay: Callable[[Any], Relay], run_cli: Callable[..., Any]) -> None:
+    # the server's 1-RTT packets (its HANDSHAKE_DONE) are lost: after our Finished we wait
+    # CLOSE_WAIT for it, then send CONNECTION_CLOSE anyway; the TLS handshake stands
+    from tlsprobe.net.quic import CLOSE_WAIT
+    server = quic_server("x25519,secp256r1")
+    r = relay(server)
+    r.server_pass = lambda _: "1-RTT" not in kinds(r.from_server[-1])
+    res = run_cli(f"127.0.0.1:{r.port}", "--quic", "--cafile", server.ca, "--timeout", "5",
+                  "--json")
+    assert res.returncode == 0, res.stderr
+    probe = json.loads(res.stdout)
+    assert probe["quic"]["handshake_done"] is False and probe["quic"]["closed_by_us"] == 0
+    assert probe["finished_verified"] is True
+    # our first 1-RTT packet is the CONNECTION_CLOSE; before it, the one pause: the wait
+    close = next(i for i, d in enumerate(r.from_client) if "1-RTT" in kinds(d))
+    times = r.client_times[:close + 1]
+    assert max(b - a for a, b in zip(times, times[1:])) >= CLOSE_WAIT - 0.1
 
 
 TOKEN = bytes.fromhex("5eed" * 8)

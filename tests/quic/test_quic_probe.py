@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 import re
 import socket
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -145,37 +144,7 @@ def test_options_quic_cannot_honour_are_refused(run_cli: Callable[..., Any]) -> 
         assert len(res.stderr.strip().splitlines()) == 1
 
 
-Answer = bytes | Callable[[bytes], bytes]
-Peer = tuple[socket.socket, list[bytes], list[Answer]]
-
-
-@pytest.fixture
-def udp_peer() -> Iterator[Peer]:
-    """A loopback UDP socket; datagrams it gets are kept; `answers` are sent back to each
-    (a callable answer is given the datagram)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.settimeout(0.2)
-    got: list[bytes] = []
-    answers: list[Answer] = []
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                data, addr = sock.recvfrom(65535)
-            except (socket.timeout, OSError):
-                continue
-            got.append(data)
-            for answer in answers:
-                sock.sendto(answer(data) if callable(answer) else answer, addr)
-
-    worker = threading.Thread(target=serve, daemon=True)
-    worker.start()
-    yield sock, got, answers
-    stop.set()
-    worker.join(2)
-    sock.close()
+Peer = tuple[socket.socket, list[bytes], list[Callable[[bytes], bytes] | bytes]]
 
 
 def test_silent_peer_times_out_after_padded_retransmissions(

@@ -48,6 +48,11 @@ def test_groups_over_quic_aioquic_text(quic_server: Any, run_cli: Callable[..., 
     section = out[out.index("Groups, TLS 1.3"):out.index("Groups, TLS 1.2")]
     listed = re.findall(r"^\d+\s+(\S+) \(0x[0-9a-f]{4}\)", section, re.M)
     assert sorted(listed) == ["secp384r1", "x25519"]
+    # aioquic sends no HelloRetryRequest and takes the first key share it supports: the
+    # report must not claim the server's order, and says why
+    assert "Order: order not established" in section
+    assert "note: order not established: with real key shares the server may take" in section
+    assert "Order: server" not in out
     # inconclusive: only the groups whose key shares tlsprobe cannot compute
     unsure = re.search(r"^Not established: (.*)$", section, re.M)
     assert unsure is None or set(unsure.group(1).split(", ")) <= {

@@ -340,7 +340,9 @@ class QuicConnection:
                                f"offers: {shown})")
 
     def _retry(self, packet: w.Packet) -> None:
-        if self.heard or self.retried:
+        if self.heard or self.retried:    # RFC 9000 17.2.5.2: one Retry, before any answer
+            self.info.ignore("a second Retry" if self.retried else "a Retry after the "
+                             "server's first packet")
             return
         data = packet.data
         if len(data) < packet.pn_offset + 16 or packet.dcid != self.scid or \
