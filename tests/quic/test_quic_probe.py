@@ -136,6 +136,28 @@ def test_retry_from_ngtcp2(ngtcp2_server: Any, run_cli: Callable[..., Any]) -> N
     assert re.search(r"^  retry_source_connection_id: [0-9a-f]+$", res.stdout, re.M)
 
 
+def test_hello_retry_request_after_a_retry_ngtcp2(ngtcp2_server: Any,
+                                                 run_cli: Callable[..., Any]) -> None:
+    # address validation first (Retry: the first ClientHello again, with the token, to the
+    # new connection ID), then the HelloRetryRequest in the new Initial keys' packets; the
+    # second ClientHello follows in the same Initial CRYPTO stream
+    server = ngtcp2_server("-GROUP-ALL:+GROUP-SECP384R1", validate=True)
+    res = _probe(run_cli, server, "--msg")
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    retry_cid = re.search(r"^Retry: yes \(server connection ID ([0-9a-f]+), integrity tag "
+                          r"checked\)$", out, re.M)
+    assert retry_cid
+    assert "HelloRetryRequest  secp384r1 (0x0018)" in out
+    assert "Group              secp384r1 (0x0018), from TLS 1.3 key_share after " \
+        "HelloRetryRequest" in out
+    assert re.search(rf"^> Initial v1 dcid={retry_cid.group(1)} .*CRYPTO\(offset=0, ", out,
+                     re.M)
+    assert re.search(r"^> Initial v1 .*CRYPTO\(offset=1453, ", out, re.M)   # second hello
+    assert re.search(r"^< Handshake v1 .*CRYPTO\(", out, re.M)
+    assert "EncryptedExtensions (decrypted)" in out and "HANDSHAKE_DONE received: yes" in out
+
+
 def test_options_quic_cannot_honour_are_refused(run_cli: Callable[..., Any]) -> None:
     for extra in (["--tls1_2"], ["--http-get", "/"], ["--starttls", "smtp"],
                   ["--ciphersuites", "TLS_AES_128_CCM_8_SHA256"]):

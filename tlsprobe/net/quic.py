@@ -122,7 +122,8 @@ class QuicCore:
                                f"{name} (0x{error:x}){why}")
 
     def _maybe_retransmit(self) -> None:
-        if self.conn.answered or not self.tries or self.tries >= MAX_TRIES:
+        if self.conn.answered or self.conn.closed or not self.tries or \
+                self.tries >= MAX_TRIES:
             return
         if time.monotonic() >= self.next_try:
             self.conn.retransmit()
