@@ -139,6 +139,8 @@ def test_lost_first_initial_and_reordered_handshake_packets(
     probe = json.loads(res.stdout)
     assert probe["key_exchange"]["group"]["name"] == "x25519"
     assert probe["quic"]["handshake_done"] is True
+    # the handshake time includes the retransmission timer's wait (0.5 s)
+    assert probe["timings"]["handshake_ms"] >= 450
     # what the server received: every datagram with an Initial packet at least 1200 bytes,
     # the ClientHello in several Initial packets, its first part only after a retransmission
     initial = [d for d in r.to_server if "Initial" in kinds(d)]

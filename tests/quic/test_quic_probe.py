@@ -29,6 +29,7 @@ def test_default_hello_spans_two_initials_and_server_picks_x25519(
     assert "ALPN               h3" in out
     assert "Verify return code: 0 (ok)" in out
     assert "Server Finished    verified" in out
+    assert re.search(r"^Timing +connect [\d.]+ ms, handshake [\d.]+ ms$", out, re.M)
     assert "QUIC version: 0x00000001 (v1)" in out
     # X25519MLKEM768's 1216-byte share makes the ClientHello too long for one Initial
     assert "ClientHello Initial packets: 2" in out
