@@ -179,6 +179,31 @@ def test_no_handshake_done_closes_after_the_wait(
     assert max(b - a for a, b in zip(times, times[1:])) >= CLOSE_WAIT - 0.1
 
 
+def test_forged_retry_and_version_negotiation_do_not_stop_the_handshake(
+        quic_server: Any, relay: Callable[[Any], Relay], run_cli: Callable[..., Any]) -> None:
+    # before the server's answer, our first datagram is also answered with a Retry whose
+    # integrity tag is wrong (discarded: RFC 9001 5.8) and a Version Negotiation that lists
+    # our version (ignored: RFC 9000 6.2); the real server's handshake goes on
+    server = quic_server("x25519,secp256r1")
+    r = relay(server)
+
+    def forge(datagram: bytes) -> list[bytes]:
+        if len(r.from_client) > 1:
+            return []
+        dcid = datagram[6:6 + datagram[5]]
+        scid = datagram[7 + len(dcid):7 + len(dcid) + datagram[6 + len(dcid)]]
+        back = bytes([len(scid)]) + scid
+        return [b"\xf0\x00\x00\x00\x01" + back + b"\x04abcd" + b"token" + bytes(16),
+                b"\x80\x00\x00\x00\x00" + back + bytes([len(dcid)]) + dcid +
+                bytes.fromhex("ff00001d00000001")]
+    r.forge = forge
+    res = run_cli(f"127.0.0.1:{r.port}", "--quic", "--cafile", server.ca, "--timeout", "5")
+    assert res.returncode == 0, res.stderr
+    assert "Retry with a bad integrity tag ignored: 1" in res.stdout
+    assert "Retry: yes" not in res.stdout and "HANDSHAKE_DONE received: yes" in res.stdout
+    assert r.to_client[0].startswith(b"\xf0") and r.to_client[1].startswith(b"\x80")
+
+
 TOKEN = bytes.fromhex("5eed" * 8)
 
 
