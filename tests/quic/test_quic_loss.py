@@ -162,7 +162,8 @@ def test_lost_first_initial_and_reordered_handshake_packets(
 def test_no_handshake_done_closes_after_the_wait(
         quic_server: Any, relay: Callable[[Any], Relay], run_cli: Callable[..., Any]) -> None:
     # the server's 1-RTT packets (its HANDSHAKE_DONE) are lost: after our Finished we wait
-    # CLOSE_WAIT for it, then send CONNECTION_CLOSE anyway; the TLS handshake stands
+    # CLOSE_WAIT for it (sending the Finished again once), then send CONNECTION_CLOSE
+    # anyway; the TLS handshake stands
     from tlsprobe.net.quic import CLOSE_WAIT
     server = quic_server("x25519,secp256r1")
     r = relay(server)
@@ -173,10 +174,36 @@ def test_no_handshake_done_closes_after_the_wait(
     probe = json.loads(res.stdout)
     assert probe["quic"]["handshake_done"] is False and probe["quic"]["closed_by_us"] == 0
     assert probe["finished_verified"] is True
-    # our first 1-RTT packet is the CONNECTION_CLOSE; before it, the one pause: the wait
+    # our first 1-RTT packet is the CONNECTION_CLOSE, CLOSE_WAIT after our Finished, which
+    # went twice (the second half way)
     close = next(i for i, d in enumerate(r.from_client) if "1-RTT" in kinds(d))
-    times = r.client_times[:close + 1]
-    assert max(b - a for a, b in zip(times, times[1:])) >= CLOSE_WAIT - 0.1
+    fin = [i for i, d in enumerate(r.from_client)
+           if kinds(d) == ["Handshake"] and len(d) >= 70]
+    assert len(fin) == 2 and fin[1] < close
+    t = r.client_times
+    assert t[close] - t[fin[0]] >= CLOSE_WAIT - 0.1 and t[fin[1]] - t[fin[0]] >= 0.4
+
+
+def test_lost_finished_is_sent_again(quic_server: Any, relay: Callable[[Any], Relay],
+                                     run_cli: Callable[..., Any]) -> None:
+    # our Finished (the first Handshake datagram of ours longer than an ACK alone) is lost:
+    # no HANDSHAKE_DONE comes, the Finished goes again and the server confirms
+    server = quic_server("x25519,secp256r1")
+    r = relay(server)
+    lost: list[bytes] = []
+
+    def finished(datagram: bytes) -> bool:
+        if lost or kinds(datagram) != ["Handshake"] or len(datagram) < 70:
+            return False
+        lost.append(datagram)
+        return True
+    r.drop_if = finished
+    res = run_cli(f"127.0.0.1:{r.port}", "--quic", "--cafile", server.ca, "--timeout", "5",
+                  "--msg")
+    assert res.returncode == 0, res.stderr
+    assert lost and "HANDSHAKE_DONE received: yes" in res.stdout
+    sent = re.findall(r"^> Handshake v1 .*CRYPTO\(offset=0, (\d+) bytes\)", res.stdout, re.M)
+    assert len(sent) == 2 and sent[0] == sent[1]
 
 
 def test_forged_retry_and_version_negotiation_do_not_stop_the_handshake(

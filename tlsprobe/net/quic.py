@@ -13,7 +13,8 @@ does not: a lost part of a hello spanning several packets is not resent by the s
 Initial packets are sent again after 0.5 s, 1 s, 2 s (at most `MAX_TRIES` transmissions of
 each ClientHello). A stateless reset (RFC 9000 10.3) ends the connection as a reset. After
 the engine's close_notify, the transport waits briefly for the server's HANDSHAKE_DONE (its
-acceptance of our Finished, or its alert), then sends CONNECTION_CLOSE. Datagrams that cannot be read (or are of another version) are ignored
+acceptance of our Finished, or its alert; the Finished is sent once more half way), then
+sends CONNECTION_CLOSE. Datagrams that cannot be read (or are of another version) are ignored
 and named in the timeout message; an ICMP port unreachable is "connection refused".
 """
 
@@ -54,6 +55,7 @@ class QuicCore:
         self.tries = 0
         self.next_try = 0.0
         self.close_by: float | None = None
+        self.resend_at: float | None = None    # when our Finished goes again, if no answer
 
     def bind(self, engine: ClientHandshake) -> None:
         """The engine whose key schedule gives the packet keys (called before `send`)."""
@@ -79,6 +81,7 @@ class QuicCore:
             self.next_try = time.monotonic() + FIRST_PTO
         if self.conn.closing and self.close_by is None:
             self.close_by = time.monotonic() + CLOSE_WAIT
+            self.resend_at = time.monotonic() + FIRST_PTO
 
     def _ready(self) -> bytes | None:
         """The engine's next bytes, b"" once the connection is over, None: wait on."""
@@ -90,6 +93,10 @@ class QuicCore:
         if data:
             return data
         self._check_closed()
+        if self.resend_at is not None and time.monotonic() >= self.resend_at:
+            self.resend_at = None
+            if not self.info.handshake_done:
+                self.conn.resend_handshake()
         if self.conn.closing and (self.info.handshake_done or self.conn.closed or (
                 self.close_by is not None and time.monotonic() >= self.close_by)):
             self.conn.send_close(0)
@@ -98,7 +105,7 @@ class QuicCore:
 
     def _wake(self, read_by: float) -> float:
         """When to stop waiting for a datagram: the read limit, the close wait, the timer."""
-        wake = min(read_by, self.close_by or read_by)
+        wake = min(read_by, self.close_by or read_by, self.resend_at or read_by)
         if not self.conn.answered and self.tries and self.tries < MAX_TRIES:
             wake = min(wake, self.next_try)
         return wake
