@@ -77,6 +77,19 @@ def test_no_common_share_is_the_servers_alert(quic_server: Any,
     assert "Group              secp384r1 (0x0018), from TLS 1.3 key_share" in ok.stdout
 
 
+def test_alpn_option_and_the_servers_no_application_protocol_alert(
+        quic_server: Any, run_cli: Callable[..., Any]) -> None:
+    # --alpn replaces h3; aioquic (h3 only) closes with CONNECTION_CLOSE 0x178, reported as
+    # the TLS alert it carries; the JSON says what closed the connection
+    server = quic_server("x25519,secp256r1")
+    res = _probe(run_cli, server, "--alpn", "h3-29", "--json")
+    assert res.returncode == EXIT_ALERT
+    assert res.stderr.strip().splitlines()[-1] == (
+        f"tlsprobe: {server.target}: server sent fatal alert no_application_protocol (120)")
+    quic = json.loads(res.stdout)["quic"]
+    assert quic["closed_by_server"] == 0x178
+
+
 def test_retry_is_followed_and_reported(quic_server: Any, run_cli: Callable[..., Any]) -> None:
     server = quic_server("x25519", retry=True)
     res = _probe(run_cli, server, "--msg")
