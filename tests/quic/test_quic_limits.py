@@ -144,3 +144,29 @@ def test_transport_parameters_are_bounded_and_checked() -> None:
             qp.server_problem(params, odcid, version, negotiated))
     assert "original_destination_connection_id" in str(
         qp.server_problem([(0x00, b"\x03" * 8)], odcid, w.QUIC_V1, False))
+
+
+def test_a_trickling_server_ends_at_the_total_deadline(udp_peer: Any,
+                                                      run_cli: Callable[..., Any]) -> None:
+    # a server that sends its Initial CRYPTO data one byte per packet, each 0.4 s after our
+    # ACK: no read ever times out, the total limit (3 x --timeout) ends the probe
+    import time
+    sock, got, answers = udp_peer
+    hello = bytes.fromhex("020000ff0303") + bytes(64)
+    first: list[bytes] = []
+
+    def trickle(datagram: bytes) -> bytes:
+        if not first:
+            first.append(_cids(datagram)[0])
+        n = len(got) - 1
+        time.sleep(0.4)
+        frames = w.crypto_frame(n, hello[n:n + 1]) + bytes(20)
+        header = w.long_header(0, _cids(got[0])[1], b"\x05" * 8, n, len(frames), b"")
+        return w.seal(w.PacketKeys.initial(first[0], "server"), header, n, 2, frames)
+    answers.append(trickle)
+    res = run_cli(f"127.0.0.1:{sock.getsockname()[1]}", "--quic", "--timeout", "1",
+                  timeout=30)
+    assert res.returncode == EXIT_NETWORK, res.stderr
+    [line] = res.stderr.strip().splitlines()
+    assert "total time limit" in line and "after" not in line, line
+    assert 4 <= len(got) <= 12     # a trickle: a few ACKs, not a flood
