@@ -18,7 +18,7 @@ import sys
 from typing import Any
 
 from aioquic import tls
-from aioquic.asyncio import serve
+from aioquic.asyncio.server import serve
 from aioquic.quic.configuration import QuicConfiguration
 
 GROUPS = {"x25519": tls.Group.X25519, "secp256r1": tls.Group.SECP256R1,

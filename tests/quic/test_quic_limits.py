@@ -138,8 +138,9 @@ def test_transport_parameters_are_bounded_and_checked() -> None:
     odcid = b"\x02" * 8
     assert qp.server_problem([(0x00, odcid)], odcid, w.QUIC_V1, False) is None
     v1 = w.QUIC_V1.to_bytes(4, "big")
-    for params, version, negotiated in (([(0x00, odcid), (0x11, v1 + v1)], w.QUIC_V2, False),
-                                        ([(0x00, odcid)], w.QUIC_V2, True)):
+    cases: list[tuple[list[tuple[int, int | bytes]], int, bool]] = [
+        ([(0x00, odcid), (0x11, v1 + v1)], w.QUIC_V2, False), ([(0x00, odcid)], w.QUIC_V2, True)]
+    for params, version, negotiated in cases:
         assert "does not confirm QUIC v2" in str(
             qp.server_problem(params, odcid, version, negotiated))
     assert "original_destination_connection_id" in str(
