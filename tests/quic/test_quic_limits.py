@@ -145,6 +145,10 @@ def test_transport_parameters_are_bounded_and_checked() -> None:
             qp.server_problem(params, odcid, version, negotiated))
     assert "original_destination_connection_id" in str(
         qp.server_problem([(0x00, b"\x03" * 8)], odcid, w.QUIC_V1, False))
+    assert "stateless_reset_token is not 16 bytes" in str(
+        qp.server_problem([(0x00, odcid), (0x02, bytes(15))], odcid, w.QUIC_V1, False))
+    assert qp.server_problem([(0x00, odcid), (0x02, bytes(16))], odcid, w.QUIC_V1,
+                             False) is None
 
 
 def test_a_trickling_server_ends_at_the_total_deadline(udp_peer: Any,
