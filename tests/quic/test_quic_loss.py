@@ -46,6 +46,7 @@ class Relay:
         self._held: bytes | None = None
         self._client: tuple[str, int] | None = None
         self._stop = threading.Event()
+        self._moved = threading.Condition()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
@@ -59,8 +60,10 @@ class Relay:
             ready, _, _ = select.select([self.front, self.back], [], [], 0.1)
             if self.front in ready:
                 data, self._client = self.front.recvfrom(65535)
-                self.from_client.append(data)
-                self.client_times.append(time.monotonic())
+                with self._moved:
+                    self.from_client.append(data)
+                    self.client_times.append(time.monotonic())
+                    self._moved.notify_all()
                 if len(self.from_client) - 1 not in self.drop_client and \
                         not self.drop_if(data):
                     self.to_server.append(data)
@@ -83,6 +86,12 @@ class Relay:
                     self._deliver(data)
                     data = self._held
                 self._deliver(data)
+
+    def wait_client(self, done: Callable[[], bool], timeout: float = 5.0) -> bool:
+        """Wait until `done()` holds of what the client sent (tlsprobe's last datagrams may
+        still be in the relay's socket when the command returns)."""
+        with self._moved:
+            return self._moved.wait_for(done, timeout)
 
     def close(self) -> None:
         self._stop.set()
@@ -176,6 +185,7 @@ def test_no_handshake_done_closes_after_the_wait(
     assert probe["finished_verified"] is True
     # our first 1-RTT packet is the CONNECTION_CLOSE, CLOSE_WAIT after our Finished, which
     # went twice (the second half way)
+    assert r.wait_client(lambda: any("1-RTT" in kinds(d) for d in r.from_client))
     close = next(i for i, d in enumerate(r.from_client) if "1-RTT" in kinds(d))
     fin = [i for i, d in enumerate(r.from_client)
            if kinds(d) == ["Handshake"] and len(d) >= 70]
