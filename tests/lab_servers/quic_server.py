@@ -1,11 +1,13 @@
 """An aioquic QUIC v1 server on loopback for the --quic tests, run as its own process.
 
-    python quic_server.py CERT KEY [--groups x25519,secp256r1] [--retry]
+    python quic_server.py CERT KEY [--groups x25519,secp256r1] [--retry] [--reset-token HEX]
 
 It binds 127.0.0.1 on a free UDP port, prints "READY <port>" and serves until killed.
 aioquic's QuicConfiguration cannot restrict key-exchange groups; its tls.Context keeps
 them in `_supported_groups`, so the chosen list (in order) is set on every context it
-creates. ALPN h3 only. aioquic never sends a HelloRetryRequest.
+creates. ALPN h3 only. aioquic never sends a HelloRetryRequest. `--reset-token` makes the
+stateless_reset_token of every connection's transport parameters that 16-byte value (aioquic
+draws it at random), so a test can forge the server's stateless reset.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import sys
 from typing import Any
 
 from aioquic import tls
-from aioquic.asyncio import serve
+from aioquic.asyncio.server import serve
 from aioquic.quic.configuration import QuicConfiguration
 
 GROUPS = {"x25519": tls.Group.X25519, "secp256r1": tls.Group.SECP256R1,
@@ -34,9 +36,24 @@ def restrict_groups(groups: list[Any]) -> None:
     tls.Context.__init__ = init  # type: ignore[method-assign]
 
 
+def fix_reset_token(token: bytes) -> None:
+    """Every server connection from now on announces `token` as its stateless reset token."""
+    from aioquic.quic.connection import QuicConnection
+    original = QuicConnection.__init__
+
+    def init(self: QuicConnection, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        for cid in self._host_cids:
+            cid.stateless_reset_token = token
+
+    QuicConnection.__init__ = init  # type: ignore[method-assign]
+
+
 async def main(args: argparse.Namespace) -> None:
     if args.groups:
         restrict_groups([GROUPS[g] for g in args.groups.split(",")])
+    if args.reset_token:
+        fix_reset_token(bytes.fromhex(args.reset_token))
     config = QuicConfiguration(is_client=False, alpn_protocols=["h3"])
     config.load_cert_chain(args.cert, args.key)
     server = await serve("127.0.0.1", 0, configuration=config, retry=args.retry)
@@ -51,6 +68,7 @@ if __name__ == "__main__":
     parser.add_argument("key")
     parser.add_argument("--groups", default="")
     parser.add_argument("--retry", action="store_true")
+    parser.add_argument("--reset-token", default="")
     try:
         asyncio.run(main(parser.parse_args()))
     except KeyboardInterrupt:

@@ -1,10 +1,11 @@
 """Fixtures for the --quic tests: `quic_server(groups=..., retry=...)` starts aioquic's QUIC
 v1 server (tests/lab_servers/quic_server.py, a process of its own) on 127.0.0.1 and a free
-UDP port, with the session's ECDSA certificate, once per configuration; all are stopped by
-PID at the end. aioquic is in the test extra: without it the test fails (no skip).
+UDP port, with the session's ECDSA certificate, once per configuration (a fixed stateless
+reset token on request); all are stopped by PID at the end. aioquic is in the test extra: without it the test fails (no skip).
 `ngtcp2_server(groups=..., validate=...)` does the same with ngtcp2's GnuTLS server
 (`gtlsserver` from Debian's ngtcp2-server; groups as GnuTLS priority items), which sends a
-HelloRetryRequest and a Retry (--validate-addr); missing, it is servers.peer_unavailable."""
+HelloRetryRequest and a Retry (--validate-addr); missing, it is servers.peer_unavailable.
+`udp_peer` is a scripted UDP peer for the hostile cases."""
 from __future__ import annotations
 
 import os
@@ -14,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -40,11 +42,13 @@ class QuicServer:
 QuicServerFactory = Callable[..., QuicServer]
 
 
-def _start(certs: CertSet, groups: str, retry: bool) -> QuicServer:
+def _start(certs: CertSet, groups: str, retry: bool, reset_token: str = "") -> QuicServer:
     leaf = certs.leaves["ecdsa"]
     argv = [sys.executable, str(SERVER), str(leaf.chain), str(leaf.key), "--groups", groups]
     if retry:
         argv.append("--retry")
+    if reset_token:
+        argv += ["--reset-token", reset_token]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             text=True, start_new_session=True)
     assert proc.stdout is not None
@@ -68,13 +72,14 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 @pytest.fixture(scope="session")
 def quic_server(certs: CertSet) -> Iterator[QuicServerFactory]:
-    running: dict[tuple[str, bool], QuicServer] = {}
+    running: dict[tuple[str, bool, str], QuicServer] = {}
 
-    def start(groups: str = "x25519,secp256r1", retry: bool = False) -> QuicServer:
-        key = (groups, retry)
+    def start(groups: str = "x25519,secp256r1", retry: bool = False,
+              reset_token: str = "") -> QuicServer:
+        key = (groups, retry, reset_token)
         found = running.get(key)
         if found is None or found.process.poll() is not None:
-            running[key] = found = _start(certs, groups, retry)
+            running[key] = found = _start(certs, groups, retry, reset_token)
             time.sleep(0.1)   # the socket is bound before READY; let the loop settle
         return found
 
@@ -126,3 +131,36 @@ def ngtcp2_server(certs: CertSet) -> Iterator[QuicServerFactory]:
     yield start
     for server in running.values():
         _stop(server.process)
+
+
+Answer = bytes | Callable[[bytes], bytes]
+Peer = tuple[socket.socket, list[bytes], list[Answer]]
+
+
+@pytest.fixture
+def udp_peer() -> Iterator[Peer]:
+    """A loopback UDP socket; datagrams it gets are kept; `answers` are sent back to each
+    (a callable answer is given the datagram)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.settimeout(0.2)
+    got: list[bytes] = []
+    answers: list[Answer] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                data, addr = sock.recvfrom(65535)
+            except (socket.timeout, OSError):
+                continue
+            got.append(data)
+            for answer in answers:
+                sock.sendto(answer(data) if callable(answer) else answer, addr)
+
+    worker = threading.Thread(target=serve, daemon=True)
+    worker.start()
+    yield sock, got, answers
+    stop.set()
+    worker.join(2)
+    sock.close()

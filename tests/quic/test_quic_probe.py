@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 import re
 import socket
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -30,6 +29,7 @@ def test_default_hello_spans_two_initials_and_server_picks_x25519(
     assert "ALPN               h3" in out
     assert "Verify return code: 0 (ok)" in out
     assert "Server Finished    verified" in out
+    assert re.search(r"^Timing +connect [\d.]+ ms, handshake [\d.]+ ms$", out, re.M)
     assert "QUIC version: 0x00000001 (v1)" in out
     # X25519MLKEM768's 1216-byte share makes the ClientHello too long for one Initial
     assert "ClientHello Initial packets: 2" in out
@@ -75,6 +75,19 @@ def test_no_common_share_is_the_servers_alert(quic_server: Any,
     ok = _probe(run_cli, server, "--key-shares", "secp384r1")
     assert ok.returncode == 0, ok.stderr
     assert "Group              secp384r1 (0x0018), from TLS 1.3 key_share" in ok.stdout
+
+
+def test_alpn_option_and_the_servers_no_application_protocol_alert(
+        quic_server: Any, run_cli: Callable[..., Any]) -> None:
+    # --alpn replaces h3; aioquic (h3 only) closes with CONNECTION_CLOSE 0x178, reported as
+    # the TLS alert it carries; the JSON says what closed the connection
+    server = quic_server("x25519,secp256r1")
+    res = _probe(run_cli, server, "--alpn", "h3-29", "--json")
+    assert res.returncode == EXIT_ALERT
+    assert res.stderr.strip().splitlines()[-1] == (
+        f"tlsprobe: {server.target}: server sent fatal alert no_application_protocol (120)")
+    quic = json.loads(res.stdout)["quic"]
+    assert quic["closed_by_server"] == 0x178
 
 
 def test_retry_is_followed_and_reported(quic_server: Any, run_cli: Callable[..., Any]) -> None:
@@ -137,6 +150,28 @@ def test_retry_from_ngtcp2(ngtcp2_server: Any, run_cli: Callable[..., Any]) -> N
     assert re.search(r"^  retry_source_connection_id: [0-9a-f]+$", res.stdout, re.M)
 
 
+def test_hello_retry_request_after_a_retry_ngtcp2(ngtcp2_server: Any,
+                                                 run_cli: Callable[..., Any]) -> None:
+    # address validation first (Retry: the first ClientHello again, with the token, to the
+    # new connection ID), then the HelloRetryRequest in the new Initial keys' packets; the
+    # second ClientHello follows in the same Initial CRYPTO stream
+    server = ngtcp2_server("-GROUP-ALL:+GROUP-SECP384R1", validate=True)
+    res = _probe(run_cli, server, "--msg")
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    retry_cid = re.search(r"^Retry: yes \(server connection ID ([0-9a-f]+), integrity tag "
+                          r"checked\)$", out, re.M)
+    assert retry_cid
+    assert "HelloRetryRequest  secp384r1 (0x0018)" in out
+    assert "Group              secp384r1 (0x0018), from TLS 1.3 key_share after " \
+        "HelloRetryRequest" in out
+    assert re.search(rf"^> Initial v1 dcid={retry_cid.group(1)} .*CRYPTO\(offset=0, ", out,
+                     re.M)
+    assert re.search(r"^> Initial v1 .*CRYPTO\(offset=1453, ", out, re.M)   # second hello
+    assert re.search(r"^< Handshake v1 .*CRYPTO\(", out, re.M)
+    assert "EncryptedExtensions (decrypted)" in out and "HANDSHAKE_DONE received: yes" in out
+
+
 def test_options_quic_cannot_honour_are_refused(run_cli: Callable[..., Any]) -> None:
     for extra in (["--tls1_2"], ["--http-get", "/"], ["--starttls", "smtp"],
                   ["--ciphersuites", "TLS_AES_128_CCM_8_SHA256"]):
@@ -145,37 +180,7 @@ def test_options_quic_cannot_honour_are_refused(run_cli: Callable[..., Any]) -> 
         assert len(res.stderr.strip().splitlines()) == 1
 
 
-Answer = bytes | Callable[[bytes], bytes]
-Peer = tuple[socket.socket, list[bytes], list[Answer]]
-
-
-@pytest.fixture
-def udp_peer() -> Iterator[Peer]:
-    """A loopback UDP socket; datagrams it gets are kept; `answers` are sent back to each
-    (a callable answer is given the datagram)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.settimeout(0.2)
-    got: list[bytes] = []
-    answers: list[Answer] = []
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                data, addr = sock.recvfrom(65535)
-            except (socket.timeout, OSError):
-                continue
-            got.append(data)
-            for answer in answers:
-                sock.sendto(answer(data) if callable(answer) else answer, addr)
-
-    worker = threading.Thread(target=serve, daemon=True)
-    worker.start()
-    yield sock, got, answers
-    stop.set()
-    worker.join(2)
-    sock.close()
+Peer = tuple[socket.socket, list[bytes], list[Callable[[bytes], bytes] | bytes]]
 
 
 def test_silent_peer_times_out_after_padded_retransmissions(

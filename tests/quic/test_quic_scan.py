@@ -28,6 +28,8 @@ def test_groups_in_the_servers_order_over_quic_ngtcp2(
     assert [g["name"] for g in g13["supported"]] == ["secp384r1", "x25519", "secp256r1"]
     assert (g13["order"], g13["method"]) == ("server", "hello_retry_request")
     assert g13["inconclusive"] == []
+    # GnuTLS 3.7 has no ML-KEM: X25519MLKEM768 cannot be configured, and is not supported
+    assert "X25519MLKEM768" in [g["name"] for g in g13["not_supported"]]
     # no TLS 1.2 hello is sent over QUIC: not applicable, no connection
     assert (g12["version"]["name"], g12["method"], g12["notes"]) == (
         "TLS 1.2", "not_run", [NOT_APPLICABLE])
@@ -48,6 +50,11 @@ def test_groups_over_quic_aioquic_text(quic_server: Any, run_cli: Callable[..., 
     section = out[out.index("Groups, TLS 1.3"):out.index("Groups, TLS 1.2")]
     listed = re.findall(r"^\d+\s+(\S+) \(0x[0-9a-f]{4}\)", section, re.M)
     assert sorted(listed) == ["secp384r1", "x25519"]
+    # aioquic sends no HelloRetryRequest and takes the first key share it supports: the
+    # report must not claim the server's order, and says why
+    assert "Order: order not established" in section
+    assert "note: order not established: with real key shares the server may take" in section
+    assert "Order: server" not in out
     # inconclusive: only the groups whose key shares tlsprobe cannot compute
     unsure = re.search(r"^Not established: (.*)$", section, re.M)
     assert unsure is None or set(unsure.group(1).split(", ")) <= {
@@ -149,3 +156,24 @@ def test_compare_text_lists_differences_then_the_verdict() -> None:
     assert compare_text(report(443, [0x1D], "yes", 9), report(443, [0x1D], "no", 7))[3:] == [
         "  post-quantum capability (X25519MLKEM768): DIFFERENT", "    TCP:  yes",
         "    QUIC: no", "  1 difference(s) (connections: TCP 9, QUIC 7)"]
+
+
+def test_suites_and_post_quantum_over_quic_aioquic(quic_server: Any,
+                                                   run_cli: Callable[..., Any]) -> None:
+    # aioquic's TLS 1.3 suites in its own order (tls.Context: AES-256, AES-128, ChaCha20;
+    # `negotiate` takes the first of its list that the client offers); its library has no
+    # X25519MLKEM768 (aioquic 1.7 tls.Group), so the post-quantum verdicts are "no"
+    server = quic_server("x25519,secp256r1")
+    res = run_cli("scan", server.target, "--quic", "--checks", "suites,pq", "--json",
+                  "--no-progress", "--timeout", "5", "--cafile", server.ca)
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
+    [suites] = report["suites"]
+    assert suites["version"]["name"] == "TLS 1.3"
+    assert [s["iana_name"] for s in suites["supported"]] == [
+        "TLS_AES_256_GCM_SHA384", "TLS_AES_128_GCM_SHA256", "TLS_CHACHA20_POLY1305_SHA256"]
+    assert (suites["order"], suites["complete"]) == ("server", True)
+    pq = {v["check"]: v["verdict"] for v in report["post_quantum"]}
+    assert (pq["capability"], pq["browser_like"], pq["tolerance"]) == ("no", "no", "yes")
+    assert report["connections"]["suites TLS 1.3"] == suites["connections"] > 0
+    assert report["total_connections"] == sum(report["connections"].values())

@@ -8,10 +8,13 @@ binds the engine to the transport (`bind`): the packet keys of each epoch come f
 engine's TLS 1.3 key schedule.
 
 Waits: each receive waits at most the per-read timeout for a datagram and never past the
-deadline; with no answer at all, our Initial packets are sent again after 0.5 s, 1 s, 2 s
-(at most `MAX_TRIES` times). After the engine's close_notify, the transport waits briefly
-for the server's HANDSHAKE_DONE (its acceptance of our Finished, or its alert), then sends
-CONNECTION_CLOSE. Datagrams that cannot be read (or are of another version) are ignored
+deadline; until the server's Initial CRYPTO data answers our ClientHello (an ACK alone
+does not: a lost part of a hello spanning several packets is not resent by the server), our
+Initial packets are sent again after 0.5 s, 1 s, 2 s (at most `MAX_TRIES` transmissions of
+each ClientHello). A stateless reset (RFC 9000 10.3) ends the connection as a reset. After
+the engine's close_notify, the transport waits briefly for the server's HANDSHAKE_DONE (its
+acceptance of our Finished, or its alert; the Finished is sent once more half way), then
+sends CONNECTION_CLOSE. Datagrams that cannot be read (or are of another version) are ignored
 and named in the timeout message; an ICMP port unreachable is "connection refused".
 """
 
@@ -52,6 +55,7 @@ class QuicCore:
         self.tries = 0
         self.next_try = 0.0
         self.close_by: float | None = None
+        self.resend_at: float | None = None    # when our Finished goes again, if no answer
 
     def bind(self, engine: ClientHandshake) -> None:
         """The engine whose key schedule gives the packet keys (called before `send`)."""
@@ -70,21 +74,29 @@ class QuicCore:
         return out
 
     def _from_engine(self, data: bytes) -> None:
-        first = not self.conn.initial_sent
+        hellos = len(self.conn.initial_sent)
         self.conn.from_engine(data)
-        if first and self.conn.initial_sent:
+        if len(self.conn.initial_sent) > hellos:
             self.tries = 1
             self.next_try = time.monotonic() + FIRST_PTO
         if self.conn.closing and self.close_by is None:
             self.close_by = time.monotonic() + CLOSE_WAIT
+            self.resend_at = time.monotonic() + FIRST_PTO
 
     def _ready(self) -> bytes | None:
         """The engine's next bytes, b"" once the connection is over, None: wait on."""
         self.conn.retry_waiting()
+        if self.conn.reset:
+            raise self._error("connection reset: the server sent a stateless reset "
+                              "(RFC 9000 10.3)", "reset")
         data = self.conn.records()
         if data:
             return data
         self._check_closed()
+        if self.resend_at is not None and time.monotonic() >= self.resend_at:
+            self.resend_at = None
+            if not self.info.handshake_done:
+                self.conn.resend_handshake()
         if self.conn.closing and (self.info.handshake_done or self.conn.closed or (
                 self.close_by is not None and time.monotonic() >= self.close_by)):
             self.conn.send_close(0)
@@ -93,8 +105,8 @@ class QuicCore:
 
     def _wake(self, read_by: float) -> float:
         """When to stop waiting for a datagram: the read limit, the close wait, the timer."""
-        wake = min(read_by, self.close_by or read_by)
-        if not self.conn.heard and self.tries and self.tries < MAX_TRIES:
+        wake = min(read_by, self.close_by or read_by, self.resend_at or read_by)
+        if not self.conn.answered and self.tries and self.tries < MAX_TRIES:
             wake = min(wake, self.next_try)
         return wake
 
@@ -117,7 +129,8 @@ class QuicCore:
                                f"{name} (0x{error:x}){why}")
 
     def _maybe_retransmit(self) -> None:
-        if self.conn.heard or not self.tries or self.tries >= MAX_TRIES:
+        if self.conn.answered or self.conn.closed or not self.tries or \
+                self.tries >= MAX_TRIES:
             return
         if time.monotonic() >= self.next_try:
             self.conn.retransmit()
@@ -128,7 +141,7 @@ class QuicCore:
         ignored = self.info.ignored
         extra = f"; ignored {self.info.ignored_count} datagrams or packets (last: " \
             f"{ignored[-1]})" if ignored else ""
-        sent = f" after {self.tries} Initial transmissions" if not self.conn.heard else ""
+        sent = f" after {self.tries} Initial transmissions" if not self.conn.answered else ""
         if now >= deadline:
             return self._error(f"timed out: total time limit reached{sent}{extra}", "deadline")
         return self._error(f"timed out waiting for the server (no QUIC answer for "

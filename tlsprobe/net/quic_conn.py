@@ -30,6 +30,7 @@ from tlsprobe.errors import FailureKind
 from tlsprobe.net import quic_params as qp
 from tlsprobe.net import quic_wire as w
 from tlsprobe.net.quic_info import QuicInfo
+from tlsprobe.net.quic_versions import VersionHandling
 
 if TYPE_CHECKING:
     from tlsprobe.engine.client import ClientHandshake
@@ -40,7 +41,7 @@ DATAGRAM = 1200             # our datagrams that carry an Initial are padded to 
 RECORD = 16384
 
 
-class QuicConnection:
+class QuicConnection(VersionHandling):
     """Packet-level state of one client connection (see the module docstring)."""
 
     def __init__(self, info: QuicInfo) -> None:
@@ -63,6 +64,7 @@ class QuicConnection:
         self.crypto_out = {w.INITIAL: 0, w.HANDSHAKE: 0, w.APPLICATION: 0}
         self.crypto_in = {w.INITIAL: w.CryptoStream(), w.HANDSHAKE: w.CryptoStream(), w.APPLICATION: w.CryptoStream()}
         self.initial_sent: list[tuple[int, bytes]] = []   # for Retry and retransmission
+        self.handshake_sent: list[tuple[int, bytes]] = []   # our Finished, to send again
         self.server_prot: dict[int, Tls13Protection] = {}   # records for the engine
         self.client_prot: dict[int, Tls13Protection] = {}   # to open the engine's records
         self.client_finished = False
@@ -71,6 +73,8 @@ class QuicConnection:
         self.outbox: list[bytes] = []       # datagrams to send
         self.alert: int | None = None       # a TLS alert the server closed with
         self.heard = False                  # any packet from the server opened
+        self.hello_mark = 0                 # server Initial CRYPTO bytes when our last hello left
+        self.reset = False                  # the server sent a stateless reset
         self.retried = False
         self.closing = False                # the engine sent close_notify
         self.closed = False                 # our CONNECTION_CLOSE is out
@@ -150,13 +154,24 @@ class QuicConnection:
             start = self.crypto_out[space]
             self.crypto_out[space] += len(data)
             self.initial_sent.append((start, data))
+            self.hello_mark = self.crypto_in[w.INITIAL].next
             sent = self._send_initial(start, data)
             if len(self.initial_sent) == 1:
                 self.info.client_hello_packets = sent
             return
-        for i in range(0, len(data), 1000):
-            self._send(space, w.crypto_frame(self.crypto_out[space] + i, data[i:i + 1000]))
+        if space == w.HANDSHAKE:
+            self.handshake_sent.append((self.crypto_out[space], data))
+        self._send_crypto(space, self.crypto_out[space], data)
         self.crypto_out[space] += len(data)
+
+    def _send_crypto(self, space: int, start: int, data: bytes) -> None:
+        for i in range(0, len(data), 1000):
+            self._send(space, w.crypto_frame(start + i, data[i:i + 1000]))
+
+    def resend_handshake(self) -> None:
+        """Our Handshake CRYPTO data (the Finished) again: no HANDSHAKE_DONE came yet."""
+        for start, data in self.handshake_sent if not self.closed else []:
+            self._send_crypto(w.HANDSHAKE, start, data)
 
     # -- packets out ---------------------------------------------------------------------
     def _long_header(self, space: int, payload_len: int) -> bytes:
@@ -201,6 +216,12 @@ class QuicConnection:
             self._send(w.INITIAL, w.crypto_frame(start + i, data[i:i + room]))
         return -(-len(data) // room)
 
+    @property
+    def answered(self) -> bool:
+        """Whether the server's Initial CRYPTO data answered our last ClientHello; until then
+        it is sent again on a timer (an ACK does not stop it: part of the hello may be lost)."""
+        return self.crypto_in[w.INITIAL].next > self.hello_mark
+
     def retransmit(self) -> None:
         """No answer yet (or a Retry): send our Initial CRYPTO data again in new packets."""
         for start, data in self.initial_sent:
@@ -222,6 +243,12 @@ class QuicConnection:
         """One datagram from the server; a datagram it cannot read is counted, dropped."""
         self.info.datagrams_received += 1
         self.update_keys()
+        token = dict(self.info.transport_parameters or ()).get(0x02)
+        if isinstance(token, bytes) and w.is_stateless_reset(
+                data, token, self.recv_keys.get(w.APPLICATION), self.scid,
+                self.largest[w.APPLICATION]):
+            self.reset = self.closed = True     # nothing more is sent (RFC 9000 10.3.1)
+            return
         try:
             packets = list(w.split_datagram(data, len(self.scid)))
         except ValueError as exc:
@@ -294,54 +321,6 @@ class QuicConnection:
         for packet in waiting:
             self._packet(packet)
         self.flush()
-
-    def _compatible(self, packet: w.Packet) -> bool:
-        """Compatible version negotiation (RFC 9368 6): a server Initial in another version we
-        offered, before any of its Initial CRYPTO data (its ServerHello), moves the
-        connection to that version (once); the Initial keys are derived again for it from
-        the same connection ID. Other packets of another version are ignored."""
-        if self.info.negotiated_from is not None or self.crypto_in[w.INITIAL].next or \
-                packet.kind != "Initial" or packet.version not in self.info.offered:
-            self.info.ignore(f"{packet.kind} packet of QUIC version "
-                             f"{w.version_name(packet.version)} (we use "
-                             f"{w.version_name(self.version)})")
-            return False
-        self.info.negotiated_from = self.version
-        self.version = self.info.version = packet.version
-        self._initial_keys()
-        return True
-
-    def _version_negotiation(self, packet: w.Packet) -> None:
-        if self.heard or packet.dcid != self.scid:
-            return
-        body = packet.data[packet.pn_offset:]
-        versions = [int.from_bytes(body[i:i + 4], "big") for i in range(0, len(body) - 3, 4)]
-        if self.version in versions:
-            return   # RFC 9000 6.2: a VN listing our version is ignored
-        self.info.version_negotiation = versions[:32]
-        shown = ", ".join(f"0x{v:08x}" for v in versions[:8]) or "none"
-        raise HandshakeFailure(FailureKind.PROTOCOL, "server does not speak QUIC "
-                               f"{w.version_name(self.version)} (its Version Negotiation "
-                               f"offers: {shown})")
-
-    def _retry(self, packet: w.Packet) -> None:
-        if self.heard or self.retried:
-            return
-        data = packet.data
-        if len(data) < packet.pn_offset + 16 or packet.dcid != self.scid or \
-                packet.version != self.version:
-            self.info.ignore("malformed Retry")
-            return
-        if w.retry_tag(self.original_dcid, data[:-16], self.version) != data[-16:]:
-            self.info.bad_retry += 1
-            self.info.ignore("Retry with a bad integrity tag")
-            return
-        self.retried = True
-        self.info.retry_scid = packet.scid
-        self.token = data[packet.pn_offset:-16]
-        self.dcid = self.key_dcid = packet.scid
-        self._initial_keys()
-        self.retransmit()
 
     # -- records for the engine ----------------------------------------------------------
     def records(self) -> bytes:

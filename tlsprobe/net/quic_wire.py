@@ -109,6 +109,23 @@ def split_datagram(datagram: bytes, short_dcid_len: int) -> Iterator[Packet]:
         p = end
 
 
+def is_stateless_reset(data: bytes, token: bytes, keys: PacketKeys | None, our_cid: bytes,
+                       largest: int) -> bool:
+    """A stateless reset (RFC 9000 10.3): a short-header datagram of at least 21 bytes that
+    ends in the server's stateless_reset_token (from its transport parameters: before them
+    none is known and such a datagram is only unreadable) and does not open as a 1-RTT
+    packet for `our_cid` with `keys`."""
+    if len(token) != 16 or len(data) < 21 or data[0] & 0xC0 != 0x40 or data[-16:] != token:
+        return False
+    if keys is not None and data[1:1 + len(our_cid)] == our_cid:
+        try:
+            unprotect(keys, data, 1 + len(our_cid), largest)
+            return False
+        except ValueError:
+            pass
+    return True
+
+
 MAX_CRYPTO = 1 << 16        # CRYPTO bytes accepted per epoch
 MAX_RANGES = 256            # out-of-order CRYPTO ranges waiting per epoch
 
