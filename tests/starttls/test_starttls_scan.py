@@ -74,3 +74,26 @@ def test_version_audit_over_starttls(daemon: DaemonFactory, run_cli: Cli, name: 
     assert status["SSL 3.0"] == "not_supported", status
     assert report["starttls"]["protocol"] == proto
     assert report["total_connections"] >= len(status)
+
+
+def test_default_scan_over_starttls_runs_every_check(daemon: DaemonFactory, run_cli: Cli
+                                                     ) -> None:
+    """The default scan (the audit and every check) over STARTTLS: every check's connection
+    holds the preamble, each check has a verdict, the HTTP checks are not applicable to an
+    IMAP server, and nothing is an internal error."""
+    from tlsprobe.probes.checks.catalog import ALIASES
+    server = daemon("dovecot", curves="P-384")
+    res = run_cli("scan", f"127.0.0.1:{server.ports['imap']}", "--starttls", "imap", "--json",
+                  "--no-progress", "--no-verify", timeout=240)
+    assert res.returncode in (0, 1), res.stderr
+    report = json.loads(res.stdout)
+    assert report["error"] is None, report["error"]
+    got = {c["name"]: c for c in report["check_results"]}
+    assert list(got) == list(ALIASES["all"])
+    assert all("internal error" not in c["reason"] for c in got.values()), got
+    for name in ALIASES["http"]:
+        assert got[name]["verdict"] == "not applicable", got[name]
+    # the checks' own connections went through the preamble too (a connection without it
+    # would have been refused by the IMAP server, and the check inconclusive)
+    assert got["fallback"]["verdict"] == "not vulnerable", got["fallback"]["reason"]
+    assert got["resumption"]["verdict"] in ("supported", "not supported"), got["resumption"]

@@ -34,11 +34,14 @@ def severity_rank(severity: str) -> int:
 
 @dataclass(frozen=True)
 class VersionSupport:
-    """Whether one protocol version is spoken. `status`: supported, not_supported, inconclusive."""
+    """Whether one protocol version is spoken. `status`: supported, not_supported, inconclusive.
+    `minimal`: it was established by the minimal hello, the full offer having been refused
+    (a later probe of this version should start from the minimal hello)."""
 
     version: Codepoint
     status: str
     detail: str = ""
+    minimal: bool = False
 
 
 @dataclass(frozen=True)

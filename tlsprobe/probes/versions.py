@@ -42,6 +42,17 @@ def minimal_config(run: TargetRunner, version: int) -> ClientConfig:
                       signature_algorithms=DEFAULT_SIGALGS)
 
 
+def established_hello(run: TargetRunner, version: int,
+                      support: VersionSupport | None) -> tuple[ClientConfig, str]:
+    """The hello that established `version` in the versions check: the full offer, or the
+    minimal one when the full offer was refused (`support.minimal`): what a later probe of
+    this version should start from."""
+    config, stop = version_hello(run, version)
+    if support is not None and support.minimal:
+        return minimal_config(run, version), stop
+    return config, stop
+
+
 def version_hello(run: TargetRunner, version: int) -> tuple[ClientConfig, str]:
     """The versions check's hello for `version` and where its connection stops (also the
     audit's reference hello, repeated in later phases: probes/consistency.py)."""
@@ -80,7 +91,7 @@ async def _confirm(run: TargetRunner, version: int, first: Outcome
     said = f"the full offer was refused ({first.describe()})"
     if out.answered and out.version == version:
         return VersionSupport(cp, "supported", f"{out.describe()} to a minimal hello; "
-                              f"{said}"), out
+                              f"{said}", minimal=True), out
     if out.answered or out.refused:
         what = out.describe() if out.refused else \
             f"answered with {registry.version_name(out.version or 0)}"

@@ -27,7 +27,6 @@ from tlsprobe.probes.checks._tolerance import EditedHandshake, top_versions
 from tlsprobe.probes.checks.base import CheckContext
 from tlsprobe.probes.facts import certificates_of, session_features
 from tlsprobe.probes.outcome import STOP_VERIFY, Outcome, finished
-from tlsprobe.probes.versions import version_hello
 from tlsprobe.registry import HandshakeType
 from tlsprobe.wire import extensions as ext
 from tlsprobe.wire.hello import ClientHello
@@ -96,7 +95,7 @@ async def fetch(ctx: CheckContext, label: str = "chain") -> Served | str:
     versions = top_versions(ctx)
     if not versions:
         return "no TLS version is known to be spoken (the versions phase established none)"
-    config, _ = version_hello(ctx.runner, versions[0])
+    config, _ = ctx.version_hello(versions[0])
     config = replace(config, status_request=True)
 
     async def talk(transport: AsyncTransport, deadline: float) -> Served | str:

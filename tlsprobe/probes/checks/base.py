@@ -71,6 +71,14 @@ class CheckContext:
         """The protocol versions the audit established the server speaks."""
         return self.report.spoken_versions()
 
+    def version_hello(self, version: int) -> tuple[ClientConfig, str]:
+        """The hello that established `version` in the audit (the versions check's full
+        offer, or its minimal hello where the server refused the full one) and where its
+        connection stops: a check's hello of that version starts from it."""
+        from tlsprobe.probes.versions import established_hello
+        support = next((v for v in self.report.versions if v.version.id == version), None)
+        return established_hello(self.runner, version, support)
+
     def config(self, versions: tuple[int, ...], **kw: object) -> ClientConfig:
         """A ClientConfig for this target (SNI, every signature scheme, no ALPN)."""
         return self.runner.config(versions, **kw)

@@ -26,7 +26,6 @@ from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks import _early
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.versions import version_hello
 from tlsprobe.wire.record import Record
 
 SILENCE = 1.0             # seconds without an answer to the first ChangeCipherSpec
@@ -39,7 +38,7 @@ async def talk(transport: AsyncTransport, deadline: float, ctx: CheckContext, ve
                ) -> tuple[int, _early.Reply, bool] | str:
     """(the version spoken, the reply, whether a second ChangeCipherSpec was sent) or why
     the flight was not reached."""
-    config, _ = version_hello(ctx.runner, version)
+    config, _ = ctx.version_hello(version)
     hs, why = await _early.drive(transport, deadline, config)
     if why or hs.server_hello is None:
         return why or "no ServerHello"

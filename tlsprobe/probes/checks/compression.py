@@ -22,7 +22,6 @@ from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.probes.checks.renegotiation import legacy_top, no_legacy
 from tlsprobe.probes.outcome import STOP_HELLO
-from tlsprobe.probes.versions import version_hello
 
 DEFLATE, NULL = 1, 0
 
@@ -32,7 +31,7 @@ async def run(ctx: CheckContext) -> CheckResult:
     if version is None:
         return no_legacy(ctx, "TLS 1.3 has no compression")
     name = registry.version_name(version)
-    config, _ = version_hello(ctx.runner, version)
+    config, _ = ctx.version_hello(version)
     sent = f"a {name} hello offering DEFLATE and null compression"
     out = await ctx.hello(replace(config, compression_methods=bytes([DEFLATE, NULL])),
                           STOP_HELLO)

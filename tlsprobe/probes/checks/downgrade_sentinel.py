@@ -22,7 +22,6 @@ from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.probes.checks.renegotiation import undetermined
 from tlsprobe.probes.outcome import STOP_HELLO
-from tlsprobe.probes.versions import version_hello
 
 TLS12_SENTINEL = b"DOWNGRD\x01"
 TLS11_SENTINEL = b"DOWNGRD\x00"
@@ -51,7 +50,7 @@ async def run(ctx: CheckContext) -> CheckResult:
     missing: list[str] = []
     for version in asked:
         name = registry.version_name(version)
-        config, _ = version_hello(ctx.runner, version)
+        config, _ = ctx.version_hello(version)
         out = await ctx.hello(config, STOP_HELLO, label=name)
         if out.status != "server_hello" or out.version is None:
             return ctx.inconclusive(f"a {name} hello without TLS 1.3: {out.describe()}",

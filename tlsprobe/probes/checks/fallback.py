@@ -20,7 +20,6 @@ from dataclasses import replace
 from tlsprobe import registry
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.versions import version_hello
 
 FALLBACK_SCSV = 0x5600
 INAPPROPRIATE_FALLBACK = 86
@@ -33,7 +32,7 @@ async def run(ctx: CheckContext) -> CheckResult:
         return ctx.result(Verdict.not_applicable, f"the server speaks {only} only: there is "
                           "no lower version to fall back to")
     top, lower = spoken[0], spoken[1]
-    config, stop = version_hello(ctx.runner, lower)
+    config, stop = ctx.version_hello(lower)
     scsv = replace(config, cipher_suites_12=config.cipher_suites_12 + (FALLBACK_SCSV,))
     sent = (f"a {registry.version_name(lower)} hello with TLS_FALLBACK_SCSV (the server "
             f"speaks {registry.version_name(top)})")

@@ -31,7 +31,6 @@ from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks import _early
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.versions import version_hello
 from tlsprobe.wire.record import Record
 
 HEARTBEAT_EXT = 15
@@ -126,7 +125,7 @@ async def run(ctx: CheckContext) -> CheckResult:
     version = _early.ask_version(ctx, "Heartbleed")
     if isinstance(version, CheckResult):
         return version
-    config, _ = version_hello(ctx.runner, version)
+    config, _ = ctx.version_hello(version)
     config = replace(config, extra_extensions=((HEARTBEAT_EXT, bytes([PEER_ALLOWED_TO_SEND])),))
 
     async def conversation(transport: AsyncTransport, deadline: float

@@ -28,7 +28,6 @@ from tlsprobe.probes.checks._cert_chain import leaf_of, served
 from tlsprobe.probes.checks._tolerance import top_versions
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.probes.outcome import STOP_HELLO
-from tlsprobe.probes.versions import version_hello
 
 SIGN, ENCIPHER, AGREE = "digitalSignature", "keyEncipherment", "keyAgreement"
 _FLAG = {SIGN: "digital_signature", ENCIPHER: "key_encipherment", AGREE: "key_agreement"}
@@ -72,7 +71,7 @@ async def _used_for(ctx: CheckContext, use: str, rsa_key: bool, version: int) ->
     suites = tuple(c for c in registry.suites_for_version(version) if fits(c))
     if not suites:
         return "no suite of that kind"
-    config, _ = version_hello(ctx.runner, version)
+    config, _ = ctx.version_hello(version)
     out = await ctx.hello(replace(config, cipher_suites_12=suites), STOP_HELLO, label=use)
     if out.answered:
         return True

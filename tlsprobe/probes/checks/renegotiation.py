@@ -22,7 +22,6 @@ from tlsprobe.engine.config import TLS12
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.probes.outcome import STOP_HELLO
-from tlsprobe.probes.versions import version_hello
 
 RENEGOTIATION_INFO = 0xFF01
 
@@ -58,7 +57,7 @@ async def run(ctx: CheckContext) -> CheckResult:
     if version is None:
         return no_legacy(ctx, "TLS 1.3 has no renegotiation")
     name = registry.version_name(version)
-    config, _ = version_hello(ctx.runner, version)
+    config, _ = ctx.version_hello(version)
     sent = f"a {name} hello with renegotiation_info and TLS_EMPTY_RENEGOTIATION_INFO_SCSV"
     outs = []
     for label in ("", "again"):

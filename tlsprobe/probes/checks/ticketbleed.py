@@ -40,12 +40,15 @@ FULL = 32     # the length the affected servers always echo
 
 
 def handshake_config(ctx: CheckContext, version: int) -> ClientConfig:
-    """A hello for `version` with every suite the engine can complete a handshake with."""
-    suites = tuple(s for s in registry.suites_for_version(version)
+    """A hello for `version` with every suite the engine can complete a handshake with, of
+    those in the hello that established the version (the minimal one where the server
+    refused the full offer)."""
+    base, _ = ctx.version_hello(version)
+    suites = tuple(s for s in base.cipher_suites_12
                    if suite_params(s) is not None and
                    (info := registry.cipher_suite(s)) is not None and
                    info.kx in ("ECDHE", "DHE", "RSA"))
-    return ctx.config((version,), cipher_suites_12=suites)
+    return replace(base, cipher_suites_12=suites)
 
 
 async def get_ticket(transport: AsyncTransport, deadline: float, config: ClientConfig
