@@ -28,6 +28,7 @@ from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.driver import adrive
 from tlsprobe.net.transport import AsyncTransport
+from tlsprobe.probes.checks._shared import PassThrough
 from tlsprobe.probes.checks.base import CheckContext
 from tlsprobe.probes.outcome import Outcome
 from tlsprobe.registry import HandshakeType
@@ -102,28 +103,18 @@ class Handshake:
         return text + (f", then {self.failure}" if self.failure else "")
 
 
-class _Recording:
+class _Recording(PassThrough):
     """A transport that keeps what the client sends (for a replay of the same bytes)."""
 
     def __init__(self, inner: AsyncTransport, out: Handshake) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.out = out
-
-    @property
-    def peer(self) -> tuple[str, int]:
-        return self.inner.peer
 
     async def send(self, data: bytes) -> None:
         if not self.out.sent:
             self.out.opening = data
         self.out.sent += data
         await self.inner.send(data)
-
-    async def receive(self, deadline: float) -> bytes:
-        return await self.inner.receive(deadline)
-
-    async def close(self) -> None:
-        await self.inner.close()
 
 
 async def _drain(engine: ClientHandshake, transport: AsyncTransport, deadline: float) -> None:

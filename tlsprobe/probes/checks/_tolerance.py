@@ -33,6 +33,7 @@ from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.driver import Progress, adrive
 from tlsprobe.net.transport import AsyncTransport
+from tlsprobe.probes.checks._shared import PassThrough
 from tlsprobe.probes.checks.base import CheckContext
 from tlsprobe.probes.outcome import STOP_HELLO, Outcome, finished, outcome_of
 from tlsprobe.probes.versions import minimal_config
@@ -107,18 +108,14 @@ class EditedHandshake(ClientHandshake):
         return self.take_output()
 
 
-class _Shaped:
+class _Shaped(PassThrough):
     """A transport whose first send goes out as `shape` cuts it: separate sends, PAUSE
     apart (with TCP_NODELAY, set by the connector, each is a TCP segment of its own)."""
 
     def __init__(self, inner: AsyncTransport, shape: Shape | None) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.shape = shape
         self.sends: list[int] = []
-
-    @property
-    def peer(self) -> tuple[str, int]:
-        return self.inner.peer
 
     async def send(self, data: bytes) -> None:
         parts = self.shape(data) if self.shape is not None and not self.sends else [data]
@@ -127,12 +124,6 @@ class _Shaped:
                 await asyncio.sleep(PAUSE)
             self.sends.append(len(part))
             await self.inner.send(part)
-
-    async def receive(self, deadline: float) -> bytes:
-        return await self.inner.receive(deadline)
-
-    async def close(self) -> None:
-        await self.inner.close()
 
 
 def describe_answer(out: Outcome) -> str:
