@@ -13,13 +13,16 @@ the others await the same answer.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from cryptography import x509
 from cryptography.x509 import ocsp
 
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.errors import NetworkError
+from tlsprobe.model.checks import CheckResult
 from tlsprobe.net.driver import Progress, adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks._shared import once
@@ -31,10 +34,12 @@ from tlsprobe.registry import HandshakeType
 from tlsprobe.wire import extensions as ext
 from tlsprobe.wire.hello import ClientHello
 
-__all__ = ["Served", "fetch", "leaf_of", "served"]
+__all__ = ["Served", "extension", "fetch", "leaf_of", "on_leaf", "served"]
 
 SCT_EXTENSION = 18
 SCT_IN_OCSP = x509.ObjectIdentifier("1.3.6.1.4.1.11129.2.4.5")
+
+E = TypeVar("E", bound=x509.ExtensionType)
 
 
 @dataclass(frozen=True)
@@ -137,3 +142,32 @@ def leaf_of(got: Served) -> x509.Certificate | str:
         return x509.load_der_x509_certificate(got.chain[0])
     except ValueError as exc:
         return f"the leaf certificate does not parse: {exc}"
+
+
+def extension(leaf: x509.Certificate, kind: type[E], name: str) -> E | None | str:
+    """The leaf's `kind` extension (None: absent; a str when it, `name` for people, or the
+    leaf's extensions do not parse)."""
+    try:
+        return leaf.extensions.get_extension_for_class(kind).value
+    except x509.ExtensionNotFound:
+        return None
+    except ValueError as exc:
+        return f"the {name} extension does not parse ({exc})"
+
+
+#: a certificate check's verdict on the shared answer and its parsed leaf
+LeafJudge = Callable[[CheckContext, Served, x509.Certificate], Awaitable[CheckResult]]
+
+
+def on_leaf(judge: LeafJudge) -> Callable[[CheckContext], Awaitable[CheckResult]]:
+    """A certificate check's `run`: the shared chain (`served`) and its parsed leaf handed
+    to `judge`; inconclusive, with the reason, when either cannot be had."""
+    async def run(ctx: CheckContext) -> CheckResult:
+        got = await served(ctx)
+        if isinstance(got, str):
+            return ctx.inconclusive(got)
+        leaf = leaf_of(got)
+        if isinstance(leaf, str):
+            return ctx.inconclusive(leaf)
+        return await judge(ctx, got, leaf)
+    return run

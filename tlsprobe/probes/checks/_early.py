@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
@@ -22,16 +23,19 @@ from tlsprobe.errors import NetworkError
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.driver import adrive
 from tlsprobe.net.transport import AsyncTransport
-from tlsprobe.probes.checks.base import CheckContext
+from tlsprobe.probes.checks.base import CheckContext, Talk
+from tlsprobe.probes.outcome import Outcome
 from tlsprobe.registry import HandshakeType
 from tlsprobe.wire.record import Record, RecordReader
 
-__all__ = ["ALERT", "CCS", "HEARTBEAT", "Reply", "ask_version", "drive", "read_reply", "send",
-           "wait_until"]
+__all__ = ["ALERT", "CCS", "HEARTBEAT", "Reply", "ask_version", "converse", "drive",
+           "read_reply", "send", "wait_until"]
 
 TLS10, TLS12 = 0x0301, 0x0303
 CCS, ALERT, HANDSHAKE, HEARTBEAT = 20, 21, 22, 24
 MAX_READ = 64 * 1024      # bytes read after the flight, at most
+
+T = TypeVar("T")
 
 
 def ask_version(ctx: CheckContext, what: str) -> int | CheckResult:
@@ -70,6 +74,17 @@ async def drive(transport: AsyncTransport, deadline: float, config: ClientConfig
         return hs, ""
     return hs, hs.incomplete_reason or ("the server closed the connection" if hs.peer_closed
                                         or not hs.done else "the handshake stopped early")
+
+
+async def converse(ctx: CheckContext, talk: Talk[T | str], hello: str) -> T | CheckResult:
+    """`talk`'s value on a connection of the check's own; inconclusive when no connection
+    was had, or when `talk` says (a str) why `hello` did not reach ServerHelloDone."""
+    got = await ctx.converse(talk)
+    if isinstance(got, Outcome):
+        return ctx.inconclusive(f"no conversation: {got.describe()}")
+    if isinstance(got, str):
+        return ctx.inconclusive(f"{hello} did not reach ServerHelloDone: {got}")
+    return got
 
 
 @dataclass

@@ -24,16 +24,19 @@ from tlsprobe.engine.config import TLS10, TLS12, BuiltHello, ClientConfig, Resum
 from tlsprobe.engine.keyschedule import resumption_psk
 from tlsprobe.engine.tls12 import Tls12Client
 from tlsprobe.engine.tls13 import Tls13Client
-from tlsprobe.errors import NetworkError
+from tlsprobe.errors import FailureKind, NetworkError
+from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.driver import adrive
 from tlsprobe.net.transport import AsyncTransport
+from tlsprobe.probes.checks._shared import PassThrough
 from tlsprobe.probes.checks.base import CheckContext
 from tlsprobe.probes.outcome import Outcome
 from tlsprobe.registry import HandshakeType
 from tlsprobe.session.flow import SERVER, MessageEvent
+from tlsprobe.wire.hello import ServerHello
 from tlsprobe.wire.messages import NewSessionTicket
 
-__all__ = ["Handshake", "handshake", "legacy_versions", "max_early_data"]
+__all__ = ["Handshake", "echo", "handshake", "legacy_versions", "max_early_data"]
 
 
 @dataclass
@@ -100,28 +103,18 @@ class Handshake:
         return text + (f", then {self.failure}" if self.failure else "")
 
 
-class _Recording:
+class _Recording(PassThrough):
     """A transport that keeps what the client sends (for a replay of the same bytes)."""
 
     def __init__(self, inner: AsyncTransport, out: Handshake) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.out = out
-
-    @property
-    def peer(self) -> tuple[str, int]:
-        return self.inner.peer
 
     async def send(self, data: bytes) -> None:
         if not self.out.sent:
             self.out.opening = data
         self.out.sent += data
         await self.inner.send(data)
-
-    async def receive(self, deadline: float) -> bytes:
-        return await self.inner.receive(deadline)
-
-    async def close(self) -> None:
-        await self.inner.close()
 
 
 async def _drain(engine: ClientHandshake, transport: AsyncTransport, deadline: float) -> None:
@@ -161,6 +154,28 @@ async def handshake(ctx: CheckContext, config: ClientConfig, *, label: str = "",
         return out
 
     return await ctx.converse(talk, label)
+
+
+async def echo(ctx: CheckContext, config: ClientConfig, sent: str, name: str, ext_type: int,
+               *, refused: str = "") -> tuple[ServerHello, bool, tuple[str, str]] | CheckResult:
+    """Does the ServerHello to `config` (`sent`, for people) carry extension `ext_type`
+    (`name`)? (the ServerHello, whether it does, the evidence lines); without a ServerHello
+    the result: inconclusive, or, given `refused` (why that is so), not applicable when the
+    hello was refused with an alert or a close."""
+    hs = await handshake(ctx, config)
+    if isinstance(hs, Outcome):
+        return ctx.inconclusive(f"{sent}: {hs.reason}")
+    sh = hs.engine.server_hello
+    if sh is None:
+        failure = hs.failure
+        if refused and failure is not None and \
+                failure.kind in (FailureKind.ALERT, FailureKind.CLOSED):
+            return ctx.result(Verdict.not_applicable, f"{sent} is refused ({failure}): "
+                              f"{refused}", (f"sent: {sent}", f"received: {failure}"))
+        return ctx.inconclusive(f"{sent}: {hs.describe()}")
+    echoed = sh.extension(ext_type) is not None
+    return sh, echoed, (f"sent: {sent}", f"received: {hs.describe()}, "
+                        f"{'with' if echoed else 'without'} {name}")
 
 
 def legacy_versions(ctx: CheckContext) -> list[int]:

@@ -12,11 +12,13 @@ are not HTTP (the checks are then not applicable), a str when nothing conclusive
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from tlsprobe import __version__
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.errors import NetworkError
+from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.driver import Progress, adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks._shared import once
@@ -25,7 +27,7 @@ from tlsprobe.probes.checks.base import CheckContext
 from tlsprobe.probes.facts import negotiated_alpn
 from tlsprobe.probes.outcome import Outcome
 
-__all__ = ["MAX_HEAD", "NotHttp", "Response", "response"]
+__all__ = ["MAX_HEAD", "NotHttp", "Response", "on_response", "response"]
 
 MAX_HEAD = 16 * 1024
 
@@ -130,3 +132,18 @@ async def response(ctx: CheckContext) -> Response | NotHttp | str:
     """The server's answer to GET / (one connection per target, whichever HTTP check asks
     first), NotHttp, or why there is none."""
     return await once(ctx, "http", _exchange)
+
+
+def on_response(judge: Callable[[CheckContext, Response], CheckResult]
+                ) -> Callable[[CheckContext], Awaitable[CheckResult]]:
+    """An HTTP check's `run`: the shared answer to GET / handed to `judge`; not applicable
+    when the server does not speak HTTP, inconclusive when there is no answer."""
+    async def run(ctx: CheckContext) -> CheckResult:
+        got = await response(ctx)
+        if isinstance(got, NotHttp):
+            return ctx.result(Verdict.not_applicable, "the server does not speak HTTP: it "
+                              f"answered \"{got.first}\"")
+        if isinstance(got, str):
+            return ctx.inconclusive(got)
+        return judge(ctx, got)
+    return run

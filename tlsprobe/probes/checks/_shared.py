@@ -1,6 +1,8 @@
-"""One answer shared by several checks of one target: the first check to ask makes it (its
-connections are counted under that check), the others await the same value. Used by the
-certificate checks (the chain) and the HTTP checks (the response headers)."""
+"""What several checks share: one answer per target (`once`: the first check to ask makes
+it, its connections counted under that check, the others await the same value; used by the
+certificate checks for the chain and the HTTP checks for the response headers), and
+`PassThrough`, the base of the transports a check puts between the engine and the
+connection (a recording, a shaped first send, a renegotiation tunnel)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,10 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks.base import CheckContext
 
-__all__ = ["once"]
+__all__ = ["PassThrough", "once"]
 
 T = TypeVar("T")
 
@@ -29,3 +32,24 @@ async def once(ctx: CheckContext, key: str,
         weakref.finalize(ctx.runner, _SHARED.pop, slot, None)
     got: T = await asyncio.shield(future)
     return got
+
+
+class PassThrough:
+    """An AsyncTransport over `inner` passing everything through as it is; a subclass
+    changes what it sends or reads."""
+
+    def __init__(self, inner: AsyncTransport) -> None:
+        self.inner = inner
+
+    @property
+    def peer(self) -> tuple[str, int]:
+        return self.inner.peer
+
+    async def send(self, data: bytes) -> None:
+        await self.inner.send(data)
+
+    async def receive(self, deadline: float) -> bytes:
+        return await self.inner.receive(deadline)
+
+    async def close(self) -> None:
+        await self.inner.close()

@@ -22,7 +22,7 @@ suite, the unknown version) is "not tolerated" at once: that is an answer, not a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from tlsprobe import registry
@@ -33,6 +33,7 @@ from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.driver import Progress, adrive
 from tlsprobe.net.transport import AsyncTransport
+from tlsprobe.probes.checks._shared import PassThrough
 from tlsprobe.probes.checks.base import CheckContext
 from tlsprobe.probes.outcome import STOP_HELLO, Outcome, finished, outcome_of
 from tlsprobe.probes.versions import minimal_config
@@ -41,7 +42,7 @@ from tlsprobe.wire.handshake import frame
 from tlsprobe.wire.hello import ClientHello
 
 __all__ = ["EditedHandshake", "Reply", "Variant", "ask", "describe_answer", "judge",
-           "no_tls", "plain_config", "top_versions"]
+           "no_tls", "on_plain", "plain_config", "split_check", "top_versions"]
 
 Edit = Callable[[ClientHello], ClientHello]
 Shape = Callable[[bytes], list[bytes]]
@@ -107,18 +108,14 @@ class EditedHandshake(ClientHandshake):
         return self.take_output()
 
 
-class _Shaped:
+class _Shaped(PassThrough):
     """A transport whose first send goes out as `shape` cuts it: separate sends, PAUSE
     apart (with TCP_NODELAY, set by the connector, each is a TCP segment of its own)."""
 
     def __init__(self, inner: AsyncTransport, shape: Shape | None) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.shape = shape
         self.sends: list[int] = []
-
-    @property
-    def peer(self) -> tuple[str, int]:
-        return self.inner.peer
 
     async def send(self, data: bytes) -> None:
         parts = self.shape(data) if self.shape is not None and not self.sends else [data]
@@ -127,12 +124,6 @@ class _Shaped:
                 await asyncio.sleep(PAUSE)
             self.sends.append(len(part))
             await self.inner.send(part)
-
-    async def receive(self, deadline: float) -> bytes:
-        return await self.inner.receive(deadline)
-
-    async def close(self) -> None:
-        await self.inner.close()
 
 
 def describe_answer(out: Outcome) -> str:
@@ -211,6 +202,37 @@ def plain_config(ctx: CheckContext, version: int) -> ClientConfig:
     """The plain hello of the tolerance checks: the audit's minimal conformant hello of
     `version` (a few suites, x25519/P-256/P-384, one x25519 share, padded to 512 bytes)."""
     return minimal_config(ctx.runner, version)
+
+
+#: a tolerance check's verdict given the TLS versions spoken (highest first) and the plain
+#: hello's config of the highest
+PlainJudge = Callable[[CheckContext, list[int], ClientConfig], Awaitable[CheckResult]]
+Run = Callable[[CheckContext], Awaitable[CheckResult]]
+
+
+def on_plain(judge: PlainJudge) -> Run:
+    """A tolerance check's `run`: the TLS versions spoken and the plain hello of the highest
+    handed to `judge`; `no_tls` when no TLS version is spoken."""
+    async def run(ctx: CheckContext) -> CheckResult:
+        versions = top_versions(ctx)
+        if not versions:
+            return no_tls(ctx)
+        return await judge(ctx, versions, plain_config(ctx, versions[0]))
+    return run
+
+
+def split_check(shape: Shape, over: str, whole: str) -> Run:
+    """The `run` of a check that sends the plain hello cut by `shape` ("split over `over`"),
+    a refusal set against the same hello sent whole ("in `whole`")."""
+    @on_plain
+    async def run(ctx: CheckContext, versions: list[int], config: ClientConfig
+                  ) -> CheckResult:
+        name = registry.version_name(versions[0])
+        variant = Variant(f"the plain {name} ClientHello split over {over}", config,
+                          shape=shape)
+        plain = Variant(f"the plain {name} ClientHello in {whole}", config)
+        return await judge(ctx, [variant], plain, severity="medium")
+    return run
 
 
 def _line(variant: Variant, r: Reply, again: bool = False) -> str:

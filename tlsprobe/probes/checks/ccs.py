@@ -99,12 +99,10 @@ async def run(ctx: CheckContext) -> CheckResult:
                            ) -> tuple[int, _early.Reply, bool] | str:
         return await talk(transport, deadline, ctx, version)
 
-    got = await ctx.converse(conversation)
-    if isinstance(got, str):
-        return ctx.inconclusive(f"the {registry.version_name(version)} hello did not reach "
-                                f"ServerHelloDone: {got}")
-    if not isinstance(got, tuple):
-        return ctx.inconclusive(f"no conversation: {got.describe()}")
+    got = await _early.converse(ctx, conversation,
+                                f"the {registry.version_name(version)} hello")
+    if isinstance(got, CheckResult):
+        return got
     return judge(ctx, *got)
 
 

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from cryptography import x509
+
 from tlsprobe.model.checks import CheckResult, Verdict
-from tlsprobe.probes.checks._cert_chain import leaf_of, served
+from tlsprobe.probes.checks._cert_chain import Served, on_leaf
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 CABF_DAYS, MOZILLA_DAYS = 398, 366
@@ -37,13 +39,8 @@ def lifetime_verdict(period: timedelta) -> tuple[Verdict, str | None, str]:
         f"{CABF_DAYS})"
 
 
-async def run(ctx: CheckContext) -> CheckResult:
-    got = await served(ctx)
-    if isinstance(got, str):
-        return ctx.inconclusive(got)
-    leaf = leaf_of(got)
-    if isinstance(leaf, str):
-        return ctx.inconclusive(leaf)
+@on_leaf
+async def run(ctx: CheckContext, got: Served, leaf: x509.Certificate) -> CheckResult:
     start, end = leaf.not_valid_before_utc, leaf.not_valid_after_utc
     verdict, severity, reason = lifetime_verdict(end - start + timedelta(seconds=1))
     evidence = (f"notBefore {start.isoformat()}", f"notAfter {end.isoformat()}")

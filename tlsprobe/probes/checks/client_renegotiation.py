@@ -31,6 +31,7 @@ from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.driver import adrive
 from tlsprobe.net.transport import AsyncTransport
+from tlsprobe.probes.checks._shared import PassThrough
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.probes.checks.renegotiation import RENEGOTIATION_INFO, legacy_top, no_legacy
 from tlsprobe.probes.outcome import Outcome
@@ -40,7 +41,7 @@ MAX_RENEGOTIATIONS = 10
 CHANGE_CIPHER_SPEC, NO_RENEGOTIATION = 20, 100
 
 
-class Tunnel:
+class Tunnel(PassThrough):
     """An AsyncTransport for a renegotiation's handshake: what the new handshake sends goes
     out under the keys in force (`write`) until its own ChangeCipherSpec, and as it is
     after; the server's records are opened with `read` up to and including its
@@ -48,13 +49,10 @@ class Tunnel:
 
     def __init__(self, inner: AsyncTransport, write: RecordProtection,
                  read: RecordProtection) -> None:
-        self.inner, self.write, self.read = inner, write, read
+        super().__init__(inner)
+        self.write, self.read = write, read
         self.sent_ccs = self.got_ccs = False
         self._pending = b""
-
-    @property
-    def peer(self) -> tuple[str, int]:
-        return self.inner.peer
 
     async def send(self, data: bytes) -> None:
         out = bytearray()
@@ -85,9 +83,6 @@ class Tunnel:
                 self.got_ccs = ctype == CHANGE_CIPHER_SPEC
             if out:
                 return bytes(out)
-
-    async def close(self) -> None:
-        await self.inner.close()
 
 
 def _record(ctype: int, version: int, fragment: bytes) -> bytes:

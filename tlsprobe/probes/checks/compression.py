@@ -17,21 +17,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tlsprobe import registry
+from tlsprobe.engine.config import ClientConfig
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.checks.renegotiation import legacy_top, no_legacy
+from tlsprobe.probes.checks.renegotiation import on_legacy_hello
 from tlsprobe.probes.outcome import STOP_HELLO
 
 DEFLATE, NULL = 1, 0
 
 
-async def run(ctx: CheckContext) -> CheckResult:
-    version = legacy_top(ctx)
-    if version is None:
-        return no_legacy(ctx, "TLS 1.3 has no compression")
-    name = registry.version_name(version)
-    config, _ = ctx.version_hello(version)
+@on_legacy_hello("TLS 1.3 has no compression")
+async def run(ctx: CheckContext, name: str, config: ClientConfig) -> CheckResult:
     sent = f"a {name} hello offering DEFLATE and null compression"
     out = await ctx.hello(replace(config, compression_methods=bytes([DEFLATE, NULL])),
                           STOP_HELLO)

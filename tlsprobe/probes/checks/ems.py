@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from tlsprobe import registry
 from tlsprobe.model.checks import CheckResult, Verdict
-from tlsprobe.probes.checks._handshake import handshake, legacy_versions
+from tlsprobe.probes.checks._handshake import echo, legacy_versions
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.outcome import Outcome
 
 EXTENDED_MASTER_SECRET = 23
 
@@ -27,15 +26,11 @@ async def run(ctx: CheckContext) -> CheckResult:
         return ctx.result(Verdict.not_applicable, "the server speaks no TLS 1.0-1.2 version "
                           "(TLS 1.3 binds the transcript into its key schedule by design)")
     sent = f"a {registry.version_name(legacy[0])} hello offering extended_master_secret"
-    hs = await handshake(ctx, ctx.config((legacy[0],), extended_master_secret=True))
-    if isinstance(hs, Outcome):
-        return ctx.inconclusive(f"{sent}: {hs.reason}")
-    sh = hs.engine.server_hello
-    if sh is None:
-        return ctx.inconclusive(f"{sent}: {hs.describe()}")
-    echoed = sh.extension(EXTENDED_MASTER_SECRET) is not None
-    evidence = (f"sent: {sent}", f"received: {hs.describe()}, "
-                f"{'with' if echoed else 'without'} extended_master_secret")
+    got = await echo(ctx, ctx.config((legacy[0],), extended_master_secret=True), sent,
+                     "extended_master_secret", EXTENDED_MASTER_SECRET)
+    if isinstance(got, CheckResult):
+        return got
+    _, echoed, evidence = got
     if echoed:
         return ctx.result(Verdict.supported, f"{sent} is answered with "
                           "extended_master_secret (RFC 7627)", evidence)

@@ -14,11 +14,9 @@ A server that speaks TLS 1.3 only has no CBC suites (not applicable). One connec
 from __future__ import annotations
 
 from tlsprobe import registry
-from tlsprobe.errors import FailureKind
 from tlsprobe.model.checks import CheckResult, Verdict
-from tlsprobe.probes.checks._handshake import handshake, legacy_versions
+from tlsprobe.probes.checks._handshake import echo, legacy_versions
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.outcome import Outcome
 
 ENCRYPT_THEN_MAC = 22
 #: CBC suites with ECDHE, DHE and RSA key exchange (the engine completes all of them)
@@ -34,22 +32,14 @@ async def run(ctx: CheckContext) -> CheckResult:
                           "no CBC suites, nothing for encrypt_then_mac to change")
     sent = (f"a {registry.version_name(legacy[0])} hello offering encrypt_then_mac and "
             f"{len(CBC_SUITES)} CBC suites only")
-    hs = await handshake(ctx, ctx.config((legacy[0],), encrypt_then_mac=True,
-                                         cipher_suites_12=CBC_SUITES))
-    if isinstance(hs, Outcome):
-        return ctx.inconclusive(f"{sent}: {hs.reason}")
-    sh = hs.engine.server_hello
-    if sh is None:
-        failure = hs.failure
-        if failure is not None and failure.kind in (FailureKind.ALERT, FailureKind.CLOSED):
-            return ctx.result(Verdict.not_applicable, f"{sent} is refused ({failure}): no "
-                              "CBC suite, nothing for encrypt_then_mac to change",
-                              (f"sent: {sent}", f"received: {failure}"))
-        return ctx.inconclusive(f"{sent}: {hs.describe()}")
+    got = await echo(ctx, ctx.config((legacy[0],), encrypt_then_mac=True,
+                                     cipher_suites_12=CBC_SUITES),
+                     sent, "encrypt_then_mac", ENCRYPT_THEN_MAC,
+                     refused="no CBC suite, nothing for encrypt_then_mac to change")
+    if isinstance(got, CheckResult):
+        return got
+    sh, echoed, evidence = got
     suite = registry.suite_name(sh.cipher_suite)
-    echoed = sh.extension(ENCRYPT_THEN_MAC) is not None
-    evidence = (f"sent: {sent}", f"received: {hs.describe()}, "
-                f"{'with' if echoed else 'without'} encrypt_then_mac")
     if echoed:
         return ctx.result(Verdict.supported, f"{sent} is answered with {suite} and "
                           "encrypt_then_mac (RFC 7366)", evidence)

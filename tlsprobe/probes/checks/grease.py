@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tlsprobe.engine.config import ClientConfig
 from tlsprobe.model.checks import CheckResult
-from tlsprobe.probes.checks._tolerance import (Variant, judge, no_tls, plain_config,
-                                                 top_versions)
+from tlsprobe.probes.checks._tolerance import Variant, judge, on_plain
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.probes.outcome import Outcome
 from tlsprobe.registry import version_name
@@ -35,12 +35,9 @@ def picked_grease(out: Outcome) -> str | None:
     return None
 
 
-async def run(ctx: CheckContext) -> CheckResult:
-    versions = top_versions(ctx)
-    if not versions:
-        return no_tls(ctx)
+@on_plain
+async def run(ctx: CheckContext, versions: list[int], config: ClientConfig) -> CheckResult:
     name = version_name(versions[0])
-    config = plain_config(ctx, versions[0])
     kinds = "suite, extensions, group and version" if config.offers_tls13 else \
         "suite, extensions and group"
     variant = Variant(f"the plain {name} ClientHello with GREASE {kinds}",

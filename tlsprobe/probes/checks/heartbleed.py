@@ -132,12 +132,10 @@ async def run(ctx: CheckContext) -> CheckResult:
                            ) -> tuple[bool, _early.Reply, bytes] | str:
         return await talk(transport, deadline, config)
 
-    got = await ctx.converse(conversation)
-    if isinstance(got, str):
-        return ctx.inconclusive(f"the {registry.version_name(version)} hello with the "
-                                f"heartbeat extension did not reach ServerHelloDone: {got}")
-    if not isinstance(got, tuple):
-        return ctx.inconclusive(f"no conversation: {got.describe()}")
+    got = await _early.converse(ctx, conversation, f"the {registry.version_name(version)} "
+                                "hello with the heartbeat extension")
+    if isinstance(got, CheckResult):
+        return got
     return judge(ctx, version, *got)
 
 

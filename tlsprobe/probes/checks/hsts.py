@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from tlsprobe.model.checks import CheckResult, Verdict
-from tlsprobe.probes.checks._http import NotHttp, response
+from tlsprobe.probes.checks._http import Response, on_response
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 _MAX_AGE = re.compile(r'^\s*max-age\s*=\s*"?(\d+)"?\s*$', re.IGNORECASE)
@@ -33,13 +33,8 @@ def parse_hsts(value: str) -> tuple[int | None, bool, bool]:
     return age, "includesubdomains" in names, "preload" in names
 
 
-async def run(ctx: CheckContext) -> CheckResult:
-    got = await response(ctx)
-    if isinstance(got, NotHttp):
-        return ctx.result(Verdict.not_applicable, "the server does not speak HTTP: it "
-                          f"answered \"{got.first}\"")
-    if isinstance(got, str):
-        return ctx.inconclusive(got)
+@on_response
+def run(ctx: CheckContext, got: Response) -> CheckResult:
     values = got.get("strict-transport-security")
     status = f"GET / answered {got.status}"
     if not values:

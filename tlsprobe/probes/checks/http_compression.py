@@ -13,19 +13,14 @@ vulnerable for "/". A server that answers with something other than HTTP: not ap
 from __future__ import annotations
 
 from tlsprobe.model.checks import CheckResult, Verdict
-from tlsprobe.probes.checks._http import NotHttp, response
+from tlsprobe.probes.checks._http import Response, on_response
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 COMPRESSING = ("gzip", "x-gzip", "deflate", "br", "zstd", "compress", "x-compress")
 
 
-async def run(ctx: CheckContext) -> CheckResult:
-    got = await response(ctx)
-    if isinstance(got, NotHttp):
-        return ctx.result(Verdict.not_applicable, "the server does not speak HTTP: it "
-                          f"answered \"{got.first}\"")
-    if isinstance(got, str):
-        return ctx.inconclusive(got)
+@on_response
+def run(ctx: CheckContext, got: Response) -> CheckResult:
     status = f"GET / answered {got.status}"
     encodings = [e.strip().lower() for v in got.get("content-encoding") for e in v.split(",")
                  if e.strip()]

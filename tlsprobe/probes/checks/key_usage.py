@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from tlsprobe import registry
 from tlsprobe.engine.config import TLS12, TLS13
 from tlsprobe.model.checks import CheckResult, Verdict
-from tlsprobe.probes.checks._cert_chain import leaf_of, served
+from tlsprobe.probes.checks._cert_chain import Served, extension, on_leaf
 from tlsprobe.probes.checks._tolerance import top_versions
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.probes.outcome import STOP_HELLO
@@ -51,12 +51,9 @@ def needed_use(suite: int, version: int) -> str | None:
 
 def allowed_uses(leaf: x509.Certificate) -> set[str] | None | str:
     """The uses the keyUsage extension allows (None: no extension, any use; str: unreadable)."""
-    try:
-        ku = leaf.extensions.get_extension_for_class(x509.KeyUsage).value
-    except x509.ExtensionNotFound:
-        return None
-    except ValueError as exc:
-        return f"the keyUsage extension does not parse ({exc})"
+    ku = extension(leaf, x509.KeyUsage, "keyUsage")
+    if ku is None or isinstance(ku, str):
+        return ku
     return {use for use, flag in _FLAG.items() if getattr(ku, flag)}
 
 
@@ -80,13 +77,8 @@ async def _used_for(ctx: CheckContext, use: str, rsa_key: bool, version: int) ->
     return out.describe()
 
 
-async def run(ctx: CheckContext) -> CheckResult:
-    got = await served(ctx)
-    if isinstance(got, str):
-        return ctx.inconclusive(got)
-    leaf = leaf_of(got)
-    if isinstance(leaf, str):
-        return ctx.inconclusive(leaf)
+@on_leaf
+async def run(ctx: CheckContext, got: Served, leaf: x509.Certificate) -> CheckResult:
     allowed = allowed_uses(leaf)
     if isinstance(allowed, str):
         return ctx.inconclusive(allowed)

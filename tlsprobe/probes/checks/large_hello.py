@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from tlsprobe.engine.config import ClientConfig
 from tlsprobe.model.checks import CheckResult
-from tlsprobe.probes.checks._tolerance import (Variant, judge, no_tls, plain_config,
-                                                 top_versions)
+from tlsprobe.probes.checks._tolerance import Variant, judge, on_plain
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.registry import version_name
 from tlsprobe.wire.hello import ClientHello
@@ -29,12 +29,9 @@ def _pad(size: int) -> Callable[[ClientHello], ClientHello]:
     return lambda hello: hello.padded(size)
 
 
-async def run(ctx: CheckContext) -> CheckResult:
-    versions = top_versions(ctx)
-    if not versions:
-        return no_tls(ctx)
+@on_plain
+async def run(ctx: CheckContext, versions: list[int], config: ClientConfig) -> CheckResult:
     top = versions[0]
-    config = plain_config(ctx, top)
     unpadded = replace(config, padding=False)
     name = version_name(top)
     variants = [Variant(f"a {name} ClientHello padded to {size} bytes", unpadded, _pad(size),

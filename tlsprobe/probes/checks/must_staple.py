@@ -16,28 +16,22 @@ from __future__ import annotations
 from cryptography import x509
 
 from tlsprobe.model.checks import CheckResult, Verdict
-from tlsprobe.probes.checks._cert_chain import Served, fetch, leaf_of, served
+from tlsprobe.probes.checks._cert_chain import Served, extension, fetch, on_leaf
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 
 def must_staple(leaf: x509.Certificate) -> bool | str:
     """Whether the leaf's TLS Feature extension lists status_request (a str: unreadable)."""
-    try:
-        features = leaf.extensions.get_extension_for_class(x509.TLSFeature).value
-    except x509.ExtensionNotFound:
+    features = extension(leaf, x509.TLSFeature, "TLS Feature")
+    if features is None:
         return False
-    except ValueError as exc:
-        return f"the TLS Feature extension does not parse ({exc})"
+    if isinstance(features, str):
+        return features
     return x509.TLSFeatureType.status_request in features
 
 
-async def run(ctx: CheckContext) -> CheckResult:
-    got = await served(ctx)
-    if isinstance(got, str):
-        return ctx.inconclusive(got)
-    leaf = leaf_of(got)
-    if isinstance(leaf, str):
-        return ctx.inconclusive(leaf)
+@on_leaf
+async def run(ctx: CheckContext, got: Served, leaf: x509.Certificate) -> CheckResult:
     demanded = must_staple(leaf)
     if isinstance(demanded, str):
         return ctx.inconclusive(demanded)

@@ -17,8 +17,10 @@ when the extension is missing).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from tlsprobe import registry
-from tlsprobe.engine.config import TLS12
+from tlsprobe.engine.config import TLS12, ClientConfig
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.probes.outcome import STOP_HELLO
@@ -52,12 +54,28 @@ def no_legacy(ctx: CheckContext, what: str) -> CheckResult:
                       f"({what})")
 
 
-async def run(ctx: CheckContext) -> CheckResult:
-    version = legacy_top(ctx)
-    if version is None:
-        return no_legacy(ctx, "TLS 1.3 has no renegotiation")
-    name = registry.version_name(version)
-    config, _ = ctx.version_hello(version)
+#: a check's verdict given the name of the highest TLS 1.0-1.2 version spoken and the
+#: versions check's hello for it
+LegacyJudge = Callable[[CheckContext, str, ClientConfig], Awaitable[CheckResult]]
+
+
+def on_legacy_hello(what: str) -> Callable[[LegacyJudge], Callable[[CheckContext],
+                                                                   Awaitable[CheckResult]]]:
+    """A check's `run` from its judge of the highest TLS 1.0-1.2 version spoken (its name
+    and the versions check's hello for it); `no_legacy(ctx, what)` when none is."""
+    def wrap(judge: LegacyJudge) -> Callable[[CheckContext], Awaitable[CheckResult]]:
+        async def run(ctx: CheckContext) -> CheckResult:
+            version = legacy_top(ctx)
+            if version is None:
+                return no_legacy(ctx, what)
+            config, _ = ctx.version_hello(version)
+            return await judge(ctx, registry.version_name(version), config)
+        return run
+    return wrap
+
+
+@on_legacy_hello("TLS 1.3 has no renegotiation")
+async def run(ctx: CheckContext, name: str, config: ClientConfig) -> CheckResult:
     sent = f"a {name} hello with renegotiation_info and TLS_EMPTY_RENEGOTIATION_INFO_SCSV"
     outs = []
     for label in ("", "again"):

@@ -14,7 +14,7 @@ from cryptography import x509
 from cryptography.x509.oid import ExtensionOID
 
 from tlsprobe.model.checks import CheckResult, Verdict
-from tlsprobe.probes.checks._cert_chain import leaf_of, served
+from tlsprobe.probes.checks._cert_chain import Served, on_leaf
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 
@@ -34,13 +34,8 @@ def embedded(leaf: x509.Certificate) -> str | None:
     return f"{count} SCT{'' if count == 1 else 's'} embedded in the leaf"
 
 
-async def run(ctx: CheckContext) -> CheckResult:
-    got = await served(ctx)
-    if isinstance(got, str):
-        return ctx.inconclusive(got)
-    leaf = leaf_of(got)
-    if isinstance(leaf, str):
-        return ctx.inconclusive(leaf)
+@on_leaf
+async def run(ctx: CheckContext, got: Served, leaf: x509.Certificate) -> CheckResult:
     where = [w for w in (embedded(leaf),) if w] + [f"SCTs in {s}" for s in got.sct_sources]
     if where:
         return ctx.result(Verdict.supported, "; ".join(where), tuple(where))

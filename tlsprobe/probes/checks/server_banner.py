@@ -8,17 +8,12 @@ something other than HTTP: not applicable.
 from __future__ import annotations
 
 from tlsprobe.model.checks import CheckResult, Verdict
-from tlsprobe.probes.checks._http import NotHttp, response
+from tlsprobe.probes.checks._http import Response, on_response
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 
-async def run(ctx: CheckContext) -> CheckResult:
-    got = await response(ctx)
-    if isinstance(got, NotHttp):
-        return ctx.result(Verdict.not_applicable, "the server does not speak HTTP: it "
-                          f"answered \"{got.first}\"")
-    if isinstance(got, str):
-        return ctx.inconclusive(got)
+@on_response
+def run(ctx: CheckContext, got: Response) -> CheckResult:
     status = f"GET / answered {got.status}"
     banners = got.get("server")
     if not banners:

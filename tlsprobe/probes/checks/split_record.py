@@ -12,11 +12,8 @@ three at most.
 
 from __future__ import annotations
 
-from tlsprobe.model.checks import CheckResult
-from tlsprobe.probes.checks._tolerance import (Variant, judge, no_tls, plain_config,
-                                                 top_versions)
-from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.registry import version_name
+from tlsprobe.probes.checks._tolerance import split_check
+from tlsprobe.probes.checks.base import ActiveCheck
 from tlsprobe.wire.record import HEADER_SIZE
 
 
@@ -32,16 +29,7 @@ def two_records(data: bytes) -> list[bytes]:
             header + (len(body) - cut).to_bytes(2, "big") + body[cut:] + rest]
 
 
-async def run(ctx: CheckContext) -> CheckResult:
-    versions = top_versions(ctx)
-    if not versions:
-        return no_tls(ctx)
-    name = version_name(versions[0])
-    config = plain_config(ctx, versions[0])
-    variant = Variant(f"the plain {name} ClientHello split over two records", config,
-                      shape=two_records)
-    plain = Variant(f"the plain {name} ClientHello in one record", config)
-    return await judge(ctx, [variant], plain, severity="medium")
+run = split_check(two_records, "two records", "one record")
 
 
 CHECK = ActiveCheck("split_record", "a ClientHello split over two TLS records", run)

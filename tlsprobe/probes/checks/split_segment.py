@@ -11,11 +11,8 @@ send (probes/checks/_tolerance.py). One connection when tolerated, three at most
 
 from __future__ import annotations
 
-from tlsprobe.model.checks import CheckResult
-from tlsprobe.probes.checks._tolerance import (Variant, judge, no_tls, plain_config,
-                                                 top_versions)
-from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.registry import version_name
+from tlsprobe.probes.checks._tolerance import split_check
+from tlsprobe.probes.checks.base import ActiveCheck
 
 
 def two_segments(data: bytes) -> list[bytes]:
@@ -24,16 +21,7 @@ def two_segments(data: bytes) -> list[bytes]:
     return [data[:cut], data[cut:]] if cut else [data]
 
 
-async def run(ctx: CheckContext) -> CheckResult:
-    versions = top_versions(ctx)
-    if not versions:
-        return no_tls(ctx)
-    name = version_name(versions[0])
-    config = plain_config(ctx, versions[0])
-    variant = Variant(f"the plain {name} ClientHello split over two TCP segments", config,
-                      shape=two_segments)
-    plain = Variant(f"the plain {name} ClientHello in one segment", config)
-    return await judge(ctx, [variant], plain, severity="medium")
+run = split_check(two_segments, "two TCP segments", "one segment")
 
 
 CHECK = ActiveCheck("split_segment", "a ClientHello split over two TCP segments", run)

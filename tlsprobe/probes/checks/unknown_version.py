@@ -23,10 +23,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from tlsprobe.engine.config import TLS12
+from tlsprobe.engine.config import TLS12, ClientConfig
 from tlsprobe.model.checks import CheckResult
-from tlsprobe.probes.checks._tolerance import (Variant, judge, no_tls, plain_config,
-                                                 top_versions)
+from tlsprobe.probes.checks._tolerance import Variant, judge, on_plain, plain_config
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.probes.outcome import Outcome
 from tlsprobe.registry import version_name
@@ -68,12 +67,9 @@ def _hex(versions: list[int]) -> str:
     return ", ".join(f"0x{v:04x}" for v in versions)
 
 
-async def run(ctx: CheckContext) -> CheckResult:
-    versions = top_versions(ctx)
-    if not versions:
-        return no_tls(ctx)
+@on_plain
+async def run(ctx: CheckContext, versions: list[int], config: ClientConfig) -> CheckResult:
     top = versions[0]
-    config = plain_config(ctx, top)
     known = list(config.versions)
     name = version_name(top)
     listed = Variant(f"a {name} ClientHello with supported_versions {_hex([UNKNOWN] + known)}",
