@@ -114,6 +114,25 @@ def test_json_text_is_the_reports_json(name: str) -> None:
         assert t.to_json(indent=1) == r.to_json(indent=1)
 
 
+def test_milliseconds_text_is_that_of_the_rounded_value() -> None:
+    """The JSON text path writes a report's milliseconds from the unrounded value: the
+    same text as the rounded float's, also at rounding ties, signs, zero, large values
+    and values that are not finite."""
+    import random
+    from tlsprobe.model.encode import number
+    rng = random.Random(11)
+    values = [0.0, -0.0, 0.0005, -0.0005, 0.0015, 1.0005, 2.0005, 1e-5, -1e-5, 5e-324,
+              999999999.9995, 1e9, -1e9, 1e12 + 0.5, 1e17, float("nan"), float("inf"),
+              -float("inf")]
+    values += [rng.uniform(-20, 20) for _ in range(20000)]
+    values += [(rng.randrange(10**9) + 0.5) / 1000 for _ in range(20000)]
+    values += [(rng.uniform(1.7e9, 1.8e9) - rng.uniform(1.7e9, 1.8e9)) * 1000
+               for _ in range(20000)]
+    for v in values:
+        assert build._ms_json(v) == number(round(v, 3)), v
+    assert build._ms_json(None) == "null"
+
+
 @pytest.mark.parametrize(("text", "code"), [("1.3", 0x0304), ("TLSv1.2", 0x0303),
                                              ("tls1_1", 0x0302), ("TLS1.0", 0x0301),
                                              ("ssl3", 0x0300), ("SSLv2", 0x0002),

@@ -161,8 +161,11 @@ class ConnectionReport:
             self.file, self.id, self.transport, self.protocol, self.client, self.server,
             self.client_ip, self.client_port, self.server_ip, self.server_port,
             self.first_frame, self.last_frame, self.client_hellos, self.client_random,
-            self.session_ticket_lifetime, t.start, t.server_hello_ms, t.handshake_ms,
-            t.duration_ms, self.client_bytes, self.server_bytes, self.encrypted,
+            self.session_ticket_lifetime, f'{{"start": {number(t.start)}, '
+            f'"server_hello_ms": {number(t.server_hello_ms)}, '
+            f'"handshake_ms": {number(t.handshake_ms)}, '
+            f'"duration_ms": {number(t.duration_ms)}}}', self.client_bytes,
+            self.server_bytes, self.encrypted,
             self.decrypted, self.handshake_complete, self.close, self.midstream,
             self.preamble, self.gap_bytes, self.problems, self.compression,
             self.sslv2_cipher_specs, self.framing)
@@ -182,15 +185,14 @@ def connection_json(dumps: Callable[[Any], str], parts: tuple[str, ...], file: s
                     client_ip: str, client_port: int, server_ip: str, server_port: int,
                     first_frame: int, last_frame: int, client_hellos: int,
                     client_random: str | None, ticket_lifetime: int | None,
-                    start: float | None, server_hello_ms: float | None,
-                    handshake_ms: float | None, duration_ms: float | None,
-                    client_bytes: int, server_bytes: int, encrypted: bool, decrypted: bool,
+                    timings: str, client_bytes: int, server_bytes: int, encrypted: bool, decrypted: bool,
                     complete: bool | None, close: str | None, midstream: bool,
                     preamble: str | None, gap_bytes: int, problems: tuple[str, ...],
                     compression: Codepoint | None, sslv2: tuple[Cipher, ...],
                     framing: str | None) -> str:
     """A `ConnectionReport`'s JSON object (`to_json`) from its field values, the shape's
-    part already written (`parts`, see `shape_json`): one function for the report's
+    part already written (`parts`, see `shape_json`) and the timings' object too (its
+    numbers as `number` writes them): one function for the report's
     `to_json` and for the analysis that writes the text without building the report
     (offline AnalyzerOptions.json_text), so the two cannot differ."""
     enc, num, text = string, number, plain_string  # `text`: for values never None
@@ -204,10 +206,7 @@ def connection_json(dumps: Callable[[Any], str], parts: tuple[str, ...], file: s
             f'"client_random": {"null" if client_random is None else text(client_random)}, '
             f'{parts[1]}, "session_ticket_lifetime": '
             f'{"null" if ticket_lifetime is None else num(ticket_lifetime)}, '
-            f'{parts[2]}, "timings": {{"start": {num(start)}, '
-            f'"server_hello_ms": {num(server_hello_ms)}, '
-            f'"handshake_ms": {num(handshake_ms)}, '
-            f'"duration_ms": {num(duration_ms)}}}, '
+            f'{parts[2]}, "timings": {timings}, '
             f'"client_bytes": {client_bytes}, "server_bytes": {server_bytes}, '
             f'"encrypted": {_BOOL[encrypted]}, "decrypted": {_BOOL[decrypted]}, '
             f'"handshake_complete": {_BOOL[complete]}, '

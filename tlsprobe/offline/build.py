@@ -31,6 +31,7 @@ from tlsprobe.model.capture import (
     connection_json,
     shape_json,
 )
+from tlsprobe.model.encode import number
 from tlsprobe.model.probe import AlertInfo, Cipher, Codepoint, KeyExchange, Offer
 
 _T = TypeVar("_T")
@@ -247,18 +248,31 @@ def brief_of(cid: int, transport: str, protocol: str, client: str, server: str,
         kx, hrr, alpn, resumption, alerts, prints))
 
 
-def _timings(where: Endpoints, f: Facts) -> tuple[float | None, float | None,
+def _elapsed(where: Endpoints, f: Facts) -> tuple[float | None, float | None,
                                                    float | None, float | None]:
-    """The report's timings: start, then ms to the ServerHello, to both sides encrypting,
-    and first to last packet."""
+    """The report's timings before rounding: start, then ms to the ServerHello, to both
+    sides encrypting, and first to last packet."""
     first_ts, last_ts, ch_ts = where.first_ts, where.last_ts, f.ch_ts
     return (first_ts,
-            round((f.sh_ts - ch_ts) * 1000, 3)
-            if ch_ts is not None and f.sh_ts is not None else None,
-            round((f.done_ts - ch_ts) * 1000, 3)
-            if ch_ts is not None and f.done_ts is not None else None,
-            round((last_ts - first_ts) * 1000, 3)
-            if first_ts is not None and last_ts is not None else None)
+            (f.sh_ts - ch_ts) * 1000 if ch_ts is not None and f.sh_ts is not None else None,
+            (f.done_ts - ch_ts) * 1000 if ch_ts is not None and f.done_ts is not None
+            else None,
+            (last_ts - first_ts) * 1000 if first_ts is not None and last_ts is not None
+            else None)
+
+
+def _ms_json(value: float | None) -> str:
+    """`number(round(value, 3))` (a report's milliseconds), without making the rounded
+    float: under 1e9 the text of the rounded value is its 3-decimal form without trailing
+    zeros (round and the format convert to decimal the same, correctly rounded way, and
+    below 2**43 distinct 3-decimal numbers are distinct floats, so that form is the
+    shortest that reads back as the rounded value: its repr)."""
+    if value is None:
+        return "null"
+    if -1e9 < value < 1e9:
+        text = f"{value:.3f}".rstrip("0")
+        return text + "0" if text[-1] == "." else text
+    return number(round(value, 3))
 
 
 def _own(where: Endpoints, f: Facts) -> tuple:  # type: ignore[type-arg]
@@ -291,8 +305,12 @@ def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> Connecti
      _midstream, _preamble, gap_bytes) = where
     (client_hellos, client_random, ticket_lifetime, encrypted, decrypted, complete,
      midstream, preamble, problems, compression, sslv2) = _own(where, f)
+    start, server_hello_ms, handshake_ms, duration_ms = _elapsed(where, f)
     timings = object.__new__(ConnectionTimings)  # ConnectionTimings(...), without __init__
-    timings.__dict__.update(zip(_TIMINGS_FIELDS, _timings(where, f)))
+    timings.__dict__.update(zip(_TIMINGS_FIELDS, (
+        start, round(server_hello_ms, 3) if server_hello_ms is not None else None,
+        round(handshake_ms, 3) if handshake_ms is not None else None,
+        round(duration_ms, 3) if duration_ms is not None else None)))
     return _frozen(ConnectionReport, _REPORT_FIELDS, shape_json, (
         file, cid, transport_name, protocol, f"{client_ip}:{client_port}",
         f"{server_ip}:{server_port}", client_ip, client_port, server_ip, server_port,
@@ -315,16 +333,18 @@ def json_text_of(where: Endpoints, f: Facts, transport: str = "tcp") -> ReportTe
      _midstream, _preamble, gap_bytes) = where
     (client_hellos, client_random, ticket_lifetime, encrypted, decrypted, complete,
      midstream, preamble, problems, compression, sslv2) = _own(where, f)
-    start, server_hello_ms, handshake_ms, duration_ms = _timings(where, f)
+    start, server_hello_ms, handshake_ms, duration_ms = _elapsed(where, f)
     return tuple.__new__(ReportText, (cid, connection_json(
         dumps, shared[0] or shape_json(shared, dumps, dict(zip(_SHAPE_FIELDS,
                                                                derived)).__getitem__),
         file, cid, transport_name, protocol, f"{client_ip}:{client_port}",
         f"{server_ip}:{server_port}", client_ip, client_port, server_ip, server_port,
-        first_frame, last_frame, client_hellos, client_random, ticket_lifetime, start,
-        server_hello_ms, handshake_ms, duration_ms, client_bytes, server_bytes, encrypted,
-        decrypted, complete, close, midstream, preamble, gap_bytes, problems, compression,
-        sslv2, f.framing)))
+        first_frame, last_frame, client_hellos, client_random, ticket_lifetime,
+        f'{{"start": {number(start)}, "server_hello_ms": {_ms_json(server_hello_ms)}, '
+        f'"handshake_ms": {_ms_json(handshake_ms)}, '
+        f'"duration_ms": {_ms_json(duration_ms)}}}', client_bytes, server_bytes,
+        encrypted, decrypted, complete, close, midstream, preamble, gap_bytes, problems,
+        compression, sslv2, f.framing)))
 
 
 #: the report fields of `_derive`'s values, in its order
