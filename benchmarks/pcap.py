@@ -26,7 +26,8 @@ Then the same runs on a capture dense in short connections (issue 11): --short r
 loopback handshakes (300) recorded by pcap_short.py (openssl s_server -www, tcpdump on lo,
 every second connection with a small HTTP exchange), replicated as recorded (no --mss split)
 to --packets packets: about 71,000 connections per 1M packets, where the per-connection
-cost shows. Recording needs tcpdump and the right to capture on lo; --short 0 skips it.
+cost shows. Recording needs tcpdump and the right to capture on lo; --short 0 skips it;
+--short-pcap PATH measures (or writes) that capture there, also beside --pcap.
 
 Then the adversarial captures of benchmarks/pcap_flows.py, generated here (issue 11): a
 capture of --flows SYN-only flows (1M; target under 150 MB peak RSS) and captures of
@@ -36,7 +37,7 @@ RSS and their ratios. --skip-throughput runs only these, --flows 0 --shuffled sk
 
 Usage: python3 benchmarks/pcap.py [--packets N] [--pcap PATH] [--keep] [--no-tshark]
                                   [--repeat N] [--flows N] [--shuffled N ...]
-                                  [--skip-throughput] [--short N]
+                                  [--skip-throughput] [--short N] [--short-pcap PATH]
 """
 
 from __future__ import annotations
@@ -201,6 +202,8 @@ def main() -> int:
                     help="only the many-flows and shuffled-segments captures")
     ap.add_argument("--short", type=int, default=300, help="real loopback handshakes "
                     "recorded for the short-connections capture (0: no such capture)")
+    ap.add_argument("--short-pcap", help="existing short-connections capture to measure "
+                    "(also with --pcap), or where to write the new one")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="tlsprobe-bench-pcap-"))
     try:
@@ -211,12 +214,13 @@ def main() -> int:
                               "recorded loopback connections"
                               + (f", segments split at {args.mss} bytes" if args.mss else ""))
             throughput(args, tmp, path)
-            if args.short and not args.pcap:
-                seed, port = record_short(tmp, args.short)
-                path = tmp / "short.pcap"
-                build_capture(path, seed_flows(0, [seed], port), args.packets,
-                              "real loopback handshakes (openssl s_server -www, Python ssl "
-                              "clients, every second one with an HTTP GET)")
+            if args.short and (args.short_pcap or not args.pcap):
+                path = Path(args.short_pcap) if args.short_pcap else tmp / "short.pcap"
+                if not path.exists():
+                    seed, port = record_short(tmp, args.short)
+                    build_capture(path, seed_flows(0, [seed], port), args.packets,
+                                  "real loopback handshakes (openssl s_server -www, Python "
+                                  "ssl clients, every second one with an HTTP GET)")
                 throughput(args, tmp, path)
         env = child_env(tmp / "pycache")
         if args.skip_throughput:

@@ -15,7 +15,7 @@ from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
 from tlsprobe.report.trace import TraceFormatter
 from tlsprobe.offline.filters import ConnectionFilter, parse_version
 from tlsprobe.offline.stats import Statistics
-from tlsprobe.model.capture import BriefReport, ConnectionReport, capture_encoder
+from tlsprobe.model.capture import BriefReport, ConnectionReport, ReportText, capture_encoder
 from tlsprobe.report.offline_tables import connection_row
 
 ALL = sorted(p.name for p in CAPTURES.glob("*.pcap"))
@@ -100,6 +100,39 @@ def test_brief_reports_hold_their_reports_values(name: str) -> None:
     assert a.to_dict() == c.to_dict()
 
 
+@pytest.mark.parametrize("name", ALL)
+def test_json_text_is_the_reports_json(name: str) -> None:
+    """`json_text` (pcap --json/--jsonl without filters, statistics or trace) writes each
+    TCP connection's JSON without building its report: the same text, byte for byte."""
+    whole, texts = reports(name), reports(name, json_text=True)
+    assert [t.id for t in texts] == [r.id for r in whole]
+    assert any(isinstance(t, ReportText) for t in texts) or \
+        all(r.transport != "tcp" for r in whole)
+    encoder = capture_encoder()
+    for t, r in zip(texts, whole):
+        assert t.to_json(encoder=encoder) == r.to_json() == json.dumps(r.to_dict())
+        assert t.to_json(indent=1) == r.to_json(indent=1)
+
+
+def test_milliseconds_text_is_that_of_the_rounded_value() -> None:
+    """The JSON text path writes a report's milliseconds from the unrounded value: the
+    same text as the rounded float's, also at rounding ties, signs, zero, large values
+    and values that are not finite."""
+    import random
+    from tlsprobe.model.encode import number
+    rng = random.Random(11)
+    values = [0.0, -0.0, 0.0005, -0.0005, 0.0015, 1.0005, 2.0005, 1e-5, -1e-5, 5e-324,
+              999999999.9995, 1e9, -1e9, 1e12 + 0.5, 1e17, float("nan"), float("inf"),
+              -float("inf")]
+    values += [rng.uniform(-20, 20) for _ in range(20000)]
+    values += [(rng.randrange(10**9) + 0.5) / 1000 for _ in range(20000)]
+    values += [(rng.uniform(1.7e9, 1.8e9) - rng.uniform(1.7e9, 1.8e9)) * 1000
+               for _ in range(20000)]
+    for v in values:
+        assert build._ms_json(v) == number(round(v, 3)), v
+    assert build._ms_json(None) == "null"
+
+
 @pytest.mark.parametrize(("text", "code"), [("1.3", 0x0304), ("TLSv1.2", 0x0303),
                                              ("tls1_1", 0x0302), ("TLS1.0", 0x0301),
                                              ("ssl3", 0x0300), ("SSLv2", 0x0002),
@@ -130,3 +163,8 @@ def test_fast_json_of_odd_values_is_json_dumps() -> None:
     assert r.__dict__.get(SHAPE_JSON) is not None  # the fast path is the one taken
     assert r.to_json() == json.dumps(r.to_dict())
     assert r.to_json() == r.to_json()  # the shape's text, once remembered
+    facts = Facts()
+    facts.problem("a \"quoted\" problem \u00e9")
+    assert build.json_text_of(where, facts).text == build.build_report(where, facts).to_json()
+    assert build.json_text_of(where, facts).text == json.dumps(
+        build.build_report(where, facts).to_dict())

@@ -117,7 +117,12 @@ def _options(args: argparse.Namespace) -> tuple[Any, Any]:
                            trace_formatter=TraceFormatter if args.msg else None,
                            # the table and --stats need no whole reports
                            brief=not (args.json or args.jsonl or args.details or args.msg or
-                                      flt.active or args.plot)), flt
+                                      flt.active or args.plot),
+                           # JSON that nothing else reads: its text, no report built (the
+                           # CSV rows and the plot read reports)
+                           json_text=(args.json or args.jsonl) and not (
+                               args.msg or args.stats or flt.active or args.csv or
+                               args.plot)), flt
 
 
 def _progress(update: Callable[[int, int | None, int], None] | None) -> Any:

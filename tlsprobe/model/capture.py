@@ -12,9 +12,10 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from tlsprobe.model.encode import JsonEncoder, number, string, to_jsonable
+from tlsprobe.model.encode import JsonEncoder, number, plain_string, string, to_jsonable
 from tlsprobe.model.probe import (
     SCHEMA_VERSION,
     AlertInfo,
@@ -38,7 +39,10 @@ __all__ = [
     "Fingerprints",
     "KeyExchange",
     "Offer",
+    "ReportText",
     "capture_encoder",
+    "connection_json",
+    "shape_json",
 ]
 
 
@@ -151,33 +155,84 @@ class ConnectionReport:
         shared = self.__dict__.get(SHAPE_JSON)
         if shared is None or not _FAST_JSON:
             return '{"kind": "connection", ' + dumps(self)[1:]
-        enc, t = string, self.timings
-        parts = shared[0]
-        if parts is None:
-            parts = shared[0] = tuple(", ".join(f"{enc(n)}: {dumps(getattr(self, n))}"
-                                                for n in names) for names in _SHAPE_PARTS)
-        return (f'{{"kind": "connection", "file": {enc(self.file)}, "id": {self.id}, '
-                f'"transport": {enc(self.transport)}, "protocol": {enc(self.protocol)}, '
-                f'"client": {enc(self.client)}, "server": {enc(self.server)}, '
-                f'"client_ip": {enc(self.client_ip)}, "client_port": {self.client_port}, '
-                f'"server_ip": {enc(self.server_ip)}, "server_port": {self.server_port}, '
-                f'"first_frame": {self.first_frame}, "last_frame": {self.last_frame}, '
-                f'{parts[0]}, "client_hellos": {self.client_hellos}, '
-                f'"client_random": {enc(self.client_random)}, {parts[1]}, '
-                f'"session_ticket_lifetime": {number(self.session_ticket_lifetime)}, '
-                f'{parts[2]}, "timings": {{"start": {number(t.start)}, '
-                f'"server_hello_ms": {number(t.server_hello_ms)}, '
-                f'"handshake_ms": {number(t.handshake_ms)}, '
-                f'"duration_ms": {number(t.duration_ms)}}}, '
-                f'"client_bytes": {self.client_bytes}, "server_bytes": {self.server_bytes}, '
-                f'"encrypted": {_BOOL[self.encrypted]}, "decrypted": {_BOOL[self.decrypted]}, '
-                f'"handshake_complete": {_BOOL[self.handshake_complete]}, '
-                f'"close": {enc(self.close)}, "midstream": {_BOOL[self.midstream]}, '
-                f'"preamble": {enc(self.preamble)}, "gap_bytes": {self.gap_bytes}, '
-                f'"problems": {dumps(self.problems) if self.problems else "[]"}, '
-                f'"compression": {dumps(self.compression)}, '
-                f'"sslv2_cipher_specs": {dumps(self.sslv2_cipher_specs)}, '
-                f'"framing": {enc(self.framing)}}}')
+        t = self.timings
+        return connection_json(
+            dumps, shared[0] or shape_json(shared, dumps, self.__getattribute__),
+            self.file, self.id, self.transport, self.protocol, self.client, self.server,
+            self.client_ip, self.client_port, self.server_ip, self.server_port,
+            self.first_frame, self.last_frame, self.client_hellos, self.client_random,
+            self.session_ticket_lifetime, f'{{"start": {number(t.start)}, '
+            f'"server_hello_ms": {number(t.server_hello_ms)}, '
+            f'"handshake_ms": {number(t.handshake_ms)}, '
+            f'"duration_ms": {number(t.duration_ms)}}}', self.client_bytes,
+            self.server_bytes, self.encrypted,
+            self.decrypted, self.handshake_complete, self.close, self.midstream,
+            self.preamble, self.gap_bytes, self.problems, self.compression,
+            self.sslv2_cipher_specs, self.framing)
+
+
+def shape_json(shared: list[Any], dumps: Callable[[Any], str],
+               value: Callable[[str], Any]) -> tuple[str, ...]:
+    """The JSON text of the fields that depend only on a handshake's shape (`value`: the
+    field's value by name), remembered in the shape's holder `shared` (SHAPE_JSON)."""
+    parts = shared[0] = tuple(", ".join(f"{string(n)}: {dumps(value(n))}" for n in names)
+                              for names in _SHAPE_PARTS)
+    return parts
+
+
+def connection_json(dumps: Callable[[Any], str], parts: tuple[str, ...], file: str,
+                    cid: int, transport: str, protocol: str, client: str, server: str,
+                    client_ip: str, client_port: int, server_ip: str, server_port: int,
+                    first_frame: int, last_frame: int, client_hellos: int,
+                    client_random: str | None, ticket_lifetime: int | None,
+                    timings: str, client_bytes: int, server_bytes: int, encrypted: bool, decrypted: bool,
+                    complete: bool | None, close: str | None, midstream: bool,
+                    preamble: str | None, gap_bytes: int, problems: tuple[str, ...],
+                    compression: Codepoint | None, sslv2: tuple[Cipher, ...],
+                    framing: str | None) -> str:
+    """A `ConnectionReport`'s JSON object (`to_json`) from its field values, the shape's
+    part already written (`parts`, see `shape_json`) and the timings' object too (its
+    numbers as `number` writes them): one function for the report's
+    `to_json` and for the analysis that writes the text without building the report
+    (offline AnalyzerOptions.json_text), so the two cannot differ."""
+    enc, num, text = string, number, plain_string  # `text`: for values never None
+    return (f'{{"kind": "connection", "file": {text(file)}, "id": {cid}, '
+            f'"transport": {text(transport)}, "protocol": {text(protocol)}, '
+            f'"client": {text(client)}, "server": {text(server)}, '
+            f'"client_ip": {text(client_ip)}, "client_port": {client_port}, '
+            f'"server_ip": {text(server_ip)}, "server_port": {server_port}, '
+            f'"first_frame": {first_frame}, "last_frame": {last_frame}, '
+            f'{parts[0]}, "client_hellos": {client_hellos}, '
+            f'"client_random": {"null" if client_random is None else text(client_random)}, '
+            f'{parts[1]}, "session_ticket_lifetime": '
+            f'{"null" if ticket_lifetime is None else num(ticket_lifetime)}, '
+            f'{parts[2]}, "timings": {timings}, '
+            f'"client_bytes": {client_bytes}, "server_bytes": {server_bytes}, '
+            f'"encrypted": {_BOOL[encrypted]}, "decrypted": {_BOOL[decrypted]}, '
+            f'"handshake_complete": {_BOOL[complete]}, '
+            f'"close": {enc(close)}, "midstream": {_BOOL[midstream]}, '
+            f'"preamble": {"null" if preamble is None else text(preamble)}, '
+            f'"gap_bytes": {gap_bytes}, '
+            f'"problems": {dumps(problems) if problems else "[]"}, '
+            f'"compression": {"null" if compression is None else dumps(compression)}, '
+            f'"sslv2_cipher_specs": {dumps(sslv2) if sslv2 else "[]"}, '
+            f'"framing": {"null" if framing is None else text(framing)}}}')
+
+
+class ReportText(NamedTuple):
+    """A TCP connection's report as the JSON text its `ConnectionReport.to_json` gives, and
+    its id: what `pcap --json/--jsonl` writes when no filter, statistics or trace reads the
+    report's fields, so the analysis writes the text without building the report (offline
+    AnalyzerOptions.json_text)."""
+
+    id: int
+    text: str
+
+    def to_json(self, indent: int | None = None, encoder: JsonEncoder | None = None) -> str:
+        """The report's JSON object, as `ConnectionReport.to_json` writes it."""
+        if indent is not None:
+            return json.dumps(json.loads(self.text), indent=indent)
+        return self.text
 
 
 class BriefReport(NamedTuple):

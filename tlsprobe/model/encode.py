@@ -24,7 +24,8 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["JsonEncoder", "JsonShaped", "document", "dumps", "number", "string", "to_jsonable"]
+__all__ = ["JsonEncoder", "JsonShaped", "document", "dumps", "number", "plain_string", "string",
+           "to_jsonable"]
 
 
 @runtime_checkable
@@ -70,6 +71,10 @@ def dumps(value: Any, indent: int | None = None) -> str:
 
 _encode_str: Callable[[str], str] = getattr(json.encoder, "c_encode_basestring_ascii",
                                             None) or json.encoder.encode_basestring_ascii
+
+
+#: a str (never None) as json.dumps writes it: the C encoder itself, no call in between
+plain_string: Callable[[str], str] = _encode_str
 
 
 def number(value: float | None) -> str:

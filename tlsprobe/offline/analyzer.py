@@ -52,7 +52,8 @@ class AnalyzerOptions:
     that turns a connection's events into trace lines (report.trace.TraceFormatter, passed
     in by the caller: the renderer is not this layer's), needed with `trace`;
     `brief`: TCP connections come as `model.capture.BriefReport` (what the table and the
-    statistics show) instead of whole reports."""
+    statistics show) instead of whole reports; `json_text`: as `model.capture.ReportText`
+    (their report's JSON text and id: what --json/--jsonl write)."""
 
     trace: bool = False
     keylog: KeyLog | None = None
@@ -62,6 +63,7 @@ class AnalyzerOptions:
     hex_limit: int | None = None
     trace_formatter: FormatterFactory | None = None
     brief: bool = False
+    json_text: bool = False
 
     def __post_init__(self) -> None:
         if self.trace and self.trace_formatter is None:
@@ -183,7 +185,9 @@ class CaptureAnalysis:
             if decryptor.unsupported is not None:
                 why = decryptor.unsupported
                 self.undecrypted[why] = self.undecrypted.get(why, 0) + 1
-        report = conn.brief() if self.options.brief else conn.report(self.name, reason)
+        opts = self.options
+        report = conn.brief() if opts.brief else conn.json_text(self.name, reason) \
+            if opts.json_text else conn.report(self.name, reason)
         if conn.facts.handshake_gap[1] and len(self._gap_warnings) < MAX_GAP_NOTES:
             missing = conn.facts.missing_server_key_exchange()
             if missing is not None:

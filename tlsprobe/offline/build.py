@@ -27,7 +27,11 @@ from tlsprobe.model.capture import (
     ConnectionReport,
     ConnectionTimings,
     Fingerprints,
+    ReportText,
+    connection_json,
+    shape_json,
 )
+from tlsprobe.model.encode import number
 from tlsprobe.model.probe import AlertInfo, Cipher, Codepoint, KeyExchange, Offer
 
 _T = TypeVar("_T")
@@ -232,57 +236,122 @@ def _derived(f: Facts, transport: str) -> tuple:  # type: ignore[type-arg]
     return derived
 
 
-def brief_of(where: Endpoints, f: Facts, transport: str = "tcp") -> BriefReport:
+def brief_of(cid: int, transport: str, protocol: str, client: str, server: str,
+             first_frame: int, f: Facts) -> BriefReport:
     """What the table and the statistics show of a finished connection (see
-    `BriefReport`): the values `build_report` would give them."""
+    `BriefReport`): the values `build_report` would give them (`client`, `server`:
+    "address:port")."""
     (sni, offer, _ce, _se, version, cipher, kx, hrr, _scheme, alpn, resumption, _certs,
      alerts, _messages, prints, _json) = _derived(f, transport)
     return tuple.__new__(BriefReport, (
-        where.id, where.transport, where.protocol, f"{where.client_ip}:{where.client_port}",
-        f"{where.server_ip}:{where.server_port}", where.first_frame, sni, offer, version,
-        cipher, kx, hrr, alpn, resumption, alerts, prints))
+        cid, transport, protocol, client, server, first_frame, sni, offer, version, cipher,
+        kx, hrr, alpn, resumption, alerts, prints))
+
+
+def _elapsed(where: Endpoints, f: Facts) -> tuple[float | None, float | None,
+                                                   float | None, float | None]:
+    """The report's timings before rounding: start, then ms to the ServerHello, to both
+    sides encrypting, and first to last packet."""
+    first_ts, last_ts, ch_ts = where.first_ts, where.last_ts, f.ch_ts
+    return (first_ts,
+            (f.sh_ts - ch_ts) * 1000 if ch_ts is not None and f.sh_ts is not None else None,
+            (f.done_ts - ch_ts) * 1000 if ch_ts is not None and f.done_ts is not None
+            else None,
+            (last_ts - first_ts) * 1000 if first_ts is not None and last_ts is not None
+            else None)
+
+
+def _ms_json(value: float | None) -> str:
+    """`number(round(value, 3))` (a report's milliseconds), without making the rounded
+    float: under 1e9 the text of the rounded value is its 3-decimal form without trailing
+    zeros (round and the format convert to decimal the same, correctly rounded way, and
+    below 2**43 distinct 3-decimal numbers are distinct floats, so that form is the
+    shortest that reads back as the rounded value: its repr)."""
+    if value is None:
+        return "null"
+    if -1e9 < value < 1e9:
+        text = f"{value:.3f}".rstrip("0")
+        return text + "0" if text[-1] == "." else text
+    return number(round(value, 3))
+
+
+def _own(where: Endpoints, f: Facts) -> tuple:  # type: ignore[type-arg]
+    """The report's values that are the connection's own (not its handshake shape's, not
+    its endpoints as they are): client_hellos, client_random, session_ticket_lifetime,
+    encrypted, decrypted, handshake_complete, midstream, preamble, problems, compression,
+    sslv2_cipher_specs."""
+    caches = f.caches
+    hellos = f.client_hellos
+    decrypted = f.decrypted
+    sh = f.server_hello
+    return (len(hellos), hellos[0].random.hex() if hellos else None, f.ticket_lifetime,
+            f.encrypted[0] and f.encrypted[1], decrypted,
+            (f.finished[0] and f.finished[1]) if decrypted else None,
+            where.midstream or (not hellos and bool(f.server_hellos)),
+            _printable(where.preamble) if where.preamble else None, tuple(f.problems),
+            _one(caches, "compression", sh.compression_method)
+            if sh is not None and sh.compression_method else None,
+            _sslv2_specs(caches, hellos[0].sslv2_cipher_specs) if hellos and hellos[0].sslv2
+            else ())
 
 
 def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> ConnectionReport:
     """The report of one finished connection (its handshake's derivation remembered in the
     analysis caches of its facts)."""
-    caches = f.caches
-    derived = _derived(f, transport)
     (sni, offer, client_ext, server_ext, version, cipher, kx, hrr, scheme, alpn, resumption,
-     certificates, alerts, messages, prints, shape_json) = derived
+     certificates, alerts, messages, prints, shape_json) = _derived(f, transport)
     (file, cid, transport_name, protocol, client_ip, client_port, server_ip, server_port,
-     first_frame, last_frame, first_ts, last_ts, client_bytes, server_bytes, close, midstream,
-     preamble, gap_bytes) = where
-    hellos = f.client_hellos
-    ch_ts = f.ch_ts
+     first_frame, last_frame, _first_ts, _last_ts, client_bytes, server_bytes, close,
+     _midstream, _preamble, gap_bytes) = where
+    (client_hellos, client_random, ticket_lifetime, encrypted, decrypted, complete,
+     midstream, preamble, problems, compression, sslv2) = _own(where, f)
+    start, server_hello_ms, handshake_ms, duration_ms = _elapsed(where, f)
     timings = object.__new__(ConnectionTimings)  # ConnectionTimings(...), without __init__
-    timings.__dict__.update({
-        "start": first_ts,
-        "server_hello_ms": round((f.sh_ts - ch_ts) * 1000, 3)
-        if ch_ts is not None and f.sh_ts is not None else None,
-        "handshake_ms": round((f.done_ts - ch_ts) * 1000, 3)
-        if ch_ts is not None and f.done_ts is not None else None,
-        "duration_ms": round((last_ts - first_ts) * 1000, 3)
-        if first_ts is not None and last_ts is not None else None})
-    decrypted = f.decrypted
+    timings.__dict__.update(zip(_TIMINGS_FIELDS, (
+        start, round(server_hello_ms, 3) if server_hello_ms is not None else None,
+        round(handshake_ms, 3) if handshake_ms is not None else None,
+        round(duration_ms, 3) if duration_ms is not None else None)))
     return _frozen(ConnectionReport, _REPORT_FIELDS, shape_json, (
         file, cid, transport_name, protocol, f"{client_ip}:{client_port}",
         f"{server_ip}:{server_port}", client_ip, client_port, server_ip, server_port,
-        first_frame, last_frame, sni, offer, len(hellos),
-        hellos[0].random.hex() if hellos else None, client_ext, server_ext, version,
-        cipher, kx, hrr, scheme, alpn, resumption, f.ticket_lifetime, certificates, alerts,
-        messages, prints, timings, client_bytes, server_bytes,
-        f.encrypted[0] and f.encrypted[1], decrypted,
-        (f.finished[0] and f.finished[1]) if decrypted else None,
-        close, midstream or (not hellos and bool(f.server_hellos)),
-        _printable(preamble) if preamble else None, gap_bytes, tuple(f.problems),
-        _one(caches, "compression", f.server_hello.compression_method)
-        if f.server_hello is not None and f.server_hello.compression_method else None,
-        _sslv2_specs(caches, hellos[0].sslv2_cipher_specs) if hellos and hellos[0].sslv2
-        else (),
-        f.framing))
+        first_frame, last_frame, sni, offer, client_hellos, client_random, client_ext,
+        server_ext, version, cipher, kx, hrr, scheme, alpn, resumption, ticket_lifetime,
+        certificates, alerts, messages, prints, timings, client_bytes, server_bytes,
+        encrypted, decrypted, complete, close, midstream, preamble, gap_bytes, problems,
+        compression, sslv2, f.framing))
 
 
+def json_text_of(where: Endpoints, f: Facts, transport: str = "tcp") -> ReportText:
+    """`build_report(where, f).to_json()`, written without building the report (what
+    `pcap --jsonl` writes of most connections): the shape's part of the text is
+    remembered with its derivation, the rest written from the connection's values."""
+    derived = _derived(f, transport)
+    shared = derived[-1]
+    dumps = f.caches.encoder().encode
+    (file, cid, transport_name, protocol, client_ip, client_port, server_ip, server_port,
+     first_frame, last_frame, _first_ts, _last_ts, client_bytes, server_bytes, close,
+     _midstream, _preamble, gap_bytes) = where
+    (client_hellos, client_random, ticket_lifetime, encrypted, decrypted, complete,
+     midstream, preamble, problems, compression, sslv2) = _own(where, f)
+    start, server_hello_ms, handshake_ms, duration_ms = _elapsed(where, f)
+    return tuple.__new__(ReportText, (cid, connection_json(
+        dumps, shared[0] or shape_json(shared, dumps, dict(zip(_SHAPE_FIELDS,
+                                                               derived)).__getitem__),
+        file, cid, transport_name, protocol, f"{client_ip}:{client_port}",
+        f"{server_ip}:{server_port}", client_ip, client_port, server_ip, server_port,
+        first_frame, last_frame, client_hellos, client_random, ticket_lifetime,
+        f'{{"start": {number(start)}, "server_hello_ms": {_ms_json(server_hello_ms)}, '
+        f'"handshake_ms": {_ms_json(handshake_ms)}, '
+        f'"duration_ms": {_ms_json(duration_ms)}}}', client_bytes, server_bytes,
+        encrypted, decrypted, complete, close, midstream, preamble, gap_bytes, problems,
+        compression, sslv2, f.framing)))
+
+
+#: the report fields of `_derive`'s values, in its order
+_SHAPE_FIELDS = ("sni", "offer", "client_extensions", "server_extensions", "version",
+                 "cipher", "key_exchange", "hello_retry_request", "signature_scheme", "alpn",
+                 "resumption", "certificates", "alerts", "messages", "fingerprints")
+_TIMINGS_FIELDS = tuple(field.name for field in dataclasses.fields(ConnectionTimings))
 _REPORT_FIELDS = tuple(field.name for field in dataclasses.fields(ConnectionReport))
 
 

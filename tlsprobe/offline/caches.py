@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tlsprobe.model.encode import JsonEncoder
 from tlsprobe.wire.context import ParseContext
 from tlsprobe.wire.hello_summary import HelloShapes
 
@@ -27,7 +28,7 @@ class AnalysisCaches:
     """Per-analysis memo tables; `held`: bytes of partial handshake messages held by the
     fast readers of this analysis's open connections."""
 
-    __slots__ = ("contexts", "held", "hellos", "memo", "reports")
+    __slots__ = ("_encoder", "contexts", "held", "hellos", "memo", "reports")
 
     def __init__(self) -> None:
         self.held = 0
@@ -38,6 +39,15 @@ class AnalysisCaches:
         self.reports: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         #: describing memo of offline.build: (kind, arguments) -> value
         self.memo: dict[tuple[Any, ...], Any] = {}
+        self._encoder: JsonEncoder | None = None
+
+    def encoder(self) -> JsonEncoder:
+        """The JSON encoder of the reports this analysis writes as text (it remembers the
+        text of the values they share: offers, suites, certificates)."""
+        if self._encoder is None:
+            from tlsprobe.model.capture import capture_encoder
+            self._encoder = capture_encoder()
+        return self._encoder
 
     def context(self, version: int | None, suite: int | None, kx: str | None,
                 group: int | None, server: bool) -> ParseContext:

@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from tlsprobe.capture import ConnKey
-from tlsprobe.offline.build import Endpoints, brief_of, build_report
+from tlsprobe.offline.build import Endpoints, brief_of, build_report, json_text_of
 from tlsprobe.offline.facts import Facts
-from tlsprobe.model.capture import BriefReport, ConnectionReport
+from tlsprobe.model.capture import BriefReport, ConnectionReport, ReportText
 
 
 class Connection:
@@ -74,9 +74,10 @@ class Connection:
     def _framing(self) -> None:
         """TLS unwrapped from OpenVPN: said in the report, and why when it could not be
         read (an OpenVPN connection is listed even then, never silently absent)."""
+        first, second = self.halves
+        if first.aligner.tunnel is None and second.aligner.tunnel is None:
+            return  # the usual case, without building a list
         tunnels = [h.aligner.tunnel for h in self.halves if h.aligner.tunnel is not None]
-        if not tunnels:
-            return
         self.facts.framing = "openvpn"
         why = next((t.unreadable for t in tunnels if t.unreadable is not None), None)
         if why is None and not self.facts.client_hellos and \
@@ -89,10 +90,17 @@ class Connection:
     def report(self, file: str, close: str | None) -> ConnectionReport:
         return build_report(self._where(file, close), self.facts)
 
+    def json_text(self, file: str, close: str | None) -> ReportText:
+        """The JSON text of this connection's report (the report not built)."""
+        return json_text_of(self._where(file, close), self.facts)
+
     def brief(self) -> BriefReport:
         """What the table and the statistics show of this connection (its report's values,
         the report not built)."""
-        return brief_of(self._where("", None), self.facts)
+        self._remarks()
+        k = self.key
+        return brief_of(k.id, "tcp", "tls", f"{k.client_ip}:{k.client_port}",
+                        f"{k.server_ip}:{k.server_port}", self.first_frame, self.facts)
 
     def _where(self, file: str, close: str | None) -> Endpoints:
         """The connection's endpoints, after the remarks its report makes (framing, lost
@@ -105,9 +113,13 @@ class Connection:
             file, k.id, "tcp", "tls", k.client_ip, k.client_port, k.server_ip, k.server_port,
             self.first_frame, self.last_frame, self.first_ts, self.last_ts, self.nbytes[0],
             self.nbytes[1], close, midstream, preamble[:256], self.gap_bytes))
+        self._remarks()
+        return where
+
+    def _remarks(self) -> None:
+        """The remarks a report makes, added to the facts: framing, lost messages."""
         self._framing()
         if self.facts.handshake_gap[1]:
             missing = self.facts.missing_server_key_exchange()
             if missing is not None:
                 self.facts.problem(missing)
-        return where

@@ -17,14 +17,15 @@ from tlsprobe.capture import Datagram
 from tlsprobe.offline.build import Endpoints, build_report
 from tlsprobe.offline.caches import AnalysisCaches
 from tlsprobe.offline.facts import Facts
-from tlsprobe.model.capture import BriefReport, ConnectionReport
+from tlsprobe.model.capture import BriefReport, ConnectionReport, ReportText
 
 
 class Analyzed(NamedTuple):
     """One connection's report and its `--msg` trace lines (None: no trace asked for). With
-    AnalyzerOptions.brief a TCP connection's report is a `model.capture.BriefReport`."""
+    AnalyzerOptions.brief a TCP connection's report is a `model.capture.BriefReport`, with
+    `json_text` a `model.capture.ReportText`."""
 
-    report: ConnectionReport | BriefReport
+    report: ConnectionReport | BriefReport | ReportText
     trace: list[str] | None
 
 

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from tlsprobe.model.capture import BriefReport, ConnectionReport
+from tlsprobe.model.capture import BriefReport, ConnectionReport, ReportText
 
 NONE = "(none)"
 _RESUMED = {"session_id": "session ID", "session_ticket": "session ticket", "psk": "PSK"}
@@ -32,7 +32,9 @@ class Statistics:
         self._alerts: Counter[tuple[str, str]] = Counter()
         self._resumed_groups: Counter[str] = Counter()  # resumption kind -> count
 
-    def add(self, r: ConnectionReport | BriefReport) -> None:
+    def add(self, r: ConnectionReport | BriefReport | ReportText) -> None:
+        if isinstance(r, ReportText):  # AnalyzerOptions.json_text: nothing to count
+            raise TypeError("statistics need reports, not their JSON text")
         self.connections += 1
         self.protocols[r.protocol] += 1
         if r.version is not None:
