@@ -23,13 +23,20 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 # distribution name -> the top-level module it installs
 MODULE_OF = {"cryptography": "cryptography", "scapy": "scapy", "tlslite-ng": "tlslite",
-             "rich": "rich", "kyber-py": "kyber_py"}
+             "rich": "rich", "kyber-py": "kyber_py", "matplotlib": "matplotlib",
+             "dask": "dask", "pyarrow": "pyarrow"}
+#: the extras a user installs for a feature (not the test extra): modules the package may
+#: import lazily for that feature, with a one-line error naming the extra when it is missing
+FEATURE_EXTRAS = ("plot", "cluster")
 
 
 def _declared() -> set[str]:
+    """Modules of the dependencies and of the feature extras (plot, cluster)."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    names = {d.split(">")[0].split("=")[0].split("<")[0].split("[")[0].strip()
-             for d in project["dependencies"]}
+    extras = project.get("optional-dependencies", {})
+    wanted = list(project["dependencies"]) + [d for name in FEATURE_EXTRAS
+                                              for d in extras.get(name, [])]
+    names = {d.split(">")[0].split("=")[0].split("<")[0].split("[")[0].strip() for d in wanted}
     assert names <= set(MODULE_OF), f"map these distributions to modules: {names - set(MODULE_OF)}"
     return {MODULE_OF[n] for n in names}
 
