@@ -48,6 +48,16 @@ def pytest_configure(config: pytest.Config) -> None:
                    "(openssl, gnutls, nginx, pyopenssl, tlslite, pyssl)")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    import early_mypy   # mypy --strict in a child process beside the suite (test_typing.py)
+    early_mypy.start(config, items)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    import early_mypy
+    early_mypy.stop(config)
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     for marker in item.iter_markers(name="needs_impl"):
         for impl in marker.args:
