@@ -104,7 +104,9 @@ class CaptureStream:
                                max_total_pending_bytes=max_total_pending_bytes,
                                max_connections=max_connections, max_closed=max_closed)
         self._frags = FragmentTable(self.stats)
-        self._gen = self._run()
+        reader = self._reader  # a classic Ethernet pcap: its own loop, no `yield from`
+        self._gen = self._run_pcap(reader) if isinstance(reader, PcapReader) and \
+            reader.link_type == 1 else self._run()
 
     # -- public surface -------------------------------------------------------------------
     @property
@@ -169,9 +171,6 @@ class CaptureStream:
     # file and the loop, and no timestamp computed for a packet that yields no event.
     def _run(self) -> Generator[Event, None, None]:
         reader = self._reader
-        if isinstance(reader, PcapReader) and reader.link_type == 1:
-            yield from self._run_pcap(reader)
-            return
         out = self._out
         pop = out.pop
         tcp = self._tcp

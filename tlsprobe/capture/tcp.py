@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from socket import AF_INET, AF_INET6, inet_ntop
 from collections import OrderedDict, deque
 from functools import partial
 from typing import Any
@@ -170,8 +171,10 @@ class TcpTracker(Reassembler, Eviction):
                 ts: float, frame: int) -> None:
         """Segments with SYN, FIN or RST, and the first segment of an unknown flow (`half`:
         the flow's entry, None when unknown)."""
-        if self._resets:
-            self._sweep_resets(ts)
+        if self._resets:  # `_sweep_resets` when its first connection is due (most often not)
+            head = self._resets[0]
+            if head.closed or head.reset is None or ts - head.reset[0] > RST_LINGER:
+                self._sweep_resets(ts)
         data = buf[pstart:l4end]
         if flags & SYN:
             if flags & RST:
@@ -286,10 +289,12 @@ class TcpTracker(Reassembler, Eviction):
         texts = self._texts  # addresses repeat: their text is remembered
         src = texts.get(src_raw)
         if src is None:
-            src = self._text(src_raw)
+            if len(texts) >= 8192:  # bounded: a scan has as many addresses as flows
+                texts.clear()
+            src = texts[src_raw] = inet_ntop(AF_INET if alen == 4 else AF_INET6, src_raw)
         dst = texts.get(dst_raw)
         if dst is None:
-            dst = self._text(dst_raw)
+            dst = texts[dst_raw] = inet_ntop(AF_INET if alen == 4 else AF_INET6, dst_raw)
         cid = self._next_id
         self._next_id += 1
         if sender_is_client:
@@ -306,12 +311,6 @@ class TcpTracker(Reassembler, Eviction):
         self.stats.tcp_connections += 1
         self.out.append(_new_open((ckey, ts, frame)))
         return sent
-
-    def _text(self, raw: bytes) -> str:
-        if len(self._texts) >= 8192:  # bounded: a scan has as many addresses as flows
-            self._texts.clear()
-        text = self._texts[raw] = ip_text(raw)
-        return text
 
     def close(self, conn: Connection, reason: str, ts: float, frame: int,
               remember: bool = True) -> None:

@@ -239,9 +239,11 @@ class CaptureAnalysis:
                     if conn is None and opened.pop(ev.conn.id, None) is not None:
                         self.connections += 1  # no payload: nothing was built for it
                     if conn is not None:
-                        if ev.reason in ("fin", "rst"):
-                            conn.last_ts = max(conn.last_ts, ev.ts)
-                            conn.last_frame = max(conn.last_frame, ev.frame)
+                        if ev.reason in ("fin", "rst"):  # max() of each, without the calls
+                            if ev.ts > conn.last_ts:
+                                conn.last_ts = ev.ts
+                            if ev.frame > conn.last_frame:
+                                conn.last_frame = ev.frame
                         done = self._finish(conn, ev.reason)
                         if done is not None:
                             yield done

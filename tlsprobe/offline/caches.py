@@ -18,17 +18,20 @@ from typing import Any
 from tlsprobe.model.encode import JsonEncoder
 from tlsprobe.wire.context import ParseContext
 from tlsprobe.wire.hello_summary import HelloShapes
+from tlsprobe.wire.summary import certificate_list
 
 #: entries of each memo before it is emptied (a capture of endlessly varied handshakes
 #: must not make memory grow without bound)
 MAX_ENTRIES = 8192
+#: Certificate messages remembered (each up to a few kilobytes)
+MAX_CERT_MESSAGES = 1024
 
 
 class AnalysisCaches:
     """Per-analysis memo tables; `held`: bytes of partial handshake messages held by the
     fast readers of this analysis's open connections."""
 
-    __slots__ = ("_encoder", "contexts", "held", "hellos", "memo", "reports")
+    __slots__ = ("_encoder", "certs", "contexts", "held", "hellos", "memo", "reports")
 
     def __init__(self) -> None:
         self.held = 0
@@ -39,6 +42,8 @@ class AnalysisCaches:
         self.reports: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         #: describing memo of offline.build: (kind, arguments) -> value
         self.memo: dict[tuple[Any, ...], Any] = {}
+        #: DER lists of the Certificate messages met, by (message, TLS 1.3 form)
+        self.certs: dict[tuple[bytes, bool], tuple[bytes, ...]] = {}
         self._encoder: JsonEncoder | None = None
 
     def encoder(self) -> JsonEncoder:
@@ -61,3 +66,16 @@ class AnalysisCaches:
                 version=version, cipher_suite=suite, key_exchange=kx, named_group=group,
                 is_server_message=server)
         return ctx
+
+    def certificates(self, msg: bytes, ctx: ParseContext) -> list[bytes]:
+        """`certificate_list(msg, ctx)`, remembered: a server sends the same chain to every
+        client, so its message is split once, and connections with the same chain get the
+        same DER objects (whose hashes Python keeps: the report shape key hashes them once).
+        Raises DecodeError when malformed (not remembered)."""
+        key = (msg, ctx.tls13)
+        ders = self.certs.get(key)
+        if ders is None:
+            if len(self.certs) >= MAX_CERT_MESSAGES:
+                self.certs.clear()
+            ders = self.certs[key] = tuple(certificate_list(msg, ctx))
+        return list(ders)

@@ -118,7 +118,9 @@ class Connection:
 
     def _remarks(self) -> None:
         """The remarks a report makes, added to the facts: framing, lost messages."""
-        self._framing()
+        first, second = self.halves
+        if first.aligner.tunnel is not None or second.aligner.tunnel is not None:
+            self._framing()  # (checked here first: most connections have no tunnel)
         if self.facts.handshake_gap[1]:
             missing = self.facts.missing_server_key_exchange()
             if missing is not None:

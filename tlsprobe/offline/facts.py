@@ -21,7 +21,6 @@ from tlsprobe.wire.hello_info import client_hello_info, server_hello_info
 from tlsprobe.wire.hello_summary import parse_client_hello, parse_server_hello
 from tlsprobe.wire.summary import (
     ServerKeyExchangeInfo,
-    certificate_list,
     client_key_exchange_length,
     parse_server_key_exchange,
     ticket_lifetime,
@@ -217,7 +216,7 @@ class Facts:
                     ctx = self.context(SERVER)
                     self.certificates = list(decoded.message.certificates) if (
                         decoded is not None and hasattr(decoded.message, "certificates")) \
-                        else certificate_list(msg, ctx)
+                        else self.caches.certificates(msg, ctx)
                     self.tls13_certificates = ctx.tls13
             elif t == NST and direction == SERVER:
                 self.ticket_lifetime = ticket_lifetime(msg)

@@ -93,13 +93,17 @@ def tcp_start(buf: bytes | bytearray) -> bool:
     return 14 <= length <= 2048 and buf[2] & 7 == 0 and buf[2] >> 3 in (1, 2, 7, 8, 10)
 
 
+_SSLV2_ROLES = {1: CLIENT, 4: SERVER}
+_HELLO_ROLES = {1: CLIENT, 2: SERVER}
+
+
 def role_of(first: bytes | bytearray) -> int | None:
     """Which side sent these first record bytes: CLIENT for a ClientHello (or an SSLv2
     hello), SERVER for a ServerHello, None when the first record does not tell."""
     if first and first[0] & 0x80:
-        return {1: CLIENT, 4: SERVER}.get(first[2]) if len(first) >= 3 else None
+        return _SSLV2_ROLES.get(first[2]) if len(first) >= 3 else None
     if len(first) >= 6 and first[0] == 22:
-        return {1: CLIENT, 2: SERVER}.get(first[5])
+        return _HELLO_ROLES.get(first[5])
     return None
 
 
