@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+from operator import itemgetter
 import sys
 from collections.abc import Callable, Generator
 from typing import IO, Any
@@ -246,7 +247,7 @@ class _Output:
         if args.stats:
             render_stats(stats.tables(), stats.connections, out)
         elif self._table:
-            self.rows.sort(key=lambda r: r[:3])
+            self.rows.sort(key=itemgetter(0, 1, 2))   # file, first frame, id
             if len(summaries) > 1:
                 names = [s["file"] for s in summaries]
                 render_connections([(names[i], *row) for i, _f, _n, row in self.rows], out,
