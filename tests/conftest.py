@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -184,10 +185,20 @@ def _in_process(argv: list[str], cwd: Path, env: dict[str, str], input: str | No
     os.environ.update(env)
     os.chdir(cwd)
 
-    def expire(signum: int, frame: object) -> None:
+    # pytest-timeout may have an alarm of its own running for the whole test: ours must not
+    # cancel it. The sooner of the two is set; when the outer one is due, its handler runs
+    # (the test fails as pytest-timeout says); after the run the outer alarm is set again
+    # for what is left of it.
+    started = time.monotonic()
+    outer_delay, _ = signal.getitimer(signal.ITIMER_REAL)
+
+    def expire(signum: int, frame: Any) -> None:
+        if outer_delay and time.monotonic() - started >= outer_delay - 0.05 and \
+                callable(previous):
+            previous(signum, frame)
         raise _CliTimeout()
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, timeout)
+    signal.setitimer(signal.ITIMER_REAL, min(timeout, outer_delay) if outer_delay else timeout)
     try:
         try:
             code = main(argv)
@@ -202,6 +213,9 @@ def _in_process(argv: list[str], cwd: Path, env: dict[str, str], input: str | No
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer_delay:
+            left = outer_delay - (time.monotonic() - started)
+            signal.setitimer(signal.ITIMER_REAL, max(left, 0.001))
         sys.stdin, sys.stdout, sys.stderr, sys.argv = saved[:4]
         os.chdir(saved[4])
         os.environ.clear()

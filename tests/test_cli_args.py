@@ -195,3 +195,17 @@ def test_timing_follows_version_flags_and_groups(run_cli, server_cache):
     assert data["discovery"] == "explicit"
     assert [(e["version"]["name"], e["group"]["id"]) for e in data["entries"]] == \
         [("TLS 1.2", 0x001D)]
+
+
+def test_in_process_run_keeps_the_tests_own_alarm(run_cli) -> None:  # type: ignore[no-untyped-def]
+    """run_cli's in-process deadline (SIGALRM) does not cancel the alarm pytest-timeout set
+    for the whole test: it is running again after the run, for what was left of it."""
+    import signal
+    before, _ = signal.getitimer(signal.ITIMER_REAL)
+    res = run_cli("--version")
+    assert res.returncode == 0 and res.stdout.startswith("tlsprobe")
+    after, _ = signal.getitimer(signal.ITIMER_REAL)
+    if before:   # pytest-timeout's signal method (timeout = 120 in pyproject)
+        assert 0 < after <= before
+    else:
+        assert after == 0
