@@ -120,7 +120,6 @@ class Scheduler:
         `talk(transport, deadline)` and closed. Not retried (the check decides whether to
         ask again). A connection that could not be opened, or a network failure inside
         `talk`, is an inconclusive Outcome with the reason; other exceptions propagate."""
-        assert self.connector is not None   # set by __post_init__
         sem = self._sems.setdefault(target.host.lower(), asyncio.Semaphore(max(1, self.per_host)))
         # recorded like a job's connection (--pcap-out, --msg: its bytes; the check drives
         # its own engine, so no trace events or secrets)
@@ -138,11 +137,27 @@ class Scheduler:
 
     async def _converse_on(self, target: Target, phase: str,
                            talk: Callable[[AsyncTransport, float], Awaitable[T]]) -> T | Outcome:
+        try:
+            transport = await self._open(target, phase)
+        except NetworkError as exc:
+            return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
+        if isinstance(transport, Outcome):
+            return transport
+        try:
+            with work_deadline(time.monotonic() + TOTAL_FACTOR * self.timeout):
+                return await talk(transport, time.monotonic() + TOTAL_FACTOR * self.timeout)
+        except NetworkError as exc:
+            return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
+        finally:
+            await transport.close()
+
+    async def _open(self, target: Target, phase: str) -> AsyncTransport | Outcome:
+        """A connection through the connector, counted under `phase` (the job's and the
+        check's alike). A NetworkError goes to the caller, who retries or not; the server's
+        answer to --starttls is an inconclusive Outcome (counted when it was reached)."""
         assert self.connector is not None   # set by __post_init__
         try:
             transport = await self.connector(target, time.monotonic() + self.timeout)
-        except NetworkError as exc:
-            return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
         except StartTlsError as exc:
             if exc.connected:
                 self.connections[(target.display, phase)] += 1
@@ -151,13 +166,7 @@ class Scheduler:
         self.addresses.setdefault(target.display, transport.peer[0])
         if self.on_connection is not None:
             self.on_connection(target, phase)
-        try:
-            with work_deadline(time.monotonic() + TOTAL_FACTOR * self.timeout):
-                return await talk(transport, time.monotonic() + TOTAL_FACTOR * self.timeout)
-        except NetworkError as exc:
-            return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
-        finally:
-            await transport.close()
+        return transport
 
     def _internal_error(self, target: Target, exc: Exception) -> Outcome:
         """An unexpected exception in one job (a bug in tlsprobe): the job is inconclusive
@@ -193,9 +202,8 @@ class Scheduler:
                 self.recording.done(tape)
 
     async def _attempt_on_tape(self, target: Target, job: Job, tape: Tape | None) -> Outcome:
-        assert self.connector is not None   # set by __post_init__
         try:
-            transport = await self.connector(target, time.monotonic() + self.timeout)
+            transport = await self._open(target, job.phase)
         except NetworkError as exc:
             if tape is not None:
                 tape.finish()
@@ -204,16 +212,10 @@ class Scheduler:
                 # (and cost backoff time).
                 return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
             raise _Retryable(exc.reason) from None
-        except StartTlsError as exc:   # the server's answer to --starttls: not retried
+        if isinstance(transport, Outcome):   # the server's answer to --starttls: not retried
             if tape is not None:
                 tape.finish()
-            if exc.connected:
-                self.connections[(target.display, job.phase)] += 1
-            return Outcome(INCONCLUSIVE, reason=str(exc), kind=exc.kind)
-        self.connections[(target.display, job.phase)] += 1
-        self.addresses.setdefault(target.display, transport.peer[0])
-        if self.on_connection is not None:
-            self.on_connection(target, job.phase)
+            return transport
         try:
             # CPU work on the server's parameters (the DH prime check) stops by the
             # connection's deadline as well
