@@ -230,26 +230,28 @@ class CaptureAnalysis:
                         if tick >= every:
                             tick = 0
                             self._tick()
-                elif t is StreamSkipped:
-                    conn = conns.get(ev.conn.id)
+                elif t is StreamSkipped:  # (events read by position: the hot loop)
+                    conn = conns.get(ev[0][0])
                     if conn is not None:
-                        conn.skipped(ev.direction, ev.size, ev.gaps, ev.ts, ev.frame)
+                        conn.skipped(*ev[1:])  # direction, size, gaps, ts, frame
                 elif t is StreamClose:
-                    conn = conns.pop(ev.conn.id, None)
-                    if conn is None and opened.pop(ev.conn.id, None) is not None:
-                        self.connections += 1  # no payload: nothing was built for it
-                    if conn is not None:
-                        if ev.reason in ("fin", "rst"):  # max() of each, without the calls
-                            if ev.ts > conn.last_ts:
-                                conn.last_ts = ev.ts
-                            if ev.frame > conn.last_frame:
-                                conn.last_frame = ev.frame
-                        done = self._finish(conn, ev.reason)
-                        if done is not None:
-                            yield done
+                    key, reason, ts, frame = ev
+                    conn = conns.pop(key[0], None)
+                    if conn is None:
+                        if opened.pop(key[0], None) is not None:
+                            self.connections += 1  # no payload: nothing was built for it
+                        continue
+                    if reason == "fin" or reason == "rst":  # max() of each, without calls
+                        if ts > conn.last_ts:
+                            conn.last_ts = ts
+                        if frame > conn.last_frame:
+                            conn.last_frame = frame
+                    done = self._finish(conn, reason)
+                    if done is not None:
+                        yield done
                 elif t is StreamOpen:
-                    if ev.conn.id not in conns:
-                        opened[ev.conn.id] = ev  # built when its first bytes come
+                    if ev[0][0] not in conns:
+                        opened[ev[0][0]] = ev  # built when its first bytes come
                 elif t is StreamGap:
                     conn = conns.get(ev.conn.id)
                     if conn is None and ev.conn.id in opened:

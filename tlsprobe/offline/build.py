@@ -270,9 +270,21 @@ def _ms_json(value: float | None) -> str:
     if value is None:
         return "null"
     if -1e9 < value < 1e9:
-        text = f"{value:.3f}".rstrip("0")
+        text = ("%.3f" % value).rstrip("0")
         return text + "0" if text[-1] == "." else text
     return number(round(value, 3))
+
+
+def _timings_json(first_ts: float | None, last_ts: float | None, f: Facts) -> str:
+    """The report's "timings" object as `to_json` writes it (`_elapsed`'s values, the
+    milliseconds by `_ms_json`), without the intermediate tuple."""
+    ch, sh, done = f.ch_ts, f.sh_ts, f.done_ts
+    ms = _ms_json
+    whole = "null" if first_ts is None or last_ts is None else ms((last_ts - first_ts) * 1000)
+    return (f'{{"start": {number(first_ts)}, "server_hello_ms": '
+            f'{"null" if ch is None or sh is None else ms((sh - ch) * 1000)}, '
+            f'"handshake_ms": {"null" if ch is None or done is None else ms((done - ch) * 1000)}, '
+            f'"duration_ms": {whole}}}')
 
 
 def _own(where: Endpoints, f: Facts) -> tuple:  # type: ignore[type-arg]
@@ -333,16 +345,13 @@ def json_text_of(where: Endpoints, f: Facts, transport: str = "tcp") -> ReportTe
      _midstream, _preamble, gap_bytes) = where
     (client_hellos, client_random, ticket_lifetime, encrypted, decrypted, complete,
      midstream, preamble, problems, compression, sslv2) = _own(where, f)
-    start, server_hello_ms, handshake_ms, duration_ms = _elapsed(where, f)
     return tuple.__new__(ReportText, (cid, connection_json(
         dumps, shared[0] or shape_json(shared, dumps, dict(zip(_SHAPE_FIELDS,
                                                                derived)).__getitem__),
         file, cid, transport_name, protocol, f"{client_ip}:{client_port}",
         f"{server_ip}:{server_port}", client_ip, client_port, server_ip, server_port,
         first_frame, last_frame, client_hellos, client_random, ticket_lifetime,
-        f'{{"start": {number(start)}, "server_hello_ms": {_ms_json(server_hello_ms)}, '
-        f'"handshake_ms": {_ms_json(handshake_ms)}, '
-        f'"duration_ms": {_ms_json(duration_ms)}}}', client_bytes, server_bytes,
+        _timings_json(where.first_ts, where.last_ts, f), client_bytes, server_bytes,
         encrypted, decrypted, complete, close, midstream, preamble, gap_bytes, problems,
         compression, sslv2, f.framing)))
 

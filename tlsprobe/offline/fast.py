@@ -17,7 +17,7 @@ against the Flow reader (session.Flow over the codec) on the same captures.
 from __future__ import annotations
 
 from tlsprobe.offline.facts import CLIENT, Facts
-from tlsprobe.offline.framing import Aligner, role_of
+from tlsprobe.offline.framing import ALIGNED, START, Aligner, Settled, own_aligner, role_of
 from tlsprobe.wire.record import MAX_CIPHERTEXT, sslv2_record_size
 
 MAX_MESSAGE = 1 << 18
@@ -50,7 +50,8 @@ class FastHalf:
 
     def __init__(self, direction: int) -> None:
         self.direction = direction
-        self.aligner = Aligner(direction)
+        # shared until this direction needs an Aligner of its own (framing.Settled)
+        self.aligner: Aligner | Settled = START
         # bytes of an incomplete record (or SSLv2 hello): kept as they came, joined once
         # `need` bytes are there (a record over many segments is copied once, not per one)
         self.parts: list[bytes] = []
@@ -79,7 +80,8 @@ class FastReader:
         connection reorders `halves` once the capture has flipped its directions."""
         for half in self.halves:
             half.direction ^= 1
-            half.aligner.direction ^= 1
+            if type(half.aligner) is Aligner:
+                half.aligner.direction ^= 1
         self.swapped = True
 
     def release(self) -> None:
@@ -103,7 +105,9 @@ class FastReader:
         self.caches.held -= len(half.hs)
         half.hs = bytearray()
         half.after_gap = True
-        half.aligner.lost()
+        if half.aligner is not START:  # nothing seen yet: nothing to look for again
+            half.aligner = aligner = own_aligner(half.aligner, half.direction)
+            aligner.lost()
 
     def _cut_hello(self, half: FastHalf, ts: float, frame: int) -> None:
         """Bytes are lost on the client side before any whole ClientHello: the start of one
@@ -118,10 +122,15 @@ class FastReader:
         """One segment of a direction: frame its records and read them (the loop that
         every handshake byte goes through, so the common cases are inline)."""
         aligner = half.aligner
-        if aligner.state != "aligned":
-            data = aligner.feed(data)
-            if aligner.state == "dead":
-                half.counting = True
+        if aligner is not ALIGNED:
+            if aligner is START and len(data) >= 5 and 20 <= data[0] <= 24 and \
+                    data[1] == 3 and data[2] <= 4:
+                half.aligner = ALIGNED  # the usual start: a record, nothing to align
+            elif aligner.state != "aligned":
+                half.aligner = aligner = own_aligner(aligner, half.direction)
+                data = aligner.feed(data)
+                if aligner.state == "dead":
+                    half.counting = True
         if half.parts and data:
             half.parts.append(data)
             half.have += len(data)
@@ -193,7 +202,8 @@ class FastReader:
         self.caches.held -= len(half.hs)
         half.hs = bytearray()
         half.after_gap = True
-        return half.aligner.reset_with(buf[p:])
+        half.aligner = aligner = own_aligner(half.aligner, half.direction)
+        return aligner.reset_with(buf[p:])
 
     def _sslv2(self, half: FastHalf, buf: bytes, ts: float, frame: int) -> bytes:
         """An SSLv2-format first record: read it; returns what follows it (b"" when the

@@ -235,3 +235,33 @@ class Aligner:
             return b""  # unwrapped bytes are not OpenVPN packets: not fed back
         self.lost()
         return self.feed(data) if data else b""
+
+
+class Settled:
+    """What an `Aligner` shows of a direction that needs none (yet): one shared, read-only
+    instance for the directions with nothing seen (`START`) and one for those whose stream
+    began with a record and lost nothing since (`ALIGNED`), most of a capture's. The fast
+    reader swaps in a real Aligner (`Aligner.resume`) before anything would change one."""
+
+    __slots__ = ("state",)
+    midstream = False
+    preamble = b""
+    tunnel = None
+    skipped = 0
+    resyncs = 0
+
+    def __init__(self, state: str) -> None:
+        self.state = state
+
+
+START = Settled("start")
+ALIGNED = Settled("aligned")
+
+
+def own_aligner(aligner: Aligner | Settled, direction: int) -> Aligner:
+    """A real Aligner in the state the shared one shows (itself if already real)."""
+    if type(aligner) is Aligner:
+        return aligner
+    real = Aligner(direction)
+    real.state = aligner.state
+    return real
