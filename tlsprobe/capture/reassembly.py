@@ -26,7 +26,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import Any
 
-from tlsprobe.capture.events import CaptureStats, StreamData, StreamGap, StreamSkipped
+from tlsprobe.capture.events import CaptureStats, StreamData, StreamGap
 
 MASK = 0xFFFFFFFF
 HALF_SPACE = 0x80000000
@@ -100,14 +100,6 @@ class Reassembler:
             half.skip_ts, half.skip_frame = ts, frame
             return
         self.out.append(StreamData(half.conn.key, half.direction, data, ts, frame))
-
-    def skipped_event(self, half: HalfStream) -> None:
-        """The StreamSkipped of an ignored half, when it counted anything (then reset)."""
-        if half.skipped or half.skip_gaps:
-            self.out.append(tuple.__new__(StreamSkipped, (
-                half.conn.key, half.direction, half.skipped, half.skip_gaps, half.skip_ts,
-                half.skip_frame)))
-            half.skipped = half.skip_gaps = 0
 
     # -- segments -------------------------------------------------------------------------
     def data(self, half: HalfStream, seq: int, data: bytes, cut: int, ts: float,

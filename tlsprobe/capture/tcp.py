@@ -34,6 +34,7 @@ from tlsprobe.capture.events import (
     StreamClose,
     StreamData,
     StreamOpen,
+    StreamSkipped,
 )
 from tlsprobe.capture.eviction import IDLE_TIMEOUT, IDLE_TIMEOUT_DATA, Eviction
 from tlsprobe.capture.reassembly import MASK, HalfStream, Reassembler
@@ -47,6 +48,7 @@ _new_data = partial(tuple.__new__, StreamData)
 _new_key = partial(tuple.__new__, ConnKey)
 _new_open = partial(tuple.__new__, StreamOpen)
 _new_close = partial(tuple.__new__, StreamClose)
+_new_skipped = partial(tuple.__new__, StreamSkipped)
 
 
 RST_LINGER = 2.0  # seconds of capture time a reset connection still takes in-flight data
@@ -275,7 +277,11 @@ class TcpTracker(Reassembler, Eviction):
     # -- connections ----------------------------------------------------------------------
     def _open(self, key: bytes, buf: bytes, addr_off: int, alen: int, l4: int, flags: int,
               ts: float, frame: int) -> HalfStream:
-        self.opening(ts, frame)
+        self._opened_since_sweep += 1  # Eviction.opening's checks, inline (per connection)
+        if ts >= self._sweep_at and self._opened_since_sweep > len(self.open) >> 3 or \
+                len(self.open) >= self._evict_at:
+            self._opened_since_sweep -= 1
+            self.opening(ts, frame)
         src_raw = buf[addr_off:addr_off + alen]
         dst_raw = buf[addr_off + alen:addr_off + alen + alen]
         sport, dport = _PORTS(buf, l4)
@@ -322,15 +328,18 @@ class TcpTracker(Reassembler, Eviction):
         if conn.reset is not None:
             reason = "rst"
             ts, frame = conn.reset
+        out = self.out
         for half in conn.halves:
             if half.pending or half.fin_seq is not None and half.next_seq is not None and \
                     half.next_seq != half.fin_seq:
                 self.flush(half, ts, frame)
             half.next_seq = None
-            if half.skipped or half.skip_gaps:
-                self.skipped_event(half)
+            if half.skipped or half.skip_gaps:  # its StreamSkipped: what it counted
+                out.append(_new_skipped((conn.key, half.direction, half.skipped,
+                                         half.skip_gaps, half.skip_ts, half.skip_frame)))
+                half.skipped = half.skip_gaps = 0
         conn.closed = True
-        self.out.append(_new_close((conn.key, reason, ts, frame)))
+        out.append(_new_close((conn.key, reason, ts, frame)))
         self.open.pop(conn.key.id, None)
         if self.max_closed and remember:
             self.closed[conn.key.id] = conn
