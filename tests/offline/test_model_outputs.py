@@ -165,6 +165,11 @@ def test_fast_json_of_odd_values_is_json_dumps() -> None:
     assert r.to_json() == r.to_json()  # the shape's text, once remembered
     facts = Facts()
     facts.problem("a \"quoted\" problem \u00e9")
-    assert build.json_text_of(where, facts).text == build.build_report(where, facts).to_json()
-    assert build.json_text_of(where, facts).text == json.dumps(
-        build.build_report(where, facts).to_dict())
+    from tlsprobe.capture import ConnKey
+    text = build.json_text_of(
+        where.file, ConnKey(where.id, where.client_ip, where.client_port, where.server_ip,
+                            where.server_port), where.first_frame, where.last_frame,
+        where.first_ts, where.last_ts, [where.client_bytes, where.server_bytes], where.close,
+        where.midstream, where.preamble, where.gap_bytes, facts).text  # type: ignore[arg-type]
+    assert text == build.build_report(where, facts).to_json()
+    assert text == json.dumps(build.build_report(where, facts).to_dict())

@@ -287,7 +287,7 @@ def _timings_json(first_ts: float | None, last_ts: float | None, f: Facts) -> st
             f'"duration_ms": {whole}}}')
 
 
-def _own(where: Endpoints, f: Facts) -> tuple:  # type: ignore[type-arg]
+def _own(midstream: bool, preamble: bytes, f: Facts) -> tuple:  # type: ignore[type-arg]
     """The report's values that are the connection's own (not its handshake shape's, not
     its endpoints as they are): client_hellos, client_random, session_ticket_lifetime,
     encrypted, decrypted, handshake_complete, midstream, preamble, problems, compression,
@@ -299,8 +299,8 @@ def _own(where: Endpoints, f: Facts) -> tuple:  # type: ignore[type-arg]
     return (len(hellos), hellos[0].random.hex() if hellos else None, f.ticket_lifetime,
             f.encrypted[0] and f.encrypted[1], decrypted,
             (f.finished[0] and f.finished[1]) if decrypted else None,
-            where.midstream or (not hellos and bool(f.server_hellos)),
-            _printable(where.preamble) if where.preamble else None, tuple(f.problems),
+            midstream or (not hellos and bool(f.server_hellos)),
+            _printable(preamble) if preamble else None, tuple(f.problems),
             _one(caches, "compression", sh.compression_method)
             if sh is not None and sh.compression_method else None,
             _sslv2_specs(caches, hellos[0].sslv2_cipher_specs) if hellos and hellos[0].sslv2
@@ -316,7 +316,8 @@ def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> Connecti
      first_frame, last_frame, _first_ts, _last_ts, client_bytes, server_bytes, close,
      _midstream, _preamble, gap_bytes) = where
     (client_hellos, client_random, ticket_lifetime, encrypted, decrypted, complete,
-     midstream, preamble, problems, compression, sslv2) = _own(where, f)
+     midstream, preamble, problems, compression, sslv2) = _own(where.midstream,
+                                                               where.preamble, f)
     start, server_hello_ms, handshake_ms, duration_ms = _elapsed(where, f)
     timings = object.__new__(ConnectionTimings)  # ConnectionTimings(...), without __init__
     timings.__dict__.update(zip(_TIMINGS_FIELDS, (
@@ -333,27 +334,29 @@ def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> Connecti
         compression, sslv2, f.framing))
 
 
-def json_text_of(where: Endpoints, f: Facts, transport: str = "tcp") -> ReportText:
-    """`build_report(where, f).to_json()`, written without building the report (what
-    `pcap --jsonl` writes of most connections): the shape's part of the text is
+def json_text_of(file: str, key: Any, first_frame: int, last_frame: int, first_ts: float,
+                 last_ts: float, nbytes: list[int], close: str | None, midstream: bool,
+                 preamble: bytes, gap_bytes: int, f: Facts, transport: str = "tcp"
+                 ) -> ReportText:
+    """`build_report(Endpoints(file, key.id, transport, "tls", ...), f).to_json()` of a TCP
+    connection (`key`: its ConnKey), written without building the report or its Endpoints
+    (what `pcap --jsonl` writes of most connections): the shape's part of the text is
     remembered with its derivation, the rest written from the connection's values."""
     derived = _derived(f, transport)
     shared = derived[-1]
     dumps = f.caches.encoder().encode
-    (file, cid, transport_name, protocol, client_ip, client_port, server_ip, server_port,
-     first_frame, last_frame, _first_ts, _last_ts, client_bytes, server_bytes, close,
-     _midstream, _preamble, gap_bytes) = where
+    cid, client_ip, client_port, server_ip, server_port = key
     (client_hellos, client_random, ticket_lifetime, encrypted, decrypted, complete,
-     midstream, preamble, problems, compression, sslv2) = _own(where, f)
+     midstream, text, problems, compression, sslv2) = _own(midstream, preamble[:256], f)
     return tuple.__new__(ReportText, (cid, connection_json(
         dumps, shared[0] or shape_json(shared, dumps, dict(zip(_SHAPE_FIELDS,
                                                                derived)).__getitem__),
-        file, cid, transport_name, protocol, f"{client_ip}:{client_port}",
+        file, cid, transport, "tls", f"{client_ip}:{client_port}",
         f"{server_ip}:{server_port}", client_ip, client_port, server_ip, server_port,
         first_frame, last_frame, client_hellos, client_random, ticket_lifetime,
-        _timings_json(where.first_ts, where.last_ts, f), client_bytes, server_bytes,
-        encrypted, decrypted, complete, close, midstream, preamble, gap_bytes, problems,
-        compression, sslv2, f.framing)))
+        _timings_json(first_ts, last_ts, f), nbytes[0], nbytes[1], encrypted, decrypted,
+        complete, close, midstream, text, gap_bytes, problems, compression, sslv2,
+        f.framing)))
 
 
 #: the report fields of `_derive`'s values, in its order

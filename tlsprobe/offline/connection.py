@@ -91,8 +91,14 @@ class Connection:
         return build_report(self._where(file, close), self.facts)
 
     def json_text(self, file: str, close: str | None) -> ReportText:
-        """The JSON text of this connection's report (the report not built)."""
-        return json_text_of(self._where(file, close), self.facts)
+        """The JSON text of this connection's report (neither the report nor its
+        Endpoints built: what `_where` and `report` give, written directly)."""
+        first, second = self.halves[0].aligner, self.halves[1].aligner
+        self._remarks()
+        return json_text_of(file, self.key, self.first_frame, self.last_frame, self.first_ts,
+                            self.last_ts, self.nbytes, close, first.midstream or
+                            second.midstream, first.preamble or second.preamble,
+                            self.gap_bytes, self.facts)
 
     def brief(self) -> BriefReport:
         """What the table and the statistics show of this connection (its report's values,

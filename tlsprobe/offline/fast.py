@@ -28,6 +28,7 @@ MAX_MESSAGE = 1 << 18
 MAX_HELD = 64 << 20
 SMALL_MESSAGE = 1 << 14
 MAX_OPAQUE_RECORDS = 8
+_HELLO_ROLE = {1: CLIENT, 2: 1 - CLIENT}  # a hello's sender (as framing.role_of)
 _HANDSHAKE_TYPES = frozenset((0, 1, 2, 3, 4, 5, 6, 8, 11, 12, 13, 14, 15, 16, 20, 21, 22, 23,
                               24, 25, 254))
 
@@ -141,9 +142,13 @@ class FastReader:
         facts = self.facts
         while data:
             if half.first:
-                data = self._first(half, data, ts, frame)
-                if not data:
-                    return
+                if data[0] == 22 and len(data) >= 6 and \
+                        _HELLO_ROLE.get(data[5], half.direction) == half.direction:
+                    half.first = False  # a record from the side expected to send it
+                else:
+                    data = self._first(half, data, ts, frame)
+                    if not data:
+                        return
             direction = half.direction
             p, n = 0, len(data)
             while p + 5 <= n:
@@ -160,7 +165,9 @@ class FastReader:
                     facts.mark_encrypted(direction, ts)  # protected: nothing more to learn
                     half.counting = True
                     return
-                if ct != 22:
+                if ct == 20:
+                    facts.change_cipher_spec(direction)
+                elif ct != 22:
                     self._record(half, ct, data[p + 5:end], ts)
                 elif not half.hs and not half.after_gap and length >= 4 and \
                         4 + ((data[p + 6] << 16) | (data[p + 7] << 8) | data[p + 8]) == length:
@@ -227,9 +234,7 @@ class FastReader:
                 return
             for i in range(0, len(fragment), 2):
                 facts.alert(half.direction, fragment[i], fragment[i + 1])
-        elif ct == 20:
-            facts.change_cipher_spec(half.direction)
-        elif ct == 23:
+        elif ct == 23:  # (a ChangeCipherSpec is read in `feed`)
             half.app_records += 1
             if half.app_records >= MAX_OPAQUE_RECORDS:
                 # application data with no visible handshake (captured mid-stream) or
