@@ -133,6 +133,30 @@ def test_milliseconds_text_is_that_of_the_rounded_value() -> None:
     assert build._ms_json(None) == "null"
 
 
+def test_timings_text_is_that_of_the_rounded_values() -> None:
+    """A report's "timings" text (written inline when all times are there) is the JSON of
+    its rounded milliseconds, whichever times are missing or not finite."""
+    import random
+    from tlsprobe.offline.facts import Facts
+    rng = random.Random(5)
+    for i in range(3000):
+        base = rng.uniform(1.6e9, 1.8e9)
+        times = [base + rng.uniform(0, 5) for _ in range(5)]
+        if i % 7 == 0:
+            times[rng.randrange(5)] = None
+        if i % 11 == 0:
+            times[rng.randrange(5)] = rng.choice([float("nan"), float("inf"), 1e13])
+        first, last, ch, sh, done = times
+        facts = Facts()
+        facts.ch_ts, facts.sh_ts, facts.done_ts = ch, sh, done
+
+        def ms(a: float | None, b: float | None) -> float | None:
+            return None if a is None or b is None else round((b - a) * 1000, 3)
+        expected = json.dumps({"start": first, "server_hello_ms": ms(ch, sh),
+                               "handshake_ms": ms(ch, done), "duration_ms": ms(first, last)})
+        assert build._timings_json(first, last, facts) == expected, times
+
+
 @pytest.mark.parametrize(("text", "code"), [("1.3", 0x0304), ("TLSv1.2", 0x0303),
                                              ("tls1_1", 0x0302), ("TLS1.0", 0x0301),
                                              ("ssl3", 0x0300), ("SSLv2", 0x0002),

@@ -216,7 +216,9 @@ def _shape(f: Facts, transport: str) -> tuple:  # type: ignore[type-arg]
     times): the key under which a capture's repeated handshakes share their derivation."""
     hello = f.client_hellos[0] if f.client_hellos else None
     sh, hrr = f.server_hello, f.hrr
-    return (transport, hello[0] if hello else None, hello[3:] if hello else None,
+    shape = f.hello_shape  # hellos of one memo token have the same [3:] (a cheaper key)
+    return (transport, hello[0] if hello else None,
+            (hello[3:] if shape is None else shape) if hello else None,
             f.client_hellos[-1][3:] if len(f.client_hellos) > 1 else None,
             (sh[0],) + sh[3:] if sh else None, (hrr[0],) + hrr[3:] if hrr else None,
             f.ske, f.cke_length, f.tls13, f.ccs[0], f.ccs[1], f.key_exchange,
@@ -277,8 +279,20 @@ def _ms_json(value: float | None) -> str:
 
 def _timings_json(first_ts: float | None, last_ts: float | None, f: Facts) -> str:
     """The report's "timings" object as `to_json` writes it (`_elapsed`'s values, the
-    milliseconds by `_ms_json`), without the intermediate tuple."""
+    milliseconds as `_ms_json` writes them: inline when all three are there and in its
+    range, the usual case of a connection's report)."""
     ch, sh, done = f.ch_ts, f.sh_ts, f.done_ts
+    if ch is not None and sh is not None and done is not None and first_ts is not None \
+            and last_ts is not None:
+        x, y, z = (sh - ch) * 1000, (done - ch) * 1000, (last_ts - first_ts) * 1000
+        if -1e9 < x < 1e9 and -1e9 < y < 1e9 and -1e9 < z < 1e9:
+            x_text = ("%.3f" % x).rstrip("0")
+            y_text = ("%.3f" % y).rstrip("0")
+            z_text = ("%.3f" % z).rstrip("0")
+            return (f'{{"start": {number(first_ts)}, "server_hello_ms": {x_text}'
+                    f'{"0" if x_text[-1] == "." else ""}, "handshake_ms": {y_text}'
+                    f'{"0" if y_text[-1] == "." else ""}, "duration_ms": {z_text}'
+                    f'{"0" if z_text[-1] == "." else ""}}}')
     ms = _ms_json
     whole = "null" if first_ts is None or last_ts is None else ms((last_ts - first_ts) * 1000)
     return (f'{{"start": {number(first_ts)}, "server_hello_ms": '

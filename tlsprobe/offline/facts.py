@@ -59,6 +59,7 @@ class Facts:
         "finished",
         "framing",
         "handshake_gap",
+        "hello_shape",
         "hrr",
         "key_exchange",
         "messages",
@@ -82,6 +83,8 @@ class Facts:
         #: the analysis's memo and budgets (a fresh one: nothing shared)
         self.caches = caches if caches is not None else AnalysisCaches()
         self.client_hellos: list[ClientHelloInfo] = []
+        #: the hello memo's token of the first ClientHello's shape (HelloShapes.last)
+        self.hello_shape: int | None = None
         self.server_hellos: list[ServerHelloInfo] = []
         self.server_hello: ServerHelloInfo | None = None
         self.framing: str | None = None  # TLS carried inside another protocol ("openvpn")
@@ -265,7 +268,10 @@ class Facts:
 
     def _parse_ch(self, msg: bytes, decoded: Any) -> ClientHelloInfo:
         try:
-            return parse_client_hello(msg, self.caches.hellos)
+            info = parse_client_hello(msg, self.caches.hellos)
+            if not self.client_hellos:
+                self.hello_shape = self.caches.hellos.last
+            return info
         except DecodeError:
             decoded = decoded or decode_handshake(msg)  # the codec's error text wins
             return client_hello_info(decoded.message, len(msg))

@@ -105,6 +105,7 @@ class _Shape(NamedTuple):
     pieces: tuple[tuple[bytes, bool, object], ...]  # (bytes before a cut, key_share?, value)
     tail: bytes                                    # the bytes after the last cut
     info: ClientHelloInfo
+    token: int                                     # its number in its HelloShapes
 
 
 _MAX_CH_SHAPES = 4096
@@ -116,10 +117,16 @@ class HelloShapes:
     """The hello shapes one capture analysis has met (bounded): owned by the analysis, so
     that two analyses share nothing and the memo goes with its analysis."""
 
-    __slots__ = ("client", "server")
+    __slots__ = ("client", "last", "made", "server")
 
     def __init__(self) -> None:
         self.client: dict[tuple[int, bytes, bytes], list[_Shape]] = {}
+        #: the shape of the ClientHello last summarised with this memo: its token (a number
+        #: no other shape of this memo has had, even once forgotten), None when the hello
+        #: was not remembered. Hellos with the same token have equal summaries but for
+        #: their random and session id (`ClientHelloInfo[3:]` equal): a cheap key for them.
+        self.last: int | None = None
+        self.made = 0
         #: ServerHello summaries by shape, as for ClientHellos: the bytes after the
         #: session id, without the server's key_share key (the group and key length stay)
         self.server: dict[tuple[int, bytes, bool, bytes], list[_SHShape]] = {}
@@ -135,7 +142,7 @@ def _cut_value(body: bytes, key_share: bool) -> object:
 
 
 def _known_shape(table: dict[tuple[int, bytes, bytes], list[_Shape]], msg: bytes,
-                 index: tuple[int, bytes, bytes], start: int) -> ClientHelloInfo | None:
+                 index: tuple[int, bytes, bytes], start: int) -> _Shape | None:
     for shape in table.get(index, ()):
         p = start
         for before, key_share, value in shape.pieces:
@@ -151,7 +158,7 @@ def _known_shape(table: dict[tuple[int, bytes, bytes], list[_Shape]], msg: bytes
             p += size
         else:
             if msg.startswith(shape.tail, p):
-                return shape.info
+                return shape
     return None
 
 
@@ -175,7 +182,9 @@ def _remember(shapes: HelloShapes, msg: bytes, index: tuple[int, bytes, bytes], 
     known = shapes.client.setdefault(index, [])
     if len(known) >= 16:
         del known[0]
-    known.append(_Shape(tuple(pieces), msg[p:end], info))
+    shapes.made += 1
+    shapes.last = shapes.made
+    known.append(_Shape(tuple(pieces), msg[p:end], info, shapes.made))
 
 
 def parse_client_hello(msg: bytes, shapes: HelloShapes | None = None) -> ClientHelloInfo:
@@ -197,10 +206,14 @@ def parse_client_hello(msg: bytes, shapes: HelloShapes | None = None) -> ClientH
     if cs_len < 2 or cs_len % 2 or p + 2 + cs_len > end:
         raise _fail(f"bad cipher_suites length {cs_len}", p, "ClientHello.cipher_suites")
     shape_index = (end, msg[4:6], msg[start:start + min(2 + cs_len, _HEAD)])
-    known = _known_shape(shapes.client, msg, shape_index, start) if shapes is not None \
-        else None
-    if known is not None:  # the same bytes as a hello already read, but for its own fields
-        return tuple.__new__(ClientHelloInfo, (known[0], msg[6:38], msg[39:start]) + known[3:])
+    if shapes is not None:
+        shapes.last = None
+        shape = _known_shape(shapes.client, msg, shape_index, start)
+        if shape is not None:  # the same bytes as a hello already read, but its own fields
+            shapes.last = shape.token
+            known = shape.info
+            return tuple.__new__(ClientHelloInfo,
+                                 (known[0], msg[6:38], msg[39:start]) + known[3:])
     p += 2 + cs_len
     if p >= end or msg[p] < 1 or p + 1 + msg[p] > end:
         raise _fail("bad legacy_compression_methods", p,
