@@ -193,7 +193,9 @@ def parse_client_hello(msg: bytes, shapes: HelloShapes | None = None) -> ClientH
 
     Raises DecodeError when the message structure is malformed; a malformed extension body
     only leaves its field empty and is named in `problems`."""
-    end = _header(msg, 1, "ClientHello")
+    end = len(msg)  # `_header(msg, 1, "ClientHello")` where the header is right
+    if end < 4 or msg[0] != 1 or (msg[1] << 16) | (msg[2] << 8) | msg[3] != end - 4:
+        end = _header(msg, 1, "ClientHello")  # raises with the error text
     if end < 39:
         raise _fail("ClientHello too short", end, "ClientHello")
     sid_len = msg[38]
@@ -205,7 +207,8 @@ def parse_client_hello(msg: bytes, shapes: HelloShapes | None = None) -> ClientH
     cs_len = (msg[p] << 8) | msg[p + 1]
     if cs_len < 2 or cs_len % 2 or p + 2 + cs_len > end:
         raise _fail(f"bad cipher_suites length {cs_len}", p, "ClientHello.cipher_suites")
-    shape_index = (end, msg[4:6], msg[start:start + min(2 + cs_len, _HEAD)])
+    shape_index = (end, msg[4:6], msg[start:start + (cs_len + 2 if cs_len < _HEAD - 2
+                                                     else _HEAD)])
     if shapes is not None:
         shapes.last = None
         shape = _known_shape(shapes.client, msg, shape_index, start)
@@ -255,7 +258,9 @@ _SH_PROBLEM = {SUPPORTED_VERSIONS: "supported_versions", ALPN: "alpn",
 def parse_server_hello(msg: bytes, shapes: HelloShapes | None = None) -> ServerHelloInfo:
     """Summarise one whole ServerHello or HelloRetryRequest (4-byte header included);
     `shapes` as for `parse_client_hello`."""
-    end = _header(msg, 2, "ServerHello")
+    end = len(msg)  # `_header(msg, 2, "ServerHello")` where the header is right
+    if end < 4 or msg[0] != 2 or (msg[1] << 16) | (msg[2] << 8) | msg[3] != end - 4:
+        end = _header(msg, 2, "ServerHello")  # raises with the error text
     if end < 38:
         raise _fail("ServerHello too short", end, "ServerHello")
     legacy_version = (msg[4] << 8) | msg[5]

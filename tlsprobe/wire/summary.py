@@ -9,6 +9,7 @@ through the wire codec, which also supplies the error text when a message is mal
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, NamedTuple
 
 from tlsprobe.wire.buffer import DecodeError
@@ -31,6 +32,11 @@ class ServerKeyExchangeInfo(NamedTuple):
     signature_scheme: int | None = None
 
 
+#: ServerKeyExchangeInfo(...) from all its values in order (one is made per connection: the
+#: keyword form costs three times as much)
+_new_ske = partial(tuple.__new__, ServerKeyExchangeInfo)
+
+
 def _body(msg: bytes, msg_type: int) -> bytes:
     if len(msg) < 4 or msg[0] != msg_type or int.from_bytes(msg[1:4], "big") != len(msg) - 4:
         raise DecodeError("bad handshake header", 0, "handshake")
@@ -48,11 +54,11 @@ def parse_server_key_exchange(msg: bytes, ctx: ParseContext) -> ServerKeyExchang
     n = len(body)
     signed = ctx.version is not None and ctx.version >= 0x0303
     if kx == "ECDHE" and n >= 4 and body[0] == 3:
-        group = int.from_bytes(body[1:3], "big")
-        p = 4 + body[3]
-        if body[3] >= 1 and p <= n:
-            return ServerKeyExchangeInfo("ECDHE", group, public_length=body[3],
-                                         signature_scheme=_scheme(body, p, signed))
+        length = body[3]
+        p = 4 + length
+        if length >= 1 and p <= n:
+            return _new_ske(("ECDHE", (body[1] << 8) | body[2], False, length, None, None,
+                             _scheme(body, p, signed)))
     elif kx == "DHE" and n >= 2:
         p_len = int.from_bytes(body[0:2], "big")
         q = 2 + p_len
@@ -63,9 +69,8 @@ def parse_server_key_exchange(msg: bytes, ctx: ParseContext) -> ServerKeyExchang
                 y_len = int.from_bytes(body[r:r + 2], "big")
                 s = r + 2 + y_len
                 if y_len and s <= n:
-                    return ServerKeyExchangeInfo("DHE", public_length=y_len,
-                                                 dh_p=bytes(body[2:q]), dh_g_length=g_len,
-                                                 signature_scheme=_scheme(body, s, signed))
+                    return _new_ske(("DHE", None, False, y_len, bytes(body[2:q]), g_len,
+                                     _scheme(body, s, signed)))
     ske = _codec(msg, ctx)
     return ServerKeyExchangeInfo(
         ske.key_exchange, ske.named_curve, ske.explicit_curve is not None,
@@ -78,9 +83,9 @@ def _scheme(body: bytes, p: int, signed: bool) -> int | None:
     if p == len(body):
         return None  # anonymous
     if signed:
-        if p + 4 > len(body) or p + 4 + int.from_bytes(body[p + 2:p + 4], "big") != len(body):
+        if p + 4 > len(body) or p + 4 + ((body[p + 2] << 8) | body[p + 3]) != len(body):
             raise DecodeError("signature does not fill the message", p, "ServerKeyExchange")
-        return int.from_bytes(body[p:p + 2], "big")
+        return (body[p] << 8) | body[p + 1]
     if p + 2 > len(body) or p + 2 + int.from_bytes(body[p:p + 2], "big") != len(body):
         raise DecodeError("signature does not fill the message", p, "ServerKeyExchange")
     return None
