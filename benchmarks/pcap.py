@@ -17,8 +17,10 @@ peak RSS from os.wait4):
   (tls.handshake.extensions_key_share_group, tls.handshake.server_named_curve)
 
 tlsprobe runs with its bytecode compiled beforehand (into the temporary directory, as an
-installed package has it), even where PYTHONDONTWRITEBYTECODE is set. With --repeat N each
-command runs N times and the median wall time is shown (peak RSS: the largest).
+installed package has it), even where PYTHONDONTWRITEBYTECODE is set. With --repeat N the
+commands run in N rounds, each command once per round in turn (a slow spell of a shared
+machine then falls on both tools alike), and the median wall and CPU times are shown (peak
+RSS: the largest).
 
 Target (issue 5): tlsprobe at least 4x tshark's throughput and at most 1/5 of its memory.
 
@@ -189,8 +191,8 @@ def main() -> int:
     ap.add_argument("--pcap", help="existing capture to measure, or where to write the new one")
     ap.add_argument("--keep", action="store_true", help="keep the generated capture")
     ap.add_argument("--no-tshark", action="store_true")
-    ap.add_argument("--repeat", type=int, default=1, help="runs per command; the median "
-                    "wall time is shown")
+    ap.add_argument("--repeat", type=int, default=1, help="rounds of runs (every command "
+                    "once per round, in turn); the median wall and CPU times are shown")
     ap.add_argument("--mss", type=int, default=1448, help="split recorded segments larger "
                     "than this, as an Ethernet path would (0: keep loopback's 64 KiB "
                     "segments; default 1448)")
@@ -266,9 +268,15 @@ def throughput(args: argparse.Namespace, tmp: Path, path: Path) -> None:
                                     "-e", "tls.handshake.server_named_curve"])]
     env = child_env(tmp / "pycache")
     compile_project(env)
+    # rounds: each command once in turn, --repeat times, so that a slow spell of a shared
+    # machine falls on both tools alike (not on all runs of one of them)
+    by_label: dict[str, list[tuple[float, int, int, float]]] = {label: [] for label, _ in runs}
+    for _ in range(args.repeat):
+        for label, cmd in runs:
+            by_label[label].append(run_child(cmd, tmp / "out.txt", env))
     rows = []
-    for label, cmd in runs:
-        results = [run_child(cmd, tmp / "out.txt", env) for _ in range(args.repeat)]
+    for label, _cmd in runs:
+        results = by_label[label]
         walls = sorted(r[0] for r in results)
         cpus = sorted(r[3] for r in results)
         rows.append((label, walls[len(walls) // 2], max(r[1] for r in results),
