@@ -277,11 +277,7 @@ class TcpTracker(Reassembler, Eviction):
     # -- connections ----------------------------------------------------------------------
     def _open(self, key: bytes, buf: bytes, addr_off: int, alen: int, l4: int, flags: int,
               ts: float, frame: int) -> HalfStream:
-        self._opened_since_sweep += 1  # Eviction.opening's checks, inline (per connection)
-        if ts >= self._sweep_at and self._opened_since_sweep > len(self.open) >> 3 or \
-                len(self.open) >= self._evict_at:
-            self._opened_since_sweep -= 1
-            self.opening(ts, frame)
+        self.opening(ts, frame)
         src_raw = buf[addr_off:addr_off + alen]
         dst_raw = buf[addr_off + alen:addr_off + alen + alen]
         sport, dport = _PORTS(buf, l4)

@@ -279,20 +279,8 @@ def _ms_json(value: float | None) -> str:
 
 def _timings_json(first_ts: float | None, last_ts: float | None, f: Facts) -> str:
     """The report's "timings" object as `to_json` writes it (`_elapsed`'s values, the
-    milliseconds as `_ms_json` writes them: inline when all three are there and in its
-    range, the usual case of a connection's report)."""
+    milliseconds by `_ms_json`), without the intermediate tuple."""
     ch, sh, done = f.ch_ts, f.sh_ts, f.done_ts
-    if ch is not None and sh is not None and done is not None and first_ts is not None \
-            and last_ts is not None:
-        x, y, z = (sh - ch) * 1000, (done - ch) * 1000, (last_ts - first_ts) * 1000
-        if -1e9 < x < 1e9 and -1e9 < y < 1e9 and -1e9 < z < 1e9:
-            x_text = ("%.3f" % x).rstrip("0")
-            y_text = ("%.3f" % y).rstrip("0")
-            z_text = ("%.3f" % z).rstrip("0")
-            return (f'{{"start": {number(first_ts)}, "server_hello_ms": {x_text}'
-                    f'{"0" if x_text[-1] == "." else ""}, "handshake_ms": {y_text}'
-                    f'{"0" if y_text[-1] == "." else ""}, "duration_ms": {z_text}'
-                    f'{"0" if z_text[-1] == "." else ""}}}')
     ms = _ms_json
     whole = "null" if first_ts is None or last_ts is None else ms((last_ts - first_ts) * 1000)
     return (f'{{"start": {number(first_ts)}, "server_hello_ms": '
@@ -361,7 +349,7 @@ def json_text_of(file: str, key: Any, first_frame: int, last_frame: int, first_t
     dumps = f.caches.encoder().encode
     cid, client_ip, client_port, server_ip, server_port = key
     (client_hellos, client_random, ticket_lifetime, encrypted, decrypted, complete,
-     midstream, text, problems, compression, sslv2) = _own(midstream, preamble[:256], f)
+     midstream, text, problems, compression, sslv2) = _own(midstream, preamble, f)
     return tuple.__new__(ReportText, (cid, connection_json(
         dumps, shared[0] or shape_json(shared, dumps, dict(zip(_SHAPE_FIELDS,
                                                                derived)).__getitem__),

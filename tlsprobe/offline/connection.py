@@ -93,11 +93,10 @@ class Connection:
     def json_text(self, file: str, close: str | None) -> ReportText:
         """The JSON text of this connection's report (neither the report nor its
         Endpoints built: what `_where` and `report` give, written directly)."""
-        first, second = self.halves[0].aligner, self.halves[1].aligner
+        midstream, preamble = self._start()
         self._remarks()
         return json_text_of(file, self.key, self.first_frame, self.last_frame, self.first_ts,
-                            self.last_ts, self.nbytes, close, first.midstream or
-                            second.midstream, first.preamble or second.preamble,
+                            self.last_ts, self.nbytes, close, midstream, preamble,
                             self.gap_bytes, self.facts)
 
     def brief(self) -> BriefReport:
@@ -112,15 +111,19 @@ class Connection:
         """The connection's endpoints, after the remarks its report makes (framing, lost
         messages) are added to its facts."""
         k = self.key
-        first, second = self.halves[0].aligner, self.halves[1].aligner
-        midstream = first.midstream or second.midstream
-        preamble = first.preamble or second.preamble
+        midstream, preamble = self._start()
         where = tuple.__new__(Endpoints, (  # Endpoints(...) without its Python-level __new__
             file, k.id, "tcp", "tls", k.client_ip, k.client_port, k.server_ip, k.server_port,
             self.first_frame, self.last_frame, self.first_ts, self.last_ts, self.nbytes[0],
-            self.nbytes[1], close, midstream, preamble[:256], self.gap_bytes))
+            self.nbytes[1], close, midstream, preamble, self.gap_bytes))
         self._remarks()
         return where
+
+    def _start(self) -> tuple[bool, bytes]:
+        """How the stream started: captured mid-stream, and the plain text before the TLS
+        records (its first 256 bytes), as the report gives them."""
+        first, second = self.halves[0].aligner, self.halves[1].aligner
+        return first.midstream or second.midstream, (first.preamble or second.preamble)[:256]
 
     def _remarks(self) -> None:
         """The remarks a report makes, added to the facts: framing, lost messages."""

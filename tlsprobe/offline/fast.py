@@ -17,7 +17,15 @@ against the Flow reader (session.Flow over the codec) on the same captures.
 from __future__ import annotations
 
 from tlsprobe.offline.facts import CLIENT, Facts
-from tlsprobe.offline.framing import ALIGNED, START, Aligner, Settled, own_aligner, role_of
+from tlsprobe.offline.framing import (
+    ALIGNED,
+    HELLO_ROLES,
+    START,
+    Aligner,
+    Settled,
+    own_aligner,
+    role_of,
+)
 from tlsprobe.wire.record import MAX_CIPHERTEXT, sslv2_record_size
 
 MAX_MESSAGE = 1 << 18
@@ -28,7 +36,6 @@ MAX_MESSAGE = 1 << 18
 MAX_HELD = 64 << 20
 SMALL_MESSAGE = 1 << 14
 MAX_OPAQUE_RECORDS = 8
-_HELLO_ROLE = {1: CLIENT, 2: 1 - CLIENT}  # a hello's sender (as framing.role_of)
 _HANDSHAKE_TYPES = frozenset((0, 1, 2, 3, 4, 5, 6, 8, 11, 12, 13, 14, 15, 16, 20, 21, 22, 23,
                               24, 25, 254))
 
@@ -143,7 +150,7 @@ class FastReader:
         while data:
             if half.first:
                 if data[0] == 22 and len(data) >= 6 and \
-                        _HELLO_ROLE.get(data[5], half.direction) == half.direction:
+                        HELLO_ROLES.get(data[5], half.direction) == half.direction:
                     half.first = False  # a record from the side expected to send it
                 else:
                     data = self._first(half, data, ts, frame)

@@ -94,7 +94,7 @@ def tcp_start(buf: bytes | bytearray) -> bool:
 
 
 _SSLV2_ROLES = {1: CLIENT, 4: SERVER}
-_HELLO_ROLES = {1: CLIENT, 2: SERVER}
+HELLO_ROLES = {1: CLIENT, 2: SERVER}  # a hello's sender by its type
 
 
 def role_of(first: bytes | bytearray) -> int | None:
@@ -103,7 +103,7 @@ def role_of(first: bytes | bytearray) -> int | None:
     if first and first[0] & 0x80:
         return _SSLV2_ROLES.get(first[2]) if len(first) >= 3 else None
     if len(first) >= 6 and first[0] == 22:
-        return _HELLO_ROLES.get(first[5])
+        return HELLO_ROLES.get(first[5])
     return None
 
 
@@ -241,7 +241,7 @@ class Settled:
     """What an `Aligner` shows of a direction that needs none (yet): one shared, read-only
     instance for the directions with nothing seen (`START`) and one for those whose stream
     began with a record and lost nothing since (`ALIGNED`), most of a capture's. The fast
-    reader swaps in a real Aligner (`Aligner.resume`) before anything would change one."""
+    reader swaps in a real Aligner (`own_aligner`) before anything would change one."""
 
     __slots__ = ("state",)
     midstream = False

@@ -193,9 +193,7 @@ def parse_client_hello(msg: bytes, shapes: HelloShapes | None = None) -> ClientH
 
     Raises DecodeError when the message structure is malformed; a malformed extension body
     only leaves its field empty and is named in `problems`."""
-    end = len(msg)  # `_header(msg, 1, "ClientHello")` where the header is right
-    if end < 4 or msg[0] != 1 or (msg[1] << 16) | (msg[2] << 8) | msg[3] != end - 4:
-        end = _header(msg, 1, "ClientHello")  # raises with the error text
+    end = _header(msg, 1, "ClientHello")
     if end < 39:
         raise _fail("ClientHello too short", end, "ClientHello")
     sid_len = msg[38]
@@ -258,9 +256,7 @@ _SH_PROBLEM = {SUPPORTED_VERSIONS: "supported_versions", ALPN: "alpn",
 def parse_server_hello(msg: bytes, shapes: HelloShapes | None = None) -> ServerHelloInfo:
     """Summarise one whole ServerHello or HelloRetryRequest (4-byte header included);
     `shapes` as for `parse_client_hello`."""
-    end = len(msg)  # `_header(msg, 2, "ServerHello")` where the header is right
-    if end < 4 or msg[0] != 2 or (msg[1] << 16) | (msg[2] << 8) | msg[3] != end - 4:
-        end = _header(msg, 2, "ServerHello")  # raises with the error text
+    end = _header(msg, 2, "ServerHello")
     if end < 38:
         raise _fail("ServerHello too short", end, "ServerHello")
     legacy_version = (msg[4] << 8) | msg[5]
