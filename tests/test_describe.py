@@ -40,6 +40,17 @@ def test_certificate_info_never_raises() -> None:
     assert info.subject.startswith("(unparsable certificate") and len(info.sha256) == 64
 
 
+def test_certificate_of_an_unknown_x509_version_is_unparsable_not_raised() -> None:
+    """cryptography raises InvalidVersion (no ValueError) for an X.509 version other than
+    1 and 3: a byte of a captured certificate is enough (found by the capture fuzz test)."""
+    from hostile.tls import identity
+    der = identity().der
+    v3 = b"\xa0\x03\x02\x01\x02"
+    assert der.count(v3) == 1
+    info = describe.certificate_info(der.replace(v3, b"\xa0\x03\x02\x01\x01"))
+    assert info.subject.startswith("(unparsable certificate") and "version" in info.subject
+
+
 def test_the_pcap_report_uses_the_shared_rules() -> None:
     """A capture of a TLS 1.2 x25519 handshake is described by the same functions a probe
     of it would be: equal values, not look-alikes."""

@@ -276,6 +276,15 @@ def test_unparsable_entry_after_a_valid_leaf() -> None:
     assert "entry 2 (of 3) is not a parsable DER certificate" in str(exc)
 
 
+def test_leaf_of_an_unknown_x509_version_is_refused() -> None:
+    """An X.509 version cryptography does not know (v2) raises no ValueError there: the
+    chain is refused as unparsable all the same, not an internal error later."""
+    hs, ch, _ = start()
+    der = identity().der.replace(b"\xa0\x03\x02\x01\x02", b"\xa0\x03\x02\x01\x01", 1)
+    exc = failure(hs, _flight_with(ch, [der]))
+    assert "leaf is not a parsable DER certificate" in str(exc) and "version" in str(exc)
+
+
 def test_leaf_key_on_an_unknown_curve_is_reported_not_raised() -> None:
     der = identity().der.replace(*UNKNOWN_CURVE)
     hs, ch, _ = start()

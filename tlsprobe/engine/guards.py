@@ -191,7 +191,7 @@ class ServerInput:
         for i, der in enumerate(msg.certificates):
             try:
                 x509.load_der_x509_certificate(der)
-            except ValueError as exc:
+            except (ValueError, x509.InvalidVersion) as exc:  # (no ValueError: X.509 v2, v4+)
                 what = "leaf" if i == 0 else f"entry {i} (of {n})"
                 raise Refusal(BAD_CERTIFICATE, f"server sent a certificate chain whose {what} "
                               f"is not a parsable DER certificate: {str(exc)[:120]}")

@@ -148,7 +148,7 @@ def _certificate_info(der: bytes) -> CertificateInfo:
     digest = hashlib.sha256(der).hexdigest()
     try:
         cert = x509.load_der_x509_certificate(der)
-    except ValueError as exc:
+    except (ValueError, x509.InvalidVersion) as exc:  # (no ValueError: X.509 v2, v4+)
         return CertificateInfo(f"(unparsable certificate: {exc})", "", "unknown", None, "", "",
                                "", "", digest)
     bits: int | None
