@@ -11,7 +11,6 @@ read the CSV back.
 from __future__ import annotations
 
 import csv
-import datetime
 import html.parser
 import json
 import os
@@ -23,12 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
-from lab_servers.certs import CertFiles, CertSet
+from lab_servers.certs import CertSet, named_set
 from servers import missing_reason, peer_unavailable, start_server
 from tlsprobe.report.escape import shown
 
@@ -47,21 +42,7 @@ CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu",
 
 
 def _hostile_certs(directory: Path) -> CertSet:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, CN)])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(hours=1))
-            .not_valid_after(now + datetime.timedelta(days=2))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName(SAN)]), critical=False)
-            .sign(key, hashes.SHA256()))
-    files = CertFiles(directory / "h.crt", directory / "h.key", directory / "h.crt")
-    files.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    files.key.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                            serialization.PrivateFormat.PKCS8,
-                                            serialization.NoEncryption()))
-    return CertSet(directory, files.cert, {"ecdsa": files})
+    return named_set(directory, CN, SAN, "h")
 
 
 class _Sections(html.parser.HTMLParser):

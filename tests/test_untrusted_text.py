@@ -7,20 +7,15 @@ with that server's real answer. Text output must hold none of the raw characters
 as \\x1b, \\n, \\u202e); JSON keeps the exact values."""
 from __future__ import annotations
 
-import datetime
 import json
 import socket
 import sys
 from pathlib import Path
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from servers import start_server
-from lab_servers.certs import CertFiles, CertSet
+from lab_servers.certs import CertSet, named_set
 from tlsprobe.engine.client import ClientHandshake
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.report.escape import shown
@@ -36,22 +31,7 @@ RAW = ("\x1b", "\x07", "\u202e", "\x9b", "\x7f")
 
 
 def _evil_certs(directory: Path) -> CertSet:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, CN)])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(hours=1))
-            .not_valid_after(now + datetime.timedelta(days=2))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName(SAN)]), critical=False)
-            .sign(key, hashes.SHA256()))
-    pem = cert.public_bytes(serialization.Encoding.PEM)
-    files = CertFiles(directory / "evil.crt", directory / "evil.key", directory / "evil.crt")
-    files.cert.write_bytes(pem)
-    files.key.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                            serialization.PrivateFormat.PKCS8,
-                                            serialization.NoEncryption()))
-    return CertSet(directory, files.cert, {"ecdsa": files})
+    return named_set(directory, CN, SAN, "evil")
 
 
 @pytest.fixture

@@ -73,6 +73,20 @@ def _builder(subject: str, issuer: str, public_key: object, days: int) -> x509.C
             .not_valid_after(now + datetime.timedelta(days=days)))
 
 
+def named_set(directory: Path, cn: str, san: str, stem: str) -> CertSet:
+    """A self-signed P-256 certificate whose subject CN and DNS SAN are taken as they are
+    (tests of untrusted text: escapes, markup), as an "ecdsa" CertSet in `directory`."""
+    key = _new_key("ecdsa")
+    cert = (_builder(cn, cn, key.public_key(), 2)
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(san)]), critical=False)
+            .sign(key, hashes.SHA256()))
+    files = CertFiles(directory / f"{stem}.crt", directory / f"{stem}.key",
+                      directory / f"{stem}.crt")
+    files.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    files.key.write_bytes(_key_pem(key))
+    return CertSet(directory, files.cert, {"ecdsa": files})
+
+
 def _key_usage(*allowed: str) -> x509.KeyUsage:
     flags = ("digital_signature", "content_commitment", "key_encipherment", "data_encipherment",
              "key_agreement", "key_cert_sign", "crl_sign", "encipher_only", "decipher_only")
