@@ -19,8 +19,9 @@ peak RSS from os.wait4):
 tlsprobe runs with its bytecode compiled beforehand (into the temporary directory, as an
 installed package has it), even where PYTHONDONTWRITEBYTECODE is set. With --repeat N the
 commands run in N rounds, each command once per round in turn (a slow spell of a shared
-machine then falls on both tools alike), and the median wall and CPU times are shown (peak
-RSS: the largest).
+machine then falls on both tools alike), and the median wall and CPU times are shown (of an
+even number of rounds: the mean of the middle two; peak RSS: the largest), then each round's
+CPU times.
 
 Target (issue 5): tlsprobe at least 4x tshark's throughput and at most 1/5 of its memory.
 
@@ -54,6 +55,7 @@ import tempfile
 import time
 from collections import OrderedDict
 from pathlib import Path
+from statistics import median
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -277,16 +279,18 @@ def throughput(args: argparse.Namespace, tmp: Path, path: Path) -> None:
     rows = []
     for label, _cmd in runs:
         results = by_label[label]
-        walls = sorted(r[0] for r in results)
-        cpus = sorted(r[3] for r in results)
-        rows.append((label, walls[len(walls) // 2], max(r[1] for r in results),
-                     results[-1][2], cpus[len(cpus) // 2]))
+        rows.append((label, median(r[0] for r in results), max(r[1] for r in results),
+                     results[-1][2], median(r[3] for r in results)))
     print(f"\n{path.name}: {packets} packets")
     print(f"{'run':<24} {'seconds':>8} {'CPU s':>7} {'packets/s':>11} {'peak RSS':>10} "
           f"{'lines':>8}")
     for label, wall, rss, lines, cpu in rows:
         print(f"{label:<24} {wall:>8.2f} {cpu:>7.2f} {packets / wall:>11,.0f} "
               f"{rss / 1024:>8.1f}M {lines:>8}")
+    if args.repeat > 1:
+        print("CPU seconds of each round:")
+        for label, _cmd in runs:
+            print(f"  {label:<24} " + " ".join(f"{r[3]:.2f}" for r in by_label[label]))
     ours = [r for r in rows if r[0].startswith("tlsprobe")]
     theirs = [r for r in rows if r[0].startswith("tshark")]
     if theirs:

@@ -163,3 +163,25 @@ def test_server_hello_shape_cache_gives_each_hello_its_own_values() -> None:
     at = raw.index(b"\x00\x33\x00\x24\x00\x1d\x00\x20") + 4
     other = raw[:at] + b"\x00\x1e" + raw[at + 2:]
     assert parse_server_hello(other, memo).key_share == (0x1E, 32) == codec(other).key_share
+
+
+def test_server_hello_tokens_name_shapes() -> None:
+    """`HelloShapes.server_last`: equal for ServerHellos whose summaries differ only in the
+    random and session id (the report memo keys them by it), different otherwise, None
+    when the hello was not summarised from or into the memo."""
+    server_hellos = [raw for raw, _ in HELLOS if raw[0] == 2 and raw[6:38] !=
+                     bytes.fromhex("cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c")]
+    memo = HelloShapes()
+    tokens: dict[int, tuple[object, ...]] = {}
+    for seed, raw in enumerate(server_hellos):
+        for copy in (raw, raw[:6] + bytes((seed + i) & 0xFF for i in range(32)) + raw[38:]):
+            info = parse_server_hello(copy, memo)
+            token = memo.server_last
+            assert token is not None
+            shape = (info[0],) + info[3:]
+            assert tokens.setdefault(token, shape) == shape  # one shape per token
+    assert len(set(tokens.values())) == len(tokens) > 1
+    parse_server_hello(server_hellos[0], None)
+    with pytest.raises(DecodeError):
+        parse_server_hello(b"\x02\x00\x00\x01\x03", memo)
+    assert memo.server_last is None  # a stale token never outlives a failed parse

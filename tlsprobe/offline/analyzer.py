@@ -173,13 +173,14 @@ class CaptureAnalysis:
             self.keylog = merged
 
     def _finish(self, conn: Connection, reason: str | None) -> Analyzed | None:
-        release = getattr(conn.reader, "release", None)
-        if release is not None:
-            release()
+        reader = conn.reader
+        fast = type(reader) is FastReader  # (most connections: no trace, no key)
+        if fast or hasattr(reader, "release"):
+            reader.release()
         if not conn.is_tls:
             return None
         self.tls_connections += 1
-        decryptor = getattr(conn.reader, "decryptor", None)
+        decryptor = None if fast else getattr(reader, "decryptor", None)
         if decryptor is not None and decryptor.matched:
             self.keys_matched += 1
             if decryptor.unsupported is not None:
@@ -192,7 +193,7 @@ class CaptureAnalysis:
             missing = conn.facts.missing_server_key_exchange()
             if missing is not None:
                 self._gap_warnings.append((report.id, f"connection #{report.id}: {missing}"))
-        return tuple.__new__(Analyzed, (report, conn.reader.trace_lines()))  # Analyzed(...)
+        return tuple.__new__(Analyzed, (report, None if fast else reader.trace_lines()))
 
     # -- the loop ------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Analyzed]:

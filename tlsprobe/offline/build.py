@@ -220,7 +220,8 @@ def _shape(f: Facts, transport: str) -> tuple:  # type: ignore[type-arg]
     return (transport, hello[0] if hello else None,
             (hello[3:] if shape is None else shape) if hello else None,
             f.client_hellos[-1][3:] if len(f.client_hellos) > 1 else None,
-            (sh[0],) + sh[3:] if sh else None, (hrr[0],) + hrr[3:] if hrr else None,
+            f.server_shape if f.server_shape is not None else (sh[0],) + sh[3:] if sh
+            else None, (hrr[0],) + hrr[3:] if hrr else None,
             f.ske, f.cke_length, f.tls13, f.ccs[0], f.ccs[1], f.key_exchange,
             tuple(f.certificates), tuple(f.alerts), tuple(f.messages), f.more_messages,
             f.ticket_lifetime, f.alpn_ee, f.signature_scheme, f.sslv2_server, f.framing)

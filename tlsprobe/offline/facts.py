@@ -68,6 +68,7 @@ class Facts:
         "problems",
         "server_hello",
         "server_hellos",
+        "server_shape",
         "sh_frame",
         "sh_ts",
         "signature_scheme",
@@ -87,6 +88,8 @@ class Facts:
         self.hello_shape: int | None = None
         self.server_hellos: list[ServerHelloInfo] = []
         self.server_hello: ServerHelloInfo | None = None
+        #: the hello memo's token of `server_hello`'s shape (HelloShapes.server_last)
+        self.server_shape: int | None = None
         self.framing: str | None = None  # TLS carried inside another protocol ("openvpn")
         self.hrr: ServerHelloInfo | None = None
         self.version: int | None = None
@@ -205,7 +208,8 @@ class Facts:
             if t == CH and direction == CLIENT:
                 self._client_hello(self._parse_ch(msg, decoded), ts, frame)
             elif t == SH and direction == SERVER:
-                self._server_hello(self._parse_sh(msg, decoded), ts, frame)
+                info = self._parse_sh(msg, decoded)
+                self._server_hello(info, ts, frame, self.caches.hellos.server_last)
             elif t == SKE and direction == SERVER and not self.tls13:
                 self.ske = parse_server_key_exchange(msg, self.context(SERVER))
                 if self.ske.named_curve is not None:
@@ -291,7 +295,9 @@ class Facts:
         for name in info.problems:
             self.problem(f"malformed {name} extension in the ClientHello")
 
-    def _server_hello(self, info: ServerHelloInfo, ts: float, frame: int) -> None:
+    def _server_hello(self, info: ServerHelloInfo, ts: float, frame: int,
+                      shape: int | None) -> None:
+        """`shape`: the hello memo's token of this ServerHello (HelloShapes.server_last)."""
         if len(self.server_hellos) < MAX_HELLOS:
             self.server_hellos.append(info)
         for name in info.problems:
@@ -300,6 +306,7 @@ class Facts:
             self.hrr = info
             return
         self.server_hello = info
+        self.server_shape = shape
         if self.sh_ts is None:
             self.sh_ts, self.sh_frame = ts, frame
         self.version = info.selected_version

@@ -110,14 +110,15 @@ class _Shape(NamedTuple):
 
 _MAX_CH_SHAPES = 4096
 _HEAD = 64  # bytes of the cipher_suites vector in the index
-_SHShape = tuple[bytes, int, bytes, ServerHelloInfo]  # (before the key, key length, tail)
+#: (before the key, key length, tail, summary, token)
+_SHShape = tuple[bytes, int, bytes, ServerHelloInfo, int]
 
 
 class HelloShapes:
     """The hello shapes one capture analysis has met (bounded): owned by the analysis, so
     that two analyses share nothing and the memo goes with its analysis."""
 
-    __slots__ = ("client", "last", "made", "server")
+    __slots__ = ("client", "last", "made", "server", "server_last")
 
     def __init__(self) -> None:
         self.client: dict[tuple[int, bytes, bytes], list[_Shape]] = {}
@@ -130,6 +131,9 @@ class HelloShapes:
         #: ServerHello summaries by shape, as for ClientHellos: the bytes after the
         #: session id, without the server's key_share key (the group and key length stay)
         self.server: dict[tuple[int, bytes, bool, bytes], list[_SHShape]] = {}
+        #: as `last`, for the ServerHello last summarised (`ServerHelloInfo[3:]` and the
+        #: legacy version equal for equal tokens)
+        self.server_last: int | None = None
 
     def count(self) -> int:
         """ClientHello shapes remembered (tests, statistics)."""
@@ -256,6 +260,8 @@ _SH_PROBLEM = {SUPPORTED_VERSIONS: "supported_versions", ALPN: "alpn",
 def parse_server_hello(msg: bytes, shapes: HelloShapes | None = None) -> ServerHelloInfo:
     """Summarise one whole ServerHello or HelloRetryRequest (4-byte header included);
     `shapes` as for `parse_client_hello`."""
+    if shapes is not None:
+        shapes.server_last = None
     end = _header(msg, 2, "ServerHello")
     if end < 38:
         raise _fail("ServerHello too short", end, "ServerHello")
@@ -267,9 +273,10 @@ def parse_server_hello(msg: bytes, shapes: HelloShapes | None = None) -> ServerH
         start = 39 + msg[38]
         shape_index = (end, msg[4:6], random == HELLO_RETRY_REQUEST_RANDOM,
                        msg[start:start + 3])
-        for before, key_length, tail, known in shapes.server.get(shape_index, ()):
+        for before, key_length, tail, known, token in shapes.server.get(shape_index, ()):
             if msg.startswith(before, start) and \
                     msg.startswith(tail, start + len(before) + key_length):
+                shapes.server_last = token
                 return tuple.__new__(ServerHelloInfo,
                                      (known[0], random, msg[39:start]) + known[3:])
     if is_draft_server_hello(legacy_version):
@@ -341,5 +348,8 @@ def parse_server_hello(msg: bytes, shapes: HelloShapes | None = None) -> ServerH
             known_sh = table[shape_index] = []
         if len(known_sh) >= 16:
             del known_sh[0]
-        known_sh.append((msg[start:cut], key_length, msg[cut + key_length:end], info))
+        shapes.made += 1
+        shapes.server_last = shapes.made
+        known_sh.append((msg[start:cut], key_length, msg[cut + key_length:end], info,
+                         shapes.made))
     return info
