@@ -18,8 +18,8 @@ from typing import Any, BinaryIO, Protocol, Union
 from tlsprobe.capture.events import CaptureError
 
 #: bytes read from the underlying stream at a time. Each read is a new bytes object: at
-#: 1 MiB the allocator maps fresh pages for every one (41,000 page faults and 6 % of the
-#: CPU time on a 350 MB capture); at 256 KiB the freed chunks are reused (10,000)
+#: 1 MiB the allocator maps fresh pages for every one (41,000 page faults on a 350 MB
+#: capture); at 256 KiB the freed chunks are reused (10,000)
 CHUNK = 1 << 18
 
 CaptureSource = Union[str, "os.PathLike[str]", BinaryIO]
