@@ -174,13 +174,11 @@ class CaptureAnalysis:
 
     def _finish(self, conn: Connection, reason: str | None) -> Analyzed | None:
         reader = conn.reader
-        fast = type(reader) is FastReader  # (most connections: no trace, no key)
-        if fast or hasattr(reader, "release"):
-            reader.release()
+        reader.release()
         if not conn.is_tls:
             return None
         self.tls_connections += 1
-        decryptor = None if fast else getattr(reader, "decryptor", None)
+        decryptor = reader.decryptor
         if decryptor is not None and decryptor.matched:
             self.keys_matched += 1
             if decryptor.unsupported is not None:
@@ -193,7 +191,7 @@ class CaptureAnalysis:
             missing = conn.facts.missing_server_key_exchange()
             if missing is not None:
                 self._gap_warnings.append((report.id, f"connection #{report.id}: {missing}"))
-        return tuple.__new__(Analyzed, (report, None if fast else reader.trace_lines()))
+        return tuple.__new__(Analyzed, (report, reader.trace_lines()))  # Analyzed(...)
 
     # -- the loop ------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Analyzed]:
@@ -286,9 +284,7 @@ class CaptureAnalysis:
             return
         self._released = True
         for conn in self._conns.values():
-            release = getattr(conn.reader, "release", None)
-            if release is not None:
-                release()
+            conn.reader.release()
         self._conns.clear()
         self._opened.clear()
         self.stream.close()

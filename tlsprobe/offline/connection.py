@@ -4,7 +4,8 @@ A connection is created on the capture's StreamOpen and dropped on its StreamClo
 table of open connections is as large as the capture layer's (bounded, least recently used
 connections evicted there). `reader` is the fast reader, or the Flow reader when a trace is
 wanted or keys are known; both expose `halves` (one per direction, with `counting` set once
-nothing more is to be learnt from that side), `feed`, `gap` and `swapped`.
+nothing more is to be learnt from that side), `feed`, `gap`, `swapped`, `release`,
+`decryptor` and `trace_lines`.
 """
 
 from __future__ import annotations

@@ -76,6 +76,7 @@ class FastReader:
     """Feeds one connection's two directions into `facts`."""
 
     __slots__ = ("caches", "facts", "halves", "swapped")
+    decryptor = None  # (the Flow reader's when keys are known: this one never decrypts)
 
     def __init__(self, facts: Facts) -> None:
         self.facts = facts

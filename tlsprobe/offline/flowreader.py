@@ -109,6 +109,10 @@ class FlowReader:
     def trace_lines(self) -> list[str] | None:
         return self.lines if self.trace else None
 
+    def release(self) -> None:
+        """The connection is done (as FastReader.release): nothing held against the
+        analysis's budget here."""
+
     # -- input ---------------------------------------------------------------------------
     def gap(self, half: FlowHalf, ts: float = 0.0, frame: int = 0) -> None:
         if half.counting:
