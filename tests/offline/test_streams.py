@@ -193,3 +193,114 @@ def test_two_holes_of_the_same_size_are_both_counted(tmp_path: Path) -> None:
     (r,) = analyse(write(tmp_path, frames))
     assert r.gap_bytes == 200
     assert_seed(r)
+
+
+def _seed_without(parts: set[int]) -> list[bytes]:
+    """The seed connection with the segments of `parts` (indexes into SEED) lost: their
+    sequence numbers are taken, so the capture shows a hole."""
+    conv = Conv()
+    frames = conv.handshake()
+    for i, (direction, data) in enumerate(SEED):
+        frame = conv.c(data) if direction == 0 else conv.s(data)
+        if i not in parts:
+            frames.append(frame)
+    return frames
+
+
+def _both_readers(path: str) -> list[ConnectionReport]:
+    return [r for options in ({}, {"trace": True, "trace_formatter": TraceFormatter})
+            for r, _ in CaptureAnalysis(path, AnalyzerOptions(**options))]  # type: ignore[arg-type]
+
+
+def test_encrypted_alerts_after_a_lost_change_cipher_spec_are_not_reported(
+        tmp_path: Path) -> None:
+    """The client's ClientKeyExchange/CCS/Finished segment is lost, so its CCS is not seen;
+    its closing alert (a 26-byte AES-GCM record) is ciphertext, not 13 alerts."""
+    assert [len(d) for _, d in SEED][-2:] == [31, 31]  # the two encrypted close_notify
+    path = write(tmp_path, _seed_without({2}))
+    for r in _both_readers(path):
+        assert r.alerts == () and r.problems == ()
+        assert r.encrypted
+        assert r.version is not None and r.version.hex == "0x0303"
+        assert r.group is not None and r.group.name == "x25519"
+        assert r.key_exchange is not None and r.key_exchange.client_share_bytes is None
+        assert r.gap_bytes == 93
+
+
+def test_change_cipher_spec_after_a_lost_server_hello_of_a_tls12_only_offer(
+        tmp_path: Path) -> None:
+    """The ServerHello flight and the client's key exchange are lost: the client offered
+    TLS 1.2 only, so the server's CCS starts protection whatever the ServerHello chose.
+    Its encrypted Finished is not read as a handshake message (it was reported as one of
+    8 MB 'over the limit'), nor either side's encrypted alert as alerts; the plaintext
+    NewSessionTicket before the CCS is still read."""
+    path = write(tmp_path, _seed_without({1, 2}))
+    for r in _both_readers(path):
+        assert r.version is None and r.alerts == () and r.problems == ()
+        assert r.messages == (">>> ClientHello", "<<< NewSessionTicket")
+        assert r.session_ticket_lifetime == 7200
+        assert r.encrypted
+
+
+def test_a_two_byte_alert_of_any_level_is_still_read(tmp_path: Path) -> None:
+    """Only alert records that cannot be plaintext are taken for ciphertext: a 2-byte one
+    is an alert whatever its level, as is a 4-byte pair of warning/fatal alerts, and a
+    3-byte one is a malformed plaintext alert (too short to be protected)."""
+    conv = Conv()
+    frames = conv.handshake() + [conv.c(SEED[0][1]), conv.s(b"\x15\x03\x03\x00\x02\x07\x28"),
+                                 conv.c(b"\x15\x03\x03\x00\x04\x01\x00\x02\x0a"),
+                                 conv.c(b"\x15\x03\x03\x00\x03\x02\x28\x00")]
+    for r in _both_readers(write(tmp_path, frames)):
+        assert [(a.direction, a.level, a.description) for a in r.alerts] == [
+            ("server", 7, 40), ("client", 1, 0), ("client", 2, 10)]
+        assert any("malformed alert" in p for p in r.problems), r.problems
+        assert not r.encrypted
+
+
+def _offering_tls13(hello_record: bytes) -> bytes:
+    """A TLS 1.2-only ClientHello record with supported_versions (TLS 1.3, TLS 1.2) added."""
+    body = bytearray(hello_record[9:])
+    p = 34
+    p += 1 + body[p]                                   # session id
+    p += 2 + int.from_bytes(body[p:p + 2], "big")      # cipher suites
+    p += 1 + body[p]                                   # compression methods
+    extensions = body[p + 2:] + bytes.fromhex("002b00050403040303")
+    body = body[:p] + len(extensions).to_bytes(2, "big") + extensions
+    message = b"\x01" + len(body).to_bytes(3, "big") + body
+    return hello_record[:3] + len(message).to_bytes(2, "big") + message
+
+
+def test_change_cipher_spec_after_a_lost_server_hello_of_a_tls13_offer(
+        tmp_path: Path) -> None:
+    """As above, but the client also offered TLS 1.3: the server's CCS may be TLS 1.3's
+    middlebox one, so the record after it decides. It is not whole plaintext messages
+    (an encrypted Finished), so it is protected: no handshake message 'over the limit'."""
+    seed = [(0, _offering_tls13(SEED[0][1])), *SEED[1:]]
+    conv = Conv()
+    frames = conv.handshake()
+    for i, (direction, data) in enumerate(seed):
+        frame = conv.c(data) if direction == 0 else conv.s(data)
+        if i not in (1, 2):
+            frames.append(frame)
+    for r in _both_readers(write(tmp_path, frames)):
+        assert r.offer is not None and [v.hex for v in r.offer.versions] == ["0x0304", "0x0303"]
+        assert r.alerts == () and r.problems == ()
+        assert r.messages == (">>> ClientHello", "<<< NewSessionTicket")
+        assert r.encrypted
+
+
+def test_plaintext_hello_after_an_unsure_change_cipher_spec_is_read(tmp_path: Path) -> None:
+    """TLS 1.3 with a HelloRetryRequest whose segment (HRR and the server's CCS) is lost:
+    the client's middlebox CCS comes with no ServerHello known, and the second ClientHello
+    after it is whole plaintext messages, so it is still read, as is the ServerHello."""
+    parts = chunks("tls13_hrr.pcap")
+    conv = Conv()
+    frames = conv.handshake()
+    for i, (direction, data) in enumerate(parts):
+        frame = conv.c(data) if direction == 0 else conv.s(data)
+        if i != 1:
+            frames.append(frame)
+    for r in _both_readers(write(tmp_path, frames)):
+        assert r.client_hellos == 2 and r.problems == ()
+        assert r.version is not None and r.version.hex == "0x0304"
+        assert r.messages[:3] == (">>> ClientHello", ">>> ClientHello", "<<< ServerHello")

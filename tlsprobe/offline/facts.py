@@ -77,6 +77,7 @@ class Facts:
         "ticket_lifetime",
         "tls13",
         "tls13_certificates",
+        "unsure_ccs",
         "version",
     )
 
@@ -120,6 +121,9 @@ class Facts:
         self.decrypted = False
         self.sslv2_server: int | None = None   # an SSL 2.0 SERVER-HELLO's version
         self.dtls = False
+        #: bit 1 << direction: that side sent a CCS that may have started protection (its
+        #: ServerHello lost, a TLS 1.3 client): its next handshake record decides
+        self.unsure_ccs = 0
 
     # -- state the readers consult ----------------------------------------------------------
     def context(self, direction: int) -> ParseContext:
@@ -154,8 +158,29 @@ class Facts:
         """TLS 1.0-1.2: that side's later records are protected. Also when the capture
         started after the hellos (nothing says TLS 1.3, whose CCS changes nothing)."""
         if self.server_hello is not None and not self.tls13 or \
-                self.server_hello is None and self.hrr is None and not self.client_hellos:
+                self.server_hello is None and self.hrr is None and (
+                    not self.client_hellos or self._offers_before_tls13_only()):
             self.ccs[direction] = True
+        elif self.server_hello is None:
+            # TLS 1.2 (protected from here) or TLS 1.3's middlebox CCS (plaintext may
+            # follow: the ServerHello after a HelloRetryRequest, a second ClientHello)
+            self.unsure_ccs |= 1 << direction
+
+    def _offers_before_tls13_only(self) -> bool:
+        """Every ClientHello offered only versions before TLS 1.3 (read whole, with a
+        well-formed supported_versions if any): then a CCS starts protection whatever
+        the ServerHello that a capture gap took chose."""
+        for hello in self.client_hellos:
+            if hello.partial or hello.sslv2 or "supported_versions" in hello.problems:
+                return False
+            offered = hello.supported_versions if 43 in hello.extensions else ()
+            for version in (hello.legacy_version, *offered):
+                if self.dtls:
+                    version = _DTLS_AS_TLS.get(version, version)
+                if version >= 0x0304 and not (version & 0x0F0F == 0x0A0A and
+                                              version >> 12 == (version >> 4) & 0xF):
+                    return False
+        return True
 
     def lost(self, direction: int, size: int) -> None:
         """`size` bytes of `direction` were never captured: counted when they fell inside

@@ -26,6 +26,8 @@ from tlsprobe.offline.framing import (
     own_aligner,
     role_of,
 )
+from tlsprobe.wire.alert import ciphertext_alert
+from tlsprobe.wire.handshake import MESSAGE_TYPES, tiles_messages
 from tlsprobe.wire.record import MAX_CIPHERTEXT, sslv2_record_size
 
 MAX_MESSAGE = 1 << 18
@@ -36,8 +38,6 @@ MAX_MESSAGE = 1 << 18
 MAX_HELD = 64 << 20
 SMALL_MESSAGE = 1 << 14
 MAX_OPAQUE_RECORDS = 8
-_HANDSHAKE_TYPES = frozenset((0, 1, 2, 3, 4, 5, 6, 8, 11, 12, 13, 14, 15, 16, 20, 21, 22, 23,
-                              24, 25, 254))
 
 
 class FastHalf:
@@ -175,6 +175,9 @@ class FastReader:
                     return
                 if ct == 20:
                     facts.change_cipher_spec(direction)
+                elif ct == 22 and facts.unsure_ccs and self._protected_after_ccs(
+                        half, data[p + 5:end], ts):
+                    return
                 elif ct != 22:
                     self._record(half, ct, data[p + 5:end], ts)
                 elif not half.hs and not half.after_gap and length >= 4 and \
@@ -190,6 +193,22 @@ class FastReader:
                     self._keep(half, data[p:] if p else data, 5)
                 return
             # a bad header: `data` is now what follows the next plausible record start
+
+    def _protected_after_ccs(self, half: FastHalf, fragment: bytes, ts: float) -> bool:
+        """The first handshake record after a CCS that may or may not have started
+        protection (the ServerHello that says which was lost, see
+        `Facts.change_cipher_spec`): ciphertext unless it is whole plaintext messages.
+        True when it is protected (this side is then only counted)."""
+        facts = self.facts
+        bit = 1 << half.direction
+        if not facts.unsure_ccs & bit:
+            return False
+        facts.unsure_ccs &= ~bit
+        if tiles_messages(fragment):
+            return False
+        facts.mark_encrypted(half.direction, ts)
+        half.counting = True
+        return True
 
     def _keep(self, half: FastHalf, rest: bytes, need: int) -> None:
         """An incomplete record (or hello) waits for `need` bytes in all."""
@@ -237,6 +256,10 @@ class FastReader:
     def _record(self, half: FastHalf, ct: int, fragment: bytes, ts: float) -> None:
         facts = self.facts
         if ct == 21:
+            if ciphertext_alert(fragment):  # protected after a change of keys not seen
+                facts.mark_encrypted(half.direction, ts)
+                half.counting = True
+                return
             if len(fragment) % 2:
                 facts.problem(f"malformed alert record from the {_side(half)}")
                 return
@@ -253,7 +276,7 @@ class FastReader:
     def _handshake(self, half: FastHalf, fragment: bytes, ts: float, frame: int) -> None:
         hs = half.hs
         if half.after_gap and not hs:
-            if len(fragment) < 4 or fragment[0] not in _HANDSHAKE_TYPES or \
+            if len(fragment) < 4 or fragment[0] not in MESSAGE_TYPES or \
                     int.from_bytes(fragment[1:4], "big") > MAX_MESSAGE:
                 return  # the middle of a message whose start was lost
             half.after_gap = False

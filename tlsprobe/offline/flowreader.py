@@ -90,7 +90,7 @@ class FlowReader:
         self._frame = 0
 
     def _flow(self) -> Flow:
-        flow = Flow(annotate=self.trace)
+        flow = Flow(annotate=self.trace, capture=True)
         flow.state = self.state  # both directions share the negotiation state
         return flow
 
@@ -203,7 +203,8 @@ class FlowReader:
         d = ev.direction
         if isinstance(ev, RecordEvent):
             self.records += 1
-            if ev.protected and (self.state.server_hello is not None or d == SERVER):
+            if ev.protected and (self.state.server_hello is not None or d == SERVER or
+                                 ev.record.content_type != 23):
                 f.mark_encrypted(d, ts)  # (0-RTT data before the ServerHello does not count)
         elif isinstance(ev, MessageEvent):
             f.on_message(d, ev.raw, ts, frame, decrypted=ev.protected, decoded=ev.decoded)

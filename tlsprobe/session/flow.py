@@ -14,9 +14,9 @@ from typing import Iterator, Protocol, Union
 
 from tlsprobe import registry
 from tlsprobe.registry import ContentType, ExtensionType, HandshakeType
-from tlsprobe.wire.alert import Alert, parse_alerts
+from tlsprobe.wire.alert import Alert, ciphertext_alert, parse_alerts
 from tlsprobe.wire.buffer import Annotation, DecodeError
-from tlsprobe.wire.handshake import (Decoded, HandshakeReassembler, ParseContext,
+from tlsprobe.wire.handshake import (Decoded, HandshakeReassembler, ParseContext, tiles_messages,
                                      decode_handshake)
 from tlsprobe.wire.hello import ClientHello, ServerHello
 from tlsprobe.wire.record import Record, RecordReader, SSLv2ClientHello
@@ -181,9 +181,16 @@ class Flow:
     """Parses both directions of a TLS connection into events, tracking negotiation state."""
 
     def __init__(self, *, annotate: bool = True, max_message: int = MAX_MESSAGE,
-                 resync: bool = False) -> None:
+                 resync: bool = False, capture: bool = False) -> None:
         self.annotate = annotate
         self.resync = resync
+        #: reading a capture, which may have lost a ChangeCipherSpec: an alert record that
+        #: cannot be plaintext is taken for a protected one (a live peer's changes of keys
+        #: are all seen, so a live connection keeps to them)
+        self.capture = capture
+        #: capture: a side's CCS came with its ServerHello unknown (lost), so whether it
+        #: started protection is open until that side's next handshake record shows it
+        self._unsure_ccs = [False, False]
         self.state = NegotiationState()
         self._dirs = (_Direction(max_message), _Direction(max_message))
 
@@ -245,7 +252,16 @@ class Flow:
             return record.content_type == ContentType.application_data
         if st.early_data and direction == CLIENT and st.server_hello is None:
             return record.content_type == ContentType.application_data  # 0-RTT data
-        return st.ccs_seen[direction] and record.content_type != ContentType.change_cipher_spec
+        if st.ccs_seen[direction]:
+            return record.content_type != ContentType.change_cipher_spec
+        if self._unsure_ccs[direction] and record.content_type == ContentType.handshake:
+            self._unsure_ccs[direction] = False
+            if not tiles_messages(record.fragment):  # ciphertext: protected since the CCS
+                st.ccs_seen[direction] = True
+                return True
+        # an alert that cannot be plaintext: protected after a change of keys not captured
+        return self.capture and record.content_type == ContentType.alert and \
+            ciphertext_alert(record.fragment)
 
     def _record(self, direction: int, d: _Direction, record: Record) -> Iterator[Event]:
         protected = self._protected(direction, record)
@@ -283,6 +299,8 @@ class Flow:
             # HelloRetryRequest, before any ServerHello) CCS is only for middleboxes.
             if self.state.server_hello is not None and not self.state.tls13:
                 self.state.ccs_seen[direction] = True
+            elif self.capture and self.state.server_hello is None:
+                self._unsure_ccs[direction] = True
             yield ChangeCipherSpecEvent(direction, payload)
         else:
             yield ApplicationDataEvent(direction, len(payload), decrypted=protected,

@@ -51,6 +51,22 @@ class Alert:
         return self.level == FATAL
 
 
+#: the smallest protected alert record: 2 bytes and a 16-byte MAC or AEAD tag
+MIN_PROTECTED_ALERT = 18
+
+
+def ciphertext_alert(fragment: bytes) -> bool:
+    """An alert record that is a protected one, not plaintext: at least the size of the
+    smallest protected alert, with an odd size or a level that is neither warning nor
+    fatal (a 26-byte AES-GCM close_notify, say). Its change of keys was not seen, e.g. a
+    ChangeCipherSpec lost in a capture gap: its bytes are ciphertext, not alerts to
+    report. A shorter record is a plaintext one (malformed or not)."""
+    n = len(fragment)
+    if n < MIN_PROTECTED_ALERT:
+        return False
+    return bool(n % 2) or any(level not in ALERT_LEVELS for level in fragment[0:n:2])
+
+
 def parse_alerts(fragment: bytes, annotate: bool = False) -> tuple[list[Alert], list[Annotation]]:
     """Every alert in a plaintext alert fragment (an empty or odd-sized one is an error)."""
     buf = Buffer(fragment, path="alerts", annotate=annotate)

@@ -27,11 +27,29 @@ __all__ = [
     "decode_handshake",
     "frame",
     "message_class",
+    "tiles_messages",
 ]
 
 HEADER_SIZE = 4
 #: generous for real certificate chains (OpenSSL's own default limit is 100 KiB)
 DEFAULT_MAX_MESSAGE = 1 << 20
+
+
+#: the handshake message types of TLS 1.0-1.3 (and DTLS's HelloVerifyRequest, 3)
+MESSAGE_TYPES = frozenset((0, 1, 2, 3, 4, 5, 6, 8, 11, 12, 13, 14, 15, 16, 20, 21, 22, 23,
+                           24, 25, 254))
+
+
+def tiles_messages(fragment: bytes) -> bool:
+    """Whether a handshake record's fragment is whole messages of known types end to end
+    (what a plaintext record after a ChangeCipherSpec, such as a ServerHello after a
+    HelloRetryRequest, is): ciphertext, such as an encrypted Finished, is not."""
+    p, n = 0, len(fragment)
+    while p + HEADER_SIZE <= n:
+        if fragment[p] not in MESSAGE_TYPES:
+            return False
+        p += HEADER_SIZE + int.from_bytes(fragment[p + 1:p + 4], "big")
+    return p == n and n > 0
 
 
 def frame(msg_type: int, body: bytes) -> bytes:
