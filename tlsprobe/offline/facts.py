@@ -177,8 +177,7 @@ class Facts:
             for version in (hello.legacy_version, *offered):
                 if self.dtls:
                     version = _DTLS_AS_TLS.get(version, version)
-                if version >= 0x0304 and not (version & 0x0F0F == 0x0A0A and
-                                              version >> 12 == (version >> 4) & 0xF):
+                if version >= 0x0304 and not registry.is_grease(version):
                     return False
         return True
 
@@ -358,8 +357,7 @@ def _selects_later_version(info: ServerHelloInfo) -> bool:
     version before TLS 1.3 must not send that extension (RFC 8446 4.2.1), so the choice
     made there is TLS 1.3's key_share handshake. GREASE values are not versions."""
     v = info.selected_version
-    return v > 0x0304 and 43 in info.extensions and not (v & 0x0F0F == 0x0A0A
-                                                         and v >> 12 == (v >> 4) & 0xF)
+    return v > 0x0304 and 43 in info.extensions and not registry.is_grease(v)
 
 
 def _side(direction: int) -> str:
