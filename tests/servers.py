@@ -201,7 +201,7 @@ def start_server(impl: str, *, groups: list[str] | tuple[str, ...] | str | None 
                                     start_new_session=True)
         server = Server(config, port, proc, wd, log_path, conn_log)
         _LIVE.add(server)
-        if _wait_listen(port, proc, timeout):
+        if _wait_listen(port, proc, timeout, host, log_path):
             return server
         server.stop()
         last_error = server.log_tail()
@@ -235,20 +235,37 @@ def _free_port(host: str) -> int:
         return int(s.getsockname()[1])
 
 
-def listening_inodes(port: int) -> set[int]:
-    """Socket inodes in LISTEN state on `port` (any address), from /proc/net/tcp{,6}."""
+def listening_inodes(port: int, host: str | None = None) -> set[int]:
+    """Socket inodes in LISTEN state on `port`, from /proc/net/tcp{,6}: on any address, or,
+    with `host`, only those that accept connections to it (bound to it or to the wildcard
+    address of its family)."""
+    tables = ("/proc/net/tcp", "/proc/net/tcp6")
+    wanted: tuple[str, ...] = ()
+    if host is not None:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        tables = (tables[family == socket.AF_INET6],)
+        packed = socket.inet_pton(family, host)
+        wanted = (_proc_address(packed), _proc_address(bytes(len(packed))))
     inodes: set[int] = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    for table in tables:
         try:
             with open(table) as fh:
                 next(fh)
                 for line in fh:
                     parts = line.split()
-                    if int(parts[1].rsplit(":", 1)[1], 16) == port and parts[3] == "0A":
+                    address, _, port_hex = parts[1].rpartition(":")
+                    if int(port_hex, 16) == port and parts[3] == "0A" and \
+                            (not wanted or address in wanted):
                         inodes.add(int(parts[9]))
         except FileNotFoundError:
             continue
     return inodes
+
+
+def _proc_address(packed: bytes) -> str:
+    """An address as /proc/net/tcp{,6} writes it: each 32-bit word in host (little-endian)
+    order, in upper-case hex."""
+    return b"".join(packed[i:i + 4][::-1] for i in range(0, len(packed), 4)).hex().upper()
 
 
 def is_listening(port: int) -> bool:
@@ -271,16 +288,31 @@ def _owned_by(pid: int, inodes: set[int]) -> bool:
     return False
 
 
-def _wait_listen(port: int, proc: subprocess.Popen[bytes], timeout: float) -> bool:
+def _wait_listen(port: int, proc: subprocess.Popen[bytes], timeout: float,
+                 host: str = "127.0.0.1", log_path: Path | None = None) -> bool:
+    """True once `proc` listens where clients will connect: on `host` (or its family's
+    wildcard address). A listener on the port elsewhere is not enough: gnutls-serv binds
+    0.0.0.0 and :: in turn and, when the first is taken, goes on with the second alone.
+    False when the process exits, its log says the port is in use (the caller retries on
+    another port), or `timeout` passes."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        inodes = listening_inodes(port)
+        inodes = listening_inodes(port, host)
         if inodes and _owned_by(proc.pid, inodes):
             return True
         if proc.poll() is not None:
             return False
+        if log_path is not None and _says_in_use(log_path):
+            return False
         time.sleep(0.02)
     return False
+
+
+def _says_in_use(log_path: Path) -> bool:
+    try:
+        return "in use" in log_path.read_text(errors="replace").lower()
+    except OSError:
+        return False
 
 
 def _group_alive(pgid: int) -> bool:

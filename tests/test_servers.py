@@ -5,9 +5,12 @@ or a listening socket behind."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import ssl
 import struct
+import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,8 +22,8 @@ from OpenSSL import SSL
 from OpenSSL._util import ffi, lib
 
 from lab_servers.certs import dh_numbers
-from servers import (CertSet, Server, ServerStartError, listening_inodes,
-                     start_server)
+from servers import (CertSet, Server, ServerConfig, ServerStartError, _wait_listen,
+                     build_command, listening_inodes, start_server)
 
 pytestmark = pytest.mark.servers
 
@@ -277,6 +280,34 @@ def test_start_failure_raises_with_log_tail(certs: CertSet, tmp_path: Path) -> N
     with pytest.raises(ServerStartError, match="(?i)cipher"):
         start_server("openssl", ciphers="NO-SUCH-CIPHER", proto="tls1_2", certs=certs,
                      workdir=tmp_path)
+
+
+@pytest.mark.needs_impl("gnutls")
+def test_a_listener_on_the_other_family_alone_is_not_ready(certs: CertSet,
+                                                           tmp_path: Path) -> None:
+    # gnutls-serv binds 0.0.0.0 then ::; with the IPv4 port taken it listens on :: alone,
+    # where a client of 127.0.0.1 is refused: that server is not ready, and the port is
+    # said to be in use (start_server then tries another one)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+        argv, env, _ = build_command(ServerConfig("gnutls", None, None, None, "both", False,
+                                                  "rsa", None, "127.0.0.1", ()),
+                                     port, certs, tmp_path)
+        log = tmp_path / "server.log"
+        with open(log, "w") as out:
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                    start_new_session=True)
+        try:
+            assert not _wait_listen(port, proc, 20.0, "127.0.0.1", log)
+            assert proc.poll() is None  # still running, on :: alone
+            deadline = time.monotonic() + 10
+            while not listening_inodes(port) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert listening_inodes(port, "::1") and not listening_inodes(port, "127.0.0.1")
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 @pytest.mark.parametrize("options,message", [

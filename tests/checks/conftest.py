@@ -54,7 +54,7 @@ def script_server(certs: CertSet, tmp_path: Path) -> Iterator[ScriptServer]:
         deadline = time.monotonic() + 30
         while True:
             # listening, and by this process (not another test's server on the same port)
-            inodes = listening_inodes(port)
+            inodes = listening_inodes(port, "127.0.0.1")
             if inodes and _owned_by(proc.pid, inodes):
                 return True
             if proc.poll() is not None:

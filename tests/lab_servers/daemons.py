@@ -159,7 +159,7 @@ def start_daemon(name: str, workdir: Path, certs: CertSet,
     daemon = Daemon(name, launch.ports, proc, workdir, [console, *launch.logs])
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if all(listening_inodes(port) for port in launch.ports.values()) and \
+        if all(listening_inodes(port, "127.0.0.1") for port in launch.ports.values()) and \
                 (launch.ready is None or launch.ready()):
             return daemon
         if proc.poll() is not None:

@@ -134,19 +134,45 @@ def ngtcp2_server(certs: CertSet) -> Iterator[QuicServerFactory]:
 
 
 Answer = bytes | Callable[[bytes], bytes]
-Peer = tuple[socket.socket, list[bytes], list[Answer]]
+
+
+class Received(list[bytes]):
+    """The datagrams a `udp_peer` got, in order. A peer's thread appends them while it runs;
+    `complete()` ends that thread and adds what the kernel had already delivered to the socket
+    but the thread had not read yet (the client's last datagram, sent just before it exited)."""
+
+    def __init__(self, sock: socket.socket, stop: threading.Event) -> None:
+        super().__init__()
+        self._sock, self._stop = sock, stop
+        self.worker: threading.Thread | None = None
+
+    def complete(self) -> Received:
+        self._stop.set()
+        if self.worker is not None:
+            self.worker.join(5)
+            assert not self.worker.is_alive(), "the UDP peer's thread did not stop"
+        self._sock.setblocking(False)
+        while True:
+            try:
+                self.append(self._sock.recv(65535))
+            except BlockingIOError:
+                return self
+
+
+Peer = tuple[socket.socket, Received, list[Answer]]
 
 
 @pytest.fixture
 def udp_peer() -> Iterator[Peer]:
     """A loopback UDP socket; datagrams it gets are kept; `answers` are sent back to each
-    (a callable answer is given the datagram)."""
+    (a callable answer is given the datagram). Call `got.complete()` once the client has
+    exited before comparing everything it sent."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind(("127.0.0.1", 0))
     sock.settimeout(0.2)
-    got: list[bytes] = []
-    answers: list[Answer] = []
     stop = threading.Event()
+    got = Received(sock, stop)
+    answers: list[Answer] = []
 
     def serve() -> None:
         while not stop.is_set():
@@ -158,9 +184,9 @@ def udp_peer() -> Iterator[Peer]:
             for answer in answers:
                 sock.sendto(answer(data) if callable(answer) else answer, addr)
 
-    worker = threading.Thread(target=serve, daemon=True)
-    worker.start()
+    got.worker = threading.Thread(target=serve, daemon=True)
+    got.worker.start()
     yield sock, got, answers
     stop.set()
-    worker.join(2)
+    got.worker.join(2)
     sock.close()

@@ -56,7 +56,7 @@ def _start(config: ServerConfig, certs: CertSet, workdir: Path) -> Server:
                                     stderr=subprocess.STDOUT, env=env, cwd=wd,
                                     start_new_session=True)
         server = Server(config, port, proc, wd, log, conn_log)
-        if _wait_listen(port, proc, 20.0):
+        if _wait_listen(port, proc, 20.0, config.host, log):
             return server
         server.stop()
         if "in use" not in server.log_tail().lower():
