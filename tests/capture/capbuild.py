@@ -374,3 +374,87 @@ class OpenVpn:
 def tcp_framed(packet: bytes) -> bytes:
     """An OpenVPN packet as sent over TCP: with its 2-byte length."""
     return struct.pack("!H", len(packet)) + packet
+
+
+# -- RDP over UDP ---------------------------------------------------------------------------
+class RdpUdp:
+    """Packets of one RDP-over-UDP session as MS-RDPEUDP (version 1: big-endian headers) and
+    MS-RDPEUDP2 (after a SYN exchange agreeing on version 0x0101: little-endian headers,
+    bytes 0 and 7 swapped on the wire) send them. `version`: what the SYNs offer (0x0101
+    switches to RDPEUDP2); `lossy`: a SYNLOSSY session (DTLS instead of TLS)."""
+
+    def __init__(self, version: int = 0x0101, lossy: bool = False) -> None:
+        self.version = version
+        self.lossy = lossy
+        self.isn = (0x1000, 0x7000)
+
+    def _syn(self, side: int) -> bytes:
+        flags = 0x0001 | 0x1000 | (0x0800 if side == 0 else 0x0004) | \
+            (0x0200 if self.lossy else 0)
+        ack = 0xFFFFFFFF if side == 0 else self.isn[0]
+        out = struct.pack("!IHH", ack, 64, flags) + struct.pack("!IHH", self.isn[side], 1232,
+                                                                 1232)
+        if side == 0:
+            out += bytes(range(16)) + bytes(16)  # correlation id, reserved
+        out += struct.pack("!HH", 1, self.version)
+        if self.version == 0x0101:
+            out += bytes(range(32))  # cookie hash
+        return out + bytes(1232 - len(out))
+
+    def syn(self) -> bytes:
+        return self._syn(0)
+
+    def synack(self) -> bytes:
+        return self._syn(1)
+
+    def v1_data(self, side: int, seq: int, payload: bytes, *, acks: int = 2,
+                fec: bool = False, aoa: bool = False) -> bytes:
+        """A version 1 data packet: ACK vector of `acks` elements, FEC and ack-of-acks
+        headers as asked, then the source payload header (snCoded = `seq`)."""
+        flags = 0x0008 | (0x0004 if acks else 0) | (0x0010 if fec else 0) | \
+            (0x0100 if aoa else 0)
+        out = struct.pack("!IHH", self.isn[1 - side] + 1, 64, flags)
+        if acks:
+            out += struct.pack("!H", acks) + b"\x40" * acks
+        if fec:
+            out += struct.pack("!IIBBH", seq, seq, 1, 0, 0)[:10]
+        if aoa:
+            out += struct.pack("!I", self.isn[side])
+        return out + struct.pack("!II", seq, seq) + payload
+
+    @staticmethod
+    def _swap(packet: bytes) -> bytes:
+        b = bytearray(packet)
+        b[0], b[7] = packet[7], packet[0]
+        return bytes(b)
+
+    def v2(self, seq: int, payload: bytes | None, *, ack: int = -1, overhead: bool = False,
+           delay_ack: bool = False, aoa: bool = False, ackvec: int = -1,
+           ackvec_ts: bool = False, dummy: bool = False) -> bytes:
+        """An RDPEUDP2 packet: `payload` (None: no data) in channel sequence `seq`; `ack`:
+        an ACK payload with that many delayed acks (-1: none); `ackvec`: an ack vector of
+        that many coded bytes (-1: none); `dummy`: a padding packet (MTU probe)."""
+        flags = (0x001 if ack >= 0 else 0) | (0x004 if payload is not None or dummy else 0) | \
+            (0x008 if ackvec >= 0 else 0) | (0x010 if aoa else 0) | \
+            (0x040 if overhead else 0) | (0x100 if delay_ack else 0)
+        out = bytes([0xF0 if dummy else 0xE0]) + struct.pack("<H", flags | 0xC000)
+        if ack >= 0:
+            out += struct.pack("<H", 100) + b"\x01\x02\x03" + b"\x05" + bytes([ack]) + \
+                b"\x07" * ack
+        if overhead:
+            out += b"\x0a"
+        if delay_ack:
+            out += b"\x01\xf4\x01"
+        if aoa:
+            out += struct.pack("<H", 99)
+        if payload is not None or dummy:
+            out += struct.pack("<H", (0x200 + seq) & 0xFFFF)  # the data sequence number
+        if ackvec >= 0:
+            out += struct.pack("<H", 50) + bytes([ackvec | (0x80 if ackvec_ts else 0)])
+            out += b"\x01\x02\x03\x04" if ackvec_ts else b""
+            out += b"\xc3" * ackvec
+        if dummy:
+            return self._swap(out + bytes(1000))
+        if payload is not None:
+            out += struct.pack("<H", seq & 0xFFFF) + payload
+        return self._swap(out)

@@ -1,7 +1,7 @@
 """TLS inside other framing: OpenVPN's control channel (TCP and UDP, with and without
 tls-auth, packets out of order and retransmitted) and CAPWAP DTLS are unwrapped; what is not
-(an OpenVPN control channel under tls-crypt, RDP over UDP) is listed with the reason, never
-silently absent. The TLS bytes are a real loopback handshake (captures/), the framing is
+(an OpenVPN control channel under tls-crypt) is listed with the reason, never silently
+absent (RDP over UDP: test_rdpudp.py). The TLS bytes are a real loopback handshake (captures/), the framing is
 built here as OpenVPN and CAPWAP send it; tshark's view is checked where it has one."""
 
 from __future__ import annotations
@@ -125,20 +125,6 @@ def test_capwap_dtls_is_unwrapped(run_cli, tmp_path: Path) -> None:
                               "-e", "dtls.handshake.extensions_server_name"],
                              capture_output=True, text=True, timeout=60, check=True).stdout
         assert out.split() == ["localhost"]
-
-
-def test_rdp_over_udp_is_listed_not_silent(run_cli, tmp_path: Path) -> None:
-    """MS-RDPEUDP SYN (snSourceAck -1, SYN flag), padded to 1232 bytes as clients send it."""
-    syn = b"\xff\xff\xff\xff" + b"\x04\x00" + b"\x00\x01" + b"\x00" * 1224
-    frames = [ether(ipv4("10.0.0.5", "10.0.0.6", 17, udp(50123, 3389, syn)))]
-    (tmp_path / "rdp.pcap").write_bytes(pcap_bytes(frames))
-    code, out, err = run_cli("pcap", "rdp.pcap", "--jsonl", "--no-progress")
-    assert code == 7
-    assert "tlsprobe: note: rdp.pcap: 1 RDP-over-UDP flow (MS-RDPEUDP) not read: its " \
-        "TLS/DTLS handshake rides inside RDPEUDP's reliable channel, which tlsprobe does " \
-        "not unwrap: 10.0.0.5:50123 -> 10.0.0.6:3389" in err
-    record = json.loads(out.splitlines()[-1])
-    assert record["losses"][0].startswith("1 RDP-over-UDP flow")
 
 
 def test_tls_auth_hmac_that_reads_as_eight_acks_is_not_taken_for_no_hmac() -> None:

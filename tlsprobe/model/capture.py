@@ -89,7 +89,8 @@ class ConnectionReport:
     SSLv2-format ClientHello in wire order (3-byte ids, hex "0x050080", SSL 2.0 names;
     0x00XXYY specs are the TLS suites also listed in `offer.cipher_suites`), else [].
     `framing`: the protocol the TLS bytes were unwrapped from ("openvpn": its control
-    channel; "capwap": the CAPWAP DTLS preamble), else None."""
+    channel; "capwap": the CAPWAP DTLS preamble; "rdp-udp": RDP over UDP's reliable
+    channel, or its lossy one for DTLS), else None."""
 
     file: str
     id: int

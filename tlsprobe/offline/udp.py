@@ -2,7 +2,8 @@
 
 QUIC long headers go to offline.quic, DTLS records (also inside CAPWAP control's 4-byte
 preamble) to offline.dtls, OpenVPN sessions to offline.openvpn; each tracker is built on
-the first datagram it is for. RDP over UDP (MS-RDPEUDP) is recognised and listed, not read.
+the first datagram it is for; RDP over UDP (MS-RDPEUDP and MS-RDPEUDP2) to offline.rdpudp,
+whose sessions without readable TLS are listed with the reason.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from tlsprobe.capture import Datagram
 from tlsprobe.offline.caches import AnalysisCaches
 from tlsprobe.offline.datagram import Analyzed, DatagramTracker
 
-MAX_LISTED = 4096  # flows of a framing not unwrapped that are remembered to be listed
+PORT = 3389  # RDP over UDP (MS-RDPEUDP)
 
 
 class UdpHandshakes:
@@ -26,11 +27,17 @@ class UdpHandshakes:
         self._quic: Any = None
         self._dtls: Any = None
         self._openvpn: Any = None
-        #: RDP-over-UDP flows seen (client, port, server, port): listed, not read
-        self._rdp_udp: dict[tuple[str, int, str, int], None] = {}
+        self._rdp: Any = None
 
     def trackers(self) -> list[DatagramTracker]:
-        return [t for t in (self._quic, self._dtls, self._openvpn) if t is not None]
+        return [t for t in (self._quic, self._dtls, self._openvpn, self._rdp)
+                if t is not None]
+
+    def _dtls_tracker(self) -> Any:
+        if self._dtls is None:
+            from tlsprobe.offline.dtls import DtlsTracker
+            self._dtls = DtlsTracker(self.name, self.caches)
+        return self._dtls
 
     def connections(self) -> int:
         """Conversations the trackers followed."""
@@ -48,6 +55,9 @@ class UdpHandshakes:
             return
         first = data[0]
         tracker: Any
+        if self._rdp is not None and self._rdp.knows(ev):  # any first byte: RDPEUDP2
+            yield from self._rdp.datagram(ev)
+            return
         if first & 0x80:  # a QUIC long header (its fixed bit may be greased, RFC 9287)
             if data[:4] == b"\xff\xff\xff\xff":  # no QUIC version: an RDP-UDP SYN?
                 yield from self._other_udp(ev)
@@ -77,29 +87,29 @@ class UdpHandshakes:
 
     def _other_udp(self, ev: Datagram) -> Iterator[Analyzed]:
         """CAPWAP control (UDP 5246/5247: a 4-byte preamble, then DTLS) is unwrapped;
-        RDP over UDP (MS-RDPEUDP SYN, port 3389) is not, and is listed as such."""
+        a SYN of RDP over UDP (port 3389) starts a session of the RDP-UDP tracker."""
         data = ev.data
         ports = (ev.sport, ev.dport)
         if data[:4] == b"\x01\x00\x00\x00" and (5246 in ports or 5247 in ports):
-            from tlsprobe.offline.dtls import DtlsTracker, looks_like_dtls
+            from tlsprobe.offline.dtls import looks_like_dtls
             if not looks_like_dtls(data[4:]):
                 return
-            if self._dtls is None:
-                self._dtls = DtlsTracker(self.name, self.caches)
-            yield from self._dtls.datagram(ev._replace(data=data[4:]), "capwap")
-        elif 3389 in ports and data[:4] == b"\xff\xff\xff\xff" and len(data) >= 8 and \
-                data[7] & 1 and len(self._rdp_udp) < MAX_LISTED:
-            flow = (ev.src, ev.sport, ev.dst, ev.dport)
-            if (ev.dst, ev.dport, ev.src, ev.sport) not in self._rdp_udp:
-                self._rdp_udp.setdefault(flow, None)
+            yield from self._dtls_tracker().datagram(ev._replace(data=data[4:]), "capwap")
+        elif PORT in ports:
+            from tlsprobe.offline.rdpudp import RdpUdpTracker, is_syn
+            if not is_syn(data):
+                return
+            if self._rdp is None:
+                self._rdp = RdpUdpTracker(self.name, self.caches, self._dtls_tracker)
+            yield from self._rdp.datagram(ev)
 
     def unwrapped(self) -> list[str]:
-        """Connections whose TLS rides in a framing tlsprobe does not unwrap: listed."""
-        if not self._rdp_udp:
+        """RDP-over-UDP sessions whose reliable channel gave no TLS: listed, with why."""
+        if self._rdp is None or not self._rdp.unreadable:
             return []
-        flows = [f"{c}:{cp} -> {s}:{sp}" for c, cp, s, sp in self._rdp_udp]
-        more = f" (+{len(flows) - 8} more)" if len(flows) > 8 else ""
-        n = len(flows)
-        return [f"{n} RDP-over-UDP flow{'s' if n > 1 else ''} (MS-RDPEUDP) not read: its "
-                "TLS/DTLS handshake rides inside RDPEUDP's reliable channel, which tlsprobe "
-                f"does not unwrap: {', '.join(flows[:8])}{more}"]
+        items = list(self._rdp.unreadable.items())[:8]
+        flows = [f"{c[0]}:{c[1]} -> {s[0]}:{s[1]} ({why})" for (c, s), why in items]
+        n = self._rdp.unreadable_count
+        more = f" (+{n - len(items)} more)" if n > len(items) else ""
+        return [f"{n} RDP-over-UDP session{'s' if n > 1 else ''} (MS-RDPEUDP) without TLS "
+                f"read: {', '.join(flows)}{more}"]

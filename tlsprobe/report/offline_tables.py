@@ -106,7 +106,10 @@ def connection_rows(r: ConnectionReport) -> list[tuple[str, str]]:
         rows.append(("Before TLS", r.preamble))
     if r.framing:
         rows.append(("Inside", {"openvpn": "OpenVPN control channel",
-                                "capwap": "CAPWAP (DTLS preamble)"}.get(r.framing, r.framing)))
+                                "capwap": "CAPWAP (DTLS preamble)",
+                                "rdp-udp": "RDP over UDP (reliable channel)"
+                                if r.protocol == "tls" else "RDP over UDP (lossy channel)"
+                                }.get(r.framing, r.framing)))
     if r.midstream:
         rows.append(("Capture", "starts inside the connection"))
     rows.append(("SNI", r.sni or "(none)"))

@@ -1,0 +1,302 @@
+"""RDP over UDP (MS-RDPEUDP, MS-RDPEUDP2): the TLS of its reliable channel, read.
+
+A session starts with the client's SYN to UDP port 3389 (snSourceAck 0xFFFFFFFF, the SYN
+flag) and the server's SYN+ACK. Version 1 packets (big-endian header: flags, then the
+optional SYN, correlation id, SYNEX, ACK vector, FEC, ack-of-acks and source payload
+headers) carry one chunk of the TLS stream each, numbered by their packet sequence
+number; a lossy session (SYNLOSSY) carries DTLS instead, read by the DTLS tracker. Once the
+SYN+ACK has agreed on version 3 (SYNEX version 0x0101), MS-RDPEUDP2 packets follow: bytes
+0 and 7 swapped on the wire, then a little-endian header whose flags say which of the ACK,
+overhead, delayed-ack, ack-of-acks, data, ack-vector and channel payloads are present; a
+data packet's channel sequence number orders its chunk of the TLS stream.
+
+The chunks are put back in order per direction (out-of-order ones held, up to
+`MAX_PENDING`) and the stream read by the fast reader, as TLS over TCP is. A session is
+reported once both sides encrypt, or at the end of the capture; one whose reliable channel
+held no TLS is listed in a note with the reason (`unreadable`).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from tlsprobe.capture import Datagram
+from tlsprobe.offline.caches import AnalysisCaches
+from tlsprobe.offline.datagram import Analyzed, Conversation, DatagramTracker
+from tlsprobe.offline.facts import CLIENT, SERVER
+from tlsprobe.offline.fast import MAX_HELD, FastReader
+
+PORT = 3389
+# MS-RDPEUDP 2.2.2.1 RDPUDP_FEC_HEADER uFlags
+SYN, ACK, DATA, FEC = 0x0001, 0x0004, 0x0008, 0x0010
+AOA, SYNLOSSY, CORRELATION_ID, SYNEX = 0x0100, 0x0200, 0x0800, 0x1000
+VERSION_INFO_VALID = 0x0001
+VERSION_3 = 0x0101  # RDPUDP_PROTOCOL_VERSION_3: MS-RDPEUDP2 after the SYN exchange
+# MS-RDPEUDP2 2.2.1.1 flags (the low 12 bits of the little-endian word after the prefix)
+V2_ACK, V2_DATA, V2_ACKVEC, V2_AOA, V2_OVERHEAD, V2_DELAYACK = (
+    0x001, 0x004, 0x008, 0x010, 0x040, 0x100)
+V2_DUMMY = 0x8  # packet type of padding packets (MTU probes): their data is not stream data
+MAX_PENDING = 64  # out-of-order chunks held per direction before the missing one is given up
+MAX_SESSIONS = 1024
+MAX_LISTED = 4096  # sessions without TLS named in the note (all are counted)
+#: a first chunk this far past the expected start starts the stream itself (a capture
+#: whose first packets were lost)
+MAX_START_DISTANCE = 1024
+_BE16 = struct.Struct("!H").unpack_from
+_BE32 = struct.Struct("!I").unpack_from
+_LE16 = struct.Struct("<H").unpack_from
+
+
+def is_syn(data: bytes) -> bool:
+    """A client's SYN: no acknowledged sequence number yet, the SYN flag without ACK."""
+    if len(data) < 16 or data[:4] != b"\xff\xff\xff\xff":
+        return False
+    flags = _BE16(data, 6)[0]
+    return bool(flags & SYN) and not flags & ACK
+
+
+def syn_version(data: bytes) -> int | None:
+    """The protocol version a SYN or SYN+ACK names in its SYNEX payload (None: none)."""
+    flags = _BE16(data, 6)[0]
+    p = 16  # the header, then snInitialSequenceNumber, uUpStreamMtu, uDownStreamMtu
+    if flags & CORRELATION_ID:
+        p += 32
+    if not flags & SYNEX or len(data) < p + 4 or not _BE16(data, p)[0] & VERSION_INFO_VALID:
+        return None
+    return int(_BE16(data, p + 2)[0])
+
+
+def v1_chunk(data: bytes) -> tuple[int, bytes] | None:
+    """(packet sequence number, payload) of a version 1 data packet; None for other
+    packets and for a header that does not fit the datagram."""
+    if len(data) < 8:
+        return None
+    flags = _BE16(data, 6)[0]
+    if flags & SYN or not flags & DATA:
+        return None
+    p = 8
+    if flags & ACK:
+        if len(data) < p + 2:
+            return None
+        p += 2 + _BE16(data, p)[0]
+    if flags & FEC:
+        p += 10
+    if flags & AOA:
+        p += 4
+    if len(data) <= p + 8:
+        return None
+    return int(_BE32(data, p)[0]), data[p + 8:]
+
+
+def v2_chunk(data: bytes) -> tuple[int, bytes] | None:
+    """(channel sequence number, payload) of an MS-RDPEUDP2 data packet; None for acks,
+    padding and a header that does not fit."""
+    if len(data) < 8:
+        return None
+    u = bytearray(data)
+    u[0], u[7] = data[7], data[0]  # swapped on the wire (MS-RDPEUDP2 2.2.1)
+    flags = _LE16(u, 1)[0] & 0xFFF
+    if not flags & V2_DATA or (u[0] >> 1) & 0xF == V2_DUMMY:
+        return None
+    p = 3
+    if flags & V2_ACK:
+        if len(u) < p + 7:
+            return None
+        p += 7 + (u[p + 6] & 0xF)  # the delayed acks follow the 7 fixed bytes
+    if flags & V2_OVERHEAD:
+        p += 1
+    if flags & V2_DELAYACK:
+        p += 3
+    if flags & V2_AOA:
+        p += 2
+    p += 2  # the data sequence number
+    if flags & V2_ACKVEC:
+        if len(u) < p + 3:
+            return None
+        coded = u[p + 2]
+        p += 3 + (coded & 0x7F) + (4 if coded & 0x80 else 0)
+    if len(u) <= p + 2:
+        return None
+    return int(_LE16(u, p)[0]), bytes(u[p + 2:])
+
+
+class _Channel:
+    """One direction's reliable stream: chunks in sequence order (`modulus`: 2**32 for
+    version 1 packet numbers, 2**16 for RDPEUDP2 channel numbers). `start`: the number
+    the first chunk should carry (the SYN's initial sequence number + 1; RDPEUDP2 channels
+    start at 1), or None: then, as when the first chunk seen is far from it, the first
+    chunk seen starts the stream."""
+
+    __slots__ = ("caches", "delivered", "expected", "gaps", "modulus", "pending")
+
+    def __init__(self, modulus: int, caches: AnalysisCaches, start: int | None = None) -> None:
+        self.modulus = modulus
+        self.caches = caches  # held chunks count against the analysis's budget (MAX_HELD)
+        self.expected = start
+        self.pending: dict[int, bytes] = {}
+        self.gaps = 0
+        self.delivered = False
+
+    def release(self) -> None:
+        """The session is done: its held chunks go."""
+        self.caches.held -= sum(len(c) for c in self.pending.values())
+        self.pending = {}
+
+    def add(self, seq: int, chunk: bytes) -> bytes:
+        """The stream bytes this chunk makes contiguous (b"" when it is early or a copy).
+        Past `MAX_PENDING` held chunks, or the analysis's budget of held bytes, the missing
+        one is given up (counted in `gaps`)."""
+        if self.expected is None or not self.delivered and not self.pending and \
+                (seq - self.expected) % self.modulus >= MAX_START_DISTANCE:
+            self.expected = seq
+        ahead = (seq - self.expected) % self.modulus
+        if ahead >= self.modulus // 2:
+            return b""  # a retransmission of what was already read
+        caches = self.caches
+        if ahead:
+            if seq not in self.pending:
+                self.pending[seq] = chunk
+                caches.held += len(chunk)
+            if len(self.pending) <= MAX_PENDING and caches.held <= MAX_HELD:
+                return b""
+            self.gaps += 1
+            expected = self.expected
+            self.expected = min(self.pending, key=lambda s: (s - expected) % self.modulus)
+            chunk = self.pending.pop(self.expected)
+            caches.held -= len(chunk)
+        self.delivered = True
+        parts = [chunk]
+        nxt = (self.expected + 1) % self.modulus
+        while nxt in self.pending:
+            part = self.pending.pop(nxt)
+            caches.held -= len(part)
+            parts.append(part)
+            nxt = (nxt + 1) % self.modulus
+        self.expected = nxt
+        return b"".join(parts)
+
+
+class _Session(Conversation):
+    """One RDP-over-UDP session: its version, channels and the TLS read from them."""
+
+    __slots__ = ("channels", "lossy", "reader", "v2_from")
+
+    def __init__(self, sid: int, client: tuple[str, int], server: tuple[str, int], ts: float,
+                 frame: int, lossy: bool, caches: AnalysisCaches | None = None) -> None:
+        super().__init__(sid, client, server, ts, frame, caches)
+        self.facts.framing = "rdp-udp"
+        self.reader = FastReader(self.facts)
+        self.lossy = lossy
+        self.v2_from: int | None = None  # frames after this one are MS-RDPEUDP2
+        self.channels = (_Channel(1 << 32, self.facts.caches),
+                         _Channel(1 << 32, self.facts.caches))
+
+    def syn(self, direction: int, data: bytes) -> None:
+        """A SYN of this direction: its data packets are numbered from its initial
+        sequence number + 1."""
+        self.channels[direction].expected = (_BE32(data, 8)[0] + 1) & 0xFFFFFFFF
+
+
+class RdpUdpTracker(DatagramTracker):
+    """UDP datagrams of RDP-over-UDP sessions in, one report per session out."""
+
+    protocol, transport = "tls", "tcp"
+
+    def __init__(self, file: str, caches: AnalysisCaches | None = None,
+                 dtls: Callable[[], Any] | None = None) -> None:
+        super().__init__(file, caches)
+        self._flows: set[tuple[Any, ...]] = set()  # both directions of every open session
+        #: sessions whose reliable channel gave no TLS: (client, server) -> why (the first
+        #: MAX_LISTED of them; `unreadable_count` counts them all)
+        self.unreadable: dict[tuple[tuple[str, int], tuple[str, int]], str] = {}
+        self.unreadable_count = 0
+        self.dtls = dtls  # gives the capture's DTLS tracker, which reads a lossy session
+
+    def knows(self, ev: Datagram) -> bool:
+        return (ev.src, ev.sport, ev.dst, ev.dport) in self._flows
+
+    def datagram(self, ev: Datagram) -> Iterator[Analyzed]:
+        src, dst = (ev.src, ev.sport), (ev.dst, ev.dport)
+        session, direction = self.open.get((src, dst)), CLIENT
+        if session is None:
+            session, direction = self.open.get((dst, src)), SERVER
+        data = ev.data
+        if session is None:
+            if not is_syn(data):
+                return
+            lossy = bool(_BE16(data, 6)[0] & SYNLOSSY)
+            session = _Session(self.connections, src, dst, ev.ts, ev.frame, lossy, self.caches)
+            session.syn(CLIENT, data)
+            self.connections += 1
+            self.open[(src, dst)] = session
+            self._flows.add((*src, *dst))
+            self._flows.add((*dst, *src))
+            if len(self.open) > MAX_SESSIONS:
+                oldest = self.open[next(iter(self.open))]
+                self._drop((oldest.client, oldest.server))
+                self._unreadable(oldest, f"dropped: over {MAX_SESSIONS} sessions at once")
+            return
+        session.last_ts, session.last_frame = ev.ts, ev.frame
+        session.nbytes[direction] += len(data)
+        if session.v2_from is None and len(data) >= 16 and _BE16(data, 6)[0] & SYN:
+            session.syn(direction, data)
+            if direction == SERVER and syn_version(data) == VERSION_3:
+                session.v2_from = ev.frame  # the SYN+ACK: RDPEUDP2 from the next packet
+                caches = session.facts.caches
+                session.channels = (_Channel(1 << 16, caches, 1), _Channel(1 << 16, caches, 1))
+        elif session.v2_from is None or ev.frame > session.v2_from:
+            yield from self._data(session, direction, ev)
+
+    def _data(self, session: _Session, direction: int, ev: Datagram) -> Iterator[Analyzed]:
+        got = v2_chunk(ev.data) if session.v2_from is not None else v1_chunk(ev.data)
+        if got is None:
+            return
+        if session.lossy and session.v2_from is None:
+            if self.dtls is not None:
+                yield from self.dtls().datagram(ev._replace(data=got[1]), "rdp-udp")
+            return
+        channel = session.channels[direction]
+        gaps = channel.gaps
+        tls = channel.add(*got)
+        half = session.reader.halves[direction]
+        if channel.gaps != gaps and not half.counting:
+            session.reader.gap(half, ev.ts, ev.frame)
+        if tls and not half.counting:
+            session.reader.feed(half, tls, ev.ts, ev.frame)
+        halves = session.reader.halves
+        if halves[0].counting and halves[1].counting:
+            self._drop((session.client, session.server))
+            yield self._build(session)
+
+    def _drop(self, key: tuple[Any, ...]) -> None:
+        session = self.open.pop(key)
+        self._flows.discard((*session.client, *session.server))
+        self._flows.discard((*session.server, *session.client))
+        for channel in session.channels:
+            channel.release()
+        session.reader.release()
+
+    def _unreadable(self, session: _Session, why: str) -> None:
+        self.unreadable_count += 1
+        if len(self.unreadable) < MAX_LISTED:
+            self.unreadable.setdefault((session.client, session.server), why)
+
+    def reportable(self, conv: Any) -> bool:
+        """A session still open at the end is reported when TLS was read from it; one
+        without (a lossy session's DTLS is reported by the DTLS tracker) is listed."""
+        if conv.facts.client_hellos or conv.facts.server_hellos:
+            return True
+        if not conv.lossy:
+            self._unreadable(conv, "no TLS record found in its reliable channel" if any(
+                c.delivered or c.pending for c in conv.channels)
+                else "no data packet captured")
+        return False
+
+    def finish(self) -> Iterator[Analyzed]:
+        for session in self.open.values():
+            for channel in session.channels:
+                channel.release()
+        yield from super().finish()
+        self._flows.clear()
