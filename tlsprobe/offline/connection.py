@@ -69,8 +69,18 @@ class Connection:
     def is_tls(self) -> bool:
         f = self.facts
         return bool(f.client_hellos or f.server_hellos or f.alerts or
-                    any(h.aligner.state in ("aligned", "resync") or h.aligner.tunnel
-                        is not None for h in self.halves))
+                    any(h.aligner.state in ("aligned", "resync") for h in self.halves) or
+                    self._openvpn())
+
+    def _openvpn(self) -> bool:
+        """OpenVPN over TCP, established: the server's first packet answers the client's
+        hard reset (offline.openvpn_channel.answers). A stream whose first bytes only look
+        like a length and a reset is not taken for OpenVPN (nor for TLS)."""
+        first, second = self.halves[0].aligner.tunnel, self.halves[1].aligner.tunnel
+        if first is None or second is None or first.first is None or second.first is None:
+            return False
+        from tlsprobe.offline.openvpn_channel import answers
+        return answers(second.first, first.first)
 
     def _framing(self) -> None:
         """TLS unwrapped from OpenVPN: said in the report, and why when it could not be
@@ -78,6 +88,8 @@ class Connection:
         first, second = self.halves
         if first.aligner.tunnel is None and second.aligner.tunnel is None:
             return  # the usual case, without building a list
+        if not (self.facts.client_hellos or self.facts.server_hellos or self._openvpn()):
+            return  # not established as OpenVPN: nothing said of it
         tunnels = [h.aligner.tunnel for h in self.halves if h.aligner.tunnel is not None]
         self.facts.framing = "openvpn"
         why = next((t.unreadable for t in tunnels if t.unreadable is not None), None)

@@ -25,6 +25,7 @@ from tlsprobe.wire.record import MAX_CIPHERTEXT, looks_like_tls
 
 MAX_PREAMBLE = 64 << 10
 MAX_SCAN = 64 << 10
+MIDSTREAM_CHAIN = 3  # records in a row that start TLS in a stream captured mid-way
 CLIENT, SERVER = 0, 1
 
 # content type 20..24, major version 3, minor 0..4
@@ -71,11 +72,13 @@ def find_hello(buf: bytes | bytearray, direction: int, start: int = 0) -> int | 
     return m.start() if m else None
 
 
-def find_chain(buf: bytes | bytearray, start: int = 0) -> tuple[int | None, int]:
-    """(offset of a plausible record chain or None, offset where scanning should resume)."""
+def find_chain(buf: bytes | bytearray, start: int = 0,
+               need: int = 2) -> tuple[int | None, int]:
+    """(offset of a chain of `need` plausible records or None, offset where scanning
+    should resume)."""
     for m in _HEADER.finditer(buf, start):
         i = m.start()
-        verdict = chain_ok(buf, i)
+        verdict = chain_ok(buf, i, need)
         if verdict:
             return i, i
         if verdict is None:
@@ -202,7 +205,9 @@ class Aligner:
         if at is not None:
             self.preamble = bytes(buf[:min(at, 256)])
             return self._take(at)
-        chain, self._scan_from = find_chain(buf, self._scan_from)
+        # inside bytes not yet known to be TLS (captured mid-stream): three records in a
+        # row, as two can be a binary protocol's small integers (DCE/RPC's 18 03 01 03 03)
+        chain, self._scan_from = find_chain(buf, self._scan_from, MIDSTREAM_CHAIN)
         if chain is not None:
             self.midstream = True
             self.preamble = b""

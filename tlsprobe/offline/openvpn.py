@@ -15,6 +15,7 @@ from tlsprobe.offline.openvpn_channel import (
     MAX_SESSIONS,
     TLS_CRYPT,
     ControlChannel,
+    answers,
     is_reset,
 )
 
@@ -32,7 +33,7 @@ class _Session(Conversation):
         self.facts.framing = "openvpn"
         self.reader = FastReader(self.facts)
         self.channels = (ControlChannel(False), ControlChannel(False))
-        self.confirmed = False  # the server answered with a hard reset, or TLS was found
+        self.confirmed = False  # the server's hard reset answered the client's, or TLS found
 
 
 class OpenVpnTracker(DatagramTracker):
@@ -66,7 +67,8 @@ class OpenVpnTracker(DatagramTracker):
             direction = CLIENT
             if len(self.open) > MAX_SESSIONS:
                 self._drop(next(iter(self.open)))
-        if direction == SERVER and is_reset(ev.data, False):
+        first = session.channels[CLIENT].first
+        if direction == SERVER and first is not None and answers(ev.data, first):
             session.confirmed = True
         session.last_ts, session.last_frame = ev.ts, ev.frame
         session.nbytes[direction] += len(ev.data)

@@ -40,6 +40,29 @@ def is_reset(packet: bytes | bytearray, client: bool) -> bool:
         packet[0] >> 3 in (RESET_CLIENT if client else RESET_SERVER)
 
 
+def answers(server: bytes, client: bytes) -> bool:
+    """Whether a server's hard reset answers this client's: its ack array names the
+    client's session id (plain or tls-auth: a 64-bit match), or both carry a replay id and
+    a time after the same HMAC length (tls-auth, tls-crypt: acks encrypted) with times a
+    day apart at most. One side's first bytes alone are no evidence: DNP3's `05 64 08`
+    reads as a length and a client reset, a QUIC short header as a reset byte."""
+    if not (is_reset(client, True) and is_reset(server, False)):
+        return False
+    sid = client[1:9]
+    for hmac in HMAC_SIZES:
+        off = 9 + (hmac + 8 if hmac else 0)
+        if off < len(server) and 1 <= server[off] <= 8:
+            end = off + 1 + 4 * server[off]
+            if server[end:end + 8] == sid:
+                return True
+    for hmac in HMAC_SIZES:
+        if _auth_plausible(server, hmac) and _auth_plausible(client, hmac):
+            when = (int.from_bytes(p[13 + hmac:17 + hmac], "big") for p in (server, client))
+            if abs(next(when) - next(when)) <= 86400:
+                return True
+    return False
+
+
 def _control(packet: bytes, hmac: int) -> tuple[int, bytes] | None:
     """(message packet id, payload) of a P_CONTROL_V1 read with an HMAC of `hmac` bytes."""
     off = 9 + (hmac + 8 if hmac else 0)
@@ -66,8 +89,8 @@ def _auth_plausible(packet: bytes, hmac: int) -> bool:
 class ControlChannel:
     """One direction of an OpenVPN session: packets (or TCP bytes) in, TLS bytes out."""
 
-    __slots__ = ("_buf", "_early", "_tcp", "data_packets", "hmac", "next_pid", "probes",
-                 "unreadable", "waiting")
+    __slots__ = ("_buf", "_early", "_tcp", "data_packets", "first", "hmac", "next_pid",
+                 "probes", "unreadable", "waiting")
 
     def __init__(self, tcp: bool) -> None:
         self._tcp = tcp
@@ -79,6 +102,7 @@ class ControlChannel:
         self._early: list[bytes] = []  # control packets seen before the HMAC length was
         self.unreadable: str | None = None
         self.data_packets = 0
+        self.first: bytes | None = None  # this direction's first packet (its start), kept
 
     def feed(self, data: bytes) -> bytes:
         """TCP bytes of this direction: the TLS bytes they complete."""
@@ -100,6 +124,8 @@ class ControlChannel:
 
     def packet(self, packet: bytes) -> bytes:
         """One OpenVPN packet: the TLS bytes it makes available (maybe none)."""
+        if self.first is None:
+            self.first = packet[:128]
         if not packet or self.unreadable is not None:
             return b""
         op = packet[0] >> 3
