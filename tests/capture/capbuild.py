@@ -414,8 +414,8 @@ class RdpUdp:
         flags = 0x0008 | (0x0004 if acks else 0) | (0x0010 if fec else 0) | \
             (0x0100 if aoa else 0)
         out = struct.pack("!IHH", self.isn[1 - side] + 1, 64, flags)
-        if acks:
-            out += struct.pack("!H", acks) + b"\x40" * acks
+        if acks:  # the ack vector header, padded to a 4-byte boundary
+            out += struct.pack("!H", acks) + b"\x40" * acks + bytes(-(2 + acks) % 4)
         if fec:
             out += struct.pack("!IIBBH", seq, seq, 1, 0, 0)[:10]
         if aoa:

@@ -16,7 +16,7 @@ import pytest
 from capbuild import RdpUdp, ether, ipv4, pcap_bytes, real_chunks, udp
 
 from tlsprobe.offline.caches import AnalysisCaches
-from tlsprobe.offline.rdpudp import MAX_PENDING, _Channel, v2_chunk
+from tlsprobe.offline.rdpudp import MAX_PENDING, _Channel, v1_chunk, v2_chunk
 
 TSHARK = shutil.which("tshark")
 CLIENT, SERVER = ("10.0.0.5", 50123), ("10.0.0.6", 3389)
@@ -159,6 +159,20 @@ def test_v2_header_fields_are_skipped_exactly() -> None:
     assert v2_chunk(rdp.v2(5, None, ack=2)) is None  # ack only
     assert v2_chunk(rdp.v2(5, None, dummy=True)) is None  # padding
     assert v2_chunk(rdp.v2(5, b"abc", ack=3)[:9]) is None  # cut inside its headers
+
+
+def test_v1_header_fields_are_skipped_exactly() -> None:
+    """The ack vector header is padded to a 4-byte boundary (MS-RDPEUDP 2.2.2.7; Windows
+    sends it so, a capture of which tshark 4.0 cannot read); FEC and ack-of-acks headers."""
+    rdp = RdpUdp(version=0x0002)
+    for acks in range(6):
+        for fec in (False, True):
+            for aoa in (False, True):
+                packet = rdp.v1_data(0, 0x12345678, b"\x16\x03\x03payload", acks=acks,
+                                     fec=fec, aoa=aoa)
+                assert v1_chunk(packet) == (0x12345678, b"\x16\x03\x03payload")
+    assert v1_chunk(rdp.syn()) is None and v1_chunk(rdp.synack()) is None
+    assert v1_chunk(rdp.v1_data(0, 1, b"x", acks=3)[:14]) is None  # cut in its headers
 
 
 def test_channel_orders_chunks_across_the_wrap_and_bounds_what_it_holds() -> None:

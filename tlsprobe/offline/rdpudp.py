@@ -77,10 +77,11 @@ def v1_chunk(data: bytes) -> tuple[int, bytes] | None:
     if flags & SYN or not flags & DATA:
         return None
     p = 8
-    if flags & ACK:
+    if flags & ACK:  # RDPUDP_ACK_VECTOR_HEADER, padded to a 4-byte boundary
         if len(data) < p + 2:
             return None
-        p += 2 + _BE16(data, p)[0]
+        size = 2 + _BE16(data, p)[0]
+        p += size + -size % 4
     if flags & FEC:
         p += 10
     if flags & AOA:
