@@ -314,6 +314,18 @@ def real_chunks(name: str = "tls12_x25519.pcap") -> list[tuple[int, bytes]]:
             if isinstance(ev, StreamData) and ev.conn.id == 0]
 
 
+def dtls_client_hello() -> bytes:
+    """A DTLS 1.2 record holding the real TLS ClientHello (real_chunks) made DTLS: DTLS
+    record and handshake headers, an empty cookie."""
+    hello = real_chunks()[0][1][5:]  # the TLS ClientHello message
+    body = hello[4:]
+    sid_end = 35 + body[34]
+    dtls_body = b"\xfe\xfd" + body[2:sid_end] + b"\x00" + body[sid_end:]
+    msg = bytes([1]) + len(dtls_body).to_bytes(3, "big") + b"\x00\x00" + b"\x00\x00\x00" + \
+        len(dtls_body).to_bytes(3, "big") + dtls_body
+    return b"\x16\xfe\xff" + b"\x00\x00" + b"\x00" * 6 + len(msg).to_bytes(2, "big") + msg
+
+
 def records(data: bytes) -> list[bytes]:
     """The TLS records of a chunk, each whole."""
     out, p = [], 0

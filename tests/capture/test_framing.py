@@ -13,7 +13,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from capbuild import Conv, OpenVpn, ether, ipv4, pcap_bytes, real_chunks, tcp_framed, udp
+from capbuild import (Conv, OpenVpn, dtls_client_hello, ether, ipv4, pcap_bytes, real_chunks,
+                      tcp_framed, udp)
 
 TSHARK = shutil.which("tshark")
 CLIENT, SERVER = ("127.0.0.1", 40000), ("127.0.0.1", 1194)
@@ -106,13 +107,7 @@ def test_capwap_dtls_is_unwrapped(run_cli, tmp_path: Path) -> None:
     """CAPWAP control (UDP 5246): a 4-byte preamble (version 0, type 1: DTLS), then DTLS.
     The DTLS ClientHello is made from the real TLS one (DTLS 1.2 record and handshake
     headers, empty cookie)."""
-    hello = real_chunks()[0][1][5:]  # the TLS ClientHello message
-    body = hello[4:]
-    sid_end = 35 + body[34]
-    dtls_body = b"\xfe\xfd" + body[2:sid_end] + b"\x00" + body[sid_end:]
-    msg = bytes([1]) + len(dtls_body).to_bytes(3, "big") + b"\x00\x00" + b"\x00\x00\x00" + \
-        len(dtls_body).to_bytes(3, "big") + dtls_body
-    record = b"\x16\xfe\xff" + b"\x00\x00" + b"\x00" * 6 + len(msg).to_bytes(2, "big") + msg
+    record = dtls_client_hello()
     ap, ac = ("192.0.2.10", 50000), ("192.0.2.1", 5246)
     frames = [ether(ipv4(ap[0], ac[0], 17, udp(ap[1], ac[1], b"\x01\x00\x00\x00" + record)))]
     (tmp_path / "capwap.pcap").write_bytes(pcap_bytes(frames))

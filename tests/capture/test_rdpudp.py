@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from capbuild import RdpUdp, ether, ipv4, pcap_bytes, real_chunks, udp
+from capbuild import RdpUdp, dtls_client_hello, ether, ipv4, pcap_bytes, real_chunks, udp
 
 from tlsprobe.offline.caches import AnalysisCaches
 from tlsprobe.offline.rdpudp import MAX_PENDING, _Channel, v1_chunk, v2_chunk
@@ -114,13 +114,7 @@ def test_the_table_names_the_framing(run_cli, tmp_path: Path) -> None:
 
 def test_lossy_session_dtls_is_read(run_cli, tmp_path: Path) -> None:
     """SYNLOSSY: the payloads are DTLS (made from the real ClientHello, DTLS 1.2 headers)."""
-    hello = real_chunks()[0][1][5:]
-    body = hello[4:]
-    sid_end = 35 + body[34]
-    dtls_body = b"\xfe\xfd" + body[2:sid_end] + b"\x00" + body[sid_end:]
-    msg = bytes([1]) + len(dtls_body).to_bytes(3, "big") + b"\x00\x00" + b"\x00\x00\x00" + \
-        len(dtls_body).to_bytes(3, "big") + dtls_body
-    record = b"\x16\xfe\xff" + b"\x00\x00" + b"\x00" * 6 + len(msg).to_bytes(2, "big") + msg
+    record = dtls_client_hello()
     path = tmp_path / "lossy.pcap"
     path.write_bytes(pcap_bytes(rdpudp1_session(lossy=True, payloads=[(0, record)])))
     code, conns, _, err = connections(run_cli, path)

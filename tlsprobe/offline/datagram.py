@@ -82,3 +82,43 @@ class DatagramTracker:
             if self.reportable(conv):
                 yield self._build(conv)
         self.open.clear()
+
+
+class SessionTracker(DatagramTracker):
+    """A tracker of sessions started by a client's first datagram and keyed (client,
+    server): OpenVPN and RDP over UDP. `find` gives a datagram's session and direction,
+    `follow` and `unfollow` keep the flows of both directions known (`knows`: the
+    dispatcher asks before looking at the datagram's first byte)."""
+
+    def __init__(self, file: str, caches: AnalysisCaches | None = None) -> None:
+        super().__init__(file, caches)
+        self._flows: set[tuple[Any, ...]] = set()  # both directions of every open session
+
+    def knows(self, ev: Datagram) -> bool:
+        """Whether the datagram belongs to a session being followed."""
+        return (ev.src, ev.sport, ev.dst, ev.dport) in self._flows
+
+    def find(self, ev: Datagram) -> tuple[Any, int]:
+        """(the open session of this datagram or None, its direction: 0 from the client)."""
+        src, dst = (ev.src, ev.sport), (ev.dst, ev.dport)
+        session = self.open.get((src, dst))
+        if session is not None:
+            return session, 0
+        return self.open.get((dst, src)), 1
+
+    def follow(self, session: Any) -> None:
+        """A new session: counted and followed."""
+        self.connections += 1
+        self.open[(session.client, session.server)] = session
+        self._flows.add((*session.client, *session.server))
+        self._flows.add((*session.server, *session.client))
+
+    def unfollow(self, session: Any) -> None:
+        self.open.pop((session.client, session.server), None)
+        self._flows.discard((*session.client, *session.server))
+        self._flows.discard((*session.server, *session.client))
+
+    def finish(self) -> Iterator[Analyzed]:
+        yield from super().finish()
+        self._flows.clear()
+

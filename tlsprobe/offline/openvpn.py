@@ -8,7 +8,7 @@ from typing import Any
 
 from tlsprobe.capture import Datagram
 from tlsprobe.offline.caches import AnalysisCaches
-from tlsprobe.offline.datagram import Analyzed, Conversation, DatagramTracker
+from tlsprobe.offline.datagram import Analyzed, Conversation, SessionTracker
 from tlsprobe.offline.facts import CLIENT, SERVER
 from tlsprobe.offline.fast import FastReader
 from tlsprobe.offline.openvpn_channel import (
@@ -36,37 +36,24 @@ class _Session(Conversation):
         self.confirmed = False  # the server's hard reset answered the client's, or TLS found
 
 
-class OpenVpnTracker(DatagramTracker):
+class OpenVpnTracker(SessionTracker):
     """UDP datagrams of OpenVPN sessions in (a session starts with a client's hard
     reset), one report per session out: at its first data-channel packets (the handshake
     is over) or at the end of the capture."""
 
     protocol, transport = "tls", "tcp"
 
-    def __init__(self, file: str, caches: AnalysisCaches | None = None) -> None:
-        super().__init__(file, caches)
-        self._flows: set[tuple[Any, ...]] = set()  # both directions of every open session
-
-    def knows(self, ev: Datagram) -> bool:
-        """Whether the datagram belongs to a session being followed."""
-        return (ev.src, ev.sport, ev.dst, ev.dport) in self._flows
-
     def datagram(self, ev: Datagram) -> Iterator[Analyzed]:
-        src, dst = (ev.src, ev.sport), (ev.dst, ev.dport)
-        session, direction = self.open.get((src, dst)), CLIENT
-        if session is None:
-            session, direction = self.open.get((dst, src)), SERVER
+        session, direction = self.find(ev)
         if session is None:
             if not is_reset(ev.data, True):
                 return
-            session = _Session(self.connections, src, dst, ev.ts, ev.frame, self.caches)
-            self.connections += 1
-            self.open[(src, dst)] = session
-            self._flows.add((*src, *dst))
-            self._flows.add((*dst, *src))
+            session = _Session(self.connections, (ev.src, ev.sport), (ev.dst, ev.dport),
+                               ev.ts, ev.frame, self.caches)
+            self.follow(session)
             direction = CLIENT
             if len(self.open) > MAX_SESSIONS:
-                self._drop(next(iter(self.open)))
+                self.unfollow(self.open[next(iter(self.open))])
         first = session.channels[CLIENT].first
         if direction == SERVER and first is not None and answers(ev.data, first):
             session.confirmed = True
@@ -80,14 +67,9 @@ class OpenVpnTracker(DatagramTracker):
             if not half.counting:
                 session.reader.feed(half, tls, ev.ts, ev.frame)
         if channel.data_packets and session.channels[1 - direction].data_packets:
-            self._drop((session.client, session.server))
+            self.unfollow(session)
             if session.confirmed:
                 yield self._build(session)
-
-    def _drop(self, key: tuple[Any, ...]) -> None:
-        session = self.open.pop(key)
-        self._flows.discard((*session.client, *session.server))
-        self._flows.discard((*session.server, *session.client))
 
     def _build(self, session: Any) -> Analyzed:
         why = next((c.unreadable for c in session.channels if c.unreadable is not None), None)
@@ -102,7 +84,3 @@ class OpenVpnTracker(DatagramTracker):
         """Every session that was OpenVPN (a server answered) is reported, its TLS read or
         not (then with the reason)."""
         return bool(conv.confirmed)
-
-    def finish(self) -> Iterator[Analyzed]:
-        yield from super().finish()
-        self._flows.clear()

@@ -24,7 +24,7 @@ from typing import Any
 
 from tlsprobe.capture import Datagram
 from tlsprobe.offline.caches import AnalysisCaches
-from tlsprobe.offline.datagram import Analyzed, Conversation, DatagramTracker
+from tlsprobe.offline.datagram import Analyzed, Conversation, SessionTracker
 from tlsprobe.offline.facts import CLIENT, SERVER
 from tlsprobe.offline.fast import MAX_HELD, FastReader
 
@@ -200,7 +200,7 @@ class _Session(Conversation):
         self.channels[direction].expected = (_BE32(data, 8)[0] + 1) & 0xFFFFFFFF
 
 
-class RdpUdpTracker(DatagramTracker):
+class RdpUdpTracker(SessionTracker):
     """UDP datagrams of RDP-over-UDP sessions in, one report per session out."""
 
     protocol, transport = "tls", "tcp"
@@ -208,35 +208,26 @@ class RdpUdpTracker(DatagramTracker):
     def __init__(self, file: str, caches: AnalysisCaches | None = None,
                  dtls: Callable[[], Any] | None = None) -> None:
         super().__init__(file, caches)
-        self._flows: set[tuple[Any, ...]] = set()  # both directions of every open session
         #: sessions whose reliable channel gave no TLS: (client, server) -> why (the first
         #: MAX_LISTED of them; `unreadable_count` counts them all)
         self.unreadable: dict[tuple[tuple[str, int], tuple[str, int]], str] = {}
         self.unreadable_count = 0
         self.dtls = dtls  # gives the capture's DTLS tracker, which reads a lossy session
 
-    def knows(self, ev: Datagram) -> bool:
-        return (ev.src, ev.sport, ev.dst, ev.dport) in self._flows
-
     def datagram(self, ev: Datagram) -> Iterator[Analyzed]:
-        src, dst = (ev.src, ev.sport), (ev.dst, ev.dport)
-        session, direction = self.open.get((src, dst)), CLIENT
-        if session is None:
-            session, direction = self.open.get((dst, src)), SERVER
+        session, direction = self.find(ev)
         data = ev.data
         if session is None:
             if not is_syn(data):
                 return
             lossy = bool(_BE16(data, 6)[0] & SYNLOSSY)
-            session = _Session(self.connections, src, dst, ev.ts, ev.frame, lossy, self.caches)
+            session = _Session(self.connections, (ev.src, ev.sport), (ev.dst, ev.dport),
+                               ev.ts, ev.frame, lossy, self.caches)
             session.syn(CLIENT, data)
-            self.connections += 1
-            self.open[(src, dst)] = session
-            self._flows.add((*src, *dst))
-            self._flows.add((*dst, *src))
+            self.follow(session)
             if len(self.open) > MAX_SESSIONS:
                 oldest = self.open[next(iter(self.open))]
-                self._drop((oldest.client, oldest.server))
+                self.unfollow(oldest)
                 self._unreadable(oldest, f"dropped: over {MAX_SESSIONS} sessions at once")
             return
         session.last_ts, session.last_frame = ev.ts, ev.frame
@@ -268,13 +259,11 @@ class RdpUdpTracker(DatagramTracker):
             session.reader.feed(half, tls, ev.ts, ev.frame)
         halves = session.reader.halves
         if halves[0].counting and halves[1].counting:
-            self._drop((session.client, session.server))
+            self.unfollow(session)
             yield self._build(session)
 
-    def _drop(self, key: tuple[Any, ...]) -> None:
-        session = self.open.pop(key)
-        self._flows.discard((*session.client, *session.server))
-        self._flows.discard((*session.server, *session.client))
+    def unfollow(self, session: Any) -> None:
+        super().unfollow(session)
         for channel in session.channels:
             channel.release()
         session.reader.release()
@@ -300,4 +289,3 @@ class RdpUdpTracker(DatagramTracker):
             for channel in session.channels:
                 channel.release()
         yield from super().finish()
-        self._flows.clear()
