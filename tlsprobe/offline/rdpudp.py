@@ -199,6 +199,12 @@ class _Session(Conversation):
         sequence number + 1."""
         self.channels[direction].expected = (_BE32(data, 8)[0] + 1) & 0xFFFFFFFF
 
+    def release(self) -> None:
+        """Done with: held chunks and partial messages leave the analysis's budget."""
+        for channel in self.channels:
+            channel.release()
+        self.reader.release()
+
 
 class RdpUdpTracker(SessionTracker):
     """UDP datagrams of RDP-over-UDP sessions in, one report per session out."""
@@ -264,9 +270,7 @@ class RdpUdpTracker(SessionTracker):
 
     def unfollow(self, session: Any) -> None:
         super().unfollow(session)
-        for channel in session.channels:
-            channel.release()
-        session.reader.release()
+        session.release()
 
     def _unreadable(self, session: _Session, why: str) -> None:
         self.unreadable_count += 1
@@ -286,6 +290,5 @@ class RdpUdpTracker(SessionTracker):
 
     def finish(self) -> Iterator[Analyzed]:
         for session in self.open.values():
-            for channel in session.channels:
-                channel.release()
+            session.release()
         yield from super().finish()

@@ -70,11 +70,10 @@ class UdpHandshakes:
             tracker = self._openvpn
         elif 20 <= first <= 26 and len(data) >= 13:
             if self._dtls is None:
-                from tlsprobe.offline.dtls import DtlsTracker, looks_like_dtls
+                from tlsprobe.offline.dtls import looks_like_dtls
                 if not looks_like_dtls(data):
                     return
-                self._dtls = DtlsTracker(self.name, self.caches)
-            tracker = self._dtls
+            tracker = self._dtls_tracker()
         elif first & 7 == 0 and first >> 3 in (1, 7, 10) and len(data) >= 14:
             if self._openvpn is None:  # a client's hard reset: maybe an OpenVPN session
                 from tlsprobe.offline.openvpn import OpenVpnTracker
