@@ -123,10 +123,10 @@ def test_lossy_session_dtls_is_read(run_cli, tmp_path: Path) -> None:
     assert (conn["protocol"], conn["framing"], conn["sni"]) == ("dtls", "rdp-udp", "localhost")
 
 
-@pytest.mark.parametrize("what", ["syn only", "no tls"])
+@pytest.mark.parametrize("what", ["syn only", "no tls", "lossy syn only"])
 def test_session_without_tls_is_listed_with_the_reason(run_cli, tmp_path: Path,
                                                        what: str) -> None:
-    rdp = RdpUdp()
+    rdp = RdpUdp(lossy=what.startswith("lossy"))
     frames = [frame(0, rdp.syn())]
     if what == "no tls":
         frames += [frame(1, rdp.synack()), frame(0, rdp.v2(1, b"GET / HTTP/1.1\r\n" * 4)),
@@ -135,7 +135,7 @@ def test_session_without_tls_is_listed_with_the_reason(run_cli, tmp_path: Path,
     path.write_bytes(pcap_bytes(frames))
     code, conns, [summary], err = connections(run_cli, path)
     assert code == 7 and conns == []
-    why = "no data packet captured" if what == "syn only" else \
+    why = "no data packet captured" if what.endswith("syn only") else \
         "no TLS record found in its reliable channel"
     line = ("1 RDP-over-UDP session (MS-RDPEUDP) without TLS read: 10.0.0.5:50123 -> "
             f"10.0.0.6:3389 ({why})")

@@ -182,7 +182,7 @@ class _Channel:
 class _Session(Conversation):
     """One RDP-over-UDP session: its version, channels and the TLS read from them."""
 
-    __slots__ = ("channels", "lossy", "reader", "v2_from")
+    __slots__ = ("channels", "handed", "lossy", "reader", "v2_from")
 
     def __init__(self, sid: int, client: tuple[str, int], server: tuple[str, int], ts: float,
                  frame: int, lossy: bool, caches: AnalysisCaches | None = None) -> None:
@@ -190,6 +190,7 @@ class _Session(Conversation):
         self.facts.framing = "rdp-udp"
         self.reader = FastReader(self.facts)
         self.lossy = lossy
+        self.handed = False  # a lossy session's DTLS was handed to the DTLS tracker
         self.v2_from: int | None = None  # frames after this one are MS-RDPEUDP2
         self.channels = (_Channel(1 << 32, self.facts.caches),
                          _Channel(1 << 32, self.facts.caches))
@@ -211,8 +212,8 @@ class RdpUdpTracker(SessionTracker):
 
     protocol, transport = "tls", "tcp"
 
-    def __init__(self, file: str, caches: AnalysisCaches | None = None,
-                 dtls: Callable[[], Any] | None = None) -> None:
+    def __init__(self, file: str, caches: AnalysisCaches | None,
+                 dtls: Callable[[], Any]) -> None:
         super().__init__(file, caches)
         #: sessions whose reliable channel gave no TLS: (client, server) -> why (the first
         #: MAX_LISTED of them; `unreadable_count` counts them all)
@@ -252,8 +253,8 @@ class RdpUdpTracker(SessionTracker):
         if got is None:
             return
         if session.lossy and session.v2_from is None:
-            if self.dtls is not None:
-                yield from self.dtls().datagram(ev._replace(data=got[1]), "rdp-udp")
+            session.handed = True
+            yield from self.dtls().datagram(ev._replace(data=got[1]), "rdp-udp")
             return
         channel = session.channels[direction]
         gaps = channel.gaps
@@ -279,13 +280,15 @@ class RdpUdpTracker(SessionTracker):
 
     def reportable(self, conv: Any) -> bool:
         """A session still open at the end is reported when TLS was read from it; one
-        without (a lossy session's DTLS is reported by the DTLS tracker) is listed."""
+        without is listed (a lossy session whose data went to the DTLS tracker is that
+        tracker's to report)."""
         if conv.facts.client_hellos or conv.facts.server_hellos:
             return True
-        if not conv.lossy:
-            self._unreadable(conv, "no TLS record found in its reliable channel" if any(
-                c.delivered or c.pending for c in conv.channels)
-                else "no data packet captured")
+        if conv.lossy and not conv.handed or not conv.lossy and not any(
+                c.delivered or c.pending for c in conv.channels):
+            self._unreadable(conv, "no data packet captured")
+        elif not conv.lossy:
+            self._unreadable(conv, "no TLS record found in its reliable channel")
         return False
 
     def finish(self) -> Iterator[Analyzed]:
