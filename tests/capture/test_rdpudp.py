@@ -117,10 +117,25 @@ def test_lossy_session_dtls_is_read(run_cli, tmp_path: Path) -> None:
     record = dtls_client_hello()
     path = tmp_path / "lossy.pcap"
     path.write_bytes(pcap_bytes(rdpudp1_session(lossy=True, payloads=[(0, record)])))
-    code, conns, _, err = connections(run_cli, path)
+    code, conns, [summary], err = connections(run_cli, path)
     assert code == 0, err
     [conn] = conns
     assert (conn["protocol"], conn["framing"], conn["sni"]) == ("dtls", "rdp-udp", "localhost")
+    # one session: counted once (by the DTLS tracker that reads it), not also as RDP-UDP
+    assert summary["connections"] == summary["tls_connections"] == 1
+
+
+def test_lossy_session_without_dtls_hello_is_listed(run_cli, tmp_path: Path) -> None:
+    """A lossy session whose data holds no DTLS ClientHello (here: application data of
+    epoch 1 only) is listed with the reason, not left silent."""
+    record = bytes([23, 0xFE, 0xFD, 0, 1]) + bytes(6) + (40).to_bytes(2, "big") + bytes(40)
+    path = tmp_path / "lossy.pcap"
+    path.write_bytes(pcap_bytes(rdpudp1_session(lossy=True, payloads=[(0, record)])))
+    code, conns, [summary], err = connections(run_cli, path)
+    assert code == 7 and conns == []
+    line = ("1 RDP-over-UDP session (MS-RDPEUDP) without TLS read: 10.0.0.5:50123 -> "
+            "10.0.0.6:3389 (no DTLS ClientHello in its lossy channel)")
+    assert summary["losses"] == [line] and summary["connections"] == 1
 
 
 @pytest.mark.parametrize("what", ["syn only", "no tls", "lossy syn only"])

@@ -182,7 +182,7 @@ class _Channel:
 class _Session(Conversation):
     """One RDP-over-UDP session: its version, channels and the TLS read from them."""
 
-    __slots__ = ("channels", "handed", "lossy", "reader", "v2_from")
+    __slots__ = ("channels", "dtls_started", "handed", "lossy", "reader", "v2_from")
 
     def __init__(self, sid: int, client: tuple[str, int], server: tuple[str, int], ts: float,
                  frame: int, lossy: bool, caches: AnalysisCaches | None = None) -> None:
@@ -191,6 +191,7 @@ class _Session(Conversation):
         self.reader = FastReader(self.facts)
         self.lossy = lossy
         self.handed = False  # a lossy session's DTLS was handed to the DTLS tracker
+        self.dtls_started = False  # ... and a conversation of that tracker began with it
         self.v2_from: int | None = None  # frames after this one are MS-RDPEUDP2
         self.channels = (_Channel(1 << 32, self.facts.caches),
                          _Channel(1 << 32, self.facts.caches))
@@ -254,7 +255,12 @@ class RdpUdpTracker(SessionTracker):
             return
         if session.lossy and session.v2_from is None:
             session.handed = True
-            yield from self.dtls().datagram(ev._replace(data=got[1]), "rdp-udp")
+            dtls = self.dtls()
+            before = dtls.connections
+            yield from dtls.datagram(ev._replace(data=got[1]), "rdp-udp")
+            if dtls.connections > before and not session.dtls_started:
+                session.dtls_started = True
+                self.connections -= 1  # the DTLS tracker's conversation: counted there
             return
         channel = session.channels[direction]
         gaps = channel.gaps
@@ -280,8 +286,8 @@ class RdpUdpTracker(SessionTracker):
 
     def reportable(self, conv: Any) -> bool:
         """A session still open at the end is reported when TLS was read from it; one
-        without is listed (a lossy session whose data went to the DTLS tracker is that
-        tracker's to report)."""
+        without is listed (a lossy session whose DTLS began a conversation of the DTLS
+        tracker is that tracker's to report)."""
         if conv.facts.client_hellos or conv.facts.server_hellos:
             return True
         if conv.lossy and not conv.handed or not conv.lossy and not any(
@@ -289,6 +295,8 @@ class RdpUdpTracker(SessionTracker):
             self._unreadable(conv, "no data packet captured")
         elif not conv.lossy:
             self._unreadable(conv, "no TLS record found in its reliable channel")
+        elif not conv.dtls_started:
+            self._unreadable(conv, "no DTLS ClientHello in its lossy channel")
         return False
 
     def finish(self) -> Iterator[Analyzed]:

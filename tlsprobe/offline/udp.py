@@ -103,7 +103,7 @@ class UdpHandshakes:
             yield from self._rdp.datagram(ev)
 
     def unwrapped(self) -> list[str]:
-        """RDP-over-UDP sessions whose reliable channel gave no TLS: listed, with why."""
+        """RDP-over-UDP sessions from which no TLS was read: listed, with why."""
         if self._rdp is None or not self._rdp.unreadable:
             return []
         items = list(self._rdp.unreadable.items())[:8]
