@@ -203,6 +203,22 @@ def test_rst_then_the_peers_fin_closes() -> None:
     assert [(e.reason, e.frame) for e in closes] == [("rst", 5)]
 
 
+def test_rsts_repeated_by_the_resetting_side_do_not_cut_the_peers_data() -> None:
+    """A client that has closed its socket answers each segment the server still sends
+    with a RST (ndpi's reddit.pcap): the server's key exchange comes after the second RST
+    and is still read; the peer's own RST then closes, as "rst" at the first RST."""
+    c = Conv()
+    pkts = c.handshake() + [c.c(b"hello"), c.c(b"", "FA"), c.s(b"one"), c.c(b"", "R"),
+                            c.s(b"two"), c.c(b"", "R"), c.c(b"", "R"), c.s(b"three"),
+                            c.s(b"", "R"), c.s(b"late")]
+    frames = [(1000.0 + i / 100, ether(p)) for i, p in enumerate(pkts)]  # within the linger
+    events, stream = collect(io.BytesIO(pcap_bytes(frames)))
+    closes = [e for e in events if isinstance(e, StreamClose)]
+    assert streams(events)[0]["data"] == [b"hello", b"onetwothree"]
+    assert [(e.reason, e.frame) for e in closes] == [("rst", 7)]
+    assert stream.stats.tcp_after_close == 1
+
+
 def test_tuple_reuse_after_close_is_a_new_connection() -> None:
     c1 = Conv(cisn=1000)
     first = c1.handshake() + [c1.c(b"one"), c1.c(b"", "FA"), c1.s(b"", "FA"), c1.ack()]

@@ -72,7 +72,8 @@ def ip_text(raw: bytes) -> str:
 
 
 class Connection:
-    __slots__ = ("closed", "closing", "flow_keys", "halves", "key", "last", "reset")
+    __slots__ = ("closed", "closing", "flow_keys", "halves", "key", "last", "reset",
+                 "reset_by")
 
     def __init__(self, key: ConnKey, flow_keys: tuple[bytes, bytes], last: int) -> None:
         self.key = key
@@ -82,6 +83,7 @@ class Connection:
         self.closing = False  # both FINs seen; closes once nothing is missing
         self.flow_keys = flow_keys
         self.reset: tuple[float, int] | None = None  # (ts, frame) of a RST still lingering
+        self.reset_by = 0  # the direction that sent it
 
 
 class TcpTracker(Reassembler, Eviction):
@@ -233,11 +235,14 @@ class TcpTracker(Reassembler, Eviction):
         seconds of capture time, or until its peer also sends FIN or RST, to read them
         (as tshark does); then it closes as "rst" with the RST's time and frame."""
         peer = conn.halves[1 - half.direction]
+        if conn.reset is not None and conn.reset_by == half.direction:
+            return  # the same side again (it answers each segment still coming with a RST)
         if conn.reset is not None or peer.fin_seq is not None and peer.complete or \
                 not _carried_data(conn):
             self.close(conn, "rst", ts, frame)
             return
         conn.reset = (ts, frame)
+        conn.reset_by = half.direction
         if half.pending:
             self.flush(half, ts, frame)
         self._resets.append(conn)
