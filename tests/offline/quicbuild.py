@@ -43,6 +43,10 @@ VERSIONS: dict[int, tuple[str, str, bool]] = {
     0xFACEB00E: (_S_D23, "quic", False),
     **{0xFF000000 | d: (_S_D22 if d <= 22 else _S_D23 if d <= 28 else _S_D29 if d <= 32
                         else _S_V1, "quic", False) for d in range(22, 35)},
+    # versions reserved to force version negotiation (RFC 9000 15): draft 29's salt, as
+    # quic-interop-runner's clients use and Wireshark reads them
+    0x0A0A0A0A: (_S_D29, "quic", False),
+    0x1A2A3A4A: (_S_D29, "quic", False),
 }
 CLIENT, SERVER = ("10.1.0.1", 50000), ("10.1.0.2", 443)
 

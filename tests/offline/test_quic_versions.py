@@ -96,8 +96,30 @@ def test_salts_follow_the_drafts() -> None:
     assert version_salt(0xFACEB002)[0].hex().startswith("c3eef712")
     assert version_salt(0xFACEB001)[0].hex().startswith("7fbcdb0e")
     assert version_salt(0x6B3343CF) == (bytes.fromhex(Q.VERSIONS[Q.V2][0]), "quicv2")
-    for unknown in (0xFF000015, 0xFF000023, 0x51303430, 0x1A2A3A4A, 0):
+    assert version_salt(0x1A2A3A4A) == version_salt(0xFAFAFAFA) == version_salt(0xFF00001D)
+    for unknown in (0xFF000015, 0xFF000023, 0x51303430, 0x1A2A3A4B, 0):
         assert version_salt(unknown) is None
+
+
+def test_initials_of_an_unknown_version_are_said_not_read(run_cli, tmp_path: Path) -> None:
+    """A client Initial of a version without public Initial keys cannot be read; the
+    capture does not say "no TLS" silently: a note counts such packets and names their
+    flows (exit 7). RTP (no fixed bit) and small long-header datagrams are not counted."""
+    d, c = Q.cid(), Q.cid(5)
+    ch, chm = Q.client_hello()
+    packet = bytearray(Q.initial(Q.V1, d, c, 0, Q.crypto(0, chm), pad_to=1200,
+                                 keys=Q.initial_keys(Q.V1, d, "client")))
+    packet[1:5] = (0x12345678).to_bytes(4, "big")
+    rtp = bytes([0x80, 0x60]) + bytes(range(256)) * 5
+    small = bytes([0xC0]) + (0x12345678).to_bytes(4, "big") + b"\x08" + bytes(8) + b"\x00" * 40
+    path = Q.write(tmp_path / "unknown.pcap",
+                   [Q.datagram(bytes(packet)), Q.datagram(bytes(packet)), Q.datagram(rtp),
+                    Q.datagram(small), Q.datagram(bytes(packet), from_client=False)])
+    code, out, err = run_cli("pcap", "--no-progress", str(path))
+    assert code == 7 and out.startswith("no TLS connections found")
+    assert err == (f"tlsprobe: note: {path}: 3 QUIC Initial packets of a version whose "
+                   "Initial keys are not public, not read (first flows: 10.1.0.1:50000 -> "
+                   "10.1.0.2:443 (version 0x12345678))\n")
 
 
 # RFC 9369 A.3: the server's v2 Initial packet (DCID 8394c8f03e515708 of A.1)

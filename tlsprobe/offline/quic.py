@@ -48,6 +48,7 @@ __all__ = ["GOOGLE_SALTS", "MVFST_DRAFTS", "QUIC_V1", "QUIC_V2", "SALT_DRAFT22",
 MAX_CONVERSATIONS = 4096
 MAX_CRYPTO = 1 << 16
 MAX_DONE = 65536
+MAX_LISTED = 8  # flows named in the note on Initial packets of unknown versions
 
 
 class _Side:
@@ -134,12 +135,19 @@ class QuicTracker(DatagramTracker):
                  caches: AnalysisCaches | None = None) -> None:
         super().__init__(file, caches)
         self.done: OrderedDict[tuple[Any, ...], None] = OrderedDict()
+        #: client Initial packets of versions whose Initial protection is not known:
+        #: how many, and the first flows (client, server) -> version
+        self.unknown_initials = 0
+        self.unknown_flows: dict[tuple[tuple[str, int], tuple[str, int]], int] = {}
 
     def datagram(self, ev: Datagram) -> Iterator[Analyzed]:
         data = ev.data
         if ev.truncated or len(data) < 7 or not data[0] & 0x80:
             return
         src, dst = (ev.src, ev.sport), (ev.dst, ev.dport)
+        if version_salt(int.from_bytes(data[1:5], "big")) is None:
+            self._unknown_version(src, dst, data)
+            return
         for version, dcid, _scid, packet, pn_offset, end in initial_packets(data):
             conv, direction = self._conversation(src, dst, dcid, version, packet, pn_offset,
                                                  end, ev)
@@ -157,6 +165,35 @@ class QuicTracker(DatagramTracker):
                 continue
             if conv.facts.server_hello is not None:
                 yield from self._report(conv)
+
+    def _unknown_version(self, src: tuple[str, int], dst: tuple[str, int],
+                         data: bytes) -> None:
+        """A long-header packet of a version without known Initial keys: counted when it
+        has the shape of a client's first Initial (RFC 8999's invariants: fixed bit, a
+        Destination CID of 8 to 20 bytes, a Source CID of at most 20; RFC 9000 14.1: a
+        datagram of at least 1200 bytes), so that a capture of such QUIC is not reported
+        as holding no TLS. Version 0 is Version Negotiation; RTP (version 2 in the same
+        top bits) has no fixed bit."""
+        version = int.from_bytes(data[1:5], "big")
+        if version == 0 or data[0] & 0xC0 != 0xC0 or len(data) < 1200:
+            return
+        dcid_len = data[5]
+        if not 8 <= dcid_len <= 20 or data[6 + dcid_len] > 20:
+            return
+        self.unknown_initials += 1
+        flows = self.unknown_flows
+        if len(flows) < MAX_LISTED and (src, dst) not in flows and (dst, src) not in flows:
+            flows[(src, dst)] = version
+
+    def unread(self) -> list[str]:
+        """The note on client Initials of unknown versions (empty when there were none)."""
+        n = self.unknown_initials
+        if not n:
+            return []
+        named = ", ".join(f"{c[0]}:{c[1]} -> {s[0]}:{s[1]} (version 0x{v:08x})"
+                          for (c, s), v in self.unknown_flows.items())
+        return [f"{n} QUIC Initial packet{'s' if n > 1 else ''} of a version whose Initial "
+                f"keys are not public, not read (first flows: {named})"]
 
     def _conversation(self, src: tuple[str, int], dst: tuple[str, int], dcid: bytes,
                       version: int, packet: bytes, pn_offset: int, end: int,

@@ -103,7 +103,12 @@ class UdpHandshakes:
             yield from self._rdp.datagram(ev)
 
     def unwrapped(self) -> list[str]:
-        """RDP-over-UDP sessions from which no TLS was read: listed, with why."""
+        """What was not read: QUIC Initials of unknown versions, RDP-over-UDP sessions
+        from which no TLS was read (listed, with why)."""
+        quic = self._quic.unread() if self._quic is not None else []
+        return quic + self._rdp_unread()
+
+    def _rdp_unread(self) -> list[str]:
         if self._rdp is None or not self._rdp.unreadable:
             return []
         items = list(self._rdp.unreadable.items())[:8]

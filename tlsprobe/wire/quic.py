@@ -73,11 +73,16 @@ def version_salt(version: int) -> tuple[bytes, str] | None:
     """(initial salt, HKDF label prefix) of a QUIC version, None when unknown.
 
     RFC 9001 5.2 (v1), RFC 9369 3.3 (v2: its own salt and "quicv2" labels); the drafts
-    changed the salt at drafts 23, 29 and 33 (33 and 34 already use v1's)."""
+    changed the salt at drafts 23, 29 and 33 (33 and 34 already use v1's). A version
+    reserved to force version negotiation (0x?a?a?a?a, RFC 9000 15) has no salt of its
+    own: clients that send one (quic-interop-runner's test "V") protect the Initial with
+    draft 29's, which is what Wireshark tries; the AEAD tag says whether it was right."""
     if version == QUIC_V1:
         return SALT_V1, "quic"
     if version == QUIC_V2:
         return SALT_V2, "quicv2"
+    if version & 0x0F0F0F0F == 0x0A0A0A0A:
+        return SALT_DRAFT29, "quic"
     google = GOOGLE_SALTS.get(version)
     if google is not None:
         return google, "quic"
