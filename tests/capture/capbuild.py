@@ -326,6 +326,16 @@ def dtls_client_hello() -> bytes:
     return b"\x16\xfe\xff" + b"\x00\x00" + b"\x00" * 6 + len(msg).to_bytes(2, "big") + msg
 
 
+def dtls_server_hello() -> bytes:
+    """A DTLS 1.2 record holding the real TLS ServerHello (real_chunks) made DTLS."""
+    hello = records(real_chunks()[1][1])[0][5:]  # the server flight's first message
+    assert hello[0] == 2
+    dtls_body = b"\xfe\xfd" + hello[6:]
+    msg = bytes([2]) + len(dtls_body).to_bytes(3, "big") + b"\x00\x00" + b"\x00\x00\x00" + \
+        len(dtls_body).to_bytes(3, "big") + dtls_body
+    return b"\x16\xfe\xfd" + b"\x00\x00" + b"\x00" * 6 + len(msg).to_bytes(2, "big") + msg
+
+
 def records(data: bytes) -> list[bytes]:
     """The TLS records of a chunk, each whole."""
     out, p = [], 0

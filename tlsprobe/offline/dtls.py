@@ -128,10 +128,13 @@ class DtlsTracker(DatagramTracker):
                 break
         records = list(dtls_records(ev.data))
         if conv is None:
-            # a conversation starts with a ClientHello in epoch 0
+            # a conversation starts with a ClientHello in epoch 0, or with the server's
+            # ServerHello where the capture holds only the server's side (as tshark reads)
             if not records or records[0][0] != 22 or records[0][2] != 0 or \
-                    records[0][3][:1] != b"\x01":
+                    records[0][3][:1] not in (b"\x01", b"\x02"):
                 return
+            if records[0][3][:1] == b"\x02":
+                src, dst, direction = dst, src, SERVER
             conv = Conversation(self.connections, src, dst, ev.ts, ev.frame, self.caches)
             conv.facts.framing = framing
             self.connections += 1
