@@ -17,7 +17,8 @@ OpenBSD enc (109, a 12-byte header: AF, SPI, flags); raw IP (101, 12, 14, 228, 2
 Linux cooked SLL (113) and SLL2 (276); PPP (9, 50); 802.11 data frames (105, radiotap 127,
 Centrino EtherType 0x2452) when they are not encrypted.  Tunnels: IP-in-IP, 6in4, GRE (with
 transparent Ethernet bridging, ERSPAN types I-III, PPTP's PPP), VXLAN (UDP 4789), GENEVE
-(6081) and GTP-U (2152).
+(6081), GTP-U (2152) and CAPWAP data (5247, either side: 802.3 or 802.11 frames of the
+wireless clients; its DTLS is the UDP layer's).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ LINK_TYPE_NAMES = {0: "null", 1: "ethernet", 9: "ppp", 12: "raw", 14: "raw", 50:
 _VLAN_TYPES = frozenset((0x8100, 0x88A8, 0x9100, 0x9200, 0x9300))
 _AF_INET6 = frozenset((10, 24, 28, 30))
 _IPV6_EXT = frozenset((0, 43, 60, 135, 139, 140))  # hop-by-hop, routing, dest opts, ...
-UDP_VXLAN, UDP_GENEVE, UDP_GTPU = 4789, 6081, 2152
+UDP_VXLAN, UDP_GENEVE, UDP_GTPU, UDP_CAPWAP_DATA = 4789, 6081, 2152, 5247
 _UDP_TUNNELS = frozenset((UDP_VXLAN, UDP_GENEVE, UDP_GTPU))
 MAX_DEPTH = MAX_TUNNEL_DEPTH  # nested encapsulations followed
 
@@ -129,11 +130,12 @@ def ethertype(etype: int, buf: bytes, off: int, end: int, depth: int) -> Decoded
     return "non_ip"
 
 
-def wlan(buf: bytes, off: int, end: int, depth: int) -> Decoded:
-    """802.11 data frame with an LLC/SNAP payload (plaintext or already decrypted)."""
+def wlan(buf: bytes, off: int, end: int, depth: int, swap: bool = False) -> Decoded:
+    """802.11 data frame with an LLC/SNAP payload (plaintext or already decrypted);
+    `swap`: its two frame control bytes come in the other order (CAPWAP from Cisco)."""
     if end - off < 24:
         return "truncated"
-    fc0, fc1 = buf[off], buf[off + 1]
+    fc0, fc1 = (buf[off + 1], buf[off]) if swap else (buf[off], buf[off + 1])
     if (fc0 >> 2) & 3 != 2:
         return "non_ip"  # management/control frame
     if fc0 & 0x40:
@@ -234,11 +236,11 @@ def ipv4(buf: bytes, off: int, end: int, depth: int) -> Decoded:
     proto = buf[off + 9]
     if proto == 6 or proto == 17:
         if proto == 17 and ip_end - l4 >= 8:
-            dport = (buf[l4 + 2] << 8) | buf[l4 + 3]
-            if dport in _UDP_TUNNELS:
+            port = _tunnel_port(buf, l4)
+            if port:
                 if depth >= MAX_DEPTH:
                     return "tunnel_too_deep"
-                inner = udp_tunnel(dport, buf, l4 + 8, ip_end, depth + 1)
+                inner = udp_tunnel(port, buf, l4 + 8, ip_end, depth + 1)
                 if inner is not None:
                     return inner
         return proto, off + 12, 4, l4, ip_end, cut
@@ -282,11 +284,11 @@ def ipv6(buf: bytes, off: int, end: int, depth: int) -> Decoded:
     else:
         return "bad_ip_header"
     if nh == 17 and ip_end - l4 >= 8:
-        dport = (buf[l4 + 2] << 8) | buf[l4 + 3]
-        if dport in _UDP_TUNNELS:
+        port = _tunnel_port(buf, l4)
+        if port:
             if depth >= MAX_DEPTH:
                 return "tunnel_too_deep"
-            inner = udp_tunnel(dport, buf, l4 + 8, ip_end, depth + 1)
+            inner = udp_tunnel(port, buf, l4 + 8, ip_end, depth + 1)
             if inner is not None:
                 return inner
     return nh, off + 8, 16, l4, ip_end, cut
@@ -349,8 +351,41 @@ def gre(buf: bytes, off: int, end: int, depth: int) -> Decoded:
     return "gre_other"
 
 
+def _tunnel_port(buf: bytes, l4: int) -> int:
+    """The tunnel a UDP header names (VXLAN, GENEVE, GTP-U by destination port, CAPWAP data
+    by either port), 0 for none."""
+    dport = (buf[l4 + 2] << 8) | buf[l4 + 3]
+    if dport in _UDP_TUNNELS or dport == UDP_CAPWAP_DATA:
+        return dport
+    return UDP_CAPWAP_DATA if (buf[l4] << 8) | buf[l4 + 1] == UDP_CAPWAP_DATA else 0
+
+
+def capwap_data(buf: bytes, off: int, end: int, depth: int) -> Decoded | None:
+    """A CAPWAP data packet (RFC 5415 4.3): its header (preamble 0: not DTLS), then the
+    client's frame, 802.3 or (T flag, wireless binding 1) a native 802.11 frame, whose frame
+    control Cisco controllers send byte-swapped (Wireshark's default reading: tried first,
+    then the order of RFC 5416). None when the header does not fit (plain UDP)."""
+    if end - off < 8 or buf[off] != 0:
+        return None
+    bits = (buf[off + 1] << 16) | (buf[off + 2] << 8) | buf[off + 3]
+    inner = off + ((bits >> 19) << 2)  # HLEN: 4-byte words, optional fields included
+    if inner - off < 8 or inner > end or (bits >> 9) & 0x1F != 1:  # binding: IEEE 802.11
+        return None
+    if bits & 0x80:  # F: a fragment of a frame (not reassembled)
+        return "capwap_fragment"
+    if bits & 0x08 or inner == end:  # K: keep-alive, no frame
+        return "non_ip"
+    if not bits & 0x100:
+        return ether(buf, inner, end, depth)
+    swapped = wlan(buf, inner, end, depth, swap=True)
+    return swapped if not isinstance(swapped, str) else wlan(buf, inner, end, depth)
+
+
 def udp_tunnel(port: int, buf: bytes, off: int, end: int, depth: int) -> Decoded | None:
-    """Inner packet of VXLAN/GENEVE/GTP-U; None when the header does not fit (plain UDP)."""
+    """Inner packet of VXLAN/GENEVE/GTP-U/CAPWAP data; None when the header does not fit
+    (plain UDP)."""
+    if port == UDP_CAPWAP_DATA:
+        return capwap_data(buf, off, end, depth)
     if port == UDP_VXLAN:
         if end - off < 8 or not buf[off] & 0x08:
             return None

@@ -208,6 +208,10 @@ class CaptureStats:
                     NETMON_METADATA <= int(reason[10:]) < NETMON_METADATA + 0x20:
                 out.append(f"{_count(n, 'packet')} of link type {reason[10:]}, which tlsprobe "
                            "does not read (skipped)")
+        n = skipped.get("capwap_fragment", 0)
+        if n:
+            out.append(f"{_count(n, 'CAPWAP data fragment')} (frames CAPWAP split, not "
+                       "reassembled; skipped)")
         n = skipped.get("tunnel_too_deep", 0)
         if n:
             out.append(f"{_count(n, 'packet')} encapsulated deeper than {MAX_TUNNEL_DEPTH} "
