@@ -47,12 +47,20 @@ def _codec(msg: bytes, ctx: ParseContext) -> Any:
     return decode_handshake(msg, ctx).message
 
 
+#: EC J-PAKE suites (draft-cragie-tls-ecjpake-01; mbedTLS, Thread commissioning over DTLS)
+ECJPAKE_SUITES = frozenset({0xC0FF})
+
+
 def parse_server_key_exchange(msg: bytes, ctx: ParseContext) -> ServerKeyExchangeInfo:
     """Raises DecodeError when malformed (the codec's error for unusual forms)."""
     body = _body(msg, SKE)
     kx = ctx.key_exchange
     n = len(body)
     signed = ctx.version is not None and ctx.version >= 0x0303
+    if ctx.cipher_suite in ECJPAKE_SUITES and n >= 3 and body[0] == 3:
+        # ServerECJPAKEParams: the named curve (ECParameters) first, then the key pairs
+        # with their zero-knowledge proofs (no signature)
+        return _new_ske(("ECJPAKE", (body[1] << 8) | body[2], False, None, None, None, None))
     if kx == "ECDHE" and n >= 4 and body[0] == 3:
         length = body[3]
         p = 4 + length
