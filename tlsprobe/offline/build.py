@@ -140,7 +140,8 @@ def key_exchange_of(f: Facts, caches: AnalysisCaches) -> KeyExchange | None:
     if ske is None or kx in ("RSA", "PSK", "RSA_PSK"):
         return KeyExchange(kind=kx or "unknown", source="rsa" if kx == "RSA" else "none",
                            client_share_bytes=f.cke_length)
-    if ske.kind == "ECJPAKE":  # the curve only: its key pairs and proofs are no key share
+    if ske.kind == "ECJPAKE" and ske.named_curve is not None:
+        # the curve only: its key pairs and proofs are no key share
         return KeyExchange(kind="ECJPAKE", source="server_key_exchange",
                            group=_one(caches, "group", ske.named_curve))
     if ske.named_curve is not None:
