@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import io
+import shutil
+import subprocess
 import struct
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from capbuild import (
@@ -152,6 +155,39 @@ CASES["loop_108_inet6"] = (108, lambda: null(seg6(), 24, True), "2001:db8::1:500
                            "2001:db8:ffff::2:443")
 CASES["enc_109_inet"] = (109, lambda: struct.pack("<III", 2, 0x1000, 0x400) + seg4(),
                          "10.1.1.1:50000", "10.2.2.2:443")
+# Cisco HDLC; Frame Relay (RFC 2427 NLPIDs, SNAP after a pad byte, Cisco's EtherType form);
+# Apple PKTAP (a 108-byte header, then Ethernet or BSD null) under 258 and macOS's 149
+NEW_LINK_TYPES = {
+    "c_hdlc_104": (104, lambda: b"\x0f\x00\x08\x00" + seg4(), "10.1.1.1:50000",
+                   "10.2.2.2:443"),
+    "frelay_nlpid_ipv4": (107, lambda: b"\x18\x41\x03\xcc" + seg4(), "10.1.1.1:50000",
+                          "10.2.2.2:443"),
+    "frelay_nlpid_ipv6": (107, lambda: b"\x18\x41\x03\x8e" + seg6(), "2001:db8::1:50000",
+                          "2001:db8:ffff::2:443"),
+    "frelay_snap": (107, lambda: b"\x18\x41\x03\x00\x80\x00\x00\x00\x08\x00" + seg4(),
+                    "10.1.1.1:50000", "10.2.2.2:443"),
+    "frelay_cisco": (107, lambda: b"\x48\xe1\x86\xdd" + seg6(), "2001:db8::1:50000",
+                     "2001:db8:ffff::2:443"),
+    "pktap_258_ether": (258, lambda: struct.pack("<III", 108, 1, 1) + bytes(96) + ether(seg4()),
+                        "10.1.1.1:50000", "10.2.2.2:443"),
+    "pktap_149_null": (149, lambda: struct.pack("<III", 108, 1, 0) + bytes(96)
+                       + null(seg6(), 30), "2001:db8::1:50000", "2001:db8:ffff::2:443"),
+}
+CASES.update(NEW_LINK_TYPES)
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
+@pytest.mark.parametrize("name", sorted(NEW_LINK_TYPES))
+def test_new_link_types_as_tshark_reads_them(name: str, tmp_path: Path) -> None:
+    """tshark finds the same TCP segment in each (the comparison that says the headers are
+    the real ones, not only ours)."""
+    linktype, build, client, server = NEW_LINK_TYPES[name]
+    path = tmp_path / "l.pcap"
+    path.write_bytes(pcap_bytes([build()], linktype))
+    out = subprocess.run([shutil.which("tshark") or "tshark", "-r", str(path), "-T", "fields",
+                          "-e", "tcp.srcport", "-e", "tcp.dstport"], capture_output=True,
+                         text=True, timeout=60, check=True).stdout
+    assert out.split() == [client.rsplit(":", 1)[1], server.rsplit(":", 1)[1]]
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -338,7 +374,8 @@ def test_bsd_loopback_and_enc_link_types(link_type: int, header: bytes) -> None:
     assert stream.stats.skipped == {}
 
 
-LINK_TYPES = [0, 1, 9, 12, 14, 50, 101, 105, 108, 109, 113, 127, 228, 229, 276, 999]
+LINK_TYPES = [0, 1, 9, 12, 14, 50, 101, 104, 105, 107, 108, 109, 113, 127, 149, 228, 229,
+              258, 276, 999]
 
 
 @settings(max_examples=300, deadline=None)
