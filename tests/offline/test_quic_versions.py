@@ -101,25 +101,46 @@ def test_salts_follow_the_drafts() -> None:
         assert version_salt(unknown) is None
 
 
-def test_initials_of_an_unknown_version_are_said_not_read(run_cli, tmp_path: Path) -> None:
-    """A client Initial of a version without public Initial keys cannot be read; the
-    capture does not say "no TLS" silently: a note counts such packets and names their
-    flows (exit 7). RTP (no fixed bit) and small long-header datagrams are not counted."""
-    d, c = Q.cid(), Q.cid(5)
+def unknown_initial(version: int, dcid: bytes, scid: bytes) -> bytes:
+    """A client Initial (v1 layout, padded to 1200 bytes) labelled with another version."""
     ch, chm = Q.client_hello()
-    packet = bytearray(Q.initial(Q.V1, d, c, 0, Q.crypto(0, chm), pad_to=1200,
-                                 keys=Q.initial_keys(Q.V1, d, "client")))
-    packet[1:5] = (0x12345678).to_bytes(4, "big")
+    packet = bytearray(Q.initial(Q.V1, dcid, scid, 0, Q.crypto(0, chm), pad_to=1200,
+                                 keys=Q.initial_keys(Q.V1, dcid, "client")))
+    packet[1:5] = version.to_bytes(4, "big")
+    return bytes(packet)
+
+
+def test_connections_of_an_unknown_version_are_said_not_read(run_cli, tmp_path: Path) -> None:
+    """A QUIC connection in a version without public Initial keys cannot be read; the
+    capture does not say "no TLS" silently: a note counts such connections and names them
+    (exit 7). A client Initial counts once the server answers it (Version Negotiation to
+    the client's CIDs, or a packet of that version) or it is sent again; a lone datagram of
+    that shape (random bytes of another UDP protocol can take it), RTP (no fixed bit) and
+    small long-header datagrams do not count."""
+    version = 0x12345678
+    answered, again, lone = (("10.1.0.1", 50000 + i) for i in range(3))
+    d1, c1, d2, c2, d3 = Q.cid(), Q.cid(5), Q.cid(), Q.cid(0), Q.cid()
+    vn = bytes([0x80]) + bytes(4) + bytes([len(c1)]) + c1 + bytes([len(d1)]) + d1 + \
+        (1).to_bytes(4, "big")
     rtp = bytes([0x80, 0x60]) + bytes(range(256)) * 5
-    small = bytes([0xC0]) + (0x12345678).to_bytes(4, "big") + b"\x08" + bytes(8) + b"\x00" * 40
-    path = Q.write(tmp_path / "unknown.pcap",
-                   [Q.datagram(bytes(packet)), Q.datagram(bytes(packet)), Q.datagram(rtp),
-                    Q.datagram(small), Q.datagram(bytes(packet), from_client=False)])
+    small = bytes([0xC0]) + version.to_bytes(4, "big") + b"\x08" + bytes(8) + b"\x00" * 40
+    frames = [Q.datagram(unknown_initial(version, d1, c1), client=answered),
+              Q.datagram(vn, from_client=False, client=answered),
+              Q.datagram(unknown_initial(version, d2, c2), client=again),
+              Q.datagram(unknown_initial(version, d2, c2), client=again),
+              Q.datagram(unknown_initial(version, d3, b""), client=lone),
+              Q.datagram(rtp), Q.datagram(rtp), Q.datagram(small), Q.datagram(small)]
+    path = Q.write(tmp_path / "unknown.pcap", frames)
     code, out, err = run_cli("pcap", "--no-progress", str(path))
     assert code == 7 and out.startswith("no TLS connections found")
-    assert err == (f"tlsprobe: note: {path}: 3 QUIC Initial packets of a version whose "
-                   "Initial keys are not public, not read (first flows: 10.1.0.1:50000 -> "
-                   "10.1.0.2:443 (version 0x12345678))\n")
+    assert err == (f"tlsprobe: note: {path}: 2 QUIC connections in a version whose Initial "
+                   "keys are not public, not read (first: 10.1.0.1:50000 -> 10.1.0.2:443 "
+                   "(version 0x12345678), 10.1.0.1:50001 -> 10.1.0.2:443 (version "
+                   "0x12345678))\n")
+    # without the answers nothing is claimed
+    path = Q.write(tmp_path / "lone.pcap", [frames[0], frames[4], frames[5], frames[7]])
+    code, out, err = run_cli("pcap", "--no-progress", str(path))
+    assert (code, err) == (0, "") and out.startswith("no TLS connections found")
 
 
 # RFC 9369 A.3: the server's v2 Initial packet (DCID 8394c8f03e515708 of A.1)

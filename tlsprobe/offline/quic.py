@@ -48,7 +48,7 @@ __all__ = ["GOOGLE_SALTS", "MVFST_DRAFTS", "QUIC_V1", "QUIC_V2", "SALT_DRAFT22",
 MAX_CONVERSATIONS = 4096
 MAX_CRYPTO = 1 << 16
 MAX_DONE = 65536
-MAX_LISTED = 8  # flows named in the note on Initial packets of unknown versions
+MAX_LISTED = 8  # flows named in the note on connections of unknown versions
 
 
 class _Side:
@@ -126,6 +126,60 @@ class Conversation(_Conversation):
             self.facts.on_message(direction, msg, ts, frame)
 
 
+class UnknownVersions:
+    """QUIC connections in versions whose Initial keys are not public: they cannot be read,
+    but a capture of them must not be reported as holding no TLS. A client's first Initial
+    has a recognisable shape (RFC 8999's invariants: fixed bit, a Destination CID of 8 to
+    20 bytes; RFC 9000 14.1: a datagram of at least 1200 bytes), which random bytes of
+    other UDP protocols also take now and then; so a candidate counts only once the server
+    answers it (a Version Negotiation, or a packet of the same version, sent to the
+    client's Source CID) or the client sends it again (same version and DCID). Bounded:
+    `MAX_CANDIDATES` candidates followed at once, the oldest dropped."""
+
+    MAX_CANDIDATES = 4096
+
+    def __init__(self) -> None:
+        #: (client, server) -> [version, DCID, SCID, confirmed]
+        self.candidates: OrderedDict[tuple[tuple[str, int], tuple[str, int]], list[Any]] = \
+            OrderedDict()
+        self.connections = 0
+        self.flows: dict[tuple[tuple[str, int], tuple[str, int]], int] = {}  # the first ones
+
+    def packet(self, src: tuple[str, int], dst: tuple[str, int], version: int, dcid: bytes,
+               scid: bytes, client_shaped: bool) -> None:
+        answered = self.candidates.get((dst, src))
+        if answered is not None:
+            c_version, c_dcid, c_scid, confirmed = answered
+            if not confirmed and dcid == c_scid and \
+                    (version == c_version or version == 0 and scid == c_dcid):
+                self._confirm((dst, src), answered)
+            return
+        if version == 0 or not client_shaped or len(dcid) < 8:
+            return
+        known = self.candidates.get((src, dst))
+        if known is not None and not known[3] and known[0] == version and known[1] == dcid:
+            self._confirm((src, dst), known)  # the client's Initial sent again
+        elif known is None:
+            self.candidates[(src, dst)] = [version, dcid, scid, False]
+            if len(self.candidates) > self.MAX_CANDIDATES:
+                self.candidates.popitem(last=False)
+
+    def _confirm(self, key: tuple[tuple[str, int], tuple[str, int]], entry: list[Any]) -> None:
+        entry[3] = True
+        self.connections += 1
+        if len(self.flows) < MAX_LISTED:
+            self.flows[key] = entry[0]
+
+    def note(self) -> list[str]:
+        n = self.connections
+        if not n:
+            return []
+        named = ", ".join(f"{c[0]}:{c[1]} -> {s[0]}:{s[1]} (version 0x{v:08x})"
+                          for (c, s), v in self.flows.items())
+        return [f"{n} QUIC connection{'s' if n > 1 else ''} in a version whose Initial keys "
+                f"are not public, not read (first: {named})"]
+
+
 class QuicTracker(DatagramTracker):
     """Datagrams in, one report per QUIC handshake out."""
 
@@ -135,10 +189,7 @@ class QuicTracker(DatagramTracker):
                  caches: AnalysisCaches | None = None) -> None:
         super().__init__(file, caches)
         self.done: OrderedDict[tuple[Any, ...], None] = OrderedDict()
-        #: client Initial packets of versions whose Initial protection is not known:
-        #: how many, and the first flows (client, server) -> version
-        self.unknown_initials = 0
-        self.unknown_flows: dict[tuple[tuple[str, int], tuple[str, int]], int] = {}
+        self.unknown = UnknownVersions()  # QUIC in versions without public Initial keys
 
     def datagram(self, ev: Datagram) -> Iterator[Analyzed]:
         data = ev.data
@@ -168,32 +219,21 @@ class QuicTracker(DatagramTracker):
 
     def _unknown_version(self, src: tuple[str, int], dst: tuple[str, int],
                          data: bytes) -> None:
-        """A long-header packet of a version without known Initial keys: counted when it
-        has the shape of a client's first Initial (RFC 8999's invariants: fixed bit, a
-        Destination CID of 8 to 20 bytes, a Source CID of at most 20; RFC 9000 14.1: a
-        datagram of at least 1200 bytes), so that a capture of such QUIC is not reported
-        as holding no TLS. Version 0 is Version Negotiation; RTP (version 2 in the same
-        top bits) has no fixed bit."""
-        version = int.from_bytes(data[1:5], "big")
-        if version == 0 or data[0] & 0xC0 != 0xC0 or len(data) < 1200:
-            return
-        dcid_len = data[5]
-        if not 8 <= dcid_len <= 20 or data[6 + dcid_len] > 20:
-            return
-        self.unknown_initials += 1
-        flows = self.unknown_flows
-        if len(flows) < MAX_LISTED and (src, dst) not in flows and (dst, src) not in flows:
-            flows[(src, dst)] = version
+        """A long-header packet of a version without known Initial keys (or a Version
+        Negotiation, version 0): `unknown` decides whether it shows a QUIC connection."""
+        p = 5
+        cids = []
+        for _ in range(2):  # RFC 8999's invariants: DCID, then SCID, each at most 20 bytes
+            if p >= len(data) or data[p] > 20 or p + 1 + data[p] > len(data):
+                return
+            cids.append(data[p + 1:p + 1 + data[p]])
+            p += 1 + data[p]
+        self.unknown.packet(src, dst, int.from_bytes(data[1:5], "big"), cids[0], cids[1],
+                            data[0] & 0xC0 == 0xC0 and len(data) >= 1200)
 
     def unread(self) -> list[str]:
-        """The note on client Initials of unknown versions (empty when there were none)."""
-        n = self.unknown_initials
-        if not n:
-            return []
-        named = ", ".join(f"{c[0]}:{c[1]} -> {s[0]}:{s[1]} (version 0x{v:08x})"
-                          for (c, s), v in self.unknown_flows.items())
-        return [f"{n} QUIC Initial packet{'s' if n > 1 else ''} of a version whose Initial "
-                f"keys are not public, not read (first flows: {named})"]
+        """The note on QUIC connections of unknown versions (empty when there were none)."""
+        return self.unknown.note()
 
     def _conversation(self, src: tuple[str, int], dst: tuple[str, int], dcid: bytes,
                       version: int, packet: bytes, pn_offset: int, end: int,
