@@ -90,7 +90,8 @@ class ConnectionReport:
     0x00XXYY specs are the TLS suites also listed in `offer.cipher_suites`), else [].
     `framing`: the protocol the TLS bytes were unwrapped from ("openvpn": its control
     channel; "capwap": the CAPWAP DTLS preamble; "rdp-udp": RDP over UDP's reliable
-    channel, or its lossy one for DTLS), else None."""
+    channel, or its lossy one for DTLS; "tds": SQL Server's MS-TDS PRELOGIN packets),
+    else None."""
 
     file: str
     id: int

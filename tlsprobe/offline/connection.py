@@ -77,20 +77,28 @@ class Connection:
         hard reset (offline.openvpn_channel.answers). A stream whose first bytes only look
         like a length and a reset is not taken for OpenVPN (nor for TLS)."""
         first, second = self.halves[0].aligner.tunnel, self.halves[1].aligner.tunnel
-        if first is None or second is None or first.first is None or second.first is None:
+        if first is None or second is None or first.kind != "openvpn" or \
+                second.kind != "openvpn" or first.first is None or second.first is None:
             return False
         from tlsprobe.offline.openvpn_channel import answers
         return answers(second.first, first.first)
 
     def _framing(self) -> None:
-        """TLS unwrapped from OpenVPN: said in the report, and why when it could not be
-        read (an OpenVPN connection is listed even then, never silently absent)."""
+        """TLS unwrapped from OpenVPN or MS-TDS: said in the report, and why when it could
+        not be read (an OpenVPN connection is listed even then, never silently absent)."""
         first, second = self.halves
         if first.aligner.tunnel is None and second.aligner.tunnel is None:
             return  # the usual case, without building a list
+        tunnels = [h.aligner.tunnel for h in self.halves if h.aligner.tunnel is not None]
+        if any(t.kind == "tds" for t in tunnels):
+            if self.facts.client_hellos or self.facts.server_hellos:
+                self.facts.framing = "tds"
+                why = next((t.unreadable for t in tunnels if t.unreadable is not None), None)
+                if why is not None:
+                    self.facts.problem(f"MS-TDS: {why}")
+            return
         if not (self.facts.client_hellos or self.facts.server_hellos or self._openvpn()):
             return  # not established as OpenVPN: nothing said of it
-        tunnels = [h.aligner.tunnel for h in self.halves if h.aligner.tunnel is not None]
         self.facts.framing = "openvpn"
         why = next((t.unreadable for t in tunnels if t.unreadable is not None), None)
         if why is None and not self.facts.client_hellos and \

@@ -9,6 +9,8 @@ TLS is found by content, not by port. A direction's bytes reach the record frame
   at the first ClientHello (client side) or ServerHello/alert record (server side);
 * inside OpenVPN over TCP (the stream starts with a length and a hard reset): the records
   are the control channel's payloads (offline.openvpn_channel);
+* inside MS-TDS (SQL Server: the stream starts with a PRELOGIN packet): the handshake is in
+  PRELOGIN payloads, the records after it on the stream itself (offline.tds);
 * in a connection captured mid-stream, or after bytes were lost (a gap), at the first offset
   from which a chain of plausible record headers follows.
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tlsprobe.offline.tds import TdsChannel, tds_start
 from tlsprobe.wire.record import MAX_CIPHERTEXT, looks_like_tls
 
 MAX_PREAMBLE = 64 << 10
@@ -163,6 +166,8 @@ class Aligner:
         out: bytes = self.tunnel.feed(data)
         if self.tunnel.unreadable is not None:
             self.state = "dead"
+        elif self.tunnel.raw:
+            self.state = "aligned"  # (MS-TDS) the records now come without packets
         return out
 
     def lost(self) -> None:
@@ -191,6 +196,14 @@ class Aligner:
         if tcp_start(buf):  # OpenVPN over TCP: a length, then a hard reset
             from tlsprobe.offline.openvpn_channel import ControlChannel
             self.tunnel = ControlChannel(tcp=True)
+            self.state = "tunnel"
+            self._buf = bytearray()
+            return self._unwrap(bytes(buf))
+        tds = tds_start(buf)
+        if tds is None:
+            return b""  # a PRELOGIN packet's start: wait for the rest of it
+        if tds:
+            self.tunnel = TdsChannel()
             self.state = "tunnel"
             self._buf = bytearray()
             return self._unwrap(bytes(buf))

@@ -92,6 +92,8 @@ class ControlChannel:
 
     __slots__ = ("_buf", "_early", "_tcp", "data_packets", "first", "hmac", "next_pid",
                  "probes", "unreadable", "waiting")
+    kind = "openvpn"
+    raw = False  # (an MS-TDS channel ends in raw records; this one never does)
 
     def __init__(self, tcp: bool) -> None:
         self._tcp = tcp

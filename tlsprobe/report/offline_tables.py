@@ -106,6 +106,7 @@ def connection_rows(r: ConnectionReport) -> list[tuple[str, str]]:
         rows.append(("Before TLS", r.preamble))
     if r.framing:
         rows.append(("Inside", {"openvpn": "OpenVPN control channel",
+                                "tds": "MS-TDS (SQL Server) PRELOGIN packets",
                                 "capwap": "CAPWAP (DTLS preamble)",
                                 "rdp-udp": "RDP over UDP (reliable channel)"
                                 if r.protocol == "tls" else "RDP over UDP (lossy channel)"
