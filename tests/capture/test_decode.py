@@ -155,8 +155,19 @@ CASES["loop_108_inet6"] = (108, lambda: null(seg6(), 24, True), "2001:db8::1:500
                            "2001:db8:ffff::2:443")
 CASES["enc_109_inet"] = (109, lambda: struct.pack("<III", 2, 0x1000, 0x400) + seg4(),
                          "10.1.1.1:50000", "10.2.2.2:443")
+def nflog_frame(family: int, packet: bytes) -> bytes:
+    """NFLOG: family, version, resource id; a packet-header TLV, a prefix TLV (padded to
+    4 bytes), then the payload TLV (type 9), lengths little-endian."""
+    def tlv(kind: int, value: bytes) -> bytes:
+        body = struct.pack("<HH", 4 + len(value), kind) + value
+        return body + bytes(-len(body) % 4)
+    return bytes([family, 0]) + b"\x00\x01" + tlv(1, b"\x08\x00\x01\x00") + \
+        tlv(10, b"log\x00\x00") + tlv(9, packet)
+
+
 # Cisco HDLC; Frame Relay (RFC 2427 NLPIDs, SNAP after a pad byte, Cisco's EtherType form);
-# Apple PKTAP (a 108-byte header, then Ethernet or BSD null) under 258 and macOS's 149
+# Apple PKTAP (a 108-byte header, then Ethernet or BSD null) under 258 and macOS's 149; PPI;
+# Linux NFLOG (TLVs)
 NEW_LINK_TYPES = {
     "c_hdlc_104": (104, lambda: b"\x0f\x00\x08\x00" + seg4(), "10.1.1.1:50000",
                    "10.2.2.2:443"),
@@ -172,6 +183,11 @@ NEW_LINK_TYPES = {
                         "10.1.1.1:50000", "10.2.2.2:443"),
     "pktap_149_null": (149, lambda: struct.pack("<III", 108, 1, 0) + bytes(96)
                        + null(seg6(), 30), "2001:db8::1:50000", "2001:db8:ffff::2:443"),
+    "ppi_192_ether": (192, lambda: struct.pack("<BBHI", 0, 0, 8, 1) + ether(seg4()),
+                      "10.1.1.1:50000", "10.2.2.2:443"),
+    "nflog_239_inet": (239, lambda: nflog_frame(2, seg4()), "10.1.1.1:50000", "10.2.2.2:443"),
+    "nflog_239_inet6": (239, lambda: nflog_frame(10, seg6()), "2001:db8::1:50000",
+                        "2001:db8:ffff::2:443"),
 }
 CASES.update(NEW_LINK_TYPES)
 
@@ -374,8 +390,8 @@ def test_bsd_loopback_and_enc_link_types(link_type: int, header: bytes) -> None:
     assert stream.stats.skipped == {}
 
 
-LINK_TYPES = [0, 1, 9, 12, 14, 50, 101, 104, 105, 107, 108, 109, 113, 127, 149, 228, 229,
-              258, 276, 999]
+LINK_TYPES = [0, 1, 9, 12, 14, 50, 101, 104, 105, 107, 108, 109, 113, 127, 149, 192, 228,
+              229, 239, 258, 276, 999]
 
 
 @settings(max_examples=300, deadline=None)

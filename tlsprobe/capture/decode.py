@@ -15,8 +15,9 @@ Link types: Ethernet (1) with 802.1Q/QinQ tags, 802.3 SNAP, PPPoE and MPLS; BSD 
 AF in the capturing host's byte order, so either), OpenBSD loop (108, AF big-endian) and
 OpenBSD enc (109, a 12-byte header: AF, SPI, flags); raw IP (101, 12, 14, 228, 229);
 Linux cooked SLL (113) and SLL2 (276); PPP (9, 50); Cisco HDLC (104); Frame Relay (107);
-Apple PKTAP (258, and 149 as macOS writes it) over any of these; 802.11 data frames (105,
-radiotap 127, Centrino EtherType 0x2452) when they are not encrypted.  Tunnels: IP-in-IP, 6in4, GRE (with
+Apple PKTAP (258, and 149 as macOS writes it) and PPI (192) over any of these; Linux NFLOG
+(239); 802.11 data frames (105, radiotap 127, Centrino EtherType 0x2452) when they are not
+encrypted.  Tunnels: IP-in-IP, 6in4, GRE (with
 transparent Ethernet bridging, ERSPAN types I-III, PPTP's PPP), VXLAN (UDP 4789), GENEVE
 (6081), GTP-U (2152) and CAPWAP data (5247, either side: 802.3 or 802.11 frames of the
 wireless clients; its DTLS is the UDP layer's).
@@ -35,10 +36,13 @@ LINKTYPE_IPV4, LINKTYPE_IPV6 = 228, 229
 LINKTYPE_IEEE802_11, LINKTYPE_RADIOTAP = 105, 127
 LINKTYPE_C_HDLC, LINKTYPE_FRELAY = 104, 107  # Cisco HDLC, Frame Relay
 LINKTYPE_PKTAP, LINKTYPE_PKTAP_DARWIN = 258, 149  # Apple PKTAP (149 as macOS writes it)
+LINKTYPE_PPI, LINKTYPE_NFLOG = 192, 239  # Per-Packet Information; Linux netfilter log
+_OTHER_LINKS = frozenset((LINKTYPE_FRELAY, LINKTYPE_PKTAP, LINKTYPE_PKTAP_DARWIN, LINKTYPE_PPI,
+                          LINKTYPE_NFLOG))
 LINK_TYPE_NAMES = {0: "null", 1: "ethernet", 9: "ppp", 12: "raw", 14: "raw", 50: "ppp_hdlc",
                    101: "raw", 104: "c_hdlc", 105: "ieee802_11", 107: "frelay", 108: "loop",
-                   109: "enc", 113: "linux_sll", 127: "radiotap", 149: "pktap",
-                   228: "ipv4", 229: "ipv6", 258: "pktap", 276: "linux_sll2"}
+                   109: "enc", 113: "linux_sll", 127: "radiotap", 149: "pktap", 192: "ppi",
+                   228: "ipv4", 229: "ipv6", 239: "nflog", 258: "pktap", 276: "linux_sll2"}
 
 _VLAN_TYPES = frozenset((0x8100, 0x88A8, 0x9100, 0x9200, 0x9300))
 _AF_INET6 = frozenset((10, 24, 28, 30))
@@ -89,50 +93,12 @@ def decode(link_type: int, buf: bytes, start: int, end: int) -> Decoded:
         if end - start < 4:
             return "truncated"
         return ethertype((buf[start + 2] << 8) | buf[start + 3], buf, start + 4, end, 0)
-    if link_type == LINKTYPE_FRELAY:
-        return frame_relay(buf, start, end)
-    if link_type == LINKTYPE_PKTAP or link_type == LINKTYPE_PKTAP_DARWIN:
-        return pktap(buf, start, end)
+    if link_type in _OTHER_LINKS:  # the rarer link layers (links.py)
+        from tlsprobe.capture import links
+        return links.decode_other(link_type, buf, start, end)
     return f"link_type_{link_type}"
 
 
-def frame_relay(buf: bytes, start: int, end: int) -> Decoded:
-    """Frame Relay: a 2-byte Q.922 address, then UI control (0x03) and an NLPID (RFC 2427:
-    IPv4 0xCC, IPv6 0x8E, SNAP 0x80 with an OUI and EtherType), maybe after a padding byte,
-    or Cisco's encapsulation: an EtherType right after the address."""
-    p = start + 2
-    if end - p < 2:
-        return "truncated"
-    if buf[p] != 0x03:
-        return ethertype((buf[p] << 8) | buf[p + 1], buf, p + 2, end, 0)
-    p += 1
-    if buf[p] == 0x00 and end - p >= 2:  # padding before the NLPID
-        p += 1
-    nlpid = buf[p]
-    if nlpid == 0xCC:
-        return ipv4(buf, p + 1, end, 0)
-    if nlpid == 0x8E:
-        return ipv6(buf, p + 1, end, 0)
-    if nlpid == 0x80 and end - p >= 6:
-        return ethertype((buf[p + 4] << 8) | buf[p + 5], buf, p + 6, end, 0)
-    return "non_ip"
-
-
-def pktap(buf: bytes, start: int, end: int) -> Decoded:
-    """Apple's PKTAP (macOS `tcpdump -i pktap`): a header in the capturing host's byte
-    order (little-endian on every Mac) giving its own length, the record type (1: a
-    packet) and the packet's link type, then the packet."""
-    if end - start < 12:
-        return "truncated"
-    hlen = int.from_bytes(buf[start:start + 4], "little")
-    record = int.from_bytes(buf[start + 4:start + 8], "little")
-    inner = int.from_bytes(buf[start + 8:start + 12], "little")
-    if record != 1 or not 12 <= hlen <= end - start or \
-            inner in (LINKTYPE_PKTAP, LINKTYPE_PKTAP_DARWIN):
-        return "non_ip"
-    if inner == 0x00:  # DLT_NULL
-        return decode(LINKTYPE_NULL, buf, start + hlen, end)
-    return decode(inner, buf, start + hlen, end)
 
 
 def ether(buf: bytes, off: int, end: int, depth: int) -> Decoded:
