@@ -26,6 +26,7 @@ wireless clients; its DTLS is the UDP layer's).
 from __future__ import annotations
 
 from tlsprobe.capture.events import FRAGMENT_V4, FRAGMENT_V6, MAX_TUNNEL_DEPTH
+from tlsprobe.capture.links import OTHER_LINKS, step
 
 Decoded = tuple[int, int, int, int, int, int] | str
 
@@ -34,11 +35,7 @@ LINKTYPE_PPP_HDLC, LINKTYPE_SLL, LINKTYPE_SLL2 = 50, 113, 276
 LINKTYPE_LOOP, LINKTYPE_ENC = 108, 109  # OpenBSD: loopback, IPsec enc(4)
 LINKTYPE_IPV4, LINKTYPE_IPV6 = 228, 229
 LINKTYPE_IEEE802_11, LINKTYPE_RADIOTAP = 105, 127
-LINKTYPE_C_HDLC, LINKTYPE_FRELAY = 104, 107  # Cisco HDLC, Frame Relay
-LINKTYPE_PKTAP, LINKTYPE_PKTAP_DARWIN = 258, 149  # Apple PKTAP (149 as macOS writes it)
-LINKTYPE_PPI, LINKTYPE_NFLOG = 192, 239  # Per-Packet Information; Linux netfilter log
-_OTHER_LINKS = frozenset((LINKTYPE_FRELAY, LINKTYPE_PKTAP, LINKTYPE_PKTAP_DARWIN, LINKTYPE_PPI,
-                          LINKTYPE_NFLOG))
+LINKTYPE_C_HDLC = 104  # Cisco HDLC (Frame Relay, PKTAP, PPI, NFLOG: links.py)
 LINK_TYPE_NAMES = {0: "null", 1: "ethernet", 9: "ppp", 12: "raw", 14: "raw", 50: "ppp_hdlc",
                    101: "raw", 104: "c_hdlc", 105: "ieee802_11", 107: "frelay", 108: "loop",
                    109: "enc", 113: "linux_sll", 127: "radiotap", 149: "pktap", 192: "ppi",
@@ -93,9 +90,17 @@ def decode(link_type: int, buf: bytes, start: int, end: int) -> Decoded:
         if end - start < 4:
             return "truncated"
         return ethertype((buf[start + 2] << 8) | buf[start + 3], buf, start + 4, end, 0)
-    if link_type in _OTHER_LINKS:  # the rarer link layers (links.py)
-        from tlsprobe.capture import links
-        return links.decode_other(link_type, buf, start, end)
+    if link_type in OTHER_LINKS:  # the rarer link layers (links.py): where the packet goes on
+        where = step(link_type, buf, start, end)
+        if isinstance(where, str):
+            return where
+        kind, off, stop, value = where
+        if kind == "link":
+            return decode(value, buf, off, stop)  # (links.py never wraps its own kind)
+        if kind == "ethertype":
+            return ethertype(value, buf, off, stop, 0)
+        return ipv4(buf, off, stop, 0) if kind == "ipv4" else ipv6(buf, off, stop, 0) \
+            if kind == "ipv6" else ip_any(buf, off, stop, 0)
     return f"link_type_{link_type}"
 
 

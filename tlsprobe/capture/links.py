@@ -1,26 +1,26 @@
-"""The rarer link layers of `decode`: Frame Relay, Apple PKTAP, PPI and Linux NFLOG (each
-down to the IP packet or the link layer it wraps, read by decode.py's functions)."""
+"""The rarer link layers of `decode`: Frame Relay, Apple PKTAP, PPI and Linux NFLOG.
+
+Each reader finds where the packet inside starts and what it is, and says so as a `Step`
+for decode.py to go on with (this module imports nothing of it): ``(kind, offset, end,
+value)`` with kind "ipv4", "ipv6" or "ip" (value 0), "ethertype" (value: the EtherType) or
+"link" (value: the link type PKTAP and PPI wrap, never their own), or the reason the packet
+is skipped.
+"""
 
 from __future__ import annotations
 
-from tlsprobe.capture.decode import (
-    LINKTYPE_FRELAY,
-    LINKTYPE_NFLOG,
-    LINKTYPE_NULL,
-    LINKTYPE_PKTAP,
-    LINKTYPE_PKTAP_DARWIN,
-    LINKTYPE_PPI,
-    Decoded,
-    decode,
-    ethertype,
-    ip_any,
-    ipv4,
-    ipv6,
-)
+LINKTYPE_NULL, LINKTYPE_FRELAY = 0, 107
+LINKTYPE_PKTAP, LINKTYPE_PKTAP_DARWIN = 258, 149  # Apple PKTAP (149 as macOS writes it)
+LINKTYPE_PPI, LINKTYPE_NFLOG = 192, 239  # Per-Packet Information; Linux netfilter log
+OTHER_LINKS = frozenset((LINKTYPE_FRELAY, LINKTYPE_PKTAP, LINKTYPE_PKTAP_DARWIN, LINKTYPE_PPI,
+                         LINKTYPE_NFLOG))
+_WRAPPERS = frozenset((LINKTYPE_PKTAP, LINKTYPE_PKTAP_DARWIN, LINKTYPE_PPI))
+
+Step = tuple[str, int, int, int] | str
 
 
-def decode_other(link_type: int, buf: bytes, start: int, end: int) -> Decoded:
-    """One packet of a link type `decode` hands here."""
+def step(link_type: int, buf: bytes, start: int, end: int) -> Step:
+    """Where the packet of one of `OTHER_LINKS` goes on."""
     if link_type == LINKTYPE_FRELAY:
         return frame_relay(buf, start, end)
     if link_type == LINKTYPE_NFLOG:
@@ -30,13 +30,13 @@ def decode_other(link_type: int, buf: bytes, start: int, end: int) -> Decoded:
             return "truncated"
         hlen = buf[start + 2] | (buf[start + 3] << 8)
         inner = int.from_bytes(buf[start + 4:start + 8], "little")
-        if hlen < 8 or hlen > end - start or inner == LINKTYPE_PPI:
+        if hlen < 8 or hlen > end - start or inner in _WRAPPERS:
             return "non_ip"
-        return decode(inner, buf, start + hlen, end)
+        return "link", start + hlen, end, inner
     return pktap(buf, start, end)
 
 
-def frame_relay(buf: bytes, start: int, end: int) -> Decoded:
+def frame_relay(buf: bytes, start: int, end: int) -> Step:
     """Frame Relay: a 2-byte Q.922 address, then UI control (0x03) and an NLPID (RFC 2427:
     IPv4 0xCC, IPv6 0x8E, SNAP 0x80 with an OUI and EtherType), maybe after a padding byte,
     or Cisco's encapsulation: an EtherType right after the address."""
@@ -44,20 +44,21 @@ def frame_relay(buf: bytes, start: int, end: int) -> Decoded:
     if end - p < 2:
         return "truncated"
     if buf[p] != 0x03:
-        return ethertype((buf[p] << 8) | buf[p + 1], buf, p + 2, end, 0)
+        return "ethertype", p + 2, end, (buf[p] << 8) | buf[p + 1]
     p += 1
     if buf[p] == 0x00 and end - p >= 2:  # padding before the NLPID
         p += 1
     nlpid = buf[p]
     if nlpid == 0xCC:
-        return ipv4(buf, p + 1, end, 0)
+        return "ipv4", p + 1, end, 0
     if nlpid == 0x8E:
-        return ipv6(buf, p + 1, end, 0)
+        return "ipv6", p + 1, end, 0
     if nlpid == 0x80 and end - p >= 6:
-        return ethertype((buf[p + 4] << 8) | buf[p + 5], buf, p + 6, end, 0)
+        return "ethertype", p + 6, end, (buf[p + 4] << 8) | buf[p + 5]
     return "non_ip"
 
-def pktap(buf: bytes, start: int, end: int) -> Decoded:
+
+def pktap(buf: bytes, start: int, end: int) -> Step:
     """Apple's PKTAP (macOS `tcpdump -i pktap`): a header in the capturing host's byte
     order (little-endian on every Mac) giving its own length, the record type (1: a
     packet) and the packet's link type, then the packet."""
@@ -66,14 +67,12 @@ def pktap(buf: bytes, start: int, end: int) -> Decoded:
     hlen = int.from_bytes(buf[start:start + 4], "little")
     record = int.from_bytes(buf[start + 4:start + 8], "little")
     inner = int.from_bytes(buf[start + 8:start + 12], "little")
-    if record != 1 or not 12 <= hlen <= end - start or \
-            inner in (LINKTYPE_PKTAP, LINKTYPE_PKTAP_DARWIN):
+    if record != 1 or not 12 <= hlen <= end - start or inner in _WRAPPERS:
         return "non_ip"
-    if inner == 0x00:  # DLT_NULL
-        return decode(LINKTYPE_NULL, buf, start + hlen, end)
-    return decode(inner, buf, start + hlen, end)
+    return "link", start + hlen, end, inner
 
-def nflog(buf: bytes, start: int, end: int) -> Decoded:
+
+def nflog(buf: bytes, start: int, end: int) -> Step:
     """Linux NFLOG (`tcpdump -i nflog:N`): address family, version, resource id, then
     TLVs (length and type in the capturing host's byte order, padded to 4 bytes); the
     packet is the payload TLV (type 9), an IPv4 or IPv6 packet."""
@@ -92,10 +91,7 @@ def nflog(buf: bytes, start: int, end: int) -> Decoded:
         if length < 4 or p + length > end:
             return "truncated"
         if kind == 9:
-            if family == 2:
-                return ipv4(buf, p + 4, p + length, 0)
-            if family == 10:
-                return ipv6(buf, p + 4, p + length, 0)
-            return ip_any(buf, p + 4, p + length, 0)
+            return ("ipv4" if family == 2 else "ipv6" if family == 10 else "ip"), p + 4, \
+                p + length, 0
         p += (length + 3) & ~3
     return "non_ip"
