@@ -17,9 +17,8 @@ OpenBSD enc (109, a 12-byte header: AF, SPI, flags); raw IP (101, 12, 14, 228, 2
 Linux cooked SLL (113) and SLL2 (276); PPP (9, 50); Cisco HDLC (104); Frame Relay (107);
 Apple PKTAP (258, and 149 as macOS writes it) and PPI (192) over any of these; Linux NFLOG
 (239); 802.11 data frames (105, radiotap 127, Centrino EtherType 0x2452) when they are not
-encrypted.  Tunnels: IP-in-IP, 6in4, GRE (with
-transparent Ethernet bridging, ERSPAN types I-III, PPTP's PPP), VXLAN (UDP 4789), GENEVE
-(6081), GTP-U (2152) and CAPWAP data (5247, either side: 802.3 or 802.11 frames of the
+encrypted.  Tunnels: IP-in-IP, 6in4, GRE (with transparent Ethernet bridging, ERSPAN types
+I-III, PPTP's PPP), VXLAN (UDP 4789), GENEVE (6081), GTP-U (2152) and CAPWAP data (5247, either side: 802.3 or 802.11 frames of the
 wireless clients; its DTLS is the UDP layer's).
 """
 
@@ -102,8 +101,6 @@ def decode(link_type: int, buf: bytes, start: int, end: int) -> Decoded:
         return ipv4(buf, off, stop, 0) if kind == "ipv4" else ipv6(buf, off, stop, 0) \
             if kind == "ipv6" else ip_any(buf, off, stop, 0)
     return f"link_type_{link_type}"
-
-
 
 
 def ether(buf: bytes, off: int, end: int, depth: int) -> Decoded:

@@ -9,7 +9,7 @@ is skipped.
 
 from __future__ import annotations
 
-LINKTYPE_NULL, LINKTYPE_FRELAY = 0, 107
+LINKTYPE_FRELAY = 107
 LINKTYPE_PKTAP, LINKTYPE_PKTAP_DARWIN = 258, 149  # Apple PKTAP (149 as macOS writes it)
 LINKTYPE_PPI, LINKTYPE_NFLOG = 192, 239  # Per-Packet Information; Linux netfilter log
 OTHER_LINKS = frozenset((LINKTYPE_FRELAY, LINKTYPE_PKTAP, LINKTYPE_PKTAP_DARWIN, LINKTYPE_PPI,

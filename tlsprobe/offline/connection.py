@@ -90,17 +90,16 @@ class Connection:
         if first.aligner.tunnel is None and second.aligner.tunnel is None:
             return  # the usual case, without building a list
         tunnels = [h.aligner.tunnel for h in self.halves if h.aligner.tunnel is not None]
+        why = next((t.unreadable for t in tunnels if t.unreadable is not None), None)
         if any(t.kind == "tds" for t in tunnels):
             if self.facts.client_hellos or self.facts.server_hellos:
                 self.facts.framing = "tds"
-                why = next((t.unreadable for t in tunnels if t.unreadable is not None), None)
                 if why is not None:
                     self.facts.problem(f"MS-TDS: {why}")
             return
         if not (self.facts.client_hellos or self.facts.server_hellos or self._openvpn()):
             return  # not established as OpenVPN: nothing said of it
         self.facts.framing = "openvpn"
-        why = next((t.unreadable for t in tunnels if t.unreadable is not None), None)
         if why is None and not self.facts.client_hellos and \
                 all(t.hmac is None for t in tunnels):
             from tlsprobe.offline.openvpn_channel import TLS_CRYPT

@@ -196,8 +196,9 @@ class QuicTracker(DatagramTracker):
         if ev.truncated or len(data) < 7 or not data[0] & 0x80:
             return
         src, dst = (ev.src, ev.sport), (ev.dst, ev.dport)
-        if version_salt(int.from_bytes(data[1:5], "big")) is None:
-            self._unknown_version(src, dst, data)
+        version = int.from_bytes(data[1:5], "big")
+        if version_salt(version) is None:
+            self._unknown_version(src, dst, version, data)
             return
         for version, dcid, _scid, packet, pn_offset, end in initial_packets(data):
             conv, direction = self._conversation(src, dst, dcid, version, packet, pn_offset,
@@ -217,7 +218,7 @@ class QuicTracker(DatagramTracker):
             if conv.facts.server_hello is not None:
                 yield from self._report(conv)
 
-    def _unknown_version(self, src: tuple[str, int], dst: tuple[str, int],
+    def _unknown_version(self, src: tuple[str, int], dst: tuple[str, int], version: int,
                          data: bytes) -> None:
         """A long-header packet of a version without known Initial keys (or a Version
         Negotiation, version 0): `unknown` decides whether it shows a QUIC connection."""
@@ -228,7 +229,7 @@ class QuicTracker(DatagramTracker):
                 return
             cids.append(data[p + 1:p + 1 + data[p]])
             p += 1 + data[p]
-        self.unknown.packet(src, dst, int.from_bytes(data[1:5], "big"), cids[0], cids[1],
+        self.unknown.packet(src, dst, version, cids[0], cids[1],
                             data[0] & 0xC0 == 0xC0 and len(data) >= 1200)
 
     def unread(self) -> list[str]:

@@ -51,7 +51,6 @@ class TdsChannel:
 
     __slots__ = ("_buf", "_tls", "raw", "unreadable")
     kind = "tds"
-    first = None  # (what an OpenVPN channel keeps of its first packet: none here)
 
     def __init__(self) -> None:
         self._buf = bytearray()

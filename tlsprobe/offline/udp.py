@@ -103,7 +103,7 @@ class UdpHandshakes:
             yield from self._rdp.datagram(ev)
 
     def unwrapped(self) -> list[str]:
-        """What was not read: QUIC Initials of unknown versions, RDP-over-UDP sessions
+        """What was not read: QUIC connections of unknown versions, RDP-over-UDP sessions
         from which no TLS was read (listed, with why)."""
         quic = self._quic.unread() if self._quic is not None else []
         return quic + self._rdp_unread()

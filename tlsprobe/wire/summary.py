@@ -57,10 +57,6 @@ def parse_server_key_exchange(msg: bytes, ctx: ParseContext) -> ServerKeyExchang
     kx = ctx.key_exchange
     n = len(body)
     signed = ctx.version is not None and ctx.version >= 0x0303
-    if ctx.cipher_suite in ECJPAKE_SUITES and n >= 3 and body[0] == 3:
-        # ServerECJPAKEParams: the named curve (ECParameters) first, then the key pairs
-        # with their zero-knowledge proofs (no signature)
-        return _new_ske(("ECJPAKE", (body[1] << 8) | body[2], False, None, None, None, None))
     if kx == "ECDHE" and n >= 4 and body[0] == 3:
         length = body[3]
         p = 4 + length
@@ -79,6 +75,10 @@ def parse_server_key_exchange(msg: bytes, ctx: ParseContext) -> ServerKeyExchang
                 if y_len and s <= n:
                     return _new_ske(("DHE", None, False, y_len, bytes(body[2:q]), g_len,
                                      _scheme(body, s, signed)))
+    if ctx.cipher_suite in ECJPAKE_SUITES and n >= 3 and body[0] == 3:
+        # ServerECJPAKEParams: the named curve (ECParameters) first, then the key pairs
+        # with their zero-knowledge proofs (no signature)
+        return _new_ske(("ECJPAKE", (body[1] << 8) | body[2], False, None, None, None, None))
     ske = _codec(msg, ctx)
     return ServerKeyExchangeInfo(
         ske.key_exchange, ske.named_curve, ske.explicit_curve is not None,
