@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from tlsprobe.wire import (
     ClientHello,
@@ -187,6 +188,21 @@ class Listener:
     connections: int = 0
     spans: list[tuple[float, float]] = field(default_factory=list)  # (accepted, ended)
     accepted: list[float] = field(default_factory=list)  # accept times, in order
+    #: connections being served (their sockets), and the most that were open at once
+    serving: set[Any] = field(default_factory=set)
+    peak: int = 0
+
+    def accept(self, sock: Any) -> None:
+        """A new connection: count it with the served ones the client has not closed yet.
+        The kernel knows of a client's close at once (POLLRDHUP), however late the busy
+        event loop reads it: the count does not depend on the machine's load."""
+        poller = select.poll()
+        for other in self.serving:
+            poller.register(other.fileno(), select.POLLRDHUP | select.POLLHUP | select.POLLERR)
+        closed = {fd for fd, _ in poller.poll(0)}
+        alive = sum(1 for other in self.serving if other.fileno() not in closed)
+        self.peak = max(self.peak, alive + 1)
+        self.serving.add(sock)
 
     def first_accept(self) -> float | None:
         """time.monotonic() when the first connection was accepted (None: none yet)."""
@@ -196,18 +212,9 @@ class Listener:
         """time.monotonic() when the last finished connection ended (inf: none ended)."""
         return max((end for _, end in self.spans), default=float("inf"))
 
-    def max_concurrent(self, slack: float = 0.05) -> int:
-        """Most connections open at once, from the finished ones' spans. The server sees a
-        client's close a little late (the same loop also accepts the client's next
-        connection), so each span is shortened by `slack` seconds at its end."""
-        edges = sorted([(start, 1) for start, _ in self.spans] +
-                       [(max(start, end - slack), -1) for start, end in self.spans],
-                       key=lambda e: (e[0], e[1]))
-        now = best = 0
-        for _, step in edges:
-            now += step
-            best = max(best, now)
-        return best
+    def max_concurrent(self) -> int:
+        """Most connections the client had open at once, counted at each accept (`accept`)."""
+        return self.peak
 
 
 class HostileServer:
@@ -235,6 +242,9 @@ class HostileServer:
             listener.connections += 1
             conn = Conn(reader, writer, listener.log)
             listener.accepted.append(conn.started)
+            sock = writer.get_extra_info("socket")
+            if sock is not None:
+                listener.accept(sock)
             try:
                 await asyncio.wait_for(script(conn), MAX_SCRIPT_SECONDS)
             except ScriptDone as exc:
@@ -247,6 +257,7 @@ class HostileServer:
                 listener.log.append(f"SCRIPT ERROR: {exc!r}")
             finally:
                 listener.spans.append((conn.started, time.monotonic()))
+                listener.serving.discard(sock)
                 if not writer.is_closing():
                     writer.close()
 

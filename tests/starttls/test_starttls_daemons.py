@@ -185,12 +185,17 @@ def _listener_pids(ports: list[int]) -> set[int]:
         if not entry.isdigit():
             continue
         try:
-            links = [os.readlink(f"/proc/{entry}/fd/{fd}")
-                     for fd in os.listdir(f"/proc/{entry}/fd")]
+            fds = os.listdir(f"/proc/{entry}/fd")
         except OSError:
-            continue
-        if any(link.startswith("socket:[") and int(link[8:-1]) in inodes for link in links):
-            pids.add(int(entry))
+            continue  # the process is gone (or not ours to read)
+        for fd in fds:
+            try:
+                link = os.readlink(f"/proc/{entry}/fd/{fd}")
+            except OSError:
+                continue  # that descriptor closed meanwhile: a busy daemon's other fds
+            if link.startswith("socket:[") and int(link[8:-1]) in inodes:
+                pids.add(int(entry))
+                break
     return pids
 
 
