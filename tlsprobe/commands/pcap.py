@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import json
 from operator import itemgetter
 import sys
@@ -219,8 +220,12 @@ class _Output:
             self._details(report, out)
             out.write("\n")
         elif self._table:
-            self.rows.append((self.file_index, report.first_frame, report.id,
-                              self._row(report)))
+            rows = self.rows
+            rows.append((self.file_index, report.first_frame, report.id, self._row(report)))
+            if not len(rows) & 0x1FFF:
+                # the rows are kept to the end and hold no cycles: out of the collector's
+                # scans, as what was loaded at the start (else 0.1 s per 30,000 rows)
+                gc.freeze()
 
     def capture(self, summary: dict[str, Any]) -> None:
         self.flush()
@@ -281,7 +286,6 @@ def run(args: argparse.Namespace) -> int:
     the exit code is then 2 (usage: unreadable file), else 7 when a capture was damaged or
     holds data that was not read (snaplen cuts, packets skipped: what could be read is
     reported), else 0."""
-    import gc
 
     from tlsprobe.offline.stats import Statistics
     from tlsprobe.model.capture import CaptureSummary
@@ -349,7 +353,13 @@ def run(args: argparse.Namespace) -> int:
         output.flush()  # what was read stays written, even when interrupted
         if csv_rows is not None:
             csv_rows.close()
-    output.finish(stats, summaries)
+    # the table or statistics written at the end make many objects and no cycles: the
+    # collector would only scan them (a tenth of a second per 70,000 rows)
+    gc.disable()
+    try:
+        output.finish(stats, summaries)
+    finally:
+        gc.enable()
     if timeline is not None:
         timeline.write(args.plot)
     if unreadable:
