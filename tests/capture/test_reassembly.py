@@ -219,6 +219,62 @@ def test_rsts_repeated_by_the_resetting_side_do_not_cut_the_peers_data() -> None
     assert stream.stats.tcp_after_close == 1
 
 
+def test_lingering_resets_close_exactly_when_their_time_is_up() -> None:
+    """Several reset connections at once: one its peer ends early (FIN), the other reads
+    its in-flight data up to RST_LINGER seconds after its RST - a segment exactly then
+    still counts - and closes at the first segment after that, before what it opens."""
+    from tlsprobe.capture.tcp import RST_LINGER
+    t0 = 1000.0
+    a = Conv(client=("10.0.0.1", 40001))
+    b = Conv(client=("10.0.0.1", 40002))
+    c_, d_ = Conv(client=("10.0.0.1", 40003)), Conv(client=("10.0.0.1", 40004))
+    frames = [(t0 - 1, ether(p)) for p in a.handshake() + [a.c(b"a1")] + b.handshake()
+              + [b.c(b"b1")]]
+    frames += [(t0, ether(a.s(b"", "R"))), (t0 + 0.5, ether(b.s(b"", "R"))),
+               (t0 + 0.6, ether(b.c(b"", "FA"))),  # b's peer ends: b closes at once
+               (t0 + RST_LINGER, ether(c_.syn())),  # exactly a's time: a stays open
+               (t0 + RST_LINGER, ether(a.c(b"a2"))),  # its in-flight data still read
+               (t0 + RST_LINGER + 0.01, ether(d_.syn()))]  # past it: a closes first
+    events, _ = collect(io.BytesIO(pcap_bytes(frames)))
+    s = streams(events)
+    assert s[0]["data"][0] == b"a1a2" and s[0]["close"] == "rst"
+    assert s[1]["data"][0] == b"b1" and s[1]["close"] == "rst"
+    order = [(type(e).__name__, e.conn.id) for e in events
+             if isinstance(e, (StreamOpen, StreamClose))]
+    assert order.index(("StreamClose", 1)) < order.index(("StreamOpen", 2))
+    assert order.index(("StreamOpen", 2)) < order.index(("StreamClose", 0)) \
+        < order.index(("StreamOpen", 3))
+    close_a = next(e for e in events if isinstance(e, StreamClose) and e.conn.id == 0)
+    assert close_a.ts == t0  # at its RST
+
+
+def test_reading_a_capture_leaves_nothing_for_the_collector() -> None:
+    """The capture layer's connections point at their halves and back: once a capture is
+    read (or closed early), those cycles are cut, so its memory goes at once and no
+    collection has to find it (at exit one took 0.1 s)."""
+    import gc
+    pkts = []
+    for i in range(300):
+        c = Conv(client=("10.0.%d.%d" % (i // 250, i % 250 + 1), 40000 + i))
+        pkts += c.handshake() + [c.c(b"hi"), c.s(b"yo"), c.c(b"", "FA"), c.s(b"", "FA")]
+    gc.collect()
+    gc.disable()
+    try:
+        events, stream = run(pkts)
+        assert len(streams(events)) == 300
+        del events, stream
+        assert gc.collect() == 0
+        from tlsprobe.capture import iter_stream_events
+        stream = iter_stream_events(io.BytesIO(pcap_bytes([ether(p) for p in pkts])))
+        for _ in range(400):  # stopped early: what is open goes with close()
+            next(stream)
+        stream.close()
+        del stream
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+
+
 def test_tuple_reuse_after_close_is_a_new_connection() -> None:
     c1 = Conv(cisn=1000)
     first = c1.handshake() + [c1.c(b"one"), c1.c(b"", "FA"), c1.s(b"", "FA"), c1.ack()]
