@@ -37,11 +37,12 @@ def _group(r: ConnectionReport | BriefReport) -> str:
 
 def _sizes(r: ConnectionReport | BriefReport) -> str:
     kx = r.key_exchange
-    if kx is None or (kx.server_share_bytes is None and kx.client_share_bytes is None):
+    if kx is None:
         return "-"
-    def n(v: int | None) -> str:
-        return "-" if v is None else str(v)
-    return f"{n(kx.server_share_bytes)}/{n(kx.client_share_bytes)}"
+    server, client = kx.server_share_bytes, kx.client_share_bytes
+    if server is None and client is None:
+        return "-"
+    return f"{'-' if server is None else server}/{'-' if client is None else client}"
 
 
 def connection_label(r: ConnectionReport | BriefReport) -> str:
@@ -55,7 +56,8 @@ def connection_row(r: ConnectionReport | BriefReport) -> tuple[str, ...]:
     version = r.version.name if r.version else ("(no ServerHello)" if r.offer else "-")
     if r.alerts and r.version is None:
         version += f", {r.alerts[-1].direction} alert {r.alerts[-1].name}"
-    return (connection_label(r), r.client, r.server, r.sni or "-", version,
+    return (str(r.id) if r.transport == "tcp" else connection_label(r), r.client, r.server,
+            r.sni or "-", version,
             r.cipher.iana_name if r.cipher else "-", _group(r), _sizes(r), r.alpn or "-",
             r.fingerprints.ja4 or "-")
 
