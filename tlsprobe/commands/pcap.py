@@ -220,12 +220,8 @@ class _Output:
             self._details(report, out)
             out.write("\n")
         elif self._table:
-            rows = self.rows
-            rows.append((self.file_index, report.first_frame, report.id, self._row(report)))
-            if not len(rows) & 0x1FFF:
-                # the rows are kept to the end and hold no cycles: out of the collector's
-                # scans, as what was loaded at the start (else 0.1 s per 30,000 rows)
-                gc.freeze()
+            self.rows.append((self.file_index, report.first_frame, report.id,
+                              self._row(report)))
 
     def capture(self, summary: dict[str, Any]) -> None:
         self.flush()
