@@ -39,11 +39,9 @@ DEFAULT_MAX_TOTAL_PENDING_BYTES = 64 << 20
 DEFAULT_MAX_CONNECTIONS = 65536
 DEFAULT_MAX_CLOSED = 4096
 _UDP = struct.Struct("!HHH").unpack_from
-# Ethernet + IPv4 + TCP at once, in as few values as the fast path's checks need:
-# EtherType, version/IHL and TOS in one (0x080045TT: IPv4 without options), the total
-# length, flags/fragment offset, TTL and protocol in one (& 0x3FFF00FF == 6: TCP, not a
-# fragment), the sequence number, data offset and TCP flags.
-_ETH_IPV4_TCP = struct.Struct("!12xIH2xI14xI4xBB").unpack_from
+# Ethernet + IPv4 + TCP at once: EtherType, version/IHL, total length, flags/fragment offset,
+# protocol, sequence number, data offset, TCP flags.
+_ETH_IPV4_TCP = struct.Struct("!12xHBxH2xHxB2x8x4xI4xBB").unpack_from
 _OTHER_FORMATS = {b"RTSS": "Microsoft Network Monitor 1.x",
                   b"XCP\x00": "NetXRay/Sniffer", b"\x00\x00\x01\xba": "MPEG",
                   b"PK\x03\x04": "zip archive"}
@@ -188,10 +186,9 @@ class CaptureStream:
         try:
             for frame, ts, lt, buf, start, end, orig in packets:
                 if lt == 1 and end - start >= 54:
-                    ether_ip, total, frag_proto, seq, doff, flags = fast(buf, start)
-                    # (a total length under 40 fails below: then pstart > l4end)
-                    if (0x08004500 <= ether_ip <= 0x080045FF and frag_proto & 0x3FFF00FF == 6
-                            and doff >= 0x50 and total <= end - start - 14):
+                    etype, vihl, total, frag, proto, seq, doff, flags = fast(buf, start)
+                    if (etype == 0x0800 and vihl == 0x45 and proto == 6 and doff >= 0x50
+                            and not frag & 0x3FFF and 40 <= total <= end - start - 14):
                         l4end = start + 14 + total
                         pstart = start + 34 + ((doff >> 4) << 2)
                         if pstart < l4end:
@@ -283,10 +280,9 @@ class CaptureStream:
                 pos = start + incl
                 frame += 1
                 if incl >= 54:
-                    ether_ip, total, frag_proto, seq, doff, flags = fast(buf, start)
-                    # (a total length under 40 fails below: then pstart > l4end)
-                    if (0x08004500 <= ether_ip <= 0x080045FF and frag_proto & 0x3FFF00FF == 6
-                            and doff >= 0x50 and total <= incl - 14):
+                    etype, vihl, total, frag, proto, seq, doff, flags = fast(buf, start)
+                    if (etype == 0x0800 and vihl == 0x45 and proto == 6 and doff >= 0x50
+                            and not frag & 0x3FFF and 40 <= total <= incl - 14):
                         l4end = start + 14 + total
                         pstart = start + 34 + ((doff >> 4) << 2)
                         if pstart < l4end:

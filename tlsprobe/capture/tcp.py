@@ -52,8 +52,6 @@ _new_skipped = partial(tuple.__new__, StreamSkipped)
 
 
 RST_LINGER = 2.0  # seconds of capture time a reset connection still takes in-flight data
-DUE_MARGIN = 1e-3  # (float rounding: the exact test is `ts - reset time > RST_LINGER`)
-INF = float("inf")
 
 
 def _carried_data(conn: Connection) -> bool:
@@ -104,9 +102,6 @@ class TcpTracker(Reassembler, Eviction):
         self._next_id = 0
         self._texts: dict[bytes, str] = {}
         self._resets: deque[Connection] = deque()  # reset connections still open, by RST
-        #: a little before the first one's linger time is up (inf: none), so that most
-        #: segments pass with one comparison; `_sweep_resets` checks exactly
-        self._resets_due = INF
         self.init_eviction(idle_timeout, idle_timeout_data)
 
     # -- per packet -----------------------------------------------------------------------
@@ -180,8 +175,10 @@ class TcpTracker(Reassembler, Eviction):
                 ts: float, frame: int) -> None:
         """Segments with SYN, FIN or RST, and the first segment of an unknown flow (`half`:
         the flow's entry, None when unknown)."""
-        if ts > self._resets_due:  # (the first reset connection's time may be up)
-            self._sweep_resets(ts)
+        if self._resets:  # `_sweep_resets` when its first connection is due (most often not)
+            head = self._resets[0]
+            if head.closed or head.reset is None or ts - head.reset[0] > RST_LINGER:
+                self._sweep_resets(ts)
         data = buf[pstart:l4end]
         if flags & SYN:
             if flags & RST:
@@ -248,8 +245,6 @@ class TcpTracker(Reassembler, Eviction):
         conn.reset_by = half.direction
         if half.pending:
             self.flush(half, ts, frame)
-        if not self._resets:
-            self._resets_due = ts + RST_LINGER - DUE_MARGIN
         self._resets.append(conn)
 
     def _sweep_resets(self, ts: float) -> None:
@@ -259,12 +254,10 @@ class TcpTracker(Reassembler, Eviction):
             conn = resets[0]
             reset = conn.reset
             if not conn.closed and reset is not None and ts - reset[0] <= RST_LINGER:
-                self._resets_due = reset[0] + RST_LINGER - DUE_MARGIN
                 return
             resets.popleft()
             if not conn.closed:
                 self.close(conn, "rst", *reset)  # type: ignore[misc]
-        self._resets_due = INF
 
     def _same_syn(self, half: HalfStream, seq: int, flags: int, ack: int) -> bool:
         """Whether a SYN belongs to the connection this flow maps to (else: a new one)."""
@@ -336,8 +329,6 @@ class TcpTracker(Reassembler, Eviction):
         if conn.reset is not None:
             reason = "rst"
             ts, frame = conn.reset
-            if self._resets and self._resets[0] is conn:
-                self._resets_due = -INF  # the next segment sweeps it off
         out = self.out
         for half in conn.halves:
             if half.pending or half.fin_seq is not None and half.next_seq is not None and \
@@ -379,7 +370,6 @@ class TcpTracker(Reassembler, Eviction):
             for conn in table.values():
                 conn.halves = []
         self._resets.clear()
-        self._resets_due = INF
         self.flows.clear()
         self.open.clear()
         self.closed.clear()

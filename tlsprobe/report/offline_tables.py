@@ -56,8 +56,7 @@ def connection_row(r: ConnectionReport | BriefReport) -> tuple[str, ...]:
     version = r.version.name if r.version else ("(no ServerHello)" if r.offer else "-")
     if r.alerts and r.version is None:
         version += f", {r.alerts[-1].direction} alert {r.alerts[-1].name}"
-    return (str(r.id) if r.transport == "tcp" else connection_label(r), r.client, r.server,
-            r.sni or "-", version,
+    return (connection_label(r), r.client, r.server, r.sni or "-", version,
             r.cipher.iana_name if r.cipher else "-", _group(r), _sizes(r), r.alpn or "-",
             r.fingerprints.ja4 or "-")
 
