@@ -21,7 +21,9 @@ installed package has it), even where PYTHONDONTWRITEBYTECODE is set. With --rep
 commands run in N rounds, each command once per round in turn (a slow spell of a shared
 machine then falls on both tools alike), and the median wall and CPU times are shown (of an
 even number of rounds: the mean of the middle two; peak RSS: the largest), then each round's
-CPU times.
+CPU times and each round's own throughput ratio (against the faster tshark run of that round:
+on a machine whose speed drifts, a ratio within one round is the steadier figure; both
+are shown).
 
 Target (issue 5): tlsprobe at least 4x tshark's throughput and at most 1/5 of its memory.
 
@@ -303,6 +305,15 @@ def throughput(args: argparse.Namespace, tmp: Path, path: Path) -> None:
             print(f"  {label:<24} {speed:4.1f}x throughput ({least_cpu / cpu:.1f}x in CPU) "
                   f"({'met' if speed >= 4 else 'NOT met'}), 1/{memory:.1f} of the memory "
                   f"({'met' if memory >= 5 else 'NOT met'})")
+        if args.repeat > 1:
+            # each round's own ratio (its run against the faster tshark run of the same
+            # round): a machine whose speed drifts between rounds moves both sides of it
+            print("each round's throughput ratio (against that round's faster tshark run):")
+            for label, *_ in ours:
+                ratios = [min(by_label[t[0]][i][0] for t in theirs) / by_label[label][i][0]
+                          for i in range(args.repeat)]
+                print(f"  {label:<24} " + " ".join(f"{r:.1f}x" for r in ratios)
+                      + f"  (median {median(ratios):.1f}x)")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,9 @@ segments, framing errors, and connections that are not TLS at all."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 from capture.capbuild import Conv, ether, pcap_bytes
@@ -161,6 +164,100 @@ def test_malformed_supported_versions_in_trace_mode(tmp_path: Path) -> None:
     assert "      !!! supported_versions.error: block of 64 bytes, only 2 left at +169" in trace
     assert any(line.endswith("ServerHello") and line.startswith("<<< TLS 1.3") for line in trace)
     assert report.offer is not None and report.version is not None
+
+
+def _empty_server_supported_versions(flight: bytes) -> bytes:
+    """The server's first flight with its ServerHello's supported_versions extension
+    emptied (the record, message and extensions lengths made to fit)."""
+    sh = bytearray(flight[:5 + ((flight[3] << 8) | flight[4])])
+    at = bytes(sh).index(b"\x00\x2b\x00\x02\x03\x04")
+    del sh[at + 4:at + 6]
+    sh[at + 3] = 0                                   # extension_data of 0 bytes
+    sh[3:5] = (len(sh) - 5).to_bytes(2, "big")
+    sh[6:9] = (len(sh) - 9).to_bytes(3, "big")
+    ext = 9 + 2 + 32 + 1 + sh[9 + 34] + 3           # the extensions block's length
+    sh[ext:ext + 2] = (len(sh) - ext - 2).to_bytes(2, "big")
+    return bytes(sh) + flight[len(sh) + 2:]
+
+
+def test_malformed_server_supported_versions_leaves_the_version_unknown(
+        tmp_path: Path) -> None:
+    """A ServerHello whose supported_versions extension is empty: the version it chose is
+    unknown (not its legacy_version, TLS 1.2), said as a problem; the suite and the group
+    of its key_share are still reported, in the table, --stats and JSON."""
+    parts = chunks("tls13_x25519.pcap")
+    flight = _empty_server_supported_versions(parts[1][1])
+    conv = Conv()
+    path = write(tmp_path, conv.handshake() + replay(conv, [parts[0], (1, flight)]))
+    (r,) = analyse(path)
+    assert r.version is None
+    assert r.cipher is not None and r.cipher.hex == "0x1302"
+    assert r.group is not None and r.group.name == "x25519"
+    assert "malformed supported_versions extension in the ServerHello (the version it " \
+        "chose is not known)" in r.problems
+    table = subprocess.run([sys.executable, "-m", "tlsprobe", "pcap", "--no-progress", path],
+                           capture_output=True, text=True, timeout=60)
+    (row,) = [line for line in table.stdout.splitlines() if "TLS_AES_256_GCM_SHA384" in line]
+    assert "(unknown)" in row and "TLSv1.2" not in row and "no ServerHello" not in row
+    stats = json.loads(subprocess.run(
+        [sys.executable, "-m", "tlsprobe", "pcap", "--no-progress", "--stats", "--json", path],
+        capture_output=True, text=True, timeout=60).stdout)["stats"]
+    assert stats["handshakes"] == 1 and stats["client_hello_only"] == 0
+    assert stats["versions"] == [{"name": "(unknown)", "connections": 1}]
+    line = json.loads(subprocess.run(
+        [sys.executable, "-m", "tlsprobe", "pcap", "--no-progress", "--jsonl", path],
+        capture_output=True, text=True, timeout=60).stdout.splitlines()[0])
+    assert line["version"] is None and line["cipher"]["hex"] == "0x1302"
+
+
+def test_malformed_server_key_share_is_no_psk_handshake(tmp_path: Path) -> None:
+    """A TLS 1.3 ServerHello whose key_share extension cannot be read (its key's length
+    overruns the extension): the group is unknown, not "PSK, no key exchange"."""
+    parts = chunks("tls13_x25519.pcap")
+    flight = bytearray(parts[1][1])
+    at = bytes(flight).index(b"\x00\x33\x00\x24\x00\x1d\x00\x20")
+    flight[at + 7] = 0x21                            # a 33-byte key in 32 bytes
+    conv = Conv()
+    path = write(tmp_path, conv.handshake() + replay(conv, [parts[0], (1, bytes(flight))]))
+    (r,) = analyse(path)
+    assert r.version is not None and r.version.hex == "0x0304"
+    assert r.key_exchange is not None
+    assert (r.key_exchange.kind, r.key_exchange.source, r.group) == ("unknown", "malformed", None)
+    assert "malformed key_share extension in the ServerHello" in r.problems
+
+
+def test_server_messages_lost_before_its_ccs_leave_resumption_unknown(
+        tmp_path: Path) -> None:
+    """TLS 1.2: the ServerHello is captured, the rest of the server's first flight
+    (Certificate, ServerKeyExchange, ServerHelloDone) is not, then its CCS: that is not
+    told from an abbreviated handshake, so no resumption is claimed, and the problems say
+    what is not known; the same handshake captured whole is a full one."""
+    sh_record = 5 + ((SEED[1][1][3] << 8) | SEED[1][1][4])
+    for lost in (True, False):
+        conv = Conv()
+        frames = conv.handshake()
+        for n, (direction, data) in enumerate(SEED):
+            if direction == 0:
+                frames.append(conv.c(data))
+            elif n == 1:
+                frames.append(conv.s(data[:sh_record]))
+                rest = conv.s(data[sh_record:])  # advances the server's sequence
+                if not lost:
+                    frames.append(rest)
+            else:
+                frames.append(conv.s(data))
+        (r,) = analyse(write(tmp_path, frames))
+        assert r.version is not None and r.version.hex == "0x0303"
+        assert r.resumption is None
+        unknown = [p for p in r.problems if p.startswith("resumption not known")]
+        if lost:
+            assert r.gap_bytes == len(SEED[1][1]) - sh_record
+            assert unknown == [f"resumption not known (gap of {r.gap_bytes} bytes in the "
+                               "server's handshake)"]
+            assert r.key_exchange is not None and r.key_exchange.source == "not_captured"
+        else:
+            assert unknown == [] and r.gap_bytes == 0
+            assert_seed(r)
 
 
 def test_partial_messages_are_released(tmp_path: Path) -> None:

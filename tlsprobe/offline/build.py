@@ -122,8 +122,12 @@ def key_exchange_of(f: Facts, caches: AnalysisCaches) -> KeyExchange | None:
     sh = f.server_hello
     if sh is None:
         return None
-    if f.tls13:
+    # a version not known (malformed supported_versions): the key_share sent still names
+    # the group chosen
+    if f.tls13 or sh.key_share is not None and "supported_versions" in sh.problems:
         if sh.key_share is None:
+            if "key_share" in sh.problems:  # sent but unreadable: not a psk_ke handshake
+                return KeyExchange(kind="unknown", source="malformed")
             return KeyExchange(kind="PSK", source="none")
         group, server_len = sh.key_share
         hello = f.client_hellos[-1] if f.client_hellos else None
@@ -166,6 +170,8 @@ def resumption_of(f: Facts) -> str | None:
         return "psk" if sh.psk_identity is not None else None
     full = any(t in (11, 12, 14) for d, t, _, _ in f.messages if d == SERVER)
     if f.ccs[SERVER] and not full:
+        if f.handshake_gap[SERVER]:
+            return None  # they may be in the bytes lost: not known (Facts.resumption_unknown)
         hello = f.client_hellos[-1] if f.client_hellos else None
         return "session_ticket" if hello is not None and hello.session_ticket else "session_id"
     return None
@@ -199,7 +205,9 @@ def _derive(f: Facts, transport: str,
         offer_of(hello, caches) if hello is not None else None,
         _codepoints(caches, "extension", hello.extensions) if hello else (),
         _codepoints(caches, "extension", sh.extensions) if sh else (),
-        _one(caches, "version", sh.selected_version) if sh is not None else
+        # a malformed supported_versions hides the choice: legacy_version is not it
+        (None if "supported_versions" in sh.problems else
+         _one(caches, "version", sh.selected_version)) if sh is not None else
         _one(caches, "version", f.sslv2_server) if f.sslv2_server is not None else None,
         _one(caches, "cipher", sh.cipher_suite) if sh is not None else None,
         key_exchange_of(f, caches),
@@ -227,6 +235,7 @@ def _shape(f: Facts, transport: str) -> tuple:  # type: ignore[type-arg]
             f.server_shape if f.server_shape is not None else (sh[0],) + sh[3:] if sh
             else None, (hrr[0],) + hrr[3:] if hrr else None,
             f.ske, f.cke_length, f.tls13, f.ccs[0], f.ccs[1], f.key_exchange,
+            f.handshake_gap[1] > 0,  # (what a capture gap may have hidden is not stated)
             tuple(f.certificates), tuple(f.alerts), tuple(f.messages), f.more_messages,
             f.ticket_lifetime, f.alpn_ee, f.signature_scheme, f.sslv2_server, f.framing)
 

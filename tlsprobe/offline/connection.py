@@ -151,6 +151,7 @@ class Connection:
         if first.aligner.tunnel is not None or second.aligner.tunnel is not None:
             self._framing()  # (checked here first: most connections have no tunnel)
         if self.facts.handshake_gap[1]:
-            missing = self.facts.missing_server_key_exchange()
-            if missing is not None:
-                self.facts.problem(missing)
+            for missing in (self.facts.missing_server_key_exchange(),
+                            self.facts.resumption_unknown()):
+                if missing is not None:
+                    self.facts.problem(missing)

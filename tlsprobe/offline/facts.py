@@ -197,6 +197,16 @@ class Facts:
             return f"ServerKeyExchange not captured (gap of {gap} bytes)"
         return None
 
+    def resumption_unknown(self) -> str | None:
+        """The problem text when a TLS 1.0-1.2 handshake whose server sent its CCS without
+        any Certificate, ServerKeyExchange or ServerHelloDone captured lost bytes there: an
+        abbreviated handshake cannot be told from a full one whose messages were lost."""
+        gap = self.handshake_gap[SERVER]
+        if gap and self.server_hello is not None and not self.tls13 and self.ccs[SERVER] \
+                and not any(d == SERVER and t in (11, 12, 14) for d, t, _, _ in self.messages):
+            return f"resumption not known (gap of {gap} bytes in the server's handshake)"
+        return None
+
     def alert(self, direction: int, level: int, description: int, decrypted: bool = False) -> None:
         if len(self.alerts) < MAX_MESSAGES:
             self.alerts.append((direction, level, description, decrypted))
@@ -325,7 +335,9 @@ class Facts:
         if len(self.server_hellos) < MAX_HELLOS:
             self.server_hellos.append(info)
         for name in info.problems:
-            self.problem(f"malformed {name} extension in the ServerHello")
+            self.problem(f"malformed {name} extension in the ServerHello" + (
+                " (the version it chose is not known)" if name == "supported_versions"
+                else ""))
         if info.is_hello_retry_request:
             self.hrr = info
             return

@@ -10,6 +10,7 @@ from typing import Any
 from tlsprobe.model.capture import BriefReport, ConnectionReport, ReportText
 
 NONE = "(none)"
+UNKNOWN = "(unknown)"  # a ServerHello whose choice of version could not be read
 _RESUMED = {"session_id": "session ID", "session_ticket": "session ticket", "psk": "PSK"}
 
 
@@ -37,17 +38,21 @@ class Statistics:
             raise TypeError("statistics need reports, not their JSON text")
         self.connections += 1
         self.protocols[r.protocol] += 1
-        if r.version is not None:
+        version: Any = r.version
+        if version is not None:
             self.handshakes += 1
+        elif r.cipher is not None:  # a ServerHello, its version not known
+            self.handshakes += 1
+            version = UNKNOWN
         elif r.offer is not None:
             self.client_only += 1
         if r.hello_retry_request is not None:
             self.hello_retry_requests += 1
         if r.resumption is not None:
             self.resumed += 1
-        seen = self._versions.get(id(r.version))
+        seen = self._versions.get(id(version))
         if seen is None:
-            self._versions[id(r.version)] = [r.version, 1]
+            self._versions[id(version)] = [version, 1]
         else:
             seen[1] += 1
         seen = self._suites.get(id(r.cipher))
@@ -80,7 +85,7 @@ class Statistics:
 
     @property
     def versions(self) -> list[tuple[str, int]]:
-        return self._merge(self._versions.values(), lambda v: v.label() if v is not None else NONE)
+        return self._merge(self._versions.values(), lambda v: NONE if v is None else UNKNOWN if v is UNKNOWN else v.label())
 
     @property
     def suites(self) -> list[tuple[str, int]]:

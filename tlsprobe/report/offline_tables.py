@@ -53,7 +53,8 @@ def connection_label(r: ConnectionReport | BriefReport) -> str:
 
 def connection_row(r: ConnectionReport | BriefReport) -> tuple[str, ...]:
     """One table row of plain strings."""
-    version = r.version.name if r.version else ("(no ServerHello)" if r.offer else "-")
+    version = r.version.name if r.version else "(unknown)" if r.cipher else (
+        "(no ServerHello)" if r.offer else "-")
     if r.alerts and r.version is None:
         version += f", {r.alerts[-1].direction} alert {r.alerts[-1].name}"
     return (connection_label(r), r.client, r.server, r.sni or "-", version,
@@ -129,7 +130,8 @@ def connection_rows(r: ConnectionReport) -> list[tuple[str, str]]:
     if o is not None:
         if o.alpn:
             rows.append(("Offered ALPN", ", ".join(o.alpn)))
-    rows.append(("Protocol", r.version.label() if r.version else "(none)"))
+    rows.append(("Protocol", r.version.label() if r.version else
+                 "(unknown: see problems)" if r.cipher else "(none)"))
     if r.cipher:
         rows.append(("Cipher", f"{r.cipher.iana_name} ({r.cipher.hex})"))
         rows.append(("", f"OpenSSL name: {r.cipher.openssl_name or '(none)'}"))
@@ -200,7 +202,7 @@ def _state(r: ConnectionReport) -> str:
         return "complete (both Finished decrypted)"
     if r.encrypted:
         return "both sides encrypting" + (" (resumed)" if r.resumption else "")
-    if r.version is not None:
+    if r.version is not None or r.cipher is not None:
         return "ServerHello seen, not finished in the capture"
     return "no ServerHello in the capture"
 

@@ -16,7 +16,8 @@ SOURCES = {"key_share": "TLS 1.3 key_share", "hello_retry_request":
            "TLS 1.3 key_share after HelloRetryRequest", "server_key_exchange":
            "TLS 1.2 ServerKeyExchange", "dhe_parameters": "TLS 1.2 ServerKeyExchange DH parameters",
            "rsa": "RSA key transport (no ephemeral key)", "none": "no ServerKeyExchange",
-           "not_captured": "ServerKeyExchange not captured (capture gap)"}
+           "not_captured": "ServerKeyExchange not captured (capture gap)",
+           "malformed": "key_share extension malformed (group not known)"}
 #: SubjectAltNames listed per certificate before "... N more"
 MAX_SAN_SHOWN = 8
 
