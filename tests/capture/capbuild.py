@@ -7,10 +7,38 @@ are also accepted by tshark and scapy; files are written per the pcap and pcapng
 from __future__ import annotations
 
 import ipaddress
+import json
+import shutil
 import struct
-from collections.abc import Iterable, Sequence
+import subprocess
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
 
 FLAG_BITS = {"F": 0x01, "S": 0x02, "R": 0x04, "P": 0x08, "A": 0x10, "U": 0x20}
+TSHARK = shutil.which("tshark")
+
+
+# -- reading a built capture back ----------------------------------------------------------
+def pcap_jsonl(run_cli: Callable[..., tuple[int, str, str]], path: Path | str, *args: str
+               ) -> tuple[int, list[dict[str, Any]], list[dict[str, Any]], str]:
+    """`tlsprobe pcap --jsonl PATH`: exit code, connection records, capture records and
+    stderr."""
+    code, out, err = run_cli("pcap", str(path), "--jsonl", "--no-progress", *args)
+    lines = [json.loads(line) for line in out.splitlines()]
+    return code, [d for d in lines if d["kind"] == "connection"], \
+        [d for d in lines if d["kind"] == "capture"], err
+
+
+def tshark_fields(path: Path, display_filter: str | None, *fields: str) -> list[str]:
+    """tshark's `-T fields` values of the packets `display_filter` selects (all if None),
+    split on white space; only where tshark is installed."""
+    assert TSHARK is not None
+    cmd = [TSHARK, "-r", str(path)] + (["-Y", display_filter] if display_filter else [])
+    for name in fields:
+        cmd += ["-e", name]
+    return subprocess.run(cmd + ["-T", "fields"], capture_output=True, text=True, timeout=60,
+                          check=True).stdout.split()
 
 
 def _csum(data: bytes) -> int:

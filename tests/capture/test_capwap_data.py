@@ -6,15 +6,11 @@ TLS bytes are a real loopback handshake (captures/); tshark's SNI is checked bes
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from capbuild import ether, ipv4, pcap_bytes, real_chunks, tcp, udp
-
-TSHARK = shutil.which("tshark")
+from capbuild import TSHARK, ether, ipv4, pcap_bytes, pcap_jsonl, real_chunks, tcp, \
+    tshark_fields, udp
 AP, WLC = ("172.16.0.2", 41264), ("172.16.0.1", 5247)
 STA, WEB = ("10.1.3.68", 47025), ("74.125.130.188", 443)
 
@@ -62,17 +58,14 @@ def session(swap: bool) -> list[bytes]:
 def test_client_frames_in_capwap_data_are_read(run_cli, tmp_path: Path, swap: bool) -> None:
     path = tmp_path / "capwap.pcap"
     path.write_bytes(pcap_bytes(session(swap)))
-    code, out, err = run_cli("pcap", str(path), "--jsonl", "--no-progress")
+    code, [conn], _, err = pcap_jsonl(run_cli, path)
     assert code == 0, err
-    [conn] = [d for d in map(json.loads, out.splitlines()) if d["kind"] == "connection"]
     assert (conn["client"], conn["server"]) == ("10.1.3.68:47025", "74.125.130.188:443")
     assert conn["sni"] == "localhost" and conn["version"]["name"] == "TLS 1.2"
     assert conn["cipher"]["iana_name"] == "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"
     if TSHARK and swap:  # tshark reads CAPWAP's 802.11 swapped by default
-        snis = subprocess.run([TSHARK, "-r", str(path), "-Y", "tls.handshake.type == 1",
-                               "-T", "fields", "-e", "tls.handshake.extensions_server_name"],
-                              capture_output=True, text=True, timeout=60, check=True).stdout
-        assert snis.split() == ["localhost"]
+        assert tshark_fields(path, "tls.handshake.type == 1",
+                             "tls.handshake.extensions_server_name") == ["localhost"]
 
 
 def test_capwap_fragments_are_said_skipped(run_cli, tmp_path: Path) -> None:

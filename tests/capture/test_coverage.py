@@ -4,31 +4,24 @@ packets built here; where tshark is installed its view of the same file is check
 
 from __future__ import annotations
 
-import json
-import shutil
 import struct
-import subprocess
 from pathlib import Path
 
 import pytest
-from capbuild import Conv, ether, ipv4, ipv6, pcap_bytes, real_chunks, records
-
-TSHARK = shutil.which("tshark")
+from capbuild import TSHARK, Conv, ether, ipv4, ipv6, pcap_bytes, pcap_jsonl, real_chunks, \
+    records, tshark_fields
 CLIENT, SERVER = ("127.0.0.1", 40000), ("127.0.0.1", 443)
 
 
 def handshake_types(path: Path) -> list[str]:
     """tshark's handshake message types in the file, in order."""
-    out = subprocess.run([TSHARK or "tshark", "-r", str(path), "-Y", "tls.handshake", "-T",
-                          "fields", "-e", "tls.handshake.type"], capture_output=True,
-                         text=True, timeout=60, check=True).stdout
-    return [t for line in out.split() for t in line.split(",")]
+    return [t for row in tshark_fields(path, "tls.handshake", "tls.handshake.type")
+            for t in row.split(",")]
 
 
 def first_connection(run_cli, name: str, *args: str) -> tuple[int, dict, str]:
-    code, out, err = run_cli("pcap", name, "--jsonl", "--no-progress", *args)
-    lines = [json.loads(line) for line in out.splitlines()]
-    return code, next(d for d in lines if d["kind"] == "connection"), err
+    code, conns, _, err = pcap_jsonl(run_cli, name, *args)
+    return code, conns[0], err
 
 
 def reset_after_server_hello(reset_flags: str) -> list[bytes]:
@@ -87,11 +80,8 @@ def test_client_hello_in_ipv4_fragments_out_of_order(run_cli, tmp_path: Path) ->
     assert conn["fingerprints"]["ja3"] is not None
     assert conn["cipher"]["iana_name"] == "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"
     if TSHARK:
-        out = subprocess.run([TSHARK, "-r", str(tmp_path / "frag.pcap"), "-Y",
-                              "tls.handshake.type == 1", "-T", "fields", "-e",
-                              "tls.handshake.extensions_server_name"], capture_output=True,
-                             text=True, timeout=60, check=True).stdout
-        assert out.split() == ["localhost"]
+        assert tshark_fields(tmp_path / "frag.pcap", "tls.handshake.type == 1",
+                             "tls.handshake.extensions_server_name") == ["localhost"]
 
 
 def test_server_flight_in_ipv6_fragments(run_cli, tmp_path: Path) -> None:

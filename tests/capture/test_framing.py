@@ -6,17 +6,12 @@ built here as OpenVPN and CAPWAP send it; tshark's view is checked where it has 
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from capbuild import (Conv, OpenVpn, dtls_client_hello, ether, ipv4, pcap_bytes, real_chunks,
-                      tcp_framed, udp)
-
-TSHARK = shutil.which("tshark")
+from capbuild import (TSHARK, Conv, OpenVpn, dtls_client_hello, ether, ipv4, pcap_bytes,
+                      pcap_jsonl, real_chunks, tcp_framed, tshark_fields, udp)
 CLIENT, SERVER = ("127.0.0.1", 40000), ("127.0.0.1", 1194)
 ALL = [">>> ClientHello", "<<< ServerHello", "<<< Certificate", "<<< ServerKeyExchange",
        "<<< ServerHelloDone", ">>> ClientKeyExchange", "<<< NewSessionTicket"]
@@ -60,9 +55,8 @@ def openvpn_udp(hmac: int, wrap=lambda d: d) -> list[bytes]:  # noqa: ANN001
 
 
 def connections(run_cli, name: str) -> tuple[int, list[dict], str]:
-    code, out, err = run_cli("pcap", name, "--jsonl", "--no-progress")
-    lines = [json.loads(line) for line in out.splitlines()]
-    return code, [d for d in lines if d["kind"] == "connection"], err
+    code, conns, _, err = pcap_jsonl(run_cli, name)
+    return code, conns, err
 
 
 @pytest.mark.parametrize("transport", ["tcp", "udp"])
@@ -80,11 +74,8 @@ def test_openvpn_control_channel_handshake_is_read(run_cli, tmp_path: Path, tran
     assert conn["key_exchange"]["group"]["name"] == "x25519" and conn["problems"] == []
     assert (conn["client"], conn["server"]) == ("127.0.0.1:40000", "127.0.0.1:1194")
     if TSHARK and hmac == 0:  # tshark reads plain OpenVPN on port 1194 (not tls-auth)
-        out = subprocess.run([TSHARK, "-r", str(tmp_path / "vpn.pcap"), "-Y",
-                              "tls.handshake.type == 1", "-T", "fields", "-e",
-                              "tls.handshake.extensions_server_name"], capture_output=True,
-                             text=True, timeout=60, check=True).stdout
-        assert set(out.split()) == {"localhost"}
+        assert set(tshark_fields(tmp_path / "vpn.pcap", "tls.handshake.type == 1",
+                                 "tls.handshake.extensions_server_name")) == {"localhost"}
 
 
 @pytest.mark.parametrize("transport", ["tcp", "udp"])
@@ -116,10 +107,8 @@ def test_capwap_dtls_is_unwrapped(run_cli, tmp_path: Path) -> None:
     [conn] = conns
     assert (conn["protocol"], conn["framing"], conn["sni"]) == ("dtls", "capwap", "localhost")
     if TSHARK:
-        out = subprocess.run([TSHARK, "-r", str(tmp_path / "capwap.pcap"), "-T", "fields",
-                              "-e", "dtls.handshake.extensions_server_name"],
-                             capture_output=True, text=True, timeout=60, check=True).stdout
-        assert out.split() == ["localhost"]
+        assert tshark_fields(tmp_path / "capwap.pcap", None,
+                             "dtls.handshake.extensions_server_name") == ["localhost"]
 
 
 def test_tls_auth_hmac_that_reads_as_eight_acks_is_not_taken_for_no_hmac() -> None:

@@ -7,18 +7,14 @@ where it has one (it reads RDPUDP on UDP 3389)."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from capbuild import RdpUdp, dtls_client_hello, ether, ipv4, pcap_bytes, real_chunks, udp
+from capbuild import TSHARK, RdpUdp, dtls_client_hello, ether, ipv4, pcap_bytes, pcap_jsonl, \
+    real_chunks, tshark_fields, udp
 
 from tlsprobe.offline.caches import AnalysisCaches
 from tlsprobe.offline.rdpudp import MAX_PENDING, _Channel, v1_chunk, v2_chunk
-
-TSHARK = shutil.which("tshark")
 CLIENT, SERVER = ("10.0.0.5", 50123), ("10.0.0.6", 3389)
 ALL = [">>> ClientHello", "<<< ServerHello", "<<< Certificate", "<<< ServerKeyExchange",
        "<<< ServerHelloDone", ">>> ClientKeyExchange", "<<< NewSessionTicket"]
@@ -72,26 +68,15 @@ def rdpudp1_session(lossy: bool = False, payloads: list[tuple[int, bytes]] | Non
     return frames
 
 
-def connections(run_cli, path: Path) -> tuple[int, list[dict], list[dict], str]:
-    code, out, err = run_cli("pcap", str(path), "--jsonl", "--no-progress")
-    lines = [json.loads(line) for line in out.splitlines()]
-    return code, [d for d in lines if d["kind"] == "connection"], \
-        [d for d in lines if d["kind"] == "capture"], err
-
-
 def tshark_snis(path: Path) -> list[str]:
-    assert TSHARK is not None
-    out = subprocess.run([TSHARK, "-r", str(path), "-Y", "tls.handshake.type == 1", "-T",
-                          "fields", "-e", "tls.handshake.extensions_server_name"],
-                         capture_output=True, text=True, timeout=60, check=True).stdout
-    return out.split()
+    return tshark_fields(path, "tls.handshake.type == 1", "tls.handshake.extensions_server_name")
 
 
 @pytest.mark.parametrize("version", [2, 1])
 def test_reliable_channel_tls_is_read(run_cli, tmp_path: Path, version: int) -> None:
     path = tmp_path / "rdp.pcap"
     path.write_bytes(pcap_bytes(rdpudp2_session() if version == 2 else rdpudp1_session()))
-    code, conns, _, err = connections(run_cli, path)
+    code, conns, _, err = pcap_jsonl(run_cli, path)
     assert code == 0, err
     [conn] = conns
     assert (conn["transport"], conn["protocol"], conn["framing"]) == ("udp", "tls", "rdp-udp")
@@ -117,7 +102,7 @@ def test_lossy_session_dtls_is_read(run_cli, tmp_path: Path) -> None:
     record = dtls_client_hello()
     path = tmp_path / "lossy.pcap"
     path.write_bytes(pcap_bytes(rdpudp1_session(lossy=True, payloads=[(0, record)])))
-    code, conns, [summary], err = connections(run_cli, path)
+    code, conns, [summary], err = pcap_jsonl(run_cli, path)
     assert code == 0, err
     [conn] = conns
     assert (conn["protocol"], conn["framing"], conn["sni"]) == ("dtls", "rdp-udp", "localhost")
@@ -131,7 +116,7 @@ def test_lossy_session_without_dtls_hello_is_listed(run_cli, tmp_path: Path) -> 
     record = bytes([23, 0xFE, 0xFD, 0, 1]) + bytes(6) + (40).to_bytes(2, "big") + bytes(40)
     path = tmp_path / "lossy.pcap"
     path.write_bytes(pcap_bytes(rdpudp1_session(lossy=True, payloads=[(0, record)])))
-    code, conns, [summary], err = connections(run_cli, path)
+    code, conns, [summary], err = pcap_jsonl(run_cli, path)
     assert code == 7 and conns == []
     line = ("1 RDP-over-UDP session (MS-RDPEUDP) without TLS read: 10.0.0.5:50123 -> "
             "10.0.0.6:3389 (no DTLS ClientHello in its lossy channel)")
@@ -148,7 +133,7 @@ def test_session_without_tls_is_listed_with_the_reason(run_cli, tmp_path: Path,
                    frame(1, rdp.v2(1, b"\x00" * 80))]
     path = tmp_path / "rdp.pcap"
     path.write_bytes(pcap_bytes(frames))
-    code, conns, [summary], err = connections(run_cli, path)
+    code, conns, [summary], err = pcap_jsonl(run_cli, path)
     assert code == 7 and conns == []
     why = "no data packet captured" if what.endswith("syn only") else \
         "no TLS record found in its reliable channel"
@@ -208,7 +193,7 @@ def test_many_sessions_stay_bounded_and_are_all_counted(run_cli, tmp_path: Path)
                          udp(40000, 3389, syn))) for i in range(n)]
     path = tmp_path / "syns.pcap"
     path.write_bytes(pcap_bytes(frames))
-    code, conns, [summary], err = connections(run_cli, path)
+    code, conns, [summary], err = pcap_jsonl(run_cli, path)
     assert code == 7 and conns == []
     [line] = summary["losses"]
     assert line.startswith(f"{n} RDP-over-UDP sessions (MS-RDPEUDP) without TLS read: ")

@@ -6,17 +6,12 @@ on port 1433) is checked beside ours."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from capbuild import Conv, ether, pcap_bytes, real_chunks
+from capbuild import TSHARK, Conv, ether, pcap_bytes, pcap_jsonl, real_chunks, tshark_fields
 
 from tlsprobe.offline.tds import TdsChannel, tds_start
-
-TSHARK = shutil.which("tshark")
 
 
 def packet(ptype: int, payload: bytes, last: bool = True, pid: int = 1) -> bytes:
@@ -59,9 +54,8 @@ def session(size: int = 4096) -> list[bytes]:
 def test_tls_in_prelogin_packets_is_read(run_cli, tmp_path: Path, size: int) -> None:
     path = tmp_path / "tds.pcap"
     path.write_bytes(pcap_bytes(session(size)))
-    code, out, err = run_cli("pcap", str(path), "--jsonl", "--no-progress")
+    code, [conn], _, err = pcap_jsonl(run_cli, path)
     assert code == 0, err
-    [conn] = [d for d in map(json.loads, out.splitlines()) if d["kind"] == "connection"]
     assert conn["framing"] == "tds" and conn["problems"] == []
     assert conn["messages"] == [">>> ClientHello", "<<< ServerHello", "<<< Certificate",
                                 "<<< ServerKeyExchange", "<<< ServerHelloDone",
@@ -69,10 +63,8 @@ def test_tls_in_prelogin_packets_is_read(run_cli, tmp_path: Path, size: int) -> 
     assert conn["key_exchange"]["group"]["name"] == "x25519" and conn["encrypted"]
     assert len(conn["certificates"]) == 2  # leaf and CA: the record over several packets
     if TSHARK:
-        rows = subprocess.run(
-            [TSHARK, "-r", str(path), "-Y", "tls.handshake", "-T", "fields",
-             "-e", "tls.handshake.type", "-e", "tls.handshake.server_named_curve"],
-            capture_output=True, text=True, timeout=60, check=True).stdout.split()
+        rows = tshark_fields(path, "tls.handshake", "tls.handshake.type",
+                             "tls.handshake.server_named_curve")
         # the same messages (1, 2, 11, 12, 14, 16, 4) and the same curve as ours
         assert rows == ["1", "2,11,12,14", "0x001d", "16", "4"]
 
