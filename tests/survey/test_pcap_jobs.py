@@ -63,3 +63,43 @@ def test_two_jobs_give_the_sequential_output(corpus_args: list[str], mode: tuple
         assert stats["connections"] == sum(d["kind"] == "connection" for d in lines) > 300
     else:
         assert "Versions (" in parallel.stdout and "Groups (" in parallel.stdout
+
+
+def test_a_worker_count_beyond_the_machine_is_a_usage_error(captures_dir: Path) -> None:
+    """--jobs far beyond the CPUs is refused at once (exit 2, one line) instead of forking
+    that many processes; up to 4 per CPU is taken, and never more workers than files."""
+    limit = 4 * (os.cpu_count() or 1)
+    one = str(captures_dir / "files.tsv")
+    for jobs in ("0", str(limit + 1), "100000"):
+        proc = pcap("--jobs", jobs, one)
+        assert proc.returncode == 2 and proc.stdout == ""
+        [line] = proc.stderr.splitlines()
+        assert line.startswith("tlsprobe: error: --jobs ") and (
+            "at least 1" in line if jobs == "0" else f"at most {limit} on this machine" in line)
+    small = sorted(p for p in (REPO / "captures").glob("*.pcap"))[:2]
+    proc = pcap("--jsonl", "--jobs", str(limit), *map(str, small))
+    assert proc.returncode == 0, proc.stderr
+    assert [json.loads(line)["file"] for line in proc.stdout.splitlines()
+            if json.loads(line)["kind"] == "capture"] == list(map(str, small))
+
+
+def test_no_more_worker_processes_than_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pool is sized by the files as well as by --jobs (Python's pool with fork starts
+    every worker it may have at once)."""
+    import concurrent.futures
+
+    from tlsprobe.offline.analyzer import AnalyzerOptions
+    from tlsprobe.offline.filters import ConnectionFilter
+    from tlsprobe.survey.captures import read_in_order
+    sizes: list[int | None] = []
+
+    class Pool(concurrent.futures.ProcessPoolExecutor):
+        def __init__(self, max_workers: int | None = None, **kwargs: object) -> None:
+            sizes.append(max_workers)
+            super().__init__(max_workers=max_workers, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Pool)
+    small = [str(p) for p in sorted((REPO / "captures").glob("*.pcap"))[:2]]
+    read = list(read_in_order(small, AnalyzerOptions(), ConnectionFilter(), jobs=8,
+                              scheduler=None))
+    assert sizes == [2] and [error for _, error in read] == [None, None]

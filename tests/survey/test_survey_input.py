@@ -88,6 +88,9 @@ def test_paced_connector_spaces_connection_starts():
     (["127.0.0.1/32:443", "--out", "{tmp}/o", "--rate", "0"], "--rate"),
     (["127.0.0.1/32:443", "--out", "{tmp}/o", "--checks", "nope"], "unknown check"),
     (["{tmp}/missing.txt", "--out", "{tmp}/o"], "cannot read"),
+    (["127.0.0.1/32:443", "--out", "{tmp}/o", "--workers", "0"], "--workers must be at least 1"),
+    (["127.0.0.1/32:443", "--out", "{tmp}/o", "--workers", "100000"],
+     f"--workers 100000: at most {4 * (os.cpu_count() or 1)} on this machine"),
     (["summary"], "needs the survey directory"),
     (["summary", "{tmp}/empty"], "no survey there"),
 ])

@@ -90,8 +90,8 @@ def _options(args: argparse.Namespace) -> tuple[Any, Any]:
                          "other (the JSON holds every detail)")
     if args.files.count("-") > 1:
         raise UsageError("stdin ('-') can be read only once")
-    if args.jobs < 1:
-        raise UsageError(f"--jobs must be at least 1, not {args.jobs}")
+    from tlsprobe.commands import check_process_count
+    check_process_count(args.jobs, "--jobs")
     if args.plot and not args.stats:
         raise UsageError("--plot draws the --stats summary: add --stats")
     from tlsprobe.report.csv_out import check_writable

@@ -62,9 +62,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _validate(args: argparse.Namespace) -> None:
     from tlsprobe.commands.scan import validate_connection_args
     validate_connection_args(args)
-    for name in ("shard_size", "workers"):
-        if getattr(args, name) < 1:
-            raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
+    if args.shard_size < 1:
+        raise UsageError("--shard-size must be at least 1")
+    from tlsprobe.commands import check_process_count
+    check_process_count(args.workers, "--workers")
     if args.rate is not None and not (math.isfinite(args.rate) and args.rate > 0):
         raise UsageError(f"--rate must be a number of connections per second above 0, "
                          f"not {args.rate}")

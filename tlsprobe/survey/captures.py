@@ -133,7 +133,9 @@ def read_in_order(paths: list[str], options: Any, flt: Any, *, jobs: int,
             yield from _ordered(paths, options, flt, _DaskPool(client), 2 * threads)
         return
     from concurrent.futures import ProcessPoolExecutor
-    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init)
+    # no more workers than files (with fork, the pool starts all of them at once)
+    pool = ProcessPoolExecutor(max_workers=max(1, min(jobs, len(paths))),
+                               initializer=_worker_init)
     finished = False
     try:
         yield from _ordered(paths, options, flt, pool, 2 * jobs)
