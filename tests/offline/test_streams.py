@@ -208,6 +208,15 @@ def test_malformed_server_supported_versions_leaves_the_version_unknown(
         [sys.executable, "-m", "tlsprobe", "pcap", "--no-progress", "--jsonl", path],
         capture_output=True, text=True, timeout=60).stdout.splitlines()[0])
     assert line["version"] is None and line["cipher"]["hex"] == "0x1302"
+    # its key_share unreadable too: the group is not known either (not "no key exchange")
+    broken = bytearray(flight)
+    at = bytes(broken).index(b"\x00\x33\x00\x24\x00\x1d\x00\x20")
+    broken[at + 7] = 0x21
+    conv = Conv()
+    path = write(tmp_path, conv.handshake() + replay(conv, [parts[0], (1, bytes(broken))]))
+    (r,) = analyse(path)
+    assert r.version is None and r.key_exchange is not None
+    assert (r.key_exchange.kind, r.key_exchange.source) == ("unknown", "malformed")
 
 
 def test_malformed_server_key_share_is_no_psk_handshake(tmp_path: Path) -> None:

@@ -122,9 +122,10 @@ def key_exchange_of(f: Facts, caches: AnalysisCaches) -> KeyExchange | None:
     sh = f.server_hello
     if sh is None:
         return None
-    # a version not known (malformed supported_versions): the key_share sent still names
-    # the group chosen
-    if f.tls13 or sh.key_share is not None and "supported_versions" in sh.problems:
+    # a version not known (malformed supported_versions): a key_share sent still names the
+    # group chosen (or, unreadable, says that it is not known)
+    if f.tls13 or "supported_versions" in sh.problems and (
+            sh.key_share is not None or "key_share" in sh.problems):
         if sh.key_share is None:
             if "key_share" in sh.problems:  # sent but unreadable: not a psk_ke handshake
                 return KeyExchange(kind="unknown", source="malformed")
