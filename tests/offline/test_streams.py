@@ -166,11 +166,13 @@ def test_malformed_supported_versions_in_trace_mode(tmp_path: Path) -> None:
     assert report.offer is not None and report.version is not None
 
 
-def _empty_server_supported_versions(flight: bytes) -> bytes:
-    """The server's first flight with its ServerHello's supported_versions extension
-    emptied (the record, message and extensions lengths made to fit)."""
+def _empty_server_supported_versions(flight: bytes,
+                                     extension: bytes = b"\x00\x2b\x00\x02\x03\x04") -> bytes:
+    """The server's first flight with one 2-byte extension of its ServerHello (whole bytes
+    given; supported_versions: TLS 1.3 by default) emptied (the record, message and
+    extensions lengths made to fit)."""
     sh = bytearray(flight[:5 + ((flight[3] << 8) | flight[4])])
-    at = bytes(sh).index(b"\x00\x2b\x00\x02\x03\x04")
+    at = bytes(sh).index(extension)
     del sh[at + 4:at + 6]
     sh[at + 3] = 0                                   # extension_data of 0 bytes
     sh[3:5] = (len(sh) - 5).to_bytes(2, "big")
@@ -267,6 +269,25 @@ def test_server_messages_lost_before_its_ccs_leave_resumption_unknown(
         else:
             assert unknown == [] and r.gap_bytes == 0
             assert_seed(r)
+
+
+def test_unreadable_server_pre_shared_key_is_still_a_psk_resumption(tmp_path: Path) -> None:
+    """A TLS 1.3 ServerHello's pre_shared_key extension is there only when the server took a
+    PSK: emptied (its selected identity unreadable), the resumption is still "psk", with the
+    problem; the capture's own resumption reads "psk" with no problem."""
+    from tlsprobe.capture import iter_stream_events
+    parts = [(ev.direction, ev.data) for ev in iter_stream_events(
+        str(Path(__file__).resolve().parents[2] / "captures" / "tls13_resumption.pcap"))
+        if type(ev).__name__ == "StreamData" and ev.conn.id == 1]
+    for broken in (False, True):
+        flight = _empty_server_supported_versions(parts[1][1], b"\x00\x29\x00\x02\x00\x00") \
+            if broken else parts[1][1]
+        conv = Conv()
+        path = write(tmp_path, conv.handshake() + replay(conv, [parts[0], (1, flight)]))
+        (r,) = analyse(path)
+        assert r.version is not None and r.version.hex == "0x0304"
+        assert r.resumption == "psk"
+        assert ("malformed pre_shared_key extension in the ServerHello" in r.problems) is broken
 
 
 def test_partial_messages_are_released(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from tlsprobe.model import describe
 from tlsprobe.offline import fingerprints
 from tlsprobe.offline.caches import MAX_ENTRIES, AnalysisCaches
 from tlsprobe.offline.facts import CLIENT, SERVER, Facts
-from tlsprobe.wire.hello_fields import ClientHelloInfo
+from tlsprobe.wire.hello_fields import PRE_SHARED_KEY, ClientHelloInfo
 from tlsprobe.model.capture import (
     SHAPE_JSON,
     BriefReport,
@@ -168,7 +168,9 @@ def resumption_of(f: Facts) -> str | None:
     if sh is None:
         return None
     if f.tls13:
-        return "psk" if sh.psk_identity is not None else None
+        # the extension is there only when a PSK was chosen, readable or not
+        return "psk" if sh.psk_identity is not None or PRE_SHARED_KEY in sh.extensions \
+            else None
     full = any(t in (11, 12, 14) for d, t, _, _ in f.messages if d == SERVER)
     if f.ccs[SERVER] and not full:
         if f.handshake_gap[SERVER]:
