@@ -11,11 +11,12 @@ from tlsprobe.session.flow import Flow, MessageEvent
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 
 
-def chunks(name: str) -> list[tuple[int, bytes]]:
-    """(direction, bytes) of every TCP payload of a capture's first connection, in order."""
+def chunks(name: str, conn: int = 0) -> list[tuple[int, bytes]]:
+    """(direction, bytes) of every TCP payload of a capture's connection `conn` (its first
+    by default), in order."""
     out = []
     for ev in iter_stream_events(str(CAPTURES / name)):
-        if isinstance(ev, StreamData) and ev.conn.id == 0:
+        if isinstance(ev, StreamData) and ev.conn.id == conn:
             out.append((ev.direction, ev.data))
     return out
 

@@ -166,11 +166,13 @@ def test_malformed_supported_versions_in_trace_mode(tmp_path: Path) -> None:
     assert report.offer is not None and report.version is not None
 
 
-def _empty_server_supported_versions(flight: bytes,
-                                     extension: bytes = b"\x00\x2b\x00\x02\x03\x04") -> bytes:
-    """The server's first flight with one 2-byte extension of its ServerHello (whole bytes
-    given; supported_versions: TLS 1.3 by default) emptied (the record, message and
-    extensions lengths made to fit)."""
+SUPPORTED_VERSIONS_TLS13 = b"\x00\x2b\x00\x02\x03\x04"
+KEY_SHARE_X25519 = b"\x00\x33\x00\x24\x00\x1d\x00\x20"
+
+
+def _empty_server_extension(flight: bytes, extension: bytes) -> bytes:
+    """The server's first flight with one 2-byte extension of its ServerHello (its whole
+    bytes given) emptied (the record, message and extensions lengths made to fit)."""
     sh = bytearray(flight[:5 + ((flight[3] << 8) | flight[4])])
     at = bytes(sh).index(extension)
     del sh[at + 4:at + 6]
@@ -182,13 +184,20 @@ def _empty_server_supported_versions(flight: bytes,
     return bytes(sh) + flight[len(sh) + 2:]
 
 
+def _unreadable_key_share(flight: bytes) -> bytes:
+    """The flight with its ServerHello's x25519 key_share claiming a 33-byte key in 32."""
+    broken = bytearray(flight)
+    broken[bytes(broken).index(KEY_SHARE_X25519) + 7] = 0x21
+    return bytes(broken)
+
+
 def test_malformed_server_supported_versions_leaves_the_version_unknown(
         tmp_path: Path) -> None:
     """A ServerHello whose supported_versions extension is empty: the version it chose is
     unknown (not its legacy_version, TLS 1.2), said as a problem; the suite and the group
     of its key_share are still reported, in the table, --stats and JSON."""
     parts = chunks("tls13_x25519.pcap")
-    flight = _empty_server_supported_versions(parts[1][1])
+    flight = _empty_server_extension(parts[1][1], SUPPORTED_VERSIONS_TLS13)
     conv = Conv()
     path = write(tmp_path, conv.handshake() + replay(conv, [parts[0], (1, flight)]))
     (r,) = analyse(path)
@@ -200,7 +209,7 @@ def test_malformed_server_supported_versions_leaves_the_version_unknown(
     table = subprocess.run([sys.executable, "-m", "tlsprobe", "pcap", "--no-progress", path],
                            capture_output=True, text=True, timeout=60)
     (row,) = [line for line in table.stdout.splitlines() if "TLS_AES_256_GCM_SHA384" in line]
-    assert "(unknown)" in row and "TLSv1.2" not in row and "no ServerHello" not in row
+    assert "(unknown)" in row and "TLS 1.2" not in row and "no ServerHello" not in row
     stats = json.loads(subprocess.run(
         [sys.executable, "-m", "tlsprobe", "pcap", "--no-progress", "--stats", "--json", path],
         capture_output=True, text=True, timeout=60).stdout)["stats"]
@@ -211,11 +220,9 @@ def test_malformed_server_supported_versions_leaves_the_version_unknown(
         capture_output=True, text=True, timeout=60).stdout.splitlines()[0])
     assert line["version"] is None and line["cipher"]["hex"] == "0x1302"
     # its key_share unreadable too: the group is not known either (not "no key exchange")
-    broken = bytearray(flight)
-    at = bytes(broken).index(b"\x00\x33\x00\x24\x00\x1d\x00\x20")
-    broken[at + 7] = 0x21
     conv = Conv()
-    path = write(tmp_path, conv.handshake() + replay(conv, [parts[0], (1, bytes(broken))]))
+    path = write(tmp_path, conv.handshake() + replay(conv, [parts[0],
+                                                           (1, _unreadable_key_share(flight))]))
     (r,) = analyse(path)
     assert r.version is None and r.key_exchange is not None
     assert (r.key_exchange.kind, r.key_exchange.source) == ("unknown", "malformed")
@@ -225,11 +232,9 @@ def test_malformed_server_key_share_is_no_psk_handshake(tmp_path: Path) -> None:
     """A TLS 1.3 ServerHello whose key_share extension cannot be read (its key's length
     overruns the extension): the group is unknown, not "PSK, no key exchange"."""
     parts = chunks("tls13_x25519.pcap")
-    flight = bytearray(parts[1][1])
-    at = bytes(flight).index(b"\x00\x33\x00\x24\x00\x1d\x00\x20")
-    flight[at + 7] = 0x21                            # a 33-byte key in 32 bytes
+    flight = _unreadable_key_share(parts[1][1])
     conv = Conv()
-    path = write(tmp_path, conv.handshake() + replay(conv, [parts[0], (1, bytes(flight))]))
+    path = write(tmp_path, conv.handshake() + replay(conv, [parts[0], (1, flight)]))
     (r,) = analyse(path)
     assert r.version is not None and r.version.hex == "0x0304"
     assert r.key_exchange is not None
@@ -275,12 +280,9 @@ def test_unreadable_server_pre_shared_key_is_still_a_psk_resumption(tmp_path: Pa
     """A TLS 1.3 ServerHello's pre_shared_key extension is there only when the server took a
     PSK: emptied (its selected identity unreadable), the resumption is still "psk", with the
     problem; the capture's own resumption reads "psk" with no problem."""
-    from tlsprobe.capture import iter_stream_events
-    parts = [(ev.direction, ev.data) for ev in iter_stream_events(
-        str(Path(__file__).resolve().parents[2] / "captures" / "tls13_resumption.pcap"))
-        if type(ev).__name__ == "StreamData" and ev.conn.id == 1]
+    parts = chunks("tls13_resumption.pcap", conn=1)  # the resumed connection
     for broken in (False, True):
-        flight = _empty_server_supported_versions(parts[1][1], b"\x00\x29\x00\x02\x00\x00") \
+        flight = _empty_server_extension(parts[1][1], b"\x00\x29\x00\x02\x00\x00") \
             if broken else parts[1][1]
         conv = Conv()
         path = write(tmp_path, conv.handshake() + replay(conv, [parts[0], (1, flight)]))

@@ -20,7 +20,7 @@ from tlsprobe.model import describe
 from tlsprobe.offline import fingerprints
 from tlsprobe.offline.caches import MAX_ENTRIES, AnalysisCaches
 from tlsprobe.offline.facts import CLIENT, SERVER, Facts
-from tlsprobe.wire.hello_fields import PRE_SHARED_KEY, ClientHelloInfo
+from tlsprobe.wire.hello_fields import PRE_SHARED_KEY, ClientHelloInfo, ServerHelloInfo
 from tlsprobe.model.capture import (
     SHAPE_JSON,
     BriefReport,
@@ -122,9 +122,9 @@ def key_exchange_of(f: Facts, caches: AnalysisCaches) -> KeyExchange | None:
     sh = f.server_hello
     if sh is None:
         return None
-    # a version not known (malformed supported_versions): a key_share sent still names the
-    # group chosen (or, unreadable, says that it is not known)
-    if f.tls13 or "supported_versions" in sh.problems and (
+    # a version not known: a key_share sent still names the group chosen (or, unreadable,
+    # says that it is not known)
+    if f.tls13 or _version_unknown(sh) and (
             sh.key_share is not None or "key_share" in sh.problems):
         if sh.key_share is None:
             if "key_share" in sh.problems:  # sent but unreadable: not a psk_ke handshake
@@ -163,6 +163,12 @@ def key_exchange_of(f: Facts, caches: AnalysisCaches) -> KeyExchange | None:
                        client_share_bytes=f.cke_length)
 
 
+def _version_unknown(sh: ServerHelloInfo) -> bool:
+    """A malformed supported_versions extension hides the version chosen (legacy_version
+    is not it)."""
+    return "supported_versions" in sh.problems
+
+
 def resumption_of(f: Facts) -> str | None:
     sh = f.server_hello
     if sh is None:
@@ -171,10 +177,10 @@ def resumption_of(f: Facts) -> str | None:
         # the extension is there only when a PSK was chosen, readable or not
         return "psk" if sh.psk_identity is not None or PRE_SHARED_KEY in sh.extensions \
             else None
+    if f.resumption_unknown() is not None:
+        return None  # the server's messages may be in the bytes lost
     full = any(t in (11, 12, 14) for d, t, _, _ in f.messages if d == SERVER)
     if f.ccs[SERVER] and not full:
-        if f.handshake_gap[SERVER]:
-            return None  # they may be in the bytes lost: not known (Facts.resumption_unknown)
         hello = f.client_hellos[-1] if f.client_hellos else None
         return "session_ticket" if hello is not None and hello.session_ticket else "session_id"
     return None
@@ -208,9 +214,8 @@ def _derive(f: Facts, transport: str,
         offer_of(hello, caches) if hello is not None else None,
         _codepoints(caches, "extension", hello.extensions) if hello else (),
         _codepoints(caches, "extension", sh.extensions) if sh else (),
-        # a malformed supported_versions hides the choice: legacy_version is not it
-        (None if "supported_versions" in sh.problems else
-         _one(caches, "version", sh.selected_version)) if sh is not None else
+        (None if _version_unknown(sh) else _one(caches, "version", sh.selected_version))
+        if sh is not None else
         _one(caches, "version", f.sslv2_server) if f.sslv2_server is not None else None,
         _one(caches, "cipher", sh.cipher_suite) if sh is not None else None,
         key_exchange_of(f, caches),

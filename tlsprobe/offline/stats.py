@@ -85,7 +85,8 @@ class Statistics:
 
     @property
     def versions(self) -> list[tuple[str, int]]:
-        return self._merge(self._versions.values(), lambda v: NONE if v is None else UNKNOWN if v is UNKNOWN else v.label())
+        return self._merge(self._versions.values(),
+                           lambda v: NONE if v is None else UNKNOWN if v is UNKNOWN else v.label())
 
     @property
     def suites(self) -> list[tuple[str, int]]:
