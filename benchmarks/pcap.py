@@ -12,6 +12,9 @@ peak RSS from os.wait4):
 * tlsprobe pcap           the table: one line per connection (as tshark's one per hello)
 * tlsprobe pcap --stats   connections per version, suite and group
 * tlsprobe pcap --jsonl   the whole report of every connection, one JSON line each
+* the table and --jsonl again with --jobs 1: in one process (the three runs above read the
+  capture in two: the packets in a second process, tlsprobe/capture/pipe.py; their CPU
+  time counts both, their peak RSS is the sum of both)
 * tshark -Y 'tls.handshake.type==2' -T fields -e tls.handshake.ciphersuite
 * tshark -Y 'tls.handshake.type==2 || tls.handshake.type==12' -T fields with the groups
   (tls.handshake.extensions_key_share_group, tls.handshake.server_named_curve)
@@ -171,22 +174,67 @@ def compile_project(env: dict[str, str]) -> None:
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def tree_rss(pid: int) -> int:
+    """The resident memory (KiB) of a process and all its descendants, summed (0 once gone)."""
+    total = 0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+                        break
+            with open(f"/proc/{p}/task/{p}/children") as f:
+                todo.extend(int(c) for c in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+class TreePeak:
+    """Samples `tree_rss` every 20 ms in a thread: the peak of the summed memory of a
+    command that forks (os.wait4's ru_maxrss is the largest single process only)."""
+
+    def __init__(self, pid: int) -> None:
+        import threading
+        self.pid, self.peak = pid, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            self.peak = max(self.peak, tree_rss(self.pid))
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
 def run_child(cmd: list[str], out: Path, env: dict[str, str]
               ) -> tuple[float, int, int, float]:
-    """Wall time, peak RSS (KiB), lines of output and CPU time of one child process. The output goes
-    to a file, counted afterwards, so that reading it costs neither side any time."""
+    """Wall time, peak RSS (KiB), lines of output and CPU time of one child process and its
+    own children (tlsprobe reads a large capture in two processes: CPU time summed by
+    os.wait4, peak RSS the larger of os.wait4's and the sampled sum over the processes). The
+    output goes to a file, counted afterwards, so that reading it costs neither side any
+    time."""
     with open(out, "wb") as sink:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.DEVNULL, env=env)
+        sampler = TreePeak(proc.pid)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
+        tree_peak = sampler.stop()
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode not in (0, 7):
         raise SystemExit(f"{' '.join(cmd[:4])}... exited with {proc.returncode}")
     with open(out, "rb") as f:
         lines = sum(1 for _ in f)
     out.unlink()
-    return wall, usage.ru_maxrss, lines, usage.ru_utime + usage.ru_stime
+    return wall, max(usage.ru_maxrss, tree_peak), lines, usage.ru_utime + usage.ru_stime
 
 
 def main() -> int:
@@ -259,7 +307,9 @@ def throughput(args: argparse.Namespace, tmp: Path, path: Path) -> None:
     tlsprobe = [sys.executable, "-m", "tlsprobe", "pcap", "--no-progress", str(path)]
     runs = [("tlsprobe pcap (table)", tlsprobe),
             ("tlsprobe pcap --stats", tlsprobe + ["--stats"]),
-            ("tlsprobe pcap --jsonl", tlsprobe + ["--jsonl"])]
+            ("tlsprobe pcap --jsonl", tlsprobe + ["--jsonl"]),
+            ("tlsprobe --jobs 1 (table)", tlsprobe + ["--jobs", "1"]),
+            ("tlsprobe --jobs 1 --jsonl", tlsprobe + ["--jobs", "1", "--jsonl"])]
     tshark = shutil.which("tshark")
     if tshark and not args.no_tshark:
         runs += [("tshark ciphersuite", [tshark, "-r", str(path), "-Y",
@@ -284,15 +334,15 @@ def throughput(args: argparse.Namespace, tmp: Path, path: Path) -> None:
         rows.append((label, median(r[0] for r in results), max(r[1] for r in results),
                      results[-1][2], median(r[3] for r in results)))
     print(f"\n{path.name}: {packets} packets")
-    print(f"{'run':<24} {'seconds':>8} {'CPU s':>7} {'packets/s':>11} {'peak RSS':>10} "
+    print(f"{'run':<26} {'seconds':>8} {'CPU s':>7} {'packets/s':>11} {'peak RSS':>10} "
           f"{'lines':>8}")
     for label, wall, rss, lines, cpu in rows:
-        print(f"{label:<24} {wall:>8.2f} {cpu:>7.2f} {packets / wall:>11,.0f} "
+        print(f"{label:<26} {wall:>8.2f} {cpu:>7.2f} {packets / wall:>11,.0f} "
               f"{rss / 1024:>8.1f}M {lines:>8}")
     if args.repeat > 1:
         print("CPU seconds of each round:")
         for label, _cmd in runs:
-            print(f"  {label:<24} " + " ".join(f"{r[3]:.2f}" for r in by_label[label]))
+            print(f"  {label:<26} " + " ".join(f"{r[3]:.2f}" for r in by_label[label]))
     ours = [r for r in rows if r[0].startswith("tlsprobe")]
     theirs = [r for r in rows if r[0].startswith("tshark")]
     if theirs:
@@ -302,7 +352,7 @@ def throughput(args: argparse.Namespace, tmp: Path, path: Path) -> None:
         print("\nagainst the faster tshark run (target: >= 4x throughput, <= 1/5 memory)")
         for label, wall, rss, _, cpu in ours:
             speed, memory = fastest_tshark / wall, least_tshark / rss
-            print(f"  {label:<24} {speed:4.1f}x throughput ({least_cpu / cpu:.1f}x in CPU) "
+            print(f"  {label:<26} {speed:4.1f}x throughput ({least_cpu / cpu:.1f}x in CPU) "
                   f"({'met' if speed >= 4 else 'NOT met'}), 1/{memory:.1f} of the memory "
                   f"({'met' if memory >= 5 else 'NOT met'})")
         if args.repeat > 1:
@@ -312,7 +362,7 @@ def throughput(args: argparse.Namespace, tmp: Path, path: Path) -> None:
             for label, *_ in ours:
                 ratios = [min(by_label[t[0]][i][0] for t in theirs) / by_label[label][i][0]
                           for i in range(args.repeat)]
-                print(f"  {label:<24} " + " ".join(f"{r:.1f}x" for r in ratios)
+                print(f"  {label:<26} " + " ".join(f"{r:.1f}x" for r in ratios)
                       + f"  (median {median(ratios):.1f}x)")
 
 

@@ -123,18 +123,36 @@ def _vm_hwm(pid: int) -> int:
     return 0
 
 
+def _descendants(pid: int) -> list[int]:
+    """A process and all its descendants (Linux /proc; the process alone elsewhere)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            with open(f"/proc/{p}/task/{p}/children") as f:
+                todo.extend(int(c) for c in f.read().split())
+        except (OSError, ValueError):
+            pass
+    return out
+
+
 def run_measured(cmd: list[str], out: Path, env: dict[str, str]) -> tuple[float, float, int, int]:
-    """Wall time, CPU time (s), peak RSS (KiB) and output lines of one child process."""
+    """Wall time, CPU time (s), peak RSS (KiB) and output lines of one child process and
+    its own children (tlsprobe reads a large capture in two processes): CPU time summed by
+    os.wait4, peak RSS the sum of each process's own peak (VmHWM)."""
     with open(out, "wb") as sink:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.DEVNULL, env=env)
-        peak = 0
+        peaks: dict[int, int] = {}
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
-            peak = max(peak, _vm_hwm(proc.pid))
+            for p in _descendants(proc.pid):
+                peaks[p] = max(peaks.get(p, 0), _vm_hwm(p))
             time.sleep(0.02)
+        peak = sum(peaks.values())
         wall = time.perf_counter() - t0
     code = os.waitstatus_to_exitcode(status)
     if code not in (0, 7):

@@ -11,7 +11,8 @@ Exit codes (documented in the README):
   6  the server broke the protocol (malformed or unexpected message, bad signature/Finished)
   7  broken input file (pcap): partially read (damaged, snaplen cuts, or packets skipped
      and said in a note line: unknown link type or interface, too deep, fragments lost)
-  70 internal error: a bug in tlsprobe (one line; TLSPROBE_DEBUG=1 shows the traceback)
+  70 internal error: a bug in tlsprobe (one line; TLSPROBE_DEBUG=1 shows the traceback), or
+     pcap's reader process dying (capture/pipe.py)
 """
 
 from __future__ import annotations

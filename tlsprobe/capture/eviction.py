@@ -55,6 +55,11 @@ class Eviction:
               remember: bool = True) -> None:
         raise NotImplementedError
 
+    def sync_ignored(self) -> None:
+        """Before a choice that depends on which connections the reader ignores: bring
+        those flags up to date. Nothing to do when the reader runs in this process (its
+        `ignore` calls set them at once); the reader process of pipe.py replaces this."""
+
     def init_eviction(self, idle_timeout: float, idle_timeout_data: float) -> None:
         self.idle_timeout = idle_timeout
         self.idle_timeout_data = idle_timeout_data
@@ -110,6 +115,8 @@ class Eviction:
         limit = self.max_connections
         step = max(1, limit >> 3)
         full = len(self.open) >= limit
+        if full:
+            self.sync_ignored()  # the choice below depends on what the reader ignores
         spare = [conn for conn in self.open.values()
                  if _quiet(conn) or full and conn.halves[0].skip]
         for conn in heapq.nsmallest(step, spare, key=attrgetter("last")):

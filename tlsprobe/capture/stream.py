@@ -10,7 +10,7 @@ between events, e.g. `swap_direction` when content shows the client is the other
 from __future__ import annotations
 
 import struct
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 from tlsprobe.capture.decode import decode, ether
@@ -85,6 +85,13 @@ def read_packets(source: CaptureSource,
         opened.close()
 
 
+def keylog_text(secrets: list[Secrets]) -> bytes:
+    """The TLS key-log text of these Decryption Secrets Blocks (each ends with a newline)."""
+    parts = [s.data if s.data.endswith(b"\n") else s.data + b"\n"
+             for s in secrets if s.secrets_type == SECRETS_TLS_KEYLOG]
+    return b"".join(parts)
+
+
 class CaptureStream:
     """Iterator of `Event`s over one capture, with `stats` and `secrets` alongside.
 
@@ -95,9 +102,12 @@ class CaptureStream:
                  max_total_pending_bytes: int, max_connections: int, max_closed: int,
                  udp: bool) -> None:
         self.stats = CaptureStats()
+        self.source = source
         self._reader, self._opened = open_reader(source, self.stats)
         self.name = self._opened.name
         self._out: list[Event] = []
+        #: events of the current packet made but not handed out yet (pipe.py reads its length)
+        self.queued = self._out
         self._udp_enabled = udp
         self._ip_cache: dict[bytes, str] = {}
         self._tcp = TcpTracker(self.stats, self._out, max_pending_bytes=max_pending_bytes,
@@ -117,9 +127,7 @@ class CaptureStream:
 
     def tls_keylog(self) -> bytes:
         """The TLS key-log text of all Decryption Secrets Blocks read so far."""
-        parts = [s.data if s.data.endswith(b"\n") else s.data + b"\n"
-                 for s in self.secrets if s.secrets_type == SECRETS_TLS_KEYLOG]
-        return b"".join(parts)
+        return keylog_text(self.secrets)
 
     def swap_direction(self, conn: ConnKey | int) -> ConnKey | None:
         """Exchange client and server of a connection (e.g. the ClientHello came from the
@@ -144,6 +152,11 @@ class CaptureStream:
         `StreamClose`. Events already queued for the current packet still come. Returns
         False when the connection is not open."""
         return self._tcp.ignore(conn if isinstance(conn, int) else conn.id)
+
+    def on_sync(self, sync: Callable[[], None]) -> None:
+        """Call `sync` before the connection tracker chooses by the ignored connections
+        (pipe.py's reader process asks its caller which those are)."""
+        self._tcp.sync_ignored = sync  # type: ignore[method-assign]
 
     def __iter__(self) -> Iterator[Event]:
         return self._gen

@@ -73,7 +73,7 @@ def ip_text(raw: bytes) -> str:
 
 class Connection:
     __slots__ = ("closed", "closing", "flow_keys", "halves", "key", "last", "reset",
-                 "reset_by")
+                 "reset_by", "swapped")
 
     def __init__(self, key: ConnKey, flow_keys: tuple[bytes, bytes], last: int) -> None:
         self.key = key
@@ -84,6 +84,7 @@ class Connection:
         self.flow_keys = flow_keys
         self.reset: tuple[float, int] | None = None  # (ts, frame) of a RST still lingering
         self.reset_by = 0  # the direction that sent it
+        self.swapped = False  # oriented against the tracker's first guess (`swap`)
 
 
 class TcpTracker(Reassembler, Eviction):
@@ -330,7 +331,10 @@ class TcpTracker(Reassembler, Eviction):
             reason = "rst"
             ts, frame = conn.reset
         out = self.out
-        for half in conn.halves:
+        # the directions in the order of the first guess, however often `swap` turned the
+        # connection round: what the close emits does not depend on when the reader
+        # decided (pipe.py's reader process never hears of a swap)
+        for half in conn.halves[::-1] if conn.swapped else conn.halves:
             if half.pending or half.fin_seq is not None and half.next_seq is not None and \
                     half.next_seq != half.fin_seq:
                 self.flush(half, ts, frame)
@@ -394,6 +398,8 @@ class TcpTracker(Reassembler, Eviction):
         if conn is None:
             return None
         conn.key = conn.key.swapped()
+        conn.swapped = not conn.swapped
+        conn.reset_by = 1 - conn.reset_by  # a direction number too: the same side as before
         h0, h1 = conn.halves
         h0.direction, h1.direction = 1, 0
         conn.halves = [h1, h0]

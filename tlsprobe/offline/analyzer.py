@@ -11,6 +11,7 @@ keys or a trace the Flow reader is used, otherwise the fast one.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -27,6 +28,7 @@ from tlsprobe.capture import (
     StreamSkipped,
     iter_stream_events,
 )
+from tlsprobe.capture.pipe import PipedStream, can_pipe
 from tlsprobe.offline.caches import AnalysisCaches
 from tlsprobe.offline.connection import Connection
 from tlsprobe.offline.datagram import Analyzed
@@ -53,7 +55,10 @@ class AnalyzerOptions:
     in by the caller: the renderer is not this layer's), needed with `trace`;
     `brief`: TCP connections come as `model.capture.BriefReport` (what the table and the
     statistics show) instead of whole reports; `json_text`: as `model.capture.ReportText`
-    (their report's JSON text and id: what --json/--jsonl write)."""
+    (their report's JSON text and id: what --json/--jsonl write); `pipe_min_bytes`: a
+    capture file of at least this size is read by a second process (capture.pipe: the
+    same results, about a third less time on two free CPUs, at more CPU time in all),
+    where the system can (`can_pipe`); None: never."""
 
     trace: bool = False
     keylog: KeyLog | None = None
@@ -64,6 +69,7 @@ class AnalyzerOptions:
     trace_formatter: FormatterFactory | None = None
     brief: bool = False
     json_text: bool = False
+    pipe_min_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if self.trace and self.trace_formatter is None:
@@ -96,6 +102,17 @@ class _CountingReader:
         self._raw.close()
 
 
+def _piped(source: str, min_bytes: int | None) -> bool:
+    """Whether to read `source` in a second process (AnalyzerOptions.pipe_min_bytes)."""
+    if min_bytes is None or source == "-" or not can_pipe():
+        return False
+    try:
+        info = os.stat(source)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_size >= min_bytes
+
+
 class CaptureAnalysis:
     """Iterable of `Analyzed` for one capture; `summary` is complete once exhausted or
     closed. Its memo tables and memory budget (`caches`) are its own. A caller that may
@@ -117,13 +134,24 @@ class CaptureAnalysis:
             except OSError:
                 self._total = None
         try:
-            self.stream: CaptureStream = iter_stream_events(
+            stream = iter_stream_events(
                 self._counter if self._counter is not None else source,  # type: ignore[arg-type]
                 udp=self.options.quic)
         except BaseException:
             if self._counter is not None:
                 self._counter.close()
             raise
+        self.stream: CaptureStream | PipedStream = stream
+        if _piped(source, self.options.pipe_min_bytes):
+            try:
+                self.stream = PipedStream(stream)
+            except OSError:
+                pass  # no second process to be had (fork failed): this one reads
+            except BaseException:
+                stream.close()
+                if self._counter is not None:
+                    self._counter.close()
+                raise
         self.keylog: KeyLog | None = self.options.keylog
         self.connections = 0
         self.tls_connections = 0

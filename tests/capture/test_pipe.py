@@ -1,0 +1,395 @@
+"""One capture read by two processes (tlsprobe/capture/pipe.py) gives what one process gives.
+
+The reader process runs ahead of its caller, which may swap a connection's direction or
+ignore it between any two events: every event and every count must still be the ones a
+`CaptureStream` in this process hands out, also when the connection table is full and the
+eviction has to ask the caller which connections it ignores. Then the analysis and the CLI
+on top of it, the reader's failures (killed, an exception) and an early stop."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from capbuild import Pcapng, pcap_bytes, real_chunks
+from tlsprobe.capture import (SECRETS_TLS_KEYLOG, StreamClose, StreamData, iter_stream_events,
+                              read_packets)
+from tlsprobe.capture import tcp as tcp_module
+from tlsprobe.capture.pipe import PipedStream, ReaderProcessError, can_pipe
+from tlsprobe.errors import EXIT_INTERNAL
+from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis, Progress
+
+ROOT = Path(__file__).resolve().parents[2]
+OWN = sorted((ROOT / "captures").glob("*.pcap"))
+
+
+
+@pytest.fixture(autouse=True)
+def two_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The analysis asks `can_pipe` (fork and two CPUs) before it starts a reader: say yes,
+    so that these tests run the same on a one-CPU machine (a reader works there too)."""
+    monkeypatch.setattr("tlsprobe.offline.analyzer.can_pipe", lambda: True)
+
+
+def interleaved(tmp_path: Path, copies: int = 4) -> Path:
+    """The project's own captures played at once: each capture's packets with its loopback
+    address made its own (127.k.0.1), `copies` times, merged round robin. Many connections
+    are open together, from every kind of handshake the project recorded."""
+    sources = []
+    for k, path in enumerate(OWN * copies):
+        addr = struct.pack("!BBBB", 127, 1 + k // 250, k % 250, 1)
+        frames = []
+        for _frame, _ts, lt, data, _orig in read_packets(str(path)):
+            if lt == 1 and len(data) >= 34 and data[12:14] == b"\x08\x00":
+                ip = data[14:34].replace(b"\x7f\x00\x00\x01", addr)
+                frames.append(data[:14] + ip + data[34:])
+        sources.append(frames)
+    merged: list[tuple[float, bytes]] = []
+    i = 0
+    while any(sources):
+        for frames in sources:
+            if frames:
+                merged.append((1_700_000_000 + i * 0.001, frames.pop(0)))
+                i += 1
+    out = tmp_path / "interleaved.pcap"
+    out.write_bytes(pcap_bytes(merged))
+    return out
+
+
+def _read(path: Path, piped: bool, **limits: Any) -> tuple[list[Any], dict[str, Any]]:
+    """Every event and the final stats, the caller ignoring and turning connections round
+    at events chosen by their id and frame (the same choices in both modes)."""
+    stream: Any = iter_stream_events(str(path), **limits)
+    if piped:
+        stream = PipedStream(stream)
+    events = []
+    try:
+        for ev in stream:
+            events.append(ev)
+            if type(ev) is StreamData:
+                cid, frame = ev[0][0], ev[4]
+                if (cid * 7 + frame) % 5 == 0:
+                    stream.ignore(cid)
+                if (cid * 13 + frame) % 11 == 0:
+                    new = stream.swap_direction(cid)
+                    assert new is None or new == ev[0].swapped()
+    finally:
+        stream.close()
+    return events, stream.stats.to_dict()
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return interleaved(tmp_path_factory.mktemp("pipe"))
+
+
+@pytest.mark.parametrize("limits", [{}, {"max_connections": 4, "max_closed": 2},
+                                    {"max_connections": 16, "max_pending_bytes": 300}],
+                         ids=["defaults", "table-full", "pending-limit"])
+def test_same_events_and_stats_as_one_process(many: Path, limits: dict[str, int],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    syncs = []
+    real = PipedStream._apply_deferred
+
+    def counted(self: PipedStream) -> None:
+        syncs.append(len(self._skip))
+        real(self)
+
+    monkeypatch.setattr(PipedStream, "_apply_deferred", counted)
+    one, one_stats = _read(many, piped=False, **limits)
+    two, two_stats = _read(many, piped=True, **limits)
+    assert len(one) > 500
+    assert two == one
+    assert two_stats == one_stats
+    kinds = {type(ev).__name__ for ev in one}
+    assert {"StreamSkipped", "StreamClose", "StreamOpen", "StreamData"} <= kinds
+    if "max_connections" in limits and limits["max_connections"] == 4:
+        # the eviction asked which connections are ignored, and some were
+        assert one_stats["tcp"]["evicted_by"]["limit"] > 0
+        assert any(syncs)
+
+
+@pytest.mark.parametrize("path", OWN[:12], ids=lambda p: p.name)
+def test_own_captures_event_for_event(path: Path) -> None:
+    assert _read(path, piped=True) == _read(path, piped=False)
+
+
+def _conversation(steps: list[tuple[int, bytes, int, int]]) -> bytes:
+    """A pcap of one TCP connection 10.0.0.1:40000 -> 10.0.0.2:443 without a handshake:
+    (direction, payload, flags, offset past the next expected byte) per segment."""
+    seq = {0: 1000, 1: 5000}
+    frames = []
+    for d, payload, flags, ahead in steps:
+        src, dst = (b"\x0a\x00\x00\x01", b"\x0a\x00\x00\x02")[::1 if d == 0 else -1]
+        sport, dport = (40000, 443)[::1 if d == 0 else -1]
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 40 + len(payload), 0, 0, 64, 6, 0, src,
+                         dst)
+        tcp = struct.pack("!HHIIBBHHH", sport, dport, seq[d] + ahead, 0, 0x50, flags, 65535,
+                          0, 0)
+        frames.append(b"\x00" * 12 + b"\x08\x00" + ip + tcp + payload)
+        if not ahead:
+            seq[d] += len(payload)
+    return pcap_bytes([(1_700_000_000 + i * 0.001, f) for i, f in enumerate(frames)])
+
+
+def _both_ways(data: bytes, turn_at: bytes | None) -> list[Any]:
+    """The events of a capture in this process and through the reader process (the same,
+    asserted), the caller turning the connection round at the data `turn_at`."""
+    results = []
+    for piped in (False, True):
+        stream: Any = iter_stream_events(io.BytesIO(data))
+        if piped:
+            stream = PipedStream(stream)
+        events = []
+        for ev in stream:
+            events.append(ev)
+            if type(ev) is StreamData and ev[2] == turn_at:
+                stream.swap_direction(ev[0][0])
+        stream.close()
+        results.append(events)
+    assert results[0] == results[1]
+    return results[0]
+
+
+@pytest.mark.parametrize("turn", [False, True])
+def test_turned_connection_closes_in_the_first_order(turn: bool) -> None:
+    """Holes in both directions at the end of the capture: the close reports them in the
+    order of the tracker's first guess, whether or not the connection was turned round
+    since (the reader process never hears of the turn)."""
+    events = _both_ways(_conversation([(0, b"a" * 10, 0x18, 0), (1, b"b" * 10, 0x18, 0),
+                                       (0, b"c" * 5, 0x18, 20), (1, b"d" * 5, 0x18, 20)]),
+                        b"a" * 10 if turn else None)
+    gaps = [ev for ev in events if type(ev).__name__ == "StreamGap"]
+    assert [ev.direction for ev in gaps] == ([1, 0] if turn else [0, 1])
+    assert {ev.conn.client_ip for ev in gaps} == {"10.0.0.2" if turn else "10.0.0.1"}
+
+
+@pytest.mark.parametrize("turn", [False, True])
+def test_turned_connection_keeps_the_side_of_its_reset(turn: bool) -> None:
+    """A RST lets the connection linger for data in flight; turned round after it, the
+    same side's second RST is still the same side's (ignored), so the other side's bytes
+    after it are still read."""
+    events = _both_ways(_conversation([(0, b"a" * 10, 0x18, 0), (1, b"b" * 10, 0x18, 0),
+                                       (1, b"", 0x04, 0), (0, b"e" * 3, 0x18, 0),
+                                       (1, b"", 0x04, 0), (0, b"f" * 3, 0x18, 0)]),
+                        b"e" * 3 if turn else None)
+    assert any(type(ev) is StreamData and ev.data == b"fff" for ev in events)
+    assert type(events[-1]) is StreamClose and events[-1].reason == "rst"
+
+
+def test_long_downloads_are_counted_by_the_reader(tmp_path: Path) -> None:
+    """Connections ignored after their handshake, then megabytes of records: the reader is
+    told and counts them itself (they do not cross the pipe), and the totals are the same
+    as one process's."""
+    hello = [(d, data) for d, data in real_chunks("tls13_x25519.pcap")]
+    record = b"\x17\x03\x03\x03\xe8" + bytes(1000)
+    frames = []
+    seq: dict[tuple[int, int], int] = {}
+
+    def seg(conn: int, d: int, payload: bytes) -> bytes:
+        client, server = bytes((10, 0, 0, conn)), b"\x0a\x01\x00\x01"
+        src, dst = (client, server) if d == 0 else (server, client)
+        ports = (40000, 443) if d == 0 else (443, 40000)
+        at = seq.get((conn, d), 1000)
+        seq[conn, d] = at + len(payload)
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 40 + len(payload), 0, 0, 64, 6, 0, src,
+                         dst)
+        tcp = struct.pack("!HHIIBBHHH", *ports, at, 0, 0x50, 0x18, 65535, 0, 0)
+        return b"\x00" * 12 + b"\x08\x00" + ip + tcp + payload
+
+    for conn in range(4):
+        frames += [seg(conn, d, data) for d, data in hello]
+    for _ in range(4000):
+        frames += [seg(conn, 1, record) for conn in range(4)]
+    path = tmp_path / "downloads.pcap"
+    path.write_bytes(pcap_bytes([(1_700_000_000 + i * 1e-4, f) for i, f in enumerate(frames)]))
+    results = []
+    for piped in (False, True):
+        stream: Any = iter_stream_events(str(path))
+        if piped:
+            stream = PipedStream(stream)
+        events = []
+        for ev in stream:
+            events.append(ev)
+            if type(ev) is StreamData and ev.data.startswith(b"\x17"):
+                stream.ignore(ev.conn.id)
+        stream.close()
+        results.append((events, stream.stats.to_dict()))
+    assert results[1] == results[0]
+    skipped = [ev for ev in results[0][0] if type(ev).__name__ == "StreamSkipped"]
+    downloads = [ev for ev in skipped if ev.direction == 1]
+    assert len(downloads) == 4 and all(ev.size >= 3_900_000 for ev in downloads)
+    assert stream.reader_counted >= 4  # the reader counted (most of) them itself
+
+
+def test_decryption_secrets_blocks_come_through(tmp_path: Path) -> None:
+    """A pcapng's key-log blocks reach the caller as events, and as `secrets` and
+    `tls_keylog()` once read, as from one process."""
+    ng = Pcapng().shb().idb(1).dsb(SECRETS_TLS_KEYLOG, b"CLIENT_RANDOM aa bb")
+    for _frame, _ts, _lt, data, _orig in read_packets(str(OWN[0])):
+        ng.epb(0, 1, data)
+    ng.dsb(SECRETS_TLS_KEYLOG, b"CLIENT_RANDOM cc dd\n")
+    path = tmp_path / "keys.pcapng"
+    path.write_bytes(ng.bytes())
+    got = []
+    for piped in (False, True):
+        stream: Any = iter_stream_events(str(path))
+        if piped:
+            stream = PipedStream(stream)
+        events = list(stream)
+        got.append((events, stream.secrets, stream.tls_keylog()))
+        stream.close()
+    assert got[1] == got[0]
+    assert got[0][2] == b"CLIENT_RANDOM aa bb\nCLIENT_RANDOM cc dd\n"
+
+
+def test_analysis_reports_and_progress_match(many: Path) -> None:
+    options = AnalyzerOptions(pipe_min_bytes=0)
+    seen: list[tuple[int, int | None, int]] = []
+    piped = CaptureAnalysis(str(many), options, Progress(lambda *a: seen.append(a)))
+    assert isinstance(piped.stream, PipedStream)
+    two = [r.to_dict() for r, _ in piped]
+    alone = CaptureAnalysis(str(many))
+    assert not isinstance(alone.stream, PipedStream)
+    one = [r.to_dict() for r, _ in alone]
+    assert two == one and len(one) > 50
+    assert piped.summary == alone.summary
+    size = many.stat().st_size
+    assert seen and seen[-1][0] == size and seen[-1][1] == size  # the reader's count, mirrored
+
+
+def test_small_file_and_jobs_1_stay_in_one_process(many: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    analysis = CaptureAnalysis(str(many), AnalyzerOptions(pipe_min_bytes=many.stat().st_size))
+    assert isinstance(analysis.stream, PipedStream)
+    analysis.close()
+    for min_bytes in (many.stat().st_size + 1, None):
+        analysis = CaptureAnalysis(str(many), AnalyzerOptions(pipe_min_bytes=min_bytes))
+        assert not isinstance(analysis.stream, PipedStream)
+        analysis.close()
+    monkeypatch.setattr("tlsprobe.offline.analyzer.can_pipe", lambda: False)  # one CPU
+    analysis = CaptureAnalysis(str(many), AnalyzerOptions(pipe_min_bytes=0))
+    assert not isinstance(analysis.stream, PipedStream)
+    analysis.close()
+
+
+def test_can_pipe_asks_for_fork_and_two_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    assert can_pipe()
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    assert not can_pipe()
+    monkeypatch.delattr(os, "fork")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    assert not can_pipe()
+
+
+def test_no_process_to_be_had_reads_in_one(many: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_fork() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    made: list[int] = []
+    real_pipe = os.pipe
+
+    def pipe() -> tuple[int, int]:
+        fds = real_pipe()
+        made.extend(fds)
+        return fds
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    monkeypatch.setattr(os, "pipe", pipe)
+    analysis = CaptureAnalysis(str(many), AnalyzerOptions(pipe_min_bytes=0))
+    assert not isinstance(analysis.stream, PipedStream)
+    assert len(made) == 4
+    for fd in made:  # the pipes were closed
+        with pytest.raises(OSError):
+            os.fstat(fd)
+    reports = [r.to_dict() for r, _ in analysis]
+    assert reports == [r.to_dict() for r, _ in CaptureAnalysis(str(many))]
+
+
+def test_reader_killed_is_one_error(many: Path) -> None:
+    stream = PipedStream(iter_stream_events(str(many)))
+    os.kill(stream._pid, signal.SIGKILL)
+    with pytest.raises(ReaderProcessError, match="killed by signal 9 before the end of the "
+                       r"capture \(rerun with --jobs 1") as info:
+        for _ in stream:
+            pass
+    assert info.value.exit_code == EXIT_INTERNAL
+    stream.close()
+
+
+def test_reader_exception_is_raised_where_its_events_end(
+        many: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = tcp_module.TcpTracker.close
+    calls = [0]
+
+    def failing(self: Any, *args: Any, **kw: Any) -> None:
+        calls[0] += 1
+        if calls[0] == 40:
+            raise ValueError("boom")
+        real(self, *args, **kw)
+
+    monkeypatch.setattr(tcp_module.TcpTracker, "close", failing)
+    got = []
+    for piped in (False, True):
+        calls[0] = 0
+        stream: Any = iter_stream_events(str(many))
+        if piped:
+            stream = PipedStream(stream)
+        events = []
+        with pytest.raises(ValueError, match="boom"):
+            for ev in stream:
+                events.append(ev)
+        stream.close()
+        got.append(events)
+    assert got[0] == got[1] and sum(type(ev) is StreamClose for ev in got[0]) == 39
+
+
+def test_early_close_stops_and_reaps_the_reader(many: Path) -> None:
+    stream = PipedStream(iter_stream_events(str(many)))
+    pid = stream._pid
+    next(iter(stream))
+    stream.close()
+    stream.close()  # twice: nothing more to do
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # reaped: not our child any more
+
+
+def test_cli_same_output_with_one_or_two_processes(run_cli: Any, many: Path) -> None:
+    for extra in ([], ["--jsonl", "--msg"], ["--stats"]):
+        one = run_cli("pcap", "--no-progress", "--jobs", "1", *extra, str(many))
+        two = run_cli("pcap", "--no-progress", "--jobs", "2", *extra, str(many))
+        assert tuple(two) == tuple(one)
+        assert one.returncode in (0, 7) and one.stdout
+
+
+def test_cli_picks_two_processes_for_a_large_file(run_cli: Any, many: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from tlsprobe.commands import pcap as pcap_command
+    made: list[str] = []
+    real = PipedStream.__init__
+
+    def spied(self: PipedStream, inner: Any) -> None:
+        made.append(inner.name)
+        real(self, inner)
+
+    monkeypatch.setattr(PipedStream, "__init__", spied)
+    monkeypatch.setattr(pcap_command, "PIPE_MIN_BYTES", many.stat().st_size)
+    assert run_cli("pcap", "--no-progress", str(many)).returncode in (0, 7)
+    assert len(made) == 1
+    assert run_cli("pcap", "--no-progress", "--jobs", "1", str(many)).returncode in (0, 7)
+    assert len(made) == 1  # --jobs 1: one process
+    monkeypatch.setattr(pcap_command, "PIPE_MIN_BYTES", many.stat().st_size + 1)
+    assert run_cli("pcap", "--no-progress", str(many)).returncode in (0, 7)
+    assert len(made) == 1  # smaller than the threshold
+    # two files with --jobs 2: worker processes, one file each, no reader process
+    assert run_cli("pcap", "--no-progress", "--jobs", "2", str(many), str(OWN[0])
+                   ).returncode in (0, 7)
+    assert len(made) == 1
