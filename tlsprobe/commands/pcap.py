@@ -57,7 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "one after another; no progress bar). One file, or files read one after "
                    "another without --jobs: a capture of 8 MiB or more (any size with "
                    "--jobs 2 or more) is read by two processes, the packets in the second "
-                   "(the same output in about a third less time on two free CPUs, for more "
+                   "(the same output in 10-30%% less time on two free CPUs, for more "
                    "CPU time in all); --jobs 1: one process only")
     x.add_argument("--scheduler", metavar="ADDRESS", help="read the files on an existing "
                    "Dask cluster (tcp://HOST:8786; its workers must see the same paths and "

@@ -57,7 +57,7 @@ class AnalyzerOptions:
     statistics show) instead of whole reports; `json_text`: as `model.capture.ReportText`
     (their report's JSON text and id: what --json/--jsonl write); `pipe_min_bytes`: a
     capture file of at least this size is read by a second process (capture.pipe: the
-    same results, about a third less time on two free CPUs, at more CPU time in all),
+    same results in 10-30 % less time on two free CPUs, for more CPU time in all),
     where the system can (`can_pipe`); None: never."""
 
     trace: bool = False
