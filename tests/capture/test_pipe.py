@@ -362,17 +362,9 @@ def test_early_close_stops_and_reaps_the_reader(many: Path) -> None:
         os.waitpid(pid, os.WNOHANG)  # reaped: not our child any more
 
 
-def test_cli_same_output_with_one_or_two_processes(run_cli: Any, many: Path) -> None:
-    for extra in ([], ["--jsonl", "--msg"], ["--stats"]):
-        one = run_cli("pcap", "--no-progress", "--jobs", "1", *extra, str(many))
-        two = run_cli("pcap", "--no-progress", "--jobs", "2", *extra, str(many))
-        assert tuple(two) == tuple(one)
-        assert one.returncode in (0, 7) and one.stdout
-
-
-def test_cli_picks_two_processes_for_a_large_file(run_cli: Any, many: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from tlsprobe.commands import pcap as pcap_command
+@pytest.fixture
+def readers(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the captures a reader process was started for (PipedStream spied)."""
     made: list[str] = []
     real = PipedStream.__init__
 
@@ -381,6 +373,26 @@ def test_cli_picks_two_processes_for_a_large_file(run_cli: Any, many: Path,
         real(self, inner)
 
     monkeypatch.setattr(PipedStream, "__init__", spied)
+    return made
+
+
+def test_cli_same_output_with_one_or_two_processes(run_cli: Any, many: Path,
+                                                   readers: list[str]) -> None:
+    for extra in ([], ["--jsonl", "--msg"], ["--stats"]):
+        one = run_cli("pcap", "--no-progress", "--jobs", "1", *extra, str(many))
+        assert not readers
+        two = run_cli("pcap", "--no-progress", "--jobs", "2", *extra, str(many))
+        assert readers == [str(many)]  # one small file: --jobs 2 reads it with a reader
+        readers.clear()
+        assert tuple(two) == tuple(one)
+        assert one.returncode in (0, 7) and one.stdout
+
+
+def test_cli_picks_two_processes_for_a_large_file(run_cli: Any, many: Path,
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  readers: list[str]) -> None:
+    from tlsprobe.commands import pcap as pcap_command
+    made = readers
     monkeypatch.setattr(pcap_command, "PIPE_MIN_BYTES", many.stat().st_size)
     assert run_cli("pcap", "--no-progress", str(many)).returncode in (0, 7)
     assert len(made) == 1
