@@ -36,7 +36,7 @@ import pickle
 import select
 import signal
 import struct
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
 from typing import Any, BinaryIO
 
 from tlsprobe.capture.events import (
@@ -49,7 +49,7 @@ from tlsprobe.capture.events import (
     StreamGap,
     StreamSkipped,
 )
-from tlsprobe.capture.stream import CaptureStream, keylog_text
+from tlsprobe.capture.stream import CaptureStream, EventIterator, keylog_text
 from tlsprobe.errors import EXIT_INTERNAL, TlsprobeError
 
 _HEADER = struct.Struct("<IB")
@@ -73,7 +73,7 @@ def can_pipe() -> bool:
     return len(os.sched_getaffinity(0)) >= 2
 
 
-class PipedStream:
+class PipedStream(EventIterator):
     """`CaptureStream`'s surface over a reader process (see the module docstring). Made
     from a `CaptureStream` not iterated yet; it takes that stream over. OSError when no
     process can be started (the stream is then still the caller's, untouched)."""
@@ -152,12 +152,6 @@ class PipedStream:
             self._skip[cid] = [0, 0, 0.0, 0, 0, 0, 0.0, 0]
             self._untold.append(cid)
 
-    def __iter__(self) -> Iterator[Event]:
-        return self._gen
-
-    def __next__(self) -> Event:
-        return next(self._gen)
-
     def close(self) -> None:
         """Stop the reader (if still running), release the pipes and the input. Runs once."""
         self._gen.close()
@@ -177,12 +171,6 @@ class PipedStream:
         """Reap the reader; its wait status (0 when already reaped)."""
         pid, self._pid = self._pid, 0
         return os.waitpid(pid, 0)[1] if pid else 0
-
-    def __enter__(self) -> PipedStream:  # noqa: PYI034 - Python 3.10 has no Self
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- this side ------------------------------------------------------------------------
     def _message(self) -> tuple[int, Any]:

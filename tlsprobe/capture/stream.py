@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Generator, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from tlsprobe.capture.decode import decode, ether
 from tlsprobe.capture.events import (
@@ -92,7 +92,32 @@ def keylog_text(secrets: list[Secrets]) -> bytes:
     return b"".join(parts)
 
 
-class CaptureStream:
+_S = TypeVar("_S", bound="EventIterator")
+
+
+class EventIterator:
+    """The iterator surface of `CaptureStream` and pipe.py's `PipedStream`: the events of
+    the generator `_gen`; as a context manager, `close` at the end."""
+
+    _gen: Generator[Event, None, None]
+
+    def __iter__(self) -> Iterator[Event]:
+        return self._gen
+
+    def __next__(self) -> Event:
+        return next(self._gen)
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _S) -> _S:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class CaptureStream(EventIterator):
     """Iterator of `Event`s over one capture, with `stats` and `secrets` alongside.
 
     Use as ``for event in iter_stream_events(path): ...``; a context manager closes the
@@ -158,22 +183,10 @@ class CaptureStream:
         (pipe.py's reader process asks its caller which those are)."""
         self._tcp.sync_ignored = sync  # type: ignore[method-assign]
 
-    def __iter__(self) -> Iterator[Event]:
-        return self._gen
-
-    def __next__(self) -> Event:
-        return next(self._gen)
-
     def close(self) -> None:
         self._gen.close()
         self._opened.close()
         self._tcp.release()  # stopped early: the connection table goes now
-
-    def __enter__(self) -> CaptureStream:  # noqa: PYI034 - Python 3.10 has no Self
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- the loop -------------------------------------------------------------------------
     # Both loops below share the per-packet fast path for Ethernet + IPv4 + TCP (no IP
