@@ -38,9 +38,9 @@ def two_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def interleaved(tmp_path: Path, copies: int = 4) -> Path:
-    """The project's own captures played at once: each capture's packets with its loopback
-    address made its own (127.k.0.1), `copies` times, merged round robin. Many connections
-    are open together, from every kind of handshake the project recorded."""
+    """The project's own captures played at once, `copies` times, merged round robin, each
+    copy's loopback address made its own (127.1.k.1 for the k-th): many connections open
+    together, from every kind of handshake the project recorded."""
     sources = []
     for k, path in enumerate(OWN * copies):
         addr = struct.pack("!BBBB", 127, 1 + k // 250, k % 250, 1)
