@@ -7,7 +7,7 @@ connection is replicated with its own client address and port until the file hol
 least --packets packets (1M by default). Loopback carries up to 64 KiB per segment, so
 segments longer than an Ethernet MSS (--mss, 1448) are split as a real path would carry
 them; the TLS bytes stay the recorded ones. Then, each in its own child process (wall time,
-peak RSS from os.wait4):
+CPU time from os.wait4, peak RSS summed over the process and its children):
 
 * tlsprobe pcap           the table: one line per connection (as tshark's one per hello)
 * tlsprobe pcap --stats   connections per version, suite and group
@@ -57,7 +57,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-import time
 from collections import OrderedDict
 from pathlib import Path
 from statistics import median
@@ -68,7 +67,7 @@ sys.path.insert(0, str(ROOT))
 from tlsprobe.capture import read_packets
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pcap_flows import adversarial
+from pcap_flows import adversarial, run_measured
 from pcap_short import record_short
 
 SEEDS = ROOT / "captures"
@@ -174,67 +173,15 @@ def compile_project(env: dict[str, str]) -> None:
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def tree_rss(pid: int) -> int:
-    """The resident memory (KiB) of a process and all its descendants, summed (0 once gone)."""
-    total = 0
-    todo = [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            with open(f"/proc/{p}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
-                        break
-            with open(f"/proc/{p}/task/{p}/children") as f:
-                todo.extend(int(c) for c in f.read().split())
-        except (OSError, ValueError):
-            continue
-    return total
-
-
-class TreePeak:
-    """Samples `tree_rss` every 20 ms in a thread: the peak of the summed memory of a
-    command that forks (os.wait4's ru_maxrss is the largest single process only)."""
-
-    def __init__(self, pid: int) -> None:
-        import threading
-        self.pid, self.peak = pid, 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.02):
-            self.peak = max(self.peak, tree_rss(self.pid))
-
-    def stop(self) -> int:
-        self._stop.set()
-        self._thread.join()
-        return self.peak
-
-
 def run_child(cmd: list[str], out: Path, env: dict[str, str]
               ) -> tuple[float, int, int, float]:
     """Wall time, peak RSS (KiB), lines of output and CPU time of one child process and its
-    own children (tlsprobe reads a large capture in two processes: CPU time summed by
-    os.wait4, peak RSS the larger of os.wait4's and the sampled sum over the processes). The
-    output goes to a file, counted afterwards, so that reading it costs neither side any
-    time."""
-    with open(out, "wb") as sink:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.DEVNULL, env=env)
-        sampler = TreePeak(proc.pid)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-        tree_peak = sampler.stop()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode not in (0, 7):
-        raise SystemExit(f"{' '.join(cmd[:4])}... exited with {proc.returncode}")
-    with open(out, "rb") as f:
-        lines = sum(1 for _ in f)
-    out.unlink()
-    return wall, max(usage.ru_maxrss, tree_peak), lines, usage.ru_utime + usage.ru_stime
+    own children (tlsprobe reads a large capture in two processes), as
+    pcap_flows.run_measured measures them: CPU time summed by os.wait4, peak RSS the sum of
+    each process's own peak. The output goes to a file, counted afterwards, so that reading
+    it costs neither side any time."""
+    wall, cpu, peak, lines = run_measured(cmd, out, env)
+    return wall, peak, lines, cpu
 
 
 def main() -> int:
