@@ -84,8 +84,7 @@ class PipedStream(EventIterator):
         self._inner = inner
         self._secrets: list[Secrets] = []
         self._skip: dict[int, list[Any]] = {}  # ignored id -> counts by original direction
-        self._told: set[int] = set()  # ignored ids the reader knows of (it counts them too)
-        self._untold: list[int] = []  # ignored ids to tell it
+        self._untold: list[int] = []  # ignored ids not told to the reader yet
         self._swapped: set[int] = set()  # ids turned round (an odd number of times)
         self._deferred: list[int] = []  # ignored while events of the packet are left
         self._left = 0  # events of the current packet still to hand out, this one included
@@ -265,7 +264,6 @@ class PipedStream(EventIterator):
         per direction that counted something, in the capture layer's order."""
         cid = key[0]
         counts = self._skip.pop(cid, None)
-        self._told.discard(cid)
         if counts is None:
             return
         turned = cid in self._swapped
@@ -283,12 +281,11 @@ class PipedStream(EventIterator):
     def _tell(self, kind: int) -> None:
         """Send the reader the ignored ids it does not know of yet (still open here: a
         closed one is of no use to it), as a note or as the answer to its question."""
-        skip, told = self._skip, self._told
-        ids = [cid for cid in self._untold if cid in skip and cid not in told]
+        skip = self._skip
+        ids = [cid for cid in self._untold if cid in skip]
         self._untold.clear()
         if not ids and kind == _NOTE:
             return
-        told.update(ids)
         body = pickle.dumps(ids, pickle.HIGHEST_PROTOCOL)
         try:
             _write_all(self._ctl, _HEADER.pack(len(body), kind) + body)
