@@ -62,12 +62,16 @@ def interleaved(tmp_path: Path, copies: int = 4) -> Path:
     return out
 
 
+def _stream(source: Any, piped: bool, **limits: Any) -> Any:
+    """The capture's events in this process, or through a reader process."""
+    stream = iter_stream_events(source, **limits)
+    return PipedStream(stream) if piped else stream
+
+
 def _read(path: Path, piped: bool, **limits: Any) -> tuple[list[Any], dict[str, Any]]:
     """Every event and the final stats, the caller ignoring and turning connections round
     at events chosen by their id and frame (the same choices in both modes)."""
-    stream: Any = iter_stream_events(str(path), **limits)
-    if piped:
-        stream = PipedStream(stream)
+    stream = _stream(str(path), piped, **limits)
     events = []
     try:
         for ev in stream:
@@ -143,9 +147,7 @@ def _both_ways(data: bytes, turn_at: bytes | None) -> list[Any]:
     asserted), the caller turning the connection round at the data `turn_at`."""
     results = []
     for piped in (False, True):
-        stream: Any = iter_stream_events(io.BytesIO(data))
-        if piped:
-            stream = PipedStream(stream)
+        stream = _stream(io.BytesIO(data), piped)
         events = []
         for ev in stream:
             events.append(ev)
@@ -211,9 +213,7 @@ def test_long_downloads_are_counted_by_the_reader(tmp_path: Path) -> None:
     path.write_bytes(pcap_bytes([(1_700_000_000 + i * 1e-4, f) for i, f in enumerate(frames)]))
     results = []
     for piped in (False, True):
-        stream: Any = iter_stream_events(str(path))
-        if piped:
-            stream = PipedStream(stream)
+        stream = _stream(str(path), piped)
         events = []
         for ev in stream:
             events.append(ev)
@@ -239,9 +239,7 @@ def test_decryption_secrets_blocks_come_through(tmp_path: Path) -> None:
     path.write_bytes(ng.bytes())
     got = []
     for piped in (False, True):
-        stream: Any = iter_stream_events(str(path))
-        if piped:
-            stream = PipedStream(stream)
+        stream = _stream(str(path), piped)
         events = list(stream)
         got.append((events, stream.secrets, stream.tls_keylog()))
         stream.close()
@@ -340,9 +338,7 @@ def test_reader_exception_is_raised_where_its_events_end(
     got = []
     for piped in (False, True):
         calls[0] = 0
-        stream: Any = iter_stream_events(str(many))
-        if piped:
-            stream = PipedStream(stream)
+        stream = _stream(str(many), piped)
         events = []
         with pytest.raises(ValueError, match="boom"):
             for ev in stream:
