@@ -323,6 +323,20 @@ def test_reader_killed_is_one_error(many: Path) -> None:
     stream.close()
 
 
+def test_cli_says_in_one_line_that_the_reader_died(run_cli: Any, many: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader process that ends before the end of the capture (here: at once, status 3)
+    is one line and exit 70 from the command, with what to do; no traceback."""
+    import tlsprobe.capture.pipe as pipe_module
+    monkeypatch.setattr(pipe_module, "_reader_main", lambda *args: os._exit(3))
+    code, out, err = run_cli("pcap", "--no-progress", "--jobs", "2", "--jsonl", str(many))
+    assert code == EXIT_INTERNAL == 70
+    assert err.strip().splitlines() == [
+        "tlsprobe: the capture reader process exited with status 3 before the end of "
+        "the capture (rerun with --jobs 1 to read it in one process)"]
+    assert "Traceback" not in err
+
+
 def test_reader_exception_is_raised_where_its_events_end(
         many: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real = tcp_module.TcpTracker.close
