@@ -21,32 +21,39 @@ this side, the way the capture layer would have carried them out:
   connections ignored and not told yet, and the reader chooses with exactly the flags one
   process would have had.
 
-Messages: a 5-byte header (length, kind) then a pickle; reader -> caller: events in
-batches (an int in a batch says how many events of the same packet follow the next one),
-the eviction's question, the end (the stats) or the reader's exception; caller -> reader:
-connection ids to ignore, as a note or as the answer to the question.
+Messages: a 5-byte header (length, kind) then the body; reader -> caller: events in
+batches, the eviction's question, the end (the stats) or the reader's exception; caller ->
+reader: connection ids to ignore, as a note or as the answer to the question. A batch is
+marshalled plain tuples, not pickled events: pickling a NamedTuple calls Python code for
+each one, which cost the reader as much as a third of the capture layer's own work. An
+event is ``(code, *fields)`` with a connection's key as its id; ``(_KEY, *key)`` comes
+once before the first event of a key (and again if the key changes); an int says how many
+events of the same packet follow the next one. Other bodies are pickles.
 The reader's exception, if any, is raised here where its events end. Memory stays flat: the
 pipe holds at most a megabyte, and the reader waits while it is full.
 """
 
 from __future__ import annotations
 
+import marshal
 import os
 import pickle
 import select
 import signal
 import struct
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any, BinaryIO
 
 from tlsprobe.capture.events import (
     CaptureStats,
     ConnKey,
+    Datagram,
     Event,
     Secrets,
     StreamClose,
     StreamData,
     StreamGap,
+    StreamOpen,
     StreamSkipped,
 )
 from tlsprobe.capture.stream import CaptureStream, EventIterator, keylog_text
@@ -54,6 +61,12 @@ from tlsprobe.errors import EXIT_INTERNAL, TlsprobeError
 
 _HEADER = struct.Struct("<IB")
 _EVENTS, _SYNC, _END, _ERROR, _NOTE = range(5)
+#: a batch's event codes: the index in this tuple; the first five carry a connection key
+_KINDS = (StreamData, StreamOpen, StreamGap, StreamSkipped, StreamClose, Datagram, Secrets)
+_CODES = {kind: code for code, kind in enumerate(_KINDS)}
+_KEYED = 5
+_KEY = len(_KINDS)  # a connection's key, before the first event that refers to it
+_new: Callable[..., Any] = tuple.__new__  # a NamedTuple from its fields, no call
 _BATCH = 256  # events a message (about 100 KB of a typical capture)
 _PIPE_SIZE = 1 << 20
 _new_skipped = StreamSkipped._make
@@ -178,7 +191,7 @@ class PipedStream(EventIterator):
             size, kind = _HEADER.unpack(head)
             body = self._in.read(size)
             if len(body) == size:
-                return kind, pickle.loads(body)
+                return kind, marshal.loads(body) if kind == _EVENTS else pickle.loads(body)
         status = self._finished()
         how = (f"was killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
                else f"exited with status {os.WEXITSTATUS(status)}")
@@ -188,6 +201,8 @@ class PipedStream(EventIterator):
     def _run(self) -> Generator[Event, None, None]:
         skip, swapped = self._skip, self._swapped
         skip_get = skip.get
+        keys: dict[int, ConnKey] = {}  # open connection id -> its key
+        kinds = _KINDS
         source: Any = self._inner.source
         while True:
             if self._untold and self._notes:
@@ -199,48 +214,61 @@ class PipedStream(EventIterator):
                     source.count = count  # the progress bar's reader, mirrored
                 tagged = False  # inside a packet's events (an int said how many)
                 for ev in events:
-                    t = type(ev)
-                    if t is StreamData:
-                        counts = skip_get(ev[0][0])
-                        if counts is None:
-                            yield _turned(ev) if swapped and ev[0][0] in swapped else ev
-                        else:
-                            d = ev[1] << 2
-                            counts[d] += len(ev[2])
-                            counts[d + 2], counts[d + 3] = ev[3], ev[4]
-                    elif t is int:
+                    if type(ev) is int:
                         self._left = ev + 1
                         tagged = True
                         continue
-                    elif t is StreamGap:
-                        counts = skip_get(ev[0][0])
+                    code = ev[0]
+                    if not code:  # StreamData: most events, read in place
+                        cid = ev[1]
+                        counts = skip_get(cid)
                         if counts is None:
-                            yield _turned(ev) if ev[0][0] in swapped else ev
+                            ev = _new(StreamData, (keys[cid], ev[2], ev[3], ev[4], ev[5]))
+                            yield _turned(ev) if swapped and cid in swapped else ev
                         else:
-                            counts[(ev[1] << 2) + 1] += ev[2]
-                    elif t is StreamClose:
-                        cid = ev[0][0]
-                        if cid in skip:
-                            yield from self._closing(ev[0])
-                        if cid in swapped:
-                            swapped.discard(cid)
-                            ev = _turned(ev)
-                        yield ev
-                    elif t is StreamSkipped:  # the reader's own count, once told
-                        counts = skip_get(ev[0][0])
-                        if counts is not None:
-                            self.reader_counted += 1
-                            d = ev[1] << 2
-                            counts[d] += ev[2]
-                            counts[d + 1] += ev[3]
-                            if ev[2]:
-                                counts[d + 2], counts[d + 3] = ev[4], ev[5]
-                        else:
-                            yield _turned(ev) if ev[0][0] in swapped else ev
+                            d = ev[2] << 2
+                            counts[d] += len(ev[3])
+                            counts[d + 2], counts[d + 3] = ev[4], ev[5]
+                    elif code == _KEY:  # not an event: the key of those that follow
+                        keys[ev[1]] = _new(ConnKey, ev[1:])
+                        continue
                     else:
-                        if t is Secrets:
-                            self._secrets.append(ev)
-                        yield ev
+                        t = kinds[code]
+                        if code >= _KEYED:
+                            ev = _new(t, ev[1:])
+                            if t is Secrets:
+                                self._secrets.append(ev)
+                            yield ev
+                        elif t is StreamGap:
+                            ev = _new(t, (keys[ev[1]], *ev[2:]))
+                            counts = skip_get(ev[0][0])
+                            if counts is None:
+                                yield _turned(ev) if ev[0][0] in swapped else ev
+                            else:
+                                counts[(ev[1] << 2) + 1] += ev[2]
+                        elif t is StreamClose:
+                            cid = ev[1]
+                            ev = _new(t, (keys.pop(cid), *ev[2:]))
+                            if cid in skip:
+                                yield from self._closing(ev[0])
+                            if cid in swapped:
+                                swapped.discard(cid)
+                                ev = _turned(ev)
+                            yield ev
+                        elif t is StreamSkipped:  # the reader's own count, once told
+                            ev = _new(t, (keys[ev[1]], *ev[2:]))
+                            counts = skip_get(ev[0][0])
+                            if counts is not None:
+                                self.reader_counted += 1
+                                d = ev[1] << 2
+                                counts[d] += ev[2]
+                                counts[d + 1] += ev[3]
+                                if ev[2]:
+                                    counts[d + 2], counts[d + 3] = ev[4], ev[5]
+                            else:
+                                yield _turned(ev) if ev[0][0] in swapped else ev
+                        else:  # StreamOpen
+                            yield _new(t, (keys[ev[1]], *ev[2:]))
                     if tagged:
                         self._left -= 1
                         if not self._left:
@@ -328,7 +356,7 @@ def _reader_main(inner: CaptureStream, out_fd: int, ctl_fd: int) -> None:
         dumps, highest = pickle.dumps, pickle.HIGHEST_PROTOCOL
 
         def send(kind: int, body: Any) -> None:
-            blob = dumps(body, highest)
+            blob = marshal.dumps(body) if kind == _EVENTS else dumps(body, highest)
             _write_all(out_fd, _HEADER.pack(len(blob), kind) + blob)
 
         # a source that counts the bytes read (the progress bar's): the count goes along
@@ -356,8 +384,34 @@ def _reader_main(inner: CaptureStream, out_fd: int, ctl_fd: int) -> None:
         inner.on_sync(sync)
         queued = inner.queued
         append = batch.append
+        sent: dict[int, ConnKey] = {}  # open connection id -> the key sent for it
+        sent_get = sent.get
+        codes = _CODES
         try:
-            for ev in inner:
+            for event in inner:
+                ev: Any = event
+                t = type(ev)
+                if t is StreamData:  # most events
+                    key = ev[0]
+                    cid = key[0]
+                    if sent_get(cid) is not key:
+                        sent[cid] = key
+                        append((_KEY, *key))
+                    ev = (0, cid, ev[1], ev[2], ev[3], ev[4])
+                else:
+                    code = codes[t]
+                    if code < _KEYED:
+                        key = ev[0]
+                        cid = key[0]
+                        if sent_get(cid) is not key:
+                            append((_KEY, *key))
+                        if t is StreamClose:
+                            sent.pop(cid, None)
+                        else:
+                            sent[cid] = key
+                        ev = (code, cid, *ev[1:])
+                    else:
+                        ev = (code, *ev)
                 left = len(queued)
                 if left:
                     append(left)
