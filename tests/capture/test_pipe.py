@@ -216,6 +216,8 @@ def test_every_kind_of_event_comes_rebuilt(tmp_path: Path) -> None:
     assert {"StreamOpen", "StreamData", "StreamGap", "StreamClose", "Datagram"} <= kinds
     assert {ev.conn.client_ip for kind, ev, *_ in got[0] if kind is StreamData} == \
         {"10.0.0.1", "fd00::1"}
+    opened = [ev.conn for kind, ev, *_ in got[0] if kind.__name__ == "StreamOpen"]
+    assert len(opened) == 3 and opened[0][1:] == opened[2][1:] and opened[0].id != opened[2].id
 
 
 def test_long_downloads_are_counted_by_the_reader(tmp_path: Path) -> None:
