@@ -69,7 +69,6 @@ _KEY = len(_KINDS)  # a connection's key, before the first event that refers to 
 _new: Callable[..., Any] = tuple.__new__  # a NamedTuple from its fields, no call
 _BATCH = 256  # events a message (about 100 KB of a typical capture)
 _PIPE_SIZE = 1 << 20
-_new_skipped = StreamSkipped._make
 
 
 class ReaderProcessError(TlsprobeError):
@@ -232,23 +231,24 @@ class PipedStream(EventIterator):
                     elif code == _KEY:  # not an event: the key of those that follow
                         keys[ev[1]] = _new(ConnKey, ev[1:])
                         continue
+                    elif code >= _KEYED:  # Datagram, Secrets
+                        t = kinds[code]
+                        ev = _new(t, ev[1:])
+                        if t is Secrets:
+                            self._secrets.append(ev)
+                        yield ev
                     else:
                         t = kinds[code]
-                        if code >= _KEYED:
-                            ev = _new(t, ev[1:])
-                            if t is Secrets:
-                                self._secrets.append(ev)
-                            yield ev
-                        elif t is StreamGap:
-                            ev = _new(t, (keys[ev[1]], *ev[2:]))
-                            counts = skip_get(ev[0][0])
+                        cid = ev[1]
+                        ev = _new(t, (keys.pop(cid) if t is StreamClose else keys[cid],
+                                      *ev[2:]))
+                        if t is StreamGap:
+                            counts = skip_get(cid)
                             if counts is None:
-                                yield _turned(ev) if ev[0][0] in swapped else ev
+                                yield _turned(ev) if cid in swapped else ev
                             else:
                                 counts[(ev[1] << 2) + 1] += ev[2]
                         elif t is StreamClose:
-                            cid = ev[1]
-                            ev = _new(t, (keys.pop(cid), *ev[2:]))
                             if cid in skip:
                                 yield from self._closing(ev[0])
                             if cid in swapped:
@@ -256,8 +256,7 @@ class PipedStream(EventIterator):
                                 ev = _turned(ev)
                             yield ev
                         elif t is StreamSkipped:  # the reader's own count, once told
-                            ev = _new(t, (keys[ev[1]], *ev[2:]))
-                            counts = skip_get(ev[0][0])
+                            counts = skip_get(cid)
                             if counts is not None:
                                 self.reader_counted += 1
                                 d = ev[1] << 2
@@ -266,9 +265,9 @@ class PipedStream(EventIterator):
                                 if ev[2]:
                                     counts[d + 2], counts[d + 3] = ev[4], ev[5]
                             else:
-                                yield _turned(ev) if ev[0][0] in swapped else ev
+                                yield _turned(ev) if cid in swapped else ev
                         else:  # StreamOpen
-                            yield _new(t, (keys[ev[1]], *ev[2:]))
+                            yield ev
                     if tagged:
                         self._left -= 1
                         if not self._left:
@@ -298,7 +297,7 @@ class PipedStream(EventIterator):
         for d in (0, 1):  # the reader's directions: the first guess (tcp.py's close order)
             size, gaps, ts, frame = counts[d << 2:(d << 2) + 4]
             if size or gaps:
-                ev = _new_skipped((key, d, size, gaps, ts, frame))
+                ev = _new(StreamSkipped, (key, d, size, gaps, ts, frame))
                 yield _turned(ev) if turned else ev
 
     def _apply_deferred(self) -> None:
@@ -404,11 +403,10 @@ def _reader_main(inner: CaptureStream, out_fd: int, ctl_fd: int) -> None:
                         key = ev[0]
                         cid = key[0]
                         if sent_get(cid) is not key:
+                            sent[cid] = key
                             append((_KEY, *key))
                         if t is StreamClose:
-                            sent.pop(cid, None)
-                        else:
-                            sent[cid] = key
+                            del sent[cid]  # the key goes with the connection
                         ev = (code, cid, *ev[1:])
                     else:
                         ev = (code, *ev)
