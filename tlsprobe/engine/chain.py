@@ -23,6 +23,7 @@ from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509 import verification as xv
 
 from tlsprobe.errors import UsageError
+from tlsprobe.model.pubkey import public_key
 
 SYSTEM_CAFILES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
                   "/etc/ssl/cert.pem")
@@ -198,7 +199,7 @@ def _in_store(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...]) -> 
     for anchor in anchors:
         if anchor.subject == cert.subject:
             try:
-                if anchor.public_key() == cert.public_key():
+                if public_key(anchor) == public_key(cert):
                     return True
             except (ValueError, TypeError):  # an unsupported key type cannot be compared
                 continue

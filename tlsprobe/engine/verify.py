@@ -16,7 +16,6 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import (
-    dsa,
     ec,
     ed448,
     ed25519,
@@ -26,6 +25,8 @@ from cryptography.hazmat.primitives.asymmetric import (
 
 from tlsprobe import registry
 from tlsprobe.engine.keyschedule import digest
+from tlsprobe.model import pubkey
+from tlsprobe.model.pubkey import is_dsa_key
 
 TLS13_SERVER_CONTEXT = b"TLS 1.3, server CertificateVerify"
 TLS13_CLIENT_CONTEXT = b"TLS 1.3, client CertificateVerify"
@@ -93,7 +94,7 @@ def key_kind(public_key: Any) -> str:
         return "Ed25519"
     if isinstance(public_key, ed448.Ed448PublicKey):
         return "Ed448"
-    if isinstance(public_key, dsa.DSAPublicKey):
+    if is_dsa_key(public_key):
         return "DSA"
     return type(public_key).__name__.replace("PublicKey", "").lstrip("_")
 
@@ -103,7 +104,7 @@ def _check_key_fits(public_key: Any, scheme: Scheme, label: str, tls13: bool) ->
         "rsa_pkcs1": isinstance(public_key, rsa.RSAPublicKey),
         "rsa_pss_rsae": isinstance(public_key, rsa.RSAPublicKey),
         "rsa_pss_pss": isinstance(public_key, rsa.RSAPublicKey),
-        "dsa": isinstance(public_key, dsa.DSAPublicKey),
+        "dsa": is_dsa_key(public_key),
         "ecdsa": isinstance(public_key, ec.EllipticCurvePublicKey),
         "ed25519": isinstance(public_key, ed25519.Ed25519PublicKey),
         "ed448": isinstance(public_key, ed448.Ed448PublicKey),
@@ -170,7 +171,7 @@ def verify_legacy(public_key: Any, signature: bytes, data: bytes) -> str:
         if isinstance(public_key, ec.EllipticCurvePublicKey):
             public_key.verify(bytes(signature), data, ec.ECDSA(hashes.SHA1()))
             return "ECDSA SHA1"
-        if isinstance(public_key, dsa.DSAPublicKey):
+        if is_dsa_key(public_key):
             public_key.verify(bytes(signature), data, hashes.SHA1())
             return "DSA SHA1"
     except InvalidSignature:
@@ -197,7 +198,7 @@ def leaf_public_key(der: bytes) -> Any:
     """The public key of a DER certificate; SignatureError when it cannot be read."""
     from cryptography import x509
     try:
-        return x509.load_der_x509_certificate(der).public_key()
+        return pubkey.public_key(x509.load_der_x509_certificate(der))
     except UnsupportedAlgorithm as exc:
         raise UnsupportedKey(f"the certificate's key is not supported: {exc}") from None
     except ValueError as exc:

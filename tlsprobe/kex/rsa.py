@@ -12,6 +12,7 @@ import os
 
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
+from cryptography.x509.oid import PublicKeyAlgorithmOID
 
 from .base import InvalidShare
 
@@ -23,6 +24,9 @@ def rsa_encrypt_premaster(public_key: rsa.RSAPublicKey | x509.Certificate,
     `public_key` may be the server's certificate. A non-RSA key is the server's fault
     (an RSA suite with an ECDSA certificate) and raises `InvalidShare`."""
     if isinstance(public_key, x509.Certificate):
+        if public_key.public_key_algorithm_oid == PublicKeyAlgorithmOID.DSA:
+            # not loaded: cryptography 51 warns on every DSA key it loads
+            raise InvalidShare("RSA key exchange needs an RSA key, the server's is DSA")
         public_key = public_key.public_key()  # type: ignore[assignment]
     if not isinstance(public_key, rsa.RSAPublicKey):
         raise InvalidShare(f"RSA key exchange needs an RSA key, the server's is "

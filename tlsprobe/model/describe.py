@@ -144,7 +144,9 @@ def certificate_info(der: bytes) -> CertificateInfo:
 def _certificate_info(der: bytes) -> CertificateInfo:
     from cryptography import x509
     from cryptography.exceptions import UnsupportedAlgorithm
-    from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
+    from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
+
+    from tlsprobe.model.pubkey import is_dsa_key, public_key
     digest = hashlib.sha256(der).hexdigest()
     try:
         cert = x509.load_der_x509_certificate(der)
@@ -153,7 +155,7 @@ def _certificate_info(der: bytes) -> CertificateInfo:
                                "", "", digest)
     bits: int | None
     try:
-        key = cert.public_key()
+        key = public_key(cert)
         if isinstance(key, rsa.RSAPublicKey):
             key_type, bits = "RSA", key.key_size
         elif isinstance(key, ec.EllipticCurvePublicKey):
@@ -162,7 +164,7 @@ def _certificate_info(der: bytes) -> CertificateInfo:
             key_type, bits = "Ed25519", 256
         elif isinstance(key, ed448.Ed448PublicKey):
             key_type, bits = "Ed448", 456
-        elif isinstance(key, dsa.DSAPublicKey):
+        elif is_dsa_key(key):
             key_type, bits = "DSA", key.key_size
         else:
             key_type, bits = type(key).__name__.replace("PublicKey", ""), None

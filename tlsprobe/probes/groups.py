@@ -27,6 +27,7 @@ from tlsprobe.probes.scheduler import (ALERT, HELLO_RETRY, SERVER_HELLO, STOP_FL
 from tlsprobe.model.audit import (ORDER_CLIENT, ORDER_SINGLE, ORDER_UNKNOWN, DheAudit,
                                   DhParameters, GroupAudit)
 from tlsprobe.model.probe import Codepoint
+from tlsprobe.model.pubkey import public_key
 
 PROTOCOL_VERSION_ALERT = 70
 _RANGES = ((0x0001, 0x0021), (0x0100, 0x0104), (0x0200, 0x0202), (0x11EB, 0x11EE),
@@ -340,7 +341,7 @@ def _cert_curve(out: Outcome) -> int | None:
     from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives.asymmetric import ec
     try:
-        key = x509.load_der_x509_certificate(out.certificates[0]).public_key()
+        key = public_key(x509.load_der_x509_certificate(out.certificates[0]))
     except (ValueError, UnsupportedAlgorithm):  # garbage DER, unknown curve
         return None
     if isinstance(key, ec.EllipticCurvePublicKey):

@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from tlsprobe import registry
 from tlsprobe.engine.config import TLS12, TLS13
 from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.model.pubkey import public_key
 from tlsprobe.probes.checks._cert_chain import Served, extension, on_leaf
 from tlsprobe.probes.checks._tolerance import top_versions
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
@@ -85,7 +86,7 @@ async def run(ctx: CheckContext, got: Served, leaf: x509.Certificate) -> CheckRe
     if allowed is None:
         return ctx.result(Verdict.not_vulnerable, "the leaf has no keyUsage extension: its "
                           "key may be used for any purpose (RFC 5280 4.2.1.3)")
-    rsa_key = isinstance(leaf.public_key(), rsa.RSAPublicKey)
+    rsa_key = isinstance(public_key(leaf), rsa.RSAPublicKey)
     name = registry.version_name(got.version)
     suite = registry.suite_name(got.cipher_suite)
     need = needed_use(got.cipher_suite, got.version)

@@ -38,6 +38,7 @@ from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.config import ClientConfig, TLS12
 from tlsprobe.errors import NetworkError
 from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.model.pubkey import public_key
 from tlsprobe.net.driver import adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
@@ -89,7 +90,7 @@ async def _probe(kind: str, config: ClientConfig, transport: AsyncTransport,
         # without a client certificate the server refuses every probe alike (sslyze stops
         # here too): no answer to compare
         return Answer("the server requests a client certificate", True)
-    key = x509.load_der_x509_certificate(hs.certificates[0]).public_key()
+    key = public_key(x509.load_der_x509_certificate(hs.certificates[0]))
     if not isinstance(key, rsa.RSAPublicKey):
         return Answer("the certificate's key is not RSA", True)
     numbers, size = key.public_numbers(), (key.key_size + 7) // 8

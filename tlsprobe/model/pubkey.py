@@ -1,0 +1,58 @@
+"""Certificate public keys without `cryptography`'s DSA deprecation warning.
+
+cryptography 51 deprecates DSA: naming `dsa.DSAPublicKey` and loading a DSA key
+(`Certificate.public_key()` of a DSA certificate) each emit a
+`CryptographyDeprecationWarning`. A server may still present a DSA certificate (DHE-DSS
+suites, old appliances), and tlsprobe must recognise it and check its signatures without a
+warning reaching the user. Every place that takes a certificate's key or asks whether a key
+is DSA goes through here: the warning is silenced for exactly those two operations (its
+message and category), nothing else.
+"""
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from cryptography import x509
+from cryptography.utils import CryptographyDeprecationWarning
+from cryptography.x509.oid import PublicKeyAlgorithmOID
+
+__all__ = ["is_dsa_key", "public_key"]
+
+# catch_warnings swaps process-wide state: one thread at a time (the resolver threads of
+# net/ never get here, but an API user may run probes in threads)
+_LOCK = threading.Lock()
+
+
+@contextmanager
+def _dsa_quiet() -> Iterator[None]:
+    with _LOCK, warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="DSA is deprecated",
+                                category=CryptographyDeprecationWarning)
+        yield
+
+
+with _dsa_quiet():
+    from cryptography.hazmat.primitives.asymmetric import dsa
+    _DSA_PUBLIC_KEY: type[Any] = dsa.DSAPublicKey
+
+
+def is_dsa_key(key: object) -> bool:
+    """True for a DSA public key (on every cryptography release, without a warning)."""
+    return isinstance(key, _DSA_PUBLIC_KEY)
+
+
+def public_key(cert: x509.Certificate) -> Any:
+    """`cert.public_key()`, quiet for a DSA key. Raises what `public_key()` raises
+    (ValueError, UnsupportedAlgorithm) for a key cryptography cannot load."""
+    try:
+        is_dsa = cert.public_key_algorithm_oid == PublicKeyAlgorithmOID.DSA
+    except ValueError:
+        is_dsa = True  # cannot tell from the OID: load it quietly
+    if not is_dsa:
+        return cert.public_key()
+    with _dsa_quiet():
+        return cert.public_key()
