@@ -1,9 +1,10 @@
 """Start and stop real TLS servers on loopback for the test suite.
 
 `start_server(impl, ...)` launches one implementation (openssl s_server, gnutls-serv, nginx,
-pyOpenSSL, tlslite-ng, Python ssl) with a chosen set of groups, suites and protocol versions
-on 127.0.0.1 or ::1 and returns a `Server` once its port LISTENs. Readiness is read from
-/proc/net/tcp{,6} (no probe connection, so a probe under test sees the first handshake).
+pyOpenSSL (run by the lab environment's Python, tests/lab_env.py), tlslite-ng, Python ssl)
+with a chosen set of groups, suites and protocol versions on 127.0.0.1 or ::1 and returns a
+`Server` once its port LISTENs. Readiness is read from /proc/net/tcp{,6} (no probe
+connection, so a probe under test sees the first handshake).
 Every server runs in its own session and is stopped by PID / process group, never by name.
 
 Group names are the canonical lab spelling (X25519, P-256, ffdhe2048, brainpoolP256r1tls13,
@@ -38,7 +39,6 @@ _MISSING_HINT = {
     "openssl": "openssl not installed (apt-get install openssl)",
     "gnutls": "gnutls-serv not installed (apt-get install gnutls-bin)",
     "nginx": "nginx not installed (apt-get install nginx-light)",
-    "pyopenssl": "pyOpenSSL not installed (pip install pyOpenSSL)",
     "tlslite": "tlslite-ng not installed (pip install tlslite-ng kyber-py)",
     "pyssl": f"{SYSTEM_PYTHON} not present (apt-get install python3)",
 }
@@ -66,6 +66,9 @@ def missing_reason(impl: str) -> str | None:
     """None when `impl` can run here, else a one-line reason with the install hint."""
     if impl not in IMPLS:
         raise ValueError(f"unknown server implementation {impl!r} (known: {', '.join(IMPLS)})")
+    if impl == "pyopenssl":
+        import lab_env
+        return lab_env.missing_reason()
     if not binary_path(impl):
         return _MISSING_HINT[impl]
     if impl == "tlslite" and importlib.util.find_spec("kyber_py") is None:

@@ -1,14 +1,14 @@
 """The loopback server fixtures do what they are asked: each implementation starts, negotiates
 the configured version, suite and group (seen by independent clients: Python's ssl on the
-system OpenSSL, pyOpenSSL on cryptography's OpenSSL), and stops without leaving a process
-or a listening socket behind."""
+system OpenSSL, pyOpenSSL on cryptography's OpenSSL, run in the lab environment), and stops
+without leaving a process or a listening socket behind."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import ssl
-import struct
 import subprocess
 import time
 from collections.abc import Callable
@@ -18,17 +18,14 @@ from typing import Any
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
-from OpenSSL import SSL
-from OpenSSL._util import ffi, lib
 
+import lab_env
 from lab_servers.certs import dh_numbers
 from servers import (CertSet, Server, ServerConfig, ServerStartError, _wait_listen,
                      build_command, listening_inodes, start_server)
 
 pytestmark = pytest.mark.servers
 
-_PYOPENSSL_VERSION = {"tls1_0": SSL.TLS1_VERSION, "tls1_1": SSL.TLS1_1_VERSION,
-                      "tls1_2": SSL.TLS1_2_VERSION, "tls1_3": SSL.TLS1_3_VERSION}
 # Every group cryptography's OpenSSL can offer, so the result shows the server's choice alone.
 ALL_GROUPS = ("X25519MLKEM768:SecP256r1MLKEM768:SecP384r1MLKEM1024:MLKEM512:MLKEM768:MLKEM1024:"
               "X25519:X448:P-256:P-384:P-521:brainpoolP256r1tls13:brainpoolP384r1tls13:"
@@ -42,40 +39,18 @@ OPENSSL_GROUP_NAME = {"X25519": "x25519", "X448": "x448", "P-256": "secp256r1",
 def pyopenssl_handshake(server: Server, ca: Path, *, groups: str | None = ALL_GROUPS,
                         versions: tuple[str, str] = ("tls1_2", "tls1_3"),
                         cipher_list: str | None = None) -> dict[str, Any]:
-    """Handshake with pyOpenSSL, verifying the chain; report version, suite, group, the
+    """Handshake with pyOpenSSL (tests/lab_servers/pyopenssl_client.py, in the lab
+    environment: tests/lab_env.py), verifying the chain; report version, suite, group, the
     peer chain and the raw ServerKeyExchange (if any)."""
-    ctx = SSL.Context(SSL.TLS_METHOD)
-    ctx.set_min_proto_version(_PYOPENSSL_VERSION[versions[0]])
-    ctx.set_max_proto_version(_PYOPENSSL_VERSION[versions[1]])
-    ctx.load_verify_locations(str(ca))
-    ctx.set_verify(SSL.VERIFY_PEER)
-    if cipher_list:
-        ctx.set_cipher_list(cipher_list.encode())
-    if groups:
-        assert lib.SSL_CTX_set1_curves_list(ctx._context, groups.encode()) == 1
-    seen: dict[str, bytes] = {}
-
-    @ffi.callback("void(int, int, int, void *, size_t, SSL *, void *)")
-    def on_message(write_p: int, version: int, content_type: int, buf: Any, length: int,
-                   ssl_: Any, arg: Any) -> None:
-        data = bytes(ffi.buffer(buf, length))
-        if not write_p and content_type == 22 and data[:1] == b"\x0c":
-            seen["server_key_exchange"] = data
-
-    lib.SSL_CTX_set_msg_callback(ctx._context, on_message)
-    with socket.create_connection(server.address, timeout=5) as sock:
-        sock.settimeout(None)  # pyOpenSSL wants a blocking socket; the kernel times out reads
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 5, 0))
-        conn = SSL.Connection(ctx, sock)
-        conn.set_tlsext_host_name(b"localhost")
-        conn.set_connect_state()
-        conn.do_handshake()
-        name = lib.SSL_get0_group_name(conn._ssl)
-        result = {"version": conn.get_protocol_version_name(), "cipher": conn.get_cipher_name(),
-                  "group": ffi.string(name).decode() if name != ffi.NULL else None,
-                  "chain": [c.to_cryptography() for c in conn.get_peer_cert_chain() or []],
-                  **seen}
-        conn.shutdown()
+    args = ["--host", server.host, "--port", str(server.port), "--ca", str(ca),
+            "--min-version", versions[0], "--max-version", versions[1]]
+    args += ["--groups", groups] if groups else []
+    args += ["--cipher-list", cipher_list] if cipher_list else []
+    result: dict[str, Any] = json.loads(lab_env.run_script("pyopenssl_client.py", args,
+                                                           timeout=30))
+    result["chain"] = [x509.load_pem_x509_certificate(pem.encode()) for pem in result["chain"]]
+    if "server_key_exchange" in result:
+        result["server_key_exchange"] = bytes.fromhex(result["server_key_exchange"])
     return result
 
 

@@ -2,14 +2,15 @@
 
 Three ways to get a session: Python's ssl module on both ends through memory BIOs (system
 OpenSSL), pyOpenSSL on both ends (the OpenSSL inside `cryptography`, which can pick TLS 1.3
-suites), and Python's ssl client against an `openssl s_server` process on 127.0.0.1. In all
-of them the client writes a key log, and the test decrypts the recorded bytes with
-tlsprobe's engine alone.
+suites; run in the lab environment, tests/lab_env.py), and Python's ssl client against an
+`openssl s_server` process on 127.0.0.1. In all of them the client writes a key log, and the
+test decrypts the recorded bytes with tlsprobe's engine alone.
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 import select
 import shutil
 import socket
@@ -155,79 +156,19 @@ def _read_all(obj: ssl.SSLObject, size: int, transfer: Callable[[], bool]) -> by
 
 def pyopenssl_pair(creds: Credentials, suite_name: str, tls12: bool = False) -> Capture:
     """One chosen suite between two pyOpenSSL memory-BIO connections: a TLS 1.3 suite
-    name, or with `tls12` an OpenSSL TLS 1.2 cipher name."""
-    from OpenSSL import SSL
+    name, or with `tls12` an OpenSSL TLS 1.2 cipher name. Runs in the lab environment
+    (tests/lab_servers/pyopenssl_pair.py; pyOpenSSL is not in the test environment)."""
+    import lab_env
 
-    lines: list[str] = []
-    contexts = SSL.Context(SSL.TLS_METHOD), SSL.Context(SSL.TLS_METHOD)
-    for ctx in contexts:
-        if tls12:
-            ctx.set_max_proto_version(SSL.TLS1_2_VERSION)
-            ctx.set_cipher_list(f"{suite_name}:@SECLEVEL=0".encode())
-        else:
-            ctx.set_min_proto_version(SSL.TLS1_3_VERSION)
-            ctx.set_tls13_ciphersuites(suite_name.encode())
-            ctx.set_cipher_list(b"DEFAULT:@SECLEVEL=0")  # CCM_8 has a 64-bit tag
-    server_ctx, client_ctx = contexts
-    server_ctx.use_certificate_file(str(creds.cert_path))
-    server_ctx.use_privatekey_file(str(creds.key_path))
-    client_ctx.set_keylog_callback(lambda _conn, line: lines.append(line.decode()))
-    server, client = SSL.Connection(server_ctx, None), SSL.Connection(client_ctx, None)
-    server.set_accept_state()
-    client.set_connect_state()
-    c2s, s2c = bytearray(), bytearray()
-
-    def drain(conn: SSL.Connection) -> bytes:
-        out = bytearray()
-        while True:
-            try:
-                out.extend(conn.bio_read(65536))
-            except SSL.WantReadError:
-                return bytes(out)
-
-    def transfer() -> bool:
-        a, b = drain(client), drain(server)
-        c2s.extend(a)
-        s2c.extend(b)
-        if a:
-            server.bio_write(a)
-        if b:
-            client.bio_write(b)
-        return bool(a or b)
-
-    done = {"client": False, "server": False}
-
-    def handshake() -> bool:
-        for name, conn in (("client", client), ("server", server)):
-            if not done[name]:
-                try:
-                    conn.do_handshake()
-                    done[name] = True
-                except SSL.WantReadError:
-                    pass
-        return all(done.values())
-
-    def reader(conn: SSL.Connection, size: int, sink: bytearray) -> Callable[[], bool]:
-        def step() -> bool:
-            while len(sink) < size:
-                try:
-                    sink.extend(conn.recv(size - len(sink)))
-                except SSL.WantReadError:
-                    return False
-            return True
-        return step
-
-    _pump(handshake, transfer, "handshake")
-    server_received, client_received = bytearray(), bytearray()
-    client.sendall(CLIENT_PAYLOAD)
-    _pump(reader(server, len(CLIENT_PAYLOAD), server_received), transfer, "server read")
-    server.sendall(SERVER_PAYLOAD)
-    _pump(reader(client, len(SERVER_PAYLOAD), client_received), transfer, "client read")
-    transfer()
-    exported = client.export_keying_material(*EXPORTER_ARGS[:1], EXPORTER_ARGS[2],
-                                             EXPORTER_ARGS[1])
-    return Capture(bytes(c2s), bytes(s2c), parse_keylog(lines), bytes(client_received),
-                   bytes(server_received), exported)
+    spec = {"client_payload": CLIENT_PAYLOAD.hex(), "server_payload": SERVER_PAYLOAD.hex(),
+            "exporter": [EXPORTER_ARGS[0].hex(), EXPORTER_ARGS[1].hex(), EXPORTER_ARGS[2]]}
+    out = lab_env.run_script("pyopenssl_pair.py",
+                             [str(creds.cert_path), str(creds.key_path), suite_name,
+                              *(["--tls12"] if tls12 else [])], input=json.dumps(spec))
+    got = json.loads(out)
+    return Capture(bytes.fromhex(got["c2s"]), bytes.fromhex(got["s2c"]),
+                   parse_keylog(got["keylog"]), bytes.fromhex(got["client_received"]),
+                   bytes.fromhex(got["server_received"]), bytes.fromhex(got["exported"]))
 
 
 OPENSSL = shutil.which("openssl")

@@ -109,8 +109,10 @@ def binary_path(impl: str) -> str | None:
         return shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/sbin")
     if impl == "pyssl":
         return SYSTEM_PYTHON if os.access(SYSTEM_PYTHON, os.X_OK) else None
-    module = {"pyopenssl": "OpenSSL", "tlslite": "tlslite"}[impl]
-    return sys.executable if importlib.util.find_spec(module) is not None else None
+    if impl == "pyopenssl":  # in the lab environment, apart from the tests' (lab_env.py)
+        import lab_env
+        return lab_env.lab_python()
+    return sys.executable if importlib.util.find_spec("tlslite") is not None else None
 
 
 def resolve_dhparam(dhparam: str | None, certs: CertSet) -> str | None:

@@ -1,7 +1,9 @@
 """Fixtures for the --quic tests: `quic_server(groups=..., retry=...)` starts aioquic's QUIC
 v1 server (tests/lab_servers/quic_server.py, a process of its own) on 127.0.0.1 and a free
 UDP port, with the session's ECDSA certificate, once per configuration (a fixed stateless
-reset token on request); all are stopped by PID at the end. aioquic is in the test extra: without it the test fails (no skip).
+reset token on request); all are stopped by PID at the end. aioquic runs in the lab
+environment (tests/lab_env.py: it needs pyOpenSSL, which the test environment must not
+have); without it, servers.peer_unavailable (a failure under CI).
 `ngtcp2_server(groups=..., validate=...)` does the same with ngtcp2's GnuTLS server
 (`gtlsserver` from Debian's ngtcp2-server; groups as GnuTLS priority items), which sends a
 HelloRetryRequest and a Retry (--validate-addr); missing, it is servers.peer_unavailable.
@@ -14,7 +16,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+import lab_env
 from servers import CertSet, peer_unavailable
 
 SERVER = Path(__file__).resolve().parent.parent / "lab_servers" / "quic_server.py"
@@ -44,7 +47,7 @@ QuicServerFactory = Callable[..., QuicServer]
 
 def _start(certs: CertSet, groups: str, retry: bool, reset_token: str = "") -> QuicServer:
     leaf = certs.leaves["ecdsa"]
-    argv = [sys.executable, str(SERVER), str(leaf.chain), str(leaf.key), "--groups", groups]
+    argv = [lab_env.require(), str(SERVER), str(leaf.chain), str(leaf.key), "--groups", groups]
     if retry:
         argv.append("--retry")
     if reset_token:
