@@ -7,6 +7,7 @@ merely starts with the same letters is not tlsprobe's."""
 from __future__ import annotations
 
 import types
+from typing import Any
 import warnings
 
 import pytest
@@ -53,3 +54,18 @@ def test_cryptography_deprecation_in_tlsprobe_code_is_an_error() -> None:
         warnings.simplefilter("always")
         _run_as("not_tlsprobe", source)
     assert [w.category for w in seen] == [CryptographyDeprecationWarning]
+
+
+@pytest.mark.needs_impl("openssl")
+def test_commands_with_warnings_shown_print_nothing_on_stderr(tls_server: Any,
+                                                              run_cli: Any) -> None:
+    """As a user with PYTHONWARNINGS=default (every warning shown once) runs them, in a real
+    `python -m tlsprobe` process (the warnings at exit too, e.g. an unclosed pipe): a TLS
+    1.2 probe, a default scan and the demo print nothing on stderr."""
+    env = {"PYTHONWARNINGS": "default"}
+    server = tls_server("openssl", proto="tls1_2")
+    target = f"127.0.0.1:{server.port}"
+    for args in ((target, "--tls1_2", "--no-verify"), ("scan", target, "--no-verify"),
+                 ("demo", "--no-msg")):
+        code, out, err = run_cli(*args, env=env, isolated=True, timeout=120)
+        assert (code, err) == (0, ""), (args, out[-2000:])

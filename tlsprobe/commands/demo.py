@@ -240,3 +240,5 @@ def run(args: argparse.Namespace) -> int:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+            if proc.stderr is not None:  # else a ResourceWarning (unclosed file) at exit
+                proc.stderr.close()
