@@ -27,7 +27,7 @@ from tlsprobe.speed.text import bar as speed_bar
 
 needs_matplotlib = pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None,
                                       reason="matplotlib, the plot extra, is not installed "
-                                      "(pip install tlsprobe[plot])")
+                                      "(pip install '.[plot]')")
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 PCAPS = ("tls12_x25519.pcap", "tls13_hrr.pcap", "tls13_mlkem768.pcap", "tls13_p256.pcap")
@@ -107,7 +107,7 @@ def test_plot_without_matplotlib_is_one_usage_line_before_any_work(
     monkeypatch.setitem(sys.modules, "matplotlib", None)   # as if it were not installed
     code, out, err = run_cli("speed", "--seconds", "0.01", "x25519", "--plot", "s.png")
     assert (code, out) == (2, "")
-    assert err == "tlsprobe: error: --plot needs matplotlib: pip install tlsprobe[plot]\n"
+    assert err == "tlsprobe: error: --plot needs matplotlib: pip install matplotlib (or pip install '.[plot]' in the tlsprobe checkout)\n"
     code, out, err = run_cli("speed", "x25519", "--plot", "s.pdf")
     assert code == 2 and "must end in .png or .svg" in err and out == ""
 

@@ -111,7 +111,7 @@ def lab(certs: CertSet, tmp_path_factory: pytest.TempPathFactory
 def dask_cluster() -> Iterator[str]:
     """A LocalCluster of two worker processes for this module; its scheduler address."""
     distributed = pytest.importorskip("distributed", reason="dask[distributed] not installed "
-                                      "(pip install 'tlsprobe[cluster]')")
+                                      "(pip install '.[cluster]')")
     import logging
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                        dashboard_address=None, silence_logs=logging.ERROR)

@@ -126,5 +126,5 @@ def test_without_pyarrow_survey_names_the_extra(args, tmp_path):
     assert proc.returncode == 2
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and "pyarrow is not installed" in lines[0] \
-        and "tlsprobe[cluster]" in lines[0]
+        and "pip install 'dask[distributed]' pyarrow" in lines[0]
     assert not (tmp_path / "o").exists()

@@ -19,7 +19,7 @@ import pytest
 from farm import EXPECTED, Farm, FarmTarget
 
 pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow not installed "
-                         "(pip install 'tlsprobe[cluster]')")
+                         "(pip install '.[cluster]')")
 
 #: a LocalCluster start and rate-limited runs on a busy 2-core machine: more than the default
 pytestmark = pytest.mark.timeout(300)

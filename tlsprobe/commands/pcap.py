@@ -61,7 +61,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "CPU time in all); --jobs 1: one process only")
     x.add_argument("--scheduler", metavar="ADDRESS", help="read the files on an existing "
                    "Dask cluster (tcp://HOST:8786; its workers must see the same paths and "
-                   "have tlsprobe[cluster])")
+                   "have tlsprobe with its cluster extra)")
     k = p.add_argument_group("decryption")
     k.add_argument("--keylog", metavar="FILE", help="SSLKEYLOGFILE secrets: decrypt TLS 1.3 "
                    "handshakes and TLS 1.2 records (keys embedded in pcapng are used too)")

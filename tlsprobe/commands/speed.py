@@ -94,7 +94,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: openssl on PATH); it must exist and be openssl")
     parser.add_argument("--plot", default=None, metavar="FILE",
                         help="also draw the figures as a chart, PNG or SVG by the extension "
-                             "(needs matplotlib: pip install tlsprobe[plot])")
+                             "(needs matplotlib: pip install matplotlib)")
 
 
 def _seconds(value: str) -> float:

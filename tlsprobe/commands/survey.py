@@ -4,7 +4,7 @@
 or a CIDR/port list (127.0.0.0/30:443,8443). Targets are sharded (all ports of one address in
 one shard), each shard audited by the scan's asyncio scanner in a worker: a Dask LocalCluster
 of --workers processes (default: one per core), an existing cluster (--scheduler
-tcp://HOST:8786), or this process when Dask is not installed (pip install tlsprobe[cluster]).
+tcp://HOST:8786), or this process when Dask is not installed (pip install '.[cluster]' in the checkout).
 DIR gets manifest.json and per shard shard-NNNNN.parquet (one row per target and version;
 schema in tlsprobe/survey/rows.py) and shard-NNNNN.jsonl (scan --json objects). Running the
 same command again resumes with the shards not yet written; DIR holding a survey of other
@@ -49,7 +49,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     x.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
                    help="LocalCluster worker processes (default: one per core)")
     x.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler "
-                   "(tcp://HOST:8786); workers need tlsprobe[cluster]")
+                   "(tcp://HOST:8786); workers need tlsprobe with its cluster extra")
     x.add_argument("--rate", type=float, default=None, metavar="N", help="connections per "
                    "second in all, split across the workers (default: no limit)")
     from tlsprobe.commands.scan import add_connection_arguments
@@ -125,9 +125,11 @@ def run(args: argparse.Namespace) -> int:
         execute.run_on_dask(todo, options, settings, finished, scheduler=args.scheduler,
                             workers=args.workers)
     elif args.scheduler is not None:
-        raise UsageError("--scheduler needs Dask: pip install 'tlsprobe[cluster]'")
+        from tlsprobe.survey.extra import HINT as CLUSTER_HINT
+        raise UsageError(f"--scheduler needs Dask: {CLUSTER_HINT}")
     else:
-        print("tlsprobe: note: Dask is not installed (pip install 'tlsprobe[cluster]'): "
+        from tlsprobe.survey.extra import HINT as CLUSTER_HINT
+        print(f"tlsprobe: note: Dask is not installed ({CLUSTER_HINT}): "
               "running the shards in this process", file=sys.stderr)
         execute.run_in_process(todo, options, settings, finished)
     return EXIT_OK

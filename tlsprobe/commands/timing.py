@@ -52,7 +52,7 @@ def add_timing_arguments(parser: Any) -> None:
                         f"{DEFAULT_CONFIDENCE})")
     parser.add_argument("--plot", default=None, metavar="FILE",
                         help="also draw each group's handshake times with the confidence "
-                        "interval, PNG or SVG by the extension (pip install tlsprobe[plot])")
+                        "interval, PNG or SVG by the extension (needs matplotlib: pip install matplotlib)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,4 +1,4 @@
-"""Charts with matplotlib (the optional `plot` extra: `pip install tlsprobe[plot]`).
+"""Charts with matplotlib (the optional `plot` extra: `pip install '.[plot]'` in the checkout).
 
 - `plot_speed`: `tlsprobe speed --plot FILE`: operations per second per group and signature
   scheme (one bar per operation; log scale, the primitives differ a thousandfold) and AEAD
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from tlsprobe.model.timing import TimingReport
 
 FORMATS = (".png", ".svg")
-MISSING = "--plot needs matplotlib: pip install tlsprobe[plot]"
+MISSING = "--plot needs matplotlib: pip install matplotlib (or pip install '.[plot]' in the tlsprobe checkout)"
 _KIND_TITLES = {"kex": "Key exchange (operations per second)",
                 "kem": "Key encapsulation, ML-KEM and hybrids (operations per second)",
                 "sig": "Signatures (operations per second)"}

@@ -1,4 +1,4 @@
-"""The optional `cluster` extra (pip install 'tlsprobe[cluster]'): pyarrow and
+"""The optional `cluster` extra (pip install '.[cluster]' in the checkout): pyarrow and
 dask.distributed, imported only through here so that a missing one is a one-line usage
 error (exit 2) naming the extra, never an ImportError, and `pip install .` alone keeps
 working for every other command (tests/test_packaging.py checks the declared imports)."""
@@ -10,7 +10,7 @@ from typing import Any
 
 from tlsprobe.errors import UsageError
 
-HINT = "pip install 'tlsprobe[cluster]'"
+HINT = "pip install 'dask[distributed]' pyarrow (or pip install '.[cluster]' in the tlsprobe checkout)"
 
 
 def _module(name: str, why: str) -> Any:
