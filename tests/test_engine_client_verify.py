@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import warnings
 
 import pytest
 from cryptography import x509
@@ -18,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric import (
     padding,
     rsa,
 )
+from cryptography.utils import CryptographyDeprecationWarning
 from cryptography.x509.oid import NameOID
 
 from tlsprobe.engine.chain import ChainResult, verify_chain
@@ -84,7 +86,9 @@ def test_eddsa_mldsa_dsa() -> None:
         verify_scheme(key.public_key(), scheme, sig, DATA, tls13=True)
         with pytest.raises(SignatureError):
             verify_scheme(key.public_key(), scheme, sig[:-1] + bytes([sig[-1] ^ 1]), DATA)
-    d = dsa.generate_private_key(2048)
+    with warnings.catch_warnings():  # cryptography 51 deprecates DSA; servers still use it
+        warnings.simplefilter("ignore", CryptographyDeprecationWarning)
+        d = dsa.generate_private_key(2048)
     verify_scheme(d.public_key(), 0x0402, d.sign(DATA, hashes.SHA256()), DATA)
     assert verify_legacy(d.public_key(), d.sign(DATA, hashes.SHA1()), DATA) == "DSA SHA1"
 
