@@ -13,6 +13,7 @@ from typing import IO
 
 from tlsprobe.report.escape import shown
 from tlsprobe.model.capture import BriefReport, ConnectionReport
+from tlsprobe.model.probe import AlertInfo
 
 COLUMNS = ("#", "Client", "Server", "SNI", "Version", "Cipher suite", "Group", "Key S/C",
            "ALPN", "JA4")
@@ -51,11 +52,31 @@ def connection_label(r: ConnectionReport | BriefReport) -> str:
     return str(r.id) if r.transport == "tcp" else f"{r.protocol}/{r.id}"
 
 
+_NOT_ERRORS = (0, 90)  # close_notify, user_canceled: the closure alerts (RFC 8446 §6.1)
+
+
+def failure_alert(r: ConnectionReport | BriefReport) -> AlertInfo | None:
+    """The alert that ended the handshake: the first fatal one (any alert but a closure
+    alert in TLS 1.3, where every error alert is fatal, RFC 8446 §6), None when there is
+    none or both Finished messages were seen (decrypted) before it."""
+    if not r.alerts or getattr(r, "handshake_complete", None):
+        return None
+    tls13 = r.version is not None and r.version.id == 0x0304
+    for a in r.alerts:
+        if a.level == 2 or tls13 and a.description not in _NOT_ERRORS:
+            return a
+    return None
+
+
 def connection_row(r: ConnectionReport | BriefReport) -> tuple[str, ...]:
-    """One table row of plain strings."""
+    """One table row of plain strings; a handshake ended by an alert says "failed" and
+    the alert in the Version cell."""
     version = r.version.name if r.version else "(unknown)" if r.cipher else (
         "(no ServerHello)" if r.offer else "-")
-    if r.alerts and r.version is None:
+    failed = failure_alert(r) if r.alerts else None
+    if failed is not None:
+        version += f", failed: {failed.direction} alert {failed.name}"
+    elif r.alerts and r.version is None:
         version += f", {r.alerts[-1].direction} alert {r.alerts[-1].name}"
     return (connection_label(r), r.client, r.server, r.sni or "-", version,
             r.cipher.iana_name if r.cipher else "-", _group(r), _sizes(r), r.alpn or "-",
@@ -200,6 +221,9 @@ def _key_exchange_rows(r: ConnectionReport) -> list[tuple[str, str]]:
 def _state(r: ConnectionReport) -> str:
     if r.handshake_complete:
         return "complete (both Finished decrypted)"
+    failed = failure_alert(r)
+    if failed is not None:
+        return f"failed: {failed.direction} sent fatal alert {failed.name}"
     if r.encrypted:
         return "both sides encrypting" + (" (resumed)" if r.resumption else "")
     if r.version is not None or r.cipher is not None:
