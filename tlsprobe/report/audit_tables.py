@@ -9,15 +9,14 @@ from __future__ import annotations
 import re
 from typing import IO
 
-from rich import box
 from rich.console import Console, Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from tlsprobe import registry
 from tlsprobe.model.audit import (ORDER_CLIENT, ORDER_SERVER, ORDER_SINGLE, AuditReport, DheAudit,
                                   GroupAudit, SigalgAudit, SuiteAudit)
 from tlsprobe.report.escape import shown
+from tlsprobe.report.fit import FitTable
 
 ORDER_TEXT = {ORDER_SERVER: "the server enforces its own order",
               ORDER_CLIENT: "the server follows the client's order (listed as offered)",
@@ -36,7 +35,7 @@ def _text(text: str, style: str = "") -> Text:
     return Text(shown(text), style=style)
 
 
-def _row(table: Table, *cells: str | Text) -> None:
+def _row(table: FitTable, *cells: str | Text) -> None:
     """A table row of plain text (no rich markup), escaped as `_text` does."""
     table.add_row(*(c if isinstance(c, Text) else _text(c) for c in cells))
 
@@ -61,11 +60,9 @@ def _title(text: str) -> Text:
     return _text(text, style="bold")
 
 
-def _table(*columns: str) -> Table:
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
-    for c in columns:
-        table.add_column(c, overflow="fold")
-    return table
+def _table(*columns: str) -> FitTable:
+    """A table whose identifiers (suite names, certificate names) are never split."""
+    return FitTable(*columns, pad_edge=False, padding=(0, 1))
 
 
 def versions_section(r: AuditReport) -> RenderableType:

@@ -8,14 +8,13 @@ server (suite names are registry names, but notes quote answers) is shown escape
 
 from __future__ import annotations
 
-from rich import box
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.checks import CATEGORIES, CheckResult, Verdict
 from tlsprobe.report.escape import shown
+from tlsprobe.report.fit import FitTable
 
 VERDICT_STYLE = {Verdict.vulnerable: "bold red", Verdict.not_vulnerable: "green",
                  Verdict.not_applicable: "dim", Verdict.inconclusive: "yellow",
@@ -46,9 +45,7 @@ def checks_section(r: AuditReport, full: bool = False) -> RenderableType:
 
 
 def _section(title: str, results: list[CheckResult], full: bool) -> RenderableType:
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
-    for column in ("Check", "Verdict", "Why"):
-        table.add_column(column, overflow="fold")
+    table = FitTable("Check", "Verdict", "Why", pad_edge=False, padding=(0, 1))
     for c in results:
         why = Text(shown(c.reason))
         if c.evidence and (c.verdict is Verdict.vulnerable or c.code is not None):

@@ -9,11 +9,14 @@ thousand connections costs no more than its text (rich is imported only when use
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from tlsprobe.report.escape import shown
 from tlsprobe.model.capture import BriefReport, ConnectionReport
 from tlsprobe.model.probe import AlertInfo
+
+if TYPE_CHECKING:
+    from tlsprobe.report.fit import FitTable
 
 COLUMNS = ("#", "Client", "Server", "SNI", "Version", "Cipher suite", "Group", "Key S/C",
            "ALPN", "JA4")
@@ -83,6 +86,19 @@ def connection_row(r: ConnectionReport | BriefReport) -> tuple[str, ...]:
             r.fingerprints.ja4 or "-")
 
 
+def fit_rows(rows: Sequence[tuple[str, ...]], *, title: str | None = None,
+             columns: Sequence[str] = COLUMNS) -> FitTable:
+    """The rich table of `rows` (escaped already): addresses, suite names and JA4 values
+    are never split; on a console too narrow for the columns, one record per row."""
+    from rich.text import Text
+
+    from tlsprobe.report.fit import FitTable
+    table = FitTable(*columns, title=title, pad_edge=False, padding=(0, 1), collapse_padding=True)
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))
+    return table
+
+
 def render_rows(rows: Sequence[tuple[str, ...]], out: IO[str], *, title: str | None = None,
                 columns: Sequence[str] = COLUMNS) -> None:
     """A table of plain-string rows: rich on a terminal, aligned text elsewhere; what a
@@ -90,16 +106,8 @@ def render_rows(rows: Sequence[tuple[str, ...]], out: IO[str], *, title: str | N
     # a row whose text is all printable is shown as it is (one check per row, not per cell)
     rows = [row if "".join(row).isprintable() else tuple(map(shown, row)) for row in rows]
     if out.isatty():
-        from rich import box
         from rich.console import Console
-        from rich.table import Table
-        from rich.text import Text
-        table = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False)
-        for name in columns:
-            table.add_column(name, overflow="fold")
-        for row in rows:
-            table.add_row(*(Text(cell) for cell in row))
-        Console(file=out, highlight=False).print(table)
+        Console(file=out, highlight=False).print(fit_rows(rows, title=title, columns=columns))
         return
     every = (tuple(columns), *rows)
     widths = [max(map(len, column)) for column in zip(*every)]
