@@ -324,18 +324,16 @@ def test_weak_server_colours_mean_good_or_bad_and_every_problem_has_a_badge(
         {"null", "anon", "dh", "beast"}
 
 
-def test_rc4_and_sweet32_rows_carry_the_severity_of_their_findings() -> None:
-    """The suites this machine's OpenSSL no longer has, on an audit built in the test and
-    judged by the real derived checks and findings: every vulnerable row has the badge of
-    the suite.weak finding of its suites; 'supported' and 'not supported' are coloured by
-    whether they are a problem, not by their words."""
+def _weak_model_report() -> Any:
+    """An audit built in the test, judged by the real derived checks and findings: RC4,
+    3DES and anonymous suites in TLS 1.2, a CBC suite in TLS 1.0, 1024-bit DH parameters,
+    two hygiene checks with findings (low, info) and HSTS supported."""
     from tlsprobe.model.audit import (AuditReport, DheAudit, DhParameters, GroupAudit,
                                       SuiteAudit, VersionSupport)
     from tlsprobe.model.checks import CheckResult, Verdict
     from tlsprobe.model.probe import Cipher, Codepoint
     from tlsprobe.policy.checks import DERIVED, derive_checks
     from tlsprobe.policy.findings import findings_for
-    from tlsprobe.report.html import render_html
     V = Codepoint.version
     suites = {0x0303: (0xC02F, 0x0005, 0x000A, 0x00A6),  # RC4, 3DES, anonymous
               0x0301: (0x002F,)}
@@ -356,6 +354,16 @@ def test_rc4_and_sweet32_rows_carry_the_severity_of_their_findings() -> None:
                CheckResult("hsts", "HSTS", Verdict.supported, "yes", category="http"))
     r = dataclasses.replace(r, check_results=derive_checks(r) + hygiene)
     r = dataclasses.replace(r, findings=findings_for(r, []))
+    return r
+
+
+def test_rc4_and_sweet32_rows_carry_the_severity_of_their_findings() -> None:
+    """The suites this machine's OpenSSL no longer has: every vulnerable row has the badge
+    of the suite.weak finding of its suites; 'supported' and 'not supported' are coloured
+    by whether they are a problem, not by their words."""
+    from tlsprobe.model.checks import Verdict
+    from tlsprobe.report.html import render_html
+    r = _weak_model_report()
     page = _rows(render_html([r], 0, "ok"))
     want = {"rc4": "high", "sweet32": "high", "anon": "critical", "dh": "medium",
             "beast": "low"}
@@ -370,3 +378,37 @@ def test_rc4_and_sweet32_rows_carry_the_severity_of_their_findings() -> None:
     assert page.row("HSTS")[1][1] == ["v-good"]
     assert page.row("TLS 1.0")[1][1] == ["v-bad"] and page.row("SSL 3.0")[1][1] == ["v-good"]
     assert page.row("TLS 1.3")[1][1] == ["v-none"]    # not spoken, no finding says it should
+
+
+def test_terminal_colours_mean_good_or_bad_too() -> None:
+    """The text report colours by the same rule: TLS 1.0 spoken red, SSL 3.0 refused and
+    TLS 1.2 spoken green; a hygiene 'not supported' with a finding red, HSTS 'supported'
+    green; a post-quantum 'no' without a finding is not red."""
+    import io
+    import re
+
+    from rich.console import Console
+
+    from tlsprobe.model.audit import PqVerdict
+    from tlsprobe.report.audit_tables import audit_renderables
+    r = dataclasses.replace(_weak_model_report(), post_quantum=(
+        PqVerdict("capability", "MLKEM1024", "no", "refused"),
+        PqVerdict("capability", "X25519MLKEM768", "yes", "accepted")))
+    console = Console(file=io.StringIO(), width=160, force_terminal=True,
+                      color_system="standard")
+    for part in audit_renderables(r):
+        console.print(part)
+    text = console.file.getvalue()
+    red, green = "\x1b[1;31m", "\x1b[32m"
+
+    def cell(row: str, word: str) -> str:
+        line = next(line for line in text.splitlines() if re.match(
+            re.escape(row).replace(r"\ ", r"\s+"), re.sub(r"\x1b\[[0-9;]*m", "", line)))
+        return line[:line.index(word)][-12:]
+
+    assert cell("TLS 1.0", "yes").endswith(red) and cell("SSL 3.0", "no").endswith(green)
+    assert cell("TLS 1.2", "yes").endswith(green)
+    assert cell("extended master secret", "not supported").endswith(red)
+    assert cell("HSTS", "supported").endswith(green)
+    assert not cell("capability MLKEM1024", "no").endswith(red)
+    assert cell("capability X25519MLKEM768", "yes").endswith(green)

@@ -17,6 +17,7 @@ from tlsprobe.model.audit import (ORDER_CLIENT, ORDER_SERVER, ORDER_SINGLE, Audi
                                   GroupAudit, SigalgAudit, SuiteAudit)
 from tlsprobe.report.escape import shown
 from tlsprobe.report.fit import FitTable
+from tlsprobe.report.tones import TONE_STYLE, pq_tone, version_tone
 
 ORDER_TEXT = {ORDER_SERVER: "the server enforces its own order",
               ORDER_CLIENT: "the server follows the client's order (listed as offered)",
@@ -27,7 +28,6 @@ METHOD_TEXT = {"hello_retry_request": "offers without key shares, HelloRetryRequ
 SEVERITY_STYLE = {"critical": "bold red", "high": "red", "medium": "yellow", "low": "cyan",
                   "info": "dim"}
 CUT = re.compile(r" and \d+ more\b")   # a list a finding's message cut short
-VERDICT_STYLE = {"yes": "green", "no": "red", "inconclusive": "yellow", "not_tested": "dim"}
 
 
 def _text(text: str, style: str = "") -> Text:
@@ -68,8 +68,9 @@ def _table(*columns: str) -> FitTable:
 def versions_section(r: AuditReport) -> RenderableType:
     table = _table("Version", "Spoken", "Answer")
     label = {"supported": "yes", "not_supported": "no", "inconclusive": "inconclusive"}
-    for v in r.versions:
-        _row(table, v.version.name, label.get(v.status, v.status), v.detail)
+    for v in r.versions:   # coloured by good or bad news: TLS 1.0 spoken is red
+        _row(table, v.version.name, _text(label.get(v.status, v.status),
+                                          style=TONE_STYLE[version_tone(r, v)]), v.detail)
     return Group(_title(f"Protocol versions ({conns(r.connections.get('versions', 0))})"),
                  table, _text(""))
 
@@ -129,7 +130,7 @@ def pq_section(r: AuditReport) -> RenderableType:
     table = _table("Check", "About", "Verdict", "Detail")
     for v in r.post_quantum:
         _row(table, v.check.replace("_", " "), v.subject,
-                      _text(v.verdict.replace("_", " "), style=VERDICT_STYLE.get(v.verdict, "")),
+                      _text(v.verdict.replace("_", " "), style=TONE_STYLE[pq_tone(r, v)]),
                       v.detail)
     n = r.connections.get("post-quantum", 0)
     return Group(_title(f"Post-quantum, TLS 1.3 ({conns(n)})"), table, _text(""))

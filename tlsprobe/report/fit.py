@@ -68,9 +68,9 @@ class FitTable:
 
     def widths(self, console: Console, options: ConsoleOptions) -> list[int] | None:
         """Column widths that fit `options.max_width` without splitting a token: each
-        column its longest token, the room left given to the columns that would wrap
-        (the narrowest need first, so short columns stay on one line); None when even
-        the longest tokens side by side are too wide."""
+        column its longest token, the room left shared among the columns that would wrap
+        (the smallest need first, so short columns stay on one line, the others getting
+        equal shares); None when even the longest tokens side by side are too wide."""
         bounds = self._bounds()
         widths = [low for low, _ in bounds]
         overhead = self.table(widths).__rich_measure__(console, options.update_width(
@@ -78,8 +78,9 @@ class FitTable:
         room = options.max_width - overhead - sum(widths)
         if room < 0:
             return None
-        for i in sorted(range(len(bounds)), key=lambda i: bounds[i][1] - bounds[i][0]):
-            grow = min(room, bounds[i][1] - widths[i])
+        order = sorted(range(len(bounds)), key=lambda i: bounds[i][1] - bounds[i][0])
+        for n, i in enumerate(order):   # an equal share each, what one leaves to the next
+            grow = min(room // (len(order) - n), bounds[i][1] - widths[i])
             widths[i] += grow
             room -= grow
         return widths

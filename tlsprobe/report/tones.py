@@ -133,5 +133,9 @@ def pq_tone(r: AuditReport, v: PqVerdict) -> Tone:
     return "neutral"
 
 
-__all__ = ["DEPRECATED", "SEVERITIES", "Tone", "check_severity", "check_tone", "covering",
+#: a tone's style on a terminal (rich)
+TONE_STYLE: dict[str, str] = {"good": "green", "bad": "bold red", "unsure": "yellow",
+                              "neutral": "dim"}
+
+__all__ = ["DEPRECATED", "SEVERITIES", "TONE_STYLE", "Tone", "check_severity", "check_tone", "covering",
            "highest", "pq_tone", "version_findings", "version_tone"]
