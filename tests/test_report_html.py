@@ -380,6 +380,26 @@ def test_rc4_and_sweet32_rows_carry_the_severity_of_their_findings() -> None:
     assert page.row("TLS 1.3")[1][1] == ["v-none"]    # not spoken, no finding says it should
 
 
+def test_post_quantum_rows_coloured_by_their_findings() -> None:
+    """A post-quantum 'no' is bad news only when a finding is about it (a refused hello
+    with a hybrid share: pq.intolerant, medium, with its badge); a group the server does
+    not offer is neutral; 'yes' is good."""
+    from tlsprobe.model.audit import PqVerdict
+    from tlsprobe.policy.findings import findings_for
+    from tlsprobe.report.html import render_html
+    r = dataclasses.replace(_weak_model_report(), post_quantum=(
+        PqVerdict("capability", "MLKEM1024", "no", "refused"),
+        PqVerdict("capability", "X25519MLKEM768", "yes", "accepted"),
+        PqVerdict("tolerance", "a hello with X25519MLKEM768", "no", "reset")),
+        checks=(*_weak_model_report().checks, "pq"))
+    r = dataclasses.replace(r, findings=findings_for(r, []))
+    rows = [row for row in _rows(render_html([r], 0, "ok")).rows
+            if row and row[0][0] in ("capability", "tolerance")]
+    got = {(row[1][0], row[2][0].split()[0]): row[2][1] for row in rows}
+    assert got == {("MLKEM1024", "no"): ["v-none"], ("X25519MLKEM768", "yes"): ["v-good"],
+                   ("a hello with X25519MLKEM768", "no"): ["v-bad", "sev sev-medium"]}, got
+
+
 def test_terminal_colours_mean_good_or_bad_too() -> None:
     """The text report colours by the same rule: TLS 1.0 spoken red, SSL 3.0 refused and
     TLS 1.2 spoken green; a hygiene 'not supported' with a finding red, HSTS 'supported'

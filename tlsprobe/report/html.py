@@ -25,8 +25,8 @@ from tlsprobe import __version__, registry
 from tlsprobe.model.audit import AuditReport, GroupAudit, SigalgAudit, SuiteAudit
 from tlsprobe.model.checks import CATEGORIES, CheckResult
 from tlsprobe.report.escape import shown
-from tlsprobe.report.tones import (Tone, check_severity, check_tone, highest, pq_tone,
-                                   version_findings, version_tone)
+from tlsprobe.report.tones import (Tone, check_severity, check_tone, highest, pq_findings,
+                                   pq_tone, version_findings, version_tone)
 
 ORDER_TEXT = {"server": "the server enforces its own order",
               "client": "the server follows the client's order (listed as offered)",
@@ -156,9 +156,12 @@ def group_html(g: GroupAudit) -> str:
 
 
 def pq_html(r: AuditReport) -> str:
-    rows = [(_e(v.check.replace("_", " ")), _e(v.subject),
-             _verdict(v.verdict.replace("_", " "), pq_tone(r, v)), _e(v.detail))
-            for v in r.post_quantum]
+    rows = []
+    for v in r.post_quantum:
+        badge = _badge(highest([f.severity for f in pq_findings(r, v)]))
+        rows.append((_e(v.check.replace("_", " ")), _e(v.subject),
+                     _verdict(v.verdict.replace("_", " "), pq_tone(r, v))
+                     + (" " + badge if badge else ""), _e(v.detail)))
     return (f"<h3>Post-quantum, TLS 1.3 ({_conns(r.connections.get('post-quantum', 0))})</h3>\n"
             + _table(("Check", "About", "Verdict", "Detail"), rows, raw=True))
 

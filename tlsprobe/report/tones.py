@@ -11,7 +11,8 @@ severity info. The renderers colour a row by its tone, never by its words:
   7568, TLS 1.0 and 1.1 by RFC 8996) or a version a finding names, good otherwise; not
   spoken is good for a deprecated version, bad when a finding says it is missing (neither
   TLS 1.2 nor TLS 1.3), neutral otherwise;
-- a post-quantum answer: "yes" is good, "no" bad when a finding is about it, else neutral.
+- a post-quantum answer: "yes" is good, "no" bad when a finding is about it (and then with
+  that finding's severity), else neutral.
 
 The severity of a check row is the check's own (`CheckResult.severity`) or, for a problem
 whose facts are findings of their own (RC4, SWEET32, NULL, anonymous and export suites are
@@ -122,20 +123,26 @@ def version_tone(r: AuditReport, v: VersionSupport) -> Tone:
     return "good" if deprecated else "neutral"
 
 
+def pq_findings(r: AuditReport, v: PqVerdict) -> list[Finding]:
+    """The post-quantum findings about a "no" answer (pq.intolerant, pq.classic_preferred
+    name its subject)."""
+    if v.verdict != "no":
+        return []
+    return [f for f in r.findings if f.code.startswith("pq.") and v.subject in f.items]
+
+
 def pq_tone(r: AuditReport, v: PqVerdict) -> Tone:
     if v.verdict == "yes":
         return "good"
     if v.verdict == "inconclusive":
         return "unsure"
-    if v.verdict == "no" and any(f.code.startswith("pq.") and v.subject in f.items
-                                 for f in r.findings):
-        return "bad"
-    return "neutral"
+    return "bad" if pq_findings(r, v) else "neutral"
 
 
 #: a tone's style on a terminal (rich)
 TONE_STYLE: dict[str, str] = {"good": "green", "bad": "bold red", "unsure": "yellow",
                               "neutral": "dim"}
 
-__all__ = ["DEPRECATED", "SEVERITIES", "TONE_STYLE", "Tone", "check_severity", "check_tone", "covering",
-           "highest", "pq_tone", "version_findings", "version_tone"]
+__all__ = ["DEPRECATED", "SEVERITIES", "TONE_STYLE", "Tone", "check_severity", "check_tone",
+           "covering", "highest", "pq_findings", "pq_tone", "version_findings",
+           "version_tone"]
