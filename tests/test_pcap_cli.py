@@ -3,6 +3,7 @@ statistics, stdin and gzip, and broken input (exit 7, one line on stderr, no tra
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -210,3 +211,24 @@ def test_snaplen_cut_packets(run_cli, tmp_path: Path) -> None:
 def test_missing_file_is_a_usage_error(run_cli) -> None:
     code, _, err = run_cli("pcap", "/nonexistent/file.pcap")
     assert code == 2 and "no such file" in one_line_error(err)
+
+
+@pytest.mark.parametrize("name", ["tls12_unknown_ca.pcap", "tls13_unknown_ca.pcap"])
+def test_handshake_ended_by_an_alert_is_shown_failed(run_cli, tmp_path: Path,
+                                                     name: str) -> None:
+    """Recorded: the client trusts no CA and sends a fatal unknown_ca after the server's
+    flight (no Finished). The table, the CSV and the details say failed with the alert,
+    not a complete row; a good handshake in the same run says nothing of the kind."""
+    code, out, err = run_cli("pcap", CAPTURES / name, SEED, "--csv", tmp_path / "c.csv")
+    assert code == 0, err
+    rows = [line for line in out.splitlines() if "127.0.0.1" in line]
+    assert len(rows) == 2
+    assert "TLS 1.2, failed: client alert unknown_ca" in rows[0] or \
+        "TLS 1.3, failed: client alert unknown_ca" in rows[0], rows[0]
+    assert "failed" not in rows[1]
+    with open(tmp_path / "c.csv", encoding="utf-8", newline="") as fh:
+        table = list(csv.DictReader(fh))
+    assert table[0]["Version"].endswith(", failed: client alert unknown_ca"), table[0]
+    assert table[1]["Version"] == "TLS 1.2", table[1]
+    code, out, _ = run_cli("pcap", "--details", CAPTURES / name)
+    assert re.search(r"^Handshake\s+failed: client sent fatal alert unknown_ca$", out, re.M), out

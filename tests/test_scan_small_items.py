@@ -219,3 +219,47 @@ def test_pcap_full_names_every_problem_of_a_damaged_capture(run_cli, tmp_path):
     assert code == 7 and "more" not in err
     assert "truncated pcap record header" in err and "2 packets cut short by the capture's " \
         "snaplen" in err
+
+
+def _on_one_terminal(*args: object) -> tuple[int, str]:
+    """`python -m tlsprobe *args` with stdout and stderr on one pseudo-terminal, as a user
+    at a terminal sees them: the exit code and everything shown."""
+    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="120", NO_COLOR="1",
+               PYTHONIOENCODING="utf-8")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "tlsprobe", *map(str, args)], stdout=slave,
+                            stderr=slave, stdin=subprocess.DEVNULL, env=env)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:     # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    code = proc.wait(timeout=60)
+    os.close(master)
+    return code, b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+def test_scan_error_is_said_once_on_a_terminal(tmp_path):
+    """A refused target on a terminal where stdout and stderr are one: the error once (the
+    report's "Error:" line), with and without the progress bar; piped, stderr still has it
+    as the documented one line, and the report has it too."""
+    import socket
+    with socket.socket() as s:     # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    for extra in ((), ("--no-progress",)):
+        code, seen = _on_one_terminal("scan", f"127.0.0.1:{port}", *extra)
+        assert code == 3, seen
+        assert seen.count("connection refused") == 1, seen
+        assert f"Error: 127.0.0.1:{port}: connection refused" in seen
+    env = dict(os.environ, PYTHONPATH=str(REPO), NO_COLOR="1")
+    piped = subprocess.run([sys.executable, "-m", "tlsprobe", "scan", f"127.0.0.1:{port}"],
+                           capture_output=True, text=True, env=env, timeout=60)
+    assert piped.returncode == 3
+    assert piped.stderr == f"tlsprobe: 127.0.0.1:{port}: connection refused\n"
+    assert f"Error: 127.0.0.1:{port}: connection refused" in piped.stdout

@@ -16,6 +16,8 @@ independently of tlsprobe's own reader, and variants are written as
   orig-N           pcap only: original length smaller than the captured length
   magic-V          the file magic replaced (zero, garbage, byte-swapped, other format)
   junk-tail        random bytes appended after the last block
+  zeros-tail       4 KiB of zeros appended after the last block (a preallocated file)
+  zeros-mid        the packets from the middle on overwritten with zeros
   dup-header       the file header repeated in the middle of the packets
 
 Every variant carries `expect`: "error" (nothing readable: the reader must refuse with one
@@ -151,10 +153,12 @@ def damaged_variants(data: bytes, *, seed: int = 0, max_per_kind: int = 40) -> I
         expect = "any" if label in ("other", "swapped") else "error"
         yield Damage(f"magic-{label}", magic + data[4:], expect)
     yield Damage("junk-tail", data + rng.randbytes(37), "warning")
+    yield Damage("zeros-tail", data + bytes(4096), "warning")
     if packets:
         mid = packets[len(packets) // 2].offset
         header = data[:blks[0].length]
         yield Damage("dup-header", data[:mid] + header + data[mid:], "any")
+        yield Damage("zeros-mid", data[:mid] + bytes(len(data) - mid), "warning")
 
 
 def main(argv: list[str] | None = None) -> int:

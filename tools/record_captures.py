@@ -205,6 +205,10 @@ def start_midstream(data: bytes) -> bytes:
 
 
 # -- the cases ----------------------------------------------------------------------------
+#: s_client options that trust no CA and stop at the failed verification (alert unknown_ca)
+UNTRUSTING = ("-no-CAfile", "-no-CApath", "-no-CAstore", "-verify_return_error")
+
+
 def srv(**options: Any) -> dict[str, Any]:
     """start_server() keyword arguments of a case."""
     return options
@@ -259,6 +263,17 @@ def cases() -> list[Case]:
              srv(impl="openssl", ciphers="ECDHE-RSA-AES128-GCM-SHA256", proto="tls1_2"),
              s_client("-tls1_2", "-cipher", "AES256-SHA256", data=b""),
              [{"version": None, "sni": "localhost", "alerts": [["server", 2, 40]]}]),
+        Case("tls12_unknown_ca", "TLS 1.2 failed after the ServerHello: the client trusts "
+             "no CA and sends unknown_ca",
+             srv(impl="openssl", groups=["X25519"], ciphers="ECDHE-RSA-AES128-GCM-SHA256",
+                  proto="tls1_2"), s_client("-tls1_2", *UNTRUSTING, data=b""),
+             [_hs("0x0303", "0xc02f", "X25519", "server_key_exchange",
+                  client_share_bytes=None, alerts=[["client", 2, 48]])]),
+        Case("tls13_unknown_ca", "TLS 1.3 failed after the ServerHello: the client trusts "
+             "no CA and sends unknown_ca",
+             srv(impl="openssl", groups=["X25519"], proto="tls1_3"),
+             s_client("-tls1_3", *UNTRUSTING, data=b""),
+             [_hs("0x0304", "0x1302", "X25519", "key_share", alerts=[["client", 2, 48]])]),
         Case("tls13_resumption", "TLS 1.3 full handshake, then PSK resumption with its ticket",
              srv(impl="openssl", groups=["X25519"], proto="tls1_3"),
              s_client("-tls1_3", sess_in=True),

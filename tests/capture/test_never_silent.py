@@ -10,6 +10,8 @@ import json
 import struct
 from pathlib import Path
 
+import pytest
+
 from capbuild import Conv, Pcapng, ether, ipv4, pcap_bytes, real_chunks
 
 
@@ -123,3 +125,35 @@ def test_network_monitor_metadata_records_are_not_losses(run_cli, tmp_path: Path
     (tmp_path / "odd.cap").write_bytes(netmon_bytes([*frames, (0x0042, b"\x00" * 30)]))
     code, out, err = run_cli("pcap", "odd.cap", "--jsonl", "--no-progress")
     assert code == 7 and "1 packet of link type 65602" in err
+
+
+@pytest.mark.parametrize("zeros", [4096, 9 << 20], ids=["short", "piped"])
+def test_zeros_after_the_packets_stop_the_reading_with_exit_7(run_cli, tmp_path: Path,
+                                                              zeros: int) -> None:
+    """A pcap whose packets are followed by zeros (a preallocated file never filled): the
+    zeros read as empty records without a timestamp, which no capture tool writes. Reading
+    stops at the first one with one line naming its offset and exit 7; the handshake before
+    stands. The
+    piped size goes through the reader process (`pcap` of 8 MiB or more)."""
+    good = pcap_bytes([ether(p) for p in replay(Conv())])
+    (tmp_path / "z.pcap").write_bytes(good + bytes(zeros))
+    code, out, err = run_cli("pcap", "z.pcap", "--jsonl", "--no-progress")
+    assert code == 7, err
+    assert err.splitlines() == [f"tlsprobe: z.pcap: pcap record header of zeros (the file "
+                                f"holds zeros instead of packets from here) at file offset "
+                                f"{len(good)}; "
+                                f"read {len(replay(Conv()))} packets, reported what could "
+                                "be read"], err
+    assert capture_record(out)["tls_connections"] == 1
+
+
+def test_header_followed_by_junk_is_damage(run_cli, tmp_path: Path) -> None:
+    """A valid file header, then junk where the records should be: exit 7 and one line at
+    offset 24, whether the junk's first length is impossible or the record is zeros."""
+    header = pcap_bytes([])
+    for name, body in (("junk", bytes(range(256)) * 64), ("zero", bytes(1 << 16))):
+        (tmp_path / f"{name}.pcap").write_bytes(header + body)
+        code, out, err = run_cli("pcap", f"{name}.pcap", "--no-progress")
+        assert code == 7, (name, err)
+        lines = err.splitlines()
+        assert len(lines) == 1 and "at file offset 24; read 0 packets" in lines[0], lines

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import re
 import struct
 from collections.abc import Iterator
 from datetime import timedelta
@@ -121,7 +122,8 @@ def leaf_servers(certs: CertSet, tmp_path_factory: pytest.TempPathFactory
 def test_good_leaf_passes_every_certificate_check(leaf_servers: tuple[int, int]) -> None:
     got = audit(leaf_servers[0])
     assert got["cert_lifetime"].verdict is Verdict.not_vulnerable, got["cert_lifetime"]
-    assert "valid for 90 days" in got["cert_lifetime"].reason
+    assert "valid for 90 days 1 s (notBefore to notAfter inclusive)" in \
+        got["cert_lifetime"].reason
     assert got["sct"].verdict is Verdict.supported and "1 SCT embedded in the leaf" in \
         got["sct"].reason
     ku = got["key_usage"]
@@ -139,7 +141,8 @@ def test_bad_leaf_fails_every_certificate_check(leaf_servers: tuple[int, int]) -
     got = audit(leaf_servers[1])
     life = got["cert_lifetime"]
     assert life.verdict is Verdict.vulnerable and life.severity == "medium", life
-    assert "valid for 500 days: over the 398 days" in life.reason
+    assert "valid for 500 days 1 s (notBefore to notAfter inclusive): over the 398 days" in \
+        life.reason
     assert got["sct"].verdict is Verdict.not_supported and got["sct"].code == "check.sct"
     ku = got["key_usage"]
     assert ku.verdict is Verdict.vulnerable and ku.code == "check.key_usage", ku
@@ -158,6 +161,20 @@ def test_lifetime_thresholds_count_the_validity_period_inclusively() -> None:
     assert lifetime_verdict(timedelta(days=366) + second)[1] == "low"
     assert lifetime_verdict(timedelta(days=398))[1] == "low"
     assert lifetime_verdict(timedelta(days=398) + second)[1] == "medium"
+
+
+def test_lifetime_reason_is_written_as_people_write_durations() -> None:
+    """An ACME-style leaf (notAfter = notBefore + 31 days - 1 s) is valid for 31 days
+    inclusive: said so, not "30.99998843 days"; a second past a limit is said, not rounded
+    away (the verdict counts it)."""
+    second = timedelta(seconds=1)
+    assert "the leaf is valid for 31 days (notBefore to notAfter inclusive):" in \
+        lifetime_verdict(timedelta(days=31))[2]
+    assert "valid for 398 days 1 s (notBefore" in lifetime_verdict(timedelta(days=398) +
+                                                                   second)[2]
+    for days in (1, 7, 90, 366, 398, 825):
+        for period in (timedelta(days=days), timedelta(days=days) + second):
+            assert not re.search(r"\d\.\d+ days", lifetime_verdict(period)[2]), period
 
 
 def test_key_usage_needed_per_key_exchange() -> None:

@@ -82,3 +82,14 @@ def test_head_parsing_and_hsts_directives() -> None:
     assert parse_hsts('max-age="600"; includeSubDomains') == (600, True, False)
     assert parse_hsts("includeSubDomains; preload") == (None, True, True)
     assert parse_hsts("max-age=abc") == (None, False, False)
+
+
+@pytest.mark.needs_impl("nginx")
+def test_hsts_max_age_is_written_as_a_duration(server_cache: ServerFactory) -> None:
+    """Half a year (15768000 s) is '182 days 12 h', not '182.5 days'; nothing of the age is
+    rounded away and no fraction reaches the text."""
+    srv = server_cache("nginx", proto="both", extra=(
+        'add_header Strict-Transport-Security "max-age=15768000" always;',))
+    got = audit(srv.port)
+    assert got["hsts"].reason == "max-age 15768000 s (182 days 12 h), no includeSubDomains, " \
+        "no preload", got["hsts"]

@@ -1,6 +1,11 @@
 """Classic libpcap files: both byte orders, microsecond and nanosecond magic, and the
 "modified" (Kuznetsov) variant with its longer record header.
 
+A record header of zeros (no timestamp, no length) is no packet: it is what zeros after the
+header read as (a file preallocated and never filled, a copy that went wrong), and reading
+stops there with a warning, as at a captured length beyond the limit (what junk reads as),
+instead of walking megabytes of empty records. An empty record with a timestamp is read.
+
 The reader parses records in place from large chunks (`ChunkedInput`) with one
 ``struct.unpack_from`` per record and hands out (buffer, start, end) positions instead of
 copying each packet: the decoders read the headers straight from the chunk.
@@ -89,6 +94,11 @@ class PcapReader:
         self._stats.warn(self._in.base + pos,
                          f"impossible pcap record length {incl} (limit {self.limit})")
 
+    def zeros(self, pos: int) -> None:
+        """The record header at `pos` is all zeros: the file holds no packets from here."""
+        self._stats.warn(self._in.base + pos, "pcap record header of zeros (the file holds "
+                                              "zeros instead of packets from here)")
+
     def done(self, pos: int, frames: int) -> None:
         """Reading stopped at `pos` after `frames` records: the final accounting."""
         inp = self._in
@@ -118,6 +128,9 @@ class PcapReader:
                 sec, frac, incl, orig = unpack(buf, pos)
                 if incl > limit:
                     self.too_long(pos, incl)
+                    break
+                if not orig and not (sec or frac or incl):
+                    self.zeros(pos)
                     break
                 start = pos + rec_len
                 stop = start + incl

@@ -350,6 +350,11 @@ class CaptureStream(EventIterator):
                             while out:
                                 yield pop(0)
                             continue
+                if not orig and not (sec or frac or incl):  # off the fast path only
+                    frame -= 1
+                    pos = start - rec_len
+                    reader.zeros(pos)
+                    break
                 other(1, buf, start, pos, sec + frac * scale, frame, orig)
                 while out:
                     yield pop(0)

@@ -13,7 +13,8 @@ above --fail-on; 2 usage (also a bad line in -f FILE); 3 a target could not be r
 4 not TLS; 5 the server refused every hello with an alert; 6 no TLS answer could be read;
 70 a bug in tlsprobe while auditing a target (the other targets are still audited).
 With several targets, 1 wins (CI must fail on findings whatever else happened); otherwise
-the highest error code of any target (70 > 6 > 5 > 4 > 3 > 2); the errors are all on stderr.
+the highest error code of any target (70 > 6 > 5 > 4 > 3 > 2); the errors are all on stderr
+(except when stderr is the terminal the text report is on: its "Error:" line says it once).
 A host name that cannot be looked up ('a..b', a label over 63 characters) is a bad target
 (2), on the command line or as a line of the file.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TextIO
@@ -283,6 +285,17 @@ def _with_starttls(report: AuditReport, scheduler: Any) -> AuditReport:
         replace(report, starttls=info_of(record, connector.specs[display]))
 
 
+def _same_terminal(out: TextIO, err: TextIO) -> bool:
+    """Whether `out` and `err` are one terminal (what is written to both is seen twice)."""
+    try:
+        if not (out.isatty() and err.isatty()):
+            return False
+        a, b = os.fstat(out.fileno()), os.fstat(err.fileno())
+    except (OSError, ValueError, AttributeError):
+        return False
+    return (a.st_rdev, a.st_ino, a.st_dev) == (b.st_rdev, b.st_ino, b.st_dev)
+
+
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from tlsprobe.net.tcp import Target
     from tlsprobe.probes.audit import AuditOptions, run_audit
@@ -359,8 +372,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if args.html or args.csv:
         from tlsprobe.report.html import write_scan_files
         write_scan_files(args.html, args.csv, reports, code, reason)
+    # the text report says "Error: ..." already: on a terminal that is also stderr, once
+    shown_above = [] if args.json or not _same_terminal(out, sys.stderr) else reports
     for report in reports + list(tcp.values()):
-        if report.error:
+        if report.error and not any(report is r for r in shown_above):
             print(f"tlsprobe: {shown(report.error)}", file=sys.stderr)
     failed = files.close() if files is not None else None
     if failed is not None:

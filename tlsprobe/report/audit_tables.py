@@ -9,15 +9,15 @@ from __future__ import annotations
 import re
 from typing import IO
 
-from rich import box
 from rich.console import Console, Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from tlsprobe import registry
 from tlsprobe.model.audit import (ORDER_CLIENT, ORDER_SERVER, ORDER_SINGLE, AuditReport, DheAudit,
                                   GroupAudit, SigalgAudit, SuiteAudit)
 from tlsprobe.report.escape import shown
+from tlsprobe.report.fit import FitTable
+from tlsprobe.report.tones import TONE_STYLE, pq_tone, version_tone
 
 ORDER_TEXT = {ORDER_SERVER: "the server enforces its own order",
               ORDER_CLIENT: "the server follows the client's order (listed as offered)",
@@ -28,7 +28,6 @@ METHOD_TEXT = {"hello_retry_request": "offers without key shares, HelloRetryRequ
 SEVERITY_STYLE = {"critical": "bold red", "high": "red", "medium": "yellow", "low": "cyan",
                   "info": "dim"}
 CUT = re.compile(r" and \d+ more\b")   # a list a finding's message cut short
-VERDICT_STYLE = {"yes": "green", "no": "red", "inconclusive": "yellow", "not_tested": "dim"}
 
 
 def _text(text: str, style: str = "") -> Text:
@@ -36,7 +35,7 @@ def _text(text: str, style: str = "") -> Text:
     return Text(shown(text), style=style)
 
 
-def _row(table: Table, *cells: str | Text) -> None:
+def _row(table: FitTable, *cells: str | Text) -> None:
     """A table row of plain text (no rich markup), escaped as `_text` does."""
     table.add_row(*(c if isinstance(c, Text) else _text(c) for c in cells))
 
@@ -61,18 +60,17 @@ def _title(text: str) -> Text:
     return _text(text, style="bold")
 
 
-def _table(*columns: str) -> Table:
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
-    for c in columns:
-        table.add_column(c, overflow="fold")
-    return table
+def _table(*columns: str) -> FitTable:
+    """A table whose identifiers (suite names, certificate names) are never split."""
+    return FitTable(*columns, pad_edge=False, padding=(0, 1))
 
 
 def versions_section(r: AuditReport) -> RenderableType:
     table = _table("Version", "Spoken", "Answer")
     label = {"supported": "yes", "not_supported": "no", "inconclusive": "inconclusive"}
-    for v in r.versions:
-        _row(table, v.version.name, label.get(v.status, v.status), v.detail)
+    for v in r.versions:   # coloured by good or bad news: TLS 1.0 spoken is red
+        _row(table, v.version.name, _text(label.get(v.status, v.status),
+                                          style=TONE_STYLE[version_tone(r, v)]), v.detail)
     return Group(_title(f"Protocol versions ({conns(r.connections.get('versions', 0))})"),
                  table, _text(""))
 
@@ -132,7 +130,7 @@ def pq_section(r: AuditReport) -> RenderableType:
     table = _table("Check", "About", "Verdict", "Detail")
     for v in r.post_quantum:
         _row(table, v.check.replace("_", " "), v.subject,
-                      _text(v.verdict.replace("_", " "), style=VERDICT_STYLE.get(v.verdict, "")),
+                      _text(v.verdict.replace("_", " "), style=TONE_STYLE[pq_tone(r, v)]),
                       v.detail)
     n = r.connections.get("post-quantum", 0)
     return Group(_title(f"Post-quantum, TLS 1.3 ({conns(n)})"), table, _text(""))

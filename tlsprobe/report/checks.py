@@ -2,25 +2,22 @@
 
 One table per section (vulnerability, hygiene, tolerance, HTTP, certificate): check, verdict, and why (the reason; for a vulnerable verdict, the evidence: the
 suites or parameters found, which the JSON lists for every verdict). Verdicts
-are coloured so that "vulnerable" and "inconclusive" stand out; text that came from the
+are coloured by good or bad news (report.tones), so that a problem and "inconclusive" stand
+out whatever the words; text that came from the
 server (suite names are registry names, but notes quote answers) is shown escaped.
 """
 
 from __future__ import annotations
 
-from rich import box
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.checks import CATEGORIES, CheckResult, Verdict
 from tlsprobe.report.escape import shown
+from tlsprobe.report.fit import FitTable
+from tlsprobe.report.tones import TONE_STYLE, check_tone
 
-VERDICT_STYLE = {Verdict.vulnerable: "bold red", Verdict.not_vulnerable: "green",
-                 Verdict.not_applicable: "dim", Verdict.inconclusive: "yellow",
-                 Verdict.tolerated: "green", Verdict.not_tolerated: "bold red",
-                 Verdict.supported: "", Verdict.not_supported: ""}
 SECTION = {"vulnerability": "Vulnerability checks", "hygiene": "Hygiene checks",
            "tolerance": "Tolerance checks", "http": "HTTP checks",
            "certificate": "Certificate checks"}
@@ -41,20 +38,19 @@ def checks_section(r: AuditReport, full: bool = False) -> RenderableType:
     for category in CATEGORIES:
         results = [c for c in r.check_results if c.category == category]
         if results:
-            parts.append(_section(SECTION.get(category, category), results, full))
+            parts.append(_section(r, SECTION.get(category, category), results, full))
     return Group(*parts)
 
 
-def _section(title: str, results: list[CheckResult], full: bool) -> RenderableType:
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
-    for column in ("Check", "Verdict", "Why"):
-        table.add_column(column, overflow="fold")
+def _section(r: AuditReport, title: str, results: list[CheckResult],
+             full: bool) -> RenderableType:
+    table = FitTable("Check", "Verdict", "Why", pad_edge=False, padding=(0, 1))
     for c in results:
         why = Text(shown(c.reason))
         if c.evidence and (c.verdict is Verdict.vulnerable or c.code is not None):
             why.append("\n" + shown(_evidence(c.evidence, full)), style="dim")
         table.add_row(Text(shown(c.title)),
-                      Text(str(c.verdict), style=VERDICT_STYLE.get(c.verdict, "")), why)
+                      Text(str(c.verdict), style=TONE_STYLE[check_tone(r, c)]), why)
     used = sum(c.connections for c in results)
     derived = any(c.method == "derived" for c in results)
     how = f"{used} connection{'' if used == 1 else 's'} of their own" if used else \

@@ -19,7 +19,8 @@ text view lists); `status` supported / not_supported / inconclusive for versions
 check. Findings keep their whole item list in `detail` (joined with ", ").
 
 `pcap --csv`: one row per connection with the columns of the connection table, the capture
-file first (`File,#,Client,Server,SNI,Version,Cipher suite,Group,Key S/C,ALPN,JA4`).
+file first (`File,#,Client,Server,SNI,Version,Cipher suite,Group,Key S/C,ALPN,JA4`); a
+handshake ended by an alert says so in `Version` ("TLS 1.2, failed: client alert unknown_ca").
 
 Both are UTF-8 with a header row. Text from the network (SNI, certificate names, messages
 quoting a server) is written as is, except that a cell starting with `=`, `+`, `-`, `@` or a

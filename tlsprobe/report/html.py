@@ -3,7 +3,10 @@
 One page for every target of the run: protocol versions, groups per version in the server's
 order, post-quantum verdicts, cipher suites, signature schemes, the certificate chain and
 its trust, every check section (vulnerability, hygiene, tolerance, HTTP, certificate), the
-consistency check and the findings coloured by severity. Lists the text view shortens
+consistency check and the findings coloured by severity. Colour says good or bad news
+(`report.tones`: "TLS 1.0 spoken: yes" is red, "SSL 3.0: no" green), and every row with a
+problem carries its severity badge, a check's own or that of the findings stating its
+facts. Lists the text view shortens
 ("and N more") are given whole. The style sheet is inline and the page loads nothing: no
 script, font or image, from the network or elsewhere, so it can be mailed or archived as is.
 
@@ -22,6 +25,8 @@ from tlsprobe import __version__, registry
 from tlsprobe.model.audit import AuditReport, GroupAudit, SigalgAudit, SuiteAudit
 from tlsprobe.model.checks import CATEGORIES, CheckResult
 from tlsprobe.report.escape import shown
+from tlsprobe.report.tones import (Tone, check_severity, check_tone, highest, pq_findings,
+                                   pq_tone, version_findings, version_tone)
 
 ORDER_TEXT = {"server": "the server enforces its own order",
               "client": "the server follows the client's order (listed as offered)",
@@ -52,11 +57,9 @@ td.n{text-align:right}.muted{color:#666}.note{color:#666;font-size:.92em}
 .error{color:#b71c1c;font-weight:bold}.items{font-size:.92em;color:#333}
 """
 
-#: verdict text (checks, PQ, versions) -> its CSS class
-VERDICT_CLASS = {"vulnerable": "v-bad", "not vulnerable": "v-good", "not applicable": "v-none",
-                 "inconclusive": "v-unsure", "tolerated": "v-good", "not tolerated": "v-bad",
-                 "supported": "", "not supported": "", "yes": "v-good", "no": "v-bad",
-                 "not tested": "v-none", "trusted": "v-good", "untrusted": "v-bad"}
+#: a row's tone (report.tones: good or bad news, whatever the words) -> its CSS class
+TONE_CLASS: dict[str, str] = {"good": "v-good", "bad": "v-bad", "unsure": "v-unsure",
+                              "neutral": "v-none"}
 
 
 def _e(text: object) -> str:
@@ -92,14 +95,23 @@ def _names(items: Iterable[object]) -> str:
     return ", ".join(getattr(i, "name", str(i)) for i in items)
 
 
-def _verdict(text: str) -> str:
-    return f'<span class="{VERDICT_CLASS.get(text, "")}">{_e(text)}</span>'
+def _verdict(text: str, tone: Tone) -> str:
+    """A verdict in the colour of its tone: good or bad news, not the words it uses."""
+    return f'<span class="{TONE_CLASS[tone]}">{_e(text)}</span>'
+
+
+def _badge(severity: str | None) -> str:
+    return f'<span class="sev sev-{_e(severity)}">{_e(severity)}</span>' if severity else ""
 
 
 def versions_html(r: AuditReport) -> str:
     label = {"supported": "yes", "not_supported": "no", "inconclusive": "inconclusive"}
-    rows = [(_e(v.version.name), _verdict(label.get(v.status, v.status)), _e(v.detail))
-            for v in r.versions]
+    rows = []
+    for v in r.versions:
+        badge = _badge(highest([f.severity for f in version_findings(r, v)]))
+        rows.append((_e(v.version.name), _verdict(label.get(v.status, v.status),
+                                                  version_tone(r, v))
+                     + (" " + badge if badge else ""), _e(v.detail)))
     return (f"<h3>Protocol versions ({_conns(r.connections.get('versions', 0))})</h3>\n"
             + _table(("Version", "Spoken", "Answer"), rows, raw=True))
 
@@ -144,8 +156,12 @@ def group_html(g: GroupAudit) -> str:
 
 
 def pq_html(r: AuditReport) -> str:
-    rows = [(_e(v.check.replace("_", " ")), _e(v.subject),
-             _verdict(v.verdict.replace("_", " ")), _e(v.detail)) for v in r.post_quantum]
+    rows = []
+    for v in r.post_quantum:
+        badge = _badge(highest([f.severity for f in pq_findings(r, v)]))
+        rows.append((_e(v.check.replace("_", " ")), _e(v.subject),
+                     _verdict(v.verdict.replace("_", " "), pq_tone(r, v))
+                     + (" " + badge if badge else ""), _e(v.detail)))
     return (f"<h3>Post-quantum, TLS 1.3 ({_conns(r.connections.get('post-quantum', 0))})</h3>\n"
             + _table(("Check", "About", "Verdict", "Detail"), rows, raw=True))
 
@@ -208,11 +224,11 @@ def checks_html(r: AuditReport) -> str:
     for category in CATEGORIES:
         results = [c for c in r.check_results if c.category == category]
         if results:
-            out += _check_section(SECTION.get(category, category), results)
+            out += _check_section(r, SECTION.get(category, category), results)
     return out
 
 
-def _check_section(title: str, results: list[CheckResult]) -> str:
+def _check_section(r: AuditReport, title: str, results: list[CheckResult]) -> str:
     used = sum(c.connections for c in results)
     how = f"{_conns(used)} of their own" if used else "read from the audit, no connection " \
         "of their own"
@@ -220,11 +236,10 @@ def _check_section(title: str, results: list[CheckResult]) -> str:
         how += "; the others read from the audit"
     rows = []
     for c in results:
-        sev = f'<span class="sev sev-{_e(c.severity)}">{_e(c.severity)}</span>' \
-            if c.severity else ""
         evidence = f'<div class="items">{_e(", ".join(c.evidence))}</div>' if c.evidence \
             else ""
-        rows.append((_e(c.title), _verdict(str(c.verdict)), sev, _e(c.reason) + evidence))
+        rows.append((_e(c.title), _verdict(str(c.verdict), check_tone(r, c)),
+                     _badge(check_severity(r, c)), _e(c.reason) + evidence))
     return f"<h3>{_e(title)} ({_e(how)})</h3>\n" + _table(
         ("Check", "Verdict", "Severity", "Why and evidence"), rows, raw=True)
 
@@ -254,7 +269,7 @@ def findings_html(r: AuditReport) -> str:
     for f in r.findings:
         items = f'<div class="items">all {len(f.items)}: {_e(", ".join(f.items))}</div>' \
             if f.items else ""
-        rows.append((f'<span class="sev sev-{_e(f.severity)}">{_e(f.severity)}</span>',
+        rows.append((_badge(f.severity),
                      _e(f.message) + items, _e(f.policy), _e(f.code)))
     return f"<h3>{_e(title)}</h3>\n" + _table(("Severity", "Finding", "Policy", "Code"), rows,
                                                raw=True)

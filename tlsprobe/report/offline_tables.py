@@ -9,10 +9,14 @@ thousand connections costs no more than its text (rich is imported only when use
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from tlsprobe.report.escape import shown
 from tlsprobe.model.capture import BriefReport, ConnectionReport
+from tlsprobe.model.probe import AlertInfo
+
+if TYPE_CHECKING:
+    from tlsprobe.report.fit import FitTable
 
 COLUMNS = ("#", "Client", "Server", "SNI", "Version", "Cipher suite", "Group", "Key S/C",
            "ALPN", "JA4")
@@ -51,15 +55,48 @@ def connection_label(r: ConnectionReport | BriefReport) -> str:
     return str(r.id) if r.transport == "tcp" else f"{r.protocol}/{r.id}"
 
 
+_NOT_ERRORS = (0, 90)  # close_notify, user_canceled: the closure alerts (RFC 8446 §6.1)
+
+
+def failure_alert(r: ConnectionReport | BriefReport) -> AlertInfo | None:
+    """The alert that ended the handshake: the first fatal one (any alert but a closure
+    alert in TLS 1.3, where every error alert is fatal, RFC 8446 §6), None when there is
+    none or both Finished messages were seen (decrypted) before it."""
+    if not r.alerts or getattr(r, "handshake_complete", None):
+        return None
+    tls13 = r.version is not None and r.version.id == 0x0304
+    for a in r.alerts:
+        if a.level == 2 or tls13 and a.description not in _NOT_ERRORS:
+            return a
+    return None
+
+
 def connection_row(r: ConnectionReport | BriefReport) -> tuple[str, ...]:
-    """One table row of plain strings."""
+    """One table row of plain strings; a handshake ended by an alert says "failed" and
+    the alert in the Version cell."""
     version = r.version.name if r.version else "(unknown)" if r.cipher else (
         "(no ServerHello)" if r.offer else "-")
-    if r.alerts and r.version is None:
+    failed = failure_alert(r) if r.alerts else None
+    if failed is not None:
+        version += f", failed: {failed.direction} alert {failed.name}"
+    elif r.alerts and r.version is None:
         version += f", {r.alerts[-1].direction} alert {r.alerts[-1].name}"
     return (connection_label(r), r.client, r.server, r.sni or "-", version,
             r.cipher.iana_name if r.cipher else "-", _group(r), _sizes(r), r.alpn or "-",
             r.fingerprints.ja4 or "-")
+
+
+def fit_rows(rows: Sequence[tuple[str, ...]], *, title: str | None = None,
+             columns: Sequence[str] = COLUMNS) -> FitTable:
+    """The rich table of `rows` (escaped already): addresses, suite names and JA4 values
+    are never split; on a console too narrow for the columns, one record per row."""
+    from rich.text import Text
+
+    from tlsprobe.report.fit import FitTable
+    table = FitTable(*columns, title=title, pad_edge=False, padding=(0, 1), collapse_padding=True)
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))
+    return table
 
 
 def render_rows(rows: Sequence[tuple[str, ...]], out: IO[str], *, title: str | None = None,
@@ -69,16 +106,8 @@ def render_rows(rows: Sequence[tuple[str, ...]], out: IO[str], *, title: str | N
     # a row whose text is all printable is shown as it is (one check per row, not per cell)
     rows = [row if "".join(row).isprintable() else tuple(map(shown, row)) for row in rows]
     if out.isatty():
-        from rich import box
         from rich.console import Console
-        from rich.table import Table
-        from rich.text import Text
-        table = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False)
-        for name in columns:
-            table.add_column(name, overflow="fold")
-        for row in rows:
-            table.add_row(*(Text(cell) for cell in row))
-        Console(file=out, highlight=False).print(table)
+        Console(file=out, highlight=False).print(fit_rows(rows, title=title, columns=columns))
         return
     every = (tuple(columns), *rows)
     widths = [max(map(len, column)) for column in zip(*every)]
@@ -200,6 +229,9 @@ def _key_exchange_rows(r: ConnectionReport) -> list[tuple[str, str]]:
 def _state(r: ConnectionReport) -> str:
     if r.handshake_complete:
         return "complete (both Finished decrypted)"
+    failed = failure_alert(r)
+    if failed is not None:
+        return f"failed: {failed.direction} sent fatal alert {failed.name}"
     if r.encrypted:
         return "both sides encrypting" + (" (resumed)" if r.resumption else "")
     if r.version is not None or r.cipher is not None:

@@ -175,8 +175,8 @@ def render_probe(r: ProbeResult, out: IO[str], full: bool = False) -> None:
 def render_rows(rows: list[tuple[str, str]], out: IO[str]) -> None:
     """Label / value rows as the probe summary prints them (also the pcap --details block)."""
     table = Table.grid(padding=(0, 2))
-    table.add_column(style="bold")
-    table.add_column()
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")   # wraps between words; never cut with an ellipsis
     for label, value in rows:   # Text: no markup; escaped: what a peer wrote stays inert
         table.add_row(Text(shown(label)), Text(shown(value)))
     print_renderable(table, out)

@@ -7,6 +7,8 @@ server-side TLS guidelines recommend 90 and at most 366 days. The validity perio
 from notBefore through notAfter inclusive (BR section 1.6.1), so the leaf is over N days
 when notAfter - notBefore + 1 s > N days. The leaf comes from the certificate checks'
 shared connection (_cert_chain.py). Over 398 days: a finding (medium); over 366 only: low.
+The reason states the period the verdict counts, exact to the second ("90 days", "398 days
+1 s"), never a fraction of a day.
 A private CA's certificate is held to the same numbers (the reason says whose they are).
 """
 
@@ -17,6 +19,7 @@ from datetime import timedelta
 from cryptography import x509
 
 from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.model.units import duration
 from tlsprobe.probes.checks._cert_chain import Served, on_leaf
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
@@ -25,7 +28,7 @@ CABF_DAYS, MOZILLA_DAYS = 398, 366
 
 def lifetime_verdict(period: timedelta) -> tuple[Verdict, str | None, str]:
     """(verdict, severity, reason) for a validity period (notAfter - notBefore + 1 s)."""
-    days = f"{(period - timedelta(seconds=1)) / timedelta(days=1):.10g} days"
+    days = f"{duration(period)} (notBefore to notAfter inclusive)"
     if period > timedelta(days=CABF_DAYS):
         return Verdict.vulnerable, "medium", f"the leaf is valid for {days}: over the " \
             f"{CABF_DAYS} days of the CA/Browser Forum Baseline Requirements (6.3.2) and " \

@@ -2,7 +2,7 @@
 
 Read off the answer to GET / over a completed handshake (_http.py, one connection shared by
 the HTTP checks). A Strict-Transport-Security header with a valid max-age above 0:
-supported, with max-age (in days), includeSubDomains and preload (the hstspreload.org list
+supported, with max-age (as a duration), includeSubDomains and preload (the hstspreload.org list
 wants max-age of at least a year, includeSubDomains and preload); absent, without a valid
 max-age (RFC 6797 6.1.1: ignored) or max-age=0 (HSTS switched off): not supported, a low
 finding `check.hsts`. A server that answers with something other than HTTP: not applicable.
@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.model.units import duration
 from tlsprobe.probes.checks._http import Response, on_response
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
@@ -48,7 +49,7 @@ def run(ctx: CheckContext, got: Response) -> CheckResult:
             "(RFC 6797 6.1.1: the header is ignored)"
         return ctx.result(Verdict.not_supported, f"{header}: {why}", (status, header),
                           code="check.hsts", severity="low")
-    parts = [f"max-age {age} s ({age / 86400:.4g} days)",
+    parts = [f"max-age {age} s ({duration(age)})",
              "includeSubDomains" if subdomains else "no includeSubDomains",
              "preload" if preload else "no preload"]
     if preload and (age < YEAR or not subdomains):

@@ -1,0 +1,29 @@
+"""Numbers as people write them: durations in days, hours, minutes and seconds, never a
+float such as "30.99998843 days" (what a ratio of two timedeltas prints).
+
+`duration` is exact to the second: "398 days" and "398 days 1 s" are told apart, which a
+verdict on a limit of 398 days needs, and no part is rounded away.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+_PARTS = ((86400, "day", "days"), (3600, "h", "h"), (60, "min", "min"), (1, "s", "s"))
+
+
+def duration(value: float | timedelta) -> str:
+    """'31 days', '398 days 1 s', '2 h 30 min', '45 s', '0 s' (seconds or a timedelta;
+    fractions of a second are dropped, a negative value gets a leading '-')."""
+    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    sign = "-" if seconds < 0 else ""
+    left = int(abs(seconds))
+    parts = []
+    for size, one, many in _PARTS:
+        n, left = divmod(left, size)
+        if n:
+            parts.append(f"{n} {one if n == 1 else many}")
+    return sign + (" ".join(parts) or "0 s")
+
+
+__all__ = ["duration"]
