@@ -288,11 +288,13 @@ def test_robot_does_not_conclude_from_an_incomplete_suite_enumeration() -> None:
 @pytest.mark.needs_impl("openssl")
 def test_an_unanswered_version_check_is_no_ground_for_not_applicable(
         server_cache: ServerFactory) -> None:
-    """The TLS 1.2 version check reset (retries=0): that TLS 1.2 is not spoken was not
-    established, so the checks that need TLS 1.0-1.2 say inconclusive, not "not applicable"."""
+    """The TLS 1.2 version check reset (retries=0), its full offer and its minimal hello:
+    that TLS 1.2 is not spoken was not established, so the checks that need TLS 1.0-1.2 say
+    inconclusive, not "not applicable"."""
     srv = server_cache("openssl", proto="both")
     proxy = FaultProxy([(srv.host, srv.port)], nth_matching(
-        lambda h: not h.supported_versions and h.legacy_version == 0x0303, RESET))
+        lambda h: not h.supported_versions and h.legacy_version == 0x0303, RESET,
+        which=(1, 2)))
     try:
         r = run_audit([Target("127.0.0.1", proxy.port)],
                       AuditOptions(checks=parse_checks(",".join(LEGACY[:5]))),
