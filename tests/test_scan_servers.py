@@ -306,3 +306,24 @@ def test_tls13_only_server_gets_its_chain_and_trust_verdict(server_cache, certs,
     assert doc["certificates"] and doc["certificates"][0]["subject"] == "CN=localhost"
     assert doc["trust"]["status"] == "trusted" and doc["trust"]["hostname_ok"] is True
     assert doc["connections"].get("certificate") == 1
+
+
+@pytest.mark.needs_impl("openssl")
+def test_tls13_only_chain_that_cannot_be_read_is_said(server_cache):
+    """The cert phase's own TLS 1.3 connection reset (retries 0): no chain, and the report
+    says so (Trust "not checked" with the reason, an info finding), not silence."""
+    from faultproxy import RESET, FaultProxy, nth_matching
+    srv = server_cache("openssl", proto="tls1_3")
+    proxy = FaultProxy([(srv.host, srv.port)], nth_matching(
+        lambda h: 0x0304 in h.supported_versions, RESET, which=(2,)))
+    try:
+        r = run_audit([Target("127.0.0.1", proxy.port)], AuditOptions(checks=("cert",)),
+                      Scheduler(retries=0, timeout=5.0))[0]
+    finally:
+        proxy.close()
+    assert proxy.faults() and r.error is None and r.certificates == ()
+    assert r.trust is not None and r.trust.status == "not_checked"
+    assert "the server's certificate could not be read (TLS 1.3: connection reset" in \
+        r.trust.detail, r.trust
+    assert any(f.code == "certificate.not_verified" and "could not be read" in f.message
+               for f in r.findings), r.findings
