@@ -295,3 +295,29 @@ def test_an_unknown_tls13_is_never_read_as_not_spoken(proxied):
         assert "does not speak" not in got[name].reason.split("(")[0]
     # TLS 1.2 resumes: that much is a fact whatever TLS 1.3 does
     assert got["resumption"].verdict is Verdict.supported
+
+
+def test_every_full_offer_reset_each_version_settled_by_its_minimal_hello(proxied):
+    """A box that resets hellos with many cipher suites: every versions hello (each lists
+    all suites of its version) reset, the minimal hellos (a few suites) pass. The minimal
+    hellos settle each version: TLS 1.3 and 1.2 spoken, TLS 1.1 and 1.0 not spoken only
+    because their minimal hellos got protocol_version (asked twice), never from the reset."""
+    def many_suites(_index: int, hello: ClientHello | None) -> str | None:
+        return RESET if hello is not None and len(hello.cipher_suites) > 40 else None
+    proxy = proxied(many_suites)
+    r = scan(proxy, checks=("versions",))
+    assert len(proxy.faults()) >= 5 and r.error is None, r.error
+    for version in (0x0304, 0x0303):
+        v = next(v for v in r.versions if v.version.id == version)
+        assert v.status == "supported" and v.minimal, v
+    for version in (0x0302, 0x0301):
+        v = next(v for v in r.versions if v.version.id == version)
+        assert v.status == "not_supported", v
+        assert v.detail.startswith("the full offer was not answered (connection reset") and \
+            "hello was refused (alert protocol_version (70))" in v.detail, v
+    # SSL 3.0's minimal hello gets handshake_failure (twice), which may be about its few
+    # suites: with the full offer unanswered, that is no "not spoken"
+    ssl3 = next(v for v in r.versions if v.version.id == 0x0300)
+    assert ssl3.status == "inconclusive" and "not with protocol_version" in ssl3.detail, ssl3
+    # 5 full offers, a minimal hello each, refusals asked twice
+    assert r.connections["versions"] == 5 + 2 + 2 * 3

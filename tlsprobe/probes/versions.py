@@ -160,7 +160,9 @@ async def _unanswered(run: TargetRunner, version: int, first: Outcome
                       ) -> tuple[VersionSupport, Outcome]:
     """The full offer of `version` got no answer (`first`): the minimal hello decides;
     answered with the version, it is spoken (and later probes start from that hello);
-    refused, it is not spoken; unanswered too, inconclusive (the first failure's kind)."""
+    refused with protocol_version (twice), it is not spoken; refused otherwise (which may be
+    about that hello's few suites and groups) or unanswered too, inconclusive (the first
+    failure's kind)."""
     cp, name = Codepoint.version(version), registry.version_name(version)
     stop = STOP_HELLO if version == TLS13 else STOP_FLIGHT
     # refused after a reset: asked twice before "not spoken" (a negative verdict)
@@ -172,8 +174,11 @@ async def _unanswered(run: TargetRunner, version: int, first: Outcome
     if out.answered:
         return VersionSupport(cp, "not_supported", f"{said}; a minimal {name} hello was "
                               f"answered with {registry.version_name(out.version or 0)}"), out
-    if out.refused:
+    if out.refused and out.alert == PROTOCOL_VERSION_ALERT:
         return VersionSupport(cp, "not_supported", f"{said}; a minimal {name} hello was "
                               f"refused ({out.describe()})"), out
+    if out.refused:   # about that hello's parameters, maybe: the full offer said nothing
+        return VersionSupport(cp, "inconclusive", f"{said}; a minimal {name} hello was "
+                              f"refused ({out.describe()}), not with protocol_version"), first
     return VersionSupport(cp, "inconclusive", f"{said}; a minimal {name} hello was not "
                           f"answered either ({out.describe()})"), first
