@@ -50,14 +50,17 @@ def status(report: AuditReport, version: int) -> str:
 
 
 def test_a_reset_version_check_leaves_that_version_inconclusive_everywhere(proxied):
-    """The first TLS 1.2-only hello is the versions check; reset, with --retries 0, TLS 1.2
-    is inconclusive, and so is every section that depends on it (it used to say "the server
-    does not speak TLS 1.2" and show no suites)."""
+    """The first two TLS 1.2-only hellos are the versions check's (its full offer, then its
+    minimal hello); both reset, with --retries 0, TLS 1.2 is inconclusive, and so is every
+    section that depends on it (it used to say "the server does not speak TLS 1.2" and show
+    no suites)."""
     from tlsprobe.report.audit_tables import render_audit
     import io
-    proxy = proxied(nth_matching(tls12_only, RESET))
+    proxy = proxied(nth_matching(tls12_only, RESET, which=(1, 2)))
     r = scan(proxy)
-    assert proxy.faults() and status(r, 0x0303) == "inconclusive"
+    assert len(proxy.faults()) == 2 and status(r, 0x0303) == "inconclusive"
+    assert "a minimal TLS 1.2 hello was not answered either" in \
+        next(v.detail for v in r.versions if v.version.id == 0x0303)
     g12 = r.group_audit(0x0303)
     assert g12.spoken is None and "TLS 1.2 support is inconclusive" in g12.notes[0]
     s12 = r.suite_audit(0x0303)
@@ -220,10 +223,101 @@ def test_two_identical_backends_are_consistent(balanced):
 def test_resets_on_the_modern_versions_are_no_alert_verdict(proxied):
     """TLS 1.3 and 1.2 checks reset, the old versions refused: that is no "the server accepted
     no protocol version" (exit 5), but a network failure naming what was inconclusive."""
-    first13 = nth_matching(lambda h: 0x0304 in h.supported_versions, RESET)
-    first12 = nth_matching(tls12_only, RESET)
+    # each version's full offer and its minimal hello
+    first13 = nth_matching(lambda h: 0x0304 in h.supported_versions, RESET, which=(1, 2))
+    first12 = nth_matching(tls12_only, RESET, which=(1, 2))
     proxy = proxied(lambda i, h: first13(i, h) or first12(i, h))
     r = scan(proxy, checks=("versions",))
-    assert len(proxy.faults()) == 2
+    assert len(proxy.faults()) == 4
     assert r.error_kind == "network" and "accepted no protocol version" not in r.error
     assert "TLS 1.3, TLS 1.2 inconclusive" in r.error and "reset" in r.error
+
+
+def checks_of(r: AuditReport) -> dict[str, object]:
+    return {c.name: c for c in r.check_results}
+
+
+def test_a_path_resetting_large_hellos_keeps_the_tls13_section(proxied):
+    """A middlebox that resets every ClientHello over 1,000 bytes: the TLS 1.3 versions hello
+    (about 1,060 bytes) is reset, the minimal TLS 1.3 hello answered. TLS 1.3 is spoken, its
+    groups, suites and signature schemes are audited, and the checks that used to read the
+    missing answer as "not spoken" (fallback: "the server speaks TLS 1.2 only", early_data:
+    "does not speak TLS 1.3") test it, with small hellos where the default one is large."""
+    from tlsprobe.commands.scan import parse_checks
+    from tlsprobe.model.audit import Spoken
+    from tlsprobe.model.checks import Verdict
+    sizes: list[int] = []
+
+    def over_1000(_index: int, hello: ClientHello | None) -> str | None:
+        size = len(hello.serialize()) + 4 if hello is not None else 0
+        sizes.append(size)
+        return RESET if size > 1000 else None
+    proxy = proxied(over_1000)
+    r = run_audit([Target("127.0.0.1", proxy.port)],
+                  AuditOptions(checks=parse_checks(
+                      "audit,fallback,early_data,ocsp_stapling,resumption,hsts")),
+                  Scheduler(retries=0, timeout=5.0))[0]
+    assert proxy.faults() and max(sizes) > 1000 and r.error is None, r.error
+    v13 = next(v for v in r.versions if v.version.id == 0x0304)
+    assert v13.status == "supported" and v13.minimal and v13.spoken is Spoken.YES
+    assert "to a minimal hello; the full offer was not answered" in v13.detail
+    assert r.version_spoken(0x0304) is Spoken.YES
+    assert [c.name for c in r.group_audit(0x0304).supported] == ["x25519", "secp256r1"]
+    assert r.suite_audit(0x0304).complete and r.suite_audit(0x0304).supported
+    assert next(s for s in r.signature_schemes if s.version.id == 0x0304).status == \
+        "established"
+    got = checks_of(r)
+    assert got["fallback"].verdict is Verdict.not_vulnerable, got["fallback"]
+    assert "inappropriate_fallback" in got["fallback"].reason
+    assert "does not speak" not in got["early_data"].reason
+    assert got["early_data"].verdict is not Verdict.inconclusive, got["early_data"]
+    for name in ("ocsp_stapling", "resumption", "hsts"):
+        assert got[name].verdict is not Verdict.inconclusive, got[name]
+    assert "TLS 1.3 ticket" in got["resumption"].reason
+
+
+def test_an_unknown_tls13_is_never_read_as_not_spoken(proxied):
+    """Every hello offering TLS 1.3 reset (the full one and the minimal one): TLS 1.3 is
+    unknown, and the checks that need it or need a second version say so (inconclusive),
+    not "not applicable: the server speaks TLS 1.2 only"."""
+    from tlsprobe.model.audit import Spoken
+    from tlsprobe.model.checks import Verdict
+    proxy = proxied(lambda _i, h: RESET if h is not None and 0x0304 in h.supported_versions
+                    else None)
+    r = scan(proxy, checks=("versions", "fallback", "early_data", "resumption"))
+    assert r.version_spoken(0x0304) is Spoken.UNKNOWN
+    assert r.version_spoken(0x0303) is Spoken.YES
+    assert r.version_spoken(0x0302) is Spoken.NO
+    got = checks_of(r)
+    for name in ("fallback", "early_data"):
+        assert got[name].verdict is Verdict.inconclusive, got[name]
+        assert "could not establish whether TLS 1.3 is spoken" in got[name].reason
+        assert "does not speak" not in got[name].reason.split("(")[0]
+    # TLS 1.2 resumes: that much is a fact whatever TLS 1.3 does
+    assert got["resumption"].verdict is Verdict.supported
+
+
+def test_every_full_offer_reset_each_version_settled_by_its_minimal_hello(proxied):
+    """A box that resets hellos with many cipher suites: every versions hello (each lists
+    all suites of its version) reset, the minimal hellos (a few suites) pass. The minimal
+    hellos settle each version: TLS 1.3 and 1.2 spoken, TLS 1.1 and 1.0 not spoken only
+    because their minimal hellos got protocol_version (asked twice), never from the reset."""
+    def many_suites(_index: int, hello: ClientHello | None) -> str | None:
+        return RESET if hello is not None and len(hello.cipher_suites) > 40 else None
+    proxy = proxied(many_suites)
+    r = scan(proxy, checks=("versions",))
+    assert len(proxy.faults()) >= 5 and r.error is None, r.error
+    for version in (0x0304, 0x0303):
+        v = next(v for v in r.versions if v.version.id == version)
+        assert v.status == "supported" and v.minimal, v
+    for version in (0x0302, 0x0301):
+        v = next(v for v in r.versions if v.version.id == version)
+        assert v.status == "not_supported", v
+        assert v.detail.startswith("the full offer was not answered (connection reset") and \
+            "hello was refused (alert protocol_version (70))" in v.detail, v
+    # SSL 3.0's minimal hello gets handshake_failure (twice), which may be about its few
+    # suites: with the full offer unanswered, that is no "not spoken"
+    ssl3 = next(v for v in r.versions if v.version.id == 0x0300)
+    assert ssl3.status == "inconclusive" and "not with protocol_version" in ssl3.detail, ssl3
+    # 5 full offers, a minimal hello each, refusals asked twice
+    assert r.connections["versions"] == 5 + 2 + 2 * 3

@@ -279,3 +279,51 @@ def test_tlslite_strict_key_share_order_tls13_found(server_cache):
     assert r.suite_audit(0x0304).supported
     assert {v.check: v.verdict for v in r.post_quantum}["browser_like"] == "yes"
     assert not any(f.code == "version.missing" for f in r.findings)
+
+
+@pytest.mark.needs_impl("openssl")
+@pytest.mark.parametrize("checks", ["cert", "certs"])
+def test_tls13_only_server_gets_its_chain_and_trust_verdict(server_cache, certs, run_cli,
+                                                            checks):
+    """`scan --checks cert` (and `certs`) on a TLS 1.3-only server: the versions check reads
+    TLS 1.3 only up to the ServerHello, so the chain used to be missing, with no trust verdict
+    and exit 0. The chain now comes from a TLS 1.3 handshake decrypted up to its Certificate,
+    verified against the test CA: trusted, shown in text and JSON."""
+    srv = server_cache("openssl", proto="tls1_3")
+    target = f"127.0.0.1:{srv.port}"
+    code, text, err = run_cli("scan", target, "--checks", checks, "--cafile", str(certs.ca),
+                              "--no-progress")
+    assert code == 0, err
+    assert "Certificate chain" in text and "CN=localhost" in text, text
+    assert "Trust: chain verified" in text, text
+    code, out, err = run_cli("scan", target, "--checks", checks, "--cafile", str(certs.ca),
+                             "--json", "--no-progress")
+    doc = json.loads(out)
+    assert [v["status"] for v in doc["versions"] if v["version"]["name"] == "TLS 1.3"] == \
+        ["supported"]
+    assert all(v["status"] == "not_supported" for v in doc["versions"]
+               if v["version"]["name"] != "TLS 1.3")
+    assert doc["certificates"] and doc["certificates"][0]["subject"] == "CN=localhost"
+    assert doc["trust"]["status"] == "trusted" and doc["trust"]["hostname_ok"] is True
+    assert doc["connections"].get("certificate") == 1
+
+
+@pytest.mark.needs_impl("openssl")
+def test_tls13_only_chain_that_cannot_be_read_is_said(server_cache):
+    """The cert phase's own TLS 1.3 connection reset (retries 0): no chain, and the report
+    says so (Trust "not checked" with the reason, an info finding), not silence."""
+    from faultproxy import RESET, FaultProxy, nth_matching
+    srv = server_cache("openssl", proto="tls1_3")
+    proxy = FaultProxy([(srv.host, srv.port)], nth_matching(
+        lambda h: 0x0304 in h.supported_versions, RESET, which=(2,)))
+    try:
+        r = run_audit([Target("127.0.0.1", proxy.port)], AuditOptions(checks=("cert",)),
+                      Scheduler(retries=0, timeout=5.0))[0]
+    finally:
+        proxy.close()
+    assert proxy.faults() and r.error is None and r.certificates == ()
+    assert r.trust is not None and r.trust.status == "not_checked"
+    assert "the server's certificate could not be read (TLS 1.3: connection reset" in \
+        r.trust.detail, r.trust
+    assert any(f.code == "certificate.not_verified" and "could not be read" in f.message
+               for f in r.findings), r.findings

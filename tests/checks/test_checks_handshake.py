@@ -200,6 +200,8 @@ def test_tlslite_without_downgrade_sentinel(start: ScriptServer) -> None:
     c = got["downgrade_sentinel"]
     assert c.verdict is Verdict.not_supported and c.code == "check.downgrade_sentinel", c
     assert "TLS 1.2 (expected b'DOWNGRD\\x01')" in c.reason
+    # a TLS 1.3 server breaks RFC 8446 4.1.3's MUST: low, where a TLS 1.2 server's SHOULD is info
+    assert c.severity == "low" and "a TLS 1.3 server MUST set it" in c.reason
 
 
 @pytest.mark.needs_impl("tlslite")
@@ -288,11 +290,13 @@ def test_robot_does_not_conclude_from_an_incomplete_suite_enumeration() -> None:
 @pytest.mark.needs_impl("openssl")
 def test_an_unanswered_version_check_is_no_ground_for_not_applicable(
         server_cache: ServerFactory) -> None:
-    """The TLS 1.2 version check reset (retries=0): that TLS 1.2 is not spoken was not
-    established, so the checks that need TLS 1.0-1.2 say inconclusive, not "not applicable"."""
+    """The TLS 1.2 version check reset (retries=0), its full offer and its minimal hello:
+    that TLS 1.2 is not spoken was not established, so the checks that need TLS 1.0-1.2 say
+    inconclusive, not "not applicable"."""
     srv = server_cache("openssl", proto="both")
     proxy = FaultProxy([(srv.host, srv.port)], nth_matching(
-        lambda h: not h.supported_versions and h.legacy_version == 0x0303, RESET))
+        lambda h: not h.supported_versions and h.legacy_version == 0x0303, RESET,
+        which=(1, 2)))
     try:
         r = run_audit([Target("127.0.0.1", proxy.port)],
                       AuditOptions(checks=parse_checks(",".join(LEGACY[:5]))),
@@ -304,3 +308,26 @@ def test_an_unanswered_version_check_is_no_ground_for_not_applicable(
     for name in LEGACY[:5]:
         assert got[name].verdict is Verdict.inconclusive, got[name]
         assert "could not establish whether TLS 1.2 is spoken" in got[name].reason
+
+
+@pytest.mark.needs_impl("openssl", "gnutls")
+def test_a_tls12_server_negotiating_tls11_is_asked_for_its_sentinel(
+        server_cache: ServerFactory, start: ScriptServer) -> None:
+    """RFC 8446 4.1.3: "If negotiating TLS 1.1 or below, TLS 1.3 servers MUST, and TLS 1.2
+    servers SHOULD" end ServerHello.random with DOWNGRD\\x00. The check used to say "not
+    applicable" on a TLS 1.2 server; it sends a TLS 1.1 hello and reads the random: OpenSSL 3
+    sets the sentinel (supported), GnuTLS only when TLS 1.3 is enabled, and the scripted
+    server never (not supported, at the SHOULD's severity: info)."""
+    srv = server_cache("openssl", proto="tls1_1-tls1_2")
+    c = run_checks(srv.port, "downgrade_sentinel")["downgrade_sentinel"]
+    assert c.verdict is Verdict.supported, c
+    assert "sentinel for TLS 1.1 (a TLS 1.2 server: SHOULD)" in c.reason
+    assert c.evidence == ("sent: a TLS 1.1 hello (max TLS 1.1); received: ServerHello TLS 1.1, "
+                          "random ends b'DOWNGRD\\x00'",) and c.connections == 1
+    for port in (server_cache("gnutls", proto="tls1_1-tls1_2").port,
+                 start("scripted_tls_server.py", "--mode", "plain")):
+        c = run_checks(port, "downgrade_sentinel")["downgrade_sentinel"]
+        assert c.verdict is Verdict.not_supported, c
+        assert c.code == "check.downgrade_sentinel" and c.severity == "info", c
+        assert "TLS 1.1 (expected b'DOWNGRD\\x00') (RFC 8446 4.1.3: a TLS 1.2 server SHOULD " \
+            "set it)" in c.reason

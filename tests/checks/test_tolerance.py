@@ -171,7 +171,7 @@ def test_a_refusal_is_confirmed_and_set_against_the_plain_hello(
     assert "then on a second connection: answered" in c.reason and c.connections == 3
     # every 512-byte hello refused, the plain one too: the change is not shown to matter
     every = FaultProxy([(srv.host, srv.port)],
-                       nth_matching(size(512), RESET, which=range(1, 10)))
+                       nth_matching(size(512), RESET, which=range(1, 100)))
     try:
         c = audit(every.port, "grease")["grease"]
     finally:

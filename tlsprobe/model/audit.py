@@ -9,6 +9,7 @@ decide). Field names are part of the JSON schema: add fields, never rename them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from enum import StrEnum
 from typing import Any
 
 from tlsprobe.model.checks import CheckResult
@@ -32,16 +33,33 @@ def severity_rank(severity: str) -> int:
     return SEVERITIES.index(severity) if severity in SEVERITIES else -1
 
 
+class Spoken(StrEnum):
+    """What the audit established about one protocol version, for everything that reads it:
+    YES (answered with it), NO (refused, as versions.py confirms a refusal), UNKNOWN (the
+    check was inconclusive, or the version was not checked at all). A reader must never
+    take UNKNOWN for NO: "not applicable, the server does not speak X" rests on NO alone."""
+
+    YES = "yes"
+    NO = "no"
+    UNKNOWN = "unknown"
+
+
 @dataclass(frozen=True)
 class VersionSupport:
     """Whether one protocol version is spoken. `status`: supported, not_supported, inconclusive.
     `minimal`: it was established by the minimal hello, the full offer having been refused
-    (a later probe of this version should start from the minimal hello)."""
+    or left unanswered (a later probe of this version should start from the minimal
+    hello). `spoken` is the same as a Spoken value."""
 
     version: Codepoint
     status: str
     detail: str = ""
     minimal: bool = False
+
+    @property
+    def spoken(self) -> Spoken:
+        return Spoken.YES if self.status == "supported" else \
+            Spoken.NO if self.status == "not_supported" else Spoken.UNKNOWN
 
 
 @dataclass(frozen=True)
@@ -234,7 +252,19 @@ class AuditReport:
         return next((s for s in self.suites if s.version.id == version), None)
 
     def spoken_versions(self) -> list[int]:
+        """The versions established as spoken (Spoken.YES), in the report's order."""
         return [v.version.id for v in self.versions if v.status == "supported"]
+
+    def version_spoken(self, version: int) -> Spoken:
+        """YES, NO or UNKNOWN for `version`; UNKNOWN too when it was not checked."""
+        support = next((v for v in self.versions if v.version.id == version), None)
+        return support.spoken if support is not None else Spoken.UNKNOWN
+
+    def unknown_versions(self, low: int = 0x0300, high: int = 0x0304) -> list[int]:
+        """The versions in [low, high] (SSL 3.0 .. TLS 1.3) whose support is not known
+        (inconclusive, or not checked), highest first."""
+        return [v for v in (0x0304, 0x0303, 0x0302, 0x0301, 0x0300)
+                if low <= v <= high and self.version_spoken(v) is Spoken.UNKNOWN]
 
     def worst_severity(self) -> str | None:
         ranked = sorted(self.findings, key=lambda f: severity_rank(f.severity))

@@ -18,8 +18,8 @@ def names(items: list[str], limit: int = 6) -> str:
 
 def certificate_findings(report: AuditReport, now: datetime) -> list[Finding]:
     """Leaf dates and key, signature hashes, subjectAltName, and the chain/host name check."""
-    if not report.certificates:
-        return []
+    if not report.certificates:   # the cert phase found none: its Trust says why
+        return _trust_findings(report, set())
     chain, leaf = report.certificates, report.certificates[0]
     subject = (leaf.subject,)
     out: list[Finding] = []

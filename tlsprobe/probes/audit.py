@@ -26,7 +26,7 @@ from tlsprobe.probes.boundary import internal_error_report
 from tlsprobe.probes.checks.base import run_active_checks
 from tlsprobe.probes.checks.catalog import ACTIVE
 from tlsprobe.probes.facts import certificate_info
-from tlsprobe.probes.scheduler import Outcome, Scheduler, TargetRunner
+from tlsprobe.probes.scheduler import STOP_FLIGHT, STOP_VERIFY, Outcome, Scheduler, TargetRunner
 from tlsprobe.model.audit import (AuditReport, GroupAudit, PqVerdict, SigalgAudit, SuiteAudit,
                                   TrustCheck, VersionSupport)
 from tlsprobe.model.probe import Codepoint
@@ -35,6 +35,7 @@ from tlsprobe.policy.findings import findings_for
 from tlsprobe.policy.load import Policy
 
 ALL_CHECKS = ("versions", "groups", "pq", "suites", "sigalgs", "cert")
+CHAIN_PHASE = "certificate"
 PhaseHook = Callable[[Target, str], None]
 
 
@@ -71,6 +72,7 @@ class _Run:
     on_phase: PhaseHook | None
     outcomes: list[Outcome] = field(default_factory=list)
     unsure: dict[int, str] = field(default_factory=dict)   # version -> why it is not known
+    no_chain: str | None = None     # why the cert phase has no chain, when it has none
 
     def done(self, phase: str) -> None:
         if self.on_phase is not None:
@@ -169,6 +171,8 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
     parts = await asyncio.gather(*tasks)
     for part in parts:
         report = _merge(report, part)
+    if "cert" in checks and spoken:
+        await _chain(run, report, spoken)
     active = tuple(c for c in options.checks if c in ACTIVE)
     if active:
         # after the phases: the checks read the versions and suites they established
@@ -182,6 +186,27 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
     if spoken is not None:
         report = consistency.mark(report, consistency.verdict(ref, run.runner.disagreements))
     return _finish(report, run, started, error=_unreached(run.runner))
+
+
+async def _chain(run: _Run, report: AuditReport, spoken: set[int]) -> None:
+    """The certificate chain for the cert phase when no connection so far carried one (the
+    versions check reads TLS 1.3 only up to the ServerHello, so a TLS 1.3-only server gave
+    none unless the signature schemes were asked for): one connection with the hello that
+    established the highest version spoken, read up to the server's certificate (TLS 1.3:
+    the flight decrypted up to CertificateVerify)."""
+    if any(o.certificates for o in run.outcomes):
+        return
+    top = max(spoken)
+    support = next((v for v in report.versions if v.version.id == top), None)
+    config, _ = versions.established_hello(run.runner, top, support)
+    stop = STOP_VERIFY if top == TLS13 else STOP_FLIGHT
+    out = await run.runner.run(config, CHAIN_PHASE, stop)
+    run.outcomes.append(out)
+    if not out.certificates:
+        why = out.reason or "no Certificate message" if out.answered else out.describe()
+        run.no_chain = f"the server's certificate could not be read " \
+            f"({registry.version_name(top)}: {why})"
+    run.done("certificate")
 
 
 def _reference(runner: TargetRunner, results: list[tuple[VersionSupport, Outcome]]
@@ -308,6 +333,8 @@ def _finish(report: AuditReport, run: _Run, started: float,
                                 run.options.cafile)
         elif chain:
             trust = TrustCheck("not_checked", detail="skipped (--no-verify)")
+        elif run.no_chain is not None:
+            trust = TrustCheck("not_checked", detail=run.no_chain)
     counts = scheduler.count(target)
     certs = tuple(certificate_info(der) for der in chain)
     report = replace(_order_parts(report), certificates=certs, trust=trust, connections=counts,

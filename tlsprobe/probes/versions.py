@@ -10,6 +10,14 @@ TLS 1.2 (or a version in `confirm`, e.g. one a policy requires) is called "not s
 whenever an older version is refused other than with a protocol_version alert, one minimal
 conformant hello of that version (few suites, x25519/P-256/P-384, one x25519 share) must
 be refused too; answered, the version is spoken; unanswered, it is inconclusive.
+
+The same minimal hello is tried when the full offer got no answer at all (a reset, a
+timeout, bytes that are not a TLS answer): middleboxes that reset or drop hellos above a
+size (the TLS 1.3 versions hello is over 1,000 bytes) must not cost a whole version. Only
+when the minimal hello is not answered either is the version left inconclusive. When no
+version's full offer was answered or refused (a dead target, or a path that resets every
+large hello), one minimal hello is tried first, and the others only if it established
+something: a target that is not there costs one more connection, not five.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from __future__ import annotations
 import asyncio
 
 from tlsprobe import registry
+from tlsprobe.errors import FailureKind
 from tlsprobe.engine.config import (DEFAULT_SIGALGS, DEFAULT_SUITES_12, DEFAULT_SUITES_13, SSL30,
                                     TLS10, TLS11, TLS12, TLS13, ClientConfig)
 from tlsprobe.probes.groups import candidate_groups
@@ -28,13 +37,14 @@ ALL_VERSIONS = (TLS13, TLS12, TLS11, TLS10, SSL30)
 PHASE = "versions"
 COMMON_SHARES = (0x001D, 0x0017)
 MINIMAL_GROUPS = (0x001D, 0x0017, 0x0018)
+MINIMAL_SHARES = (0x001D,)
 PROTOCOL_VERSION_ALERT = 70
 
 
 def minimal_config(run: TargetRunner, version: int) -> ClientConfig:
     """An ordinary, small, RFC-conformant hello of `version` alone (what any client sends)."""
     if version == TLS13:
-        return run.config((TLS13,), groups=MINIMAL_GROUPS, key_share_groups=(0x001D,),
+        return run.config((TLS13,), groups=MINIMAL_GROUPS, key_share_groups=MINIMAL_SHARES,
                           cipher_suites_13=DEFAULT_SUITES_13, signature_algorithms=DEFAULT_SIGALGS)
     suites = tuple(c for c in DEFAULT_SUITES_12 + (0x000A,)
                    if (info := registry.cipher_suite(c)) is not None and info.applies_to(version))
@@ -65,16 +75,18 @@ def version_hello(run: TargetRunner, version: int) -> tuple[ClientConfig, str]:
                       cipher_suites_12=tuple(registry.suites_for_version(version))), STOP_FLIGHT
 
 
-async def check_version(run: TargetRunner, version: int, confirm: frozenset[int] = frozenset()
-                        ) -> tuple[VersionSupport, Outcome]:
-    """Is `version` spoken? The outcome is kept for the certificate summary."""
+async def _full_offer(run: TargetRunner, version: int, confirm: frozenset[int]
+                      ) -> tuple[VersionSupport, Outcome, bool]:
+    """The full offer's verdict, a refusal confirmed by the minimal hello; the flag says
+    whether that minimal hello was sent."""
     config, stop = version_hello(run, version)
     out = await run.run(config, PHASE, stop, confirm=False)
     verdict = _verdict(version, out)
     # A bare close is always doubtful (alert None): it may be the network's, not the server's.
     if verdict.status == "not_supported" and out.refused and _doubtful(version, out, confirm):
-        return await _confirm(run, version, out)
-    return verdict, out
+        support, used = await _confirm(run, version, out)
+        return support, used, True
+    return verdict, out, False
 
 
 def _doubtful(version: int, out: Outcome, confirm: frozenset[int]) -> bool:
@@ -118,5 +130,55 @@ async def check_versions(run: TargetRunner, versions: tuple[int, ...] = ALL_VERS
                          confirm: frozenset[int] = frozenset()
                          ) -> list[tuple[VersionSupport, Outcome]]:
     """All versions, concurrently (the scheduler's per-host cap still applies); `confirm`:
-    versions whose refusal must always be confirmed (those a policy requires)."""
-    return list(await asyncio.gather(*(check_version(run, v, confirm) for v in versions)))
+    versions whose refusal must always be confirmed (those a policy requires). A version
+    whose full offer got no answer is asked again with the minimal hello (`_unanswered`)."""
+    full = await asyncio.gather(*(_full_offer(run, v, confirm) for v in versions))
+    results = [(support, out) for support, out, _ in full]
+    todo = [i for i, (support, out, small) in enumerate(full)
+            if not small and _retry_small(support, out)]
+    if todo and all(support.status == "inconclusive" for support, _ in results):
+        # nothing established yet: one minimal hello decides whether the rest are worth it
+        first = todo.pop(0)
+        trial = await _unanswered(run, versions[first], results[first][1])
+        if trial[0].status == "inconclusive":
+            return results   # never reached: the report says what the full offers got
+        results[first] = trial
+    again = await asyncio.gather(*(_unanswered(run, versions[i], results[i][1]) for i in todo))
+    for i, result in zip(todo, again):
+        results[i] = result
+    return results
+
+
+def _retry_small(support: VersionSupport, out: Outcome) -> bool:
+    """Whether the full offer's outcome leaves the version open in a way a minimal hello may
+    settle: no answer and no refusal (not a bug of ours, not a hello that was never sent)."""
+    return support.status == "inconclusive" and not out.refused and not out.answered and \
+        out.attempts > 0 and out.kind != FailureKind.INTERNAL
+
+
+async def _unanswered(run: TargetRunner, version: int, first: Outcome
+                      ) -> tuple[VersionSupport, Outcome]:
+    """The full offer of `version` got no answer (`first`): the minimal hello decides;
+    answered with the version, it is spoken (and later probes start from that hello);
+    refused with protocol_version (twice), it is not spoken; refused otherwise (which may be
+    about that hello's few suites and groups) or unanswered too, inconclusive (the first
+    failure's kind)."""
+    cp, name = Codepoint.version(version), registry.version_name(version)
+    stop = STOP_HELLO if version == TLS13 else STOP_FLIGHT
+    # refused after a reset: asked twice before "not spoken" (a negative verdict)
+    out = await run.run(minimal_config(run, version), PHASE, stop, confirm=True)
+    said = f"the full offer was not answered ({first.describe()})"
+    if out.answered and out.version == version:
+        return VersionSupport(cp, "supported", f"{out.describe()} to a minimal hello; "
+                              f"{said}", minimal=True), out
+    if out.answered:
+        return VersionSupport(cp, "not_supported", f"{said}; a minimal {name} hello was "
+                              f"answered with {registry.version_name(out.version or 0)}"), out
+    if out.refused and out.alert == PROTOCOL_VERSION_ALERT:
+        return VersionSupport(cp, "not_supported", f"{said}; a minimal {name} hello was "
+                              f"refused ({out.describe()})"), out
+    if out.refused:   # about that hello's parameters, maybe: the full offer said nothing
+        return VersionSupport(cp, "inconclusive", f"{said}; a minimal {name} hello was "
+                              f"refused ({out.describe()}), not with protocol_version"), first
+    return VersionSupport(cp, "inconclusive", f"{said}; a minimal {name} hello was not "
+                          f"answered either ({out.describe()})"), first

@@ -45,8 +45,7 @@ def ask_version(ctx: CheckContext, what: str) -> int | CheckResult:
     legacy = [v for v in ctx.spoken if TLS10 <= v <= TLS12]
     if legacy:
         return max(legacy)
-    unknown = [registry.version_name(v.version.id) for v in ctx.report.versions
-               if v.status == "inconclusive" and TLS10 <= v.version.id <= TLS12]
+    unknown = [registry.version_name(v) for v in ctx.report.unknown_versions(TLS10, TLS12)]
     if unknown:
         return ctx.inconclusive(f"{', '.join(unknown)} support not established, and {what} "
                                 "is a TLS 1.2-and-earlier matter")

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
-from tlsprobe.engine.common import TLS10
+from tlsprobe.engine.common import TLS10, TLS13
 from tlsprobe.engine.config import BuiltHello, ClientConfig, build_client_hello
 from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.model.checks import CheckResult, Verdict
@@ -192,8 +192,8 @@ def no_tls(ctx: CheckContext) -> CheckResult:
     """The result when the audit found no TLS version spoken: SSL 3.0 only (not
     applicable: these checks are about TLS hellos), or none at all (inconclusive)."""
     if ctx.spoken:
-        return ctx.result(Verdict.not_applicable, "the server speaks SSL 3.0 only: the "
-                          "check is about TLS ClientHellos")
+        return ctx.unless_unknown(TLS10, TLS13, "the server speaks SSL 3.0 only: the "
+                                  "check is about TLS ClientHellos")
     return ctx.inconclusive("no TLS version is known to be spoken (the versions phase "
                             "established none)")
 

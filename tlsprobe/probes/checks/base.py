@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from tlsprobe.engine.config import ClientConfig
+from tlsprobe.engine.config import TLS13, ClientConfig
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.transport import AsyncTransport
@@ -80,8 +80,41 @@ class CheckContext:
         return established_hello(self.runner, version, support)
 
     def config(self, versions: tuple[int, ...], **kw: object) -> ClientConfig:
-        """A ClientConfig for this target (SNI, every signature scheme, no ALPN)."""
+        """A ClientConfig for this target (SNI, every signature scheme, no ALPN). When it
+        offers TLS 1.3 and the audit reached TLS 1.3 only with its minimal hello (the full
+        offer reset or refused: a path with a size limit), the groups and key share are the
+        minimal hello's unless `kw` names them: a browser's X25519MLKEM768 share would make
+        the hello as large as the one that failed."""
+        if TLS13 in versions and self.established_small(TLS13):
+            from tlsprobe.probes.versions import MINIMAL_GROUPS, MINIMAL_SHARES
+            kw.setdefault("groups", MINIMAL_GROUPS)
+            kw.setdefault("key_share_groups", MINIMAL_SHARES)
         return self.runner.config(versions, **kw)
+
+    def undetermined(self, low: int, high: int) -> str | None:
+        """Why a verdict resting on "no version in [low, high] is spoken" cannot be given:
+        the versions there whose support the audit could not establish (model Spoken
+        UNKNOWN: inconclusive, or not checked); None when each is known."""
+        from tlsprobe.registry import version_name
+        names = [version_name(v) for v in self.report.unknown_versions(low, high)]
+        if not names:
+            return None
+        return f"the audit could not establish whether {', '.join(names)} is spoken"
+
+    def unless_unknown(self, low: int, high: int, reason: str) -> CheckResult:
+        """The result of a check that has nothing to test because no version in
+        [low, high] is spoken: not applicable (`reason`) when each of them was refused,
+        inconclusive when one of them is unknown (never "not spoken" from a missing
+        answer)."""
+        why = self.undetermined(low, high)
+        if why is not None:
+            return self.inconclusive(f"{why} ({reason} if it is not)")
+        return self.result(Verdict.not_applicable, reason)
+
+    def established_small(self, version: int) -> bool:
+        """Whether the audit established `version` with its minimal hello only."""
+        return any(v.version.id == version and v.status == "supported" and v.minimal
+                   for v in self.report.versions)
 
     async def hello(self, config: ClientConfig, stop: str = STOP_HELLO, *,
                     confirm: bool | None = None, label: str = "") -> Outcome:

@@ -35,6 +35,9 @@ class Entry(NamedTuple):
 
 #: the key-exchange audit's phases, in their order (the `audit` alias)
 PHASES = ("versions", "groups", "pq", "suites", "sigalgs", "cert")
+#: what the certificate checks read besides the versions: the `cert` phase (the chain shown
+#: and its trust verdict, whichever version the server speaks)
+CHAIN = ("versions", "cert")
 #: what `scan` runs when --checks is not given
 DEFAULT = ("audit", "all")
 
@@ -61,10 +64,10 @@ ACTIVE: dict[str, Entry] = {
     "hsts": Entry("http", "hsts"),
     "breach": Entry("http", "http_compression"),
     "server_banner": Entry("http", "server_banner"),
-    "cert_lifetime": Entry("certificate", "cert_lifetime"),
-    "sct": Entry("certificate", "sct"),
-    "key_usage": Entry("certificate", "key_usage"),
-    "must_staple": Entry("certificate", "must_staple"),
+    "cert_lifetime": Entry("certificate", "cert_lifetime", needs=CHAIN),
+    "sct": Entry("certificate", "sct", needs=CHAIN),
+    "key_usage": Entry("certificate", "key_usage", needs=CHAIN),
+    "must_staple": Entry("certificate", "must_staple", needs=CHAIN),
     "compression": Entry("vulnerability", "compression"),
     "client_renegotiation": Entry("vulnerability", "client_renegotiation", harmful=True),
     "robot": Entry("vulnerability", "robot", needs=("versions", "suites"), harmful=True),

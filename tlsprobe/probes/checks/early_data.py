@@ -46,8 +46,8 @@ def _answer(hs: Handshake) -> str:
 
 async def run(ctx: CheckContext) -> CheckResult:
     if TLS13 not in ctx.spoken:
-        return ctx.result(Verdict.not_applicable, "the server does not speak TLS 1.3 (0-RTT "
-                          "data is TLS 1.3's)")
+        return ctx.unless_unknown(TLS13, TLS13, "the server does not speak TLS 1.3 (0-RTT "
+                                  "data is TLS 1.3's)")
     config = ctx.config((TLS13,))
     full = await handshake(ctx, config, complete=True, drain=True, label="ticket")
     if isinstance(full, Outcome) or full.failure is not None:

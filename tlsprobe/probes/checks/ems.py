@@ -13,6 +13,7 @@ One connection, stopped at the server's first flight.
 from __future__ import annotations
 
 from tlsprobe import registry
+from tlsprobe.engine.config import TLS10, TLS12
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.probes.checks._handshake import echo, legacy_versions
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
@@ -23,8 +24,9 @@ EXTENDED_MASTER_SECRET = 23
 async def run(ctx: CheckContext) -> CheckResult:
     legacy = legacy_versions(ctx)
     if not legacy:
-        return ctx.result(Verdict.not_applicable, "the server speaks no TLS 1.0-1.2 version "
-                          "(TLS 1.3 binds the transcript into its key schedule by design)")
+        return ctx.unless_unknown(TLS10, TLS12, "the server speaks no TLS 1.0-1.2 version "
+                                  "(TLS 1.3 binds the transcript into its key schedule by "
+                                  "design)")
     sent = f"a {registry.version_name(legacy[0])} hello offering extended_master_secret"
     got = await echo(ctx, ctx.config((legacy[0],), extended_master_secret=True), sent,
                      "extended_master_secret", EXTENDED_MASTER_SECRET)

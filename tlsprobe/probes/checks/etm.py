@@ -14,6 +14,7 @@ A server that speaks TLS 1.3 only has no CBC suites (not applicable). One connec
 from __future__ import annotations
 
 from tlsprobe import registry
+from tlsprobe.engine.config import TLS10, TLS12
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.probes.checks._handshake import echo, legacy_versions
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
@@ -28,8 +29,8 @@ CBC_SUITES = (0xC023, 0xC027, 0xC009, 0xC013, 0xC024, 0xC028, 0xC00A, 0xC014, 0x
 async def run(ctx: CheckContext) -> CheckResult:
     legacy = legacy_versions(ctx)
     if not legacy:
-        return ctx.result(Verdict.not_applicable, "the server speaks no TLS 1.0-1.2 version: "
-                          "no CBC suites, nothing for encrypt_then_mac to change")
+        return ctx.unless_unknown(TLS10, TLS12, "the server speaks no TLS 1.0-1.2 version: "
+                                  "no CBC suites, nothing for encrypt_then_mac to change")
     sent = (f"a {registry.version_name(legacy[0])} hello offering encrypt_then_mac and "
             f"{len(CBC_SUITES)} CBC suites only")
     got = await echo(ctx, ctx.config((legacy[0],), encrypt_then_mac=True,

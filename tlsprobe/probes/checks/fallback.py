@@ -9,7 +9,8 @@ check's hello for the second-highest version the server speaks, plus the SCSV:
   - another refusal: asked again without the SCSV; if that is answered, the server refuses
     the downgrade, only not with the alert RFC 7507 names (not vulnerable, said so); if it is
     refused too, the hello itself is the problem (inconclusive).
-A server that speaks one version has nowhere to be downgraded to (not applicable). Two
+A server that speaks one version has nowhere to be downgraded to (not applicable; but
+inconclusive when the audit could not establish whether another version is spoken). Two
 connections at most (three when a bare close is asked again).
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tlsprobe import registry
+from tlsprobe.engine.config import SSL30, TLS13
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
@@ -28,9 +30,10 @@ INAPPROPRIATE_FALLBACK = 86
 async def run(ctx: CheckContext) -> CheckResult:
     spoken = sorted(ctx.spoken, reverse=True)
     if len(spoken) < 2:
+        # one version known: any version left unknown may be the other end of a downgrade
         only = ", ".join(registry.version_name(v) for v in spoken) or "no version"
-        return ctx.result(Verdict.not_applicable, f"the server speaks {only} only: there is "
-                          "no lower version to fall back to")
+        return ctx.unless_unknown(SSL30, TLS13, f"the server speaks {only} only: there is "
+                                  "no lower version to fall back to")
     top, lower = spoken[0], spoken[1]
     config, stop = ctx.version_hello(lower)
     scsv = replace(config, cipher_suites_12=config.cipher_suites_12 + (FALLBACK_SCSV,))

@@ -22,7 +22,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tlsprobe import registry
-from tlsprobe.engine.config import TLS12, TLS13
+from tlsprobe.engine.config import TLS10, TLS12, TLS13
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.model.pubkey import public_key
 from tlsprobe.probes.checks._cert_chain import Served, extension, on_leaf
@@ -100,7 +100,13 @@ async def run(ctx: CheckContext, got: Served, leaf: x509.Certificate) -> CheckRe
         problems.append(f"{name} {suite} needs {need}, which the keyUsage leaves out")
     older = [v for v in top_versions(ctx) if v <= TLS12]
     for use in (ENCIPHER, SIGN):
-        if use in allowed or use == need or (use == ENCIPHER and not rsa_key) or not older:
+        if use in allowed or use == need or (use == ENCIPHER and not rsa_key):
+            continue
+        if not older:   # no TLS 1.0-1.2 to ask: nothing to test, unless one is unknown
+            unknown = ctx.undetermined(TLS10, TLS12)
+            if unknown is not None:
+                unsure.append(f"whether the server uses the key for {use} in TLS 1.2 or "
+                              f"earlier: {unknown}")
             continue
         what = f"a {registry.version_name(older[0])} hello offering only suites that need " \
             f"{use}"

@@ -37,11 +37,7 @@ def legacy_top(ctx: CheckContext) -> int | None:
 def undetermined(ctx: CheckContext, low: int, high: int) -> str | None:
     """An inconclusive result's reason when the audit could not tell whether a version in
     [low, high] is spoken (a "not applicable" would rest on a missing answer), else None."""
-    names = [v.version.name for v in ctx.report.versions
-             if low <= v.version.id <= high and v.status not in ("supported", "not_supported")]
-    if not names:
-        return None
-    return f"the audit could not establish whether {', '.join(names)} is spoken"
+    return ctx.undetermined(low, high)
 
 
 def no_legacy(ctx: CheckContext, what: str) -> CheckResult:

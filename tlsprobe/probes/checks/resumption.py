@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 
 from tlsprobe import registry
-from tlsprobe.engine.config import TLS13
+from tlsprobe.engine.config import TLS10, TLS12, TLS13
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.probes.checks._handshake import Handshake, handshake, legacy_versions, \
     max_early_data
@@ -112,11 +112,17 @@ async def run(ctx: CheckContext) -> CheckResult:
     if TLS13 in ctx.spoken:
         answers.append(await _tls13(ctx))
     if not answers:
-        return ctx.result(Verdict.not_applicable, "the server speaks no TLS 1.0-1.3 version")
+        return ctx.unless_unknown(TLS10, TLS13, "the server speaks no TLS 1.0-1.3 version")
     evidence = tuple(line for _, line in answers)
     resumed = [line.split(":")[0] for ok, line in answers if ok]
     if resumed:
         return ctx.result(Verdict.supported, f"resumed: {', '.join(resumed)}", evidence)
+    # "no resumption" covers the versions not asked only when they are known not spoken
+    unknown = ctx.undetermined(TLS13, TLS13) or (None if legacy else
+                                                 ctx.undetermined(TLS10, TLS12))
+    if unknown is not None:
+        return ctx.inconclusive(f"no session was resumed, but {unknown}: "
+                                + "; ".join(evidence), evidence)
     if all(ok is False for ok, _ in answers):
         return ctx.result(Verdict.not_supported, "no session was resumed: "
                           + "; ".join(evidence), evidence)
