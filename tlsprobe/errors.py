@@ -17,6 +17,7 @@ Exit codes (documented in the README):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Literal
 
@@ -99,3 +100,12 @@ class NetworkError(TlsprobeError):
         super().__init__(message)
         self.cause: NetworkCause = cause
         self.reason = reason if reason is not None else message
+
+
+def did_you_mean(word: str, known: Iterable[str], n: int = 3) -> str:
+    """' (did you mean A, B?)' naming the closest of `known` to a mistyped `word` (difflib,
+    case-insensitive), or '' when none is close. For one-line usage errors."""
+    import difflib
+    choices = {k.lower(): k for k in known}
+    close = difflib.get_close_matches(word.lower(), list(choices), n=n, cutoff=0.6)
+    return f" (did you mean {', '.join(choices[c] for c in close)}?)" if close else ""

@@ -249,7 +249,7 @@ def consistency_html(r: AuditReport) -> str:
 def findings_html(r: AuditReport) -> str:
     title = f"Findings ({', '.join(r.policies) or 'built-in checks only'})"
     if not r.findings:
-        return f"<h3>{_e(title)}</h3>\n" + _p("none")
+        return f"<h3>{_e(title)}</h3>\n" + _p("none") + waived_html(r)
     rows = []
     for f in r.findings:
         items = f'<div class="items">all {len(f.items)}: {_e(", ".join(f.items))}</div>' \
@@ -257,7 +257,21 @@ def findings_html(r: AuditReport) -> str:
         rows.append((f'<span class="sev sev-{_e(f.severity)}">{_e(f.severity)}</span>',
                      _e(f.message) + items, _e(f.policy), _e(f.code)))
     return f"<h3>{_e(title)}</h3>\n" + _table(("Severity", "Finding", "Policy", "Code"), rows,
-                                               raw=True)
+                                               raw=True) + waived_html(r)
+
+
+def waived_html(r: AuditReport) -> str:
+    """The findings a policy waives, each with the policy's reason ("" when none)."""
+    if not r.waived:
+        return ""
+    rows = []
+    for f in r.waived:
+        items = f'<div class="items">all {len(f.items)}: {_e(", ".join(f.items))}</div>' \
+            if f.items else ""
+        rows.append((_e(f.severity), _e(f.message) + items, _e(f.code), _e(f.waived_by or ""),
+                     _e(f.waiver or "")))
+    return (f"<h3>Waived findings ({len(r.waived)}: not counted for --fail-on)</h3>\n"
+            + _table(("Severity", "Finding", "Code", "Waived by", "Reason"), rows, raw=True))
 
 
 def _connections_line(r: AuditReport) -> str:
