@@ -11,6 +11,8 @@ Exit codes (documented in the README):
   6  the server broke the protocol (malformed or unexpected message, bad signature/Finished)
   7  broken input file (pcap): partially read (damaged, snaplen cuts, or packets skipped
      and said in a note line: unknown link type or interface, too deep, fragments lost)
+  141 stdout closed by its reader (`tlsprobe scan HOST | head -1`), as a tool killed by
+     SIGPIPE (128 + 13); nothing on stderr
   70 internal error: a bug in tlsprobe (one line; TLSPROBE_DEBUG=1 shows the traceback), or
      pcap's reader process dying (capture/pipe.py)
 """
@@ -30,6 +32,7 @@ EXIT_ALERT = 5
 EXIT_PROTOCOL = 6
 EXIT_BAD_INPUT = 7
 EXIT_INTERNAL = 70  # EX_SOFTWARE in sysexits.h
+EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool SIGPIPE ended
 
 
 class FailureKind(StrEnum):

@@ -10,13 +10,14 @@ import re
 from typing import IO
 
 from rich import box
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from tlsprobe import registry
 from tlsprobe.model.audit import (ORDER_CLIENT, ORDER_SERVER, ORDER_SINGLE, AuditReport, DheAudit,
                                   GroupAudit, SigalgAudit, SuiteAudit)
+from tlsprobe.report.console import Console
 from tlsprobe.report.escape import shown
 
 ORDER_TEXT = {ORDER_SERVER: "the server enforces its own order",
