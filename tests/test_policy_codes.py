@@ -84,6 +84,8 @@ def test_an_unknown_code_is_a_usage_error_naming_the_closest(run_cli, tmp_path, 
     ('[waive]\n"check.sct" = 3\n', "[waive] 'check.sct': give the reason"),
     ('[severity]\n"check.sct" = "urgent"\n', "[severity] 'check.sct': 'urgent' is no severity"),
     ('severty = {}\n', "unknown key 'severty' (did you mean severity?)"),
+    ('certificate_types = ["ecdas"]\n', "unknown certificate type 'ecdas' in "
+     "'certificate_types' (did you mean ecdsa?)"),
 ])
 def test_a_bad_table_entry_is_a_usage_error_naming_it(run_cli, tmp_path, text, words) -> None:
     policy = tmp_path / "ours.toml"

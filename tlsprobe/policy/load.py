@@ -32,6 +32,11 @@ VERSION_NAMES = {"sslv3": 0x0300, "ssl 3.0": 0x0300, "tlsv1": 0x0301, "tls 1.0":
                  "tls 1.2": 0x0303, "tlsv1.3": 0x0304, "tls 1.3": 0x0304}
 
 
+#: the certificate key types `certificate_types` may name (policy/findings.py compares the
+#: leaf's key type, model/describe.py's, lowercased; "EC ..." is "ecdsa")
+CERTIFICATE_TYPES = ("rsa", "ecdsa", "ed25519", "ed448", "dsa")
+
+
 class PolicyError(ValueError):
     """A policy that cannot be loaded: the message is one line naming the policy or file."""
 
@@ -178,6 +183,11 @@ def parse_policy(data: dict[str, Any], where: str) -> Policy:
     suites13 = _codes(data, "tls13_cipher_suites", where, registry.parse_suite)
     groups = _codes(data, "groups", where, registry.parse_group)
     cert_types = _list(data, "certificate_types", where)
+    bad = next((t for t in cert_types or () if str(t).lower() not in CERTIFICATE_TYPES), None)
+    if bad is not None:
+        raise PolicyError(f"policy {where}: unknown certificate type {bad!r} in "
+                         f"'certificate_types'" + (did_you_mean(str(bad), CERTIFICATE_TYPES) or
+                                                   f" (one of {', '.join(CERTIFICATE_TYPES)})"))
     for key in ("dh_min_bits", "rsa_min_bits"):
         if data.get(key) is not None and not isinstance(data[key], int):
             raise PolicyError(f"policy {where}: '{key}' must be a number of bits")
