@@ -244,7 +244,8 @@ def waived_section(r: AuditReport, full: bool = False) -> list[RenderableType]:
         if full and CUT.search(f.message) and f.items:
             message.append("\n" + shown(f"all {len(f.items)}: {', '.join(f.items)}"))
         _row(table, f.severity, message, f.code, f.waived_by or "", f.waiver or "")
-    return [_title(f"Waived findings ({len(r.waived)}: not counted for --fail-on)"), table]
+    return [_text(""), _title(f"Waived findings ({len(r.waived)}: not counted for --fail-on)"),
+            table]
 
 
 def connections_line(r: AuditReport) -> str:
