@@ -53,6 +53,27 @@ def test_every_code_literal_of_the_finding_makers_is_registered() -> None:
             "group.missing", "version.not_allowed", "audit.inconclusive"} <= set(all_codes())
 
 
+def test_an_active_checks_finding_code_is_check_and_its_name() -> None:
+    """What makes `check.NAME` for every active check true: probes/checks/base.py gives
+    that code to a result with a severity, and refuses another (a bug, caught by the test
+    suite's scans as an internal error rather than an unregistered code)."""
+    from tlsprobe.model.audit import AuditReport
+    from tlsprobe.model.checks import Verdict
+    from tlsprobe.probes.checks.base import CheckContext
+
+    class Runner:       # what result() reads for the connection count
+        class target:
+            display = "x:1"
+
+        class scheduler:
+            connections: dict = {}
+    ctx = CheckContext(Runner(), AuditReport(host="x", port=1), "sct", "certificate")
+    assert ctx.result(Verdict.not_supported, "no SCT", severity="low").code == "check.sct"
+    assert ctx.result(Verdict.supported, "SCT").code is None
+    with pytest.raises(ValueError, match="check.sct"):
+        ctx.result(Verdict.not_supported, "no SCT", code="sct.missing", severity="low")
+
+
 def test_docs_name_every_code() -> None:
     doc = (REPO / "docs" / "POLICY.md").read_text("utf-8")
     named = set(re.findall(r"`([a-z]+\.[a-z0-9_]+)`", doc))
