@@ -11,8 +11,7 @@ summary (targets, errors by kind, findings by severity, the exit code and why).
 Exit codes: 0 no finding at or above --fail-on and no error; 1 some target has findings at or
 above --fail-on; 2 usage (also a bad line in -f FILE); 3 a target could not be reached;
 4 not TLS; 5 the server refused every hello with an alert; 6 no TLS answer could be read;
-70 a bug in tlsprobe while auditing a target (the other targets are still audited);
-141 stdout closed by its reader (`| head -1`, cli.py: as for a tool SIGPIPE ended).
+70 a bug in tlsprobe while auditing a target (the other targets are still audited).
 With several targets, 1 wins (CI must fail on findings whatever else happened); otherwise
 the highest error code of any target (70 > 6 > 5 > 4 > 3 > 2); the errors are all on stderr.
 A host name that cannot be looked up ('a..b', a label over 63 characters) is a bad target

@@ -10,14 +10,13 @@ import re
 from typing import IO
 
 from rich import box
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from tlsprobe import registry
 from tlsprobe.model.audit import (ORDER_CLIENT, ORDER_SERVER, ORDER_SINGLE, AuditReport, DheAudit,
                                   GroupAudit, SigalgAudit, SuiteAudit)
-from tlsprobe.report.console import Console
 from tlsprobe.report.escape import shown
 
 ORDER_TEXT = {ORDER_SERVER: "the server enforces its own order",
@@ -313,6 +312,7 @@ def summary_lines(reports: list[AuditReport], code: int, reason: str) -> list[st
 
 
 def render_summary(reports: list[AuditReport], code: int, reason: str, out: IO[str]) -> None:
+    from tlsprobe.report.console import Console   # a closed stdout: BrokenPipeError
     console = Console(file=out, highlight=False, soft_wrap=False,
                       width=None if out.isatty() else 120)
     console.print(_title("Summary"))
@@ -322,6 +322,7 @@ def render_summary(reports: list[AuditReport], code: int, reason: str, out: IO[s
 
 def render_audit(r: AuditReport, out: IO[str], width: int | None = None,
                  full: bool = False) -> None:
+    from tlsprobe.report.console import Console   # a closed stdout: BrokenPipeError
     console = Console(file=out, highlight=False, soft_wrap=False,
                       width=width or (None if out.isatty() else 120))
     for part in audit_renderables(r, full):

@@ -249,7 +249,7 @@ def consistency_html(r: AuditReport) -> str:
 def findings_html(r: AuditReport) -> str:
     title = f"Findings ({', '.join(r.policies) or 'built-in checks only'})"
     if not r.findings:
-        return f"<h3>{_e(title)}</h3>\n" + _p("none") + waived_html(r)
+        return f"<h3>{_e(title)}</h3>\n" + _p("none")
     rows = []
     for f in r.findings:
         items = f'<div class="items">all {len(f.items)}: {_e(", ".join(f.items))}</div>' \
@@ -257,7 +257,7 @@ def findings_html(r: AuditReport) -> str:
         rows.append((f'<span class="sev sev-{_e(f.severity)}">{_e(f.severity)}</span>',
                      _e(f.message) + items, _e(f.policy), _e(f.code)))
     return f"<h3>{_e(title)}</h3>\n" + _table(("Severity", "Finding", "Policy", "Code"), rows,
-                                               raw=True) + waived_html(r)
+                                               raw=True)
 
 
 def waived_html(r: AuditReport) -> str:
@@ -312,6 +312,7 @@ def audit_html(r: AuditReport) -> str:
     elif r.trust is not None:
         out += "<h3>Certificate chain</h3>\n" + trust_html(r)
     out += checks_html(r) + consistency_html(r) + findings_html(r)
+    out += waived_html(r)
     out += _p(_connections_line(r), "muted")
     if r.error:
         out += _p(f"Error: {r.error}", "error")
