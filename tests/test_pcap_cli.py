@@ -97,8 +97,8 @@ def test_msg_goes_into_json(run_cli) -> None:
 @pytest.mark.parametrize(("args", "expected"), [
     (("--group", "x25519"), {"tls12_x25519", "tls13_x25519"}),
     (("--group", "0x0017"), {"tls13_p256", "tls13_hrr"}),
-    (("--version", "1.2"), {"tls12_x25519"}),
-    (("--version", "TLSv1.3", "--group", "X25519"), {"tls13_x25519"}),
+    (("--tls-version", "1.2"), {"tls12_x25519"}),
+    (("--tls-version", "TLSv1.3", "--group", "X25519"), {"tls13_x25519"}),
     (("--sni", "local*"), {"tls12_x25519", "tls13_x25519", "tls13_p256", "tls13_hrr"}),
     (("--sni", "*.example.com"), set()),
     (("--host", "::1"), set()),
@@ -125,7 +125,7 @@ def test_bad_filter_value_is_a_usage_error(run_cli) -> None:
     code, _out, err = run_cli("pcap", "--group", "nosuchgroup", SEED)
     assert code == 2 and "nosuchgroup" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
-    code, _, err = run_cli("pcap", "--version", "4.7", SEED)
+    code, _, err = run_cli("pcap", "--tls-version", "4.7", SEED)
     assert code == 2 and "4.7" in err
 
 

@@ -81,7 +81,7 @@ def test_filters_that_match_nothing_say_how_many_there_were(run_cli, captures_di
     _code, out, _err = run_cli("pcap", "--jsonl", f)
     total = len(connections(out))
     assert total > 50
-    for args in (("--host", "10.9.9.9"), ("--version", "ssl3")):
+    for args in (("--host", "10.9.9.9"), ("--tls-version", "ssl3")):
         code, out, err = run_cli("pcap", *args, f)
         assert code == 0 and err == ""
         assert out == f"0 of {total} TLS connections in {f} match the filters\n"
@@ -123,7 +123,7 @@ def test_host_with_port_matches_that_endpoint(run_cli, captures_dir: Path) -> No
     (("--group", "bogus"), "bogus"), (("--group", "70000"), "65535"),
     (("--host", "10.0.0.1:http"), "--port"), (("--host", "10.0.0.1:70000"), "--port"),
     (("--host", "fe80::1:zz"), "[ADDR]:PORT"), (("--port", "x"), "--port"),
-    (("--version", "4.7"), "--version"),
+    (("--tls-version", "4.7"), "--tls-version"),
 ])
 def test_bad_filter_values_are_one_line_usage_errors(run_cli, args: tuple[str, ...],
                                                      words: str) -> None:

@@ -12,6 +12,7 @@ import argparse
 import importlib
 import math
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -19,7 +20,7 @@ from types import ModuleType
 from typing import NoReturn
 
 from tlsprobe import __version__
-from tlsprobe.errors import EXIT_INTERNAL, EXIT_USAGE, TlsprobeError
+from tlsprobe.errors import EXIT_CLOSED_PIPE, EXIT_INTERNAL, EXIT_USAGE, TlsprobeError
 
 #: set to 1 to let unexpected exceptions end in a traceback (for bug reports)
 DEBUG_ENV = "TLSPROBE_DEBUG"
@@ -55,8 +56,21 @@ class ArgumentParser(argparse.ArgumentParser):
         return super().format_help()
 
     def error(self, message: str) -> NoReturn:
-        message = " ".join(message.split())
+        message = " ".join(message.split()) + self._suggestion(message)
         self.exit(EXIT_USAGE, f"tlsprobe: error: {message} (see {self.prog} --help)\n")
+
+    def _suggestion(self, message: str) -> str:
+        """' (did you mean --json?)' for a mistyped option (argparse's 'unrecognized
+        arguments: --jsn'), or for a mistyped choice ('invalid choice: 'hihg''), else ''."""
+        from tlsprobe.errors import did_you_mean
+        if message.startswith("unrecognized arguments: "):
+            words = message.split(": ", 1)[1].split()
+            option = next((w.split("=", 1)[0] for w in words if w.startswith("-")), None)
+            return did_you_mean(option, self._option_string_actions) if option else ""
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+        if choice:
+            return did_you_mean(choice[1], re.findall(r"'([^']*)'", choice[2]))
+        return ""
 
 
 def seconds(text: str) -> float:
@@ -107,6 +121,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # also while a command module is still being imported
         print("tlsprobe: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return closed_pipe()
+
+
+def closed_pipe() -> int:
+    """stdout was closed by its reader (`tlsprobe scan HOST | head -1`): exit 141, as a
+    Unix tool killed by SIGPIPE does (128 + 13; never 1, which means "findings at or above
+    --fail-on"), with nothing on stderr. What is left in stdout's buffer goes to /dev/null
+    (Python's documented way), so that the flush at interpreter exit does not print
+    "Exception ignored ... BrokenPipeError"."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):    # no file descriptor behind stdout (a test's buffer)
+        pass
+    return EXIT_CLOSED_PIPE
+
+
+def _legacy_words(command: str, words: list[str]) -> list[str]:
+    """Command-line words as argparse should see them: `--checks -sct` (a value that starts
+    with '-', an exclusion) is `--checks=-sct`. `pcap --version VALUE` (the TLS version
+    filter before it became --tls-version) is a usage error rather than the program's
+    version and exit 0 where a filter was meant."""
+    out: list[str] = []
+    for i, word in enumerate(words):
+        nxt = words[i + 1] if i + 1 < len(words) else ""
+        if out and out[-1] == "--checks" and word.startswith("-") and \
+                not word.startswith("--"):
+            out[-1] = f"--checks={word}"
+            continue
+        if command == "pcap" and word == "--version" and nxt and not nxt.startswith("-"):
+            from tlsprobe.errors import UsageError
+            raise UsageError(f"pcap --version prints the program's version; the TLS version "
+                             f"filter is --tls-version (--tls-version {nxt})")
+        out.append(word)
+    return out
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -124,6 +175,11 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_USAGE
     if command == "probe" and args_list and args_list[0] in ("-h", "--help"):
         parser.epilog = f"subcommands: {others} (tlsprobe SUBCOMMAND --help)"
+    try:
+        args_list = _legacy_words(command, args_list)
+    except TlsprobeError as exc:
+        print(error_line(exc), file=sys.stderr)
+        return exc.exit_code
     args = parser.parse_intermixed_args(args_list)
     args.started = started
     try:
@@ -135,7 +191,7 @@ def _main(argv: Sequence[str] | None) -> int:
         print("tlsprobe: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        return 0
+        return closed_pipe()
     except Exception as exc:  # last resort: one line, never a traceback
         if os.environ.get(DEBUG_ENV) == "1":
             raise

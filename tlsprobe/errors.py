@@ -11,12 +11,15 @@ Exit codes (documented in the README):
   6  the server broke the protocol (malformed or unexpected message, bad signature/Finished)
   7  broken input file (pcap): partially read (damaged, snaplen cuts, or packets skipped
      and said in a note line: unknown link type or interface, too deep, fragments lost)
+  141 stdout closed by its reader (`tlsprobe scan HOST | head -1`), as a tool killed by
+     SIGPIPE (128 + 13); nothing on stderr
   70 internal error: a bug in tlsprobe (one line; TLSPROBE_DEBUG=1 shows the traceback), or
      pcap's reader process dying (capture/pipe.py)
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Literal
 
@@ -29,6 +32,7 @@ EXIT_ALERT = 5
 EXIT_PROTOCOL = 6
 EXIT_BAD_INPUT = 7
 EXIT_INTERNAL = 70  # EX_SOFTWARE in sysexits.h
+EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool SIGPIPE ended
 
 
 class FailureKind(StrEnum):
@@ -99,3 +103,12 @@ class NetworkError(TlsprobeError):
         super().__init__(message)
         self.cause: NetworkCause = cause
         self.reason = reason if reason is not None else message
+
+
+def did_you_mean(word: str, known: Iterable[str], n: int = 3) -> str:
+    """' (did you mean A, B?)' naming the closest of `known` to a mistyped `word` (difflib,
+    case-insensitive), or '' when none is close. For one-line usage errors."""
+    import difflib
+    choices = {k.lower(): k for k in known}
+    close = difflib.get_close_matches(word.lower(), list(choices), n=n, cutoff=0.6)
+    return f" (did you mean {', '.join(choices[c] for c in close)}?)" if close else ""

@@ -67,9 +67,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "handshakes and TLS 1.2 records (keys embedded in pcapng are used too)")
     k.add_argument("--no-embedded-keys", action="store_true", help="ignore keys stored in "
                    "the capture (pcapng Decryption Secrets Blocks)")
-    # `--version` filters by TLS version here: it takes over the program's --version flag
-    # (argparse's documented "resolve" conflict handling); `tlsprobe --version` still works.
-    p.conflict_handler = "resolve"
+    # `--version` prints the program's version, as in every command: the TLS version filter
+    # is --tls-version (cli.py turns the old `pcap --version VALUE` into a usage error).
     f = p.add_argument_group("filters (repeatable; comma-separated lists allowed)")
     f.add_argument("--host", action="append", metavar="ADDR|NAME[:PORT]",
                    help="either endpoint's address, or the SNI; with :PORT ([v6]:PORT) that "
@@ -80,7 +79,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     f.add_argument("--group", action="append", metavar="GROUP",
                    help="negotiated group (or the group a HelloRetryRequest asked for): "
                    "name, hex (0x001d) or decimal id as tshark shows it (29)")
-    f.add_argument("--version", "--tls-version", dest="tls_version", action="append",
+    f.add_argument("--tls-version", dest="tls_version", action="append",
                    metavar="VERSION",
                    help="negotiated version: 1.3, TLSv1.2, ssl3, 0x0303")
     f.add_argument("--no-quic", action="store_true", help="skip UDP (QUIC Initial packets)")

@@ -60,7 +60,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "TLS 1.2). Vulnerability checks read from the audit (no extra "
                    f"connection; they add the phases they read): {', '.join(DERIVED)}. "
                    f"Checks with connections of their own: {_active_help()}. Aliases: "
-                   f"{', '.join(ALIASES)} (all of a section; 'all' for every check)")
+                   f"{', '.join(ALIASES)} (all of a section; 'all' for every check). "
+                   "-NAME leaves a check or an alias out: all,-sct; -robot alone: the "
+                   "default without robot")
     w.add_argument("--groups-only", action="store_true", help="same as --checks groups (not "
                    "with another --checks)")
     w.add_argument("--extra-groups", metavar="LIST", default="", help="more group ids to try, "

@@ -77,10 +77,10 @@ def quic_report(report: AuditReport, options: AuditOptions) -> AuditReport:
     if report.error or groups == before:
         return report
     from tlsprobe.policy.checks import derive_checks
-    from tlsprobe.policy.findings import findings_for
+    from tlsprobe.policy.findings import with_findings
     active = tuple(c for c in report.check_results if c.method != "derived")
     report = replace(report, check_results=derive_checks(report) + active)
-    return replace(report, findings=findings_for(report, list(options.policies)))
+    return with_findings(report, list(options.policies))
 
 
 @dataclass(frozen=True)

@@ -204,7 +204,10 @@ class Finding:
     """One problem. `message` is for people (long lists are shortened with "and N more");
     `items` is the full list of what it is about (IANA names of suites, group names,
     version names, certificate subjects) for programs; `version` names the protocol version
-    the finding is about ("TLS 1.2"), or is None when it is not about one version."""
+    the finding is about ("TLS 1.2"), or is None when it is not about one version.
+    A finding a policy waives (its `waive` table) is listed in `AuditReport.waived` with the
+    policy's reason (`waiver`) and name (`waived_by`); those two JSON members are there only
+    on waived findings."""
 
     severity: str                   # info, low, medium, high, critical
     code: str                       # stable identifier, e.g. "version.not_allowed"
@@ -212,6 +215,12 @@ class Finding:
     policy: str = "builtin"
     items: tuple[str, ...] = ()
     version: str | None = None
+    waiver: str | None = None       # why it is accepted (only on a waived finding)
+    waived_by: str | None = None    # the policy that waives it
+
+    def json_shape(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name not in ("waiver", "waived_by") or self.waiver is not None}
 
 
 @dataclass(frozen=True)
@@ -230,6 +239,8 @@ class AuditReport:
                                                   # versions check, nothing to compare)
     findings: tuple[Finding, ...] = ()
     policies: tuple[str, ...] = ()
+    #: findings a policy waives (with the reason): not in `findings`, never fail --fail-on
+    waived: tuple[Finding, ...] = ()
     checks: tuple[str, ...] = ()
     connections: dict[str, int] = field(default_factory=dict)
     total_connections: int = 0

@@ -121,7 +121,7 @@ class ConnectionFilter:
         try:
             version_list = tuple(parse_version(v) for v in split(versions))
         except ValueError as exc:
-            raise ValueError(f"--version: {exc}") from None
+            raise ValueError(f"--tls-version: {exc}") from None
         return cls(tuple(parse_host(h) for h in split(hosts)), tuple(port_list),
                    tuple(s.lower() for s in split(snis)),
                    tuple(parse_group_id(g) for g in split(groups)), version_list)

@@ -52,10 +52,11 @@ def certificate_findings(report: AuditReport, now: datetime) -> list[Finding]:
     # last certificate of a longer chain.
     signed = [c for i, c in enumerate(chain)
               if not (i and i == len(chain) - 1 and c.issuer == c.subject)]
-    for weak, severity in (("md5", "critical"), ("sha1", "medium")):
+    for weak, severity, code in (("md5", "critical", "certificate.md5_signature"),
+                                 ("sha1", "medium", "certificate.sha1_signature")):
         bad = [c for c in signed if weak in c.signature_algorithm.lower().replace("-", "")]
         if bad:
-            add(severity, f"certificate.{weak}_signature", f"{len(bad)} certificate(s) signed "
+            add(severity, code, f"{len(bad)} certificate(s) signed "
                 f"with {weak.upper()}: " + names([f"{c.subject} ({c.signature_algorithm})"
                                                    for c in bad], 3),
                 tuple(c.subject for c in bad))

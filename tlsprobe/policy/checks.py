@@ -32,8 +32,8 @@ LEGACY = (TLS12, TLS11, TLS10, SSL30)           # versions with pre-TLS 1.3 suit
 ALL = (TLS13, *LEGACY)
 SMALL_BLOCK = frozenset({"3DES", "DES", "IDEA", "RC2"})   # 64-bit block ciphers
 
-__all__ = ["ALIASES", "DERIVED", "PREREQUISITES", "check_findings", "derive_checks",
-           "expand"]
+__all__ = ["ALIASES", "DERIVED", "OWN_FINDINGS", "PREREQUISITES", "check_findings",
+           "derive_checks", "expand"]
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ PREREQUISITES = {**{name: ("versions", "suites") for name in SUITE_CHECKS},
 #: `scan --checks` names that stand for several checks
 ALIASES = {"vulns": DERIVED}
 #: the findings of a vulnerable verdict no other finding covers: code, severity
-_OWN_FINDING = {"poodle": ("check.poodle", "high"), "beast": ("check.beast", "low")}
+OWN_FINDINGS = {"poodle": ("check.poodle", "high"), "beast": ("check.beast", "low")}
 
 
 def expand(names: tuple[str, ...]) -> tuple[str, ...]:
@@ -138,7 +138,7 @@ def _accepted(report: AuditReport, versions: tuple[int, ...],
 def _suite_check(report: AuditReport, name: str, spec: _SuiteCheck) -> CheckResult:
     hits = _accepted(report, spec.versions, spec.wants)
     if hits:
-        code, severity = _OWN_FINDING.get(name, (None, None))
+        code, severity = OWN_FINDINGS.get(name, (None, None))
         return CheckResult(name, spec.title, Verdict.vulnerable,
                            f"the server accepts {spec.what} ({len(hits)})", tuple(hits),
                            code=code, severity=severity)
@@ -255,7 +255,7 @@ def check_findings(results: tuple[CheckResult, ...]) -> list[Finding]:
     evidence."""
     out = []
     for r in results:
-        own = _OWN_FINDING.get(r.name) if r.method == "derived" else None
+        own = OWN_FINDINGS.get(r.name) if r.method == "derived" else None
         if own is None and r.code is not None and r.severity is not None:
             out.append(Finding(r.severity, r.code, f"{r.title}: {r.reason}",
                                items=r.evidence))

@@ -14,6 +14,7 @@ from tlsprobe.model.audit import (ORDER_CLIENT, AuditReport, DhParameters, Findi
                                   severity_rank)
 from tlsprobe.policy.certificate import certificate_findings, names
 from tlsprobe.policy.checks import check_findings
+from tlsprobe.policy.codes import check_of
 from tlsprobe.policy.load import Policy
 
 
@@ -39,7 +40,7 @@ def evaluate(report: AuditReport, policy: Policy) -> list[Finding]:
             name = registry.version_name(v)
             if v not in policy.versions:
                 add("version.not_allowed", f"{name} is enabled", [name], name,
-                    policy.severity.get("version.not_allowed", _version_severity(v)))
+                    policy.rated("version.not_allowed") or _version_severity(v))
         for v in policy.required_versions:
             name = registry.version_name(v)
             if v not in spoken and any(s.version.id == v and s.status == "not_supported"
@@ -242,21 +243,23 @@ def _inconclusive_findings(report: AuditReport) -> list[Finding]:
     return out
 
 
-#: the check (`scan --checks`) each finding code belongs to, by the code's first part
-CHECK_OF_CODE = {"version": "versions", "suite": "suites", "order": "suites",
-                 "group": "groups", "dh": "groups", "pq": "pq", "certificate": "cert"}
-
-
-def _check_of(code: str) -> str:
-    """The check a finding code belongs to: "check.NAME" to NAME (policy/checks.py),
-    others by CHECK_OF_CODE ("" when none: always kept)."""
-    area, _, rest = code.partition(".")
-    return rest if area == "check" else CHECK_OF_CODE.get(area, "")
-
-
 def findings_for(report: AuditReport, policies: list[Policy]) -> tuple[Finding, ...]:
+    """The findings `report` shows (see `judge`), the waived ones left out."""
+    return judge(report, policies)[0]
+
+
+def with_findings(report: AuditReport, policies: list[Policy]) -> AuditReport:
+    """`report` with its findings and its waived findings (see `judge`)."""
+    found, waived = judge(report, policies)
+    return dataclasses.replace(report, findings=found, waived=waived)
+
+
+def judge(report: AuditReport, policies: list[Policy]) -> tuple[tuple[Finding, ...],
+                                                                tuple[Finding, ...]]:
     """Built-in and policy findings of the checks the report was asked for (`checks`; all
-    when empty): versions probed only to plan other checks yield none of their own."""
+    when empty): versions probed only to plan other checks yield none of their own. Each
+    finding rated by the policies' `severity` tables and split off when a policy waives it
+    (`rate`): (findings, waived), each worst first."""
     asked = set(report.checks)
     if asked and "versions" not in asked:
         report = dataclasses.replace(report, versions=())
@@ -264,12 +267,35 @@ def findings_for(report: AuditReport, policies: list[Policy]) -> tuple[Finding, 
     for policy in policies:
         found += evaluate(report, policy)
     if asked:
-        found = [f for f in found if _check_of(f.code) in asked | {""}]
+        found = [f for f in found if check_of(f.code) in asked | {""}]
     # a check's findings go with the check's name, whatever their codes
     found += check_findings(tuple(r for r in report.check_results
                                   if not asked or r.name in asked))
-    unique = list(dict.fromkeys(found))
-    return tuple(sorted(unique, key=lambda f: -severity_rank(f.severity)))
+    rated = [rate(f, policies) for f in dict.fromkeys(found)]
+    unique = list(dict.fromkeys(rated))
+
+    def ordered(items: list[Finding]) -> tuple[Finding, ...]:
+        return tuple(sorted(items, key=lambda f: -severity_rank(f.severity)))
+    return (ordered([f for f in unique if f.waiver is None]),
+            ordered([f for f in unique if f.waiver is not None]))
+
+
+def rate(finding: Finding, policies: list[Policy]) -> Finding:
+    """`finding` as the policies have it. A policy's own finding already has the policy's
+    severity; a built-in finding (or a check's) takes the severity the policies' `severity`
+    tables give its code (the highest, when several name it). A finding is waived by its
+    own policy's `waive` table, a built-in one by any policy's (the first that names it)."""
+    mine = [p for p in policies if p.name == finding.policy] if finding.policy != "builtin" \
+        else policies
+    if finding.policy == "builtin":
+        ratings = [r for p in mine if (r := p.rated(finding.code)) is not None]
+        if ratings:
+            finding = dataclasses.replace(finding, severity=max(ratings, key=severity_rank))
+    for policy in mine:
+        reason = policy.waiver(finding.code)
+        if reason is not None:
+            return dataclasses.replace(finding, waiver=reason, waived_by=policy.name)
+    return finding
 
 
 def at_or_above(findings: tuple[Finding, ...], threshold: str) -> list[Finding]:

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from tlsprobe import registry
+from tlsprobe.errors import did_you_mean
 from tlsprobe.model.audit import SEVERITIES
+from tlsprobe.policy.codes import DEFAULT_SEVERITY, lookup, unknown_code
 
 ALIASES = {"modern": "mozilla-modern-6.0", "intermediate": "mozilla-intermediate-6.0",
            "old": "mozilla-old-5.7", "mozilla-modern": "mozilla-modern-6.0",
@@ -28,13 +30,11 @@ DEFAULT_POLICY = "intermediate"
 VERSION_NAMES = {"sslv3": 0x0300, "ssl 3.0": 0x0300, "tlsv1": 0x0301, "tls 1.0": 0x0301,
                  "tlsv1.0": 0x0301, "tlsv1.1": 0x0302, "tls 1.1": 0x0302, "tlsv1.2": 0x0303,
                  "tls 1.2": 0x0303, "tlsv1.3": 0x0304, "tls 1.3": 0x0304}
-# Outside the policy is medium (the policy is what the user asked to be held to); what a
-# policy only recommends (a group, the server's own order) is low. version.not_allowed:
-# see _version_severity.
-DEFAULT_SEVERITY = {"version.missing": "medium", "suite.not_allowed": "medium",
-                    "group.not_allowed": "medium", "group.missing": "low", "dh.too_small": "medium",
-                    "certificate.key_too_small": "medium",
-                    "certificate.type_not_allowed": "medium", "order.not_server": "low"}
+
+
+#: the certificate key types `certificate_types` may name (policy/findings.py compares the
+#: leaf's key type, model/describe.py's, lowercased; "EC ..." is "ecdsa")
+CERTIFICATE_TYPES = ("rsa", "ecdsa", "ed25519", "ed448", "dsa")
 
 
 class PolicyError(ValueError):
@@ -43,7 +43,7 @@ class PolicyError(ValueError):
 
 KEYS = {"name", "title", "source", "extends", "versions", "required_versions", "cipher_suites",
         "tls13_cipher_suites", "groups", "required_groups", "dh_min_bits", "rsa_min_bits",
-        "certificate_types", "server_preferred_order", "severity"}
+        "certificate_types", "server_preferred_order", "severity", "waive"}
 
 
 @dataclass(frozen=True)
@@ -64,9 +64,20 @@ class Policy:
     certificate_types: tuple[str, ...] | None = None
     server_preferred_order: bool | None = None
     severity: dict[str, str] = field(default_factory=dict)
+    #: finding code (or `AREA.*`) -> why it is accepted: such findings are listed as waived
+    waive: dict[str, str] = field(default_factory=dict)
 
     def sev(self, code: str) -> str:
-        return self.severity.get(code, DEFAULT_SEVERITY.get(code, "low"))
+        """The severity of this policy's finding `code` (its `severity` table first)."""
+        return lookup(self.severity, code) or DEFAULT_SEVERITY.get(code, "low")
+
+    def rated(self, code: str) -> str | None:
+        """The severity this policy's `severity` table gives `code` (None: not named)."""
+        return lookup(self.severity, code)
+
+    def waiver(self, code: str) -> str | None:
+        """The reason this policy waives `code` for (None: not waived)."""
+        return lookup(self.waive, code)
 
 
 def builtin_names() -> list[str]:
@@ -153,19 +164,30 @@ def _codes(data: dict[str, Any], key: str, where: str, parse: Any) -> list[int] 
 
 def parse_policy(data: dict[str, Any], where: str) -> Policy:
     """A policy from its parsed JSON/TOML table; `where` names it in error messages."""
-    unknown = set(data) - KEYS
+    unknown = sorted(set(data) - KEYS)
     if unknown:
-        raise PolicyError(f"policy {where}: unknown key(s) {', '.join(sorted(unknown))} "
-                         f"(known: {', '.join(sorted(KEYS))})")
-    severity = data.get("severity") or {}
-    if not isinstance(severity, dict) or any(v not in SEVERITIES for v in severity.values()):
-        raise PolicyError(f"policy {where}: 'severity' maps finding codes to one of "
-                         f"{', '.join(SEVERITIES)}")
+        hint = did_you_mean(unknown[0], KEYS) or f" (known: {', '.join(sorted(KEYS))})"
+        raise PolicyError(f"policy {where}: unknown key {unknown[0]!r}{hint}")
+    severity = _code_table(data, "severity", where)
+    bad = next((k for k, v in severity.items() if v not in SEVERITIES), None)
+    if bad is not None:
+        raise PolicyError(f"policy {where}: [severity] {bad!r}: {severity[bad]!r} is no "
+                         f"severity (one of {', '.join(SEVERITIES)})")
+    waive = _code_table(data, "waive", where)
+    bad = next((k for k, v in waive.items() if not isinstance(v, str) or not v.strip()), None)
+    if bad is not None:
+        raise PolicyError(f"policy {where}: [waive] {bad!r}: give the reason the finding is "
+                         "accepted, as a non-empty string")
     versions = _codes(data, "versions", where, None)
     suites = _codes(data, "cipher_suites", where, registry.parse_suite)
     suites13 = _codes(data, "tls13_cipher_suites", where, registry.parse_suite)
     groups = _codes(data, "groups", where, registry.parse_group)
     cert_types = _list(data, "certificate_types", where)
+    bad = next((t for t in cert_types or () if str(t).lower() not in CERTIFICATE_TYPES), None)
+    if bad is not None:
+        raise PolicyError(f"policy {where}: unknown certificate type {bad!r} in "
+                         f"'certificate_types'" + (did_you_mean(str(bad), CERTIFICATE_TYPES) or
+                                                   f" (one of {', '.join(CERTIFICATE_TYPES)})"))
     for key in ("dh_min_bits", "rsa_min_bits"):
         if data.get(key) is not None and not isinstance(data[key], int):
             raise PolicyError(f"policy {where}: '{key}' must be a number of bits")
@@ -181,4 +203,19 @@ def parse_policy(data: dict[str, Any], where: str) -> Policy:
         dh_min_bits=data.get("dh_min_bits"), rsa_min_bits=data.get("rsa_min_bits"),
         certificate_types=tuple(str(t).lower() for t in cert_types) if cert_types is not None
         else None, server_preferred_order=data.get("server_preferred_order"),
-        severity=dict(severity))
+        severity=dict(severity), waive={k: " ".join(v.split()) for k, v in waive.items()})
+
+
+def _code_table(data: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    """The table `key` (finding code -> value), every code checked against the registry of
+    finding codes (policy/codes.py): a typo is an error naming the closest codes."""
+    table = data.get(key)
+    if table is None:
+        return {}
+    if not isinstance(table, dict):
+        raise PolicyError(f"policy {where}: '{key}' must be a table of finding codes")
+    for code in table:
+        why = unknown_code(str(code))
+        if why is not None:
+            raise PolicyError(f"policy {where}: [{key}] {why}")
+    return dict(table)

@@ -31,7 +31,7 @@ from tlsprobe.model.audit import (AuditReport, GroupAudit, PqVerdict, SigalgAudi
                                   TrustCheck, VersionSupport)
 from tlsprobe.model.probe import Codepoint
 from tlsprobe.policy.checks import derive_checks
-from tlsprobe.policy.findings import findings_for
+from tlsprobe.policy.findings import with_findings
 from tlsprobe.policy.load import Policy
 
 ALL_CHECKS = ("versions", "groups", "pq", "suites", "sigalgs", "cert")
@@ -345,7 +345,7 @@ def _finish(report: AuditReport, run: _Run, started: float,
     if error is not None:
         return replace(report, error=f"{target.display}: {error[0]}", error_kind=error[1])
     report = replace(report, check_results=derive_checks(report) + report.check_results)
-    return replace(report, findings=findings_for(report, list(run.options.policies)))
+    return with_findings(report, list(run.options.policies))
 
 
 def trust_check(chain: list[bytes], hostname: str, cafile: str | None) -> TrustCheck:

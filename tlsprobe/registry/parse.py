@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from tlsprobe.errors import did_you_mean
+
 from .lookup import all_groups, all_signature_schemes, all_suites
 
 _HEX_RE = re.compile(r"(?:0x)?([0-9a-f]{1,4})", re.IGNORECASE)
@@ -86,8 +88,10 @@ def parse_group(text: str) -> int:
     if code is None:
         code = _parse_hex(t)
     if code is None:
-        raise ValueError(f"unknown group {t!r} (use an IANA name like x25519, an alias like "
-                         f"P-256, or a hex code point like 0x001d)")
+        names = [n for g in all_groups() for n in (g.name, *g.aliases)]
+        raise ValueError(f"unknown group {t!r}" + (did_you_mean(t, names) or
+                         " (use an IANA name like x25519, an alias like P-256, or a hex code "
+                         "point like 0x001d)"))
     return code
 
 
@@ -100,9 +104,9 @@ def parse_suite(text: str) -> int:
             return _SUITE_INDEX[candidate]
     code = _parse_hex(t, pairs=True)
     if code is None:
-        raise ValueError(f"unknown cipher suite {t!r} (use an IANA name like "
-                         f"TLS_AES_128_GCM_SHA256, an OpenSSL name like "
-                         f"ECDHE-RSA-AES128-GCM-SHA256, or hex like 0x1301)")
+        raise ValueError(f"unknown cipher suite {t!r}" + (did_you_mean(t, _SUITE_INDEX) or
+                         " (use an IANA name like TLS_AES_128_GCM_SHA256, an OpenSSL name "
+                         "like ECDHE-RSA-AES128-GCM-SHA256, or hex like 0x1301)"))
     return code
 
 
@@ -123,7 +127,8 @@ def parse_sigscheme(text: str) -> int:
     if code is None:
         code = _parse_hex(t)
     if code is None:
-        raise ValueError(f"unknown signature scheme {t!r} (use an IANA name like "
-                         f"rsa_pss_rsae_sha256, an OpenSSL name like RSA+SHA256, or hex "
-                         f"like 0x0804)")
+        names = [s.name for s in all_signature_schemes()]
+        raise ValueError(f"unknown signature scheme {t!r}" + (did_you_mean(t, names) or
+                         " (use an IANA name like rsa_pss_rsae_sha256, an OpenSSL name like "
+                         "RSA+SHA256, or hex like 0x0804)"))
     return code

@@ -219,7 +219,7 @@ def findings_section(r: AuditReport, full: bool = False) -> RenderableType:
     """The findings; a message that names only the first items ("and N more") is followed,
     with `full`, by the whole list (`Finding.items`)."""
     if not r.findings:
-        return Group(_title("Findings"), _text("none"))
+        return Group(_title("Findings"), _text("none"), *waived_section(r, full))
     table = _table("Severity", "Finding", "Policy", "Code")
     for f in r.findings:
         message = _text(f.message)
@@ -228,7 +228,21 @@ def findings_section(r: AuditReport, full: bool = False) -> RenderableType:
         _row(table, _text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")), message,
              f.policy, f.code)
     return Group(_title(f"Findings ({', '.join(r.policies) or 'built-in checks only'})"), table,
-                 _text(""))
+                 *waived_section(r, full), _text(""))
+
+
+def waived_section(r: AuditReport, full: bool = False) -> list[RenderableType]:
+    """The findings a policy waives, each with the policy's reason (none: nothing)."""
+    if not r.waived:
+        return []
+    table = _table("Severity", "Finding", "Code", "Waived by", "Reason")
+    for f in r.waived:
+        message = _text(f.message)
+        if full and CUT.search(f.message) and f.items:
+            message.append("\n" + shown(f"all {len(f.items)}: {', '.join(f.items)}"))
+        _row(table, f.severity, message, f.code, f.waived_by or "", f.waiver or "")
+    return [_text(""), _title(f"Waived findings ({len(r.waived)}: not counted for --fail-on)"),
+            table]
 
 
 def connections_line(r: AuditReport) -> str:
@@ -296,6 +310,7 @@ def summary_lines(reports: list[AuditReport], code: int, reason: str) -> list[st
 
 
 def render_summary(reports: list[AuditReport], code: int, reason: str, out: IO[str]) -> None:
+    from tlsprobe.report.console import Console   # a closed stdout: BrokenPipeError
     console = Console(file=out, highlight=False, soft_wrap=False,
                       width=None if out.isatty() else 120)
     console.print(_title("Summary"))
@@ -305,6 +320,7 @@ def render_summary(reports: list[AuditReport], code: int, reason: str, out: IO[s
 
 def render_audit(r: AuditReport, out: IO[str], width: int | None = None,
                  full: bool = False) -> None:
+    from tlsprobe.report.console import Console   # a closed stdout: BrokenPipeError
     console = Console(file=out, highlight=False, soft_wrap=False,
                       width=width or (None if out.isatty() else 120))
     for part in audit_renderables(r, full):

@@ -11,12 +11,14 @@ findings, the groups or the suites of every target):
     127.0.0.1:4433,signature_scheme,TLS 1.3,1,rsa_pss_rsae_sha256,0x0804,supported,,
     127.0.0.1:4433,check,,,heartbleed,check.heartbleed,not vulnerable,,<reason>
     127.0.0.1:4433,finding,TLS 1.2,,<message>,version.not_allowed,,medium,<all items>
+    127.0.0.1:4433,waived,,,<message>,check.sct,<waiving policy>,low,<the policy's reason>
     127.0.0.1:4433,error,,,,,network,,<error>
 
 `rank` is the place in the server's order (groups, suites, signature schemes: the order the
 text view lists); `status` supported / not_supported / inconclusive for versions and groups
 (a group the audit could not establish is a row with status inconclusive), a verdict for a
-check. Findings keep their whole item list in `detail` (joined with ", ").
+check. Findings keep their whole item list in `detail` (joined with ", "); a finding a
+policy waives is a `waived` row with that policy in `status` and its reason in `detail`.
 
 `pcap --csv`: one row per connection with the columns of the connection table, the capture
 file first (`File,#,Client,Server,SNI,Version,Cipher suite,Group,Key S/C,ALPN,JA4`); a
@@ -100,6 +102,9 @@ def scan_rows(r: AuditReport) -> list[tuple[object, ...]]:
     for f in r.findings:
         rows.append(("finding", f.version, None, f.message, f.code, f.policy, f.severity,
                      ", ".join(f.items)))
+    for f in r.waived:      # status: the policy that waives it; detail: its reason
+        rows.append(("waived", f.version, None, f.message, f.code, f.waived_by, f.severity,
+                     f.waiver))
     if r.error:
         rows.append(("error", None, None, None, None, r.error_kind, None, r.error))
     return rows

@@ -275,6 +275,20 @@ def findings_html(r: AuditReport) -> str:
                                                raw=True)
 
 
+def waived_html(r: AuditReport) -> str:
+    """The findings a policy waives, each with the policy's reason ("" when none)."""
+    if not r.waived:
+        return ""
+    rows = []
+    for f in r.waived:
+        items = f'<div class="items">all {len(f.items)}: {_e(", ".join(f.items))}</div>' \
+            if f.items else ""
+        rows.append((_e(f.severity), _e(f.message) + items, _e(f.code), _e(f.waived_by or ""),
+                     _e(f.waiver or "")))
+    return (f"<h3>Waived findings ({len(r.waived)}: not counted for --fail-on)</h3>\n"
+            + _table(("Severity", "Finding", "Code", "Waived by", "Reason"), rows, raw=True))
+
+
 def _connections_line(r: AuditReport) -> str:
     parts = ", ".join(f"{phase} {n}" for phase, n in r.connections.items() if n)
     retries = f"; {r.retries} retries after a reset or timeout" if r.retries else ""
@@ -313,6 +327,7 @@ def audit_html(r: AuditReport) -> str:
     elif r.trust is not None:
         out += "<h3>Certificate chain</h3>\n" + trust_html(r)
     out += checks_html(r) + consistency_html(r) + findings_html(r)
+    out += waived_html(r)
     out += _p(_connections_line(r), "muted")
     if r.error:
         out += _p(f"Error: {r.error}", "error")

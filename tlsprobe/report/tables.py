@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from typing import IO
 
-from rich.console import Console
+from tlsprobe.report.console import Console
 from rich.table import Table
 from rich.text import Text
 

@@ -121,7 +121,7 @@ def timing_table(report: TimingReport) -> RenderableType:
 
 def _minimum_width(renderable: RenderableType) -> int:
     """The narrowest console that shows the table's figures whole (the label may wrap)."""
-    from rich.console import Console
+    from tlsprobe.report.console import Console
     from rich.table import Table
     console = Console(file=io.StringIO(), width=1000)
     tables = [r for r in getattr(renderable, "renderables", [renderable]) if isinstance(r, Table)]
@@ -130,7 +130,7 @@ def _minimum_width(renderable: RenderableType) -> int:
 
 def render_timing(report: TimingReport, out: IO[str], width: int | None = None) -> None:
     """Rich on a terminal; elsewhere plain lines (120 columns) without trailing blanks."""
-    from rich.console import Console
+    from tlsprobe.report.console import Console
     renderable = timing_table(report)
     needed = _minimum_width(renderable)
     if out.isatty():

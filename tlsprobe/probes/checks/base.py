@@ -138,7 +138,13 @@ class CheckContext:
 
     def result(self, verdict: Verdict, reason: str, evidence: tuple[str, ...] = (), *,
                code: str | None = None, severity: str | None = None) -> CheckResult:
-        """This check's result, with its connection count so far."""
+        """This check's result, with its connection count so far. A finding's code is always
+        `check.` + the check's name (policy/codes.py registers every code so: a policy can
+        re-rate or waive it); another `code` is a bug."""
+        if code is not None and code != f"check.{self.name}":
+            raise ValueError(f"finding code {code!r} of check {self.name!r} is not "
+                             f"'check.{self.name}'")
+        code = f"check.{self.name}" if severity is not None else None
         return CheckResult(self.name, self.title, verdict, reason, evidence, method="active",
                            connections=self.connections(), category=self.category,
                            code=code, severity=severity)

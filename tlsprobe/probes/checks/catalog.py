@@ -1,13 +1,9 @@
-"""The checks `scan --checks` knows beyond the audit phases, by name: pure data (it imports
-nothing), so that building scan's parser and its --help stays cheap.
+"""The checks `scan --checks` knows beyond the audit phases, by name (the data itself is in
+model/check_catalog.py, which imports nothing, so that building scan's parser and its --help
+stays cheap and every layer may read it; re-exported here).
 
-Two kinds. Derived checks (policy/checks.py) are read off what the audit enumerated and make
-no connection; their names are written out here and a test checks them against
-policy/checks.py's DERIVED. Active checks make connections of their own: each entry names
-its report section, the module under tlsprobe/probes/checks/ whose `CHECK` runs it, the
-audit phases it reads (the versions the server speaks, its suites), and whether it can hurt
-a server (bounded, and listed as such in --help so that a user can leave it out).
-Aliases stand for several checks: `audit` (the key-exchange audit's phases), `vulns`,
+Two kinds: derived checks (policy/checks.py, no connection) and active checks (connections
+of their own, tlsprobe/probes/checks/), see model/check_catalog.py. Aliases stand for several checks: `audit` (the key-exchange audit's phases), `vulns`,
 `hygiene`, `tolerance`, `http`, `certs`, `all` (every check). `scan`'s default is the audit
 and every check (DEFAULT), as testssl.sh and sslyze run everything unless told otherwise.
 `resolve` turns the names a user gave into the audit's list (shared by scan, survey and the
@@ -17,105 +13,45 @@ Python API).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+
+from tlsprobe.model.check_catalog import (ACTIVE, ALIASES, DEFAULT, DERIVED, PHASES, Entry,
+                                          expand_aliases)
 
 __all__ = ["ACTIVE", "ALIASES", "DEFAULT", "DERIVED", "Entry", "PHASES", "expand_aliases",
            "resolve"]
 
 
-class Entry(NamedTuple):
-    """One active check: report section (model/checks.py CATEGORIES), module name under
-    tlsprobe.probes.checks, audit phases it reads, whether it can hurt a server."""
-
-    category: str
-    module: str
-    needs: tuple[str, ...] = ("versions",)
-    harmful: bool = False
-
-
-#: the key-exchange audit's phases, in their order (the `audit` alias)
-PHASES = ("versions", "groups", "pq", "suites", "sigalgs", "cert")
-#: what the certificate checks read besides the versions: the `cert` phase (the chain shown
-#: and its trust verdict, whichever version the server speaks)
-CHAIN = ("versions", "cert")
-#: what `scan` runs when --checks is not given
-DEFAULT = ("audit", "all")
-
-#: vulnerability checks read from the audit (policy/checks.py DERIVED), in report order
-DERIVED = ("poodle", "freak", "logjam", "dh", "rc4", "sweet32", "beast", "null", "anon")
-
-#: active checks, in report order within their section
-ACTIVE: dict[str, Entry] = {
-    "fallback": Entry("vulnerability", "fallback"),
-    "heartbleed": Entry("vulnerability", "heartbleed", harmful=True),
-    "ccs": Entry("vulnerability", "ccs"),
-    "ticketbleed": Entry("vulnerability", "ticketbleed"),
-    "resumption": Entry("hygiene", "resumption"),
-    "early_data": Entry("hygiene", "early_data"),
-    "ocsp_stapling": Entry("hygiene", "ocsp_stapling"),
-    "ems": Entry("hygiene", "ems"),
-    "etm": Entry("hygiene", "etm"),
-    "large_hello": Entry("tolerance", "large_hello"),
-    "split_record": Entry("tolerance", "split_record"),
-    "split_segment": Entry("tolerance", "split_segment"),
-    "grease": Entry("tolerance", "grease"),
-    "unknown_version": Entry("tolerance", "unknown_version"),
-    "tls13_intolerance": Entry("tolerance", "tls13_intolerance"),
-    "hsts": Entry("http", "hsts"),
-    "breach": Entry("http", "http_compression"),
-    "server_banner": Entry("http", "server_banner"),
-    "cert_lifetime": Entry("certificate", "cert_lifetime", needs=CHAIN),
-    "sct": Entry("certificate", "sct", needs=CHAIN),
-    "key_usage": Entry("certificate", "key_usage", needs=CHAIN),
-    "must_staple": Entry("certificate", "must_staple", needs=CHAIN),
-    "compression": Entry("vulnerability", "compression"),
-    "client_renegotiation": Entry("vulnerability", "client_renegotiation", harmful=True),
-    "robot": Entry("vulnerability", "robot", needs=("versions", "suites"), harmful=True),
-    "sslv2": Entry("vulnerability", "sslv2"),
-    "renegotiation": Entry("hygiene", "renegotiation"),
-    "downgrade_sentinel": Entry("hygiene", "downgrade_sentinel"),
-}
-
-_BY_CATEGORY = {"vulns": "vulnerability", "hygiene": "hygiene", "tolerance": "tolerance",
-                "http": "http", "certs": "certificate"}
-
-
-def _aliases() -> dict[str, tuple[str, ...]]:
-    out = {alias: tuple(n for n, e in ACTIVE.items() if e.category == category)
-           for alias, category in _BY_CATEGORY.items()}
-    out["vulns"] = DERIVED + out["vulns"]
-    out["all"] = DERIVED + tuple(ACTIVE)
-    out["audit"] = PHASES
-    return out
-
-
-#: alias -> the checks it stands for
-ALIASES: dict[str, tuple[str, ...]] = _aliases()
-
-
-def expand_aliases(names: tuple[str, ...]) -> tuple[str, ...]:
-    """`names` with each alias replaced by its checks (in order, each once)."""
-    out: list[str] = []
-    for name in names:
-        out += ALIASES.get(name, (name,))
-    return tuple(dict.fromkeys(out))
-
-
 def resolve(names: Sequence[str], option: str = "--checks") -> tuple[str, ...]:
     """Check names as a user gives them (aliases allowed) -> the audit's checks, in their
-    order, with the phases the derived and active checks read. A name that is not known is
-    a UsageError naming `option` and every known name."""
-    from tlsprobe.errors import UsageError
+    order, with the phases the derived and active checks read. `-NAME` leaves a check (or
+    an alias's checks) out: `all,-sct`; exclusions alone start from DEFAULT (`-robot`: the
+    default run without robot). A name that is not known is a UsageError naming `option`
+    and the closest known names; so is excluding a phase another asked check reads, or
+    leaving nothing."""
+    from tlsprobe.errors import UsageError, did_you_mean
     items = [n.strip().lower() for n in names if n.strip()]
     known = PHASES + DERIVED + tuple(ACTIVE) + tuple(ALIASES)
-    bad = [n for n in items if n not in known]
-    if bad or not items:
-        raise UsageError(f"{option}: unknown check {bad[0] if bad else '(empty)'!r} "
-                         f"(known: {', '.join(known)})")
+    plus = [n for n in items if not n.startswith("-")]
+    minus = [n[1:].strip() for n in items if n.startswith("-")]
+    bad = next((n for n in plus + minus if n not in known), None)
+    if bad is not None or not items:
+        hint = did_you_mean(bad, known) if bad else ""
+        raise UsageError(f"{option}: unknown check {bad if bad else '(empty)'!r}"
+                         f"{hint or ' (known: ' + ', '.join(known) + ')'}")
     from tlsprobe.policy.checks import expand   # the phases each derived check reads
-    named = expand_aliases(tuple(items))
+    left_out = set(expand_aliases(tuple(minus)))
+    named = tuple(n for n in expand_aliases(tuple(plus or DEFAULT)) if n not in left_out)
+    if not named:
+        raise UsageError(f"{option}: {','.join(items)} leaves no check to run")
     wanted = set(expand(named))
     for name in named:
         if name in ACTIVE:
             wanted.update(ACTIVE[name].needs)
+    needed = [n for n in PHASES if n in left_out and n in wanted]
+    if needed:
+        users = [n for n in named if n != needed[0] and needed[0] in
+                 (set(expand((n,))) | set(ACTIVE[n].needs if n in ACTIVE else ()))]
+        raise UsageError(f"{option}: -{needed[0]} cannot be left out: "
+                         f"{', '.join(users[:6])}{' and more' if len(users) > 6 else ''} "
+                         "read it (leave them out too)")
     return tuple(c for c in PHASES + DERIVED + tuple(ACTIVE) if c in wanted)
