@@ -294,3 +294,15 @@ def test_vsftpd_max_per_ip(daemon: DaemonFactory, run_cli: Cli) -> None:
     spoken = {v["version"]["name"]: v["status"] for v in report["versions"]}
     assert "inconclusive" not in spoken.values(), report["versions"]
     assert spoken["TLS 1.3"] == "supported"
+
+
+def test_timing_asks_again_after_a_temporary_refusal(busy_server: Callable[..., Busy],
+                                                     run_cli: Cli) -> None:
+    """`--timing` opens a connection per handshake; its first ones refused with 421, it asks
+    again and times the handshakes as usual."""
+    server = busy_server("smtp-421", refusals=2)
+    res = run_cli(f"127.0.0.1:{server.port}", "--timing", "--starttls", "smtp", "--timeout",
+                  "5", "--timing-runs", "2", "--timing-warmup", "0", "--timing-groups",
+                  "x25519", "--timing-versions", "1.3", "--json", timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert server.refused == 2 and server.handshakes >= 3

@@ -43,8 +43,8 @@ from tlsprobe.net.tcp import Target
 from tlsprobe.net.transport import (AsyncConnector, AsyncTransport, Connector, Recorder,
                                     Segment, Transport)
 
-__all__ = ["AsyncStartTlsConnector", "Backoff", "StartTlsConnector", "StartTlsSpec",
-           "arun_preamble", "choose_protocol", "hold_preamble", "info_of"]
+__all__ = ["BACKOFF", "AsyncStartTlsConnector", "Backoff", "StartTlsConnector", "StartTlsSpec",
+           "arun_preamble", "choose_protocol", "gave_up", "hold_preamble", "info_of"]
 
 #: failures that are the server's answer, the same on every connection (not retried)
 _DEFINITE = (Problem.NOT_OFFERED, Problem.REFUSED, Problem.WRONG_PROTOCOL, Problem.TOO_LONG,
@@ -76,7 +76,7 @@ class Backoff:
 BACKOFF = Backoff()
 
 
-def _gave_up(exc: StartTlsError, attempts: int, start: float) -> StartTlsError:
+def gave_up(exc: StartTlsError, attempts: int, start: float) -> StartTlsError:
     """The last temporary refusal, with how long it was asked (one line, exit 3)."""
     if attempts <= 1:
         said = "not asked again: no time left"
@@ -200,7 +200,7 @@ class StartTlsConnector:
                     raise
                 pause = self.backoff.pause(attempts)
                 if not self.backoff.allows(start, end, pause):
-                    raise _gave_up(exc, attempts, start) from None
+                    raise gave_up(exc, attempts, start) from None
                 time.sleep(pause)
 
     def _once(self, target: Target, deadline: float) -> Transport:
@@ -271,7 +271,7 @@ class AsyncStartTlsConnector:
                 if self.backoff.allows(start, deadline, pause):
                     await asyncio.sleep(pause)
                     continue
-                final = _gave_up(exc, attempts, start)
+                final = gave_up(exc, attempts, start)
                 if target.display not in self._reached:   # every answer so far: not now
                     self._failed.setdefault(target.display, final)
                 raise final from None
