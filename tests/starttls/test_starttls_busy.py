@@ -100,8 +100,9 @@ SCRIPTS: dict[str, tuple[str, list[Step], list[Step], str]] = {
 @dataclass
 class Busy:
     """A scripted server: the first `refusals` connections (or, with `concurrent`, any
-    connection while that many others are open) get the busy script, the others the
-    accepting one and then a TLS handshake (Python's ssl module)."""
+    connection while that many others are open; with `after`, every connection after the
+    first `after`) get the busy script, the others the accepting one and then a TLS
+    handshake (Python's ssl module)."""
 
     port: int
     connections: int = 0
@@ -132,7 +133,8 @@ def busy_server(certs: CertSet) -> Iterator[Callable[..., Busy]]:
                     raise ConnectionError("client closed")
                 buf += chunk
 
-    def start(case: str, refusals: int = 10 ** 6, concurrent: int = 0) -> Busy:
+    def start(case: str, refusals: int = 10 ** 6, concurrent: int = 0,
+              after: int = 0) -> Busy:
         _, busy_steps, ok_steps, _ = SCRIPTS[case]
         listener = socket.create_server(("127.0.0.1", 0))
         listener.settimeout(0.2)
@@ -146,7 +148,7 @@ def busy_server(certs: CertSet) -> Iterator[Callable[..., Busy]]:
                 state.connections += 1
                 open_now[0] += 1
                 refuse = open_now[0] > concurrent if concurrent else \
-                    state.connections <= refusals
+                    state.connections > after if after else state.connections <= refusals
                 state.refused += refuse
             try:
                 if refuse:
@@ -306,3 +308,25 @@ def test_timing_asks_again_after_a_temporary_refusal(busy_server: Callable[..., 
                   "x25519", "--timing-versions", "1.3", "--json", timeout=60)
     assert res.returncode == 0, res.stderr
     assert server.refused == 2 and server.handshakes >= 3
+
+
+def test_scan_stops_asking_a_server_that_closed_its_door(busy_server: Callable[..., Busy],
+                                                         run_cli: Cli) -> None:
+    """A rate limit: the first connection goes through, every later one gets 421. Once three
+    audit connections in a row have used up their attempts, the rest of the audit gets that
+    answer at once (each would otherwise ask for its whole --timeout): what was established
+    stays, the rest is inconclusive with the server's reply."""
+    server = busy_server("smtp-421", after=1)
+    res = run_cli("scan", f"127.0.0.1:{server.port}", "--starttls", "smtp", "--checks",
+                  "versions,groups,suites,sigalgs", "--json", "--no-progress", "--no-policy",
+                  "--timeout", "1",
+                  timeout=120)
+    assert "Traceback" not in res.stderr, res.stderr
+    report = json.loads(res.stdout)
+    statuses = {v["version"]["name"]: (v["status"], v["detail"]) for v in report["versions"]}
+    assert any(status == "inconclusive" and "refused the session temporarily" in detail
+               for status, detail in statuses.values()), statuses
+    # 1 accepted, then the three in a row that gave up and at most two others in flight
+    # beside them (--per-host 3), each asking at most twice within --timeout 1 (asking on,
+    # the audit made 23)
+    assert server.connections <= 1 + (3 + 2) * 2, server.connections

@@ -21,7 +21,8 @@ again on a fresh connection, with exponential backoff (`Backoff`), while the con
 time allows; still refused, it is the error of that connection (exit 3, like a refused or
 timed-out connection: the server is unavailable for now), the attempts and the time said.
 In a scan, a target that refused every connection so far that way keeps that answer (its
-later connections fail at once); one that has let a preamble through before goes on asking.
+later connections fail at once); one that has let a preamble through before goes on asking,
+until GIVE_UP connections in a row have given up.
 """
 
 from __future__ import annotations
@@ -74,6 +75,10 @@ class Backoff:
 
 
 BACKOFF = Backoff()
+#: audit connections of a target that, in a row, gave up on temporary refusals after its
+#: preamble went through before: then the target is taken for unavailable (the rest of its
+#: audit fails at once instead of each connection asking for seconds)
+GIVE_UP = 3
 
 
 def gave_up(exc: StartTlsError, attempts: int, start: float) -> StartTlsError:
@@ -256,6 +261,7 @@ class AsyncStartTlsConnector:
         self.records: dict[str, PreambleRecord] = {}
         self._failed: dict[str, StartTlsError] = {}
         self._reached: set[str] = set()   # targets whose preamble reached TLS at least once
+        self._given_up: dict[str, int] = {}   # connections in a row that gave up, by target
 
     async def __call__(self, target: Target, deadline: float) -> AsyncTransport:
         start = time.monotonic()
@@ -272,7 +278,11 @@ class AsyncStartTlsConnector:
                     await asyncio.sleep(pause)
                     continue
                 final = gave_up(exc, attempts, start)
-                if target.display not in self._reached:   # every answer so far: not now
+                row = self._given_up[target.display] = self._given_up.get(target.display,
+                                                                          0) + 1
+                # every answer so far "not now", or GIVE_UP connections in a row gave up:
+                # the later connections get this answer at once
+                if target.display not in self._reached or row >= GIVE_UP:
                     self._failed.setdefault(target.display, final)
                 raise final from None
 
@@ -303,4 +313,5 @@ class AsyncStartTlsConnector:
         if target.display not in self._reached:   # the first that reached TLS over refusals
             self.records[target.display] = record
         self._reached.add(target.display)
+        self._given_up[target.display] = 0
         return transport
