@@ -212,6 +212,12 @@ CASES = [  # id, protocol, transcript, problem (None: ready), text the message m
         ("C", SSL_REQUEST), ("S", pg_error(b"SFATAL\x00C57P03\x00Mthe database system is "
                                            b"starting up\x00\x00"))],
      Problem.BUSY, "refused SSLRequest temporarily: '57P03'"),
+    ("postgres-fork-failure", "postgres", [
+        ("C", SSL_REQUEST),
+        ("S", b"Ecould not fork new process for connection: Resource temporarily unavailable"
+              b"\n\x00")],
+     Problem.BUSY, "postgres: the server refused the connection temporarily: 'could not fork "
+     "new process for connection: Resource temporarily unavailable'"),
     ("postgres-smtp-server", "postgres", [("C", SSL_REQUEST), ("S", b"220 mx ESMTP\r\n")],
      Problem.WRONG_PROTOCOL, "not speaking postgres: it sent an SMTP or FTP banner"),
     ("mysql-refused", "mysql", [("S", mysql_error(1130, b"Host '10.1.1.1' is not allowed"))],

@@ -7,7 +7,7 @@ another protocol as soon as the first bytes cannot be its own. Temporary refusal
 disconnection (the server shutting down, RFC 4511 4.4.1; slapd answers a StartTLS it cannot
 serve, a lasting state, with 52 too, so there it is final),
 PostgreSQL SQLSTATE class 53 (insufficient resources: too many connections) and 57P01-57P03
-(shutting down, starting up), MySQL/MariaDB errors 1040 (too many connections), 1041 (out of
+(shutting down, starting up) and the postmaster's plain-text "could not fork" answer, MySQL/MariaDB errors 1040 (too many connections), 1041 (out of
 resources), 1053 (shutting down), 1135 (no thread) and 1203 (user connection limit).
 """
 
@@ -17,7 +17,7 @@ import re
 import struct
 from collections.abc import Callable, Generator
 
-from tlsprobe.net.starttls_base import (Context, Dialogue, Exact, Note, PreambleFailure,
+from tlsprobe.net.starttls_base import (Context, Dialogue, Exact, Line, Note, PreambleFailure,
                                         Problem, Request, Send, busy, not_speaking, quote)
 
 MAX_PACKET = 16384
@@ -135,6 +135,11 @@ def postgres(ctx: Context) -> Dialogue:
         head = yield Exact(4, "the error message", record=False)
         size = struct.unpack("!I", head)[0]
         if not 4 < size <= MAX_PACKET:
+            if re.fullmatch(rb"[ -~]{4}", head):
+                # the postmaster's own "E<text>\n" when it cannot fork a backend for the
+                # connection (report_fork_failure_to_client): a resource shortage, for now
+                rest = yield Line("the error message")
+                raise busy("postgres", "the connection", head + rest.rstrip(b"\x00"))
             raise not_speaking("postgres", answer + head)
         body = yield Exact(size - 4, "the error message", lambda b: f"ErrorResponse "
                            f"({len(b) + 5} bytes)")
