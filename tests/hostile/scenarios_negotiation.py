@@ -40,17 +40,47 @@ P256_ARGS = ("--groups", "secp256r1:x25519", "--key-shares", "secp256r1")
 
 # -- choices the client never offered ------------------------------------------------------
 @scenario("TLS 1.2 ServerHello with RC4-MD5, never offered", EXIT_PROTOCOL,
-          r"cipher suite .*0x0004.* not offered")
+          r"cipher suite .*0x0004.* not offered \(protocol violation, RFC 5246 7\.4\.1\.3")
 async def suite_not_offered_12(conn: Conn) -> None:
     ch = await conn.client_hello()
     await _flight_then_hold(conn, server_hello_12(ch, suite=0x0004))
 
 
 @scenario("TLS 1.3 ServerHello with TLS_AES_128_CCM_8_SHA256, never offered", EXIT_PROTOCOL,
-          r"cipher suite .*0x1305.* not offered")
+          r"cipher suite .*0x1305.* not offered \(protocol violation, RFC 8446 4\.1\.3")
 async def suite_not_offered_13(conn: Conn) -> None:
     ch = await conn.client_hello()
     await _flight_then_hold(conn, server_hello_13(ch, suite=0x1305))
+
+
+# -- a suite the client offered, but not for the version the server selects ----------------
+@scenario("TLS 1.2 ServerHello choosing TLS_AES_128_GCM_SHA256 (a TLS 1.3 suite the hello "
+          "offered)", EXIT_PROTOCOL,
+          r"TLS 1\.2 ServerHello chose TLS_AES_128_GCM_SHA256 \(0x1301\), a TLS 1\.3 cipher "
+          r"suite \(protocol violation, RFC 8446 B\.4")
+async def tls13_suite_in_tls12(conn: Conn) -> None:
+    ch = await conn.client_hello()
+    random = os.urandom(32)
+    await _flight_then_hold(conn, server_hello_12(ch, suite=0x1301, random=random),
+                            certificate_12([identity().der]), ske_ecdhe(ch, random),
+                            server_hello_done())
+
+
+@scenario("TLS 1.3 ServerHello choosing ECDHE-ECDSA-AES128-GCM-SHA256 (a TLS 1.2 suite the "
+          "hello offered)", EXIT_PROTOCOL,
+          r"TLS 1\.3 ServerHello chose .*0xc02b\), a TLS 1\.2 \(or earlier\) cipher suite "
+          r"\(protocol violation, RFC 8446 B\.4")
+async def tls12_suite_in_tls13(conn: Conn) -> None:
+    ch = await conn.client_hello()
+    await _flight_then_hold(conn, server_hello_13(ch, suite=0xC02B))
+
+
+@scenario("HelloRetryRequest choosing ECDHE-ECDSA-AES128-GCM-SHA256 (a TLS 1.2 suite)",
+          EXIT_PROTOCOL, r"HelloRetryRequest chose .*0xc02b\), a TLS 1\.2 \(or earlier\) "
+          r"cipher suite \(protocol violation, RFC 8446 B\.4", args=P256_ARGS)
+async def tls12_suite_in_hrr(conn: Conn) -> None:
+    ch = await conn.client_hello()
+    await _flight_then_hold(conn, hello_retry_request(ch, group=X25519, suite=0xC02B))
 
 
 @scenario("selects TLS 1.1 in supported_versions", EXIT_PROTOCOL,

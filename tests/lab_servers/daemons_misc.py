@@ -14,10 +14,13 @@ from lab_servers.daemons import (Launch, Recipe, copy_identity, free_ports, hand
                                  traversable)
 
 
-def vsftpd(workdir: Path, certs: CertSet, *, starttls: bool = True, kind: str = "rsa") -> Launch:
+def vsftpd(workdir: Path, certs: CertSet, *, starttls: bool = True, kind: str = "rsa",
+           max_per_ip: int = 0) -> Launch:
     """vsftpd on a free port; `starttls` False: ssl_enable=NO (no AUTH TLS in FEAT). It has
     no group option: vsftpd 3.0.3 sets P-256 as its one ECDHE group in the code (not
-    OpenSSL's default list), which its group audit must find."""
+    OpenSSL's default list), which its group audit must find. `max_per_ip` N > 0: a client
+    address with N connections open gets "421 There are too many connections from your
+    internet address." on the next (a temporary refusal)."""
     binary = require("/usr/sbin/vsftpd", "vsftpd")
     cert, key, _ = copy_identity(certs, kind, workdir / "tls")
     empty = workdir / "empty"
@@ -29,7 +32,7 @@ def vsftpd(workdir: Path, certs: CertSet, *, starttls: bool = True, kind: str = 
              "background=NO", "anonymous_enable=NO", "local_enable=YES",
              f"secure_chroot_dir={empty}", "seccomp_sandbox=NO", f"vsftpd_log_file={log}",
              "xferlog_enable=YES", "pasv_enable=NO", "pam_service_name=vsftpd",
-             f"ssl_enable={'YES' if starttls else 'NO'}"]
+             f"ssl_enable={'YES' if starttls else 'NO'}", f"max_per_ip={max_per_ip}"]
     if starttls:
         lines += [f"rsa_cert_file={cert}", f"rsa_private_key_file={key}", "ssl_tlsv1=NO",
                   "ssl_sslv2=NO", "ssl_sslv3=NO", "require_ssl_reuse=NO"]

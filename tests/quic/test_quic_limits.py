@@ -56,7 +56,7 @@ def test_one_retry_is_followed_and_a_second_ignored(udp_peer: Any,
                   "--json", timeout=30)
     assert res.returncode == EXIT_NETWORK
     [line] = res.stderr.strip().splitlines()
-    assert "timed out" in line and "(last: a second Retry)" in line, line
+    assert "timed out" in line and "(last: a second Retry (RFC 9000 17.2.5.2))" in line, line
     assert json.loads(res.stdout)["quic"]["retry_source_connection_id"] == "01" * 8
     # after the first Retry: its connection ID and token, never the later ones'
     [after] = {(p.dcid, p.token) for d in got[2:] for p in w.split_datagram(d, 8)}

@@ -5,11 +5,44 @@ to send at that point, "S" items are fed to it whole, byte by byte or line by li
 """
 from __future__ import annotations
 
+import struct
+
 from tlsprobe.net.starttls import StartTls, Status, Step
 
 MODES = ("whole", "bytes", "lines")
 
 Transcript = list[tuple[str, bytes]]
+
+# what servers send, for the transcripts and the scripted servers
+XMPP_HEAD = (b"<?xml version='1.0'?><stream:stream to='localhost' xmlns='jabber:client' "
+             b"xmlns:stream='http://etherx.jabber.org/streams' version='1.0'>")
+SERVER_HEAD = (b"<?xml version='1.0'?><stream:stream xmlns='jabber:client' from='localhost' "
+               b"id='x1' xmlns:stream='http://etherx.jabber.org/streams' version='1.0'>")
+TLS_FEATURE = b"<starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'><required/></starttls>"
+
+
+def ldap_response(code: int, text: bytes = b"", ident: int = 1, name: bytes = b"") -> bytes:
+    op = b"\x0a\x01" + bytes([code]) + b"\x04\x00\x04" + bytes([len(text)]) + text
+    if name:
+        op += b"\x8a" + bytes([len(name)]) + name
+    body = b"\x02\x01" + bytes([ident]) + b"\x78" + bytes([len(op)]) + op
+    return b"\x30" + bytes([len(body)]) + body
+
+
+def pg_error(body: bytes) -> bytes:
+    return b"E" + struct.pack("!I", 4 + len(body)) + body
+
+
+def mysql_greeting(caps: int, version: bytes = b"10.11.6-MariaDB") -> bytes:
+    payload = (b"\x0a" + version + b"\x00" + struct.pack("<I", 7) + b"abcdefgh" + b"\x00" +
+               struct.pack("<H", caps & 0xFFFF) + b"\x21" + b"\x02\x00" +
+               struct.pack("<H", caps >> 16) + b"\x15" + bytes(10) + b"ijklmnopqrst\x00")
+    return struct.pack("<I", len(payload))[:3] + b"\x00" + payload
+
+
+def mysql_error(code: int, text: bytes) -> bytes:
+    payload = b"\xff" + struct.pack("<H", code) + b"#HY000" + text
+    return struct.pack("<I", len(payload))[:3] + b"\x00" + payload
 
 
 def chunks(data: bytes, mode: str) -> list[bytes]:

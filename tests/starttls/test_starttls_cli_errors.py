@@ -29,7 +29,7 @@ Script = list[tuple[bool, bytes]]   # (read one line first?, then send these byt
 NOT_OFFERED: Script = [(False, b"220 mx.test ESMTP\r\n"),
                        (True, b"250-mx.test\r\n250-PIPELINING\r\n250 8BITMIME\r\n")]
 REFUSED: Script = [(False, b"220 mx.test ESMTP\r\n"), (True, b"250-mx.test\r\n250 STARTTLS\r\n"),
-                   (True, b"454 4.7.0 TLS not available due to local problem\r\n")]
+                   (True, b"554 5.7.3 Unable to initialize security subsystem\r\n")]
 OTHER: Script = [(False, b"SSH-2.0-OpenSSH_9.6\r\n")]
 SILENT: Script = []
 
@@ -91,7 +91,7 @@ def _one_line(stderr: str) -> str:
 
 @pytest.mark.parametrize("script,code,kind,text", [
     (NOT_OFFERED, 4, "not_tls", "EHLO keywords: 'PIPELINING 8BITMIME'"),
-    (REFUSED, 5, "refused", "smtp: the server refused STARTTLS: '454 4.7.0 TLS not available"),
+    (REFUSED, 5, "refused", "smtp: the server refused STARTTLS: '554 5.7.3 Unable to initialize"),
     (OTHER, 4, "not_tls", "not speaking smtp: it sent an SSH banner ('SSH-2.0-OpenSSH_9.6"),
 ], ids=["not-offered", "refused", "another-protocol"])
 def test_probe_preamble_errors(scripted: Callable[[Script], int], run_cli: Cli,
@@ -120,7 +120,7 @@ def test_probe_msg_shows_the_refused_exchange(scripted: Callable[[Script], int],
         "<<< plain text (smtp, before TLS): 250-mx.test",
         "<<< plain text (smtp, before TLS): 250 STARTTLS",
         ">>> plain text (smtp, before TLS): STARTTLS",
-        "<<< plain text (smtp, before TLS): 454 4.7.0 TLS not available due to local problem"]
+        "<<< plain text (smtp, before TLS): 554 5.7.3 Unable to initialize security subsystem"]
 
 
 def test_probe_against_a_silent_server_is_a_timeout(scripted: Callable[[Script], int],
@@ -141,7 +141,7 @@ def test_scan_failing_target_gets_its_error_others_unaffected(
     assert res.returncode == 5, res.stderr
     reports = {r["port"]: r for r in map(json.loads, res.stdout.splitlines())}
     assert reports[bad]["error_kind"] == "refused"
-    assert "454 4.7.0 TLS not available" in reports[bad]["error"]
+    assert "554 5.7.3 Unable to initialize" in reports[bad]["error"]
     # the refusal ends the audit at once: the connections that asked (at most --per-host 3
     # at once before the first answer) count, the later ones are not made
     assert 1 <= reports[bad]["total_connections"] <= 3, reports[bad]["connections"]
@@ -223,7 +223,7 @@ def test_bad_value_on_the_command_line_is_exit_2(run_cli: Cli) -> None:
 
 
 @pytest.mark.parametrize("script,code,text", [
-    (REFUSED, 5, "refused STARTTLS: '454 4.7.0"),
+    (REFUSED, 5, "refused STARTTLS: '554 5.7.3"),
     (NOT_OFFERED, 4, "EHLO keywords: 'PIPELINING 8BITMIME'")], ids=["refused", "not-offered"])
 def test_timing_preamble_errors(scripted: Callable[[Script], int], run_cli: Cli,
                                 script: Script, code: int, text: str) -> None:

@@ -1,5 +1,6 @@
 """Constructed server dialogues for every protocol: go-aheads, refusals (reply code and text
-quoted), STARTTLS not offered (capabilities quoted), other protocols, early closes. Each case
+quoted; final, or temporary in the protocol's words: busy, exit 3 once the retries are used
+up), STARTTLS not offered (capabilities quoted), other protocols, early closes. Each case
 is fed whole, byte by byte and line by line."""
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dialogue import MODES, play  # noqa: E402
+from dialogue import (MODES, SERVER_HEAD, TLS_FEATURE, XMPP_HEAD, ldap_response,  # noqa: E402
+                      mysql_error, mysql_greeting, pg_error, play)
 
 from tlsprobe.errors import FailureKind, exit_code_for  # noqa: E402
 from tlsprobe.net.starttls import Problem, StartTls, Status  # noqa: E402
@@ -18,32 +20,7 @@ from tlsprobe.net.starttls_binary import SSL_REQUEST, ldap_request  # noqa: E402
 
 OK = None
 EHLO = b"EHLO tlsprobe.invalid\r\n"
-XMPP_HEAD = (b"<?xml version='1.0'?><stream:stream to='localhost' xmlns='jabber:client' "
-             b"xmlns:stream='http://etherx.jabber.org/streams' version='1.0'>")
-SERVER_HEAD = (b"<?xml version='1.0'?><stream:stream xmlns='jabber:client' from='localhost' "
-               b"id='x1' xmlns:stream='http://etherx.jabber.org/streams' version='1.0'>")
-TLS_FEATURE = b"<starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'><required/></starttls>"
 STARTTLS_EL = b"<starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>"
-
-
-def ldap_response(code: int, text: bytes = b"", ident: int = 1, name: bytes = b"") -> bytes:
-    op = b"\x0a\x01" + bytes([code]) + b"\x04\x00\x04" + bytes([len(text)]) + text
-    if name:
-        op += b"\x8a" + bytes([len(name)]) + name
-    body = b"\x02\x01" + bytes([ident]) + b"\x78" + bytes([len(op)]) + op
-    return b"\x30" + bytes([len(body)]) + body
-
-
-def mysql_greeting(caps: int, version: bytes = b"10.11.6-MariaDB") -> bytes:
-    payload = (b"\x0a" + version + b"\x00" + struct.pack("<I", 7) + b"abcdefgh" + b"\x00" +
-               struct.pack("<H", caps & 0xFFFF) + b"\x21" + b"\x02\x00" +
-               struct.pack("<H", caps >> 16) + b"\x15" + bytes(10) + b"ijklmnopqrst\x00")
-    return struct.pack("<I", len(payload))[:3] + b"\x00" + payload
-
-
-def mysql_error(code: int, text: bytes) -> bytes:
-    payload = b"\xff" + struct.pack("<H", code) + b"#HY000" + text
-    return struct.pack("<I", len(payload))[:3] + b"\x00" + payload
 
 
 CASES = [  # id, protocol, transcript, problem (None: ready), text the message must contain
@@ -52,9 +29,21 @@ CASES = [  # id, protocol, transcript, problem (None: ready), text the message m
                          ("C", b"STARTTLS\r\n"), ("S", b"220 2.0.0 go\r\n")], OK, ""),
     ("smtp-refused", "smtp", [("S", b"220 mx\r\n"), ("C", EHLO), ("S", b"250-mx\r\n250 STARTTLS\r\n"),
                               ("C", b"STARTTLS\r\n"),
-                              ("S", b"454 4.7.0 TLS not available due to local problem\r\n")],
-     Problem.REFUSED, "smtp: the server refused STARTTLS: '454 4.7.0 TLS not available due to "
-     "local problem'"),
+                              ("S", b"554 5.7.3 Unable to initialize security subsystem\r\n")],
+     Problem.REFUSED, "smtp: the server refused STARTTLS: '554 5.7.3 Unable to initialize "
+     "security subsystem'"),
+    ("smtp-454-busy", "smtp", [("S", b"220 mx\r\n"), ("C", EHLO),
+                               ("S", b"250-mx\r\n250 STARTTLS\r\n"), ("C", b"STARTTLS\r\n"),
+                               ("S", b"454 4.7.0 TLS not available due to temporary reason\r\n")],
+     Problem.BUSY, "smtp: the server refused STARTTLS temporarily: '454 4.7.0 TLS not available "
+     "due to temporary reason'"),
+    ("smtp-421-greeting", "smtp", [("S", b"421 4.3.2 Service not available\r\n")], Problem.BUSY,
+     "smtp: the server refused the session temporarily: '421 4.3.2 Service not available'"),
+    ("smtp-421-ehlo", "smtp", [("S", b"220 mx\r\n"), ("C", EHLO),
+                               ("S", b"421 4.7.0 mx Error: too many connections\r\n")],
+     Problem.BUSY, "refused EHLO temporarily: '421 4.7.0 mx Error: too many connections'"),
+    ("lmtp-421-greeting", "lmtp", [("S", b"421 4.3.2 shutting down\r\n")], Problem.BUSY,
+     "lmtp: the server refused the session temporarily"),
     ("smtp-554-greeting", "smtp", [("S", b"554 5.3.2 no service for you\r\n")], Problem.REFUSED,
      "refused the session: '554 5.3.2 no service for you'"),
     ("smtp-ehlo-refused", "smtp", [("S", b"220 mx\r\n"), ("C", EHLO),
@@ -75,8 +64,18 @@ CASES = [  # id, protocol, transcript, problem (None: ready), text the message m
                          ("C", b"a002 STARTTLS\r\n"), ("S", b"a002 NO TLS is broken today\r\n")],
      Problem.REFUSED, "refused STARTTLS: 'a002 NO TLS is broken today'"),
     ("imap-preauth", "imap", [("S", b"* PREAUTH welcome back\r\n")], Problem.REFUSED, "PREAUTH"),
-    ("imap-bye", "imap", [("S", b"* BYE too many connections\r\n")], Problem.REFUSED,
-     "'* BYE too many connections'"),
+    ("imap-bye", "imap", [("S", b"* BYE too many connections\r\n")], Problem.BUSY,
+     "imap: the server refused the session temporarily: '* BYE too many connections'"),
+    ("imap-bye-final", "imap", [("S", b"* BYE [PRIVACYREQUIRED] use port 993\r\n")],
+     Problem.REFUSED, "refused the session: '* BYE [PRIVACYREQUIRED] use port 993'"),
+    ("imap-no-unavailable", "imap", [("S", b"* OK [CAPABILITY IMAP4rev1 STARTTLS] hi\r\n"),
+                                     ("C", b"a002 STARTTLS\r\n"),
+                                     ("S", b"a002 NO [UNAVAILABLE] TLS backend down\r\n")],
+     Problem.BUSY, "refused STARTTLS temporarily: 'a002 NO [UNAVAILABLE] TLS backend down'"),
+    ("imap-bye-at-starttls", "imap", [("S", b"* OK [CAPABILITY IMAP4rev1 STARTTLS] hi\r\n"),
+                                      ("C", b"a002 STARTTLS\r\n"),
+                                      ("S", b"* BYE [UNAVAILABLE] Server shutting down\r\n")],
+     Problem.BUSY, "refused STARTTLS temporarily: '* BYE [UNAVAILABLE] Server shutting down'"),
     ("imap-pop3-server", "imap", [("S", b"+OK POP3 ready\r\n")], Problem.WRONG_PROTOCOL,
      "a POP3 greeting"),
     ("pop3-no-capa", "pop3", [("S", b"+OK hi\r\n"), ("C", b"CAPA\r\n"), ("S", b"-ERR what\r\n"),
@@ -84,7 +83,13 @@ CASES = [  # id, protocol, transcript, problem (None: ready), text the message m
     ("pop3-stls-err", "pop3", [("S", b"+OK hi\r\n"), ("C", b"CAPA\r\n"),
                                ("S", b"+OK\r\nSTLS\r\n..dotted\r\n.\r\n"), ("C", b"STLS\r\n"),
                                ("S", b"-ERR [SYS/TEMP] not now\r\n")],
-     Problem.REFUSED, "refused STLS: '-ERR [SYS/TEMP] not now'"),
+     Problem.BUSY, "refused STLS temporarily: '-ERR [SYS/TEMP] not now'"),
+    ("pop3-stls-final", "pop3", [("S", b"+OK hi\r\n"), ("C", b"CAPA\r\n"),
+                                 ("S", b"+OK\r\nSTLS\r\n.\r\n"), ("C", b"STLS\r\n"),
+                                 ("S", b"-ERR [SYS/PERM] no TLS here\r\n")],
+     Problem.REFUSED, "refused STLS: '-ERR [SYS/PERM] no TLS here'"),
+    ("pop3-greeting-in-use", "pop3", [("S", b"-ERR [IN-USE] too many sessions\r\n")],
+     Problem.BUSY, "refused the session temporarily: '-ERR [IN-USE] too many sessions'"),
     ("ftp-feat-auth", "ftp", [("S", b"120 wait\r\n220 hi\r\n"), ("C", b"FEAT\r\n"),
                               ("S", b"211-Features:\r\n AUTH TLS;TLS-C;SSL\r\n PBSZ\r\n211 End\r\n"),
                               ("C", b"AUTH TLS\r\n"), ("S", b"234 go\r\n")], OK, ""),
@@ -94,8 +99,18 @@ CASES = [  # id, protocol, transcript, problem (None: ready), text the message m
      Problem.NOT_OFFERED, "ftp: AUTH TLS not offered: '500 AUTH not understood'"),
     ("ftp-refused", "ftp", [("S", b"220 hi\r\n"), ("C", b"FEAT\r\n"),
                             ("S", b"211-Features:\r\n AUTH TLS\r\n211 End\r\n"),
-                            ("C", b"AUTH TLS\r\n"), ("S", b"431 unable to start TLS\r\n")],
-     Problem.REFUSED, "refused AUTH TLS: '431 unable to start TLS'"),
+                            ("C", b"AUTH TLS\r\n"), ("S", b"534 Policy forbids TLS\r\n")],
+     Problem.REFUSED, "refused AUTH TLS: '534 Policy forbids TLS'"),
+    ("ftp-431-busy", "ftp", [("S", b"220 hi\r\n"), ("C", b"FEAT\r\n"),
+                             ("S", b"211-Features:\r\n AUTH TLS\r\n211 End\r\n"),
+                             ("C", b"AUTH TLS\r\n"), ("S", b"431 unable to start TLS\r\n")],
+     Problem.BUSY, "refused AUTH TLS temporarily: '431 unable to start TLS'"),
+    ("ftp-421-greeting", "ftp", [("S", b"421 There are too many connections from your internet "
+                                       b"address.\r\n")],
+     Problem.BUSY, "ftp: the server refused the session temporarily: '421 There are too many"),
+    ("ftp-421-feat", "ftp", [("S", b"220 hi\r\n"), ("C", b"FEAT\r\n"),
+                             ("S", b"421 Timeout.\r\n")],
+     Problem.BUSY, "refused FEAT temporarily: '421 Timeout.'"),
     ("nntp-ok", "nntp", [("S", b"200 news ready\r\n"), ("C", b"CAPABILITIES\r\n"),
                          ("S", b"101 caps\r\nVERSION 2\r\nSTARTTLS\r\nREADER\r\n.\r\n"),
                          ("C", b"STARTTLS\r\n"), ("S", b"382 Continue with TLS\r\n")], OK, ""),
@@ -103,6 +118,8 @@ CASES = [  # id, protocol, transcript, problem (None: ready), text the message m
                           ("S", b"101 caps\r\nSTARTTLS\r\n.\r\n"), ("C", b"STARTTLS\r\n"),
                           ("S", b"580 Can not initiate TLS\r\n")],
      Problem.REFUSED, "'580 Can not initiate TLS'"),
+    ("nntp-400", "nntp", [("S", b"400 Service temporarily unavailable\r\n")], Problem.BUSY,
+     "nntp: the server refused the session temporarily: '400 Service temporarily"),
     ("nntp-not-offered", "nntp", [("S", b"200 news\r\n"), ("C", b"CAPABILITIES\r\n"),
                                   ("S", b"101 caps\r\nVERSION 2\r\nREADER\r\n.\r\n")],
      Problem.NOT_OFFERED, "CAPABILITIES: 'VERSION 2 READER'"),
@@ -111,6 +128,15 @@ CASES = [  # id, protocol, transcript, problem (None: ready), text the message m
     ("sieve-no", "sieve", [("S", b'"STARTTLS"\r\nOK "hi"\r\n'), ("C", b"STARTTLS\r\n"),
                            ("S", b'NO "TLS unavailable"\r\n')], Problem.REFUSED,
      "'NO \"TLS unavailable\"'"),
+    ("sieve-trylater", "sieve", [("S", b'"STARTTLS"\r\nOK "hi"\r\n'), ("C", b"STARTTLS\r\n"),
+                                 ("S", b'NO (TRYLATER) "TLS backend busy"\r\n')],
+     Problem.BUSY, "sieve: the server refused STARTTLS temporarily: 'NO (TRYLATER)"),
+    ("sieve-bye-trylater", "sieve", [("S", b'BYE (TRYLATER) "Too many connections"\r\n')],
+     Problem.BUSY, "sieve: the server refused the session temporarily"),
+    ("irc-throttled", "irc", [("C", b"STARTTLS\r\n"),
+                              ("S", b"ERROR :Closing Link: 127.0.0.1 (Throttled: Reconnecting too "
+                                    b"fast)\r\n")],
+     Problem.BUSY, "irc: the server refused the connection temporarily: 'ERROR :Closing Link"),
     ("irc-ok", "irc", [("C", b"STARTTLS\r\n"),
                        ("S", b":irc.local NOTICE * :*** Looking up your hostname...\r\n"
                              b":irc.local 670 * :STARTTLS successful, go ahead\r\n")], OK, ""),
@@ -136,6 +162,17 @@ CASES = [  # id, protocol, transcript, problem (None: ready), text the message m
         ("C", XMPP_HEAD), ("S", SERVER_HEAD + b"<stream:error><host-unknown xmlns='urn:ietf:"
                            b"params:xml:ns:xmpp-streams'/></stream:error>")],
      Problem.REFUSED, "stream error 'host-unknown'"),
+    ("xmpp-resource-constraint", "xmpp", [
+        ("C", XMPP_HEAD), ("S", SERVER_HEAD + b"<stream:error><resource-constraint xmlns='urn:"
+                           b"ietf:params:xml:ns:xmpp-streams'/></stream:error>")],
+     Problem.BUSY, "xmpp: stream error 'resource-constraint' (temporary)"),
+    ("xmpp-shutdown-at-starttls", "xmpp-server", [
+        ("C", XMPP_HEAD.replace(b"jabber:client", b"jabber:server' xmlns:db='jabber:server:"
+                                                  b"dialback")),
+        ("S", SERVER_HEAD + b"<stream:features>" + TLS_FEATURE + b"</stream:features>"),
+        ("C", STARTTLS_EL), ("S", b"<stream:error><system-shutdown xmlns='urn:ietf:params:xml:"
+                                  b"ns:xmpp-streams'/></stream:error>")],
+     Problem.BUSY, "xmpp-server: stream error 'system-shutdown' (temporary)"),
     ("xmpp-dtd", "xmpp", [("C", XMPP_HEAD), ("S", b"<!DOCTYPE x [<!ENTITY a 'b'>]>")],
      Problem.MALFORMED, "a DTD or comment"),
     ("xmpp-old-stream", "xmpp", [("C", XMPP_HEAD), ("S", SERVER_HEAD.replace(b" version='1.0'>",
@@ -147,8 +184,15 @@ CASES = [  # id, protocol, transcript, problem (None: ready), text the message m
                                   ("S", ldap_response(52, b"Could not initialize TLS"))],
      Problem.REFUSED, "resultCode 52 (unavailable): 'Could not initialize TLS'"),
     ("ldap-disconnect", "ldap", [("C", ldap_request()),
-                                 ("S", ldap_response(52, b"bye", 0, b"1.3.6.1.4.1.1466.20036"))],
+                                 ("S", ldap_response(2, b"bye", 0, b"1.3.6.1.4.1.1466.20036"))],
      Problem.REFUSED, "notice of disconnection"),
+    ("ldap-shutting-down", "ldap", [("C", ldap_request()),
+                                    ("S", ldap_response(52, b"bye", 0,
+                                                        b"1.3.6.1.4.1.1466.20036"))],
+     Problem.BUSY, "ldap: the server refused the session (notice of disconnection) "
+     "temporarily, resultCode 52 (unavailable): 'bye'"),
+    ("ldap-busy", "ldap", [("C", ldap_request()), ("S", ldap_response(51, b"too busy"))],
+     Problem.BUSY, "ldap: the server refused StartTLS temporarily, resultCode 51 (busy)"),
     ("ldap-long-length", "ldap", [("C", ldap_request()), ("S", b"\x30\x81\x0c" +
                                                           ldap_response(0)[2:])], OK, ""),
     ("ldap-truncated-element", "ldap", [("C", ldap_request()),
@@ -160,17 +204,34 @@ CASES = [  # id, protocol, transcript, problem (None: ready), text the message m
     ("postgres-error", "postgres", [("C", SSL_REQUEST), ("S", b"E" + struct.pack("!I", 30) +
                                                          b"SFATAL\x00C08P01\x00Mbad proto\x00\x00")],
      Problem.REFUSED, "refused SSLRequest: '08P01' 'bad proto'"),
+    ("postgres-too-many", "postgres", [
+        ("C", SSL_REQUEST),
+        ("S", pg_error(b"SFATAL\x00C53300\x00Msorry, too many clients\x00\x00"))],
+     Problem.BUSY, "refused SSLRequest temporarily: '53300' 'sorry, too many clients'"),
+    ("postgres-starting-up", "postgres", [
+        ("C", SSL_REQUEST), ("S", pg_error(b"SFATAL\x00C57P03\x00Mthe database system is "
+                                           b"starting up\x00\x00"))],
+     Problem.BUSY, "refused SSLRequest temporarily: '57P03'"),
+    ("postgres-fork-failure", "postgres", [
+        ("C", SSL_REQUEST),
+        ("S", b"Ecould not fork new process for connection: Resource temporarily unavailable"
+              b"\n\x00")],
+     Problem.BUSY, "postgres: the server refused the connection temporarily: 'could not fork "
+     "new process for connection: Resource temporarily unavailable'"),
     ("postgres-smtp-server", "postgres", [("C", SSL_REQUEST), ("S", b"220 mx ESMTP\r\n")],
      Problem.WRONG_PROTOCOL, "not speaking postgres: it sent an SMTP or FTP banner"),
     ("mysql-refused", "mysql", [("S", mysql_error(1130, b"Host '10.1.1.1' is not allowed"))],
      Problem.REFUSED, "error 1130 'Host \\x2710.1.1.1\\x27 is not allowed'"),
+    ("mysql-too-many", "mysql", [("S", mysql_error(1040, b"Too many connections"))],
+     Problem.BUSY, "mysql: the server refused the connection (error 1040) temporarily: "
+     "'Too many connections'"),
     ("mysql-smtp-server", "mysql", [("S", b"220 mx ESMTP\r\n")], Problem.WRONG_PROTOCOL,
      "not speaking mysql: it sent an SMTP or FTP banner"),
     ("mysql-no-ssl", "mysql", [("S", mysql_greeting(0x0200 | 0x8000))], Problem.NOT_OFFERED,
      "'10.11.6-MariaDB' capability flags 0x00008200 lack CLIENT_SSL"),
 ]
 FAILURE_EXIT = {Problem.REFUSED: 5, Problem.NOT_OFFERED: 4, Problem.WRONG_PROTOCOL: 4,
-                Problem.MALFORMED: 6}
+                Problem.MALFORMED: 6, Problem.BUSY: 3}
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -25,9 +25,9 @@ NNTP: Script = [(None, b"200 news.test ready\r\n"),
 IRC: Script = [(b"STARTTLS\r\n", b":irc.test NOTICE * :*** Looking up your hostname\r\n"
                                  b":irc.test 670 * :STARTTLS successful, go ahead with TLS "
                                  b"handshake\r\n")]
-SMTP_454: Script = [(None, b"220 mx.test ESMTP\r\n"),
+SMTP_554: Script = [(None, b"220 mx.test ESMTP\r\n"),
                     (b"EHLO tlsprobe.invalid\r\n", b"250-mx.test\r\n250 STARTTLS\r\n"),
-                    (b"STARTTLS\r\n", b"454 4.7.0 TLS not available due to local problem\r\n")]
+                    (b"STARTTLS\r\n", b"554 5.7.3 Unable to initialize security subsystem\r\n")]
 
 
 @pytest.fixture
@@ -102,14 +102,14 @@ def test_scripted_server_then_tls(scripted: Callable[[Script, bool], tuple[int, 
 
 def test_a_refusal_over_a_socket_is_exit_5_with_the_reply_quoted(
         scripted: Callable[[Script, bool], tuple[int, list[str]]]) -> None:
-    port, _ = scripted(SMTP_454, False)
+    port, _ = scripted(SMTP_554, False)
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         with pytest.raises(StartTlsError) as caught:
             run_preamble(sock, "smtp", time.monotonic() + 10)
     error = caught.value
     assert (error.problem, error.kind, error.exit_code) == (Problem.REFUSED, FailureKind.REFUSED, 5)
     assert str(error) == ("smtp: the server refused STARTTLS: "
-                          "'454 4.7.0 TLS not available due to local problem'")
+                          "'554 5.7.3 Unable to initialize security subsystem'")
     assert error.record.capability == b"250 STARTTLS"
     assert [line.text for line in error.record.lines][-2:] == [
-        "STARTTLS", "454 4.7.0 TLS not available due to local problem"]
+        "STARTTLS", "554 5.7.3 Unable to initialize security subsystem"]

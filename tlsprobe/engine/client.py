@@ -102,6 +102,10 @@ class ClientHandshake(ClientRecords):
         self.finished_verified: bool | None = None
         self.handshake_complete = False
         self.incomplete_reason: str | None = None
+        #: a ServerHello or HRR whose choice broke a rule (a suite not offered, or not
+        #: defined for the version it selects; serverhello.check_choice): the named
+        #: violation; that hello is then not taken for an answer (server_hello stays None)
+        self.hello_violation: str | None = None
         self.keylog_lines: list[str] = []
         self.application_data = bytearray()
         self.peer_closed = False
@@ -348,7 +352,11 @@ class ClientHandshake(ClientRecords):
         # alike); the rules come once the version is known
         extcheck.decode_extensions(sh.extensions, extcheck.HRR if sh.is_hello_retry_request
                                    else extcheck.SH13)
-        serverhello.check_choice(sh, self.hellos[-1])
+        try:
+            serverhello.check_choice(sh, self.hellos[-1])
+        except Refusal as refusal:
+            self.hello_violation = refusal.message
+            raise
         serverhello.second_hello(sh, self.server_hello, self.hrr)
         if sh.is_hello_retry_request:
             self._hello_retry(sh, raw)

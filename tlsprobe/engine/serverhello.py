@@ -29,10 +29,28 @@ MISSING_EXTENSION = 109
 
 
 def check_choice(sh: ServerHello, offered: ClientHello) -> None:
-    """The cipher suite and compression method (of a ServerHello or an HRR) were offered."""
+    """The cipher suite (of a ServerHello or an HRR) was offered and is defined for the
+    version the hello selects, and the compression method was offered. Each is a protocol
+    violation named with its RFC rule; the engine checks them before it takes the hello for
+    the server's answer (ClientHandshake._server_hello), so a scan never counts such a hello
+    as an answer to its question."""
+    version = TLS13 if sh.is_hello_retry_request else sh.selected_version
+    rule = "RFC 8446 4.1.3" if is_tls13(version) else "RFC 5246 7.4.1.3"
     if sh.cipher_suite not in offered.cipher_suites:
         raise Refusal(ILLEGAL_PARAMETER, f"server chose cipher suite "
-                      f"{registry.suite_label(sh.cipher_suite)} which was not offered")
+                      f"{registry.suite_label(sh.cipher_suite)} which was not offered "
+                      f"(protocol violation, {rule}: the server selects from the client's "
+                      "list)")
+    params = suite_params(sh.cipher_suite)
+    if params is not None and params.tls13 != is_tls13(version):
+        what = "a TLS 1.3" if params.tls13 else "a TLS 1.2 (or earlier)"
+        rule = "TLS 1.3 cipher suites cannot be used for TLS 1.2" if params.tls13 else \
+            "cipher suites for TLS 1.2 and lower cannot be used with TLS 1.3"
+        hello = "HelloRetryRequest" if sh.is_hello_retry_request else \
+            f"{registry.version_name(version)} ServerHello"
+        raise Refusal(ILLEGAL_PARAMETER, f"{hello} chose "
+                      f"{registry.suite_label(sh.cipher_suite)}, {what} cipher suite "
+                      f"(protocol violation, RFC 8446 B.4: {rule})")
     if sh.legacy_compression_method not in offered.legacy_compression_methods:
         method = {1: " (DEFLATE)", 64: " (LZS)"}.get(sh.legacy_compression_method, "")
         raise Refusal(ILLEGAL_PARAMETER, f"server chose compression method "
@@ -41,8 +59,8 @@ def check_choice(sh: ServerHello, offered: ClientHello) -> None:
 
 def check_server_hello(sh: ServerHello, config: ClientConfig, offered: ClientHello,
                        hrr: ServerHello | None) -> None:
-    """A ServerHello (not an HRR): version offered, its extensions, suite for the version,
-    downgrade sentinel, and for TLS 1.3 the legacy fields and agreement with the HRR."""
+    """A ServerHello (not an HRR): version offered, its extensions (the suite for the version:
+    check_choice), downgrade sentinel, and for TLS 1.3 the legacy fields and agreement with the HRR."""
     version = sh.selected_version
     if version not in config.versions:
         raise Refusal(ILLEGAL_PARAMETER, f"server chose {registry.version_name(version)}, "
@@ -50,11 +68,6 @@ def check_server_hello(sh: ServerHello, config: ClientConfig, offered: ClientHel
     extcheck.check_extensions(offered, config.alpn,
                               extcheck.SH13 if is_tls13(version) else extcheck.SH12,
                               sh.extensions)
-    params = suite_params(sh.cipher_suite)
-    if params is not None and params.tls13 != is_tls13(version):
-        raise Refusal(ILLEGAL_PARAMETER, f"server chose "
-                      f"{registry.suite_label(sh.cipher_suite)} with "
-                      f"{registry.version_name(version)}")
     sentinel = sh.downgrade_sentinel
     offered_max = max(config.versions)
     if sentinel is not None and version < TLS13 and (

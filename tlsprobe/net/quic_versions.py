@@ -1,7 +1,14 @@
 """Version Negotiation, Retry and compatible version negotiation (RFC 9000 6 and 17.2.5,
 RFC 9001 5.8, RFC 9368 6) for net.quic_conn.QuicConnection: the packets that change which
 version, connection ID, token or Initial keys the client uses, or end it. A mixin, so the
-connection module stays one screenful of packet handling; no state of its own."""
+connection module stays one screenful of packet handling; no state of its own.
+
+What RFC 9000 tells a client to discard is discarded (counted in QuicInfo.ignored, never a
+result): a Version Negotiation packet after any other packet was processed, a valid Retry
+included (6.2, 17.2.1); a second Retry, or one after the server's first packet (17.2.5.2);
+a Retry with a bad integrity tag (RFC 9001 5.8), an empty token (17.2.5.2) or a source
+connection ID equal to the destination connection ID of our Initial (17.2.5.1). The
+handshake goes on, or times out, as it would without them."""
 
 from __future__ import annotations
 
@@ -49,7 +56,13 @@ class VersionHandling:
         return True
 
     def _version_negotiation(self, packet: w.Packet) -> None:
-        if self.heard or packet.dcid != self.scid:
+        # RFC 9000 6.2, 17.2.1: discarded once any other packet was processed, a valid Retry
+        # included (a Retry is the server speaking our version)
+        if self.heard or self.retried or packet.dcid != self.scid:
+            self.info.ignore("a Version Negotiation packet " + (
+                "after a Retry (RFC 9000 6.2)" if self.retried and not self.heard else
+                "after the server's first packet (RFC 9000 6.2)" if self.heard else
+                "for another connection ID"))
             return
         body = packet.data[packet.pn_offset:]
         versions = [int.from_bytes(body[i:i + 4], "big") for i in range(0, len(body) - 3, 4)]
@@ -63,8 +76,8 @@ class VersionHandling:
 
     def _retry(self, packet: w.Packet) -> None:
         if self.heard or self.retried:    # RFC 9000 17.2.5.2: one Retry, before any answer
-            self.info.ignore("a second Retry" if self.retried else "a Retry after the "
-                             "server's first packet")
+            self.info.ignore("a second Retry (RFC 9000 17.2.5.2)" if self.retried else
+                             "a Retry after the server's first packet (RFC 9000 17.2.5.2)")
             return
         data = packet.data
         if len(data) < packet.pn_offset + 16 or packet.dcid != self.scid or \
@@ -75,9 +88,17 @@ class VersionHandling:
             self.info.bad_retry += 1
             self.info.ignore("Retry with a bad integrity tag")
             return
+        token = data[packet.pn_offset:-16]
+        if not token:    # RFC 9000 17.2.5.2: a client MUST discard it
+            self.info.ignore("a Retry with an empty token (RFC 9000 17.2.5.2)")
+            return
+        if packet.scid == self.dcid:    # RFC 9000 17.2.5.1: a client MUST discard it
+            self.info.ignore("a Retry whose source connection ID is our destination "
+                             "connection ID (RFC 9000 17.2.5.1)")
+            return
         self.retried = True
         self.info.retry_scid = packet.scid
-        self.token = data[packet.pn_offset:-16]
+        self.token = token
         self.dcid = self.key_dcid = packet.scid
         self._initial_keys()
         self.retransmit()

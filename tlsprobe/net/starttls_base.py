@@ -23,6 +23,10 @@ class Problem(StrEnum):
 
     NOT_OFFERED = "not_offered"        # speaks the protocol, does not advertise STARTTLS
     REFUSED = "refused"                # answered our STARTTLS (or greeting) with a refusal
+    BUSY = "busy"                      # refused for now, in the protocol's words (SMTP 421/
+                                       # 454, FTP 421, IMAP BYE, POP3 [SYS/TEMP], XMPP
+                                       # resource-constraint, LDAP busy, MySQL 1040, ...):
+                                       # retried with backoff (net/starttls_connect.py)
     WRONG_PROTOCOL = "wrong_protocol"  # speaks something else (HTTP, SSH, TLS, another mail
                                        # protocol)
     CLOSED = "closed"                  # ended the connection before TLS could start
@@ -34,8 +38,10 @@ class Problem(StrEnum):
 
 # Not offered and another protocol: "the server answered but not with TLS" (exit 4). A refusal
 # in plain text: "refused", and an early close: both exit 5, as an alert would be. Bounds and
-# framing: the server broke the protocol (exit 6).
+# framing: the server broke the protocol (exit 6). A temporary refusal that outlasts the
+# retries: the server is unavailable for now, as a refused or timed-out connection (exit 3).
 FAILURE_KIND: dict[Problem, FailureKind] = {
+    Problem.BUSY: FailureKind.NETWORK,
     Problem.NOT_OFFERED: FailureKind.NOT_TLS,
     Problem.WRONG_PROTOCOL: FailureKind.NOT_TLS,
     Problem.REFUSED: FailureKind.REFUSED,
@@ -120,6 +126,12 @@ class Context:
 
     client_name: str = "tlsprobe.invalid"
     server_name: str | None = None
+
+
+def busy(proto: str, what: str, line: bytes | bytearray) -> PreambleFailure:
+    """A temporary refusal (retried): the server's reply quoted."""
+    return PreambleFailure(Problem.BUSY, f"{proto}: the server refused {what} temporarily: "
+                           f"{quote(line)}")
 
 
 def escape(data: bytes | bytearray, limit: int = 1000) -> str:

@@ -2,7 +2,13 @@
 MariaDB SSL request packet.
 
 Each validates every length before it slices (a server's packet is untrusted) and names
-another protocol as soon as the first bytes cannot be its own.
+another protocol as soon as the first bytes cannot be its own. Temporary refusals are `busy`
+(retried, net/starttls_connect.py): LDAP busy (51), and unavailable (52) in a notice of
+disconnection (the server shutting down, RFC 4511 4.4.1; slapd answers a StartTLS it cannot
+serve, a lasting state, with 52 too, so there it is final),
+PostgreSQL SQLSTATE class 53 (insufficient resources: too many connections) and 57P01-57P03
+(shutting down, starting up) and the postmaster's plain-text "could not fork" answer, MySQL/MariaDB errors 1040 (too many connections), 1041 (out of
+resources), 1053 (shutting down), 1135 (no thread) and 1203 (user connection limit).
 """
 
 from __future__ import annotations
@@ -11,8 +17,8 @@ import re
 import struct
 from collections.abc import Callable, Generator
 
-from tlsprobe.net.starttls_base import (Context, Dialogue, Exact, Note, PreambleFailure,
-                                        Problem, Request, Send, not_speaking, quote)
+from tlsprobe.net.starttls_base import (Context, Dialogue, Exact, Line, Note, PreambleFailure,
+                                        Problem, Request, Send, busy, not_speaking, quote)
 
 MAX_PACKET = 16384
 STARTTLS_OID = b"1.3.6.1.4.1.1466.20037"
@@ -20,6 +26,8 @@ NOTICE_OF_DISCONNECTION = b"1.3.6.1.4.1.1466.20036"
 LDAP_RESULTS = {0: "success", 1: "operationsError", 2: "protocolError", 3: "timeLimitExceeded",
                 12: "unavailableCriticalExtension", 13: "confidentialityRequired",
                 51: "busy", 52: "unavailable", 53: "unwillingToPerform", 80: "other"}
+PG_TEMPORARY = (b"57P01", b"57P02", b"57P03")
+MYSQL_TEMPORARY = (1040, 1041, 1053, 1135, 1203)
 
 
 def _malformed(proto: str, what: str, data: bytes) -> PreambleFailure:
@@ -98,7 +106,12 @@ def ldap(ctx: Context) -> Dialogue:
         (f": {quote(diagnostic)}" if diagnostic else "")
     if result == 0:   # LDAP has no greeting: the accepting answer is the one to report
         yield Note(capability=text.encode())
-    if NOTICE_OF_DISCONNECTION in names or int.from_bytes(ident, "big") == 0:
+    disconnect = NOTICE_OF_DISCONNECTION in names or int.from_bytes(ident, "big") == 0
+    if result == 51 or (result == 52 and disconnect):
+        what = "the session (notice of disconnection)" if disconnect else "StartTLS"
+        raise PreambleFailure(Problem.BUSY, f"ldap: the server refused {what} temporarily, "
+                              f"{text}")
+    if disconnect:
         raise PreambleFailure(Problem.REFUSED, f"ldap: notice of disconnection, {text}")
     if result == 2:
         raise PreambleFailure(Problem.NOT_OFFERED, f"ldap: StartTLS not offered, {text}")
@@ -122,12 +135,21 @@ def postgres(ctx: Context) -> Dialogue:
         head = yield Exact(4, "the error message", record=False)
         size = struct.unpack("!I", head)[0]
         if not 4 < size <= MAX_PACKET:
+            if re.fullmatch(rb"[ -~]{4}", head):
+                # the postmaster's own "E<text>\n" when it cannot fork a backend for the
+                # connection (report_fork_failure_to_client): a resource shortage, for now
+                rest = yield Line("the error message")
+                raise busy("postgres", "the connection", head + rest.rstrip(b"\x00"))
             raise not_speaking("postgres", answer + head)
         body = yield Exact(size - 4, "the error message", lambda b: f"ErrorResponse "
                            f"({len(b) + 5} bytes)")
         fields = {f[:1]: f[1:] for f in body.split(b"\x00") if f}
-        raise PreambleFailure(Problem.REFUSED, "postgres: the server refused SSLRequest: "
-                              f"{quote(fields.get(b'C', b''))} {quote(fields.get(b'M', body))}")
+        state = fields.get(b"C", b"")
+        problem = Problem.BUSY if state[:2] == b"53" or state in PG_TEMPORARY else \
+            Problem.REFUSED
+        raise PreambleFailure(problem, "postgres: the server refused SSLRequest"
+                              f"{' temporarily' if problem is Problem.BUSY else ''}: "
+                              f"{quote(state)} {quote(fields.get(b'M', body))}")
 
 
 def _pg_note(answer: bytes) -> str:
@@ -156,6 +178,8 @@ def mysql(ctx: Context) -> Dialogue:
         code = int.from_bytes(payload[1:3], "little")
         text = payload[9:] if payload[3:4] == b"#" else payload[3:]
         yield Note(banner=payload)
+        if code in MYSQL_TEMPORARY:
+            raise busy("mysql", f"the connection (error {code})", text)
         raise PreambleFailure(Problem.REFUSED, f"mysql: the server refused the connection: "
                               f"error {code} {quote(text)}")
     if payload[0] != 0x0A:

@@ -15,10 +15,21 @@ one (the audit prefixes the target). The async connector turns a silent or closi
 into a `NetworkError` (retried by the scheduler like any timeout or reset) and remembers a
 definite answer (not offered, refused, another protocol) per target, so that the other
 connections of that target's audit fail at once instead of asking again.
+
+A temporary refusal (Problem.BUSY: SMTP 421/454, FTP 421, IMAP BYE, LDAP busy, ...) is asked
+again on a fresh connection, with exponential backoff (`Backoff`), while the connection's
+time allows; still refused, it is the error of that connection (exit 3, like a refused or
+timed-out connection: the server is unavailable for now), the attempts and the time said.
+In a scan, a target that refused every connection so far that way keeps that answer (its
+later connections fail at once); one that has let a preamble through before goes on asking,
+until GIVE_UP connections in a row have given up.
 """
 
 from __future__ import annotations
 
+import asyncio
+import random
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -33,12 +44,51 @@ from tlsprobe.net.tcp import Target
 from tlsprobe.net.transport import (AsyncConnector, AsyncTransport, Connector, Recorder,
                                     Segment, Transport)
 
-__all__ = ["AsyncStartTlsConnector", "StartTlsConnector", "StartTlsSpec", "arun_preamble",
-           "choose_protocol", "hold_preamble", "info_of"]
+__all__ = ["BACKOFF", "AsyncStartTlsConnector", "Backoff", "StartTlsConnector", "StartTlsSpec",
+           "arun_preamble", "choose_protocol", "gave_up", "hold_preamble", "info_of"]
 
 #: failures that are the server's answer, the same on every connection (not retried)
 _DEFINITE = (Problem.NOT_OFFERED, Problem.REFUSED, Problem.WRONG_PROTOCOL, Problem.TOO_LONG,
              Problem.MALFORMED)
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """When to ask again after a temporary refusal: `first` seconds, doubled each time up to
+    `cap`, a random quarter added (so that parallel connections do not come back together);
+    no new attempt unless `reserve` of the window (and at least `least` seconds) is left for
+    it after the pause."""
+
+    first: float = 0.25
+    cap: float = 2.0
+    least: float = 0.5
+    reserve: float = 0.2
+
+    def pause(self, attempt: int) -> float:
+        """The pause before attempt number `attempt + 1` (attempt counts from 1)."""
+        return min(self.cap, self.first * 2.0 ** (attempt - 1)) * (1 + random.random() / 4)
+
+    def allows(self, start: float, end: float, pause: float) -> bool:
+        """Is there time for another attempt after `pause`, in the window start..end?"""
+        need = max(self.least, self.reserve * (end - start))
+        return time.monotonic() + pause + need <= end
+
+
+BACKOFF = Backoff()
+#: audit connections of a target that, in a row, gave up on temporary refusals after its
+#: preamble went through before: then the target is taken for unavailable (the rest of its
+#: audit fails at once instead of each connection asking for seconds)
+GIVE_UP = 3
+
+
+def gave_up(exc: StartTlsError, attempts: int, start: float) -> StartTlsError:
+    """The last temporary refusal, with how long it was asked (one line, exit 3)."""
+    if attempts <= 1:
+        said = "not asked again: no time left"
+    else:
+        said = f"still refused after {attempts} attempts in {time.monotonic() - start:.1f} s"
+    failure = PreambleFailure(exc.problem, f"{exc} ({said}; try again later)")
+    return StartTlsError(failure, exc.record, connected=exc.connected)
 
 
 @dataclass(frozen=True)
@@ -127,15 +177,38 @@ def hold_preamble(transport: Transport, spec: StartTlsSpec, deadline: float,
 class StartTlsConnector:
     """A `Connector`: `inner` opens TCP, then the preamble runs; `record` keeps what the
     last preamble exchanged (also when it failed), for the trace and the report, and
-    `segments` its bytes with their times (the start of a --pcap-out capture)."""
+    `segments` its bytes with their times (the start of a --pcap-out capture). A temporary
+    refusal is asked again (`backoff`) within the first `share` of the time to `deadline`
+    (the rest is the handshake's); `attempts` counts the preambles."""
 
-    def __init__(self, inner: Connector, spec: StartTlsSpec) -> None:
+    def __init__(self, inner: Connector, spec: StartTlsSpec, *, backoff: Backoff = BACKOFF,
+                 share: float = 2 / 3) -> None:
         self.inner = inner
         self.spec = spec
+        self.backoff = backoff
+        self.share = share
         self.record: PreambleRecord | None = None
         self.segments: list[Segment] = []
+        self.attempts = 0
 
     def __call__(self, target: Target, deadline: float) -> Transport:
+        start = time.monotonic()
+        end = start + (deadline - start) * self.share
+        attempts = 0
+        while True:
+            attempts += 1
+            self.attempts = attempts
+            try:
+                return self._once(target, deadline)
+            except StartTlsError as exc:
+                if exc.problem is not Problem.BUSY:
+                    raise
+                pause = self.backoff.pause(attempts)
+                if not self.backoff.allows(start, end, pause):
+                    raise gave_up(exc, attempts, start) from None
+                time.sleep(pause)
+
+    def _once(self, target: Target, deadline: float) -> Transport:
         transport = self.inner(target, deadline)
         recorder = Recorder(transport)
         self.segments = recorder.segments
@@ -177,15 +250,43 @@ async def arun_preamble(transport: AsyncTransport, protocol: str, deadline: floa
 class AsyncStartTlsConnector:
     """An `AsyncConnector` for the scan scheduler: `inner` opens TCP, then the preamble of
     the target's spec (`specs` by `Target.display`: `--starttls auto` may choose per port).
-    `records` keeps the first preamble of each target."""
+    `records` keeps the first preamble of each target. A temporary refusal is asked again
+    (`backoff`) until the connection's deadline."""
 
-    def __init__(self, inner: AsyncConnector, specs: Mapping[str, StartTlsSpec]) -> None:
+    def __init__(self, inner: AsyncConnector, specs: Mapping[str, StartTlsSpec], *,
+                 backoff: Backoff = BACKOFF) -> None:
         self.inner = inner
         self.specs = specs
+        self.backoff = backoff
         self.records: dict[str, PreambleRecord] = {}
         self._failed: dict[str, StartTlsError] = {}
+        self._reached: set[str] = set()   # targets whose preamble reached TLS at least once
+        self._given_up: dict[str, int] = {}   # connections in a row that gave up, by target
 
     async def __call__(self, target: Target, deadline: float) -> AsyncTransport:
+        start = time.monotonic()
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                return await self._once(target, deadline)
+            except StartTlsError as exc:
+                if exc.problem is not Problem.BUSY or not exc.connected:
+                    raise
+                pause = self.backoff.pause(attempts)
+                if self.backoff.allows(start, deadline, pause):
+                    await asyncio.sleep(pause)
+                    continue
+                final = gave_up(exc, attempts, start)
+                row = self._given_up[target.display] = self._given_up.get(target.display,
+                                                                          0) + 1
+                # every answer so far "not now", or GIVE_UP connections in a row gave up:
+                # the later connections get this answer at once
+                if target.display not in self._reached or row >= GIVE_UP:
+                    self._failed.setdefault(target.display, final)
+                raise final from None
+
+    async def _once(self, target: Target, deadline: float) -> AsyncTransport:
         known = self._failed.get(target.display)
         if known is not None:   # the same answer, without asking again
             raise StartTlsError(PreambleFailure(known.problem, str(known)), known.record,
@@ -199,6 +300,8 @@ class AsyncStartTlsConnector:
             note_preamble(exc.record)
             await transport.close()
             self.records.setdefault(target.display, exc.record)
+            if exc.problem is Problem.BUSY:
+                raise
             if exc.problem in _DEFINITE:
                 self._failed.setdefault(target.display, exc)
                 raise
@@ -207,5 +310,8 @@ class AsyncStartTlsConnector:
             await transport.close()
             raise
         note_preamble(record)    # for scan --msg (net/recording.py)
-        self.records.setdefault(target.display, record)
+        if target.display not in self._reached:   # the first that reached TLS over refusals
+            self.records[target.display] = record
+        self._reached.add(target.display)
+        self._given_up[target.display] = 0
         return transport

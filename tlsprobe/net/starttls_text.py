@@ -6,6 +6,14 @@ for it and returns at the server's go-ahead. Failures quote what the server said
 capability list when STARTTLS is not offered, its reply code and text when it refuses.
 References: RFC 3207 (SMTP), 2033 (LMTP), 3501/9051 (IMAP), 2595 (POP3, IMAP), 4217 (FTP),
 4642 (NNTP), 5804 (ManageSieve), IRCv3 tls extension (670/691).
+
+A refusal the protocol marks as temporary is `busy` (Problem.BUSY, retried with backoff by
+net/starttls_connect.py): an SMTP/LMTP/FTP 4xx reply (RFC 5321 4.2.1: 421 service not
+available, 3207: 454 TLS not available due to temporary reason, 959/2228: 421, 431), an IMAP
+BYE (RFC 3501 7.1.5) unless its response code is a permanent one (RFC 5530), an IMAP NO
+[UNAVAILABLE] or [INUSE], a POP3 -ERR [SYS/TEMP] or [IN-USE] (RFC 3206), an NNTP 400 or
+403 (RFC 3977 3.2.1), a ManageSieve (TRYLATER) (RFC 5804 1.3), an IRC ERROR that says it
+throttles. Any other refusal is final.
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ import re
 from collections.abc import Callable, Generator
 
 from tlsprobe.net.starttls_base import (Context, Dialogue, Line, Note, PreambleFailure, Problem,
-                                        Request, Send, not_speaking, quote)
+                                        Request, Send, busy, not_speaking, quote)
 
 _CODE = re.compile(rb"\d{3}[ -]")
 _CODE3 = re.compile(rb"\d{3}")
@@ -51,6 +59,40 @@ def _refused(proto: str, what: str, line: bytes) -> PreambleFailure:
     return PreambleFailure(Problem.REFUSED, f"{proto}: the server refused {what}: {quote(line)}")
 
 
+def _refused_code(proto: str, what: str, code: bytes, line: bytes) -> PreambleFailure:
+    """A refusal by an SMTP/LMTP/FTP reply code: 4xx is temporary, anything else final."""
+    return busy(proto, what, line) if code[:1] == b"4" else _refused(proto, what, line)
+
+
+#: RFC 5530 response codes that make an IMAP BYE or NO final; any other code, or none, on a
+#: BYE is the server not serving now (overload, shutdown: RFC 3501 7.1.5)
+_IMAP_FINAL = {b"PRIVACYREQUIRED", b"CONTACTADMIN", b"AUTHORIZATIONFAILED",
+               b"AUTHENTICATIONFAILED", b"NOPERM", b"CANNOT", b"CLIENTBUG", b"EXPIRED"}
+_IMAP_TEMPORARY = {b"UNAVAILABLE", b"INUSE"}
+_IMAP_CODE = re.compile(rb"\[([A-Za-z/-]+)")
+
+
+def _imap_code(text: bytes) -> bytes:
+    found = _IMAP_CODE.search(text)
+    return found.group(1).upper() if found else b""
+
+
+def _imap_bye(what: str, line: bytes) -> PreambleFailure:
+    return _refused("imap", what, line) if _imap_code(line) in _IMAP_FINAL else \
+        busy("imap", what, line)
+
+
+def _imap_no(what: str, line: bytes) -> PreambleFailure:
+    return busy("imap", what, line) if _imap_code(line) in _IMAP_TEMPORARY else \
+        _refused("imap", what, line)
+
+
+def _pop3_err(what: str, line: bytes) -> PreambleFailure:
+    code = _imap_code(line)
+    return busy("pop3", what, line) if code in (b"SYS/TEMP", b"IN-USE") else \
+        _refused("pop3", what, line)
+
+
 def _not_offered(proto: str, keywords: list[bytes], where: str) -> PreambleFailure:
     return PreambleFailure(Problem.NOT_OFFERED, f"{proto}: STARTTLS not offered; the server's "
                            f"{where}: {_caps_text(keywords)}")
@@ -61,11 +103,11 @@ def smtp(ctx: Context, proto: str = "smtp", hello: bytes = b"EHLO") -> Dialogue:
     code, lines = yield from _reply(proto, True, "the greeting")
     yield Note(banner=lines[0])
     if code != b"220":
-        raise _refused(proto, "the session", lines[-1])
+        raise _refused_code(proto, "the session", code, lines[-1])
     yield Send(hello + b" " + ctx.client_name.encode("ascii", "replace") + b"\r\n")
     code, lines = yield from _reply(proto, False, f"the {hello.decode()} reply")
     if code != b"250":
-        raise _refused(proto, hello.decode(), lines[-1])
+        raise _refused_code(proto, hello.decode(), code, lines[-1])
     keywords = [ln[4:].strip() for ln in lines[1:]]
     offered = [ln for ln in lines[1:] if ln[4:].strip().upper().split(b" ")[:1] == [b"STARTTLS"]]
     if not offered:
@@ -74,7 +116,7 @@ def smtp(ctx: Context, proto: str = "smtp", hello: bytes = b"EHLO") -> Dialogue:
     yield Send(b"STARTTLS\r\n")
     code, lines = yield from _reply(proto, False, "the STARTTLS reply")
     if code != b"220":
-        raise _refused(proto, "STARTTLS", lines[-1])
+        raise _refused_code(proto, "STARTTLS", code, lines[-1])
 
 
 def lmtp(ctx: Context) -> Dialogue:
@@ -89,9 +131,10 @@ def imap(ctx: Context) -> Dialogue:
     if status not in (b"OK", b"PREAUTH", b"BYE"):
         raise not_speaking("imap", greeting)
     yield Note(banner=greeting)
+    if status == b"BYE":
+        raise _imap_bye("the session", greeting)
     if status != b"OK":
-        raise _refused("imap", "the session" if status == b"BYE" else
-                       "STARTTLS (PREAUTH: already authenticated)", greeting)
+        raise _refused("imap", "STARTTLS (PREAUTH: already authenticated)", greeting)
     caps_line = greeting
     found = re.search(rb"\[CAPABILITY ([^\]]*)\]", greeting, re.IGNORECASE)
     if found is None:
@@ -101,10 +144,12 @@ def imap(ctx: Context) -> Dialogue:
             line = yield Line("the CAPABILITY reply")
             if line.upper().startswith(b"* CAPABILITY "):
                 caps_line = line
+            elif line.upper().startswith(b"* BYE"):
+                raise _imap_bye("CAPABILITY", line)
             elif line.startswith(b"a001 "):
                 break
         if not line[5:].upper().startswith(b"OK"):
-            raise _refused("imap", "CAPABILITY", line)
+            raise _imap_no("CAPABILITY", line)
         keywords = caps_line.split()[2:]
     else:
         keywords = found.group(1).split()
@@ -117,9 +162,9 @@ def imap(ctx: Context) -> Dialogue:
         if line.startswith(b"a002 "):
             break
         if line.upper().startswith(b"* BYE"):
-            raise _refused("imap", "STARTTLS", line)
+            raise _imap_bye("STARTTLS", line)
     if not line[5:].upper().startswith(b"OK"):
-        raise _refused("imap", "STARTTLS", line)
+        raise _imap_no("STARTTLS", line)
 
 
 def _dot_list(waiting: str) -> Generator[Request, bytes, list[bytes]]:
@@ -139,7 +184,7 @@ def pop3(ctx: Context) -> Dialogue:
         raise not_speaking("pop3", greeting)
     yield Note(banner=greeting)
     if greeting.startswith(b"-ERR"):
-        raise _refused("pop3", "the session", greeting)
+        raise _pop3_err("the session", greeting)
     yield Send(b"CAPA\r\n")
     answer = yield Line("the CAPA reply")
     if answer.startswith(b"+OK"):
@@ -152,7 +197,7 @@ def pop3(ctx: Context) -> Dialogue:
     yield Send(b"STLS\r\n")
     answer = yield Line("the STLS reply")
     if not answer.startswith(b"+OK"):
-        raise _refused("pop3", "STLS", answer)
+        raise _pop3_err("STLS", answer)
 
 
 _FTP_TLS_FEATURES = (b"AUTH", b"PBSZ", b"PROT")
@@ -168,15 +213,19 @@ def ftp(ctx: Context) -> Dialogue:
         code, lines = yield from _reply("ftp", False, "the greeting")
     yield Note(banner=lines[0])
     if code != b"220":
-        raise _refused("ftp", "the session", lines[-1])
+        raise _refused_code("ftp", "the session", code, lines[-1])
     yield Send(b"FEAT\r\n")
     code, lines = yield from _reply("ftp", False, "the FEAT reply")
+    if code == b"421":   # closing the control connection (RFC 959 4.2): nothing follows
+        raise busy("ftp", "FEAT", lines[-1])
     features = [ln.strip() for ln in lines[1:-1]] if code == b"211" else []
     auth = [f for f in features if f.upper().split(b" ")[:1] == [b"AUTH"]]
     if auth:
         yield Note(capability=auth[0])
     yield Send(b"AUTH TLS\r\n")
     code, lines = yield from _reply("ftp", False, "the AUTH TLS reply")
+    if code[:1] == b"4":
+        raise busy("ftp", "AUTH TLS", lines[-1])
     if code != b"234":
         tls_features = [f for f in features if f.upper().split(b" ")[0] in _FTP_TLS_FEATURES]
         if code in (b"500", b"502", b"504") or (features and not tls_features):
@@ -193,6 +242,8 @@ def nntp(ctx: Context) -> Dialogue:
     if not _CODE3.match(greeting):
         raise not_speaking("nntp", greeting)
     yield Note(banner=greeting)
+    if greeting[:3] in (b"400", b"403"):
+        raise busy("nntp", "the session", greeting)
     if greeting[:3] not in (b"200", b"201"):
         raise not_speaking("nntp", greeting) if greeting[:3] == b"220" else \
             _refused("nntp", "the session", greeting)
@@ -206,6 +257,8 @@ def nntp(ctx: Context) -> Dialogue:
         yield Note(capability=offered[0])
     yield Send(b"STARTTLS\r\n")
     answer = yield Line("the STARTTLS reply")
+    if answer[:3] in (b"400", b"403"):
+        raise busy("nntp", "STARTTLS", answer)
     if answer[:3] != b"382":
         raise _refused("nntp", "STARTTLS", answer)
 
@@ -216,6 +269,12 @@ _SIEVE_STATUS = (b"OK", b"NO", b"BYE")
 def _sieve_status(line: bytes) -> bytes | None:
     word = line.split(b" ", 1)[0].upper()
     return word if word in _SIEVE_STATUS else None
+
+
+def _sieve_refused(what: str, line: bytes) -> PreambleFailure:
+    """NO or BYE: temporary with the (TRYLATER) response code (RFC 5804 1.3)."""
+    return busy("sieve", what, line) if re.match(rb"(?i)(NO|BYE) +\(TRYLATER", line) else \
+        _refused("sieve", what, line)
 
 
 def sieve(ctx: Context) -> Dialogue:
@@ -230,7 +289,7 @@ def sieve(ctx: Context) -> Dialogue:
         lines.append(line)
     yield Note(banner=lines[0] if lines else line)
     if _sieve_status(line) != b"OK":
-        raise _refused("sieve", "the session", line)
+        raise _sieve_refused("the session", line)
     names = [ln.split(b'"')[1] if ln.count(b'"') >= 2 else ln for ln in lines]
     offered = [ln for ln, n in zip(lines, names) if n.upper() == b"STARTTLS"]
     if not offered:
@@ -242,9 +301,10 @@ def sieve(ctx: Context) -> Dialogue:
         if _sieve_status(line):
             break
     if _sieve_status(line) != b"OK":
-        raise _refused("sieve", "STARTTLS", line)
+        raise _sieve_refused("STARTTLS", line)
 
 
+_IRC_THROTTLED = re.compile(rb"(?i)throttl|too (?:fast|many)|try (?:again )?later")
 _IRC_LINE = re.compile(rb"(?::\S+ +)?([A-Za-z]+|\d{3})(?: |$)")
 
 
@@ -270,6 +330,8 @@ def irc(ctx: Context) -> Dialogue:
         if command in (b"421", b"451"):
             raise PreambleFailure(Problem.NOT_OFFERED, f"irc: STARTTLS not offered: "
                                   f"{quote(line)}")
+        if command == b"ERROR" and _IRC_THROTTLED.search(line):
+            raise busy("irc", "the connection", line)
         if command in (b"691", b"ERROR") or command[:1] in (b"4", b"5"):
             raise _refused("irc", "STARTTLS", line)
 

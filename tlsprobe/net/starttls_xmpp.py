@@ -3,7 +3,9 @@
 
 The server's side is read one tag at a time (the driver hands over raw tags, see `Xml`); a
 small tag parser is enough because XMPP forbids DTDs, comments and entity declarations
-before TLS (RFC 6120 11.1), which the driver refuses outright ("<!").
+before TLS (RFC 6120 11.1), which the driver refuses outright ("<!"). A stream error whose
+condition says the refusal is for now (RFC 6120 4.9.3: resource-constraint, system-shutdown,
+reset) is `busy`, retried by net/starttls_connect.py.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ TLS_NS = "urn:ietf:params:xml:ns:xmpp-tls"
 _TAG = re.compile(rb"<(/?)([A-Za-z_][\w.:-]*)((?:\s+[\w.:-]+\s*=\s*(?:'[^']*'|\"[^\"]*\"))*)"
                   rb"\s*(/?)>", re.DOTALL)
 _ATTR = re.compile(rb"([\w.:-]+)\s*=\s*(?:'([^']*)'|\"([^\"]*)\")")
+TEMPORARY_CONDITIONS = ("resource-constraint", "system-shutdown", "reset")
 _DECL = re.compile(rb"<\?xml\s[^>]*\?>", re.DOTALL)
 
 
@@ -73,8 +76,11 @@ def _stream_error(proto: str, waiting: str) -> Generator[Request, bytes, Preambl
             break
         if not tag.closing and tag.local != "text":
             conditions.append(tag.local)
-    return PreambleFailure(Problem.REFUSED, f"{proto}: stream error "
-                           f"{quote(' '.join(conditions).encode()) if conditions else '(none)'}")
+    temporary = any(c in TEMPORARY_CONDITIONS for c in conditions)
+    return PreambleFailure(Problem.BUSY if temporary else Problem.REFUSED,
+                           f"{proto}: stream error "
+                           f"{quote(' '.join(conditions).encode()) if conditions else '(none)'}"
+                           f"{' (temporary)' if temporary else ''}")
 
 
 def xmpp(ctx: Context, server: bool = False) -> Dialogue:

@@ -26,8 +26,8 @@ from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.config import TLS12, TLS13, ClientConfig
 from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.net.driver import drive
-from tlsprobe.net.starttls import StartTlsError
-from tlsprobe.net.starttls_connect import StartTlsSpec, hold_preamble
+from tlsprobe.net.starttls import Problem, StartTlsError
+from tlsprobe.net.starttls_connect import BACKOFF, StartTlsSpec, gave_up, hold_preamble
 from tlsprobe.net.tcp import Target, connect_address, open_channel
 from tlsprobe.probes.scheduler import Outcome, broad_sigalgs, outcome_of
 from tlsprobe.probes.timing_plan import Plan, TimingOptions, plans_for
@@ -68,25 +68,41 @@ def time_handshake(family: int, address: tuple[Any, ...], config: ClientConfig,
                    timeout: float, starttls: StartTlsSpec | None = None) -> Sample:
     """Connect and complete one handshake (net/driver.py drive) within `timeout` seconds;
     raises TimingFailure when it does not complete. With `starttls` the preamble runs after
-    the connect, inside the limit but outside both timed spans."""
+    the connect, inside the limit but outside both timed spans; a temporary refusal is asked
+    again on a new connection (net/starttls_connect.py Backoff) within the first two thirds
+    of the limit, and the connect span is the last connection's."""
     target = Target(str(address[0]), int(address[1]))
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        t0 = time.perf_counter()
-        deadline = time.monotonic() + timeout
-        try:
-            channel = connect_address(target, family, address, timeout=timeout,
-                                      deadline=deadline)
-        except NetworkError as exc:
-            raise _network_failure(exc, "connect", timeout) from None
-        with channel:
+        start = time.monotonic()
+        deadline = start + timeout
+        attempts = 0
+        while True:
+            attempts += 1
+            t0 = time.perf_counter()
+            try:
+                channel = connect_address(target, family, address, timeout=timeout,
+                                          deadline=deadline)
+            except NetworkError as exc:
+                raise _network_failure(exc, "connect", timeout) from None
             connected = time.perf_counter()
-            if starttls is not None:
-                try:
-                    hold_preamble(channel, starttls, deadline)   # run_timing names the target
-                except StartTlsError as exc:
-                    raise TimingFailure(str(exc), exc.kind) from None
+            if starttls is None:
+                break
+            try:
+                hold_preamble(channel, starttls, deadline)   # run_timing names the target
+                break
+            except StartTlsError as exc:
+                channel.close()
+                failure = exc
+                if exc.problem is Problem.BUSY:
+                    pause = BACKOFF.pause(attempts)
+                    if BACKOFF.allows(start, start + timeout * 2 / 3, pause):
+                        time.sleep(pause)
+                        continue
+                    failure = gave_up(exc, attempts, start)
+                raise TimingFailure(str(failure), failure.kind) from None
+        with channel:
             t1 = time.perf_counter()
             c0 = time.thread_time()
             hs = ClientHandshake(config, annotate=False, stop_after_first_flight=False)

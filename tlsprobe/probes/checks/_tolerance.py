@@ -12,7 +12,8 @@ reads the answer up to the ServerHello; the server's doing is kept as a `Reply`:
 timeout.
 
 The verdict (`judge`): every variant answered, "tolerated". A variant refused (alert,
-close, reset, silence) is asked again on a second connection; refused again, the plain
+close, reset, silence, or a ServerHello whose suite breaks the protocol: not offered, or
+not defined for its version, RFC 8446 B.4) is asked again on a second connection; refused again, the plain
 hello (the same hello without the change) is sent, and only when that one is answered is
 the verdict "not tolerated" (the refusal is the change's, not the hello's). Anything else is
 inconclusive, with what was seen. An answer that picks a value it must ignore (a GREASE
@@ -53,6 +54,10 @@ PAUSE = 0.2     # seconds between the sends of a shaped first flight (two TCP se
 
 ANSWERED, ALERT, CLOSED, RESET, SILENT, UNSURE = ("answered", "alert", "closed", "reset",
                                                   "silent", "unsure")
+#: a ServerHello whose choice broke a rule (engine.serverhello.check_choice: a suite not
+#: offered, or not defined for its version): no answer a client can use, so it counts as a
+#: refusal of that hello (asked again, then set against the plain hello), never "tolerated"
+VIOLATION = "violation"
 
 
 @dataclass(frozen=True)
@@ -83,7 +88,7 @@ class Reply:
 
     @property
     def refused(self) -> bool:
-        return self.kind in (ALERT, CLOSED, RESET, SILENT)
+        return self.kind in (ALERT, CLOSED, RESET, SILENT, VIOLATION)
 
 
 class EditedHandshake(ClientHandshake):
@@ -153,6 +158,8 @@ async def _talk(variant: Variant, transport: AsyncTransport, deadline: float) ->
         await adrive(hs, shaped, deadline, until=lambda h: finished(h, STOP_HELLO),
                      progress=Progress())
     except HandshakeFailure as exc:
+        if hs.hello_violation is not None:
+            return reply(VIOLATION, f"broke the protocol: {hs.hello_violation}")
         if hs.server_hello is not None or hs.hrr is not None:
             return answered(str(exc))
         if exc.kind == FailureKind.ALERT and exc.alert is not None:
