@@ -168,3 +168,69 @@ def test_import_is_cheap_and_every_public_name_documented() -> None:
                if not n.startswith("_") and not (v.__doc__ or "").strip()]
     assert undocumented + members == []
     assert set(tlsprobe.__all__) - {"__version__"} == set(tlsprobe.api.__all__)
+
+
+def _boundary_cases(target: str) -> list[tuple[str, Callable[[], object]]]:
+    capture = str(CAPTURES / "tls13_hrr.pcap")
+    return [
+        ("target not a str", lambda: tlsprobe.probe(123)),                  # type: ignore[arg-type]
+        ("timeout a str", lambda: tlsprobe.probe(target, timeout="5")),     # type: ignore[arg-type]
+        ("timeout a bool", lambda: tlsprobe.probe(target, timeout=True)),
+        ("groups an int", lambda: tlsprobe.probe(target, groups=5)),        # type: ignore[arg-type]
+        ("groups of floats", lambda: tlsprobe.probe(target, groups=[1.5])),  # type: ignore[list-item]
+        ("alpn bytes", lambda: tlsprobe.probe(target, alpn=[b"h2"])),       # type: ignore[list-item]
+        ("unknown keyword", lambda: tlsprobe.probe(target, sni="x")),       # type: ignore[call-arg]
+        ("server_name with a space", lambda: tlsprobe.probe(target, server_name="a b")),
+        ("server_name empty", lambda: tlsprobe.probe(target, server_name="")),
+        ("server_name control", lambda: tlsprobe.probe(target, server_name="a\x00b")),
+        ("server_name and no SNI", lambda: tlsprobe.probe(target, server_name="x.test",
+                                                          send_sni=False)),
+        ("total_timeout 0", lambda: tlsprobe.probe(target, total_timeout=0)),
+        ("scan per_host a str", lambda: tlsprobe.scan(target, per_host="3")),  # type: ignore[arg-type]
+        ("scan targets None", lambda: tlsprobe.scan(None)),                 # type: ignore[arg-type]
+        ("scan server_name bad", lambda: tlsprobe.scan(target, server_name="a\tb")),
+        ("ascan timeout a list", lambda: asyncio.run(tlsprobe.ascan(target,
+                                                                    timeout=[1]))),  # type: ignore[arg-type]
+        ("read_capture an int", lambda: tlsprobe.read_capture(5)),          # type: ignore[arg-type]
+        ("read_capture keylog an int", lambda: tlsprobe.read_capture(capture, keylog=7)),  # type: ignore[arg-type]
+        ("speed seconds a str", lambda: tlsprobe.speed("x25519", seconds="1")),  # type: ignore[arg-type]
+        ("speed block_sizes a str", lambda: tlsprobe.speed("x25519", block_sizes="16")),  # type: ignore[arg-type]
+    ]
+
+
+@pytest.mark.parametrize("case", range(20))
+def test_every_bad_argument_is_a_usage_error_before_any_work(case: int, target: str) -> None:
+    """docs/API.md: every exception is a TlsprobeError. Wrong types, server names the
+    command line refuses and a zero total_timeout are UsageErrors naming the parameter
+    (they were TypeError, AttributeError, or accepted: total_timeout=0 meant the default)."""
+    name, call = _boundary_cases(target)[case]
+    with pytest.raises(tlsprobe.TlsprobeError) as info:
+        call()
+    assert isinstance(info.value, tlsprobe.UsageError), (name, info.value)
+    assert info.value.exit_code == 2 and tlsprobe.failure_kind(info.value) == FailureKind.USAGE
+
+
+def test_boundary_cases_are_all_run(target: str) -> None:
+    assert len(_boundary_cases(target)) == 20
+
+
+def test_a_policy_given_as_one_name_is_that_policy(target: str) -> None:
+    """`policies="modern"` is the policy of that name (it was read letter by letter:
+    "unknown policy 'm'")."""
+    [report] = tlsprobe.scan(target, checks=["versions"], policies="modern", verify=False)
+    assert report.error is None and report.policies == ("mozilla-modern-6.0",), report.policies
+
+
+def test_a_non_capture_exits_as_the_command_line_does(tmp_path: Path,
+                                                      run_cli: Callable[..., Any]) -> None:
+    """read_capture on a file that is no capture: the exit code `tlsprobe pcap` gives (2),
+    kind bad_input; a pathlib.Path works as a str does."""
+    path = tmp_path / "not.pcap"
+    path.write_bytes(b"this is no capture at all")
+    code, _, err = run_cli("pcap", str(path))
+    with pytest.raises(tlsprobe.TlsprobeError) as bad:
+        tlsprobe.read_capture(path)
+    assert bad.value.exit_code == code == 2, err
+    assert tlsprobe.failure_kind(bad.value) == FailureKind.BAD_INPUT
+    with tlsprobe.read_capture(CAPTURES / "tls13_hrr.pcap") as reader:
+        assert len(list(reader)) == 1

@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import os
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
-from tlsprobe.errors import (EXIT_BAD_INPUT, EXIT_BY_KIND, FailureKind, TlsprobeError,
+from tlsprobe.apiargs import checked
+from tlsprobe.errors import (EXIT_BY_KIND, FailureKind, TlsprobeError, UnreadableInput,
                              UsageError, exit_code_for)
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.capture import CaptureSummary, ConnectionReport
@@ -95,6 +97,17 @@ def _codes(items: Sequence[Code], parse: Callable[[str], int], what: str) -> tup
     return tuple(out)
 
 
+def _server_name(name: str | None, send_sni: bool) -> str | None:
+    """`server_name` checked as the command line checks --sni (and --sni with --no-sni)."""
+    if name is None:
+        return None
+    if not send_sni:
+        raise UsageError("server_name and send_sni=False contradict each other; give one "
+                         "of them")
+    from tlsprobe.engine.config import parse_server_name
+    return parse_server_name(name, "server_name")
+
+
 def _version(item: str) -> int:
     from tlsprobe.offline.filters import parse_version
     return parse_version(item)
@@ -133,7 +146,7 @@ def _config(hello: _Hello, host: str) -> ClientConfig:
             kw[field] = _codes(items, parse, what)
     if hello.alpn is not None:
         kw["alpn"] = (hello.alpn,) if isinstance(hello.alpn, str) else tuple(hello.alpn)
-    sni = hello.server_name
+    sni = _server_name(hello.server_name, hello.send_sni)
     if sni is None and hello.send_sni:
         try:
             ipaddress.ip_address(host)
@@ -152,6 +165,7 @@ def _config(hello: _Hello, host: str) -> ClientConfig:
     return config
 
 
+@checked
 def probe(target: str, *, versions: Sequence[Code] | None = None,
           groups: Sequence[Code] | None = None, key_shares: Sequence[Code] | None = None,
           ciphers: Sequence[Code] | None = None, ciphersuites: Sequence[Code] | None = None,
@@ -174,7 +188,8 @@ def probe(target: str, *, versions: Sequence[Code] | None = None,
     is no error: `result.verification` says so."""
     from tlsprobe.net.tcp import parse_target
     from tlsprobe.probes.probe import ProbeOptions, run_probe
-    if not all(0 < t <= 86400 for t in (timeout, total_timeout or timeout)):
+    if not all(0 < t <= 86400 for t in (timeout, timeout if total_timeout is None
+                                         else total_timeout)):
         raise UsageError("timeout and total_timeout must be above 0 and at most a day "
                          "(86400 seconds)")
     if http_get is not None and first_flight_only:
@@ -223,6 +238,7 @@ def _checks(checks: Sequence[str] | None) -> tuple[str, ...]:
     return resolve([checks] if isinstance(checks, str) else list(checks), "checks")
 
 
+@checked
 async def ascan(targets: str | Sequence[str], *, checks: Sequence[str] | None = None,
                 policies: Sequence[str] | None = None, extra_groups: Sequence[Code] = (),
                 server_name: str | None = None, send_sni: bool = True, verify: bool = True,
@@ -246,10 +262,12 @@ async def ascan(targets: str | Sequence[str], *, checks: Sequence[str] | None = 
         from tlsprobe.engine.chain import check_cafile
         check_cafile(cafile, contents=verify)
     try:
-        loaded = tuple(load_policy(p) for p in
-                       ([DEFAULT_POLICY] if policies is None else policies))
+        loaded = tuple(load_policy(p) for p in ([DEFAULT_POLICY] if policies is None else
+                                                [policies] if isinstance(policies, str)
+                                                else policies))
     except PolicyError as exc:
         raise UsageError(str(exc)) from None
+    server_name = _server_name(server_name, send_sni)
     options = AuditOptions(checks=_checks(checks),
                            extra_groups=_codes(extra_groups, registry.parse_group,
                                                "extra_groups"),
@@ -260,6 +278,7 @@ async def ascan(targets: str | Sequence[str], *, checks: Sequence[str] | None = 
                             on_report=on_report)
 
 
+@checked
 def scan(targets: str | Sequence[str], *, checks: Sequence[str] | None = None,
          policies: Sequence[str] | None = None, extra_groups: Sequence[Code] = (),
          server_name: str | None = None, send_sni: bool = True, verify: bool = True,
@@ -271,8 +290,9 @@ def scan(targets: str | Sequence[str], *, checks: Sequence[str] | None = None,
     `checks` names what to check as `--checks` does (default: versions, groups, pq, suites,
     sigalgs, cert; vulnerability checks and aliases such as "all" too); `policies` are
     built-in names or policy files (default ["intermediate"]; [] for the built-in checks
-    only). The connection arguments are `scan`'s options of the same name; `on_report` is
-    called with each report as soon as its target is done.
+    only; one name may be given as a str). The connection arguments are `scan`'s options
+    of the same name; `on_report` is called with each report as soon as its target is
+    done.
 
     A target that fails does not raise: its report has `error` and `error_kind` (a
     `FailureKind` value) and the other targets are still audited. Raises `UsageError` for
@@ -319,20 +339,24 @@ class CaptureReader:
         self.close()
 
 
-def read_capture(path: str, keylog: str | None = None, *, embedded_keys: bool = True,
-                 quic: bool = True) -> CaptureReader:
-    """Read a pcap or pcapng capture (gzip too) as `tlsprobe pcap` does: a `CaptureReader`
-    yielding one `ConnectionReport` per TLS or QUIC connection.
+@checked
+def read_capture(path: str | os.PathLike[str], keylog: str | os.PathLike[str] | None = None,
+                 *, embedded_keys: bool = True, quic: bool = True) -> CaptureReader:
+    """Read a pcap or pcapng capture (gzip too; `path` a str or a `pathlib.Path`) as
+    `tlsprobe pcap` does: a `CaptureReader` yielding one `ConnectionReport` per TLS or QUIC
+    connection.
 
     `keylog` is an SSLKEYLOGFILE to decrypt TLS 1.3 handshakes and TLS 1.2 records with
     (keys embedded in a pcapng are used too unless `embedded_keys` is False); `quic` reads
     QUIC Initial packets. Raises a `TlsprobeError` of kind "usage" for a key log that cannot
-    be read and of kind "bad_input" when nothing can be read from the capture (missing, not
-    a capture); damage later on ends the iteration and is said in `summary.warnings`."""
+    be read and an `UnreadableInput` (kind "bad_input", exit 2 as the command line's) when
+    nothing can be read from the capture (missing, not a capture); damage later on ends the iteration and is said in `summary.warnings`."""
     from tlsprobe.capture import CaptureError
     from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
+    path = os.fspath(path)
     keys = None
     if keylog is not None:
+        keylog = os.fspath(keylog)
         from tlsprobe.engine.keylog import load_keylog
         try:
             keys = load_keylog(keylog)
@@ -343,10 +367,11 @@ def read_capture(path: str, keylog: str | None = None, *, embedded_keys: bool = 
         return CaptureReader(CaptureAnalysis(path, options))
     except (CaptureError, OSError) as exc:
         text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise TlsprobeError(f"{path}: {text}".replace(f"{path}: {path}: ", f"{path}: "),
-                            EXIT_BAD_INPUT) from None
+        raise UnreadableInput(f"{path}: {text}".replace(f"{path}: {path}: ", f"{path}: ")
+                              ) from None
 
 
+@checked
 def speed(algorithms: str | Sequence[str] = (), *, seconds: float = 3.0,
           processes: int = 1, block_sizes: Sequence[int] | None = None,
           compare_openssl: bool = False, openssl_binary: str | None = None) -> SpeedReport:

@@ -84,6 +84,14 @@ class UsageError(TlsprobeError):
     exit_code = EXIT_USAGE
 
 
+class UnreadableInput(TlsprobeError):
+    """A file from which nothing can be read (missing, not a capture, empty, corrupt gzip):
+    exit 2 as for any unreadable file (what `tlsprobe pcap` exits with), kind "bad_input"."""
+
+    exit_code = EXIT_USAGE
+    kind = FailureKind.BAD_INPUT
+
+
 #: why a network operation failed, for callers that decide by it (retry, keep a partial
 #: answer): the per-read wait ran out ("timeout"), the total deadline passed ("deadline"),
 #: the peer reset the connection ("reset"), nothing listens ("refused"), the name does not

@@ -60,7 +60,36 @@ def test_targets_from_stdin(monkeypatch):
     import io
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(
         b"127.0.0.1:4433\n# comment\n\n127.0.0.1:4433\n[::1]:443\n")))
-    assert read_targets("-") == [Target("127.0.0.1", 4433), Target("::1", 443)]
+    assert read_targets("-") == ([Target("127.0.0.1", 4433), Target("::1", 443)], [])
+
+
+def test_bad_lines_are_each_named_and_the_good_targets_still_run(tmp_path):
+    """Every bad line is reported as FILE:LINE (not only the first, and not instead of the
+    run); the good targets are surveyed; then exit 2, as `scan -f` does."""
+    path = tmp_path / "targets.txt"
+    path.write_bytes(b"127.0.0.1:1\n127.0.0.1:99999\n# fine\na..b\n\xff\xfe:443\n"
+                     b"[::1]:1\n")
+    out = tmp_path / "o"
+    proc = cli("survey", path, "--out", out, "--no-progress", tmp_path=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("tlsprobe: error:")]
+    assert [e.split(": ")[2] for e in errors[:3]] == [f"{path}:{n}" for n in (2, 4, 5)], errors
+    assert "bad port" in errors[0] and "not UTF-8" in errors[2]
+    assert "3 lines of" in errors[3] and "the other 2 targets were surveyed" in errors[3]
+    pq = pytest.importorskip("pyarrow.parquet")
+    surveyed = {r["host"] + f":{r['port']}" for p in out.glob("shard-*.parquet")
+                for r in pq.read_table(p).to_pylist()}
+    assert surveyed == {"127.0.0.1:1", "::1:1"}, surveyed
+
+
+def test_a_file_of_bad_lines_only_is_a_usage_error(tmp_path):
+    path = tmp_path / "targets.txt"
+    path.write_text("127.0.0.1:0\nnot a target\n")
+    proc = cli("survey", path, "--out", tmp_path / "o", tmp_path=tmp_path)
+    assert proc.returncode == 2
+    lines = proc.stderr.splitlines()
+    assert [line.split(": ")[2] for line in lines[:2]] == [f"{path}:1", f"{path}:2"], lines
+    assert lines[-1].endswith(f"no target in {path} (2 bad lines)"), lines
 
 
 def test_paced_connector_spaces_connection_starts():

@@ -209,25 +209,6 @@ def _alpn(text: str) -> tuple[str, ...]:
     return protocols
 
 
-def _server_name(text: str) -> str:
-    """--sni: a non-empty host name without spaces that fits a server_name (1..65535 bytes)."""
-    name = text.strip()
-    if not name or name.strip(".") == "":
-        raise UsageError("--sni: empty name; give a host name, or --no-sni to send none")
-    if any(c.isspace() or not c.isprintable() for c in name):
-        raise UsageError(f"--sni: {name[:40]!r}: a host name has no spaces or control "
-                         "characters")
-    try:
-        encoded = name.encode("ascii") if name.isascii() else name.encode("idna")
-    except UnicodeError:
-        raise UsageError(f"--sni: {name[:40]!r} is not a valid internationalised host "
-                         "name") from None
-    if len(encoded) > 0xFFFF - 3:
-        raise UsageError(f"--sni: {len(encoded)} bytes; a server_name holds at most 65532 "
-                         "(a DNS name at most 253)")
-    return name
-
-
 def config_from_args(args: argparse.Namespace, host: str) -> ClientConfig:
     from tlsprobe import registry
     from tlsprobe.engine import config as cfg
@@ -258,7 +239,7 @@ def config_from_args(args: argparse.Namespace, host: str) -> ClientConfig:
     if args.no_sni:
         sni = None
     elif args.sni is not None:
-        sni = _server_name(args.sni)
+        sni = cfg.parse_server_name(args.sni)
     else:
         try:
             ipaddress.ip_address(host)

@@ -25,7 +25,7 @@ import argparse
 import math
 import os
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO
 
 from tlsprobe.errors import EXIT_FINDINGS, EXIT_OK, UsageError, exit_code_for
@@ -33,6 +33,7 @@ from tlsprobe.probes.checks.catalog import ACTIVE, ALIASES, DEFAULT, DERIVED, PH
 
 if TYPE_CHECKING:
     from tlsprobe.model.audit import AuditReport
+    from tlsprobe.net.targets import BadLine
     from tlsprobe.net.tcp import Target
     from tlsprobe.policy.load import Policy
 
@@ -102,48 +103,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_connection_arguments(o, concurrency=4, concurrency_help="targets audited at once")
 
 
-@dataclass(frozen=True)
-class BadLine:
-    """A line of -f FILE that is no target: reported and skipped."""
-
-    text: str
-    error: str      # "FILE:LINE: bad port '99999' in '127.0.0.1:99999': expected 1-65535"
-
-    def report(self) -> AuditReport:
-        from tlsprobe.model.audit import AuditReport
-        return AuditReport(host=self.text, port=0, error=self.error, error_kind="usage")
+def _bad_report(line: BadLine) -> AuditReport:
+    """The error report of a line of -f FILE that is no target (reported and skipped)."""
+    from tlsprobe.model.audit import AuditReport
+    return AuditReport(host=line.text, port=0, error=line.error, error_kind="usage")
 
 
 def _read_targets(args: argparse.Namespace) -> list[Target | BadLine]:
     """Command-line targets (a bad one is a usage error), then the file's lines in order
     (a bad one becomes a BadLine); duplicates are audited once."""
+    from tlsprobe.net.targets import read_target_file
     from tlsprobe.net.tcp import parse_target
     items: list[Target | BadLine] = [parse_target(t) for t in args.targets]
     if args.targets_file:
-        try:
-            if args.targets_file == "-":
-                data = sys.stdin.buffer.read()
-            else:
-                with open(args.targets_file, "rb") as fh:
-                    data = fh.read()
-        except OSError as exc:
-            raise UsageError(f"cannot read {args.targets_file}: {exc.strerror}") from None
-        name = "<stdin>" if args.targets_file == "-" else args.targets_file
-        for number, raw in enumerate(data.removeprefix(b"\xef\xbb\xbf").splitlines(), 1):
-            raw = raw.split(b"#", 1)[0]     # a comment may be in any encoding
-            try:    # line by line: one line that is no UTF-8 costs that line alone
-                line = raw.decode("utf-8").strip()
-            except UnicodeDecodeError as exc:
-                items.append(BadLine(raw.decode("utf-8", "backslashreplace").strip(),
-                                     f"{name}:{number}: not UTF-8 text (byte "
-                                     f"0x{raw[exc.start]:02x} at column {exc.start + 1})"))
-                continue
-            if not line:
-                continue
-            try:
-                items.append(parse_target(line))
-            except UsageError as exc:
-                items.append(BadLine(line, f"{name}:{number}: {exc}"))
+        items.extend(read_target_file(args.targets_file))
     if not items:
         raise UsageError("no target: give HOST[:PORT] or -f FILE")
     return list(dict.fromkeys(items))
@@ -220,8 +193,8 @@ def validate_connection_args(args: argparse.Namespace) -> None:
     if args.no_sni and args.sni is not None:
         raise UsageError("--sni and --no-sni cannot be combined")
     if args.sni is not None:    # the probe's check: no control characters sent or shown
-        from tlsprobe.commands.probe import _server_name
-        args.sni = _server_name(args.sni)
+        from tlsprobe.engine.config import parse_server_name
+        args.sni = parse_server_name(args.sni)
 
 
 def exit_code(reports: list[AuditReport], fail_on: str | None) -> int:
@@ -322,8 +295,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                            cafile=args.cafile, verify=not args.no_verify)
     place = {(i.host, i.port) if isinstance(i, Target) else i: n
              for n, i in enumerate(items, 1)}
-    bad = {item: replace(item.report(), index=place[item]) for item in items
-           if isinstance(item, BadLine)}
+    bad = {item: replace(_bad_report(item), index=place[item]) for item in items
+           if not isinstance(item, Target)}
     if args.json:
         for report in bad.values():
             print(report.to_json(), file=out, flush=True)

@@ -13,8 +13,12 @@ arguments is an error.
 `tlsprobe survey summary DIR [--json]`: shares of targets per TLS version, preferred group,
 post-quantum verdict, supported group, servers enforcing their order, failures by kind.
 
+A line of the targets file that is no target is reported as `FILE:LINE: error` on stderr
+and skipped; the other targets are surveyed, and the run then exits 2.
+
 Exit codes: 0 done (per-target failures are results, counted in the summary); 2 usage (bad
-targets, CIDR, --out not writable, a manifest of other arguments, pyarrow missing);
+lines in the targets file, after the other targets ran; no target at all, a bad CIDR, --out
+not writable, a manifest of other arguments, pyarrow missing);
 130 interrupted (the shards written so far are kept: run again to resume).
 """
 
@@ -26,7 +30,7 @@ import os
 import sys
 from typing import Any
 
-from tlsprobe.errors import EXIT_OK, UsageError
+from tlsprobe.errors import EXIT_OK, EXIT_USAGE, UsageError
 
 DEFAULT_CHECKS = "groups,pq"
 
@@ -92,7 +96,13 @@ def run(args: argparse.Namespace) -> int:
     from tlsprobe.survey.targets import digest, read_targets, shard_targets
     from tlsprobe.commands.scan import extra_groups, parse_checks
     checks, extra = parse_checks(args.checks), extra_groups(args.extra_groups)
-    targets = read_targets(args.targets)
+    targets, bad = read_targets(args.targets)
+    from tlsprobe.report.escape import shown
+    for line in bad:    # each named FILE:LINE; the good targets still run
+        print(f"tlsprobe: error: {shown(line.error)}", file=sys.stderr)
+    if not targets:
+        raise UsageError(f"no target in {args.targets} ({len(bad)} bad "
+                         f"line{'s' if len(bad) > 1 else ''})")
     out = SurveyDir(args.out)
     out.prepare()
     shards = shard_targets(targets, args.shard_size)
@@ -132,6 +142,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"tlsprobe: note: Dask is not installed ({CLUSTER_HINT}): "
               "running the shards in this process", file=sys.stderr)
         execute.run_in_process(todo, options, settings, finished)
+    if bad:
+        print(f"tlsprobe: error: {len(bad)} line{'s' if len(bad) > 1 else ''} of "
+              f"{shown(args.targets)} {'are' if len(bad) > 1 else 'is'} no target (above); "
+              f"the other {len(targets)} targets were surveyed", file=sys.stderr)
+        return EXIT_USAGE
     return EXIT_OK
 
 

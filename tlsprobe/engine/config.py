@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, field, replace
 
 from tlsprobe import kex, registry
+from tlsprobe.errors import UsageError
 from tlsprobe.engine.keyschedule import KeySchedule, digest, tls13_hash_name
 from tlsprobe.wire import extensions as ext
 from tlsprobe.wire.handshake import frame
@@ -141,6 +142,29 @@ class ClientConfig:
 
     def with_server_name(self, name: str | None) -> "ClientConfig":
         return replace(self, server_name=name)
+
+
+def parse_server_name(text: str, what: str = "--sni") -> str:
+    """A server_name to send, as given to `what` (an option or argument name): a non-empty
+    host name without spaces or control characters that fits the extension (1..65532 bytes;
+    IDNA for a non-ASCII name). Anything else is a UsageError naming `what`."""
+    name = text.strip()
+    if not name or name.strip(".") == "":
+        raise UsageError(f"{what}: empty name; give a host name, or "
+                         f"{'--no-sni' if what.startswith('--') else 'send_sni=False'} to "
+                         "send none")
+    if any(c.isspace() or not c.isprintable() for c in name):
+        raise UsageError(f"{what}: {name[:40]!r}: a host name has no spaces or control "
+                         "characters")
+    try:
+        encoded = name.encode("ascii") if name.isascii() else name.encode("idna")
+    except UnicodeError:
+        raise UsageError(f"{what}: {name[:40]!r} is not a valid internationalised host "
+                         "name") from None
+    if len(encoded) > 0xFFFF - 3:
+        raise UsageError(f"{what}: {len(encoded)} bytes; a server_name holds at most 65532 "
+                         "(a DNS name at most 253)")
+    return name
 
 
 def conformant_shares(groups: tuple[int, ...], shares: tuple[int, ...]) -> tuple[int, ...]:

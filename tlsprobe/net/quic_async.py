@@ -28,7 +28,8 @@ from tlsprobe.net.quic import QuicCore, _text
 from tlsprobe.net.quic_info import QuicInfo
 from tlsprobe.net.quic_params import client_parameters
 from tlsprobe.net.quic_wire import QUIC_V1, new_connection_ids
-from tlsprobe.net.tcp import AddrInfo, Target, cause_of, resolve_async
+from tlsprobe.net.shared import SharedLookups
+from tlsprobe.net.tcp import AddrInfo, Target, cause_of
 
 MAX_QUEUED = 64          # datagrams waiting to be read per connection
 NOT_APPLICABLE = "not applicable over QUIC: QUIC carries TLS 1.3 only (RFC 9001 4.2)"
@@ -118,7 +119,7 @@ class AsyncQuicConnector:
         self.version = versions[0]
         self.offered = (*versions[1:], versions[0]) if len(versions) > 1 else ()
         self.scid = new_connection_ids()[0]
-        self._lookups: dict[tuple[str, int], asyncio.Future[list[AddrInfo]]] = {}
+        self._lookups = SharedLookups()
 
     def adapt(self, config: ClientConfig) -> ClientConfig | None:
         """The QUIC form of an audit hello; None when it offers no TLS 1.3."""
@@ -149,13 +150,7 @@ class AsyncQuicConnector:
 
     async def _resolve(self, target: Target) -> list[AddrInfo]:
         """The target's addresses, looked up once per connector (shared by its jobs)."""
-        key = (target.host.lower(), target.port)
-        lookup = self._lookups.get(key)
-        if lookup is None or (lookup.done() and (lookup.cancelled() or
-                                                 lookup.exception() is not None)):
-            lookup = self._lookups[key] = asyncio.ensure_future(
-                resolve_async(target.host, target.port))
-        return await asyncio.shield(lookup)
+        return await self._lookups.addresses(target)
 
 
 def _failed(target: Target, reason: str, cause: str) -> NetworkError:

@@ -13,7 +13,8 @@ import socket
 import time
 
 from tlsprobe.errors import NetworkCause, NetworkError
-from tlsprobe.net.tcp import AddrInfo, Target, cause_of, host_name_problem, resolve_async
+from tlsprobe.net.shared import SharedLookups
+from tlsprobe.net.tcp import Target, cause_of, host_name_problem
 
 
 class AsyncTcpTransport:
@@ -78,7 +79,7 @@ class TcpConnector:
     def __init__(self, connect_timeout: float, read_timeout: float | None = None) -> None:
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout if read_timeout is not None else connect_timeout
-        self._lookups: dict[tuple[str, int], asyncio.Future[list[AddrInfo]]] = {}
+        self._lookups = SharedLookups()
 
     async def __call__(self, target: Target, deadline: float) -> AsyncTcpTransport:
         wait = max(0.0, min(self.connect_timeout, deadline - time.monotonic()))
@@ -107,13 +108,7 @@ class TcpConnector:
                                                    asyncio.StreamWriter]:
         """Resolve the name (once per target, shared by concurrent callers) and connect to
         the first address that accepts."""
-        key = (target.host.lower(), target.port)
-        lookup = self._lookups.get(key)
-        if lookup is None or (lookup.done() and (lookup.cancelled() or
-                                                 lookup.exception() is not None)):
-            lookup = self._lookups[key] = asyncio.ensure_future(
-                resolve_async(target.host, target.port))
-        infos = await asyncio.shield(lookup)   # one job giving up leaves the lookup running
+        infos = await self._lookups.addresses(target)
         last: OSError = OSError("no address")
         for family, _, _, _, address in infos:
             try:

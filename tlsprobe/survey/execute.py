@@ -10,8 +10,11 @@ Dask; a shard is written once, when its result arrives, so no target is in the r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -120,18 +123,74 @@ class dask_client:
                 raise UsageError(f"--scheduler {self.address}: cannot connect "
                                  f"({' '.join(str(exc).split())[:200]})") from None
             return self.client
-        with warnings.catch_warnings():     # "port 8787 is already in use": it takes another
-            warnings.simplefilter("ignore", UserWarning)
-            self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
-                                        processes=True, dashboard_address=None,
-                                        silence_logs=logging.ERROR)
-        self.client = Client(self.cluster)
+        _workers_ignore_ctrl_c()
+        try:
+            # silence_logs: Dask's own log lines (a heartbeat failing as the cluster closes on
+            # a busy machine) are not the user's news; a task's error reaches this process
+            # as its future's exception
+            with warnings.catch_warnings(), _ctrl_c_held():
+                warnings.simplefilter("ignore", UserWarning)  # "port 8787 is already in use"
+                self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
+                                            processes=True, dashboard_address=None,
+                                            silence_logs=logging.CRITICAL)
+                self.client = Client(self.cluster)
+        except KeyboardInterrupt:
+            self.__exit__(KeyboardInterrupt)
+            raise
         return self.client
 
-    def __exit__(self, *exc: object) -> None:
-        self.client.close()
-        if self.cluster is not None:
-            self.cluster.close()
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        # after Ctrl-C the workers are still alive (they never saw the signal), so closing
+        # is quick; it is bounded all the same, and an error while closing must not hide
+        # the interruption or the error that ended the run
+        limit = 10 if kind is not None else 30
+        try:
+            self.client.close(timeout=limit)
+        finally:
+            if self.cluster is not None:
+                with contextlib.suppress(Exception):
+                    self.cluster.close(timeout=limit)
+
+
+def _workers_ignore_ctrl_c() -> None:
+    """Ctrl-C in a terminal reaches every process of the foreground group: the LocalCluster's
+    workers died of it with tracebacks, and this process could wait for their tasks for
+    ever. The workers are forked from multiprocessing's fork server, started here with
+    SIGINT blocked in this thread: the fork server inherits the blocked signal, and every
+    worker it forks (also one a nanny restarts) too, so only this process handles Ctrl-C
+    and closes the cluster itself. A Ctrl-C meanwhile stays pending here, not lost."""
+    import multiprocessing
+    import dask
+    from multiprocessing import forkserver
+    block = getattr(signal, "pthread_sigmask", None)
+    if block is None or "forkserver" not in multiprocessing.get_all_start_methods():
+        return
+    dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
+    _distributed().utils.get_mp_context()   # the fork server imports dask once, for all
+    if threading.current_thread() is not threading.main_thread():
+        return
+    block(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        forkserver.ensure_running()
+    finally:
+        block(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+@contextlib.contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """A Ctrl-C while the cluster starts is raised once it has started (a LocalCluster
+    interrupted half-way cannot be closed: Dask printed tracebacks at exit)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda number, frame: pressed.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if pressed:
+        raise KeyboardInterrupt
 
 
 class Progress:

@@ -10,11 +10,11 @@ import hashlib
 import ipaddress
 import os
 import re
-import sys
 from dataclasses import dataclass
 
 from tlsprobe.errors import UsageError
-from tlsprobe.net.tcp import Target, parse_target
+from tlsprobe.net.targets import BadLine, read_target_file
+from tlsprobe.net.tcp import Target
 
 #: the most addresses a CIDR spec may expand to (a /8 of IPv4): more is surely a typo
 MAX_CIDR_ADDRESSES = 1 << 24
@@ -76,35 +76,19 @@ def expand_cidr(spec: str) -> list[Target]:
     return [Target(str(address), port) for address in network for port in ports]
 
 
-def read_targets(spec: str) -> list[Target]:
-    """The targets in input order, duplicates once. `spec`: '-' (stdin), a file of
-    HOST[:PORT] lines ('#' comments), or a CIDR/port list. A bad line is a usage error."""
+def read_targets(spec: str) -> tuple[list[Target], list[BadLine]]:
+    """The targets in input order, duplicates once, and the lines that are no target.
+    `spec`: '-' (stdin), a file of HOST[:PORT] lines ('#' comments; a bad line is reported
+    as FILE:LINE and the others still run, as with `scan -f`), or a CIDR/port list (a bad
+    one is a usage error). No target at all and no bad line is a usage error."""
     if spec != "-" and _looks_like_cidr(spec):
-        return expand_cidr(spec)
-    try:
-        if spec == "-":
-            data = sys.stdin.buffer.read()
-        else:
-            with open(spec, "rb") as fh:
-                data = fh.read()
-    except OSError as exc:
-        raise UsageError(f"cannot read {spec}: {exc.strerror}") from None
-    name = "<stdin>" if spec == "-" else spec
-    targets: list[Target] = []
-    for number, raw in enumerate(data.removeprefix(b"\xef\xbb\xbf").splitlines(), 1):
-        try:
-            line = raw.split(b"#", 1)[0].decode("utf-8").strip()
-        except UnicodeDecodeError:
-            raise UsageError(f"{name}:{number}: not UTF-8 text") from None
-        if not line:
-            continue
-        try:
-            targets.append(parse_target(line))
-        except UsageError as exc:
-            raise UsageError(f"{name}:{number}: {exc}") from None
-    if not targets:
-        raise UsageError(f"no target in {name}")
-    return list(dict.fromkeys(targets))
+        return expand_cidr(spec), []
+    items = read_target_file(spec)
+    bad = [item for item in items if isinstance(item, BadLine)]
+    targets = list(dict.fromkeys(item for item in items if isinstance(item, Target)))
+    if not items:
+        raise UsageError(f"no target in {'<stdin>' if spec == '-' else spec}")
+    return targets, bad
 
 
 def digest(targets: list[Target]) -> str:

@@ -11,6 +11,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from tlsprobe.net.shared import shared_task
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks.base import CheckContext
 
@@ -28,7 +29,7 @@ async def once(ctx: CheckContext, key: str,
     slot = (id(ctx.runner), key)
     future = _SHARED.get(slot)
     if future is None:
-        future = _SHARED[slot] = asyncio.ensure_future(make(ctx))
+        future = _SHARED[slot] = shared_task(make(ctx))
         weakref.finalize(ctx.runner, _SHARED.pop, slot, None)
     got: T = await asyncio.shield(future)
     return got
