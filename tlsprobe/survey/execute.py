@@ -155,25 +155,17 @@ class dask_client:
 def _workers_ignore_ctrl_c() -> None:
     """Ctrl-C in a terminal reaches every process of the foreground group: the LocalCluster's
     workers died of it with tracebacks, and this process could wait for their tasks for
-    ever. The workers are forked from multiprocessing's fork server, started here with
-    SIGINT blocked in this thread: the fork server inherits the blocked signal, and every
-    worker it forks (also one a nanny restarts) too, so only this process handles Ctrl-C
-    and closes the cluster itself. A Ctrl-C meanwhile stays pending here, not lost."""
+    ever. The workers are forked from multiprocessing's fork server, which preloads
+    survey/forked.py: it and every worker it forks (also one a nanny restarts) ignore
+    SIGINT, and only this process handles Ctrl-C, closing the cluster itself."""
     import multiprocessing
     import dask
-    from multiprocessing import forkserver
-    block = getattr(signal, "pthread_sigmask", None)
-    if block is None or "forkserver" not in multiprocessing.get_all_start_methods():
+    if "forkserver" not in multiprocessing.get_all_start_methods():
         return
     dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
-    _distributed().utils.get_mp_context()   # the fork server imports dask once, for all
-    if threading.current_thread() is not threading.main_thread():
-        return
-    block(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        forkserver.ensure_running()
-    finally:
-        block(signal.SIG_UNBLOCK, {signal.SIGINT})
+    context = _distributed().utils.get_mp_context()
+    # before dask's own preloads (imported once in the fork server, not in every worker)
+    context.set_forkserver_preload(["tlsprobe.survey.forked", "distributed"])
 
 
 @contextlib.contextmanager
