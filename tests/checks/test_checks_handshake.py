@@ -144,8 +144,29 @@ def test_a_server_that_wants_a_client_certificate_is_inconclusive(server_cache: 
     got = run_checks(srv.port, "robot,client_renegotiation")
     assert got["robot"].verdict is got["client_renegotiation"].verdict is \
         Verdict.inconclusive, got
-    assert "requests a client certificate" in got["robot"].reason
+    assert "requests a client certificate and requires one" in got["robot"].reason
+    assert "empty Certificate failed" in got["robot"].reason
+    assert got["robot"].connections == 11           # ten probes, one complete handshake
     assert "requires a client certificate" in got["client_renegotiation"].reason
+
+
+@pytest.mark.needs_impl("gnutls")
+def test_an_optional_client_certificate_request_is_answered(server_cache: ServerFactory
+                                                            ) -> None:
+    """gnutls-serv asks every client for a certificate (optional) by default: each check
+    that drives its own connection answers the CertificateRequest with an empty Certificate
+    and goes on to a verdict (ROBOT stopped there, inconclusive, before)."""
+    srv = server_cache("gnutls", proto="tls1_2", ciphers="NORMAL:+RSA")
+    got = run_checks(srv.port, "robot,client_renegotiation,heartbleed,ccs,resumption")
+    c = got["robot"]
+    assert c.verdict is Verdict.not_vulnerable, c
+    assert "alike (alert bad_record_mac (20))" in c.reason
+    assert "an empty Certificate (the server sent a CertificateRequest)" in c.evidence[0]
+    assert "the client certificate is optional" in c.evidence[-1]
+    assert c.connections == 11
+    assert got["client_renegotiation"].verdict is Verdict.vulnerable
+    assert got["heartbleed"].verdict is got["ccs"].verdict is Verdict.not_vulnerable, got
+    assert got["resumption"].verdict is Verdict.supported
 
 
 @pytest.mark.needs_impl("openssl")
