@@ -23,8 +23,9 @@ Modes (--mode):
 After the flight (--after): what the server does with the client's next bytes: `close`
 (default: it closes), `http` (a plaintext HTTP/1.1 400 reply, as a TLS port with a web
 server behind a misconfigured proxy sends), `overlong` (a handshake record whose header
-claims 18433 bytes, more than RFC 5246 6.2.3 allows, and those bytes). The hand-driven
-checks (heartbleed, ccs, robot, ...) read those bytes as their evidence.
+claims 18433 bytes, more than RFC 5246 6.2.3 allows, and those bytes), `silent` (nothing
+more: it reads until the client closes, 10 s at most). The hand-driven checks (heartbleed,
+ccs, robot, ...) read those bytes, or that silence, as their evidence.
 """
 import argparse
 import base64
@@ -47,7 +48,7 @@ ap.add_argument("--chain-file", required=True)
 ap.add_argument("--key-file", required=True)
 ap.add_argument("--mode", choices=["compression", "no-reneg-info", "sslv2", "plain"],
                 required=True)
-ap.add_argument("--after", choices=["close", "http", "overlong"], default="close")
+ap.add_argument("--after", choices=["close", "http", "overlong", "silent"], default="close")
 args = ap.parse_args()
 with open(args.chain_file) as fh:
     CHAIN = [base64.b64decode("".join(m.split()))
@@ -128,6 +129,10 @@ def answer_tls(sock: socket.socket, header: bytes) -> None:
     sock.settimeout(10)
     if not sock.recv(65536) or args.after == "close":
         return                       # the client's answer, or its close: then close
+    if args.after == "silent":
+        while sock.recv(65536):
+            pass
+        return
     if args.after == "http":
         sock.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/html\r\n"
                      b"Content-Length: 11\r\nConnection: close\r\n\r\nBad Request")
