@@ -325,3 +325,20 @@ def test_an_unanswered_version_check_is_no_ground_for_not_applicable(
     for name in LEGACY[:5]:
         assert got[name].verdict is Verdict.inconclusive, got[name]
         assert "could not establish whether TLS 1.2 is spoken" in got[name].reason
+
+
+def test_renegotiation_tunnel_names_bytes_that_are_not_records() -> None:
+    """What the server sends in answer to a renegotiation hello goes through the Tunnel's
+    record framing: an HTTP reply or a record over the length limit is named (escaped) as
+    the series' end, so the check says inconclusive with it; it was taken as the start of
+    a record, waited for, and dropped as "a cut record" at the close: a refusal ("not
+    vulnerable") made of bytes that are not TLS."""
+    from tlsprobe.wire.buffer import DecodeError
+    with pytest.raises(DecodeError, match=r"an HTTP response \('HTTP/1.1 400 Bad"):
+        client_renegotiation._records(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+    with pytest.raises(DecodeError, match="not TLS records"):
+        client_renegotiation._records(b"\x16\x03\x03\x48\x01" + bytes(10))
+    whole = b"\x15\x03\x03\x00\x02\x01\x00"
+    assert client_renegotiation._records(whole + b"\x16\x03") == \
+        ([(21, 0x0303, b"\x01\x00")], b"\x16\x03")
+
