@@ -202,6 +202,10 @@ def test_heartbeat_answers_that_are_no_over_read() -> None:
     assert out.verdict is Verdict.inconclusive, out
     silent = heartbleed.judge(ctx, 0x0303, False, _reply(silent=True), nonce)
     assert silent.verdict is Verdict.not_vulnerable and "not acknowledged" in silent.reason
+    # acknowledged, yet not even the well-formed request answered: nothing shown read
+    silent = heartbleed.judge(ctx, 0x0303, True, _reply(silent=True), nonce)
+    assert silent.verdict is Verdict.inconclusive, silent
+    assert "answered neither HeartbeatRequest" in silent.reason
 
 
 HAND_DRIVEN = ("heartbleed", "ccs", "robot", "client_renegotiation", "ticketbleed",
