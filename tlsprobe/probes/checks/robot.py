@@ -137,8 +137,8 @@ async def _probe(kind: str, config: ClientConfig, transport: AsyncTransport,
     asked = hs.certificate_requested
     flight = _record(22, version, (EMPTY_CERTIFICATE if asked else b"") + cke) + \
         _record(20, version, b"\x01") + _record(22, version, FINISHED)
+    await transport.send(flight)     # a failure: no probe sent (inconclusive)
     try:
-        await transport.send(flight)
         reply = await _early.read_reply(transport, deadline, lambda r: bool(r.records))
     except NetworkError as exc:
         return Answer(exc.reason, certificate=asked)
