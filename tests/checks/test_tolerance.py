@@ -213,8 +213,5 @@ def test_a_flaky_path_gives_no_intolerance(server_cache: ServerFactory) -> None:
         assert flaky.faults()
         assert not [c for c in got.values() if c.verdict is Verdict.not_tolerated], got
         assert not [c for c in got.values() if c.code is not None], got
-        for c in got.values():
-            if c.verdict is Verdict.inconclusive:
-                assert "a retry then answered: on this path a reset connection proves " \
-                    "nothing" in c.reason or "then on a second connection: answered" in \
-                    c.reason, c
+        for c in got.values():     # what is open says the reset it rests on
+            assert c.verdict is not Verdict.inconclusive or "reset" in c.reason, c
