@@ -47,12 +47,16 @@ def test_composite_modulus_is_not_prime_for_probe_and_scan(run_cli, tls_server, 
     assert "p (3482 bits) is not prime" in res.stderr, res.stderr
     assert "NOT PRIME" in res.stdout, res.stdout
     res = run_cli("scan", target, "--timeout", "5", "--no-progress", "--json",
-                  "--checks", "groups")
+                  "--checks", "groups,dh")
     assert res.returncode in (0, 1), res.stderr
     report = json.loads(res.stdout.splitlines()[0])
     codes = {f["code"]: f for f in report["findings"]}
     assert codes["dh.not_prime"]["severity"] == "high", report["findings"]
     assert "3482-bit modulus that is not prime" in codes["dh.not_prime"]["message"]
+    # the dh row says the same as the finding beside it ("not vulnerable" before)
+    dh = next(c for c in report["check_results"] if c["name"] == "dh")
+    assert dh["verdict"] == "vulnerable", dh
+    assert "3482-bit DH modulus that is not prime" in dh["reason"]
 
 
 @pytest.mark.parametrize("name", ["rfc5114_2048_256"])

@@ -19,6 +19,13 @@ Modes (--mode):
                   (1.0.2g and 1.0.1s, 2016, disabled it by default): the DROWN precondition
                   (CVE-2016-0800); TLS hellos are answered as in the other modes;
   plain           none of these (a control).
+
+After the flight (--after): what the server does with the client's next bytes: `close`
+(default: it closes), `http` (a plaintext HTTP/1.1 400 reply, as a TLS port with a web
+server behind a misconfigured proxy sends), `overlong` (a handshake record whose header
+claims 18433 bytes, more than RFC 5246 6.2.3 allows, and those bytes), `silent` (nothing
+more: it reads until the client closes, 10 s at most). The hand-driven checks (heartbleed,
+ccs, robot, ...) read those bytes, or that silence, as their evidence.
 """
 import argparse
 import base64
@@ -26,6 +33,7 @@ import os
 import re
 import socket
 import sys
+import time
 from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -40,6 +48,7 @@ ap.add_argument("--chain-file", required=True)
 ap.add_argument("--key-file", required=True)
 ap.add_argument("--mode", choices=["compression", "no-reneg-info", "sslv2", "plain"],
                 required=True)
+ap.add_argument("--after", choices=["close", "http", "overlong", "silent"], default="close")
 args = ap.parse_args()
 with open(args.chain_file) as fh:
     CHAIN = [base64.b64decode("".join(m.split()))
@@ -118,7 +127,18 @@ def answer_tls(sock: socket.socket, header: bytes) -> None:
     flight = handshake(2, sh) + handshake(11, u24(len(certs)) + certs) + handshake(14, b"")
     sock.sendall(record(22, version, flight))
     sock.settimeout(10)
-    sock.recv(1)                     # the client's answer, or its close: then close
+    if not sock.recv(65536) or args.after == "close":
+        return                       # the client's answer, or its close: then close
+    if args.after == "silent":
+        while sock.recv(65536):
+            pass
+        return
+    if args.after == "http":
+        sock.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/html\r\n"
+                     b"Content-Length: 11\r\nConnection: close\r\n\r\nBad Request")
+    else:
+        sock.sendall(b"\x16" + u16(version) + u16(18433) + b"\x00" * 18433)
+    time.sleep(0.2)
 
 
 def answer_sslv2(sock: socket.socket, header: bytes) -> None:

@@ -202,3 +202,41 @@ def test_heartbeat_answers_that_are_no_over_read() -> None:
     assert out.verdict is Verdict.inconclusive, out
     silent = heartbleed.judge(ctx, 0x0303, False, _reply(silent=True), nonce)
     assert silent.verdict is Verdict.not_vulnerable and "not acknowledged" in silent.reason
+    # acknowledged, yet not even the well-formed request answered: nothing shown read
+    silent = heartbleed.judge(ctx, 0x0303, True, _reply(silent=True), nonce)
+    assert silent.verdict is Verdict.inconclusive, silent
+    assert "answered neither HeartbeatRequest" in silent.reason
+
+
+HAND_DRIVEN = ("heartbleed", "ccs", "robot", "client_renegotiation", "ticketbleed",
+               "resumption")
+
+
+@pytest.mark.parametrize("after,named,engine", [
+    ("http", "an HTTP response ('HTTP/1.1 400 Bad Request\\r\\n')",
+     "unknown content type 72"),
+    ("overlong", "record length 18433 over 18432", "record length 18433 over 18432")])
+def test_odd_bytes_after_the_flight_are_the_checks_evidence(
+        script_server: Callable[..., int], run_cli: Callable[..., Any], after: str,
+        named: str, engine: str) -> None:
+    """A server that answers what a check sends after its first flight with a plaintext
+    HTTP reply or a record over the length limit (tests/checks/scripted_tls_server.py
+    --after): every hand-driven check gives its own result naming those bytes (the checks
+    that read the records themselves: heartbleed, ccs, robot; the others through the
+    engine's record layer); the scan is no internal error (exit 70 and "internal error:
+    DecodeError" for heartbleed and ccs before), and nothing reaches stderr."""
+    port = script_server("scripted_tls_server.py", "--mode", "plain", "--after", after)
+    res = run_cli("scan", f"127.0.0.1:{port}", "--no-progress", "--no-verify", "--json",
+                  "--checks", ",".join(HAND_DRIVEN), "--timeout", "5")
+    assert res.returncode != 70 and res.stderr == "", (res.returncode, res.stderr)
+    d = json.loads(res.stdout.splitlines()[0])
+    assert d.get("error") is None, d.get("error")
+    found = {c["name"]: c for c in d["check_results"]}
+    assert set(found) == set(HAND_DRIVEN)
+    for name, c in found.items():
+        assert "internal error" not in c["reason"], c
+        assert c["verdict"] == "inconclusive", c
+        assert (named if name in ("heartbleed", "ccs", "robot") else engine) in c["reason"], c
+    assert found["heartbleed"]["reason"].startswith("after the HeartbeatRequests: ")
+    assert found["ccs"]["reason"].startswith("after the ChangeCipherSpec: ")
+    assert found["robot"]["reason"].startswith("the valid probe got no TLS answer: ")

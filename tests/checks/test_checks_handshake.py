@@ -144,8 +144,29 @@ def test_a_server_that_wants_a_client_certificate_is_inconclusive(server_cache: 
     got = run_checks(srv.port, "robot,client_renegotiation")
     assert got["robot"].verdict is got["client_renegotiation"].verdict is \
         Verdict.inconclusive, got
-    assert "requests a client certificate" in got["robot"].reason
+    assert "requests a client certificate and requires one" in got["robot"].reason
+    assert "empty Certificate failed" in got["robot"].reason
+    assert got["robot"].connections == 11           # ten probes, one complete handshake
     assert "requires a client certificate" in got["client_renegotiation"].reason
+
+
+@pytest.mark.needs_impl("gnutls")
+def test_an_optional_client_certificate_request_is_answered(server_cache: ServerFactory
+                                                            ) -> None:
+    """gnutls-serv asks every client for a certificate (optional) by default: each check
+    that drives its own connection answers the CertificateRequest with an empty Certificate
+    and goes on to a verdict (ROBOT stopped there, inconclusive, before)."""
+    srv = server_cache("gnutls", proto="tls1_2", ciphers="NORMAL:+RSA")
+    got = run_checks(srv.port, "robot,client_renegotiation,heartbleed,ccs,resumption")
+    c = got["robot"]
+    assert c.verdict is Verdict.not_vulnerable, c
+    assert "alike (alert bad_record_mac (20))" in c.reason
+    assert "an empty Certificate (the server sent a CertificateRequest)" in c.evidence[0]
+    assert "the client certificate is optional" in c.evidence[-1]
+    assert c.connections == 11
+    assert got["client_renegotiation"].verdict is Verdict.vulnerable
+    assert got["heartbleed"].verdict is got["ccs"].verdict is Verdict.not_vulnerable, got
+    assert got["resumption"].verdict is Verdict.supported
 
 
 @pytest.mark.needs_impl("openssl")
@@ -331,3 +352,20 @@ def test_a_tls12_server_negotiating_tls11_is_asked_for_its_sentinel(
         assert c.code == "check.downgrade_sentinel" and c.severity == "info", c
         assert "TLS 1.1 (expected b'DOWNGRD\\x00') (RFC 8446 4.1.3: a TLS 1.2 server SHOULD " \
             "set it)" in c.reason
+
+
+def test_renegotiation_tunnel_names_bytes_that_are_not_records() -> None:
+    """What the server sends in answer to a renegotiation hello goes through the Tunnel's
+    record framing: an HTTP reply or a record over the length limit is named (escaped) as
+    the series' end, so the check says inconclusive with it; it was taken as the start of
+    a record, waited for, and dropped as "a cut record" at the close: a refusal ("not
+    vulnerable") made of bytes that are not TLS."""
+    from tlsprobe.wire.buffer import DecodeError
+    with pytest.raises(DecodeError, match=r"an HTTP response \('HTTP/1.1 400 Bad"):
+        client_renegotiation._records(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+    with pytest.raises(DecodeError, match="not TLS records"):
+        client_renegotiation._records(b"\x16\x03\x03\x48\x01" + bytes(10))
+    whole = b"\x15\x03\x03\x00\x02\x01\x00"
+    assert client_renegotiation._records(whole + b"\x16\x03") == \
+        ([(21, 0x0303, b"\x01\x00")], b"\x16\x03")
+

@@ -7,8 +7,11 @@ is a question about the protocol versions, cipher suites and TLS 1.2 DHE paramet
 
 Honesty rules: `vulnerable` when a suite (or parameter) it is about was accepted, whatever
 else is unknown; `not vulnerable` only when every version the check is about was either
-refused or had its suite list enumerated completely (or, for DH, its parameters read);
-otherwise `inconclusive`, saying which version or phase was not established.
+refused or had its suite list enumerated completely (or, for DH, its parameters read: and
+a custom modulus checked prime); otherwise `inconclusive`, saying which version or phase
+was not established. A verdict never contradicts a finding of the same report: a DH
+modulus that is not prime (`dh.not_prime`) is `vulnerable`, DHE suites the TLS 1.2 suite
+audit accepted are never "no DHE key exchange".
 
 Findings: the facts behind most of these checks already have a finding of their own
 (`suite.weak` for NULL, anonymous, export, RC4, DES and 3DES suites; `dh.weak` for DH
@@ -65,7 +68,8 @@ SUITE_CHECKS: dict[str, _SuiteCheck] = {
                         lambda s: s.is_anon and not s.is_null and not s.is_scsv,
                         "anonymous suites"),
 }
-DH_TITLE = "DHE parameters under 2048 bits or a well-known shared prime under 2048 bits"
+DH_TITLE = "DHE parameters under 2048 bits, a well-known shared prime under 2048 bits, or a " \
+    "modulus that is not prime"
 
 #: every derived check, in report order
 DERIVED = ("poodle", "freak", "logjam", "dh", "rc4", "sweet32", "beast", "null", "anon")
@@ -194,6 +198,11 @@ def _dh_check(report: AuditReport) -> CheckResult:
         hits, gaps = _dhe_elsewhere(report)
         where = "TLS 1.2 is not spoken" if dhe is None else "the server refuses every DHE " \
             "offer in TLS 1.2"
+        in12 = _accepted(report, (TLS12,), lambda s: s.kx == "DHE")
+        if in12:   # the suite audit saw what the group audit did not
+            return result(Verdict.inconclusive, f"the group audit found that {where}, but the "
+                          "TLS 1.2 suite audit saw DHE suites accepted; their DH parameters "
+                          "were not read", tuple(in12))
         if hits:
             return result(Verdict.inconclusive, f"{where}, but it accepts DHE suites in older "
                           "versions, whose DH parameters the audit does not read", tuple(hits))
@@ -224,6 +233,10 @@ def _dh_parameters(dhe: DheAudit) -> CheckResult:
         when = "whatever the client offers" if dhe.status == "fixed" else \
             "to a client that lists no ffdhe group"
         evidence = (f"{p.label()} (TLS 1.2)", *small)
+        if p.prime == "composite":   # the finding dh.not_prime says the same (high)
+            return result(Verdict.vulnerable, f"the server sends a {p.bits}-bit DH modulus "
+                          f"that is not prime ({p.prime_detail}) {when}: the discrete "
+                          "logarithm splits over its factors", evidence)
         if p.bits < 2048:
             word = "prime" if p.standard or p.prime in ("known", "safe", "not_safe") \
                 else "modulus"
@@ -232,6 +245,10 @@ def _dh_parameters(dhe: DheAudit) -> CheckResult:
     if small:   # no RFC 7919 group is under 2048 bits: a private codepoint with its name
         return result(Verdict.vulnerable, "the server negotiates DH groups under 2048 bits",
                       tuple(small))
+    if p is not None and p.prime == "unchecked" and p.standard is None:
+        return result(Verdict.inconclusive, f"the server sends a custom {p.bits}-bit DH "
+                      f"modulus {when}, whose primality was not checked ({p.prime_detail})",
+                      (f"{p.label()} (TLS 1.2)", *(n for n, _ in sizes)))
     if p is not None:
         return result(Verdict.not_vulnerable, f"the server sends {p.bits}-bit DH "
                       f"parameters{shared} {when}"

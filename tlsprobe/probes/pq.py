@@ -7,13 +7,18 @@
 - browser_like: X25519MLKEM768 and X25519 shares together, as Chrome and Firefox send them:
   which one does the server pick?
 - tolerance: a hello with several large PQ shares (about 6 kB): answered, or refused while
-  an ordinary hello works.
+  an ordinary hello works (refused again with the ordinary browser-like hello answered in
+  between: the one rule of probes/confirm.py).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from tlsprobe import kex, registry
 from tlsprobe.engine.config import TLS13
+from tlsprobe.probes.confirm import (ALERT, ANSWERED, CLOSED, UNSURE, confirm_refusal,
+                                     flaky_path)
 from tlsprobe.probes.scheduler import HELLO_RETRY, SERVER_HELLO, Outcome, TargetRunner
 from tlsprobe.model.audit import ORDER_SERVER, GroupAudit, PqVerdict
 
@@ -96,21 +101,51 @@ async def browser_like(run: TargetRunner, pq_capable: bool | None) -> tuple[PqVe
     return PqVerdict("browser_like", subject, "inconclusive", out.describe()), out
 
 
+@dataclass(frozen=True)
+class _Try:
+    """An outcome as probes/confirm.py reads it (a reset or a timeout, retried by the
+    scheduler and still failing, is "unsure": never a refusal here)."""
+
+    kind: str
+    text: str
+
+
+def _try(out: Outcome) -> _Try:
+    kind = ANSWERED if out.answered else ALERT if out.status == "alert" else \
+        CLOSED if out.status == "closed" else UNSURE
+    return _Try(kind, out.describe())
+
+
 async def tolerance(run: TargetRunner, ordinary: Outcome | None) -> PqVerdict:
     shares = tuple(g for g in TOLERANCE_SHARES if kex.is_computable(g))
     size = sum(kex.share_size(g) or 0 for g in shares)
     subject = f"{len(shares)} key shares, {size} bytes"
-    ordinary_ok = ordinary is not None and ordinary.answered
-    # "no" becomes a finding (pq.intolerant), so a refusal is confirmed on a second
-    # connection; a reset or timeout is inconclusive, never a refusal.
-    out = await run.run(_config(run, TOLERANCE_GROUPS, shares), PHASE,  # type: ignore[arg-type]
-                        confirm=ordinary_ok)
+    big = _config(run, TOLERANCE_GROUPS, shares)
+    out = await run.run(big, PHASE, confirm=False)  # type: ignore[arg-type]
     if out.answered:
         return PqVerdict("tolerance", subject, "yes", f"answered: {_chosen(out)}")
-    if ordinary_ok and out.refused and out.confirmed:
-        return PqVerdict("tolerance", subject, "no", f"{out.describe()} (twice), while an "
-                         "ordinary browser-like hello is answered")
-    return PqVerdict("tolerance", subject, "inconclusive", out.describe())
+    if ordinary is None or not ordinary.answered or not out.refused:
+        return PqVerdict("tolerance", subject, "inconclusive", out.describe())
+    # "no" becomes a finding (pq.intolerant): the refusal must hold by the rule every
+    # tolerance verdict follows (probes/confirm.py), the ordinary browser-like hello
+    # answered in between
+    browser = _config(run, BROWSER_GROUPS, (X25519MLKEM768, X25519))
+
+    async def again() -> _Try:
+        return _try(await run.run(big, PHASE, confirm=False))  # type: ignore[arg-type]
+
+    async def plain() -> _Try:
+        return _try(await run.run(browser, PHASE, confirm=False))  # type: ignore[arg-type]
+
+    got = await confirm_refusal(_try(out), again, plain, flaky=flaky_path(run))
+    if got.confirmed:
+        return PqVerdict("tolerance", subject, "no", f"{out.describe()} (each time, on "
+                         f"{1 + sum(not p for p, _ in got.tries)} connections), while an "
+                         "ordinary browser-like hello is answered in between")
+    if got.answer is not None:
+        return PqVerdict("tolerance", subject, "yes", f"answered on a second connection "
+                         f"({got.answer.text}) after {out.describe()}")
+    return PqVerdict("tolerance", subject, "inconclusive", got.why)
 
 
 async def pq_verdicts(run: TargetRunner, groups13: GroupAudit | None) -> tuple[PqVerdict, ...]:

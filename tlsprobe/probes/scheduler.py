@@ -320,6 +320,10 @@ class TargetRunner:
     #: did not: an audit with none of the former never reached the server at all
     conclusive: int = 0
     first_unsure: Outcome | None = None
+    #: hellos the server answered (a ServerHello or an alert) only on a retry, after a reset
+    #: or a timeout: the path is flaky, so a reset or silence elsewhere proves nothing
+    #: (probes/confirm.py)
+    transient: int = 0
 
     def config(self, versions: tuple[int, ...], **kw: object) -> ClientConfig:
         """A ClientConfig for an audit connection: no ALPN, every signature scheme, and the
@@ -360,6 +364,8 @@ class TargetRunner:
     def _seen(self, out: Outcome) -> Outcome:
         if out.conclusive:
             self.conclusive += 1
+            if out.attempts > 1 and (out.answered or out.status == ALERT):
+                self.transient += 1
         elif self.first_unsure is None and out.attempts:   # 0: not sent (scan --quic)
             self.first_unsure = out
         return out

@@ -6,7 +6,10 @@ These checks send their own records between the server's ServerHelloDone and the
 key exchange (a HeartbeatRequest, an early ChangeCipherSpec), where nothing is encrypted
 yet: the engine (engine/client.py) builds the hello and reads the flight, then the check
 writes raw records on the same transport and reads the answer here. Every wait is bounded
-by a deadline; what is read is bounded in bytes.
+by a deadline; what is read is bounded in bytes. Whatever the server sends there is the
+check's evidence, never an error of the scan: bytes that are not TLS records (an HTTP
+reply, a record over the length limit, an unknown content type) end the reading with
+`Reply.error` naming them (escaped), and the check decides what they mean (`read_reply`).
 """
 
 from __future__ import annotations
@@ -20,16 +23,18 @@ from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.errors import NetworkError
+from tlsprobe.net.not_tls import is_not_tls, not_tls_message
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.driver import adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks.base import CheckContext, Talk
 from tlsprobe.probes.outcome import Outcome
 from tlsprobe.registry import HandshakeType
+from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.record import Record, RecordReader
 
 __all__ = ["ALERT", "CCS", "HEARTBEAT", "Reply", "ask_version", "converse", "drive",
-           "read_reply", "send", "wait_until"]
+           "odd_bytes", "read_reply", "send", "wait_until"]
 
 TLS10, TLS12 = 0x0301, 0x0303
 CCS, ALERT, HANDSHAKE, HEARTBEAT = 20, 21, 22, 24
@@ -93,10 +98,13 @@ class Reply:
 
     records: list[Record] = field(default_factory=list)
     closed: bool = False        # the server closed (or reset) the connection
+    reset: bool = False         # ... with a reset
     silent: bool = False        # nothing more came before the deadline
     bytes_read: int = 0
-    error: str = ""             # the records stopped making sense (one line)
-    reader: RecordReader = field(default_factory=RecordReader, repr=False)
+    error: str = ""             # the records stopped making sense (one line, escaped)
+    reader: RecordReader = field(default_factory=lambda: RecordReader(allow_sslv2=False),
+                                 repr=False)
+    raw: bytearray = field(default_factory=bytearray, repr=False)   # every byte read
 
     def alert(self) -> tuple[int, int] | None:
         """The first alert the server sent: (level, description)."""
@@ -123,7 +131,9 @@ class Reply:
             parts.append(f"{n} {registry.content_type_name(t)} record{'s' * (n > 1)}")
         if self.error:
             parts.append(self.error)
-        if self.closed:
+        if self.reset:
+            parts.append("the server reset the connection")
+        elif self.closed:
             parts.append("the server closed the connection")
         elif self.silent:
             parts.append("no answer")
@@ -134,11 +144,13 @@ async def read_reply(transport: AsyncTransport, deadline: float,
                      done: Callable[[Reply], bool] = lambda r: False,
                      reply: Reply | None = None) -> Reply:
     """Read the server's records until an alert, a close, `done(reply)`, MAX_READ bytes or
-    `deadline` (then `silent`), adding to `reply` when given. A reset counts as a close;
-    other network failures raise (the scheduler makes them inconclusive)."""
+    `deadline` (then `silent`), adding to `reply` when given. A reset counts as a close
+    (`reset` tells it apart); other network failures raise (the scheduler makes them
+    inconclusive). Bytes that are not TLS records stop the reading with `error` (see
+    `odd_bytes`): the server's doing, for the check to judge, never an exception."""
     out = reply if reply is not None else Reply()
     reader = out.reader     # kept: a later read goes on where this one stopped
-    while not out.closed and out.alert() is None and not done(out):
+    while not out.closed and not out.error and out.alert() is None and not done(out):
         if out.bytes_read >= MAX_READ:
             out.error = f"stopped reading after {out.bytes_read} bytes"
             break
@@ -149,18 +161,39 @@ async def read_reply(transport: AsyncTransport, deadline: float,
                 out.silent = True
                 break
             if exc.cause == "reset":
-                out.closed = True
+                out.closed = out.reset = True
                 break
             raise
         if not data:
             out.closed = True
             break
         out.bytes_read += len(data)
-        out.records += [r for r in reader.feed(data) if isinstance(r, Record)]
-        if reader.error is not None:
-            out.error = f"the server's bytes are not TLS records ({reader.error.reason})"
+        out.raw += data
+        try:
+            out.records += [r for r in reader.feed(data) if isinstance(r, Record)]
+            if reader.error is not None:    # records before the fault came with this read
+                raise reader.error
+        except DecodeError as exc:
+            out.error = odd_bytes(bytes(out.raw), exc)
             break
     return out
+
+
+def odd_bytes(stream: bytes, error: DecodeError) -> str:
+    """One line (escaped) naming what the server sent where a TLS record should start:
+    `stream` is everything read on that side, `error` the record reader's verdict (its
+    offset counts from the start of `stream`)."""
+    at = stream[error.offset - _field_offset(error.path):] if error.offset <= len(stream) \
+        else b""
+    if at and is_not_tls(at[:5]):
+        what = not_tls_message(at).removeprefix("not a TLS server: it sent ")
+        return f"the server sent {what} where a TLS record belongs"
+    return f"the server's bytes are not TLS records ({error.reason})"
+
+
+def _field_offset(path: str) -> int:
+    """Where the record header field `path` of a DecodeError sits in its header."""
+    return {"record.version": 1, "record.length": 3}.get(path, 0)
 
 
 async def send(transport: AsyncTransport, data: bytes) -> bool:

@@ -13,11 +13,13 @@ timeout.
 
 The verdict (`judge`): every variant answered, "tolerated". A variant refused (alert,
 close, reset, silence, or a ServerHello whose suite breaks the protocol: not offered, or
-not defined for its version, RFC 8446 B.4) is asked again on a second connection; refused again, the plain
-hello (the same hello without the change) is sent, and only when that one is answered is
-the verdict "not tolerated" (the refusal is the change's, not the hello's). Anything else is
-inconclusive, with what was seen. An answer that picks a value it must ignore (a GREASE
-suite, the unknown version) is "not tolerated" at once: that is an answer, not a refusal.
+not defined for its version, RFC 8446 B.4) is "not tolerated" only when the refusal holds by the one rule of
+probes/confirm.py (also pq.intolerant's): the plain hello (the same hello without the
+change) answered in between, the variant refused the same way again (a close, a reset or
+silence: a third time, after the plain hello once more; and never on a path that reset or
+timed out an ordinary hello a retry then answered). Anything else is inconclusive, with what
+was seen. An answer that picks a value it must ignore (a GREASE suite, the unknown version)
+is "not tolerated" at once: that is an answer, not a refusal.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from dataclasses import dataclass, replace
 
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
-from tlsprobe.engine.common import TLS10, TLS13
+from tlsprobe.engine.common import TLS10
 from tlsprobe.engine.config import BuiltHello, ClientConfig, build_client_hello
 from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.model.checks import CheckResult, Verdict
@@ -36,6 +38,8 @@ from tlsprobe.net.driver import Progress, adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks._shared import PassThrough
 from tlsprobe.probes.checks.base import CheckContext
+from tlsprobe.probes.confirm import (ALERT, ANSWERED, CLOSED, REFUSALS, RESET, SILENT, UNSURE,
+                                     VIOLATION, confirm_refusal, flaky_path)
 from tlsprobe.probes.outcome import STOP_HELLO, Outcome, finished, outcome_of
 from tlsprobe.probes.versions import minimal_config
 from tlsprobe.registry import HandshakeType
@@ -51,13 +55,6 @@ Shape = Callable[[bytes], list[bytes]]
 Sanity = Callable[[Outcome], "str | None"]
 
 PAUSE = 0.2     # seconds between the sends of a shaped first flight (two TCP segments)
-
-ANSWERED, ALERT, CLOSED, RESET, SILENT, UNSURE = ("answered", "alert", "closed", "reset",
-                                                  "silent", "unsure")
-#: a ServerHello whose choice broke a rule (engine.serverhello.check_choice: a suite not
-#: offered, or not defined for its version): no answer a client can use, so it counts as a
-#: refusal of that hello (asked again, then set against the plain hello), never "tolerated"
-VIOLATION = "violation"
 
 
 @dataclass(frozen=True)
@@ -88,7 +85,7 @@ class Reply:
 
     @property
     def refused(self) -> bool:
-        return self.kind in (ALERT, CLOSED, RESET, SILENT, VIOLATION)
+        return self.kind in REFUSALS
 
 
 class EditedHandshake(ClientHandshake):
@@ -199,8 +196,8 @@ def no_tls(ctx: CheckContext) -> CheckResult:
     """The result when the audit found no TLS version spoken: SSL 3.0 only (not
     applicable: these checks are about TLS hellos), or none at all (inconclusive)."""
     if ctx.spoken:
-        return ctx.unless_unknown(TLS10, TLS13, "the server speaks SSL 3.0 only: the "
-                                  "check is about TLS ClientHellos")
+        return ctx.result(Verdict.not_applicable, "the server speaks SSL 3.0 only: the "
+                          "check is about TLS ClientHellos")
     return ctx.inconclusive("no TLS version is known to be spoken (the versions phase "
                             "established none)")
 
@@ -242,21 +239,34 @@ def split_check(shape: Shape, over: str, whole: str) -> Run:
     return run
 
 
-def _line(variant: Variant, r: Reply, again: bool = False) -> str:
+def _line(variant: Variant, r: Reply, again: str = "") -> str:
     size = f" ({r.size} bytes" + (f", sent as {' + '.join(map(str, r.sends))} bytes"
                                   if len(r.sends) > 1 else "") + ")" if r.size else ""
-    return f"{variant.what}{size}{' again' if again else ''}: {r.text}"
+    return f"{variant.what}{size}{' ' + again if again else ''}: {r.text}"
+
+
+def _asker(ctx: CheckContext, variant: Variant, word: str) -> Callable[[], Awaitable[Reply]]:
+    """Asks `variant` on a new connection each call, labelled `word` and its count."""
+    count = [0]
+
+    async def go() -> Reply:
+        count[0] += 1
+        label = f"{word}{' ' + str(count[0]) if count[0] > 1 else ''} {variant.label}"
+        return await ask(ctx, replace(variant, label=label.strip()))
+    return go
 
 
 async def judge(ctx: CheckContext, variants: list[Variant], plain: Variant, *,
                 severity: str, sanity: Sanity | None = None) -> CheckResult:
     """The check's verdict over `variants` (see the module docstring); `plain` is the same
-    hello without the change, sent only to back a "not tolerated"."""
+    hello without the change (a variant's own `plain` when it has one), asked only to
+    confirm a refusal (probes/confirm.py)."""
     firsts = await asyncio.gather(*(ask(ctx, v) for v in variants))
     evidence: list[str] = []
-    refused: list[tuple[Variant, str]] = []
+    refused: list[tuple[Variant, str, str]] = []
     wrong: list[str] = []
     unsure: list[str] = []
+    flaky = flaky_path(ctx.runner)
     for variant, first in zip(variants, firsts):
         evidence.append(_line(variant, first))
         if first.kind == ANSWERED:
@@ -267,33 +277,32 @@ async def judge(ctx: CheckContext, variants: list[Variant], plain: Variant, *,
         if not first.refused:
             unsure.append(f"{variant.what}: {first.text}")
             continue
-        again = await ask(ctx, replace(variant, label=(variant.label + " again").strip()))
-        evidence.append(_line(variant, again, again=True))
-        if again.refused:
-            refused.append((variant, f"{variant.what}: the server {first.text}, and again "
-                                     "on a second connection"))
-        else:
-            unsure.append(f"{variant.what}: the server {first.text}, then on a second "
-                          f"connection: {again.text}")
+        base = variant.plain or plain
+        got = await confirm_refusal(first, _asker(ctx, variant, "again"),
+                                    _asker(ctx, base, "plain"), flaky=flaky)
+        times = 0
+        for is_plain, r in got.tries:
+            assert isinstance(r, Reply)
+            times += not is_plain
+            evidence.append(_line(base, r) if is_plain else
+                            _line(variant, r, "again" if times == 1 else "a third time"))
+        if not got.confirmed:
+            unsure.append(f"{variant.what}: {got.why}")
+            continue
+        answers = ", ".join(dict.fromkeys(r.text for is_plain, r in got.tries if is_plain))
+        again = "and again on a second connection" if times == 1 else \
+            "and again on a second and a third connection"
+        refused.append((variant, f"{variant.what}: the server {first.text}, {again}", answers))
     code = f"check.{ctx.name}"
     if wrong:
         return ctx.result(Verdict.not_tolerated, "; ".join(wrong), tuple(evidence),
                           code=code, severity=severity)
     if refused:
-        bases = [p for p in dict.fromkeys(v.plain or plain for v, _ in refused)]
-        replies = [await ask(ctx, replace(p, label=("plain " + p.label).strip()))
-                   for p in bases]
-        evidence += [_line(p, r) for p, r in zip(bases, replies)]
-        said = "; ".join(text for _, text in refused)
-        if all(r.kind == ANSWERED for r in replies):
-            answers = ", ".join(r.text for r in replies)
-            return ctx.result(Verdict.not_tolerated, f"{said}; the plain hello is "
-                              f"{answers}", tuple(evidence), code=code, severity=severity)
-        failed = ", ".join(f"{p.what}: {r.text}" for p, r in zip(bases, replies)
-                           if r.kind != ANSWERED)
-        return ctx.inconclusive(f"{said}; but the plain hello is not answered either "
-                                f"({failed}): the change is not shown to be what is refused",
-                                tuple(evidence))
+        said = "; ".join(text for _, text, _ in refused)
+        answers = ", ".join(dict.fromkeys(a for _, _, a in refused))
+        return ctx.result(Verdict.not_tolerated, f"{said}; the plain hello, asked in "
+                          f"between, is {answers}", tuple(evidence), code=code,
+                          severity=severity)
     if unsure:
         return ctx.inconclusive("; ".join(unsure), tuple(evidence))
     answers = "; ".join(f"{v.what}: {r.text}" for v, r in zip(variants, firsts))

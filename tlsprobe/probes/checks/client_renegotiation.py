@@ -30,11 +30,14 @@ from tlsprobe.engine.protection import RecordProtection, RecordProtectionError
 from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.driver import adrive
+from tlsprobe.net.not_tls import is_not_tls, not_tls_message
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks._shared import PassThrough
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.probes.checks.renegotiation import RENEGOTIATION_INFO, legacy_top, no_legacy
 from tlsprobe.probes.outcome import Outcome
+from tlsprobe.wire.buffer import DecodeError
+from tlsprobe.wire.record import CONTENT_TYPES, MAX_CIPHERTEXT
 
 #: renegotiations asked for on one connection at most (politeness: each costs the server)
 MAX_RENEGOTIATIONS = 10
@@ -91,9 +94,15 @@ def _record(ctype: int, version: int, fragment: bytes) -> bytes:
 
 
 def _records(data: bytes) -> tuple[list[tuple[int, int, bytes]], bytes]:
-    """The whole records at the start of `data` and the bytes left over."""
+    """The whole records at the start of `data` and the bytes left over. Bytes that cannot
+    start a TLS record (an HTTP reply, a length over the limit) raise DecodeError naming
+    them (escaped): the server's answer, for the check to report, never a wait for a
+    record that will not come."""
     out, p = [], 0
-    while len(data) - p >= 5:
+    while p < len(data):
+        _check_header(data[p:p + 40])
+        if len(data) - p < 5:
+            break
         length = int.from_bytes(data[p + 3:p + 5], "big")
         if len(data) - p - 5 < length:
             break
@@ -101,6 +110,20 @@ def _records(data: bytes) -> tuple[list[tuple[int, int, bytes]], bytes]:
                     data[p + 5:p + 5 + length]))
         p += 5 + length
     return out, data[p:]
+
+
+def _check_header(start: bytes) -> None:
+    """Raise DecodeError when `start` (the bytes where a record should begin, its header
+    and what follows) cannot begin a TLS record."""
+    head = start[:5]
+    length = int.from_bytes(head[3:5], "big") if len(head) == 5 else 0
+    if head[0] in CONTENT_TYPES and head[1:2] in (b"", b"\x03") and length <= MAX_CIPHERTEXT:
+        return
+    if is_not_tls(head) is not False and head[0] not in CONTENT_TYPES:
+        what = not_tls_message(start).removeprefix("not a TLS server: it sent ")
+        raise DecodeError(f"the server sent {what} where a TLS record belongs")
+    raise DecodeError("the server's bytes are not TLS records (a record header "
+                      f"{head.hex(' ')})")
 
 
 @dataclass
@@ -173,6 +196,8 @@ async def _series(config: ClientConfig, transport: AsyncTransport, deadline: flo
                 nxt.server_hello is None
         except RecordProtectionError as exc:
             out.ended = f"a record the keys in force do not open: {exc}"
+        except DecodeError as exc:
+            out.ended = exc.reason
         else:
             if _refused_by_warning(nxt):
                 out.ended, out.refused = "server sent warning alert no_renegotiation (100)", \

@@ -15,8 +15,10 @@ connection:
 A HeartbeatResponse to the first request with a payload_length over the 1 byte sent, and
 those bytes, is the over-read: vulnerable (the evidence is the byte count; the leaked
 content is never kept nor shown). The well-formed request answered and the other not (RFC
-6520 section 4: discarded silently), an alert, a close or no answer: not vulnerable, with
-whether the extension was acknowledged.
+6520 section 4: discarded silently), an alert, a close, or no answer from a server that did
+not acknowledge the extension: not vulnerable, with whether the extension was acknowledged.
+No answer to either request from a server that acknowledged it is inconclusive (it should
+have answered the well-formed one); bytes that are not TLS records too.
 """
 
 from __future__ import annotations
@@ -115,6 +117,12 @@ def judge(ctx: CheckContext, version: int, acked: bool, reply: _early.Reply,
         why = f"it refuses the HeartbeatRequest with {reply.describe()}"
     elif reply.closed:
         why = "it closes the connection on the HeartbeatRequest"
+    elif acked:
+        # it says it takes heartbeats, yet the well-formed one went unanswered too: the
+        # requests are not shown to have been read at all (a stalled server, a slow path)
+        return ctx.inconclusive("the server acknowledged the heartbeat extension but "
+                                "answered neither HeartbeatRequest before the time limit, "
+                                "not even the well-formed one", tuple(evidence))
     else:
         why = "it sends no HeartbeatResponse (no answer before the time limit)"
     return ctx.result(Verdict.not_vulnerable, f"{why}; heartbeat extension {ext}",

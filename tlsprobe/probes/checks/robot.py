@@ -17,18 +17,26 @@ description, a close, a reset, silence). The five blocks (sslyze's _robot_tester
   wrong version           00 02 padding 00 02 02 pre-master-secret
 A patched server answers all five alike (the Finished fails in every case). Two rounds
 (ten connections): the answers must repeat, or the result is inconclusive (noise).
-  - all five alike: not vulnerable;
+  - all five alike: not vulnerable (inconclusive when that is silence: none answered
+    before the time limit);
   - different: vulnerable; a weak oracle when the three badly formatted blocks get the same
     answer (only a correctly padded block is told apart), a strong one otherwise (as
     sslyze and robot-detect decide); timing is not used;
   - no RSA key exchange suite accepted: not applicable (inconclusive when the suite
-    enumeration of a version stopped early).
+    enumeration of a version stopped early);
+  - a probe answered with bytes that are not TLS records (an HTTP reply, a record over the
+    length limit): inconclusive, naming them.
+A server that asks for a client certificate (a CertificateRequest in its flight; gnutls-serv
+does by default) gets an empty Certificate before the ClientKeyExchange, as a client without
+one sends. Its answers are about the padding only when the certificate is optional: one
+complete handshake (the engine's, with the same empty Certificate) tells; when it fails the
+server requires a certificate and the result is inconclusive.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -41,6 +49,8 @@ from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.model.pubkey import public_key
 from tlsprobe.net.driver import adrive
 from tlsprobe.net.transport import AsyncTransport
+from tlsprobe.probes.checks import _early
+from tlsprobe.probes.checks._handshake import handshake
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.probes.checks.renegotiation import no_legacy
 from tlsprobe.probes.outcome import Outcome
@@ -70,10 +80,39 @@ def _record(ctype: int, version: int, body: bytes) -> bytes:
 
 @dataclass(frozen=True)
 class Answer:
-    """The server's first answer to one probe, or why the probe could not be sent."""
+    """The server's first answer to one probe, or why the probe could not be sent.
+    `silent`: no answer before the time limit (no evidence either way); `odd`: bytes that
+    are not TLS records (no answer to the padding either); `certificate`: the server sent a
+    CertificateRequest, answered with an empty Certificate."""
 
     text: str
     failed: bool = False
+    silent: bool = False
+    odd: bool = False
+    certificate: bool = False
+
+
+#: the TLS 1.0-1.2 Certificate message without a certificate (RFC 5246 7.4.6): what a client
+#: without one answers a CertificateRequest with
+EMPTY_CERTIFICATE = bytes([11]) + (3).to_bytes(3, "big") + (0).to_bytes(3, "big")
+
+
+def first_answer(reply: _early.Reply) -> Answer:
+    """The server's first answer in `reply` (read until its first record)."""
+    if reply.records:
+        r = reply.records[0]
+        if r.content_type == _early.ALERT and len(r.fragment) >= 2:
+            level, desc = r.fragment[0], r.fragment[1]
+            return Answer(f"alert {registry.alert_name(desc)} ({desc})"
+                          f"{' (warning)' if level == 1 else ''}")
+        return Answer(f"a record of type {r.content_type}")
+    if reply.error:
+        return Answer(reply.error, odd=True)
+    if reply.reset:
+        return Answer("reset")
+    if reply.closed:
+        return Answer("connection closed")
+    return Answer("timeout", silent=True)
 
 
 async def _probe(kind: str, config: ClientConfig, transport: AsyncTransport,
@@ -86,10 +125,6 @@ async def _probe(kind: str, config: ClientConfig, transport: AsyncTransport,
     sh = hs.server_hello
     if sh is None or not hs.first_flight_done or not hs.certificates:
         return Answer(hs.incomplete_reason or "no ServerHelloDone", True)
-    if hs.certificate_requested:
-        # without a client certificate the server refuses every probe alike (sslyze stops
-        # here too): no answer to compare
-        return Answer("the server requests a client certificate", True)
     key = public_key(x509.load_der_x509_certificate(hs.certificates[0]))
     if not isinstance(key, rsa.RSAPublicKey):
         return Answer("the certificate's key is not RSA", True)
@@ -98,23 +133,29 @@ async def _probe(kind: str, config: ClientConfig, transport: AsyncTransport,
     enc = pow(m, numbers.e, numbers.n).to_bytes(size, "big")
     cke = bytes([16]) + (len(enc) + 2).to_bytes(3, "big") + len(enc).to_bytes(2, "big") + enc
     version = sh.selected_version
-    await transport.send(_record(22, version, cke) + _record(20, version, b"\x01") +
-                         _record(22, version, FINISHED))
+    # a CertificateRequest (optional client authentication) is answered as a client without
+    # a certificate does: an empty Certificate before the key exchange (RFC 5246 7.4.6)
+    asked = hs.certificate_requested
+    flight = _record(22, version, (EMPTY_CERTIFICATE if asked else b"") + cke) + \
+        _record(20, version, b"\x01") + _record(22, version, FINISHED)
+    await transport.send(flight)     # a failure: no probe sent (inconclusive)
     try:
-        data = await transport.receive(deadline)
-        while 0 < len(data) < 7 and data[0] == 21:
-            more = await transport.receive(deadline)
-            if not more:
-                break
-            data += more
+        reply = await _early.read_reply(transport, deadline, lambda r: bool(r.records))
     except NetworkError as exc:
-        return Answer(exc.cause if exc.cause in ("reset", "timeout") else exc.reason)
-    if not data:
-        return Answer("connection closed")
-    if data[0] == 21 and len(data) >= 7:
-        return Answer(f"alert {registry.alert_name(data[6])} ({data[6]})"
-                      f"{' (warning)' if data[5] == 1 else ''}")
-    return Answer(f"a record of type {data[0]}")
+        return Answer(exc.reason, certificate=asked)
+    return replace(first_answer(reply), certificate=asked)
+
+
+async def _without_certificate(ctx: CheckContext, config: ClientConfig) -> str | None:
+    """None when the server completes a handshake (with `config`) whose CertificateRequest
+    is answered with an empty Certificate, else what it did instead."""
+    got = await handshake(ctx, config, complete=True, label="empty client certificate")
+    if isinstance(got, Outcome):
+        return got.describe()
+    if got.failure is not None or not got.engine.handshake_complete:
+        return got.describe() if got.failure is not None else \
+            (got.engine.incomplete_reason or "the handshake did not complete")
+    return None
 
 
 def _rsa_suites(ctx: CheckContext) -> tuple[int, tuple[int, ...]] | None:
@@ -149,6 +190,7 @@ async def run(ctx: CheckContext) -> CheckResult:
     config = ctx.config((version,), cipher_suites_12=suites)
     name = registry.version_name(version)
     rounds: list[dict[str, str]] = []
+    asked_certificate = False
     for n in range(ROUNDS):
         async def one(kind: str) -> Answer | Outcome:
             async def talk(transport: AsyncTransport, deadline: float) -> Answer:
@@ -159,21 +201,45 @@ async def run(ctx: CheckContext) -> CheckResult:
             if isinstance(answer, Outcome) or answer.failed:
                 why = answer.describe() if isinstance(answer, Outcome) else answer.text
                 return ctx.inconclusive(f"the {kind} probe could not be sent: {why}")
+            if answer.odd:
+                return ctx.inconclusive(f"the {kind} probe got no TLS answer: {answer.text}",
+                                        (f"received ({kind}): {answer.text}",))
+            asked_certificate = asked_certificate or answer.certificate
         rounds.append({k: a.text for k, a in zip(PAYLOADS, got)
                        if isinstance(a, Answer)})
     offered = ", ".join(registry.suite_name(s) for s in suites[:2]) + \
         (" ..." if len(suites) > 2 else "")
-    evidence = (f"sent: {name} hellos offering {offered}; after the ServerHelloDone a "
-                "ClientKeyExchange with each of the five PKCS #1 blocks, ChangeCipherSpec and "
-                f"an undecryptable Finished; {ROUNDS} rounds, {ROUNDS * len(PAYLOADS)} "
-                "connections",
-                "received: " + "; ".join(f"{k}: {v}" for k, v in rounds[0].items()))
+    certificate = "an empty Certificate (the server sent a CertificateRequest), " \
+        if asked_certificate else ""
+    evidence: tuple[str, ...] = (
+        f"sent: {name} hellos offering {offered}; after the ServerHelloDone {certificate}a "
+        "ClientKeyExchange with each of the five PKCS #1 blocks, ChangeCipherSpec and "
+        f"an undecryptable Finished; {ROUNDS} rounds, {ROUNDS * len(PAYLOADS)} "
+        "connections",
+        "received: " + "; ".join(f"{k}: {v}" for k, v in rounds[0].items()))
     if any(r != rounds[0] for r in rounds[1:]):
         changed = [k for k in PAYLOADS if any(r[k] != rounds[0][k] for r in rounds)]
         return ctx.inconclusive(f"the answers changed between rounds for {', '.join(changed)} "
                                 "(noise: no verdict)", evidence)
+    if asked_certificate:
+        # the answers are about the padding only if the server goes on without a client
+        # certificate: a server that requires one refuses every probe alike at the
+        # Certificate, before it decrypts anything
+        refused = await _without_certificate(ctx, config)
+        if refused is not None:
+            return ctx.inconclusive("the server requests a client certificate and requires "
+                                    "one: a complete handshake answering its "
+                                    f"CertificateRequest with an empty Certificate failed "
+                                    f"({refused}), so the probes' answers need not depend "
+                                    "on the padding", evidence)
+        evidence += ("the client certificate is optional: a complete handshake with an "
+                     "empty Certificate succeeded",)
     answers = rounds[0]
     if len(set(answers.values())) == 1:
+        if answers["valid"] == "timeout":
+            return ctx.inconclusive("none of the five ClientKeyExchange probes was answered "
+                                    "before the time limit, in either round: no answer to "
+                                    "compare", evidence)
         return ctx.result(Verdict.not_vulnerable, "the server answered the five "
                           f"ClientKeyExchange probes alike ({answers['valid']}) in both "
                           "rounds: no padding oracle", evidence)

@@ -1,0 +1,124 @@
+"""The one rule that turns a refused hello into an intolerance ("not tolerated", the
+`check.NAME` findings of the tolerance checks, `pq.intolerant`).
+
+A hello that is legal but unusual (larger, split, with GREASE or unknown values, with large
+post-quantum shares) was refused. That is a fact about the change only when the refusal
+repeats while the same hello without the change (the *plain* hello) is answered in between:
+
+1. the plain hello is asked: refused too, the change is not shown to be what is refused;
+2. the changed hello is asked again: it must be refused the same way (the same alert, a
+   close again, a reset again); answered, or refused otherwise, the first refusal was noise;
+3. a refusal a flaky path makes as well (a close, a reset, silence; an alert is the
+   server's word and needs no more) is asked a third time, with the plain hello answered
+   once more before it; and on a path that has shown itself flaky (`flaky`: an ordinary
+   hello failed with a reset or a timeout and was answered when retried) such a refusal
+   proves nothing at all.
+
+`confirm_refusal` runs those steps and says what it saw; the caller decides the verdict
+(and keeps the tries as evidence). The connections it costs: 2 for an alert, 4 for the other
+refusals, only when the first one was refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from tlsprobe.probes.scheduler import TargetRunner
+
+__all__ = ["ANSWERED", "ALERT", "CLOSED", "REFUSALS", "RESET", "SILENT", "UNSURE",
+           "VIOLATION", "Confirmation", "Try", "confirm_refusal", "flaky_path"]
+
+ANSWERED, ALERT, CLOSED, RESET, SILENT, UNSURE = ("answered", "alert", "closed", "reset",
+                                                  "silent", "unsure")
+#: a ServerHello whose choice broke a rule (engine.serverhello.check_choice: a suite not
+#: offered, or not defined for its version): no answer a client can use, so a refusal of
+#: that hello, and the server's own word like an alert (never "tolerated")
+VIOLATION = "violation"
+REFUSALS = (ALERT, CLOSED, RESET, SILENT, VIOLATION)
+#: refusals a flaky network or an overloaded balancer makes as well as an intolerant box
+PATH_LIKE = (CLOSED, RESET, SILENT)
+
+
+class Try(Protocol):
+    """What the server did with one hello: `kind` (one of the names above) and `text`, for
+    people, which also tells two alerts apart."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+@dataclass
+class Confirmation:
+    """The outcome: `confirmed` (the refusal is the change's), else `why` not (one line);
+    `tries`: every hello asked after the first, in order, as (plain?, its Try); `answer`:
+    the changed hello's answer when a later try was answered."""
+
+    confirmed: bool = False
+    why: str = ""
+    tries: list[tuple[bool, Try]] = field(default_factory=list)
+    answer: Try | None = None
+
+
+def _same(a: Try, b: Try) -> bool:
+    return a.kind == b.kind and (a.kind != ALERT or a.text == b.text)
+
+
+async def confirm_refusal(first: Try, again: Callable[[], Awaitable[Try]],
+                          plain: Callable[[], Awaitable[Try]], *,
+                          flaky: Callable[[], str | None] = lambda: None) -> Confirmation:
+    """Whether the refusal `first` of the changed hello holds (see the module docstring):
+    `again` asks the changed hello once more, `plain` the plain one; `flaky()` says what
+    made the path look flaky so far (None: nothing did), asked before and after the tries
+    (the scan's other connections go on meanwhile)."""
+    out = Confirmation()
+    if first.kind not in REFUSALS:
+        out.why = f"the server {first.text}: no refusal"
+        return out
+
+    def on_flaky_path() -> bool:
+        seen = flaky() if first.kind in PATH_LIKE else None
+        if seen:
+            what = "silence" if first.kind == SILENT else f"{first.kind} connection"
+            out.why = f"the server {first.text}, but {seen}: on this path a {what} proves " \
+                "nothing"
+        return bool(seen)
+
+    if on_flaky_path():
+        return out
+    rounds = 2 if first.kind in PATH_LIKE else 1
+    for n in range(rounds):
+        base = await plain()
+        out.tries.append((True, base))
+        if base.kind != ANSWERED:
+            out.why = (f"the server {first.text}, but the plain hello is not answered "
+                       f"either ({base.text}): the change is not shown to be what is refused")
+            return out
+        nxt = await again()
+        out.tries.append((False, nxt))
+        if not _same(first, nxt):
+            where = "a second" if n == 0 else "a third"
+            out.why = f"the server {first.text}, then on {where} connection: {nxt.text}"
+            if nxt.kind == ANSWERED:
+                out.answer = nxt
+            return out
+    out.confirmed = not on_flaky_path()
+    return out
+
+
+def flaky_path(runner: TargetRunner) -> Callable[[], str | None]:
+    """What makes the path to `runner`'s target look flaky so far: ordinary hellos that
+    failed with a reset or a timeout and were answered when retried
+    (TargetRunner.transient); None for none."""
+    def seen() -> str | None:
+        n = runner.transient
+        if n <= 0:
+            return None
+        return f"the path reset or timed out {n} ordinary hello{'s' if n > 1 else ''} " \
+            "that a retry then answered"
+    return seen
