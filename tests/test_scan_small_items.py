@@ -38,13 +38,16 @@ def _codes(report: dict) -> set[str]:
     return {f["code"] for f in report["findings"]}
 
 
-def run_on_terminal(*args: object) -> tuple[int, str, str]:
-    """`python -m tlsprobe *args` with stdout on a pseudo-terminal (a user at a terminal)."""
-    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="200", NO_COLOR="1",
+def _pty_run(args: tuple[object, ...], columns: int, both: bool
+             ) -> tuple[int, str, bytes]:
+    """`python -m tlsprobe *args` with stdout on a pseudo-terminal (stderr too when `both`,
+    else piped): the exit code, what the terminal showed, what stderr got."""
+    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS=str(columns), NO_COLOR="1",
                PYTHONIOENCODING="utf-8")
     master, slave = pty.openpty()
     proc = subprocess.Popen([sys.executable, "-m", "tlsprobe", *map(str, args)], stdout=slave,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
+                            stderr=slave if both else subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, env=env)
     os.close(slave)
     chunks = []
     while True:
@@ -55,9 +58,15 @@ def run_on_terminal(*args: object) -> tuple[int, str, str]:
         if not data:
             break
         chunks.append(data)
-    err = proc.communicate(timeout=60)[1]
+    err = proc.communicate(timeout=60)[1] or b""
     os.close(master)
-    return proc.returncode, b"".join(chunks).decode(), err.decode()
+    return proc.returncode, b"".join(chunks).decode(), err
+
+
+def run_on_terminal(*args: object) -> tuple[int, str, str]:
+    """`python -m tlsprobe *args` with stdout on a pseudo-terminal (a user at a terminal)."""
+    code, shown, err = _pty_run(args, 200, both=False)
+    return code, shown, err.decode()
 
 
 @pytest.mark.needs_impl("openssl")
@@ -224,24 +233,8 @@ def test_pcap_full_names_every_problem_of_a_damaged_capture(run_cli, tmp_path):
 def _on_one_terminal(*args: object) -> tuple[int, str]:
     """`python -m tlsprobe *args` with stdout and stderr on one pseudo-terminal, as a user
     at a terminal sees them: the exit code and everything shown."""
-    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="120", NO_COLOR="1",
-               PYTHONIOENCODING="utf-8")
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "tlsprobe", *map(str, args)], stdout=slave,
-                            stderr=slave, stdin=subprocess.DEVNULL, env=env)
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:     # EIO: the child closed the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
-    code = proc.wait(timeout=60)
-    os.close(master)
-    return code, b"".join(chunks).decode().replace("\r\n", "\n")
+    code, shown, _ = _pty_run(args, 120, both=True)
+    return code, shown.replace("\r\n", "\n")
 
 
 def test_scan_error_is_said_once_on_a_terminal(tmp_path):
