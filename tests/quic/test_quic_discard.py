@@ -12,24 +12,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from test_quic_loss import Relay
+from test_quic_loss import Relay, relay  # noqa: F401  (the relay fixture, shared)
 
 from tlsprobe.net import quic_wire as w
 
 V1 = 1
-
-
-@pytest.fixture
-def relay() -> Iterator[Callable[[Any], Relay]]:
-    made: list[Relay] = []
-
-    def make(server: Any) -> Relay:
-        made.append(Relay(server.port))
-        return made[-1]
-
-    yield make
-    for r in made:
-        r.close()
 
 
 def _ids(datagram: bytes) -> tuple[bytes, bytes]:
