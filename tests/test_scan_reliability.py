@@ -36,7 +36,8 @@ class MiniServer:
     before the server answers normally. Like tlslite-ng, it refuses key shares that break
     RFC 8446 section 4.2.8 (not in supported_groups' order) with illegal_parameter, and
     `max_groups` refuses hellos listing more groups with handshake_failure (a server that
-    chokes on large offers)."""
+    chokes on large offers). busy_reset: a connection that arrives while another is being
+    served is reset at once (a server that refuses parallel connections)."""
 
     groups: tuple[int, ...]
     shareless: str = "alert"
@@ -44,6 +45,8 @@ class MiniServer:
     reset_first: int = 0
     reset_all: bool = False
     hold: float = 0.0
+    busy_reset: bool = False
+    busy: int = 0                   # connections reset for arriving while another was served
     starts: list[float] = field(default_factory=list)
     max_active: int = 0
     illegal: int = 0                # hellos refused for breaking RFC 8446 4.2.8
@@ -64,6 +67,11 @@ class MiniServer:
             except OSError:
                 return
             with self._lock:
+                if self.busy_reset and self._active:
+                    self.busy += 1
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    conn.close()
+                    continue
                 self.starts.append(time.monotonic())
                 n = len(self.starts)
                 self._active += 1
@@ -231,6 +239,28 @@ def test_per_host_cap_and_delay(mini):
     # whose latency on a loaded machine shifts single gaps but not the whole span.
     assert gaps and paced.starts[-1] - paced.starts[0] >= 0.095 * len(gaps)
     assert min(gaps) >= 0.05
+
+
+def test_a_server_that_resets_parallel_connections_gets_one_at_a_time(mini):
+    """A server that resets every connection arriving while it serves another: the resets
+    in company are asked again alone, and after two answered there, the target gets one
+    connection at a time; nothing is lost (the retries with backoff alone lost groups as
+    long as other connections kept the server busy)."""
+    server = mini(groups=(X25519, P256, P384), shareless="hrr", hold=0.3, busy_reset=True)
+    report = groups_audit(server, retries=2, backoff=0.02)   # the backoff: within one hold
+    g, g12 = report.group_audit(0x0304), report.group_audit(0x0303)
+    assert server.busy >= 2 and g.inconclusive == g12.inconclusive == (), (server.busy, g12)
+    assert {c.id for c in g.supported} == {X25519, P256, P384} and g.spoken is True
+    assert g12.spoken is False    # TLS 1.3 only (was: TLS 1.2 inconclusive, 30 groups lost)
+    assert report.one_at_a_time and "reset while another was open" in report.one_at_a_time
+
+
+def test_a_server_that_resets_alone_too_keeps_its_parallel_connections(mini):
+    """A reset that repeats alone is the server's own answer: the target keeps its parallel
+    connections (and the resets stay inconclusive)."""
+    server = mini(groups=(X25519,), shareless="hrr", reset_all=True, hold=0.05)
+    report = groups_audit(server, retries=2, backoff=0.01)
+    assert report.one_at_a_time is None and server.max_active >= 2
 
 
 def test_unreachable_target_is_a_network_error():
