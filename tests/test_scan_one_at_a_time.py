@@ -224,3 +224,17 @@ def test_a_parallel_server_keeps_its_parallel_connections(run_cli: Any, server_c
     assert "one_at_a_time" not in report, report["one_at_a_time"]
     assert 2 <= relay.most <= 3, relay.most
     assert report["retries"] == 0
+
+
+def test_the_reports_say_why_a_target_got_one_connection_at_a_time() -> None:
+    from tlsprobe.model.audit import AuditReport
+    from tlsprobe.report.audit_tables import connections_line
+    from tlsprobe.report.html import audit_html
+    report = AuditReport("127.0.0.1", 443, total_connections=9, retries=1,
+                         one_at_a_time="a connection went unanswered while another was open")
+    assert connections_line(report).endswith("; 1 retry after a reset or timeout; one at a "
+                                             "time: a connection went unanswered while another "
+                                             "was open")
+    assert "one at a time: a connection went unanswered" in audit_html(report)
+    assert json.loads(report.to_json())["one_at_a_time"].startswith("a connection went")
+    assert "one_at_a_time" not in json.loads(AuditReport("127.0.0.1", 443).to_json())

@@ -13,7 +13,8 @@ the server sent it any byte, whether it failed for want of one (a read that time
 reset, a refused or timed-out connect: `starved`), and whether another connection to the
 same target was open at any time meanwhile (`crowded`). A connection starved while crowded
 is asked again alone (`TargetGate.slot(alone=True)`: no other connection to that target
-open), and when the server answers it there, that is the evidence that the target queues
+open; a check's own connection after a reset only once the target has shown that kind),
+and when the server answers it there, that is the evidence that the target queues
 or refuses parallel connections: from then on it gets one connection at a time
 (`TargetGate.serial`). A silence that repeats alone is the server's real answer, and the
 target keeps its concurrency. A timeout answered alone is enough (a queueing server shows
@@ -146,6 +147,15 @@ class TargetGate:
             yield watch
         finally:
             self.live.discard(watch)
+
+    def again_alone(self, watch: Watch, own: bool) -> bool:
+        """Is `watch`'s connection to be asked again alone? When it starved in company; for
+        a check's own connection (`own`), whose check asks again itself and reads a reset
+        as the server's answer (a middlebox that drops large hellos), a reset or refusal
+        only once one in company was answered alone on this target."""
+        if not watch.contended:
+            return False
+        return not own or watch.cause in ("timeout", "deadline") or self.answered_alone > 0
 
     def learn(self, first: Watch, alone: Watch) -> bool:
         """After a connection `first` starved in company was asked again alone (`alone`):

@@ -116,7 +116,7 @@ class Scheduler:
                     return self._internal_error(target, exc)
             if first is not None:
                 gate.learn(first, watch)
-            first = watch if watch.contended else None
+            first = watch if gate.again_alone(watch, own=False) else None
             if first is not None and attempt < self.retries:
                 continue    # a refusal or silence in company: asked again alone
             if outcome is not None:
@@ -153,7 +153,7 @@ class Scheduler:
             if first is not None:
                 gate.learn(first, watch)
                 return got
-            if not (watch.contended and self.retries):
+            if not (self.retries and gate.again_alone(watch, own=True)):
                 return got
             # starved in company: whatever the check made of the silence, it is asked
             # again alone (one of the --retries)
