@@ -46,6 +46,7 @@ class Watch:
     was open meanwhile (`crowded`)."""
 
     received: int = 0
+    connecting: bool = False
     starved: bool = False
     cause: str = ""
     crowded: bool = False
@@ -100,11 +101,13 @@ class TargetGate:
     """One target's connections: who is open (for `crowded`), who waits to be alone, and
     whether the target gets one connection at a time (`serial`, with the reason)."""
 
+    loop: asyncio.AbstractEventLoop
     live: set[Watch] = field(default_factory=set)
     held: int = 0
     alone_held: bool = False
     alone_waiting: int = 0
     serial: str = ""
+    reached: bool = False            # a connection was made (a refusal is then no "nobody")
     answered_alone: int = 0          # resets/refusals answered alone (RESETS_TO_SERIAL)
     cond: asyncio.Condition = field(default_factory=asyncio.Condition)
 
@@ -148,13 +151,28 @@ class TargetGate:
         finally:
             self.live.discard(watch)
 
-    def again_alone(self, watch: Watch, own: bool) -> bool:
+    async def opened(self, watch: Watch, made: bool) -> None:
+        """`watch`'s connect ended, the connection `made` or not."""
+        async with self.cond:
+            watch.connecting = False
+            self.reached = self.reached or made
+            self.cond.notify_all()
+
+    async def again_alone(self, watch: Watch, own: bool) -> bool:
         """Is `watch`'s connection to be asked again alone? When it starved in company; for
         a check's own connection (`own`), whose check asks again itself and reads a reset
         as the server's answer (a middlebox that drops large hellos), a reset or refusal
-        only once one in company was answered alone on this target."""
+        only once one in company was answered alone on this target. A refused connect counts
+        only when a connection to the target was made (the others opening beside it are
+        waited for): refused with none, nothing listens."""
         if not watch.contended:
             return False
+        if watch.cause == "refused" and not self.reached:
+            async with self.cond:
+                await self.cond.wait_for(lambda: self.reached or
+                                         not any(w.connecting for w in self.live))
+            if not self.reached:
+                return False
         return not own or watch.cause in ("timeout", "deadline") or self.answered_alone > 0
 
     def learn(self, first: Watch, alone: Watch) -> bool:

@@ -116,7 +116,7 @@ class Scheduler:
                     return self._internal_error(target, exc)
             if first is not None:
                 gate.learn(first, watch)
-            first = watch if gate.again_alone(watch, own=False) else None
+            first = watch if await gate.again_alone(watch, own=False) else None
             if first is not None and attempt < self.retries:
                 continue    # a refusal or silence in company: asked again alone
             if outcome is not None:
@@ -153,7 +153,7 @@ class Scheduler:
             if first is not None:
                 gate.learn(first, watch)
                 return got
-            if not (self.retries and gate.again_alone(watch, own=True)):
+            if not (self.retries and await gate.again_alone(watch, own=True)):
                 return got
             # starved in company: whatever the check made of the silence, it is asked
             # again alone (one of the --retries)
@@ -162,8 +162,14 @@ class Scheduler:
 
     def gate(self, target: Target) -> TargetGate:
         """The target's connections (probes/contention.py): who is open, and whether it
-        gets one connection at a time."""
-        return self._gates.setdefault(target.display, TargetGate())
+        gets one connection at a time (a scheduler run again in another event loop keeps
+        what it learnt, in a new gate: asyncio's primitives belong to one loop)."""
+        gate = self._gates.get(target.display)
+        loop = asyncio.get_running_loop()
+        if gate is None or gate.loop is not loop:
+            gate = self._gates[target.display] = TargetGate(
+                loop, serial=gate.serial if gate is not None else "")
+        return gate
 
     def serial(self, target: Target) -> str:
         """Why the target got one connection at a time ("": it did not)."""
@@ -197,16 +203,21 @@ class Scheduler:
         retries or not; the server's answer to --starttls is an inconclusive Outcome
         (counted when it was reached)."""
         assert self.connector is not None   # set by __post_init__
+        watch.connecting, made = True, False
         try:
             transport: AsyncTransport = Watched(
                 await self.connector(target, time.monotonic() + self.timeout), watch)
+            made = True
         except NetworkError as exc:
             watch.failed(exc)
             raise
         except StartTlsError as exc:
+            made = exc.connected
             if exc.connected:
                 self.connections[(target.display, phase)] += 1
             return Outcome(INCONCLUSIVE, reason=str(exc), kind=exc.kind)
+        finally:
+            await self.gate(target).opened(watch, made)
         self.connections[(target.display, phase)] += 1
         self.addresses.setdefault(target.display, transport.peer[0])
         if self.on_connection is not None:
