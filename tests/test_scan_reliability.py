@@ -6,6 +6,7 @@ ClientHello bytes and answer with a real ServerHello (a valid key share) or an a
 from __future__ import annotations
 
 import os
+import random
 import socket
 import struct
 import threading
@@ -59,13 +60,26 @@ class MiniServer:
 
     def __post_init__(self) -> None:
         self.port = 0
-        self._listen()
+        while True:
+            # busy_refuse leaves its port free while it serves: one below the ephemeral
+            # range, which no other bind(0) or outgoing connection takes meanwhile
+            if self.busy_refuse:
+                self.port = random.randrange(20000, 32000)
+            try:
+                self._listen()
+                break
+            except OSError:
+                continue
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _listen(self) -> None:
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", self.port))
+        try:
+            self.sock.bind(("127.0.0.1", self.port))
+        except OSError:
+            self.sock.close()
+            raise
         self.sock.listen(64)
         self.port = self.sock.getsockname()[1]
 
@@ -112,6 +126,9 @@ class MiniServer:
             # Left before the answer goes out: the client cannot have closed (and opened its
             # next connection) yet, so the span never outlasts the client's own.
             done = self._leave()
+            if relisten:     # listening again before the answer goes out, so before the
+                self._listen()    # client can close and connect again
+                relisten = False
             conn.sendall(answer)
             conn.recv(100)
         except OSError:
@@ -119,7 +136,7 @@ class MiniServer:
         finally:
             if not done:
                 self._leave()
-            if relisten:     # listening again before the client sees the close
+            if relisten:     # not answered: listening again all the same
                 self._listen()
             conn.close()
 
