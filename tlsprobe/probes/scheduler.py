@@ -6,7 +6,9 @@ answered the question the job asks (a HelloRetryRequest, a ServerHello, the firs
 the CertificateVerify of a full TLS 1.3 handshake) and returns an `Outcome` value
 (probes/outcome.py); nothing is signalled with exceptions. Per host at most `per_host`
 connections run at once, starts are spaced by `delay` seconds, and resets and timeouts are
-retried with exponential backoff.
+retried with exponential backoff. A connection left without an answer while another to the
+same target was open is retried alone instead, and a target that then answers gets one
+connection at a time (probes/contention.py: servers that serve one connection at a time).
 A refused connect is not retried: nothing listens there, which is a clear answer (the audit
 reports it as a network error, exit 3). What still fails after the retries is
 "inconclusive", never a refusal: only an alert or a clean close from the server counts as
