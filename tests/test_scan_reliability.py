@@ -6,6 +6,7 @@ ClientHello bytes and answer with a real ServerHello (a valid key share) or an a
 from __future__ import annotations
 
 import os
+import random
 import socket
 import struct
 import threading
@@ -36,7 +37,10 @@ class MiniServer:
     before the server answers normally. Like tlslite-ng, it refuses key shares that break
     RFC 8446 section 4.2.8 (not in supported_groups' order) with illegal_parameter, and
     `max_groups` refuses hellos listing more groups with handshake_failure (a server that
-    chokes on large offers)."""
+    chokes on large offers). busy_reset: a connection that arrives while another is being
+    served is reset at once (a server that refuses parallel connections). busy_refuse: the
+    server stops listening while it serves a connection (connections are refused), as a
+    single-threaded server without a backlog does."""
 
     groups: tuple[int, ...]
     shareless: str = "alert"
@@ -44,6 +48,10 @@ class MiniServer:
     reset_first: int = 0
     reset_all: bool = False
     hold: float = 0.0
+    busy_reset: bool = False
+    busy_refuse: bool = False
+    closed: bool = False
+    busy: int = 0                   # connections reset for arriving while another was served
     starts: list[float] = field(default_factory=list)
     max_active: int = 0
     illegal: int = 0                # hellos refused for breaking RFC 8446 4.2.8
@@ -51,11 +59,29 @@ class MiniServer:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
+        self.port = 0
+        while True:
+            # busy_refuse leaves its port free while it serves: one below the ephemeral
+            # range, which no other bind(0) or outgoing connection takes meanwhile
+            if self.busy_refuse:
+                self.port = random.randrange(20000, 32000)
+            try:
+                self._listen()
+                break
+            except OSError:
+                continue
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _listen(self) -> None:
         self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self.sock.bind(("127.0.0.1", self.port))
+        except OSError:
+            self.sock.close()
+            raise
         self.sock.listen(64)
         self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
         while True:
@@ -63,14 +89,28 @@ class MiniServer:
                 conn, _ = self.sock.accept()
             except OSError:
                 return
+            if self.busy_refuse:    # nobody listens while this one is served
+                self.sock.close()
+                self.starts.append(time.monotonic())
+                self._active += 1
+                self._serve(conn, len(self.starts), relisten=True)
+                if self.closed:
+                    self.sock.close()
+                    return
+                continue
             with self._lock:
+                if self.busy_reset and self._active:
+                    self.busy += 1
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    conn.close()
+                    continue
                 self.starts.append(time.monotonic())
                 n = len(self.starts)
                 self._active += 1
                 self.max_active = max(self.max_active, self._active)
             threading.Thread(target=self._serve, args=(conn, n), daemon=True).start()
 
-    def _serve(self, conn: socket.socket, n: int) -> None:
+    def _serve(self, conn: socket.socket, n: int, relisten: bool = False) -> None:
         # A connection counts as active from accept until just before the answer: that span lies
         # inside the client's connect..close span, so the count never exceeds what the client
         # really had open (waiting for the client's close would lag behind it and over-count).
@@ -86,6 +126,9 @@ class MiniServer:
             # Left before the answer goes out: the client cannot have closed (and opened its
             # next connection) yet, so the span never outlasts the client's own.
             done = self._leave()
+            if relisten:     # listening again before the answer goes out, so before the
+                self._listen()    # client can close and connect again
+                relisten = False
             conn.sendall(answer)
             conn.recv(100)
         except OSError:
@@ -93,6 +136,8 @@ class MiniServer:
         finally:
             if not done:
                 self._leave()
+            if relisten:     # not answered: listening again all the same
+                self._listen()
             conn.close()
 
     def _leave(self) -> bool:
@@ -143,6 +188,7 @@ class MiniServer:
         return Record(22, 0x0303, frame(2, sh.serialize())).to_bytes()
 
     def close(self) -> None:
+        self.closed = True
         self.sock.close()
 
 
@@ -231,6 +277,40 @@ def test_per_host_cap_and_delay(mini):
     # whose latency on a loaded machine shifts single gaps but not the whole span.
     assert gaps and paced.starts[-1] - paced.starts[0] >= 0.095 * len(gaps)
     assert min(gaps) >= 0.05
+
+
+def test_a_server_that_resets_parallel_connections_gets_one_at_a_time(mini):
+    """A server that resets every connection arriving while it serves another: the resets
+    in company are asked again alone, and after two answered there, the target gets one
+    connection at a time; nothing is lost (the retries with backoff alone lost groups as
+    long as other connections kept the server busy)."""
+    server = mini(groups=(X25519, P256, P384), shareless="hrr", hold=0.3, busy_reset=True)
+    report = groups_audit(server, retries=2, backoff=0.02)   # the backoff: within one hold
+    g, g12 = report.group_audit(0x0304), report.group_audit(0x0303)
+    assert server.busy >= 2 and g.inconclusive == g12.inconclusive == (), (server.busy, g12)
+    assert {c.id for c in g.supported} == {X25519, P256, P384} and g.spoken is True
+    assert g12.spoken is False    # TLS 1.3 only (was: TLS 1.2 inconclusive, 30 groups lost)
+    assert report.one_at_a_time and "reset while another was open" in report.one_at_a_time
+
+
+def test_a_server_that_refuses_while_it_serves_gets_one_connection_at_a_time(mini):
+    """A server that stops listening while it serves a connection: connections refused
+    while another is open are asked again alone (a refusal before any connection was made
+    is still "nothing listens", not retried)."""
+    server = mini(groups=(X25519, P256), shareless="hrr", hold=0.2, busy_refuse=True)
+    report = groups_audit(server, retries=2, backoff=0.02)
+    g, g12 = report.group_audit(0x0304), report.group_audit(0x0303)
+    assert g.inconclusive == g12.inconclusive == (), (g, g12)
+    assert {c.id for c in g.supported} == {X25519, P256} and g12.spoken is False
+    assert report.one_at_a_time and "refused while another was open" in report.one_at_a_time
+
+
+def test_a_server_that_resets_alone_too_keeps_its_parallel_connections(mini):
+    """A reset that repeats alone is the server's own answer: the target keeps its parallel
+    connections (and the resets stay inconclusive)."""
+    server = mini(groups=(X25519,), shareless="hrr", reset_all=True, hold=0.05)
+    report = groups_audit(server, retries=2, backoff=0.01)
+    assert report.one_at_a_time is None and server.max_active >= 2
 
 
 def test_unreachable_target_is_a_network_error():

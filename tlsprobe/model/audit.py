@@ -255,6 +255,9 @@ class AuditReport:
     check_results: tuple[CheckResult, ...] = ()
     starttls: StartTlsInfo | None = None   # --starttls: the first connection's preamble
     transport: str | None = None   # "quic" for scan --quic; None: TCP (no JSON member)
+    #: why the scan gave the target one connection at a time (a server that queues or
+    #: refuses parallel connections, probes/contention.py); None: it did not (no JSON member)
+    one_at_a_time: str | None = None
 
     def group_audit(self, version: int) -> GroupAudit | None:
         return next((g for g in self.groups if g.version.id == version), None)
@@ -284,12 +287,14 @@ class AuditReport:
     def json_shape(self) -> dict[str, Any]:
         """The fields in declaration order, without "check_results" when there are none and
         without "starttls" when there is none (no --starttls) and without "transport" over
-        TCP (only scan --quic sets it), so that an audit that asks for none of them keeps
-        its JSON unchanged."""
+        TCP (only scan --quic sets it) and without "one_at_a_time" for a target that took
+        parallel connections, so that an audit that asks for none of them keeps its JSON
+        unchanged."""
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if (f.name != "check_results" or self.check_results)
                 and (f.name != "starttls" or self.starttls is not None)
-                and (f.name != "transport" or self.transport is not None)}
+                and (f.name != "transport" or self.transport is not None)
+                and (f.name != "one_at_a_time" or self.one_at_a_time is not None)}
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object: schema, tool and kind, then the fields."""

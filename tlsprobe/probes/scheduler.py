@@ -6,7 +6,9 @@ answered the question the job asks (a HelloRetryRequest, a ServerHello, the firs
 the CertificateVerify of a full TLS 1.3 handshake) and returns an `Outcome` value
 (probes/outcome.py); nothing is signalled with exceptions. Per host at most `per_host`
 connections run at once, starts are spaced by `delay` seconds, and resets and timeouts are
-retried with exponential backoff.
+retried with exponential backoff. A connection left without an answer while another to the
+same target was open is retried alone instead, and a target that then answers gets one
+connection at a time (probes/contention.py: servers that serve one connection at a time).
 A refused connect is not retried: nothing listens there, which is a clear answer (the audit
 reports it as a network error, exit 3). What still fails after the retries is
 "inconclusive", never a refusal: only an alert or a clean close from the server counts as
@@ -37,6 +39,7 @@ from tlsprobe.net.starttls import StartTlsError
 from tlsprobe.net.tcp import Target
 from tlsprobe.net.tcp_async import TcpConnector
 from tlsprobe.net.transport import AsyncConnector, AsyncTransport
+from tlsprobe.probes.contention import TargetGate, Watch, Watched
 from tlsprobe.probes.outcome import (ALERT, CLOSED, HELLO_RETRY, INCONCLUSIVE, SERVER_HELLO,
                                      STOP_FLIGHT, STOP_HELLO, STOP_VERIFY, Job, Outcome,
                                      finished, outcome_of)
@@ -66,6 +69,7 @@ class Scheduler:
     addresses: dict[str, str] = field(default_factory=dict)
     internal_errors: dict[str, str] = field(default_factory=dict)  # target -> first bug
     _sems: dict[str, asyncio.Semaphore] = field(default_factory=dict)
+    _gates: dict[str, TargetGate] = field(default_factory=dict)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     _next_start: dict[str, float] = field(default_factory=dict)
     #: opens each connection (net/transport.py); None: TCP with `timeout` (each name
@@ -92,23 +96,33 @@ class Scheduler:
                                                             "not applicable"), attempts=0)
             job = replace(job, config=config)
         host = target.host.lower()
-        sem = self._sems.setdefault(host, asyncio.Semaphore(max(1, self.per_host)))
+        sem = self._sem(host)
+        gate = self.gate(target)
         last = ""
+        first: Watch | None = None   # a connection starved in company, asked again alone
         for attempt in range(self.retries + 1):
             if attempt:
                 self.retried[target.display] += 1
-                pause = self.backoff * (2 ** (attempt - 1))
-                await asyncio.sleep(pause * (1 + random.random() / 2))
-            async with sem:
+                if first is None:   # waiting to be alone is the pause of the other kind
+                    pause = self.backoff * (2 ** (attempt - 1))
+                    await asyncio.sleep(pause * (1 + random.random() / 2))
+            watch = Watch()
+            outcome: Outcome | None = None
+            async with gate.slot(alone=first is not None), sem:
                 await self._pace(host)
                 try:
-                    outcome = await self._attempt(target, job)
+                    outcome = await self._attempt(target, job, watch)
                 except _Retryable as exc:
                     last = str(exc)
-                    continue
                 except Exception as exc:    # a bug: this job's answer is lost, no other
                     return self._internal_error(target, exc)
-            return _with_attempts(outcome, attempt + 1)
+            if first is not None:
+                gate.learn(first, watch)
+            first = watch if await gate.again_alone(watch, own=False) else None
+            if first is not None and attempt < self.retries:
+                continue    # a refusal or silence in company: asked again alone
+            if outcome is not None:
+                return _with_attempts(outcome, attempt + 1)
         tries = f"{self.retries + 1} attempts" if self.retries else "1 attempt, no retries"
         return Outcome(INCONCLUSIVE, reason=f"{last} (after {tries})",
                        attempts=self.retries + 1, kind=FailureKind.NETWORK)
@@ -120,48 +134,92 @@ class Scheduler:
         `talk(transport, deadline)` and closed. Not retried (the check decides whether to
         ask again). A connection that could not be opened, or a network failure inside
         `talk`, is an inconclusive Outcome with the reason; other exceptions propagate."""
-        sem = self._sems.setdefault(target.host.lower(), asyncio.Semaphore(max(1, self.per_host)))
-        # recorded like a job's connection (--pcap-out, --msg: its bytes; the check drives
-        # its own engine, so no trace events or secrets)
-        tape = self.recording.tape(target, phase) if self.recording is not None else None
-        token = TAPE.set(tape)
-        try:
-            async with sem:
-                await self._pace(target.host.lower())
-                return await self._converse_on(target, phase, talk)
-        finally:
-            TAPE.reset(token)
-            if tape is not None and self.recording is not None:
-                tape.finish()
-                self.recording.done(tape)
+        host = target.host.lower()
+        sem, gate = self._sem(host), self.gate(target)
+        first: Watch | None = None
+        while True:
+            watch = Watch()
+            # recorded like a job's connection (--pcap-out, --msg: its bytes; the check
+            # drives its own engine, so no trace events or secrets)
+            tape = self.recording.tape(target, phase) if self.recording is not None else None
+            token = TAPE.set(tape)
+            try:
+                async with gate.slot(alone=first is not None), sem:
+                    await self._pace(host)
+                    got = await self._converse_on(target, phase, talk, watch)
+            finally:
+                TAPE.reset(token)
+                if tape is not None and self.recording is not None:
+                    tape.finish()
+                    self.recording.done(tape)
+            if first is not None:
+                gate.learn(first, watch)
+                return got
+            if not (self.retries and await gate.again_alone(watch, own=True)):
+                return got
+            # starved in company: whatever the check made of the silence, it is asked
+            # again alone (one of the --retries)
+            first = watch
+            self.retried[target.display] += 1
+
+    def gate(self, target: Target) -> TargetGate:
+        """The target's connections (probes/contention.py): who is open, and whether it
+        gets one connection at a time (a scheduler run again in another event loop keeps
+        what it learnt, in a new gate: asyncio's primitives belong to one loop)."""
+        gate = self._gates.get(target.display)
+        loop = asyncio.get_running_loop()
+        if gate is None or gate.loop is not loop:
+            gate = self._gates[target.display] = TargetGate(
+                loop, serial=gate.serial if gate is not None else "")
+        return gate
+
+    def serial(self, target: Target) -> str:
+        """Why the target got one connection at a time ("": it did not)."""
+        gate = self._gates.get(target.display)
+        return gate.serial if gate is not None else ""
+
+    def _sem(self, host: str) -> asyncio.Semaphore:
+        return self._sems.setdefault(host, asyncio.Semaphore(max(1, self.per_host)))
 
     async def _converse_on(self, target: Target, phase: str,
-                           talk: Callable[[AsyncTransport, float], Awaitable[T]]) -> T | Outcome:
-        try:
-            transport = await self._open(target, phase)
-        except NetworkError as exc:
-            return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
-        if isinstance(transport, Outcome):
-            return transport
-        try:
-            with work_deadline(time.monotonic() + TOTAL_FACTOR * self.timeout):
-                return await talk(transport, time.monotonic() + TOTAL_FACTOR * self.timeout)
-        except NetworkError as exc:
-            return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
-        finally:
-            await transport.close()
+                           talk: Callable[[AsyncTransport, float], Awaitable[T]],
+                           watch: Watch) -> T | Outcome:
+        async with self.gate(target).watching(watch):
+            try:
+                transport = await self._open(target, phase, watch)
+            except NetworkError as exc:
+                return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
+            if isinstance(transport, Outcome):
+                return transport
+            try:
+                with work_deadline(time.monotonic() + TOTAL_FACTOR * self.timeout):
+                    return await talk(transport, time.monotonic() + TOTAL_FACTOR * self.timeout)
+            except NetworkError as exc:
+                return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
+            finally:
+                await transport.close()
 
-    async def _open(self, target: Target, phase: str) -> AsyncTransport | Outcome:
+    async def _open(self, target: Target, phase: str, watch: Watch) -> AsyncTransport | Outcome:
         """A connection through the connector, counted under `phase` (the job's and the
-        check's alike). A NetworkError goes to the caller, who retries or not; the server's
-        answer to --starttls is an inconclusive Outcome (counted when it was reached)."""
+        check's alike), its reads noted in `watch`. A NetworkError goes to the caller, who
+        retries or not; the server's answer to --starttls is an inconclusive Outcome
+        (counted when it was reached)."""
         assert self.connector is not None   # set by __post_init__
+        watch.connecting, made = True, False
         try:
-            transport = await self.connector(target, time.monotonic() + self.timeout)
+            transport: AsyncTransport = Watched(
+                await self.connector(target, time.monotonic() + self.timeout), watch)
+            made = True
+        except NetworkError as exc:
+            watch.failed(exc)
+            raise
         except StartTlsError as exc:
+            made = exc.connected
             if exc.connected:
                 self.connections[(target.display, phase)] += 1
             return Outcome(INCONCLUSIVE, reason=str(exc), kind=exc.kind)
+        finally:
+            await self.gate(target).opened(watch, made)
         self.connections[(target.display, phase)] += 1
         self.addresses.setdefault(target.display, transport.peer[0])
         if self.on_connection is not None:
@@ -189,21 +247,23 @@ class Scheduler:
                 await asyncio.sleep(wait)
             self._next_start[host] = loop.time() + self.delay
 
-    async def _attempt(self, target: Target, job: Job) -> Outcome:
+    async def _attempt(self, target: Target, job: Job, watch: Watch) -> Outcome:
         # the connection's tape (None: nothing recorded) is current for the whole attempt:
         # the RecordingConnector numbers it when TCP opens, _converse fills in the rest
         tape = self.recording.tape(target, job.phase) if self.recording is not None else None
         token = TAPE.set(tape)
         try:
-            return await self._attempt_on_tape(target, job, tape)
+            async with self.gate(target).watching(watch):
+                return await self._attempt_on_tape(target, job, tape, watch)
         finally:
             TAPE.reset(token)
             if tape is not None and self.recording is not None:
                 self.recording.done(tape)
 
-    async def _attempt_on_tape(self, target: Target, job: Job, tape: Tape | None) -> Outcome:
+    async def _attempt_on_tape(self, target: Target, job: Job, tape: Tape | None,
+                               watch: Watch) -> Outcome:
         try:
-            transport = await self._open(target, job.phase)
+            transport = await self._open(target, job.phase, watch)
         except NetworkError as exc:
             if tape is not None:
                 tape.finish()

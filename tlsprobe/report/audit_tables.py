@@ -247,12 +247,14 @@ def waived_section(r: AuditReport, full: bool = False) -> list[RenderableType]:
 
 def connections_line(r: AuditReport) -> str:
     """'Connections: 9 in 0.12 s (versions 5, groups TLS 1.3 4); 2 retries after a reset or
-    timeout' (no parentheses when no connection was made)."""
+    timeout' (no parentheses when no connection was made); '; one at a time: WHY' for a
+    server that serves one connection at a time."""
     parts = ", ".join(f"{phase} {n}" for phase, n in r.connections.items() if n)
     retries = f"; {r.retries} {'retry' if r.retries == 1 else 'retries'} after a reset or " \
         "timeout" if r.retries else ""
+    serial = f"; one at a time: {r.one_at_a_time}" if r.one_at_a_time else ""
     return (f"Connections: {r.total_connections} in {r.duration_s:.2f} s"
-            f"{f' ({parts})' if parts else ''}{retries}")
+            f"{f' ({parts})' if parts else ''}{retries}{serial}")
 
 
 def audit_renderables(r: AuditReport, full: bool = False) -> list[RenderableType]:

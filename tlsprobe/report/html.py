@@ -292,8 +292,9 @@ def waived_html(r: AuditReport) -> str:
 def _connections_line(r: AuditReport) -> str:
     parts = ", ".join(f"{phase} {n}" for phase, n in r.connections.items() if n)
     retries = f"; {r.retries} retries after a reset or timeout" if r.retries else ""
+    serial = f"; one at a time: {r.one_at_a_time}" if r.one_at_a_time else ""
     return (f"Connections: {r.total_connections} in {r.duration_s:.2f} s"
-            f"{f' ({parts})' if parts else ''}{retries}")
+            f"{f' ({parts})' if parts else ''}{retries}{serial}")
 
 
 def audit_html(r: AuditReport) -> str:

@@ -1,0 +1,195 @@
+"""Servers that serve one connection at a time (or a few): noticed, and given one at a time.
+
+Some servers accept every TCP connection but handle one (`openssl s_server` without `-www`,
+small embedded servers, single-threaded services): the others wait in the listen backlog,
+unanswered, until the one being served closes; others reset or refuse connections beyond
+their limit. With the scan's default of several connections per host, a check that holds
+its connection for a while (an HTTP request the server never answers, a read until the
+server goes quiet) would leave every other connection to that server timing out, and their
+verdicts lost.
+
+The scheduler (probes/scheduler.py) therefore watches every connection (`Watch`): whether
+the server sent it any byte, whether it failed for want of one (a read that timed out, a
+reset, a refused or timed-out connect: `starved`), and whether another connection to the
+same target was open at any time meanwhile (`crowded`). A connection starved while crowded
+is asked again alone (`TargetGate.slot(alone=True)`: no other connection to that target
+open; a check's own connection after a reset only once the target has shown that kind),
+and when the server answers it there, that is the evidence that the target queues
+or refuses parallel connections: from then on it gets one connection at a time
+(`TargetGate.serial`). A silence that repeats alone is the server's real answer, and the
+target keeps its concurrency. A timeout answered alone is enough (a queueing server shows
+it no other way); a reset or refusal answered alone must happen twice, because a flaky path
+resets a connection now and then whatever else is open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from tlsprobe.errors import NetworkError
+from tlsprobe.net.transport import AsyncTransport
+
+#: the causes of a failure that may be a server busy with another connection
+STARVING = ("timeout", "deadline", "reset", "refused")
+#: how many reset/refused connections answered alone make a target serial (a timeout: one)
+RESETS_TO_SERIAL = 2
+
+
+@dataclass(eq=False)
+class Watch:
+    """One connection's record: bytes received from the server, whether it failed for want
+    of an answer (`starved`, with the `cause`), whether another connection to the same target
+    was open meanwhile (`crowded`)."""
+
+    received: int = 0
+    connecting: bool = False
+    starved: bool = False
+    cause: str = ""
+    crowded: bool = False
+
+    def failed(self, exc: NetworkError) -> None:
+        """A connect or read failed: starved when nothing had come from the server."""
+        if self.received == 0 and exc.cause in STARVING and not self.starved:
+            self.starved, self.cause = True, exc.cause
+
+    @property
+    def contended(self) -> bool:
+        """Starved while another connection to the target was open: to be asked alone."""
+        return self.starved and self.crowded
+
+
+class Watched:
+    """The connection's transport as it is, noting in `watch` what the server sent."""
+
+    def __init__(self, inner: AsyncTransport, watch: Watch) -> None:
+        self.inner = inner
+        self.watch = watch
+
+    @property
+    def peer(self) -> tuple[str, int]:
+        return self.inner.peer
+
+    async def send(self, data: bytes) -> None:
+        try:
+            await self.inner.send(data)
+        except NetworkError as exc:
+            self.watch.failed(exc)
+            raise
+
+    async def receive(self, deadline: float) -> bytes:
+        try:
+            data = await self.inner.receive(deadline)
+        except NetworkError as exc:
+            self.watch.failed(exc)
+            raise
+        self.watch.received += len(data)
+        return data
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    def __getattr__(self, name: str) -> Any:   # bind (QUIC), local, ... of the inner one
+        return getattr(self.inner, name)
+
+
+@dataclass(eq=False)
+class TargetGate:
+    """One target's connections: who is open (for `crowded`), who waits to be alone, and
+    whether the target gets one connection at a time (`serial`, with the reason)."""
+
+    loop: asyncio.AbstractEventLoop
+    live: set[Watch] = field(default_factory=set)
+    held: int = 0
+    alone_held: bool = False
+    alone_waiting: int = 0
+    serial: str = ""
+    reached: bool = False            # a connection was made (a refusal is then no "nobody")
+    answered_alone: int = 0          # resets/refusals answered alone (RESETS_TO_SERIAL)
+    cond: asyncio.Condition = field(default_factory=asyncio.Condition)
+
+    @asynccontextmanager
+    async def slot(self, alone: bool = False) -> AsyncIterator[None]:
+        """Hold a place among this target's connections: `alone` (or on a serial target)
+        when no other is open; otherwise beside others, unless someone waits to be alone
+        (who goes first: the others would starve it again)."""
+        async with self.cond:
+            if alone or self.serial:
+                self.alone_waiting += 1
+                try:
+                    await self.cond.wait_for(lambda: self.held == 0)
+                finally:
+                    self.alone_waiting -= 1
+                self.alone_held = True
+            else:
+                await self.cond.wait_for(lambda: not self.alone_held and
+                                         not self.alone_waiting)
+            self.held += 1
+        try:
+            yield
+        finally:
+            async with self.cond:
+                self.held -= 1
+                if self.held == 0:
+                    self.alone_held = False
+                self.cond.notify_all()
+
+    @asynccontextmanager
+    async def watching(self, watch: Watch) -> AsyncIterator[Watch]:
+        """`watch` counted among the open connections (connect to close): it and every
+        other open one are crowded."""
+        if self.live:
+            watch.crowded = True
+            for other in self.live:
+                other.crowded = True
+        self.live.add(watch)
+        try:
+            yield watch
+        finally:
+            self.live.discard(watch)
+
+    async def opened(self, watch: Watch, made: bool) -> None:
+        """`watch`'s connect ended, the connection `made` or not."""
+        async with self.cond:
+            watch.connecting = False
+            self.reached = self.reached or made
+            self.cond.notify_all()
+
+    async def again_alone(self, watch: Watch, own: bool) -> bool:
+        """Is `watch`'s connection to be asked again alone? When it starved in company; for
+        a check's own connection (`own`), whose check asks again itself and reads a reset
+        as the server's answer (a middlebox that drops large hellos), a reset or refusal
+        only once one in company was answered alone on this target. A refused connect counts
+        only when a connection to the target was made (the others opening beside it are
+        waited for): refused with none, nothing listens."""
+        if not watch.contended:
+            return False
+        if watch.cause == "refused" and not self.reached:
+            async with self.cond:
+                await self.cond.wait_for(lambda: self.reached or
+                                         not any(w.connecting for w in self.live))
+            if not self.reached:
+                return False
+        return not own or watch.cause in ("timeout", "deadline") or self.answered_alone > 0
+
+    def learn(self, first: Watch, alone: Watch) -> bool:
+        """After a connection `first` starved in company was asked again alone (`alone`):
+        does the target now count as serial? True when it just became so."""
+        if self.serial or alone.received == 0:
+            return False
+        if first.cause in ("timeout", "deadline"):
+            self.serial = "a connection went unanswered while another was open, and was " \
+                "answered alone"
+            return True
+        self.answered_alone += 1
+        if self.answered_alone >= RESETS_TO_SERIAL:
+            self.serial = f"connections were {'refused' if first.cause == 'refused' else 'reset'}" \
+                " while another was open, and answered alone"
+            return True
+        return False
+
+
+__all__ = ["STARVING", "TargetGate", "Watch", "Watched"]
