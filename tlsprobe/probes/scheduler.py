@@ -66,6 +66,10 @@ class Scheduler:
     on_connection: ConnectionHook | None = None
     connections: Counter[tuple[str, str]] = field(default_factory=Counter)
     retried: Counter[str] = field(default_factory=Counter)
+    #: per target, hellos answered (a ServerHello or an alert) only on a retry after a reset
+    #: or a timeout of their own: the path is flaky (a retry alone after silence in company
+    #: is not counted: that is a server queueing connections, probes/contention.py)
+    transient: Counter[str] = field(default_factory=Counter)
     addresses: dict[str, str] = field(default_factory=dict)
     internal_errors: dict[str, str] = field(default_factory=dict)  # target -> first bug
     _sems: dict[str, asyncio.Semaphore] = field(default_factory=dict)
@@ -100,10 +104,12 @@ class Scheduler:
         gate = self.gate(target)
         last = ""
         first: Watch | None = None   # a connection starved in company, asked again alone
+        failed = False               # retried after a failure of its own (not in company)
         for attempt in range(self.retries + 1):
             if attempt:
                 self.retried[target.display] += 1
                 if first is None:   # waiting to be alone is the pause of the other kind
+                    failed = True
                     pause = self.backoff * (2 ** (attempt - 1))
                     await asyncio.sleep(pause * (1 + random.random() / 2))
             watch = Watch()
@@ -122,6 +128,8 @@ class Scheduler:
             if first is not None and attempt < self.retries:
                 continue    # a refusal or silence in company: asked again alone
             if outcome is not None:
+                if failed and (outcome.answered or outcome.status == ALERT):
+                    self.transient[target.display] += 1
                 return _with_attempts(outcome, attempt + 1)
         tries = f"{self.retries + 1} attempts" if self.retries else "1 attempt, no retries"
         return Outcome(INCONCLUSIVE, reason=f"{last} (after {tries})",
@@ -380,10 +388,12 @@ class TargetRunner:
     #: did not: an audit with none of the former never reached the server at all
     conclusive: int = 0
     first_unsure: Outcome | None = None
-    #: hellos the server answered (a ServerHello or an alert) only on a retry, after a reset
-    #: or a timeout: the path is flaky, so a reset or silence elsewhere proves nothing
-    #: (probes/confirm.py)
-    transient: int = 0
+
+    @property
+    def transient(self) -> int:
+        """Hellos the server answered only on a retry after a reset or a timeout: the path
+        is flaky, so a reset or silence elsewhere proves nothing (probes/confirm.py)."""
+        return self.scheduler.transient[self.target.display]
 
     def config(self, versions: tuple[int, ...], **kw: object) -> ClientConfig:
         """A ClientConfig for an audit connection: no ALPN, every signature scheme, and the
@@ -424,8 +434,6 @@ class TargetRunner:
     def _seen(self, out: Outcome) -> Outcome:
         if out.conclusive:
             self.conclusive += 1
-            if out.attempts > 1 and (out.answered or out.status == ALERT):
-                self.transient += 1
         elif self.first_unsure is None and out.attempts:   # 0: not sent (scan --quic)
             self.first_unsure = out
         return out
