@@ -353,7 +353,7 @@ class ClientHandshake(ClientRecords):
         extcheck.decode_extensions(sh.extensions, extcheck.HRR if sh.is_hello_retry_request
                                    else extcheck.SH13)
         try:
-            serverhello.check_choice(sh, self.hellos[-1])
+            serverhello.check_choice(sh, self.hellos[-1], self.config.versions)
         except Refusal as refusal:
             self.hello_violation = refusal.message
             raise

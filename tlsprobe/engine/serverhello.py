@@ -28,13 +28,18 @@ from tlsprobe.wire.hello import HELLO_RETRY_REQUEST_RANDOM, ClientHello, ServerH
 MISSING_EXTENSION = 109
 
 
-def check_choice(sh: ServerHello, offered: ClientHello) -> None:
+def check_choice(sh: ServerHello, offered: ClientHello, versions: tuple[int, ...]) -> None:
     """The cipher suite (of a ServerHello or an HRR) was offered and is defined for the
     version the hello selects, and the compression method was offered. Each is a protocol
     violation named with its RFC rule; the engine checks them before it takes the hello for
     the server's answer (ClientHandshake._server_hello), so a scan never counts such a hello
-    as an answer to its question."""
+    as an answer to its question. A ServerHello selecting a version not among `versions` (not
+    offered) is left to check_server_hello, which names that first: the hello is the
+    server's answer (a TLS 1.2 server ignoring supported_versions says so), and its suite is
+    not judged by a version the client never asked for."""
     version = TLS13 if sh.is_hello_retry_request else sh.selected_version
+    if version not in versions:
+        return
     rule = "RFC 8446 4.1.3" if is_tls13(version) else "RFC 5246 7.4.1.3"
     if sh.cipher_suite not in offered.cipher_suites:
         raise Refusal(ILLEGAL_PARAMETER, f"server chose cipher suite "
