@@ -232,3 +232,80 @@ def test_handshake_ended_by_an_alert_is_shown_failed(run_cli, tmp_path: Path,
     assert table[1]["Version"] == "TLS 1.2", table[1]
     code, out, _ = run_cli("pcap", "--details", CAPTURES / name)
     assert re.search(r"^Handshake\s+failed: client sent fatal alert unknown_ca$", out, re.M), out
+
+
+ENCRYPTED_ALERT = CAPTURES / "tls13_encrypted_alert.pcap"
+ENCRYPTED_FAILED = "TLS 1.3, failed: client sent an encrypted alert (its description is encrypted)"
+
+
+def test_tls13_alert_encrypted_by_the_client_is_shown_failed(run_cli, tmp_path: Path) -> None:
+    """Recorded: gnutls-cli refuses the server's certificate and sends its alert under the
+    handshake keys. Without keys, its first protected record is the AEAD tag + 3 bytes,
+    which only an alert fits: the table, the CSV, the details and the JSON say failed by an
+    encrypted alert (not a complete row, no description invented); with the key log the
+    alert is decrypted and named."""
+    code, out, err = run_cli("pcap", ENCRYPTED_ALERT, SEED, "--csv", tmp_path / "c.csv")
+    assert code == 0, err
+    rows = [line for line in out.splitlines() if "127.0.0.1" in line]
+    assert ENCRYPTED_FAILED in rows[0], rows[0]
+    assert "failed" not in rows[1]
+    with open(tmp_path / "c.csv", encoding="utf-8", newline="") as fh:
+        table = list(csv.DictReader(fh))
+    assert table[0]["Version"] == ENCRYPTED_FAILED, table[0]
+    code, out, _ = run_cli("pcap", "--details", ENCRYPTED_ALERT)
+    assert re.search(r"^Handshake\s+failed: client sent an encrypted alert \(its description "
+                     r"is encrypted\)$", out, re.M), out
+    assert "handshake " not in out.split("Timing", 1)[1].splitlines()[0]  # it never ended
+    code, out, _ = run_cli("pcap", "--jsonl", ENCRYPTED_ALERT)
+    conn = next(json.loads(line) for line in out.splitlines() if '"connection"' in line)
+    assert conn["alerts"] == [{"direction": "client", "level": None, "description": None,
+                               "name": "(encrypted)"}], conn["alerts"]
+    assert conn["handshake_complete"] is None and conn["timings"]["handshake_ms"] is None
+    keys = ENCRYPTED_ALERT.with_suffix(".keys")
+    code, out, err = run_cli("pcap", ENCRYPTED_ALERT, "--keylog", keys, "--csv",
+                             tmp_path / "k.csv")
+    assert code == 0, err
+    assert "TLS 1.3, failed: client alert bad_certificate" in out, out
+    with open(tmp_path / "k.csv", encoding="utf-8", newline="") as fh:
+        assert next(csv.DictReader(fh))["Version"] == \
+            "TLS 1.3, failed: client alert bad_certificate"
+    code, out, _ = run_cli("pcap", "--jsonl", ENCRYPTED_ALERT, "--keylog", keys)
+    conn = next(json.loads(line) for line in out.splitlines() if '"connection"' in line)
+    assert conn["alerts"] == [{"direction": "client", "level": 2, "description": 42,
+                               "name": "bad_certificate"}], conn["alerts"]
+    assert conn["decrypted"] is True and conn["handshake_complete"] is False
+
+
+def _without_client_record(data: bytes, size: int) -> bytes:
+    """A little-endian pcap of Ethernet/IPv4/TCP with the packets whose TCP payload is
+    `size` bytes removed (what a client that closes without sending them leaves)."""
+    import struct
+    out, p = [data[:24]], 24
+    while p + 16 <= len(data):
+        caplen = struct.unpack_from("<I", data, p + 8)[0]
+        frame = data[p + 16:p + 16 + caplen]
+        ihl = (frame[14] & 15) * 4
+        total = struct.unpack_from(">H", frame, 16)[0]
+        tcp = frame[14 + ihl:]
+        if total - ihl - (tcp[12] >> 4) * 4 != size:
+            out.append(data[p:p + 16 + caplen])
+        p += 16 + caplen
+    return b"".join(out)
+
+
+def test_tls13_client_that_closes_without_finished_is_not_shown_complete(
+        run_cli, tmp_path: Path) -> None:
+    """The same recording without the client's encrypted alert: after its compatibility
+    change_cipher_spec the client closes without any protected record. Nothing says the
+    handshake completed (nor why it failed): 'not finished in the capture', no alert."""
+    edited = tmp_path / "silent.pcap"
+    edited.write_bytes(_without_client_record(ENCRYPTED_ALERT.read_bytes(), 24))
+    code, out, err = run_cli("pcap", edited, "--csv", tmp_path / "c.csv")
+    assert code == 0, err
+    row = next(line for line in out.splitlines() if "127.0.0.1" in line)
+    assert "TLS 1.3, not finished in the capture" in row and "alert" not in row, row
+    with open(tmp_path / "c.csv", encoding="utf-8", newline="") as fh:
+        assert next(csv.DictReader(fh))["Version"] == "TLS 1.3, not finished in the capture"
+    code, out, _ = run_cli("pcap", "--details", edited)
+    assert re.search(r"^Handshake\s+ServerHello seen, not finished in the capture$", out,
+                     re.M), out

@@ -83,6 +83,25 @@ def s_client(*args: str, data: bytes = GET, sess_in: bool = False) -> Callable[.
     return run
 
 
+def gnutls_cli(*args: str) -> Callable[..., None]:
+    """gnutls-cli with these options, trusting only a CA of its own that signed nothing
+    the server has: it refuses the certificate with an alert it encrypts (TLS 1.3, under
+    its handshake keys), as browsers do; key log by SSLKEYLOGFILE."""
+    def run(host: str, port: int, keys: Path) -> None:
+        ca = keys.with_suffix(".ca.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:P-256", "-nodes", "-keyout", "/dev/null",
+                        "-subj", "/CN=unrelated CA", "-days", "1", "-out", str(ca)],
+                       capture_output=True, timeout=30, check=True)
+        try:
+            subprocess.run(["gnutls-cli", f"--x509cafile={ca}", "-p", str(port), *args, host],
+                           input=b"", capture_output=True, timeout=15, check=False,
+                           env={**os.environ, "SSLKEYLOGFILE": str(keys)})
+        finally:
+            ca.unlink(missing_ok=True)
+    return run
+
+
 def tlsprobe_client(*args: str) -> Callable[..., None]:
     """tlsprobe's own probe as the client (it offers groups s_client 3.0 cannot)."""
     def run(host: str, port: int, keys: Path) -> None:
@@ -274,6 +293,11 @@ def cases() -> list[Case]:
              srv(impl="openssl", groups=["X25519"], proto="tls1_3"),
              s_client("-tls1_3", *UNTRUSTING, data=b""),
              [_hs("0x0304", "0x1302", "X25519", "key_share", alerts=[["client", 2, 48]])]),
+        Case("tls13_encrypted_alert", "TLS 1.3 failed after the ServerHello: gnutls-cli "
+             "trusts another CA and sends bad_certificate encrypted under its handshake keys",
+             srv(impl="openssl", groups=["X25519"], proto="tls1_3"),
+             gnutls_cli("--priority=NORMAL:-VERS-ALL:+VERS-TLS1.3", "--sni-hostname=localhost"),
+             [_hs("0x0304", "0x1302", "X25519", "key_share", alerts=[["client", None, None]])]),
         Case("tls13_resumption", "TLS 1.3 full handshake, then PSK resumption with its ticket",
              srv(impl="openssl", groups=["X25519"], proto="tls1_3"),
              s_client("-tls1_3", sess_in=True),

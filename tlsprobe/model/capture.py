@@ -258,6 +258,7 @@ class BriefReport(NamedTuple):
     resumption: str | None
     alerts: tuple[AlertInfo, ...]
     fingerprints: Fingerprints
+    encrypted: bool = False
 
 
 @dataclass(frozen=True)

@@ -134,12 +134,24 @@ class Timings:
     total_ms: float | None = None
 
 
+#: the name of an alert whose level and description were encrypted (capture without keys)
+ENCRYPTED_ALERT = "(encrypted)"
+
+
 @dataclass(frozen=True)
 class AlertInfo:
+    """An alert; in a capture `direction` is "client" or "server", and an alert seen
+    without its key (a TLS 1.3 record that can only hold one) has level and description
+    None and the name ENCRYPTED_ALERT."""
+
     direction: str                  # "received" or "sent"
-    level: int
-    description: int
+    level: int | None
+    description: int | None
     name: str
+
+    @property
+    def encrypted(self) -> bool:
+        return self.description is None
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from tlsprobe.model.capture import (
     shape_json,
 )
 from tlsprobe.model.encode import number
-from tlsprobe.model.probe import AlertInfo, Cipher, Codepoint, KeyExchange, Offer
+from tlsprobe.model.probe import ENCRYPTED_ALERT, AlertInfo, Cipher, Codepoint, KeyExchange, Offer
 
 _T = TypeVar("_T")
 
@@ -225,10 +225,18 @@ def _derive(f: Facts, transport: str,
         _text(alpn) if alpn is not None else None, resumption_of(f),
         tuple(_memo(caches, ("cert", der), describe.certificate_info, der)
               for der in f.certificates),
-        tuple(AlertInfo("client" if d == CLIENT else "server", level, desc,
-                        registry.alert_name(desc)) for d, level, desc, _ in f.alerts),
+        tuple(_alert_info(d, level, desc) for d, level, desc, _ in f.alerts),
         _message_names(f, caches), prints, [None])
 
+
+
+def _alert_info(direction: int, level: int, description: int) -> AlertInfo:
+    """An alert of the report; level -1: a protected record that can only hold an alert
+    (Facts.first_protected), its level and description encrypted."""
+    side = "client" if direction == CLIENT else "server"
+    if level < 0:
+        return AlertInfo(side, None, None, ENCRYPTED_ALERT)
+    return AlertInfo(side, level, description, registry.alert_name(description))
 
 
 def _shape(f: Facts, transport: str) -> tuple:  # type: ignore[type-arg]
@@ -269,7 +277,7 @@ def brief_of(cid: int, transport: str, protocol: str, client: str, server: str,
      alerts, _messages, prints, _json) = _derived(f, transport)
     return tuple.__new__(BriefReport, (
         cid, transport, protocol, client, server, first_frame, sni, offer, version, cipher,
-        kx, hrr, alpn, resumption, alerts, prints))
+        kx, hrr, alpn, resumption, alerts, prints, f.encrypted[0] and f.encrypted[1]))
 
 
 def _elapsed(where: Endpoints, f: Facts) -> tuple[float | None, float | None,

@@ -56,6 +56,7 @@ class Facts:
         "done_ts",
         "dtls",
         "encrypted",
+        "encrypted_alert",
         "finished",
         "framing",
         "handshake_gap",
@@ -111,6 +112,8 @@ class Facts:
         self.finished = [False, False]
         self.ccs = [False, False]
         self.encrypted = [False, False]   # the side has sent a protected record
+        #: the side whose first protected TLS 1.3 record can only hold an alert (None: none)
+        self.encrypted_alert: int | None = None
         self.handshake_gap = [0, 0]       # bytes lost after the ServerHello, before CCS
         self.problems: list[str] = []
         self.ch_ts: float | None = None
@@ -150,8 +153,27 @@ class Facts:
 
     def mark_encrypted(self, direction: int, ts: float) -> None:
         self.encrypted[direction] = True
-        if self.done_ts is None and self.encrypted[0] and self.encrypted[1]:
+        if self.done_ts is None and self.encrypted[0] and self.encrypted[1] and \
+                self.encrypted_alert is None:  # (an alert in place of a Finished: no end)
             self.done_ts = ts
+
+    def first_protected(self, direction: int, length: int) -> None:
+        """The first protected record of `direction` in TLS 1.3, `length` bytes of
+        ciphertext, seen without its key: a client record of the AEAD tag + 3 bytes can only
+        be an alert (RFC 8446 5.2/5.4: TLSInnerPlaintext of a 2-byte alert and its content
+        type; padding only makes a record longer), because the client's first protected
+        record after the ServerHello must carry Finished (36 bytes or more), Certificate or
+        EndOfEarlyData (4 or more), never application data. Not decided when the client
+        offered early data (its 0-RTT records may still be in flight) or the suite's tag
+        length is not known. Called once per connection and side."""
+        if direction != CLIENT or not self.tls13 or self.server_hello is None or \
+                self.encrypted[CLIENT] or self.encrypted_alert is not None or \
+                any(_EARLY_DATA in hello.extensions for hello in self.client_hellos):
+            return
+        tag = _tag_length(self.cipher_suite)
+        if tag is not None and length == tag + 3:
+            self.encrypted_alert = direction
+            self.alert(direction, -1, -1)
 
     # -- records ------------------------------------------------------------------------
     def change_cipher_spec(self, direction: int) -> None:
@@ -370,6 +392,18 @@ def _selects_later_version(info: ServerHelloInfo) -> bool:
     made there is TLS 1.3's key_share handshake. GREASE values are not versions."""
     v = info.selected_version
     return v > 0x0304 and 43 in info.extensions and not registry.is_grease(v)
+
+
+_EARLY_DATA = 42
+
+
+def _tag_length(suite: int | None) -> int | None:
+    """The AEAD tag length of a TLS 1.3 cipher suite (None: not known)."""
+    if suite is None:
+        return None
+    from tlsprobe.engine.suites import protection_params
+    params = protection_params(suite)
+    return params.cipher_params.tag_len if params is not None and params.aead else None
 
 
 def _side(direction: int) -> str:

@@ -170,6 +170,8 @@ class FastReader:
                     self._keep(half, data[p:] if p else data, end - p)
                     return
                 if ct == 23 if facts.tls13 else facts.ccs[direction] and ct != 20:
+                    if facts.tls13:  # (once per side: it is only counted from here)
+                        facts.first_protected(direction, length)
                     facts.mark_encrypted(direction, ts)  # protected: nothing more to learn
                     half.counting = True
                     return

@@ -205,6 +205,9 @@ class FlowReader:
             self.records += 1
             if ev.protected and (self.state.server_hello is not None or d == SERVER or
                                  ev.record.content_type != 23):
+                if f.tls13 and not f.encrypted[d] and not (
+                        self.decryptor is not None and self.decryptor.active):
+                    f.first_protected(d, ev.fragment_length)  # (no key: by its size)
                 f.mark_encrypted(d, ts)  # (0-RTT data before the ServerHello does not count)
         elif isinstance(ev, MessageEvent):
             f.on_message(d, ev.raw, ts, frame, decrypted=ev.protected, decoded=ev.decoded)

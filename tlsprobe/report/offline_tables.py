@@ -66,21 +66,38 @@ def failure_alert(r: ConnectionReport | BriefReport) -> AlertInfo | None:
         return None
     tls13 = r.version is not None and r.version.id == 0x0304
     for a in r.alerts:
+        # (an encrypted alert: one in place of the client's Finished, Facts.first_protected)
         if a.level == 2 or tls13 and a.description not in _NOT_ERRORS:
             return a
     return None
 
 
+def failure_text(a: AlertInfo) -> str:
+    """What ended the handshake, for the table ("failed: client alert unknown_ca")."""
+    if a.encrypted:
+        return f"failed: {a.direction} sent an encrypted alert (its description is encrypted)"
+    return f"failed: {a.direction} alert {a.name}"
+
+
+def unfinished(r: ConnectionReport | BriefReport) -> bool:
+    """A TLS handshake (over TCP) whose ServerHello was seen but not both sides' switch to
+    protected records: nothing in the capture says it completed."""
+    return r.protocol == "tls" and r.version is not None and not r.encrypted and \
+        r.version.id >= 0x0300
+
+
 def connection_row(r: ConnectionReport | BriefReport) -> tuple[str, ...]:
     """One table row of plain strings; a handshake ended by an alert says "failed" and
-    the alert in the Version cell."""
+    the alert in the Version cell, one not seen to finish says so."""
     version = r.version.name if r.version else "(unknown)" if r.cipher else (
         "(no ServerHello)" if r.offer else "-")
     failed = failure_alert(r) if r.alerts else None
     if failed is not None:
-        version += f", failed: {failed.direction} alert {failed.name}"
+        version += ", " + failure_text(failed)
     elif r.alerts and r.version is None:
         version += f", {r.alerts[-1].direction} alert {r.alerts[-1].name}"
+    elif unfinished(r):
+        version += ", not finished in the capture"
     return (connection_label(r), r.client, r.server, r.sni or "-", version,
             r.cipher.iana_name if r.cipher else "-", _group(r), _sizes(r), r.alpn or "-",
             r.fingerprints.ja4 or "-")
@@ -183,6 +200,10 @@ def connection_rows(r: ConnectionReport) -> list[tuple[str, str]]:
         rows.append(("", f"  a: {c.key_type}{bits}; {c.signature_algorithm}"))
         rows.append(("", f"  v: {c.not_before} -> {c.not_after}"))
     for a in r.alerts:
+        if a.encrypted:
+            rows.append(("Alert", f"{a.direction} alert, encrypted (a protected record of an "
+                         "alert's size; its level and description need the keys)"))
+            continue
         level = "fatal" if a.level == 2 else "warning"
         rows.append(("Alert", f"{a.direction} {level} {a.name} ({a.description})"))
     fp = r.fingerprints
@@ -231,6 +252,8 @@ def _state(r: ConnectionReport) -> str:
         return "complete (both Finished decrypted)"
     failed = failure_alert(r)
     if failed is not None:
+        if failed.encrypted:
+            return failure_text(failed)
         return f"failed: {failed.direction} sent fatal alert {failed.name}"
     if r.encrypted:
         return "both sides encrypting" + (" (resumed)" if r.resumption else "")
