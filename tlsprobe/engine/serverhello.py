@@ -8,6 +8,8 @@ machine reads as its transitions and these read as the rules.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from tlsprobe import kex, registry
 from tlsprobe.engine import extcheck
 from tlsprobe.engine.common import (
@@ -40,26 +42,37 @@ def check_choice(sh: ServerHello, offered: ClientHello, versions: tuple[int, ...
     version = TLS13 if sh.is_hello_retry_request else sh.selected_version
     if version not in versions:
         return
+    problem = choice_problem(version, sh.is_hello_retry_request, sh.cipher_suite,
+                             sh.legacy_compression_method, offered.cipher_suites,
+                             offered.legacy_compression_methods)
+    if problem is not None:
+        raise Refusal(ILLEGAL_PARAMETER, problem)
+
+
+def choice_problem(version: int, hrr: bool, suite: int, compression: int,
+                   offered_suites: Collection[int], offered_compressions: Collection[int]
+                   ) -> str | None:
+    """The rule of `check_choice` as a pure function of the hello's fields and the offer,
+    shared with the capture reader (offline.facts): the protocol violation named with its
+    RFC rule, or None. `version`: the version the hello selects (TLS 1.3 for an HRR),
+    one the client offered."""
     rule = "RFC 8446 4.1.3" if is_tls13(version) else "RFC 5246 7.4.1.3"
-    if sh.cipher_suite not in offered.cipher_suites:
-        raise Refusal(ILLEGAL_PARAMETER, f"server chose cipher suite "
-                      f"{registry.suite_label(sh.cipher_suite)} which was not offered "
-                      f"(protocol violation, {rule}: the server selects from the client's "
-                      "list)")
-    params = suite_params(sh.cipher_suite)
+    if suite not in offered_suites:
+        return (f"server chose cipher suite {registry.suite_label(suite)} which was not "
+                f"offered (protocol violation, {rule}: the server selects from the client's "
+                "list)")
+    params = suite_params(suite)
     if params is not None and params.tls13 != is_tls13(version):
         what = "a TLS 1.3" if params.tls13 else "a TLS 1.2 (or earlier)"
         rule = "TLS 1.3 cipher suites cannot be used for TLS 1.2" if params.tls13 else \
             "cipher suites for TLS 1.2 and lower cannot be used with TLS 1.3"
-        hello = "HelloRetryRequest" if sh.is_hello_retry_request else \
-            f"{registry.version_name(version)} ServerHello"
-        raise Refusal(ILLEGAL_PARAMETER, f"{hello} chose "
-                      f"{registry.suite_label(sh.cipher_suite)}, {what} cipher suite "
-                      f"(protocol violation, RFC 8446 B.4: {rule})")
-    if sh.legacy_compression_method not in offered.legacy_compression_methods:
-        method = {1: " (DEFLATE)", 64: " (LZS)"}.get(sh.legacy_compression_method, "")
-        raise Refusal(ILLEGAL_PARAMETER, f"server chose compression method "
-                      f"{sh.legacy_compression_method}{method}, which was not offered")
+        hello = "HelloRetryRequest" if hrr else f"{registry.version_name(version)} ServerHello"
+        return (f"{hello} chose {registry.suite_label(suite)}, {what} cipher suite "
+                f"(protocol violation, RFC 8446 B.4: {rule})")
+    if compression not in offered_compressions:
+        method = {1: " (DEFLATE)", 64: " (LZS)"}.get(compression, "")
+        return f"server chose compression method {compression}{method}, which was not offered"
+    return None
 
 
 def check_server_hello(sh: ServerHello, config: ClientConfig, offered: ClientHello,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from tlsprobe.model.encode import JsonEncoder, number, plain_string, string, to_jsonable
@@ -259,6 +259,17 @@ class BriefReport(NamedTuple):
     alerts: tuple[AlertInfo, ...]
     fingerprints: Fingerprints
     encrypted: bool = False
+    violation: str | None = None
+
+
+#: what marks a problem that is a protocol violation named with its RFC rule (the live
+#: probe's wording, engine.serverhello.choice_problem)
+VIOLATION_MARK = "(protocol violation, "
+
+
+def violation_of(problems: Iterable[str]) -> str | None:
+    """The first protocol violation among a connection's problems (None: none)."""
+    return next((p for p in problems if VIOLATION_MARK in p), None)
 
 
 @dataclass(frozen=True)

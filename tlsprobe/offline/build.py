@@ -30,6 +30,7 @@ from tlsprobe.model.capture import (
     ReportText,
     connection_json,
     shape_json,
+    violation_of,
 )
 from tlsprobe.model.encode import number
 from tlsprobe.model.probe import ENCRYPTED_ALERT, AlertInfo, Cipher, Codepoint, KeyExchange, Offer
@@ -277,7 +278,8 @@ def brief_of(cid: int, transport: str, protocol: str, client: str, server: str,
      alerts, _messages, prints, _json) = _derived(f, transport)
     return tuple.__new__(BriefReport, (
         cid, transport, protocol, client, server, first_frame, sni, offer, version, cipher,
-        kx, hrr, alpn, resumption, alerts, prints, f.encrypted[0] and f.encrypted[1]))
+        kx, hrr, alpn, resumption, alerts, prints, f.encrypted[0] and f.encrypted[1],
+        violation_of(f.problems) if f.problems else None))
 
 
 def _elapsed(where: Endpoints, f: Facts) -> tuple[float | None, float | None,

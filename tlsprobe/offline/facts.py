@@ -360,6 +360,8 @@ class Facts:
             self.problem(f"malformed {name} extension in the ServerHello" + (
                 " (the version it chose is not known)" if name == "supported_versions"
                 else ""))
+        if self.client_hellos:
+            self._check_choice(info, self.client_hellos[-1])
         if info.is_hello_retry_request:
             self.hrr = info
             return
@@ -376,6 +378,31 @@ class Facts:
         self.key_exchange = "TLS13" if self.tls13 else (suite.kx if suite else None)
         if info.key_share is not None:
             self.named_group = info.key_share[0]
+
+    def _check_choice(self, sh: ServerHelloInfo, hello: ClientHelloInfo) -> None:
+        """The live probe's rule of a hello's choice (engine.serverhello.choice_problem): a
+        suite not offered or not defined for the version chosen is a protocol violation,
+        named as the probe names it. Judged only against a whole ClientHello and for a
+        version it offered (a version not offered is another matter); the compression
+        method is reported on its own (ConnectionReport.compression)."""
+        if hello.partial or hello.sslv2 or "supported_versions" in sh.problems or \
+                "supported_versions" in hello.problems:
+            return
+        version = 0x0304 if sh.is_hello_retry_request else sh.selected_version
+        if self.dtls:
+            version = _DTLS_AS_TLS.get(version, version)
+            offered = tuple(_DTLS_AS_TLS.get(v, v) for v in hello.supported_versions)
+            legacy = _DTLS_AS_TLS.get(hello.legacy_version, hello.legacy_version)
+        else:
+            offered, legacy = hello.supported_versions, hello.legacy_version
+        if not (version in offered if 43 in hello.extensions else 0x0300 <= version <= legacy):
+            return
+        from tlsprobe.engine.serverhello import choice_problem
+        problem = choice_problem(version, sh.is_hello_retry_request, sh.cipher_suite,
+                                 sh.compression_method, hello.cipher_suites,
+                                 (sh.compression_method,))
+        if problem is not None:
+            self.problem(problem)
 
     def _encrypted_extensions(self, msg: bytes, decoded: Any) -> None:
         decoded = decoded or decode_handshake(msg, self.context(SERVER))
