@@ -23,7 +23,7 @@ TSHARK = shutil.which("tshark")
 
 def test_ecjpake_curve_is_read(tmp_path: Path) -> None:
     ch = build_client_hello(ClientConfig(server_name="thread.example", versions=(0x0303,),
-                                         groups=(0x17,))).hello
+                                         groups=(0x17,), cipher_suites_12=(0xC0FF,))).hello
     sh = H.server_hello_12(ch, suite=0xC0FF)
     # ServerECJPAKEParams: ECParameters (named_curve secp256r1), then two ECJPAKEKeyKP
     # (a 65-byte point, a 65-byte ZKP point and a 32-byte scalar each)

@@ -142,6 +142,11 @@ class ConnectionReport:
     def group(self) -> Codepoint | None:
         return self.key_exchange.group if self.key_exchange is not None else None
 
+    @property
+    def violation(self) -> str | None:
+        """The first protocol violation named in `problems` (None: none)."""
+        return violation_of(self.problems) if self.problems else None
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": "connection"}
         out.update(to_jsonable(self))

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING
 
 from tlsprobe.report.escape import shown
-from tlsprobe.model.capture import BriefReport, ConnectionReport, violation_of
+from tlsprobe.model.capture import BriefReport, ConnectionReport
 from tlsprobe.model.probe import AlertInfo
 
 if TYPE_CHECKING:
@@ -98,8 +98,7 @@ def connection_row(r: ConnectionReport | BriefReport) -> tuple[str, ...]:
         version += f", {r.alerts[-1].direction} alert {r.alerts[-1].name}"
     elif unfinished(r):
         version += ", not finished in the capture"
-    violation = r.violation if isinstance(r, BriefReport) else (
-        violation_of(r.problems) if r.problems else None)
+    violation = r.violation
     if violation is not None:
         version += ("; " if ", " in version else ", ") + violation
     return (connection_label(r), r.client, r.server, r.sni or "-", version,
