@@ -52,6 +52,7 @@ class Facts:
         "cipher_suite",
         "cke_length",
         "client_hellos",
+        "client_lost",
         "decrypted",
         "done_ts",
         "dtls",
@@ -114,6 +115,7 @@ class Facts:
         self.encrypted = [False, False]   # the side has sent a protected record
         #: the side whose first protected TLS 1.3 record can only hold an alert (None: none)
         self.encrypted_alert: int | None = None
+        self.client_lost = False  # bytes the capture missed (the client's, or not known)
         self.handshake_gap = [0, 0]       # bytes lost after the ServerHello, before CCS
         self.problems: list[str] = []
         self.ch_ts: float | None = None
@@ -164,11 +166,15 @@ class Facts:
         type; padding only makes a record longer), because the client's first protected
         record after the ServerHello must carry Finished (36 bytes or more), Certificate or
         EndOfEarlyData (4 or more), never application data. Not decided when the client
-        offered early data (its 0-RTT records may still be in flight) or the suite's tag
-        length is not known. Called once per connection and side."""
+        offered early data (its 0-RTT records may still be in flight) or may have (its
+        ClientHello not read whole), when bytes were lost before (the client's first record
+        may be in them) or the suite's tag length is not known. Called once per connection
+        and side."""
         if direction != CLIENT or not self.tls13 or self.server_hello is None or \
                 self.encrypted[CLIENT] or self.encrypted_alert is not None or \
-                any(_EARLY_DATA in hello.extensions for hello in self.client_hellos):
+                self.client_lost or not self.client_hellos or \
+                any(hello.partial or _EARLY_DATA in hello.extensions
+                    for hello in self.client_hellos):
             return
         tag = _tag_length(self.cipher_suite)
         if tag is not None and length == tag + 3:
@@ -207,6 +213,7 @@ class Facts:
         """`size` bytes of `direction` were never captured: counted when they fell inside
         a TLS 1.0-1.2 handshake (after the ServerHello, before that side's CCS), where
         they may have held handshake messages."""
+        self.client_lost = True  # (either side: a swapped connection's roles may lag)
         if self.server_hello is not None and not self.tls13 and not self.ccs[direction]:
             self.handshake_gap[direction] += size
 
