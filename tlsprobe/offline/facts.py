@@ -11,6 +11,7 @@ Parse contexts and hello summaries are remembered in the analysis's `AnalysisCac
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from tlsprobe import registry
@@ -404,8 +405,7 @@ class Facts:
             offered, legacy = hello.supported_versions, hello.legacy_version
         if not (version in offered if 43 in hello.extensions else 0x0300 <= version <= legacy):
             return
-        from tlsprobe.engine.serverhello import choice_problem
-        problem = choice_problem(version, sh.is_hello_retry_request, sh.cipher_suite,
+        problem = _choice_problem()(version, sh.is_hello_retry_request, sh.cipher_suite,
                                  sh.compression_method, hello.cipher_suites,
                                  (sh.compression_method,))
         if problem is not None:
@@ -431,13 +431,30 @@ def _selects_later_version(info: ServerHelloInfo) -> bool:
 _EARLY_DATA = 42
 
 
+_TAGS: dict[int, int | None] = {}
+_CHOICE: list[Callable[..., str | None]] = []
+
+
+def _choice_problem() -> Callable[..., str | None]:
+    """engine.serverhello.choice_problem, imported once (when a capture has a hello)."""
+    if not _CHOICE:
+        from tlsprobe.engine.serverhello import choice_problem
+        _CHOICE.append(choice_problem)
+    return _CHOICE[0]
+
+
 def _tag_length(suite: int | None) -> int | None:
     """The AEAD tag length of a TLS 1.3 cipher suite (None: not known)."""
     if suite is None:
         return None
-    from tlsprobe.engine.suites import protection_params
-    params = protection_params(suite)
-    return params.cipher_params.tag_len if params is not None and params.aead else None
+    tag = _TAGS.get(suite, -1)
+    if tag == -1:
+        from tlsprobe.engine.suites import protection_params
+        params = protection_params(suite)
+        tag = params.cipher_params.tag_len if params is not None and params.aead else None
+        if len(_TAGS) < 1024:  # (suite codes are 16-bit: a hostile capture stays bounded)
+            _TAGS[suite] = tag
+    return tag
 
 
 def _side(direction: int) -> str:
