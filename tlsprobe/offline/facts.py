@@ -11,12 +11,12 @@ Parse contexts and hello summaries are remembered in the analysis's `AnalysisCac
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from tlsprobe import registry
 from tlsprobe.model.describe import message_name
 from tlsprobe.offline.caches import AnalysisCaches
+from tlsprobe.offline.choices import EARLY_DATA, choice_problem, tag_length
 from tlsprobe.wire.hello_fields import ClientHelloInfo, ServerHelloInfo
 from tlsprobe.wire.hello_info import client_hello_info, server_hello_info
 from tlsprobe.wire.hello_summary import parse_client_hello, parse_server_hello
@@ -174,10 +174,10 @@ class Facts:
         if direction != CLIENT or not self.tls13 or self.server_hello is None or \
                 self.encrypted[CLIENT] or self.encrypted_alert is not None or \
                 self.client_lost or not self.client_hellos or \
-                any(hello.partial or _EARLY_DATA in hello.extensions
+                any(hello.partial or EARLY_DATA in hello.extensions
                     for hello in self.client_hellos):
             return
-        tag = _tag_length(self.cipher_suite)
+        tag = tag_length(self.cipher_suite)
         if tag is not None and length == tag + 3:
             self.encrypted_alert = direction
             self.alert(direction, -1, -1)
@@ -369,7 +369,9 @@ class Facts:
                 " (the version it chose is not known)" if name == "supported_versions"
                 else ""))
         if self.client_hellos:
-            self._check_choice(info, self.client_hellos[-1])
+            problem = choice_problem(info, self.client_hellos[-1], self.dtls)
+            if problem is not None:
+                self.problem(problem)
         if info.is_hello_retry_request:
             self.hrr = info
             return
@@ -387,30 +389,6 @@ class Facts:
         if info.key_share is not None:
             self.named_group = info.key_share[0]
 
-    def _check_choice(self, sh: ServerHelloInfo, hello: ClientHelloInfo) -> None:
-        """The live probe's rule of a hello's choice (engine.serverhello.choice_problem): a
-        suite not offered or not defined for the version chosen is a protocol violation,
-        named as the probe names it. Judged only against a whole ClientHello and for a
-        version it offered (a version not offered is another matter); the compression
-        method is reported on its own (ConnectionReport.compression)."""
-        if hello.partial or hello.sslv2 or "supported_versions" in sh.problems or \
-                "supported_versions" in hello.problems:
-            return
-        version = 0x0304 if sh.is_hello_retry_request else sh.selected_version
-        if self.dtls:
-            version = _DTLS_AS_TLS.get(version, version)
-            offered = tuple(_DTLS_AS_TLS.get(v, v) for v in hello.supported_versions)
-            legacy = _DTLS_AS_TLS.get(hello.legacy_version, hello.legacy_version)
-        else:
-            offered, legacy = hello.supported_versions, hello.legacy_version
-        if not (version in offered if 43 in hello.extensions else 0x0300 <= version <= legacy):
-            return
-        problem = _choice_problem()(version, sh.is_hello_retry_request, sh.cipher_suite,
-                                 sh.compression_method, hello.cipher_suites,
-                                 (sh.compression_method,))
-        if problem is not None:
-            self.problem(problem)
-
     def _encrypted_extensions(self, msg: bytes, decoded: Any) -> None:
         decoded = decoded or decode_handshake(msg, self.context(SERVER))
         ext = decoded.message.extension(16)
@@ -426,35 +404,6 @@ def _selects_later_version(info: ServerHelloInfo) -> bool:
     made there is TLS 1.3's key_share handshake. GREASE values are not versions."""
     v = info.selected_version
     return v > 0x0304 and 43 in info.extensions and not registry.is_grease(v)
-
-
-_EARLY_DATA = 42
-
-
-_TAGS: dict[int, int | None] = {}
-_CHOICE: list[Callable[..., str | None]] = []
-
-
-def _choice_problem() -> Callable[..., str | None]:
-    """engine.serverhello.choice_problem, imported once (when a capture has a hello)."""
-    if not _CHOICE:
-        from tlsprobe.engine.serverhello import choice_problem
-        _CHOICE.append(choice_problem)
-    return _CHOICE[0]
-
-
-def _tag_length(suite: int | None) -> int | None:
-    """The AEAD tag length of a TLS 1.3 cipher suite (None: not known)."""
-    if suite is None:
-        return None
-    tag = _TAGS.get(suite, -1)
-    if tag == -1:
-        from tlsprobe.engine.suites import protection_params
-        params = protection_params(suite)
-        tag = params.cipher_params.tag_len if params is not None and params.aead else None
-        if len(_TAGS) < 1024:  # (suite codes are 16-bit: a hostile capture stays bounded)
-            _TAGS[suite] = tag
-    return tag
 
 
 def _side(direction: int) -> str:
