@@ -24,7 +24,8 @@ def choice_problem(sh: ServerHelloInfo, hello: ClientHelloInfo, dtls: bool) -> s
     named as the probe names it (a protocol violation with its RFC rule), else None. Judged
     only against a whole ClientHello and for a version it offered (a version not offered is
     another matter); the compression method is reported on its own
-    (ConnectionReport.compression)."""
+    (ConnectionReport.compression). TLS 1.3 chosen in the legacy version field is a
+    pre-RFC draft's (its suites were TLS 1.2's until draft 16): not judged by RFC 8446."""
     if hello.partial or hello.sslv2 or "supported_versions" in sh.problems or \
             "supported_versions" in hello.problems:
         return None
@@ -35,6 +36,9 @@ def choice_problem(sh: ServerHelloInfo, hello: ClientHelloInfo, dtls: bool) -> s
         legacy = _DTLS_AS_TLS.get(hello.legacy_version, hello.legacy_version)
     else:
         offered, legacy = hello.supported_versions, hello.legacy_version
+    if version >= 0x0304 and not sh.is_hello_retry_request and \
+            SUPPORTED_VERSIONS not in sh.extensions:
+        return None  # a TLS 1.3 draft's legacy version field (draft 14 took TLS 1.2 suites)
     if not (version in offered if SUPPORTED_VERSIONS in hello.extensions
             else 0x0300 <= version <= legacy):
         return None
