@@ -22,7 +22,10 @@ policy waives is a `waived` row with that policy in `status` and its reason in `
 
 `pcap --csv`: one row per connection with the columns of the connection table, the capture
 file first (`File,#,Client,Server,SNI,Version,Cipher suite,Group,Key S/C,ALPN,JA4`); a
-handshake ended by an alert says so in `Version` ("TLS 1.2, failed: client alert unknown_ca").
+handshake ended by an alert says so in `Version` ("TLS 1.2, failed: client alert unknown_ca";
+"TLS 1.3, failed: client sent an encrypted alert (its description is encrypted)" without
+keys), one not seen to finish too ("TLS 1.3, not finished in the capture"), and a protocol
+violation of the ServerHello's choice is named there in the live probe's words.
 
 Both are UTF-8 with a header row. Text from the network (SNI, certificate names, messages
 quoting a server) is written as is, except that a cell starting with `=`, `+`, `-`, `@` or a
