@@ -36,13 +36,21 @@ def test_record_of_tag_plus_three_is_an_alert(suite: int, length: int, alert: bo
     assert (f.encrypted_alert == CLIENT) == alert
 
 
-def test_only_the_clients_first_protected_record() -> None:
+def test_only_a_sides_first_protected_record() -> None:
     f = facts(0x1301)
-    f.first_protected(SERVER, 19)  # the server may well send 2 bytes of application data
+    f.first_protected(SERVER, 700)  # its EncryptedExtensions and more
+    f.mark_encrypted(SERVER, 0.0)
     f.first_protected(CLIENT, 53)
     f.mark_encrypted(CLIENT, 0.0)
     f.first_protected(CLIENT, 19)  # a close_notify after the Finished
+    f.first_protected(SERVER, 19)  # 2 bytes of application data, or a closure
     assert f.alerts == [] and f.encrypted_alert is None
+
+
+def test_server_alert_in_place_of_its_encrypted_extensions() -> None:
+    f = facts(0x1301)
+    f.first_protected(SERVER, 19)
+    assert f.alerts == [(SERVER, -1, -1, False)] and f.encrypted_alert == SERVER
 
 
 @pytest.mark.parametrize("why", ["early_data", "partial", "gap", "no_hello"])

@@ -162,20 +162,23 @@ class Facts:
 
     def first_protected(self, direction: int, length: int) -> None:
         """The first protected record of `direction` in TLS 1.3, `length` bytes of
-        ciphertext, seen without its key: a client record of the AEAD tag + 3 bytes can only
-        be an alert (RFC 8446 5.2/5.4: TLSInnerPlaintext of a 2-byte alert and its content
-        type; padding only makes a record longer), because the client's first protected
-        record after the ServerHello must carry Finished (36 bytes or more), Certificate or
-        EndOfEarlyData (4 or more), never application data. Not decided when the client
-        offered early data (its 0-RTT records may still be in flight) or may have (its
-        ClientHello not read whole), when bytes were lost before (the client's first record
-        may be in them) or the suite's tag length is not known. Called once per connection
-        and side."""
-        if direction != CLIENT or not self.tls13 or self.server_hello is None or \
-                self.encrypted[CLIENT] or self.encrypted_alert is not None or \
-                self.client_lost or not self.client_hellos or \
-                any(hello.partial or EARLY_DATA in hello.extensions
-                    for hello in self.client_hellos):
+        ciphertext, seen without its key. A record of the AEAD tag + 3 bytes holds a
+        TLSInnerPlaintext of 2 bytes and its content type (RFC 8446 5.2/5.4; padding only
+        makes a record longer), and the first protected record of a side holds a whole
+        handshake message of 4 bytes or more unless it is an alert: the server's is its
+        EncryptedExtensions (6 bytes or more), the client's after the ServerHello its
+        Finished (36 or more), Certificate or EndOfEarlyData, never application data. So
+        such a record is taken for an alert (only a handshake message cut into 2-byte
+        records, which RFC 8446 5.1 allows and no implementation is known to do, would look
+        the same). Not decided when the client offered early data (its 0-RTT records may
+        still be in flight) or may have (its ClientHello not read whole), when bytes were
+        lost before (the first record may be in them) or the suite's tag length is not
+        known. Called once per connection and side."""
+        if not self.tls13 or self.server_hello is None or self.encrypted[direction] or \
+                self.encrypted_alert is not None or self.client_lost or \
+                direction == CLIENT and (not self.client_hellos or any(
+                    hello.partial or EARLY_DATA in hello.extensions
+                    for hello in self.client_hellos)):
             return
         tag = tag_length(self.cipher_suite)
         if tag is not None and length == tag + 3:
