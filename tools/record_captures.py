@@ -3,7 +3,7 @@
 
 Each case starts a real server on 127.0.0.1 or ::1 (the test suite's tests/servers.py:
 openssl s_server, or pyOpenSSL for the post-quantum groups), captures the loopback
-interface with `tcpdump -i lo --immediate-mode` while a real client (openssl s_client,
+interface with `tcpdump -i lo --immediate-mode` while a real client (openssl s_client, gnutls-cli,
 tlsprobe's own probe, or a Python ssl client that writes a few bytes per segment) talks to it, and writes ``captures/<case>.pcap``, the client's key log
 ``captures/<case>.keys`` and the case's expectation into ``captures/expected.json``.
 Expectations come from the server and client configuration (what must be negotiated), not
