@@ -54,6 +54,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     early_mypy.start(config, items)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist controller, per worker: where the one early mypy run reports."""
+    import early_mypy
+    early_mypy.xdist_configure_node(node.config, node)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """pytest-xdist controller: start mypy once, when a worker collected test_typing's test."""
+    import early_mypy
+    early_mypy.xdist_collected(node.config, ids)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     import early_mypy
     early_mypy.stop(config)
