@@ -49,6 +49,48 @@ def pytest_configure(config: pytest.Config) -> None:
                    "(openssl, gnutls, nginx, pyopenssl, tlslite, pyssl)")
 
 
+#: pytest-xdist (`.ci/run` runs `-n 4 --dist loadgroup`): tests whose module shares
+#: expensive per-worker state run on one worker, so that it is set up once. Node id prefix
+#: -> group name; every other test goes to whichever worker is free, one at a time, and
+#: the groups, largest first, before them. (xdist's own `xdist_group` marks do not work with
+#: pytest 9.2, whose node ids xdist 3.8 can no longer rename: `pytest_xdist_make_scheduler`
+#: below groups by these prefixes instead.)
+XDIST_GROUPS = {
+    # the hostile boards run every child of their module in a pool (tests/hostile/conftest.py)
+    "tests/hostile/test_probe_hostile.py": "hostile-probe",
+    "tests/hostile/test_scan_hostile.py": "hostile-scan",
+    # one Dask LocalCluster per module and worker (tests/survey/conftest.py dask_cluster)
+    "tests/survey/test_survey_run.py": "survey-cluster",
+    # the STARTTLS daemons (tests/starttls/conftest.py `daemon`: PostgreSQL's initdb,
+    # MariaDB's data folder, ...) start once per worker: the modules that use them
+    "tests/starttls/test_starttls_cli.py": "starttls-daemons",
+    "tests/starttls/test_starttls_cli_errors.py": "starttls-daemons",
+    "tests/starttls/test_starttls_daemons.py": "starttls-daemons",
+    "tests/starttls/test_starttls_scan.py": "starttls-daemons",
+    "tests/starttls/test_starttls_scan_recording.py": "starttls-daemons",
+}
+
+
+def xdist_group(nodeid: str) -> str | None:
+    for prefix, group in XDIST_GROUPS.items():
+        if nodeid.startswith(prefix + "::"):
+            return group
+    return None
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadgroup`: xdist's scope scheduler with XDIST_GROUPS as the scopes."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class PrefixGroups(LoadScopeScheduling):    # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group(nodeid) or nodeid
+    return PrefixGroups(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     import early_mypy   # mypy --strict in a child process beside the suite (test_typing.py)
     early_mypy.start(config, items)
