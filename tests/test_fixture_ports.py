@@ -56,3 +56,65 @@ def test_a_port_held_by_another_process_is_retried_on_new_ports(
     finally:
         thief.close()
 
+
+
+def test_early_mypy_runs_once_for_all_xdist_workers(pytester: pytest.Pytester,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import early_mypy
+    monkeypatch.setattr(early_mypy, "ARGV", [sys.executable, "-c",
+                                             "print('checked'); raise SystemExit(3)"])
+    controller = pytester.parseconfig()
+    nodes = [types.SimpleNamespace(workerinput={}) for _ in range(3)]
+    for node in nodes:
+        early_mypy.xdist_configure_node(controller, node)
+    folders = {node.workerinput[early_mypy.WORKER_KEY] for node in nodes}
+    assert len(folders) == 1
+    workers = [types.SimpleNamespace(workerinput=node.workerinput, stash=pytest.Stash())
+               for node in nodes]
+    for worker in workers:      # a worker's own collection starts nothing
+        early_mypy.start(worker, [types.SimpleNamespace(nodeid=early_mypy.NODE)])  # type: ignore[arg-type, list-item]
+        assert early_mypy.KEY not in worker.stash
+    early_mypy.xdist_collected(controller, ["tests/x.py::t"])
+    assert early_mypy.KEY not in controller.stash   # not collected by that worker: not yet
+    for _ in nodes:
+        early_mypy.xdist_collected(controller, ["tests/x.py::t", early_mypy.NODE])
+    first = controller.stash[early_mypy.KEY]
+    try:
+        for worker in workers:  # every worker that runs the test reads the one run
+            assert early_mypy.result(worker, timeout=60) == (3, "checked\n")  # type: ignore[arg-type]
+        assert controller.stash[early_mypy.KEY] is first
+    finally:
+        early_mypy.stop(controller)
+    assert not Path(folders.pop()).exists()
+
+
+def test_every_xdist_group_names_a_test_module() -> None:
+    """A renamed module would silently leave its group (and set up its fixtures per worker)."""
+    import conftest
+    root = Path(conftest.__file__).resolve().parent.parent
+    for prefix in conftest.XDIST_GROUPS:
+        assert (root / prefix).is_file(), prefix
+    assert conftest.xdist_group("tests/hostile/test_scan_hostile.py::test_scan_survives[x]") \
+        == "hostile-scan"
+    assert conftest.xdist_group("tests/hostile/test_scan_hostile_more.py::test") is None
+
+
+#: fixtures whose set-up is costly per worker: each module whose tests take one is grouped
+GROUPED_FIXTURES = {"daemon", "dask_cluster", "cluster_run", "hostile_jobs"}
+
+
+def test_modules_with_costly_worker_fixtures_are_grouped() -> None:
+    import ast
+    import conftest
+    root = Path(conftest.__file__).resolve().parent.parent
+    missing = []
+    for path in sorted((root / "tests").rglob("test_*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_") and \
+                    {a.arg for a in node.args.args} & GROUPED_FIXTURES:
+                rel = path.relative_to(root).as_posix()
+                if rel not in conftest.XDIST_GROUPS:
+                    missing.append(f"{rel}::{node.name}")
+                break
+    assert missing == [], "add to tests/conftest.py XDIST_GROUPS"
