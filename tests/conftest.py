@@ -68,6 +68,11 @@ XDIST_GROUPS = {
     "tests/starttls/test_starttls_daemons.py": "starttls-daemons",
     "tests/starttls/test_starttls_scan.py": "starttls-daemons",
     "tests/starttls/test_starttls_scan_recording.py": "starttls-daemons",
+    # module fixtures: the corpus read by tlsprobe and tshark, pages rendered by chromium,
+    # the sdist and wheel built
+    "tests/test_pcap_corpus.py": "pcap-corpus",
+    "tests/test_report_html.py": "report-html",
+    "tests/test_packaging.py": "packaging",
 }
 
 
@@ -91,7 +96,25 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return PrefixGroups(config, log)
 
 
+#: under xdist, the modules whose tests take longest are handed out first (after the groups,
+#: which the scheduler starts first), so that no long test starts at the end of the run;
+#: test_typing last, when the early mypy run it reads is done
+XDIST_SLOW_FIRST = (
+    "tests/test_timing.py", "tests/test_speed.py", "tests/test_speed_cli.py",
+    "tests/test_scan_small_items.py", "tests/capture/test_eviction.py",
+    "tests/checks/test_checks_lab_servers.py", "tests/offline/test_streams.py",
+)
+XDIST_LAST = ("tests/test_typing.py",)
+
+
+def _xdist_rank(item: pytest.Item) -> int:
+    path = item.nodeid.partition("::")[0]
+    return 0 if path in XDIST_SLOW_FIRST else 2 if path in XDIST_LAST else 1
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if hasattr(config, "workerinput"):  # the same order in every worker (a stable sort)
+        items.sort(key=_xdist_rank)
     import early_mypy   # mypy --strict in a child process beside the suite (test_typing.py)
     early_mypy.start(config, items)
 

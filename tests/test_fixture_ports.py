@@ -92,7 +92,7 @@ def test_every_xdist_group_names_a_test_module() -> None:
     """A renamed module would silently leave its group (and set up its fixtures per worker)."""
     import conftest
     root = Path(conftest.__file__).resolve().parent.parent
-    for prefix in conftest.XDIST_GROUPS:
+    for prefix in (*conftest.XDIST_GROUPS, *conftest.XDIST_SLOW_FIRST, *conftest.XDIST_LAST):
         assert (root / prefix).is_file(), prefix
     assert conftest.xdist_group("tests/hostile/test_scan_hostile.py::test_scan_survives[x]") \
         == "hostile-scan"
@@ -100,7 +100,8 @@ def test_every_xdist_group_names_a_test_module() -> None:
 
 
 #: fixtures whose set-up is costly per worker: each module whose tests take one is grouped
-GROUPED_FIXTURES = {"daemon", "dask_cluster", "cluster_run", "hostile_jobs"}
+GROUPED_FIXTURES = {"daemon", "dask_cluster", "cluster_run", "hostile_jobs", "parity",
+                    "parity_rows", "page", "dists"}
 
 
 def test_modules_with_costly_worker_fixtures_are_grouped() -> None:
