@@ -1,7 +1,8 @@
 """The fixtures stay correct when several test processes share the machine (pytest-xdist
 workers, `.ci/run -n`): a port another process took between probing and binding is never
-mistaken for the daemon's own, and the early `mypy --strict` run is started once per run,
-not once per worker."""
+mistaken for the daemon's own, the early `mypy --strict` run is started once per run, not
+once per worker, the modules with costly per-worker fixtures are grouped on one worker, and
+a hostile run that a loaded machine's start-up used up is run again, not judged."""
 from __future__ import annotations
 
 import socket
@@ -119,3 +120,19 @@ def test_modules_with_costly_worker_fixtures_are_grouped() -> None:
                     missing.append(f"{rel}::{node.name}")
                 break
     assert missing == [], "add to tests/conftest.py XDIST_GROUPS"
+
+
+def test_a_hostile_run_that_only_started_up_is_run_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hostile import runner
+    said = ("tlsprobe: 127.0.0.1:1: timed out: the total time limit of 12.0 s was used up by "
+            "tlsprobe's own start-up (12.3 s; a busy machine?) before connecting\n")
+    runs: list[str] = [said, said, ""]
+
+    def once(args: tuple[str, ...], hard_timeout: float, cwd: str | None
+             ) -> runner.ProbeOutcome:
+        return runner.ProbeOutcome(args, 3 if runs[0] else 0, "", runs.pop(0), 1.0, 0)
+    monkeypatch.setattr(runner, "_run_once", once)
+    assert runner.run_tlsprobe("x").returncode == 0 and runs == []
+    runs[:] = [said] * 4    # never gets further: the last run is what the test judges
+    out = runner.run_tlsprobe("x")
+    assert out.returncode == 3 and len(runs) == 4 - runner.STARTUP_TRIES
