@@ -85,8 +85,10 @@ def xdist_group(nodeid: str) -> str | None:
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """`--dist loadgroup`: xdist's scope scheduler with XDIST_GROUPS as the scopes."""
-    if config.getvalue("dist") != "loadgroup":
+    """`--dist loadgroup`, and plain `-n N` (`--dist load`, which would spread a group over
+    the workers and set its fixtures up in each): xdist's scope scheduler with XDIST_GROUPS
+    as the scopes."""
+    if config.getvalue("dist") not in ("load", "loadgroup"):
         return None
     from xdist.scheduler import LoadScopeScheduling
 
