@@ -89,9 +89,20 @@ def test_early_mypy_runs_once_for_all_xdist_workers(pytester: pytest.Pytester,
     assert not Path(folders.pop()).exists()
 
 
-def test_every_xdist_group_names_a_test_module() -> None:
+ROOT_CONFTEST = Path(__file__).resolve().parent / "conftest.py"
+
+
+@pytest.fixture
+def conftest(request: pytest.FixtureRequest) -> types.ModuleType:
+    """tests/conftest.py as pytest loaded it (`import conftest` may name another folder's)."""
+    for plugin in request.config.pluginmanager.get_plugins():
+        if Path(getattr(plugin, "__file__", "") or "/").resolve() == ROOT_CONFTEST:
+            return plugin  # type: ignore[no-any-return]
+    raise AssertionError("tests/conftest.py is not loaded")
+
+
+def test_every_xdist_group_names_a_test_module(conftest: types.ModuleType) -> None:
     """A renamed module would silently leave its group (and set up its fixtures per worker)."""
-    import conftest
     root = Path(conftest.__file__).resolve().parent.parent
     for prefix in (*conftest.XDIST_GROUPS, *conftest.XDIST_SLOW_FIRST, *conftest.XDIST_LAST):
         assert (root / prefix).is_file(), prefix
@@ -105,9 +116,8 @@ GROUPED_FIXTURES = {"daemon", "dask_cluster", "cluster_run", "hostile_jobs", "pa
                     "parity_rows", "page", "dists"}
 
 
-def test_modules_with_costly_worker_fixtures_are_grouped() -> None:
+def test_modules_with_costly_worker_fixtures_are_grouped(conftest: types.ModuleType) -> None:
     import ast
-    import conftest
     root = Path(conftest.__file__).resolve().parent.parent
     missing = []
     for path in sorted((root / "tests").rglob("test_*.py")):
