@@ -49,7 +49,7 @@ def pytest_configure(config: pytest.Config) -> None:
                    "(openssl, gnutls, nginx, pyopenssl, tlslite, pyssl)")
 
 
-#: pytest-xdist (`.ci/run` runs `-n 4 --dist loadgroup`): tests whose module shares
+#: pytest-xdist (`.ci/run` runs `-n 6 --dist loadgroup`): tests whose module shares
 #: expensive per-worker state run on one worker, so that it is set up once. Node id prefix
 #: -> group name; every other test goes to whichever worker is free, one at a time, and
 #: the groups, largest first, before them. (xdist's own `xdist_group` marks do not work with
