@@ -49,9 +49,90 @@ def pytest_configure(config: pytest.Config) -> None:
                    "(openssl, gnutls, nginx, pyopenssl, tlslite, pyssl)")
 
 
+#: pytest-xdist (`.ci/run` runs `-n 6 --dist loadgroup`): tests whose module shares
+#: expensive per-worker state run on one worker, so that it is set up once. Node id prefix
+#: -> group name; every other test goes to whichever worker is free, one at a time, and
+#: the groups, largest first, before them. (xdist's own `xdist_group` marks do not work with
+#: pytest 9.2, whose node ids xdist 3.8 can no longer rename: `pytest_xdist_make_scheduler`
+#: below groups by these prefixes instead.)
+XDIST_GROUPS = {
+    # the hostile boards run every child of their module in a pool (tests/hostile/conftest.py)
+    "tests/hostile/test_probe_hostile.py": "hostile-probe",
+    "tests/hostile/test_scan_hostile.py": "hostile-scan",
+    # one Dask LocalCluster per module and worker (tests/survey/conftest.py dask_cluster)
+    "tests/survey/test_survey_run.py": "survey-cluster",
+    # the STARTTLS daemons (tests/starttls/conftest.py `daemon`: PostgreSQL's initdb,
+    # MariaDB's data folder, ...) start once per worker: the modules that use them
+    "tests/starttls/test_starttls_cli.py": "starttls-daemons",
+    "tests/starttls/test_starttls_cli_errors.py": "starttls-daemons",
+    "tests/starttls/test_starttls_daemons.py": "starttls-daemons",
+    "tests/starttls/test_starttls_scan.py": "starttls-daemons",
+    "tests/starttls/test_starttls_scan_recording.py": "starttls-daemons",
+    # module fixtures: the corpus read by tlsprobe and tshark, pages rendered by chromium,
+    # the sdist and wheel built
+    "tests/test_pcap_corpus.py": "pcap-corpus",
+    "tests/test_report_html.py": "report-html",
+    "tests/test_packaging.py": "packaging",
+}
+
+
+def xdist_group(nodeid: str) -> str | None:
+    for prefix, group in XDIST_GROUPS.items():
+        if nodeid.startswith(prefix + "::"):
+            return group
+    return None
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadgroup`, and plain `-n N` (`--dist load`, which would spread a group over
+    the workers and set its fixtures up in each): xdist's scope scheduler with XDIST_GROUPS
+    as the scopes."""
+    if config.getvalue("dist") not in ("load", "loadgroup"):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class PrefixGroups(LoadScopeScheduling):    # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group(nodeid) or nodeid
+    return PrefixGroups(config, log)
+
+
+#: under xdist, the modules whose tests take longest are handed out first (after the groups,
+#: which the scheduler starts first), so that no long test starts at the end of the run;
+#: test_typing last, when the early mypy run it reads is done
+XDIST_SLOW_FIRST = (
+    "tests/test_timing.py", "tests/test_speed.py", "tests/test_speed_cli.py",
+    "tests/test_scan_small_items.py", "tests/capture/test_eviction.py",
+    "tests/checks/test_checks_lab_servers.py", "tests/offline/test_streams.py",
+)
+XDIST_LAST = ("tests/test_typing.py",)
+
+
+def _xdist_rank(item: pytest.Item) -> int:
+    path = item.nodeid.partition("::")[0]
+    return 0 if path in XDIST_SLOW_FIRST else 2 if path in XDIST_LAST else 1
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if hasattr(config, "workerinput"):  # the same order in every worker (a stable sort)
+        items.sort(key=_xdist_rank)
     import early_mypy   # mypy --strict in a child process beside the suite (test_typing.py)
     early_mypy.start(config, items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist controller, per worker: where the one early mypy run reports."""
+    import early_mypy
+    early_mypy.xdist_configure_node(node.config, node)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """pytest-xdist controller: start mypy once, when a worker collected test_typing's test."""
+    import early_mypy
+    early_mypy.xdist_collected(node.config, ids)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -87,7 +168,16 @@ def _starter(certs: CertSet, workdir: Callable[[str], Path],
 
 
 def _stop_all(servers: list[Server]) -> None:
-    """Stop every server even if stopping one of them raises (then re-raise the first)."""
+    """Stop every server even if stopping one of them raises (then re-raise the first).
+    All are sent SIGTERM first, so that they end together rather than one after another (a
+    worker's session ends with dozens of cached servers)."""
+    import signal
+    for server in servers:
+        if server.alive():
+            try:
+                os.killpg(server.pid, signal.SIGTERM)
+            except OSError:
+                pass
     errors: list[BaseException] = []
     for server in servers:
         try:

@@ -180,7 +180,7 @@ def test_dash_reads_stdin(tmp_path: Path) -> None:
 @pytest.mark.parametrize("content,expected", [
     (b"", "empty file"), (b"RTSS\x00\x02", "Network Monitor 1.x"),
     (b"hello world, not a capture", "starts with 68656c6c"),
-    (gzip.compress(b"plain text"), "gzip-compressed data, not a pcap"),
+    (gzip.compress(b"plain text", mtime=0), "gzip-compressed data, not a pcap"),
     (b"GMBU\x00\x01" + b"\x00" * 70, "Network Monitor 1.0 captures are not supported"),
 ])
 def test_unreadable_input_raises_one_line_capture_error(content: bytes, expected: str) -> None:

@@ -3,8 +3,9 @@
 - `hostile_server` (session): a running `HostileServer` (asyncio loop in a thread on
   127.0.0.1); `hostile_server.serve(script) -> Listener` (`.port`, `.log`, `.connections`).
   Every listener and connection is closed at the end of the session.
-- `hostile_jobs` (session): every child-process run the collected hostile test modules plan
-  (their `hostile_plan(tmp_dir)`), queued on one small pool so that the probes' and the
+- `hostile_jobs` (one board per session): every child-process run the collected hostile
+  test modules plan (their `hostile_plan(tmp_dir)`; under pytest-xdist, the asking test's
+  module's alone), queued on one small pool so that the probes' and the
   audits' timeout waits overlap; `hostile_jobs.result(key) -> (ProbeOutcome, Listener)`;
   `hostile_jobs.dirs[module]` is the temp dir each module's children ran in.
 
@@ -14,6 +15,7 @@ child run, however busy the machine and however long the queue ahead of it.
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -63,18 +65,32 @@ def hostile_server() -> Iterator[HostileServer]:
 
 
 @pytest.fixture(scope="session")
-def hostile_jobs(request: pytest.FixtureRequest, hostile_server: HostileServer,
-                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[JobBoard]:
+def _hostile_board(hostile_server: HostileServer) -> Iterator[JobBoard]:
     board = JobBoard(hostile_server)
-    modules = {item.module for item in request.session.items
-               if hasattr(getattr(item, "module", None), "hostile_plan")}
-    jobs: list[Job] = []
-    for module in sorted(modules, key=lambda m: m.__name__):
-        name = module.__name__.split(".")[-1]
-        board.dirs[name] = tmp_path_factory.mktemp(name)
-        jobs += module.hostile_plan(board.dirs[name])
-    board.submit(jobs)
     try:
         yield board
     finally:
         board.pool.shutdown(wait=True, cancel_futures=True)
+
+
+@pytest.fixture
+def hostile_jobs(request: pytest.FixtureRequest, _hostile_board: JobBoard,
+                 tmp_path_factory: pytest.TempPathFactory) -> JobBoard:
+    """The session's board, with the jobs planned on first use: those of every collected
+    module with a `hostile_plan` in one session; under pytest-xdist (each worker collects
+    every test but runs only some) those of the asking test's module alone, which the root
+    conftest keeps on one worker (XDIST_GROUPS), so no worker runs another's children."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        modules = {request.module} if hasattr(request.module, "hostile_plan") else set()
+    else:
+        modules = {item.module for item in request.session.items
+                   if hasattr(getattr(item, "module", None), "hostile_plan")}
+    jobs: list[Job] = []
+    for module in sorted(modules, key=lambda m: m.__name__):
+        name = module.__name__.split(".")[-1]
+        if name in _hostile_board.dirs:
+            continue
+        _hostile_board.dirs[name] = tmp_path_factory.mktemp(name)
+        jobs += module.hostile_plan(_hostile_board.dirs[name])
+    _hostile_board.submit(jobs)
+    return _hostile_board

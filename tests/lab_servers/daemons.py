@@ -142,13 +142,28 @@ def openssl_groups_env(workdir: Path, groups: str) -> dict[str, str]:
 def start_daemon(name: str, workdir: Path, certs: CertSet,
                  options: Mapping[str, object] | None = None, timeout: float = 60.0) -> Daemon:
     """Start daemon `name` (see DAEMONS) in `workdir` with its recipe's keyword `options`;
-    return once all its ports listen."""
+    return once all its ports listen, held by the daemon's own process group. A port taken
+    between probing and binding it (other test processes, e.g. pytest-xdist workers, pick
+    free ports too) is retried on new ports, in a fresh subfolder."""
     if name not in DAEMONS:
         raise ValueError(f"unknown daemon {name!r} (known: {', '.join(DAEMONS)})")
     module = importlib.import_module(f"lab_servers.{DAEMONS[name]}")
     recipe: Recipe = module.RECIPES[name]
+    taken = ""
+    for attempt in range(3):
+        folder = workdir if attempt == 0 else workdir / f"retry-{attempt}"
+        daemon, taken = _launch(name, recipe, folder, certs, options or {}, timeout)
+        if daemon is not None:
+            return daemon
+    raise DaemonStartError(f"{name} did not start in 3 tries: {taken}")
+
+
+def _launch(name: str, recipe: Recipe, workdir: Path, certs: CertSet,
+            options: Mapping[str, object], timeout: float) -> tuple[Daemon | None, str]:
+    """(the running daemon, "") or (None, why) when a port was taken (worth another try);
+    DaemonStartError for any other failure."""
     workdir.mkdir(parents=True, exist_ok=True)
-    launch = recipe(workdir, certs, **(options or {}))
+    launch = recipe(workdir, certs, **options)
     console = workdir / "console.log"
     with open(console, "w") as log:
         log.write("# " + " ".join(launch.argv) + "\n")
@@ -159,15 +174,49 @@ def start_daemon(name: str, workdir: Path, certs: CertSet,
     daemon = Daemon(name, launch.ports, proc, workdir, [console, *launch.logs])
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if all(listening_inodes(port, "127.0.0.1") for port in launch.ports.values()) and \
-                (launch.ready is None or launch.ready()):
-            return daemon
+        held = {port: listening_inodes(port, "127.0.0.1") for port in launch.ports.values()}
+        if all(held.values()):
+            thief = [port for port, inodes in held.items() if not group_holds(proc.pid, inodes)]
+            if thief:       # another process listens there; ours cannot (or will not)
+                daemon.stop()
+                return None, f"port {thief[0]} is held by another process"
+            if launch.ready is None or launch.ready():
+                return daemon, ""
         if proc.poll() is not None:
             break
         time.sleep(0.05)
     daemon.stop()
+    tail = daemon.log_tail()
+    if "in use" in tail.lower():
+        return None, f"a port of {launch.ports} was in use:\n{tail}"
     raise DaemonStartError(f"{name} did not listen on {launch.ports} (exit "
-                           f"{proc.returncode}); logs:\n{daemon.log_tail()}")
+                           f"{proc.returncode}); logs:\n{tail}")
+
+
+def group_holds(pgid: int, inodes: set[int]) -> bool:
+    """True if a process of group `pgid` (the daemon's session, see _stop_group) holds one of
+    the socket `inodes`; True as well when /proc cannot tell."""
+    seen_any = False
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rpartition(")")[2].split()
+            if len(fields) < 3 or fields[2] != str(pgid):
+                continue
+            fds = os.listdir(f"/proc/{entry}/fd")
+        except OSError:
+            continue
+        seen_any = True
+        for fd in fds:
+            try:
+                target = os.readlink(f"/proc/{entry}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:[") and int(target[8:-1]) in inodes:
+                return True
+    return not seen_any
 
 
 # daemon -> the module of its recipe

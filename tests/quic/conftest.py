@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 import lab_env
-from servers import CertSet, peer_unavailable
+from servers import CertSet, _owned_by, peer_unavailable
 
 SERVER = Path(__file__).resolve().parent.parent / "lab_servers" / "quic_server.py"
 START_WAIT = 30.0
@@ -91,33 +91,43 @@ def quic_server(certs: CertSet) -> Iterator[QuicServerFactory]:
         _stop(server.process)
 
 
-def _udp_bound(port: int) -> bool:
-    """Whether 127.0.0.1:port is bound (read from /proc/net/udp: no packet sent to it)."""
+def _udp_inodes(port: int) -> set[int]:
+    """Socket inodes bound to 127.0.0.1:port (read from /proc/net/udp: no packet sent)."""
     wanted = f"0100007F:{port:04X}"
     with open("/proc/net/udp") as table:
-        return any(line.split()[1] == wanted for line in list(table)[1:])
+        return {int(fields[9]) for fields in (line.split() for line in list(table)[1:])
+                if fields[1] == wanted}
 
 
 def _start_ngtcp2(certs: CertSet, groups: str, validate: bool) -> QuicServer:
+    """gtlsserver on a free UDP port, ready once its own socket is bound there. A port that
+    another process (a pytest-xdist worker's client or server) took between probing and
+    binding it is retried on another port, up to 3 times."""
     binary = shutil.which("gtlsserver")
     if binary is None:
         peer_unavailable("gtlsserver (Debian package ngtcp2-server) is not installed")
-    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
     leaf = certs.leaves["ecdsa"]
-    argv = [str(binary), "-q", f"--groups={groups}", *(["--validate-addr"] if validate else []),
-            "127.0.0.1", str(port), str(leaf.key), str(leaf.chain)]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            text=True, start_new_session=True)
-    until = time.monotonic() + START_WAIT
-    while not _udp_bound(port):
-        if proc.poll() is not None or time.monotonic() > until:
-            _stop(proc)
-            pytest.fail(f"gtlsserver did not bind 127.0.0.1:{port} (groups {groups})")
-        time.sleep(0.05)
-    return QuicServer(port, certs.ca, proc)
+    for _ in range(3):
+        probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        probe.close()
+        argv = [str(binary), "-q", f"--groups={groups}",
+                *(["--validate-addr"] if validate else []),
+                "127.0.0.1", str(port), str(leaf.key), str(leaf.chain)]
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                text=True, start_new_session=True)
+        until = time.monotonic() + START_WAIT
+        while time.monotonic() < until and proc.poll() is None:
+            inodes = _udp_inodes(port)
+            if inodes and _owned_by(proc.pid, inodes):
+                return QuicServer(port, certs.ca, proc)
+            time.sleep(0.05)
+        _stop(proc)
+        if proc.returncode == 0 or time.monotonic() >= until:
+            break
+    pytest.fail(f"gtlsserver did not bind 127.0.0.1:{port} (groups {groups}, exit "
+                f"{proc.returncode})")
 
 
 @pytest.fixture(scope="session")
