@@ -3,8 +3,9 @@
 <resource-constraint/>, LDAP busy, PostgreSQL 53300 and MySQL 1040 are asked again with
 backoff: a scripted loopback server that refuses the first connections so and then lets
 STARTTLS through is probed (and audited) as usual; one that always refuses is that target's
-error, one line, exit 3 (like a refused or timed-out connection), the attempts said. Also a
-real daemon: vsftpd with max_per_ip=1 answers a second connection with 421."""
+error, one line, exit 3 (like a refused or timed-out connection), the attempts said. The
+real daemon's case (vsftpd with max_per_ip=1) is in test_starttls_daemons.py, with the
+other daemons (one xdist group)."""
 from __future__ import annotations
 
 import json
@@ -19,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lab_servers.daemons import DaemonFactory
 from servers import CertSet
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -275,28 +275,6 @@ def test_scan_retries_the_first_refusals(busy_server: Callable[..., Busy],
     assert {v["version"]["name"]: v["status"] for v in report["versions"]}["TLS 1.3"] == \
         "supported"
     assert report["starttls"]["banner"] == "* OK [CAPABILITY IMAP4rev1 STARTTLS] ready"
-
-
-def test_vsftpd_max_per_ip(daemon: DaemonFactory, run_cli: Cli) -> None:
-    """The real daemon: vsftpd with max_per_ip=1 answers 421 while another connection from
-    127.0.0.1 is open. The probe asks again and gets through once that one closes; the
-    audit (three connections at once by default) establishes every version."""
-    server = daemon("vsftpd", max_per_ip=1)
-    port = server.ports["ftp"]
-    holder = socket.create_connection(("127.0.0.1", port), timeout=10)
-    assert holder.recv(100).startswith(b"220")
-    threading.Timer(1.0, holder.close).start()
-    res = run_cli(f"127.0.0.1:{port}", "--starttls", "ftp", "--no-verify", "--json",
-                  "--timeout", "5", timeout=60)
-    assert res.returncode == 0, res.stderr
-    assert json.loads(res.stdout)["version"]["name"] == "TLS 1.3"
-    res = run_cli("scan", f"127.0.0.1:{port}", "--starttls", "ftp", "--checks", "versions",
-                  "--json", "--no-progress", "--no-policy", timeout=180)
-    assert res.returncode == 0, res.stderr
-    report = json.loads(res.stdout)
-    spoken = {v["version"]["name"]: v["status"] for v in report["versions"]}
-    assert "inconclusive" not in spoken.values(), report["versions"]
-    assert spoken["TLS 1.3"] == "supported"
 
 
 def test_timing_asks_again_after_a_temporary_refusal(busy_server: Callable[..., Busy],

@@ -7,13 +7,16 @@ offered" with their capabilities quoted; a daemon of another protocol, "not spea
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
 import ssl
 import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 from lab_servers.daemons import DAEMONS, DaemonFactory, DaemonUnavailable, start_daemon
@@ -231,3 +234,25 @@ def _alive(pid: int) -> bool:
             return fh.read().rpartition(")")[2].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_vsftpd_max_per_ip(daemon: DaemonFactory, run_cli: Callable[..., Any]) -> None:
+    """The real daemon: vsftpd with max_per_ip=1 answers 421 while another connection from
+    127.0.0.1 is open. The probe asks again and gets through once that one closes; the
+    audit (three connections at once by default) establishes every version."""
+    server = daemon("vsftpd", max_per_ip=1)
+    port = server.ports["ftp"]
+    holder = socket.create_connection(("127.0.0.1", port), timeout=10)
+    assert holder.recv(100).startswith(b"220")
+    threading.Timer(1.0, holder.close).start()
+    res = run_cli(f"127.0.0.1:{port}", "--starttls", "ftp", "--no-verify", "--json",
+                  "--timeout", "5", timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["version"]["name"] == "TLS 1.3"
+    res = run_cli("scan", f"127.0.0.1:{port}", "--starttls", "ftp", "--checks", "versions",
+                  "--json", "--no-progress", "--no-policy", timeout=180)
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
+    spoken = {v["version"]["name"]: v["status"] for v in report["versions"]}
+    assert "inconclusive" not in spoken.values(), report["versions"]
+    assert spoken["TLS 1.3"] == "supported"
