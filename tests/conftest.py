@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
+from shared_data import shared_missing
 
 TESTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TESTS_DIR.parent
@@ -225,12 +226,12 @@ def server_cache(certs: CertSet,
 
 @pytest.fixture(scope="session")
 def captures_dir(request: pytest.FixtureRequest) -> Path:
-    """The read-only third-party captures corpus; skips the test when it is not there."""
+    """The read-only third-party captures corpus; fails the test when it is not there (CI
+    always has it)."""
     configured = request.config.getoption("--captures-dir") or os.environ.get("TLSPROBE_CAPTURES")
     path = Path(configured) if configured else REPO_ROOT.parent / "shared" / "captures"
     if not path.is_dir():
-        pytest.skip(f"captures corpus not found at {path} (set TLSPROBE_CAPTURES or "
-                    "--captures-dir)")
+        shared_missing("captures corpus", path, "TLSPROBE_CAPTURES (or --captures-dir)")
     return path
 
 

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from shared_data import shared_missing
 
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS.parent / "tools"))
@@ -135,7 +136,7 @@ def test_damaged_built_captures(name: str, tmp_path: Path) -> None:
 def test_damaged_corpus_captures(relpath: str, captures_dir: Path, tmp_path: Path) -> None:
     path = captures_dir / relpath
     if not path.is_file():
-        pytest.skip(f"{relpath} not in the corpus")
+        shared_missing("a capture of the corpus", path, "TLSPROBE_CAPTURES")
     assert _run_all(path.name, path.read_bytes(), tmp_path) > 40
 
 

@@ -13,6 +13,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from shared_data import shared_missing
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, mlkem, padding, rsa
@@ -201,7 +202,7 @@ def test_mlkem512_backend_is_kyber_py_only_when_cryptography_lacks_it() -> None:
 # -- finite-field DH ------------------------------------------------------------------------
 def test_ffdhe_primes_match_lab_files() -> None:
     if not LAB_DH.is_dir():
-        pytest.skip(f"lab DH parameters not found at {LAB_DH}")
+        shared_missing("lab DH parameters", LAB_DH)
     for name, p in FFDHE_GROUPS.values():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", CryptographyDeprecationWarning)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from shared_data import shared_missing
 from offline import tshark_ooo
 from offline.parity import PARITY_DOC, agreement, compare_corpus, documented, is_documented
 
@@ -23,7 +24,7 @@ def parity(captures_dir: Path, monkeypatch_module: pytest.MonkeyPatch,
            pytestconfig: pytest.Config,
            tmp_path_factory: pytest.TempPathFactory) -> tuple[list, list]:
     if not (captures_dir / "truth").is_dir():
-        pytest.skip(f"no truth/ in {captures_dir}")
+        shared_missing("tshark's truth", captures_dir / "truth", "TLSPROBE_CAPTURES")
     monkeypatch_module.setenv("TLSPROBE_CAPTURES", str(captures_dir))
     store = getattr(pytestconfig, "cache", None)  # None under -p no:cacheprovider
     cache = store.mkdir("tshark-ooo") if store is not None \

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_data import shared_missing
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -186,7 +187,7 @@ def test_tls13_client_records_labelled_by_final_version(run_cli, captures_dir) -
     are TLS 1.3, not the numerically higher draft."""
     pcap = captures_dir / "wireshark" / "test-captures" / "tls13-rfc8446.pcap"
     if not pcap.is_file():
-        pytest.skip(f"{pcap} not in the captures corpus")
+        shared_missing("a capture of the corpus", pcap, "TLSPROBE_CAPTURES")
     res = run_cli("pcap", pcap, "--msg")
     assert res.returncode == 0, res.stderr
     labels = [ln for ln in res.stdout.splitlines() if ln.startswith((">>>", "<<<"))]

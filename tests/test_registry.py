@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from shared_data import shared_missing
 
 from tlsprobe import registry as reg
 from tlsprobe.registry import (
@@ -30,9 +31,9 @@ def run_generator(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 # -- generator ------------------------------------------------------------------------------
-@pytest.mark.skipif(not IANA_DIR.is_dir(),
-                    reason=f"IANA registry copy not found at {IANA_DIR} (set TLSPROBE_IANA)")
 def test_committed_module_matches_generator_output(tmp_path: Path) -> None:
+    if not IANA_DIR.is_dir():
+        shared_missing("IANA registry copy", IANA_DIR, "TLSPROBE_IANA")
     out = tmp_path / "_generated.py"
     proc = run_generator(str(IANA_DIR), "-o", str(out))
     assert proc.returncode == 0, proc.stderr

@@ -336,7 +336,7 @@ def test_tls_server_teardown_stops_servers_of_a_failing_test(pytester: pytest.Py
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1, failed=1)
 
 
-def test_captures_dir_option_env_and_skip(pytester: pytest.Pytester, tmp_path: Path,
+def test_captures_dir_option_env_and_failure(pytester: pytest.Pytester, tmp_path: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     _inner_conftest(pytester)
     pytester.makepyfile(test_inner=f"""
@@ -346,10 +346,10 @@ def test_captures_dir_option_env_and_skip(pytester: pytest.Pytester, tmp_path: P
     monkeypatch.setenv("TLSPROBE_CAPTURES", str(tmp_path))
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
     monkeypatch.setenv("TLSPROBE_CAPTURES", str(tmp_path / "absent"))
-    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(skipped=1)
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(errors=1)  # in the fixture
     monkeypatch.delenv("TLSPROBE_CAPTURES")
-    result = pytester.runpytest("-p", "no:cacheprovider", "-rs", f"--captures-dir={tmp_path}x")
-    result.assert_outcomes(skipped=1)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rE", f"--captures-dir={tmp_path}x")
+    result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines([f"*captures corpus not found at {tmp_path}x*"])
 
 

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from shared_data import shared_missing
 from capbuild import collect, streams
 
 from tlsprobe.capture import (
@@ -28,9 +29,13 @@ from tlsprobe.capture import (
 
 REPO = Path(__file__).resolve().parents[2]
 CAPTURES = Path(os.environ.get("TLSPROBE_CAPTURES", REPO.parent / "shared" / "captures"))
-pytestmark = pytest.mark.skipif(not (CAPTURES / "truth").is_dir(),
-                                reason=f"capture corpus not found at {CAPTURES} "
-                                       "(set TLSPROBE_CAPTURES)")
+
+
+@pytest.fixture(autouse=True)
+def _corpus() -> None:
+    if not (CAPTURES / "truth").is_dir():
+        shared_missing("capture corpus", CAPTURES, "TLSPROBE_CAPTURES")
+
 TCP_TROUBLE = {"tcp_retransmission", "tcp_out_of_order", "tcp_lost_segment"}
 CAPINFOS_LINK = {"Ethernet": 1, "NULL/Loopback": 0, "Linux cooked-mode capture v1": 113}
 
@@ -214,7 +219,7 @@ def _explained(theirs: bytes, st: dict, direction: int, stats) -> bool:  # type:
 def test_decryption_secrets_blocks_of_real_pcapng() -> None:
     path = CAPTURES / "ja4/pcap/chrome-cloudflare-quic-with-secrets.pcapng"
     if not path.exists():
-        pytest.skip("capture not in corpus")
+        shared_missing("a capture of the corpus", path, "TLSPROBE_CAPTURES")
     events, stream = collect(str(path))
     assert stream.secrets and stream.secrets[0].secrets_type == SECRETS_TLS_KEYLOG
     labels = {line.split()[0] for line in stream.tls_keylog().decode().splitlines() if line}

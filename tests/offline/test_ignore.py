@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_data import shared_missing
 
 from offline.helpers import CAPTURES
 from tlsprobe.capture import CaptureError, CaptureStream
@@ -75,7 +76,7 @@ def test_corpus_reports_are_the_same_with_and_without_ignoring(
     files = sorted(p for p in captures_dir.rglob("*") if p.is_file() and
                    p.suffix in (".pcap", ".pcapng", ".cap", ".gz", ".pcapng.gz"))
     if not files:
-        pytest.skip(f"no captures in {captures_dir}")
+        shared_missing("captures", captures_dir, "TLSPROBE_CAPTURES")
     ignored = [_reports(p, AnalyzerOptions()) for p in files]
     _without_ignore(monkeypatch)
     for p, seen in zip(files, ignored):

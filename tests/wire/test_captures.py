@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
+from shared_data import shared_missing
 
 from tlsprobe.capture import StreamData, StreamGap, StreamOpen, iter_stream_events
 from tlsprobe.registry import cipher_suite
@@ -89,8 +90,7 @@ def _small_files() -> list[str]:
 def _files() -> list[Any]:
     table = CAPTURES / "files.tsv"
     if not table.is_file():
-        return [pytest.param(None, marks=pytest.mark.skip(
-            reason=f"captures corpus not found at {CAPTURES} (set TLSPROBE_CAPTURES)"))]
+        return [pytest.param(None, id="no-corpus")]   # the test fails, naming the path
     return [path for path in _small_files() if _tls_over_tcp(_truth(path))]
 
 
@@ -290,7 +290,9 @@ def _check_key_exchange(stream: dict[str, Any], s_msgs: list[Any], c_msgs: list[
 
 
 @pytest.mark.parametrize("path", _files())
-def test_capture_handshakes_match_tshark(path: str) -> None:
+def test_capture_handshakes_match_tshark(path: str | None) -> None:
+    if path is None:
+        shared_missing("captures corpus", CAPTURES, "TLSPROBE_CAPTURES")
     truth = _truth(path)
     conns = _tcp_connections(CAPTURES / path)
     errors, unchecked = [], {}
@@ -310,7 +312,7 @@ def test_capture_handshakes_match_tshark(path: str) -> None:
 def test_not_checkable_streams_are_in_files_checked() -> None:
     """Each listed stream belongs to a file the test above reads (so the list is verified)."""
     if not (CAPTURES / "files.tsv").is_file():
-        pytest.skip(f"captures corpus not found at {CAPTURES} (set TLSPROBE_CAPTURES)")
+        shared_missing("captures corpus", CAPTURES, "TLSPROBE_CAPTURES")
     files = set(_files())
     assert {path for path, _ in NOT_CHECKABLE} <= files
     assert len(files) > 100
@@ -320,7 +322,7 @@ def test_files_without_tls_over_tcp_are_listed() -> None:
     """Every small file left out above for having no TLS-over-TCP handshake is named, with
     the reason, in NO_TLS_OVER_TCP (and every named one is such a file)."""
     if not (CAPTURES / "files.tsv").is_file():
-        pytest.skip(f"captures corpus not found at {CAPTURES} (set TLSPROBE_CAPTURES)")
+        shared_missing("captures corpus", CAPTURES, "TLSPROBE_CAPTURES")
     left_out = {p for p in _small_files() if not _tls_over_tcp(_truth(p))}
     assert left_out == set(NO_TLS_OVER_TCP)
 
@@ -335,7 +337,7 @@ def test_tls13_draft_server_hellos(draft: str, hrr_group: int | None, group: int
     compression (drafts <= 21) and key_share as extension 40 (drafts <= 22)."""
     path = f"suricata-verify/tests/tls/tls13-draft{draft}/tls13_draft{draft}.pcap"
     if not (CAPTURES / path).is_file():
-        pytest.skip(f"{path} not in the captures corpus")
+        shared_missing("a capture of the corpus", CAPTURES / path, "TLSPROBE_CAPTURES")
     stream = _truth(path)["streams"][0]
     found = _directions(stream, _tcp_connections(CAPTURES / path))
     assert found is not None
