@@ -302,7 +302,10 @@ def test_a_server_that_refuses_while_it_serves_gets_one_connection_at_a_time(min
     g, g12 = report.group_audit(0x0304), report.group_audit(0x0303)
     assert g.inconclusive == g12.inconclusive == (), (g, g12)
     assert {c.id for c in g.supported} == {X25519, P256} and g12.spoken is False
-    assert report.one_at_a_time and "refused while another was open" in report.one_at_a_time
+    # refused; or reset, for the connections the closing listener still held in its backlog
+    # (a busy machine leaves some there): either way, in company only
+    assert report.one_at_a_time and any(
+        f"{how} while another was open" in report.one_at_a_time for how in ("refused", "reset"))
 
 
 def test_a_server_that_resets_alone_too_keeps_its_parallel_connections(mini):
