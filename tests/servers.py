@@ -275,12 +275,13 @@ def is_listening(port: int) -> bool:
     return bool(listening_inodes(port))
 
 
-def _owned_by(pid: int, inodes: set[int]) -> bool:
-    """True if process `pid` holds one of the socket inodes (guards against a port thief)."""
+def holds_socket(pid: int, inodes: set[int]) -> bool | None:
+    """Whether process `pid` holds one of the socket inodes; None when /proc cannot tell
+    (the process is gone, or its descriptors cannot be read)."""
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:
-        return True  # cannot tell; accept the port match
+        return None
     for fd in fds:
         try:
             target = os.readlink(f"/proc/{pid}/fd/{fd}")
@@ -289,6 +290,12 @@ def _owned_by(pid: int, inodes: set[int]) -> bool:
         if target.startswith("socket:[") and int(target[8:-1]) in inodes:
             return True
     return False
+
+
+def _owned_by(pid: int, inodes: set[int]) -> bool:
+    """True if process `pid` holds one of the socket inodes (guards against a port thief);
+    True as well when /proc cannot tell (the port match is accepted)."""
+    return holds_socket(pid, inodes) is not False
 
 
 def _wait_listen(port: int, proc: subprocess.Popen[bytes], timeout: float,

@@ -21,7 +21,7 @@ from pathlib import Path
 from lab_servers.certs import CertSet
 
 # servers.py is importable as a top-level module (tests/ is on sys.path, see conftest.py)
-from servers import _free_port, _stop_group, listening_inodes  # noqa: E402
+from servers import _free_port, _stop_group, holds_socket, listening_inodes  # noqa: E402
 
 
 class DaemonUnavailable(RuntimeError):
@@ -203,19 +203,16 @@ def group_holds(pgid: int, inodes: set[int]) -> bool:
         try:
             with open(f"/proc/{entry}/stat") as fh:
                 fields = fh.read().rpartition(")")[2].split()
-            if len(fields) < 3 or fields[2] != str(pgid):
-                continue
-            fds = os.listdir(f"/proc/{entry}/fd")
         except OSError:
             continue
+        if len(fields) < 3 or fields[2] != str(pgid):
+            continue
+        holds = holds_socket(int(entry), inodes)
+        if holds is None:
+            continue
+        if holds:
+            return True
         seen_any = True
-        for fd in fds:
-            try:
-                target = os.readlink(f"/proc/{entry}/fd/{fd}")
-            except OSError:
-                continue
-            if target.startswith("socket:[") and int(target[8:-1]) in inodes:
-                return True
     return not seen_any
 
 
