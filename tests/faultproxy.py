@@ -104,9 +104,9 @@ class FaultProxy:
         upstream.sendall(first)
         conn.settimeout(None)
         upstream.settimeout(None)
-        t = threading.Thread(target=_pipe, args=(upstream, conn), daemon=True)
+        t = threading.Thread(target=pipe, args=(upstream, conn), daemon=True)
         t.start()
-        _pipe(conn, upstream)
+        pipe(conn, upstream)
         t.join(10)
         for s in (conn, upstream):
             s.close()
@@ -138,12 +138,16 @@ def _hello(record: bytes) -> ClientHello | None:
     return None
 
 
-def _pipe(src: socket.socket, dst: socket.socket) -> None:
+def pipe(src: socket.socket, dst: socket.socket,
+         first: Callable[[], None] = lambda: None) -> None:
+    """Copy `src` to `dst` until `src` ends, then shut `dst`'s sending side; `first()` is
+    called before each chunk is passed on (a relay counting what it answered)."""
     try:
         while True:
             data = src.recv(65536)
             if not data:
                 break
+            first()
             dst.sendall(data)
     except OSError:
         pass

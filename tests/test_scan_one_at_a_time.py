@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from faultproxy import pipe
 from lab_servers.builders import build_command
 from lab_servers.certs import CertFiles, CertSet
 from servers import _LIVE, Server, ServerConfig, _free_port, _wait_listen
@@ -185,9 +186,9 @@ class CountingRelay:
             answered()
             conn.close()
             return
-        t = threading.Thread(target=_pipe, args=(upstream, conn, answered), daemon=True)
+        t = threading.Thread(target=pipe, args=(upstream, conn, answered), daemon=True)
         t.start()
-        _pipe(conn, upstream, lambda: None)
+        pipe(conn, upstream)
         t.join(10)
         answered()
         conn.close()
@@ -195,19 +196,6 @@ class CountingRelay:
 
     def close(self) -> None:
         self.sock.close()
-
-
-def _pipe(src: socket.socket, dst: socket.socket, first: Callable[[], None]) -> None:
-    try:
-        while data := src.recv(65536):
-            first()
-            dst.sendall(data)
-    except OSError:
-        pass
-    try:
-        dst.shutdown(socket.SHUT_WR)
-    except OSError:
-        pass
 
 
 def test_a_parallel_server_keeps_its_parallel_connections(run_cli: Any, server_cache: Any

@@ -32,7 +32,7 @@ import struct
 import threading
 from dataclasses import dataclass
 
-from faultproxy import _pipe
+from faultproxy import pipe
 from tlsprobe.wire.ext_decoders import is_grease
 from tlsprobe.wire.handshake import decode_handshake
 from tlsprobe.wire.hello import ClientHello
@@ -141,9 +141,9 @@ class IntolerantProxy:
         upstream.sendall(data)
         conn.settimeout(None)
         upstream.settimeout(None)
-        t = threading.Thread(target=_pipe, args=(upstream, conn), daemon=True)
+        t = threading.Thread(target=pipe, args=(upstream, conn), daemon=True)
         t.start()
-        _pipe(conn, upstream)
+        pipe(conn, upstream)
         t.join(10)
         for s in (conn, upstream):
             s.close()
