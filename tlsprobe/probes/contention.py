@@ -175,21 +175,20 @@ class TargetGate:
                 return False
         return not own or watch.cause in ("timeout", "deadline") or self.answered_alone > 0
 
-    def learn(self, first: Watch, alone: Watch) -> bool:
+    def learn(self, first: Watch, alone: Watch) -> None:
         """After a connection `first` starved in company was asked again alone (`alone`):
-        does the target now count as serial? True when it just became so."""
+        the target counts as serial from now on when the server answered alone (a timeout
+        once, a reset or refusal RESETS_TO_SERIAL times)."""
         if self.serial or alone.received == 0:
-            return False
+            return
         if first.cause in ("timeout", "deadline"):
             self.serial = "a connection went unanswered while another was open, and was " \
                 "answered alone"
-            return True
+            return
         self.answered_alone += 1
         if self.answered_alone >= RESETS_TO_SERIAL:
             self.serial = f"connections were {'refused' if first.cause == 'refused' else 'reset'}" \
                 " while another was open, and answered alone"
-            return True
-        return False
 
 
 __all__ = ["STARVING", "TargetGate", "Watch", "Watched"]
