@@ -6,8 +6,8 @@ from __future__ import annotations
 from tlsprobe.engine.client import HandshakeFailure
 from tlsprobe.errors import EXIT_NETWORK, EXIT_PROTOCOL, FailureKind, NetworkError, exit_code_for
 from tlsprobe.net.tcp import Target
-from tlsprobe.probes.audit import _unreached
-from tlsprobe.probes.scheduler import INCONCLUSIVE, Outcome, Scheduler, TargetRunner
+from tlsprobe.probes.audit.run import _unreached
+from tlsprobe.probes.audit.scheduler import INCONCLUSIVE, Outcome, Scheduler, TargetRunner
 
 WORDY = "protocol error: server sent a malformed Certificate: 'connection refused, timed out'"
 

@@ -45,7 +45,7 @@ TOP = frozenset({"commands", "cli", "__main__", "api"})
 
 @dataclass(frozen=True)
 class Import:
-    source: str         # importing module, e.g. tlsprobe.probes.audit
+    source: str         # importing module, e.g. tlsprobe.probes.audit.run
     target: str         # imported module (a submodule where `from X import name` names one)
     where: str          # "top" (runs on import), "type" (module level, under TYPE_CHECKING)
                         # or "function"
@@ -71,7 +71,7 @@ def is_module(name: str) -> bool:
 
 
 def package_of(name: str) -> str:
-    """tlsprobe.probes.audit -> probes; tlsprobe.cli -> cli; tlsprobe -> tlsprobe."""
+    """tlsprobe.probes.audit.run -> probes; tlsprobe.cli -> cli; tlsprobe -> tlsprobe."""
     parts = name.split(".")
     return parts[1] if len(parts) > 1 else parts[0]
 

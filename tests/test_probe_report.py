@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import dh
 from tlsprobe import kex
 from tlsprobe.engine.config import TLS12, ClientConfig
 from tlsprobe.kex import dhprime
-from tlsprobe.probes.timing import time_handshake
+from tlsprobe.probes.timing.run import time_handshake
 
 # A 1024-bit safe prime made with `openssl dhparam 1024`: unknown to OpenSSL's named groups,
 # so cryptography's DH_check runs its primality tests on it.
@@ -133,7 +133,7 @@ def test_timing_table_keeps_figures_whole_with_a_long_label(server_cache, width)
     import io
 
     from tlsprobe.net.tcp import Target
-    from tlsprobe.probes.timing import TimingOptions, measure_timing
+    from tlsprobe.probes.timing.run import TimingOptions, measure_timing
     from tlsprobe.report.timing_tables import render_timing
     srv = server_cache("openssl", groups=["X25519"], proto="tls1_2")
     report = measure_timing(Target(srv.host, srv.port), TimingOptions(

@@ -10,9 +10,9 @@ import json
 import pytest
 
 from tlsprobe.net.tcp import Target
-from tlsprobe.probes import audit as audit_mod
-from tlsprobe.probes.audit import AuditOptions, run_audit
-from tlsprobe.probes.scheduler import Scheduler
+from tlsprobe.probes.audit import run as audit_mod
+from tlsprobe.probes.audit.run import AuditOptions, run_audit
+from tlsprobe.probes.audit.scheduler import Scheduler
 
 LONG_LABEL = "x" * 64 + ".example"
 

@@ -8,8 +8,8 @@ import pytest
 
 from faultproxy import DROP, RESET, FaultProxy, every, nth_matching
 from tlsprobe.net.tcp import Target
-from tlsprobe.probes.audit import AuditOptions, run_audit
-from tlsprobe.probes.scheduler import Scheduler, broad_sigalgs
+from tlsprobe.probes.audit.run import AuditOptions, run_audit
+from tlsprobe.probes.audit.scheduler import Scheduler, broad_sigalgs
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.policy.load import load_policy
 from tlsprobe.wire.hello import ClientHello

@@ -17,8 +17,8 @@ import pytest
 
 from tlsprobe import kex
 from tlsprobe.net.tcp import Target
-from tlsprobe.probes.audit import AuditOptions, run_audit
-from tlsprobe.probes.scheduler import Scheduler
+from tlsprobe.probes.audit.run import AuditOptions, run_audit
+from tlsprobe.probes.audit.scheduler import Scheduler
 from tlsprobe.model.audit import AuditReport, GroupAudit
 from tlsprobe.wire import extensions as ext
 from tlsprobe.wire.handshake import HandshakeReassembler, decode_handshake, frame
@@ -384,7 +384,7 @@ def test_probe_warns_when_key_shares_break_the_groups_order(run_cli):
 
 def test_default_hellos_are_conformant_and_the_check_sees_a_bad_order():
     from tlsprobe.engine.config import ClientConfig, share_order_problem
-    from tlsprobe.probes.timing_plan import plan
+    from tlsprobe.probes.timing.plan import plan
     for config in (ClientConfig(), ClientConfig(grease=True), ClientConfig(groups=(P256, X25519)),
                    plan(0x0304, X25519, None).config):
         assert share_order_problem(config) is None, config

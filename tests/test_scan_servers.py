@@ -11,8 +11,8 @@ import json
 import pytest
 
 from tlsprobe.net.tcp import Target
-from tlsprobe.probes.audit import AuditOptions, run_audit
-from tlsprobe.probes.scheduler import Scheduler
+from tlsprobe.probes.audit.run import AuditOptions, run_audit
+from tlsprobe.probes.audit.scheduler import Scheduler
 from tlsprobe.model.audit import AuditReport
 
 GROUPS_PQ = ("groups", "pq")

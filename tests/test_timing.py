@@ -24,7 +24,7 @@ from tlsprobe.net.tcp import Target
 from tlsprobe.model.probe import Codepoint
 from tlsprobe.model.timing import (FAILING, MEASURED, MISMATCH, REFUSED, EntryTiming, Stats,
                                    median_ci_ranks, percentile, rank)
-from tlsprobe.probes.timing import TimingOptions, measure_timing
+from tlsprobe.probes.timing.run import TimingOptions, measure_timing
 
 X25519, P256, P384, P521, FFDHE3072, FFDHE4096, HYBRID = (0x001D, 0x0017, 0x0018, 0x0019,
                                                           0x0101, 0x0102, 0x11EC)

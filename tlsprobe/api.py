@@ -249,8 +249,8 @@ async def ascan(targets: str | Sequence[str], *, checks: Sequence[str] | None = 
     """`scan` for asyncio code: audits on the running event loop."""
     from tlsprobe import registry
     from tlsprobe.policy.load import DEFAULT_POLICY, PolicyError, load_policy
-    from tlsprobe.probes.audit import AuditOptions, audit_many
-    from tlsprobe.probes.scheduler import Scheduler
+    from tlsprobe.probes.audit.run import AuditOptions, audit_many
+    from tlsprobe.probes.audit.scheduler import Scheduler
     from tlsprobe.net.tcp import parse_target
     names = [targets] if isinstance(targets, str) else list(targets)
     parsed: list[Target] = list(dict.fromkeys(parse_target(t) for t in names))

@@ -28,10 +28,10 @@ from lab_servers.certs import CertFiles, CertSet
 from servers import start_server
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.tcp import Target
-from tlsprobe.probes.audit import AuditOptions, run_audit
+from tlsprobe.probes.audit.run import AuditOptions, run_audit
 from tlsprobe.probes.checks.cert_lifetime import lifetime_verdict
 from tlsprobe.probes.checks.key_usage import ENCIPHER, SIGN, needed_use
-from tlsprobe.probes.scheduler import Scheduler
+from tlsprobe.probes.audit.scheduler import Scheduler
 from tlsprobe.commands.scan import parse_checks
 
 NOW = datetime.datetime.now(datetime.timezone.utc) - timedelta(hours=1)

@@ -14,11 +14,11 @@ import pytest
 from servers import Server
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.tcp import Target
-from tlsprobe.probes.audit import AuditOptions, run_audit
+from tlsprobe.probes.audit.run import AuditOptions, run_audit
 from tlsprobe.probes.checks import base
 from tlsprobe.probes.checks.catalog import ACTIVE, ALIASES, DERIVED
-from tlsprobe.probes.outcome import Outcome
-from tlsprobe.probes.scheduler import Scheduler
+from tlsprobe.probes.audit.outcome import Outcome
+from tlsprobe.probes.audit.scheduler import Scheduler
 from tlsprobe.commands.scan import parse_checks
 
 ServerFactory = Callable[..., Server]

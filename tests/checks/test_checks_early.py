@@ -23,11 +23,11 @@ from tlsprobe.engine.config import ClientConfig, build_client_hello
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.tcp import Target
-from tlsprobe.probes.audit import AuditOptions, run_audit
+from tlsprobe.probes.audit.run import AuditOptions, run_audit
 from tlsprobe.probes.checks import ccs, heartbleed
 from tlsprobe.probes.checks._early import Reply
 from tlsprobe.probes.checks.base import CheckContext
-from tlsprobe.probes.scheduler import Scheduler, TargetRunner
+from tlsprobe.probes.audit.scheduler import Scheduler, TargetRunner
 from tlsprobe.wire.record import Record
 
 ServerFactory = Callable[..., Server]

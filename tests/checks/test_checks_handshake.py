@@ -29,10 +29,10 @@ from tlsprobe.engine.config import ClientConfig, build_client_hello
 from tlsprobe.engine.verdict import Refusal
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.tcp import Target
-from tlsprobe.probes.audit import AuditOptions, run_audit
+from tlsprobe.probes.audit.run import AuditOptions, run_audit
 from tlsprobe.probes.checks import client_renegotiation, robot, sslv2
 from tlsprobe.probes.checks.client_renegotiation import MAX_RENEGOTIATIONS
-from tlsprobe.probes.scheduler import Scheduler
+from tlsprobe.probes.audit.scheduler import Scheduler
 from tlsprobe.wire import extensions as ext
 from tlsprobe.wire.hello import ServerHello
 

@@ -20,8 +20,8 @@ from tlsprobe.model.checks import Verdict
 from tlsprobe.net.tcp import Target
 from tlsprobe.policy.checks import DERIVED, expand
 from tlsprobe.probes.checks import catalog
-from tlsprobe.probes.audit import AuditOptions, run_audit
-from tlsprobe.probes.scheduler import Scheduler
+from tlsprobe.probes.audit.run import AuditOptions, run_audit
+from tlsprobe.probes.audit.scheduler import Scheduler
 from tlsprobe.wire.hello import ClientHello
 
 ServerFactory = Callable[..., Server]

@@ -26,8 +26,8 @@ from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.tcp import Target
 from tlsprobe.policy.checks import DERIVED, SUITE_CHECKS, derive_checks
 from tlsprobe.policy.findings import builtin_findings
-from tlsprobe.probes.audit import AuditOptions, run_audit
-from tlsprobe.probes.scheduler import Scheduler
+from tlsprobe.probes.audit.run import AuditOptions, run_audit
+from tlsprobe.probes.audit.scheduler import Scheduler
 
 NEGATIVE = (Verdict.not_vulnerable, Verdict.not_applicable)
 BY_NAME = {s.name: s for s in registry.all_suites()}

@@ -13,10 +13,10 @@ import pytest
 from servers import Server
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.tcp import Target
-from tlsprobe.probes.audit import AuditOptions, run_audit
+from tlsprobe.probes.audit.run import AuditOptions, run_audit
 from tlsprobe.probes.checks._http import NotHttp, Response, parse_head
 from tlsprobe.probes.checks.hsts import parse_hsts
-from tlsprobe.probes.scheduler import Scheduler
+from tlsprobe.probes.audit.scheduler import Scheduler
 from tlsprobe.commands.scan import parse_checks
 
 ServerFactory = Callable[..., Server]

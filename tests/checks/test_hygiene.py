@@ -50,8 +50,8 @@ from tlsprobe.engine.tls13 import Tls13Client
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.driver import drive
 from tlsprobe.net.tcp import Target, open_channel
-from tlsprobe.probes.audit import AuditOptions, run_audit
-from tlsprobe.probes.scheduler import Scheduler
+from tlsprobe.probes.audit.run import AuditOptions, run_audit
+from tlsprobe.probes.audit.scheduler import Scheduler
 from tlsprobe.registry import HandshakeType
 from tlsprobe.wire.messages import NewSessionTicket
 

@@ -18,9 +18,9 @@ from servers import Server
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.tcp import Target
-from tlsprobe.probes.audit import AuditOptions, run_audit
+from tlsprobe.probes.audit.run import AuditOptions, run_audit
 from tlsprobe.probes.checks.catalog import ALIASES
-from tlsprobe.probes.scheduler import Scheduler
+from tlsprobe.probes.audit.scheduler import Scheduler
 from tlsprobe.commands.scan import parse_checks
 
 ServerFactory = Callable[..., Server]

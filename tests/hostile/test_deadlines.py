@@ -153,7 +153,7 @@ def test_scan_does_not_wait_for_a_stuck_resolver(monkeypatch: pytest.MonkeyPatch
     import asyncio
 
     from tlsprobe.engine.config import ClientConfig
-    from tlsprobe.probes.scheduler import INCONCLUSIVE, Job, Scheduler
+    from tlsprobe.probes.audit.scheduler import INCONCLUSIVE, Job, Scheduler
 
     release = threading.Event()
 

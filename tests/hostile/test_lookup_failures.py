@@ -26,7 +26,7 @@ def test_a_lookup_failing_after_its_job_gave_up_is_not_logged(
         connector: str, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:
     from tlsprobe.engine.config import ClientConfig
-    from tlsprobe.probes.scheduler import INCONCLUSIVE, Job, Scheduler
+    from tlsprobe.probes.audit.scheduler import INCONCLUSIVE, Job, Scheduler
 
     monkeypatch.setattr(socket, "getaddrinfo", _slow_failure)
 

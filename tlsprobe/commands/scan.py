@@ -273,8 +273,8 @@ def _same_terminal(out: TextIO, err: TextIO) -> bool:
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from tlsprobe.net.tcp import Target
-    from tlsprobe.probes.audit import AuditOptions, run_audit
-    from tlsprobe.probes.scheduler import Scheduler
+    from tlsprobe.probes.audit.run import AuditOptions, run_audit
+    from tlsprobe.probes.audit.scheduler import Scheduler
     from tlsprobe.policy import load as pol
     out = out or sys.stdout
     if args.list_policies:

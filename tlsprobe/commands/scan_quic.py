@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from tlsprobe.model.audit import AuditReport
     from tlsprobe.net.tcp import Target
     from tlsprobe.net.quic_async import AsyncQuicConnector
-    from tlsprobe.probes.audit import AuditOptions
+    from tlsprobe.probes.audit.run import AuditOptions
 
 
 def quic_connector(args: argparse.Namespace) -> AsyncQuicConnector | None:
@@ -168,8 +168,8 @@ def compare_tcp(args: argparse.Namespace, targets: list[Target], options: AuditO
         return {}
     port = getattr(args, "tcp_port", None)
     from tlsprobe.net.tcp import Target
-    from tlsprobe.probes.audit import run_audit
-    from tlsprobe.probes.scheduler import Scheduler
+    from tlsprobe.probes.audit.run import run_audit
+    from tlsprobe.probes.audit.scheduler import Scheduler
     tcp_targets = {t: Target(t.host, port or t.port) for t in targets}
     scheduler = Scheduler(per_host=args.per_host, delay=args.delay, retries=args.retries,
                           timeout=args.timeout)

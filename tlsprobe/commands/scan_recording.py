@@ -28,7 +28,7 @@ from tlsprobe.errors import UsageError
 
 if TYPE_CHECKING:
     from tlsprobe.net.recording import Recording, Tape
-    from tlsprobe.probes.scheduler import Scheduler
+    from tlsprobe.probes.audit.scheduler import Scheduler
 
 OPTIONS = (("msg", "--msg"), ("pcap_out", "--pcap-out"), ("keylog", "--keylog"))
 

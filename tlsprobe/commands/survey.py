@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         return _summary(args)
     _validate(args)
     _need_pyarrow()
-    from tlsprobe.probes.audit import AuditOptions
+    from tlsprobe.probes.audit.run import AuditOptions
     from tlsprobe.survey import execute
     from tlsprobe.survey.store import SurveyDir
     from tlsprobe.survey.targets import digest, read_targets, shard_targets

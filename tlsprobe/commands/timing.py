@@ -112,7 +112,7 @@ def _sni(args: Any, host: str) -> str | None:
 def options_from_args(args: argparse.Namespace, host: str) -> Any:
     """TimingOptions from the --timing-* options (and --sni/--no-sni/--timeout if present)."""
     from tlsprobe import registry
-    from tlsprobe.probes.timing import TimingOptions
+    from tlsprobe.probes.timing.run import TimingOptions
     runs = DEFAULT_RUNS if args.timing_runs is None else args.timing_runs
     warmup = DEFAULT_WARMUP if args.timing_warmup is None else args.timing_warmup
     if runs < 1:
@@ -144,7 +144,7 @@ def check_explicit_groups(options: Any) -> None:
     """Explicit groups none of which can be timed are a usage error, told before connecting
     (rather than "the enumeration found none", which would blame the server)."""
     from tlsprobe import kex, registry
-    from tlsprobe.probes.timing_plan import explicit_plans
+    from tlsprobe.probes.timing.plan import explicit_plans
     if not options.groups:
         return
     if explicit_plans(options)[0]:
@@ -182,7 +182,7 @@ def run_timing(target_text: str, args: Any, *, out: IO[str] | None = None,
     --timing-* options, or a TimingOptions); prints the table (JSON with args.json) and
     returns the exit code. Errors are one line on stderr, never a traceback."""
     from tlsprobe.net.tcp import parse_target
-    from tlsprobe.probes.timing import TimingOptions, measure_timing
+    from tlsprobe.probes.timing.run import TimingOptions, measure_timing
     out = out or sys.stdout
     err = err or sys.stderr
     progress = _Progress(err)

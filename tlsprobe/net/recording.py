@@ -1,6 +1,6 @@
 """Recording every connection of an audit (`scan --msg/--pcap-out/--keylog`, issue 13 item 4).
 
-A scan opens many connections through the scheduler (probes/scheduler.py), each for one
+A scan opens many connections through the scheduler (probes/audit/scheduler.py), each for one
 question of one phase ("groups TLS 1.3"); a user who doubts a verdict wants exactly what each
 of them sent and received. A `Recording` hands the scheduler one `Tape` per connection
 attempt (its factory hook); the tape is made current (`TAPE`, a context variable: each job

@@ -23,7 +23,7 @@ from typing import Any
 
 from tlsprobe.errors import UsageError
 from tlsprobe.model.audit import AuditReport
-from tlsprobe.probes.audit import AuditOptions
+from tlsprobe.probes.audit.run import AuditOptions
 from tlsprobe.survey.targets import Shard
 
 
@@ -44,8 +44,8 @@ def audit_shard(shard: Shard, options: AuditOptions, settings: ShardSettings
                 ) -> list[AuditReport]:
     """Audit one shard (runs inside a worker); reports carry their input index."""
     from tlsprobe.net.tcp_async import TcpConnector
-    from tlsprobe.probes.audit import audit_many
-    from tlsprobe.probes.scheduler import Scheduler
+    from tlsprobe.probes.audit.run import audit_many
+    from tlsprobe.probes.audit.scheduler import Scheduler
     from tlsprobe.survey.pacing import PacedConnector
     connector = TcpConnector(settings.timeout)
     scheduler = Scheduler(per_host=settings.per_host, delay=settings.delay,

@@ -29,7 +29,7 @@ from tlsprobe.probes.checks._shared import once
 from tlsprobe.probes.checks._tolerance import EditedHandshake, top_versions
 from tlsprobe.probes.checks.base import CheckContext
 from tlsprobe.probes.facts import certificates_of, session_features
-from tlsprobe.probes.outcome import STOP_VERIFY, Outcome, finished
+from tlsprobe.probes.audit.outcome import STOP_VERIFY, Outcome, finished
 from tlsprobe.registry import HandshakeType
 from tlsprobe.wire import extensions as ext
 from tlsprobe.wire.hello import ClientHello

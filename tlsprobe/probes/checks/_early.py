@@ -28,7 +28,7 @@ from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.driver import adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks.base import CheckContext, Talk
-from tlsprobe.probes.outcome import Outcome
+from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.registry import HandshakeType
 from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.record import Record, RecordReader

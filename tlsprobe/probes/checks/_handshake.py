@@ -30,7 +30,7 @@ from tlsprobe.net.driver import adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks._shared import PassThrough
 from tlsprobe.probes.checks.base import CheckContext
-from tlsprobe.probes.outcome import Outcome
+from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.registry import HandshakeType
 from tlsprobe.session.flow import SERVER, MessageEvent
 from tlsprobe.wire.hello import ServerHello

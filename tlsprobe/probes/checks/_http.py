@@ -25,7 +25,7 @@ from tlsprobe.probes.checks._shared import once
 from tlsprobe.probes.checks._tolerance import top_versions
 from tlsprobe.probes.checks.base import CheckContext
 from tlsprobe.probes.facts import negotiated_alpn
-from tlsprobe.probes.outcome import Outcome
+from tlsprobe.probes.audit.outcome import Outcome
 
 __all__ = ["MAX_HEAD", "NotHttp", "Response", "on_response", "response"]
 

@@ -4,7 +4,7 @@ server did with it, and the verdict over a check's variants.
 A tolerance check asks whether the server (or whatever sits in front of it) still answers a
 ClientHello that is legal but unusual: larger than usual, split over two records or two TCP
 segments, carrying GREASE or unknown version values. Each variant is the audit's minimal
-conformant hello of the highest version the server speaks (probes/versions.py
+conformant hello of the highest version the server speaks (probes/audit/versions.py
 minimal_config), changed in one respect: its `config`, an `edit` of the ClientHello (the
 transcript keeps the hello as sent), or a `shape` of the bytes on the wire. The engine
 reads the answer up to the ServerHello; the server's doing is kept as a `Reply`: answered
@@ -14,7 +14,7 @@ timeout.
 The verdict (`judge`): every variant answered, "tolerated". A variant refused (alert,
 close, reset, silence, or a ServerHello whose suite breaks the protocol: not offered, or
 not defined for its version, RFC 8446 B.4) is "not tolerated" only when the refusal holds by the one rule of
-probes/confirm.py (also pq.intolerant's): the plain hello (the same hello without the
+probes/audit/confirm.py (also pq.intolerant's): the plain hello (the same hello without the
 change) answered in between, the variant refused the same way again (a close, a reset or
 silence: a third time, after the plain hello once more; and never on a path that reset or
 timed out an ordinary hello a retry then answered). Anything else is inconclusive, with what
@@ -38,10 +38,10 @@ from tlsprobe.net.driver import Progress, adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks._shared import PassThrough
 from tlsprobe.probes.checks.base import CheckContext
-from tlsprobe.probes.confirm import (ALERT, ANSWERED, CLOSED, REFUSALS, RESET, SILENT, UNSURE,
+from tlsprobe.probes.audit.confirm import (ALERT, ANSWERED, CLOSED, REFUSALS, RESET, SILENT, UNSURE,
                                      VIOLATION, confirm_refusal, flaky_path)
-from tlsprobe.probes.outcome import STOP_HELLO, Outcome, finished, outcome_of
-from tlsprobe.probes.versions import minimal_config
+from tlsprobe.probes.audit.outcome import STOP_HELLO, Outcome, finished, outcome_of
+from tlsprobe.probes.audit.versions import minimal_config
 from tlsprobe.registry import HandshakeType
 from tlsprobe.wire.handshake import frame
 from tlsprobe.wire.hello import ClientHello
@@ -260,7 +260,7 @@ async def judge(ctx: CheckContext, variants: list[Variant], plain: Variant, *,
                 severity: str, sanity: Sanity | None = None) -> CheckResult:
     """The check's verdict over `variants` (see the module docstring); `plain` is the same
     hello without the change (a variant's own `plain` when it has one), asked only to
-    confirm a refusal (probes/confirm.py)."""
+    confirm a refusal (probes/audit/confirm.py)."""
     firsts = await asyncio.gather(*(ask(ctx, v) for v in variants))
     evidence: list[str] = []
     refused: list[tuple[Variant, str, str]] = []

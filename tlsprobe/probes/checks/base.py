@@ -31,8 +31,8 @@ from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks.catalog import ACTIVE
-from tlsprobe.probes.outcome import STOP_HELLO, Outcome
-from tlsprobe.probes.scheduler import TargetRunner
+from tlsprobe.probes.audit.outcome import STOP_HELLO, Outcome
+from tlsprobe.probes.audit.scheduler import TargetRunner
 
 __all__ = ["ActiveCheck", "CheckContext", "Talk", "run_active_checks"]
 
@@ -75,7 +75,7 @@ class CheckContext:
         """The hello that established `version` in the audit (the versions check's full
         offer, or its minimal hello where the server refused the full one) and where its
         connection stops: a check's hello of that version starts from it."""
-        from tlsprobe.probes.versions import established_hello
+        from tlsprobe.probes.audit.versions import established_hello
         support = next((v for v in self.report.versions if v.version.id == version), None)
         return established_hello(self.runner, version, support)
 
@@ -86,7 +86,7 @@ class CheckContext:
         minimal hello's unless `kw` names them: a browser's X25519MLKEM768 share would make
         the hello as large as the one that failed."""
         if TLS13 in versions and self.established_small(TLS13):
-            from tlsprobe.probes.versions import MINIMAL_GROUPS, MINIMAL_SHARES
+            from tlsprobe.probes.audit.versions import MINIMAL_GROUPS, MINIMAL_SHARES
             kw.setdefault("groups", MINIMAL_GROUPS)
             kw.setdefault("key_share_groups", MINIMAL_SHARES)
         return self.runner.config(versions, **kw)

@@ -21,7 +21,7 @@ from tlsprobe.engine.config import ClientConfig
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.probes.checks.renegotiation import on_legacy_hello
-from tlsprobe.probes.outcome import STOP_HELLO
+from tlsprobe.probes.audit.outcome import STOP_HELLO
 
 DEFLATE, NULL = 1, 0
 

@@ -22,7 +22,7 @@ from tlsprobe.engine.config import TLS13
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.probes.checks._handshake import Handshake, handshake, max_early_data
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.outcome import Outcome
+from tlsprobe.probes.audit.outcome import Outcome
 
 EARLY_DATA = b"\r\n"
 

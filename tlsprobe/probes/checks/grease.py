@@ -21,7 +21,7 @@ from tlsprobe.engine.config import ClientConfig
 from tlsprobe.model.checks import CheckResult
 from tlsprobe.probes.checks._tolerance import Variant, judge, on_plain
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.outcome import Outcome
+from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.registry import version_name
 from tlsprobe.wire.ext_decoders import is_grease
 

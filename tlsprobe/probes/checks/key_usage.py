@@ -28,7 +28,7 @@ from tlsprobe.model.pubkey import public_key
 from tlsprobe.probes.checks._cert_chain import Served, extension, on_leaf
 from tlsprobe.probes.checks._tolerance import top_versions
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.outcome import STOP_HELLO
+from tlsprobe.probes.audit.outcome import STOP_HELLO
 
 SIGN, ENCIPHER, AGREE = "digitalSignature", "keyEncipherment", "keyAgreement"
 _FLAG = {SIGN: "digital_signature", ENCIPHER: "key_encipherment", AGREE: "key_agreement"}

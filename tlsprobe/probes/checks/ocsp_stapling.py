@@ -19,7 +19,7 @@ from tlsprobe.engine.config import TLS13
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.probes.checks._handshake import Handshake, handshake
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.outcome import Outcome
+from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.registry import HandshakeType
 from tlsprobe.wire.certificate import Certificate, CertificateStatus
 

@@ -23,7 +23,7 @@ from tlsprobe import registry
 from tlsprobe.engine.config import TLS12, ClientConfig
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.outcome import STOP_HELLO
+from tlsprobe.probes.audit.outcome import STOP_HELLO
 
 RENEGOTIATION_INFO = 0xFF01
 

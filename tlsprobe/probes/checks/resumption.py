@@ -28,7 +28,7 @@ from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.probes.checks._handshake import Handshake, handshake, legacy_versions, \
     max_early_data
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.outcome import Outcome
+from tlsprobe.probes.audit.outcome import Outcome
 
 #: one mechanism's answer: resumed (True), not resumed (False) or undetermined (None), and
 #: the evidence line

@@ -22,7 +22,7 @@ from tlsprobe.errors import NetworkError
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.outcome import Outcome
+from tlsprobe.probes.audit.outcome import Outcome
 
 #: SSLv2 cipher specs (draft-hickman-netscape-ssl-00 appendix A)
 SSL2_CIPHERS = {

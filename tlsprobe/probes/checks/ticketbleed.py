@@ -31,7 +31,7 @@ from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks import _early
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.outcome import Outcome
+from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.registry import HandshakeType
 from tlsprobe.wire.messages import NewSessionTicket
 

@@ -27,7 +27,7 @@ from tlsprobe.engine.config import TLS12, ClientConfig
 from tlsprobe.model.checks import CheckResult
 from tlsprobe.probes.checks._tolerance import Variant, judge, on_plain, plain_config
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.outcome import Outcome
+from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.registry import version_name
 from tlsprobe.wire import extensions as ext
 from tlsprobe.wire.hello import ClientHello

@@ -4,11 +4,11 @@ Each job drives the sans-IO `ClientHandshake` with the asyncio driver (net/drive
 over a transport its connector opens (TCP by default: net/tcp_async.py) until the server has
 answered the question the job asks (a HelloRetryRequest, a ServerHello, the first flight, or
 the CertificateVerify of a full TLS 1.3 handshake) and returns an `Outcome` value
-(probes/outcome.py); nothing is signalled with exceptions. Per host at most `per_host`
+(probes/audit/outcome.py); nothing is signalled with exceptions. Per host at most `per_host`
 connections run at once, starts are spaced by `delay` seconds, and resets and timeouts are
 retried with exponential backoff. A connection left without an answer while another to the
 same target was open is retried alone instead, and a target that then answers gets one
-connection at a time (probes/contention.py: servers that serve one connection at a time).
+connection at a time (probes/audit/contention.py: servers that serve one connection at a time).
 A refused connect is not retried: nothing listens there, which is a clear answer (the audit
 reports it as a network error, exit 3). What still fails after the retries is
 "inconclusive", never a refusal: only an alert or a clean close from the server counts as
@@ -39,8 +39,8 @@ from tlsprobe.net.starttls import StartTlsError
 from tlsprobe.net.tcp import Target
 from tlsprobe.net.tcp_async import TcpConnector
 from tlsprobe.net.transport import AsyncConnector, AsyncTransport
-from tlsprobe.probes.contention import TargetGate, Watch, Watched
-from tlsprobe.probes.outcome import (ALERT, CLOSED, HELLO_RETRY, INCONCLUSIVE, SERVER_HELLO,
+from tlsprobe.probes.audit.contention import TargetGate, Watch, Watched
+from tlsprobe.probes.audit.outcome import (ALERT, CLOSED, HELLO_RETRY, INCONCLUSIVE, SERVER_HELLO,
                                      STOP_FLIGHT, STOP_HELLO, STOP_VERIFY, Job, Outcome,
                                      finished, outcome_of)
 
@@ -68,7 +68,7 @@ class Scheduler:
     retried: Counter[str] = field(default_factory=Counter)
     #: per target, hellos answered (a ServerHello or an alert) only on a retry after a reset
     #: or a timeout of their own: the path is flaky (a retry alone after silence in company
-    #: is not counted: that is a server queueing connections, probes/contention.py)
+    #: is not counted: that is a server queueing connections, probes/audit/contention.py)
     transient: Counter[str] = field(default_factory=Counter)
     addresses: dict[str, str] = field(default_factory=dict)
     internal_errors: dict[str, str] = field(default_factory=dict)  # target -> first bug
@@ -171,7 +171,7 @@ class Scheduler:
             self.retried[target.display] += 1
 
     def gate(self, target: Target) -> TargetGate:
-        """The target's connections (probes/contention.py): who is open, and whether it
+        """The target's connections (probes/audit/contention.py): who is open, and whether it
         gets one connection at a time (a scheduler run again in another event loop keeps
         what it learnt, in a new gate: asyncio's primitives belong to one loop)."""
         gate = self._gates.get(target.display)
@@ -392,7 +392,7 @@ class TargetRunner:
     @property
     def transient(self) -> int:
         """Hellos the server answered only on a retry after a reset or a timeout: the path
-        is flaky, so a reset or silence elsewhere proves nothing (probes/confirm.py)."""
+        is flaky, so a reset or silence elsewhere proves nothing (probes/audit/confirm.py)."""
         return self.scheduler.transient[self.target.display]
 
     def config(self, versions: tuple[int, ...], **kw: object) -> ClientConfig:

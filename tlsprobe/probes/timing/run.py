@@ -1,6 +1,6 @@
 """Handshake timing: N full handshakes per group (and optionally per suite), ranked by cost.
 
-What is timed (probes/timing_plan.py): each entry offers one group (with its TLS 1.3 key
+What is timed (probes/timing/plan.py): each entry offers one group (with its TLS 1.3 key
 share) from an explicit list or from what the audit's enumeration finds the server accepts,
 and lets the server pick the suite, or pins one. The blocking driver (net/driver.py) runs the
 engine over TCP; the address is resolved once. Entries run round-robin (the order rotated
@@ -29,8 +29,8 @@ from tlsprobe.net.driver import drive
 from tlsprobe.net.starttls import Problem, StartTlsError
 from tlsprobe.net.starttls_connect import BACKOFF, StartTlsSpec, gave_up, hold_preamble
 from tlsprobe.net.tcp import Target, connect_address, open_channel
-from tlsprobe.probes.scheduler import Outcome, broad_sigalgs, outcome_of
-from tlsprobe.probes.timing_plan import Plan, TimingOptions, plans_for
+from tlsprobe.probes.audit.scheduler import Outcome, broad_sigalgs, outcome_of
+from tlsprobe.probes.timing.plan import Plan, TimingOptions, plans_for
 from tlsprobe.model.probe import Cipher, Codepoint
 from tlsprobe.model.timing import (
     FAILING,

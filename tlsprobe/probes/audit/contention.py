@@ -8,7 +8,7 @@ its connection for a while (an HTTP request the server never answers, a read unt
 server goes quiet) would leave every other connection to that server timing out, and their
 verdicts lost.
 
-The scheduler (probes/scheduler.py) therefore watches every connection (`Watch`): whether
+The scheduler (probes/audit/scheduler.py) therefore watches every connection (`Watch`): whether
 the server sent it any byte, whether it failed for want of one (a read that timed out, a
 reset, a refused or timed-out connect: `starved`), and whether another connection to the
 same target was open at any time meanwhile (`crowded`). A connection starved while crowded

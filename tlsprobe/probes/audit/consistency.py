@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from tlsprobe import registry
 from tlsprobe.engine.config import ClientConfig
-from tlsprobe.probes.scheduler import ALERT, Job, Outcome, TargetRunner
+from tlsprobe.probes.audit.scheduler import ALERT, Job, Outcome, TargetRunner
 from tlsprobe.model.audit import AuditReport, ConsistencyCheck
 
 PHASE = "consistency"

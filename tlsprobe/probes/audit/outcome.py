@@ -1,6 +1,6 @@
 """What one scan connection established (`Outcome`), read off the sans-IO handshake, and
 when a connection has answered its question (`finished`, the stop conditions of a `Job`).
-The scheduler (probes/scheduler.py) runs the connections; this module only reads them.
+The scheduler (probes/audit/scheduler.py) runs the connections; this module only reads them.
 """
 
 from __future__ import annotations

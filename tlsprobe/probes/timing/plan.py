@@ -1,8 +1,8 @@
 """What handshake timing measures: one Plan per entry (a version, one group, optionally one
 pinned suite) from an explicit group list, or from what the audit's enumeration finds the
-server accepts (probes/groups.py: TLS 1.3 groups; TLS 1.2 curves, RFC 7919 groups, or the
+server accepts (probes/audit/groups.py: TLS 1.3 groups; TLS 1.2 curves, RFC 7919 groups, or the
 fixed DHE parameters a server sends whatever the client lists); `--timing-suites all` pins
-each suite the audit's cipher enumeration finds (probes/ciphers.py).
+each suite the audit's cipher enumeration finds (probes/audit/ciphers.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from tlsprobe.engine.suites import suite_params
 from tlsprobe.net.starttls_connect import AsyncStartTlsConnector, StartTlsSpec
 from tlsprobe.net.tcp import Target
 from tlsprobe.net.tcp_async import TcpConnector
-from tlsprobe.probes.scheduler import Scheduler, TargetRunner, broad_sigalgs
+from tlsprobe.probes.audit.scheduler import Scheduler, TargetRunner, broad_sigalgs
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ def _runner(target: Target, options: TimingOptions) -> TargetRunner:
 
 async def _discover(target: Target, options: TimingOptions) -> tuple[list[Plan], list[str]]:
     """The groups the server accepts, per version, as the audit enumerates them."""
-    from tlsprobe.probes import groups
+    from tlsprobe.probes.audit import groups
     runner = _runner(target, options)
     versions = [v for v in (TLS13, TLS12) if v in options.versions]
     audits = await asyncio.gather(*(
@@ -150,7 +150,7 @@ async def _discover(target: Target, options: TimingOptions) -> tuple[list[Plan],
 async def _server_suites(target: Target, options: TimingOptions,
                          versions: set[int]) -> dict[int, tuple[int, ...]]:
     """The suites the server accepts in each version (the audit's cipher enumeration)."""
-    from tlsprobe.probes import ciphers
+    from tlsprobe.probes.audit import ciphers
     runner = _runner(target, options)
     return {v: tuple(c.id for c in (await ciphers.enumerate_suites(runner, v)).supported)
             for v in sorted(versions, reverse=True)}

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from tlsprobe import registry
 from tlsprobe.engine.config import TLS12, TLS13, ClientConfig
-from tlsprobe.probes.groups import candidate_groups
-from tlsprobe.probes.scheduler import (STOP_FLIGHT, STOP_VERIFY, Outcome, TargetRunner,
+from tlsprobe.probes.audit.groups import candidate_groups
+from tlsprobe.probes.audit.scheduler import (STOP_FLIGHT, STOP_VERIFY, Outcome, TargetRunner,
                                        broad_sigalgs)
-from tlsprobe.probes.elimination import Elimination
+from tlsprobe.probes.audit.elimination import Elimination
 from tlsprobe.model.audit import ORDER_UNKNOWN, SigalgAudit
 from tlsprobe.model.probe import Codepoint
 

@@ -21,12 +21,12 @@ from tlsprobe import registry
 from tlsprobe.engine.config import SSL30, TLS10, TLS11, TLS12, TLS13
 from tlsprobe.errors import FailureKind
 from tlsprobe.net.tcp import Target
-from tlsprobe.probes import ciphers, consistency, groups, pq, sigalgs, versions
-from tlsprobe.probes.boundary import internal_error_report
+from tlsprobe.probes.audit import ciphers, consistency, groups, pq, sigalgs, versions
+from tlsprobe.probes.audit.boundary import internal_error_report
 from tlsprobe.probes.checks.base import run_active_checks
 from tlsprobe.probes.checks.catalog import ACTIVE
 from tlsprobe.probes.facts import certificate_info
-from tlsprobe.probes.scheduler import STOP_FLIGHT, STOP_VERIFY, Outcome, Scheduler, TargetRunner
+from tlsprobe.probes.audit.scheduler import STOP_FLIGHT, STOP_VERIFY, Outcome, Scheduler, TargetRunner
 from tlsprobe.model.audit import (AuditReport, GroupAudit, PqVerdict, SigalgAudit, SuiteAudit,
                                   TrustCheck, VersionSupport)
 from tlsprobe.model.probe import Codepoint

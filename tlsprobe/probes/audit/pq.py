@@ -8,7 +8,7 @@
   which one does the server pick?
 - tolerance: a hello with several large PQ shares (about 6 kB): answered, or refused while
   an ordinary hello works (refused again with the ordinary browser-like hello answered in
-  between: the one rule of probes/confirm.py).
+  between: the one rule of probes/audit/confirm.py).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 from tlsprobe import kex, registry
 from tlsprobe.engine.config import TLS13
-from tlsprobe.probes.confirm import (ALERT, ANSWERED, CLOSED, UNSURE, confirm_refusal,
+from tlsprobe.probes.audit.confirm import (ALERT, ANSWERED, CLOSED, UNSURE, confirm_refusal,
                                      flaky_path)
-from tlsprobe.probes.scheduler import HELLO_RETRY, SERVER_HELLO, Outcome, TargetRunner
+from tlsprobe.probes.audit.scheduler import HELLO_RETRY, SERVER_HELLO, Outcome, TargetRunner
 from tlsprobe.model.audit import ORDER_SERVER, GroupAudit, PqVerdict
 
 PHASE = "post-quantum"
@@ -103,7 +103,7 @@ async def browser_like(run: TargetRunner, pq_capable: bool | None) -> tuple[PqVe
 
 @dataclass(frozen=True)
 class _Try:
-    """An outcome as probes/confirm.py reads it (a reset or a timeout, retried by the
+    """An outcome as probes/audit/confirm.py reads it (a reset or a timeout, retried by the
     scheduler and still failing, is "unsure": never a refusal here)."""
 
     kind: str
@@ -127,7 +127,7 @@ async def tolerance(run: TargetRunner, ordinary: Outcome | None) -> PqVerdict:
     if ordinary is None or not ordinary.answered or not out.refused:
         return PqVerdict("tolerance", subject, "inconclusive", out.describe())
     # "no" becomes a finding (pq.intolerant): the refusal must hold by the rule every
-    # tolerance verdict follows (probes/confirm.py), the ordinary browser-like hello
+    # tolerance verdict follows (probes/audit/confirm.py), the ordinary browser-like hello
     # answered in between
     browser = _config(run, BROWSER_GROUPS, (X25519MLKEM768, X25519))
 

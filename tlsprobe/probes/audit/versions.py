@@ -28,8 +28,8 @@ from tlsprobe import registry
 from tlsprobe.errors import FailureKind
 from tlsprobe.engine.config import (DEFAULT_SIGALGS, DEFAULT_SUITES_12, DEFAULT_SUITES_13, SSL30,
                                     TLS10, TLS11, TLS12, TLS13, ClientConfig)
-from tlsprobe.probes.groups import candidate_groups
-from tlsprobe.probes.scheduler import STOP_FLIGHT, STOP_HELLO, Outcome, TargetRunner
+from tlsprobe.probes.audit.groups import candidate_groups
+from tlsprobe.probes.audit.scheduler import STOP_FLIGHT, STOP_HELLO, Outcome, TargetRunner
 from tlsprobe.model.audit import VersionSupport
 from tlsprobe.model.probe import Codepoint
 
@@ -65,7 +65,7 @@ def established_hello(run: TargetRunner, version: int,
 
 def version_hello(run: TargetRunner, version: int) -> tuple[ClientConfig, str]:
     """The versions check's hello for `version` and where its connection stops (also the
-    audit's reference hello, repeated in later phases: probes/consistency.py)."""
+    audit's reference hello, repeated in later phases: probes/audit/consistency.py)."""
     if version == TLS13:
         return run.config((TLS13, TLS12), groups=tuple(candidate_groups(TLS13)),
                           key_share_groups=COMMON_SHARES,

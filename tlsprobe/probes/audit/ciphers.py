@@ -1,7 +1,7 @@
 """Cipher suites per protocol version, in the server's order, by elimination.
 
 Each hello offers every remaining suite of the version (hundreds fit in one hello); the
-server's choice is noted and removed until it refuses (probes/elimination.py, which also
+server's choice is noted and removed until it refuses (probes/audit/elimination.py, which also
 tells whether the server enforces its own order). Groups and signature
 schemes are offered broadly so that they never decide which suite is picked.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from tlsprobe import registry
 from tlsprobe.engine.config import TLS12, TLS13, ClientConfig
-from tlsprobe.probes.groups import candidate_groups
-from tlsprobe.probes.scheduler import STOP_HELLO, Outcome, TargetRunner
-from tlsprobe.probes.elimination import Elimination
+from tlsprobe.probes.audit.groups import candidate_groups
+from tlsprobe.probes.audit.scheduler import STOP_HELLO, Outcome, TargetRunner
+from tlsprobe.probes.audit.elimination import Elimination
 from tlsprobe.model.audit import ORDER_UNKNOWN, SuiteAudit
 from tlsprobe.model.probe import Cipher, Codepoint
 

@@ -1,6 +1,6 @@
 """Group enumeration, separately for TLS 1.3 and TLS 1.2, in the server's order.
 
-Elimination (probes/elimination.py): offer every remaining candidate, note the group the
+Elimination (probes/audit/elimination.py): offer every remaining candidate, note the group the
 server picks, remove it, repeat until the server refuses; the picks come out in the
 server's order when it enforces one, and the alternating offer order (or, when that cannot
 tell, the top two offered in reverse) says whether it does. At most (supported + 2)
@@ -21,8 +21,8 @@ from collections.abc import Callable
 
 from tlsprobe import kex, registry
 from tlsprobe.engine.config import TLS12, TLS13, ClientConfig
-from tlsprobe.probes.elimination import Elimination
-from tlsprobe.probes.scheduler import (ALERT, HELLO_RETRY, SERVER_HELLO, STOP_FLIGHT, STOP_HELLO,
+from tlsprobe.probes.audit.elimination import Elimination
+from tlsprobe.probes.audit.scheduler import (ALERT, HELLO_RETRY, SERVER_HELLO, STOP_FLIGHT, STOP_HELLO,
                                        Outcome, TargetRunner)
 from tlsprobe.model.audit import (ORDER_CLIENT, ORDER_SINGLE, ORDER_UNKNOWN, DheAudit,
                                   DhParameters, GroupAudit)

@@ -8,7 +8,7 @@ import os
 import traceback
 
 from tlsprobe.net.tcp import Target
-from tlsprobe.probes.scheduler import Scheduler
+from tlsprobe.probes.audit.scheduler import Scheduler
 from tlsprobe.model.audit import AuditReport
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from tlsprobe.probes.scheduler import TargetRunner
+    from tlsprobe.probes.audit.scheduler import TargetRunner
 
 __all__ = ["ANSWERED", "ALERT", "CLOSED", "REFUSALS", "RESET", "SILENT", "UNSURE",
            "VIOLATION", "Confirmation", "Try", "confirm_refusal", "flaky_path"]
