@@ -3,7 +3,7 @@
 
 Built from the places that make findings, not written out twice:
   - policy findings: the codes of DEFAULT_SEVERITY below (which `Policy.sev` reads) and
-    `version.not_allowed` (policy/findings.py `evaluate`);
+    `version.not_allowed` (policy/findings.py `POLICY_RULES`, the rules `evaluate` applies);
   - check findings: `check.NAME` for every active check of probes/checks/catalog.py (an
     active check's finding code is always `check.` + its name: probes/checks/base.py makes
     it) and the derived checks' own findings (policy/checks.py OWN_FINDINGS);
@@ -53,8 +53,8 @@ AREA_CHECK = {"version": "versions", "suite": "suites", "order": "suites", "grou
 @cache
 def all_codes() -> tuple[str, ...]:
     """Every finding code, sorted."""
-    from tlsprobe.policy.checks import OWN_FINDINGS
     from tlsprobe.model.check_catalog import ACTIVE
+    from tlsprobe.policy.checks import OWN_FINDINGS
     codes = {*BUILTIN, *DEFAULT_SEVERITY, "version.not_allowed",
              *(f"check.{name}" for name in ACTIVE), *(c for c, _ in OWN_FINDINGS.values())}
     return tuple(sorted(codes))

@@ -1,99 +1,37 @@
-"""Findings: what an audit shows against a policy (`evaluate`), and what is weak under any
-policy (`builtin_findings`: NULL/export/RC4 suites, small DH primes, expired certificates,
-inconclusive results, post-quantum intolerance, certificate trust, signature hash, names
-and dates). Model values in, findings out; `findings_for` is what an audit reports.
+"""Findings: what an audit shows against a policy (policy/rules.py `evaluate`), and what
+is weak under any policy (`builtin_findings`: NULL/export/RC4 suites, small DH primes,
+expired certificates, inconclusive results, post-quantum intolerance, certificate trust,
+signature hash, names and dates), each a list of small rules (POLICY_RULES, BUILTIN_RULES).
+Model values in, findings out; `findings_for` is what an audit reports.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from datetime import datetime, timezone
 
 from tlsprobe import registry
-from tlsprobe.model.audit import (ORDER_CLIENT, AuditReport, DhParameters, Finding, SuiteAudit,
-                                  severity_rank)
+from tlsprobe.model.audit import (
+    ORDER_CLIENT,
+    AuditReport,
+    DhParameters,
+    Finding,
+    SuiteAudit,
+    severity_rank,
+)
 from tlsprobe.policy.certificate import certificate_findings, names
 from tlsprobe.policy.checks import check_findings
 from tlsprobe.policy.codes import check_of
 from tlsprobe.policy.load import Policy
+from tlsprobe.policy.rules import POLICY_RULES, dh_modulus_word, evaluate
 
+__all__ = ["BUILTIN_RULES", "POLICY_RULES", "at_or_above", "builtin_findings",
+           "dh_modulus_word", "evaluate", "findings_for", "judge", "rate", "with_findings"]
 
-# -- evaluation ------------------------------------------------------------------------------
-def _version_severity(version: int) -> str:
-    """A version outside the policy: SSL 3.0 critical, TLS 1.0/1.1 high (RFC 8996), else
-    medium (the policy is what the user asked to be held to)."""
-    return {0x0300: "critical", 0x0301: "high", 0x0302: "high"}.get(version, "medium")
-
-
-def evaluate(report: AuditReport, policy: Policy) -> list[Finding]:
-    """Findings of `report` against `policy` (checks with no data are skipped)."""
-    out: list[Finding] = []
-
-    def add(code: str, message: str, items: list[str], version: str | None,
-            severity: str | None = None) -> None:
-        out.append(Finding(severity or policy.sev(code), code, message, policy.name,
-                           tuple(items), version))
-
-    spoken = report.spoken_versions()
-    if report.versions and policy.versions is not None:
-        for v in spoken:
-            name = registry.version_name(v)
-            if v not in policy.versions:
-                add("version.not_allowed", f"{name} is enabled", [name], name,
-                    policy.rated("version.not_allowed") or _version_severity(v))
-        for v in policy.required_versions:
-            name = registry.version_name(v)
-            if v not in spoken and any(s.version.id == v and s.status == "not_supported"
-                                       for s in report.versions):
-                add("version.missing", f"{name} is not supported", [name], name)
-    for audit in report.suites:
-        allowed = policy.tls13_cipher_suites if audit.version.id == 0x0304 \
-            else policy.cipher_suites
-        if allowed is None:
-            continue
-        extra = [c.iana_name for c in audit.supported if c.id not in allowed]
-        if extra:
-            add("suite.not_allowed", f"{audit.version.name}: {len(extra)} cipher suite(s) "
-                f"outside the policy: {names(extra)}", extra, audit.version.name)
-        if policy.server_preferred_order and audit.order == ORDER_CLIENT:
-            add("order.not_server", f"{audit.version.name}: the server follows the client's "
-                "cipher suite order", [], audit.version.name)
-    if policy.groups is not None:
-        for g in report.groups:
-            extra = [c.name for c in g.supported if c.id not in policy.groups]
-            if extra:
-                add("group.not_allowed", f"{g.version.name}: {len(extra)} group(s) outside "
-                    f"the policy: {names(extra)}", extra, g.version.name)
-    supported_groups = {g.id for a in report.groups for g in a.supported}
-    g13 = report.group_audit(0x0304)
-    for code in policy.required_groups:
-        if g13 is not None and g13.spoken and code not in supported_groups and \
-                code not in {g.id for g in g13.inconclusive}:
-            name = registry.group_name(code)
-            add("group.missing", f"{name} is recommended but not supported in TLS 1.3",
-                [name], "TLS 1.3")
-    g12 = report.group_audit(0x0303)
-    dh = g12.dhe if g12 is not None else None
-    if dh is not None and policy.dh_min_bits:
-        sizes = [(dh.fixed.name, dh.fixed.bits)] if dh.fixed else []
-        sizes += [(g.name, int(g.name[5:])) for g in dh.negotiated if g.name[5:].isdigit()]
-        small = [(n, b) for n, b in sizes if b < policy.dh_min_bits]
-        if small:
-            least = min(b for _, b in small)
-            word = dh_modulus_word(dh.fixed) if dh.fixed and dh.fixed.bits == least else "prime"
-            add("dh.too_small", f"DHE with a {least}-bit {word} (policy "
-                f"minimum {policy.dh_min_bits})", [n for n, _ in small], "TLS 1.2")
-    if report.certificates:
-        leaf = report.certificates[0]
-        kind = "rsa" if leaf.key_type == "RSA" else "ecdsa" if leaf.key_type.startswith("EC") \
-            else leaf.key_type.lower()
-        if policy.certificate_types is not None and kind not in policy.certificate_types:
-            add("certificate.type_not_allowed", f"certificate key {leaf.key_type} (policy: "
-                f"{', '.join(policy.certificate_types)})", [leaf.subject], None)
-        if kind == "rsa" and policy.rsa_min_bits and (leaf.key_bits or 0) < policy.rsa_min_bits:
-            add("certificate.key_too_small", f"RSA key of {leaf.key_bits} bits (policy minimum "
-                f"{policy.rsa_min_bits})", [leaf.subject], None)
-    return out
+#: a built-in rule: findings of one kind whatever the policy, given the time to judge
+#: certificate dates by
+BuiltinRule = Callable[[AuditReport, datetime], list[Finding]]
 
 
 def _suite_findings(audit: SuiteAudit) -> list[Finding]:
@@ -126,39 +64,65 @@ def _suite_findings(audit: SuiteAudit) -> list[Finding]:
     return out
 
 
-def builtin_findings(report: AuditReport, now: datetime | None = None) -> list[Finding]:
-    """What is weak whatever the policy, plus what could not be established."""
-    out: list[Finding] = []
-    for audit in report.suites:
-        out += _suite_findings(audit)
+def _weak_suites(report: AuditReport, now: datetime) -> list[Finding]:
+    return [f for audit in report.suites for f in _suite_findings(audit)]
+
+
+def _no_modern_version(report: AuditReport, now: datetime) -> list[Finding]:
+    """An absence fails CI only when established: both versions refused (and confirmed)."""
     spoken = report.spoken_versions()
     refused = {v.version.id for v in report.versions if v.status == "not_supported"}
-    # An absence fails CI only when established: both versions refused (and confirmed).
-    if report.versions and {0x0303, 0x0304} <= refused and spoken:
-        names = [registry.version_name(v) for v in spoken]
-        out.append(Finding("high", "version.no_modern", "neither TLS 1.2 nor TLS 1.3 is spoken",
-                           items=tuple(names)))
+    if not (report.versions and {0x0303, 0x0304} <= refused and spoken):
+        return []
+    return [Finding("high", "version.no_modern", "neither TLS 1.2 nor TLS 1.3 is spoken",
+                    items=tuple(registry.version_name(v) for v in spoken))]
+
+
+def _fixed_dh(report: AuditReport, now: datetime) -> list[Finding]:
+    """The fixed DH parameters of TLS 1.2: small (Logjam), and what the primality check
+    established."""
     g12 = report.group_audit(0x0303)
-    if g12 is not None and g12.dhe is not None and g12.dhe.fixed is not None:
-        fixed = g12.dhe.fixed
-        if fixed.bits < 2048:   # Logjam: 1024-bit primes are within reach of a state
-            out.append(Finding("high" if fixed.bits < 1024 else "medium", "dh.weak",
-                               f"DHE with a {fixed.bits}-bit {dh_modulus_word(fixed)} (under "
-                               "2048 bits)",
-                               items=(fixed.name,), version="TLS 1.2"))
-        out += _dh_prime_findings(fixed)
+    if g12 is None or g12.dhe is None or g12.dhe.fixed is None:
+        return []
+    fixed = g12.dhe.fixed
+    out = []
+    if fixed.bits < 2048:   # Logjam: 1024-bit primes are within reach of a state
+        out.append(Finding("high" if fixed.bits < 1024 else "medium", "dh.weak",
+                           f"DHE with a {fixed.bits}-bit {dh_modulus_word(fixed)} (under "
+                           "2048 bits)", items=(fixed.name,), version="TLS 1.2"))
+    return out + _dh_prime_findings(fixed)
+
+
+def _inconsistent_target(report: AuditReport, now: datetime) -> list[Finding]:
+    """Not an absence: two different answers to one hello were seen."""
     c = report.consistency
-    if c is not None and c.status == "inconsistent":
-        # Not an absence: two different answers to one hello were seen.
-        out.append(Finding("medium", "target.inconsistent", "the target answered the same "
-                           "hello differently (likely several servers or configurations "
-                           "behind one name); results built from many connections may merge "
-                           "them (" + "; ".join(_distinct(c.answers) + list(c.notes)) + ")",
-                           items=c.affected))
-    out += _pq_findings(report)
-    out += certificate_findings(report, now or datetime.now(timezone.utc))
-    out += _inconclusive_findings(report)
-    return out
+    if c is None or c.status != "inconsistent":
+        return []
+    return [Finding("medium", "target.inconsistent", "the target answered the same hello "
+                    "differently (likely several servers or configurations behind one name); "
+                    "results built from many connections may merge them ("
+                    + "; ".join(_distinct(c.answers) + list(c.notes)) + ")", items=c.affected)]
+
+
+def _post_quantum(report: AuditReport, now: datetime) -> list[Finding]:
+    return _pq_findings(report)
+
+
+def _inconclusive(report: AuditReport, now: datetime) -> list[Finding]:
+    return _inconclusive_findings(report)
+
+
+#: the built-in rules, in the order of their findings
+BUILTIN_RULES: tuple[BuiltinRule, ...] = (
+    _weak_suites, _no_modern_version, _fixed_dh, _inconsistent_target, _post_quantum,
+    certificate_findings, _inconclusive)
+
+
+def builtin_findings(report: AuditReport, now: datetime | None = None) -> list[Finding]:
+    """What is weak whatever the policy, plus what could not be established: BUILTIN_RULES
+    in order (certificate dates judged at `now`, default the current time)."""
+    when = now or datetime.now(timezone.utc)
+    return [finding for rule in BUILTIN_RULES for finding in rule(report, when)]
 
 
 def _distinct(answers: tuple[str, ...]) -> list[str]:
@@ -168,11 +132,6 @@ def _distinct(answers: tuple[str, ...]) -> list[str]:
         phase, _, answer = line.partition(": ")
         seen.setdefault(answer, []).append(phase)
     return [f"{answer} (after {', '.join(phases)})" for answer, phases in seen.items()]
-
-
-def dh_modulus_word(fixed: DhParameters) -> str:
-    """'prime' when the check found (or the table knows) p prime, else 'modulus'."""
-    return "modulus" if fixed.prime in ("composite", "unchecked") else "prime"
 
 
 def _dh_prime_findings(fixed: DhParameters) -> list[Finding]:

@@ -138,6 +138,18 @@ def suite_name(code: int) -> str:
     return _name16(code, suite.name if suite is not None else None)
 
 
+#: RFC 7919 section 6 (the finite field groups of the registry, kind "ffdhe"): prime sizes
+#: in bits (tests/test_registry.py checks them against the primes of kex/ffdhe_primes.py)
+FFDHE_BITS: dict[int, int] = {0x0100: 2048, 0x0101: 3072, 0x0102: 4096, 0x0103: 6144,
+                              0x0104: 8192}
+
+
+def ffdhe_bits(code: int) -> int | None:
+    """The prime size of the RFC 7919 group `code`; None for any other group."""
+    g = _GROUPS.get(code)
+    return FFDHE_BITS.get(code) if g is not None and g.kind == "ffdhe" else None
+
+
 def group_name(code: int) -> str:
     g = _GROUPS.get(code)
     return _name16(code, g.name if g is not None else None)
