@@ -17,6 +17,7 @@ from tlsprobe.model.audit import (AuditReport, ConsistencyCheck, DheAudit, DhPar
                                   GroupAudit, PqVerdict, SigalgAudit, SuiteAudit, TrustCheck,
                                   VersionSupport)
 from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.model.starttls import StartTlsInfo
 from tlsprobe.model.probe import (AlertInfo, CertificateInfo, Cipher, Codepoint, KeyExchange,
                                   Offer, ProbeResult, Timings, Verification)
 from tlsprobe.model.timing import (MEASURED, NOT_RUN, REFUSED, EntryTiming, Stats,
@@ -94,8 +95,45 @@ def probe_tls12_weak() -> ProbeResult:
 
 
 
+def probe_states() -> list[ProbeResult]:
+    """The rows that depend on how far the handshake went and on what it was: STARTTLS, an
+    anonymous suite, a first-flight stop, a refusal after our Finished, no ServerHello, an
+    OCSP status announced without a response, TLS 1.3 without HelloRetryRequest, a TLS 1.0
+    key exchange, the RSA key transport."""
+    base = ProbeResult(host="mail.example", port=25, address="127.0.0.2",
+                       offer=_offer(0x0304, 0x0303), version=V(0x0303),
+                       cipher=Cipher.of(0xC018), handshake_complete=False)
+    return [
+        dataclasses.replace(
+            base, starttls=StartTlsInfo("smtp", "port", "220 mail.example ESMTP", "STARTTLS"),
+            anonymous=True, incomplete_reason="--first-flight-only",
+            key_exchange=KeyExchange("ECDHE", "server_key_exchange", G(0x17), 65, None),
+            ocsp_stapling="announced, no CertificateStatus"),
+        dataclasses.replace(base, version=V(0x0301), cipher=Cipher.of(0x0033),
+                            key_exchange=KeyExchange("DHE", "dhe_parameters", G(0x0100), 256,
+                                                     256, dh_prime_bits=2048,
+                                                     dh_group_name="ffdhe2048"),
+                            error="alert decrypt_error after our Finished", finished_verified=False,
+                            extended_master_secret=True, secure_renegotiation=False),
+        dataclasses.replace(base, version=V(0x0303), cipher=Cipher.of(0x009C),
+                            key_exchange=KeyExchange("RSA", "rsa", None, None, 256),
+                            error="timed out", finished_verified=None),
+        dataclasses.replace(base, version=V(0x0304), cipher=Cipher.of(0x1303),
+                            key_exchange=KeyExchange("ECDHE", "key_share", G(0x1D), 32, 32,
+                                                     253, server_temp_key="X25519, 253 bits"),
+                            signature_verified=None, signature_detail="no CertificateVerify"),
+        dataclasses.replace(base, host="127.0.0.2", version=None, cipher=None,
+                            error="connection refused", error_kind="network"),
+        dataclasses.replace(base, version=V(0x0303), cipher=Cipher.of(0xC02F),
+                            key_exchange=KeyExchange("ECDHE", "not_captured", None),
+                            handshake_complete=False),
+    ]
+
+
 def test_probe_summary(golden, terminal) -> None:
-    for name, result in (("probe_tls13", probe_tls13()), ("probe_tls12_weak", probe_tls12_weak())):
+    states = {f"probe_state_{i}": r for i, r in enumerate(probe_states())}
+    for name, result in (("probe_tls13", probe_tls13()), ("probe_tls12_weak", probe_tls12_weak()),
+                         *states.items()):
         plain, full = io.StringIO(), io.StringIO()
         render_probe(result, plain)
         render_probe(result, full, full=True)
@@ -290,3 +328,29 @@ def test_timing_table(golden, terminal) -> None:
     golden.text("timing_table.txt", "--- pipe ---\n" + plain.getvalue() +
                 "--- pipe, width 60 ---\n" + narrow.getvalue() +
                 "--- terminal, 100 columns ---\n" + terminal.getvalue())
+
+
+#: third-party captures (../shared/captures) with what the lab's do not have: SSL 2.0,
+#: OpenVPN and RDP framing, STARTTLS preambles, DTLS, QUIC, a NULL cipher, a non-ASCII ALPN
+CORPUS = ("wireshark/notes/ssl3/sslv2.pcapng", "wireshark/notes/tls/tls-null.pcapng",
+          "wireshark/wiki/SampleCaptures/OpenVPN_TCP_tls-auth.pcapng",
+          "wireshark/wiki/SampleCaptures/rdp-ssl.pcap.gz",
+          "wireshark/test-captures/snakeoil-dtls.pcap",
+          "suricata-verify/tests/smtp-startssl/input.pcap",
+          "suricata-verify/tests/ldap-starttls/input.pcap",
+          "suricata-verify/tests/pgsql/pgsql-upgrade-tls/input.pcap",
+          "ja4/pcap/quic-tls-handshake.pcapng", "ja4/pcap/tls-non-ascii-alpn.pcapng",
+          "ja4/pcap/badcurveball.pcap")
+
+
+def test_pcap_details_of_the_shared_corpus(golden, run_cli, captures_dir: Path,
+                                           tmp_path: Path) -> None:
+    parts = []
+    for name in CORPUS:
+        (tmp_path / "shared" / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(captures_dir / name, tmp_path / "shared" / name)
+        code, out, err = run_cli("pcap", f"shared/{name}", "--details")
+        parts.append(f"--- {name}: exit {code}\n{out}{err}")
+    code, out, err = run_cli("pcap", *[f"shared/{name}" for name in CORPUS])
+    parts.append(f"--- table: exit {code}\n{out}{err}")
+    golden.text("pcap_details_corpus.txt", "".join(parts))
