@@ -8,12 +8,12 @@ thousand connections costs no more than its text (rich is imported only when use
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING
 
-from tlsprobe.report.escape import shown
 from tlsprobe.model.capture import BriefReport, ConnectionReport
 from tlsprobe.model.probe import AlertInfo
+from tlsprobe.report.escape import shown
 
 if TYPE_CHECKING:
     from tlsprobe.report.fit import FitTable
@@ -147,24 +147,38 @@ def render_connections(rows: Sequence[tuple[str, ...]], out: IO[str], *,
         print(LEGEND, file=out)
 
 
-def connection_rows(r: ConnectionReport) -> list[tuple[str, str]]:
-    """Per-connection details as (label, value) rows, labelled as the probe's summary."""
-    rows: list[tuple[str, str]] = [
+Row = tuple[str, str]
+#: the rows of one part of a connection's details
+ConnectionRows = Callable[[ConnectionReport], list[Row]]
+
+#: what a connection's TLS travels inside (the "Inside" row)
+FRAMINGS = {"openvpn": "OpenVPN control channel",
+            "tds": "MS-TDS (SQL Server) PRELOGIN packets",
+            "capwap": "CAPWAP (DTLS preamble)"}
+
+
+def _where_rows(r: ConnectionReport) -> list[Row]:
+    """The connection, its file, what came before or around the TLS, the SNI."""
+    rows: list[Row] = [
         ("Connection", (f"#{connection_label(r)} {r.client} -> {r.server} ({r.protocol}, "
                         f"frames {r.first_frame}-{r.last_frame})")),
         ("File", r.file)]
     if r.preamble:
         rows.append(("Before TLS", r.preamble))
     if r.framing:
-        rows.append(("Inside", {"openvpn": "OpenVPN control channel",
-                                "tds": "MS-TDS (SQL Server) PRELOGIN packets",
-                                "capwap": "CAPWAP (DTLS preamble)",
-                                "rdp-udp": "RDP over UDP (reliable channel)"
-                                if r.protocol == "tls" else "RDP over UDP (lossy channel)"
-                                }.get(r.framing, r.framing)))
+        rdp = "RDP over UDP (reliable channel)" if r.protocol == "tls" else \
+            "RDP over UDP (lossy channel)"
+        rows.append(("Inside", rdp if r.framing == "rdp-udp" else
+                     FRAMINGS.get(r.framing, r.framing)))
     if r.midstream:
         rows.append(("Capture", "starts inside the connection"))
     rows.append(("SNI", r.sni or "(none)"))
+    return rows
+
+
+def _offer_rows(r: ConnectionReport) -> list[Row]:
+    """The client's offer (SSL 2.0 cipher specs listed one by one)."""
+    rows: list[Row] = []
     o = r.offer
     if o is not None:
         rows.append(("Offered versions", ", ".join(v.name for v in o.versions)))
@@ -176,15 +190,24 @@ def connection_rows(r: ConnectionReport) -> list[tuple[str, str]]:
     if r.sslv2_cipher_specs:
         rows.append(("SSLv2 cipher specs", f"{len(r.sslv2_cipher_specs)} offered"))
         rows.extend(("", f"{c.iana_name} ({c.hex})") for c in r.sslv2_cipher_specs)
-    if o is not None:
-        if o.alpn:
-            rows.append(("Offered ALPN", ", ".join(o.alpn)))
-    rows.append(("Protocol", r.version.label() if r.version else
-                 "(unknown: see problems)" if r.cipher else "(none)"))
+    if o is not None and o.alpn:
+        rows.append(("Offered ALPN", ", ".join(o.alpn)))
+    return rows
+
+
+def _chosen_rows(r: ConnectionReport) -> list[Row]:
+    """The server's choices: version and suite, then the key exchange."""
+    rows: list[Row] = [("Protocol", r.version.label() if r.version else
+                        "(unknown: see problems)" if r.cipher else "(none)")]
     if r.cipher:
         rows.append(("Cipher", f"{r.cipher.iana_name} ({r.cipher.hex})"))
         rows.append(("", f"OpenSSL name: {r.cipher.openssl_name or '(none)'}"))
-    rows.extend(_key_exchange_rows(r))
+    return rows + _key_exchange_rows(r)
+
+
+def _negotiated_rows(r: ConnectionReport) -> list[Row]:
+    """HelloRetryRequest, signature scheme, ALPN, resumption, session ticket."""
+    rows: list[Row] = []
     if r.version is not None and r.version.id >= 0x0304 or r.hello_retry_request:
         rows.append(("HelloRetryRequest", r.hello_retry_request.label()
                      if r.hello_retry_request else "no"))
@@ -196,23 +219,37 @@ def connection_rows(r: ConnectionReport) -> list[tuple[str, str]]:
         rows.append(("Resumption", r.resumption))
     if r.session_ticket_lifetime is not None:
         rows.append(("Session ticket", f"lifetime {r.session_ticket_lifetime} s"))
+    return rows
+
+
+def _certificate_rows(r: ConnectionReport) -> list[Row]:
+    rows: list[Row] = []
     for i, c in enumerate(r.certificates):
         rows.append(("Certificate chain" if i == 0 else "", f"{i} s: {c.subject}"))
         rows.append(("", f"  i: {c.issuer}"))
         bits = f" {c.key_bits} bits" if c.key_bits else ""
         rows.append(("", f"  a: {c.key_type}{bits}; {c.signature_algorithm}"))
         rows.append(("", f"  v: {c.not_before} -> {c.not_after}"))
+    return rows
+
+
+def _alert_rows(r: ConnectionReport) -> list[Row]:
+    rows: list[Row] = []
     for a in r.alerts:
         if a.encrypted:
-            rows.append(("Alert", f"{a.direction} alert, encrypted (a protected record of an "
-                         "alert's size; its level and description need the keys)"))
+            rows.append(("Alert", (f"{a.direction} alert, encrypted (a protected record of an "
+                         "alert's size; its level and description need the keys)")))
             continue
         level = "fatal" if a.level == 2 else "warning"
         rows.append(("Alert", f"{a.direction} {level} {a.name} ({a.description})"))
+    return rows
+
+
+def _outcome_rows(r: ConnectionReport) -> list[Row]:
+    """Fingerprints, how far the handshake went, times, bytes, problems."""
     fp = r.fingerprints
-    for label, value in (("JA3", fp.ja3), ("JA3S", fp.ja3s), ("JA4", fp.ja4)):
-        if value:
-            rows.append((label, value))
+    rows: list[Row] = [(label, value) for label, value in
+                       (("JA3", fp.ja3), ("JA3S", fp.ja3s), ("JA4", fp.ja4)) if value]
     rows.append(("Handshake", _state(r)))
     t = r.timings
     parts = [f"{name} {v:.1f} ms" for name, v in (("to ServerHello", t.server_hello_ms),
@@ -221,9 +258,20 @@ def connection_rows(r: ConnectionReport) -> list[tuple[str, str]]:
         rows.append(("Timing", ", ".join(parts)))
     rows.append(("Bytes", f"client {r.client_bytes}, server {r.server_bytes}"
                  + (f", {r.gap_bytes} not captured" if r.gap_bytes else "")))
-    for p in r.problems:
-        rows.append(("Problem", p))
+    rows.extend(("Problem", p) for p in r.problems)
     return rows
+
+
+#: a connection's details, part by part, in order
+CONNECTION_ROWS: tuple[ConnectionRows, ...] = (
+    _where_rows, _offer_rows, _chosen_rows, _negotiated_rows, _certificate_rows, _alert_rows,
+    _outcome_rows)
+
+
+def connection_rows(r: ConnectionReport) -> list[Row]:
+    """Per-connection details as (label, value) rows, labelled as the probe's summary
+    (CONNECTION_ROWS in order)."""
+    return [row for part in CONNECTION_ROWS for row in part(r)]
 
 
 def _key_exchange_rows(r: ConnectionReport) -> list[tuple[str, str]]:

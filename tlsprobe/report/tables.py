@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from typing import IO
 
-from tlsprobe.report.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from tlsprobe.model.probe import CertificateInfo, Codepoint, KeyExchange, ProbeResult
+from tlsprobe.report.console import Console
 from tlsprobe.report.escape import shown
-from tlsprobe.model.probe import Codepoint, KeyExchange, ProbeResult
 
 SOURCES = {"key_share": "TLS 1.3 key_share", "hello_retry_request":
            "TLS 1.3 key_share after HelloRetryRequest", "server_key_exchange":
@@ -51,14 +52,15 @@ def key_exchange_head(kx: KeyExchange,
     return rows
 
 
-def probe_rows(r: ProbeResult, full: bool = False) -> list[tuple[str, str]]:
-    """The summary as (label, value) rows; plain strings so tests and JSON agree. `full`
-    (--full, or stdout not a terminal): every certificate and subjectAltName, none cut."""
-    chain_shown = len(r.certificates) if full else MAX_CHAIN_SHOWN
-    san_shown = None if full else MAX_SAN_SHOWN
-    rows: list[tuple[str, str]] = []
+Row = tuple[str, str]
+#: the rows of one part of the probe summary; `full`: every certificate and name, none cut
+ProbeRows = Callable[[ProbeResult, bool], list[Row]]
+
+
+def _target_rows(r: ProbeResult, full: bool) -> list[Row]:
     where = f"{r.host}:{r.port}" if ":" not in r.host else f"[{r.host}]:{r.port}"
-    rows.append(("Target", where + (f" ({r.address})" if r.address and r.address != r.host else "")))
+    rows = [("Target", where + (f" ({r.address})" if r.address and r.address != r.host
+                                else ""))]
     if r.starttls is not None:
         from tlsprobe.report.starttls import starttls_summary
         rows.append(("STARTTLS", starttls_summary(r.starttls)))
@@ -66,22 +68,33 @@ def probe_rows(r: ProbeResult, full: bool = False) -> list[tuple[str, str]]:
     if r.cipher:
         rows.append(("Cipher", f"{r.cipher.iana_name} ({r.cipher.hex})"))
         rows.append(("", f"OpenSSL name: {r.cipher.openssl_name or '(none)'}"))
+    return rows
+
+
+def _key_exchange_rows(r: ProbeResult, full: bool) -> list[Row]:
     kx = r.key_exchange
-    if kx is not None:
-        rows += key_exchange_head(kx, r.version)
-        sizes = []
-        if kx.server_share_bytes is not None:
-            sizes.append(f"server {kx.server_share_bytes} bytes")
-        if kx.client_share_bytes is not None:
-            sizes.append(f"client {kx.client_share_bytes} bytes")
-        if sizes:
-            rows.append(("Key share sizes", ", ".join(sizes)))
-        if kx.dh_prime_bits:
-            weak = ("; WEAK: under 2048 bits (Logjam; openssl s_client refuses it: dh key "
-                    "too small)" if kx.dh_prime_bits < 2048 else "")
-            rows.append(("DH prime", f"{kx.dh_prime_bits} bits ({kx.dh_group_name}){weak}"))
-        if kx.problem:
-            rows.append(("Key exchange problem", kx.problem))
+    if kx is None:
+        return []
+    rows = key_exchange_head(kx, r.version)
+    sizes = []
+    if kx.server_share_bytes is not None:
+        sizes.append(f"server {kx.server_share_bytes} bytes")
+    if kx.client_share_bytes is not None:
+        sizes.append(f"client {kx.client_share_bytes} bytes")
+    if sizes:
+        rows.append(("Key share sizes", ", ".join(sizes)))
+    if kx.dh_prime_bits:
+        weak = ("; WEAK: under 2048 bits (Logjam; openssl s_client refuses it: dh key "
+                "too small)" if kx.dh_prime_bits < 2048 else "")
+        rows.append(("DH prime", f"{kx.dh_prime_bits} bits ({kx.dh_group_name}){weak}"))
+    if kx.problem:
+        rows.append(("Key exchange problem", kx.problem))
+    return rows
+
+
+def _negotiated_rows(r: ProbeResult, full: bool) -> list[Row]:
+    """HelloRetryRequest (TLS 1.3), signature scheme, ALPN, session ticket."""
+    rows: list[Row] = []
     if r.version is not None and r.version.id >= 0x0304:
         rows.append(("HelloRetryRequest", r.hello_retry_request.label()
                      if r.hello_retry_request else "no"))
@@ -91,28 +104,50 @@ def probe_rows(r: ProbeResult, full: bool = False) -> list[tuple[str, str]]:
         rows.append(("ALPN", r.alpn or "(none)"))
     if r.session_ticket_lifetime is not None:
         rows.append(("Session ticket", f"lifetime {r.session_ticket_lifetime} s"))
+    return rows
+
+
+def _san_row(c: CertificateInfo, first: bool, full: bool) -> list[Row]:
+    if c.san:
+        cut = not full and len(c.san) > MAX_SAN_SHOWN
+        shown_names = c.san if full else c.san[:MAX_SAN_SHOWN]
+        tail = f", ... {len(c.san) - MAX_SAN_SHOWN} more (--full shows all)" if cut else ""
+        return [("", f"  SAN: {', '.join(shown_names)}{tail}")]
+    if first:
+        return [("", ("  SAN: none (no subjectAltName: names are not checked against the "
+                     "subject CN)"))]
+    return []
+
+
+def certificate_rows(r: ProbeResult, full: bool) -> list[Row]:
+    """The chain as s_client prints it (subject, issuer, key, validity, names); without
+    `full`, MAX_CHAIN_SHOWN certificates and MAX_SAN_SHOWN names each."""
+    chain_shown = len(r.certificates) if full else MAX_CHAIN_SHOWN
+    rows: list[Row] = []
     for i, c in enumerate(r.certificates[:chain_shown]):
         rows.append(("Certificate chain" if i == 0 else "", f"{i} s: {c.subject}"))
         rows.append(("", f"  i: {c.issuer}"))
         bits = f" {c.key_bits} bits" if c.key_bits else ""
         rows.append(("", f"  a: {c.key_type}{bits}; {c.signature_algorithm}"))
         rows.append(("", f"  v: {c.not_before} -> {c.not_after}"))
-        if c.san:
-            cut = san_shown is not None and len(c.san) > san_shown
-            tail = f", ... {len(c.san) - MAX_SAN_SHOWN} more (--full shows all)" if cut else ""
-            rows.append(("", f"  SAN: {', '.join(c.san[:san_shown])}{tail}"))
-        elif i == 0:
-            rows.append(("", "  SAN: none (no subjectAltName: names are not checked against "
-                             "the subject CN)"))
+        rows += _san_row(c, i == 0, full)
     if len(r.certificates) > chain_shown:
         more = len(r.certificates) - chain_shown
-        rows.append(("", f"... {more} more certificates not shown (--full or --json shows "
-                         "them all)"))
-    if r.verification is not None:
-        rows.append(("Verification", r.verification.message
-                     if r.verification.skipped
-                     else f"Verify return code: {r.verification.message}"))
-    rows += session_rows(r)
+        rows.append(("", (f"... {more} more certificates not shown (--full or --json shows "
+                         "them all)")))
+    return rows
+
+
+def _verification_rows(r: ProbeResult, full: bool) -> list[Row]:
+    if r.verification is None:
+        return []
+    return [("Verification", r.verification.message if r.verification.skipped
+             else f"Verify return code: {r.verification.message}")]
+
+
+def _proof_rows(r: ProbeResult, full: bool) -> list[Row]:
+    """The server's signature and Finished, a CertificateRequest."""
+    rows: list[Row] = []
     if r.signature_verified is not None or r.signature_detail:
         state = {True: "verified", False: "FAILED", None: "not checked"}[r.signature_verified]
         detail = f" ({r.signature_detail})" if r.signature_detail else ""
@@ -120,19 +155,27 @@ def probe_rows(r: ProbeResult, full: bool = False) -> list[tuple[str, str]]:
     if r.finished_verified is not None:
         rows.append(("Server Finished", "verified" if r.finished_verified else "FAILED"))
     if r.client_certificate_requested:
-        rows.append(("Client certificate", "requested by the server (CertificateRequest); "
-                     "none sent"))
+        rows.append(("Client certificate", ("requested by the server (CertificateRequest); "
+                     "none sent")))
+    return rows
+
+
+def _handshake_state(r: ProbeResult) -> str:
+    if r.handshake_complete:
+        return "complete"
+    if r.incomplete_reason:
+        return f"stopped after the server's first flight: {r.incomplete_reason}"
+    if r.error:
+        return "failed" if r.finished_verified is None else \
+            "refused by the server after our Finished"
+    return "stopped after the server's first flight"
+
+
+def _outcome_rows(r: ProbeResult, full: bool) -> list[Row]:
+    """How far the handshake went, the HTTP answer, the times, the alerts, the error."""
+    rows: list[Row] = []
     if r.version is not None:
-        if r.handshake_complete:
-            state = "complete"
-        elif r.incomplete_reason:
-            state = f"stopped after the server's first flight: {r.incomplete_reason}"
-        elif r.error:
-            state = "failed" if r.finished_verified is None else \
-                "refused by the server after our Finished"
-        else:
-            state = "stopped after the server's first flight"
-        rows.append(("Handshake", state))
+        rows.append(("Handshake", _handshake_state(r)))
     if r.http_status:
         rows.append(("HTTP", r.http_status))
     t = r.timings
@@ -148,13 +191,30 @@ def probe_rows(r: ProbeResult, full: bool = False) -> list[tuple[str, str]]:
     return rows
 
 
+def _session_rows(r: ProbeResult, full: bool) -> list[Row]:
+    return session_rows(r)
+
+
+#: the probe summary, part by part, in order
+PROBE_ROWS: tuple[ProbeRows, ...] = (
+    _target_rows, _key_exchange_rows, _negotiated_rows, certificate_rows, _verification_rows,
+    _session_rows, _proof_rows, _outcome_rows)
+
+
+def probe_rows(r: ProbeResult, full: bool = False) -> list[Row]:
+    """The summary as (label, value) rows (PROBE_ROWS in order); plain strings so tests and
+    JSON agree. `full` (--full, or stdout not a terminal): every certificate and
+    subjectAltName, none cut."""
+    return [row for part in PROBE_ROWS for row in part(r, full)]
+
+
 def session_rows(r: ProbeResult) -> list[tuple[str, str]]:
     """Authentication, extended master secret, secure renegotiation, OCSP stapling."""
     rows: list[tuple[str, str]] = []
     if r.anonymous:
-        rows.append(("Authentication", "ANONYMOUS: no server authentication (anonymous "
+        rows.append(("Authentication", ("ANONYMOUS: no server authentication (anonymous "
                      "suite: no certificate, unsigned key exchange; anyone in the path can "
-                     "impersonate the server)"))
+                     "impersonate the server)")))
     if r.extended_master_secret is not None:
         rows.append(("Master secret", "Extended master secret: yes (RFC 7627)"
                      if r.extended_master_secret else "Extended master secret: no"))
