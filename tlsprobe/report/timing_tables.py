@@ -6,14 +6,29 @@ The result model, its statistics and the ranking live in tlsprobe/model/timing.p
 from __future__ import annotations
 
 import io
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, TypeAlias
 
-from tlsprobe.model.timing import (FAILING, MEASURED, MISMATCH, NOT_RUN, REFUSED,
-                                   TIMING_SCHEMA, EntryTiming, Ranking, Stats, TimingReport,
-                                   figures, median_ci_ranks, percentile, rank)
+from tlsprobe.model.timing import (
+    FAILING,
+    MEASURED,
+    MISMATCH,
+    NOT_RUN,
+    REFUSED,
+    TIMING_SCHEMA,
+    EntryTiming,
+    Ranking,
+    Stats,
+    TimingReport,
+    figures,
+    median_ci_ranks,
+    percentile,
+    rank,
+)
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
+    from rich.table import Table
+    from rich.text import Text
 
 
 # -- rich --------------------------------------------------------------------------------------
@@ -49,12 +64,54 @@ def _rank_cell(e: EntryTiming) -> str:
     return f"{e.rank}" + ("~" if e.ci_overlaps_previous else "")
 
 
-def timing_table(report: TimingReport) -> RenderableType:
-    """One table: a row per entry (cheapest first per version), the verdicts, the notes."""
-    from rich import box
-    from rich.console import Group
-    from rich.table import Table
+#: a table cell: plain text, or styled text (the bar, a status)
+Cell: TypeAlias = "str | Text"
+#: the notes under the table, part by part
+NOTES = (("times: from our ClientHello to our Finished (the bar after the median: the slowest "
+         "median fills it); CI: confidence interval of the median; hs/s: 1000 / median of "
+         "connect + handshake"),
+         ("client CPU: our own work in the handshake (kex: key generation and shared secret "
+         "alone); server+net: the rest, the wait for the server"))
+
+
+def _head(e: EntryTiming) -> list[Cell]:
+    """Version and group; a pinned suite goes under the group, keeping the width."""
+    suite = e.offered_suite
+    short = (suite.openssl_name or suite.iana_name).removeprefix("TLS_") if suite else ""
+    return [e.version.name, e.label + (f"\n{short}" if suite else "")]
+
+
+def _unranked_row(e: EntryTiming) -> list[Cell]:
+    """No figures: the why goes to the notes (a long line would squeeze the table)."""
     from rich.text import Text
+    return [*_head(e), *["-"] * 9, Text(e.status, style="yellow")]
+
+
+def _ranked_row(e: EntryTiming, slowest: float) -> list[Cell]:
+    from rich.text import Text
+    hs = e.handshake_ms
+    median = hs.median if hs else None
+    return [*_head(e), _ms(e.connect_ms.median if e.connect_ms else None), _ms(median),
+            Text(bar(median, slowest).ljust(BAR_WIDTH), style="cyan"),
+            _ms(hs.p90 if hs else None), _ci(hs),
+            f"{e.handshakes_per_s:.0f}" if e.handshakes_per_s else "-",
+            _ms(e.client_cpu_ms.median if e.client_cpu_ms else None),
+            _ms(e.client_kex_ms), _ms(e.wait_ms.median if e.wait_ms else None), _rank_cell(e)]
+
+
+def _rows(report: TimingReport) -> list[list[Cell]]:
+    """A row per entry, cheapest first per version."""
+    slowest = max((e.handshake_ms.median for e in report.entries
+                   if e.ranked and e.handshake_ms), default=0.0)
+    return [_ranked_row(e, slowest) if e.ranked else _unranked_row(e) for e in report.entries]
+
+
+def _table(report: TimingReport) -> Table:
+    """The table of figures. Figures are never cut: each figure column is as wide as its
+    widest cell; only the group label wraps when the console is narrow (and render_timing
+    widens the console when even that is not enough)."""
+    from rich import box
+    from rich.table import Table
     host = f"[{report.host}]" if ":" in report.host else report.host
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1),
                   collapse_padding=True,
@@ -62,31 +119,10 @@ def timing_table(report: TimingReport) -> RenderableType:
                         f"run{'s' if report.runs != 1 else ''} per group after "
                         f"{report.warmup} warm-up round{'s' if report.warmup != 1 else ''} (ms)",
                   title_justify="left")
-    columns = ["Version", "Group", "connect", "median", "", "p90", f"{report.confidence * 100:g}% CI",
-               "hs/s", "client CPU", "kex", "server+net", "rank"]
-    rows: list[list[Any]] = []
-    slowest = max((e.handshake_ms.median for e in report.entries
-                   if e.ranked and e.handshake_ms), default=0.0)
-    for e in report.entries:
-        suite = e.offered_suite   # a pinned suite goes under the group, keeping the width
-        short = (suite.openssl_name or suite.iana_name).removeprefix("TLS_") if suite else ""
-        head = [e.version.name, e.label + (f"\n{short}" if suite else "")]
-        if not e.ranked:   # the why goes to the notes: a long line would squeeze the table
-            rows.append([*head, *["-"] * 9, Text(e.status, style="yellow")])
-            continue
-        hs = e.handshake_ms
-        rows.append([*head, _ms(e.connect_ms.median if e.connect_ms else None),
-                      _ms(hs.median if hs else None),
-                      Text(bar(hs.median if hs else None, slowest).ljust(BAR_WIDTH),
-                           style="cyan"),
-                      _ms(hs.p90 if hs else None), _ci(hs),
-                      f"{e.handshakes_per_s:.0f}" if e.handshakes_per_s else "-",
-                      _ms(e.client_cpu_ms.median if e.client_cpu_ms else None),
-                      _ms(e.client_kex_ms), _ms(e.wait_ms.median if e.wait_ms else None),
-                      _rank_cell(e)])
-    # Figures are never cut: each figure column is as wide as its widest cell; only the
-    # group label wraps when the console is narrow (and render_timing widens the console
-    # when even that is not enough).
+    columns = ["Version", "Group", "connect", "median", "", "p90",
+               f"{report.confidence * 100:g}% CI", "hs/s", "client CPU", "kex", "server+net",
+               "rank"]
+    rows = _rows(report)
     for i, name in enumerate(columns):
         widest = max([len(name)] + [len(str(row[i])) for row in rows])
         if name == "":   # the median's bar: the slowest group's fills it
@@ -98,13 +134,13 @@ def timing_table(report: TimingReport) -> RenderableType:
                              no_wrap=True, min_width=widest)
     for row in rows:
         table.add_row(*row)
-    parts: list[Any] = [table]
-    parts += [Text(r.verdict, style="bold") for r in report.rankings]
-    notes = ["times: from our ClientHello to our Finished (the bar after the median: the "
-             "slowest median fills it); CI: confidence interval of the median; hs/s: 1000 / "
-             "median of connect + handshake",
-             "client CPU: our own work in the handshake (kex: key generation and shared "
-             "secret alone); server+net: the rest, the wait for the server"]
+    return table
+
+
+def _notes(report: TimingReport) -> list[str]:
+    """What the columns mean, the report's notes, then why each entry was not ranked or
+    failed."""
+    notes = list(NOTES)
     if any(e.ci_overlaps_previous for e in report.entries):
         notes.append("rank~: its interval overlaps the one ranked above it, so the order of "
                      "the two is not established")
@@ -112,27 +148,43 @@ def timing_table(report: TimingReport) -> RenderableType:
     notes += [f"{e.name} ({e.version.name}): {e.status}: {e.detail}" if not e.ranked else
               f"{e.name} ({e.version.name}): {e.failures} failed handshake(s), last: {e.detail}"
               for e in report.entries if not e.ranked or e.failures]
-    from tlsprobe.report.escape import shown   # error details may quote the server
+    return notes
+
+
+def _below(report: TimingReport) -> list[RenderableType]:
+    """The verdicts, an early stop, the notes (escaped: error details may quote the
+    server)."""
+    from rich.text import Text
+
+    from tlsprobe.report.escape import shown
+    parts: list[RenderableType] = [Text(r.verdict, style="bold") for r in report.rankings]
     if report.stopped:
         parts.append(Text(shown(f"stopped early: {report.stopped}"), style="red"))
-    parts += [Text(shown(f"note: {n}"), style="dim") for n in notes]
-    return Group(*parts)
+    parts += [Text(shown(f"note: {n}"), style="dim") for n in _notes(report)]
+    return parts
 
 
-def _minimum_width(renderable: RenderableType) -> int:
+def timing_table(report: TimingReport) -> RenderableType:
+    """One table: a row per entry (cheapest first per version), the verdicts, the notes."""
+    from rich.console import Group
+    return Group(_table(report), *_below(report))
+
+
+def _minimum_width(table: Table) -> int:
     """The narrowest console that shows the table's figures whole (the label may wrap)."""
     from tlsprobe.report.console import Console
-    from rich.table import Table
     console = Console(file=io.StringIO(), width=1000)
-    tables = [r for r in getattr(renderable, "renderables", [renderable]) if isinstance(r, Table)]
-    return max([console.measure(t).minimum for t in tables] or [0])
+    return console.measure(table).minimum
 
 
 def render_timing(report: TimingReport, out: IO[str], width: int | None = None) -> None:
     """Rich on a terminal; elsewhere plain lines (120 columns) without trailing blanks."""
+    from rich.console import Group
+
     from tlsprobe.report.console import Console
-    renderable = timing_table(report)
-    needed = _minimum_width(renderable)
+    table = _table(report)
+    needed = _minimum_width(table)
+    renderable = Group(table, *_below(report))
     if out.isatty():
         console = Console(file=out, highlight=False, width=width)
         if console.width < needed:   # wider than the terminal rather than cut figures
