@@ -13,10 +13,10 @@ an audit against a policy: policy/findings.py.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from tlsprobe import registry
 from tlsprobe.errors import did_you_mean
@@ -86,17 +86,21 @@ def builtin_names() -> list[str]:
     return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json"))
 
 
-def _raw_builtin(name: str) -> dict[str, Any]:
+#: a policy as parsed from JSON or TOML, before it is checked
+PolicyData = dict[str, object]
+
+
+def _raw_builtin(name: str) -> PolicyData:
     name = ALIASES.get(name.lower(), name.lower())
     if name not in builtin_names():
         raise PolicyError(f"unknown policy {name!r} (built in: {', '.join(builtin_names())}, "
                          f"{', '.join(sorted(ALIASES))}; or a .json/.toml file)")
     text = resources.files("tlsprobe.data").joinpath("policies", f"{name}.json").read_text()
-    data: dict[str, Any] = json.loads(text)
+    data: PolicyData = json.loads(text)
     return data
 
 
-def _read_file(path: Path) -> dict[str, Any]:
+def _read_file(path: Path) -> PolicyData:
     try:
         text = path.read_text()
     except OSError as exc:
@@ -104,15 +108,16 @@ def _read_file(path: Path) -> dict[str, Any]:
     try:
         if path.suffix.lower() == ".toml":
             import tomllib
-            data: Any = tomllib.loads(text)
+            data: object = tomllib.loads(text)
         else:
             data = json.loads(text)
     except ValueError as exc:  # json.JSONDecodeError and tomllib.TOMLDecodeError
         raise PolicyError(f"policy file {path}: {exc}") from None
     if not isinstance(data, dict):
         raise PolicyError(f"policy file {path}: expected a table/object at the top level")
-    data.setdefault("name", path.stem)
-    return data
+    table: PolicyData = {str(k): v for k, v in data.items()}
+    table.setdefault("name", path.stem)
+    return table
 
 
 def load_policy(spec: str) -> Policy:
@@ -130,16 +135,17 @@ def load_policy(spec: str) -> Policy:
     return parse_policy(_raw_builtin(spec), spec)
 
 
-def _list(data: dict[str, Any], key: str, where: str) -> list[Any] | None:
+def _list(data: PolicyData, key: str, where: str) -> list[object] | None:
     value = data.get(key)
     if value is None:
         return None
     if not isinstance(value, list):
         raise PolicyError(f"policy {where}: '{key}' must be a list")
-    return value
+    return list(value)
 
 
-def _codes(data: dict[str, Any], key: str, where: str, parse: Any) -> list[int] | None:
+def _codes(data: PolicyData, key: str, where: str,
+           parse: Callable[[str], int] | None) -> list[int] | None:
     items = _list(data, key, where)
     if items is None:
         return None
@@ -162,7 +168,14 @@ def _codes(data: dict[str, Any], key: str, where: str, parse: Any) -> list[int] 
     return out
 
 
-def parse_policy(data: dict[str, Any], where: str) -> Policy:
+def _bits(data: PolicyData, key: str, where: str) -> int | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, int):
+        raise PolicyError(f"policy {where}: '{key}' must be a number of bits")
+    return value
+
+
+def parse_policy(data: PolicyData, where: str) -> Policy:
     """A policy from its parsed JSON/TOML table; `where` names it in error messages."""
     unknown = sorted(set(data) - KEYS)
     if unknown:
@@ -183,14 +196,14 @@ def parse_policy(data: dict[str, Any], where: str) -> Policy:
     suites13 = _codes(data, "tls13_cipher_suites", where, registry.parse_suite)
     groups = _codes(data, "groups", where, registry.parse_group)
     cert_types = _list(data, "certificate_types", where)
-    bad = next((t for t in cert_types or () if str(t).lower() not in CERTIFICATE_TYPES), None)
-    if bad is not None:
-        raise PolicyError(f"policy {where}: unknown certificate type {bad!r} in "
-                         f"'certificate_types'" + (did_you_mean(str(bad), CERTIFICATE_TYPES) or
+    odd = next((t for t in cert_types or () if str(t).lower() not in CERTIFICATE_TYPES), None)
+    if odd is not None:
+        raise PolicyError(f"policy {where}: unknown certificate type {odd!r} in "
+                         f"'certificate_types'" + (did_you_mean(str(odd), CERTIFICATE_TYPES) or
                                                    f" (one of {', '.join(CERTIFICATE_TYPES)})"))
-    for key in ("dh_min_bits", "rsa_min_bits"):
-        if data.get(key) is not None and not isinstance(data[key], int):
-            raise PolicyError(f"policy {where}: '{key}' must be a number of bits")
+    dh_min_bits, rsa_min_bits = _bits(data, "dh_min_bits", where), \
+        _bits(data, "rsa_min_bits", where)
+    order = data.get("server_preferred_order")
     return Policy(
         name=str(data.get("name") or where), title=str(data.get("title", "")),
         source=str(data.get("source", "")),
@@ -200,13 +213,14 @@ def parse_policy(data: dict[str, Any], where: str) -> Policy:
         tls13_cipher_suites=frozenset(suites13) if suites13 is not None else None,
         groups=frozenset(groups) if groups is not None else None,
         required_groups=tuple(_codes(data, "required_groups", where, registry.parse_group) or ()),
-        dh_min_bits=data.get("dh_min_bits"), rsa_min_bits=data.get("rsa_min_bits"),
+        dh_min_bits=dh_min_bits, rsa_min_bits=rsa_min_bits,
         certificate_types=tuple(str(t).lower() for t in cert_types) if cert_types is not None
-        else None, server_preferred_order=data.get("server_preferred_order"),
-        severity=dict(severity), waive={k: " ".join(v.split()) for k, v in waive.items()})
+        else None, server_preferred_order=bool(order) if order is not None else None,
+        severity={k: str(v) for k, v in severity.items()},   # checked: SEVERITIES
+        waive={k: " ".join(str(v).split()) for k, v in waive.items()})   # checked: str
 
 
-def _code_table(data: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+def _code_table(data: PolicyData, key: str, where: str) -> dict[str, object]:
     """The table `key` (finding code -> value), every code checked against the registry of
     finding codes (policy/codes.py): a typo is an error naming the closest codes."""
     table = data.get(key)
@@ -218,4 +232,4 @@ def _code_table(data: dict[str, Any], key: str, where: str) -> dict[str, Any]:
         why = unknown_code(str(code))
         if why is not None:
             raise PolicyError(f"policy {where}: [{key}] {why}")
-    return dict(table)
+    return {str(k): v for k, v in table.items()}

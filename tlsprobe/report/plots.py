@@ -20,13 +20,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from tlsprobe.errors import UsageError
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
     from tlsprobe.model.capture import BriefReport, ConnectionReport
-    from tlsprobe.model.speed import SpeedReport
+    from tlsprobe.model.speed import AlgorithmResult, SpeedReport
     from tlsprobe.model.timing import TimingReport
 
 FORMATS = (".png", ".svg")
@@ -48,7 +52,11 @@ def check_plot(path: str) -> None:
         raise UsageError(MISSING)
 
 
-def _pyplot() -> Any:
+#: openssl speed's figures: (algorithm, operation, block size) -> per second
+OpensslFigures = dict[tuple[str, str, int | None], float]
+
+
+def _pyplot() -> ModuleType:
     """matplotlib.pyplot on the Agg backend; SVG keeps text as text."""
     try:
         import matplotlib
@@ -61,7 +69,7 @@ def _pyplot() -> Any:
     return plt
 
 
-def _save(plt: Any, fig: Any, path: str) -> None:
+def _save(plt: ModuleType, fig: Figure, path: str) -> None:
     fig.savefig(path, dpi=110, bbox_inches="tight",
                 metadata={"Date": None} if path.lower().endswith(".svg") else None)
     plt.close(fig)
@@ -83,7 +91,7 @@ def _si(value: float) -> str:
 def plot_speed(report: SpeedReport, path: str) -> None:
     """Operations per second (kex, kem, sig) and AEAD throughput per block size."""
     plt = _pyplot()
-    openssl: dict[tuple[str, str, int | None], float] = {}
+    openssl: OpensslFigures = {}
     if report.comparison is not None:
         openssl = {(r.algorithm, r.operation, r.block_size): r.openssl
                    for r in report.comparison.rows if r.openssl is not None}
@@ -119,7 +127,8 @@ def plot_speed(report: SpeedReport, path: str) -> None:
     _save(plt, fig, path)
 
 
-def _rate_bars(ax: Any, results: Sequence[Any], openssl: dict[Any, float]) -> list[float]:
+def _rate_bars(ax: Axes, results: Sequence[AlgorithmResult],
+               openssl: OpensslFigures) -> list[float]:
     """One horizontal bar per (algorithm, operation), grouped by algorithm; openssl's
     figure for the same pair (if measured) as a hatched bar just under it. Returns the
     values drawn."""
@@ -161,12 +170,14 @@ def _rate_bars(ax: Any, results: Sequence[Any], openssl: dict[Any, float]) -> li
     return values
 
 
-def _aead_lines(ax: Any, results: Sequence[Any], sizes: Sequence[int],
-                openssl: dict[Any, float]) -> None:
+def _aead_lines(ax: Axes, results: Sequence[AlgorithmResult], sizes: Sequence[int],
+                openssl: OpensslFigures) -> None:
     """Throughput (bytes/s) against block size, a line per AEAD; openssl's dashed."""
     for result in results:
-        xs = [s for s in sizes if result.figure("encrypt", s) is not None]
-        ys = [result.figure("encrypt", s).bytes_per_second / 1e6 for s in xs]
+        rates = {s: f.bytes_per_second for s in sizes
+                 if (f := result.figure("encrypt", s)) is not None}
+        xs = [s for s, rate in rates.items() if rate is not None]
+        ys = [rate / 1e6 for rate in rates.values() if rate is not None]
         (line,) = ax.plot(xs, ys, marker="o", label=result.description)
         theirs = [(s, openssl[(result.algorithm, "encrypt", s)] / 1e6) for s in sizes
                   if (result.algorithm, "encrypt", s) in openssl]
