@@ -43,6 +43,9 @@ RUN_DEPENDENT = {
     "not_before": "<date>", "not_after": "<date>", "serial": "<serial>",
     "sha256": "<sha256>", "trust_store": "<path>",
 }
+#: JSON objects whose member order is the order the run's work finished in (a scan's
+#: connections per phase, counted as each phase ends, several at a time): compared sorted
+ORDERLESS = frozenset({"connections"})
 #: JSON members that are new since the goldens were pinned and allowed to appear (issue 31
 #: item 4: each check result gains typed `details` beside its prose)
 ALLOWED_NEW = frozenset({"details"})
@@ -61,7 +64,9 @@ def normalize(doc: Any, port: int | None = None) -> Any:
     - `port`, the lab server's port (chosen free at each start), becomes "<port>" wherever
       it appears: the `port` member and inside any text ("127.0.0.1:40123");
     - inside any text, ISO dates become "<date>" and hex runs of 32+ digits "<hex>" (a
-      check quoting a certificate's expiry or fingerprint).
+      check quoting a certificate's expiry or fingerprint);
+    - the objects named in ORDERLESS have their members sorted by name (their order is
+      the order concurrent phases ended in).
     Nothing else is touched: every other member, its order and the list orders count."""
     if port is None:
         return doc
@@ -76,7 +81,8 @@ def normalize(doc: Any, port: int | None = None) -> Any:
         if key in RUN_DEPENDENT and value is not None:
             return RUN_DEPENDENT[key]
         if isinstance(value, dict):
-            return {k: walk(v, k) for k, v in value.items()}
+            items = sorted(value.items()) if key in ORDERLESS else value.items()
+            return {k: walk(v, k) for k, v in items}
         if isinstance(value, list):
             return [walk(v) for v in value]
         if isinstance(value, str):

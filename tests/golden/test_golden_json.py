@@ -48,24 +48,33 @@ def test_pcap_json_of_the_shared_corpus(golden, run_cli, captures_dir: Path,
                     _pcap_json(run_cli, f"shared/{name}", *args))
 
 
-@pytest.mark.needs_impl("openssl")
-@pytest.mark.parametrize("name, options, args", [
-    ("openssl_rsa", {}, []),
-    ("openssl_ecdsa_tls12", {"cert": "ecdsa", "proto": "tls1_2"}, ["--no-verify"]),
-])
-def test_probe_json_of_a_lab_server(golden, run_cli, server_cache, name, options,
+#: (golden name, server implementation, its options, extra arguments): TLS 1.3 and 1.2 with
+#: RSA, an ECDSA TLS 1.2-only server, GnuTLS and nginx
+LIVE = [("openssl_rsa", "openssl", {}, []),
+        ("openssl_ecdsa_tls12", "openssl", {"cert": "ecdsa", "proto": "tls1_2"},
+         ["--no-verify"]),
+        ("gnutls", "gnutls", {}, []),
+        ("nginx", "nginx", {}, [])]
+SCANNED = [("openssl_rsa", "openssl", {}), ("openssl_ecdsa_tls12", "openssl",
+                                           {"cert": "ecdsa", "proto": "tls1_2"}),
+           ("gnutls", "gnutls", {})]
+
+
+@pytest.mark.parametrize("name, impl, options, args", LIVE, ids=[c[0] for c in LIVE])
+def test_probe_json_of_a_lab_server(golden, run_cli, server_cache, name, impl, options,
                                     args) -> None:
-    server = server_cache("openssl", **options)
+    server = server_cache(impl, **options)
     code, out, err = run_cli(f"127.0.0.1:{server.port}", "--json", *args)
     golden.json(f"probe_{name}.json", {"exit": code, "stderr": err, "stdout": json.loads(out)},
                 port=server.port)
 
 
-@pytest.mark.needs_impl("openssl")
-def test_scan_json_of_a_lab_server(golden, run_cli, server_cache) -> None:
-    server = server_cache("openssl")
+@pytest.mark.parametrize("name, impl, options", SCANNED, ids=[c[0] for c in SCANNED])
+def test_scan_json_of_a_lab_server(golden, run_cli, server_cache, name, impl,
+                                   options) -> None:
+    server = server_cache(impl, **options)
     code, out, err = run_cli("scan", f"127.0.0.1:{server.port}", "--json", timeout=120)
-    golden.json("scan_openssl_rsa.json",
+    golden.json(f"scan_{name}.json",
                 {"exit": code, "stderr": err,
                  "stdout": [json.loads(line) for line in out.splitlines()]},
                 port=server.port)
