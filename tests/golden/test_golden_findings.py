@@ -84,3 +84,57 @@ def test_policy_findings(golden) -> None:
         lines.append(f"--- {name}, judged")
         lines += [_line(f) for f in found] + ["waived:"] + [_line(f) for f in waived]
     golden.text("policy_findings.txt", "\n".join(lines) + "\n")
+
+
+def test_builtin_certificate_findings(golden) -> None:
+    """The certificate rules at a fixed time: dates (expired, within 7 and 30 days, hours
+    left, not yet valid, unreadable), key size, MD5/SHA-1 signatures (a self-issued root
+    excepted), no subjectAltName, and each outcome of the chain check."""
+    from datetime import datetime, timezone
+
+    from tlsprobe.model.audit import TrustCheck
+    from tlsprobe.policy.findings import builtin_findings
+    now = datetime(2030, 6, 1, 12, 0, tzinfo=timezone.utc)
+
+    def cert(subject: str, issuer: str, not_before: str, not_after: str, key: str = "RSA",
+             bits: int | None = 2048, sig: str = "sha256WithRSAEncryption",
+             san: tuple[str, ...] = ("x",)) -> CertificateInfo:
+        return CertificateInfo(subject, issuer, key, bits, sig, not_before, not_after, "1",
+                               "00", san)
+    root = cert("CN=root", "CN=root", "2020-01-01T00:00:00+00:00", "2040-01-01T00:00:00+00:00",
+                sig="md5WithRSAEncryption")
+    leaves = {
+        "expired": cert("CN=a", "CN=root", "2020-01-01T00:00:00+00:00",
+                        "2030-05-01T00:00:00+00:00"),
+        "in 3 days": cert("CN=b", "CN=root", "2020-01-01T00:00:00+00:00",
+                          "2030-06-04T12:00:00+00:00"),
+        "in 20 days": cert("CN=c", "CN=root", "2020-01-01T00:00:00+00:00",
+                           "2030-06-21T12:00:00+00:00"),
+        "in 5 hours": cert("CN=d", "CN=root", "2020-01-01T00:00:00+00:00",
+                           "2030-06-01T17:00:00+00:00"),
+        "not yet valid": cert("CN=e", "CN=root", "2031-01-01T00:00:00+00:00",
+                              "2032-01-01T00:00:00+00:00"),
+        "unreadable dates, weak key, md5, no SAN": cert(
+            "CN=f", "CN=root", "yesterday", "tomorrow", bits=1024, sig="md5WithRSAEncryption",
+            san=()),
+        "sha1 ecdsa": cert("CN=g", "CN=root", "2020-01-01T00:00:00+00:00",
+                           "2040-01-01T00:00:00+00:00", key="EC secp256r1", bits=256,
+                           sig="ecdsa-with-SHA1"),
+    }
+    trusts = [None, TrustCheck("trusted"), TrustCheck("not_checked", detail="--no-verify"),
+              TrustCheck("untrusted", 18, "self-signed certificate"),
+              TrustCheck("untrusted", 62, "hostname mismatch", hostname="h.example"),
+              TrustCheck("untrusted", 10, "certificate has expired"),
+              TrustCheck("untrusted", 20, "unable to get local issuer certificate",
+                         "the chain ends at CN=root")]
+    lines = []
+    for name, leaf in leaves.items():
+        for trust in trusts:
+            report = AuditReport("h.example", 443, certificates=(leaf, root), trust=trust)
+            lines.append(f"--- {name}, {trust.status if trust else 'no trust check'} "
+                         f"{trust.code if trust else ''}")
+            lines += [_line(f) for f in builtin_findings(report, now)]
+    lines.append("--- no certificate")
+    for trust in trusts:
+        lines += [_line(f) for f in builtin_findings(AuditReport("h", 1, trust=trust), now)]
+    golden.text("certificate_findings.txt", "\n".join(lines) + "\n")
