@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from tlsprobe.model.audit import AuditReport, Finding
+from tlsprobe.model.probe import CertificateInfo
 
 
 def names(items: list[str], limit: int = 6) -> str:
@@ -21,50 +22,67 @@ def certificate_findings(report: AuditReport, now: datetime) -> list[Finding]:
     if not report.certificates:   # the cert phase found none: its Trust says why
         return _trust_findings(report, set())
     chain, leaf = report.certificates, report.certificates[0]
-    subject = (leaf.subject,)
-    out: list[Finding] = []
+    out = _date_findings(leaf, now) + _key_findings(leaf) + _signature_findings(chain) + \
+        _san_findings(leaf)
+    return out + _trust_findings(report, {f.code for f in out})
 
-    def add(severity: str, code: str, message: str, items: tuple[str, ...] = subject) -> None:
-        out.append(Finding(severity, code, message, items=items))
 
-    not_before: datetime | None
-    not_after: datetime | None
+def _date_findings(leaf: CertificateInfo, now: datetime) -> list[Finding]:
+    """Expired, expiring within 30 days (medium within 7), not yet valid."""
     try:
         not_before = datetime.fromisoformat(leaf.not_before)
         not_after = datetime.fromisoformat(leaf.not_after)
     except ValueError:
-        not_before = not_after = None
-    if not_after is not None and not_before is not None:
-        left = not_after - now
-        if left < timedelta(0):
-            add("high", "certificate.expired", f"certificate expired {leaf.not_after}")
-        elif left < timedelta(days=30):
-            when = f"{left.days} day(s)" if left.days else \
-                f"{max(1, int(left.total_seconds() // 3600))} hour(s)"
-            add("medium" if left < timedelta(days=7) else "low", "certificate.expires_soon",
-                f"certificate expires in {when} ({leaf.not_after})")
-        if not_before > now:
-            add("high", "certificate.not_yet_valid", f"certificate valid only from "
-                f"{leaf.not_before}")
+        return []
+    out: list[Finding] = []
+    left = not_after - now
+    if left < timedelta(0):
+        out.append(Finding("high", "certificate.expired", f"certificate expired {leaf.not_after}",
+                           items=(leaf.subject,)))
+    elif left < timedelta(days=30):
+        when = f"{left.days} day(s)" if left.days else \
+            f"{max(1, int(left.total_seconds() // 3600))} hour(s)"
+        out.append(Finding("medium" if left < timedelta(days=7) else "low",
+                           "certificate.expires_soon",
+                           f"certificate expires in {when} ({leaf.not_after})",
+                           items=(leaf.subject,)))
+    if not_before > now:
+        out.append(Finding("high", "certificate.not_yet_valid", "certificate valid only from "
+                           f"{leaf.not_before}", items=(leaf.subject,)))
+    return out
+
+
+def _key_findings(leaf: CertificateInfo) -> list[Finding]:
     if leaf.key_type == "RSA" and (leaf.key_bits or 0) < 2048:
-        add("high", "certificate.weak_key", f"RSA key of {leaf.key_bits} bits")
-    # A root's own signature is never checked (it is trusted as is): skip a self-issued
-    # last certificate of a longer chain.
+        return [Finding("high", "certificate.weak_key", f"RSA key of {leaf.key_bits} bits",
+                        items=(leaf.subject,))]
+    return []
+
+
+def _signature_findings(chain: tuple[CertificateInfo, ...]) -> list[Finding]:
+    """MD5 and SHA-1 signatures. A root's own signature is never checked (it is trusted as
+    is): a self-issued last certificate of a longer chain is skipped."""
     signed = [c for i, c in enumerate(chain)
               if not (i and i == len(chain) - 1 and c.issuer == c.subject)]
+    out: list[Finding] = []
     for weak, severity, code in (("md5", "critical", "certificate.md5_signature"),
                                  ("sha1", "medium", "certificate.sha1_signature")):
         bad = [c for c in signed if weak in c.signature_algorithm.lower().replace("-", "")]
         if bad:
-            add(severity, code, f"{len(bad)} certificate(s) signed "
-                f"with {weak.upper()}: " + names([f"{c.subject} ({c.signature_algorithm})"
-                                                   for c in bad], 3),
-                tuple(c.subject for c in bad))
-    if not leaf.san:
-        add("medium", "certificate.no_san", "the certificate has no subjectAltName (clients "
-            "that check host names, browsers among them, refuse it)")
-    out += _trust_findings(report, {f.code for f in out})
+            out.append(Finding(severity, code, f"{len(bad)} certificate(s) signed with "
+                               f"{weak.upper()}: " + names([f"{c.subject} "
+                                                            f"({c.signature_algorithm})"
+                                                            for c in bad], 3),
+                               items=tuple(c.subject for c in bad)))
     return out
+
+
+def _san_findings(leaf: CertificateInfo) -> list[Finding]:
+    if leaf.san:
+        return []
+    return [Finding("medium", "certificate.no_san", "the certificate has no subjectAltName "
+                    "(clients that check host names, browsers among them, refuse it)",
+                    items=(leaf.subject,))]
 
 
 def _trust_findings(report: AuditReport, found: set[str]) -> list[Finding]:

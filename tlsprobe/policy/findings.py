@@ -108,23 +108,6 @@ def _post_quantum(report: AuditReport, now: datetime) -> list[Finding]:
     return _pq_findings(report)
 
 
-def _inconclusive(report: AuditReport, now: datetime) -> list[Finding]:
-    return _inconclusive_findings(report)
-
-
-#: the built-in rules, in the order of their findings
-BUILTIN_RULES: tuple[BuiltinRule, ...] = (
-    _weak_suites, _no_modern_version, _fixed_dh, _inconsistent_target, _post_quantum,
-    certificate_findings, _inconclusive)
-
-
-def builtin_findings(report: AuditReport, now: datetime | None = None) -> list[Finding]:
-    """What is weak whatever the policy, plus what could not be established: BUILTIN_RULES
-    in order (certificate dates judged at `now`, default the current time)."""
-    when = now or datetime.now(timezone.utc)
-    return [finding for rule in BUILTIN_RULES for finding in rule(report, when)]
-
-
 def _distinct(answers: tuple[str, ...]) -> list[str]:
     """'answer (after versions, suites)' per distinct answer of 'phase: answer' lines."""
     seen: dict[str, list[str]] = {}
@@ -172,34 +155,52 @@ def _pq_findings(report: AuditReport) -> list[Finding]:
     return out
 
 
-def _inconclusive_findings(report: AuditReport) -> list[Finding]:
-    out = []
-    for v in report.versions:
-        if v.status == "inconclusive":
-            out.append(Finding("info", "audit.inconclusive", f"{v.version.name} support not "
-                               f"established: {v.detail}", version=v.version.name))
-    for g in report.groups:
-        if g.inconclusive:
-            out.append(Finding("info", "audit.inconclusive", f"{g.version.name}: "
-                               f"{len(g.inconclusive)} group(s) not established",
-                               items=tuple(c.name for c in g.inconclusive),
-                               version=g.version.name))
-    for s in report.suites:
-        if not s.complete:
-            what = "cipher suite list may be incomplete" if s.supported else \
-                "cipher suites not established"
-            out.append(Finding("info", "audit.inconclusive", f"{s.version.name}: {what}",
-                               version=s.version.name))
-    for a in report.signature_schemes:
-        if a.status == "inconclusive":
-            out.append(Finding("info", "audit.inconclusive", f"{a.version.name}: signature "
-                               f"schemes not established: {a.reason}", version=a.version.name))
-    for pqv in report.post_quantum:
-        if pqv.check == "tolerance" and pqv.verdict == "inconclusive":
-            out.append(Finding("info", "audit.inconclusive", "post-quantum tolerance (a hello "
-                               f"with {pqv.subject}) not established: {pqv.detail}",
-                               items=(pqv.subject,), version="TLS 1.3"))
-    return out
+def _versions_unknown(report: AuditReport, now: datetime) -> list[Finding]:
+    return [Finding("info", "audit.inconclusive", f"{v.version.name} support not "
+                    f"established: {v.detail}", version=v.version.name)
+            for v in report.versions if v.status == "inconclusive"]
+
+
+def _groups_unknown(report: AuditReport, now: datetime) -> list[Finding]:
+    return [Finding("info", "audit.inconclusive", f"{g.version.name}: {len(g.inconclusive)} "
+                    "group(s) not established", items=tuple(c.name for c in g.inconclusive),
+                    version=g.version.name)
+            for g in report.groups if g.inconclusive]
+
+
+def _suites_unknown(report: AuditReport, now: datetime) -> list[Finding]:
+    return [Finding("info", "audit.inconclusive", f"{s.version.name}: " + (
+                    "cipher suite list may be incomplete" if s.supported else
+                    "cipher suites not established"), version=s.version.name)
+            for s in report.suites if not s.complete]
+
+
+def _sigalgs_unknown(report: AuditReport, now: datetime) -> list[Finding]:
+    return [Finding("info", "audit.inconclusive", f"{a.version.name}: signature schemes not "
+                    f"established: {a.reason}", version=a.version.name)
+            for a in report.signature_schemes if a.status == "inconclusive"]
+
+
+def _pq_tolerance_unknown(report: AuditReport, now: datetime) -> list[Finding]:
+    return [Finding("info", "audit.inconclusive", "post-quantum tolerance (a hello with "
+                    f"{v.subject}) not established: {v.detail}", items=(v.subject,),
+                    version="TLS 1.3")
+            for v in report.post_quantum if v.check == "tolerance" and v.verdict == "inconclusive"]
+
+
+#: the built-in rules, in the order of their findings
+BUILTIN_RULES: tuple[BuiltinRule, ...] = (
+    _weak_suites, _no_modern_version, _fixed_dh, _inconsistent_target, _post_quantum,
+    certificate_findings,
+    # what could not be established
+    _versions_unknown, _groups_unknown, _suites_unknown, _sigalgs_unknown, _pq_tolerance_unknown)
+
+
+def builtin_findings(report: AuditReport, now: datetime | None = None) -> list[Finding]:
+    """What is weak whatever the policy, plus what could not be established: BUILTIN_RULES
+    in order (certificate dates judged at `now`, default the current time)."""
+    when = now or datetime.now(timezone.utc)
+    return [finding for rule in BUILTIN_RULES for finding in rule(report, when)]
 
 
 def findings_for(report: AuditReport, policies: list[Policy]) -> tuple[Finding, ...]:
