@@ -16,16 +16,19 @@ from tlsprobe.model.checks import CheckResult
 from tlsprobe.model.encode import document, dumps
 from tlsprobe.model.probe import CertificateInfo, Cipher, Codepoint
 from tlsprobe.model.starttls import StartTlsInfo
+from tlsprobe.model.vocab import (Answer, ConsistencyStatus, DheStatus, GroupMethod, Order,
+                                  PqCheck, SigalgStatus, TrustStatus, VersionStatus)
+from tlsprobe.errors import FailureKind
 
 AUDIT_SCHEMA_VERSION = 1
 
 SEVERITIES = ("info", "low", "medium", "high", "critical")
 
 # Order of preference: who decides among the offered values.
-ORDER_SERVER = "server"        # the server picks by its own preference
-ORDER_CLIENT = "client"        # the server follows the client's order
-ORDER_SINGLE = "single"        # one value supported: nothing to order
-ORDER_UNKNOWN = "unknown"      # not established (see the notes)
+ORDER_SERVER = Order.SERVER        # the server picks by its own preference
+ORDER_CLIENT = Order.CLIENT        # the server follows the client's order
+ORDER_SINGLE = Order.SINGLE        # one value supported: nothing to order
+ORDER_UNKNOWN = Order.UNKNOWN      # not established (see the notes)
 
 
 def severity_rank(severity: str) -> int:
@@ -52,14 +55,14 @@ class VersionSupport:
     hello). `spoken` is the same as a Spoken value."""
 
     version: Codepoint
-    status: str
+    status: VersionStatus
     detail: str = ""
     minimal: bool = False
 
     @property
     def spoken(self) -> Spoken:
-        return Spoken.YES if self.status == "supported" else \
-            Spoken.NO if self.status == "not_supported" else Spoken.UNKNOWN
+        return Spoken.YES if self.status == VersionStatus.SUPPORTED else \
+            Spoken.NO if self.status == VersionStatus.NOT_SUPPORTED else Spoken.UNKNOWN
 
 
 @dataclass(frozen=True)
@@ -91,10 +94,10 @@ class DheAudit:
     when it is DH parameters, `legacy_refused` True when such a client gets no DHE at all.
     """
 
-    status: str
+    status: DheStatus
     negotiated: tuple[Codepoint, ...] = ()
     fixed: DhParameters | None = None
-    order: str = ORDER_UNKNOWN
+    order: Order = ORDER_UNKNOWN
     not_supported: tuple[Codepoint, ...] = ()
     inconclusive: tuple[Codepoint, ...] = ()
     connections: int = 0
@@ -116,11 +119,11 @@ class GroupAudit:
 
     version: Codepoint
     spoken: bool | None
-    method: str
+    method: GroupMethod
     supported: tuple[Codepoint, ...] = ()
     not_supported: tuple[Codepoint, ...] = ()
     inconclusive: tuple[Codepoint, ...] = ()
-    order: str = ORDER_UNKNOWN
+    order: Order = ORDER_UNKNOWN
     dhe: DheAudit | None = None
     connections: int = 0
     notes: tuple[str, ...] = ()
@@ -133,7 +136,7 @@ class SuiteAudit:
 
     version: Codepoint
     supported: tuple[Cipher, ...] = ()
-    order: str = ORDER_UNKNOWN
+    order: Order = ORDER_UNKNOWN
     complete: bool = True           # False: elimination stopped on an inconclusive outcome
     connections: int = 0
     notes: tuple[str, ...] = ()
@@ -145,9 +148,9 @@ class SigalgAudit:
     not_established (with `reason`), inconclusive."""
 
     version: Codepoint
-    status: str
+    status: SigalgStatus
     supported: tuple[Codepoint, ...] = ()
-    order: str = ORDER_UNKNOWN
+    order: Order = ORDER_UNKNOWN
     reason: str = ""
     connections: int = 0
 
@@ -156,9 +159,9 @@ class SigalgAudit:
 class PqVerdict:
     """One post-quantum question. `verdict`: yes, no, inconclusive, not_tested."""
 
-    check: str                      # capability, hello_retry_request, browser_like, tolerance
+    check: PqCheck
     subject: str                    # the group or the offer it is about
-    verdict: str
+    verdict: Answer
     detail: str = ""
 
 
@@ -173,7 +176,7 @@ class TrustCheck:
     `hostname_ok` whether the leaf is valid for it (None when it could not be told apart from
     a broken chain)."""
 
-    status: str
+    status: TrustStatus
     code: int | None = None
     reason: str = ""
     detail: str = ""
@@ -192,7 +195,7 @@ class ConsistencyCheck:
     behind one name, so results built from many connections may merge them; `affected`
     names those results), or "not_checked". `answers`: "phase: answer" per connection."""
 
-    status: str
+    status: ConsistencyStatus
     reference: str = ""
     answers: tuple[str, ...] = ()
     affected: tuple[str, ...] = ()
@@ -247,7 +250,7 @@ class AuditReport:
     retries: int = 0
     duration_s: float = 0.0
     error: str | None = None
-    error_kind: str | None = None   # network, not_tls, alert, protocol
+    error_kind: FailureKind | None = None
     index: int | None = None        # the target's place in the input, from 1 (JSON lines
                                     # come as targets finish, not in input order)
     #: verdicts of the vulnerability checks asked for (model/checks.py); the JSON member
@@ -267,7 +270,7 @@ class AuditReport:
 
     def spoken_versions(self) -> list[int]:
         """The versions established as spoken (Spoken.YES), in the report's order."""
-        return [v.version.id for v in self.versions if v.status == "supported"]
+        return [v.version.id for v in self.versions if v.status == VersionStatus.SUPPORTED]
 
     def version_spoken(self, version: int) -> Spoken:
         """YES, NO or UNKNOWN for `version`; UNKNOWN too when it was not checked."""

@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tlsprobe.errors import FailureKind
 from tlsprobe.model.encode import document, dumps
 from tlsprobe.model.probe import Cipher, Codepoint
 
@@ -190,7 +191,7 @@ class TimingReport:
     notes: tuple[str, ...] = ()
     duration_s: float = 0.0
     error: str | None = None
-    error_kind: str | None = None
+    error_kind: FailureKind | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object: schema and tool, then the fields."""

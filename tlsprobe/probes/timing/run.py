@@ -332,8 +332,8 @@ def _entry(st: _State, options: TimingOptions) -> EntryTiming:
 
 
 def _finish(base: TimingReport, states: list[_State], notes: list[str],
-            options: TimingOptions, started: float, *, stopped: tuple[str, str] | None = None,
-            error: tuple[str, str] | None = None) -> TimingReport:
+            options: TimingOptions, started: float, *, stopped: tuple[str, FailureKind] | None = None,
+            error: tuple[str, FailureKind] | None = None) -> TimingReport:
     entries, rankings = rank([_entry(s, options) for s in states])
     kind = (stopped or error or (None, None))[1]
     return replace(base, entries=entries, rankings=rankings, notes=tuple(notes),
