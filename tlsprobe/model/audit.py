@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
-from typing import Any
 
 from tlsprobe.model.checks import CheckResult
-from tlsprobe.model.encode import document, dumps
+from tlsprobe.model.encode import JsonObject, document, dumps
 from tlsprobe.model.probe import CertificateInfo, Cipher, Codepoint
 from tlsprobe.model.starttls import StartTlsInfo
 from tlsprobe.model.vocab import (Answer, ConsistencyStatus, DheStatus, GroupMethod, Order,
@@ -221,7 +220,7 @@ class Finding:
     waiver: str | None = None       # why it is accepted (only on a waived finding)
     waived_by: str | None = None    # the policy that waives it
 
-    def json_shape(self) -> dict[str, Any]:
+    def json_shape(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if f.name not in ("waiver", "waived_by") or self.waiver is not None}
 
@@ -287,7 +286,7 @@ class AuditReport:
         ranked = sorted(self.findings, key=lambda f: severity_rank(f.severity))
         return ranked[-1].severity if ranked else None
 
-    def json_shape(self) -> dict[str, Any]:
+    def json_shape(self) -> dict[str, object]:
         """The fields in declaration order, without "check_results" when there are none and
         without "starttls" when there is none (no --starttls) and without "transport" over
         TCP (only scan --quic sets it) and without "one_at_a_time" for a target that took
@@ -299,7 +298,7 @@ class AuditReport:
                 and (f.name != "transport" or self.transport is not None)
                 and (f.name != "one_at_a_time" or self.one_at_a_time is not None)}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The JSON object: schema, tool and kind, then the fields."""
         return document({"schema": AUDIT_SCHEMA_VERSION, "tool": "tlsprobe", "kind": "audit"},
                         self)

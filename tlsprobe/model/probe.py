@@ -12,7 +12,7 @@ from typing import Any
 
 from tlsprobe import registry
 from tlsprobe.errors import FailureKind
-from tlsprobe.model.encode import document, dumps
+from tlsprobe.model.encode import JsonObject, document, dumps
 from tlsprobe.model.quic import QuicSummary
 from tlsprobe.model.starttls import StartTlsInfo
 
@@ -191,7 +191,7 @@ class ProbeResult:
     starttls: StartTlsInfo | None = None     # --starttls: the preamble (absent from JSON without)
     quic: QuicSummary | None = None          # --quic: the QUIC side (absent from JSON without)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The JSON object: schema and tool, then the fields."""
         out = document({"schema": SCHEMA_VERSION, "tool": "tlsprobe"}, self)
         if self.starttls is None:

@@ -37,19 +37,29 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from enum import StrEnum
+from typing import Any, overload
 
 from tlsprobe.errors import FailureKind
-from tlsprobe.model.encode import document, dumps
+from tlsprobe.model.encode import JsonObject, document, dumps
 from tlsprobe.model.probe import Cipher, Codepoint
 
 TIMING_SCHEMA = "tlsprobe.timing/1"
 
-MEASURED = "measured"       # every figure below is from `runs` handshakes
-REFUSED = "refused"         # the server did not complete a handshake with this group
-MISMATCH = "mismatch"       # the server negotiated something else than what was offered
-FAILING = "failing"         # measured for a while, then failed repeatedly (figures partial)
-NOT_RUN = "not_run"         # skipped (the whole run stopped, or we cannot compute the group)
+
+
+class EntryStatus(StrEnum):
+    """What became of one timing entry (`EntryTiming.status`)."""
+
+    MEASURED = "measured"       # every figure below is from `runs` handshakes
+    REFUSED = "refused"         # the server did not complete a handshake with this group
+    MISMATCH = "mismatch"       # the server negotiated something else than what was offered
+    FAILING = "failing"         # measured for a while, then failed repeatedly (figures partial)
+    NOT_RUN = "not_run"         # skipped (the whole run stopped, or we cannot compute the group)
+
+
+MEASURED, REFUSED, MISMATCH = EntryStatus.MEASURED, EntryStatus.REFUSED, EntryStatus.MISMATCH
+FAILING, NOT_RUN = EntryStatus.FAILING, EntryStatus.NOT_RUN
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
@@ -108,7 +118,11 @@ class Stats:
                    ci_level=None if level is None else round(level, 4))
 
 
-def _r(value: Any) -> Any:
+@overload
+def _r(value: float) -> float: ...
+@overload
+def _r(value: None) -> None: ...
+def _r(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
@@ -119,7 +133,7 @@ class EntryTiming:
     version: Codepoint
     group: Codepoint | None
     label: str
-    status: str
+    status: EntryStatus
     detail: str | None = None
     offered_suite: Cipher | None = None
     cipher_suite: Cipher | None = None
@@ -193,7 +207,7 @@ class TimingReport:
     error: str | None = None
     error_kind: FailureKind | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The JSON object: schema and tool, then the fields."""
         return document({"schema": TIMING_SCHEMA, "tool": "tlsprobe"}, self)
 

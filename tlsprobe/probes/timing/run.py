@@ -33,6 +33,7 @@ from tlsprobe.probes.audit.scheduler import Outcome, broad_sigalgs, outcome_of
 from tlsprobe.probes.timing.plan import Plan, TimingOptions, plans_for
 from tlsprobe.model.probe import Cipher, Codepoint
 from tlsprobe.model.timing import (
+    EntryStatus,
     FAILING,
     MEASURED,
     MISMATCH,
@@ -163,7 +164,7 @@ class _State:
     consecutive: int = 0
     last_error: str | None = None
     last_kind: FailureKind | None = None
-    status: str | None = None     # set when the entry stops: refused, mismatch, failing
+    status: EntryStatus | None = None     # set when the entry stops: refused, mismatch, failing
     hello_retry: bool = False
 
     @property
