@@ -217,9 +217,17 @@ class TimingReport:
 
 # -- ranking ---------------------------------------------------------------------------------
 def _overlap(a: Stats, b: Stats | None) -> bool:
-    if b is None or None in (a.ci_low, a.ci_high, b.ci_low, b.ci_high):
+    if b is None or a.ci_low is None or a.ci_high is None or b.ci_low is None \
+            or b.ci_high is None:
         return True   # no interval: the order is not established
-    return not (a.ci_high < b.ci_low or b.ci_high < a.ci_low)  # type: ignore[operator]
+    return not (a.ci_high < b.ci_low or b.ci_high < a.ci_low)
+
+
+def _median(entry: EntryTiming) -> float:
+    """The median handshake time of a measured entry (one with figures)."""
+    if entry.handshake_ms is None:
+        raise ValueError(f"{entry.label}: no figures to rank")
+    return entry.handshake_ms.median
 
 
 def _short(name: str) -> str:
@@ -237,7 +245,7 @@ def rank(entries: Sequence[EntryTiming]) -> tuple[tuple[EntryTiming, ...], tuple
     for version in dict.fromkeys(e.version.id for e in entries):
         mine = [e for e in entries if e.version.id == version]
         measured = sorted((e for e in mine if e.ranked and e.handshake_ms is not None),
-                          key=lambda e: e.handshake_ms.median)  # type: ignore[union-attr]
+                          key=_median)
         ranked: list[EntryTiming] = []
         prev: Stats | None = None
         for pos, e in enumerate(measured, start=1):
@@ -252,8 +260,7 @@ def rank(entries: Sequence[EntryTiming]) -> tuple[tuple[EntryTiming, ...], tuple
 
 def _ranking(version: Codepoint, order: list[EntryTiming]) -> Ranking:
     first, last = order[0], order[-1]
-    fm = first.handshake_ms.median  # type: ignore[union-attr]
-    lm = last.handshake_ms.median   # type: ignore[union-attr]
+    fm, lm = _median(first), _median(last)
     if len(order) == 1:
         return Ranking(version, (first.name,), first.name, first.name, None, None,
                        f"{version.name}: only {first.name} measured "

@@ -388,6 +388,9 @@ async def audit_many(targets: Iterable[Target], options: AuditOptions, scheduler
 
 
 def run_audit(targets: list[Target], options: AuditOptions, scheduler: Scheduler | None = None,
-              **kw: object) -> list[AuditReport]:
+              *, concurrency: int = 4, on_phase: PhaseHook | None = None,
+              on_report: Callable[[AuditReport], None] | None = None) -> list[AuditReport]:
     """Blocking entry point (a fresh event loop)."""
-    return asyncio.run(audit_many(targets, options, scheduler or Scheduler(), **kw))  # type: ignore[arg-type]
+    return asyncio.run(audit_many(targets, options, scheduler or Scheduler(),
+                                  concurrency=concurrency, on_phase=on_phase,
+                                  on_report=on_report))
