@@ -105,8 +105,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _bad_report(line: BadLine) -> AuditReport:
     """The error report of a line of -f FILE that is no target (reported and skipped)."""
+    from tlsprobe.errors import FailureKind
     from tlsprobe.model.audit import AuditReport
-    return AuditReport(host=line.text, port=0, error=line.error, error_kind="usage")
+    return AuditReport(host=line.text, port=0, error=line.error, error_kind=FailureKind.USAGE)
 
 
 def _read_targets(args: argparse.Namespace) -> list[Target | BadLine]:

@@ -68,10 +68,11 @@ def quic_report(report: AuditReport, options: AuditOptions) -> AuditReport:
     from what is left, as the audit derives them)."""
     from tlsprobe.engine.config import TLS13
     from tlsprobe.model.audit import GroupAudit
+    from tlsprobe.model.vocab import GroupMethod
     from tlsprobe.net.quic_async import NOT_APPLICABLE
     before = report.groups
     groups = tuple(g if g.version.id == TLS13 else
-                   GroupAudit(version=g.version, spoken=None, method="not_run",
+                   GroupAudit(version=g.version, spoken=None, method=GroupMethod.NOT_RUN,
                               notes=(NOT_APPLICABLE,)) for g in report.groups)
     report = replace(report, transport="quic", groups=groups)
     if report.error or groups == before:

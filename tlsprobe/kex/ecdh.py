@@ -13,7 +13,6 @@ from cryptography.hazmat.primitives.asymmetric import ec, x448, x25519
 from .base import GroupKex, KeyShare
 
 _XPrivate = x25519.X25519PrivateKey | x448.X448PrivateKey
-_XPublic = x25519.X25519PublicKey | x448.X448PublicKey
 
 
 class XKex(GroupKex):
@@ -30,19 +29,17 @@ class XKex(GroupKex):
             return x25519.X25519PrivateKey.generate()
         return x448.X448PrivateKey.generate()
 
-    def _load_peer(self, data: bytes) -> _XPublic:
-        self.check_server_share(data)
-        if self._is_25519:
-            return x25519.X25519PublicKey.from_public_bytes(data)
-        return x448.X448PublicKey.from_public_bytes(data)
-
     def check_server_share(self, data: bytes) -> None:
         self.check_size(data, self.client_size)
 
     def exchange(self, private: _XPrivate, peer: bytes) -> bytes:
-        public = self._load_peer(bytes(peer))
+        data = bytes(peer)
+        self.check_server_share(data)
         try:
-            secret = private.exchange(public)  # type: ignore[arg-type]
+            if isinstance(private, x25519.X25519PrivateKey):
+                secret = private.exchange(x25519.X25519PublicKey.from_public_bytes(data))
+            else:
+                secret = private.exchange(x448.X448PublicKey.from_public_bytes(data))
         except ValueError:
             secret = b""
         if not any(secret):

@@ -27,10 +27,13 @@ def rsa_encrypt_premaster(public_key: rsa.RSAPublicKey | x509.Certificate,
         if public_key.public_key_algorithm_oid == PublicKeyAlgorithmOID.DSA:
             # not loaded: cryptography 51 warns on every DSA key it loads
             raise InvalidShare("RSA key exchange needs an RSA key, the server's is DSA")
-        public_key = public_key.public_key()  # type: ignore[assignment]
-    if not isinstance(public_key, rsa.RSAPublicKey):
+        loaded: object = public_key.public_key()
+    else:
+        loaded = public_key
+    if not isinstance(loaded, rsa.RSAPublicKey):
         raise InvalidShare(f"RSA key exchange needs an RSA key, the server's is "
-                           f"{type(public_key).__name__}")
+                           f"{type(loaded).__name__}")
+    public_key = loaded
     if not 0 <= client_version <= 0xFFFF:
         raise ValueError(f"client_version 0x{client_version:x} is not a 16-bit value")
     premaster = client_version.to_bytes(2, "big") + os.urandom(46)

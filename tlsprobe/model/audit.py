@@ -10,22 +10,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
-from typing import Any
 
 from tlsprobe.model.checks import CheckResult
-from tlsprobe.model.encode import document, dumps
+from tlsprobe.model.encode import JsonObject, document, dumps
 from tlsprobe.model.probe import CertificateInfo, Cipher, Codepoint
 from tlsprobe.model.starttls import StartTlsInfo
+from tlsprobe.model.vocab import (Answer, ConsistencyStatus, DheStatus, GroupMethod, Order,
+                                  PqCheck, SigalgStatus, TrustStatus, VersionStatus)
+from tlsprobe.errors import FailureKind
 
 AUDIT_SCHEMA_VERSION = 1
 
 SEVERITIES = ("info", "low", "medium", "high", "critical")
 
 # Order of preference: who decides among the offered values.
-ORDER_SERVER = "server"        # the server picks by its own preference
-ORDER_CLIENT = "client"        # the server follows the client's order
-ORDER_SINGLE = "single"        # one value supported: nothing to order
-ORDER_UNKNOWN = "unknown"      # not established (see the notes)
+ORDER_SERVER = Order.SERVER        # the server picks by its own preference
+ORDER_CLIENT = Order.CLIENT        # the server follows the client's order
+ORDER_SINGLE = Order.SINGLE        # one value supported: nothing to order
+ORDER_UNKNOWN = Order.UNKNOWN      # not established (see the notes)
 
 
 def severity_rank(severity: str) -> int:
@@ -52,14 +54,14 @@ class VersionSupport:
     hello). `spoken` is the same as a Spoken value."""
 
     version: Codepoint
-    status: str
+    status: VersionStatus
     detail: str = ""
     minimal: bool = False
 
     @property
     def spoken(self) -> Spoken:
-        return Spoken.YES if self.status == "supported" else \
-            Spoken.NO if self.status == "not_supported" else Spoken.UNKNOWN
+        return Spoken.YES if self.status == VersionStatus.SUPPORTED else \
+            Spoken.NO if self.status == VersionStatus.NOT_SUPPORTED else Spoken.UNKNOWN
 
 
 @dataclass(frozen=True)
@@ -91,10 +93,10 @@ class DheAudit:
     when it is DH parameters, `legacy_refused` True when such a client gets no DHE at all.
     """
 
-    status: str
+    status: DheStatus
     negotiated: tuple[Codepoint, ...] = ()
     fixed: DhParameters | None = None
-    order: str = ORDER_UNKNOWN
+    order: Order = ORDER_UNKNOWN
     not_supported: tuple[Codepoint, ...] = ()
     inconclusive: tuple[Codepoint, ...] = ()
     connections: int = 0
@@ -116,11 +118,11 @@ class GroupAudit:
 
     version: Codepoint
     spoken: bool | None
-    method: str
+    method: GroupMethod
     supported: tuple[Codepoint, ...] = ()
     not_supported: tuple[Codepoint, ...] = ()
     inconclusive: tuple[Codepoint, ...] = ()
-    order: str = ORDER_UNKNOWN
+    order: Order = ORDER_UNKNOWN
     dhe: DheAudit | None = None
     connections: int = 0
     notes: tuple[str, ...] = ()
@@ -133,7 +135,7 @@ class SuiteAudit:
 
     version: Codepoint
     supported: tuple[Cipher, ...] = ()
-    order: str = ORDER_UNKNOWN
+    order: Order = ORDER_UNKNOWN
     complete: bool = True           # False: elimination stopped on an inconclusive outcome
     connections: int = 0
     notes: tuple[str, ...] = ()
@@ -145,9 +147,9 @@ class SigalgAudit:
     not_established (with `reason`), inconclusive."""
 
     version: Codepoint
-    status: str
+    status: SigalgStatus
     supported: tuple[Codepoint, ...] = ()
-    order: str = ORDER_UNKNOWN
+    order: Order = ORDER_UNKNOWN
     reason: str = ""
     connections: int = 0
 
@@ -156,9 +158,9 @@ class SigalgAudit:
 class PqVerdict:
     """One post-quantum question. `verdict`: yes, no, inconclusive, not_tested."""
 
-    check: str                      # capability, hello_retry_request, browser_like, tolerance
+    check: PqCheck
     subject: str                    # the group or the offer it is about
-    verdict: str
+    verdict: Answer
     detail: str = ""
 
 
@@ -173,7 +175,7 @@ class TrustCheck:
     `hostname_ok` whether the leaf is valid for it (None when it could not be told apart from
     a broken chain)."""
 
-    status: str
+    status: TrustStatus
     code: int | None = None
     reason: str = ""
     detail: str = ""
@@ -192,7 +194,7 @@ class ConsistencyCheck:
     behind one name, so results built from many connections may merge them; `affected`
     names those results), or "not_checked". `answers`: "phase: answer" per connection."""
 
-    status: str
+    status: ConsistencyStatus
     reference: str = ""
     answers: tuple[str, ...] = ()
     affected: tuple[str, ...] = ()
@@ -218,7 +220,7 @@ class Finding:
     waiver: str | None = None       # why it is accepted (only on a waived finding)
     waived_by: str | None = None    # the policy that waives it
 
-    def json_shape(self) -> dict[str, Any]:
+    def json_shape(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if f.name not in ("waiver", "waived_by") or self.waiver is not None}
 
@@ -247,7 +249,7 @@ class AuditReport:
     retries: int = 0
     duration_s: float = 0.0
     error: str | None = None
-    error_kind: str | None = None   # network, not_tls, alert, protocol
+    error_kind: FailureKind | None = None
     index: int | None = None        # the target's place in the input, from 1 (JSON lines
                                     # come as targets finish, not in input order)
     #: verdicts of the vulnerability checks asked for (model/checks.py); the JSON member
@@ -267,7 +269,7 @@ class AuditReport:
 
     def spoken_versions(self) -> list[int]:
         """The versions established as spoken (Spoken.YES), in the report's order."""
-        return [v.version.id for v in self.versions if v.status == "supported"]
+        return [v.version.id for v in self.versions if v.status == VersionStatus.SUPPORTED]
 
     def version_spoken(self, version: int) -> Spoken:
         """YES, NO or UNKNOWN for `version`; UNKNOWN too when it was not checked."""
@@ -284,7 +286,7 @@ class AuditReport:
         ranked = sorted(self.findings, key=lambda f: severity_rank(f.severity))
         return ranked[-1].severity if ranked else None
 
-    def json_shape(self) -> dict[str, Any]:
+    def json_shape(self) -> dict[str, object]:
         """The fields in declaration order, without "check_results" when there are none and
         without "starttls" when there is none (no --starttls) and without "transport" over
         TCP (only scan --quic sets it) and without "one_at_a_time" for a target that took
@@ -296,7 +298,7 @@ class AuditReport:
                 and (f.name != "transport" or self.transport is not None)
                 and (f.name != "one_at_a_time" or self.one_at_a_time is not None)}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The JSON object: schema, tool and kind, then the fields."""
         return document({"schema": AUDIT_SCHEMA_VERSION, "tool": "tlsprobe", "kind": "audit"},
                         self)

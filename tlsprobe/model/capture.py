@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
-from tlsprobe.model.encode import JsonEncoder, number, plain_string, string, to_jsonable
+from tlsprobe.model.encode import (JsonEncoder, JsonObject, number, plain_string, string,
+                                   to_json_object, to_jsonable)
 from tlsprobe.model.probe import (
     SCHEMA_VERSION,
     AlertInfo,
@@ -147,9 +148,9 @@ class ConnectionReport:
         """The first protocol violation named in `problems` (None: none)."""
         return violation_of(self.problems) if self.problems else None
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": "connection"}
-        out.update(to_jsonable(self))
+    def to_dict(self) -> JsonObject:
+        out: JsonObject = {"kind": "connection"}
+        out.update(to_json_object(self))
         return out
 
     def to_json(self, indent: int | None = None, encoder: JsonEncoder | None = None) -> str:
@@ -178,8 +179,8 @@ class ConnectionReport:
             self.sslv2_cipher_specs, self.framing)
 
 
-def shape_json(shared: list[Any], dumps: Callable[[Any], str],
-               value: Callable[[str], Any]) -> tuple[str, ...]:
+def shape_json(shared: list[object], dumps: Callable[[object], str],
+               value: Callable[[str], object]) -> tuple[str, ...]:
     """The JSON text of the fields that depend only on a handshake's shape (`value`: the
     field's value by name), remembered in the shape's holder `shared` (SHAPE_JSON)."""
     parts = shared[0] = tuple(", ".join(f"{string(n)}: {dumps(value(n))}" for n in names)
@@ -187,7 +188,7 @@ def shape_json(shared: list[Any], dumps: Callable[[Any], str],
     return parts
 
 
-def connection_json(dumps: Callable[[Any], str], parts: tuple[str, ...], file: str,
+def connection_json(dumps: Callable[[object], str], parts: tuple[str, ...], file: str,
                     cid: int, transport: str, protocol: str, client: str, server: str,
                     client_ip: str, client_port: int, server_ip: str, server_port: int,
                     first_frame: int, last_frame: int, client_hellos: int,
@@ -296,7 +297,7 @@ class CaptureSummary:
     reported: int
     complete: bool
     warnings: tuple[str, ...] = ()
-    capture: dict[str, Any] = field(default_factory=dict)
+    capture: JsonObject = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     error: str | None = None
     losses: tuple[str, ...] = ()
@@ -307,9 +308,9 @@ class CaptureSummary:
         return cls(file=file, file_format="", packets=0, connections=0, tls_connections=0,
                    reported=0, complete=False, error=error)
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": "capture"}
-        out.update(to_jsonable(self))
+    def to_dict(self) -> JsonObject:
+        out: JsonObject = {"kind": "capture"}
+        out.update(to_json_object(self))
         return out
 
 

@@ -22,10 +22,14 @@ import json
 import math
 from collections.abc import Callable
 from enum import Enum
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
-__all__ = ["JsonEncoder", "JsonShaped", "document", "dumps", "number", "plain_string", "string",
-           "to_jsonable"]
+__all__ = ["JsonEncoder", "JsonObject", "JsonShaped", "JsonValue", "document", "dumps", "number",
+           "plain_string", "string", "to_json_object", "to_jsonable"]
+
+#: what `json.loads` returns and `json.dumps` takes
+JsonValue: TypeAlias = "None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]"
+JsonObject: TypeAlias = "dict[str, JsonValue]"
 
 
 @runtime_checkable
@@ -33,10 +37,10 @@ class JsonShaped(Protocol):
     """A result whose JSON form is not simply its fields (renamed, nested or computed
     members): `json_shape` returns the mapping to encode, values still model values."""
 
-    def json_shape(self) -> dict[str, Any]: ...
+    def json_shape(self) -> dict[str, object]: ...
 
 
-def to_jsonable(value: Any) -> Any:
+def to_jsonable(value: object) -> JsonValue:
     """JSON-ready view of a model value: dicts, lists and scalars only (see the module
     docstring for the rules)."""
     if value is None or isinstance(value, (str, int, float)) and not isinstance(value, Enum):
@@ -57,14 +61,22 @@ def to_jsonable(value: Any) -> Any:
     raise TypeError(f"not a model value: {type(value).__name__}")
 
 
-def document(head: dict[str, Any], value: Any) -> dict[str, Any]:
-    """`head` (schema, tool, kind ...) followed by the members of `value`'s JSON object."""
-    out = dict(head)
-    out.update(to_jsonable(value))
+def to_json_object(value: object) -> JsonObject:
+    """`to_jsonable` of a value whose JSON form is an object (a dataclass or a mapping)."""
+    out = to_jsonable(value)
+    if not isinstance(out, dict):
+        raise TypeError(f"not a JSON object: {type(value).__name__}")
     return out
 
 
-def dumps(value: Any, indent: int | None = None) -> str:
+def document(head: JsonObject, value: object) -> JsonObject:
+    """`head` (schema, tool, kind ...) followed by the members of `value`'s JSON object."""
+    out = dict(head)
+    out.update(to_json_object(value))
+    return out
+
+
+def dumps(value: object, indent: int | None = None) -> str:
     """The JSON text of a model value (one line unless `indent` is given)."""
     return json.dumps(to_jsonable(value), indent=indent)
 
@@ -100,10 +112,10 @@ class JsonEncoder:
     At most `limit` texts are kept; the store is emptied when full."""
 
     def __init__(self, remember: tuple[type, ...] = (), limit: int = 1 << 16) -> None:
-        self.encode: Callable[[Any], str] = _make_encoder(remember, limit)
+        self.encode: Callable[[object], str] = _make_encoder(remember, limit)
 
 
-def _make_encoder(remember: tuple[type, ...], limit: int) -> Callable[[Any], str]:
+def _make_encoder(remember: tuple[type, ...], limit: int) -> Callable[[object], str]:
     """The encoding function of one JsonEncoder: a closure, so that its recursion reads
     locals only (this is on the `pcap --jsonl` hot path)."""
     text_of: dict[int, tuple[object, str]] = {}

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tlsprobe import registry
-from tlsprobe.model.encode import document, dumps
+from tlsprobe.errors import FailureKind
+from tlsprobe.model.encode import JsonObject, document, dumps
 from tlsprobe.model.quic import QuicSummary
 from tlsprobe.model.starttls import StartTlsInfo
 
@@ -185,12 +186,12 @@ class ProbeResult:
     messages: tuple[str, ...] = ()  # "<<< ServerHello" style, in order
     timings: Timings = field(default_factory=Timings)
     error: str | None = None
-    error_kind: str | None = None
+    error_kind: FailureKind | None = None
     findings: tuple[str, ...] = ()
     starttls: StartTlsInfo | None = None     # --starttls: the preamble (absent from JSON without)
     quic: QuicSummary | None = None          # --quic: the QUIC side (absent from JSON without)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The JSON object: schema and tool, then the fields."""
         out = document({"schema": SCHEMA_VERSION, "tool": "tlsprobe"}, self)
         if self.starttls is None:

@@ -61,7 +61,7 @@ class Figure:
     def label(self) -> str:
         return self.operation if self.block_size is None else f"{self.block_size} bytes"
 
-    def json_shape(self) -> dict[str, Any]:
+    def json_shape(self) -> dict[str, object]:
         """The JSON members: the block size first, and the computed bytes per second."""
         return {"operation": self.operation, "block_size": self.block_size, "count": self.count,
                 "seconds": self.seconds, "per_second": self.per_second,
@@ -102,7 +102,7 @@ class ComparisonRow:
             return None
         return self.tlsprobe / self.openssl
 
-    def json_shape(self) -> dict[str, Any]:
+    def json_shape(self) -> dict[str, object]:
         """The JSON members: the fields with the computed ratio before the note."""
         return {"algorithm": self.algorithm, "operation": self.operation,
                 "block_size": self.block_size, "unit": self.unit, "tlsprobe": self.tlsprobe,
@@ -120,7 +120,7 @@ class Comparison:
     commands: tuple[str, ...] = ()
     error: str | None = None
 
-    def json_shape(self) -> dict[str, Any]:
+    def json_shape(self) -> dict[str, object]:
         """The JSON members: the error before the commands and rows."""
         return {"binary": self.binary, "version": self.version, "seconds": self.seconds,
                 "error": self.error, "commands": self.commands, "rows": self.rows}
@@ -140,7 +140,7 @@ class SpeedReport:
     comparison: Comparison | None = field(default=None)
     interrupted: bool = False  # Ctrl-C: `results` holds only the figures completed before
 
-    def json_shape(self) -> dict[str, Any]:
+    def json_shape(self) -> dict[str, object]:
         """The JSON document: schema, versions (the library ones nested), then the run."""
         return {
             "schema": SCHEMA,

@@ -37,18 +37,29 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from enum import StrEnum
+from typing import Any, overload
 
-from tlsprobe.model.encode import document, dumps
+from tlsprobe.errors import FailureKind
+from tlsprobe.model.encode import JsonObject, document, dumps
 from tlsprobe.model.probe import Cipher, Codepoint
 
 TIMING_SCHEMA = "tlsprobe.timing/1"
 
-MEASURED = "measured"       # every figure below is from `runs` handshakes
-REFUSED = "refused"         # the server did not complete a handshake with this group
-MISMATCH = "mismatch"       # the server negotiated something else than what was offered
-FAILING = "failing"         # measured for a while, then failed repeatedly (figures partial)
-NOT_RUN = "not_run"         # skipped (the whole run stopped, or we cannot compute the group)
+
+
+class EntryStatus(StrEnum):
+    """What became of one timing entry (`EntryTiming.status`)."""
+
+    MEASURED = "measured"       # every figure below is from `runs` handshakes
+    REFUSED = "refused"         # the server did not complete a handshake with this group
+    MISMATCH = "mismatch"       # the server negotiated something else than what was offered
+    FAILING = "failing"         # measured for a while, then failed repeatedly (figures partial)
+    NOT_RUN = "not_run"         # skipped (the whole run stopped, or we cannot compute the group)
+
+
+MEASURED, REFUSED, MISMATCH = EntryStatus.MEASURED, EntryStatus.REFUSED, EntryStatus.MISMATCH
+FAILING, NOT_RUN = EntryStatus.FAILING, EntryStatus.NOT_RUN
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
@@ -107,7 +118,11 @@ class Stats:
                    ci_level=None if level is None else round(level, 4))
 
 
-def _r(value: Any) -> Any:
+@overload
+def _r(value: float) -> float: ...
+@overload
+def _r(value: None) -> None: ...
+def _r(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
@@ -118,7 +133,7 @@ class EntryTiming:
     version: Codepoint
     group: Codepoint | None
     label: str
-    status: str
+    status: EntryStatus
     detail: str | None = None
     offered_suite: Cipher | None = None
     cipher_suite: Cipher | None = None
@@ -190,9 +205,9 @@ class TimingReport:
     notes: tuple[str, ...] = ()
     duration_s: float = 0.0
     error: str | None = None
-    error_kind: str | None = None
+    error_kind: FailureKind | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The JSON object: schema and tool, then the fields."""
         return document({"schema": TIMING_SCHEMA, "tool": "tlsprobe"}, self)
 
@@ -202,9 +217,17 @@ class TimingReport:
 
 # -- ranking ---------------------------------------------------------------------------------
 def _overlap(a: Stats, b: Stats | None) -> bool:
-    if b is None or None in (a.ci_low, a.ci_high, b.ci_low, b.ci_high):
+    if b is None or a.ci_low is None or a.ci_high is None or b.ci_low is None \
+            or b.ci_high is None:
         return True   # no interval: the order is not established
-    return not (a.ci_high < b.ci_low or b.ci_high < a.ci_low)  # type: ignore[operator]
+    return not (a.ci_high < b.ci_low or b.ci_high < a.ci_low)
+
+
+def _median(entry: EntryTiming) -> float:
+    """The median handshake time of a measured entry (one with figures)."""
+    if entry.handshake_ms is None:
+        raise ValueError(f"{entry.label}: no figures to rank")
+    return entry.handshake_ms.median
 
 
 def _short(name: str) -> str:
@@ -222,7 +245,7 @@ def rank(entries: Sequence[EntryTiming]) -> tuple[tuple[EntryTiming, ...], tuple
     for version in dict.fromkeys(e.version.id for e in entries):
         mine = [e for e in entries if e.version.id == version]
         measured = sorted((e for e in mine if e.ranked and e.handshake_ms is not None),
-                          key=lambda e: e.handshake_ms.median)  # type: ignore[union-attr]
+                          key=_median)
         ranked: list[EntryTiming] = []
         prev: Stats | None = None
         for pos, e in enumerate(measured, start=1):
@@ -237,8 +260,7 @@ def rank(entries: Sequence[EntryTiming]) -> tuple[tuple[EntryTiming, ...], tuple
 
 def _ranking(version: Codepoint, order: list[EntryTiming]) -> Ranking:
     first, last = order[0], order[-1]
-    fm = first.handshake_ms.median  # type: ignore[union-attr]
-    lm = last.handshake_ms.median   # type: ignore[union-attr]
+    fm, lm = _median(first), _median(last)
     if len(order) == 1:
         return Ranking(version, (first.name,), first.name, first.name, None, None,
                        f"{version.name}: only {first.name} measured "

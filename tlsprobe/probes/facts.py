@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from tlsprobe import registry
+from tlsprobe.errors import FailureKind
 from tlsprobe.engine.client import ClientHandshake
 from tlsprobe.kex.dhprime import check_dh_prime
 from tlsprobe.model import describe
@@ -164,7 +165,7 @@ def session_features(hs: ClientHandshake) -> dict[str, Any]:
 
 
 def result_from(hs: ClientHandshake, target: Target, address: str | None, *,
-                error: tuple[str, str] | None = None,
+                error: tuple[str, FailureKind] | None = None,
                 timings: tuple[float | None, float, float] | None = None,
                 http_status: str | None = None) -> ProbeResult:
     config = hs.config

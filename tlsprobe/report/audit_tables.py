@@ -18,6 +18,7 @@ from tlsprobe.model.audit import (ORDER_CLIENT, ORDER_SERVER, ORDER_SINGLE, Audi
 from tlsprobe.report.escape import shown
 from tlsprobe.report.fit import FitTable
 from tlsprobe.report.tones import TONE_STYLE, pq_tone, version_tone
+from tlsprobe.model.vocab import Order
 
 ORDER_TEXT = {ORDER_SERVER: "the server enforces its own order",
               ORDER_CLIENT: "the server follows the client's order (listed as offered)",
@@ -40,7 +41,7 @@ def _row(table: FitTable, *cells: str | Text) -> None:
     table.add_row(*(c if isinstance(c, Text) else _text(c) for c in cells))
 
 
-def order_text(order: str) -> str:
+def order_text(order: Order) -> str:
     return ORDER_TEXT.get(order, "order not established")
 
 

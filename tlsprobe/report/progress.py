@@ -7,9 +7,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, Self
+from typing import TYPE_CHECKING, Protocol, Self
 
 if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
     from tlsprobe.model.audit import AuditReport
 
 
@@ -30,7 +32,7 @@ class CaptureBar:
     """A rich progress bar on stderr, only when stderr is a terminal."""
 
     def __init__(self, enabled: bool) -> None:
-        self.progress: Any = None
+        self.progress: Progress | None = None
         if enabled and sys.stderr.isatty():
             from rich.console import Console
             from rich.progress import (
@@ -46,17 +48,18 @@ class CaptureBar:
                                      TimeRemainingColumn(),
                                      console=Console(file=sys.stderr), transient=True)
             self.progress.start()
-        self.task: Any = None
+        self.task: TaskID | None = None
 
     def start(self, name: str) -> Callable[[int, int | None, int], None] | None:
         """The update callback of a bar for file `name`; None for a stream of unknown size
         (stdin, a pipe) or when there is no bar."""
         if self.progress is None or name == "<stdin>" or not os.path.isfile(name):
             return None
-        self.task = self.progress.add_task(os.path.basename(name), total=None, packets=0)
+        progress = self.progress
+        task = self.task = progress.add_task(os.path.basename(name), total=None, packets=0)
 
         def update(done: int, total: int | None, packets: int) -> None:
-            self.progress.update(self.task, completed=done, total=total, packets=packets)
+            progress.update(task, completed=done, total=total, packets=packets)
         return update
 
     def stop(self) -> None:

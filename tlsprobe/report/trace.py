@@ -161,8 +161,9 @@ class TraceFormatter:
                 yield annotation_line(a)
 
 
-def format_trace(events: Iterable[Event], **kw: object) -> str:
-    return "\n".join(TraceFormatter(**kw).lines(events))  # type: ignore[arg-type]
+def format_trace(events: Iterable[Event], *, annotations: bool = True,
+                 hex_limit: int | None = None) -> str:
+    return "\n".join(TraceFormatter(annotations=annotations, hex_limit=hex_limit).lines(events))
 
 
 __all__ = ["TraceFormatter", "format_trace", "hexdump", "annotation_line", "ContentType",

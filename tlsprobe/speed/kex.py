@@ -137,7 +137,8 @@ class Hybrid:
     def _join(self, kem_part: bytes, ec_part: bytes) -> bytes:
         return ec_part + kem_part if self._ecdh_first else kem_part + ec_part
 
-    def client_keygen(self) -> tuple[object, object, bytes]:
+    def client_keygen(self) -> tuple[mlkem.MLKEM768PrivateKey | mlkem.MLKEM1024PrivateKey, object,
+                                     bytes]:
         """Client: both key pairs and the key_share it sends."""
         kem_key = _KEM_CLASSES[self.level].generate()
         ec_key, ec_public = self._ec_keypair()
@@ -160,7 +161,7 @@ class Hybrid:
     def build(self, _: Sequence[int]) -> list[Op]:
         kem_key, ec_key, client_share = self.client_keygen()
         server_share, server_secret = self.server_encaps(client_share)
-        if self.client_decaps(kem_key, ec_key, server_share) != server_secret:  # type: ignore[arg-type]
+        if self.client_decaps(kem_key, ec_key, server_share) != server_secret:
             raise RuntimeError("hybrid key exchange self-check failed")
         return [Op("keygen", self.client_keygen),
                 Op("encaps", self.server_encaps, (client_share,)),

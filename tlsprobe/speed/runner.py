@@ -21,6 +21,8 @@ import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from multiprocessing.process import BaseProcess
+from multiprocessing.synchronize import Barrier
 from typing import Any
 
 from tlsprobe.speed import catalog
@@ -108,7 +110,7 @@ def _result(algorithm: Algorithm, figures: Sequence[Figure]) -> AlgorithmResult:
     return AlgorithmResult(algorithm.name, algorithm.kind, algorithm.description, tuple(figures))
 
 
-def _worker(names: list[str], seconds: float, block_sizes: list[int], barrier: Any,
+def _worker(names: list[str], seconds: float, block_sizes: list[int], barrier: Barrier,
             out: Any, index: int) -> None:
     """Worker process body: measure every figure after the barrier, send each timing."""
     # Ctrl-C is the parent's business: it stops the workers (see the module docstring).
@@ -171,7 +173,7 @@ def _sigint_held_back() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def _stop(workers: Sequence[Any]) -> None:
+def _stop(workers: Sequence[BaseProcess]) -> None:
     """End every started worker now: SIGTERM, then SIGKILL after `_STOP_TIMEOUT`."""
     started = [worker for worker in workers if worker.pid is not None]
     for worker in started:
@@ -202,7 +204,8 @@ def _assemble(algorithms: Sequence[Algorithm], partial: Timings,
 
 
 def _collect(algorithms: Sequence[Algorithm], processes: int, block_sizes: Sequence[int],
-             out: Any, workers: list[Any], report: Progress, partial: Timings) -> None:
+             out: Any, workers: Sequence[BaseProcess], report: Progress,
+             partial: Timings) -> None:
     """Gather the workers' timings into `partial` (filled as they arrive, so that an
     interrupted run still has the figures completed before)."""
     total = figure_total(algorithms, block_sizes)

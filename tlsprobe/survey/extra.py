@@ -6,31 +6,31 @@ working for every other command (tests/test_packaging.py checks the declared imp
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from types import ModuleType
 
 from tlsprobe.errors import UsageError
 
 HINT = "pip install 'dask[distributed]' pyarrow (or pip install '.[cluster]' in the tlsprobe checkout)"
 
 
-def _module(name: str, why: str) -> Any:
+def _module(name: str, why: str) -> ModuleType:
     try:
         return importlib.import_module(name)
     except ImportError:
         raise UsageError(f"{why}: {name.split('.')[0]} is not installed ({HINT})") from None
 
 
-def pyarrow() -> Any:
+def pyarrow() -> ModuleType:
     """The pyarrow module (untyped: it ships no complete hints)."""
     return _module("pyarrow", "survey files are Parquet")
 
 
-def parquet() -> Any:
+def parquet() -> ModuleType:
     """pyarrow.parquet."""
     return _module("pyarrow.parquet", "survey files are Parquet")
 
 
-def distributed() -> Any:
+def distributed() -> ModuleType:
     """dask.distributed (raises UsageError when absent; see `has_distributed`)."""
     return _module("distributed", "--scheduler needs Dask")
 

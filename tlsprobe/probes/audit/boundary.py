@@ -10,6 +10,7 @@ import traceback
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes.audit.scheduler import Scheduler
 from tlsprobe.model.audit import AuditReport
+from tlsprobe.errors import FailureKind
 
 
 def internal_error_report(target: Target, scheduler: Scheduler,
@@ -22,4 +23,4 @@ def internal_error_report(target: Target, scheduler: Scheduler,
     return AuditReport(host=target.host, port=target.port, connections=counts,
                        total_connections=sum(counts.values()),
                        error=f"{target.display}: internal error: {type(exc).__name__}: {exc}",
-                       error_kind="internal")
+                       error_kind=FailureKind.INTERNAL)

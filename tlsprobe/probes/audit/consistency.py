@@ -16,8 +16,10 @@ from dataclasses import dataclass, field, replace
 
 from tlsprobe import registry
 from tlsprobe.engine.config import ClientConfig
+from tlsprobe.probes.audit.outcome import Stop
 from tlsprobe.probes.audit.scheduler import ALERT, Job, Outcome, TargetRunner
 from tlsprobe.model.audit import AuditReport, ConsistencyCheck
+from tlsprobe.model.vocab import ConsistencyStatus
 
 PHASE = "consistency"
 MARK = ("the target answered inconsistently (likely several configurations behind one "
@@ -29,7 +31,7 @@ class Reference:
     """The reference hello and its answers, phase by phase."""
 
     config: ClientConfig
-    stop: str
+    stop: Stop
     answers: list[tuple[str, Outcome]] = field(default_factory=list)
 
     async def repeat(self, run: TargetRunner, after: str) -> None:
@@ -61,11 +63,11 @@ def answer_text(out: Outcome) -> str:
 
 def verdict(ref: Reference | None, disagreements: list[str]) -> ConsistencyCheck:
     if disagreements and (ref is None or len(ref.answers) < 2):
-        return ConsistencyCheck("inconsistent", notes=tuple(disagreements))
+        return ConsistencyCheck(ConsistencyStatus.INCONSISTENT, notes=tuple(disagreements))
     if ref is None or len(ref.answers) < 2:
         why = "no later phase to compare with" if ref is not None else \
             "no answered reference hello from the versions check"
-        return ConsistencyCheck("not_checked", notes=(why,) + tuple(disagreements))
+        return ConsistencyCheck(ConsistencyStatus.NOT_CHECKED, notes=(why,) + tuple(disagreements))
     answers = tuple(f"{phase}: {answer_text(out)}" for phase, out in ref.answers)
     # A bare close or a reset may be the network's: only answers and alerts are compared.
     known = [out for _, out in ref.answers if out.answered or out.status == ALERT]
@@ -74,8 +76,8 @@ def verdict(ref: Reference | None, disagreements: list[str]) -> ConsistencyCheck
     if unanswered:
         notes += (f"{unanswered} repeat(s) of the reference hello got no answer (not "
                   "compared)",)
-    status = "inconsistent" if len({_key(o) for o in known}) > 1 or disagreements \
-        else "consistent"
+    status = ConsistencyStatus.INCONSISTENT if len({_key(o) for o in known}) > 1 or disagreements \
+        else ConsistencyStatus.CONSISTENT
     first = ref.answers[0][1]
     offered = f"the versions check's {registry.version_name(first.version or 0)} hello"
     return ConsistencyCheck(status, offered, answers, notes=notes)

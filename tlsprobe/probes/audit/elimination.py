@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tlsprobe.model.audit import ORDER_CLIENT, ORDER_SERVER, ORDER_SINGLE, ORDER_UNKNOWN
+from tlsprobe.model.vocab import Order
 
 
 @dataclass
@@ -50,7 +51,7 @@ class Elimination:
         self.inconclusive += self.remaining
         self.remaining = []
 
-    def order_from_steps(self) -> str | None:
+    def order_from_steps(self) -> Order | None:
         """ORDER_SINGLE / ORDER_UNKNOWN / ORDER_SERVER when the picks already tell, else None
         (every pick is also what client order predicts: one more connection must decide)."""
         if len(self.found) < 2:
@@ -68,7 +69,7 @@ class Elimination:
         """The offer of the deciding connection: second pick first, then the first pick."""
         return [self.found[1], self.found[0]]
 
-    def decide(self, choice: int | None) -> str:
+    def decide(self, choice: int | None) -> Order:
         if choice == self.found[0]:
             return ORDER_SERVER
         if choice == self.found[1]:

@@ -24,10 +24,12 @@ from tlsprobe.engine.config import TLS12, TLS13, ClientConfig
 from tlsprobe.probes.audit.elimination import Elimination
 from tlsprobe.probes.audit.scheduler import (ALERT, HELLO_RETRY, SERVER_HELLO, STOP_FLIGHT, STOP_HELLO,
                                        Outcome, TargetRunner)
+from tlsprobe.probes.audit.outcome import Stop
 from tlsprobe.model.audit import (ORDER_CLIENT, ORDER_SINGLE, ORDER_UNKNOWN, DheAudit,
                                   DhParameters, GroupAudit)
 from tlsprobe.model.probe import Codepoint
 from tlsprobe.model.pubkey import public_key
+from tlsprobe.model.vocab import DheStatus, GroupMethod, Order
 
 PROTOCOL_VERSION_ALERT = 70
 _RANGES = ((0x0001, 0x0021), (0x0100, 0x0104), (0x0200, 0x0202), (0x11EB, 0x11EE),
@@ -55,8 +57,8 @@ Picker = Callable[[Outcome], "int | None"]
 Builder = Callable[[list[int]], ClientConfig]
 
 
-async def _order(run: TargetRunner, el: Elimination, phase: str, build: Builder, stop: str,
-                 picked: Picker) -> tuple[str, str | None]:
+async def _order(run: TargetRunner, el: Elimination, phase: str, build: Builder, stop: Stop,
+                 picked: Picker) -> tuple[Order, str | None]:
     """Server or client order: from the picks when they tell, else one more connection."""
     known = el.order_from_steps()
     if known is not None:
@@ -91,7 +93,7 @@ async def tls13_groups(run: TargetRunner, candidates: list[int]) -> GroupAudit:
     build = _builder(run, TLS13, cipher_suites_13=suites)
     el = Elimination(list(candidates))
     spoken: bool | None = None
-    method = "hello_retry_request"
+    method = GroupMethod.HELLO_RETRY_REQUEST
     while el.remaining:
         offered = el.offer()
         # the refusal that ends the elimination makes "not supported" (a finding that can
@@ -111,12 +113,12 @@ async def tls13_groups(run: TargetRunner, candidates: list[int]) -> GroupAudit:
             # Share-less offers refused (or answered oddly) before any HRR: use real shares.
             el.notes.append(f"HelloRetryRequest route inconclusive ({out.describe()}); "
                             "enumerated with real key shares")
-            method = "key_share"
+            method = GroupMethod.KEY_SHARE
             spoken = await _tls13_with_shares(run, el, phase)
         else:
             el.give_up(out.describe())
     order, note = ORDER_UNKNOWN, None
-    if method == "hello_retry_request":
+    if method == GroupMethod.HELLO_RETRY_REQUEST:
         order, note = await _order(run, el, phase, build, STOP_HELLO, _hrr_pick)
     elif len(el.found) == 1:
         order = ORDER_SINGLE
@@ -239,7 +241,7 @@ async def tls12_groups(run: TargetRunner, candidates: list[int], *,
         dhe_audit = await _dhe_audit(run, st, _builder(run, TLS12, cipher_suites_12=dhe_suites),
                                      phase)
     return GroupAudit(version=Codepoint.version(TLS12), spoken=st.spoken,
-                      method="server_key_exchange",
+                      method=GroupMethod.SERVER_KEY_EXCHANGE,
                       supported=_cp(st.ec.listed(order, candidates)),
                       not_supported=_cp(st.ec.not_supported),
                       inconclusive=_cp(st.ec.inconclusive), order=order, dhe=dhe_audit,
@@ -369,17 +371,17 @@ async def _dhe_audit(run: TargetRunner, st: _Tls12State, build: Builder,
                      phase: str) -> DheAudit:
     ff = st.ff
     if ff.found:
-        status = "rfc7919"
+        status = DheStatus.RFC7919
     elif st.fixed is not None:
-        status = "fixed"
+        status = DheStatus.FIXED
     elif ff.inconclusive:
-        status = "inconclusive"
+        status = DheStatus.INCONCLUSIVE
     else:
-        status = "none"
+        status = DheStatus.NONE
     order, note = ORDER_UNKNOWN, None
     before = run.connections(phase)
     legacy_refused = False
-    if status == "rfc7919":
+    if status == DheStatus.RFC7919:
         order, note = await _order(run, ff, phase, build, STOP_FLIGHT, _sh_pick)
         if st.fixed is None:
             legacy_refused = await _no_ffdhe_client(run, st, build, phase)

@@ -6,6 +6,7 @@ The scheduler (probes/audit/scheduler.py) runs the connections; this module only
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake
@@ -16,17 +17,32 @@ from tlsprobe.kex.dhprime import dh_group_name
 from tlsprobe.registry import HandshakeType
 from tlsprobe.session.flow import SERVER, ApplicationDataEvent
 
-# Outcome.status values
-HELLO_RETRY = "hello_retry_request"
-SERVER_HELLO = "server_hello"
-ALERT = "alert"
-CLOSED = "closed"
-INCONCLUSIVE = "inconclusive"
 
-# Stop conditions of a job
-STOP_HELLO = "hello"            # at the ServerHello (or HelloRetryRequest)
-STOP_FLIGHT = "flight"          # after the server's first flight (TLS 1.2 ServerHelloDone)
-STOP_VERIFY = "verify"          # TLS 1.3: after the decrypted CertificateVerify
+
+class OutcomeStatus(StrEnum):
+    """What a scan connection got (`Outcome.status`)."""
+
+    HELLO_RETRY = "hello_retry_request"
+    SERVER_HELLO = "server_hello"
+    ALERT = "alert"                 # a refusal with an alert
+    CLOSED = "closed"               # a refusal by closing
+    INCONCLUSIVE = "inconclusive"   # no answer (`Outcome.reason` says why)
+
+
+class Stop(StrEnum):
+    """Where a job's connection has answered its question (`Job.stop`)."""
+
+    HELLO = "hello"                 # at the ServerHello (or HelloRetryRequest)
+    FLIGHT = "flight"               # after the server's first flight (TLS 1.2 ServerHelloDone)
+    VERIFY = "verify"               # TLS 1.3: after the decrypted CertificateVerify
+
+
+HELLO_RETRY = OutcomeStatus.HELLO_RETRY
+SERVER_HELLO = OutcomeStatus.SERVER_HELLO
+ALERT = OutcomeStatus.ALERT
+CLOSED = OutcomeStatus.CLOSED
+INCONCLUSIVE = OutcomeStatus.INCONCLUSIVE
+STOP_HELLO, STOP_FLIGHT, STOP_VERIFY = Stop.HELLO, Stop.FLIGHT, Stop.VERIFY
 
 
 @dataclass(frozen=True)
@@ -40,7 +56,7 @@ class Outcome:
     `kind` travels with the outcome from where it was decided (no sorting by message text).
     """
 
-    status: str
+    status: OutcomeStatus
     version: int | None = None
     cipher_suite: int | None = None
     group: int | None = None
@@ -97,10 +113,10 @@ class Job:
 
     config: ClientConfig
     phase: str
-    stop: str = STOP_HELLO
+    stop: Stop = STOP_HELLO
 
 
-def finished(hs: ClientHandshake, stop: str) -> bool:
+def finished(hs: ClientHandshake, stop: Stop) -> bool:
     """Has the connection answered its question (stop condition `stop`)?"""
     if hs.hrr is not None and hs.server_hello is None:
         # The HelloRetryRequest answers group, suite and version questions.

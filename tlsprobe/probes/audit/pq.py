@@ -16,11 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tlsprobe import kex, registry
-from tlsprobe.engine.config import TLS13
+from tlsprobe.engine.config import TLS13, ClientConfig
 from tlsprobe.probes.audit.confirm import (ALERT, ANSWERED, CLOSED, UNSURE, confirm_refusal,
                                      flaky_path)
 from tlsprobe.probes.audit.scheduler import HELLO_RETRY, SERVER_HELLO, Outcome, TargetRunner
 from tlsprobe.model.audit import ORDER_SERVER, GroupAudit, PqVerdict
+from tlsprobe.model.vocab import Answer, PqCheck
 
 PHASE = "post-quantum"
 X25519MLKEM768, X25519 = 0x11EC, 0x001D
@@ -28,9 +29,10 @@ PQ_KINDS = ("hybrid", "mlkem", "draft")
 BROWSER_GROUPS = (X25519MLKEM768, X25519, 0x0017, 0x0018)
 TOLERANCE_SHARES = (0x11ED, 0x11EC, 0x11EB, 0x0202, X25519)
 TOLERANCE_GROUPS = TOLERANCE_SHARES + (0x0017, 0x0018)
-CHECKS = (("capability", "X25519MLKEM768"),
-          ("hello_retry_request", "post-quantum groups without a key share"),
-          ("browser_like", "X25519MLKEM768 + X25519 shares"), ("tolerance", "large key shares"))
+CHECKS = ((PqCheck.CAPABILITY, "X25519MLKEM768"),
+          (PqCheck.HELLO_RETRY_REQUEST, "post-quantum groups without a key share"),
+          (PqCheck.BROWSER_LIKE, "X25519MLKEM768 + X25519 shares"),
+          (PqCheck.TOLERANCE, "large key shares"))
 
 
 def is_pq(group: int) -> bool:
@@ -38,7 +40,7 @@ def is_pq(group: int) -> bool:
     return info is not None and info.kind in PQ_KINDS
 
 
-def _config(run: TargetRunner, groups: tuple[int, ...], shares: tuple[int, ...]) -> object:
+def _config(run: TargetRunner, groups: tuple[int, ...], shares: tuple[int, ...]) -> ClientConfig:
     return run.config((TLS13,), groups=groups, key_share_groups=shares,
                       cipher_suites_13=tuple(registry.suites_for_version(TLS13)))
 
@@ -46,35 +48,35 @@ def _config(run: TargetRunner, groups: tuple[int, ...], shares: tuple[int, ...])
 async def capability(run: TargetRunner, group: int) -> PqVerdict:
     name = registry.group_name(group)
     if not kex.is_computable(group):
-        return PqVerdict("capability", name, "not_tested", "no share can be computed here")
-    out = await run.run(_config(run, (group,), (group,)), PHASE)  # type: ignore[arg-type]
+        return PqVerdict(PqCheck.CAPABILITY, name, Answer.NOT_TESTED, "no share can be computed here")
+    out = await run.run(_config(run, (group,), (group,)), PHASE)
     if out.status == SERVER_HELLO and out.group == group:
         detail = "the server completed the key exchange with a real share"
         if "invalid server key share" in out.reason:
-            return PqVerdict("capability", name, "no", out.reason)
+            return PqVerdict(PqCheck.CAPABILITY, name, Answer.NO, out.reason)
         if out.reason:
-            return PqVerdict("capability", name, "inconclusive", f"{detail}, then: {out.reason}")
-        return PqVerdict("capability", name, "yes", detail + " (its share was valid)")
+            return PqVerdict(PqCheck.CAPABILITY, name, Answer.INCONCLUSIVE, f"{detail}, then: {out.reason}")
+        return PqVerdict(PqCheck.CAPABILITY, name, Answer.YES, detail + " (its share was valid)")
     if out.refused:
-        return PqVerdict("capability", name, "no", f"a real share offered alone: {out.describe()}")
-    return PqVerdict("capability", name, "inconclusive", out.describe())
+        return PqVerdict(PqCheck.CAPABILITY, name, Answer.NO, f"a real share offered alone: {out.describe()}")
+    return PqVerdict(PqCheck.CAPABILITY, name, Answer.INCONCLUSIVE, out.describe())
 
 
 def hrr_route(groups13: GroupAudit | None) -> PqVerdict:
     subject = "post-quantum groups without a key share"
     if groups13 is None or groups13.method != "hello_retry_request":
-        return PqVerdict("hello_retry_request", subject, "not_tested",
+        return PqVerdict(PqCheck.HELLO_RETRY_REQUEST, subject, Answer.NOT_TESTED,
                          "the HelloRetryRequest route was not used for this server")
     ranked = [(i + 1, g.name) for i, g in enumerate(groups13.supported) if is_pq(g.id)]
     if ranked:
         where = "server's order" if groups13.order == ORDER_SERVER else "order of the answers"
         text = ", ".join(f"{name} (rank {rank} of {len(groups13.supported)})"
                          for rank, name in ranked)
-        return PqVerdict("hello_retry_request", subject, "yes", f"{text}, in the {where}")
+        return PqVerdict(PqCheck.HELLO_RETRY_REQUEST, subject, Answer.YES, f"{text}, in the {where}")
     if any(is_pq(g.id) for g in groups13.inconclusive):
-        return PqVerdict("hello_retry_request", subject, "inconclusive",
+        return PqVerdict(PqCheck.HELLO_RETRY_REQUEST, subject, Answer.INCONCLUSIVE,
                          "some post-quantum groups were not established")
-    return PqVerdict("hello_retry_request", subject, "no",
+    return PqVerdict(PqCheck.HELLO_RETRY_REQUEST, subject, Answer.NO,
                      "no post-quantum group was chosen by a HelloRetryRequest")
 
 
@@ -88,17 +90,17 @@ def _chosen(out: Outcome) -> str:
 
 async def browser_like(run: TargetRunner, pq_capable: bool | None) -> tuple[PqVerdict, Outcome]:
     subject = "X25519MLKEM768 + X25519 shares"
-    out = await run.run(_config(run, BROWSER_GROUPS, (X25519MLKEM768, X25519)),  # type: ignore[arg-type]
+    out = await run.run(_config(run, BROWSER_GROUPS, (X25519MLKEM768, X25519)),
                         PHASE)
     if out.status == SERVER_HELLO and out.group == X25519MLKEM768:
-        return PqVerdict("browser_like", subject, "yes", "the server picked X25519MLKEM768"), out
+        return PqVerdict(PqCheck.BROWSER_LIKE, subject, Answer.YES, "the server picked X25519MLKEM768"), out
     if out.answered:
         also = " although it accepts X25519MLKEM768 alone" if pq_capable else ""
-        return PqVerdict("browser_like", subject, "no",
+        return PqVerdict(PqCheck.BROWSER_LIKE, subject, Answer.NO,
                          f"the server picked {_chosen(out)}{also}"), out
     if out.refused:
-        return PqVerdict("browser_like", subject, "no", out.describe()), out
-    return PqVerdict("browser_like", subject, "inconclusive", out.describe()), out
+        return PqVerdict(PqCheck.BROWSER_LIKE, subject, Answer.NO, out.describe()), out
+    return PqVerdict(PqCheck.BROWSER_LIKE, subject, Answer.INCONCLUSIVE, out.describe()), out
 
 
 @dataclass(frozen=True)
@@ -121,31 +123,31 @@ async def tolerance(run: TargetRunner, ordinary: Outcome | None) -> PqVerdict:
     size = sum(kex.share_size(g) or 0 for g in shares)
     subject = f"{len(shares)} key shares, {size} bytes"
     big = _config(run, TOLERANCE_GROUPS, shares)
-    out = await run.run(big, PHASE, confirm=False)  # type: ignore[arg-type]
+    out = await run.run(big, PHASE, confirm=False)
     if out.answered:
-        return PqVerdict("tolerance", subject, "yes", f"answered: {_chosen(out)}")
+        return PqVerdict(PqCheck.TOLERANCE, subject, Answer.YES, f"answered: {_chosen(out)}")
     if ordinary is None or not ordinary.answered or not out.refused:
-        return PqVerdict("tolerance", subject, "inconclusive", out.describe())
+        return PqVerdict(PqCheck.TOLERANCE, subject, Answer.INCONCLUSIVE, out.describe())
     # "no" becomes a finding (pq.intolerant): the refusal must hold by the rule every
     # tolerance verdict follows (probes/audit/confirm.py), the ordinary browser-like hello
     # answered in between
     browser = _config(run, BROWSER_GROUPS, (X25519MLKEM768, X25519))
 
     async def again() -> _Try:
-        return _try(await run.run(big, PHASE, confirm=False))  # type: ignore[arg-type]
+        return _try(await run.run(big, PHASE, confirm=False))
 
     async def plain() -> _Try:
-        return _try(await run.run(browser, PHASE, confirm=False))  # type: ignore[arg-type]
+        return _try(await run.run(browser, PHASE, confirm=False))
 
     got = await confirm_refusal(_try(out), again, plain, flaky=flaky_path(run))
     if got.confirmed:
-        return PqVerdict("tolerance", subject, "no", f"{out.describe()} (each time, on "
+        return PqVerdict(PqCheck.TOLERANCE, subject, Answer.NO, f"{out.describe()} (each time, on "
                          f"{1 + sum(not p for p, _ in got.tries)} connections), while an "
                          "ordinary browser-like hello is answered in between")
     if got.answer is not None:
-        return PqVerdict("tolerance", subject, "yes", f"answered on a second connection "
+        return PqVerdict(PqCheck.TOLERANCE, subject, Answer.YES, f"answered on a second connection "
                          f"({got.answer.text}) after {out.describe()}")
-    return PqVerdict("tolerance", subject, "inconclusive", got.why)
+    return PqVerdict(PqCheck.TOLERANCE, subject, Answer.INCONCLUSIVE, got.why)
 
 
 async def pq_verdicts(run: TargetRunner, groups13: GroupAudit | None) -> tuple[PqVerdict, ...]:
@@ -153,7 +155,7 @@ async def pq_verdicts(run: TargetRunner, groups13: GroupAudit | None) -> tuple[P
     if groups13 is not None:
         targets += [g.id for g in groups13.supported if is_pq(g.id) and g.id not in targets]
     verdicts = [await capability(run, g) for g in targets]
-    capable = verdicts[0].verdict == "yes"
+    capable = verdicts[0].verdict == Answer.YES
     browser, ordinary = await browser_like(run, capable)
     verdicts += [hrr_route(groups13), browser, await tolerance(run, ordinary)]
     return tuple(verdicts)

@@ -33,6 +33,7 @@ from tlsprobe.model.probe import Codepoint
 from tlsprobe.policy.checks import derive_checks
 from tlsprobe.policy.findings import with_findings
 from tlsprobe.policy.load import Policy
+from tlsprobe.model.vocab import Answer, GroupMethod, SigalgStatus, TrustStatus, VersionStatus
 
 ALL_CHECKS = ("versions", "groups", "pq", "suites", "sigalgs", "cert")
 CHAIN_PHASE = "certificate"
@@ -80,7 +81,7 @@ class _Run:
 
 
 def _not_spoken(version: int, why: str) -> GroupAudit:
-    return GroupAudit(version=Codepoint.version(version), spoken=False, method="not_run",
+    return GroupAudit(version=Codepoint.version(version), spoken=False, method=GroupMethod.NOT_RUN,
                       notes=(why,))
 
 
@@ -90,7 +91,7 @@ def _unsure(v: VersionSupport) -> str:
 
 
 def _not_known(version: int, why: str) -> GroupAudit:
-    return GroupAudit(version=Codepoint.version(version), spoken=None, method="not_run",
+    return GroupAudit(version=Codepoint.version(version), spoken=None, method=GroupMethod.NOT_RUN,
                       notes=(why,))
 
 
@@ -166,7 +167,7 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
         tasks.append(_then(ref, run, "signature schemes", *(
             _sigalgs(run, v) for v in (TLS13, TLS12) if v in spoken)))
         report = replace(report, signature_schemes=tuple(
-            SigalgAudit(Codepoint.version(v), "inconclusive", reason=why)
+            SigalgAudit(Codepoint.version(v), SigalgStatus.INCONCLUSIVE, reason=why)
             for v, why in run.unsure.items() if v in (TLS13, TLS12)))
     parts = await asyncio.gather(*tasks)
     for part in parts:
@@ -214,7 +215,7 @@ def _reference(runner: TargetRunner, results: list[tuple[VersionSupport, Outcome
     """The reference hello: the versions check's hello of the highest version it answered
     as such (not one established only by the minimal hello)."""
     for support, out in sorted(results, key=lambda r: -r[0].version.id):
-        if support.status == "supported" and out.answered and support.detail == out.describe():
+        if support.status == VersionStatus.SUPPORTED and out.answered and support.detail == out.describe():
             config, stop = versions.version_hello(runner, support.version.id)
             return consistency.Reference(config, stop, [("versions", out)])
     return None
@@ -267,7 +268,7 @@ async def _groups_and_pq(run: _Run, spoken: set[int] | None, checks: set[str]) -
     found = tuple(a for a in (a13, a12) if a is not None)
     verdicts: tuple[PqVerdict, ...] = ()
     if "pq" in checks and TLS13 in run.unsure:
-        verdicts = tuple(PqVerdict(check, subject, "inconclusive", run.unsure[TLS13])
+        verdicts = tuple(PqVerdict(check, subject, Answer.INCONCLUSIVE, run.unsure[TLS13])
                          for check, subject in pq.CHECKS)
     elif "pq" in checks and (a13 is None or a13.spoken is not False):
         verdicts = await pq.pq_verdicts(run.runner, a13 if a13 and "groups" in checks else None)
@@ -284,7 +285,7 @@ async def _unless_unspoken(run: _Run, version: int, audit: GroupAudit,
     name = registry.version_name(version)
 
     def unspoken(why: str, extra: int = 0) -> GroupAudit:   # the connections stay counted
-        return replace(audit, spoken=False, method="not_run", supported=(), not_supported=(),
+        return replace(audit, spoken=False, method=GroupMethod.NOT_RUN, supported=(), not_supported=(),
                        inconclusive=(), notes=(why,), connections=audit.connections + extra)
 
     if audit.spoken is False:
@@ -332,9 +333,9 @@ def _finish(report: AuditReport, run: _Run, started: float,
             trust = trust_check(list(chain), run.runner.server_name or target.host,
                                 run.options.cafile)
         elif chain:
-            trust = TrustCheck("not_checked", detail="skipped (--no-verify)")
+            trust = TrustCheck(TrustStatus.NOT_CHECKED, detail="skipped (--no-verify)")
         elif run.no_chain is not None:
-            trust = TrustCheck("not_checked", detail=run.no_chain)
+            trust = TrustCheck(TrustStatus.NOT_CHECKED, detail=run.no_chain)
     counts = scheduler.count(target)
     certs = tuple(certificate_info(der) for der in chain)
     report = replace(_order_parts(report), certificates=certs, trust=trust, connections=counts,
@@ -355,8 +356,8 @@ def trust_check(chain: list[bytes], hostname: str, cafile: str | None) -> TrustC
     from tlsprobe.engine.chain import REASONS, verify_with_store
     path, result = verify_with_store(chain, hostname, cafile)
     if isinstance(result, str):
-        return TrustCheck("not_checked", detail=result, hostname=hostname, trust_store=path)
-    return TrustCheck("trusted" if result.ok else "untrusted", result.code,
+        return TrustCheck(TrustStatus.NOT_CHECKED, detail=result, hostname=hostname, trust_store=path)
+    return TrustCheck(TrustStatus.TRUSTED if result.ok else TrustStatus.UNTRUSTED, result.code,
                       REASONS.get(result.code, result.reason), result.detail or "", hostname,
                       result.hostname_ok, path)
 
@@ -387,6 +388,9 @@ async def audit_many(targets: Iterable[Target], options: AuditOptions, scheduler
 
 
 def run_audit(targets: list[Target], options: AuditOptions, scheduler: Scheduler | None = None,
-              **kw: object) -> list[AuditReport]:
+              *, concurrency: int = 4, on_phase: PhaseHook | None = None,
+              on_report: Callable[[AuditReport], None] | None = None) -> list[AuditReport]:
     """Blocking entry point (a fresh event loop)."""
-    return asyncio.run(audit_many(targets, options, scheduler or Scheduler(), **kw))  # type: ignore[arg-type]
+    return asyncio.run(audit_many(targets, options, scheduler or Scheduler(),
+                                  concurrency=concurrency, on_phase=on_phase,
+                                  on_report=on_report))

@@ -41,7 +41,7 @@ from tlsprobe.net.tcp_async import TcpConnector
 from tlsprobe.net.transport import AsyncConnector, AsyncTransport
 from tlsprobe.probes.audit.contention import TargetGate, Watch, Watched
 from tlsprobe.probes.audit.outcome import (ALERT, CLOSED, HELLO_RETRY, INCONCLUSIVE, SERVER_HELLO,
-                                     STOP_FLIGHT, STOP_HELLO, STOP_VERIFY, Job, Outcome,
+                                     STOP_FLIGHT, STOP_HELLO, STOP_VERIFY, Job, Outcome, Stop,
                                      finished, outcome_of)
 
 ConnectionHook = Callable[[Target, str], None]
@@ -407,7 +407,7 @@ class TargetRunner:
                 config.offered_groups(), config.key_share_groups))
         return config
 
-    async def run(self, config: ClientConfig, phase: str, stop: str = STOP_HELLO, *,
+    async def run(self, config: ClientConfig, phase: str, stop: Stop = STOP_HELLO, *,
                   confirm: bool | None = None) -> Outcome:
         """One connection's answer. A refusal is asked again once on a second connection
         when it is a bare close (a flaky network or a middlebox drops connections that way,

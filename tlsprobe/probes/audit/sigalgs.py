@@ -16,6 +16,7 @@ from tlsprobe.probes.audit.scheduler import (STOP_FLIGHT, STOP_VERIFY, Outcome, 
 from tlsprobe.probes.audit.elimination import Elimination
 from tlsprobe.model.audit import ORDER_UNKNOWN, SigalgAudit
 from tlsprobe.model.probe import Codepoint
+from tlsprobe.model.vocab import SigalgStatus
 
 COMMON_SHARES = (0x001D, 0x0017)
 NOT_DECRYPTED = ("the TLS 1.3 CertificateVerify is encrypted and the engine did not decrypt "
@@ -50,14 +51,14 @@ async def enumerate_sigalgs(run: TargetRunner, version: int) -> tuple[SigalgAudi
     candidates = list(broad_sigalgs())
     el = Elimination(list(candidates))
     first: Outcome | None = None
-    status, reason = "established", ""
+    status, reason = SigalgStatus.ESTABLISHED, ""
     while el.remaining:
         offered = el.offer()
         out = await run.run(_config(run, version, offered), phase, stop)
         if first is None and out.answered:
             first = out
         if version == TLS13 and out.answered and not out.decrypted:
-            status, reason = "not_established", NOT_DECRYPTED
+            status, reason = SigalgStatus.NOT_ESTABLISHED, NOT_DECRYPTED
             break
         choice = _pick(out, version)
         if choice in el.remaining:
@@ -69,18 +70,18 @@ async def enumerate_sigalgs(run: TargetRunner, version: int) -> tuple[SigalgAudi
         elif out.answered:
             reason = f"no signature scheme in the answer ({out.describe()})"
         elif out.refused and not el.found:
-            status, reason = "not_established", ("the server accepted no (EC)DHE offer with "
+            status, reason = SigalgStatus.NOT_ESTABLISHED, ("the server accepted no (EC)DHE offer with "
                                                  f"any signature scheme ({out.describe()})")
         elif not out.refused:
             # Stopped by a reset or timeout: the schemes found so far are a partial list.
-            status = "inconclusive"
+            status = SigalgStatus.INCONCLUSIVE
             reason = (f"stopped after {len(el.found)} answer(s), not established: "
                       f"{out.describe()}")
-        if reason and status == "established" and not el.found:
-            status = "inconclusive"
+        if reason and status == SigalgStatus.ESTABLISHED and not el.found:
+            status = SigalgStatus.INCONCLUSIVE
         break
     order = ORDER_UNKNOWN
-    if status == "established":
+    if status == SigalgStatus.ESTABLISHED:
         known = el.order_from_steps() if not reason else ORDER_UNKNOWN
         order = known if known is not None else ORDER_UNKNOWN
         if known is None:

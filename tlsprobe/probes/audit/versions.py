@@ -30,8 +30,10 @@ from tlsprobe.engine.config import (DEFAULT_SIGALGS, DEFAULT_SUITES_12, DEFAULT_
                                     TLS10, TLS11, TLS12, TLS13, ClientConfig)
 from tlsprobe.probes.audit.groups import candidate_groups
 from tlsprobe.probes.audit.scheduler import STOP_FLIGHT, STOP_HELLO, Outcome, TargetRunner
+from tlsprobe.probes.audit.outcome import Stop
 from tlsprobe.model.audit import VersionSupport
 from tlsprobe.model.probe import Codepoint
+from tlsprobe.model.vocab import VersionStatus
 
 ALL_VERSIONS = (TLS13, TLS12, TLS11, TLS10, SSL30)
 PHASE = "versions"
@@ -53,7 +55,7 @@ def minimal_config(run: TargetRunner, version: int) -> ClientConfig:
 
 
 def established_hello(run: TargetRunner, version: int,
-                      support: VersionSupport | None) -> tuple[ClientConfig, str]:
+                      support: VersionSupport | None) -> tuple[ClientConfig, Stop]:
     """The hello that established `version` in the versions check: the full offer, or the
     minimal one when the full offer was refused (`support.minimal`): what a later probe of
     this version should start from."""
@@ -63,7 +65,7 @@ def established_hello(run: TargetRunner, version: int,
     return config, stop
 
 
-def version_hello(run: TargetRunner, version: int) -> tuple[ClientConfig, str]:
+def version_hello(run: TargetRunner, version: int) -> tuple[ClientConfig, Stop]:
     """The versions check's hello for `version` and where its connection stops (also the
     audit's reference hello, repeated in later phases: probes/audit/consistency.py)."""
     if version == TLS13:
@@ -102,15 +104,15 @@ async def _confirm(run: TargetRunner, version: int, first: Outcome
     out = await run.run(minimal_config(run, version), PHASE, stop)
     said = f"the full offer was refused ({first.describe()})"
     if out.answered and out.version == version:
-        return VersionSupport(cp, "supported", f"{out.describe()} to a minimal hello; "
+        return VersionSupport(cp, VersionStatus.SUPPORTED, f"{out.describe()} to a minimal hello; "
                               f"{said}", minimal=True), out
     if out.answered or out.refused:
         what = out.describe() if out.refused else \
             f"answered with {registry.version_name(out.version or 0)}"
-        return VersionSupport(cp, "not_supported", f"{first.describe()}; a minimal {name} "
+        return VersionSupport(cp, VersionStatus.NOT_SUPPORTED, f"{first.describe()}; a minimal {name} "
                               f"hello too ({what})"), first
     # the unanswered outcome: the one whose failure kind the audit reports
-    return VersionSupport(cp, "inconclusive", f"{said}; a minimal {name} hello was not "
+    return VersionSupport(cp, VersionStatus.INCONCLUSIVE, f"{said}; a minimal {name} hello was not "
                           f"answered ({out.describe()})"), out
 
 
@@ -118,12 +120,12 @@ def _verdict(version: int, out: Outcome) -> VersionSupport:
     cp = Codepoint.version(version)
     if out.answered:
         if out.version == version:
-            return VersionSupport(cp, "supported", out.describe())
-        return VersionSupport(cp, "not_supported", f"the server answered with "
+            return VersionSupport(cp, VersionStatus.SUPPORTED, out.describe())
+        return VersionSupport(cp, VersionStatus.NOT_SUPPORTED, f"the server answered with "
                               f"{registry.version_name(out.version or 0)}")
     if out.refused:
-        return VersionSupport(cp, "not_supported", out.describe())
-    return VersionSupport(cp, "inconclusive", out.describe())
+        return VersionSupport(cp, VersionStatus.NOT_SUPPORTED, out.describe())
+    return VersionSupport(cp, VersionStatus.INCONCLUSIVE, out.describe())
 
 
 async def check_versions(run: TargetRunner, versions: tuple[int, ...] = ALL_VERSIONS,
@@ -169,16 +171,16 @@ async def _unanswered(run: TargetRunner, version: int, first: Outcome
     out = await run.run(minimal_config(run, version), PHASE, stop, confirm=True)
     said = f"the full offer was not answered ({first.describe()})"
     if out.answered and out.version == version:
-        return VersionSupport(cp, "supported", f"{out.describe()} to a minimal hello; "
+        return VersionSupport(cp, VersionStatus.SUPPORTED, f"{out.describe()} to a minimal hello; "
                               f"{said}", minimal=True), out
     if out.answered:
-        return VersionSupport(cp, "not_supported", f"{said}; a minimal {name} hello was "
+        return VersionSupport(cp, VersionStatus.NOT_SUPPORTED, f"{said}; a minimal {name} hello was "
                               f"answered with {registry.version_name(out.version or 0)}"), out
     if out.refused and out.alert == PROTOCOL_VERSION_ALERT:
-        return VersionSupport(cp, "not_supported", f"{said}; a minimal {name} hello was "
+        return VersionSupport(cp, VersionStatus.NOT_SUPPORTED, f"{said}; a minimal {name} hello was "
                               f"refused ({out.describe()})"), out
     if out.refused:   # about that hello's parameters, maybe: the full offer said nothing
-        return VersionSupport(cp, "inconclusive", f"{said}; a minimal {name} hello was "
+        return VersionSupport(cp, VersionStatus.INCONCLUSIVE, f"{said}; a minimal {name} hello was "
                               f"refused ({out.describe()}), not with protocol_version"), first
-    return VersionSupport(cp, "inconclusive", f"{said}; a minimal {name} hello was not "
+    return VersionSupport(cp, VersionStatus.INCONCLUSIVE, f"{said}; a minimal {name} hello was not "
                           f"answered either ({out.describe()})"), first

@@ -31,7 +31,7 @@ from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks.catalog import ACTIVE
-from tlsprobe.probes.audit.outcome import STOP_HELLO, Outcome
+from tlsprobe.probes.audit.outcome import STOP_HELLO, Outcome, Stop
 from tlsprobe.probes.audit.scheduler import TargetRunner
 
 __all__ = ["ActiveCheck", "CheckContext", "Talk", "run_active_checks"]
@@ -71,7 +71,7 @@ class CheckContext:
         """The protocol versions the audit established the server speaks."""
         return self.report.spoken_versions()
 
-    def version_hello(self, version: int) -> tuple[ClientConfig, str]:
+    def version_hello(self, version: int) -> tuple[ClientConfig, Stop]:
         """The hello that established `version` in the audit (the versions check's full
         offer, or its minimal hello where the server refused the full one) and where its
         connection stops: a check's hello of that version starts from it."""
@@ -116,7 +116,7 @@ class CheckContext:
         return any(v.version.id == version and v.status == "supported" and v.minimal
                    for v in self.report.versions)
 
-    async def hello(self, config: ClientConfig, stop: str = STOP_HELLO, *,
+    async def hello(self, config: ClientConfig, stop: Stop = STOP_HELLO, *,
                     confirm: bool | None = None, label: str = "") -> Outcome:
         """One ordinary hello's answer (see TargetRunner.run: a refusal is asked again when
         `confirm` says so)."""

@@ -33,6 +33,7 @@ from tlsprobe.probes.audit.scheduler import Outcome, broad_sigalgs, outcome_of
 from tlsprobe.probes.timing.plan import Plan, TimingOptions, plans_for
 from tlsprobe.model.probe import Cipher, Codepoint
 from tlsprobe.model.timing import (
+    EntryStatus,
     FAILING,
     MEASURED,
     MISMATCH,
@@ -163,7 +164,7 @@ class _State:
     consecutive: int = 0
     last_error: str | None = None
     last_kind: FailureKind | None = None
-    status: str | None = None     # set when the entry stops: refused, mismatch, failing
+    status: EntryStatus | None = None     # set when the entry stops: refused, mismatch, failing
     hello_retry: bool = False
 
     @property
@@ -332,8 +333,8 @@ def _entry(st: _State, options: TimingOptions) -> EntryTiming:
 
 
 def _finish(base: TimingReport, states: list[_State], notes: list[str],
-            options: TimingOptions, started: float, *, stopped: tuple[str, str] | None = None,
-            error: tuple[str, str] | None = None) -> TimingReport:
+            options: TimingOptions, started: float, *, stopped: tuple[str, FailureKind] | None = None,
+            error: tuple[str, FailureKind] | None = None) -> TimingReport:
     entries, rankings = rank([_entry(s, options) for s in states])
     kind = (stopped or error or (None, None))[1]
     return replace(base, entries=entries, rankings=rankings, notes=tuple(notes),
