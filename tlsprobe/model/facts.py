@@ -36,7 +36,8 @@ class HelloFacts:
 
     `versions`: supported_versions, or (legacy_version,) without it; `key_shares`:
     (group, key_exchange length); `size`: the whole message, its 4-byte header included;
-    `extensions`: the extension types as sent."""
+    `extensions`: the extension types as sent; `session_ticket`: the length of the
+    session_ticket extension's ticket (None: no such extension, 0: asking for one)."""
 
     legacy_version: int
     versions: tuple[int, ...]
@@ -48,6 +49,7 @@ class HelloFacts:
     sni: str | None = None
     size: int = 0
     extensions: tuple[int, ...] = ()
+    session_ticket: int | None = None
 
     def share_length(self, group: int) -> int | None:
         """The length of this hello's key share for `group` (None: no share offered)."""
@@ -58,8 +60,9 @@ class HelloFacts:
 class KeyExchangeFacts:
     """How the premaster secret was agreed.
 
-    `kind`: the suite's key exchange (ECDHE, DHE, RSA, PSK, ECJPAKE...; for TLS 1.3 the
-    group's: ECDHE, DHE, KEM, hybrid; None: not known). `client_share_bytes`: the client's
+    `kind`: TLS 1.0-1.2: the key exchange the ServerKeyExchange was read as, else the
+    suite's (the registry's ECDHE, DHE, RSA, PSK, ECDHE_PSK, ECJPAKE...); TLS 1.3 "TLS13"
+    with a key share (its group says the rest), "PSK" for psk_ke; None: not known. `client_share_bytes`: the client's
     key_share entry for the group (TLS 1.3), or the ClientKeyExchange's exchange_keys
     (TLS 1.0-1.2: the ECDH point, dh_Yc, or the RSA-encrypted premaster secret).
     `dh_prime`/`dh_generator`: a TLS 1.0-1.2 ServerKeyExchange's DH parameters;
