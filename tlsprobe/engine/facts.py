@@ -1,15 +1,16 @@
 """A client handshake's state -> `model.facts.HandshakeFacts`: what it established.
 
 The one reader of `ClientHandshake`'s state for the layers above (`facts_of`); the
-capture analyzer builds the same record from a capture (offline.build), with the same
-hello reader (`hello_facts`) and the same ClientKeyExchange reader
+capture analyzer builds the same record from a capture (offline.handshake), with the same
+hello reader (`model.facts.hello_facts`) and the same ClientKeyExchange reader
 (`wire.summary.client_key_exchange_length`), so both say the same of one handshake.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tlsprobe import registry
-from tlsprobe.engine.client import ClientHandshake
 from tlsprobe.model.facts import (
     CLIENT,
     SERVER,
@@ -21,6 +22,8 @@ from tlsprobe.model.facts import (
     KeyExchangeFacts,
     MessageFact,
     Resumption,
+    hello_facts,
+    wire_text,
 )
 from tlsprobe.registry import HandshakeType
 from tlsprobe.session.flow import AlertEvent, MessageEvent
@@ -29,27 +32,17 @@ from tlsprobe.wire.certificate import Certificate, CertificateStatus, Certificat
 from tlsprobe.wire.context import ParseContext
 from tlsprobe.wire.ext_decoders import WHERE_SERVER_HELLO, decode_extension
 from tlsprobe.wire.hello import HELLO_RETRY_REQUEST_RANDOM, ClientHello, ServerHello
-from tlsprobe.wire.hello_fields import ClientHelloInfo
 from tlsprobe.wire.hello_info import client_hello_info
 from tlsprobe.wire.keyexchange import ServerKeyExchange
 from tlsprobe.wire.messages import EncryptedExtensions, NewSessionTicket
 from tlsprobe.wire.summary import client_key_exchange_length
 
+if TYPE_CHECKING:
+    from tlsprobe.engine.client import ClientHandshake
+
 ALPN, STATUS_REQUEST = 16, 5
 
-__all__ = ["facts_of", "hello_facts", "negotiated_alpn"]
-
-
-def hello_facts(info: ClientHelloInfo) -> HelloFacts:
-    """The facts of a ClientHello summary (a capture's, or the engine's own hello)."""
-    return HelloFacts(
-        legacy_version=info.legacy_version,
-        versions=info.supported_versions or (info.legacy_version,),
-        cipher_suites=info.cipher_suites, groups=info.supported_groups,
-        key_shares=info.key_shares, signature_algorithms=info.signature_algorithms,
-        alpn=tuple(p.decode("ascii", "backslashreplace") for p in info.alpn),
-        sni=info.sni, size=info.size, extensions=info.extensions,
-        session_ticket=info.session_ticket)
+__all__ = ["facts_of", "negotiated_alpn"]
 
 
 def _hello(hello: ClientHello) -> HelloFacts:
@@ -207,7 +200,7 @@ def negotiated_alpn(hs: ClientHandshake) -> str | None:
                 protocols = decode_extension(ALPN, e.data, WHERE_SERVER_HELLO)
             except DecodeError:
                 continue
-            alpn = protocols[0].decode("latin-1") if protocols else None
+            alpn = wire_text(protocols[0]) if protocols else None
     return alpn
 
 

@@ -13,7 +13,7 @@ after the ServerHello never saw one).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 CLIENT, SERVER = 0, 1
 
@@ -56,6 +56,50 @@ class HelloFacts:
         return next((n for g, n in self.key_shares if g == group), None)
 
 
+class HelloSummary(Protocol):
+    """What `hello_facts` reads of a ClientHello summary (wire.hello_fields.ClientHelloInfo,
+    which the capture reader and the engine both make)."""
+
+    @property
+    def legacy_version(self) -> int: ...
+    @property
+    def supported_versions(self) -> tuple[int, ...]: ...
+    @property
+    def cipher_suites(self) -> tuple[int, ...]: ...
+    @property
+    def supported_groups(self) -> tuple[int, ...]: ...
+    @property
+    def key_shares(self) -> tuple[tuple[int, int], ...]: ...
+    @property
+    def signature_algorithms(self) -> tuple[int, ...]: ...
+    @property
+    def alpn(self) -> tuple[bytes, ...]: ...
+    @property
+    def sni(self) -> str | None: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def extensions(self) -> tuple[int, ...]: ...
+    @property
+    def session_ticket(self) -> int | None: ...
+
+
+def wire_text(data: bytes) -> str:
+    """Text from the network as a report shows it: ASCII, other bytes escaped."""
+    return data.decode("ascii", "backslashreplace")
+
+
+def hello_facts(info: HelloSummary) -> HelloFacts:
+    """The facts of a ClientHello summary (a capture's, or the engine's own hello)."""
+    return HelloFacts(
+        legacy_version=info.legacy_version,
+        versions=info.supported_versions or (info.legacy_version,),
+        cipher_suites=info.cipher_suites, groups=info.supported_groups,
+        key_shares=info.key_shares, signature_algorithms=info.signature_algorithms,
+        alpn=tuple(wire_text(p) for p in info.alpn), sni=info.sni, size=info.size,
+        extensions=info.extensions, session_ticket=info.session_ticket)
+
+
 @dataclass(frozen=True)
 class KeyExchangeFacts:
     """How the premaster secret was agreed.
@@ -87,12 +131,13 @@ class KeyExchangeFacts:
 @dataclass(frozen=True)
 class MessageFact:
     """One handshake message in the order seen: who sent it, its type, whether it was a
-    HelloRetryRequest, whether only decryption (a key log) revealed it to a capture."""
+    HelloRetryRequest, whether it came in a protected record (a capture reads those only
+    with their key log)."""
 
     sender: int
     msg_type: int
     hrr: bool = False
-    decrypted: bool = False
+    protected: bool = False
 
 
 @dataclass(frozen=True)
@@ -190,5 +235,5 @@ class HandshakeFacts:
 
 
 __all__ = ["CLIENT", "SERVER", "AlertFact", "ExtensionsSeen", "HandshakeFacts",
-           "HandshakeTimings", "HelloFacts", "KeyExchangeFacts", "KxSource", "MessageFact",
-           "Resumption"]
+           "HandshakeTimings", "HelloFacts", "HelloSummary", "KeyExchangeFacts", "KxSource", "MessageFact",
+           "Resumption", "hello_facts", "wire_text"]
