@@ -50,13 +50,13 @@ SHARED_JSON = ("offer", "version", "cipher", "key_exchange", "hello_retry_reques
                "signature_scheme", "alpn", "session_ticket_lifetime", "certificates")
 
 CASES = {
-    "tls13": (dict(proto="tls1_3"), ["--tls1_3"]),
-    "tls13-hrr": (dict(proto="tls1_3", groups=["P-384"]),
+    "tls13": ({"proto": "tls1_3"}, ["--tls1_3"]),
+    "tls13-hrr": ({"proto": "tls1_3", "groups": ["P-384"]},
                   ["--tls1_3", "--groups", "x25519,secp384r1", "--key-shares", "x25519"]),
-    "tls12-ecdhe": (dict(proto="tls1_2", ciphers="ECDHE-RSA-AES128-GCM-SHA256"),
+    "tls12-ecdhe": ({"proto": "tls1_2", "ciphers": "ECDHE-RSA-AES128-GCM-SHA256"},
                     ["--tls1_2"]),
-    "tls12-dhe": (dict(proto="tls1_2", ciphers="DHE-RSA-AES128-GCM-SHA256"), ["--tls1_2"]),
-    "tls12-rsa": (dict(proto="tls1_2", ciphers="AES128-GCM-SHA256"), ["--tls1_2"]),
+    "tls12-dhe": ({"proto": "tls1_2", "ciphers": "DHE-RSA-AES128-GCM-SHA256"}, ["--tls1_2"]),
+    "tls12-rsa": ({"proto": "tls1_2", "ciphers": "AES128-GCM-SHA256"}, ["--tls1_2"]),
 }
 
 
@@ -64,8 +64,8 @@ class Recorded:
     """The HandshakeFacts each side builds, as the commands build them."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        import tlsprobe.offline.build as build
         import tlsprobe.probes.facts as probe_facts
+        from tlsprobe.offline import build
         self.live: list[HandshakeFacts] = []
         self.capture: list[HandshakeFacts] = []
         probe_result, handshake_facts = probe_facts.probe_result, build.handshake_facts
