@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import warnings
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from tlsprobe import registry
 from tlsprobe.model.facts import CLIENT, AlertFact, HelloFacts, KeyExchangeFacts
@@ -26,6 +27,9 @@ from tlsprobe.model.probe import (
     KeyExchange,
     Offer,
 )
+
+if TYPE_CHECKING:
+    from cryptography.x509 import Name
 
 # Bits as `openssl s_client` prints them in "Server Temp Key".
 TEMP_KEY = {0x001D: ("X25519", 253), 0x001E: ("X448", 448), 0x0017: ("ECDH, prime256v1", 256),
@@ -253,7 +257,7 @@ def _certificate_info(der: bytes) -> CertificateInfo:
         serial=f"{cert.serial_number:x}", sha256=digest, san=san)
 
 
-def _name(get: Any) -> str:
+def _name(get: Callable[[], Name]) -> str:
     """A subject or issuer as RFC 4514 text; names are decoded lazily and may be invalid."""
     try:
         return str(get().rfc4514_string())
