@@ -201,3 +201,24 @@ def test_resumed_handshake_and_its_capture_state_the_same_facts(mechanism, serve
     _same_facts(live, captured)
     assert live.resumption == mechanism
     assert connection["resumption"] == mechanism
+
+
+def test_a_capture_without_its_key_log_says_what_it_could_not_know(server_cache, tmp_path,
+                                                                  capsys, monkeypatch):
+    srv = server_cache("openssl", proto="tls1_3")
+    pcap = tmp_path / "probe.pcap"
+    recorded = Recorded(monkeypatch)
+    probe = _cli(capsys, f"{srv.host}:{srv.port}", "--json", "--no-verify", "--timeout", "10",
+                 "--pcap-out", str(pcap), "--tls1_3")
+    connection = _connection(_cli(capsys, "pcap", str(pcap), "--json", "--no-progress"))
+    live, captured = recorded.live[0], recorded.capture[0]
+    assert live.certificates and live.why_unknown("certificates") is None
+    # the chain was sent encrypted: not there, and why, rather than an empty chain stated
+    assert captured.certificates == () and connection["certificates"] == []
+    assert "no key log" in (captured.why_unknown("certificates") or "")
+    assert captured.signature_scheme is None and captured.why_unknown("signature_scheme")
+    # what the hellos said is known without keys, and equal
+    assert captured.client_hellos == live.client_hellos
+    assert captured.key_exchange == dataclasses.replace(live.key_exchange, valid=None)
+    assert connection["key_exchange"]["client_share_bytes"] == \
+        probe["key_exchange"]["client_share_bytes"]

@@ -64,6 +64,10 @@ def facts_of(hs: ClientHandshake, timings: HandshakeTimings | None = None) -> Ha
     messages = hs.flight.messages
     if hs.incomplete_reason is not None:
         unknown.append(("handshake_complete", hs.incomplete_reason))
+    if sh is not None and sh.selected_version >= 0x0304 and \
+            HandshakeType.encrypted_extensions not in messages:
+        why = hs.incomplete_reason or "the server's encrypted flight was not read"
+        unknown += [(name, why) for name in ("certificates", "signature_scheme", "alpn")]
     return HandshakeFacts(
         client_hellos=hellos,
         version=sh.selected_version if sh is not None else None,
