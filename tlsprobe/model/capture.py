@@ -179,7 +179,7 @@ class ConnectionReport:
             self.sslv2_cipher_specs, self.framing)
 
 
-def shape_json(shared: list[object], dumps: Callable[[object], str],
+def shape_json(shared: list[tuple[str, ...] | None], dumps: Callable[[object], str],
                value: Callable[[str], object]) -> tuple[str, ...]:
     """The JSON text of the fields that depend only on a handshake's shape (`value`: the
     field's value by name), remembered in the shape's holder `shared` (SHAPE_JSON)."""

@@ -13,10 +13,23 @@ from __future__ import annotations
 
 import hashlib
 import warnings
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from tlsprobe import registry
-from tlsprobe.model.probe import CertificateInfo, Cipher, Codepoint, KeyExchange, Offer
+from tlsprobe.model.facts import CLIENT, AlertFact, HelloFacts, KeyExchangeFacts
+from tlsprobe.model.probe import (
+    ENCRYPTED_ALERT,
+    AlertInfo,
+    CertificateInfo,
+    Cipher,
+    Codepoint,
+    KeyExchange,
+    Offer,
+)
+
+if TYPE_CHECKING:
+    from cryptography.x509 import Name
 
 # Bits as `openssl s_client` prints them in "Server Temp Key".
 TEMP_KEY = {0x001D: ("X25519", 253), 0x001E: ("X448", 448), 0x0017: ("ECDH, prime256v1", 256),
@@ -76,7 +89,60 @@ def offer(versions: tuple[int, ...], suites: tuple[int, ...], groups: tuple[int,
                  alpn=alpn, sni=sni, client_hello_bytes=size)
 
 
+def hello_offer(hello: HelloFacts) -> Offer:
+    """`offer` of a ClientHello's facts."""
+    return offer(hello.versions, hello.cipher_suites, hello.groups,
+                 tuple(group for group, _ in hello.key_shares), hello.signature_algorithms,
+                 hello.alpn, hello.sni, hello.size)
+
+
+# -- alerts -----------------------------------------------------------------------------
+def alert_info(alert: AlertFact, live: bool) -> AlertInfo:
+    """An alert in a report: its direction as the live probe says it ("sent", "received")
+    or as a capture does ("client", "server"); one seen encrypted, without its key, is
+    named ENCRYPTED_ALERT."""
+    client = alert.sender == CLIENT
+    side = ("sent" if client else "received") if live else ("client" if client else "server")
+    if alert.level is None or alert.description is None:
+        return AlertInfo(side, None, None, ENCRYPTED_ALERT)
+    return AlertInfo(side, alert.level, alert.description,
+                     registry.alert_name(alert.description))
+
+
 # -- the key exchange -------------------------------------------------------------------
+def key_exchange(kx: KeyExchangeFacts | None) -> KeyExchange | None:
+    """The one description of a key exchange's facts, for the probe and the capture
+    report: kind, where the group was chosen, share sizes and "Server Temp Key"."""
+    if kx is None:
+        return None
+    source, kind, group = kx.source, kx.kind, kx.group
+    if source in ("key_share", "hello_retry_request"):
+        if group is None:
+            return KeyExchange(kind="unknown", source=source)
+        return named_group_key_exchange(key_share_kind(group), source, group,
+                                        kx.server_share_bytes, kx.client_share_bytes,
+                                        valid=kx.valid, problem=kx.problem)
+    if source == "malformed":
+        return KeyExchange(kind="unknown", source=source)
+    if source != "server_key_exchange":   # rsa, none, not_captured
+        return KeyExchange(kind=kind or "unknown", source=source,
+                           client_share_bytes=kx.client_share_bytes)
+    if kind == "ECJPAKE" and group is not None:
+        # the curve only: its key pairs and proofs are no key share
+        return KeyExchange(kind=kind, source=source, group=Codepoint.group(group))
+    if group is not None:
+        return named_group_key_exchange("ECDHE", source, group, kx.server_share_bytes,
+                                        kx.client_share_bytes, valid=kx.valid,
+                                        problem=kx.problem)
+    if kx.dh_prime is not None:
+        return dhe_key_exchange(kx.dh_prime, kx.dh_group_name, kx.server_share_bytes,
+                                kx.client_share_bytes, valid=kx.valid, problem=kx.problem)
+    if kx.explicit_curve:
+        return explicit_curve_key_exchange(kx.client_share_bytes)
+    return KeyExchange(kind=kind or "unknown", source=source,
+                       client_share_bytes=kx.client_share_bytes)
+
+
 def key_share_kind(group: int) -> str:
     """The kind of a TLS 1.3 key_share exchange in this group (hybrid, KEM, DHE, ECDHE)."""
     info = registry.group(group)
@@ -191,7 +257,7 @@ def _certificate_info(der: bytes) -> CertificateInfo:
         serial=f"{cert.serial_number:x}", sha256=digest, san=san)
 
 
-def _name(get: Any) -> str:
+def _name(get: Callable[[], Name]) -> str:
     """A subject or issuer as RFC 4514 text; names are decoded lazily and may be invalid."""
     try:
         return str(get().rfc4514_string())

@@ -1,10 +1,9 @@
 """Facts of one connection -> its `ConnectionReport`, in the live probe's words.
 
-The describing rules are the probe's (model.describe: the offer, the key exchange's kind,
-where the group was chosen, share sizes, "Server Temp Key", certificates, message names),
-with one addition the capture gives: for TLS 1.2 `client_share_bytes` is the
-ClientKeyExchange key length (ECDH point, DH public value or the encrypted premaster
-secret). Registry lookups, certificate parsing and whole report derivations are remembered
+The handshake's `model.facts.HandshakeFacts` (offline.handshake) are described by the
+probe's rules (model.describe: the offer, the key exchange's kind, where the group was
+chosen, share sizes, "Server Temp Key", certificates, message names, alerts). Registry
+lookups, certificate parsing and whole report derivations are remembered
 in the analysis's `AnalysisCaches` (a capture repeats the same offers and certificates
 thousands of times); nothing is cached process-wide.
 """
@@ -13,14 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, NamedTuple, TypeVar, cast
+from typing import TYPE_CHECKING, NamedTuple, TypeVar, cast
 
 from tlsprobe import registry
 from tlsprobe.model import describe
-from tlsprobe.offline import fingerprints
-from tlsprobe.offline.caches import MAX_ENTRIES, AnalysisCaches
-from tlsprobe.offline.facts import CLIENT, SERVER, Facts
-from tlsprobe.wire.hello_fields import PRE_SHARED_KEY, ClientHelloInfo, ServerHelloInfo
 from tlsprobe.model.capture import (
     SHAPE_JSON,
     BriefReport,
@@ -33,7 +28,23 @@ from tlsprobe.model.capture import (
     violation_of,
 )
 from tlsprobe.model.encode import number
-from tlsprobe.model.probe import ENCRYPTED_ALERT, AlertInfo, Cipher, Codepoint, KeyExchange, Offer
+from tlsprobe.model.facts import HandshakeFacts, hello_facts
+from tlsprobe.model.probe import (
+    AlertInfo,
+    CertificateInfo,
+    Cipher,
+    Codepoint,
+    KeyExchange,
+    Offer,
+)
+from tlsprobe.offline import fingerprints
+from tlsprobe.offline.caches import MAX_ENTRIES, AnalysisCaches
+from tlsprobe.offline.facts import CLIENT, SERVER, Facts
+from tlsprobe.offline.handshake import handshake_facts, key_exchange_facts
+from tlsprobe.wire.hello_fields import ClientHelloInfo
+
+if TYPE_CHECKING:
+    from tlsprobe.capture.events import ConnKey
 
 _T = TypeVar("_T")
 
@@ -61,8 +72,8 @@ class Endpoints(NamedTuple):
     gap_bytes: int = 0
 
 
-def _memo(caches: AnalysisCaches, key: tuple[Any, ...], make: Callable[..., _T],
-          *args: Any) -> _T:
+def _memo(caches: AnalysisCaches, key: tuple[object, ...], make: Callable[..., _T],
+          *args: object) -> _T:
     """make(*args), remembered in this analysis under `key` (a capture repeats the same
     offers, certificates and key exchanges thousands of times)."""
     memo = caches.memo
@@ -75,13 +86,14 @@ def _memo(caches: AnalysisCaches, key: tuple[Any, ...], make: Callable[..., _T],
 
 
 def _codepoints(caches: AnalysisCaches, kind: str,
-                values: tuple[int, ...]) -> tuple[Any, ...]:
-    return _memo(caches, (kind, values), lambda: tuple(_MAKE[kind](v) for v in values))
+                values: tuple[int, ...]) -> tuple[Codepoint, ...]:
+    make = _MAKE[kind]
+    return _memo(caches, (kind, values), lambda: tuple(make(v) for v in values))
 
 
-_MAKE: dict[str, Callable[[int], Any]] = {
+_MAKE: dict[str, Callable[[int], Codepoint]] = {
     "version": Codepoint.version, "group": Codepoint.group,
-    "sigscheme": Codepoint.sigscheme, "cipher": Cipher.of,
+    "sigscheme": Codepoint.sigscheme,
     "extension": lambda code: Codepoint(code, f"0x{code:04x}", registry.extension_name(code)),
     "compression": lambda method: Codepoint(  # RFC 3749: 1 DEFLATE, 64 LZS, others by hex
         method, f"0x{method:02x}", {0: "null", 1: "DEFLATE", 64: "LZS"}.get(
@@ -89,21 +101,18 @@ _MAKE: dict[str, Callable[[int], Any]] = {
 }
 
 
-def _one(caches: AnalysisCaches, kind: str, value: int) -> Any:
+def _one(caches: AnalysisCaches, kind: str, value: int) -> Codepoint:
     return _codepoints(caches, kind, (value,))[0]
 
 
-def _text(data: bytes) -> str:
-    return data.decode("ascii", "backslashreplace")
+def _cipher(caches: AnalysisCaches, suite: int) -> Cipher:
+    return _memo(caches, ("cipher", suite), Cipher.of, suite)
 
 
 def offer_of(hello: ClientHelloInfo, caches: AnalysisCaches) -> Offer:
     """The live probe's Offer of a ClientHello summary (interned: clients repeat)."""
-    args = (hello.supported_versions or (hello.legacy_version,), hello.cipher_suites,
-            hello.supported_groups, tuple(g for g, _ in hello.key_shares),
-            hello.signature_algorithms, tuple(_text(p) for p in hello.alpn), hello.sni,
-            hello.size)
-    return _memo(caches, ("offer",) + args, describe.offer, *args)
+    facts = hello_facts(hello)
+    return _memo(caches, ("offer", facts), describe.hello_offer, facts)
 
 
 def _sslv2_specs(caches: AnalysisCaches, specs: tuple[int, ...]) -> tuple[Cipher, ...]:
@@ -112,135 +121,86 @@ def _sslv2_specs(caches: AnalysisCaches, specs: tuple[int, ...]) -> tuple[Cipher
                  lambda: tuple(describe.sslv2_cipher(s) for s in specs))
 
 
-def _named_group(caches: AnalysisCaches, kind: str, source: str, group: int,
-                 server_len: int | None, client_len: int | None) -> KeyExchange:
-    """A named-group key exchange in s_client's words (a capture repeats the same few)."""
-    args = (kind, source, group, server_len, client_len)
-    return _memo(caches, ("kx",) + args, describe.named_group_key_exchange, *args)
-
-
 def key_exchange_of(f: Facts, caches: AnalysisCaches) -> KeyExchange | None:
-    sh = f.server_hello
-    if sh is None:
-        return None
-    # a version not known: a key_share sent still names the group chosen (or, unreadable,
-    # says that it is not known)
-    if f.tls13 or _version_unknown(sh) and (
-            sh.key_share is not None or "key_share" in sh.problems):
-        if sh.key_share is None:
-            if "key_share" in sh.problems:  # sent but unreadable: not a psk_ke handshake
-                return KeyExchange(kind="unknown", source="malformed")
-            return KeyExchange(kind="PSK", source="none")
-        group, server_len = sh.key_share
-        hello = f.client_hellos[-1] if f.client_hellos else None
-        client_len = next((n for g, n in hello.key_shares if g == group), None) \
-            if hello is not None else None
-        return _named_group(caches, describe.key_share_kind(group),
-                            "hello_retry_request" if f.hrr is not None else "key_share",
-                            group, server_len, client_len)
-    kx, ske = f.key_exchange, f.ske
-    missing = f.missing_server_key_exchange() if ske is None else None
-    if missing is not None:   # lost in a capture gap: not captured, not absent
-        return KeyExchange(kind=kx or "unknown", source="not_captured",
-                           client_share_bytes=f.cke_length)
-    if ske is None or kx in ("RSA", "PSK", "RSA_PSK"):
-        return KeyExchange(kind=kx or "unknown", source="rsa" if kx == "RSA" else "none",
-                           client_share_bytes=f.cke_length)
-    if ske.kind == "ECJPAKE" and ske.named_curve is not None:
-        # the curve only: its key pairs and proofs are no key share
-        return KeyExchange(kind="ECJPAKE", source="server_key_exchange",
-                           group=_one(caches, "group", ske.named_curve))
-    if ske.named_curve is not None:
-        return _named_group(caches, "ECDHE", "server_key_exchange", ske.named_curve,
-                            ske.public_length, f.cke_length)
-    if ske.dh_p is not None:
-        from tlsprobe.kex.dhprime import dh_group_name
-        p = int.from_bytes(ske.dh_p, "big")
-        return describe.dhe_key_exchange(p, dh_group_name(p), ske.public_length,
-                                         f.cke_length)
-    if ske.explicit_curve:
-        return describe.explicit_curve_key_exchange(f.cke_length)
-    return KeyExchange(kind=ske.kind or kx or "unknown", source="server_key_exchange",
-                       client_share_bytes=f.cke_length)
+    """The key exchange in the probe's words (model.describe.key_exchange of its facts)."""
+    facts = key_exchange_facts(f)
+    return _memo(caches, ("kx", facts), describe.key_exchange, facts) if facts else None
 
 
-def _version_unknown(sh: ServerHelloInfo) -> bool:
-    """A malformed supported_versions extension hides the version chosen (legacy_version
-    is not it)."""
-    return "supported_versions" in sh.problems
-
-
-def resumption_of(f: Facts) -> str | None:
-    sh = f.server_hello
-    if sh is None:
-        return None
-    if f.tls13:
-        # the extension is there only when a PSK was chosen, readable or not
-        return "psk" if sh.psk_identity is not None or PRE_SHARED_KEY in sh.extensions \
-            else None
-    if f.resumption_unknown() is not None:
-        return None  # the server's messages may be in the bytes lost
-    full = any(t in (11, 12, 14) for d, t, _, _ in f.messages if d == SERVER)
-    if f.ccs[SERVER] and not full:
-        hello = f.client_hellos[-1] if f.client_hellos else None
-        return "session_ticket" if hello is not None and hello.session_ticket else "session_id"
-    return None
-
-
-def _message_names(f: Facts, caches: AnalysisCaches) -> tuple[str, ...]:
-    out = [_memo(caches, ("message",) + m, describe.message_label, *m) for m in f.messages]
-    if f.more_messages:
-        out.append(f"... {f.more_messages} more")
+def _message_names(facts: HandshakeFacts, more: int,
+                   caches: AnalysisCaches) -> tuple[str, ...]:
+    out = [_memo(caches, ("message", m), describe.message_label, m.sender, m.msg_type, m.hrr,
+                 m.protected) for m in facts.messages]
+    if more:
+        out.append(f"... {more} more")
     return tuple(out)
 
 
-def _derive(f: Facts, transport: str,
-            caches: AnalysisCaches) -> tuple:  # type: ignore[type-arg]
-    """Everything in a report that depends only on the handshake's messages, not on the
-    connection's addresses, randoms or times."""
+class Derived(NamedTuple):
+    """Everything in a report that depends only on the handshake's messages (`_derive`),
+    with the holder of its shape's shared JSON text (model.capture.SHAPE_JSON)."""
+
+    sni: str | None
+    offer: Offer | None
+    client_extensions: tuple[Codepoint, ...]
+    server_extensions: tuple[Codepoint, ...]
+    version: Codepoint | None
+    cipher: Cipher | None
+    key_exchange: KeyExchange | None
+    hello_retry_request: Codepoint | None
+    signature_scheme: Codepoint | None
+    alpn: str | None
+    resumption: str | None
+    certificates: tuple[CertificateInfo, ...]
+    alerts: tuple[AlertInfo, ...]
+    messages: tuple[str, ...]
+    fingerprints: Fingerprints
+    shape_json: list[tuple[str, ...] | None]
+
+
+def _fingerprints(f: Facts, transport: str, caches: AnalysisCaches) -> Fingerprints:
     hello = f.client_hellos[0] if f.client_hellos else None
     sh = f.server_hello
-    prints = Fingerprints()
-    if hello is not None or sh is not None:
-        whole = hello is not None and not hello.sslv2 and not hello.partial
-        j3 = fingerprints.ja3(hello) if whole else (None, None)  # type: ignore[arg-type]
-        j3s = fingerprints.ja3s(sh) if sh is not None else (None, None)
-        j4 = fingerprints.ja4(hello, transport) if whole else (None, None)  # type: ignore[arg-type]
-        prints = _memo(caches, ("prints", j3, j3s, j4), Fingerprints, j3[0], j3[1], j3s[0],
-                       j3s[1], j4[0], j4[1])
-    alpn = sh.alpn if sh is not None and sh.alpn is not None else f.alpn_ee
-    scheme = f.signature_scheme
-    return (
+    if hello is None and sh is None:
+        return Fingerprints()
+    j3: tuple[str | None, str | None] = (None, None)
+    j4: tuple[str | None, str | None] = (None, None)
+    if hello is not None and not hello.sslv2 and not hello.partial:
+        j3, j4 = fingerprints.ja3(hello), fingerprints.ja4(hello, transport)
+    j3s = fingerprints.ja3s(sh) if sh is not None else (None, None)
+    return _memo(caches, ("prints", j3, j3s, j4), Fingerprints, j3[0], j3[1], j3s[0],
+                 j3s[1], j4[0], j4[1])
+
+
+def _derive(f: Facts, transport: str, caches: AnalysisCaches) -> Derived:
+    """Everything in a report that depends only on the handshake's messages, not on the
+    connection's addresses, randoms or times: its HandshakeFacts described as the probe
+    describes them (model.describe)."""
+    facts = handshake_facts(f)
+    hello = facts.client_hello
+    version, suite, scheme = facts.version, facts.cipher_suite, facts.signature_scheme
+    client_ext = facts.extensions_of(CLIENT, 1)
+    server_ext = facts.extensions_of(SERVER, 2)
+    kx = facts.key_exchange
+    return Derived(
         hello.sni if hello is not None else None,
-        offer_of(hello, caches) if hello is not None else None,
-        _codepoints(caches, "extension", hello.extensions) if hello else (),
-        _codepoints(caches, "extension", sh.extensions) if sh else (),
-        (None if _version_unknown(sh) else _one(caches, "version", sh.selected_version))
-        if sh is not None else
-        _one(caches, "version", f.sslv2_server) if f.sslv2_server is not None else None,
-        _one(caches, "cipher", sh.cipher_suite) if sh is not None else None,
-        key_exchange_of(f, caches),
-        _one(caches, "group", f.hrr.hrr_group) if f.hrr is not None and
-        f.hrr.hrr_group is not None else None,
+        _memo(caches, ("offer", hello), describe.hello_offer, hello) if hello else None,
+        _codepoints(caches, "extension", client_ext) if client_ext else (),
+        _codepoints(caches, "extension", server_ext) if server_ext else (),
+        _one(caches, "version", version) if version is not None else None,
+        _cipher(caches, suite) if suite is not None else None,
+        _memo(caches, ("kx", kx), describe.key_exchange, kx) if kx is not None else None,
+        _one(caches, "group", facts.hrr_group) if facts.hrr_group is not None else None,
         _one(caches, "sigscheme", scheme) if scheme is not None else None,
-        _text(alpn) if alpn is not None else None, resumption_of(f),
+        facts.alpn, facts.resumption,
         tuple(_memo(caches, ("cert", der), describe.certificate_info, der)
-              for der in f.certificates),
-        tuple(_alert_info(d, level, desc) for d, level, desc, _ in f.alerts),
-        _message_names(f, caches), prints, [None])
+              for der in facts.certificates),
+        tuple(describe.alert_info(a, live=False) for a in facts.alerts),
+        _message_names(facts, f.more_messages, caches), _fingerprints(f, transport, caches),
+        [None])
 
 
-
-def _alert_info(direction: int, level: int, description: int) -> AlertInfo:
-    """An alert of the report; level -1: a protected record that can only hold an alert
-    (Facts.first_protected), its level and description encrypted."""
-    side = "client" if direction == CLIENT else "server"
-    if level < 0:
-        return AlertInfo(side, None, None, ENCRYPTED_ALERT)
-    return AlertInfo(side, level, description, registry.alert_name(description))
-
-
-def _shape(f: Facts, transport: str) -> tuple:  # type: ignore[type-arg]
+def _shape(f: Facts, transport: str) -> tuple[object, ...]:
     """What `_derive` depends on, without the per-connection values (randoms, session ids,
     times): the key under which a capture's repeated handshakes share their derivation."""
     hello = f.client_hellos[0] if f.client_hellos else None
@@ -257,7 +217,7 @@ def _shape(f: Facts, transport: str) -> tuple:  # type: ignore[type-arg]
             f.ticket_lifetime, f.alpn_ee, f.signature_scheme, f.sslv2_server, f.framing)
 
 
-def _derived(f: Facts, transport: str) -> tuple:  # type: ignore[type-arg]
+def _derived(f: Facts, transport: str) -> Derived:
     """`_derive` of this handshake, remembered by its shape in the analysis caches."""
     shapes = f.caches.reports
     key = _shape(f, transport)
@@ -266,7 +226,7 @@ def _derived(f: Facts, transport: str) -> tuple:  # type: ignore[type-arg]
         if len(shapes) >= MAX_ENTRIES:
             shapes.clear()
         derived = shapes[key] = _derive(f, transport, f.caches)
-    return derived
+    return cast(Derived, derived)
 
 
 def brief_of(cid: int, transport: str, protocol: str, client: str, server: str,
@@ -304,7 +264,7 @@ def _ms_json(value: float | None) -> str:
     if value is None:
         return "null"
     if -1e9 < value < 1e9:
-        text = ("%.3f" % value).rstrip("0")
+        text = f"{value:.3f}".rstrip("0")
         return text + "0" if text[-1] == "." else text
     return number(round(value, 3))
 
@@ -321,7 +281,12 @@ def _timings_json(first_ts: float | None, last_ts: float | None, f: Facts) -> st
             f'"duration_ms": {whole}}}')
 
 
-def _own(midstream: bool, preamble: bytes, f: Facts) -> tuple:  # type: ignore[type-arg]
+#: `_own`'s values (a plain tuple: one is made per connection)
+_Own = tuple[int, str | None, int | None, bool, bool, bool | None, bool, str | None,
+             tuple[str, ...], Codepoint | None, tuple[Cipher, ...]]
+
+
+def _own(midstream: bool, preamble: bytes, f: Facts) -> _Own:
     """The report's values that are the connection's own (not its handshake shape's, not
     its endpoints as they are): client_hellos, client_random, session_ticket_lifetime,
     encrypted, decrypted, handshake_complete, midstream, preamble, problems, compression,
@@ -368,7 +333,7 @@ def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> Connecti
         compression, sslv2, f.framing))
 
 
-def json_text_of(file: str, key: Any, first_frame: int, last_frame: int, first_ts: float,
+def json_text_of(file: str, key: ConnKey, first_frame: int, last_frame: int, first_ts: float,
                  last_ts: float, nbytes: list[int], close: str | None, midstream: bool,
                  preamble: bytes, gap_bytes: int, f: Facts, transport: str = "tcp"
                  ) -> ReportText:
@@ -377,7 +342,7 @@ def json_text_of(file: str, key: Any, first_frame: int, last_frame: int, first_t
     (what `pcap --jsonl` writes of most connections): the shape's part of the text is
     remembered with its derivation, the rest written from the connection's values."""
     derived = _derived(f, transport)
-    shared = derived[-1]
+    shared = derived.shape_json
     dumps = f.caches.encoder().encode
     cid, client_ip, client_port, server_ip, server_port = key
     (client_hellos, client_random, ticket_lifetime, encrypted, decrypted, complete,
@@ -401,7 +366,8 @@ _TIMINGS_FIELDS = tuple(field.name for field in dataclasses.fields(ConnectionTim
 _REPORT_FIELDS = tuple(field.name for field in dataclasses.fields(ConnectionReport))
 
 
-def _frozen(cls: type[_T], names: tuple[str, ...], shape_json: list[Any],
+def _frozen(cls: type[_T], names: tuple[str, ...],
+            shape_json: list[tuple[str, ...] | None],
             values: tuple[object, ...]) -> _T:
     """An instance of frozen dataclass `cls` from all its field values in order, without
     the per-field object.__setattr__ calls of the frozen __init__ (4 us of a report's

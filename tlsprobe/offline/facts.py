@@ -11,12 +11,14 @@ Parse contexts and hello summaries are remembered in the analysis's `AnalysisCac
 
 from __future__ import annotations
 
-from typing import Any
-
 from tlsprobe import registry
 from tlsprobe.model.describe import message_name
 from tlsprobe.offline.caches import AnalysisCaches
 from tlsprobe.offline.choices import EARLY_DATA, choice_problem, tag_length
+from tlsprobe.wire.buffer import DecodeError
+from tlsprobe.wire.certificate import Certificate, CertificateVerify
+from tlsprobe.wire.context import ParseContext, is_tls13_version
+from tlsprobe.wire.handshake import Decoded, decode_handshake
 from tlsprobe.wire.hello_fields import ClientHelloInfo, ServerHelloInfo
 from tlsprobe.wire.hello_info import client_hello_info, server_hello_info
 from tlsprobe.wire.hello_summary import parse_client_hello, parse_server_hello
@@ -26,9 +28,6 @@ from tlsprobe.wire.summary import (
     parse_server_key_exchange,
     ticket_lifetime,
 )
-from tlsprobe.wire.buffer import DecodeError
-from tlsprobe.wire.context import ParseContext, is_tls13_version
-from tlsprobe.wire.handshake import decode_handshake
 
 CLIENT, SERVER = 0, 1
 MAX_MESSAGES = 64      # message names kept per connection
@@ -251,7 +250,10 @@ class Facts:
     def sslv2_record(self, direction: int, record: bytes, ts: float, frame: int) -> None:
         """The first record of a side in SSLv2 format (a ClientHello, or an SSL 2.0
         server's SERVER-HELLO)."""
-        from tlsprobe.wire.hello_info import parse_sslv2_server_hello, sslv2_client_hello_info
+        from tlsprobe.wire.hello_info import (
+            parse_sslv2_server_hello,
+            sslv2_client_hello_info,
+        )
         from tlsprobe.wire.record import SSLv2ClientHello
         try:
             if direction == CLIENT:
@@ -268,7 +270,7 @@ class Facts:
 
     # -- handshake messages ---------------------------------------------------------------
     def on_message(self, direction: int, msg: bytes, ts: float, frame: int,
-                   decrypted: bool = False, decoded: Any = None) -> None:
+                   decrypted: bool = False, decoded: Decoded | None = None) -> None:
         """One whole handshake message (header included) from `direction`."""
         t = msg[0]
         try:
@@ -289,7 +291,7 @@ class Facts:
                 if not self.certificates:
                     ctx = self.context(SERVER)
                     self.certificates = list(decoded.message.certificates) if (
-                        decoded is not None and hasattr(decoded.message, "certificates")) \
+                        decoded is not None and isinstance(decoded.message, Certificate)) \
                         else self.caches.certificates(msg, ctx)
                     self.tls13_certificates = ctx.tls13
             elif t == NST and direction == SERVER:
@@ -297,7 +299,9 @@ class Facts:
             elif t == EE and direction == SERVER:
                 self._encrypted_extensions(msg, decoded)
             elif t == CV and direction == SERVER and decoded is not None:
-                self.signature_scheme = getattr(decoded.message, "algorithm", None)
+                cv = decoded.message
+                self.signature_scheme = cv.algorithm if isinstance(cv, CertificateVerify) \
+                    else None
             elif t == FIN and decrypted:
                 self.finished[direction] = True
         except DecodeError as exc:
@@ -337,7 +341,7 @@ class Facts:
         else:
             self.more_messages += 1
 
-    def _parse_ch(self, msg: bytes, decoded: Any) -> ClientHelloInfo:
+    def _parse_ch(self, msg: bytes, decoded: Decoded | None) -> ClientHelloInfo:
         try:
             info = parse_client_hello(msg, self.caches.hellos)
             if not self.client_hellos:
@@ -347,7 +351,7 @@ class Facts:
             decoded = decoded or decode_handshake(msg)  # the codec's error text wins
             return client_hello_info(decoded.message, len(msg))
 
-    def _parse_sh(self, msg: bytes, decoded: Any) -> ServerHelloInfo:
+    def _parse_sh(self, msg: bytes, decoded: Decoded | None) -> ServerHelloInfo:
         try:
             return parse_server_hello(msg, self.caches.hellos)
         except DecodeError:
@@ -392,7 +396,7 @@ class Facts:
         if info.key_share is not None:
             self.named_group = info.key_share[0]
 
-    def _encrypted_extensions(self, msg: bytes, decoded: Any) -> None:
+    def _encrypted_extensions(self, msg: bytes, decoded: Decoded | None) -> None:
         decoded = decoded or decode_handshake(msg, self.context(SERVER))
         ext = decoded.message.extension(16)
         if ext is not None:

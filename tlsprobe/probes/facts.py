@@ -1,47 +1,44 @@
-"""Turn a client handshake's state into a ProbeResult: what was offered, what was chosen.
+"""A handshake's facts -> a ProbeResult: what was offered, what was chosen.
 
-The describing rules (offer, key exchange wording, certificates, message names) are
-model.describe's, shared with the pcap report."""
+`probe_result` reads `model.facts.HandshakeFacts` only (the engine builds them:
+engine.facts.facts_of); the describing rules (offer, key exchange wording, certificates,
+message names, alerts) are model.describe's, shared with the pcap report."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import NamedTuple
 
 from tlsprobe import registry
 from tlsprobe.errors import FailureKind
 from tlsprobe.engine.client import ClientHandshake
-from tlsprobe.kex.dhprime import check_dh_prime
+from tlsprobe.engine.facts import facts_of
+from tlsprobe.engine.facts import negotiated_alpn as _negotiated_alpn
 from tlsprobe.model import describe
 from tlsprobe.model.describe import certificate_info
+from tlsprobe.model.facts import SERVER, HandshakeFacts, HandshakeTimings
+from tlsprobe.model.probe import Cipher, Codepoint, Offer, ProbeResult, Timings
 from tlsprobe.net.tcp import Target
-from tlsprobe.kex.dhprime import dh_group_name
 from tlsprobe.registry import HandshakeType
-from tlsprobe.model.probe import (
-    AlertInfo,
-    CertificateInfo,
-    Cipher,
-    Codepoint,
-    KeyExchange,
-    Offer,
-    ProbeResult,
-    Timings,
-)
-from tlsprobe.session.flow import CLIENT, AlertEvent, MessageEvent
-from tlsprobe.wire.buffer import DecodeError
-from tlsprobe.wire.ext_decoders import WHERE_SERVER_HELLO, decode_extension
+from tlsprobe.wire.certificate import Certificate
 from tlsprobe.wire.hello import ClientHello
 
 #: certificate_info is model.describe's, still importable from here
-__all__ = ["certificate_info", "certificates_of", "key_exchange_of", "negotiated_alpn",
-           "offer_of", "result_from", "session_features"]
+__all__ = ["SessionFeatures", "certificate_info", "certificates_of", "negotiated_alpn",
+           "offer_of", "probe_result", "result_from", "session_features",
+           "session_features_of"]
+
+EMS, RENEGOTIATION_INFO, STATUS_REQUEST = 23, 0xFF01, 5
 
 
-def _attr(obj: Any, *names: str) -> Any:
-    for name in names:
-        if hasattr(obj, name):
-            return getattr(obj, name)
-    return None
+class SessionFeatures(NamedTuple):
+    """What s_client prints below the chain, as ProbeResult's fields (None: does not
+    apply)."""
+
+    extended_master_secret: bool | None = None
+    secure_renegotiation: bool | None = None
+    ocsp_stapling: str | None = None
+    ocsp_response_bytes: int | None = None
 
 
 def offer_of(hello: ClientHello, sni: str | None, alpn: Iterable[str]) -> Offer:
@@ -51,167 +48,98 @@ def offer_of(hello: ClientHello, sni: str | None, alpn: Iterable[str]) -> Offer:
         tuple(hello.signature_algorithms), tuple(alpn), sni, len(hello.serialize()) + 4)
 
 
-def certificates_of(message: Any) -> list[bytes]:
-    out = []
-    for entry in _attr(message, "certificate_list", "certificates", "entries") or []:
-        out.append(entry if isinstance(entry, (bytes, bytearray)) else
-                   _attr(entry, "cert_data", "data", "certificate"))
-    return [bytes(c) for c in out if c is not None]
-
-
-def key_exchange_of(hs: ClientHandshake) -> KeyExchange | None:
-    sh = hs.server_hello
-    if sh is None:
-        return None
-    version = sh.selected_version
-    client_hello = hs.hellos[-1]
-    if version >= 0x0304:
-        share = sh.key_share
-        if share is None:
-            return None
-        group, key = share
-        client_len = next((len(e.key_exchange) for e in client_hello.key_shares
-                           if e.group == group), None)
-        return describe.named_group_key_exchange(
-            describe.key_share_kind(group),
-            "hello_retry_request" if hs.hrr is not None else "key_share", group, len(key),
-            client_len, valid=hs.share_problem is None and hs.shared_secret is not None
-            if hs.shares.get(group) else None, problem=hs.share_problem)
-    suite = registry.cipher_suite(sh.cipher_suite)
-    kx = suite.kx if suite else None
-    ske = hs.flight.messages.get(HandshakeType.server_key_exchange)
-    if kx in ("RSA", "PSK", "RSA_PSK") or ske is None:
-        return KeyExchange(kind=kx or "unknown", source="rsa" if kx == "RSA" else "none")
-    valid = _tls12_share_valid(hs)
-    named = _attr(ske, "named_curve")
-    if named is not None:
-        return describe.named_group_key_exchange(
-            "ECDHE", "server_key_exchange", named,
-            len(_attr(ske, "public", "public_key", "point") or b""), hs.client_share_bytes,
-            valid=valid, problem=hs.share_problem)
-    prime = _attr(ske, "dh_p")
-    if prime is not None:
-        p = int.from_bytes(prime, "big") if isinstance(prime, (bytes, bytearray)) else int(prime)
-        name = dh_group_name(p)
-        if name is None:    # the check DHShare made (cached), or made now within the deadline
-            is_prime = check_dh_prime(p).is_prime
-            name = f"unknown {p.bit_length()}-bit" + ("" if is_prime else ", NOT PRIME"
-                                                      if is_prime is False else
-                                                      ", primality not checked")
-        ys = _attr(ske, "public") or b""
-        return describe.dhe_key_exchange(
-            p, name, len(ys) if isinstance(ys, (bytes, bytearray)) else None,
-            hs.client_share_bytes, valid=valid, problem=hs.share_problem)
-    return describe.explicit_curve_key_exchange()
-
-
-def _tls12_share_valid(hs: ClientHandshake) -> bool | None:
-    """True once the server's TLS 1.2 share gave a pre-master secret, False when it was
-    refused, None when the client never got that far."""
-    if hs.share_problem is not None:
-        return False
-    return True if hs.shared_secret is not None else None
+def certificates_of(message: object) -> list[bytes]:
+    """The DER certificates of a Certificate message (none of anything else)."""
+    return [bytes(der) for der in message.certificates] if isinstance(message, Certificate) \
+        else []
 
 
 def negotiated_alpn(hs: ClientHandshake) -> str | None:
     """The protocol in the ServerHello (TLS 1.2) or EncryptedExtensions (TLS 1.3)."""
-    sh = hs.server_hello
-    sources = [sh.extension(16) if sh is not None else None]
-    ee = hs.flight.messages.get(HandshakeType.encrypted_extensions)
-    if ee is not None:
-        sources += [e for e in (_attr(ee, "extensions") or []) if e.type == 16]
-    alpn = None
-    for e in sources:
-        if e is not None:
-            try:
-                protocols = decode_extension(16, e.data, WHERE_SERVER_HELLO)
-            except DecodeError:
-                continue
-            alpn = protocols[0].decode("latin-1") if protocols else None
-    return alpn
+    return _negotiated_alpn(hs)
 
 
-def session_features(hs: ClientHandshake) -> dict[str, Any]:
+def session_features(hs: ClientHandshake) -> dict[str, bool | str | int]:
+    """`session_features_of` the handshake's facts, those that apply by name."""
+    return {name: value for name, value in session_features_of(facts_of(hs))._asdict().items()
+            if value is not None}
+
+
+def session_features_of(facts: HandshakeFacts) -> SessionFeatures:
     """What s_client prints below the chain: extended master secret and secure
     renegotiation (TLS 1.0-1.2 ServerHello extensions 23 and 0xff01) and OCSP stapling
-    (TLS 1.2 CertificateStatus; TLS 1.3 status_request in the leaf's CertificateEntry)."""
-    sh = hs.server_hello
-    if sh is None:
-        return {}
-    out: dict[str, Any] = {}
-    tls13 = sh.selected_version >= 0x0304
-    if not tls13:
-        out["extended_master_secret"] = sh.extension(23) is not None
-        out["secure_renegotiation"] = sh.extension(0xFF01) is not None
-    response: bytes | None = None
-    status = hs.flight.messages.get(HandshakeType.certificate_status)
-    if status is not None:
-        response = _attr(status, "response")
-    cert = hs.flight.messages.get(HandshakeType.certificate)
-    entries = _attr(cert, "certificate_list") if tls13 and cert is not None else None
-    if entries:
-        ext5 = next((e for e in (_attr(entries[0], "extensions") or []) if e.type == 5), None)
-        if ext5 is not None:
-            response = ext5.data[4:] if len(ext5.data) >= 4 else ext5.data
-    if not hs.config.status_request or (cert is None and response is None):
-        return out
-    if response is not None:
-        out.update(ocsp_stapling="stapled", ocsp_response_bytes=len(response))
-    elif not tls13 and sh.extension(5) is not None:
-        out["ocsp_stapling"] = "announced (status_request), no CertificateStatus"
+    (TLS 1.2 CertificateStatus; TLS 1.3 status_request in the leaf's CertificateEntry;
+    only when the ClientHello asked for it and a Certificate or a response came)."""
+    if facts.version is None:
+        return SessionFeatures()
+    tls13 = facts.version >= 0x0304
+    server_ext = facts.extensions_of(SERVER, HandshakeType.server_hello) or ()
+    ems = None if tls13 else EMS in server_ext
+    renegotiation = None if tls13 else RENEGOTIATION_INFO in server_ext
+    hello = facts.client_hellos[-1] if facts.client_hellos else None
+    response = facts.ocsp_response_bytes
+    cert = any(m.sender == SERVER and m.msg_type == HandshakeType.certificate
+               for m in facts.messages)
+    stapling: str | None
+    if hello is None or STATUS_REQUEST not in hello.extensions or (not cert
+                                                                   and response is None):
+        stapling = None
+    elif response is not None:
+        stapling = "stapled"
+    elif not tls13 and STATUS_REQUEST in server_ext:
+        stapling = "announced (status_request), no CertificateStatus"
     else:
-        out["ocsp_stapling"] = "none"
-    return out
+        stapling = "none"
+    return SessionFeatures(ems, renegotiation, stapling,
+                           response if stapling == "stapled" else None)
 
 
 def result_from(hs: ClientHandshake, target: Target, address: str | None, *,
                 error: tuple[str, FailureKind] | None = None,
                 timings: tuple[float | None, float, float] | None = None,
                 http_status: str | None = None) -> ProbeResult:
-    config = hs.config
-    hello = hs.hellos[0] if hs.hellos else None
+    """`probe_result` of the handshake's facts; `timings`: seconds to connect, to the
+    handshake's end and in all."""
+    ms = HandshakeTimings(*(round(x * 1000, 3) if x is not None else None
+                            for x in timings)) if timings else None
+    return probe_result(facts_of(hs, ms), target, address, error=error,
+                        http_status=http_status)
+
+
+def probe_result(facts: HandshakeFacts, target: Target, address: str | None, *,
+                 error: tuple[str, FailureKind] | None = None,
+                 http_status: str | None = None) -> ProbeResult:
+    """The probe's result: the facts described (model.describe) for `target`."""
+    version, suite = facts.version, facts.cipher_suite
+    hello = facts.client_hello
     if hello is None:
-        from tlsprobe.engine.config import build_client_hello
-        hello = build_client_hello(config).hello
-    sh = hs.server_hello
-    alerts = tuple(AlertInfo("sent" if ev.direction == CLIENT else "received", ev.alert.level,
-                             ev.alert.description, registry.alert_name(ev.alert.description))
-                   for ev in hs.events if isinstance(ev, AlertEvent))
-    messages = tuple(describe.message_label(
-        ev.direction, ev.msg_type, ev.decoded is not None and
-        getattr(ev.decoded.message, "is_hello_retry_request", False))
-        for ev in hs.events if isinstance(ev, MessageEvent))
-    sig = None
-    ske = hs.flight.messages.get(HandshakeType.server_key_exchange)
-    cv = hs.flight.messages.get(HandshakeType.certificate_verify)
-    for m in (ske, cv):
-        code = _attr(m, "signature_scheme", "algorithm") if m is not None else None
-        if code is not None:
-            sig = Codepoint.sigscheme(code)
-    certs: tuple[CertificateInfo, ...] = ()
-    cert_msg = hs.flight.messages.get(HandshakeType.certificate)
-    if cert_msg is not None:
-        certs = tuple(certificate_info(der) for der in certificates_of(cert_msg))
-    alpn = negotiated_alpn(hs)
-    nst = hs.flight.messages.get(HandshakeType.new_session_ticket)
-    lifetime = _attr(nst, "ticket_lifetime", "ticket_lifetime_hint") if nst is not None else None
-    t = Timings(*(round(x * 1000, 3) if x is not None else None for x in timings)) \
-        if timings else Timings()
+        raise ValueError("a probe's facts name the ClientHello it offered")
+    info = registry.cipher_suite(suite) if suite is not None else None
+    t = facts.timings
+    features = session_features_of(facts)
     return ProbeResult(
         host=target.host, port=target.port, address=address,
-        offer=offer_of(hello, config.server_name, config.alpn),
-        version=Codepoint.version(sh.selected_version) if sh else None,
-        cipher=Cipher.of(sh.cipher_suite) if sh else None,
-        key_exchange=key_exchange_of(hs),
-        hello_retry_request=Codepoint.group(hs.hrr.hrr_selected_group)
-        if hs.hrr is not None and hs.hrr.hrr_selected_group is not None else None,
-        signature_scheme=sig, alpn=alpn, session_ticket_lifetime=lifetime,
-        certificates=certs, handshake_complete=hs.handshake_complete,
-        finished_verified=hs.finished_verified, http_status=http_status,
-        signature_verified=hs.signature_verified, signature_detail=hs.signature_detail,
-        incomplete_reason=hs.incomplete_reason,
-        client_certificate_requested=hs.certificate_requested,
-        anonymous=bool(sh and (s := registry.cipher_suite(sh.cipher_suite)) and s.auth == "anon"),
-        **session_features(hs),
-        alerts=alerts, messages=messages, timings=t,
+        offer=describe.hello_offer(hello),
+        version=Codepoint.version(version) if version is not None else None,
+        cipher=Cipher.of(suite) if suite is not None else None,
+        key_exchange=describe.key_exchange(facts.key_exchange),
+        hello_retry_request=Codepoint.group(facts.hrr_group)
+        if facts.hrr and facts.hrr_group is not None else None,
+        signature_scheme=Codepoint.sigscheme(facts.signature_scheme)
+        if facts.signature_scheme is not None else None,
+        alpn=facts.alpn, session_ticket_lifetime=facts.ticket_lifetime,
+        certificates=tuple(certificate_info(der) for der in facts.certificates),
+        handshake_complete=facts.handshake_complete,
+        finished_verified=facts.finished_verified, http_status=http_status,
+        signature_verified=facts.signature_verified, signature_detail=facts.signature_detail,
+        incomplete_reason=facts.incomplete_reason,
+        client_certificate_requested=facts.certificate_requested,
+        anonymous=info is not None and info.auth == "anon",
+        extended_master_secret=features.extended_master_secret,
+        secure_renegotiation=features.secure_renegotiation,
+        ocsp_stapling=features.ocsp_stapling, ocsp_response_bytes=features.ocsp_response_bytes,
+        alerts=tuple(describe.alert_info(a, live=True) for a in facts.alerts),
+        messages=tuple(describe.message_label(m.sender, m.msg_type, m.hrr)
+                       for m in facts.messages),
+        timings=Timings(t.connect_ms, t.handshake_ms, t.total_ms),
         error=error[0] if error else None, error_kind=error[1] if error else None)

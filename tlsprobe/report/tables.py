@@ -79,10 +79,14 @@ def _key_exchange_rows(r: ProbeResult, full: bool) -> list[Row]:
     sizes = []
     if kx.server_share_bytes is not None:
         sizes.append(f"server {kx.server_share_bytes} bytes")
-    if kx.client_share_bytes is not None:
+    transport = kx.source == "rsa"   # the client's key is the encrypted premaster
+    if kx.client_share_bytes is not None and not transport:
         sizes.append(f"client {kx.client_share_bytes} bytes")
     if sizes:
         rows.append(("Key share sizes", ", ".join(sizes)))
+    if kx.client_share_bytes is not None and transport:
+        rows.append(("ClientKeyExchange",
+                     f"{kx.client_share_bytes} bytes (encrypted premaster secret)"))
     if kx.dh_prime_bits:
         weak = ("; WEAK: under 2048 bits (Logjam; openssl s_client refuses it: dh key "
                 "too small)" if kx.dh_prime_bits < 2048 else "")
