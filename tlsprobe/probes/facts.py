@@ -100,8 +100,11 @@ def result_from(hs: ClientHandshake, target: Target, address: str | None, *,
                 http_status: str | None = None) -> ProbeResult:
     """`probe_result` of the handshake's facts; `timings`: seconds to connect, to the
     handshake's end and in all."""
-    ms = HandshakeTimings(*(round(x * 1000, 3) if x is not None else None
-                            for x in timings)) if timings else None
+    ms = None
+    if timings:
+        connect, handshake, total = (round(x * 1000, 3) if x is not None else None
+                                     for x in timings)
+        ms = HandshakeTimings(connect_ms=connect, handshake_ms=handshake, total_ms=total)
     return probe_result(facts_of(hs, ms), target, address, error=error,
                         http_status=http_status)
 
