@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["ACTIVE", "ALIASES", "DEFAULT", "DERIVED", "Entry", "PHASES", "expand_aliases"]
+__all__ = ["ACTIVE", "ALIASES", "DEFAULT", "DERIVED", "PHASES", "Entry", "expand_aliases"]
 
 
 class Entry(NamedTuple):

@@ -69,7 +69,7 @@ class Variant:
     edit: Edit | None = None
     shape: Shape | None = None
     label: str = ""
-    plain: "Variant | None" = None
+    plain: Variant | None = None
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ async def _one(name: str, runner: TargetRunner, report: AuditReport) -> CheckRes
     ctx = CheckContext(runner, report, name, ACTIVE[name].category, check.title, check.details)
     try:
         return await check.run(ctx)
-    except Exception as exc:   # a bug in the check: this verdict is lost, no other
+    except Exception as exc:  # noqa: BLE001 (a bug in the check: its verdict is lost, no other)
         reason = f"internal error: {type(exc).__name__}: {exc}"
         runner.scheduler.internal_errors.setdefault(runner.target.display, reason)
         if os.environ.get("TLSPROBE_DEBUG") == "1":

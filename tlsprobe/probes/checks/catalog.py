@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from tlsprobe.model.check_catalog import (ACTIVE, ALIASES, DEFAULT, DERIVED, PHASES, Entry,
                                           expand_aliases)
 
-__all__ = ["ACTIVE", "ALIASES", "DEFAULT", "DERIVED", "Entry", "PHASES", "expand_aliases",
+__all__ = ["ACTIVE", "ALIASES", "DEFAULT", "DERIVED", "PHASES", "Entry", "expand_aliases",
            "resolve"]
 
 

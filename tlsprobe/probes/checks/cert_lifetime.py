@@ -30,16 +30,16 @@ def lifetime_verdict(period: timedelta) -> tuple[Verdict, Severity | None, str]:
     """(verdict, severity, reason) for a validity period (notAfter - notBefore + 1 s)."""
     days = f"{duration(period)} (notBefore to notAfter inclusive)"
     if period > timedelta(days=CABF_DAYS):
-        return Verdict.vulnerable, Severity.medium, f"the leaf is valid for {days}: over the " \
-            f"{CABF_DAYS} days of the CA/Browser Forum Baseline Requirements (6.3.2) and " \
-            f"the {MOZILLA_DAYS} of Mozilla's guidelines"
+        return Verdict.vulnerable, Severity.medium, (
+            f"the leaf is valid for {days}: over the {CABF_DAYS} days of the CA/Browser Forum "
+            f"Baseline Requirements (6.3.2) and the {MOZILLA_DAYS} of Mozilla's guidelines")
     if period > timedelta(days=MOZILLA_DAYS):
-        return Verdict.vulnerable, Severity.low, f"the leaf is valid for {days}: within the " \
-            f"CA/Browser Forum's {CABF_DAYS} days, over the {MOZILLA_DAYS} of Mozilla's " \
-            "guidelines"
-    return Verdict.not_vulnerable, None, f"the leaf is valid for {days}: within the " \
-        f"{MOZILLA_DAYS} days of Mozilla's guidelines (and the CA/Browser Forum's " \
-        f"{CABF_DAYS})"
+        return Verdict.vulnerable, Severity.low, (
+            f"the leaf is valid for {days}: within the CA/Browser Forum's {CABF_DAYS} days, "
+            f"over the {MOZILLA_DAYS} of Mozilla's guidelines")
+    return Verdict.not_vulnerable, None, (
+        f"the leaf is valid for {days}: within the {MOZILLA_DAYS} days of Mozilla's "
+        f"guidelines (and the CA/Browser Forum's {CABF_DAYS})")
 
 
 async def run(ctx: CheckContext) -> CheckResult:

@@ -231,10 +231,10 @@ async def run(ctx: CheckContext) -> CheckResult:
     if got.initial is not None:
         return ctx.inconclusive(f"the initial {name} handshake failed: {got.initial}")
     kind = "secure (RFC 5746)" if got.secure else "legacy (no RFC 5746)"
-    evidence = (f"sent: a complete {name} handshake, then up to {MAX_RENEGOTIATIONS} "
-                f"{kind} renegotiation ClientHellos on the same connection",
-                f"received: {got.accepted} renegotiations completed ({got.answered} "
-                f"ServerHellos); then {got.ended}")
+    evidence = ((f"sent: a complete {name} handshake, then up to {MAX_RENEGOTIATIONS} "
+                 f"{kind} renegotiation ClientHellos on the same connection"),
+                (f"received: {got.accepted} renegotiations completed ({got.answered} "
+                 f"ServerHellos); then {got.ended}"))
     details = RenegotiationsDetails(MAX_RENEGOTIATIONS, got.accepted, got.answered,
                                     got.secure, got.refused)
     if got.answered:

@@ -68,8 +68,8 @@ async def run(ctx: CheckContext) -> CheckResult:
     first = await handshake(ctx, offer, read_flight=True, label="0-RTT")
     if isinstance(first, Outcome):
         return ctx.inconclusive(f"0-RTT offer: {first.reason}")
-    evidence: tuple[str, ...] = (f"sent: a resumption with the {what} and "
-                                 f"{len(EARLY_DATA)} bytes of 0-RTT data",
+    evidence: tuple[str, ...] = ((f"sent: a resumption with the {what} and "
+                                  f"{len(EARLY_DATA)} bytes of 0-RTT data"),
                                  f"received: {_answer(first)}")
     engine = first.engine
     size = max_early_data(ticket)

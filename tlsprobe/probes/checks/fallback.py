@@ -67,4 +67,5 @@ async def run(ctx: CheckContext) -> CheckResult:
     return ctx.inconclusive(f"{sent}: {out.describe()}; without the SCSV: {plain.describe()}")
 
 
-CHECK = ActiveCheck("fallback", "downgrade protection: TLS_FALLBACK_SCSV (RFC 7507)", run, FallbackDetails)
+CHECK = ActiveCheck("fallback", "downgrade protection: TLS_FALLBACK_SCSV (RFC 7507)", run,
+                    FallbackDetails)

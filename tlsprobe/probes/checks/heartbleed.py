@@ -83,8 +83,8 @@ def judge(ctx: CheckContext, version: int, acked: bool, reply: _early.Reply,
     ext = "acknowledged" if acked else "not acknowledged"
     evidence = [f"sent: a {name} ClientHello offering the heartbeat extension",
                 f"heartbeat extension {ext} in the ServerHello",
-                f"sent after ServerHelloDone: a HeartbeatRequest claiming {CLAIMED} bytes "
-                f"of payload with {SENT} sent and a well-formed one of {len(nonce)} bytes",
+                (f"sent after ServerHelloDone: a HeartbeatRequest claiming {CLAIMED} bytes "
+                 f"of payload with {SENT} sent and a well-formed one of {len(nonce)} bytes"),
                 "1 connection and one read of at most 64 KiB"]
     records = reply.of_type(_early.HEARTBEAT)
     good = _answers_good(nonce)

@@ -41,7 +41,8 @@ async def run(ctx: CheckContext) -> CheckResult:
         return ctx.inconclusive(demanded)
     if not demanded:
         return ctx.result(Verdict.not_applicable, "the leaf does not demand stapling (no TLS "
-                          "Feature extension with status_request)", details=MustStapleDetails(False, ()))
+                          "Feature extension with status_request)",
+                          details=MustStapleDetails(False, ()))
     if got.stapled:
         return ctx.result(Verdict.not_vulnerable, "the leaf demands stapling (TLS Feature "
                           "status_request) and the server staples an OCSP response",

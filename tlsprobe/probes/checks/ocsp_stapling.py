@@ -78,9 +78,10 @@ async def run(ctx: CheckContext) -> CheckResult:
     if HandshakeType.certificate not in hs.engine.flight.messages:
         return ctx.inconclusive(f"{sent}: no Certificate read ({hs.describe()})")
     return ctx.result(Verdict.not_supported, f"{sent} is answered with a Certificate and "
-                      "no OCSP response", (f"sent: {sent}", f"received: {hs.describe()}, "
-                                           "no stapled OCSP response"),
+                      "no OCSP response", (f"sent: {sent}", (f"received: {hs.describe()}, "
+                                            "no stapled OCSP response")),
                       severity=Severity.info, details=StaplingDetails(False, 0, None))
 
 
-CHECK = ActiveCheck("ocsp_stapling", "OCSP stapling (RFC 6066 status_request)", run, StaplingDetails)
+CHECK = ActiveCheck("ocsp_stapling", "OCSP stapling (RFC 6066 status_request)", run,
+                    StaplingDetails)

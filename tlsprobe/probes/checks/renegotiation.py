@@ -74,14 +74,15 @@ async def run(ctx: CheckContext) -> CheckResult:
         if RENEGOTIATION_INFO in out.extensions:
             return ctx.result(Verdict.supported, f"the {name} ServerHello carries "
                               "renegotiation_info (RFC 5746)",
-                              (f"sent: {sent}", "received: ServerHello with an empty "
-                               "renegotiation_info"),
+                              (f"sent: {sent}",
+                               "received: ServerHello with an empty renegotiation_info"),
                               details=RenegotiationDetails(name, True, len(outs)))
+    seen = ", ".join(hex(t) for t in outs[-1].extensions) or "none"
     return ctx.result(Verdict.not_supported, f"the {name} ServerHello carries no "
                       "renegotiation_info on two connections: renegotiations are not bound "
                       "to the handshake before them (CVE-2009-3555)",
-                      (f"sent: {sent}", "received: ServerHello without renegotiation_info "
-                       f"(extensions: {', '.join(hex(t) for t in outs[-1].extensions) or 'none'})"),
+                      (f"sent: {sent}",
+                       f"received: ServerHello without renegotiation_info (extensions: {seen})"),
                       severity=Severity.medium,
                       details=RenegotiationDetails(name, False, len(outs)))
 

@@ -225,10 +225,10 @@ def _evidence(name: str, suites: tuple[int, ...], asked: bool, answers: Round
         (" ..." if len(suites) > 2 else "")
     certificate = "an empty Certificate (the server sent a CertificateRequest), " \
         if asked else ""
-    return (f"sent: {name} hellos offering {offered}; after the ServerHelloDone "
-            f"{certificate}a ClientKeyExchange with each of the five PKCS #1 blocks, "
-            f"ChangeCipherSpec and an undecryptable Finished; {ROUNDS} rounds, "
-            f"{ROUNDS * len(PAYLOADS)} connections",
+    return ((f"sent: {name} hellos offering {offered}; after the ServerHelloDone "
+             f"{certificate}a ClientKeyExchange with each of the five PKCS #1 blocks, "
+             f"ChangeCipherSpec and an undecryptable Finished; {ROUNDS} rounds, "
+             f"{ROUNDS * len(PAYLOADS)} connections"),
             "received: " + "; ".join(f"{k}: {v}" for k, v in answers.items()))
 
 
@@ -276,8 +276,9 @@ async def run(ctx: CheckContext) -> CheckResult:
                                     f"CertificateRequest with an empty Certificate failed "
                                     f"({refused}), so the probes' answers need not depend "
                                     "on the padding", evidence)
-        evidence += ("the client certificate is optional: a complete handshake with an "
-                     "empty Certificate succeeded",)
+        optional = "the client certificate is optional: a complete handshake with an " \
+            "empty Certificate succeeded"
+        evidence += (optional,)
     return _verdict(ctx, answers, evidence, name, asked_certificate)
 
 

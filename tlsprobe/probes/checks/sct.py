@@ -29,10 +29,9 @@ def embedded(leaf: x509.Certificate) -> tuple[str, int | None] | None:
         return None
     except ValueError as exc:
         return f"an SCT list embedded in the leaf that does not parse ({exc})", None
-    try:
-        count = len(value)  # type: ignore[arg-type]
-    except TypeError:
-        return "an SCT list embedded in the leaf", None
+    if not isinstance(value, x509.PrecertificateSignedCertificateTimestamps):
+        return "an SCT list embedded in the leaf", None     # not read as one
+    count = len(value)
     return f"{count} SCT{'' if count == 1 else 's'} embedded in the leaf", count
 
 
@@ -53,4 +52,5 @@ async def run(ctx: CheckContext) -> CheckResult:
                       details=details)
 
 
-CHECK = ActiveCheck("sct", "Signed Certificate Timestamps (Certificate Transparency)", run, SctDetails)
+CHECK = ActiveCheck("sct", "Signed Certificate Timestamps (Certificate Transparency)", run,
+                    SctDetails)

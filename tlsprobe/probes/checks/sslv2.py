@@ -96,8 +96,8 @@ async def run(ctx: CheckContext) -> CheckResult:
     if got[:1] == bytes([ERROR]):
         code = int.from_bytes(got[1:3], "big") if len(got) >= 3 else None
         return ctx.result(Verdict.not_vulnerable, "the server answered with an SSLv2 ERROR "
-                          f"({code}): it shares no SSLv2 cipher", (sent, f"received: SSLv2 "
-                                                                   f"ERROR {code}"),
+                          f"({code}): it shares no SSLv2 cipher",
+                          (sent, f"received: SSLv2 ERROR {code}"),
                           details=Sslv2Details(True, ()))
     specs = cipher_specs(got)
     if specs is None:
