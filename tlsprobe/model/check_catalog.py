@@ -1,4 +1,4 @@
-"""The names of `scan`'s checks: pure data (it imports nothing), so that building scan's
+"""The names of `scan`'s checks: pure data (it imports nothing of tlsprobe), so that building scan's
 parser and its --help stays cheap, and so that every layer may read it (policy/codes.py
 derives the finding codes `check.NAME` from it). probes/checks/catalog.py, which re-exports
 these names, says what they mean and resolves what a user asks for.
@@ -14,16 +14,28 @@ name (a test keeps the two equal, in order).
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import NamedTuple
 
-__all__ = ["ACTIVE", "ALIASES", "DEFAULT", "DERIVED", "PHASES", "Entry", "expand_aliases"]
+__all__ = ["ACTIVE", "ALIASES", "DEFAULT", "DERIVED", "PHASES", "Category", "Entry",
+           "expand_aliases"]
+
+
+class Category(StrEnum):
+    """A check's report section, in report order; the JSON spelling is the value."""
+
+    vulnerability = "vulnerability"
+    hygiene = "hygiene"
+    tolerance = "tolerance"
+    http = "http"
+    certificate = "certificate"
 
 
 class Entry(NamedTuple):
-    """One active check: report section (model/checks.py CATEGORIES), audit phases it
-    reads, whether it can hurt a server."""
+    """One active check: report section, audit phases it reads, whether it can hurt a
+    server."""
 
-    category: str
+    category: Category
     needs: tuple[str, ...] = ("versions",)
     harmful: bool = False
 
@@ -41,38 +53,39 @@ DERIVED = ("poodle", "freak", "logjam", "dh", "rc4", "sweet32", "beast", "null",
 
 #: active checks, in report order within their section
 ACTIVE: dict[str, Entry] = {
-    "fallback": Entry("vulnerability"),
-    "heartbleed": Entry("vulnerability", harmful=True),
-    "ccs": Entry("vulnerability"),
-    "ticketbleed": Entry("vulnerability"),
-    "resumption": Entry("hygiene"),
-    "early_data": Entry("hygiene"),
-    "ocsp_stapling": Entry("hygiene"),
-    "ems": Entry("hygiene"),
-    "etm": Entry("hygiene"),
-    "large_hello": Entry("tolerance"),
-    "split_record": Entry("tolerance"),
-    "split_segment": Entry("tolerance"),
-    "grease": Entry("tolerance"),
-    "unknown_version": Entry("tolerance"),
-    "tls13_intolerance": Entry("tolerance"),
-    "hsts": Entry("http"),
-    "breach": Entry("http"),
-    "server_banner": Entry("http"),
-    "cert_lifetime": Entry("certificate", needs=CHAIN),
-    "sct": Entry("certificate", needs=CHAIN),
-    "key_usage": Entry("certificate", needs=CHAIN),
-    "must_staple": Entry("certificate", needs=CHAIN),
-    "compression": Entry("vulnerability"),
-    "client_renegotiation": Entry("vulnerability", harmful=True),
-    "robot": Entry("vulnerability", needs=("versions", "suites"), harmful=True),
-    "sslv2": Entry("vulnerability"),
-    "renegotiation": Entry("hygiene"),
-    "downgrade_sentinel": Entry("hygiene"),
+    "fallback": Entry(Category.vulnerability),
+    "heartbleed": Entry(Category.vulnerability, harmful=True),
+    "ccs": Entry(Category.vulnerability),
+    "ticketbleed": Entry(Category.vulnerability),
+    "resumption": Entry(Category.hygiene),
+    "early_data": Entry(Category.hygiene),
+    "ocsp_stapling": Entry(Category.hygiene),
+    "ems": Entry(Category.hygiene),
+    "etm": Entry(Category.hygiene),
+    "large_hello": Entry(Category.tolerance),
+    "split_record": Entry(Category.tolerance),
+    "split_segment": Entry(Category.tolerance),
+    "grease": Entry(Category.tolerance),
+    "unknown_version": Entry(Category.tolerance),
+    "tls13_intolerance": Entry(Category.tolerance),
+    "hsts": Entry(Category.http),
+    "breach": Entry(Category.http),
+    "server_banner": Entry(Category.http),
+    "cert_lifetime": Entry(Category.certificate, needs=CHAIN),
+    "sct": Entry(Category.certificate, needs=CHAIN),
+    "key_usage": Entry(Category.certificate, needs=CHAIN),
+    "must_staple": Entry(Category.certificate, needs=CHAIN),
+    "compression": Entry(Category.vulnerability),
+    "client_renegotiation": Entry(Category.vulnerability, harmful=True),
+    "robot": Entry(Category.vulnerability, needs=("versions", "suites"), harmful=True),
+    "sslv2": Entry(Category.vulnerability),
+    "renegotiation": Entry(Category.hygiene),
+    "downgrade_sentinel": Entry(Category.hygiene),
 }
 
-_BY_CATEGORY = {"vulns": "vulnerability", "hygiene": "hygiene", "tolerance": "tolerance",
-                "http": "http", "certs": "certificate"}
+_BY_CATEGORY = {"vulns": Category.vulnerability, "hygiene": Category.hygiene,
+                "tolerance": Category.tolerance, "http": Category.http,
+                "certs": Category.certificate}
 
 
 def _aliases() -> dict[str, tuple[str, ...]]:

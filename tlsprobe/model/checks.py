@@ -23,10 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from tlsprobe.model.check_catalog import Category
 from tlsprobe.model.check_details import CheckDetails
 from tlsprobe.model.severity import Severity
 
-__all__ = ["CATEGORIES", "CheckDetails", "CheckResult", "Method", "Severity", "Verdict"]
+__all__ = ["CATEGORIES", "Category", "CheckDetails", "CheckResult", "Method", "Severity",
+           "Verdict"]
 
 
 class Verdict(StrEnum):
@@ -50,7 +52,7 @@ class Method(StrEnum):
 
 
 #: the report sections, in order: a check's `category`
-CATEGORIES = ("vulnerability", "hygiene", "tolerance", "http", "certificate")
+CATEGORIES = tuple(Category)
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,7 @@ class CheckResult:
     evidence: tuple[str, ...] = ()
     method: Method = Method.derived
     connections: int = 0
-    category: str = "vulnerability"
+    category: Category = Category.vulnerability
     code: str | None = None
     severity: Severity | None = None
     details: CheckDetails | None = None

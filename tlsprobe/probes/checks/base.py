@@ -47,7 +47,7 @@ from typing import TypeVar
 from tlsprobe.engine.config import TLS13, ClientConfig
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.check_details import CheckDetails
-from tlsprobe.model.checks import CheckResult, Method, Severity, Verdict
+from tlsprobe.model.checks import Category, CheckResult, Method, Severity, Verdict
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.audit.outcome import STOP_HELLO, Outcome
 from tlsprobe.probes.audit.scheduler import TargetRunner
@@ -80,7 +80,7 @@ class CheckContext:
     runner: TargetRunner
     report: AuditReport
     name: str
-    category: str
+    category: Category
     title: str = ""
     details: type[CheckDetails] = CheckDetails
 
