@@ -19,7 +19,7 @@ __all__ = [
     "DhDetails", "DowngradeSentinelDetails", "EarlyDataDetails", "EchoDetails",
     "FallbackAnswer", "FallbackDetails", "HeartbleedDetails", "HstsDetails",
     "HttpCompressionDetails", "KeyUsageDetails", "LifetimeDetails", "MustStapleDetails",
-    "RenegotiationDetails", "RenegotiationsDetails", "ResumptionDetails",
+    "RenegotiationDetails", "RenegotiationsDetails", "ReplyKind", "ResumptionDetails",
     "ResumptionMechanism", "RobotAnswer", "RobotDetails", "RobotOracle", "SctDetails",
     "SentinelAnswer", "Sslv2Details", "StaplingDetails", "SuiteCheckDetails",
     "TicketbleedDetails", "ToleranceDetails", "VariantAnswer",
@@ -244,15 +244,28 @@ class DowngradeSentinelDetails(CheckDetails):
 
 # -- tolerance checks ------------------------------------------------------------------------
 
+class ReplyKind(StrEnum):
+    """What a server did with one hello (probes/audit/confirm.py): answered it, refused it
+    (an alert, a close, a reset, silence, or a ServerHello breaking a rule), or unsure (no
+    answer that says either)."""
+
+    answered = "answered"
+    alert = "alert"
+    closed = "closed"
+    reset = "reset"
+    silent = "silent"
+    violation = "violation"
+    unsure = "unsure"
+
+
 @dataclass(frozen=True)
 class VariantAnswer:
-    """One variant hello: what it is, its ClientHello size, what the server did first
-    (probes/audit/confirm.py's kinds: answered, alert, closed, reset, silent, violation,
-    unsure), and whether a refusal was confirmed."""
+    """One variant hello: what it is, its ClientHello size, what the server did first, and
+    whether a refusal was confirmed."""
 
     variant: str
     size: int
-    answer: str
+    answer: ReplyKind
     confirmed: bool
 
 

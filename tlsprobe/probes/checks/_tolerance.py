@@ -33,7 +33,7 @@ from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.common import TLS10
 from tlsprobe.engine.config import BuiltHello, ClientConfig, build_client_hello
 from tlsprobe.errors import FailureKind, NetworkError
-from tlsprobe.model.check_details import ToleranceDetails, VariantAnswer
+from tlsprobe.model.check_details import ReplyKind, ToleranceDetails, VariantAnswer
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.net.driver import Progress, adrive
 from tlsprobe.net.transport import AsyncTransport
@@ -78,7 +78,7 @@ class Reply:
     unsure), `text` for people, the `outcome` of an answer and the size of the ClientHello
     handshake message sent (header included) and of the sends it went out in."""
 
-    kind: str
+    kind: ReplyKind
     text: str
     outcome: Outcome | None = None
     size: int = 0
@@ -144,7 +144,7 @@ async def _talk(variant: Variant, transport: AsyncTransport, deadline: float) ->
         ClientHandshake(variant.config, annotate=False, stop_after_first_flight=True)
     shaped = _Shaped(transport, variant.shape)
 
-    def reply(kind: str, text: str, outcome: Outcome | None = None) -> Reply:
+    def reply(kind: ReplyKind, text: str, outcome: Outcome | None = None) -> Reply:
         size = 4 + len(hs.hellos[0].serialize()) if hs.hellos else 0
         return Reply(kind, text, outcome, size, tuple(shaped.sends[:2]))
 
