@@ -11,7 +11,7 @@ The one shape (tlsprobe/probes/checks/_template.py is a check written out in it)
     share is a helper `run` calls: a precondition or a shared connection returns what it
     got or the `CheckResult` to return as it is (`if isinstance(got, CheckResult): return
     got`): `_handshake.legacy_versions`/`echo`, `_tolerance.plain_hello`/`judge`,
-    `_cert_chain.leaf`, `_http.http_response`, `renegotiation.legacy_hello`, ...;
+    `_cert_chain.leaf`, `_http.http_response`, `_legacy.legacy_hello`, ...;
   - every result through `ctx.result(verdict, reason, evidence, details=...)` (or
     `ctx.inconclusive`, `ctx.unless_unknown`): a finding's severity is a `Severity`, its code
     always `check.NAME`; `details` an instance of the check's details type

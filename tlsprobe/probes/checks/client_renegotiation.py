@@ -35,7 +35,7 @@ from tlsprobe.net.not_tls import is_not_tls, not_tls_message
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks._shared import PassThrough
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.checks.renegotiation import RENEGOTIATION_INFO, legacy_top, no_legacy
+from tlsprobe.probes.checks._legacy import RENEGOTIATION_INFO, legacy_top, no_legacy
 from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.record import CONTENT_TYPES, MAX_CIPHERTEXT

@@ -20,7 +20,7 @@ from dataclasses import replace
 from tlsprobe.model.check_details import CompressionDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.checks.renegotiation import legacy_hello
+from tlsprobe.probes.checks._legacy import legacy_hello
 from tlsprobe.probes.audit.outcome import STOP_HELLO
 
 DEFLATE, NULL = 1, 0

@@ -53,7 +53,7 @@ from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks import _early
 from tlsprobe.probes.checks._handshake import handshake
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.checks.renegotiation import no_legacy
+from tlsprobe.probes.checks._legacy import no_legacy
 from tlsprobe.probes.audit.outcome import Outcome
 
 PMS = bytes.fromhex("aa112233445566778899112233445566778899112233445566778899112233445566"
