@@ -188,7 +188,8 @@ def _run_of(tree: ast.Module) -> ast.AsyncFunctionDef | None:
 def test_every_check_module_has_the_one_shape() -> None:
     """Each check module (and the template): `async def run(ctx: CheckContext) ->
     CheckResult` written out (no decorator, no factory), and `CHECK = ActiveCheck(...)` with
-    four arguments, the last its details type; each is in the static catalog."""
+    four arguments, the last its details type; each is in the static catalog and imports no
+    other check."""
     modules = sorted(p for p in CHECKS_DIR.glob("*.py")
                      if p.stem not in FRAMEWORK and (not p.stem.startswith("_")
                                                      or p.stem == "_template"))
@@ -208,6 +209,15 @@ def test_every_check_module_has_the_one_shape() -> None:
             path.name
         assert ast.unparse(check.value.args[2]) == "run", path.name
         assert path.stem in registered or path.stem == "_template", path.name
+        # a check imports the framework and the shared helpers (_NAME), never another check
+        others = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                  and (n.module or "").startswith("tlsprobe.probes.checks.")
+                  and not n.module.rsplit(".", 1)[1].startswith("_")
+                  and n.module.rsplit(".", 1)[1] != "base"]
+        others += [f"{n.module}.{a.name}" for n in ast.walk(tree)
+                   if isinstance(n, ast.ImportFrom) and n.module == "tlsprobe.probes.checks"
+                   for a in n.names if not a.name.startswith("_")]
+        assert others == [], path.name
 
 
 def test_a_result_refuses_details_of_another_type() -> None:
