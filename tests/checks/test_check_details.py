@@ -242,12 +242,14 @@ def test_a_result_refuses_details_of_another_type() -> None:
 
 
 def test_severities_are_an_enum_not_strings() -> None:
-    """No check module (nor the derived checks' findings) spells a severity as a string:
+    """No check module (nor the checks' and the certificate's findings) spells a severity as
+    a string:
     they are `Severity` members, whose JSON is the same word; report sections are
     `Category` members."""
     from tlsprobe.model.check_catalog import Category
     words = set(map(str, Severity))
-    files = [*sorted(CHECKS_DIR.glob("*.py")), CHECKS_DIR.parents[1] / "policy" / "checks.py"]
+    files = [*sorted(CHECKS_DIR.glob("*.py")), CHECKS_DIR.parents[1] / "policy" / "checks.py",
+             CHECKS_DIR.parents[1] / "policy" / "certificate.py"]
     found = [f"{path.name}:{n.lineno} {n.value!r}" for path in files
              for n in ast.walk(ast.parse(path.read_text("utf-8")))
              if isinstance(n, ast.Constant) and n.value in words]

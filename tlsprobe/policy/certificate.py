@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from tlsprobe.model.audit import AuditReport, Finding
+from tlsprobe.model.severity import Severity
 
 
 def names(items: list[str], limit: int = 6) -> str:
@@ -24,7 +25,7 @@ def certificate_findings(report: AuditReport, now: datetime) -> list[Finding]:
     subject = (leaf.subject,)
     out: list[Finding] = []
 
-    def add(severity: str, code: str, message: str, items: tuple[str, ...] = subject) -> None:
+    def add(severity: Severity, code: str, message: str, items: tuple[str, ...] = subject) -> None:
         out.append(Finding(severity, code, message, items=items))
 
     not_before: datetime | None
@@ -37,23 +38,24 @@ def certificate_findings(report: AuditReport, now: datetime) -> list[Finding]:
     if not_after is not None and not_before is not None:
         left = not_after - now
         if left < timedelta(0):
-            add("high", "certificate.expired", f"certificate expired {leaf.not_after}")
+            add(Severity.high, "certificate.expired", f"certificate expired {leaf.not_after}")
         elif left < timedelta(days=30):
             when = f"{left.days} day(s)" if left.days else \
                 f"{max(1, int(left.total_seconds() // 3600))} hour(s)"
-            add("medium" if left < timedelta(days=7) else "low", "certificate.expires_soon",
+            soon = Severity.medium if left < timedelta(days=7) else Severity.low
+            add(soon, "certificate.expires_soon",
                 f"certificate expires in {when} ({leaf.not_after})")
         if not_before > now:
-            add("high", "certificate.not_yet_valid", f"certificate valid only from "
+            add(Severity.high, "certificate.not_yet_valid", f"certificate valid only from "
                 f"{leaf.not_before}")
     if leaf.key_type == "RSA" and (leaf.key_bits or 0) < 2048:
-        add("high", "certificate.weak_key", f"RSA key of {leaf.key_bits} bits")
+        add(Severity.high, "certificate.weak_key", f"RSA key of {leaf.key_bits} bits")
     # A root's own signature is never checked (it is trusted as is): skip a self-issued
     # last certificate of a longer chain.
     signed = [c for i, c in enumerate(chain)
               if not (i and i == len(chain) - 1 and c.issuer == c.subject)]
-    for weak, severity, code in (("md5", "critical", "certificate.md5_signature"),
-                                 ("sha1", "medium", "certificate.sha1_signature")):
+    for weak, severity, code in (("md5", Severity.critical, "certificate.md5_signature"),
+                                 ("sha1", Severity.medium, "certificate.sha1_signature")):
         bad = [c for c in signed if weak in c.signature_algorithm.lower().replace("-", "")]
         if bad:
             add(severity, code, f"{len(bad)} certificate(s) signed "
@@ -61,8 +63,8 @@ def certificate_findings(report: AuditReport, now: datetime) -> list[Finding]:
                                                    for c in bad], 3),
                 tuple(c.subject for c in bad))
     if not leaf.san:
-        add("medium", "certificate.no_san", "the certificate has no subjectAltName (clients "
-            "that check host names, browsers among them, refuse it)")
+        add(Severity.medium, "certificate.no_san", "the certificate has no subjectAltName "
+            "(clients that check host names, browsers among them, refuse it)")
     out += _trust_findings(report, {f.code for f in out})
     return out
 
@@ -73,17 +75,19 @@ def _trust_findings(report: AuditReport, found: set[str]) -> list[Finding]:
         return []
     subject = (report.certificates[0].subject,) if report.certificates else ()
     if t.status == "not_checked":
-        return [Finding("info", "certificate.not_verified", f"chain not verified: {t.detail}")]
+        return [Finding(Severity.info, "certificate.not_verified",
+                        f"chain not verified: {t.detail}")]
     if t.status == "trusted":
         return []
     if t.code in (18, 19):
-        return [Finding("high", "certificate.self_signed", f"certificate chain not trusted: "
-                        f"{t.reason}", items=subject)]
+        return [Finding(Severity.high, "certificate.self_signed",
+                        f"certificate chain not trusted: {t.reason}", items=subject)]
     if t.code == 62:
-        return [Finding("high", "certificate.hostname_mismatch", f"the certificate is not "
-                        f"valid for {t.hostname}", items=(t.hostname or "",))]
+        return [Finding(Severity.high, "certificate.hostname_mismatch",
+                        f"the certificate is not valid for {t.hostname}",
+                        items=(t.hostname or "",))]
     if t.code in (9, 10) and found & {"certificate.expired", "certificate.not_yet_valid"}:
         return []   # the leaf's dates are already reported
     detail = f": {t.detail}" if t.detail else ""
-    return [Finding("high", "certificate.untrusted", f"certificate chain not trusted: "
+    return [Finding(Severity.high, "certificate.untrusted", f"certificate chain not trusted: "
                     f"{t.reason}{detail}", items=subject)]
