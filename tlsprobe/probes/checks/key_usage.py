@@ -87,14 +87,14 @@ async def run(ctx: CheckContext) -> CheckResult:
     allowed = allowed_uses(cert)
     if isinstance(allowed, str):
         return ctx.inconclusive(allowed)
+    need = needed_use(got.cipher_suite, got.version)
     if allowed is None:
         return ctx.result(Verdict.not_vulnerable, "the leaf has no keyUsage extension: its "
                           "key may be used for any purpose (RFC 5280 4.2.1.3)",
-                          details=KeyUsageDetails(None, None, ()))
+                          details=KeyUsageDetails(None, need, ()))
     rsa_key = isinstance(public_key(cert), rsa.RSAPublicKey)
     name = registry.version_name(got.version)
     suite = registry.suite_name(got.cipher_suite)
-    need = needed_use(got.cipher_suite, got.version)
     shown = ", ".join(u for u in _FLAG if u in allowed) or \
         "none of digitalSignature, keyEncipherment, keyAgreement"
     evidence = [f"keyUsage: {shown}",

@@ -42,7 +42,7 @@ async def run(ctx: CheckContext) -> CheckResult:
     if not demanded:
         return ctx.result(Verdict.not_applicable, "the leaf does not demand stapling (no TLS "
                           "Feature extension with status_request)",
-                          details=MustStapleDetails(False, ()))
+                          details=MustStapleDetails(False, (got.stapled,)))
     if got.stapled:
         return ctx.result(Verdict.not_vulnerable, "the leaf demands stapling (TLS Feature "
                           "status_request) and the server staples an OCSP response",
