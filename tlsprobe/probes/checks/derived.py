@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from tlsprobe import registry
+from tlsprobe.model import check_catalog as catalog
 from tlsprobe.model.audit import AuditReport, DheAudit
 from tlsprobe.model.check_details import (AcceptedSuite, CheckDetails, DhDetails,
                                           SuiteCheckDetails)
@@ -293,7 +294,7 @@ CHECKS: dict[str, DerivedCheck] = {
     name: DerivedCheck("dh", DH_TITLE, _dh_check, DhDetails) if name == "dh" else
     DerivedCheck(name, SUITE_CHECKS[name].title, partial(_suite_check, name, SUITE_CHECKS[name]),
                  SuiteCheckDetails)
-    for name in ("poodle", "freak", "logjam", "dh", "rc4", "sweet32", "beast", "null", "anon")}
+    for name in catalog.DERIVED}
 DERIVED = tuple(CHECKS)
 #: `scan --checks` names that stand for several checks
 ALIASES = {"vulns": DERIVED}
