@@ -6,7 +6,9 @@ ROBOT's oracle and the probes it tells apart (tests/checks/tlslite_quirks_server
 and weak oracles), client renegotiations accepted and secure renegotiation (gnutls-serv),
 Heartbleed's bytes leaked and the CCS alert (tests/checks/vulnerable_openssl101.py),
 resumption's counts (openssl s_server), DEFLATE chosen and SSLv2 cipher specs
-(tests/checks/scripted_tls_server.py); the JSON `details` of `scan --json` says the same.
+(tests/checks/scripted_tls_server.py), HSTS directives, compressing encodings and the Server
+banner (nginx), each tolerance variant's answer (openssl behind tests/checks/
+intolerant_proxy.py); the JSON `details` of the report says the same.
 Without a server: every check of the catalog declares its details type, the catalog is the
 model's, and every check module has the one shape.
 """
@@ -161,6 +163,40 @@ def test_compression_and_sslv2_details(script_server: ScriptServer) -> None:
     _, found = audit(port, "sslv2")
     d = found["sslv2"]["details"]
     assert d["speaks_sslv2"] is True and len(d["cipher_specs"]) >= 2, d
+
+
+@pytest.mark.needs_impl("nginx")
+def test_http_details(server_cache: ServerFactory) -> None:
+    srv = server_cache("nginx", proto="both", extra=(
+        'add_header Strict-Transport-Security "max-age=31536000; includeSubDomains; '
+        'preload" always;', "gzip on;", "gzip_types text/plain;", "gzip_min_length 1;"))
+    _, found = audit(srv.port, "http")
+    hsts = found["hsts"]["details"]
+    assert (hsts["max_age"], hsts["include_subdomains"], hsts["preload"]) == \
+        (31536000, True, True), hsts
+    assert hsts["status"].startswith("HTTP/1.1 200") and "preload" in hsts["header"]
+    assert found["breach"]["details"]["compressing"] == ["gzip"]
+    banners = found["server_banner"]["details"]["banners"]
+    assert len(banners) == 1 and banners[0].startswith("nginx/"), banners
+
+
+@pytest.mark.needs_impl("openssl")
+def test_tolerance_details_name_each_variant(server_cache: ServerFactory) -> None:
+    """Through a proxy that resets hellos over 1500 bytes: the 600-byte variant answered,
+    the 1800-byte one reset and the refusal confirmed."""
+    from intolerant_proxy import IntolerantProxy
+    srv = server_cache("openssl", proto="both")
+    proxy = IntolerantProxy((srv.host, srv.port), "max_hello=1500")
+    try:
+        r, found = audit(proxy.port, "large_hello,grease")
+    finally:
+        proxy.close()
+    assert result(r, "large_hello").verdict is Verdict.not_tolerated
+    variants = found["large_hello"]["details"]["variants"]
+    assert [(v["size"], v["answer"], v["confirmed"]) for v in variants] == [
+        (600, "answered", False), (1800, "reset", True)], variants
+    (grease,) = found["grease"]["details"]["variants"]
+    assert grease["answer"] == "answered" and "GREASE" in grease["variant"]
 
 
 def test_every_check_declares_its_details_type() -> None:
