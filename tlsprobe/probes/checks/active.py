@@ -15,10 +15,35 @@ from tlsprobe.model.check_catalog import ACTIVE
 from tlsprobe.model.checks import CheckResult
 from tlsprobe.probes.audit.scheduler import TargetRunner
 from tlsprobe.probes.checks import (
-    ccs, cert_lifetime, client_renegotiation, compression, downgrade_sentinel, early_data,
-    ems, etm, fallback, grease, heartbleed, hsts, http_compression, key_usage, large_hello,
-    must_staple, ocsp_stapling, renegotiation, resumption, robot, sct, server_banner,
-    split_record, split_segment, sslv2, ticketbleed, tls13_intolerance, unknown_version)
+    ccs,
+    cert_lifetime,
+    client_renegotiation,
+    compression,
+    downgrade_sentinel,
+    early_data,
+    ems,
+    etm,
+    fallback,
+    grease,
+    heartbleed,
+    hsts,
+    http_compression,
+    key_usage,
+    large_hello,
+    must_staple,
+    ocsp_stapling,
+    renegotiation,
+    resumption,
+    robot,
+    sct,
+    server_banner,
+    split_record,
+    split_segment,
+    sslv2,
+    ticketbleed,
+    tls13_intolerance,
+    unknown_version,
+)
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 __all__ = ["CHECKS", "run_active_checks"]

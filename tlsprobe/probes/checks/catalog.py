@@ -15,8 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tlsprobe.model.check_catalog import (ACTIVE, ALIASES, DEFAULT, DERIVED, PHASES, Entry,
-                                          expand_aliases)
+from tlsprobe.model.check_catalog import (
+    ACTIVE,
+    ALIASES,
+    DEFAULT,
+    DERIVED,
+    PHASES,
+    Entry,
+    expand_aliases,
+)
 
 __all__ = ["ACTIVE", "ALIASES", "DEFAULT", "DERIVED", "PHASES", "Entry", "expand_aliases",
            "resolve"]
@@ -39,7 +46,9 @@ def resolve(names: Sequence[str], option: str = "--checks") -> tuple[str, ...]:
         hint = did_you_mean(bad, known) if bad else ""
         raise UsageError(f"{option}: unknown check {bad if bad else '(empty)'!r}"
                          f"{hint or ' (known: ' + ', '.join(known) + ')'}")
-    from tlsprobe.probes.checks.derived import expand   # the phases each derived check reads
+    from tlsprobe.probes.checks.derived import (
+        expand,  # the phases each derived check reads
+    )
     left_out = set(expand_aliases(tuple(minus)))
     named = tuple(n for n in expand_aliases(tuple(plus or DEFAULT)) if n not in left_out)
     if not named:

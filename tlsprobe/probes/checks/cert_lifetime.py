@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-
 from tlsprobe.model.check_details import LifetimeDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.model.units import duration

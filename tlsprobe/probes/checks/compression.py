@@ -19,9 +19,9 @@ from dataclasses import replace
 
 from tlsprobe.model.check_details import CompressionDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
-from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.checks._legacy import legacy_hello
 from tlsprobe.probes.audit.outcome import STOP_HELLO
+from tlsprobe.probes.checks._legacy import legacy_hello
+from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 DEFLATE, NULL = 1, 0
 

@@ -35,8 +35,12 @@ from functools import partial
 from tlsprobe import registry
 from tlsprobe.model import check_catalog as catalog
 from tlsprobe.model.audit import AuditReport, DheAudit
-from tlsprobe.model.check_details import (AcceptedSuite, CheckDetails, DhDetails,
-                                          SuiteCheckDetails)
+from tlsprobe.model.check_details import (
+    AcceptedSuite,
+    CheckDetails,
+    DhDetails,
+    SuiteCheckDetails,
+)
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.policy.checks import OWN_FINDINGS
 from tlsprobe.registry.model import CipherSuite

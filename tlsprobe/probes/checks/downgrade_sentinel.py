@@ -28,8 +28,8 @@ from tlsprobe.engine.config import TLS10, TLS11, TLS12, TLS13
 from tlsprobe.model.audit import Spoken
 from tlsprobe.model.check_details import DowngradeSentinelDetails, SentinelAnswer
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
-from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.probes.audit.outcome import STOP_HELLO
+from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 TLS12_SENTINEL = b"DOWNGRD\x01"
 TLS11_SENTINEL = b"DOWNGRD\x00"

@@ -21,9 +21,9 @@ from __future__ import annotations
 from tlsprobe.engine.config import TLS13
 from tlsprobe.model.check_details import EarlyDataDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
+from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.probes.checks._handshake import Handshake, handshake, max_early_data
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.audit.outcome import Outcome
 
 EARLY_DATA = b"\r\n"
 

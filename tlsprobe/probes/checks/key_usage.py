@@ -26,10 +26,10 @@ from tlsprobe.engine.config import TLS10, TLS12, TLS13
 from tlsprobe.model.check_details import KeyUsageDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.model.pubkey import public_key
+from tlsprobe.probes.audit.outcome import STOP_HELLO
 from tlsprobe.probes.checks._cert_chain import extension, leaf
 from tlsprobe.probes.checks._tolerance import top_versions
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.audit.outcome import STOP_HELLO
 
 SIGN, ENCIPHER, AGREE = "digitalSignature", "keyEncipherment", "keyAgreement"
 _FLAG = {SIGN: "digital_signature", ENCIPHER: "key_encipherment", AGREE: "key_agreement"}

@@ -18,9 +18,9 @@ from tlsprobe import registry
 from tlsprobe.engine.config import TLS13
 from tlsprobe.model.check_details import StaplingDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
+from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.probes.checks._handshake import Handshake, handshake
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.registry import HandshakeType
 from tlsprobe.wire.certificate import Certificate, CertificateStatus
 

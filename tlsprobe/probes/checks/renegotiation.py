@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from tlsprobe.model.check_details import RenegotiationDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
+from tlsprobe.probes.audit.outcome import STOP_HELLO
 from tlsprobe.probes.checks._legacy import RENEGOTIATION_INFO, legacy_hello
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.audit.outcome import STOP_HELLO
 
 
 async def run(ctx: CheckContext) -> CheckResult:

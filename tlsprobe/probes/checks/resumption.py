@@ -27,10 +27,15 @@ from tlsprobe import registry
 from tlsprobe.engine.config import TLS10, TLS12, TLS13
 from tlsprobe.model.check_details import ResumptionDetails, ResumptionMechanism
 from tlsprobe.model.checks import CheckResult, Verdict
-from tlsprobe.probes.checks._handshake import Handshake, handshake, legacy_versions, \
-    max_early_data
-from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.probes.audit.outcome import Outcome
+from tlsprobe.probes.checks._handshake import (
+    Handshake,
+    handshake,
+    legacy_versions,
+    max_early_data,
+)
+from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
+
 
 @dataclass(frozen=True)
 class Answer:

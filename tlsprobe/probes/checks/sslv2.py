@@ -22,8 +22,8 @@ from tlsprobe.errors import NetworkError
 from tlsprobe.model.check_details import Sslv2Details
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.net.transport import AsyncTransport
-from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.probes.audit.outcome import Outcome
+from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 #: SSLv2 cipher specs (draft-hickman-netscape-ssl-00 appendix A)
 SSL2_CIPHERS = {

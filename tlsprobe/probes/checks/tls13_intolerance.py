@@ -17,8 +17,13 @@ from dataclasses import replace
 from tlsprobe.engine.config import TLS13
 from tlsprobe.model.check_details import ToleranceDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
-from tlsprobe.probes.checks._tolerance import (Variant, judge, no_tls, plain_config,
-                                                 top_versions)
+from tlsprobe.probes.checks._tolerance import (
+    Variant,
+    judge,
+    no_tls,
+    plain_config,
+    top_versions,
+)
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.registry import version_name
 

@@ -26,9 +26,9 @@ from dataclasses import replace
 from tlsprobe.engine.config import TLS12
 from tlsprobe.model.check_details import ToleranceDetails
 from tlsprobe.model.checks import CheckResult, Severity
+from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.probes.checks._tolerance import Variant, judge, plain_config, plain_hello
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.registry import version_name
 from tlsprobe.wire import extensions as ext
 from tlsprobe.wire.hello import ClientHello
