@@ -332,7 +332,7 @@ def _weak_model_report() -> Any:
                                       SuiteAudit, VersionSupport)
     from tlsprobe.model.checks import CheckResult, Verdict
     from tlsprobe.model.probe import Cipher, Codepoint
-    from tlsprobe.policy.checks import DERIVED, derive_checks
+    from tlsprobe.probes.checks.derived import DERIVED, derive_checks
     from tlsprobe.policy.findings import findings_for
     V = Codepoint.version
     suites = {0x0303: (0xC02F, 0x0005, 0x000A, 0x00A6),  # RC4, 3DES, anonymous

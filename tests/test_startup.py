@@ -24,7 +24,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 HEAVY = ("tlsprobe.kex", "tlsprobe.engine", "tlsprobe.registry", "tlsprobe.wire",
-         "cryptography", "rich")
+         "cryptography", "rich",
+         # the static catalog of the checks imports every check module: scan's parser
+         # reads their names from model/check_catalog.py instead
+         "tlsprobe.probes.checks.active", "tlsprobe.probes.checks.derived")
 COMMANDS = ("scan", "pcap", "speed", "demo", "timing")
 # `speed --help` counts the algorithms of its catalog for the epilog ("N algorithms, M
 # figures ..."), and the catalog is made of `cryptography` objects (and the FFDHE primes of
@@ -105,6 +108,7 @@ def test_written_out_values_match_their_source() -> None:
     from tlsprobe.engine import config as cfg
     from tlsprobe.engine.client import Limits
     from tlsprobe.model.audit import SEVERITIES
+    from tlsprobe.model.severity import Severity
 
     assert [code for _, code, _ in probe.VERSION_FLAGS] == \
         [cfg.TLS13, cfg.TLS12, cfg.TLS11, cfg.TLS10, cfg.SSL30]
@@ -112,6 +116,7 @@ def test_written_out_values_match_their_source() -> None:
                                     probe.LIMIT_OPTIONS}
     assert (timing.TLS13, timing.TLS12) == (cfg.TLS13, cfg.TLS12)
     assert scan.SEVERITIES == SEVERITIES
+    assert tuple(Severity) == SEVERITIES
 
 
 def test_speed_help_epilog_is_the_catalogs() -> None:

@@ -15,7 +15,8 @@ from servers import Server
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes.audit.run import AuditOptions, run_audit
-from tlsprobe.probes.checks import base
+from tlsprobe.model.check_details import CheckDetails
+from tlsprobe.probes.checks import active, base
 from tlsprobe.probes.checks.catalog import ACTIVE, ALIASES, DERIVED
 from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.probes.audit.scheduler import Scheduler
@@ -75,7 +76,7 @@ def test_checks_option_knows_every_active_check_and_alias() -> None:
     assert set(ALIASES["all"]) == set(DERIVED) | set(ACTIVE)
     assert "fallback" in ALIASES["vulns"] and set(DERIVED) <= set(ALIASES["vulns"])
     for name in ACTIVE:
-        assert base.load(name).name == name
+        assert active.CHECKS[name].name == name
 
 
 @pytest.mark.needs_impl("openssl")
@@ -95,9 +96,9 @@ def test_converse_counts_its_connection_and_a_failing_check_stays_its_own(
         assert isinstance(got, bytes) and got[:1] == b"\x16"   # a handshake record back
         raise RuntimeError("bug in a check")
 
-    monkeypatch.setitem(ACTIVE, "broken", ACTIVE["fallback"]._replace(module="fallback"))
-    monkeypatch.setattr(base, "load", lambda name: base.ActiveCheck(name, "a broken check",
-                                                                    broken))
+    monkeypatch.setitem(ACTIVE, "broken", ACTIVE["fallback"])
+    monkeypatch.setitem(active.CHECKS, "broken",
+                        base.ActiveCheck("broken", "a broken check", broken, CheckDetails))
     scheduler = Scheduler(retries=0, timeout=5.0)
     r = run_audit([Target("127.0.0.1", srv.port)],
                   AuditOptions(checks=("versions", "broken")), scheduler)[0]

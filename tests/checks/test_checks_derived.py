@@ -19,7 +19,8 @@ from tlsprobe.model.audit import (AuditReport, DheAudit, DhParameters, GroupAudi
                                   VersionSupport)
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.model.probe import Cipher, Codepoint
-from tlsprobe.policy.checks import DERIVED, check_findings, derive_checks, expand
+from tlsprobe.policy.checks import check_findings
+from tlsprobe.probes.checks.derived import DERIVED, derive_checks, expand
 from tlsprobe.policy.findings import findings_for
 from tlsprobe.report.audit_tables import render_audit
 
@@ -216,13 +217,12 @@ def args(checks: str | None, groups_only: bool = False) -> argparse.Namespace:
     return argparse.Namespace(checks=checks, groups_only=groups_only)
 
 
-def test_catalog_writes_out_the_same_names_as_policy_checks() -> None:
+def test_catalog_writes_out_the_same_names_as_the_derived_checks() -> None:
     """probes/checks/catalog.py spells the derived names out (building scan's parser
-    imports no model); its `vulns` alias covers policy's."""
-    from tlsprobe.probes.checks import catalog
-    from tlsprobe.policy import checks
-    assert catalog.DERIVED == checks.DERIVED
-    assert set(checks.ALIASES["vulns"]) <= set(catalog.ALIASES["vulns"])
+    imports no model); its `vulns` alias covers derived.py's."""
+    from tlsprobe.probes.checks import catalog, derived
+    assert catalog.DERIVED == derived.DERIVED
+    assert set(derived.ALIASES["vulns"]) <= set(catalog.ALIASES["vulns"])
 
 
 def test_scan_checks_names_bring_the_phases_they_read() -> None:
@@ -254,7 +254,8 @@ def test_json_has_check_results_only_when_checks_were_asked_for() -> None:
         "name": "rc4", "title": "RC4 suites (RFC 7465)", "verdict": "vulnerable",
         "reason": "the server accepts RC4 suites (1)",
         "evidence": ["TLS_RSA_WITH_RC4_128_SHA (TLS 1.2)"], "method": "derived",
-        "connections": 0, "category": "vulnerability", "code": None, "severity": None}]
+        "connections": 0, "category": "vulnerability", "code": None, "severity": None,
+        "details": {"accepted": [{"suite": "TLS_RSA_WITH_RC4_128_SHA", "version": "TLS 1.2"}]}}]
 
 
 def test_text_section_shows_verdicts_and_the_evidence_of_vulnerable_ones() -> None:

@@ -18,7 +18,7 @@ from servers import Server
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.checks import Verdict
 from tlsprobe.net.tcp import Target
-from tlsprobe.policy.checks import DERIVED, expand
+from tlsprobe.probes.checks.derived import DERIVED, expand
 from tlsprobe.probes.checks import catalog
 from tlsprobe.probes.audit.run import AuditOptions, run_audit
 from tlsprobe.probes.audit.scheduler import Scheduler

@@ -24,7 +24,7 @@ from tlsprobe.commands.scan import parse_checks
 from tlsprobe.model.audit import AuditReport, DheAudit, Finding
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.tcp import Target
-from tlsprobe.policy.checks import DERIVED, SUITE_CHECKS, derive_checks
+from tlsprobe.probes.checks.derived import DERIVED, SUITE_CHECKS, derive_checks
 from tlsprobe.policy.findings import builtin_findings
 from tlsprobe.probes.audit.run import AuditOptions, run_audit
 from tlsprobe.probes.audit.scheduler import Scheduler

@@ -77,7 +77,7 @@ def quic_report(report: AuditReport, options: AuditOptions) -> AuditReport:
     report = replace(report, transport="quic", groups=groups)
     if report.error or groups == before:
         return report
-    from tlsprobe.policy.checks import derive_checks
+    from tlsprobe.probes.checks.derived import derive_checks
     from tlsprobe.policy.findings import with_findings
     active = tuple(c for c in report.check_results if c.method != "derived")
     report = replace(report, check_results=derive_checks(report) + active)

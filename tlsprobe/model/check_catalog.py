@@ -1,29 +1,41 @@
-"""The names of `scan`'s checks: pure data (it imports nothing), so that building scan's
+"""The names of `scan`'s checks: pure data (it imports nothing of tlsprobe), so that building scan's
 parser and its --help stays cheap, and so that every layer may read it (policy/codes.py
 derives the finding codes `check.NAME` from it). probes/checks/catalog.py, which re-exports
 these names, says what they mean and resolves what a user asks for.
 
-Two kinds. Derived checks (policy/checks.py) are read off what the audit enumerated and make
-no connection; their names are written out here and a test checks them against
-policy/checks.py's DERIVED. Active checks make connections of their own: each entry names
-its report section, the module under tlsprobe/probes/checks/ whose `CHECK` runs it, the
-audit phases it reads (the versions the server speaks, its suites), and whether it can hurt
-a server (bounded, and listed as such in --help so that a user can leave it out).
+Two kinds. Derived checks (probes/checks/derived.py) are read off what the audit enumerated
+and make no connection; their names are written out here and a test checks them against
+derived.py's checks. Active checks make connections of their own: each entry names its
+report section, the audit phases it reads (the versions the server speaks, its suites), and
+whether it can hurt a server (bounded, and listed as such in --help so that a user can leave
+it out); the check itself is the `CHECK` of probes/checks/active.py's catalog under the same
+name (a test keeps the two equal, in order).
 """
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import NamedTuple
 
-__all__ = ["ACTIVE", "ALIASES", "DEFAULT", "DERIVED", "Entry", "PHASES", "expand_aliases"]
+__all__ = ["ACTIVE", "ALIASES", "DEFAULT", "DERIVED", "PHASES", "Category", "Entry",
+           "expand_aliases"]
+
+
+class Category(StrEnum):
+    """A check's report section, in report order; the JSON spelling is the value."""
+
+    vulnerability = "vulnerability"
+    hygiene = "hygiene"
+    tolerance = "tolerance"
+    http = "http"
+    certificate = "certificate"
 
 
 class Entry(NamedTuple):
-    """One active check: report section (model/checks.py CATEGORIES), module name under
-    tlsprobe.probes.checks, audit phases it reads, whether it can hurt a server."""
+    """One active check: report section, audit phases it reads, whether it can hurt a
+    server."""
 
-    category: str
-    module: str
+    category: Category
     needs: tuple[str, ...] = ("versions",)
     harmful: bool = False
 
@@ -36,43 +48,44 @@ CHAIN = ("versions", "cert")
 #: what `scan` runs when --checks is not given
 DEFAULT = ("audit", "all")
 
-#: vulnerability checks read from the audit (policy/checks.py DERIVED), in report order
+#: vulnerability checks read from the audit (probes/checks/derived.py), in report order
 DERIVED = ("poodle", "freak", "logjam", "dh", "rc4", "sweet32", "beast", "null", "anon")
 
 #: active checks, in report order within their section
 ACTIVE: dict[str, Entry] = {
-    "fallback": Entry("vulnerability", "fallback"),
-    "heartbleed": Entry("vulnerability", "heartbleed", harmful=True),
-    "ccs": Entry("vulnerability", "ccs"),
-    "ticketbleed": Entry("vulnerability", "ticketbleed"),
-    "resumption": Entry("hygiene", "resumption"),
-    "early_data": Entry("hygiene", "early_data"),
-    "ocsp_stapling": Entry("hygiene", "ocsp_stapling"),
-    "ems": Entry("hygiene", "ems"),
-    "etm": Entry("hygiene", "etm"),
-    "large_hello": Entry("tolerance", "large_hello"),
-    "split_record": Entry("tolerance", "split_record"),
-    "split_segment": Entry("tolerance", "split_segment"),
-    "grease": Entry("tolerance", "grease"),
-    "unknown_version": Entry("tolerance", "unknown_version"),
-    "tls13_intolerance": Entry("tolerance", "tls13_intolerance"),
-    "hsts": Entry("http", "hsts"),
-    "breach": Entry("http", "http_compression"),
-    "server_banner": Entry("http", "server_banner"),
-    "cert_lifetime": Entry("certificate", "cert_lifetime", needs=CHAIN),
-    "sct": Entry("certificate", "sct", needs=CHAIN),
-    "key_usage": Entry("certificate", "key_usage", needs=CHAIN),
-    "must_staple": Entry("certificate", "must_staple", needs=CHAIN),
-    "compression": Entry("vulnerability", "compression"),
-    "client_renegotiation": Entry("vulnerability", "client_renegotiation", harmful=True),
-    "robot": Entry("vulnerability", "robot", needs=("versions", "suites"), harmful=True),
-    "sslv2": Entry("vulnerability", "sslv2"),
-    "renegotiation": Entry("hygiene", "renegotiation"),
-    "downgrade_sentinel": Entry("hygiene", "downgrade_sentinel"),
+    "fallback": Entry(Category.vulnerability),
+    "heartbleed": Entry(Category.vulnerability, harmful=True),
+    "ccs": Entry(Category.vulnerability),
+    "ticketbleed": Entry(Category.vulnerability),
+    "resumption": Entry(Category.hygiene),
+    "early_data": Entry(Category.hygiene),
+    "ocsp_stapling": Entry(Category.hygiene),
+    "ems": Entry(Category.hygiene),
+    "etm": Entry(Category.hygiene),
+    "large_hello": Entry(Category.tolerance),
+    "split_record": Entry(Category.tolerance),
+    "split_segment": Entry(Category.tolerance),
+    "grease": Entry(Category.tolerance),
+    "unknown_version": Entry(Category.tolerance),
+    "tls13_intolerance": Entry(Category.tolerance),
+    "hsts": Entry(Category.http),
+    "breach": Entry(Category.http),
+    "server_banner": Entry(Category.http),
+    "cert_lifetime": Entry(Category.certificate, needs=CHAIN),
+    "sct": Entry(Category.certificate, needs=CHAIN),
+    "key_usage": Entry(Category.certificate, needs=CHAIN),
+    "must_staple": Entry(Category.certificate, needs=CHAIN),
+    "compression": Entry(Category.vulnerability),
+    "client_renegotiation": Entry(Category.vulnerability, harmful=True),
+    "robot": Entry(Category.vulnerability, needs=("versions", "suites"), harmful=True),
+    "sslv2": Entry(Category.vulnerability),
+    "renegotiation": Entry(Category.hygiene),
+    "downgrade_sentinel": Entry(Category.hygiene),
 }
 
-_BY_CATEGORY = {"vulns": "vulnerability", "hygiene": "hygiene", "tolerance": "tolerance",
-                "http": "http", "certs": "certificate"}
+_BY_CATEGORY = {"vulns": Category.vulnerability, "hygiene": Category.hygiene,
+                "tolerance": Category.tolerance, "http": Category.http,
+                "certs": Category.certificate}
 
 
 def _aliases() -> dict[str, tuple[str, ...]]:

@@ -10,6 +10,10 @@ checks answer tolerated / not tolerated, feature checks supported / not supporte
 evidence names what the verdict rests on: the suites, versions or parameters the audit
 enumerated, or what was sent and what came back. A verdict that is a problem carries the
 finding it gives (`code`, `severity`); tlsprobe/policy/checks.py turns it into a Finding.
+Beside the prose, `details`: what the check established as typed values (ROBOT's oracle,
+resumption's counts, a leaked byte count ...), one frozen dataclass per check
+(model/check_details.py), in JSON under `details` (null when the check established nothing
+it could state: not applicable, or inconclusive before its question was answered).
 Field names are part of the JSON schema (the one encoding of tlsprobe/model/encode.py): add
 fields, never rename them.
 """
@@ -19,7 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["CATEGORIES", "CheckResult", "Verdict"]
+from tlsprobe.model.check_catalog import Category
+from tlsprobe.model.check_details import CheckDetails
+from tlsprobe.model.severity import Severity
+
+__all__ = ["CATEGORIES", "Category", "CheckDetails", "CheckResult", "Method", "Severity",
+           "Verdict"]
 
 
 class Verdict(StrEnum):
@@ -35,8 +44,15 @@ class Verdict(StrEnum):
     not_supported = "not supported"
 
 
+class Method(StrEnum):
+    """How a check reached its verdict: read off the audit, or connections of its own."""
+
+    derived = "derived"
+    active = "active"
+
+
 #: the report sections, in order: a check's `category`
-CATEGORIES = ("vulnerability", "hygiene", "tolerance", "http", "certificate")
+CATEGORIES = tuple(Category)
 
 
 @dataclass(frozen=True)
@@ -52,15 +68,17 @@ class CheckResult:
     check's `method` is "active" and its connections are counted under its own phase.
     `category` is its report section (CATEGORIES). `code` and `severity` are set when the
     verdict is a problem the report lists as a finding (e.g. "check.heartbleed",
-    "critical"); None otherwise."""
+    "critical"); None otherwise. `details` is the check's own typed record of what it
+    established (its class is the check's declared details type), or None."""
 
     name: str
     title: str
     verdict: Verdict
     reason: str
     evidence: tuple[str, ...] = ()
-    method: str = "derived"
+    method: Method = Method.derived
     connections: int = 0
-    category: str = "vulnerability"
+    category: Category = Category.vulnerability
     code: str | None = None
-    severity: str | None = None
+    severity: Severity | None = None
+    details: CheckDetails | None = None

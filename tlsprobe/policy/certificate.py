@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 
 from tlsprobe.model.audit import AuditReport, Finding
 from tlsprobe.model.probe import CertificateInfo
+from tlsprobe.model.severity import Severity
 
 
 def names(items: list[str], limit: int = 6) -> str:
@@ -37,24 +38,24 @@ def _date_findings(leaf: CertificateInfo, now: datetime) -> list[Finding]:
     out: list[Finding] = []
     left = not_after - now
     if left < timedelta(0):
-        out.append(Finding("high", "certificate.expired", f"certificate expired {leaf.not_after}",
+        out.append(Finding(Severity.high, "certificate.expired", f"certificate expired {leaf.not_after}",
                            items=(leaf.subject,)))
     elif left < timedelta(days=30):
         when = f"{left.days} day(s)" if left.days else \
             f"{max(1, int(left.total_seconds() // 3600))} hour(s)"
-        out.append(Finding("medium" if left < timedelta(days=7) else "low",
+        out.append(Finding(Severity.medium if left < timedelta(days=7) else Severity.low,
                            "certificate.expires_soon",
                            f"certificate expires in {when} ({leaf.not_after})",
                            items=(leaf.subject,)))
     if not_before > now:
-        out.append(Finding("high", "certificate.not_yet_valid", "certificate valid only from "
+        out.append(Finding(Severity.high, "certificate.not_yet_valid", "certificate valid only from "
                            f"{leaf.not_before}", items=(leaf.subject,)))
     return out
 
 
 def _key_findings(leaf: CertificateInfo) -> list[Finding]:
     if leaf.key_type == "RSA" and (leaf.key_bits or 0) < 2048:
-        return [Finding("high", "certificate.weak_key", f"RSA key of {leaf.key_bits} bits",
+        return [Finding(Severity.high, "certificate.weak_key", f"RSA key of {leaf.key_bits} bits",
                         items=(leaf.subject,))]
     return []
 
@@ -65,8 +66,8 @@ def _signature_findings(chain: tuple[CertificateInfo, ...]) -> list[Finding]:
     signed = [c for i, c in enumerate(chain)
               if not (i and i == len(chain) - 1 and c.issuer == c.subject)]
     out: list[Finding] = []
-    for weak, severity, code in (("md5", "critical", "certificate.md5_signature"),
-                                 ("sha1", "medium", "certificate.sha1_signature")):
+    for weak, severity, code in (("md5", Severity.critical, "certificate.md5_signature"),
+                                 ("sha1", Severity.medium, "certificate.sha1_signature")):
         bad = [c for c in signed if weak in c.signature_algorithm.lower().replace("-", "")]
         if bad:
             out.append(Finding(severity, code, f"{len(bad)} certificate(s) signed with "
@@ -80,7 +81,7 @@ def _signature_findings(chain: tuple[CertificateInfo, ...]) -> list[Finding]:
 def _san_findings(leaf: CertificateInfo) -> list[Finding]:
     if leaf.san:
         return []
-    return [Finding("medium", "certificate.no_san", "the certificate has no subjectAltName "
+    return [Finding(Severity.medium, "certificate.no_san", "the certificate has no subjectAltName "
                     "(clients that check host names, browsers among them, refuse it)",
                     items=(leaf.subject,))]
 
@@ -91,17 +92,17 @@ def _trust_findings(report: AuditReport, found: set[str]) -> list[Finding]:
         return []
     subject = (report.certificates[0].subject,) if report.certificates else ()
     if t.status == "not_checked":
-        return [Finding("info", "certificate.not_verified", f"chain not verified: {t.detail}")]
+        return [Finding(Severity.info, "certificate.not_verified", f"chain not verified: {t.detail}")]
     if t.status == "trusted":
         return []
     if t.code in (18, 19):
-        return [Finding("high", "certificate.self_signed", f"certificate chain not trusted: "
+        return [Finding(Severity.high, "certificate.self_signed", f"certificate chain not trusted: "
                         f"{t.reason}", items=subject)]
     if t.code == 62:
-        return [Finding("high", "certificate.hostname_mismatch", f"the certificate is not "
+        return [Finding(Severity.high, "certificate.hostname_mismatch", f"the certificate is not "
                         f"valid for {t.hostname}", items=(t.hostname or "",))]
     if t.code in (9, 10) and found & {"certificate.expired", "certificate.not_yet_valid"}:
         return []   # the leaf's dates are already reported
     detail = f": {t.detail}" if t.detail else ""
-    return [Finding("high", "certificate.untrusted", f"certificate chain not trusted: "
+    return [Finding(Severity.high, "certificate.untrusted", f"certificate chain not trusted: "
                     f"{t.reason}{detail}", items=subject)]

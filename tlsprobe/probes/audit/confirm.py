@@ -25,18 +25,21 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from tlsprobe.model.check_details import ReplyKind
+
 if TYPE_CHECKING:
     from tlsprobe.probes.audit.scheduler import TargetRunner
 
 __all__ = ["ANSWERED", "ALERT", "CLOSED", "REFUSALS", "RESET", "SILENT", "UNSURE",
            "VIOLATION", "Confirmation", "Try", "confirm_refusal", "flaky_path"]
 
-ANSWERED, ALERT, CLOSED, RESET, SILENT, UNSURE = ("answered", "alert", "closed", "reset",
-                                                  "silent", "unsure")
+ANSWERED, ALERT, CLOSED, RESET, SILENT, UNSURE = (
+    ReplyKind.answered, ReplyKind.alert, ReplyKind.closed, ReplyKind.reset, ReplyKind.silent,
+    ReplyKind.unsure)
 #: a ServerHello whose choice broke a rule (engine.serverhello.check_choice: a suite not
 #: offered, or not defined for its version): no answer a client can use, so a refusal of
 #: that hello, and the server's own word like an alert (never "tolerated")
-VIOLATION = "violation"
+VIOLATION = ReplyKind.violation
 REFUSALS = (ALERT, CLOSED, RESET, SILENT, VIOLATION)
 #: refusals a flaky network or an overloaded balancer makes as well as an intolerant box
 PATH_LIKE = (CLOSED, RESET, SILENT)

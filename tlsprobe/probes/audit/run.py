@@ -23,14 +23,14 @@ from tlsprobe.errors import FailureKind
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes.audit import ciphers, consistency, groups, pq, sigalgs, versions
 from tlsprobe.probes.audit.boundary import internal_error_report
-from tlsprobe.probes.checks.base import run_active_checks
+from tlsprobe.probes.checks.active import run_active_checks
 from tlsprobe.probes.checks.catalog import ACTIVE
 from tlsprobe.probes.facts import certificate_info
 from tlsprobe.probes.audit.scheduler import STOP_FLIGHT, STOP_VERIFY, Outcome, Scheduler, TargetRunner
 from tlsprobe.model.audit import (AuditReport, GroupAudit, PqVerdict, SigalgAudit, SuiteAudit,
                                   TrustCheck, VersionSupport)
 from tlsprobe.model.probe import Codepoint
-from tlsprobe.policy.checks import derive_checks
+from tlsprobe.probes.checks.derived import derive_checks
 from tlsprobe.policy.findings import with_findings
 from tlsprobe.policy.load import Policy
 from tlsprobe.model.vocab import Answer, GroupMethod, SigalgStatus, TrustStatus, VersionStatus

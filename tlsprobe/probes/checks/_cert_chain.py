@@ -13,7 +13,6 @@ the others await the same answer.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -34,7 +33,7 @@ from tlsprobe.registry import HandshakeType
 from tlsprobe.wire import extensions as ext
 from tlsprobe.wire.hello import ClientHello
 
-__all__ = ["Served", "extension", "fetch", "leaf_of", "on_leaf", "served"]
+__all__ = ["Served", "extension", "fetch", "leaf", "leaf_of", "served"]
 
 SCT_EXTENSION = 18
 SCT_IN_OCSP = x509.ObjectIdentifier("1.3.6.1.4.1.11129.2.4.5")
@@ -155,19 +154,13 @@ def extension(leaf: x509.Certificate, kind: type[E], name: str) -> E | None | st
         return f"the {name} extension does not parse ({exc})"
 
 
-#: a certificate check's verdict on the shared answer and its parsed leaf
-LeafJudge = Callable[[CheckContext, Served, x509.Certificate], Awaitable[CheckResult]]
-
-
-def on_leaf(judge: LeafJudge) -> Callable[[CheckContext], Awaitable[CheckResult]]:
-    """A certificate check's `run`: the shared chain (`served`) and its parsed leaf handed
-    to `judge`; inconclusive, with the reason, when either cannot be had."""
-    async def run(ctx: CheckContext) -> CheckResult:
-        got = await served(ctx)
-        if isinstance(got, str):
-            return ctx.inconclusive(got)
-        leaf = leaf_of(got)
-        if isinstance(leaf, str):
-            return ctx.inconclusive(leaf)
-        return await judge(ctx, got, leaf)
-    return run
+async def leaf(ctx: CheckContext) -> tuple[Served, x509.Certificate] | CheckResult:
+    """What a certificate check judges: the shared chain (`served`) and its parsed leaf; or
+    the result to return: inconclusive, with the reason, when either cannot be had."""
+    got = await served(ctx)
+    if isinstance(got, str):
+        return ctx.inconclusive(got)
+    parsed = leaf_of(got)
+    if isinstance(parsed, str):
+        return ctx.inconclusive(parsed)
+    return got, parsed

@@ -174,8 +174,8 @@ async def echo(ctx: CheckContext, config: ClientConfig, sent: str, name: str, ex
                               f"{refused}", (f"sent: {sent}", f"received: {failure}"))
         return ctx.inconclusive(f"{sent}: {hs.describe()}")
     echoed = sh.extension(ext_type) is not None
-    return sh, echoed, (f"sent: {sent}", f"received: {hs.describe()}, "
-                        f"{'with' if echoed else 'without'} {name}")
+    return sh, echoed, (f"sent: {sent}", (f"received: {hs.describe()}, "
+                         f"{'with' if echoed else 'without'} {name}"))
 
 
 def legacy_versions(ctx: CheckContext) -> list[int]:

@@ -12,7 +12,6 @@ are not HTTP (the checks are then not applicable), a str when nothing conclusive
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from tlsprobe import __version__
@@ -27,7 +26,7 @@ from tlsprobe.probes.checks.base import CheckContext
 from tlsprobe.probes.facts import negotiated_alpn
 from tlsprobe.probes.audit.outcome import Outcome
 
-__all__ = ["MAX_HEAD", "NotHttp", "Response", "on_response", "response"]
+__all__ = ["MAX_HEAD", "NotHttp", "Response", "http_response", "response"]
 
 MAX_HEAD = 16 * 1024
 
@@ -134,16 +133,13 @@ async def response(ctx: CheckContext) -> Response | NotHttp | str:
     return await once(ctx, "http", _exchange)
 
 
-def on_response(judge: Callable[[CheckContext, Response], CheckResult]
-                ) -> Callable[[CheckContext], Awaitable[CheckResult]]:
-    """An HTTP check's `run`: the shared answer to GET / handed to `judge`; not applicable
-    when the server does not speak HTTP, inconclusive when there is no answer."""
-    async def run(ctx: CheckContext) -> CheckResult:
-        got = await response(ctx)
-        if isinstance(got, NotHttp):
-            return ctx.result(Verdict.not_applicable, "the server does not speak HTTP: it "
-                              f"answered \"{got.first}\"")
-        if isinstance(got, str):
-            return ctx.inconclusive(got)
-        return judge(ctx, got)
-    return run
+async def http_response(ctx: CheckContext) -> Response | CheckResult:
+    """What an HTTP check judges: the shared answer to GET /; or the result to return: not
+    applicable when the server does not speak HTTP, inconclusive when there is no answer."""
+    got = await response(ctx)
+    if isinstance(got, NotHttp):
+        return ctx.result(Verdict.not_applicable, "the server does not speak HTTP: it "
+                          f"answered \"{got.first}\"")
+    if isinstance(got, str):
+        return ctx.inconclusive(got)
+    return got

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar, cast
 
 from tlsprobe.net.shared import shared_task
 from tlsprobe.net.transport import AsyncTransport
@@ -20,7 +20,7 @@ __all__ = ["PassThrough", "once"]
 T = TypeVar("T")
 
 #: (id(TargetRunner), key) -> its answer; an entry goes when its runner does
-_SHARED: dict[tuple[int, str], "asyncio.Future[Any]"] = {}
+_SHARED: dict[tuple[int, str], asyncio.Future[object]] = {}
 
 
 async def once(ctx: CheckContext, key: str,
@@ -31,8 +31,8 @@ async def once(ctx: CheckContext, key: str,
     if future is None:
         future = _SHARED[slot] = shared_task(make(ctx))
         weakref.finalize(ctx.runner, _SHARED.pop, slot, None)
-    got: T = await asyncio.shield(future)
-    return got
+    # the slot's future was made by `make` for this key: its value is a T
+    return cast(T, await asyncio.shield(future))
 
 
 class PassThrough:

@@ -33,7 +33,8 @@ from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.common import TLS10
 from tlsprobe.engine.config import BuiltHello, ClientConfig, build_client_hello
 from tlsprobe.errors import FailureKind, NetworkError
-from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.model.check_details import ReplyKind, ToleranceDetails, VariantAnswer
+from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.net.driver import Progress, adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks._shared import PassThrough
@@ -47,7 +48,7 @@ from tlsprobe.wire.handshake import frame
 from tlsprobe.wire.hello import ClientHello
 
 __all__ = ["EditedHandshake", "Reply", "Variant", "ask", "describe_answer", "judge",
-           "no_tls", "on_plain", "plain_config", "split_check", "top_versions"]
+           "judge_split", "no_tls", "plain_config", "plain_hello", "top_versions"]
 
 Edit = Callable[[ClientHello], ClientHello]
 Shape = Callable[[bytes], list[bytes]]
@@ -68,7 +69,7 @@ class Variant:
     edit: Edit | None = None
     shape: Shape | None = None
     label: str = ""
-    plain: "Variant | None" = None
+    plain: Variant | None = None
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ class Reply:
     unsure), `text` for people, the `outcome` of an answer and the size of the ClientHello
     handshake message sent (header included) and of the sends it went out in."""
 
-    kind: str
+    kind: ReplyKind
     text: str
     outcome: Outcome | None = None
     size: int = 0
@@ -143,7 +144,7 @@ async def _talk(variant: Variant, transport: AsyncTransport, deadline: float) ->
         ClientHandshake(variant.config, annotate=False, stop_after_first_flight=True)
     shaped = _Shaped(transport, variant.shape)
 
-    def reply(kind: str, text: str, outcome: Outcome | None = None) -> Reply:
+    def reply(kind: ReplyKind, text: str, outcome: Outcome | None = None) -> Reply:
         size = 4 + len(hs.hellos[0].serialize()) if hs.hellos else 0
         return Reply(kind, text, outcome, size, tuple(shaped.sends[:2]))
 
@@ -208,35 +209,27 @@ def plain_config(ctx: CheckContext, version: int) -> ClientConfig:
     return minimal_config(ctx.runner, version)
 
 
-#: a tolerance check's verdict given the TLS versions spoken (highest first) and the plain
-#: hello's config of the highest
-PlainJudge = Callable[[CheckContext, list[int], ClientConfig], Awaitable[CheckResult]]
-Run = Callable[[CheckContext], Awaitable[CheckResult]]
+def plain_hello(ctx: CheckContext) -> tuple[list[int], ClientConfig] | CheckResult:
+    """The TLS versions spoken (highest first) and the plain hello of the highest, which a
+    tolerance check changes; `no_tls` (the result to return) when no TLS version is
+    spoken."""
+    versions = top_versions(ctx)
+    if not versions:
+        return no_tls(ctx)
+    return versions, plain_config(ctx, versions[0])
 
 
-def on_plain(judge: PlainJudge) -> Run:
-    """A tolerance check's `run`: the TLS versions spoken and the plain hello of the highest
-    handed to `judge`; `no_tls` when no TLS version is spoken."""
-    async def run(ctx: CheckContext) -> CheckResult:
-        versions = top_versions(ctx)
-        if not versions:
-            return no_tls(ctx)
-        return await judge(ctx, versions, plain_config(ctx, versions[0]))
-    return run
-
-
-def split_check(shape: Shape, over: str, whole: str) -> Run:
-    """The `run` of a check that sends the plain hello cut by `shape` ("split over `over`"),
-    a refusal set against the same hello sent whole ("in `whole`")."""
-    @on_plain
-    async def run(ctx: CheckContext, versions: list[int], config: ClientConfig
-                  ) -> CheckResult:
-        name = registry.version_name(versions[0])
-        variant = Variant(f"the plain {name} ClientHello split over {over}", config,
-                          shape=shape)
-        plain = Variant(f"the plain {name} ClientHello in {whole}", config)
-        return await judge(ctx, [variant], plain, severity="medium")
-    return run
+async def judge_split(ctx: CheckContext, shape: Shape, over: str, whole: str) -> CheckResult:
+    """The verdict of a check that sends the plain hello cut by `shape` ("split over
+    `over`"), a refusal set against the same hello sent whole ("in `whole`")."""
+    got = plain_hello(ctx)
+    if isinstance(got, CheckResult):
+        return got
+    versions, config = got
+    name = registry.version_name(versions[0])
+    variant = Variant(f"the plain {name} ClientHello split over {over}", config, shape=shape)
+    plain = Variant(f"the plain {name} ClientHello in {whole}", config)
+    return await judge(ctx, [variant], plain, severity=Severity.medium)
 
 
 def _line(variant: Variant, r: Reply, again: str = "") -> str:
@@ -257,7 +250,7 @@ def _asker(ctx: CheckContext, variant: Variant, word: str) -> Callable[[], Await
 
 
 async def judge(ctx: CheckContext, variants: list[Variant], plain: Variant, *,
-                severity: str, sanity: Sanity | None = None) -> CheckResult:
+                severity: Severity, sanity: Sanity | None = None) -> CheckResult:
     """The check's verdict over `variants` (see the module docstring); `plain` is the same
     hello without the change (a variant's own `plain` when it has one), asked only to
     confirm a refusal (probes/audit/confirm.py)."""
@@ -267,7 +260,8 @@ async def judge(ctx: CheckContext, variants: list[Variant], plain: Variant, *,
     wrong: list[str] = []
     unsure: list[str] = []
     flaky = flaky_path(ctx.runner)
-    for variant, first in zip(variants, firsts):
+    confirmed: set[int] = set()
+    for i, (variant, first) in enumerate(zip(variants, firsts)):
         evidence.append(_line(variant, first))
         if first.kind == ANSWERED:
             bad = sanity(first.outcome) if sanity is not None and first.outcome else None
@@ -293,17 +287,19 @@ async def judge(ctx: CheckContext, variants: list[Variant], plain: Variant, *,
         again = "and again on a second connection" if times == 1 else \
             "and again on a second and a third connection"
         refused.append((variant, f"{variant.what}: the server {first.text}, {again}", answers))
-    code = f"check.{ctx.name}"
+        confirmed.add(i)
+    details = ToleranceDetails(tuple(VariantAnswer(v.what, r.size, r.kind, i in confirmed)
+                                     for i, (v, r) in enumerate(zip(variants, firsts))))
     if wrong:
         return ctx.result(Verdict.not_tolerated, "; ".join(wrong), tuple(evidence),
-                          code=code, severity=severity)
+                          severity=severity, details=details)
     if refused:
         said = "; ".join(text for _, text, _ in refused)
         answers = ", ".join(dict.fromkeys(a for _, _, a in refused))
         return ctx.result(Verdict.not_tolerated, f"{said}; the plain hello, asked in "
-                          f"between, is {answers}", tuple(evidence), code=code,
-                          severity=severity)
+                          f"between, is {answers}", tuple(evidence), severity=severity,
+                          details=details)
     if unsure:
-        return ctx.inconclusive("; ".join(unsure), tuple(evidence))
+        return ctx.inconclusive("; ".join(unsure), tuple(evidence), details)
     answers = "; ".join(f"{v.what}: {r.text}" for v, r in zip(variants, firsts))
-    return ctx.result(Verdict.tolerated, answers, tuple(evidence))
+    return ctx.result(Verdict.tolerated, answers, tuple(evidence), details=details)

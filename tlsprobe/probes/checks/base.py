@@ -1,53 +1,75 @@
-"""How an active check runs: its context (the target's runner, what the audit established),
-its own connections, and the one function the audit calls for every active check asked for.
+"""How a check is written and what it gets: the one shape of every check, its context (the
+target's runner, what the audit established) and its own connections.
 
-A check is a module under tlsprobe/probes/checks/ with `CHECK = ActiveCheck(...)`, named in
-catalog.py. Its `run(ctx)` returns a `CheckResult` and never raises for anything the server
-or the network did: a connection that could not be made or answered makes the verdict
-inconclusive, with the reason. Two ways to talk to the server, both through the target's
-scheduler (per-host cap, pacing, connection counts under the check's own phase, the
-connector: TCP or TCP after a STARTTLS preamble):
+The one shape (tlsprobe/probes/checks/_template.py is a check written out in it):
+
+  - one module per check under tlsprobe/probes/checks/, named by the check; its docstring
+    says what it sends, how many connections, and the verdict rule (every verdict and what
+    it rests on);
+  - `async def run(ctx: CheckContext) -> CheckResult`, written out in the module (never a
+    decorator that changes its signature, never a factory's product). What several checks
+    share is a helper `run` calls: a precondition or a shared connection returns what it
+    got or the `CheckResult` to return as it is (`if isinstance(got, CheckResult): return
+    got`): `_handshake.legacy_versions`/`echo`, `_tolerance.plain_hello`/`judge`,
+    `_cert_chain.leaf`, `_http.http_response`, `_legacy.legacy_hello`, ...;
+  - every result through `ctx.result(verdict, reason, evidence, details=...)` (or
+    `ctx.inconclusive`, `ctx.unless_unknown`): a finding's severity is a `Severity`, its code
+    always `check.NAME`; `details` an instance of the check's details type
+    (model/check_details.py) when the check established something it can state;
+  - at the end, `CHECK = ActiveCheck(NAME, TITLE, run, DETAILS_TYPE)`, and one line for it in
+    active.py (the static catalog: explicit imports, so that nothing here imports its
+    callers) and in model/check_catalog.py (its name, section, the audit phases it reads,
+    whether it can hurt a server: data that `scan --help` reads without importing a check).
+
+The derived checks (derived.py: POODLE, FREAK, ... read off the AuditReport, no connection)
+have the same shape with the audit report for a context: `DerivedCheck(NAME, TITLE, judge,
+DETAILS_TYPE)`, `judge(report) -> CheckResult`.
+
+`run(ctx)` never raises for anything the server or the network did: a connection that could
+not be made or answered makes the verdict inconclusive, with the reason. Two ways to talk
+to the server, both through the target's scheduler (per-host cap, pacing, connection counts
+under the check's own phase, the connector: TCP or TCP after a STARTTLS preamble):
   - `ctx.hello(config)`: one ordinary ClientHello from the engine and its answer (an
     `Outcome`), as the audit phases ask theirs;
   - `ctx.converse(talk)`: a connection the check drives itself, `talk(transport, deadline)`
     sending and reading what it wants (a heartbeat after the hello, an early
     ChangeCipherSpec, a renegotiation), every wait bounded by `deadline`.
 An unexpected exception in a check is a bug: that check is inconclusive ("internal error"),
-the target's report says so, and every other check and target goes on.
+the target's report says so, and every other check and target goes on (active.py).
 """
 
 from __future__ import annotations
 
-import asyncio
-import importlib
-import os
-import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
 from tlsprobe.engine.config import TLS13, ClientConfig
 from tlsprobe.model.audit import AuditReport
-from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.model.check_details import CheckDetails
+from tlsprobe.model.checks import Category, CheckResult, Method, Severity, Verdict
 from tlsprobe.net.transport import AsyncTransport
-from tlsprobe.probes.checks.catalog import ACTIVE
 from tlsprobe.probes.audit.outcome import STOP_HELLO, Outcome, Stop
 from tlsprobe.probes.audit.scheduler import TargetRunner
 
-__all__ = ["ActiveCheck", "CheckContext", "Talk", "run_active_checks"]
+__all__ = ["ActiveCheck", "CheckContext", "Run", "Talk"]
 
 T = TypeVar("T")
 #: a conversation a check drives itself: (transport, deadline) -> its own value
 Talk = Callable[[AsyncTransport, float], Awaitable[T]]
+#: a check's `run`
+Run = Callable[["CheckContext"], Awaitable[CheckResult]]
 
 
 @dataclass(frozen=True)
 class ActiveCheck:
-    """An active check: `name` as in catalog.py, `title` for people, `run` the probe."""
+    """An active check: `name` as in model/check_catalog.py, `title` for people, `run` the
+    probe, `details` the type of its results' details (model/check_details.py)."""
 
     name: str
     title: str
-    run: Callable[["CheckContext"], Awaitable[CheckResult]]
+    run: Run
+    details: type[CheckDetails]
 
 
 @dataclass
@@ -58,8 +80,9 @@ class CheckContext:
     runner: TargetRunner
     report: AuditReport
     name: str
-    category: str
+    category: Category
     title: str = ""
+    details: type[CheckDetails] = CheckDetails
 
     @property
     def phase(self) -> str:
@@ -137,46 +160,24 @@ class CheckContext:
                                        phase.startswith(self.phase + " ")))
 
     def result(self, verdict: Verdict, reason: str, evidence: tuple[str, ...] = (), *,
-               code: str | None = None, severity: str | None = None) -> CheckResult:
-        """This check's result, with its connection count so far. A finding's code is always
-        `check.` + the check's name (policy/codes.py registers every code so: a policy can
-        re-rate or waive it); another `code` is a bug."""
+               code: str | None = None, severity: Severity | None = None,
+               details: CheckDetails | None = None) -> CheckResult:
+        """This check's result, with its connection count so far. A `severity` makes it a
+        finding, whose code is always `check.` + the check's name (policy/codes.py
+        registers every code so: a policy can re-rate or waive it); another `code` is a
+        bug, and so are `details` of another type than the check declares."""
         if code is not None and code != f"check.{self.name}":
             raise ValueError(f"finding code {code!r} of check {self.name!r} is not "
                              f"'check.{self.name}'")
+        if details is not None and not isinstance(details, self.details):
+            raise TypeError(f"check {self.name!r} declares {self.details.__name__} details, "
+                            f"not {type(details).__name__}")
         code = f"check.{self.name}" if severity is not None else None
-        return CheckResult(self.name, self.title, verdict, reason, evidence, method="active",
-                           connections=self.connections(), category=self.category,
-                           code=code, severity=severity)
+        return CheckResult(self.name, self.title, verdict, reason, evidence,
+                           method=Method.active, connections=self.connections(),
+                           category=self.category, code=code, severity=severity,
+                           details=details)
 
-    def inconclusive(self, reason: str, evidence: tuple[str, ...] = ()) -> CheckResult:
-        return self.result(Verdict.inconclusive, reason, evidence)
-
-
-def load(name: str) -> ActiveCheck:
-    """The ActiveCheck of catalog entry `name` (its module imported on demand)."""
-    module = importlib.import_module(f"tlsprobe.probes.checks.{ACTIVE[name].module}")
-    check: ActiveCheck = getattr(module, "CHECK")
-    return check
-
-
-async def _one(name: str, runner: TargetRunner, report: AuditReport) -> CheckResult:
-    entry = ACTIVE[name]
-    check = load(name)
-    ctx = CheckContext(runner, report, name, entry.category, check.title)
-    try:
-        return await check.run(ctx)
-    except Exception as exc:   # a bug in the check: this verdict is lost, no other
-        reason = f"internal error: {type(exc).__name__}: {exc}"
-        runner.scheduler.internal_errors.setdefault(runner.target.display, reason)
-        if os.environ.get("TLSPROBE_DEBUG") == "1":
-            traceback.print_exception(exc)
-        return ctx.inconclusive(reason)
-
-
-async def run_active_checks(names: tuple[str, ...], runner: TargetRunner,
-                            report: AuditReport) -> tuple[CheckResult, ...]:
-    """Every active check in `names` (others ignored), concurrently; results in catalog
-    order. The scheduler's per-host cap bounds how many connections run at once."""
-    wanted = [n for n in ACTIVE if n in names]
-    return tuple(await asyncio.gather(*(_one(n, runner, report) for n in wanted)))
+    def inconclusive(self, reason: str, evidence: tuple[str, ...] = (),
+                     details: CheckDetails | None = None) -> CheckResult:
+        return self.result(Verdict.inconclusive, reason, evidence, details=details)

@@ -2,9 +2,10 @@
 model/check_catalog.py, which imports nothing, so that building scan's parser and its --help
 stays cheap and every layer may read it; re-exported here).
 
-Two kinds: derived checks (policy/checks.py, no connection) and active checks (connections
-of their own, tlsprobe/probes/checks/), see model/check_catalog.py. Aliases stand for several checks: `audit` (the key-exchange audit's phases), `vulns`,
-`hygiene`, `tolerance`, `http`, `certs`, `all` (every check). `scan`'s default is the audit
+Two kinds: derived checks (derived.py, no connection) and active checks (connections of
+their own, active.py names their modules), see model/check_catalog.py. Aliases stand for
+several checks: `audit` (the key-exchange audit's phases), `vulns`, `hygiene`, `tolerance`,
+`http`, `certs`, `all` (every check). `scan`'s default is the audit
 and every check (DEFAULT), as testssl.sh and sslyze run everything unless told otherwise.
 `resolve` turns the names a user gave into the audit's list (shared by scan, survey and the
 Python API).
@@ -14,10 +15,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tlsprobe.model.check_catalog import (ACTIVE, ALIASES, DEFAULT, DERIVED, PHASES, Entry,
-                                          expand_aliases)
+from tlsprobe.model.check_catalog import (
+    ACTIVE,
+    ALIASES,
+    DEFAULT,
+    DERIVED,
+    PHASES,
+    Entry,
+    expand_aliases,
+)
 
-__all__ = ["ACTIVE", "ALIASES", "DEFAULT", "DERIVED", "Entry", "PHASES", "expand_aliases",
+__all__ = ["ACTIVE", "ALIASES", "DEFAULT", "DERIVED", "PHASES", "Entry", "expand_aliases",
            "resolve"]
 
 
@@ -38,7 +46,9 @@ def resolve(names: Sequence[str], option: str = "--checks") -> tuple[str, ...]:
         hint = did_you_mean(bad, known) if bad else ""
         raise UsageError(f"{option}: unknown check {bad if bad else '(empty)'!r}"
                          f"{hint or ' (known: ' + ', '.join(known) + ')'}")
-    from tlsprobe.policy.checks import expand   # the phases each derived check reads
+    from tlsprobe.probes.checks.derived import (
+        expand,  # the phases each derived check reads
+    )
     left_out = set(expand_aliases(tuple(minus)))
     named = tuple(n for n in expand_aliases(tuple(plus or DEFAULT)) if n not in left_out)
     if not named:

@@ -22,7 +22,8 @@ is still taken as its answer.
 from __future__ import annotations
 
 from tlsprobe import registry
-from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.model.check_details import CcsDetails
+from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks import _early
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
@@ -65,18 +66,20 @@ def judge(ctx: CheckContext, version: int, reply: _early.Reply, second: bool) ->
                 f"received: {reply.describe()}", "1 connection")
     alert = reply.alert()
     what = reply.describe()
+    details = CcsDetails(second, alert[1] if alert is not None else None, reply.closed)
     if alert is not None and alert[1] in KEYS_CHANGED and second:
         return ctx.result(Verdict.vulnerable, f"the server takes a ChangeCipherSpec before "
                           f"the key exchange without a word and cannot read the next record "
                           f"under the keys it switched to ({what})", evidence,
-                          code="check.ccs", severity="high")
+                          severity=Severity.high, details=details)
     if alert is not None and not second:
         return ctx.result(Verdict.not_vulnerable, f"the server refuses an early "
-                          f"ChangeCipherSpec with {what}", evidence)
+                          f"ChangeCipherSpec with {what}", evidence, details=details)
     if alert is not None and alert[1] in REFUSALS:
         return ctx.result(Verdict.not_vulnerable, f"the server refuses early "
                           f"ChangeCipherSpec records with {what} (none within {SILENCE:g} s "
-                          "of the first, so a second was sent)", evidence)
+                          "of the first, so a second was sent)", evidence,
+                          details=details)
     if alert is not None:
         return ctx.inconclusive(f"the server took the first early ChangeCipherSpec silently "
                                 f"and answered the second with {what}, which does not say "
@@ -85,7 +88,8 @@ def judge(ctx: CheckContext, version: int, reply: _early.Reply, second: bool) ->
         return ctx.inconclusive(f"after the ChangeCipherSpec: {reply.error}", evidence)
     if reply.closed:
         return ctx.result(Verdict.not_vulnerable, "the server closes the connection on an "
-                          "early ChangeCipherSpec, without an alert", evidence)
+                          "early ChangeCipherSpec, without an alert", evidence,
+                          details=details)
     return ctx.inconclusive("the server answered neither of two early ChangeCipherSpec "
                             "records before the time limit", evidence)
 
@@ -106,4 +110,4 @@ async def run(ctx: CheckContext) -> CheckResult:
     return judge(ctx, *got)
 
 
-CHECK = ActiveCheck("ccs", "CCS injection (CVE-2014-0224)", run)
+CHECK = ActiveCheck("ccs", "CCS injection (CVE-2014-0224)", run, CcsDetails)

@@ -16,40 +16,43 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from cryptography import x509
-
-from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.model.check_details import LifetimeDetails
+from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.model.units import duration
-from tlsprobe.probes.checks._cert_chain import Served, on_leaf
+from tlsprobe.probes.checks._cert_chain import leaf
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 CABF_DAYS, MOZILLA_DAYS = 398, 366
 
 
-def lifetime_verdict(period: timedelta) -> tuple[Verdict, str | None, str]:
+def lifetime_verdict(period: timedelta) -> tuple[Verdict, Severity | None, str]:
     """(verdict, severity, reason) for a validity period (notAfter - notBefore + 1 s)."""
     days = f"{duration(period)} (notBefore to notAfter inclusive)"
     if period > timedelta(days=CABF_DAYS):
-        return Verdict.vulnerable, "medium", f"the leaf is valid for {days}: over the " \
-            f"{CABF_DAYS} days of the CA/Browser Forum Baseline Requirements (6.3.2) and " \
-            f"the {MOZILLA_DAYS} of Mozilla's guidelines"
+        return Verdict.vulnerable, Severity.medium, (
+            f"the leaf is valid for {days}: over the {CABF_DAYS} days of the CA/Browser Forum "
+            f"Baseline Requirements (6.3.2) and the {MOZILLA_DAYS} of Mozilla's guidelines")
     if period > timedelta(days=MOZILLA_DAYS):
-        return Verdict.vulnerable, "low", f"the leaf is valid for {days}: within the " \
-            f"CA/Browser Forum's {CABF_DAYS} days, over the {MOZILLA_DAYS} of Mozilla's " \
-            "guidelines"
-    return Verdict.not_vulnerable, None, f"the leaf is valid for {days}: within the " \
-        f"{MOZILLA_DAYS} days of Mozilla's guidelines (and the CA/Browser Forum's " \
-        f"{CABF_DAYS})"
+        return Verdict.vulnerable, Severity.low, (
+            f"the leaf is valid for {days}: within the CA/Browser Forum's {CABF_DAYS} days, "
+            f"over the {MOZILLA_DAYS} of Mozilla's guidelines")
+    return Verdict.not_vulnerable, None, (
+        f"the leaf is valid for {days}: within the {MOZILLA_DAYS} days of Mozilla's "
+        f"guidelines (and the CA/Browser Forum's {CABF_DAYS})")
 
 
-@on_leaf
-async def run(ctx: CheckContext, got: Served, leaf: x509.Certificate) -> CheckResult:
-    start, end = leaf.not_valid_before_utc, leaf.not_valid_after_utc
-    verdict, severity, reason = lifetime_verdict(end - start + timedelta(seconds=1))
+async def run(ctx: CheckContext) -> CheckResult:
+    got = await leaf(ctx)
+    if isinstance(got, CheckResult):
+        return got
+    _, cert = got
+    start, end = cert.not_valid_before_utc, cert.not_valid_after_utc
+    period = end - start + timedelta(seconds=1)
+    verdict, severity, reason = lifetime_verdict(period)
     evidence = (f"notBefore {start.isoformat()}", f"notAfter {end.isoformat()}")
-    return ctx.result(verdict, reason, evidence, code="check.cert_lifetime" if severity else
-                      None, severity=severity)
+    details = LifetimeDetails(int(period.total_seconds()), start.isoformat(), end.isoformat())
+    return ctx.result(verdict, reason, evidence, severity=severity, details=details)
 
 
 CHECK = ActiveCheck("cert_lifetime", "certificate lifetime: over 398 days (CA/Browser Forum) "
-                    "or 366 days (Mozilla)", run)
+                    "or 366 days (Mozilla)", run, LifetimeDetails)

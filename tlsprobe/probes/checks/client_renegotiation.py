@@ -28,13 +28,14 @@ from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.engine.protection import RecordProtection, RecordProtectionError
 from tlsprobe.errors import FailureKind, NetworkError
-from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.model.check_details import RenegotiationsDetails
+from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.net.driver import adrive
 from tlsprobe.net.not_tls import is_not_tls, not_tls_message
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks._shared import PassThrough
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.checks.renegotiation import RENEGOTIATION_INFO, legacy_top, no_legacy
+from tlsprobe.probes.checks._legacy import RENEGOTIATION_INFO, legacy_top, no_legacy
 from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.record import CONTENT_TYPES, MAX_CIPHERTEXT
@@ -230,21 +231,24 @@ async def run(ctx: CheckContext) -> CheckResult:
     if got.initial is not None:
         return ctx.inconclusive(f"the initial {name} handshake failed: {got.initial}")
     kind = "secure (RFC 5746)" if got.secure else "legacy (no RFC 5746)"
-    evidence = (f"sent: a complete {name} handshake, then up to {MAX_RENEGOTIATIONS} "
-                f"{kind} renegotiation ClientHellos on the same connection",
-                f"received: {got.accepted} renegotiations completed ({got.answered} "
-                f"ServerHellos); then {got.ended}")
+    evidence = ((f"sent: a complete {name} handshake, then up to {MAX_RENEGOTIATIONS} "
+                 f"{kind} renegotiation ClientHellos on the same connection"),
+                (f"received: {got.accepted} renegotiations completed ({got.answered} "
+                 f"ServerHellos); then {got.ended}"))
+    details = RenegotiationsDetails(MAX_RENEGOTIATIONS, got.accepted, got.answered,
+                                    got.secure, got.refused)
     if got.answered:
         done = f"accepted {got.accepted} client-initiated renegotiation(s) in a row" \
             if got.accepted else "answered a client-initiated renegotiation with a ServerHello"
         return ctx.result(Verdict.vulnerable, f"the server {done} on one {name} connection "
                           f"(asked for {MAX_RENEGOTIATIONS} at most); then {got.ended}",
-                          evidence, code="check.client_renegotiation", severity="medium")
+                          evidence, severity=Severity.medium, details=details)
     if got.refused:
         return ctx.result(Verdict.not_vulnerable, "the server refused a client-initiated "
-                          f"renegotiation: {got.ended}", evidence)
+                          f"renegotiation: {got.ended}", evidence, details=details)
     return ctx.inconclusive(f"no answer to a renegotiation ClientHello: {got.ended}",
-                            evidence)
+                            evidence, details)
 
 
-CHECK = ActiveCheck("client_renegotiation", "client-initiated renegotiation (DoS)", run)
+CHECK = ActiveCheck("client_renegotiation", "client-initiated renegotiation (DoS)", run,
+                    RenegotiationsDetails)

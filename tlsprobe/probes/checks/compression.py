@@ -17,17 +17,20 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tlsprobe.engine.config import ClientConfig
-from tlsprobe.model.checks import CheckResult, Verdict
-from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.checks.renegotiation import on_legacy_hello
+from tlsprobe.model.check_details import CompressionDetails
+from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.probes.audit.outcome import STOP_HELLO
+from tlsprobe.probes.checks._legacy import legacy_hello
+from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 DEFLATE, NULL = 1, 0
 
 
-@on_legacy_hello("TLS 1.3 has no compression")
-async def run(ctx: CheckContext, name: str, config: ClientConfig) -> CheckResult:
+async def run(ctx: CheckContext) -> CheckResult:
+    got = legacy_hello(ctx, "TLS 1.3 has no compression")
+    if isinstance(got, CheckResult):
+        return got
+    name, config = got
     sent = f"a {name} hello offering DEFLATE and null compression"
     out = await ctx.hello(replace(config, compression_methods=bytes([DEFLATE, NULL])),
                           STOP_HELLO)
@@ -35,20 +38,21 @@ async def run(ctx: CheckContext, name: str, config: ClientConfig) -> CheckResult
         f", compression method {out.compression_method}" if out.answered else ""))
     if out.status == "server_hello" and out.compression_method == DEFLATE:
         return ctx.result(Verdict.vulnerable, f"the server chose DEFLATE compression for "
-                          f"{name} (CRIME)", evidence, code="check.compression",
-                          severity="medium")
+                          f"{name} (CRIME)", evidence, severity=Severity.medium,
+                          details=CompressionDetails(DEFLATE))
     if out.status == "server_hello" and out.compression_method == NULL:
         return ctx.result(Verdict.not_vulnerable, "the server declined DEFLATE: it chose "
-                          "null compression", evidence)
+                          "null compression", evidence,
+                          details=CompressionDetails(NULL))
     if not out.refused:
         return ctx.inconclusive(f"{sent}: {out.describe()}", evidence)
     plain = await ctx.hello(config, STOP_HELLO, label="null only")
     if plain.answered:
         return ctx.result(Verdict.not_vulnerable, f"{sent} is refused ({out.describe()}), "
                           "and the same hello with null compression alone is answered",
-                          evidence)
+                          evidence, details=CompressionDetails(None))
     return ctx.inconclusive(f"{sent}: {out.describe()}; with null alone: {plain.describe()}",
                             evidence)
 
 
-CHECK = ActiveCheck("compression", "TLS compression (CRIME)", run)
+CHECK = ActiveCheck("compression", "TLS compression (CRIME)", run, CompressionDetails)

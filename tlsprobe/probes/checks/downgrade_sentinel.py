@@ -26,15 +26,16 @@ from __future__ import annotations
 from tlsprobe import registry
 from tlsprobe.engine.config import TLS10, TLS11, TLS12, TLS13
 from tlsprobe.model.audit import Spoken
-from tlsprobe.model.checks import CheckResult, Verdict
-from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
+from tlsprobe.model.check_details import DowngradeSentinelDetails, SentinelAnswer
+from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.probes.audit.outcome import STOP_HELLO
+from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 TLS12_SENTINEL = b"DOWNGRD\x01"
 TLS11_SENTINEL = b"DOWNGRD\x00"
 #: severity of a missing sentinel by the server's highest version: RFC 8446 4.1.3's MUST
 #: for a TLS 1.3 server, its SHOULD for a TLS 1.2 server
-SEVERITY = {TLS13: "low", TLS12: "info"}
+SEVERITY = {TLS13: Severity.low, TLS12: Severity.info}
 
 
 def expected(version: int) -> bytes:
@@ -77,6 +78,7 @@ async def run(ctx: CheckContext) -> CheckResult:
     rule = "MUST" if top == TLS13 else "SHOULD"
     evidence: list[str] = []
     missing: list[str] = []
+    answers: list[SentinelAnswer] = []
     for version in asked:
         name = registry.version_name(version)
         config, _ = ctx.version_hello(version)
@@ -91,17 +93,19 @@ async def run(ctx: CheckContext) -> CheckResult:
         if out.version >= top:   # an answer above the hello's version: no downgrade to mark
             return ctx.inconclusive(f"a {name} hello was answered with {answer}",
                                     tuple(evidence))
+        answers.append(SentinelAnswer(answer, tail == want))
         if tail != want:
             missing.append(f"{answer} (expected {want!r})")
+    details = DowngradeSentinelDetails(registry.version_name(top), tuple(answers))
     if missing:
         return ctx.result(Verdict.not_supported, f"{server} answered a lower-version hello "
                           f"without the downgrade sentinel: {'; '.join(missing)} (RFC 8446 "
                           f"4.1.3: {server} {rule} set it)", tuple(evidence),
-                          code="check.downgrade_sentinel", severity=SEVERITY[top])
+                          severity=SEVERITY[top], details=details)
     return ctx.result(Verdict.supported, f"ServerHello.random ends with the RFC 8446 4.1.3 "
                       f"sentinel for {', '.join(registry.version_name(v) for v in asked)} "
-                      f"({server}: {rule})", tuple(evidence))
+                      f"({server}: {rule})", tuple(evidence), details=details)
 
 
 CHECK = ActiveCheck("downgrade_sentinel", "downgrade sentinel in ServerHello.random "
-                    "(RFC 8446 4.1.3)", run)
+                    "(RFC 8446 4.1.3)", run, DowngradeSentinelDetails)

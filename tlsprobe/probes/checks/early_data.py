@@ -19,10 +19,11 @@ of severity medium); rejected on 2: not supported. At most 3 connections.
 from __future__ import annotations
 
 from tlsprobe.engine.config import TLS13
-from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.model.check_details import EarlyDataDetails
+from tlsprobe.model.checks import CheckResult, Severity, Verdict
+from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.probes.checks._handshake import Handshake, handshake, max_early_data
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.audit.outcome import Outcome
 
 EARLY_DATA = b"\r\n"
 
@@ -67,15 +68,17 @@ async def run(ctx: CheckContext) -> CheckResult:
     first = await handshake(ctx, offer, read_flight=True, label="0-RTT")
     if isinstance(first, Outcome):
         return ctx.inconclusive(f"0-RTT offer: {first.reason}")
-    evidence: tuple[str, ...] = (f"sent: a resumption with the {what} and "
-                                 f"{len(EARLY_DATA)} bytes of 0-RTT data",
+    evidence: tuple[str, ...] = ((f"sent: a resumption with the {what} and "
+                                  f"{len(EARLY_DATA)} bytes of 0-RTT data"),
                                  f"received: {_answer(first)}")
     engine = first.engine
+    size = max_early_data(ticket)
     if not accepted(first):
         if engine.server_hello is None or first.failure is not None:
             return ctx.inconclusive(f"0-RTT offer: {first.describe()}", evidence)
         return ctx.result(Verdict.not_supported, f"the server issues a {what} but did not "
-                          f"accept 0-RTT data: {_answer(first)}", evidence)
+                          f"accept 0-RTT data: {_answer(first)}", evidence,
+                          details=EarlyDataDetails(size, False, None))
     replay = await handshake(ctx, offer, read_flight=True, prebuilt=engine.built,
                              label="0-RTT replay")
     if isinstance(replay, Outcome):
@@ -89,11 +92,13 @@ async def run(ctx: CheckContext) -> CheckResult:
         return ctx.result(Verdict.vulnerable, "0-RTT data is accepted, and accepted again "
                           "when the same ClientHello and early data are replayed: replay "
                           "is not prevented (RFC 8446 8)", evidence,
-                          code="check.early_data", severity="medium")
+                          severity=Severity.medium,
+                          details=EarlyDataDetails(size, True, True))
     if replay.engine.server_hello is None or replay.failure is not None:
         return ctx.inconclusive(f"0-RTT accepted; its replay: {replay.describe()}", evidence)
     return ctx.result(Verdict.supported, "0-RTT data is accepted, and its replay refused "
-                      f"({_answer(replay)})", evidence)
+                      f"({_answer(replay)})", evidence,
+                      details=EarlyDataDetails(size, True, False))
 
 
-CHECK = ActiveCheck("early_data", "TLS 1.3 0-RTT early data and its replay", run)
+CHECK = ActiveCheck("early_data", "TLS 1.3 0-RTT early data and its replay", run, EarlyDataDetails)

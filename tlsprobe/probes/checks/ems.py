@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from tlsprobe import registry
 from tlsprobe.engine.config import TLS10, TLS12
-from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.model.check_details import EchoDetails
+from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.probes.checks._handshake import echo, legacy_versions
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
@@ -32,13 +33,15 @@ async def run(ctx: CheckContext) -> CheckResult:
                      "extended_master_secret", EXTENDED_MASTER_SECRET)
     if isinstance(got, CheckResult):
         return got
-    _, echoed, evidence = got
+    sh, echoed, evidence = got
+    details = EchoDetails(registry.version_name(legacy[0]), echoed,
+                          registry.suite_name(sh.cipher_suite))
     if echoed:
         return ctx.result(Verdict.supported, f"{sent} is answered with "
-                          "extended_master_secret (RFC 7627)", evidence)
+                          "extended_master_secret (RFC 7627)", evidence, details=details)
     return ctx.result(Verdict.not_supported, f"{sent} is answered without it: the master "
                       "secret is not bound to the handshake (RFC 7627; triple handshake "
-                      "attack)", evidence, code="check.ems", severity="low")
+                      "attack)", evidence, severity=Severity.low, details=details)
 
 
-CHECK = ActiveCheck("ems", "extended master secret (RFC 7627)", run)
+CHECK = ActiveCheck("ems", "extended master secret (RFC 7627)", run, EchoDetails)

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from tlsprobe import registry
 from tlsprobe.engine.config import TLS10, TLS12
-from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.model.check_details import EchoDetails
+from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.probes.checks._handshake import echo, legacy_versions
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
@@ -41,12 +42,14 @@ async def run(ctx: CheckContext) -> CheckResult:
         return got
     sh, echoed, evidence = got
     suite = registry.suite_name(sh.cipher_suite)
+    details = EchoDetails(registry.version_name(legacy[0]), echoed, suite)
     if echoed:
         return ctx.result(Verdict.supported, f"{sent} is answered with {suite} and "
-                          "encrypt_then_mac (RFC 7366)", evidence)
+                          "encrypt_then_mac (RFC 7366)", evidence, details=details)
     return ctx.result(Verdict.not_supported, f"{sent} is answered with {suite} without "
                       "encrypt_then_mac: its CBC records are MAC-then-encrypt (padding "
-                      "oracles, RFC 7366)", evidence, code="check.etm", severity="low")
+                      "oracles, RFC 7366)", evidence, severity=Severity.low,
+                      details=details)
 
 
-CHECK = ActiveCheck("etm", "encrypt-then-MAC for CBC suites (RFC 7366)", run)
+CHECK = ActiveCheck("etm", "encrypt-then-MAC for CBC suites (RFC 7366)", run, EchoDetails)

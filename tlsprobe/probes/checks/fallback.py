@@ -20,7 +20,8 @@ from dataclasses import replace
 
 from tlsprobe import registry
 from tlsprobe.engine.config import SSL30, TLS13
-from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.model.check_details import FallbackAnswer, FallbackDetails
+from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 FALLBACK_SCSV = 0x5600
@@ -40,15 +41,20 @@ async def run(ctx: CheckContext) -> CheckResult:
     sent = (f"a {registry.version_name(lower)} hello with TLS_FALLBACK_SCSV (the server "
             f"speaks {registry.version_name(top)})")
     out = await ctx.hello(scsv, stop)
+
+    def details(answer: FallbackAnswer) -> FallbackDetails:
+        return FallbackDetails(registry.version_name(lower), registry.version_name(top),
+                               answer)
     if out.status == "alert" and out.alert == INAPPROPRIATE_FALLBACK:
         return ctx.result(Verdict.not_vulnerable, f"{sent} is refused with "
                           "inappropriate_fallback", (f"sent: {sent}",
-                                                     f"received: {out.describe()}"))
+                                                     f"received: {out.describe()}"),
+                          details=details(FallbackAnswer.inappropriate_fallback))
     if out.answered:
         suite = registry.suite_name(out.cipher_suite) if out.cipher_suite is not None else "?"
         return ctx.result(Verdict.vulnerable, f"{sent} is answered: {out.describe()} with "
                           f"{suite}", (f"sent: {sent}", f"received: {out.describe()}"),
-                          code="check.fallback", severity="low")
+                          severity=Severity.low, details=details(FallbackAnswer.accepted))
     if not out.refused:
         return ctx.inconclusive(f"{sent}: {out.describe()}")
     plain = await ctx.hello(config, stop, label="without SCSV")
@@ -56,8 +62,10 @@ async def run(ctx: CheckContext) -> CheckResult:
         return ctx.result(Verdict.not_vulnerable, f"{sent} is refused ({out.describe()}, not "
                           "inappropriate_fallback as RFC 7507 says), and the same hello "
                           "without the SCSV is answered", (f"sent: {sent}",
-                                                           f"received: {out.describe()}"))
+                                                           f"received: {out.describe()}"),
+                          details=details(FallbackAnswer.refused_otherwise))
     return ctx.inconclusive(f"{sent}: {out.describe()}; without the SCSV: {plain.describe()}")
 
 
-CHECK = ActiveCheck("fallback", "downgrade protection: TLS_FALLBACK_SCSV (RFC 7507)", run)
+CHECK = ActiveCheck("fallback", "downgrade protection: TLS_FALLBACK_SCSV (RFC 7507)", run,
+                    FallbackDetails)

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tlsprobe.engine.config import ClientConfig
-from tlsprobe.model.checks import CheckResult
-from tlsprobe.probes.checks._tolerance import Variant, judge, on_plain
-from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
+from tlsprobe.model.check_details import ToleranceDetails
+from tlsprobe.model.checks import CheckResult, Severity
 from tlsprobe.probes.audit.outcome import Outcome
+from tlsprobe.probes.checks._tolerance import Variant, judge, plain_hello
+from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.registry import version_name
 from tlsprobe.wire.ext_decoders import is_grease
 
@@ -35,16 +35,19 @@ def picked_grease(out: Outcome) -> str | None:
     return None
 
 
-@on_plain
-async def run(ctx: CheckContext, versions: list[int], config: ClientConfig) -> CheckResult:
+async def run(ctx: CheckContext) -> CheckResult:
+    got = plain_hello(ctx)
+    if isinstance(got, CheckResult):
+        return got
+    versions, config = got
     name = version_name(versions[0])
     kinds = "suite, extensions, group and version" if config.offers_tls13 else \
         "suite, extensions and group"
     variant = Variant(f"the plain {name} ClientHello with GREASE {kinds}",
                       replace(config, grease=True))
     plain = Variant(f"the plain {name} ClientHello", config)
-    return await judge(ctx, [variant], plain, severity="medium", sanity=picked_grease)
+    return await judge(ctx, [variant], plain, severity=Severity.medium, sanity=picked_grease)
 
 
 CHECK = ActiveCheck("grease", "unknown values: GREASE suites, extensions, groups, versions "
-                    "(RFC 8701)", run)
+                    "(RFC 8701)", run, ToleranceDetails)

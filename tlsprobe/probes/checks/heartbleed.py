@@ -29,7 +29,8 @@ from dataclasses import replace
 
 from tlsprobe import registry
 from tlsprobe.engine.config import ClientConfig
-from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.model.check_details import HeartbleedDetails
+from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks import _early
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
@@ -82,8 +83,8 @@ def judge(ctx: CheckContext, version: int, acked: bool, reply: _early.Reply,
     ext = "acknowledged" if acked else "not acknowledged"
     evidence = [f"sent: a {name} ClientHello offering the heartbeat extension",
                 f"heartbeat extension {ext} in the ServerHello",
-                f"sent after ServerHelloDone: a HeartbeatRequest claiming {CLAIMED} bytes "
-                f"of payload with {SENT} sent and a well-formed one of {len(nonce)} bytes",
+                (f"sent after ServerHelloDone: a HeartbeatRequest claiming {CLAIMED} bytes "
+                 f"of payload with {SENT} sent and a well-formed one of {len(nonce)} bytes"),
                 "1 connection and one read of at most 64 KiB"]
     records = reply.of_type(_early.HEARTBEAT)
     good = _answers_good(nonce)
@@ -99,11 +100,12 @@ def judge(ctx: CheckContext, version: int, acked: bool, reply: _early.Reply,
                               f"carrying {SENT} byte of payload with a HeartbeatResponse of "
                               f"{claimed} payload bytes ({len(stream)} bytes in all): it "
                               "sends memory it was never sent", tuple(evidence),
-                              code="check.heartbleed", severity="critical")
+                              severity=Severity.critical,
+                              details=HeartbleedDetails(acked, claimed - SENT))
         if stream[0] == RESPONSE and claimed == SENT:
             return ctx.result(Verdict.not_vulnerable, "the server answers the over-long "
                               f"HeartbeatRequest with the {SENT} byte it carried only",
-                              tuple(evidence))
+                              tuple(evidence), details=HeartbleedDetails(acked, 0))
         return ctx.inconclusive("the server answered the over-long HeartbeatRequest with "
                                 "heartbeat records that are no HeartbeatResponse to it",
                                 tuple(evidence))
@@ -126,7 +128,7 @@ def judge(ctx: CheckContext, version: int, acked: bool, reply: _early.Reply,
     else:
         why = "it sends no HeartbeatResponse (no answer before the time limit)"
     return ctx.result(Verdict.not_vulnerable, f"{why}; heartbeat extension {ext}",
-                      tuple(evidence))
+                      tuple(evidence), details=HeartbleedDetails(acked, 0))
 
 
 async def run(ctx: CheckContext) -> CheckResult:
@@ -148,4 +150,4 @@ async def run(ctx: CheckContext) -> CheckResult:
 
 
 CHECK = ActiveCheck("heartbleed", "Heartbleed (CVE-2014-0160) and the heartbeat extension",
-                    run)
+                    run, HeartbleedDetails)

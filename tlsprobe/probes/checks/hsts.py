@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import re
 
-from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.model.check_details import HstsDetails
+from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.model.units import duration
-from tlsprobe.probes.checks._http import Response, on_response
+from tlsprobe.probes.checks._http import http_response
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 _MAX_AGE = re.compile(r'^\s*max-age\s*=\s*"?(\d+)"?\s*$', re.IGNORECASE)
@@ -34,28 +35,32 @@ def parse_hsts(value: str) -> tuple[int | None, bool, bool]:
     return age, "includesubdomains" in names, "preload" in names
 
 
-@on_response
-def run(ctx: CheckContext, got: Response) -> CheckResult:
+async def run(ctx: CheckContext) -> CheckResult:
+    got = await http_response(ctx)
+    if isinstance(got, CheckResult):
+        return got
     values = got.get("strict-transport-security")
     status = f"GET / answered {got.status}"
     if not values:
         return ctx.result(Verdict.not_supported, f"no Strict-Transport-Security header "
-                          f"({status})", (status,), code="check.hsts", severity="low")
+                          f"({status})", (status,), severity=Severity.low,
+                          details=HstsDetails(got.status, None, None, False, False))
     value = values[0]
     age, subdomains, preload = parse_hsts(value)
     header = f"Strict-Transport-Security: {value}"
+    details = HstsDetails(got.status, value, age, subdomains, preload)
     if age is None or age == 0:
         why = "max-age=0 switches HSTS off" if age == 0 else "it has no valid max-age " \
             "(RFC 6797 6.1.1: the header is ignored)"
         return ctx.result(Verdict.not_supported, f"{header}: {why}", (status, header),
-                          code="check.hsts", severity="low")
+                          severity=Severity.low, details=details)
     parts = [f"max-age {age} s ({duration(age)})",
              "includeSubDomains" if subdomains else "no includeSubDomains",
              "preload" if preload else "no preload"]
     if preload and (age < YEAR or not subdomains):
         parts.append("preload asked but the preload list wants max-age of a year and "
                      "includeSubDomains")
-    return ctx.result(Verdict.supported, ", ".join(parts), (status, header))
+    return ctx.result(Verdict.supported, ", ".join(parts), (status, header), details=details)
 
 
-CHECK = ActiveCheck("hsts", "HTTP Strict Transport Security (RFC 6797)", run)
+CHECK = ActiveCheck("hsts", "HTTP Strict Transport Security (RFC 6797)", run, HstsDetails)

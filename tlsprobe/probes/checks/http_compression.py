@@ -12,29 +12,34 @@ vulnerable for "/". A server that answers with something other than HTTP: not ap
 
 from __future__ import annotations
 
-from tlsprobe.model.checks import CheckResult, Verdict
-from tlsprobe.probes.checks._http import Response, on_response
+from tlsprobe.model.check_details import HttpCompressionDetails
+from tlsprobe.model.checks import CheckResult, Severity, Verdict
+from tlsprobe.probes.checks._http import http_response
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 COMPRESSING = ("gzip", "x-gzip", "deflate", "br", "zstd", "compress", "x-compress")
 
 
-@on_response
-def run(ctx: CheckContext, got: Response) -> CheckResult:
+async def run(ctx: CheckContext) -> CheckResult:
+    got = await http_response(ctx)
+    if isinstance(got, CheckResult):
+        return got
     status = f"GET / answered {got.status}"
     encodings = [e.strip().lower() for v in got.get("content-encoding") for e in v.split(",")
                  if e.strip()]
     used = [e for e in encodings if e in COMPRESSING]
+    details = HttpCompressionDetails(got.status, tuple(encodings), tuple(used))
     sent = "a request with Accept-Encoding: gzip, deflate, br"
     if used:
         header = f"Content-Encoding: {', '.join(got.get('content-encoding'))}"
         return ctx.result(Verdict.vulnerable, f"the answer to {sent} is compressed "
                           f"({', '.join(used)}) on \"/\": the precondition of BREACH (whether "
                           "secrets and reflected input share a compressed body is not "
-                          "tested)", (status, header), code="check.breach", severity="low")
+                          "tested)", (status, header), severity=Severity.low,
+                          details=details)
     shown = f"Content-Encoding: {', '.join(encodings)}" if encodings else "no Content-Encoding"
     return ctx.result(Verdict.not_vulnerable, f"the answer to {sent} is not compressed "
-                      f"({shown}; only \"/\" asked)", (status,))
+                      f"({shown}; only \"/\" asked)", (status,), details=details)
 
 
-CHECK = ActiveCheck("breach", "HTTP compression (BREACH precondition)", run)
+CHECK = ActiveCheck("breach", "HTTP compression (BREACH precondition)", run, HttpCompressionDetails)

@@ -23,12 +23,13 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tlsprobe import registry
 from tlsprobe.engine.config import TLS10, TLS12, TLS13
-from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.model.check_details import KeyUsageDetails
+from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.model.pubkey import public_key
-from tlsprobe.probes.checks._cert_chain import Served, extension, on_leaf
+from tlsprobe.probes.audit.outcome import STOP_HELLO
+from tlsprobe.probes.checks._cert_chain import extension, leaf
 from tlsprobe.probes.checks._tolerance import top_versions
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.audit.outcome import STOP_HELLO
 
 SIGN, ENCIPHER, AGREE = "digitalSignature", "keyEncipherment", "keyAgreement"
 _FLAG = {SIGN: "digital_signature", ENCIPHER: "key_encipherment", AGREE: "key_agreement"}
@@ -78,26 +79,32 @@ async def _used_for(ctx: CheckContext, use: str, rsa_key: bool, version: int) ->
     return out.describe()
 
 
-@on_leaf
-async def run(ctx: CheckContext, got: Served, leaf: x509.Certificate) -> CheckResult:
-    allowed = allowed_uses(leaf)
+async def run(ctx: CheckContext) -> CheckResult:
+    found = await leaf(ctx)
+    if isinstance(found, CheckResult):
+        return found
+    got, cert = found
+    allowed = allowed_uses(cert)
     if isinstance(allowed, str):
         return ctx.inconclusive(allowed)
+    need = needed_use(got.cipher_suite, got.version)
     if allowed is None:
         return ctx.result(Verdict.not_vulnerable, "the leaf has no keyUsage extension: its "
-                          "key may be used for any purpose (RFC 5280 4.2.1.3)")
-    rsa_key = isinstance(public_key(leaf), rsa.RSAPublicKey)
+                          "key may be used for any purpose (RFC 5280 4.2.1.3)",
+                          details=KeyUsageDetails(None, need, ()))
+    rsa_key = isinstance(public_key(cert), rsa.RSAPublicKey)
     name = registry.version_name(got.version)
     suite = registry.suite_name(got.cipher_suite)
-    need = needed_use(got.cipher_suite, got.version)
     shown = ", ".join(u for u in _FLAG if u in allowed) or \
         "none of digitalSignature, keyEncipherment, keyAgreement"
     evidence = [f"keyUsage: {shown}",
                 f"negotiated: {name} {suite} (needs {need or 'no certificate key'})"]
     problems: list[str] = []
+    violations: list[str] = []
     unsure: list[str] = []
     if need is not None and need not in allowed:
         problems.append(f"{name} {suite} needs {need}, which the keyUsage leaves out")
+        violations.append(need)
     older = [v for v in top_versions(ctx) if v <= TLS12]
     for use in (ENCIPHER, SIGN):
         if use in allowed or use == need or (use == ENCIPHER and not rsa_key):
@@ -113,20 +120,22 @@ async def run(ctx: CheckContext, got: Served, leaf: x509.Certificate) -> CheckRe
         used = await _used_for(ctx, use, rsa_key, older[0])
         if used is True:
             problems.append(f"the server answers {what}, which the keyUsage leaves out")
+            violations.append(use)
             evidence.append(f"{what}: answered")
         elif used is False:
             evidence.append(f"{what}: refused")
         else:
             unsure.append(f"{what}: {used}")
+    details = KeyUsageDetails(tuple(u for u in _FLAG if u in allowed), need, tuple(violations))
     if problems:
         return ctx.result(Verdict.vulnerable, "; ".join(problems), tuple(evidence),
-                          code="check.key_usage", severity="medium")
+                          severity=Severity.medium, details=details)
     if unsure:
-        return ctx.inconclusive("; ".join(unsure), tuple(evidence))
+        return ctx.inconclusive("; ".join(unsure), tuple(evidence), details)
     return ctx.result(Verdict.not_vulnerable, f"the keyUsage allows what the server uses the "
                       f"key for ({need or 'no certificate key'} for {name} {suite})",
-                      tuple(evidence))
+                      tuple(evidence), details=details)
 
 
 CHECK = ActiveCheck("key_usage", "key usage matching the key exchange (RFC 5280, RFC 5246)",
-                    run)
+                    run, KeyUsageDetails)

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from tlsprobe.engine.config import ClientConfig
-from tlsprobe.model.checks import CheckResult
-from tlsprobe.probes.checks._tolerance import Variant, judge, on_plain
+from tlsprobe.model.check_details import ToleranceDetails
+from tlsprobe.model.checks import CheckResult, Severity
+from tlsprobe.probes.checks._tolerance import Variant, judge, plain_hello
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.registry import version_name
 from tlsprobe.wire.hello import ClientHello
@@ -29,15 +29,19 @@ def _pad(size: int) -> Callable[[ClientHello], ClientHello]:
     return lambda hello: hello.padded(size)
 
 
-@on_plain
-async def run(ctx: CheckContext, versions: list[int], config: ClientConfig) -> CheckResult:
+async def run(ctx: CheckContext) -> CheckResult:
+    got = plain_hello(ctx)
+    if isinstance(got, CheckResult):
+        return got
+    versions, config = got
     top = versions[0]
     unpadded = replace(config, padding=False)
     name = version_name(top)
     variants = [Variant(f"a {name} ClientHello padded to {size} bytes", unpadded, _pad(size),
                         label=str(size)) for size in SIZES]
     plain = Variant(f"the plain {name} ClientHello", config)
-    return await judge(ctx, variants, plain, severity="medium")
+    return await judge(ctx, variants, plain, severity=Severity.medium)
 
 
-CHECK = ActiveCheck("large_hello", "ClientHellos over 512 and over 1500 bytes", run)
+CHECK = ActiveCheck("large_hello", "ClientHellos over 512 and over 1500 bytes", run,
+                    ToleranceDetails)

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from cryptography import x509
 
-from tlsprobe.model.checks import CheckResult, Verdict
-from tlsprobe.probes.checks._cert_chain import Served, extension, fetch, on_leaf
+from tlsprobe.model.check_details import MustStapleDetails
+from tlsprobe.model.checks import CheckResult, Severity, Verdict
+from tlsprobe.probes.checks._cert_chain import Served, extension, fetch, leaf
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 
@@ -30,31 +31,39 @@ def must_staple(leaf: x509.Certificate) -> bool | str:
     return x509.TLSFeatureType.status_request in features
 
 
-@on_leaf
-async def run(ctx: CheckContext, got: Served, leaf: x509.Certificate) -> CheckResult:
-    demanded = must_staple(leaf)
+async def run(ctx: CheckContext) -> CheckResult:
+    found = await leaf(ctx)
+    if isinstance(found, CheckResult):
+        return found
+    got, cert = found
+    demanded = must_staple(cert)
     if isinstance(demanded, str):
         return ctx.inconclusive(demanded)
     if not demanded:
         return ctx.result(Verdict.not_applicable, "the leaf does not demand stapling (no TLS "
-                          "Feature extension with status_request)")
+                          "Feature extension with status_request)",
+                          details=MustStapleDetails(False, (got.stapled,)))
     if got.stapled:
         return ctx.result(Verdict.not_vulnerable, "the leaf demands stapling (TLS Feature "
                           "status_request) and the server staples an OCSP response",
-                          (f"stapling: {got.stapling}",))
+                          (f"stapling: {got.stapling}",),
+                          details=MustStapleDetails(True, (True,)))
     again: Served | str = await fetch(ctx, "chain again")
     if isinstance(again, str):
         return ctx.inconclusive(f"the leaf demands stapling and the first connection got no "
                                 f"stapled response ({got.stapling}); a second one: {again}")
+    details = MustStapleDetails(True, (False, again.stapled))
     if again.stapled:
         return ctx.result(Verdict.not_vulnerable, "the leaf demands stapling; the first "
                           "connection got no stapled OCSP response, the second one did",
-                          (f"stapling: {got.stapling}", f"again: {again.stapling}"))
+                          (f"stapling: {got.stapling}", f"again: {again.stapling}"),
+                          details=details)
     return ctx.result(Verdict.vulnerable, "the leaf demands stapling (TLS Feature "
                       "status_request) but the server staples no OCSP response, on two "
                       "connections: Firefox refuses the connection",
                       (f"stapling: {got.stapling}", f"again: {again.stapling}"),
-                      code="check.must_staple", severity="high")
+                      severity=Severity.high, details=details)
 
 
-CHECK = ActiveCheck("must_staple", "OCSP must-staple (RFC 7633) without stapling", run)
+CHECK = ActiveCheck("must_staple", "OCSP must-staple (RFC 7633) without stapling", run,
+                    MustStapleDetails)

@@ -16,10 +16,11 @@ from datetime import datetime
 
 from tlsprobe import registry
 from tlsprobe.engine.config import TLS13
-from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.model.check_details import StaplingDetails
+from tlsprobe.model.checks import CheckResult, Severity, Verdict
+from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.probes.checks._handshake import Handshake, handshake
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.registry import HandshakeType
 from tlsprobe.wire.certificate import Certificate, CertificateStatus
 
@@ -72,13 +73,15 @@ async def run(ctx: CheckContext) -> CheckResult:
         return ctx.result(Verdict.supported, f"{sent} is answered with a stapled OCSP "
                           f"response: {what} (its signature is not checked)",
                           (f"sent: {sent}", f"received: {hs.describe()}",
-                           f"stapled: {len(response)} bytes, {what}"))
+                           f"stapled: {len(response)} bytes, {what}"),
+                          details=StaplingDetails(True, len(response), what))
     if HandshakeType.certificate not in hs.engine.flight.messages:
         return ctx.inconclusive(f"{sent}: no Certificate read ({hs.describe()})")
     return ctx.result(Verdict.not_supported, f"{sent} is answered with a Certificate and "
-                      "no OCSP response", (f"sent: {sent}", f"received: {hs.describe()}, "
-                                           "no stapled OCSP response"),
-                      code="check.ocsp_stapling", severity="info")
+                      "no OCSP response", (f"sent: {sent}", (f"received: {hs.describe()}, "
+                                            "no stapled OCSP response")),
+                      severity=Severity.info, details=StaplingDetails(False, 0, None))
 
 
-CHECK = ActiveCheck("ocsp_stapling", "OCSP stapling (RFC 6066 status_request)", run)
+CHECK = ActiveCheck("ocsp_stapling", "OCSP stapling (RFC 6066 status_request)", run,
+                    StaplingDetails)

@@ -17,61 +17,18 @@ when the extension is missing).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
-from tlsprobe import registry
-from tlsprobe.engine.config import TLS12, ClientConfig
-from tlsprobe.model.checks import CheckResult, Verdict
-from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
+from tlsprobe.model.check_details import RenegotiationDetails
+from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.probes.audit.outcome import STOP_HELLO
-
-RENEGOTIATION_INFO = 0xFF01
-
-
-def legacy_top(ctx: CheckContext) -> int | None:
-    """The highest TLS 1.0-1.2 version the server speaks (None: only TLS 1.3 or nothing)."""
-    legacy = [v for v in ctx.spoken if 0x0301 <= v <= TLS12]
-    return max(legacy) if legacy else None
+from tlsprobe.probes.checks._legacy import RENEGOTIATION_INFO, legacy_hello
+from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 
-def undetermined(ctx: CheckContext, low: int, high: int) -> str | None:
-    """An inconclusive result's reason when the audit could not tell whether a version in
-    [low, high] is spoken (a "not applicable" would rest on a missing answer), else None."""
-    return ctx.undetermined(low, high)
-
-
-def no_legacy(ctx: CheckContext, what: str) -> CheckResult:
-    """The result when no TLS 1.0-1.2 version is spoken: not applicable, or inconclusive when
-    the audit left one of them open."""
-    why = undetermined(ctx, 0x0301, TLS12)
-    if why is not None:
-        return ctx.inconclusive(why)
-    return ctx.result(Verdict.not_applicable, f"the server speaks no TLS 1.0-1.2 version "
-                      f"({what})")
-
-
-#: a check's verdict given the name of the highest TLS 1.0-1.2 version spoken and the
-#: versions check's hello for it
-LegacyJudge = Callable[[CheckContext, str, ClientConfig], Awaitable[CheckResult]]
-
-
-def on_legacy_hello(what: str) -> Callable[[LegacyJudge], Callable[[CheckContext],
-                                                                   Awaitable[CheckResult]]]:
-    """A check's `run` from its judge of the highest TLS 1.0-1.2 version spoken (its name
-    and the versions check's hello for it); `no_legacy(ctx, what)` when none is."""
-    def wrap(judge: LegacyJudge) -> Callable[[CheckContext], Awaitable[CheckResult]]:
-        async def run(ctx: CheckContext) -> CheckResult:
-            version = legacy_top(ctx)
-            if version is None:
-                return no_legacy(ctx, what)
-            config, _ = ctx.version_hello(version)
-            return await judge(ctx, registry.version_name(version), config)
-        return run
-    return wrap
-
-
-@on_legacy_hello("TLS 1.3 has no renegotiation")
-async def run(ctx: CheckContext, name: str, config: ClientConfig) -> CheckResult:
+async def run(ctx: CheckContext) -> CheckResult:
+    got = legacy_hello(ctx, "TLS 1.3 has no renegotiation")
+    if isinstance(got, CheckResult):
+        return got
+    name, config = got
     sent = f"a {name} hello with renegotiation_info and TLS_EMPTY_RENEGOTIATION_INFO_SCSV"
     outs = []
     for label in ("", "again"):
@@ -82,14 +39,17 @@ async def run(ctx: CheckContext, name: str, config: ClientConfig) -> CheckResult
         if RENEGOTIATION_INFO in out.extensions:
             return ctx.result(Verdict.supported, f"the {name} ServerHello carries "
                               "renegotiation_info (RFC 5746)",
-                              (f"sent: {sent}", "received: ServerHello with an empty "
-                               "renegotiation_info"))
+                              (f"sent: {sent}",
+                               "received: ServerHello with an empty renegotiation_info"),
+                              details=RenegotiationDetails(name, True, len(outs)))
+    seen = ", ".join(hex(t) for t in outs[-1].extensions) or "none"
     return ctx.result(Verdict.not_supported, f"the {name} ServerHello carries no "
                       "renegotiation_info on two connections: renegotiations are not bound "
                       "to the handshake before them (CVE-2009-3555)",
-                      (f"sent: {sent}", "received: ServerHello without renegotiation_info "
-                       f"(extensions: {', '.join(hex(t) for t in outs[-1].extensions) or 'none'})"),
-                      code="check.renegotiation", severity="medium")
+                      (f"sent: {sent}",
+                       f"received: ServerHello without renegotiation_info (extensions: {seen})"),
+                      severity=Severity.medium,
+                      details=RenegotiationDetails(name, False, len(outs)))
 
 
-CHECK = ActiveCheck("renegotiation", "secure renegotiation (RFC 5746)", run)
+CHECK = ActiveCheck("renegotiation", "secure renegotiation (RFC 5746)", run, RenegotiationDetails)

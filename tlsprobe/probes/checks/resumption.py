@@ -21,29 +21,46 @@ one line per mechanism. Up to 6 connections (2 per mechanism the server's versio
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, replace
 
 from tlsprobe import registry
 from tlsprobe.engine.config import TLS10, TLS12, TLS13
+from tlsprobe.model.check_details import ResumptionDetails, ResumptionMechanism
 from tlsprobe.model.checks import CheckResult, Verdict
-from tlsprobe.probes.checks._handshake import Handshake, handshake, legacy_versions, \
-    max_early_data
-from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.probes.audit.outcome import Outcome
+from tlsprobe.probes.checks._handshake import (
+    Handshake,
+    handshake,
+    legacy_versions,
+    max_early_data,
+)
+from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
-#: one mechanism's answer: resumed (True), not resumed (False) or undetermined (None), and
-#: the evidence line
-Answer = tuple[bool | None, str]
+
+@dataclass(frozen=True)
+class Answer:
+    """One mechanism's answer: resumed (True), not resumed (False) or undetermined (None),
+    the evidence line, and the sessions (IDs or tickets) the server issued."""
+
+    ok: bool | None
+    line: str
+    issued: int = 0
+
+    def mechanism(self) -> ResumptionMechanism:
+        return ResumptionMechanism(self.line.split(":")[0], self.issued, self.ok)
 
 
 def _resumed(hs: Handshake | Outcome, what: str) -> Answer:
-    """The answer of the connection that offered the session back."""
+    """The answer of the connection that offered the session back (one session issued)."""
     if isinstance(hs, Outcome):
-        return None, f"{what}: offered back, no answer ({hs.reason})"
+        return Answer(None, f"{what}: offered back, no answer ({hs.reason})", 1)
     if hs.engine.resumed and hs.engine.finished_verified:
-        return True, f"{what}, resumed (abbreviated handshake, server Finished verified)"
+        return Answer(True, f"{what}, resumed (abbreviated handshake, server Finished "
+                      "verified)", 1)
     if hs.engine.server_hello is not None and not hs.engine.resumed:
-        return False, f"{what}, not resumed (the server answered with a full handshake)"
-    return None, f"{what}: offered back, {hs.describe()}"
+        return Answer(False, f"{what}, not resumed (the server answered with a full "
+                      "handshake)", 1)
+    return Answer(None, f"{what}: offered back, {hs.describe()}", 1)
 
 
 async def _session_id(ctx: CheckContext, version: int) -> Answer:
@@ -51,10 +68,10 @@ async def _session_id(ctx: CheckContext, version: int) -> Answer:
     config = ctx.config((version,), session_ticket=False)
     full = await handshake(ctx, config, complete=True, drain=True, label="session ID")
     if isinstance(full, Outcome) or full.failure is not None:
-        return None, f"{name}: the full handshake failed ({_why(full)})"
+        return Answer(None, f"{name}: the full handshake failed ({_why(full)})")
     session = full.tls12_session()
     if session is None or not session.session_id:
-        return False, f"{name}: none issued (empty session ID in the ServerHello)"
+        return Answer(False, f"{name}: none issued (empty session ID in the ServerHello)")
     again = await handshake(ctx, ctx.config((version,), session_ticket=False, resume=session),
                             complete=True, label="session ID resumed")
     return _resumed(again, f"{name}: issued")
@@ -65,16 +82,17 @@ async def _ticket(ctx: CheckContext, version: int) -> Answer:
     full = await handshake(ctx, ctx.config((version,), session_ticket=True), complete=True,
                            drain=True, label="ticket")
     if isinstance(full, Outcome) or full.failure is not None:
-        return None, f"{name}: the full handshake failed ({_why(full)})"
+        return Answer(None, f"{name}: the full handshake failed ({_why(full)})")
     tickets = full.tickets
     if not tickets:
-        return False, f"{name}: none issued (no NewSessionTicket)"
+        return Answer(False, f"{name}: none issued (no NewSessionTicket)")
     session = full.tls12_session(session_id=os.urandom(32), ticket=tickets[-1].ticket)
     if session is None:
-        return None, f"{name}: no session to resume"
+        return Answer(None, f"{name}: no session to resume", len(tickets))
     again = await handshake(ctx, ctx.config((version,), resume=session), complete=True,
                             label="ticket resumed")
-    return _resumed(again, f"{name}: issued, lifetime hint {tickets[-1].ticket_lifetime} s")
+    got = _resumed(again, f"{name}: issued, lifetime hint {tickets[-1].ticket_lifetime} s")
+    return replace(got, issued=len(tickets))
 
 
 async def _tls13(ctx: CheckContext) -> Answer:
@@ -82,22 +100,23 @@ async def _tls13(ctx: CheckContext) -> Answer:
     config = ctx.config((TLS13,))
     full = await handshake(ctx, config, complete=True, drain=True, label="TLS 1.3")
     if isinstance(full, Outcome) or full.failure is not None:
-        return None, f"{name}: the full handshake failed ({_why(full)})"
+        return Answer(None, f"{name}: the full handshake failed ({_why(full)})")
     tickets = full.tickets
     if not tickets:
-        return False, f"{name}: none issued (no NewSessionTicket before the server closed " \
-            "or went quiet after close_notify)"
+        return Answer(False, f"{name}: none issued (no NewSessionTicket before the server "
+                      "closed or went quiet after close_notify)")
     last = tickets[-1]
     what = (f"{name}: {len(tickets)} issued, lifetime {last.ticket_lifetime} s, "
             f"max_early_data_size {max_early_data(last)}")
     offer = full.tls13_resumption(config, last)
     if offer is None:
-        return None, f"{what}; no session to resume"
+        return Answer(None, f"{what}; no session to resume", len(tickets))
     again = await handshake(ctx, offer, complete=True, label="TLS 1.3 resumed")
     if isinstance(again, Handshake) and again.engine.resumed and \
             again.engine.finished_verified:
-        return True, f"{what}, resumed with PSK (psk_dhe_ke, server Finished verified)"
-    return _resumed(again, what)
+        return Answer(True, f"{what}, resumed with PSK (psk_dhe_ke, server Finished "
+                      "verified)", len(tickets))
+    return replace(_resumed(again, what), issued=len(tickets))
 
 
 def _why(hs: Handshake | Outcome) -> str:
@@ -113,22 +132,25 @@ async def run(ctx: CheckContext) -> CheckResult:
         answers.append(await _tls13(ctx))
     if not answers:
         return ctx.unless_unknown(TLS10, TLS13, "the server speaks no TLS 1.0-1.3 version")
-    evidence = tuple(line for _, line in answers)
-    resumed = [line.split(":")[0] for ok, line in answers if ok]
+    evidence = tuple(a.line for a in answers)
+    resumed = [a.line.split(":")[0] for a in answers if a.ok]
+    details = ResumptionDetails(len(answers), len(resumed),
+                                tuple(a.mechanism() for a in answers))
     if resumed:
-        return ctx.result(Verdict.supported, f"resumed: {', '.join(resumed)}", evidence)
+        return ctx.result(Verdict.supported, f"resumed: {', '.join(resumed)}", evidence,
+                          details=details)
     # "no resumption" covers the versions not asked only when they are known not spoken
     unknown = ctx.undetermined(TLS13, TLS13) or (None if legacy else
                                                  ctx.undetermined(TLS10, TLS12))
     if unknown is not None:
         return ctx.inconclusive(f"no session was resumed, but {unknown}: "
-                                + "; ".join(evidence), evidence)
-    if all(ok is False for ok, _ in answers):
+                                + "; ".join(evidence), evidence, details)
+    if all(a.ok is False for a in answers):
         return ctx.result(Verdict.not_supported, "no session was resumed: "
-                          + "; ".join(evidence), evidence)
+                          + "; ".join(evidence), evidence, details=details)
     return ctx.inconclusive("no session was resumed, and not every mechanism could be "
-                            "asked: " + "; ".join(evidence), evidence)
+                            "asked: " + "; ".join(evidence), evidence, details)
 
 
 CHECK = ActiveCheck("resumption", "session resumption (session IDs, tickets, TLS 1.3 PSK)",
-                    run)
+                    run, ResumptionDetails)

@@ -45,14 +45,15 @@ from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.config import ClientConfig, TLS12
 from tlsprobe.errors import NetworkError
-from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.model.check_details import RobotAnswer, RobotDetails, RobotOracle
+from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.model.pubkey import public_key
 from tlsprobe.net.driver import adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks import _early
 from tlsprobe.probes.checks._handshake import handshake
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.checks.renegotiation import no_legacy
+from tlsprobe.probes.checks._legacy import no_legacy
 from tlsprobe.probes.audit.outcome import Outcome
 
 PMS = bytes.fromhex("aa112233445566778899112233445566778899112233445566778899112233445566"
@@ -171,54 +172,97 @@ def _rsa_suites(ctx: CheckContext) -> tuple[int, tuple[int, ...]] | None:
     return None
 
 
-async def run(ctx: CheckContext) -> CheckResult:
+def _target(ctx: CheckContext) -> tuple[int, tuple[int, ...]] | CheckResult:
+    """(version, RSA key exchange suites) to probe, or the result when there is none."""
     legacy = [v for v in ctx.spoken if 0x0301 <= v <= TLS12]
     if not legacy:
         return no_legacy(ctx, "TLS 1.3 has no RSA key exchange")
-    if any(ctx.report.suite_audit(v) is None for v in legacy):
+    audits = {v: ctx.report.suite_audit(v) for v in legacy}
+    if any(a is None for a in audits.values()):
         return ctx.inconclusive("the audit did not enumerate the suites (ROBOT needs to "
                                 "know whether RSA key exchange is accepted)")
     found = _rsa_suites(ctx)
-    incomplete = [registry.version_name(v) for v in legacy
-                  if not getattr(ctx.report.suite_audit(v), "complete", True)]
+    incomplete = [registry.version_name(v) for v, a in audits.items()
+                  if a is not None and not a.complete]
     if found is None and incomplete:
         return ctx.inconclusive("no RSA key exchange suite found, but the suite enumeration "
                                 f"of {', '.join(incomplete)} is incomplete")
     if found is None:
         return ctx.result(Verdict.not_applicable, "no RSA key exchange suite is accepted")
-    version, suites = found
-    config = ctx.config((version,), cipher_suites_12=suites)
-    name = registry.version_name(version)
-    rounds: list[dict[str, str]] = []
-    asked_certificate = False
-    for n in range(ROUNDS):
-        async def one(kind: str) -> Answer | Outcome:
-            async def talk(transport: AsyncTransport, deadline: float) -> Answer:
-                return await _probe(kind, config, transport, deadline)
-            return await ctx.converse(talk, label=f"round {n + 1}")
-        got = await asyncio.gather(*(one(kind) for kind in PAYLOADS))
-        for kind, answer in zip(PAYLOADS, got):
-            if isinstance(answer, Outcome) or answer.failed:
-                why = answer.describe() if isinstance(answer, Outcome) else answer.text
-                return ctx.inconclusive(f"the {kind} probe could not be sent: {why}")
-            if answer.odd:
-                return ctx.inconclusive(f"the {kind} probe got no TLS answer: {answer.text}",
-                                        (f"received ({kind}): {answer.text}",))
-            asked_certificate = asked_certificate or answer.certificate
-        rounds.append({k: a.text for k, a in zip(PAYLOADS, got)
-                       if isinstance(a, Answer)})
+    return found
+
+
+#: one round's answers, probe -> answer text (PAYLOADS order)
+Round = dict[str, str]
+
+
+async def _round(ctx: CheckContext, config: ClientConfig, n: int
+                 ) -> tuple[Round, bool] | CheckResult:
+    """Round `n` (the five probes at once): the answers and whether a client certificate
+    was asked for, or the inconclusive result when a probe could not be sent or answered."""
+    async def one(kind: str) -> Answer | Outcome:
+        async def talk(transport: AsyncTransport, deadline: float) -> Answer:
+            return await _probe(kind, config, transport, deadline)
+        return await ctx.converse(talk, label=f"round {n + 1}")
+    got = await asyncio.gather(*(one(kind) for kind in PAYLOADS))
+    answers: Round = {}
+    asked = False
+    for kind, answer in zip(PAYLOADS, got):
+        if isinstance(answer, Outcome) or answer.failed:
+            why = answer.describe() if isinstance(answer, Outcome) else answer.text
+            return ctx.inconclusive(f"the {kind} probe could not be sent: {why}")
+        if answer.odd:
+            return ctx.inconclusive(f"the {kind} probe got no TLS answer: {answer.text}",
+                                    (f"received ({kind}): {answer.text}",))
+        asked = asked or answer.certificate
+        answers[kind] = answer.text
+    return answers, asked
+
+
+def _evidence(name: str, suites: tuple[int, ...], asked: bool, answers: Round
+              ) -> tuple[str, ...]:
     offered = ", ".join(registry.suite_name(s) for s in suites[:2]) + \
         (" ..." if len(suites) > 2 else "")
     certificate = "an empty Certificate (the server sent a CertificateRequest), " \
-        if asked_certificate else ""
-    evidence: tuple[str, ...] = (
-        f"sent: {name} hellos offering {offered}; after the ServerHelloDone {certificate}a "
-        "ClientKeyExchange with each of the five PKCS #1 blocks, ChangeCipherSpec and "
-        f"an undecryptable Finished; {ROUNDS} rounds, {ROUNDS * len(PAYLOADS)} "
-        "connections",
-        "received: " + "; ".join(f"{k}: {v}" for k, v in rounds[0].items()))
-    if any(r != rounds[0] for r in rounds[1:]):
-        changed = [k for k in PAYLOADS if any(r[k] != rounds[0][k] for r in rounds)]
+        if asked else ""
+    return ((f"sent: {name} hellos offering {offered}; after the ServerHelloDone "
+             f"{certificate}a ClientKeyExchange with each of the five PKCS #1 blocks, "
+             f"ChangeCipherSpec and an undecryptable Finished; {ROUNDS} rounds, "
+             f"{ROUNDS * len(PAYLOADS)} connections"),
+            "received: " + "; ".join(f"{k}: {v}" for k, v in answers.items()))
+
+
+def oracle_of(answers: Round) -> tuple[RobotOracle | None, tuple[str, ...]]:
+    """The oracle the answers show (None: all five alike) and the probes answered
+    otherwise than the valid block. Weak when the three badly formatted blocks get the same
+    answer (only a correctly padded block is told apart), strong otherwise."""
+    if len(set(answers.values())) == 1:
+        return None, ()
+    bad = {answers[k] for k in ("wrong first two bytes", "00 in the wrong place",
+                                "no 00 separator")}
+    apart = tuple(k for k in PAYLOADS if answers[k] != answers["valid"])
+    return (RobotOracle.weak if len(bad) == 1 else RobotOracle.strong), apart
+
+
+async def run(ctx: CheckContext) -> CheckResult:
+    target = _target(ctx)
+    if isinstance(target, CheckResult):
+        return target
+    version, suites = target
+    config = ctx.config((version,), cipher_suites_12=suites)
+    rounds: list[Round] = []
+    asked_certificate = False
+    for n in range(ROUNDS):
+        got = await _round(ctx, config, n)
+        if isinstance(got, CheckResult):
+            return got
+        rounds.append(got[0])
+        asked_certificate = asked_certificate or got[1]
+    answers = rounds[0]
+    name = registry.version_name(version)
+    evidence = _evidence(name, suites, asked_certificate, answers)
+    if any(r != answers for r in rounds[1:]):
+        changed = [k for k in PAYLOADS if any(r[k] != answers[k] for r in rounds)]
         return ctx.inconclusive(f"the answers changed between rounds for {', '.join(changed)} "
                                 "(noise: no verdict)", evidence)
     if asked_certificate:
@@ -232,26 +276,33 @@ async def run(ctx: CheckContext) -> CheckResult:
                                     f"CertificateRequest with an empty Certificate failed "
                                     f"({refused}), so the probes' answers need not depend "
                                     "on the padding", evidence)
-        evidence += ("the client certificate is optional: a complete handshake with an "
-                     "empty Certificate succeeded",)
-    answers = rounds[0]
-    if len(set(answers.values())) == 1:
+        optional = "the client certificate is optional: a complete handshake with an " \
+            "empty Certificate succeeded"
+        evidence += (optional,)
+    return _verdict(ctx, answers, evidence, name, asked_certificate)
+
+
+def _verdict(ctx: CheckContext, answers: Round, evidence: tuple[str, ...], name: str,
+             asked_certificate: bool) -> CheckResult:
+    """The verdict on answers that repeated in every round (see the module docstring)."""
+    oracle, apart = oracle_of(answers)
+    details = RobotDetails(oracle, apart, tuple(RobotAnswer(k, v) for k, v in answers.items()),
+                           name, ROUNDS, asked_certificate)
+    if oracle is None:
         if answers["valid"] == "timeout":
             return ctx.inconclusive("none of the five ClientKeyExchange probes was answered "
                                     "before the time limit, in either round: no answer to "
                                     "compare", evidence)
         return ctx.result(Verdict.not_vulnerable, "the server answered the five "
                           f"ClientKeyExchange probes alike ({answers['valid']}) in both "
-                          "rounds: no padding oracle", evidence)
-    bad = {answers[k] for k in ("wrong first two bytes", "00 in the wrong place",
-                                "no 00 separator")}
-    strength = "weak" if len(bad) == 1 else "strong"
+                          "rounds: no padding oracle", evidence, details=details)
     first = {v: k for k, v in reversed(answers.items())}     # one probe per distinct answer
-    return ctx.result(Verdict.vulnerable, f"{strength} oracle: the server's answer depends on "
+    return ctx.result(Verdict.vulnerable, f"{oracle} oracle: the server's answer depends on "
                       "the PKCS #1 padding of the RSA pre-master secret, the same in both "
                       "rounds (" + "; ".join(f"{k}: {v}" for v, k in first.items()) + ")",
-                      evidence, code="check.robot",
-                      severity="high" if strength == "strong" else "medium")
+                      evidence, severity=Severity.high if oracle is RobotOracle.strong
+                      else Severity.medium, details=details)
 
 
-CHECK = ActiveCheck("robot", "ROBOT (Bleichenbacher oracle on RSA key exchange)", run)
+CHECK = ActiveCheck("robot", "ROBOT (Bleichenbacher oracle on RSA key exchange)", run,
+                    RobotDetails)

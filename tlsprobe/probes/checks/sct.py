@@ -13,35 +13,44 @@ from __future__ import annotations
 from cryptography import x509
 from cryptography.x509.oid import ExtensionOID
 
-from tlsprobe.model.checks import CheckResult, Verdict
-from tlsprobe.probes.checks._cert_chain import Served, on_leaf
+from tlsprobe.model.check_details import SctDetails
+from tlsprobe.model.checks import CheckResult, Severity, Verdict
+from tlsprobe.probes.checks._cert_chain import leaf
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 
-def embedded(leaf: x509.Certificate) -> str | None:
-    """'N SCTs embedded in the leaf' (or a note when present but unreadable), None if none."""
+def embedded(leaf: x509.Certificate) -> tuple[str, int | None] | None:
+    """('N SCTs embedded in the leaf' (or a note when present but unreadable), N), None if
+    none."""
     oid = ExtensionOID.PRECERT_SIGNED_CERTIFICATE_TIMESTAMPS
     try:
         value = leaf.extensions.get_extension_for_oid(oid).value
     except x509.ExtensionNotFound:
         return None
     except ValueError as exc:
-        return f"an SCT list embedded in the leaf that does not parse ({exc})"
-    try:
-        count = len(value)  # type: ignore[arg-type]
-    except TypeError:
-        return "an SCT list embedded in the leaf"
-    return f"{count} SCT{'' if count == 1 else 's'} embedded in the leaf"
+        return f"an SCT list embedded in the leaf that does not parse ({exc})", None
+    if not isinstance(value, x509.PrecertificateSignedCertificateTimestamps):
+        return "an SCT list embedded in the leaf", None     # not read as one
+    count = len(value)
+    return f"{count} SCT{'' if count == 1 else 's'} embedded in the leaf", count
 
 
-@on_leaf
-async def run(ctx: CheckContext, got: Served, leaf: x509.Certificate) -> CheckResult:
-    where = [w for w in (embedded(leaf),) if w] + [f"SCTs in {s}" for s in got.sct_sources]
+async def run(ctx: CheckContext) -> CheckResult:
+    got = await leaf(ctx)
+    if isinstance(got, CheckResult):
+        return got
+    served, cert = got
+    inside = embedded(cert)
+    details = SctDetails(inside[1] if inside else None, served.sct_sources)
+    where = [inside[0]] if inside else []
+    where += [f"SCTs in {s}" for s in served.sct_sources]
     if where:
-        return ctx.result(Verdict.supported, "; ".join(where), tuple(where))
+        return ctx.result(Verdict.supported, "; ".join(where), tuple(where), details=details)
     return ctx.result(Verdict.not_supported, "no SCT: none embedded in the leaf, none in the "
                       "TLS extension (offered), none in a stapled OCSP response "
-                      f"(stapling: {got.stapling})", code="check.sct", severity="low")
+                      f"(stapling: {served.stapling})", severity=Severity.low,
+                      details=details)
 
 
-CHECK = ActiveCheck("sct", "Signed Certificate Timestamps (Certificate Transparency)", run)
+CHECK = ActiveCheck("sct", "Signed Certificate Timestamps (Certificate Transparency)", run,
+                    SctDetails)

@@ -7,19 +7,24 @@ something other than HTTP: not applicable.
 
 from __future__ import annotations
 
+from tlsprobe.model.check_details import BannerDetails
 from tlsprobe.model.checks import CheckResult, Verdict
-from tlsprobe.probes.checks._http import Response, on_response
+from tlsprobe.probes.checks._http import http_response
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 
-@on_response
-def run(ctx: CheckContext, got: Response) -> CheckResult:
+async def run(ctx: CheckContext) -> CheckResult:
+    got = await http_response(ctx)
+    if isinstance(got, CheckResult):
+        return got
     status = f"GET / answered {got.status}"
     banners = got.get("server")
+    details = BannerDetails(got.status, tuple(banners))
     if not banners:
-        return ctx.result(Verdict.not_supported, f"no Server header ({status})", (status,))
+        return ctx.result(Verdict.not_supported, f"no Server header ({status})", (status,),
+                          details=details)
     return ctx.result(Verdict.supported, f"Server: {banners[0][:200]}",
-                      (status, *(f"Server: {b[:200]}" for b in banners)))
+                      (status, *(f"Server: {b[:200]}" for b in banners)), details=details)
 
 
-CHECK = ActiveCheck("server_banner", "the HTTP Server banner", run)
+CHECK = ActiveCheck("server_banner", "the HTTP Server banner", run, BannerDetails)

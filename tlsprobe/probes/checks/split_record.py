@@ -12,8 +12,10 @@ three at most.
 
 from __future__ import annotations
 
-from tlsprobe.probes.checks._tolerance import split_check
-from tlsprobe.probes.checks.base import ActiveCheck
+from tlsprobe.model.check_details import ToleranceDetails
+from tlsprobe.model.checks import CheckResult
+from tlsprobe.probes.checks._tolerance import judge_split
+from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.wire.record import HEADER_SIZE
 
 
@@ -29,7 +31,9 @@ def two_records(data: bytes) -> list[bytes]:
             header + (len(body) - cut).to_bytes(2, "big") + body[cut:] + rest]
 
 
-run = split_check(two_records, "two records", "one record")
+async def run(ctx: CheckContext) -> CheckResult:
+    return await judge_split(ctx, two_records, "two records", "one record")
 
 
-CHECK = ActiveCheck("split_record", "a ClientHello split over two TLS records", run)
+CHECK = ActiveCheck("split_record", "a ClientHello split over two TLS records", run,
+                    ToleranceDetails)

@@ -11,8 +11,10 @@ send (probes/checks/_tolerance.py). One connection when tolerated, three at most
 
 from __future__ import annotations
 
-from tlsprobe.probes.checks._tolerance import split_check
-from tlsprobe.probes.checks.base import ActiveCheck
+from tlsprobe.model.check_details import ToleranceDetails
+from tlsprobe.model.checks import CheckResult
+from tlsprobe.probes.checks._tolerance import judge_split
+from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 
 def two_segments(data: bytes) -> list[bytes]:
@@ -21,7 +23,9 @@ def two_segments(data: bytes) -> list[bytes]:
     return [data[:cut], data[cut:]] if cut else [data]
 
 
-run = split_check(two_segments, "two TCP segments", "one segment")
+async def run(ctx: CheckContext) -> CheckResult:
+    return await judge_split(ctx, two_segments, "two TCP segments", "one segment")
 
 
-CHECK = ActiveCheck("split_segment", "a ClientHello split over two TCP segments", run)
+CHECK = ActiveCheck("split_segment", "a ClientHello split over two TCP segments", run,
+                    ToleranceDetails)

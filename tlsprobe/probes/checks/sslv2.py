@@ -19,10 +19,11 @@ from __future__ import annotations
 import os
 
 from tlsprobe.errors import NetworkError
-from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.model.check_details import Sslv2Details
+from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.net.transport import AsyncTransport
-from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.probes.audit.outcome import Outcome
+from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 #: SSLv2 cipher specs (draft-hickman-netscape-ssl-00 appendix A)
 SSL2_CIPHERS = {
@@ -91,12 +92,13 @@ async def run(ctx: CheckContext) -> CheckResult:
             return ctx.inconclusive(got, (sent, f"received: {got}"))
         return ctx.result(Verdict.not_vulnerable, f"the server does not speak SSLv2: it "
                           f"answered with {'a close' if got == 'closed' else got}",
-                          (sent, f"received: {got}"))
+                          (sent, f"received: {got}"), details=Sslv2Details(False, ()))
     if got[:1] == bytes([ERROR]):
         code = int.from_bytes(got[1:3], "big") if len(got) >= 3 else None
         return ctx.result(Verdict.not_vulnerable, "the server answered with an SSLv2 ERROR "
-                          f"({code}): it shares no SSLv2 cipher", (sent, f"received: SSLv2 "
-                                                                   f"ERROR {code}"))
+                          f"({code}): it shares no SSLv2 cipher",
+                          (sent, f"received: SSLv2 ERROR {code}"),
+                          details=Sslv2Details(True, ()))
     specs = cipher_specs(got)
     if specs is None:
         return ctx.inconclusive("an SSLv2 answer that is not a well-formed SERVER-HELLO",
@@ -106,8 +108,8 @@ async def run(ctx: CheckContext) -> CheckResult:
     if not specs:
         return ctx.inconclusive("the server speaks SSLv2 but lists no cipher spec", evidence)
     return ctx.result(Verdict.vulnerable, f"the server speaks SSLv2 (DROWN): its SERVER-HELLO "
-                      f"lists {', '.join(names)}", evidence, code="check.sslv2",
-                      severity="high")
+                      f"lists {', '.join(names)}", evidence, severity=Severity.high,
+                      details=Sslv2Details(True, tuple(specs)))
 
 
-CHECK = ActiveCheck("sslv2", "SSLv2 (DROWN)", run)
+CHECK = ActiveCheck("sslv2", "SSLv2 (DROWN)", run, Sslv2Details)

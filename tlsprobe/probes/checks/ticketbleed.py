@@ -27,11 +27,12 @@ from dataclasses import replace
 from tlsprobe import registry
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.engine.suites import suite_params
-from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.model.check_details import TicketbleedDetails
+from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.net.transport import AsyncTransport
+from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.probes.checks import _early
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.registry import HandshakeType
 from tlsprobe.wire.messages import NewSessionTicket
 
@@ -132,14 +133,15 @@ async def run(ctx: CheckContext) -> CheckResult:
             return ctx.result(Verdict.vulnerable, f"the server echoes a 1-byte session ID "
                               f"as {FULL} bytes when it resumes from a ticket: {FULL - 1} "
                               "bytes of its memory", tuple(evidence),
-                              code="check.ticketbleed", severity="high")
+                              severity=Severity.high,
+                              details=TicketbleedDetails(len(second[0]), len(second[1])))
         first = second      # the first was a fresh session ID that began with our byte
     sent, echoed = first
     if echoed == sent:
         evidence.append("received: the 1-byte session ID echoed as sent")
         return ctx.result(Verdict.not_vulnerable, "the server resumes from its ticket and "
                           "echoes the 1-byte session ID as sent (RFC 5077 section 3.4)",
-                          tuple(evidence))
+                          tuple(evidence), details=TicketbleedDetails(len(sent), len(echoed)))
     evidence.append(f"received: a {len(echoed)}-byte session ID that does not begin with "
                     "ours" if echoed else "received: an empty session ID")
     return ctx.inconclusive("the server did not resume the session from the ticket it had "
@@ -147,4 +149,4 @@ async def run(ctx: CheckContext) -> CheckResult:
                             tuple(evidence))
 
 
-CHECK = ActiveCheck("ticketbleed", "Ticketbleed (CVE-2016-9244)", run)
+CHECK = ActiveCheck("ticketbleed", "Ticketbleed (CVE-2016-9244)", run, TicketbleedDetails)

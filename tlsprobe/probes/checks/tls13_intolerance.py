@@ -15,9 +15,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tlsprobe.engine.config import TLS13
-from tlsprobe.model.checks import CheckResult, Verdict
-from tlsprobe.probes.checks._tolerance import (Variant, judge, no_tls, plain_config,
-                                                 top_versions)
+from tlsprobe.model.check_details import ToleranceDetails
+from tlsprobe.model.checks import CheckResult, Severity, Verdict
+from tlsprobe.probes.checks._tolerance import (
+    Variant,
+    judge,
+    no_tls,
+    plain_config,
+    top_versions,
+)
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.registry import version_name
 
@@ -28,7 +34,8 @@ async def run(ctx: CheckContext) -> CheckResult:
         return no_tls(ctx)
     if TLS13 in versions:
         return ctx.result(Verdict.tolerated, "the server speaks TLS 1.3: the audit's hello "
-                          "offering TLS 1.3 was answered with TLS 1.3")
+                          "offering TLS 1.3 was answered with TLS 1.3",
+                          details=ToleranceDetails(()))
     top = versions[0]
     config = plain_config(ctx, top)
     name = version_name(top)
@@ -36,8 +43,8 @@ async def run(ctx: CheckContext) -> CheckResult:
                       "key_share, TLS 1.3 suites)",
                       replace(config, versions=(TLS13,) + config.versions))
     plain = Variant(f"the plain {name} ClientHello", config)
-    return await judge(ctx, [variant], plain, severity="high")
+    return await judge(ctx, [variant], plain, severity=Severity.high)
 
 
 CHECK = ActiveCheck("tls13_intolerance", "a server without TLS 1.3 answers a hello offering "
-                    "it", run)
+                    "it", run, ToleranceDetails)

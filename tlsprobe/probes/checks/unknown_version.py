@@ -23,11 +23,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from tlsprobe.engine.config import TLS12, ClientConfig
-from tlsprobe.model.checks import CheckResult
-from tlsprobe.probes.checks._tolerance import Variant, judge, on_plain, plain_config
-from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
+from tlsprobe.engine.config import TLS12
+from tlsprobe.model.check_details import ToleranceDetails
+from tlsprobe.model.checks import CheckResult, Severity
 from tlsprobe.probes.audit.outcome import Outcome
+from tlsprobe.probes.checks._tolerance import Variant, judge, plain_config, plain_hello
+from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.registry import version_name
 from tlsprobe.wire import extensions as ext
 from tlsprobe.wire.hello import ClientHello
@@ -67,8 +68,11 @@ def _hex(versions: list[int]) -> str:
     return ", ".join(f"0x{v:04x}" for v in versions)
 
 
-@on_plain
-async def run(ctx: CheckContext, versions: list[int], config: ClientConfig) -> CheckResult:
+async def run(ctx: CheckContext) -> CheckResult:
+    got = plain_hello(ctx)
+    if isinstance(got, CheckResult):
+        return got
+    versions, config = got
     top = versions[0]
     known = list(config.versions)
     name = version_name(top)
@@ -85,9 +89,9 @@ async def run(ctx: CheckContext, versions: list[int], config: ClientConfig) -> C
                                 legacy(UNKNOWN), label="legacy_version",
                                 plain=Variant(f"the plain {version_name(older[0])} "
                                               "ClientHello", old, label="legacy_version")))
-    return await judge(ctx, variants, listed.plain or listed, severity="medium",
+    return await judge(ctx, variants, listed.plain or listed, severity=Severity.medium,
                        sanity=picked_unknown)
 
 
 CHECK = ActiveCheck("unknown_version", "unknown future versions (0x0305) in the ClientHello",
-                    run)
+                    run, ToleranceDetails)

@@ -1,0 +1,349 @@
+"""The typed details of the checks' results (`CheckResult.details`, JSON `details`): what each
+check established, as values an API or JSON user reads without parsing the prose.
+
+One frozen dataclass per check (a few shared by checks that ask the same kind of question:
+the tolerance checks, the extension echoes, the derived suite checks); each check declares
+its type (`ActiveCheck.details`, probes/checks/base.py) and its results carry an instance of
+it or None. Versions and suites are their registry names ("TLS 1.2",
+"TLS_RSA_WITH_AES_128_GCM_SHA256"), as in the evidence. Field names are JSON: add fields,
+never rename them. docs/CHECKS.md lists each check's details.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+__all__ = [
+    "AcceptedSuite", "BannerDetails", "CcsDetails", "CheckDetails", "CompressionDetails",
+    "DhDetails", "DowngradeSentinelDetails", "EarlyDataDetails", "EchoDetails",
+    "FallbackAnswer", "FallbackDetails", "HeartbleedDetails", "HstsDetails",
+    "HttpCompressionDetails", "KeyUsageDetails", "LifetimeDetails", "MustStapleDetails",
+    "RenegotiationDetails", "RenegotiationsDetails", "ReplyKind", "ResumptionDetails",
+    "ResumptionMechanism", "RobotAnswer", "RobotDetails", "RobotOracle", "SctDetails",
+    "SentinelAnswer", "Sslv2Details", "StaplingDetails", "SuiteCheckDetails",
+    "TicketbleedDetails", "ToleranceDetails", "VariantAnswer",
+]
+
+
+@dataclass(frozen=True)
+class CheckDetails:
+    """The base of every check's details type (no fields of its own)."""
+
+
+# -- derived checks (read off the audit) ---------------------------------------------------
+
+@dataclass(frozen=True)
+class AcceptedSuite:
+    """A suite the audit found accepted, and in which version."""
+
+    suite: str
+    version: str
+
+
+@dataclass(frozen=True)
+class SuiteCheckDetails(CheckDetails):
+    """poodle, freak, logjam, rc4, sweet32, beast, null, anon: the accepted suites the check
+    is about (empty: none, on complete suite lists)."""
+
+    accepted: tuple[AcceptedSuite, ...]
+
+
+@dataclass(frozen=True)
+class DhDetails(CheckDetails):
+    """dh: the fixed DH parameters the server sends (None: none seen), their size, the
+    well-known prime they are (or None) and the primality verdict (model DhParams.prime),
+    and the RFC 7919 groups it negotiates with their sizes."""
+
+    bits: int | None
+    standard: str | None
+    prime: str | None
+    groups: tuple[str, ...]
+    smallest_bits: int | None
+
+
+# -- vulnerability checks --------------------------------------------------------------------
+
+class FallbackAnswer(StrEnum):
+    """What the server did with a downgraded hello carrying TLS_FALLBACK_SCSV."""
+
+    inappropriate_fallback = "inappropriate_fallback"
+    accepted = "accepted"
+    refused_otherwise = "refused otherwise"
+
+
+@dataclass(frozen=True)
+class FallbackDetails(CheckDetails):
+    """fallback: the lower version asked with the SCSV, the server's highest, its answer."""
+
+    version: str
+    highest: str
+    answer: FallbackAnswer
+
+
+@dataclass(frozen=True)
+class HeartbleedDetails(CheckDetails):
+    """heartbleed: the extension acknowledged, and the payload bytes the server sent beyond
+    the one it was sent (0 when it sent none; the content is never kept)."""
+
+    acknowledged: bool
+    bytes_leaked: int
+
+
+@dataclass(frozen=True)
+class CcsDetails(CheckDetails):
+    """ccs: whether a second ChangeCipherSpec was sent (the first met silence), the alert
+    that answered (None: none) and whether the server closed."""
+
+    second_sent: bool
+    alert: int | None
+    closed: bool
+
+
+@dataclass(frozen=True)
+class TicketbleedDetails(CheckDetails):
+    """ticketbleed: the session ID length sent with the ticket, the length echoed."""
+
+    sent_length: int
+    echoed_length: int
+
+
+@dataclass(frozen=True)
+class CompressionDetails(CheckDetails):
+    """compression: the compression method the server chose (0 null, 1 DEFLATE); None when
+    it refused the hello offering DEFLATE."""
+
+    method: int | None
+
+
+@dataclass(frozen=True)
+class RenegotiationsDetails(CheckDetails):
+    """client_renegotiation: renegotiations asked at most, completed in a row, answered
+    with a ServerHello; whether RFC 5746 was negotiated; whether the server refused."""
+
+    limit: int
+    accepted: int
+    answered: int
+    secure: bool
+    refused: bool
+
+
+class RobotOracle(StrEnum):
+    """The strength of a ROBOT padding oracle (as sslyze and robot-detect decide)."""
+
+    weak = "weak"
+    strong = "strong"
+
+
+@dataclass(frozen=True)
+class RobotAnswer:
+    """The server's first answer to one of the five ClientKeyExchange probes."""
+
+    probe: str
+    answer: str
+
+
+@dataclass(frozen=True)
+class RobotDetails(CheckDetails):
+    """robot: the oracle (None: the five answers alike), the probes answered differently
+    from the valid block, every probe's answer (the same in each round), the version and
+    rounds, and whether a client certificate was asked for."""
+
+    oracle: RobotOracle | None
+    distinguished: tuple[str, ...]
+    answers: tuple[RobotAnswer, ...]
+    version: str
+    rounds: int
+    certificate_requested: bool
+
+
+@dataclass(frozen=True)
+class Sslv2Details(CheckDetails):
+    """sslv2: whether the server answered SSLv2, and the cipher specs its SERVER-HELLO
+    lists (their codes)."""
+
+    speaks_sslv2: bool
+    cipher_specs: tuple[int, ...]
+
+
+# -- hygiene checks --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ResumptionMechanism:
+    """One mechanism asked: "TLS 1.2 session ID", "TLS 1.2 session ticket" or "TLS 1.3
+    ticket"; sessions (IDs or tickets) issued; resumed (None: not established)."""
+
+    mechanism: str
+    issued: int
+    resumed: bool | None
+
+
+@dataclass(frozen=True)
+class ResumptionDetails(CheckDetails):
+    """resumption: mechanisms tried, how many resumed, each one's answer."""
+
+    tried: int
+    resumed: int
+    mechanisms: tuple[ResumptionMechanism, ...]
+
+
+@dataclass(frozen=True)
+class EarlyDataDetails(CheckDetails):
+    """early_data: the ticket's max_early_data_size, 0-RTT accepted, its replay accepted
+    (None: not asked)."""
+
+    max_early_data_size: int
+    accepted: bool
+    replay_accepted: bool | None
+
+
+@dataclass(frozen=True)
+class StaplingDetails(CheckDetails):
+    """ocsp_stapling: a response stapled, its size, what it says (not verified)."""
+
+    stapled: bool
+    response_bytes: int
+    status: str | None
+
+
+@dataclass(frozen=True)
+class EchoDetails(CheckDetails):
+    """ems, etm: the version asked, whether the ServerHello echoed the extension, and the
+    suite it chose."""
+
+    version: str
+    echoed: bool
+    suite: str | None
+
+
+@dataclass(frozen=True)
+class RenegotiationDetails(CheckDetails):
+    """renegotiation: the version asked, renegotiation_info in the ServerHello, and the
+    connections it rests on (two when it was missing)."""
+
+    version: str
+    renegotiation_info: bool
+    connections: int
+
+
+@dataclass(frozen=True)
+class SentinelAnswer:
+    """One lower-version hello: the version asked and answered, the sentinel present."""
+
+    version: str
+    sentinel: bool
+
+
+@dataclass(frozen=True)
+class DowngradeSentinelDetails(CheckDetails):
+    """downgrade_sentinel: the server's highest version and each lower version's answer."""
+
+    highest: str
+    answers: tuple[SentinelAnswer, ...]
+
+
+# -- tolerance checks ------------------------------------------------------------------------
+
+class ReplyKind(StrEnum):
+    """What a server did with one hello (probes/audit/confirm.py): answered it, refused it
+    (an alert, a close, a reset, silence, or a ServerHello breaking a rule), or unsure (no
+    answer that says either)."""
+
+    answered = "answered"
+    alert = "alert"
+    closed = "closed"
+    reset = "reset"
+    silent = "silent"
+    violation = "violation"
+    unsure = "unsure"
+
+
+@dataclass(frozen=True)
+class VariantAnswer:
+    """One variant hello: what it is, its ClientHello size, what the server did first, and
+    whether a refusal was confirmed."""
+
+    variant: str
+    size: int
+    answer: ReplyKind
+    confirmed: bool
+
+
+@dataclass(frozen=True)
+class ToleranceDetails(CheckDetails):
+    """large_hello, split_record, split_segment, grease, unknown_version,
+    tls13_intolerance: each variant's answer (empty: the audit answered it already)."""
+
+    variants: tuple[VariantAnswer, ...]
+
+
+# -- HTTP checks -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class HstsDetails(CheckDetails):
+    """hsts: the HTTP status line, the header (None: absent), max-age (None: missing or
+    invalid), includeSubDomains, preload."""
+
+    status: str
+    header: str | None
+    max_age: int | None
+    include_subdomains: bool
+    preload: bool
+
+
+@dataclass(frozen=True)
+class HttpCompressionDetails(CheckDetails):
+    """breach: the HTTP status line, the Content-Encodings of the answer, the compressing ones."""
+
+    status: str
+    encodings: tuple[str, ...]
+    compressing: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BannerDetails(CheckDetails):
+    """server_banner: the HTTP status line and the Server headers, as sent (the report escapes
+    them)."""
+
+    status: str
+    banners: tuple[str, ...]
+
+
+# -- certificate checks ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LifetimeDetails(CheckDetails):
+    """cert_lifetime: the leaf's validity period in seconds (notBefore to notAfter
+    inclusive), and its two dates (ISO 8601)."""
+
+    seconds: int
+    not_before: str
+    not_after: str
+
+
+@dataclass(frozen=True)
+class SctDetails(CheckDetails):
+    """sct: SCTs embedded in the leaf (None: none, or a list not counted), and the other
+    places they came in ("the TLS extension", "the stapled OCSP response")."""
+
+    embedded: int | None
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class KeyUsageDetails(CheckDetails):
+    """key_usage: the uses the leaf's keyUsage allows (None: no extension), the use the
+    negotiated suite needs, and the uses the server was seen making that it leaves out."""
+
+    allowed: tuple[str, ...] | None
+    needed: str | None
+    violations: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class MustStapleDetails(CheckDetails):
+    """must_staple: the leaf demands stapling, and whether each connection got a stapled
+    response."""
+
+    demanded: bool
+    stapled: tuple[bool, ...]
