@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from tlsprobe.errors import EXIT_FINDINGS, EXIT_OK, UsageError, exit_code_for
 from tlsprobe.probes.checks.catalog import ACTIVE, ALIASES, DEFAULT, DERIVED, PHASES, resolve
+from tlsprobe.model.severity import Severity
 
 if TYPE_CHECKING:
     from tlsprobe.model.audit import AuditReport
@@ -41,7 +42,7 @@ CHECKS = PHASES
 #: the audit model's SEVERITIES, written out so that building the parser (--fail-on's
 #: choices and help) imports neither the model nor the registry under it; a test checks
 #: that the two match (tests/test_startup.py)
-SEVERITIES = ("info", "low", "medium", "high", "critical")
+SEVERITIES = (Severity.info, Severity.low, Severity.medium, Severity.high, Severity.critical)
 
 def _active_help() -> str:
     """The active checks for --help, the ones that can hurt a server marked."""

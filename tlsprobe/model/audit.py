@@ -14,6 +14,7 @@ from enum import StrEnum
 from tlsprobe.model.checks import CheckResult
 from tlsprobe.model.encode import JsonObject, document, dumps
 from tlsprobe.model.probe import CertificateInfo, Cipher, Codepoint
+from tlsprobe.model.severity import Severity
 from tlsprobe.model.starttls import StartTlsInfo
 from tlsprobe.model.vocab import (Answer, ConsistencyStatus, DheStatus, GroupMethod, Order,
                                   PqCheck, SigalgStatus, TrustStatus, VersionStatus)
@@ -21,7 +22,7 @@ from tlsprobe.errors import FailureKind
 
 AUDIT_SCHEMA_VERSION = 1
 
-SEVERITIES = ("info", "low", "medium", "high", "critical")
+SEVERITIES = tuple(Severity)
 
 # Order of preference: who decides among the offered values.
 ORDER_SERVER = Order.SERVER        # the server picks by its own preference
@@ -211,7 +212,7 @@ class Finding:
     policy's reason (`waiver`) and name (`waived_by`); those two JSON members are there only
     on waived findings."""
 
-    severity: str                   # info, low, medium, high, critical
+    severity: Severity
     code: str                       # stable identifier, e.g. "version.not_allowed"
     message: str
     policy: str = "builtin"

@@ -18,9 +18,14 @@ code of an area; an exact code wins over its area.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
+from typing import TypeVar
 
 from tlsprobe.errors import did_you_mean
+from tlsprobe.model.severity import Severity
+
+T = TypeVar("T")
 
 __all__ = ["BUILTIN", "DEFAULT_SEVERITY", "all_codes", "check_of", "lookup", "unknown_code"]
 
@@ -29,10 +34,10 @@ __all__ = ["BUILTIN", "DEFAULT_SEVERITY", "all_codes", "check_of", "lookup", "un
 # see policy/findings.py _version_severity.
 #: the policy findings (policy/findings.py `evaluate`) but version.not_allowed, and their
 #: default severities
-DEFAULT_SEVERITY = {"version.missing": "medium", "suite.not_allowed": "medium",
-                    "group.not_allowed": "medium", "group.missing": "low", "dh.too_small": "medium",
-                    "certificate.key_too_small": "medium",
-                    "certificate.type_not_allowed": "medium", "order.not_server": "low"}
+DEFAULT_SEVERITY = {"version.missing": Severity.medium, "suite.not_allowed": Severity.medium,
+                    "group.not_allowed": Severity.medium, "group.missing": Severity.low, "dh.too_small": Severity.medium,
+                    "certificate.key_too_small": Severity.medium,
+                    "certificate.type_not_allowed": Severity.medium, "order.not_server": Severity.low}
 
 #: built-in findings (whatever the policy): policy/findings.py and policy/certificate.py
 BUILTIN = (
@@ -80,7 +85,7 @@ def unknown_code(key: str) -> str | None:
                                               " (see docs/POLICY.md, Findings)")
 
 
-def lookup(table: dict[str, str], code: str) -> str | None:
+def lookup(table: Mapping[str, T], code: str) -> T | None:
     """`table`'s value for `code`: the exact code, else its `AREA.*` key, else None."""
     if code in table:
         return table[code]

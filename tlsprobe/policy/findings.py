@@ -25,6 +25,7 @@ from tlsprobe.policy.checks import check_findings
 from tlsprobe.policy.codes import check_of
 from tlsprobe.policy.load import Policy
 from tlsprobe.policy.rules import POLICY_RULES, dh_modulus_word, evaluate
+from tlsprobe.model.severity import Severity
 
 __all__ = ["BUILTIN_RULES", "POLICY_RULES", "at_or_above", "builtin_findings",
            "dh_modulus_word", "evaluate", "findings_for", "judge", "rate", "with_findings"]
@@ -39,7 +40,7 @@ def _suite_findings(audit: SuiteAudit) -> list[Finding]:
     without forward secrecy (static RSA or DH key exchange: medium)."""
     out: list[Finding] = []
     name = audit.version.name
-    by_sev: dict[str, list[tuple[str, str]]] = {}
+    by_sev: dict[Severity, list[tuple[str, str]]] = {}
     no_fs: list[str] = []
     for c in audit.supported:
         suite = registry.cipher_suite(c.id)
@@ -47,7 +48,7 @@ def _suite_findings(audit: SuiteAudit) -> list[Finding]:
             continue
         tags = suite.weaknesses
         if tags:
-            sev = "critical" if {"NULL", "anon", "export"} & set(tags) else "high"
+            sev = Severity.critical if {"NULL", "anon", "export"} & set(tags) else Severity.high
             by_sev.setdefault(sev, []).append((c.iana_name, ", ".join(tags)))
         if audit.version.id < 0x0304 and not suite.forward_secret and not suite.is_anon:
             no_fs.append(c.iana_name)
@@ -57,7 +58,7 @@ def _suite_findings(audit: SuiteAudit) -> list[Finding]:
                            items=tuple(n for n, _ in pairs), version=name))
     if no_fs:
         top = audit.order != ORDER_CLIENT and audit.supported[0].iana_name == no_fs[0]
-        out.append(Finding("medium", "suite.no_forward_secrecy", f"{name}: {len(no_fs)} "
+        out.append(Finding(Severity.medium, "suite.no_forward_secrecy", f"{name}: {len(no_fs)} "
                            "cipher suite(s) without forward secrecy (static RSA or DH key "
                            f"exchange){', the most preferred among them' if top else ''}: "
                            f"{names(no_fs, 4)}", items=tuple(no_fs), version=name))
@@ -74,7 +75,7 @@ def _no_modern_version(report: AuditReport, now: datetime) -> list[Finding]:
     refused = {v.version.id for v in report.versions if v.status == "not_supported"}
     if not (report.versions and {0x0303, 0x0304} <= refused and spoken):
         return []
-    return [Finding("high", "version.no_modern", "neither TLS 1.2 nor TLS 1.3 is spoken",
+    return [Finding(Severity.high, "version.no_modern", "neither TLS 1.2 nor TLS 1.3 is spoken",
                     items=tuple(registry.version_name(v) for v in spoken))]
 
 
@@ -87,7 +88,7 @@ def _fixed_dh(report: AuditReport, now: datetime) -> list[Finding]:
     fixed = g12.dhe.fixed
     out = []
     if fixed.bits < 2048:   # Logjam: 1024-bit primes are within reach of a state
-        out.append(Finding("high" if fixed.bits < 1024 else "medium", "dh.weak",
+        out.append(Finding(Severity.high if fixed.bits < 1024 else Severity.medium, "dh.weak",
                            f"DHE with a {fixed.bits}-bit {dh_modulus_word(fixed)} (under "
                            "2048 bits)", items=(fixed.name,), version="TLS 1.2"))
     return out + _dh_prime_findings(fixed)
@@ -98,7 +99,7 @@ def _inconsistent_target(report: AuditReport, now: datetime) -> list[Finding]:
     c = report.consistency
     if c is None or c.status != "inconsistent":
         return []
-    return [Finding("medium", "target.inconsistent", "the target answered the same hello "
+    return [Finding(Severity.medium, "target.inconsistent", "the target answered the same hello "
                     "differently (likely several servers or configurations behind one name); "
                     "results built from many connections may merge them ("
                     + "; ".join(_distinct(c.answers) + list(c.notes)) + ")", items=c.affected)]
@@ -124,14 +125,14 @@ def _dh_prime_findings(fixed: DhParameters) -> list[Finding]:
     if fixed.standard is not None:
         return []
     if fixed.prime == "composite":
-        severity, code = "high", "dh.not_prime"
+        severity, code = Severity.high, "dh.not_prime"
         text = f"DHE with a {fixed.bits}-bit modulus that is not prime ({fixed.prime_detail})"
     elif fixed.prime == "unchecked":
-        severity, code = "info", "dh.custom"
+        severity, code = Severity.info, "dh.custom"
         text = (f"DHE with a custom {fixed.bits}-bit modulus, primality not checked "
                 f"({fixed.prime_detail})")
     else:
-        severity, code = "info", "dh.custom"
+        severity, code = Severity.info, "dh.custom"
         safe = f" (not a safe prime: {fixed.prime_detail})" if fixed.prime == "not_safe" else ""
         text = f"DHE with a custom {fixed.bits}-bit prime{safe}"
     return [Finding(severity, code, text, items=(fixed.name,), version="TLS 1.2")]
@@ -143,46 +144,46 @@ def _pq_findings(report: AuditReport) -> list[Finding]:
     pq = [g for g in (g13.supported if g13 else ()) if g.id in (0x11EB, 0x11EC, 0x11ED, 0x11EE,
                                                                  0x0200, 0x0201, 0x0202, 0x6399)]
     if g13 is not None and g13.spoken and not pq and not g13.inconclusive:
-        out.append(Finding("info", "pq.none", "no post-quantum key exchange in TLS 1.3",
+        out.append(Finding(Severity.info, "pq.none", "no post-quantum key exchange in TLS 1.3",
                            version="TLS 1.3"))
     for v in report.post_quantum:
         if v.check == "tolerance" and v.verdict == "no":
-            out.append(Finding("medium", "pq.intolerant", f"a hello with {v.subject} is "
+            out.append(Finding(Severity.medium, "pq.intolerant", f"a hello with {v.subject} is "
                                f"refused: {v.detail}", items=(v.subject,), version="TLS 1.3"))
         if v.check == "browser_like" and v.verdict == "no" and "although" in v.detail:
-            out.append(Finding("low", "pq.classic_preferred", v.detail, items=(v.subject,),
+            out.append(Finding(Severity.low, "pq.classic_preferred", v.detail, items=(v.subject,),
                                version="TLS 1.3"))
     return out
 
 
 def _versions_unknown(report: AuditReport, now: datetime) -> list[Finding]:
-    return [Finding("info", "audit.inconclusive", f"{v.version.name} support not "
+    return [Finding(Severity.info, "audit.inconclusive", f"{v.version.name} support not "
                     f"established: {v.detail}", version=v.version.name)
             for v in report.versions if v.status == "inconclusive"]
 
 
 def _groups_unknown(report: AuditReport, now: datetime) -> list[Finding]:
-    return [Finding("info", "audit.inconclusive", f"{g.version.name}: {len(g.inconclusive)} "
+    return [Finding(Severity.info, "audit.inconclusive", f"{g.version.name}: {len(g.inconclusive)} "
                     "group(s) not established", items=tuple(c.name for c in g.inconclusive),
                     version=g.version.name)
             for g in report.groups if g.inconclusive]
 
 
 def _suites_unknown(report: AuditReport, now: datetime) -> list[Finding]:
-    return [Finding("info", "audit.inconclusive", f"{s.version.name}: " + (
+    return [Finding(Severity.info, "audit.inconclusive", f"{s.version.name}: " + (
                     "cipher suite list may be incomplete" if s.supported else
                     "cipher suites not established"), version=s.version.name)
             for s in report.suites if not s.complete]
 
 
 def _sigalgs_unknown(report: AuditReport, now: datetime) -> list[Finding]:
-    return [Finding("info", "audit.inconclusive", f"{a.version.name}: signature schemes not "
+    return [Finding(Severity.info, "audit.inconclusive", f"{a.version.name}: signature schemes not "
                     f"established: {a.reason}", version=a.version.name)
             for a in report.signature_schemes if a.status == "inconclusive"]
 
 
 def _pq_tolerance_unknown(report: AuditReport, now: datetime) -> list[Finding]:
-    return [Finding("info", "audit.inconclusive", "post-quantum tolerance (a hello with "
+    return [Finding(Severity.info, "audit.inconclusive", "post-quantum tolerance (a hello with "
                     f"{v.subject}) not established: {v.detail}", items=(v.subject,),
                     version="TLS 1.3")
             for v in report.post_quantum if v.check == "tolerance" and v.verdict == "inconclusive"]

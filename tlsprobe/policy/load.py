@@ -22,6 +22,7 @@ from tlsprobe import registry
 from tlsprobe.errors import did_you_mean
 from tlsprobe.model.audit import SEVERITIES
 from tlsprobe.policy.codes import DEFAULT_SEVERITY, lookup, unknown_code
+from tlsprobe.model.severity import Severity
 
 ALIASES = {"modern": "mozilla-modern-6.0", "intermediate": "mozilla-intermediate-6.0",
            "old": "mozilla-old-5.7", "mozilla-modern": "mozilla-modern-6.0",
@@ -63,15 +64,15 @@ class Policy:
     rsa_min_bits: int | None = None
     certificate_types: tuple[str, ...] | None = None
     server_preferred_order: bool | None = None
-    severity: dict[str, str] = field(default_factory=dict)
+    severity: dict[str, Severity] = field(default_factory=dict)
     #: finding code (or `AREA.*`) -> why it is accepted: such findings are listed as waived
     waive: dict[str, str] = field(default_factory=dict)
 
-    def sev(self, code: str) -> str:
+    def sev(self, code: str) -> Severity:
         """The severity of this policy's finding `code` (its `severity` table first)."""
-        return lookup(self.severity, code) or DEFAULT_SEVERITY.get(code, "low")
+        return lookup(self.severity, code) or DEFAULT_SEVERITY.get(code, Severity.low)
 
-    def rated(self, code: str) -> str | None:
+    def rated(self, code: str) -> Severity | None:
         """The severity this policy's `severity` table gives `code` (None: not named)."""
         return lookup(self.severity, code)
 
@@ -216,7 +217,7 @@ def parse_policy(data: PolicyData, where: str) -> Policy:
         dh_min_bits=dh_min_bits, rsa_min_bits=rsa_min_bits,
         certificate_types=tuple(str(t).lower() for t in cert_types) if cert_types is not None
         else None, server_preferred_order=bool(order) if order is not None else None,
-        severity={k: str(v) for k, v in severity.items()},   # checked: SEVERITIES
+        severity={k: Severity(str(v)) for k, v in severity.items()},   # checked: SEVERITIES
         waive={k: " ".join(str(v).split()) for k, v in waive.items()})   # checked: str
 
 

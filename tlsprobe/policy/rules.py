@@ -23,6 +23,7 @@ from tlsprobe.model.audit import (
 from tlsprobe.model.probe import CertificateInfo
 from tlsprobe.policy.certificate import names
 from tlsprobe.policy.load import Policy
+from tlsprobe.model.severity import Severity
 
 __all__ = ["POLICY_RULES", "SUITE_RULES", "PolicyRule", "SuiteRule", "dh_modulus_word",
            "evaluate"]
@@ -35,14 +36,15 @@ PolicyRule = Callable[[AuditReport, Policy], list[Finding]]
 SuiteRule = Callable[[SuiteAudit, Policy], list[Finding]]
 
 
-def _version_severity(version: int) -> str:
+def _version_severity(version: int) -> Severity:
     """A version outside the policy: SSL 3.0 critical, TLS 1.0/1.1 high (RFC 8996), else
     medium (the policy is what the user asked to be held to)."""
-    return {0x0300: "critical", 0x0301: "high", 0x0302: "high"}.get(version, "medium")
+    return {0x0300: Severity.critical, 0x0301: Severity.high,
+            0x0302: Severity.high}.get(version, Severity.medium)
 
 
 def _finding(policy: Policy, code: str, message: str, items: list[str] | tuple[str, ...],
-             version: str | None, severity: str | None = None) -> Finding:
+             version: str | None, severity: Severity | None = None) -> Finding:
     """A finding of `policy`, at `severity` or the policy's own for `code`."""
     return Finding(severity or policy.sev(code), code, message, policy.name, tuple(items),
                    version)

@@ -19,6 +19,7 @@ from tlsprobe.report.escape import shown
 from tlsprobe.report.fit import FitTable
 from tlsprobe.report.tones import TONE_STYLE, pq_tone, version_tone
 from tlsprobe.model.vocab import Order
+from tlsprobe.model.severity import Severity
 
 ORDER_TEXT = {ORDER_SERVER: "the server enforces its own order",
               ORDER_CLIENT: "the server follows the client's order (listed as offered)",
@@ -26,8 +27,8 @@ ORDER_TEXT = {ORDER_SERVER: "the server enforces its own order",
 METHOD_TEXT = {"hello_retry_request": "offers without key shares, HelloRetryRequest",
                "key_share": "offers with real key shares",
                "server_key_exchange": "ECDHE and DHE suites, ServerKeyExchange"}
-SEVERITY_STYLE = {"critical": "bold red", "high": "red", "medium": "yellow", "low": "cyan",
-                  "info": "dim"}
+SEVERITY_STYLE = {Severity.critical: "bold red", Severity.high: "red", Severity.medium: "yellow", Severity.low: "cyan",
+                  Severity.info: "dim"}
 CUT = re.compile(r" and \d+ more\b")   # a list a finding's message cut short
 
 
@@ -305,7 +306,7 @@ def summary_lines(reports: list[AuditReport], code: int, reason: str) -> list[st
     for r in reports:
         for f in r.findings:
             counts[f.severity] = counts.get(f.severity, 0) + 1
-    order = ("critical", "high", "medium", "low", "info")
+    order = (Severity.critical, Severity.high, Severity.medium, Severity.low, Severity.info)
     found = ", ".join(f"{counts[s]} {s}" for s in order if s in counts) or "none"
     return [f"Targets: {len(reports)}; audited {len(reports) - failed}; with an error "
             f"{failed}{by_kind}",

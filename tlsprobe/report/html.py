@@ -27,6 +27,7 @@ from tlsprobe.model.checks import CATEGORIES, CheckResult
 from tlsprobe.report.escape import shown
 from tlsprobe.report.tones import (Tone, check_severity, check_tone, highest, pq_findings,
                                    pq_tone, version_findings, version_tone)
+from tlsprobe.model.severity import Severity
 
 ORDER_TEXT = {"server": "the server enforces its own order",
               "client": "the server follows the client's order (listed as offered)",
@@ -342,7 +343,7 @@ def summary_html(reports: Sequence[AuditReport], code: int, reason: str) -> str:
         for f in r.findings:
             counts[f.severity] = counts.get(f.severity, 0) + 1
     cells = " ".join(f'<span class="sev sev-{s}">{counts[s]} {s}</span>'
-                     for s in ("critical", "high", "medium", "low", "info") if s in counts)
+                     for s in (Severity.critical, Severity.high, Severity.medium, Severity.low, Severity.info) if s in counts)
     errors = sum(1 for r in reports if r.error)
     return (f"<p>Targets: {len(reports)}; with an error: {errors}</p>\n"
             f"<p>Findings: {cells or 'none'}</p>\n" + _p(f"Exit code {code}: {reason}"))

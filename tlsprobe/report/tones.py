@@ -27,10 +27,11 @@ from typing import Literal
 
 from tlsprobe.model.audit import AuditReport, Finding, PqVerdict, VersionSupport
 from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.model.severity import Severity
 
 Tone = Literal["good", "bad", "unsure", "neutral"]
 
-SEVERITIES = ("info", "low", "medium", "high", "critical")
+SEVERITIES = (Severity.info, Severity.low, Severity.medium, Severity.high, Severity.critical)
 #: versions the IETF deprecated: id -> the RFC that says so
 DEPRECATED = {0x0002: "RFC 6176", 0x0300: "RFC 7568", 0x0301: "RFC 8996", 0x0302: "RFC 8996"}
 _PROBLEMS = (Verdict.vulnerable, Verdict.not_tolerated)
@@ -88,9 +89,9 @@ def check_tone(r: AuditReport, c: CheckResult) -> Tone:
     if c.verdict is Verdict.not_applicable:
         return "neutral"
     severity = check_severity(r, c)
-    if c.verdict in _PROBLEMS or severity not in (None, "info"):
+    if c.verdict in _PROBLEMS or severity not in (None, Severity.info):
         return "bad"
-    return "neutral" if severity == "info" else "good"
+    return "neutral" if severity == Severity.info else "good"
 
 
 def version_findings(r: AuditReport, v: VersionSupport) -> list[Finding]:
