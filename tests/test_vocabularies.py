@@ -25,7 +25,11 @@ from tlsprobe.probes.audit import outcome
 VOCABULARY_FIELDS = {"status", "verdict", "order", "method", "error_kind", "check", "stop",
                      "severity"}
 #: (class, field) that carry such a name but hold prose: a sentence for people
-PROSE = {("Ranking", "verdict"), ("Ranking", "order")}   # order: the entries' labels
+PROSE = {("Ranking", "verdict"), ("Ranking", "order"),   # order: the entries' labels
+         # what the peer sent, as sent: an HTTP status line, an OCSP status; a number
+         ("HstsDetails", "status"), ("HttpCompressionDetails", "status"),
+         ("BannerDetails", "status"), ("StaplingDetails", "status"),
+         ("CompressionDetails", "method")}
 
 
 
