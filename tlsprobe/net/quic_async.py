@@ -11,7 +11,7 @@ the server tells them apart by address and by its own connection IDs.
 
 `adapt` turns an audit hello into its QUIC form (TLS 1.3 only, ALPN h3 unless the hello
 names protocols, our transport parameters, no session ticket); a hello without TLS 1.3 is
-not applicable over QUIC (RFC 9001 4.2) and gets `None`. Received datagrams wait in a
+not applicable over QUIC (RFC 9001 4.2) and gets `NotApplicable`. Received datagrams wait in a
 bounded queue (`MAX_QUEUED`; more are dropped, as a network would).
 """
 
@@ -30,6 +30,7 @@ from tlsprobe.net.quic_params import client_parameters
 from tlsprobe.net.quic_wire import QUIC_V1, new_connection_ids
 from tlsprobe.net.shared import SharedLookups
 from tlsprobe.net.tcp import AddrInfo, Target, cause_of
+from tlsprobe.net.transport import AsyncConnector, AsyncTransport, NotApplicable
 
 MAX_QUEUED = 64          # datagrams waiting to be read per connection
 NOT_APPLICABLE = "not applicable over QUIC: QUIC carries TLS 1.3 only (RFC 9001 4.2)"
@@ -50,7 +51,7 @@ class _Datagrams(asyncio.DatagramProtocol):
             self.queue.put_nowait(exc)
 
 
-class AsyncQuicTransport(QuicCore):
+class AsyncQuicTransport(QuicCore, AsyncTransport):
     """One QUIC connection over an asyncio datagram endpoint (an `AsyncTransport`)."""
 
     def __init__(self, endpoint: asyncio.DatagramTransport, datagrams: _Datagrams,
@@ -66,6 +67,10 @@ class AsyncQuicTransport(QuicCore):
     @property
     def peer(self) -> tuple[str, int]:
         return self._peer
+
+    @property
+    def local(self) -> tuple[str, int] | None:
+        return self._local
 
     def _flush(self) -> None:
         for datagram in self._outgoing(self._local, self._peer):
@@ -108,11 +113,9 @@ class AsyncQuicTransport(QuicCore):
         self.endpoint.close()
 
 
-class AsyncQuicConnector:
+class AsyncQuicConnector(AsyncConnector):
     """Opens `AsyncQuicTransport`s (an `AsyncConnector`); see the module docstring.
     `versions` as net.quic.quic_connector's (our Initial's version first)."""
-
-    not_applicable = NOT_APPLICABLE    # the reason the scheduler gives when `adapt` refuses
 
     def __init__(self, timeout: float, versions: tuple[int, ...] = (QUIC_V1,)) -> None:
         self.timeout = timeout
@@ -121,10 +124,10 @@ class AsyncQuicConnector:
         self.scid = new_connection_ids()[0]
         self._lookups = SharedLookups()
 
-    def adapt(self, config: ClientConfig) -> ClientConfig | None:
-        """The QUIC form of an audit hello; None when it offers no TLS 1.3."""
+    def adapt(self, config: ClientConfig) -> ClientConfig | NotApplicable:
+        """The QUIC form of an audit hello; NotApplicable when it offers no TLS 1.3."""
         if TLS13 not in config.versions:
-            return None
+            return NotApplicable(NOT_APPLICABLE)
         return replace(config, versions=(TLS13,), alpn=config.alpn or ("h3",),
                        quic_transport_parameters=client_parameters(
                            self.scid, self.version, self.offered),

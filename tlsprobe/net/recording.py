@@ -25,10 +25,15 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tlsprobe.net.tcp import Target
-from tlsprobe.net.transport import AsyncConnector, AsyncTransport, Segment
+from tlsprobe.net.transport import (AsyncConnector, AsyncTransport, Segment,
+                                    WrappingConnector, WrappingTransport)
+
+if TYPE_CHECKING:
+    from tlsprobe.net.starttls import PreambleRecord
+    from tlsprobe.session.flow import Event
 
 __all__ = ["TAPE", "AsyncRecorder", "Recording", "RecordingConnector", "Tape",
            "note_preamble"]
@@ -48,8 +53,8 @@ class Tape:
     started: float = 0.0        # time.time() of the connect and of the end
     ended: float = 0.0
     segments: list[Segment] = field(default_factory=list)
-    preamble: Any = None        # net/starttls.py PreambleRecord, when --starttls
-    events: Sequence[Any] = ()  # session/ events of the handshake (for the --msg trace)
+    preamble: PreambleRecord | None = None   # when --starttls
+    events: Sequence[Event] = ()    # of the handshake (for the --msg trace)
     keylog_lines: Sequence[str] = ()
 
     @property
@@ -61,7 +66,7 @@ class Tape:
     def opened(self) -> bool:
         return self.number > 0
 
-    def finish(self, events: Sequence[Any] = (), keylog_lines: Sequence[str] = ()) -> None:
+    def finish(self, events: Sequence[Event] = (), keylog_lines: Sequence[str] = ()) -> None:
         """The conversation is over: keep its trace events and secrets."""
         self.events = list(events)
         self.keylog_lines = list(keylog_lines)
@@ -95,7 +100,7 @@ class Recording:
         tape.order = self.opened_count
         tape.started = time.time()
         tape.server = transport.peer
-        tape.client = _local(transport)
+        tape.client = transport.local
 
     def done(self, tape: Tape) -> None:
         """The attempt is over (its connection closed): an opened tape goes to the sink."""
@@ -103,26 +108,13 @@ class Recording:
             self.sink(tape)
 
 
-def _local(transport: object) -> tuple[str, int] | None:
-    local = getattr(transport, "local", None)
-    return (str(local[0]), int(local[1])) if local else None
-
-
-class AsyncRecorder:
+class AsyncRecorder(WrappingTransport):
     """An `AsyncTransport` that keeps every byte sent and received on its tape, with its
     time (the asyncio twin of net/transport.py `Recorder`)."""
 
     def __init__(self, inner: AsyncTransport, tape: Tape) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.tape = tape
-
-    @property
-    def peer(self) -> tuple[str, int]:
-        return self.inner.peer
-
-    @property
-    def local(self) -> tuple[str, int] | None:
-        return _local(self.inner)
 
     async def send(self, data: bytes) -> None:
         if data:
@@ -140,12 +132,12 @@ class AsyncRecorder:
         await self.inner.close()
 
 
-class RecordingConnector:
+class RecordingConnector(WrappingConnector):
     """An `AsyncConnector` over `inner` (TCP) that records the connection of the current
     tape (`TAPE`) with `recording`; without a current tape it is `inner` unchanged."""
 
     def __init__(self, inner: AsyncConnector, recording: Recording) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.recording = recording
 
     async def __call__(self, target: Target, deadline: float) -> AsyncTransport:
@@ -157,7 +149,7 @@ class RecordingConnector:
         return AsyncRecorder(transport, tape)
 
 
-def note_preamble(record: object) -> None:
+def note_preamble(record: PreambleRecord) -> None:
     """What the STARTTLS preamble of the current connection exchanged (also when it failed),
     for its --msg section."""
     tape = TAPE.get()

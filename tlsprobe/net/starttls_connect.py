@@ -42,7 +42,7 @@ from tlsprobe.net.starttls_base import escape
 from tlsprobe.net.recording import note_preamble
 from tlsprobe.net.tcp import Target
 from tlsprobe.net.transport import (AsyncConnector, AsyncTransport, Connector, Recorder,
-                                    Segment, Transport)
+                                    Segment, Transport, WrappingConnector)
 
 __all__ = ["BACKOFF", "AsyncStartTlsConnector", "Backoff", "StartTlsConnector", "StartTlsSpec",
            "arun_preamble", "choose_protocol", "gave_up", "hold_preamble", "info_of"]
@@ -247,21 +247,28 @@ async def arun_preamble(transport: AsyncTransport, protocol: str, deadline: floa
         step = machine.receive_data(data)
 
 
-class AsyncStartTlsConnector:
+class AsyncStartTlsConnector(WrappingConnector):
     """An `AsyncConnector` for the scan scheduler: `inner` opens TCP, then the preamble of
     the target's spec (`specs` by `Target.display`: `--starttls auto` may choose per port).
-    `records` keeps the first preamble of each target. A temporary refusal is asked again
-    (`backoff`) until the connection's deadline."""
+    `records` keeps the first preamble of each target (`preamble`: the report's `starttls`
+    object). A temporary refusal is asked again (`backoff`) until the connection's
+    deadline."""
 
     def __init__(self, inner: AsyncConnector, specs: Mapping[str, StartTlsSpec], *,
                  backoff: Backoff = BACKOFF) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.specs = specs
         self.backoff = backoff
         self.records: dict[str, PreambleRecord] = {}
         self._failed: dict[str, StartTlsError] = {}
         self._reached: set[str] = set()   # targets whose preamble reached TLS at least once
         self._given_up: dict[str, int] = {}   # connections in a row that gave up, by target
+
+    def preamble(self, target: Target) -> StartTlsInfo | None:
+        """What the target's first preamble said (None before any)."""
+        record = self.records.get(target.display)
+        spec = self.specs.get(target.display)
+        return None if record is None or spec is None else info_of(record, spec)
 
     async def __call__(self, target: Target, deadline: float) -> AsyncTransport:
         start = time.monotonic()

@@ -8,14 +8,14 @@ import asyncio
 import time
 
 from tlsprobe.net.tcp import Target
-from tlsprobe.net.transport import AsyncConnector, AsyncTransport
+from tlsprobe.net.transport import AsyncConnector, AsyncTransport, WrappingConnector
 
 
-class PacedConnector:
+class PacedConnector(WrappingConnector):
     """An AsyncConnector that starts at most `rate` connections per second (rate > 0)."""
 
     def __init__(self, inner: AsyncConnector, rate: float) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.interval = 1.0 / rate
         self._lock = asyncio.Lock()
         self._next = 0.0

@@ -28,10 +28,9 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 from tlsprobe.errors import NetworkError
-from tlsprobe.net.transport import AsyncTransport
+from tlsprobe.net.transport import AsyncTransport, WrappingTransport
 
 #: the causes of a failure that may be a server busy with another connection
 STARVING = ("timeout", "deadline", "reset", "refused")
@@ -62,16 +61,12 @@ class Watch:
         return self.starved and self.crowded
 
 
-class Watched:
+class Watched(WrappingTransport):
     """The connection's transport as it is, noting in `watch` what the server sent."""
 
     def __init__(self, inner: AsyncTransport, watch: Watch) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.watch = watch
-
-    @property
-    def peer(self) -> tuple[str, int]:
-        return self.inner.peer
 
     async def send(self, data: bytes) -> None:
         try:
@@ -88,12 +83,6 @@ class Watched:
             raise
         self.watch.received += len(data)
         return data
-
-    async def close(self) -> None:
-        await self.inner.close()
-
-    def __getattr__(self, name: str) -> Any:   # bind (QUIC), local, ... of the inner one
-        return getattr(self.inner, name)
 
 
 @dataclass(eq=False)

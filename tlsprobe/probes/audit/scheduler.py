@@ -38,7 +38,7 @@ from tlsprobe.net.recording import TAPE, Recording, Tape
 from tlsprobe.net.starttls import StartTlsError
 from tlsprobe.net.tcp import Target
 from tlsprobe.net.tcp_async import TcpConnector
-from tlsprobe.net.transport import AsyncConnector, AsyncTransport
+from tlsprobe.net.transport import AsyncConnector, AsyncTransport, NotApplicable
 from tlsprobe.probes.audit.contention import TargetGate, Watch, Watched
 from tlsprobe.probes.audit.outcome import (ALERT, CLOSED, HELLO_RETRY, INCONCLUSIVE, SERVER_HELLO,
                                      STOP_FLIGHT, STOP_HELLO, STOP_VERIFY, Job, Outcome,
@@ -87,17 +87,20 @@ class Scheduler:
         if self.connector is None:
             self.connector = TcpConnector(self.timeout)
 
+    @property
+    def channel(self) -> AsyncConnector:   # the connector, set by __post_init__
+        assert self.connector is not None
+        return self.connector
+
     def count(self, target: Target) -> dict[str, int]:
         """Connections per phase for one target."""
         return {phase: n for (t, phase), n in self.connections.items() if t == target.display}
 
     async def run(self, target: Target, job: Job) -> Outcome:
-        adapt = getattr(self.connector, "adapt", None)   # QUIC: the hello's QUIC form
-        if adapt is not None:
-            config = adapt(job.config)
-            if config is None:   # a hello the channel cannot carry: no attempt at all
-                return Outcome(INCONCLUSIVE, reason=getattr(self.connector, "not_applicable",
-                                                            "not applicable"), attempts=0)
+        config = self.channel.adapt(job.config)   # QUIC: the hello's QUIC form
+        if isinstance(config, NotApplicable):   # a hello the channel cannot carry: not sent
+            return Outcome(INCONCLUSIVE, reason=config.reason, attempts=0)
+        if config is not job.config:
             job = replace(job, config=config)
         host = target.host.lower()
         sem = self._sem(host)
@@ -212,11 +215,10 @@ class Scheduler:
         check's alike), its reads noted in `watch`. A NetworkError goes to the caller, who
         retries or not; the server's answer to --starttls is an inconclusive Outcome
         (counted when it was reached)."""
-        assert self.connector is not None   # set by __post_init__
         watch.connecting, made = True, False
         try:
             transport: AsyncTransport = Watched(
-                await self.connector(target, time.monotonic() + self.timeout), watch)
+                await self.channel(target, time.monotonic() + self.timeout), watch)
             made = True
         except NetworkError as exc:
             watch.failed(exc)
@@ -302,9 +304,7 @@ class Scheduler:
         hs = ClientHandshake(job.config, annotate=trace, stop_after_first_flight=True,
                              read_server_flight=job.stop == STOP_VERIFY)
         seen = Progress()
-        bind = getattr(transport, "bind", None)   # QUIC: packet keys from the engine's secrets
-        if bind is not None:
-            bind(hs)
+        transport.bind(hs)   # QUIC: packet keys from the engine's secrets
         try:
             return await self._talk(hs, transport, job, seen)
         finally:

@@ -1,0 +1,94 @@
+"""Channels by interface (issue 31 item 3): every hook a caller uses on a transport or a
+connector is declared in net/transport.py with a default, the TCP, STARTTLS and QUIC
+transports and connectors subclass those protocols (so mypy --strict checks that they
+conform: tests/test_typing.py), nothing asks a transport what it has (`getattr`,
+`hasattr`, a forwarding `__getattr__`)."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from tlsprobe.engine.config import TLS12, ClientConfig
+from tlsprobe.net.quic import QuicTransport
+from tlsprobe.net.quic_async import NOT_APPLICABLE, AsyncQuicConnector, AsyncQuicTransport
+from tlsprobe.net.recording import AsyncRecorder, RecordingConnector
+from tlsprobe.net.starttls_connect import AsyncStartTlsConnector
+from tlsprobe.net.target import Target
+from tlsprobe.net.tcp import Channel
+from tlsprobe.net.tcp_async import AsyncTcpTransport, TcpConnector
+from tlsprobe.net.transport import (AsyncConnector, AsyncTransport, NotApplicable, Recorder,
+                                    Transport)
+from tlsprobe.probes.audit.contention import Watched
+from tlsprobe.survey.pacing import PacedConnector
+
+PACKAGE = Path(__file__).resolve().parent.parent / "tlsprobe"
+#: the modules that open, wrap or drive transports: no getattr/hasattr at all
+CHANNEL_MODULES = ["net/transport.py", "net/tcp.py", "net/tcp_async.py", "net/quic.py",
+                   "net/quic_async.py", "net/starttls.py",
+                   "net/starttls_connect.py", "net/recording.py", "probes/audit/contention.py",
+                   "net/driver.py", "probes/audit/scheduler.py", "probes/probe.py",
+                   "probes/checks/_shared.py"]
+#: elsewhere in the packages that use live connections: no getattr/hasattr whose object is
+#: named like a transport or a connector (capture/ and offline/ read files, no channel)
+LIVE = ("net/", "probes/", "commands/", "survey/", "api.py")
+CHANNEL_NAME = re.compile(r"transport|connector|channel|stream|recorder|watched|\bconn\b|"
+                          r"\bconnect\b|\binner\b", re.I)
+
+
+def _reflection(path: Path) -> list[tuple[int, str]]:
+    """(line, call) of every getattr/hasattr call and every `def __getattr__`."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in ("getattr", "hasattr") and node.args:
+            found.append((node.lineno, ast.unparse(node)))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                node.name == "__getattr__":
+            found.append((node.lineno, "def __getattr__"))
+    return found
+
+
+def test_no_reflection_on_transports_or_connectors() -> None:
+    bad = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = path.relative_to(PACKAGE).as_posix()
+        for line, call in _reflection(path):
+            if name == "__init__.py" and call == "def __getattr__":
+                continue    # the package root's lazy API, no transport
+            first = call.split("(", 1)[1].split(",", 1)[0] if "(" in call else call
+            if name in CHANNEL_MODULES or call == "def __getattr__" or (
+                    name.startswith(LIVE) and CHANNEL_NAME.search(first)):
+                bad.append(f"tlsprobe/{name}:{line}: {call}")
+    assert not bad, "reflection on a channel (declare the hook in net/transport.py):\n" + \
+        "\n".join(bad)
+
+
+@pytest.mark.parametrize("cls, protocol", [
+    (Channel, Transport), (QuicTransport, Transport), (Recorder, Transport),
+    (AsyncTcpTransport, AsyncTransport), (AsyncQuicTransport, AsyncTransport),
+    (AsyncRecorder, AsyncTransport), (Watched, AsyncTransport),
+    (TcpConnector, AsyncConnector), (AsyncQuicConnector, AsyncConnector),
+    (AsyncStartTlsConnector, AsyncConnector), (RecordingConnector, AsyncConnector),
+    (PacedConnector, AsyncConnector)])
+def test_each_channel_implements_its_protocol(cls: type, protocol: type) -> None:
+    # subclassing (not mere likeness) gives the hooks' defaults and mypy's conformance check
+    assert protocol in cls.__mro__, f"{cls.__name__} does not subclass {protocol.__name__}"
+
+
+def test_the_hooks_have_no_op_defaults() -> None:
+    class Bare(AsyncConnector):
+        async def __call__(self, target: Target, deadline: float) -> AsyncTransport:
+            raise AssertionError("not called")
+
+    config = ClientConfig()
+    bare = Bare()
+    assert bare.adapt(config) is config and bare.preamble(Target("a", 1)) is None
+    # a wrapper passes the hooks on: QUIC's adapt reaches the scheduler through pacing
+    quic = AsyncQuicConnector(1.0)
+    paced = PacedConnector(RecordingConnector(quic, None), 10.0)  # type: ignore[arg-type]
+    assert paced.adapt(ClientConfig(versions=(TLS12,))) == NotApplicable(NOT_APPLICABLE)
+    assert paced.adapt(config) == quic.adapt(config)
+
