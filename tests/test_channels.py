@@ -2,7 +2,8 @@
 connector is declared in net/transport.py with a default, the TCP, STARTTLS and QUIC
 transports and connectors subclass those protocols (so mypy --strict checks that they
 conform: tests/test_typing.py), nothing asks a transport what it has (`getattr`,
-`hasattr`, a forwarding `__getattr__`)."""
+`hasattr`, a forwarding `__getattr__`), and the QUIC form of a hello is the same whether
+the probe or the audit builds it."""
 from __future__ import annotations
 
 import ast
@@ -11,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tlsprobe.engine.config import TLS12, ClientConfig
+from tlsprobe.engine.config import TLS12, TLS13, ClientConfig
 from tlsprobe.net.quic import QuicTransport
-from tlsprobe.net.quic_async import NOT_APPLICABLE, AsyncQuicConnector, AsyncQuicTransport
+from tlsprobe.net.quic_async import AsyncQuicConnector, AsyncQuicTransport
+from tlsprobe.net.quic_hello import NO_SUITE, NO_TLS13
 from tlsprobe.net.recording import AsyncRecorder, RecordingConnector
 from tlsprobe.net.starttls_connect import AsyncStartTlsConnector
 from tlsprobe.net.target import Target
@@ -22,15 +24,16 @@ from tlsprobe.net.tcp_async import AsyncTcpTransport, TcpConnector
 from tlsprobe.net.transport import (AsyncConnector, AsyncTransport, NotApplicable, Recorder,
                                     Transport)
 from tlsprobe.probes.audit.contention import Watched
+from tlsprobe.probes.quic import QuicSetup, quic_setup
 from tlsprobe.survey.pacing import PacedConnector
 
 PACKAGE = Path(__file__).resolve().parent.parent / "tlsprobe"
 #: the modules that open, wrap or drive transports: no getattr/hasattr at all
 CHANNEL_MODULES = ["net/transport.py", "net/tcp.py", "net/tcp_async.py", "net/quic.py",
-                   "net/quic_async.py", "net/starttls.py",
+                   "net/quic_async.py", "net/quic_hello.py", "net/starttls.py",
                    "net/starttls_connect.py", "net/recording.py", "probes/audit/contention.py",
                    "net/driver.py", "probes/audit/scheduler.py", "probes/probe.py",
-                   "probes/checks/_shared.py"]
+                   "probes/quic.py", "probes/checks/_shared.py"]
 #: elsewhere in the packages that use live connections: no getattr/hasattr whose object is
 #: named like a transport or a connector (capture/ and offline/ read files, no channel)
 LIVE = ("net/", "probes/", "commands/", "survey/", "api.py")
@@ -89,6 +92,39 @@ def test_the_hooks_have_no_op_defaults() -> None:
     # a wrapper passes the hooks on: QUIC's adapt reaches the scheduler through pacing
     quic = AsyncQuicConnector(1.0)
     paced = PacedConnector(RecordingConnector(quic, None), 10.0)  # type: ignore[arg-type]
-    assert paced.adapt(ClientConfig(versions=(TLS12,))) == NotApplicable(NOT_APPLICABLE)
+    assert paced.adapt(ClientConfig(versions=(TLS12,))) == NotApplicable(NO_TLS13)
     assert paced.adapt(config) == quic.adapt(config)
 
+
+def _both_ways(config: ClientConfig, alpn_given: bool = False
+               ) -> tuple[ClientConfig | NotApplicable, ClientConfig | NotApplicable]:
+    """The QUIC form of `config` as the probe builds it (probes/quic.py, `tlsprobe HOST
+    --quic`, `probe(quic=True)`) and as the audit does (`scan --quic`: the connector's
+    adapt), for the same connection IDs and versions."""
+    setup = quic_setup(config, 5.0, alpn_given=alpn_given)
+    connector = AsyncQuicConnector(5.0)
+    if isinstance(setup, QuicSetup):
+        connector.scid = setup.info.scid
+        assert (connector.version, connector.offered) == (setup.info.version,
+                                                          setup.info.offered)
+        return setup.config, connector.adapt(config)
+    return setup, connector.adapt(config)
+
+
+def test_the_quic_hello_is_the_same_from_the_probe_and_the_scan() -> None:
+    # an audit hello (no ALPN) with suites QUIC does not allow among those it does
+    config = ClientConfig(server_name="localhost", versions=(TLS13, TLS12), alpn=(),
+                          cipher_suites_13=(0x1305, 0x1302, 0x1304, 0x1301, 0x1303))
+    probe, scan = _both_ways(config)
+    assert isinstance(probe, ClientConfig) and probe == scan
+    assert probe.versions == (TLS13,) and probe.alpn == ("h3",)
+    assert probe.cipher_suites_13 == (0x1302, 0x1301, 0x1303)
+    assert probe.session_ticket is False and probe.quic_transport_parameters
+    # protocols the caller names are kept, both ways
+    named = ClientConfig(server_name="localhost", alpn=("h3-29",))
+    probe, scan = _both_ways(named, alpn_given=True)
+    assert isinstance(probe, ClientConfig) and probe == scan and probe.alpn == ("h3-29",)
+    # what QUIC cannot carry is refused both ways, for the same reason
+    for config, reason in ((ClientConfig(versions=(TLS12,)), NO_TLS13),
+                           (ClientConfig(cipher_suites_13=(0x1305,)), NO_SUITE)):
+        assert _both_ways(config) == (NotApplicable(reason), NotApplicable(reason))

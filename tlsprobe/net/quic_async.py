@@ -9,9 +9,10 @@ a connection exists and the ClientHello's quic_transport_parameters must name it
 (initial_source_connection_id, RFC 9000 7.3). Each connection has its own UDP socket, so
 the server tells them apart by address and by its own connection IDs.
 
-`adapt` turns an audit hello into its QUIC form (TLS 1.3 only, ALPN h3 unless the hello
-names protocols, our transport parameters, no session ticket); a hello without TLS 1.3 is
-not applicable over QUIC (RFC 9001 4.2) and gets `NotApplicable`. Received datagrams wait in a
+`adapt` turns an audit hello into its QUIC form (net/quic_hello.py, the rule the probe
+applies too: TLS 1.3 and QUIC's suites only, ALPN h3 unless the hello names protocols, our
+transport parameters, no session ticket); a hello QUIC cannot carry (no TLS 1.3, RFC 9001
+4.2) gets `NotApplicable`. Received datagrams wait in a
 bounded queue (`MAX_QUEUED`; more are dropped, as a network would).
 """
 
@@ -20,20 +21,18 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from dataclasses import replace
-
-from tlsprobe.engine.config import TLS13, ClientConfig
+from tlsprobe.engine.config import ClientConfig
 from tlsprobe.errors import NetworkError
 from tlsprobe.net.quic import QuicCore, _text
 from tlsprobe.net.quic_info import QuicInfo
-from tlsprobe.net.quic_params import client_parameters
+from tlsprobe.net.quic_hello import NO_TLS13, quic_hello
 from tlsprobe.net.quic_wire import QUIC_V1, new_connection_ids
 from tlsprobe.net.shared import SharedLookups
 from tlsprobe.net.tcp import AddrInfo, Target, cause_of
 from tlsprobe.net.transport import AsyncConnector, AsyncTransport, NotApplicable
 
 MAX_QUEUED = 64          # datagrams waiting to be read per connection
-NOT_APPLICABLE = "not applicable over QUIC: QUIC carries TLS 1.3 only (RFC 9001 4.2)"
+NOT_APPLICABLE = NO_TLS13   # the note of the audit sections of other versions
 
 
 class _Datagrams(asyncio.DatagramProtocol):
@@ -125,13 +124,10 @@ class AsyncQuicConnector(AsyncConnector):
         self._lookups = SharedLookups()
 
     def adapt(self, config: ClientConfig) -> ClientConfig | NotApplicable:
-        """The QUIC form of an audit hello; NotApplicable when it offers no TLS 1.3."""
-        if TLS13 not in config.versions:
-            return NotApplicable(NOT_APPLICABLE)
-        return replace(config, versions=(TLS13,), alpn=config.alpn or ("h3",),
-                       quic_transport_parameters=client_parameters(
-                           self.scid, self.version, self.offered),
-                       session_ticket=False)
+        """The QUIC form of an audit hello (an audit hello that names ALPN protocols keeps
+        them), or why QUIC cannot carry it."""
+        return quic_hello(config, self.scid, self.version, self.offered,
+                          alpn=config.alpn or None)
 
     async def __call__(self, target: Target, deadline: float) -> AsyncQuicTransport:
         wait = max(0.0, min(self.timeout, deadline - time.monotonic()))
