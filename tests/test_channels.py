@@ -7,12 +7,14 @@ the probe or the audit builds it."""
 from __future__ import annotations
 
 import ast
+import asyncio
 import re
 from pathlib import Path
 
 import pytest
 
 from tlsprobe.engine.config import TLS12, TLS13, ClientConfig
+from tlsprobe.net.pacing import PacedConnector, Watched
 from tlsprobe.net.quic import QuicTransport
 from tlsprobe.net.quic_async import AsyncQuicConnector, AsyncQuicTransport
 from tlsprobe.net.quic_hello import NO_SUITE, NO_TLS13
@@ -23,15 +25,13 @@ from tlsprobe.net.tcp import Channel
 from tlsprobe.net.tcp_async import AsyncTcpTransport, TcpConnector
 from tlsprobe.net.transport import (AsyncConnector, AsyncTransport, NotApplicable, Recorder,
                                     Transport)
-from tlsprobe.probes.audit.contention import Watched
 from tlsprobe.probes.quic import QuicSetup, quic_setup
-from tlsprobe.survey.pacing import PacedConnector
 
 PACKAGE = Path(__file__).resolve().parent.parent / "tlsprobe"
 #: the modules that open, wrap or drive transports: no getattr/hasattr at all
 CHANNEL_MODULES = ["net/transport.py", "net/tcp.py", "net/tcp_async.py", "net/quic.py",
                    "net/quic_async.py", "net/quic_hello.py", "net/starttls.py",
-                   "net/starttls_connect.py", "net/recording.py", "probes/audit/contention.py",
+                   "net/starttls_connect.py", "net/recording.py", "net/pacing.py",
                    "net/driver.py", "probes/audit/scheduler.py", "probes/probe.py",
                    "probes/quic.py", "probes/checks/_shared.py"]
 #: elsewhere in the packages that use live connections: no getattr/hasattr whose object is
@@ -128,3 +128,44 @@ def test_the_quic_hello_is_the_same_from_the_probe_and_the_scan() -> None:
     for config, reason in ((ClientConfig(versions=(TLS12,)), NO_TLS13),
                            (ClientConfig(cipher_suites_13=(0x1305,)), NO_SUITE)):
         assert _both_ways(config) == (NotApplicable(reason), NotApplicable(reason))
+
+
+def test_pacing_is_net_s_and_keeps_the_per_host_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scheduler's pacing lives in net/pacing.py (DESIGN.md: concurrency, per-host caps
+    and rate limits are net/'s): at most `per_host` connections per host at once (names
+    compared without case), starts `delay` apart (the waits asked of asyncio.sleep are
+    checked, not the clock)."""
+    import tlsprobe.net.pacing as pacing
+    from tlsprobe.probes.audit.scheduler import Scheduler
+    source = (PACKAGE / "probes/audit/scheduler.py").read_text(encoding="utf-8")
+    assert not re.search(r"asyncio\.(Semaphore|Lock|sleep)", source)
+    scheduler = Scheduler(per_host=2, delay=0.5)
+    assert isinstance(scheduler.pacing, pacing.Pacing)
+    assert (scheduler.pacing.per_host, scheduler.pacing.delay) == (2, 0.5)
+    waits: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        await real_sleep(0)
+
+    monkeypatch.setattr(pacing.asyncio, "sleep", sleep)
+    open_now, most = 0, 0
+
+    async def one(host: str) -> None:
+        nonlocal open_now, most
+        async with scheduler.pacing.slot(Target(host, 443)):
+            open_now += 1
+            most = max(most, open_now)
+            for _ in range(3):
+                await real_sleep(0)
+            open_now -= 1
+
+    async def main() -> None:
+        await asyncio.gather(*(one("Example.TEST" if i % 2 else "example.test")
+                               for i in range(6)))
+
+    asyncio.run(main())
+    assert most == 2
+    # six starts on one host: the five after the first each waited (close to) 0.5 s more
+    assert len(waits) == 5 and all(w > 0.4 for w in waits)

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from tlsprobe.session.flow import Event
 
 __all__ = ["TAPE", "AsyncRecorder", "Recording", "RecordingConnector", "Tape",
-           "note_preamble"]
+           "note_preamble", "taping"]
 
 
 @dataclass(eq=False)
@@ -106,6 +107,20 @@ class Recording:
         """The attempt is over (its connection closed): an opened tape goes to the sink."""
         if tape.opened:
             self.sink(tape)
+
+
+@contextmanager
+def taping(recording: Recording | None, target: Target, phase: str) -> Iterator[Tape | None]:
+    """One connection attempt's tape (None without a recording), current (`TAPE`) inside
+    the block and handed to the recording (`done`) after it."""
+    tape = recording.tape(target, phase) if recording is not None else None
+    token = TAPE.set(tape)
+    try:
+        yield tape
+    finally:
+        TAPE.reset(token)
+        if tape is not None and recording is not None:
+            recording.done(tape)
 
 
 class AsyncRecorder(WrappingTransport):
