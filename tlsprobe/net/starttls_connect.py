@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from tlsprobe.errors import NetworkError, UsageError
@@ -45,7 +45,8 @@ from tlsprobe.net.transport import (AsyncConnector, AsyncTransport, Connector, R
                                     Segment, Transport, WrappingConnector)
 
 __all__ = ["BACKOFF", "AsyncStartTlsConnector", "Backoff", "StartTlsConnector", "StartTlsSpec",
-           "arun_preamble", "choose_protocol", "gave_up", "hold_preamble", "info_of"]
+           "arun_preamble", "choose_protocol", "gave_up", "hold_preamble", "info_of",
+           "starttls_connector"]
 
 #: failures that are the server's answer, the same on every connection (not retried)
 _DEFINITE = (Problem.NOT_OFFERED, Problem.REFUSED, Problem.WRONG_PROTOCOL, Problem.TOO_LONG,
@@ -108,22 +109,37 @@ class StartTlsSpec:
                f"of port {port})"
 
 
-def choose_protocol(option: str, port: int) -> tuple[str, bool]:
+def choose_protocol(option: str, port: int, what: str = "--starttls") -> tuple[str, bool]:
     """The protocol of `--starttls OPTION` for `port`, and whether it was chosen by the
     port (`auto`); a name not in PROTOCOLS, or `auto` on a port without a well-known
-    STARTTLS protocol, is a usage error."""
+    STARTTLS protocol, is a usage error (naming the option or argument `what`)."""
     name = option.strip().lower()
     if name == "auto":
         chosen = protocol_for_port(port)
         if chosen is None:
             known = ", ".join(f"{p} {n}" for p, n in sorted(AUTO_PORTS.items()))
-            raise UsageError(f"--starttls auto: port {port} has no well-known STARTTLS "
-                             f"protocol ({known}); give the protocol, e.g. --starttls smtp")
+            raise UsageError(f"{what} auto: port {port} has no well-known STARTTLS "
+                             f"protocol ({known}); give the protocol, e.g. {what} smtp")
         return chosen, True
     if name not in PROTOCOLS:
-        raise UsageError(f"--starttls: unknown protocol {option!r} (known: "
+        raise UsageError(f"{what}: unknown protocol {option!r} (known: "
                          f"{', '.join(PROTOCOLS)}, or auto)")
     return name, False
+
+
+def starttls_connector(option: str, targets: Iterable[Target], inner: AsyncConnector, *,
+                       server_name: str | None = None, what: str = "--starttls"
+                       ) -> AsyncStartTlsConnector:
+    """An audit's connector that holds `option`'s preamble (`auto`: chosen by each target's
+    port) over `inner` on every connection; the XMPP to= domain is `server_name`, else the
+    target's host. A bad `option` is a UsageError naming `what`."""
+    if option.strip().lower() != "auto":
+        choose_protocol(option, 0, what)   # checked once, also without targets
+    specs = {}
+    for target in targets:
+        protocol, by_port = choose_protocol(option, target.port, what)
+        specs[target.display] = StartTlsSpec(protocol, server_name or target.host, by_port)
+    return AsyncStartTlsConnector(inner, specs)
 
 
 def info_of(record: PreambleRecord, spec: StartTlsSpec) -> StartTlsInfo:
