@@ -22,7 +22,7 @@ import asyncio
 import socket
 import time
 from tlsprobe.engine.config import ClientConfig
-from tlsprobe.errors import NetworkError
+from tlsprobe.errors import NetworkCause, NetworkError
 from tlsprobe.net.quic import QuicCore, _text
 from tlsprobe.net.quic_info import QuicInfo
 from tlsprobe.net.quic_hello import NO_TLS13, quic_hello
@@ -152,8 +152,8 @@ class AsyncQuicConnector(AsyncConnector):
         return await self._lookups.addresses(target)
 
 
-def _failed(target: Target, reason: str, cause: str) -> NetworkError:
-    return NetworkError(f"{target.display}: {reason}", cause, reason)  # type: ignore[arg-type]
+def _failed(target: Target, reason: str, cause: NetworkCause) -> NetworkError:
+    return NetworkError(f"{target.display}: {reason}", cause, reason)
 
 
 __all__ = ["NOT_APPLICABLE", "AsyncQuicConnector", "AsyncQuicTransport"]

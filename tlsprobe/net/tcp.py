@@ -12,7 +12,8 @@ import ipaddress
 import socket
 import threading
 import time
-from typing import Any
+from collections.abc import Iterable
+from typing import TypeGuard
 
 from tlsprobe.errors import NetworkCause, NetworkError
 from tlsprobe.net.target import Target, host_name_problem, parse_target
@@ -71,7 +72,7 @@ class Channel(Transport):
         return self.address, self.target.port
 
     @property
-    def sockaddr(self) -> tuple[int, tuple[Any, ...]]:
+    def sockaddr(self) -> tuple[int, SockAddr]:
         """The address family and socket address connected to (to connect there again)."""
         return int(self.sock.family), tuple(self.sock.getpeername())
 
@@ -134,7 +135,21 @@ class Channel(Transport):
         self.close()
 
 
-AddrInfo = tuple[int, int, int, str, tuple[Any, ...]]
+#: a socket address of an IP family: (host, port) for IPv4, (host, port, flowinfo, scope_id)
+#: for IPv6
+SockAddr = tuple[str, int] | tuple[str, int, int, int]
+AddrInfo = tuple[int, int, int, str, SockAddr]
+_RawInfo = tuple[int, int, int, str, "SockAddr | tuple[int, bytes]"]
+
+
+def _is_ip_address(address: SockAddr | tuple[int, bytes]) -> TypeGuard[SockAddr]:
+    return isinstance(address[0], str)
+
+
+def _ip_infos(infos: Iterable[_RawInfo]) -> list[AddrInfo]:
+    """getaddrinfo's answers of the IP families (the (int, bytes) form of a Python built
+    without IPv6 support cannot be connected to and is left out)."""
+    return [(f, t, p, c, a) for f, t, p, c, a in infos if _is_ip_address(a)]
 
 
 def resolve(target: Target, family: int, wait: float) -> list[AddrInfo]:
@@ -142,15 +157,15 @@ def resolve(target: Target, family: int, wait: float) -> list[AddrInfo]:
     TimeoutError when the resolver has not answered by then."""
     flags = socket.AI_NUMERICHOST if _is_ip(target.host) else 0
     if flags:
-        return list(socket.getaddrinfo(target.host, target.port, family, socket.SOCK_STREAM,
-                                       0, flags))
+        return _ip_infos(socket.getaddrinfo(target.host, target.port, family,
+                                            socket.SOCK_STREAM, 0, flags))
     infos: list[AddrInfo] = []
     errors: list[BaseException] = []
 
     def lookup() -> None:
         try:
-            infos.extend(socket.getaddrinfo(target.host, target.port, family,
-                                            socket.SOCK_STREAM))
+            infos.extend(_ip_infos(socket.getaddrinfo(target.host, target.port, family,
+                                                      socket.SOCK_STREAM)))
         except (OSError, UnicodeError) as exc:
             errors.append(exc)
 
@@ -172,8 +187,8 @@ async def resolve_async(host: str, port: int) -> list[AddrInfo]:
     import asyncio  # here: the probe's start-up (inside its time limit) does not need it
 
     if _is_ip(host):
-        return list(socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM, 0,
-                                       socket.AI_NUMERICHOST))
+        return _ip_infos(socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM, 0,
+                                            socket.AI_NUMERICHOST))
     loop = asyncio.get_running_loop()
     future: asyncio.Future[list[AddrInfo]] = loop.create_future()
 
@@ -189,7 +204,7 @@ async def resolve_async(host: str, port: int) -> list[AddrInfo]:
         result: list[AddrInfo] | None = None
         error: BaseException | None = None
         try:
-            result = list(socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM))
+            result = _ip_infos(socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM))
         except (OSError, UnicodeError) as exc:
             error = exc
         try:
@@ -252,7 +267,7 @@ def _failed(target: Target, reason: str, cause: NetworkCause) -> NetworkError:
     return NetworkError(f"{target.display}: {reason}", cause, reason)
 
 
-def connect_address(target: Target, family: int, address: tuple[Any, ...], *,
+def connect_address(target: Target, family: int, address: SockAddr, *,
                     timeout: float, deadline: float) -> Channel:
     """Connect to an already resolved `address` (repeated connections to one server, e.g.
     the timing runs), waiting at most `timeout` and never past `deadline`; the channel's
@@ -278,5 +293,5 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-__all__ = ["AddrInfo", "Channel", "Target", "cause_of", "connect_address", "free_port",
+__all__ = ["AddrInfo", "Channel", "SockAddr", "Target", "cause_of", "connect_address", "free_port",
            "host_name_problem", "open_channel", "parse_target", "resolve"]
