@@ -40,8 +40,12 @@ from dataclasses import dataclass, field
 
 from tlsprobe.errors import NetworkError
 from tlsprobe.net.target import Target
-from tlsprobe.net.transport import (AsyncConnector, AsyncTransport, WrappingConnector,
-                                    WrappingTransport)
+from tlsprobe.net.transport import (
+    AsyncConnector,
+    AsyncTransport,
+    WrappingConnector,
+    WrappingTransport,
+)
 
 #: the causes of a failure that may be a server busy with another connection
 STARVING = ("timeout", "deadline", "reset", "refused")

@@ -21,11 +21,12 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
+
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.errors import NetworkCause, NetworkError
 from tlsprobe.net.quic import QuicCore, _text
-from tlsprobe.net.quic_info import QuicInfo
 from tlsprobe.net.quic_hello import NO_TLS13, quic_hello
+from tlsprobe.net.quic_info import QuicInfo
 from tlsprobe.net.quic_wire import QUIC_V1, new_connection_ids
 from tlsprobe.net.shared import SharedLookups
 from tlsprobe.net.tcp import AddrInfo, Target, cause_of

@@ -29,8 +29,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tlsprobe.net.tcp import Target
-from tlsprobe.net.transport import (AsyncConnector, AsyncTransport, Segment,
-                                    WrappingConnector, WrappingTransport)
+from tlsprobe.net.transport import (
+    AsyncConnector,
+    AsyncTransport,
+    Segment,
+    WrappingConnector,
+    WrappingTransport,
+)
 
 if TYPE_CHECKING:
     from tlsprobe.net.starttls import PreambleRecord

@@ -22,9 +22,22 @@ from enum import StrEnum
 from typing import Literal, Protocol
 
 from tlsprobe.errors import FailureKind, TlsprobeError, UsageError, exit_code_for
-from tlsprobe.net.starttls_base import (Context, Dialogue, Exact, Line, Note, PreambleFailure,
-                                        Problem, SOMETHING_ELSE, Send, Xml, escape,
-                                        not_speaking, quote, what_is)
+from tlsprobe.net.starttls_base import (
+    SOMETHING_ELSE,
+    Context,
+    Dialogue,
+    Exact,
+    Line,
+    Note,
+    PreambleFailure,
+    Problem,
+    Send,
+    Xml,
+    escape,
+    not_speaking,
+    quote,
+    what_is,
+)
 from tlsprobe.net.starttls_binary import BINARY_DIALOGUES
 from tlsprobe.net.starttls_text import TEXT_DIALOGUES
 from tlsprobe.net.starttls_xmpp import XMPP_DIALOGUES
@@ -329,7 +342,7 @@ def run_preamble(stream: socket.socket | _SendOnly, protocol: str, deadline: flo
                 raise StartTlsError(step.failure, machine.record)
             _timeout(stream, deadline)
             data = stream.recv(4096)
-        except (socket.timeout, TimeoutError):
+        except TimeoutError:
             raise StartTlsError(machine.timed_out(), machine.record) from None
         except OSError as exc:
             raise _network(machine, f"{exc.strerror or exc} while waiting for "

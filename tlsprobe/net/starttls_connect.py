@@ -35,14 +35,30 @@ from dataclasses import dataclass
 
 from tlsprobe.errors import NetworkError, UsageError
 from tlsprobe.model.starttls import StartTlsInfo
-from tlsprobe.net.starttls import (PROTOCOLS, AUTO_PORTS, PreambleFailure, PreambleRecord,
-                                   Problem, StartTls, StartTlsError, Status, protocol_for_port,
-                                   run_preamble)
-from tlsprobe.net.starttls_base import escape
 from tlsprobe.net.recording import note_preamble
+from tlsprobe.net.starttls import (
+    AUTO_PORTS,
+    PROTOCOLS,
+    PreambleFailure,
+    PreambleRecord,
+    Problem,
+    StartTls,
+    StartTlsError,
+    Status,
+    protocol_for_port,
+    run_preamble,
+)
+from tlsprobe.net.starttls_base import escape
 from tlsprobe.net.tcp import Target
-from tlsprobe.net.transport import (AsyncConnector, AsyncTransport, Connector, Recorder,
-                                    Segment, Transport, WrappingConnector)
+from tlsprobe.net.transport import (
+    AsyncConnector,
+    AsyncTransport,
+    Connector,
+    Recorder,
+    Segment,
+    Transport,
+    WrappingConnector,
+)
 
 __all__ = ["BACKOFF", "AsyncStartTlsConnector", "Backoff", "StartTlsConnector", "StartTlsSpec",
            "arun_preamble", "choose_protocol", "gave_up", "hold_preamble", "info_of",

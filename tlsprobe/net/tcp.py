@@ -111,7 +111,7 @@ class Channel(Transport):
         self.sock.settimeout(min(self.read_timeout, remaining))
         try:
             data = self.sock.recv(limit)
-        except (socket.timeout, TimeoutError):
+        except TimeoutError:
             if remaining < self.read_timeout:
                 raise self.error(f"timed out: total time limit of {self.total:.1f} s "
                                  "reached", "deadline") from None
@@ -128,7 +128,7 @@ class Channel(Transport):
         except OSError:
             pass
 
-    def __enter__(self) -> "Channel":
+    def __enter__(self) -> Channel:
         return self
 
     def __exit__(self, *exc: object) -> None:

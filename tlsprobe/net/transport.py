@@ -67,7 +67,7 @@ class Transport(Protocol):
     def bind(self, engine: ClientHandshake) -> None:
         """Hook, called with the handshake's engine before the first `send`: QUIC takes
         its packet keys from the engine's key schedule. Default: nothing."""
-        return None
+        return None   # noqa: RET501  (a body: not abstract for mypy)
 
 
 class AsyncTransport(Protocol):
@@ -89,7 +89,7 @@ class AsyncTransport(Protocol):
 
     def bind(self, engine: ClientHandshake) -> None:
         """As `Transport.bind`. Default: nothing."""
-        return None
+        return None   # noqa: RET501  (a body: not abstract for mypy)
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,14 @@ from tlsprobe.net.quic_wire import QUIC_V1
 from tlsprobe.net.tcp import Target
 from tlsprobe.net.transport import Connector, NotApplicable
 from tlsprobe.probes.probe import ProbeOptions, ProbeRun, run_probe
-from tlsprobe.session.flow import (CLIENT, AlertEvent, ChangeCipherSpecEvent, Event,
-                                   InnerContentEvent, RecordEvent)
+from tlsprobe.session.flow import (
+    CLIENT,
+    AlertEvent,
+    ChangeCipherSpecEvent,
+    Event,
+    InnerContentEvent,
+    RecordEvent,
+)
 
 
 @dataclass
