@@ -15,7 +15,7 @@ from tlsprobe.net.driver import Progress, adrive, drive
 from tlsprobe.net.not_tls import is_not_tls, not_tls_message
 from tlsprobe.net.tcp import Target, open_channel
 from tlsprobe.net.tcp_async import TcpConnector
-from tlsprobe.net.transport import Recorder
+from tlsprobe.net.transport import Recorder, Transport
 
 HTTP = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"
 SSH = b"SSH-2.0-OpenSSH_9.2\r\n"
@@ -145,12 +145,20 @@ def test_drive_tells_the_engine_when_the_server_closes():
     assert exc.value.kind is FailureKind.CLOSED and progress.closed
 
 
-class OneByte:
-    """Delivers the server's bytes one at a time (a reader of whole records would stall)."""
+class OneByte(Transport):
+    """Delivers the server's bytes one at a time (a reader of whole records would stall);
+    a transport as net/transport.py defines them (its hooks' defaults inherited)."""
 
     def __init__(self, inner):
         self.inner, self.pending = inner, b""
-        self.peer, self.local = inner.peer, inner.local
+
+    @property
+    def peer(self):
+        return self.inner.peer
+
+    @property
+    def local(self):
+        return self.inner.local
 
     def send(self, data):
         self.inner.send(data)

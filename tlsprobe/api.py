@@ -173,14 +173,17 @@ def probe(target: str, *, versions: Sequence[Code] | None = None,
           server_name: str | None = None, send_sni: bool = True, grease: bool = False,
           verify: bool = True, cafile: str | None = None, timeout: float = 10.0,
           total_timeout: float | None = None, first_flight_only: bool = False,
-          http_get: str | None = None, raise_on_error: bool = True) -> ProbeResult:
+          http_get: str | None = None, raise_on_error: bool = True,
+          quic: bool = False) -> ProbeResult:
     """Probe one server as `tlsprobe HOST[:PORT]` does and return its `ProbeResult`.
 
     `target` is "HOST[:PORT]" (default port 443; IPv6 as "[::1]:4433"). The lists take names
     or codepoints as the options of the same name do (`versions=["1.3"]`,
     `groups=["x25519", 0x0017]`); None offers the command line's defaults. `verify` checks the
     chain and host name against `cafile` (default: the system bundle); `timeout` is per
-    connect and read, `total_timeout` (default 3 x timeout) for the whole probe.
+    connect and read, `total_timeout` (default 3 x timeout) for the whole probe. `quic`
+    probes over QUIC v1 (UDP) as `--quic` does: TLS 1.3 only, ALPN h3 unless `alpn` is
+    given; the result's `quic` says what QUIC did.
 
     Raises `UsageError` for a bad argument, and `ProbeError` (with `.kind` and the partial
     `.result`) when the probe did not reach its answer, unless `raise_on_error` is False:
@@ -194,6 +197,8 @@ def probe(target: str, *, versions: Sequence[Code] | None = None,
                          "(86400 seconds)")
     if http_get is not None and first_flight_only:
         raise UsageError("http_get needs a completed handshake (drop first_flight_only)")
+    if quic and (http_get is not None or ciphers is not None):
+        raise UsageError("http_get and ciphers (TLS 1.2 suites) cannot be used with quic")
     parsed = parse_target(target)
     hello = _Hello(versions, groups, key_shares, ciphers, ciphersuites, sigalgs,
                    ("http/1.1",) if alpn is None and http_get is not None else alpn,
@@ -205,7 +210,14 @@ def probe(target: str, *, versions: Sequence[Code] | None = None,
                            annotate=False, stop_after_first_flight=first_flight_only,
                            http_get=http_get, verify=verify, cafile=cafile,
                            total_timeout=total_timeout)
-    result = run_probe(parsed, options).result
+    if quic:   # probes/quic.py: the QUIC form of the hello, as `tlsprobe HOST --quic`
+        from tlsprobe.engine.config import TLS13
+        from tlsprobe.probes.quic import run_quic_probe
+        if versions is not None and set(options.config.versions) != {TLS13}:
+            raise UsageError("versions: QUIC carries TLS 1.3 only (RFC 9001 4.2)")
+        result = run_quic_probe(parsed, options, alpn_given=alpn is not None)[0].result
+    else:
+        result = run_probe(parsed, options).result
     if result.error and raise_on_error:
         raise ProbeError(result)
     return result
@@ -244,8 +256,8 @@ async def ascan(targets: str | Sequence[str], *, checks: Sequence[str] | None = 
                 server_name: str | None = None, send_sni: bool = True, verify: bool = True,
                 cafile: str | None = None, per_host: int = 3, concurrency: int = 4,
                 delay: float = 0.0, retries: int = 2, timeout: float = 5.0,
-                on_report: Callable[[AuditReport], None] | None = None
-                ) -> list[AuditReport]:
+                on_report: Callable[[AuditReport], None] | None = None,
+                starttls: str | None = None) -> list[AuditReport]:
     """`scan` for asyncio code: audits on the running event loop."""
     from tlsprobe import registry
     from tlsprobe.policy.load import DEFAULT_POLICY, PolicyError, load_policy
@@ -273,7 +285,14 @@ async def ascan(targets: str | Sequence[str], *, checks: Sequence[str] | None = 
                                                "extra_groups"),
                            server_name=server_name, send_sni=send_sni, policies=loaded,
                            cafile=cafile, verify=verify)
-    scheduler = Scheduler(per_host=per_host, delay=delay, retries=retries, timeout=timeout)
+    connector = None
+    if starttls is not None:   # every connection holds the preamble first (--starttls)
+        from tlsprobe.net.starttls_connect import starttls_connector
+        from tlsprobe.net.tcp_async import TcpConnector
+        connector = starttls_connector(starttls, parsed, TcpConnector(timeout),
+                                       server_name=server_name, what="starttls")
+    scheduler = Scheduler(per_host=per_host, delay=delay, retries=retries, timeout=timeout,
+                          connector=connector)
     return await audit_many(parsed, options, scheduler, concurrency=concurrency,
                             on_report=on_report)
 
@@ -284,7 +303,8 @@ def scan(targets: str | Sequence[str], *, checks: Sequence[str] | None = None,
          server_name: str | None = None, send_sni: bool = True, verify: bool = True,
          cafile: str | None = None, per_host: int = 3, concurrency: int = 4,
          delay: float = 0.0, retries: int = 2, timeout: float = 5.0,
-         on_report: Callable[[AuditReport], None] | None = None) -> list[AuditReport]:
+         on_report: Callable[[AuditReport], None] | None = None,
+         starttls: str | None = None) -> list[AuditReport]:
     """Audit servers as `tlsprobe scan` does; one `AuditReport` per distinct target, in order.
 
     `checks` names what to check as `--checks` does (default: versions, groups, pq, suites,
@@ -292,7 +312,9 @@ def scan(targets: str | Sequence[str], *, checks: Sequence[str] | None = None,
     built-in names or policy files (default ["intermediate"]; [] for the built-in checks
     only; one name may be given as a str). The connection arguments are `scan`'s options
     of the same name; `on_report` is called with each report as soon as its target is
-    done.
+    done. `starttls` ("smtp", "imap", ..., or "auto": by the port) holds that plain-text
+    preamble before TLS on every connection, as `--starttls` does; the report's
+    `starttls` says what the server answered.
 
     A target that fails does not raise: its report has `error` and `error_kind` (a
     `FailureKind` value) and the other targets are still audited. Raises `UsageError` for
@@ -301,7 +323,8 @@ def scan(targets: str | Sequence[str], *, checks: Sequence[str] | None = None,
                              extra_groups=extra_groups, server_name=server_name,
                              send_sni=send_sni, verify=verify, cafile=cafile,
                              per_host=per_host, concurrency=concurrency, delay=delay,
-                             retries=retries, timeout=timeout, on_report=on_report))
+                             retries=retries, timeout=timeout, on_report=on_report,
+                             starttls=starttls))
 
 
 class CaptureReader:

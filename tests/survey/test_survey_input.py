@@ -14,7 +14,7 @@ import pytest
 
 from tlsprobe.errors import UsageError
 from tlsprobe.net.tcp import Target
-from tlsprobe.survey.pacing import PacedConnector
+from tlsprobe.net.pacing import PacedConnector
 from tlsprobe.survey.targets import expand_cidr, read_targets, shard_targets
 
 REPO = Path(__file__).resolve().parents[2]

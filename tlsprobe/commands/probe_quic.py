@@ -1,36 +1,24 @@
 """`tlsprobe HOST[:PORT] --quic`: the probe over QUIC v1 or v2 (issue 15).
 
-The same probe (probes.probe.run_probe) runs over a QUIC transport (net.quic): the
-ClientHello is tlsprobe's own, restricted to what QUIC allows (TLS 1.3 only, the three
-AEAD suites QUIC defines), with ALPN h3 by default, an empty legacy_session_id and our
-quic_transport_parameters. The report adds the QUIC side (net.quic_info) to the TCP probe's.
-Options this slice cannot honour over QUIC are refused before connecting (exit 2).
+Arguments -> call -> render: the options QUIC cannot honour are refused before connecting
+(exit 2); the QUIC form of the hello, the connector and the run's QUIC view are
+probes/quic.py's (the API's `probe(..., quic=True)` makes the same calls); here only what
+is printed and written: the packets (--msg), the QUIC summary and the --pcap-out datagrams.
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from typing import TextIO
 
 from tlsprobe.commands.quic_option import quic_versions
 from tlsprobe.engine import config as cfg
 from tlsprobe.errors import UsageError
-from tlsprobe.net.quic import quic_connector
 from tlsprobe.net.quic_info import QuicInfo
-from tlsprobe.net.quic_params import client_parameters
-from tlsprobe.net.transport import Connector
+from tlsprobe.net.transport import Connector, NotApplicable
 from tlsprobe.probes.probe import ProbeRun
-from tlsprobe.session.flow import (
-    CLIENT,
-    AlertEvent,
-    ChangeCipherSpecEvent,
-    Event,
-    InnerContentEvent,
-    RecordEvent,
-)
+from tlsprobe.probes.quic import quic_setup, quic_view
 
-QUIC_SUITES = (0x1301, 0x1302, 0x1303)   # RFC 9001 5.3: no TLS_AES_128_CCM_8_SHA256
 NOT_OVER_QUIC = (("timing", "--timing"),
                  ("http_get", "--http-get"), ("tls1_2", "--tls1_2"), ("tls1_1", "--tls1_1"),
                  ("tls1", "--tls1"), ("ssl3", "--ssl3"), ("ciphers", "--ciphers"),
@@ -52,41 +40,16 @@ class QuicProbe:
     def setup(self, config: cfg.ClientConfig, timeout: float
               ) -> tuple[cfg.ClientConfig, Connector]:
         """The QUIC ClientHello configuration and the connector (which fills `info`)."""
-        suites = tuple(s for s in config.cipher_suites_13 if s in QUIC_SUITES)
-        if not suites:
-            raise UsageError("--ciphersuites: QUIC allows only TLS_AES_128_GCM_SHA256, "
-                             "TLS_AES_256_GCM_SHA384 and TLS_CHACHA20_POLY1305_SHA256")
-        connect, self.info = quic_connector(timeout, versions=quic_versions(self.args))
-        info = self.info
-        config = replace(config, versions=(cfg.TLS13,), cipher_suites_13=suites,
-                         alpn=config.alpn if self.args.alpn is not None else ("h3",),
-                         quic_transport_parameters=client_parameters(
-                             info.scid, info.version, info.offered),
-                         session_ticket=False)
-        return config, connect
+        setup = quic_setup(config, timeout, quic_versions(self.args),
+                           alpn_given=self.args.alpn is not None)
+        if isinstance(setup, NotApplicable):   # the versions are checked above
+            raise UsageError(f"--ciphersuites: {setup.reason}")
+        self.info = setup.info
+        return setup.config, setup.connect
 
     def adjust(self, run: ProbeRun) -> ProbeRun:
-        """Over QUIC the engine's close_notify (and ChangeCipherSpec) never reach the wire:
-        the transport sends CONNECTION_CLOSE instead (shown in the QUIC summary), so they
-        are left out of the result and the trace; the result gets the `quic` object."""
-        events: list[Event] = []
-        for ev in run.events:
-            if getattr(ev, "direction", None) != CLIENT:
-                events.append(ev)
-            elif isinstance(ev, ChangeCipherSpecEvent) or (
-                    isinstance(ev, RecordEvent) and ev.record.content_type == 20):
-                continue
-            elif isinstance(ev, AlertEvent) and ev.alert.description == 0:
-                while events and getattr(events[-1], "direction", None) == CLIENT and \
-                        isinstance(events[-1], (RecordEvent, InnerContentEvent)):
-                    events.pop()   # the record that carried it
-            else:
-                events.append(ev)
-        alerts = tuple(a for a in run.result.alerts
-                       if not (a.direction == "sent" and a.description == 0))
-        quic = self.info.summary() if self.info is not None else None
-        return replace(run, result=replace(run.result, alerts=alerts, quic=quic),
-                       events=events)
+        """The run as it went over QUIC (probes/quic.py `quic_view`)."""
+        return run if self.info is None else quic_view(run, self.info)
 
     def print_packets(self, out: TextIO) -> None:
         """--msg: the QUIC packets both ways, before the TLS handshake trace."""

@@ -248,20 +248,6 @@ def _starttls_connector(args: argparse.Namespace, targets: list[Target]) -> Any:
     return AsyncStartTlsConnector(TcpConnector(args.timeout), specs)
 
 
-def _with_starttls(report: AuditReport, scheduler: Any) -> AuditReport:
-    """The report with its target's first preamble (the `starttls` object)."""
-    connector = scheduler.connector
-    records = getattr(connector, "records", None)
-    if records is None:
-        return report
-    from tlsprobe.net.starttls_connect import info_of
-    from tlsprobe.net.tcp import Target
-    display = Target(report.host, report.port).display
-    record = records.get(display)
-    return report if record is None else \
-        replace(report, starttls=info_of(record, connector.specs[display]))
-
-
 def _same_terminal(out: TextIO, err: TextIO) -> bool:
     """Whether `out` and `err` are one terminal (what is written to both is seen twice)."""
     try:
@@ -317,7 +303,6 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         report = replace(report, index=place.get((report.host, report.port)))
         if quic is not None:
             report = scan_quic.quic_report(report, options)
-        report = _with_starttls(report, scheduler)
         progress.report(report)
         if args.json:
             print(report.to_json(), file=out, flush=True)
@@ -331,7 +316,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     elif targets:
         audited = run_audit(targets, options, scheduler, concurrency=args.concurrency,
                             on_report=on_report)
-    done = dict(zip(targets, (_with_starttls(r, scheduler) for r in audited)))
+    done = dict(zip(targets, audited))
     if quic is not None:
         done = {t: scan_quic.quic_report(r, options) for t, r in done.items()}
     reports = [done[i] if isinstance(i, Target) else bad[i] for i in items]

@@ -158,7 +158,7 @@ class QuicCore:
         return True
 
 
-class QuicTransport(QuicCore):
+class QuicTransport(QuicCore, Transport):
     """One QUIC connection over a blocking UDP socket (see the module docstring)."""
 
     def __init__(self, sock: socket.socket, target: Target, info: QuicInfo,

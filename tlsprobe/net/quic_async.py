@@ -9,9 +9,10 @@ a connection exists and the ClientHello's quic_transport_parameters must name it
 (initial_source_connection_id, RFC 9000 7.3). Each connection has its own UDP socket, so
 the server tells them apart by address and by its own connection IDs.
 
-`adapt` turns an audit hello into its QUIC form (TLS 1.3 only, ALPN h3 unless the hello
-names protocols, our transport parameters, no session ticket); a hello without TLS 1.3 is
-not applicable over QUIC (RFC 9001 4.2) and gets `None`. Received datagrams wait in a
+`adapt` turns an audit hello into its QUIC form (net/quic_hello.py, the rule the probe
+applies too: TLS 1.3 and QUIC's suites only, ALPN h3 unless the hello names protocols, our
+transport parameters, no session ticket); a hello QUIC cannot carry (no TLS 1.3, RFC 9001
+4.2) gets `NotApplicable`. Received datagrams wait in a
 bounded queue (`MAX_QUEUED`; more are dropped, as a network would).
 """
 
@@ -20,19 +21,19 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from dataclasses import replace
 
-from tlsprobe.engine.config import TLS13, ClientConfig
-from tlsprobe.errors import NetworkError
+from tlsprobe.engine.config import ClientConfig
+from tlsprobe.errors import NetworkCause, NetworkError
 from tlsprobe.net.quic import QuicCore, _text
+from tlsprobe.net.quic_hello import NO_TLS13, quic_hello
 from tlsprobe.net.quic_info import QuicInfo
-from tlsprobe.net.quic_params import client_parameters
 from tlsprobe.net.quic_wire import QUIC_V1, new_connection_ids
 from tlsprobe.net.shared import SharedLookups
 from tlsprobe.net.tcp import AddrInfo, Target, cause_of
+from tlsprobe.net.transport import AsyncConnector, AsyncTransport, NotApplicable
 
 MAX_QUEUED = 64          # datagrams waiting to be read per connection
-NOT_APPLICABLE = "not applicable over QUIC: QUIC carries TLS 1.3 only (RFC 9001 4.2)"
+NOT_APPLICABLE = NO_TLS13   # the note of the audit sections of other versions
 
 
 class _Datagrams(asyncio.DatagramProtocol):
@@ -50,7 +51,7 @@ class _Datagrams(asyncio.DatagramProtocol):
             self.queue.put_nowait(exc)
 
 
-class AsyncQuicTransport(QuicCore):
+class AsyncQuicTransport(QuicCore, AsyncTransport):
     """One QUIC connection over an asyncio datagram endpoint (an `AsyncTransport`)."""
 
     def __init__(self, endpoint: asyncio.DatagramTransport, datagrams: _Datagrams,
@@ -66,6 +67,10 @@ class AsyncQuicTransport(QuicCore):
     @property
     def peer(self) -> tuple[str, int]:
         return self._peer
+
+    @property
+    def local(self) -> tuple[str, int] | None:
+        return self._local
 
     def _flush(self) -> None:
         for datagram in self._outgoing(self._local, self._peer):
@@ -108,11 +113,9 @@ class AsyncQuicTransport(QuicCore):
         self.endpoint.close()
 
 
-class AsyncQuicConnector:
+class AsyncQuicConnector(AsyncConnector):
     """Opens `AsyncQuicTransport`s (an `AsyncConnector`); see the module docstring.
     `versions` as net.quic.quic_connector's (our Initial's version first)."""
-
-    not_applicable = NOT_APPLICABLE    # the reason the scheduler gives when `adapt` refuses
 
     def __init__(self, timeout: float, versions: tuple[int, ...] = (QUIC_V1,)) -> None:
         self.timeout = timeout
@@ -121,14 +124,11 @@ class AsyncQuicConnector:
         self.scid = new_connection_ids()[0]
         self._lookups = SharedLookups()
 
-    def adapt(self, config: ClientConfig) -> ClientConfig | None:
-        """The QUIC form of an audit hello; None when it offers no TLS 1.3."""
-        if TLS13 not in config.versions:
-            return None
-        return replace(config, versions=(TLS13,), alpn=config.alpn or ("h3",),
-                       quic_transport_parameters=client_parameters(
-                           self.scid, self.version, self.offered),
-                       session_ticket=False)
+    def adapt(self, config: ClientConfig) -> ClientConfig | NotApplicable:
+        """The QUIC form of an audit hello (an audit hello that names ALPN protocols keeps
+        them), or why QUIC cannot carry it."""
+        return quic_hello(config, self.scid, self.version, self.offered,
+                          alpn=config.alpn or None)
 
     async def __call__(self, target: Target, deadline: float) -> AsyncQuicTransport:
         wait = max(0.0, min(self.timeout, deadline - time.monotonic()))
@@ -153,8 +153,8 @@ class AsyncQuicConnector:
         return await self._lookups.addresses(target)
 
 
-def _failed(target: Target, reason: str, cause: str) -> NetworkError:
-    return NetworkError(f"{target.display}: {reason}", cause, reason)  # type: ignore[arg-type]
+def _failed(target: Target, reason: str, cause: NetworkCause) -> NetworkError:
+    return NetworkError(f"{target.display}: {reason}", cause, reason)
 
 
 __all__ = ["NOT_APPLICABLE", "AsyncQuicConnector", "AsyncQuicTransport"]

@@ -22,16 +22,27 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tlsprobe.net.tcp import Target
-from tlsprobe.net.transport import AsyncConnector, AsyncTransport, Segment
+from tlsprobe.net.transport import (
+    AsyncConnector,
+    AsyncTransport,
+    Segment,
+    WrappingConnector,
+    WrappingTransport,
+)
+
+if TYPE_CHECKING:
+    from tlsprobe.net.starttls import PreambleRecord
+    from tlsprobe.session.flow import Event
 
 __all__ = ["TAPE", "AsyncRecorder", "Recording", "RecordingConnector", "Tape",
-           "note_preamble"]
+           "note_preamble", "taping"]
 
 
 @dataclass(eq=False)
@@ -48,8 +59,8 @@ class Tape:
     started: float = 0.0        # time.time() of the connect and of the end
     ended: float = 0.0
     segments: list[Segment] = field(default_factory=list)
-    preamble: Any = None        # net/starttls.py PreambleRecord, when --starttls
-    events: Sequence[Any] = ()  # session/ events of the handshake (for the --msg trace)
+    preamble: PreambleRecord | None = None   # when --starttls
+    events: Sequence[Event] = ()    # of the handshake (for the --msg trace)
     keylog_lines: Sequence[str] = ()
 
     @property
@@ -61,7 +72,7 @@ class Tape:
     def opened(self) -> bool:
         return self.number > 0
 
-    def finish(self, events: Sequence[Any] = (), keylog_lines: Sequence[str] = ()) -> None:
+    def finish(self, events: Sequence[Event] = (), keylog_lines: Sequence[str] = ()) -> None:
         """The conversation is over: keep its trace events and secrets."""
         self.events = list(events)
         self.keylog_lines = list(keylog_lines)
@@ -95,7 +106,7 @@ class Recording:
         tape.order = self.opened_count
         tape.started = time.time()
         tape.server = transport.peer
-        tape.client = _local(transport)
+        tape.client = transport.local
 
     def done(self, tape: Tape) -> None:
         """The attempt is over (its connection closed): an opened tape goes to the sink."""
@@ -103,26 +114,27 @@ class Recording:
             self.sink(tape)
 
 
-def _local(transport: object) -> tuple[str, int] | None:
-    local = getattr(transport, "local", None)
-    return (str(local[0]), int(local[1])) if local else None
+@contextmanager
+def taping(recording: Recording | None, target: Target, phase: str) -> Iterator[Tape | None]:
+    """One connection attempt's tape (None without a recording), current (`TAPE`) inside
+    the block and handed to the recording (`done`) after it."""
+    tape = recording.tape(target, phase) if recording is not None else None
+    token = TAPE.set(tape)
+    try:
+        yield tape
+    finally:
+        TAPE.reset(token)
+        if tape is not None and recording is not None:
+            recording.done(tape)
 
 
-class AsyncRecorder:
+class AsyncRecorder(WrappingTransport):
     """An `AsyncTransport` that keeps every byte sent and received on its tape, with its
     time (the asyncio twin of net/transport.py `Recorder`)."""
 
     def __init__(self, inner: AsyncTransport, tape: Tape) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.tape = tape
-
-    @property
-    def peer(self) -> tuple[str, int]:
-        return self.inner.peer
-
-    @property
-    def local(self) -> tuple[str, int] | None:
-        return _local(self.inner)
 
     async def send(self, data: bytes) -> None:
         if data:
@@ -140,12 +152,12 @@ class AsyncRecorder:
         await self.inner.close()
 
 
-class RecordingConnector:
+class RecordingConnector(WrappingConnector):
     """An `AsyncConnector` over `inner` (TCP) that records the connection of the current
     tape (`TAPE`) with `recording`; without a current tape it is `inner` unchanged."""
 
     def __init__(self, inner: AsyncConnector, recording: Recording) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.recording = recording
 
     async def __call__(self, target: Target, deadline: float) -> AsyncTransport:
@@ -157,7 +169,7 @@ class RecordingConnector:
         return AsyncRecorder(transport, tape)
 
 
-def note_preamble(record: object) -> None:
+def note_preamble(record: PreambleRecord) -> None:
     """What the STARTTLS preamble of the current connection exchanged (also when it failed),
     for its --msg section."""
     tape = TAPE.get()

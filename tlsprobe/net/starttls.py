@@ -22,9 +22,22 @@ from enum import StrEnum
 from typing import Literal, Protocol
 
 from tlsprobe.errors import FailureKind, TlsprobeError, UsageError, exit_code_for
-from tlsprobe.net.starttls_base import (Context, Dialogue, Exact, Line, Note, PreambleFailure,
-                                        Problem, SOMETHING_ELSE, Send, Xml, escape,
-                                        not_speaking, quote, what_is)
+from tlsprobe.net.starttls_base import (
+    SOMETHING_ELSE,
+    Context,
+    Dialogue,
+    Exact,
+    Line,
+    Note,
+    PreambleFailure,
+    Problem,
+    Send,
+    Xml,
+    escape,
+    not_speaking,
+    quote,
+    what_is,
+)
 from tlsprobe.net.starttls_binary import BINARY_DIALOGUES
 from tlsprobe.net.starttls_text import TEXT_DIALOGUES
 from tlsprobe.net.starttls_xmpp import XMPP_DIALOGUES
@@ -299,22 +312,17 @@ class StartTlsError(TlsprobeError):
         self.connected = connected
 
 
-class _SendAll(Protocol):
-    def sendall(self, data: bytes, /) -> object: ...
-    def recv(self, size: int, /) -> bytes: ...
-
-
 class _SendOnly(Protocol):
     def send(self, data: bytes, /) -> object: ...
     def recv(self, size: int, /) -> bytes: ...
 
 
-def run_preamble(stream: _SendAll | _SendOnly, protocol: str, deadline: float, *,
+def run_preamble(stream: socket.socket | _SendOnly, protocol: str, deadline: float, *,
                  server_name: str | None = None, client_name: str = "tlsprobe.invalid",
                  limits: Limits = Limits()) -> PreambleRecord:
     """Run `protocol`'s preamble over a blocking `stream` until `deadline` (time.monotonic);
-    on return the next bytes on the stream are TLS. A stream with `settimeout` (a socket)
-    gets the time left before each read and write; any other must bound its own reads.
+    on return the next bytes on the stream are TLS. A socket gets the time left before each
+    read and write (and sends with sendall); any other stream must bound its own reads.
     Raises StartTlsError (network errors and timeouts included, as FailureKind.NETWORK)."""
     machine = StartTls(protocol, server_name=server_name, client_name=client_name,
                        limits=limits)
@@ -323,7 +331,7 @@ def run_preamble(stream: _SendAll | _SendOnly, protocol: str, deadline: float, *
         try:
             if step.send:
                 _timeout(stream, deadline)
-                if hasattr(stream, "sendall"):
+                if isinstance(stream, socket.socket):
                     stream.sendall(step.send)
                 else:
                     stream.send(step.send)
@@ -334,7 +342,7 @@ def run_preamble(stream: _SendAll | _SendOnly, protocol: str, deadline: float, *
                 raise StartTlsError(step.failure, machine.record)
             _timeout(stream, deadline)
             data = stream.recv(4096)
-        except (socket.timeout, TimeoutError):
+        except TimeoutError:
             raise StartTlsError(machine.timed_out(), machine.record) from None
         except OSError as exc:
             raise _network(machine, f"{exc.strerror or exc} while waiting for "
@@ -350,9 +358,8 @@ def _timeout(stream: object, deadline: float) -> None:
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise TimeoutError
-    settimeout = getattr(stream, "settimeout", None)
-    if settimeout is not None:
-        settimeout(remaining)
+    if isinstance(stream, socket.socket):
+        stream.settimeout(remaining)
 
 
 def _network(machine: StartTls, text: str) -> StartTlsError:

@@ -30,22 +30,39 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from tlsprobe.errors import NetworkError, UsageError
 from tlsprobe.model.starttls import StartTlsInfo
-from tlsprobe.net.starttls import (PROTOCOLS, AUTO_PORTS, PreambleFailure, PreambleRecord,
-                                   Problem, StartTls, StartTlsError, Status, protocol_for_port,
-                                   run_preamble)
-from tlsprobe.net.starttls_base import escape
 from tlsprobe.net.recording import note_preamble
+from tlsprobe.net.starttls import (
+    AUTO_PORTS,
+    PROTOCOLS,
+    PreambleFailure,
+    PreambleRecord,
+    Problem,
+    StartTls,
+    StartTlsError,
+    Status,
+    protocol_for_port,
+    run_preamble,
+)
+from tlsprobe.net.starttls_base import escape
 from tlsprobe.net.tcp import Target
-from tlsprobe.net.transport import (AsyncConnector, AsyncTransport, Connector, Recorder,
-                                    Segment, Transport)
+from tlsprobe.net.transport import (
+    AsyncConnector,
+    AsyncTransport,
+    Connector,
+    Recorder,
+    Segment,
+    Transport,
+    WrappingConnector,
+)
 
 __all__ = ["BACKOFF", "AsyncStartTlsConnector", "Backoff", "StartTlsConnector", "StartTlsSpec",
-           "arun_preamble", "choose_protocol", "gave_up", "hold_preamble", "info_of"]
+           "arun_preamble", "choose_protocol", "gave_up", "hold_preamble", "info_of",
+           "starttls_connector"]
 
 #: failures that are the server's answer, the same on every connection (not retried)
 _DEFINITE = (Problem.NOT_OFFERED, Problem.REFUSED, Problem.WRONG_PROTOCOL, Problem.TOO_LONG,
@@ -108,22 +125,37 @@ class StartTlsSpec:
                f"of port {port})"
 
 
-def choose_protocol(option: str, port: int) -> tuple[str, bool]:
+def choose_protocol(option: str, port: int, what: str = "--starttls") -> tuple[str, bool]:
     """The protocol of `--starttls OPTION` for `port`, and whether it was chosen by the
     port (`auto`); a name not in PROTOCOLS, or `auto` on a port without a well-known
-    STARTTLS protocol, is a usage error."""
+    STARTTLS protocol, is a usage error (naming the option or argument `what`)."""
     name = option.strip().lower()
     if name == "auto":
         chosen = protocol_for_port(port)
         if chosen is None:
             known = ", ".join(f"{p} {n}" for p, n in sorted(AUTO_PORTS.items()))
-            raise UsageError(f"--starttls auto: port {port} has no well-known STARTTLS "
-                             f"protocol ({known}); give the protocol, e.g. --starttls smtp")
+            raise UsageError(f"{what} auto: port {port} has no well-known STARTTLS "
+                             f"protocol ({known}); give the protocol, e.g. {what} smtp")
         return chosen, True
     if name not in PROTOCOLS:
-        raise UsageError(f"--starttls: unknown protocol {option!r} (known: "
+        raise UsageError(f"{what}: unknown protocol {option!r} (known: "
                          f"{', '.join(PROTOCOLS)}, or auto)")
     return name, False
+
+
+def starttls_connector(option: str, targets: Iterable[Target], inner: AsyncConnector, *,
+                       server_name: str | None = None, what: str = "--starttls"
+                       ) -> AsyncStartTlsConnector:
+    """An audit's connector that holds `option`'s preamble (`auto`: chosen by each target's
+    port) over `inner` on every connection; the XMPP to= domain is `server_name`, else the
+    target's host. A bad `option` is a UsageError naming `what`."""
+    if option.strip().lower() != "auto":
+        choose_protocol(option, 0, what)   # checked once, also without targets
+    specs = {}
+    for target in targets:
+        protocol, by_port = choose_protocol(option, target.port, what)
+        specs[target.display] = StartTlsSpec(protocol, server_name or target.host, by_port)
+    return AsyncStartTlsConnector(inner, specs)
 
 
 def info_of(record: PreambleRecord, spec: StartTlsSpec) -> StartTlsInfo:
@@ -247,21 +279,28 @@ async def arun_preamble(transport: AsyncTransport, protocol: str, deadline: floa
         step = machine.receive_data(data)
 
 
-class AsyncStartTlsConnector:
+class AsyncStartTlsConnector(WrappingConnector):
     """An `AsyncConnector` for the scan scheduler: `inner` opens TCP, then the preamble of
     the target's spec (`specs` by `Target.display`: `--starttls auto` may choose per port).
-    `records` keeps the first preamble of each target. A temporary refusal is asked again
-    (`backoff`) until the connection's deadline."""
+    `records` keeps the first preamble of each target (`preamble`: the report's `starttls`
+    object). A temporary refusal is asked again (`backoff`) until the connection's
+    deadline."""
 
     def __init__(self, inner: AsyncConnector, specs: Mapping[str, StartTlsSpec], *,
                  backoff: Backoff = BACKOFF) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.specs = specs
         self.backoff = backoff
         self.records: dict[str, PreambleRecord] = {}
         self._failed: dict[str, StartTlsError] = {}
         self._reached: set[str] = set()   # targets whose preamble reached TLS at least once
         self._given_up: dict[str, int] = {}   # connections in a row that gave up, by target
+
+    def preamble(self, target: Target) -> StartTlsInfo | None:
+        """What the target's first preamble said (None before any)."""
+        record = self.records.get(target.display)
+        spec = self.specs.get(target.display)
+        return None if record is None or spec is None else info_of(record, spec)
 
     async def __call__(self, target: Target, deadline: float) -> AsyncTransport:
         start = time.monotonic()

@@ -9,102 +9,15 @@ from __future__ import annotations
 
 import errno
 import ipaddress
-import re
 import socket
 import threading
 import time
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable
+from typing import TypeGuard
 
-from tlsprobe.errors import NetworkCause, NetworkError, UsageError
-
-
-@dataclass(frozen=True)
-class Target:
-    host: str
-    port: int
-
-    @property
-    def display(self) -> str:
-        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
-
-
-def _is_ipv6(text: str) -> bool:
-    try:
-        return isinstance(ipaddress.ip_address(text), ipaddress.IPv6Address)
-    except ValueError:
-        return False
-
-
-def parse_target(text: str, default_port: int = 443) -> Target:
-    """HOST, HOST:PORT, [v6]:PORT, or a bare IPv6 address (port `default_port`).
-
-    A present but empty port ("host:") is an error, not the default; an IPv6 address with a
-    port but no brackets ("::1:4433") is refused with the bracketed spelling as a hint."""
-    original = text
-    text = text.strip()
-    if not text:
-        raise UsageError("empty target: give HOST[:PORT]")
-    if "://" in text:
-        text = text.split("://", 1)[1].split("/", 1)[0]
-    host, port_text = text, None
-    if text.startswith("["):
-        end = text.find("]")
-        if end < 0:
-            raise UsageError(f"bad target {text!r}: missing ']' (use [::1]:443)")
-        host, rest = text[1:end], text[end + 1:]
-        if rest:
-            if not rest.startswith(":"):
-                raise UsageError(f"bad target {text!r}: expected ':PORT' after ']'")
-            port_text = rest[1:]
-        if not _is_ipv6(host):
-            raise UsageError(f"bad target {text!r}: {host!r} in brackets is not an IPv6 "
-                             "address")
-    elif text.count(":") == 1:
-        host, port_text = text.split(":")
-    elif ":" in text and not _is_ipv6(text):
-        head, _, tail = text.rpartition(":")
-        if _is_ipv6(head) and tail.isdigit():
-            raise UsageError(f"bad target {original.strip()!r}: IPv6 addresses need "
-                             f"brackets: [{head}]:{tail}")
-        raise UsageError(f"bad target {original.strip()!r}: expected HOST[:PORT] "
-                         "(IPv6 as [::1]:443)")
-    if not host:
-        raise UsageError(f"bad target {text!r}: no host")
-    if any(c.isspace() or not c.isprintable() for c in host):
-        raise UsageError(f"bad target {text!r}: a host name has no spaces or control "
-                         "characters")
-    problem = host_name_problem(host)
-    if problem:
-        raise UsageError(f"bad target {text!r}: not a valid host name: {problem}")
-    port = default_port
-    if port_text is not None:
-        if not port_text:
-            raise UsageError(f"bad target {text!r}: empty port after ':' (give HOST:PORT, "
-                             f"or HOST alone for port {default_port})")
-        if not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
-            raise UsageError(f"bad port {port_text!r} in {text!r}: expected 1-65535")
-        port = int(port_text)
-    return Target(host, port)
-
-
-def host_name_problem(host: str) -> str | None:
-    """Why `host` (not an IP address) cannot be looked up: what the IDNA encoding that name
-    resolution applies refuses (an empty label as in 'a..b', a label over 63 characters,
-    characters IDNA forbids) or a name over 253 characters; None when it can."""
-    try:
-        ipaddress.ip_address(host)
-        return None
-    except ValueError:
-        pass
-    try:
-        encoded = host.encode("idna")
-    except UnicodeError as exc:
-        inner = re.search(r"\(UnicodeError: (.*)\)$", str(exc))
-        return inner.group(1) if inner else str(exc)
-    if len(encoded.rstrip(b".")) > 253:
-        return f"{len(encoded)} characters (at most 253)"
-    return None
+from tlsprobe.errors import NetworkCause, NetworkError
+from tlsprobe.net.target import Target, host_name_problem, parse_target
+from tlsprobe.net.transport import Transport
 
 
 def _describe(exc: BaseException) -> str:
@@ -136,7 +49,7 @@ def cause_of(exc: BaseException) -> NetworkCause:
     return "other"
 
 
-class Channel:
+class Channel(Transport):
     """A connected TCP socket (a net.transport.Transport); reads honour both a per-read
     timeout and a total deadline."""
 
@@ -159,7 +72,7 @@ class Channel:
         return self.address, self.target.port
 
     @property
-    def sockaddr(self) -> tuple[int, tuple[Any, ...]]:
+    def sockaddr(self) -> tuple[int, SockAddr]:
         """The address family and socket address connected to (to connect there again)."""
         return int(self.sock.family), tuple(self.sock.getpeername())
 
@@ -198,7 +111,7 @@ class Channel:
         self.sock.settimeout(min(self.read_timeout, remaining))
         try:
             data = self.sock.recv(limit)
-        except (socket.timeout, TimeoutError):
+        except TimeoutError:
             if remaining < self.read_timeout:
                 raise self.error(f"timed out: total time limit of {self.total:.1f} s "
                                  "reached", "deadline") from None
@@ -215,14 +128,28 @@ class Channel:
         except OSError:
             pass
 
-    def __enter__(self) -> "Channel":
+    def __enter__(self) -> Channel:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-AddrInfo = tuple[int, int, int, str, tuple[Any, ...]]
+#: a socket address of an IP family: (host, port) for IPv4, (host, port, flowinfo, scope_id)
+#: for IPv6
+SockAddr = tuple[str, int] | tuple[str, int, int, int]
+AddrInfo = tuple[int, int, int, str, SockAddr]
+_RawInfo = tuple[int, int, int, str, "SockAddr | tuple[int, bytes]"]
+
+
+def _is_ip_address(address: SockAddr | tuple[int, bytes]) -> TypeGuard[SockAddr]:
+    return isinstance(address[0], str)
+
+
+def _ip_infos(infos: Iterable[_RawInfo]) -> list[AddrInfo]:
+    """getaddrinfo's answers of the IP families (the (int, bytes) form of a Python built
+    without IPv6 support cannot be connected to and is left out)."""
+    return [(f, t, p, c, a) for f, t, p, c, a in infos if _is_ip_address(a)]
 
 
 def resolve(target: Target, family: int, wait: float) -> list[AddrInfo]:
@@ -230,15 +157,15 @@ def resolve(target: Target, family: int, wait: float) -> list[AddrInfo]:
     TimeoutError when the resolver has not answered by then."""
     flags = socket.AI_NUMERICHOST if _is_ip(target.host) else 0
     if flags:
-        return list(socket.getaddrinfo(target.host, target.port, family, socket.SOCK_STREAM,
-                                       0, flags))
+        return _ip_infos(socket.getaddrinfo(target.host, target.port, family,
+                                            socket.SOCK_STREAM, 0, flags))
     infos: list[AddrInfo] = []
     errors: list[BaseException] = []
 
     def lookup() -> None:
         try:
-            infos.extend(socket.getaddrinfo(target.host, target.port, family,
-                                            socket.SOCK_STREAM))
+            infos.extend(_ip_infos(socket.getaddrinfo(target.host, target.port, family,
+                                                      socket.SOCK_STREAM)))
         except (OSError, UnicodeError) as exc:
             errors.append(exc)
 
@@ -260,8 +187,8 @@ async def resolve_async(host: str, port: int) -> list[AddrInfo]:
     import asyncio  # here: the probe's start-up (inside its time limit) does not need it
 
     if _is_ip(host):
-        return list(socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM, 0,
-                                       socket.AI_NUMERICHOST))
+        return _ip_infos(socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM, 0,
+                                            socket.AI_NUMERICHOST))
     loop = asyncio.get_running_loop()
     future: asyncio.Future[list[AddrInfo]] = loop.create_future()
 
@@ -277,7 +204,7 @@ async def resolve_async(host: str, port: int) -> list[AddrInfo]:
         result: list[AddrInfo] | None = None
         error: BaseException | None = None
         try:
-            result = list(socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM))
+            result = _ip_infos(socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM))
         except (OSError, UnicodeError) as exc:
             error = exc
         try:
@@ -340,7 +267,7 @@ def _failed(target: Target, reason: str, cause: NetworkCause) -> NetworkError:
     return NetworkError(f"{target.display}: {reason}", cause, reason)
 
 
-def connect_address(target: Target, family: int, address: tuple[Any, ...], *,
+def connect_address(target: Target, family: int, address: SockAddr, *,
                     timeout: float, deadline: float) -> Channel:
     """Connect to an already resolved `address` (repeated connections to one server, e.g.
     the timing runs), waiting at most `timeout` and never past `deadline`; the channel's
@@ -364,3 +291,7 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+__all__ = ["AddrInfo", "Channel", "SockAddr", "Target", "cause_of", "connect_address", "free_port",
+           "host_name_problem", "open_channel", "parse_target", "resolve"]

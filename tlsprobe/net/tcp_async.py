@@ -15,9 +15,10 @@ import time
 from tlsprobe.errors import NetworkCause, NetworkError
 from tlsprobe.net.shared import SharedLookups
 from tlsprobe.net.tcp import Target, cause_of, host_name_problem
+from tlsprobe.net.transport import AsyncConnector, AsyncTransport
 
 
-class AsyncTcpTransport:
+class AsyncTcpTransport(AsyncTransport):
     """A connected asyncio stream; `receive` waits at most `read_timeout` per chunk."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
@@ -72,7 +73,7 @@ class AsyncTcpTransport:
             pass
 
 
-class TcpConnector:
+class TcpConnector(AsyncConnector):
     """Opens `AsyncTcpTransport`s (an `AsyncConnector`); each (host, port) is resolved once
     per connector, in a thread nothing waits for at exit (net/tcp.py resolve_async)."""
 

@@ -23,21 +23,34 @@ Contract every transport keeps (the drivers rely on it, and nothing else):
 - `close()` never raises; `peer` is the (address, port) connected to.
 The per-read timeout (how long one chunk may keep us waiting, as opposed to the deadline of
 the whole exchange) is the transport's own, set by its connector.
+
+Every hook a caller uses on a channel is declared here with a no-op default, so that no
+caller asks a transport or a connector what it has (`getattr`; tests/test_channels.py
+checks): a transport's `bind(engine)` (QUIC's packet keys) and `local`; an async
+connector's `adapt(config)` (the hello's form on this channel, or `NotApplicable`) and
+`preamble(target)` (what a STARTTLS preamble said). TCP, STARTTLS and QUIC transports and
+connectors subclass these protocols, so mypy --strict checks that they conform.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from tlsprobe.net.tcp import Target
+from tlsprobe.net.target import Target
+
+if TYPE_CHECKING:
+    from tlsprobe.engine.client import ClientHandshake
+    from tlsprobe.engine.config import ClientConfig
+    from tlsprobe.model.starttls import StartTlsInfo
 
 
 class Transport(Protocol):
     """A connected byte stream for the synchronous driver (`drive`); `local` is our end
-    (the client address of a --pcap-out capture)."""
+    (the client address of a --pcap-out capture). Transports subclass it and so inherit
+    the default of the `bind` hook."""
 
     @property
     def peer(self) -> tuple[str, int]: ...
@@ -51,12 +64,22 @@ class Transport(Protocol):
 
     def close(self) -> None: ...
 
+    def bind(self, engine: ClientHandshake) -> None:
+        """Hook, called with the handshake's engine before the first `send`: QUIC takes
+        its packet keys from the engine's key schedule. Default: nothing."""
+        return None   # noqa: RET501  (a body: not abstract for mypy)
+
 
 class AsyncTransport(Protocol):
-    """A connected byte stream for the asyncio driver (`adrive`); as `Transport`."""
+    """A connected byte stream for the asyncio driver (`adrive`); as `Transport`, with
+    `local` None when the socket cannot tell (the default)."""
 
     @property
     def peer(self) -> tuple[str, int]: ...
+
+    @property
+    def local(self) -> tuple[str, int] | None:
+        return None
 
     async def send(self, data: bytes) -> None: ...
 
@@ -64,10 +87,82 @@ class AsyncTransport(Protocol):
 
     async def close(self) -> None: ...
 
+    def bind(self, engine: ClientHandshake) -> None:
+        """As `Transport.bind`. Default: nothing."""
+        return None   # noqa: RET501  (a body: not abstract for mypy)
+
+
+@dataclass(frozen=True)
+class NotApplicable:
+    """A hello the channel cannot carry (`AsyncConnector.adapt`): no connection is made,
+    and `reason` is the inconclusive answer."""
+
+    reason: str
+
 
 #: opens a transport to a target by a deadline (time.monotonic()); NetworkError on failure
 Connector = Callable[[Target, float], Transport]
-AsyncConnector = Callable[[Target, float], Awaitable[AsyncTransport]]
+
+
+class AsyncConnector(Protocol):
+    """Opens an `AsyncTransport` to a target by a deadline (time.monotonic(); NetworkError
+    on failure), for the scan scheduler. Connectors subclass it and inherit the defaults of
+    the hooks the scheduler and the audit call; a connector that wraps another (recording,
+    pacing, a STARTTLS preamble over TCP) passes them on (`WrappingConnector`)."""
+
+    async def __call__(self, target: Target, deadline: float) -> AsyncTransport: ...
+
+    def adapt(self, config: ClientConfig) -> ClientConfig | NotApplicable:
+        """The form of a hello this channel sends (QUIC: net/quic_hello.py), or
+        NotApplicable for one it cannot carry. Default: the hello as it is."""
+        return config
+
+    def preamble(self, target: Target) -> StartTlsInfo | None:
+        """What the plain-text preamble before TLS said on `target` (the report's
+        `starttls` object), None without one (the default)."""
+        return None
+
+
+class WrappingConnector(AsyncConnector):
+    """An `AsyncConnector` over `inner` that passes the hooks on to it; subclasses define
+    `__call__`."""
+
+    def __init__(self, inner: AsyncConnector) -> None:
+        self.inner = inner
+
+    def adapt(self, config: ClientConfig) -> ClientConfig | NotApplicable:
+        return self.inner.adapt(config)
+
+    def preamble(self, target: Target) -> StartTlsInfo | None:
+        return self.inner.preamble(target)
+
+
+class WrappingTransport(AsyncTransport):
+    """An `AsyncTransport` over `inner` that passes `peer`, `local`, `bind` and `close` on;
+    subclasses change `send` and `receive` (recording, watching)."""
+
+    def __init__(self, inner: AsyncTransport) -> None:
+        self.inner = inner
+
+    @property
+    def peer(self) -> tuple[str, int]:
+        return self.inner.peer
+
+    @property
+    def local(self) -> tuple[str, int] | None:
+        return self.inner.local
+
+    def bind(self, engine: ClientHandshake) -> None:
+        self.inner.bind(engine)
+
+    async def send(self, data: bytes) -> None:
+        await self.inner.send(data)
+
+    async def receive(self, deadline: float) -> bytes:
+        return await self.inner.receive(deadline)
+
+    async def close(self) -> None:
+        await self.inner.close()
 
 
 @dataclass(frozen=True)
@@ -79,7 +174,7 @@ class Segment:
     time: float
 
 
-class Recorder:
+class Recorder(Transport):
     """A transport that keeps every byte sent and received, with its time (--pcap-out)."""
 
     def __init__(self, inner: Transport) -> None:
@@ -111,6 +206,9 @@ class Recorder:
     def close(self) -> None:
         self.inner.close()
 
+    def bind(self, engine: ClientHandshake) -> None:
+        self.inner.bind(engine)
 
-__all__ = ["AsyncConnector", "AsyncTransport", "Connector", "Recorder", "Segment",
-           "Transport"]
+
+__all__ = ["AsyncConnector", "AsyncTransport", "Connector", "NotApplicable", "Recorder",
+           "Segment", "Transport", "WrappingConnector", "WrappingTransport"]

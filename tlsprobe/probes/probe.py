@@ -193,9 +193,7 @@ def run_probe(target: Target, options: ProbeOptions,
         return _with_preamble(ProbeRun(facts.result_from(
             engine, target, None, error=(str(exc), exc.kind)), []), starttls)
     connect_s = time.monotonic() - t0
-    bind = getattr(transport, "bind", None)
-    if bind is not None:   # QUIC (net/quic.py): packet keys come from the engine's secrets
-        bind(engine)
+    transport.bind(engine)   # QUIC (net/quic.py): packet keys come from the engine's secrets
     recorder = Recorder(transport)
     conv = _Conversation(recorder, engine, deadline)
     error: tuple[str, FailureKind] | None = None

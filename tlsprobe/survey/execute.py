@@ -46,7 +46,7 @@ def audit_shard(shard: Shard, options: AuditOptions, settings: ShardSettings
     from tlsprobe.net.tcp_async import TcpConnector
     from tlsprobe.probes.audit.run import audit_many
     from tlsprobe.probes.audit.scheduler import Scheduler
-    from tlsprobe.survey.pacing import PacedConnector
+    from tlsprobe.net.pacing import PacedConnector
     connector = TcpConnector(settings.timeout)
     scheduler = Scheduler(per_host=settings.per_host, delay=settings.delay,
                           retries=settings.retries, timeout=settings.timeout,

@@ -22,5 +22,6 @@ def internal_error_report(target: Target, scheduler: Scheduler,
     counts = scheduler.count(target)
     return AuditReport(host=target.host, port=target.port, connections=counts,
                        total_connections=sum(counts.values()),
+                       starttls=scheduler.channel.preamble(target),
                        error=f"{target.display}: internal error: {type(exc).__name__}: {exc}",
                        error_kind=FailureKind.INTERNAL)

@@ -341,8 +341,9 @@ def _finish(report: AuditReport, run: _Run, started: float,
     report = replace(_order_parts(report), certificates=certs, trust=trust, connections=counts,
                      total_connections=sum(counts.values()),
                      retries=scheduler.retried[target.display],
-                     one_at_a_time=scheduler.serial(target) or None,
+                     one_at_a_time=scheduler.pacing.serial(target) or None,
                      address=scheduler.addresses.get(target.display),
+                     starttls=scheduler.channel.preamble(target),   # --starttls: what it said
                      duration_s=round(time.monotonic() - started, 3))
     if error is not None:
         return replace(report, error=f"{target.display}: {error[0]}", error_kind=error[1])

@@ -4,11 +4,10 @@ Each job drives the sans-IO `ClientHandshake` with the asyncio driver (net/drive
 over a transport its connector opens (TCP by default: net/tcp_async.py) until the server has
 answered the question the job asks (a HelloRetryRequest, a ServerHello, the first flight, or
 the CertificateVerify of a full TLS 1.3 handshake) and returns an `Outcome` value
-(probes/audit/outcome.py); nothing is signalled with exceptions. Per host at most `per_host`
-connections run at once, starts are spaced by `delay` seconds, and resets and timeouts are
-retried with exponential backoff. A connection left without an answer while another to the
-same target was open is retried alone instead, and a target that then answers gets one
-connection at a time (probes/audit/contention.py: servers that serve one connection at a time).
+(probes/audit/outcome.py); nothing is signalled with exceptions. Pacing (net/pacing.py): per
+host at most `per_host` connections at once, starts `delay` seconds apart, a target that
+queues parallel connections one at a time (`TargetGate`); resets and timeouts are retried
+with exponential backoff. A hello the channel cannot carry (`adapt`) is not sent.
 A refused connect is not retried: nothing listens there, which is a clear answer (the audit
 reports it as a network error, exit 3). What still fails after the retries is
 "inconclusive", never a refusal: only an alert or a clean close from the server counts as
@@ -18,9 +17,7 @@ reports it as a network error, exit 3). What still fails after the retries is
 
 from __future__ import annotations
 
-import asyncio
 import os
-import random
 import time
 import traceback
 from collections import Counter
@@ -34,12 +31,12 @@ from tlsprobe.engine.config import ClientConfig, conformant_shares
 from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.kex.dhprime import work_deadline
 from tlsprobe.net.driver import Progress, adrive
-from tlsprobe.net.recording import TAPE, Recording, Tape
+from tlsprobe.net.recording import TAPE, Recording, Tape, taping
 from tlsprobe.net.starttls import StartTlsError
 from tlsprobe.net.tcp import Target
 from tlsprobe.net.tcp_async import TcpConnector
-from tlsprobe.net.transport import AsyncConnector, AsyncTransport
-from tlsprobe.probes.audit.contention import TargetGate, Watch, Watched
+from tlsprobe.net.pacing import Pacing, Watch, Watched
+from tlsprobe.net.transport import AsyncConnector, AsyncTransport, NotApplicable
 from tlsprobe.probes.audit.outcome import (ALERT, CLOSED, HELLO_RETRY, INCONCLUSIVE, SERVER_HELLO,
                                      STOP_FLIGHT, STOP_HELLO, STOP_VERIFY, Job, Outcome, Stop,
                                      finished, outcome_of)
@@ -68,40 +65,39 @@ class Scheduler:
     retried: Counter[str] = field(default_factory=Counter)
     #: per target, hellos answered (a ServerHello or an alert) only on a retry after a reset
     #: or a timeout of their own: the path is flaky (a retry alone after silence in company
-    #: is not counted: that is a server queueing connections, probes/audit/contention.py)
+    #: is not counted: that is a server queueing connections, net/pacing.py TargetGate)
     transient: Counter[str] = field(default_factory=Counter)
     addresses: dict[str, str] = field(default_factory=dict)
     internal_errors: dict[str, str] = field(default_factory=dict)  # target -> first bug
-    _sems: dict[str, asyncio.Semaphore] = field(default_factory=dict)
-    _gates: dict[str, TargetGate] = field(default_factory=dict)
-    _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
-    _next_start: dict[str, float] = field(default_factory=dict)
-    #: opens each connection (net/transport.py); None: TCP with `timeout` (each name
-    #: resolved once per scheduler)
+    #: opens each connection (net/transport.py); None: TCP with `timeout`
     connector: AsyncConnector | None = None
     #: records every connection (scan --msg/--pcap-out/--keylog, net/recording.py): a tape
     #: per attempt, filled by a RecordingConnector in `connector`; None: nothing is kept
     recording: Recording | None = None
+    #: the per-host caps, start spacing and per-target gates (net/pacing.py)
+    pacing: Pacing = field(init=False)
 
     def __post_init__(self) -> None:
         if self.connector is None:
             self.connector = TcpConnector(self.timeout)
+        self.pacing = Pacing(self.per_host, self.delay)
+
+    @property
+    def channel(self) -> AsyncConnector:   # the connector, set by __post_init__
+        assert self.connector is not None
+        return self.connector
 
     def count(self, target: Target) -> dict[str, int]:
         """Connections per phase for one target."""
         return {phase: n for (t, phase), n in self.connections.items() if t == target.display}
 
     async def run(self, target: Target, job: Job) -> Outcome:
-        adapt = getattr(self.connector, "adapt", None)   # QUIC: the hello's QUIC form
-        if adapt is not None:
-            config = adapt(job.config)
-            if config is None:   # a hello the channel cannot carry: no attempt at all
-                return Outcome(INCONCLUSIVE, reason=getattr(self.connector, "not_applicable",
-                                                            "not applicable"), attempts=0)
+        config = self.channel.adapt(job.config)   # QUIC: the hello's QUIC form
+        if isinstance(config, NotApplicable):   # a hello the channel cannot carry: not sent
+            return Outcome(INCONCLUSIVE, reason=config.reason, attempts=0)
+        if config is not job.config:
             job = replace(job, config=config)
-        host = target.host.lower()
-        sem = self._sem(host)
-        gate = self.gate(target)
+        gate = self.pacing.gate(target)
         last = ""
         first: Watch | None = None   # a connection starved in company, asked again alone
         failed = False               # retried after a failure of its own (not in company)
@@ -110,12 +106,10 @@ class Scheduler:
                 self.retried[target.display] += 1
                 if first is None:   # waiting to be alone is the pause of the other kind
                     failed = True
-                    pause = self.backoff * (2 ** (attempt - 1))
-                    await asyncio.sleep(pause * (1 + random.random() / 2))
+                    await self.pacing.back_off(self.backoff, attempt)
             watch = Watch()
             outcome: Outcome | None = None
-            async with gate.slot(alone=first is not None), sem:
-                await self._pace(host)
+            async with self.pacing.slot(target, alone=first is not None):
                 try:
                     outcome = await self._attempt(target, job, watch)
                 except _Retryable as exc:
@@ -142,24 +136,19 @@ class Scheduler:
         `talk(transport, deadline)` and closed. Not retried (the check decides whether to
         ask again). A connection that could not be opened, or a network failure inside
         `talk`, is an inconclusive Outcome with the reason; other exceptions propagate."""
-        host = target.host.lower()
-        sem, gate = self._sem(host), self.gate(target)
+        gate = self.pacing.gate(target)
         first: Watch | None = None
         while True:
             watch = Watch()
             # recorded like a job's connection (--pcap-out, --msg: its bytes; the check
             # drives its own engine, so no trace events or secrets)
-            tape = self.recording.tape(target, phase) if self.recording is not None else None
-            token = TAPE.set(tape)
-            try:
-                async with gate.slot(alone=first is not None), sem:
-                    await self._pace(host)
-                    got = await self._converse_on(target, phase, talk, watch)
-            finally:
-                TAPE.reset(token)
-                if tape is not None and self.recording is not None:
-                    tape.finish()
-                    self.recording.done(tape)
+            with taping(self.recording, target, phase) as tape:
+                try:
+                    async with self.pacing.slot(target, alone=first is not None):
+                        got = await self._converse_on(target, phase, talk, watch)
+                finally:
+                    if tape is not None:
+                        tape.finish()
             if first is not None:
                 gate.learn(first, watch)
                 return got
@@ -170,29 +159,10 @@ class Scheduler:
             first = watch
             self.retried[target.display] += 1
 
-    def gate(self, target: Target) -> TargetGate:
-        """The target's connections (probes/audit/contention.py): who is open, and whether it
-        gets one connection at a time (a scheduler run again in another event loop keeps
-        what it learnt, in a new gate: asyncio's primitives belong to one loop)."""
-        gate = self._gates.get(target.display)
-        loop = asyncio.get_running_loop()
-        if gate is None or gate.loop is not loop:
-            gate = self._gates[target.display] = TargetGate(
-                loop, serial=gate.serial if gate is not None else "")
-        return gate
-
-    def serial(self, target: Target) -> str:
-        """Why the target got one connection at a time ("": it did not)."""
-        gate = self._gates.get(target.display)
-        return gate.serial if gate is not None else ""
-
-    def _sem(self, host: str) -> asyncio.Semaphore:
-        return self._sems.setdefault(host, asyncio.Semaphore(max(1, self.per_host)))
-
     async def _converse_on(self, target: Target, phase: str,
                            talk: Callable[[AsyncTransport, float], Awaitable[T]],
                            watch: Watch) -> T | Outcome:
-        async with self.gate(target).watching(watch):
+        async with self.pacing.gate(target).watching(watch):
             try:
                 transport = await self._open(target, phase, watch)
             except NetworkError as exc:
@@ -212,11 +182,10 @@ class Scheduler:
         check's alike), its reads noted in `watch`. A NetworkError goes to the caller, who
         retries or not; the server's answer to --starttls is an inconclusive Outcome
         (counted when it was reached)."""
-        assert self.connector is not None   # set by __post_init__
         watch.connecting, made = True, False
         try:
             transport: AsyncTransport = Watched(
-                await self.connector(target, time.monotonic() + self.timeout), watch)
+                await self.channel(target, time.monotonic() + self.timeout), watch)
             made = True
         except NetworkError as exc:
             watch.failed(exc)
@@ -227,7 +196,7 @@ class Scheduler:
                 self.connections[(target.display, phase)] += 1
             return Outcome(INCONCLUSIVE, reason=str(exc), kind=exc.kind)
         finally:
-            await self.gate(target).opened(watch, made)
+            await self.pacing.gate(target).opened(watch, made)
         self.connections[(target.display, phase)] += 1
         self.addresses.setdefault(target.display, transport.peer[0])
         if self.on_connection is not None:
@@ -244,29 +213,12 @@ class Scheduler:
             traceback.print_exception(exc)
         return Outcome(INCONCLUSIVE, reason=reason, kind=FailureKind.INTERNAL)
 
-    async def _pace(self, host: str) -> None:
-        if self.delay <= 0:
-            return
-        lock = self._locks.setdefault(host, asyncio.Lock())
-        async with lock:
-            loop = asyncio.get_running_loop()
-            wait = self._next_start.get(host, 0.0) - loop.time()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            self._next_start[host] = loop.time() + self.delay
-
     async def _attempt(self, target: Target, job: Job, watch: Watch) -> Outcome:
         # the connection's tape (None: nothing recorded) is current for the whole attempt:
         # the RecordingConnector numbers it when TCP opens, _converse fills in the rest
-        tape = self.recording.tape(target, job.phase) if self.recording is not None else None
-        token = TAPE.set(tape)
-        try:
-            async with self.gate(target).watching(watch):
+        with taping(self.recording, target, job.phase) as tape:
+            async with self.pacing.gate(target).watching(watch):
                 return await self._attempt_on_tape(target, job, tape, watch)
-        finally:
-            TAPE.reset(token)
-            if tape is not None and self.recording is not None:
-                self.recording.done(tape)
 
     async def _attempt_on_tape(self, target: Target, job: Job, tape: Tape | None,
                                watch: Watch) -> Outcome:
@@ -302,9 +254,7 @@ class Scheduler:
         hs = ClientHandshake(job.config, annotate=trace, stop_after_first_flight=True,
                              read_server_flight=job.stop == STOP_VERIFY)
         seen = Progress()
-        bind = getattr(transport, "bind", None)   # QUIC: packet keys from the engine's secrets
-        if bind is not None:
-            bind(hs)
+        transport.bind(hs)   # QUIC: packet keys from the engine's secrets
         try:
             return await self._talk(hs, transport, job, seen)
         finally:

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar, cast
 
 from tlsprobe.net.shared import shared_task
-from tlsprobe.net.transport import AsyncTransport
+from tlsprobe.net.transport import WrappingTransport
 from tlsprobe.probes.checks.base import CheckContext
 
 __all__ = ["PassThrough", "once"]
@@ -35,22 +35,6 @@ async def once(ctx: CheckContext, key: str,
     return cast(T, await asyncio.shield(future))
 
 
-class PassThrough:
-    """An AsyncTransport over `inner` passing everything through as it is; a subclass
-    changes what it sends or reads."""
-
-    def __init__(self, inner: AsyncTransport) -> None:
-        self.inner = inner
-
-    @property
-    def peer(self) -> tuple[str, int]:
-        return self.inner.peer
-
-    async def send(self, data: bytes) -> None:
-        await self.inner.send(data)
-
-    async def receive(self, deadline: float) -> bytes:
-        return await self.inner.receive(deadline)
-
-    async def close(self) -> None:
-        await self.inner.close()
+#: the base of a check's own transports: net/transport.py's pass-through (peer, local, bind
+#: and close of the inner transport; a subclass changes what it sends or reads)
+PassThrough = WrappingTransport

@@ -1,4 +1,11 @@
-"""Servers that serve one connection at a time (or a few): noticed, and given one at a time.
+"""Pacing: how many connections run at once and how fast they start (the scan scheduler's,
+probes/audit/scheduler.py, and the survey's).
+
+- `Pacing`: per host at most `per_host` connections at once, their starts spaced by `delay`
+  seconds, and per target a `TargetGate` (below);
+- `PacedConnector`: a connection rate limit (`survey --rate`, split across the workers);
+- `TargetGate`: servers that serve one connection at a time (or a few), noticed and given
+  one at a time.
 
 Some servers accept every TCP connection but handle one (`openssl s_server` without `-www`,
 small embedded servers, single-threaded services): the others wait in the listen backlog,
@@ -25,13 +32,20 @@ resets a connection now and then whatever else is open.
 from __future__ import annotations
 
 import asyncio
+import random
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 from tlsprobe.errors import NetworkError
-from tlsprobe.net.transport import AsyncTransport
+from tlsprobe.net.target import Target
+from tlsprobe.net.transport import (
+    AsyncConnector,
+    AsyncTransport,
+    WrappingConnector,
+    WrappingTransport,
+)
 
 #: the causes of a failure that may be a server busy with another connection
 STARVING = ("timeout", "deadline", "reset", "refused")
@@ -62,16 +76,12 @@ class Watch:
         return self.starved and self.crowded
 
 
-class Watched:
+class Watched(WrappingTransport):
     """The connection's transport as it is, noting in `watch` what the server sent."""
 
     def __init__(self, inner: AsyncTransport, watch: Watch) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.watch = watch
-
-    @property
-    def peer(self) -> tuple[str, int]:
-        return self.inner.peer
 
     async def send(self, data: bytes) -> None:
         try:
@@ -88,12 +98,6 @@ class Watched:
             raise
         self.watch.received += len(data)
         return data
-
-    async def close(self) -> None:
-        await self.inner.close()
-
-    def __getattr__(self, name: str) -> Any:   # bind (QUIC), local, ... of the inner one
-        return getattr(self.inner, name)
 
 
 @dataclass(eq=False)
@@ -191,4 +195,85 @@ class TargetGate:
                 " while another was open, and answered alone"
 
 
-__all__ = ["STARVING", "TargetGate", "Watch", "Watched"]
+@dataclass(eq=False)
+class Pacing:
+    """One scheduler's pacing: per host (lower-cased) at most `per_host` connections at
+    once and their starts `delay` seconds apart; per target its `TargetGate`."""
+
+    per_host: int = 3
+    delay: float = 0.0
+    _sems: dict[str, asyncio.Semaphore] = field(default_factory=dict)
+    _gates: dict[str, TargetGate] = field(default_factory=dict)
+    _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    _next_start: dict[str, float] = field(default_factory=dict)
+
+    @asynccontextmanager
+    async def slot(self, target: Target, alone: bool = False) -> AsyncIterator[None]:
+        """A place for one connection to `target`: in its gate (`alone`: no other open),
+        under the host's cap, after the host's previous start by `delay`."""
+        host = target.host.lower()
+        async with self.gate(target).slot(alone=alone), self._sem(host):
+            await self._pace(host)
+            yield
+
+    @staticmethod
+    async def back_off(backoff: float, attempt: int) -> None:
+        """The pause before retry `attempt` (from 1) after a failure: exponential from
+        `backoff` seconds, with up to half again of random jitter."""
+        pause = backoff * (2 ** (attempt - 1))
+        await asyncio.sleep(pause * (1 + random.random() / 2))
+
+    def gate(self, target: Target) -> TargetGate:
+        """The target's connections: who is open, and whether it gets one connection at a
+        time (a scheduler run again in another event loop keeps what it learnt, in a new
+        gate: asyncio's primitives belong to one loop)."""
+        gate = self._gates.get(target.display)
+        loop = asyncio.get_running_loop()
+        if gate is None or gate.loop is not loop:
+            gate = self._gates[target.display] = TargetGate(
+                loop, serial=gate.serial if gate is not None else "")
+        return gate
+
+    def serial(self, target: Target) -> str:
+        """Why the target got one connection at a time ("": it did not)."""
+        gate = self._gates.get(target.display)
+        return gate.serial if gate is not None else ""
+
+    def _sem(self, host: str) -> asyncio.Semaphore:
+        return self._sems.setdefault(host, asyncio.Semaphore(max(1, self.per_host)))
+
+    async def _pace(self, host: str) -> None:
+        if self.delay <= 0:
+            return
+        lock = self._locks.setdefault(host, asyncio.Lock())
+        async with lock:
+            loop = asyncio.get_running_loop()
+            wait = self._next_start.get(host, 0.0) - loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            self._next_start[host] = loop.time() + self.delay
+
+
+class PacedConnector(WrappingConnector):
+    """An AsyncConnector that starts at most `rate` connections per second (rate > 0): a
+    survey worker's share of `survey --rate` (split evenly across the workers, so the sum
+    holds whatever shard runs where)."""
+
+    def __init__(self, inner: AsyncConnector, rate: float) -> None:
+        super().__init__(inner)
+        self.interval = 1.0 / rate
+        self._lock = asyncio.Lock()
+        self._next = 0.0
+
+    async def __call__(self, target: Target, deadline: float) -> AsyncTransport:
+        waited = time.monotonic()
+        async with self._lock:
+            wait = self._next - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            self._next = max(self._next, time.monotonic()) + self.interval
+        # the wait for a start slot is no part of the connect timeout
+        return await self.inner(target, deadline + time.monotonic() - waited)
+
+
+__all__ = ["STARVING", "PacedConnector", "Pacing", "TargetGate", "Watch", "Watched"]

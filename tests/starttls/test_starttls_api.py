@@ -1,0 +1,50 @@
+"""The Python API over STARTTLS: `tlsprobe.scan(..., starttls="smtp")` against Postfix on
+loopback reports what `tlsprobe scan HOST --starttls smtp --json` does (the same connector,
+net/starttls_connect.py, under the same scheduler), `starttls` object included, and
+refuses a protocol it does not know before connecting."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from lab_servers.daemons import DaemonFactory
+
+import tlsprobe
+from tlsprobe.errors import UsageError
+
+Cli = Any
+#: members that differ from one run to the next, and the command line's input position
+VOLATILE = ("duration_s", "connections", "total_connections", "retries", "index")
+
+
+def _stable(report: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in report.items() if k not in VOLATILE}
+
+
+def test_api_starttls_scan_reports_what_the_command_line_does(daemon: DaemonFactory,
+                                                              run_cli: Cli) -> None:
+    server = daemon("postfix", curves="secp384r1")
+    target = f"127.0.0.1:{server.ports['smtp']}"
+    res = run_cli("scan", target, "--starttls", "smtp", "--checks", "versions,groups",
+                  "--json", "--no-progress", "--no-policy", timeout=240)
+    assert res.returncode == 0, res.stderr
+    cli = json.loads(res.stdout)
+    [report] = tlsprobe.scan(target, starttls="smtp", checks=["versions", "groups"],
+                             policies=[])
+    api = json.loads(report.to_json())
+    assert api["error"] is None and api["starttls"] == cli["starttls"]
+    assert api["starttls"]["protocol"] == "smtp" and api["starttls"]["chosen_by"] == "option"
+    assert api["starttls"]["banner"].startswith("220 ")
+    audit = next(g for g in api["groups"] if g["version"]["name"] == "TLS 1.3")
+    assert [g["name"] for g in audit["supported"]] == ["secp384r1"]
+    assert _stable(api) == _stable(cli)
+
+
+def test_api_starttls_auto_chooses_by_the_port_and_bad_protocols_are_refused() -> None:
+    with pytest.raises(UsageError, match=r"^starttls: unknown protocol 'smtps'"):
+        tlsprobe.scan("127.0.0.1:25", starttls="smtps")
+    with pytest.raises(UsageError, match=r"^starttls auto: port 443 has no well-known"):
+        tlsprobe.scan("127.0.0.1:443", starttls="auto")
+    with pytest.raises(UsageError, match="starttls must be a str or None"):
+        tlsprobe.scan("127.0.0.1:25", starttls=25)  # type: ignore[arg-type]
