@@ -31,6 +31,7 @@ from tlsprobe.engine.common import (
 )
 from tlsprobe.engine.config import Resumption
 from tlsprobe.engine.epochs import TrafficEpochs, tls13_protection
+from tlsprobe.engine.interface import Waiting
 from tlsprobe.engine.keyschedule import KeySchedule, tls13_hash_name
 from tlsprobe.engine.protection import Tls13Protection
 from tlsprobe.engine.suites import SuiteParams, suite_params
@@ -58,7 +59,8 @@ from tlsprobe.wire.messages import EncryptedExtensions, Finished, KeyUpdate
 
 # What the client waits for next
 WAIT_EE, WAIT_CERT, WAIT_CV, WAIT_FINISHED, CONNECTED = (
-    "EncryptedExtensions", "Certificate", "CertificateVerify", "Finished", "connected")
+    Waiting.ENCRYPTED_EXTENSIONS, Waiting.CERTIFICATE, Waiting.CERTIFICATE_VERIFY,
+    Waiting.FINISHED, Waiting.CONNECTED)
 HANDSHAKE = 22
 
 
@@ -126,16 +128,16 @@ class Tls13Client:
         v.send(self._write(self.ks.client_handshake_traffic_secret))
         return v
 
-    def expects(self, waiting_for: str, msg_type: int) -> bool:
+    def expects(self, waiting_for: Waiting, msg_type: int) -> bool:
         return True  # TLS 1.3 messages come encrypted: checked once decrypted
 
-    def on_change_cipher_spec(self, waiting_for: str) -> Verdict:
+    def on_change_cipher_spec(self, waiting_for: Waiting) -> Verdict:
         if waiting_for == CONNECTED:
             return Verdict(refusal=Refusal(UNEXPECTED_MESSAGE,
                                            "ChangeCipherSpec after the TLS 1.3 handshake"))
         return Verdict()
 
-    def on_message(self, waiting_for: str, ev: MessageEvent, msg: object, *,
+    def on_message(self, waiting_for: Waiting, ev: MessageEvent, msg: object, *,
                    may_send: bool) -> Verdict:
         v = Verdict()
         try:
@@ -144,7 +146,7 @@ class Tls13Client:
             v.refusal = refusal
         return v
 
-    def _message(self, v: Verdict, state: str, ev: MessageEvent, msg: object,
+    def _message(self, v: Verdict, state: Waiting, ev: MessageEvent, msg: object,
                  may_send: bool) -> None:
         name = message_label(ev.msg_type)
         if not ev.protected:

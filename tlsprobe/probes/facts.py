@@ -59,11 +59,11 @@ def certificates_of(message: Any) -> list[bytes]:
 
 
 def key_exchange_of(hs: ClientHandshake) -> KeyExchange | None:
-    sh = hs.server_hello
+    sh = hs.messages.server_hello
     if sh is None:
         return None
     version = sh.selected_version
-    client_hello = hs.hellos[-1]
+    client_hello = hs.messages.hellos[-1]
     if version >= 0x0304:
         share = sh.key_share
         if share is None:
@@ -73,12 +73,12 @@ def key_exchange_of(hs: ClientHandshake) -> KeyExchange | None:
                            if e.group == group), None)
         return describe.named_group_key_exchange(
             describe.key_share_kind(group),
-            "hello_retry_request" if hs.hrr is not None else "key_share", group, len(key),
-            client_len, valid=hs.share_problem is None and hs.shared_secret is not None
-            if hs.shares.get(group) else None, problem=hs.share_problem)
+            "hello_retry_request" if hs.messages.hrr is not None else "key_share", group, len(key),
+            client_len, valid=hs.verification.share_problem is None and hs.verification.shared_secret_computed
+            if group in hs.verification.share_groups else None, problem=hs.verification.share_problem)
     suite = registry.cipher_suite(sh.cipher_suite)
     kx = suite.kx if suite else None
-    ske = hs.flight.messages.get(HandshakeType.server_key_exchange)
+    ske = hs.messages.flight.server_key_exchange
     if kx in ("RSA", "PSK", "RSA_PSK") or ske is None:
         return KeyExchange(kind=kx or "unknown", source="rsa" if kx == "RSA" else "none")
     valid = _tls12_share_valid(hs)
@@ -86,8 +86,8 @@ def key_exchange_of(hs: ClientHandshake) -> KeyExchange | None:
     if named is not None:
         return describe.named_group_key_exchange(
             "ECDHE", "server_key_exchange", named,
-            len(_attr(ske, "public", "public_key", "point") or b""), hs.client_share_bytes,
-            valid=valid, problem=hs.share_problem)
+            len(_attr(ske, "public", "public_key", "point") or b""), hs.verification.client_share_bytes,
+            valid=valid, problem=hs.verification.share_problem)
     prime = _attr(ske, "dh_p")
     if prime is not None:
         p = int.from_bytes(prime, "big") if isinstance(prime, (bytes, bytearray)) else int(prime)
@@ -100,23 +100,23 @@ def key_exchange_of(hs: ClientHandshake) -> KeyExchange | None:
         ys = _attr(ske, "public") or b""
         return describe.dhe_key_exchange(
             p, name, len(ys) if isinstance(ys, (bytes, bytearray)) else None,
-            hs.client_share_bytes, valid=valid, problem=hs.share_problem)
+            hs.verification.client_share_bytes, valid=valid, problem=hs.verification.share_problem)
     return describe.explicit_curve_key_exchange()
 
 
 def _tls12_share_valid(hs: ClientHandshake) -> bool | None:
     """True once the server's TLS 1.2 share gave a pre-master secret, False when it was
     refused, None when the client never got that far."""
-    if hs.share_problem is not None:
+    if hs.verification.share_problem is not None:
         return False
-    return True if hs.shared_secret is not None else None
+    return True if hs.verification.shared_secret_computed else None
 
 
 def negotiated_alpn(hs: ClientHandshake) -> str | None:
     """The protocol in the ServerHello (TLS 1.2) or EncryptedExtensions (TLS 1.3)."""
-    sh = hs.server_hello
+    sh = hs.messages.server_hello
     sources = [sh.extension(16) if sh is not None else None]
-    ee = hs.flight.messages.get(HandshakeType.encrypted_extensions)
+    ee = hs.messages.flight.encrypted_extensions
     if ee is not None:
         sources += [e for e in (_attr(ee, "extensions") or []) if e.type == 16]
     alpn = None
@@ -134,7 +134,7 @@ def session_features(hs: ClientHandshake) -> dict[str, Any]:
     """What s_client prints below the chain: extended master secret and secure
     renegotiation (TLS 1.0-1.2 ServerHello extensions 23 and 0xff01) and OCSP stapling
     (TLS 1.2 CertificateStatus; TLS 1.3 status_request in the leaf's CertificateEntry)."""
-    sh = hs.server_hello
+    sh = hs.messages.server_hello
     if sh is None:
         return {}
     out: dict[str, Any] = {}
@@ -143,10 +143,10 @@ def session_features(hs: ClientHandshake) -> dict[str, Any]:
         out["extended_master_secret"] = sh.extension(23) is not None
         out["secure_renegotiation"] = sh.extension(0xFF01) is not None
     response: bytes | None = None
-    status = hs.flight.messages.get(HandshakeType.certificate_status)
+    status = hs.messages.flight.certificate_status
     if status is not None:
         response = _attr(status, "response")
-    cert = hs.flight.messages.get(HandshakeType.certificate)
+    cert = hs.messages.flight.certificate
     entries = _attr(cert, "certificate_list") if tls13 and cert is not None else None
     if entries:
         ext5 = next((e for e in (_attr(entries[0], "extensions") or []) if e.type == 5), None)
@@ -168,11 +168,11 @@ def result_from(hs: ClientHandshake, target: Target, address: str | None, *,
                 timings: tuple[float | None, float, float] | None = None,
                 http_status: str | None = None) -> ProbeResult:
     config = hs.config
-    hello = hs.hellos[0] if hs.hellos else None
+    hello = hs.messages.hellos[0] if hs.messages.hellos else None
     if hello is None:
         from tlsprobe.engine.config import build_client_hello
         hello = build_client_hello(config).hello
-    sh = hs.server_hello
+    sh = hs.messages.server_hello
     alerts = tuple(AlertInfo("sent" if ev.direction == CLIENT else "received", ev.alert.level,
                              ev.alert.description, registry.alert_name(ev.alert.description))
                    for ev in hs.events if isinstance(ev, AlertEvent))
@@ -181,18 +181,18 @@ def result_from(hs: ClientHandshake, target: Target, address: str | None, *,
         getattr(ev.decoded.message, "is_hello_retry_request", False))
         for ev in hs.events if isinstance(ev, MessageEvent))
     sig = None
-    ske = hs.flight.messages.get(HandshakeType.server_key_exchange)
-    cv = hs.flight.messages.get(HandshakeType.certificate_verify)
+    ske = hs.messages.flight.server_key_exchange
+    cv = hs.messages.flight.certificate_verify
     for m in (ske, cv):
         code = _attr(m, "signature_scheme", "algorithm") if m is not None else None
         if code is not None:
             sig = Codepoint.sigscheme(code)
     certs: tuple[CertificateInfo, ...] = ()
-    cert_msg = hs.flight.messages.get(HandshakeType.certificate)
+    cert_msg = hs.messages.flight.certificate
     if cert_msg is not None:
         certs = tuple(certificate_info(der) for der in certificates_of(cert_msg))
     alpn = negotiated_alpn(hs)
-    nst = hs.flight.messages.get(HandshakeType.new_session_ticket)
+    nst = hs.messages.flight.new_session_ticket
     lifetime = _attr(nst, "ticket_lifetime", "ticket_lifetime_hint") if nst is not None else None
     t = Timings(*(round(x * 1000, 3) if x is not None else None for x in timings)) \
         if timings else Timings()
@@ -202,14 +202,14 @@ def result_from(hs: ClientHandshake, target: Target, address: str | None, *,
         version=Codepoint.version(sh.selected_version) if sh else None,
         cipher=Cipher.of(sh.cipher_suite) if sh else None,
         key_exchange=key_exchange_of(hs),
-        hello_retry_request=Codepoint.group(hs.hrr.hrr_selected_group)
-        if hs.hrr is not None and hs.hrr.hrr_selected_group is not None else None,
+        hello_retry_request=Codepoint.group(hs.messages.hrr.hrr_selected_group)
+        if hs.messages.hrr is not None and hs.messages.hrr.hrr_selected_group is not None else None,
         signature_scheme=sig, alpn=alpn, session_ticket_lifetime=lifetime,
         certificates=certs, handshake_complete=hs.handshake_complete,
-        finished_verified=hs.finished_verified, http_status=http_status,
-        signature_verified=hs.signature_verified, signature_detail=hs.signature_detail,
+        finished_verified=hs.verification.finished_verified, http_status=http_status,
+        signature_verified=hs.verification.signature_verified, signature_detail=hs.verification.signature_detail,
         incomplete_reason=hs.incomplete_reason,
-        client_certificate_requested=hs.certificate_requested,
+        client_certificate_requested=hs.verification.certificate_requested,
         anonymous=bool(sh and (s := registry.cipher_suite(sh.cipher_suite)) and s.auth == "anon"),
         **session_features(hs),
         alerts=alerts, messages=messages, timings=t,

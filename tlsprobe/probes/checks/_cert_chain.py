@@ -26,7 +26,7 @@ from tlsprobe.model.checks import CheckResult
 from tlsprobe.net.driver import Progress, adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks._shared import once
-from tlsprobe.probes.checks._tolerance import EditedHandshake, top_versions
+from tlsprobe.probes.checks._tolerance import edited_handshake, top_versions
 from tlsprobe.probes.checks.base import CheckContext
 from tlsprobe.probes.facts import certificates_of, session_features
 from tlsprobe.probes.audit.outcome import STOP_VERIFY, Outcome, finished
@@ -63,10 +63,10 @@ def _with_sct(hello: ClientHello) -> ClientHello:
 
 def _sct_sources(hs: ClientHandshake, response: bytes | None) -> tuple[str, ...]:
     out: list[str] = []
-    sh = hs.server_hello
+    sh = hs.messages.server_hello
     if sh is not None and sh.extension(SCT_EXTENSION) is not None:
         out.append("the TLS extension (ServerHello)")
-    cert = hs.flight.messages.get(HandshakeType.certificate)
+    cert = hs.messages.flight.certificate
     entries = getattr(cert, "certificate_list", None) if cert is not None else None
     if entries and any(e.type == SCT_EXTENSION for e in getattr(entries[0], "extensions", None)
                        or []):
@@ -82,11 +82,11 @@ def _sct_sources(hs: ClientHandshake, response: bytes | None) -> tuple[str, ...]
 
 
 def _stapled_response(hs: ClientHandshake) -> bytes | None:
-    status = hs.flight.messages.get(HandshakeType.certificate_status)
+    status = hs.messages.flight.certificate_status
     if status is not None:
         got = getattr(status, "response", None)
         return bytes(got) if got else None
-    cert = hs.flight.messages.get(HandshakeType.certificate)
+    cert = hs.messages.flight.certificate
     entries = getattr(cert, "certificate_list", None) if cert is not None else None
     if entries:
         for e in getattr(entries[0], "extensions", None) or []:
@@ -104,15 +104,15 @@ async def fetch(ctx: CheckContext, label: str = "chain") -> Served | str:
     config = replace(config, status_request=True)
 
     async def talk(transport: AsyncTransport, deadline: float) -> Served | str:
-        hs = EditedHandshake(config, _with_sct, read_server_flight=True)
+        hs = edited_handshake(config, _with_sct, read_server_flight=True)
         try:
             await adrive(hs, transport, deadline, until=lambda h: finished(h, STOP_VERIFY),
                          progress=Progress())
         except (HandshakeFailure, NetworkError) as exc:
-            if hs.server_hello is None or not hs.flight.messages.get(HandshakeType.certificate):
+            if hs.messages.server_hello is None or not hs.messages.flight.certificate:
                 return f"the server did not send its certificate: {exc}"
-        sh = hs.server_hello
-        cert = hs.flight.messages.get(HandshakeType.certificate)
+        sh = hs.messages.server_hello
+        cert = hs.messages.flight.certificate
         if sh is None or cert is None:
             return "the server sent no Certificate message (an anonymous suite, or the " \
                 "TLS 1.3 flight could not be read)"

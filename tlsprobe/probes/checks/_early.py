@@ -67,7 +67,7 @@ async def drive(transport: AsyncTransport, deadline: float, config: ClientConfig
     there, else why not (an alert, a close, a malformed message: one line)."""
     hs = ClientHandshake(config, annotate=False, stop_after_first_flight=not full)
     stop = until or (lambda h: h.handshake_complete if full else
-                     HandshakeType.server_hello_done in h.flight.messages)
+                     h.messages.flight.has(HandshakeType.server_hello_done))
     try:
         await adrive(hs, transport, deadline, until=stop)
     except HandshakeFailure as exc:

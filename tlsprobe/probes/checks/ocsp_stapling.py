@@ -28,12 +28,12 @@ STATUS_REQUEST = 5
 
 def stapled(hs: Handshake) -> bytes | None:
     """The OCSP response the server stapled (b"" for an empty one), or None."""
-    flight = hs.engine.flight.messages
-    status = flight.get(HandshakeType.certificate_status)
-    if isinstance(status, CertificateStatus):
+    flight = hs.engine.messages.flight
+    status = flight.certificate_status
+    if status is not None:
         return status.response
-    cert = flight.get(HandshakeType.certificate)
-    if isinstance(cert, Certificate) and cert.tls13 and cert.certificate_list:
+    cert = flight.certificate
+    if cert is not None and cert.tls13 and cert.certificate_list:
         for e in cert.certificate_list[0].extensions:
             if e.type == STATUS_REQUEST:
                 return e.data[4:]   # status_type (1), uint24 length, OCSPResponse
@@ -73,7 +73,7 @@ async def run(ctx: CheckContext) -> CheckResult:
                           f"response: {what} (its signature is not checked)",
                           (f"sent: {sent}", f"received: {hs.describe()}",
                            f"stapled: {len(response)} bytes, {what}"))
-    if HandshakeType.certificate not in hs.engine.flight.messages:
+    if not hs.engine.messages.flight.has(HandshakeType.certificate):
         return ctx.inconclusive(f"{sent}: no Certificate read ({hs.describe()})")
     return ctx.result(Verdict.not_supported, f"{sent} is answered with a Certificate and "
                       "no OCSP response", (f"sent: {sent}", f"received: {hs.describe()}, "

@@ -39,9 +39,9 @@ def _resumed(hs: Handshake | Outcome, what: str) -> Answer:
     """The answer of the connection that offered the session back."""
     if isinstance(hs, Outcome):
         return None, f"{what}: offered back, no answer ({hs.reason})"
-    if hs.engine.resumed and hs.engine.finished_verified:
+    if hs.engine.verification.resumed and hs.engine.verification.finished_verified:
         return True, f"{what}, resumed (abbreviated handshake, server Finished verified)"
-    if hs.engine.server_hello is not None and not hs.engine.resumed:
+    if hs.engine.messages.server_hello is not None and not hs.engine.verification.resumed:
         return False, f"{what}, not resumed (the server answered with a full handshake)"
     return None, f"{what}: offered back, {hs.describe()}"
 
@@ -94,8 +94,8 @@ async def _tls13(ctx: CheckContext) -> Answer:
     if offer is None:
         return None, f"{what}; no session to resume"
     again = await handshake(ctx, offer, complete=True, label="TLS 1.3 resumed")
-    if isinstance(again, Handshake) and again.engine.resumed and \
-            again.engine.finished_verified:
+    if isinstance(again, Handshake) and again.engine.verification.resumed and \
+            again.engine.verification.finished_verified:
         return True, f"{what}, resumed with PSK (psk_dhe_ke, server Finished verified)"
     return _resumed(again, what)
 

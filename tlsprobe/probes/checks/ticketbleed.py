@@ -58,8 +58,8 @@ async def get_ticket(transport: AsyncTransport, deadline: float, config: ClientC
     hs, why = await _early.drive(transport, deadline, config, full=True)
     if why:
         return why
-    nst = hs.flight.messages.get(HandshakeType.new_session_ticket)
-    return nst.ticket if isinstance(nst, NewSessionTicket) else b""
+    nst = hs.messages.flight.new_session_ticket
+    return nst.ticket if nst is not None else b""
 
 
 async def resume(transport: AsyncTransport, deadline: float, config: ClientConfig
@@ -67,10 +67,11 @@ async def resume(transport: AsyncTransport, deadline: float, config: ClientConfi
     """The session ID the server's ServerHello carries for `config`, or why there is
     none."""
     hs, why = await _early.drive(transport, deadline, config,
-                                 until=lambda h: h.server_hello is not None)
-    if hs.server_hello is None:
+                                 until=lambda h: h.messages.server_hello is not None)
+    sh = hs.messages.server_hello
+    if sh is None:
         return why or "no ServerHello"
-    return hs.server_hello.legacy_session_id_echo
+    return sh.legacy_session_id_echo
 
 
 async def probe(ctx: CheckContext, config: ClientConfig, ticket: bytes, label: str
