@@ -88,7 +88,8 @@ def test_rfc8448_full_handshake_bytes(rfc_engine: ClientHandshake) -> None:
     assert logged["SERVER_HANDSHAKE_TRAFFIC_SECRET"] == v.SERVER_HS_TRAFFIC
     assert logged["SERVER_TRAFFIC_SECRET_0"] == v.SERVER_AP_TRAFFIC
     assert logged["EXPORTER_SECRET"] == v.EXPORTER_MASTER
-    assert len(hs.verification.certificates) == 1 and hs.verification.certificates[0][:2] == b"\x30\x82"
+    certificates = hs.verification.certificates
+    assert len(certificates) == 1 and certificates[0][:2] == b"\x30\x82"
 
     # application data both ways, byte for byte
     hs.send_application_data(v.APPLICATION_PAYLOAD)

@@ -195,7 +195,8 @@ def test_middlebox_change_cipher_specs_are_dropped_up_to_a_bound() -> None:
     hs, ch, raw = start()
     tls = Tls13Server(ch, raw)
     hs.receive(record(CCS, b"\x01") + tls.hello_and_flight(tls.flight()))
-    assert hs.done and hs.verification.finished_verified  # a CCS before the ServerHello, one after it
+    # a CCS before the ServerHello, one after it
+    assert hs.done and hs.verification.finished_verified
 
     hs, _, _ = start()
     exc = failure(hs, record(CCS, b"\x01") * (MAX_CHANGE_CIPHER_SPECS + 1))
@@ -300,7 +301,8 @@ def test_tls13_leaf_key_on_an_unknown_curve() -> None:
     tls = Tls13Server(ch, raw)
     der = identity().der.replace(*UNKNOWN_CURVE)
     hs.receive(tls.hello_and_flight(tls.flight(ders=[der])))
-    assert hs.done and hs.verification.finished_verified is True and hs.verification.signature_verified is None
+    assert hs.done and hs.verification.finished_verified is True
+    assert hs.verification.signature_verified is None
     assert "CertificateVerify: the certificate's key is not supported" in \
         (hs.verification.signature_detail or "")
 

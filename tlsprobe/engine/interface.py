@@ -152,9 +152,7 @@ class Handshake(Protocol):
 
 
 #: the names of the interface (the test compares the names read outside engine/ with it)
-INTERFACE = frozenset(
-    name for name in vars(Handshake)
-    if not name.startswith("_") and name not in ("facts",))
+INTERFACE = frozenset(name for name in vars(Handshake) if not name.startswith("_"))
 
 __all__ = ["INTERFACE", "Handshake", "HelloExchange", "SessionKeys", "Verification",
            "Waiting"]

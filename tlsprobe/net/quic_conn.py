@@ -336,7 +336,8 @@ class QuicConnection(VersionHandling):
         for space in (w.HANDSHAKE, w.APPLICATION):
             ready = self.crypto_in[space].ready
             prot = self.server_prot.get(space)
-            if not ready or prot is None or (space == w.APPLICATION and waiting != Waiting.CONNECTED):
+            if not ready or prot is None or (space == w.APPLICATION
+                                             and waiting != Waiting.CONNECTED):
                 continue
             data = bytes(ready)
             ready.clear()

@@ -69,13 +69,14 @@ def key_exchange_of(hs: ClientHandshake) -> KeyExchange | None:
         if share is None:
             return None
         group, key = share
+        checked = hs.verification
         client_len = next((len(e.key_exchange) for e in client_hello.key_shares
                            if e.group == group), None)
         return describe.named_group_key_exchange(
             describe.key_share_kind(group),
             "hello_retry_request" if hs.messages.hrr is not None else "key_share", group, len(key),
-            client_len, valid=hs.verification.share_problem is None and hs.verification.shared_secret_computed
-            if group in hs.verification.share_groups else None, problem=hs.verification.share_problem)
+            client_len, valid=checked.share_problem is None and checked.shared_secret_computed
+            if group in checked.share_groups else None, problem=checked.share_problem)
     suite = registry.cipher_suite(sh.cipher_suite)
     kx = suite.kx if suite else None
     ske = hs.messages.flight.server_key_exchange
@@ -86,7 +87,8 @@ def key_exchange_of(hs: ClientHandshake) -> KeyExchange | None:
     if named is not None:
         return describe.named_group_key_exchange(
             "ECDHE", "server_key_exchange", named,
-            len(_attr(ske, "public", "public_key", "point") or b""), hs.verification.client_share_bytes,
+            len(_attr(ske, "public", "public_key", "point") or b""),
+            hs.verification.client_share_bytes,
             valid=valid, problem=hs.verification.share_problem)
     prime = _attr(ske, "dh_p")
     if prime is not None:
@@ -172,7 +174,7 @@ def result_from(hs: ClientHandshake, target: Target, address: str | None, *,
     if hello is None:
         from tlsprobe.engine.config import build_client_hello
         hello = build_client_hello(config).hello
-    sh = hs.messages.server_hello
+    sh, hrr = hs.messages.server_hello, hs.messages.hrr
     alerts = tuple(AlertInfo("sent" if ev.direction == CLIENT else "received", ev.alert.level,
                              ev.alert.description, registry.alert_name(ev.alert.description))
                    for ev in hs.events if isinstance(ev, AlertEvent))
@@ -202,12 +204,13 @@ def result_from(hs: ClientHandshake, target: Target, address: str | None, *,
         version=Codepoint.version(sh.selected_version) if sh else None,
         cipher=Cipher.of(sh.cipher_suite) if sh else None,
         key_exchange=key_exchange_of(hs),
-        hello_retry_request=Codepoint.group(hs.messages.hrr.hrr_selected_group)
-        if hs.messages.hrr is not None and hs.messages.hrr.hrr_selected_group is not None else None,
+        hello_retry_request=Codepoint.group(hrr.hrr_selected_group)
+        if hrr is not None and hrr.hrr_selected_group is not None else None,
         signature_scheme=sig, alpn=alpn, session_ticket_lifetime=lifetime,
         certificates=certs, handshake_complete=hs.handshake_complete,
         finished_verified=hs.verification.finished_verified, http_status=http_status,
-        signature_verified=hs.verification.signature_verified, signature_detail=hs.verification.signature_detail,
+        signature_verified=hs.verification.signature_verified,
+        signature_detail=hs.verification.signature_detail,
         incomplete_reason=hs.incomplete_reason,
         client_certificate_requested=hs.verification.certificate_requested,
         anonymous=bool(sh and (s := registry.cipher_suite(sh.cipher_suite)) and s.auth == "anon"),

@@ -102,15 +102,16 @@ class Job:
 
 def finished(hs: ClientHandshake, stop: str) -> bool:
     """Has the connection answered its question (stop condition `stop`)?"""
-    if hs.messages.hrr is not None and hs.messages.server_hello is None:
+    got = hs.messages
+    if got.hrr is not None and got.server_hello is None:
         # The HelloRetryRequest answers group, suite and version questions.
         return stop != STOP_VERIFY
-    if hs.messages.server_hello is None:
+    if got.server_hello is None:
         return False
     if stop == STOP_HELLO:
         return True
     if stop == STOP_VERIFY and _version(hs) >= 0x0304:
-        if hs.messages.flight.has(HandshakeType.certificate_verify) or hs.done:
+        if got.flight.has(HandshakeType.certificate_verify) or hs.done:
             return True
         # An engine that cannot decrypt the TLS 1.3 flight shows it as opaque records.
         return any(isinstance(ev, ApplicationDataEvent) and ev.direction == SERVER and
@@ -119,18 +120,20 @@ def finished(hs: ClientHandshake, stop: str) -> bool:
 
 
 def _version(hs: ClientHandshake) -> int:
-    return hs.messages.server_hello.selected_version if hs.messages.server_hello is not None else 0
+    sh = hs.messages.server_hello
+    return sh.selected_version if sh is not None else 0
 
 
 def outcome_of(hs: ClientHandshake, reason: str = "") -> Outcome:
     """Read the answer off a handshake that got at least a ServerHello or an HRR."""
-    if hs.messages.server_hello is None:
-        if hs.messages.hrr is not None:
-            return Outcome(HELLO_RETRY, version=hs.messages.hrr.selected_version,
-                           cipher_suite=hs.messages.hrr.cipher_suite, hrr_group=hs.messages.hrr.hrr_selected_group)
+    got = hs.messages
+    sh, hrr = got.server_hello, got.hrr
+    if sh is None:
+        if hrr is not None:
+            return Outcome(HELLO_RETRY, version=hrr.selected_version,
+                           cipher_suite=hrr.cipher_suite, hrr_group=hrr.hrr_selected_group)
         return Outcome(INCONCLUSIVE, reason=reason or "no ServerHello",
                        kind=FailureKind.PROTOCOL)
-    sh = hs.messages.server_hello
     version = sh.selected_version
     group = dh_name = dh_bits = sig = None
     dh_check: DhPrimeCheck | None = None
@@ -138,11 +141,10 @@ def outcome_of(hs: ClientHandshake, reason: str = "") -> Outcome:
     if version >= 0x0304:
         share = sh.key_share
         group = share[0] if share else None
-    ske = hs.messages.flight.server_key_exchange
+    ske = got.flight.server_key_exchange
     if ske is not None:
-        named = getattr(ske, "named_curve", None)
-        prime = getattr(ske, "dh_p", None)
-        explicit = getattr(ske, "explicit_curve", None) is not None
+        named, prime = ske.named_curve, ske.dh_p
+        explicit = ske.explicit_curve is not None
         if named is not None:
             group = named
         elif prime:
@@ -152,19 +154,18 @@ def outcome_of(hs: ClientHandshake, reason: str = "") -> Outcome:
             dh_check = check_dh_prime(p)
             if dh_name and dh_name.startswith("ffdhe"):
                 group = registry.parse_group(dh_name)
-        sig = getattr(ske, "algorithm", None)
-    cv = hs.messages.flight.certificate_verify
+        sig = ske.algorithm
+    cv = got.flight.certificate_verify
     if cv is not None:
-        sig = getattr(cv, "algorithm", getattr(cv, "signature_scheme", sig))
-    certs: tuple[bytes, ...] = tuple(getattr(hs, "certificates", None) or ())
-    cert_msg = hs.messages.flight.certificate
+        sig = cv.algorithm
+    certs = hs.verification.certificates
+    cert_msg = got.flight.certificate
     if not certs and cert_msg is not None:
-        from tlsprobe.probes.facts import certificates_of
-        certs = tuple(certificates_of(cert_msg))
-    if cv is None and not reason and getattr(hs, "incomplete_reason", None):
-        reason = str(hs.incomplete_reason)
+        certs = tuple(cert_msg.certificates)
+    if cv is None and not reason and hs.incomplete_reason:
+        reason = hs.incomplete_reason
     return Outcome(SERVER_HELLO, version=version, cipher_suite=sh.cipher_suite, group=group,
-                   hrr_group=hs.messages.hrr.hrr_selected_group if hs.messages.hrr is not None else None,
+                   hrr_group=hrr.hrr_selected_group if hrr is not None else None,
                    dh_name=dh_name, dh_bits=dh_bits, dh_check=dh_check,
                    explicit_curve=explicit,
                    signature_scheme=sig, certificates=certs, reason=reason,

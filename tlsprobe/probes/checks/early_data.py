@@ -29,7 +29,8 @@ EARLY_DATA = b"\r\n"
 
 def accepted(hs: Handshake) -> bool:
     """The server accepted the 0-RTT data and proved it holds the PSK (its Finished)."""
-    return hs.engine.verification.early_data_accepted and bool(hs.engine.verification.finished_verified) and \
+    checked = hs.engine.verification
+    return checked.early_data_accepted and bool(checked.finished_verified) and \
         hs.failure is None
 
 
