@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tlsprobe.engine.common import TLS10, MAX_FRAGMENT, RecordDeprotector, plain_records
+from tlsprobe.engine.common import MAX_FRAGMENT, TLS10, RecordDeprotector, plain_records
 from tlsprobe.engine.protection import RecordProtection
 from tlsprobe.engine.verdict import (
     Output,

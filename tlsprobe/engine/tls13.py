@@ -17,7 +17,7 @@ key) and answers each message with a Verdict (engine.verdict); ClientHandshake a
 from __future__ import annotations
 
 import hmac
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tlsprobe import registry
 from tlsprobe.engine import keylog
@@ -57,6 +57,9 @@ from tlsprobe.session.flow import CLIENT, SERVER, MessageEvent
 from tlsprobe.wire.certificate import Certificate, CertificateRequest, CertificateVerify
 from tlsprobe.wire.messages import EncryptedExtensions, Finished, KeyUpdate
 
+if TYPE_CHECKING:
+    from tlsprobe.engine.verify import PublicKey
+
 # What the client waits for next
 WAIT_EE, WAIT_CERT, WAIT_CV, WAIT_FINISHED, CONNECTED = (
     Waiting.ENCRYPTED_EXTENSIONS, Waiting.CERTIFICATE, Waiting.CERTIFICATE_VERIFY,
@@ -84,7 +87,7 @@ class Tls13Client:
         self.ks.handshake(shared_secret, self._digest())
         self.epochs = TrafficEpochs(params.cipher, params.key_len, self.hash)
         self.certificate_request: CertificateRequest | None = None
-        self.leaf_key: Any = None
+        self.leaf_key: PublicKey | None = None
         self.leaf_key_problem: str | None = None   # a key cryptography cannot use
 
     # -- helpers -------------------------------------------------------------------------
@@ -208,6 +211,8 @@ class Tls13Client:
                 f"{self.leaf_key_problem}"
             v.waiting_for = WAIT_FINISHED
             return
+        if self.leaf_key is None:
+            raise Refusal(UNEXPECTED_MESSAGE, "CertificateVerify without a Certificate")
         try:
             verify_scheme(self.leaf_key, scheme, msg.signature,
                           certificate_verify_input(self._digest()), tls13=True)

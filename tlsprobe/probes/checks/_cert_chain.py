@@ -28,9 +28,8 @@ from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks._shared import once
 from tlsprobe.probes.checks._tolerance import edited_handshake, top_versions
 from tlsprobe.probes.checks.base import CheckContext
-from tlsprobe.probes.facts import certificates_of, session_features
+from tlsprobe.probes.facts import session_features
 from tlsprobe.probes.audit.outcome import STOP_VERIFY, Outcome, finished
-from tlsprobe.registry import HandshakeType
 from tlsprobe.wire import extensions as ext
 from tlsprobe.wire.hello import ClientHello
 
@@ -67,9 +66,8 @@ def _sct_sources(hs: ClientHandshake, response: bytes | None) -> tuple[str, ...]
     if sh is not None and sh.extension(SCT_EXTENSION) is not None:
         out.append("the TLS extension (ServerHello)")
     cert = hs.messages.flight.certificate
-    entries = getattr(cert, "certificate_list", None) if cert is not None else None
-    if entries and any(e.type == SCT_EXTENSION for e in getattr(entries[0], "extensions", None)
-                       or []):
+    entries = cert.certificate_list if cert is not None else None
+    if entries and any(e.type == SCT_EXTENSION for e in entries[0].extensions):
         out.append("the TLS extension (leaf CertificateEntry)")
     if response:
         try:
@@ -84,12 +82,11 @@ def _sct_sources(hs: ClientHandshake, response: bytes | None) -> tuple[str, ...]
 def _stapled_response(hs: ClientHandshake) -> bytes | None:
     status = hs.messages.flight.certificate_status
     if status is not None:
-        got = getattr(status, "response", None)
-        return bytes(got) if got else None
+        return bytes(status.response) if status.response else None
     cert = hs.messages.flight.certificate
-    entries = getattr(cert, "certificate_list", None) if cert is not None else None
+    entries = cert.certificate_list if cert is not None else None
     if entries:
-        for e in getattr(entries[0], "extensions", None) or []:
+        for e in entries[0].extensions:
             if e.type == 5 and len(e.data) > 4:
                 return bytes(e.data[4:])
     return None
@@ -116,7 +113,7 @@ async def fetch(ctx: CheckContext, label: str = "chain") -> Served | str:
         if sh is None or cert is None:
             return "the server sent no Certificate message (an anonymous suite, or the " \
                 "TLS 1.3 flight could not be read)"
-        chain = tuple(certificates_of(cert))
+        chain = tuple(cert.certificates)
         if not chain:
             return "the server sent an empty certificate chain"
         response = _stapled_response(hs)
