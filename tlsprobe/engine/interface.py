@@ -12,8 +12,8 @@ holds the code to that list):
   `hello_violation` (a ServerHello or HRR that broke a rule), `warning_alerts`;
 - what it produced: `application_data`, `events` (the trace), `keylog_lines`;
 - what it established: `config` (the request it runs), `messages` (`HelloExchange`: the
-  hellos and the server's typed `ServerFlight`), `verification` (`Verification`: chain,
-  signature, Finished, key share, resumption) and `session_keys()` (`SessionKeys`: what a
+  hellos and the server's typed `ServerFlight`), `verification` (`HandshakeVerification`:
+  chain, signature, Finished, key share, resumption) and `session_keys()` (`SessionKeys`: what a
   resumption, a renegotiation or QUIC's packet protection needs).
 """
 
@@ -60,7 +60,7 @@ class HelloExchange:
 
 
 @dataclass(frozen=True)
-class Verification:
+class HandshakeVerification:
     """What the engine checked and computed: the chain as sent, the server's signature and
     Finished (None: not checked), the key exchange (a refused share's problem, whether a
     secret was computed, the size of the client's TLS 1.2 share, the groups the client held
@@ -148,11 +148,17 @@ class Handshake(Protocol):
     @property
     def messages(self) -> HelloExchange: ...
     @property
-    def verification(self) -> Verification: ...
+    def verification(self) -> HandshakeVerification: ...
 
 
 #: the names of the interface (the test compares the names read outside engine/ with it)
 INTERFACE = frozenset(name for name in vars(Handshake) if not name.startswith("_"))
 
-__all__ = ["INTERFACE", "Handshake", "HelloExchange", "SessionKeys", "Verification",
-           "Waiting"]
+__all__ = [
+    "INTERFACE",
+    "Handshake",
+    "HandshakeVerification",
+    "HelloExchange",
+    "SessionKeys",
+    "Waiting",
+]

@@ -14,7 +14,12 @@ from tlsprobe import kex
 from tlsprobe.engine.common import ServerFlight, is_tls13
 from tlsprobe.engine.config import BuiltHello, ClientConfig
 from tlsprobe.engine.guards import Limits, ServerInput
-from tlsprobe.engine.interface import HelloExchange, SessionKeys, Verification, Waiting
+from tlsprobe.engine.interface import (
+    HandshakeVerification,
+    HelloExchange,
+    SessionKeys,
+    Waiting,
+)
 from tlsprobe.engine.keyschedule import Transcript
 from tlsprobe.engine.records import ClientRecords
 from tlsprobe.engine.tls12 import Tls12Client
@@ -139,8 +144,8 @@ class HandshakeState(ClientRecords):
                              self._flight)
 
     @property
-    def verification(self) -> Verification:
-        return Verification(
+    def verification(self) -> HandshakeVerification:
+        return HandshakeVerification(
             tuple(self._certificates), self._signature_verified, self._signature_detail,
             self._finished_verified, self._share_problem, self._shared_secret is not None,
             self._client_share_bytes, frozenset(self._shares), self._resumed,
