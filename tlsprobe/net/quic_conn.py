@@ -33,7 +33,7 @@ from tlsprobe.net.quic_info import QuicInfo
 from tlsprobe.net.quic_versions import VersionHandling
 
 if TYPE_CHECKING:
-    from tlsprobe.engine.client import ClientHandshake
+    from tlsprobe.engine.interface import Handshake
 
 MAX_CRYPTO = w.MAX_CRYPTO
 MAX_WAITING = 32            # packets kept until their keys are known
@@ -46,7 +46,7 @@ class QuicConnection(VersionHandling):
 
     def __init__(self, info: QuicInfo) -> None:
         self.info = info
-        self.engine: ClientHandshake | None = None
+        self.engine: Handshake | None = None
         self.scid = info.scid
         self.original_dcid = info.original_dcid
         self.dcid = info.original_dcid

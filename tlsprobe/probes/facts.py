@@ -15,7 +15,6 @@ from tlsprobe.model import describe
 from tlsprobe.model.describe import certificate_info
 from tlsprobe.net.tcp import Target
 from tlsprobe.kex.dhprime import dh_group_name
-from tlsprobe.registry import HandshakeType
 from tlsprobe.model.probe import (
     AlertInfo,
     CertificateInfo,

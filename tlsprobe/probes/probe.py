@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from tlsprobe import __version__, registry
+from tlsprobe.engine.interface import Handshake
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure, Limits
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.errors import FailureKind, NetworkError
@@ -145,7 +146,7 @@ def _drain(conv: _Conversation) -> HandshakeFailure | None:
 SKIPPED = Verification(False, "skipped (--no-verify)", skipped=True)
 
 
-def verification_of(engine: ClientHandshake, target: Target,
+def verification_of(engine: Handshake, target: Target,
                     options: ProbeOptions) -> Verification | None:
     """The chain check of the server's certificates, as a value (None: no certificate)."""
     if not engine.verification.certificates:

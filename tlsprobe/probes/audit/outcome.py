@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tlsprobe import registry
-from tlsprobe.engine.client import ClientHandshake
+from tlsprobe.engine.interface import Handshake
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.errors import FailureKind
 from tlsprobe.kex.dhprime import DhPrimeCheck, check_dh_prime
@@ -100,7 +100,7 @@ class Job:
     stop: str = STOP_HELLO
 
 
-def finished(hs: ClientHandshake, stop: str) -> bool:
+def finished(hs: Handshake, stop: str) -> bool:
     """Has the connection answered its question (stop condition `stop`)?"""
     got = hs.messages
     if got.hrr is not None and got.server_hello is None:
@@ -119,12 +119,12 @@ def finished(hs: ClientHandshake, stop: str) -> bool:
     return hs.done or hs.first_flight_done
 
 
-def _version(hs: ClientHandshake) -> int:
+def _version(hs: Handshake) -> int:
     sh = hs.messages.server_hello
     return sh.selected_version if sh is not None else 0
 
 
-def outcome_of(hs: ClientHandshake, reason: str = "") -> Outcome:
+def outcome_of(hs: Handshake, reason: str = "") -> Outcome:
     """Read the answer off a handshake that got at least a ServerHello or an HRR."""
     got = hs.messages
     sh, hrr = got.server_hello, got.hrr

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from tlsprobe import registry
+from tlsprobe.engine.interface import Handshake
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.config import ClientConfig, conformant_shares
 from tlsprobe.errors import FailureKind, NetworkError
@@ -311,7 +312,7 @@ class Scheduler:
             if tape is not None:
                 tape.finish(hs.events if trace else (), hs.keylog_lines)
 
-    async def _talk(self, hs: ClientHandshake, transport: AsyncTransport, job: Job,
+    async def _talk(self, hs: Handshake, transport: AsyncTransport, job: Job,
                     seen: Progress) -> Outcome:
         try:
             await adrive(hs, transport, time.monotonic() + TOTAL_FACTOR * self.timeout,
@@ -322,7 +323,7 @@ class Scheduler:
         except NetworkError as exc:
             return self._network(hs, exc, job)
 
-    def _network(self, hs: ClientHandshake, exc: NetworkError, job: Job) -> Outcome:
+    def _network(self, hs: Handshake, exc: NetworkError, job: Job) -> Outcome:
         """A network failure during the conversation: what the server said so far, or a
         retry (a reset, a per-read timeout), or inconclusive (the total limit)."""
         if exc.cause == "deadline":
@@ -348,7 +349,7 @@ class Scheduler:
         raise _Retryable(exc.reason) from None
 
 
-def _failed(hs: ClientHandshake, exc: HandshakeFailure, seen: Progress) -> Outcome:
+def _failed(hs: Handshake, exc: HandshakeFailure, seen: Progress) -> Outcome:
     """The outcome of a handshake the engine (or the not-TLS verdict) stopped."""
     if hs.messages.server_hello is not None:
         # The ServerHello answered the question; note what went wrong after it.

@@ -20,7 +20,8 @@ from typing import TypeVar
 from cryptography import x509
 from cryptography.x509 import ocsp
 
-from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
+from tlsprobe.engine.interface import Handshake
+from tlsprobe.engine.client import HandshakeFailure
 from tlsprobe.errors import NetworkError
 from tlsprobe.model.checks import CheckResult
 from tlsprobe.net.driver import Progress, adrive
@@ -60,7 +61,7 @@ def _with_sct(hello: ClientHello) -> ClientHello:
         if all(e.type != SCT_EXTENSION for e in hello.extensions) else hello
 
 
-def _sct_sources(hs: ClientHandshake, response: bytes | None) -> tuple[str, ...]:
+def _sct_sources(hs: Handshake, response: bytes | None) -> tuple[str, ...]:
     out: list[str] = []
     sh = hs.messages.server_hello
     if sh is not None and sh.extension(SCT_EXTENSION) is not None:
@@ -79,7 +80,7 @@ def _sct_sources(hs: ClientHandshake, response: bytes | None) -> tuple[str, ...]
     return tuple(out)
 
 
-def _stapled_response(hs: ClientHandshake) -> bytes | None:
+def _stapled_response(hs: Handshake) -> bytes | None:
     status = hs.messages.flight.certificate_status
     if status is not None:
         return bytes(status.response) if status.response else None

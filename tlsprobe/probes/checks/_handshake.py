@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
+from tlsprobe.engine.interface import Handshake as EngineHandshake
 from tlsprobe.engine.config import TLS10, TLS12, BuiltHello, ClientConfig, Resumption
 from tlsprobe.engine.keyschedule import resumption_psk
 from tlsprobe.errors import FailureKind, NetworkError
@@ -43,7 +44,7 @@ class Handshake:
     asked), and every byte the client sent on that connection, in order (`opening`: its
     first flight, the ClientHello and any 0-RTT data)."""
 
-    engine: ClientHandshake
+    engine: EngineHandshake
     failure: HandshakeFailure | None = None
     sent: bytearray = field(default_factory=bytearray)
     ended: float = 0.0   # time.monotonic() when the connection's last read was done
@@ -115,7 +116,7 @@ class _Recording(PassThrough):
         await self.inner.send(data)
 
 
-async def _drain(engine: ClientHandshake, transport: AsyncTransport, deadline: float) -> None:
+async def _drain(engine: EngineHandshake, transport: AsyncTransport, deadline: float) -> None:
     """Send close_notify, then read until the server closes or goes quiet (a read timeout)."""
     try:
         await transport.send(engine.close())

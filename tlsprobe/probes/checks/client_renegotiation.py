@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
+from tlsprobe.engine.interface import Handshake
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.engine.protection import RecordProtection, RecordProtectionError
 from tlsprobe.errors import FailureKind, NetworkError
@@ -138,17 +139,17 @@ class Series:
     secure: bool = False          # RFC 5746 renegotiation_info in the first ServerHello
 
 
-def _refused_by_warning(hs: ClientHandshake) -> bool:
+def _refused_by_warning(hs: Handshake) -> bool:
     return NO_RENEGOTIATION in hs.warning_alerts
 
 
-def _secure(hs: ClientHandshake) -> bool:
+def _secure(hs: Handshake) -> bool:
     """RFC 5746 was negotiated: the ServerHello carries renegotiation_info."""
     return hs.messages.server_hello is not None and \
         hs.messages.server_hello.extension(RENEGOTIATION_INFO) is not None
 
 
-async def _renegotiate(prev: ClientHandshake, hs: ClientHandshake,
+async def _renegotiate(prev: Handshake, hs: Handshake,
                        transport: AsyncTransport, deadline: float) -> None:
     """Run the renegotiation `hs` under `prev`'s keys (complete, refused by a warning, or an
     exception); a secure one's renegotiation_info must end with the server's verify_data."""
@@ -165,7 +166,7 @@ async def _renegotiate(prev: ClientHandshake, hs: ClientHandshake,
                                    "does not end with its verify_data (RFC 5746 3.5)")
 
 
-def _hello_config(prev: ClientHandshake, config: ClientConfig) -> ClientConfig:
+def _hello_config(prev: Handshake, config: ClientConfig) -> ClientConfig:
     """The renegotiation hello: RFC 5746 when `prev` negotiated it, else a legacy one."""
     if _secure(prev):
         keys = prev.session_keys()

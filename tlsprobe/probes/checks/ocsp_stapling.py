@@ -21,7 +21,6 @@ from tlsprobe.probes.checks._handshake import Handshake, handshake
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.registry import HandshakeType
-from tlsprobe.wire.certificate import Certificate, CertificateStatus
 
 STATUS_REQUEST = 5
 

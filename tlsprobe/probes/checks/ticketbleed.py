@@ -32,8 +32,6 @@ from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks import _early
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.probes.audit.outcome import Outcome
-from tlsprobe.registry import HandshakeType
-from tlsprobe.wire.messages import NewSessionTicket
 
 SESSION_TICKET = 35
 FULL = 32     # the length the affected servers always echo
