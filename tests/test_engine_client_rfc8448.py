@@ -79,10 +79,11 @@ def test_rfc8448_full_handshake_bytes(rfc_engine: ClientHandshake) -> None:
     assert hs.verification.finished_verified is True and hs.verification.signature_verified is True
     assert hs.verification.signature_detail == "rsa_pss_rsae_sha256 (0x0804) CertificateVerify"
     assert hs._shared_secret == v.SHARED_SECRET
-    state = hs._version_state
-    assert state.ks.client_application_traffic_secret_0 == v.CLIENT_AP_TRAFFIC  # type: ignore
-    assert state.ks.resumption_master_secret == v.RESUMPTION_MASTER  # type: ignore
-    logged = parse_keylog("\n".join(hs.keylog_lines)).secrets(hs._client_random)
+    keys = hs.session_keys()
+    assert keys is not None and keys.tls13 and keys.hash_name == "sha256"
+    assert keys.client_application_traffic_secret == v.CLIENT_AP_TRAFFIC
+    assert keys.resumption_master_secret == v.RESUMPTION_MASTER
+    logged = parse_keylog("\n".join(hs.keylog_lines)).secrets(hs.messages.hellos[0].random)
     assert logged is not None
     assert logged["CLIENT_HANDSHAKE_TRAFFIC_SECRET"] == v.CLIENT_HS_TRAFFIC
     assert logged["SERVER_HANDSHAKE_TRAFFIC_SECRET"] == v.SERVER_HS_TRAFFIC
