@@ -19,6 +19,7 @@ from tlsprobe.wire.certificate import (
     CertificateStatus,
     CertificateVerify,
 )
+from tlsprobe.wire.context import Message
 from tlsprobe.wire.keyexchange import ServerKeyExchange
 from tlsprobe.wire.messages import (
     EncryptedExtensions,
@@ -73,7 +74,7 @@ class ServerFlight:
     key_update: KeyUpdate | None = None
     order: list[int] = field(default_factory=list)
 
-    def add(self, msg_type: int, message: object) -> None:
+    def add(self, msg_type: int, message: Message) -> None:
         """Keep one decoded message (a message of another class is kept in `order` only)."""
         self.order.append(msg_type)
         name = _FLIGHT_FIELDS.get(msg_type)

@@ -58,6 +58,7 @@ from tlsprobe.engine.verify import (
 from tlsprobe.registry import HandshakeType as HT
 from tlsprobe.session.flow import MessageEvent
 from tlsprobe.wire.certificate import Certificate
+from tlsprobe.wire.context import Message
 from tlsprobe.wire.handshake import frame
 from tlsprobe.wire.keyexchange import ClientKeyExchange, ServerKeyExchange
 
@@ -138,7 +139,7 @@ class Tls12Client:
             return msg_type == HT.finished
         return True
 
-    def on_message(self, waiting_for: Waiting, ev: MessageEvent, msg: object, *,
+    def on_message(self, waiting_for: Waiting, ev: MessageEvent, msg: Message, *,
                    may_send: bool) -> Verdict:
         v = Verdict()
         try:
@@ -147,7 +148,7 @@ class Tls12Client:
             v.refusal = refusal
         return v
 
-    def _message(self, v: Verdict, state: Waiting, ev: MessageEvent, msg: object) -> None:
+    def _message(self, v: Verdict, state: Waiting, ev: MessageEvent, msg: Message) -> None:
         t = ev.msg_type
         name = message_label(t)
         if t == HT.hello_request:
@@ -346,7 +347,7 @@ class Tls12Client:
         return lambda: protections_from_key_block(params, kb, self.version, self.etm)[0]
 
     # -- the server's Finished -------------------------------------------------------------
-    def _finished(self, v: Verdict, ev: MessageEvent, msg: object) -> None:
+    def _finished(self, v: Verdict, ev: MessageEvent, msg: Message) -> None:
         if not ev.protected:
             raise Refusal(UNEXPECTED_MESSAGE, "server Finished was not encrypted")
         verify_data = getattr(msg, "verify_data", b"")

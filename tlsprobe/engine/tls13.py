@@ -55,6 +55,7 @@ from tlsprobe.engine.verify import (
 from tlsprobe.registry import HandshakeType as HT
 from tlsprobe.session.flow import CLIENT, SERVER, MessageEvent
 from tlsprobe.wire.certificate import Certificate, CertificateRequest, CertificateVerify
+from tlsprobe.wire.context import Message
 from tlsprobe.wire.messages import EncryptedExtensions, Finished, KeyUpdate
 
 if TYPE_CHECKING:
@@ -140,7 +141,7 @@ class Tls13Client:
                                            "ChangeCipherSpec after the TLS 1.3 handshake"))
         return Verdict()
 
-    def on_message(self, waiting_for: Waiting, ev: MessageEvent, msg: object, *,
+    def on_message(self, waiting_for: Waiting, ev: MessageEvent, msg: Message, *,
                    may_send: bool) -> Verdict:
         v = Verdict()
         try:
@@ -149,7 +150,7 @@ class Tls13Client:
             v.refusal = refusal
         return v
 
-    def _message(self, v: Verdict, state: Waiting, ev: MessageEvent, msg: object,
+    def _message(self, v: Verdict, state: Waiting, ev: MessageEvent, msg: Message,
                  may_send: bool) -> None:
         name = message_label(ev.msg_type)
         if not ev.protected:
@@ -177,7 +178,7 @@ class Tls13Client:
                           f"for {state}")
         self.ctx.transcript.add(ev.raw)
 
-    def _encrypted_extensions(self, v: Verdict, msg: object) -> None:
+    def _encrypted_extensions(self, v: Verdict, msg: Message) -> None:
         """A resumed handshake skips the certificate (RFC 8446 2.2); early_data here means
         the 0-RTT data was accepted, which needs the first PSK selected (4.2.10)."""
         early = isinstance(msg, EncryptedExtensions) and msg.extension(42) is not None
@@ -263,7 +264,7 @@ class Tls13Client:
         v.send(SendMessage(raw))
 
     # -- after the handshake -------------------------------------------------------------
-    def _post_handshake(self, v: Verdict, ev: MessageEvent, msg: object, name: str,
+    def _post_handshake(self, v: Verdict, ev: MessageEvent, msg: Message, name: str,
                         may_send: bool) -> None:
         v.awaiting_acceptance = False
         if ev.msg_type == HT.new_session_ticket:

@@ -24,6 +24,7 @@ from tlsprobe.engine.interface import Waiting
 from tlsprobe.engine.keyschedule import Transcript
 from tlsprobe.engine.protection import RecordProtection
 from tlsprobe.session.flow import MessageEvent
+from tlsprobe.wire.context import Message
 from tlsprobe.wire.hello import ClientHello, ServerHello
 
 
@@ -131,7 +132,7 @@ class VersionHalf(Protocol):
     def expects(self, waiting_for: Waiting, msg_type: int) -> bool:
         """Whether a message of this type can come next (checked on its first byte)."""
 
-    def on_message(self, waiting_for: Waiting, ev: MessageEvent, msg: object, *,
+    def on_message(self, waiting_for: Waiting, ev: MessageEvent, msg: Message, *,
                    may_send: bool) -> Verdict:
         """One decoded server handshake message. `may_send`: the connection is open."""
 
