@@ -102,3 +102,23 @@ def test_the_public_names_are_the_declared_interface(handshake: ClientHandshake)
     assert not {name for name in vars(handshake) if not name.startswith("_")}
     used = {attr for _, tree in _modules_outside_engine() for _, attr, _ in _reads(tree)}
     assert INTERFACE <= used, f"declared but used nowhere: {sorted(INTERFACE - used)}"
+
+
+#: the state machine's insides: the version halves hold the secrets, `state` the fields
+INTERNAL = ("tlsprobe.engine.state", "tlsprobe.engine.tls12", "tlsprobe.engine.tls13",
+            "tlsprobe.engine.records", "tlsprobe.engine.verdict", "tlsprobe.engine.guards")
+
+
+def test_the_state_machine_insides_are_not_imported_outside_engine() -> None:
+    """A version half imported outside engine/ is its state read another way (the QUIC
+    connection and the resumption checks read Tls13Client.ks and Tls12Client.master_secret;
+    session_keys() says it now)."""
+    found = [f"{name}:{node.lineno}: {node.module}"
+             for name, tree in _modules_outside_engine() for node in ast.walk(tree)
+             if isinstance(node, ast.ImportFrom) and (node.module in INTERNAL or any(
+                 f"{node.module}.{alias.name}" in INTERNAL for alias in node.names))]
+    found += [f"{name}:{node.lineno}: {alias.name}"
+              for name, tree in _modules_outside_engine() for node in ast.walk(tree)
+              if isinstance(node, ast.Import) for alias in node.names
+              if alias.name in INTERNAL]
+    assert not found, found
