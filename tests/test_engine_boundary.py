@@ -81,6 +81,6 @@ def test_malformed_cookie_is_a_protocol_error_naming_the_field() -> None:
         assert str(exc).startswith("server sent a malformed HelloRetryRequest: cookie")
     else:
         raise AssertionError("an empty cookie was accepted")
-    assert hs.hrr is None  # never recorded: nothing reads it later
+    assert hs.messages.hrr is None  # never recorded: nothing reads it later
     out = hs.take_output()
     assert out[0] == 0x15 and out[5:] == b"\x02\x32"  # a fatal decode_error alert

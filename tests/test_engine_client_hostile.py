@@ -235,7 +235,8 @@ def converse(server: ScriptedServer, hs: ClientHandshake) -> ClientHandshake:
 def test_honest_scripted_servers_complete(rsa_identity, server_cls, versions) -> None:
     server = server_cls(*rsa_identity)
     hs = converse(server, engine(versions))
-    assert hs.handshake_complete and hs.finished_verified and hs.signature_verified
+    assert hs.handshake_complete and hs.verification.finished_verified
+    assert hs.verification.signature_verified
     assert server.client_finished_ok is True  # the engine's Finished is right, too
 
 
@@ -253,7 +254,7 @@ def test_lies_are_detected(rsa_identity, server_cls, versions, lie, words, field
     with pytest.raises(HandshakeFailure) as info:
         converse(server, hs)
     assert info.value.kind == "protocol" and words in str(info.value)
-    assert getattr(hs, field) is False and not hs.handshake_complete
+    assert getattr(hs.verification, field) is False and not hs.handshake_complete
 
 
 def test_tls12_bad_finished_gets_decrypt_error_alert(rsa_identity) -> None:
@@ -263,8 +264,8 @@ def test_tls12_bad_finished_gets_decrypt_error_alert(rsa_identity) -> None:
     assert server.client_finished_ok is True  # the engine's side was right
     with pytest.raises(HandshakeFailure):
         hs.receive(answer)
-    assert hs.finished_verified is False and not hs.handshake_complete
-    assert hs.signature_verified is True
+    assert hs.verification.finished_verified is False and not hs.handshake_complete
+    assert hs.verification.signature_verified is True
     server.receive(hs.take_output())
     assert server.alerts == [bytes([2, 51])]  # decrypt_error, encrypted under our key
 
@@ -275,8 +276,8 @@ def test_invalid_server_share_is_a_finding(rsa_identity) -> None:
     with pytest.raises(HandshakeFailure) as info:
         converse(server, hs)
     assert "invalid server key exchange" in str(info.value) and "x25519" in str(info.value)
-    assert hs.share_problem and "low-order" in hs.share_problem
-    assert hs.signature_verified is True  # the lie was signed correctly
+    assert hs.verification.share_problem and "low-order" in hs.verification.share_problem
+    assert hs.verification.signature_verified is True  # the lie was signed correctly
 
 
 # -- the same lies over a socket, through the CLI ------------------------------------------
@@ -352,7 +353,7 @@ def test_suite_the_engine_cannot_run_stops_cleanly(rsa_identity, run_cli) -> Non
                                       cipher_suites_12=(0xC076,)),
                          stop_after_first_flight=False)
     assert hs.receive(server.receive(hs.start())) == b""
-    assert hs.done and not hs.handshake_complete and hs.signature_verified is True
+    assert hs.done and not hs.handshake_complete and hs.verification.signature_verified is True
     assert hs.incomplete_reason == ("no record protection for "
                                     "TLS_ECDHE_RSA_WITH_CAMELLIA_128_CBC_SHA256 (0xc076)")
     server = Tls12Server(*rsa_identity)

@@ -76,19 +76,21 @@ def test_rfc8448_full_handshake_bytes(rfc_engine: ClientHandshake) -> None:
     out = hs.receive(record(22, v.SERVER_HELLO) + v.SERVER_HANDSHAKE_RECORD)
     assert out == CCS_RECORD + v.CLIENT_FINISHED_RECORD
     assert hs.handshake_complete and hs.done
-    assert hs.finished_verified is True and hs.signature_verified is True
-    assert hs.signature_detail == "rsa_pss_rsae_sha256 (0x0804) CertificateVerify"
-    assert hs.shared_secret == v.SHARED_SECRET
-    state = hs.version_state
-    assert state.ks.client_application_traffic_secret_0 == v.CLIENT_AP_TRAFFIC  # type: ignore
-    assert state.ks.resumption_master_secret == v.RESUMPTION_MASTER  # type: ignore
-    logged = parse_keylog("\n".join(hs.keylog_lines)).secrets(hs.client_random)
+    assert hs.verification.finished_verified is True and hs.verification.signature_verified is True
+    assert hs.verification.signature_detail == "rsa_pss_rsae_sha256 (0x0804) CertificateVerify"
+    assert hs._shared_secret == v.SHARED_SECRET
+    keys = hs.session_keys()
+    assert keys is not None and keys.tls13 and keys.hash_name == "sha256"
+    assert keys.client_application_traffic_secret == v.CLIENT_AP_TRAFFIC
+    assert keys.resumption_master_secret == v.RESUMPTION_MASTER
+    logged = parse_keylog("\n".join(hs.keylog_lines)).secrets(hs.messages.hellos[0].random)
     assert logged is not None
     assert logged["CLIENT_HANDSHAKE_TRAFFIC_SECRET"] == v.CLIENT_HS_TRAFFIC
     assert logged["SERVER_HANDSHAKE_TRAFFIC_SECRET"] == v.SERVER_HS_TRAFFIC
     assert logged["SERVER_TRAFFIC_SECRET_0"] == v.SERVER_AP_TRAFFIC
     assert logged["EXPORTER_SECRET"] == v.EXPORTER_MASTER
-    assert len(hs.certificates) == 1 and hs.certificates[0][:2] == b"\x30\x82"
+    certificates = hs.verification.certificates
+    assert len(certificates) == 1 and certificates[0][:2] == b"\x30\x82"
 
     # application data both ways, byte for byte
     hs.send_application_data(v.APPLICATION_PAYLOAD)
@@ -99,7 +101,7 @@ def test_rfc8448_full_handshake_bytes(rfc_engine: ClientHandshake) -> None:
     nst = Tls13Protection("AES-128-GCM", v.SERVER_AP_KEY, v.SERVER_AP_IV).encrypt(22, ticket)
     assert hs.receive(nst + v.SERVER_APPLICATION_RECORD) == b""
     assert bytes(hs.application_data) == v.APPLICATION_PAYLOAD
-    assert hs.flight.messages[4].ticket_lifetime == 30  # type: ignore[attr-defined]
+    assert hs.messages.flight.new_session_ticket.ticket_lifetime == 30  # type: ignore[union-attr]
 
 
 def test_rfc8448_trace_marks_decrypted_messages(rfc_engine: ClientHandshake) -> None:
@@ -141,7 +143,7 @@ def test_rfc8448_bad_server_finished(rfc_engine: ClientHandshake) -> None:
         hs.receive(record(22, v.SERVER_HELLO) + _tampered_flight(1))  # last verify_data byte
     assert info.value.kind == "protocol"
     assert "server Finished is wrong" in str(info.value)
-    assert hs.finished_verified is False and hs.signature_verified is True
+    assert hs.verification.finished_verified is False and hs.verification.signature_verified is True
     assert not hs.handshake_complete
     # a fatal decrypt_error alert under the client handshake key is queued for the server
     alert = hs.take_output()
@@ -159,7 +161,7 @@ def test_rfc8448_bad_certificate_verify(rfc_engine: ClientHandshake) -> None:
     with pytest.raises(HandshakeFailure) as info:
         hs.receive(record(22, v.SERVER_HELLO) + reencrypt(bytes(data)))
     assert "CertificateVerify" in str(info.value) and "does not verify" in str(info.value)
-    assert hs.signature_verified is False and hs.finished_verified is None
+    assert hs.verification.signature_verified is False and hs.verification.finished_verified is None
 
 
 def test_rfc8448_first_flight_only_sends_nothing(monkeypatch: pytest.MonkeyPatch,
@@ -169,13 +171,13 @@ def test_rfc8448_first_flight_only_sends_nothing(monkeypatch: pytest.MonkeyPatch
                          read_server_flight=True)
     hs.start()
     assert hs.receive(record(22, v.SERVER_HELLO) + v.SERVER_HANDSHAKE_RECORD) == b""
-    assert hs.done and not hs.handshake_complete and hs.finished_verified is True
+    assert hs.done and not hs.handshake_complete and hs.verification.finished_verified is True
     # the audit's mode: stop at the ServerHello, nothing decrypted
     audit = ClientHandshake(rfc_engine.config, stop_after_first_flight=True)
     audit.start()
     assert audit.receive(record(22, v.SERVER_HELLO) + v.SERVER_HANDSHAKE_RECORD) == b""
-    assert audit.done and audit.first_flight_done and audit.finished_verified is None
-    assert audit.flight.order == []
+    assert audit.done and audit.first_flight_done and audit.verification.finished_verified is None
+    assert audit.messages.flight.order == []
 
 
 def test_rfc8448_unencrypted_flight_is_refused(rfc_engine: ClientHandshake) -> None:

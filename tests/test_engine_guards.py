@@ -127,20 +127,20 @@ def test_first_flight_validates_the_ske_point() -> None:
     ske = ske_ecdhe(ch, random, group=SECP256R1, public=bad_point)
     exc = failure(hs, handshake_records(flight[0], flight[1], ske, server_hello_done()))
     assert "invalid server key share for secp256r1" in str(exc)
-    assert hs.share_problem is not None
+    assert hs.verification.share_problem is not None
 
 
 def test_valid_first_flight_still_passes() -> None:
     hs, ch, _ = start()
     hs.receive(handshake_records(*tls12_flight(ch)))
-    assert hs.done and hs.first_flight_done and hs.signature_verified is True
+    assert hs.done and hs.first_flight_done and hs.verification.signature_verified is True
 
 
 # -- alerts ------------------------------------------------------------------------------------
 def test_tls12_warning_alert_before_the_flight_is_not_an_end() -> None:
     hs, ch, _ = start()
     hs.receive(alert(WARNING, UNRECOGNIZED_NAME) + handshake_records(*tls12_flight(ch)))
-    assert hs.done and hs.signature_verified is True
+    assert hs.done and hs.verification.signature_verified is True
 
 
 def test_warning_then_close_names_the_warning() -> None:
@@ -195,7 +195,8 @@ def test_middlebox_change_cipher_specs_are_dropped_up_to_a_bound() -> None:
     hs, ch, raw = start()
     tls = Tls13Server(ch, raw)
     hs.receive(record(CCS, b"\x01") + tls.hello_and_flight(tls.flight()))
-    assert hs.done and hs.finished_verified  # a CCS before the ServerHello, one after it
+    # a CCS before the ServerHello, one after it
+    assert hs.done and hs.verification.finished_verified
 
     hs, _, _ = start()
     exc = failure(hs, record(CCS, b"\x01") * (MAX_CHANGE_CIPHER_SPECS + 1))
@@ -289,8 +290,8 @@ def test_leaf_key_on_an_unknown_curve_is_reported_not_raised() -> None:
     der = identity().der.replace(*UNKNOWN_CURVE)
     hs, ch, _ = start()
     hs.receive(_flight_with(ch, [der]))
-    assert hs.done and hs.signature_verified is None
-    assert "not supported" in (hs.signature_detail or "")
+    assert hs.done and hs.verification.signature_verified is None
+    assert "not supported" in (hs.verification.signature_detail or "")
     info = certificate_info(der)
     assert info.key_type.startswith("unsupported key") and info.subject == "CN=hostile.test"
 
@@ -300,9 +301,10 @@ def test_tls13_leaf_key_on_an_unknown_curve() -> None:
     tls = Tls13Server(ch, raw)
     der = identity().der.replace(*UNKNOWN_CURVE)
     hs.receive(tls.hello_and_flight(tls.flight(ders=[der])))
-    assert hs.done and hs.finished_verified is True and hs.signature_verified is None
+    assert hs.done and hs.verification.finished_verified is True
+    assert hs.verification.signature_verified is None
     assert "CertificateVerify: the certificate's key is not supported" in \
-        (hs.signature_detail or "")
+        (hs.verification.signature_detail or "")
 
 
 def test_summary_prints_a_bounded_number_of_chain_entries() -> None:

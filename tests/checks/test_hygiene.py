@@ -45,15 +45,12 @@ from tlsprobe.commands.scan import parse_checks
 from tlsprobe.engine.client import ClientHandshake
 from tlsprobe.engine.config import TLS13, ClientConfig, Resumption
 from tlsprobe.engine.keyschedule import resumption_psk
-from tlsprobe.engine.tls12 import Tls12Client
-from tlsprobe.engine.tls13 import Tls13Client
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.driver import drive
 from tlsprobe.net.tcp import Target, open_channel
 from tlsprobe.probes.audit.run import AuditOptions, run_audit
 from tlsprobe.probes.audit.scheduler import Scheduler
 from tlsprobe.registry import HandshakeType
-from tlsprobe.wire.messages import NewSessionTicket
 
 ServerFactory = Callable[..., Server]
 HERE = Path(__file__).parent
@@ -288,16 +285,17 @@ def test_psk_and_hello_retry_request(server_cache: ServerFactory) -> None:
         channel.send(full.close())
         while not full.peer_closed and (data := channel.receive(deadline)):
             full.receive(data)
-    half = full.version_state
-    ticket = full.flight.messages[HandshakeType.new_session_ticket]
-    assert isinstance(half, Tls13Client) and isinstance(ticket, NewSessionTicket)
-    psk = resumption_psk(half.ks.resumption_master_secret or b"", ticket.ticket_nonce)
+    keys = full.session_keys()
+    ticket = full.messages.flight.new_session_ticket
+    assert keys is not None and keys.tls13 and ticket is not None
+    psk = resumption_psk(keys.resumption_master_secret or b"", ticket.ticket_nonce)
     offer = replace(config, key_share_groups=(0x001D,), resume=Resumption(
         ticket=ticket.ticket, psk=psk, obfuscated_age=ticket.ticket_age_add or 0))
     again = ClientHandshake(offer, stop_after_first_flight=False)
     with open_channel(Target("127.0.0.1", srv.port), timeout=5) as channel:
         drive(again, channel, time.monotonic() + 10)
-    assert again.hrr is not None and not again.resumed and not again.handshake_complete
+    assert again.messages.hrr is not None and not again.verification.resumed
+    assert not again.handshake_complete
     assert again.incomplete_reason is not None and "PSK" in again.incomplete_reason
 
 
@@ -321,13 +319,14 @@ def test_engine_abbreviated_handshake_read_only(server_cache: ServerFactory) -> 
         return engine
 
     full = run(config, True)
-    half, sh = full.version_state, full.server_hello
-    assert isinstance(half, Tls12Client) and sh is not None and half.master_secret
+    keys, sh = full.session_keys(), full.messages.server_hello
+    assert keys is not None and not keys.tls13 and sh is not None and keys.master_secret
     session = Resumption(session_id=sh.legacy_session_id_echo,
-                         master_secret=half.master_secret)
+                         master_secret=keys.master_secret)
     again = run(replace(config, resume=session), False)
-    assert again.resumed and again.finished_verified and again.done
-    assert not again.handshake_complete and again.sent_types == {HandshakeType.client_hello}
-    assert HandshakeType.certificate not in again.flight.messages
+    assert again.verification.resumed and again.verification.finished_verified and again.done
+    assert not again.handshake_complete and again._sent_types == {HandshakeType.client_hello}
+    assert not again.messages.flight.has(HandshakeType.certificate)
     unknown = run(replace(config, resume=replace(session, session_id=bytes(32))), False)
-    assert not unknown.resumed and HandshakeType.certificate in unknown.flight.messages
+    assert not unknown.verification.resumed
+    assert unknown.messages.flight.has(HandshakeType.certificate)

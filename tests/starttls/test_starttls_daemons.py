@@ -101,8 +101,8 @@ def test_preamble_then_tlsprobe_engine_handshake(daemon: DaemonFactory, name: st
     sock, _ = _preamble(("127.0.0.1", server.ports[port]), proto)
     with sock:
         engine = _engine_handshake(sock)
-    assert engine.handshake_complete and engine.server_hello is not None
-    assert engine.server_hello.selected_version in (0x0303, 0x0304)
+    assert engine.handshake_complete and engine.messages.server_hello is not None
+    assert engine.messages.server_hello.selected_version in (0x0303, 0x0304)
 
 
 @pytest.mark.parametrize("name,options,port,default", [
@@ -122,10 +122,10 @@ def test_configured_group_is_negotiated_over_starttls(daemon: DaemonFactory, nam
         sock, _ = _preamble(("127.0.0.1", server.ports[port]), port)
         with sock:
             engine = _engine_handshake(sock)
-        assert engine.handshake_complete and engine.server_hello is not None
-        assert engine.server_hello.selected_version == 0x0304
-        assert engine.server_hello.key_share is not None
-        assert engine.server_hello.key_share[0] == group, (name, opts)
+        assert engine.handshake_complete and engine.messages.server_hello is not None
+        assert engine.messages.server_hello.selected_version == 0x0304
+        assert engine.messages.server_hello.key_share is not None
+        assert engine.messages.server_hello.key_share[0] == group, (name, opts)
 
 
 @pytest.mark.parametrize("name,options,port,quoted", [

@@ -5,8 +5,9 @@ secret, key block, Finished), `suites` (per-suite cipher/MAC/PRF parameters), `p
 (record encryption and decryption for both directions), `keylog` (SSLKEYLOGFILE),
 `epochs` (TLS 1.3 traffic-key epochs, shared with offline decryption).
 The client state machine builds on these: `client` (ClientHandshake, the one owner of the
-handshake state) with `records` (its record output), `serverhello`, `extcheck` and
-`guards` (rules that raise a Refusal), and the version halves `tls12` and `tls13`, which
+handshake state, kept private in `state`; everything outside engine/ uses only the
+`interface` module's `Handshake` protocol) with `records` (its record output),
+`serverhello`, `extcheck` and `guards` (rules that raise a Refusal), and the version halves `tls12` and `tls13`, which
 answer through the narrow interface of `verdict` (HandshakeContext in, Verdict out).
 """
 

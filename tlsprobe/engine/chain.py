@@ -14,6 +14,7 @@ import datetime
 import ipaddress
 import os
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -259,7 +260,7 @@ def _anchored_leaf(leaf: x509.Certificate, der: bytes, hostname: str | None,
                                                   no_san), hostname_ok=False)
 
 
-def verify_chain(ders: list[bytes], hostname: str | None,
+def verify_chain(ders: Sequence[bytes], hostname: str | None,
                  anchors: tuple[x509.Certificate, ...],
                  now: datetime.datetime | None = None) -> ChainResult:
     """Check the server's chain (leaf first) against `anchors` and `hostname`.
@@ -275,7 +276,7 @@ def verify_chain(ders: list[bytes], hostname: str | None,
         return ChainResult(V_UNSPECIFIED, f"cannot check this certificate: {text}")
 
 
-def _verify_chain(ders: list[bytes], hostname: str | None,
+def _verify_chain(ders: Sequence[bytes], hostname: str | None,
                   anchors: tuple[x509.Certificate, ...],
                   now: datetime.datetime | None) -> ChainResult:
     now = now or datetime.datetime.now(datetime.timezone.utc)
@@ -307,7 +308,7 @@ def _verify_chain(ders: list[bytes], hostname: str | None,
     return ChainResult(code, _join(reason or chain_problem, no_san))
 
 
-def verify_with_store(ders: list[bytes], hostname: str | None,
+def verify_with_store(ders: Sequence[bytes], hostname: str | None,
                       cafile: str | None) -> tuple[str | None, ChainResult | str]:
     """`verify_chain` against `cafile`, else the system bundle: (the trust store used, the
     result), or the reason no trust store could be used in place of the result."""

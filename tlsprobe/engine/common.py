@@ -11,7 +11,23 @@ from dataclasses import dataclass, field
 
 from tlsprobe.engine.protection import RecordProtection
 from tlsprobe.errors import FailureKind
+from tlsprobe.registry import HandshakeType
 from tlsprobe.wire.buffer import DecodeError
+from tlsprobe.wire.certificate import (
+    Certificate,
+    CertificateRequest,
+    CertificateStatus,
+    CertificateVerify,
+)
+from tlsprobe.wire.context import Message
+from tlsprobe.wire.keyexchange import ServerKeyExchange
+from tlsprobe.wire.messages import (
+    EncryptedExtensions,
+    Finished,
+    KeyUpdate,
+    NewSessionTicket,
+    ServerHelloDone,
+)
 from tlsprobe.wire.record import Record
 
 TLS13, TLS12, TLS11, TLS10, SSL30 = 0x0304, 0x0303, 0x0302, 0x0301, 0x0300
@@ -42,11 +58,41 @@ class HandshakeFailure(Exception):
 
 @dataclass
 class ServerFlight:
-    """The server's handshake messages, as decoded, by type (last one wins)."""
+    """The server's handshake messages after its hello, typed, one field per message type
+    (None: not sent; the last one wins, e.g. of several NewSessionTickets), and the types of
+    every message in the order they came (HelloRequest and unknown types included)."""
 
-    messages: dict[int, object] = field(default_factory=dict)
-    raw: dict[int, bytes] = field(default_factory=dict)
+    certificate: Certificate | None = None
+    certificate_status: CertificateStatus | None = None
+    server_key_exchange: ServerKeyExchange | None = None
+    certificate_request: CertificateRequest | None = None
+    server_hello_done: ServerHelloDone | None = None
+    encrypted_extensions: EncryptedExtensions | None = None
+    certificate_verify: CertificateVerify | None = None
+    finished: Finished | None = None
+    new_session_ticket: NewSessionTicket | None = None
+    key_update: KeyUpdate | None = None
     order: list[int] = field(default_factory=list)
+
+    def add(self, msg_type: int, message: Message) -> None:
+        """Keep one decoded message (a message of another class is kept in `order` only)."""
+        self.order.append(msg_type)
+        name = _FLIGHT_FIELDS.get(msg_type)
+        if name is not None and isinstance(message, _FLIGHT_CLASSES[name]):
+            setattr(self, name, message)
+
+    def has(self, msg_type: int) -> bool:
+        """The server sent a message of this type."""
+        return msg_type in self.order
+
+
+_FLIGHT_CLASSES: dict[str, type] = {
+    "certificate": Certificate, "certificate_status": CertificateStatus,
+    "server_key_exchange": ServerKeyExchange, "certificate_request": CertificateRequest,
+    "server_hello_done": ServerHelloDone, "encrypted_extensions": EncryptedExtensions,
+    "certificate_verify": CertificateVerify, "finished": Finished,
+    "new_session_ticket": NewSessionTicket, "key_update": KeyUpdate}
+_FLIGHT_FIELDS = {int(HandshakeType[name]): name for name in _FLIGHT_CLASSES}
 
 
 class RecordDeprotector:

@@ -11,8 +11,8 @@ import os
 from dataclasses import dataclass, field, replace
 
 from tlsprobe import kex, registry
-from tlsprobe.errors import UsageError
 from tlsprobe.engine.keyschedule import KeySchedule, digest, tls13_hash_name
+from tlsprobe.errors import UsageError
 from tlsprobe.wire import extensions as ext
 from tlsprobe.wire.handshake import frame
 from tlsprobe.wire.hello import ClientHello
@@ -140,7 +140,7 @@ class ClientConfig:
             return (first, groups[1])
         return (first,)
 
-    def with_server_name(self, name: str | None) -> "ClientConfig":
+    def with_server_name(self, name: str | None) -> ClientConfig:
         return replace(self, server_name=name)
 
 
@@ -222,61 +222,9 @@ def build_client_hello(config: ClientConfig, *, share_groups: tuple[int, ...] | 
     """Build a ClientHello (and the key shares behind it) from `config`."""
     random = random if random is not None else os.urandom(32)
     grease = grease_values(random) if config.grease else None
-    shares: dict[int, kex.KeyShare] = {}
-    # A GREASE share only in a first hello: after a HelloRetryRequest the key_share must
-    # hold exactly one share, for the group the server asked for (RFC 8446 4.1.2).
-    entries: list[tuple[int, bytes]] = \
-        [(grease[1], b"\x00")] if grease and share_groups is None else []
-    for group in (config.share_groups() if share_groups is None else share_groups):
-        if reuse and group in reuse:
-            entries.append((group, reuse[group].public))
-            shares[group] = reuse[group]
-            continue
-        public, share = _share_for(group)
-        entries.append((group, public))
-        if share is not None:
-            shares[group] = share
-    exts: list[ext.Extension] = [ext.grease(grease[3])] if grease else []
+    entries, shares = _key_shares(config, grease, share_groups, reuse)
     psk = config.psk_offer
-    if config.server_name:
-        exts.append(ext.server_name(config.server_name))
-    if config.extended_master_secret and any(v <= TLS12 for v in config.versions):
-        exts.append(ext.extended_master_secret())
-    if config.renegotiation_info and any(v <= TLS12 for v in config.versions):
-        exts.append(ext.renegotiation_info(config.renegotiating or b""))
-    groups = ((grease[1],) if grease else ()) + config.offered_groups()
-    if groups:
-        exts.append(ext.supported_groups(list(groups)))
-    if any(v <= TLS12 for v in config.versions):
-        exts.append(ext.ec_point_formats([0]))
-    if config.session_ticket:
-        resume = config.resume
-        ticket = resume.ticket if resume is not None and resume.psk is None else None
-        exts.append(ext.session_ticket(ticket or b""))
-    if config.alpn:
-        exts.append(ext.alpn(list(config.alpn)))
-    if config.quic_transport_parameters is not None:
-        exts.append(ext.Extension(0x39, config.quic_transport_parameters))
-    if config.status_request:
-        exts.append(ext.status_request())
-    if config.signature_algorithms and config.max_legacy >= TLS12 or config.offers_tls13:
-        exts.append(ext.signature_algorithms(list(config.signature_algorithms)))
-    if config.encrypt_then_mac and any(v <= TLS12 for v in config.versions):
-        exts.append(ext.encrypt_then_mac())
-    if config.offers_tls13:
-        exts.append(ext.key_share_client(entries))
-        exts.append(ext.psk_key_exchange_modes([1]))
-        exts.append(ext.supported_versions_client(([grease[2]] if grease else []) +
-                                                  list(config.versions)))
-        if cookie is not None:
-            exts.append(ext.cookie(cookie))
-        if psk is not None and psk.early_data is not None:
-            exts.append(ext.early_data())
-    exts += [ext.Extension(t, data) for t, data in config.extra_extensions]
-    if grease:
-        exts.append(ext.grease(grease[4], b"\x00"))
-    if psk is not None:   # last (RFC 8446 4.2.11); the binder is computed once padded
-        exts.append(_offered_psk(psk, bytes(_hash_len(psk))))
+    exts = _extensions(config, grease, entries, cookie)
     suites = ([grease[0]] if grease else []) + list(config.cipher_suites())
     if session_id is None and config.resume is not None and config.resume.session_id:
         session_id = config.resume.session_id
@@ -297,6 +245,78 @@ def build_client_hello(config: ClientConfig, *, share_groups: tuple[int, ...] | 
     if psk is not None:
         hello = _bind(hello, psk)
     return BuiltHello(hello, shares)
+
+
+def _key_shares(config: ClientConfig, grease: list[int] | None,
+                share_groups: tuple[int, ...] | None, reuse: dict[int, kex.KeyShare] | None
+                ) -> tuple[list[tuple[int, bytes]], dict[int, kex.KeyShare]]:
+    """The key_share entries (group, public key) and the private shares behind them (none
+    for a group this build cannot compute: an offer-only share); `reuse`d shares are sent
+    again (the second hello after a HelloRetryRequest)."""
+    shares: dict[int, kex.KeyShare] = {}
+    # A GREASE share only in a first hello: after a HelloRetryRequest the key_share must
+    # hold exactly one share, for the group the server asked for (RFC 8446 4.1.2).
+    entries: list[tuple[int, bytes]] = \
+        [(grease[1], b"\x00")] if grease and share_groups is None else []
+    for group in (config.share_groups() if share_groups is None else share_groups):
+        if reuse and group in reuse:
+            entries.append((group, reuse[group].public))
+            shares[group] = reuse[group]
+            continue
+        public, share = _share_for(group)
+        entries.append((group, public))
+        if share is not None:
+            shares[group] = share
+    return entries, shares
+
+
+def _extensions(config: ClientConfig, grease: list[int] | None,
+                entries: list[tuple[int, bytes]], cookie: bytes | None) -> list[ext.Extension]:
+    """The hello's extensions in the order tlsprobe sends them (pre_shared_key last, with a
+    zero binder that _bind replaces)."""
+    legacy = any(v <= TLS12 for v in config.versions)
+    exts: list[ext.Extension] = [ext.grease(grease[3])] if grease else []
+    psk = config.psk_offer
+    if config.server_name:
+        exts.append(ext.server_name(config.server_name))
+    if config.extended_master_secret and legacy:
+        exts.append(ext.extended_master_secret())
+    if config.renegotiation_info and legacy:
+        exts.append(ext.renegotiation_info(config.renegotiating or b""))
+    groups = ((grease[1],) if grease else ()) + config.offered_groups()
+    if groups:
+        exts.append(ext.supported_groups(list(groups)))
+    if legacy:
+        exts.append(ext.ec_point_formats([0]))
+    if config.session_ticket:
+        resume = config.resume
+        ticket = resume.ticket if resume is not None and resume.psk is None else None
+        exts.append(ext.session_ticket(ticket or b""))
+    if config.alpn:
+        exts.append(ext.alpn(list(config.alpn)))
+    if config.quic_transport_parameters is not None:
+        exts.append(ext.Extension(0x39, config.quic_transport_parameters))
+    if config.status_request:
+        exts.append(ext.status_request())
+    if config.signature_algorithms and config.max_legacy >= TLS12 or config.offers_tls13:
+        exts.append(ext.signature_algorithms(list(config.signature_algorithms)))
+    if config.encrypt_then_mac and legacy:
+        exts.append(ext.encrypt_then_mac())
+    if config.offers_tls13:
+        exts.append(ext.key_share_client(entries))
+        exts.append(ext.psk_key_exchange_modes([1]))
+        exts.append(ext.supported_versions_client(([grease[2]] if grease else []) +
+                                                  list(config.versions)))
+        if cookie is not None:
+            exts.append(ext.cookie(cookie))
+        if psk is not None and psk.early_data is not None:
+            exts.append(ext.early_data())
+    exts += [ext.Extension(t, data) for t, data in config.extra_extensions]
+    if grease:
+        exts.append(ext.grease(grease[4], b"\x00"))
+    if psk is not None:   # last (RFC 8446 4.2.11); the binder is computed once padded
+        exts.append(_offered_psk(psk, bytes(_hash_len(psk))))
+    return exts
 
 
 def _hash_len(resume: Resumption) -> int:

@@ -38,6 +38,7 @@ from tlsprobe.engine.common import (
 )
 from tlsprobe.engine.verdict import Refusal
 from tlsprobe.wire.buffer import DecodeError
+from tlsprobe.wire.context import Message
 from tlsprobe.wire.ext_decoders import (
     WHERE_CERTIFICATE,
     WHERE_CERTIFICATE_REQUEST,
@@ -197,7 +198,7 @@ def check_legacy_version(sh: ServerHello) -> None:
 
 
 def check_message(offered_hello: ClientHello, alpn: tuple[str, ...], msg_type: int,
-                  msg: object, tls13: bool) -> None:
+                  msg: Message, tls13: bool) -> None:
     """Decode and check the extensions of one server message after the ServerHello."""
     if not tls13:
         return  # TLS 1.0-1.2 flight messages carry no extensions

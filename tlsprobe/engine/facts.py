@@ -1,6 +1,6 @@
 """A client handshake's state -> `model.facts.HandshakeFacts`: what it established.
 
-The one reader of `ClientHandshake`'s state for the layers above (`facts_of`); the
+The one reader of `Handshake`'s state for the layers above (`facts_of`); the
 capture analyzer builds the same record from a capture (offline.handshake), with the same
 hello reader (`model.facts.hello_facts`) and the same ClientKeyExchange reader
 (`wire.summary.client_key_exchange_length`), so both say the same of one handshake.
@@ -38,7 +38,7 @@ from tlsprobe.wire.messages import EncryptedExtensions, NewSessionTicket
 from tlsprobe.wire.summary import client_key_exchange_length
 
 if TYPE_CHECKING:
-    from tlsprobe.engine.client import ClientHandshake
+    from tlsprobe.engine.interface import Handshake
 
 ALPN, STATUS_REQUEST = 16, 5
 
@@ -49,23 +49,23 @@ def _hello(hello: ClientHello) -> HelloFacts:
     return hello_facts(client_hello_info(hello, len(hello.serialize()) + 4))
 
 
-def facts_of(hs: ClientHandshake, timings: HandshakeTimings | None = None) -> HandshakeFacts:
+def facts_of(hs: Handshake, timings: HandshakeTimings | None = None) -> HandshakeFacts:
     """What `hs` established so far (`timings`: as the caller measured them). Before any
     ClientHello was sent, `client_hellos` holds the one the configuration makes, and
     `unknown` says so."""
     unknown: list[tuple[str, str]] = []
-    hellos = tuple(_hello(h) for h in hs.hellos)
+    hellos = tuple(_hello(h) for h in hs.messages.hellos)
     if not hellos:
         from tlsprobe.engine.config import build_client_hello
-        built = hs.built or build_client_hello(hs.config)
+        built = hs.messages.built or build_client_hello(hs.config)
         hellos = (_hello(built.hello),)
         unknown.append(("client_hellos", "no ClientHello was sent: the one configured"))
-    sh, hrr = hs.server_hello, hs.hrr
-    messages = hs.flight.messages
+    sh, hrr = hs.messages.server_hello, hs.messages.hrr
+    messages = hs.messages.flight
     if hs.incomplete_reason is not None:
         unknown.append(("handshake_complete", hs.incomplete_reason))
     if sh is not None and sh.selected_version >= 0x0304 and \
-            HandshakeType.encrypted_extensions not in messages:
+            not messages.has(HandshakeType.encrypted_extensions):
         why = hs.incomplete_reason or "the server's encrypted flight was not read"
         unknown += [(name, why) for name in ("certificates", "signature_scheme", "alpn")]
     return HandshakeFacts(
@@ -76,28 +76,28 @@ def facts_of(hs: ClientHandshake, timings: HandshakeTimings | None = None) -> Ha
         hrr=hrr is not None,
         hrr_group=hrr.hrr_selected_group if hrr is not None else None,
         signature_scheme=_signature_scheme(hs),
-        certificates=_certificates(messages.get(HandshakeType.certificate)),
+        certificates=_certificates(messages.certificate),
         alpn=negotiated_alpn(hs),
-        ticket_lifetime=_ticket_lifetime(messages.get(HandshakeType.new_session_ticket)),
+        ticket_lifetime=_ticket_lifetime(messages.new_session_ticket),
         ocsp_response_bytes=_ocsp_response_bytes(hs),
-        certificate_requested=hs.certificate_requested,
+        certificate_requested=hs.verification.certificate_requested,
         resumption=_resumption(hs, hellos[-1]),
         messages=_messages(hs),
         extensions=_extensions(hs, hellos),
         alerts=tuple(AlertFact(ev.direction, ev.alert.level, ev.alert.description)
                      for ev in hs.events if isinstance(ev, AlertEvent)),
         handshake_complete=hs.handshake_complete,
-        finished_verified=hs.finished_verified,
-        signature_verified=hs.signature_verified,
-        signature_detail=hs.signature_detail,
+        finished_verified=hs.verification.finished_verified,
+        signature_verified=hs.verification.signature_verified,
+        signature_detail=hs.verification.signature_detail,
         incomplete_reason=hs.incomplete_reason,
         timings=timings or HandshakeTimings(),
         unknown=tuple(unknown))
 
 
 # -- the key exchange -------------------------------------------------------------------
-def _key_exchange(hs: ClientHandshake, hello: HelloFacts) -> KeyExchangeFacts | None:
-    sh = hs.server_hello
+def _key_exchange(hs: Handshake, hello: HelloFacts) -> KeyExchangeFacts | None:
+    sh = hs.messages.server_hello
     if sh is None:
         return None
     if sh.selected_version >= 0x0304:
@@ -106,20 +106,20 @@ def _key_exchange(hs: ClientHandshake, hello: HelloFacts) -> KeyExchangeFacts | 
             return KeyExchangeFacts(source="none", kind="PSK" if _psk_chosen(sh) else None)
         group, key = share
         return KeyExchangeFacts(
-            source="hello_retry_request" if hs.hrr is not None else "key_share",
+            source="hello_retry_request" if hs.messages.hrr is not None else "key_share",
             kind="TLS13", group=group, server_share_bytes=len(key),
             client_share_bytes=hello.share_length(group),
-            valid=hs.share_problem is None and hs.shared_secret is not None
-            if hs.shares.get(group) else None, problem=hs.share_problem)
+            valid=hs.verification.share_problem is None and hs.verification.shared_secret_computed
+            if group in hs.verification.share_groups else None, problem=hs.verification.share_problem)
     suite = registry.cipher_suite(sh.cipher_suite)
     kx = suite.kx if suite else None
-    ske = hs.flight.messages.get(HandshakeType.server_key_exchange)
+    ske = hs.messages.flight.server_key_exchange
     client_len = _client_key_exchange_bytes(hs, kx)
     if kx in ("RSA", "PSK", "RSA_PSK") or not isinstance(ske, ServerKeyExchange):
         return KeyExchangeFacts(source="rsa" if kx == "RSA" else "none", kind=kx,
                                 client_share_bytes=client_len)
-    valid = False if hs.share_problem is not None else \
-        True if hs.shared_secret is not None else None
+    valid = False if hs.verification.share_problem is not None else \
+        True if hs.verification.shared_secret_computed else None
     kind = ske.key_exchange or kx
     if ske.explicit_curve is not None:
         return KeyExchangeFacts(source="server_key_exchange", kind=kind, explicit_curve=True,
@@ -133,7 +133,7 @@ def _key_exchange(hs: ClientHandshake, hello: HelloFacts) -> KeyExchangeFacts | 
         client_share_bytes=client_len, dh_prime=p,
         dh_generator=int.from_bytes(ske.dh_g or b"", "big") if p is not None else None,
         dh_group_name=_dh_name(p) if p is not None else None, valid=valid,
-        problem=hs.share_problem)
+        problem=hs.verification.share_problem)
 
 
 def _psk_chosen(sh: ServerHello) -> bool:
@@ -151,31 +151,31 @@ def _dh_name(p: int) -> str:
         "" if is_prime else ", NOT PRIME" if is_prime is False else ", primality not checked")
 
 
-def _client_key_exchange_bytes(hs: ClientHandshake, kx: str | None) -> int | None:
+def _client_key_exchange_bytes(hs: Handshake, kx: str | None) -> int | None:
     """The size of the exchange_keys of the ClientKeyExchange the client sent (the ECDH
     point, dh_Yc or the RSA-encrypted premaster secret), read as a capture reads it."""
-    sh = hs.server_hello
+    sh = hs.messages.server_hello
     raw = next((ev.raw for ev in hs.events if isinstance(ev, MessageEvent)
                 and ev.direction == CLIENT and ev.msg_type == HandshakeType.client_key_exchange),
                None)
     if raw is None or sh is None:
-        return hs.client_share_bytes
-    ske = hs.flight.messages.get(HandshakeType.server_key_exchange)
+        return hs.verification.client_share_bytes
+    ske = hs.messages.flight.server_key_exchange
     group = ske.named_curve if isinstance(ske, ServerKeyExchange) else None
     ctx = ParseContext(version=sh.selected_version, cipher_suite=sh.cipher_suite,
                        key_exchange=kx, named_group=group)
     try:
         return client_key_exchange_length(raw, ctx)
     except DecodeError:
-        return hs.client_share_bytes
+        return hs.verification.client_share_bytes
 
 
 # -- the rest of the server's flight ----------------------------------------------------
-def _signature_scheme(hs: ClientHandshake) -> int | None:
+def _signature_scheme(hs: Handshake) -> int | None:
     """The CertificateVerify's scheme, else the ServerKeyExchange's."""
     scheme = None
-    for msg in (hs.flight.messages.get(HandshakeType.server_key_exchange),
-                hs.flight.messages.get(HandshakeType.certificate_verify)):
+    for msg in (hs.messages.flight.server_key_exchange,
+                hs.messages.flight.certificate_verify):
         if isinstance(msg, (ServerKeyExchange, CertificateVerify)) and msg.algorithm is not None:
             scheme = msg.algorithm
     return scheme
@@ -190,11 +190,11 @@ def _ticket_lifetime(msg: object) -> int | None:
     return msg.ticket_lifetime if isinstance(msg, NewSessionTicket) else None
 
 
-def negotiated_alpn(hs: ClientHandshake) -> str | None:
+def negotiated_alpn(hs: Handshake) -> str | None:
     """The protocol in the ServerHello (TLS 1.2) or EncryptedExtensions (TLS 1.3)."""
-    sh = hs.server_hello
+    sh = hs.messages.server_hello
     sources = [sh.extension(ALPN) if sh is not None else None]
-    ee = hs.flight.messages.get(HandshakeType.encrypted_extensions)
+    ee = hs.messages.flight.encrypted_extensions
     if isinstance(ee, EncryptedExtensions):
         sources += [e for e in ee.extensions if e.type == ALPN]
     alpn = None
@@ -208,17 +208,17 @@ def negotiated_alpn(hs: ClientHandshake) -> str | None:
     return alpn
 
 
-def _ocsp_response_bytes(hs: ClientHandshake) -> int | None:
+def _ocsp_response_bytes(hs: Handshake) -> int | None:
     """The stapled OCSP response: a CertificateStatus (TLS 1.2), or the status_request
     extension of the leaf's CertificateEntry (TLS 1.3)."""
-    sh = hs.server_hello
+    sh = hs.messages.server_hello
     if sh is None:
         return None
     response: bytes | None = None
-    status = hs.flight.messages.get(HandshakeType.certificate_status)
+    status = hs.messages.flight.certificate_status
     if isinstance(status, CertificateStatus):
         response = status.response
-    cert = hs.flight.messages.get(HandshakeType.certificate)
+    cert = hs.messages.flight.certificate
     if sh.selected_version >= 0x0304 and isinstance(cert, Certificate) and cert.certificate_list:
         ext5 = next((e for e in cert.certificate_list[0].extensions
                      if e.type == STATUS_REQUEST), None)
@@ -227,9 +227,9 @@ def _ocsp_response_bytes(hs: ClientHandshake) -> int | None:
     return len(response) if response is not None else None
 
 
-def _resumption(hs: ClientHandshake, hello: HelloFacts) -> Resumption | None:
-    sh = hs.server_hello
-    if sh is None or not hs.resumed:
+def _resumption(hs: Handshake, hello: HelloFacts) -> Resumption | None:
+    sh = hs.messages.server_hello
+    if sh is None or not hs.verification.resumed:
         return None
     if sh.selected_version >= 0x0304:
         return "psk"
@@ -245,21 +245,21 @@ def _is_hrr(ev: MessageEvent) -> bool:
     return ev.raw[6:38] == HELLO_RETRY_REQUEST_RANDOM
 
 
-def _messages(hs: ClientHandshake) -> tuple[MessageFact, ...]:
+def _messages(hs: Handshake) -> tuple[MessageFact, ...]:
     return tuple(MessageFact(ev.direction, ev.msg_type, _is_hrr(ev), ev.protected)
                  for ev in hs.events if isinstance(ev, MessageEvent))
 
 
-def _extensions(hs: ClientHandshake, hellos: tuple[HelloFacts, ...]
+def _extensions(hs: Handshake, hellos: tuple[HelloFacts, ...]
                 ) -> tuple[ExtensionsSeen, ...]:
     out = [ExtensionsSeen(CLIENT, HandshakeType.client_hello, h.extensions) for h in hellos]
-    if hs.hrr is not None:
+    if hs.messages.hrr is not None:
         out.append(ExtensionsSeen(SERVER, HandshakeType.server_hello,
-                                  tuple(e.type for e in hs.hrr.extensions), hrr=True))
-    if hs.server_hello is not None:
+                                  tuple(e.type for e in hs.messages.hrr.extensions), hrr=True))
+    if hs.messages.server_hello is not None:
         out.append(ExtensionsSeen(SERVER, HandshakeType.server_hello,
-                                  tuple(e.type for e in hs.server_hello.extensions)))
-    ee = hs.flight.messages.get(HandshakeType.encrypted_extensions)
+                                  tuple(e.type for e in hs.messages.server_hello.extensions)))
+    ee = hs.messages.flight.encrypted_extensions
     if isinstance(ee, EncryptedExtensions):
         out.append(ExtensionsSeen(SERVER, HandshakeType.encrypted_extensions,
                                   tuple(e.type for e in ee.extensions)))

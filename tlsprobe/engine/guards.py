@@ -26,7 +26,8 @@ from tlsprobe.engine.common import (
     is_tls13,
 )
 from tlsprobe.engine.config import ClientConfig
-from tlsprobe.engine.verdict import Refusal, VersionHalf
+from tlsprobe.engine.interface import HelloExchange
+from tlsprobe.engine.verdict import Refusal
 from tlsprobe.errors import FailureKind
 from tlsprobe.session.flow import (
     MAX_MESSAGE,
@@ -38,7 +39,6 @@ from tlsprobe.session.flow import (
     RecordEvent,
 )
 from tlsprobe.wire.certificate import Certificate
-from tlsprobe.wire.hello import ServerHello
 
 CHANGE_CIPHER_SPEC, ALERT, HANDSHAKE, APPLICATION_DATA = 20, 21, 22, 23
 USER_CANCELED = 90
@@ -73,10 +73,7 @@ class HandshakeView(Protocol):
     def config(self) -> ClientConfig: ...
 
     @property
-    def server_hello(self) -> ServerHello | None: ...
-
-    @property
-    def version_state(self) -> VersionHalf | None: ...
+    def messages(self) -> HelloExchange: ...
 
     @property
     def handshake_complete(self) -> bool: ...
@@ -146,13 +143,13 @@ class ServerInput:
         if self.last_record is not None and self.last_record.protected:
             raise Refusal(UNEXPECTED_MESSAGE, "server sent an encrypted ChangeCipherSpec "
                           "(RFC 8446 5)")
-        version_state = hs.version_state
-        if version_state is not None and not getattr(version_state, "tls13", False):
+        server_hello = hs.messages.server_hello
+        if server_hello is not None and not is_tls13(server_hello.selected_version):
             return  # TLS 1.0-1.2: the state machine decides (one, before the Finished)
         # TLS 1.3 (or no ServerHello yet): dropped, up to a bound; none at all before the
         # ServerHello when only TLS 1.2 and older were offered.
         self.change_cipher_specs += 1
-        if hs.server_hello is None and not hs.config.offers_tls13:
+        if server_hello is None and not hs.config.offers_tls13:
             raise Refusal(UNEXPECTED_MESSAGE, "server sent ChangeCipherSpec before ServerHello")
         if self.change_cipher_specs > MAX_CHANGE_CIPHER_SPECS:
             raise Refusal(UNEXPECTED_MESSAGE, f"server sent {self.change_cipher_specs} "
@@ -166,8 +163,9 @@ class ServerInput:
         hs = self.hs
         if description == 0:
             return False
-        if hs.server_hello is not None:
-            tls13 = is_tls13(hs.server_hello.selected_version)
+        server_hello = hs.messages.server_hello
+        if server_hello is not None:
+            tls13 = is_tls13(server_hello.selected_version)
         else:
             tls13 = min(hs.config.versions) >= TLS13
         if tls13 and description != USER_CANCELED:
@@ -208,9 +206,10 @@ class ServerInput:
         if content_type != APPLICATION_DATA:
             what = f"a {registry.content_type_name(content_type)} record ({content_type})"
             raise Refusal(UNEXPECTED_MESSAGE, f"server sent {what}, which was not negotiated")
-        if hs.server_hello is None:
+        server_hello = hs.messages.server_hello
+        if server_hello is None:
             when = "before the handshake (before ServerHello)"
-        elif is_tls13(hs.server_hello.selected_version) and unprotected:
+        elif is_tls13(server_hello.selected_version) and unprotected:
             when = "unencrypted, before the handshake was complete"
         else:
             when = "before its Finished (the handshake was not complete)"

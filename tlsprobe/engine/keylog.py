@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, Self
 
 from tlsprobe.engine.keyschedule import KeySchedule
 
@@ -94,7 +94,7 @@ class KeyLogWriter:
         if self._owned:
             self._stream.close()
 
-    def __enter__(self) -> KeyLogWriter:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

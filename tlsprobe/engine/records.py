@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tlsprobe.engine.common import TLS10, MAX_FRAGMENT, RecordDeprotector, plain_records
+from tlsprobe.engine.common import MAX_FRAGMENT, TLS10, RecordDeprotector, plain_records
 from tlsprobe.engine.protection import RecordProtection
 from tlsprobe.engine.verdict import (
     Output,
@@ -31,9 +31,9 @@ class ClientRecords:
     """Output buffer, record-layer version and record protection of one client."""
 
     def __init__(self, flow: Flow) -> None:
-        self.flow = flow
-        self.events: list[Event] = []
-        self.sent_types: set[int] = set()   # handshake types we sent
+        self._flow = flow
+        self._events: list[Event] = []
+        self._sent_types: set[int] = set()   # handshake types we sent
         self._record_version = TLS10
         self._write: RecordProtection | None = None
         self._read: RecordProtection | None = None
@@ -46,9 +46,9 @@ class ClientRecords:
 
     def _emit(self, data: bytes) -> None:
         self._out += data
-        self.events.extend(self.flow.feed(CLIENT, data))
+        self._events.extend(self._flow.feed(CLIENT, data))
 
-    def send_record(self, content_type: int, payload: bytes) -> None:
+    def _send_record(self, content_type: int, payload: bytes) -> None:
         """Send `payload` as records, protected once `set_write` was called."""
         if self._write is None:
             self._emit(plain_records(content_type, self._record_version, payload))
@@ -56,39 +56,39 @@ class ClientRecords:
         for i in range(0, max(len(payload), 1), MAX_FRAGMENT):
             self._emit(self._write.encrypt(content_type, payload[i:i + MAX_FRAGMENT]))
 
-    def send_handshake(self, raw: bytes) -> None:
+    def _send_handshake(self, raw: bytes) -> None:
         """Send one whole handshake message (the transcript is the caller's)."""
-        self.sent_types.add(raw[0])
-        self.send_record(HANDSHAKE, raw)
+        self._sent_types.add(raw[0])
+        self._send_record(HANDSHAKE, raw)
 
-    def send_change_cipher_spec(self) -> None:
+    def _send_change_cipher_spec(self) -> None:
         self._emit(plain_records(CHANGE_CIPHER_SPEC, self._record_version, b"\x01"))
 
-    def set_write(self, make: Callable[[], RecordProtection]) -> None:
+    def _set_write(self, make: Callable[[], RecordProtection]) -> None:
         """Protect what we send from now on; a twin protection lets the Flow decrypt our own
         records, so the trace shows our Finished and requests in clear."""
         self._write = make()
-        self.flow.set_deprotector(CLIENT, RecordDeprotector(make()))
+        self._flow.set_deprotector(CLIENT, RecordDeprotector(make()))
 
-    def set_read(self, protection: RecordProtection) -> None:
+    def _set_read(self, protection: RecordProtection) -> None:
         """Decrypt the server's records from the next one on."""
         self._read = protection
-        self.flow.set_deprotector(SERVER, RecordDeprotector(protection))
+        self._flow.set_deprotector(SERVER, RecordDeprotector(protection))
 
     def protections(self) -> tuple[RecordProtection | None, RecordProtection | None]:
         """The (write, read) protections in force: a renegotiation runs under them until
         its own ChangeCipherSpecs (probes/checks/renegotiation.py)."""
         return self._write, self._read
 
-    def perform(self, out: Output) -> None:
+    def _perform(self, out: Output) -> None:
         """Carry out one output of a version half's verdict (engine.verdict)."""
         if isinstance(out, SendMessage):
-            self.send_handshake(out.raw)
+            self._send_handshake(out.raw)
         elif isinstance(out, SendRecord):
-            self.send_record(out.content_type, out.payload)
+            self._send_record(out.content_type, out.payload)
         elif isinstance(out, SendChangeCipherSpec):
-            self.send_change_cipher_spec()
+            self._send_change_cipher_spec()
         elif isinstance(out, WriteKeys):
-            self.set_write(out.make)
+            self._set_write(out.make)
         elif isinstance(out, ReadKeys):
-            self.set_read(out.protection)
+            self._set_read(out.protection)

@@ -34,6 +34,7 @@ from tlsprobe.engine.common import (
     message_label,
 )
 from tlsprobe.engine.config import Resumption
+from tlsprobe.engine.interface import Waiting
 from tlsprobe.engine.protection import RecordProtection, protections_from_key_block
 from tlsprobe.engine.suites import SuiteParams, protection_params, suite_params
 from tlsprobe.engine.verdict import (
@@ -57,11 +58,12 @@ from tlsprobe.engine.verify import (
 from tlsprobe.registry import HandshakeType as HT
 from tlsprobe.session.flow import MessageEvent
 from tlsprobe.wire.certificate import Certificate
+from tlsprobe.wire.context import Message
 from tlsprobe.wire.handshake import frame
 from tlsprobe.wire.keyexchange import ClientKeyExchange, ServerKeyExchange
 
 FIRST_FLIGHT, WAIT_CCS, WAIT_FINISHED, CONNECTED = (
-    "ServerHelloDone", "ChangeCipherSpec", "Finished", "connected")
+    Waiting.SERVER_HELLO_DONE, Waiting.CHANGE_CIPHER_SPEC, Waiting.FINISHED, Waiting.CONNECTED)
 _FIRST_FLIGHT_TYPES = (HT.certificate, HT.certificate_status, HT.server_key_exchange,
                        HT.certificate_request)
 
@@ -117,7 +119,7 @@ class Tls12Client:
         self._client_protection = self._key_block(self.params)
         return v
 
-    def on_change_cipher_spec(self, waiting_for: str) -> Verdict:
+    def on_change_cipher_spec(self, waiting_for: Waiting) -> Verdict:
         if waiting_for != WAIT_CCS or self._server_protection is None:
             return Verdict(refusal=Refusal(UNEXPECTED_MESSAGE, f"server sent "
                                            f"ChangeCipherSpec while the client waited for "
@@ -126,7 +128,7 @@ class Tls12Client:
         v.send(ReadKeys(self._server_protection))
         return v
 
-    def expects(self, waiting_for: str, msg_type: int) -> bool:
+    def expects(self, waiting_for: Waiting, msg_type: int) -> bool:
         if msg_type == HT.hello_request:
             return True
         if waiting_for == FIRST_FLIGHT:
@@ -137,7 +139,7 @@ class Tls12Client:
             return msg_type == HT.finished
         return True
 
-    def on_message(self, waiting_for: str, ev: MessageEvent, msg: object, *,
+    def on_message(self, waiting_for: Waiting, ev: MessageEvent, msg: Message, *,
                    may_send: bool) -> Verdict:
         v = Verdict()
         try:
@@ -146,7 +148,7 @@ class Tls12Client:
             v.refusal = refusal
         return v
 
-    def _message(self, v: Verdict, state: str, ev: MessageEvent, msg: object) -> None:
+    def _message(self, v: Verdict, state: Waiting, ev: MessageEvent, msg: Message) -> None:
         t = ev.msg_type
         name = message_label(t)
         if t == HT.hello_request:
@@ -345,7 +347,7 @@ class Tls12Client:
         return lambda: protections_from_key_block(params, kb, self.version, self.etm)[0]
 
     # -- the server's Finished -------------------------------------------------------------
-    def _finished(self, v: Verdict, ev: MessageEvent, msg: object) -> None:
+    def _finished(self, v: Verdict, ev: MessageEvent, msg: Message) -> None:
         if not ev.protected:
             raise Refusal(UNEXPECTED_MESSAGE, "server Finished was not encrypted")
         verify_data = getattr(msg, "verify_data", b"")

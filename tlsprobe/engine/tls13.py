@@ -17,7 +17,7 @@ key) and answers each message with a Verdict (engine.verdict); ClientHandshake a
 from __future__ import annotations
 
 import hmac
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tlsprobe import registry
 from tlsprobe.engine import keylog
@@ -31,6 +31,7 @@ from tlsprobe.engine.common import (
 )
 from tlsprobe.engine.config import Resumption
 from tlsprobe.engine.epochs import TrafficEpochs, tls13_protection
+from tlsprobe.engine.interface import Waiting
 from tlsprobe.engine.keyschedule import KeySchedule, tls13_hash_name
 from tlsprobe.engine.protection import Tls13Protection
 from tlsprobe.engine.suites import SuiteParams, suite_params
@@ -54,11 +55,16 @@ from tlsprobe.engine.verify import (
 from tlsprobe.registry import HandshakeType as HT
 from tlsprobe.session.flow import CLIENT, SERVER, MessageEvent
 from tlsprobe.wire.certificate import Certificate, CertificateRequest, CertificateVerify
+from tlsprobe.wire.context import Message
 from tlsprobe.wire.messages import EncryptedExtensions, Finished, KeyUpdate
+
+if TYPE_CHECKING:
+    from tlsprobe.engine.verify import PublicKey
 
 # What the client waits for next
 WAIT_EE, WAIT_CERT, WAIT_CV, WAIT_FINISHED, CONNECTED = (
-    "EncryptedExtensions", "Certificate", "CertificateVerify", "Finished", "connected")
+    Waiting.ENCRYPTED_EXTENSIONS, Waiting.CERTIFICATE, Waiting.CERTIFICATE_VERIFY,
+    Waiting.FINISHED, Waiting.CONNECTED)
 HANDSHAKE = 22
 
 
@@ -82,7 +88,7 @@ class Tls13Client:
         self.ks.handshake(shared_secret, self._digest())
         self.epochs = TrafficEpochs(params.cipher, params.key_len, self.hash)
         self.certificate_request: CertificateRequest | None = None
-        self.leaf_key: Any = None
+        self.leaf_key: PublicKey | None = None
         self.leaf_key_problem: str | None = None   # a key cryptography cannot use
 
     # -- helpers -------------------------------------------------------------------------
@@ -126,16 +132,16 @@ class Tls13Client:
         v.send(self._write(self.ks.client_handshake_traffic_secret))
         return v
 
-    def expects(self, waiting_for: str, msg_type: int) -> bool:
+    def expects(self, waiting_for: Waiting, msg_type: int) -> bool:
         return True  # TLS 1.3 messages come encrypted: checked once decrypted
 
-    def on_change_cipher_spec(self, waiting_for: str) -> Verdict:
+    def on_change_cipher_spec(self, waiting_for: Waiting) -> Verdict:
         if waiting_for == CONNECTED:
             return Verdict(refusal=Refusal(UNEXPECTED_MESSAGE,
                                            "ChangeCipherSpec after the TLS 1.3 handshake"))
         return Verdict()
 
-    def on_message(self, waiting_for: str, ev: MessageEvent, msg: object, *,
+    def on_message(self, waiting_for: Waiting, ev: MessageEvent, msg: Message, *,
                    may_send: bool) -> Verdict:
         v = Verdict()
         try:
@@ -144,7 +150,7 @@ class Tls13Client:
             v.refusal = refusal
         return v
 
-    def _message(self, v: Verdict, state: str, ev: MessageEvent, msg: object,
+    def _message(self, v: Verdict, state: Waiting, ev: MessageEvent, msg: Message,
                  may_send: bool) -> None:
         name = message_label(ev.msg_type)
         if not ev.protected:
@@ -172,7 +178,7 @@ class Tls13Client:
                           f"for {state}")
         self.ctx.transcript.add(ev.raw)
 
-    def _encrypted_extensions(self, v: Verdict, msg: object) -> None:
+    def _encrypted_extensions(self, v: Verdict, msg: Message) -> None:
         """A resumed handshake skips the certificate (RFC 8446 2.2); early_data here means
         the 0-RTT data was accepted, which needs the first PSK selected (4.2.10)."""
         early = isinstance(msg, EncryptedExtensions) and msg.extension(42) is not None
@@ -206,6 +212,8 @@ class Tls13Client:
                 f"{self.leaf_key_problem}"
             v.waiting_for = WAIT_FINISHED
             return
+        if self.leaf_key is None:
+            raise Refusal(UNEXPECTED_MESSAGE, "CertificateVerify without a Certificate")
         try:
             verify_scheme(self.leaf_key, scheme, msg.signature,
                           certificate_verify_input(self._digest()), tls13=True)
@@ -256,7 +264,7 @@ class Tls13Client:
         v.send(SendMessage(raw))
 
     # -- after the handshake -------------------------------------------------------------
-    def _post_handshake(self, v: Verdict, ev: MessageEvent, msg: object, name: str,
+    def _post_handshake(self, v: Verdict, ev: MessageEvent, msg: Message, name: str,
                         may_send: bool) -> None:
         v.awaiting_acceptance = False
         if ev.msg_type == HT.new_session_ticket:

@@ -20,9 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from tlsprobe.engine.interface import Waiting
 from tlsprobe.engine.keyschedule import Transcript
 from tlsprobe.engine.protection import RecordProtection
 from tlsprobe.session.flow import MessageEvent
+from tlsprobe.wire.context import Message
 from tlsprobe.wire.hello import ClientHello, ServerHello
 
 
@@ -84,7 +86,7 @@ class Verdict:
     refusal (a fatal alert under the write keys in force) or the end state."""
 
     outputs: list[Output] = field(default_factory=list)
-    waiting_for: str | None = None          # the half's next state (what it waits for)
+    waiting_for: Waiting | None = None      # the half's next state (what it waits for)
     certificates: list[bytes] | None = None
     signature_verified: bool | None = None
     signature_detail: str | None = None
@@ -127,12 +129,12 @@ class VersionHalf(Protocol):
     def start(self) -> Verdict:
         """The keys and state right after the ServerHello."""
 
-    def expects(self, waiting_for: str, msg_type: int) -> bool:
+    def expects(self, waiting_for: Waiting, msg_type: int) -> bool:
         """Whether a message of this type can come next (checked on its first byte)."""
 
-    def on_message(self, waiting_for: str, ev: MessageEvent, msg: object, *,
+    def on_message(self, waiting_for: Waiting, ev: MessageEvent, msg: Message, *,
                    may_send: bool) -> Verdict:
         """One decoded server handshake message. `may_send`: the connection is open."""
 
-    def on_change_cipher_spec(self, waiting_for: str) -> Verdict:
+    def on_change_cipher_spec(self, waiting_for: Waiting) -> Verdict:
         """A (plaintext, well-formed) ChangeCipherSpec from the server."""

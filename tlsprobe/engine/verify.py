@@ -11,7 +11,7 @@ padding and no DigestInfo, ECDSA and DSA sign SHA1(x) (RFC 2246 7.4.3, RFC 4492 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, cast
 
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes
@@ -27,6 +27,27 @@ from tlsprobe import registry
 from tlsprobe.engine.keyschedule import digest
 from tlsprobe.model import pubkey
 from tlsprobe.model.pubkey import is_dsa_key
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.types import (
+        CertificatePublicKeyTypes,
+    )
+
+    #: a certificate's public key (DSA named only for mypy: naming it at run time warns)
+    PublicKey = CertificatePublicKeyTypes
+
+
+class _HashVerifier(Protocol):
+    """A DSA key's verify (the class is not named at run time: model/pubkey.py)."""
+
+    def verify(self, signature: bytes, data: bytes,
+               algorithm: hashes.HashAlgorithm, /) -> None: ...
+
+
+class _MessageVerifier(Protocol):
+    """The verify of a key that signs the message itself (EdDSA, ML-DSA)."""
+
+    def verify(self, signature: bytes, data: bytes, /) -> None: ...
 
 TLS13_SERVER_CONTEXT = b"TLS 1.3, server CertificateVerify"
 TLS13_CLIENT_CONTEXT = b"TLS 1.3, client CertificateVerify"
@@ -84,7 +105,7 @@ def _hash(name: str) -> hashes.HashAlgorithm:
     return _HASHES[name]()
 
 
-def key_kind(public_key: Any) -> str:
+def key_kind(public_key: object) -> str:
     """A short name of the key type, for messages: RSA, EC secp256r1, Ed25519, ..."""
     if isinstance(public_key, rsa.RSAPublicKey):
         return f"RSA {public_key.key_size}"
@@ -99,7 +120,7 @@ def key_kind(public_key: Any) -> str:
     return type(public_key).__name__.replace("PublicKey", "").lstrip("_")
 
 
-def _check_key_fits(public_key: Any, scheme: Scheme, label: str, tls13: bool) -> None:
+def _check_key_fits(public_key: PublicKey, scheme: Scheme, label: str, tls13: bool) -> None:
     ok = {
         "rsa_pkcs1": isinstance(public_key, rsa.RSAPublicKey),
         "rsa_pss_rsae": isinstance(public_key, rsa.RSAPublicKey),
@@ -114,13 +135,13 @@ def _check_key_fits(public_key: Any, scheme: Scheme, label: str, tls13: bool) ->
     if not ok:
         raise SignatureError(f"signature scheme {label} does not fit the certificate's "
                              f"{key_kind(public_key)} key")
-    if tls13 and scheme.kind == "ecdsa" and scheme.curve is not None \
-            and public_key.curve.name != scheme.curve:
+    if tls13 and isinstance(public_key, ec.EllipticCurvePublicKey) \
+            and scheme.curve is not None and public_key.curve.name != scheme.curve:
         raise SignatureError(f"signature scheme {label} needs a {scheme.curve} key, the "
                              f"certificate's is {public_key.curve.name}")
 
 
-def verify_scheme(public_key: Any, scheme_code: int, signature: bytes, data: bytes, *,
+def verify_scheme(public_key: PublicKey, scheme_code: int, signature: bytes, data: bytes, *,
                   tls13: bool = False) -> None:
     """Check `signature` over `data` with SignatureScheme `scheme_code` (TLS 1.2 or 1.3).
 
@@ -142,22 +163,23 @@ def verify_scheme(public_key: Any, scheme_code: int, signature: bytes, data: byt
         raise SignatureError(f"cannot check the {label} signature: {exc}") from None
 
 
-def _verify(public_key: Any, scheme: Scheme, signature: bytes, data: bytes) -> None:
+def _verify(public_key: PublicKey, scheme: Scheme, signature: bytes, data: bytes) -> None:
+    """`public_key` fits `scheme` (_check_key_fits)."""
     kind = scheme.kind
-    if kind == "rsa_pkcs1":
-        public_key.verify(signature, data, padding.PKCS1v15(), _hash(scheme.hash or "sha256"))
-    elif kind in ("rsa_pss_rsae", "rsa_pss_pss"):
+    if isinstance(public_key, rsa.RSAPublicKey):
         h = _hash(scheme.hash or "sha256")
-        public_key.verify(signature, data, padding.PSS(padding.MGF1(h), h.digest_size), h)
-    elif kind == "ecdsa":
+        pad = padding.PKCS1v15() if kind == "rsa_pkcs1" else \
+            padding.PSS(padding.MGF1(h), h.digest_size)
+        public_key.verify(signature, data, pad, h)
+    elif isinstance(public_key, ec.EllipticCurvePublicKey):
         public_key.verify(signature, data, ec.ECDSA(_hash(scheme.hash or "sha256")))
     elif kind == "dsa":
-        public_key.verify(signature, data, _hash(scheme.hash or "sha1"))
+        cast("_HashVerifier", public_key).verify(signature, data, _hash(scheme.hash or "sha1"))
     else:  # Ed25519, Ed448, ML-DSA sign the message itself
-        public_key.verify(signature, data)
+        cast("_MessageVerifier", public_key).verify(signature, data)
 
 
-def verify_legacy(public_key: Any, signature: bytes, data: bytes) -> str:
+def verify_legacy(public_key: PublicKey, signature: bytes, data: bytes) -> str:
     """TLS 1.0/1.1 signature (no SignatureScheme): RSA over MD5||SHA1, ECDSA/DSA over SHA1.
 
     Returns a description of what was checked ("RSA MD5+SHA1")."""
@@ -172,7 +194,7 @@ def verify_legacy(public_key: Any, signature: bytes, data: bytes) -> str:
             public_key.verify(bytes(signature), data, ec.ECDSA(hashes.SHA1()))
             return "ECDSA SHA1"
         if is_dsa_key(public_key):
-            public_key.verify(bytes(signature), data, hashes.SHA1())
+            cast("_HashVerifier", public_key).verify(bytes(signature), data, hashes.SHA1())
             return "DSA SHA1"
     except InvalidSignature:
         raise SignatureError(f"TLS 1.0/1.1 signature does not verify with the certificate's "
@@ -194,11 +216,12 @@ def ske_signed_data(client_random: bytes, server_random: bytes, params: bytes) -
     return client_random + server_random + params
 
 
-def leaf_public_key(der: bytes) -> Any:
+def leaf_public_key(der: bytes) -> PublicKey:
     """The public key of a DER certificate; SignatureError when it cannot be read."""
     from cryptography import x509
     try:
-        return pubkey.public_key(x509.load_der_x509_certificate(der))
+        key: PublicKey = pubkey.public_key(x509.load_der_x509_certificate(der))
+        return key
     except UnsupportedAlgorithm as exc:
         raise UnsupportedKey(f"the certificate's key is not supported: {exc}") from None
     except ValueError as exc:

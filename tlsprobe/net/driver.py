@@ -23,13 +23,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
+from tlsprobe.engine.common import HandshakeFailure
+from tlsprobe.engine.interface import Handshake
 from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.net.not_tls import SNIPPET, is_not_tls, not_tls_message
 from tlsprobe.net.transport import AsyncTransport, Transport
 from tlsprobe.wire.record import HEADER_SIZE
 
-Until = Callable[[ClientHandshake], bool]
+Until = Callable[[Handshake], bool]
 
 SNIPPET_WAIT = 0.5   # seconds to wait for the rest of a not-TLS answer's first line
 
@@ -68,7 +69,7 @@ class Progress:
         return HandshakeFailure(FailureKind.NOT_TLS, not_tls_message(self.head))
 
 
-def drive(handshake: ClientHandshake, transport: Transport, deadline: float, *,
+def drive(handshake: Handshake, transport: Transport, deadline: float, *,
           until: Until | None = None, progress: Progress | None = None) -> Progress:
     """Run `handshake` over `transport` until it is done, the server closes, or `until`;
     by `deadline`. Raises HandshakeFailure or NetworkError (see the module docstring)."""
@@ -90,7 +91,7 @@ def drive(handshake: ClientHandshake, transport: Transport, deadline: float, *,
     return seen
 
 
-async def adrive(handshake: ClientHandshake, transport: AsyncTransport, deadline: float, *,
+async def adrive(handshake: Handshake, transport: AsyncTransport, deadline: float, *,
                  until: Until | None = None, progress: Progress | None = None) -> Progress:
     """`drive` for asyncio: the same steps, the same exceptions."""
     seen = progress if progress is not None else Progress()

@@ -34,7 +34,7 @@ from tlsprobe.net.tcp import Target, cause_of, resolve
 from tlsprobe.net.transport import Connector, Transport
 
 if TYPE_CHECKING:
-    from tlsprobe.engine.client import ClientHandshake
+    from tlsprobe.engine.interface import Handshake
 
 MAX_DATAGRAM = 65527
 MAX_TRIES = 4          # Initial transmissions before giving up on an answer
@@ -57,7 +57,7 @@ class QuicCore:
         self.close_by: float | None = None
         self.resend_at: float | None = None    # when our Finished goes again, if no answer
 
-    def bind(self, engine: ClientHandshake) -> None:
+    def bind(self, engine: Handshake) -> None:
         """The engine whose key schedule gives the packet keys (called before `send`)."""
         self.conn.engine = engine
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from tlsprobe.engine.common import HandshakeFailure
 from tlsprobe.engine.protection import Tls13Protection
-from tlsprobe.engine.tls13 import CONNECTED, Tls13Client
+from tlsprobe.engine.interface import Waiting
 from tlsprobe.errors import FailureKind
 from tlsprobe.net import quic_params as qp
 from tlsprobe.net import quic_wire as w
@@ -33,7 +33,7 @@ from tlsprobe.net.quic_info import QuicInfo
 from tlsprobe.net.quic_versions import VersionHandling
 
 if TYPE_CHECKING:
-    from tlsprobe.engine.client import ClientHandshake
+    from tlsprobe.engine.interface import Handshake
 
 MAX_CRYPTO = w.MAX_CRYPTO
 MAX_WAITING = 32            # packets kept until their keys are known
@@ -46,7 +46,7 @@ class QuicConnection(VersionHandling):
 
     def __init__(self, info: QuicInfo) -> None:
         self.info = info
-        self.engine: ClientHandshake | None = None
+        self.engine: Handshake | None = None
         self.scid = info.scid
         self.original_dcid = info.original_dcid
         self.dcid = info.original_dcid
@@ -89,22 +89,21 @@ class QuicConnection(VersionHandling):
 
     def update_keys(self) -> None:
         """Install the packet keys of each epoch once the engine's key schedule has them."""
-        engine = self.engine
-        half = engine.version_state if engine is not None else None
-        if engine is None or not isinstance(half, Tls13Client) or engine.server_hello is None:
+        keys = self.engine.session_keys() if self.engine is not None else None
+        if keys is None or not keys.tls13:
             return
-        suite, ks = engine.server_hello.cipher_suite, half.ks
+        suite = keys.cipher_suite
         for space, server, client in (
-                (w.HANDSHAKE, ks.server_handshake_traffic_secret,
-                 ks.client_handshake_traffic_secret),
-                (w.APPLICATION, ks.server_application_traffic_secret_0,
-                 ks.client_application_traffic_secret_0)):
+                (w.HANDSHAKE, keys.server_handshake_traffic_secret,
+                 keys.client_handshake_traffic_secret),
+                (w.APPLICATION, keys.server_application_traffic_secret,
+                 keys.client_application_traffic_secret)):
             if server is None or client is None or space in self.server_prot:
                 continue
             self.recv_keys[space] = w.PacketKeys(server, suite, self.version)
             self.send_keys[space] = w.PacketKeys(client, suite, self.version)
-            self.server_prot[space] = half.epochs.protection(server)
-            self.client_prot[space] = half.epochs.protection(client)
+            self.server_prot[space] = keys.protection(server)
+            self.client_prot[space] = keys.protection(client)
 
     # -- engine -> server ----------------------------------------------------------------
     def from_engine(self, data: bytes) -> None:
@@ -333,11 +332,12 @@ class QuicConnection(VersionHandling):
             initial.clear()
             return b"".join(b"\x16\x03\x03" + len(c).to_bytes(2, "big") + c
                             for c in _chunks(data))
-        waiting = engine.waiting_for if engine is not None else ""
+        waiting = engine.waiting_for if engine is not None else Waiting.NOTHING_YET
         for space in (w.HANDSHAKE, w.APPLICATION):
             ready = self.crypto_in[space].ready
             prot = self.server_prot.get(space)
-            if not ready or prot is None or (space == w.APPLICATION and waiting != CONNECTED):
+            if not ready or prot is None or (space == w.APPLICATION
+                                             and waiting != Waiting.CONNECTED):
                 continue
             data = bytes(ready)
             ready.clear()
@@ -346,7 +346,7 @@ class QuicConnection(VersionHandling):
             return b"".join(prot.encrypt(22, c) for c in _chunks(data))
         if self.alert is not None:
             alert, self.alert = bytes([2, self.alert]), None
-            space = w.APPLICATION if waiting == CONNECTED else w.HANDSHAKE
+            space = w.APPLICATION if waiting == Waiting.CONNECTED else w.HANDSHAKE
             prot = self.server_prot.get(space)
             return prot.encrypt(21, alert) if prot is not None else \
                 b"\x15\x03\x03\x00\x02" + alert

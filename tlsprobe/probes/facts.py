@@ -12,7 +12,6 @@ from typing import NamedTuple
 from tlsprobe import registry
 from tlsprobe.errors import FailureKind
 from tlsprobe.engine.client import ClientHandshake
-from tlsprobe.engine.facts import facts_of
 from tlsprobe.engine.facts import negotiated_alpn as _negotiated_alpn
 from tlsprobe.model import describe
 from tlsprobe.model.describe import certificate_info
@@ -61,7 +60,7 @@ def negotiated_alpn(hs: ClientHandshake) -> str | None:
 
 def session_features(hs: ClientHandshake) -> dict[str, bool | str | int]:
     """`session_features_of` the handshake's facts, those that apply by name."""
-    return {name: value for name, value in session_features_of(facts_of(hs))._asdict().items()
+    return {name: value for name, value in session_features_of(hs.facts())._asdict().items()
             if value is not None}
 
 
@@ -105,7 +104,7 @@ def result_from(hs: ClientHandshake, target: Target, address: str | None, *,
         connect, handshake, total = (round(x * 1000, 3) if x is not None else None
                                      for x in timings)
         ms = HandshakeTimings(connect_ms=connect, handshake_ms=handshake, total_ms=total)
-    return probe_result(facts_of(hs, ms), target, address, error=error,
+    return probe_result(hs.facts(ms), target, address, error=error,
                         http_status=http_status)
 
 

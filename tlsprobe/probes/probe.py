@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from tlsprobe import __version__, registry
+from tlsprobe.engine.interface import Handshake
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure, Limits
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.errors import FailureKind, NetworkError
@@ -145,15 +146,15 @@ def _drain(conv: _Conversation) -> HandshakeFailure | None:
 SKIPPED = Verification(False, "skipped (--no-verify)", skipped=True)
 
 
-def verification_of(engine: ClientHandshake, target: Target,
+def verification_of(engine: Handshake, target: Target,
                     options: ProbeOptions) -> Verification | None:
     """The chain check of the server's certificates, as a value (None: no certificate)."""
-    if not engine.certificates:
+    if not engine.verification.certificates:
         return None
     if not options.verify:
         return SKIPPED
     from tlsprobe.engine.chain import verify_with_store
-    _, outcome = verify_with_store(engine.certificates,
+    _, outcome = verify_with_store(engine.verification.certificates,
                                    engine.config.server_name or target.host, options.cafile)
     if isinstance(outcome, str):
         return Verification(False, outcome)
@@ -224,7 +225,7 @@ def run_probe(target: Target, options: ProbeOptions,
                 error = (f"{target.display}: {exc} (total time limit of {total:.1f} s)",
                          exc.kind)
             except NetworkError as exc:
-                before = engine.server_hello is None and engine.hrr is None
+                before = engine.messages.server_hello is None and engine.messages.hrr is None
                 error = (f"{exc} (before ServerHello)" if before and exc.cause == "reset"
                          else str(exc), exc.kind)
     finally:
@@ -235,7 +236,7 @@ def run_probe(target: Target, options: ProbeOptions,
         result = facts.result_from(engine, target, str(peer[0]), error=error, timings=timings,
                                    http_status=http_status)
     result = replace(result, verification=verification_of(engine, target, options))
-    return _with_preamble(ProbeRun(result, engine.events, list(engine.keylog_lines),
+    return _with_preamble(ProbeRun(result, list(engine.events), list(engine.keylog_lines),
                                    recorder.segments, (str(local[0]), int(local[1])),
                                    (str(peer[0]), int(peer[1])), started, time.time()),
                           starttls)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from tlsprobe import registry
-from tlsprobe.engine.client import ClientHandshake
+from tlsprobe.engine.interface import Handshake
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.errors import FailureKind
 from tlsprobe.kex.dhprime import DhPrimeCheck, check_dh_prime
@@ -116,17 +116,18 @@ class Job:
     stop: Stop = STOP_HELLO
 
 
-def finished(hs: ClientHandshake, stop: Stop) -> bool:
+def finished(hs: Handshake, stop: Stop) -> bool:
     """Has the connection answered its question (stop condition `stop`)?"""
-    if hs.hrr is not None and hs.server_hello is None:
+    got = hs.messages
+    if got.hrr is not None and got.server_hello is None:
         # The HelloRetryRequest answers group, suite and version questions.
         return stop != STOP_VERIFY
-    if hs.server_hello is None:
+    if got.server_hello is None:
         return False
     if stop == STOP_HELLO:
         return True
     if stop == STOP_VERIFY and _version(hs) >= 0x0304:
-        if HandshakeType.certificate_verify in hs.flight.messages or hs.done:
+        if got.flight.has(HandshakeType.certificate_verify) or hs.done:
             return True
         # An engine that cannot decrypt the TLS 1.3 flight shows it as opaque records.
         return any(isinstance(ev, ApplicationDataEvent) and ev.direction == SERVER and
@@ -134,19 +135,21 @@ def finished(hs: ClientHandshake, stop: Stop) -> bool:
     return hs.done or hs.first_flight_done
 
 
-def _version(hs: ClientHandshake) -> int:
-    return hs.server_hello.selected_version if hs.server_hello is not None else 0
+def _version(hs: Handshake) -> int:
+    sh = hs.messages.server_hello
+    return sh.selected_version if sh is not None else 0
 
 
-def outcome_of(hs: ClientHandshake, reason: str = "") -> Outcome:
+def outcome_of(hs: Handshake, reason: str = "") -> Outcome:
     """Read the answer off a handshake that got at least a ServerHello or an HRR."""
-    if hs.server_hello is None:
-        if hs.hrr is not None:
-            return Outcome(HELLO_RETRY, version=hs.hrr.selected_version,
-                           cipher_suite=hs.hrr.cipher_suite, hrr_group=hs.hrr.hrr_selected_group)
+    got = hs.messages
+    sh, hrr = got.server_hello, got.hrr
+    if sh is None:
+        if hrr is not None:
+            return Outcome(HELLO_RETRY, version=hrr.selected_version,
+                           cipher_suite=hrr.cipher_suite, hrr_group=hrr.hrr_selected_group)
         return Outcome(INCONCLUSIVE, reason=reason or "no ServerHello",
                        kind=FailureKind.PROTOCOL)
-    sh = hs.server_hello
     version = sh.selected_version
     group = dh_name = dh_bits = sig = None
     dh_check: DhPrimeCheck | None = None
@@ -154,11 +157,10 @@ def outcome_of(hs: ClientHandshake, reason: str = "") -> Outcome:
     if version >= 0x0304:
         share = sh.key_share
         group = share[0] if share else None
-    ske = hs.flight.messages.get(HandshakeType.server_key_exchange)
+    ske = got.flight.server_key_exchange
     if ske is not None:
-        named = getattr(ske, "named_curve", None)
-        prime = getattr(ske, "dh_p", None)
-        explicit = getattr(ske, "explicit_curve", None) is not None
+        named, prime = ske.named_curve, ske.dh_p
+        explicit = ske.explicit_curve is not None
         if named is not None:
             group = named
         elif prime:
@@ -168,19 +170,18 @@ def outcome_of(hs: ClientHandshake, reason: str = "") -> Outcome:
             dh_check = check_dh_prime(p)
             if dh_name and dh_name.startswith("ffdhe"):
                 group = registry.parse_group(dh_name)
-        sig = getattr(ske, "algorithm", None)
-    cv = hs.flight.messages.get(HandshakeType.certificate_verify)
+        sig = ske.algorithm
+    cv = got.flight.certificate_verify
     if cv is not None:
-        sig = getattr(cv, "algorithm", getattr(cv, "signature_scheme", sig))
-    certs: tuple[bytes, ...] = tuple(getattr(hs, "certificates", None) or ())
-    cert_msg = hs.flight.messages.get(HandshakeType.certificate)
+        sig = cv.algorithm
+    certs = hs.verification.certificates
+    cert_msg = got.flight.certificate
     if not certs and cert_msg is not None:
-        from tlsprobe.probes.facts import certificates_of
-        certs = tuple(certificates_of(cert_msg))
-    if cv is None and not reason and getattr(hs, "incomplete_reason", None):
-        reason = str(hs.incomplete_reason)
+        certs = tuple(cert_msg.certificates)
+    if cv is None and not reason and hs.incomplete_reason:
+        reason = hs.incomplete_reason
     return Outcome(SERVER_HELLO, version=version, cipher_suite=sh.cipher_suite, group=group,
-                   hrr_group=hs.hrr.hrr_selected_group if hs.hrr is not None else None,
+                   hrr_group=hrr.hrr_selected_group if hrr is not None else None,
                    dh_name=dh_name, dh_bits=dh_bits, dh_check=dh_check,
                    explicit_curve=explicit,
                    signature_scheme=sig, certificates=certs, reason=reason,

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from tlsprobe import registry
+from tlsprobe.engine.interface import Handshake
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.config import ClientConfig, conformant_shares
 from tlsprobe.errors import FailureKind, NetworkError
@@ -261,7 +262,7 @@ class Scheduler:
             if tape is not None:
                 tape.finish(hs.events if trace else (), hs.keylog_lines)
 
-    async def _talk(self, hs: ClientHandshake, transport: AsyncTransport, job: Job,
+    async def _talk(self, hs: Handshake, transport: AsyncTransport, job: Job,
                     seen: Progress) -> Outcome:
         try:
             await adrive(hs, transport, time.monotonic() + TOTAL_FACTOR * self.timeout,
@@ -272,42 +273,42 @@ class Scheduler:
         except NetworkError as exc:
             return self._network(hs, exc, job)
 
-    def _network(self, hs: ClientHandshake, exc: NetworkError, job: Job) -> Outcome:
+    def _network(self, hs: Handshake, exc: NetworkError, job: Job) -> Outcome:
         """A network failure during the conversation: what the server said so far, or a
         retry (a reset, a per-read timeout), or inconclusive (the total limit)."""
         if exc.cause == "deadline":
             # A server that trickles bytes: not retried, the answer stays open.
             limit = f"total time limit of {TOTAL_FACTOR * self.timeout:.1f} s per " \
                 "connection reached"
-            if hs.server_hello is not None:
+            if hs.messages.server_hello is not None:
                 return outcome_of(hs, reason=limit)
             # a timeout (exit 3 when nothing else answered), not a protocol error
             return Outcome(INCONCLUSIVE, reason=f"timed out: server too slow, {limit}",
                            kind=FailureKind.NETWORK)
         if exc.cause == "timeout":
-            if hs.server_hello is not None and job.stop != STOP_HELLO:
+            if hs.messages.server_hello is not None and job.stop != STOP_HELLO:
                 return outcome_of(hs, reason="timed out waiting for the rest of the "
                                   "server's flight")
             raise _Retryable("timed out waiting for the server") from None
         if exc.cause == "refused":   # QUIC: an ICMP port unreachable after our Initial
             return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
         if exc.cause == "reset":
-            if hs.server_hello is not None:
+            if hs.messages.server_hello is not None:
                 return outcome_of(hs, reason="connection reset after the ServerHello")
             raise _Retryable("connection reset by peer") from None
         raise _Retryable(exc.reason) from None
 
 
-def _failed(hs: ClientHandshake, exc: HandshakeFailure, seen: Progress) -> Outcome:
+def _failed(hs: Handshake, exc: HandshakeFailure, seen: Progress) -> Outcome:
     """The outcome of a handshake the engine (or the not-TLS verdict) stopped."""
-    if hs.server_hello is not None:
+    if hs.messages.server_hello is not None:
         # The ServerHello answered the question; note what went wrong after it.
         return outcome_of(hs, reason=str(exc))
     if exc.kind == FailureKind.ALERT:
         return Outcome(ALERT, alert=exc.alert, reason=str(exc), kind=exc.kind)
     if exc.kind == FailureKind.CLOSED:
         return Outcome(CLOSED, reason=str(exc), kind=exc.kind)
-    if hs.hrr is not None:
+    if hs.messages.hrr is not None:
         return outcome_of(hs, reason=str(exc))
     if exc.kind == FailureKind.NOT_TLS:
         return Outcome(INCONCLUSIVE, reason=str(exc), kind=exc.kind)

@@ -19,17 +19,17 @@ from typing import TypeVar
 from cryptography import x509
 from cryptography.x509 import ocsp
 
-from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
+from tlsprobe.engine.interface import Handshake
+from tlsprobe.engine.client import HandshakeFailure
 from tlsprobe.errors import NetworkError
 from tlsprobe.model.checks import CheckResult
 from tlsprobe.net.driver import Progress, adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.checks._shared import once
-from tlsprobe.probes.checks._tolerance import EditedHandshake, top_versions
+from tlsprobe.probes.checks._tolerance import edited_handshake, top_versions
 from tlsprobe.probes.checks.base import CheckContext
-from tlsprobe.probes.facts import certificates_of, session_features
+from tlsprobe.probes.facts import session_features
 from tlsprobe.probes.audit.outcome import STOP_VERIFY, Outcome, finished
-from tlsprobe.registry import HandshakeType
 from tlsprobe.wire import extensions as ext
 from tlsprobe.wire.hello import ClientHello
 
@@ -60,15 +60,14 @@ def _with_sct(hello: ClientHello) -> ClientHello:
         if all(e.type != SCT_EXTENSION for e in hello.extensions) else hello
 
 
-def _sct_sources(hs: ClientHandshake, response: bytes | None) -> tuple[str, ...]:
+def _sct_sources(hs: Handshake, response: bytes | None) -> tuple[str, ...]:
     out: list[str] = []
-    sh = hs.server_hello
+    sh = hs.messages.server_hello
     if sh is not None and sh.extension(SCT_EXTENSION) is not None:
         out.append("the TLS extension (ServerHello)")
-    cert = hs.flight.messages.get(HandshakeType.certificate)
-    entries = getattr(cert, "certificate_list", None) if cert is not None else None
-    if entries and any(e.type == SCT_EXTENSION for e in getattr(entries[0], "extensions", None)
-                       or []):
+    cert = hs.messages.flight.certificate
+    entries = cert.certificate_list if cert is not None else None
+    if entries and any(e.type == SCT_EXTENSION for e in entries[0].extensions):
         out.append("the TLS extension (leaf CertificateEntry)")
     if response:
         try:
@@ -80,15 +79,14 @@ def _sct_sources(hs: ClientHandshake, response: bytes | None) -> tuple[str, ...]
     return tuple(out)
 
 
-def _stapled_response(hs: ClientHandshake) -> bytes | None:
-    status = hs.flight.messages.get(HandshakeType.certificate_status)
+def _stapled_response(hs: Handshake) -> bytes | None:
+    status = hs.messages.flight.certificate_status
     if status is not None:
-        got = getattr(status, "response", None)
-        return bytes(got) if got else None
-    cert = hs.flight.messages.get(HandshakeType.certificate)
-    entries = getattr(cert, "certificate_list", None) if cert is not None else None
+        return bytes(status.response) if status.response else None
+    cert = hs.messages.flight.certificate
+    entries = cert.certificate_list if cert is not None else None
     if entries:
-        for e in getattr(entries[0], "extensions", None) or []:
+        for e in entries[0].extensions:
             if e.type == 5 and len(e.data) > 4:
                 return bytes(e.data[4:])
     return None
@@ -103,19 +101,19 @@ async def fetch(ctx: CheckContext, label: str = "chain") -> Served | str:
     config = replace(config, status_request=True)
 
     async def talk(transport: AsyncTransport, deadline: float) -> Served | str:
-        hs = EditedHandshake(config, _with_sct, read_server_flight=True)
+        hs = edited_handshake(config, _with_sct, read_server_flight=True)
         try:
             await adrive(hs, transport, deadline, until=lambda h: finished(h, STOP_VERIFY),
                          progress=Progress())
         except (HandshakeFailure, NetworkError) as exc:
-            if hs.server_hello is None or not hs.flight.messages.get(HandshakeType.certificate):
+            if hs.messages.server_hello is None or not hs.messages.flight.certificate:
                 return f"the server did not send its certificate: {exc}"
-        sh = hs.server_hello
-        cert = hs.flight.messages.get(HandshakeType.certificate)
+        sh = hs.messages.server_hello
+        cert = hs.messages.flight.certificate
         if sh is None or cert is None:
             return "the server sent no Certificate message (an anonymous suite, or the " \
                 "TLS 1.3 flight could not be read)"
-        chain = tuple(certificates_of(cert))
+        chain = tuple(cert.certificates)
         if not chain:
             return "the server sent an empty certificate chain"
         response = _stapled_response(hs)

@@ -21,6 +21,7 @@ from typing import TypeVar
 
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
+from tlsprobe.engine.interface import Handshake
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.errors import NetworkError
 from tlsprobe.net.not_tls import is_not_tls, not_tls_message
@@ -60,14 +61,14 @@ def ask_version(ctx: CheckContext, what: str) -> int | CheckResult:
 
 async def drive(transport: AsyncTransport, deadline: float, config: ClientConfig, *,
                 full: bool = False,
-                until: Callable[[ClientHandshake], bool] | None = None
-                ) -> tuple[ClientHandshake, str]:
+                until: Callable[[Handshake], bool] | None = None
+                ) -> tuple[Handshake, str]:
     """Run the engine with `config`: to the server's ServerHelloDone, or through the whole
     handshake when `full`, or until `until(hs)`. Returns the handshake and "" when it got
     there, else why not (an alert, a close, a malformed message: one line)."""
     hs = ClientHandshake(config, annotate=False, stop_after_first_flight=not full)
     stop = until or (lambda h: h.handshake_complete if full else
-                     HandshakeType.server_hello_done in h.flight.messages)
+                     h.messages.flight.has(HandshakeType.server_hello_done))
     try:
         await adrive(hs, transport, deadline, until=stop)
     except HandshakeFailure as exc:

@@ -20,10 +20,9 @@ from dataclasses import dataclass, field, replace
 
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
+from tlsprobe.engine.interface import Handshake as EngineHandshake
 from tlsprobe.engine.config import TLS10, TLS12, BuiltHello, ClientConfig, Resumption
 from tlsprobe.engine.keyschedule import resumption_psk
-from tlsprobe.engine.tls12 import Tls12Client
-from tlsprobe.engine.tls13 import Tls13Client
 from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.driver import adrive
@@ -45,7 +44,7 @@ class Handshake:
     asked), and every byte the client sent on that connection, in order (`opening`: its
     first flight, the ClientHello and any 0-RTT data)."""
 
-    engine: ClientHandshake
+    engine: EngineHandshake
     failure: HandshakeFailure | None = None
     sent: bytearray = field(default_factory=bytearray)
     ended: float = 0.0   # time.monotonic() when the connection's last read was done
@@ -64,30 +63,30 @@ class Handshake:
                       ticket: bytes | None = None) -> Resumption | None:
         """The TLS 1.2 session this full handshake set up, to offer with `session_id`
         (default: the one the server gave) or `ticket`; None when there is none."""
-        half = self.engine.version_state
-        sh = self.engine.server_hello
-        if not self.engine.handshake_complete or not isinstance(half, Tls12Client) or \
-                half.master_secret is None or sh is None:
+        keys = self.engine.session_keys()
+        sh = self.engine.messages.server_hello
+        if not self.engine.handshake_complete or keys is None or keys.tls13 or \
+                keys.master_secret is None or sh is None:
             return None
         return Resumption(ticket=ticket, session_id=session_id or sh.legacy_session_id_echo,
-                          master_secret=half.master_secret)
+                          master_secret=keys.master_secret)
 
     def tls13_resumption(self, config: ClientConfig, ticket: NewSessionTicket,
                          early_data: bytes | None = None) -> ClientConfig | None:
         """`config` offering the PSK of `ticket` (and `early_data` as 0-RTT), with a key
         share for the group this handshake used (no HelloRetryRequest); None when this
         handshake set up no TLS 1.3 session."""
-        half = self.engine.version_state
-        sh = self.engine.server_hello
-        if not isinstance(half, Tls13Client) or sh is None:
+        keys = self.engine.session_keys()
+        sh = self.engine.messages.server_hello
+        if keys is None or not keys.tls13 or keys.hash_name is None or sh is None:
             return None
-        secret = half.ks.resumption_master_secret
+        secret = keys.resumption_master_secret
         share = sh.extension(51)
         if secret is None or share is None or len(share.data) < 2:
             return None
         age_ms = int((time.monotonic() - self.ended) * 1000)
         resume = Resumption(ticket=ticket.ticket, cipher_suite=sh.cipher_suite,
-                            psk=resumption_psk(secret, ticket.ticket_nonce, half.hash),
+                            psk=resumption_psk(secret, ticket.ticket_nonce, keys.hash_name),
                             obfuscated_age=(age_ms + (ticket.ticket_age_add or 0)) % 2**32,
                             early_data=early_data)
         return replace(config, resume=resume,
@@ -95,7 +94,7 @@ class Handshake:
 
     def describe(self) -> str:
         """What the server answered, for a reason or an evidence line."""
-        sh = self.engine.server_hello
+        sh = self.engine.messages.server_hello
         if sh is None:
             return str(self.failure) if self.failure else "no ServerHello"
         text = (f"ServerHello {registry.version_name(sh.selected_version)} "
@@ -117,7 +116,7 @@ class _Recording(PassThrough):
         await self.inner.send(data)
 
 
-async def _drain(engine: ClientHandshake, transport: AsyncTransport, deadline: float) -> None:
+async def _drain(engine: EngineHandshake, transport: AsyncTransport, deadline: float) -> None:
     """Send close_notify, then read until the server closes or goes quiet (a read timeout)."""
     try:
         await transport.send(engine.close())
@@ -165,7 +164,7 @@ async def echo(ctx: CheckContext, config: ClientConfig, sent: str, name: str, ex
     hs = await handshake(ctx, config)
     if isinstance(hs, Outcome):
         return ctx.inconclusive(f"{sent}: {hs.reason}")
-    sh = hs.engine.server_hello
+    sh = hs.engine.messages.server_hello
     if sh is None:
         failure = hs.failure
         if refused and failure is not None and \

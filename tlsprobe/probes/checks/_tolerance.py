@@ -43,11 +43,9 @@ from tlsprobe.probes.audit.confirm import (ALERT, ANSWERED, CLOSED, REFUSALS, RE
                                      VIOLATION, confirm_refusal, flaky_path)
 from tlsprobe.probes.audit.outcome import STOP_HELLO, Outcome, finished, outcome_of
 from tlsprobe.probes.audit.versions import minimal_config
-from tlsprobe.registry import HandshakeType
-from tlsprobe.wire.handshake import frame
 from tlsprobe.wire.hello import ClientHello
 
-__all__ = ["EditedHandshake", "Reply", "Variant", "ask", "describe_answer", "judge",
+__all__ = ["Reply", "Variant", "ask", "describe_answer", "edited_handshake", "judge",
            "judge_split", "no_tls", "plain_config", "plain_hello", "top_versions"]
 
 Edit = Callable[[ClientHello], ClientHello]
@@ -89,26 +87,15 @@ class Reply:
         return self.kind in REFUSALS
 
 
-class EditedHandshake(ClientHandshake):
+def edited_handshake(config: ClientConfig, edit: Edit, *,
+                     read_server_flight: bool = False) -> ClientHandshake:
     """The engine's handshake (stopping after the server's first flight; `read_server_flight`
     as ClientHandshake's), its first ClientHello changed by `edit` before it is sent (the
     transcript holds the hello as sent)."""
-
-    def __init__(self, config: ClientConfig, edit: Edit, *,
-                 read_server_flight: bool = False) -> None:
-        super().__init__(config, annotate=False, stop_after_first_flight=True,
-                         read_server_flight=read_server_flight)
-        self._edit = edit
-
-    def start(self) -> bytes:
-        built = build_client_hello(self.config)
-        self.built = BuiltHello(self._edit(built.hello), built.shares)
-        self.shares = dict(built.shares)
-        self.hellos.append(self.built.hello)
-        self._record_version = min(TLS10, self.config.max_legacy) \
-            if self.config.max_legacy >= 0x0300 else TLS10
-        self.send_message(frame(HandshakeType.client_hello, self.built.hello.serialize()))
-        return self.take_output()
+    built = build_client_hello(config)
+    return ClientHandshake(config, annotate=False, stop_after_first_flight=True,
+                           read_server_flight=read_server_flight,
+                           prebuilt=BuiltHello(edit(built.hello), built.shares))
 
 
 class _Shaped(PassThrough):
@@ -140,12 +127,12 @@ def describe_answer(out: Outcome) -> str:
 
 
 async def _talk(variant: Variant, transport: AsyncTransport, deadline: float) -> Reply:
-    hs = EditedHandshake(variant.config, variant.edit) if variant.edit is not None else \
+    hs = edited_handshake(variant.config, variant.edit) if variant.edit is not None else \
         ClientHandshake(variant.config, annotate=False, stop_after_first_flight=True)
     shaped = _Shaped(transport, variant.shape)
 
     def reply(kind: ReplyKind, text: str, outcome: Outcome | None = None) -> Reply:
-        size = 4 + len(hs.hellos[0].serialize()) if hs.hellos else 0
+        size = 4 + len(hs.messages.hellos[0].serialize()) if hs.messages.hellos else 0
         return Reply(kind, text, outcome, size, tuple(shaped.sends[:2]))
 
     def answered(reason: str = "") -> Reply:
@@ -158,7 +145,7 @@ async def _talk(variant: Variant, transport: AsyncTransport, deadline: float) ->
     except HandshakeFailure as exc:
         if hs.hello_violation is not None:
             return reply(VIOLATION, f"broke the protocol: {hs.hello_violation}")
-        if hs.server_hello is not None or hs.hrr is not None:
+        if hs.messages.server_hello is not None or hs.messages.hrr is not None:
             return answered(str(exc))
         if exc.kind == FailureKind.ALERT and exc.alert is not None:
             return reply(ALERT, f"sent alert {registry.alert_name(exc.alert)} ({exc.alert})")
@@ -166,14 +153,14 @@ async def _talk(variant: Variant, transport: AsyncTransport, deadline: float) ->
             return reply(CLOSED, "closed the connection without an answer")
         return reply(UNSURE, str(exc))
     except NetworkError as exc:
-        if hs.server_hello is not None or hs.hrr is not None:
+        if hs.messages.server_hello is not None or hs.messages.hrr is not None:
             return answered(exc.reason)
         if exc.cause == "reset":
             return reply(RESET, "reset the connection without an answer")
         if exc.cause in ("timeout", "deadline"):
             return reply(SILENT, "sent nothing until the read timed out")
         return reply(UNSURE, exc.reason)
-    if hs.server_hello is not None or hs.hrr is not None:
+    if hs.messages.server_hello is not None or hs.messages.hrr is not None:
         return answered()
     return reply(UNSURE, "no ServerHello")
 

@@ -41,9 +41,9 @@ async def talk(transport: AsyncTransport, deadline: float, ctx: CheckContext, ve
     the flight was not reached."""
     config, _ = ctx.version_hello(version)
     hs, why = await _early.drive(transport, deadline, config)
-    if why or hs.server_hello is None:
+    if why or hs.messages.server_hello is None:
         return why or "no ServerHello"
-    spoken = hs.server_hello.selected_version
+    spoken = hs.messages.server_hello.selected_version
     ccs = Record(_early.CCS, spoken, b"\x01").to_bytes()
     reply = _early.Reply()
     # a send that fails (the server closed) still leaves its answer to be read

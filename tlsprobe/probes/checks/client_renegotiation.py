@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
+from tlsprobe.engine.interface import Handshake
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.engine.protection import RecordProtection, RecordProtectionError
 from tlsprobe.errors import FailureKind, NetworkError
@@ -139,17 +140,17 @@ class Series:
     secure: bool = False          # RFC 5746 renegotiation_info in the first ServerHello
 
 
-def _refused_by_warning(hs: ClientHandshake) -> bool:
-    return NO_RENEGOTIATION in hs.server_input.warning_alerts
+def _refused_by_warning(hs: Handshake) -> bool:
+    return NO_RENEGOTIATION in hs.warning_alerts
 
 
-def _secure(hs: ClientHandshake) -> bool:
+def _secure(hs: Handshake) -> bool:
     """RFC 5746 was negotiated: the ServerHello carries renegotiation_info."""
-    return hs.server_hello is not None and \
-        hs.server_hello.extension(RENEGOTIATION_INFO) is not None
+    return hs.messages.server_hello is not None and \
+        hs.messages.server_hello.extension(RENEGOTIATION_INFO) is not None
 
 
-async def _renegotiate(prev: ClientHandshake, hs: ClientHandshake,
+async def _renegotiate(prev: Handshake, hs: Handshake,
                        transport: AsyncTransport, deadline: float) -> None:
     """Run the renegotiation `hs` under `prev`'s keys (complete, refused by a warning, or an
     exception); a secure one's renegotiation_info must end with the server's verify_data."""
@@ -157,19 +158,20 @@ async def _renegotiate(prev: ClientHandshake, hs: ClientHandshake,
     if write is None or read is None:
         raise ValueError("renegotiation without established keys")
     await adrive(hs, Tunnel(transport, write, read), deadline, until=_refused_by_warning)
-    if hs.handshake_complete and _secure(prev) and hs.server_hello is not None:
-        server_vd = getattr(prev.version_state, "server_verify_data", b"")
-        echo = hs.server_hello.extension(RENEGOTIATION_INFO)
+    if hs.handshake_complete and _secure(prev) and hs.messages.server_hello is not None:
+        keys = prev.session_keys()
+        server_vd = keys.server_verify_data if keys is not None else b""
+        echo = hs.messages.server_hello.extension(RENEGOTIATION_INFO)
         if echo is None or not echo.data.endswith(server_vd):
             raise HandshakeFailure(FailureKind.PROTOCOL, "the server's renegotiation_info "
                                    "does not end with its verify_data (RFC 5746 3.5)")
 
 
-def _hello_config(prev: ClientHandshake, config: ClientConfig) -> ClientConfig:
+def _hello_config(prev: Handshake, config: ClientConfig) -> ClientConfig:
     """The renegotiation hello: RFC 5746 when `prev` negotiated it, else a legacy one."""
     if _secure(prev):
-        return replace(config, renegotiating=getattr(prev.version_state,
-                                                     "client_verify_data", b""))
+        keys = prev.session_keys()
+        return replace(config, renegotiating=keys.client_verify_data if keys else b"")
     return replace(config, renegotiation_info=False)
 
 
@@ -191,10 +193,10 @@ async def _series(config: ClientConfig, transport: AsyncTransport, deadline: flo
         try:
             await _renegotiate(hs, nxt, transport, deadline)
         except HandshakeFailure as exc:
-            out.ended, out.refused = str(exc), nxt.server_hello is None
+            out.ended, out.refused = str(exc), nxt.messages.server_hello is None
         except NetworkError as exc:
             out.ended, out.refused = exc.reason, exc.cause == "reset" and \
-                nxt.server_hello is None
+                nxt.messages.server_hello is None
         except RecordProtectionError as exc:
             out.ended = f"a record the keys in force do not open: {exc}"
         except DecodeError as exc:
@@ -205,7 +207,7 @@ async def _series(config: ClientConfig, transport: AsyncTransport, deadline: flo
                     True
             elif not nxt.handshake_complete:
                 out.ended = nxt.incomplete_reason or "the renegotiation did not complete"
-        if nxt.server_hello is not None:
+        if nxt.messages.server_hello is not None:
             out.answered += 1
         if out.ended:
             return out

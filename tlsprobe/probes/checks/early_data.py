@@ -30,17 +30,18 @@ EARLY_DATA = b"\r\n"
 
 def accepted(hs: Handshake) -> bool:
     """The server accepted the 0-RTT data and proved it holds the PSK (its Finished)."""
-    return hs.engine.early_data_accepted and bool(hs.engine.finished_verified) and \
+    checked = hs.engine.verification
+    return checked.early_data_accepted and bool(checked.finished_verified) and \
         hs.failure is None
 
 
 def _answer(hs: Handshake) -> str:
     engine = hs.engine
-    if hs.failure is not None or engine.server_hello is None:
+    if hs.failure is not None or engine.messages.server_hello is None:
         return hs.describe()
     if accepted(hs):
         return "PSK selected, early_data accepted (server Finished verified)"
-    if engine.resumed:
+    if engine.verification.resumed:
         return "PSK selected, early_data not accepted"
     return "PSK not selected (a full handshake), early_data not accepted"
 
@@ -74,12 +75,12 @@ async def run(ctx: CheckContext) -> CheckResult:
     engine = first.engine
     size = max_early_data(ticket)
     if not accepted(first):
-        if engine.server_hello is None or first.failure is not None:
+        if engine.messages.server_hello is None or first.failure is not None:
             return ctx.inconclusive(f"0-RTT offer: {first.describe()}", evidence)
         return ctx.result(Verdict.not_supported, f"the server issues a {what} but did not "
                           f"accept 0-RTT data: {_answer(first)}", evidence,
                           details=EarlyDataDetails(size, False, None))
-    replay = await handshake(ctx, offer, read_flight=True, prebuilt=engine.built,
+    replay = await handshake(ctx, offer, read_flight=True, prebuilt=engine.messages.built,
                              label="0-RTT replay")
     if isinstance(replay, Outcome):
         return ctx.inconclusive(f"0-RTT accepted; its replay: {replay.reason}", evidence)
@@ -94,7 +95,7 @@ async def run(ctx: CheckContext) -> CheckResult:
                           "is not prevented (RFC 8446 8)", evidence,
                           severity=Severity.medium,
                           details=EarlyDataDetails(size, True, True))
-    if replay.engine.server_hello is None or replay.failure is not None:
+    if replay.engine.messages.server_hello is None or replay.failure is not None:
         return ctx.inconclusive(f"0-RTT accepted; its replay: {replay.describe()}", evidence)
     return ctx.result(Verdict.supported, "0-RTT data is accepted, and its replay refused "
                       f"({_answer(replay)})", evidence,

@@ -63,11 +63,11 @@ async def talk(transport: AsyncTransport, deadline: float, config: ClientConfig
     """The conversation: (extension acknowledged, the reply, the nonce) or why the flight
     was not reached."""
     hs, why = await _early.drive(transport, deadline, config)
-    if why or hs.server_hello is None:
+    if why or hs.messages.server_hello is None:
         return why or "no ServerHello"
-    acked = any(e.type == HEARTBEAT_EXT for e in hs.server_hello.extensions)
+    acked = any(e.type == HEARTBEAT_EXT for e in hs.messages.server_hello.extensions)
     nonce = os.urandom(16)
-    record_version = hs.server_hello.selected_version
+    record_version = hs.messages.server_hello.selected_version
     # a send that fails (the server closed) still leaves its answer to be read
     await _early.send(transport, requests(record_version, nonce))
     good = _answers_good(nonce)

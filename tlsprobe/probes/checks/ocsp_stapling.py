@@ -22,19 +22,18 @@ from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.probes.checks._handshake import Handshake, handshake
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.registry import HandshakeType
-from tlsprobe.wire.certificate import Certificate, CertificateStatus
 
 STATUS_REQUEST = 5
 
 
 def stapled(hs: Handshake) -> bytes | None:
     """The OCSP response the server stapled (b"" for an empty one), or None."""
-    flight = hs.engine.flight.messages
-    status = flight.get(HandshakeType.certificate_status)
-    if isinstance(status, CertificateStatus):
+    flight = hs.engine.messages.flight
+    status = flight.certificate_status
+    if status is not None:
         return status.response
-    cert = flight.get(HandshakeType.certificate)
-    if isinstance(cert, Certificate) and cert.tls13 and cert.certificate_list:
+    cert = flight.certificate
+    if cert is not None and cert.tls13 and cert.certificate_list:
         for e in cert.certificate_list[0].extensions:
             if e.type == STATUS_REQUEST:
                 return e.data[4:]   # status_type (1), uint24 length, OCSPResponse
@@ -75,7 +74,7 @@ async def run(ctx: CheckContext) -> CheckResult:
                           (f"sent: {sent}", f"received: {hs.describe()}",
                            f"stapled: {len(response)} bytes, {what}"),
                           details=StaplingDetails(True, len(response), what))
-    if HandshakeType.certificate not in hs.engine.flight.messages:
+    if not hs.engine.messages.flight.has(HandshakeType.certificate):
         return ctx.inconclusive(f"{sent}: no Certificate read ({hs.describe()})")
     return ctx.result(Verdict.not_supported, f"{sent} is answered with a Certificate and "
                       "no OCSP response", (f"sent: {sent}", (f"received: {hs.describe()}, "

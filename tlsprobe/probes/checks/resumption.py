@@ -54,10 +54,10 @@ def _resumed(hs: Handshake | Outcome, what: str) -> Answer:
     """The answer of the connection that offered the session back (one session issued)."""
     if isinstance(hs, Outcome):
         return Answer(None, f"{what}: offered back, no answer ({hs.reason})", 1)
-    if hs.engine.resumed and hs.engine.finished_verified:
+    if hs.engine.verification.resumed and hs.engine.verification.finished_verified:
         return Answer(True, f"{what}, resumed (abbreviated handshake, server Finished "
                       "verified)", 1)
-    if hs.engine.server_hello is not None and not hs.engine.resumed:
+    if hs.engine.messages.server_hello is not None and not hs.engine.verification.resumed:
         return Answer(False, f"{what}, not resumed (the server answered with a full "
                       "handshake)", 1)
     return Answer(None, f"{what}: offered back, {hs.describe()}", 1)
@@ -112,8 +112,8 @@ async def _tls13(ctx: CheckContext) -> Answer:
     if offer is None:
         return Answer(None, f"{what}; no session to resume", len(tickets))
     again = await handshake(ctx, offer, complete=True, label="TLS 1.3 resumed")
-    if isinstance(again, Handshake) and again.engine.resumed and \
-            again.engine.finished_verified:
+    if isinstance(again, Handshake) and again.engine.verification.resumed and \
+            again.engine.verification.finished_verified:
         return Answer(True, f"{what}, resumed with PSK (psk_dhe_ke, server Finished "
                       "verified)", len(tickets))
     return replace(_resumed(again, what), issued=len(tickets))

@@ -123,10 +123,10 @@ async def _probe(kind: str, config: ClientConfig, transport: AsyncTransport,
         await adrive(hs, transport, deadline)
     except HandshakeFailure as exc:
         return Answer(f"the handshake before the probe failed: {exc}", True)
-    sh = hs.server_hello
-    if sh is None or not hs.first_flight_done or not hs.certificates:
+    sh = hs.messages.server_hello
+    if sh is None or not hs.first_flight_done or not hs.verification.certificates:
         return Answer(hs.incomplete_reason or "no ServerHelloDone", True)
-    key = public_key(x509.load_der_x509_certificate(hs.certificates[0]))
+    key = public_key(x509.load_der_x509_certificate(hs.verification.certificates[0]))
     if not isinstance(key, rsa.RSAPublicKey):
         return Answer("the certificate's key is not RSA", True)
     numbers, size = key.public_numbers(), (key.key_size + 7) // 8
@@ -136,7 +136,7 @@ async def _probe(kind: str, config: ClientConfig, transport: AsyncTransport,
     version = sh.selected_version
     # a CertificateRequest (optional client authentication) is answered as a client without
     # a certificate does: an empty Certificate before the key exchange (RFC 5246 7.4.6)
-    asked = hs.certificate_requested
+    asked = hs.verification.certificate_requested
     flight = _record(22, version, (EMPTY_CERTIFICATE if asked else b"") + cke) + \
         _record(20, version, b"\x01") + _record(22, version, FINISHED)
     await transport.send(flight)     # a failure: no probe sent (inconclusive)

@@ -33,8 +33,6 @@ from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.probes.checks import _early
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.registry import HandshakeType
-from tlsprobe.wire.messages import NewSessionTicket
 
 SESSION_TICKET = 35
 FULL = 32     # the length the affected servers always echo
@@ -59,8 +57,8 @@ async def get_ticket(transport: AsyncTransport, deadline: float, config: ClientC
     hs, why = await _early.drive(transport, deadline, config, full=True)
     if why:
         return why
-    nst = hs.flight.messages.get(HandshakeType.new_session_ticket)
-    return nst.ticket if isinstance(nst, NewSessionTicket) else b""
+    nst = hs.messages.flight.new_session_ticket
+    return nst.ticket if nst is not None else b""
 
 
 async def resume(transport: AsyncTransport, deadline: float, config: ClientConfig
@@ -68,10 +66,11 @@ async def resume(transport: AsyncTransport, deadline: float, config: ClientConfi
     """The session ID the server's ServerHello carries for `config`, or why there is
     none."""
     hs, why = await _early.drive(transport, deadline, config,
-                                 until=lambda h: h.server_hello is not None)
-    if hs.server_hello is None:
+                                 until=lambda h: h.messages.server_hello is not None)
+    sh = hs.messages.server_hello
+    if sh is None:
         return why or "no ServerHello"
-    return hs.server_hello.legacy_session_id_echo
+    return sh.legacy_session_id_echo
 
 
 async def probe(ctx: CheckContext, config: ClientConfig, ticket: bytes, label: str
