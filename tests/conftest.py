@@ -71,9 +71,9 @@ XDIST_GROUPS = {
     "tests/starttls/test_starttls_scan_recording.py": "starttls-daemons",
     # module fixtures: the corpus read by tlsprobe and tshark, pages rendered by chromium,
     # the sdist and wheel built
-    "tests/test_pcap_corpus.py": "pcap-corpus",
-    "tests/test_report_html.py": "report-html",
-    "tests/test_packaging.py": "packaging",
+    "tests/offline/test_pcap_corpus.py": "pcap-corpus",
+    "tests/report/test_report_html.py": "report-html",
+    "tests/project/test_packaging.py": "packaging",
 }
 
 
@@ -103,11 +103,11 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 #: which the scheduler starts first), so that no long test starts at the end of the run;
 #: test_typing last, when the early mypy run it reads is done
 XDIST_SLOW_FIRST = (
-    "tests/test_timing.py", "tests/test_speed.py", "tests/test_speed_cli.py",
-    "tests/test_scan_small_items.py", "tests/capture/test_eviction.py",
+    "tests/probes/test_timing.py", "tests/speed/test_speed.py", "tests/speed/test_speed_cli.py",
+    "tests/scan/test_scan_small_items.py", "tests/capture/test_eviction.py",
     "tests/checks/test_checks_lab_servers.py", "tests/offline/test_streams.py",
 )
-XDIST_LAST = ("tests/test_typing.py",)
+XDIST_LAST = ("tests/project/test_typing.py",)
 
 
 def _xdist_rank(item: pytest.Item) -> int:
