@@ -24,15 +24,13 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from shared_data import shared_missing
+
+from tests.helpers.servers import (CertSet, Server, ServerUnavailable, make_certs,
+                                   missing_reason, peer_unavailable, start_server)
+from tests.helpers.shared_data import shared_missing
 
 TESTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TESTS_DIR.parent
-if str(TESTS_DIR) not in sys.path:  # `import servers` works whatever pytest's import mode
-    sys.path.insert(0, str(TESTS_DIR))
-
-from servers import (CertSet, Server, ServerUnavailable, make_certs, peer_unavailable,  # noqa: E402
-                     missing_reason, start_server)
 
 ServerFactory = Callable[..., Server]
 pytest_plugins = ["pytester"]  # the fixture tests in test_servers.py run inner sessions
@@ -118,26 +116,26 @@ def _xdist_rank(item: pytest.Item) -> int:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if hasattr(config, "workerinput"):  # the same order in every worker (a stable sort)
         items.sort(key=_xdist_rank)
-    import early_mypy   # mypy --strict in a child process beside the suite (test_typing.py)
+    from tests.helpers import early_mypy   # mypy --strict in a child process (test_typing)
     early_mypy.start(config, items)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """pytest-xdist controller, per worker: where the one early mypy run reports."""
-    import early_mypy
+    from tests.helpers import early_mypy
     early_mypy.xdist_configure_node(node.config, node)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     """pytest-xdist controller: start mypy once, when a worker collected test_typing's test."""
-    import early_mypy
+    from tests.helpers import early_mypy
     early_mypy.xdist_collected(node.config, ids)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    import early_mypy
+    from tests.helpers import early_mypy
     early_mypy.stop(config)
 
 

@@ -15,8 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from shared_data import shared_missing
-from capbuild import collect, streams
+from tests.helpers.shared_data import shared_missing
+from tests.helpers.capbuild import collect, streams
 
 from tlsprobe.capture import (
     SECRETS_TLS_KEYLOG,

@@ -27,7 +27,7 @@ EXPECTED_OPEN: dict[str, dict[str, str]] = {}
 @pytest.mark.parametrize("impl", ["openssl", "gnutls", "nginx", "pyopenssl", "tlslite"])
 def test_default_scan_gives_every_check_a_verdict(impl: str, server_cache: Callable[..., Any],
                                                   run_cli: Callable[..., Any]) -> None:
-    from servers import missing_reason, peer_unavailable
+    from tests.helpers.servers import missing_reason, peer_unavailable
     reason = missing_reason(impl)
     if reason:
         peer_unavailable(reason)

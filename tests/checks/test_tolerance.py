@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from faultproxy import RESET, FaultProxy, every, nth_matching
-from intolerant_proxy import IntolerantProxy
-from servers import Server
+from tests.helpers.faultproxy import RESET, FaultProxy, every, nth_matching
+from tests.checks.intolerant_proxy import IntolerantProxy
+from tests.helpers.servers import Server
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.tcp import Target

@@ -158,7 +158,7 @@ def pyopenssl_pair(creds: Credentials, suite_name: str, tls12: bool = False) -> 
     """One chosen suite between two pyOpenSSL memory-BIO connections: a TLS 1.3 suite
     name, or with `tls12` an OpenSSL TLS 1.2 cipher name. Runs in the lab environment
     (tests/lab_servers/pyopenssl_pair.py; pyOpenSSL is not in the test environment)."""
-    import lab_env
+    from tests.helpers import lab_env
 
     spec = {"client_payload": CLIENT_PAYLOAD.hex(), "server_payload": SERVER_PAYLOAD.hex(),
             "exporter": [EXPORTER_ARGS[0].hex(), EXPORTER_ARGS[1].hex(), EXPORTER_ARGS[2]]}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from hostile.tls import (
+from tests.hostile.tls import (
     TLS13_SUITE,
     Tls13Server,
     handshake_records,

@@ -10,9 +10,6 @@ the matching error and a fatal alert encrypted under the client handshake key.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
@@ -28,12 +25,8 @@ from tlsprobe.report.trace import TraceFormatter
 from tlsprobe.wire.hello import ClientHello
 from tlsprobe.wire.messages import NewSessionTicket
 
-_spec = importlib.util.spec_from_file_location(
-    "engine_rfc8448", Path(__file__).parent / "engine_rfc8448.py")
-assert _spec is not None and _spec.loader is not None
-v = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("engine_rfc8448", v)
-_spec.loader.exec_module(v)
+from tests.engine import engine_rfc8448 as v
+
 
 CCS_RECORD = bytes.fromhex("140303000101")
 

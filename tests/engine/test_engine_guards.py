@@ -12,7 +12,7 @@ import io
 import sys
 
 import pytest
-from hostile.tls import (
+from tests.hostile.tls import (
     ALERT,
     APPDATA,
     CCS,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lab_servers.certs import dh_numbers
+from tests.lab_servers.certs import dh_numbers
 
 #: composite, 3482 bits, no factor under 2000: the product of two Mersenne primes
 COMPOSITE = (2**1279 - 1) * (2**2203 - 1)

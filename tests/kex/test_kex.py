@@ -13,7 +13,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from shared_data import shared_missing
+from tests.helpers.shared_data import shared_missing
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, mlkem, padding, rsa

@@ -6,10 +6,8 @@ Groups come from the OPENSSL_CONF file that tests/servers.py puts in the environ
 in place before OpenSSL is imported and initialised.
 """
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import ConnLog, http_reply, parse_args, serve_forever  # noqa: E402
+from _common import ConnLog, http_reply, parse_args, serve_forever  # this folder is sys.path[0]: the file runs as a script
 
 from OpenSSL import SSL  # noqa: E402  (after OPENSSL_CONF is in the environment)
 from OpenSSL._util import ffi, lib  # noqa: E402

@@ -7,10 +7,8 @@ Note that OpenSSL silently skips group names it does not know in that line.
 """
 import os
 import ssl
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import ConnLog, http_reply, parse_args, serve_forever  # noqa: E402
+from _common import ConnLog, http_reply, parse_args, serve_forever  # this folder is sys.path[0]: the file runs as a script
 
 args = parse_args(__doc__ or "")
 VERSION = {"tls1_0": ssl.TLSVersion.TLSv1, "tls1_1": ssl.TLSVersion.TLSv1_1,

@@ -43,7 +43,7 @@ def test_certificate_info_never_raises() -> None:
 def test_certificate_of_an_unknown_x509_version_is_unparsable_not_raised() -> None:
     """cryptography raises InvalidVersion (no ValueError) for an X.509 version other than
     1 and 3: a byte of a captured certificate is enough (found by the capture fuzz test)."""
-    from hostile.tls import identity
+    from tests.hostile.tls import identity
     der = identity().der
     v3 = b"\xa0\x03\x02\x01\x02"
     assert der.count(v3) == 1

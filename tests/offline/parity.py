@@ -26,16 +26,12 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-if str(REPO / "tests") not in sys.path:
-    sys.path.insert(0, str(REPO / "tests"))
 
 from tlsprobe.capture import CaptureError
 from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
 from tlsprobe.model.capture import ConnectionReport
 
-from offline import tshark_ooo
+from tests.offline import tshark_ooo
 
 FIELDS = ("version", "cipher_suite", "group", "cipher_suites", "extensions",
           "supported_groups", "key_share_groups", "signature_algorithms",

@@ -16,21 +16,18 @@ import gzip
 import importlib.util
 import resource
 import signal
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from shared_data import shared_missing
+from tests.helpers.shared_data import shared_missing
 
 TESTS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TESTS.parent / "tools"))
-sys.path.insert(0, str(TESTS / "capture"))
-from capbuild import Conv, Pcapng, ether, pcap_bytes
-from damage_captures import Damage, blocks, damaged_variants
-from hostile.offline import Report, analyse
-from hostile.tls import handshake_records, record, server_hello_13, tls12_flight
+from tests.helpers.capbuild import Conv, Pcapng, ether, pcap_bytes
+from tools.damage_captures import Damage, blocks, damaged_variants
+from tests.hostile.offline import Report, analyse
+from tests.hostile.tls import handshake_records, record, server_hello_13, tls12_flight
 
 from tlsprobe.engine.config import ClientConfig, build_client_hello
 from tlsprobe.wire import frame

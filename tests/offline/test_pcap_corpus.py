@@ -14,9 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from shared_data import shared_missing
-from offline import tshark_ooo
-from offline.parity import PARITY_DOC, agreement, compare_corpus, documented, is_documented
+from tests.helpers.shared_data import shared_missing
+from tests.offline import tshark_ooo
+from tests.offline.parity import PARITY_DOC, agreement, compare_corpus, documented, is_documented
 
 
 @pytest.fixture(scope="module")

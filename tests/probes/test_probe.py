@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from servers import GROUP_CODES
+from tests.helpers.servers import GROUP_CODES
 
 
 def probe_json(run_cli, server, *args):

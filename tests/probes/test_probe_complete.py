@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from servers import GROUP_CODES
+from tests.helpers.servers import GROUP_CODES
 
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.net.tcp import Target

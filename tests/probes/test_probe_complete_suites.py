@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_probe_complete import TLS10, TLS11, TLS12, TLS13, assert_complete, probe
+from tests.probes.test_probe_complete import TLS10, TLS11, TLS12, TLS13, assert_complete, probe
 
 from tlsprobe.session.flow import MessageEvent
 from tlsprobe.wire.hello import ServerHello

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from lab_servers import daemons
-from servers import CertSet
+from tests.lab_servers import daemons
+from tests.helpers.servers import CertSet
 
 # A stand-in daemon: listens on the port given, or, when that is taken, keeps running
 # without listening (as a daemon that logs the bind error and goes on would).
@@ -42,9 +42,9 @@ def test_a_port_held_by_another_process_is_retried_on_new_ports(
         calls.append(workdir)
         port = ports.pop(0) if ports else daemons.free_ports(1)[0]
         return daemons.Launch([sys.executable, "-c", _DAEMON, str(port)], {"smtp": port}, [])
-    module = types.ModuleType("lab_servers.fake_daemon")
+    module = types.ModuleType("tests.lab_servers.fake_daemon")
     module.RECIPES = {"fake": recipe}   # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "lab_servers.fake_daemon", module)
+    monkeypatch.setitem(sys.modules, "tests.lab_servers.fake_daemon", module)
     monkeypatch.setitem(daemons.DAEMONS, "fake", "fake_daemon")
     try:
         started = daemons.start_daemon("fake", tmp_path / "d", certs, timeout=20)
@@ -61,7 +61,7 @@ def test_a_port_held_by_another_process_is_retried_on_new_ports(
 
 def test_early_mypy_runs_once_for_all_xdist_workers(pytester: pytest.Pytester,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    import early_mypy
+    from tests.helpers import early_mypy
     monkeypatch.setattr(early_mypy, "ARGV", [sys.executable, "-c",
                                              "print('checked'); raise SystemExit(3)"])
     controller = pytester.parseconfig()
@@ -133,7 +133,7 @@ def test_modules_with_costly_worker_fixtures_are_grouped(conftest: types.ModuleT
 
 
 def test_a_hostile_run_that_only_started_up_is_run_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    from hostile import runner
+    from tests.hostile import runner
     said = ("tlsprobe: 127.0.0.1:1: timed out: the total time limit of 12.0 s was used up by "
             "tlsprobe's own start-up (12.3 s; a busy machine?) before connecting\n")
     runs: list[str] = [said, said, ""]

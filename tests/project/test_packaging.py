@@ -136,7 +136,6 @@ def _name(requirement: str) -> str:
 
 _INSTALLED = """\
 import sys
-sys.path.insert(0, sys.argv[1])
 from importlib.metadata import entry_points
 import tlsprobe
 assert tlsprobe.__file__.startswith(sys.argv[1]), tlsprobe.__file__
@@ -153,7 +152,7 @@ def test_the_wheel_runs_from_its_own_files(dists: dict[str, Path], tmp_path: Pat
     site = tmp_path / "site"
     with zipfile.ZipFile(dists["wheel"]) as wheel:
         wheel.extractall(site)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "PYTHONPATH": str(site)}
     done = subprocess.run([sys.executable, "-c", _INSTALLED, str(site)], capture_output=True,
                           text=True, timeout=120, cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr[-2000:]

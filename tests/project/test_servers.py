@@ -19,9 +19,9 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
-import lab_env
-from lab_servers.certs import dh_numbers
-from servers import (CertSet, Server, ServerConfig, ServerStartError, _wait_listen,
+from tests.helpers import lab_env
+from tests.lab_servers.certs import dh_numbers
+from tests.helpers.servers import (CertSet, Server, ServerConfig, ServerStartError, _wait_listen,
                      build_command, listening_inodes, start_server)
 
 pytestmark = pytest.mark.servers
@@ -310,8 +310,6 @@ def _inner_conftest(pytester: pytest.Pytester) -> None:
     """Give a pytester session this suite's conftest (and its `servers` import path)."""
     conftest = Path(__file__).resolve().parents[1] / "conftest.py"
     pytester.makeconftest(f"""
-        import sys
-        sys.path.insert(0, {str(conftest.parent)!r})
         exec(compile(open({str(conftest)!r}).read(), {str(conftest)!r}, "exec"))
     """)
 
@@ -321,7 +319,7 @@ def test_tls_server_teardown_stops_servers_of_a_failing_test(pytester: pytest.Py
     _inner_conftest(pytester)
     pytester.makepyfile(test_inner="""
         import os
-        from servers import is_listening
+        from tests.helpers.servers import is_listening
         STARTED = []
 
         def test_a_fails(tls_server):

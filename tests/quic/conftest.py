@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-import lab_env
-from servers import CertSet, _owned_by, peer_unavailable
+from tests.helpers import lab_env
+from tests.helpers.servers import CertSet, _owned_by, peer_unavailable
 
 SERVER = Path(__file__).resolve().parent.parent / "lab_servers" / "quic_server.py"
 START_WAIT = 30.0

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from shared_data import shared_missing
+from tests.helpers.shared_data import shared_missing
 
 from tlsprobe import registry as reg
 from tlsprobe.registry import (

@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from lab_servers.certs import CertSet, named_set
-from servers import missing_reason, peer_unavailable, start_server
+from tests.lab_servers.certs import CertSet, named_set
+from tests.helpers.servers import missing_reason, peer_unavailable, start_server
 from tlsprobe.report.escape import shown
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

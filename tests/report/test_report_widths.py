@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from servers import missing_reason, peer_unavailable, start_server
+from tests.helpers.servers import missing_reason, peer_unavailable, start_server
 
 from rich.console import Console
 

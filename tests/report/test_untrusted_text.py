@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import json
 import socket
-import sys
 from pathlib import Path
 
 import pytest
 
-from servers import start_server
-from lab_servers.certs import CertSet, named_set
+from tests.helpers.servers import start_server
+from tests.lab_servers.certs import CertSet, named_set
 from tlsprobe.engine.client import ClientHandshake
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.report.escape import shown
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "capture"))
-from capbuild import Conv, ether, pcap_bytes  # noqa: E402
+from tests.helpers.capbuild import Conv, ether, pcap_bytes
 
 CN = "evil\x1b[2J\nVerify return code: 0 (ok)\u202e"
 SAN = "a\x1b[31m.example"

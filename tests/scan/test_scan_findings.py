@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from servers import is_listening
+from tests.helpers.servers import is_listening
 
-from hostile.catalog import all_scenarios
-from hostile.server import HostileServer
+from tests.hostile.catalog import all_scenarios
+from tests.hostile.server import HostileServer
 
 
 def _lines(out: str) -> list[dict]:

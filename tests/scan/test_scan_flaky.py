@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from faultproxy import DROP, RESET, FaultProxy, every, nth_matching
+from tests.helpers.faultproxy import DROP, RESET, FaultProxy, every, nth_matching
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes.audit.run import AuditOptions, run_audit
 from tlsprobe.probes.audit.scheduler import Scheduler, broad_sigalgs

@@ -26,10 +26,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from faultproxy import pipe
-from lab_servers.builders import build_command
-from lab_servers.certs import CertFiles, CertSet
-from servers import _LIVE, Server, ServerConfig, _free_port, _wait_listen
+from tests.helpers.faultproxy import pipe
+from tests.lab_servers.builders import build_command
+from tests.lab_servers.certs import CertFiles, CertSet
+from tests.helpers.servers import _LIVE, Server, ServerConfig, _free_port, _wait_listen
 
 pytestmark = pytest.mark.needs_impl("openssl")
 TIMEOUT = 3.0    # the scans' --timeout: what a connection left waiting costs

@@ -119,7 +119,7 @@ def test_groups_only_on_a_tls12_only_server_leave_tls13_not_tested(server_cache,
     """Without the versions check, a server that does not speak TLS 1.3 (gnutls answers a
     TLS 1.3 offer with handshake_failure, openssl with protocol_version) is "not tested" in
     TLS 1.3, never "supports no group" with a list of refusals."""
-    from servers import missing_reason, peer_unavailable
+    from tests.helpers.servers import missing_reason, peer_unavailable
     if missing_reason(impl):
         peer_unavailable(missing_reason(impl))
     srv = server_cache(impl, groups="P-256:X25519", proto="tls1_2")
@@ -312,7 +312,7 @@ def test_tls13_only_server_gets_its_chain_and_trust_verdict(server_cache, certs,
 def test_tls13_only_chain_that_cannot_be_read_is_said(server_cache):
     """The cert phase's own TLS 1.3 connection reset (retries 0): no chain, and the report
     says so (Trust "not checked" with the reason, an info finding), not silence."""
-    from faultproxy import RESET, FaultProxy, nth_matching
+    from tests.helpers.faultproxy import RESET, FaultProxy, nth_matching
     srv = server_cache("openssl", proto="tls1_3")
     proxy = FaultProxy([(srv.host, srv.port)], nth_matching(
         lambda h: 0x0304 in h.supported_versions, RESET, which=(2,)))

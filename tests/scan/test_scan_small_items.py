@@ -19,8 +19,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from servers import start_server
-from lab_servers.certs import CertFiles, CertSet
+from tests.helpers.servers import start_server
+from tests.lab_servers.certs import CertFiles, CertSet
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -215,8 +215,7 @@ def test_scan_full_lists_a_findings_items_the_message_cuts(server_cache, run_cli
 
 
 def test_pcap_full_names_every_problem_of_a_damaged_capture(run_cli, tmp_path):
-    sys.path.insert(0, str(REPO / "tests" / "capture"))
-    from capbuild import Conv, ether, pcap_bytes
+    from tests.helpers.capbuild import Conv, ether, pcap_bytes
     conv = Conv(client=("127.0.0.1", 40000), server=("127.0.0.1", 443))
     frames = [ether(f) for f in conv.handshake() + [conv.c(b"\x16\x03\x01\x00\x05hello"),
                                                     conv.s(b"\x16\x03\x03\x00\x05world")]]

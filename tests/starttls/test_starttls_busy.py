@@ -11,19 +11,16 @@ from __future__ import annotations
 import json
 import socket
 import ssl
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import CertSet
+from tests.helpers.servers import CertSet
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dialogue import (SERVER_HEAD, TLS_FEATURE, ldap_response, mysql_error,  # noqa: E402
+from tests.starttls.dialogue import (SERVER_HEAD, TLS_FEATURE, ldap_response, mysql_error,
                       mysql_greeting, pg_error)
 
 from tlsprobe.net.starttls_binary import SSL_REQUEST, ldap_request  # noqa: E402

@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from lab_servers.daemons import DAEMONS, DaemonFactory, DaemonUnavailable, start_daemon
+from tests.lab_servers.daemons import DAEMONS, DaemonFactory, DaemonUnavailable, start_daemon
 
 from tlsprobe.engine.client import ClientHandshake
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.errors import FailureKind
 from tlsprobe.net.starttls import PreambleRecord, Problem, StartTlsError, run_preamble
-from servers import CertSet, listening_inodes, peer_unavailable
+from tests.helpers.servers import CertSet, listening_inodes, peer_unavailable
 
 SECP256R1, SECP384R1, X25519 = 0x0017, 0x0018, 0x001D
 # (daemon, options, protocol of the port, preamble protocol, text in the capability line)

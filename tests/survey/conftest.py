@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from lab_servers.builders import ServerConfig, build_command
-from servers import CertSet, Server, ServerStartError, _wait_listen, missing_reason, \
+from tests.lab_servers.builders import ServerConfig, build_command
+from tests.helpers.servers import CertSet, Server, ServerStartError, _wait_listen, missing_reason, \
     peer_unavailable
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from shared_data import shared_missing
+from tests.helpers.shared_data import shared_missing
 
 from tlsprobe.capture import StreamData, StreamGap, StreamOpen, iter_stream_events
 from tlsprobe.registry import cipher_suite

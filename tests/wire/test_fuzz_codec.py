@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import io
 import os
-import sys
-from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -35,9 +33,8 @@ from tlsprobe.report.trace import TraceFormatter
 from tlsprobe.session.flow import CLIENT, SERVER, ErrorEvent, Flow
 from tlsprobe.wire import frame
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "capture"))
-from capbuild import Conv, Pcapng, ether, pcap_bytes
-from hostile.tls import (
+from tests.helpers.capbuild import Conv, Pcapng, ether, pcap_bytes
+from tests.hostile.tls import (
     alert,
     handshake_records,
     hello_retry_request,

@@ -20,7 +20,7 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
-TESTS_DIR = Path(__file__).resolve().parent
+TESTS_DIR = Path(__file__).resolve().parents[1]
 REPO_ROOT = TESTS_DIR.parent
 ENV_VAR = "TLSPROBE_LAB_PYTHON"
 DEFAULT_PYTHON = REPO_ROOT / ".venv-lab" / "bin" / "python"
@@ -70,7 +70,7 @@ def require() -> str:
     """The lab interpreter; `peer_unavailable` (skip, or fail under CI) when missing."""
     python, reason = _resolve()
     if python is None:
-        from servers import peer_unavailable
+        from tests.helpers.servers import peer_unavailable
         peer_unavailable(reason or "no lab environment")
         raise AssertionError("unreachable")
     return python

@@ -22,7 +22,7 @@ from typing import IO, Any, NamedTuple
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 NODE = "tests/project/test_typing.py::test_mypy_strict_is_clean"
 ARGV = [sys.executable, "-m", "mypy", "--strict", "tlsprobe"]
 WORKER_KEY = "tlsprobe_early_mypy"   # workerinput: the folder shared with the controller

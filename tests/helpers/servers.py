@@ -26,9 +26,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab_servers.builders import (GROUP_CODES, SUPPORTED_GROUPS, SYSTEM_PYTHON, VERSIONS,
+from tests.lab_servers.builders import (GROUP_CODES, SUPPORTED_GROUPS, SYSTEM_PYTHON, VERSIONS,
                                   ServerConfig, binary_path, build_command, version_range)
-from lab_servers.certs import CERT_KINDS, DH_NAMES, CertFiles, CertSet, make_certs
+from tests.lab_servers.certs import CERT_KINDS, DH_NAMES, CertFiles, CertSet, make_certs
 
 __all__ = ["CERT_KINDS", "DH_NAMES", "GROUP_CODES", "IMPLS", "SUPPORTED_GROUPS", "VERSIONS",
            "CertFiles", "CertSet", "Server", "ServerConfig", "ServerStartError",
@@ -67,7 +67,7 @@ def missing_reason(impl: str) -> str | None:
     if impl not in IMPLS:
         raise ValueError(f"unknown server implementation {impl!r} (known: {', '.join(IMPLS)})")
     if impl == "pyopenssl":
-        import lab_env
+        from tests.helpers import lab_env
         return lab_env.missing_reason()
     if not binary_path(impl):
         return _MISSING_HINT[impl]
