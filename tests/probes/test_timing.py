@@ -203,10 +203,19 @@ def test_silent_server_times_out_per_handshake():
         listener.bind(("127.0.0.1", 0))
         listener.listen(16)   # the kernel completes connects; nobody ever answers
         port = listener.getsockname()[1]
-        started = time.monotonic()
         report = measure_timing(Target("127.0.0.1", port),
                                 TimingOptions(runs=3, timeout=0.3, groups=(X25519,)))
-    assert time.monotonic() - started < 2   # one handshake's limit, not an enumeration
+        listener.setblocking(False)
+        connections = 0
+        while True:     # what the backlog holds: every connection the run opened
+            try:
+                listener.accept()[0].close()
+            except BlockingIOError:
+                break
+            connections += 1
+    # the preflight's handshake (and its one retry after a network error) ends the run at
+    # the first limit: not an enumeration of 3 runs (counted, not timed: a busy machine)
+    assert 1 <= connections <= 2
     assert report.entries == () and report.error_kind == "network"
     assert report.error == "timed out waiting for the server (0.3 s)"
 

@@ -140,10 +140,14 @@ def test_a_one_connection_server_loses_no_verdict_that_per_host_1_gets(run_cli: 
     # the target was found to take one connection at a time, and said so
     assert "answered alone" in default.get("one_at_a_time", ""), default
     assert "one_at_a_time" not in alone   # never crowded: nothing to notice
-    # and in about the time --per-host 1 takes: the connections lost before the target was
-    # found out cost one wait of --timeout (a connection's total limit is 3 x --timeout)
-    assert default["duration_s"] <= alone["duration_s"] * 1.5 + 3 * TIMEOUT, \
-        (default["duration_s"], alone["duration_s"])
+    # and with about the work --per-host 1 does: the target is found out within the first
+    # wave of the default 3 connections at once, whose lost connections (each one wait of
+    # --timeout) are retried once; otherwise the same connections (counted, not timed: a
+    # busy machine stretches both runs' wall time)
+    counts = {k: (default[k], alone[k]) for k in ("total_connections", "retries")}
+    assert default["retries"] <= 3, counts
+    assert default["total_connections"] <= alone["total_connections"] + default["retries"] + 3, \
+        counts
 
 
 class CountingRelay:
