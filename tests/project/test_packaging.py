@@ -124,6 +124,9 @@ def test_wheel_holds_the_package_its_data_and_entry_point(dists: dict[str, Path]
                 if line.startswith("Requires-Dist:") and "extra ==" not in line}
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert required == {_name(d) for d in project["dependencies"]}
+    # the one version (tlsprobe/_version.py): the distribution's is read from it
+    from tlsprobe._version import __version__
+    assert f"\nVersion: {__version__}\n" in metadata and "version" not in project
 
 
 def _name(requirement: str) -> str:
