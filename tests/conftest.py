@@ -1,13 +1,14 @@
 """Shared pytest fixtures: test PKI, loopback TLS servers, the captures corpus, the CLI.
 
-Fixtures (see tests/servers.py for the server options):
+Fixtures (see tests/helpers/servers.py for the server options):
 - `certs` (session): CertSet with the test CA (`certs.ca`) and rsa / ecdsa / ed25519 leaves.
 - `tls_server` (function): `tls_server(impl, **options) -> Server`; every server it started is
   stopped at teardown, pass or fail. Skips the test when the implementation is not installed.
 - `server_cache` (session): same call, but one running server per distinct configuration is
   shared by all tests of the session (do not stop it; treat it as read-only).
 - `captures_dir` (session): the third-party captures corpus (--captures-dir, env
-  TLSPROBE_CAPTURES, default <repo>/../shared/captures); skips when it is absent.
+  TLSPROBE_CAPTURES, else $TLSPROBE_SHARED/captures, default <repo>/../shared/captures); fails
+  the test when it is absent (tests/helpers/shared_data.py).
 - `run_cli` (function): `run_cli(*args, timeout=60.0, input=None, env=None, isolated=False)
   -> CliResult` runs `tlsprobe ARGS` in tmp_path, in this process unless `isolated` (then
   `python -m tlsprobe`); CliResult unpacks as (returncode, stdout, stderr).
@@ -27,6 +28,7 @@ import pytest
 
 from tests.helpers.servers import (CertSet, Server, ServerUnavailable, make_certs,
                                    missing_reason, peer_unavailable, start_server)
+from tests.helpers.shared_data import captures_dir as corpus_dir
 from tests.helpers.shared_data import shared_missing
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -39,7 +41,7 @@ pytest_plugins = ["pytester"]  # the fixture tests in test_servers.py run inner 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--captures-dir", default=None,
                      help="third-party pcap corpus (default: env TLSPROBE_CAPTURES, "
-                          "else <repo>/../shared/captures)")
+                          "else <repo>/../shared/captures: tests/helpers/shared_data.py)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -226,8 +228,8 @@ def server_cache(certs: CertSet,
 def captures_dir(request: pytest.FixtureRequest) -> Path:
     """The read-only third-party captures corpus; fails the test when it is not there (CI
     always has it)."""
-    configured = request.config.getoption("--captures-dir") or os.environ.get("TLSPROBE_CAPTURES")
-    path = Path(configured) if configured else REPO_ROOT.parent / "shared" / "captures"
+    configured = request.config.getoption("--captures-dir")
+    path = Path(configured) if configured else corpus_dir()
     if not path.is_dir():
         shared_missing("captures corpus", path, "TLSPROBE_CAPTURES (or --captures-dir)")
     return path

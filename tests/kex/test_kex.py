@@ -10,10 +10,9 @@ import importlib.util
 import json
 import os
 import warnings
-from pathlib import Path
 
 import pytest
-from tests.helpers.shared_data import shared_missing
+from tests.helpers.shared_data import lab_dh_dir, shared_missing
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, mlkem, padding, rsa
@@ -26,7 +25,7 @@ from tlsprobe.kex import DHShare, InvalidShare, UnsupportedGroup
 from tlsprobe.kex.ffdhe_primes import FFDHE_GROUPS
 from tlsprobe.kex.mlkem import modulus_check, random_encapsulation_key
 
-LAB_DH = Path(__file__).resolve().parents[3] / "shared" / "lab" / "dh"
+LAB_DH = lab_dh_dir()
 HAVE_KYBER_PY = importlib.util.find_spec("kyber_py") is not None
 
 # group -> (client share, server share, shared secret) sizes, from the RFCs and drafts

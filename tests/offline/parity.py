@@ -31,6 +31,7 @@ from tlsprobe.capture import CaptureError
 from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
 from tlsprobe.model.capture import ConnectionReport
 
+from tests.helpers.shared_data import CAPTURES_ENV, captures_dir, required
 from tests.offline import tshark_ooo
 
 FIELDS = ("version", "cipher_suite", "group", "cipher_suites", "extensions",
@@ -43,7 +44,7 @@ _ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|\s*([0-9, ]+)\s*\|\s*([a-z0-9_, ]+)\s*\|
 
 
 def corpus_dir() -> Path:
-    return Path(os.environ.get("TLSPROBE_CAPTURES", REPO.parent / "shared" / "captures"))
+    return required(captures_dir(), "captures corpus", CAPTURES_ENV)
 
 
 def _hexes(values: Any) -> list[str] | None:

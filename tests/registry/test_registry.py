@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from tests.helpers.shared_data import shared_missing
+from tests.helpers.shared_data import iana_dir, shared_missing
 
 from tlsprobe import registry as reg
 from tlsprobe.registry import (
@@ -21,7 +20,7 @@ from tlsprobe.registry import (
 REPO = Path(__file__).resolve().parents[2]
 GENERATOR = REPO / "tools" / "gen_registry.py"
 GENERATED = REPO / "tlsprobe" / "registry" / "_generated.py"
-IANA_DIR = Path(os.environ.get("TLSPROBE_IANA", REPO.parent / "shared" / "iana"))
+IANA_DIR = iana_dir()
 GREASE_VALUES = [0x0A0A + 0x1010 * i for i in range(16)]
 
 
