@@ -14,7 +14,7 @@ import pytest
 from tlsprobe.probes.checks.catalog import ALIASES
 
 #: what each implementation is known to do that a check calls vulnerable (or not tolerated);
-#: besides, the test PKI's leaves (tests/servers.py make_certs) are valid for more than 398
+#: besides, the test PKI's leaves (tests/helpers/servers.py make_certs) are valid for more than 398
 #: days, which cert_lifetime rightly reports on every one of them
 EXPECTED_PROBLEMS = {"gnutls": {"client_renegotiation"},
                      "tlslite": {"sweet32"}}     # tlslite-ng still enables 3DES by default

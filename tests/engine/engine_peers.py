@@ -2,7 +2,7 @@
 
 Three ways to get a session: Python's ssl module on both ends through memory BIOs (system
 OpenSSL), pyOpenSSL on both ends (the OpenSSL inside `cryptography`, which can pick TLS 1.3
-suites; run in the lab environment, tests/lab_env.py), and Python's ssl client against an
+suites; run in the lab environment, tests/helpers/lab_env.py), and Python's ssl client against an
 `openssl s_server` process on 127.0.0.1. In all of them the client writes a key log, and the
 test decrypts the recorded bytes with tlsprobe's engine alone.
 """

@@ -1,6 +1,6 @@
 """`mypy --strict tlsprobe` started when the session has collected its tests, in a child
 process beside the rest of the suite, so that its half-minute of CPU (a cold cache) runs on
-the machine's other core instead of after everything else; tests/test_typing.py waits for
+the machine's other core instead of after everything else; tests/project/test_typing.py waits for
 it and judges its report. Started only when that test was collected (conftest.py hooks).
 
 Under pytest-xdist (`-n N`) it runs once, started by the controller when the first worker

@@ -2,7 +2,7 @@
 
 pyOpenSSL caps `cryptography` below the newest release (and aioquic requires pyOpenSSL), so
 neither may be in the test environment, which must resolve what a plain `pip install .`
-does (tests/test_dependencies.py). The lab servers and clients built on them run as
+does (tests/project/test_dependencies.py). The lab servers and clients built on them run as
 subprocesses of this interpreter instead:
 1. `$TLSPROBE_LAB_PYTHON`, when set;
 2. `<repo>/.venv-lab/bin/python` (what `bash .ci/run` creates from

@@ -1,7 +1,7 @@
 """Start and stop real TLS servers on loopback for the test suite.
 
 `start_server(impl, ...)` launches one implementation (openssl s_server, gnutls-serv, nginx,
-pyOpenSSL (run by the lab environment's Python, tests/lab_env.py), tlslite-ng, Python ssl)
+pyOpenSSL (run by the lab environment's Python, tests/helpers/lab_env.py), tlslite-ng, Python ssl)
 with a chosen set of groups, suites and protocol versions on 127.0.0.1 or ::1 and returns a
 `Server` once its port LISTENs. Readiness is read from /proc/net/tcp{,6} (no probe
 connection, so a probe under test sees the first handshake).

@@ -9,7 +9,7 @@ The server-side group is only known for TLS 1.3 (tlslite does not record it for 
 """
 import warnings
 
-from _common import ConnLog, http_reply, parse_args, serve_forever  # this folder is sys.path[0]: the file runs as a script
+from _common import ConnLog, http_reply, parse_args, serve_forever  # runs as a script: its folder is on the path
 
 warnings.simplefilter("ignore", DeprecationWarning)  # tlslite imports asyncore
 from tlslite.api import HandshakeSettings, TLSConnection, X509CertChain, parsePEMKey  # noqa: E402

@@ -9,7 +9,7 @@ default settings saw no ServerHello but may have missed one (tshark_ooo.py). Kno
 disagreements are listed in docs/PCAP_PARITY.md with the reason; the test checks that the
 observed ones are exactly those.
 
-Run as a script for the per-field agreement table:  python3 tests/offline/parity.py
+Run as a module for the per-field agreement table:  python3 -m tests.offline.parity
 """
 
 from __future__ import annotations

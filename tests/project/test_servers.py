@@ -40,7 +40,7 @@ def pyopenssl_handshake(server: Server, ca: Path, *, groups: str | None = ALL_GR
                         versions: tuple[str, str] = ("tls1_2", "tls1_3"),
                         cipher_list: str | None = None) -> dict[str, Any]:
     """Handshake with pyOpenSSL (tests/lab_servers/pyopenssl_client.py, in the lab
-    environment: tests/lab_env.py), verifying the chain; report version, suite, group, the
+    environment: tests/helpers/lab_env.py), verifying the chain; report version, suite, group, the
     peer chain and the raw ServerKeyExchange (if any)."""
     args = ["--host", server.host, "--port", str(server.port), "--ca", str(ca),
             "--min-version", versions[0], "--max-version", versions[1]]

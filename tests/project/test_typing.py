@@ -29,7 +29,7 @@ def _mypy(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.timeout(900)   # a cold cache on a busy 2-core machine: a few minutes
 def test_mypy_strict_is_clean(request: pytest.FixtureRequest) -> None:
-    from tests.helpers import early_mypy   # started when the session collected this test (tests/early_mypy.py)
+    from tests.helpers import early_mypy   # started when the session collected this test (tests/helpers/early_mypy.py)
     try:
         early = early_mypy.result(request.config, timeout=840)
     except subprocess.TimeoutExpired:

@@ -1,4 +1,4 @@
-"""`tlsprobe scan` through a fault-injecting loopback proxy (tests/faultproxy.py) in front of
+"""`tlsprobe scan` through a fault-injecting loopback proxy (tests/helpers/faultproxy.py) in front of
 a real openssl s_server: resets and dropped connections, with no retries, must never turn
 into facts ("not spoken", "intolerant", a complete list); what they hide is inconclusive.
 """
