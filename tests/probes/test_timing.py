@@ -14,7 +14,6 @@ import math
 import random
 import socket
 import threading
-import time
 
 import pytest
 
