@@ -42,7 +42,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO))
 
 TRUTH13 = ["x25519", "secp384r1", "ffdhe2048"]
@@ -312,7 +311,7 @@ def main() -> int:
 
 
 def run_server(impl: str, tools: list, delay_s: float) -> None:
-    from servers import start_server
+    from tests.helpers.servers import start_server
     server = start_server(impl, groups="X25519:P-384:ffdhe2048", serverpref=True)
     name = "openssl s_server -groups X25519:P-384:ffdhe2048 -serverpref" if impl == "openssl" \
         else "nginx ssl_ecdh_curve X25519:P-384:ffdhe2048; ssl_prefer_server_ciphers on"

@@ -2,7 +2,7 @@
 """The checks of `tlsprobe scan --checks all` beside testssl.sh and sslyze, on the same
 local servers: per check and server each tool's verdict, and each tool's wall time.
 
-Servers (tests/servers.py, loopback only): a modern openssl s_server (TLS 1.2 and 1.3,
+Servers (tests/helpers/servers.py, loopback only): a modern openssl s_server (TLS 1.2 and 1.3,
 default suites, -www) and a weak one (TLS 1.0-1.3, DHE with the 1536-bit RFC 3526 prime,
 anonymous and NULL suites, CBC in TLS 1.0, through @SECLEVEL=0; the configuration of
 tests/checks/test_checks_servers.py). Tools:
@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO))
 
 WEAK = dict(proto="all", dhparam="modp1536",
@@ -210,7 +209,7 @@ def main() -> int:
     ap.add_argument("--sslyze")
     ap.add_argument("--timeout", type=float, default=900.0, help="per tool run (s)")
     args = ap.parse_args()
-    from servers import start_server
+    from tests.helpers.servers import start_server
     testssl = None if "testssl" in args.skip else (shutil.which("testssl") or
                                                    shutil.which("testssl.sh"))
     sslyze = None if "sslyze" in args.skip else find_sslyze(args.sslyze)

@@ -7,7 +7,7 @@ For every primitive (default: all of them) and every operation this prints three
 * bare loop  - the same `cryptography` call in a plain `for _ in range(n): call(...)` loop
                timed with perf_counter, written here independently of tlsprobe.speed;
 * openssl    - `openssl speed -elapsed` on the primitives it knows (parsed with
-               tlsprobe.speed.openssl, whose parser tests/test_speed.py checks against
+               tlsprobe.speed.openssl, whose parser tests/speed/test_speed.py checks against
                openssl's own counts).
 
 Per round and algorithm, tlsprobe and the bare loops run next to each other (each side

@@ -40,7 +40,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
-sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO))
 
 from audit import (Relay, compile_tlsprobe, norm, run_measured,  # noqa: E402
@@ -253,8 +252,8 @@ def main() -> int:
                     "(e.g. postfix-smtp; repeatable)")
     ap.add_argument("--sslyze", default=None)
     args = ap.parse_args()
-    from lab_servers.certs import make_certs
-    from lab_servers.daemons import Daemon, DaemonUnavailable, start_daemon
+    from tests.lab_servers.certs import make_certs
+    from tests.lab_servers.daemons import Daemon, DaemonUnavailable, start_daemon
     sslyze = sslyze_path(args.sslyze)
     tools: list[tuple[str, Callable[..., Row], tuple[object, ...]]] = [
         ("tlsprobe", run_tlsprobe, ()), ("s_client", run_s_client, ()),

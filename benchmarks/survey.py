@@ -35,10 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO / "tests" / "survey"), str(REPO / "tests"), str(REPO)]
+sys.path[:0] = [str(REPO)]   # tlsprobe and the test suite's helpers (tests is a package)
 
-from farm import EXPECTED, Farm, FarmTarget  # noqa: E402
-from lab_servers.certs import make_certs  # noqa: E402
+from tests.lab_servers.certs import make_certs  # noqa: E402
+from tests.survey.farm import EXPECTED, Farm, FarmTarget  # noqa: E402
 
 NAMES = {"prime256v1": "secp256r1", "secp256r1": "secp256r1", "secp384r1": "secp384r1",
          "x25519": "x25519"}

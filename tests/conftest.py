@@ -1,13 +1,14 @@
 """Shared pytest fixtures: test PKI, loopback TLS servers, the captures corpus, the CLI.
 
-Fixtures (see tests/servers.py for the server options):
+Fixtures (see tests/helpers/servers.py for the server options):
 - `certs` (session): CertSet with the test CA (`certs.ca`) and rsa / ecdsa / ed25519 leaves.
 - `tls_server` (function): `tls_server(impl, **options) -> Server`; every server it started is
   stopped at teardown, pass or fail. Skips the test when the implementation is not installed.
 - `server_cache` (session): same call, but one running server per distinct configuration is
   shared by all tests of the session (do not stop it; treat it as read-only).
 - `captures_dir` (session): the third-party captures corpus (--captures-dir, env
-  TLSPROBE_CAPTURES, default <repo>/../shared/captures); skips when it is absent.
+  TLSPROBE_CAPTURES, else $TLSPROBE_SHARED/captures, default <repo>/../shared/captures); fails
+  the test when it is absent (tests/helpers/shared_data.py).
 - `run_cli` (function): `run_cli(*args, timeout=60.0, input=None, env=None, isolated=False)
   -> CliResult` runs `tlsprobe ARGS` in tmp_path, in this process unless `isolated` (then
   `python -m tlsprobe`); CliResult unpacks as (returncode, stdout, stderr).
@@ -24,15 +25,14 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from shared_data import shared_missing
+
+from tests.helpers.servers import (CertSet, Server, ServerUnavailable, make_certs,
+                                   missing_reason, peer_unavailable, start_server)
+from tests.helpers.shared_data import captures_dir as corpus_dir
+from tests.helpers.shared_data import shared_missing
 
 TESTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TESTS_DIR.parent
-if str(TESTS_DIR) not in sys.path:  # `import servers` works whatever pytest's import mode
-    sys.path.insert(0, str(TESTS_DIR))
-
-from servers import (CertSet, Server, ServerUnavailable, make_certs, peer_unavailable,  # noqa: E402
-                     missing_reason, start_server)
 
 ServerFactory = Callable[..., Server]
 pytest_plugins = ["pytester"]  # the fixture tests in test_servers.py run inner sessions
@@ -41,7 +41,7 @@ pytest_plugins = ["pytester"]  # the fixture tests in test_servers.py run inner 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--captures-dir", default=None,
                      help="third-party pcap corpus (default: env TLSPROBE_CAPTURES, "
-                          "else <repo>/../shared/captures)")
+                          "else <repo>/../shared/captures: tests/helpers/shared_data.py)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -64,6 +64,7 @@ XDIST_GROUPS = {
     "tests/survey/test_survey_run.py": "survey-cluster",
     # the STARTTLS daemons (tests/starttls/conftest.py `daemon`: PostgreSQL's initdb,
     # MariaDB's data folder, ...) start once per worker: the modules that use them
+    "tests/starttls/test_starttls_api.py": "starttls-daemons",
     "tests/starttls/test_starttls_cli.py": "starttls-daemons",
     "tests/starttls/test_starttls_cli_errors.py": "starttls-daemons",
     "tests/starttls/test_starttls_daemons.py": "starttls-daemons",
@@ -71,9 +72,9 @@ XDIST_GROUPS = {
     "tests/starttls/test_starttls_scan_recording.py": "starttls-daemons",
     # module fixtures: the corpus read by tlsprobe and tshark, pages rendered by chromium,
     # the sdist and wheel built
-    "tests/test_pcap_corpus.py": "pcap-corpus",
-    "tests/test_report_html.py": "report-html",
-    "tests/test_packaging.py": "packaging",
+    "tests/offline/test_pcap_corpus.py": "pcap-corpus",
+    "tests/report/test_report_html.py": "report-html",
+    "tests/project/test_packaging.py": "packaging",
 }
 
 
@@ -103,11 +104,11 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 #: which the scheduler starts first), so that no long test starts at the end of the run;
 #: test_typing last, when the early mypy run it reads is done
 XDIST_SLOW_FIRST = (
-    "tests/test_timing.py", "tests/test_speed.py", "tests/test_speed_cli.py",
-    "tests/test_scan_small_items.py", "tests/capture/test_eviction.py",
+    "tests/probes/test_timing.py", "tests/speed/test_speed.py", "tests/speed/test_speed_cli.py",
+    "tests/scan/test_scan_small_items.py", "tests/capture/test_eviction.py",
     "tests/checks/test_checks_lab_servers.py", "tests/offline/test_streams.py",
 )
-XDIST_LAST = ("tests/test_typing.py",)
+XDIST_LAST = ("tests/project/test_typing.py",)
 
 
 def _xdist_rank(item: pytest.Item) -> int:
@@ -118,26 +119,26 @@ def _xdist_rank(item: pytest.Item) -> int:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if hasattr(config, "workerinput"):  # the same order in every worker (a stable sort)
         items.sort(key=_xdist_rank)
-    import early_mypy   # mypy --strict in a child process beside the suite (test_typing.py)
+    from tests.helpers import early_mypy   # mypy --strict in a child process (test_typing)
     early_mypy.start(config, items)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """pytest-xdist controller, per worker: where the one early mypy run reports."""
-    import early_mypy
+    from tests.helpers import early_mypy
     early_mypy.xdist_configure_node(node.config, node)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     """pytest-xdist controller: start mypy once, when a worker collected test_typing's test."""
-    import early_mypy
+    from tests.helpers import early_mypy
     early_mypy.xdist_collected(node.config, ids)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    import early_mypy
+    from tests.helpers import early_mypy
     early_mypy.stop(config)
 
 
@@ -228,8 +229,8 @@ def server_cache(certs: CertSet,
 def captures_dir(request: pytest.FixtureRequest) -> Path:
     """The read-only third-party captures corpus; fails the test when it is not there (CI
     always has it)."""
-    configured = request.config.getoption("--captures-dir") or os.environ.get("TLSPROBE_CAPTURES")
-    path = Path(configured) if configured else REPO_ROOT.parent / "shared" / "captures"
+    configured = request.config.getoption("--captures-dir")
+    path = Path(configured) if configured else corpus_dir()
     if not path.is_dir():
         shared_missing("captures corpus", path, "TLSPROBE_CAPTURES (or --captures-dir)")
     return path

@@ -12,7 +12,8 @@ import sys
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+# the one place the version is set (pyproject.toml reads it too)
+from tlsprobe._version import __version__
 
 __all__ = [
     "AuditReport", "CaptureReader", "CaptureSummary", "ConnectionReport", "FailureKind",

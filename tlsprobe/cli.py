@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import NoReturn
 
-from tlsprobe import __version__
+from tlsprobe._version import __version__
 from tlsprobe.errors import EXIT_CLOSED_PIPE, EXIT_INTERNAL, EXIT_USAGE, TlsprobeError
 
 #: set to 1 to let unexpected exceptions end in a traceback (for bug reports)

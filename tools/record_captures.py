@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Record the project's own captures (captures/) on loopback, with their expected results.
 
-Each case starts a real server on 127.0.0.1 or ::1 (the test suite's tests/servers.py:
+Each case starts a real server on 127.0.0.1 or ::1 (the test suite's tests/helpers/servers.py:
 openssl s_server, or pyOpenSSL for the post-quantum groups), captures the loopback
 interface with `tcpdump -i lo --immediate-mode` while a real client (openssl s_client, gnutls-cli,
 tlsprobe's own probe, or a Python ssl client that writes a few bytes per segment) talks to it, and writes ``captures/<case>.pcap``, the client's key log
@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT)]   # tlsprobe and the test suite's helpers (tests is a package)
 
-from servers import Server, start_server
+from tests.helpers.servers import Server, start_server
 
 SHARES = {"X25519": (32, 32), "X448": (56, 56), "P-256": (65, 65), "P-384": (97, 97),
           "P-521": (133, 133), "ffdhe2048": (256, 256), "ffdhe3072": (384, 384),

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-for _p in (REPO, REPO / "tests", REPO / "tests" / "capture"):
+for _p in (REPO,):   # tlsprobe and the test suite's helpers (tests is a package)
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
@@ -167,7 +167,7 @@ def _fixture_messages() -> list[tuple[str, bytes]]:
 
 
 def _built_traffic() -> tuple[bytes, list[bytes]]:
-    from hostile.tls import (
+    from tests.hostile.tls import (
         alert,
         handshake_records,
         hello_retry_request,
@@ -187,7 +187,7 @@ def _built_traffic() -> tuple[bytes, list[bytes]]:
 
 
 def _captures(client: bytes, servers: list[bytes], corpus: Path | None) -> list[bytes]:
-    from capbuild import Conv, Pcapng, ether, pcap_bytes
+    from tests.helpers.capbuild import Conv, Pcapng, ether, pcap_bytes
     conv = Conv()
     packets = conv.handshake() + [conv.c(client), conv.s(servers[0][:600]),
                                   conv.s(servers[0][600:]), conv.c(b"", "FA")]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from capbuild import TSHARK, ether, ipv4, pcap_bytes, pcap_jsonl, real_chunks, tcp, \
+from tests.helpers.capbuild import TSHARK, ether, ipv4, pcap_bytes, pcap_jsonl, real_chunks, tcp, \
     tshark_fields, udp
 AP, WLC = ("172.16.0.2", 41264), ("172.16.0.1", 5247)
 STA, WEB = ("10.1.3.68", 47025), ("74.125.130.188", 443)

@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from capbuild import Conv, Pcapng, collect, ether, pcap_bytes, sll, streams
+from tests.helpers.capbuild import Conv, Pcapng, collect, ether, pcap_bytes, sll, streams
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -281,7 +281,7 @@ def test_files_written_by_scapy_are_read(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("minor", [0, 1, 3])
 def test_network_monitor_files(minor: int) -> None:
-    from capbuild import netmon_bytes
+    from tests.helpers.capbuild import netmon_bytes
     pkts, c2s, s2c = conversation()
     frames: list = [ether(p) for p in pkts]
     if minor:
@@ -296,7 +296,7 @@ def test_network_monitor_files(minor: int) -> None:
 
 
 def test_network_monitor_needs_a_seekable_file_and_survives_truncation() -> None:
-    from capbuild import netmon_bytes
+    from tests.helpers.capbuild import netmon_bytes
     pkts, c2s, _ = conversation()
     raw = netmon_bytes([ether(p) for p in pkts])
     with pytest.raises(CaptureError, match="seekable"):
@@ -309,7 +309,7 @@ def test_network_monitor_needs_a_seekable_file_and_survives_truncation() -> None
 
 
 def _sample_files() -> dict[str, bytes]:
-    from capbuild import netmon_bytes
+    from tests.helpers.capbuild import netmon_bytes
     pkts, _, _ = conversation()
     ng = Pcapng().shb().idb(1).idb(113).dsb(SECRETS_TLS_KEYLOG, KEYLOG)
     for i, p in enumerate(pkts):

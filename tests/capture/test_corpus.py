@@ -1,12 +1,12 @@
 """The third-party corpus (../shared/captures) checked against tshark's view of it.
 
-Skipped when the corpus is absent (override its place with TLSPROBE_CAPTURES).
+Fails when the corpus is absent (tests/helpers/shared_data.py: TLSPROBE_CAPTURES or
+TLSPROBE_SHARED point elsewhere).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -15,8 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from shared_data import shared_missing
-from capbuild import collect, streams
+from tests.helpers.shared_data import CAPTURES_ENV, captures_dir, required, shared_missing
+from tests.helpers.capbuild import collect, streams
 
 from tlsprobe.capture import (
     SECRETS_TLS_KEYLOG,
@@ -28,7 +28,7 @@ from tlsprobe.capture import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-CAPTURES = Path(os.environ.get("TLSPROBE_CAPTURES", REPO.parent / "shared" / "captures"))
+CAPTURES = captures_dir()
 
 
 @pytest.fixture(autouse=True)
@@ -41,9 +41,11 @@ CAPINFOS_LINK = {"Ethernet": 1, "NULL/Loopback": 0, "Linux cooked-mode capture v
 
 
 def truths() -> list[dict]:
-    if not (CAPTURES / "truth").is_dir():
-        return []
-    return [json.loads(p.read_text()) for p in sorted((CAPTURES / "truth").glob("*.json"))]
+    found = sorted(required(CAPTURES / "truth", "tshark's truth of the corpus",
+                            CAPTURES_ENV).glob("*.json"))
+    if not found:
+        shared_missing("tshark's truth files (*.json)", CAPTURES / "truth", CAPTURES_ENV)
+    return [json.loads(p.read_text()) for p in found]
 
 
 def pair(a: str, b: str) -> frozenset[str]:
@@ -82,8 +84,6 @@ def test_corpus_matches_truth_streams_frames_and_counts() -> None:
             elif st["transport"] == "udp":
                 checked_udp += 1
                 assert p in datagrams, (where, st["stream"])
-    if checked_tcp == 0:
-        pytest.skip("no truth streams")
     assert checked_tcp > 700 and checked_udp > 80
 
 
@@ -142,8 +142,8 @@ def test_reassembly_agrees_with_tshark_follow_on_troubled_streams() -> None:
                if s["transport"] == "tcp" and TCP_TROUBLE & set(s["flags"])]
         if sel:
             jobs.append((truth, sel))
-    if not jobs:
-        pytest.skip("no stream with retransmissions or lost segments in the truth")
+    # the corpus has such streams (a truth without them is a broken corpus, not a pass)
+    assert jobs, "no stream with retransmissions or lost segments in the truth"
 
     def follow(job: tuple[dict, list[dict]]) -> dict[int, tuple]:
         truth, sel = job

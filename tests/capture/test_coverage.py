@@ -8,7 +8,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from capbuild import TSHARK, Conv, ether, ipv4, ipv6, pcap_bytes, pcap_jsonl, real_chunks, \
+from tests.helpers.capbuild import TSHARK, Conv, ether, ipv4, ipv6, pcap_bytes, pcap_jsonl, real_chunks, \
     records, tshark_fields
 CLIENT, SERVER = ("127.0.0.1", 40000), ("127.0.0.1", 443)
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from capbuild import (
+from tests.helpers.capbuild import (
     Conv,
     collect,
     ether,
@@ -355,7 +355,7 @@ def test_udp_can_be_turned_off() -> None:
 
 def test_tcp_over_every_link_type_in_one_pcapng() -> None:
     """Same connection, each packet arriving through another encapsulation."""
-    from capbuild import Pcapng
+    from tests.helpers.capbuild import Pcapng
     c = Conv(client=V4[0:1] + (50000,), server=(V4[1], 443))  # type: ignore[arg-type]
     pkts = c.handshake() + [c.c(b"one-"), c.c(b"two-"), c.c(b"three-"), c.c(b"four-"),
                             c.c(b"five")]
@@ -398,7 +398,7 @@ LINK_TYPES = [0, 1, 9, 12, 14, 50, 101, 104, 105, 107, 108, 109, 113, 127, 149, 
 @given(frames=st.lists(st.tuples(st.sampled_from(LINK_TYPES), st.binary(max_size=120)),
                        min_size=1, max_size=6))
 def test_random_frames_never_raise(frames: list[tuple[int, bytes]]) -> None:
-    from capbuild import Pcapng
+    from tests.helpers.capbuild import Pcapng
     ng = Pcapng().shb()
     for lt, _ in frames:
         ng.idb(lt)

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from capbuild import dtls_server_hello, ether, ipv4, pcap_bytes, udp
+from tests.helpers.capbuild import dtls_server_hello, ether, ipv4, pcap_bytes, udp
 
 TSHARK = shutil.which("tshark")
 CLIENT, SERVER = ("10.0.0.5", 50123), ("10.0.0.6", 4433)

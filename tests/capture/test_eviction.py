@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from capbuild import Conv, ether, pcap_bytes, streams
+from tests.helpers.capbuild import Conv, ether, pcap_bytes, streams
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

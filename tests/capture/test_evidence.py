@@ -12,7 +12,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from capbuild import Conv, OpenVpn, ether, ipv4, pcap_bytes, real_chunks, tcp_framed, udp
+from tests.helpers.capbuild import Conv, OpenVpn, ether, ipv4, pcap_bytes, real_chunks, tcp_framed, udp
 
 from tlsprobe.offline.openvpn_channel import answers
 

@@ -12,7 +12,7 @@ import io
 from pathlib import Path
 
 import pytest
-from capbuild import Conv, Pcapng, collect, ether, pcap_bytes
+from tests.helpers.capbuild import Conv, Pcapng, collect, ether, pcap_bytes
 
 from tlsprobe.capture import read_packets
 

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from capbuild import (TSHARK, Conv, OpenVpn, dtls_client_hello, ether, ipv4, pcap_bytes,
+from tests.helpers.capbuild import (TSHARK, Conv, OpenVpn, dtls_client_hello, ether, ipv4, pcap_bytes,
                       pcap_jsonl, real_chunks, tcp_framed, tshark_fields, udp)
 CLIENT, SERVER = ("127.0.0.1", 40000), ("127.0.0.1", 1194)
 ALL = [">>> ClientHello", "<<< ServerHello", "<<< Certificate", "<<< ServerKeyExchange",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from capbuild import Conv, Pcapng, ether, ipv4, pcap_bytes, real_chunks
+from tests.helpers.capbuild import Conv, Pcapng, ether, ipv4, pcap_bytes, real_chunks
 
 
 def replay(conv: Conv) -> list[bytes]:
@@ -115,7 +115,7 @@ def test_network_monitor_metadata_records_are_not_losses(run_cli, tmp_path: Path
     """Network Monitor's own records (network types 0xFFE0-0xFFFF: process and network
     information, filters) carry no traffic: skipped without a note; an unknown network
     type with traffic is a loss."""
-    from capbuild import netmon_bytes
+    from tests.helpers.capbuild import netmon_bytes
     frames = [ether(p) for p in replay(Conv())]
     meta = [(0xFFFB, b"\x00" * 30), (0xFFFF, b"\x00" * 12)]
     (tmp_path / "meta.cap").write_bytes(netmon_bytes([*frames, *meta]))

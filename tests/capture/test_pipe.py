@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from capbuild import (Conv, Pcapng, dtls_client_hello, ether, ipv4, pcap_bytes, real_chunks,
+from tests.helpers.capbuild import (Conv, Pcapng, dtls_client_hello, ether, ipv4, pcap_bytes, real_chunks,
                       udp)
 from tlsprobe.capture import (SECRETS_TLS_KEYLOG, StreamClose, StreamData, iter_stream_events,
                               read_packets)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from capbuild import TSHARK, RdpUdp, dtls_client_hello, ether, ipv4, pcap_bytes, pcap_jsonl, \
+from tests.helpers.capbuild import TSHARK, RdpUdp, dtls_client_hello, ether, ipv4, pcap_bytes, pcap_jsonl, \
     real_chunks, tshark_fields, udp
 
 from tlsprobe.offline.caches import AnalysisCaches

@@ -6,7 +6,7 @@ import io
 from itertools import pairwise
 
 import pytest
-from capbuild import Conv, collect, ether, pcap_bytes, streams
+from tests.helpers.capbuild import Conv, collect, ether, pcap_bytes, streams
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from capbuild import TSHARK, Conv, ether, pcap_bytes, pcap_jsonl, real_chunks, tshark_fields
+from tests.helpers.capbuild import TSHARK, Conv, ether, pcap_bytes, pcap_jsonl, real_chunks, tshark_fields
 
 from tlsprobe.offline.tds import TdsChannel, tds_start
 

@@ -14,9 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from servers import CertSet, _owned_by, listening_inodes
+from tests.helpers.servers import CertSet, _owned_by, listening_inodes
 
-HERE = Path(__file__).parent
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _child_env() -> dict[str, str]:
+    """The environment of a script server: this one, with the repository first on
+    PYTHONPATH (the scripts run as `python -m tests.checks.NAME`)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
+    return env
 ScriptServer = Callable[..., int]
 
 
@@ -45,10 +53,11 @@ def script_server(certs: CertSet, tmp_path: Path) -> Iterator[ScriptServer]:
         files = certs[key]
         log = tmp_path / f"{Path(script).stem}-{port}.log"
         with open(log, "wb") as out:
-            proc = subprocess.Popen([sys.executable, str(HERE / script), "--port", str(port),
-                                     "--chain-file", str(files.chain),
+            # as a module of the tests package (the scripts share tests/lab_servers/_common.py)
+            proc = subprocess.Popen([sys.executable, "-m", f"tests.checks.{Path(script).stem}",
+                                     "--port", str(port), "--chain-file", str(files.chain),
                                      "--key-file", str(files.key), *args],
-                                    stdout=out, stderr=subprocess.STDOUT,
+                                    stdout=out, stderr=subprocess.STDOUT, env=_child_env(),
                                     start_new_session=True)
         procs.append(proc)
         deadline = time.monotonic() + 30

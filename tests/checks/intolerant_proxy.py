@@ -32,7 +32,7 @@ import struct
 import threading
 from dataclasses import dataclass
 
-from faultproxy import pipe
+from tests.helpers.faultproxy import pipe
 from tlsprobe.wire.ext_decoders import is_grease
 from tlsprobe.wire.handshake import decode_handshake
 from tlsprobe.wire.hello import ClientHello

@@ -32,13 +32,10 @@ import base64
 import os
 import re
 import socket
-import sys
 import time
 from typing import Any
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "lab_servers"))
-from _common import serve_forever  # noqa: E402
+from tests.lab_servers._common import serve_forever
 
 SUITE = 0x002F                    # TLS_RSA_WITH_AES_128_CBC_SHA
 SSL2_SPECS = (0x0700C0, 0x010080, 0x020080, 0x060040)   # 3DES, RC4, RC4-EXPORT40, DES

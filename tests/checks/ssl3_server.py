@@ -8,14 +8,10 @@ implements it as the published servers did (RFC 6101 record and handshake, CBC w
 SSL 3.0 padding POODLE exploits). With --ignore-fallback-scsv it also stands for the servers
 that predate RFC 7507 (the fallback check's vulnerable side)."""
 import argparse
-import os
 import socket
-import sys
 import warnings
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "lab_servers"))
-from _common import serve_forever  # noqa: E402
+from tests.lab_servers._common import serve_forever
 
 warnings.simplefilter("ignore", DeprecationWarning)  # tlslite imports asyncore
 from tlslite.api import HandshakeSettings, TLSConnection, X509CertChain, parsePEMKey  # noqa: E402

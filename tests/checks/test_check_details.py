@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from servers import Server
+from tests.helpers.servers import Server
 from tlsprobe.commands.scan import parse_checks
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.check_catalog import ACTIVE
@@ -184,7 +184,7 @@ def test_http_details(server_cache: ServerFactory) -> None:
 def test_tolerance_details_name_each_variant(server_cache: ServerFactory) -> None:
     """Through a proxy that resets hellos over 1500 bytes: the 600-byte variant answered,
     the 1800-byte one reset and the refusal confirmed."""
-    from intolerant_proxy import IntolerantProxy
+    from tests.checks.intolerant_proxy import IntolerantProxy
     srv = server_cache("openssl", proto="both")
     proxy = IntolerantProxy((srv.host, srv.port), "max_hello=1500")
     try:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from servers import Server
+from tests.helpers.servers import Server
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes.audit.run import AuditOptions, run_audit

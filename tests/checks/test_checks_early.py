@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from servers import Server
+from tests.helpers.servers import Server
 from tlsprobe.engine.config import ClientConfig, build_client_hello
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.checks import CheckResult, Verdict

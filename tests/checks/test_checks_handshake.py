@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from faultproxy import RESET, FaultProxy, nth_matching
-from servers import Server
+from tests.helpers.faultproxy import RESET, FaultProxy, nth_matching
+from tests.helpers.servers import Server
 from tlsprobe.commands.scan import parse_checks
 from tlsprobe.engine import extcheck
 from tlsprobe.engine.config import ClientConfig, build_client_hello

@@ -14,7 +14,7 @@ import pytest
 from tlsprobe.probes.checks.catalog import ALIASES
 
 #: what each implementation is known to do that a check calls vulnerable (or not tolerated);
-#: besides, the test PKI's leaves (tests/servers.py make_certs) are valid for more than 398
+#: besides, the test PKI's leaves (tests/helpers/servers.py make_certs) are valid for more than 398
 #: days, which cert_lifetime rightly reports on every one of them
 EXPECTED_PROBLEMS = {"gnutls": {"client_renegotiation"},
                      "tlslite": {"sweet32"}}     # tlslite-ng still enables 3DES by default
@@ -27,7 +27,7 @@ EXPECTED_OPEN: dict[str, dict[str, str]] = {}
 @pytest.mark.parametrize("impl", ["openssl", "gnutls", "nginx", "pyopenssl", "tlslite"])
 def test_default_scan_gives_every_check_a_verdict(impl: str, server_cache: Callable[..., Any],
                                                   run_cli: Callable[..., Any]) -> None:
-    from servers import missing_reason, peer_unavailable
+    from tests.helpers.servers import missing_reason, peer_unavailable
     reason = missing_reason(impl)
     if reason:
         peer_unavailable(reason)

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from faultproxy import RESET, FaultProxy, nth_matching
-from servers import Server
+from tests.helpers.faultproxy import RESET, FaultProxy, nth_matching
+from tests.helpers.servers import Server
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.checks import Verdict
 from tlsprobe.net.tcp import Target

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import pytest
 
-from test_checks_derived import (ANON, DES3, DHE12, EXP_DHE, EXP_RSA, GOOD12, NULL13, RC4,
+from tests.checks.test_checks_derived import (ANON, DES3, DHE12, EXP_DHE, EXP_RSA, GOOD12, NULL13, RC4,
                                  TLS10, TLS12, TLS13, fixed, report)
 from tlsprobe import registry
 from tlsprobe.commands.scan import parse_checks

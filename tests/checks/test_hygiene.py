@@ -39,8 +39,8 @@ from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509 import ocsp
 from cryptography.x509.oid import NameOID
 
-from lab_servers.builders import binary_path
-from servers import CertSet, Server, listening_inodes
+from tests.lab_servers.builders import binary_path
+from tests.helpers.servers import CertSet, Server, listening_inodes
 from tlsprobe.commands.scan import parse_checks
 from tlsprobe.engine.client import ClientHandshake
 from tlsprobe.engine.config import TLS13, ClientConfig, Resumption

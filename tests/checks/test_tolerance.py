@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from faultproxy import RESET, FaultProxy, every, nth_matching
-from intolerant_proxy import IntolerantProxy
-from servers import Server
+from tests.helpers.faultproxy import RESET, FaultProxy, every, nth_matching
+from tests.checks.intolerant_proxy import IntolerantProxy
+from tests.helpers.servers import Server
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.tcp import Target
@@ -196,7 +196,7 @@ def test_ssl3_only_server_is_not_applicable(script_server: Callable[..., int]) -
 
 @pytest.mark.needs_impl("openssl")
 def test_a_flaky_path_gives_no_intolerance(server_cache: ServerFactory) -> None:
-    """A path that resets every third connection (tests/faultproxy.py) in front of a server
+    """A path that resets every third connection (tests/helpers/faultproxy.py) in front of a server
     that tolerates everything: the resets fall on the tolerance checks' hellos too, and
     with the checks' connections in step the same check's hello was reset on every try
     ("split_segment: not tolerated", "grease: not tolerated" before). The audit's own

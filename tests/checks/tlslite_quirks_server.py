@@ -27,12 +27,9 @@ side of the downgrade-sentinel and ROBOT checks (no installable server has them)
 import argparse
 import os
 import socket
-import sys
 import warnings
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "lab_servers"))
-from _common import serve_forever  # noqa: E402
+from tests.lab_servers._common import serve_forever
 
 warnings.simplefilter("ignore", DeprecationWarning)  # tlslite imports asyncore
 from tlslite import keyexchange, tlsconnection  # noqa: E402

@@ -34,13 +34,10 @@ import os
 import socket
 import ssl
 import struct
-import sys
 import time
 import warnings
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "lab_servers"))
-from _common import serve_forever  # noqa: E402
+from tests.lab_servers._common import serve_forever
 
 warnings.simplefilter("ignore", DeprecationWarning)  # tlslite imports asyncore
 from tlslite.messages import ClientHello  # noqa: E402

@@ -15,12 +15,9 @@ random session_id ... server has to echo the session_ID back") is where the padd
 import argparse
 import os
 import socket
-import sys
 import warnings
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "lab_servers"))
-from _common import serve_forever  # noqa: E402
+from tests.lab_servers._common import serve_forever
 
 warnings.simplefilter("ignore", DeprecationWarning)  # tlslite imports asyncore
 from tlslite.api import HandshakeSettings, TLSConnection, X509CertChain, parsePEMKey  # noqa: E402

@@ -2,7 +2,7 @@
 
 Three ways to get a session: Python's ssl module on both ends through memory BIOs (system
 OpenSSL), pyOpenSSL on both ends (the OpenSSL inside `cryptography`, which can pick TLS 1.3
-suites; run in the lab environment, tests/lab_env.py), and Python's ssl client against an
+suites; run in the lab environment, tests/helpers/lab_env.py), and Python's ssl client against an
 `openssl s_server` process on 127.0.0.1. In all of them the client writes a key log, and the
 test decrypts the recorded bytes with tlsprobe's engine alone.
 """
@@ -158,7 +158,7 @@ def pyopenssl_pair(creds: Credentials, suite_name: str, tls12: bool = False) -> 
     """One chosen suite between two pyOpenSSL memory-BIO connections: a TLS 1.3 suite
     name, or with `tls12` an OpenSSL TLS 1.2 cipher name. Runs in the lab environment
     (tests/lab_servers/pyopenssl_pair.py; pyOpenSSL is not in the test environment)."""
-    import lab_env
+    from tests.helpers import lab_env
 
     spec = {"client_payload": CLIENT_PAYLOAD.hex(), "server_payload": SERVER_PAYLOAD.hex(),
             "exporter": [EXPORTER_ARGS[0].hex(), EXPORTER_ARGS[1].hex(), EXPORTER_ARGS[2]]}

@@ -3,7 +3,7 @@ against RFC 8448 section 3 and an HKDF written here from RFC 8446 7.1-7.2."""
 
 from __future__ import annotations
 
-import engine_rfc8448 as v
+from tests.engine import engine_rfc8448 as v
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
 

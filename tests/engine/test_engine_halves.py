@@ -7,7 +7,7 @@ Finished out; a tampered server Finished gives a refusal and nothing to send.
 
 from __future__ import annotations
 
-import engine_rfc8448 as v
+from tests.engine import engine_rfc8448 as v
 
 from tlsprobe.engine.common import DECRYPT_ERROR, UNEXPECTED_MESSAGE
 from tlsprobe.engine.keyschedule import Transcript

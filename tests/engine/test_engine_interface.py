@@ -15,7 +15,7 @@ import ast
 import functools
 from pathlib import Path
 
-import engine_rfc8448 as v
+from tests.engine import engine_rfc8448 as v
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 

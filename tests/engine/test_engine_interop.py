@@ -14,7 +14,7 @@ import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import engine_peers as peers
+from tests.engine import engine_peers as peers
 import pytest
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 

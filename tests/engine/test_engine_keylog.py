@@ -7,7 +7,7 @@ import os
 import stat
 from pathlib import Path
 
-import engine_rfc8448 as v
+from tests.engine import engine_rfc8448 as v
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-import engine_rfc8448 as v
+from tests.engine import engine_rfc8448 as v
 import pytest
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric.x25519 import (

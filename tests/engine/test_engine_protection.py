@@ -8,7 +8,7 @@ import hashlib
 import hmac
 import os
 
-import engine_rfc8448 as v
+from tests.engine import engine_rfc8448 as v
 import pytest
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305

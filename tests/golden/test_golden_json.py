@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+#: the folder beside the command (its name is in the file column of the goldens)
+CORPUS_DIR = "shared"
 
 #: (folder, file, key log or None): every kind of handshake the lab records, and the
 #: corpus' TLS 1.3 (RFC 8446 example, decrypted), TLS 1.2 and DTLS captures
@@ -41,7 +43,7 @@ def test_pcap_json_of_the_repository_captures(golden, run_cli, tmp_path: Path) -
 def test_pcap_json_of_the_shared_corpus(golden, run_cli, captures_dir: Path,
                                          tmp_path: Path) -> None:
     source = captures_dir / "wireshark" / "test-captures"
-    shutil.copytree(source, tmp_path / "shared")
+    shutil.copytree(source, tmp_path / CORPUS_DIR)
     for name, keys in SHARED:
         args = ["--keylog", f"shared/{keys}"] if keys else []
         golden.json(f"shared_{name.removesuffix('.pcap')}.json",

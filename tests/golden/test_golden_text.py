@@ -30,6 +30,8 @@ from tlsprobe.report.tables import render_probe
 from tlsprobe.report.timing_tables import render_timing
 
 REPO = Path(__file__).resolve().parents[2]
+#: the folder beside the command (its name is in the file column of the goldens)
+CORPUS_DIR = "shared"
 CAPTURES = REPO / "captures"
 V, G, S = Codepoint.version, Codepoint.group, Codepoint.sigscheme
 
@@ -347,8 +349,8 @@ def test_pcap_details_of_the_shared_corpus(golden, run_cli, captures_dir: Path,
                                            tmp_path: Path) -> None:
     parts = []
     for name in CORPUS:
-        (tmp_path / "shared" / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(captures_dir / name, tmp_path / "shared" / name)
+        (tmp_path / CORPUS_DIR / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(captures_dir / name, tmp_path / CORPUS_DIR / name)
         code, out, err = run_cli("pcap", f"shared/{name}", "--details")
         parts.append(f"--- {name}: exit {code}\n{out}{err}")
     code, out, err = run_cli("pcap", *[f"shared/{name}" for name in CORPUS])

@@ -187,6 +187,10 @@ class Listener:
     log: list[str] = field(default_factory=list)
     connections: int = 0
     spans: list[tuple[float, float]] = field(default_factory=list)  # (accepted, ended)
+    #: bytes each ended connection's script sent, in the order of `spans`: a trickle's
+    #: count bounds how long the client stayed (at most one byte per interval, however busy
+    #: the machine: load only lowers it), where a span measured on the clock would not
+    sent: list[int] = field(default_factory=list)
     accepted: list[float] = field(default_factory=list)  # accept times, in order
     #: connections being served (their sockets), and the most that were open at once
     serving: set[Any] = field(default_factory=set)
@@ -257,6 +261,7 @@ class HostileServer:
                 listener.log.append(f"SCRIPT ERROR: {exc!r}")
             finally:
                 listener.spans.append((conn.started, time.monotonic()))
+                listener.sent.append(conn.sent)
                 listener.serving.discard(sock)
                 if not writer.is_closing():
                     writer.close()

@@ -1,7 +1,7 @@
 """Argument parsing, connection log and accept loop shared by the Python test servers.
 
 No TLS library is imported here: the pyOpenSSL and Python ssl servers must see their
-OPENSSL_CONF (set by tests/servers.py in the environment) before OpenSSL initialises.
+OPENSSL_CONF (set by tests/helpers/servers.py in the environment) before OpenSSL initialises.
 """
 from __future__ import annotations
 

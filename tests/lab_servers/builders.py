@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab_servers.certs import DH_NAMES, CertSet, write_dhparam
+from tests.lab_servers.certs import DH_NAMES, CertSet, write_dhparam
 
 HERE = Path(__file__).resolve().parent
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -110,7 +110,7 @@ def binary_path(impl: str) -> str | None:
     if impl == "pyssl":
         return SYSTEM_PYTHON if os.access(SYSTEM_PYTHON, os.X_OK) else None
     if impl == "pyopenssl":  # in the lab environment, apart from the tests' (lab_env.py)
-        import lab_env
+        from tests.helpers import lab_env
         return lab_env.lab_python()
     return sys.executable if importlib.util.find_spec("tlslite") is not None else None
 

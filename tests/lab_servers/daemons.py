@@ -18,10 +18,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab_servers.certs import CertSet
+from tests.lab_servers.certs import CertSet
 
-# servers.py is importable as a top-level module (tests/ is on sys.path, see conftest.py)
-from servers import _free_port, _stop_group, holds_socket, listening_inodes  # noqa: E402
+from tests.helpers.servers import _free_port, _stop_group, holds_socket, listening_inodes
 
 
 class DaemonUnavailable(RuntimeError):
@@ -147,7 +146,7 @@ def start_daemon(name: str, workdir: Path, certs: CertSet,
     free ports too) is retried on new ports, in a fresh subfolder."""
     if name not in DAEMONS:
         raise ValueError(f"unknown daemon {name!r} (known: {', '.join(DAEMONS)})")
-    module = importlib.import_module(f"lab_servers.{DAEMONS[name]}")
+    module = importlib.import_module(f"tests.lab_servers.{DAEMONS[name]}")
     recipe: Recipe = module.RECIPES[name]
     taken = ""
     for attempt in range(3):

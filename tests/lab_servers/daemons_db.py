@@ -9,8 +9,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from lab_servers.certs import CertSet
-from lab_servers.daemons import (Launch, Recipe, copy_identity, free_ports, hand_to,
+from tests.lab_servers.certs import CertSet
+from tests.lab_servers.daemons import (Launch, Recipe, copy_identity, free_ports, hand_to,
                                  openssl_groups_env, require)
 
 PG_BIN = "/usr/lib/postgresql/15/bin"

@@ -12,8 +12,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from lab_servers.certs import CertSet
-from lab_servers.daemons import (Launch, Recipe, copy_identity, free_ports, hand_to,
+from tests.lab_servers.certs import CertSet
+from tests.lab_servers.daemons import (Launch, Recipe, copy_identity, free_ports, hand_to,
                                  require)
 
 

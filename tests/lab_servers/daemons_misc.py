@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from lab_servers.certs import CertSet
-from lab_servers.daemons import (Launch, Recipe, copy_identity, free_ports, hand_to, require,
+from tests.lab_servers.certs import CertSet
+from tests.lab_servers.daemons import (Launch, Recipe, copy_identity, free_ports, hand_to, require,
                                  traversable)
 
 

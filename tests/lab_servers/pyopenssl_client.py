@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """One pyOpenSSL client handshake (the OpenSSL bundled with the lab environment's
-`cryptography`), for tests/test_servers.py: verifies the chain against --ca, then prints one
+`cryptography`), for tests/project/test_servers.py: verifies the chain against --ca, then prints one
 JSON object: version, cipher, group, the peer chain (PEM) and the raw ServerKeyExchange
-(hex, if any). Runs in the lab environment (tests/lab_env.py), never in the test one."""
+(hex, if any). Runs in the lab environment (tests/helpers/lab_env.py), never in the test one."""
 import argparse
 import json
 import socket

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """One chosen suite between two pyOpenSSL memory-BIO connections (the OpenSSL bundled with
 the lab environment's `cryptography`, which can pick TLS 1.3 suites), for
-tests/engine/engine_peers.py. Runs in the lab environment (tests/lab_env.py).
+tests/engine/engine_peers.py. Runs in the lab environment (tests/helpers/lab_env.py).
 
 Arguments: CERT KEY SUITE [--tls12] (a TLS 1.3 suite name, or with --tls12 an OpenSSL TLS
 1.2 cipher name). stdin: JSON {client_payload, server_payload, exporter: [label, context,

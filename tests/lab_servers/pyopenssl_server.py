@@ -1,15 +1,13 @@
 #!/usr/bin/env python3
 """pyOpenSSL TLS test server on the OpenSSL bundled with `cryptography` (post-quantum groups).
 
-Groups come from the OPENSSL_CONF file that tests/servers.py puts in the environment
+Groups come from the OPENSSL_CONF file that tests/helpers/servers.py puts in the environment
 (`Groups =` in system_default): pyOpenSSL has no set_groups call, so the config has to be
 in place before OpenSSL is imported and initialised.
 """
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import ConnLog, http_reply, parse_args, serve_forever  # noqa: E402
+from _common import ConnLog, http_reply, parse_args, serve_forever  # runs as a script: its folder is on the path
 
 from OpenSSL import SSL  # noqa: E402  (after OPENSSL_CONF is in the environment)
 from OpenSSL._util import ffi, lib  # noqa: E402

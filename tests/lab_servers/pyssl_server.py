@@ -1,16 +1,14 @@
 #!/usr/bin/python3
 """Python standard-library ssl TLS test server (the system OpenSSL, 3.0 on Debian 12).
 
-Groups and TLS 1.3 suites come from the OPENSSL_CONF file that tests/servers.py puts in the
+Groups and TLS 1.3 suites come from the OPENSSL_CONF file that tests/helpers/servers.py puts in the
 environment (`Groups =` / `Ciphersuites =`): the ssl module has no call for either.
 Note that OpenSSL silently skips group names it does not know in that line.
 """
 import os
 import ssl
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import ConnLog, http_reply, parse_args, serve_forever  # noqa: E402
+from _common import ConnLog, http_reply, parse_args, serve_forever  # runs as a script: its folder is on the path
 
 args = parse_args(__doc__ or "")
 VERSION = {"tls1_0": ssl.TLSVersion.TLSv1, "tls1_1": ssl.TLSVersion.TLSv1_1,

@@ -7,12 +7,9 @@ exchange names as "kx:ecdhe_rsa,dhe_rsa,rsa". --dhparam sets the TLS 1.2 DHE gro
 the client lists no RFC 7919 group (those are negotiated from --groups).
 The server-side group is only known for TLS 1.3 (tlslite does not record it for 1.2).
 """
-import os
-import sys
 import warnings
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import ConnLog, http_reply, parse_args, serve_forever  # noqa: E402
+from _common import ConnLog, http_reply, parse_args, serve_forever  # runs as a script: its folder is on the path
 
 warnings.simplefilter("ignore", DeprecationWarning)  # tlslite imports asyncore
 from tlslite.api import HandshakeSettings, TLSConnection, X509CertChain, parsePEMKey  # noqa: E402

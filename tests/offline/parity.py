@@ -9,7 +9,7 @@ default settings saw no ServerHello but may have missed one (tshark_ooo.py). Kno
 disagreements are listed in docs/PCAP_PARITY.md with the reason; the test checks that the
 observed ones are exactly those.
 
-Run as a script for the per-field agreement table:  python3 tests/offline/parity.py
+Run as a module for the per-field agreement table:  python3 -m tests.offline.parity
 """
 
 from __future__ import annotations
@@ -26,16 +26,13 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-if str(REPO / "tests") not in sys.path:
-    sys.path.insert(0, str(REPO / "tests"))
 
 from tlsprobe.capture import CaptureError
 from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
 from tlsprobe.model.capture import ConnectionReport
 
-from offline import tshark_ooo
+from tests.helpers.shared_data import CAPTURES_ENV, captures_dir, required
+from tests.offline import tshark_ooo
 
 FIELDS = ("version", "cipher_suite", "group", "cipher_suites", "extensions",
           "supported_groups", "key_share_groups", "signature_algorithms",
@@ -47,7 +44,7 @@ _ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|\s*([0-9, ]+)\s*\|\s*([a-z0-9_, ]+)\s*\|
 
 
 def corpus_dir() -> Path:
-    return Path(os.environ.get("TLSPROBE_CAPTURES", REPO.parent / "shared" / "captures"))
+    return required(captures_dir(), "captures corpus", CAPTURES_ENV)
 
 
 def _hexes(values: Any) -> list[str] | None:

@@ -10,7 +10,6 @@ protected as RFC 9001 5.3/5.4 say (AES-128-GCM, then AES-ECB header protection o
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import NamedTuple
 
@@ -22,8 +21,7 @@ from tlsprobe.engine.keyschedule import hkdf_expand_label, hkdf_extract
 from tlsprobe.wire import ClientHello, frame
 from tlsprobe.wire.extensions import Extension
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "capture"))
-from capbuild import ether, ipv4, pcap_bytes, udp  # noqa: E402
+from tests.helpers.capbuild import ether, ipv4, pcap_bytes, udp
 
 V1, V2 = 0x00000001, 0x6B3343CF
 Q050, T050, T051 = 0x51303530, 0x54303530, 0x54303531

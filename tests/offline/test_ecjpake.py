@@ -7,16 +7,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-from hostile import tls as H
+from tests.hostile import tls as H
 from tlsprobe.engine.config import ClientConfig, build_client_hello
 from tlsprobe.offline.analyzer import analyze
 from tlsprobe.wire import frame
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "capture"))
-from capbuild import Conv, ether, pcap_bytes  # noqa: E402
+from tests.helpers.capbuild import Conv, ether, pcap_bytes
 
 TSHARK = shutil.which("tshark")
 

@@ -1,7 +1,7 @@
 """Which protected TLS 1.3 record a capture without keys takes for a client's alert
 (offline.facts.Facts.first_protected): only the client's first one after the ServerHello,
 of the suite's AEAD tag + 3 bytes, and only when nothing else could be in flight or lost
-before it. Recorded captures cover the whole path (tests/test_pcap_cli.py); these are the
+before it. Recorded captures cover the whole path (tests/offline/test_pcap_cli.py); these are the
 rule's edges."""
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from shared_data import shared_missing
+from tests.helpers.shared_data import shared_missing
 
-from offline.helpers import CAPTURES
+from tests.helpers.own_captures import CAPTURES
 from tlsprobe.capture import CaptureError, CaptureStream
 from tlsprobe.engine.keylog import load_keylog
 from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from offline.helpers import CAPTURES
+from tests.helpers.own_captures import CAPTURES
 from tlsprobe.offline import build
 from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
 from tlsprobe.report.trace import TraceFormatter

@@ -8,19 +8,17 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hostile import tls as H
+from tests.hostile import tls as H
 from tlsprobe.offline.analyzer import analyze
 from tlsprobe.offline.quic import InitialKeys, initial_packets, version_salt
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import quicbuild as Q  # noqa: E402
+from tests.offline import quicbuild as Q
 
 TSHARK = shutil.which("tshark")
 GOOGLE = (Q.Q050, Q.T050, Q.T051)

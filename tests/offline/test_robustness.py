@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from offline.helpers import CAPTURES
+from tests.helpers.own_captures import CAPTURES
 from tlsprobe.capture import CaptureError
 from tlsprobe.engine.keylog import load_keylog
 from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis

@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from capture.capbuild import Conv, ether, pcap_bytes
+from tests.helpers.capbuild import Conv, ether, pcap_bytes
 
-from offline.helpers import chunks
+from tests.helpers.own_captures import chunks
 from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
 from tlsprobe.model.capture import ConnectionReport
 from tlsprobe.report.trace import TraceFormatter

@@ -2,7 +2,7 @@
 v1 server (tests/lab_servers/quic_server.py, a process of its own) on 127.0.0.1 and a free
 UDP port, with the session's ECDSA certificate, once per configuration (a fixed stateless
 reset token on request); all are stopped by PID at the end. aioquic runs in the lab
-environment (tests/lab_env.py: it needs pyOpenSSL, which the test environment must not
+environment (tests/helpers/lab_env.py: it needs pyOpenSSL, which the test environment must not
 have); without it, servers.peer_unavailable (a failure under CI).
 `ngtcp2_server(groups=..., validate=...)` does the same with ngtcp2's GnuTLS server
 (`gtlsserver` from Debian's ngtcp2-server; groups as GnuTLS priority items), which sends a
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-import lab_env
-from servers import CertSet, _owned_by, peer_unavailable
+from tests.helpers import lab_env
+from tests.helpers.servers import CertSet, _owned_by, peer_unavailable
 
 SERVER = Path(__file__).resolve().parent.parent / "lab_servers" / "quic_server.py"
 START_WAIT = 30.0

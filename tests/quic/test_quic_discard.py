@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from test_quic_loss import Relay, relay  # noqa: F401  (the relay fixture, shared)
+from tests.quic.test_quic_loss import Relay, relay  # noqa: F401  (the relay fixture, shared)
 
 from tlsprobe.net import quic_wire as w
 

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from lab_servers.daemons import (Daemon, DaemonFactory, DaemonStartError, DaemonUnavailable,
+from tests.lab_servers.daemons import (Daemon, DaemonFactory, DaemonStartError, DaemonUnavailable,
                                  start_daemon)
-from servers import CertSet, peer_unavailable
+from tests.helpers.servers import CertSet, peer_unavailable
 
 
 @pytest.fixture(scope="session")

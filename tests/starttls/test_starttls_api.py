@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from lab_servers.daemons import DaemonFactory
+from tests.lab_servers.daemons import DaemonFactory
 
 import tlsprobe
 from tlsprobe.errors import UsageError

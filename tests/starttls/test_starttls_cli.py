@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from lab_servers.daemons import DaemonFactory
+from tests.lab_servers.daemons import DaemonFactory
 
 Cli = Callable[..., Any]
 

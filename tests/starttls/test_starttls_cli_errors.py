@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from lab_servers.daemons import DaemonFactory
+from tests.lab_servers.daemons import DaemonFactory
 
 from tlsprobe.commands.starttls_option import spec_for
 from tlsprobe.errors import UsageError

@@ -5,13 +5,10 @@ is fed whole, byte by byte and line by line."""
 from __future__ import annotations
 
 import struct
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dialogue import (MODES, SERVER_HEAD, TLS_FEATURE, XMPP_HEAD, ldap_response,  # noqa: E402
+from tests.starttls.dialogue import (MODES, SERVER_HEAD, TLS_FEATURE, XMPP_HEAD, ldap_response,
                       mysql_error, mysql_greeting, pg_error, play)
 
 from tlsprobe.errors import FailureKind, exit_code_for  # noqa: E402

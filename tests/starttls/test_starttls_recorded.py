@@ -3,14 +3,11 @@ machine whole, byte by byte and line by line: the client's side must match the r
 byte for byte, and each ends ready for TLS or with the failure the daemon's set-up implies."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import recorded  # noqa: E402
-from dialogue import MODES, play  # noqa: E402
+from tests.starttls import recorded
+from tests.starttls.dialogue import MODES, play
 
 from tlsprobe.errors import FailureKind  # noqa: E402
 from tlsprobe.net.starttls import Problem, Status  # noqa: E402

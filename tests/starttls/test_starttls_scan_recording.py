@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lab_servers.daemons import DaemonFactory
+from tests.lab_servers.daemons import DaemonFactory
 
 Cli = Callable[..., Any]
 HEADER = re.compile(r"^=== (\S+) (.+), connection (\d+) ===$", re.M)

@@ -14,7 +14,7 @@ import pytest
 
 from tlsprobe.errors import FailureKind
 from tlsprobe.net.starttls import Problem, StartTlsError, run_preamble
-from servers import CertSet
+from tests.helpers.servers import CertSet
 
 Script = list[tuple[bytes | None, bytes]]   # (line the server expects or None, its answer)
 

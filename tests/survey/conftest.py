@@ -2,7 +2,7 @@
 (127.0.0.1-127.0.0.3, two ports on some, known group configurations), one refused port, and
 one Dask LocalCluster (two worker processes) per module.
 
-tests/servers.py binds only 127.0.0.1 / ::1; a survey shards by address, so the lab starts
+tests/helpers/servers.py binds only 127.0.0.1 / ::1; a survey shards by address, so the lab starts
 the same lab servers (lab_servers.builders) on other 127.0.0.x loopback addresses here."""
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from lab_servers.builders import ServerConfig, build_command
-from servers import CertSet, Server, ServerStartError, _wait_listen, missing_reason, \
+from tests.lab_servers.builders import ServerConfig, build_command
+from tests.helpers.servers import CertSet, Server, ServerStartError, _wait_listen, missing_reason, \
     peer_unavailable
 
 

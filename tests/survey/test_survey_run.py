@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from farm import EXPECTED, Farm, FarmTarget
+from tests.survey.farm import EXPECTED, Farm, FarmTarget
 
 pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow not installed "
                          "(pip install '.[cluster]')")

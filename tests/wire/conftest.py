@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lab_servers.certs import write_dhparam
+from tests.lab_servers.certs import write_dhparam
 
 from tlsprobe.registry import cipher_suite, parse_suite
 from tlsprobe.wire import ParseContext

@@ -7,7 +7,7 @@ first hole of each direction; bytes before the TLS (STARTTLS, proxy and database
 are skipped by finding the hello's random, which the truth gives. A stream that still
 cannot be checked must be listed in NOT_CHECKABLE with its reason: a new one fails the
 test, and so does a listed one that becomes checkable. Captures without TLS over TCP
-(QUIC, DTLS, EAP-TLS) are checked by tests/offline and tests/test_pcap_corpus.py.
+(QUIC, DTLS, EAP-TLS) are checked by tests/offline and tests/offline/test_pcap_corpus.py.
 """
 
 from __future__ import annotations
@@ -15,12 +15,11 @@ from __future__ import annotations
 import csv
 import ipaddress
 import json
-import os
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from shared_data import shared_missing
+from tests.helpers.shared_data import captures_dir, shared_missing
 
 from tlsprobe.capture import StreamData, StreamGap, StreamOpen, iter_stream_events
 from tlsprobe.registry import cipher_suite
@@ -40,7 +39,7 @@ from tlsprobe.wire import (
 from .helpers import check_annotations
 
 _REPO = Path(__file__).resolve().parents[2]
-CAPTURES = Path(os.environ.get("TLSPROBE_CAPTURES") or _REPO.parent / "shared" / "captures")
+CAPTURES = captures_dir()
 MAX_SIZE = 250_000  # the small files: ~120 captures, a few seconds
 _OPENVPN = "TLS inside OpenVPN control packets: the TCP bytes are not a TLS stream"
 # (file, tshark tcp.stream) -> why its handshake cannot be checked from the bytes before

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from offline.helpers import all_hellos
+from tests.helpers.own_captures import all_hellos
 from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.handshake import decode_handshake
 from tlsprobe.wire.hello_info import client_hello_info, server_hello_info

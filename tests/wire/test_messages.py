@@ -12,7 +12,7 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, padding
-from lab_servers.certs import dh_numbers
+from tests.lab_servers.certs import dh_numbers
 
 from tlsprobe.registry import hash_for_suite, sigscheme_label
 from tlsprobe.wire import (

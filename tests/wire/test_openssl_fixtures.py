@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from cryptography import x509
 from cryptography.x509 import ocsp
-from lab_servers.certs import dh_numbers
+from tests.lab_servers.certs import dh_numbers
 
 from tlsprobe.registry import cipher_suite, hash_for_suite, parse_suite
 from tlsprobe.wire import (

@@ -21,7 +21,8 @@ import html
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 
-from tlsprobe import __version__, registry
+from tlsprobe import registry
+from tlsprobe._version import __version__
 from tlsprobe.model.audit import AuditReport, GroupAudit, SigalgAudit, SuiteAudit
 from tlsprobe.model.checks import CATEGORIES, CheckResult
 from tlsprobe.report.escape import shown

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import cryptography
 from cryptography.hazmat.backends.openssl import backend
 
-from tlsprobe import __version__
+from tlsprobe._version import __version__
 from tlsprobe.speed import openssl as openssl_compare
 from tlsprobe.speed.base import DEFAULT_BLOCK_SIZES, Algorithm, Op
 from tlsprobe.speed.catalog import (

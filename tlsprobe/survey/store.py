@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tlsprobe import __version__
+from tlsprobe._version import __version__
 from tlsprobe.errors import UsageError
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.survey.rows import rows_for, schema

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tlsprobe import __version__
+from tlsprobe._version import __version__
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.errors import NetworkError
 from tlsprobe.model.checks import CheckResult, Verdict

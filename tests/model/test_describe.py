@@ -1,0 +1,66 @@
+"""model.describe: the one set of describing rules the probe summary and the pcap report
+share (offer, key exchange in s_client's words, certificates, message labels)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tlsprobe.model import describe
+from tlsprobe.offline.analyzer import CaptureAnalysis
+
+CAPTURES = Path(__file__).resolve().parents[2] / "captures"
+
+
+def test_server_temp_key_wording() -> None:
+    kx = describe.named_group_key_exchange("ECDHE", "key_share", 0x001D, 32, 32)
+    assert (kx.bits, kx.server_temp_key, kx.group.name if kx.group else None) == \
+        (253, "X25519, 253 bits", "x25519")
+    hybrid = describe.named_group_key_exchange(describe.key_share_kind(0x11EC), "key_share",
+                                               0x11EC, 1120, 1216)
+    assert hybrid.kind == "hybrid" and hybrid.bits is None
+    assert hybrid.server_temp_key == "X25519MLKEM768, 1120-byte server share"
+    assert describe.key_share_kind(0x0200) == "KEM" and describe.key_share_kind(0x0100) == "DHE"
+    dhe = describe.dhe_key_exchange((1 << 2047) + 1, "ffdhe2048", 256, 256)
+    assert (dhe.group.id if dhe.group else None, dhe.server_temp_key, dhe.dh_group_name) == \
+        (0x0100, "DH, 2048 bits", "ffdhe2048")
+    assert describe.dhe_key_exchange((1 << 1023) + 1, None, 128, None).dh_group_name == \
+        "unknown 1024-bit"
+
+
+def test_message_labels() -> None:
+    assert describe.message_label(0, 1) == ">>> ClientHello"
+    assert describe.message_label(1, 2, hrr=True) == "<<< HelloRetryRequest"
+    assert describe.message_label(1, 11, decrypted=True) == "<<< Certificate (decrypted)"
+    assert describe.message_name(0xFE) == "MessageHash"
+    assert describe.message_name(0xF0) == "UnknownHandshake(0xf0)"
+
+
+def test_certificate_info_never_raises() -> None:
+    info = describe.certificate_info(b"\x30\x03\x02\x01\x00")
+    assert info.subject.startswith("(unparsable certificate") and len(info.sha256) == 64
+
+
+def test_certificate_of_an_unknown_x509_version_is_unparsable_not_raised() -> None:
+    """cryptography raises InvalidVersion (no ValueError) for an X.509 version other than
+    1 and 3: a byte of a captured certificate is enough (found by the capture fuzz test)."""
+    from tests.hostile.tls import identity
+    der = identity().der
+    v3 = b"\xa0\x03\x02\x01\x02"
+    assert der.count(v3) == 1
+    info = describe.certificate_info(der.replace(v3, b"\xa0\x03\x02\x01\x01"))
+    assert info.subject.startswith("(unparsable certificate") and "version" in info.subject
+
+
+def test_the_pcap_report_uses_the_shared_rules() -> None:
+    """A capture of a TLS 1.2 x25519 handshake is described by the same functions a probe
+    of it would be: equal values, not look-alikes."""
+    (report, _), = list(CaptureAnalysis(str(CAPTURES / "tls12_x25519.pcap")))
+    assert report.key_exchange == describe.named_group_key_exchange(
+        "ECDHE", "server_key_exchange", 0x001D, 32, 32)
+    assert report.messages[:2] == (describe.message_label(0, 1), describe.message_label(1, 2))
+    hello = report.offer
+    assert hello is not None and hello == describe.offer(
+        tuple(v.id for v in hello.versions), tuple(c.id for c in hello.cipher_suites),
+        tuple(g.id for g in hello.groups), tuple(g.id for g in hello.key_share_groups),
+        tuple(s.id for s in hello.signature_algorithms), hello.alpn, hello.sni,
+        hello.client_hello_bytes)

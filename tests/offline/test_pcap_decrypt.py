@@ -1,0 +1,172 @@
+"""Key-log decryption of captures against what tshark reads in the same files: TLS DEFLATE
+compression (RFC 3749), 0-RTT early data (RFC 8446 4.2.10), RSA Session-ID key log lines,
+keylog warnings, whole-connection traces and handshake messages lost in a gap."""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+import pytest
+
+from tlsprobe.engine.keylog import load_keylog, parse_keylog
+from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
+from tlsprobe.report.trace import TraceFormatter
+from tlsprobe.offline.decrypt import MAX_PLAINTEXT, InflatingDeprotector
+from tlsprobe.wire.record import Record
+
+CAPTURES = Path(__file__).resolve().parents[2] / "captures"
+
+
+def read(path: Path, keys: Path | None = None, **options: object) -> tuple[list, list]:
+    keylog = load_keylog(keys) if keys is not None else None
+    analysis = CaptureAnalysis(str(path), AnalyzerOptions(
+        keylog=keylog, **options,
+        trace_formatter=TraceFormatter if options.get("trace") else None))
+    items = list(analysis)
+    assert analysis.summary is not None
+    return items, list(analysis.summary.notes)   # what the analysis could not do
+
+
+# -- 1. TLS compression ------------------------------------------------------------------
+def test_deflate_compressed_connections_decrypt(captures_dir: Path) -> None:
+    """tshark: 70 of 73 ServerHellos choose DEFLATE; the 39 connections whose suites we can
+    decrypt (all but the 5 export ones) read both Finished, with no false framing problem."""
+    base = captures_dir / "wireshark/notes/all"
+    items, _ = read(base / "dump.pcapng", base / "premaster.txt")
+    reports = [r for r, _ in items]
+    assert len(reports) == 73
+    assert sum(r.compression is not None and r.compression.id == 1 for r in reports) == 70
+    assert sum(r.compression is None for r in reports) == 3
+    complete = [r for r in reports if r.handshake_complete]
+    assert len(complete) == 68
+    assert any(r.compression.id == 1 for r in complete)
+    assert not any("framing" in p for r in reports for p in r.problems)
+    assert '"compression": {"id": 1, "hex": "0x01", "name": "DEFLATE"}' in complete[0].to_json()
+
+
+class _Plain:
+    """A deprotector whose 'decryption' is the identity (to feed chosen bytes)."""
+
+    protection = None
+
+    def decrypt(self, record: Record) -> tuple[int, bytes]:
+        return record.content_type, record.fragment
+
+
+def test_deflate_stream_spans_records_and_is_bounded() -> None:
+    comp = zlib.compressobj()
+    first = comp.compress(b"A" * 3000) + comp.flush(zlib.Z_SYNC_FLUSH)
+    second = comp.compress(b"A" * 3000) + comp.flush(zlib.Z_SYNC_FLUSH)
+    inflate = InflatingDeprotector(_Plain())  # type: ignore[arg-type]
+    assert inflate.decrypt(Record(22, 0x0303, first)) == (22, b"A" * 3000)
+    assert inflate.decrypt(Record(23, 0x0303, second)) == (23, b"A" * 3000)  # history kept
+    bomb = zlib.compressobj()
+    data = bomb.compress(bytes(1 << 20)) + bomb.flush(zlib.Z_SYNC_FLUSH)
+    with pytest.raises(ValueError, match="over 16384"):
+        InflatingDeprotector(_Plain()).decrypt(Record(23, 0x0303, data))  # type: ignore[arg-type]
+    assert MAX_PLAINTEXT == 16384
+    with pytest.raises(ValueError, match="DEFLATE"):
+        InflatingDeprotector(_Plain()).decrypt(Record(23, 0x0303, b"\xff" * 40))  # type: ignore[arg-type]
+
+
+# -- 2. 0-RTT --------------------------------------------------------------------------------
+@pytest.mark.parametrize("keys", ["tls13-rfc8446.keys", "tls13-rfc8446-noearly.keys"])
+def test_early_data(captures_dir: Path, keys: str) -> None:
+    """tshark (with the full keys): frame 8 is 0-RTT 'GET /early', frame 11 EndOfEarlyData
+    and Finished. Without the early secret the early records are skipped, not a MAC error."""
+    base = captures_dir / "wireshark/test-captures"
+    items, _ = read(base / "tls13-rfc8446.pcap", base / "keys" / keys, trace=True)
+    report, trace = items[1]
+    assert report.resumption == "psk"
+    assert report.handshake_complete is True
+    assert report.problems == ()
+    early = [line for line in trace if line.startswith(">>>") and "ApplicationData" in line]
+    if keys == "tls13-rfc8446.keys":
+        assert ">>> EndOfEarlyData (decrypted)" in report.messages
+        assert "(decrypted)" in early[0]  # the 0-RTT request, before the ServerHello
+    else:
+        assert "not decrypted" in early[0] and "not decrypted" in early[1]
+        assert "(decrypted)" in early[2]
+    assert report.messages[-1] == ">>> Finished (decrypted)" or \
+        ">>> Finished (decrypted)" in report.messages
+
+
+# -- 3. --msg without keys ---------------------------------------------------------------
+def test_trace_without_keys_shows_every_record() -> None:
+    """tshark: 15 TLS records in tls12_x25519.pcap, the last two the encrypted close_notify
+    alerts (frames 12, 14). The keyless trace has the same records as the decrypted one."""
+    (plain, trace), = read(CAPTURES / "tls12_x25519.pcap", trace=True)[0]
+    (_, keyed), = read(CAPTURES / "tls12_x25519.pcap", CAPTURES / "tls12_x25519.keys",
+                       trace=True)[0]
+    headers = [line for line in trace if "RecordHeader" in line]
+    assert len(headers) == 15
+    assert len(headers) == len([line for line in keyed if "RecordHeader" in line])
+    assert [line for line in trace if "length 001a" in line and "RecordHeader" not in line] \
+        == ["<<< TLS 1.2, Alert [length 001a], encrypted (not decrypted)",
+            ">>> TLS 1.2, Alert [length 001a], encrypted (not decrypted)"]
+    assert plain.decrypted is False
+
+
+# -- 4. key logs -----------------------------------------------------------------------------
+def test_rsa_session_id_keylog(captures_dir: Path) -> None:
+    """tshark decrypts 4 Finished (2 connections) with these `RSA Session-ID:` lines."""
+    wiki = captures_dir / "wireshark/wiki"
+    keys = wiki / ("bdb819da1d262ac9226a9d9079eedb8d/"
+                   "grpc_person_search_protobuf_and_json_tls.keylog.txt")
+    log = load_keylog(keys)
+    assert len(log.session_ids) == 2 and log.bad_lines == 0
+    items, warnings = read(wiki / ("bf889abf927b7d041b34a136dce7e176/"
+                                   "grpc_person_search_protobuf_and_json_tls.pcapng"), keys)
+    assert [r.handshake_complete for r, _ in items] == [True, True]
+    assert warnings == []
+
+
+def test_session_id_line_parsing() -> None:
+    sid, master = "ab" * 32, "cd" * 48
+    log = parse_keylog(f"RSA Session-ID:{sid} Master-Key:{master}\n"
+                       f"RSA Session-ID:{sid} Master-Key:{'cd' * 47}\n"
+                       "RSA Session-ID:zz Master-Key:00\n")
+    assert log.master_secret_by_session_id(bytes.fromhex(sid)) == bytes.fromhex(master)
+    assert log.bad_lines == 2 and log.usable == 1
+    assert log.master_secret_by_session_id(b"") is None
+
+
+def test_keylog_warnings(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.keys"
+    empty.write_text("# nothing\nnot a key line\n")
+    _, warnings = read(CAPTURES / "tls12_x25519.pcap", empty)
+    assert warnings == [f"keylog {empty}: 0 usable lines (1 malformed)"]
+    other = CAPTURES / "tls13_x25519.keys"
+    items, warnings = read(CAPTURES / "tls12_x25519.pcap", other)
+    assert warnings == [f"keylog {other}: no key matched any connection"]
+    assert items[0][0].decrypted is False
+    _, warnings = read(CAPTURES / "tls12_x25519.pcap", CAPTURES / "tls12_x25519.keys")
+    assert warnings == []
+
+
+def test_keylog_and_gap_notes_do_not_make_the_file_damaged(run_cli) -> None:  # type: ignore[no-untyped-def]
+    """An intact file read with the wrong key log, or one whose capture missed handshake
+    bytes, is reported with a note line and exit 0 (7 is for damaged files)."""
+    other = CAPTURES / "tls13_x25519.keys"
+    res = run_cli("pcap", str(CAPTURES / "tls12_x25519.pcap"), "--keylog", str(other))
+    assert res.returncode == 0 and res.stderr.splitlines() == [
+        f"tlsprobe: note: {CAPTURES / 'tls12_x25519.pcap'}: keylog {other}: no key matched "
+        "any connection"]
+    res = run_cli("pcap", str(CAPTURES / "tls12_split_gap.pcap"))
+    assert res.returncode == 0 and "ServerKeyExchange not captured" in res.stderr
+
+
+# -- 5. handshake messages lost in a gap ---------------------------------------------------
+def test_server_key_exchange_lost_in_gap() -> None:
+    """tshark: 880 server bytes after the ServerHello (Certificate, ServerKeyExchange) are
+    missing from tls12_split_gap.pcap; the complete tls12_split.pcap has the SKE."""
+    items, warnings = read(CAPTURES / "tls12_split_gap.pcap")
+    report = items[0][0]
+    assert report.gap_bytes == 880
+    assert "ServerKeyExchange not captured (gap of 880 bytes)" in report.problems
+    assert report.key_exchange.source == "not_captured"   # not "none", as when resumed
+    assert warnings == ["connection #0: ServerKeyExchange not captured (gap of 880 bytes)"]
+    items, warnings = read(CAPTURES / "tls12_split.pcap")
+    assert items[0][0].key_exchange.source == "server_key_exchange"
+    assert items[0][0].problems == () and warnings == []

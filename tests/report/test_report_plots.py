@@ -1,0 +1,161 @@
+"""Charts (`speed --plot`, `timing --plot`, `probe --timing --plot`, `pcap --stats --plot`), the
+bar columns of the speed and timing tables, and `pcap --csv` (issue 17, items 2 and 3).
+
+Each chart comes from a small real run: speed with --seconds 0.01 (openssl speed's figures
+from a scripted `openssl` that prints its table layout), timing against a loopback openssl
+s_server with six handshakes per group (the fewest with a 95% interval of the median),
+pcap on the project's captures. SVG keeps text as <text> elements, so the titles, labels
+and legends are read back from the file; PNG is checked by its header.
+"""
+from __future__ import annotations
+
+import csv
+import importlib.util
+import re
+import struct
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tlsprobe.report.csv_out import cell
+from tlsprobe.report.offline_tables import COLUMNS
+from tlsprobe.report.timing_tables import bar as timing_bar
+from tlsprobe.speed.text import bar as speed_bar
+
+needs_matplotlib = pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None,
+                                      reason="matplotlib, the plot extra, is not installed "
+                                      "(pip install '.[plot]')")
+
+CAPTURES = Path(__file__).resolve().parents[2] / "captures"
+PCAPS = ("tls12_x25519.pcap", "tls13_hrr.pcap", "tls13_mlkem768.pcap", "tls13_p256.pcap")
+
+_FAKE_OPENSSL = """#!{python}
+import sys
+args = sys.argv[1:]
+if args == ["version"]:
+    print("OpenSSL 3.0.22 25 Aug 2026 (Library: OpenSSL 3.0.22 25 Aug 2026)")
+elif "ecdhx25519" in args:
+    print("                              op      op/s")
+    print(" 253 bits ecdh (X25519)   0.0000s  30000.0")
+elif "-evp" in args:
+    size = int(args[args.index("-bytes") + 1])
+    print("The 'numbers' are in 1000s of bytes per second processed.")
+    print("type             %d bytes" % size)
+    print("AES-128-GCM      %.2fk" % (size * 100.0))
+"""
+
+
+def _svg_texts(path: Path) -> list[str]:
+    """The text of every <text> element (matplotlib splits none of ours)."""
+    root = ET.parse(path).getroot()
+    return ["".join(t.itertext()) for t in root.iter("{http://www.w3.org/2000/svg}text")]
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR", data[:16]
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+def test_bars_are_proportional_and_never_empty_for_a_positive_value() -> None:
+    assert speed_bar(40000.0, 40000.0) == "█" * 20
+    assert speed_bar(20000.0, 40000.0) == "█" * 10
+    assert speed_bar(1.0, 40000.0) == "▏"        # an eighth: there, but tiny
+    assert speed_bar(None, 1.0) == speed_bar(0.0, 1.0) == "-"
+    assert timing_bar(3.0, 12.0) == "███"
+    assert timing_bar(6.5, 12.0) == "██████▌"
+
+
+def test_csv_cells_never_start_a_formula() -> None:
+    assert [cell(v) for v in ("=HYPERLINK(\"x\")", "+1", "@SUM(A1)", "-", "-2", None, 3)] == [
+        "'=HYPERLINK(\"x\")", "'+1", "'@SUM(A1)", "-", "'-2", "", "3"]
+
+
+@needs_matplotlib
+def test_speed_plot_draws_each_kind_with_openssl_beside(run_cli: Any, tmp_path: Path) -> None:
+    fake = tmp_path / "openssl"
+    fake.write_text(_FAKE_OPENSSL.format(python=sys.executable))
+    fake.chmod(0o755)
+    code, out, err = run_cli("speed", "--seconds", "0.01", "--bytes", "16,1024", "x25519",
+                             "X25519MLKEM768", "ed25519", "aes-128-gcm", "--openssl",
+                             str(fake), "--plot", "speed.svg")
+    assert code == 0, err
+    texts = _svg_texts(tmp_path / "speed.svg")
+    for title in ("Key exchange (operations per second)",
+                  "Key encapsulation, ML-KEM and hybrids (operations per second)",
+                  "Signatures (operations per second)",
+                  "AEAD encryption throughput per block size"):
+        assert title in texts
+    assert {"x25519", "x25519mlkem768", "ed25519"} <= set(texts)   # one bar group each
+    bars = [t for t in texts if re.fullmatch(r" \S+/s \w+( \(openssl speed\))?", t)]
+    assert sorted(t.split()[-1] if "openssl" not in t else "openssl" for t in bars) == sorted(
+        ["keygen", "derive", "keygen", "encaps", "decaps", "sign", "verify", "openssl"])
+    assert " 30k/s derive (openssl speed)" in texts    # the scripted openssl's figure
+    assert {"AES-128-GCM", "AES-128-GCM (openssl speed)", "block size (bytes)",
+            "MB per second"} <= set(texts)
+    # the text table ends each row with its bar
+    kex = out.split("\nKey exchange:\n", 1)[1].splitlines()
+    assert kex[0].split()[-1] == "bar:derive/s" and kex[1].endswith("█" * 20)
+
+
+def test_plot_without_matplotlib_is_one_usage_line_before_any_work(
+        run_cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)   # as if it were not installed
+    code, out, err = run_cli("speed", "--seconds", "0.01", "x25519", "--plot", "s.png")
+    assert (code, out) == (2, "")
+    assert err == "tlsprobe: error: --plot needs matplotlib: pip install matplotlib (or pip install '.[plot]' in the tlsprobe checkout)\n"
+    code, out, err = run_cli("speed", "x25519", "--plot", "s.pdf")
+    assert code == 2 and "must end in .png or .svg" in err and out == ""
+
+
+@needs_matplotlib
+@pytest.mark.needs_impl("openssl")
+def test_timing_plots_each_group_with_the_median_interval(run_cli: Any, server_cache: Any,
+                                                          tmp_path: Path) -> None:
+    srv = server_cache("openssl", groups=["X25519", "P-256"])
+    target = f"127.0.0.1:{srv.port}"
+    code, out, err = run_cli("timing", target, "--timing-runs", "6", "--timing-warmup", "0",
+                             "--timing-versions", "1.3", "--timing-groups", "x25519,secp256r1",
+                             "--plot", "timing.svg")
+    assert code == 0, err
+    texts = _svg_texts(tmp_path / "timing.svg")
+    assert (f"Handshake time per group, {target} (6 runs per group; bar: 95% confidence "
+            "interval of the median)") in texts
+    assert {"TLS 1.3 x25519 (0x001d)", "TLS 1.3 secp256r1 (0x0017)",
+            "95% CI of the median", "handshake time (ms), ClientHello to our Finished"
+            } <= set(texts)
+    rows = [line for line in out.splitlines() if re.match(r"TLS 1\.3 +\S+ \(0x", line)]
+    assert len(rows) == 2 and any("████████████" in row for row in rows)   # the slowest's bar
+    code, _, err = run_cli(target, "--timing", "--tls1_3", "--groups", "x25519",
+                           "--timing-runs", "6", "--timing-warmup", "0", "--plot", "t.png")
+    assert code == 0, err
+    width, height = _png_size(tmp_path / "t.png")
+    assert width > 600 and height > 150
+    code, _, err = run_cli(target, "--plot", "t.png")
+    assert code == 2 and "--plot only applies to handshake timing; add --timing" in err
+
+
+@needs_matplotlib
+def test_pcap_stats_plot_and_csv_from_one_run(run_cli: Any, tmp_path: Path) -> None:
+    files = [str(CAPTURES / name) for name in PCAPS]
+    code, out, err = run_cli("pcap", *files, "--stats", "--no-progress", "--plot", "p.svg",
+                             "--csv", "p.csv")
+    assert code == 0, err
+    with (tmp_path / "p.csv").open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0] == ["File", *COLUMNS]
+    assert [r[0] for r in rows[1:]] == files      # one connection per capture, in order
+    versions = {r[COLUMNS.index("Version") + 1] for r in rows[1:]}
+    groups = {r[COLUMNS.index("Group") + 1] for r in rows[1:]}
+    assert versions == {"TLS 1.2", "TLS 1.3"} and len(groups) == 4
+    texts = _svg_texts(tmp_path / "p.svg")
+    assert {"Connections per version over the capture's time",
+            "Connections per negotiated group over the capture's time",
+            "seconds from the first connection (4 connections)"} <= set(texts)
+    assert versions | groups <= set(texts)        # the legends name the same values
+    code, _, err = run_cli("pcap", files[0], "--plot", "p.png")
+    assert code == 2 and "--plot draws the --stats summary: add --stats" in err

@@ -1,0 +1,104 @@
+"""Terminal tables never split an identifier (issue 30, item 3): JA4 values, `ip:port`
+pairs, cipher suite and OpenSSL names, certificate names and check evidence stay whole at
+80, 100, 120 and 160 columns. The data are real: the project's loopback recordings for the
+pcap table, and one scan of a real openssl s_server with every suite its build has (the
+longest IANA and OpenSSL names) for the audit and check tables. Rendered on a rich Console
+of fixed width writing to a StringIO, as a terminal of that width would show them."""
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.servers import missing_reason, peer_unavailable, start_server
+
+from rich.console import Console
+
+REPO = Path(__file__).resolve().parents[2]
+WIDTHS = (80, 100, 120, 160)
+CAPTURES = ("tls12_x25519.pcap", "tls13_ipv6.pcap", "tls13_hrr.pcap",
+            "tls13_secp256r1mlkem768.pcap", "tls12_unknown_ca.pcap", "tls12_dhe.pcap")
+
+
+def _printed(renderable: object, width: int) -> str:
+    console = Console(file=io.StringIO(), width=width, color_system=None, highlight=False,
+                      soft_wrap=False)
+    console.print(renderable)
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert max(map(len, text.splitlines())) <= width
+    return text
+
+
+def _whole(tokens: set[str], text: str) -> list[str]:
+    """The tokens that do not appear whole in `text` (between spaces or line ends)."""
+    words = set(re.split(r"[\s│]+", text))
+    return sorted(t for t in tokens if t not in words)
+
+
+@pytest.fixture(scope="module")
+def connection_rows() -> list[tuple[str, ...]]:
+    from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
+    from tlsprobe.report.offline_tables import connection_row
+    rows = [connection_row(r) for name in CAPTURES
+            for r, _ in CaptureAnalysis(str(REPO / "captures" / name), AnalyzerOptions())]
+    assert any(row[1].startswith("::1:") for row in rows) and all(row[-1] != "-" for row in rows)
+    return rows
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_pcap_table_keeps_addresses_suites_and_ja4_whole(connection_rows, width: int,
+                                                         monkeypatch) -> None:
+    """The table `tlsprobe pcap` prints on a terminal of `width` columns."""
+    from tlsprobe.report.offline_tables import render_rows
+    monkeypatch.setenv("COLUMNS", str(width))
+    monkeypatch.setenv("NO_COLOR", "1")
+    out = _Terminal()
+    render_rows(connection_rows, out)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())   # bold labels
+    assert max(map(len, text.splitlines())) <= width
+    tokens = {word for row in connection_rows for cell in row for word in cell.split()}
+    assert _whole(tokens, text) == [], text
+    for row in connection_rows:   # the JA4 and both addresses of every row, whole
+        assert row[1] in text and row[2] in text and row[-1] in text
+
+
+@pytest.fixture(scope="module")
+def weak_audit(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    reason = missing_reason("openssl")
+    if reason:
+        peer_unavailable(reason)
+    from tlsprobe.api import scan
+    tmp = tmp_path_factory.mktemp("widths")
+    server = start_server("openssl", ciphers="ALL:COMPLEMENTOFALL:@SECLEVEL=0", proto="all",
+                          cert="ecdsa", workdir=tmp / "srv")
+    try:
+        (report,) = scan(f"127.0.0.1:{server.port}", checks=["versions", "suites", "cert",
+                                                              "vulns"], verify=False,
+                         timeout=4)
+    finally:
+        server.stop()
+    assert report.error is None, report.error
+    return report
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_audit_and_check_tables_keep_identifiers_whole(weak_audit, width: int) -> None:
+    from tlsprobe.report.audit_tables import audit_renderables
+    text = "".join(_printed(part, width) for part in audit_renderables(weak_audit, full=True))
+    suites = [c for s in weak_audit.suites for c in s.supported]
+    assert max(len(c.iana_name) for c in suites) >= 45    # the long names are there
+    tokens = {c.iana_name for c in suites} | {c.openssl_name for c in suites if c.openssl_name}
+    tokens |= {word for c in weak_audit.check_results
+               if c.verdict.value == "vulnerable" for e in c.evidence for word in e.split()
+               if "_" in word}
+    tokens |= {word for c in weak_audit.certificates for word in c.subject.split()}
+    tokens |= {f.code for f in weak_audit.findings}
+    assert _whole(tokens, text) == [], text
+

@@ -1,0 +1,176 @@
+"""Text a server or a capture supplies reaches the terminal escaped (issue 10, item 9).
+
+A certificate whose subject, issuer and subjectAltName hold an escape sequence, a newline
+(forging a "Verify return code: 0 (ok)" line) and a bidi override, served by a real
+openssl s_server on loopback; and a capture whose ClientHello offers such an SNI and ALPN
+with that server's real answer. Text output must hold none of the raw characters (shown
+as \\x1b, \\n, \\u202e); JSON keeps the exact values."""
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.servers import start_server
+from tests.lab_servers.certs import CertSet, named_set
+from tlsprobe.engine.client import ClientHandshake
+from tlsprobe.engine.config import ClientConfig
+from tlsprobe.report.escape import shown
+
+from tests.helpers.capbuild import Conv, ether, pcap_bytes
+
+CN = "evil\x1b[2J\nVerify return code: 0 (ok)\u202e"
+SAN = "a\x1b[31m.example"
+SNI = "sni\x1b]0;owned\x07\ntlsprobe"
+ALPN = "h2\x1b[1A\x7fx"
+RAW = ("\x1b", "\x07", "\u202e", "\x9b", "\x7f")
+
+
+def _evil_certs(directory: Path) -> CertSet:
+    return named_set(directory, CN, SAN, "evil")
+
+
+@pytest.fixture
+def evil_server(tmp_path):
+    certs = _evil_certs(tmp_path)
+    server = start_server("openssl", cert="ecdsa", certs=certs, workdir=tmp_path / "srv",
+                          proto="tls1_2")   # TLS 1.2: the certificate is in clear in a capture
+    yield server, certs
+    server.stop()
+
+
+def _no_raw(text: str) -> None:
+    for c in RAW:
+        assert c not in text, f"raw {c!r} in text output"
+
+
+def test_shown_escapes_controls_c1_del_and_bidi_but_keeps_printable_text():
+    assert shown("caf\u00e9 \u4e2d ok") == "caf\u00e9 \u4e2d ok"
+    assert shown("a\x1b[2J\nb\r\t\x7f\x9b\u202e\u200b\U000e0001") == \
+        "a\\x1b[2J\\nb\\r\\t\\x7f\\x9b\\u202e\\u200b\\U000e0001"
+
+
+@pytest.mark.needs_impl("openssl")
+def test_probe_text_escapes_certificate_names_json_keeps_them(evil_server, run_cli):
+    server, _ = evil_server
+    target = f"127.0.0.1:{server.port}"
+    code, out, err = run_cli("probe", target, "--no-verify")
+    assert code == 0, err
+    _no_raw(out + err)
+    lines = out.splitlines()
+    assert not any(line.startswith("Verify return code") for line in lines)
+    assert "0 s: CN=evil\\x1b[2J\\nVerify return code: 0 (ok)\\u202e" in out
+    assert "SAN: a\\x1b[31m.example" in out
+    code, out, err = run_cli("probe", target, "--no-verify", "--json")
+    assert code == 0, err
+    leaf = json.loads(out)["certificates"][0]
+    assert leaf["subject"] == f"CN={CN}" and leaf["issuer"] == f"CN={CN}"
+    assert leaf["san"] == [SAN]
+
+
+@pytest.mark.needs_impl("openssl")
+def test_probe_msg_trace_escapes_what_the_server_sent(evil_server, run_cli):
+    server, _ = evil_server
+    code, out, err = run_cli("probe", f"127.0.0.1:{server.port}", "--no-verify", "--msg")
+    assert code == 0, err
+    _no_raw(out + err)
+
+
+@pytest.mark.needs_impl("openssl")
+def test_scan_text_escapes_certificate_names_and_trust_detail(evil_server, run_cli):
+    server, certs = evil_server
+    target = f"127.0.0.1:{server.port}"
+    args = ("scan", target, "--checks", "cert", "--no-progress", "--cafile", certs.ca)
+    code, out, err = run_cli(*args)
+    _no_raw(out + err)
+    assert "CN=evil\\x1b[2J\\nVerify" in out and "a\\x1b[31m.example" in out
+    code, out, err = run_cli(*args, "--json")
+    report = json.loads(out)
+    assert report["certificates"][0]["subject"] == f"CN={CN}"
+    assert report["certificates"][0]["san"] == [SAN]
+
+
+def _capture(server_port: int) -> bytes:
+    """A real exchange: our ClientHello offering the hostile SNI and ALPN, and the server's
+    whole first flight (TLS 1.2, certificate in clear), as a pcap of one TCP connection."""
+    hello = ClientHandshake(ClientConfig(server_name=SNI, alpn=(ALPN.encode(),),
+                                         versions=(0x0303,))).start()
+    flight = b""
+    with socket.create_connection(("127.0.0.1", server_port), timeout=10) as sock:
+        sock.sendall(hello)
+        while b"\x0e\x00\x00\x00" not in flight:    # ServerHelloDone
+            data = sock.recv(65536)
+            if not data:
+                break
+            flight += data
+    assert b"\x0e\x00\x00\x00" in flight, flight[:20]
+    conv = Conv(client=("127.0.0.1", 40000), server=("127.0.0.1", server_port))
+    frames = conv.handshake() + [conv.c(hello), conv.s(flight)]
+    return pcap_bytes(ether(f) for f in frames)
+
+
+@pytest.mark.needs_impl("openssl")
+@pytest.mark.parametrize("mode", [(), ("--details",), ("--msg",)])
+def test_pcap_text_escapes_sni_alpn_and_names_json_keeps_them(evil_server, run_cli, tmp_path,
+                                                                mode):
+    server, _ = evil_server
+    path = tmp_path / "evil.pcap"
+    path.write_bytes(_capture(server.port))
+    code, out, err = run_cli("pcap", path, "--no-progress", *mode)
+    assert code == 0, err
+    _no_raw(out + err)
+    if mode in ((), ("--details",)):
+        assert shown(SNI) in out
+    if mode == ("--details",):
+        assert shown(ALPN) in out and "CN=evil\\x1b[2J\\nVerify" in out
+    code, out, err = run_cli("pcap", path, "--no-progress", "--jsonl")
+    assert code == 0, err
+    conn = [json.loads(line) for line in out.splitlines() if '"sni"' in line][0]
+    assert conn["sni"] == SNI and conn["offer"]["alpn"] == [ALPN]
+    assert conn["certificates"][0]["subject"] == f"CN={CN}"
+
+
+@pytest.fixture
+def hostile_http(certs):
+    """A Python ssl server on loopback whose HTTP status line holds ESC, CSI (C1) and BEL."""
+    import ssl
+    import threading
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(certs["rsa"].chain, certs["rsa"].key)
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(30)
+
+    def serve() -> None:
+        try:
+            raw, _ = listener.accept()
+            with ctx.wrap_socket(raw, server_side=True) as conn:
+                conn.recv(4096)
+                conn.sendall(STATUS.encode("latin-1") + b"\r\nContent-Length: 0\r\n\r\n")
+        except (OSError, ssl.SSLError):
+            pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1]
+    listener.close()
+    thread.join(10)
+
+
+STATUS = "HTTP/1.1 200 \x1b[2J\x9b1;1HVerify\x07"
+
+
+def test_probe_text_escapes_the_http_status_line_json_keeps_it(hostile_http, run_cli):
+    code, out, err = run_cli("probe", f"127.0.0.1:{hostile_http}", "--http-get", "/",
+                             "--no-verify")
+    assert code == 0, err
+    _no_raw(out + err)
+    assert "HTTP/1.1 200 \\x1b[2J\\x9b1;1HVerify\\x07" in out
+
+
+def test_probe_json_keeps_the_http_status_line(hostile_http, run_cli):
+    code, out, err = run_cli("probe", f"127.0.0.1:{hostile_http}", "--http-get", "/",
+                             "--no-verify", "--json")
+    assert code == 0, err
+    assert json.loads(out)["http_status"] == STATUS
