@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tlsprobe.cli import positive_int, seconds
+from tlsprobe.commands.common import positive_int, seconds
 from tlsprobe.errors import EXIT_OK, UsageError, exit_code_for
 
 if TYPE_CHECKING:

@@ -68,7 +68,7 @@ def _time_note() -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from tlsprobe.cli import ArgumentParser
+    from tlsprobe.commands.common import ArgumentParser
     if isinstance(parser, ArgumentParser):
         parser.epilog_factory = _time_note   # counted from the catalog when --help asks
     else:

@@ -14,7 +14,7 @@ import ipaddress
 import sys
 from typing import IO, Any
 
-from tlsprobe.cli import count, error_line, positive_int, seconds
+from tlsprobe.commands.common import count, error_line, positive_int, seconds
 from tlsprobe.errors import EXIT_OK, TlsprobeError, UsageError, exit_code_for
 
 # engine.config's TLS13 and TLS12, written out: building the parser imports no engine,
