@@ -10,13 +10,14 @@ library and `errors` only at module level: building a parser stays cheap
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import NoReturn
 
-from tlsprobe.errors import EXIT_USAGE, TlsprobeError
+from tlsprobe.errors import EXIT_USAGE, TlsprobeError, UsageError
 
 #: the longest timeout accepted, in seconds (one day): larger values overflow socket timeouts
 MAX_SECONDS = 86400.0
@@ -52,6 +53,23 @@ class ArgumentParser(argparse.ArgumentParser):
         if choice:
             return did_you_mean(choice[1], re.findall(r"'([^']*)'", choice[2]))
         return ""
+
+
+def add_connection_arguments(g: argparse._ArgumentGroup, concurrency: int,
+                             concurrency_help: str) -> None:
+    """The connection options `scan` and `survey` share (checked by
+    requests/scan.py `ConnectionSettings`): per-host cap, concurrency, delay, retries,
+    timeout."""
+    g.add_argument("--per-host", type=int, default=3, metavar="N", help="connections at once "
+                   "per host (default 3)")
+    g.add_argument("--concurrency", type=int, default=concurrency, metavar="N",
+                   help=f"{concurrency_help} (default {concurrency})")
+    g.add_argument("--delay", type=float, default=0.0, metavar="SECONDS", help="pause between "
+                   "connection starts to one host (default 0)")
+    g.add_argument("--retries", type=int, default=2, metavar="N", help="retries after a reset "
+                   "or timeout, with backoff (default 2)")
+    g.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS", help="connect and "
+                   "read timeout per connection (default 5)")
 
 
 def command_parser(module: ModuleType, prog: str) -> ArgumentParser:
@@ -93,6 +111,17 @@ positive_int = _whole_number(1, "at least 1")
 count = _whole_number(0, "0 or more")
 
 
+@contextlib.contextmanager
+def written_to(option: str, path: str) -> Iterator[None]:
+    """Around the writing of an output file the user named (`--csv FILE`, `--plot FILE`):
+    an OSError (the disk full, the folder gone since the check before the work) is that
+    file's one-line usage error, exit 2, not an internal error (cli.py: exit 70)."""
+    try:
+        yield
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: {exc.strerror or exc}") from None
+
+
 def error_line(exc: TlsprobeError) -> str:
     """The one stderr line for `exc`: usage errors read `tlsprobe: error: ...`."""
     from tlsprobe.report.escape import shown
@@ -102,4 +131,5 @@ def error_line(exc: TlsprobeError) -> str:
     return f"tlsprobe: {text}"
 
 
-__all__ = ["MAX_SECONDS", "ArgumentParser", "command_parser", "count", "error_line", "positive_int", "seconds"]
+__all__ = ["MAX_SECONDS", "ArgumentParser", "add_connection_arguments", "command_parser", "count", "error_line", "positive_int", "seconds",
+           "written_to"]

@@ -16,13 +16,29 @@ import argparse
 import dataclasses
 import gc
 import json
-from operator import itemgetter
 import sys
-from collections.abc import Callable, Generator
-from typing import IO, Any
+from collections.abc import Generator
+from operator import itemgetter
+from typing import IO, TYPE_CHECKING, Any
 
 from tlsprobe.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, UsageError
 from tlsprobe.report.escape import shown
+
+if TYPE_CHECKING:
+    from tlsprobe.model.capture import (
+        BriefReport,
+        CaptureSummary,
+        ConnectionReport,
+        ReportText,
+    )
+    from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
+    from tlsprobe.offline.filters import ConnectionFilter
+    from tlsprobe.offline.stats import Statistics
+    from tlsprobe.report.progress import CaptureBar
+    from tlsprobe.requests.capture import CaptureRequest
+    from tlsprobe.survey.captures import Finished, Opened
+
+    Report = ConnectionReport | BriefReport | ReportText
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -85,19 +101,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     f.add_argument("--no-quic", action="store_true", help="skip UDP (QUIC Initial packets)")
 
 
-def _options(args: argparse.Namespace) -> tuple[Any, Any]:
-    from tlsprobe.offline.analyzer import AnalyzerOptions
-    from tlsprobe.offline.filters import ConnectionFilter
+def _options(args: argparse.Namespace) -> tuple[CaptureRequest, AnalyzerOptions]:
+    """The request (requests/capture.py: files, key log, filters, processes) and the
+    analysis options the output asks for; a bad option is a usage error before any read."""
+    from tlsprobe.requests.capture import CaptureRequest
     if args.json and args.jsonl:
         raise UsageError("--json and --jsonl exclude each other")
     if args.details and (args.json or args.jsonl):
         raise UsageError(f"--details and --{'json' if args.json else 'jsonl'} exclude each "
                          "other (the JSON holds every detail)")
-    if args.files.count("-") > 1:
-        raise UsageError("stdin ('-') can be read only once")
-    from tlsprobe.commands import check_process_count
-    if args.jobs is not None:
-        check_process_count(args.jobs, "--jobs")
     if args.plot and not args.stats:
         raise UsageError("--plot draws the --stats summary: add --stats")
     from tlsprobe.report.csv_out import check_writable
@@ -106,37 +118,19 @@ def _options(args: argparse.Namespace) -> tuple[Any, Any]:
     if args.plot:
         from tlsprobe.report.plots import check_plot
         check_plot(args.plot)
-    try:
-        flt = ConnectionFilter.parse(args.host, args.port, args.sni, args.group,
-                                     args.tls_version)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    keylog = None
-    if args.keylog:
-        from tlsprobe.engine.keylog import load_keylog
-        try:
-            keylog = load_keylog(args.keylog)
-        except OSError as exc:
-            raise UsageError(f"--keylog {args.keylog}: {exc.strerror or exc}") from None
+    request = CaptureRequest.from_args(args)
+    filtering = request.filter.active
     from tlsprobe.report.trace import TraceFormatter
-    return AnalyzerOptions(trace=args.msg, keylog=keylog,
-                           embedded_keys=not args.no_embedded_keys,
-                           quic=not args.no_quic,
-                           trace_formatter=TraceFormatter if args.msg else None,
-                           # the table and --stats need no whole reports
-                           brief=not (args.json or args.jsonl or args.details or args.msg or
-                                      flt.active or args.plot),
-                           # JSON that nothing else reads: its text, no report built (the
-                           # CSV rows and the plot read reports)
-                           json_text=(args.json or args.jsonl) and not (
-                               args.msg or args.stats or flt.active or args.csv or
-                               args.plot)), flt
-
-
-def _progress(update: Callable[[int, int | None, int], None] | None) -> Any:
-    """The analyzer's Progress around a bar's update callback (None: no bar)."""
-    from tlsprobe.offline.analyzer import Progress
-    return None if update is None else Progress(update)
+    return request, request.options(
+        trace_formatter=TraceFormatter if args.msg else None,
+        # the table and --stats need no whole reports
+        brief=not (args.json or args.jsonl or args.details or args.msg or filtering or
+                   args.plot),
+        # JSON that nothing else reads: its text, no report built (the CSV rows and the
+        # plot read reports)
+        json_text=(args.json or args.jsonl) and not (
+            args.msg or args.stats or filtering or args.csv or args.plot),
+        pipe_min_bytes=None if request.parallel else _pipe_min_bytes(args.jobs))
 
 
 #: JSON text gathered before one write when the output is not a terminal (a capture's
@@ -204,7 +198,7 @@ class _Output:
             self._pending = []
             self._pending_size = 0
 
-    def report(self, report: Any, trace: list[str] | None) -> None:
+    def report(self, report: Any, trace: list[str] | None) -> None:   # Any: hot path, no checks
         args, out = self.args, self.out
         self.count += 1
         if args.json or args.jsonl:
@@ -237,7 +231,7 @@ class _Output:
         if self.args.jsonl:
             self.out.write(json.dumps(summary) + "\n")
 
-    def finish(self, stats: Any, summaries: list[dict[str, Any]]) -> None:
+    def finish(self, stats: Statistics, summaries: list[dict[str, Any]]) -> None:
         from tlsprobe.report.offline_tables import render_connections, render_stats
         self.flush()
         args, out = self.args, self.out
@@ -282,90 +276,117 @@ def _nothing_found(summaries: list[dict[str, Any]]) -> str:
     return f"no TLS connections found in {files}"
 
 
+class _Sinks:
+    """Where each reported connection goes besides the output: the statistics, the --csv
+    rows, the --plot timeline; and what each capture's summary was."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        from tlsprobe.commands.common import written_to
+        from tlsprobe.model.capture import ReportText
+        from tlsprobe.offline.stats import Statistics
+        from tlsprobe.report.csv_out import PcapCsv
+        from tlsprobe.report.plots import CaptureTimeline
+        self.stats = Statistics()
+        self.counting = bool(args.stats)
+        self.csv_path = args.csv
+        self.csv: PcapCsv | None = None
+        if args.csv:
+            with written_to("--csv", args.csv):
+                self.csv = PcapCsv(args.csv)
+        self.timeline = CaptureTimeline() if args.plot else None
+        self.summaries: list[dict[str, Any]] = []
+        self._text = ReportText
+
+    def add(self, name: str, report: Report) -> None:
+        if self.counting:
+            self.stats.add(report)
+        else:
+            self.stats.connections += 1
+        if isinstance(report, self._text):   # JSON text only: no --csv or --plot asked
+            return
+        if self.csv is not None:
+            self.csv.add(name, report)
+        if self.timeline is not None:
+            self.timeline.add(report)
+
+    def close(self) -> None:
+        if self.csv is not None:
+            from tlsprobe.commands.common import written_to
+            with written_to("--csv", self.csv_path):
+                self.csv.close()
+
+
+def _read_one(name: str, analysis: CaptureAnalysis | Finished, flt: ConnectionFilter,
+              output: _Output, sinks: _Sinks) -> CaptureSummary:
+    """Report the connections of one opened capture; its summary (with `reported`)."""
+    from tlsprobe.requests.capture import passes
+    output.begin()
+    reported = 0
+    filtering = flt.active
+    reported_ids: set[int] = set()
+    for report, trace in analysis:
+        if filtering:
+            if not passes(flt, report):
+                continue
+            reported_ids.add(report.id)
+        reported += 1
+        sinks.add(name, report)
+        output.report(report, trace)
+    summary = analysis.summary
+    assert summary is not None  # set when the iteration ends
+    if filtering:  # notes about connections only for those reported
+        summary = dataclasses.replace(summary, notes=analysis.notes_for(reported_ids))
+    return dataclasses.replace(summary, reported=reported)
+
+
 def run(args: argparse.Namespace) -> int:
     """Read every capture in turn. A capture that cannot be read at all (not a capture,
     empty, corrupt gzip, unreadable) is one line on stderr and the others are still read;
     the exit code is then 2 (usage: unreadable file), else 7 when a capture was damaged or
     holds data that was not read (snaplen cuts, packets skipped: what could be read is
     reported), else 0."""
-
-    from tlsprobe.offline.stats import Statistics
     from tlsprobe.model.capture import CaptureSummary
-    options, flt = _options(args)
-    stats = Statistics()
-    from tlsprobe.report.csv_out import PcapCsv
-    from tlsprobe.report.plots import CaptureTimeline
-    csv_rows = PcapCsv(args.csv) if args.csv else None
-    timeline = CaptureTimeline() if args.plot else None
-    output = _Output(args, sys.stdout)
-    summaries: list[dict[str, Any]] = []
-    broken = unreadable = False
     from tlsprobe.report.progress import CaptureBar
-    from tlsprobe.survey.captures import expand_directories
-    files = expand_directories(args.files)
-    parallel = _parallel(args, files)
-    bar = CaptureBar(not args.no_progress and not args.msg and not parallel)
-    if not parallel:
-        options = dataclasses.replace(options, pipe_min_bytes=_pipe_min_bytes(args.jobs))
-    opened = _opened(files, options, flt, bar, args)
+    request, options = _options(args)
+    sinks = _Sinks(args)
+    output = _Output(args, sys.stdout)
+    broken = unreadable = False
+    bar = CaptureBar(not args.no_progress and not args.msg and not request.parallel)
+    opened = _opened(request, options, bar)
     # Reading a capture allocates many short-lived objects and few cycles: keep what is
     # loaded out of the collector's scans and let it run less often (about 10% faster).
     gc.freeze()
     gc.set_threshold(100_000, 50, 100)
     try:
-        for path, (analysis, error) in zip(files, opened):
+        for path, (analysis, error) in zip(request.files, opened):
             name = "<stdin>" if path == "-" else path
-            if error is not None:
+            if analysis is None:
                 # one line, a JSON record, and the other files are still read (exit 2)
                 print(f"tlsprobe: {shown(f'{name}: {error}')}", file=sys.stderr)
                 unreadable = True
-                record = CaptureSummary.unreadable(name, error).to_dict()
-                summaries.append(record)
-                output.capture(record)
-                continue
-            output.begin()
-            reported = 0
-            filtering = flt.active
-            reported_ids: set[int] = set()
-            for report, trace in analysis:
-                if filtering:
-                    if not flt.matches(report):
-                        continue
-                    reported_ids.add(report.id)
-                reported += 1
-                if args.stats:
-                    stats.add(report)
-                else:
-                    stats.connections += 1
-                output.report(report, trace)
-                if csv_rows is not None:
-                    csv_rows.add(name, report)
-                if timeline is not None:
-                    timeline.add(report)
-            summary = analysis.summary
-            assert summary is not None  # set when the iteration ends
-            if filtering:  # notes about connections only for those reported
-                summary = dataclasses.replace(summary, notes=analysis.notes_for(reported_ids))
-            summary_dict = summary.to_dict()
-            summary_dict["reported"] = reported
-            summaries.append(summary_dict)
-            output.capture(summary_dict)
-            broken = _warn(name, summary, args.full) or broken
+                record = CaptureSummary.unreadable(name, error or "").to_dict()
+            else:
+                summary = _read_one(name, analysis, request.filter, output, sinks)
+                record = summary.to_dict()
+                broken = _warn(name, summary, args.full) or broken
+            sinks.summaries.append(record)
+            output.capture(record)
     finally:
         opened.close()  # stopped early: the worker processes go too
         bar.stop()
         output.flush()  # what was read stays written, even when interrupted
-        if csv_rows is not None:
-            csv_rows.close()
+        sinks.close()
     # the table or statistics written at the end make many objects and no cycles: the
     # collector would only scan them (once up to 0.14 s on 71,000 rows, in some runs)
     gc.disable()
     try:
-        output.finish(stats, summaries)
+        output.finish(sinks.stats, sinks.summaries)
     finally:
         gc.enable()
-    if timeline is not None:
-        timeline.write(args.plot)
+    if sinks.timeline is not None:
+        from tlsprobe.commands.common import written_to
+        with written_to("--plot", args.plot):
+            sinks.timeline.write(args.plot)
     if unreadable:
         return EXIT_USAGE
     return EXIT_BAD_INPUT if broken else EXIT_OK
@@ -373,11 +394,6 @@ def run(args: argparse.Namespace) -> int:
 
 #: a capture this large is read by two processes unless --jobs says how many (pipe.py)
 PIPE_MIN_BYTES = 8 << 20
-
-
-def _parallel(args: argparse.Namespace, files: list[str]) -> bool:
-    """Whether files go to worker processes (or Dask): --jobs 2+ with several files."""
-    return (args.jobs or 1) > 1 and len(files) > 1 or args.scheduler is not None
 
 
 def _pipe_min_bytes(jobs: int | None) -> int | None:
@@ -388,22 +404,26 @@ def _pipe_min_bytes(jobs: int | None) -> int | None:
     return None if jobs == 1 else 0
 
 
-def _opened(files: list[str], options: Any, flt: Any, bar: Any, args: argparse.Namespace
-            ) -> Generator[tuple[Any, str | None], None, None]:
+def _opened(request: CaptureRequest, options: AnalyzerOptions, bar: CaptureBar
+            ) -> Generator[Opened, None, None]:
     """(analysis, None) or (None, why it cannot be read) per file, in order: opened here one
-    after another (the analysis streams as the loop reads it), or read whole by --jobs
-    worker processes or on the --scheduler's Dask workers."""
-    from tlsprobe.survey import captures
-    if _parallel(args, files):
-        yield from captures.read_in_order(files, options, flt, jobs=args.jobs or 1,
-                                          scheduler=args.scheduler)
+    after another by the one-file reader (requests/capture.py; the analysis streams as the
+    loop reads it), or read whole by --jobs worker processes or on the --scheduler's Dask
+    workers (survey/captures.py)."""
+    if request.parallel:
+        from tlsprobe.survey import captures
+        yield from captures.read_in_order(list(request.files), options, request.filter,
+                                          jobs=request.jobs or 1, scheduler=request.scheduler)
         return
-    for path in files:
+    from tlsprobe.offline.analyzer import Progress
+    from tlsprobe.requests.capture import open_capture
+    for path in request.files:
         name = "<stdin>" if path == "-" else path
-        yield captures.open_capture(path, name, options, _progress(bar.start(name)))
+        update = bar.start(name)
+        yield open_capture(path, name, options, None if update is None else Progress(update))
 
 
-def _warn(name: str, summary: Any, full: bool = False) -> bool:
+def _warn(name: str, summary: CaptureSummary, full: bool = False) -> bool:
     """One line on stderr for a damaged capture; True when there was something to say.
     Notes (a key log that matched nothing, messages lost in capture gaps) are said as
     `tlsprobe: note:` lines and do not make the exit code; losses (packets skipped: unknown

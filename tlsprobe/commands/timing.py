@@ -214,8 +214,10 @@ def run_timing(target_text: str, args: Any, *, out: IO[str] | None = None,
         from tlsprobe.report.timing_tables import render_timing
         render_timing(report, out)
     if getattr(args, "plot", None) and report.entries:
+        from tlsprobe.commands.common import written_to
         from tlsprobe.report.plots import plot_timing
-        plot_timing(report, args.plot)
+        with written_to("--plot", args.plot):
+            plot_timing(report, args.plot)
     if report.error or report.stopped:
         why = report.error or f"stopped early: {report.stopped}"
         from tlsprobe.report.escape import shown
