@@ -1,5 +1,2 @@
-"""Subcommands: each module has `add_arguments(parser)` and `run(args) -> int`."""
-
-from tlsprobe.requests.scan import PROCESSES_PER_CPU, check_process_count
-
-__all__ = ["PROCESSES_PER_CPU", "check_process_count"]
+"""Subcommands: each module has `add_arguments(parser)` and `run(args) -> int`; what they
+share with the command line is in common.py, what they ask for is built by tlsprobe/requests/."""

@@ -97,7 +97,8 @@ class DemoPlan:
 
 def plan(groups_text: str | None, tls13: bool) -> DemoPlan:
     """The s_server options and probe arguments for --groups and --tls1_3."""
-    from tlsprobe.registry.parse import parse_group   # here: the parser imports no registry
+    # here: the parser imports no registry
+    from tlsprobe.registry.parse import parse_group
     text = DEFAULT_GROUPS if groups_text is None else groups_text
     names = [name.strip() for name in re.split(r"[:,]", text) if name.strip()]
     if not names:

@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from tlsprobe.model.audit import AuditReport
     from tlsprobe.net.targets import BadLine
     from tlsprobe.net.tcp import Target
-    from tlsprobe.net.transport import AsyncConnector
     from tlsprobe.policy.load import Policy
     from tlsprobe.probes.audit.scheduler import Scheduler
 
@@ -172,20 +171,6 @@ def _load_policy(spec: str) -> Policy:
         raise UsageError(str(exc)) from None
 
 
-def _starttls_connector(args: argparse.Namespace, targets: list[Target]
-                        ) -> AsyncConnector | None:
-    """--starttls: every connection of the audit holds the preamble first (None: plain TCP)."""
-    from tlsprobe.commands.starttls_option import spec_for
-    from tlsprobe.net.tcp import Target
-    specs = {t.display: spec for t in targets if (spec := spec_for(args, t)) is not None}
-    if getattr(args, "starttls", None) is None:
-        spec_for(args, Target("", 0))   # --xmpp-host without --starttls: a usage error
-        return None
-    from tlsprobe.net.starttls_connect import AsyncStartTlsConnector
-    from tlsprobe.net.tcp_async import TcpConnector
-    return AsyncStartTlsConnector(TcpConnector(args.timeout), specs)
-
-
 def _with_starttls(report: AuditReport, scheduler: Scheduler) -> AuditReport:
     """The report with its target's first preamble (the `starttls` object)."""
     from tlsprobe.net.starttls_connect import AsyncStartTlsConnector, info_of
@@ -245,7 +230,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     options = request.options if quic is None else \
         scan_quic.quic_options(request.options, asked=args.checks is not None)
     scheduler = request.settings.scheduler(
-        connector=quic or _starttls_connector(args, targets), on_connection=progress.connection)
+        connector=quic or request.connector(), on_connection=progress.connection)
 
     def finished(report: AuditReport) -> AuditReport:
         if quic is not None:

@@ -5,7 +5,7 @@ target, with the stderr note that says which protocol `--starttls auto` chose.""
 from __future__ import annotations
 
 import argparse
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tlsprobe.net.starttls_connect import StartTlsSpec
@@ -17,7 +17,7 @@ NAMES = ("smtp", "lmtp", "imap", "pop3", "ftp", "xmpp", "xmpp-server", "ldap", "
          "mysql", "nntp", "sieve", "irc")
 
 
-def add_starttls_arguments(group: Any) -> None:
+def add_starttls_arguments(group: argparse._ActionsContainer) -> None:
     """The two options, on an ArgumentParser or an argument group."""
     group.add_argument("--starttls", metavar="PROTO", help="upgrade a plain-text connection "
                        f"to TLS first: {', '.join(NAMES)}, or auto (chosen by the well-known "

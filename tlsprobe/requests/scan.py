@@ -9,8 +9,8 @@ import argparse
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING
 
 from tlsprobe.errors import UsageError
 from tlsprobe.requests.hello import Items, codes
@@ -156,8 +156,9 @@ class ScanRequest:
     targets: tuple[Target | BadLine, ...]
     options: AuditOptions
     settings: ConnectionSettings
-    starttls: str | None = None
+    starttls: str | None = None        # a protocol, "auto", or None: plain TLS
     xmpp_host: str | None = None
+    names: Names = field(default=API, compare=False)
 
     @property
     def good_targets(self) -> list[Target]:
@@ -169,6 +170,7 @@ class ScanRequest:
               policies: Sequence[str] | str | None = None, extra_groups: Items = (),
               server_name: str | None = None, send_sni: bool = True, verify: bool = True,
               cafile: str | None = None, settings: ConnectionSettings | None = None,
+              starttls: str | None = None, xmpp_host: str | None = None,
               target_file: str | None = None, names: Names = API) -> ScanRequest:
         """The request, or a UsageError naming the input at fault (in `names`' spelling).
         `target_file` ('-': stdin) adds its lines after `targets`; duplicates go."""
@@ -184,7 +186,10 @@ class ScanRequest:
         options = audit_options(checks=checks_of(checks, names), extra_groups=extra_groups,
                                 server_name_=name, send_sni=send_sni, policies=loaded,
                                 verify=verify, cafile=cafile, names=names)
-        return cls(targets=tuple(dict.fromkeys(items)), options=options, settings=settings)
+        from tlsprobe.requests.starttls import check_xmpp_host
+        check_xmpp_host(starttls, xmpp_host, names)
+        return cls(targets=tuple(dict.fromkeys(items)), options=options, settings=settings,
+                   starttls=starttls, xmpp_host=xmpp_host, names=names)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ScanRequest:
@@ -196,12 +201,27 @@ class ScanRequest:
                             extra_groups=args.extra_groups, server_name=args.sni,
                             send_sni=not args.no_sni, verify=not args.no_verify,
                             cafile=args.cafile, settings=settings,
+                            starttls=getattr(args, "starttls", None),
+                            xmpp_host=getattr(args, "xmpp_host", None),
                             target_file=args.targets_file, names=CLI)
         if not request.targets:
             raise UsageError("no target: give HOST[:PORT] or -f FILE")
-        from dataclasses import replace
-        return replace(request, starttls=getattr(args, "starttls", None),
-                       xmpp_host=getattr(args, "xmpp_host", None))
+        return request
+
+    def connector(self, note: IO[str] | None = None) -> AsyncConnector | None:
+        """STARTTLS: the connector under which every connection of the audit holds its
+        target's preamble first (the `auto` choices told on `note`, default stderr); None
+        for plain TLS over TCP (the scheduler's own)."""
+        if self.starttls is None:
+            return None
+        from tlsprobe.net.starttls_connect import AsyncStartTlsConnector
+        from tlsprobe.net.tcp_async import TcpConnector
+        from tlsprobe.requests.starttls import starttls_spec
+        specs = {t.display: spec for t in self.good_targets
+                 if (spec := starttls_spec(self.starttls, t, xmpp_host=self.xmpp_host,
+                                           server_name=self.options.server_name,
+                                           names=self.names, note=note)) is not None}
+        return AsyncStartTlsConnector(TcpConnector(self.settings.timeout), specs)
 
 
 __all__ = ["PROCESSES_PER_CPU", "ConnectionSettings", "ScanRequest", "audit_options",

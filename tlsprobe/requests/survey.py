@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tlsprobe.errors import UsageError
 from tlsprobe.requests.names import CLI
@@ -69,14 +69,14 @@ class SurveyRequest:
                    settings=ShardSettings(connection, args.rate), shard_size=args.shard_size,
                    workers=args.workers, scheduler=args.scheduler)
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         """What makes a survey directory this survey's (a resumed run must match it),
         without the targets' digest and count."""
         o = self.options
         return {"checks": list(o.checks), "extra_groups": list(o.extra_groups),
                 "sni": o.server_name, "no_sni": not o.send_sni, "shard_size": self.shard_size}
 
-    def arguments(self) -> dict[str, Any]:
+    def arguments(self) -> dict[str, object]:
         """How this run goes (a resumed run may change them): for the manifest."""
         c = self.settings.connection
         return {"targets": self.targets, "per_host": c.per_host, "rate": self.settings.rate,
