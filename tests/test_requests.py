@@ -198,3 +198,22 @@ def test_a_capture_request_is_checked_once(monkeypatch: pytest.MonkeyPatch,
         tlsprobe.read_capture(missing)
     assert code == unreadable.value.exit_code == 2
     assert err == f"tlsprobe: {unreadable.value}\n"
+
+
+def test_pcap_reads_one_file_without_the_survey_package() -> None:
+    """`tlsprobe pcap FILE` (and `read_capture`) open the file with the one-file reader of
+    the request layer: the survey package (Dask, Parquet, worker pools) is not loaded."""
+    import subprocess
+    repo = Path(__file__).resolve().parent.parent
+    code = ("import sys\nfrom tlsprobe.cli import main\nimport tlsprobe\n"
+            "assert main(['pcap', '--no-progress', sys.argv[1]]) == 0\n"
+            "with tlsprobe.read_capture(sys.argv[1]) as reader:\n    list(reader)\n"
+            "print(*sorted(m for m in sys.modules if m.startswith('tlsprobe.')))\n")
+    done = subprocess.run([sys.executable, "-c", code,
+                           str(repo / "captures" / "tls13_hrr.pcap")],
+                          capture_output=True, text=True, cwd=repo, timeout=60,
+                          env={"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    loaded = done.stdout.split()
+    assert "tlsprobe.requests.capture" in loaded
+    assert not [m for m in loaded if m.startswith("tlsprobe.survey")], loaded
