@@ -93,3 +93,24 @@ def test_the_real_entry_point(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "tlsprobe", "scan", "--per-host", "x"],
                           capture_output=True, text=True, env=env, cwd=REPO, timeout=60)
     assert done.returncode == 2 and done.stderr.startswith("tlsprobe: error: ")
+
+
+
+def test_an_output_file_that_fails_while_written_is_its_usage_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full disk while `pcap --csv FILE` writes is that file's one line, exit 2, naming
+    the option (not a stray OSError: that would now read as a bug, exit 70)."""
+    from tlsprobe.report import csv_out
+
+    def full(self: csv_out.PcapCsv) -> None:
+        self._fh.close()      # the file goes; what was buffered did not fit
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(csv_out.PcapCsv, "close", full)
+    out = tmp_path / "rows.csv"
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    code = cli.main(["pcap", str(REPO / "captures" / "tls13_hrr.pcap"), "--csv", str(out),
+                     "--no-progress"])
+    assert (code, err.getvalue()) == (
+        EXIT_USAGE, f"tlsprobe: error: --csv {out}: No space left on device\n")

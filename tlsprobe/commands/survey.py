@@ -92,7 +92,9 @@ def run(args: argparse.Namespace) -> int:
     shards = shard_targets(targets, request.shard_size)
     identity = {"targets_sha256": digest(targets), "targets": len(targets),
                 **request.identity()}
-    done = out.start(identity, request.arguments(), shards)
+    from tlsprobe.commands.common import written_to
+    with written_to("--out", request.out):
+        done = out.start(identity, request.arguments(), shards)
     todo = list(execute.pending(shards, done))
     options, settings = request.options, request.settings
     progress = execute.Progress(len(targets), len(targets) - sum(len(s.targets) for s in todo),
