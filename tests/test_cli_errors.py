@@ -86,12 +86,14 @@ def test_the_real_entry_point(tmp_path: Path) -> None:
         "s.run = run\n", encoding="utf-8")
     env = {"PYTHONPATH": f"{tmp_path}:{REPO}", "PATH": "/usr/bin:/bin"}
     done = subprocess.run([sys.executable, "-m", "tlsprobe", "scan", "127.0.0.1:1"],
-                          capture_output=True, text=True, env=env, cwd=REPO, timeout=60)
+                          capture_output=True, text=True, env=env, cwd=REPO, timeout=60,
+                          check=False)
     assert done.returncode == 70, done.stderr
     assert done.stderr.count("\n") == 1 and "internal error: ValueError: planted bug" in \
         done.stderr
     done = subprocess.run([sys.executable, "-m", "tlsprobe", "scan", "--per-host", "x"],
-                          capture_output=True, text=True, env=env, cwd=REPO, timeout=60)
+                          capture_output=True, text=True, env=env, cwd=REPO, timeout=60,
+                          check=False)
     assert done.returncode == 2 and done.stderr.startswith("tlsprobe: error: ")
 
 
