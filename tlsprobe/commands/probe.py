@@ -226,6 +226,8 @@ def run(args: argparse.Namespace) -> int:
         request = replace(request, config=config)
     _check_files(args)
     _hello_notes(request.config)
+    if request.starttls_note is not None:
+        print(request.starttls_note, file=sys.stderr)
     from tlsprobe.probes.probe import run_probe
     run_ = run_probe(request.target, request.options(annotate=args.msg), connect=connect)
     if quic is not None:

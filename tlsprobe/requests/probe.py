@@ -76,7 +76,7 @@ class ProbeRequest:
             check_cafile(cafile, contents=verify)
         spec = starttls_spec(starttls, parsed, xmpp_host=xmpp_host,
                              server_name=hello.server_name if hello.send_sni else None,
-                             names=names)
+                             names=names, quiet=True)   # the note: `starttls_note`
         return cls(target=parsed, config=config, timeout=timeout, total_timeout=total_timeout,
                    verify=verify, cafile=cafile, first_flight_only=first_flight_only,
                    http_get=http_get, limits=limits, starttls=spec,
@@ -101,6 +101,12 @@ class ProbeRequest:
                          starttls=getattr(args, "starttls", None),
                          xmpp_host=getattr(args, "xmpp_host", None),
                          started=getattr(args, "started", None))
+
+    @property
+    def starttls_note(self) -> str | None:
+        """The note saying which protocol `starttls="auto"` chose by the port (None when
+        there is nothing to say): the command line prints it on stderr."""
+        return None if self.starttls is None else self.starttls.note(self.target.port)
 
     def options(self, annotate: bool = False) -> ProbeOptions:
         """The probe's options; its deadline counts from `started` (`total_timeout`, else

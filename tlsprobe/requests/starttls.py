@@ -28,10 +28,11 @@ def check_xmpp_host(protocol: str | None, xmpp_host: str | None, names: Names) -
 
 
 def starttls_spec(protocol: str | None, target: Target, *, xmpp_host: str | None = None,
-                  server_name: str | None = None, names: Names, note: IO[str] | None = None
-                  ) -> StartTlsSpec | None:
+                  server_name: str | None = None, names: Names, note: IO[str] | None = None,
+                  quiet: bool = False) -> StartTlsSpec | None:
     """The preamble to hold before TLS on `target` (None without STARTTLS); which protocol
-    `auto` chose is told on `note` (default stderr) as one note line."""
+    `auto` chose is told on `note` (default stderr) as one note line, unless `quiet` (the
+    caller says `spec.note(port)` itself, where its output wants it)."""
     if protocol is None:
         check_xmpp_host(protocol, xmpp_host, names)
         return None
@@ -40,7 +41,7 @@ def starttls_spec(protocol: str | None, target: Target, *, xmpp_host: str | None
     check_xmpp_host(protocol, xmpp_host, names)
     spec = StartTlsSpec(chosen, xmpp_host or server_name or target.host, by_port)
     said = spec.note(target.port)
-    if said is not None:
+    if said is not None and not quiet:
         print(said, file=note or sys.stderr)
     return spec
 
