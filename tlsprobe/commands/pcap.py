@@ -17,7 +17,7 @@ import dataclasses
 import gc
 import sys
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tlsprobe.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, UsageError
 from tlsprobe.report.escape import shown
@@ -149,7 +149,7 @@ class _Sinks:
             with written_to("--csv", args.csv):
                 self.csv = PcapCsv(args.csv)
         self.timeline = CaptureTimeline() if args.plot else None
-        self.summaries: list[dict[str, Any]] = []
+        self.summaries: list[CaptureSummary] = []
         self._text = ReportText
 
     def add(self, name: str, report: Report) -> None:
@@ -220,13 +220,12 @@ def run(args: argparse.Namespace) -> int:
                 # one line, a JSON record, and the other files are still read (exit 2)
                 print(f"tlsprobe: {shown(f'{name}: {error}')}", file=sys.stderr)
                 unreadable = True
-                record = CaptureSummary.unreadable(name, error or "").to_dict()
+                summary = CaptureSummary.unreadable(name, error or "")
             else:
                 summary = _read_one(name, analysis, request.filter, output, sinks)
-                record = summary.to_dict()
                 broken = _warn(name, summary, args.full) or broken
-            sinks.summaries.append(record)
-            output.capture(record)
+            sinks.summaries.append(summary)
+            output.capture(summary)
     finally:
         opened.close()  # stopped early: the worker processes go too
         bar.stop()

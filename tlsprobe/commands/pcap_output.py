@@ -10,6 +10,7 @@ from operator import itemgetter
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tlsprobe.model.capture import CaptureSummary
     from tlsprobe.offline.stats import Statistics
 
 
@@ -103,15 +104,15 @@ class Output:
             self.rows.append((self.file_index, report.first_frame, report.id,
                               self._row(report)))
 
-    def capture(self, summary: dict[str, Any]) -> None:
+    def capture(self, summary: CaptureSummary) -> None:
         self.flush()
         self.file_index += 1
-        if summary.get("error") is not None and (self.args.json or self.args.jsonl):
+        if summary.error is not None and (self.args.json or self.args.jsonl):
             self.begin()  # an unreadable file has a record in the JSON output too
         if self.args.jsonl:
-            self.out.write(json.dumps(summary) + "\n")
+            self.out.write(json.dumps(summary.to_dict()) + "\n")
 
-    def finish(self, stats: Statistics, summaries: list[dict[str, Any]]) -> None:
+    def finish(self, stats: Statistics, summaries: list[CaptureSummary]) -> None:
         from tlsprobe.report.offline_tables import render_connections, render_stats
         self.flush()
         args, out = self.args, self.out
@@ -119,7 +120,7 @@ class Output:
             return  # no capture could be opened: the errors are on stderr
         if args.json:
             out.write("\n ],\n" if self.count else "],\n")
-            out.write(' "captures": ' + json.dumps(summaries))
+            out.write(' "captures": ' + json.dumps([s.to_dict() for s in summaries]))
             if args.stats:
                 out.write(',\n "stats": ' + json.dumps(stats.to_dict()))
             out.write("}\n")
@@ -136,20 +137,20 @@ class Output:
         elif self._table:
             self.rows.sort(key=itemgetter(0, 1, 2))   # file, first frame, id
             if len(summaries) > 1:
-                names = [s["file"] for s in summaries]
+                names = [s.file for s in summaries]
                 render_connections([(names[i], *row) for i, _f, _n, row in self.rows], out,
                                    with_file=True)
             else:
                 render_connections([row for *_key, row in self.rows], out)
 
 
-def _nothing_found(summaries: list[dict[str, Any]]) -> str:
+def _nothing_found(summaries: list[CaptureSummary]) -> str:
     """The line said instead of an empty table: no TLS at all, or none that the filters
     let through."""
     from tlsprobe.report.offline_tables import plural
-    read = [s["file"] for s in summaries if s.get("error") is None]
+    read = [s.file for s in summaries if s.error is None]
     files = ", ".join(read) if len(read) <= 3 else f"{len(read)} files"
-    total = sum(s["tls_connections"] for s in summaries)
+    total = sum(s.tls_connections for s in summaries)
     if total:
         return (f"0 of {plural(total, 'TLS connection')} in {files} match"
                 f"{'es' if total == 1 else ''} the filters")
