@@ -68,13 +68,15 @@ def test_debug_shows_the_traceback_and_keeps_the_code(monkeypatch: pytest.Monkey
     assert err.splitlines()[-1].startswith("tlsprobe: internal error: ValueError: planted")
 
 
-def test_expected_errors_keep_their_codes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A UsageError is exit 2 with its one line; a TlsprobeError its own code; a closed
-    pipe 141 with nothing on stderr."""
+def test_only_the_unexpected_is_exit_70(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A UsageError stays exit 2 with its one line, a closed pipe 141 with nothing on
+    stderr; the ValueError beside them (a bug) is 70, where it was 2."""
     code, err = _run(monkeypatch, UsageError("--flag: bad"))
     assert (code, err) == (EXIT_USAGE, "tlsprobe: error: --flag: bad\n")
     code, err = _run(monkeypatch, BrokenPipeError())
     assert (code, err) == (141, "")
+    code, err = _run(monkeypatch, ValueError("--flag: bad"))
+    assert code == EXIT_INTERNAL and err.startswith("tlsprobe: internal error: ValueError: ")
 
 
 def test_the_real_entry_point(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ what reaches the probe or the audit is caught by replacing `run_probe` / `run_au
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import sys
 from collections.abc import Callable
@@ -87,18 +88,19 @@ PROBES: list[tuple[tuple[str, ...], dict[str, Any]]] = [
 ]
 
 
-@pytest.mark.parametrize("case", range(len(PROBES)))
 def test_a_probe_from_argv_and_from_the_api_gets_the_same_options(
-        monkeypatch: pytest.MonkeyPatch, case: int) -> None:
-    argv, kwargs = PROBES[case]
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same target and ProbeOptions (the deadline aside: each counts from its own
+    start) reach run_probe, for each of PROBES."""
     where = "tlsprobe.probes.probe.run_probe"
-    by_cli = _cli_seen(monkeypatch, where, TARGET, *argv)
-    by_api = _api_seen(monkeypatch, where, lambda: tlsprobe.probe(TARGET, **kwargs))
-    assert by_cli[0] == by_api[0]        # the target
-    cli_options, api_options = (dataclasses.replace(s[1], deadline=None) for s in
-                                (by_cli, by_api))
-    assert cli_options == api_options
-    assert by_cli[1].deadline is not None and by_api[1].deadline is not None
+    for argv, kwargs in PROBES:
+        by_cli = _cli_seen(monkeypatch, where, TARGET, *argv)
+        by_api = _api_seen(monkeypatch, where, functools.partial(tlsprobe.probe, TARGET, **kwargs))
+        assert by_cli[0] == by_api[0], argv      # the target
+        cli_options, api_options = (dataclasses.replace(s[1], deadline=None) for s in
+                                    (by_cli, by_api))
+        assert cli_options == api_options, argv
+        assert by_cli[1].deadline is not None and by_api[1].deadline is not None
 
 
 SCANS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
@@ -113,22 +115,22 @@ SCANS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
 ]
 
 
-@pytest.mark.parametrize("case", range(len(SCANS)))
 def test_a_scan_from_argv_and_from_the_api_gets_the_same_audit(
-        monkeypatch: pytest.MonkeyPatch, case: int) -> None:
-    """The same targets, AuditOptions, scheduler settings and concurrency reach the audit."""
-    argv, kwargs = SCANS[case]
-    by_cli = _cli_seen(monkeypatch, "tlsprobe.probes.audit.run.run_audit", "scan", TARGET,
-                       "--no-progress", *argv)
-    by_api = _api_seen(monkeypatch, "tlsprobe.probes.audit.run.audit_many",
-                       lambda: tlsprobe.scan(TARGET, **kwargs))
-    (targets, options, scheduler, named), (targets2, options2, scheduler2, named2) = \
-        by_cli, by_api
-    assert targets == targets2 and options == options2
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same targets, AuditOptions, scheduler settings and concurrency reach the audit,
+    for each of SCANS."""
     settings = ("per_host", "delay", "retries", "timeout")
-    assert [getattr(scheduler, s) for s in settings] == \
-        [getattr(scheduler2, s) for s in settings]
-    assert named["concurrency"] == named2["concurrency"]
+    for argv, kwargs in SCANS:
+        by_cli = _cli_seen(monkeypatch, "tlsprobe.probes.audit.run.run_audit", "scan",
+                           TARGET, "--no-progress", *argv)
+        by_api = _api_seen(monkeypatch, "tlsprobe.probes.audit.run.audit_many",
+                           functools.partial(tlsprobe.scan, TARGET, **kwargs))
+        (targets, options, scheduler, named), (targets2, options2, scheduler2, named2) = \
+            by_cli, by_api
+        assert targets == targets2 and options == options2, argv
+        assert [getattr(scheduler, s) for s in settings] == \
+            [getattr(scheduler2, s) for s in settings], argv
+        assert named["concurrency"] == named2["concurrency"], argv
 
 
 BAD: list[tuple[tuple[str, ...], Callable[[], object]]] = [
@@ -168,17 +170,17 @@ def _as_api(message: str) -> str:
     return message
 
 
-@pytest.mark.parametrize("case", range(len(BAD)))
-def test_a_bad_value_is_refused_in_one_place(monkeypatch: pytest.MonkeyPatch,
-                                             case: int) -> None:
-    """The command line's one line (exit 2) and the API's UsageError say the same, with the
-    input named as each caller names it."""
-    argv, call = BAD[case]
-    code, err = _cli(monkeypatch, *argv)
-    assert code == 2 and err.startswith("tlsprobe: error: ") and err.count("\n") == 1, err
-    with pytest.raises(UsageError) as refused:
-        call()
-    assert str(refused.value) == _as_api(err.removeprefix("tlsprobe: error: ").strip())
+def test_a_bad_value_is_refused_in_one_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For each of BAD, the command line's one line (exit 2) and the API's UsageError say
+    the same, with the input named as each caller names it."""
+    for argv, call in BAD:
+        code, err = _cli(monkeypatch, *argv)
+        assert code == 2 and err.startswith("tlsprobe: error: ") and \
+            err.count("\n") == 1, (argv, err)
+        with pytest.raises(UsageError) as refused:
+            call()
+        assert str(refused.value) == _as_api(err.removeprefix("tlsprobe: error: ").strip()), \
+            argv
 
 
 def test_a_capture_request_is_checked_once(monkeypatch: pytest.MonkeyPatch,
