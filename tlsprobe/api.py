@@ -22,24 +22,27 @@ the partial `result`; a capture that cannot be read at all raises a `TlsprobeErr
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import os
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from types import TracebackType
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, Self, TypeVar
 
 from tlsprobe.apiargs import checked
-from tlsprobe.errors import (EXIT_BY_KIND, FailureKind, TlsprobeError, UnreadableInput,
-                             UsageError, exit_code_for)
+from tlsprobe.errors import (
+    EXIT_BY_KIND,
+    FailureKind,
+    TlsprobeError,
+    UnreadableInput,
+    UsageError,
+    exit_code_for,
+)
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.capture import CaptureSummary, ConnectionReport
 from tlsprobe.model.probe import ProbeResult
 from tlsprobe.model.speed import SpeedReport
 
 if TYPE_CHECKING:
-    from tlsprobe.engine.config import ClientConfig
-    from tlsprobe.net.tcp import Target
     from tlsprobe.offline.analyzer import CaptureAnalysis
 
 __all__ = ["AuditReport", "CaptureReader", "CaptureSummary", "ConnectionReport", "FailureKind",
@@ -79,92 +82,6 @@ class ProbeError(TlsprobeError):
         self.result = result
 
 
-def _codes(items: Sequence[Code], parse: Callable[[str], int], what: str) -> tuple[int, ...]:
-    """Names or codepoints -> codepoints, a bad one a UsageError naming the argument."""
-    if isinstance(items, str):
-        items = [items]
-    out = []
-    for item in items:
-        if isinstance(item, int):
-            if not 0 <= item <= 0xFFFF:
-                raise UsageError(f"{what}: {item} is not a 16-bit codepoint")
-            out.append(item)
-            continue
-        try:
-            out.append(parse(item))
-        except ValueError as exc:
-            raise UsageError(f"{what}: {exc}") from None
-    return tuple(out)
-
-
-def _server_name(name: str | None, send_sni: bool) -> str | None:
-    """`server_name` checked as the command line checks --sni (and --sni with --no-sni)."""
-    if name is None:
-        return None
-    if not send_sni:
-        raise UsageError("server_name and send_sni=False contradict each other; give one "
-                         "of them")
-    from tlsprobe.engine.config import parse_server_name
-    return parse_server_name(name, "server_name")
-
-
-def _version(item: str) -> int:
-    from tlsprobe.offline.filters import parse_version
-    return parse_version(item)
-
-
-@dataclass(frozen=True)
-class _Hello:
-    """What `probe` offers, as given by the caller (None: the command line's default)."""
-
-    versions: Sequence[Code] | None = None
-    groups: Sequence[Code] | None = None
-    key_shares: Sequence[Code] | None = None
-    ciphers: Sequence[Code] | None = None
-    ciphersuites: Sequence[Code] | None = None
-    sigalgs: Sequence[Code] | None = None
-    alpn: Sequence[str] | None = None
-    server_name: str | None = None
-    send_sni: bool = True
-    grease: bool = False
-
-
-def _config(hello: _Hello, host: str) -> ClientConfig:
-    """The ClientConfig for `hello`, with the probe's defaults and checks (SNI: the host name,
-    none for an address; a key share must be for an offered group)."""
-    from tlsprobe import registry
-    from tlsprobe.engine.config import ClientConfig, build_client_hello
-    kw: dict[str, object] = {"grease": hello.grease}
-    lists = (("versions", hello.versions, _version, "versions"),
-             ("groups", hello.groups, registry.parse_group, "groups"),
-             ("key_share_groups", hello.key_shares, registry.parse_group, "key_shares"),
-             ("cipher_suites_12", hello.ciphers, registry.parse_suite, "ciphers"),
-             ("cipher_suites_13", hello.ciphersuites, registry.parse_suite, "ciphersuites"),
-             ("signature_algorithms", hello.sigalgs, registry.parse_sigscheme, "sigalgs"))
-    for field, items, parse, what in lists:
-        if items is not None:
-            kw[field] = _codes(items, parse, what)
-    if hello.alpn is not None:
-        kw["alpn"] = (hello.alpn,) if isinstance(hello.alpn, str) else tuple(hello.alpn)
-    sni = _server_name(hello.server_name, hello.send_sni)
-    if sni is None and hello.send_sni:
-        try:
-            ipaddress.ip_address(host)
-        except ValueError:
-            sni = host
-    config = ClientConfig(server_name=sni if hello.send_sni else None, **kw)  # type: ignore[arg-type]
-    if not config.cipher_suites():
-        raise UsageError("no cipher suites to offer for the chosen versions")
-    missing = [g for g in config.key_share_groups or () if g not in config.offered_groups()]
-    if missing:
-        raise UsageError(f"key_shares: {registry.group_label(missing[0])} is not in groups")
-    try:
-        build_client_hello(config).hello.serialize()
-    except ValueError as exc:   # DecodeError is a ValueError too
-        raise UsageError(f"the ClientHello cannot be encoded ({exc})") from None
-    return config
-
-
 @checked
 def probe(target: str, *, versions: Sequence[Code] | None = None,
           groups: Sequence[Code] | None = None, key_shares: Sequence[Code] | None = None,
@@ -189,35 +106,26 @@ def probe(target: str, *, versions: Sequence[Code] | None = None,
     `.result`) when the probe did not reach its answer, unless `raise_on_error` is False:
     the result then carries `error` and `error_kind`. A certificate that does not verify
     is no error: `result.verification` says so."""
-    from tlsprobe.net.tcp import parse_target
-    from tlsprobe.probes.probe import ProbeOptions, run_probe
-    if not all(0 < t <= 86400 for t in (timeout, timeout if total_timeout is None
-                                         else total_timeout)):
-        raise UsageError("timeout and total_timeout must be above 0 and at most a day "
-                         "(86400 seconds)")
-    if http_get is not None and first_flight_only:
-        raise UsageError("http_get needs a completed handshake (drop first_flight_only)")
+    from tlsprobe.probes.probe import run_probe
+    from tlsprobe.requests.hello import HelloSpec
+    from tlsprobe.requests.probe import ProbeRequest
     if quic and (http_get is not None or ciphers is not None):
         raise UsageError("http_get and ciphers (TLS 1.2 suites) cannot be used with quic")
-    parsed = parse_target(target)
-    hello = _Hello(versions, groups, key_shares, ciphers, ciphersuites, sigalgs,
-                   ("http/1.1",) if alpn is None and http_get is not None else alpn,
-                   server_name, send_sni, grease)
-    if cafile is not None:
-        from tlsprobe.engine.chain import check_cafile
-        check_cafile(cafile, contents=verify)
-    options = ProbeOptions(config=_config(hello, parsed.host), timeout=timeout,
-                           annotate=False, stop_after_first_flight=first_flight_only,
-                           http_get=http_get, verify=verify, cafile=cafile,
-                           total_timeout=total_timeout)
+    hello = HelloSpec(versions=versions, groups=groups, key_shares=key_shares,
+                      ciphers=ciphers, ciphersuites=ciphersuites, sigalgs=sigalgs, alpn=alpn,
+                      server_name=server_name, send_sni=send_sni, grease=grease)
+    request = ProbeRequest.build(target, hello, timeout=timeout, total_timeout=total_timeout,
+                                 verify=verify, cafile=cafile,
+                                 first_flight_only=first_flight_only, http_get=http_get)
+    options = request.options()
     if quic:   # probes/quic.py: the QUIC form of the hello, as `tlsprobe HOST --quic`
         from tlsprobe.engine.config import TLS13
         from tlsprobe.probes.quic import run_quic_probe
         if versions is not None and set(options.config.versions) != {TLS13}:
             raise UsageError("versions: QUIC carries TLS 1.3 only (RFC 9001 4.2)")
-        result = run_quic_probe(parsed, options, alpn_given=alpn is not None)[0].result
+        result = run_quic_probe(request.target, options, alpn_given=alpn is not None)[0].result
     else:
-        result = run_probe(parsed, options).result
+        result = run_probe(request.target, options).result
     if result.error and raise_on_error:
         raise ProbeError(result)
     return result
@@ -241,15 +149,6 @@ aprobe = _in_thread(probe, "aprobe", """`probe` for asyncio code: the same probe
     while it waits for the server (`await aprobe("HOST:PORT", groups=["x25519"])`).""")
 
 
-def _checks(checks: Sequence[str] | None) -> tuple[str, ...]:
-    """Check names (as `scan --checks` takes them; None: its default, the audit and every
-    check) -> the audit's checks, in their order (the one resolver `scan` uses)."""
-    from tlsprobe.probes.checks.catalog import DEFAULT, resolve
-    if checks is None:
-        return resolve(DEFAULT, "checks")
-    return resolve([checks] if isinstance(checks, str) else list(checks), "checks")
-
-
 @checked
 async def ascan(targets: str | Sequence[str], *, checks: Sequence[str] | None = None,
                 policies: Sequence[str] | None = None, extra_groups: Sequence[Code] = (),
@@ -259,42 +158,17 @@ async def ascan(targets: str | Sequence[str], *, checks: Sequence[str] | None = 
                 on_report: Callable[[AuditReport], None] | None = None,
                 starttls: str | None = None) -> list[AuditReport]:
     """`scan` for asyncio code: audits on the running event loop."""
-    from tlsprobe import registry
-    from tlsprobe.policy.load import DEFAULT_POLICY, PolicyError, load_policy
-    from tlsprobe.probes.audit.run import AuditOptions, audit_many
-    from tlsprobe.probes.audit.scheduler import Scheduler
-    from tlsprobe.net.tcp import parse_target
-    names = [targets] if isinstance(targets, str) else list(targets)
-    parsed: list[Target] = list(dict.fromkeys(parse_target(t) for t in names))
-    if per_host < 1 or concurrency < 1 or not 0 <= retries <= 10:
-        raise UsageError("per_host and concurrency must be at least 1, retries 0 to 10")
-    if not 0 < timeout <= 3600 or not 0 <= delay <= 3600:
-        raise UsageError("timeout must be above 0 and delay at least 0 (at most 3600 s)")
-    if cafile is not None:
-        from tlsprobe.engine.chain import check_cafile
-        check_cafile(cafile, contents=verify)
-    try:
-        loaded = tuple(load_policy(p) for p in ([DEFAULT_POLICY] if policies is None else
-                                                [policies] if isinstance(policies, str)
-                                                else policies))
-    except PolicyError as exc:
-        raise UsageError(str(exc)) from None
-    server_name = _server_name(server_name, send_sni)
-    options = AuditOptions(checks=_checks(checks),
-                           extra_groups=_codes(extra_groups, registry.parse_group,
-                                               "extra_groups"),
-                           server_name=server_name, send_sni=send_sni, policies=loaded,
-                           cafile=cafile, verify=verify)
-    connector = None
-    if starttls is not None:   # every connection holds the preamble first (--starttls)
-        from tlsprobe.net.starttls_connect import starttls_connector
-        from tlsprobe.net.tcp_async import TcpConnector
-        connector = starttls_connector(starttls, parsed, TcpConnector(timeout),
-                                       server_name=server_name, what="starttls")
-    scheduler = Scheduler(per_host=per_host, delay=delay, retries=retries, timeout=timeout,
-                          connector=connector)
-    return await audit_many(parsed, options, scheduler, concurrency=concurrency,
-                            on_report=on_report)
+    from tlsprobe.probes.audit.run import audit_many
+    from tlsprobe.requests.scan import ConnectionSettings, ScanRequest
+    settings = ConnectionSettings.build(per_host=per_host, concurrency=concurrency,
+                                        delay=delay, retries=retries, timeout=timeout)
+    request = ScanRequest.build(targets, checks=checks, policies=policies,
+                                extra_groups=extra_groups, server_name=server_name,
+                                send_sni=send_sni, verify=verify, cafile=cafile,
+                                settings=settings, starttls=starttls)
+    return await audit_many(request.good_targets, request.options,
+                            settings.scheduler(connector=request.connector()),
+                            concurrency=settings.concurrency, on_report=on_report)
 
 
 @checked
@@ -354,7 +228,7 @@ class CaptureReader:
         """Release the file and whatever the analysis still holds."""
         self._analysis.close()
 
-    def __enter__(self) -> CaptureReader:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
@@ -374,24 +248,14 @@ def read_capture(path: str | os.PathLike[str], keylog: str | os.PathLike[str] | 
     QUIC Initial packets. Raises a `TlsprobeError` of kind "usage" for a key log that cannot
     be read and an `UnreadableInput` (kind "bad_input", exit 2 as the command line's) when
     nothing can be read from the capture (missing, not a capture); damage later on ends the iteration and is said in `summary.warnings`."""
-    from tlsprobe.capture import CaptureError
-    from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
+    from tlsprobe.requests.capture import CaptureRequest, open_capture
     path = os.fspath(path)
-    keys = None
-    if keylog is not None:
-        keylog = os.fspath(keylog)
-        from tlsprobe.engine.keylog import load_keylog
-        try:
-            keys = load_keylog(keylog)
-        except OSError as exc:
-            raise UsageError(f"keylog {keylog}: {exc.strerror or exc}") from None
-    options = AnalyzerOptions(keylog=keys, embedded_keys=embedded_keys, quic=quic)
-    try:
-        return CaptureReader(CaptureAnalysis(path, options))
-    except (CaptureError, OSError) as exc:
-        text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise UnreadableInput(f"{path}: {text}".replace(f"{path}: {path}: ", f"{path}: ")
-                              ) from None
+    request = CaptureRequest.build([path], keylog=None if keylog is None else
+                                   os.fspath(keylog), embedded_keys=embedded_keys, quic=quic)
+    analysis, error = open_capture(path, path, request.options())
+    if analysis is None:
+        raise UnreadableInput(f"{path}: {error}")
+    return CaptureReader(analysis)
 
 
 @checked
@@ -407,9 +271,14 @@ def speed(algorithms: str | Sequence[str] = (), *, seconds: float = 3.0,
     (1 to 256, their figures summed); `block_sizes` for the AEADs (default 16 to 16384).
     Raises `UsageError` for a bad argument; Ctrl-C raises `speed.SpeedInterrupted`, whose
     `report` holds the figures completed."""
-    from tlsprobe.speed import DEFAULT_BLOCK_SIZES, SpeedError, UnknownAlgorithm, catalog
+    from tlsprobe.speed import (
+        DEFAULT_BLOCK_SIZES,
+        SpeedError,
+        UnknownAlgorithm,
+        catalog,
+        run_speed,
+    )
     from tlsprobe.speed import openssl as openssl_compare
-    from tlsprobe.speed import run_speed
     try:
         chosen = catalog.resolve([algorithms] if isinstance(algorithms, str) else algorithms)
     except UnknownAlgorithm as exc:

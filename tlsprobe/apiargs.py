@@ -26,7 +26,7 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
-def _accepts(value: object, hint: Any) -> bool:
+def _accepts(value: object, hint: object) -> bool:
     """Whether `value` fits `hint` (the forms the API's signatures use). A str is taken
     where a sequence of names is (one name), as the functions themselves do."""
     origin = typing.get_origin(hint)
@@ -50,12 +50,13 @@ def _accepts(value: object, hint: Any) -> bool:
             value, (bytes, bytearray)) and all(_accepts(v, item) for v in value)
     if origin is collections.abc.Callable:
         return callable(value)
-    if isinstance(origin or hint, type):
-        return isinstance(value, origin or hint)
+    kind = origin or hint
+    if isinstance(kind, type):
+        return isinstance(value, kind)
     return True
 
 
-def _describe(hint: Any) -> str:
+def _describe(hint: object) -> str:
     """`hint` in words: 'a number', 'a str or None', 'a sequence of (str or int)'."""
     origin = typing.get_origin(hint)
     if origin in (Union, types.UnionType):
@@ -73,7 +74,7 @@ def _describe(hint: Any) -> str:
     return f"an {name}" if name[:1] in "aeiou" else f"a {name}"
 
 
-def _bare(hint: Any) -> str:
+def _bare(hint: object) -> str:
     """A type's name without article: 'str or int', 'path'."""
     if typing.get_origin(hint) in (Union, types.UnionType):
         return " or ".join(_bare(arg) for arg in typing.get_args(hint))
@@ -87,7 +88,7 @@ def _bare(hint: Any) -> str:
 def checked(func: Callable[_P, _R]) -> Callable[_P, _R]:
     """`func` with its arguments checked against its annotations first (UsageError)."""
     signature = inspect.signature(func)
-    hints: dict[str, Any] = {}
+    hints: dict[str, object] = {}
 
     @functools.wraps(func)
     def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:

@@ -9,110 +9,72 @@ Building a command's parser imports nothing heavy (no engine, registry, kex, wir
 from __future__ import annotations
 
 import argparse
-import importlib
-import math
 import os
-import re
 import sys
 import time
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import NoReturn
 
 from tlsprobe._version import __version__
+from tlsprobe.commands.common import command_parser, error_line
 from tlsprobe.errors import EXIT_CLOSED_PIPE, EXIT_INTERNAL, EXIT_USAGE, TlsprobeError
 
-#: set to 1 to let unexpected exceptions end in a traceback (for bug reports)
+#: set to 1 to see the traceback of an internal error (a bug) after its one line
 DEBUG_ENV = "TLSPROBE_DEBUG"
 
-# subcommand -> module under tlsprobe.commands; "probe" is the default command.
-SUBCOMMANDS = {
-    "probe": "probe",
-    "scan": "scan",
-    "pcap": "pcap",
-    "speed": "speed",
-    "demo": "demo",
-    "timing": "timing",
-    "survey": "survey",
-}
+
+# The command table: subcommand -> its module, imported when that command runs (a module
+# imports only the standard library, `errors` and commands/common.py at module level, so
+# one import costs little; importing all of them would cost every run). Plain import
+# statements, no importlib: the import graph (tests/test_layers.py) sees every edge.
+def _probe() -> ModuleType:
+    from tlsprobe.commands import probe
+    return probe
 
 
-#: the longest timeout accepted, in seconds (one day): larger values overflow socket timeouts
-MAX_SECONDS = 86400.0
+def _scan() -> ModuleType:
+    from tlsprobe.commands import scan
+    return scan
 
 
-class ArgumentParser(argparse.ArgumentParser):
-    """argparse with one-line errors: `tlsprobe: error: MESSAGE (see tlsprobe [SUB] --help)`,
-    exit 2, instead of the usage block (the README promises one-line errors).
-
-    `epilog_factory`, when set, makes the epilog when help is shown: an epilog that needs
-    heavy imports (speed's catalog) costs nothing to the runs that never show it."""
-
-    epilog_factory: Callable[[], str] | None = None
-
-    def format_help(self) -> str:
-        if self.epilog_factory is not None:
-            self.epilog, self.epilog_factory = self.epilog_factory(), None
-        return super().format_help()
-
-    def error(self, message: str) -> NoReturn:
-        message = " ".join(message.split()) + self._suggestion(message)
-        self.exit(EXIT_USAGE, f"tlsprobe: error: {message} (see {self.prog} --help)\n")
-
-    def _suggestion(self, message: str) -> str:
-        """' (did you mean --json?)' for a mistyped option (argparse's 'unrecognized
-        arguments: --jsn'), or for a mistyped choice ('invalid choice: 'hihg''), else ''."""
-        from tlsprobe.errors import did_you_mean
-        if message.startswith("unrecognized arguments: "):
-            words = message.split(": ", 1)[1].split()
-            option = next((w.split("=", 1)[0] for w in words if w.startswith("-")), None)
-            return did_you_mean(option, self._option_string_actions) if option else ""
-        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
-        if choice:
-            return did_you_mean(choice[1], re.findall(r"'([^']*)'", choice[2]))
-        return ""
+def _pcap() -> ModuleType:
+    from tlsprobe.commands import pcap
+    return pcap
 
 
-def seconds(text: str) -> float:
-    """argparse type: a finite number of seconds, > 0 and at most a day."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not math.isfinite(value) or not 0 < value <= MAX_SECONDS:
-        raise argparse.ArgumentTypeError(f"expected seconds > 0 and at most {MAX_SECONDS:g}, "
-                                         f"got {text!r}")
-    return value
+def _speed() -> ModuleType:
+    from tlsprobe.commands import speed
+    return speed
 
 
-def _whole_number(minimum: int, wording: str) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text, 10)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be {wording}, got {text!r}")
-        return value
-    return parse
+def _demo() -> ModuleType:
+    from tlsprobe.commands import demo
+    return demo
 
 
-#: argparse types: an integer of at least 1, and of 0 or more
-positive_int = _whole_number(1, "at least 1")
-count = _whole_number(0, "0 or more")
+def _timing() -> ModuleType:
+    from tlsprobe.commands import timing
+    return timing
+
+
+def _survey() -> ModuleType:
+    from tlsprobe.commands import survey
+    return survey
+
+
+#: subcommand -> the function that imports its module; "probe" is the default command
+SUBCOMMANDS: dict[str, Callable[[], ModuleType]] = {
+    "probe": _probe, "scan": _scan, "pcap": _pcap, "speed": _speed, "demo": _demo,
+    "timing": _timing, "survey": _survey}
 
 
 def _load(name: str) -> ModuleType:
-    return importlib.import_module(f"tlsprobe.commands.{SUBCOMMANDS[name]}")
+    return SUBCOMMANDS[name]()
 
 
 def build_parser(command: str) -> argparse.ArgumentParser:
-    module = _load(command)
     prog = "tlsprobe" if command == "probe" else f"tlsprobe {command}"
-    parser = ArgumentParser(prog=prog, description=(module.__doc__ or "").strip().split("\n")[0])
-    parser.add_argument("--version", action="version", version=f"tlsprobe {__version__}")
-    module.add_arguments(parser)
-    return parser
+    return command_parser(_load(command), prog)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -123,6 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return closed_pipe()
+    except Exception as exc:  # noqa: BLE001 - a bug: one line (TLSPROBE_DEBUG=1: traceback), 70
+        return internal_error(exc)
 
 
 def closed_pipe() -> int:
@@ -192,24 +156,21 @@ def _main(argv: Sequence[str] | None) -> int:
         return 130
     except BrokenPipeError:
         return closed_pipe()
-    except Exception as exc:  # last resort: one line, never a traceback
-        if os.environ.get(DEBUG_ENV) == "1":
-            raise
-        from tlsprobe.report.escape import shown
-        if isinstance(exc, (OSError, ValueError)):
-            text = shown(" ".join(str(exc).split())[:300])
-            print(f"tlsprobe: error: {exc.__class__.__name__}: {text}", file=sys.stderr)
-            return EXIT_USAGE
-        text = shown(" ".join(str(exc).split())[:300])
-        print(f"tlsprobe: internal error: {exc.__class__.__name__}: {text} "
-              f"(set {DEBUG_ENV}=1 for the traceback)", file=sys.stderr)
-        return EXIT_INTERNAL
 
 
-def error_line(exc: TlsprobeError) -> str:
-    """The one stderr line for `exc`: usage errors read `tlsprobe: error: ...`."""
+def internal_error(exc: Exception) -> int:
+    """An exception no command expected (a stray ValueError or OSError is a bug too: the
+    expected errors are TlsprobeErrors with their own codes): one stderr line naming it an
+    internal error, the traceback too with TLSPROBE_DEBUG=1; exit 70, never 2 (usage), so
+    that a bug does not read as the user's mistake."""
     from tlsprobe.report.escape import shown
-    text = shown(" ".join(str(exc).split()))
-    if exc.exit_code == EXIT_USAGE and not text.startswith("error: "):
-        text = "error: " + text
-    return f"tlsprobe: {text}"
+    if os.environ.get(DEBUG_ENV) == "1":
+        import traceback
+        traceback.print_exception(exc, file=sys.stderr)
+    text = shown(" ".join(str(exc).split())[:300])
+    print(f"tlsprobe: internal error: {exc.__class__.__name__}: {text} (a bug in tlsprobe; "
+          f"rerun with {DEBUG_ENV}=1 for the traceback)", file=sys.stderr)
+    return EXIT_INTERNAL
+
+
+__all__ = ["SUBCOMMANDS", "build_parser", "closed_pipe", "error_line", "main"]

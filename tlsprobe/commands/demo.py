@@ -97,7 +97,8 @@ class DemoPlan:
 
 def plan(groups_text: str | None, tls13: bool) -> DemoPlan:
     """The s_server options and probe arguments for --groups and --tls1_3."""
-    from tlsprobe.registry.parse import parse_group   # here: the parser imports no registry
+    # here: the parser imports no registry
+    from tlsprobe.registry.parse import parse_group
     text = DEFAULT_GROUPS if groups_text is None else groups_text
     names = [name.strip() for name in re.split(r"[:,]", text) if name.strip()]
     if not names:
@@ -206,8 +207,19 @@ def _openssl_binary(name: str) -> str:
     return path
 
 
+def _probe(argv: list[str]) -> int:
+    """`tlsprobe ARGV` (the probe command) in this process, while the server runs; its
+    errors go up to cli.py as any command's do."""
+    import time
+
+    from tlsprobe.commands import probe as probe_command
+    from tlsprobe.commands.common import command_parser
+    args = command_parser(probe_command, "tlsprobe").parse_intermixed_args(argv)
+    args.started = time.monotonic()
+    return probe_command.run(args)
+
+
 def run(args: argparse.Namespace) -> int:
-    from tlsprobe.cli import main as cli_main
     openssl = _openssl_binary(args.openssl)
     demo = plan(args.groups, args.tls1_3)
     with tempfile.TemporaryDirectory(prefix="tlsprobe-demo-") as tmp:
@@ -232,7 +244,7 @@ def run(args: argparse.Namespace) -> int:
             if not args.no_msg:
                 probe.append("--msg")
             print(f"# tlsprobe {' '.join(probe)}", flush=True)
-            return cli_main(probe)
+            return _probe(probe)
         finally:
             proc.terminate()
             try:

@@ -15,14 +15,28 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import gc
-import json
-from operator import itemgetter
 import sys
-from collections.abc import Callable, Generator
-from typing import IO, Any
+from collections.abc import Generator
+from typing import TYPE_CHECKING
 
 from tlsprobe.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, UsageError
 from tlsprobe.report.escape import shown
+
+if TYPE_CHECKING:
+    from tlsprobe.commands.pcap_output import Output
+    from tlsprobe.model.capture import (
+        BriefReport,
+        CaptureSummary,
+        ConnectionReport,
+        ReportText,
+    )
+    from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
+    from tlsprobe.offline.filters import ConnectionFilter
+    from tlsprobe.report.progress import CaptureBar
+    from tlsprobe.requests.capture import CaptureRequest
+    from tlsprobe.survey.captures import Finished, Opened
+
+    Report = ConnectionReport | BriefReport | ReportText
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -85,19 +99,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     f.add_argument("--no-quic", action="store_true", help="skip UDP (QUIC Initial packets)")
 
 
-def _options(args: argparse.Namespace) -> tuple[Any, Any]:
-    from tlsprobe.offline.analyzer import AnalyzerOptions
-    from tlsprobe.offline.filters import ConnectionFilter
+def _options(args: argparse.Namespace) -> tuple[CaptureRequest, AnalyzerOptions]:
+    """The request (requests/capture.py: files, key log, filters, processes) and the
+    analysis options the output asks for; a bad option is a usage error before any read."""
+    from tlsprobe.requests.capture import CaptureRequest
     if args.json and args.jsonl:
         raise UsageError("--json and --jsonl exclude each other")
     if args.details and (args.json or args.jsonl):
         raise UsageError(f"--details and --{'json' if args.json else 'jsonl'} exclude each "
                          "other (the JSON holds every detail)")
-    if args.files.count("-") > 1:
-        raise UsageError("stdin ('-') can be read only once")
-    from tlsprobe.commands import check_process_count
-    if args.jobs is not None:
-        check_process_count(args.jobs, "--jobs")
     if args.plot and not args.stats:
         raise UsageError("--plot draws the --stats summary: add --stats")
     from tlsprobe.report.csv_out import check_writable
@@ -106,180 +116,82 @@ def _options(args: argparse.Namespace) -> tuple[Any, Any]:
     if args.plot:
         from tlsprobe.report.plots import check_plot
         check_plot(args.plot)
-    try:
-        flt = ConnectionFilter.parse(args.host, args.port, args.sni, args.group,
-                                     args.tls_version)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    keylog = None
-    if args.keylog:
-        from tlsprobe.engine.keylog import load_keylog
-        try:
-            keylog = load_keylog(args.keylog)
-        except OSError as exc:
-            raise UsageError(f"--keylog {args.keylog}: {exc.strerror or exc}") from None
+    request = CaptureRequest.from_args(args)
+    filtering = request.filter.active
     from tlsprobe.report.trace import TraceFormatter
-    return AnalyzerOptions(trace=args.msg, keylog=keylog,
-                           embedded_keys=not args.no_embedded_keys,
-                           quic=not args.no_quic,
-                           trace_formatter=TraceFormatter if args.msg else None,
-                           # the table and --stats need no whole reports
-                           brief=not (args.json or args.jsonl or args.details or args.msg or
-                                      flt.active or args.plot),
-                           # JSON that nothing else reads: its text, no report built (the
-                           # CSV rows and the plot read reports)
-                           json_text=(args.json or args.jsonl) and not (
-                               args.msg or args.stats or flt.active or args.csv or
-                               args.plot)), flt
+    return request, request.options(
+        trace_formatter=TraceFormatter if args.msg else None,
+        # the table and --stats need no whole reports
+        brief=not (args.json or args.jsonl or args.details or args.msg or filtering or
+                   args.plot),
+        # JSON that nothing else reads: its text, no report built (the CSV rows and the
+        # plot read reports)
+        json_text=(args.json or args.jsonl) and not (
+            args.msg or args.stats or filtering or args.csv or args.plot),
+        pipe_min_bytes=None if request.parallel else _pipe_min_bytes(args.jobs))
 
 
-def _progress(update: Callable[[int, int | None, int], None] | None) -> Any:
-    """The analyzer's Progress around a bar's update callback (None: no bar)."""
-    from tlsprobe.offline.analyzer import Progress
-    return None if update is None else Progress(update)
+class _Sinks:
+    """Where each reported connection goes besides the output: the statistics, the --csv
+    rows, the --plot timeline; and what each capture's summary was."""
 
+    def __init__(self, args: argparse.Namespace) -> None:
+        from tlsprobe.commands.common import written_to
+        from tlsprobe.model.capture import ReportText
+        from tlsprobe.offline.stats import Statistics
+        from tlsprobe.report.csv_out import PcapCsv
+        from tlsprobe.report.plots import CaptureTimeline
+        self.stats = Statistics()
+        self.counting = bool(args.stats)
+        self.csv_path = args.csv
+        self.csv: PcapCsv | None = None
+        if args.csv:
+            with written_to("--csv", args.csv):
+                self.csv = PcapCsv(args.csv)
+        self.timeline = CaptureTimeline() if args.plot else None
+        self.summaries: list[CaptureSummary] = []
+        self._text = ReportText
 
-#: JSON text gathered before one write when the output is not a terminal (a capture's
-#: reports are some kilobytes each: one write per report costs more system time than the
-#: writing itself). 64 KiB: a larger batch is a fresh large allocation each time, whose
-#: pages are faulted in anew (a megabyte cost 4x the CPU time on a 500 MB --jsonl)
-BATCH = 1 << 16
-
-
-class _Output:
-    """Writes reports as they come: trace, details, JSON (streamed; the --json document
-    lists the connections first so it too can be written as it goes), rows for the final
-    table (sorted by capture and first frame: connections end in another order than they
-    start). JSON text going to a file or pipe is written 64 KiB at a time. Nothing is
-    written until a capture could be opened."""
-
-    def __init__(self, args: argparse.Namespace, out: IO[str]) -> None:
-        from tlsprobe.model.capture import capture_encoder
-        from tlsprobe.report.offline_tables import (
-            connection_label,
-            connection_row,
-            render_details,
-        )
-        self.args = args
-        self.out = out
-        self.rows: list[tuple[int, int, int, tuple[str, ...]]] = []
-        self.count = 0
-        self.file_index = 0  # which capture the reports come from (for the table's order)
-        self._row = connection_row
-        self._label = connection_label
-        self._details = render_details
-        self._pending: list[str] = []
-        self._pending_size = 0
-        self._batch = not out.isatty()
-        self._started = False
-        self._table = not (args.json or args.jsonl or args.details or args.stats)
-        self._encoder = capture_encoder()  # this run's: remembers the shared values' JSON
-
-    def begin(self) -> None:
-        """A capture was opened: the output starts (the --json document's head)."""
-        if not self._started:
-            self._started = True
-            if self.args.json:
-                self.out.write('{"schema": 1, "tool": "tlsprobe", "command": "pcap", '
-                               '"connections": [')
-
-    def _json(self, text: str, end: str = "") -> None:
-        """Write `text` then `end` (kept apart: a report's text is not copied to add a
-        newline)."""
-        if not self._batch:
-            self.out.write(text + end)
+    def add(self, name: str, report: Report) -> None:
+        if self.counting:
+            self.stats.add(report)
+        else:
+            self.stats.connections += 1
+        if isinstance(report, self._text):   # JSON text only: no --csv or --plot asked
             return
-        pending = self._pending
-        pending.append(text)
-        if end:
-            pending.append(end)
-        self._pending_size += len(text)
-        if self._pending_size >= BATCH:
-            self.flush()
+        if self.csv is not None:
+            self.csv.add(name, report)
+        if self.timeline is not None:
+            self.timeline.add(report)
 
-    def flush(self) -> None:
-        """Write the JSON text gathered so far."""
-        if self._pending:
-            self.out.write("".join(self._pending))
-            self._pending = []
-            self._pending_size = 0
-
-    def report(self, report: Any, trace: list[str] | None) -> None:
-        args, out = self.args, self.out
-        self.count += 1
-        if args.json or args.jsonl:
-            line = report.to_json(encoder=self._encoder)
-            if args.msg and trace is not None:
-                line = line[:-1] + ', "trace": ' + json.dumps(trace) + "}"
-            if args.jsonl:
-                self._json(line, "\n")
-            else:
-                self._json(("\n  " if self.count == 1 else ",\n  ") + line)
-            return
-        if args.msg and trace is not None:
-            out.write(f"=== connection {self._label(report)}: {report.client} -> "
-                      f"{report.server} ({report.file}) ===\n")
-            if trace:
-                out.write("\n".join(trace) + "\n")
-            out.write("---\n")
-        if args.details:
-            self._details(report, out)
-            out.write("\n")
-        elif self._table:
-            self.rows.append((self.file_index, report.first_frame, report.id,
-                              self._row(report)))
-
-    def capture(self, summary: dict[str, Any]) -> None:
-        self.flush()
-        self.file_index += 1
-        if summary.get("error") is not None and (self.args.json or self.args.jsonl):
-            self.begin()  # an unreadable file has a record in the JSON output too
-        if self.args.jsonl:
-            self.out.write(json.dumps(summary) + "\n")
-
-    def finish(self, stats: Any, summaries: list[dict[str, Any]]) -> None:
-        from tlsprobe.report.offline_tables import render_connections, render_stats
-        self.flush()
-        args, out = self.args, self.out
-        if not self._started:
-            return  # no capture could be opened: the errors are on stderr
-        if args.json:
-            out.write("\n ],\n" if self.count else "],\n")
-            out.write(' "captures": ' + json.dumps(summaries))
-            if args.stats:
-                out.write(',\n "stats": ' + json.dumps(stats.to_dict()))
-            out.write("}\n")
-            return
-        if args.jsonl:
-            if args.stats:
-                out.write(json.dumps({"kind": "stats", **stats.to_dict()}) + "\n")
-            return
-        if stats.connections == 0:
-            out.write(_nothing_found(summaries) + "\n")
-            return
-        if args.stats:
-            render_stats(stats.tables(), stats.connections, out)
-        elif self._table:
-            self.rows.sort(key=itemgetter(0, 1, 2))   # file, first frame, id
-            if len(summaries) > 1:
-                names = [s["file"] for s in summaries]
-                render_connections([(names[i], *row) for i, _f, _n, row in self.rows], out,
-                                   with_file=True)
-            else:
-                render_connections([row for *_key, row in self.rows], out)
+    def close(self) -> None:
+        if self.csv is not None:
+            from tlsprobe.commands.common import written_to
+            with written_to("--csv", self.csv_path):
+                self.csv.close()
 
 
-def _nothing_found(summaries: list[dict[str, Any]]) -> str:
-    """The line said instead of an empty table: no TLS at all, or none that the filters
-    let through."""
-    from tlsprobe.report.offline_tables import plural
-    read = [s["file"] for s in summaries if s.get("error") is None]
-    files = ", ".join(read) if len(read) <= 3 else f"{len(read)} files"
-    total = sum(s["tls_connections"] for s in summaries)
-    if total:
-        return (f"0 of {plural(total, 'TLS connection')} in {files} match"
-                f"{'es' if total == 1 else ''} the filters")
-    return f"no TLS connections found in {files}"
+def _read_one(name: str, analysis: CaptureAnalysis | Finished, flt: ConnectionFilter,
+              output: Output, sinks: _Sinks) -> CaptureSummary:
+    """Report the connections of one opened capture; its summary (with `reported`)."""
+    from tlsprobe.requests.capture import passes
+    output.begin()
+    reported = 0
+    filtering = flt.active
+    reported_ids: set[int] = set()
+    for report, trace in analysis:
+        if filtering:
+            if not passes(flt, report):
+                continue
+            reported_ids.add(report.id)
+        reported += 1
+        sinks.add(name, report)
+        output.report(report, trace)
+    summary = analysis.summary
+    assert summary is not None  # set when the iteration ends
+    if filtering:  # notes about connections only for those reported
+        summary = dataclasses.replace(summary, notes=analysis.notes_for(reported_ids))
+    return dataclasses.replace(summary, reported=reported)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -288,84 +200,48 @@ def run(args: argparse.Namespace) -> int:
     the exit code is then 2 (usage: unreadable file), else 7 when a capture was damaged or
     holds data that was not read (snaplen cuts, packets skipped: what could be read is
     reported), else 0."""
-
-    from tlsprobe.offline.stats import Statistics
     from tlsprobe.model.capture import CaptureSummary
-    options, flt = _options(args)
-    stats = Statistics()
-    from tlsprobe.report.csv_out import PcapCsv
-    from tlsprobe.report.plots import CaptureTimeline
-    csv_rows = PcapCsv(args.csv) if args.csv else None
-    timeline = CaptureTimeline() if args.plot else None
-    output = _Output(args, sys.stdout)
-    summaries: list[dict[str, Any]] = []
-    broken = unreadable = False
     from tlsprobe.report.progress import CaptureBar
-    from tlsprobe.survey.captures import expand_directories
-    files = expand_directories(args.files)
-    parallel = _parallel(args, files)
-    bar = CaptureBar(not args.no_progress and not args.msg and not parallel)
-    if not parallel:
-        options = dataclasses.replace(options, pipe_min_bytes=_pipe_min_bytes(args.jobs))
-    opened = _opened(files, options, flt, bar, args)
+    request, options = _options(args)
+    sinks = _Sinks(args)
+    from tlsprobe.commands.pcap_output import Output
+    output = Output(args, sys.stdout)
+    broken = unreadable = False
+    bar = CaptureBar(not args.no_progress and not args.msg and not request.parallel)
+    opened = _opened(request, options, bar)
     # Reading a capture allocates many short-lived objects and few cycles: keep what is
     # loaded out of the collector's scans and let it run less often (about 10% faster).
     gc.freeze()
     gc.set_threshold(100_000, 50, 100)
     try:
-        for path, (analysis, error) in zip(files, opened):
+        for path, (analysis, error) in zip(request.files, opened):
             name = "<stdin>" if path == "-" else path
-            if error is not None:
+            if analysis is None:
                 # one line, a JSON record, and the other files are still read (exit 2)
                 print(f"tlsprobe: {shown(f'{name}: {error}')}", file=sys.stderr)
                 unreadable = True
-                record = CaptureSummary.unreadable(name, error).to_dict()
-                summaries.append(record)
-                output.capture(record)
-                continue
-            output.begin()
-            reported = 0
-            filtering = flt.active
-            reported_ids: set[int] = set()
-            for report, trace in analysis:
-                if filtering:
-                    if not flt.matches(report):
-                        continue
-                    reported_ids.add(report.id)
-                reported += 1
-                if args.stats:
-                    stats.add(report)
-                else:
-                    stats.connections += 1
-                output.report(report, trace)
-                if csv_rows is not None:
-                    csv_rows.add(name, report)
-                if timeline is not None:
-                    timeline.add(report)
-            summary = analysis.summary
-            assert summary is not None  # set when the iteration ends
-            if filtering:  # notes about connections only for those reported
-                summary = dataclasses.replace(summary, notes=analysis.notes_for(reported_ids))
-            summary_dict = summary.to_dict()
-            summary_dict["reported"] = reported
-            summaries.append(summary_dict)
-            output.capture(summary_dict)
-            broken = _warn(name, summary, args.full) or broken
+                summary = CaptureSummary.unreadable(name, error or "")
+            else:
+                summary = _read_one(name, analysis, request.filter, output, sinks)
+                broken = _warn(name, summary, args.full) or broken
+            sinks.summaries.append(summary)
+            output.capture(summary)
     finally:
         opened.close()  # stopped early: the worker processes go too
         bar.stop()
         output.flush()  # what was read stays written, even when interrupted
-        if csv_rows is not None:
-            csv_rows.close()
+        sinks.close()
     # the table or statistics written at the end make many objects and no cycles: the
     # collector would only scan them (once up to 0.14 s on 71,000 rows, in some runs)
     gc.disable()
     try:
-        output.finish(stats, summaries)
+        output.finish(sinks.stats, sinks.summaries)
     finally:
         gc.enable()
-    if timeline is not None:
-        timeline.write(args.plot)
+    if sinks.timeline is not None:
+        from tlsprobe.commands.common import written_to
+        with written_to("--plot", args.plot):
+            sinks.timeline.write(args.plot)
     if unreadable:
         return EXIT_USAGE
     return EXIT_BAD_INPUT if broken else EXIT_OK
@@ -373,11 +249,6 @@ def run(args: argparse.Namespace) -> int:
 
 #: a capture this large is read by two processes unless --jobs says how many (pipe.py)
 PIPE_MIN_BYTES = 8 << 20
-
-
-def _parallel(args: argparse.Namespace, files: list[str]) -> bool:
-    """Whether files go to worker processes (or Dask): --jobs 2+ with several files."""
-    return (args.jobs or 1) > 1 and len(files) > 1 or args.scheduler is not None
 
 
 def _pipe_min_bytes(jobs: int | None) -> int | None:
@@ -388,22 +259,26 @@ def _pipe_min_bytes(jobs: int | None) -> int | None:
     return None if jobs == 1 else 0
 
 
-def _opened(files: list[str], options: Any, flt: Any, bar: Any, args: argparse.Namespace
-            ) -> Generator[tuple[Any, str | None], None, None]:
+def _opened(request: CaptureRequest, options: AnalyzerOptions, bar: CaptureBar
+            ) -> Generator[Opened, None, None]:
     """(analysis, None) or (None, why it cannot be read) per file, in order: opened here one
-    after another (the analysis streams as the loop reads it), or read whole by --jobs
-    worker processes or on the --scheduler's Dask workers."""
-    from tlsprobe.survey import captures
-    if _parallel(args, files):
-        yield from captures.read_in_order(files, options, flt, jobs=args.jobs or 1,
-                                          scheduler=args.scheduler)
+    after another by the one-file reader (requests/capture.py; the analysis streams as the
+    loop reads it), or read whole by --jobs worker processes or on the --scheduler's Dask
+    workers (survey/captures.py)."""
+    if request.parallel:
+        from tlsprobe.survey import captures
+        yield from captures.read_in_order(list(request.files), options, request.filter,
+                                          jobs=request.jobs or 1, scheduler=request.scheduler)
         return
-    for path in files:
+    from tlsprobe.offline.analyzer import Progress
+    from tlsprobe.requests.capture import open_capture
+    for path in request.files:
         name = "<stdin>" if path == "-" else path
-        yield captures.open_capture(path, name, options, _progress(bar.start(name)))
+        update = bar.start(name)
+        yield open_capture(path, name, options, None if update is None else Progress(update))
 
 
-def _warn(name: str, summary: Any, full: bool = False) -> bool:
+def _warn(name: str, summary: CaptureSummary, full: bool = False) -> bool:
     """One line on stderr for a damaged capture; True when there was something to say.
     Notes (a key log that matched nothing, messages lost in capture gaps) are said as
     `tlsprobe: note:` lines and do not make the exit code; losses (packets skipped: unknown

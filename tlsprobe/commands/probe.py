@@ -7,20 +7,15 @@ Every option is checked before connecting: a bad value is one `tlsprobe: error:`
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
-import re
 import sys
-import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from tlsprobe.cli import positive_int, seconds
+from tlsprobe.commands.common import positive_int, seconds
 from tlsprobe.errors import EXIT_OK, UsageError, exit_code_for
 
 if TYPE_CHECKING:
     from tlsprobe.commands.probe_quic import QuicProbe
-    from tlsprobe.engine.client import Limits
     from tlsprobe.engine.config import ClientConfig
     from tlsprobe.probes.probe import ProbeRun
 
@@ -118,148 +113,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_timing_arguments(t)
 
 
-DEFAULT_TIMEOUT = 10.0
 LIMIT_OPTIONS = ("max_message", "max_chain", "max_records", "max_bytes")
-#: OpenSSL cipher-string keywords (and operators) that are not suite names
-_CIPHER_KEYWORDS = frozenset(re.split(r"\s+", (
-    "ALL COMPLEMENTOFALL COMPLEMENTOFDEFAULT DEFAULT HIGH MEDIUM LOW EXPORT EXPORT40 EXPORT56 "
-    "NULL ENULL ANULL KRSA ARSA RSA KDHE KEDH DH DHE EDH ADH KEECDH KECDHE ECDH EECDH ECDHE "
-    "AECDH ADSS DSS ADH AECDSA ECDSA TLSV1.2 TLSV1.0 TLSV1 SSLV3 AES128 AES256 AES AESGCM AESCCM "
-    "AESCCM8 ARIA128 ARIA256 ARIA ARIAGCM CAMELLIA128 CAMELLIA256 CAMELLIA CHACHA20 3DES DES RC4 "
-    "RC2 IDEA SEED MD5 SHA1 SHA SHA256 SHA384 KGOST AGOST GOST94 GOST89MAC PSK KPSK KECDHEPSK "
-    "KDHEPSK KRSAPSK APSK SRP KSRP ASRP SUITEB128 SUITEB128ONLY SUITEB192 CBC FIPS")))
-
-
-def limits_from_args(args: argparse.Namespace) -> Limits:
-    from tlsprobe.engine.client import Limits
-    values = {name: getattr(args, name, None) for name in LIMIT_OPTIONS}
-    for name, value in values.items():
-        if value is not None and value < 1:
-            raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
-    if args.total_timeout is not None and args.total_timeout <= 0:
-        raise UsageError("--total-timeout must be positive")
-    return Limits(**{k: v for k, v in values.items() if v is not None})
-
-
-def _split(text: str) -> list[str]:
-    return [t.strip() for t in text.replace(",", ":").split(":") if t.strip()]
-
-
-def _parse_list(text: str, parse: Callable[[str], int], what: str,
-                example: str) -> tuple[int, ...]:
-    out = []
-    for item in _split(text):
-        try:
-            out.append(parse(item))
-        except ValueError as exc:
-            raise UsageError(f"--{what}: {exc}") from None
-    if not out:
-        raise UsageError(f"--{what}: empty list; give at least one, e.g. --{what} {example}")
-    return tuple(out)
-
-
-def _is_keyword(item: str) -> bool:
-    return (item[:1] in "!+-@" or "+" in item
-            or item.upper() in _CIPHER_KEYWORDS or item.upper().startswith("@SECLEVEL"))
-
-
-def _parse_suites(text: str, option: str, tls13: bool) -> tuple[int, ...]:
-    """--ciphers (TLS 1.2 and older) or --ciphersuites (TLS 1.3): suite names or hex ids.
-
-    A suite named in the wrong list is refused (hex ids are sent as given, to test servers)."""
-    from tlsprobe import registry
-    other = "--ciphers" if tls13 else "--ciphersuites"
-    example = "TLS_AES_128_GCM_SHA256" if tls13 else "ECDHE-RSA-AES128-GCM-SHA256"
-    out = []
-    for item in _split(text):
-        try:
-            code = registry.parse_suite(item)
-        except ValueError as exc:
-            if _is_keyword(item):
-                raise UsageError(f"{option}: {item!r} is an OpenSSL cipher-string keyword; "
-                                 "tlsprobe takes suite names only (IANA or OpenSSL, e.g. "
-                                 f"{example}) or hex ids, separated by ':'") from None
-            raise UsageError(f"{option}: {exc}") from None
-        info = registry.cipher_suite(code)
-        if info is not None and not item.lower().startswith("0x") and \
-                info.is_tls13 != tls13 and not (info.is_scsv and not tls13):
-            kind = "a TLS 1.3" if info.is_tls13 else "a TLS 1.2"
-            raise UsageError(f"{option}: {info.name} is {kind} cipher suite; give it with "
-                             f"{other} (or as hex {code:#06x} to send it here anyway)")
-        out.append(code)
-    if not out:
-        raise UsageError(f"{option}: empty list; give at least one suite, e.g. "
-                         f"{option} {example}")
-    return tuple(out)
-
-
-def _alpn(text: str) -> tuple[str, ...]:
-    """ALPN protocol ids: printable ASCII, 1 to 255 bytes each; '' offers none."""
-    protocols = tuple(_split(text))
-    for proto in protocols:
-        if not proto.isascii() or not proto.isprintable() or " " in proto:
-            raise UsageError(f"--alpn: {proto[:40]!r} is not a printable ASCII protocol id "
-                             "(e.g. h2, http/1.1)")
-        if len(proto) > 255:
-            raise UsageError(f"--alpn: a protocol id is at most 255 bytes; one has "
-                             f"{len(proto)}")
-    if sum(1 + len(p) for p in protocols) > 0xFFFF - 2:
-        raise UsageError("--alpn: the list is longer than an ALPN extension can hold "
-                         "(65533 bytes)")
-    return protocols
-
-
-def config_from_args(args: argparse.Namespace, host: str) -> ClientConfig:
-    from tlsprobe import registry
-    from tlsprobe.engine import config as cfg
-    from tlsprobe.wire.buffer import DecodeError
-    kw: dict[str, Any] = {}   # ClientConfig keyword arguments
-    versions = tuple(code for flag, code, _ in VERSION_FLAGS if getattr(args, flag, False))
-    if versions:
-        kw["versions"] = versions
-    if args.groups is not None:
-        kw["groups"] = _parse_list(args.groups, registry.parse_group, "groups", "x25519:P-256")
-    if args.key_shares is not None:
-        kw["key_share_groups"] = () if args.key_shares.strip().lower() == "none" else \
-            _parse_list(args.key_shares, registry.parse_group, "key-shares", "x25519 (or none)")
-    if args.ciphers is not None:
-        kw["cipher_suites_12"] = _parse_suites(args.ciphers, "--ciphers", tls13=False)
-    if args.ciphersuites is not None:
-        kw["cipher_suites_13"] = _parse_suites(args.ciphersuites, "--ciphersuites", tls13=True)
-    if args.sigalgs is not None:
-        kw["signature_algorithms"] = _parse_list(args.sigalgs, registry.parse_sigscheme,
-                                                 "sigalgs", "rsa_pss_rsae_sha256")
-    if args.alpn is not None:
-        kw["alpn"] = _alpn(args.alpn)
-    elif getattr(args, "http_get", None) is not None:
-        kw["alpn"] = ("http/1.1",)  # the request is HTTP/1.1, so do not invite h2
-    kw["grease"] = bool(args.grease)
-    if args.no_sni and args.sni is not None:
-        raise UsageError("--sni and --no-sni contradict each other; give one of them")
-    if args.no_sni:
-        sni = None
-    elif args.sni is not None:
-        sni = cfg.parse_server_name(args.sni)
-    else:
-        try:
-            ipaddress.ip_address(host)
-            sni = None
-        except ValueError:
-            sni = host
-    config = cfg.ClientConfig(server_name=sni, **kw)
-    if not config.cipher_suites():
-        raise UsageError("no cipher suites to offer for the chosen versions")
-    if config.key_share_groups:
-        missing = [g for g in config.key_share_groups if g not in config.offered_groups()]
-        if missing:
-            raise UsageError(f"--key-shares: {registry.group_label(missing[0])} is not in "
-                             "--groups")
-    try:
-        cfg.build_client_hello(config).hello.serialize()
-    except (ValueError, OverflowError, DecodeError) as exc:
-        raise UsageError(f"the ClientHello cannot be encoded ({exc}); shorten --sni, --alpn "
-                         "or the lists") from None
-    return config
 
 
 def placeholder_note(config: ClientConfig) -> str | None:
@@ -316,10 +170,7 @@ def timing_args(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def _check_files(args: argparse.Namespace) -> None:
-    """Fail before connecting when an input or output file cannot be used."""
-    if args.cafile is not None:   # its contents matter only when the chain is checked
-        from tlsprobe.engine.chain import check_cafile
-        check_cafile(args.cafile, contents=not args.no_verify)
+    """Fail before connecting when an output file cannot be written."""
     for option, path in (("--keylog", args.keylog), ("--pcap-out", args.pcap_out)):
         if path is None:
             continue
@@ -328,8 +179,6 @@ def _check_files(args: argparse.Namespace) -> None:
             raise UsageError(f"{option} {path}: directory {folder} does not exist")
         if os.path.isdir(path):
             raise UsageError(f"{option} {path}: is a directory")
-    if args.http_get is not None and args.first_flight_only:
-        raise UsageError("--http-get needs a completed handshake (drop --first-flight-only)")
 
 
 def _write_outputs(args: argparse.Namespace, run_: ProbeRun, quic: QuicProbe | None) -> None:
@@ -358,12 +207,7 @@ def run(args: argparse.Namespace) -> int:
     # The total limit counts from the command line's start (cli sets `started`): imports,
     # the checks below, name resolution, the handshake and the checks of the server's
     # parameters are all inside it.
-    started = getattr(args, "started", None) or time.monotonic()
-    from tlsprobe.engine import config as cfg
-    from tlsprobe.net.tcp import parse_target
-    from tlsprobe.probes.probe import ProbeOptions, run_probe
-    from tlsprobe.report.escape import shown
-    from tlsprobe.report.trace import TraceFormatter
+    from tlsprobe.requests.probe import ProbeRequest
     quic = None
     if getattr(args, "quic", False):   # issue 15: over QUIC (commands/probe_quic.py)
         from tlsprobe.commands.probe_quic import QuicProbe
@@ -374,14 +218,26 @@ def run(args: argparse.Namespace) -> int:
     if args.timing:
         from tlsprobe.commands.timing import run_timing
         return run_timing(args.target, args)
-    timeout = args.timeout if args.timeout is not None else DEFAULT_TIMEOUT
-    target = parse_target(args.target)
-    config = config_from_args(args, target.host)
-    limits = limits_from_args(args)
+    request = ProbeRequest.from_args(args)
     connect = None
     if quic is not None:
-        config, connect = quic.setup(config, timeout)
+        from dataclasses import replace
+        config, connect = quic.setup(request.config, request.timeout)
+        request = replace(request, config=config)
     _check_files(args)
+    _hello_notes(request.config)
+    if request.starttls_note is not None:
+        print(request.starttls_note, file=sys.stderr)
+    from tlsprobe.probes.probe import run_probe
+    run_ = run_probe(request.target, request.options(annotate=args.msg), connect=connect)
+    if quic is not None:
+        run_ = quic.adjust(run_)
+    return _report(args, run_, quic)
+
+
+def _hello_notes(config: ClientConfig) -> None:
+    """What the user's hello does that a server may not expect, said on stderr."""
+    from tlsprobe.engine import config as cfg
     note = placeholder_note(config)
     if note:
         print(note, file=sys.stderr)
@@ -389,16 +245,12 @@ def run(args: argparse.Namespace) -> int:
     if bad_order:   # the user's --key-shares: sent as asked, but said so
         print(f"tlsprobe: warning: --key-shares: {bad_order} (RFC 8446 section 4.2.8); sent "
               "as asked, a server may refuse it with illegal_parameter", file=sys.stderr)
-    from tlsprobe.commands.starttls_option import spec_for
-    starttls = spec_for(args, target)
-    run_ = run_probe(target, ProbeOptions(
-        config=config, timeout=timeout, annotate=args.msg,
-        stop_after_first_flight=args.first_flight_only, http_get=args.http_get,
-        verify=not args.no_verify, cafile=args.cafile, total_timeout=args.total_timeout,
-        limits=limits, deadline=started + (args.total_timeout or 3 * timeout),
-        starttls=starttls), connect=connect)
-    if quic is not None:
-        run_ = quic.adjust(run_)
+
+
+def _report(args: argparse.Namespace, run_: ProbeRun, quic: QuicProbe | None) -> int:
+    """The trace (--msg), the result (table or JSON), the output files; the exit code."""
+    from tlsprobe.report.escape import shown
+    from tlsprobe.report.trace import TraceFormatter
     result = run_.result
     out = sys.stdout
     if args.msg and run_.preamble is not None:   # the plain text before the first record

@@ -4,7 +4,6 @@ that `tlsprobe --help` stays light."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from tlsprobe.errors import UsageError
 
@@ -12,7 +11,8 @@ QUIC_V1, QUIC_V2 = 0x00000001, 0x6B3343CF     # wire.quic's (checked by tests/qu
 VERSIONS = {"1": QUIC_V1, "v1": QUIC_V1, "2": QUIC_V2, "v2": QUIC_V2}
 
 
-def add_quic_arguments(group: Any, what: str = "probe", compare: bool = False) -> None:
+def add_quic_arguments(group: argparse._ActionsContainer, what: str = "probe",
+                       compare: bool = False) -> None:
     """--quic and --quic-version (and scan's --compare-tcp with `compare`), on an
     ArgumentParser or an argument group; `what` names the command's action in the help."""
     group.add_argument("--quic", action="store_true", help=f"{what} over QUIC (UDP, default "

@@ -22,21 +22,24 @@ A host name that cannot be looked up ('a..b', a label over 63 characters) is a b
 from __future__ import annotations
 
 import argparse
-import math
+import contextlib
 import os
 import sys
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
+from tlsprobe.commands.common import add_connection_arguments
 from tlsprobe.errors import EXIT_FINDINGS, EXIT_OK, UsageError, exit_code_for
-from tlsprobe.probes.checks.catalog import ACTIVE, ALIASES, DEFAULT, DERIVED, PHASES, resolve
+from tlsprobe.probes.checks.catalog import ACTIVE, ALIASES, DEFAULT, DERIVED, PHASES
 from tlsprobe.model.severity import Severity
 
 if TYPE_CHECKING:
+    from tlsprobe.commands.scan_recording import RecordingFiles
     from tlsprobe.model.audit import AuditReport
     from tlsprobe.net.targets import BadLine
     from tlsprobe.net.tcp import Target
     from tlsprobe.policy.load import Policy
+    from tlsprobe.probes.audit.scheduler import Scheduler
 
 CHECKS = PHASES
 #: the audit model's SEVERITIES, written out so that building the parser (--fail-on's
@@ -111,92 +114,27 @@ def _bad_report(line: BadLine) -> AuditReport:
     return AuditReport(host=line.text, port=0, error=line.error, error_kind=FailureKind.USAGE)
 
 
-def _read_targets(args: argparse.Namespace) -> list[Target | BadLine]:
-    """Command-line targets (a bad one is a usage error), then the file's lines in order
-    (a bad one becomes a BadLine); duplicates are audited once."""
-    from tlsprobe.net.targets import read_target_file
-    from tlsprobe.net.tcp import parse_target
-    items: list[Target | BadLine] = [parse_target(t) for t in args.targets]
-    if args.targets_file:
-        items.extend(read_target_file(args.targets_file))
-    if not items:
-        raise UsageError("no target: give HOST[:PORT] or -f FILE")
-    return list(dict.fromkeys(items))
-
-
 def _checks(args: argparse.Namespace) -> tuple[str, ...]:
-    if args.groups_only:
-        if args.checks is not None and args.checks.strip().lower() != "groups":
-            raise UsageError(f"--groups-only runs the group audit only: it cannot be combined "
-                             f"with --checks {args.checks}")
-        return ("groups",)
-    return parse_checks(args.checks)
+    """--checks LIST and --groups-only -> the audit's checks (requests/scan.py)."""
+    from tlsprobe.requests.scan import checks_from_args
+    return checks_from_args(args)
 
 
 def parse_checks(text: str | None) -> tuple[str, ...]:
     """--checks LIST (None: the default, the audit and every check) -> the audit's checks,
-    in their order (probes/checks/catalog.py resolve). Shared by `scan` and `survey`."""
-    return resolve(DEFAULT if text is None else text.split(","))
+    in their order (probes/checks/catalog.py resolve)."""
+    from tlsprobe.requests import CLI
+    from tlsprobe.requests.scan import checks_of
+    return checks_of(text, CLI)
 
 
-def extra_groups(text: str) -> tuple[int, ...]:
-    from tlsprobe import registry
-    out = []
-    for item in text.replace(":", ",").split(","):
-        if item.strip():
-            try:
-                out.append(registry.parse_group(item.strip()))
-            except ValueError as exc:
-                raise UsageError(f"--extra-groups: {exc}") from None
-    return tuple(out)
-
-
-def _validate(args: argparse.Namespace) -> None:
-    validate_connection_args(args)
-    if args.html or args.csv:   # before the audit, not after minutes of it
+def _check_outputs(args: argparse.Namespace) -> None:
+    """--html and --csv can be written: checked before the audit, not after minutes of it."""
+    if args.html or args.csv:
         from tlsprobe.report.csv_out import check_writable
         for option, path in (("--html", args.html), ("--csv", args.csv)):
             if path:
                 check_writable(path, option)
-    if args.cafile:
-        from tlsprobe.engine.chain import check_cafile
-        check_cafile(args.cafile, contents=not args.no_verify)
-
-
-def add_connection_arguments(g: argparse._ArgumentGroup, concurrency: int,
-                             concurrency_help: str) -> None:
-    """The connection options `scan` and `survey` share (checked by
-    `validate_connection_args`): per-host cap, concurrency, delay, retries, timeout."""
-    g.add_argument("--per-host", type=int, default=3, metavar="N", help="connections at once "
-                   "per host (default 3)")
-    g.add_argument("--concurrency", type=int, default=concurrency, metavar="N",
-                   help=f"{concurrency_help} (default {concurrency})")
-    g.add_argument("--delay", type=float, default=0.0, metavar="SECONDS", help="pause between "
-                   "connection starts to one host (default 0)")
-    g.add_argument("--retries", type=int, default=2, metavar="N", help="retries after a reset "
-                   "or timeout, with backoff (default 2)")
-    g.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS", help="connect and "
-                   "read timeout per connection (default 5)")
-
-
-def validate_connection_args(args: argparse.Namespace) -> None:
-    """The connection options `scan` and `survey` share: caps, timeout, delay, retries, SNI
-    (a usage error, exit 2, for a bad one)."""
-    for name in ("per_host", "concurrency"):
-        if getattr(args, name) < 1:
-            raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
-    if not (math.isfinite(args.timeout) and 0 < args.timeout <= 3600):
-        raise UsageError(f"--timeout must be a number of seconds above 0 and at most 3600, "
-                         f"not {args.timeout}")
-    if not (math.isfinite(args.delay) and 0 <= args.delay <= 3600):
-        raise UsageError(f"--delay must be a number of seconds from 0 to 3600, not {args.delay}")
-    if not 0 <= args.retries <= 10:
-        raise UsageError(f"--retries must be from 0 to 10, not {args.retries}")
-    if args.no_sni and args.sni is not None:
-        raise UsageError("--sni and --no-sni cannot be combined")
-    if args.sni is not None:    # the probe's check: no control characters sent or shown
-        from tlsprobe.engine.config import parse_server_name
-        args.sni = parse_server_name(args.sni)
 
 
 def exit_code(reports: list[AuditReport], fail_on: str | None) -> int:
@@ -235,17 +173,6 @@ def _load_policy(spec: str) -> Policy:
         raise UsageError(str(exc)) from None
 
 
-def _starttls_connector(args: argparse.Namespace, targets: list[Target]) -> Any:
-    """--starttls: every connection of the audit holds the preamble first (None: plain TCP)."""
-    from tlsprobe.commands.starttls_option import spec_for
-    from tlsprobe.net.tcp import Target
-    specs = {t.display: spec for t in targets if (spec := spec_for(args, t)) is not None}
-    if getattr(args, "starttls", None) is None:
-        spec_for(args, Target("", 0))   # --xmpp-host without --starttls: a usage error
-        return None
-    from tlsprobe.net.starttls_connect import AsyncStartTlsConnector
-    from tlsprobe.net.tcp_async import TcpConnector
-    return AsyncStartTlsConnector(TcpConnector(args.timeout), specs)
 
 
 def _same_terminal(out: TextIO, err: TextIO) -> bool:
@@ -259,28 +186,29 @@ def _same_terminal(out: TextIO, err: TextIO) -> bool:
     return (a.st_rdev, a.st_ino, a.st_dev) == (b.st_rdev, b.st_ino, b.st_dev)
 
 
-def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from tlsprobe.net.tcp import Target
-    from tlsprobe.probes.audit.run import AuditOptions, run_audit
-    from tlsprobe.probes.audit.scheduler import Scheduler
+def _list_policies(out: TextIO) -> int:
     from tlsprobe.policy import load as pol
+    for name in pol.builtin_names():
+        p = _load_policy(name)
+        print(f"{name:28} {p.title}", file=out)
+    print("aliases: " + ", ".join(f"{k} = {v}" for k, v in pol.ALIASES.items()), file=out)
+    return EXIT_OK
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     if args.list_policies:
-        for name in pol.builtin_names():
-            p = _load_policy(name)
-            print(f"{name:28} {p.title}", file=out)
-        print("aliases: " + ", ".join(f"{k} = {v}" for k, v in pol.ALIASES.items()), file=out)
-        return EXIT_OK
-    _validate(args)
+        return _list_policies(out)
+    from tlsprobe.commands import scan_quic  # --quic: commands/scan_quic.py
     from tlsprobe.commands.scan_recording import attach, open_files, recording_for
+    from tlsprobe.net.tcp import Target
+    from tlsprobe.probes.audit.run import run_audit
+    from tlsprobe.report.progress import ScanProgress
+    from tlsprobe.requests.scan import ScanRequest
+    _check_outputs(args)
     recording = recording_for(args)     # --msg/--pcap-out/--keylog
-    items = _read_targets(args)
-    targets = [t for t in items if isinstance(t, Target)]
-    policies = () if args.no_policy else tuple(
-        _load_policy(spec) for spec in (args.policy or [pol.DEFAULT_POLICY]))
-    options = AuditOptions(checks=_checks(args), extra_groups=extra_groups(args.extra_groups),
-                           server_name=args.sni, send_sni=not args.no_sni, policies=policies,
-                           cafile=args.cafile, verify=not args.no_verify)
+    request = ScanRequest.from_args(args)
+    items, targets = list(request.targets), request.good_targets
     place = {(i.host, i.port) if isinstance(i, Target) else i: n
              for n, i in enumerate(items, 1)}
     bad = {item: replace(_bad_report(item), index=place[item]) for item in items
@@ -288,39 +216,44 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if args.json:
         for report in bad.values():
             print(report.to_json(), file=out, flush=True)
-    from tlsprobe.report.progress import ScanProgress
     progress = ScanProgress(not args.no_progress and sys.stderr.isatty(), targets)
-    from tlsprobe.commands import scan_quic   # --quic: commands/scan_quic.py
     quic = scan_quic.quic_connector(args)
-    tcp_options = options
-    if quic is not None:
-        options = scan_quic.quic_options(options, asked=args.checks is not None)
-    scheduler = Scheduler(per_host=args.per_host, delay=args.delay, retries=args.retries,
-                          timeout=args.timeout, on_connection=progress.connection,
-                          connector=quic or _starttls_connector(args, targets))
+    options = request.options if quic is None else \
+        scan_quic.quic_options(request.options, asked=args.checks is not None)
+    scheduler = request.settings.scheduler(
+        connector=quic or request.connector(), on_connection=progress.connection)
 
-    def on_report(report: AuditReport) -> None:
-        report = replace(report, index=place.get((report.host, report.port)))
+    def finished(report: AuditReport) -> AuditReport:
         if quic is not None:
             report = scan_quic.quic_report(report, options)
+        return report
+
+    def on_report(report: AuditReport) -> None:
+        report = finished(replace(report, index=place.get((report.host, report.port))))
         progress.report(report)
         if args.json:
             print(report.to_json(), file=out, flush=True)
 
     files = open_files(args, attach(scheduler, recording))   # before any connection
     audited: list[AuditReport] = []
-    if targets and progress.progress is not None:
-        with progress.progress:
-            audited = run_audit(targets, options, scheduler, concurrency=args.concurrency,
-                                on_phase=progress.phase, on_report=on_report)
-    elif targets:
-        audited = run_audit(targets, options, scheduler, concurrency=args.concurrency,
-                            on_report=on_report)
-    done = dict(zip(targets, audited))
-    if quic is not None:
-        done = {t: scan_quic.quic_report(r, options) for t, r in done.items()}
+    if targets:
+        with progress.progress or contextlib.nullcontext():
+            audited = run_audit(targets, options, scheduler,
+                                concurrency=request.settings.concurrency,
+                                on_phase=progress.phase if progress.progress else None,
+                                on_report=on_report)
+    done = {t: finished(r) for t, r in zip(targets, audited)}
     reports = [done[i] if isinstance(i, Target) else bad[i] for i in items]
-    tcp = scan_quic.compare_tcp(args, targets, tcp_options)   # --compare-tcp
+    tcp = scan_quic.compare_tcp(args, targets, request.options, request.settings)
+    return _finish(args, out, reports, tcp, done, files)
+
+
+def _finish(args: argparse.Namespace, out: TextIO, reports: list[AuditReport],
+            tcp: dict[Target, AuditReport], done: dict[Target, AuditReport],
+            files: RecordingFiles | None) -> int:
+    """The text reports, the comparisons, the summary, --html/--csv, the errors on stderr,
+    the recording files closed; the exit code."""
+    from tlsprobe.commands import scan_quic
     from tlsprobe.report.escape import shown
     if not args.json:
         from tlsprobe.report.audit_tables import render_audit
@@ -332,8 +265,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         from tlsprobe.report.audit_tables import render_summary
         render_summary(reports, code, reason, out)
     if args.html or args.csv:
+        from tlsprobe.commands.common import written_to
         from tlsprobe.report.html import write_scan_files
-        write_scan_files(args.html, args.csv, reports, code, reason)
+        with written_to("--html" if args.html else "--csv", args.html or args.csv):
+            write_scan_files(args.html, args.csv, reports, code, reason)
     # the text report says "Error: ..." already: on a terminal that is also stderr, once
     shown_above = [] if args.json or not _same_terminal(out, sys.stderr) else reports
     for report in reports + list(tcp.values()):

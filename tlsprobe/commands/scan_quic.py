@@ -20,9 +20,10 @@ from tlsprobe.errors import UsageError
 
 if TYPE_CHECKING:
     from tlsprobe.model.audit import AuditReport
-    from tlsprobe.net.tcp import Target
     from tlsprobe.net.quic_async import AsyncQuicConnector
+    from tlsprobe.net.tcp import Target
     from tlsprobe.probes.audit.run import AuditOptions
+    from tlsprobe.requests.scan import ConnectionSettings
 
 
 def quic_connector(args: argparse.Namespace) -> AsyncQuicConnector | None:
@@ -162,7 +163,7 @@ def compare_text(tcp: AuditReport, quic: AuditReport) -> list[str]:
 
 
 def compare_tcp(args: argparse.Namespace, targets: list[Target], options: AuditOptions,
-                ) -> dict[Target, AuditReport]:
+                settings: ConnectionSettings) -> dict[Target, AuditReport]:
     """--compare-tcp: the same audit over TCP (the target's port, or the option's), after
     the QUIC one; {} without the option."""
     if not getattr(args, "compare_tcp", False) or not targets:
@@ -170,12 +171,9 @@ def compare_tcp(args: argparse.Namespace, targets: list[Target], options: AuditO
     port = getattr(args, "tcp_port", None)
     from tlsprobe.net.tcp import Target
     from tlsprobe.probes.audit.run import run_audit
-    from tlsprobe.probes.audit.scheduler import Scheduler
     tcp_targets = {t: Target(t.host, port or t.port) for t in targets}
-    scheduler = Scheduler(per_host=args.per_host, delay=args.delay, retries=args.retries,
-                          timeout=args.timeout)
-    audited = run_audit(list(tcp_targets.values()), options, scheduler,
-                        concurrency=args.concurrency)
+    audited = run_audit(list(tcp_targets.values()), options, settings.scheduler(),
+                        concurrency=settings.concurrency)
     return dict(zip(targets, audited))
 
 

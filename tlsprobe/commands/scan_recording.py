@@ -22,13 +22,16 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import IO, TYPE_CHECKING, Any, TextIO
+from collections.abc import Callable
+from typing import IO, TYPE_CHECKING, Protocol, TextIO
 
 from tlsprobe.errors import UsageError
 
 if TYPE_CHECKING:
+    from tlsprobe.capture.pcapng_writer import PcapngWriter
     from tlsprobe.net.recording import Recording, Tape
     from tlsprobe.probes.audit.scheduler import Scheduler
+    from tlsprobe.session.flow import Event
 
 OPTIONS = (("msg", "--msg"), ("pcap_out", "--pcap-out"), ("keylog", "--keylog"))
 
@@ -51,6 +54,66 @@ def header(tape: Tape) -> str:
     return f"{tape.target} {tape.label}"
 
 
+class _File(Protocol):
+    """One option's open file: adds a connection, closes (each may raise OSError)."""
+
+    def write(self, tape: Tape) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class _MsgFile:
+    """--msg FILE: the connection's trace under its header line."""
+
+    def __init__(self, path: str) -> None:
+        self.out = open(path, "w", encoding="utf-8")   # noqa: SIM115 - closed by close()
+
+    def write(self, tape: Tape) -> None:
+        _msg_section(tape, self.out)
+
+    def close(self) -> None:
+        self.out.close()
+
+
+class _PcapFile:
+    """--pcap-out FILE: pcapng, one labelled TCP stream per connection."""
+
+    def __init__(self, path: str) -> None:
+        from tlsprobe.capture.pcapng_writer import PcapngWriter
+        self.out: IO[bytes] = open(path, "wb")   # noqa: SIM115 - closed by close()
+        try:
+            self.writer = PcapngWriter(self.out)
+        except OSError:
+            self.out.close()
+            raise
+
+    def write(self, tape: Tape) -> None:
+        _pcap_connection(tape, self.writer)
+
+    def close(self) -> None:
+        self.out.close()
+
+
+class _KeylogFile:
+    """--keylog FILE: the secrets of the connections that derived any, each after a
+    comment line naming it."""
+
+    def __init__(self, path: str) -> None:
+        from tlsprobe.engine.keylog import KeyLogWriter
+        self.writer = KeyLogWriter(path)
+
+    def write(self, tape: Tape) -> None:
+        if tape.keylog_lines:
+            self.writer.write_lines([f"# {header(tape)}", *tape.keylog_lines])
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+_FILES: dict[str, Callable[[str], _File]] = {
+    "--msg": _MsgFile, "--pcap-out": _PcapFile, "--keylog": _KeylogFile}
+
+
 class RecordingFiles:
     """The open files of the options given; `write` (the recording's sink) adds one
     connection to each; `close` returns the first failure as an error line."""
@@ -59,10 +122,10 @@ class RecordingFiles:
         self.error: str | None = None
         self.paths = {option: getattr(args, name) for name, option in OPTIONS
                       if getattr(args, name, None) is not None}
-        self.files: dict[str, Any] = {}     # option -> its open writer
+        self.files: dict[str, _File] = {}     # option -> its open file
         for option, path in self.paths.items():
             try:
-                self.files[option] = _open(option, path)
+                self.files[option] = _FILES[option](path)
             except OSError as exc:
                 self.close()
                 raise UsageError(f"{option} {path}: {exc.strerror or exc}") from None
@@ -70,12 +133,7 @@ class RecordingFiles:
     def write(self, tape: Tape) -> None:
         for option, handle in list(self.files.items()):
             try:
-                if option == "--msg":
-                    _msg_section(tape, handle)
-                elif option == "--pcap-out":
-                    _pcap_connection(tape, handle)
-                elif tape.keylog_lines:
-                    handle.write_lines([f"# {header(tape)}", *tape.keylog_lines])
+                handle.write(tape)
             except OSError as exc:
                 self._failed(option, exc)
                 self._close(option)
@@ -88,28 +146,13 @@ class RecordingFiles:
     def _close(self, option: str) -> None:
         handle = self.files.pop(option)
         try:
-            (handle.out if option == "--pcap-out" else handle).close()
+            handle.close()
         except OSError as exc:
             self._failed(option, exc)
 
     def _failed(self, option: str, exc: OSError) -> None:
         if self.error is None:
             self.error = f"{option} {self.paths[option]}: {exc.strerror or exc}"
-
-
-def _open(option: str, path: str) -> Any:
-    if option == "--msg":
-        return open(path, "w", encoding="utf-8")
-    if option == "--pcap-out":
-        from tlsprobe.capture.pcapng_writer import PcapngWriter
-        out: IO[bytes] = open(path, "wb")
-        try:
-            return PcapngWriter(out)
-        except OSError:
-            out.close()
-            raise
-    from tlsprobe.engine.keylog import KeyLogWriter
-    return KeyLogWriter(path)
 
 
 def recording_for(args: argparse.Namespace) -> Recording | None:
@@ -183,7 +226,7 @@ def _msg_section(tape: Tape, out: TextIO) -> None:
     out.write("\n".join(lines) + "\n---\n")
 
 
-def _read_back(tape: Tape) -> list[Any]:
+def _read_back(tape: Tape) -> list[Event]:
     """The trace events of a connection an active check drove itself (the scheduler's
     `converse`: no engine events of ours), read from its bytes by the session Flow as the
     pcap reader would: the plain-text records in full, encrypted ones as such."""
@@ -193,7 +236,7 @@ def _read_back(tape: Tape) -> list[Any]:
             for event in flow.feed(CLIENT if seg.from_client else SERVER, seg.data)]
 
 
-def _pcap_connection(tape: Tape, writer: Any) -> None:
+def _pcap_connection(tape: Tape, writer: PcapngWriter) -> None:
     if tape.client is None or tape.server is None:
         return
     from tlsprobe.capture.pcapng_writer import LabelledConnection

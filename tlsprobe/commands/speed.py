@@ -68,7 +68,7 @@ def _time_note() -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from tlsprobe.cli import ArgumentParser
+    from tlsprobe.commands.common import ArgumentParser
     if isinstance(parser, ArgumentParser):
         parser.epilog_factory = _time_note   # counted from the catalog when --help asks
     else:
@@ -249,8 +249,10 @@ def run(args: argparse.Namespace) -> int:
             raise TlsprobeError(str(exc), exit_code=1) from None
     _print(report, args.json)
     if args.plot:
+        from tlsprobe.commands.common import written_to
         from tlsprobe.report.plots import plot_speed
-        plot_speed(report, args.plot)
+        with written_to("--plot", args.plot):
+            plot_speed(report, args.plot)
     if interrupted:
         print("tlsprobe: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -5,10 +5,7 @@ target, with the stderr note that says which protocol `--starttls auto` chose.""
 from __future__ import annotations
 
 import argparse
-import sys
-from typing import IO, TYPE_CHECKING, Any
-
-from tlsprobe.errors import UsageError
+from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tlsprobe.net.starttls_connect import StartTlsSpec
@@ -20,7 +17,7 @@ NAMES = ("smtp", "lmtp", "imap", "pop3", "ftp", "xmpp", "xmpp-server", "ldap", "
          "mysql", "nntp", "sieve", "irc")
 
 
-def add_starttls_arguments(group: Any) -> None:
+def add_starttls_arguments(group: argparse._ActionsContainer) -> None:
     """The two options, on an ArgumentParser or an argument group."""
     group.add_argument("--starttls", metavar="PROTO", help="upgrade a plain-text connection "
                        f"to TLS first: {', '.join(NAMES)}, or auto (chosen by the well-known "
@@ -34,25 +31,14 @@ def add_starttls_arguments(group: Any) -> None:
 def spec_for(args: argparse.Namespace, target: Target, *, note: IO[str] | None = None
              ) -> StartTlsSpec | None:
     """The preamble to hold before TLS on `target`, or None without --starttls; the
-    `--starttls auto` choice is told on `note` (default stderr) as one note line."""
-    option = getattr(args, "starttls", None)
-    xmpp_host = getattr(args, "xmpp_host", None)
-    if option is None:
-        if xmpp_host is not None:
-            raise UsageError("--xmpp-host only applies with --starttls xmpp or xmpp-server")
-        return None
-    from tlsprobe.net.starttls_connect import StartTlsSpec, choose_protocol
-    protocol, by_port = choose_protocol(option, target.port)
-    if xmpp_host is not None:
-        name = xmpp_host.strip()
-        if not name or any(c.isspace() or not c.isprintable() or c in "<>'\"&" for c in name):
-            raise UsageError(f"--xmpp-host: {xmpp_host[:40]!r} is not a domain name")
+    `--starttls auto` choice is told on `note` (default stderr) as one note line
+    (requests/starttls.py, the check the API makes too)."""
+    from tlsprobe.requests import CLI
+    from tlsprobe.requests.starttls import starttls_spec
     sni = None if getattr(args, "no_sni", False) else getattr(args, "sni", None)
-    spec = StartTlsSpec(protocol, xmpp_host or sni or target.host, by_port)
-    said = spec.note(target.port)
-    if said is not None:
-        print(said, file=note or sys.stderr)
-    return spec
+    return starttls_spec(getattr(args, "starttls", None), target,
+                         xmpp_host=getattr(args, "xmpp_host", None), server_name=sni,
+                         names=CLI, note=note)
 
 
 __all__ = ["NAMES", "add_starttls_arguments", "spec_for"]

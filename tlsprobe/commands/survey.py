@@ -25,12 +25,15 @@ not writable, a manifest of other arguments, pyarrow missing);
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tlsprobe.errors import EXIT_OK, EXIT_USAGE, UsageError
+
+if TYPE_CHECKING:
+    from tlsprobe.model.audit import AuditReport
+    from tlsprobe.survey.targets import Shard
 
 DEFAULT_CHECKS = "groups,pq"
 
@@ -56,28 +59,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(tcp://HOST:8786); workers need tlsprobe with its cluster extra")
     x.add_argument("--rate", type=float, default=None, metavar="N", help="connections per "
                    "second in all, split across the workers (default: no limit)")
-    from tlsprobe.commands.scan import add_connection_arguments
+    from tlsprobe.commands.common import add_connection_arguments
     add_connection_arguments(x, concurrency=16,
                              concurrency_help="targets audited at once per worker")
     x.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     p.add_argument("--json", action="store_true", help="(summary) the summary as JSON")
-
-
-def _validate(args: argparse.Namespace) -> None:
-    from tlsprobe.commands.scan import validate_connection_args
-    validate_connection_args(args)
-    if args.shard_size < 1:
-        raise UsageError("--shard-size must be at least 1")
-    from tlsprobe.commands import check_process_count
-    check_process_count(args.workers, "--workers")
-    if args.rate is not None and not (math.isfinite(args.rate) and args.rate > 0):
-        raise UsageError(f"--rate must be a number of connections per second above 0, "
-                         f"not {args.rate}")
-    if args.out is None:
-        raise UsageError("--out DIR is required (where the survey's files go)")
-    if args.directory is not None:
-        raise UsageError(f"one TARGETS argument expected, got also {args.directory!r} "
-                         "(the summary is: tlsprobe survey summary DIR)")
 
 
 def _need_pyarrow() -> None:
@@ -88,52 +74,44 @@ def _need_pyarrow() -> None:
 def run(args: argparse.Namespace) -> int:
     if args.targets == "summary":
         return _summary(args)
-    _validate(args)
+    from tlsprobe.requests.survey import SurveyRequest
+    request = SurveyRequest.from_args(args)
     _need_pyarrow()
-    from tlsprobe.probes.audit.run import AuditOptions
     from tlsprobe.survey import execute
     from tlsprobe.survey.store import SurveyDir
     from tlsprobe.survey.targets import digest, read_targets, shard_targets
-    from tlsprobe.commands.scan import extra_groups, parse_checks
-    checks, extra = parse_checks(args.checks), extra_groups(args.extra_groups)
-    targets, bad = read_targets(args.targets)
+    targets, bad = read_targets(request.targets)
     from tlsprobe.report.escape import shown
     for line in bad:    # each named FILE:LINE; the good targets still run
         print(f"tlsprobe: error: {shown(line.error)}", file=sys.stderr)
     if not targets:
         raise UsageError(f"no target in {args.targets} ({len(bad)} bad "
                          f"line{'s' if len(bad) > 1 else ''})")
-    out = SurveyDir(args.out)
+    out = SurveyDir(request.out)
     out.prepare()
-    shards = shard_targets(targets, args.shard_size)
-    identity: dict[str, Any] = {
-        "targets_sha256": digest(targets), "targets": len(targets), "checks": list(checks),
-        "extra_groups": list(extra), "sni": args.sni, "no_sni": args.no_sni,
-        "shard_size": args.shard_size}
-    arguments = {"targets": args.targets, "per_host": args.per_host, "rate": args.rate,
-                 "concurrency": args.concurrency, "delay": args.delay,
-                 "retries": args.retries, "timeout": args.timeout,
-                 "scheduler": args.scheduler, "workers": args.workers}
-    done = out.start(identity, arguments, shards)
+    shards = shard_targets(targets, request.shard_size)
+    identity = {"targets_sha256": digest(targets), "targets": len(targets),
+                **request.identity()}
+    from tlsprobe.commands.common import written_to
+    with written_to("--out", request.out):
+        done = out.start(identity, request.arguments(), shards)
     todo = list(execute.pending(shards, done))
-    options = AuditOptions(checks=checks, extra_groups=extra, server_name=args.sni,
-                           send_sni=not args.no_sni)
-    settings = execute.ShardSettings(per_host=args.per_host, concurrency=args.concurrency,
-                                     delay=args.delay, retries=args.retries,
-                                     timeout=args.timeout, rate=args.rate)
+    options, settings = request.options, request.settings
     progress = execute.Progress(len(targets), len(targets) - sum(len(s.targets) for s in todo),
                                 not args.no_progress)
 
-    def finished(shard: Any, reports: list[Any]) -> None:
-        out.write_shard(shard, reports)
+    def finished(shard: Shard, reports: list[AuditReport]) -> None:
+        from tlsprobe.commands.common import written_to
+        with written_to("--out", args.out):
+            out.write_shard(shard, reports)
         progress.add(len(shard.targets))
 
     if not todo:
         print(f"tlsprobe survey: all {len(shards)} shards of {args.out} are done",
               file=sys.stderr)
     elif execute.dask_available():
-        execute.run_on_dask(todo, options, settings, finished, scheduler=args.scheduler,
-                            workers=args.workers)
+        execute.run_on_dask(todo, options, settings, finished, scheduler=request.scheduler,
+                            workers=request.workers)
     elif args.scheduler is not None:
         from tlsprobe.survey.extra import HINT as CLUSTER_HINT
         raise UsageError(f"--scheduler needs Dask: {CLUSTER_HINT}")

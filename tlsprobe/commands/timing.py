@@ -12,10 +12,14 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import sys
-from typing import IO, Any
+from collections.abc import Callable
+from typing import IO, TYPE_CHECKING
 
-from tlsprobe.cli import count, error_line, positive_int, seconds
+from tlsprobe.commands.common import count, error_line, positive_int, seconds
 from tlsprobe.errors import EXIT_OK, TlsprobeError, UsageError, exit_code_for
+
+if TYPE_CHECKING:
+    from tlsprobe.probes.timing.run import TimingOptions
 
 # engine.config's TLS13 and TLS12, written out: building the parser imports no engine,
 # registry or `cryptography` module (tests/test_startup.py checks both).
@@ -28,7 +32,7 @@ _VERSIONS = {"1.3": TLS13, "13": TLS13, "tls1_3": TLS13, "tlsv1.3": TLS13, "tls1
              "1.2": TLS12, "12": TLS12, "tls1_2": TLS12, "tlsv1.2": TLS12, "tls1.2": TLS12}
 
 
-def add_timing_arguments(parser: Any) -> None:
+def add_timing_arguments(parser: argparse._ActionsContainer) -> None:
     """The --timing-* options (an ArgumentParser or an argument group); none clashes with
     the probe's own options. Their defaults are None (resolved in `options_from_args`), so
     that the probe command can tell which were given."""
@@ -87,7 +91,7 @@ def _versions(text: str | None) -> tuple[int, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def _codes(text: str, parse: Any, option: str) -> tuple[int, ...]:
+def _codes(text: str, parse: Callable[[str], int], option: str) -> tuple[int, ...]:
     try:
         codes = tuple(dict.fromkeys(parse(item) for item in _split(text)))
     except ValueError as exc:
@@ -97,7 +101,7 @@ def _codes(text: str, parse: Any, option: str) -> tuple[int, ...]:
     return codes
 
 
-def _sni(args: Any, host: str) -> str | None:
+def _sni(args: argparse.Namespace, host: str) -> str | None:
     if getattr(args, "no_sni", False):
         return None
     if getattr(args, "sni", None):
@@ -109,7 +113,7 @@ def _sni(args: Any, host: str) -> str | None:
         return host
 
 
-def options_from_args(args: argparse.Namespace, host: str) -> Any:
+def options_from_args(args: argparse.Namespace, host: str) -> TimingOptions:
     """TimingOptions from the --timing-* options (and --sni/--no-sni/--timeout if present)."""
     from tlsprobe import registry
     from tlsprobe.probes.timing.run import TimingOptions
@@ -140,7 +144,7 @@ def options_from_args(args: argparse.Namespace, host: str) -> Any:
                          confidence=confidence)
 
 
-def check_explicit_groups(options: Any) -> None:
+def check_explicit_groups(options: TimingOptions) -> None:
     """Explicit groups none of which can be timed are a usage error, told before connecting
     (rather than "the enumeration found none", which would blame the server)."""
     from tlsprobe import kex, registry
@@ -176,8 +180,8 @@ class _Progress:
             self.err.flush()
 
 
-def run_timing(target_text: str, args: Any, *, out: IO[str] | None = None,
-               err: IO[str] | None = None) -> int:
+def run_timing(target_text: str, args: argparse.Namespace | TimingOptions, *,
+               out: IO[str] | None = None, err: IO[str] | None = None) -> int:
     """Time `target_text` with the options in `args` (an argparse Namespace carrying the
     --timing-* options, or a TimingOptions); prints the table (JSON with args.json) and
     returns the exit code. Errors are one line on stderr, never a traceback."""
@@ -186,19 +190,21 @@ def run_timing(target_text: str, args: Any, *, out: IO[str] | None = None,
     out = out or sys.stdout
     err = err or sys.stderr
     progress = _Progress(err)
+    plot: str | None = getattr(args, "plot", None)
     try:
         target = parse_target(target_text)
         if isinstance(args, TimingOptions):
             options = args
         else:
             from dataclasses import replace
+
             from tlsprobe.commands.starttls_option import spec_for
             options = replace(options_from_args(args, target.host),
                               starttls=spec_for(args, target, note=err))
         check_explicit_groups(options)
-        if getattr(args, "plot", None):   # before measuring, not after
+        if plot:   # before measuring, not after
             from tlsprobe.report.plots import check_plot
-            check_plot(args.plot)
+            check_plot(plot)
         if progress.shown and options.groups is None:
             err.write("timing: finding the groups the server accepts...")
             err.flush()
@@ -213,9 +219,11 @@ def run_timing(target_text: str, args: Any, *, out: IO[str] | None = None,
     elif report.entries:
         from tlsprobe.report.timing_tables import render_timing
         render_timing(report, out)
-    if getattr(args, "plot", None) and report.entries:
+    if plot and report.entries:
+        from tlsprobe.commands.common import written_to
         from tlsprobe.report.plots import plot_timing
-        plot_timing(report, args.plot)
+        with written_to("--plot", plot):
+            plot_timing(report, plot)
     if report.error or report.stopped:
         why = report.error or f"stopped early: {report.stopped}"
         from tlsprobe.report.escape import shown

@@ -61,8 +61,7 @@ from tlsprobe.net.transport import (
 )
 
 __all__ = ["BACKOFF", "AsyncStartTlsConnector", "Backoff", "StartTlsConnector", "StartTlsSpec",
-           "arun_preamble", "choose_protocol", "gave_up", "hold_preamble", "info_of",
-           "starttls_connector"]
+           "arun_preamble", "choose_protocol", "gave_up", "hold_preamble", "info_of"]
 
 #: failures that are the server's answer, the same on every connection (not retried)
 _DEFINITE = (Problem.NOT_OFFERED, Problem.REFUSED, Problem.WRONG_PROTOCOL, Problem.TOO_LONG,
@@ -141,21 +140,6 @@ def choose_protocol(option: str, port: int, what: str = "--starttls") -> tuple[s
         raise UsageError(f"{what}: unknown protocol {option!r} (known: "
                          f"{', '.join(PROTOCOLS)}, or auto)")
     return name, False
-
-
-def starttls_connector(option: str, targets: Iterable[Target], inner: AsyncConnector, *,
-                       server_name: str | None = None, what: str = "--starttls"
-                       ) -> AsyncStartTlsConnector:
-    """An audit's connector that holds `option`'s preamble (`auto`: chosen by each target's
-    port) over `inner` on every connection; the XMPP to= domain is `server_name`, else the
-    target's host. A bad `option` is a UsageError naming `what`."""
-    if option.strip().lower() != "auto":
-        choose_protocol(option, 0, what)   # checked once, also without targets
-    specs = {}
-    for target in targets:
-        protocol, by_port = choose_protocol(option, target.port, what)
-        specs[target.display] = StartTlsSpec(protocol, server_name or target.host, by_port)
-    return AsyncStartTlsConnector(inner, specs)
 
 
 def info_of(record: PreambleRecord, spec: StartTlsSpec) -> StartTlsInfo:

@@ -13,68 +13,22 @@ at its place in the order.
 
 from __future__ import annotations
 
-import os
 import signal
 from collections import deque
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-#: what a capture is, by its first bytes: pcap (both byte orders, micro- and nanosecond),
-#: pcapng, gzip (a compressed capture)
-MAGICS = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d",
-          b"\x0a\x0d\x0d\x0a", b"\x1f\x8b")
+from tlsprobe.requests.capture import open_capture, passes
 
+if TYPE_CHECKING:
+    from tlsprobe.model.capture import CaptureSummary
+    from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
+    from tlsprobe.offline.datagram import Analyzed
+    from tlsprobe.offline.filters import ConnectionFilter
 
-def missing(path: str) -> str | None:
-    """Why `path` cannot be a capture before opening it: missing, or a directory (pipes,
-    FIFOs and devices are read as streams, as '-' is)."""
-    if path == "-":
-        return None
-    if not os.path.exists(path):
-        return "no such file"
-    if os.path.isdir(path):
-        return "is a directory"
-    return None
-
-
-def open_capture(path: str, name: str, options: Any, progress: Any) -> tuple[Any, str | None]:
-    """(the capture's CaptureAnalysis, None), or (None, why it cannot be read: one line
-    without the name)."""
-    from tlsprobe.capture import CaptureError
-    from tlsprobe.offline.analyzer import CaptureAnalysis
-    error = missing(path)
-    if error is not None:
-        return None, error
-    try:
-        return CaptureAnalysis(path, options, progress, display_name=name), None
-    except CaptureError as exc:
-        return None, str(exc).removeprefix(f"{name}: ")
-    except OSError as exc:
-        return None, f"cannot open: {exc.strerror or exc}"
-
-
-def expand_directories(paths: Iterable[str]) -> list[str]:
-    """Each directory replaced by the captures under it (recursively, by path order; a
-    capture is told by its first bytes, other files are left out). A directory without one
-    stays as it is: the command then says it is a directory."""
-    out: list[str] = []
-    for path in paths:
-        if path == "-" or not os.path.isdir(path):
-            out.append(path)
-            continue
-        found = sorted(os.path.join(top, name) for top, _dirs, names in os.walk(path)
-                       for name in names if _looks_like_capture(os.path.join(top, name)))
-        out.extend(found or [path])
-    return out
-
-
-def _looks_like_capture(path: str) -> bool:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(4).startswith(MAGICS)
-    except OSError:
-        return os.path.isfile(path)     # unreadable: kept, so that the reason is said
+#: a capture read: its analysis (streamed) or a worker's finished one, or None and why not
+Opened = tuple["CaptureAnalysis | Finished", None] | tuple[None, str]
 
 
 @dataclass
@@ -82,11 +36,11 @@ class Finished:
     """A capture read in a worker: what the command's loop uses of a CaptureAnalysis
     (iteration over (report, trace), `summary`, `notes_for`)."""
 
-    reports: list[tuple[Any, Any]]
-    summary: Any
+    reports: list[Analyzed]
+    summary: CaptureSummary | None
     notes: tuple[str, ...]
 
-    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+    def __iter__(self) -> Iterator[Analyzed]:
         return iter(self.reports)
 
     def notes_for(self, reported: set[int] | None) -> tuple[str, ...]:
@@ -94,20 +48,20 @@ class Finished:
         return self.notes
 
 
-def read_capture(path: str, name: str, options: Any, flt: Any
-                 ) -> tuple[Finished | None, str | None]:
+def read_capture(path: str, name: str, options: AnalyzerOptions, flt: ConnectionFilter
+                 ) -> tuple[Finished, None] | tuple[None, str]:
     """Read one whole capture (in a worker): as `open_capture`, the analysis finished."""
     analysis, error = open_capture(path, name, options, None)
     if analysis is None:
-        return None, error
-    reports = []
+        return None, error or "cannot be read"
+    reports: list[Analyzed] = []
     reported: set[int] = set()
-    for report, trace in analysis:
+    for analyzed in analysis:
         if flt.active:
-            if not flt.matches(report):
+            if not passes(flt, analyzed.report):
                 continue
-            reported.add(report.id)
-        reports.append((report, trace))
+            reported.add(analyzed.report.id)
+        reports.append(analyzed)
     notes = analysis.notes_for(reported) if flt.active else analysis.notes_for(None)
     return Finished(reports, analysis.summary, notes), None
 
@@ -121,8 +75,8 @@ def _worker_init() -> None:
     gc.set_threshold(100_000, 50, 100)
 
 
-def read_in_order(paths: list[str], options: Any, flt: Any, *, jobs: int,
-                  scheduler: str | None) -> Generator[tuple[Any, str | None], None, None]:
+def read_in_order(paths: list[str], options: AnalyzerOptions, flt: ConnectionFilter, *,
+                  jobs: int, scheduler: str | None) -> Generator[Opened, None, None]:
     """(analysis, error) per path, in the order of `paths`, read by `jobs` local worker
     processes or on the Dask scheduler at `scheduler`."""
     if scheduler is not None:
@@ -147,19 +101,38 @@ def read_in_order(paths: list[str], options: Any, flt: Any, *, jobs: int,
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+class _Result(Protocol):
+    """A task's future, of a local pool or of Dask: its result when done."""
+
+    def result(self) -> tuple[Finished, None] | tuple[None, str]: ...
+
+
+_Task = Callable[[str, str, "AnalyzerOptions", "ConnectionFilter"],
+                 "tuple[Finished, None] | tuple[None, str]"]
+
+
+class _Pool(Protocol):
+    """What `_ordered` asks of an executor: submit(read_capture, *args) -> a future."""
+
+    def submit(self, fn: _Task, path: str, name: str, options: AnalyzerOptions,
+               flt: ConnectionFilter, /) -> _Result: ...
+
+
 class _DaskPool:
     """A dask Client seen as an executor: submit(fn, *args) -> a future with result()."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any) -> None:   # dask.distributed ships no type hints
         self.client = client
 
-    def submit(self, fn: Any, *args: Any) -> Any:
-        return self.client.submit(fn, *args, pure=False)
+    def submit(self, fn: _Task, path: str, name: str, options: AnalyzerOptions,
+               flt: ConnectionFilter, /) -> _Result:
+        future: _Result = self.client.submit(fn, path, name, options, flt, pure=False)
+        return future
 
 
-def _ordered(paths: list[str], options: Any, flt: Any, pool: Any, window: int
-             ) -> Iterator[tuple[Any, str | None]]:
-    queue: deque[tuple[str, Any]] = deque()
+def _ordered(paths: list[str], options: AnalyzerOptions, flt: ConnectionFilter,
+             pool: _Pool, window: int) -> Iterator[Opened]:
+    queue: deque[tuple[str, _Result | None]] = deque()
     waiting = iter(paths)
 
     def fill() -> None:

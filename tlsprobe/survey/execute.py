@@ -18,26 +18,14 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from tlsprobe.errors import UsageError
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.probes.audit.run import AuditOptions
+from tlsprobe.requests.survey import ShardSettings
 from tlsprobe.survey.targets import Shard
-
-
-@dataclass(frozen=True)
-class ShardSettings:
-    """How a worker audits a shard: the scan's politeness options and its connection rate
-    (connections per second for this worker; None: no limit)."""
-
-    per_host: int = 3
-    concurrency: int = 16
-    delay: float = 0.0
-    retries: int = 2
-    timeout: float = 5.0
-    rate: float | None = None
 
 
 def audit_shard(shard: Shard, options: AuditOptions, settings: ShardSettings
@@ -45,16 +33,14 @@ def audit_shard(shard: Shard, options: AuditOptions, settings: ShardSettings
     """Audit one shard (runs inside a worker); reports carry their input index."""
     from tlsprobe.net.tcp_async import TcpConnector
     from tlsprobe.probes.audit.run import audit_many
-    from tlsprobe.probes.audit.scheduler import Scheduler
     from tlsprobe.net.pacing import PacedConnector
-    connector = TcpConnector(settings.timeout)
-    scheduler = Scheduler(per_host=settings.per_host, delay=settings.delay,
-                          retries=settings.retries, timeout=settings.timeout,
-                          connector=PacedConnector(connector, settings.rate)
-                          if settings.rate else connector)
+    connection = settings.connection
+    connector = TcpConnector(connection.timeout)
+    scheduler = connection.scheduler(connector=PacedConnector(connector, settings.rate)
+                                     if settings.rate else connector)
     targets = [t for _, t in shard.targets]
     reports = asyncio.run(audit_many(targets, options, scheduler,
-                                     concurrency=settings.concurrency))
+                                     concurrency=connection.concurrency))
     return [replace(r, index=i) for (i, _), r in zip(shard.targets, reports)]
 
 
@@ -159,6 +145,7 @@ def _workers_ignore_ctrl_c() -> None:
     survey/forked.py: it and every worker it forks (also one a nanny restarts) ignore
     SIGINT, and only this process handles Ctrl-C, closing the cluster itself."""
     import multiprocessing
+
     import dask
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return

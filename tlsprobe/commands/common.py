@@ -1,0 +1,135 @@
+"""What every command module shares with the command line: the one-line-error parser, the
+argparse value types and the one stderr line of a `TlsprobeError`.
+
+It lives here (not in cli.py) so that commands never import cli: cli imports the commands
+(its static table), the commands import this module, and there is no cycle. Standard
+library and `errors` only at module level: building a parser stays cheap
+(tests/test_startup.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import re
+from collections.abc import Callable, Iterator
+from types import ModuleType
+from typing import NoReturn
+
+from tlsprobe.errors import EXIT_USAGE, TlsprobeError, UsageError
+
+#: the longest timeout accepted, in seconds (one day): larger values overflow socket timeouts
+MAX_SECONDS = 86400.0
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with one-line errors: `tlsprobe: error: MESSAGE (see tlsprobe [SUB] --help)`,
+    exit 2, instead of the usage block (the README promises one-line errors).
+
+    `epilog_factory`, when set, makes the epilog when help is shown: an epilog that needs
+    heavy imports (speed's catalog) costs nothing to the runs that never show it."""
+
+    epilog_factory: Callable[[], str] | None = None
+
+    def format_help(self) -> str:
+        if self.epilog_factory is not None:
+            self.epilog, self.epilog_factory = self.epilog_factory(), None
+        return super().format_help()
+
+    def error(self, message: str) -> NoReturn:
+        message = " ".join(message.split()) + self._suggestion(message)
+        self.exit(EXIT_USAGE, f"tlsprobe: error: {message} (see {self.prog} --help)\n")
+
+    def _suggestion(self, message: str) -> str:
+        """' (did you mean --json?)' for a mistyped option (argparse's 'unrecognized
+        arguments: --jsn'), or for a mistyped choice ('invalid choice: 'hihg''), else ''."""
+        from tlsprobe.errors import did_you_mean
+        if message.startswith("unrecognized arguments: "):
+            words = message.split(": ", 1)[1].split()
+            option = next((w.split("=", 1)[0] for w in words if w.startswith("-")), None)
+            return did_you_mean(option, self._option_string_actions) if option else ""
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+        if choice:
+            return did_you_mean(choice[1], re.findall(r"'([^']*)'", choice[2]))
+        return ""
+
+
+def add_connection_arguments(g: argparse._ArgumentGroup, concurrency: int,
+                             concurrency_help: str) -> None:
+    """The connection options `scan` and `survey` share (checked by
+    requests/scan.py `ConnectionSettings`): per-host cap, concurrency, delay, retries,
+    timeout."""
+    g.add_argument("--per-host", type=int, default=3, metavar="N", help="connections at once "
+                   "per host (default 3)")
+    g.add_argument("--concurrency", type=int, default=concurrency, metavar="N",
+                   help=f"{concurrency_help} (default {concurrency})")
+    g.add_argument("--delay", type=float, default=0.0, metavar="SECONDS", help="pause between "
+                   "connection starts to one host (default 0)")
+    g.add_argument("--retries", type=int, default=2, metavar="N", help="retries after a reset "
+                   "or timeout, with backoff (default 2)")
+    g.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS", help="connect and "
+                   "read timeout per connection (default 5)")
+
+
+def command_parser(module: ModuleType, prog: str) -> ArgumentParser:
+    """The parser of a command module (`add_arguments(parser)`; its docstring's first line
+    is the description), with --version."""
+    from tlsprobe import __version__
+    parser = ArgumentParser(prog=prog, description=(module.__doc__ or "").strip().split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"tlsprobe {__version__}")
+    module.add_arguments(parser)
+    return parser
+
+
+def seconds(text: str) -> float:
+    """argparse type: a finite number of seconds, > 0 and at most a day."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or not 0 < value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"expected seconds > 0 and at most {MAX_SECONDS:g}, "
+                                         f"got {text!r}")
+    return value
+
+
+def _whole_number(minimum: int, wording: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {wording}, got {text!r}")
+        return value
+    return parse
+
+
+#: argparse types: an integer of at least 1, and of 0 or more
+positive_int = _whole_number(1, "at least 1")
+count = _whole_number(0, "0 or more")
+
+
+@contextlib.contextmanager
+def written_to(option: str, path: str) -> Iterator[None]:
+    """Around the writing of an output file the user named (`--csv FILE`, `--plot FILE`):
+    an OSError (the disk full, the folder gone since the check before the work) is that
+    file's one-line usage error, exit 2, not an internal error (cli.py: exit 70)."""
+    try:
+        yield
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: {exc.strerror or exc}") from None
+
+
+def error_line(exc: TlsprobeError) -> str:
+    """The one stderr line for `exc`: usage errors read `tlsprobe: error: ...`."""
+    from tlsprobe.report.escape import shown
+    text = shown(" ".join(str(exc).split()))
+    if exc.exit_code == EXIT_USAGE and not text.startswith("error: "):
+        text = "error: " + text
+    return f"tlsprobe: {text}"
+
+
+__all__ = ["MAX_SECONDS", "ArgumentParser", "add_connection_arguments", "command_parser", "count", "error_line", "positive_int", "seconds",
+           "written_to"]

@@ -1,0 +1,160 @@
+"""`tlsprobe pcap`'s output as the reports come (commands/pcap.py reads, this writes): the
+--msg trace, --details blocks, the --json document or --jsonl lines (streamed, batched when
+not a terminal), and the rows of the final table or the --stats summary."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from operator import itemgetter
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tlsprobe.model.capture import CaptureSummary
+    from tlsprobe.offline.stats import Statistics
+
+
+#: JSON text gathered before one write when the output is not a terminal (a capture's
+#: reports are some kilobytes each: one write per report costs more system time than the
+#: writing itself). 64 KiB: a larger batch is a fresh large allocation each time, whose
+#: pages are faulted in anew (a megabyte cost 4x the CPU time on a 500 MB --jsonl)
+BATCH = 1 << 16
+
+
+class Output:
+    """Writes reports as they come: trace, details, JSON (streamed; the --json document
+    lists the connections first so it too can be written as it goes), rows for the final
+    table (sorted by capture and first frame: connections end in another order than they
+    start). JSON text going to a file or pipe is written 64 KiB at a time. Nothing is
+    written until a capture could be opened."""
+
+    def __init__(self, args: argparse.Namespace, out: IO[str]) -> None:
+        from tlsprobe.model.capture import capture_encoder
+        from tlsprobe.report.offline_tables import (
+            connection_label,
+            connection_row,
+            render_details,
+        )
+        self.args = args
+        self.out = out
+        self.rows: list[tuple[int, int, int, tuple[str, ...]]] = []
+        self.count = 0
+        self.file_index = 0  # which capture the reports come from (for the table's order)
+        self._row = connection_row
+        self._label = connection_label
+        self._details = render_details
+        self._pending: list[str] = []
+        self._pending_size = 0
+        self._batch = not out.isatty()
+        self._started = False
+        self._table = not (args.json or args.jsonl or args.details or args.stats)
+        self._encoder = capture_encoder()  # this run's: remembers the shared values' JSON
+
+    def begin(self) -> None:
+        """A capture was opened: the output starts (the --json document's head)."""
+        if not self._started:
+            self._started = True
+            if self.args.json:
+                self.out.write('{"schema": 1, "tool": "tlsprobe", "command": "pcap", '
+                               '"connections": [')
+
+    def _json(self, text: str, end: str = "") -> None:
+        """Write `text` then `end` (kept apart: a report's text is not copied to add a
+        newline)."""
+        if not self._batch:
+            self.out.write(text + end)
+            return
+        pending = self._pending
+        pending.append(text)
+        if end:
+            pending.append(end)
+        self._pending_size += len(text)
+        if self._pending_size >= BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the JSON text gathered so far."""
+        if self._pending:
+            self.out.write("".join(self._pending))
+            self._pending = []
+            self._pending_size = 0
+
+    def report(self, report: Any, trace: list[str] | None) -> None:   # Any: hot path, no checks
+        args, out = self.args, self.out
+        self.count += 1
+        if args.json or args.jsonl:
+            line = report.to_json(encoder=self._encoder)
+            if args.msg and trace is not None:
+                line = line[:-1] + ', "trace": ' + json.dumps(trace) + "}"
+            if args.jsonl:
+                self._json(line, "\n")
+            else:
+                self._json(("\n  " if self.count == 1 else ",\n  ") + line)
+            return
+        if args.msg and trace is not None:
+            out.write(f"=== connection {self._label(report)}: {report.client} -> "
+                      f"{report.server} ({report.file}) ===\n")
+            if trace:
+                out.write("\n".join(trace) + "\n")
+            out.write("---\n")
+        if args.details:
+            self._details(report, out)
+            out.write("\n")
+        elif self._table:
+            self.rows.append((self.file_index, report.first_frame, report.id,
+                              self._row(report)))
+
+    def capture(self, summary: CaptureSummary) -> None:
+        self.flush()
+        self.file_index += 1
+        if summary.error is not None and (self.args.json or self.args.jsonl):
+            self.begin()  # an unreadable file has a record in the JSON output too
+        if self.args.jsonl:
+            self.out.write(json.dumps(summary.to_dict()) + "\n")
+
+    def finish(self, stats: Statistics, summaries: list[CaptureSummary]) -> None:
+        from tlsprobe.report.offline_tables import render_connections, render_stats
+        self.flush()
+        args, out = self.args, self.out
+        if not self._started:
+            return  # no capture could be opened: the errors are on stderr
+        if args.json:
+            out.write("\n ],\n" if self.count else "],\n")
+            out.write(' "captures": ' + json.dumps([s.to_dict() for s in summaries]))
+            if args.stats:
+                out.write(',\n "stats": ' + json.dumps(stats.to_dict()))
+            out.write("}\n")
+            return
+        if args.jsonl:
+            if args.stats:
+                out.write(json.dumps({"kind": "stats", **stats.to_dict()}) + "\n")
+            return
+        if stats.connections == 0:
+            out.write(_nothing_found(summaries) + "\n")
+            return
+        if args.stats:
+            render_stats(stats.tables(), stats.connections, out)
+        elif self._table:
+            self.rows.sort(key=itemgetter(0, 1, 2))   # file, first frame, id
+            if len(summaries) > 1:
+                names = [s.file for s in summaries]
+                render_connections([(names[i], *row) for i, _f, _n, row in self.rows], out,
+                                   with_file=True)
+            else:
+                render_connections([row for *_key, row in self.rows], out)
+
+
+def _nothing_found(summaries: list[CaptureSummary]) -> str:
+    """The line said instead of an empty table: no TLS at all, or none that the filters
+    let through."""
+    from tlsprobe.report.offline_tables import plural
+    read = [s.file for s in summaries if s.error is None]
+    files = ", ".join(read) if len(read) <= 3 else f"{len(read)} files"
+    total = sum(s.tls_connections for s in summaries)
+    if total:
+        return (f"0 of {plural(total, 'TLS connection')} in {files} match"
+                f"{'es' if total == 1 else ''} the filters")
+    return f"no TLS connections found in {files}"
+
+
+__all__ = ["BATCH", "Output"]

@@ -1,0 +1,169 @@
+"""`CaptureRequest`: captures to read as asked (`tlsprobe pcap FILE ...` or the API's
+`read_capture(...)`), checked once: the files, the key log (loaded), the filters, how many
+processes; and the reader of ONE capture file (`open_capture`), which `tlsprobe pcap`
+and the API use for a file and the survey's workers (survey/captures.py) for many."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from tlsprobe.errors import UsageError
+from tlsprobe.model.capture import BriefReport, ConnectionReport, ReportText
+from tlsprobe.requests.names import API, CLI, Names
+
+if TYPE_CHECKING:
+    from tlsprobe.engine.keylog import KeyLog
+    from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis, Progress
+    from tlsprobe.offline.filters import ConnectionFilter
+    from tlsprobe.offline.flowreader import FormatterFactory
+
+#: what a capture is, by its first bytes: pcap (both byte orders, micro- and nanosecond),
+#: pcapng, gzip (a compressed capture)
+MAGICS = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d",
+          b"\x0a\x0d\x0d\x0a", b"\x1f\x8b")
+
+
+def missing(path: str) -> str | None:
+    """Why `path` cannot be a capture before opening it: missing, or a directory (pipes,
+    FIFOs and devices are read as streams, as '-' is)."""
+    if path == "-":
+        return None
+    if not os.path.exists(path):
+        return "no such file"
+    if os.path.isdir(path):
+        return "is a directory"
+    return None
+
+
+def open_capture(path: str, name: str, options: AnalyzerOptions,
+                 progress: Progress | None = None
+                 ) -> tuple[CaptureAnalysis, None] | tuple[None, str]:
+    """(the capture's CaptureAnalysis, None), or (None, why it cannot be read: one line
+    without the name). `name` is how the capture is named in reports ('<stdin>' for '-')."""
+    from tlsprobe.capture import CaptureError
+    from tlsprobe.offline.analyzer import CaptureAnalysis
+    error = missing(path)
+    if error is not None:
+        return None, error
+    try:
+        return CaptureAnalysis(path, options, progress, display_name=name), None
+    except CaptureError as exc:
+        return None, str(exc).removeprefix(f"{name}: ")
+    except OSError as exc:
+        return None, f"cannot open: {exc.strerror or exc}"
+
+
+def expand_directories(paths: Iterable[str]) -> list[str]:
+    """Each directory replaced by the captures under it (recursively, by path order; a
+    capture is told by its first bytes, other files are left out). A directory without one
+    stays as it is: the command then says it is a directory."""
+    out: list[str] = []
+    for path in paths:
+        if path == "-" or not os.path.isdir(path):
+            out.append(path)
+            continue
+        found = sorted(os.path.join(top, name) for top, _dirs, names in os.walk(path)
+                       for name in names if _looks_like_capture(os.path.join(top, name)))
+        out.extend(found or [path])
+    return out
+
+
+def _looks_like_capture(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4).startswith(MAGICS)
+    except OSError:
+        return os.path.isfile(path)     # unreadable: kept, so that the reason is said
+
+
+def passes(flt: ConnectionFilter, report: ConnectionReport | BriefReport | ReportText
+           ) -> bool:
+    """Whether the filters let `report` through: a whole report that matches (with filters
+    the analysis makes whole reports: `CaptureRequest.options(brief=False)`)."""
+    return isinstance(report, ConnectionReport) and flt.matches(report)
+
+
+def _no_filter() -> ConnectionFilter:
+    from tlsprobe.offline.filters import ConnectionFilter
+    return ConnectionFilter()
+
+
+@dataclass(frozen=True)
+class CaptureRequest:
+    """Checked captures to read: the files (directories expanded), the key log, whether
+    the capture's own keys and QUIC are read, the filters, and --jobs / --scheduler."""
+
+    files: tuple[str, ...]
+    keylog: KeyLog | None = None
+    embedded_keys: bool = True
+    quic: bool = True
+    filter: ConnectionFilter = field(default_factory=_no_filter)
+    jobs: int | None = None
+    scheduler: str | None = None
+
+    @classmethod
+    def build(cls, files: Sequence[str], *, keylog: str | None = None,
+              embedded_keys: bool = True, quic: bool = True,
+              filter: ConnectionFilter | None = None, jobs: int | None = None,
+              scheduler: str | None = None, names: Names = API) -> CaptureRequest:
+        """The request, or a UsageError naming the input at fault."""
+        if list(files).count("-") > 1:
+            raise UsageError("stdin ('-') can be read only once")
+        if jobs is not None:
+            check_jobs(jobs, names)
+        keys = None
+        if keylog is not None:
+            from tlsprobe.engine.keylog import load_keylog
+            try:
+                keys = load_keylog(keylog)
+            except OSError as exc:
+                raise UsageError(f"{names('keylog')} {keylog}: {exc.strerror or exc}"
+                                 ) from None
+        return cls(files=tuple(expand_directories(files)), keylog=keys,
+                   embedded_keys=embedded_keys, quic=quic, filter=filter or _no_filter(),
+                   jobs=jobs, scheduler=scheduler)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> CaptureRequest:
+        """`tlsprobe pcap FILE... [options]` (its Namespace): the input side; what is
+        written (--json, --csv, --plot ...) is the command's."""
+        from tlsprobe.offline.filters import ConnectionFilter
+        try:
+            flt = ConnectionFilter.parse(args.host, args.port, args.sni, args.group,
+                                         args.tls_version)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        return cls.build(args.files, keylog=args.keylog or None,
+                         embedded_keys=not args.no_embedded_keys, quic=not args.no_quic,
+                         filter=flt, jobs=args.jobs, scheduler=args.scheduler, names=CLI)
+
+    @property
+    def parallel(self) -> bool:
+        """Whether the files go to worker processes (or Dask): --jobs 2+ with several
+        files, or a scheduler."""
+        return (self.jobs or 1) > 1 and len(self.files) > 1 or self.scheduler is not None
+
+    def options(self, *, trace_formatter: FormatterFactory | None = None,
+                brief: bool = False, json_text: bool = False,
+                pipe_min_bytes: int | None = None) -> AnalyzerOptions:
+        """The analysis options of this request with what the output needs: the trace
+        (`--msg`) when given the caller's formatter (report.trace.TraceFormatter: the
+        renderer is not this layer's), brief or JSON-text reports, the second process."""
+        from tlsprobe.offline.analyzer import AnalyzerOptions
+        return AnalyzerOptions(trace=trace_formatter is not None, keylog=self.keylog,
+                               embedded_keys=self.embedded_keys, quic=self.quic,
+                               trace_formatter=trace_formatter, brief=brief,
+                               json_text=json_text, pipe_min_bytes=pipe_min_bytes)
+
+
+def check_jobs(jobs: int, names: Names) -> None:
+    from tlsprobe.requests.scan import check_process_count
+    check_process_count(jobs, names("jobs"))
+
+
+__all__ = ["MAGICS", "CaptureRequest", "check_jobs", "expand_directories", "missing",
+           "open_capture", "passes"]

@@ -1,0 +1,228 @@
+"""`ScanRequest`: audits as asked (`tlsprobe scan ...` or the API's `scan(...)`), checked
+once, and what runs them: `probes.audit.run.AuditOptions` and, from `ConnectionSettings`,
+the one place a `probes.audit.scheduler.Scheduler` is made (the scan, its --compare-tcp
+audit, the API and the survey's shards all ask `ConnectionSettings.scheduler`)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING
+
+from tlsprobe.errors import UsageError
+from tlsprobe.requests.hello import Items, codes
+from tlsprobe.requests.names import API, CLI, Names
+
+if TYPE_CHECKING:
+    from tlsprobe.net.targets import BadLine
+    from tlsprobe.net.tcp import Target
+    from tlsprobe.net.transport import AsyncConnector
+    from tlsprobe.policy.load import Policy
+    from tlsprobe.probes.audit.run import AuditOptions
+    from tlsprobe.probes.audit.scheduler import ConnectionHook, Scheduler
+
+#: worker processes per CPU that `pcap --jobs` and `survey --workers` may ask for: their
+#: work is CPU-bound, so more would only cost memory (and a huge count would fork until the
+#: machine gives out instead of failing with a message)
+PROCESSES_PER_CPU = 4
+
+
+def check_process_count(value: int, flag: str) -> None:
+    """A usage error (exit 2) unless 1 <= value <= PROCESSES_PER_CPU per CPU."""
+    if value < 1:
+        raise UsageError(f"{flag} must be at least 1, not {value}")
+    limit = PROCESSES_PER_CPU * (os.cpu_count() or 1)
+    if value > limit:
+        raise UsageError(f"{flag} {value}: at most {limit} on this machine "
+                         f"({PROCESSES_PER_CPU} per CPU; the work is CPU-bound)")
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    """How politely an audit connects: connections at once per host, targets at once, the
+    pause between connection starts to one host, retries after a reset or timeout (with
+    backoff), and the connect and read timeout per connection."""
+
+    per_host: int = 3
+    concurrency: int = 4
+    delay: float = 0.0
+    retries: int = 2
+    timeout: float = 5.0
+
+    @classmethod
+    def build(cls, *, per_host: int = 3, concurrency: int = 4, delay: float = 0.0,
+              retries: int = 2, timeout: float = 5.0, names: Names = API
+              ) -> ConnectionSettings:
+        """The settings, or a UsageError naming the input at fault."""
+        for name, value in (("per_host", per_host), ("concurrency", concurrency)):
+            if value < 1:
+                raise UsageError(f"{names(name)} must be at least 1")
+        if not (math.isfinite(timeout) and 0 < timeout <= 3600):
+            raise UsageError(f"{names('timeout')} must be a number of seconds above 0 and at "
+                             f"most 3600, not {timeout}")
+        if not (math.isfinite(delay) and 0 <= delay <= 3600):
+            raise UsageError(f"{names('delay')} must be a number of seconds from 0 to 3600, "
+                             f"not {delay}")
+        if not 0 <= retries <= 10:
+            raise UsageError(f"{names('retries')} must be from 0 to 10, not {retries}")
+        return cls(per_host=per_host, concurrency=concurrency, delay=delay, retries=retries,
+                   timeout=timeout)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ConnectionSettings:
+        """--per-host, --concurrency, --delay, --retries, --timeout (scan and survey)."""
+        return cls.build(per_host=args.per_host, concurrency=args.concurrency,
+                         delay=args.delay, retries=args.retries, timeout=args.timeout,
+                         names=CLI)
+
+    def scheduler(self, connector: AsyncConnector | None = None,
+                  on_connection: ConnectionHook | None = None) -> Scheduler:
+        """The audit's scheduler with these settings (`connector` None: plain TCP)."""
+        from tlsprobe.probes.audit.scheduler import Scheduler
+        return Scheduler(per_host=self.per_host, delay=self.delay, retries=self.retries,
+                         timeout=self.timeout, on_connection=on_connection,
+                         connector=connector)
+
+
+def checked_server_name(name: str | None, send_sni: bool, names: Names) -> str | None:
+    """The audit's server_name as given, checked as the probe's is (None: the host name)."""
+    if name is None:
+        return None
+    if not send_sni:
+        raise UsageError(f"{names('sni')} and {names('no_sni')} cannot be combined")
+    from tlsprobe.engine.config import parse_server_name
+    return parse_server_name(name, names("sni"))
+
+
+def checks_of(given: Sequence[str] | str | None, names: Names) -> tuple[str, ...]:
+    """Check names as `--checks` takes them (None: its default, the audit and every check)
+    -> the audit's checks in their order (probes/checks/catalog.py resolve)."""
+    from tlsprobe.probes.checks.catalog import DEFAULT, resolve
+    if given is None:
+        return resolve(DEFAULT, names("checks"))
+    return resolve(given.split(",") if isinstance(given, str) else list(given),
+                   names("checks"))
+
+
+def policies_of(given: Sequence[str] | str | None) -> tuple[Policy, ...]:
+    """Policies by name or file (None: the default one; a str: one policy); one that cannot
+    be loaded is a usage error with the policy's own one-line message."""
+    from tlsprobe.policy.load import DEFAULT_POLICY, PolicyError, load_policy
+    specs = [DEFAULT_POLICY] if given is None else [given] if isinstance(given, str) else given
+    try:
+        return tuple(load_policy(spec) for spec in specs)
+    except PolicyError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def audit_options(*, checks: tuple[str, ...], extra_groups: Items = (),
+                  server_name_: str | None = None, send_sni: bool = True,
+                  policies: tuple[Policy, ...] = (), verify: bool = True,
+                  cafile: str | None = None, names: Names = API) -> AuditOptions:
+    """The audit's options; the extra groups parsed, the trust store checked."""
+    from tlsprobe import registry
+    from tlsprobe.probes.audit.run import AuditOptions
+    extra = codes(extra_groups, registry.parse_group, "extra_groups", names, empty_ok=True)
+    if cafile is not None:   # its contents matter only when the chain is checked
+        from tlsprobe.engine.chain import check_cafile
+        check_cafile(cafile, contents=verify)
+    return AuditOptions(checks=checks, extra_groups=extra, server_name=server_name_,
+                        send_sni=send_sni, policies=policies, cafile=cafile, verify=verify)
+
+
+def _checks_text(args: argparse.Namespace) -> str | None:
+    if args.groups_only:
+        if args.checks is not None and args.checks.strip().lower() != "groups":
+            raise UsageError(f"--groups-only runs the group audit only: it cannot be combined "
+                             f"with --checks {args.checks}")
+        return "groups"
+    return str(args.checks) if args.checks is not None else None
+
+
+def checks_from_args(args: argparse.Namespace) -> tuple[str, ...]:
+    """scan's --checks LIST and --groups-only -> the audit's checks, in their order."""
+    return checks_of(_checks_text(args), CLI)
+
+
+@dataclass(frozen=True)
+class ScanRequest:
+    """Checked audits: the targets in order (a line of `-f FILE` that is no target stays,
+    as a BadLine, to be reported), the audit's options, the connection settings, and
+    STARTTLS (the protocol, `auto`, or None; the connector is made per run)."""
+
+    targets: tuple[Target | BadLine, ...]
+    options: AuditOptions
+    settings: ConnectionSettings
+    starttls: str | None = None        # a protocol, "auto", or None: plain TLS
+    xmpp_host: str | None = None
+    names: Names = field(default=API, compare=False)
+
+    @property
+    def good_targets(self) -> list[Target]:
+        from tlsprobe.net.tcp import Target
+        return [t for t in self.targets if isinstance(t, Target)]
+
+    @classmethod
+    def build(cls, targets: str | Sequence[str], *, checks: Sequence[str] | str | None = None,
+              policies: Sequence[str] | str | None = None, extra_groups: Items = (),
+              server_name: str | None = None, send_sni: bool = True, verify: bool = True,
+              cafile: str | None = None, settings: ConnectionSettings | None = None,
+              starttls: str | None = None, xmpp_host: str | None = None,
+              target_file: str | None = None, names: Names = API) -> ScanRequest:
+        """The request, or a UsageError naming the input at fault (in `names`' spelling).
+        `target_file` ('-': stdin) adds its lines after `targets`; duplicates go."""
+        from tlsprobe.net.tcp import parse_target
+        settings = settings or ConnectionSettings()
+        name = checked_server_name(server_name, send_sni, names)
+        items: list[Target | BadLine] = [
+            parse_target(t) for t in ([targets] if isinstance(targets, str) else targets)]
+        if target_file:
+            from tlsprobe.net.targets import read_target_file
+            items.extend(read_target_file(target_file))
+        loaded = policies_of(policies)
+        options = audit_options(checks=checks_of(checks, names), extra_groups=extra_groups,
+                                server_name_=name, send_sni=send_sni, policies=loaded,
+                                verify=verify, cafile=cafile, names=names)
+        from tlsprobe.requests.starttls import check_xmpp_host
+        check_xmpp_host(starttls, xmpp_host, names)
+        return cls(targets=tuple(dict.fromkeys(items)), options=options, settings=settings,
+                   starttls=starttls, xmpp_host=xmpp_host, names=names)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ScanRequest:
+        """`tlsprobe scan ...` (its Namespace): -f FILE's lines after the command line's
+        targets, --groups-only, --no-policy."""
+        settings = ConnectionSettings.from_args(args)
+        request = cls.build(args.targets, checks=_checks_text(args),
+                            policies=() if args.no_policy else args.policy,
+                            extra_groups=args.extra_groups, server_name=args.sni,
+                            send_sni=not args.no_sni, verify=not args.no_verify,
+                            cafile=args.cafile, settings=settings,
+                            starttls=getattr(args, "starttls", None),
+                            xmpp_host=getattr(args, "xmpp_host", None),
+                            target_file=args.targets_file, names=CLI)
+        if not request.targets:
+            raise UsageError("no target: give HOST[:PORT] or -f FILE")
+        return request
+
+    def connector(self, note: IO[str] | None = None) -> AsyncConnector | None:
+        """STARTTLS: the connector under which every connection of the audit holds its
+        target's preamble first (the `auto` choices told on `note`, default stderr); None
+        for plain TLS over TCP (the scheduler's own)."""
+        if self.starttls is None:
+            return None
+        from tlsprobe.net.starttls_connect import AsyncStartTlsConnector
+        from tlsprobe.net.tcp_async import TcpConnector
+        from tlsprobe.requests.starttls import starttls_spec
+        specs = {t.display: spec for t in self.good_targets
+                 if (spec := starttls_spec(self.starttls, t, xmpp_host=self.xmpp_host,
+                                           server_name=self.options.server_name,
+                                           names=self.names, note=note)) is not None}
+        return AsyncStartTlsConnector(TcpConnector(self.settings.timeout), specs)
+
+
+__all__ = ["PROCESSES_PER_CPU", "ConnectionSettings", "ScanRequest", "audit_options",
+           "check_process_count", "checked_server_name", "checks_from_args", "checks_of", "policies_of"]
