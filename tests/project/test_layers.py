@@ -36,13 +36,7 @@ DOC = REPO / "docs" / "INTERNALS.md"
 
 # What still breaks a rule, each with its reason; the test fails when one is fixed, so the
 # list only shrinks.
-KNOWN_VIOLATIONS: frozenset[str] = frozenset({
-    # issue 31 item 7: found once import_module calls count as imports; the branches that
-    # make the command table and the check catalog static (helpers "requests", "checks")
-    # remove them, and these lines with them, at the merge
-    "lazy-cycle tlsprobe.cli tlsprobe.commands.demo tlsprobe.commands.probe "
-    "tlsprobe.commands.speed tlsprobe.commands.timing",
-})
+KNOWN_VIOLATIONS: frozenset[str] = frozenset()
 
 #: calls that create a socket or a connection (on socket, asyncio or an event loop)
 SOCKET_CALLS = frozenset({

@@ -75,7 +75,7 @@ def add_connection_arguments(g: argparse._ArgumentGroup, concurrency: int,
 def command_parser(module: ModuleType, prog: str) -> ArgumentParser:
     """The parser of a command module (`add_arguments(parser)`; its docstring's first line
     is the description), with --version."""
-    from tlsprobe import __version__
+    from tlsprobe._version import __version__
     parser = ArgumentParser(prog=prog, description=(module.__doc__ or "").strip().split("\n")[0])
     parser.add_argument("--version", action="version", version=f"tlsprobe {__version__}")
     module.add_arguments(parser)

@@ -37,7 +37,7 @@ def starttls_spec(protocol: str | None, target: Target, *, xmpp_host: str | None
         check_xmpp_host(protocol, xmpp_host, names)
         return None
     from tlsprobe.net.starttls_connect import StartTlsSpec, choose_protocol
-    chosen, by_port = choose_protocol(protocol, target.port)
+    chosen, by_port = choose_protocol(protocol, target.port, names("starttls"))
     check_xmpp_host(protocol, xmpp_host, names)
     spec = StartTlsSpec(chosen, xmpp_host or server_name or target.host, by_port)
     said = spec.note(target.port)

@@ -15,7 +15,7 @@ import pytest
 from tlsprobe import cli
 from tlsprobe.errors import EXIT_INTERNAL, EXIT_USAGE, UsageError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 class _Command:

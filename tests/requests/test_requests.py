@@ -187,7 +187,7 @@ def test_a_capture_request_is_checked_once(monkeypatch: pytest.MonkeyPatch,
                                            tmp_path: Path) -> None:
     """`pcap --keylog` and `read_capture(keylog=)`: the same check; a missing capture is
     the same reason from both (the one-file reader, requests/capture.py)."""
-    capture = Path(__file__).resolve().parent.parent / "captures" / "tls13_hrr.pcap"
+    capture = Path(__file__).resolve().parents[2] / "captures" / "tls13_hrr.pcap"
     keys = tmp_path / "none.keys"
     code, err = _cli(monkeypatch, "pcap", str(capture), "--keylog", str(keys))
     assert code == 2
@@ -206,7 +206,7 @@ def test_pcap_reads_one_file_without_the_survey_package() -> None:
     """`tlsprobe pcap FILE` (and `read_capture`) open the file with the one-file reader of
     the request layer: the survey package (Dask, Parquet, worker pools) is not loaded."""
     import subprocess
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
     code = ("import sys\nfrom tlsprobe.cli import main\nimport tlsprobe\n"
             "assert main(['pcap', '--no-progress', sys.argv[1]]) == 0\n"
             "with tlsprobe.read_capture(sys.argv[1]) as reader:\n    list(reader)\n"
