@@ -25,7 +25,7 @@ import time
 from typing import TYPE_CHECKING
 
 from tlsprobe.engine.common import HandshakeFailure
-from tlsprobe.errors import FailureKind, NetworkError
+from tlsprobe.errors import FailureKind, NetworkCause, NetworkError
 from tlsprobe.net.quic_conn import QuicConnection
 from tlsprobe.net.quic_info import QUIC_ERRORS, QuicInfo
 from tlsprobe.net.quic_params import client_parameters
@@ -61,8 +61,8 @@ class QuicCore:
         """The engine whose key schedule gives the packet keys (called before `send`)."""
         self.conn.engine = engine
 
-    def _error(self, text: str, cause: str = "other") -> NetworkError:
-        return NetworkError(f"{self.target.display}: {text}", cause, text)  # type: ignore[arg-type]
+    def _error(self, text: str, cause: NetworkCause = "other") -> NetworkError:
+        return NetworkError(f"{self.target.display}: {text}", cause, text)
 
     def _outgoing(self, local: tuple[str, int], peer: tuple[str, int]) -> list[bytes]:
         """The datagrams to send now (kept for --pcap-out)."""

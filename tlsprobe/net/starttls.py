@@ -194,7 +194,8 @@ class StartTls:
         out = bytearray()
         try:
             while True:
-                request = self._dialogue.send(value)  # type: ignore[arg-type]  # None starts
+                # next() is send(None): how a generator starts, and resumes without input
+                request = next(self._dialogue) if value is None else self._dialogue.send(value)
                 value = None
                 self._pending = None
                 if isinstance(request, Send):

@@ -23,7 +23,7 @@ import traceback
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from tlsprobe import registry
 from tlsprobe.engine.interface import Handshake
@@ -346,13 +346,13 @@ class TargetRunner:
         is flaky, so a reset or silence elsewhere proves nothing (probes/audit/confirm.py)."""
         return self.scheduler.transient[self.target.display]
 
-    def config(self, versions: tuple[int, ...], **kw: object) -> ClientConfig:
+    def config(self, versions: tuple[int, ...], **kw: Any) -> ClientConfig:
         """A ClientConfig for an audit connection: no ALPN, every signature scheme, and the
         key shares in the order of supported_groups (RFC 8446 section 4.2.8; a server may
         refuse anything else, which would then be mistaken for an answer to the question)."""
         kw.setdefault("signature_algorithms", broad_sigalgs())
         kw.setdefault("alpn", ())
-        config = ClientConfig(server_name=self.server_name, versions=versions, **kw)  # type: ignore[arg-type]
+        config = ClientConfig(server_name=self.server_name, versions=versions, **kw)
         if config.key_share_groups:
             config = replace(config, key_share_groups=conformant_shares(
                 config.offered_groups(), config.key_share_groups))
