@@ -11,7 +11,7 @@ link type `SECRETS_RECORD`, so key-log decryption can use keys embedded in the c
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 from tlsprobe.capture.events import CaptureError, CaptureStats, Secrets
 from tlsprobe.capture.pcap import PacketRecord
@@ -106,7 +106,7 @@ class PcapngReader:
             return ">"
         return None
 
-    def packets(self) -> Iterator[PacketRecord]:
+    def packets(self) -> Generator[PacketRecord, None, None]:
         """Yield one record per packet block; the buffer is only valid until the next one."""
         stats = self._stats
         inp = self._in
