@@ -274,9 +274,10 @@ class CaptureStream(EventIterator):
         new_data, other, fast = _new_data, self._other, _ETH_IPV4_TCP
         rec_len, unpack, scale, limit = reader.rec_len, reader.unpack, reader.scale, reader.limit
         buf, pos, end = reader.window()
-        sec = frac = frame = in_order = 0
+        sec = frac = psec = pfrac = frame = in_order = 0
         try:
             while True:
+                psec, pfrac = sec, frac  # the last packet's, when this record is not one
                 if end - pos < rec_len:
                     got = reader.header_at(pos)
                     if got is None:
@@ -338,7 +339,7 @@ class CaptureStream(EventIterator):
                 other(1, buf, start, pos, sec + frac * scale, frame, orig)
                 while out:
                     yield pop(0)
-            yield from self._ending(sec + frac * scale, frame)
+            yield from self._ending(psec + pfrac * scale, frame)
         finally:
             self.stats.tcp_segments += in_order
             reader.done(pos, frame)
