@@ -41,8 +41,9 @@ import pickle
 import select
 import signal
 import struct
-from collections.abc import Callable, Generator
-from typing import Any, BinaryIO
+from collections.abc import Generator
+from functools import partial
+from typing import Any, BinaryIO, NoReturn, TypeVar
 
 from tlsprobe.capture.events import (
     CaptureStats,
@@ -56,6 +57,7 @@ from tlsprobe.capture.events import (
     StreamOpen,
     StreamSkipped,
 )
+from tlsprobe.capture.source import Counted
 from tlsprobe.capture.stream import CaptureStream, EventIterator, keylog_text
 from tlsprobe.errors import EXIT_INTERNAL, TlsprobeError
 
@@ -64,9 +66,22 @@ _EVENTS, _SYNC, _END, _ERROR, _NOTE = range(5)
 #: a batch's event codes: the index in this tuple; the first five carry a connection key
 _KINDS = (StreamData, StreamOpen, StreamGap, StreamSkipped, StreamClose, Datagram, Secrets)
 _CODES = {kind: code for code, kind in enumerate(_KINDS)}
+_DATA, _OPEN, _GAP, _SKIPPED, _CLOSE, _DATAGRAM, _SECRETS = range(len(_KINDS))
 _KEYED = 5
 _KEY = len(_KINDS)  # a connection's key, before the first event that refers to it
-_new: Callable[..., Any] = tuple.__new__  # a NamedTuple from its fields, no call
+#: an event as a batch carries it: ``(code, *fields)``, the connection key replaced by its
+#: id (``(_KEY, *key)`` for a key); plain tuples as marshal gives them back
+_Wire = tuple[Any, ...]
+# NamedTuple(...) without the Python-level __new__: one per event handed out
+_new_data = partial(tuple.__new__, StreamData)
+_new_open = partial(tuple.__new__, StreamOpen)
+_new_gap = partial(tuple.__new__, StreamGap)
+_new_skipped = partial(tuple.__new__, StreamSkipped)
+_new_close = partial(tuple.__new__, StreamClose)
+_new_datagram = partial(tuple.__new__, Datagram)
+_new_secrets = partial(tuple.__new__, Secrets)
+_new_key = partial(tuple.__new__, ConnKey)
+_Keyed = TypeVar("_Keyed", StreamData, StreamGap, StreamSkipped, StreamOpen, StreamClose)
 _BATCH = 256  # events a message (about 100 KB of a typical capture)
 _PIPE_SIZE = 1 << 20
 
@@ -85,6 +100,17 @@ def can_pipe() -> bool:
     return len(os.sched_getaffinity(0)) >= 2
 
 
+class _Count:
+    """What one direction of an ignored connection carried since: a `StreamSkipped`'s
+    size, gaps, and the time and frame of the last segment counted."""
+
+    __slots__ = ("frame", "gaps", "size", "ts")
+
+    def __init__(self) -> None:
+        self.size = self.gaps = self.frame = 0
+        self.ts = 0.0
+
+
 class PipedStream(EventIterator):
     """`CaptureStream`'s surface over a reader process (see the module docstring). Made
     from a `CaptureStream` not iterated yet; it takes that stream over. OSError when no
@@ -95,7 +121,8 @@ class PipedStream(EventIterator):
         self.name = inner.name
         self._inner = inner
         self._secrets: list[Secrets] = []
-        self._skip: dict[int, list[Any]] = {}  # ignored id -> counts by original direction
+        #: ignored id -> counts by the reader's direction (its first guess of the client)
+        self._skip: dict[int, tuple[_Count, _Count]] = {}
         self._untold: list[int] = []  # ignored ids not told to the reader yet
         self._swapped: set[int] = set()  # ids turned round (an odd number of times)
         self._deferred: list[int] = []  # ignored while events of the packet are left
@@ -160,7 +187,7 @@ class PipedStream(EventIterator):
 
     def _flag(self, cid: int) -> None:
         if cid not in self._skip:
-            self._skip[cid] = [0, 0, 0.0, 0, 0, 0, 0.0, 0]
+            self._skip[cid] = (_Count(), _Count())
             self._untold.append(cid)
 
     def close(self) -> None:
@@ -184,13 +211,14 @@ class PipedStream(EventIterator):
         return os.waitpid(pid, 0)[1] if pid else 0
 
     # -- this side ------------------------------------------------------------------------
-    def _message(self) -> tuple[int, Any]:
+    def _message(self) -> tuple[int, bytes]:
+        """The next message from the reader: its kind and body."""
         head = self._in.read(_HEADER.size)
         if len(head) == _HEADER.size:
             size, kind = _HEADER.unpack(head)
             body = self._in.read(size)
             if len(body) == size:
-                return kind, marshal.loads(body) if kind == _EVENTS else pickle.loads(body)
+                return kind, body
         status = self._finished()
         how = (f"was killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
                else f"exited with status {os.WEXITSTATUS(status)}")
@@ -198,106 +226,124 @@ class PipedStream(EventIterator):
                                  "capture (rerun with --jobs 1 to read it in one process)")
 
     def _run(self) -> Generator[Event, None, None]:
-        skip, swapped = self._skip, self._swapped
-        skip_get = skip.get
         keys: dict[int, ConnKey] = {}  # open connection id -> its key
-        kinds = _KINDS
-        source: Any = self._inner.source
+        source = self._inner.source
+        counted = source if isinstance(source, Counted) else None
         while True:
             if self._untold and self._notes:
                 self._tell(_NOTE)
             kind, body = self._message()
             if kind == _EVENTS:
-                self.stats.packets, count, events = body
-                if count is not None:
-                    source.count = count  # the progress bar's reader, mirrored
-                tagged = False  # inside a packet's events (an int said how many)
-                for ev in events:
-                    if type(ev) is int:
-                        self._left = ev + 1
-                        tagged = True
-                        continue
-                    code = ev[0]
-                    if not code:  # StreamData: most events, read in place
-                        cid = ev[1]
-                        counts = skip_get(cid)
-                        if counts is None:
-                            ev = _new(StreamData, (keys[cid], ev[2], ev[3], ev[4], ev[5]))
-                            yield _turned(ev) if swapped and cid in swapped else ev
-                        else:
-                            d = ev[2] << 2
-                            counts[d] += len(ev[3])
-                            counts[d + 2], counts[d + 3] = ev[4], ev[5]
-                    elif code == _KEY:  # not an event: the key of those that follow
-                        keys[ev[1]] = _new(ConnKey, ev[1:])
-                        continue
-                    elif code >= _KEYED:  # Datagram, Secrets
-                        t = kinds[code]
-                        ev = _new(t, ev[1:])
-                        if t is Secrets:
-                            self._secrets.append(ev)
-                        yield ev
-                    else:
-                        t = kinds[code]
-                        cid = ev[1]
-                        ev = _new(t, (keys.pop(cid) if t is StreamClose else keys[cid],
-                                      *ev[2:]))
-                        if t is StreamGap:
-                            counts = skip_get(cid)
-                            if counts is None:
-                                yield _turned(ev) if cid in swapped else ev
-                            else:
-                                counts[(ev[1] << 2) + 1] += ev[2]
-                        elif t is StreamClose:
-                            if cid in skip:
-                                yield from self._closing(ev[0])
-                            if cid in swapped:
-                                swapped.discard(cid)
-                                ev = _turned(ev)
-                            yield ev
-                        elif t is StreamSkipped:  # the reader's own count, once told
-                            counts = skip_get(cid)
-                            if counts is not None:
-                                self.reader_counted += 1
-                                d = ev[1] << 2
-                                counts[d] += ev[2]
-                                counts[d + 1] += ev[3]
-                                if ev[2]:
-                                    counts[d + 2], counts[d + 3] = ev[4], ev[5]
-                            else:
-                                yield _turned(ev) if cid in swapped else ev
-                        else:  # StreamOpen
-                            yield ev
-                    if tagged:
-                        self._left -= 1
-                        if not self._left:
-                            tagged = False
-                            if self._deferred:
-                                self._apply_deferred()
+                self.stats.packets, count, events = marshal.loads(body)
+                if count is not None and counted is not None:
+                    counted.count = count  # the progress bar's reader, mirrored
+                yield from self._batch(events, keys)
             elif kind == _SYNC:
                 self._apply_deferred()
                 self._tell(_SYNC)
             elif kind == _END:
-                stats, = body
+                stats, = pickle.loads(body)
                 self.stats.__dict__.update(stats.__dict__)
                 self._finished()
                 return
             else:  # _ERROR: the reader's exception, where its events end
                 self._finished()
-                raise body
+                raise pickle.loads(body)
+
+    def _batch(self, events: list[_Wire | int], keys: dict[int, ConnKey]
+               ) -> Generator[Event, None, None]:
+        """The events of one batch, as the capture layer in this process would have handed
+        them out: turned round where swapped, counted instead where ignored."""
+        skip_get, swapped = self._skip.get, self._swapped
+        tagged = False  # inside a packet's events (an int said how many)
+        for ev in events:
+            if isinstance(ev, int):
+                self._left = ev + 1
+                tagged = True
+                continue
+            code = ev[0]
+            if code == _DATA:  # most events: read in place
+                _, cid, direction, data, ts, frame = ev
+                counts = skip_get(cid)
+                if counts is None:
+                    event = _new_data((keys[cid], direction, data, ts, frame))
+                    yield _turned(event) if swapped and cid in swapped else event
+                else:
+                    count = counts[direction]
+                    count.size += len(data)
+                    count.ts, count.frame = ts, frame
+            elif code == _KEY:  # not an event: the key of those that follow
+                keys[ev[1]] = _new_key(ev[1:])
+                continue
+            elif code == _CLOSE:
+                yield from self._close(ev, keys)
+            else:
+                other = self._other(ev, keys)
+                if other is not None:
+                    yield other
+            if tagged:
+                self._left -= 1
+                if not self._left:
+                    tagged = False
+                    if self._deferred:
+                        self._apply_deferred()
+
+    def _other(self, ev: _Wire, keys: dict[int, ConnKey]) -> Event | None:
+        """An event other than StreamData and StreamClose; None when it is counted here
+        instead (an ignored connection's gap or the reader's own count of it)."""
+        code = ev[0]
+        if code == _DATAGRAM:
+            return _new_datagram(ev[1:])
+        if code == _SECRETS:
+            secrets = _new_secrets(ev[1:])
+            self._secrets.append(secrets)
+            return secrets
+        if code == _OPEN:
+            _, cid, ts, frame = ev
+            return _new_open((keys[cid], ts, frame))
+        counts = self._skip.get(ev[1])
+        if code == _GAP:
+            _, cid, direction, size, ts, frame, seq = ev
+            if counts is not None:
+                counts[direction].gaps += size
+                return None
+            gap = _new_gap((keys[cid], direction, size, ts, frame, seq))
+            return _turned(gap) if cid in self._swapped else gap
+        _, cid, direction, size, gaps, ts, frame = ev  # StreamSkipped: the reader's count
+        if counts is not None:  # told in time: added to this side's
+            self.reader_counted += 1
+            count = counts[direction]
+            count.size += size
+            count.gaps += gaps
+            if size:
+                count.ts, count.frame = ts, frame
+            return None
+        skipped = _new_skipped((keys[cid], direction, size, gaps, ts, frame))
+        return _turned(skipped) if cid in self._swapped else skipped
+
+    def _close(self, ev: _Wire, keys: dict[int, ConnKey]) -> Generator[Event, None, None]:
+        """A StreamClose: an ignored connection's StreamSkipped just before it."""
+        _, cid, reason, ts, frame = ev
+        close = _new_close((keys.pop(cid), reason, ts, frame))
+        if cid in self._skip:
+            yield from self._closing(close.conn)
+        if cid in self._swapped:
+            self._swapped.discard(cid)
+            close = _turned(close)
+        yield close
 
     def _closing(self, key: ConnKey) -> Generator[Event, None, None]:
         """The StreamSkipped of an ignored connection, just before its StreamClose: one
         per direction that counted something, in the capture layer's order."""
-        cid = key[0]
-        counts = self._skip.pop(cid, None)
+        counts = self._skip.pop(key.id, None)
         if counts is None:
             return
-        turned = cid in self._swapped
-        for d in (0, 1):  # the reader's directions: the first guess (tcp.py's close order)
-            size, gaps, ts, frame = counts[d << 2:(d << 2) + 4]
-            if size or gaps:
-                ev = _new(StreamSkipped, (key, d, size, gaps, ts, frame))
+        turned = key.id in self._swapped
+        for direction in (0, 1):  # the reader's: the first guess (tcp.py's close order)
+            count = counts[direction]
+            if count.size or count.gaps:
+                ev = _new_skipped((key, direction, count.size, count.gaps, count.ts,
+                                   count.frame))
                 yield _turned(ev) if turned else ev
 
     def _apply_deferred(self) -> None:
@@ -320,11 +366,11 @@ class PipedStream(EventIterator):
             self._notes = False  # or gone: the next message says so
 
 
-def _turned(ev: Any) -> Any:
+def _turned(ev: _Keyed) -> _Keyed:
     """An event of a connection turned round: the swapped key, the other direction."""
-    key = ev[0].swapped()
-    if type(ev) in (StreamData, StreamGap, StreamSkipped):
-        return ev._replace(conn=key, direction=1 - ev[1])
+    key = ev.conn.swapped()
+    if isinstance(ev, (StreamData, StreamGap, StreamSkipped)):
+        return ev._replace(conn=key, direction=1 - ev.direction)
     return ev._replace(conn=key)
 
 
@@ -345,88 +391,111 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _reader_main(inner: CaptureStream, out_fd: int, ctl_fd: int) -> None:
+class _Reader:
+    """The reader process's side: the capture's events to the pipe in batches, the
+    caller's notes (connections to ignore) and answers from the other pipe."""
+
+    def __init__(self, inner: CaptureStream, out_fd: int, ctl_fd: int) -> None:
+        self.inner = inner
+        self.out_fd = out_fd
+        self.ctl_fd = ctl_fd
+        self.batch: list[_Wire | int] = []
+        # a source that counts the bytes read (the progress bar's): the count goes along
+        source = inner.source
+        self.counted = source if isinstance(source, Counted) else None
+
+    def send(self, kind: int, body: object) -> None:
+        """A message of this kind: `body` pickled."""
+        self._write(kind, pickle.dumps(body, pickle.HIGHEST_PROTOCOL))
+
+    def _write(self, kind: int, blob: bytes) -> None:
+        _write_all(self.out_fd, _HEADER.pack(len(blob), kind) + blob)
+
+    def told(self) -> int:
+        """One message from the caller: ignore these connections. Its kind."""
+        size, kind = _HEADER.unpack(_read_exactly(self.ctl_fd, _HEADER.size))
+        for cid in pickle.loads(_read_exactly(self.ctl_fd, size)):
+            self.inner.ignore(cid)
+        return int(kind)
+
+    def flush(self) -> None:
+        while select.select([self.ctl_fd], [], [], 0)[0]:  # the notes come first
+            self.told()
+        count = self.counted.count if self.counted is not None else None
+        self._write(_EVENTS, marshal.dumps((self.inner.stats.packets, count, self.batch)))
+        self.batch.clear()
+
+    def sync(self) -> None:
+        """The eviction's question: which connections are ignored? (tcp.py asks it)"""
+        self.flush()
+        self.send(_SYNC, None)
+        while self.told() != _SYNC:
+            pass
+
+    def run(self) -> None:
+        """Iterate the capture and send its events; the end (the stats) or the exception
+        that stopped it."""
+        inner = self.inner
+        inner.on_sync(self.sync)
+        queued = inner.queued  # events of the current packet still to come
+        batch = self.batch
+        append = batch.append
+        sent: dict[int, ConnKey] = {}  # open connection id -> the key sent for it
+        sent_get = sent.get
+        try:
+            for event in inner:
+                if type(event) is StreamData:  # most events
+                    key, direction, data, ts, frame = event
+                    cid = key.id
+                    if sent_get(cid) is not key:
+                        sent[cid] = key
+                        append((_KEY, *key))
+                    left = len(queued)
+                    if left:  # how many events of the same packet follow this one
+                        append(left)
+                    append((_DATA, cid, direction, data, ts, frame))
+                else:
+                    self._other(event, sent)
+                if len(batch) >= _BATCH:
+                    self.flush()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, raised there
+            if batch:
+                self.flush()
+            try:
+                pickle.dumps(exc)
+            except Exception:  # noqa: BLE001 - an exception pickle cannot carry
+                exc = RuntimeError(f"{type(exc).__name__}: {exc}")
+            self.send(_ERROR, exc)
+        else:
+            self.flush()
+            self.send(_END, (inner.stats,))
+
+    def _other(self, event: Event, sent: dict[int, ConnKey]) -> None:
+        """An event other than StreamData into the batch (a connection's key first)."""
+        code = _CODES[type(event)]
+        if isinstance(event, (StreamOpen, StreamGap, StreamSkipped, StreamClose)):
+            key, *fields = event
+            if sent.get(key.id) is not key:
+                sent[key.id] = key
+                self.batch.append((_KEY, *key))
+            if isinstance(event, StreamClose):
+                del sent[key.id]  # the key goes with the connection
+            wire: _Wire = (code, key.id, *fields)
+        else:
+            wire = (code, *event)
+        left = len(self.inner.queued)
+        if left:
+            self.batch.append(left)
+        self.batch.append(wire)
+
+
+def _reader_main(inner: CaptureStream, out_fd: int, ctl_fd: int) -> NoReturn:
     """The reader process: iterate the capture, send the events; exit without running the
     parent's exit handlers or flushing its buffers."""
     status = 0
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides; it kills us
-        batch: list[Any] = []
-        dumps, highest = pickle.dumps, pickle.HIGHEST_PROTOCOL
-
-        def send(kind: int, body: Any) -> None:
-            blob = marshal.dumps(body) if kind == _EVENTS else dumps(body, highest)
-            _write_all(out_fd, _HEADER.pack(len(blob), kind) + blob)
-
-        # a source that counts the bytes read (the progress bar's): the count goes along
-        source: Any = inner.source if isinstance(getattr(inner.source, "count", None), int) \
-            else None
-
-        def told() -> int:  # one message from the caller: ignore these connections
-            size, kind = _HEADER.unpack(_read_exactly(ctl_fd, _HEADER.size))
-            for cid in pickle.loads(_read_exactly(ctl_fd, size)):
-                inner.ignore(cid)
-            return int(kind)
-
-        def flush() -> None:
-            while select.select([ctl_fd], [], [], 0)[0]:  # the notes come first
-                told()
-            send(_EVENTS, (inner.stats.packets, source.count if source else None, batch))
-            batch.clear()
-
-        def sync() -> None:  # the eviction's question: which connections are ignored?
-            flush()
-            send(_SYNC, None)
-            while told() != _SYNC:
-                pass
-
-        inner.on_sync(sync)
-        queued = inner.queued
-        append = batch.append
-        sent: dict[int, ConnKey] = {}  # open connection id -> the key sent for it
-        sent_get = sent.get
-        codes = _CODES
-        try:
-            for event in inner:
-                ev: Any = event
-                t = type(ev)
-                if t is StreamData:  # most events
-                    key = ev[0]
-                    cid = key[0]
-                    if sent_get(cid) is not key:
-                        sent[cid] = key
-                        append((_KEY, *key))
-                    ev = (0, cid, ev[1], ev[2], ev[3], ev[4])
-                else:
-                    code = codes[t]
-                    if code < _KEYED:
-                        key = ev[0]
-                        cid = key[0]
-                        if sent_get(cid) is not key:
-                            sent[cid] = key
-                            append((_KEY, *key))
-                        if t is StreamClose:
-                            del sent[cid]  # the key goes with the connection
-                        ev = (code, cid, *ev[1:])
-                    else:
-                        ev = (code, *ev)
-                left = len(queued)
-                if left:
-                    append(left)
-                append(ev)
-                if len(batch) >= _BATCH:
-                    flush()
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller, raised there
-            if batch:
-                flush()
-            try:
-                pickle.dumps(exc)
-            except Exception:  # noqa: BLE001 - an exception pickle cannot carry
-                exc = RuntimeError(f"{type(exc).__name__}: {exc}")
-            send(_ERROR, exc)
-        else:
-            flush()
-            send(_END, (inner.stats,))
+        _Reader(inner, out_fd, ctl_fd).run()
     except BaseException:  # noqa: BLE001 - the caller went away (broken pipe) or killed us
         status = 1
     finally:

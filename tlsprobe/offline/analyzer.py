@@ -135,7 +135,7 @@ class CaptureAnalysis:
                 self._total = None
         try:
             stream = iter_stream_events(
-                self._counter if self._counter is not None else source,  # type: ignore[arg-type]
+                self._counter if self._counter is not None else source,
                 udp=self.options.quic)
         except BaseException:
             if self._counter is not None:
