@@ -42,7 +42,6 @@ import select
 import signal
 import struct
 from collections.abc import Generator
-from functools import partial
 from typing import Any, BinaryIO, NoReturn, TypeVar
 
 from tlsprobe.capture.events import (
@@ -72,15 +71,9 @@ _KEY = len(_KINDS)  # a connection's key, before the first event that refers to 
 #: an event as a batch carries it: ``(code, *fields)``, the connection key replaced by its
 #: id (``(_KEY, *key)`` for a key); plain tuples as marshal gives them back
 _Wire = tuple[Any, ...]
-# NamedTuple(...) without the Python-level __new__: one per event handed out
-_new_data = partial(tuple.__new__, StreamData)
-_new_open = partial(tuple.__new__, StreamOpen)
-_new_gap = partial(tuple.__new__, StreamGap)
-_new_skipped = partial(tuple.__new__, StreamSkipped)
-_new_close = partial(tuple.__new__, StreamClose)
-_new_datagram = partial(tuple.__new__, Datagram)
-_new_secrets = partial(tuple.__new__, Secrets)
-_new_key = partial(tuple.__new__, ConnKey)
+# NamedTuples are made with ``tuple.__new__(Kind, fields)``: without the Python-level
+# __new__ of ``Kind(*fields)`` (one per event handed out)
+_new = tuple.__new__
 _Keyed = TypeVar("_Keyed", StreamData, StreamGap, StreamSkipped, StreamOpen, StreamClose)
 _BATCH = 256  # events a message (about 100 KB of a typical capture)
 _PIPE_SIZE = 1 << 20
@@ -255,6 +248,7 @@ class PipedStream(EventIterator):
         """The events of one batch, as the capture layer in this process would have handed
         them out: turned round where swapped, counted instead where ignored."""
         skip_get, swapped = self._skip.get, self._swapped
+        new, other = tuple.__new__, self._other
         tagged = False  # inside a packet's events (an int said how many)
         for ev in events:
             if isinstance(ev, int):
@@ -262,25 +256,35 @@ class PipedStream(EventIterator):
                 tagged = True
                 continue
             code = ev[0]
-            if code == _DATA:  # most events: read in place
+            if not code:  # _DATA, most events: read in place
                 _, cid, direction, data, ts, frame = ev
                 counts = skip_get(cid)
                 if counts is None:
-                    event = _new_data((keys[cid], direction, data, ts, frame))
+                    event = new(StreamData, (keys[cid], direction, data, ts, frame))
                     yield _turned(event) if swapped and cid in swapped else event
                 else:
                     count = counts[direction]
                     count.size += len(data)
                     count.ts, count.frame = ts, frame
             elif code == _KEY:  # not an event: the key of those that follow
-                keys[ev[1]] = _new_key(ev[1:])
+                keys[ev[1]] = _new(ConnKey, ev[1:])
                 continue
+            elif code == _OPEN:
+                _, cid, ts, frame = ev
+                yield new(StreamOpen, (keys[cid], ts, frame))
             elif code == _CLOSE:
-                yield from self._close(ev, keys)
+                _, cid, reason, ts, frame = ev
+                close = new(StreamClose, (keys.pop(cid), reason, ts, frame))
+                if cid in self._skip:  # an ignored connection: its StreamSkipped first
+                    yield from self._closing(close.conn)
+                if swapped and cid in swapped:
+                    swapped.discard(cid)
+                    close = _turned(close)
+                yield close
             else:
-                other = self._other(ev, keys)
-                if other is not None:
-                    yield other
+                made = other(ev, keys)
+                if made is not None:
+                    yield made
             if tagged:
                 self._left -= 1
                 if not self._left:
@@ -289,25 +293,22 @@ class PipedStream(EventIterator):
                         self._apply_deferred()
 
     def _other(self, ev: _Wire, keys: dict[int, ConnKey]) -> Event | None:
-        """An event other than StreamData and StreamClose; None when it is counted here
-        instead (an ignored connection's gap or the reader's own count of it)."""
+        """An event other than StreamData, StreamOpen and StreamClose; None when it is
+        counted here instead (an ignored connection's gap or the reader's own count)."""
         code = ev[0]
         if code == _DATAGRAM:
-            return _new_datagram(ev[1:])
+            return _new(Datagram, ev[1:])
         if code == _SECRETS:
-            secrets = _new_secrets(ev[1:])
+            secrets = _new(Secrets, ev[1:])
             self._secrets.append(secrets)
             return secrets
-        if code == _OPEN:
-            _, cid, ts, frame = ev
-            return _new_open((keys[cid], ts, frame))
         counts = self._skip.get(ev[1])
         if code == _GAP:
             _, cid, direction, size, ts, frame, seq = ev
             if counts is not None:
                 counts[direction].gaps += size
                 return None
-            gap = _new_gap((keys[cid], direction, size, ts, frame, seq))
+            gap = _new(StreamGap, (keys[cid], direction, size, ts, frame, seq))
             return _turned(gap) if cid in self._swapped else gap
         _, cid, direction, size, gaps, ts, frame = ev  # StreamSkipped: the reader's count
         if counts is not None:  # told in time: added to this side's
@@ -318,19 +319,8 @@ class PipedStream(EventIterator):
             if size:
                 count.ts, count.frame = ts, frame
             return None
-        skipped = _new_skipped((keys[cid], direction, size, gaps, ts, frame))
+        skipped = _new(StreamSkipped, (keys[cid], direction, size, gaps, ts, frame))
         return _turned(skipped) if cid in self._swapped else skipped
-
-    def _close(self, ev: _Wire, keys: dict[int, ConnKey]) -> Generator[Event, None, None]:
-        """A StreamClose: an ignored connection's StreamSkipped just before it."""
-        _, cid, reason, ts, frame = ev
-        close = _new_close((keys.pop(cid), reason, ts, frame))
-        if cid in self._skip:
-            yield from self._closing(close.conn)
-        if cid in self._swapped:
-            self._swapped.discard(cid)
-            close = _turned(close)
-        yield close
 
     def _closing(self, key: ConnKey) -> Generator[Event, None, None]:
         """The StreamSkipped of an ignored connection, just before its StreamClose: one
@@ -342,7 +332,7 @@ class PipedStream(EventIterator):
         for direction in (0, 1):  # the reader's: the first guess (tcp.py's close order)
             count = counts[direction]
             if count.size or count.gaps:
-                ev = _new_skipped((key, direction, count.size, count.gaps, count.ts,
+                ev = _new(StreamSkipped, (key, direction, count.size, count.gaps, count.ts,
                                    count.frame))
                 yield _turned(ev) if turned else ev
 
