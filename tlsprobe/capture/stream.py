@@ -373,13 +373,13 @@ class CaptureStream(EventIterator):
             skipped = self.stats.skipped
             skipped[r] = skipped.get(r, 0) + 1
             return
-        cut = r[5]
+        proto, addr_off, alen, l4, l4end, cut = r
         if cut > 0 and cut > orig - (end - start):
             # the IP length claims more than the frame held on the wire: not a snaplen cut
             # (tshark reads the bytes that are there); only the snaplen's share is a gap
             self.stats.ip_length_exceeds_packet += 1
-            r = (*r[:5], max(0, orig - (end - start)))
-        if r[0] < 0:
+            r = (proto, addr_off, alen, l4, l4end, max(0, orig - (end - start)))
+        if proto < 0:  # an IP fragment
             self._frags.read(buf, r, ts, frame, self._transport)
             return
         self._transport(buf, r, ts, frame)
