@@ -38,7 +38,8 @@ Events (NamedTuples, in capture order; `frame` is 1-based like tshark's frame.nu
 Module map: source (open, gzip, chunked buffer), pcap, pcapng, netmon (containers), decode (link
 layers, IP, tunnels), reassembly (one direction's byte stream), tcp (connections), stream
 (the loop), events (the values above), pipe (`PipedStream`: the same surface with the loop
-in a forked reader process, the same events and stats; used for large captures).
+in a forked reader process, the same events and stats; used for large captures; the reader
+process's side in pipe_reader).
 """
 
 from tlsprobe.capture.events import (

@@ -26,10 +26,11 @@ batches, the eviction's question, the end (the stats) or the reader's exception;
 reader: connection ids to ignore, as a note or as the answer to the question. A batch is
 marshalled plain tuples, not pickled events: pickling a NamedTuple calls Python code for
 each one, which cost the reader as much as a third of the capture layer's own work. An
-event is ``(code, *fields)`` with a connection's key as its id; ``(_KEY, *key)`` comes
+event is ``(code, *fields)`` with a connection's key as its id; ``(KEY, *key)`` comes
 once before the first event of a key (and again if the key changes); an int says how many
 events of the same packet follow the next one. Other bodies are pickles.
-The reader's exception, if any, is raised here where its events end. Memory stays flat: the
+The reader's exception, if any, is raised here where its events end. The reader's side
+(and the codes of the messages and events) is pipe_reader.py. Memory stays flat: the
 pipe holds at most a megabyte, and the reader waits while it is full.
 """
 
@@ -38,11 +39,9 @@ from __future__ import annotations
 import marshal
 import os
 import pickle
-import select
 import signal
-import struct
 from collections.abc import Generator
-from typing import Any, BinaryIO, NoReturn, TypeVar
+from typing import BinaryIO, TypeVar
 
 from tlsprobe.capture.events import (
     CaptureStats,
@@ -56,26 +55,32 @@ from tlsprobe.capture.events import (
     StreamOpen,
     StreamSkipped,
 )
+from tlsprobe.capture.pipe_reader import (
+    CLOSE,
+    DATAGRAM,
+    END,
+    EVENTS,
+    GAP,
+    HEADER,
+    KEY,
+    NOTE,
+    OPEN,
+    SECRETS,
+    SYNC,
+    Wire,
+    write_all,
+)
+from tlsprobe.capture.pipe_reader import (
+    reader_main as _reader_main,  # (tests replace it)
+)
 from tlsprobe.capture.source import Counted
 from tlsprobe.capture.stream import CaptureStream, EventIterator, keylog_text
 from tlsprobe.errors import EXIT_INTERNAL, TlsprobeError
 
-_HEADER = struct.Struct("<IB")
-_EVENTS, _SYNC, _END, _ERROR, _NOTE = range(5)
-#: a batch's event codes: the index in this tuple; the first five carry a connection key
-_KINDS = (StreamData, StreamOpen, StreamGap, StreamSkipped, StreamClose, Datagram, Secrets)
-_CODES = {kind: code for code, kind in enumerate(_KINDS)}
-_DATA, _OPEN, _GAP, _SKIPPED, _CLOSE, _DATAGRAM, _SECRETS = range(len(_KINDS))
-_KEYED = 5
-_KEY = len(_KINDS)  # a connection's key, before the first event that refers to it
-#: an event as a batch carries it: ``(code, *fields)``, the connection key replaced by its
-#: id (``(_KEY, *key)`` for a key); plain tuples as marshal gives them back
-_Wire = tuple[Any, ...]
 # NamedTuples are made with ``tuple.__new__(Kind, fields)``: without the Python-level
 # __new__ of ``Kind(*fields)`` (one per event handed out)
 _new = tuple.__new__
 _Keyed = TypeVar("_Keyed", StreamData, StreamGap, StreamSkipped, StreamOpen, StreamClose)
-_BATCH = 256  # events a message (about 100 KB of a typical capture)
 _PIPE_SIZE = 1 << 20
 
 
@@ -206,9 +211,9 @@ class PipedStream(EventIterator):
     # -- this side ------------------------------------------------------------------------
     def _message(self) -> tuple[int, bytes]:
         """The next message from the reader: its kind and body."""
-        head = self._in.read(_HEADER.size)
-        if len(head) == _HEADER.size:
-            size, kind = _HEADER.unpack(head)
+        head = self._in.read(HEADER.size)
+        if len(head) == HEADER.size:
+            size, kind = HEADER.unpack(head)
             body = self._in.read(size)
             if len(body) == size:
                 return kind, body
@@ -224,26 +229,26 @@ class PipedStream(EventIterator):
         counted = source if isinstance(source, Counted) else None
         while True:
             if self._untold and self._notes:
-                self._tell(_NOTE)
+                self._tell(NOTE)
             kind, body = self._message()
-            if kind == _EVENTS:
+            if kind == EVENTS:
                 self.stats.packets, count, events = marshal.loads(body)
                 if count is not None and counted is not None:
                     counted.count = count  # the progress bar's reader, mirrored
                 yield from self._batch(events, keys)
-            elif kind == _SYNC:
+            elif kind == SYNC:
                 self._apply_deferred()
-                self._tell(_SYNC)
-            elif kind == _END:
+                self._tell(SYNC)
+            elif kind == END:
                 stats, = pickle.loads(body)
                 self.stats.__dict__.update(stats.__dict__)
                 self._finished()
                 return
-            else:  # _ERROR: the reader's exception, where its events end
+            else:  # ERROR: the reader's exception, where its events end
                 self._finished()
                 raise pickle.loads(body)
 
-    def _batch(self, events: list[_Wire | int], keys: dict[int, ConnKey]
+    def _batch(self, events: list[Wire | int], keys: dict[int, ConnKey]
                ) -> Generator[Event, None, None]:
         """The events of one batch, as the capture layer in this process would have handed
         them out: turned round where swapped, counted instead where ignored."""
@@ -266,13 +271,13 @@ class PipedStream(EventIterator):
                     count = counts[direction]
                     count.size += len(data)
                     count.ts, count.frame = ts, frame
-            elif code == _KEY:  # not an event: the key of those that follow
+            elif code == KEY:  # not an event: the key of those that follow
                 keys[ev[1]] = _new(ConnKey, ev[1:])
                 continue
-            elif code == _OPEN:
+            elif code == OPEN:
                 _, cid, ts, frame = ev
                 yield new(StreamOpen, (keys[cid], ts, frame))
-            elif code == _CLOSE:
+            elif code == CLOSE:
                 _, cid, reason, ts, frame = ev
                 close = new(StreamClose, (keys.pop(cid), reason, ts, frame))
                 if cid in self._skip:  # an ignored connection: its StreamSkipped first
@@ -292,18 +297,18 @@ class PipedStream(EventIterator):
                     if self._deferred:
                         self._apply_deferred()
 
-    def _other(self, ev: _Wire, keys: dict[int, ConnKey]) -> Event | None:
+    def _other(self, ev: Wire, keys: dict[int, ConnKey]) -> Event | None:
         """An event other than StreamData, StreamOpen and StreamClose; None when it is
         counted here instead (an ignored connection's gap or the reader's own count)."""
         code = ev[0]
-        if code == _DATAGRAM:
+        if code == DATAGRAM:
             return _new(Datagram, ev[1:])
-        if code == _SECRETS:
+        if code == SECRETS:
             secrets = _new(Secrets, ev[1:])
             self._secrets.append(secrets)
             return secrets
         counts = self._skip.get(ev[1])
-        if code == _GAP:
+        if code == GAP:
             _, cid, direction, size, ts, frame, seq = ev
             if counts is not None:
                 counts[direction].gaps += size
@@ -347,11 +352,11 @@ class PipedStream(EventIterator):
         skip = self._skip
         ids = [cid for cid in self._untold if cid in skip]
         self._untold.clear()
-        if not ids and kind == _NOTE:
+        if not ids and kind == NOTE:
             return
         body = pickle.dumps(ids, pickle.HIGHEST_PROTOCOL)
         try:
-            _write_all(self._ctl, _HEADER.pack(len(body), kind) + body)
+            write_all(self._ctl, HEADER.pack(len(body), kind) + body)
         except BrokenPipeError:  # the reader is done (its last messages are still to read)
             self._notes = False  # or gone: the next message says so
 
@@ -362,131 +367,3 @@ def _turned(ev: _Keyed) -> _Keyed:
     if isinstance(ev, (StreamData, StreamGap, StreamSkipped)):
         return ev._replace(conn=key, direction=1 - ev.direction)
     return ev._replace(conn=key)
-
-
-def _read_exactly(fd: int, n: int) -> bytes:
-    parts = []
-    while n:
-        part = os.read(fd, n)
-        if not part:
-            raise EOFError("the caller went away")
-        parts.append(part)
-        n -= len(part)
-    return b"".join(parts)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-class _Reader:
-    """The reader process's side: the capture's events to the pipe in batches, the
-    caller's notes (connections to ignore) and answers from the other pipe."""
-
-    def __init__(self, inner: CaptureStream, out_fd: int, ctl_fd: int) -> None:
-        self.inner = inner
-        self.out_fd = out_fd
-        self.ctl_fd = ctl_fd
-        self.batch: list[_Wire | int] = []
-        # a source that counts the bytes read (the progress bar's): the count goes along
-        source = inner.source
-        self.counted = source if isinstance(source, Counted) else None
-
-    def send(self, kind: int, body: object) -> None:
-        """A message of this kind: `body` pickled."""
-        self._write(kind, pickle.dumps(body, pickle.HIGHEST_PROTOCOL))
-
-    def _write(self, kind: int, blob: bytes) -> None:
-        _write_all(self.out_fd, _HEADER.pack(len(blob), kind) + blob)
-
-    def told(self) -> int:
-        """One message from the caller: ignore these connections. Its kind."""
-        size, kind = _HEADER.unpack(_read_exactly(self.ctl_fd, _HEADER.size))
-        for cid in pickle.loads(_read_exactly(self.ctl_fd, size)):
-            self.inner.ignore(cid)
-        return int(kind)
-
-    def flush(self) -> None:
-        while select.select([self.ctl_fd], [], [], 0)[0]:  # the notes come first
-            self.told()
-        count = self.counted.count if self.counted is not None else None
-        self._write(_EVENTS, marshal.dumps((self.inner.stats.packets, count, self.batch)))
-        self.batch.clear()
-
-    def sync(self) -> None:
-        """The eviction's question: which connections are ignored? (tcp.py asks it)"""
-        self.flush()
-        self.send(_SYNC, None)
-        while self.told() != _SYNC:
-            pass
-
-    def run(self) -> None:
-        """Iterate the capture and send its events; the end (the stats) or the exception
-        that stopped it."""
-        inner = self.inner
-        inner.on_sync(self.sync)
-        queued = inner.queued  # events of the current packet still to come
-        batch = self.batch
-        append = batch.append
-        sent: dict[int, ConnKey] = {}  # open connection id -> the key sent for it
-        sent_get = sent.get
-        try:
-            for event in inner:
-                if type(event) is StreamData:  # most events
-                    key, direction, data, ts, frame = event
-                    cid = key.id
-                    if sent_get(cid) is not key:
-                        sent[cid] = key
-                        append((_KEY, *key))
-                    left = len(queued)
-                    if left:  # how many events of the same packet follow this one
-                        append(left)
-                    append((_DATA, cid, direction, data, ts, frame))
-                else:
-                    self._other(event, sent)
-                if len(batch) >= _BATCH:
-                    self.flush()
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller, raised there
-            if batch:
-                self.flush()
-            try:
-                pickle.dumps(exc)
-            except Exception:  # noqa: BLE001 - an exception pickle cannot carry
-                exc = RuntimeError(f"{type(exc).__name__}: {exc}")
-            self.send(_ERROR, exc)
-        else:
-            self.flush()
-            self.send(_END, (inner.stats,))
-
-    def _other(self, event: Event, sent: dict[int, ConnKey]) -> None:
-        """An event other than StreamData into the batch (a connection's key first)."""
-        code = _CODES[type(event)]
-        if isinstance(event, (StreamOpen, StreamGap, StreamSkipped, StreamClose)):
-            key, *fields = event
-            if sent.get(key.id) is not key:
-                sent[key.id] = key
-                self.batch.append((_KEY, *key))
-            if isinstance(event, StreamClose):
-                del sent[key.id]  # the key goes with the connection
-            wire: _Wire = (code, key.id, *fields)
-        else:
-            wire = (code, *event)
-        left = len(self.inner.queued)
-        if left:
-            self.batch.append(left)
-        self.batch.append(wire)
-
-
-def _reader_main(inner: CaptureStream, out_fd: int, ctl_fd: int) -> NoReturn:
-    """The reader process: iterate the capture, send the events; exit without running the
-    parent's exit handlers or flushing its buffers."""
-    status = 0
-    try:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides; it kills us
-        _Reader(inner, out_fd, ctl_fd).run()
-    except BaseException:  # noqa: BLE001 - the caller went away (broken pipe) or killed us
-        status = 1
-    finally:
-        os._exit(status)
