@@ -18,7 +18,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING, BinaryIO
 
 from tlsprobe.capture import (
-    CaptureStats,
     CaptureStream,
     ConnKey,
     Datagram,
@@ -38,6 +37,7 @@ from tlsprobe.offline.connection import Connection
 from tlsprobe.offline.datagram import Analyzed
 from tlsprobe.offline.facts import Facts
 from tlsprobe.offline.fast import FastReader
+from tlsprobe.offline.notes import eviction_note, undecrypted_note
 from tlsprobe.offline.udp import UdpHandshakes
 
 if TYPE_CHECKING:
@@ -366,7 +366,7 @@ class CaptureAnalysis:
         (None: all): a connection the filters left out is not talked about."""
         gaps = [text for conn_id, text in self._gap_warnings
                 if reported is None or conn_id in reported][:8]
-        evicted = _eviction_note(self.stream.stats)
+        evicted = eviction_note(self.stream.stats)
         return tuple(self._keylog_warnings()) + tuple(gaps) + evicted
 
     def _keylog_warnings(self) -> list[str]:
@@ -382,49 +382,8 @@ class CaptureAnalysis:
         if self.tls_connections and not self.keys_matched:
             return [f"{name}: no key matched any connection"]
         if self.undecrypted:
-            return [f"{name}: {_undecrypted_note(self.undecrypted)}"]
+            return [f"{name}: {undecrypted_note(self.undecrypted)}"]
         return []
-
-
-def _eviction_note(stats: CaptureStats) -> tuple[str, ...]:
-    """The connections the capture layer evicted to keep memory flat, and why (an idle
-    or payload-less connection loses nothing that is reported; one evicted with its
-    handshake possibly in progress is said apart)."""
-    if not stats.tcp_evicted:
-        return ()
-    from tlsprobe.capture.eviction import IDLE_TIMEOUT, IDLE_TIMEOUT_DATA
-    parts = []
-    if stats.tcp_evicted_idle:
-        parts.append(f"{stats.tcp_evicted_idle} idle (no packet for {IDLE_TIMEOUT:g} s of "
-                     f"capture time, {IDLE_TIMEOUT_DATA:g} s once payload flowed)")
-    quiet = stats.tcp_evicted_limit - stats.tcp_evicted_in_progress
-    if quiet:
-        parts.append(f"{quiet} over the connection limit with no payload or nothing more "
-                     "to read")
-    if stats.tcp_evicted_in_progress:
-        parts.append(f"{stats.tcp_evicted_in_progress} over twice the connection limit "
-                     "with a handshake possibly in progress")
-    return ((f"{stats.tcp_evicted} TCP connection(s) evicted before their end to bound "
-             f"memory: {'; '.join(parts)}"),)
-
-
-def _undecrypted_note(undecrypted: dict[tuple[str, str], int]) -> str:
-    """One line for the connections whose logged keys could not be used: suites grouped by
-    reason ("suites A, B (RC2: not in cryptography)"), then the other reasons."""
-    by_reason: dict[str, list[str]] = {}
-    for (suite, reason) in sorted(undecrypted):
-        by_reason.setdefault(reason, [])
-        if suite:
-            by_reason[reason].append(suite)
-    parts = []
-    for reason, suites in sorted(by_reason.items(), key=lambda kv: (not kv[1], kv[0])):
-        if suites:
-            word = "suite" if len(suites) == 1 else "suites"
-            parts.append(f"{word} {', '.join(suites)} ({reason})")
-        else:
-            parts.append(reason)
-    total = sum(undecrypted.values())
-    return f"{total} connection(s) not decrypted: {'; '.join(parts)}"
 
 
 def analyze(source: str, options: AnalyzerOptions | None = None,
