@@ -19,7 +19,8 @@ from capbuild import Conv, Pcapng, collect, ether, pcap_bytes
 
 from tlsprobe.capture import CaptureError, CaptureStats, read_packets
 from tlsprobe.capture.pcap import PcapReader
-from tlsprobe.capture.stream import CaptureStream, open_reader
+from tlsprobe.capture.readers import open_reader
+from tlsprobe.capture.stream import CaptureStream
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 RECORDED = sorted(p for p in CAPTURES.glob("*.pcap"))
