@@ -4,7 +4,10 @@ A classic Ethernet pcap is read by a fused loop (records parsed in place, in-ord
 delivered straight from it); any other container goes through the reader's generator and
 the same per-packet fast path; packets off the fast path go through the link-layer decoder.
 The same packets in a pcap, in a pcapng, and with an 802.1Q tag (never on the fast path)
-must give the same events and counters."""
+must give the same events and counters; the fused loop and the general one (the pcap
+reader's record loop, `CaptureStream.fused_pcap` off) the same events, counters and
+warnings on every classic Ethernet pcap of the recorded captures and the third-party
+corpus (damaged ones included)."""
 
 from __future__ import annotations
 
@@ -14,7 +17,10 @@ from pathlib import Path
 import pytest
 from tests.helpers.capbuild import Conv, Pcapng, collect, ether, pcap_bytes
 
-from tlsprobe.capture import read_packets
+from tlsprobe.capture import CaptureError, CaptureStats, read_packets
+from tlsprobe.capture.pcap import PcapReader
+from tlsprobe.capture.readers import open_reader
+from tlsprobe.capture.stream import CaptureStream
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 RECORDED = sorted(p for p in CAPTURES.glob("*.pcap"))
@@ -74,3 +80,32 @@ def test_fast_path_with_holes_reordering_retransmissions_and_fins() -> None:
         "StreamClose"]  # D waits behind the lost bytes until both FINs close the connection
     assert [e.data[:1] for e in events if hasattr(e, "data")] == [b"A", b"r", b"B", b"D"]
     assert lost and fused[1]["tcp"]["retransmissions"] == 1 and fused[1]["tcp"]["gaps"] == 1
+
+
+def _classic_ethernet_pcaps(root: Path) -> list[Path]:
+    found = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        try:
+            reader, opened = open_reader(str(path), CaptureStats())
+        except CaptureError:
+            continue
+        opened.close()
+        if isinstance(reader, PcapReader) and reader.link_type == 1:
+            found.append(path)
+    return found
+
+
+def test_fused_pcap_loop_gives_the_general_loops_events_on_the_corpus(
+        captures_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = _classic_ethernet_pcaps(captures_dir) + RECORDED
+    assert len(paths) > 100, paths  # the corpus is there and read as such
+    warned = 0
+    for path in paths:
+        fused_events, fused = collect(str(path))
+        with monkeypatch.context() as m:
+            m.setattr(CaptureStream, "fused_pcap", False)
+            general_events, general = collect(str(path))
+        assert fused_events == general_events, path
+        assert fused.stats == general.stats, path  # counters, warnings and their offsets
+        warned += bool(fused.stats.warnings)
+    assert warned  # damaged files (zeros, truncated records) are among them

@@ -35,10 +35,11 @@ Events (NamedTuples, in capture order; `frame` is 1-based like tshark's frame.nu
 
     ConnKey(id, client_ip, client_port, server_ip, server_port)   # .client / .server "ip:port"
 
-Module map: source (open, gzip, chunked buffer), pcap, pcapng, netmon (containers), decode (link
-layers, IP, tunnels), reassembly (one direction's byte stream), tcp (connections), stream
-(the loop), events (the values above), pipe (`PipedStream`: the same surface with the loop
-in a forked reader process, the same events and stats; used for large captures).
+Module map: source (open, gzip, chunked buffer), pcap, pcapng, netmon (containers; readers
+picks one by magic), decode (link layers, IP, tunnels), reassembly (one direction's byte
+stream), tcp (connections), stream (the loop), events (the values above), pipe
+(`PipedStream`: the same surface with the loop in a forked reader process, the same events
+and stats; used for large captures; the reader process's side in pipe_reader).
 """
 
 from tlsprobe.capture.events import (
@@ -56,7 +57,8 @@ from tlsprobe.capture.events import (
     StreamOpen,
     StreamSkipped,
 )
-from tlsprobe.capture.stream import CaptureStream, iter_stream_events, read_packets
+from tlsprobe.capture.readers import read_packets
+from tlsprobe.capture.stream import CaptureStream, iter_stream_events
 
 __all__ = [
     "SECRETS_TLS_KEYLOG", "CaptureError", "CaptureStats", "CaptureStream", "CaptureWarning",

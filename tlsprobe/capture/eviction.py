@@ -24,17 +24,17 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from collections.abc import Callable
 from operator import attrgetter
-from typing import Any
 
 from tlsprobe.capture.events import CaptureStats
-from tlsprobe.capture.reassembly import MASK
+from tlsprobe.capture.reassembly import MASK, Connection
 
 IDLE_TIMEOUT = 60.0  # capture seconds without a packet before a connection is evicted
 IDLE_TIMEOUT_DATA = 600.0  # the same once payload has flowed
 
 
-def _quiet(conn: Any) -> bool:
+def _quiet(conn: Connection) -> bool:
     """No payload seen in either direction (SYN, SYN+ACK, bare FIN only)."""
     for half in conn.halves:
         isn = half.isn
@@ -44,23 +44,26 @@ def _quiet(conn: Any) -> bool:
     return True
 
 
+def _nothing() -> None:
+    pass
+
+
 class Eviction:
     """The eviction half of `TcpTracker` (tcp.py), which owns the tables used here."""
 
     stats: CaptureStats
-    open: dict[int, Any]
+    open: dict[int, Connection]
     max_connections: int
 
-    def close(self, conn: Any, reason: str, ts: float, frame: int,
+    def close(self, conn: Connection, reason: str, ts: float, frame: int,
               remember: bool = True) -> None:
         raise NotImplementedError
 
-    def sync_ignored(self) -> None:
-        """Before a choice that depends on which connections the reader ignores: bring
-        those flags up to date. Nothing to do when the reader runs in this process (its
-        `ignore` calls set them at once); the reader process of pipe.py replaces this."""
-
     def init_eviction(self, idle_timeout: float, idle_timeout_data: float) -> None:
+        #: called before a choice that depends on which connections the reader ignores,
+        #: to bring those flags up to date: nothing to do when the reader runs in this
+        #: process (its `ignore` calls set them at once); pipe.py's reader process sets it
+        self.sync_ignored: Callable[[], None] = _nothing
         self.idle_timeout = idle_timeout
         self.idle_timeout_data = idle_timeout_data
         # payload-less connections are evicted from a quarter of the limit on (a small
@@ -130,7 +133,7 @@ class Eviction:
         # look again once another eighth of the limit has opened
         self._evict_at = max(self._quiet_limit, len(self.open) + step)
 
-    def _drop(self, conn: Any, ts: float, frame: int) -> None:
+    def _drop(self, conn: Connection, ts: float, frame: int) -> None:
         """Close an evicted connection; one that never carried payload is forgotten at
         once (nothing late of it could be mistaken for the middle of a stream)."""
         self.stats.tcp_evicted += 1

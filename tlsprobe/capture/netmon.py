@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 from array import array
-from collections.abc import Iterator
+from collections.abc import Generator
 from datetime import datetime, timezone
 
 from tlsprobe.capture.events import CaptureError, CaptureStats, Secrets
@@ -84,7 +84,7 @@ class NetmonReader:
             self._offsets.byteswap()
         self._in.pos = HEADER_SIZE
 
-    def packets(self) -> Iterator[PacketRecord]:
+    def packets(self) -> Generator[PacketRecord, None, None]:
         stats = self._stats
         inp = self._in
         trailer = self._trailer

@@ -14,7 +14,7 @@ copying each packet: the decoders read the headers straight from the chunk.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Generator
 
 from tlsprobe.capture.events import CaptureError, CaptureStats, Secrets
 from tlsprobe.capture.source import ChunkedInput, OpenedSource
@@ -63,32 +63,33 @@ class PcapReader:
             stats.warn(len(self._in.buf), "truncated pcap file header")
         self.limit = max(MAX_STANDARD_PACKET, min(self.snaplen, MAX_PACKET))
 
-    # -- record access shared by packets() and the capture loop's fused pcap path ----------
-    def window(self) -> tuple[bytes, int]:
-        """The buffer and the offset of the next record header in it."""
-        return self._in.buf, self._in.pos
+    # -- record access shared by packets() and the capture loop's fused pcap path (stream.py)
+    def window(self) -> tuple[bytes, int, int]:
+        """The buffer, the offset of the next record header in it and its length."""
+        return self._in.buf, self._in.pos, len(self._in.buf)
 
-    def header_at(self, pos: int) -> tuple[bytes, int] | None:
+    def header_at(self, pos: int) -> tuple[bytes, int, int] | None:
         """Make a whole record header available at `pos` (the buffer may be replaced):
-        the (buffer, position), or None at the end (a partial header is warned about)."""
+        the (buffer, position, buffer length), or None at the end (a partial header is
+        warned about)."""
         inp = self._in
         inp.pos = pos
         if not inp.fill(self.rec_len):
             if len(inp.buf) > inp.pos:
                 self._stats.warn(inp.offset, "truncated pcap record header")
             return None
-        return inp.buf, inp.pos
+        return inp.buf, inp.pos, len(inp.buf)
 
-    def record_at(self, pos: int, incl: int) -> tuple[bytes, int] | None:
+    def record_at(self, pos: int, incl: int) -> tuple[bytes, int, int] | None:
         """Make the whole record at `pos` (header and `incl` bytes) available: the (buffer,
-        position), or None when the file ends inside it (warned about)."""
+        position, buffer length), or None when the file ends inside it (warned about)."""
         inp = self._in
         inp.pos = pos
         if not inp.fill(self.rec_len + incl):
             self._stats.warn(inp.offset, f"truncated pcap record: {incl} bytes announced, "
                                          f"{len(inp.buf) - inp.pos - self.rec_len} present")
             return None
-        return inp.buf, inp.pos
+        return inp.buf, inp.pos, len(inp.buf)
 
     def too_long(self, pos: int, incl: int) -> None:
         self._stats.warn(self._in.base + pos,
@@ -108,14 +109,13 @@ class PcapReader:
         if err:
             self._stats.warn(inp.offset, err)
 
-    def packets(self) -> Iterator[PacketRecord]:
+    def packets(self) -> Generator[PacketRecord, None, None]:
         """Yield one record per packet; the buffer is only valid until the next one."""
         if self.link_type < 0:
             return
         rec_len, unpack, scale = self.rec_len, self.unpack, self.scale
         limit, link_type = self.limit, self.link_type
-        buf, pos = self.window()
-        end = len(buf)
+        buf, pos, end = self.window()
         frame = 0
         try:
             while True:
@@ -123,8 +123,7 @@ class PcapReader:
                     got = self.header_at(pos)
                     if got is None:
                         break
-                    buf, pos = got
-                    end = len(buf)
+                    buf, pos, end = got
                 sec, frac, incl, orig = unpack(buf, pos)
                 if incl > limit:
                     self.too_long(pos, incl)
@@ -138,8 +137,7 @@ class PcapReader:
                     got = self.record_at(pos, incl)
                     if got is None:
                         break
-                    buf, pos = got
-                    end = len(buf)
+                    buf, pos, end = got
                     start = pos + rec_len
                     stop = start + incl
                 frame += 1

@@ -11,7 +11,7 @@ link type `SECRETS_RECORD`, so key-log decryption can use keys embedded in the c
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 from tlsprobe.capture.events import CaptureError, CaptureStats, Secrets
 from tlsprobe.capture.pcap import PacketRecord
@@ -88,6 +88,7 @@ class PcapngReader:
         self.interfaces: list[Interface] = []  # of the current section
         self.sections = 0
         self._all_interfaces: list[Interface] = []
+        self._byte_order("<")  # replaced by the first section header's byte order
 
     @property
     def link_types(self) -> dict[int, int]:
@@ -97,25 +98,52 @@ class PcapngReader:
             counts[iface.link_type] = counts.get(iface.link_type, 0) + iface.packets
         return counts
 
-    def _section(self, buf: bytes, pos: int) -> str | None:
-        """Byte order of the SHB at pos ("<" or ">"), None when the magic is wrong."""
+    def _byte_order(self, order: str) -> None:
+        """The byte order ("<" or ">") of the section from here on, and its unpackers."""
+        self._order = order
+        self._hdr = struct.Struct(order + "II").unpack_from  # type, length (and more)
+        self._epb = struct.Struct(order + "IIIII").unpack_from
+        self._trailer = struct.Struct(order + "I").unpack_from
+
+    def _section(self, buf: bytes, pos: int) -> bool:
+        """At an SHB: take its byte order; False (warned about) when its magic is wrong."""
         bom = buf[pos + 8:pos + 12]
         if bom == b"\x4d\x3c\x2b\x1a":
-            return "<"
-        if bom == b"\x1a\x2b\x3c\x4d":
-            return ">"
-        return None
+            self._byte_order("<")
+        elif bom == b"\x1a\x2b\x3c\x4d":
+            self._byte_order(">")
+        else:
+            self._stats.warn(self._in.base + pos,
+                             "pcapng section header with a bad byte-order magic")
+            return False
+        return True
 
-    def packets(self) -> Iterator[PacketRecord]:
-        """Yield one record per packet block; the buffer is only valid until the next one."""
-        stats = self._stats
+    def _load(self, btype: int, blen: int, pos: int) -> bool:
+        """The block at `pos` has an impossible length, or is not all in the buffer: make
+        it so (`_in` at it, maybe refilled), or say why not (warned about)."""
         inp = self._in
-        frame = 0
-        order = "<"  # replaced by the first section header's byte order
-        hdr = epb = trailer = struct.Struct("<II").unpack_from
+        if blen < 12 or blen & 3 or blen > MAX_BLOCK:
+            self._stats.warn(inp.base + pos, f"pcapng block of type 0x{btype:x} with "
+                                             f"impossible length {blen}")
+            return False
+        inp.pos = pos
+        if not inp.fill(blen):
+            self._stats.warn(inp.offset, f"truncated pcapng block of type 0x{btype:x}: "
+                                         f"{blen} bytes announced, "
+                                         f"{len(inp.buf) - inp.pos} present")
+            return False
+        return True
+
+    def packets(self) -> Generator[PacketRecord, None, None]:
+        """Yield one record per packet block; the buffer is only valid until the next one.
+
+        The loop reads Enhanced Packet Blocks (nearly every block of a capture) itself;
+        any other block goes to `_other`, the rare cases (refills, damage) to helpers."""
+        stats, inp = self._stats, self._in
+        hdr, epb, trailer = self._hdr, self._epb, self._trailer
         ifaces = self.interfaces
+        frame = pos = 0
         buf = inp.buf
-        pos = 0
         try:
             while True:
                 if len(buf) - pos < 12:
@@ -124,32 +152,19 @@ class PcapngReader:
                         if len(inp.buf) > inp.pos:
                             stats.warn(inp.offset, "truncated pcapng block header")
                         break
-                    buf = inp.buf
-                    pos = 0
+                    buf, pos = inp.buf, 0
                 if buf[pos:pos + 4] == b"\x0a\x0d\x0d\x0a":
-                    new_order = self._section(buf, pos)
-                    if new_order is None:
-                        stats.warn(inp.base + pos, "pcapng section header with a bad byte-order magic")
+                    if not self._section(buf, pos):
                         break
-                    order = new_order
-                    hdr = struct.Struct(order + "II").unpack_from
-                    epb = struct.Struct(order + "IIIII").unpack_from
-                    trailer = struct.Struct(order + "I").unpack_from
+                    hdr, epb, trailer = self._hdr, self._epb, self._trailer
                 btype, blen = hdr(buf, pos)
-                if blen < 12 or blen & 3 or blen > MAX_BLOCK:
-                    stats.warn(inp.base + pos, f"pcapng block of type 0x{btype:x} with impossible length {blen}")
-                    break
-                if len(buf) - pos < blen:
-                    inp.pos = pos
-                    if not inp.fill(blen):
-                        stats.warn(inp.offset, f"truncated pcapng block of type 0x{btype:x}: {blen} bytes "
-                                               f"announced, {len(inp.buf) - inp.pos} present")
+                if blen < 12 or blen & 3 or blen > MAX_BLOCK or len(buf) - pos < blen:
+                    if not self._load(btype, blen, pos):
                         break
-                    buf = inp.buf
-                    pos = 0
+                    buf, pos = inp.buf, inp.pos
                 if trailer(buf, pos + blen - 4)[0] != blen:
-                    stats.warn(inp.base + pos, f"pcapng block of type 0x{btype:x}: trailing length "
-                                               f"differs from {blen}")
+                    stats.warn(inp.base + pos, f"pcapng block of type 0x{btype:x}: trailing "
+                                               f"length differs from {blen}")
                     break
                 if btype == EPB:
                     if blen < 32:
@@ -167,49 +182,14 @@ class PcapngReader:
                                iface.link_type, buf, pos + 28, pos + 28 + caplen, orig)
                     else:
                         stats.skip("bad_interface_id")
-                elif btype == SPB:
-                    frame += 1
-                    if blen < 16 or not ifaces:
-                        stats.skip("bad_interface_id" if blen >= 16 else "truncated")
-                    else:
-                        orig = hdr(buf, pos + 8)[0]
-                        caplen = min(orig, blen - 16, ifaces[0].snaplen or orig)
-                        ifaces[0].packets += 1
-                        yield (frame, 0.0, ifaces[0].link_type, buf, pos + 12, pos + 12 + caplen, orig)
-                elif btype == PB:
-                    if blen < 32:
-                        stats.warn(inp.base + pos, "packet block too short")
+                else:
+                    got = self._other(btype, buf, pos, blen, frame)
+                    if got is None:
                         break
-                    frame += 1
-                    ifid = struct.unpack_from(order + "H", buf, pos + 8)[0]
-                    hi, lo, caplen, orig = struct.unpack_from(order + "IIII", buf, pos + 12)
-                    if caplen > blen - 32:
-                        stats.warn(inp.base + pos, f"packet length {caplen} exceeds its block")
-                        break
-                    if ifid < len(ifaces):
-                        iface = ifaces[ifid]
-                        iface.packets += 1
-                        yield (frame, ((hi << 32) | lo) * iface.scale + iface.offset,
-                               iface.link_type, buf, pos + 28, pos + 28 + caplen, orig)
-                    else:
-                        stats.skip("bad_interface_id")
-                elif btype == SHB:
-                    self.sections += 1
-                    ifaces = self.interfaces = []
-                elif btype == IDB:
-                    if blen < 20:
-                        stats.warn(inp.base + pos, "interface description block too short")
-                        break
-                    iface = _interface(buf[pos:pos + blen], order)
-                    ifaces.append(iface)
-                    self._all_interfaces.append(iface)
-                elif btype == DSB and blen >= 20:
-                    stype, slen = hdr(buf, pos + 8)
-                    if slen <= blen - 20:
-                        self.secrets.append(Secrets(stype, bytes(buf[pos + 16:pos + 16 + slen]),
-                                                    inp.base + pos))
-                        stats.secrets_blocks += 1
-                        yield (frame, 0.0, SECRETS_RECORD, buf, pos + 16, pos + 16 + slen, stype)
+                    frame, record = got
+                    ifaces = self.interfaces  # a section header starts a new list
+                    if record is not None:
+                        yield record
                 pos += blen
         finally:
             inp.pos = pos
@@ -217,3 +197,55 @@ class PcapngReader:
             err = self._opened.error
             if err:
                 stats.warn(inp.offset, err)
+
+    def _other(self, btype: int, buf: bytes, pos: int, blen: int, frame: int
+               ) -> tuple[int, PacketRecord | None] | None:
+        """A block other than an EPB: the frame count after it and the record it makes
+        (a packet, a secrets announcement, or None); None (warned about) to stop."""
+        stats, ifaces = self._stats, self.interfaces
+        if btype == SPB:
+            frame += 1
+            if blen < 16 or not ifaces:
+                stats.skip("bad_interface_id" if blen >= 16 else "truncated")
+                return frame, None
+            orig = self._hdr(buf, pos + 8)[0]
+            caplen = min(orig, blen - 16, ifaces[0].snaplen or orig)
+            ifaces[0].packets += 1
+            return frame, (frame, 0.0, ifaces[0].link_type, buf, pos + 12, pos + 12 + caplen,
+                           orig)
+        if btype == PB:
+            if blen < 32:
+                stats.warn(self._in.base + pos, "packet block too short")
+                return None
+            frame += 1
+            ifid = struct.unpack_from(self._order + "H", buf, pos + 8)[0]
+            hi, lo, caplen, orig = struct.unpack_from(self._order + "IIII", buf, pos + 12)
+            if caplen > blen - 32:
+                stats.warn(self._in.base + pos, f"packet length {caplen} exceeds its block")
+                return None
+            if ifid >= len(ifaces):
+                stats.skip("bad_interface_id")
+                return frame, None
+            iface = ifaces[ifid]
+            iface.packets += 1
+            return frame, (frame, ((hi << 32) | lo) * iface.scale + iface.offset,
+                           iface.link_type, buf, pos + 28, pos + 28 + caplen, orig)
+        if btype == SHB:
+            self.sections += 1
+            self.interfaces = []
+        elif btype == IDB:
+            if blen < 20:
+                stats.warn(self._in.base + pos, "interface description block too short")
+                return None
+            iface = _interface(buf[pos:pos + blen], self._order)
+            ifaces.append(iface)
+            self._all_interfaces.append(iface)
+        elif btype == DSB and blen >= 20:
+            stype, slen = self._hdr(buf, pos + 8)
+            if slen <= blen - 20:
+                self.secrets.append(Secrets(stype, bytes(buf[pos + 16:pos + 16 + slen]),
+                                            self._in.base + pos))
+                stats.secrets_blocks += 1
+                return frame, (frame, 0.0, SECRETS_RECORD, buf, pos + 16, pos + 16 + slen,
+                               stype)
+        return frame, None

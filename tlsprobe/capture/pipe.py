@@ -26,10 +26,11 @@ batches, the eviction's question, the end (the stats) or the reader's exception;
 reader: connection ids to ignore, as a note or as the answer to the question. A batch is
 marshalled plain tuples, not pickled events: pickling a NamedTuple calls Python code for
 each one, which cost the reader as much as a third of the capture layer's own work. An
-event is ``(code, *fields)`` with a connection's key as its id; ``(_KEY, *key)`` comes
+event is ``(code, *fields)`` with a connection's key as its id; ``(KEY, *key)`` comes
 once before the first event of a key (and again if the key changes); an int says how many
 events of the same packet follow the next one. Other bodies are pickles.
-The reader's exception, if any, is raised here where its events end. Memory stays flat: the
+The reader's exception, if any, is raised here where its events end. The reader's side
+(and the codes of the messages and events) is pipe_reader.py. Memory stays flat: the
 pipe holds at most a megabyte, and the reader waits while it is full.
 """
 
@@ -38,11 +39,9 @@ from __future__ import annotations
 import marshal
 import os
 import pickle
-import select
 import signal
-import struct
-from collections.abc import Callable, Generator
-from typing import Any, BinaryIO
+from collections.abc import Generator
+from typing import BinaryIO, TypeVar
 
 from tlsprobe.capture.events import (
     CaptureStats,
@@ -56,18 +55,32 @@ from tlsprobe.capture.events import (
     StreamOpen,
     StreamSkipped,
 )
+from tlsprobe.capture.pipe_reader import (
+    CLOSE,
+    DATAGRAM,
+    END,
+    EVENTS,
+    GAP,
+    HEADER,
+    KEY,
+    NOTE,
+    OPEN,
+    SECRETS,
+    SYNC,
+    Wire,
+    write_all,
+)
+from tlsprobe.capture.pipe_reader import (
+    reader_main as _reader_main,  # (tests replace it)
+)
+from tlsprobe.capture.source import Counted
 from tlsprobe.capture.stream import CaptureStream, EventIterator, keylog_text
 from tlsprobe.errors import EXIT_INTERNAL, TlsprobeError
 
-_HEADER = struct.Struct("<IB")
-_EVENTS, _SYNC, _END, _ERROR, _NOTE = range(5)
-#: a batch's event codes: the index in this tuple; the first five carry a connection key
-_KINDS = (StreamData, StreamOpen, StreamGap, StreamSkipped, StreamClose, Datagram, Secrets)
-_CODES = {kind: code for code, kind in enumerate(_KINDS)}
-_KEYED = 5
-_KEY = len(_KINDS)  # a connection's key, before the first event that refers to it
-_new: Callable[..., Any] = tuple.__new__  # a NamedTuple from its fields, no call
-_BATCH = 256  # events a message (about 100 KB of a typical capture)
+# NamedTuples are made with ``tuple.__new__(Kind, fields)``: without the Python-level
+# __new__ of ``Kind(*fields)`` (one per event handed out)
+_new = tuple.__new__
+_Keyed = TypeVar("_Keyed", StreamData, StreamGap, StreamSkipped, StreamOpen, StreamClose)
 _PIPE_SIZE = 1 << 20
 
 
@@ -85,6 +98,17 @@ def can_pipe() -> bool:
     return len(os.sched_getaffinity(0)) >= 2
 
 
+class _Count:
+    """What one direction of an ignored connection carried since: a `StreamSkipped`'s
+    size, gaps, and the time and frame of the last segment counted."""
+
+    __slots__ = ("frame", "gaps", "size", "ts")
+
+    def __init__(self) -> None:
+        self.size = self.gaps = self.frame = 0
+        self.ts = 0.0
+
+
 class PipedStream(EventIterator):
     """`CaptureStream`'s surface over a reader process (see the module docstring). Made
     from a `CaptureStream` not iterated yet; it takes that stream over. OSError when no
@@ -95,7 +119,8 @@ class PipedStream(EventIterator):
         self.name = inner.name
         self._inner = inner
         self._secrets: list[Secrets] = []
-        self._skip: dict[int, list[Any]] = {}  # ignored id -> counts by original direction
+        #: ignored id -> counts by the reader's direction (its first guess of the client)
+        self._skip: dict[int, tuple[_Count, _Count]] = {}
         self._untold: list[int] = []  # ignored ids not told to the reader yet
         self._swapped: set[int] = set()  # ids turned round (an odd number of times)
         self._deferred: list[int] = []  # ignored while events of the packet are left
@@ -160,7 +185,7 @@ class PipedStream(EventIterator):
 
     def _flag(self, cid: int) -> None:
         if cid not in self._skip:
-            self._skip[cid] = [0, 0, 0.0, 0, 0, 0, 0.0, 0]
+            self._skip[cid] = (_Count(), _Count())
             self._untold.append(cid)
 
     def close(self) -> None:
@@ -184,13 +209,14 @@ class PipedStream(EventIterator):
         return os.waitpid(pid, 0)[1] if pid else 0
 
     # -- this side ------------------------------------------------------------------------
-    def _message(self) -> tuple[int, Any]:
-        head = self._in.read(_HEADER.size)
-        if len(head) == _HEADER.size:
-            size, kind = _HEADER.unpack(head)
+    def _message(self) -> tuple[int, bytes]:
+        """The next message from the reader: its kind and body."""
+        head = self._in.read(HEADER.size)
+        if len(head) == HEADER.size:
+            size, kind = HEADER.unpack(head)
             body = self._in.read(size)
             if len(body) == size:
-                return kind, marshal.loads(body) if kind == _EVENTS else pickle.loads(body)
+                return kind, body
         status = self._finished()
         how = (f"was killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
                else f"exited with status {os.WEXITSTATUS(status)}")
@@ -198,106 +224,121 @@ class PipedStream(EventIterator):
                                  "capture (rerun with --jobs 1 to read it in one process)")
 
     def _run(self) -> Generator[Event, None, None]:
-        skip, swapped = self._skip, self._swapped
-        skip_get = skip.get
         keys: dict[int, ConnKey] = {}  # open connection id -> its key
-        kinds = _KINDS
-        source: Any = self._inner.source
+        source = self._inner.source
+        counted = source if isinstance(source, Counted) else None
         while True:
             if self._untold and self._notes:
-                self._tell(_NOTE)
+                self._tell(NOTE)
             kind, body = self._message()
-            if kind == _EVENTS:
-                self.stats.packets, count, events = body
-                if count is not None:
-                    source.count = count  # the progress bar's reader, mirrored
-                tagged = False  # inside a packet's events (an int said how many)
-                for ev in events:
-                    if type(ev) is int:
-                        self._left = ev + 1
-                        tagged = True
-                        continue
-                    code = ev[0]
-                    if not code:  # StreamData: most events, read in place
-                        cid = ev[1]
-                        counts = skip_get(cid)
-                        if counts is None:
-                            ev = _new(StreamData, (keys[cid], ev[2], ev[3], ev[4], ev[5]))
-                            yield _turned(ev) if swapped and cid in swapped else ev
-                        else:
-                            d = ev[2] << 2
-                            counts[d] += len(ev[3])
-                            counts[d + 2], counts[d + 3] = ev[4], ev[5]
-                    elif code == _KEY:  # not an event: the key of those that follow
-                        keys[ev[1]] = _new(ConnKey, ev[1:])
-                        continue
-                    elif code >= _KEYED:  # Datagram, Secrets
-                        t = kinds[code]
-                        ev = _new(t, ev[1:])
-                        if t is Secrets:
-                            self._secrets.append(ev)
-                        yield ev
-                    else:
-                        t = kinds[code]
-                        cid = ev[1]
-                        ev = _new(t, (keys.pop(cid) if t is StreamClose else keys[cid],
-                                      *ev[2:]))
-                        if t is StreamGap:
-                            counts = skip_get(cid)
-                            if counts is None:
-                                yield _turned(ev) if cid in swapped else ev
-                            else:
-                                counts[(ev[1] << 2) + 1] += ev[2]
-                        elif t is StreamClose:
-                            if cid in skip:
-                                yield from self._closing(ev[0])
-                            if cid in swapped:
-                                swapped.discard(cid)
-                                ev = _turned(ev)
-                            yield ev
-                        elif t is StreamSkipped:  # the reader's own count, once told
-                            counts = skip_get(cid)
-                            if counts is not None:
-                                self.reader_counted += 1
-                                d = ev[1] << 2
-                                counts[d] += ev[2]
-                                counts[d + 1] += ev[3]
-                                if ev[2]:
-                                    counts[d + 2], counts[d + 3] = ev[4], ev[5]
-                            else:
-                                yield _turned(ev) if cid in swapped else ev
-                        else:  # StreamOpen
-                            yield ev
-                    if tagged:
-                        self._left -= 1
-                        if not self._left:
-                            tagged = False
-                            if self._deferred:
-                                self._apply_deferred()
-            elif kind == _SYNC:
+            if kind == EVENTS:
+                self.stats.packets, count, events = marshal.loads(body)
+                if count is not None and counted is not None:
+                    counted.count = count  # the progress bar's reader, mirrored
+                yield from self._batch(events, keys)
+            elif kind == SYNC:
                 self._apply_deferred()
-                self._tell(_SYNC)
-            elif kind == _END:
-                stats, = body
+                self._tell(SYNC)
+            elif kind == END:
+                stats, = pickle.loads(body)
                 self.stats.__dict__.update(stats.__dict__)
                 self._finished()
                 return
-            else:  # _ERROR: the reader's exception, where its events end
+            else:  # ERROR: the reader's exception, where its events end
                 self._finished()
-                raise body
+                raise pickle.loads(body)
+
+    def _batch(self, events: list[Wire | int], keys: dict[int, ConnKey]
+               ) -> Generator[Event, None, None]:
+        """The events of one batch, as the capture layer in this process would have handed
+        them out: turned round where swapped, counted instead where ignored."""
+        skip_get, swapped = self._skip.get, self._swapped
+        new, other = tuple.__new__, self._other
+        tagged = False  # inside a packet's events (an int said how many)
+        for ev in events:
+            if isinstance(ev, int):
+                self._left = ev + 1
+                tagged = True
+                continue
+            code = ev[0]
+            if not code:  # _DATA, most events: read in place
+                _, cid, direction, data, ts, frame = ev
+                counts = skip_get(cid)
+                if counts is None:
+                    event = new(StreamData, (keys[cid], direction, data, ts, frame))
+                    yield _turned(event) if swapped and cid in swapped else event
+                else:
+                    count = counts[direction]
+                    count.size += len(data)
+                    count.ts, count.frame = ts, frame
+            elif code == KEY:  # not an event: the key of those that follow
+                keys[ev[1]] = _new(ConnKey, ev[1:])
+                continue
+            elif code == OPEN:
+                _, cid, ts, frame = ev
+                yield new(StreamOpen, (keys[cid], ts, frame))
+            elif code == CLOSE:
+                _, cid, reason, ts, frame = ev
+                close = new(StreamClose, (keys.pop(cid), reason, ts, frame))
+                if cid in self._skip:  # an ignored connection: its StreamSkipped first
+                    yield from self._closing(close.conn)
+                if swapped and cid in swapped:
+                    swapped.discard(cid)
+                    close = _turned(close)
+                yield close
+            else:
+                made = other(ev, keys)
+                if made is not None:
+                    yield made
+            if tagged:
+                self._left -= 1
+                if not self._left:
+                    tagged = False
+                    if self._deferred:
+                        self._apply_deferred()
+
+    def _other(self, ev: Wire, keys: dict[int, ConnKey]) -> Event | None:
+        """An event other than StreamData, StreamOpen and StreamClose; None when it is
+        counted here instead (an ignored connection's gap or the reader's own count)."""
+        code = ev[0]
+        if code == DATAGRAM:
+            return _new(Datagram, ev[1:])
+        if code == SECRETS:
+            secrets = _new(Secrets, ev[1:])
+            self._secrets.append(secrets)
+            return secrets
+        counts = self._skip.get(ev[1])
+        if code == GAP:
+            _, cid, direction, size, ts, frame, seq = ev
+            if counts is not None:
+                counts[direction].gaps += size
+                return None
+            gap = _new(StreamGap, (keys[cid], direction, size, ts, frame, seq))
+            return _turned(gap) if cid in self._swapped else gap
+        _, cid, direction, size, gaps, ts, frame = ev  # StreamSkipped: the reader's count
+        if counts is not None:  # told in time: added to this side's
+            self.reader_counted += 1
+            count = counts[direction]
+            count.size += size
+            count.gaps += gaps
+            if size:
+                count.ts, count.frame = ts, frame
+            return None
+        skipped = _new(StreamSkipped, (keys[cid], direction, size, gaps, ts, frame))
+        return _turned(skipped) if cid in self._swapped else skipped
 
     def _closing(self, key: ConnKey) -> Generator[Event, None, None]:
         """The StreamSkipped of an ignored connection, just before its StreamClose: one
         per direction that counted something, in the capture layer's order."""
-        cid = key[0]
-        counts = self._skip.pop(cid, None)
+        counts = self._skip.pop(key.id, None)
         if counts is None:
             return
-        turned = cid in self._swapped
-        for d in (0, 1):  # the reader's directions: the first guess (tcp.py's close order)
-            size, gaps, ts, frame = counts[d << 2:(d << 2) + 4]
-            if size or gaps:
-                ev = _new(StreamSkipped, (key, d, size, gaps, ts, frame))
+        turned = key.id in self._swapped
+        for direction in (0, 1):  # the reader's: the first guess (tcp.py's close order)
+            count = counts[direction]
+            if count.size or count.gaps:
+                ev = _new(StreamSkipped, (key, direction, count.size, count.gaps, count.ts,
+                                   count.frame))
                 yield _turned(ev) if turned else ev
 
     def _apply_deferred(self) -> None:
@@ -311,123 +352,18 @@ class PipedStream(EventIterator):
         skip = self._skip
         ids = [cid for cid in self._untold if cid in skip]
         self._untold.clear()
-        if not ids and kind == _NOTE:
+        if not ids and kind == NOTE:
             return
         body = pickle.dumps(ids, pickle.HIGHEST_PROTOCOL)
         try:
-            _write_all(self._ctl, _HEADER.pack(len(body), kind) + body)
+            write_all(self._ctl, HEADER.pack(len(body), kind) + body)
         except BrokenPipeError:  # the reader is done (its last messages are still to read)
             self._notes = False  # or gone: the next message says so
 
 
-def _turned(ev: Any) -> Any:
+def _turned(ev: _Keyed) -> _Keyed:
     """An event of a connection turned round: the swapped key, the other direction."""
-    key = ev[0].swapped()
-    if type(ev) in (StreamData, StreamGap, StreamSkipped):
-        return ev._replace(conn=key, direction=1 - ev[1])
+    key = ev.conn.swapped()
+    if isinstance(ev, (StreamData, StreamGap, StreamSkipped)):
+        return ev._replace(conn=key, direction=1 - ev.direction)
     return ev._replace(conn=key)
-
-
-def _read_exactly(fd: int, n: int) -> bytes:
-    parts = []
-    while n:
-        part = os.read(fd, n)
-        if not part:
-            raise EOFError("the caller went away")
-        parts.append(part)
-        n -= len(part)
-    return b"".join(parts)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def _reader_main(inner: CaptureStream, out_fd: int, ctl_fd: int) -> None:
-    """The reader process: iterate the capture, send the events; exit without running the
-    parent's exit handlers or flushing its buffers."""
-    status = 0
-    try:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides; it kills us
-        batch: list[Any] = []
-        dumps, highest = pickle.dumps, pickle.HIGHEST_PROTOCOL
-
-        def send(kind: int, body: Any) -> None:
-            blob = marshal.dumps(body) if kind == _EVENTS else dumps(body, highest)
-            _write_all(out_fd, _HEADER.pack(len(blob), kind) + blob)
-
-        # a source that counts the bytes read (the progress bar's): the count goes along
-        source: Any = inner.source if isinstance(getattr(inner.source, "count", None), int) \
-            else None
-
-        def told() -> int:  # one message from the caller: ignore these connections
-            size, kind = _HEADER.unpack(_read_exactly(ctl_fd, _HEADER.size))
-            for cid in pickle.loads(_read_exactly(ctl_fd, size)):
-                inner.ignore(cid)
-            return int(kind)
-
-        def flush() -> None:
-            while select.select([ctl_fd], [], [], 0)[0]:  # the notes come first
-                told()
-            send(_EVENTS, (inner.stats.packets, source.count if source else None, batch))
-            batch.clear()
-
-        def sync() -> None:  # the eviction's question: which connections are ignored?
-            flush()
-            send(_SYNC, None)
-            while told() != _SYNC:
-                pass
-
-        inner.on_sync(sync)
-        queued = inner.queued
-        append = batch.append
-        sent: dict[int, ConnKey] = {}  # open connection id -> the key sent for it
-        sent_get = sent.get
-        codes = _CODES
-        try:
-            for event in inner:
-                ev: Any = event
-                t = type(ev)
-                if t is StreamData:  # most events
-                    key = ev[0]
-                    cid = key[0]
-                    if sent_get(cid) is not key:
-                        sent[cid] = key
-                        append((_KEY, *key))
-                    ev = (0, cid, ev[1], ev[2], ev[3], ev[4])
-                else:
-                    code = codes[t]
-                    if code < _KEYED:
-                        key = ev[0]
-                        cid = key[0]
-                        if sent_get(cid) is not key:
-                            sent[cid] = key
-                            append((_KEY, *key))
-                        if t is StreamClose:
-                            del sent[cid]  # the key goes with the connection
-                        ev = (code, cid, *ev[1:])
-                    else:
-                        ev = (code, *ev)
-                left = len(queued)
-                if left:
-                    append(left)
-                append(ev)
-                if len(batch) >= _BATCH:
-                    flush()
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller, raised there
-            if batch:
-                flush()
-            try:
-                pickle.dumps(exc)
-            except Exception:  # noqa: BLE001 - an exception pickle cannot carry
-                exc = RuntimeError(f"{type(exc).__name__}: {exc}")
-            send(_ERROR, exc)
-        else:
-            flush()
-            send(_END, (inner.stats,))
-    except BaseException:  # noqa: BLE001 - the caller went away (broken pipe) or killed us
-        status = 1
-    finally:
-        os._exit(status)

@@ -18,15 +18,15 @@ tshark's and Suricata's default:
   filled or dropping the first byte as already delivered.
 
 `Reassembler` is the mixin that owns the output list and the counters; `TcpTracker` (tcp.py)
-adds connection tracking on top of it.
+adds connection tracking on top of it. `Connection` (the two halves and the key) is here
+too, beside `HalfStream`, so that the mixins (this one, eviction.py) can name it.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from typing import Any
 
-from tlsprobe.capture.events import CaptureStats, StreamData, StreamGap
+from tlsprobe.capture.events import CaptureStats, ConnKey, Event, StreamData, StreamGap
 
 MASK = 0xFFFFFFFF
 HALF_SPACE = 0x80000000
@@ -51,12 +51,12 @@ class HalfStream:
         "skipped",
     )
 
-    def __init__(self, conn: Any, direction: int) -> None:
+    def __init__(self, conn: Connection, direction: int) -> None:
         self.conn = conn
         self.direction = direction
         self.next_seq: int | None = None  # None: nothing seen yet, or connection closed
         self.isn: int | None = None
-        self.pending: list[list[Any]] = []  # [seq, data, cut] sorted by sequence
+        self.pending: list[tuple[int, bytes, int]] = []  # (seq, data, cut) by sequence
         self.pending_bytes = 0
         self.fin_seq: int | None = None
         # ignored connection: bytes are counted instead of delivered (one StreamSkipped)
@@ -72,10 +72,28 @@ class HalfStream:
         return not self.pending and (self.next_seq is None or self.next_seq == self.fin_seq)
 
 
+class Connection:
+    """One TCP connection: its key (client -> server) and its two halves."""
+
+    __slots__ = ("closed", "closing", "flow_keys", "halves", "key", "last", "reset",
+                 "reset_by", "swapped")
+
+    def __init__(self, key: ConnKey, flow_keys: tuple[bytes, bytes], last: int) -> None:
+        self.key = key
+        self.halves: list[HalfStream] = []  # index = direction (0: client -> server)
+        self.last = last
+        self.closed = False
+        self.closing = False  # both FINs seen; closes once nothing is missing
+        self.flow_keys = flow_keys
+        self.reset: tuple[float, int] | None = None  # (ts, frame) of a RST still lingering
+        self.reset_by = 0  # the direction that sent it
+        self.swapped = False  # oriented against the tracker's first guess (`swap`)
+
+
 class Reassembler:
     """Data-segment handling shared by the connection tracker."""
 
-    def __init__(self, stats: CaptureStats, out: list[Any], max_pending_bytes: int,
+    def __init__(self, stats: CaptureStats, out: list[Event], max_pending_bytes: int,
                  max_total_pending_bytes: int) -> None:
         self.stats = stats
         self.out = out
@@ -162,7 +180,7 @@ class Reassembler:
         stop = start + len(data)
         pending = half.pending
         if not pending or start >= ((pending[-1][0] - nxt) & MASK) + len(pending[-1][1]):
-            pending.append([seq, data, cut])
+            pending.append((seq, data, cut))
             half.pending_bytes += len(data)
             self.total_pending += len(data)
             return
@@ -192,7 +210,7 @@ class Reassembler:
         if cur < stop:
             pieces.append((cur, stop))
         if j == i:  # nothing pending overlaps: one insert at its place
-            pending.insert(i, [seq, data, cut])
+            pending.insert(i, (seq, data, cut))
             half.pending_bytes += len(data)
             self.total_pending += len(data)
             return
@@ -201,7 +219,7 @@ class Reassembler:
             return
         self.stats.tcp_overlaps += 1
         for a, b in pieces:
-            piece = [(nxt + a) & MASK, data[a - start:b - start], cut if b == stop else 0]
+            piece = ((nxt + a) & MASK, data[a - start:b - start], cut if b == stop else 0)
             k = bisect_left(pending, a, lo=i, key=lambda p: (p[0] - nxt) & MASK)
             pending.insert(k, piece)
             half.pending_bytes += b - a

@@ -13,7 +13,7 @@ import io
 import os
 import sys
 import zlib
-from typing import Any, BinaryIO, Protocol, Union
+from typing import Any, BinaryIO, Protocol, Union, runtime_checkable
 
 from tlsprobe.capture.events import CaptureError
 
@@ -22,11 +22,24 @@ from tlsprobe.capture.events import CaptureError
 #: capture); at 256 KiB the freed chunks are reused (10,000)
 CHUNK = 1 << 18
 
-CaptureSource = Union[str, "os.PathLike[str]", BinaryIO]
+class Readable(Protocol):
+    """What a capture is read from: ``read(n)``, fewer bytes only at its end."""
 
-
-class _Readable(Protocol):
     def read(self, n: int = -1, /) -> bytes: ...
+
+
+@runtime_checkable
+class Counted(Protocol):
+    """A capture source that counts the bytes read from it (the progress bar's: pipe.py
+    passes the count from the reader process on)."""
+
+    count: int
+
+    def read(self, n: int = -1, /) -> bytes: ...
+
+
+CaptureSource = Union[str, "os.PathLike[str]", BinaryIO, Readable]
+_Readable = Readable
 
 
 def _read_fully(stream: _Readable, n: int) -> bytes:

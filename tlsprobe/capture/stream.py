@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Generator, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, ClassVar
 
 from tlsprobe.capture.decode import decode, ether
 from tlsprobe.capture.events import (
     SECRETS_TLS_KEYLOG,
-    CaptureError,
     CaptureStats,
     ConnKey,
     Datagram,
@@ -28,11 +27,15 @@ from tlsprobe.capture.events import (
     StreamOpen,
 )
 from tlsprobe.capture.fragments import FragmentTable
-from tlsprobe.capture.netmon import NetmonReader, is_netmon_magic
-from tlsprobe.capture.pcap import PacketRecord, PcapReader, is_pcap_magic
-from tlsprobe.capture.pcapng import SECRETS_RECORD, PcapngReader, is_pcapng_magic
-from tlsprobe.capture.source import CaptureSource, OpenedSource, open_source
+from tlsprobe.capture.netmon import NetmonReader
+from tlsprobe.capture.pcap import PacketRecord, PcapReader
+from tlsprobe.capture.pcapng import SECRETS_RECORD
+from tlsprobe.capture.readers import open_reader
+from tlsprobe.capture.source import CaptureSource
 from tlsprobe.capture.tcp import TcpTracker, _new_data, ip_text
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 DEFAULT_MAX_PENDING_BYTES = 1 << 20
 DEFAULT_MAX_TOTAL_PENDING_BYTES = 64 << 20
@@ -42,47 +45,6 @@ _UDP = struct.Struct("!HHH").unpack_from
 # Ethernet + IPv4 + TCP at once: EtherType, version/IHL, total length, flags/fragment offset,
 # protocol, sequence number, data offset, TCP flags.
 _ETH_IPV4_TCP = struct.Struct("!12xHBxH2xHxB2x8x4xI4xBB").unpack_from
-_OTHER_FORMATS = {b"RTSS": "Microsoft Network Monitor 1.x",
-                  b"XCP\x00": "NetXRay/Sniffer", b"\x00\x00\x01\xba": "MPEG",
-                  b"PK\x03\x04": "zip archive"}
-
-
-def open_reader(source: CaptureSource, stats: CaptureStats) -> tuple[Any, OpenedSource]:
-    """Open a capture and pick the reader by magic. Raises CaptureError (one line)."""
-    opened = open_source(source)
-    head = opened.head
-    if is_pcap_magic(head):
-        reader: Any = PcapReader(opened, stats)
-    elif is_pcapng_magic(head):
-        reader = PcapngReader(opened, stats)
-    elif is_netmon_magic(head):
-        try:
-            reader = NetmonReader(opened, stats)
-        except CaptureError:
-            opened.close()
-            raise
-    else:
-        opened.close()
-        what = "empty file" if not head else _OTHER_FORMATS.get(head[:4])
-        kind = f" ({what})" if what else f" (starts with {head.hex()})"
-        inner = "gzip-compressed data, " if opened.gzip else ""
-        raise CaptureError(f"{opened.name}: {inner}not a pcap, pcapng or Network Monitor "
-                           f"capture{kind}")
-    stats.file_format = reader.format_name + (" (gzip)" if opened.gzip else "")
-    return reader, opened
-
-
-def read_packets(source: CaptureSource,
-                 stats: CaptureStats | None = None) -> Iterator[tuple[int, float, int, bytes, int]]:
-    """Raw packets: (frame, ts, link_type, data, original length), data copied out."""
-    stats = stats if stats is not None else CaptureStats()
-    reader, opened = open_reader(source, stats)
-    try:
-        for frame, ts, lt, buf, start, end, orig in reader.packets():
-            if lt != SECRETS_RECORD:
-                yield frame, ts, lt, bytes(buf[start:end]), orig
-    finally:
-        opened.close()
 
 
 def keylog_text(secrets: list[Secrets]) -> bytes:
@@ -90,9 +52,6 @@ def keylog_text(secrets: list[Secrets]) -> bytes:
     parts = [s.data if s.data.endswith(b"\n") else s.data + b"\n"
              for s in secrets if s.secrets_type == SECRETS_TLS_KEYLOG]
     return b"".join(parts)
-
-
-_S = TypeVar("_S", bound="EventIterator")
 
 
 class EventIterator:
@@ -110,7 +69,7 @@ class EventIterator:
     def close(self) -> None:
         raise NotImplementedError
 
-    def __enter__(self: _S) -> _S:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -122,6 +81,10 @@ class CaptureStream(EventIterator):
 
     Use as ``for event in iter_stream_events(path): ...``; a context manager closes the
     input early. `stats` is complete once the iterator is exhausted."""
+
+    #: a classic pcap of Ethernet frames is read by `_run_pcap` (see "the loop" below);
+    #: False: by `_run` like any other capture (the tests compare the two)
+    fused_pcap: ClassVar[bool] = True
 
     def __init__(self, source: CaptureSource, *, max_pending_bytes: int,
                  max_total_pending_bytes: int, max_connections: int, max_closed: int,
@@ -140,15 +103,14 @@ class CaptureStream(EventIterator):
                                max_connections=max_connections, max_closed=max_closed)
         self._frags = FragmentTable(self.stats)
         reader = self._reader  # a classic Ethernet pcap: its own loop, no `yield from`
-        self._gen = self._run_pcap(reader) if isinstance(reader, PcapReader) and \
-            reader.link_type == 1 else self._run()
+        self._gen = self._run_pcap(reader) if self.fused_pcap and \
+            isinstance(reader, PcapReader) and reader.link_type == 1 else self._run()
 
     # -- public surface -------------------------------------------------------------------
     @property
     def secrets(self) -> list[Secrets]:
         """Decryption Secrets Blocks read so far (pcapng only)."""
-        secrets: list[Secrets] = self._reader.secrets
-        return secrets
+        return self._reader.secrets
 
     def tls_keylog(self) -> bytes:
         """The TLS key-log text of all Decryption Secrets Blocks read so far."""
@@ -181,7 +143,7 @@ class CaptureStream(EventIterator):
     def on_sync(self, sync: Callable[[], None]) -> None:
         """Call `sync` before the connection tracker chooses by the ignored connections
         (pipe.py's reader process asks its caller which those are)."""
-        self._tcp.sync_ignored = sync  # type: ignore[method-assign]
+        self._tcp.sync_ignored = sync
 
     def close(self) -> None:
         self._gen.close()
@@ -189,24 +151,26 @@ class CaptureStream(EventIterator):
         self._tcp.release()  # stopped early: the connection table goes now
 
     # -- the loop -------------------------------------------------------------------------
-    # Both loops below share the per-packet fast path for Ethernet + IPv4 + TCP (no IP
-    # options or fragments): in-order data of a known flow becomes a StreamData (or is
-    # only counted for an ignored connection) right there, pure acks end there, and other
-    # TCP segments go to the tracker. Everything else goes through `_other`. `_run_pcap`
-    # also reads the records of a classic Ethernet pcap itself: no generator between the
-    # file and the loop, and no timestamp computed for a packet that yields no event.
+    # One record loop per container (PcapReader.packets, PcapngReader.packets,
+    # NetmonReader.packets) feeds `_run`: per packet, the fast path for Ethernet + IPv4 +
+    # TCP (no IP options or fragments) turns in-order data of a known flow into a StreamData
+    # (or only counts it for an ignored connection) right there, ends pure acks there, and
+    # hands other TCP segments to the tracker; everything else goes through `_other`.
+    #
+    # `_run_pcap` is the one exception, kept for speed: for a classic pcap of Ethernet
+    # frames it writes `PcapReader.packets`' record loop and `_run`'s fast path out in one
+    # (no generator between the file and the loop, no timestamp computed for a packet that
+    # yields no event). Going through `_run` instead costs about 12 % more CPU time in the
+    # capture layer (5 % of `tlsprobe pcap`'s) on benchmarks/pcap.py's capture. It must
+    # give exactly `_run`'s events and stats: tests/capture/test_fast_paths.py compares the
+    # two (`fused_pcap` off) on the recorded captures and the third-party corpus.
     def _run(self) -> Generator[Event, None, None]:
-        reader = self._reader
         out = self._out
         pop = out.pop
         tcp = self._tcp
-        payload = tcp.payload
-        settle = tcp.settle
-        flows_get = tcp.flows.get
-        new_data = _new_data
-        other = self._other
-        fast = _ETH_IPV4_TCP
-        packets: Generator[PacketRecord, None, None] = reader.packets()
+        payload, settle, flows_get = tcp.payload, tcp.settle, tcp.flows.get
+        new_data, other, fast = _new_data, self._other, _ETH_IPV4_TCP
+        packets: Generator[PacketRecord, None, None] = self._reader.packets()
         ts, frame = 0.0, 0
         in_order = 0  # segments delivered (or counted) on the fast path
         try:
@@ -217,7 +181,9 @@ class CaptureStream(EventIterator):
                             and not frag & 0x3FFF and 40 <= total <= end - start - 14):
                         l4end = start + 14 + total
                         pstart = start + 34 + ((doff >> 4) << 2)
-                        if pstart < l4end:
+                        if pstart == l4end and not flags & 7:
+                            continue  # pure ack
+                        if pstart <= l4end:
                             key = buf[start + 26:start + 38]
                             if not flags & 7:
                                 half = flows_get(key)
@@ -243,65 +209,43 @@ class CaptureStream(EventIterator):
                             while out:
                                 yield pop(0)
                             continue
-                        if pstart == l4end:
-                            if not flags & 7:
-                                continue  # pure ack
-                            payload(buf, buf[start + 26:start + 38], start + 26, 4, start + 34,
-                                    pstart, l4end, seq, flags, 0, ts, frame)
-                            while out:
-                                yield pop(0)
-                            continue
                 other(lt, buf, start, end, ts, frame, orig)
                 while out:
                     yield pop(0)
-            self._frags.finish(ts, frame, self._transport)
-            tcp.finish(ts, frame)
-            while out:
-                yield pop(0)
+            yield from self._ending(ts, frame)
         finally:
             self.stats.tcp_segments += in_order
             packets.close()  # runs the reader's final accounting
-            self._finish_stats()
-            self._opened.close()
-            tcp.release()
+            self._release()
 
     def _run_pcap(self, reader: PcapReader) -> Generator[Event, None, None]:
         """The loop for a classic pcap of Ethernet frames, reading its records in place."""
         out = self._out
         pop = out.pop
         tcp = self._tcp
-        payload = tcp.payload
-        settle = tcp.settle
-        flows_get = tcp.flows.get
-        new_data = _new_data
-        other = self._other
-        fast = _ETH_IPV4_TCP
+        payload, settle, control, flows_get = tcp.payload, tcp.settle, tcp.control, tcp.flows.get
+        new_data, other, fast = _new_data, self._other, _ETH_IPV4_TCP
         rec_len, unpack, scale, limit = reader.rec_len, reader.unpack, reader.scale, reader.limit
-        header_at, record_at = reader.header_at, reader.record_at
-        control = tcp.control
-        buf, pos = reader.window()
-        end = len(buf)
-        sec = frac = frame = 0
-        in_order = 0
+        buf, pos, end = reader.window()
+        sec = frac = psec = pfrac = frame = in_order = 0
         try:
             while True:
+                psec, pfrac = sec, frac  # the last packet's, when this record is not one
                 if end - pos < rec_len:
-                    got = header_at(pos)
+                    got = reader.header_at(pos)
                     if got is None:
                         break
-                    buf, pos = got
-                    end = len(buf)
+                    buf, pos, end = got
                 sec, frac, incl, orig = unpack(buf, pos)
                 if incl > limit:
                     reader.too_long(pos, incl)
                     break
                 start = pos + rec_len
                 if start + incl > end:
-                    got = record_at(pos, incl)
+                    got = reader.record_at(pos, incl)
                     if got is None:
                         break
-                    buf, pos = got
-                    end = len(buf)
+                    buf, pos, end = got
                     start = pos + rec_len
                 pos = start + incl
                 frame += 1
@@ -311,42 +255,32 @@ class CaptureStream(EventIterator):
                             and not frag & 0x3FFF and 40 <= total <= incl - 14):
                         l4end = start + 14 + total
                         pstart = start + 34 + ((doff >> 4) << 2)
-                        if pstart < l4end:
+                        if pstart == l4end and not flags & 7:
+                            continue  # pure ack
+                        if pstart <= l4end:
                             key = buf[start + 26:start + 38]
                             half = flows_get(key)
-                            if not flags & 7:
-                                if half is not None and seq == half.next_seq:
-                                    in_order += 1
-                                    half.next_seq = (seq + l4end - pstart) & 0xFFFFFFFF
-                                    conn = half.conn
-                                    conn.last = frame
-                                    if half.skip:
-                                        half.skipped += l4end - pstart
-                                        half.skip_ts = sec + frac * scale
-                                        half.skip_frame = frame
-                                    else:
-                                        yield new_data((conn.key, half.direction,
-                                                        buf[pstart:l4end],
-                                                        sec + frac * scale, frame))
-                                    if half.pending or conn.closing:
-                                        settle(half, sec + frac * scale, frame)
-                                        while out:
-                                            yield pop(0)
-                                    continue
-                                payload(buf, key, start + 26, 4, start + 34, pstart, l4end,
-                                        seq, flags, 0, sec + frac * scale, frame)
-                            else:
+                            if flags & 7:
                                 control(half, key, seq, flags, buf, start + 26, 4, start + 34,
                                         pstart, l4end, 0, sec + frac * scale, frame)
-                            while out:
-                                yield pop(0)
-                            continue
-                        if pstart == l4end:
-                            if not flags & 7:
-                                continue  # pure ack
-                            key = buf[start + 26:start + 38]
-                            control(flows_get(key), key, seq, flags, buf, start + 26, 4,
-                                    start + 34, pstart, l4end, 0, sec + frac * scale, frame)
+                            elif half is not None and seq == half.next_seq:
+                                in_order += 1
+                                half.next_seq = (seq + l4end - pstart) & 0xFFFFFFFF
+                                conn = half.conn
+                                conn.last = frame
+                                if half.skip:
+                                    half.skipped += l4end - pstart
+                                    half.skip_ts = sec + frac * scale
+                                    half.skip_frame = frame
+                                else:
+                                    yield new_data((conn.key, half.direction, buf[pstart:l4end],
+                                                    sec + frac * scale, frame))
+                                if not (half.pending or conn.closing):
+                                    continue
+                                settle(half, sec + frac * scale, frame)
+                            else:
+                                payload(buf, key, start + 26, 4, start + 34, pstart, l4end,
+                                        seq, flags, 0, sec + frac * scale, frame)
                             while out:
                                 yield pop(0)
                             continue
@@ -358,16 +292,26 @@ class CaptureStream(EventIterator):
                 other(1, buf, start, pos, sec + frac * scale, frame, orig)
                 while out:
                     yield pop(0)
-            self._frags.finish(sec + frac * scale, frame, self._transport)
-            tcp.finish(sec + frac * scale, frame)
-            while out:
-                yield pop(0)
+            yield from self._ending(psec + pfrac * scale, frame)
         finally:
             self.stats.tcp_segments += in_order
             reader.done(pos, frame)
-            self._finish_stats()
-            self._opened.close()
-            tcp.release()
+            self._release()
+
+    def _ending(self, ts: float, frame: int) -> Generator[Event, None, None]:
+        """The end of the capture: IP fragments never completed, connections still open."""
+        self._frags.finish(ts, frame, self._transport)
+        self._tcp.finish(ts, frame)
+        out = self._out
+        while out:
+            yield out.pop(0)
+
+    def _release(self) -> None:
+        """The loop is over (at the end, or stopped early): final stats, input and
+        connection table released."""
+        self._finish_stats()
+        self._opened.close()
+        self._tcp.release()
 
     def _other(self, lt: int, buf: bytes, start: int, end: int, ts: float,
                frame: int, orig: int) -> None:
@@ -382,13 +326,13 @@ class CaptureStream(EventIterator):
             skipped = self.stats.skipped
             skipped[r] = skipped.get(r, 0) + 1
             return
-        cut = r[5]
+        proto, addr_off, alen, l4, l4end, cut = r
         if cut > 0 and cut > orig - (end - start):
             # the IP length claims more than the frame held on the wire: not a snaplen cut
             # (tshark reads the bytes that are there); only the snaplen's share is a gap
             self.stats.ip_length_exceeds_packet += 1
-            r = (*r[:5], max(0, orig - (end - start)))
-        if r[0] < 0:
+            r = (proto, addr_off, alen, l4, l4end, max(0, orig - (end - start)))
+        if proto < 0:  # an IP fragment
             self._frags.read(buf, r, ts, frame, self._transport)
             return
         self._transport(buf, r, ts, frame)

@@ -23,21 +23,21 @@ from __future__ import annotations
 
 import socket
 import struct
-from socket import AF_INET, AF_INET6, inet_ntop
 from collections import OrderedDict, deque
 from functools import partial
-from typing import Any
+from socket import AF_INET, AF_INET6, inet_ntop
 
 from tlsprobe.capture.events import (
     CaptureStats,
     ConnKey,
+    Event,
     StreamClose,
     StreamData,
     StreamOpen,
     StreamSkipped,
 )
 from tlsprobe.capture.eviction import IDLE_TIMEOUT, IDLE_TIMEOUT_DATA, Eviction
-from tlsprobe.capture.reassembly import MASK, HalfStream, Reassembler
+from tlsprobe.capture.reassembly import MASK, Connection, HalfStream, Reassembler
 
 FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
 _TCP = struct.Struct("!4xI4xBB").unpack_from  # seq, data offset byte, flags
@@ -71,26 +71,10 @@ def ip_text(raw: bytes) -> str:
     return socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, raw)
 
 
-class Connection:
-    __slots__ = ("closed", "closing", "flow_keys", "halves", "key", "last", "reset",
-                 "reset_by", "swapped")
-
-    def __init__(self, key: ConnKey, flow_keys: tuple[bytes, bytes], last: int) -> None:
-        self.key = key
-        self.halves: list[HalfStream] = []  # index = direction (0: client -> server)
-        self.last = last
-        self.closed = False
-        self.closing = False  # both FINs seen; closes once nothing is missing
-        self.flow_keys = flow_keys
-        self.reset: tuple[float, int] | None = None  # (ts, frame) of a RST still lingering
-        self.reset_by = 0  # the direction that sent it
-        self.swapped = False  # oriented against the tracker's first guess (`swap`)
-
-
 class TcpTracker(Reassembler, Eviction):
     """Turns decoded TCP segments into stream events appended to `out`."""
 
-    def __init__(self, stats: CaptureStats, out: list[Any], *, max_pending_bytes: int,
+    def __init__(self, stats: CaptureStats, out: list[Event], *, max_pending_bytes: int,
                  max_total_pending_bytes: int, max_connections: int, max_closed: int,
                  idle_timeout: float = IDLE_TIMEOUT,
                  idle_timeout_data: float = IDLE_TIMEOUT_DATA) -> None:
@@ -257,8 +241,8 @@ class TcpTracker(Reassembler, Eviction):
             if not conn.closed and reset is not None and ts - reset[0] <= RST_LINGER:
                 return
             resets.popleft()
-            if not conn.closed:
-                self.close(conn, "rst", *reset)  # type: ignore[misc]
+            if not conn.closed and reset is not None:
+                self.close(conn, "rst", *reset)
 
     def _same_syn(self, half: HalfStream, seq: int, flags: int, ack: int) -> bool:
         """Whether a SYN belongs to the connection this flow maps to (else: a new one)."""

@@ -15,11 +15,13 @@ import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, BinaryIO
 
 from tlsprobe.capture import (
     CaptureStream,
+    ConnKey,
     Datagram,
+    Event,
     Secrets,
     StreamClose,
     StreamData,
@@ -29,17 +31,20 @@ from tlsprobe.capture import (
     iter_stream_events,
 )
 from tlsprobe.capture.pipe import PipedStream, can_pipe
+from tlsprobe.model.capture import CaptureSummary
 from tlsprobe.offline.caches import AnalysisCaches
 from tlsprobe.offline.connection import Connection
 from tlsprobe.offline.datagram import Analyzed
 from tlsprobe.offline.facts import Facts
 from tlsprobe.offline.fast import FastReader
+from tlsprobe.offline.notes import eviction_note, undecrypted_note
 from tlsprobe.offline.udp import UdpHandshakes
-from tlsprobe.model.capture import CaptureSummary
 
 if TYPE_CHECKING:
+    from typing_extensions import Self
+
     from tlsprobe.engine.keylog import KeyLog
-    from tlsprobe.offline.flowreader import FormatterFactory
+    from tlsprobe.offline.flowreader import FlowReader, FormatterFactory
 
 SECRETS_TLS_KEYLOG = 0x544C534B
 MAX_GAP_NOTES = 256  # connections whose lost handshake messages are remembered for notes
@@ -88,7 +93,7 @@ class Progress:
 class _CountingReader:
     """A binary file wrapper that counts the bytes read (for the progress bar)."""
 
-    def __init__(self, raw: Any) -> None:
+    def __init__(self, raw: BinaryIO) -> None:
         self._raw = raw
         self.count = 0
         self.name = getattr(raw, "name", "<stream>")
@@ -135,7 +140,7 @@ class CaptureAnalysis:
                 self._total = None
         try:
             stream = iter_stream_events(
-                self._counter if self._counter is not None else source,  # type: ignore[arg-type]
+                self._counter if self._counter is not None else source,
                 udp=self.options.quic)
         except BaseException:
             if self._counter is not None:
@@ -170,15 +175,16 @@ class CaptureAnalysis:
         self._udp = UdpHandshakes(self.name, self.caches)
 
     # -- readers --------------------------------------------------------------------------
-    def _new(self, key: Any, ts: float, frame: int) -> Connection:
+    def _new(self, key: ConnKey, ts: float, frame: int) -> Connection:
         facts = Facts(self.caches)
         opts = self.options
         if opts.trace or self.keylog is not None:
             from tlsprobe.offline.flowreader import FlowReader
             formatter = opts.trace_formatter(hex_limit=opts.hex_limit) \
                 if opts.trace and opts.trace_formatter is not None else None
-            reader: Any = FlowReader(facts, formatter=formatter, keylog=self.keylog,
-                                     max_records=opts.max_trace_records)
+            reader: FlowReader | FastReader = FlowReader(
+                facts, formatter=formatter, keylog=self.keylog,
+                max_records=opts.max_trace_records)
         else:
             reader = FastReader(facts)
         self.connections += 1
@@ -224,21 +230,20 @@ class CaptureAnalysis:
     # -- the loop ------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Analyzed]:
         conns = self._conns
-        opened = self._opened
         stream = self.stream
-        events: Iterator[Any] = iter(stream)  # told apart by type(): the hot loop
+        events: Iterator[Event] = iter(stream)
         ignore = stream.ignore
         progress = self._progress
         every = progress.every if progress is not None else 0
         tick = 0
         try:
-            for ev in events:
-                t = type(ev)
-                if t is StreamData:
+            for ev in events:  # most are StreamData, read first and inline: the hot loop
+                if isinstance(ev, StreamData):
                     key, d, data, ts, frame = ev
-                    conn = conns.get(key[0])
+                    cid = key.id
+                    conn = conns.get(cid)
                     if conn is None:
-                        conn = conns[key[0]] = self._new(*opened.pop(key[0], (key, ts, frame)))
+                        conn = conns[cid] = self._new(*self._opened.pop(cid, (key, ts, frame)))
                     conn.nbytes[d] += len(data)
                     conn.last_ts = ts
                     conn.last_frame = frame
@@ -248,60 +253,72 @@ class CaptureAnalysis:
                     reader = conn.reader
                     reader.feed(half, data, ts, frame)
                     if reader.swapped:
-                        new = stream.swap_direction(key[0])
+                        new = stream.swap_direction(cid)
                         conn.swapped(new if new is not None else key.swapped())
                     if conn.halves[0].counting and conn.halves[1].counting:
-                        ignore(key[0])  # nothing more to read: the capture only counts
+                        ignore(cid)  # nothing more to read: the capture only counts
                     if progress is not None:
                         tick += 1
                         if tick >= every:
                             tick = 0
                             self._tick()
-                elif t is StreamSkipped:  # (events read by position: the hot loop)
-                    conn = conns.get(ev[0][0])
-                    if conn is not None:
-                        conn.skipped(*ev[1:])  # direction, size, gaps, ts, frame
-                elif t is StreamClose:
-                    key, reason, ts, frame = ev
-                    conn = conns.pop(key[0], None)
-                    if conn is None:
-                        if opened.pop(key[0], None) is not None:
-                            self.connections += 1  # no payload: nothing was built for it
-                        continue
-                    if reason == "fin" or reason == "rst":  # max() of each, without calls
-                        if ts > conn.last_ts:
-                            conn.last_ts = ts
-                        if frame > conn.last_frame:
-                            conn.last_frame = frame
-                    done = self._finish(conn, reason)
+                elif isinstance(ev, StreamClose):
+                    done = self._close(ev)
                     if done is not None:
                         yield done
-                elif t is StreamOpen:
-                    if ev[0][0] not in conns:
-                        opened[ev[0][0]] = ev  # built when its first bytes come
-                elif t is StreamGap:
-                    conn = conns.get(ev.conn.id)
-                    if conn is None and ev.conn.id in opened:
-                        conn = conns[ev.conn.id] = self._new(*opened.pop(ev.conn.id))
-                    if conn is not None:
-                        conn.gap(ev.direction, ev.size, ev.ts, ev.frame)
-                elif t is Datagram:
+                elif isinstance(ev, Datagram):
                     for done in self._udp.datagram(ev):
                         self.tls_connections += 1
                         yield done
-                elif t is Secrets:
-                    self._secrets(ev)
-            self.connections += len(opened)
-            opened.clear()
-            while conns:  # the capture layer closes all; just in case
-                done = self._finish(conns.pop(next(iter(conns))), "end")
-                if done is not None:
-                    yield done
-            for done in self._udp.finish():
-                self.tls_connections += 1
-                yield done
+                else:
+                    self._other(ev)
+            yield from self._end()
         finally:
             self.close()
+
+    def _close(self, ev: StreamClose) -> Analyzed | None:
+        """A connection's end: its report (None: no TLS, or no payload)."""
+        conn = self._conns.pop(ev.conn.id, None)
+        if conn is None:
+            if self._opened.pop(ev.conn.id, None) is not None:
+                self.connections += 1  # no payload: nothing was built for it
+            return None
+        if ev.reason == "fin" or ev.reason == "rst":
+            conn.last_ts = max(conn.last_ts, ev.ts)
+            conn.last_frame = max(conn.last_frame, ev.frame)
+        return self._finish(conn, ev.reason)
+
+    def _other(self, ev: StreamOpen | StreamGap | StreamSkipped | Secrets) -> None:
+        """The events other than data, ends and datagrams."""
+        conns = self._conns
+        if isinstance(ev, StreamSkipped):
+            conn = conns.get(ev.conn.id)
+            if conn is not None:
+                conn.skipped(ev.direction, ev.size, ev.gaps, ev.ts, ev.frame)
+        elif isinstance(ev, StreamOpen):
+            if ev.conn.id not in conns:
+                self._opened[ev.conn.id] = ev  # built when its first bytes come
+        elif isinstance(ev, StreamGap):
+            conn = conns.get(ev.conn.id)
+            if conn is None and ev.conn.id in self._opened:
+                conn = conns[ev.conn.id] = self._new(*self._opened.pop(ev.conn.id))
+            if conn is not None:
+                conn.gap(ev.direction, ev.size, ev.ts, ev.frame)
+        else:
+            self._secrets(ev)
+
+    def _end(self) -> Iterator[Analyzed]:
+        """The end of the capture: what is still open."""
+        self.connections += len(self._opened)
+        self._opened.clear()
+        conns = self._conns
+        while conns:  # the capture layer closes all; just in case
+            done = self._finish(conns.pop(next(iter(conns))), "end")
+            if done is not None:
+                yield done
+        for done in self._udp.finish():
+            self.tls_connections += 1
+            yield done
 
     def close(self) -> None:
         """Release what the analysis holds, also when the caller stops early (a `head`,
@@ -322,7 +339,7 @@ class CaptureAnalysis:
             self._counter.close()
         self._summarise()
 
-    def __enter__(self) -> CaptureAnalysis:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -349,7 +366,7 @@ class CaptureAnalysis:
         (None: all): a connection the filters left out is not talked about."""
         gaps = [text for conn_id, text in self._gap_warnings
                 if reported is None or conn_id in reported][:8]
-        evicted = _eviction_note(self.stream.stats)
+        evicted = eviction_note(self.stream.stats)
         return tuple(self._keylog_warnings()) + tuple(gaps) + evicted
 
     def _keylog_warnings(self) -> list[str]:
@@ -365,49 +382,8 @@ class CaptureAnalysis:
         if self.tls_connections and not self.keys_matched:
             return [f"{name}: no key matched any connection"]
         if self.undecrypted:
-            return [f"{name}: {_undecrypted_note(self.undecrypted)}"]
+            return [f"{name}: {undecrypted_note(self.undecrypted)}"]
         return []
-
-
-def _eviction_note(stats: Any) -> tuple[str, ...]:
-    """The connections the capture layer evicted to keep memory flat, and why (an idle
-    or payload-less connection loses nothing that is reported; one evicted with its
-    handshake possibly in progress is said apart)."""
-    if not stats.tcp_evicted:
-        return ()
-    from tlsprobe.capture.eviction import IDLE_TIMEOUT, IDLE_TIMEOUT_DATA
-    parts = []
-    if stats.tcp_evicted_idle:
-        parts.append(f"{stats.tcp_evicted_idle} idle (no packet for {IDLE_TIMEOUT:g} s of "
-                     f"capture time, {IDLE_TIMEOUT_DATA:g} s once payload flowed)")
-    quiet = stats.tcp_evicted_limit - stats.tcp_evicted_in_progress
-    if quiet:
-        parts.append(f"{quiet} over the connection limit with no payload or nothing more "
-                     "to read")
-    if stats.tcp_evicted_in_progress:
-        parts.append(f"{stats.tcp_evicted_in_progress} over twice the connection limit "
-                     "with a handshake possibly in progress")
-    return (f"{stats.tcp_evicted} TCP connection(s) evicted before their end to bound "
-            f"memory: {'; '.join(parts)}",)
-
-
-def _undecrypted_note(undecrypted: dict[tuple[str, str], int]) -> str:
-    """One line for the connections whose logged keys could not be used: suites grouped by
-    reason ("suites A, B (RC2: not in cryptography)"), then the other reasons."""
-    by_reason: dict[str, list[str]] = {}
-    for (suite, reason) in sorted(undecrypted):
-        by_reason.setdefault(reason, [])
-        if suite:
-            by_reason[reason].append(suite)
-    parts = []
-    for reason, suites in sorted(by_reason.items(), key=lambda kv: (not kv[1], kv[0])):
-        if suites:
-            word = "suite" if len(suites) == 1 else "suites"
-            parts.append(f"{word} {', '.join(suites)} ({reason})")
-        else:
-            parts.append(reason)
-    total = sum(undecrypted.values())
-    return f"{total} connection(s) not decrypted: {'; '.join(parts)}"
 
 
 def analyze(source: str, options: AnalyzerOptions | None = None,

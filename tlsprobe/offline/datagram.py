@@ -11,13 +11,17 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import Generic, NamedTuple, TypeVar
 
 from tlsprobe.capture import Datagram
+from tlsprobe.model.capture import BriefReport, ConnectionReport, ReportText
 from tlsprobe.offline.build import Endpoints, build_report
 from tlsprobe.offline.caches import AnalysisCaches
 from tlsprobe.offline.facts import Facts
-from tlsprobe.model.capture import BriefReport, ConnectionReport, ReportText
+
+#: one UDP endpoint (address, port); a conversation's key is (client, server)
+Endpoint = tuple[str, int]
+ConversationKey = tuple[Endpoint, Endpoint]
 
 
 class Analyzed(NamedTuple):
@@ -35,7 +39,7 @@ class Conversation:
     __slots__ = ("client", "facts", "first_frame", "first_ts", "id", "last_frame", "last_ts",
                  "nbytes", "server")
 
-    def __init__(self, cid: int, client: tuple[str, int], server: tuple[str, int], ts: float,
+    def __init__(self, cid: int, client: Endpoint, server: Endpoint, ts: float,
                  frame: int, caches: AnalysisCaches | None = None) -> None:
         self.id = cid
         self.client, self.server = client, server
@@ -45,11 +49,14 @@ class Conversation:
         self.nbytes = [0, 0]
 
 
-class DatagramTracker:
-    """Datagrams in, one `Analyzed` per handshake out. Subclasses set `protocol` (the
-    report's protocol column), `transport` (what the fingerprints say: JA4 "q", "d" or
-    "t") and implement `datagram`; `reportable` says which conversations still open at
-    the end of the capture are reported."""
+_C = TypeVar("_C", bound=Conversation)
+
+
+class DatagramTracker(Generic[_C]):
+    """Datagrams in, one `Analyzed` per handshake out; `_C`: its kind of conversation.
+    Subclasses set `protocol` (the report's protocol column), `transport` (what the
+    fingerprints say: JA4 "q", "d" or "t") and implement `datagram`; `reportable` says
+    which conversations still open at the end of the capture are reported."""
 
     protocol = "tls"
     transport = "tcp"
@@ -57,19 +64,19 @@ class DatagramTracker:
     def __init__(self, file: str, caches: AnalysisCaches | None = None) -> None:
         self.file = file
         self.caches = caches if caches is not None else AnalysisCaches()
-        self.open: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self.open: OrderedDict[ConversationKey, _C] = OrderedDict()
         self.connections = 0
 
     def datagram(self, ev: Datagram) -> Iterator[Analyzed]:
         """One datagram: the reports of the handshakes it completes."""
         raise NotImplementedError
 
-    def reportable(self, conv: Any) -> bool:
+    def reportable(self, conv: _C) -> bool:
         """Is a conversation still open at the end of the capture worth a report?"""
         f = conv.facts
         return bool(f.client_hellos or f.server_hellos)
 
-    def _build(self, conv: Any) -> Analyzed:
+    def _build(self, conv: _C) -> Analyzed:
         where = Endpoints(self.file, conv.id, "udp", self.protocol, conv.client[0],
                           conv.client[1], conv.server[0], conv.server[1], conv.first_frame,
                           conv.last_frame, conv.first_ts, conv.last_ts, conv.nbytes[0],
@@ -84,7 +91,7 @@ class DatagramTracker:
         self.open.clear()
 
 
-class SessionTracker(DatagramTracker):
+class SessionTracker(DatagramTracker[_C]):
     """A tracker of sessions started by a client's first datagram and keyed (client,
     server): OpenVPN and RDP over UDP. `find` gives a datagram's session and direction,
     `follow` and `unfollow` keep the flows of both directions known (`knows`: the
@@ -92,13 +99,14 @@ class SessionTracker(DatagramTracker):
 
     def __init__(self, file: str, caches: AnalysisCaches | None = None) -> None:
         super().__init__(file, caches)
-        self._flows: set[tuple[Any, ...]] = set()  # both directions of every open session
+        #: both directions of every open session: (source, port, destination, port)
+        self._flows: set[tuple[str, int, str, int]] = set()
 
     def knows(self, ev: Datagram) -> bool:
         """Whether the datagram belongs to a session being followed."""
         return (ev.src, ev.sport, ev.dst, ev.dport) in self._flows
 
-    def find(self, ev: Datagram) -> tuple[Any, int]:
+    def find(self, ev: Datagram) -> tuple[_C | None, int]:
         """(the open session of this datagram or None, its direction: 0 from the client)."""
         src, dst = (ev.src, ev.sport), (ev.dst, ev.dport)
         session = self.open.get((src, dst))
@@ -106,14 +114,14 @@ class SessionTracker(DatagramTracker):
             return session, 0
         return self.open.get((dst, src)), 1
 
-    def follow(self, session: Any) -> None:
+    def follow(self, session: _C) -> None:
         """A new session: counted and followed."""
         self.connections += 1
         self.open[(session.client, session.server)] = session
         self._flows.add((*session.client, *session.server))
         self._flows.add((*session.server, *session.client))
 
-    def unfollow(self, session: Any) -> None:
+    def unfollow(self, session: _C) -> None:
         self.open.pop((session.client, session.server), None)
         self._flows.discard((*session.client, *session.server))
         self._flows.discard((*session.server, *session.client))

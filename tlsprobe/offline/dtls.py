@@ -111,7 +111,7 @@ class Conversation(_Conversation):
                                       frame)
 
 
-class DtlsTracker(DatagramTracker):
+class DtlsTracker(DatagramTracker[Conversation]):
     """Datagrams in, one report per DTLS handshake out."""
 
     protocol = transport = "dtls"

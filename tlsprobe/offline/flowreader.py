@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Protocol
 
 from tlsprobe.engine.keylog import KeyLog
 from tlsprobe.offline.decrypt import Decryptor
@@ -26,6 +26,7 @@ from tlsprobe.session.flow import (
     AlertEvent,
     ApplicationDataEvent,
     ChangeCipherSpecEvent,
+    Deprotector,
     ErrorEvent,
     Flow,
     MessageEvent,
@@ -33,6 +34,7 @@ from tlsprobe.session.flow import (
     RecordEvent,
     SSLv2HelloEvent,
 )
+from tlsprobe.session.flow import Event as FlowEvent
 from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.hello_info import sslv2_client_hello_info
 from tlsprobe.wire.record import sslv2_record_size
@@ -46,7 +48,7 @@ MAX_HEAD = 1 << 14  # first bytes of a ClientHello kept until it is whole, to re
 class EventFormatter(Protocol):
     """Turns the Flow's events into trace lines (report.trace.TraceFormatter)."""
 
-    def event_lines(self, ev: Any) -> Iterable[str]: ...
+    def event_lines(self, ev: FlowEvent) -> Iterable[str]: ...
 
 
 class FormatterFactory(Protocol):
@@ -94,7 +96,7 @@ class FlowReader:
         flow.state = self.state  # both directions share the negotiation state
         return flow
 
-    def _set_deprotector(self, direction: int, deprotector: Any) -> None:
+    def _set_deprotector(self, direction: int, deprotector: Deprotector | None) -> None:
         self._half(direction).flow.set_deprotector(direction, deprotector)
 
     def _half(self, direction: int) -> FlowHalf:
@@ -196,7 +198,7 @@ class FlowReader:
                 half.counting = True
 
     # -- events --------------------------------------------------------------------------
-    def _event(self, ev: Any) -> None:
+    def _event(self, ev: FlowEvent) -> None:
         f, ts, frame = self.facts, self._ts, self._frame
         if self.formatter is not None:
             self.lines.extend(self._trace(ev))
@@ -227,7 +229,7 @@ class FlowReader:
             side = "client" if d == CLIENT else "server"
             f.problem(f"malformed {ev.where} from the {side}: {ev.error}")
 
-    def _trace(self, ev: Any) -> list[str]:
+    def _trace(self, ev: FlowEvent) -> list[str]:
         """The formatter's lines for one event. A hello whose supported_versions cannot be
         decoded makes TraceFormatter raise (it reads the typed view for the version label):
         the message is then shown as undecodable, with the error, instead."""

@@ -21,10 +21,13 @@ keeps at most `MAX_SCAN` bytes while it looks.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tlsprobe.offline.tds import TdsChannel, tds_start
 from tlsprobe.wire.record import MAX_CIPHERTEXT, looks_like_tls
+
+if TYPE_CHECKING:  # imported when a stream turns out to be OpenVPN
+    from tlsprobe.offline.openvpn_channel import ControlChannel
 
 MAX_PREAMBLE = 64 << 10
 MAX_SCAN = 64 << 10
@@ -142,7 +145,8 @@ class Aligner:
         self.preamble = b""
         self.midstream = False
         self.resyncs = 0
-        self.tunnel: Any = None  # OpenVPN control channel the records come out of
+        #: the OpenVPN control channel or MS-TDS packets the records come out of
+        self.tunnel: ControlChannel | TdsChannel | None = None
 
     def feed(self, data: bytes) -> bytes:
         """The bytes from which records can be framed ("" while still looking)."""
@@ -163,10 +167,13 @@ class Aligner:
 
     def _unwrap(self, data: bytes) -> bytes:
         """TLS bytes out of the OpenVPN packets (the records start with the first one)."""
-        out: bytes = self.tunnel.feed(data)
-        if self.tunnel.unreadable is not None:
+        tunnel = self.tunnel
+        if tunnel is None:  # not reached: the state is "tunnel" once it is set
+            return b""
+        out = tunnel.feed(data)
+        if tunnel.unreadable is not None:
             self.state = "dead"
-        elif self.tunnel.raw:
+        elif tunnel.raw:
             self.state = "aligned"  # (MS-TDS) the records now come without packets
         return out
 
@@ -175,7 +182,8 @@ class Aligner:
         an OpenVPN stream the packet framing is lost with them: nothing more is read)."""
         if self.state == "tunnel":
             self.state = "dead"
-            self.tunnel.unreadable = "bytes lost in the capture"
+            if self.tunnel is not None:
+                self.tunnel.unreadable = "bytes lost in the capture"
             return
         if self.state == "aligned":
             self.state = "resync"

@@ -4,7 +4,6 @@ fast reader (the packets are unwrapped by offline.openvpn_channel)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from tlsprobe.capture import Datagram
 from tlsprobe.offline.caches import AnalysisCaches
@@ -36,7 +35,7 @@ class _Session(Conversation):
         self.confirmed = False  # the server's hard reset answered the client's, or TLS found
 
 
-class OpenVpnTracker(SessionTracker):
+class OpenVpnTracker(SessionTracker[_Session]):
     """UDP datagrams of OpenVPN sessions in (a session starts with a client's hard
     reset), one report per session out: at its first data-channel packets (the handshake
     is over) or at the end of the capture."""
@@ -71,7 +70,7 @@ class OpenVpnTracker(SessionTracker):
             if session.confirmed:
                 yield self._build(session)
 
-    def _build(self, session: Any) -> Analyzed:
+    def _build(self, session: _Session) -> Analyzed:
         why = next((c.unreadable for c in session.channels if c.unreadable is not None), None)
         if why is None and not session.facts.client_hellos and \
                 all(c.hmac is None for c in session.channels):
@@ -80,7 +79,7 @@ class OpenVpnTracker(SessionTracker):
             session.facts.problem(f"OpenVPN: {why}")
         return super()._build(session)
 
-    def reportable(self, conv: Any) -> bool:
+    def reportable(self, conv: _Session) -> bool:
         """Every session that was OpenVPN (a server answered) is reported, its TLS read or
         not (then with the reason)."""
         return bool(conv.confirmed)

@@ -16,11 +16,15 @@ from __future__ import annotations
 import heapq
 from collections import OrderedDict
 from collections.abc import Iterator
-from typing import Any
 
 from tlsprobe.capture import Datagram
 from tlsprobe.offline.caches import AnalysisCaches
-from tlsprobe.offline.datagram import Analyzed, DatagramTracker
+from tlsprobe.offline.datagram import (
+    Analyzed,
+    ConversationKey,
+    DatagramTracker,
+    Endpoint,
+)
 from tlsprobe.offline.datagram import Conversation as _Conversation
 from tlsprobe.offline.facts import CLIENT, SERVER
 from tlsprobe.offline.quic_packets import (
@@ -126,6 +130,18 @@ class Conversation(_Conversation):
             self.facts.on_message(direction, msg, ts, frame)
 
 
+class _Candidate:
+    """A client's first Initial in a version without public keys, until confirmed."""
+
+    __slots__ = ("confirmed", "dcid", "scid", "version")
+
+    def __init__(self, version: int, dcid: bytes, scid: bytes) -> None:
+        self.version = version
+        self.dcid = dcid
+        self.scid = scid
+        self.confirmed = False
+
+
 class UnknownVersions:
     """QUIC connections in versions whose Initial keys are not public: they cannot be read,
     but a capture of them must not be reported as holding no TLS. A client's first Initial
@@ -139,36 +155,34 @@ class UnknownVersions:
     MAX_CANDIDATES = 4096
 
     def __init__(self) -> None:
-        #: (client, server) -> [version, DCID, SCID, confirmed]
-        self.candidates: OrderedDict[tuple[tuple[str, int], tuple[str, int]], list[Any]] = \
-            OrderedDict()
+        self.candidates: OrderedDict[ConversationKey, _Candidate] = OrderedDict()
         self.connections = 0
-        self.flows: dict[tuple[tuple[str, int], tuple[str, int]], int] = {}  # the first ones
+        self.flows: dict[ConversationKey, int] = {}  # the first ones: their version
 
     def packet(self, src: tuple[str, int], dst: tuple[str, int], version: int, dcid: bytes,
                scid: bytes, client_shaped: bool) -> None:
         answered = self.candidates.get((dst, src))
         if answered is not None:
-            c_version, c_dcid, c_scid, confirmed = answered
-            if not confirmed and dcid == c_scid and \
-                    (version == c_version or version == 0 and scid == c_dcid):
+            if not answered.confirmed and dcid == answered.scid and \
+                    (version == answered.version or version == 0 and scid == answered.dcid):
                 self._confirm((dst, src), answered)
             return
         if version == 0 or not client_shaped or len(dcid) < 8:
             return
         known = self.candidates.get((src, dst))
-        if known is not None and not known[3] and known[0] == version and known[1] == dcid:
+        if known is not None and not known.confirmed and known.version == version and \
+                known.dcid == dcid:
             self._confirm((src, dst), known)  # the client's Initial sent again
         elif known is None:
-            self.candidates[(src, dst)] = [version, dcid, scid, False]
+            self.candidates[(src, dst)] = _Candidate(version, dcid, scid)
             if len(self.candidates) > self.MAX_CANDIDATES:
                 self.candidates.popitem(last=False)
 
-    def _confirm(self, key: tuple[tuple[str, int], tuple[str, int]], entry: list[Any]) -> None:
-        entry[3] = True
+    def _confirm(self, key: ConversationKey, entry: _Candidate) -> None:
+        entry.confirmed = True
         self.connections += 1
         if len(self.flows) < MAX_LISTED:
-            self.flows[key] = entry[0]
+            self.flows[key] = entry.version
 
     def note(self) -> list[str]:
         n = self.connections
@@ -176,19 +190,20 @@ class UnknownVersions:
             return []
         named = ", ".join(f"{c[0]}:{c[1]} -> {s[0]}:{s[1]} (version 0x{v:08x})"
                           for (c, s), v in self.flows.items())
-        return [f"{n} QUIC connection{'s' if n > 1 else ''} in a version whose Initial keys "
-                f"are not public, not read (first: {named})"]
+        return [(f"{n} QUIC connection{'s' if n > 1 else ''} in a version whose Initial keys "
+                 f"are not public, not read (first: {named})")]
 
 
-class QuicTracker(DatagramTracker):
+class QuicTracker(DatagramTracker[Conversation]):
     """Datagrams in, one report per QUIC handshake out."""
 
     protocol = transport = "quic"
 
-    def __init__(self, file: str, options: Any = None,
+    def __init__(self, file: str, options: object = None,
                  caches: AnalysisCaches | None = None) -> None:
         super().__init__(file, caches)
-        self.done: OrderedDict[tuple[Any, ...], None] = OrderedDict()
+        #: (client, server, DCID) of the Initials of conversations reported
+        self.done: OrderedDict[tuple[Endpoint, Endpoint, bytes], None] = OrderedDict()
         self.unknown = UnknownVersions()  # QUIC in versions without public Initial keys
 
     def datagram(self, ev: Datagram) -> Iterator[Analyzed]:
@@ -296,7 +311,7 @@ class QuicTracker(DatagramTracker):
             self.done.popitem(last=False)
         yield self._build(conv)
 
-    def reportable(self, conv: Any) -> bool:
+    def reportable(self, conv: Conversation) -> bool:
         """Also a conversation with only a problem (a Google QUIC handshake not read)."""
         f = conv.facts
         return bool(f.client_hellos or f.server_hellos or f.problems)

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tlsprobe.capture import Datagram
 from tlsprobe.offline.caches import AnalysisCaches
 from tlsprobe.offline.datagram import Analyzed, Conversation, SessionTracker
+
+if TYPE_CHECKING:
+    from tlsprobe.offline.dtls import DtlsTracker
 from tlsprobe.offline.facts import CLIENT, SERVER
 from tlsprobe.offline.fast import MAX_HELD, FastReader
 
@@ -208,13 +211,13 @@ class _Session(Conversation):
         self.reader.release()
 
 
-class RdpUdpTracker(SessionTracker):
+class RdpUdpTracker(SessionTracker[_Session]):
     """UDP datagrams of RDP-over-UDP sessions in, one report per session out."""
 
     protocol, transport = "tls", "tcp"
 
     def __init__(self, file: str, caches: AnalysisCaches | None,
-                 dtls: Callable[[], Any]) -> None:
+                 dtls: Callable[[], DtlsTracker]) -> None:
         super().__init__(file, caches)
         #: sessions whose reliable channel gave no TLS: (client, server) -> why (the first
         #: MAX_LISTED of them; `unreadable_count` counts them all)
@@ -275,7 +278,7 @@ class RdpUdpTracker(SessionTracker):
             self.unfollow(session)
             yield self._build(session)
 
-    def unfollow(self, session: Any) -> None:
+    def unfollow(self, session: _Session) -> None:
         super().unfollow(session)
         session.release()
 
@@ -284,7 +287,7 @@ class RdpUdpTracker(SessionTracker):
         if len(self.unreadable) < MAX_LISTED:
             self.unreadable.setdefault((session.client, session.server), why)
 
-    def reportable(self, conv: Any) -> bool:
+    def reportable(self, conv: _Session) -> bool:
         """A session still open at the end is reported when TLS was read from it; one
         without is listed (a lossy session whose DTLS began a conversation of the DTLS
         tracker is that tracker's to report)."""

@@ -4,14 +4,35 @@ group (and where it was chosen), with the totals. Counters only, so memory stays
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Generic, TypeVar
 
 from tlsprobe.model.capture import BriefReport, ConnectionReport, ReportText
+from tlsprobe.model.probe import Cipher, Codepoint, KeyExchange
 
 NONE = "(none)"
 UNKNOWN = "(unknown)"  # a ServerHello whose choice of version could not be read
 _RESUMED = {"session_id": "session ID", "session_ticket": "session ticket", "psk": "PSK"}
+_V = TypeVar("_V")
+
+
+class _Tally(Generic[_V]):
+    """A value counted by identity, and its count (the value is kept: its id stays its
+    own)."""
+
+    __slots__ = ("count", "value")
+
+    def __init__(self, value: _V) -> None:
+        self.value = value
+        self.count = 1
+
+
+def _tally(table: dict[int, _Tally[_V]], value: _V) -> None:
+    seen = table.get(id(value))
+    if seen is None:
+        table[id(value)] = _Tally(value)
+    else:
+        seen.count += 1
 
 
 class Statistics:
@@ -25,10 +46,10 @@ class Statistics:
         self.client_only = 0         # a ClientHello but no ServerHello
         self.hello_retry_requests = 0
         self.resumed = 0
-        # id(value) -> [value, count]: the value is kept, so its id stays its own
-        self._versions: dict[int, list[Any]] = {}
-        self._suites: dict[int, list[Any]] = {}
-        self._groups: dict[int, list[Any]] = {}
+        # id(value) -> the value and its count (UNKNOWN: a version that could not be read)
+        self._versions: dict[int, _Tally[Codepoint | str | None]] = {}
+        self._suites: dict[int, _Tally[Cipher | None]] = {}
+        self._groups: dict[int, _Tally[KeyExchange | None]] = {}
         self.protocols: Counter[str] = Counter()
         self._alerts: Counter[tuple[str, str]] = Counter()
         self._resumed_groups: Counter[str] = Counter()  # resumption kind -> count
@@ -38,7 +59,7 @@ class Statistics:
             raise TypeError("statistics need reports, not their JSON text")
         self.connections += 1
         self.protocols[r.protocol] += 1
-        version: Any = r.version
+        version: Codepoint | str | None = r.version
         if version is not None:
             self.handshakes += 1
         elif r.cipher is not None:  # a ServerHello, its version not known
@@ -50,16 +71,8 @@ class Statistics:
             self.hello_retry_requests += 1
         if r.resumption is not None:
             self.resumed += 1
-        seen = self._versions.get(id(version))
-        if seen is None:
-            self._versions[id(version)] = [version, 1]
-        else:
-            seen[1] += 1
-        seen = self._suites.get(id(r.cipher))
-        if seen is None:
-            self._suites[id(r.cipher)] = [r.cipher, 1]
-        else:
-            seen[1] += 1
+        _tally(self._versions, version)
+        _tally(self._suites, r.cipher)
         kx = r.key_exchange
         if r.resumption is not None and (kx is None or kx.group is None) and \
                 (kx is None or not kx.dh_group_name):
@@ -67,34 +80,23 @@ class Statistics:
             self._resumed_groups[r.resumption] += 1
             kx = None
         else:
-            seen = self._groups.get(id(kx))
-            if seen is None:
-                self._groups[id(kx)] = [kx, 1]
-            else:
-                seen[1] += 1
+            _tally(self._groups, kx)
         for a in r.alerts:
             self._alerts[(a.direction, a.name)] += 1
 
-    @staticmethod
-    def _merge(pairs: Iterable[Any], name: Any) -> list[tuple[str, int]]:
-        """(value, count) pairs -> (name, count) rows, most frequent first, "(none)" last."""
-        out: Counter[str] = Counter()
-        for key, n in pairs:
-            out[name(key)] += n
-        return _none_last(out.most_common())
-
     @property
     def versions(self) -> list[tuple[str, int]]:
-        return self._merge(self._versions.values(),
-                           lambda v: NONE if v is None else UNKNOWN if v is UNKNOWN else v.label())
+        return _merge(((t.value, t.count) for t in self._versions.values()),
+                      lambda v: v if isinstance(v, str) else NONE if v is None else v.label())
 
     @property
     def suites(self) -> list[tuple[str, int]]:
-        return self._merge(self._suites.values(), lambda c: f"{c.iana_name} ({c.hex})" if c else NONE)
+        return _merge(((t.value, t.count) for t in self._suites.values()),
+                      lambda c: f"{c.iana_name} ({c.hex})" if c else NONE)
 
     @property
     def groups(self) -> list[tuple[str, int]]:
-        def name(kx: Any) -> str:
+        def name(kx: KeyExchange | None) -> str:
             if kx is None:
                 return NONE
             if kx.group is not None:
@@ -102,7 +104,7 @@ class Statistics:
             if kx.dh_group_name:
                 return f"DHE {kx.dh_group_name}"
             return f"{kx.kind} (no group)"
-        rows = self._merge(self._groups.values(), name)
+        rows = _merge(((t.value, t.count) for t in self._groups.values()), name)
         if self._resumed_groups:
             merged = Counter(dict(rows))
             for how, n in self._resumed_groups.items():
@@ -112,10 +114,10 @@ class Statistics:
 
     @property
     def alerts(self) -> list[tuple[str, int]]:
-        return self._merge(self._alerts.items(), lambda a: f"{a[0]} {a[1]}")
+        return _merge(self._alerts.items(), lambda a: f"{a[0]} {a[1]}")
 
-    def to_dict(self) -> dict[str, Any]:
-        def table(rows: list[tuple[str, int]]) -> list[dict[str, Any]]:
+    def to_dict(self) -> dict[str, object]:
+        def table(rows: list[tuple[str, int]]) -> list[dict[str, str | int]]:
             return [{"name": k, "connections": v} for k, v in rows]
         return {"connections": self.connections, "handshakes": self.handshakes,
                 "client_hello_only": self.client_only,
@@ -132,6 +134,15 @@ class Statistics:
         if alerts:
             out.append(("Alerts", alerts))
         return out
+
+
+def _merge(pairs: Iterable[tuple[_V, int]], name: Callable[[_V], str]
+           ) -> list[tuple[str, int]]:
+    """(value, count) pairs -> (name, count) rows, most frequent first, "(none)" last."""
+    out: Counter[str] = Counter()
+    for key, n in pairs:
+        out[name(key)] += n
+    return _none_last(out.most_common())
 
 
 def _none_last(rows: list[tuple[str, int]]) -> list[tuple[str, int]]:

@@ -9,11 +9,17 @@ whose sessions without readable TLS are listed with the reason.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tlsprobe.capture import Datagram
 from tlsprobe.offline.caches import AnalysisCaches
-from tlsprobe.offline.datagram import Analyzed, DatagramTracker
+from tlsprobe.offline.datagram import Analyzed
+
+if TYPE_CHECKING:  # each imported when its first datagram comes
+    from tlsprobe.offline.dtls import DtlsTracker
+    from tlsprobe.offline.openvpn import OpenVpnTracker
+    from tlsprobe.offline.quic import QuicTracker
+    from tlsprobe.offline.rdpudp import RdpUdpTracker
 
 PORT = 3389  # RDP over UDP (MS-RDPEUDP)
 
@@ -24,16 +30,16 @@ class UdpHandshakes:
     def __init__(self, file: str, caches: AnalysisCaches) -> None:
         self.name = file
         self.caches = caches
-        self._quic: Any = None
-        self._dtls: Any = None
-        self._openvpn: Any = None
-        self._rdp: Any = None
+        self._quic: QuicTracker | None = None
+        self._dtls: DtlsTracker | None = None
+        self._openvpn: OpenVpnTracker | None = None
+        self._rdp: RdpUdpTracker | None = None
 
-    def trackers(self) -> list[DatagramTracker]:
+    def trackers(self) -> list[QuicTracker | DtlsTracker | OpenVpnTracker | RdpUdpTracker]:
         return [t for t in (self._quic, self._dtls, self._openvpn, self._rdp)
                 if t is not None]
 
-    def _dtls_tracker(self) -> Any:
+    def _dtls_tracker(self) -> DtlsTracker:
         if self._dtls is None:
             from tlsprobe.offline.dtls import DtlsTracker
             self._dtls = DtlsTracker(self.name, self.caches)
@@ -54,7 +60,7 @@ class UdpHandshakes:
         if not data:
             return
         first = data[0]
-        tracker: Any
+        tracker: QuicTracker | OpenVpnTracker | DtlsTracker
         if self._rdp is not None and self._rdp.knows(ev):  # any first byte: RDPEUDP2
             yield from self._rdp.datagram(ev)
             return
@@ -115,5 +121,5 @@ class UdpHandshakes:
         flows = [f"{c[0]}:{c[1]} -> {s[0]}:{s[1]} ({why})" for (c, s), why in items]
         n = self._rdp.unreadable_count
         more = f" (+{n - len(items)} more)" if n > len(items) else ""
-        return [f"{n} RDP-over-UDP session{'s' if n > 1 else ''} (MS-RDPEUDP) without TLS "
-                f"read: {', '.join(flows)}{more}"]
+        return [(f"{n} RDP-over-UDP session{'s' if n > 1 else ''} (MS-RDPEUDP) without TLS "
+                 f"read: {', '.join(flows)}{more}")]

@@ -123,14 +123,18 @@ class HandshakeReassembler:
 
 
 @dataclass(frozen=True)
-class UnknownHandshake(Message):
-    """A handshake type this codec does not model; the body is kept raw."""
+class UnknownHandshake:
+    """A handshake type this codec does not model; the body is kept raw. Not a `Message`:
+    its type is its own field, where a `Message` class has one type for all."""
 
-    msg_type: int  # type: ignore[misc]  # an instance field here, a ClassVar elsewhere
+    msg_type: int
     body: bytes
 
     def push(self, w: Writer) -> None:
         w.push_bytes(self.body)
+
+    def serialize(self) -> bytes:
+        return self.body
 
     def to_bytes(self) -> bytes:
         return frame(self.msg_type, self.body)

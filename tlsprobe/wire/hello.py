@@ -10,7 +10,7 @@ properties that decode on access and raise DecodeError on malformed data.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from ._util import (
     bytes_label,
@@ -54,6 +54,8 @@ HELLO_RETRY_REQUEST_RANDOM = bytes.fromhex(
 DOWNGRADE_TLS12 = b"DOWNGRD\x01"
 DOWNGRADE_TLS11 = b"DOWNGRD\x00"
 COMPRESSION_METHODS = {0: "null", 1: "DEFLATE", 64: "LZS"}
+
+_T = TypeVar("_T")
 
 
 def is_draft_server_hello(version: int) -> bool:
@@ -122,37 +124,42 @@ class ClientHello(Message):
     def extension(self, ext_type: int) -> Extension | None:
         return find(self.extensions, ext_type)
 
-    def _decoded(self, ext_type: int, default: object) -> object:
+    def _decoded(self, ext_type: int, item: type[_T]) -> list[_T]:
+        """An extension's decoded list (its items of type `item`, as `decode_extension`
+        gives them in a ClientHello); [] when absent."""
         ext = self.extension(ext_type)
         if ext is None and ext_type == KEY_SHARE:
             ext = self.extension(KEY_SHARE_DRAFT)
-        return default if ext is None else ext.decode(WHERE_CLIENT_HELLO)
+        if ext is None:
+            return []
+        value: list[_T] = ext.decode(WHERE_CLIENT_HELLO)
+        return value
 
     @property
     def server_name(self) -> str | None:
-        names: list[ServerName] = self._decoded(SERVER_NAME, [])  # type: ignore[assignment]
+        names = self._decoded(SERVER_NAME, ServerName)
         return next((n.host_name for n in names if n.name_type == 0), None)
 
     @property
     def supported_groups(self) -> list[int]:
-        return self._decoded(SUPPORTED_GROUPS, [])  # type: ignore[return-value]
+        return self._decoded(SUPPORTED_GROUPS, int)
 
     @property
     def key_shares(self) -> list[KeyShareEntry]:
         """key_share client_shares (or those of the draft-era key_share, type 40)."""
-        return self._decoded(KEY_SHARE, [])  # type: ignore[return-value]
+        return self._decoded(KEY_SHARE, KeyShareEntry)
 
     @property
     def supported_versions(self) -> list[int]:
-        return self._decoded(SUPPORTED_VERSIONS, [])  # type: ignore[return-value]
+        return self._decoded(SUPPORTED_VERSIONS, int)
 
     @property
     def signature_algorithms(self) -> list[int]:
-        return self._decoded(SIGNATURE_ALGORITHMS, [])  # type: ignore[return-value]
+        return self._decoded(SIGNATURE_ALGORITHMS, int)
 
     @property
     def alpn_protocols(self) -> list[bytes]:
-        return self._decoded(ALPN, [])  # type: ignore[return-value]
+        return self._decoded(ALPN, bytes)
 
     def padded(self, target: int = 512) -> ClientHello:
         """This hello with a padding extension bringing the whole message (header

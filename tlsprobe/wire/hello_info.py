@@ -9,7 +9,9 @@ precise error) and the oracle the tests compare the fast reader with.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.hello import ClientHello, ServerHello
@@ -54,10 +56,14 @@ def parse_sslv2_server_hello(record: bytes) -> SSLv2ServerHelloInfo:
     return SSLv2ServerHelloInfo(version, specs, cert, len(record))
 
 
-def _safe(get: object, default: object, problems: list[str] | None = None,
-          name: str = "") -> object:
+_T = TypeVar("_T")
+_D = TypeVar("_D")
+
+
+def _safe(get: Callable[[], _T], default: _D, problems: list[str] | None = None,
+          name: str = "") -> _T | _D:
     try:
-        return get()  # type: ignore[operator]
+        return get()
     except DecodeError:
         if problems is not None:
             problems.append(name)
@@ -66,13 +72,11 @@ def _safe(get: object, default: object, problems: list[str] | None = None,
 
 def client_hello_info(hello: ClientHello, size: int = 0) -> ClientHelloInfo:
     """The summary of a ClientHello decoded by the wire codec."""
-    def ext(t: int) -> bytes | None:
-        e = hello.extension(t)
-        return None if e is None else e.data
     problems = []
     fields: dict[str, object] = {}
     for ext_type, (name, _) in CLIENT_FIELDS.items():
-        if ext(ext_type) is None or name in fields or name in problems:
+        e = hello.extension(ext_type)
+        if e is None or name in fields or name in problems:
             continue
         try:
             if name == "sni":
@@ -82,21 +86,25 @@ def client_hello_info(hello: ClientHello, size: int = 0) -> ClientHelloInfo:
             elif name == "alpn":
                 fields[name] = tuple(hello.alpn_protocols)
             elif name == "session_ticket":
-                fields[name] = len(ext(ext_type) or b"")
+                fields[name] = len(e.data)
             elif name == "psk_identities":
-                fields[name] = len(hello.extension(ext_type).decode().identities)  # type: ignore[union-attr]
+                fields[name] = len(e.decode().identities)
             elif name == "early_data":
                 fields[name] = True
             elif name == "ec_point_formats":
-                fields[name] = tuple(hello.extension(ext_type).decode())  # type: ignore[union-attr]
+                fields[name] = tuple(e.decode())
             else:
                 fields[name] = tuple(getattr(hello, name))
         except DecodeError:
             problems.append(name)
-    return ClientHelloInfo(hello.legacy_version, hello.random, hello.legacy_session_id,
+    info = ClientHelloInfo(hello.legacy_version, hello.random, hello.legacy_session_id,
                            tuple(hello.cipher_suites), hello.legacy_compression_methods,
                            tuple(e.type for e in hello.extensions), size=size,
-                           problems=tuple(problems), **fields)  # type: ignore[arg-type]
+                           problems=tuple(problems))
+    if not fields:
+        return info
+    return ClientHelloInfo._make(fields.get(field, value)
+                                 for field, value in zip(info._fields, info))
 
 
 def sslv2_client_hello_info(hello: SSLv2ClientHello) -> ClientHelloInfo:
@@ -120,7 +128,7 @@ def server_hello_info(hello: ServerHello, size: int = 0) -> ServerHelloInfo:
     alpn_ext = hello.extension(ALPN)
     alpn = None
     if alpn_ext is not None:
-        names = _safe(lambda: alpn_ext.decode(hello.where), [], problems, "alpn")
+        names: object = _safe(lambda: alpn_ext.decode(hello.where), [], problems, "alpn")
         if isinstance(names, list) and len(names) == 1:
             alpn = names[0]
         elif "alpn" not in problems:
@@ -134,7 +142,7 @@ def server_hello_info(hello: ServerHello, size: int = 0) -> ServerHelloInfo:
     problems.sort(key=lambda n: order.get(ext_of[n], order.get(KEY_SHARE_DRAFT, 0)))
     return ServerHelloInfo(
         hello.legacy_version, hello.random, hello.legacy_session_id_echo, hello.cipher_suite,
-        hello.legacy_compression_method, types, version,  # type: ignore[arg-type]
-        (share[0], len(share[1])) if isinstance(share, tuple) else None,
-        hrr_group, alpn, psk if isinstance(psk, int) else None,  # type: ignore[arg-type]
+        hello.legacy_compression_method, types, version,
+        (share[0], len(share[1])) if share is not None else None,
+        hrr_group, alpn, psk if isinstance(psk, int) else None,
         EMS in types, ETM in types, SESSION_TICKET in types, size, tuple(problems))

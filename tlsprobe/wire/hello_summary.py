@@ -266,18 +266,15 @@ def parse_server_hello(msg: bytes, shapes: HelloShapes | None = None) -> ServerH
         raise _fail("ServerHello too short", end, "ServerHello")
     legacy_version = (msg[4] << 8) | msg[5]
     random = msg[6:38]
-    p = 38
     shape_index = None
     if shapes is not None and end >= 42 and msg[38] <= 32 and 42 + msg[38] <= end:
         start = 39 + msg[38]
         shape_index = (end, msg[4:6], random == HELLO_RETRY_REQUEST_RANDOM,
                        msg[start:start + 3])
-        for before, key_length, tail, known, token in shapes.server.get(shape_index, ()):
-            if msg.startswith(before, start) and \
-                    msg.startswith(tail, start + len(before) + key_length):
-                shapes.server_last = token
-                return tuple.__new__(ServerHelloInfo,
-                                     (known[0], random, msg[39:start]) + known[3:])
+        known = _known_server_hello(msg, shapes, shape_index, start, random)
+        if known is not None:
+            return known
+    p = 38
     if is_draft_server_hello(legacy_version):
         if p + 2 > end:
             raise _fail("need cipher_suite", p, "ServerHello.cipher_suite")
@@ -293,8 +290,37 @@ def parse_server_hello(msg: bytes, shapes: HelloShapes | None = None) -> ServerH
         p += 3
         types, first = _extensions(msg, p, end, "ServerHello.extensions") if p < end \
             else ([], {})
-    hrr = random == HELLO_RETRY_REQUEST_RANDOM
-    selected = legacy_version
+    selected, key_share, hrr_group, alpn, psk, problems = _server_extensions(
+        msg, first, random == HELLO_RETRY_REQUEST_RANDOM, legacy_version)
+    info: ServerHelloInfo = tuple.__new__(ServerHelloInfo, (  # without its Python __new__
+        legacy_version, random, session_id, suite, method, tuple(types), selected, key_share,
+        hrr_group, alpn, psk, EMS in first, ETM in first, SESSION_TICKET in first, end,
+        problems))
+    if shapes is not None and shape_index is not None and \
+            not is_draft_server_hello(legacy_version):
+        _remember_server_hello(shapes, shape_index, msg, 39 + len(session_id), end, first,
+                               info)
+    return info
+
+
+def _known_server_hello(msg: bytes, shapes: HelloShapes, shape_index: tuple[int, bytes, bool, bytes],
+                        start: int, random: bytes) -> ServerHelloInfo | None:
+    """The summary of a ServerHello of a shape seen before (the same bytes but for the
+    random, the session id and the key share): the earlier one's, with those replaced."""
+    for before, key_length, tail, known, token in shapes.server.get(shape_index, ()):
+        if msg.startswith(before, start) and \
+                msg.startswith(tail, start + len(before) + key_length):
+            shapes.server_last = token
+            return tuple.__new__(ServerHelloInfo, (known[0], random, msg[39:start]) + known[3:])
+    return None
+
+
+def _server_extensions(msg: bytes, first: dict[int, int], hrr: bool, selected: int
+                       ) -> tuple[int, tuple[int, int] | None, int | None, bytes | None,
+                                  int | None, tuple[str, ...]]:
+    """The fields a ServerHello's extensions give (`first`: each type's first body
+    offset), in the summary's order: selected version (`selected` when none says),
+    key share (group, key length), HRR group, ALPN, PSK identity, problems."""
     key_share = hrr_group = alpn = psk = None
     problems: list[str] = []
     for ext_type in sorted(first, key=first.__getitem__):
@@ -329,26 +355,26 @@ def parse_server_hello(msg: bytes, shapes: HelloShapes | None = None) -> ServerH
                 psk = _U16(data)[0]
         except (ValueError, struct.error):
             problems.append(_SH_PROBLEM[ext_type])
-    info: ServerHelloInfo = tuple.__new__(ServerHelloInfo, (  # without its Python __new__
-        legacy_version, random, session_id, suite, method, tuple(types), selected, key_share,
-        hrr_group, alpn, psk, EMS in first, ETM in first, SESSION_TICKET in first, end,
-        tuple(problems)))
-    if shapes is not None and shape_index is not None and \
-            not is_draft_server_hello(legacy_version):
-        start = 39 + len(session_id)
-        cut, key_length = end, 0
-        if key_share is not None:  # the key bytes follow the group and the key length
-            cut = first[KEY_SHARE if KEY_SHARE in first else KEY_SHARE_DRAFT] + 4
-            key_length = key_share[1]
-        table = shapes.server
-        known_sh = table.setdefault(shape_index, [])
-        if len(table) >= _MAX_CH_SHAPES:
-            table.clear()
-            known_sh = table[shape_index] = []
-        if len(known_sh) >= 16:
-            del known_sh[0]
-        shapes.made += 1
-        shapes.server_last = shapes.made
-        known_sh.append((msg[start:cut], key_length, msg[cut + key_length:end], info,
-                         shapes.made))
-    return info
+    return selected, key_share, hrr_group, alpn, psk, tuple(problems)
+
+
+def _remember_server_hello(shapes: HelloShapes, shape_index: tuple[int, bytes, bool, bytes], msg: bytes,
+                           start: int, end: int, first: dict[int, int],
+                           info: ServerHelloInfo) -> None:
+    """Keep a parsed ServerHello's shape (its bytes from `start`, after the session id,
+    around the key share) for `_known_server_hello`."""
+    cut, key_length = end, 0
+    if info.key_share is not None:  # the key bytes follow the group and the key length
+        cut = first[KEY_SHARE if KEY_SHARE in first else KEY_SHARE_DRAFT] + 4
+        key_length = info.key_share[1]
+    table = shapes.server
+    known_sh = table.setdefault(shape_index, [])
+    if len(table) >= _MAX_CH_SHAPES:
+        table.clear()
+        known_sh = table[shape_index] = []
+    if len(known_sh) >= 16:
+        del known_sh[0]
+    shapes.made += 1
+    shapes.server_last = shapes.made
+    known_sh.append((msg[start:cut], key_length, msg[cut + key_length:end], info,
+                     shapes.made))

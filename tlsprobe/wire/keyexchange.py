@@ -99,32 +99,35 @@ class ServerKeyExchange(Message):
         kx = ctx.key_exchange
         if kx not in _SKE_KINDS:
             return cls(None, raw=buf.pull_rest())
-        fields: dict[str, object] = {}
+        hint = curve_type = named_curve = explicit = dh_p = dh_g = None
+        modulus = exponent = public = algorithm = signature = None
         if kx in _PSK:
-            fields["psk_identity_hint"] = pull_opaque(buf, 2, "psk_identity_hint")
+            hint = pull_opaque(buf, 2, "psk_identity_hint")
         if kx in _EC:
             curve_type = pull_uint_noted(buf, 1, "curve_type",
                                          lambda v: enum_label(CURVE_TYPES, v))
-            fields["curve_type"] = curve_type
             if curve_type == NAMED_CURVE:
-                fields["named_curve"] = pull_uint_noted(buf, 2, "named_curve", group_label)
+                named_curve = pull_uint_noted(buf, 2, "named_curve", group_label)
             elif curve_type in (1, 2):
-                fields["explicit_curve"] = ExplicitCurve.pull(buf, curve_type)
+                explicit = ExplicitCurve.pull(buf, curve_type)
             else:
                 raise buf.error(f"unknown curve_type {curve_type}", buf.tell() - 1)
-            fields["public"] = pull_opaque(buf, 1, "public", minimum=1)
+            public = pull_opaque(buf, 1, "public", minimum=1)
         elif kx in _DH:
-            fields["dh_p"] = pull_opaque(buf, 2, "dh_p", minimum=1)
-            fields["dh_g"] = pull_opaque(buf, 2, "dh_g", minimum=1)
-            fields["public"] = pull_opaque(buf, 2, "dh_Ys", minimum=1)
+            dh_p = pull_opaque(buf, 2, "dh_p", minimum=1)
+            dh_g = pull_opaque(buf, 2, "dh_g", minimum=1)
+            public = pull_opaque(buf, 2, "dh_Ys", minimum=1)
         elif kx == "RSA":
-            fields["rsa_modulus"] = pull_opaque(buf, 2, "rsa_modulus", minimum=1)
-            fields["rsa_exponent"] = pull_opaque(buf, 2, "rsa_exponent", minimum=1)
+            modulus = pull_opaque(buf, 2, "rsa_modulus", minimum=1)
+            exponent = pull_opaque(buf, 2, "rsa_exponent", minimum=1)
         if kx not in _PSK and not buf.eof():
             if _tls12_signature(buf, ctx):
-                fields["algorithm"] = pull_uint_noted(buf, 2, "algorithm", sigscheme_label)
-            fields["signature"] = pull_opaque(buf, 2, "signature")
-        return cls(kx, **fields)  # type: ignore[arg-type]
+                algorithm = pull_uint_noted(buf, 2, "algorithm", sigscheme_label)
+            signature = pull_opaque(buf, 2, "signature")
+        return cls(kx, psk_identity_hint=hint, curve_type=curve_type, named_curve=named_curve,
+                   explicit_curve=explicit, dh_p=dh_p, dh_g=dh_g, rsa_modulus=modulus,
+                   rsa_exponent=exponent, public=public, algorithm=algorithm,
+                   signature=signature)
 
     def _push_params(self, w: Writer) -> None:
         kx = self.key_exchange

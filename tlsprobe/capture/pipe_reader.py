@@ -1,0 +1,169 @@
+"""The reader process's side of pipe.py: the capture's events into the pipe in batches, the
+caller's notes (connections to ignore) and answers out of the other pipe. The messages and
+the form of an event in a batch: pipe.py's docstring."""
+
+from __future__ import annotations
+
+import marshal
+import os
+import pickle
+import select
+import signal
+import struct
+from typing import Any, NoReturn
+
+from tlsprobe.capture.events import (
+    ConnKey,
+    Datagram,
+    Event,
+    Secrets,
+    StreamClose,
+    StreamData,
+    StreamGap,
+    StreamOpen,
+    StreamSkipped,
+)
+from tlsprobe.capture.source import Counted
+from tlsprobe.capture.stream import CaptureStream
+
+HEADER = struct.Struct("<IB")
+EVENTS, SYNC, END, ERROR, NOTE = range(5)
+#: a batch's event codes: the index in this tuple; the first five carry a connection key
+KINDS = (StreamData, StreamOpen, StreamGap, StreamSkipped, StreamClose, Datagram, Secrets)
+CODES = {kind: code for code, kind in enumerate(KINDS)}
+DATA, OPEN, GAP, SKIPPED, CLOSE, DATAGRAM, SECRETS = range(len(KINDS))
+KEYED = 5
+KEY = len(KINDS)  # a connection's key, before the first event that refers to it
+#: an event as a batch carries it: ``(code, *fields)``, the connection key replaced by its
+#: id (``(KEY, *key)`` for a key); plain tuples as marshal gives them back
+Wire = tuple[Any, ...]
+BATCH = 256  # events a message (about 100 KB of a typical capture)
+
+
+def read_exactly(fd: int, n: int) -> bytes:
+    parts = []
+    while n:
+        part = os.read(fd, n)
+        if not part:
+            raise EOFError("the caller went away")
+        parts.append(part)
+        n -= len(part)
+    return b"".join(parts)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+class _Reader:
+    """The reader process's side: the capture's events to the pipe in batches, the
+    caller's notes (connections to ignore) and answers from the other pipe."""
+
+    def __init__(self, inner: CaptureStream, out_fd: int, ctl_fd: int) -> None:
+        self.inner = inner
+        self.out_fd = out_fd
+        self.ctl_fd = ctl_fd
+        self.batch: list[Wire | int] = []
+        # a source that counts the bytes read (the progress bar's): the count goes along
+        source = inner.source
+        self.counted = source if isinstance(source, Counted) else None
+
+    def send(self, kind: int, body: object) -> None:
+        """A message of this kind: `body` pickled."""
+        self._write(kind, pickle.dumps(body, pickle.HIGHEST_PROTOCOL))
+
+    def _write(self, kind: int, blob: bytes) -> None:
+        write_all(self.out_fd, HEADER.pack(len(blob), kind) + blob)
+
+    def told(self) -> int:
+        """One message from the caller: ignore these connections. Its kind."""
+        size, kind = HEADER.unpack(read_exactly(self.ctl_fd, HEADER.size))
+        for cid in pickle.loads(read_exactly(self.ctl_fd, size)):
+            self.inner.ignore(cid)
+        return int(kind)
+
+    def flush(self) -> None:
+        while select.select([self.ctl_fd], [], [], 0)[0]:  # the notes come first
+            self.told()
+        count = self.counted.count if self.counted is not None else None
+        self._write(EVENTS, marshal.dumps((self.inner.stats.packets, count, self.batch)))
+        self.batch.clear()
+
+    def sync(self) -> None:
+        """The eviction's question: which connections are ignored? (tcp.py asks it)"""
+        self.flush()
+        self.send(SYNC, None)
+        while self.told() != SYNC:
+            pass
+
+    def run(self) -> None:
+        """Iterate the capture and send its events; the end (the stats) or the exception
+        that stopped it."""
+        inner = self.inner
+        inner.on_sync(self.sync)
+        queued = inner.queued  # events of the current packet still to come
+        batch = self.batch
+        append = batch.append
+        sent: dict[int, ConnKey] = {}  # open connection id -> the key sent for it
+        sent_get = sent.get
+        try:
+            for event in inner:
+                if type(event) is StreamData:  # most events
+                    key, direction, data, ts, frame = event
+                    cid = key.id
+                    if sent_get(cid) is not key:
+                        sent[cid] = key
+                        append((KEY, *key))
+                    left = len(queued)
+                    if left:  # how many events of the same packet follow this one
+                        append(left)
+                    append((DATA, cid, direction, data, ts, frame))
+                else:
+                    self._other(event, sent)
+                if len(batch) >= BATCH:
+                    self.flush()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, raised there
+            if batch:
+                self.flush()
+            try:
+                pickle.dumps(exc)
+            except Exception:  # noqa: BLE001 - an exception pickle cannot carry
+                exc = RuntimeError(f"{type(exc).__name__}: {exc}")
+            self.send(ERROR, exc)
+        else:
+            self.flush()
+            self.send(END, (inner.stats,))
+
+    def _other(self, event: Event, sent: dict[int, ConnKey]) -> None:
+        """An event other than StreamData into the batch (a connection's key first)."""
+        code = CODES[type(event)]
+        if isinstance(event, (StreamOpen, StreamGap, StreamSkipped, StreamClose)):
+            key, *fields = event
+            if sent.get(key.id) is not key:
+                sent[key.id] = key
+                self.batch.append((KEY, *key))
+            if isinstance(event, StreamClose):
+                del sent[key.id]  # the key goes with the connection
+            wire: Wire = (code, key.id, *fields)
+        else:
+            wire = (code, *event)
+        left = len(self.inner.queued)
+        if left:
+            self.batch.append(left)
+        self.batch.append(wire)
+
+
+def reader_main(inner: CaptureStream, out_fd: int, ctl_fd: int) -> NoReturn:
+    """The reader process: iterate the capture, send the events; exit without running the
+    parent's exit handlers or flushing its buffers."""
+    status = 0
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides; it kills us
+        _Reader(inner, out_fd, ctl_fd).run()
+    except BaseException:  # noqa: BLE001 - the caller went away (broken pipe) or killed us
+        status = 1
+    finally:
+        os._exit(status)
+

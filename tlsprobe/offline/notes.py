@@ -1,0 +1,47 @@
+"""The notes of a capture analysis's summary that need some wording: connections the
+capture layer evicted, connections whose logged keys could not be used."""
+
+from __future__ import annotations
+
+from tlsprobe.capture import CaptureStats
+
+
+def eviction_note(stats: CaptureStats) -> tuple[str, ...]:
+    """The connections the capture layer evicted to keep memory flat, and why (an idle
+    or payload-less connection loses nothing that is reported; one evicted with its
+    handshake possibly in progress is said apart)."""
+    if not stats.tcp_evicted:
+        return ()
+    from tlsprobe.capture.eviction import IDLE_TIMEOUT, IDLE_TIMEOUT_DATA
+    parts = []
+    if stats.tcp_evicted_idle:
+        parts.append(f"{stats.tcp_evicted_idle} idle (no packet for {IDLE_TIMEOUT:g} s of "
+                     f"capture time, {IDLE_TIMEOUT_DATA:g} s once payload flowed)")
+    quiet = stats.tcp_evicted_limit - stats.tcp_evicted_in_progress
+    if quiet:
+        parts.append(f"{quiet} over the connection limit with no payload or nothing more "
+                     "to read")
+    if stats.tcp_evicted_in_progress:
+        parts.append(f"{stats.tcp_evicted_in_progress} over twice the connection limit "
+                     "with a handshake possibly in progress")
+    return ((f"{stats.tcp_evicted} TCP connection(s) evicted before their end to bound "
+             f"memory: {'; '.join(parts)}"),)
+
+
+def undecrypted_note(undecrypted: dict[tuple[str, str], int]) -> str:
+    """One line for the connections whose logged keys could not be used: suites grouped by
+    reason ("suites A, B (RC2: not in cryptography)"), then the other reasons."""
+    by_reason: dict[str, list[str]] = {}
+    for (suite, reason) in sorted(undecrypted):
+        by_reason.setdefault(reason, [])
+        if suite:
+            by_reason[reason].append(suite)
+    parts = []
+    for reason, suites in sorted(by_reason.items(), key=lambda kv: (not kv[1], kv[0])):
+        if suites:
+            word = "suite" if len(suites) == 1 else "suites"
+            parts.append(f"{word} {', '.join(suites)} ({reason})")
+        else:
+            parts.append(reason)
+    total = sum(undecrypted.values())
+    return f"{total} connection(s) not decrypted: {'; '.join(parts)}"
