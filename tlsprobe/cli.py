@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Sequence
 from types import ModuleType
 
-from tlsprobe._version import __version__
 from tlsprobe.commands.common import command_parser, error_line
 from tlsprobe.errors import EXIT_CLOSED_PIPE, EXIT_INTERNAL, EXIT_USAGE, TlsprobeError
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from array import array
 from collections.abc import Generator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from tlsprobe.capture.events import CaptureError, CaptureStats, Secrets
 from tlsprobe.capture.pcap import MAX_STANDARD_PACKET, PacketRecord
@@ -69,7 +69,7 @@ class NetmonReader:
         year, month, _, day, hour, minute, sec, msec = struct.unpack_from("<8H", buf, 8)
         try:
             self._start = datetime(year, month, day, hour, minute, sec, msec * 1000,
-                                   tzinfo=timezone.utc).timestamp()
+                                   tzinfo=UTC).timestamp()
         except ValueError:
             self._start = 0.0
         table_offset, table_length = struct.unpack_from("<II", buf, 24)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Generator, Iterator
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, Self
 
 from tlsprobe.capture.decode import decode, ether
 from tlsprobe.capture.events import (
@@ -33,9 +33,6 @@ from tlsprobe.capture.pcapng import SECRETS_RECORD
 from tlsprobe.capture.readers import open_reader
 from tlsprobe.capture.source import CaptureSource
 from tlsprobe.capture.tcp import TcpTracker, _new_data, ip_text
-
-if TYPE_CHECKING:
-    from typing_extensions import Self
 
 DEFAULT_MAX_PENDING_BYTES = 1 << 20
 DEFAULT_MAX_TOTAL_PENDING_BYTES = 64 << 20

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, TextIO
 
 from tlsprobe.commands.common import add_connection_arguments
 from tlsprobe.errors import EXIT_FINDINGS, EXIT_OK, UsageError, exit_code_for
-from tlsprobe.probes.checks.catalog import ACTIVE, ALIASES, DEFAULT, DERIVED, PHASES
 from tlsprobe.model.severity import Severity
+from tlsprobe.probes.checks.catalog import ACTIVE, ALIASES, DEFAULT, DERIVED, PHASES
 
 if TYPE_CHECKING:
     from tlsprobe.commands.scan_recording import RecordingFiles
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from tlsprobe.net.targets import BadLine
     from tlsprobe.net.tcp import Target
     from tlsprobe.policy.load import Policy
-    from tlsprobe.probes.audit.scheduler import Scheduler
 
 CHECKS = PHASES
 #: the audit model's SEVERITIES, written out so that building the parser (--fail-on's

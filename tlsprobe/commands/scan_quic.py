@@ -78,8 +78,8 @@ def quic_report(report: AuditReport, options: AuditOptions) -> AuditReport:
     report = replace(report, transport="quic", groups=groups)
     if report.error or groups == before:
         return report
-    from tlsprobe.probes.checks.derived import derive_checks
     from tlsprobe.policy.findings import with_findings
+    from tlsprobe.probes.checks.derived import derive_checks
     active = tuple(c for c in report.check_results if c.method != "derived")
     report = replace(report, check_results=derive_checks(report) + active)
     return with_findings(report, list(options.policies))

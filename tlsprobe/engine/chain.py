@@ -279,7 +279,7 @@ def verify_chain(ders: Sequence[bytes], hostname: str | None,
 def _verify_chain(ders: Sequence[bytes], hostname: str | None,
                   anchors: tuple[x509.Certificate, ...],
                   now: datetime.datetime | None) -> ChainResult:
-    now = now or datetime.datetime.now(datetime.timezone.utc)
+    now = now or datetime.datetime.now(datetime.UTC)
     if not ders:
         return ChainResult(V_UNSPECIFIED, "the server sent no certificate")
     try:

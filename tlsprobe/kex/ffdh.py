@@ -41,8 +41,15 @@ from cryptography.hazmat.primitives.asymmetric import dh
 from cryptography.utils import CryptographyDeprecationWarning
 
 from .base import GroupKex, InvalidShare, KeyShare, UnsupportedGroup
-from .dhprime import COMPOSITE, KNOWN, NOT_SAFE, SAFE, WorkDeadline, check_dh_prime
-from .dhprime import known_dh_primes  # re-exported; its home is dhprime (no import cycle)
+from .dhprime import (
+    COMPOSITE,
+    KNOWN,
+    NOT_SAFE,
+    SAFE,
+    WorkDeadline,
+    check_dh_prime,
+    known_dh_primes,  # re-exported; its home is dhprime (no import cycle)
+)
 from .ffdhe_primes import FFDHE_GENERATOR, FFDHE_GROUPS
 
 MIN_PRIME_BITS = 512       # cryptography's lower limit

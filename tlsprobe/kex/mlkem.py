@@ -74,7 +74,9 @@ def _kyber_py_backend(level: int) -> KemBackend | None:
         return None
 
     def scheme() -> _KyberScheme:
-        from kyber_py import ml_kem  # lazy: pure Python, only for groups cryptography lacks
+        from kyber_py import (
+            ml_kem,  # lazy: pure Python, only for groups cryptography lacks
+        )
 
         return cast(_KyberScheme, getattr(ml_kem, f"ML_KEM_{level}"))
 

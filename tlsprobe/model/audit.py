@@ -11,14 +11,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 
+from tlsprobe.errors import FailureKind
 from tlsprobe.model.checks import CheckResult
 from tlsprobe.model.encode import JsonObject, document, dumps
 from tlsprobe.model.probe import CertificateInfo, Cipher, Codepoint
 from tlsprobe.model.severity import Severity
 from tlsprobe.model.starttls import StartTlsInfo
-from tlsprobe.model.vocab import (Answer, ConsistencyStatus, DheStatus, GroupMethod, Order,
-                                  PqCheck, SigalgStatus, TrustStatus, VersionStatus)
-from tlsprobe.errors import FailureKind
+from tlsprobe.model.vocab import (
+    Answer,
+    ConsistencyStatus,
+    DheStatus,
+    GroupMethod,
+    Order,
+    PqCheck,
+    SigalgStatus,
+    TrustStatus,
+    VersionStatus,
+)
 
 AUDIT_SCHEMA_VERSION = 1
 

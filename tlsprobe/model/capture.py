@@ -11,12 +11,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass, field
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from tlsprobe.model.encode import (JsonEncoder, JsonObject, number, plain_string, string,
-                                   to_json_object, to_jsonable)
+from tlsprobe.model.encode import (
+    JsonEncoder,
+    JsonObject,
+    number,
+    plain_string,
+    string,
+    to_json_object,
+)
 from tlsprobe.model.probe import (
     SCHEMA_VERSION,
     AlertInfo,

@@ -8,7 +8,6 @@ and unknown values survive.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from tlsprobe import registry
 from tlsprobe.errors import FailureKind
@@ -32,15 +31,15 @@ class Codepoint:
     name: str
 
     @classmethod
-    def version(cls, code: int) -> "Codepoint":
+    def version(cls, code: int) -> Codepoint:
         return cls(code, _hex(code), registry.version_name(code))
 
     @classmethod
-    def group(cls, code: int) -> "Codepoint":
+    def group(cls, code: int) -> Codepoint:
         return cls(code, _hex(code), registry.group_name(code))
 
     @classmethod
-    def sigscheme(cls, code: int) -> "Codepoint":
+    def sigscheme(cls, code: int) -> Codepoint:
         return cls(code, _hex(code), registry.sigscheme_name(code))
 
     def label(self) -> str:
@@ -55,7 +54,7 @@ class Cipher:
     openssl_name: str | None
 
     @classmethod
-    def of(cls, code: int) -> "Cipher":
+    def of(cls, code: int) -> Cipher:
         suite = registry.cipher_suite(code)
         return cls(code, _hex(code), registry.suite_name(code),
                    suite.openssl_name if suite else None)

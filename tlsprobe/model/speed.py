@@ -37,7 +37,6 @@ JSON (`tlsprobe speed --json`), schema "tlsprobe.speed/1":
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 SCHEMA = "tlsprobe.speed/1"
 

@@ -6,6 +6,6 @@ one engine driver, sync and async), not_tls.py (the one not-TLS verdict). Only t
 imported here, so that parsing a target does not load the engine.
 """
 
-from tlsprobe.net.tcp import Channel, parse_target, open_channel
+from tlsprobe.net.tcp import Channel, open_channel, parse_target
 
-__all__ = ["Channel", "parse_target", "open_channel"]
+__all__ = ["Channel", "open_channel", "parse_target"]

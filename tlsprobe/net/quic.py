@@ -203,7 +203,7 @@ class QuicTransport(QuicCore, Transport):
             self.sock.settimeout(max(0.001, self._wake(read_by) - now))
             try:
                 self._datagram(self.sock.recv(MAX_DATAGRAM))
-            except (socket.timeout, TimeoutError):
+            except TimeoutError:
                 pass
             except OSError as exc:
                 raise self._error(_text(exc), cause_of(exc)) from None

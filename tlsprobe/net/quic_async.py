@@ -96,7 +96,7 @@ class AsyncQuicTransport(QuicCore, AsyncTransport):
             try:
                 got = await asyncio.wait_for(self.datagrams.queue.get(),
                                              max(0.001, self._wake(read_by) - now))
-            except (asyncio.TimeoutError, TimeoutError):
+            except TimeoutError:
                 got = b""
             if isinstance(got, OSError):
                 raise self._error(_text(got), cause_of(got))
@@ -139,7 +139,7 @@ class AsyncQuicConnector(AsyncConnector):
             loop = asyncio.get_running_loop()
             endpoint, _ = await loop.create_datagram_endpoint(
                 lambda: datagrams, remote_addr=(address[0], address[1]), family=family)
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             raise _failed(target, "name lookup timed out", "timeout") from None
         except (socket.gaierror, UnicodeError, IndexError):
             raise _failed(target, "unknown host", "unknown_host") from None

@@ -24,8 +24,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tlsprobe.engine.common import HandshakeFailure
-from tlsprobe.engine.protection import Tls13Protection
 from tlsprobe.engine.interface import Waiting
+from tlsprobe.engine.protection import Tls13Protection
 from tlsprobe.errors import FailureKind
 from tlsprobe.net import quic_params as qp
 from tlsprobe.net import quic_wire as w

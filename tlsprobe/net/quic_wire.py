@@ -11,6 +11,7 @@ it cannot read, never IndexError.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -273,7 +274,7 @@ def ack_frame(received: set[int]) -> bytes:
     ranges = ranges[:32]
     out = b"\x02" + varint(ranges[0][0]) + varint(0) + varint(len(ranges) - 1)
     out += varint(ranges[0][0] - ranges[0][1])
-    for (_, prev_low), (high, low) in zip(ranges, ranges[1:]):
+    for (_, prev_low), (high, low) in itertools.pairwise(ranges):
         out += varint(prev_low - high - 2) + varint(high - low)
     return out
 

@@ -20,7 +20,7 @@ __all__ = ["SharedLookups", "shared_task"]
 T = TypeVar("T")
 
 
-def _retrieve(task: "asyncio.Future[Any]") -> None:
+def _retrieve(task: asyncio.Future[Any]) -> None:
     if not task.cancelled():
         task.exception()
 

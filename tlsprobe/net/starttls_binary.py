@@ -17,8 +17,20 @@ import re
 import struct
 from collections.abc import Callable, Generator
 
-from tlsprobe.net.starttls_base import (Context, Dialogue, Exact, Line, Note, PreambleFailure,
-                                        Problem, Request, Send, busy, not_speaking, quote)
+from tlsprobe.net.starttls_base import (
+    Context,
+    Dialogue,
+    Exact,
+    Line,
+    Note,
+    PreambleFailure,
+    Problem,
+    Request,
+    Send,
+    busy,
+    not_speaking,
+    quote,
+)
 
 MAX_PACKET = 16384
 STARTTLS_OID = b"1.3.6.1.4.1.1466.20037"

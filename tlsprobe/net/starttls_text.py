@@ -21,8 +21,19 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Generator
 
-from tlsprobe.net.starttls_base import (Context, Dialogue, Line, Note, PreambleFailure, Problem,
-                                        Request, Send, busy, not_speaking, quote)
+from tlsprobe.net.starttls_base import (
+    Context,
+    Dialogue,
+    Line,
+    Note,
+    PreambleFailure,
+    Problem,
+    Request,
+    Send,
+    busy,
+    not_speaking,
+    quote,
+)
 
 _CODE = re.compile(rb"\d{3}[ -]")
 _CODE3 = re.compile(rb"\d{3}")

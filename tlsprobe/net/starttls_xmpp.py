@@ -14,8 +14,18 @@ import re
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 
-from tlsprobe.net.starttls_base import (Context, Dialogue, Note, PreambleFailure, Problem,
-                                        Request, Send, Xml, not_speaking, quote)
+from tlsprobe.net.starttls_base import (
+    Context,
+    Dialogue,
+    Note,
+    PreambleFailure,
+    Problem,
+    Request,
+    Send,
+    Xml,
+    not_speaking,
+    quote,
+)
 
 STREAMS_NS = "http://etherx.jabber.org/streams"
 TLS_NS = "urn:ietf:params:xml:ns:xmpp-tls"
@@ -56,7 +66,7 @@ def stream_header(ctx: Context, server: bool) -> bytes:
     domain = (ctx.server_name or "localhost").replace("'", "").replace("<", "")
     ns = "jabber:server' xmlns:db='jabber:server:dialback" if server else "jabber:client"
     return (f"<?xml version='1.0'?><stream:stream to='{domain}' xmlns='{ns}' "
-            f"xmlns:stream='{STREAMS_NS}' version='1.0'>").encode("utf-8")
+            f"xmlns:stream='{STREAMS_NS}' version='1.0'>").encode()
 
 
 def _next(proto: str, waiting: str) -> Generator[Request, bytes, Tag]:

@@ -13,7 +13,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterable
-from typing import TypeGuard
+from typing import Self, TypeGuard
 
 from tlsprobe.errors import NetworkCause, NetworkError
 from tlsprobe.net.target import Target, host_name_problem, parse_target
@@ -128,7 +128,7 @@ class Channel(Transport):
         except OSError:
             pass
 
-    def __enter__(self) -> Channel:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -58,7 +58,7 @@ class AsyncTcpTransport(AsyncTransport):
                 raise TimeoutError
             return await asyncio.wait_for(self.reader.read(65536),
                                           min(self.read_timeout, remaining))
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             if deadline - time.monotonic() <= 0:
                 raise self._error("timed out: total time limit reached", "deadline") from None
             raise self._error("timed out waiting for the server", "timeout") from None
@@ -69,7 +69,7 @@ class AsyncTcpTransport(AsyncTransport):
         self.writer.close()
         try:
             await asyncio.wait_for(self.writer.wait_closed(), 1.0)
-        except (OSError, asyncio.TimeoutError, TimeoutError):
+        except (OSError, TimeoutError):
             pass
 
 
@@ -86,7 +86,7 @@ class TcpConnector(AsyncConnector):
         wait = max(0.0, min(self.connect_timeout, deadline - time.monotonic()))
         try:
             reader, writer = await asyncio.wait_for(self._open(target), wait)
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             raise _failed(target, "connect timed out", "timeout") from None
         except ConnectionRefusedError:
             raise _failed(target, "connection refused", "refused") from None

@@ -15,7 +15,7 @@ import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, Self
 
 from tlsprobe.capture import (
     CaptureStream,
@@ -41,8 +41,6 @@ from tlsprobe.offline.notes import eviction_note, undecrypted_note
 from tlsprobe.offline.udp import UdpHandshakes
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
-
     from tlsprobe.engine.keylog import KeyLog
     from tlsprobe.offline.flowreader import FlowReader, FormatterFactory
 

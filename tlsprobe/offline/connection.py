@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from tlsprobe.capture import ConnKey
+from tlsprobe.model.capture import BriefReport, ConnectionReport, ReportText
 from tlsprobe.offline.build import Endpoints, brief_of, build_report, json_text_of
 from tlsprobe.offline.facts import Facts
-from tlsprobe.model.capture import BriefReport, ConnectionReport, ReportText
 
 
 class Connection:

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from tlsprobe import registry
 from tlsprobe.engine import keylog as kl
 from tlsprobe.engine.common import RecordDeprotector
-from tlsprobe.engine.keylog import KeyLog
 from tlsprobe.engine.epochs import TrafficEpochs, tls13_protection
+from tlsprobe.engine.keylog import KeyLog
 from tlsprobe.engine.keyschedule import tls13_hash_name
 from tlsprobe.engine.prf import key_block
 from tlsprobe.engine.protection import protections_from_key_block

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from tlsprobe import registry
 from tlsprobe.model.audit import (
@@ -20,12 +20,12 @@ from tlsprobe.model.audit import (
     SuiteAudit,
     severity_rank,
 )
+from tlsprobe.model.severity import Severity
 from tlsprobe.policy.certificate import certificate_findings, names
 from tlsprobe.policy.checks import check_findings
 from tlsprobe.policy.codes import check_of
 from tlsprobe.policy.load import Policy
 from tlsprobe.policy.rules import POLICY_RULES, dh_modulus_word, evaluate
-from tlsprobe.model.severity import Severity
 
 __all__ = ["BUILTIN_RULES", "POLICY_RULES", "at_or_above", "builtin_findings",
            "dh_modulus_word", "evaluate", "findings_for", "judge", "rate", "with_findings"]
@@ -200,7 +200,7 @@ BUILTIN_RULES: tuple[BuiltinRule, ...] = (
 def builtin_findings(report: AuditReport, now: datetime | None = None) -> list[Finding]:
     """What is weak whatever the policy, plus what could not be established: BUILTIN_RULES
     in order (certificate dates judged at `now`, default the current time)."""
-    when = now or datetime.now(timezone.utc)
+    when = now or datetime.now(UTC)
     return [finding for rule in BUILTIN_RULES for finding in rule(report, when)]
 
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from tlsprobe import registry
 from tlsprobe.errors import did_you_mean
 from tlsprobe.model.audit import SEVERITIES
-from tlsprobe.policy.codes import DEFAULT_SEVERITY, lookup, unknown_code
 from tlsprobe.model.severity import Severity
+from tlsprobe.policy.codes import DEFAULT_SEVERITY, lookup, unknown_code
 
 ALIASES = {"modern": "mozilla-modern-6.0", "intermediate": "mozilla-intermediate-6.0",
            "old": "mozilla-old-5.7", "mozilla-modern": "mozilla-modern-6.0",

@@ -21,9 +21,9 @@ from tlsprobe.model.audit import (
     SuiteAudit,
 )
 from tlsprobe.model.probe import CertificateInfo
+from tlsprobe.model.severity import Severity
 from tlsprobe.policy.certificate import names
 from tlsprobe.policy.load import Policy
-from tlsprobe.model.severity import Severity
 
 __all__ = ["POLICY_RULES", "SUITE_RULES", "PolicyRule", "SuiteRule", "dh_modulus_word",
            "evaluate"]

@@ -10,9 +10,9 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from tlsprobe import registry
-from tlsprobe.errors import FailureKind
 from tlsprobe.engine.client import ClientHandshake
 from tlsprobe.engine.facts import negotiated_alpn as _negotiated_alpn
+from tlsprobe.errors import FailureKind
 from tlsprobe.model import describe
 from tlsprobe.model.describe import certificate_info
 from tlsprobe.model.facts import SERVER, HandshakeFacts, HandshakeTimings

@@ -16,18 +16,18 @@ from dataclasses import dataclass, field, replace
 
 from tlsprobe import registry
 from tlsprobe._version import __version__
-from tlsprobe.engine.interface import Handshake
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure, Limits
 from tlsprobe.engine.config import ClientConfig
+from tlsprobe.engine.interface import Handshake
 from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.kex.dhprime import WorkDeadline, work_deadline
+from tlsprobe.model.probe import ProbeResult, Verification
 from tlsprobe.net.driver import drive
 from tlsprobe.net.starttls import PreambleRecord, StartTlsError
 from tlsprobe.net.starttls_connect import StartTlsConnector, StartTlsSpec, info_of
 from tlsprobe.net.tcp import Target, open_channel
 from tlsprobe.net.transport import Connector, Recorder, Segment, Transport
 from tlsprobe.probes import facts
-from tlsprobe.model.probe import ProbeResult, Verification
 from tlsprobe.session.flow import Event
 
 DRAIN_TIMEOUT = 1.0  # seconds to wait for the server's last records after close_notify
@@ -183,9 +183,9 @@ def run_probe(target: Target, options: ProbeOptions,
     deadline = options.deadline if options.deadline is not None else t0 + total
     if deadline <= t0:   # our own start-up used the time: say so, do not blame the server
         return ProbeRun(facts.result_from(engine, target, None, error=(
-            f"{target.display}: timed out: the total time limit of {total:.1f} s was used up "
+            (f"{target.display}: timed out: the total time limit of {total:.1f} s was used up "
             f"by tlsprobe's own start-up ({t0 - deadline + total:.1f} s; a busy machine?) "
-            "before connecting", FailureKind.NETWORK)), [])
+            "before connecting"), FailureKind.NETWORK)), [])
     connector = connect or tcp_connector(options, total)
     starttls = None if options.starttls is None else \
         StartTlsConnector(connector, options.starttls)

@@ -9,17 +9,25 @@ from __future__ import annotations
 import re
 from typing import IO
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.text import Text
 
 from tlsprobe import registry
-from tlsprobe.model.audit import (ORDER_CLIENT, ORDER_SERVER, ORDER_SINGLE, AuditReport, DheAudit,
-                                  GroupAudit, SigalgAudit, SuiteAudit)
+from tlsprobe.model.audit import (
+    ORDER_CLIENT,
+    ORDER_SERVER,
+    ORDER_SINGLE,
+    AuditReport,
+    DheAudit,
+    GroupAudit,
+    SigalgAudit,
+    SuiteAudit,
+)
+from tlsprobe.model.severity import Severity
+from tlsprobe.model.vocab import Order
 from tlsprobe.report.escape import shown
 from tlsprobe.report.fit import FitTable
 from tlsprobe.report.tones import TONE_STYLE, pq_tone, version_tone
-from tlsprobe.model.vocab import Order
-from tlsprobe.model.severity import Severity
 
 ORDER_TEXT = {ORDER_SERVER: "the server enforces its own order",
               ORDER_CLIENT: "the server follows the client's order (listed as offered)",
@@ -308,13 +316,13 @@ def summary_lines(reports: list[AuditReport], code: int, reason: str) -> list[st
             counts[f.severity] = counts.get(f.severity, 0) + 1
     order = (Severity.critical, Severity.high, Severity.medium, Severity.low, Severity.info)
     found = ", ".join(f"{counts[s]} {s}" for s in order if s in counts) or "none"
-    return [f"Targets: {len(reports)}; audited {len(reports) - failed}; with an error "
-            f"{failed}{by_kind}",
+    return [(f"Targets: {len(reports)}; audited {len(reports) - failed}; with an error "
+            f"{failed}{by_kind}"),
             f"Findings: {found}", f"Exit code {code}: {reason}"]
 
 
 def render_summary(reports: list[AuditReport], code: int, reason: str, out: IO[str]) -> None:
-    from tlsprobe.report.console import Console   # a closed stdout: BrokenPipeError
+    from tlsprobe.report.console import Console  # a closed stdout: BrokenPipeError
     console = Console(file=out, highlight=False, soft_wrap=False,
                       width=None if out.isatty() else 120)
     console.print(_title("Summary"))
@@ -324,7 +332,7 @@ def render_summary(reports: list[AuditReport], code: int, reason: str, out: IO[s
 
 def render_audit(r: AuditReport, out: IO[str], width: int | None = None,
                  full: bool = False) -> None:
-    from tlsprobe.report.console import Console   # a closed stdout: BrokenPipeError
+    from tlsprobe.report.console import Console  # a closed stdout: BrokenPipeError
     console = Console(file=out, highlight=False, soft_wrap=False,
                       width=width or (None if out.isatty() else 120))
     for part in audit_renderables(r, full):

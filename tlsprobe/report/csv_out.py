@@ -128,7 +128,8 @@ class PcapCsv:
 
     def __init__(self, path: str) -> None:
         from tlsprobe.report.offline_tables import COLUMNS
-        self._fh = open(path, "w", encoding="utf-8", newline="")
+        # open while connections are reported; closed by close()
+        self._fh = open(path, "w", encoding="utf-8", newline="")  # noqa: SIM115
         self._writer = csv.writer(self._fh)
         self._writer.writerow(("File", *COLUMNS))
 
@@ -141,4 +142,4 @@ class PcapCsv:
         self._fh.close()
 
 
-__all__ = ["PcapCsv", "SCAN_COLUMNS", "cell", "check_writable", "scan_rows", "write_scan_csv"]
+__all__ = ["SCAN_COLUMNS", "PcapCsv", "cell", "check_writable", "scan_rows", "write_scan_csv"]

@@ -19,16 +19,24 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from tlsprobe import registry
 from tlsprobe._version import __version__
 from tlsprobe.model.audit import AuditReport, GroupAudit, SigalgAudit, SuiteAudit
 from tlsprobe.model.checks import CATEGORIES, CheckResult
-from tlsprobe.report.escape import shown
-from tlsprobe.report.tones import (Tone, check_severity, check_tone, highest, pq_findings,
-                                   pq_tone, version_findings, version_tone)
 from tlsprobe.model.severity import Severity
+from tlsprobe.report.escape import shown
+from tlsprobe.report.tones import (
+    Tone,
+    check_severity,
+    check_tone,
+    highest,
+    pq_findings,
+    pq_tone,
+    version_findings,
+    version_tone,
+)
 
 ORDER_TEXT = {"server": "the server enforces its own order",
               "client": "the server follows the client's order (listed as offered)",
@@ -353,7 +361,7 @@ def summary_html(reports: Sequence[AuditReport], code: int, reason: str) -> str:
 def render_html(reports: Sequence[AuditReport], code: int, reason: str,
                 when: datetime | None = None) -> str:
     """The whole page for the audited `reports` (one section each, in input order)."""
-    when = when or datetime.now(timezone.utc)
+    when = when or datetime.now(UTC)
     names = ", ".join(f"[{r.host}]:{r.port}" if ":" in r.host else f"{r.host}:{r.port}"
                       for r in reports)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"

@@ -104,9 +104,7 @@ def version_findings(r: AuditReport, v: VersionSupport) -> list[Finding]:
         if not f.code.startswith("version."):
             continue
         about = f.version == name or name in f.items
-        if v.status == "supported" and about and f.code != "version.missing":
-            out.append(f)
-        elif v.status == "not_supported" and (about and f.code == "version.missing" or
+        if v.status == "supported" and about and f.code != "version.missing" or v.status == "not_supported" and (about and f.code == "version.missing" or
                                               f.code == "version.no_modern" and
                                               v.version.id in (0x0303, 0x0304)):
             out.append(f)

@@ -17,15 +17,24 @@ reader print exactly the same lines, with what a peer wrote escaped (report/esca
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from tlsprobe import registry
 from tlsprobe.model.describe import message_name
 from tlsprobe.registry import ContentType
 from tlsprobe.report.escape import shown
-from tlsprobe.session.flow import (CLIENT, AlertEvent, ApplicationDataEvent,
-                                   ChangeCipherSpecEvent, ErrorEvent, Event, InnerContentEvent,
-                                   MessageEvent, RecordEvent, SSLv2HelloEvent)
+from tlsprobe.session.flow import (
+    CLIENT,
+    AlertEvent,
+    ApplicationDataEvent,
+    ChangeCipherSpecEvent,
+    ErrorEvent,
+    Event,
+    InnerContentEvent,
+    MessageEvent,
+    RecordEvent,
+    SSLv2HelloEvent,
+)
 from tlsprobe.wire.buffer import Annotation, DecodeError
 from tlsprobe.wire.hello import ClientHello, ServerHello
 
@@ -166,5 +175,11 @@ def format_trace(events: Iterable[Event], *, annotations: bool = True,
     return "\n".join(TraceFormatter(annotations=annotations, hex_limit=hex_limit).lines(events))
 
 
-__all__ = ["TraceFormatter", "format_trace", "hexdump", "annotation_line", "ContentType",
-           "CONTENT_NAMES"]
+__all__ = [
+    "CONTENT_NAMES",
+    "ContentType",
+    "TraceFormatter",
+    "annotation_line",
+    "format_trace",
+    "hexdump",
+]

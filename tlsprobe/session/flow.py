@@ -9,15 +9,21 @@ record decrypted, even when it arrived in the same chunk of bytes.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator, Protocol, Union
+from typing import Protocol
 
 from tlsprobe import registry
 from tlsprobe.registry import ContentType, ExtensionType, HandshakeType
 from tlsprobe.wire.alert import Alert, ciphertext_alert, parse_alerts
 from tlsprobe.wire.buffer import Annotation, DecodeError
-from tlsprobe.wire.handshake import (Decoded, HandshakeReassembler, ParseContext, tiles_messages,
-                                     decode_handshake)
+from tlsprobe.wire.handshake import (
+    Decoded,
+    HandshakeReassembler,
+    ParseContext,
+    decode_handshake,
+    tiles_messages,
+)
 from tlsprobe.wire.hello import ClientHello, ServerHello
 from tlsprobe.wire.record import Record, RecordReader, SSLv2ClientHello
 
@@ -140,8 +146,8 @@ class ErrorEvent:
     fatal: bool = True
 
 
-Event = Union[RecordEvent, InnerContentEvent, MessageEvent, AlertEvent, ChangeCipherSpecEvent,
-              ApplicationDataEvent, SSLv2HelloEvent, ErrorEvent]
+Event = (RecordEvent | InnerContentEvent | MessageEvent | AlertEvent | ChangeCipherSpecEvent
+         | ApplicationDataEvent | SSLv2HelloEvent | ErrorEvent)
 
 
 @dataclass

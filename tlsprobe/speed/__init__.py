@@ -17,6 +17,13 @@ import cryptography
 from cryptography.hazmat.backends.openssl import backend
 
 from tlsprobe._version import __version__
+from tlsprobe.model.speed import (
+    AlgorithmResult,
+    Comparison,
+    ComparisonRow,
+    Figure,
+    SpeedReport,
+)
 from tlsprobe.speed import openssl as openssl_compare
 from tlsprobe.speed.base import DEFAULT_BLOCK_SIZES, Algorithm, Op
 from tlsprobe.speed.catalog import (
@@ -27,13 +34,6 @@ from tlsprobe.speed.catalog import (
     resolve,
 )
 from tlsprobe.speed.harness import Timing, measure
-from tlsprobe.model.speed import (
-    AlgorithmResult,
-    Comparison,
-    ComparisonRow,
-    Figure,
-    SpeedReport,
-)
 from tlsprobe.speed.runner import Interrupted, Progress, SpeedError, figure_total, run
 
 __all__ = ["ALGORITHMS", "DEFAULT_BLOCK_SIZES", "Algorithm", "AlgorithmResult", "Comparison",

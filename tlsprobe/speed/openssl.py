@@ -25,8 +25,8 @@ import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from tlsprobe.speed.base import Algorithm
 from tlsprobe.model.speed import AlgorithmResult, Comparison, ComparisonRow, Figure
+from tlsprobe.speed.base import Algorithm
 
 _UNKNOWN = re.compile(r"Unknown algorithm (\S+)")
 _NUMBER = re.compile(r"^(\d+(?:\.\d+)?)(s|k)?$")

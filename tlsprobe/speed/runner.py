@@ -25,10 +25,10 @@ from multiprocessing.process import BaseProcess
 from multiprocessing.synchronize import Barrier
 from typing import Any
 
+from tlsprobe.model.speed import AlgorithmResult, Figure
 from tlsprobe.speed import catalog
 from tlsprobe.speed.base import Algorithm
 from tlsprobe.speed.harness import measure
-from tlsprobe.model.speed import AlgorithmResult, Figure
 
 # progress(done, total, label): `label` names the figure about to be measured (or "" at the end).
 Progress = Callable[[int, int, str], None]

@@ -31,9 +31,9 @@ from tlsprobe.survey.targets import Shard
 def audit_shard(shard: Shard, options: AuditOptions, settings: ShardSettings
                 ) -> list[AuditReport]:
     """Audit one shard (runs inside a worker); reports carry their input index."""
+    from tlsprobe.net.pacing import PacedConnector
     from tlsprobe.net.tcp_async import TcpConnector
     from tlsprobe.probes.audit.run import audit_many
-    from tlsprobe.net.pacing import PacedConnector
     connection = settings.connection
     connector = TcpConnector(connection.timeout)
     scheduler = connection.scheduler(connector=PacedConnector(connector, settings.rate)

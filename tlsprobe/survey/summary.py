@@ -40,7 +40,7 @@ def summarize(directory: str) -> dict[str, Any]:
     for path in files:
         try:
             rows = pq.read_table(path, columns=COLUMNS).to_pylist()
-        except Exception as exc:    # pyarrow raises its own error types for damaged files
+        except Exception as exc:  # noqa: BLE001 -- pyarrow raises its own types for damaged files
             raise UsageError(f"{path}: not a survey Parquet file ({exc})") from None
         groups_of: dict[int, set[str]] = {}
         for row in rows:
@@ -76,8 +76,8 @@ def summarize(directory: str) -> dict[str, Any]:
 
 def render_text(summary: dict[str, Any]) -> str:
     """The summary as plain text, one section per question."""
-    lines = [f"survey: {summary['targets']} targets, {summary['shards_done']} of "
-             f"{summary['shards_total']} shards done"]
+    lines = [(f"survey: {summary['targets']} targets, {summary['shards_done']} of "
+             f"{summary['shards_total']} shards done")]
 
     def section(title: str, counts: dict[str, dict[str, float]], indent: str = "") -> None:
         lines.append(f"{indent}{title}:")

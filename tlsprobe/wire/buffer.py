@@ -9,9 +9,9 @@ trace formatter prints under each message, as in ``named_curve x25519 (0x001d) a
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
 
 
 class DecodeError(ValueError):
@@ -44,7 +44,7 @@ class Annotation:
 class Buffer:
     """Reads a bytes object front to back; never reads past the end or past an open block."""
 
-    __slots__ = ("_data", "_pos", "_end", "_base", "_path", "annotations")
+    __slots__ = ("_base", "_data", "_end", "_path", "_pos", "annotations")
 
     def __init__(self, data: bytes, *, base_offset: int = 0, path: str = "",
                  annotate: bool = False) -> None:

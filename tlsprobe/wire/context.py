@@ -11,12 +11,9 @@ ServerHello (resolving the suite's key exchange through the registry) and hands 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import ClassVar, Self, TypeVar
 
 from .buffer import Buffer, Writer
-
-if TYPE_CHECKING:  # annotations only: typing.Self is Python 3.11+, and no runtime dependency
-    from typing_extensions import Self
 
 TLS13 = 0x0304
 SSL3 = 0x0300

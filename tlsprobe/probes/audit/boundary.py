@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 import traceback
 
+from tlsprobe.errors import FailureKind
+from tlsprobe.model.audit import AuditReport
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes.audit.scheduler import Scheduler
-from tlsprobe.model.audit import AuditReport
-from tlsprobe.errors import FailureKind
 
 
 def internal_error_report(target: Target, scheduler: Scheduler,

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from tlsprobe import registry
 from tlsprobe.engine.config import TLS12, TLS13, ClientConfig
-from tlsprobe.probes.audit.groups import candidate_groups
-from tlsprobe.probes.audit.scheduler import STOP_HELLO, Outcome, TargetRunner
-from tlsprobe.probes.audit.elimination import Elimination
 from tlsprobe.model.audit import ORDER_UNKNOWN, SuiteAudit
 from tlsprobe.model.probe import Cipher, Codepoint
+from tlsprobe.probes.audit.elimination import Elimination
+from tlsprobe.probes.audit.groups import candidate_groups
+from tlsprobe.probes.audit.scheduler import STOP_HELLO, Outcome, TargetRunner
 
 COMMON_SHARES = (0x001D, 0x0017)
 

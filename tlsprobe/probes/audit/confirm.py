@@ -30,8 +30,20 @@ from tlsprobe.model.check_details import ReplyKind
 if TYPE_CHECKING:
     from tlsprobe.probes.audit.scheduler import TargetRunner
 
-__all__ = ["ANSWERED", "ALERT", "CLOSED", "REFUSALS", "RESET", "SILENT", "UNSURE",
-           "VIOLATION", "Confirmation", "Try", "confirm_refusal", "flaky_path"]
+__all__ = [
+    "ALERT",
+    "ANSWERED",
+    "CLOSED",
+    "REFUSALS",
+    "RESET",
+    "SILENT",
+    "UNSURE",
+    "VIOLATION",
+    "Confirmation",
+    "Try",
+    "confirm_refusal",
+    "flaky_path",
+]
 
 ANSWERED, ALERT, CLOSED, RESET, SILENT, UNSURE = (
     ReplyKind.answered, ReplyKind.alert, ReplyKind.closed, ReplyKind.reset, ReplyKind.silent,

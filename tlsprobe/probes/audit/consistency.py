@@ -16,10 +16,10 @@ from dataclasses import dataclass, field, replace
 
 from tlsprobe import registry
 from tlsprobe.engine.config import ClientConfig
-from tlsprobe.probes.audit.outcome import Stop
-from tlsprobe.probes.audit.scheduler import ALERT, Job, Outcome, TargetRunner
 from tlsprobe.model.audit import AuditReport, ConsistencyCheck
 from tlsprobe.model.vocab import ConsistencyStatus
+from tlsprobe.probes.audit.outcome import Stop
+from tlsprobe.probes.audit.scheduler import ALERT, Job, Outcome, TargetRunner
 
 PHASE = "consistency"
 MARK = ("the target answered inconsistently (likely several configurations behind one "
@@ -74,8 +74,8 @@ def verdict(ref: Reference | None, disagreements: list[str]) -> ConsistencyCheck
     unanswered = len(ref.answers) - len(known)
     notes = tuple(disagreements)
     if unanswered:
-        notes += (f"{unanswered} repeat(s) of the reference hello got no answer (not "
-                  "compared)",)
+        notes += ((f"{unanswered} repeat(s) of the reference hello got no answer (not "
+                  "compared)"),)
     status = ConsistencyStatus.INCONSISTENT if len({_key(o) for o in known}) > 1 or disagreements \
         else ConsistencyStatus.CONSISTENT
     first = ref.answers[0][1]

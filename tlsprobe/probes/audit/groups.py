@@ -16,20 +16,33 @@ connections per version.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from tlsprobe import kex, registry
 from tlsprobe.engine.config import TLS12, TLS13, ClientConfig
-from tlsprobe.probes.audit.elimination import Elimination
-from tlsprobe.probes.audit.scheduler import (ALERT, HELLO_RETRY, SERVER_HELLO, STOP_FLIGHT, STOP_HELLO,
-                                       Outcome, TargetRunner)
-from tlsprobe.probes.audit.outcome import Stop
-from tlsprobe.model.audit import (ORDER_CLIENT, ORDER_SINGLE, ORDER_UNKNOWN, DheAudit,
-                                  DhParameters, GroupAudit)
+from tlsprobe.model.audit import (
+    ORDER_CLIENT,
+    ORDER_SINGLE,
+    ORDER_UNKNOWN,
+    DheAudit,
+    DhParameters,
+    GroupAudit,
+)
 from tlsprobe.model.probe import Codepoint
 from tlsprobe.model.pubkey import public_key
 from tlsprobe.model.vocab import DheStatus, GroupMethod, Order
+from tlsprobe.probes.audit.elimination import Elimination
+from tlsprobe.probes.audit.outcome import Stop
+from tlsprobe.probes.audit.scheduler import (
+    ALERT,
+    HELLO_RETRY,
+    SERVER_HELLO,
+    STOP_FLIGHT,
+    STOP_HELLO,
+    Outcome,
+    TargetRunner,
+)
 
 PROTOCOL_VERSION_ALERT = 70
 _RANGES = ((0x0001, 0x0021), (0x0100, 0x0104), (0x0200, 0x0202), (0x11EB, 0x11EE),

@@ -9,14 +9,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from tlsprobe import registry
-from tlsprobe.engine.interface import Handshake
 from tlsprobe.engine.config import ClientConfig
+from tlsprobe.engine.interface import Handshake
 from tlsprobe.errors import FailureKind
-from tlsprobe.kex.dhprime import DhPrimeCheck, check_dh_prime
-from tlsprobe.kex.dhprime import dh_group_name
+from tlsprobe.kex.dhprime import DhPrimeCheck, check_dh_prime, dh_group_name
 from tlsprobe.registry import HandshakeType
 from tlsprobe.session.flow import SERVER, ApplicationDataEvent
-
 
 
 class OutcomeStatus(StrEnum):

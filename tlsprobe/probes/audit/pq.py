@@ -17,11 +17,22 @@ from dataclasses import dataclass
 
 from tlsprobe import kex, registry
 from tlsprobe.engine.config import TLS13, ClientConfig
-from tlsprobe.probes.audit.confirm import (ALERT, ANSWERED, CLOSED, UNSURE, confirm_refusal,
-                                     flaky_path)
-from tlsprobe.probes.audit.scheduler import HELLO_RETRY, SERVER_HELLO, Outcome, TargetRunner
 from tlsprobe.model.audit import ORDER_SERVER, GroupAudit, PqVerdict
 from tlsprobe.model.vocab import Answer, PqCheck
+from tlsprobe.probes.audit.confirm import (
+    ALERT,
+    ANSWERED,
+    CLOSED,
+    UNSURE,
+    confirm_refusal,
+    flaky_path,
+)
+from tlsprobe.probes.audit.scheduler import (
+    HELLO_RETRY,
+    SERVER_HELLO,
+    Outcome,
+    TargetRunner,
+)
 
 PHASE = "post-quantum"
 X25519MLKEM768, X25519 = 0x11EC, 0x001D

@@ -14,26 +14,45 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import time
-from dataclasses import dataclass, field, replace
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field, replace
 
 from tlsprobe import registry
 from tlsprobe.engine.config import SSL30, TLS10, TLS11, TLS12, TLS13
 from tlsprobe.errors import FailureKind
-from tlsprobe.net.tcp import Target
-from tlsprobe.probes.audit import ciphers, consistency, groups, pq, sigalgs, versions
-from tlsprobe.probes.audit.boundary import internal_error_report
-from tlsprobe.probes.checks.active import run_active_checks
-from tlsprobe.probes.checks.catalog import ACTIVE
-from tlsprobe.probes.facts import certificate_info
-from tlsprobe.probes.audit.scheduler import STOP_FLIGHT, STOP_VERIFY, Outcome, Scheduler, TargetRunner
-from tlsprobe.model.audit import (AuditReport, GroupAudit, PqVerdict, SigalgAudit, SuiteAudit,
-                                  TrustCheck, VersionSupport)
+from tlsprobe.model.audit import (
+    AuditReport,
+    GroupAudit,
+    PqVerdict,
+    SigalgAudit,
+    SuiteAudit,
+    TrustCheck,
+    VersionSupport,
+)
 from tlsprobe.model.probe import Codepoint
-from tlsprobe.probes.checks.derived import derive_checks
+from tlsprobe.model.vocab import (
+    Answer,
+    GroupMethod,
+    SigalgStatus,
+    TrustStatus,
+    VersionStatus,
+)
+from tlsprobe.net.tcp import Target
 from tlsprobe.policy.findings import with_findings
 from tlsprobe.policy.load import Policy
-from tlsprobe.model.vocab import Answer, GroupMethod, SigalgStatus, TrustStatus, VersionStatus
+from tlsprobe.probes.audit import ciphers, consistency, groups, pq, sigalgs, versions
+from tlsprobe.probes.audit.boundary import internal_error_report
+from tlsprobe.probes.audit.scheduler import (
+    STOP_FLIGHT,
+    STOP_VERIFY,
+    Outcome,
+    Scheduler,
+    TargetRunner,
+)
+from tlsprobe.probes.checks.active import run_active_checks
+from tlsprobe.probes.checks.catalog import ACTIVE
+from tlsprobe.probes.checks.derived import derive_checks
+from tlsprobe.probes.facts import certificate_info
 
 ALL_CHECKS = ("versions", "groups", "pq", "suites", "sigalgs", "cert")
 CHAIN_PHASE = "certificate"
@@ -106,8 +125,8 @@ def _failure(results: list[tuple[VersionSupport, Outcome]]
         return None
     unsure = [(v, out) for v, out in results if v.status == "inconclusive"]
     if not unsure:
-        return (f"the server accepted no protocol version "
-                f"({', '.join(v.version.name for v in vs)}): {vs[0].detail}",
+        return ((f"the server accepted no protocol version "
+                f"({', '.join(v.version.name for v in vs)}): {vs[0].detail}"),
                 FailureKind.ALERT)
     detail = unsure[0][0].detail
     kind = unsure[0][1].kind or FailureKind.PROTOCOL
@@ -375,7 +394,7 @@ async def audit_many(targets: Iterable[Target], options: AuditOptions, scheduler
         async with gate:
             try:
                 report = await audit_target(target, scheduler, options, on_phase)
-            except Exception as exc:    # a bug: this target's report says so, no other's
+            except Exception as exc:  # noqa: BLE001 -- a bug: this target's report says so, no other's
                 report = internal_error_report(target, scheduler, exc)
         bug = scheduler.internal_errors.get(target.display)
         if bug and report.error_kind != FailureKind.INTERNAL:   # a bug outranks what it caused

@@ -26,21 +26,33 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from tlsprobe import registry
-from tlsprobe.engine.interface import Handshake
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.config import ClientConfig, conformant_shares
+from tlsprobe.engine.interface import Handshake
 from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.kex.dhprime import work_deadline
 from tlsprobe.net.driver import Progress, adrive
+from tlsprobe.net.pacing import Pacing, Watch, Watched
 from tlsprobe.net.recording import TAPE, Recording, Tape, taping
 from tlsprobe.net.starttls import StartTlsError
 from tlsprobe.net.tcp import Target
 from tlsprobe.net.tcp_async import TcpConnector
-from tlsprobe.net.pacing import Pacing, Watch, Watched
 from tlsprobe.net.transport import AsyncConnector, AsyncTransport, NotApplicable
-from tlsprobe.probes.audit.outcome import (ALERT, CLOSED, HELLO_RETRY, INCONCLUSIVE, SERVER_HELLO,
-                                     STOP_FLIGHT, STOP_HELLO, STOP_VERIFY, Job, Outcome, Stop,
-                                     finished, outcome_of)
+from tlsprobe.probes.audit.outcome import (
+    ALERT,
+    CLOSED,
+    HELLO_RETRY,
+    INCONCLUSIVE,
+    SERVER_HELLO,
+    STOP_FLIGHT,
+    STOP_HELLO,
+    STOP_VERIFY,
+    Job,
+    Outcome,
+    Stop,
+    finished,
+    outcome_of,
+)
 
 ConnectionHook = Callable[[Target, str], None]
 T = TypeVar("T")
@@ -115,7 +127,7 @@ class Scheduler:
                     outcome = await self._attempt(target, job, watch)
                 except _Retryable as exc:
                     last = str(exc)
-                except Exception as exc:    # a bug: this job's answer is lost, no other
+                except Exception as exc:  # noqa: BLE001 -- a bug: this job's answer is lost, no other
                     return self._internal_error(target, exc)
             if first is not None:
                 gate.learn(first, watch)

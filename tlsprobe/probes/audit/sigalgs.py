@@ -10,13 +10,18 @@ from __future__ import annotations
 
 from tlsprobe import registry
 from tlsprobe.engine.config import TLS12, TLS13, ClientConfig
-from tlsprobe.probes.audit.groups import candidate_groups
-from tlsprobe.probes.audit.scheduler import (STOP_FLIGHT, STOP_VERIFY, Outcome, TargetRunner,
-                                       broad_sigalgs)
-from tlsprobe.probes.audit.elimination import Elimination
 from tlsprobe.model.audit import ORDER_UNKNOWN, SigalgAudit
 from tlsprobe.model.probe import Codepoint
 from tlsprobe.model.vocab import SigalgStatus
+from tlsprobe.probes.audit.elimination import Elimination
+from tlsprobe.probes.audit.groups import candidate_groups
+from tlsprobe.probes.audit.scheduler import (
+    STOP_FLIGHT,
+    STOP_VERIFY,
+    Outcome,
+    TargetRunner,
+    broad_sigalgs,
+)
 
 COMMON_SHARES = (0x001D, 0x0017)
 NOT_DECRYPTED = ("the TLS 1.3 CertificateVerify is encrypted and the engine did not decrypt "

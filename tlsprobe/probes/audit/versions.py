@@ -25,15 +25,29 @@ from __future__ import annotations
 import asyncio
 
 from tlsprobe import registry
+from tlsprobe.engine.config import (
+    DEFAULT_SIGALGS,
+    DEFAULT_SUITES_12,
+    DEFAULT_SUITES_13,
+    SSL30,
+    TLS10,
+    TLS11,
+    TLS12,
+    TLS13,
+    ClientConfig,
+)
 from tlsprobe.errors import FailureKind
-from tlsprobe.engine.config import (DEFAULT_SIGALGS, DEFAULT_SUITES_12, DEFAULT_SUITES_13, SSL30,
-                                    TLS10, TLS11, TLS12, TLS13, ClientConfig)
-from tlsprobe.probes.audit.groups import candidate_groups
-from tlsprobe.probes.audit.scheduler import STOP_FLIGHT, STOP_HELLO, Outcome, TargetRunner
-from tlsprobe.probes.audit.outcome import Stop
 from tlsprobe.model.audit import VersionSupport
 from tlsprobe.model.probe import Codepoint
 from tlsprobe.model.vocab import VersionStatus
+from tlsprobe.probes.audit.groups import candidate_groups
+from tlsprobe.probes.audit.outcome import Stop
+from tlsprobe.probes.audit.scheduler import (
+    STOP_FLIGHT,
+    STOP_HELLO,
+    Outcome,
+    TargetRunner,
+)
 
 ALL_VERSIONS = (TLS13, TLS12, TLS11, TLS10, SSL30)
 PHASE = "versions"

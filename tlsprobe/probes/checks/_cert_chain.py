@@ -19,17 +19,17 @@ from typing import TypeVar
 from cryptography import x509
 from cryptography.x509 import ocsp
 
-from tlsprobe.engine.interface import Handshake
 from tlsprobe.engine.client import HandshakeFailure
+from tlsprobe.engine.interface import Handshake
 from tlsprobe.errors import NetworkError
 from tlsprobe.model.checks import CheckResult
 from tlsprobe.net.driver import Progress, adrive
 from tlsprobe.net.transport import AsyncTransport
+from tlsprobe.probes.audit.outcome import STOP_VERIFY, Outcome, finished
 from tlsprobe.probes.checks._shared import once
 from tlsprobe.probes.checks._tolerance import edited_handshake, top_versions
 from tlsprobe.probes.checks.base import CheckContext
 from tlsprobe.probes.facts import session_features
-from tlsprobe.probes.audit.outcome import STOP_VERIFY, Outcome, finished
 from tlsprobe.wire import extensions as ext
 from tlsprobe.wire.hello import ClientHello
 

@@ -21,15 +21,15 @@ from typing import TypeVar
 
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
-from tlsprobe.engine.interface import Handshake
 from tlsprobe.engine.config import ClientConfig
+from tlsprobe.engine.interface import Handshake
 from tlsprobe.errors import NetworkError
-from tlsprobe.net.not_tls import is_not_tls, not_tls_message
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.driver import adrive
+from tlsprobe.net.not_tls import is_not_tls, not_tls_message
 from tlsprobe.net.transport import AsyncTransport
-from tlsprobe.probes.checks.base import CheckContext, Talk
 from tlsprobe.probes.audit.outcome import Outcome
+from tlsprobe.probes.checks.base import CheckContext, Talk
 from tlsprobe.registry import HandshakeType
 from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.record import Record, RecordReader

@@ -20,16 +20,16 @@ from dataclasses import dataclass, field, replace
 
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
-from tlsprobe.engine.interface import Handshake as EngineHandshake
 from tlsprobe.engine.config import TLS10, TLS12, BuiltHello, ClientConfig, Resumption
+from tlsprobe.engine.interface import Handshake as EngineHandshake
 from tlsprobe.engine.keyschedule import resumption_psk
 from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.driver import adrive
 from tlsprobe.net.transport import AsyncTransport
+from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.probes.checks._shared import PassThrough
 from tlsprobe.probes.checks.base import CheckContext
-from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.registry import HandshakeType
 from tlsprobe.session.flow import SERVER, MessageEvent
 from tlsprobe.wire.hello import ServerHello

@@ -20,11 +20,11 @@ from tlsprobe.errors import NetworkError
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.driver import Progress, adrive
 from tlsprobe.net.transport import AsyncTransport
+from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.probes.checks._shared import once
 from tlsprobe.probes.checks._tolerance import top_versions
 from tlsprobe.probes.checks.base import CheckContext
 from tlsprobe.probes.facts import negotiated_alpn
-from tlsprobe.probes.audit.outcome import Outcome
 
 __all__ = ["MAX_HEAD", "NotHttp", "Response", "http_response", "response"]
 

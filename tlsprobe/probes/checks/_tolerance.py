@@ -37,12 +37,22 @@ from tlsprobe.model.check_details import ReplyKind, ToleranceDetails, VariantAns
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.net.driver import Progress, adrive
 from tlsprobe.net.transport import AsyncTransport
-from tlsprobe.probes.checks._shared import PassThrough
-from tlsprobe.probes.checks.base import CheckContext
-from tlsprobe.probes.audit.confirm import (ALERT, ANSWERED, CLOSED, REFUSALS, RESET, SILENT, UNSURE,
-                                     VIOLATION, confirm_refusal, flaky_path)
+from tlsprobe.probes.audit.confirm import (
+    ALERT,
+    ANSWERED,
+    CLOSED,
+    REFUSALS,
+    RESET,
+    SILENT,
+    UNSURE,
+    VIOLATION,
+    confirm_refusal,
+    flaky_path,
+)
 from tlsprobe.probes.audit.outcome import STOP_HELLO, Outcome, finished, outcome_of
 from tlsprobe.probes.audit.versions import minimal_config
+from tlsprobe.probes.checks._shared import PassThrough
+from tlsprobe.probes.checks.base import CheckContext
 from tlsprobe.wire.hello import ClientHello
 
 __all__ = ["Reply", "Variant", "ask", "describe_answer", "edited_handshake", "judge",

@@ -25,8 +25,8 @@ from dataclasses import dataclass, replace
 
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
-from tlsprobe.engine.interface import Handshake
 from tlsprobe.engine.config import ClientConfig
+from tlsprobe.engine.interface import Handshake
 from tlsprobe.engine.protection import RecordProtection, RecordProtectionError
 from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.model.check_details import RenegotiationsDetails
@@ -34,10 +34,10 @@ from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.net.driver import adrive
 from tlsprobe.net.not_tls import is_not_tls, not_tls_message
 from tlsprobe.net.transport import AsyncTransport
+from tlsprobe.probes.audit.outcome import Outcome
+from tlsprobe.probes.checks._legacy import RENEGOTIATION_INFO, legacy_top, no_legacy
 from tlsprobe.probes.checks._shared import PassThrough
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.probes.checks._legacy import RENEGOTIATION_INFO, legacy_top, no_legacy
-from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.record import CONTENT_TYPES, MAX_CIPHERTEXT
 

@@ -43,18 +43,18 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
-from tlsprobe.engine.config import ClientConfig, TLS12
+from tlsprobe.engine.config import TLS12, ClientConfig
 from tlsprobe.errors import NetworkError
 from tlsprobe.model.check_details import RobotAnswer, RobotDetails, RobotOracle
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.model.pubkey import public_key
 from tlsprobe.net.driver import adrive
 from tlsprobe.net.transport import AsyncTransport
+from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.probes.checks import _early
 from tlsprobe.probes.checks._handshake import handshake
-from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.probes.checks._legacy import no_legacy
-from tlsprobe.probes.audit.outcome import Outcome
+from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 PMS = bytes.fromhex("aa112233445566778899112233445566778899112233445566778899112233445566"
                     "778899112233445566778899")

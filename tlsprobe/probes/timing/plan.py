@@ -8,8 +8,8 @@ each suite the audit's cipher enumeration finds (probes/audit/ciphers.py).
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 from tlsprobe import kex, registry
 from tlsprobe.engine.config import DEFAULT_SUITES_13, TLS12, TLS13, ClientConfig

@@ -25,25 +25,25 @@ from tlsprobe import kex, registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.config import TLS12, TLS13, ClientConfig
 from tlsprobe.errors import FailureKind, NetworkError
+from tlsprobe.model.probe import Cipher, Codepoint
+from tlsprobe.model.timing import (
+    FAILING,
+    MEASURED,
+    MISMATCH,
+    NOT_RUN,
+    REFUSED,
+    EntryStatus,
+    EntryTiming,
+    TimingReport,
+    figures,
+    rank,
+)
 from tlsprobe.net.driver import drive
 from tlsprobe.net.starttls import Problem, StartTlsError
 from tlsprobe.net.starttls_connect import BACKOFF, StartTlsSpec, gave_up, hold_preamble
 from tlsprobe.net.tcp import Target, connect_address, open_channel
 from tlsprobe.probes.audit.scheduler import Outcome, broad_sigalgs, outcome_of
 from tlsprobe.probes.timing.plan import Plan, TimingOptions, plans_for
-from tlsprobe.model.probe import Cipher, Codepoint
-from tlsprobe.model.timing import (
-    EntryStatus,
-    FAILING,
-    MEASURED,
-    MISMATCH,
-    NOT_RUN,
-    REFUSED,
-    EntryTiming,
-    TimingReport,
-    figures,
-    rank,
-)
 
 ProgressHook = Callable[[int, int, str], None]   # (handshakes done, planned, entry label)
 
