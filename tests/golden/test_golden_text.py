@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import re
 import shutil
 from pathlib import Path
 
@@ -355,4 +356,11 @@ def test_pcap_details_of_the_shared_corpus(golden, run_cli, captures_dir: Path,
         parts.append(f"--- {name}: exit {code}\n{out}{err}")
     code, out, err = run_cli("pcap", *[f"shared/{name}" for name in CORPUS])
     parts.append(f"--- table: exit {code}\n{out}{err}")
-    golden.text("pcap_details_corpus.txt", "".join(parts))
+    golden.text("pcap_details_corpus.txt", _library_reason("".join(parts)))
+
+
+def _library_reason(text: str) -> str:
+    """cryptography's own reason for a key it cannot load (badcurveball's explicit curve)
+    changes between its releases, and with it the wrapping: one placeholder instead."""
+    return re.sub(r"unsupported key \([^()]*\);\s*", "unsupported key (<cryptography's "
+                  "reason>); ", text)
