@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "tlsprobe"
 GENERATED = {"_generated.py"}
 MAX_FUNCTION_LINES = 80
 MAX_TYPE_IGNORES = 0       # 41 before #31 (its target: at most 10)
-MAX_ANY_ANNOTATIONS = 47    # 211 by #31's review (its target: at most half)
+MAX_ANY_ANNOTATIONS = 43    # 211 by #31's review (its target: at most half)
 
 
 def _modules() -> list[Path]:

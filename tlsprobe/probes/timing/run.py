@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from tlsprobe import kex, registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
@@ -41,7 +40,7 @@ from tlsprobe.model.timing import (
 from tlsprobe.net.driver import drive
 from tlsprobe.net.starttls import Problem, StartTlsError
 from tlsprobe.net.starttls_connect import BACKOFF, StartTlsSpec, gave_up, hold_preamble
-from tlsprobe.net.tcp import Target, connect_address, open_channel
+from tlsprobe.net.tcp import SockAddr, Target, connect_address, open_channel
 from tlsprobe.probes.audit.scheduler import Outcome, broad_sigalgs, outcome_of
 from tlsprobe.probes.timing.plan import Plan, TimingOptions, plans_for
 
@@ -65,7 +64,7 @@ class TimingFailure(Exception):
 
 
 # -- one handshake -----------------------------------------------------------------------------
-def time_handshake(family: int, address: tuple[Any, ...], config: ClientConfig,
+def time_handshake(family: int, address: SockAddr, config: ClientConfig,
                    timeout: float, starttls: StartTlsSpec | None = None) -> Sample:
     """Connect and complete one handshake (net/driver.py drive) within `timeout` seconds;
     raises TimingFailure when it does not complete. With `starttls` the preamble runs after
@@ -197,7 +196,7 @@ def _refusal_hint(p: Plan) -> str:
             "run without --timing-groups to have it found and listed")
 
 
-def _attempt(st: _State, family: int, address: tuple[Any, ...], options: TimingOptions,
+def _attempt(st: _State, family: int, address: SockAddr, options: TimingOptions,
              counted: bool) -> bool:
     """One handshake for one entry; False when it failed."""
     st.attempts += 1
@@ -227,7 +226,7 @@ def _attempt(st: _State, family: int, address: tuple[Any, ...], options: TimingO
     return True
 
 
-def _resolve(target: Target, timeout: float) -> tuple[int, tuple[Any, ...], str]:
+def _resolve(target: Target, timeout: float) -> tuple[int, SockAddr, str]:
     """Connect once (as the probe does, with its error messages) to fix the address."""
     channel = open_channel(target, timeout=timeout)
     with channel:
@@ -235,7 +234,7 @@ def _resolve(target: Target, timeout: float) -> tuple[int, tuple[Any, ...], str]
         return family, address, channel.address
 
 
-def _preflight(family: int, address: tuple[Any, ...], options: TimingOptions) -> TimingFailure | None:
+def _preflight(family: int, address: SockAddr, options: TimingOptions) -> TimingFailure | None:
     """One ordinary handshake first: a server that is not TLS or does not answer is told
     at once, not after a whole enumeration."""
     config = ClientConfig(server_name=options.server_name, versions=options.versions,
@@ -280,7 +279,7 @@ def measure_timing(target: Target, options: TimingOptions,
     return _finish(base, states, notes, options, started, stopped=stopped, error=error)
 
 
-def _run_rounds(states: list[_State], family: int, address: tuple[Any, ...],
+def _run_rounds(states: list[_State], family: int, address: SockAddr,
                 options: TimingOptions, on_progress: ProgressHook | None
                 ) -> tuple[str, FailureKind] | None:
     """Round-robin until every entry has its runs or stopped. Returns (message, kind) when
