@@ -3,7 +3,7 @@
 The Python API (docs/API.md) is `tlsprobe.probe`, `aprobe`, `scan`, `ascan`, `read_capture`
 and `speed`, with the model types they return and the errors they raise; it lives in
 `tlsprobe.api` and is imported on first use (module `__getattr__`), so that
-`import tlsprobe` and `tlsprobe --help` stay cheap (tests/test_startup.py).
+`import tlsprobe` and `tlsprobe --help` stay cheap (tests/project/test_startup.py).
 """
 
 from __future__ import annotations

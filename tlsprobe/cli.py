@@ -3,7 +3,7 @@
 `tlsprobe HOST[:PORT] [options]` probes a server; `tlsprobe SUBCOMMAND ...` runs the others.
 Building a command's parser imports nothing heavy (no engine, registry, kex, wire,
 `cryptography` or rich): each command imports what it needs when it runs, so that `--help`,
-`--version` and argument errors answer at interpreter speed (tests/test_startup.py).
+`--version` and argument errors answer at interpreter speed (tests/project/test_startup.py).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ DEBUG_ENV = "TLSPROBE_DEBUG"
 # The command table: subcommand -> its module, imported when that command runs (a module
 # imports only the standard library, `errors` and commands/common.py at module level, so
 # one import costs little; importing all of them would cost every run). Plain import
-# statements, no importlib: the import graph (tests/test_layers.py) sees every edge.
+# statements, no importlib: the import graph (tests/project/test_layers.py) sees every edge.
 def _probe() -> ModuleType:
     from tlsprobe.commands import probe
     return probe

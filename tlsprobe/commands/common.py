@@ -4,7 +4,7 @@ argparse value types and the one stderr line of a `TlsprobeError`.
 It lives here (not in cli.py) so that commands never import cli: cli imports the commands
 (its static table), the commands import this module, and there is no cycle. Standard
 library and `errors` only at module level: building a parser stays cheap
-(tests/test_startup.py).
+(tests/project/test_startup.py).
 """
 
 from __future__ import annotations

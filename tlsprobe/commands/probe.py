@@ -20,10 +20,10 @@ if TYPE_CHECKING:
     from tlsprobe.probes.probe import ProbeRun
 
 # The parser is built without importing the engine, the registry or `cryptography` (that
-# keeps `tlsprobe --help` and `--version` fast; tests/test_startup.py checks it): what the
+# keeps `tlsprobe --help` and `--version` fast; tests/project/test_startup.py checks it): what the
 # options need from those packages is imported when the command runs. The version codes
 # (engine.config.TLS13 ...) and the limits' defaults (engine.guards.Limits) are therefore
-# written out here; tests/test_startup.py checks that they match.
+# written out here; tests/project/test_startup.py checks that they match.
 VERSION_FLAGS = (("tls1_3", 0x0304, "TLS 1.3"), ("tls1_2", 0x0303, "TLS 1.2"),
                  ("tls1_1", 0x0302, "TLS 1.1"), ("tls1", 0x0301, "TLS 1.0"),
                  ("ssl3", 0x0300, "SSL 3.0"))

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 CHECKS = PHASES
 #: the audit model's SEVERITIES, written out so that building the parser (--fail-on's
 #: choices and help) imports neither the model nor the registry under it; a test checks
-#: that the two match (tests/test_startup.py)
+#: that the two match (tests/project/test_startup.py)
 SEVERITIES = (Severity.info, Severity.low, Severity.medium, Severity.high, Severity.critical)
 
 def _active_help() -> str:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 # tlsprobe.speed (its catalog is built from `cryptography` objects) is imported when the
 # command runs or its help is shown, never to build the parser: `tlsprobe --help`,
-# `--version` and the other commands stay fast (tests/test_startup.py).
+# `--version` and the other commands stay fast (tests/project/test_startup.py).
 
 # Exit status after Ctrl-C (128 + SIGINT), as cli.py gives for every other command.
 EXIT_INTERRUPTED = 130

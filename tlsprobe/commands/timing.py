@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from tlsprobe.probes.timing.run import TimingOptions
 
 # engine.config's TLS13 and TLS12, written out: building the parser imports no engine,
-# registry or `cryptography` module (tests/test_startup.py checks both).
+# registry or `cryptography` module (tests/project/test_startup.py checks both).
 TLS13, TLS12 = 0x0304, 0x0303
 DEFAULT_RUNS = 20
 DEFAULT_WARMUP = 2

@@ -1,7 +1,7 @@
 """RFC 7919 (Negotiated Finite Field Diffie-Hellman Ephemeral Parameters for TLS) groups.
 
 Appendix A of RFC 7919 defines the primes; the generator is 2 for all of them. The hex below
-was copied from the lab's ffdhe*.pem files and is checked against them by tests/test_kex.py.
+was copied from the lab's ffdhe*.pem files and is checked against them by tests/kex/test_kex.py.
 """
 
 from __future__ import annotations

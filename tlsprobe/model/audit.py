@@ -268,7 +268,7 @@ class AuditReport:
     starttls: StartTlsInfo | None = None   # --starttls: the first connection's preamble
     transport: str | None = None   # "quic" for scan --quic; None: TCP (no JSON member)
     #: why the scan gave the target one connection at a time (a server that queues or
-    #: refuses parallel connections, probes/audit/contention.py); None: it did not (no JSON member)
+    #: refuses parallel connections, net/pacing.py); None: it did not (no JSON member)
     one_at_a_time: str | None = None
 
     def group_audit(self, version: int) -> GroupAudit | None:

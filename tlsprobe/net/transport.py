@@ -25,7 +25,7 @@ The per-read timeout (how long one chunk may keep us waiting, as opposed to the 
 the whole exchange) is the transport's own, set by its connector.
 
 Every hook a caller uses on a channel is declared here with a no-op default, so that no
-caller asks a transport or a connector what it has (`getattr`; tests/test_channels.py
+caller asks a transport or a connector what it has (`getattr`; tests/net/test_channels.py
 checks): a transport's `bind(engine)` (QUIC's packet keys) and `local`; an async
 connector's `adapt(config)` (the hello's form on this channel, or `NotApplicable`) and
 `preamble(target)` (what a STARTTLS preamble said). TCP, STARTTLS and QUIC transports and

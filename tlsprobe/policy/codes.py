@@ -8,7 +8,7 @@ Built from the places that make findings, not written out twice:
     active check's finding code is always `check.` + its name: probes/checks/base.py makes
     it) and the derived checks' own findings (policy/checks.py OWN_FINDINGS);
   - built-in findings (policy/findings.py, policy/certificate.py): BUILTIN below, the one
-    place they are named; tests/test_policy_codes.py reads those modules' code literals and
+    place they are named; tests/policy/test_policy_codes.py reads those modules' code literals and
     collects the codes of full scans against loopback servers, and fails on any code
     missing here.
 `check_of(code)` is the `scan --checks` name a code belongs to (its findings are shown only

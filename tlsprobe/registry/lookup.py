@@ -139,7 +139,7 @@ def suite_name(code: int) -> str:
 
 
 #: RFC 7919 section 6 (the finite field groups of the registry, kind "ffdhe"): prime sizes
-#: in bits (tests/test_registry.py checks them against the primes of kex/ffdhe_primes.py)
+#: in bits (tests/registry/test_registry.py checks them against the primes of kex/ffdhe_primes.py)
 FFDHE_BITS: dict[int, int] = {0x0100: 2048, 0x0101: 3072, 0x0102: 4096, 0x0103: 6144,
                               0x0104: 8192}
 

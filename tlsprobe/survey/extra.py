@@ -1,7 +1,7 @@
 """The optional `cluster` extra (pip install '.[cluster]' in the checkout): pyarrow and
 dask.distributed, imported only through here so that a missing one is a one-line usage
 error (exit 2) naming the extra, never an ImportError, and `pip install .` alone keeps
-working for every other command (tests/test_packaging.py checks the declared imports)."""
+working for every other command (tests/project/test_packaging.py checks the declared imports)."""
 
 from __future__ import annotations
 
