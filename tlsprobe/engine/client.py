@@ -39,7 +39,7 @@ from tlsprobe.engine.common import (
     message_label,
 )
 from tlsprobe.engine.config import BuiltHello, ClientConfig, build_client_hello
-from tlsprobe.engine.facts import facts_of
+from tlsprobe.engine.facts import facts_of, key_exchange_of
 from tlsprobe.engine.guards import Limits
 from tlsprobe.engine.interface import (
     Handshake,
@@ -52,7 +52,7 @@ from tlsprobe.engine.tls12 import Tls12Client
 from tlsprobe.engine.tls13 import Tls13Client, early_protection
 from tlsprobe.engine.verdict import HandshakeContext, Refusal, Verdict
 from tlsprobe.errors import FailureKind
-from tlsprobe.model.facts import HandshakeFacts, HandshakeTimings
+from tlsprobe.model.facts import HandshakeFacts, HandshakeTimings, KeyExchangeFacts
 from tlsprobe.registry import HandshakeType
 from tlsprobe.session.flow import (
     SERVER,
@@ -374,6 +374,10 @@ class ClientHandshake(HandshakeState):
     def facts(self, timings: HandshakeTimings | None = None) -> HandshakeFacts:
         """What the handshake established, as the capture analyzer says it too."""
         return facts_of(self, timings)
+
+    def key_exchange(self) -> KeyExchangeFacts | None:
+        """`facts().key_exchange` alone (None before a ServerHello)."""
+        return key_exchange_of(self)
 
     # -- end -----------------------------------------------------------------------------
     def connection_closed(self) -> None:

@@ -96,6 +96,14 @@ def facts_of(hs: Handshake, timings: HandshakeTimings | None = None) -> Handshak
 
 
 # -- the key exchange -------------------------------------------------------------------
+def key_exchange_of(hs: Handshake) -> KeyExchangeFacts | None:
+    """`facts_of(hs).key_exchange` alone (None before a ServerHello): the one rule for
+    what the server chose, for a reader that needs nothing else (the audit's outcomes)."""
+    if hs.messages.server_hello is None or not hs.messages.hellos:
+        return None
+    return _key_exchange(hs, _hello(hs.messages.hellos[-1]))
+
+
 def _key_exchange(hs: Handshake, hello: HelloFacts) -> KeyExchangeFacts | None:
     sh = hs.messages.server_hello
     if sh is None:

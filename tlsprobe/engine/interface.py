@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from tlsprobe.engine.common import ServerFlight
     from tlsprobe.engine.config import BuiltHello, ClientConfig
     from tlsprobe.engine.protection import RecordProtection, Tls13Protection
-    from tlsprobe.model.facts import HandshakeFacts, HandshakeTimings
+    from tlsprobe.model.facts import HandshakeFacts, HandshakeTimings, KeyExchangeFacts
     from tlsprobe.session.flow import Event
     from tlsprobe.wire.hello import ClientHello, ServerHello
 
@@ -120,6 +120,7 @@ class Handshake(Protocol):
     def protections(self) -> tuple[RecordProtection | None, RecordProtection | None]: ...
     def session_keys(self) -> SessionKeys | None: ...
     def facts(self, timings: HandshakeTimings | None = None) -> HandshakeFacts: ...
+    def key_exchange(self) -> KeyExchangeFacts | None: ...
 
     @property
     def done(self) -> bool: ...

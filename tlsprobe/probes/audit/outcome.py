@@ -149,25 +149,20 @@ def outcome_of(hs: Handshake, reason: str = "") -> Outcome:
         return Outcome(INCONCLUSIVE, reason=reason or "no ServerHello",
                        kind=FailureKind.PROTOCOL)
     version = sh.selected_version
-    group = dh_name = dh_bits = sig = None
+    dh_name = dh_bits = sig = None
     dh_check: DhPrimeCheck | None = None
-    explicit = False
-    if version >= 0x0304:
-        share = sh.key_share
-        group = share[0] if share else None
+    kx = hs.key_exchange()   # the engine's one rule, as the probe and captures say it
+    group = kx.group if kx is not None else None
+    explicit = kx is not None and kx.explicit_curve
+    p = kx.dh_prime if kx is not None else None
+    if p:
+        dh_bits = p.bit_length()
+        dh_name = dh_group_name(p)
+        dh_check = check_dh_prime(p)
+        if dh_name and dh_name.startswith("ffdhe"):
+            group = registry.parse_group(dh_name)
     ske = got.flight.server_key_exchange
     if ske is not None:
-        named, prime = ske.named_curve, ske.dh_p
-        explicit = ske.explicit_curve is not None
-        if named is not None:
-            group = named
-        elif prime:
-            p = int.from_bytes(prime, "big")
-            dh_bits = p.bit_length()
-            dh_name = dh_group_name(p)
-            dh_check = check_dh_prime(p)
-            if dh_name and dh_name.startswith("ffdhe"):
-                group = registry.parse_group(dh_name)
         sig = ske.algorithm
     cv = got.flight.certificate_verify
     if cv is not None:
