@@ -152,11 +152,12 @@ class _Sinks:
         self.summaries: list[CaptureSummary] = []
         self._text = ReportText
 
-    def add(self, name: str, report: Report) -> None:
-        if self.counting:
-            self.stats.add(report)
-        else:
-            self.stats.connections += 1
+    @property
+    def files(self) -> bool:
+        """Whether a report goes to a file too (--csv, --plot): `to_files`."""
+        return self.csv is not None or self.timeline is not None
+
+    def to_files(self, name: str, report: Report) -> None:
         if isinstance(report, self._text):   # JSON text only: no --csv or --plot asked
             return
         if self.csv is not None:
@@ -179,14 +180,21 @@ def _read_one(name: str, analysis: CaptureAnalysis | Finished, flt: ConnectionFi
     reported = 0
     filtering = flt.active
     reported_ids: set[int] = set()
+    # once per connection: what does not change is looked up before the loop
+    stats, counting, files, emit = sinks.stats, sinks.counting, sinks.files, output.report
     for report, trace in analysis:
         if filtering:
             if not passes(flt, report):
                 continue
             reported_ids.add(report.id)
         reported += 1
-        sinks.add(name, report)
-        output.report(report, trace)
+        if counting:
+            stats.add(report)
+        else:
+            stats.connections += 1
+        if files:
+            sinks.to_files(name, report)
+        emit(report, trace)
     summary = analysis.summary
     assert summary is not None  # set when the iteration ends
     if filtering:  # notes about connections only for those reported
