@@ -161,7 +161,7 @@ class CaptureRequest:
 
 
 def check_jobs(jobs: int, names: Names) -> None:
-    from tlsprobe.requests.scan import check_process_count
+    from tlsprobe.requests.processes import check_process_count
     check_process_count(jobs, names("jobs"))
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING
@@ -15,6 +14,7 @@ from typing import IO, TYPE_CHECKING
 from tlsprobe.errors import UsageError
 from tlsprobe.requests.hello import Items, codes
 from tlsprobe.requests.names import API, CLI, Names
+from tlsprobe.requests.processes import PROCESSES_PER_CPU, check_process_count
 
 if TYPE_CHECKING:
     from tlsprobe.net.targets import BadLine
@@ -23,22 +23,6 @@ if TYPE_CHECKING:
     from tlsprobe.policy.load import Policy
     from tlsprobe.probes.audit.run import AuditOptions
     from tlsprobe.probes.audit.scheduler import ConnectionHook, Scheduler
-
-#: worker processes per CPU that `pcap --jobs` and `survey --workers` may ask for: their
-#: work is CPU-bound, so more would only cost memory (and a huge count would fork until the
-#: machine gives out instead of failing with a message)
-PROCESSES_PER_CPU = 4
-
-
-def check_process_count(value: int, flag: str) -> None:
-    """A usage error (exit 2) unless 1 <= value <= PROCESSES_PER_CPU per CPU."""
-    if value < 1:
-        raise UsageError(f"{flag} must be at least 1, not {value}")
-    limit = PROCESSES_PER_CPU * (os.cpu_count() or 1)
-    if value > limit:
-        raise UsageError(f"{flag} {value}: at most {limit} on this machine "
-                         f"({PROCESSES_PER_CPU} per CPU; the work is CPU-bound)")
-
 
 @dataclass(frozen=True)
 class ConnectionSettings:
