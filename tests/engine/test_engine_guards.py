@@ -36,7 +36,8 @@ from tlsprobe.engine.client import ClientHandshake, HandshakeFailure, Limits
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.engine.guards import MAX_CHANGE_CIPHER_SPECS, MAX_WARNING_ALERTS
 from tlsprobe.errors import EXIT_INTERNAL
-from tlsprobe.probes.facts import certificate_info, offer_of
+from tlsprobe.model import describe
+from tlsprobe.probes.facts import certificate_info
 from tlsprobe.model.probe import ProbeResult
 from tlsprobe.report.tables import MAX_CHAIN_SHOWN, probe_rows
 from tlsprobe.session.flow import RecordEvent
@@ -309,8 +310,8 @@ def test_tls13_leaf_key_on_an_unknown_curve() -> None:
 
 def test_summary_prints_a_bounded_number_of_chain_entries() -> None:
     info = certificate_info(identity().der)
-    result = ProbeResult(host="h", port=1, address=None, offer=offer_of(
-        start()[1], None, ()), certificates=(info,) * (MAX_CHAIN_SHOWN + 5))
+    result = ProbeResult(host="h", port=1, address=None, offer=describe.hello_offer(
+        start()[0].facts().client_hellos[0]), certificates=(info,) * (MAX_CHAIN_SHOWN + 5))
     rows = probe_rows(result)
     assert sum(1 for _, value in rows if " s: " in value) == MAX_CHAIN_SHOWN
     assert any("5 more certificates not shown" in value for _, value in rows)

@@ -6,7 +6,6 @@ message names, alerts) are model.describe's, shared with the pcap report."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import NamedTuple
 
 from tlsprobe import registry
@@ -16,16 +15,13 @@ from tlsprobe.errors import FailureKind
 from tlsprobe.model import describe
 from tlsprobe.model.describe import certificate_info
 from tlsprobe.model.facts import SERVER, HandshakeFacts, HandshakeTimings
-from tlsprobe.model.probe import Cipher, Codepoint, Offer, ProbeResult, Timings
+from tlsprobe.model.probe import Cipher, Codepoint, ProbeResult, Timings
 from tlsprobe.net.tcp import Target
 from tlsprobe.registry import HandshakeType
-from tlsprobe.wire.certificate import Certificate
-from tlsprobe.wire.hello import ClientHello
 
 #: certificate_info is model.describe's, still importable from here
-__all__ = ["SessionFeatures", "certificate_info", "certificates_of", "negotiated_alpn",
-           "offer_of", "probe_result", "result_from", "session_features",
-           "session_features_of"]
+__all__ = ["SessionFeatures", "certificate_info", "negotiated_alpn", "probe_result",
+           "result_from", "session_features_of"]
 
 EMS, RENEGOTIATION_INFO, STATUS_REQUEST = 23, 0xFF01, 5
 
@@ -40,28 +36,9 @@ class SessionFeatures(NamedTuple):
     ocsp_response_bytes: int | None = None
 
 
-def offer_of(hello: ClientHello, sni: str | None, alpn: Iterable[str]) -> Offer:
-    return describe.offer(
-        tuple(hello.supported_versions or [hello.legacy_version]), tuple(hello.cipher_suites),
-        tuple(hello.supported_groups), tuple(entry.group for entry in hello.key_shares),
-        tuple(hello.signature_algorithms), tuple(alpn), sni, len(hello.serialize()) + 4)
-
-
-def certificates_of(message: object) -> list[bytes]:
-    """The DER certificates of a Certificate message (none of anything else)."""
-    return [bytes(der) for der in message.certificates] if isinstance(message, Certificate) \
-        else []
-
-
 def negotiated_alpn(hs: ClientHandshake) -> str | None:
     """The protocol in the ServerHello (TLS 1.2) or EncryptedExtensions (TLS 1.3)."""
     return _negotiated_alpn(hs)
-
-
-def session_features(hs: ClientHandshake) -> dict[str, bool | str | int]:
-    """`session_features_of` the handshake's facts, those that apply by name."""
-    return {name: value for name, value in session_features_of(hs.facts())._asdict().items()
-            if value is not None}
 
 
 def session_features_of(facts: HandshakeFacts) -> SessionFeatures:

@@ -29,7 +29,7 @@ from tlsprobe.probes.audit.outcome import STOP_VERIFY, Outcome, finished
 from tlsprobe.probes.checks._shared import once
 from tlsprobe.probes.checks._tolerance import edited_handshake, top_versions
 from tlsprobe.probes.checks.base import CheckContext
-from tlsprobe.probes.facts import session_features
+from tlsprobe.probes.facts import session_features_of
 from tlsprobe.wire import extensions as ext
 from tlsprobe.wire.hello import ClientHello
 
@@ -117,7 +117,7 @@ async def fetch(ctx: CheckContext, label: str = "chain") -> Served | str:
         if not chain:
             return "the server sent an empty certificate chain"
         response = _stapled_response(hs)
-        stapling = str(session_features(hs).get("ocsp_stapling", "none"))
+        stapling = session_features_of(hs.facts()).ocsp_stapling or "none"
         return Served(sh.selected_version, sh.cipher_suite, chain, response is not None,
                       stapling, _sct_sources(hs, response))
 
