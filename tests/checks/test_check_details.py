@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import ast
 import json
-import socket
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers.servers import Server
+from tests.helpers.servers import Server, accepting
 from tlsprobe.commands.scan import parse_checks
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.check_catalog import ACTIVE
@@ -60,20 +58,6 @@ def audit(port: int, names: str, timeout: float = 5.0) -> tuple[AuditReport, dic
 
 def result(r: AuditReport, name: str) -> CheckResult:
     return next(c for c in r.check_results if c.name == name)
-
-
-def accepting(port: int) -> int:
-    """`port` once a TCP connection to it is accepted (30 s at most; see
-    test_checks_handshake.py `start`)."""
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=5).close()
-            return port
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
 
 
 @pytest.mark.needs_impl("tlslite")

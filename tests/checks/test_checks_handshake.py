@@ -14,15 +14,13 @@ compression, the TLS 1.3 downgrade sentinel, ROBOT, SSLv2), each against both si
 from __future__ import annotations
 
 import asyncio
-import socket
-import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from tests.helpers.faultproxy import RESET, FaultProxy, nth_matching
-from tests.helpers.servers import Server
+from tests.helpers.servers import Server, accepting
 from tlsprobe.commands.scan import parse_checks
 from tlsprobe.engine import extcheck
 from tlsprobe.engine.config import ClientConfig, build_client_hello
@@ -48,16 +46,7 @@ def start(script_server: ScriptServer) -> ScriptServer:
     a machine shared with other suites a first connection right after the start was now
     and then refused although the fixture had seen the port listening."""
     def started(script: str, *args: str) -> int:
-        port = script_server(script, *args)
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=5).close()
-                return port
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+        return accepting(script_server(script, *args))
     return started
 
 

@@ -23,6 +23,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -325,8 +326,8 @@ def _says_in_use(log_path: Path) -> bool:
         return False
 
 
-def _group_alive(pgid: int) -> bool:
-    """True while a non-zombie process is left in process group `pgid` (scans /proc)."""
+def group_members(pgid: int) -> Iterator[tuple[int, str]]:
+    """(pid, state letter) of each process in process group `pgid` (scans /proc)."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -335,9 +336,28 @@ def _group_alive(pgid: int) -> bool:
                 fields = fh.read().rpartition(")")[2].split()
         except OSError:
             continue
-        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
-            return True
-    return False
+        if len(fields) > 2 and fields[2] == str(pgid):
+            yield int(entry), fields[0]
+
+
+def _group_alive(pgid: int) -> bool:
+    """True while a non-zombie process is left in process group `pgid`."""
+    return any(state != "Z" for _, state in group_members(pgid))
+
+
+def accepting(port: int, timeout: float = 30) -> int:
+    """`port` once a TCP connection to 127.0.0.1 there is accepted (`timeout` s at most): on
+    a loaded machine a first connection right after a server started listening was now and
+    then refused."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+            return port
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _stop_group(proc: subprocess.Popen[bytes], timeout: float) -> None:

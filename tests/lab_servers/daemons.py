@@ -20,7 +20,8 @@ from pathlib import Path
 
 from tests.lab_servers.certs import CertSet
 
-from tests.helpers.servers import _free_port, _stop_group, holds_socket, listening_inodes
+from tests.helpers.servers import (_free_port, _stop_group, group_members, holds_socket,
+                                   listening_inodes)
 
 
 class DaemonUnavailable(RuntimeError):
@@ -196,17 +197,8 @@ def group_holds(pgid: int, inodes: set[int]) -> bool:
     """True if a process of group `pgid` (the daemon's session, see _stop_group) holds one of
     the socket `inodes`; True as well when /proc cannot tell."""
     seen_any = False
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                fields = fh.read().rpartition(")")[2].split()
-        except OSError:
-            continue
-        if len(fields) < 3 or fields[2] != str(pgid):
-            continue
-        holds = holds_socket(int(entry), inodes)
+    for pid, _ in group_members(pgid):
+        holds = holds_socket(pid, inodes)
         if holds is None:
             continue
         if holds:
