@@ -37,10 +37,10 @@ from tlsprobe.model.probe import (
     KeyExchange,
     Offer,
 )
-from tlsprobe.offline import fingerprints
 from tlsprobe.offline.caches import MAX_ENTRIES, AnalysisCaches
 from tlsprobe.offline.facts import CLIENT, SERVER, Facts
 from tlsprobe.offline.handshake import handshake_facts, key_exchange_facts
+from tlsprobe.wire import fingerprints
 from tlsprobe.wire.hello_fields import ClientHelloInfo
 
 if TYPE_CHECKING:

@@ -1,0 +1,2 @@
+"""Client simulation: real clients' ClientHellos (profiles) sent to a server, and what each
+negotiates (model/clients.py)."""

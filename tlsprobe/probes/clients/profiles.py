@@ -1,0 +1,95 @@
+"""The client profiles shipped in tlsprobe/data/clients/: one JSON file per profile.
+
+Format (docs/CLIENTS.md): {"id", "client", "version", "platform", "library", "source":
+{"kind", "how", "when", "file", "frame", "sha256", "identified_by"}, "hello" (hex of the
+ClientHello handshake message, header included), "record_version" (int), "ja3", "ja4",
+"ja3_stable", "trust_store", "notes"}. `check_profile` recomputes JA3 and JA4 from the bytes,
+so a stored fingerprint cannot drift from the hello it names.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import cast
+
+from tlsprobe.model.clients import ClientProfile, ProfileSource, SourceKind, TrustStore
+from tlsprobe.wire import decode_handshake
+from tlsprobe.wire.fingerprints import ja3, ja4
+from tlsprobe.wire.hello import ClientHello
+from tlsprobe.wire.hello_info import client_hello_info
+
+__all__ = [
+    "check_profile",
+    "fingerprints",
+    "load_profiles",
+    "profile_from_json",
+    "profile_to_json",
+]
+
+
+def fingerprints(hello: bytes) -> tuple[str, str]:
+    """(JA3, JA4) of a ClientHello handshake message; ValueError when it is not one."""
+    msg = decode_handshake(hello).message
+    if type(msg) is not ClientHello:
+        raise ValueError(f"not a ClientHello (handshake type {hello[:1].hex()})")
+    info = client_hello_info(msg, len(hello))
+    return ja3(info)[0], ja4(info)[0]
+
+
+def profile_from_json(data: dict[str, object]) -> ClientProfile:
+    src = cast(dict[str, object], data["source"])
+    frame = src.get("frame")
+    source = ProfileSource(SourceKind(str(src["kind"])), str(src["how"]), str(src["when"]),
+                           _opt(src.get("file")), int(str(frame)) if frame is not None else None,
+                           _opt(src.get("sha256")), _opt(src.get("identified_by")))
+    return ClientProfile(
+        id=str(data["id"]), client=str(data["client"]), version=str(data["version"]),
+        platform=str(data["platform"]), library=_opt(data.get("library")), source=source,
+        hello=bytes.fromhex(str(data["hello"])), record_version=int(str(data["record_version"])),
+        ja3=str(data["ja3"]), ja4=str(data["ja4"]), ja3_stable=bool(data["ja3_stable"]),
+        trust_store=TrustStore(str(data["trust_store"])), notes=str(data.get("notes", "")))
+
+
+def _opt(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def profile_to_json(p: ClientProfile) -> dict[str, object]:
+    s = p.source
+    return {"id": p.id, "client": p.client, "version": p.version, "platform": p.platform,
+            "library": p.library,
+            "source": {"kind": s.kind.value, "how": s.how, "when": s.when, "file": s.file,
+                       "frame": s.frame, "sha256": s.sha256, "identified_by": s.identified_by},
+            "hello": p.hello.hex(), "record_version": p.record_version, "ja3": p.ja3,
+            "ja4": p.ja4, "ja3_stable": p.ja3_stable, "trust_store": p.trust_store.value,
+            "notes": p.notes}
+
+
+def check_profile(p: ClientProfile) -> list[str]:
+    """What is wrong with a profile (empty: nothing): its hello decodes, its stored JA3 and
+    JA4 are those of its bytes, its id is a file-name stem."""
+    problems = []
+    try:
+        got3, got4 = fingerprints(p.hello)
+    except ValueError as exc:
+        return [f"{p.id}: the hello does not decode: {exc}"]
+    if got4 != p.ja4:
+        problems.append(f"{p.id}: stored JA4 {p.ja4} but the hello's is {got4}")
+    if got3 != p.ja3:
+        problems.append(f"{p.id}: stored JA3 {p.ja3} but the hello's is {got3}")
+    if not p.id or any(c not in "abcdefghijklmnopqrstuvwxyz0123456789-._" for c in p.id):
+        problems.append(f"{p.id!r}: an id is lower-case letters, digits, '-', '.', '_'")
+    return problems
+
+
+def load_profiles(folder: Path | None = None) -> tuple[ClientProfile, ...]:
+    """Every profile in `folder` (default: the packaged tlsprobe/data/clients), by id."""
+    if folder is None:
+        root = resources.files("tlsprobe.data").joinpath("clients")
+        texts = [f.read_text("utf-8") for f in root.iterdir() if f.name.endswith(".json")]
+    else:
+        texts = [f.read_text("utf-8") for f in folder.glob("*.json")]
+    profiles = [profile_from_json(json.loads(t)) for t in texts]
+    return tuple(sorted(profiles, key=lambda p: p.id))
