@@ -52,7 +52,8 @@ class Recipe:
     version_cmd: tuple[str, ...]      # "{bin}" stands for the program found
     version_re: str                   # group 1: the client's version; (?P<lib>): its library's
     library: str                      # "linked" (ldd + dpkg; "linked:PATH" for another
-                                      # program), or a template with {lib}, {version}
+                                      # program), "bundled-nss:PATH" (the NSS a program
+                                      # ships), or a template with {lib}, {version}
     ident: str                        # profile id: {v1} {v2} (client), {lib2} (library), {plat}
     trust: TrustStore
     notes: str = ""
@@ -123,6 +124,16 @@ def linked_library(binary: str) -> str:
     return ", ".join(libs) or "unknown"
 
 
+def bundled_nss(path: str) -> str:
+    """The version of the NSS a program ships (its libnss3.so names it: "Version: NSS 3.x")."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return "NSS (bundled)"
+    found = re.search(rb"Version: NSS (\d+\.\d+(?:\.\d+)?)", data)
+    return f"NSS {found.group(1).decode()} (bundled)" if found else "NSS (bundled)"
+
+
 def _find(binary: str) -> str | None:
     if binary.startswith("$"):
         binary = os.environ.get(binary[1:], "")
@@ -149,7 +160,9 @@ def describe(recipe: Recipe, tag: str) -> Facts | str:
         return f"not usable: {' '.join(argv)!r} printed {text!r} (it comes with {recipe.package})"
     version = match.group(1)
     lib = match.groupdict().get("lib") or ""
-    if recipe.library.startswith("linked"):
+    if recipe.library.startswith("bundled-nss:"):
+        library = bundled_nss(recipe.library.partition(":")[2])
+    elif recipe.library.startswith("linked"):
         library = linked_library(recipe.library.partition(":")[2] or binary)
     else:
         library = recipe.library.format(lib=lib, version=version)
@@ -289,7 +302,8 @@ RECIPES: tuple[Recipe, ...] = (
            ("{bin}", "--version"), r"Chromium " + _V, "BoringSSL (built into Chromium)",
            "chromium-{v1}-{plat}", _C, "headless (--dump-dom), background networking off"),
     Recipe("firefox-esr", "Firefox ESR", "Debian package firefox-esr", "firefox-esr", _firefox,
-           ("{bin}", "--version"), r"Firefox ([\d.]+)esr", "NSS (built into Firefox)",
+           ("{bin}", "--version"), r"Firefox ([\d.]+)esr",
+           "bundled-nss:/usr/lib/firefox-esr/libnss3.so",
            "firefox-esr-{v1}-{plat}", _M,
            "headless (--screenshot) with a throwaway profile whose user.js turns off "
            "background connections and DNS over HTTPS (network.trr.mode 5)"),

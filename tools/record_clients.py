@@ -15,12 +15,15 @@ Each client is recorded twice: the JA4 must agree, and `ja3_stable` says whether
 profile (the same library sending the same hello) is not a new profile: it is named in the
 kept profile's notes instead.
 
-Usage:  python tools/record_clients.py [--only ID ...] [--out DIR] [--check] [--list]
+Usage:  python tools/record_clients.py [--only ID ...] [--out DIR] [--check] [--force]
+                                      [--list] [--table]
   --only ID   the recipes to run (ids as --list prints them; default: every recipe whose
               client is installed; a client named here that is not installed is a failure)
   --out DIR   where the profiles are written / compared (default tlsprobe/data/clients)
   --check     record once and compare JA4 (and JA3 where stable) with the stored profile;
               exit 1 on a difference, printing which
+  --force     rewrite a profile even when the client and its hello did not change
+  --list      the recipes; --table: the recorded profiles as a Markdown table
 Exit: 0 done; 1 a requested client failed or differs; 2 bad arguments or no network
 namespace could be made.
 """
@@ -377,6 +380,18 @@ def keep(recipe: Recipe, p: ClientProfile, profiles: dict[str, ClientProfile], o
             + (f", post-quantum share {'+'.join(pq)}" if pq else ""))
 
 
+def table(profiles: tuple[ClientProfile, ...]) -> str:
+    """The recorded profiles as docs/CLIENTS.md shows them."""
+    rows = ["| id | client | version | TLS library | post-quantum share | JA4 |",
+            "| --- | --- | --- | --- | --- | --- |"]
+    for p in profiles:
+        if p.source.kind is SourceKind.recorded:
+            pq = "+".join(pq_shares(p.hello)) or "no"
+            rows.append(f"| `{p.id}` | {p.client} | {p.version} | {p.library} | {pq} | "
+                        f"`{p.ja4}` |")
+    return "\n".join(rows)
+
+
 # -- the network namespace -----------------------------------------------------------------
 
 def enter_netns(argv: list[str]) -> None:
@@ -425,6 +440,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--force", action="store_true",
                     help="rewrite a profile even when the client and its hello did not change")
     ap.add_argument("--list", action="store_true", help="list the recipes and exit")
+    ap.add_argument("--table", action="store_true",
+                    help="print the Markdown table of the recorded profiles (docs/CLIENTS.md)")
     args = ap.parse_args(argv)
     known = {r.key for r in RECIPES}
     unknown = [k for k in args.only if k not in known]
@@ -459,6 +476,9 @@ def main(argv: list[str]) -> int:
     if args.list:
         for r in RECIPES:
             print(f"{r.key:12} {r.client} ({r.package})")
+        return 0
+    if args.table:
+        print(table(load_profiles(args.out) if args.out.is_dir() else ()))
         return 0
     if os.environ.get(NETNS_ENV) != "1":
         enter_netns(argv)
