@@ -336,20 +336,21 @@ def record_client(recipe: Recipe, facts: Facts, twice: bool) -> ClientProfile:
     return profile
 
 
-def compare(recipe: Recipe, p: ClientProfile, stored: dict[str, ClientProfile]) -> str | None:
-    """--check: what differs between a fresh recording and the stored profile (None: same).
-    A client whose hello another profile carries is compared with that profile."""
+def compare(recipe: Recipe, p: ClientProfile,
+            stored: dict[str, ClientProfile]) -> tuple[str, str | None]:
+    """--check: (the stored profile compared with, what differs or None). A client whose
+    hello another profile carries (named in its notes) is compared with that profile."""
     s = stored.get(p.id)
     if s is None:
         s = next((q for q in stored.values() if f"recipe {recipe.key} " in q.notes), None)
         if s is None:
             ids = ", ".join(sorted(i for i in stored if i.split("-")[0] == p.id.split("-")[0]))
-            return f"no stored profile {p.id}" + (f" (stored: {ids})" if ids else "")
+            return p.id, f"no stored profile {p.id}" + (f" (stored: {ids})" if ids else "")
     if s.ja4 != p.ja4:
-        return f"JA4 {p.ja4} but the stored profile {s.id} has {s.ja4}"
+        return s.id, f"JA4 {p.ja4} but the stored profile {s.id} has {s.ja4}"
     if s.ja3_stable and s.ja3 != p.ja3:
-        return f"JA3 {p.ja3} but the stored profile {s.id} has {s.ja3}"
-    return None
+        return s.id, f"JA3 {p.ja3} but the stored profile {s.id} has {s.ja3}"
+    return s.id, None
 
 
 def keep(recipe: Recipe, p: ClientProfile, profiles: dict[str, ClientProfile], out: Path,
@@ -459,13 +460,13 @@ def run_one(recipe: Recipe, args: argparse.Namespace, profiles: dict[str, Client
         return not args.only
     try:
         p = record_client(recipe, facts, twice=not args.check)
-    except HelloError as exc:
+    except (HelloError, OSError) as exc:
         print(f"{recipe.key}: FAILED: {exc}")
         return False
     if args.check:
-        problem = compare(recipe, p, profiles)
+        sid, problem = compare(recipe, p, profiles)
         print(f"{recipe.key}: {'DIFFERS: ' + problem if problem else 'same as stored'}"
-              f" ({p.id}, JA4 {p.ja4}, JA3 {p.ja3})")
+              f" ({sid}, JA4 {p.ja4}, JA3 {p.ja3})")
         return problem is None
     print(f"{recipe.key}: {keep(recipe, p, profiles, args.out, args.force)}")
     return True

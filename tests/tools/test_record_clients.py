@@ -13,6 +13,7 @@ import datetime
 import functools
 import importlib.util
 import json
+import os
 import re
 import subprocess
 import sys
@@ -50,8 +51,10 @@ def _tool() -> ModuleType:
 
 
 def run_tool(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """The recorder run as a user runs it (it enters its own network namespace)."""
+    env = {k: v for k, v in os.environ.items() if k != "NODE24"}
     return subprocess.run([sys.executable, str(TOOL), *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, check=False)
+                          timeout=timeout, cwd=ROOT, check=False, env=env)
 
 
 def stored(profile_id: str) -> ClientProfile:
@@ -110,6 +113,9 @@ def test_a_client_sending_another_clients_hello_is_noted_not_profiled(tmp_path: 
     assert kept.id.startswith("gnutls-cli-")
     assert "is sent by recipe lynx (Lynx " in kept.notes
     assert f"lynx: same hello as {kept.id}" in out.stdout
+    check = run_tool("--check", "--only", "lynx", "--out", str(tmp_path))
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout.startswith(f"lynx: same as stored ({kept.id}, JA4 {kept.ja4}, ")
 
 
 def test_a_requested_client_that_is_not_installed_fails_with_one_line(tmp_path: Path) -> None:
