@@ -331,6 +331,14 @@ RECIPES: tuple[Recipe, ...] = (
     Recipe("gnutls-cli", "gnutls-cli", "Debian package gnutls-bin", "gnutls-cli",
            _argv("{bin}", "-p", "{port}", "localhost"),
            ("{bin}", "--version"), r"gnutls-cli " + _V, "linked", "gnutls-cli-{v2}-{plat}", _S),
+    Recipe("python-requests", "Python requests", "Debian package python3-requests",
+           "/usr/bin/python3",
+           _argv("{bin}", "-c", "import sys, requests; requests.get(sys.argv[1])", "{url}"),
+           ("{bin}", "-c", ("import ssl, requests, urllib3; print(requests.__version__, "
+                            "urllib3.__version__, ssl.OPENSSL_VERSION)")),
+           r"^([\d.]+) [\d.]+ OpenSSL (?P<lib>[\d.]+)", "OpenSSL {lib} (urllib3, Python ssl)",
+           "python-requests-{v2}-openssl-{lib2}-{plat}", _S,
+           "Debian's requests and urllib3 1.26 on Python 3.11"),
     Recipe("pyopenssl", "pyOpenSSL", "pip package pyOpenSSL (the OpenSSL inside cryptography)",
            _PY, _script("pyopenssl_get.py", PYOPENSSL),
            ("{bin}", "-c", ("import OpenSSL; from OpenSSL import SSL; print(OpenSSL.__version__,"
