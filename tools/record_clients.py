@@ -31,6 +31,7 @@ namespace could be made.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -190,7 +191,8 @@ def read_hello(conn: socket.socket, deadline: float) -> Captured:
 # -- running a client --------------------------------------------------------------------
 
 def _session_members(sid: int) -> list[int]:
-    """The processes of session `sid` (a client may leave children behind)."""
+    """The live (not zombie) processes of session `sid`: a client's children that left its
+    process group (browsers start several)."""
     pids = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -199,7 +201,7 @@ def _session_members(sid: int) -> list[int]:
                     fields = fh.read().rpartition(")")[2].split()
             except OSError:
                 continue
-            if len(fields) > 3 and fields[3] == str(sid):
+            if len(fields) > 3 and fields[3] == str(sid) and fields[0] != "Z":
                 pids.append(int(entry))
     return pids
 
@@ -207,17 +209,14 @@ def _session_members(sid: int) -> list[int]:
 def _kill(proc: subprocess.Popen[bytes]) -> None:
     """Kill the client's process group and what is left of its session, and reap it."""
     for _ in range(3):
-        for pid in [proc.pid, *_session_members(proc.pid)]:
-            for kill in (os.killpg, os.kill):
-                try:
-                    kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        for pid in _session_members(proc.pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            continue
-        if not _session_members(proc.pid):
+        if proc.returncode is not None and not _session_members(proc.pid):
             return
 
 
