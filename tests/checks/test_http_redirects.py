@@ -1,0 +1,140 @@
+"""Redirects of GET / followed within the target (probes/checks/_http.py, _location.py),
+against nginx with `return 301/302` configurations: a chain within the target (absolute and
+relative Locations) is followed and the checks read its end, HSTS from the first answer
+(RFC 6797: a redirect's header counts), cookies from every answer; a Location off the
+target, a loop and a chain past 5 hops are not followed, and the checks say they read the
+redirect itself and where it pointed. Also the Location rules without a server."""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.helpers.servers import Server
+from tlsprobe.commands.scan import parse_checks
+from tlsprobe.model.audit import AuditReport
+from tlsprobe.net.tcp import Target
+from tlsprobe.probes.audit.run import AuditOptions, run_audit
+from tlsprobe.probes.audit.scheduler import Scheduler
+from tlsprobe.probes.checks._location import follow
+
+ServerFactory = Callable[..., Server]
+
+#: / -> 301 (absolute, nginx's default) /app -> 302 (relative) /final; HSTS on the first
+#: answer only, a cookie without Secure on the first, the security headers on the last
+CHAIN = (
+    "location = / { add_header Strict-Transport-Security \"max-age=600\" always;"
+    " add_header Set-Cookie \"r=1; Path=/\" always; return 301 /app; }",
+    "location = /app { absolute_redirect off; return 302 /final; }",
+    "location = /final { add_header X-Content-Type-Options nosniff always;"
+    " add_header X-Powered-By Final/1.0 always; return 200 \"final\\n\"; }",
+)
+OFF_TARGET = ("location = / { return 302 https://example.org:8443/elsewhere; }",)
+LOOP = ("location = / { return 301 /a; }", "location = /a { return 302 /; }")
+#: / -> /x -> /xx -> ... without end
+ENDLESS = ("location = / { return 301 /x; }", "location ~ ^/(x+)$ { return 301 /$1x; }")
+
+
+def audit(port: int, names: str = "http") -> tuple[AuditReport, dict[str, Any]]:
+    r = run_audit([Target("127.0.0.1", port)], AuditOptions(checks=parse_checks(names)),
+                  Scheduler(retries=1, timeout=5.0))[0]
+    assert r.error is None, r.error
+    return r, {c["name"]: c for c in json.loads(r.to_json())["check_results"]}
+
+
+@pytest.mark.needs_impl("nginx")
+def test_a_chain_within_the_target_is_followed(server_cache: ServerFactory) -> None:
+    srv = server_cache("nginx", proto="both", extra=CHAIN)
+    r, got = audit(srv.port)
+    # three connections, all under the first check's phase
+    assert {k: v for k, v in r.connections.items() if k.startswith("check")} == {
+        "check hsts request": 1, "check hsts redirect 1": 1, "check hsts redirect 2": 1}
+    hops = got["server_banner"]["details"]["redirects"]
+    assert [(h["path"], h["status"].split()[1], h["location"], h["followed"]) for h in hops] \
+        == [("/", "301", f"https://127.0.0.1:{srv.port}/app", True),
+            ("/app", "302", "/final", True)], hops
+    # the checks read the final answer and say so
+    b = got["banners"]
+    assert b["verdict"] == "supported" and b["details"]["status"].startswith("HTTP/1.1 200")
+    assert b["reason"] == "X-Powered-By: Final/1.0 (GET /final answered HTTP/1.1 200 OK, " \
+        "after 2 redirects from GET /)", b["reason"]
+    assert b["evidence"][:3] == [
+        f"GET / answered HTTP/1.1 301 Moved Permanently, Location: "
+        f"https://127.0.0.1:{srv.port}/app",
+        "GET /app answered HTTP/1.1 302 Moved Temporarily, Location: /final",
+        "GET /final answered HTTP/1.1 200 OK"], b["evidence"]
+    assert got["security_headers"]["details"]["present"] == [
+        {"name": "X-Content-Type-Options", "value": "nosniff"}]
+    # HSTS from the first answer, the redirect itself
+    hsts = got["hsts"]
+    assert hsts["verdict"] == "supported" and hsts["details"]["max_age"] == 600, hsts
+    assert hsts["details"]["status"].startswith("HTTP/1.1 301"), hsts
+    # a cookie set by the redirect counts, with the path whose answer set it
+    c = got["cookies"]
+    assert c["verdict"] == "vulnerable" and c["details"]["cookies"][0]["path"] == "/", c
+
+
+@pytest.mark.needs_impl("nginx")
+def test_a_redirect_off_the_target_is_not_followed(server_cache: ServerFactory,
+                                                   run_cli: Callable[..., Any]) -> None:
+    srv = server_cache("nginx", proto="both", extra=OFF_TARGET)
+    r, got = audit(srv.port)
+    assert {k: v for k, v in r.connections.items() if k.startswith("check")} == {
+        "check hsts request": 1}
+    hsts = got["hsts"]
+    assert hsts["reason"] == "no Strict-Transport-Security header (GET / answered HTTP/1.1 " \
+        "302 Moved Temporarily, a redirect to https://example.org:8443/elsewhere not " \
+        "followed: it points off the target (another scheme, host or port))", hsts["reason"]
+    assert hsts["details"]["redirects"] == [{
+        "path": "/", "status": "HTTP/1.1 302 Moved Temporarily",
+        "location": "https://example.org:8443/elsewhere", "followed": False}]
+    assert "Location: https://example.org:8443/elsewhere" in hsts["evidence"][0]
+    text = run_cli("scan", f"127.0.0.1:{srv.port}", "--checks", "server_banner,hsts",
+                   env={"COLUMNS": "300"}).stdout
+    words = " ".join(text.split())   # the table wraps its cells
+    assert "a redirect to https://example.org:8443/elsewhere not followed" in words, text
+
+
+@pytest.mark.needs_impl("nginx")
+@pytest.mark.parametrize("extra, connections, why", [
+    (LOOP, 2, "not followed: a loop (GET / was asked before)"),
+    (ENDLESS, 6, "not followed: 5 redirects followed already"),
+])
+def test_a_loop_and_an_endless_chain_stop(server_cache: ServerFactory,
+                                          extra: tuple[str, ...], connections: int,
+                                          why: str) -> None:
+    srv = server_cache("nginx", proto="both", extra=extra)
+    r, got = audit(srv.port, "server_banner")
+    used = sum(v for k, v in r.connections.items() if k.startswith("check"))
+    assert used == connections == got["server_banner"]["connections"], r.connections
+    reason = got["server_banner"]["reason"]
+    assert why in reason and reason.startswith("Server: nginx"), reason
+    hops = got["server_banner"]["details"]["redirects"]
+    assert len(hops) == connections and [h["followed"] for h in hops] == \
+        [True] * (connections - 1) + [False], hops
+
+
+def test_location_rules() -> None:
+    """Which Locations stay on https://example.com:8443 and what is asked next."""
+    def go(loc: str, asked: str = "/d/p") -> tuple[str, str | None]:
+        f = follow(asked, loc, "Example.COM", 8443)
+        return f.path, f.why
+    assert go("q?x=1#frag") == ("/d/q?x=1", None)
+    assert go("/a b/\xe9") == ("/a%20b/%E9", None)
+    assert go("https://EXAMPLE.com:8443/z") == ("/z", None)
+    assert go("//example.com:8443/n") == ("/n", None)
+    assert go("  /t\r\n/u\t ") == ("/t/u", None)   # tabs and newlines removed (WHATWG)
+    assert go("https://example.com/z")[1] == "it points off the target (another scheme, " \
+        "host or port)"   # port 443
+    assert go("https://evil.example:8443/")[1] is not None
+    assert go("http://example.com:8443/")[1] == "it leaves HTTPS for plain http (off the " \
+        "target)"
+    assert go("https://u:p@example.com:8443/")[1] == "a Location with user information"
+    assert go("https://example.com:99999/")[1] == "a Location that is not a URL (Port out " \
+        "of range 0-65535)"
+    assert go("/a\x00b")[1] == "a Location holding control characters"
+    assert go("/" + "a" * 3000)[1] == "a Location of 3001 characters (over 2048)"
+    assert go("")[1] == "an empty Location"
+    assert follow("/", "https://[::1]:8443/v6", "::1", 8443).path == "/v6"
