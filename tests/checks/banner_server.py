@@ -4,9 +4,11 @@ ignores what the client sends, as an implicit-TLS mail server does. Used for the
 "not applicable" side. Options: --port, --chain-file, --key-file (tests/checks/conftest.py
 script_server).
 
-With `--answer FILE` it is an HTTP server of one fixed answer instead: it reads the request's
+With `--answer FILE` it is an HTTP server of fixed answers instead: it reads the request's
 head and sends the file's bytes as they are (hostile headers: escapes, latin-1, a lone CR, a
-stale Date), then closes; the HTTP checks' tests use it where nginx cannot send such bytes."""
+stale Date), then closes; the HTTP checks' tests use it where nginx cannot send such bytes.
+Given several times, the Nth request gets the Nth file (the last one from then on): a
+redirect, then what its target answers."""
 from __future__ import annotations
 
 import argparse
@@ -17,18 +19,24 @@ import threading
 GREETING = b"* OK \x1b[31mIMAP4rev1 test server ready\r\n"
 
 
-def serve(conn: socket.socket, ctx: ssl.SSLContext, answer: bytes | None) -> None:
+REQUESTS = [0]
+LOCK = threading.Lock()
+
+
+def serve(conn: socket.socket, ctx: ssl.SSLContext, answers: list[bytes]) -> None:
     try:
         with ctx.wrap_socket(conn, server_side=True) as tls:
             tls.settimeout(10)
-            if answer is not None:
+            if answers:
                 head = b""
                 while b"\r\n\r\n" not in head and len(head) < 65536:
                     data = tls.recv(4096)
                     if not data:
                         return
                     head += data
-                tls.sendall(answer)
+                with LOCK:
+                    n, REQUESTS[0] = REQUESTS[0], REQUESTS[0] + 1
+                tls.sendall(answers[min(n, len(answers) - 1)])
                 return
             tls.sendall(GREETING)
             while tls.recv(4096):
@@ -42,15 +50,16 @@ def main() -> None:
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--chain-file", required=True)
     ap.add_argument("--key-file", required=True)
-    ap.add_argument("--answer", default=None, help="a file of bytes to answer HTTP with")
+    ap.add_argument("--answer", action="append", default=[],
+                    help="a file of bytes to answer HTTP with (again: the next request's)")
     args = ap.parse_args()
-    answer = open(args.answer, "rb").read() if args.answer else None
+    answers = [open(path, "rb").read() for path in args.answer]
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(args.chain_file, args.key_file)
     with socket.create_server(("127.0.0.1", args.port)) as srv:
         while True:
             conn, _ = srv.accept()
-            threading.Thread(target=serve, args=(conn, ctx, answer), daemon=True).start()
+            threading.Thread(target=serve, args=(conn, ctx, answers), daemon=True).start()
 
 
 if __name__ == "__main__":

@@ -3,11 +3,15 @@ against nginx with `return 301/302` configurations: a chain within the target (a
 relative Locations) is followed and the checks read its end, HSTS from the first answer
 (RFC 6797: a redirect's header counts), cookies from every answer; a Location off the
 target, a loop and a chain past 5 hops are not followed, and the checks say they read the
-redirect itself and where it pointed. Also the Location rules without a server."""
+redirect itself and where it pointed. tests/checks/banner_server.py sends what nginx
+cannot: a latin-1 Location (followed, percent-encoded), a hop answered with bytes that are
+not HTTP, a Location holding escapes (not followed, shown escaped). Also the Location rules
+without a server."""
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +25,7 @@ from tlsprobe.probes.audit.scheduler import Scheduler
 from tlsprobe.probes.checks._location import follow
 
 ServerFactory = Callable[..., Server]
+ScriptServer = Callable[..., int]
 
 #: / -> 301 (absolute, nginx's default) /app -> 302 (relative) /final; HSTS on the first
 #: answer only, a cookie without Secure on the first, the security headers on the last
@@ -138,3 +143,47 @@ def test_location_rules() -> None:
     assert go("/" + "a" * 3000)[1] == "a Location of 3001 characters (over 2048)"
     assert go("")[1] == "an empty Location"
     assert follow("/", "https://[::1]:8443/v6", "::1", 8443).path == "/v6"
+
+
+def _answers(tmp_path: Path, *answers: bytes) -> list[str]:
+    args = []
+    for i, answer in enumerate(answers):
+        path = tmp_path / f"answer{i}"
+        path.write_bytes(answer)
+        args += ["--answer", str(path)]
+    return args
+
+
+def test_a_latin1_location_is_followed_percent_encoded_and_a_hop_without_http_said(
+        script_server: ScriptServer, tmp_path: Path) -> None:
+    """tests/checks/banner_server.py answering a redirect to "/caf\xe9 x" (latin-1, a
+    space), then a redirect whose target answers with bytes that are not HTTP: the first is
+    asked as /caf%E9%20x, the second is not followed and the checks read it, saying why."""
+    port = script_server("banner_server.py", *_answers(
+        tmp_path, b"HTTP/1.1 301 Moved\r\nLocation: /caf\xe9 x\r\n\r\n",
+        b"HTTP/1.1 302 Found\r\nLocation: /next\r\nServer: hop\r\n\r\n",
+        b"* OK not HTTP\r\n"))
+    r, got = audit(port, "server_banner")
+    assert sum(v for k, v in r.connections.items() if k.startswith("check")) == 3
+    hops = got["server_banner"]["details"]["redirects"]
+    assert [(h["path"], h["location"], h["followed"]) for h in hops] == [
+        ("/", "/caf\xe9 x", True), ("/caf%E9%20x", "/next", False)], hops
+    assert got["server_banner"]["reason"] == "Server: hop (GET /caf%E9%20x answered HTTP/1.1 " \
+        "302 Found, after 1 redirect from GET /, a redirect to /next not followed: GET /next " \
+        "was not answered with HTTP)", got["server_banner"]["reason"]
+
+
+def test_a_hostile_location_is_not_followed_and_shown_escaped(
+        script_server: ScriptServer, tmp_path: Path, run_cli: Callable[..., Any]) -> None:
+    port = script_server("banner_server.py", *_answers(
+        tmp_path, b"HTTP/1.1 302 Found\r\nLocation: /\x1b[2J\x9b31m" + b"z" * 400 +
+        b"\r\n\r\n"))
+    r, got = audit(port, "hsts")
+    assert sum(v for k, v in r.connections.items() if k.startswith("check")) == 1
+    hsts = got["hsts"]
+    assert hsts["details"]["redirects"][0]["location"] == "/\x1b[2J\x9b31m" + "z" * 400
+    assert "not followed: a Location holding control characters" in hsts["reason"], hsts
+    assert "(409 characters)" in hsts["reason"]
+    text = run_cli("scan", f"127.0.0.1:{port}", "--checks", "hsts",
+                   env={"COLUMNS": "300"}).stdout
+    assert "\x1b" not in text and "\x9b" not in text and "\\x1b[2J\\x9b31m" in text, text
