@@ -55,7 +55,7 @@ def test_a_chain_within_the_target_is_followed(server_cache: ServerFactory) -> N
     r, got = audit(srv.port)
     # three connections, all under the first check's phase
     assert {k: v for k, v in r.connections.items() if k.startswith("check")} == {
-        "check hsts request": 1, "check hsts redirect 1": 1, "check hsts redirect 2": 1}
+        "check hsts request": 1, "check hsts redirect": 2}
     hops = got["server_banner"]["details"]["redirects"]
     assert [(h["path"], h["status"].split()[1], h["location"], h["followed"]) for h in hops] \
         == [("/", "301", f"https://127.0.0.1:{srv.port}/app", True),

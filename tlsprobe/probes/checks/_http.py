@@ -12,7 +12,7 @@ are not HTTP (the checks are then not applicable), a str when nothing conclusive
 Redirects within the target are followed (_location.py): an answer 301, 302, 303, 307 or 308
 whose Location (relative or absolute) stays on the same scheme (https), host and port is
 asked again with GET, each hop one more connection of the same kind (through the target's
-scheduler, counted under the same check, labels "redirect 1" ...), at most MAX_REDIRECTS
+scheduler, counted under the same check, label "redirect"), at most MAX_REDIRECTS
 hops, a path asked twice being a loop. The checks read the final answer; `Response.earlier`
 keeps the redirects that led to it (each with its status and Location) so that every check
 states the chain, and hsts reads the first answer (RFC 6797 8.1: a redirect's
@@ -225,7 +225,7 @@ async def _exchange(ctx: CheckContext) -> Response | NotHttp | str:
         if len(got.earlier) >= MAX_REDIRECTS:
             return _unfollowed(got, f"{MAX_REDIRECTS} redirects followed already")
         asked.add(path.path)
-        after = await _ask(ctx, config, path.path, f"redirect {len(asked) - 1}")
+        after = await _ask(ctx, config, path.path, "redirect")
         if isinstance(after, NotHttp):
             return _unfollowed(got, f"GET {cut(path.path)} was not answered with HTTP")
         if isinstance(after, str):

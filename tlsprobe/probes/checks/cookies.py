@@ -46,8 +46,11 @@ def cookies_of(got: Response) -> tuple[Cookie, ...]:
     return tuple(parse_cookie(r.path, line) for r in got.chain for line in r.get("set-cookie"))
 
 
-def _names(cookies: list[Cookie]) -> str:
-    shown = ", ".join(cut(c.name or "(no name)", 60) for c in cookies[:NAMED])
+def _names(cookies: list[Cookie], final: str) -> str:
+    """The cookies' names (with the path whose answer set each, when not the final one)."""
+    shown = ", ".join(cut(c.name or "(no name)", 60) +
+                      ("" if c.path == final else f" (set by GET {cut(c.path, 60)})")
+                      for c in cookies[:NAMED])
     return shown + (f" and {len(cookies) - NAMED} more" if len(cookies) > NAMED else "")
 
 
@@ -68,13 +71,13 @@ async def run(ctx: CheckContext) -> CheckResult:
         for c in cookies[:50]))
     n = len(cookies)
     counts = f"{n} cookie{'' if n == 1 else 's'} set"
-    notes = [f"without {flag}: {_names(without)}" for flag, without in (
+    notes = [f"without {flag}: {_names(without, got.path)}" for flag, without in (
         ("HttpOnly", [c for c in cookies if not c.http_only]),
         ("SameSite", [c for c in cookies if c.same_site is None])) if without]
     insecure = [c for c in cookies if not c.secure]
     if insecure:
-        return ctx.result(Verdict.vulnerable, f"{counts}, without Secure: {_names(insecure)}"
-                          f" (sent over plain http too){''.join('; ' + note for note in notes)}"
+        return ctx.result(Verdict.vulnerable, f"{counts}, without Secure: "
+                          f"{_names(insecure, got.path)} (sent over plain http too){''.join('; ' + note for note in notes)}"
                           f"{where}", evidence, severity=Severity.low, details=details)
     return ctx.result(Verdict.not_vulnerable, f"{counts}, each Secure"
                       f"{''.join('; ' + note for note in notes)}{where}", evidence, details=details)

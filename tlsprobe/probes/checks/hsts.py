@@ -56,8 +56,8 @@ async def run(ctx: CheckContext) -> CheckResult:
     value = carrier.get("strict-transport-security")[0]
     age, subdomains, preload = parse_hsts(value)
     header = f"Strict-Transport-Security: {cut(value)}"
-    if carrier is not got.chain[0]:
-        header += f" (in the answer to GET {cut(carrier.path)})"
+    if len(got.chain) > 1 or got.unfollowed is not None:
+        header += f" (in the answer to GET {cut(carrier.path)}, {carrier.status})"
     details = HstsDetails(carrier.status, value, age, subdomains, preload, got.redirects())
     if age is None or age == 0:
         why = "max-age=0 switches HSTS off" if age == 0 else "it has no valid max-age " \
@@ -70,6 +70,8 @@ async def run(ctx: CheckContext) -> CheckResult:
     if preload and (age < YEAR or not subdomains):
         parts.append("preload asked but the preload list wants max-age of a year and "
                      "includeSubDomains")
+    if len(got.chain) > 1 or got.unfollowed is not None:
+        parts.append(f"in the answer to GET {cut(carrier.path)}, {carrier.status}")
     return ctx.result(Verdict.supported, ", ".join(parts), (*trail, header), details=details)
 
 
