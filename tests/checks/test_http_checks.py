@@ -62,6 +62,11 @@ def test_openssl_www_has_no_hsts_no_compression_no_banner(server_cache: ServerFa
         got["hsts"].reason
     assert got["breach"].verdict is Verdict.not_vulnerable and got["breach"].code is None
     assert got["server_banner"].verdict is Verdict.not_supported
+    # s_server -www sets no cookie, sends no Date and no banner: nothing to judge or find
+    assert got["cookies"].verdict is Verdict.not_applicable and got["cookies"].code is None
+    assert got["clock_skew"].verdict is Verdict.not_applicable
+    assert got["banners"].verdict is Verdict.not_supported and got["banners"].code is None
+    assert got["security_headers"].code == "check.security_headers"
 
 
 def test_not_http_server_is_not_applicable_and_shown_escaped(

@@ -70,8 +70,12 @@ def test_a_chain_within_the_target_is_followed(server_cache: ServerFactory) -> N
         f"https://127.0.0.1:{srv.port}/app",
         "GET /app answered HTTP/1.1 302 Moved Temporarily, Location: /final",
         "GET /final answered HTTP/1.1 200 OK"], b["evidence"]
-    assert got["security_headers"]["details"]["present"] == [
-        {"name": "X-Content-Type-Options", "value": "nosniff"}]
+    sh = got["security_headers"]
+    assert sh["details"]["present"] == [{"name": "X-Content-Type-Options", "value": "nosniff"}]
+    # no weak value, but no CSP and no clickjacking protection: an info finding
+    assert (sh["verdict"], sh["severity"]) == ("not supported", "info"), sh
+    assert sh["reason"].startswith("missing: Content-Security-Policy, X-Frame-Options or CSP "
+                                   "frame-ancestors; present: X-Content-Type-Options"), sh
     # HSTS from the first answer, the redirect itself
     hsts = got["hsts"]
     assert hsts["verdict"] == "supported" and hsts["details"]["max_age"] == 600, hsts
