@@ -73,8 +73,8 @@ class Response:
     def code(self) -> int | None:
         """The status code, None when the status line has none."""
         parts = self.status.split()
-        return int(parts[1]) if len(parts) > 1 and parts[1].isdigit() and \
-            len(parts[1]) == 3 else None
+        code = parts[1] if len(parts) > 1 else ""
+        return int(code) if len(code) == 3 and code.isascii() and code.isdigit() else None
 
     @property
     def location(self) -> str | None:

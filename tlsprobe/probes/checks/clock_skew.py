@@ -42,9 +42,10 @@ def parse_date(value: str) -> dt.datetime | None:
         return None
     try:
         when = parsedate_to_datetime(value)
+        return when.replace(tzinfo=dt.UTC) if when.tzinfo is None else \
+            when.astimezone(dt.UTC)
     except (ValueError, TypeError, OverflowError, IndexError):
         return None
-    return when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when.astimezone(dt.UTC)
 
 
 def parse_age(values: list[str]) -> int | None:
