@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.helpers.servers import Server
 from tlsprobe.commands.scan import parse_checks
@@ -22,6 +24,7 @@ from tlsprobe.model.audit import AuditReport
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes.audit.run import AuditOptions, run_audit
 from tlsprobe.probes.audit.scheduler import Scheduler
+from tlsprobe.probes.checks._http import Response, parse_head
 from tlsprobe.probes.checks._location import follow
 
 ServerFactory = Callable[..., Server]
@@ -191,3 +194,24 @@ def test_a_hostile_location_is_not_followed_and_shown_escaped(
     text = run_cli("scan", f"127.0.0.1:{port}", "--checks", "hsts",
                    env={"COLUMNS": "300"}).stdout
     assert "\x1b" not in text and "\x9b" not in text and "\\x1b[2J\\x9b31m" in text, text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.characters(max_codepoint=0xFF), max_size=60), st.sampled_from(
+    ["/", "/a/b?q"]), st.sampled_from(["127.0.0.1", "::1", "Example.COM"]))
+def test_any_location_is_followed_as_one_safe_path_or_said_why(location: str, asked: str,
+                                                               host: str) -> None:
+    """For any latin-1 Location (what a server's header can hold): either the reason it is
+    not followed, or a path of printable ASCII starting with "/" (nothing that could end our
+    request line or add a header); never an exception."""
+    f = follow(asked, location, host, 8443)
+    assert f.why is not None or (f.path.startswith("/") and
+                                 all("!" <= c <= "~" for c in f.path)), (location, f)
+
+
+def test_a_status_code_is_three_ascii_digits() -> None:
+    """A latin-1 superscript digit is a digit to str.isdigit, not to int(): no redirect."""
+    got = parse_head(b"HTTP/1.1 \xb201 Moved\r\nLocation: /x\r\n\r\n")
+    assert isinstance(got, Response) and got.code is None and got.location is None
+    got = parse_head(b"HTTP/1.1 308 Permanent Redirect\r\nLocation: /x\r\n\r\n")
+    assert isinstance(got, Response) and got.code == 308 and got.location == "/x"
