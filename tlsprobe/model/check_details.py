@@ -15,14 +15,16 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 __all__ = [
-    "AcceptedSuite", "BannerDetails", "CcsDetails", "CheckDetails", "CompressionDetails",
-    "DhDetails", "DowngradeSentinelDetails", "EarlyDataDetails", "EchoDetails",
-    "FallbackAnswer", "FallbackDetails", "HeartbleedDetails", "HstsDetails",
+    "AcceptedSuite", "BannerDetails", "BannersDetails", "CcsDetails", "CheckDetails",
+    "ClockSkewDetails", "CompressionDetails", "Cookie", "CookiesDetails", "DhDetails",
+    "DowngradeSentinelDetails", "EarlyDataDetails", "EchoDetails", "FallbackAnswer",
+    "FallbackDetails", "HeaderValue", "HeartbleedDetails", "HstsDetails",
     "HttpCompressionDetails", "KeyUsageDetails", "LifetimeDetails", "MustStapleDetails",
-    "RenegotiationDetails", "RenegotiationsDetails", "ReplyKind", "ResumptionDetails",
-    "ResumptionMechanism", "RobotAnswer", "RobotDetails", "RobotOracle", "SctDetails",
-    "SentinelAnswer", "Sslv2Details", "StaplingDetails", "SuiteCheckDetails",
-    "TicketbleedDetails", "ToleranceDetails", "VariantAnswer",
+    "RedirectHop", "RenegotiationDetails", "RenegotiationsDetails", "ReplyKind",
+    "ResumptionDetails", "ResumptionMechanism", "RobotAnswer", "RobotDetails",
+    "RobotOracle", "SctDetails", "SecurityHeadersDetails", "SentinelAnswer", "Sslv2Details",
+    "StaplingDetails", "SuiteCheckDetails", "TicketbleedDetails", "ToleranceDetails",
+    "VariantAnswer", "WeakHeader",
 ]
 
 
@@ -280,33 +282,128 @@ class ToleranceDetails(CheckDetails):
 # -- HTTP checks -----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
+class RedirectHop:
+    """One redirect answer on the way from GET /: the path asked, the status line, the
+    Location as sent, and whether it was followed (the next answer is its target's)."""
+
+    path: str
+    status: str
+    location: str
+    followed: bool
+
+
+@dataclass(frozen=True)
 class HstsDetails(CheckDetails):
     """hsts: the HTTP status line, the header (None: absent), max-age (None: missing or
-    invalid), includeSubDomains, preload."""
+    invalid), includeSubDomains, preload; the redirects on the way (the header read is the
+    first one along them, from GET / on)."""
 
     status: str
     header: str | None
     max_age: int | None
     include_subdomains: bool
     preload: bool
+    redirects: tuple[RedirectHop, ...] = ()
 
 
 @dataclass(frozen=True)
 class HttpCompressionDetails(CheckDetails):
-    """breach: the HTTP status line, the Content-Encodings of the answer, the compressing ones."""
+    """breach: the HTTP status line, the Content-Encodings of the answer, the compressing
+    ones; the redirects followed to that answer."""
 
     status: str
     encodings: tuple[str, ...]
     compressing: tuple[str, ...]
+    redirects: tuple[RedirectHop, ...] = ()
 
 
 @dataclass(frozen=True)
 class BannerDetails(CheckDetails):
     """server_banner: the HTTP status line and the Server headers, as sent (the report escapes
-    them)."""
+    them); the redirects followed to that answer."""
 
     status: str
     banners: tuple[str, ...]
+    redirects: tuple[RedirectHop, ...] = ()
+
+
+@dataclass(frozen=True)
+class HeaderValue:
+    """One header as sent: its name (as the check spells it) and its value (the report
+    escapes it)."""
+
+    name: str
+    value: str
+
+
+@dataclass(frozen=True)
+class WeakHeader:
+    """A security header present with a value that does not protect, and why."""
+
+    name: str
+    why: str
+
+
+@dataclass(frozen=True)
+class SecurityHeadersDetails(CheckDetails):
+    """security_headers: the HTTP status line, the security headers present (each value),
+    those missing, those whose value is weak; the redirects followed to that answer."""
+
+    status: str
+    present: tuple[HeaderValue, ...]
+    missing: tuple[str, ...]
+    weak: tuple[WeakHeader, ...]
+    redirects: tuple[RedirectHop, ...] = ()
+
+
+@dataclass(frozen=True)
+class Cookie:
+    """One Set-Cookie: the answer's path, the cookie's name, its Secure and HttpOnly
+    attributes, its SameSite value (None: absent)."""
+
+    path: str
+    name: str
+    secure: bool
+    http_only: bool
+    same_site: str | None
+
+
+@dataclass(frozen=True)
+class CookiesDetails(CheckDetails):
+    """cookies: the HTTP status line and every cookie set along the redirects (in order);
+    the redirects."""
+
+    status: str
+    cookies: tuple[Cookie, ...]
+    redirects: tuple[RedirectHop, ...] = ()
+
+
+@dataclass(frozen=True)
+class ClockSkewDetails(CheckDetails):
+    """clock_skew: the HTTP status line, the Date header (None: absent), the Age header's
+    seconds (None: absent or not a number), the server's time (Date + Age) and ours when
+    the answer came (ISO 8601, None when not read), their difference in seconds (server
+    minus ours: negative when the server is behind), the tolerance."""
+
+    status: str
+    date: str | None
+    age: int | None
+    server_time: str | None
+    our_time: str | None
+    skew_seconds: int | None
+    tolerance_seconds: int
+    redirects: tuple[RedirectHop, ...] = ()
+
+
+@dataclass(frozen=True)
+class BannersDetails(CheckDetails):
+    """banners: the HTTP status line, the application banners (X-Powered-By, ...) and the
+    proxy banners (Via, X-Cache, ...) as sent; the redirects followed to that answer."""
+
+    status: str
+    application: tuple[HeaderValue, ...]
+    proxy: tuple[HeaderValue, ...]
+    redirects: tuple[RedirectHop, ...] = ()
 
 
 # -- certificate checks ----------------------------------------------------------------------

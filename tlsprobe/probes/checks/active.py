@@ -15,10 +15,13 @@ from tlsprobe.model.check_catalog import ACTIVE
 from tlsprobe.model.checks import CheckResult
 from tlsprobe.probes.audit.scheduler import TargetRunner
 from tlsprobe.probes.checks import (
+    banners,
     ccs,
     cert_lifetime,
     client_renegotiation,
+    clock_skew,
     compression,
+    cookies,
     downgrade_sentinel,
     early_data,
     ems,
@@ -36,6 +39,7 @@ from tlsprobe.probes.checks import (
     resumption,
     robot,
     sct,
+    security_headers,
     server_banner,
     split_record,
     split_segment,
@@ -54,6 +58,7 @@ CHECKS: dict[str, ActiveCheck] = {c.name: c for c in (
     early_data.CHECK, ocsp_stapling.CHECK, ems.CHECK, etm.CHECK, large_hello.CHECK,
     split_record.CHECK, split_segment.CHECK, grease.CHECK, unknown_version.CHECK,
     tls13_intolerance.CHECK, hsts.CHECK, http_compression.CHECK, server_banner.CHECK,
+    banners.CHECK, security_headers.CHECK, cookies.CHECK, clock_skew.CHECK,
     cert_lifetime.CHECK, sct.CHECK, key_usage.CHECK, must_staple.CHECK, compression.CHECK,
     client_renegotiation.CHECK, robot.CHECK, sslv2.CHECK, renegotiation.CHECK,
     downgrade_sentinel.CHECK,
