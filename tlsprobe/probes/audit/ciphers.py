@@ -20,6 +20,7 @@ from tlsprobe.model.audit import ORDER_UNKNOWN, SuiteAudit
 from tlsprobe.model.probe import Cipher, Codepoint
 from tlsprobe.probes.audit.elimination import Elimination
 from tlsprobe.probes.audit.groups import candidate_groups
+from tlsprobe.probes.audit.outcome import Stop
 from tlsprobe.probes.audit.scheduler import (
     STOP_FLIGHT,
     STOP_HELLO,
@@ -60,6 +61,16 @@ def _pick(out: Outcome, version: int) -> int | None:
     return out.cipher_suite if out.answered and out.version == version else None
 
 
+def _flight_cut(el: Elimination, choice: int, out: Outcome) -> Stop:
+    """A pick whose first flight did not come whole (a server that trickles it until the
+    deadline, resets or refuses after its ServerHello: `reason` says which): the rest of the
+    version's picks stop at the ServerHello, so that such a server costs one slow connection,
+    not one per suite; their key exchange is then unknown, and a note says why."""
+    el.notes.append(f"key exchange of the suites after {registry.suite_name(choice)} not "
+                    f"read: the server's first flight was cut ({out.reason})")
+    return STOP_HELLO
+
+
 async def enumerate_suites(run: TargetRunner, version: int) -> SuiteAudit:
     phase = f"suites {registry.version_name(version)}"
     candidates = candidate_suites(version)
@@ -74,6 +85,8 @@ async def enumerate_suites(run: TargetRunner, version: int) -> SuiteAudit:
         if choice in el.remaining:
             el.pick(choice, offered)
             accepted[choice] = out
+            if stop == STOP_FLIGHT and out.reason and el.remaining:
+                stop = _flight_cut(el, choice, out)
             continue
         if out.answered:
             el.notes.append(f"stopped: {out.describe()} with cipher suite "
