@@ -67,7 +67,7 @@ def _flight_cut(el: Elimination, choice: int, out: Outcome) -> Stop:
     version's picks stop at the ServerHello, so that such a server costs one slow connection,
     not one per suite; their key exchange is then unknown, and a note says why."""
     el.notes.append(f"key exchange of the suites after {registry.suite_name(choice)} not "
-                    f"read: the server's first flight was cut ({out.reason})")
+                    f"read: that connection's first flight was not read whole ({out.reason})")
     return STOP_HELLO
 
 
