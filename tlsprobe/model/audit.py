@@ -22,6 +22,7 @@ from tlsprobe.model.vocab import (
     ConsistencyStatus,
     DheStatus,
     GroupMethod,
+    KxStrength,
     Order,
     PqCheck,
     SigalgStatus,
@@ -140,8 +141,38 @@ class GroupAudit:
 
 
 @dataclass(frozen=True)
+class SuiteRow:
+    """One accepted suite with the key exchange the connection that accepted it
+    established, as testssl.sh and sslscan show it, and whether the suite is weak.
+
+    `kx_kind`: ECDHE, DHE, RSA (static key transport), ECDH/DH (static, the certificate's
+    key), hybrid or KEM (TLS 1.3 post-quantum groups), PSK, SRP, ... (the suite's key
+    exchange when its size was not established). `kx_bits`: the size as testssl.sh and
+    `openssl s_client` count it (x25519 253, x448 448, secp384r1 384; the DH prime's bits;
+    the RSA key's bits: the certificate's, or the ServerKeyExchange's temporary key of an
+    export suite); None for a post-quantum group (named instead) and where nothing was
+    established. `kx_label`: "ECDH 253", "DH 1024", "RSA 2048", "X25519MLKEM768", "PSK",
+    or "unknown". `kx_group`: the named group, if any. `kx_source`: where it was read
+    (key_share, hello_retry_request, server_key_exchange, certificate), None when it was
+    not. `kx_strength` and `weak` follow policy/suite_strength.py; `weak_reasons` say
+    why (the suite's weaknesses, then the key exchange's)."""
+
+    suite: Cipher
+    kx_kind: str
+    kx_bits: int | None = None
+    kx_label: str = "unknown"
+    kx_group: Codepoint | None = None
+    kx_source: str | None = None
+    kx_strength: KxStrength = KxStrength.UNKNOWN
+    weak: bool = False
+    weak_reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class SuiteAudit:
-    """Cipher suites of one protocol version, by elimination (many suites per hello)."""
+    """Cipher suites of one protocol version, by elimination (many suites per hello).
+    `rows`: one per supported suite, in the same order, with its key exchange and weak
+    marks (empty where the audit did not record them, e.g. a report built by hand)."""
 
     version: Codepoint
     supported: tuple[Cipher, ...] = ()
@@ -149,6 +180,11 @@ class SuiteAudit:
     complete: bool = True           # False: elimination stopped on an inconclusive outcome
     connections: int = 0
     notes: tuple[str, ...] = ()
+    rows: tuple[SuiteRow, ...] = ()
+
+    def row(self, code: int) -> SuiteRow | None:
+        """The row of suite `code` (None: not recorded)."""
+        return next((r for r in self.rows if r.suite.id == code), None)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from tlsprobe.model.severity import Severity
 from tlsprobe.model.vocab import Order
 from tlsprobe.report.escape import shown
 from tlsprobe.report.fit import FitTable
+from tlsprobe.report.suite_kx import kx_text, weak_line
 from tlsprobe.report.tones import TONE_STYLE, pq_tone, version_tone
 
 ORDER_TEXT = {ORDER_SERVER: "the server enforces its own order",
@@ -152,10 +153,20 @@ def suite_section(s: SuiteAudit) -> RenderableType:
         return Group(_title(head), _text("none accepted" if s.complete else "not established",
                                          style="" if s.complete else "yellow"),
                      *[_text(f"note: {n}", style="dim") for n in s.notes], _text(""))
-    table = _table("#", "Cipher suite", "OpenSSL name")
+    rows = {r.suite.id: r for r in s.rows}
+    table = _table("#", "Cipher suite", "OpenSSL name", *(("Kx",) if rows else ()))
     for i, c in enumerate(s.supported, 1):
-        _row(table, str(i), f"{c.iana_name} ({c.hex})", c.openssl_name or "")
-    parts: list[RenderableType] = [_title(head), table, _text(f"Order: {order_text(s.order)}")]
+        row = rows.get(c.id)
+        weak = row is not None and row.weak   # marked "!" and red (report/suite_kx.py)
+        cells = [_text(f"{i}!" if weak else str(i), style="red" if weak else ""),
+                 _text(f"{c.iana_name} ({c.hex})", style="red" if weak else ""),
+                 _text(c.openssl_name or "", style="red" if weak else "")]
+        _row(table, *cells, *((kx_text(row),) if rows else ()))
+    parts: list[RenderableType] = [_title(head), table]
+    weak_note = weak_line(s)
+    if weak_note is not None:
+        parts.append(weak_note)
+    parts.append(_text(f"Order: {order_text(s.order)}"))
     if not s.complete:
         parts.append(_text("the list may be incomplete", style="yellow"))
     parts += [_text(f"note: {n}", style="dim") for n in s.notes]

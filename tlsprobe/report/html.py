@@ -27,6 +27,7 @@ from tlsprobe.model.audit import AuditReport, GroupAudit, SigalgAudit, SuiteAudi
 from tlsprobe.model.checks import CATEGORIES, CheckResult
 from tlsprobe.model.severity import Severity
 from tlsprobe.report.escape import shown
+from tlsprobe.report.suite_kx import WEAK_CSS, suite_table_html
 from tlsprobe.report.tones import (
     Tone,
     check_severity,
@@ -65,7 +66,7 @@ td.n{text-align:right}.muted{color:#666}.note{color:#666;font-size:.92em}
 .v-good{color:#1b5e20;font-weight:bold}.v-bad{color:#b71c1c;font-weight:bold}
 .v-unsure{color:#8a6d00;font-weight:bold}.v-none{color:#666}
 .error{color:#b71c1c;font-weight:bold}.items{font-size:.92em;color:#333}
-"""
+""" + WEAK_CSS
 
 #: a row's tone (report.tones: good or bad news, whatever the words) -> its CSS class
 TONE_CLASS: dict[str, str] = {"good": "v-good", "bad": "v-bad", "unsure": "v-unsure",
@@ -181,9 +182,12 @@ def suite_html(s: SuiteAudit) -> str:
     if not s.supported:
         out += _p("none accepted", "") if s.complete else _p("not established", "v-unsure")
         return out + _notes(s.notes)
-    rows = [(str(i), c.iana_name, c.hex, c.openssl_name or "")
-            for i, c in enumerate(s.supported, 1)]
-    out += _table(("#", "Cipher suite", "Code", "OpenSSL name"), rows)
+    if s.rows:   # with the key exchange and the weak rows marked (report/suite_kx.py)
+        out += suite_table_html(s)
+    else:
+        rows = [(str(i), c.iana_name, c.hex, c.openssl_name or "")
+                for i, c in enumerate(s.supported, 1)]
+        out += _table(("#", "Cipher suite", "Code", "OpenSSL name"), rows)
     out += _p(f"Order: {_order(s.order)}")
     if not s.complete:
         out += _p("the list may be incomplete", "v-unsure")
