@@ -49,7 +49,8 @@ CHAIN = ("versions", "cert")
 DEFAULT = ("audit", "all")
 
 #: vulnerability checks read from the audit (probes/checks/derived.py), in report order
-DERIVED = ("poodle", "freak", "logjam", "dh", "rc4", "sweet32", "beast", "null", "anon")
+DERIVED = ("poodle", "freak", "logjam", "dh", "rc4", "sweet32", "beast", "null", "anon",
+           "lucky13")
 
 #: active checks, in report order within their section
 ACTIVE: dict[str, Entry] = {
