@@ -82,6 +82,7 @@ ACTIVE: dict[str, Entry] = {
     "sslv2": Entry(Category.vulnerability),
     "renegotiation": Entry(Category.hygiene),
     "downgrade_sentinel": Entry(Category.hygiene),
+    "many_suites": Entry(Category.tolerance),
 }
 
 _BY_CATEGORY = {"vulns": Category.vulnerability, "hygiene": Category.hygiene,

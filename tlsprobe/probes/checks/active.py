@@ -30,6 +30,7 @@ from tlsprobe.probes.checks import (
     http_compression,
     key_usage,
     large_hello,
+    many_suites,
     must_staple,
     ocsp_stapling,
     renegotiation,
@@ -57,6 +58,7 @@ CHECKS: dict[str, ActiveCheck] = {c.name: c for c in (
     cert_lifetime.CHECK, sct.CHECK, key_usage.CHECK, must_staple.CHECK, compression.CHECK,
     client_renegotiation.CHECK, robot.CHECK, sslv2.CHECK, renegotiation.CHECK,
     downgrade_sentinel.CHECK,
+    many_suites.CHECK,
 )}
 
 
