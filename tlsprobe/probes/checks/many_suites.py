@@ -39,7 +39,7 @@ def suite_list(first: tuple[int, ...], version: int, count: int = SUITES) -> lis
     `count` distinct suites in all (`first` whole even when it is longer)."""
     out = list(dict.fromkeys(first))
     taken = set(out)
-    defined = registry.suites_for_version(version)
+    defined = tuple(registry.suites_for_version(version))
     if version == TLS13:
         defined = (*defined, *registry.suites_for_version(TLS12))
     for code in defined:
