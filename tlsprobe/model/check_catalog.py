@@ -83,6 +83,7 @@ ACTIVE: dict[str, Entry] = {
     "renegotiation": Entry(Category.hygiene),
     "downgrade_sentinel": Entry(Category.hygiene),
     "many_suites": Entry(Category.tolerance),
+    "tls_timestamp": Entry(Category.hygiene),
 }
 
 _BY_CATEGORY = {"vulns": Category.vulnerability, "hygiene": Category.hygiene,

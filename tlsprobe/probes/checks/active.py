@@ -43,6 +43,7 @@ from tlsprobe.probes.checks import (
     sslv2,
     ticketbleed,
     tls13_intolerance,
+    tls_timestamp,
     unknown_version,
 )
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
@@ -58,7 +59,7 @@ CHECKS: dict[str, ActiveCheck] = {c.name: c for c in (
     cert_lifetime.CHECK, sct.CHECK, key_usage.CHECK, must_staple.CHECK, compression.CHECK,
     client_renegotiation.CHECK, robot.CHECK, sslv2.CHECK, renegotiation.CHECK,
     downgrade_sentinel.CHECK,
-    many_suites.CHECK,
+    many_suites.CHECK, tls_timestamp.CHECK,
 )}
 
 
