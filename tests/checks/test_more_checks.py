@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 
 from tests.helpers.servers import Server, accepting
-from tlsprobe.model.check_details import RandomKind, TimestampDetails
+from tlsprobe.model.check_details import AlpnDetails, NpnDetails, RandomKind, TimestampDetails
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes.audit.run import AuditOptions, run_audit
 from tlsprobe.probes.audit.scheduler import Scheduler
 from tlsprobe.commands.scan import parse_checks
+from tlsprobe.probes.checks.npn import protocols
 
 ServerFactory = Callable[..., Server]
 
@@ -73,3 +74,90 @@ def test_tls_timestamp_random_on_the_scripted_server(script_server: Callable[...
     assert c.verdict is Verdict.supported and c.code is None, c
     assert isinstance(c.details, TimestampDetails)
     assert [s.kind for s in c.details.samples] == [RandomKind.random]
+
+
+@pytest.mark.needs_impl("openssl")
+def test_alpn_lists_openssl_s_server_protocols_in_its_order(server_cache: ServerFactory
+                                                            ) -> None:
+    """openssl s_server -alpn chooses by its own list (SSL_select_next_proto over the
+    server's order): the enumeration gives that order, the reversed offer confirms it; a
+    list sharing nothing is refused with no_application_protocol."""
+    srv = server_cache("openssl", proto="both", extra=("-alpn", "http/1.1,acme-tls/1,h2"))
+    c = check(srv.port, "alpn")
+    assert c.verdict is Verdict.supported and c.code is None, c
+    assert isinstance(c.details, AlpnDetails)
+    assert c.details.accepted == ("http/1.1", "acme-tls/1", "h2"), c
+    assert c.details.preference == "server" and c.details.version == "TLS 1.3"
+    assert c.details.refuses_unknown is True
+    assert "the server accepts http/1.1, acme-tls/1, h2, the server's preference" in c.reason
+    assert c.connections == 5          # three chosen, one refused, one for the order
+
+
+@pytest.mark.needs_impl("openssl")
+def test_alpn_not_supported_by_a_server_without_it(server_cache: ServerFactory) -> None:
+    srv = server_cache("openssl", proto="tls1_2")
+    c = check(srv.port, "alpn")
+    assert c.verdict is Verdict.not_supported and c.code is None, c
+    assert isinstance(c.details, AlpnDetails)
+    assert c.details.accepted == () and c.details.refuses_unknown is None
+    assert c.details.version == "TLS 1.2" and c.connections == 1
+    assert "answered without ALPN" in c.reason
+
+
+@pytest.mark.needs_impl("nginx")
+def test_alpn_on_nginx_with_http2(server_cache: ServerFactory,
+                                  run_cli: Callable[..., Any]) -> None:
+    """nginx answers what it serves in its own order: h2 first with http2 on, then its
+    HTTP/1 versions; a list it shares nothing with gets no_application_protocol."""
+    srv = server_cache("nginx", proto="both", extra=("listen-options http2",))
+    res = run_cli("scan", f"127.0.0.1:{srv.port}", "--checks", "alpn,npn", "--json",
+                  "--no-verify")
+    assert res.returncode == 0, res.stderr
+    got = {c["name"]: c for c in json.loads(res.stdout)["check_results"]}
+    alpn = got["alpn"]
+    assert alpn["verdict"] == "supported", alpn
+    assert alpn["details"]["accepted"] == ["h2", "http/1.1", "http/1.0", "http/0.9"], alpn
+    assert alpn["details"]["preference"] == "server" and alpn["details"]["refuses_unknown"]
+    assert got["npn"]["verdict"] == "not supported", got["npn"]
+    assert got["npn"]["details"] == {"version": "TLS 1.2", "advertised": False,
+                                     "protocols": []}
+    text = run_cli("scan", f"127.0.0.1:{srv.port}", "--checks", "alpn", "--no-verify").stdout
+    line = next(x for x in text.splitlines() if x.startswith("application protocols"))
+    assert "supported" in line and "h2, http/1.1" in text, text
+
+
+@pytest.mark.needs_impl("openssl")
+def test_npn_on_both_sides(server_cache: ServerFactory) -> None:
+    """openssl s_server -nextprotoneg lists its protocols in the ServerHello; without the
+    option it sends no NPN; a TLS 1.3-only server is not applicable."""
+    srv = server_cache("openssl", proto="both", extra=("-nextprotoneg", "spdy/3,http/1.1"))
+    c = check(srv.port, "npn")
+    assert c.verdict is Verdict.supported and c.code is None, c
+    assert c.details == NpnDetails("TLS 1.2", True, ("spdy/3", "http/1.1"))
+    assert c.connections == 1 and "advertises NPN: spdy/3, http/1.1" in c.reason
+    plain = server_cache("openssl", proto="both")
+    c = check(plain.port, "npn")
+    assert c.verdict is Verdict.not_supported, c
+    assert c.details == NpnDetails("TLS 1.2", False, ())
+    only13 = server_cache("openssl", proto="tls1_3")
+    c = check(only13.port, "npn")
+    assert c.verdict is Verdict.not_applicable and c.connections == 0, c
+
+
+def test_npn_list_parser_refuses_malformed_bytes() -> None:
+    assert protocols(b"\x02h2\x08http/1.1") == ["h2", "http/1.1"]
+    assert protocols(b"") == []
+    assert protocols(b"\x05h2") is None and protocols(b"\x00") is None
+    assert protocols(b"\x03a\xffb") == ["a\\xffb"]      # escaped, as the reports show it
+
+
+@pytest.mark.needs_impl("gnutls")
+def test_alpn_client_order_on_gnutls(server_cache: ServerFactory) -> None:
+    """gnutls-serv (without GNUTLS_ALPN_SERVER_PRECEDENCE) chooses by the client's order:
+    the enumeration gives ours, the reversed offer shows the client's order is followed."""
+    srv = server_cache("gnutls", proto="both", extra=("--alpn=http/1.1", "--alpn=h2"))
+    c = check(srv.port, "alpn")
+    assert c.verdict is Verdict.supported, c
+    assert isinstance(c.details, AlpnDetails)
+    assert c.details.accepted == ("h2", "http/1.1") and c.details.preference == "client", c
+    assert "chosen in the client's order" in c.reason

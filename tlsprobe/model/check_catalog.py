@@ -84,6 +84,8 @@ ACTIVE: dict[str, Entry] = {
     "downgrade_sentinel": Entry(Category.hygiene),
     "many_suites": Entry(Category.tolerance),
     "tls_timestamp": Entry(Category.hygiene),
+    "alpn": Entry(Category.hygiene),
+    "npn": Entry(Category.hygiene),
 }
 
 _BY_CATEGORY = {"vulns": Category.vulnerability, "hygiene": Category.hygiene,

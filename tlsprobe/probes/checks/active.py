@@ -15,6 +15,7 @@ from tlsprobe.model.check_catalog import ACTIVE
 from tlsprobe.model.checks import CheckResult
 from tlsprobe.probes.audit.scheduler import TargetRunner
 from tlsprobe.probes.checks import (
+    alpn,
     ccs,
     cert_lifetime,
     client_renegotiation,
@@ -32,6 +33,7 @@ from tlsprobe.probes.checks import (
     large_hello,
     many_suites,
     must_staple,
+    npn,
     ocsp_stapling,
     renegotiation,
     resumption,
@@ -59,7 +61,7 @@ CHECKS: dict[str, ActiveCheck] = {c.name: c for c in (
     cert_lifetime.CHECK, sct.CHECK, key_usage.CHECK, must_staple.CHECK, compression.CHECK,
     client_renegotiation.CHECK, robot.CHECK, sslv2.CHECK, renegotiation.CHECK,
     downgrade_sentinel.CHECK,
-    many_suites.CHECK, tls_timestamp.CHECK,
+    many_suites.CHECK, tls_timestamp.CHECK, alpn.CHECK, npn.CHECK,
 )}
 
 
