@@ -45,7 +45,7 @@ def test_tls_timestamp_random_on_openssl(server_cache: ServerFactory) -> None:
     assert [(s.version, s.kind) for s in c.details.samples] == [
         ("TLS 1.3", RandomKind.random), ("TLS 1.2", RandomKind.random)]
     assert c.details.skew_seconds is None and c.connections == 4
-    assert all(len(s.values) == 2 for s in c.details.samples)
+    assert all(len(s.first_bytes) == 2 for s in c.details.samples)
 
 
 @pytest.mark.parametrize("skew", [0, 3600, -300_000_000])

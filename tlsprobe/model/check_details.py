@@ -254,13 +254,13 @@ class RandomKind(StrEnum):
 
 @dataclass(frozen=True)
 class RandomSample:
-    """tls_timestamp, one version: its name, what the bytes are, their values (one per
-    connection, as big-endian integers) and, for a clock, its offset from ours in seconds
-    (positive: ahead)."""
+    """tls_timestamp, one version: its name, what the bytes are, the first 4 bytes of each
+    connection's ServerHello.random (as big-endian integers: the Unix time, for a clock)
+    and, for a clock, its offset from ours in seconds (positive: ahead)."""
 
     version: str
     kind: RandomKind
-    values: tuple[int, ...]
+    first_bytes: tuple[int, ...]
     skew_seconds: int | None
 
 

@@ -102,8 +102,11 @@ async def _judge_version(ctx: CheckContext, version: int) -> tuple[RandomSample,
     skew = round(a.value - (a.before + a.after) / 2) if kind is RandomKind.clock else None
     values = tuple(s.value for s in samples)
     shown = ", ".join(f"0x{v:08x}" for v in values)
+    if kind is RandomKind.random:   # the values are in the details; nothing to show here
+        return RandomSample(name, kind, values, skew), f"{name}: the first 4 bytes of " \
+            f"ServerHello.random on {len(values)} connections: random"
     said = f"a clock, {skew:+d} s from ours" if skew is not None else \
-        "the same bytes each time, not a clock" if kind is RandomKind.fixed else "random"
+        "the same bytes each time, not a clock"
     line = f"{name}: ServerHello.random begins {shown} on {len(values)} connections " \
         f"{b.after - a.before:.1f} s apart: {said}"
     return RandomSample(name, kind, values, skew), line
