@@ -94,6 +94,37 @@ def test_alpn_lists_openssl_s_server_protocols_in_its_order(server_cache: Server
 
 
 @pytest.mark.needs_impl("openssl")
+def test_the_new_rows_in_text_json_and_html(server_cache: ServerFactory, tmp_path: Any,
+                                            run_cli: Callable[..., Any]) -> None:
+    """One scan asking for the five checks: a row each in the text report's sections, an
+    object each in JSON with its details, and a row each in the HTML page (the LUCKY13
+    finding in its findings)."""
+    srv = server_cache("openssl", proto="both", extra=("-alpn", "h2,http/1.1",
+                                                      "-nextprotoneg", "http/1.1"))
+    page = tmp_path / "r.html"
+    names = "lucky13,many_suites,tls_timestamp,alpn,npn"
+    res = run_cli("scan", f"127.0.0.1:{srv.port}", "--checks", names, "--no-verify",
+                  "--json", "--html", str(page))
+    assert res.returncode == 0, res.stderr
+    got = {c["name"]: c for c in json.loads(res.stdout)["check_results"]}
+    assert {n: c["verdict"] for n, c in got.items()} == {
+        "lucky13": "inconclusive", "many_suites": "tolerated", "tls_timestamp": "supported",
+        "alpn": "supported", "npn": "supported"}, got
+    assert got["alpn"]["details"]["accepted"] == ["h2", "http/1.1"]
+    assert got["npn"]["details"]["protocols"] == ["http/1.1"]
+    assert got["many_suites"]["details"]["variants"][0]["answer"] == "answered"
+    assert [s["kind"] for s in got["tls_timestamp"]["details"]["samples"]] == ["random"] * 2
+    html = page.read_text()
+    for c in got.values():
+        assert c["title"].replace("'", "&#x27;") in html, c["title"]
+    assert "check.lucky13" in html and "Tolerance checks" in html
+    text = run_cli("scan", f"127.0.0.1:{srv.port}", "--checks", names, "--no-verify").stdout
+    for section in ("Vulnerability checks", "Hygiene checks", "Tolerance checks"):
+        assert section in text, text
+    assert "potentially vulnerable" in text and "advertises NPN: http/1.1" in text
+
+
+@pytest.mark.needs_impl("openssl")
 def test_alpn_not_supported_by_a_server_without_it(server_cache: ServerFactory) -> None:
     srv = server_cache("openssl", proto="tls1_2")
     c = check(srv.port, "alpn")
@@ -161,3 +192,18 @@ def test_alpn_client_order_on_gnutls(server_cache: ServerFactory) -> None:
     assert isinstance(c.details, AlpnDetails)
     assert c.details.accepted == ("h2", "http/1.1") and c.details.preference == "client", c
     assert "chosen in the client's order" in c.reason
+
+
+def test_many_suites_list_is_its_own_first_then_defined_then_unassigned() -> None:
+    from tlsprobe import registry
+    from tlsprobe.probes.checks.many_suites import SUITES, suite_list
+    from tlsprobe.wire.ext_decoders import is_grease
+    for version, own in ((0x0304, (0x1301, 0x1302)), (0x0303, (0xC02F, 0x009C)),
+                         (0x0300, (0x002F,))):
+        got = suite_list(own, version)
+        assert len(got) == len(set(got)) == SUITES > 128
+        assert tuple(got[:len(own)]) == own
+        assert not [c for c in got if is_grease(c) or c in (0x00FF, 0x5600)]
+        defined = [c for c in got if registry.cipher_suite(c) is not None]
+        assert got[:len(defined)] == defined      # every unassigned one after the defined
+    assert len(suite_list((0x0303,) * 3, 0x0303)) == SUITES

@@ -103,8 +103,9 @@ async def _judge_version(ctx: CheckContext, version: int) -> tuple[RandomSample,
     values = tuple(s.value for s in samples)
     shown = ", ".join(f"0x{v:08x}" for v in values)
     if kind is RandomKind.random:   # the values are in the details; nothing to show here
-        return RandomSample(name, kind, values, skew), f"{name}: the first 4 bytes of " \
-            f"ServerHello.random on {len(values)} connections: random"
+        line = f"{name}: the first 4 bytes of ServerHello.random on {len(values)} " \
+            "connections: random"
+        return RandomSample(name, kind, values, skew), line
     said = f"a clock, {skew:+d} s from ours" if skew is not None else \
         "the same bytes each time, not a clock"
     line = f"{name}: ServerHello.random begins {shown} on {len(values)} connections " \
