@@ -55,7 +55,8 @@ TESTSSL = {"poodle": "POODLE_SSL", "freak": "FREAK", "logjam": "LOGJAM",
            "client_renegotiation": "secure_client_renego", "drown": "DROWN",
            "hsts": "HSTS", "breach": "BREACH", "server_banner": "banner_server",
            "cert_lifetime": "cert_validityPeriod", "sct": "certificate_transparency",
-           "key_usage": "cert_keyUsage", "must_staple": "cert_mustStapleExtension"}
+           "key_usage": "cert_keyUsage", "must_staple": "cert_mustStapleExtension",
+           "lucky13": "LUCKY13", "tls_timestamp": "TLS_timestamp"}
 
 
 def testssl_verdict(check: str, by_id: dict[str, dict[str, str]]) -> str:
@@ -80,6 +81,10 @@ def testssl_verdict(check: str, by_id: dict[str, dict[str, str]]) -> str:
         return "not vulnerable" if sev in ("OK", "INFO") else "vulnerable"
     if check == "key_usage":
         return "(listed, no verdict)"
+    if check == "lucky13":   # LOW "potentially vulnerable": tlsprobe's inconclusive
+        return "potentially vuln." if sev == "LOW" else "not vulnerable"
+    if check == "tls_timestamp":
+        return "supported" if text == "random" else f"not supported ({text[:14]})"
     if sev == "OK":
         return "not applicable" if "no protocol below" in text else "not vulnerable"
     if sev in ("LOW", "MEDIUM", "HIGH", "CRITICAL"):
