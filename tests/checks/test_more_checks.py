@@ -76,6 +76,19 @@ def test_tls_timestamp_random_on_the_scripted_server(script_server: Callable[...
     assert [s.kind for s in c.details.samples] == [RandomKind.random]
 
 
+def test_tls_timestamp_fixed_bytes_are_not_a_clock(script_server: Callable[..., int]) -> None:
+    """The same first 4 bytes on every connection agree with a clock within one second: a
+    third connection, 1.5 s later, shows they do not move (no clock: supported)."""
+    port = accepting(script_server("scripted_tls_server.py", "--mode", "plain", "--random",
+                                   "fixed"))
+    c = check(port, "tls_timestamp")
+    assert c.verdict is Verdict.supported and c.code is None, c
+    assert isinstance(c.details, TimestampDetails)
+    (sample,) = c.details.samples
+    assert sample.kind is RandomKind.fixed and sample.first_bytes == (0x5F5F5F5F,) * 3
+    assert c.connections == 3 and "the same bytes each time, not a clock" in c.evidence[0]
+
+
 @pytest.mark.needs_impl("openssl")
 def test_alpn_lists_openssl_s_server_protocols_in_its_order(server_cache: ServerFactory
                                                             ) -> None:
@@ -207,3 +220,37 @@ def test_many_suites_list_is_its_own_first_then_defined_then_unassigned() -> Non
         defined = [c for c in got if registry.cipher_suite(c) is not None]
         assert got[:len(defined)] == defined      # every unassigned one after the defined
     assert len(suite_list((0x0303,) * 3, 0x0303)) == SUITES
+
+
+def _alpn_count(h: Any) -> int:
+    """The number of protocols a ClientHello's ALPN extension lists (0: none)."""
+    ext = h.extension(16)
+    if ext is None:
+        return 0
+    data, n, at = ext.data[2:], 0, 0
+    while at < len(data):
+        at += 1 + data[at]
+        n += 1
+    return n
+
+
+@pytest.mark.needs_impl("openssl")
+def test_alpn_a_failed_connection_is_said(server_cache: ServerFactory) -> None:
+    """Every first ALPN hello (all 37 protocols) reset: inconclusive, saying so; only the
+    second (36) reset: the one protocol seen, the list said to be possibly incomplete."""
+    from tests.helpers.faultproxy import RESET, FaultProxy, nth_matching
+    from tlsprobe.probes.checks.alpn import PROTOCOLS
+    srv = server_cache("openssl", proto="both", extra=("-alpn", "http/1.1,h2"))
+    for count, verdict, said in (
+            (len(PROTOCOLS), Verdict.inconclusive, "a TLS 1.3 hello offering ALPN: "
+             "connection 1: "),
+            (len(PROTOCOLS) - 1, Verdict.supported, "the server accepts http/1.1 (the list "
+             "may be incomplete: connection 2: ")):
+        proxy = FaultProxy([(srv.host, srv.port)], nth_matching(
+            lambda h, n=count: _alpn_count(h) == n, RESET, which=range(1, 100)))
+        try:
+            c = check(proxy.port, "alpn")
+        finally:
+            proxy.close()
+        assert c.verdict is verdict and said in c.reason, c
+        assert "reset" in c.reason
