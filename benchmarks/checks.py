@@ -57,7 +57,8 @@ TESTSSL = {"poodle": "POODLE_SSL", "freak": "FREAK", "logjam": "LOGJAM",
            "cert_lifetime": "cert_validityPeriod", "sct": "certificate_transparency",
            "key_usage": "cert_keyUsage", "must_staple": "cert_mustStapleExtension",
            "banners": "banner_application", "security_headers": "X-Content-Type-Options",
-           "cookies": "cookie_count", "clock_skew": "HTTP_clock_skew"}
+           "cookies": "cookie_count", "clock_skew": "HTTP_clock_skew",
+           "lucky13": "LUCKY13", "tls_timestamp": "TLS_timestamp"}
 
 
 def _testssl_http(check: str, by_id: dict[str, dict[str, str]]) -> str | None:
@@ -108,6 +109,10 @@ def testssl_verdict(check: str, by_id: dict[str, dict[str, str]]) -> str:
         return "not vulnerable" if sev in ("OK", "INFO") else "vulnerable"
     if check == "key_usage":
         return "(listed, no verdict)"
+    if check == "lucky13":   # LOW "potentially vulnerable": tlsprobe's inconclusive
+        return "potentially vuln." if sev == "LOW" else "not vulnerable"
+    if check == "tls_timestamp":
+        return "supported" if text == "random" else f"not supported ({text[:14]})"
     if sev == "OK":
         return "not applicable" if "no protocol below" in text else "not vulnerable"
     if sev in ("LOW", "MEDIUM", "HIGH", "CRITICAL"):

@@ -49,7 +49,8 @@ CHAIN = ("versions", "cert")
 DEFAULT = ("audit", "all")
 
 #: vulnerability checks read from the audit (probes/checks/derived.py), in report order
-DERIVED = ("poodle", "freak", "logjam", "dh", "rc4", "sweet32", "beast", "null", "anon")
+DERIVED = ("poodle", "freak", "logjam", "dh", "rc4", "sweet32", "beast", "null", "anon",
+           "lucky13")
 
 #: active checks, in report order within their section
 ACTIVE: dict[str, Entry] = {
@@ -85,6 +86,10 @@ ACTIVE: dict[str, Entry] = {
     "sslv2": Entry(Category.vulnerability),
     "renegotiation": Entry(Category.hygiene),
     "downgrade_sentinel": Entry(Category.hygiene),
+    "many_suites": Entry(Category.tolerance),
+    "tls_timestamp": Entry(Category.hygiene),
+    "alpn": Entry(Category.hygiene),
+    "npn": Entry(Category.hygiene),
 }
 
 _BY_CATEGORY = {"vulns": Category.vulnerability, "hygiene": Category.hygiene,

@@ -15,16 +15,17 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 __all__ = [
-    "AcceptedSuite", "BannerDetails", "BannersDetails", "CcsDetails", "CheckDetails",
-    "ClockSkewDetails", "CompressionDetails", "Cookie", "CookiesDetails", "DhDetails",
-    "DowngradeSentinelDetails", "EarlyDataDetails", "EchoDetails", "FallbackAnswer",
-    "FallbackDetails", "HeaderValue", "HeartbleedDetails", "HstsDetails",
+    "AcceptedSuite", "AlpnDetails", "BannerDetails", "BannersDetails", "CcsDetails",
+    "CheckDetails", "ClockSkewDetails", "CompressionDetails", "Cookie", "CookiesDetails",
+    "DhDetails", "DowngradeSentinelDetails", "EarlyDataDetails", "EchoDetails",
+    "FallbackAnswer", "FallbackDetails", "HeaderValue", "HeartbleedDetails", "HstsDetails",
     "HttpCompressionDetails", "KeyUsageDetails", "LifetimeDetails", "MustStapleDetails",
-    "RedirectHop", "RenegotiationDetails", "RenegotiationsDetails", "ReplyKind",
-    "ResumptionDetails", "ResumptionMechanism", "RobotAnswer", "RobotDetails",
-    "RobotOracle", "SctDetails", "SecurityHeadersDetails", "SentinelAnswer", "Sslv2Details",
-    "StaplingDetails", "SuiteCheckDetails", "TicketbleedDetails", "ToleranceDetails",
-    "VariantAnswer", "WeakHeader",
+    "NpnDetails", "RandomKind", "RandomSample", "RedirectHop", "RenegotiationDetails",
+    "RenegotiationsDetails", "ReplyKind", "ResumptionDetails", "ResumptionMechanism",
+    "RobotAnswer", "RobotDetails", "RobotOracle", "SctDetails", "SecurityHeadersDetails",
+    "SentinelAnswer", "Sslv2Details", "StaplingDetails", "SuiteCheckDetails",
+    "TicketbleedDetails", "TimestampDetails", "ToleranceDetails", "VariantAnswer",
+    "WeakHeader",
 ]
 
 
@@ -242,6 +243,61 @@ class DowngradeSentinelDetails(CheckDetails):
 
     highest: str
     answers: tuple[SentinelAnswer, ...]
+
+
+class RandomKind(StrEnum):
+    """What the first 4 bytes of a version's ServerHello.random are: a clock (they follow
+    ours from one connection to the next), random, or the same bytes on every connection."""
+
+    clock = "clock"
+    random = "random"
+    fixed = "fixed"
+
+
+@dataclass(frozen=True)
+class RandomSample:
+    """tls_timestamp, one version: its name, what the bytes are, the first 4 bytes of each
+    connection's ServerHello.random (as big-endian integers: the Unix time, for a clock)
+    and, for a clock, its offset from ours in seconds (positive: ahead)."""
+
+    version: str
+    kind: RandomKind
+    first_bytes: tuple[int, ...]
+    skew_seconds: int | None
+
+
+@dataclass(frozen=True)
+class TimestampDetails(CheckDetails):
+    """tls_timestamp: each version asked, and the skew of the first clock seen (None:
+    none)."""
+
+    samples: tuple[RandomSample, ...]
+    skew_seconds: int | None
+
+
+@dataclass(frozen=True)
+class AlpnDetails(CheckDetails):
+    """alpn: the version asked, the protocols offered, those the server accepted in the
+    order it chose them (its preference, when `preference` is "server"), whether it chose by
+    its own order ("server"), by ours ("client") or could not be told (None), and whether it
+    answered a list it shares nothing with by the no_application_protocol alert (None: not
+    seen)."""
+
+    version: str
+    offered: tuple[str, ...]
+    accepted: tuple[str, ...]
+    preference: str | None
+    refuses_unknown: bool | None
+
+
+@dataclass(frozen=True)
+class NpnDetails(CheckDetails):
+    """npn: the version asked, whether the ServerHello carried next_protocol_negotiation,
+    and the protocols it advertised (as sent; the report escapes them)."""
+
+    version: str
+    advertised: bool
+    protocols: tuple[str, ...]
 
 
 # -- tolerance checks ------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from tlsprobe.model.check_catalog import ACTIVE
 from tlsprobe.model.checks import CheckResult
 from tlsprobe.probes.audit.scheduler import TargetRunner
 from tlsprobe.probes.checks import (
+    alpn,
     banners,
     ccs,
     cert_lifetime,
@@ -33,7 +34,9 @@ from tlsprobe.probes.checks import (
     http_compression,
     key_usage,
     large_hello,
+    many_suites,
     must_staple,
+    npn,
     ocsp_stapling,
     renegotiation,
     resumption,
@@ -46,6 +49,7 @@ from tlsprobe.probes.checks import (
     sslv2,
     ticketbleed,
     tls13_intolerance,
+    tls_timestamp,
     unknown_version,
 )
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
@@ -62,6 +66,7 @@ CHECKS: dict[str, ActiveCheck] = {c.name: c for c in (
     cert_lifetime.CHECK, sct.CHECK, key_usage.CHECK, must_staple.CHECK, compression.CHECK,
     client_renegotiation.CHECK, robot.CHECK, sslv2.CHECK, renegotiation.CHECK,
     downgrade_sentinel.CHECK,
+    many_suites.CHECK, tls_timestamp.CHECK, alpn.CHECK, npn.CHECK,
 )}
 
 
