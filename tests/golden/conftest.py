@@ -41,7 +41,7 @@ WIDTH = 100
 RUN_DEPENDENT = {
     "connect_ms": "<ms>", "handshake_ms": "<ms>", "total_ms": "<ms>", "duration_s": "<s>",
     "not_before": "<date>", "not_after": "<date>", "serial": "<serial>",
-    "sha256": "<sha256>", "trust_store": "<path>",
+    "sha256": "<sha256>", "sha1": "<sha1>", "trust_store": "<path>",
 }
 #: JSON objects whose member order is the order the run's work finished in (a scan's
 #: connections per phase, counted as each phase ends, several at a time): compared sorted

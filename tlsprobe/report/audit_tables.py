@@ -221,8 +221,14 @@ def certificate_section(r: AuditReport) -> RenderableType:
         _row(table, str(i), c.subject, f"{c.key_type}{bits}", c.signature_algorithm,
                       c.not_after[:16].replace("T", " "), c.issuer)
     san = ", ".join(r.certificates[0].san) if r.certificates else ""
+    from tlsprobe.report.cert_facts import fact_lines
+    facts: list[RenderableType] = []
+    for i, c in enumerate(r.certificates):
+        first, *rest = fact_lines(c)
+        facts += [_text(f"{i} {first}"), *(_text(f"  {line}") for line in rest)]
     return Group(_title("Certificate chain"), table,
-                 _text(f"Names (subjectAltName): {san or 'none'}"), trust_line(r), _text(""))
+                 _text(f"Names (subjectAltName): {san or 'none'}"), trust_line(r), *facts,
+                 _text(""))
 
 
 def findings_section(r: AuditReport, full: bool = False) -> RenderableType:
