@@ -227,6 +227,27 @@ def test_client_auth(pki: Pki, mode: str, proto: str) -> None:
     assert c.details.ca_names == ("CN=Test Intermediate A",)
     assert "CA names: CN=Test Intermediate A" in c.evidence
     assert ("requires" if required else "optional") in c.reason
+    assert "accepting CN=Test Intermediate A" in c.reason
+
+
+@pytest.mark.needs_impl("openssl")
+def test_client_auth_ca_names_are_shown_escaped(pki: Pki) -> None:
+    """A CA whose name holds a terminal escape and a comma: RFC 4514 text in the details,
+    the escape inert in the text report."""
+    import io
+
+    from tlsprobe.report.audit_tables import render_audit
+    pki.issue("evil", "Evil\x1b[31m, CA", None, ca=True)
+    with serve(pki, "b", "a", extra=["-verify", "1", "-CAfile", str(pki.path("evil"))]) \
+            as server:
+        r = audit(server.port, "client_auth", pki)
+    c = result(r, "client_auth")
+    assert isinstance(c.details, ClientAuthDetails)
+    assert c.details.ca_names == ("CN=Evil\x1b[31m\\, CA",), c.details
+    out = io.StringIO()
+    render_audit(r, out, width=300)
+    assert "\x1b" not in out.getvalue()
+    assert "accepting CN=Evil\\x1b[31m\\, CA" in out.getvalue(), out.getvalue()
 
 
 

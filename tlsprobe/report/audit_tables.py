@@ -226,9 +226,8 @@ def certificate_section(r: AuditReport) -> RenderableType:
     for i, c in enumerate(r.certificates):
         first, *rest = fact_lines(c)
         facts += [_text(f"{i} {first}"), *(_text(f"  {line}") for line in rest)]
-    return Group(_title("Certificate chain"), table,
-                 _text(f"Names (subjectAltName): {san or 'none'}"), trust_line(r), *facts,
-                 _text(""))
+    return Group(_title("Certificate chain"), table, *facts,
+                 _text(f"Names (subjectAltName): {san or 'none'}"), trust_line(r), _text(""))
 
 
 def findings_section(r: AuditReport, full: bool = False) -> RenderableType:

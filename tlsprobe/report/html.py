@@ -216,9 +216,9 @@ def certificate_html(r: AuditReport) -> str:
     facts = [(str(i), c.serial, colons(c.sha1),
               "; ".join(f"{label}: {value}" for label, value in url_facts(c)) or "none")
              for i, c in enumerate(r.certificates)]
-    return out + _p(f"Names (subjectAltName): {san or 'none'}") + trust_html(r) + _table(
-        ("#", "Serial", "SHA-1 (to compare with browsers)",
-         "Extended key usage, CRL, OCSP and CA issuer URIs"), facts)
+    out += _table(("#", "Serial", "SHA-1 (to compare with browsers)",
+                   "Extended key usage, CRL, OCSP and CA issuer URIs"), facts)
+    return out + _p(f"Names (subjectAltName): {san or 'none'}") + trust_html(r)
 
 
 def trust_html(r: AuditReport) -> str:

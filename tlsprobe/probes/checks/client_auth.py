@@ -44,6 +44,8 @@ from tlsprobe.wire.certificate import CertificateRequest
 __all__ = ["CHECK", "ca_names"]
 
 CERTIFICATE_AUTHORITIES = 47
+#: CA names in the reason (all of them in the evidence and the details)
+SHOWN = 3
 
 
 @dataclass
@@ -132,8 +134,9 @@ def _result(ctx: CheckContext, asked: Asked, sent: str) -> CheckResult:
         names = ()
     else:
         evidence.append(f"CA names: {'; '.join(names) if names else 'none listed'}")
-    accepts = f"accepting {len(names)} CA name{'' if len(names) == 1 else 's'}" \
-        if names else "naming no CA (any issuer)"
+    accepts = "naming no CA (any issuer)" if not names else "accepting " + \
+        "; ".join(names[:SHOWN]) + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN
+                                    else "")
     if asked.accepted:
         return ctx.result(Verdict.supported, f"{version}: the server requests a client "
                           f"certificate ({accepts}) and completes the handshake without one: "
