@@ -29,6 +29,7 @@ from tlsprobe.net.tcp import Target
 from tlsprobe.probes.audit.run import AuditOptions, run_audit
 from tlsprobe.probes.audit.scheduler import Scheduler
 from tlsprobe.probes.checks.chain import MAX_PATH, chain_facts
+from tlsprobe.probes.checks.ocsp_response import judge_response
 
 
 @pytest.fixture(scope="module")
@@ -291,3 +292,18 @@ def test_chain_of_certificates_certifying_one_another_is_followed_boundedly(
     f = chain_facts(chain, ())
     assert len(f.path) == MAX_PATH and f.complete is None and f.missing_issuer is None, f
     assert f"the path was followed for {MAX_PATH} certificates only" in f.notes
+
+
+def test_ocsp_response_without_its_issuer_is_judged_as_far_as_it_can_be(pki: Pki) -> None:
+    """No issuer to check against: the serial, status and window are still judged; the
+    signature is not claimed either way."""
+    leaf = pki.certs["leaf"]
+    good = judge_response(pki.ocsp("good").read_bytes(), leaf, None)
+    assert good.problems == [] and good.details.signer is None
+    assert good.unchecked is not None and "neither sent nor in the trust store" in \
+        good.unchecked
+    wrong = judge_response(pki.ocsp("serial").read_bytes(), leaf, None)
+    assert [s for s, _ in wrong.problems] == ["high"] and "about serial" in wrong.problems[0][1]
+    assert judge_response(b"\x30\x03\x0a\x01\x00junk", leaf, None).problems[0][0] == "high"
+    assert judge_response(pki.ocsp("good").read_bytes(), leaf, pki.certs["b"]).unchecked \
+        is None

@@ -23,19 +23,21 @@ server staples). Any problem: vulnerable, one finding listing each problem with 
 (revoked: critical; not for this leaf, a bad signature or responder, outside its validity
 window, unreadable: high, as a client that checks refuses it; status unknown: medium; an
 unsuccessful responseStatus: low, a client ignores it). None: not vulnerable. The issuer
-neither sent nor in the trust store: the signature and CertID cannot be checked:
-inconclusive (with whatever else was found).
+neither sent nor in the trust store (the signature and the CertID's issuer hashes cannot be
+checked), or a signature this check cannot verify (RSASSA-PSS, a key type it does not
+handle), and no problem found: inconclusive, saying which.
 """
 
 from __future__ import annotations
 
 import datetime
+from dataclasses import dataclass
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, padding, rsa
 from cryptography.x509 import ocsp
-from cryptography.x509.oid import ExtendedKeyUsageOID
+from cryptography.x509.oid import ExtendedKeyUsageOID, SignatureAlgorithmOID
 
 from tlsprobe.model.check_details import OcspCertStatus, OcspResponseDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
@@ -49,8 +51,13 @@ SKEW = datetime.timedelta(minutes=5)
 Problem = tuple[Severity, str]
 
 
-def _verify(signer: x509.Certificate, response: ocsp.OCSPResponse) -> str | None:
-    """None when `signer`'s key verifies the response's signature, else why not."""
+def _verify(signer: x509.Certificate, response: ocsp.OCSPResponse
+            ) -> tuple[bool | None, str]:
+    """(True, "") when `signer`'s key verifies the response's signature; (False, why) when
+    it does not; (None, why) when it cannot be checked here (a key or padding this check
+    does not handle: no verdict either way)."""
+    if response.signature_algorithm_oid == SignatureAlgorithmOID.RSASSA_PSS:
+        return None, "an RSASSA-PSS signature is not checked here"
     try:
         key = public_key(signer)
         data, sig, algo = (response.tbs_response_bytes, response.signature,
@@ -62,12 +69,12 @@ def _verify(signer: x509.Certificate, response: ocsp.OCSPResponse) -> str | None
         elif isinstance(key, (ed25519.Ed25519PublicKey, ed448.Ed448PublicKey)):
             key.verify(sig, data)
         else:
-            return f"a {type(key).__name__} key's signature is not checked here"
+            return None, f"a {type(key).__name__} key's signature is not checked here"
     except InvalidSignature:
-        return "the signature does not verify"
+        return False, "the signature does not verify"
     except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
-        return f"the signature cannot be checked ({exc})"
-    return None
+        return None, f"the signature cannot be checked here ({exc})"
+    return True, ""
 
 
 def _names_signer(response: ocsp.OCSPResponse, cert: x509.Certificate) -> bool:
@@ -107,12 +114,9 @@ def _delegated(response: ocsp.OCSPResponse, issuer: x509.Certificate
 
 def _cert_id(response: ocsp.OCSPResponse, cert: x509.Certificate,
              issuer: x509.Certificate) -> list[Problem]:
-    """Whether the single response's CertID is `cert`'s (serial, issuer name and key
-    hashes, computed with the CertID's own hash algorithm)."""
+    """Whether the single response's CertID names `cert`'s issuer (its name and key hashed
+    with the CertID's own hash algorithm; the serial is compared by the caller)."""
     out: list[Problem] = []
-    if response.serial_number != cert.serial_number:
-        out.append((Severity.high, (f"it is about serial {response.serial_number:x}, not the "
-                    f"leaf's {cert.serial_number:x}")))
     try:
         request = ocsp.OCSPRequestBuilder().add_certificate(
             cert, issuer, response.hash_algorithm).build()
@@ -151,7 +155,9 @@ def _status(response: ocsp.OCSPResponse) -> tuple[OcspCertStatus, list[Problem]]
 
 
 def _signer(response: ocsp.OCSPResponse, issuer: x509.Certificate
-            ) -> tuple[str | None, list[Problem]]:
+            ) -> tuple[str | None, list[Problem], str | None]:
+    """Who signed (None: not established), the problems, and why the signature could not
+    be checked here (None: it was)."""
     if _names_signer(response, issuer):
         signer: x509.Certificate | None = issuer
         who, problems = "issuer", list[Problem]()
@@ -159,50 +165,74 @@ def _signer(response: ocsp.OCSPResponse, issuer: x509.Certificate
         signer, problems = _delegated(response, issuer)
         who = "delegated responder"
     if signer is None:
-        return None, problems
-    bad = _verify(signer, response)
-    if bad is not None:
-        problems.append((Severity.high, f"signature of the {who}: {bad}"))
-    return (who if not problems else None), problems
+        return None, problems, None
+    ok, why = _verify(signer, response)
+    if ok is None:
+        return None, problems, f"the {who}'s signature: {why}"
+    if ok is False:
+        problems.append((Severity.high, f"signature of the {who}: {why}"))
+    return (who if not problems else None), problems, None
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A response judged: its facts, its problems (severity, reason), and what could not be
+    checked (None: everything was)."""
+
+    details: OcspResponseDetails
+    problems: list[Problem]
+    unchecked: str | None = None
 
 
 def judge_response(der: bytes, cert: x509.Certificate, issuer: x509.Certificate | None,
-                   now: datetime.datetime | None = None
-                   ) -> tuple[OcspResponseDetails, list[Problem]]:
-    """The response's facts and its problems (severity, reason) for the leaf `cert` issued
-    by `issuer` (None: unknown, so neither signature nor CertID is checked)."""
+                   now: datetime.datetime | None = None) -> Judged:
+    """The response judged for the leaf `cert` issued by `issuer` (None: unknown, so
+    neither the signature nor the CertID's issuer hashes can be checked)."""
     now = now or datetime.datetime.now(datetime.UTC)
     try:
         response = ocsp.load_der_ocsp_response(der)
     except ValueError as exc:
-        return (OcspResponseDetails(None, None, None, None, None, ("unreadable",)),
-                [(Severity.high, f"not a readable OCSP response ({str(exc)[:80]})")])
+        return Judged(OcspResponseDetails(None, None, None, None, None, ("unreadable",)),
+                      [(Severity.high, f"not a readable OCSP response ({str(exc)[:80]})")])
     status_name = response.response_status.name.lower()
     if response.response_status != ocsp.OCSPResponseStatus.SUCCESSFUL:
-        return (OcspResponseDetails(status_name, None, None, None, None, (status_name,)),
-                [(Severity.low, (f"responseStatus {status_name}: it says nothing of the "
-                  "leaf"))])
+        return Judged(OcspResponseDetails(status_name, None, None, None, None, (status_name,)),
+                      [(Severity.low, (f"responseStatus {status_name}: it says nothing of "
+                        "the leaf"))])
     if sum(1 for _ in response.responses) != 1:
-        return (OcspResponseDetails(status_name, None, None, None, None, ("several",)),
-                [(Severity.medium, ("it holds several single responses (a stapled response "
-                  "answers for the leaf alone)"))])
+        return Judged(OcspResponseDetails(status_name, None, None, None, None, ("several",)),
+                      [(Severity.medium, ("it holds several single responses (a stapled "
+                        "response answers for the leaf alone)"))])
     try:
-        cert_status, problems = _status(response)
-        problems += _window(response, now)
-        signer = None
-        if issuer is not None:
-            problems += _cert_id(response, cert, issuer)
-            signer, found = _signer(response, issuer)
-            problems += found
-        nxt = response.next_update_utc
-        details = OcspResponseDetails(status_name, cert_status, signer,
-                                      response.this_update_utc.isoformat(),
-                                      nxt.isoformat() if nxt else None,
-                                      tuple(p for _, p in problems))
+        return _judge_single(response, cert, issuer, now)
     except ValueError as exc:
-        return (OcspResponseDetails(status_name, None, None, None, None, ("unreadable",)),
-                [(Severity.high, f"its single response does not parse ({exc})")])
-    return details, problems
+        return Judged(OcspResponseDetails(status_name, None, None, None, None,
+                                          ("unreadable",)),
+                      [(Severity.high, f"its single response does not parse ({exc})")])
+
+
+def _judge_single(response: ocsp.OCSPResponse, cert: x509.Certificate,
+                  issuer: x509.Certificate | None, now: datetime.datetime) -> Judged:
+    problems: list[Problem] = []
+    if response.serial_number != cert.serial_number:
+        problems.append((Severity.high, (f"it is about serial {response.serial_number:x}, "
+                         f"not the leaf's {cert.serial_number:x}")))
+    cert_status, found = _status(response)
+    problems += found + _window(response, now)
+    signer, unchecked = None, None
+    if issuer is not None:
+        problems += _cert_id(response, cert, issuer)
+        signer, found, unchecked = _signer(response, issuer)
+        problems += found
+    else:
+        unchecked = "the leaf's issuer is neither sent nor in the trust store: the " \
+            "response's signature and CertID issuer hashes cannot be checked"
+    nxt = response.next_update_utc
+    details = OcspResponseDetails("successful", cert_status, signer,
+                                  response.this_update_utc.isoformat(),
+                                  nxt.isoformat() if nxt else None,
+                                  tuple(p for _, p in problems))
+    return Judged(details, problems, unchecked)
 
 
 def _issuer(cert: x509.Certificate, chain: tuple[bytes, ...],
@@ -227,7 +257,8 @@ async def run(ctx: CheckContext) -> CheckResult:
                           f"(stapling: {got.stapling})")
     anchors, _, _ = trust_anchors(ctx)
     issuer = _issuer(cert, got.chain, anchors or ())
-    details, problems = judge_response(got.response, cert, issuer)
+    judged = judge_response(got.response, cert, issuer)
+    details, problems = judged.details, judged.problems
     evidence = (f"stapled: {len(got.response)} bytes", *(
         f"{label}: {value}" for label, value in (
             ("status", details.cert_status), ("signed by", details.signer),
@@ -238,10 +269,9 @@ async def run(ctx: CheckContext) -> CheckResult:
         return ctx.result(Verdict.vulnerable, "the stapled OCSP response is not valid for "
                           "this leaf: " + "; ".join(p for _, p in problems), evidence,
                           severity=worst, details=details)
-    if issuer is None:
-        return ctx.inconclusive("the leaf's issuer is neither sent nor in the trust store: "
-                                "the response's signature and CertID cannot be checked",
-                                evidence, details)
+    if judged.unchecked is not None:
+        return ctx.inconclusive(f"no problem found, but {judged.unchecked}", evidence,
+                                details)
     return ctx.result(Verdict.not_vulnerable, f"the stapled OCSP response is valid: status "
                       f"good, signed by the {details.signer}, for this leaf, within its "
                       "validity window", evidence, details=details)
