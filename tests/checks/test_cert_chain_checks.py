@@ -307,3 +307,18 @@ def test_ocsp_response_without_its_issuer_is_judged_as_far_as_it_can_be(pki: Pki
     assert judge_response(b"\x30\x03\x0a\x01\x00junk", leaf, None).problems[0][0] == "high"
     assert judge_response(pki.ocsp("good").read_bytes(), leaf, pki.certs["b"]).unchecked \
         is None
+
+
+@pytest.mark.needs_impl("gnutls")
+@pytest.mark.parametrize("require", [False, True])
+def test_client_auth_gnutls(pki: Pki, require: bool) -> None:
+    """gnutls-serv asks for a client certificate by default (optional), and requires one
+    with --require-client-cert; it names the CAs of --x509cafile."""
+    extra = ["--x509cafile", str(pki.path("a"))] + (["--require-client-cert"] if require
+                                                    else [])
+    with serve(pki, "b", "a", impl="gnutls", extra=extra) as server:
+        r = audit(server.port, "client_auth", pki)
+    c = result(r, "client_auth")
+    assert isinstance(c.details, ClientAuthDetails), c
+    assert c.details.requested and c.details.required is require, c
+    assert c.details.ca_names == ("CN=Test Intermediate A",), c.details

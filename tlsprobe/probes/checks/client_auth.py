@@ -9,9 +9,11 @@ robot.py's probes do; the server then goes on (the certificate is optional) or r
 with an alert (required: OpenSSL's -Verify sends certificate_required in TLS 1.3,
 handshake_failure in TLS 1.2). One connection with the versions hello of the highest
 version spoken, carried to the end of the handshake with that empty Certificate; in TLS
-1.3 the server judges the client's flight after the client's Finished, so the client then
-sends close_notify and reads the answer: an alert refuses, a NewSessionTicket, close_notify
-or silence until the read timeout accepts. Verdicts:
+1.3 the server judges the client's flight after the client's Finished: the client reads
+the server's first answer for three handshake times (at least 0.3 s; a refusing server
+closes after its alert, and a close_notify sent at once would be reset and lose it), then
+sends close_notify and reads the answer: an alert refuses; a NewSessionTicket,
+close_notify or silence until the read timeout accepts. Verdicts:
   - no CertificateRequest in a complete handshake: not supported;
   - asked, and the handshake goes on without a certificate: supported (optional);
   - asked, and refused with an alert: supported, info (required: clients without a
@@ -24,6 +26,7 @@ not parse is shown as its hex.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from cryptography import x509
@@ -46,6 +49,8 @@ __all__ = ["CHECK", "ca_names"]
 CERTIFICATE_AUTHORITIES = 47
 #: CA names in the reason (all of them in the evidence and the details)
 SHOWN = 3
+#: the least wait for a TLS 1.3 server's first answer after the client's Finished (s)
+MIN_WAIT = 0.3
 
 
 @dataclass
@@ -89,29 +94,58 @@ def ca_names(request: CertificateRequest) -> tuple[str, ...] | str:
     return tuple(names)
 
 
+async def _tls13_verdict(engine: ClientHandshake, transport: AsyncTransport,
+                         deadline: float, took: float) -> str | None:
+    """TLS 1.3: the server judges the client's (empty) Certificate after the client's
+    Finished, and says so first thing: an alert (HandshakeFailure), else a ticket or its
+    data. Read that first answer for a short while (3 handshake times, at least MIN_WAIT:
+    a server that refuses, then closes, would reset a close_notify sent at once and lose
+    its alert); nothing yet: send close_notify and read the answer to it. None when the
+    server went on (accepted), else why it is not known."""
+    short = min(deadline, time.monotonic() + max(MIN_WAIT, 3 * took))
+    try:
+        data = await transport.receive(short)
+    except NetworkError as exc:
+        if exc.cause not in ("timeout", "deadline"):
+            return exc.reason
+        data = None
+    if data is not None:
+        if not data:
+            return "the server closed the connection without an alert"
+        engine.receive(data)   # an alert: HandshakeFailure
+        return None
+    await transport.send(engine.close())
+    while engine.handshake_complete and not engine.peer_closed:
+        try:
+            data = await transport.receive(deadline)
+        except NetworkError as exc:
+            return None if exc.cause == "timeout" else exc.reason   # silence: not refused
+        if not data:
+            return None
+        engine.receive(data)
+    return None
+
+
 async def _ask(engine: ClientHandshake, transport: AsyncTransport, deadline: float) -> Asked:
     out = Asked()
     try:
+        started = time.monotonic()
         await adrive(engine, transport, deadline)
         sh = engine.messages.server_hello
         out.version = sh.selected_version if sh is not None else None
+        unknown = None
         if engine.handshake_complete and out.version == TLS13 and \
                 engine.verification.certificate_requested:
-            await transport.send(engine.close())   # the server's verdict comes after ours
-            while not engine.peer_closed and engine.handshake_complete:
-                data = await transport.receive(deadline)
-                if not data:
-                    break
-                engine.receive(data)
-        out.accepted = engine.handshake_complete
+            unknown = await _tls13_verdict(engine, transport, deadline,
+                                           time.monotonic() - started)
+        out.accepted = engine.handshake_complete and unknown is None
         if not out.accepted:
-            out.failure = engine.incomplete_reason or "the server closed the connection"
+            out.failure = unknown or engine.incomplete_reason or \
+                "the server closed the connection"
     except HandshakeFailure as exc:
         out.failure, out.refused = str(exc), exc.kind == FailureKind.ALERT
     except NetworkError as exc:
         out.failure = exc.reason
-        out.accepted = engine.handshake_complete and exc.cause == "timeout"  # silence after
-        #                                                    our Finished: not refused
     out.request = engine.messages.flight.certificate_request
     if out.version is None and engine.messages.server_hello is not None:
         out.version = engine.messages.server_hello.selected_version
