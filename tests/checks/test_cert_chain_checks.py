@@ -322,3 +322,24 @@ def test_client_auth_gnutls(pki: Pki, require: bool) -> None:
     assert isinstance(c.details, ClientAuthDetails), c
     assert c.details.requested and c.details.required is require, c
     assert c.details.ca_names == ("CN=Test Intermediate A",), c.details
+
+
+def test_ca_names_of_either_form_and_of_a_hostile_server() -> None:
+    """TLS 1.2's list and TLS 1.3's extension read alike; a name that does not parse is
+    its hex, a cut extension a reason (never an exception)."""
+    from cryptography import x509 as cx509
+
+    from tlsprobe.probes.checks.client_auth import ca_names
+    from tlsprobe.wire.certificate import CertificateRequest
+    from tlsprobe.wire.extensions import Extension
+    name = cx509.Name.from_rfc4514_string("CN=Test CA,O=Example").public_bytes()
+    tls12 = CertificateRequest(None, [], b"\x01", [0x0804], [name, b"\x30\x01"])
+    assert ca_names(tls12) == ("CN=Test CA,O=Example", "(unparsable name 3001)")
+    body = len(name).to_bytes(2, "big") + name
+    tls13 = CertificateRequest(b"", [Extension(47, len(body).to_bytes(2, "big") + body)])
+    assert ca_names(tls13) == ("CN=Test CA,O=Example",)
+    cut = CertificateRequest(b"", [Extension(47, (len(body) + 9).to_bytes(2, "big") + body)])
+    assert isinstance(ca_names(cut), str)
+    inner = CertificateRequest(b"", [Extension(47, (4).to_bytes(2, "big") + b"\x00\x09ab")])
+    assert ca_names(inner) == "a certificate_authorities extension with a cut or empty name"
+    assert ca_names(CertificateRequest(b"", [])) == ()
