@@ -41,7 +41,7 @@ WIDTH = 100
 RUN_DEPENDENT = {
     "connect_ms": "<ms>", "handshake_ms": "<ms>", "total_ms": "<ms>", "duration_s": "<s>",
     "not_before": "<date>", "not_after": "<date>", "serial": "<serial>",
-    "sha256": "<sha256>", "trust_store": "<path>",
+    "sha256": "<sha256>", "sha1": "<sha1>", "trust_store": "<path>",
     # the first 4 bytes of each ServerHello.random (tls_timestamp's details)
     "first_bytes": "<random>",
 }

@@ -16,16 +16,17 @@ from enum import StrEnum
 
 __all__ = [
     "AcceptedSuite", "AlpnDetails", "BannerDetails", "BannersDetails", "CcsDetails",
-    "CheckDetails", "ClockSkewDetails", "CompressionDetails", "Cookie", "CookiesDetails",
-    "DhDetails", "DowngradeSentinelDetails", "EarlyDataDetails", "EchoDetails",
-    "FallbackAnswer", "FallbackDetails", "HeaderValue", "HeartbleedDetails", "HstsDetails",
-    "HttpCompressionDetails", "KeyUsageDetails", "LifetimeDetails", "MustStapleDetails",
-    "NpnDetails", "RandomKind", "RandomSample", "RedirectHop", "RenegotiationDetails",
+    "ChainDetails", "CheckDetails", "ClientAuthDetails", "ClockSkewDetails",
+    "CompressionDetails", "Cookie", "CookiesDetails", "DhDetails", "DowngradeSentinelDetails",
+    "EarlyDataDetails", "EchoDetails", "FallbackAnswer", "FallbackDetails", "HeaderValue",
+    "HeartbleedDetails", "HstsDetails", "HttpCompressionDetails", "KeyUsageDetails",
+    "LifetimeDetails", "MustStapleDetails", "NpnDetails", "OcspCertStatus",
+    "OcspResponseDetails", "RandomKind", "RandomSample", "RedirectHop", "RenegotiationDetails",
     "RenegotiationsDetails", "ReplyKind", "ResumptionDetails", "ResumptionMechanism",
     "RobotAnswer", "RobotDetails", "RobotOracle", "SctDetails", "SecurityHeadersDetails",
-    "SentinelAnswer", "Sslv2Details", "StaplingDetails", "SuiteCheckDetails",
-    "TicketbleedDetails", "TimestampDetails", "ToleranceDetails", "VariantAnswer",
-    "WeakHeader",
+    "SentinelAnswer", "SniChainDetails", "Sslv2Details", "StaplingDetails",
+    "SuiteCheckDetails", "TicketbleedDetails", "TimestampDetails", "ToleranceDetails",
+    "VariantAnswer", "WeakHeader",
 ]
 
 
@@ -500,3 +501,73 @@ class MustStapleDetails(CheckDetails):
 
     demanded: bool
     stapled: tuple[bool, ...]
+
+
+@dataclass(frozen=True)
+class ChainDetails(CheckDetails):
+    """chain: the certificates as sent (RFC 4514 subjects, leaf first); `path` the indexes
+    of the sent certificates that certify one another from the leaf on, in path order;
+    `complete` whether that path reaches the trust store (or a root the server sends; None:
+    no trust store to tell), `missing_issuer` the issuer it needs and nobody sent (None:
+    none missing), `extra` the sent certificates off the path, `ordered` whether the path's
+    certificates are sent in path order, `anchor_sent` the self-signed root the server
+    sends (None: none), `trust_store` the store judged against."""
+
+    subjects: tuple[str, ...]
+    path: tuple[int, ...]
+    complete: bool | None
+    missing_issuer: str | None
+    extra: tuple[int, ...]
+    ordered: bool
+    anchor_sent: str | None
+    trust_store: str | None
+
+
+@dataclass(frozen=True)
+class SniChainDetails(CheckDetails):
+    """sni_chain: the leaf with SNI (its SHA-256 and subject) and without (None: the server
+    refused a hello without server_name: `refused` says how), and whether the chains are
+    the same certificates."""
+
+    name: str
+    sha256: str
+    subject: str
+    without_sha256: str | None
+    without_subject: str | None
+    same_chain: bool | None
+    refused: str | None
+
+
+class OcspCertStatus(StrEnum):
+    """The status a stapled OCSP response gives the leaf (RFC 6960 4.2.1)."""
+
+    good = "good"
+    revoked = "revoked"
+    unknown = "unknown"
+
+
+@dataclass(frozen=True)
+class OcspResponseDetails(CheckDetails):
+    """ocsp_response: the stapled response's status (None: not a successful response), the
+    leaf's status in it, who signed it ("issuer", "delegated responder", None: neither),
+    its thisUpdate / nextUpdate (ISO 8601; None: absent), and each problem found."""
+
+    response_status: str | None
+    cert_status: OcspCertStatus | None
+    signer: str | None
+    this_update: str | None
+    next_update: str | None
+    problems: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ClientAuthDetails(CheckDetails):
+    """client_auth: whether the server asks for a client certificate (CertificateRequest),
+    whether it requires one (None: not established), the version asked in, and the CA names
+    it accepts (RFC 4514 strings, as sent; a name that does not parse as its hex)."""
+
+    requested: bool
+    required: bool | None
+    version: str
+    ca_names: tuple[str, ...]
+

@@ -232,7 +232,12 @@ def certificate_section(r: AuditReport) -> RenderableType:
         _row(table, str(i), c.subject, f"{c.key_type}{bits}", c.signature_algorithm,
                       c.not_after[:16].replace("T", " "), c.issuer)
     san = ", ".join(r.certificates[0].san) if r.certificates else ""
-    return Group(_title("Certificate chain"), table,
+    from tlsprobe.report.cert_facts import fact_lines
+    facts: list[RenderableType] = []
+    for i, c in enumerate(r.certificates):
+        first, *rest = fact_lines(c)
+        facts += [_text(f"{i} {first}"), *(_text(f"  {line}") for line in rest)]
+    return Group(_title("Certificate chain"), table, *facts,
                  _text(f"Names (subjectAltName): {san or 'none'}"), trust_line(r), _text(""))
 
 

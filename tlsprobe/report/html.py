@@ -216,6 +216,12 @@ def certificate_html(r: AuditReport) -> str:
         ("#", "Subject", "Key", "Signature", "Valid from", "Valid until", "Issuer",
          "SHA-256"), rows)
     san = ", ".join(r.certificates[0].san) if r.certificates else ""
+    from tlsprobe.report.cert_facts import colons, url_facts
+    facts = [(str(i), c.serial, colons(c.sha1),
+              "; ".join(f"{label}: {value}" for label, value in url_facts(c)) or "none")
+             for i, c in enumerate(r.certificates)]
+    out += _table(("#", "Serial", "SHA-1 (to compare with browsers)",
+                   "Extended key usage, CRL, OCSP and CA issuer URIs"), facts)
     return out + _p(f"Names (subjectAltName): {san or 'none'}") + trust_html(r)
 
 

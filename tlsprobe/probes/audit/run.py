@@ -152,7 +152,8 @@ def _unreached(runner: TargetRunner) -> tuple[str, FailureKind] | None:
 async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptions,
                        on_phase: PhaseHook | None = None) -> AuditReport:
     started = time.monotonic()
-    run = _Run(TargetRunner(target, scheduler, sni_for(target.host, options)), options, on_phase)
+    run = _Run(TargetRunner(target, scheduler, sni_for(target.host, options),
+                            cafile=options.cafile), options, on_phase)
     checks = set(options.checks)
     report = AuditReport(host=target.host, port=target.port, checks=tuple(options.checks),
                          policies=tuple(p.name for p in options.policies))
