@@ -1,0 +1,202 @@
+"""Client simulation: each profile's hello, made fresh (probes/clients/fresh.py), sent to one
+target through the scan's scheduler (per-host cap, pacing, STARTTLS, connection counts
+under the phase "clients"), and what the server answered read as that client would.
+
+One connection per profile (a HelloRetryRequest is answered on it by the same client's
+second hello); a bare close before any answer is asked again once with a new hello (a flaky
+path drops connections that way too). The engine runs with a ClientConfig derived from the
+profile's hello, so its checks of the answer are those of the offer actually sent; it stops
+after the server's first flight (TLS 1.3: decrypted, for the CertificateVerify's scheme and
+the ALPN of EncryptedExtensions; TLS 1.2: the ServerKeyExchange's scheme).
+Verdicts (model/clients.py, docs/CLIENTS.md): `connected` once the server's ServerHello
+chose what the client offered; `failed` when it refused (an alert or a close, twice) or chose
+a version the client does not offer, the `reason` established by the audit where one ran
+(probes/clients/reasons.py), else "refused" with the alert; `inconclusive` for a network
+failure or a group whose share could not be made here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field, replace
+
+from tlsprobe import registry
+from tlsprobe.engine.chain import REASONS, verify_with_store
+from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
+from tlsprobe.engine.facts import negotiated_alpn
+from tlsprobe.engine.interface import Handshake
+from tlsprobe.errors import FailureKind, NetworkError
+from tlsprobe.model.audit import AuditReport
+from tlsprobe.model.clients import (
+    ClientProfile,
+    ClientSimulation,
+    FailureReason,
+    SimStatus,
+    TrustStore,
+)
+from tlsprobe.net.driver import adrive
+from tlsprobe.net.transport import AsyncTransport
+from tlsprobe.probes.audit.outcome import STOP_VERIFY, Outcome, finished, outcome_of
+from tlsprobe.probes.audit.scheduler import TargetRunner
+from tlsprobe.probes.clients.fresh import (
+    FreshHello,
+    ProfileError,
+    derived_config,
+    fresh_hello,
+    retry_hello,
+)
+from tlsprobe.probes.clients.profiles import fingerprints
+from tlsprobe.probes.clients.reasons import established_reason
+from tlsprobe.wire.handshake import frame
+
+__all__ = ["PHASE", "TrustChecker", "simulate_clients", "simulate_one"]
+
+PHASE = "clients"
+#: the stores whose verdict tlsprobe can state: the chain is checked against the system
+#: bundle (or --cafile), as the audit's cert phase does, which is these clients' store
+CHECKABLE_STORES = (TrustStore.system,)
+
+
+@dataclass
+class _Talked:
+    """One simulated connection: the engine, the fresh hello and how it ended."""
+
+    hs: Handshake
+    fresh: FreshHello
+    failure: HandshakeFailure | None = None
+    late: str = ""   # a network failure after the ServerHello
+
+
+async def simulate_clients(runner: TargetRunner, profiles: tuple[ClientProfile, ...],
+                           report: AuditReport | None = None,
+                           checker: TrustChecker | None = None
+                           ) -> tuple[ClientSimulation, ...]:
+    """Every profile against the runner's target (at most the scheduler's per-host cap at
+    once), in the profiles' order; `report`: the audit of the same target, whose phases
+    give the failures their reasons; `checker`: the trust check of the chains got (None:
+    not checked)."""
+    return tuple(await asyncio.gather(*(simulate_one(runner, p, report, checker)
+                                        for p in profiles)))
+
+
+async def simulate_one(runner: TargetRunner, profile: ClientProfile,
+                       report: AuditReport | None = None,
+                       checker: TrustChecker | None = None) -> ClientSimulation:
+    """One profile's simulation (never raises for what the server or network did)."""
+    base = ClientSimulation(profile.id, profile.label, SimStatus.inconclusive)
+    sni = runner.server_name
+    try:
+        config = derived_config(profile.hello, sni)
+        fresh_hello(profile.hello, sni)   # a profile that cannot be made fresh: said once
+    except ProfileError as exc:
+        return replace(base, detail=f"profile not usable: {exc}")
+
+    async def talk(transport: AsyncTransport, deadline: float) -> _Talked:
+        fresh = fresh_hello(profile.hello, sni)
+        hs = ClientHandshake(config, annotate=False, stop_after_first_flight=True,
+                             read_server_flight=True, prebuilt=fresh.built,
+                             retry=lambda group, cookie: retry_hello(fresh, group, cookie))
+        got = _Talked(hs, fresh)
+        try:
+            await adrive(hs, transport, deadline, until=lambda h: finished(h, STOP_VERIFY))
+        except HandshakeFailure as exc:
+            got.failure = exc
+        except NetworkError as exc:
+            if hs.messages.server_hello is None:
+                raise
+            got.late = exc.reason
+        return got
+
+    got: _Talked | Outcome = await runner.scheduler.converse(runner.target, PHASE, talk)
+    if isinstance(got, _Talked) and _bare_close(got):
+        got = await runner.scheduler.converse(runner.target, PHASE, talk)
+    if isinstance(got, Outcome):
+        return replace(base, detail=got.reason or got.describe())
+    ja4 = fingerprints(frame(1, got.hs.messages.hellos[0].serialize()))[1]
+    return _judged(replace(base, ja4_sent=ja4), got, profile, report, checker)
+
+
+def _bare_close(got: _Talked) -> bool:
+    f = got.failure
+    return f is not None and f.kind == FailureKind.CLOSED and \
+        got.hs.messages.server_hello is None and got.hs.messages.hrr is None
+
+
+def _judged(base: ClientSimulation, got: _Talked, profile: ClientProfile,
+            report: AuditReport | None, checker: TrustChecker | None) -> ClientSimulation:
+    hs, failure = got.hs, got.failure
+    sh = hs.messages.server_hello
+    hrr = hs.messages.hrr is not None
+    if sh is None:
+        if failure is None:
+            return replace(base, hello_retry=hrr, detail="no ServerHello")
+        if failure.kind not in (FailureKind.ALERT, FailureKind.CLOSED) or hrr:
+            return replace(base, hello_retry=hrr, detail=f"{failure}")
+        reason, evidence = established_reason(profile, report)
+        return replace(base, status=SimStatus.failed, reason=reason,
+                       detail=f"{failure}" + (f"; {evidence}" if evidence else ""))
+    config = hs.config
+    if sh.selected_version not in config.versions:
+        return replace(base, status=SimStatus.failed, reason=FailureReason.no_shared_version,
+                       version=sh.selected_version,
+                       detail=f"the server chose {registry.version_name(sh.selected_version)}, "
+                       "which the client does not offer")
+    out = outcome_of(hs)
+    if hs.incomplete_reason and sh.key_share is not None and \
+            sh.key_share[0] in got.fresh.unusable:
+        return replace(base, version=out.version, cipher_suite=out.cipher_suite,
+                       group=out.group, hello_retry=hrr,
+                       detail=f"the server chose {registry.group_label(sh.key_share[0])}, "
+                       f"whose share tlsprobe cannot make ({hs.incomplete_reason})")
+    notes = [n for n in (str(failure) if failure else "", got.late) if n]
+    trusted, trust_note = _trust(profile, out.certificates, checker)
+    untrusted = trusted is False
+    return replace(base, status=SimStatus.failed if untrusted else SimStatus.connected,
+                   reason=FailureReason.certificate_not_trusted if untrusted else None,
+                   version=out.version,
+                   cipher_suite=out.cipher_suite, group=out.group, dh_bits=out.dh_bits,
+                   hello_retry=hrr, alpn=negotiated_alpn(hs),
+                   signature_scheme=out.signature_scheme, trusted=trusted,
+                   post_quantum=_post_quantum(out.group),
+                   detail="; ".join(notes + ([trust_note] if trust_note else [])))
+
+
+def _post_quantum(group: int | None) -> bool:
+    info = registry.group(group) if group is not None else None
+    return info is not None and info.kind in ("hybrid", "mlkem")
+
+
+@dataclass
+class TrustChecker:
+    """The chain a simulated connection got, checked against the system bundle (or
+    `cafile`, --cafile) and `hostname` with engine.chain as the audit's cert phase does;
+    each distinct chain once. `verify` False (--no-verify): nothing is checked."""
+
+    hostname: str
+    cafile: str | None = None
+    verify: bool = True
+    seen: dict[tuple[bytes, ...], tuple[bool | None, str]] = field(default_factory=dict)
+
+    def __call__(self, chain: tuple[bytes, ...]) -> tuple[bool | None, str]:
+        """(trusted, why not): None when not checked (no chain, --no-verify, no store)."""
+        if not self.verify or not chain:
+            return None, ""
+        if chain not in self.seen:
+            path, result = verify_with_store(list(chain), self.hostname, self.cafile)
+            if isinstance(result, str):
+                self.seen[chain] = None, ""
+            elif result.ok:
+                self.seen[chain] = True, ""
+            else:
+                why = REASONS.get(result.code, result.reason)
+                self.seen[chain] = False, f"certificate not trusted by {path or 'the system store'}: {why}"
+        return self.seen[chain]
+
+
+def _trust(profile: ClientProfile, chain: tuple[bytes, ...],
+           checker: TrustChecker | None) -> tuple[bool | None, str]:
+    """Whether the client's store trusts the chain: checked for a client of the system
+    store (the store tlsprobe checks against); None (not checked) for any other store."""
+    if profile.trust_store not in CHECKABLE_STORES or checker is None:
+        return None, ""
+    return checker(chain)
