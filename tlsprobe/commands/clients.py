@@ -65,13 +65,13 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             render_clients(report, out)
     from tlsprobe.commands.common import written_to
     if args.csv:
-        from tlsprobe.report.clients import write_clients_csv
+        from tlsprobe.report.csv_out import write_clients_csv
         with written_to("--csv", args.csv):
             write_clients_csv(args.csv, reports)
     if args.html:
-        from tlsprobe.report.clients import write_clients_html
-        with written_to("--html", args.html):
-            write_clients_html(args.html, reports)
+        from tlsprobe.report.client_cells import clients_page
+        with written_to("--html", args.html), open(args.html, "w", encoding="utf-8") as fh:
+            fh.write(clients_page(reports))
     codes = [exit_code_for(r.error_kind) for r in reports if r.error]
     for report in reports:
         if report.error and args.json:

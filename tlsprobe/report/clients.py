@@ -1,63 +1,22 @@
-"""Client simulation results (model/clients.py) as a rich table, CSV rows and HTML rows: one
-row per client profile with the version, suite, group (and "via HRR"), ALPN, signature
-scheme and trust verdict it got, or its failure and reason (`tlsprobe clients`, and the
-clients section of `tlsprobe scan --clients`)."""
+"""Client simulation results (model/clients.py) as a rich table: one row per client profile
+with the version, suite, group (and "via HRR"), ALPN, signature scheme and trust verdict it
+got, or its failure and reason (`tlsprobe clients`, and the clients section of `tlsprobe
+scan --clients`); the cells are report/client_cells.py's."""
 
 from __future__ import annotations
 
-import csv
-import html
 from collections.abc import Iterable
 from typing import IO
 
 from rich.table import Table
 from rich.text import Text
 
-from tlsprobe import registry
 from tlsprobe.model.clients import ClientSimulation, ClientsReport, SimStatus
-from tlsprobe.report.csv_out import cell
+from tlsprobe.report.client_cells import CLIENT_COLUMNS, client_cells
 from tlsprobe.report.escape import shown
 from tlsprobe.report.tables import print_renderable
 
-__all__ = ["CLIENT_COLUMNS", "CSV_COLUMNS", "client_cells", "clients_html", "clients_table",
-           "render_clients", "scan_client_rows", "write_clients_csv", "write_clients_html"]
-
-CLIENT_COLUMNS = ("client", "version", "suite", "group", "ALPN", "signature", "trusted")
-CSV_COLUMNS = ("target", "profile", "client", "status", "version", "cipher_suite", "group",
-               "dh_bits", "hello_retry", "alpn", "signature_scheme", "trusted",
-               "post_quantum", "reason", "detail", "ja4_sent")
-_TRUST = {True: "yes", False: "NO", None: "not checked"}
-
-
-def _group(s: ClientSimulation) -> str:
-    if s.group is None:
-        return "-"
-    name = registry.group_name(s.group)
-    if s.dh_bits and not name.startswith("ffdhe"):
-        name = f"DH {s.dh_bits}"
-    return name + (" via HRR" if s.hello_retry else "")
-
-
-def _negotiated(s: ClientSimulation) -> bool:
-    return s.version is not None and s.cipher_suite is not None
-
-
-def client_cells(s: ClientSimulation) -> tuple[str, ...]:
-    """The table's cells of one simulation (CLIENT_COLUMNS); a failure or an inconclusive
-    result says so across the negotiated columns, with its reason and detail."""
-    if s.status != SimStatus.connected and not _negotiated(s):
-        why = s.reason.value if s.reason is not None else ""
-        head = "FAILED" if s.status == SimStatus.failed else "inconclusive"
-        text = f"{head}: {why}" if why else head
-        return (s.client, text + (f" ({s.detail})" if s.detail else ""), "", "", "", "", "")
-    version = registry.version_name(s.version or 0)
-    if s.status == SimStatus.failed and s.reason is not None:
-        version = f"FAILED: {s.reason.value} ({version})"
-    elif s.status == SimStatus.inconclusive:
-        version = f"inconclusive ({version}): {s.detail}"
-    suite = registry.suite_name(s.cipher_suite) if s.cipher_suite is not None else "-"
-    sig = registry.sigscheme_name(s.signature_scheme) if s.signature_scheme else "-"
-    return (s.client, version, suite, _group(s), s.alpn or "-", sig, _TRUST[s.trusted])
+__all__ = ["clients_table", "render_clients"]
 
 
 def clients_table(sims: Iterable[ClientSimulation]) -> Table:
@@ -85,72 +44,3 @@ def render_clients(report: ClientsReport, out: IO[str]) -> None:
         print(f"Error: {shown(report.error)}", file=out)
         return
     print_renderable(clients_table(report.clients), out)
-
-
-def _row(s: ClientSimulation) -> tuple[object, ...]:
-    return (s.profile, s.client, s.status.value,
-            registry.version_name(s.version) if s.version is not None else None,
-            registry.suite_name(s.cipher_suite) if s.cipher_suite is not None else None,
-            registry.group_name(s.group) if s.group is not None else None, s.dh_bits,
-            s.hello_retry, s.alpn,
-            registry.sigscheme_name(s.signature_scheme) if s.signature_scheme else None,
-            s.trusted, s.post_quantum, s.reason.value if s.reason else None, s.detail,
-            s.ja4_sent)
-
-
-def write_clients_csv(path: str, reports: Iterable[ClientsReport]) -> None:
-    """`tlsprobe clients --csv FILE`: a row per target and profile (CSV_COLUMNS)."""
-    with open(path, "w", encoding="utf-8", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(CSV_COLUMNS)
-        for r in reports:
-            target = f"{r.host}:{r.port}"
-            if r.error:
-                writer.writerow([cell(target), "", "", "error", *[""] * 10, cell(r.error), ""])
-            writer.writerows([cell(target), *map(cell, _row(s))] for s in r.clients)
-
-
-def scan_client_rows(sims: Iterable[ClientSimulation]) -> list[tuple[object, ...]]:
-    """The scan CSV's rows of its clients section (section, version, rank, name, code,
-    status, severity, detail): the client, its profile id, the status, and in the detail
-    what it negotiated or why it failed."""
-    rows: list[tuple[object, ...]] = []
-    for s in sims:
-        cells = client_cells(s)
-        detail = ", ".join(c for c in cells[2:6] if c and c != "-") if _negotiated(s) \
-            else cells[1]
-        if s.reason is not None and _negotiated(s):
-            detail += f"; {s.reason.value}" + (f" ({s.detail})" if s.detail else "")
-        rows.append(("client", registry.version_name(s.version) if s.version else None,
-                     None, s.client, s.profile, s.status.value, None, detail))
-    return rows
-
-
-def clients_html(sims: Iterable[ClientSimulation]) -> str:
-    """The HTML table of the clients section (every text escaped)."""
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in CLIENT_COLUMNS)
-    body = []
-    for s in sims:
-        cls = f' class="{s.status.value}"'
-        cells = "".join(f"<td>{html.escape(c)}</td>" for c in client_cells(s))
-        body.append(f"<tr{cls}>{cells}</tr>")
-    return (f"<table class=\"clients\"><thead><tr>{head}</tr></thead><tbody>"
-            f"{''.join(body)}</tbody></table>")
-
-
-def write_clients_html(path: str, reports: Iterable[ClientsReport]) -> None:
-    """`tlsprobe clients --html FILE`: one self-contained page, a table per target."""
-    parts = []
-    for r in reports:
-        target = html.escape(f"{r.host}:{r.port}")
-        body = f"<p class=\"error\">{html.escape(r.error)}</p>" if r.error else \
-            clients_html(r.clients)
-        parts.append(f"<h2>{target}</h2>{body}")
-    style = ("body{font-family:sans-serif}table{border-collapse:collapse}"
-             "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}"
-             "tr.failed{background:#fdd}tr.inconclusive{background:#ffd}")
-    page = (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>tlsprobe client "
-            f"simulation</title><style>{style}</style></head><body><h1>Client simulation"
-            f"</h1>{''.join(parts)}</body></html>\n")
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(page)

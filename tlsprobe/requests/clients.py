@@ -8,12 +8,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tlsprobe.errors import UsageError
 from tlsprobe.requests.names import API, CLI, Names
-from tlsprobe.requests.scan import ConnectionSettings, ScanRequest
+from tlsprobe.requests.scan import ConnectionSettings, ScanRequest, clients_of
 
 if TYPE_CHECKING:
     from tlsprobe.model.clients import ClientProfile, ClientsReport
@@ -36,7 +35,6 @@ class ClientsRequest:
               settings: ConnectionSettings | None = None, starttls: str | None = None,
               xmpp_host: str | None = None, names: Names = API) -> ClientsRequest:
         """The request, or a UsageError naming the input at fault."""
-        from tlsprobe.probes.clients.run import choose_profiles
         scan = ScanRequest.build(targets, checks="versions", server_name=server_name,
                                  send_sni=send_sni, verify=verify, cafile=cafile,
                                  settings=settings, starttls=starttls, xmpp_host=xmpp_host,
@@ -46,10 +44,7 @@ class ClientsRequest:
             raise UsageError(str(getattr(bad[0], "error", bad[0])))
         if not scan.targets:
             raise UsageError("no target: give HOST[:PORT]")
-        folder = Path(profiles_dir) if profiles_dir is not None else None
-        if folder is not None and not folder.is_dir():
-            raise UsageError(f"{names('profiles_dir')}: {profiles_dir}: not a folder")
-        return cls(scan, choose_profiles(profiles, names("profiles"), folder))
+        return cls(scan, clients_of(True, profiles, profiles_dir, names))
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ClientsRequest:
