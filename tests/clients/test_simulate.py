@@ -17,7 +17,12 @@ import pytest
 
 from tests.clients.conftest import DATA, simulate
 from tests.helpers.servers import CertSet, Server
-from tlsprobe.model.clients import ClientProfile, ClientSimulation, FailureReason, SimStatus
+from tlsprobe.model.clients import (
+    ClientProfile,
+    ClientSimulation,
+    FailureReason,
+    SimStatus,
+)
 from tlsprobe.report.client_cells import client_cells
 
 MODERN = ("test-chromium", "test-firefox", "test-openssl-s_client", "test-curl")

@@ -74,7 +74,8 @@ def record(command: list[str], timeout: float = 60) -> tuple[int, bytes]:
 
 def version_of(cmd: list[str]) -> str:
     """The first dotted number the client's version line names."""
-    line = subprocess.run(cmd, capture_output=True, text=True).stdout.strip().splitlines()[0]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    line = done.stdout.strip().splitlines()[0]
     found = re.search(r"\d+(\.\d+)+[a-z]*", line)
     return found.group(0) if found else line
 
@@ -95,8 +96,8 @@ def clients(tmp: str) -> list[tuple[str, str, str, str, list[str], bool, TrustSt
         ("curl", "curl", version_of(["curl", "--version"]), "OpenSSL",
          ["curl", "-sk", url], True, TrustStore.system),
         ("python-ssl", "Python ssl", sys.version.split()[0], "OpenSSL",
-         [sys.executable, "-c", "import ssl,urllib.request as u; u.urlopen("
-          f"'{url}', context=ssl._create_unverified_context(), timeout=5)"],
+         [sys.executable, "-c", ("import ssl,urllib.request as u; u.urlopen("
+          f"'{url}', context=ssl._create_unverified_context(), timeout=5)")],
          True, TrustStore.system),
         ("openssl-tls13-only", "openssl s_client -tls1_3", version_of(["openssl", "version"]),
          "OpenSSL", ["openssl", "s_client", "-tls1_3", "-connect", "localhost:PORT",
