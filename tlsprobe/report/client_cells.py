@@ -8,10 +8,23 @@ import html
 from collections.abc import Iterable
 
 from tlsprobe import registry
-from tlsprobe.model.clients import ClientSimulation, ClientsReport, SimStatus
+from tlsprobe.model.clients import (
+    ClientSimulation,
+    ClientsReport,
+    FailureReason,
+    SimStatus,
+)
 
-__all__ = ["CLIENT_COLUMNS", "CSV_COLUMNS", "client_cells", "client_row", "clients_html",
-           "clients_page", "scan_client_rows"]
+__all__ = [
+    "CLIENT_COLUMNS",
+    "CSV_COLUMNS",
+    "client_cells",
+    "client_name",
+    "client_row",
+    "clients_html",
+    "clients_page",
+    "scan_client_rows",
+]
 
 CLIENT_COLUMNS = ("client", "version", "suite", "group", "ALPN", "signature", "trusted")
 CSV_COLUMNS = ("target", "profile", "client", "status", "version", "cipher_suite", "group",
@@ -33,6 +46,13 @@ def _negotiated(s: ClientSimulation) -> bool:
     return s.version is not None and s.cipher_suite is not None
 
 
+def client_name(s: ClientSimulation) -> str:
+    """The client and its version without the platform ("Chromium 156.0.8078.114"): the
+    profile's label less its last parenthesis (the JSON keeps the whole label)."""
+    name, sep, rest = s.client.rpartition(" (")
+    return name if sep and rest.endswith(")") else s.client
+
+
 def client_cells(s: ClientSimulation) -> tuple[str, ...]:
     """The table's cells of one simulation (CLIENT_COLUMNS); a failure or an inconclusive
     result says so across the negotiated columns, with its reason and detail."""
@@ -40,15 +60,19 @@ def client_cells(s: ClientSimulation) -> tuple[str, ...]:
         why = s.reason.value if s.reason is not None else ""
         head = "FAILED" if s.status == SimStatus.failed else "inconclusive"
         text = f"{head}: {why}" if why else head
-        return (s.client, text + (f" ({s.detail})" if s.detail else ""), "", "", "", "", "")
+        return (client_name(s), text + (f" ({s.detail})" if s.detail else ""), "", "", "", "",
+                "")
     version = registry.version_name(s.version or 0)
-    if s.status == SimStatus.failed and s.reason is not None:
-        version = f"FAILED: {s.reason.value} ({version})"
+    trusted = _TRUST[s.trusted]
+    if s.reason == FailureReason.certificate_not_trusted:
+        trusted = "NO: fails"
+    elif s.status == SimStatus.failed and s.reason is not None:
+        version = f"{version}, FAILED: {s.reason.value}"
     elif s.status == SimStatus.inconclusive:
-        version = f"inconclusive ({version}): {s.detail}"
+        version = f"{version}, inconclusive: {s.detail}"
     suite = registry.suite_name(s.cipher_suite) if s.cipher_suite is not None else "-"
     sig = registry.sigscheme_name(s.signature_scheme) if s.signature_scheme else "-"
-    return (s.client, version, suite, _group(s), s.alpn or "-", sig, _TRUST[s.trusted])
+    return (client_name(s), version, suite, _group(s), s.alpn or "-", sig, trusted)
 
 
 def client_row(s: ClientSimulation) -> tuple[object, ...]:

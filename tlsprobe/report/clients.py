@@ -22,8 +22,9 @@ __all__ = ["clients_table", "render_clients"]
 def clients_table(sims: Iterable[ClientSimulation]) -> Table:
     """The rich table, network text escaped."""
     table = Table(title="Client simulation", title_justify="left", show_lines=False)
-    for name in CLIENT_COLUMNS:
-        table.add_column(name, overflow="fold")
+    for name in CLIENT_COLUMNS:   # the names stay whole; the client and the verdict fold
+        table.add_column(name, overflow="fold",
+                         no_wrap=name in ("suite", "group", "signature", "ALPN", "trusted"))
     for s in sims:
         cells = client_cells(s)
         style = "red" if s.status == SimStatus.failed else \
