@@ -131,7 +131,11 @@ def test_network_failure_is_inconclusive(profiles) -> None:
 
 
 def _scan_clients(run_cli, server: Server, checks: str) -> dict[str, dict[str, object]]:
-    code, out, err = run_cli("scan", f"localhost:{server.port}", "--checks", checks,
+    return _scan_clients_at(run_cli, server.port, checks)
+
+
+def _scan_clients_at(run_cli, port: int, checks: str) -> dict[str, dict[str, object]]:
+    code, out, err = run_cli("scan", f"localhost:{port}", "--checks", checks,
                              "--clients", "--profiles-dir", str(DATA), "--json",
                              "--no-progress", "--no-policy")
     assert code == 0, err
@@ -181,3 +185,32 @@ def test_trust_under_the_clients_store(tls_server, profiles, certs: CertSet) -> 
     untrusted = simulate(server.port, chosen, trust=True)   # the system store: the lab CA is not in it
     assert untrusted["test-openssl-s_client"].trusted is False
     assert untrusted["test-openssl-s_client"].reason == FailureReason.certificate_not_trusted
+
+
+def test_hello_too_large_and_version_intolerance(tls_server, run_cli) -> None:
+    """Behind a box that resets hellos over 1500 bytes, the browsers' post-quantum hellos
+    (about 2 kB) fail with "hello too large" (large_hello found such hellos reset), the
+    512-byte ones connect; behind one that drops hellos offering TLS 1.3, in front of a
+    TLS 1.2 server, every TLS 1.3-offering client fails with "version intolerance"
+    (tls13_intolerance found it)."""
+    from tests.checks.intolerant_proxy import IntolerantProxy
+    server = tls_server("openssl", proto="both")
+    big = IntolerantProxy((server.host, server.port), "max_hello=1500")
+    try:
+        sims = _scan_clients_at(run_cli, big.port, "versions,large_hello")
+    finally:
+        big.close()
+    for name in ("test-chromium", "test-firefox"):
+        assert (sims[name]["status"], sims[name]["reason"]) == ("failed", "hello too large")
+        assert "1800-byte hello" in str(sims[name]["detail"])
+    assert sims["test-curl"]["version_name"] == "TLS 1.3"
+    old = tls_server("openssl", proto="tls1_2")
+    t13 = IntolerantProxy((old.host, old.port), "tls13")
+    try:
+        sims = _scan_clients_at(run_cli, t13.port, "versions,suites,groups,tls13_intolerance")
+    finally:
+        t13.close()
+    for name in ("test-chromium", "test-curl", "test-openssl-tls13-only"):
+        assert sims[name]["status"] == "failed", sims[name]
+    assert sims["test-chromium"]["reason"] == "version intolerance"
+    assert sims["test-openssl-tls13-only"]["reason"] == "no shared version"

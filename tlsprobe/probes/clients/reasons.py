@@ -26,7 +26,7 @@ from tlsprobe.model.checks import Verdict
 from tlsprobe.model.clients import ClientProfile, FailureReason
 from tlsprobe.probes.clients.fresh import ProfileError, derived_config, recorded_hello
 
-__all__ = ["established_reason"]
+__all__ = ["established_reason", "reset_reason"]
 
 TLS13 = 0x0304
 _REFUSED = (ReplyKind.alert, ReplyKind.closed, ReplyKind.reset, ReplyKind.silent)
@@ -60,6 +60,16 @@ def established_reason(profile: ClientProfile, report: AuditReport | None
         if found is not None:
             return found
     return FailureReason.refused, ""
+
+
+def reset_reason(profile: ClientProfile, report: AuditReport | None
+                 ) -> tuple[FailureReason, str] | None:
+    """The reason of a reset or silence (a network failure) the audit explains: the
+    large_hello check found hellos of the client's size reset or dropped (the middlebox
+    behaviour it looks for); None otherwise (the failure stays inconclusive)."""
+    if report is None:
+        return None
+    return _too_large(report, [], [], len(profile.hello))
 
 
 def _suites(suites: tuple[int, ...], groups: tuple[int, ...], shared: list[int],

@@ -46,7 +46,7 @@ from tlsprobe.probes.clients.fresh import (
     retry_hello,
 )
 from tlsprobe.probes.clients.profiles import fingerprints
-from tlsprobe.probes.clients.reasons import established_reason
+from tlsprobe.probes.clients.reasons import established_reason, reset_reason
 from tlsprobe.wire.handshake import frame
 
 __all__ = ["PHASE", "TrustChecker", "simulate_clients", "simulate_one"]
@@ -111,6 +111,10 @@ async def simulate_one(runner: TargetRunner, profile: ClientProfile,
     if isinstance(got, _Talked) and _bare_close(got):
         got = await runner.scheduler.converse(runner.target, PHASE, talk)
     if isinstance(got, Outcome):
+        explained = reset_reason(profile, report) if got.kind == FailureKind.NETWORK else None
+        if explained is not None:   # a reset the audit shows to be the hello's size
+            return replace(base, status=SimStatus.failed, reason=explained[0],
+                           detail=f"{got.reason or got.describe()}; {explained[1]}")
         return replace(base, detail=got.reason or got.describe())
     ja4 = fingerprints(frame(1, got.hs.messages.hellos[0].serialize()))[1]
     return _judged(replace(base, ja4_sent=ja4), got, profile, report, checker)
