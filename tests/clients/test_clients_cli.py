@@ -130,3 +130,19 @@ def test_survey_clients_columns(tls_server, run_cli, tmp_path: Path) -> None:
         assert row["clients"] == ["test-chromium=connected", "test-curl=failed"] or \
             row["clients"] == ["test-chromium=connected", "test-curl=connected"], row
         assert row["client_results"][0] == "TLS 1.3 TLS_AES_128_GCM_SHA256 x25519"
+
+
+def test_python_api(tls_server) -> None:
+    """tlsprobe.simulate_clients and scan(clients=True) return what the commands print."""
+    import tlsprobe
+    server = tls_server("openssl")
+    target = f"localhost:{server.port}"
+    [report] = tlsprobe.simulate_clients(target, profiles=["chromium"], profiles_dir=str(DATA))
+    assert isinstance(report, tlsprobe.ClientsReport)
+    [sim] = report.clients
+    assert (sim.profile, sim.status, sim.version) == ("test-chromium", "connected", 0x0304)
+    [audit] = tlsprobe.scan(target, checks=["versions"], policies=[], clients=True,
+                            profiles=["curl"], profiles_dir=str(DATA))
+    assert [c.profile for c in audit.clients] == ["test-curl"]
+    with pytest.raises(tlsprobe.UsageError, match="names no client profile"):
+        tlsprobe.simulate_clients(target, profiles=["nothing"], profiles_dir=str(DATA))
