@@ -214,3 +214,27 @@ def test_hello_too_large_and_version_intolerance(tls_server, run_cli) -> None:
         assert sims[name]["status"] == "failed", sims[name]
     assert sims["test-chromium"]["reason"] == "version intolerance"
     assert sims["test-openssl-tls13-only"]["reason"] == "no shared version"
+
+
+def test_a_group_tlsprobe_cannot_make_is_inconclusive(tls_server, profiles,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """When kex cannot make a share the client sent (here: x25519 made unavailable), the
+    share is random bytes; a server choosing that group leaves the simulation inconclusive
+    with the reason, what it chose stated, never "failed"."""
+    from tlsprobe import kex
+    real = kex.generate
+
+    def no_x25519(group: int) -> kex.KeyShare:
+        if group == 0x001D:
+            raise kex.UnsupportedGroup("x25519 made unavailable by the test")
+        return real(group)
+
+    monkeypatch.setattr(kex, "generate", no_x25519)
+    server = tls_server("openssl", groups=["X25519", "P-256"])
+    sims = simulate(server.port, [profiles["test-curl"], profiles["test-firefox"]])
+    curl = sims["test-curl"]
+    assert curl.status == SimStatus.inconclusive and curl.reason is None, curl
+    assert (curl.version, curl.group) == (0x0304, 0x001D)
+    assert "cannot make" in curl.detail
+    # Firefox sent a P-256 share too, but the server prefers x25519 (its own order)
+    assert sims["test-firefox"].status == SimStatus.inconclusive

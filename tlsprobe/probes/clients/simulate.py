@@ -146,13 +146,16 @@ def _judged(base: ClientSimulation, got: _Talked, profile: ClientProfile,
                        detail=f"the server chose {registry.version_name(sh.selected_version)}, "
                        "which the client does not offer")
     out = outcome_of(hs)
-    if hs.incomplete_reason and sh.key_share is not None and \
-            sh.key_share[0] in got.fresh.unusable:
+    chosen = sh.key_share[0] if sh.key_share is not None else None
+    if hs.incomplete_reason and chosen is not None and chosen not in hs.verification.share_groups:
+        # a group whose share was random bytes (first hello or after an HRR): the client
+        # could go on, tlsprobe cannot; what it chose is known, the rest is not
         return replace(base, version=out.version, cipher_suite=out.cipher_suite,
-                       group=out.group, hello_retry=hrr,
-                       detail=f"the server chose {registry.group_label(sh.key_share[0])}, "
-                       f"whose share tlsprobe cannot make ({hs.incomplete_reason})")
-    notes = [n for n in (str(failure) if failure else "", got.late) if n]
+                       group=out.group, hello_retry=hrr, post_quantum=_post_quantum(chosen),
+                       detail=f"the server chose {registry.group_label(chosen)}, whose "
+                       f"share tlsprobe cannot make ({hs.incomplete_reason})")
+    notes = [n for n in (str(failure) if failure else "", got.late,
+                         hs.incomplete_reason or "") if n]
     trusted, trust_note = _trust(profile, out.certificates, checker)
     untrusted = trusted is False
     return replace(base, status=SimStatus.failed if untrusted else SimStatus.connected,
