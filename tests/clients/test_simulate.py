@@ -238,3 +238,17 @@ def test_a_group_tlsprobe_cannot_make_is_inconclusive(tls_server, profiles,
     assert "cannot make" in curl.detail
     # Firefox sent a P-256 share too, but the server prefers x25519 (its own order)
     assert sims["test-firefox"].status == SimStatus.inconclusive
+
+
+def test_legacy_signatures_refused_as_openssl_3_does(tls_server, profiles) -> None:
+    """A TLS 1.1 server signing its ECDHE key exchange (MD5+SHA-1): OpenSSL 3's profiles
+    offer TLS 1.1 but list no SHA-1 signature scheme, and the real openssl s_client aborts
+    ("legacy sigalg disallowed"): failed, no shared signature algorithm; over a suite
+    without a signature (RSA key transport) they connect."""
+    signed = tls_server("openssl", proto="tls1_1", ciphers="ECDHE-RSA-AES128-SHA")
+    sim = simulate(signed.port, [profiles["test-openssl-s_client"]])["test-openssl-s_client"]
+    assert (sim.status, sim.reason, sim.version) == (SimStatus.failed,
+                                                     FailureReason.no_shared_signature, 0x0302)
+    plain = tls_server("openssl", proto="tls1_1", ciphers="AES128-SHA")
+    sim = simulate(plain.port, [profiles["test-openssl-s_client"]])["test-openssl-s_client"]
+    assert (sim.status, sim.version, sim.cipher_suite) == (SimStatus.connected, 0x0302, 0x002F)

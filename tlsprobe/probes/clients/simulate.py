@@ -43,6 +43,7 @@ from tlsprobe.probes.clients.fresh import (
     ProfileError,
     derived_config,
     fresh_hello,
+    recorded_hello,
     retry_hello,
 )
 from tlsprobe.probes.clients.profiles import fingerprints
@@ -146,6 +147,13 @@ def _judged(base: ClientSimulation, got: _Talked, profile: ClientProfile,
                        detail=f"the server chose {registry.version_name(sh.selected_version)}, "
                        "which the client does not offer")
     out = outcome_of(hs)
+    refused = _refused_answer(hs, failure, profile)
+    if refused is not None:
+        return replace(base, status=SimStatus.failed, reason=refused[0], detail=refused[1],
+                       version=out.version, cipher_suite=out.cipher_suite, group=out.group,
+                       dh_bits=out.dh_bits, hello_retry=hrr,
+                       signature_scheme=out.signature_scheme,
+                       post_quantum=_post_quantum(out.group))
     chosen = sh.key_share[0] if sh.key_share is not None else None
     if hs.incomplete_reason and chosen is not None and chosen not in hs.verification.share_groups:
         # a group whose share was random bytes (first hello or after an HRR): the client
@@ -166,6 +174,33 @@ def _judged(base: ClientSimulation, got: _Talked, profile: ClientProfile,
                    signature_scheme=out.signature_scheme, trusted=trusted,
                    post_quantum=_post_quantum(out.group),
                    detail="; ".join(notes + ([trust_note] if trust_note else [])))
+
+
+#: the SHA-1 signature schemes (RFC 8446 B.3.1.3 legacy): what TLS 1.0 and 1.1 sign with
+SHA1_SCHEMES = frozenset({0x0201, 0x0202, 0x0203})
+
+
+def _refused_answer(hs: Handshake, failure: HandshakeFailure | None,
+                    profile: ClientProfile) -> tuple[FailureReason, str] | None:
+    """Why the client would abort after the ServerHello: the engine refused the server's
+    flight by a rule of the offer sent (a suite, group or scheme not offered, a bad
+    signature: its message), the server aborted (its alert), or the server signed a TLS
+    1.0/1.1 key exchange (MD5+SHA-1 or SHA-1) for a client whose signature_algorithms lists
+    no SHA-1 scheme (OpenSSL 3 at security level 1 and above refuses it so, "legacy sigalg
+    disallowed"). None: the answer stands."""
+    if failure is not None and failure.kind in (FailureKind.PROTOCOL, FailureKind.ALERT):
+        return FailureReason.rejected_answer, str(failure)
+    sh = hs.messages.server_hello
+    ske = hs.messages.flight.server_key_exchange
+    if sh is None or ske is None or ske.signature is None or sh.selected_version >= 0x0303:
+        return None
+    offered = recorded_hello(profile.hello).signature_algorithms
+    if not offered or SHA1_SCHEMES & set(offered):
+        return None
+    return FailureReason.no_shared_signature, (
+        f"the server signs its {registry.version_name(sh.selected_version)} key exchange "
+        "with MD5+SHA-1 or SHA-1, and the client's signature_algorithms lists no SHA-1 "
+        "scheme (it refuses such signatures)")
 
 
 def _post_quantum(group: int | None) -> bool:
