@@ -57,20 +57,20 @@ def client_cells(s: ClientSimulation) -> tuple[str, ...]:
     """The table's cells of one simulation (CLIENT_COLUMNS); a failure or an inconclusive
     result says so across the negotiated columns, with its reason and detail."""
     if s.status != SimStatus.connected and not _negotiated(s):
-        why = s.reason.value if s.reason is not None else ""
+        # the verdict in the version column, its reason and evidence across the next one
         head = "FAILED" if s.status == SimStatus.failed else "inconclusive"
-        text = f"{head}: {why}" if why else head
-        return (client_name(s), text + (f" ({s.detail})" if s.detail else ""), "", "", "", "",
-                "")
+        why = s.reason.value if s.reason is not None else ""
+        text = f"{why}: {s.detail}" if why and s.detail else why or s.detail
+        return (client_name(s), head, text, "", "", "", "")
     version = registry.version_name(s.version or 0)
     trusted = _TRUST[s.trusted]
+    suite = registry.suite_name(s.cipher_suite) if s.cipher_suite is not None else "-"
     if s.reason == FailureReason.certificate_not_trusted:
         trusted = "NO: fails"
-    elif s.status == SimStatus.failed and s.reason is not None:
-        version = f"{version}, FAILED: {s.reason.value}"
+    elif s.status == SimStatus.failed and s.reason is not None:   # after the ServerHello
+        suite = f"{suite}, then FAILED: {s.reason.value}"
     elif s.status == SimStatus.inconclusive:
-        version = f"{version}, inconclusive: {s.detail}"
-    suite = registry.suite_name(s.cipher_suite) if s.cipher_suite is not None else "-"
+        suite = f"{suite}, then inconclusive: {s.detail}"
     sig = registry.sigscheme_name(s.signature_scheme) if s.signature_scheme else "-"
     return (client_name(s), version, suite, _group(s), s.alpn or "-", sig, trusted)
 

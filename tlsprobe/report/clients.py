@@ -8,28 +8,26 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import IO
 
-from rich.table import Table
 from rich.text import Text
 
 from tlsprobe.model.clients import ClientSimulation, ClientsReport, SimStatus
 from tlsprobe.report.client_cells import CLIENT_COLUMNS, client_cells
 from tlsprobe.report.escape import shown
+from tlsprobe.report.fit import FitTable
 from tlsprobe.report.tables import print_renderable
 
 __all__ = ["clients_table", "render_clients"]
 
 
-def clients_table(sims: Iterable[ClientSimulation]) -> Table:
-    """The rich table, network text escaped."""
-    table = Table(title="Client simulation", title_justify="left", show_lines=False)
-    for name in CLIENT_COLUMNS:   # the names stay whole; the client and the verdict fold
-        table.add_column(name, overflow="fold",
-                         no_wrap=name in ("suite", "group", "signature", "ALPN", "trusted"))
+def clients_table(sims: Iterable[ClientSimulation]) -> FitTable:
+    """The table (report/fit.py: names never split; records on a narrow console), what
+    came from the network escaped; a failed row red, an inconclusive one yellow."""
+    table = FitTable(*CLIENT_COLUMNS, title="Client simulation", pad_edge=False,
+                     padding=(0, 1))
     for s in sims:
-        cells = client_cells(s)
         style = "red" if s.status == SimStatus.failed else \
-            "yellow" if s.status == SimStatus.inconclusive else None
-        table.add_row(*(Text(shown(c)) for c in cells), style=style)
+            "yellow" if s.status == SimStatus.inconclusive else ""
+        table.add_row(*(Text(shown(c), style=style) for c in client_cells(s)))
     return table
 
 
