@@ -16,7 +16,8 @@ Fresh per connection (docs/CLIENTS.md "What simulation sends"):
   - the encrypted_client_hello GREASE extension (draft-ietf-tls-esni, outer form): a new
     config_id, enc and payload of the recorded lengths;
   - server_name: the target's host name (replacing the recorded one, or inserted as the
-    first non-GREASE extension where the recording has none); for an IP-literal target, no
+    first non-GREASE extension where the recording has none, unless it has no extensions
+    at all: an SSL 3.0 hello); for an IP-literal target, no
     server_name at all (RFC 6066 3 forbids IP literals there, and clients send none);
   - padding (RFC 7685): where the recording has one, its length brings the hello back to the
     recorded total; where the hello without padding is longer than that total, the padding
@@ -123,7 +124,8 @@ def fresh_hello(hello: bytes, server_name: str | None) -> FreshHello:
             exts.append(_regrease_list(e, size, role, draw))
         else:
             exts.append(e)
-    if server_name is not None and recorded.extension(ext.SERVER_NAME) is None:
+    if server_name is not None and recorded.extension(ext.SERVER_NAME) is None and \
+            not recorded.extensions_absent:   # a hello without extensions (SSL 3.0) has none
         at = next((i for i, e in enumerate(exts) if not registry.is_grease(e.type)), len(exts))
         exts.insert(at, ext.server_name(server_name))
     suites = [draw.value("cipher") if registry.is_grease(s) else s
@@ -281,12 +283,13 @@ def derived_config(hello: bytes, server_name: str | None) -> ClientConfig:
     """The engine's ClientConfig of the offer a profile sends: its versions, groups, key
     share groups, suites, signature schemes and ALPN, so that the engine judges the server's
     answer against what was actually offered. A hello without supported_versions offers
-    its legacy_version and every version down to TLS 1.0 (its minimum is not in it)."""
+    its legacy_version and every version down to TLS 1.0 (its minimum is not in it; SSL 3.0
+    only for an SSL 3.0 hello)."""
     msg = recorded_hello(hello)
     real: Callable[[list[int]], tuple[int, ...]] = \
         lambda values: tuple(v for v in values if not registry.is_grease(v))
     versions = real(msg.supported_versions) or tuple(
-        range(min(msg.legacy_version, TLS12), 0x0300, -1))
+        range(min(msg.legacy_version, TLS12), 0x0300, -1)) or (msg.legacy_version,)
     suites = real(msg.cipher_suites)
     tls13 = tuple(s for s in suites if s >> 8 == 0x13)
     alpn = tuple(p.decode("latin-1") for p in msg.alpn_protocols)
