@@ -54,6 +54,7 @@ class Catcher:
 
     port: int = 0
     hellos: list[bytes] = field(default_factory=list)
+    record_versions: list[int] = field(default_factory=list)
     sock: socket.socket | None = None
 
     def serve(self) -> None:
@@ -65,31 +66,34 @@ class Catcher:
                 return
             with conn:
                 conn.settimeout(5)
-                hello = _read_hello(conn)
+                hello, version = _read_hello(conn)
                 if hello:
                     self.hellos.append(hello)
+                    self.record_versions.append(version)
 
 
-def _read_hello(conn: socket.socket) -> bytes:
-    data, hello = b"", b""
+def _read_hello(conn: socket.socket) -> tuple[bytes, int]:
+    """The ClientHello handshake message and the version of its first record."""
+    data, hello, version = b"", b"", 0
     try:
         while True:
             while len(data) < 5:
                 chunk = conn.recv(65536)
                 if not chunk:
-                    return b""
+                    return b"", 0
                 data += chunk
             size = int.from_bytes(data[3:5], "big")
             while len(data) < 5 + size:
                 chunk = conn.recv(65536)
                 if not chunk:
-                    return b""
+                    return b"", 0
                 data += chunk
+            version = version or int.from_bytes(data[1:3], "big")
             hello, data = hello + data[5:5 + size], data[5 + size:]
             if len(hello) >= 4 and len(hello) >= 4 + int.from_bytes(hello[1:4], "big"):
-                return hello[:4 + int.from_bytes(hello[1:4], "big")]
+                return hello[:4 + int.from_bytes(hello[1:4], "big")], version
     except OSError:
-        return b""
+        return b"", 0
 
 
 @pytest.fixture

@@ -207,3 +207,14 @@ def test_sent_hellos_on_the_wire_have_the_profile_fingerprints(catcher: Catcher)
         # the listener closes without an answer, twice: a refusal with no known reason
         assert sims[p.id].status == SimStatus.failed
         assert sims[p.id].reason == FailureReason.refused
+
+
+def test_the_record_version_is_the_profiles(catcher: Catcher) -> None:
+    """The first record carries the profile's record_version (0x0301 as recorded here; a
+    profile recorded with 0x0303 gets 0x0303)."""
+    curl = recorded_profiles()["test-curl"]
+    java_like = replace(curl, id="record-0303", record_version=0x0303)
+    simulate(catcher.port, [curl])
+    simulate(catcher.port, [java_like])
+    assert set(catcher.record_versions[:2]) == {0x0301}
+    assert set(catcher.record_versions[2:]) == {0x0303}

@@ -175,6 +175,8 @@ class ClientHandshake(HandshakeState):
         # Record-layer version 0x0301 for the first hello, as browsers and OpenSSL send it.
         self._record_version = min(TLS10, self._config.max_legacy) \
             if self._config.max_legacy >= 0x0300 else TLS10
+        if self._built.record_version is not None:
+            self._record_version = self._built.record_version
         self._send_message(frame(HandshakeType.client_hello, self._built.hello.serialize()))
         psk = self._config.psk_offer
         if psk is not None and psk.early_data is not None:   # 0-RTT (RFC 8446 2.3)

@@ -94,6 +94,7 @@ async def simulate_one(runner: TargetRunner, profile: ClientProfile,
 
     async def talk(transport: AsyncTransport, deadline: float) -> _Talked:
         fresh = fresh_hello(profile.hello, sni)
+        fresh.built.record_version = profile.record_version   # as recorded
         hs = ClientHandshake(config, annotate=False, stop_after_first_flight=True,
                              read_server_flight=True, prebuilt=fresh.built,
                              retry=lambda group, cookie: retry_hello(fresh, group, cookie))
