@@ -93,9 +93,12 @@ def test_scan_clients_json_csv(tls_server, run_cli, tmp_path: Path) -> None:
     server = tls_server("openssl")
     code, out, err = run_cli("scan", f"localhost:{server.port}", "--checks", "versions",
                              "--clients", "--profiles-dir", str(DATA), "--profiles", CHOSEN,
-                             "--csv", tmp_path / "s.csv", "--no-progress")
+                             "--csv", tmp_path / "s.csv", "--html", tmp_path / "s.html",
+                             "--no-progress")
     assert code == 0, err
     assert "Client simulation" in out and "Chromium" in out and "156.0.8078.114" in out
+    page = (tmp_path / "s.html").read_text()
+    assert "<h3>Client simulation</h3>" in page and page.count('<tr class="') >= 3
     rows = [r for r in csv.DictReader((tmp_path / "s.csv").open()) if r["section"] == "client"]
     assert [r["code"] for r in rows] == ["test-chromium", "test-curl", "test-openssl-tls13-only"]
     code, out, err = run_cli("scan", f"localhost:{server.port}", "--checks", "versions",
