@@ -80,6 +80,12 @@ def test_unreachable_target_exit_3(run_cli) -> None:
     (("--profiles-dir", "/nonexistent"), "not a folder"),
     (("--timeout", "0"), "--timeout"),
 ])
+def test_scan_clients_with_quic_is_a_usage_error(run_cli) -> None:
+    code, _out, err = run_cli("scan", "localhost:1", "--quic", "--clients", "--profiles-dir",
+                              str(DATA))
+    assert code == 2 and "--quic" in err and len(err.strip().splitlines()) == 1
+
+
 def test_bad_arguments_are_one_line_exit_2(run_cli, words: tuple[str, ...],
                                            message: str) -> None:
     code, _out, err = run_cli("clients", "localhost:1", "--profiles-dir", str(DATA), *words)

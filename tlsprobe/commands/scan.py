@@ -224,6 +224,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             print(report.to_json(), file=out, flush=True)
     progress = ScanProgress(not args.no_progress and sys.stderr.isatty(), targets)
     quic = scan_quic.quic_connector(args)
+    if quic is not None and request.options.clients:
+        raise UsageError("--clients sends the clients' TLS-over-TCP hellos: it cannot be "
+                         "combined with --quic")
     options = request.options if quic is None else \
         scan_quic.quic_options(request.options, asked=args.checks is not None)
     scheduler = request.settings.scheduler(
