@@ -74,18 +74,18 @@ def test_unreachable_target_exit_3(run_cli) -> None:
     assert len(err.strip().splitlines()) == 1 and "refused" in err
 
 
-@pytest.mark.parametrize(("words", "message"), [
-    (("--profiles", "no-such-client"), "names no client profile"),
-    (("--profiles", ","), "empty list"),
-    (("--profiles-dir", "/nonexistent"), "not a folder"),
-    (("--timeout", "0"), "--timeout"),
-])
 def test_scan_clients_with_quic_is_a_usage_error(run_cli) -> None:
     code, _out, err = run_cli("scan", "localhost:1", "--quic", "--clients", "--profiles-dir",
                               str(DATA))
     assert code == 2 and "--quic" in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize(("words", "message"), [
+    (("--profiles", "no-such-client"), "names no client profile"),
+    (("--profiles", ","), "empty list"),
+    (("--profiles-dir", "/nonexistent"), "not a folder"),
+    (("--timeout", "0"), "--timeout"),
+])
 def test_bad_arguments_are_one_line_exit_2(run_cli, words: tuple[str, ...],
                                            message: str) -> None:
     code, _out, err = run_cli("clients", "localhost:1", "--profiles-dir", str(DATA), *words)
