@@ -155,3 +155,18 @@ def test_python_api(tls_server) -> None:
     assert [c.profile for c in audit.clients] == ["test-curl"]
     with pytest.raises(tlsprobe.UsageError, match="names no client profile"):
         tlsprobe.simulate_clients(target, profiles=["nothing"], profiles_dir=str(DATA))
+
+
+def test_list_profiles(run_cli) -> None:
+    """--list: a line per profile chosen; with --json the profile files themselves."""
+    code, out, err = run_cli("clients", "--list", "--profiles-dir", str(DATA), "--profiles",
+                             "chromium,curl")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert [line.split()[0] for line in lines] == ["test-chromium", "test-curl"]
+    assert "t13d1517h2_8daaf6152771_cb7bf5808d99" in lines[0]
+    code, out, err = run_cli("clients", "--list", "--json", "--profiles-dir", str(DATA))
+    assert code == 0 and len(out.splitlines()) == 6
+    assert json.loads(out.splitlines()[0])["id"] == "test-chromium"
+    code, _out, err = run_cli("clients")
+    assert code == 2 and "--list" in err

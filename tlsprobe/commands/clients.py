@@ -22,7 +22,7 @@ from tlsprobe.errors import EXIT_OK, exit_code_for
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("targets", nargs="+", metavar="HOST[:PORT]",
+    p.add_argument("targets", nargs="*", metavar="HOST[:PORT]",
                    help="servers to simulate clients against (default port 443; IPv6 as "
                    "[::1]:4433)")
     w = p.add_argument_group("which clients, and how")
@@ -31,6 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "every packaged profile")
     w.add_argument("--profiles-dir", metavar="DIR", default=None, help="read the profiles "
                    "from DIR (JSON files in the packaged format) instead")
+    w.add_argument("--list", action="store_true", help="list the profiles (those --profiles "
+                   "and --profiles-dir choose: id, client, platform, source, JA4) and exit")
     w.add_argument("--sni", metavar="NAME", help="server_name to send (default: the host "
                    "name; none for an IP address, as clients do)")
     w.add_argument("--no-sni", action="store_true", help="send no server_name")
@@ -54,6 +56,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if path:
             from tlsprobe.report.csv_out import check_writable
             check_writable(path, option)
+    if args.list:
+        return _list(args, out)
     request = ClientsRequest.from_args(args)
     reports = request.run()
     from tlsprobe.report.clients import render_clients
@@ -77,3 +81,21 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if report.error and args.json:
             print(f"tlsprobe: {shown(report.error)}", file=sys.stderr)
     return max(codes) if codes else EXIT_OK
+
+
+def _list(args: argparse.Namespace, out: TextIO) -> int:
+    """--list: one line per profile chosen (JSON lines with --json: the profile files)."""
+    import json
+    from pathlib import Path
+
+    from tlsprobe.probes.clients.profiles import profile_to_json
+    from tlsprobe.probes.clients.run import choose_profiles
+    from tlsprobe.report.escape import shown
+    folder = Path(args.profiles_dir) if args.profiles_dir else None
+    for p in choose_profiles(args.profiles, "--profiles", folder):
+        if args.json:
+            print(json.dumps(profile_to_json(p)), file=out)
+        else:
+            print(shown(f"{p.id:32} {p.label}; {p.source.kind.value}, {p.source.when}; "
+                        f"{p.ja4}"), file=out)
+    return EXIT_OK

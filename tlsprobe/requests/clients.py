@@ -43,7 +43,7 @@ class ClientsRequest:
         if bad:
             raise UsageError(str(getattr(bad[0], "error", bad[0])))
         if not scan.targets:
-            raise UsageError("no target: give HOST[:PORT]")
+            raise UsageError("no target: give HOST[:PORT] (or --list for the profiles)")
         return cls(scan, clients_of(True, profiles, profiles_dir, names))
 
     @classmethod
