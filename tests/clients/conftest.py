@@ -35,11 +35,12 @@ def profiles() -> dict[str, ClientProfile]:
 
 def simulate(port: int, chosen: list[ClientProfile], *, host: str = "localhost",
              report: AuditReport | None = None, timeout: float = 5.0,
-             cafile: str | None = None, trust: bool = False) -> dict[str, ClientSimulation]:
+             cafile: str | None = None, trust: bool = False,
+             retries: int = 0) -> dict[str, ClientSimulation]:
     """Each profile simulated against host:port over the scan's scheduler, by id; the chain
     checked (against `cafile`, else the system store) only with `cafile` or `trust`."""
     target = parse_target(f"{host}:{port}")
-    scheduler = Scheduler(timeout=timeout, retries=0)
+    scheduler = Scheduler(timeout=timeout, retries=retries, backoff=0.05)
     name = None if host[0].isdigit() or ":" in host else host
     runner = TargetRunner(target, scheduler, name)
     checker = TrustChecker(name or host, cafile) if cafile or trust else None

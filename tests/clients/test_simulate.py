@@ -119,6 +119,23 @@ def test_hello_retry_request_is_answered_as_the_client_would(tls_server, traced,
         assert server.log_text()[since:].count("ClientHello") == 2
 
 
+def test_a_reset_is_retried_then_inconclusive(tls_server, profiles) -> None:
+    """A path that resets the first connection: with --retries the simulation asks again
+    (and connects); without, it is inconclusive with the reset, never failed."""
+    from tests.helpers.faultproxy import RESET, FaultProxy, at
+    server = tls_server("openssl")
+    for retries, status in ((1, SimStatus.connected), (0, SimStatus.inconclusive)):
+        proxy = FaultProxy([(server.host, server.port)], fault=at([1], RESET))
+        try:
+            sim = simulate(proxy.port, [profiles["test-curl"]], retries=retries)["test-curl"]
+        finally:
+            proxy.close()
+        assert sim.status == status, sim
+        assert proxy.faults() == [(1, RESET)]
+        if status == SimStatus.inconclusive:
+            assert "reset" in sim.detail and sim.reason is None
+
+
 def test_network_failure_is_inconclusive(profiles) -> None:
     """Nothing listens: each profile is inconclusive with the reason, never failed."""
     with socket.socket() as s:

@@ -18,6 +18,7 @@ failure or a group whose share could not be made here.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
 from tlsprobe import registry
@@ -56,6 +57,10 @@ PHASE = "clients"
 #: the stores whose verdict tlsprobe can state: the chain is checked against the system
 #: bundle (or --cafile), as the audit's cert phase does, which is these clients' store
 CHECKABLE_STORES = (TrustStore.system,)
+
+
+#: the conversation of one simulated connection (Scheduler.converse's talk)
+Talk = Callable[[AsyncTransport, float], Awaitable["_Talked"]]
 
 
 @dataclass
@@ -109,9 +114,9 @@ async def simulate_one(runner: TargetRunner, profile: ClientProfile,
             got.late = exc.reason
         return got
 
-    got: _Talked | Outcome = await runner.scheduler.converse(runner.target, PHASE, talk)
+    got = await _connect(runner, talk)
     if isinstance(got, _Talked) and _bare_close(got):
-        got = await runner.scheduler.converse(runner.target, PHASE, talk)
+        got = await _connect(runner, talk)
     if isinstance(got, Outcome):
         explained = reset_reason(profile, report) if got.kind == FailureKind.NETWORK else None
         if explained is not None:   # a reset the audit shows to be the hello's size
@@ -120,6 +125,22 @@ async def simulate_one(runner: TargetRunner, profile: ClientProfile,
         return replace(base, detail=got.reason or got.describe())
     ja4 = fingerprints(frame(1, got.hs.messages.hellos[0].serialize()))[1]
     return _judged(replace(base, ja4_sent=ja4), got, profile, report, checker)
+
+
+async def _connect(runner: TargetRunner, talk: Talk) -> _Talked | Outcome:
+    """One simulated connection through the scheduler; a network failure (reset, timeout)
+    on a target reached before is asked again, up to --retries times with the scan's
+    backoff (a target never reached, or refusing connections, is not)."""
+    scheduler = runner.scheduler
+    got: _Talked | Outcome = await scheduler.converse(runner.target, PHASE, talk)
+    for attempt in range(1, scheduler.retries + 1):
+        if not (isinstance(got, Outcome) and got.kind == FailureKind.NETWORK and
+                runner.target.display in scheduler.addresses):
+            break
+        scheduler.retried[runner.target.display] += 1
+        await scheduler.pacing.back_off(scheduler.backoff, attempt)
+        got = await scheduler.converse(runner.target, PHASE, talk)
+    return got
 
 
 def _bare_close(got: _Talked) -> bool:
