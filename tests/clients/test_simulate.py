@@ -119,6 +119,17 @@ def test_hello_retry_request_is_answered_as_the_client_would(tls_server, traced,
         assert server.log_text()[since:].count("ClientHello") == 2
 
 
+def test_hello_retry_request_with_a_cookie(tls_server, profiles) -> None:
+    """openssl s_server -stateless answers every first hello with a HelloRetryRequest with
+    a cookie and goes on only when the second hello carries it back: every profile gets
+    there (secp384r1 via HRR), its cookie echoed."""
+    server = tls_server("openssl", groups=["P-384"], extra=["-stateless"])
+    sims = simulate(server.port, list(profiles.values()))
+    for sim in sims.values():
+        assert (sim.status, sim.group, sim.hello_retry) == (SimStatus.connected, 0x0018,
+                                                            True), sim
+
+
 def test_a_reset_is_retried_then_inconclusive(tls_server, profiles) -> None:
     """A path that resets the first connection: with --retries the simulation asks again
     (and connects); without, it is inconclusive with the reset, never failed."""
