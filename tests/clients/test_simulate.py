@@ -120,14 +120,18 @@ def test_hello_retry_request_is_answered_as_the_client_would(tls_server, traced,
 
 
 def test_hello_retry_request_with_a_cookie(tls_server, profiles) -> None:
-    """openssl s_server -stateless answers every first hello with a HelloRetryRequest with
-    a cookie and goes on only when the second hello carries it back: every profile gets
-    there (secp384r1 via HRR), its cookie echoed."""
-    server = tls_server("openssl", groups=["P-384"], extra=["-stateless"])
+    """tlslite-ng puts a cookie in its HelloRetryRequest and goes on only when the second
+    hello carries it back: every profile gets there (secp384r1 via HRR), its cookie
+    echoed."""
+    server = tls_server("tlslite", groups=["P-384"])
     sims = simulate(server.port, list(profiles.values()))
-    for sim in sims.values():
-        assert (sim.status, sim.group, sim.hello_retry) == (SimStatus.connected, 0x0018,
-                                                            True), sim
+    for name, sim in sims.items():
+        assert (sim.group, sim.hello_retry) == (0x0018, True), sim
+        if name == "test-firefox":   # zlib: tlslite compresses its certificate (RFC 8879)
+            assert sim.status == SimStatus.inconclusive and "CompressedCertificate" in \
+                sim.detail, sim
+        else:
+            assert sim.status == SimStatus.connected, sim
 
 
 def test_a_reset_is_retried_then_inconclusive(tls_server, profiles) -> None:

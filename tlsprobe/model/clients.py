@@ -104,8 +104,6 @@ class FailureReason(StrEnum):
     #: the server signed its key exchange with a hash the client does not offer (TLS 1.0
     #: and 1.1 sign with MD5+SHA-1 or SHA-1; a client listing no SHA-1 scheme refuses it)
     no_shared_signature = "no shared signature algorithm"
-    #: the server's answer broke a rule the client checks (the detail names it)
-    rejected_answer = "answer rejected"
     refused = "refused"            # the server refused for a reason the audit does not show
 
 

@@ -176,6 +176,14 @@ def _judged(base: ClientSimulation, got: _Talked, profile: ClientProfile,
                        dh_bits=out.dh_bits, hello_retry=hrr,
                        signature_scheme=out.signature_scheme,
                        post_quantum=_post_quantum(out.group))
+    if failure is not None and failure.kind != FailureKind.CLOSED:
+        # the engine refused the flight: a rule of the offer sent, or something tlsprobe
+        # cannot read (a compressed certificate): whether the client accepts it is open
+        return replace(base, version=out.version, cipher_suite=out.cipher_suite,
+                       group=out.group, dh_bits=out.dh_bits, hello_retry=hrr,
+                       post_quantum=_post_quantum(out.group),
+                       detail=f"tlsprobe could not follow the server's flight ({failure}): "
+                       "whether this client accepts it is not established")
     chosen = sh.key_share[0] if sh.key_share is not None else None
     if hs.incomplete_reason and chosen is not None and chosen not in hs.verification.share_groups:
         # a group whose share was random bytes (first hello or after an HRR): the client
@@ -204,14 +212,13 @@ SHA1_SCHEMES = frozenset({0x0201, 0x0202, 0x0203})
 
 def _refused_answer(hs: Handshake, failure: HandshakeFailure | None,
                     profile: ClientProfile) -> tuple[FailureReason, str] | None:
-    """Why the client would abort after the ServerHello: the engine refused the server's
-    flight by a rule of the offer sent (a suite, group or scheme not offered, a bad
-    signature: its message), the server aborted (its alert), or the server signed a TLS
-    1.0/1.1 key exchange (MD5+SHA-1 or SHA-1) for a client whose signature_algorithms lists
-    no SHA-1 scheme (OpenSSL 3 at security level 1 and above refuses it so, "legacy sigalg
-    disallowed"). None: the answer stands."""
-    if failure is not None and failure.kind in (FailureKind.PROTOCOL, FailureKind.ALERT):
-        return FailureReason.rejected_answer, str(failure)
+    """Why the handshake fails after the ServerHello, where that is established: the
+    server aborted (its alert: refused), or it signed a TLS 1.0/1.1 key exchange (MD5+SHA-1
+    or SHA-1) for a client whose signature_algorithms lists no SHA-1 scheme (OpenSSL 3 at
+    security level 1 and above refuses it so, "legacy sigalg disallowed"). None: the answer
+    stands, or what went wrong is the engine's (`_judged` makes that inconclusive)."""
+    if failure is not None and failure.kind == FailureKind.ALERT:
+        return FailureReason.refused, f"after its ServerHello: {failure}"
     sh = hs.messages.server_hello
     ske = hs.messages.flight.server_key_exchange
     if sh is None or ske is None or ske.signature is None or sh.selected_version >= 0x0303:
