@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from tlsprobe import registry
 from tlsprobe.engine.chain import REASONS, verify_with_store
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
+from tlsprobe.engine.common import message_label
 from tlsprobe.engine.facts import negotiated_alpn
 from tlsprobe.engine.interface import Handshake
 from tlsprobe.errors import FailureKind, NetworkError
@@ -49,6 +50,8 @@ from tlsprobe.probes.clients.fresh import (
 )
 from tlsprobe.probes.clients.profiles import fingerprints
 from tlsprobe.probes.clients.reasons import established_reason, reset_reason
+from tlsprobe.registry import HandshakeType
+from tlsprobe.wire.extensions import COMPRESS_CERTIFICATE
 from tlsprobe.wire.handshake import frame
 
 __all__ = ["PHASE", "TrustChecker", "simulate_clients", "simulate_one"]
@@ -176,9 +179,20 @@ def _judged(base: ClientSimulation, got: _Talked, profile: ClientProfile,
                        dh_bits=out.dh_bits, hello_retry=hrr,
                        signature_scheme=out.signature_scheme,
                        post_quantum=_post_quantum(out.group))
+    if failure is not None and _compressed_certificate(failure, profile):
+        # the client offered certificate compression and the server used it: the answer is
+        # the client's own offer; tlsprobe cannot decompress (brotli, zstd), so the
+        # certificate, its signature and trust stay unknown
+        return replace(base, status=SimStatus.connected, version=out.version,
+                       cipher_suite=out.cipher_suite, group=out.group, dh_bits=out.dh_bits,
+                       hello_retry=hrr, alpn=negotiated_alpn(hs),
+                       post_quantum=_post_quantum(out.group),
+                       detail="the server sent its certificate compressed (RFC 8879), as "
+                       "this client offered; tlsprobe cannot read it: the signature scheme "
+                       "and trust are not established")
     if failure is not None and failure.kind != FailureKind.CLOSED:
         # the engine refused the flight: a rule of the offer sent, or something tlsprobe
-        # cannot read (a compressed certificate): whether the client accepts it is open
+        # cannot read: whether the client accepts it is open
         return replace(base, version=out.version, cipher_suite=out.cipher_suite,
                        group=out.group, dh_bits=out.dh_bits, hello_retry=hrr,
                        post_quantum=_post_quantum(out.group),
@@ -230,6 +244,14 @@ def _refused_answer(hs: Handshake, failure: HandshakeFailure | None,
         f"the server signs its {registry.version_name(sh.selected_version)} key exchange "
         "with MD5+SHA-1 or SHA-1, and the client's signature_algorithms lists no SHA-1 "
         "scheme (it refuses such signatures)")
+
+
+def _compressed_certificate(failure: HandshakeFailure, profile: ClientProfile) -> bool:
+    """The engine stopped at a CompressedCertificate the client offered (compress_certificate,
+    RFC 8879), which it cannot read."""
+    label = message_label(HandshakeType.compressed_certificate)
+    return label in str(failure) and \
+        recorded_hello(profile.hello).extension(COMPRESS_CERTIFICATE) is not None
 
 
 def _post_quantum(group: int | None) -> bool:
