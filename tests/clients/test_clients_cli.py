@@ -72,6 +72,9 @@ def test_unreachable_target_exit_3(run_cli) -> None:
     doc = json.loads(out)
     assert doc["error_kind"] == "network" and doc["clients"][0]["status"] == "inconclusive"
     assert len(err.strip().splitlines()) == 1 and "refused" in err
+    code, out, err = run_cli("clients", f"127.0.0.1:{_free_port()}", "--profiles-dir",
+                             str(DATA), "--profiles", "curl")
+    assert code == 3 and "Error:" in out and err.startswith("tlsprobe: 127.0.0.1:")
 
 
 def test_scan_clients_with_quic_is_a_usage_error(run_cli) -> None:

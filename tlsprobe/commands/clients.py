@@ -14,6 +14,7 @@ reached at all.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TextIO
 
@@ -77,10 +78,23 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         with written_to("--html", args.html), open(args.html, "w", encoding="utf-8") as fh:
             fh.write(clients_page(reports))
     codes = [exit_code_for(r.error_kind) for r in reports if r.error]
+    # the text report says "Error: ..." already: on a terminal that is also stderr, once
+    said = not args.json and _one_terminal(out, sys.stderr)
     for report in reports:
-        if report.error and args.json:
+        if report.error and not said:
             print(f"tlsprobe: {shown(report.error)}", file=sys.stderr)
     return max(codes) if codes else EXIT_OK
+
+
+def _one_terminal(out: TextIO, err: TextIO) -> bool:
+    """Whether `out` and `err` are one terminal (as `scan` decides it)."""
+    try:
+        if not (out.isatty() and err.isatty()):
+            return False
+        a, b = os.fstat(out.fileno()), os.fstat(err.fileno())
+    except (OSError, ValueError, AttributeError):
+        return False
+    return (a.st_rdev, a.st_ino, a.st_dev) == (b.st_rdev, b.st_ino, b.st_dev)
 
 
 def _list(args: argparse.Namespace, out: TextIO) -> int:
