@@ -172,7 +172,9 @@ def test_the_retry_hello_after_an_hrr() -> None:
         assert (second.random, second.legacy_session_id, second.cipher_suites) == \
             (a.random, a.legacy_session_id, a.cipher_suites)
         assert [(k.group, len(k.key_exchange)) for k in second.key_shares] == [(0x0018, 97)]
-        assert second.extension(ext.COOKIE) is not None
+        types = [e.type for e in second.extensions]
+        assert types[types.index(ext.KEY_SHARE) + 1] == ext.COOKIE
+        assert [t for t in types if t != ext.COOKIE] == [e.type for e in a.extensions]
         if name == "test-curl":
             assert len(frame(1, second.serialize())) == 512
 

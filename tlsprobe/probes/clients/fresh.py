@@ -141,8 +141,9 @@ def fresh_hello(hello: bytes, server_name: str | None) -> FreshHello:
 def retry_hello(first: FreshHello, group: int | None, cookie: bytes | None) -> BuiltHello:
     """The second ClientHello after a HelloRetryRequest (RFC 8446 4.1.2): the first one
     (same random, session id and GREASE values) with its key_share holding one fresh share
-    for `group` (when the HRR names one) and the HRR's `cookie` added (before padding, which
-    is recomputed by the first hello's rule)."""
+    for `group` (when the HRR names one) and the HRR's `cookie` added right after key_share
+    (OpenSSL's order; a recording does not show where its client puts it), the padding
+    recomputed by the first hello's rule."""
     hello = first.built.hello
     shares = dict(first.built.shares)
     exts: list[ext.Extension] = []
@@ -151,12 +152,10 @@ def retry_hello(first: FreshHello, group: int | None, cookie: bytes | None) -> B
             public, share = _new_share(group, kex.share_size(group) or 32)
             shares = {group: share} if share is not None else {}
             exts.append(ext.key_share_client([(group, public)]))
-        elif e.type != ext.PADDING:
+        else:
             exts.append(e)
-    if cookie is not None:
-        exts.append(ext.cookie(cookie))
-    if hello.extension(ext.PADDING) is not None:
-        exts.append(ext.padding(0))
+        if e.type == ext.KEY_SHARE and cookie is not None:
+            exts.append(ext.cookie(cookie))   # right after key_share, where OpenSSL puts it
     return BuiltHello(_padded(replace(hello, extensions=exts), first.target_length), shares)
 
 
