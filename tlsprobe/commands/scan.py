@@ -69,6 +69,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "default without robot")
     w.add_argument("--groups-only", action="store_true", help="same as --checks groups (not "
                    "with another --checks)")
+    w.add_argument("--clients", action="store_true", help="after the checks, simulate real "
+                   "clients: each packaged client profile's ClientHello, one connection "
+                   "each; what each negotiates, or why it fails (docs/CLIENTS.md)")
+    w.add_argument("--profiles", metavar="LIST", default=None, help="the client profiles to "
+                   "simulate (ids or parts of them, comma list; implies --clients)")
+    w.add_argument("--profiles-dir", metavar="DIR", default=None, help="read the client "
+                   "profiles from DIR instead of the packaged ones (implies --clients)")
     w.add_argument("--extra-groups", metavar="LIST", default="", help="more group ids to try, "
                    "e.g. 0xfe30,0x2f3a (names work too)")
     w.add_argument("--sni", metavar="NAME", help="server_name to send (default: the host name, "
@@ -217,6 +224,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             print(report.to_json(), file=out, flush=True)
     progress = ScanProgress(not args.no_progress and sys.stderr.isatty(), targets)
     quic = scan_quic.quic_connector(args)
+    if quic is not None and request.options.clients:
+        raise UsageError("--clients sends the clients' TLS-over-TCP hellos: it cannot be "
+                         "combined with --quic")
     options = request.options if quic is None else \
         scan_quic.quic_options(request.options, asked=args.checks is not None)
     scheduler = request.settings.scheduler(

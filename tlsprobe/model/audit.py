@@ -13,6 +13,7 @@ from enum import StrEnum
 
 from tlsprobe.errors import FailureKind
 from tlsprobe.model.checks import CheckResult
+from tlsprobe.model.clients import ClientSimulation
 from tlsprobe.model.encode import JsonObject, document, dumps
 from tlsprobe.model.probe import CertificateInfo, Cipher, Codepoint
 from tlsprobe.model.severity import Severity
@@ -306,6 +307,9 @@ class AuditReport:
     #: why the scan gave the target one connection at a time (a server that queues or
     #: refuses parallel connections, net/pacing.py); None: it did not (no JSON member)
     one_at_a_time: str | None = None
+    #: scan --clients: what each client profile negotiated (model/clients.py); no JSON
+    #: member without --clients
+    clients: tuple[ClientSimulation, ...] = ()
 
     def group_audit(self, version: int) -> GroupAudit | None:
         return next((g for g in self.groups if g.version.id == version), None)
@@ -342,7 +346,8 @@ class AuditReport:
                 if (f.name != "check_results" or self.check_results)
                 and (f.name != "starttls" or self.starttls is not None)
                 and (f.name != "transport" or self.transport is not None)
-                and (f.name != "one_at_a_time" or self.one_at_a_time is not None)}
+                and (f.name != "one_at_a_time" or self.one_at_a_time is not None)
+                and (f.name != "clients" or self.clients)}
 
     def to_dict(self) -> JsonObject:
         """The JSON object: schema, tool and kind, then the fields."""

@@ -310,6 +310,9 @@ def audit_renderables(r: AuditReport, full: bool = False) -> list[RenderableType
     if r.check_results:
         from tlsprobe.report.checks import checks_section
         out.append(checks_section(r, full))
+    if r.clients:
+        from tlsprobe.report.clients import clients_table
+        out.append(clients_table(r.clients))
     out += [consistency_section(r), findings_section(r, full), _text(connections_line(r))]
     if r.error:
         out.append(_text(f"Error: {r.error}", style="red"))

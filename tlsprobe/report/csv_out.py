@@ -48,6 +48,7 @@ from tlsprobe.errors import UsageError
 if TYPE_CHECKING:
     from tlsprobe.model.audit import AuditReport, SuiteRow
     from tlsprobe.model.capture import BriefReport, ConnectionReport
+    from tlsprobe.model.clients import ClientsReport
 
 SCAN_COLUMNS = ("target", "section", "version", "rank", "name", "code", "status", "severity",
                 "detail", "kx", "weak")
@@ -108,6 +109,9 @@ def scan_rows(r: AuditReport) -> list[tuple[object, ...]]:
     for c in r.check_results:
         rows.append(("check", None, None, c.name, c.code, str(c.verdict), c.severity,
                      c.reason + (f" ({', '.join(c.evidence)})" if c.evidence else "")))
+    if r.clients:
+        from tlsprobe.report.client_cells import scan_client_rows
+        rows += scan_client_rows(r.clients)
     for f in r.findings:
         rows.append(("finding", f.version, None, f.message, f.code, f.policy, f.severity,
                      ", ".join(f.items)))
@@ -137,6 +141,20 @@ def write_scan_csv(path: str, reports: Iterable[AuditReport]) -> None:
             writer.writerows([cell(target), *map(cell, row),
                               *[""] * (len(SCAN_COLUMNS) - 1 - len(row))]
                              for row in scan_rows(r))
+
+
+def write_clients_csv(path: str, reports: Iterable[ClientsReport]) -> None:
+    """`tlsprobe clients --csv FILE`: a row per target and profile (CSV_COLUMNS of
+    report/client_cells.py); a target with an error has one "error" row."""
+    from tlsprobe.report.client_cells import CSV_COLUMNS, client_row
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(CSV_COLUMNS)
+        for r in reports:
+            target = f"[{r.host}]:{r.port}" if ":" in r.host else f"{r.host}:{r.port}"
+            if r.error:
+                writer.writerow([cell(target), "", "", "error", *[""] * 10, cell(r.error), ""])
+            writer.writerows([cell(target), *map(cell, client_row(s))] for s in r.clients)
 
 
 class PcapCsv:

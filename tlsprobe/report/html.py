@@ -347,7 +347,11 @@ def audit_html(r: AuditReport) -> str:
         out += certificate_html(r)
     elif r.trust is not None:
         out += "<h3>Certificate chain</h3>\n" + trust_html(r)
-    out += checks_html(r) + consistency_html(r) + findings_html(r)
+    out += checks_html(r)
+    if r.clients:
+        from tlsprobe.report.client_cells import clients_html
+        out += "<h3>Client simulation</h3>\n" + clients_html(r.clients)
+    out += consistency_html(r) + findings_html(r)
     out += waived_html(r)
     out += _p(_connections_line(r), "muted")
     if r.error:
