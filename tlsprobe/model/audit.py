@@ -15,6 +15,7 @@ from tlsprobe.errors import FailureKind
 from tlsprobe.model.checks import CheckResult
 from tlsprobe.model.encode import JsonObject, document, dumps
 from tlsprobe.model.probe import CertificateInfo, Cipher, Codepoint
+from tlsprobe.model.rating import Rating
 from tlsprobe.model.severity import Severity
 from tlsprobe.model.starttls import StartTlsInfo
 from tlsprobe.model.vocab import (
@@ -270,6 +271,9 @@ class AuditReport:
     #: why the scan gave the target one connection at a time (a server that queues or
     #: refuses parallel connections, net/pacing.py); None: it did not (no JSON member)
     one_at_a_time: str | None = None
+    #: the overall grade (model/rating.py, policy/rating.py); None: not rated (an error,
+    #: or a report made without it: no JSON member then)
+    rating: Rating | None = None
 
     def group_audit(self, version: int) -> GroupAudit | None:
         return next((g for g in self.groups if g.version.id == version), None)
@@ -300,13 +304,14 @@ class AuditReport:
         """The fields in declaration order, without "check_results" when there are none and
         without "starttls" when there is none (no --starttls) and without "transport" over
         TCP (only scan --quic sets it) and without "one_at_a_time" for a target that took
-        parallel connections, so that an audit that asks for none of them keeps its JSON
+        parallel connections and without "rating" when there is none (an error report), so that an audit that asks for none of them keeps its JSON
         unchanged."""
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if (f.name != "check_results" or self.check_results)
                 and (f.name != "starttls" or self.starttls is not None)
                 and (f.name != "transport" or self.transport is not None)
-                and (f.name != "one_at_a_time" or self.one_at_a_time is not None)}
+                and (f.name != "one_at_a_time" or self.one_at_a_time is not None)
+                and (f.name != "rating" or self.rating is not None)}
 
     def to_dict(self) -> JsonObject:
         """The JSON object: schema, tool and kind, then the fields."""
