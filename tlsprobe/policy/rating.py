@@ -67,8 +67,9 @@ def rate(report: AuditReport) -> Rating | None:
     if protocol.score is None:
         why = "versions not run" if "versions" not in report.checks else \
             "no protocol version established"
-        notes.unknown("protocol_support", why, Grade.F)
-        return Rating(None, None, None, protocol, kx, cipher, unknowns=tuple(notes.unknowns))
+        first = RatingUnknown("protocol_support", why, Grade.F)
+        return Rating(None, None, None, protocol, kx, cipher,
+                      unknowns=(first, *notes.unknowns))
     version_rules(report, notes)
     suite_rules(report, notes)
     check_rules(report, notes)
