@@ -13,7 +13,7 @@ Field names are part of the JSON schema (model/encode.py): add fields, never ren
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import StrEnum
 
 __all__ = ["GRADE_ORDER", "SPEC", "Grade", "Rating", "RatingCap", "RatingUnknown",
@@ -39,14 +39,14 @@ class Grade(StrEnum):
     M = "M"
 
 
-#: best first; T and M rank with F (a gate never passes them)
+#: best first; T and M rank below F (no --fail-under gate passes them)
 GRADE_ORDER: tuple[Grade, ...] = (Grade.A_PLUS, Grade.A, Grade.A_MINUS, Grade.B, Grade.C,
                                   Grade.D, Grade.E, Grade.F)
 
 
 def grade_rank(grade: Grade) -> int:
-    """0 (A+) .. 7 (F); T and M rank as F: higher is worse."""
-    return GRADE_ORDER.index(grade) if grade in GRADE_ORDER else len(GRADE_ORDER) - 1
+    """0 (A+) .. 7 (F), 8 for T and M (below F): higher is worse."""
+    return GRADE_ORDER.index(grade) if grade in GRADE_ORDER else len(GRADE_ORDER)
 
 
 def parse_grade(text: str) -> Grade:
@@ -126,6 +126,11 @@ class Rating:
     grade_ignoring_trust: Grade | None = None
     spec: str = SPEC
 
+    def json_shape(self) -> dict[str, object]:
+        """The fields, then `label` (the one-line text the reports open with)."""
+        return {**{f.name: getattr(self, f.name) for f in fields(self)},
+                "label": self.label()}
+
     def label(self) -> str:
         """The grade with what qualifies it, one line: "B (capped: TLS 1.0 offered; ...)",
         "A (provisional: robot inconclusive, could cap at F)", "T (if trusted: A)",
@@ -144,17 +149,18 @@ class Rating:
             parts.append("warnings: " + "; ".join(w.reason for w in self.warnings))
         lowering = self.lowering_unknowns()
         if lowering:
-            parts.append("provisional: " + "; ".join(
-                f"{u.reason}, could cap at {u.cap.value if u.cap else '?'}" for u in lowering))
+            shown = [f"{u.reason}, could cap at {u.cap.value if u.cap else '?'}"
+                     for u in lowering[:3]]
+            more = f"; and {len(lowering) - 3} more" if len(lowering) > 3 else ""
+            parts.append("provisional: " + "; ".join(shown) + more)
         return f"{self.grade.value} ({'; '.join(parts)})" if parts else self.grade.value
 
     def lowering_unknowns(self) -> tuple[RatingUnknown, ...]:
         """The unknown rules that could lower the grade (their cap is below it)."""
         if self.grade is None:
             return self.unknowns
-        return tuple(u for u in self.unknowns if u.cap is not None
-                     and (grade_rank(u.cap) > grade_rank(self.grade)
-                          or (u.cap in (Grade.T, Grade.M) and self.grade not in (Grade.T, Grade.M))))
+        return tuple(u for u in self.unknowns
+                     if u.cap is not None and grade_rank(u.cap) > grade_rank(self.grade))
 
     def below(self, gate: Grade) -> bool:
         """Whether the established grade is worse than `gate` (--fail-under); no grade at
