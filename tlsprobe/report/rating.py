@@ -37,13 +37,14 @@ def _score(s: SubScore) -> str:
 
 
 def rating_detail_lines(rating: Rating) -> list[str]:
-    """The section under the findings: the score, each cap with what it rests on, each
-    warning and each rule not applied."""
+    """The section under the findings: the score and its three categories, each cap with
+    what it rests on, each warning and each rule not applied."""
     total = "not established" if rating.score is None else \
-        f"{rating.score} ({rating.score_grade.value if rating.score_grade else '?'})"
-    out = [f"Score: {total}; " + "; ".join(
-        _score(s) for s in (rating.protocol_support, rating.key_exchange,
-                            rating.cipher_strength))]
+        f"{rating.score} ({rating.score_grade.value if rating.score_grade else '?'} before " \
+        "the caps)"
+    out = [f"Score: {total}"]
+    out += [f"  {_score(s)}" for s in (rating.protocol_support, rating.key_exchange,
+                                       rating.cipher_strength)]
     if rating.grade_ignoring_trust is not None:
         out.append(f"Grade if the certificate were trusted: {rating.grade_ignoring_trust}")
     for cap in rating.caps:
