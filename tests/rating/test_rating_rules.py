@@ -317,3 +317,15 @@ def test_json_member_only_when_rated() -> None:
     from tlsprobe.policy.rating import rated
     d: Any = rated(report).to_dict()
     assert d["rating"]["grade"] == "A+" and d["rating"]["score"] == 93
+
+
+def test_survey_rows_carry_the_rating() -> None:
+    from tlsprobe.policy.rating import rated
+    from tlsprobe.survey.rows import COLUMNS, rows_for
+    rows = rows_for(rated(make()), shard=0)
+    assert {"rating", "rating_score", "rating_provisional", "rating_label"} <= \
+        {name for name, _ in COLUMNS} and all(set(r) == {n for n, _ in COLUMNS} for r in rows)
+    assert {(r["rating"], r["rating_score"], r["rating_provisional"], r["rating_label"])
+            for r in rows} == {("A+", 93, False, "A+")}
+    unrated = rows_for(make(), shard=0)          # no rating (an error report has none)
+    assert {r["rating"] for r in unrated} == {None}
