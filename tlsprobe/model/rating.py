@@ -98,11 +98,13 @@ class RatingWarning:
 class RatingUnknown:
     """A rule whose input could not be established: the check was inconclusive or not run.
     `cap`: the grade it would bring if it applied (None: it could only change A+/A-, e.g.
-    HSTS not checked); `reason` says why it is unknown ("robot inconclusive: ...")."""
+    HSTS not checked); `reason` says why it is unknown in a few words ("robot
+    inconclusive", "heartbleed not run"), `detail` what the check said ("" when nothing)."""
 
     rule: str
     reason: str
     cap: Grade | None = None
+    detail: str = ""
 
 
 @dataclass(frozen=True)

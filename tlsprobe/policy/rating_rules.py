@@ -153,12 +153,14 @@ def _result(report: AuditReport, name: str) -> CheckResult | None:
     return next((r for r in report.check_results if r.name == name), None)
 
 
-def _check_unknown(report: AuditReport, name: str, result: CheckResult | None) -> str | None:
-    """Why a check's verdict is not established, or None when it is."""
+def _check_unknown(report: AuditReport, name: str, result: CheckResult | None
+                   ) -> tuple[str, str] | None:
+    """Why a check's verdict is not established (a few words, and what the check said), or
+    None when it is."""
     if result is None:
-        return f"{name} not run"
+        return f"{name} not run", ""
     if result.verdict is Verdict.inconclusive:
-        return f"{name} inconclusive: {result.reason}"
+        return f"{name} inconclusive", result.reason
     return None
 
 
@@ -179,7 +181,7 @@ def check_rules(report: AuditReport, notes: Notes) -> None:
             continue
         why = _check_unknown(report, name, result)
         if why is not None and (legacy or name == "sslv2"):
-            notes.unknown(rule, why, cap)
+            notes.unknown(rule, why[0], cap, why[1])
     if legacy:
         _renegotiation(report, notes)
 
@@ -196,13 +198,13 @@ def _renegotiation(report: AuditReport, notes: Notes) -> None:
     elif secure is not None and secure.verdict is Verdict.supported:
         pass    # RFC 5746 binds every renegotiation: nothing insecure to find
     elif (why := _check_unknown(report, "client_renegotiation", client)) is not None:
-        notes.unknown("insecure_renegotiation", why, Grade.F)
+        notes.unknown("insecure_renegotiation", why[0], Grade.F, why[1])
     if secure is not None and secure.verdict is Verdict.not_supported:
         notes.warn("no_secure_renegotiation", "secure renegotiation (RFC 5746) not "
                    "supported", f"SSL Labs 2014; {TESTSSL}",
                    f"check.renegotiation: {secure.reason}")
     elif (why := _check_unknown(report, "renegotiation", secure)) is not None:
-        notes.unknown("no_secure_renegotiation", why, None)
+        notes.unknown("no_secure_renegotiation", why[0], None, why[1])
 
 
 #: certificate findings and the grade they bring: code -> (grade, rule, reason, source)
@@ -238,7 +240,7 @@ def certificate_rules(report: AuditReport, notes: Notes) -> None:
                       Grade.T)
     elif trust is None or trust.status == "not_checked":
         detail = trust.detail if trust is not None else "no certificate"
-        notes.unknown("cert_trust", f"certificate chain not verified ({detail})", Grade.T)
+        notes.unknown("cert_trust", "certificate chain not verified", Grade.T, detail)
 
 
 def hsts_rule(report: AuditReport, notes: Notes) -> bool:
@@ -248,7 +250,7 @@ def hsts_rule(report: AuditReport, notes: Notes) -> bool:
     result = _result(report, "hsts")
     why = _check_unknown(report, "hsts", result)
     if why is not None:
-        notes.unknown("hsts", why, None)
+        notes.unknown("hsts", why[0], None, why[1])
         return False
     details = result.details if result is not None else None
     if not isinstance(details, HstsDetails) or details.header is None:

@@ -48,8 +48,8 @@ class Notes:
     def warn(self, rule: str, reason: str, source: str, *evidence: str) -> None:
         self.warnings.append(RatingWarning(rule, reason, source, tuple(evidence)))
 
-    def unknown(self, rule: str, reason: str, cap: Grade | None) -> None:
-        self.unknowns.append(RatingUnknown(rule, reason, cap))
+    def unknown(self, rule: str, reason: str, cap: Grade | None, detail: str = "") -> None:
+        self.unknowns.append(RatingUnknown(rule, reason, cap, detail))
 
 
 def sub(category: str, score: int | None, detail: str) -> SubScore:

@@ -55,7 +55,8 @@ def rating_detail_lines(rating: Rating) -> list[str]:
         out.append(f"Warning (A-): {warning.reason} ({warning.source}){rests}")
     for unknown in rating.unknowns:
         could = f"could cap at {unknown.cap}" if unknown.cap else "could only change A+"
-        out.append(f"Not applied: {unknown.reason} ({could})")
+        said = f": {unknown.detail}" if unknown.detail else ""
+        out.append(f"Not applied: {unknown.reason}{said} ({could})")
     out.append(f"Rules: {rating.spec}; tlsprobe's deviations in docs/RATING.md")
     return out
 
@@ -72,7 +73,7 @@ def rating_rows(rating: Rating) -> list[tuple[str, str, str, str]]:
              for c in rating.caps]
     rows += [(f"warning {w.rule}", "A-", f"{w.reason} ({w.source})", "; ".join(w.evidence))
              for w in rating.warnings]
-    rows += [(f"unknown {u.rule}", u.cap.value if u.cap else "", u.reason, "")
+    rows += [(f"unknown {u.rule}", u.cap.value if u.cap else "", u.reason, u.detail)
              for u in rating.unknowns]
     return rows
 
