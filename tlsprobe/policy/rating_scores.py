@@ -166,11 +166,10 @@ def key_exchange(report: AuditReport, notes: Notes) -> SubScore:
     worst = min(points for _, points in items)
     weakest = [what for what, points in items if points == worst]
     if worst <= 40:
-        notes.cap(Grade.F, "insecure_key", "insecure key exchange or certificate key",
+        notes.cap(Grade.F, "insecure_key", f"insecure key: {weakest[0]}",
                   f"{GUIDE} (2014: under 1024 bits F); {TESTSSL}", *weakest)
     elif worst <= 80:
-        notes.cap(Grade.B, "weak_key", "weak key exchange or certificate key (under 2048 "
-                  "bits or a curve under 163 bits)",
+        notes.cap(Grade.B, "weak_key", f"weak key: {weakest[0]}",
                   f"{GUIDE} (2014: under 2048 bits B); {TESTSSL}", *weakest)
     return sub("key_exchange", worst, f"weakest: {weakest[0]} ({worst})")
 
