@@ -299,23 +299,6 @@ def waived_html(r: AuditReport) -> str:
             + _table(("Severity", "Finding", "Code", "Waived by", "Reason"), rows, raw=True))
 
 
-def rating_line_html(r: AuditReport) -> str:
-    """The "Rating: ..." line that opens a target's section, in its grade's colour."""
-    from tlsprobe.report.rating import grade_tone, rating_line
-    if r.rating is None:
-        return ""
-    return f'<p class="rating">{_verdict(rating_line(r.rating), grade_tone(r.rating))}</p>\n'
-
-
-def rating_html(r: AuditReport) -> str:
-    """The rating's section: the score, the caps and what they rest on, the warnings and
-    the rules not applied ("" without a rating)."""
-    from tlsprobe.report.rating import rating_detail_lines
-    if r.rating is None:
-        return ""
-    return "<h3>Rating</h3>\n" + "".join(_p(line) for line in rating_detail_lines(r.rating))
-
-
 def _connections_line(r: AuditReport) -> str:
     parts = ", ".join(f"{phase} {n}" for phase, n in r.connections.items() if n)
     retries = f"; {r.retries} retries after a reset or timeout" if r.retries else ""
@@ -332,7 +315,8 @@ def audit_html(r: AuditReport) -> str:
     addr = f" ({r.address})" if r.address and r.address != r.host else ""
     out = f'<section class="target"><h2>Audit of {_e(where + addr)}</h2>\n'
     if r.rating is not None:
-        out += rating_line_html(r)
+        from tlsprobe.report.rating import rating_html
+        out += rating_html(r.rating, TONE_CLASS)[0]
     if r.transport == "quic":
         out += _p("Transport: QUIC (TLS 1.3 in QUIC Initial and Handshake packets, UDP)")
     if r.starttls is not None:
@@ -357,7 +341,10 @@ def audit_html(r: AuditReport) -> str:
     elif r.trust is not None:
         out += "<h3>Certificate chain</h3>\n" + trust_html(r)
     out += checks_html(r) + consistency_html(r) + findings_html(r)
-    out += waived_html(r) + rating_html(r)
+    if r.rating is not None:
+        from tlsprobe.report.rating import rating_html
+        out += rating_html(r.rating, TONE_CLASS)[1]
+    out += waived_html(r)
     out += _p(_connections_line(r), "muted")
     if r.error:
         out += _p(f"Error: {r.error}", "error")

@@ -7,16 +7,19 @@ renderer); the rules: tlsprobe/policy/rating.py, docs/RATING.md.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import html
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from tlsprobe.model.rating import GRADE_ORDER, Grade, Rating, SubScore
+from tlsprobe.report.escape import shown
 from tlsprobe.report.tones import Tone
 
 if TYPE_CHECKING:
     from tlsprobe.model.audit import AuditReport
 
-__all__ = ["GRADE_TONE", "grade_tone", "grades_line", "rating_detail_lines", "rating_line", "rating_rows"]
+__all__ = ["GRADE_TONE", "grade_tone", "grades_line", "rating_detail_lines", "rating_html",
+           "rating_line", "rating_rows"]
 
 #: a grade's tone for the terminal and HTML (report/tones.py TONE_STYLE)
 GRADE_TONE: dict[Grade, Tone] = {Grade.A_PLUS: "good", Grade.A: "good", Grade.A_MINUS: "good", Grade.B: "unsure",
@@ -94,3 +97,16 @@ def grades_line(reports: Sequence[AuditReport]) -> str:
 def grade_tone(rating: Rating) -> Tone:
     """Good, unsure or bad news: a provisional grade or none at all is unsure."""
     return GRADE_TONE[rating.grade] if rating.grade and not rating.provisional else "unsure"
+
+
+def rating_html(rating: Rating, tone_class: Mapping[str, str]) -> tuple[str, str]:
+    """For the HTML page: the "Rating: ..." line that opens a target's section (in its
+    grade's colour, `tone_class` the page's CSS class per tone) and the rating section
+    (escaped: a check's reason may quote the server)."""
+    def esc(text: str) -> str:
+        return html.escape(shown(text), quote=True)
+    line = (f'<p class="rating"><span class="{tone_class[grade_tone(rating)]}">'
+            f"{esc(rating_line(rating))}</span></p>\n")
+    section = "<h3>Rating</h3>\n" + "".join(f"<p>{esc(t)}</p>\n"
+                                             for t in rating_detail_lines(rating))
+    return line, section
