@@ -255,6 +255,10 @@ def test_untrusted_mismatched_expired_and_sha1_certificates(
                       certs=make_leaf(certs, tmp_path, "old", days=(-60, -1))) as expired:
         rating, _ = scan(run_cli, expired.port, "versions,cert", ca=certs.ca)
     assert caps(rating)["cert_expired"] == "T" and rating["grade"] == "T"
+    with start_server("openssl", proto="both", cert="new", workdir=tmp_path / "new",
+                      certs=make_leaf(certs, tmp_path, "new", days=(2, 60))) as early:
+        rating, _ = scan(run_cli, early.port, "versions,cert", ca=certs.ca)
+    assert caps(rating)["cert_not_yet_valid"] == "T" and rating["grade"] == "T"
     for digest, rule, cap in (("sha1", "cert_sha1", "T"), ("md5", "cert_md5", "F")):
         with start_server("openssl", proto="tls1_2", cert=digest, ciphers=SECLEVEL0,
                           workdir=tmp_path / digest,
@@ -277,3 +281,19 @@ def test_long_hsts_on_a_modern_server_is_a_plus_and_a_short_one_a_minus(
     short = tls_server("nginx", proto="both", extra=[HSTS.format(86400)])
     rating, _ = scan(run_cli, short.port, AUDIT + ",hsts", ca=certs.ca)
     assert warnings(rating) == ["hsts_short"] and rating["grade"] == "A-"
+
+
+@pytest.mark.needs_impl("nginx")
+@pytest.mark.parametrize(("header", "warning"), [
+    ('add_header Strict-Transport-Security "max-age=0" always;', "hsts_disabled"),
+    ('add_header Strict-Transport-Security "includeSubDomains" always;', "hsts_invalid"),
+    ("", None)])
+def test_hsts_switched_off_or_without_max_age_is_a_minus_and_none_is_a(
+        tls_server: ServerFactory, run_cli: Callable[..., Any], certs: CertSet,
+        header: str, warning: str | None) -> None:
+    srv = tls_server("nginx", proto="both", extra=[header] if header else [])
+    rating, _ = scan(run_cli, srv.port, AUDIT + ",hsts", ca=certs.ca)
+    if warning is None:     # no header: no A+, and no warning either (the guide)
+        assert warnings(rating) == [] and rating["grade"] == "A"
+    else:
+        assert warnings(rating) == [warning] and rating["grade"] == "A-"
