@@ -280,6 +280,14 @@ def test_certificate_rules(code: str, cap: Grade) -> None:
         assert rating.label().startswith(f"{cap.value} (if trusted: A+; capped: ")
 
 
+def test_a_t_grade_names_the_caps_behind_the_grade_it_would_have() -> None:
+    versions = {TLS13: "supported", TLS12: "supported", TLS11: "not_supported",
+                TLS10: "supported", SSL3: "not_supported"}
+    rating = rate(make(versions, findings=(Finding(Severity.high, "certificate.expired", "x"),)))
+    assert rating is not None and (rating.grade, rating.grade_ignoring_trust) == (Grade.T, Grade.B)
+    assert rating.label() == "T (if trusted: B; capped: TLS 1.0 offered; certificate expired)"
+
+
 def test_a_chain_not_verified_is_an_unknown_of_t() -> None:
     rating = rate(make(trust=TrustStatus.NOT_CHECKED))
     assert rating is not None and rating.grade is Grade.A_PLUS and rating.provisional

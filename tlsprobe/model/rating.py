@@ -143,7 +143,8 @@ class Rating:
         parts: list[str] = []
         if self.grade_ignoring_trust is not None:
             parts.append(f"if trusted: {self.grade_ignoring_trust.value}")
-        binding = [c for c in self.caps if grade_rank(c.cap) >= grade_rank(self.grade)
+        earned = self.grade_ignoring_trust or self.grade     # T, M: and what set the rest
+        binding = [c for c in self.caps if grade_rank(c.cap) >= grade_rank(earned)
                    or c.cap in (Grade.T, Grade.M)]
         if binding:
             parts.append("capped: " + "; ".join(dict.fromkeys(c.reason for c in binding)))
