@@ -16,6 +16,7 @@ from tlsprobe.model.checks import CheckResult
 from tlsprobe.model.clients import ClientSimulation
 from tlsprobe.model.encode import JsonObject, document, dumps
 from tlsprobe.model.probe import CertificateInfo, Cipher, Codepoint
+from tlsprobe.model.rating import Rating
 from tlsprobe.model.severity import Severity
 from tlsprobe.model.starttls import StartTlsInfo
 from tlsprobe.model.vocab import (
@@ -310,6 +311,9 @@ class AuditReport:
     #: scan --clients: what each client profile negotiated (model/clients.py); no JSON
     #: member without --clients
     clients: tuple[ClientSimulation, ...] = ()
+    #: the overall grade (model/rating.py, policy/rating.py); None: not rated (an error,
+    #: or a report made without it: no JSON member then)
+    rating: Rating | None = None
 
     def group_audit(self, version: int) -> GroupAudit | None:
         return next((g for g in self.groups if g.version.id == version), None)
@@ -340,14 +344,15 @@ class AuditReport:
         """The fields in declaration order, without "check_results" when there are none and
         without "starttls" when there is none (no --starttls) and without "transport" over
         TCP (only scan --quic sets it) and without "one_at_a_time" for a target that took
-        parallel connections, so that an audit that asks for none of them keeps its JSON
+        parallel connections and without "rating" when there is none (an error report), so that an audit that asks for none of them keeps its JSON
         unchanged."""
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if (f.name != "check_results" or self.check_results)
                 and (f.name != "starttls" or self.starttls is not None)
                 and (f.name != "transport" or self.transport is not None)
                 and (f.name != "one_at_a_time" or self.one_at_a_time is not None)
-                and (f.name != "clients" or self.clients)}
+                and (f.name != "clients" or self.clients)
+                and (f.name != "rating" or self.rating is not None)}
 
     def to_dict(self) -> JsonObject:
         """The JSON object: schema, tool and kind, then the fields."""

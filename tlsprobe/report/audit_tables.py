@@ -23,6 +23,7 @@ from tlsprobe.model.audit import (
     SigalgAudit,
     SuiteAudit,
 )
+from tlsprobe.model.rating import Rating
 from tlsprobe.model.severity import Severity
 from tlsprobe.model.vocab import Order
 from tlsprobe.report.escape import shown
@@ -290,6 +291,8 @@ def audit_renderables(r: AuditReport, full: bool = False) -> list[RenderableType
     where = f"[{r.host}]:{r.port}" if ":" in r.host else f"{r.host}:{r.port}"
     addr = f" ({r.address})" if r.address and r.address != r.host else ""
     out: list[RenderableType] = [_text(f"Audit of {where}{addr}", style="bold underline")]
+    if r.rating is not None:
+        out.append(rating_text(r.rating))
     if r.transport == "quic":
         out.append(_text("Transport: QUIC (TLS 1.3 in QUIC Initial and Handshake packets, "
                          "UDP)"))
@@ -313,10 +316,21 @@ def audit_renderables(r: AuditReport, full: bool = False) -> list[RenderableType
     if r.clients:
         from tlsprobe.report.clients import clients_table
         out.append(clients_table(r.clients))
-    out += [consistency_section(r), findings_section(r, full), _text(connections_line(r))]
+    out += [consistency_section(r), findings_section(r, full)]
+    if r.rating is not None:
+        from tlsprobe.report.rating import rating_detail_lines
+        out.append(Group(_title("Rating"), *(_text(line) for line in
+                                                rating_detail_lines(r.rating)), _text("")))
+    out.append(_text(connections_line(r)))
     if r.error:
         out.append(_text(f"Error: {r.error}", style="red"))
     return out
+
+
+def rating_text(rating: Rating) -> Text:
+    """The "Rating: ..." line, styled by the grade's tone (a provisional grade: unsure)."""
+    from tlsprobe.report.rating import grade_tone, rating_line
+    return _text(rating_line(rating), style="bold " + TONE_STYLE[grade_tone(rating)])
 
 
 def summary_lines(reports: list[AuditReport], code: int, reason: str) -> list[str]:
@@ -335,9 +349,11 @@ def summary_lines(reports: list[AuditReport], code: int, reason: str) -> list[st
             counts[f.severity] = counts.get(f.severity, 0) + 1
     order = (Severity.critical, Severity.high, Severity.medium, Severity.low, Severity.info)
     found = ", ".join(f"{counts[s]} {s}" for s in order if s in counts) or "none"
+    from tlsprobe.report.rating import grades_line
+    grades = grades_line(reports)
     return [(f"Targets: {len(reports)}; audited {len(reports) - failed}; with an error "
             f"{failed}{by_kind}"),
-            f"Findings: {found}", f"Exit code {code}: {reason}"]
+            f"Findings: {found}", *([grades] if grades else []), f"Exit code {code}: {reason}"]
 
 
 def render_summary(reports: list[AuditReport], code: int, reason: str, out: IO[str]) -> None:

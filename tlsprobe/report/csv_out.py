@@ -5,6 +5,8 @@ run over many targets opens as one sheet (a pivot table or a filter on `section`
 findings, the groups or the suites of every target):
 
     target,section,version,rank,name,code,status,severity,detail,kx,weak
+    127.0.0.1:4433,rating,,,grade,,B,,B (capped: TLS 1.0 offered),,
+    127.0.0.1:4433,rating,,,cap tls10_offered,,B,,TLS 1.0 offered (<source>) [<evidence>],,
     127.0.0.1:4433,version,TLS 1.3,,TLS 1.3,0x0304,supported,,,,
     127.0.0.1:4433,group,TLS 1.3,1,x25519,0x001d,supported,,ECDHE,,
     127.0.0.1:4433,suite,TLS 1.2,1,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,0xc02f,supported,,ECDHE-RSA-AES128-GCM-SHA256,ECDH 253,
@@ -21,7 +23,10 @@ text view lists); `status` supported / not_supported / inconclusive for versions
 check. A suite row's `kx` is the key exchange its connection established, as testssl.sh
 prints it ("ECDH 253", "DH 1024", "RSA 2048", "X25519MLKEM768", "unknown"), and `weak` says
 why the suite is weak ("3DES", "DH 1024: under 2048 bits"; several joined with "; "), empty
-when it is not (policy/suite_strength.py); both are empty on the other rows. Findings keep their whole item list in `detail` (joined with ", "); a finding a
+when it is not (policy/suite_strength.py); both are empty on the other rows.
+The `rating` rows come first: `grade` (the letter in `status`, the one-line label
+in `detail`), `score`, then `cap RULE`, `warning RULE` and `unknown RULE` (docs/RATING.md).
+Findings keep their whole item list in `detail` (joined with ", "); a finding a
 policy waives is a `waived` row with that policy in `status` and its reason in `detail`.
 
 `pcap --csv`: one row per connection with the columns of the connection table, the capture
@@ -87,6 +92,11 @@ def scan_rows(r: AuditReport) -> list[tuple[object, ...]]:
     rows: list[tuple[object, ...]] = []
     if r.error and r.error_kind != "internal":
         return [("error", None, None, None, None, r.error_kind, None, r.error)]
+    if r.rating is not None:      # first: the grade, the score, each cap, warning, unknown
+        from tlsprobe.report.rating import rating_rows
+        rows += [("rating", None, None, item, None, status, None,
+                  detail + (f" [{evidence}]" if evidence else ""))
+                 for item, status, detail, evidence in rating_rows(r.rating)]
     for v in r.versions:
         rows.append(("version", v.version.name, None, v.version.name, v.version.hex,
                      v.status, None, v.detail))

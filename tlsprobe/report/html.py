@@ -324,6 +324,9 @@ def audit_html(r: AuditReport) -> str:
         return f"<h2>Skipped {_e(r.host)}</h2>\n" + _p(f"Error: {r.error}", "error")
     addr = f" ({r.address})" if r.address and r.address != r.host else ""
     out = f'<section class="target"><h2>Audit of {_e(where + addr)}</h2>\n'
+    if r.rating is not None:
+        from tlsprobe.report.rating import rating_html
+        out += rating_html(r.rating, TONE_CLASS)[0]
     if r.transport == "quic":
         out += _p("Transport: QUIC (TLS 1.3 in QUIC Initial and Handshake packets, UDP)")
     if r.starttls is not None:
@@ -352,6 +355,9 @@ def audit_html(r: AuditReport) -> str:
         from tlsprobe.report.client_cells import clients_html
         out += "<h3>Client simulation</h3>\n" + clients_html(r.clients)
     out += consistency_html(r) + findings_html(r)
+    if r.rating is not None:
+        from tlsprobe.report.rating import rating_html
+        out += rating_html(r.rating, TONE_CLASS)[1]
     out += waived_html(r)
     out += _p(_connections_line(r), "muted")
     if r.error:
@@ -368,8 +374,11 @@ def summary_html(reports: Sequence[AuditReport], code: int, reason: str) -> str:
     cells = " ".join(f'<span class="sev sev-{s}">{counts[s]} {s}</span>'
                      for s in (Severity.critical, Severity.high, Severity.medium, Severity.low, Severity.info) if s in counts)
     errors = sum(1 for r in reports if r.error)
+    from tlsprobe.report.rating import grades_line
+    grades = grades_line(reports)
     return (f"<p>Targets: {len(reports)}; with an error: {errors}</p>\n"
-            f"<p>Findings: {cells or 'none'}</p>\n" + _p(f"Exit code {code}: {reason}"))
+            f"<p>Findings: {cells or 'none'}</p>\n" + (_p(grades) if grades else "")
+            + _p(f"Exit code {code}: {reason}"))
 
 
 def render_html(reports: Sequence[AuditReport], code: int, reason: str,

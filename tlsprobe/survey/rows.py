@@ -21,6 +21,12 @@ Schema (column: type, meaning); every row also carries the target-level columns:
   it failed (the reason); both empty without --clients
 - error: string (null: none); error_kind: string (network, not_tls, alert, protocol,
   internal, usage); connections: int32 (the target's total); duration_s: float64
+- rating: string, the grade (A+ .. F, T, M; null: not rated, e.g. an error or no version
+  established); rating_score: int32, the numeric score before the caps (null: a category
+  not established); rating_provisional: bool, a rule not applied could lower the grade
+  (null: not rated); rating_label: string, the one-line label ("B (capped: TLS 1.0
+  offered)"). A survey runs the phases and checks it is given: the rules whose input it did
+  not establish are listed in the label as provisional.
 
 Plain Python values only here: the pyarrow schema is built in `schema()`, imported lazily.
 """
@@ -43,6 +49,9 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("pq_verdict", "string"), ("pq_groups", "list<string>"), ("clients", "list<string>"),
     ("client_results", "list<string>"), ("error", "string"),
     ("error_kind", "string"), ("connections", "int32"), ("duration_s", "float64"),
+    # the rating (policy/rating.py, docs/RATING.md)
+    ("rating", "string"), ("rating_score", "int32"), ("rating_provisional", "bool"),
+    ("rating_label", "string"),
 )
 
 
@@ -103,6 +112,16 @@ def _empty_row() -> Row:
             "not_supported": [], "inconclusive": []}
 
 
+def _rating_columns(report: AuditReport) -> Row:
+    rating = report.rating
+    if rating is None:
+        return {"rating": None, "rating_score": None, "rating_provisional": None,
+                "rating_label": None}
+    return {"rating": rating.grade.value if rating.grade else None,
+            "rating_score": rating.score, "rating_provisional": rating.provisional,
+            "rating_label": rating.label()}
+
+
 def rows_for(report: AuditReport, shard: int) -> list[Row]:
     """The rows of one target, in version order as the report lists them."""
     verdict, pq_groups = pq_summary(report)
@@ -112,6 +131,7 @@ def rows_for(report: AuditReport, shard: int) -> list[Row]:
     tail: Row = {"pq_verdict": verdict, "pq_groups": pq_groups, "clients": clients,
                  "client_results": results, "error": report.error,
                  "error_kind": None if report.error_kind is None else str(report.error_kind),
-                 "connections": report.total_connections, "duration_s": report.duration_s}
+                 "connections": report.total_connections, "duration_s": report.duration_s,
+                 **_rating_columns(report)}
     parts = [_group_row(g) for g in report.groups] or [_empty_row()]
     return [{**head, **part, **tail} for part in parts]

@@ -41,6 +41,7 @@ from tlsprobe.model.vocab import (
 from tlsprobe.net.tcp import Target
 from tlsprobe.policy.findings import with_findings
 from tlsprobe.policy.load import Policy
+from tlsprobe.policy.rating import rated
 from tlsprobe.probes.audit import ciphers, consistency, groups, pq, sigalgs, versions
 from tlsprobe.probes.audit.boundary import internal_error_report
 from tlsprobe.probes.audit.scheduler import (
@@ -384,7 +385,7 @@ def _finish(report: AuditReport, run: _Run, started: float,
     if error is not None:
         return replace(report, error=f"{target.display}: {error[0]}", error_kind=error[1])
     report = replace(report, check_results=derive_checks(report) + report.check_results)
-    return with_findings(report, list(run.options.policies))
+    return rated(with_findings(report, list(run.options.policies)))
 
 
 def trust_check(chain: list[bytes], hostname: str, cafile: str | None) -> TrustCheck:
