@@ -18,7 +18,11 @@ import os
 import sys
 from typing import TextIO
 
-from tlsprobe.commands.common import add_connection_arguments
+from tlsprobe.commands.common import (
+    add_connection_arguments,
+    add_sni_arguments,
+    add_trust_arguments,
+)
 from tlsprobe.errors import EXIT_OK, exit_code_for
 
 
@@ -34,13 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "from DIR (JSON files in the packaged format) instead")
     w.add_argument("--list", action="store_true", help="list the profiles (those --profiles "
                    "and --profiles-dir choose: id, client, platform, source, JA4) and exit")
-    w.add_argument("--sni", metavar="NAME", help="server_name to send (default: the host "
-                   "name; none for an IP address, as clients do)")
-    w.add_argument("--no-sni", action="store_true", help="send no server_name")
-    w.add_argument("--cafile", metavar="FILE", help="trust store (PEM) to check the chain "
-                   "against for clients of the system store (default: the system bundle)")
-    w.add_argument("--no-verify", action="store_true", help="do not check the chain "
-                   "(trusted: not checked)")
+    add_sni_arguments(w)
+    add_trust_arguments(w)
     from tlsprobe.commands.starttls_option import add_starttls_arguments
     add_starttls_arguments(w)
     o = p.add_argument_group("output and politeness")

@@ -72,6 +72,22 @@ def add_connection_arguments(g: argparse._ArgumentGroup, concurrency: int,
                    "read timeout per connection (default 5)")
 
 
+def add_sni_arguments(g: argparse._ArgumentGroup | argparse.ArgumentParser) -> None:
+    """--sni NAME and --no-sni, as every command that connects to a server takes them."""
+    g.add_argument("--sni", metavar="NAME", help="server_name to send (default: the host "
+                   "name; none for IP addresses, as clients do); 1 to 65535 bytes, no spaces")
+    g.add_argument("--no-sni", action="store_true", help="send no server_name")
+
+
+def add_trust_arguments(g: argparse._ArgumentGroup) -> None:
+    """--cafile FILE and --no-verify: the trust store the certificate chain is checked
+    against, as probe, scan and clients take them."""
+    g.add_argument("--cafile", metavar="FILE", help="trust store (PEM bundle) to verify the "
+                   "certificate chain against (default: the system bundle)")
+    g.add_argument("--no-verify", action="store_true", help="do not check the certificate "
+                   "chain and host name (the report says the check was skipped)")
+
+
 def command_parser(module: ModuleType, prog: str) -> ArgumentParser:
     """The parser of a command module (`add_arguments(parser)`; its docstring's first line
     is the description), with --version."""

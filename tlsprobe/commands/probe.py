@@ -11,7 +11,12 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from tlsprobe.commands.common import positive_int, seconds
+from tlsprobe.commands.common import (
+    add_sni_arguments,
+    add_trust_arguments,
+    positive_int,
+    seconds,
+)
 from tlsprobe.errors import EXIT_OK, UsageError, exit_code_for
 
 if TYPE_CHECKING:
@@ -54,9 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "for --ciphers (e.g. TLS_AES_128_GCM_SHA256 or 0x1301)")
     g.add_argument("--sigalgs", metavar="LIST", help="signature_algorithms, e.g. "
                    "rsa_pss_rsae_sha256:ecdsa_secp256r1_sha256")
-    g.add_argument("--sni", metavar="NAME", help="server_name to send (default: the host "
-                   "name; none for IP addresses); 1 to 65535 bytes, no spaces")
-    g.add_argument("--no-sni", action="store_true", help="send no server_name")
+    add_sni_arguments(g)
     g.add_argument("--alpn", metavar="LIST", default=None, help="ALPN protocols (default "
                    "h2,http/1.1; '' for none); each 1 to 255 ASCII bytes")
     g.add_argument("--grease", action="store_true", help="add GREASE values as browsers do")
@@ -69,10 +72,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "http/1.1 unless --alpn is given)")
     from tlsprobe.commands.quic_option import add_quic_arguments
     add_quic_arguments(h)
-    h.add_argument("--cafile", metavar="FILE", help="trust anchors (PEM) for the certificate "
-                   "check (default: the system bundle)")
-    h.add_argument("--no-verify", action="store_true", help="do not check the certificate "
-                   "chain and hostname")
+    add_trust_arguments(h)
     from tlsprobe.commands.starttls_option import add_starttls_arguments
     add_starttls_arguments(h)
     o = p.add_argument_group("output and limits")

@@ -28,7 +28,11 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING, TextIO
 
-from tlsprobe.commands.common import add_connection_arguments
+from tlsprobe.commands.common import (
+    add_connection_arguments,
+    add_sni_arguments,
+    add_trust_arguments,
+)
 from tlsprobe.errors import EXIT_FINDINGS, EXIT_OK, UsageError, exit_code_for
 from tlsprobe.model.severity import Severity
 from tlsprobe.probes.checks.catalog import ACTIVE, ALIASES, DEFAULT, DERIVED, PHASES
@@ -91,13 +95,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "profiles from DIR instead of the packaged ones (implies --clients)")
     w.add_argument("--extra-groups", metavar="LIST", default="", help="more group ids to try, "
                    "e.g. 0xfe30,0x2f3a (names work too)")
-    w.add_argument("--sni", metavar="NAME", help="server_name to send (default: the host name, "
-                   "none for IP addresses)")
-    w.add_argument("--no-sni", action="store_true", help="send no server_name")
-    w.add_argument("--cafile", metavar="FILE", help="trust store (PEM bundle) to verify the "
-                   "certificate chain against (default: the system bundle)")
-    w.add_argument("--no-verify", action="store_true", help="do not check the certificate "
-                   "chain and host name (the report says the check was skipped)")
+    add_sni_arguments(w)
+    add_trust_arguments(w)
     from tlsprobe.commands.starttls_option import add_starttls_arguments
     add_starttls_arguments(w)
     from tlsprobe.commands.quic_option import add_quic_arguments

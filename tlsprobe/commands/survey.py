@@ -39,6 +39,7 @@ DEFAULT_CHECKS = "groups,pq"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from tlsprobe.commands.common import add_sni_arguments
     p.add_argument("targets", metavar="TARGETS", help="file of HOST[:PORT] lines, '-' for "
                    "stdin, or CIDR[:PORT,...]; or the word summary followed by DIR")
     p.add_argument("directory", nargs="?", metavar="DIR", help="(summary) the survey directory")
@@ -53,9 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profiles-dir", metavar="DIR", default=None, help="client profiles "
                    "from DIR (implies --clients)")
     p.add_argument("--extra-groups", metavar="LIST", default="", help="more group ids to try")
-    p.add_argument("--sni", metavar="NAME", help="server_name to send (default: the host "
-                   "name, none for IP addresses)")
-    p.add_argument("--no-sni", action="store_true", help="send no server_name")
+    add_sni_arguments(p)
     p.add_argument("--shard-size", type=int, default=64, metavar="N", help="targets per shard "
                    "(default 64; all ports of one address stay together)")
     x = p.add_argument_group("execution")

@@ -15,7 +15,13 @@ import sys
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
 
-from tlsprobe.commands.common import count, error_line, positive_int, seconds
+from tlsprobe.commands.common import (
+    add_sni_arguments,
+    count,
+    error_line,
+    positive_int,
+    seconds,
+)
 from tlsprobe.errors import EXIT_OK, TlsprobeError, UsageError, exit_code_for
 
 if TYPE_CHECKING:
@@ -63,9 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="HOST[:PORT]", help="server to time (default port "
                         "443; IPv6 as [::1]:4433)")
     add_timing_arguments(parser)
-    parser.add_argument("--sni", metavar="NAME", help="server_name to send (default: the "
-                        "host name; none for IP addresses)")
-    parser.add_argument("--no-sni", action="store_true", help="send no server_name")
+    add_sni_arguments(parser)
     parser.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
                         help=f"per-handshake limit (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
