@@ -104,11 +104,12 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("shared", _WIKI + "twitter_login_logout.pcap", 4, "ie8-winxp", "Internet Explorer",
           "8.0", "Windows XP", "SChannel (Windows XP)", MS,
           _ua("Mozilla/4.0 (compatible; MSIE 8.0; Windows NT 5.1; Trident/4.0; ...)", 20,
-              "; the hello is that host's only TLS connection, to twitter.com")),
+              "; this, that host's only hello, goes to 128.121.146.100, where its HTTP "
+              "requests for twitter.com go")),
     Entry("shared", _WIKI + "new.pcap", 1023, "ie8-win7", "Internet Explorer", "8.0",
           "Windows 7", "SChannel (Windows 7)", MS,
           _ua("Mozilla/4.0 (compatible; MSIE 8.0; Windows NT 6.1; Trident/4.0; ...)", 6,
-              "; every hello of that host in the capture is this one, to www.dyndns.com")),
+              "; 31 of that host's 32 hellos, all those to www.dyndns.com, are this one")),
     Entry("shared", _SV + "tls/tls-subjectaltname/input.pcap", 996, "ie11-win7",
           "Internet Explorer", "11", "Windows 7", "SChannel (Windows 7)", MS,
           _ua("Mozilla/5.0 (Windows NT 6.1; Trident/7.0; rv:11.0) like Gecko", 504,
@@ -150,7 +151,7 @@ ENTRIES: tuple[Entry, ...] = (
           "Windows 10", "BoringSSL", CHR,
           _ua("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like "
               "Gecko) Chrome/116.0.0.0 Safari/537.36", 78,
-              "; every hello of that host has this JA4 cipher/extension set"),
+              "; every TCP hello of that host has this JA4's cipher part (8daaf6152771)"),
           ja3_stable=False, notes="Chrome permutes its extensions: JA3 changes per hello"),
     Entry("shared", "ja4/pcap/latest.pcapng", 101, "slack-4.32-win10", "Slack desktop",
           "4.32.122 (Electron 24.1.2, Chromium 112)", "Windows 10", "BoringSSL", UNK,
