@@ -8,7 +8,9 @@ of `ENTRIES` names the capture (a path inside its corpus), the frame whose TCP s
 the hello (tshark's frame.number, 1-based), and the evidence the client's identity rests on
 (`identified_by`): the file name its authors gave it, a cleartext User-Agent sent by the same
 host in the same capture, a service only that client talks to. No entry is a guess from a
-fingerprint.
+fingerprint. The hello must be a first hello (no pre_shared_key: a resumption attempt
+cannot be replayed), which is why, for example, the Slack desktop hello of FoxIO's
+latest.pcapng (identified by its User-Agent, but resuming a session) is not used.
 
 The bytes are read by tlsprobe's own capture reader (tlsprobe.capture: pcap/pcapng/gzip,
 TCP reassembly): the FIRST ClientHello handshake message of the frame's stream in the
@@ -56,8 +58,11 @@ from tlsprobe.probes.clients.profiles import (
     fingerprints,
     profile_to_json,
 )
+from tlsprobe.wire import decode_handshake
+from tlsprobe.wire.hello import ClientHello
 
 OUT = ROOT / "tlsprobe" / "data" / "clients"
+PRE_SHARED_KEY = 41
 ZEEK_COMMIT = "a13de64fbbdb01f90961c04719b308fbbb6d199e"
 NDPI_COMMIT = "3b1286ab03b0c9223ac208a01868d8c1f6c0ae00"
 #: per corpus: how a profile's source names it, and the pinned commit (None: a plain tree)
@@ -153,12 +158,6 @@ ENTRIES: tuple[Entry, ...] = (
               "Gecko) Chrome/116.0.0.0 Safari/537.36", 78,
               "; every TCP hello of that host has this JA4's cipher part (8daaf6152771)"),
           ja3_stable=False, notes="Chrome permutes its extensions: JA3 changes per hello"),
-    Entry("shared", "ja4/pcap/latest.pcapng", 101, "slack-4.32-win10", "Slack desktop",
-          "4.32.122 (Electron 24.1.2, Chromium 112)", "Windows 10", "BoringSSL", UNK,
-          _ua("Mozilla/5.0 (Windows NT 10.0; Win64; x64) ... Slack/4.32.122 "
-              "Chrome/112.0.5615.87 Electron/24.1.2 Safari/537.36", 113,
-              "; the hello goes to app.slack.com"),
-          ja3_stable=False, notes="Chromium permutes its extensions: JA3 changes per hello"),
     Entry("shared", _WIKI + "ws-cssp.tgz.d/win2k19-joined.cap", 1356, "schannel-win2019",
           "Windows SChannel (SmartScreen)", "Windows Server 2019", "Windows Server 2019",
           "SChannel", MS,
@@ -298,9 +297,18 @@ def _hello_in(data: bytes) -> tuple[bytes | None, int]:
     return None, 0
 
 
+def resumes(hello: bytes) -> bool:
+    """Whether a ClientHello offers a pre-shared key (extension 41): a resumption."""
+    msg = decode_handshake(hello).message
+    return type(msg) is ClientHello and msg.extension(PRE_SHARED_KEY) is not None
+
+
 def build(entry: Entry, path: Path) -> ClientProfile:
     """The profile of one entry from its capture file."""
     hello, version, ts = first_client_hello(path, entry.frame)
+    if resumes(hello):
+        raise ValueError(f"frame {entry.frame}: the hello offers pre_shared_key (a resumption "
+                         "attempt, not a client's first hello)")
     j3, j4 = fingerprints(hello)
     how, commit = CORPORA[entry.corpus]
     if commit:

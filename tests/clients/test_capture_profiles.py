@@ -104,6 +104,20 @@ def test_fetched_capture_profile_names_its_source(entry: Entry) -> None:
     assert repo in s.how and commit[:12] in s.how
 
 
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
+def test_capture_profile_is_a_first_hello(entry: Entry) -> None:
+    """A resumption hello (pre_shared_key) cannot be replayed: profiles are first hellos."""
+    assert not tool.resumes(_stored(entry.id).hello)
+
+
+def test_a_resumption_hello_is_refused_by_the_tool() -> None:
+    """FoxIO's latest.pcapng, frame 101: Slack's hello to app.slack.com resumes a session."""
+    rel = "ja4/pcap/latest.pcapng"
+    entry = Entry("shared", rel, 101, "x", "x", "x", "x", None, ENTRIES[0].trust, "x")
+    with pytest.raises(ValueError, match="pre_shared_key"):
+        tool.build(entry, _capture(rel))
+
+
 def test_at_least_one_capture_profile_offers_a_post_quantum_share() -> None:
     pq = [e.id for e in ENTRIES if _offers(_stored(e.id).hello, {0x6399, 0x11EC})]
     assert pq, "no capture profile with a post-quantum key share"
