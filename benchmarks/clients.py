@@ -6,9 +6,9 @@ the CPU and wall time spent.
 
 Servers (tests/helpers/servers.py, loopback only):
 - modern: openssl s_server, TLS 1.2 and 1.3, its default suites and groups;
-- legacy: openssl s_server, TLS 1.0 to 1.2 only, CBC suites with RSA key exchange and 3DES
-  beside one ECDHE-CBC suite (ECDHE-RSA-AES128-SHA:AES128-SHA:AES256-SHA:DES-CBC3-SHA,
-  @SECLEVEL=0);
+- legacy: gnutls-serv, TLS 1.0 to 1.2 only, CBC suites only (AES-128, AES-256, 3DES; SHA-1
+  MACs) with RSA and ECDHE-RSA key exchange (Debian's OpenSSL 3.0 has no 3DES; gnutls-serv
+  listens on every address, and is only ever connected to over loopback);
 - pq: pyOpenSSL on OpenSSL 3.5, TLS 1.2 and 1.3, groups X25519MLKEM768:X25519:P-256.
 
 Tools:
@@ -55,9 +55,9 @@ sys.path.insert(0, str(REPO))
 
 SERVERS: dict[str, tuple[str, dict[str, Any]]] = {
     "modern": ("openssl", {"proto": "both"}),
-    "legacy": ("openssl", {"proto": "tls1_0-tls1_2",
-                           "ciphers": "ECDHE-RSA-AES128-SHA:AES128-SHA:AES256-SHA:"
-                                      "DES-CBC3-SHA:@SECLEVEL=0"}),
+    "legacy": ("gnutls", {"proto": "tls1_0-tls1_2",
+                          "ciphers": "NONE:+AES-128-CBC:+AES-256-CBC:+3DES-CBC:+RSA:+ECDHE-RSA"
+                                     ":+SHA1:+COMP-NULL:+SIGN-ALL:+GROUP-ALL:+CTYPE-X509"}),
     "pq": ("pyopenssl", {"proto": "both", "groups": ["X25519MLKEM768", "X25519", "P-256"]}),
 }
 
@@ -79,6 +79,7 @@ PAIRS: dict[str, tuple[str, str]] = {
 GROUPS = {"X25519": 0x001D, "X448": 0x001E, "P-256": 0x0017, "P-384": 0x0018,
           "P-521": 0x0019, "ffdhe2048": 0x0100, "ffdhe3072": 0x0101, "ffdhe4096": 0x0102,
           "X25519MLKEM768": 0x11EC, "brainpoolP256r1": 0x001A}
+PQ_GROUPS = {0x11EC, 0x11EB, 0x11ED, 0x6399, 0x0200, 0x0201, 0x0202}
 VERSIONS = {"SSLv3": 0x0300, "TLSv1": 0x0301, "TLSv1.0": 0x0301, "TLSv1.1": 0x0302,
             "TLSv1.2": 0x0303, "TLSv1.3": 0x0304}
 
@@ -104,6 +105,7 @@ class ToolRun:
     syns: int | None = None
     own_count: int | None = None     # the tool's own connection count (tlsprobe's JSON)
     error: str = ""
+    post_quantum: list[str] = field(default_factory=list)  # clients that got a PQ group
 
 
 def testssl_names() -> dict[str, str]:
@@ -212,6 +214,8 @@ def run_testssl(binary: str, port: int, args: argparse.Namespace, work: Path,
             run.clients[short] = _testssl_outcome(str(finding.get("finding", "")),
                                                   _text_line(text_lines, names.get(short)),
                                                   codes)
+            if run.clients[short].group in PQ_GROUPS:
+                run.post_quantum.append(short)
     return run
 
 
@@ -263,6 +267,8 @@ def run_tlsprobe(port: int, args: argparse.Namespace, work: Path) -> ToolRun:
         run.clients[str(sim["profile"])] = Outcome(
             sim.get("version"), sim.get("cipher_suite"), sim.get("group"),
             sim.get("dh_bits"), text=_our_text(sim))
+        if sim.get("post_quantum"):
+            run.post_quantum.append(str(sim["profile"]))
     return run
 
 
@@ -353,6 +359,10 @@ def markdown(label: str, rows: list[Row], ts: ToolRun, tp: ToolRun) -> str:
         err = f" ({run.error})" if run.error else ""
         lines.append(f"| {name}{err} | {len(run.clients)} | {syns} | {own} | "
                      f"{run.cpu_s:.1f} | {run.wall_s:.1f} |")
+    for name, run in (("testssl.sh", ts), ("tlsprobe", tp)):
+        lines.append(f"\n{name}: a post-quantum group negotiated by {len(run.post_quantum)} "
+                     f"of {len(run.clients)} clients" +
+                     (f" ({', '.join(sorted(run.post_quantum))})" if run.post_quantum else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -406,7 +416,7 @@ def _describe(options: dict[str, Any]) -> str:
 def _figures(run: ToolRun) -> dict[str, Any]:
     return {"clients": len(run.clients), "syns": run.syns, "own_count": run.own_count,
             "cpu_s": round(run.cpu_s, 2), "wall_s": round(run.wall_s, 2),
-            "error": run.error}
+            "error": run.error, "post_quantum": sorted(run.post_quantum)}
 
 
 def _present(figures: dict[str, Any]) -> set[str]:
