@@ -175,7 +175,7 @@ ENTRIES: tuple[Entry, ...] = (
               "; this hello goes to the same host, evebox.org")),
     # --- zeek's test traces (github:zeek/zeek, not in CI) ---------------------------------
     Entry("zeek", _ZT + "chrome-1250-tls-x25519-kyber.pcap", 4, "chrome-125-kyber", "Chrome",
-          "125.0", "not stated", "BoringSSL", CHR,
+          "125.0", "not stated", "BoringSSL", UNK,
           "zeek's file name chrome-1250-tls-x25519-kyber.pcap and its commit 34225e83ba \"Add "
           "test for X25519Kyber768Draft00 (post-quantum key agreement)\" (2024-05-23)",
           ja3_stable=False,
