@@ -55,10 +55,39 @@ TESTSSL = {"poodle": "POODLE_SSL", "freak": "FREAK", "logjam": "LOGJAM",
            "client_renegotiation": "secure_client_renego", "drown": "DROWN",
            "hsts": "HSTS", "breach": "BREACH", "server_banner": "banner_server",
            "cert_lifetime": "cert_validityPeriod", "sct": "certificate_transparency",
-           "key_usage": "cert_keyUsage", "must_staple": "cert_mustStapleExtension"}
+           "key_usage": "cert_keyUsage", "must_staple": "cert_mustStapleExtension",
+           "banners": "banner_application", "security_headers": "X-Content-Type-Options",
+           "cookies": "cookie_count", "clock_skew": "HTTP_clock_skew",
+           "lucky13": "LUCKY13", "tls_timestamp": "TLS_timestamp"}
+
+
+def _testssl_http(check: str, by_id: dict[str, dict[str, str]]) -> str | None:
+    """The HTTP checks testssl.sh's -h reports without one verdict id of the same meaning
+    (its header ids are one per header, its cookie and banner ids split in two)."""
+    def text(key: str) -> str:
+        return by_id.get(key, {}).get("finding", "")
+    if check == "banners":
+        none = text("banner_application").startswith("No application banner") and \
+            text("banner_reverseproxy") in ("", "--")
+        return "not supported" if none else "supported"
+    if check == "security_headers":
+        if "security_headers" in by_id:     # testssl's "--": none of its list
+            return "not supported"
+        return "(listed, no verdict)"
+    if check == "cookies":
+        if text("cookie_count").startswith("0 "):
+            return "not applicable"
+        return "not vulnerable" if text("cookie_secure").startswith("All") else "vulnerable"
+    if check == "clock_skew":
+        got = text("HTTP_clock_skew")
+        return "not applicable" if got.startswith("Got no HTTP time") else f"({got[:24]})"
+    return None
 
 
 def testssl_verdict(check: str, by_id: dict[str, dict[str, str]]) -> str:
+    http = _testssl_http(check, by_id)
+    if http is not None:
+        return http
     f = by_id.get(TESTSSL.get(check, ""))
     if f is None:
         return "-"
@@ -80,6 +109,10 @@ def testssl_verdict(check: str, by_id: dict[str, dict[str, str]]) -> str:
         return "not vulnerable" if sev in ("OK", "INFO") else "vulnerable"
     if check == "key_usage":
         return "(listed, no verdict)"
+    if check == "lucky13":   # LOW "potentially vulnerable": tlsprobe's inconclusive
+        return "potentially vuln." if sev == "LOW" else "not vulnerable"
+    if check == "tls_timestamp":
+        return "supported" if text == "random" else f"not supported ({text[:14]})"
     if sev == "OK":
         return "not applicable" if "no protocol below" in text else "not vulnerable"
     if sev in ("LOW", "MEDIUM", "HIGH", "CRITICAL"):

@@ -1,7 +1,7 @@
 """tlsprobe: show exactly how a TLS server negotiates its key exchange.
 
-The Python API (docs/API.md) is `tlsprobe.probe`, `aprobe`, `scan`, `ascan`, `read_capture`
-and `speed`, with the model types they return and the errors they raise; it lives in
+The Python API (docs/API.md) is `tlsprobe.probe`, `aprobe`, `scan`, `ascan`, `read_capture`,
+`simulate_clients` and `speed`, with the model types they return and the errors they raise; it lives in
 `tlsprobe.api` and is imported on first use (module `__getattr__`), so that
 `import tlsprobe` and `tlsprobe --help` stay cheap (tests/project/test_startup.py).
 """
@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 from tlsprobe._version import __version__
 
 __all__ = [
-    "AuditReport", "CaptureReader", "CaptureSummary", "ConnectionReport", "FailureKind",
-    "ProbeError", "ProbeResult", "SpeedReport", "TlsprobeError", "UsageError", "__version__",
-    "aprobe", "ascan", "failure_kind", "probe", "read_capture", "scan", "speed"]
+    "AuditReport", "CaptureReader", "CaptureSummary", "ClientSimulation", "ClientsReport",
+    "ConnectionReport", "FailureKind", "ProbeError", "ProbeResult", "SpeedReport",
+    "TlsprobeError", "UsageError", "__version__", "aprobe", "ascan", "failure_kind", "probe",
+    "read_capture", "scan", "simulate_clients", "speed"]
 #: the names `tlsprobe.api` exports, read from it on first access
 _API = frozenset(__all__) - {"__version__"}
 
@@ -26,6 +27,8 @@ if TYPE_CHECKING:   # for type checkers and IDEs; at run time `__getattr__` impo
     from tlsprobe.api import AuditReport as AuditReport
     from tlsprobe.api import CaptureReader as CaptureReader
     from tlsprobe.api import CaptureSummary as CaptureSummary
+    from tlsprobe.api import ClientSimulation as ClientSimulation
+    from tlsprobe.api import ClientsReport as ClientsReport
     from tlsprobe.api import ConnectionReport as ConnectionReport
     from tlsprobe.api import FailureKind as FailureKind
     from tlsprobe.api import ProbeError as ProbeError
@@ -39,6 +42,7 @@ if TYPE_CHECKING:   # for type checkers and IDEs; at run time `__getattr__` impo
     from tlsprobe.api import probe as probe
     from tlsprobe.api import read_capture as read_capture
     from tlsprobe.api import scan as scan
+    from tlsprobe.api import simulate_clients as simulate_clients
     from tlsprobe.api import speed as speed
 
 

@@ -39,15 +39,17 @@ from tlsprobe.errors import (
 )
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.capture import CaptureSummary, ConnectionReport
+from tlsprobe.model.clients import ClientSimulation, ClientsReport
 from tlsprobe.model.probe import ProbeResult
 from tlsprobe.model.speed import SpeedReport
 
 if TYPE_CHECKING:
     from tlsprobe.offline.analyzer import CaptureAnalysis
 
-__all__ = ["AuditReport", "CaptureReader", "CaptureSummary", "ConnectionReport", "FailureKind",
-           "ProbeError", "ProbeResult", "SpeedReport", "TlsprobeError", "UsageError", "aprobe",
-           "ascan", "failure_kind", "probe", "read_capture", "scan", "speed"]
+__all__ = ["AuditReport", "CaptureReader", "CaptureSummary", "ClientSimulation",
+           "ClientsReport", "ConnectionReport", "FailureKind", "ProbeError", "ProbeResult",
+           "SpeedReport", "TlsprobeError", "UsageError", "aprobe", "ascan", "failure_kind",
+           "probe", "read_capture", "scan", "simulate_clients", "speed"]
 
 #: a list entry: a name (IANA or OpenSSL spelling, as on the command line) or a codepoint
 Code = str | int
@@ -156,7 +158,9 @@ async def ascan(targets: str | Sequence[str], *, checks: Sequence[str] | None = 
                 cafile: str | None = None, per_host: int = 3, concurrency: int = 4,
                 delay: float = 0.0, retries: int = 2, timeout: float = 5.0,
                 on_report: Callable[[AuditReport], None] | None = None,
-                starttls: str | None = None) -> list[AuditReport]:
+                starttls: str | None = None, clients: bool = False,
+                profiles: Sequence[str] | None = None,
+                profiles_dir: str | None = None) -> list[AuditReport]:
     """`scan` for asyncio code: audits on the running event loop."""
     from tlsprobe.probes.audit.run import audit_many
     from tlsprobe.requests.scan import ConnectionSettings, ScanRequest
@@ -165,7 +169,8 @@ async def ascan(targets: str | Sequence[str], *, checks: Sequence[str] | None = 
     request = ScanRequest.build(targets, checks=checks, policies=policies,
                                 extra_groups=extra_groups, server_name=server_name,
                                 send_sni=send_sni, verify=verify, cafile=cafile,
-                                settings=settings, starttls=starttls)
+                                settings=settings, starttls=starttls, clients=clients,
+                                profiles=profiles, profiles_dir=profiles_dir)
     return await audit_many(request.good_targets, request.options,
                             settings.scheduler(connector=request.connector()),
                             concurrency=settings.concurrency, on_report=on_report)
@@ -178,7 +183,9 @@ def scan(targets: str | Sequence[str], *, checks: Sequence[str] | None = None,
          cafile: str | None = None, per_host: int = 3, concurrency: int = 4,
          delay: float = 0.0, retries: int = 2, timeout: float = 5.0,
          on_report: Callable[[AuditReport], None] | None = None,
-         starttls: str | None = None) -> list[AuditReport]:
+         starttls: str | None = None, clients: bool = False,
+         profiles: Sequence[str] | None = None,
+         profiles_dir: str | None = None) -> list[AuditReport]:
     """Audit servers as `tlsprobe scan` does; one `AuditReport` per distinct target, in order.
 
     `checks` names what to check as `--checks` does (default: versions, groups, pq, suites,
@@ -188,7 +195,10 @@ def scan(targets: str | Sequence[str], *, checks: Sequence[str] | None = None,
     of the same name; `on_report` is called with each report as soon as its target is
     done. `starttls` ("smtp", "imap", ..., or "auto": by the port) holds that plain-text
     preamble before TLS on every connection, as `--starttls` does; the report's
-    `starttls` says what the server answered.
+    `starttls` says what the server answered. `clients=True` (or `profiles`, ids or parts
+    of them, as `--profiles`, or `profiles_dir`, a folder of profiles instead of the
+    packaged ones) simulates the client profiles after the checks as
+    `scan --clients` does: the report's `clients` (`ClientSimulation`s).
 
     A target that fails does not raise: its report has `error` and `error_kind` (a
     `FailureKind` value) and the other targets are still audited. Raises `UsageError` for
@@ -198,7 +208,31 @@ def scan(targets: str | Sequence[str], *, checks: Sequence[str] | None = None,
                              send_sni=send_sni, verify=verify, cafile=cafile,
                              per_host=per_host, concurrency=concurrency, delay=delay,
                              retries=retries, timeout=timeout, on_report=on_report,
-                             starttls=starttls))
+                             starttls=starttls, clients=clients, profiles=profiles,
+                             profiles_dir=profiles_dir))
+
+
+@checked
+def simulate_clients(targets: str | Sequence[str], *, profiles: Sequence[str] | None = None,
+                     profiles_dir: str | None = None, server_name: str | None = None,
+                     send_sni: bool = True, verify: bool = True, cafile: str | None = None,
+                     per_host: int = 3, concurrency: int = 4, delay: float = 0.0,
+                     retries: int = 2, timeout: float = 5.0,
+                     starttls: str | None = None) -> list[ClientsReport]:
+    """Simulate real clients as `tlsprobe clients` does: each client profile's ClientHello
+    (the packaged ones, or those of `profiles_dir`; `profiles`: ids or parts of them) sent to
+    each target with what must be fresh made fresh; one `ClientsReport` per target with a
+    `ClientSimulation` per profile (version, suite, group, HRR, ALPN, signature scheme,
+    trust, or why it failed). Without the audit, a refusal's reason is "refused"; `scan(...,
+    clients=True)` names it. A target that cannot be reached does not raise: its report has
+    `error` and `error_kind`. Raises `UsageError` for a bad argument."""
+    from tlsprobe.requests.clients import ClientsRequest
+    from tlsprobe.requests.scan import ConnectionSettings
+    settings = ConnectionSettings.build(per_host=per_host, concurrency=concurrency,
+                                        delay=delay, retries=retries, timeout=timeout)
+    return ClientsRequest.build(targets, profiles=profiles, profiles_dir=profiles_dir,
+                                server_name=server_name, send_sni=send_sni, verify=verify,
+                                cafile=cafile, settings=settings, starttls=starttls).run()
 
 
 class CaptureReader:

@@ -61,10 +61,15 @@ def _survey() -> ModuleType:
     return survey
 
 
+def _clients() -> ModuleType:
+    from tlsprobe.commands import clients
+    return clients
+
+
 #: subcommand -> the function that imports its module; "probe" is the default command
 SUBCOMMANDS: dict[str, Callable[[], ModuleType]] = {
     "probe": _probe, "scan": _scan, "pcap": _pcap, "speed": _speed, "demo": _demo,
-    "timing": _timing, "survey": _survey}
+    "timing": _timing, "survey": _survey, "clients": _clients}
 
 
 def _load(name: str) -> ModuleType:

@@ -13,6 +13,8 @@ backend and relays both ways, or refuses as such boxes do:
 - "max_hello=N": a ClientHello (handshake message, header included) over N bytes -> TCP
   reset (the large-hello failures of F5 BIG-IP, Cisco and other middleboxes: hellos above
   512 bytes, and above the MTU, reset or dropped).
+- "max_suites=N": a ClientHello listing more than N cipher suites -> TCP reset (the F5
+  BIG-IP and old-server bug of a fixed table of 128 suites).
 - "grease": a GREASE value (RFC 8701) among suites, extensions, groups or versions -> close
   without an answer (servers that refuse unknown values instead of ignoring them).
 - "unknown_version": a legacy_version above TLS 1.2 or an unknown supported_versions value
@@ -47,6 +49,7 @@ class Seen:
     first_record: int
     hello: int
     refused_by: str | None
+    suites: int = 0
 
 
 def _grease(h: ClientHello) -> bool:
@@ -60,12 +63,23 @@ def _unknown_version(h: ClientHello) -> bool:
         v not in KNOWN_VERSIONS and not is_grease(v) for v in h.supported_versions)
 
 
+def _suite_count(hello: bytes) -> int:
+    """The number of cipher suites a ClientHello lists (0 when it does not decode)."""
+    try:
+        h = decode_handshake(hello).message
+    except Exception:   # a test helper: what does not decode counts none
+        return 0
+    return len(h.cipher_suites) if isinstance(h, ClientHello) else 0
+
+
 class IntolerantProxy:
     def __init__(self, backend: tuple[str, int], *rules: str) -> None:
         self.backend = backend
         self.rules = set(rules)
         self.max_hello = next((int(r.split("=")[1]) for r in rules
                                if r.startswith("max_hello=")), None)
+        self.max_suites = next((int(r.split("=")[1]) for r in rules
+                                if r.startswith("max_suites=")), None)
         self.log: list[Seen] = []
         self._lock = threading.Lock()
         self.sock = socket.socket()
@@ -99,6 +113,8 @@ class IntolerantProxy:
             return None
         if not isinstance(h, ClientHello):
             return None
+        if self.max_suites is not None and len(h.cipher_suites) > self.max_suites:
+            return "max_suites"
         if "grease" in self.rules and _grease(h):
             return "grease"
         if "unknown_version" in self.rules and _unknown_version(h):
@@ -122,8 +138,9 @@ class IntolerantProxy:
         data, first_record, hello = got
         rule = self._judge(first_segment, first_record, hello)
         with self._lock:
-            self.log.append(Seen(first_segment, first_record, len(hello), rule))
-        if rule in ("segment", "record", "max_hello"):
+            self.log.append(Seen(first_segment, first_record, len(hello), rule,
+                                 _suite_count(hello)))
+        if rule in ("segment", "record", "max_hello", "max_suites"):
             conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             conn.close()
             return

@@ -20,6 +20,12 @@ Modes (--mode):
                   (CVE-2016-0800); TLS hellos are answered as in the other modes;
   plain           none of these (a control).
 
+The ServerHello.random (--random): `random` (default: 32 random bytes, as servers since
+OpenSSL 1.0.1f send), `clock` (gmt_unix_time first, RFC 5246 7.4.1.2, as OpenSSL before
+1.0.1f, 2014, and other old servers sent it: the tls_timestamp check's finding), shifted by
+--skew seconds (a server whose clock is off), or `fixed` (the same first 4 bytes, 0x5f5f5f5f,
+on every connection: not a clock).
+
 After the flight (--after): what the server does with the client's next bytes: `close`
 (default: it closes), `http` (a plaintext HTTP/1.1 400 reply, as a TLS port with a web
 server behind a misconfigured proxy sends), `overlong` (a handshake record whose header
@@ -46,6 +52,8 @@ ap.add_argument("--key-file", required=True)
 ap.add_argument("--mode", choices=["compression", "no-reneg-info", "sslv2", "plain"],
                 required=True)
 ap.add_argument("--after", choices=["close", "http", "overlong", "silent"], default="close")
+ap.add_argument("--random", choices=["random", "clock", "fixed"], default="random")
+ap.add_argument("--skew", type=int, default=0)
 args = ap.parse_args()
 with open(args.chain_file) as fh:
     CHAIN = [base64.b64decode("".join(m.split()))
@@ -118,7 +126,10 @@ def answer_tls(sock: socket.socket, header: bytes) -> None:
     exts = b""
     if args.mode != "no-reneg-info" and (0xFF01 in hello["exts"] or 0x00FF in hello["suites"]):
         exts += u16(0xFF01) + u16(1) + b"\x00"
-    sh = u16(version) + os.urandom(32) + b"\x00" + u16(SUITE) + bytes([method])
+    random = os.urandom(32) if args.random == "random" else b"\x5f" * 4 + os.urandom(28) \
+        if args.random == "fixed" else \
+        ((int(time.time()) + args.skew) % 2**32).to_bytes(4, "big") + os.urandom(28)
+    sh = u16(version) + random + b"\x00" + u16(SUITE) + bytes([method])
     sh += u16(len(exts)) + exts if exts else b""
     certs = b"".join(u24(len(c)) + c for c in CHAIN)
     flight = handshake(2, sh) + handshake(11, u24(len(certs)) + certs) + handshake(14, b"")

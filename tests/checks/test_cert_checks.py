@@ -95,7 +95,8 @@ def audit(port: int) -> dict[str, CheckResult]:
                   Scheduler(retries=1, timeout=5.0))[0]
     assert r.error is None, r.error
     got = {c.name: c for c in r.check_results}
-    assert list(got) == ["cert_lifetime", "sct", "key_usage", "must_staple"]
+    assert list(got) == ["cert_lifetime", "sct", "key_usage", "must_staple", "chain",
+                         "sni_chain", "ocsp_response", "client_auth"]
     assert all(c.category == "certificate" for c in got.values())
     mine = sum(n for phase, n in r.connections.items() if phase.startswith("check "))
     assert mine == sum(c.connections for c in got.values())

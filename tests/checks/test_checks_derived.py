@@ -18,6 +18,7 @@ from tlsprobe.errors import UsageError
 from tlsprobe.model.audit import (AuditReport, DheAudit, DhParameters, GroupAudit, SuiteAudit,
                                   VersionSupport)
 from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.model.check_details import AcceptedSuite, SuiteCheckDetails
 from tlsprobe.model.probe import Cipher, Codepoint
 from tlsprobe.policy.checks import check_findings
 from tlsprobe.probes.checks.derived import DERIVED, derive_checks, expand
@@ -193,7 +194,11 @@ def test_findings_poodle_and_beast_only_the_rest_reuse_existing_codes() -> None:
     r = AuditReport(r.host, r.port, versions=r.versions, suites=r.suites, groups=r.groups,
                     checks=r.checks, check_results=derive_checks(r))
     own = {f.code: f for f in check_findings(r.check_results)}
-    assert set(own) == {"check.poodle", "check.beast"}
+    assert set(own) == {"check.poodle", "check.beast", "check.lucky13"}
+    # LUCKY13: informational, on an inconclusive verdict (no timing is measured)
+    assert own["check.lucky13"].severity == "info"
+    assert own["check.lucky13"].items == ("TLS_RSA_WITH_AES_128_CBC_SHA",)
+    assert own["check.lucky13"].version == "TLS 1.0"
     assert own["check.poodle"].severity == "high" and own["check.poodle"].version == "SSL 3.0"
     assert own["check.beast"].severity == "low"
     assert own["check.beast"].items == ("TLS_RSA_WITH_AES_128_CBC_SHA",)   # once, by name
@@ -275,3 +280,26 @@ def test_text_section_shows_verdicts_and_the_evidence_of_vulnerable_ones() -> No
     render_audit(AuditReport(r.host, r.port, versions=r.versions, suites=r.suites), plain,
                  width=160)
     assert "Vulnerability" not in plain.getvalue()
+
+
+def test_lucky13_states_cbc_suites_and_never_claims_a_timing_result() -> None:
+    """testssl.sh's rule: CBC suites accepted in TLS 1.0-1.2 -> "potentially vulnerable"
+    (inconclusive here: the timing side channel is not measured) with an info finding; no
+    CBC suite on complete lists -> not vulnerable; lists not enumerated -> inconclusive
+    without a finding. SSL 3.0 CBC is POODLE's, not this check's."""
+    cbc = verdicts(report({TLS12: GOOD12 + (AES_CBC,), TLS10: (DES3,)}))["lucky13"]
+    assert cbc.verdict is Verdict.inconclusive and cbc.code == "check.lucky13"
+    assert cbc.severity == "info" and cbc.reason.startswith("potentially vulnerable")
+    assert "does not measure" in cbc.reason
+    assert cbc.evidence == ("TLS_RSA_WITH_AES_128_CBC_SHA (TLS 1.2)",
+                            "TLS_RSA_WITH_3DES_EDE_CBC_SHA (TLS 1.0)")
+    assert cbc.details == SuiteCheckDetails((
+        AcceptedSuite("TLS_RSA_WITH_AES_128_CBC_SHA", "TLS 1.2"),
+        AcceptedSuite("TLS_RSA_WITH_3DES_EDE_CBC_SHA", "TLS 1.0")))
+    clean = verdicts(report({TLS13: (0x1301,), TLS12: GOOD12, SSL30: (AES_CBC,)}))["lucky13"]
+    assert clean.verdict is Verdict.not_vulnerable and clean.code is None, clean
+    assert clean.details == SuiteCheckDetails(())
+    assert "TLS 1.1, TLS 1.0 refused" in clean.reason
+    gap = verdicts(report({TLS12: GOOD12, TLS11: GOOD12}, incomplete=(TLS11,)))["lucky13"]
+    assert gap.verdict is Verdict.inconclusive and gap.code is None and gap.details is None
+    assert "TLS 1.1 cipher suite list incomplete" in gap.reason

@@ -50,16 +50,20 @@ def test_weak_openssl_server(server_cache: ServerFactory) -> None:
                    "logjam": Verdict.not_vulnerable, "dh": Verdict.vulnerable,
                    "rc4": Verdict.not_vulnerable, "sweet32": Verdict.not_vulnerable,
                    "beast": Verdict.vulnerable, "null": Verdict.vulnerable,
-                   "anon": Verdict.vulnerable}, r.check_results
+                   "anon": Verdict.vulnerable, "lucky13": Verdict.inconclusive}, r.check_results
     found = {c.name: c for c in r.check_results}
     assert found["dh"].evidence == ("modp_1536 (RFC 3526), 1536 bits (TLS 1.2)",)
     assert "well-known shared RFC 3526 prime" in found["dh"].reason
     assert "TLS_DH_anon_WITH_AES_128_GCM_SHA256 (TLS 1.2)" in found["anon"].evidence
     assert "TLS_RSA_WITH_NULL_SHA256 (TLS 1.2)" in found["null"].evidence
     assert "TLS_RSA_WITH_AES_128_CBC_SHA (TLS 1.0)" in found["beast"].evidence
+    assert {"TLS_RSA_WITH_AES_128_CBC_SHA (TLS 1.2)", "TLS_RSA_WITH_AES_128_CBC_SHA (TLS 1.0)"} \
+        <= set(found["lucky13"].evidence)
+    assert found["lucky13"].reason.startswith("potentially vulnerable")
     assert all(c.connections == 0 for c in r.check_results)
     codes = {f.code for f in r.findings}
-    assert {"dh.weak", "suite.weak", "check.beast"} <= codes and "check.poodle" not in codes
+    assert {"dh.weak", "suite.weak", "check.beast", "check.lucky13"} <= codes
+    assert "check.poodle" not in codes
 
 
 @pytest.mark.needs_impl("gnutls")
@@ -93,10 +97,15 @@ def test_modern_server_is_not_vulnerable_and_scan_prints_it(server_cache: Server
                            *(n for n in vulns if n not in DERIVED)]
     got = {c["name"]: c["verdict"] for c in d["check_results"]}
     assert list(got) == list(vulns), d["check_results"]
-    assert {n: got[n] for n in DERIVED} == {n: "not vulnerable" for n in DERIVED}
+    # OpenSSL's default suites include CBC ones: LUCKY13 states them, informational
+    assert {n: got[n] for n in DERIVED} == {**{n: "not vulnerable" for n in DERIVED},
+                                            "lucky13": "inconclusive"}
     # every active check answers, and none finds this patched server vulnerable
-    assert {got[n] for n in vulns} <= {"not vulnerable", "not applicable"}, d["check_results"]
-    assert not any(f["code"].startswith("check.") for f in d["findings"])
+    assert {got[n] for n in vulns if n != "lucky13"} <= {"not vulnerable", "not applicable"}, \
+        d["check_results"]
+    assert [f["code"] for f in d["findings"] if f["code"].startswith("check.")] == \
+        ["check.lucky13"]
+    assert {f["severity"] for f in d["findings"] if f["code"] == "check.lucky13"} == {"info"}
     res = run_cli("scan", target, "--no-progress", "--no-verify", "--checks", "rc4,dh",
                   "--timeout", "5")
     assert res.returncode == 0, res.stderr
@@ -108,6 +117,28 @@ def test_modern_server_is_not_vulnerable_and_scan_prints_it(server_cache: Server
     res = run_cli("scan", target, "--no-progress", "--no-verify", "--json", "--checks",
                   "versions", "--timeout", "5")
     assert res.returncode == 0 and "check_results" not in json.loads(res.stdout), res.stderr
+
+
+@pytest.mark.needs_impl("openssl")
+def test_lucky13_on_both_sides(server_cache: ServerFactory) -> None:
+    """CBC suites accepted (TLS 1.2 with AES-CBC): potentially vulnerable, informational;
+    AEAD suites only, and a TLS 1.3-only server: not vulnerable, on complete suite lists."""
+    cbc = server_cache("openssl", proto="tls1_2",
+                       ciphers="ECDHE-RSA-AES128-GCM-SHA256:ECDHE-RSA-AES256-SHA384")
+    r = run_audit([Target(cbc.host, cbc.port)], AuditOptions(checks=expand(("lucky13",))),
+                  Scheduler(retries=2, timeout=5.0))[0]
+    c = next(x for x in r.check_results if x.name == "lucky13")
+    assert c.verdict is Verdict.inconclusive and c.code == "check.lucky13", c
+    assert c.evidence == ("TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384 (TLS 1.2)",), c
+    assert [f.severity for f in r.findings if f.code == "check.lucky13"] == ["info"]
+    for kw in (dict(proto="tls1_2", ciphers="ECDHE-RSA-AES128-GCM-SHA256:"
+                    "ECDHE-RSA-CHACHA20-POLY1305"), dict(proto="tls1_3")):
+        srv = server_cache("openssl", **kw)
+        r = run_audit([Target(srv.host, srv.port)], AuditOptions(checks=expand(("lucky13",))),
+                      Scheduler(retries=2, timeout=5.0))[0]
+        c = next(x for x in r.check_results if x.name == "lucky13")
+        assert c.verdict is Verdict.not_vulnerable and c.code is None, (kw, c)
+        assert not [f for f in r.findings if f.code == "check.lucky13"]
 
 
 def tls12_only(h: ClientHello) -> bool:

@@ -29,7 +29,8 @@ def audit(port: int) -> dict[str, CheckResult]:
                   Scheduler(retries=1, timeout=5.0))[0]
     assert r.error is None, r.error
     got = {c.name: c for c in r.check_results}
-    assert list(got) == ["hsts", "breach", "server_banner"]
+    assert list(got) == ["hsts", "breach", "server_banner", "banners", "security_headers",
+                         "cookies", "clock_skew"]
     assert r.connections["check hsts request"] == 1 == sum(c.connections for c in got.values())
     return got
 
@@ -47,8 +48,9 @@ def test_nginx_with_hsts_and_gzip(server_cache: ServerFactory,
     assert "Content-Encoding: gzip" in got["breach"]["evidence"]
     assert got["server_banner"]["verdict"] == "supported"
     assert got["server_banner"]["reason"].startswith("Server: nginx/")
+    # nginx sends no other security header: that is a finding too
     assert [f["code"] for f in d["findings"] if f["code"].startswith("check.")] == \
-        ["check.breach"]
+        ["check.breach", "check.security_headers"]
 
 
 @pytest.mark.needs_impl("openssl")
@@ -60,6 +62,11 @@ def test_openssl_www_has_no_hsts_no_compression_no_banner(server_cache: ServerFa
         got["hsts"].reason
     assert got["breach"].verdict is Verdict.not_vulnerable and got["breach"].code is None
     assert got["server_banner"].verdict is Verdict.not_supported
+    # s_server -www sets no cookie, sends no Date and no banner: nothing to judge or find
+    assert got["cookies"].verdict is Verdict.not_applicable and got["cookies"].code is None
+    assert got["clock_skew"].verdict is Verdict.not_applicable
+    assert got["banners"].verdict is Verdict.not_supported and got["banners"].code is None
+    assert got["security_headers"].code == "check.security_headers"
 
 
 def test_not_http_server_is_not_applicable_and_shown_escaped(

@@ -1,5 +1,5 @@
 """Tolerance checks (large_hello, split_record, split_segment, grease, unknown_version,
-tls13_intolerance) against real loopback servers, which tolerate every variant (openssl
+tls13_intolerance, many_suites) against real loopback servers, which tolerate every variant (openssl
 s_server, gnutls-serv, nginx), and against the same servers behind tests/checks/
 intolerant_proxy.py, which refuses split, large, GREASE, unknown-version and TLS 1.3 hellos
 the way intolerant middleboxes and servers do. A refusal is only "not tolerated" when it
@@ -16,6 +16,7 @@ from tests.helpers.faultproxy import RESET, FaultProxy, every, nth_matching
 from tests.checks.intolerant_proxy import IntolerantProxy
 from tests.helpers.servers import Server
 from tlsprobe.model.audit import AuditReport
+from tlsprobe.model.check_details import ToleranceDetails
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes.audit.run import AuditOptions, run_audit
@@ -25,7 +26,7 @@ from tlsprobe.commands.scan import parse_checks
 
 ServerFactory = Callable[..., Server]
 TOLERANCE = ("large_hello", "split_record", "split_segment", "grease", "unknown_version",
-             "tls13_intolerance")
+             "tls13_intolerance", "many_suites")
 
 
 def audit(port: int, checks: str = "tolerance") -> dict[str, CheckResult]:
@@ -49,7 +50,7 @@ def proxies() -> Iterator[list[IntolerantProxy]]:
         p.close()
 
 
-def test_tolerance_alias_names_the_six_checks() -> None:
+def test_tolerance_alias_names_the_seven_checks() -> None:
     assert ALIASES["tolerance"] == TOLERANCE
 
 
@@ -64,7 +65,7 @@ def test_openssl_tolerates_every_variant_as_sent_on_the_wire(
     assert all(c.verdict is Verdict.tolerated and c.code is None for c in got.values()), got
     assert {n: c.connections for n, c in got.items()} == {
         "large_hello": 2, "split_record": 1, "split_segment": 1, "grease": 1,
-        "unknown_version": 2, "tls13_intolerance": 0}
+        "unknown_version": 2, "tls13_intolerance": 0, "many_suites": 1}
     assert "padded to 1800 bytes (1800 bytes): answered with ServerHello TLS 1.3" in \
         " ".join(got["large_hello"].evidence)
     assert "legacy_version 0x0305 and no supported_versions (512 bytes): answered with " \
@@ -140,6 +141,32 @@ def test_intolerant_box_is_not_tolerated_and_scan_shows_it(
         assert any(line.startswith(title) and "not tolerated" in line
                    for line in text.splitlines()), text
     assert "check.split_record" in text and "check.split_segment" in text
+
+
+@pytest.mark.needs_impl("openssl")
+def test_many_suites_on_both_sides(server_cache: ServerFactory,
+                                   proxies: list[IntolerantProxy]) -> None:
+    """150 suites (its own first): openssl answers (tolerated, one connection, 150 suites
+    seen on the wire); behind a box that resets hellos listing more than 128 suites (the
+    F5 bug): not tolerated, the reset seen three times, the plain hello answered between."""
+    srv = server_cache("openssl", proto="both")
+    fine = IntolerantProxy((srv.host, srv.port))
+    proxies.append(fine)
+    c = audit(fine.port, "many_suites")["many_suites"]
+    assert c.verdict is Verdict.tolerated and c.code is None and c.connections == 1, c
+    assert "listing 150 cipher suites (its own first)" in c.reason
+    assert "answered with ServerHello TLS 1.3" in c.reason
+    assert 150 in {s.suites for s in fine.log}
+    f5 = IntolerantProxy((srv.host, srv.port), "max_suites=128")
+    proxies.append(f5)
+    c = audit(f5.port, "many_suites")["many_suites"]
+    assert c.verdict is Verdict.not_tolerated, c
+    assert c.code == "check.many_suites" and c.severity == "medium"
+    assert "150 cipher suites (its own first): the server reset the connection without an " \
+        "answer, and again on a second and a third connection" in c.reason
+    assert "the plain hello, asked in between, is answered" in c.reason
+    assert c.connections == 5 and "max_suites" in f5.refused()
+    assert isinstance(c.details, ToleranceDetails) and c.details.variants[0].confirmed
 
 
 @pytest.mark.needs_impl("openssl")

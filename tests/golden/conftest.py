@@ -37,11 +37,13 @@ WIDTH = 100
 #: JSON members whose value depends on the run, not on the code: replaced by a placeholder
 #: naming what was there (normalize). Times and durations, certificate validity dates,
 #: serials and fingerprints (the test CA is made anew each session), the machine's trust
-#: store path.
+#: store path, random bytes a server sent.
 RUN_DEPENDENT = {
     "connect_ms": "<ms>", "handshake_ms": "<ms>", "total_ms": "<ms>", "duration_s": "<s>",
     "not_before": "<date>", "not_after": "<date>", "serial": "<serial>",
-    "sha256": "<sha256>", "trust_store": "<path>",
+    "sha256": "<sha256>", "sha1": "<sha1>", "trust_store": "<path>",
+    # the first 4 bytes of each ServerHello.random (tls_timestamp's details)
+    "first_bytes": "<random>",
 }
 #: JSON objects whose member order is the order the run's work finished in (a scan's
 #: connections per phase, counted as each phase ends, several at a time): compared sorted

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from tlsprobe.model.audit import (AuditReport, ConsistencyCheck, DheAudit, DhParameters,
-                                  GroupAudit, PqVerdict, SigalgAudit, SuiteAudit, TrustCheck,
-                                  VersionSupport)
+                                  GroupAudit, PqVerdict, SigalgAudit, SuiteAudit, SuiteRow,
+                                  TrustCheck, VersionSupport)
 from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.model.vocab import KxStrength
 from tlsprobe.model.starttls import StartTlsInfo
 from tlsprobe.model.probe import (AlertInfo, CertificateInfo, Cipher, Codepoint, KeyExchange,
                                   Offer, ProbeResult, Timings, Verification)
@@ -188,11 +189,25 @@ def audit_report() -> AuditReport:
                          order="client", dhe=dhe, connections=9, certificate_curve=None),
               GroupAudit(V(0x0301), True, "server_key_exchange", supported=(G(0x17),),
                          order="single", dhe=dhe12, connections=3))
+    x25519 = ("ECDHE", 253, "ECDH 253", G(0x1D), "key_share", "ok")
+    kx = {0x1301: x25519, 0x1302: x25519, 0x009C: ("RSA", 2048, "RSA 2048", None,
+                                                   "certificate", "ok"),
+          0xC02F: ("ECDHE", 256, "ECDH 256", G(0x17), "server_key_exchange", "ok"),
+          0x000A: ("RSA", 2048, "RSA 2048", None, "certificate", "ok"),
+          0x0005: ("RSA", None, "unknown", None, None, "unknown"),
+          0x009E: ("DHE", 1024, "DH 1024", None, "server_key_exchange", "weak")}
+    why = {0x000A: ("3DES",), 0x0005: ("RC4",), 0x009E: ("DH 1024: under 2048 bits",)}
+
+    def rows(*codes: int) -> tuple[SuiteRow, ...]:
+        return tuple(SuiteRow(Cipher.of(c), *kx[c][:5], kx_strength=KxStrength(kx[c][5]),
+                              weak=c in why, weak_reasons=why.get(c, ())) for c in codes)
+
     suites = (SuiteAudit(V(0x0304), (Cipher.of(0x1301), Cipher.of(0x1302)), "server",
-                         connections=3),
+                         connections=3, rows=rows(0x1301, 0x1302)),
               SuiteAudit(V(0x0303), tuple(Cipher.of(c) for c in (0x009C, 0xC02F, 0x000A,
                                                                   0x0005, 0x009E)),
-                         "client", connections=7),
+                         "client", connections=7,
+                         rows=rows(0x009C, 0xC02F, 0x000A, 0x0005, 0x009E)),
               SuiteAudit(V(0x0301), (Cipher.of(0xC013),), "single", complete=False,
                          notes=("elimination stopped: a reset",)))
     sigalgs = (SigalgAudit(V(0x0304), "established", (S(0x0804), S(0x0805)), "client",

@@ -130,6 +130,14 @@ def _openssl_ciphers(config: ServerConfig) -> str | None:
     return config.ciphers
 
 
+def _listen_options(config: ServerConfig) -> str:
+    """nginx: more options of the `listen` directive, given in `extra` as one item
+    "listen-options OPTS" (e.g. "listen-options http2": nginx before 1.25 turns HTTP/2, and
+    its ALPN h2, on there)."""
+    return "".join(" " + line.split(" ", 1)[1] for line in config.extra
+                   if line.startswith("listen-options "))
+
+
 def _openssl_groups(groups: tuple[str, ...]) -> str:
     return ":".join("prime192v1" if g == "secp192r1" else g for g in groups)
 
@@ -224,7 +232,7 @@ def _write_nginx_conf(config: ServerConfig, port: int, certs: CertSet, wd: Path,
         f"  client_body_temp_path {wd}/cb; proxy_temp_path {wd}/px; fastcgi_temp_path {wd}/fc;",
         f"  uwsgi_temp_path {wd}/uw; scgi_temp_path {wd}/sc;",
         "  server {",
-        f"    listen {listen} ssl;",
+        f"    listen {listen} ssl{_listen_options(config)};",
         f"    ssl_certificate {files.chain}; ssl_certificate_key {files.key};",
         f"    ssl_protocols {versions};",
         f"    ssl_prefer_server_ciphers {'on' if config.serverpref else 'off'};",
@@ -235,7 +243,7 @@ def _write_nginx_conf(config: ServerConfig, port: int, certs: CertSet, wd: Path,
     if config.ciphersuites:
         lines.append(f"    ssl_conf_command Ciphersuites {config.ciphersuites};")
     lines += [f"    ssl_dhparam {dhparam};"] if dhparam else []
-    lines += [f"    {line}" for line in config.extra]
+    lines += [f"    {line}" for line in config.extra if not line.startswith("listen-options ")]
     lines += ['    location / { return 200 "nginx $ssl_protocol $ssl_cipher $ssl_curve\\n"; }',
               "  }", "}"]
     path = wd / "nginx.conf"

@@ -29,7 +29,9 @@ PROSE = {("Ranking", "verdict"), ("Ranking", "order"),   # order: the entries' l
          # what the peer sent, as sent: an HTTP status line, an OCSP status; a number
          ("HstsDetails", "status"), ("HttpCompressionDetails", "status"),
          ("BannerDetails", "status"), ("StaplingDetails", "status"),
-         ("CompressionDetails", "method")}
+         ("RedirectHop", "status"), ("SecurityHeadersDetails", "status"),
+         ("CookiesDetails", "status"), ("ClockSkewDetails", "status"),
+         ("BannersDetails", "status"), ("CompressionDetails", "method")}
 
 
 

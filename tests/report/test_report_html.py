@@ -203,7 +203,7 @@ def test_hostile_certificate_names_are_text_and_the_page_loads_nothing(page: dic
 def test_csv_has_one_row_per_fact_with_a_section_column(page: dict[str, Any]) -> None:
     report, rows = page["report"], page["csv"]
     assert list(rows[0]) == ["target", "section", "version", "rank", "name", "code", "status",
-                             "severity", "detail"]
+                             "severity", "detail", "kx", "weak"]
     assert {r["target"] for r in rows} == {f"127.0.0.1:{report['port']}"}
     for audit in report["groups"]:
         version = audit["version"]["name"]
@@ -236,8 +236,9 @@ def test_a_target_in_error_and_a_bad_line_keep_their_section_and_csv_rows(tmp_pa
     write_scan_csv(str(tmp_path / "e.csv"), [refused, bad])
     rows = list(csv.reader((tmp_path / "e.csv").open(encoding="utf-8", newline="")))
     assert rows[1:] == [
-        ["127.0.0.1:1", "error", "", "", "", "", "network", "", "connect: <refused>\x1b[2J"],
-        ["a..b:0", "error", "", "", "", "", "usage", "", "targets:3: bad host 'a..b'"]]
+        ["127.0.0.1:1", "error", "", "", "", "", "network", "", "connect: <refused>\x1b[2J",
+         "", ""],
+        ["a..b:0", "error", "", "", "", "", "usage", "", "targets:3: bad host 'a..b'", "", ""]]
 
 
 # -- colour is good or bad news, every problem row has its severity (issue 30, item 3) ------

@@ -8,8 +8,8 @@ reported as `FILE:LINE: error` (on stderr, and as an error report of its own in 
 skipped; the other targets are still audited. A text run over several targets ends with a
 summary (targets, errors by kind, findings by severity, the exit code and why).
 
-Exit codes: 0 no finding at or above --fail-on and no error; 1 some target has findings at or
-above --fail-on; 2 usage (also a bad line in -f FILE); 3 a target could not be reached;
+Exit codes: 0 no finding at or above --fail-on, no rating below --fail-under and no error;
+1 some target has findings at or above --fail-on or a rating below --fail-under; 2 usage (also a bad line in -f FILE); 3 a target could not be reached;
 4 not TLS; 5 the server refused every hello with an alert; 6 no TLS answer could be read;
 70 a bug in tlsprobe while auditing a target (the other targets are still audited).
 With several targets, 1 wins (CI must fail on findings whatever else happened); otherwise
@@ -46,6 +46,19 @@ CHECKS = PHASES
 #: that the two match (tests/project/test_startup.py)
 SEVERITIES = (Severity.info, Severity.low, Severity.medium, Severity.high, Severity.critical)
 
+#: the grades --fail-under takes, best first: model.rating.GRADE_ORDER written out so that
+#: building the parser imports no model module (a test checks that the two match)
+GRADES = ("A+", "A", "A-", "B", "C", "D", "E", "F")
+
+
+def fail_under_grade(text: str) -> str:
+    """--fail-under's value: a grade A+ .. F, any case."""
+    grade = text.strip().upper()
+    if grade not in GRADES:
+        raise argparse.ArgumentTypeError(f"expected a grade ({', '.join(GRADES)}), got {text!r}")
+    return grade
+
+
 def _active_help() -> str:
     """The active checks for --help, the ones that can hurt a server marked."""
     return ", ".join(f"{n} (bounded)" if e.harmful else n for n, e in ACTIVE.items())
@@ -69,6 +82,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "default without robot")
     w.add_argument("--groups-only", action="store_true", help="same as --checks groups (not "
                    "with another --checks)")
+    w.add_argument("--clients", action="store_true", help="after the checks, simulate real "
+                   "clients: each packaged client profile's ClientHello, one connection "
+                   "each; what each negotiates, or why it fails (docs/CLIENTS.md)")
+    w.add_argument("--profiles", metavar="LIST", default=None, help="the client profiles to "
+                   "simulate (ids or parts of them, comma list; implies --clients)")
+    w.add_argument("--profiles-dir", metavar="DIR", default=None, help="read the client "
+                   "profiles from DIR instead of the packaged ones (implies --clients)")
     w.add_argument("--extra-groups", metavar="LIST", default="", help="more group ids to try, "
                    "e.g. 0xfe30,0x2f3a (names work too)")
     w.add_argument("--sni", metavar="NAME", help="server_name to send (default: the host name, "
@@ -91,6 +111,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     pol.add_argument("--no-policy", action="store_true", help="built-in checks only")
     pol.add_argument("--fail-on", choices=SEVERITIES, metavar="SEVERITY", help="exit 1 when a "
                      f"finding is at or above SEVERITY ({', '.join(SEVERITIES)})")
+    pol.add_argument("--fail-under", type=fail_under_grade, metavar="GRADE", help="exit 1 "
+                     "when a target's rating is below GRADE (A+, A, A-, B, C, D, E, F; T and M "
+                     "count as below F; docs/RATING.md)")
     pol.add_argument("--list-policies", action="store_true", help="list built-in policies")
     o = p.add_argument_group("output and politeness")
     o.add_argument("--json", action="store_true", help="JSON lines: one object per target")
@@ -136,30 +159,57 @@ def _check_outputs(args: argparse.Namespace) -> None:
                 check_writable(path, option)
 
 
-def exit_code(reports: list[AuditReport], fail_on: str | None) -> int:
-    """1 when any target has findings at or above --fail-on (CI must fail on those whatever
-    else happened); otherwise the highest error code of any target (70 internal > 6
-    protocol > 5 alert > 4 not TLS > 3 network > 2 bad target line); 0 when there is
-    neither."""
-    return exit_reason(reports, fail_on)[0]
+def exit_code(reports: list[AuditReport], fail_on: str | None,
+              fail_under: str | None = None) -> int:
+    """1 when any target has findings at or above --fail-on or a rating below --fail-under
+    (CI must fail on those whatever else happened); otherwise the highest error code of any
+    target (70 internal > 6 protocol > 5 alert > 4 not TLS > 3 network > 2 bad target
+    line); 0 when there is neither."""
+    return exit_reason(reports, fail_on, fail_under)[0]
 
 
-def exit_reason(reports: list[AuditReport], fail_on: str | None) -> tuple[int, str]:
+def _below(reports: list[AuditReport], fail_under: str | None) -> list[AuditReport]:
+    """The targets rated below --fail-under (a target with an error has no rating: its
+    error sets the exit code)."""
+    if fail_under is None:
+        return []
+    from tlsprobe.model.rating import parse_grade
+    gate = parse_grade(fail_under)
+    return [r for r in reports if r.rating is not None and r.rating.below(gate)]
+
+
+def exit_reason(reports: list[AuditReport], fail_on: str | None,
+                fail_under: str | None = None) -> tuple[int, str]:
     """The exit code (see `exit_code`) and why, for the summary of a run."""
     from tlsprobe.policy.findings import at_or_above
     hit = [r for r in reports if fail_on and at_or_above(r.findings, fail_on)]
-    if hit:
-        return EXIT_FINDINGS, (f"{len(hit)} target(s) with findings at or above --fail-on "
-                               f"{fail_on}")
+    low = _below(reports, fail_under)
+    if hit or low:
+        why = [f"{len(hit)} target(s) with findings at or above --fail-on {fail_on}"] \
+            if hit else []
+        grades = ", ".join(_grade_of(r) for r in low)
+        why += [f"{len(low)} target(s) rated below --fail-under {fail_under} ({grades})"] \
+            if low else []
+        return EXIT_FINDINGS, "; ".join(why)
     errors = [(exit_code_for(r.error_kind), r.error_kind or "")
               for r in reports if r.error]
     if errors:
         code, kind = max(errors)
         return code, (f"{len(errors)} target(s) with an error, the highest code for "
                       f"{kind.replace('_', ' ') or 'an error'}")
+    if fail_under:
+        gates = f"--fail-on {fail_on} or " if fail_on else ""
+        return EXIT_OK, (f"no error, no finding at or above {gates}rating below "
+                         f"--fail-under {fail_under}")
     if fail_on:
         return EXIT_OK, f"no error and no finding at or above --fail-on {fail_on}"
     return EXIT_OK, "no error (findings set the exit code only with --fail-on)"
+
+
+def _grade_of(r: AuditReport) -> str:
+    if r.rating is None or r.rating.grade is None:
+        return f"{r.host}:{r.port} not rated"
+    return f"{r.host}:{r.port} {r.rating.grade.value}"
 
 
 def _load_policy(spec: str) -> Policy:
@@ -217,6 +267,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             print(report.to_json(), file=out, flush=True)
     progress = ScanProgress(not args.no_progress and sys.stderr.isatty(), targets)
     quic = scan_quic.quic_connector(args)
+    if quic is not None and request.options.clients:
+        raise UsageError("--clients sends the clients' TLS-over-TCP hellos: it cannot be "
+                         "combined with --quic")
     options = request.options if quic is None else \
         scan_quic.quic_options(request.options, asked=args.checks is not None)
     scheduler = request.settings.scheduler(
@@ -259,7 +312,8 @@ def _finish(args: argparse.Namespace, out: TextIO, reports: list[AuditReport],
         for report in reports:
             render_audit(report, out, full=args.full or not out.isatty())
     scan_quic.print_comparisons(args, tcp, done, out)
-    code, reason = exit_reason(reports + list(tcp.values()), args.fail_on)
+    code, reason = exit_reason(reports + list(tcp.values()), args.fail_on,
+                               getattr(args, "fail_under", None))
     if not args.json and len(reports) > 1:
         from tlsprobe.report.audit_tables import render_summary
         render_summary(reports, code, reason, out)

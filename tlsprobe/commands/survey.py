@@ -46,6 +46,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "holds a survey of the same arguments)")
     p.add_argument("--checks", default=DEFAULT_CHECKS, metavar="LIST", help="comma list as in "
                    f"scan (default {DEFAULT_CHECKS})")
+    p.add_argument("--clients", action="store_true", help="simulate the packaged client "
+                   "profiles after the checks (columns clients, client_results)")
+    p.add_argument("--profiles", metavar="LIST", default=None, help="the client profiles "
+                   "to simulate (ids or parts of them; implies --clients)")
+    p.add_argument("--profiles-dir", metavar="DIR", default=None, help="client profiles "
+                   "from DIR (implies --clients)")
     p.add_argument("--extra-groups", metavar="LIST", default="", help="more group ids to try")
     p.add_argument("--sni", metavar="NAME", help="server_name to send (default: the host "
                    "name, none for IP addresses)")

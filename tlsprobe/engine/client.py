@@ -12,6 +12,8 @@ Finished and builds the client's flight, answering each message with a Verdict
 Modes: `stop_after_first_flight=True` stops at the TLS 1.2 ServerHelloDone or the TLS 1.3
 ServerHello (with `read_server_flight=True`, TLS 1.3 goes on to decrypt and verify the
 server's flight up to its Finished, sending nothing); `False` completes the handshake.
+`retry` (RetryHello): the second hello after a HelloRetryRequest built by the caller that
+sent a `prebuilt` one (client simulation), not from the config.
 Resumption (ClientConfig.resume): a TLS 1.2 session ID or ticket (the abbreviated handshake,
 which stops after the server's Finished in the first mode), a TLS 1.3 PSK with its binder,
 and 0-RTT data sent after the ClientHello (only in the first mode: the engine sends no
@@ -22,6 +24,7 @@ When the engine itself cannot go on (a suite without record-protection parameter
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NoReturn
 
 from tlsprobe import kex, registry
@@ -68,7 +71,13 @@ from tlsprobe.wire.certificate import Certificate
 from tlsprobe.wire.handshake import frame
 from tlsprobe.wire.hello import ServerHello
 
-__all__ = ["ClientHandshake", "HandshakeFailure", "Limits", "ServerFlight"]
+__all__ = ["ClientHandshake", "HandshakeFailure", "Limits", "RetryHello", "ServerFlight"]
+
+#: builds the ClientHello answering a HelloRetryRequest from the group it asks for (None:
+#: it asks for a cookie only) and its cookie: a caller that sent a `prebuilt` first hello
+#: (client simulation: a real client's hello) builds the second one by the same client's
+#: rules; without it the engine builds it from its ClientConfig
+RetryHello = Callable[[int | None, bytes | None], BuiltHello]
 
 
 class ClientHandshake(HandshakeState):
@@ -79,7 +88,8 @@ class ClientHandshake(HandshakeState):
 
     def __init__(self, config: ClientConfig, *, annotate: bool = True,
                  stop_after_first_flight: bool = True, read_server_flight: bool = False,
-                 limits: Limits | None = None, prebuilt: BuiltHello | None = None) -> None:
+                 limits: Limits | None = None, prebuilt: BuiltHello | None = None,
+                 retry: RetryHello | None = None) -> None:
         psk = config.psk_offer
         if psk is not None and psk.early_data is not None and not stop_after_first_flight:
             raise ValueError("0-RTT data is sent only by a handshake that stops after the "
@@ -88,6 +98,7 @@ class ClientHandshake(HandshakeState):
                          stop_after_first_flight=stop_after_first_flight,
                          read_server_flight=read_server_flight, limits=limits,
                          prebuilt=prebuilt)
+        self._retry = retry   # builds the second hello after an HRR (None: from config)
 
     def _send_message(self, raw: bytes) -> None:
         """Send one whole handshake message and add it to the transcript."""
@@ -164,6 +175,8 @@ class ClientHandshake(HandshakeState):
         # Record-layer version 0x0301 for the first hello, as browsers and OpenSSL send it.
         self._record_version = min(TLS10, self._config.max_legacy) \
             if self._config.max_legacy >= 0x0300 else TLS10
+        if self._built.record_version is not None:
+            self._record_version = self._built.record_version
         self._send_message(frame(HandshakeType.client_hello, self._built.hello.serialize()))
         psk = self._config.psk_offer
         if psk is not None and psk.early_data is not None:   # 0-RTT (RFC 8446 2.3)
@@ -363,9 +376,10 @@ class ClientHandshake(HandshakeState):
         self._transcript.add(raw)
         share_groups = (group,) if group is not None else self._config.share_groups()
         first = self._built.hello
-        rebuilt = build_client_hello(self._config, share_groups=share_groups,
-                                     session_id=first.legacy_session_id, cookie=cookie,
-                                     random=first.random, reuse=self._shares)
+        rebuilt = self._retry(group, cookie) if self._retry is not None else \
+            build_client_hello(self._config, share_groups=share_groups,
+                               session_id=first.legacy_session_id, cookie=cookie,
+                               random=first.random, reuse=self._shares)
         self._shares = dict(rebuilt.shares)
         self._hellos.append(rebuilt.hello)
         self._record_version = TLS12

@@ -194,6 +194,9 @@ def share_order_problem(config: ClientConfig) -> str | None:
 class BuiltHello:
     hello: ClientHello
     shares: dict[int, kex.KeyShare] = field(default_factory=dict)
+    #: the version of the record carrying the first hello (None: the engine's rule, TLS
+    #: 1.0); client simulation sends a real client's as recorded
+    record_version: int | None = None
 
 
 def _share_for(group: int) -> tuple[bytes, kex.KeyShare | None]:

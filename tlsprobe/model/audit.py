@@ -13,8 +13,10 @@ from enum import StrEnum
 
 from tlsprobe.errors import FailureKind
 from tlsprobe.model.checks import CheckResult
+from tlsprobe.model.clients import ClientSimulation
 from tlsprobe.model.encode import JsonObject, document, dumps
 from tlsprobe.model.probe import CertificateInfo, Cipher, Codepoint
+from tlsprobe.model.rating import Rating
 from tlsprobe.model.severity import Severity
 from tlsprobe.model.starttls import StartTlsInfo
 from tlsprobe.model.vocab import (
@@ -22,6 +24,7 @@ from tlsprobe.model.vocab import (
     ConsistencyStatus,
     DheStatus,
     GroupMethod,
+    KxStrength,
     Order,
     PqCheck,
     SigalgStatus,
@@ -140,8 +143,38 @@ class GroupAudit:
 
 
 @dataclass(frozen=True)
+class SuiteRow:
+    """One accepted suite with the key exchange the connection that accepted it
+    established, as testssl.sh and sslscan show it, and whether the suite is weak.
+
+    `kx_kind`: ECDHE, DHE, RSA (static key transport), ECDH/DH (static, the certificate's
+    key), hybrid or KEM (TLS 1.3 post-quantum groups), PSK, SRP, ... (the suite's key
+    exchange when its size was not established). `kx_bits`: the size as testssl.sh and
+    `openssl s_client` count it (x25519 253, x448 448, secp384r1 384; the DH prime's bits;
+    the RSA key's bits: the certificate's, or the ServerKeyExchange's temporary key of an
+    export suite); None for a post-quantum group (named instead) and where nothing was
+    established. `kx_label`: "ECDH 253", "DH 1024", "RSA 2048", "X25519MLKEM768", "PSK",
+    or "unknown". `kx_group`: the named group, if any. `kx_source`: where it was read
+    (key_share, hello_retry_request, server_key_exchange, certificate), None when it was
+    not. `kx_strength` and `weak` follow policy/suite_strength.py; `weak_reasons` say
+    why (the suite's weaknesses, then the key exchange's)."""
+
+    suite: Cipher
+    kx_kind: str
+    kx_bits: int | None = None
+    kx_label: str = "unknown"
+    kx_group: Codepoint | None = None
+    kx_source: str | None = None
+    kx_strength: KxStrength = KxStrength.UNKNOWN
+    weak: bool = False
+    weak_reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class SuiteAudit:
-    """Cipher suites of one protocol version, by elimination (many suites per hello)."""
+    """Cipher suites of one protocol version, by elimination (many suites per hello).
+    `rows`: one per supported suite, in the same order, with its key exchange and weak
+    marks (empty where the audit did not record them, e.g. a report built by hand)."""
 
     version: Codepoint
     supported: tuple[Cipher, ...] = ()
@@ -149,6 +182,11 @@ class SuiteAudit:
     complete: bool = True           # False: elimination stopped on an inconclusive outcome
     connections: int = 0
     notes: tuple[str, ...] = ()
+    rows: tuple[SuiteRow, ...] = ()
+
+    def row(self, code: int) -> SuiteRow | None:
+        """The row of suite `code` (None: not recorded)."""
+        return next((r for r in self.rows if r.suite.id == code), None)
 
 
 @dataclass(frozen=True)
@@ -270,6 +308,12 @@ class AuditReport:
     #: why the scan gave the target one connection at a time (a server that queues or
     #: refuses parallel connections, net/pacing.py); None: it did not (no JSON member)
     one_at_a_time: str | None = None
+    #: scan --clients: what each client profile negotiated (model/clients.py); no JSON
+    #: member without --clients
+    clients: tuple[ClientSimulation, ...] = ()
+    #: the overall grade (model/rating.py, policy/rating.py); None: not rated (an error,
+    #: or a report made without it: no JSON member then)
+    rating: Rating | None = None
 
     def group_audit(self, version: int) -> GroupAudit | None:
         return next((g for g in self.groups if g.version.id == version), None)
@@ -300,13 +344,15 @@ class AuditReport:
         """The fields in declaration order, without "check_results" when there are none and
         without "starttls" when there is none (no --starttls) and without "transport" over
         TCP (only scan --quic sets it) and without "one_at_a_time" for a target that took
-        parallel connections, so that an audit that asks for none of them keeps its JSON
+        parallel connections and without "rating" when there is none (an error report), so that an audit that asks for none of them keeps its JSON
         unchanged."""
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if (f.name != "check_results" or self.check_results)
                 and (f.name != "starttls" or self.starttls is not None)
                 and (f.name != "transport" or self.transport is not None)
-                and (f.name != "one_at_a_time" or self.one_at_a_time is not None)}
+                and (f.name != "one_at_a_time" or self.one_at_a_time is not None)
+                and (f.name != "clients" or self.clients)
+                and (f.name != "rating" or self.rating is not None)}
 
     def to_dict(self) -> JsonObject:
         """The JSON object: schema, tool and kind, then the fields."""

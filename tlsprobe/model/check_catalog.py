@@ -49,7 +49,8 @@ CHAIN = ("versions", "cert")
 DEFAULT = ("audit", "all")
 
 #: vulnerability checks read from the audit (probes/checks/derived.py), in report order
-DERIVED = ("poodle", "freak", "logjam", "dh", "rc4", "sweet32", "beast", "null", "anon")
+DERIVED = ("poodle", "freak", "logjam", "dh", "rc4", "sweet32", "beast", "null", "anon",
+           "lucky13")
 
 #: active checks, in report order within their section
 ACTIVE: dict[str, Entry] = {
@@ -71,16 +72,28 @@ ACTIVE: dict[str, Entry] = {
     "hsts": Entry(Category.http),
     "breach": Entry(Category.http),
     "server_banner": Entry(Category.http),
+    "banners": Entry(Category.http),
+    "security_headers": Entry(Category.http),
+    "cookies": Entry(Category.http),
+    "clock_skew": Entry(Category.http),
     "cert_lifetime": Entry(Category.certificate, needs=CHAIN),
     "sct": Entry(Category.certificate, needs=CHAIN),
     "key_usage": Entry(Category.certificate, needs=CHAIN),
     "must_staple": Entry(Category.certificate, needs=CHAIN),
+    "chain": Entry(Category.certificate, needs=CHAIN),
+    "sni_chain": Entry(Category.certificate, needs=CHAIN),
+    "ocsp_response": Entry(Category.certificate, needs=CHAIN),
+    "client_auth": Entry(Category.certificate),
     "compression": Entry(Category.vulnerability),
     "client_renegotiation": Entry(Category.vulnerability, harmful=True),
     "robot": Entry(Category.vulnerability, needs=("versions", "suites"), harmful=True),
     "sslv2": Entry(Category.vulnerability),
     "renegotiation": Entry(Category.hygiene),
     "downgrade_sentinel": Entry(Category.hygiene),
+    "many_suites": Entry(Category.tolerance),
+    "tls_timestamp": Entry(Category.hygiene),
+    "alpn": Entry(Category.hygiene),
+    "npn": Entry(Category.hygiene),
 }
 
 _BY_CATEGORY = {"vulns": Category.vulnerability, "hygiene": Category.hygiene,

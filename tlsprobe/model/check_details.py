@@ -15,14 +15,18 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 __all__ = [
-    "AcceptedSuite", "BannerDetails", "CcsDetails", "CheckDetails", "CompressionDetails",
-    "DhDetails", "DowngradeSentinelDetails", "EarlyDataDetails", "EchoDetails",
-    "FallbackAnswer", "FallbackDetails", "HeartbleedDetails", "HstsDetails",
-    "HttpCompressionDetails", "KeyUsageDetails", "LifetimeDetails", "MustStapleDetails",
-    "RenegotiationDetails", "RenegotiationsDetails", "ReplyKind", "ResumptionDetails",
-    "ResumptionMechanism", "RobotAnswer", "RobotDetails", "RobotOracle", "SctDetails",
-    "SentinelAnswer", "Sslv2Details", "StaplingDetails", "SuiteCheckDetails",
-    "TicketbleedDetails", "ToleranceDetails", "VariantAnswer",
+    "AcceptedSuite", "AlpnDetails", "BannerDetails", "BannersDetails", "CcsDetails",
+    "ChainDetails", "CheckDetails", "ClientAuthDetails", "ClockSkewDetails",
+    "CompressionDetails", "Cookie", "CookiesDetails", "DhDetails", "DowngradeSentinelDetails",
+    "EarlyDataDetails", "EchoDetails", "FallbackAnswer", "FallbackDetails", "HeaderValue",
+    "HeartbleedDetails", "HstsDetails", "HttpCompressionDetails", "KeyUsageDetails",
+    "LifetimeDetails", "MustStapleDetails", "NpnDetails", "OcspCertStatus",
+    "OcspResponseDetails", "RandomKind", "RandomSample", "RedirectHop", "RenegotiationDetails",
+    "RenegotiationsDetails", "ReplyKind", "ResumptionDetails", "ResumptionMechanism",
+    "RobotAnswer", "RobotDetails", "RobotOracle", "SctDetails", "SecurityHeadersDetails",
+    "SentinelAnswer", "SniChainDetails", "Sslv2Details", "StaplingDetails",
+    "SuiteCheckDetails", "TicketbleedDetails", "TimestampDetails", "ToleranceDetails",
+    "VariantAnswer", "WeakHeader",
 ]
 
 
@@ -242,6 +246,61 @@ class DowngradeSentinelDetails(CheckDetails):
     answers: tuple[SentinelAnswer, ...]
 
 
+class RandomKind(StrEnum):
+    """What the first 4 bytes of a version's ServerHello.random are: a clock (they follow
+    ours from one connection to the next), random, or the same bytes on every connection."""
+
+    clock = "clock"
+    random = "random"
+    fixed = "fixed"
+
+
+@dataclass(frozen=True)
+class RandomSample:
+    """tls_timestamp, one version: its name, what the bytes are, the first 4 bytes of each
+    connection's ServerHello.random (as big-endian integers: the Unix time, for a clock)
+    and, for a clock, its offset from ours in seconds (positive: ahead)."""
+
+    version: str
+    kind: RandomKind
+    first_bytes: tuple[int, ...]
+    skew_seconds: int | None
+
+
+@dataclass(frozen=True)
+class TimestampDetails(CheckDetails):
+    """tls_timestamp: each version asked, and the skew of the first clock seen (None:
+    none)."""
+
+    samples: tuple[RandomSample, ...]
+    skew_seconds: int | None
+
+
+@dataclass(frozen=True)
+class AlpnDetails(CheckDetails):
+    """alpn: the version asked, the protocols offered, those the server accepted in the
+    order it chose them (its preference, when `preference` is "server"), whether it chose by
+    its own order ("server"), by ours ("client") or could not be told (None), and whether it
+    answered a list it shares nothing with by the no_application_protocol alert (None: not
+    seen)."""
+
+    version: str
+    offered: tuple[str, ...]
+    accepted: tuple[str, ...]
+    preference: str | None
+    refuses_unknown: bool | None
+
+
+@dataclass(frozen=True)
+class NpnDetails(CheckDetails):
+    """npn: the version asked, whether the ServerHello carried next_protocol_negotiation,
+    and the protocols it advertised (as sent; the report escapes them)."""
+
+    version: str
+    advertised: bool
+    protocols: tuple[str, ...]
+
+
 # -- tolerance checks ------------------------------------------------------------------------
 
 class ReplyKind(StrEnum):
@@ -280,33 +339,128 @@ class ToleranceDetails(CheckDetails):
 # -- HTTP checks -----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
+class RedirectHop:
+    """One redirect answer on the way from GET /: the path asked, the status line, the
+    Location as sent, and whether it was followed (the next answer is its target's)."""
+
+    path: str
+    status: str
+    location: str
+    followed: bool
+
+
+@dataclass(frozen=True)
 class HstsDetails(CheckDetails):
     """hsts: the HTTP status line, the header (None: absent), max-age (None: missing or
-    invalid), includeSubDomains, preload."""
+    invalid), includeSubDomains, preload; the redirects on the way (the header read is the
+    first one along them, from GET / on)."""
 
     status: str
     header: str | None
     max_age: int | None
     include_subdomains: bool
     preload: bool
+    redirects: tuple[RedirectHop, ...] = ()
 
 
 @dataclass(frozen=True)
 class HttpCompressionDetails(CheckDetails):
-    """breach: the HTTP status line, the Content-Encodings of the answer, the compressing ones."""
+    """breach: the HTTP status line, the Content-Encodings of the answer, the compressing
+    ones; the redirects followed to that answer."""
 
     status: str
     encodings: tuple[str, ...]
     compressing: tuple[str, ...]
+    redirects: tuple[RedirectHop, ...] = ()
 
 
 @dataclass(frozen=True)
 class BannerDetails(CheckDetails):
     """server_banner: the HTTP status line and the Server headers, as sent (the report escapes
-    them)."""
+    them); the redirects followed to that answer."""
 
     status: str
     banners: tuple[str, ...]
+    redirects: tuple[RedirectHop, ...] = ()
+
+
+@dataclass(frozen=True)
+class HeaderValue:
+    """One header as sent: its name (as the check spells it) and its value (the report
+    escapes it)."""
+
+    name: str
+    value: str
+
+
+@dataclass(frozen=True)
+class WeakHeader:
+    """A security header present with a value that does not protect, and why."""
+
+    name: str
+    why: str
+
+
+@dataclass(frozen=True)
+class SecurityHeadersDetails(CheckDetails):
+    """security_headers: the HTTP status line, the security headers present (each value),
+    those missing, those whose value is weak; the redirects followed to that answer."""
+
+    status: str
+    present: tuple[HeaderValue, ...]
+    missing: tuple[str, ...]
+    weak: tuple[WeakHeader, ...]
+    redirects: tuple[RedirectHop, ...] = ()
+
+
+@dataclass(frozen=True)
+class Cookie:
+    """One Set-Cookie: the answer's path, the cookie's name, its Secure and HttpOnly
+    attributes, its SameSite value (None: absent)."""
+
+    path: str
+    name: str
+    secure: bool
+    http_only: bool
+    same_site: str | None
+
+
+@dataclass(frozen=True)
+class CookiesDetails(CheckDetails):
+    """cookies: the HTTP status line and every cookie set along the redirects (in order);
+    the redirects."""
+
+    status: str
+    cookies: tuple[Cookie, ...]
+    redirects: tuple[RedirectHop, ...] = ()
+
+
+@dataclass(frozen=True)
+class ClockSkewDetails(CheckDetails):
+    """clock_skew: the HTTP status line, the Date header (None: absent), the Age header's
+    seconds (None: absent or not a number), the server's time (Date + Age) and ours when
+    the answer came (ISO 8601, None when not read), their difference in seconds (server
+    minus ours: negative when the server is behind), the tolerance."""
+
+    status: str
+    date: str | None
+    age: int | None
+    server_time: str | None
+    our_time: str | None
+    skew_seconds: int | None
+    tolerance_seconds: int
+    redirects: tuple[RedirectHop, ...] = ()
+
+
+@dataclass(frozen=True)
+class BannersDetails(CheckDetails):
+    """banners: the HTTP status line, the application banners (X-Powered-By, ...) and the
+    proxy banners (Via, X-Cache, ...) as sent; the redirects followed to that answer."""
+
+    status: str
+    application: tuple[HeaderValue, ...]
+    proxy: tuple[HeaderValue, ...]
+    redirects: tuple[RedirectHop, ...] = ()
 
 
 # -- certificate checks ----------------------------------------------------------------------
@@ -347,3 +501,73 @@ class MustStapleDetails(CheckDetails):
 
     demanded: bool
     stapled: tuple[bool, ...]
+
+
+@dataclass(frozen=True)
+class ChainDetails(CheckDetails):
+    """chain: the certificates as sent (RFC 4514 subjects, leaf first); `path` the indexes
+    of the sent certificates that certify one another from the leaf on, in path order;
+    `complete` whether that path reaches the trust store (or a root the server sends; None:
+    no trust store to tell), `missing_issuer` the issuer it needs and nobody sent (None:
+    none missing), `extra` the sent certificates off the path, `ordered` whether the path's
+    certificates are sent in path order, `anchor_sent` the self-signed root the server
+    sends (None: none), `trust_store` the store judged against."""
+
+    subjects: tuple[str, ...]
+    path: tuple[int, ...]
+    complete: bool | None
+    missing_issuer: str | None
+    extra: tuple[int, ...]
+    ordered: bool
+    anchor_sent: str | None
+    trust_store: str | None
+
+
+@dataclass(frozen=True)
+class SniChainDetails(CheckDetails):
+    """sni_chain: the leaf with SNI (its SHA-256 and subject) and without (None: the server
+    refused a hello without server_name: `refused` says how), and whether the chains are
+    the same certificates."""
+
+    name: str
+    sha256: str
+    subject: str
+    without_sha256: str | None
+    without_subject: str | None
+    same_chain: bool | None
+    refused: str | None
+
+
+class OcspCertStatus(StrEnum):
+    """The status a stapled OCSP response gives the leaf (RFC 6960 4.2.1)."""
+
+    good = "good"
+    revoked = "revoked"
+    unknown = "unknown"
+
+
+@dataclass(frozen=True)
+class OcspResponseDetails(CheckDetails):
+    """ocsp_response: the stapled response's status (None: not a successful response), the
+    leaf's status in it, who signed it ("issuer", "delegated responder", None: neither),
+    its thisUpdate / nextUpdate (ISO 8601; None: absent), and each problem found."""
+
+    response_status: str | None
+    cert_status: OcspCertStatus | None
+    signer: str | None
+    this_update: str | None
+    next_update: str | None
+    problems: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ClientAuthDetails(CheckDetails):
+    """client_auth: whether the server asks for a client certificate (CertificateRequest),
+    whether it requires one (None: not established), the version asked in, and the CA names
+    it accepts (RFC 4514 strings, as sent; a name that does not parse as its hex)."""
+
+    requested: bool
+    required: bool | None
+    version: str
+    ca_names: tuple[str, ...]
+

@@ -15,10 +15,15 @@ Field names are part of the JSON schema: add fields, never rename them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import StrEnum
 
-__all__ = ["ClientProfile", "ClientSimulation", "FailureReason", "ProfileSource",
+from tlsprobe import registry
+from tlsprobe.errors import FailureKind
+from tlsprobe.model.encode import JsonObject, document, dumps
+
+__all__ = ["CLIENTS_SCHEMA_VERSION", "ClientProfile", "ClientSimulation", "ClientsReport",
+           "FailureReason", "ProfileSource",
            "SimStatus", "SourceKind", "TrustStore"]
 
 
@@ -96,6 +101,9 @@ class FailureReason(StrEnum):
     hello_too_large = "hello too large"
     version_intolerance = "version intolerance"
     certificate_not_trusted = "certificate not trusted"
+    #: the server signed its key exchange with a hash the client does not offer (TLS 1.0
+    #: and 1.1 sign with MD5+SHA-1 or SHA-1; a client listing no SHA-1 scheme refuses it)
+    no_shared_signature = "no shared signature algorithm"
     refused = "refused"            # the server refused for a reason the audit does not show
 
 
@@ -118,3 +126,43 @@ class ClientSimulation:
     detail: str = ""               # what the verdict rests on (alert, evidence), as prose
     ja4_sent: str = ""             # JA4 of the hello actually sent
     post_quantum: bool = False     # the negotiated group is a post-quantum (hybrid) group
+
+    def json_shape(self) -> dict[str, object]:
+        """The fields, then the names of the codepoints for people (added members)."""
+        shape: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self)}
+        shape["version_name"] = registry.version_name(self.version) \
+            if self.version is not None else None
+        shape["cipher_suite_name"] = registry.suite_name(self.cipher_suite) \
+            if self.cipher_suite is not None else None
+        shape["group_name"] = registry.group_name(self.group) if self.group is not None else None
+        shape["signature_scheme_name"] = registry.sigscheme_name(self.signature_scheme) \
+            if self.signature_scheme is not None else None
+        return shape
+
+
+CLIENTS_SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class ClientsReport:
+    """`tlsprobe clients HOST[:PORT]`: every profile's simulation against one target, the
+    server_name sent (None: none, an IP literal or --no-sni), the connections made, and an
+    error when the target could not be simulated at all (every connection failed on the
+    network: `error_kind` as the audit's)."""
+
+    host: str
+    port: int
+    server_name: str | None = None
+    address: str | None = None
+    clients: tuple[ClientSimulation, ...] = ()
+    connections: int = 0
+    duration_s: float = 0.0
+    error: str | None = None
+    error_kind: FailureKind | None = None
+
+    def to_dict(self) -> JsonObject:
+        return document({"schema": CLIENTS_SCHEMA_VERSION, "tool": "tlsprobe",
+                         "kind": "clients"}, self)
+
+    def to_json(self, indent: int | None = None) -> str:
+        return dumps(self.to_dict(), indent=indent)

@@ -29,7 +29,7 @@ from tlsprobe.model.probe import (
 )
 
 if TYPE_CHECKING:
-    from cryptography.x509 import Name
+    from cryptography.x509 import Certificate, Name
 
 # Bits as `openssl s_client` prints them in "Server Temp Key".
 TEMP_KEY = {0x001D: ("X25519", 253), 0x001E: ("X448", 448), 0x0017: ("ECDH, prime256v1", 256),
@@ -204,7 +204,8 @@ def certificate_info(der: bytes) -> CertificateInfo:
         except ValueError:
             subject, issuer = "(unparsable certificate)", ""
         return CertificateInfo(subject, issuer, f"unsupported key ({exc})", None, "", "", "",
-                               "", hashlib.sha256(der).hexdigest())
+                               "", hashlib.sha256(der).hexdigest(),
+                               sha1=hashlib.sha1(der).hexdigest())
 
 
 def _certificate_info(der: bytes) -> CertificateInfo:
@@ -213,12 +214,12 @@ def _certificate_info(der: bytes) -> CertificateInfo:
     from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 
     from tlsprobe.model.pubkey import is_dsa_key, public_key
-    digest = hashlib.sha256(der).hexdigest()
+    digest, sha1 = hashlib.sha256(der).hexdigest(), hashlib.sha1(der).hexdigest()
     try:
         cert = x509.load_der_x509_certificate(der)
     except (ValueError, x509.InvalidVersion) as exc:  # (no ValueError: X.509 v2, v4+)
         return CertificateInfo(f"(unparsable certificate: {exc})", "", "unknown", None, "", "",
-                               "", "", digest)
+                               "", "", digest, sha1=sha1)
     bits: int | None
     try:
         key = public_key(cert)
@@ -254,7 +255,38 @@ def _certificate_info(der: bytes) -> CertificateInfo:
         key_type=key_type, key_bits=bits, signature_algorithm=sig,
         not_before=cert.not_valid_before_utc.isoformat(),
         not_after=cert.not_valid_after_utc.isoformat(),
-        serial=f"{cert.serial_number:x}", sha256=digest, san=san)
+        serial=f"{cert.serial_number:x}", sha256=digest, san=san, sha1=sha1,
+        **_extension_facts(cert))
+
+
+def _extension_facts(cert: Certificate) -> dict[str, tuple[str, ...]]:
+    """extendedKeyUsage purposes, CRL distribution point URIs and AIA URIs (OCSP, CA
+    issuers); an extension that is absent or does not parse gives nothing (the chain check
+    and the trust verdict judge a broken certificate, not this summary)."""
+    from cryptography import x509
+    from cryptography.x509.oid import AuthorityInformationAccessOID as AIA
+
+    def value(kind: type[x509.ExtensionType]) -> object:
+        try:
+            return cert.extensions.get_extension_for_class(kind).value
+        except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError, TypeError):
+            return None
+    out: dict[str, tuple[str, ...]] = {}
+    eku = value(x509.ExtendedKeyUsage)
+    if isinstance(eku, x509.ExtendedKeyUsage):
+        out["extended_key_usage"] = tuple(
+            oid._name if oid._name != "Unknown OID" else oid.dotted_string for oid in eku)
+    crl = value(x509.CRLDistributionPoints)
+    if isinstance(crl, x509.CRLDistributionPoints):
+        out["crl_urls"] = tuple(n.value for p in crl for n in p.full_name or ()
+                                if isinstance(n, x509.UniformResourceIdentifier))
+    aia = value(x509.AuthorityInformationAccess)
+    if isinstance(aia, x509.AuthorityInformationAccess):
+        for key, method in (("ocsp_urls", AIA.OCSP), ("ca_issuer_urls", AIA.CA_ISSUERS)):
+            out[key] = tuple(d.access_location.value for d in aia
+                             if d.access_method == method and
+                             isinstance(d.access_location, x509.UniformResourceIdentifier))
+    return out
 
 
 def _name(get: Callable[[], Name]) -> str:

@@ -88,6 +88,14 @@ class KeyExchange:
 
 @dataclass(frozen=True)
 class CertificateInfo:
+    """One certificate of a chain as `openssl x509 -text` and a browser's viewer show it:
+    names, key, signature, dates, `serial` (hex), `sha256` and `sha1` fingerprints of the
+    DER (lowercase hex; SHA-1 only for comparing with browsers, which still show it), the
+    subjectAltName's DNS names and addresses, the extendedKeyUsage purposes (OpenSSL's short
+    names: "serverAuth", "clientAuth", ...; a purpose without one as its dotted OID), the
+    CRL distribution point URIs, and the Authority Information Access URIs (OCSP responders,
+    CA issuers). Text from the certificate is kept as it is: the report escapes it."""
+
     subject: str
     issuer: str
     key_type: str
@@ -98,6 +106,11 @@ class CertificateInfo:
     serial: str
     sha256: str
     san: tuple[str, ...] = ()
+    sha1: str = ""
+    extended_key_usage: tuple[str, ...] = ()
+    crl_urls: tuple[str, ...] = ()
+    ocsp_urls: tuple[str, ...] = ()
+    ca_issuer_urls: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

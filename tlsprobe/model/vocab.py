@@ -87,3 +87,14 @@ class ConsistencyStatus(StrEnum):
     CONSISTENT = "consistent"
     INCONSISTENT = "inconsistent"
     NOT_CHECKED = "not_checked"
+
+
+class KxStrength(StrEnum):
+    """The strength of the key exchange an accepted suite's connection established
+    (`SuiteRow.kx_strength`; the rule is policy/suite_strength.py's, documented in
+    docs/CHECKS.md "Key exchange per suite")."""
+
+    OK = "ok"                  # 2048+ bit DH/RSA, 224+ bit EC, a post-quantum group
+    WEAK = "weak"              # 1024 to 2047 bit DH/RSA, 160 to 223 bit EC
+    INSECURE = "insecure"      # under 1024 bit DH/RSA, under 160 bit EC
+    UNKNOWN = "unknown"        # no size established (not recorded, PSK, SRP, ...)

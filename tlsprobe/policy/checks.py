@@ -6,7 +6,9 @@ items are the evidence. A derived check (probes/checks/derived.py) gives a findi
 where no other finding covers the facts (OWN_FINDINGS): the accepted NULL, anonymous,
 export, RC4, DES and 3DES suites are `suite.weak`, DH parameters under 2048 bits `dh.weak`;
 POODLE and BEAST, which no other finding covers, add `check.poodle` and `check.beast`, whose
-items are the suites' IANA names (each once).
+items are the suites' IANA names (each once); LUCKY13's "potentially vulnerable" (CBC suites
+accepted, stated as inconclusive: no timing is measured) adds `check.lucky13` (info), the
+one derived finding whose verdict is not `vulnerable` (the result carries its code).
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ __all__ = ["OWN_FINDINGS", "check_findings"]
 #: the findings of a derived check's vulnerable verdict no other finding covers: code,
 #: severity
 OWN_FINDINGS: dict[str, tuple[str, Severity]] = {
-    "poodle": ("check.poodle", Severity.high), "beast": ("check.beast", Severity.low)}
+    "poodle": ("check.poodle", Severity.high), "beast": ("check.beast", Severity.low),
+    "lucky13": ("check.lucky13", Severity.info)}
 
 
 def check_findings(results: tuple[CheckResult, ...]) -> list[Finding]:
@@ -37,7 +40,7 @@ def check_findings(results: tuple[CheckResult, ...]) -> list[Finding]:
             out.append(Finding(r.severity, r.code, f"{r.title}: {r.reason}",
                                items=r.evidence))
             continue
-        if own is None or r.verdict is not Verdict.vulnerable:
+        if own is None or r.verdict is not Verdict.vulnerable and r.code != own[0]:
             continue
         pairs = [e[:-1].rsplit(" (", 1) for e in r.evidence]   # "SUITE (VERSION)"
         suites = list(dict.fromkeys(p[0] for p in pairs))

@@ -23,10 +23,12 @@ from tlsprobe.model.audit import (
     SigalgAudit,
     SuiteAudit,
 )
+from tlsprobe.model.rating import Rating
 from tlsprobe.model.severity import Severity
 from tlsprobe.model.vocab import Order
 from tlsprobe.report.escape import shown
 from tlsprobe.report.fit import FitTable
+from tlsprobe.report.suite_kx import kx_text, weak_line
 from tlsprobe.report.tones import TONE_STYLE, pq_tone, version_tone
 
 ORDER_TEXT = {ORDER_SERVER: "the server enforces its own order",
@@ -152,10 +154,20 @@ def suite_section(s: SuiteAudit) -> RenderableType:
         return Group(_title(head), _text("none accepted" if s.complete else "not established",
                                          style="" if s.complete else "yellow"),
                      *[_text(f"note: {n}", style="dim") for n in s.notes], _text(""))
-    table = _table("#", "Cipher suite", "OpenSSL name")
+    rows = {r.suite.id: r for r in s.rows}
+    table = _table("#", "Cipher suite", "OpenSSL name", *(("Kx",) if rows else ()))
     for i, c in enumerate(s.supported, 1):
-        _row(table, str(i), f"{c.iana_name} ({c.hex})", c.openssl_name or "")
-    parts: list[RenderableType] = [_title(head), table, _text(f"Order: {order_text(s.order)}")]
+        row = rows.get(c.id)
+        weak = row is not None and row.weak   # marked "!" and red (report/suite_kx.py)
+        cells = [_text(f"{i}!" if weak else str(i), style="red" if weak else ""),
+                 _text(f"{c.iana_name} ({c.hex})", style="red" if weak else ""),
+                 _text(c.openssl_name or "", style="red" if weak else "")]
+        _row(table, *cells, *((kx_text(row),) if rows else ()))
+    parts: list[RenderableType] = [_title(head), table]
+    weak_note = weak_line(s)
+    if weak_note is not None:
+        parts.append(weak_note)
+    parts.append(_text(f"Order: {order_text(s.order)}"))
     if not s.complete:
         parts.append(_text("the list may be incomplete", style="yellow"))
     parts += [_text(f"note: {n}", style="dim") for n in s.notes]
@@ -221,7 +233,12 @@ def certificate_section(r: AuditReport) -> RenderableType:
         _row(table, str(i), c.subject, f"{c.key_type}{bits}", c.signature_algorithm,
                       c.not_after[:16].replace("T", " "), c.issuer)
     san = ", ".join(r.certificates[0].san) if r.certificates else ""
-    return Group(_title("Certificate chain"), table,
+    from tlsprobe.report.cert_facts import fact_lines
+    facts: list[RenderableType] = []
+    for i, c in enumerate(r.certificates):
+        first, *rest = fact_lines(c)
+        facts += [_text(f"{i} {first}"), *(_text(f"  {line}") for line in rest)]
+    return Group(_title("Certificate chain"), table, *facts,
                  _text(f"Names (subjectAltName): {san or 'none'}"), trust_line(r), _text(""))
 
 
@@ -274,6 +291,8 @@ def audit_renderables(r: AuditReport, full: bool = False) -> list[RenderableType
     where = f"[{r.host}]:{r.port}" if ":" in r.host else f"{r.host}:{r.port}"
     addr = f" ({r.address})" if r.address and r.address != r.host else ""
     out: list[RenderableType] = [_text(f"Audit of {where}{addr}", style="bold underline")]
+    if r.rating is not None:
+        out.append(rating_text(r.rating))
     if r.transport == "quic":
         out.append(_text("Transport: QUIC (TLS 1.3 in QUIC Initial and Handshake packets, "
                          "UDP)"))
@@ -294,10 +313,24 @@ def audit_renderables(r: AuditReport, full: bool = False) -> list[RenderableType
     if r.check_results:
         from tlsprobe.report.checks import checks_section
         out.append(checks_section(r, full))
-    out += [consistency_section(r), findings_section(r, full), _text(connections_line(r))]
+    if r.clients:
+        from tlsprobe.report.clients import clients_table
+        out.append(clients_table(r.clients))
+    out += [consistency_section(r), findings_section(r, full)]
+    if r.rating is not None:
+        from tlsprobe.report.rating import rating_detail_lines
+        out.append(Group(_title("Rating"), *(_text(line) for line in
+                                                rating_detail_lines(r.rating)), _text("")))
+    out.append(_text(connections_line(r)))
     if r.error:
         out.append(_text(f"Error: {r.error}", style="red"))
     return out
+
+
+def rating_text(rating: Rating) -> Text:
+    """The "Rating: ..." line, styled by the grade's tone (a provisional grade: unsure)."""
+    from tlsprobe.report.rating import grade_tone, rating_line
+    return _text(rating_line(rating), style="bold " + TONE_STYLE[grade_tone(rating)])
 
 
 def summary_lines(reports: list[AuditReport], code: int, reason: str) -> list[str]:
@@ -316,9 +349,11 @@ def summary_lines(reports: list[AuditReport], code: int, reason: str) -> list[st
             counts[f.severity] = counts.get(f.severity, 0) + 1
     order = (Severity.critical, Severity.high, Severity.medium, Severity.low, Severity.info)
     found = ", ".join(f"{counts[s]} {s}" for s in order if s in counts) or "none"
+    from tlsprobe.report.rating import grades_line
+    grades = grades_line(reports)
     return [(f"Targets: {len(reports)}; audited {len(reports) - failed}; with an error "
             f"{failed}{by_kind}"),
-            f"Findings: {found}", f"Exit code {code}: {reason}"]
+            f"Findings: {found}", *([grades] if grades else []), f"Exit code {code}: {reason}"]
 
 
 def render_summary(reports: list[AuditReport], code: int, reason: str, out: IO[str]) -> None:

@@ -4,20 +4,29 @@
 run over many targets opens as one sheet (a pivot table or a filter on `section` gives the
 findings, the groups or the suites of every target):
 
-    target,section,version,rank,name,code,status,severity,detail
-    127.0.0.1:4433,version,TLS 1.3,,TLS 1.3,0x0304,supported,,
-    127.0.0.1:4433,group,TLS 1.3,1,x25519,0x001d,supported,,ECDHE
-    127.0.0.1:4433,suite,TLS 1.2,1,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,0xc02f,supported,,ECDHE-RSA-AES128-GCM-SHA256
-    127.0.0.1:4433,signature_scheme,TLS 1.3,1,rsa_pss_rsae_sha256,0x0804,supported,,
-    127.0.0.1:4433,check,,,heartbleed,check.heartbleed,not vulnerable,,<reason>
-    127.0.0.1:4433,finding,TLS 1.2,,<message>,version.not_allowed,,medium,<all items>
-    127.0.0.1:4433,waived,,,<message>,check.sct,<waiving policy>,low,<the policy's reason>
-    127.0.0.1:4433,error,,,,,network,,<error>
+    target,section,version,rank,name,code,status,severity,detail,kx,weak
+    127.0.0.1:4433,rating,,,grade,,B,,B (capped: TLS 1.0 offered),,
+    127.0.0.1:4433,rating,,,cap tls10_offered,,B,,TLS 1.0 offered (<source>) [<evidence>],,
+    127.0.0.1:4433,version,TLS 1.3,,TLS 1.3,0x0304,supported,,,,
+    127.0.0.1:4433,group,TLS 1.3,1,x25519,0x001d,supported,,ECDHE,,
+    127.0.0.1:4433,suite,TLS 1.2,1,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,0xc02f,supported,,ECDHE-RSA-AES128-GCM-SHA256,ECDH 253,
+    127.0.0.1:4433,suite,TLS 1.2,2,TLS_DHE_RSA_WITH_AES_128_GCM_SHA256,0x009e,supported,,DHE-RSA-AES128-GCM-SHA256,DH 1024,DH 1024: under 2048 bits
+    127.0.0.1:4433,signature_scheme,TLS 1.3,1,rsa_pss_rsae_sha256,0x0804,supported,,,,
+    127.0.0.1:4433,check,,,heartbleed,check.heartbleed,not vulnerable,,<reason>,,
+    127.0.0.1:4433,finding,TLS 1.2,,<message>,version.not_allowed,,medium,<all items>,,
+    127.0.0.1:4433,waived,,,<message>,check.sct,<waiving policy>,low,<the policy's reason>,,
+    127.0.0.1:4433,error,,,,,network,,<error>,,
 
 `rank` is the place in the server's order (groups, suites, signature schemes: the order the
 text view lists); `status` supported / not_supported / inconclusive for versions and groups
 (a group the audit could not establish is a row with status inconclusive), a verdict for a
-check. Findings keep their whole item list in `detail` (joined with ", "); a finding a
+check. A suite row's `kx` is the key exchange its connection established, as testssl.sh
+prints it ("ECDH 253", "DH 1024", "RSA 2048", "X25519MLKEM768", "unknown"), and `weak` says
+why the suite is weak ("3DES", "DH 1024: under 2048 bits"; several joined with "; "), empty
+when it is not (policy/suite_strength.py); both are empty on the other rows.
+The `rating` rows come first: `grade` (the letter in `status`, the one-line label
+in `detail`), `score`, then `cap RULE`, `warning RULE` and `unknown RULE` (docs/RATING.md).
+Findings keep their whole item list in `detail` (joined with ", "); a finding a
 policy waives is a `waived` row with that policy in `status` and its reason in `detail`.
 
 `pcap --csv`: one row per connection with the columns of the connection table, the capture
@@ -42,11 +51,12 @@ from typing import TYPE_CHECKING
 from tlsprobe.errors import UsageError
 
 if TYPE_CHECKING:
-    from tlsprobe.model.audit import AuditReport
+    from tlsprobe.model.audit import AuditReport, SuiteRow
     from tlsprobe.model.capture import BriefReport, ConnectionReport
+    from tlsprobe.model.clients import ClientsReport
 
 SCAN_COLUMNS = ("target", "section", "version", "rank", "name", "code", "status", "severity",
-                "detail")
+                "detail", "kx", "weak")
 KIND = {"ec": "ECDHE", "ecx": "ECDHE", "ffdhe": "FFDHE", "mlkem": "ML-KEM",
         "hybrid": "hybrid PQ", "draft": "draft PQ"}
 _FORMULA = ("=", "+", "-", "@", "\t", "\r")
@@ -82,6 +92,11 @@ def scan_rows(r: AuditReport) -> list[tuple[object, ...]]:
     rows: list[tuple[object, ...]] = []
     if r.error and r.error_kind != "internal":
         return [("error", None, None, None, None, r.error_kind, None, r.error)]
+    if r.rating is not None:      # first: the grade, the score, each cap, warning, unknown
+        from tlsprobe.report.rating import rating_rows
+        rows += [("rating", None, None, item, None, status, None,
+                  detail + (f" [{evidence}]" if evidence else ""))
+                 for item, status, detail, evidence in rating_rows(r.rating)]
     for v in r.versions:
         rows.append(("version", v.version.name, None, v.version.name, v.version.hex,
                      v.status, None, v.detail))
@@ -94,14 +109,19 @@ def scan_rows(r: AuditReport) -> list[tuple[object, ...]]:
         rows += [("group", g.version.name, None, cp.name, cp.hex, "inconclusive", None, None)
                  for cp in g.inconclusive]
     for s in r.suites:
+        kx = {row.suite.id: row for row in s.rows}
         rows += [("suite", s.version.name, i, c.iana_name, c.hex, "supported", None,
-                  c.openssl_name) for i, c in enumerate(s.supported, 1)]
+                  c.openssl_name, *_kx_cells(kx.get(c.id)))
+                 for i, c in enumerate(s.supported, 1)]
     for a in r.signature_schemes:
         rows += [("signature_scheme", a.version.name, i, c.name, c.hex, "supported", None,
                   None) for i, c in enumerate(a.supported, 1)]
     for c in r.check_results:
         rows.append(("check", None, None, c.name, c.code, str(c.verdict), c.severity,
                      c.reason + (f" ({', '.join(c.evidence)})" if c.evidence else "")))
+    if r.clients:
+        from tlsprobe.report.client_cells import scan_client_rows
+        rows += scan_client_rows(r.clients)
     for f in r.findings:
         rows.append(("finding", f.version, None, f.message, f.code, f.policy, f.severity,
                      ", ".join(f.items)))
@@ -113,6 +133,13 @@ def scan_rows(r: AuditReport) -> list[tuple[object, ...]]:
     return rows
 
 
+def _kx_cells(row: SuiteRow | None) -> tuple[str | None, str | None]:
+    """The kx and weak cells of a suite row (both empty when the audit recorded none)."""
+    if row is None:
+        return None, None
+    return row.kx_label, "; ".join(row.weak_reasons) if row.weak else None
+
+
 def write_scan_csv(path: str, reports: Iterable[AuditReport]) -> None:
     """`scan --csv FILE`: every target's rows in one file (see the module docstring)."""
     with open(path, "w", encoding="utf-8", newline="") as fh:
@@ -120,7 +147,24 @@ def write_scan_csv(path: str, reports: Iterable[AuditReport]) -> None:
         writer.writerow(SCAN_COLUMNS)
         for r in reports:
             target = _target(r)
-            writer.writerows([cell(target), *map(cell, row)] for row in scan_rows(r))
+            # every row as wide as the header (the kx and weak cells are the suites')
+            writer.writerows([cell(target), *map(cell, row),
+                              *[""] * (len(SCAN_COLUMNS) - 1 - len(row))]
+                             for row in scan_rows(r))
+
+
+def write_clients_csv(path: str, reports: Iterable[ClientsReport]) -> None:
+    """`tlsprobe clients --csv FILE`: a row per target and profile (CSV_COLUMNS of
+    report/client_cells.py); a target with an error has one "error" row."""
+    from tlsprobe.report.client_cells import CSV_COLUMNS, client_row
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(CSV_COLUMNS)
+        for r in reports:
+            target = f"[{r.host}]:{r.port}" if ":" in r.host else f"{r.host}:{r.port}"
+            if r.error:
+                writer.writerow([cell(target), "", "", "error", *[""] * 10, cell(r.error), ""])
+            writer.writerows([cell(target), *map(cell, client_row(s))] for s in r.clients)
 
 
 class PcapCsv:

@@ -27,6 +27,7 @@ from tlsprobe.model.audit import AuditReport, GroupAudit, SigalgAudit, SuiteAudi
 from tlsprobe.model.checks import CATEGORIES, CheckResult
 from tlsprobe.model.severity import Severity
 from tlsprobe.report.escape import shown
+from tlsprobe.report.suite_kx import WEAK_CSS, suite_table_html
 from tlsprobe.report.tones import (
     Tone,
     check_severity,
@@ -65,7 +66,7 @@ td.n{text-align:right}.muted{color:#666}.note{color:#666;font-size:.92em}
 .v-good{color:#1b5e20;font-weight:bold}.v-bad{color:#b71c1c;font-weight:bold}
 .v-unsure{color:#8a6d00;font-weight:bold}.v-none{color:#666}
 .error{color:#b71c1c;font-weight:bold}.items{font-size:.92em;color:#333}
-"""
+""" + WEAK_CSS
 
 #: a row's tone (report.tones: good or bad news, whatever the words) -> its CSS class
 TONE_CLASS: dict[str, str] = {"good": "v-good", "bad": "v-bad", "unsure": "v-unsure",
@@ -181,9 +182,12 @@ def suite_html(s: SuiteAudit) -> str:
     if not s.supported:
         out += _p("none accepted", "") if s.complete else _p("not established", "v-unsure")
         return out + _notes(s.notes)
-    rows = [(str(i), c.iana_name, c.hex, c.openssl_name or "")
-            for i, c in enumerate(s.supported, 1)]
-    out += _table(("#", "Cipher suite", "Code", "OpenSSL name"), rows)
+    if s.rows:   # with the key exchange and the weak rows marked (report/suite_kx.py)
+        out += suite_table_html(s)
+    else:
+        rows = [(str(i), c.iana_name, c.hex, c.openssl_name or "")
+                for i, c in enumerate(s.supported, 1)]
+        out += _table(("#", "Cipher suite", "Code", "OpenSSL name"), rows)
     out += _p(f"Order: {_order(s.order)}")
     if not s.complete:
         out += _p("the list may be incomplete", "v-unsure")
@@ -212,6 +216,12 @@ def certificate_html(r: AuditReport) -> str:
         ("#", "Subject", "Key", "Signature", "Valid from", "Valid until", "Issuer",
          "SHA-256"), rows)
     san = ", ".join(r.certificates[0].san) if r.certificates else ""
+    from tlsprobe.report.cert_facts import colons, url_facts
+    facts = [(str(i), c.serial, colons(c.sha1),
+              "; ".join(f"{label}: {value}" for label, value in url_facts(c)) or "none")
+             for i, c in enumerate(r.certificates)]
+    out += _table(("#", "Serial", "SHA-1 (to compare with browsers)",
+                   "Extended key usage, CRL, OCSP and CA issuer URIs"), facts)
     return out + _p(f"Names (subjectAltName): {san or 'none'}") + trust_html(r)
 
 
@@ -314,6 +324,9 @@ def audit_html(r: AuditReport) -> str:
         return f"<h2>Skipped {_e(r.host)}</h2>\n" + _p(f"Error: {r.error}", "error")
     addr = f" ({r.address})" if r.address and r.address != r.host else ""
     out = f'<section class="target"><h2>Audit of {_e(where + addr)}</h2>\n'
+    if r.rating is not None:
+        from tlsprobe.report.rating import rating_html
+        out += rating_html(r.rating, TONE_CLASS)[0]
     if r.transport == "quic":
         out += _p("Transport: QUIC (TLS 1.3 in QUIC Initial and Handshake packets, UDP)")
     if r.starttls is not None:
@@ -337,7 +350,14 @@ def audit_html(r: AuditReport) -> str:
         out += certificate_html(r)
     elif r.trust is not None:
         out += "<h3>Certificate chain</h3>\n" + trust_html(r)
-    out += checks_html(r) + consistency_html(r) + findings_html(r)
+    out += checks_html(r)
+    if r.clients:
+        from tlsprobe.report.client_cells import clients_html
+        out += "<h3>Client simulation</h3>\n" + clients_html(r.clients)
+    out += consistency_html(r) + findings_html(r)
+    if r.rating is not None:
+        from tlsprobe.report.rating import rating_html
+        out += rating_html(r.rating, TONE_CLASS)[1]
     out += waived_html(r)
     out += _p(_connections_line(r), "muted")
     if r.error:
@@ -354,8 +374,11 @@ def summary_html(reports: Sequence[AuditReport], code: int, reason: str) -> str:
     cells = " ".join(f'<span class="sev sev-{s}">{counts[s]} {s}</span>'
                      for s in (Severity.critical, Severity.high, Severity.medium, Severity.low, Severity.info) if s in counts)
     errors = sum(1 for r in reports if r.error)
+    from tlsprobe.report.rating import grades_line
+    grades = grades_line(reports)
     return (f"<p>Targets: {len(reports)}; with an error: {errors}</p>\n"
-            f"<p>Findings: {cells or 'none'}</p>\n" + _p(f"Exit code {code}: {reason}"))
+            f"<p>Findings: {cells or 'none'}</p>\n" + (_p(grades) if grades else "")
+            + _p(f"Exit code {code}: {reason}"))
 
 
 def render_html(reports: Sequence[AuditReport], code: int, reason: str,

@@ -135,6 +135,9 @@ def certificate_rows(r: ProbeResult, full: bool) -> list[Row]:
         rows.append(("", f"  a: {c.key_type}{bits}; {c.signature_algorithm}"))
         rows.append(("", f"  v: {c.not_before} -> {c.not_after}"))
         rows += _san_row(c, i == 0, full)
+        if full:
+            from tlsprobe.report.cert_facts import fact_lines
+            rows += [("", f"  {line}") for line in fact_lines(c)]
     if len(r.certificates) > chain_shown:
         more = len(r.certificates) - chain_shown
         rows.append(("", (f"... {more} more certificates not shown (--full or --json shows "

@@ -17,6 +17,7 @@ from tlsprobe.requests.names import API, CLI, Names
 from tlsprobe.requests.processes import PROCESSES_PER_CPU, check_process_count
 
 if TYPE_CHECKING:
+    from tlsprobe.model.clients import ClientProfile
     from tlsprobe.net.targets import BadLine
     from tlsprobe.net.tcp import Target
     from tlsprobe.net.transport import AsyncConnector
@@ -105,7 +106,8 @@ def policies_of(given: Sequence[str] | str | None) -> tuple[Policy, ...]:
 def audit_options(*, checks: tuple[str, ...], extra_groups: Items = (),
                   server_name_: str | None = None, send_sni: bool = True,
                   policies: tuple[Policy, ...] = (), verify: bool = True,
-                  cafile: str | None = None, names: Names = API) -> AuditOptions:
+                  cafile: str | None = None, names: Names = API,
+                  clients: tuple[ClientProfile, ...] = ()) -> AuditOptions:
     """The audit's options; the extra groups parsed, the trust store checked."""
     from tlsprobe import registry
     from tlsprobe.probes.audit.run import AuditOptions
@@ -114,7 +116,24 @@ def audit_options(*, checks: tuple[str, ...], extra_groups: Items = (),
         from tlsprobe.engine.chain import check_cafile
         check_cafile(cafile, contents=verify)
     return AuditOptions(checks=checks, extra_groups=extra, server_name=server_name_,
-                        send_sni=send_sni, policies=policies, cafile=cafile, verify=verify)
+                        send_sni=send_sni, policies=policies, cafile=cafile, verify=verify,
+                        clients=clients)
+
+
+def clients_of(clients: bool, profiles: Sequence[str] | str | None,
+               profiles_dir: str | None, names: Names) -> tuple[ClientProfile, ...]:
+    """The client profiles to simulate (none unless `clients`, `profiles` or `profiles_dir`
+    asks for the simulation): those `profiles` names among the packaged ones or those of
+    `profiles_dir` (probes/clients/run.py choose_profiles)."""
+    if not (clients or profiles is not None or profiles_dir is not None):
+        return ()
+    from pathlib import Path
+
+    from tlsprobe.probes.clients.run import choose_profiles
+    folder = Path(profiles_dir) if profiles_dir is not None else None
+    if folder is not None and not folder.is_dir():
+        raise UsageError(f"{names('profiles_dir')}: {profiles_dir}: not a folder")
+    return choose_profiles(profiles, names("profiles"), folder)
 
 
 def _checks_text(args: argparse.Namespace) -> str | None:
@@ -155,9 +174,12 @@ class ScanRequest:
               server_name: str | None = None, send_sni: bool = True, verify: bool = True,
               cafile: str | None = None, settings: ConnectionSettings | None = None,
               starttls: str | None = None, xmpp_host: str | None = None,
-              target_file: str | None = None, names: Names = API) -> ScanRequest:
+              target_file: str | None = None, names: Names = API, clients: bool = False,
+              profiles: Sequence[str] | str | None = None,
+              profiles_dir: str | None = None) -> ScanRequest:
         """The request, or a UsageError naming the input at fault (in `names`' spelling).
-        `target_file` ('-': stdin) adds its lines after `targets`; duplicates go."""
+        `target_file` ('-': stdin) adds its lines after `targets`; duplicates go. `clients`
+        (or `profiles`/`profiles_dir` given): the client simulation after the checks."""
         from tlsprobe.net.tcp import parse_target
         settings = settings or ConnectionSettings()
         name = checked_server_name(server_name, send_sni, names)
@@ -169,7 +191,8 @@ class ScanRequest:
         loaded = policies_of(policies)
         options = audit_options(checks=checks_of(checks, names), extra_groups=extra_groups,
                                 server_name_=name, send_sni=send_sni, policies=loaded,
-                                verify=verify, cafile=cafile, names=names)
+                                verify=verify, cafile=cafile, names=names,
+                                clients=clients_of(clients, profiles, profiles_dir, names))
         from tlsprobe.requests.starttls import check_xmpp_host
         check_xmpp_host(starttls, xmpp_host, names)
         return cls(targets=tuple(dict.fromkeys(items)), options=options, settings=settings,
@@ -187,7 +210,10 @@ class ScanRequest:
                             cafile=args.cafile, settings=settings,
                             starttls=getattr(args, "starttls", None),
                             xmpp_host=getattr(args, "xmpp_host", None),
-                            target_file=args.targets_file, names=CLI)
+                            target_file=args.targets_file, names=CLI,
+                            clients=getattr(args, "clients", False),
+                            profiles=getattr(args, "profiles", None),
+                            profiles_dir=getattr(args, "profiles_dir", None))
         if not request.targets:
             raise UsageError("no target: give HOST[:PORT] or -f FILE")
         return request
@@ -209,4 +235,5 @@ class ScanRequest:
 
 
 __all__ = ["PROCESSES_PER_CPU", "ConnectionSettings", "ScanRequest", "audit_options",
-           "check_process_count", "checked_server_name", "checks_from_args", "checks_of", "policies_of"]
+           "check_process_count", "checked_server_name", "checks_from_args", "checks_of",
+           "clients_of", "policies_of"]

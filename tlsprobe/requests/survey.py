@@ -18,6 +18,7 @@ from tlsprobe.requests.scan import (
     check_process_count,
     checked_server_name,
     checks_of,
+    clients_of,
 )
 
 if TYPE_CHECKING:
@@ -62,9 +63,10 @@ class SurveyRequest:
         if args.directory is not None:
             raise UsageError(f"one TARGETS argument expected, got also {args.directory!r} "
                              "(the summary is: tlsprobe survey summary DIR)")
+        clients = clients_of(args.clients, args.profiles, args.profiles_dir, CLI)
         options = audit_options(checks=checks_of(args.checks, CLI),
                                 extra_groups=args.extra_groups, server_name_=sni,
-                                send_sni=not args.no_sni, names=CLI)
+                                send_sni=not args.no_sni, names=CLI, clients=clients)
         return cls(targets=args.targets, out=args.out, options=options,
                    settings=ShardSettings(connection, args.rate), shard_size=args.shard_size,
                    workers=args.workers, scheduler=args.scheduler)
@@ -73,8 +75,12 @@ class SurveyRequest:
         """What makes a survey directory this survey's (a resumed run must match it),
         without the targets' digest and count."""
         o = self.options
-        return {"checks": list(o.checks), "extra_groups": list(o.extra_groups),
-                "sni": o.server_name, "no_sni": not o.send_sni, "shard_size": self.shard_size}
+        identity: dict[str, object] = {
+            "checks": list(o.checks), "extra_groups": list(o.extra_groups),
+            "sni": o.server_name, "no_sni": not o.send_sni, "shard_size": self.shard_size}
+        if o.clients:   # only then: the identity of a survey without clients is unchanged
+            identity["clients"] = [p.id for p in o.clients]
+        return identity
 
     def arguments(self) -> dict[str, object]:
         """How this run goes (a resumed run may change them): for the manifest."""

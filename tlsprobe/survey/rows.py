@@ -15,8 +15,18 @@ Schema (column: type, meaning); every row also carries the target-level columns:
 - not_supported, inconclusive: list<string>, groups refused / not decided
 - pq_verdict: string for the target: yes (a post-quantum group is accepted), no (all
   refused), inconclusive, not_tested; pq_groups: list<string>, the accepted ones
+- clients: list<string>, with --clients, per client profile simulated "id=status" (status:
+  connected, failed, inconclusive); client_results: list<string>, in the same order, what
+  it negotiated ("TLS 1.3 TLS_AES_128_GCM_SHA256 X25519MLKEM768", "via HRR" added) or why
+  it failed (the reason); both empty without --clients
 - error: string (null: none); error_kind: string (network, not_tls, alert, protocol,
   internal, usage); connections: int32 (the target's total); duration_s: float64
+- rating: string, the grade (A+ .. F, T, M; null: not rated, e.g. an error or no version
+  established); rating_score: int32, the numeric score before the caps (null: a category
+  not established); rating_provisional: bool, a rule not applied could lower the grade
+  (null: not rated); rating_label: string, the one-line label ("B (capped: TLS 1.0
+  offered)"). A survey runs the phases and checks it is given: the rules whose input it did
+  not establish are listed in the label as provisional.
 
 Plain Python values only here: the pyarrow schema is built in `schema()`, imported lazily.
 """
@@ -25,6 +35,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tlsprobe import registry
 from tlsprobe.model.audit import ORDER_SERVER, ORDER_SINGLE, AuditReport, GroupAudit
 
 Row = dict[str, Any]
@@ -35,8 +46,12 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("spoken", "bool"), ("method", "string"), ("groups", "list<string>"),
     ("group_ids", "list<int32>"), ("preferred_group", "string"), ("group_order", "string"),
     ("not_supported", "list<string>"), ("inconclusive", "list<string>"),
-    ("pq_verdict", "string"), ("pq_groups", "list<string>"), ("error", "string"),
+    ("pq_verdict", "string"), ("pq_groups", "list<string>"), ("clients", "list<string>"),
+    ("client_results", "list<string>"), ("error", "string"),
     ("error_kind", "string"), ("connections", "int32"), ("duration_s", "float64"),
+    # the rating (policy/rating.py, docs/RATING.md)
+    ("rating", "string"), ("rating_score", "int32"), ("rating_provisional", "bool"),
+    ("rating_label", "string"),
 )
 
 
@@ -64,6 +79,23 @@ def pq_summary(report: AuditReport) -> tuple[str, list[str]]:
     return "inconclusive", []
 
 
+def client_summary(report: AuditReport) -> tuple[list[str], list[str]]:
+    """The clients and client_results columns: "id=status" and what each negotiated (or
+    the reason of its failure, or the detail of an inconclusive result)."""
+    ids, results = [], []
+    for s in report.clients:
+        ids.append(f"{s.profile}={s.status.value}")
+        if s.version is not None and s.cipher_suite is not None:
+            text = " ".join([registry.version_name(s.version),
+                             registry.suite_name(s.cipher_suite)] +
+                            ([registry.group_name(s.group)] if s.group is not None else []) +
+                            (["via HRR"] if s.hello_retry else []))
+            results.append(text + (f"; {s.reason.value}" if s.reason is not None else ""))
+        else:
+            results.append(s.reason.value if s.reason is not None else s.detail)
+    return ids, results
+
+
 def _group_row(audit: GroupAudit) -> Row:
     names = [g.name for g in audit.supported]
     preferred = names[0] if names and audit.order in (ORDER_SERVER, ORDER_SINGLE) else None
@@ -80,13 +112,26 @@ def _empty_row() -> Row:
             "not_supported": [], "inconclusive": []}
 
 
+def _rating_columns(report: AuditReport) -> Row:
+    rating = report.rating
+    if rating is None:
+        return {"rating": None, "rating_score": None, "rating_provisional": None,
+                "rating_label": None}
+    return {"rating": rating.grade.value if rating.grade else None,
+            "rating_score": rating.score, "rating_provisional": rating.provisional,
+            "rating_label": rating.label()}
+
+
 def rows_for(report: AuditReport, shard: int) -> list[Row]:
     """The rows of one target, in version order as the report lists them."""
     verdict, pq_groups = pq_summary(report)
     head: Row = {"shard": shard, "index": report.index, "host": report.host,
                  "port": report.port, "address": report.address}
-    tail: Row = {"pq_verdict": verdict, "pq_groups": pq_groups, "error": report.error,
+    clients, results = client_summary(report)
+    tail: Row = {"pq_verdict": verdict, "pq_groups": pq_groups, "clients": clients,
+                 "client_results": results, "error": report.error,
                  "error_kind": None if report.error_kind is None else str(report.error_kind),
-                 "connections": report.total_connections, "duration_s": report.duration_s}
+                 "connections": report.total_connections, "duration_s": report.duration_s,
+                 **_rating_columns(report)}
     parts = [_group_row(g) for g in report.groups] or [_empty_row()]
     return [{**head, **part, **tail} for part in parts]

@@ -4,6 +4,12 @@ Each hello offers every remaining suite of the version (hundreds fit in one hell
 server's choice is noted and removed until it refuses (probes/audit/elimination.py, which also
 tells whether the server enforces its own order). Groups and signature
 schemes are offered broadly so that they never decide which suite is picked.
+
+Each pick's connection also says how that suite's key is exchanged (probes/audit/suite_kx.py:
+the suites table's "ECDH 253", "DH 1024", "RSA 2048"): below TLS 1.3 it reads the server's
+first flight up to the ServerHelloDone (its Certificate and ServerKeyExchange, which come in
+the same flight as the ServerHello: no extra connection, no extra round trip), in TLS 1.3
+the ServerHello's key share (or the HelloRetryRequest's group) is enough.
 """
 
 from __future__ import annotations
@@ -14,9 +20,29 @@ from tlsprobe.model.audit import ORDER_UNKNOWN, SuiteAudit
 from tlsprobe.model.probe import Cipher, Codepoint
 from tlsprobe.probes.audit.elimination import Elimination
 from tlsprobe.probes.audit.groups import candidate_groups
-from tlsprobe.probes.audit.scheduler import STOP_HELLO, Outcome, TargetRunner
+from tlsprobe.probes.audit.outcome import Stop
+from tlsprobe.probes.audit.scheduler import (
+    STOP_FLIGHT,
+    STOP_HELLO,
+    Outcome,
+    TargetRunner,
+)
+from tlsprobe.probes.audit.suite_kx import suite_row
 
 COMMON_SHARES = (0x001D, 0x0017)
+#: OpenSSL's default groups, in its order (testssl.sh and sslscan offer them so): listed
+#: first, so that a server that follows the client's group order picks for each suite the
+#: key exchange an ordinary client gets (the "Kx" column), never an odd curve that the
+#: registry happens to list first; every other group follows, so none decides the suite
+CLIENT_GROUPS = (0x001D, 0x0017, 0x001E, 0x0019, 0x0018, 0x0100, 0x0101, 0x0102, 0x0103,
+                 0x0104)
+
+
+def suite_groups(version: int) -> tuple[int, ...]:
+    """The groups a suites hello offers: CLIENT_GROUPS first, then the rest."""
+    groups = candidate_groups(TLS13 if version == TLS13 else TLS12)
+    first = [g for g in CLIENT_GROUPS if g in groups]
+    return tuple(first + [g for g in groups if g not in first])
 
 
 def candidate_suites(version: int) -> list[int]:
@@ -25,9 +51,9 @@ def candidate_suites(version: int) -> list[int]:
 
 def _config(run: TargetRunner, version: int, suites: list[int]) -> ClientConfig:
     if version == TLS13:
-        return run.config((TLS13,), groups=tuple(candidate_groups(TLS13)),
+        return run.config((TLS13,), groups=suite_groups(TLS13),
                           key_share_groups=COMMON_SHARES, cipher_suites_13=tuple(suites))
-    return run.config((version,), groups=tuple(candidate_groups(TLS12)),
+    return run.config((version,), groups=suite_groups(version),
                       cipher_suites_12=tuple(suites))
 
 
@@ -35,17 +61,32 @@ def _pick(out: Outcome, version: int) -> int | None:
     return out.cipher_suite if out.answered and out.version == version else None
 
 
+def _flight_cut(el: Elimination, choice: int, out: Outcome) -> Stop:
+    """A pick whose first flight did not come whole (a server that trickles it until the
+    deadline, resets or refuses after its ServerHello: `reason` says which): the rest of the
+    version's picks stop at the ServerHello, so that such a server costs one slow connection,
+    not one per suite; their key exchange is then unknown, and a note says why."""
+    el.notes.append(f"key exchange of the suites after {registry.suite_name(choice)} not "
+                    f"read: that connection's first flight was not read whole ({out.reason})")
+    return STOP_HELLO
+
+
 async def enumerate_suites(run: TargetRunner, version: int) -> SuiteAudit:
     phase = f"suites {registry.version_name(version)}"
     candidates = candidate_suites(version)
     el = Elimination(list(candidates))
     complete = True
+    stop = STOP_HELLO if version == TLS13 else STOP_FLIGHT
+    accepted: dict[int, Outcome] = {}   # each pick's connection: its key exchange
     while el.remaining:
         offered = el.offer()
-        out = await run.run(_config(run, version, offered), phase, STOP_HELLO)
+        out = await run.run(_config(run, version, offered), phase, stop)
         choice = _pick(out, version)
         if choice in el.remaining:
             el.pick(choice, offered)
+            accepted[choice] = out
+            if stop == STOP_FLIGHT and out.reason and el.remaining:
+                stop = _flight_cut(el, choice, out)
             continue
         if out.answered:
             el.notes.append(f"stopped: {out.describe()} with cipher suite "
@@ -67,4 +108,5 @@ async def enumerate_suites(run: TargetRunner, version: int) -> SuiteAudit:
     return SuiteAudit(version=Codepoint.version(version),
                       supported=tuple(Cipher.of(c) for c in listed), order=order,
                       complete=complete, connections=run.connections(phase),
-                      notes=tuple(el.notes))
+                      notes=tuple(el.notes),
+                      rows=tuple(suite_row(c, accepted.get(c)) for c in listed))

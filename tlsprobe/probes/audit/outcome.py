@@ -13,6 +13,7 @@ from tlsprobe.engine.config import ClientConfig
 from tlsprobe.engine.interface import Handshake
 from tlsprobe.errors import FailureKind
 from tlsprobe.kex.dhprime import DhPrimeCheck, check_dh_prime, dh_group_name
+from tlsprobe.model.facts import KeyExchangeFacts
 from tlsprobe.registry import HandshakeType
 from tlsprobe.session.flow import SERVER, ApplicationDataEvent
 
@@ -79,6 +80,11 @@ class Outcome:
     #: why an inconclusive outcome is (network, not_tls, protocol, internal); a refusal's
     #: kind is alert or closed; None for an answer
     kind: FailureKind | None = None
+    #: the engine's facts of the key exchange (`Handshake.key_exchange()`), None before a
+    #: ServerHello; and the bits of an export suite's temporary RSA key (its
+    #: ServerKeyExchange), which the facts do not carry
+    key_exchange: KeyExchangeFacts | None = None
+    rsa_temp_bits: int | None = None
 
     @property
     def answered(self) -> bool:
@@ -162,8 +168,11 @@ def outcome_of(hs: Handshake, reason: str = "") -> Outcome:
         if dh_name and dh_name.startswith("ffdhe"):
             group = registry.parse_group(dh_name)
     ske = got.flight.server_key_exchange
+    rsa_temp_bits = None
     if ske is not None:
         sig = ske.algorithm
+        if ske.rsa_modulus:
+            rsa_temp_bits = int.from_bytes(ske.rsa_modulus, "big").bit_length()
     cv = got.flight.certificate_verify
     if cv is not None:
         sig = cv.algorithm
@@ -180,7 +189,8 @@ def outcome_of(hs: Handshake, reason: str = "") -> Outcome:
                    signature_scheme=sig, certificates=certs, reason=reason,
                    decrypted=cv is not None, server_random=sh.random,
                    compression_method=sh.legacy_compression_method,
-                   extensions=tuple(e.type for e in sh.extensions))
+                   extensions=tuple(e.type for e in sh.extensions),
+                   key_exchange=kx, rsa_temp_bits=rsa_temp_bits)
 
 
 __all__ = ["ALERT", "CLOSED", "HELLO_RETRY", "INCONCLUSIVE", "SERVER_HELLO", "STOP_FLIGHT",

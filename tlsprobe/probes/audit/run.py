@@ -29,6 +29,7 @@ from tlsprobe.model.audit import (
     TrustCheck,
     VersionSupport,
 )
+from tlsprobe.model.clients import ClientProfile, ClientSimulation
 from tlsprobe.model.probe import Codepoint
 from tlsprobe.model.vocab import (
     Answer,
@@ -40,6 +41,7 @@ from tlsprobe.model.vocab import (
 from tlsprobe.net.tcp import Target
 from tlsprobe.policy.findings import with_findings
 from tlsprobe.policy.load import Policy
+from tlsprobe.policy.rating import rated
 from tlsprobe.probes.audit import ciphers, consistency, groups, pq, sigalgs, versions
 from tlsprobe.probes.audit.boundary import internal_error_report
 from tlsprobe.probes.audit.scheduler import (
@@ -52,6 +54,7 @@ from tlsprobe.probes.audit.scheduler import (
 from tlsprobe.probes.checks.active import run_active_checks
 from tlsprobe.probes.checks.catalog import ACTIVE
 from tlsprobe.probes.checks.derived import derive_checks
+from tlsprobe.probes.clients.simulate import TrustChecker, simulate_clients
 from tlsprobe.probes.facts import certificate_info
 
 ALL_CHECKS = ("versions", "groups", "pq", "suites", "sigalgs", "cert")
@@ -69,6 +72,7 @@ class AuditOptions:
     versions: tuple[int, ...] = versions.ALL_VERSIONS
     verify: bool = True                 # check the certificate chain (cert check)
     cafile: str | None = None           # trust store; None: the system bundle
+    clients: tuple[ClientProfile, ...] = ()   # scan --clients: the profiles to simulate
 
 
 def sni_for(host: str, options: AuditOptions) -> str | None:
@@ -152,7 +156,8 @@ def _unreached(runner: TargetRunner) -> tuple[str, FailureKind] | None:
 async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptions,
                        on_phase: PhaseHook | None = None) -> AuditReport:
     started = time.monotonic()
-    run = _Run(TargetRunner(target, scheduler, sni_for(target.host, options)), options, on_phase)
+    run = _Run(TargetRunner(target, scheduler, sni_for(target.host, options),
+                            cafile=options.cafile), options, on_phase)
     checks = set(options.checks)
     report = AuditReport(host=target.host, port=target.port, checks=tuple(options.checks),
                          policies=tuple(p.name for p in options.policies))
@@ -199,6 +204,8 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
         report = replace(report, check_results=await run_active_checks(
             active, run.runner, _order_parts(report)))
         run.done("checks")
+    if options.clients:
+        report = replace(report, clients=await _clients(run, _order_parts(report)))
     if ref is not None and (tasks or active):
         # right after the last family's repeat: two hellos in a row, which a round-robin
         # balancer always sends to different backends
@@ -206,6 +213,17 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
     if spoken is not None:
         report = consistency.mark(report, consistency.verdict(ref, run.runner.disagreements))
     return _finish(report, run, started, error=_unreached(run.runner))
+
+
+async def _clients(run: _Run, report: AuditReport) -> tuple[ClientSimulation, ...]:
+    """scan --clients, after the checks: every profile simulated (probes/clients), its
+    failures' reasons read off this audit, the chains it got checked as the cert phase's."""
+    runner, options = run.runner, run.options
+    checker = TrustChecker(runner.server_name or runner.target.host, options.cafile,
+                           options.verify)
+    sims = await simulate_clients(runner, options.clients, report, checker)
+    run.done("clients")
+    return sims
 
 
 async def _chain(run: _Run, report: AuditReport, spoken: set[int]) -> None:
@@ -367,7 +385,7 @@ def _finish(report: AuditReport, run: _Run, started: float,
     if error is not None:
         return replace(report, error=f"{target.display}: {error[0]}", error_kind=error[1])
     report = replace(report, check_results=derive_checks(report) + report.check_results)
-    return with_findings(report, list(run.options.policies))
+    return rated(with_findings(report, list(run.options.policies)))
 
 
 def trust_check(chain: list[bytes], hostname: str, cafile: str | None) -> TrustCheck:

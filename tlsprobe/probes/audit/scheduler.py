@@ -351,6 +351,9 @@ class TargetRunner:
     #: did not: an audit with none of the former never reached the server at all
     conclusive: int = 0
     first_unsure: Outcome | None = None
+    #: the trust store the certificate checks judge a chain against (scan --cafile; None:
+    #: the system bundle), as the cert phase's trust verdict does
+    cafile: str | None = None
 
     @property
     def transient(self) -> int:

@@ -9,6 +9,10 @@ with status_request and signed_certificate_timestamp (RFC 6962, type 18) offered
 the end of the server's first flight (TLS 1.3: decrypted, up to CertificateVerify). The
 first certificate check to ask opens it (it is counted under that check, label "chain");
 the others await the same answer.
+
+Also what the chain and OCSP checks share: `issued` (one certificate signed another, by
+name and signature) and `trust_anchors` (the trust store the cert phase judges against:
+scan --cafile, else the system bundle).
 """
 
 from __future__ import annotations
@@ -17,11 +21,12 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.x509 import ocsp
 
 from tlsprobe.engine.client import HandshakeFailure
 from tlsprobe.engine.interface import Handshake
-from tlsprobe.errors import NetworkError
+from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.model.checks import CheckResult
 from tlsprobe.net.driver import Progress, adrive
 from tlsprobe.net.transport import AsyncTransport
@@ -33,7 +38,8 @@ from tlsprobe.probes.facts import session_features_of
 from tlsprobe.wire import extensions as ext
 from tlsprobe.wire.hello import ClientHello
 
-__all__ = ["Served", "extension", "fetch", "leaf", "leaf_of", "served"]
+__all__ = ["NoChain", "Served", "extension", "fetch", "issued", "leaf", "leaf_of", "served",
+           "trust_anchors"]
 
 SCT_EXTENSION = 18
 SCT_IN_OCSP = x509.ObjectIdentifier("1.3.6.1.4.1.11129.2.4.5")
@@ -53,6 +59,20 @@ class Served:
     stapled: bool
     stapling: str
     sct_sources: tuple[str, ...] = ()
+    response: bytes | None = None   # the stapled OCSPResponse (DER), when there is one
+
+
+class NoChain(str):
+    """Why no chain was had (a str, as every caller shows it); `refused`: the server refused
+    the hello itself (an alert or a close before its ServerHello), not a network failure."""
+
+    refused: bool = False
+
+
+def _no_chain(text: str, refused: bool) -> NoChain:
+    out = NoChain(text)
+    out.refused = refused
+    return out
 
 
 def _with_sct(hello: ClientHello) -> ClientHello:
@@ -92,13 +112,16 @@ def _stapled_response(hs: Handshake) -> bytes | None:
     return None
 
 
-async def fetch(ctx: CheckContext, label: str = "chain") -> Served | str:
-    """One connection (counted under `ctx`'s check, `label`) and the server's chain."""
+async def fetch(ctx: CheckContext, label: str = "chain", *,
+                without_sni: bool = False) -> Served | str:
+    """One connection (counted under `ctx`'s check, `label`) and the server's chain;
+    `without_sni`: the same hello without the server_name extension."""
     versions = top_versions(ctx)
     if not versions:
         return "no TLS version is known to be spoken (the versions phase established none)"
     config, _ = ctx.version_hello(versions[0])
-    config = replace(config, status_request=True)
+    config = replace(config, status_request=True,
+                     server_name=None if without_sni else config.server_name)
 
     async def talk(transport: AsyncTransport, deadline: float) -> Served | str:
         hs = edited_handshake(config, _with_sct, read_server_flight=True)
@@ -107,7 +130,9 @@ async def fetch(ctx: CheckContext, label: str = "chain") -> Served | str:
                          progress=Progress())
         except (HandshakeFailure, NetworkError) as exc:
             if hs.messages.server_hello is None or not hs.messages.flight.certificate:
-                return f"the server did not send its certificate: {exc}"
+                refused = isinstance(exc, HandshakeFailure) and hs.messages.server_hello \
+                    is None and exc.kind in (FailureKind.ALERT, FailureKind.CLOSED)
+                return _no_chain(f"the server did not send its certificate: {exc}", refused)
         sh = hs.messages.server_hello
         cert = hs.messages.flight.certificate
         if sh is None or cert is None:
@@ -119,7 +144,7 @@ async def fetch(ctx: CheckContext, label: str = "chain") -> Served | str:
         response = _stapled_response(hs)
         stapling = session_features_of(hs.facts()).ocsp_stapling or "none"
         return Served(sh.selected_version, sh.cipher_suite, chain, response is not None,
-                      stapling, _sct_sources(hs, response))
+                      stapling, _sct_sources(hs, response), response)
 
     got = await ctx.converse(talk, label)
     if isinstance(got, Outcome):
@@ -162,3 +187,30 @@ async def leaf(ctx: CheckContext) -> tuple[Served, x509.Certificate] | CheckResu
     if isinstance(parsed, str):
         return ctx.inconclusive(parsed)
     return got, parsed
+
+
+def issued(cert: x509.Certificate, issuer: x509.Certificate) -> bool | None:
+    """True: `issuer`'s name is `cert`'s issuer and its key verifies `cert`'s signature;
+    None: the names match but the signature cannot be checked here (an algorithm this
+    OpenSSL refuses, such as SHA-1 or MD5 signatures); False otherwise."""
+    if cert.issuer != issuer.subject:
+        return False
+    try:
+        cert.verify_directly_issued_by(issuer)
+    except InvalidSignature:
+        return False
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        return None
+    return True
+
+
+def trust_anchors(ctx: CheckContext) -> tuple[tuple[x509.Certificate, ...] | None, str | None, str]:
+    """The trust store's certificates (None: none could be read), its path, and why not."""
+    from tlsprobe.engine.chain import default_cafile, load_trust_store
+    path = ctx.runner.cafile or default_cafile()
+    if path is None:
+        return None, None, "no trust store found (use --cafile)"
+    try:
+        return load_trust_store(path), path, ""
+    except (OSError, ValueError) as exc:
+        return None, path, f"cannot read the trust store: {exc}"

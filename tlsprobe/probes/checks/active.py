@@ -15,10 +15,16 @@ from tlsprobe.model.check_catalog import ACTIVE
 from tlsprobe.model.checks import CheckResult
 from tlsprobe.probes.audit.scheduler import TargetRunner
 from tlsprobe.probes.checks import (
+    alpn,
+    banners,
     ccs,
     cert_lifetime,
+    chain,
+    client_auth,
     client_renegotiation,
+    clock_skew,
     compression,
+    cookies,
     downgrade_sentinel,
     early_data,
     ems,
@@ -30,18 +36,24 @@ from tlsprobe.probes.checks import (
     http_compression,
     key_usage,
     large_hello,
+    many_suites,
     must_staple,
+    npn,
+    ocsp_response,
     ocsp_stapling,
     renegotiation,
     resumption,
     robot,
     sct,
+    security_headers,
     server_banner,
+    sni_chain,
     split_record,
     split_segment,
     sslv2,
     ticketbleed,
     tls13_intolerance,
+    tls_timestamp,
     unknown_version,
 )
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
@@ -54,9 +66,12 @@ CHECKS: dict[str, ActiveCheck] = {c.name: c for c in (
     early_data.CHECK, ocsp_stapling.CHECK, ems.CHECK, etm.CHECK, large_hello.CHECK,
     split_record.CHECK, split_segment.CHECK, grease.CHECK, unknown_version.CHECK,
     tls13_intolerance.CHECK, hsts.CHECK, http_compression.CHECK, server_banner.CHECK,
-    cert_lifetime.CHECK, sct.CHECK, key_usage.CHECK, must_staple.CHECK, compression.CHECK,
+    banners.CHECK, security_headers.CHECK, cookies.CHECK, clock_skew.CHECK,
+    cert_lifetime.CHECK, sct.CHECK, key_usage.CHECK, must_staple.CHECK,
+    chain.CHECK, sni_chain.CHECK, ocsp_response.CHECK, client_auth.CHECK, compression.CHECK,
     client_renegotiation.CHECK, robot.CHECK, sslv2.CHECK, renegotiation.CHECK,
     downgrade_sentinel.CHECK,
+    many_suites.CHECK, tls_timestamp.CHECK, alpn.CHECK, npn.CHECK,
 )}
 
 

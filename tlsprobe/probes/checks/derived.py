@@ -24,6 +24,14 @@ Findings: the facts behind most of these checks already have a finding of their 
 (`suite.weak` for NULL, anonymous, export, RC4, DES and 3DES suites; `dh.weak` for DH
 parameters under 2048 bits), so those checks add none; POODLE and BEAST, which no other
 finding covers, add `check.poodle` and `check.beast`.
+
+LUCKY13 (CVE-2013-0169) is a timing side channel of the CBC MAC-then-encrypt record check:
+no scanner can see it from the outside without a timing attack, and tlsprobe makes none. Its
+rule is testssl.sh's: CBC suites accepted in TLS 1.0-1.2 make the server "potentially
+vulnerable" (whether it leaks depends on its TLS library being patched, as every major one
+was in 2013), which tlsprobe states as `inconclusive` with an informational finding
+(`check.lucky13`); no CBC suite in complete suite lists: not vulnerable; suites not
+enumerated: inconclusive without a finding.
 """
 
 from __future__ import annotations
@@ -94,12 +102,14 @@ SUITE_CHECKS: dict[str, _SuiteCheck] = {
                         lambda s: s.is_anon and not s.is_null and not s.is_scsv,
                         "anonymous suites"),
 }
+LUCKY13_TITLE = "CBC suites in TLS 1.0-1.2 (LUCKY13, CVE-2013-0169; not a timing test)"
+LUCKY13_VERSIONS = (TLS12, TLS11, TLS10)
 DH_TITLE = "DHE parameters under 2048 bits, a well-known shared prime under 2048 bits, or a " \
     "modulus that is not prime"
 
 #: the audit phases (`scan --checks` names) a derived check reads
 PREREQUISITES = {**{name: ("versions", "suites") for name in SUITE_CHECKS},
-                 "dh": ("versions", "groups", "suites")}
+                 "dh": ("versions", "groups", "suites"), "lucky13": ("versions", "suites")}
 
 
 def expand(names: tuple[str, ...]) -> tuple[str, ...]:
@@ -174,6 +184,30 @@ def _suite_check(name: str, spec: _SuiteCheck, report: AuditReport) -> CheckResu
     return CheckResult(name, spec.title, Verdict.not_vulnerable,
                        f"no {spec.what}: {_basis(report, spec.versions)}",
                        tuple(_facts(report, spec.versions)), details=details)
+
+
+def _lucky13(report: AuditReport) -> CheckResult:
+    """LUCKY13 by testssl.sh's rule (see the module docstring): CBC suites accepted in TLS
+    1.0-1.2 are stated, never judged exploitable; none on complete lists: not vulnerable."""
+    hits = _accepted(report, LUCKY13_VERSIONS, lambda s: s.is_cbc)
+    details = SuiteCheckDetails(tuple(hits))
+    if hits:
+        code, severity = OWN_FINDINGS["lucky13"]
+        return CheckResult("lucky13", LUCKY13_TITLE, Verdict.inconclusive,
+                           f"potentially vulnerable: the server accepts CBC suites in TLS "
+                           f"1.0-1.2 ({len(hits)}); LUCKY13 is a timing side channel of their "
+                           "MAC-then-encrypt record check, which this check does not measure: "
+                           "whether it leaks depends on the server's TLS library being "
+                           "patched (2013 and later)", _shown(hits), code=code,
+                           severity=severity, details=details)
+    gaps = [g for g in (_version_gap(report, v) for v in LUCKY13_VERSIONS) if g]
+    if gaps:
+        return CheckResult("lucky13", LUCKY13_TITLE, Verdict.inconclusive,
+                           "no CBC suites in TLS 1.0-1.2 seen, but " + "; ".join(gaps),
+                           tuple(gaps))
+    return CheckResult("lucky13", LUCKY13_TITLE, Verdict.not_vulnerable,
+                       f"no CBC suites in TLS 1.0-1.2: {_basis(report, LUCKY13_VERSIONS)}",
+                       tuple(_facts(report, LUCKY13_VERSIONS)), details=details)
 
 
 def _facts(report: AuditReport, versions: tuple[int, ...]) -> list[str]:
@@ -296,8 +330,9 @@ def _dh_parameters(dhe: DheAudit) -> CheckResult:
 #: every derived check, in report order (model/check_catalog.py DERIVED)
 CHECKS: dict[str, DerivedCheck] = {
     name: DerivedCheck("dh", DH_TITLE, _dh_check, DhDetails) if name == "dh" else
-    DerivedCheck(name, SUITE_CHECKS[name].title, partial(_suite_check, name, SUITE_CHECKS[name]),
-                 SuiteCheckDetails)
+    DerivedCheck("lucky13", LUCKY13_TITLE, _lucky13, SuiteCheckDetails) if name == "lucky13"
+    else DerivedCheck(name, SUITE_CHECKS[name].title,
+                      partial(_suite_check, name, SUITE_CHECKS[name]), SuiteCheckDetails)
     for name in catalog.DERIVED}
 DERIVED = tuple(CHECKS)
 #: `scan --checks` names that stand for several checks

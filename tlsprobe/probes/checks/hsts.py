@@ -7,6 +7,13 @@ wants max-age of at least a year, includeSubDomains and preload); absent, withou
 max-age (RFC 6797 6.1.1: ignored) or max-age=0 (HSTS switched off): not supported, a low
 finding `check.hsts`. A server that answers with something other than HTTP: not applicable.
 Text from the server is kept as it came (the report shows it escaped).
+
+When GET / is redirected within the target (_http.py), the header is read from the FIRST
+answer, the redirect itself, as browsers do (RFC 6797 8.1: a Strict-Transport-Security
+header in any answer received over a secure connection from the host counts, a redirect's
+included); when that answer has none, the first later answer along the chain that carries
+one (the same host: a browser following the redirect records it there). The evidence names
+the answer the header came from and the chain.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ import re
 from tlsprobe.model.check_details import HstsDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.model.units import duration
-from tlsprobe.probes.checks._http import http_response
+from tlsprobe.probes.checks._http import cut, http_response
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 _MAX_AGE = re.compile(r'^\s*max-age\s*=\s*"?(\d+)"?\s*$', re.IGNORECASE)
@@ -39,20 +46,23 @@ async def run(ctx: CheckContext) -> CheckResult:
     got = await http_response(ctx)
     if isinstance(got, CheckResult):
         return got
-    values = got.get("strict-transport-security")
-    status = f"GET / answered {got.status}"
-    if not values:
+    carrier = next((r for r in got.chain if r.get("strict-transport-security")), None)
+    trail = got.trail()
+    if carrier is None:
         return ctx.result(Verdict.not_supported, f"no Strict-Transport-Security header "
-                          f"({status})", (status,), severity=Severity.low,
-                          details=HstsDetails(got.status, None, None, False, False))
-    value = values[0]
+                          f"({got.read()})", trail, severity=Severity.low,
+                          details=HstsDetails(got.status, None, None, False, False,
+                                              got.redirects()))
+    value = carrier.get("strict-transport-security")[0]
     age, subdomains, preload = parse_hsts(value)
-    header = f"Strict-Transport-Security: {value}"
-    details = HstsDetails(got.status, value, age, subdomains, preload)
+    header = f"Strict-Transport-Security: {cut(value)}"
+    if len(got.chain) > 1 or got.unfollowed is not None:
+        header += f" (in the answer to GET {cut(carrier.path)}, {carrier.status})"
+    details = HstsDetails(carrier.status, value, age, subdomains, preload, got.redirects())
     if age is None or age == 0:
         why = "max-age=0 switches HSTS off" if age == 0 else "it has no valid max-age " \
             "(RFC 6797 6.1.1: the header is ignored)"
-        return ctx.result(Verdict.not_supported, f"{header}: {why}", (status, header),
+        return ctx.result(Verdict.not_supported, f"{header}: {why}", (*trail, header),
                           severity=Severity.low, details=details)
     parts = [f"max-age {age} s ({duration(age)})",
              "includeSubDomains" if subdomains else "no includeSubDomains",
@@ -60,7 +70,9 @@ async def run(ctx: CheckContext) -> CheckResult:
     if preload and (age < YEAR or not subdomains):
         parts.append("preload asked but the preload list wants max-age of a year and "
                      "includeSubDomains")
-    return ctx.result(Verdict.supported, ", ".join(parts), (status, header), details=details)
+    if len(got.chain) > 1 or got.unfollowed is not None:
+        parts.append(f"in the answer to GET {cut(carrier.path)}, {carrier.status}")
+    return ctx.result(Verdict.supported, ", ".join(parts), (*trail, header), details=details)
 
 
 CHECK = ActiveCheck("hsts", "HTTP Strict Transport Security (RFC 6797)", run, HstsDetails)

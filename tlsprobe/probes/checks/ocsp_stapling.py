@@ -6,7 +6,8 @@ works when the responder is unreachable). The check sends one hello of the highe
 the server speaks, with status_request, and reads the server's flight: in TLS 1.3 the
 status_request extension of the leaf's Certificate entry (the flight is decrypted and
 checked up to the server's Finished), in TLS 1.0-1.2 the CertificateStatus message. A
-response there: supported (its status and dates are shown; its signature is not checked);
+response there: supported (its status and dates are shown; the ocsp_response check verifies
+its signature, responder, validity window and CertID);
 a Certificate without one: not supported (a finding of severity info). One connection.
 """
 
@@ -41,7 +42,7 @@ def stapled(hs: Handshake) -> bytes | None:
 
 
 def describe_response(der: bytes) -> str:
-    """What an OCSP response says, for the evidence (not verified)."""
+    """What an OCSP response says, for the evidence (verified by ocsp_response.py)."""
     from cryptography.x509 import ocsp
     try:
         response = ocsp.load_der_ocsp_response(der)
@@ -70,7 +71,7 @@ async def run(ctx: CheckContext) -> CheckResult:
     if response is not None:
         what = describe_response(response)
         return ctx.result(Verdict.supported, f"{sent} is answered with a stapled OCSP "
-                          f"response: {what} (its signature is not checked)",
+                          f"response: {what} (the ocsp_response check verifies it)",
                           (f"sent: {sent}", f"received: {hs.describe()}",
                            f"stapled: {len(response)} bytes, {what}"),
                           details=StaplingDetails(True, len(response), what))

@@ -1,0 +1,345 @@
+"""The certificate checks of issue 32 against real loopback servers serving a test PKI
+(tests/checks/pki.py: root -> A -> B -> leaf, built here with `cryptography`), each on both
+sides: chain (order and completeness: openssl s_server -cert_chain in each order, nginx
+with the leaf alone), sni_chain (openssl s_server -servername/-cert2), ocsp_response
+(responses built with OCSPResponseBuilder, stapled with -status_file), client_auth
+(s_server -verify / -Verify with -CAfile, and none); and the certificate facts the cert
+phase shows (serial, fingerprints, extended key usage, CRL/OCSP/CA-issuer URIs)."""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.serialization import Encoding
+
+from tests.checks.conftest import ScriptServer
+from tests.checks.pki import Pki, make_pki
+from tests.helpers.servers import CertSet, Server, start_server
+from tlsprobe.commands.scan import parse_checks
+from tlsprobe.model.audit import AuditReport
+from tlsprobe.model.check_details import (
+    ChainDetails,
+    ClientAuthDetails,
+    OcspResponseDetails,
+    SniChainDetails,
+)
+from tlsprobe.model.checks import CheckResult, Verdict
+from tlsprobe.net.tcp import Target
+from tlsprobe.probes.audit.run import AuditOptions, run_audit
+from tlsprobe.probes.audit.scheduler import Scheduler
+from tlsprobe.probes.checks.chain import MAX_PATH, chain_facts
+from tlsprobe.probes.checks.ocsp_response import judge_response
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+def audit(port: int, checks: str, pki: Pki, host: str = "127.0.0.1",
+          server_name: str | None = None) -> AuditReport:
+    options = AuditOptions(checks=parse_checks(checks), cafile=str(pki.path("root")),
+                           server_name=server_name)
+    r = run_audit([Target(host, port)], options, Scheduler(retries=1, timeout=5.0))[0]
+    assert r.error is None, r.error
+    return r
+
+
+def result(r: AuditReport, name: str) -> CheckResult:
+    got = {c.name: c for c in r.check_results}
+    return got[name]
+
+
+def serve(pki: Pki, *rest: str, impl: str = "openssl", extra: list[str] | None = None,
+          leaf: str = "leaf", proto: str = "both") -> Server:
+    return start_server(impl, cert="ecdsa", certs=pki.cert_set(leaf, *rest), extra=extra,
+                        proto=proto)
+
+
+# -- chain ------------------------------------------------------------------------------
+
+CHAINS = {   # what the server sends after its leaf -> (verdict, severity, words in the reason)
+    "full": (("b", "a"), Verdict.not_vulnerable, None, "complete and in order: 3"),
+    "anchor": (("b", "a", "root"), Verdict.not_vulnerable, "info",
+               "also sends the root CN=Test Root"),
+    "order": (("a", "b"), Verdict.vulnerable, "low", ("out of order: the path from the leaf "
+              "is certificates 0, 2, 1")),
+    "extra": (("b", "stray", "a"), Verdict.vulnerable, "low",
+              "extra certificates not on the path: 2 CN=Stray Self-Signed"),
+}
+
+
+@pytest.mark.needs_impl("openssl")
+@pytest.mark.parametrize("case", list(CHAINS))
+def test_chain_order_and_completeness(pki: Pki, case: str) -> None:
+    rest, verdict, severity, words = CHAINS[case]
+    with serve(pki, *rest) as server:
+        r = audit(server.port, "chain", pki)
+    c = result(r, "chain")
+    assert c.verdict is verdict and c.severity == severity, c
+    assert words in c.reason, c.reason
+    assert isinstance(c.details, ChainDetails) and c.details.complete is True
+    assert c.details.ordered is (case != "order")
+    assert c.details.extra == ((2,) if case == "extra" else ())
+
+
+@pytest.mark.needs_impl("nginx")
+def test_chain_missing_intermediate_names_the_issuer(pki: Pki) -> None:
+    """nginx with a full-chain file holding the leaf alone: B, its issuer, is missing
+    (openssl s_server cannot be given an empty -cert_chain)."""
+    with serve(pki, impl="nginx") as server:
+        r = audit(server.port, "chain", pki)
+    c = result(r, "chain")
+    assert c.verdict is Verdict.vulnerable and c.severity == "medium", c
+    assert "whose issuer CN=Test Intermediate B is neither sent nor in the trust store" in \
+        c.reason
+    assert isinstance(c.details, ChainDetails) and c.details.complete is False
+    assert c.details.missing_issuer == "CN=Test Intermediate B"
+    assert r.trust is not None and r.trust.status == "untrusted"
+
+
+# -- the certificate facts shown ------------------------------------------------------------
+
+@pytest.mark.needs_impl("openssl")
+def test_certificate_facts_in_json_text_and_html(pki: Pki, tmp_path: Path) -> None:
+    import io
+
+    from tlsprobe.report.audit_tables import render_audit
+    from tlsprobe.report.html import render_html
+    with serve(pki, "b", "a") as server:
+        r = audit(server.port, "cert", pki)
+    leaf = r.certificates[0]
+    der = pki.certs["leaf"].public_bytes(Encoding.DER)
+    assert leaf.sha256 == hashlib.sha256(der).hexdigest()
+    assert leaf.sha1 == hashlib.sha1(der).hexdigest()
+    assert leaf.serial == f"{pki.certs['leaf'].serial_number:x}"
+    assert leaf.extended_key_usage == ("serverAuth",)
+    assert leaf.crl_urls == ("http://crl.test/b.crl",)
+    assert leaf.ocsp_urls == ("http://ocsp.test/",)
+    assert leaf.ca_issuer_urls == ("http://ca.test/b.crt",)
+    assert r.certificates[1].extended_key_usage == () and r.certificates[1].ocsp_urls == ()
+    doc = r.to_dict()["certificates"][0]
+    assert doc["sha1"] == leaf.sha1 and doc["ocsp_urls"] == ["http://ocsp.test/"]
+    out = io.StringIO()
+    render_audit(r, out)
+    text = out.getvalue()
+    fingerprint = ":".join(leaf.sha256[i:i + 2] for i in range(0, 64, 2)).upper()
+    assert f"0 serial {leaf.serial}\n" in text
+    assert f"  SHA-256 {fingerprint}\n" in text
+    assert "  extended key usage: serverAuth\n  CRL: http://crl.test/b.crl\n" \
+        "  OCSP: http://ocsp.test/\n  CA issuers: http://ca.test/b.crt\n" in text
+    page = render_html([r], 0, "ok")
+    assert "SHA-1 (to compare with browsers)" in page and "OCSP: http://ocsp.test/" in page
+
+
+# -- sni_chain --------------------------------------------------------------------------
+
+@pytest.mark.needs_impl("openssl")
+def test_sni_chain_the_same_leaf_with_and_without_sni(pki: Pki) -> None:
+    with serve(pki, "b", "a") as server:
+        r = audit(server.port, "sni_chain", pki, server_name="localhost")
+    c = result(r, "sni_chain")
+    assert c.verdict is Verdict.not_vulnerable and c.severity is None, c
+    assert c.reason == "the same chain with and without SNI (CN=localhost)"
+    assert c.connections == 2
+
+
+@pytest.mark.needs_impl("openssl")
+def test_sni_chain_another_leaf_without_sni(pki: Pki) -> None:
+    """s_server serves `other` by default and the leaf to SNI localhost (-cert2)."""
+    extra = ["-servername", "localhost", "-cert2", str(pki.path("leaf")),
+             "-key2", str(pki.directory / "leaf.key")]
+    with serve(pki, "b", "a", leaf="other", extra=extra) as server:
+        r = audit(server.port, "sni_chain", pki, server_name="localhost")
+    c = result(r, "sni_chain")
+    assert c.verdict is Verdict.not_vulnerable and c.severity == "info", c
+    assert "without SNI the server sends another certificate: CN=default.test, where " \
+        "localhost gets CN=localhost" in c.reason
+
+
+@pytest.mark.needs_impl("openssl")
+def test_sni_chain_not_applicable_without_a_name(pki: Pki) -> None:
+    with serve(pki, "b", "a") as server:
+        r = audit(server.port, "sni_chain", pki)
+    assert result(r, "sni_chain").verdict is Verdict.not_applicable
+
+
+# -- ocsp_response ------------------------------------------------------------------------
+
+RESPONSES = {
+    "good": (Verdict.not_vulnerable, None, "status good, signed by the issuer"),
+    "delegated": (Verdict.not_vulnerable, None, "signed by the delegated responder"),
+    "revoked": (Verdict.vulnerable, "critical", "the leaf is REVOKED since"),
+    "expired": (Verdict.vulnerable, "high", "it expired: nextUpdate"),
+    "serial": (Verdict.vulnerable, "high", "it is about serial"),
+    "badsig": (Verdict.vulnerable, "high", ("signature of the issuer: the signature does "
+               "not verify")),
+    "noeku": (Verdict.vulnerable, "high", "lacks the OCSPSigning extended key usage"),
+}
+
+
+@pytest.mark.needs_impl("openssl")
+@pytest.mark.parametrize("kind", list(RESPONSES))
+def test_ocsp_response_checked(pki: Pki, kind: str) -> None:
+    verdict, severity, words = RESPONSES[kind]
+    staple = pki.ocsp(kind)
+    with serve(pki, "b", "a", extra=["-status_file", str(staple)]) as server:
+        r = audit(server.port, "ocsp_response", pki)
+    c = result(r, "ocsp_response")
+    assert c.verdict is verdict and c.severity == severity, c
+    assert words in c.reason, c.reason
+    assert isinstance(c.details, OcspResponseDetails)
+    assert c.details.cert_status == ("revoked" if kind == "revoked" else "good")
+
+
+@pytest.mark.needs_impl("openssl")
+def test_ocsp_response_not_applicable_without_a_staple(pki: Pki) -> None:
+    with serve(pki, "b", "a") as server:
+        r = audit(server.port, "ocsp_response", pki)
+    assert result(r, "ocsp_response").verdict is Verdict.not_applicable
+
+
+# -- client_auth ----------------------------------------------------------------------------
+
+AUTH = {   # s_server options -> (requested, required)
+    "none": ([], False, False),
+    "optional": (["-verify", "1"], True, False),
+    "required": (["-Verify", "1"], True, True),
+}
+
+
+@pytest.mark.needs_impl("openssl")
+@pytest.mark.parametrize("proto", ["tls1_3", "tls1_2"])
+@pytest.mark.parametrize("mode", list(AUTH))
+def test_client_auth(pki: Pki, mode: str, proto: str) -> None:
+    options, requested, required = AUTH[mode]
+    extra = options + (["-CAfile", str(pki.path("a"))] if options else [])
+    with serve(pki, "b", "a", extra=extra, proto=proto) as server:
+        r = audit(server.port, "client_auth", pki)
+    c = result(r, "client_auth")
+    assert isinstance(c.details, ClientAuthDetails), c
+    assert (c.details.requested, c.details.required) == (requested, required), c
+    if not requested:
+        assert c.verdict is Verdict.not_supported and c.severity is None
+        return
+    assert c.verdict is Verdict.supported
+    assert c.severity == ("info" if required else None)
+    assert c.details.ca_names == ("CN=Test Intermediate A",)
+    assert "CA names: CN=Test Intermediate A" in c.evidence
+    assert ("requires" if required else "optional") in c.reason
+    assert "accepting CN=Test Intermediate A" in c.reason
+
+
+@pytest.mark.needs_impl("openssl")
+def test_client_auth_ca_names_are_shown_escaped(pki: Pki) -> None:
+    """A CA whose name holds a terminal escape and a comma: RFC 4514 text in the details,
+    the escape inert in the text report."""
+    import io
+
+    from tlsprobe.report.audit_tables import render_audit
+    pki.issue("evil", "Evil\x1b[31m, CA", None, ca=True)
+    with serve(pki, "b", "a", extra=["-verify", "1", "-CAfile", str(pki.path("evil"))]) \
+            as server:
+        r = audit(server.port, "client_auth", pki)
+    c = result(r, "client_auth")
+    assert isinstance(c.details, ClientAuthDetails)
+    assert c.details.ca_names == ("CN=Evil\x1b[31m\\, CA",), c.details
+    out = io.StringIO()
+    render_audit(r, out, width=300)
+    assert "\x1b" not in out.getvalue()
+    assert "accepting CN=Evil\\x1b[31m\\, CA" in out.getvalue(), out.getvalue()
+
+
+
+def test_sni_chain_refused_without_sni(script_server: ScriptServer, certs: CertSet) -> None:
+    """A server that answers a hello without server_name with unrecognized_name: said so
+    (info), the versions hello with SNI answered as usual."""
+    port = script_server("sni_required_server.py")
+    options = AuditOptions(checks=parse_checks("sni_chain"), cafile=str(certs.ca),
+                           server_name="localhost")
+    r = run_audit([Target("127.0.0.1", port)], options, Scheduler(retries=1, timeout=5.0))[0]
+    assert r.error is None, r.error
+    c = result(r, "sni_chain")
+    assert c.verdict is Verdict.not_vulnerable and c.severity == "info", c
+    assert "the server refuses a hello without server_name (" in c.reason
+    assert "unrecognized_name" in c.reason and "clients without SNI cannot connect" in c.reason
+    assert isinstance(c.details, SniChainDetails) and c.details.without_sha256 is None
+
+
+# -- chain_facts on its own: the sides a live server cannot easily show -----------------------
+
+def test_chain_without_a_trust_store_rests_on_a_sent_root(pki: Pki) -> None:
+    leaf, b, a, root = (pki.certs[n] for n in ("leaf", "b", "a", "root"))
+    assert chain_facts([leaf, b, a, root], None).complete is True   # the root is sent
+    unsure = chain_facts([leaf, b, a], None)
+    assert unsure.complete is None and unsure.missing_issuer is None
+    missing = chain_facts([leaf, a], (root,))
+    assert missing.complete is False and missing.missing_issuer == "CN=Test Intermediate B"
+    assert missing.extra == (1,)
+    assert chain_facts([leaf, b], (a,)).complete is True   # B's issuer is an anchor
+
+
+def test_chain_of_certificates_certifying_one_another_is_followed_boundedly(
+        tmp_path: Path) -> None:
+    """A hostile chain of 40 intermediates: the path stops at MAX_PATH, says so, and does
+    not claim an issuer missing."""
+    p = Pki(tmp_path)
+    p.issue("c0", "Hostile 0", None, ca=True)
+    for i in range(1, 40):
+        p.issue(f"c{i}", f"Hostile {i}", f"c{i - 1}", ca=True)
+    chain = [p.certs[f"c{i}"] for i in range(39, -1, -1)]
+    f = chain_facts(chain, ())
+    assert len(f.path) == MAX_PATH and f.complete is None and f.missing_issuer is None, f
+    assert f"the path was followed for {MAX_PATH} certificates only" in f.notes
+
+
+def test_ocsp_response_without_its_issuer_is_judged_as_far_as_it_can_be(pki: Pki) -> None:
+    """No issuer to check against: the serial, status and window are still judged; the
+    signature is not claimed either way."""
+    leaf = pki.certs["leaf"]
+    good = judge_response(pki.ocsp("good").read_bytes(), leaf, None)
+    assert good.problems == [] and good.details.signer is None
+    assert good.unchecked is not None and "neither sent nor in the trust store" in \
+        good.unchecked
+    wrong = judge_response(pki.ocsp("serial").read_bytes(), leaf, None)
+    assert [s for s, _ in wrong.problems] == ["high"] and "about serial" in wrong.problems[0][1]
+    assert judge_response(b"\x30\x03\x0a\x01\x00junk", leaf, None).problems[0][0] == "high"
+    assert judge_response(pki.ocsp("good").read_bytes(), leaf, pki.certs["b"]).unchecked \
+        is None
+
+
+@pytest.mark.needs_impl("gnutls")
+@pytest.mark.parametrize("require", [False, True])
+def test_client_auth_gnutls(pki: Pki, require: bool) -> None:
+    """gnutls-serv asks for a client certificate by default (optional), and requires one
+    with --require-client-cert; it names the CAs of --x509cafile."""
+    extra = ["--x509cafile", str(pki.path("a"))] + (["--require-client-cert"] if require
+                                                    else [])
+    with serve(pki, "b", "a", impl="gnutls", extra=extra) as server:
+        r = audit(server.port, "client_auth", pki)
+    c = result(r, "client_auth")
+    assert isinstance(c.details, ClientAuthDetails), c
+    assert c.details.requested and c.details.required is require, c
+    assert c.details.ca_names == ("CN=Test Intermediate A",), c.details
+
+
+def test_ca_names_of_either_form_and_of_a_hostile_server() -> None:
+    """TLS 1.2's list and TLS 1.3's extension read alike; a name that does not parse is
+    its hex, a cut extension a reason (never an exception)."""
+    from cryptography import x509 as cx509
+
+    from tlsprobe.probes.checks.client_auth import ca_names
+    from tlsprobe.wire.certificate import CertificateRequest
+    from tlsprobe.wire.extensions import Extension
+    name = cx509.Name.from_rfc4514_string("CN=Test CA,O=Example").public_bytes()
+    tls12 = CertificateRequest(None, [], b"\x01", [0x0804], [name, b"\x30\x01"])
+    assert ca_names(tls12) == ("CN=Test CA,O=Example", "(unparsable name 3001)")
+    body = len(name).to_bytes(2, "big") + name
+    tls13 = CertificateRequest(b"", [Extension(47, len(body).to_bytes(2, "big") + body)])
+    assert ca_names(tls13) == ("CN=Test CA,O=Example",)
+    cut = CertificateRequest(b"", [Extension(47, (len(body) + 9).to_bytes(2, "big") + body)])
+    assert isinstance(ca_names(cut), str)
+    inner = CertificateRequest(b"", [Extension(47, (4).to_bytes(2, "big") + b"\x00\x09ab")])
+    assert ca_names(inner) == "a certificate_authorities extension with a cut or empty name"
+    assert ca_names(CertificateRequest(b"", [])) == ()

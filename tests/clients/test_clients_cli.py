@@ -1,0 +1,175 @@
+"""`tlsprobe clients` and the --clients of scan and survey on the command line: the text
+table, JSON, CSV, HTML, the survey's list columns, and bad input as one line with its exit
+code."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from tests.clients.conftest import DATA
+
+CHOSEN = "chromium,curl,tls13-only"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_clients_text_json_csv_html(tls_server, run_cli, tmp_path: Path) -> None:
+    """One row per client in every output; the JSON names what each negotiated."""
+    server = tls_server("openssl")
+    args = ("clients", f"localhost:{server.port}", "--profiles-dir", str(DATA),
+            "--profiles", CHOSEN)
+    code, out, err = run_cli(*args, "--csv", tmp_path / "c.csv", "--html", tmp_path / "c.html")
+    assert code == 0, err
+    assert "Client simulation" in out and "server_name localhost" in out
+    for label in ("Chromium 156", "curl 7.88", "openssl s_client -tls1_3"):
+        assert label in out
+    assert "TLS_AES_128_GCM_SHA256" in out and "x25519" in out
+    rows = list(csv.DictReader((tmp_path / "c.csv").open()))
+    assert [r["profile"] for r in rows] == ["test-chromium", "test-curl",
+                                            "test-openssl-tls13-only"]
+    assert {r["status"] for r in rows} <= {"connected", "failed"}
+    assert all(r["version"] == "TLS 1.3" and r["group"] == "x25519" for r in rows)
+    page = (tmp_path / "c.html").read_text()
+    assert page.count("<tr class=") == 3 and "x25519" in page
+    code, out, err = run_cli(*args, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert (doc["kind"], doc["host"], doc["port"]) == ("clients", "localhost", server.port)
+    chromium = next(c for c in doc["clients"] if c["profile"] == "test-chromium")
+    assert chromium["version_name"] == "TLS 1.3" and chromium["group_name"] == "x25519"
+    assert chromium["ja4_sent"].startswith("t13d") and chromium["alpn"] is None
+    assert doc["connections"] == 3
+
+
+def test_clients_alpn_and_ip_target(tls_server, run_cli) -> None:
+    """nginx answers ALPN h2/http1.1: the browsers' ALPN is in the result; an IP-literal
+    target gets no server_name (the JA4 says 'i')."""
+    server = tls_server("nginx")
+    code, out, err = run_cli("clients", f"127.0.0.1:{server.port}", "--profiles-dir",
+                             str(DATA), "--profiles", "chromium,firefox", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["server_name"] is None
+    for c in doc["clients"]:
+        assert c["status"] in ("connected", "failed"), c
+        assert c["alpn"] == "http/1.1" or c["alpn"] == "h2", c
+        assert c["ja4_sent"].startswith("t13i")
+
+
+def test_unreachable_target_exit_3(run_cli) -> None:
+    code, out, err = run_cli("clients", f"127.0.0.1:{_free_port()}", "--profiles-dir",
+                             str(DATA), "--profiles", "curl", "--json")
+    assert code == 3, err
+    doc = json.loads(out)
+    assert doc["error_kind"] == "network" and doc["clients"][0]["status"] == "inconclusive"
+    assert len(err.strip().splitlines()) == 1 and "refused" in err
+    code, out, err = run_cli("clients", f"127.0.0.1:{_free_port()}", "--profiles-dir",
+                             str(DATA), "--profiles", "curl")
+    assert code == 3 and "Error:" in out and err.startswith("tlsprobe: 127.0.0.1:")
+
+
+def test_scan_clients_with_quic_is_a_usage_error(run_cli) -> None:
+    code, _out, err = run_cli("scan", "localhost:1", "--quic", "--clients", "--profiles-dir",
+                              str(DATA))
+    assert code == 2 and "--quic" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("words", "message"), [
+    (("--profiles", "no-such-client"), "names no client profile"),
+    (("--profiles", ","), "empty list"),
+    (("--profiles-dir", "/nonexistent"), "not a folder"),
+    (("--timeout", "0"), "--timeout"),
+])
+def test_bad_arguments_are_one_line_exit_2(run_cli, words: tuple[str, ...],
+                                           message: str) -> None:
+    code, _out, err = run_cli("clients", "localhost:1", "--profiles-dir", str(DATA), *words)
+    assert code == 2 and message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_scan_clients_json_csv(tls_server, run_cli, tmp_path: Path) -> None:
+    """scan --clients: the JSON key `clients`, the CSV's client rows, the text table; a scan
+    without it has no `clients` member."""
+    server = tls_server("openssl")
+    code, out, err = run_cli("scan", f"localhost:{server.port}", "--checks", "versions",
+                             "--clients", "--profiles-dir", str(DATA), "--profiles", CHOSEN,
+                             "--csv", tmp_path / "s.csv", "--html", tmp_path / "s.html",
+                             "--no-progress")
+    assert code == 0, err
+    assert "Client simulation" in out and "Chromium" in out and "156.0.8078.114" in out
+    page = (tmp_path / "s.html").read_text()
+    assert "<h3>Client simulation</h3>" in page and page.count('<tr class="') >= 3
+    rows = [r for r in csv.DictReader((tmp_path / "s.csv").open()) if r["section"] == "client"]
+    assert [r["code"] for r in rows] == ["test-chromium", "test-curl", "test-openssl-tls13-only"]
+    code, out, err = run_cli("scan", f"localhost:{server.port}", "--checks", "versions",
+                             "--profiles-dir", str(DATA), "--profiles", "chromium", "--json",
+                             "--no-progress")
+    assert code == 0, err
+    assert [c["profile"] for c in json.loads(out)["clients"]] == ["test-chromium"]
+    code, out, err = run_cli("scan", f"localhost:{server.port}", "--checks", "versions",
+                             "--json", "--no-progress")
+    assert "clients" not in json.loads(out)
+
+
+def test_survey_clients_columns(tls_server, run_cli, tmp_path: Path) -> None:
+    """survey --clients (in process, without Dask): the clients and client_results list
+    columns of every row of the target."""
+    pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow (pip install '.[cluster]')")
+    server = tls_server("openssl")
+    targets = tmp_path / "targets.txt"
+    targets.write_text(f"localhost:{server.port}\n")
+    stub = tmp_path / "no-dask"
+    stub.mkdir()
+    (stub / "distributed.py").write_text("raise ImportError('no dask here (test stub)')\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(stub), str(Path(__file__).parents[2])])}
+    code, _out, err = run_cli("survey", targets, "--out", tmp_path / "out", "--checks",
+                             "groups", "--profiles-dir", str(DATA), "--profiles",
+                             "chromium,curl", env=env, isolated=True, timeout=120)
+    assert code == 0, err
+    got = [row for path in sorted((tmp_path / "out").glob("shard-*.parquet"))
+           for row in pq.read_table(path).to_pylist()]
+    assert got
+    for row in got:
+        assert row["clients"] == ["test-chromium=connected", "test-curl=failed"] or \
+            row["clients"] == ["test-chromium=connected", "test-curl=connected"], row
+        assert row["client_results"][0] == "TLS 1.3 TLS_AES_128_GCM_SHA256 x25519"
+
+
+def test_python_api(tls_server) -> None:
+    """tlsprobe.simulate_clients and scan(clients=True) return what the commands print."""
+    import tlsprobe
+    server = tls_server("openssl")
+    target = f"localhost:{server.port}"
+    [report] = tlsprobe.simulate_clients(target, profiles=["chromium"], profiles_dir=str(DATA))
+    assert isinstance(report, tlsprobe.ClientsReport)
+    [sim] = report.clients
+    assert (sim.profile, sim.status, sim.version) == ("test-chromium", "connected", 0x0304)
+    [audit] = tlsprobe.scan(target, checks=["versions"], policies=[], clients=True,
+                            profiles=["curl"], profiles_dir=str(DATA))
+    assert [c.profile for c in audit.clients] == ["test-curl"]
+    with pytest.raises(tlsprobe.UsageError, match="names no client profile"):
+        tlsprobe.simulate_clients(target, profiles=["nothing"], profiles_dir=str(DATA))
+
+
+def test_list_profiles(run_cli) -> None:
+    """--list: a line per profile chosen; with --json the profile files themselves."""
+    code, out, err = run_cli("clients", "--list", "--profiles-dir", str(DATA), "--profiles",
+                             "chromium,curl")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert [line.split()[0] for line in lines] == ["test-chromium", "test-curl"]
+    assert "t13d1517h2_8daaf6152771_cb7bf5808d99" in lines[0]
+    code, out, err = run_cli("clients", "--list", "--json", "--profiles-dir", str(DATA))
+    assert code == 0 and len(out.splitlines()) == 6
+    assert json.loads(out.splitlines()[0])["id"] == "test-chromium"
+    code, _out, err = run_cli("clients")
+    assert code == 2 and "--list" in err

@@ -1,0 +1,115 @@
+"""Simulate real clients: send each client profile's ClientHello and report what it negotiates.
+
+Each profile (tlsprobe/data/clients/, docs/CLIENTS.md) is the ClientHello a real client sent;
+it is sent with only what must be fresh made fresh (random, session id, key shares, GREASE,
+server_name), one connection per client, and the server's answer read as that client reads
+it: version, cipher suite, group (via HelloRetryRequest or not), ALPN, signature scheme,
+and whether the client's trust store accepts the chain (where tlsprobe can check that store).
+A refusal is "refused" with the server's alert; `tlsprobe scan --clients` runs the audit
+too and names the reason (no shared version, suite or group, version intolerance, hello too
+large). Exit codes: 0 done (whatever the clients got); 2 usage; 3 a target could not be
+reached at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TextIO
+
+from tlsprobe.commands.common import add_connection_arguments
+from tlsprobe.errors import EXIT_OK, exit_code_for
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("targets", nargs="*", metavar="HOST[:PORT]",
+                   help="servers to simulate clients against (default port 443; IPv6 as "
+                   "[::1]:4433)")
+    w = p.add_argument_group("which clients, and how")
+    w.add_argument("--profiles", metavar="LIST", default=None, help="comma list of profile "
+                   "ids or parts of them, any case (chromium,firefox,openssl-3.0); default: "
+                   "every packaged profile")
+    w.add_argument("--profiles-dir", metavar="DIR", default=None, help="read the profiles "
+                   "from DIR (JSON files in the packaged format) instead")
+    w.add_argument("--list", action="store_true", help="list the profiles (those --profiles "
+                   "and --profiles-dir choose: id, client, platform, source, JA4) and exit")
+    w.add_argument("--sni", metavar="NAME", help="server_name to send (default: the host "
+                   "name; none for an IP address, as clients do)")
+    w.add_argument("--no-sni", action="store_true", help="send no server_name")
+    w.add_argument("--cafile", metavar="FILE", help="trust store (PEM) to check the chain "
+                   "against for clients of the system store (default: the system bundle)")
+    w.add_argument("--no-verify", action="store_true", help="do not check the chain "
+                   "(trusted: not checked)")
+    from tlsprobe.commands.starttls_option import add_starttls_arguments
+    add_starttls_arguments(w)
+    o = p.add_argument_group("output and politeness")
+    o.add_argument("--json", action="store_true", help="JSON lines: one object per target")
+    o.add_argument("--csv", metavar="FILE", help="also write a row per target and client")
+    o.add_argument("--html", metavar="FILE", help="also write the tables as one HTML page")
+    add_connection_arguments(o, concurrency=4, concurrency_help="targets at once")
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    from tlsprobe.requests.clients import ClientsRequest
+    for option, path in (("--html", args.html), ("--csv", args.csv)):
+        if path:
+            from tlsprobe.report.csv_out import check_writable
+            check_writable(path, option)
+    if args.list:
+        return _list(args, out)
+    request = ClientsRequest.from_args(args)
+    reports = request.run()
+    from tlsprobe.report.clients import render_clients
+    from tlsprobe.report.escape import shown
+    for report in reports:
+        if args.json:
+            print(report.to_json(), file=out, flush=True)
+        else:
+            render_clients(report, out)
+    from tlsprobe.commands.common import written_to
+    if args.csv:
+        from tlsprobe.report.csv_out import write_clients_csv
+        with written_to("--csv", args.csv):
+            write_clients_csv(args.csv, reports)
+    if args.html:
+        from tlsprobe.report.client_cells import clients_page
+        with written_to("--html", args.html), open(args.html, "w", encoding="utf-8") as fh:
+            fh.write(clients_page(reports))
+    codes = [exit_code_for(r.error_kind) for r in reports if r.error]
+    # the text report says "Error: ..." already: on a terminal that is also stderr, once
+    said = not args.json and _one_terminal(out, sys.stderr)
+    for report in reports:
+        if report.error and not said:
+            print(f"tlsprobe: {shown(report.error)}", file=sys.stderr)
+    return max(codes) if codes else EXIT_OK
+
+
+def _one_terminal(out: TextIO, err: TextIO) -> bool:
+    """Whether `out` and `err` are one terminal (as `scan` decides it)."""
+    try:
+        if not (out.isatty() and err.isatty()):
+            return False
+        a, b = os.fstat(out.fileno()), os.fstat(err.fileno())
+    except (OSError, ValueError, AttributeError):
+        return False
+    return (a.st_rdev, a.st_ino, a.st_dev) == (b.st_rdev, b.st_ino, b.st_dev)
+
+
+def _list(args: argparse.Namespace, out: TextIO) -> int:
+    """--list: one line per profile chosen (JSON lines with --json: the profile files)."""
+    import json
+    from pathlib import Path
+
+    from tlsprobe.probes.clients.profiles import profile_to_json
+    from tlsprobe.probes.clients.run import choose_profiles
+    from tlsprobe.report.escape import shown
+    folder = Path(args.profiles_dir) if args.profiles_dir else None
+    for p in choose_profiles(args.profiles, "--profiles", folder):
+        if args.json:
+            print(json.dumps(profile_to_json(p)), file=out)
+        else:
+            print(shown(f"{p.id:32} {p.label}; {p.source.kind.value}, {p.source.when}; "
+                        f"{p.ja4}"), file=out)
+    return EXIT_OK

@@ -1,0 +1,190 @@
+"""Chain order and completeness: does the server send the certificates a client needs to
+build a path from its leaf to a trusted root, in order, and nothing else?
+
+A client builds the path from what the server sends and its own trust store; most clients
+(OpenSSL, GnuTLS, Java, Go, Python, Android, curl) never fetch a missing intermediate
+(only some browsers do, through the AIA CA-issuers URI or a cache), so a chain that does
+not reach the trust store fails for them even where a browser succeeds. RFC 5246 7.4.2
+(TLS 1.2) requires each certificate to certify the one before it; RFC 8446 4.4.2 (TLS 1.3)
+lets clients accept any order but keeps the leaf first. The chain comes from the
+certificate checks' shared connection (_cert_chain.py); the trust store is the scan's
+--cafile, else the system bundle (as the cert phase's trust verdict). No connection of
+its own.
+
+The path: from the leaf, each next certificate is a sent one whose subject is the current
+one's issuer and whose key verifies its signature (`verify_directly_issued_by`), until a
+self-signed certificate or none. The path is complete when one of its certificates is in
+the trust store (same subject and key) or issued by a certificate there, or when it ends at
+a self-signed root the server sends (whether that root is trusted is the trust verdict's
+question). Verdicts:
+  - an issuer missing (the path ends at a certificate whose issuer is neither sent nor in
+    the trust store): vulnerable, medium, naming the missing issuer;
+  - the path's certificates sent out of order: vulnerable, low;
+  - sent certificates off the path (extra): vulnerable, low, naming them;
+  - none of these, the self-signed root sent: not vulnerable, info (a wasted few hundred
+    bytes; a client ignores it);
+  - none: not vulnerable;
+  - a self-signed leaf: not applicable (no issuer to send);
+  - no trust store to judge against and the path ends at a certificate whose issuer was not
+    sent: inconclusive; a certificate that does not parse: inconclusive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
+
+from tlsprobe.model.check_details import ChainDetails
+from tlsprobe.model.checks import CheckResult, Severity, Verdict
+from tlsprobe.model.pubkey import public_key
+from tlsprobe.probes.checks._cert_chain import issued, served, trust_anchors
+from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
+
+__all__ = ["CHECK", "ChainFacts", "chain_facts"]
+
+#: the longest path followed (real ones have 2 to 5 certificates; a hostile server's chain
+#: of hundreds that certify one another would otherwise cost a signature check per pair)
+MAX_PATH = 16
+
+
+def _name(name: x509.Name) -> str:
+    try:
+        return name.rfc4514_string() or "(empty name)"
+    except ValueError:
+        return "(undecodable name)"
+
+
+def _self_signed(cert: x509.Certificate) -> bool:
+    return issued(cert, cert) is not False
+
+
+def _same_key(a: x509.Certificate, b: x509.Certificate) -> bool:
+    try:
+        return bool(public_key(a) == public_key(b))
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        return False
+
+
+def _anchored(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...]) -> bool:
+    """`cert` is in the store (same subject and key) or issued by a certificate there."""
+    return any((a.subject == cert.subject and _same_key(a, cert)) or
+               (a.subject == cert.issuer and issued(cert, a) is not False) for a in anchors)
+
+
+@dataclass(frozen=True)
+class ChainFacts:
+    """What `chain_facts` found (ChainDetails without the trust store), and the notes on
+    signatures that could not be checked."""
+
+    subjects: tuple[str, ...]
+    path: tuple[int, ...]
+    complete: bool | None
+    missing_issuer: str | None
+    extra: tuple[int, ...]
+    ordered: bool
+    anchor_sent: str | None
+    self_signed_leaf: bool
+    notes: tuple[str, ...] = ()
+
+
+def chain_facts(chain: list[x509.Certificate],
+                anchors: tuple[x509.Certificate, ...] | None) -> ChainFacts:
+    """The path through `chain` (leaf first) and what it says; `anchors` None: no trust
+    store (completeness then rests on a root the server sends)."""
+    subjects = tuple(_name(c.subject) for c in chain)
+    path, notes = [0], []
+    while not _self_signed(chain[path[-1]]) and len(path) < MAX_PATH:
+        current = chain[path[-1]]
+        found = None
+        for j, candidate in enumerate(chain):
+            if j in path:
+                continue
+            verdict = issued(current, candidate)
+            if verdict is True or (verdict is None and found is None):
+                found = j
+                if verdict is True:
+                    break
+        if found is None:
+            break
+        if issued(current, chain[found]) is None:
+            notes.append(f"the signature of certificate {path[-1]} by certificate {found} "
+                         "could not be checked here (its algorithm is refused): the names "
+                         "match")
+        path.append(found)
+    last = chain[path[-1]]
+    root = _self_signed(last) and len(path) > 1
+    cut = len(path) == MAX_PATH and not _self_signed(last)
+    if cut:
+        notes.append(f"the path was followed for {MAX_PATH} certificates only")
+    if anchors is not None and any(_anchored(chain[i], anchors) for i in path):
+        complete: bool | None = True
+    elif _self_signed(last):
+        complete = True
+    else:
+        complete = False if anchors is not None and not cut else None
+    return ChainFacts(subjects, tuple(path), complete,
+                      _name(last.issuer) if complete is False else None,
+                      tuple(i for i in range(len(chain)) if i not in path),
+                      list(path) == sorted(path), subjects[path[-1]] if root else None,
+                      len(path) == 1 and _self_signed(last), tuple(notes))
+
+
+def _problems(f: ChainFacts, store: str) -> list[tuple[Severity, str]]:
+    out: list[tuple[Severity, str]] = []
+    if f.missing_issuer is not None:
+        out.append((Severity.medium, (
+            f"incomplete: the chain ends at {f.subjects[f.path[-1]]}, whose issuer "
+            f"{f.missing_issuer} is neither sent nor in the trust store {store}: clients "
+            "that do not fetch intermediates (OpenSSL, Java, Go, Python, Android) fail")))
+    if not f.ordered:
+        order = ", ".join(str(i) for i in f.path)
+        out.append((Severity.low, (f"out of order: the path from the leaf is certificates "
+                                   f"{order} as sent (RFC 5246 7.4.2: each certificate "
+                                   "certifies the one before it)")))
+    if f.extra:
+        names = "; ".join(f"{i} {f.subjects[i]}" for i in f.extra)
+        out.append((Severity.low, f"extra certificates not on the path: {names}"))
+    return out
+
+
+async def run(ctx: CheckContext) -> CheckResult:
+    got = await served(ctx)
+    if isinstance(got, str):
+        return ctx.inconclusive(got)
+    try:
+        chain = [x509.load_der_x509_certificate(der) for der in got.chain]
+    except ValueError as exc:
+        return ctx.inconclusive(f"a certificate of the chain does not parse: {exc}")
+    anchors, store, why = trust_anchors(ctx)
+    f = chain_facts(chain, anchors)
+    details = ChainDetails(f.subjects, f.path, f.complete, f.missing_issuer, f.extra,
+                           f.ordered, f.anchor_sent, store)
+    evidence = tuple(f"sent {i}: {s}" for i, s in enumerate(f.subjects)) + \
+        (f"path: {', '.join(str(i) for i in f.path)}",) + f.notes
+    if f.self_signed_leaf and len(chain) == 1:
+        return ctx.result(Verdict.not_applicable, "the leaf is self-signed: it has no issuer "
+                          "to send", evidence, details=details)
+    problems = _problems(f, store or "")
+    if problems:
+        worst = max((s for s, _ in problems), key=list(Severity).index)
+        return ctx.result(Verdict.vulnerable, "; ".join(p for _, p in problems), evidence,
+                          severity=worst, details=details)
+    if f.complete is None:
+        return ctx.inconclusive(f"the chain ends at {f.subjects[f.path[-1]]}, issued by "
+                                f"{_name(chain[f.path[-1]].issuer)}, which was not sent; "
+                                f"{why or f'the path was followed for {MAX_PATH} only'}: "
+                                "whether it reaches a root cannot be told", evidence,
+                                details)
+    if f.anchor_sent is not None:
+        return ctx.result(Verdict.not_vulnerable, "complete and in order; the server also "
+                          f"sends the root {f.anchor_sent} (clients use their own copy: "
+                          "informational)", evidence, severity=Severity.info,
+                          details=details)
+    return ctx.result(Verdict.not_vulnerable, f"complete and in order: {len(f.path)} "
+                      f"certificate{'' if len(f.path) == 1 else 's'} from the leaf to the "
+                      f"trust store {store}", evidence, details=details)
+
+
+CHECK = ActiveCheck("chain", "certificate chain order and completeness", run, ChainDetails)

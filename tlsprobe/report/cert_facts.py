@@ -1,0 +1,39 @@
+"""The facts of one certificate that people compare with other tools, for every renderer
+that shows a chain (scan text and HTML, probe --full): serial, SHA-256 and SHA-1
+fingerprints (colon-separated upper-case hex, as `openssl x509 -fingerprint` and browsers'
+certificate viewers print them; SHA-1 only to compare with those), the extendedKeyUsage
+purposes and the CRL, OCSP and CA-issuer URIs. Plain strings: each renderer escapes them
+(the URIs and purposes come from the server's certificate)."""
+
+from __future__ import annotations
+
+from tlsprobe.model.probe import CertificateInfo
+
+__all__ = ["colons", "fact_lines", "url_facts"]
+
+
+def colons(hex_digest: str) -> str:
+    """'ab12cd' -> 'AB:12:CD' (a fingerprint as OpenSSL and browsers print it)."""
+    digest = hex_digest.upper()
+    return ":".join(digest[i:i + 2] for i in range(0, len(digest), 2))
+
+
+def url_facts(c: CertificateInfo) -> list[tuple[str, str]]:
+    """(label, value) for the extendedKeyUsage and each kind of URI the certificate has."""
+    out: list[tuple[str, str]] = []
+    if c.extended_key_usage:
+        out.append(("extended key usage", ", ".join(c.extended_key_usage)))
+    for label, urls in (("CRL", c.crl_urls), ("OCSP", c.ocsp_urls),
+                        ("CA issuers", c.ca_issuer_urls)):
+        if urls:
+            out.append((label, ", ".join(urls)))
+    return out
+
+
+def fact_lines(c: CertificateInfo) -> list[str]:
+    """'serial HEX', 'SHA-256 AB:..', 'SHA-1 AB:.. (to compare with browsers)', then one
+    'LABEL: value' per extendedKeyUsage and URI kind the certificate has."""
+    out = [f"serial {c.serial or '(none)'}", f"SHA-256 {colons(c.sha256)}"]
+    if c.sha1:
+        out.append(f"SHA-1 {colons(c.sha1)} (to compare with browsers)")
+    return out + [f"{label}: {value}" for label, value in url_facts(c)]
