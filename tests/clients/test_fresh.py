@@ -53,9 +53,10 @@ def _masked_ext(e: ext.Extension) -> ext.Extension:
     keys, the ECH GREASE payload."""
     if registry.is_grease(e.type):
         return ext.Extension(0x0A0A, e.data)
-    if e.type == ext.KEY_SHARE:
-        return ext.key_share_client([(_grease(k.group), bytes(len(k.key_exchange)))
-                                     for k in e.decode()])
+    if e.type in (ext.KEY_SHARE, ext.KEY_SHARE_DRAFT):   # 40: TLS 1.3 drafts <= 22
+        entries = ext.Extension(ext.KEY_SHARE, e.data).decode()
+        return ext.Extension(e.type, ext.key_share_client(
+            [(_grease(k.group), bytes(len(k.key_exchange))) for k in entries]).data)
     if e.type == ECH:
         return ext.Extension(ECH, bytes(len(e.data)))
     if e.type in (ext.SUPPORTED_GROUPS, ext.SIGNATURE_ALGORITHMS, ext.SUPPORTED_VERSIONS):

@@ -112,7 +112,7 @@ def fresh_hello(hello: bytes, server_name: str | None) -> FreshHello:
         if registry.is_grease(e.type):
             ext_grease += 1
             exts.append(ext.Extension(draw.extension(ext_grease), e.data))
-        elif e.type == ext.KEY_SHARE:
+        elif e.type in (ext.KEY_SHARE, ext.KEY_SHARE_DRAFT):  # 40: TLS 1.3 drafts <= 22
             exts.append(_fresh_shares(e, draw, shares, unusable))
         elif e.type == ext.SERVER_NAME:
             if server_name is not None:
@@ -236,8 +236,8 @@ def _new_share(group: int, size: int) -> tuple[bytes, kex.KeyShare | None]:
 
 def _fresh_shares(e: ext.Extension, draw: _Grease, shares: dict[int, kex.KeyShare],
                   unusable: list[int]) -> ext.Extension:
-    try:
-        entries = e.decode()
+    try:   # the draft-era type 40 has the same client_shares layout
+        entries = ext.Extension(ext.KEY_SHARE, e.data).decode()
     except ValueError as exc:
         raise ProfileError(f"the profile's key_share does not decode: {exc}") from None
     out: list[tuple[int, bytes]] = []
@@ -252,7 +252,7 @@ def _fresh_shares(e: ext.Extension, draw: _Grease, shares: dict[int, kex.KeyShar
         else:
             shares[entry.group] = share
         out.append((entry.group, public))
-    return ext.key_share_client(out)
+    return ext.Extension(e.type, ext.key_share_client(out).data)
 
 
 def _fresh_ech(e: ext.Extension) -> ext.Extension:
