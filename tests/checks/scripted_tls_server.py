@@ -1,11 +1,28 @@
 #!/usr/bin/env python3
 """A scripted TLS 1.0-1.2 server that answers hellos the way old, vulnerable servers did on
-the wire, for the vulnerable side of the compression, renegotiation and SSLv2 checks (no
-server this machine can install still behaves so). It sends the first flight only
-(ServerHello, Certificate, ServerHelloDone with TLS_RSA_WITH_AES_128_CBC_SHA, the suite every
-one of those servers had) and closes when the client answers: the checks it serves stop at
-the ServerHello. A hello without that suite gets handshake_failure, one below TLS 1.0 or
-listing only TLS 1.3 in supported_versions protocol_version.
+the wire, for the vulnerable side of the compression, renegotiation and SSLv2 checks and
+for export and single-DES suites (no server this machine can install still behaves so). It
+sends the first flight only (ServerHello, Certificate, ServerHelloDone with
+TLS_RSA_WITH_AES_128_CBC_SHA, the suite every one of those servers had) and closes when
+the client answers: the checks it serves stop at the ServerHello. A hello without that
+suite gets handshake_failure, one below TLS 1.0 or listing only TLS 1.3 in
+supported_versions protocol_version.
+
+The suite (--suite, a static-RSA code, default 0x002f): the one suite the server answers
+with, for the suites no installable server here still serves (OpenSSL 3.0 and tlslite-ng
+have neither): single DES, 0x0009 TLS_RSA_WITH_DES_CBC_SHA (56-bit key), and the RSA export
+suites of the 1990s' US export rules that FREAK (CVE-2015-0204) downgrades to: 0x0003
+TLS_RSA_EXPORT_WITH_RC4_40_MD5, 0x0006 ..._RC2_CBC_40_MD5 and 0x0008 ..._DES40_CBC_SHA.
+For an export suite whose certificate key is longer than 512 bits the flight carries,
+between Certificate and ServerHelloDone, the ServerKeyExchange a real export server sent
+(RFC 2246 7.4.3): a temporary 512-bit RSA key's modulus and exponent, signed with the
+certificate's key over client_random + server_random + params (TLS 1.0/1.1: PKCS#1 v1.5
+over MD5 || SHA-1, no DigestInfo; TLS 1.2: a rsa_pkcs1_* scheme the hello offered, RFC 5246
+7.4.3, SHA-1 when it listed none; handshake_failure when it offered none). The temporary
+key comes from `openssl genrsa 512` (`cryptography` makes none under 1024 bits), made once
+per server as OpenSSL's export servers made it (which made FREAK practical); a certificate
+key of 512 bits or less gets no ServerKeyExchange, as the RFC says. The suite is answered
+in whatever version the hello negotiates, as the default one.
 
 Modes (--mode):
   compression     the ServerHello picks DEFLATE (method 1) whenever the hello offers it, as an
@@ -38,12 +55,23 @@ import base64
 import os
 import re
 import socket
+import subprocess
 import time
 from typing import Any
+
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from tests.lab_servers._common import serve_forever
 
 SUITE = 0x002F                    # TLS_RSA_WITH_AES_128_CBC_SHA
+#: the static-RSA suites --suite may name: is it an RSA export suite (a temporary key)?
+SUITES = {0x002F: False, 0x0009: False, 0x0003: True, 0x0006: True, 0x0008: True}
+EXPORT_BITS = 512                 # the export rules' limit: the temporary key's size
+#: the TLS 1.2 signature schemes an export ServerKeyExchange may be signed with, preferred
+#: first (rsa_pkcs1_sha256, _sha384, _sha512, _sha1)
+PKCS1_SCHEMES = {0x0401: hashes.SHA256, 0x0501: hashes.SHA384, 0x0601: hashes.SHA512,
+                 0x0201: hashes.SHA1}
 SSL2_SPECS = (0x0700C0, 0x010080, 0x020080, 0x060040)   # 3DES, RC4, RC4-EXPORT40, DES
 ap = argparse.ArgumentParser(description=__doc__)
 ap.add_argument("--port", type=int, required=True)
@@ -54,11 +82,30 @@ ap.add_argument("--mode", choices=["compression", "no-reneg-info", "sslv2", "pla
 ap.add_argument("--after", choices=["close", "http", "overlong", "silent"], default="close")
 ap.add_argument("--random", choices=["random", "clock", "fixed"], default="random")
 ap.add_argument("--skew", type=int, default=0)
+ap.add_argument("--suite", type=lambda v: int(v, 16), choices=sorted(SUITES), default=SUITE,
+                metavar="0xNNNN", help="the static-RSA suite answered (hex): " +
+                ", ".join(f"0x{c:04x}" for c in sorted(SUITES)))
 args = ap.parse_args()
 with open(args.chain_file) as fh:
     CHAIN = [base64.b64decode("".join(m.split()))
              for m in re.findall(r"-----BEGIN CERTIFICATE-----(.*?)-----END CERTIFICATE-----",
                                  fh.read(), re.S)]
+
+
+def temporary_key() -> rsa.RSAPrivateKey:
+    """A fresh 512-bit RSA key, from `openssl genrsa` (which still makes one)."""
+    pem = subprocess.run(["openssl", "genrsa", str(EXPORT_BITS)], check=True,
+                         capture_output=True, timeout=30).stdout
+    key = serialization.load_pem_private_key(pem, None)
+    assert isinstance(key, rsa.RSAPrivateKey)
+    return key
+
+
+with open(args.key_file, "rb") as fh:
+    CERT_KEY = serialization.load_pem_private_key(fh.read(), None)
+#: the export suite's temporary key: only when the certificate's key is over the limit
+TEMP_KEY = temporary_key() if SUITES[args.suite] and isinstance(
+    CERT_KEY, rsa.RSAPrivateKey) and CERT_KEY.key_size > EXPORT_BITS else None
 
 
 def u16(n: int) -> bytes:
@@ -90,6 +137,7 @@ def read_exact(sock: socket.socket, n: int) -> bytes:
 def parse_client_hello(body: bytes) -> dict[str, Any]:
     p = 4 + 2 + 32                               # handshake header, version, random
     version = int.from_bytes(body[4:6], "big")
+    client_random = body[6:38]
     p += 1 + body[p]
     n = int.from_bytes(body[p:p + 2], "big")
     suites = [int.from_bytes(body[i:i + 2], "big") for i in range(p + 2, p + 2 + n, 2)]
@@ -104,7 +152,44 @@ def parse_client_hello(body: bytes) -> dict[str, Any]:
             t, n = int.from_bytes(body[p:p + 2], "big"), int.from_bytes(body[p + 2:p + 4], "big")
             exts[t] = body[p + 4:p + 4 + n]
             p += 4 + n
-    return {"version": version, "suites": suites, "methods": methods, "exts": exts}
+    return {"version": version, "suites": suites, "methods": methods, "exts": exts,
+            "random": client_random}
+
+
+def legacy_rsa_sign(key: rsa.RSAPrivateKey, data: bytes) -> bytes:
+    """A TLS 1.0/1.1 RSA signature (RFC 2246 4.7): PKCS#1 v1.5 block type 1 over the 36
+    bytes MD5(data) || SHA-1(data), without the DigestInfo `cryptography`'s sign() adds."""
+    md5, sha1 = hashes.Hash(hashes.MD5()), hashes.Hash(hashes.SHA1())
+    md5.update(data)
+    sha1.update(data)
+    digest = md5.finalize() + sha1.finalize()
+    nums = key.private_numbers()
+    k = (nums.public_numbers.n.bit_length() + 7) // 8
+    block = b"\x00\x01" + b"\xff" * (k - 3 - len(digest)) + b"\x00" + digest
+    return pow(int.from_bytes(block, "big"), nums.d, nums.public_numbers.n).to_bytes(k, "big")
+
+
+def server_key_exchange(hello: dict[str, Any], version: int,
+                        server_random: bytes) -> bytes | None:
+    """The export ServerKeyExchange body (RFC 2246 7.4.3, RFC 5246 7.4.3): the temporary
+    key's modulus and exponent, signed with the certificate key (None: a TLS 1.2 hello
+    whose signature_algorithms has no rsa_pkcs1 scheme to sign with)."""
+    assert TEMP_KEY is not None and isinstance(CERT_KEY, rsa.RSAPrivateKey)
+    pub = TEMP_KEY.public_key().public_numbers()
+    modulus = pub.n.to_bytes((pub.n.bit_length() + 7) // 8, "big")
+    exponent = pub.e.to_bytes((pub.e.bit_length() + 7) // 8, "big")
+    params = u16(len(modulus)) + modulus + u16(len(exponent)) + exponent
+    signed = hello["random"] + server_random + params
+    if version < 0x0303:
+        signature = legacy_rsa_sign(CERT_KEY, signed)
+        return params + u16(len(signature)) + signature
+    raw = hello["exts"].get(13, b"")
+    offered = [int.from_bytes(raw[i:i + 2], "big") for i in range(2, len(raw) - 1, 2)]
+    scheme = next((s for s in PKCS1_SCHEMES if s in offered), None) if offered else 0x0201
+    if scheme is None:
+        return None
+    signature = CERT_KEY.sign(signed, padding.PKCS1v15(), PKCS1_SCHEMES[scheme]())
+    return params + u16(scheme) + u16(len(signature)) + signature
 
 
 def answer_tls(sock: socket.socket, header: bytes) -> None:
@@ -119,7 +204,7 @@ def answer_tls(sock: socket.socket, header: bytes) -> None:
         return
     if listed:
         version = max(v for v in listed if 0x0301 <= v <= 0x0303)
-    if SUITE not in hello["suites"]:
+    if args.suite not in hello["suites"]:
         sock.sendall(record(21, version, b"\x02\x28"))
         return
     method = 1 if args.mode == "compression" and 1 in hello["methods"] else 0
@@ -129,10 +214,17 @@ def answer_tls(sock: socket.socket, header: bytes) -> None:
     random = os.urandom(32) if args.random == "random" else b"\x5f" * 4 + os.urandom(28) \
         if args.random == "fixed" else \
         ((int(time.time()) + args.skew) % 2**32).to_bytes(4, "big") + os.urandom(28)
-    sh = u16(version) + random + b"\x00" + u16(SUITE) + bytes([method])
+    sh = u16(version) + random + b"\x00" + u16(args.suite) + bytes([method])
     sh += u16(len(exts)) + exts if exts else b""
     certs = b"".join(u24(len(c)) + c for c in CHAIN)
-    flight = handshake(2, sh) + handshake(11, u24(len(certs)) + certs) + handshake(14, b"")
+    flight = handshake(2, sh) + handshake(11, u24(len(certs)) + certs)
+    if TEMP_KEY is not None:
+        ske = server_key_exchange(hello, version, random)
+        if ske is None:
+            sock.sendall(record(21, version, b"\x02\x28"))
+            return
+        flight += handshake(12, ske)
+    flight += handshake(14, b"")
     sock.sendall(record(22, version, flight))
     sock.settimeout(10)
     if not sock.recv(65536) or args.after == "close":

@@ -2,9 +2,11 @@
 openssl s_server (DHE with the 1536-bit RFC 3526 prime, anonymous and NULL suites, CBC in
 TLS 1.0, through @SECLEVEL=0), a weak gnutls-serv (RC4 and 3DES, which this openssl no
 longer has), an SSL 3.0 tlslite-ng server (tests/checks/ssl3_server.py) with and without
-CBC suites, a modern openssl s_server (nothing vulnerable), and a modern server behind a
-proxy that resets the TLS 1.2 version check (what that hides is inconclusive, never
-"not vulnerable")."""
+CBC suites, the scripted server of tests/checks/scripted_tls_server.py with an RSA export
+suite (FREAK; its ServerKeyExchange carries a temporary 512-bit RSA key) and with single DES
+(no export suite: FREAK not vulnerable), a modern openssl s_server (nothing vulnerable), and
+a modern server behind a proxy that resets the TLS 1.2 version check (what that hides is
+inconclusive, never "not vulnerable")."""
 from __future__ import annotations
 
 import json
@@ -182,3 +184,34 @@ def test_ssl3_server_with_and_without_cbc(ssl3_server: Callable[[str], int]) -> 
     assert got["poodle"] is got["beast"] is Verdict.not_vulnerable, r.check_results
     assert got["rc4"] is Verdict.vulnerable
     assert "check.poodle" not in {f.code for f in r.findings}
+
+
+def test_export_rsa_server_is_freak_vulnerable_and_single_des_is_not(
+        script_server: Callable[..., int]) -> None:
+    """FREAK on a real flight: tests/checks/scripted_tls_server.py answering with
+    TLS_RSA_EXPORT_WITH_DES40_CBC_SHA (its ServerKeyExchange: a temporary 512-bit RSA key,
+    signed with the certificate's), and the same server with single DES (not export)."""
+    names = ("freak", "logjam", "sweet32")
+    exp = script_server("scripted_tls_server.py", "--mode", "plain", "--suite", "0x0008")
+    r = run_audit([Target("127.0.0.1", exp)], AuditOptions(checks=expand(names)),
+                  Scheduler(retries=2, timeout=5.0))[0]
+    got = verdicts(r)
+    assert got == {"freak": Verdict.vulnerable, "logjam": Verdict.not_vulnerable,
+                   "sweet32": Verdict.vulnerable}, r.check_results
+    freak = next(c for c in r.check_results if c.name == "freak")
+    assert freak.evidence == tuple(f"TLS_RSA_EXPORT_WITH_DES40_CBC_SHA (TLS 1.{n})"
+                                   for n in (2, 1, 0)), freak
+    assert freak.connections == 0, freak
+    # the finding is the weak suite's (critical), not one of the check's own
+    assert {f.code for f in r.findings} >= {"suite.weak"}
+    # each flight read whole (its ServerKeyExchange signature checked: a bad one is a note)
+    assert [row.kx_label for a in r.suites for row in a.rows] == ["RSA 512"] * 3
+    assert [a.notes for a in r.suites] == [()] * 3, r.suites
+    des = script_server("scripted_tls_server.py", "--mode", "plain", "--suite", "0x0009")
+    r = run_audit([Target("127.0.0.1", des)], AuditOptions(checks=expand(names)),
+                  Scheduler(retries=2, timeout=5.0))[0]
+    got = verdicts(r)
+    assert got == {"freak": Verdict.not_vulnerable, "logjam": Verdict.not_vulnerable,
+                   "sweet32": Verdict.vulnerable}, r.check_results
+    assert "the complete suite list of TLS 1.2, TLS 1.1, TLS 1.0 has none" in \
+        next(c.reason for c in r.check_results if c.name == "freak")

@@ -9,10 +9,12 @@ checks the rule reads (docs/RATING.md names the servers):
   not serve;
 - the vulnerable servers of tests/checks: OpenSSL 1.0.1f's Heartbleed and CCS, F5's
   Ticketbleed, a ROBOT oracle, DEFLATE (CRIME), SSLv2, no renegotiation_info;
+- tests/checks/scripted_tls_server.py `--suite`: the suites no installable peer here still
+  serves (OpenSSL 3.0 and tlslite-ng have neither): the RSA export suites 0x0008 and 0x0003
+  (its first flight carries a ServerKeyExchange with a temporary 512-bit RSA key signed
+  with the certificate's RSA 2048 key, as export servers sent it) and single DES 0x0009;
 - gnutls-serv with %DISABLE_SAFE_RENEGOTIATION (insecure client-initiated renegotiation);
-- nginx with Strict-Transport-Security (A+, and A- with a short max-age).
-Export suites and single DES cannot be served by any peer here (OpenSSL 3.0 and tlslite-ng
-have neither): they are tested on model values (test_rating_rules.py)."""
+- nginx with Strict-Transport-Security (A+, and A- with a short max-age)."""
 from __future__ import annotations
 
 import json
@@ -34,13 +36,20 @@ def scan(run_cli: Callable[..., Any], port: int, checks: str | None, *extra: str
          ca: Path | str | None = None) -> tuple[dict[str, Any], int]:
     """The rating of one scan (JSON) and the exit code; `ca` the trust store ("system":
     the system bundle; None: --no-verify)."""
+    doc, code = scan_json(run_cli, port, checks, *extra, ca=ca)
+    return doc["rating"], code
+
+
+def scan_json(run_cli: Callable[..., Any], port: int, checks: str | None, *extra: str,
+              ca: Path | str | None = None) -> tuple[dict[str, Any], int]:
+    """The JSON report of one scan (see `scan`) and the exit code."""
     args = ["scan", f"127.0.0.1:{port}", "--no-progress", "--json", "--timeout", "5",
             *(["--checks", checks] if checks else []), *extra]
     args += [] if ca == "system" else ["--cafile", str(ca)] if ca else ["--no-verify"]
     res = run_cli(*args, timeout=120)
     d = json.loads(res.stdout.splitlines()[0])
     assert d.get("error") is None, d.get("error")
-    return d["rating"], res.returncode
+    return d, res.returncode
 
 
 def caps(rating: dict[str, Any]) -> dict[str, str]:
@@ -297,3 +306,41 @@ def test_hsts_switched_off_or_without_max_age_is_a_minus_and_none_is_a(
         assert warnings(rating) == [] and rating["grade"] == "A"
     else:
         assert warnings(rating) == [warning] and rating["grade"] == "A-"
+
+
+@pytest.mark.parametrize(("suite", "name"), [
+    ("0x0008", "TLS_RSA_EXPORT_WITH_DES40_CBC_SHA"),
+    ("0x0003", "TLS_RSA_EXPORT_WITH_RC4_40_MD5")])
+def test_export_suites_are_f(script_server: Callable[..., int],
+                             run_cli: Callable[..., Any], suite: str, name: str) -> None:
+    port = script_server("scripted_tls_server.py", "--mode", "plain", "--suite", suite)
+    doc, _ = scan_json(run_cli, port, "versions,suites")
+    rating = doc["rating"]
+    assert caps(rating)["export"] == "F" and rating["grade"] == "F", rating["caps"]
+    assert caps(rating)["weak_cipher"] == "F"         # 40 bits: under 112 too
+    # the export key exchange scores 40 (the guide): insecure, whatever the leaf's size
+    assert caps(rating)["insecure_key"] == "F"
+    assert rating["key_exchange"]["detail"] == f"weakest: export suite {name} (40)"
+    # the flight was read whole: the temporary key of its ServerKeyExchange, whose signature
+    # the engine checked (a bad one leaves a note), in TLS 1.0, 1.1 (MD5+SHA-1) and 1.2
+    assert [a["version"]["name"] for a in doc["suites"]] == ["TLS 1.2", "TLS 1.1", "TLS 1.0"]
+    for audit in doc["suites"]:
+        assert audit["notes"] == [] and len(audit["rows"]) == 1, audit
+        row = audit["rows"][0]
+        assert (row["suite"]["iana_name"], row["kx_label"], row["kx_source"]) == \
+            (name, "RSA 512", "server_key_exchange"), row
+
+
+def test_single_des_is_f_and_aes_is_not(script_server: Callable[..., int],
+                                         run_cli: Callable[..., Any]) -> None:
+    port = script_server("scripted_tls_server.py", "--mode", "plain", "--suite", "0x0009")
+    rating, _ = scan(run_cli, port, "versions,suites")
+    found = caps(rating)
+    assert found["weak_cipher"] == "F" and rating["grade"] == "F", rating["caps"]
+    assert "export" not in found and "insecure_key" not in found
+    assert "TLS_RSA_WITH_DES_CBC_SHA (TLS 1.2, 56 bits)" in next(
+        c["evidence"] for c in rating["caps"] if c["rule"] == "weak_cipher")
+    assert rating["cipher_strength"]["detail"] == "best 56 bits (20), worst 56 bits (20)"
+    aes = script_server("scripted_tls_server.py", "--mode", "plain")   # AES-128 (0x002f)
+    rating, _ = scan(run_cli, aes, "versions,suites")
+    assert not {"weak_cipher", "export", "insecure_key"} & set(caps(rating)), rating["caps"]
