@@ -8,7 +8,8 @@ Fresh per connection (docs/CLIENTS.md "What simulation sends"):
     must have the recorded length (else the profile is refused); a group kex cannot compute
     (X25519Kyber768Draft00, ...) gets random bytes of the recorded length (of its known form
     where kex knows one) and is `unusable`: a server choosing it makes the simulation
-    inconclusive; a GREASE entry gets random bytes of its length;
+    inconclusive; a GREASE entry keeps its recorded bytes under a redrawn GREASE group
+    (BoringSSL sends one zero byte there on every connection: nothing in it is fresh);
   - GREASE values (RFC 8701), redrawn as BoringSSL draws them per connection: one value per
     role (the cipher suite, the group - in supported_groups and key_share alike -, the
     version, each GREASE extension, the signature scheme), each drawn at random, the second
@@ -243,8 +244,8 @@ def _fresh_shares(e: ext.Extension, draw: _Grease, shares: dict[int, kex.KeyShar
     out: list[tuple[int, bytes]] = []
     for entry in entries:
         size = len(entry.key_exchange)
-        if registry.is_grease(entry.group):
-            out.append((draw.value("group"), os.urandom(size)))
+        if registry.is_grease(entry.group):    # fixed content (BoringSSL: one zero byte)
+            out.append((draw.value("group"), entry.key_exchange))
             continue
         public, share = _new_share(entry.group, size)
         if share is None:
