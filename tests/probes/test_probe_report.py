@@ -153,3 +153,25 @@ def test_timing_table_keeps_figures_whole_with_a_long_label(server_cache, width)
     assert f"{entry.handshakes_per_s:.0f}" in row.split()
     words = text.split()
     assert all(word in words for word in long.split())   # wrapped, not cut
+
+
+def test_piped_timing_rows_keep_their_group_on_one_line(server_cache):
+    """Piped (no width given), each group's row is one line whatever its figures' widths:
+    slow figures under load widened the figure columns until the group label wrapped, and
+    a reader of the lines (grep, the plot test) lost the row."""
+    import dataclasses
+    import io
+
+    from tlsprobe.net.tcp import Target
+    from tlsprobe.probes.timing.run import TimingOptions, measure_timing
+    from tlsprobe.report.timing_tables import render_timing
+    srv = server_cache("openssl", groups=["X25519"], proto="tls1_2")
+    report = measure_timing(Target(srv.host, srv.port), TimingOptions(
+        runs=3, warmup=0, versions=(TLS12,), groups=(0x001D,), kex_budget=0.01))
+    label = "x25519 (0x001d) as labelled by a long-winded implementation of this group"
+    report = dataclasses.replace(report, entries=tuple(
+        dataclasses.replace(e, label=label) for e in report.entries))
+    out = io.StringIO()
+    render_timing(report, out)
+    assert any(line.startswith("TLS 1.2") and label in line
+               for line in out.getvalue().splitlines())

@@ -170,20 +170,24 @@ def timing_table(report: TimingReport) -> RenderableType:
     return Group(_table(report), *_below(report))
 
 
-def _minimum_width(table: Table) -> int:
-    """The narrowest console that shows the table's figures whole (the label may wrap)."""
+def _widths(table: Table) -> tuple[int, int]:
+    """(the narrowest console that shows the table's figures whole (the label may wrap),
+    the console in which no label wraps either)."""
     from tlsprobe.report.console import Console
     console = Console(file=io.StringIO(), width=1000)
-    return console.measure(table).minimum
+    measured = console.measure(table)
+    return measured.minimum, measured.maximum
 
 
 def render_timing(report: TimingReport, out: IO[str], width: int | None = None) -> None:
-    """Rich on a terminal; elsewhere plain lines (120 columns) without trailing blanks."""
+    """Rich on a terminal; elsewhere plain lines without trailing blanks, `width` columns
+    if given, else 120 or as wide as the table needs for no group label to wrap (piped
+    output keeps one line per group whatever the figures' widths)."""
     from rich.console import Group
 
     from tlsprobe.report.console import Console
     table = _table(report)
-    needed = _minimum_width(table)
+    needed, natural = _widths(table)
     renderable = Group(table, *_below(report))
     if out.isatty():
         console = Console(file=out, highlight=False, width=width)
@@ -191,8 +195,8 @@ def render_timing(report: TimingReport, out: IO[str], width: int | None = None) 
             console = Console(file=out, highlight=False, width=needed)
         console.print(renderable)
         return
-    console = Console(file=io.StringIO(), highlight=False, width=max(width or 120, needed),
-                      color_system=None)
+    console = Console(file=io.StringIO(), highlight=False,
+                      width=max(width or max(120, natural), needed), color_system=None)
     with console.capture() as capture:
         console.print(renderable)
     for line in capture.get().splitlines():
