@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import os
 import re
 import struct
 import sys
@@ -126,7 +127,8 @@ def test_timing_plots_each_group_with_the_median_interval(run_cli: Any, server_c
     assert (f"Handshake time per group, {target} (6 runs per group; bar: 95% confidence "
             "interval of the median)") in texts
     assert {"TLS 1.3 x25519 (0x001d)", "TLS 1.3 secp256r1 (0x0017)",
-            "95% CI of the median", "handshake time (ms), ClientHello to our Finished"
+            "95% CI of the median",
+            "handshake time (ms, log scale), ClientHello to our Finished"
             } <= set(texts)
     rows = [line for line in out.splitlines() if re.match(r"TLS 1\.3 +\S+ \(0x", line)]
     assert len(rows) == 2 and any("████████████" in row for row in rows)   # the slowest's bar
@@ -159,3 +161,55 @@ def test_pcap_stats_plot_and_csv_from_one_run(run_cli: Any, tmp_path: Path) -> N
     assert versions | groups <= set(texts)        # the legends name the same values
     code, _, err = run_cli("pcap", files[0], "--plot", "p.png")
     assert code == 2 and "--plot draws the --stats summary: add --stats" in err
+
+
+def _timing_report(target: str, groups: str) -> Any:
+    """A real TimingReport of `target` (six TLS 1.3 handshakes per group), measured in this
+    process so that the chart's matplotlib objects can be inspected."""
+    import argparse
+
+    from tlsprobe.commands import timing
+    from tlsprobe.net.tcp import parse_target
+    from tlsprobe.probes.timing.run import measure_timing
+    parser = argparse.ArgumentParser()
+    timing.add_arguments(parser)
+    args = parser.parse_args([target, "--timing-runs", "6", "--timing-warmup", "0",
+                              "--timing-versions", "1.3", "--timing-groups", groups])
+    return measure_timing(parse_target(target), timing.options_from_args(args, "127.0.0.1"))
+
+
+def _overlaps(box: Any, boxes: list[Any]) -> bool:
+    return any(box.overlaps(other) for other in boxes if other.width > 0 and other.height > 0)
+
+
+@needs_matplotlib
+@pytest.mark.needs_impl("openssl")
+def test_timing_chart_keeps_a_fast_and_a_slow_group_readable(server_cache: Any,
+                                                             tmp_path: Path) -> None:
+    """ffdhe8192 (hundreds of ms) and x25519 (a few ms) on one chart: the time axis is
+    logarithmic, both boxes are wide enough to read and far apart, the axis names its unit,
+    and the legend lies right of the axes, over no plotted artist."""
+    from tlsprobe.report.plots import timing_figure
+    srv = server_cache("openssl", groups=["X25519", "ffdhe8192"])
+    report = _timing_report(f"127.0.0.1:{srv.port}", "x25519,ffdhe8192")
+    medians = {e.name.split()[0]: e.handshake_ms.median for e in report.entries}
+    assert medians["ffdhe8192"] > 5 * medians["x25519"], medians
+    fig = timing_figure(report)
+    fig.savefig(tmp_path / "timing.png", bbox_inches="tight")   # laid out as when saved
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log"
+    assert "(ms" in ax.get_xlabel()
+    renderer = fig.canvas.get_renderer()
+    axes_box = ax.get_window_extent(renderer)
+    boxes = [p.get_window_extent(renderer) for p in ax.lines + ax.patches + ax.collections]
+    # each median in the axes' inner 90 % (on a linear axis x25519's would sit in the
+    # first 1 %), and far apart
+    xs = [(ax.transData.transform((m, 0))[0] - axes_box.x0) / axes_box.width
+          for m in medians.values()]
+    assert all(0.05 < x < 0.95 for x in xs) and abs(xs[0] - xs[1]) > 0.3, xs
+    legend = ax.get_legend()
+    assert legend is not None
+    legend_box = legend.get_window_extent(renderer)
+    assert legend_box.x0 >= axes_box.x1 and not _overlaps(legend_box, boxes)
+    if os.environ.get("TLSPROBE_KEEP_CHARTS"):
+        fig.savefig(Path(os.environ["TLSPROBE_KEEP_CHARTS"]) / "timing.png", bbox_inches="tight")
