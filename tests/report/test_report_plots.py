@@ -157,7 +157,8 @@ def test_pcap_stats_plot_and_csv_from_one_run(run_cli: Any, tmp_path: Path) -> N
     texts = _svg_texts(tmp_path / "p.svg")
     assert {"Connections per version over the capture's time",
             "Connections per negotiated group over the capture's time",
-            "seconds from the first connection (4 connections)"} <= set(texts)
+            "time from the first connection (s; 4 connections)",
+            "connections per 10 s bin"} <= set(texts)
     assert versions | groups <= set(texts)        # the legends name the same values
     code, _, err = run_cli("pcap", files[0], "--plot", "p.png")
     assert code == 2 and "--plot draws the --stats summary: add --stats" in err
@@ -213,3 +214,68 @@ def test_timing_chart_keeps_a_fast_and_a_slow_group_readable(server_cache: Any,
     assert legend_box.x0 >= axes_box.x1 and not _overlaps(legend_box, boxes)
     if os.environ.get("TLSPROBE_KEEP_CHARTS"):
         fig.savefig(Path(os.environ["TLSPROBE_KEEP_CHARTS"]) / "timing.png", bbox_inches="tight")
+
+
+def _panel_colours(ax: Any) -> dict[str, set[tuple[float, ...]]]:
+    """Each legend label of a stacked histogram panel (one bar container per category, in
+    the legend's order) and the face colours of its bars and of its legend handle."""
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert len(labels) == len(ax.containers)
+    colours: dict[str, set[tuple[float, ...]]] = {}
+    for label, container, handle in zip(labels, ax.containers,
+                                        ax.get_legend().legend_handles):
+        colours[label] = {tuple(round(c, 3) for c in bar.get_facecolor())
+                          for bar in [*container, handle]}
+    return colours
+
+
+def _distinct(colours: list[tuple[float, ...]]) -> bool:
+    """No two colours alike: at least 0.25 apart in RGB (tab20's light/dark pairs are)."""
+    return all(sum((a - b) ** 2 for a, b in zip(x[:3], y[:3])) ** 0.5 >= 0.25
+               for i, x in enumerate(colours) for y in colours[i + 1:])
+
+
+@needs_matplotlib
+def test_pcap_chart_gives_every_category_its_own_colour_and_states_the_bin(
+        tmp_path: Path) -> None:
+    """Every project capture (30 connections, 15 kinds of key exchange, a week apart): each
+    panel draws at most TOP_CATEGORIES + 1 categories, each in one colour of its own, the
+    rest as one grey "other (N kinds)"; the y axis says connections per bin of a round width
+    and the x axis its time unit."""
+    from tlsprobe.api import read_capture
+    from tlsprobe.report.plots import OTHER_COLOUR, TOP_CATEGORIES, CaptureTimeline, capture_figure
+    timeline = CaptureTimeline()
+    paths = sorted(p for p in CAPTURES.iterdir() if ".pcap" in p.name)
+    for path in paths:
+        for report in read_capture(path):
+            timeline.add(report)
+    groups = {p[2] for p in timeline.points}
+    assert len(groups) > TOP_CATEGORIES + 1          # more kinds than colours
+    fig = capture_figure(timeline.points, timeline.untimed)
+    if os.environ.get("TLSPROBE_KEEP_CHARTS"):
+        fig.savefig(Path(os.environ["TLSPROBE_KEEP_CHARTS"]) / "pcap.png", bbox_inches="tight")
+    from matplotlib.colors import to_rgba
+    for ax in fig.axes:
+        panel = _panel_colours(ax)
+        assert all(len(c) == 1 for c in panel.values()), panel       # one colour per category
+        colours = [next(iter(c)) for c in panel.values()]
+        assert _distinct(colours), panel
+        assert len(panel) <= TOP_CATEGORIES + 1
+        assert re.fullmatch(r"connections per (1|2|5|10|12|15|20|30|50)(\.\d+)? "
+                            r"(s|min|h|day) bin", ax.get_ylabel()), ax.get_ylabel()
+    others = [label for label in _panel_colours(fig.axes[1]) if label.startswith("other (")]
+    assert others == [f"other ({len(groups) - TOP_CATEGORIES} kinds)"]
+    assert next(iter(_panel_colours(fig.axes[1])[others[0]])) == tuple(
+        round(c, 3) for c in to_rgba(OTHER_COLOUR))
+    assert re.fullmatch(r"time from the first connection \((s|min|h|days); 30 connections\)",
+                        fig.axes[1].get_xlabel()), fig.axes[1].get_xlabel()
+
+
+def test_capture_bins_are_round_and_at_most_forty() -> None:
+    from tlsprobe.report.plots import bin_width
+    assert bin_width(100.0, 1000) == 5.0           # 20 bins of 5 s
+    assert bin_width(3600.0, 1000) == 120          # 30 bins of 2 min
+    assert bin_width(7 * 86400.0, 30) == 12 * 3600  # 14 bins of 12 h
+    assert bin_width(0.05, 4) == 0.05              # 2 connections per bin at most
+    for span in (0.3, 7.0, 95.0, 4000.0, 1e6, 1e9):
+        assert span / bin_width(span, 10_000) <= 40

@@ -8,7 +8,8 @@
   distribution of the handshake times of each group (box plot of every sample) with the
   confidence interval of the median drawn over it.
 - `plot_capture`: `pcap --stats --plot FILE`: connections per protocol version and per
-  negotiated group over the capture's time (stacked counts per time slice).
+  negotiated group over the capture's time (stacked counts per round time bin; the nine
+  commonest categories of a panel in nine distinct colours, the rest as one grey "other").
 
 The format follows the extension (.png or .svg; SVG keeps text as <text> elements).
 matplotlib is imported only when a chart is drawn, with the Agg backend (no display), so
@@ -284,34 +285,92 @@ class CaptureTimeline:
         plot_capture(self.points, path, self.untimed)
 
 
+#: categories drawn in their own colour per panel of `pcap --stats --plot`; the rest are
+#: stacked as one grey "other (N kinds)" band
+TOP_CATEGORIES = 9
+#: matplotlib's tab10 without its grey (kept for "other"): nine colours no reader confuses
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+           "#bcbd22", "#17becf")
+OTHER_COLOUR = "#7f7f7f"
+#: bin widths in seconds a reader can count with (1 ms to 4 weeks)
+_NICE_BINS = tuple(m * 10.0 ** e for e in range(-3, 2) for m in (1, 2, 5)) + (
+    60, 120, 300, 600, 900, 1800, 3600, 7200, 3 * 3600, 6 * 3600, 12 * 3600, 86400,
+    2 * 86400, 7 * 86400, 14 * 86400, 28 * 86400)
+_UNITS = ((86400.0, "days", "day"), (3600.0, "h", "h"), (60.0, "min", "min"),
+          (1.0, "s", "s"))
+
+
+def bin_width(span: float, count: int) -> float:
+    """A round bin width (1, 2 or 5 times a power of ten seconds, or whole minutes, hours,
+    days) giving at most 40 bins and about one bin per two connections."""
+    wanted = max(1, min(40, count // 2))
+    return next((w for w in _NICE_BINS if span / w <= wanted), _NICE_BINS[-1] * max(
+        1, round(span / _NICE_BINS[-1] / 40 + 0.5)))
+
+
+def _time_unit(width: float) -> tuple[float, str, str]:
+    """(seconds per unit, axis unit, bin unit) for a bin of `width` seconds."""
+    return next(u for u in _UNITS if width >= u[0] and width % u[0] == 0) if width >= 1 \
+        else _UNITS[-1]
+
+
+def _ranked(names: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """The categories by count (most first) and the label each is drawn under: the top
+    TOP_CATEGORIES keep theirs, the rest become one "other (N kinds)"."""
+    counts: dict[str, int] = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    ranked = sorted(counts, key=lambda n: (-counts[n], n))
+    if len(ranked) <= TOP_CATEGORIES:
+        return ranked, {n: n for n in ranked}
+    kept, rest = ranked[:TOP_CATEGORIES], ranked[TOP_CATEGORIES:]
+    other = f"other ({len(rest)} kind{'s' if len(rest) > 1 else ''})"
+    return kept + [other], {n: n if n in kept else other for n in ranked}
+
+
 def plot_capture(points: Sequence[tuple[float, str, str]], path: str, untimed: int = 0) -> None:
     """Two stacked histograms over the capture's time: by version, by negotiated group."""
     plt = _pyplot()
+    _save(plt, capture_figure(points, untimed), path)
+
+
+def capture_figure(points: Sequence[tuple[float, str, str]], untimed: int = 0) -> Figure:
+    """`pcap --stats --plot`: connections per time bin stacked by version (top panel) and by
+    negotiated group (bottom), each category in its own colour (the TOP_CATEGORIES commonest
+    of a panel; the rest as one grey "other"), the bin width and time unit on the axes."""
+    plt = _pyplot()
     from matplotlib.ticker import MaxNLocator
+    fig: Figure
     fig, axes = plt.subplots(2, 1, figsize=(10, 6.5), sharex=True)
     first = min((p[0] for p in points), default=0.0)
     span = max((p[0] for p in points), default=0.0) - first
-    bins = max(1, min(40, len(points) // 2)) if span > 0 else 1
-    edges = [span * i / bins for i in range(bins + 1)] if span > 0 else [-0.5, 0.5]
+    width = bin_width(span, len(points))
+    scale, unit, bin_unit = _time_unit(width)
+    bins = max(1, int(span // width) + 1)
+    edges = [i * width / scale for i in range(bins + 1)]
     for ax, index, what in ((axes[0], 1, "version"), (axes[1], 2, "negotiated group")):
-        names = sorted({p[index] for p in points})
-        series = [[p[0] - first for p in points if p[index] == n] for n in names]
+        keys = [p[1] if index == 1 else p[2] for p in points]
+        order, label_of = _ranked(keys)
+        series = [[(p[0] - first) / scale for p, key in zip(points, keys)
+                   if label_of[key] == name] for name in order]
         if series:
-            colours = [plt.get_cmap("tab20")(i % 20) for i in range(len(names))]
-            ax.hist(series, bins=edges, stacked=True, color=colours,
-                    label=["none" if n == "-" else n for n in names])
-            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+            colours = [PALETTE[i] if i < TOP_CATEGORIES else OTHER_COLOUR
+                       for i in range(len(order))]
+            ax.hist(series, bins=edges, stacked=True, color=colours, edgecolor="white",
+                    linewidth=0.3, label=["none" if n == "-" else n for n in order])
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                      borderaxespad=0)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_title(f"Connections per {what} over the capture's time", loc="left",
                      fontweight="bold")
-        ax.set_ylabel("connections")
+        ax.set_ylabel(f"connections per {width / scale:g} {bin_unit} bin")
         ax.grid(axis="y", alpha=0.3)
-    note = f" ({untimed} without a capture time not drawn)" if untimed else ""
-    axes[1].set_xlabel(f"seconds from the first connection ({len(points)} connections"
+    note = f"; {untimed} without a capture time not drawn" if untimed else ""
+    axes[1].set_xlabel(f"time from the first connection ({unit}; {len(points)} connections"
                        f"{note})")
     fig.tight_layout()
-    _save(plt, fig, path)
+    return fig
 
 
-__all__ = ["CaptureTimeline", "check_plot", "plot_capture", "plot_speed", "plot_timing",
-           "timing_figure"]
+__all__ = ["CaptureTimeline", "bin_width", "capture_figure", "check_plot", "plot_capture",
+           "plot_speed", "plot_timing", "timing_figure"]
