@@ -10,8 +10,10 @@ schema in tlsprobe/survey/rows.py) and shard-NNNNN.jsonl (scan --json objects). 
 same command again resumes with the shards not yet written; DIR holding a survey of other
 arguments is an error.
 
-`tlsprobe survey summary DIR [--json]`: shares of targets per TLS version, preferred group,
-post-quantum verdict, supported group, servers enforcing their order, failures by kind.
+`tlsprobe survey summary DIR [--json] [--plot FILE] [--html FILE]`: shares of targets per TLS
+version, preferred group, post-quantum verdict, supported group, servers enforcing their
+order, failures by kind; --plot draws them (PNG or SVG), --html writes a page with the
+tables and the chart (report/survey_charts.py).
 
 A line of the targets file that is no target is reported as `FILE:LINE: error` on stderr
 and skipped; the other targets are surveyed, and the run then exits 2.
@@ -69,6 +71,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                              concurrency_help="targets audited at once per worker")
     x.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     p.add_argument("--json", action="store_true", help="(summary) the summary as JSON")
+    p.add_argument("--plot", metavar="FILE", default=None, help="(summary) also draw the "
+                   "shares of the targets per section, PNG or SVG by the extension (needs "
+                   "matplotlib: pip install matplotlib)")
+    p.add_argument("--html", metavar="FILE", default=None, help="(summary) also write an "
+                   "HTML page with the summary's tables and its chart (needs matplotlib)")
 
 
 def _need_pyarrow() -> None:
@@ -79,6 +86,9 @@ def _need_pyarrow() -> None:
 def run(args: argparse.Namespace) -> int:
     if args.targets == "summary":
         return _summary(args)
+    if getattr(args, "plot", None) or getattr(args, "html", None):
+        raise UsageError("--plot and --html draw a survey's summary: tlsprobe survey summary "
+                         "DIR --plot FILE (or --html FILE)")
     from tlsprobe.requests.survey import SurveyRequest
     request = SurveyRequest.from_args(args)
     _need_pyarrow()
@@ -138,6 +148,7 @@ def _summary(args: argparse.Namespace) -> int:
         raise UsageError("survey summary needs the survey directory: tlsprobe survey "
                          "summary DIR")
     _need_pyarrow()
+    _check_chart_files(args)
     from tlsprobe.model.encode import dumps
     from tlsprobe.survey.summary import render_text, summarize
     summary = summarize(args.directory)
@@ -145,4 +156,37 @@ def _summary(args: argparse.Namespace) -> int:
         print(dumps(summary))
     else:
         sys.stdout.write(render_text(summary))
+    _write_charts(args, summary)
     return EXIT_OK
+
+
+def _check_chart_files(args: argparse.Namespace) -> None:
+    """`survey summary --plot/--html`: the files can be written and matplotlib is there,
+    before the summary is read (each a usage error)."""
+    from tlsprobe.report.plots import check_plot
+    if args.plot:
+        check_plot(args.plot)
+    if args.html:
+        from tlsprobe.report.csv_out import check_writable
+        check_writable(args.html, "--html")
+        _need_matplotlib()
+
+
+def _need_matplotlib() -> None:
+    import importlib.util
+
+    from tlsprobe.report.plots import MISSING
+    if importlib.util.find_spec("matplotlib") is None:
+        raise UsageError(MISSING.replace("--plot", "--plot and --html"))
+
+
+def _write_charts(args: argparse.Namespace, summary: dict[str, object]) -> None:
+    from tlsprobe.commands.common import written_to
+    if args.plot:
+        from tlsprobe.report.survey_charts import plot_summary
+        with written_to("--plot", args.plot):
+            plot_summary(summary, args.plot)
+    if args.html:
+        from tlsprobe.report.survey_charts import write_summary_page
+        with written_to("--html", args.html):
+            write_summary_page(summary, args.html)
