@@ -75,6 +75,7 @@ XDIST_GROUPS = {
     "tests/offline/test_pcap_corpus.py": "pcap-corpus",
     "tests/report/test_report_html.py": "report-html",
     "tests/report/test_survey_charts.py": "report-html",
+    "tests/report/test_report_html_targets.py": "report-html",
     "tests/project/test_packaging.py": "packaging",
 }
 

@@ -1,6 +1,7 @@
 """`scan --html FILE`: the audit as one self-contained HTML page.
 
-One page for every target of the run: protocol versions, groups per version in the server's
+One page for every target of the run: the per-target table first (report/html_targets.py,
+with the layout rules that keep the page inside the window), then per target protocol versions, groups per version in the server's
 order, post-quantum verdicts, cipher suites, signature schemes, the certificate chain and
 its trust, every check section (vulnerability, hygiene, tolerance, HTTP, certificate), the
 consistency check and the findings coloured by severity. Colour says good or bad news
@@ -27,6 +28,7 @@ from tlsprobe.model.audit import AuditReport, GroupAudit, SigalgAudit, SuiteAudi
 from tlsprobe.model.checks import CATEGORIES, CheckResult
 from tlsprobe.model.severity import Severity
 from tlsprobe.report.escape import shown
+from tlsprobe.report.html_targets import LAYOUT_CSS, anchor, targets_html
 from tlsprobe.report.suite_kx import WEAK_CSS, suite_table_html
 from tlsprobe.report.tones import (
     Tone,
@@ -317,13 +319,16 @@ def _connections_line(r: AuditReport) -> str:
             f"{f' ({parts})' if parts else ''}{retries}{serial}")
 
 
-def audit_html(r: AuditReport) -> str:
-    """One target's section of the page."""
+def audit_html(r: AuditReport, anchor: str = "") -> str:
+    """One target's section of the page (with the id `anchor`, the per-target table's
+    link, if given)."""
     where = f"[{r.host}]:{r.port}" if ":" in r.host else f"{r.host}:{r.port}"
+    ident = f' id="{_e(anchor)}"' if anchor else ""
     if r.error_kind == "usage":
-        return f"<h2>Skipped {_e(r.host)}</h2>\n" + _p(f"Error: {r.error}", "error")
+        return (f'<section class="target"{ident}><h2>Skipped {_e(r.host)}</h2>\n'
+                + _p(f"Error: {r.error}", "error") + "</section>\n")
     addr = f" ({r.address})" if r.address and r.address != r.host else ""
-    out = f'<section class="target"><h2>Audit of {_e(where + addr)}</h2>\n'
+    out = f'<section class="target"{ident}><h2>Audit of {_e(where + addr)}</h2>\n'
     if r.rating is not None:
         from tlsprobe.report.rating import rating_html
         out += rating_html(r.rating, TONE_CLASS)[0]
@@ -389,12 +394,14 @@ def render_html(reports: Sequence[AuditReport], code: int, reason: str,
                       for r in reports)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-            f"<title>tlsprobe audit: {_e(names)}</title>\n<style>{STYLE}</style></head>\n"
+            f"<title>tlsprobe audit: {_e(names)}</title>\n<style>{STYLE}{LAYOUT_CSS}</style>"
+            "</head>\n"
             f"<body>\n<h1>tlsprobe audit</h1>\n"
             f"<p class=\"muted\">tlsprobe {_e(__version__)}, "
             f"{_e(when.strftime('%Y-%m-%d %H:%M UTC'))}</p>\n"
-            + summary_html(reports, code, reason)
-            + "".join(audit_html(r) for r in reports) + "</body></html>\n")
+            + summary_html(reports, code, reason) + targets_html(reports)
+            + "".join(audit_html(r, anchor(i)) for i, r in enumerate(reports))
+            + "</body></html>\n")
 
 
 def write_html(path: str, reports: Sequence[AuditReport], code: int, reason: str) -> None:

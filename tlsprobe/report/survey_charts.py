@@ -20,10 +20,11 @@ from __future__ import annotations
 import base64
 import io
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeGuard
 
 from tlsprobe.report.escape import shown
 from tlsprobe.report.html import STYLE, _e
+from tlsprobe.report.html_targets import LAYOUT_CSS
 from tlsprobe.report.plots import PALETTE, _pyplot, _save, _t
 
 if TYPE_CHECKING:
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
 #: the categories drawn per panel, most targets first
 TOP_BARS = 15
 Counts = Mapping[str, Mapping[str, float]]
+#: the summary as `survey summary --json` gives it
+Summary = Mapping[str, object]
 _TITLES = {"versions": "TLS versions spoken",
            "preferred_group": "Preferred group (server's first choice)",
            "pq_verdict": "Post-quantum verdict",
@@ -49,7 +52,7 @@ def _label(text: object) -> str:
     return _t(shown(str(text)))
 
 
-def _is_counts(value: object) -> bool:
+def _is_counts(value: object) -> TypeGuard[Counts]:
     return isinstance(value, Mapping) and all(
         isinstance(v, Mapping) and "targets" in v and "share" in v for v in value.values())
 
@@ -58,7 +61,7 @@ def _title(key: str) -> str:
     return _TITLES.get(key, key.replace("_", " ").capitalize())
 
 
-def sections(summary: Mapping[str, Any]) -> list[tuple[str, Counts]]:
+def sections(summary: Summary) -> list[tuple[str, Counts]]:
     """(title, counts) of every count section of the summary, in the summary's order; a
     section of counts per version gives one entry per version ("Preferred group, TLS 1.3").
     An empty mapping is a section only under a key this module names (no category seen)."""
@@ -70,13 +73,14 @@ def sections(summary: Mapping[str, Any]) -> list[tuple[str, Counts]]:
             found.append((_title(key), value))
         elif value and all(isinstance(v, Mapping) and v and _is_counts(v)
                            for v in value.values()):
-            found += [(f"{_title(key)}, {sub}", counts) for sub, counts in value.items()]
+            found += [(f"{_title(key)}, {sub}", counts) for sub, counts in value.items()
+                      if _is_counts(counts)]
         elif not value and key in _TITLES:
             found.append((_title(key), {}))
     return found
 
 
-def _heading(summary: Mapping[str, Any]) -> str:
+def _heading(summary: Summary) -> str:
     parts = [f"{summary.get('targets', 0)} targets"]
     for key in ("reachable", "unreachable_targets"):
         if isinstance(summary.get(key), int):
@@ -87,7 +91,7 @@ def _heading(summary: Mapping[str, Any]) -> str:
     return "tlsprobe survey summary: " + ", ".join(parts)
 
 
-def summary_figure(summary: Mapping[str, Any]) -> Figure:
+def summary_figure(summary: Summary) -> Figure:
     """One panel per section: horizontal bars of the share of targets (%) per category."""
     plt = _pyplot()
     found = sections(summary)
@@ -131,13 +135,13 @@ def _panel(ax: Axes, title: str, counts: Counts, colour: str, total: object) -> 
     ax.grid(axis="x", alpha=0.3)
 
 
-def plot_summary(summary: Mapping[str, Any], path: str) -> None:
+def plot_summary(summary: Summary, path: str) -> None:
     """`survey summary --plot FILE`: the chart, PNG or SVG by the extension."""
     plt = _pyplot()
     _save(plt, summary_figure(summary), path)
 
 
-def _svg_uri(summary: Mapping[str, Any]) -> str:
+def _svg_uri(summary: Summary) -> str:
     plt = _pyplot()
     fig = summary_figure(summary)
     buffer = io.BytesIO()
@@ -146,26 +150,26 @@ def _svg_uri(summary: Mapping[str, Any]) -> str:
     return "data:image/svg+xml;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def summary_page(summary: Mapping[str, Any]) -> str:
+def summary_page(summary: Summary) -> str:
     """`survey summary --html FILE`: the heading, the chart and one table per section."""
     tables = []
     for title, counts in sections(summary):
         rows = "".join(f"<tr><td>{_e(k)}</td><td>{int(v['targets'])}</td>"
                        f"<td>{100 * float(v['share']):.2f} %</td></tr>"
                        for k, v in counts.items()) or "<tr><td colspan=3>(none)</td></tr>"
-        tables.append(f"<h3>{_e(title)}</h3>\n<div class=wide><table><tr><th>Category</th>"
-                      f"<th>Targets</th><th>Share</th></tr>{rows}</table></div>")
+        tables.append(f"<h3>{_e(title)}</h3>\n<table><tr><th>Category</th>"
+                      f"<th>Targets</th><th>Share</th></tr>{rows}</table>")
     heading = _e(_heading(summary))
     return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
             "<meta name=viewport content='width=device-width, initial-scale=1'>"
-            f"<title>{heading}</title>\n<style>{STYLE}\nimg.chart{{max-width:100%;"
+            f"<title>{heading}</title>\n<style>{STYLE}{LAYOUT_CSS}\nimg.chart{{max-width:100%;"
             "height:auto}}</style></head>\n"
             f"<body><h1>{heading}</h1>\n<h2>Charts</h2>\n<img class=chart alt='the shares "
             f"of the targets per section' src='{_svg_uri(summary)}'>\n<h2>Tables</h2>\n"
             + "\n".join(tables) + "\n</body></html>\n")
 
 
-def write_summary_page(summary: Mapping[str, Any], path: str) -> None:
+def write_summary_page(summary: Summary, path: str) -> None:
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(summary_page(summary))
 
