@@ -279,3 +279,16 @@ def test_capture_bins_are_round_and_at_most_forty() -> None:
     assert bin_width(0.05, 4) == 0.05              # 2 connections per bin at most
     for span in (0.3, 7.0, 95.0, 4000.0, 1e6, 1e9):
         assert span / bin_width(span, 10_000) <= 40
+
+
+@needs_matplotlib
+def test_pcap_chart_colours_stay_distinct_past_twenty_categories() -> None:
+    """25 kinds of key exchange in one panel (a capture of a scanner's traffic): tab20
+    repeated its colours after 20; now nine colours and one grey "other" band."""
+    from tlsprobe.report.plots import TOP_CATEGORIES, capture_figure
+    points = [(float(i), "TLS 1.3", f"group{i % 25:02d}") for i in range(200)]
+    fig = capture_figure(points)
+    panel = _panel_colours(fig.axes[1])
+    colours = [c for cs in panel.values() for c in cs]
+    assert len(colours) == len(panel) == TOP_CATEGORIES + 1 and _distinct(colours), panel
+    assert list(panel)[-1] == "other (16 kinds)"
