@@ -1,0 +1,58 @@
+"""Text of the changes between two scans of a target (`scan --baseline`, `survey diff`).
+
+One line per change, regressions first: `- [regression] TLS 1.3 version lost (TLS 1.3):
+supported -> not supported (clients of this version lose access)`. Every value may come
+from a server or a file: it is shown escaped.
+"""
+
+from __future__ import annotations
+
+from typing import IO
+
+from tlsprobe.model.changes import Change, Direction
+from tlsprobe.report.escape import shown
+
+_ORDER = {Direction.regression: 0, Direction.improvement: 1, Direction.neutral: 2}
+_MARK = {Direction.regression: "[regression]", Direction.improvement: "[improvement]",
+         Direction.neutral: "[changed]"}
+
+
+def change_line(c: Change) -> str:
+    """One change as one line of text (escaped)."""
+    kind = c.kind.value.replace("_", " ")
+    where = f" ({c.version})" if c.version else ""
+    values = f": {c.old or '-'} -> {c.new or '-'}" if (c.old or c.new) else ""
+    why = f" ({c.reason})" if c.reason else ""
+    return shown(f"{_MARK[c.direction]} {c.what}: {kind}{where}{values}{why}")
+
+
+def ordered(changes: tuple[Change, ...]) -> list[Change]:
+    """Regressions first, then improvements, then neutral changes (stable otherwise)."""
+    return sorted(changes, key=lambda c: _ORDER[c.direction])
+
+
+def counts(changes: tuple[Change, ...]) -> str:
+    """"2 regressions, 1 improvement, 3 other changes" (only the non-zero parts)."""
+    parts = []
+    for d, word in ((Direction.regression, "regression"), (Direction.improvement,
+                    "improvement"), (Direction.neutral, "other change")):
+        n = sum(1 for c in changes if c.direction is d)
+        if n:
+            parts.append(f"{n} {word}{'s' if n > 1 else ''}")
+    return ", ".join(parts) or "no change"
+
+
+def render_changes(title: str, changes: tuple[Change, ...] | None, out: IO[str],
+                   note: str = "") -> None:
+    """The section `title` (escaped) with one line per change; `changes` None: `note`
+    says why nothing was compared."""
+    print(shown(title), file=out)
+    if changes is None:
+        print(f"  {shown(note)}", file=out)
+    elif not changes:
+        print("  no change", file=out)
+    else:
+        print(f"  {counts(changes)}", file=out)
+        for c in ordered(changes):
+            print(f"  {change_line(c)}", file=out)
+    print(file=out)
