@@ -69,6 +69,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                              concurrency_help="targets audited at once per worker")
     x.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     p.add_argument("--json", action="store_true", help="(summary) the summary as JSON")
+    from tlsprobe.commands.survey_diff import add_diff_arguments
+    add_diff_arguments(p)       # survey diff OLD NEW
 
 
 def _need_pyarrow() -> None:
@@ -79,6 +81,9 @@ def _need_pyarrow() -> None:
 def run(args: argparse.Namespace) -> int:
     if args.targets == "summary":
         return _summary(args)
+    if args.targets == "diff":
+        from tlsprobe.commands import survey_diff
+        return survey_diff.run(args)
     from tlsprobe.requests.survey import SurveyRequest
     request = SurveyRequest.from_args(args)
     _need_pyarrow()

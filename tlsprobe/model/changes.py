@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["Change", "ChangeKind", "Direction", "TargetChanges", "TargetStatus"]
+__all__ = ["Change", "ChangeKind", "Direction", "Share", "SurveyDiffSummary", "TargetChanges",
+           "TargetStatus"]
 
 
 class ChangeKind(StrEnum):
@@ -81,3 +82,39 @@ class TargetChanges:
     @property
     def regressions(self) -> tuple[Change, ...]:
         return tuple(c for c in self.changes if c.direction is Direction.regression)
+
+
+@dataclass(frozen=True)
+class Share:
+    """One fact's share of the audited targets in two surveys (`category`: "version",
+    "group" or "grade"; percents of the targets each survey could audit)."""
+
+    category: str
+    name: str
+    old_targets: int
+    new_targets: int
+    old_percent: float
+    new_percent: float
+
+    @property
+    def points(self) -> float:
+        """The change in percentage points."""
+        return round(self.new_percent - self.old_percent, 1)
+
+
+@dataclass(frozen=True)
+class SurveyDiffSummary:
+    """The counts of `survey diff`: targets in each survey (unreachable apart), added,
+    removed, compared, with changes, with regressions; targets per change kind; shares."""
+
+    old_targets: int
+    new_targets: int
+    old_unreachable: int
+    new_unreachable: int
+    added: int
+    removed: int
+    compared: int
+    changed: int
+    regressed: int
+    kinds: dict[str, int]
+    shares: tuple[Share, ...]

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from typing import IO
 
-from tlsprobe.model.changes import Change, Direction
+from tlsprobe.model.changes import (
+    Change,
+    Direction,
+    Share,
+    SurveyDiffSummary,
+    TargetChanges,
+    TargetStatus,
+)
 from tlsprobe.report.escape import shown
 
 _ORDER = {Direction.regression: 0, Direction.improvement: 1, Direction.neutral: 2}
@@ -56,3 +63,46 @@ def render_changes(title: str, changes: tuple[Change, ...] | None, out: IO[str],
         for c in ordered(changes):
             print(f"  {change_line(c)}", file=out)
     print(file=out)
+
+
+def render_target_changes(t: TargetChanges, out: IO[str]) -> None:
+    """One target of `survey diff`: added, removed, or its changes."""
+    name = shown(f"[{t.host}]:{t.port}" if ":" in t.host else f"{t.host}:{t.port}")
+    if t.status is TargetStatus.added:
+        print(f"{name}: new target (only in the new survey)", file=out)
+    elif t.status is TargetStatus.removed:
+        print(f"{name}: gone (only in the old survey)", file=out)
+    else:
+        print(f"{name}: {counts(t.changes)}", file=out)
+        for c in ordered(t.changes):
+            print(f"  {change_line(c)}", file=out)
+
+
+def _share_line(s: Share) -> str:
+    if s.points == 0:
+        return shown(f"  {s.name} on {s.new_percent:.1f} % of targets ({s.new_targets}), "
+                     "unchanged")
+    return shown(f"  {s.name} now on {s.new_percent:.1f} % of targets ({s.new_targets}), "
+                 f"{s.points:+.1f} points (was {s.old_percent:.1f} %)")
+
+
+_TITLES = {"version": "Versions", "group": "Groups (any version)", "grade": "Ratings"}
+
+
+def render_survey_summary(old: str, new: str, s: SurveyDiffSummary, out: IO[str]) -> None:
+    """The summary of `survey diff`: targets, changes by kind, and the shares of versions,
+    groups and grades among the targets each survey audited."""
+    print(shown(f"Survey diff: {old} -> {new}"), file=out)
+    print(f"Targets: {s.old_targets} -> {s.new_targets} ({s.added} added, {s.removed} "
+          f"removed, {s.compared} compared); unreachable {s.old_unreachable} -> "
+          f"{s.new_unreachable}", file=out)
+    print(f"Targets with changes: {s.changed} ({s.regressed} with regressions)", file=out)
+    if s.kinds:
+        print("Targets per change: " + ", ".join(
+            f"{k.replace('_', ' ')} {n}" for k, n in s.kinds.items()), file=out)
+    for category, title in _TITLES.items():
+        rows = [x for x in s.shares if x.category == category]
+        if rows:
+            print(f"{title} (shares of the targets audited, unreachable ones apart):", file=out)
+            for row in rows:
+                print(_share_line(row), file=out)
