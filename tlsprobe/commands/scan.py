@@ -9,7 +9,8 @@ skipped; the other targets are still audited. A text run over several targets en
 summary (targets, errors by kind, findings by severity, the exit code and why).
 
 Exit codes: 0 no finding at or above --fail-on, no rating below --fail-under and no error;
-1 some target has findings at or above --fail-on or a rating below --fail-under; 2 usage (also a bad line in -f FILE); 3 a target could not be reached;
+1 some target has findings at or above --fail-on or a rating below --fail-under (or, with
+--baseline FILE and --fail-on-change, a regression since the baseline: docs/CHANGES.md); 2 usage (also a bad line in -f FILE); 3 a target could not be reached;
 4 not TLS; 5 the server refused every hello with an alert; 6 no TLS answer could be read;
 70 a bug in tlsprobe while auditing a target (the other targets are still audited).
 With several targets, 1 wins (CI must fail on findings whatever else happened); otherwise

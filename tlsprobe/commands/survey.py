@@ -10,6 +10,9 @@ schema in tlsprobe/survey/rows.py) and shard-NNNNN.jsonl (scan --json objects). 
 same command again resumes with the shards not yet written; DIR holding a survey of other
 arguments is an error.
 
+`tlsprobe survey diff OLD NEW [--jsonl FILE] [--parquet FILE]`: per target, what changed
+between two surveys (commands/survey_diff.py, docs/CHANGES.md).
+
 `tlsprobe survey summary DIR [--json]`: shares of targets per TLS version, preferred group,
 post-quantum verdict, supported group, servers enforcing their order, failures by kind.
 
@@ -41,7 +44,7 @@ DEFAULT_CHECKS = "groups,pq"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from tlsprobe.commands.common import add_sni_arguments
     p.add_argument("targets", metavar="TARGETS", help="file of HOST[:PORT] lines, '-' for "
-                   "stdin, or CIDR[:PORT,...]; or the word summary followed by DIR")
+                   "stdin, or CIDR[:PORT,...]; the word summary followed by DIR; or diff OLD NEW")
     p.add_argument("directory", nargs="?", metavar="DIR", help="(summary) the survey directory")
     p.add_argument("--out", metavar="DIR", help="output directory (created; resumed if it "
                    "holds a survey of the same arguments)")
