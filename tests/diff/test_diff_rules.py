@@ -4,6 +4,7 @@ scan did not establish)."""
 from __future__ import annotations
 
 import copy
+import random
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -126,3 +127,44 @@ def test_certificate_expiring_soon(doc: dict[str, Any]) -> None:
 def test_what_is_no_scan_document(value: object) -> None:
     with pytest.raises(DocumentError, match="^here: "):
         check_document(value, "here")
+
+
+_ODD: list[Any] = [None, 1, -1, 1.5, "x", [], {}, [1], [None], {"a": 1}, True, "supported",
+                   "yes", [{"name": 1}], {"name": None}]
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [path]
+    items = value.items() if isinstance(value, dict) else enumerate(value) \
+        if isinstance(value, list) else ()
+    for key, child in items:
+        out += _paths(child, (*path, key))
+    return out
+
+
+def _mutated(doc: dict[str, Any], rnd: random.Random) -> dict[str, Any]:
+    """`doc` with a few members anywhere replaced by values of other JSON types."""
+    doc = copy.deepcopy(doc)
+    paths = _paths(doc)[1:]
+    for _ in range(rnd.randint(1, 8)):
+        path = rnd.choice(paths)
+        try:
+            parent = doc
+            for key in path[:-1]:
+                parent = parent[key]
+            parent[path[-1]] = rnd.choice(_ODD)
+        except (KeyError, IndexError, TypeError):
+            pass        # an earlier replacement removed this path
+    return doc
+
+
+def test_odd_member_types_never_raise(doc: dict[str, Any]) -> None:
+    """A baseline file is user input: a scan document whose members have other JSON types
+    gives changes or none, never an exception (the command would exit 70)."""
+    other = json.loads((GOLDEN / "scan_openssl_ecdsa_tls12.json").read_text())["stdout"][0]
+    rnd = random.Random(33)
+    for _ in range(400):
+        a = _mutated(rnd.choice([doc, other]), rnd)
+        b = _mutated(rnd.choice([doc, other]), rnd)
+        for change in diff_reports(a, b) + diff_reports(b, a):
+            assert isinstance(change.what, str)

@@ -142,7 +142,7 @@ def _per_version(doc: JsonObject, member: str) -> dict[str, JsonObject]:
 def _versions(old: JsonObject, new: JsonObject) -> Iterator[Change]:
     a, b = _per_version(old, "versions"), _per_version(new, "versions")
     for version, entry in b.items():
-        before, after = a.get(version, {}).get("status"), entry.get("status")
+        before, after = _str(a.get(version, {}).get("status")), _str(entry.get("status"))
         if {before, after} != {"supported", "not_supported"}:
             continue        # the same, or not established on one side
         weak = version in WEAK_VERSIONS
@@ -264,7 +264,7 @@ def _pq(old: JsonObject, new: JsonObject) -> Iterator[Change]:
     before = {_str(_obj(v).get("check")): _obj(v) for v in _list(old.get("post_quantum"))}
     for v in _list(new.get("post_quantum")):
         check = _str(_obj(v).get("check"))
-        was, now = before.get(check, {}).get("verdict"), _obj(v).get("verdict")
+        was, now = _str(before.get(check, {}).get("verdict")), _str(_obj(v).get("verdict"))
         if check is None or {was, now} != {"yes", "no"}:
             continue
         direction = IMP if now == "yes" else REG
@@ -324,7 +324,8 @@ def _certificate(old: JsonObject, new: JsonObject, when: datetime | None) -> Ite
 
 
 def _trust(old: JsonObject, new: JsonObject) -> Iterator[Change]:
-    was, now = _obj(old.get("trust")).get("status"), _obj(new.get("trust")).get("status")
+    was = _str(_obj(old.get("trust")).get("status"))
+    now = _str(_obj(new.get("trust")).get("status"))
     if {was, now} == {"trusted", "untrusted"}:
         yield Change(ChangeKind.trust_changed, "certificate chain", str(was), str(now),
                      REG if now == "untrusted" else IMP, None,
