@@ -106,3 +106,48 @@ def test_hostile_baselines_are_one_line_usage_errors(tmp_path: Path) -> None:
     code, out, err = scan(port, "--fail-on-change")
     _one_line_usage_error(code, err)
     assert "--fail-on-change needs --baseline FILE" in err
+
+
+def test_a_baseline_of_several_targets_is_matched_by_host_and_port(
+        same_port: SamePort, tmp_path: Path) -> None:
+    a, b = same_port(BOTH), same_port(BOTH)
+    targets = [f"127.0.0.1:{a.port}", f"127.0.0.1:{b.port}"]
+    proc = cli("scan", *targets, "--no-progress", "--checks", CHECKS, "--json")
+    assert proc.returncode == 0, proc.stderr
+    base = tmp_path / "base.jsonl"
+    base.write_text("".join(reversed(proc.stdout.splitlines(keepends=True))))  # any order
+    same_port(TLS12_P256, b.port)
+    c = same_port(TLS12_P256)        # not in the baseline
+    targets.append(f"127.0.0.1:{c.port}")
+    proc = cli("scan", *targets, "--no-progress", "--checks", CHECKS, "--baseline", base,
+               "--fail-on-change")
+    assert proc.returncode == 1, proc.stderr
+    out = proc.stdout
+
+    def section(target: str) -> str:
+        start = out.index(f"Changes since {base} (")
+        start = out.index(f"for {target}\n", start)
+        return out[start:out.index("\n\n", start)]
+    assert section(targets[0]).endswith("no change")
+    assert "[regression] TLS 1.3: version lost" in section(targets[1])
+    assert section(targets[2]).endswith("not in the baseline: nothing to compare")
+    assert "1 target(s) with regressions since the baseline (--fail-on-change regression)" \
+        in out
+    proc = cli("scan", *targets, "--no-progress", "--checks", CHECKS, "--baseline", base,
+               "--json")
+    docs = {f"{d['host']}:{d['port']}": d for d in map(json.loads, proc.stdout.splitlines())}
+    assert docs[targets[0]]["changes"] == []
+    assert any(c["kind"] == "version_lost" for c in docs[targets[1]]["changes"])
+    assert docs[targets[2]]["changes"] is None
+
+
+def test_a_target_gone_since_the_baseline_is_a_regression(
+        same_port: SamePort, tmp_path: Path) -> None:
+    server = same_port(BOTH)
+    base = baseline_of(server.port, tmp_path / "base.json")
+    server.stop()
+    code, out, err = scan(server.port, "--baseline", base)
+    assert code == 3, err           # the network error's code without the gate
+    assert "[regression] target: unreachable: reachable -> " in out
+    code, out, err = scan(server.port, "--baseline", base, "--fail-on-change")
+    assert code == 1, err           # 1 wins, as for --fail-on
