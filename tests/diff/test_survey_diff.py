@@ -76,6 +76,10 @@ def test_the_changes_per_target_and_the_summary(surveys: tuple[Path, Path, dict[
     changed = [r for r in records if r.get("status") == "compared"]
     assert [f"{r['host']}:{r['port']}" for r in changed] == [names["changing"]]
 
+    as_json = cli("survey", "diff", old, new, "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    assert as_json.stdout == (tmp_path / "d.jsonl").read_text()
+
     import duckdb
     import pandas as pd
     frame = pd.read_parquet(tmp_path / "d.parquet")
@@ -103,7 +107,9 @@ def test_damaged_or_foreign_inputs_are_one_line_errors(
     shutil.copytree(new, damaged)
     shard = sorted(damaged.glob("*.jsonl"))[0]
     shard.write_bytes(shard.read_bytes()[:300])      # cut inside the first document
-    assert f"{shard}:1: not JSON" in _usage_error(cli("survey", "diff", old, damaged))
+    assert f"{shard}:1: not JSON" in _usage_error(cli("survey", "diff", old, damaged,
+                                                        "--jsonl", tmp_path / "x.jsonl"))
+    assert not list(tmp_path.glob("*x.jsonl*")), "no partial --jsonl file is left"
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     (foreign / "shard-00000.jsonl").write_text(json.dumps({"tool": "zgrab2"}) + "\n")

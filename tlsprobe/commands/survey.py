@@ -71,7 +71,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_connection_arguments(x, concurrency=16,
                              concurrency_help="targets audited at once per worker")
     x.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
-    p.add_argument("--json", action="store_true", help="(summary) the summary as JSON")
+    p.add_argument("--json", action="store_true", help="(summary, diff) the summary as JSON")
     from tlsprobe.commands.survey_diff import add_diff_arguments
     add_diff_arguments(p)       # survey diff OLD NEW
 

@@ -1,7 +1,8 @@
 """`tlsprobe survey diff OLD NEW`: what changed per target between two survey folders.
 
 Text on stdout (each target that changed, was added or removed, then the summary counts);
-`--jsonl FILE` one JSON object per such target (`kind` "target_changes") and a last one with
+`--json` the records of --jsonl on stdout instead of the text; `--jsonl FILE` one JSON object
+per such target (`kind` "target_changes") and a last one with
 the summary (`kind` "survey_diff_summary"); `--parquet FILE` one row per change (host, port,
 status, kind, what, version, old, new, direction, reason; an added or removed target is one
 row with its status and no change). The scan documents come from the surveys' JSON lines
@@ -12,7 +13,9 @@ damaged line, a file that cannot be written, pyarrow missing for --parquet).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 from types import ModuleType
 from typing import TYPE_CHECKING, TextIO
@@ -45,11 +48,16 @@ def _rows(t: TargetChanges) -> list[dict[str, object]]:
             for c in t.changes]
 
 
-def _open(path: str, option: str) -> TextIO:
+def _open(path: str, option: str) -> tuple[TextIO, str]:
+    """A temporary file beside `path` (renamed onto it when the diff is complete, so that
+    a failed run leaves no partial file) and its name."""
+    import tempfile
+    directory, name = os.path.split(os.path.abspath(path))
     try:
-        return open(path, "w", encoding="utf-8")
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
     except OSError as exc:
         raise UsageError(f"{option} {path}: cannot write it ({exc.strerror or exc})") from None
+    return os.fdopen(fd, "w", encoding="utf-8"), tmp
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -67,31 +75,39 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if args.parquet:
         from tlsprobe.survey.extra import parquet, pyarrow
         pa, pq = pyarrow(), parquet()
-    lines = _open(args.jsonl, "--jsonl") if args.jsonl else None
+    lines, tmp = _open(args.jsonl, "--jsonl") if args.jsonl else (None, "")
+    sinks = [f for f in (lines, out if args.json else None) if f is not None]
     rows: list[dict[str, object]] = []
 
     def emit(t: TargetChanges) -> None:
-        render_target_changes(t, out)
-        if lines is not None:
-            lines.write(json.dumps({"kind": "target_changes", **_object(to_jsonable(t))})
-                        + "\n")
+        if not args.json:
+            render_target_changes(t, out)
+        record = json.dumps({"kind": "target_changes", **_object(to_jsonable(t))}) + "\n"
+        for sink in sinks:
+            sink.write(record)
         if pa is not None:
             rows.extend(_rows(t))
 
     try:
         result = diff_surveys(old, new, emit)
         summary = result.summary()
+        record = json.dumps({"kind": "survey_diff_summary", **_object(to_jsonable(summary))})
+        for sink in sinks:
+            sink.write(record + "\n")
         if lines is not None:
-            lines.write(json.dumps({"kind": "survey_diff_summary",
-                                    **_object(to_jsonable(summary))}) + "\n")
+            lines.close()
+            os.replace(tmp, args.jsonl)
     finally:
         if lines is not None:
             lines.close()
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
     if pa is not None and pq is not None:
         _write_parquet(pa, pq, rows, args.parquet)
-    if result.changed or result.added or result.removed:
-        print(file=out)
-    render_survey_summary(old, new, summary, out)
+    if not args.json:
+        if result.changed or result.added or result.removed:
+            print(file=out)
+        render_survey_summary(old, new, summary, out)
     return EXIT_OK
 
 

@@ -174,7 +174,8 @@ class SurveyDiff:
         return SurveyDiffSummary(self.old.targets, self.new.targets, self.old.unreachable,
                                  self.new.unreachable, self.added, self.removed,
                                  self.compared, self.changed, self.regressed,
-                                 dict(self.kinds.most_common()), tuple(shares))
+                                 dict(sorted(self.kinds.items(), key=lambda kv: (-kv[1], kv[0]))),
+                                 tuple(shares))
 
 
 def _time(files: list[Path]) -> datetime:
@@ -222,7 +223,7 @@ def _count(result: SurveyDiff, changes: tuple[Change, ...]) -> None:
         result.changed += 1
     if any(c.direction is Direction.regression for c in changes):
         result.regressed += 1
-    for kind in {c.kind.value for c in changes}:
+    for kind in sorted({c.kind.value for c in changes}):
         result.kinds[kind] += 1
 
 
