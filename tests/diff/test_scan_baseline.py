@@ -89,6 +89,8 @@ def test_hostile_baselines_are_one_line_usage_errors(tmp_path: Path) -> None:
         "other-target.json": (json.dumps(dict(golden, port=4433)) + "\n",
                               "holds 127.0.0.1:4433, none of the targets scanned"),
         "empty.json": ("", "empty file"),
+        "probe.json": (json.dumps({"schema": 1, "tool": "tlsprobe", "kind": "probe"}),
+                       "no scan document in it"),
         "binary.json": (b"\xff\xfe\x00garbage", "not UTF-8"),
     }
     for name, (content, says) in cases.items():
@@ -115,7 +117,9 @@ def test_a_baseline_of_several_targets_is_matched_by_host_and_port(
     proc = cli("scan", *targets, "--no-progress", "--checks", CHECKS, "--json")
     assert proc.returncode == 0, proc.stderr
     base = tmp_path / "base.jsonl"
-    base.write_text("".join(reversed(proc.stdout.splitlines(keepends=True))))  # any order
+    base.write_text("".join(reversed(proc.stdout.splitlines(keepends=True))))  # any order,
+    with base.open("a") as fh:      # and another tlsprobe record (a summary line) is skipped
+        fh.write(json.dumps({"tool": "tlsprobe", "kind": "scan_summary", "targets": 2}) + "\n")
     same_port(TLS12_P256, b.port)
     c = same_port(TLS12_P256)        # not in the baseline
     targets.append(f"127.0.0.1:{c.port}")

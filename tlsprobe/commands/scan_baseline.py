@@ -43,7 +43,7 @@ def add_baseline_arguments(group: argparse._ArgumentGroup) -> None:
 
 
 def _documents(text: str, path: str) -> list[JsonObject]:
-    from tlsprobe.policy.changes import DocumentError, check_document
+    from tlsprobe.policy.changes import DocumentError, check_document, other_record
     stripped = text.strip()
     if not stripped:
         raise UsageError(f"--baseline {path}: empty file (expected the output of tlsprobe "
@@ -65,9 +65,14 @@ def _documents(text: str, path: str) -> list[JsonObject]:
                     raise UsageError(f"--baseline {path}:{n}: not JSON ({exc}); expected "
                                      "the output of tlsprobe scan --json") from None
     try:
-        return [check_document(item, where) for where, item in lines]
+        docs = [check_document(item, where) for where, item in lines
+                if not other_record(item)]
     except DocumentError as exc:
         raise UsageError(str(exc)) from None
+    if not docs:
+        raise UsageError(f"--baseline {path}: no scan document in it (expected the output of "
+                         "tlsprobe scan --json)")
+    return docs
 
 
 @dataclass

@@ -31,6 +31,7 @@ __all__ = [
     "check_document",
     "diff_reports",
     "doc_time",
+    "other_record",
     "target_key",
 ]
 
@@ -75,6 +76,12 @@ def check_document(doc: object, where: str) -> JsonObject:
     if not isinstance(doc.get("host"), str) or not isinstance(doc.get("port"), int):
         raise DocumentError(f"{where}: a scan document without host and port")
     return doc
+
+
+def other_record(doc: object) -> bool:
+    """Whether `doc` is a record tlsprobe writes beside its scan documents (`tool`
+    "tlsprobe", another `kind`, e.g. a summary line): readers skip it."""
+    return isinstance(doc, dict) and doc.get("tool") == "tlsprobe" and doc.get("kind") != "audit"
 
 
 def target_key(doc: JsonObject) -> tuple[str, int]:

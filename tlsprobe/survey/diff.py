@@ -33,6 +33,7 @@ from tlsprobe.policy.changes import (
     DocumentError,
     check_document,
     diff_reports,
+    other_record,
     target_key,
 )
 
@@ -79,13 +80,16 @@ def _documents(files: list[Path]) -> Iterator[tuple[JsonObject, Path, int]]:
     usage error naming FILE:LINE."""
     for path in files:
         for number, offset, line in _lines(path):
-            if line.strip():
-                yield _parse(line, f"{path}:{number}"), path, offset
+            doc = _parse(line, f"{path}:{number}") if line.strip() else None
+            if doc is not None:
+                yield doc, path, offset
 
 
-def _parse(line: bytes, where: str) -> JsonObject:
+def _parse(line: bytes, where: str) -> JsonObject | None:
+    """The scan document of one line (None: another tlsprobe record, skipped)."""
     try:
-        return check_document(json.loads(line), where)
+        value = json.loads(line)
+        return None if other_record(value) else check_document(value, where)
     except DocumentError as exc:
         raise UsageError(str(exc)) from None
     except ValueError as exc:
@@ -230,4 +234,7 @@ def _count(result: SurveyDiff, changes: tuple[Change, ...]) -> None:
 def _read_at(path: Path, offset: int) -> JsonObject:
     with open(path, "rb") as fh:
         fh.seek(offset)
-        return _parse(fh.readline(), f"{path}@{offset}")
+        doc = _parse(fh.readline(MAX_LINE + 1), f"{path}@{offset}")
+    if doc is None:
+        raise UsageError(f"{path} changed while it was read")
+    return doc
