@@ -16,8 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers.servers import CertSet, Server, _free_port, _wait_listen, missing_reason, \
-    peer_unavailable
+
+from tests.helpers.servers import (
+    CertSet,
+    Server,
+    _free_port,
+    _wait_listen,
+    missing_reason,
+    peer_unavailable,
+)
 from tests.lab_servers.builders import ServerConfig, build_command
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,8 +41,8 @@ def cli(*args: Any, timeout: float = 120,
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [*path, str(REPO)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH")
                               else [])))
-    return subprocess.run([sys.executable, "-m", "tlsprobe", *map(str, args)], env=env,
-                          capture_output=True, text=True, timeout=timeout,
+    return subprocess.run([sys.executable, "-m", "tlsprobe", *map(str, args)], check=False,
+                          env=env, capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL)
 
 

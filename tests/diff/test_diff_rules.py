@@ -4,8 +4,8 @@ scan did not establish)."""
 from __future__ import annotations
 
 import copy
-import random
 import json
+import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any

@@ -99,13 +99,13 @@ def test_hostile_baselines_are_one_line_usage_errors(tmp_path: Path) -> None:
             path.write_bytes(content)
         else:
             path.write_text(content)
-        code, out, err = scan(port, "--baseline", path)
+        code, _out, err = scan(port, "--baseline", path)
         _one_line_usage_error(code, err)
         assert f"--baseline {path}" in err and says in err, (name, err)
-    code, out, err = scan(port, "--baseline", tmp_path / "missing.json")
+    code, _out, err = scan(port, "--baseline", tmp_path / "missing.json")
     _one_line_usage_error(code, err)
     assert "cannot read it" in err
-    code, out, err = scan(port, "--fail-on-change")
+    code, _out, err = scan(port, "--fail-on-change")
     _one_line_usage_error(code, err)
     assert "--fail-on-change needs --baseline FILE" in err
 

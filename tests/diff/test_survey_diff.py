@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from tests.diff.conftest import cli, start_on
 from tests.diff.test_scan_baseline import BOTH, TLS12_P256
 from tests.helpers.servers import _free_port
@@ -105,7 +106,7 @@ def test_damaged_or_foreign_inputs_are_one_line_errors(
     assert "two survey directories" in _usage_error(cli("survey", "diff", old))
     damaged = tmp_path / "damaged"
     shutil.copytree(new, damaged)
-    shard = sorted(damaged.glob("*.jsonl"))[0]
+    shard = min(damaged.glob("*.jsonl"))
     shard.write_bytes(shard.read_bytes()[:300])      # cut inside the first document
     assert f"{shard}:1: not JSON" in _usage_error(cli("survey", "diff", old, damaged,
                                                         "--jsonl", tmp_path / "x.jsonl"))

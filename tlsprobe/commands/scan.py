@@ -269,7 +269,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
            if not isinstance(item, Target)}
     if args.json:
         for report in bad.values():
-            print(report.to_json(), file=out, flush=True)
+            print(baseline.json_text(report) if baseline else report.to_json(), file=out,
+                  flush=True)
     progress = ScanProgress(not args.no_progress and sys.stderr.isatty(), targets)
     quic = scan_quic.quic_connector(args)
     if quic is not None and request.options.clients:
