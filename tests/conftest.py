@@ -62,6 +62,9 @@ XDIST_GROUPS = {
     "tests/hostile/test_scan_hostile.py": "hostile-scan",
     # one Dask LocalCluster per module and worker (tests/survey/conftest.py dask_cluster)
     "tests/survey/test_survey_run.py": "survey-cluster",
+    # two surveys of the survey lab around a reconfiguration (tests/diff/test_survey_diff.py
+    # `surveys`)
+    "tests/diff/test_survey_diff.py": "survey-diff",
     # the STARTTLS daemons (tests/starttls/conftest.py `daemon`: PostgreSQL's initdb,
     # MariaDB's data folder, ...) start once per worker: the modules that use them
     "tests/starttls/test_starttls_api.py": "starttls-daemons",

@@ -9,7 +9,8 @@ skipped; the other targets are still audited. A text run over several targets en
 summary (targets, errors by kind, findings by severity, the exit code and why).
 
 Exit codes: 0 no finding at or above --fail-on, no rating below --fail-under and no error;
-1 some target has findings at or above --fail-on or a rating below --fail-under; 2 usage (also a bad line in -f FILE); 3 a target could not be reached;
+1 some target has findings at or above --fail-on or a rating below --fail-under (or, with
+--baseline FILE and --fail-on-change, a regression since the baseline: docs/CHANGES.md); 2 usage (also a bad line in -f FILE); 3 a target could not be reached;
 4 not TLS; 5 the server refused every hello with an alert; 6 no TLS answer could be read;
 70 a bug in tlsprobe while auditing a target (the other targets are still audited).
 With several targets, 1 wins (CI must fail on findings whatever else happened); otherwise
@@ -38,6 +39,7 @@ from tlsprobe.model.severity import Severity
 from tlsprobe.probes.checks.catalog import ACTIVE, ALIASES, DEFAULT, DERIVED, PHASES
 
 if TYPE_CHECKING:
+    from tlsprobe.commands.scan_baseline import Baseline
     from tlsprobe.commands.scan_recording import RecordingFiles
     from tlsprobe.model.audit import AuditReport
     from tlsprobe.net.targets import BadLine
@@ -114,6 +116,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                      "when a target's rating is below GRADE (A+, A, A-, B, C, D, E, F; T and M "
                      "count as below F; docs/RATING.md)")
     pol.add_argument("--list-policies", action="store_true", help="list built-in policies")
+    from tlsprobe.commands.scan_baseline import add_baseline_arguments
+    add_baseline_arguments(pol)     # --baseline FILE, --fail-on-change
     o = p.add_argument_group("output and politeness")
     o.add_argument("--json", action="store_true", help="JSON lines: one object per target")
     o.add_argument("--full", action="store_true", help="never cut a list short (groups, a "
@@ -257,13 +261,16 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     recording = recording_for(args)     # --msg/--pcap-out/--keylog
     request = ScanRequest.from_args(args)
     items, targets = list(request.targets), request.good_targets
+    from tlsprobe.commands.scan_baseline import load_baseline
+    baseline = load_baseline(args, list(targets))     # a usage error before any connection
     place = {(i.host, i.port) if isinstance(i, Target) else i: n
              for n, i in enumerate(items, 1)}
     bad = {item: replace(_bad_report(item), index=place[item]) for item in items
            if not isinstance(item, Target)}
     if args.json:
         for report in bad.values():
-            print(report.to_json(), file=out, flush=True)
+            print(baseline.json_text(report) if baseline else report.to_json(), file=out,
+                  flush=True)
     progress = ScanProgress(not args.no_progress and sys.stderr.isatty(), targets)
     quic = scan_quic.quic_connector(args)
     if quic is not None and request.options.clients:
@@ -283,7 +290,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         report = finished(replace(report, index=place.get((report.host, report.port))))
         progress.report(report)
         if args.json:
-            print(report.to_json(), file=out, flush=True)
+            print(baseline.json_text(report) if baseline else report.to_json(), file=out,
+                  flush=True)
 
     files = open_files(args, attach(scheduler, recording))   # before any connection
     audited: list[AuditReport] = []
@@ -296,12 +304,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     done = {t: finished(r) for t, r in zip(targets, audited)}
     reports = [done[i] if isinstance(i, Target) else bad[i] for i in items]
     tcp = scan_quic.compare_tcp(args, targets, request.options, request.settings)
-    return _finish(args, out, reports, tcp, done, files)
+    return _finish(args, out, reports, tcp, done, files, baseline)
 
 
 def _finish(args: argparse.Namespace, out: TextIO, reports: list[AuditReport],
             tcp: dict[Target, AuditReport], done: dict[Target, AuditReport],
-            files: RecordingFiles | None) -> int:
+            files: RecordingFiles | None, baseline: Baseline | None = None) -> int:
     """The text reports, the comparisons, the summary, --html/--csv, the errors on stderr,
     the recording files closed; the exit code."""
     from tlsprobe.commands import scan_quic
@@ -310,9 +318,13 @@ def _finish(args: argparse.Namespace, out: TextIO, reports: list[AuditReport],
         from tlsprobe.report.audit_tables import render_audit
         for report in reports:
             render_audit(report, out, full=args.full or not out.isatty())
+            if baseline is not None:
+                baseline.render(report, out)
     scan_quic.print_comparisons(args, tcp, done, out)
     code, reason = exit_reason(reports + list(tcp.values()), args.fail_on,
                                getattr(args, "fail_under", None))
+    if baseline is not None:
+        code, reason = baseline.exit_gate(reports, code, reason)
     if not args.json and len(reports) > 1:
         from tlsprobe.report.audit_tables import render_summary
         render_summary(reports, code, reason, out)

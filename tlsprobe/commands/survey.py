@@ -10,6 +10,9 @@ schema in tlsprobe/survey/rows.py) and shard-NNNNN.jsonl (scan --json objects). 
 same command again resumes with the shards not yet written; DIR holding a survey of other
 arguments is an error.
 
+`tlsprobe survey diff OLD NEW [--jsonl FILE] [--parquet FILE]`: per target, what changed
+between two surveys (commands/survey_diff.py, docs/CHANGES.md).
+
 `tlsprobe survey summary DIR [--json] [--plot FILE] [--html FILE]`: shares of targets per TLS
 version, preferred group, post-quantum verdict, supported group, servers enforcing their
 order, failures by kind; --plot draws them (PNG or SVG), --html writes a page with the
@@ -43,7 +46,7 @@ DEFAULT_CHECKS = "groups,pq"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from tlsprobe.commands.common import add_sni_arguments
     p.add_argument("targets", metavar="TARGETS", help="file of HOST[:PORT] lines, '-' for "
-                   "stdin, or CIDR[:PORT,...]; or the word summary followed by DIR")
+                   "stdin, or CIDR[:PORT,...]; the word summary followed by DIR; or diff OLD NEW")
     p.add_argument("directory", nargs="?", metavar="DIR", help="(summary) the survey directory")
     p.add_argument("--out", metavar="DIR", help="output directory (created; resumed if it "
                    "holds a survey of the same arguments)")
@@ -70,12 +73,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_connection_arguments(x, concurrency=16,
                              concurrency_help="targets audited at once per worker")
     x.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
-    p.add_argument("--json", action="store_true", help="(summary) the summary as JSON")
+    p.add_argument("--json", action="store_true", help="(summary, diff) the summary as JSON")
     p.add_argument("--plot", metavar="FILE", default=None, help="(summary) also draw the "
                    "shares of the targets per section, PNG or SVG by the extension (needs "
                    "matplotlib: pip install matplotlib)")
     p.add_argument("--html", metavar="FILE", default=None, help="(summary) also write an "
                    "HTML page with the summary's tables and its chart (needs matplotlib)")
+    from tlsprobe.commands.survey_diff import add_diff_arguments
+    add_diff_arguments(p)       # survey diff OLD NEW
 
 
 def _need_pyarrow() -> None:
@@ -89,6 +94,9 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "plot", None) or getattr(args, "html", None):
         raise UsageError("--plot and --html draw a survey's summary: tlsprobe survey summary "
                          "DIR --plot FILE (or --html FILE)")
+    if args.targets == "diff":
+        from tlsprobe.commands import survey_diff
+        return survey_diff.run(args)
     from tlsprobe.requests.survey import SurveyRequest
     request = SurveyRequest.from_args(args)
     _need_pyarrow()

@@ -1,0 +1,170 @@
+"""policy/changes.py diff_reports: the direction rules a CI gate relies on, on a real scan
+document (tests/golden) edited one fact at a time, and what is never a change (a fact one
+scan did not establish)."""
+from __future__ import annotations
+
+import copy
+import json
+import random
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tlsprobe.model.changes import ChangeKind, Direction
+from tlsprobe.policy.changes import DocumentError, check_document, diff_reports
+
+GOLDEN = Path(__file__).parents[1] / "golden" / "data"
+REG, IMP, NEU = Direction.regression, Direction.improvement, Direction.neutral
+
+
+@pytest.fixture
+def doc() -> dict[str, Any]:
+    d: dict[str, Any] = json.loads((GOLDEN / "scan_openssl_rsa.json").read_text())["stdout"][0]
+    d["port"] = 443
+    return d
+
+
+def only(old: dict[str, Any], new: dict[str, Any], **kw: Any) -> tuple[Any, ...]:
+    return tuple((c.kind, c.what, c.direction) for c in diff_reports(old, new, **kw))
+
+
+def test_the_same_document_has_no_change(doc: dict[str, Any]) -> None:
+    assert diff_reports(doc, copy.deepcopy(doc)) == ()
+
+
+def _version(d: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(v for v in d["versions"] if v["version"]["name"] == name)
+
+
+def test_versions(doc: dict[str, Any]) -> None:
+    new = copy.deepcopy(doc)
+    _version(new, "TLS 1.0")["status"] = "supported"
+    assert only(doc, new) == ((ChangeKind.version_gained, "TLS 1.0", REG),)
+    assert only(new, doc) == ((ChangeKind.version_lost, "TLS 1.0", IMP),)
+    _version(new, "TLS 1.0")["status"] = "inconclusive"    # not established: no change
+    assert only(doc, new) == ()
+    gone = copy.deepcopy(doc)
+    _version(gone, "TLS 1.3")["status"] = "not_supported"
+    assert (ChangeKind.version_lost, "TLS 1.3", REG) in only(doc, gone)
+
+
+def _groups(d: dict[str, Any], version: str) -> dict[str, Any]:
+    return next(g for g in d["groups"] if g["version"]["name"] == version)
+
+
+def test_groups_post_quantum_and_weak(doc: dict[str, Any]) -> None:
+    new = copy.deepcopy(doc)
+    g13 = _groups(new, "TLS 1.3")
+    pq = next(g for g in g13["not_supported"] if g["name"] == "X25519MLKEM768")
+    g13["not_supported"].remove(pq)
+    g13["supported"].insert(0, pq)
+    assert (ChangeKind.group_added, "X25519MLKEM768", IMP) in only(doc, new)
+    assert (ChangeKind.group_removed, "X25519MLKEM768", REG) in only(new, doc)
+    g12 = _groups(new, "TLS 1.2")
+    weak = next(g for g in g12["not_supported"] if g["name"] == "secp192r1")
+    g12["not_supported"].remove(weak)
+    g12["supported"].append(weak)
+    assert (ChangeKind.group_added, "secp192r1", REG) in only(doc, new)
+
+
+def test_group_order(doc: dict[str, Any]) -> None:
+    new = copy.deepcopy(doc)
+    g13 = _groups(new, "TLS 1.3")
+    g13["supported"].reverse()
+    assert only(doc, new) == ((ChangeKind.group_order_changed, "group order", NEU),)
+
+
+def _check(d: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(c for c in d["check_results"] if c["name"] == name)
+
+
+def test_check_verdicts_by_the_severity_of_their_finding(doc: dict[str, Any]) -> None:
+    new = copy.deepcopy(doc)
+    _check(new, "heartbleed").update(verdict="vulnerable", severity="critical")
+    assert only(doc, new) == ((ChangeKind.check_changed, "heartbleed", REG),)
+    assert only(new, doc) == ((ChangeKind.check_changed, "heartbleed", IMP),)
+    _check(new, "heartbleed").update(verdict="inconclusive", severity="info")
+    assert only(doc, new) == ((ChangeKind.check_changed, "heartbleed", NEU),)
+    lost = copy.deepcopy(doc)
+    _check(lost, "ems").update(verdict="not supported", severity="low")
+    assert only(doc, lost) == ((ChangeKind.check_changed, "ems", REG),)
+
+
+def test_rating_trust_pq_and_reachability(doc: dict[str, Any]) -> None:
+    new = copy.deepcopy(doc)
+    new["rating"]["grade"] = "A"
+    assert only(new, doc) == ((ChangeKind.rating_changed, "rating", REG),)
+    trusted = copy.deepcopy(doc)
+    trusted["trust"]["status"] = "trusted"
+    assert only(trusted, doc) == ((ChangeKind.trust_changed, "certificate chain", REG),)
+    pq = copy.deepcopy(doc)
+    pq["post_quantum"][0]["verdict"] = "yes"
+    assert only(pq, doc) == ((ChangeKind.pq_changed, "post-quantum capability", REG),)
+    down = dict(doc, error="connection refused", error_kind="network")
+    assert only(doc, down) == ((ChangeKind.unreachable, "target", REG),)
+    assert only(down, doc) == ((ChangeKind.reachable, "target", IMP),)
+    assert only(down, down) == ()
+
+
+def test_certificate_expiring_soon(doc: dict[str, Any]) -> None:
+    at = datetime(2026, 12, 6, tzinfo=UTC)
+    old, new = copy.deepcopy(doc), copy.deepcopy(doc)
+    old["certificates"][0]["not_after"] = (at + timedelta(days=300)).isoformat()
+    new["certificates"][0]["not_after"] = (at + timedelta(days=10)).isoformat()
+    new["certificates"][0]["sha256"] = "00" * 32
+    got = only(old, new, at=at)
+    assert (ChangeKind.certificate_renewed, "CN=localhost", NEU) in got
+    assert (ChangeKind.certificate_expiring, "CN=localhost", REG) in got
+    assert only(old, new) == ((ChangeKind.certificate_renewed, "CN=localhost", NEU),), \
+        "without a scan time no expiry is stated"
+
+
+@pytest.mark.parametrize("value", [[], "text", {"tool": "sslyze"}, {"tool": "tlsprobe",
+                                   "kind": "probe", "host": "a", "port": 1},
+                                   {"tool": "tlsprobe", "kind": "audit"}])
+def test_what_is_no_scan_document(value: object) -> None:
+    with pytest.raises(DocumentError, match="^here: "):
+        check_document(value, "here")
+
+
+_ODD: list[Any] = [None, 1, -1, 1.5, "x", [], {}, [1], [None], {"a": 1}, True, "supported",
+                   "yes", [{"name": 1}], {"name": None}]
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [path]
+    items = value.items() if isinstance(value, dict) else enumerate(value) \
+        if isinstance(value, list) else ()
+    for key, child in items:
+        out += _paths(child, (*path, key))
+    return out
+
+
+def _mutated(doc: dict[str, Any], rnd: random.Random) -> dict[str, Any]:
+    """`doc` with a few members anywhere replaced by values of other JSON types."""
+    doc = copy.deepcopy(doc)
+    paths = _paths(doc)[1:]
+    for _ in range(rnd.randint(1, 8)):
+        path = rnd.choice(paths)
+        try:
+            parent = doc
+            for key in path[:-1]:
+                parent = parent[key]
+            parent[path[-1]] = rnd.choice(_ODD)
+        except (KeyError, IndexError, TypeError):
+            pass        # an earlier replacement removed this path
+    return doc
+
+
+def test_odd_member_types_never_raise(doc: dict[str, Any]) -> None:
+    """A baseline file is user input: a scan document whose members have other JSON types
+    gives changes or none, never an exception (the command would exit 70)."""
+    other = json.loads((GOLDEN / "scan_openssl_ecdsa_tls12.json").read_text())["stdout"][0]
+    rnd = random.Random(33)
+    for _ in range(400):
+        a = _mutated(rnd.choice([doc, other]), rnd)
+        b = _mutated(rnd.choice([doc, other]), rnd)
+        for change in diff_reports(a, b) + diff_reports(b, a):
+            assert isinstance(change.what, str)

@@ -1,0 +1,157 @@
+"""`scan --baseline` against real loopback servers reconfigured on the same port: the
+changes listed (text section and JSON member), `--fail-on-change` exit codes, and hostile
+baselines (another tool's JSON, truncated, another target) as one-line usage errors."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.diff.conftest import CHECKS, SamePort, cli
+from tests.helpers.servers import make_certs
+from tests.lab_servers.builders import ServerConfig
+
+BOTH = ServerConfig("openssl", ("X25519", "P-256"), serverpref=True)
+TLS12_P256 = ServerConfig("openssl", ("P-256",), proto="tls1_2", serverpref=True)
+
+
+def scan(port: int, *extra: object) -> tuple[int, str, str]:
+    proc = cli("scan", f"127.0.0.1:{port}", "--no-progress", "--checks", CHECKS, *extra)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def baseline_of(port: int, path: Path) -> Path:
+    code, out, err = scan(port, "--json")
+    assert code == 0, err
+    path.write_text(out)
+    return path
+
+
+def test_a_reconfigured_server_lists_its_changes_and_fails_the_gate(
+        same_port: SamePort, tmp_path: Path) -> None:
+    first = same_port(BOTH)
+    base = baseline_of(first.port, tmp_path / "base.json")
+    # the same server unchanged: no regression, the gate passes
+    code, out, err = scan(first.port, "--baseline", base, "--fail-on-change")
+    assert code == 0, err + out
+    assert f"Changes since {base}" in out
+    assert "[regression]" not in out
+    # reconfigured: TLS 1.2 only, secp256r1 only
+    same_port(TLS12_P256, first.port)
+    code, out, err = scan(first.port, "--baseline", base)
+    assert code == 0, err      # without --fail-on-change the changes do not set the code
+    section = out[out.index(f"Changes since {base}"):]
+    assert "[regression] TLS 1.3: version lost (TLS 1.3): supported -> not supported" in section
+    assert "x25519: group removed (TLS 1.2)" in section
+    code, out, err = scan(first.port, "--baseline", base, "--fail-on-change")
+    assert code == 1, err + out
+    code, out, err = scan(first.port, "--baseline", base, "--json")
+    doc = json.loads(out)
+    kinds = {(c["kind"], c["what"], c["direction"]) for c in doc["changes"]}
+    assert ("version_lost", "TLS 1.3", "regression") in kinds
+    assert ("group_removed", "x25519", "neutral") in kinds
+    assert doc["baseline"]["file"] == str(base)
+
+
+def test_a_renewed_certificate_is_a_change_not_a_regression(
+        same_port: SamePort, tmp_path: Path) -> None:
+    first = same_port(BOTH)
+    base = baseline_of(first.port, tmp_path / "base.json")
+    renewed = make_certs(tmp_path / "renewed")     # same names, new keys and fingerprints
+    same_port(BOTH, first.port, renewed)
+    code, out, err = scan(first.port, "--baseline", base, "--fail-on-change", "--json")
+    assert code == 0, err
+    changes = json.loads(out)["changes"]
+    renewal = [c for c in changes if c["kind"] == "certificate_renewed"]
+    assert len(renewal) == 1 and renewal[0]["direction"] == "neutral"
+    assert renewal[0]["old"] != renewal[0]["new"] and "not after" in renewal[0]["new"]
+    code, out, err = scan(first.port, "--baseline", base, "--fail-on-change=any")
+    assert code == 1, err + out
+
+
+def _one_line_usage_error(proc_code: int, err: str) -> None:
+    assert proc_code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tlsprobe: "), err
+    assert "Traceback" not in err
+
+
+def test_hostile_baselines_are_one_line_usage_errors(tmp_path: Path) -> None:
+    # nothing listens on the target: a usage error is found before any connection (2, not 3)
+    port = 9
+    golden = json.loads((Path(__file__).parents[1] / "golden" / "data" /
+                         "scan_openssl_rsa.json").read_text())["stdout"][0]
+    cases = {   # file -> (content, what the error says)
+        "other-tool.json": (json.dumps({"tool": "sslyze", "server_scan_results": []}),
+                            "not a tlsprobe scan document (tool 'sslyze'"),
+        "testssl.json": (json.dumps([{"id": "engine_problem", "severity": "WARN"}]),
+                         "not a tlsprobe scan document"),
+        "truncated.json": (json.dumps(dict(golden, port=port))[:500], ":1: not JSON"),
+        "other-target.json": (json.dumps(dict(golden, port=4433)) + "\n",
+                              "holds 127.0.0.1:4433, none of the targets scanned"),
+        "empty.json": ("", "empty file"),
+        "probe.json": (json.dumps({"schema": 1, "tool": "tlsprobe", "kind": "probe"}),
+                       "no scan document in it"),
+        "binary.json": (b"\xff\xfe\x00garbage", "not UTF-8"),
+    }
+    for name, (content, says) in cases.items():
+        path = tmp_path / name
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+        code, _out, err = scan(port, "--baseline", path)
+        _one_line_usage_error(code, err)
+        assert f"--baseline {path}" in err and says in err, (name, err)
+    code, _out, err = scan(port, "--baseline", tmp_path / "missing.json")
+    _one_line_usage_error(code, err)
+    assert "cannot read it" in err
+    code, _out, err = scan(port, "--fail-on-change")
+    _one_line_usage_error(code, err)
+    assert "--fail-on-change needs --baseline FILE" in err
+
+
+def test_a_baseline_of_several_targets_is_matched_by_host_and_port(
+        same_port: SamePort, tmp_path: Path) -> None:
+    a, b = same_port(BOTH), same_port(BOTH)
+    targets = [f"127.0.0.1:{a.port}", f"127.0.0.1:{b.port}"]
+    proc = cli("scan", *targets, "--no-progress", "--checks", CHECKS, "--json")
+    assert proc.returncode == 0, proc.stderr
+    base = tmp_path / "base.jsonl"
+    base.write_text("".join(reversed(proc.stdout.splitlines(keepends=True))))  # any order,
+    with base.open("a") as fh:      # and another tlsprobe record (a summary line) is skipped
+        fh.write(json.dumps({"tool": "tlsprobe", "kind": "scan_summary", "targets": 2}) + "\n")
+    same_port(TLS12_P256, b.port)
+    c = same_port(TLS12_P256)        # not in the baseline
+    targets.append(f"127.0.0.1:{c.port}")
+    proc = cli("scan", *targets, "--no-progress", "--checks", CHECKS, "--baseline", base,
+               "--fail-on-change")
+    assert proc.returncode == 1, proc.stderr
+    out = proc.stdout
+
+    def section(target: str) -> str:
+        start = out.index(f"Changes since {base} (")
+        start = out.index(f"for {target}\n", start)
+        return out[start:out.index("\n\n", start)]
+    assert section(targets[0]).endswith("no change")
+    assert "[regression] TLS 1.3: version lost" in section(targets[1])
+    assert section(targets[2]).endswith("not in the baseline: nothing to compare")
+    assert "1 target(s) with regressions since the baseline (--fail-on-change regression)" \
+        in out
+    proc = cli("scan", *targets, "--no-progress", "--checks", CHECKS, "--baseline", base,
+               "--json")
+    docs = {f"{d['host']}:{d['port']}": d for d in map(json.loads, proc.stdout.splitlines())}
+    assert docs[targets[0]]["changes"] == []
+    assert any(c["kind"] == "version_lost" for c in docs[targets[1]]["changes"])
+    assert docs[targets[2]]["changes"] is None
+
+
+def test_a_target_gone_since_the_baseline_is_a_regression(
+        same_port: SamePort, tmp_path: Path) -> None:
+    server = same_port(BOTH)
+    base = baseline_of(server.port, tmp_path / "base.json")
+    server.stop()
+    code, out, err = scan(server.port, "--baseline", base)
+    assert code == 3, err           # the network error's code without the gate
+    assert "[regression] target: unreachable: reachable -> " in out
+    code, out, err = scan(server.port, "--baseline", base, "--fail-on-change")
+    assert code == 1, err           # 1 wins, as for --fail-on

@@ -1,0 +1,240 @@
+"""`survey diff OLD NEW`: per target, the changes between two survey output folders.
+
+The per-target scan documents are read from each survey's JSON lines files (`shard-*.jsonl`,
+written beside the Parquet files; searched one folder deep as well, in case they move): the
+scan JSON is the stable contract, the Parquet rows are not. Targets are matched by host:port.
+Memory is bounded by the number of targets, not their documents: the old survey is indexed as
+host:port -> (file, byte offset) and each old document is read back when its new one comes.
+
+The summary counts targets once each; shares are of the targets each survey could audit
+(unreachable targets are counted apart): "X25519MLKEM768 on 12.0 % of targets (+3.0 points)".
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from tlsprobe.errors import UsageError
+from tlsprobe.model.changes import (
+    Change,
+    Direction,
+    Share,
+    SurveyDiffSummary,
+    TargetChanges,
+    TargetStatus,
+)
+from tlsprobe.model.encode import JsonObject
+from tlsprobe.policy.changes import (
+    DocumentError,
+    check_document,
+    diff_reports,
+    other_record,
+    target_key,
+)
+
+__all__ = ["Population", "SurveyDiff", "diff_surveys", "jsonl_files"]
+
+Key = tuple[str, int]
+
+
+def jsonl_files(directory: str) -> list[Path]:
+    """The survey's JSON lines files (a usage error when there are none)."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise UsageError(f"{directory}: not a folder (survey diff OLD NEW takes two survey "
+                         "output folders)")
+    files = sorted(root.glob("*.jsonl")) or sorted(root.glob("*/*.jsonl"))
+    if not files:
+        raise UsageError(f"{directory}: no survey JSON lines (shard-*.jsonl) there: not the "
+                         "output folder of tlsprobe survey")
+    return files
+
+
+#: a line longer than this is no scan document (they are tens of kilobytes)
+MAX_LINE = 64 << 20
+
+
+def _lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, byte offset, line) of one file, each line bounded by MAX_LINE."""
+    try:
+        with open(path, "rb") as fh:
+            number, offset = 0, 0
+            while line := fh.readline(MAX_LINE + 1):
+                number += 1
+                if len(line) > MAX_LINE:
+                    raise UsageError(f"{path}:{number}: a line over {MAX_LINE >> 20} MiB: "
+                                     "not a survey file")
+                yield number, offset, line
+                offset += len(line)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+
+
+def _documents(files: list[Path]) -> Iterator[tuple[JsonObject, Path, int]]:
+    """Each scan document with its file and byte offset; a line that is not one is a
+    usage error naming FILE:LINE."""
+    for path in files:
+        for number, offset, line in _lines(path):
+            doc = _parse(line, f"{path}:{number}") if line.strip() else None
+            if doc is not None:
+                yield doc, path, offset
+
+
+def _parse(line: bytes, where: str) -> JsonObject | None:
+    """The scan document of one line (None: another tlsprobe record, skipped)."""
+    try:
+        value = json.loads(line)
+        return None if other_record(value) else check_document(value, where)
+    except DocumentError as exc:
+        raise UsageError(str(exc)) from None
+    except ValueError as exc:
+        raise UsageError(f"{where}: not JSON ({exc}): a damaged survey file") from None
+
+
+def _items(value: object) -> list[JsonObject]:
+    """The objects of a JSON array (anything else: none)."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _supported_groups(doc: JsonObject) -> set[str]:
+    return {str(g.get("name")) for entry in _items(doc.get("groups"))
+            for g in _items(entry.get("supported"))}
+
+
+def _versions(doc: JsonObject) -> set[str]:
+    out = set()
+    for v in _items(doc.get("versions")):
+        version = v.get("version")
+        if v.get("status") == "supported" and isinstance(version, dict):
+            out.add(str(version.get("name")))
+    return out
+
+
+def _grade(doc: JsonObject) -> str | None:
+    rating = doc.get("rating")
+    grade = rating.get("grade") if isinstance(rating, dict) else None
+    return grade if isinstance(grade, str) else None
+
+
+@dataclass
+class Population:
+    """Counts over one survey's targets (each target once)."""
+
+    targets: int = 0
+    unreachable: int = 0
+    versions: Counter[str] = field(default_factory=Counter)
+    groups: Counter[str] = field(default_factory=Counter)
+    grades: Counter[str] = field(default_factory=Counter)
+
+    def add(self, doc: JsonObject) -> None:
+        self.targets += 1
+        if doc.get("error"):
+            self.unreachable += 1
+            return
+        self.versions.update(_versions(doc))
+        self.groups.update(_supported_groups(doc))
+        grade = _grade(doc)
+        if grade:
+            self.grades[grade] += 1
+
+    @property
+    def audited(self) -> int:
+        return self.targets - self.unreachable
+
+    def share(self, counter: Counter[str], key: str) -> float:
+        """Percent of the audited targets (0 when none was audited)."""
+        return 100.0 * counter[key] / self.audited if self.audited else 0.0
+
+
+@dataclass
+class SurveyDiff:
+    """What `diff_surveys` found: the two populations, the targets added and removed, and
+    counts of the compared targets' changes by kind and direction."""
+
+    old: Population
+    new: Population
+    added: int = 0
+    removed: int = 0
+    compared: int = 0
+    changed: int = 0
+    regressed: int = 0
+    kinds: Counter[str] = field(default_factory=Counter)
+
+    def summary(self) -> SurveyDiffSummary:
+        """The frozen counts, with the shares of every version, group and grade seen."""
+        shares = []
+        for category, old, new in (("version", self.old.versions, self.new.versions),
+                                   ("group", self.old.groups, self.new.groups),
+                                   ("grade", self.old.grades, self.new.grades)):
+            for name in sorted(set(old) | set(new)):
+                shares.append(Share(category, name, old[name], new[name],
+                                    round(self.old.share(old, name), 1),
+                                    round(self.new.share(new, name), 1)))
+        return SurveyDiffSummary(self.old.targets, self.new.targets, self.old.unreachable,
+                                 self.new.unreachable, self.added, self.removed,
+                                 self.compared, self.changed, self.regressed,
+                                 dict(sorted(self.kinds.items(), key=lambda kv: (-kv[1], kv[0]))),
+                                 tuple(shares))
+
+
+def _time(files: list[Path]) -> datetime:
+    """When a survey ran, for documents without `started_at`: its newest file's time."""
+    return datetime.fromtimestamp(max(p.stat().st_mtime for p in files), UTC)
+
+
+def diff_surveys(old_dir: str, new_dir: str,
+                 emit: Callable[[TargetChanges], None]) -> SurveyDiff:
+    """Compare two survey folders; `emit` gets each target that changed, was added or was
+    removed (in the new survey's order, the removed ones last)."""
+    old_files, new_files = jsonl_files(old_dir), jsonl_files(new_dir)
+    result = SurveyDiff(Population(), Population())
+    index: dict[Key, tuple[Path, int]] = {}
+    for doc, path, offset in _documents(old_files):
+        index[target_key(doc)] = (path, offset)
+        result.old.add(doc)
+    at = _time(new_files)
+    seen: set[Key] = set()
+    for doc, _path, _offset in _documents(new_files):
+        key = target_key(doc)
+        result.new.add(doc)
+        if key in seen:
+            continue
+        seen.add(key)
+        place = index.get(key)
+        if place is None:
+            result.added += 1
+            emit(TargetChanges(key[0], key[1], TargetStatus.added))
+            continue
+        changes = diff_reports(_read_at(*place), doc, at=at)
+        result.compared += 1
+        _count(result, changes)
+        if changes:
+            emit(TargetChanges(key[0], key[1], TargetStatus.compared, changes))
+    for key in index:
+        if key not in seen:
+            result.removed += 1
+            emit(TargetChanges(key[0], key[1], TargetStatus.removed))
+    return result
+
+
+def _count(result: SurveyDiff, changes: tuple[Change, ...]) -> None:
+    if changes:
+        result.changed += 1
+    if any(c.direction is Direction.regression for c in changes):
+        result.regressed += 1
+    for kind in sorted({c.kind.value for c in changes}):
+        result.kinds[kind] += 1
+
+
+def _read_at(path: Path, offset: int) -> JsonObject:
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        doc = _parse(fh.readline(MAX_LINE + 1), f"{path}@{offset}")
+    if doc is None:
+        raise UsageError(f"{path} changed while it was read")
+    return doc
