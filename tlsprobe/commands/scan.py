@@ -130,9 +130,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _bad_report(line: BadLine) -> AuditReport:
     """The error report of a line of -f FILE that is no target (reported and skipped)."""
+    import time
+
     from tlsprobe.errors import FailureKind
     from tlsprobe.model.audit import AuditReport
-    return AuditReport(host=line.text, port=0, error=line.error, error_kind=FailureKind.USAGE)
+    from tlsprobe.model.encode import utc_stamp
+    return AuditReport(host=line.text, port=0, error=line.error, error_kind=FailureKind.USAGE,
+                       started_at=utc_stamp(time.time()))
 
 
 def _checks(args: argparse.Namespace) -> tuple[str, ...]:

@@ -14,7 +14,7 @@ from enum import StrEnum
 from tlsprobe.errors import FailureKind
 from tlsprobe.model.checks import CheckResult
 from tlsprobe.model.clients import ClientSimulation
-from tlsprobe.model.encode import JsonObject, document, dumps
+from tlsprobe.model.encode import JsonObject, document, dumps, run_head
 from tlsprobe.model.probe import CertificateInfo, Cipher, Codepoint
 from tlsprobe.model.rating import Rating
 from tlsprobe.model.severity import Severity
@@ -314,6 +314,9 @@ class AuditReport:
     #: the overall grade (model/rating.py, policy/rating.py); None: not rated (an error,
     #: or a report made without it: no JSON member then)
     rating: Rating | None = None
+    #: when the work on this target started (ISO 8601 UTC, model/encode.py utc_stamp);
+    #: None only in a report made without running anything (the JSON member is null)
+    started_at: str | None = None
 
     def group_audit(self, version: int) -> GroupAudit | None:
         return next((g for g in self.groups if g.version.id == version), None)
@@ -356,8 +359,8 @@ class AuditReport:
 
     def to_dict(self) -> JsonObject:
         """The JSON object: schema, tool and kind, then the fields."""
-        return document({"schema": AUDIT_SCHEMA_VERSION, "tool": "tlsprobe", "kind": "audit"},
-                        self)
+        return document({"schema": AUDIT_SCHEMA_VERSION, "tool": "tlsprobe", "kind": "audit",
+                         **run_head()}, self)
 
     def to_json(self, indent: int | None = None) -> str:
         return dumps(self.to_dict(), indent=indent)
