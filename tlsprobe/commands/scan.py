@@ -116,6 +116,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     pol.add_argument("--list-policies", action="store_true", help="list built-in policies")
     o = p.add_argument_group("output and politeness")
     o.add_argument("--json", action="store_true", help="JSON lines: one object per target")
+    from tlsprobe.commands.common import add_json_out_argument
+    add_json_out_argument(o, "the JSON lines (one object per target)")
     o.add_argument("--full", action="store_true", help="never cut a list short (groups, a "
                    "finding's items); a terminal shows the first ones, piped output is whole")
     o.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -154,7 +156,10 @@ def parse_checks(text: str | None) -> tuple[str, ...]:
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
-    """--html and --csv can be written: checked before the audit, not after minutes of it."""
+    """--html, --csv and --json-out can be written: checked before the audit, not after
+    minutes of it."""
+    from tlsprobe.commands.common import check_json_out
+    check_json_out(args)
     if args.html or args.csv:
         from tlsprobe.report.csv_out import check_writable
         for option, path in (("--html", args.html), ("--csv", args.csv)):
@@ -297,7 +302,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                                 concurrency=request.settings.concurrency,
                                 on_phase=progress.phase if progress.progress else None,
                                 on_report=on_report)
-    done = {t: finished(r) for t, r in zip(targets, audited)}
+    done = {t: finished(replace(r, index=place.get((r.host, r.port))))
+            for t, r in zip(targets, audited)}
     reports = [done[i] if isinstance(i, Target) else bad[i] for i in items]
     tcp = scan_quic.compare_tcp(args, targets, request.options, request.settings)
     return _finish(args, out, reports, tcp, done, files)
@@ -325,6 +331,9 @@ def _finish(args: argparse.Namespace, out: TextIO, reports: list[AuditReport],
         from tlsprobe.report.html import write_scan_files
         with written_to("--html" if args.html else "--csv", args.html or args.csv):
             write_scan_files(args.html, args.csv, reports, code, reason)
+    if args.json_out:
+        from tlsprobe.commands.common import write_json_out
+        write_json_out(args.json_out, [r.to_json() for r in reports])
     # the text report says "Error: ..." already: on a terminal that is also stderr, once
     shown_above = [] if args.json or not _same_terminal(out, sys.stderr) else reports
     for report in reports + list(tcp.values()):
