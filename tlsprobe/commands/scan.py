@@ -127,6 +127,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "self-contained HTML page (every section, lists in full)")
     o.add_argument("--csv", metavar="FILE", help="also write versions, groups, suites, "
                    "signature schemes, checks and findings as one CSV (a 'section' column)")
+    o.add_argument("--sarif", metavar="FILE", help="also write the findings as SARIF 2.1.0 "
+                   "(code scanning: a rule per finding code, level from the severity, the "
+                   "target as location, waived findings suppressed; docs/POLICY.md)")
+    o.add_argument("--junit", metavar="FILE", help="also write JUnit XML: a test suite per "
+                   "target, a test case per check and per finding code, failing on a "
+                   "vulnerable or intolerant check or a finding at or above --fail-on "
+                   "(default low); docs/POLICY.md")
     add_connection_arguments(o, concurrency=4, concurrency_help="targets audited at once")
 
 
@@ -160,9 +167,10 @@ def _check_outputs(args: argparse.Namespace) -> None:
     minutes of it."""
     from tlsprobe.commands.common import check_json_out
     check_json_out(args)
-    if args.html or args.csv:
+    if args.html or args.csv or args.sarif or args.junit:
         from tlsprobe.report.csv_out import check_writable
-        for option, path in (("--html", args.html), ("--csv", args.csv)):
+        for option, path in (("--html", args.html), ("--csv", args.csv),
+                             ("--sarif", args.sarif), ("--junit", args.junit)):
             if path:
                 check_writable(path, option)
 
@@ -309,6 +317,27 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return _finish(args, out, reports, tcp, done, files)
 
 
+def _write_files(args: argparse.Namespace, reports: list[AuditReport], code: int,
+                 reason: str) -> None:
+    """--html, --csv, --json-out, --sarif and --junit, each as asked (checked writable
+    before the audit; a failure now is that option's usage error)."""
+    from tlsprobe.commands.common import write_json_out, written_to
+    if args.html or args.csv:
+        from tlsprobe.report.html import write_scan_files
+        with written_to("--html" if args.html else "--csv", args.html or args.csv):
+            write_scan_files(args.html, args.csv, reports, code, reason)
+    if args.json_out:
+        write_json_out(args.json_out, [r.to_json() for r in reports])
+    if args.sarif:
+        from tlsprobe.report.sarif import write_sarif
+        with written_to("--sarif", args.sarif):
+            write_sarif(args.sarif, reports, code, reason)
+    if args.junit:
+        from tlsprobe.report.junit import write_junit
+        with written_to("--junit", args.junit):
+            write_junit(args.junit, reports, args.fail_on, getattr(args, "fail_under", None))
+
+
 def _finish(args: argparse.Namespace, out: TextIO, reports: list[AuditReport],
             tcp: dict[Target, AuditReport], done: dict[Target, AuditReport],
             files: RecordingFiles | None) -> int:
@@ -326,14 +355,7 @@ def _finish(args: argparse.Namespace, out: TextIO, reports: list[AuditReport],
     if not args.json and len(reports) > 1:
         from tlsprobe.report.audit_tables import render_summary
         render_summary(reports, code, reason, out)
-    if args.html or args.csv:
-        from tlsprobe.commands.common import written_to
-        from tlsprobe.report.html import write_scan_files
-        with written_to("--html" if args.html else "--csv", args.html or args.csv):
-            write_scan_files(args.html, args.csv, reports, code, reason)
-    if args.json_out:
-        from tlsprobe.commands.common import write_json_out
-        write_json_out(args.json_out, [r.to_json() for r in reports])
+    _write_files(args, reports, code, reason)
     # the text report says "Error: ..." already: on a terminal that is also stderr, once
     shown_above = [] if args.json or not _same_terminal(out, sys.stderr) else reports
     for report in reports + list(tcp.values()):
