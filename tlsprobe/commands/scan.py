@@ -276,7 +276,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     items, targets = list(request.targets), request.good_targets
     place = {(i.host, i.port) if isinstance(i, Target) else i: n
              for n, i in enumerate(items, 1)}
-    bad = {item: replace(_bad_report(item), index=place[item]) for item in items
+    bad = {item: _gated(args, replace(_bad_report(item), index=place[item])) for item in items
            if not isinstance(item, Target)}
     if args.json:
         for report in bad.values():
@@ -297,7 +297,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return report
 
     def on_report(report: AuditReport) -> None:
-        report = finished(replace(report, index=place.get((report.host, report.port))))
+        report = _gated(args, finished(replace(report,
+                                               index=place.get((report.host, report.port)))))
         progress.report(report)
         if args.json:
             print(report.to_json(), file=out, flush=True)
@@ -310,11 +311,21 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                                 concurrency=request.settings.concurrency,
                                 on_phase=progress.phase if progress.progress else None,
                                 on_report=on_report)
-    done = {t: finished(replace(r, index=place.get((r.host, r.port))))
+    done = {t: _gated(args, finished(replace(r, index=place.get((r.host, r.port)))))
             for t, r in zip(targets, audited)}
     reports = [done[i] if isinstance(i, Target) else bad[i] for i in items]
     tcp = scan_quic.compare_tcp(args, targets, request.options, request.settings)
     return _finish(args, out, reports, tcp, done, files)
+
+
+def _gated(args: argparse.Namespace, report: AuditReport) -> AuditReport:
+    """`report` with its verdict against --fail-on / --fail-under (policy/gate.py), when
+    either is given: the summary and the JSON name the targets that failed and why."""
+    fail_under = getattr(args, "fail_under", None)
+    if not (args.fail_on or fail_under):
+        return report
+    from tlsprobe.policy.gate import gate_verdict
+    return replace(report, gate=gate_verdict(report, args.fail_on, fail_under))
 
 
 def _write_files(args: argparse.Namespace, reports: list[AuditReport], code: int,

@@ -274,6 +274,16 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class GateVerdict:
+    """Whether a target passes the run's gates (scan --fail-on, --fail-under; an error
+    fails the run too) and, when it does not, why: one line per reason ("2 finding(s) at or
+    above --fail-on medium: certificate.self_signed (high), ...")."""
+
+    passed: bool
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class AuditReport:
     host: str
     port: int
@@ -317,6 +327,9 @@ class AuditReport:
     #: when the work on this target started (ISO 8601 UTC, model/encode.py utc_stamp);
     #: None only in a report made without running anything (the JSON member is null)
     started_at: str | None = None
+    #: scan with --fail-on or --fail-under: whether this target passes and why not
+    #: (policy/gate.py); None: no gate asked for (no JSON member)
+    gate: GateVerdict | None = None
 
     def group_audit(self, version: int) -> GroupAudit | None:
         return next((g for g in self.groups if g.version.id == version), None)
@@ -355,7 +368,8 @@ class AuditReport:
                 and (f.name != "transport" or self.transport is not None)
                 and (f.name != "one_at_a_time" or self.one_at_a_time is not None)
                 and (f.name != "clients" or self.clients)
-                and (f.name != "rating" or self.rating is not None)}
+                and (f.name != "rating" or self.rating is not None)
+                and (f.name != "gate" or self.gate is not None)}
 
     def to_dict(self) -> JsonObject:
         """The JSON object: schema, tool and kind, then the fields."""
