@@ -87,3 +87,13 @@ def test_pcap_json_and_jsonl_carry_the_run_members(run_cli, tmp_path: Path) -> N
             assert "started_at" not in record
         else:
             _check(record, before, after)
+
+
+def test_speed_json_carries_the_run_members(run_cli) -> None:
+    """`speed --json` (its older `tlsprobe` member stays beside the new ones)."""
+    (code, out, err), before, after = _timed(run_cli, "speed", "--seconds", "0.01", "--json",
+                                             "x25519")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["tlsprobe"] == __version__
+    _check(doc, before, after)

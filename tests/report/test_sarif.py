@@ -151,3 +151,31 @@ def test_an_unwritable_report_file_is_one_line_before_the_audit(run_cli, tmp_pat
     assert code == 2
     assert err.strip() == f"tlsprobe: error: {option} {missing}: no such directory " \
         f"{missing.parent}"
+
+
+def test_hostile_text_stays_valid_xml_and_json() -> None:
+    """A finding quoting what a server sent (control characters, a NUL, an escape sequence,
+    markup) is escaped in the JUnit XML (which cannot hold those characters) and kept
+    parseable in SARIF."""
+    from tlsprobe.model.audit import AuditReport, Finding
+    from tlsprobe.report.junit import junit_tree
+    from tlsprobe.report.sarif import sarif_document
+    nasty = "banner \x00\x1b[31m<evil attr=\"x\">&\x07 \ud800"
+    report = AuditReport(host="::1", port=443, findings=(
+        Finding("high", "check.server_banner", nasty, items=(nasty,)),),
+        started_at="2026-12-06T10:20:31Z")
+    bad_line = AuditReport(host="a\x01b\ud800", port=0, error="targets.txt:1: \x01 no target",
+                           error_kind="usage")
+    text = ET.tostring(junit_tree([report, bad_line], "high").getroot(), encoding="unicode")
+    root = ET.fromstring(text)
+    assert [s.get("name") for s in root.findall("testsuite")] == \
+        ["[::1]:443", "a\\x01b\\ud800:0"]
+    case = root.find("testsuite/testcase")
+    assert case is not None and case.get("name") == "check.server_banner"
+    failure = case.find("failure")
+    assert failure is not None and "\\x00" in failure.get("message") and "<evil" in failure.get("message")
+    doc = json.loads(json.dumps(sarif_document([report, bad_line], 1, "findings"),
+                                ensure_ascii=False).encode("utf-8"))
+    location = doc["runs"][0]["results"][0]["locations"][0]
+    assert location["physicalLocation"]["artifactLocation"]["uri"] == "tls/%3A%3A1/443"
+    assert location["logicalLocations"][0]["name"] == "[::1]:443"

@@ -129,7 +129,7 @@ def _rating_case(suite: ET.Element, r: AuditReport, fail_under: str | None) -> l
 
 def _suite(root: ET.Element, r: AuditReport, threshold: Severity,
            fail_under: str | None) -> None:
-    suite = ET.SubElement(root, "testsuite", name=_target(r))
+    suite = ET.SubElement(root, "testsuite", name=shown(_target(r)))
     if r.started_at:
         suite.set("timestamp", r.started_at.removesuffix("Z"))
     outcomes: list[str] = []

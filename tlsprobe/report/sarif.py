@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+from tlsprobe.report.escape import shown
+
 if TYPE_CHECKING:
     from tlsprobe.model.audit import AuditReport, Finding
     from tlsprobe.model.encode import JsonObject, JsonValue
@@ -77,19 +79,22 @@ def _target(r: AuditReport) -> str:
 
 
 def _location(r: AuditReport) -> JsonObject:
-    uri = f"tls/{quote(r.host, safe='')}/{r.port}"
+    uri = f"tls/{quote(shown(r.host), safe='')}/{r.port}"
     return {"physicalLocation": {"artifactLocation": {"uri": uri}},
-            "logicalLocations": [{"name": _target(r), "fullyQualifiedName": _target(r)}]}
+            "logicalLocations": [{"name": shown(_target(r)),
+                                  "fullyQualifiedName": shown(_target(r))}]}
 
 
 def _message(r: AuditReport, f: Finding) -> str:
+    """The finding's text with its items, escaped as on the terminal (what a server sent
+    can hold control characters, and lone surrogates no UTF-8 file can)."""
     items = f" ({', '.join(f.items)})" if f.items else ""
-    return f"{_target(r)}: {f.message}{items}"
+    return shown(f"{_target(r)}: {f.message}{items}")
 
 
 def _fingerprint(r: AuditReport, f: Finding) -> str:
     key = "\0".join((f.code, _target(r), f.version or "", ",".join(sorted(f.items))))
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+    return hashlib.sha256(shown(key).encode("utf-8")).hexdigest()[:32]
 
 
 def _result(r: AuditReport, f: Finding, index: int) -> JsonObject:
@@ -98,11 +103,11 @@ def _result(r: AuditReport, f: Finding, index: int) -> JsonObject:
         "message": {"text": _message(r, f)}, "locations": [_location(r)],
         "partialFingerprints": {"tlsprobe/v1": _fingerprint(r, f)},
         "properties": {"severity": str(f.severity), "policy": f.policy,
-                       "target": _target(r), "items": list(f.items)}}
+                       "target": shown(_target(r)), "items": [shown(i) for i in f.items]}}
     if f.waiver is not None:
         why = f.waiver + (f" (policy {f.waived_by})" if f.waived_by else "")
         out["suppressions"] = [{"kind": "external", "status": "accepted",
-                                "justification": why}]
+                                "justification": shown(why)}]
     return out
 
 
@@ -127,7 +132,7 @@ def _rules(reports: Sequence[AuditReport]) -> tuple[list[JsonValue], dict[str, i
 
 def _invocation(reports: Sequence[AuditReport], code: int, reason: str) -> JsonObject:
     notes: list[JsonValue] = [
-        {"level": "error", "message": {"text": r.error or ""},
+        {"level": "error", "message": {"text": shown(r.error or "")},
          "locations": [_location(r)] if r.port else [],
          "properties": {"error_kind": str(r.error_kind or "")}}
         for r in reports if r.error]
