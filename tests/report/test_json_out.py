@@ -76,3 +76,21 @@ def test_an_unwritable_json_out_is_one_line_before_the_work(run_cli, tmp_path: P
         f"{missing.parent}"
     code, out, err = run_cli(*command, "127.0.0.1:1", "--json-out", tmp_path)
     assert code == 2 and err.strip() == f"tlsprobe: error: --json-out {tmp_path}: is a directory"
+
+
+def test_timing_json_out_beside_the_table(server_cache, run_cli, tmp_path: Path) -> None:
+    """`tlsprobe HOST --timing --json-out FILE` and `tlsprobe timing`: the table on stdout,
+    the timing document in FILE."""
+    server = server_cache("openssl")
+    target = f"127.0.0.1:{server.port}"
+    timing = ("--timing-groups", "x25519", "--timing-runs", "2", "--timing-warmup", "0",
+              "--timing-versions", "1.3")
+    for command in ((target, "--timing"), ("timing", target)):
+        out_file = tmp_path / "t.json"
+        code, out, err = run_cli(*command, *timing, "--json-out", out_file)
+        assert code == 0, err
+        assert "x25519" in out and not out.lstrip().startswith("{")
+        doc = json.loads(out_file.read_text(encoding="utf-8"))
+        assert doc["schema"] == "tlsprobe.timing/1" and doc["entries"][0]["group"]["name"] \
+            == "x25519"
+        out_file.unlink()
