@@ -66,18 +66,19 @@ def _without(document: dict[str, Any], *keys: str) -> dict[str, Any]:
 
 def test_probe_is_the_command_lines_probe(target: str, certs: Any,
                                           run_cli: Callable[..., Any]) -> None:
-    """`probe` gives the document `tlsprobe HOST --json` prints (timings aside)."""
+    """`probe` gives the document `tlsprobe HOST --json` prints (timings, start and duration
+    aside)."""
     cli = run_cli(target, "--json", "--cafile", certs.ca, "--timeout", "4")
     assert cli.returncode == 0, cli.stderr
     result = tlsprobe.probe(target, cafile=str(certs.ca), timeout=4)
     assert isinstance(result, tlsprobe.ProbeResult)
-    assert _without(result.to_dict(), "timings") == \
-        _without(json.loads(cli.stdout), "timings")
+    aside = ("timings", "started_at", "duration_s")
+    assert _without(result.to_dict(), *aside) == _without(json.loads(cli.stdout), *aside)
     assert result.key_exchange is not None and result.key_exchange.group is not None
     assert result.key_exchange.group.name == "x25519"
     # the asyncio form is the same probe
     again = asyncio.run(tlsprobe.aprobe(target, cafile=str(certs.ca), timeout=4))
-    assert _without(again.to_dict(), "timings") == _without(result.to_dict(), "timings")
+    assert _without(again.to_dict(), *aside) == _without(result.to_dict(), *aside)
 
 
 def test_scan_is_the_command_lines_scan(target: str, certs: Any,
@@ -94,7 +95,8 @@ def test_scan_is_the_command_lines_scan(target: str, certs: Any,
     reports = tlsprobe.scan([target, "127.0.0.1:1"], checks=["groups"],
                             cafile=str(certs.ca), timeout=4)
     assert [type(r) for r in reports] == [tlsprobe.AuditReport] * 2
-    aside = ("duration_s", "index", "connections", "total_connections", "retries")
+    aside = ("duration_s", "started_at", "index", "connections", "total_connections",
+             "retries")
     assert [_without(r.to_dict(), *aside) for r in reports] == \
         [_without(line, *aside) for line in lines]
     assert reports[0].total_connections > 0 and lines[0]["total_connections"] > 0

@@ -44,7 +44,12 @@ RUN_DEPENDENT = {
     "sha256": "<sha256>", "sha1": "<sha1>", "trust_store": "<path>",
     # the first 4 bytes of each ServerHello.random (tls_timestamp's details)
     "first_bytes": "<random>",
+    # issue 33: every JSON document says when its work started and which tlsprobe wrote it
+    "started_at": "<date>", "tlsprobe_version": "<version>",
 }
+#: the members a capture's JSON document has of the run (not of the recording): replaced
+#: at its top level even when every other value is kept (normalize with port None)
+RUN_MEMBERS = ("tlsprobe_version", "started_at", "duration_s")
 #: JSON objects whose member order is the order the run's work finished in (a scan's
 #: connections per phase, counted as each phase ends, several at a time): compared sorted
 ORDERLESS = frozenset({"connections"})
@@ -69,8 +74,12 @@ def normalize(doc: Any, port: int | None = None) -> Any:
       check quoting a certificate's expiry or fingerprint);
     - the objects named in ORDERLESS have their members sorted by name (their order is
       the order concurrent phases ended in).
-    Nothing else is touched: every other member, its order and the list orders count."""
+    Nothing else is touched: every other member, its order and the list orders count.
+    A capture's document (`port` None) keeps every value but the RUN_MEMBERS of its top
+    level (the run's version, start and duration)."""
     if port is None:
+        if isinstance(doc, dict):
+            return {k: RUN_DEPENDENT[k] if k in RUN_MEMBERS else v for k, v in doc.items()}
         return doc
     def text(value: str) -> str:
         value = _ISO_DATE.sub("<date>", value)

@@ -44,6 +44,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_starttls_arguments(w)
     o = p.add_argument_group("output and politeness")
     o.add_argument("--json", action="store_true", help="JSON lines: one object per target")
+    from tlsprobe.commands.common import add_json_out_argument
+    add_json_out_argument(o, "the JSON lines (one object per target)")
     o.add_argument("--csv", metavar="FILE", help="also write a row per target and client")
     o.add_argument("--html", metavar="FILE", help="also write the tables as one HTML page")
     add_connection_arguments(o, concurrency=4, concurrency_help="targets at once")
@@ -56,6 +58,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if path:
             from tlsprobe.report.csv_out import check_writable
             check_writable(path, option)
+    from tlsprobe.commands.common import check_json_out, write_json_out
+    check_json_out(args)
     if args.list:
         return _list(args, out)
     request = ClientsRequest.from_args(args)
@@ -76,6 +80,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         from tlsprobe.report.client_cells import clients_page
         with written_to("--html", args.html), open(args.html, "w", encoding="utf-8") as fh:
             fh.write(clients_page(reports))
+    if args.json_out:
+        write_json_out(args.json_out, [r.to_json() for r in reports])
     codes = [exit_code_for(r.error_kind) for r in reports if r.error]
     # the text report says "Error: ..." already: on a terminal that is also stderr, once
     said = not args.json and _one_terminal(out, sys.stderr)

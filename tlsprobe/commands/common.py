@@ -138,6 +138,29 @@ def written_to(option: str, path: str) -> Iterator[None]:
         raise UsageError(f"{option} {path}: {exc.strerror or exc}") from None
 
 
+def add_json_out_argument(g: argparse._ArgumentGroup | argparse.ArgumentParser,
+                          what: str) -> None:
+    """--json-out FILE: the JSON --json prints, written to FILE in the same run as the text
+    report (and --html/--csv/--sarif/--junit where the command has them)."""
+    g.add_argument("--json-out", metavar="FILE", help=f"also write {what} to FILE as --json "
+                   "prints it, while the text report goes to stdout (one run)")
+
+
+def check_json_out(args: argparse.Namespace) -> None:
+    """--json-out FILE can be written: a usage error (exit 2) before any work, not after."""
+    path = getattr(args, "json_out", None)
+    if path:
+        from tlsprobe.report.csv_out import check_writable
+        check_writable(path, "--json-out")
+
+
+def write_json_out(path: str, documents: list[str]) -> None:
+    """--json-out FILE: each document then a newline (JSON lines for a command with one
+    document per target); a failure to write is the option's usage error."""
+    with written_to("--json-out", path), open(path, "w", encoding="utf-8") as fh:
+        fh.writelines(doc + "\n" for doc in documents)
+
+
 def error_line(exc: TlsprobeError) -> str:
     """The one stderr line for `exc`: usage errors read `tlsprobe: error: ...`."""
     from tlsprobe.report.escape import shown
@@ -147,5 +170,6 @@ def error_line(exc: TlsprobeError) -> str:
     return f"tlsprobe: {text}"
 
 
-__all__ = ["MAX_SECONDS", "ArgumentParser", "add_connection_arguments", "command_parser", "count", "error_line", "positive_int", "seconds",
-           "written_to"]
+__all__ = ["MAX_SECONDS", "ArgumentParser", "add_connection_arguments", "add_json_out_argument",
+           "check_json_out", "command_parser", "count", "error_line", "positive_int", "seconds",
+           "write_json_out", "written_to"]

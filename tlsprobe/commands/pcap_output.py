@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from operator import itemgetter
 from typing import IO, TYPE_CHECKING, Any
 
@@ -49,13 +50,26 @@ class Output:
         self._started = False
         self._table = not (args.json or args.jsonl or args.details or args.stats)
         self._encoder = capture_encoder()  # this run's: remembers the shared values' JSON
+        self._t0 = time.monotonic()        # the run's start: started_at and duration_s
+
+    def _run_members(self) -> dict[str, object]:
+        """The members every JSON document carries (tlsprobe_version, started_at: the run's
+        start, duration_s: the run's seconds until now); a connection's own times are the
+        capture's, in its record."""
+        from tlsprobe.model.encode import run_head, started_at
+        elapsed = time.monotonic() - self._t0
+        return {**run_head(), "started_at": started_at(elapsed),
+                "duration_s": round(elapsed, 3)}
 
     def begin(self) -> None:
         """A capture was opened: the output starts (the --json document's head)."""
         if not self._started:
             self._started = True
             if self.args.json:
+                run = self._run_members()
                 self.out.write('{"schema": 1, "tool": "tlsprobe", "command": "pcap", '
+                               f'"tlsprobe_version": {json.dumps(run["tlsprobe_version"])}, '
+                               f'"started_at": {json.dumps(run["started_at"])}, '
                                '"connections": [')
 
     def _json(self, text: str, end: str = "") -> None:
@@ -110,7 +124,7 @@ class Output:
         if summary.error is not None and (self.args.json or self.args.jsonl):
             self.begin()  # an unreadable file has a record in the JSON output too
         if self.args.jsonl:
-            self.out.write(json.dumps(summary.to_dict()) + "\n")
+            self.out.write(json.dumps({**summary.to_dict(), **self._run_members()}) + "\n")
 
     def finish(self, stats: Statistics, summaries: list[CaptureSummary]) -> None:
         from tlsprobe.report.offline_tables import render_connections, render_stats
@@ -123,11 +137,12 @@ class Output:
             out.write(' "captures": ' + json.dumps([s.to_dict() for s in summaries]))
             if args.stats:
                 out.write(',\n "stats": ' + json.dumps(stats.to_dict()))
-            out.write("}\n")
+            out.write(f',\n "duration_s": {self._run_members()["duration_s"]}}}\n')
             return
         if args.jsonl:
             if args.stats:
-                out.write(json.dumps({"kind": "stats", **stats.to_dict()}) + "\n")
+                out.write(json.dumps({"kind": "stats", **stats.to_dict(),
+                                      **self._run_members()}) + "\n")
             return
         if stats.connections == 0:
             out.write(_nothing_found(summaries) + "\n")

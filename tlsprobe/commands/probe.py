@@ -80,6 +80,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "as `openssl s_client -msg` does, with decoded fields and their offsets "
                    "(on stderr with --json, so that stdout stays pure JSON)")
     o.add_argument("--json", action="store_true", help="print the result as JSON")
+    from tlsprobe.commands.common import add_json_out_argument
+    add_json_out_argument(o, "the result (with --timing: the timing report)")
     o.add_argument("--full", action="store_true", help="list every certificate and "
                    "subjectAltName (a terminal shows the first ones; piped output is whole)")
     o.add_argument("--keylog", metavar="FILE", help="append the session's secrets to FILE "
@@ -171,6 +173,8 @@ def timing_args(args: argparse.Namespace) -> argparse.Namespace:
 
 def _check_files(args: argparse.Namespace) -> None:
     """Fail before connecting when an output file cannot be written."""
+    from tlsprobe.commands.common import check_json_out
+    check_json_out(args)
     for option, path in (("--keylog", args.keylog), ("--pcap-out", args.pcap_out)):
         if path is None:
             continue
@@ -182,6 +186,9 @@ def _check_files(args: argparse.Namespace) -> None:
 
 
 def _write_outputs(args: argparse.Namespace, run_: ProbeRun, quic: QuicProbe | None) -> None:
+    if args.json_out:
+        from tlsprobe.commands.common import write_json_out
+        write_json_out(args.json_out, [run_.result.to_json()])
     if args.keylog and run_.keylog_lines:
         from tlsprobe.engine.keylog import KeyLogWriter
         try:

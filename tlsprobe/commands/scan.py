@@ -120,6 +120,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_baseline_arguments(pol)     # --baseline FILE, --fail-on-change
     o = p.add_argument_group("output and politeness")
     o.add_argument("--json", action="store_true", help="JSON lines: one object per target")
+    from tlsprobe.commands.common import add_json_out_argument
+    add_json_out_argument(o, "the JSON lines (one object per target)")
     o.add_argument("--full", action="store_true", help="never cut a list short (groups, a "
                    "finding's items); a terminal shows the first ones, piped output is whole")
     o.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -129,14 +131,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "self-contained HTML page (every section, lists in full)")
     o.add_argument("--csv", metavar="FILE", help="also write versions, groups, suites, "
                    "signature schemes, checks and findings as one CSV (a 'section' column)")
+    o.add_argument("--sarif", metavar="FILE", help="also write the findings as SARIF 2.1.0 "
+                   "(code scanning: a rule per finding code, level from the severity, the "
+                   "target as location, waived findings suppressed; docs/POLICY.md)")
+    o.add_argument("--junit", metavar="FILE", help="also write JUnit XML: a test suite per "
+                   "target, a test case per check and per finding code, failing on a "
+                   "vulnerable or intolerant check or a finding at or above --fail-on "
+                   "(default low); docs/POLICY.md")
     add_connection_arguments(o, concurrency=4, concurrency_help="targets audited at once")
 
 
 def _bad_report(line: BadLine) -> AuditReport:
     """The error report of a line of -f FILE that is no target (reported and skipped)."""
+    import time
+
     from tlsprobe.errors import FailureKind
     from tlsprobe.model.audit import AuditReport
-    return AuditReport(host=line.text, port=0, error=line.error, error_kind=FailureKind.USAGE)
+    from tlsprobe.model.encode import utc_stamp
+    return AuditReport(host=line.text, port=0, error=line.error, error_kind=FailureKind.USAGE,
+                       started_at=utc_stamp(time.time()))
 
 
 def _checks(args: argparse.Namespace) -> tuple[str, ...]:
@@ -154,10 +167,14 @@ def parse_checks(text: str | None) -> tuple[str, ...]:
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
-    """--html and --csv can be written: checked before the audit, not after minutes of it."""
-    if args.html or args.csv:
+    """--html, --csv and --json-out can be written: checked before the audit, not after
+    minutes of it."""
+    from tlsprobe.commands.common import check_json_out
+    check_json_out(args)
+    if args.html or args.csv or args.sarif or args.junit:
         from tlsprobe.report.csv_out import check_writable
-        for option, path in (("--html", args.html), ("--csv", args.csv)):
+        for option, path in (("--html", args.html), ("--csv", args.csv),
+                             ("--sarif", args.sarif), ("--junit", args.junit)):
             if path:
                 check_writable(path, option)
 
@@ -265,7 +282,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     baseline = load_baseline(args, list(targets))     # a usage error before any connection
     place = {(i.host, i.port) if isinstance(i, Target) else i: n
              for n, i in enumerate(items, 1)}
-    bad = {item: replace(_bad_report(item), index=place[item]) for item in items
+    bad = {item: _gated(args, replace(_bad_report(item), index=place[item])) for item in items
            if not isinstance(item, Target)}
     if args.json:
         for report in bad.values():
@@ -287,7 +304,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return report
 
     def on_report(report: AuditReport) -> None:
-        report = finished(replace(report, index=place.get((report.host, report.port))))
+        report = _gated(args, finished(replace(report,
+                                               index=place.get((report.host, report.port)))))
         progress.report(report)
         if args.json:
             print(baseline.json_text(report) if baseline else report.to_json(), file=out,
@@ -301,10 +319,42 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                                 concurrency=request.settings.concurrency,
                                 on_phase=progress.phase if progress.progress else None,
                                 on_report=on_report)
-    done = {t: finished(r) for t, r in zip(targets, audited)}
+    done = {t: _gated(args, finished(replace(r, index=place.get((r.host, r.port)))))
+            for t, r in zip(targets, audited)}
     reports = [done[i] if isinstance(i, Target) else bad[i] for i in items]
     tcp = scan_quic.compare_tcp(args, targets, request.options, request.settings)
     return _finish(args, out, reports, tcp, done, files, baseline)
+
+
+def _gated(args: argparse.Namespace, report: AuditReport) -> AuditReport:
+    """`report` with its verdict against --fail-on / --fail-under (policy/gate.py), when
+    either is given: the summary and the JSON name the targets that failed and why."""
+    fail_under = getattr(args, "fail_under", None)
+    if not (args.fail_on or fail_under):
+        return report
+    from tlsprobe.policy.gate import gate_verdict
+    return replace(report, gate=gate_verdict(report, args.fail_on, fail_under))
+
+
+def _write_files(args: argparse.Namespace, reports: list[AuditReport], code: int,
+                 reason: str) -> None:
+    """--html, --csv, --json-out, --sarif and --junit, each as asked (checked writable
+    before the audit; a failure now is that option's usage error)."""
+    from tlsprobe.commands.common import write_json_out, written_to
+    if args.html or args.csv:
+        from tlsprobe.report.html import write_scan_files
+        with written_to("--html" if args.html else "--csv", args.html or args.csv):
+            write_scan_files(args.html, args.csv, reports, code, reason)
+    if args.json_out:
+        write_json_out(args.json_out, [r.to_json() for r in reports])
+    if args.sarif:
+        from tlsprobe.report.sarif import write_sarif
+        with written_to("--sarif", args.sarif):
+            write_sarif(args.sarif, reports, code, reason)
+    if args.junit:
+        from tlsprobe.report.junit import write_junit
+        with written_to("--junit", args.junit):
+            write_junit(args.junit, reports, args.fail_on, getattr(args, "fail_under", None))
 
 
 def _finish(args: argparse.Namespace, out: TextIO, reports: list[AuditReport],
@@ -328,11 +378,7 @@ def _finish(args: argparse.Namespace, out: TextIO, reports: list[AuditReport],
     if not args.json and len(reports) > 1:
         from tlsprobe.report.audit_tables import render_summary
         render_summary(reports, code, reason, out)
-    if args.html or args.csv:
-        from tlsprobe.commands.common import written_to
-        from tlsprobe.report.html import write_scan_files
-        with written_to("--html" if args.html else "--csv", args.html or args.csv):
-            write_scan_files(args.html, args.csv, reports, code, reason)
+    _write_files(args, reports, code, reason)
     # the text report says "Error: ..." already: on a terminal that is also stderr, once
     shown_above = [] if args.json or not _same_terminal(out, sys.stderr) else reports
     for report in reports + list(tcp.values()):

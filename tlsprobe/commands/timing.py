@@ -73,6 +73,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
                         help=f"per-handshake limit (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    from tlsprobe.commands.common import add_json_out_argument
+    add_json_out_argument(parser, "the result")
     from tlsprobe.commands.starttls_option import add_starttls_arguments
     add_starttls_arguments(parser)
 
@@ -209,6 +211,9 @@ def run_timing(target_text: str, args: argparse.Namespace | TimingOptions, *,
         if plot:   # before measuring, not after
             from tlsprobe.report.plots import check_plot
             check_plot(plot)
+        from tlsprobe.commands.common import check_json_out
+        if not isinstance(args, TimingOptions):
+            check_json_out(args)
         if progress.shown and options.groups is None:
             err.write("timing: finding the groups the server accepts...")
             err.flush()
@@ -223,6 +228,14 @@ def run_timing(target_text: str, args: argparse.Namespace | TimingOptions, *,
     elif report.entries:
         from tlsprobe.report.timing_tables import render_timing
         render_timing(report, out)
+    json_out: str | None = getattr(args, "json_out", None)
+    if json_out:
+        from tlsprobe.commands.common import write_json_out
+        try:
+            write_json_out(json_out, [report.to_json()])
+        except TlsprobeError as exc:
+            print(error_line(exc), file=err)
+            return exc.exit_code
     if plot and report.entries:
         from tlsprobe.commands.common import written_to
         from tlsprobe.report.plots import plot_timing

@@ -14,7 +14,7 @@ from enum import StrEnum
 from tlsprobe.errors import FailureKind
 from tlsprobe.model.checks import CheckResult
 from tlsprobe.model.clients import ClientSimulation
-from tlsprobe.model.encode import JsonObject, document, dumps
+from tlsprobe.model.encode import JsonObject, document, dumps, run_head
 from tlsprobe.model.probe import CertificateInfo, Cipher, Codepoint
 from tlsprobe.model.rating import Rating
 from tlsprobe.model.severity import Severity
@@ -274,6 +274,16 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class GateVerdict:
+    """Whether a target passes the run's gates (scan --fail-on, --fail-under; an error
+    fails the run too) and, when it does not, why: one line per reason ("2 finding(s) at or
+    above --fail-on medium: certificate.self_signed (high), ...")."""
+
+    passed: bool
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class AuditReport:
     host: str
     port: int
@@ -314,6 +324,12 @@ class AuditReport:
     #: the overall grade (model/rating.py, policy/rating.py); None: not rated (an error,
     #: or a report made without it: no JSON member then)
     rating: Rating | None = None
+    #: when the work on this target started (ISO 8601 UTC, model/encode.py utc_stamp);
+    #: None only in a report made without running anything (the JSON member is null)
+    started_at: str | None = None
+    #: scan with --fail-on or --fail-under: whether this target passes and why not
+    #: (policy/gate.py); None: no gate asked for (no JSON member)
+    gate: GateVerdict | None = None
 
     def group_audit(self, version: int) -> GroupAudit | None:
         return next((g for g in self.groups if g.version.id == version), None)
@@ -352,12 +368,13 @@ class AuditReport:
                 and (f.name != "transport" or self.transport is not None)
                 and (f.name != "one_at_a_time" or self.one_at_a_time is not None)
                 and (f.name != "clients" or self.clients)
-                and (f.name != "rating" or self.rating is not None)}
+                and (f.name != "rating" or self.rating is not None)
+                and (f.name != "gate" or self.gate is not None)}
 
     def to_dict(self) -> JsonObject:
         """The JSON object: schema, tool and kind, then the fields."""
-        return document({"schema": AUDIT_SCHEMA_VERSION, "tool": "tlsprobe", "kind": "audit"},
-                        self)
+        return document({"schema": AUDIT_SCHEMA_VERSION, "tool": "tlsprobe", "kind": "audit",
+                         **run_head()}, self)
 
     def to_json(self, indent: int | None = None) -> str:
         return dumps(self.to_dict(), indent=indent)

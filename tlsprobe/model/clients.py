@@ -20,7 +20,7 @@ from enum import StrEnum
 
 from tlsprobe import registry
 from tlsprobe.errors import FailureKind
-from tlsprobe.model.encode import JsonObject, document, dumps
+from tlsprobe.model.encode import JsonObject, document, dumps, run_head
 
 __all__ = ["CLIENTS_SCHEMA_VERSION", "ClientProfile", "ClientSimulation", "ClientsReport",
            "FailureReason", "ProfileSource",
@@ -159,10 +159,11 @@ class ClientsReport:
     duration_s: float = 0.0
     error: str | None = None
     error_kind: FailureKind | None = None
+    started_at: str | None = None   # when the simulation of this target started (UTC)
 
     def to_dict(self) -> JsonObject:
         return document({"schema": CLIENTS_SCHEMA_VERSION, "tool": "tlsprobe",
-                         "kind": "clients"}, self)
+                         "kind": "clients", **run_head()}, self)
 
     def to_json(self, indent: int | None = None) -> str:
         return dumps(self.to_dict(), indent=indent)

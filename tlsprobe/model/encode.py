@@ -20,12 +20,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import time
 from collections.abc import Callable
 from enum import Enum
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 __all__ = ["JsonEncoder", "JsonObject", "JsonShaped", "JsonValue", "document", "dumps", "number",
-           "plain_string", "string", "to_json_object", "to_jsonable"]
+           "plain_string", "run_head", "started_at", "string", "to_json_object", "to_jsonable",
+           "utc_stamp"]
 
 #: what `json.loads` returns and `json.dumps` takes
 JsonValue: TypeAlias = "None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]"
@@ -74,6 +76,26 @@ def document(head: JsonObject, value: object) -> JsonObject:
     out = dict(head)
     out.update(to_json_object(value))
     return out
+
+
+def utc_stamp(epoch: float) -> str:
+    """`epoch` (seconds since 1970) as every document's `started_at` writes it: ISO 8601 in
+    UTC to the second, "2026-12-06T10:20:31Z" (what JSON Schema's date-time, pandas and
+    DuckDB read as a UTC timestamp)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def started_at(elapsed_s: float) -> str:
+    """The `started_at` of work that has run for `elapsed_s` seconds until now (measured on
+    the monotonic clock): the wall clock at its start, in UTC."""
+    return utc_stamp(time.time() - max(elapsed_s, 0.0))
+
+
+def run_head() -> JsonObject:
+    """The member every JSON document tlsprobe writes carries beside `started_at` and
+    `duration_s`: the version of tlsprobe that wrote it."""
+    from tlsprobe._version import __version__
+    return {"tlsprobe_version": __version__}
 
 
 def dumps(value: object, indent: int | None = None) -> str:

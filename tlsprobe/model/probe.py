@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from tlsprobe import registry
 from tlsprobe.errors import FailureKind
-from tlsprobe.model.encode import JsonObject, document, dumps
+from tlsprobe.model.encode import JsonObject, document, dumps, run_head
 from tlsprobe.model.quic import QuicSummary
 from tlsprobe.model.starttls import StartTlsInfo
 
@@ -202,10 +202,12 @@ class ProbeResult:
     findings: tuple[str, ...] = ()
     starttls: StartTlsInfo | None = None     # --starttls: the preamble (absent from JSON without)
     quic: QuicSummary | None = None          # --quic: the QUIC side (absent from JSON without)
+    started_at: str | None = None            # when the probe started (ISO 8601 UTC)
+    duration_s: float | None = None          # the whole probe, name lookup to the last check
 
     def to_dict(self) -> JsonObject:
         """The JSON object: schema and tool, then the fields."""
-        out = document({"schema": SCHEMA_VERSION, "tool": "tlsprobe"}, self)
+        out = document({"schema": SCHEMA_VERSION, "tool": "tlsprobe", **run_head()}, self)
         if self.starttls is None:
             del out["starttls"]
         if self.quic is None:

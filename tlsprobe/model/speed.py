@@ -138,6 +138,8 @@ class SpeedReport:
     results: tuple[AlgorithmResult, ...]
     comparison: Comparison | None = field(default=None)
     interrupted: bool = False  # Ctrl-C: `results` holds only the figures completed before
+    started_at: str | None = None    # when the run started (ISO 8601 UTC)
+    duration_s: float | None = None  # the whole run, the openssl comparison included
 
     def json_shape(self) -> dict[str, object]:
         """The JSON document: schema, versions (the library ones nested), then the run."""
@@ -152,4 +154,8 @@ class SpeedReport:
             "interrupted": self.interrupted,
             "results": self.results,
             "openssl_comparison": self.comparison,
+            # the members every JSON document of tlsprobe has (issue 33)
+            "tlsprobe_version": self.tlsprobe_version,
+            "started_at": self.started_at,
+            "duration_s": self.duration_s,
         }

@@ -41,7 +41,7 @@ from enum import StrEnum
 from typing import Any, overload
 
 from tlsprobe.errors import FailureKind
-from tlsprobe.model.encode import JsonObject, document, dumps
+from tlsprobe.model.encode import JsonObject, document, dumps, run_head
 from tlsprobe.model.probe import Cipher, Codepoint
 
 TIMING_SCHEMA = "tlsprobe.timing/1"
@@ -206,10 +206,11 @@ class TimingReport:
     duration_s: float = 0.0
     error: str | None = None
     error_kind: FailureKind | None = None
+    started_at: str | None = None   # when the timing run started (ISO 8601 UTC)
 
     def to_dict(self) -> JsonObject:
         """The JSON object: schema and tool, then the fields."""
-        return document({"schema": TIMING_SCHEMA, "tool": "tlsprobe"}, self)
+        return document({"schema": TIMING_SCHEMA, "tool": "tlsprobe", **run_head()}, self)
 
     def to_json(self, indent: int | None = 2) -> str:
         return dumps(self.to_dict(), indent=indent)

@@ -21,6 +21,7 @@ from tlsprobe.engine.config import ClientConfig
 from tlsprobe.engine.interface import Handshake
 from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.kex.dhprime import WorkDeadline, work_deadline
+from tlsprobe.model.encode import started_at
 from tlsprobe.model.probe import ProbeResult, Verification
 from tlsprobe.net.driver import drive
 from tlsprobe.net.starttls import PreambleRecord, StartTlsError
@@ -173,7 +174,18 @@ def tcp_connector(options: ProbeOptions, total: float) -> Connector:
 def run_probe(target: Target, options: ProbeOptions,
               connect: Connector | None = None) -> ProbeRun:
     """Probe one server over the transport `connect` opens (default: TCP). Network errors,
-    alerts and protocol errors end up in the result."""
+    alerts and protocol errors end up in the result, which says when the probe started and
+    how long it took (`started_at`, `duration_s`)."""
+    t0 = time.monotonic()
+    run = _probe(target, options, connect)
+    elapsed = time.monotonic() - t0
+    run.result = replace(run.result, started_at=started_at(elapsed),
+                         duration_s=round(elapsed, 3))
+    return run
+
+
+def _probe(target: Target, options: ProbeOptions, connect: Connector | None) -> ProbeRun:
+    """`run_probe` without the result's start time and duration."""
     engine = ClientHandshake(options.config, annotate=options.annotate,
                              stop_after_first_flight=options.stop_after_first_flight,
                              read_server_flight=True, limits=options.limits)

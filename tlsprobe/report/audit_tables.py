@@ -353,7 +353,25 @@ def summary_lines(reports: list[AuditReport], code: int, reason: str) -> list[st
     grades = grades_line(reports)
     return [(f"Targets: {len(reports)}; audited {len(reports) - failed}; with an error "
             f"{failed}{by_kind}"),
-            f"Findings: {found}", *([grades] if grades else []), f"Exit code {code}: {reason}"]
+            f"Findings: {found}", *([grades] if grades else []), *gate_lines(reports),
+            f"Exit code {code}: {reason}"]
+
+
+def gate_lines(reports: list[AuditReport]) -> list[str]:
+    """With --fail-on or --fail-under: which targets failed the gate, and why, one line
+    each, then its reasons indented ("Failed: 127.0.0.1:443", "  - 2 finding(s) at or above
+    --fail-on high: ...")."""
+    gates = [(r, r.gate) for r in reports if r.gate is not None]
+    if not gates:
+        return []
+    failing = [(r, g) for r, g in gates if not g.passed]
+    lines = [f"Gate: {len(gates) - len(failing)} of {len(gates)} target(s) passed"]
+    for r, g in failing:
+        where = f"[{r.host}]:{r.port}" if ":" in r.host else f"{r.host}:{r.port}"
+        if r.port == 0:     # a line of -f FILE that is no target
+            where = r.host
+        lines += [f"Failed: {where}", *(f"  - {why}" for why in g.reasons)]
+    return lines
 
 
 def render_summary(reports: list[AuditReport], code: int, reason: str, out: IO[str]) -> None:

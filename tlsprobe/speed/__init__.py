@@ -11,12 +11,14 @@ its own cost out of the figures). Entry points:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 
 import cryptography
 from cryptography.hazmat.backends.openssl import backend
 
 from tlsprobe._version import __version__
+from tlsprobe.model.encode import started_at
 from tlsprobe.model.speed import (
     AlgorithmResult,
     Comparison,
@@ -62,11 +64,14 @@ def run_speed(algorithms: Sequence[Algorithm], seconds: float, *, processes: int
               openssl_progress: Callable[[str], None] | None = None) -> SpeedReport:
     """Measure `algorithms` and, if asked, run `openssl speed` on the same primitives after."""
     crypto_version, openssl_version = library_versions()
+    t0 = time.monotonic()
 
     def make(results: Sequence[AlgorithmResult], comparison: Comparison | None = None,
              interrupted: bool = False) -> SpeedReport:
+        elapsed = time.monotonic() - t0
         return SpeedReport(__version__, crypto_version, openssl_version, seconds, processes,
-                           tuple(block_sizes), tuple(results), comparison, interrupted)
+                           tuple(block_sizes), tuple(results), comparison, interrupted,
+                           started_at=started_at(elapsed), duration_s=round(elapsed, 3))
 
     try:
         results = run(algorithms, seconds, processes=processes, block_sizes=block_sizes,

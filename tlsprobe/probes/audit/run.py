@@ -30,6 +30,7 @@ from tlsprobe.model.audit import (
     VersionSupport,
 )
 from tlsprobe.model.clients import ClientProfile, ClientSimulation
+from tlsprobe.model.encode import started_at
 from tlsprobe.model.probe import Codepoint
 from tlsprobe.model.vocab import (
     Answer,
@@ -381,7 +382,8 @@ def _finish(report: AuditReport, run: _Run, started: float,
                      one_at_a_time=scheduler.pacing.serial(target) or None,
                      address=scheduler.addresses.get(target.display),
                      starttls=scheduler.channel.preamble(target),   # --starttls: what it said
-                     duration_s=round(time.monotonic() - started, 3))
+                     duration_s=round(time.monotonic() - started, 3),
+                     started_at=started_at(time.monotonic() - started))
     if error is not None:
         return replace(report, error=f"{target.display}: {error[0]}", error_kind=error[1])
     report = replace(report, check_results=derive_checks(report) + report.check_results)
@@ -410,10 +412,13 @@ async def audit_many(targets: Iterable[Target], options: AuditOptions, scheduler
 
     async def one(target: Target) -> AuditReport:
         async with gate:
+            begun = time.monotonic()
             try:
                 report = await audit_target(target, scheduler, options, on_phase)
             except Exception as exc:  # noqa: BLE001 -- a bug: this target's report says so, no other's
-                report = internal_error_report(target, scheduler, exc)
+                report = replace(internal_error_report(target, scheduler, exc),
+                                 started_at=started_at(time.monotonic() - begun),
+                                 duration_s=round(time.monotonic() - begun, 3))
         bug = scheduler.internal_errors.get(target.display)
         if bug and report.error_kind != FailureKind.INTERNAL:   # a bug outranks what it caused
             report = replace(report, error=f"{target.display}: {bug}",

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tlsprobe.errors import FailureKind, UsageError
 from tlsprobe.model.clients import ClientProfile, ClientsReport, SimStatus
+from tlsprobe.model.encode import started_at
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes.audit.scheduler import Scheduler, TargetRunner
 from tlsprobe.probes.clients.fresh import server_name_for
@@ -60,7 +61,8 @@ async def clients_of(target: Target, scheduler: Scheduler, profiles: tuple[Clien
     report = ClientsReport(host=target.host, port=target.port, server_name=server_name,
                            address=scheduler.addresses.get(target.display), clients=sims,
                            connections=scheduler.count(target).get(PHASE, 0),
-                           duration_s=round(time.monotonic() - started, 3))
+                           duration_s=round(time.monotonic() - started, 3),
+                           started_at=started_at(time.monotonic() - started))
     if sims and all(s.status == SimStatus.inconclusive for s in sims) and \
             report.address is None:
         return _unreached(report, sims[0].detail)

@@ -24,6 +24,7 @@ from tlsprobe import kex, registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.config import TLS12, TLS13, ClientConfig
 from tlsprobe.errors import FailureKind, NetworkError
+from tlsprobe.model.encode import started_at
 from tlsprobe.model.probe import Cipher, Codepoint
 from tlsprobe.model.timing import (
     FAILING,
@@ -339,7 +340,8 @@ def _finish(base: TimingReport, states: list[_State], notes: list[str],
     return replace(base, entries=entries, rankings=rankings, notes=tuple(notes),
                    stopped=stopped[0] if stopped else None,
                    error=error[0] if error else None, error_kind=kind,
-                   duration_s=round(time.monotonic() - started, 3))
+                   duration_s=round(time.monotonic() - started, 3),
+                   started_at=started_at(time.monotonic() - started))
 
 
 __all__ = ["Plan", "Sample", "TimingFailure", "TimingOptions", "kex_cost_ms", "measure_timing",
