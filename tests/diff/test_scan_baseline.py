@@ -123,10 +123,22 @@ def test_a_baseline_of_several_targets_is_matched_by_host_and_port(
     same_port(TLS12_P256, b.port)
     c = same_port(TLS12_P256)        # not in the baseline
     targets.append(f"127.0.0.1:{c.port}")
+    json_out = tmp_path / "out.jsonl"
     proc = cli("scan", *targets, "--no-progress", "--checks", CHECKS, "--baseline", base,
-               "--fail-on-change")
+               "--fail-on-change", "--json-out", json_out)
     assert proc.returncode == 1, proc.stderr
     out = proc.stdout
+    # the summary names the target that failed the change gate, and why
+    failed = out[out.index("Gate: 2 of 3 target(s) passed"):]
+    assert f"Failed: {targets[1]}" in failed and "regression(s) since the baseline " \
+        "(--fail-on-change regression): version_lost" in failed
+    assert f"Failed: {targets[0]}" not in failed and f"Failed: {targets[2]}" not in failed
+    # --json-out beside the text holds the changes and each target's gate verdict
+    written = {f"{d['host']}:{d['port']}": d for d in map(json.loads,
+                                                        json_out.read_text().splitlines())}
+    assert any(c["kind"] == "version_lost" for c in written[targets[1]]["changes"])
+    assert written[targets[1]]["gate"]["passed"] is False
+    assert written[targets[0]]["gate"] == {"passed": True, "reasons": []}
 
     def section(target: str) -> str:
         start = out.index(f"Changes since {base} (")

@@ -282,7 +282,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     baseline = load_baseline(args, list(targets))     # a usage error before any connection
     place = {(i.host, i.port) if isinstance(i, Target) else i: n
              for n, i in enumerate(items, 1)}
-    bad = {item: _gated(args, replace(_bad_report(item), index=place[item])) for item in items
+    bad = {item: _gated(args, replace(_bad_report(item), index=place[item]), baseline)
+           for item in items
            if not isinstance(item, Target)}
     if args.json:
         for report in bad.values():
@@ -305,7 +306,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
     def on_report(report: AuditReport) -> None:
         report = _gated(args, finished(replace(report,
-                                               index=place.get((report.host, report.port)))))
+                                               index=place.get((report.host, report.port)))),
+                        baseline)
         progress.report(report)
         if args.json:
             print(baseline.json_text(report) if baseline else report.to_json(), file=out,
@@ -319,25 +321,29 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                                 concurrency=request.settings.concurrency,
                                 on_phase=progress.phase if progress.progress else None,
                                 on_report=on_report)
-    done = {t: _gated(args, finished(replace(r, index=place.get((r.host, r.port)))))
+    done = {t: _gated(args, finished(replace(r, index=place.get((r.host, r.port)))), baseline)
             for t, r in zip(targets, audited)}
     reports = [done[i] if isinstance(i, Target) else bad[i] for i in items]
     tcp = scan_quic.compare_tcp(args, targets, request.options, request.settings)
     return _finish(args, out, reports, tcp, done, files, baseline)
 
 
-def _gated(args: argparse.Namespace, report: AuditReport) -> AuditReport:
-    """`report` with its verdict against --fail-on / --fail-under (policy/gate.py), when
-    either is given: the summary and the JSON name the targets that failed and why."""
+def _gated(args: argparse.Namespace, report: AuditReport,
+           baseline: Baseline | None = None) -> AuditReport:
+    """`report` with its verdict against --fail-on / --fail-under / --fail-on-change
+    (policy/gate.py), when one is given: the summary and the JSON name the targets that
+    failed and why."""
     fail_under = getattr(args, "fail_under", None)
-    if not (args.fail_on or fail_under):
+    changes = baseline is not None and baseline.gate is not None
+    if not (args.fail_on or fail_under or changes):
         return report
     from tlsprobe.policy.gate import gate_verdict
-    return replace(report, gate=gate_verdict(report, args.fail_on, fail_under))
+    more = baseline.gate_reasons(report) if baseline is not None else []
+    return replace(report, gate=gate_verdict(report, args.fail_on, fail_under, more))
 
 
 def _write_files(args: argparse.Namespace, reports: list[AuditReport], code: int,
-                 reason: str) -> None:
+                 reason: str, baseline: Baseline | None = None) -> None:
     """--html, --csv, --json-out, --sarif and --junit, each as asked (checked writable
     before the audit; a failure now is that option's usage error)."""
     from tlsprobe.commands.common import write_json_out, written_to
@@ -346,7 +352,8 @@ def _write_files(args: argparse.Namespace, reports: list[AuditReport], code: int
         with written_to("--html" if args.html else "--csv", args.html or args.csv):
             write_scan_files(args.html, args.csv, reports, code, reason)
     if args.json_out:
-        write_json_out(args.json_out, [r.to_json() for r in reports])
+        write_json_out(args.json_out, [baseline.json_text(r) if baseline else r.to_json()
+                                       for r in reports])
     if args.sarif:
         from tlsprobe.report.sarif import write_sarif
         with written_to("--sarif", args.sarif):
@@ -378,7 +385,7 @@ def _finish(args: argparse.Namespace, out: TextIO, reports: list[AuditReport],
     if not args.json and len(reports) > 1:
         from tlsprobe.report.audit_tables import render_summary
         render_summary(reports, code, reason, out)
-    _write_files(args, reports, code, reason)
+    _write_files(args, reports, code, reason, baseline)
     # the text report says "Error: ..." already: on a terminal that is also stderr, once
     shown_above = [] if args.json or not _same_terminal(out, sys.stderr) else reports
     for report in reports + list(tcp.values()):

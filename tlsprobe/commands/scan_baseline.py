@@ -116,6 +116,20 @@ class Baseline:
                        f"{report.host}:{report.port}", self.changes_of(report), out,
                        note="not in the baseline: nothing to compare")
 
+    def gate_reasons(self, report: AuditReport) -> list[str]:
+        """Why `report` fails --fail-on-change (empty: it passes, or no such gate), for the
+        summary's and the JSON's per-target gate verdict."""
+        if self.gate is None or report.port == 0:
+            return []
+        from tlsprobe.model.changes import Direction
+        hit = [c for c in (self.changes_of(report) or ())
+               if self.gate == "any" or c.direction is Direction.regression]
+        if not hit:
+            return []
+        kinds = ", ".join(dict.fromkeys(str(c.kind) for c in hit))
+        word = "change(s)" if self.gate == "any" else "regression(s)"
+        return [f"{len(hit)} {word} since the baseline (--fail-on-change {self.gate}): {kinds}"]
+
     def exit_gate(self, reports: list[AuditReport], code: int, reason: str
                   ) -> tuple[int, str]:
         """The exit code and reason with --fail-on-change applied (1 wins)."""
