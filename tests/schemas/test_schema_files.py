@@ -1,0 +1,203 @@
+"""The shipped JSON Schemas: generated from the model (the committed files are what
+tools/gen_schemas.py writes), valid draft 2020-12, strict (no member a schema does not name,
+enums equal to the model's StrEnums), packaged, and the goldens (real outputs) valid."""
+
+from __future__ import annotations
+
+import copy
+import enum
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.schemas.validate import assert_valid, errors, validator
+from tlsprobe import errors as tlsprobe_errors
+from tlsprobe.data import schemas
+from tlsprobe.model import (
+    audit,
+    check_catalog,
+    check_details,
+    checks,
+    clients,
+    rating,
+    severity,
+    vocab,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+GENERATOR = REPO / "tools" / "gen_schemas.py"
+SHIPPED = REPO / "tlsprobe" / "data" / "schemas"
+GOLDEN = REPO / "tests" / "golden" / "data"
+
+
+def test_committed_schemas_are_what_the_generator_writes(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, str(GENERATOR), "-o", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == sorted(f"{n}.schema.json" for n in schemas.NAMES)
+    assert sorted(p.name for p in SHIPPED.glob("*.json")) == written
+    stale = [n for n in written if (tmp_path / n).read_bytes() != (SHIPPED / n).read_bytes()]
+    assert stale == [], f"stale schemas {stale}: run python tools/gen_schemas.py"
+
+
+@pytest.mark.parametrize("name", schemas.NAMES)
+def test_each_schema_is_reachable_and_a_valid_draft_2020_12_schema(name: str) -> None:
+    assert schemas.path(name).is_file()
+    assert schemas.load(name)["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    validator(name)   # check_schema raises on an invalid schema
+    with pytest.raises(ValueError, match="no schema named"):
+        schemas.path("nope")
+
+
+def _objects(node: Any) -> list[dict[str, Any]]:
+    """Every object schema (one with "properties") inside `node`."""
+    found = []
+    if isinstance(node, dict):
+        if "properties" in node:
+            found.append(node)
+        for value in node.values():
+            found.extend(_objects(value))
+    elif isinstance(node, list):
+        for value in node:
+            found.extend(_objects(value))
+    return found
+
+
+@pytest.mark.parametrize("name", schemas.NAMES)
+def test_every_object_is_closed_and_every_member_typed(name: str) -> None:
+    schema = schemas.load(name)
+    objects = _objects(schema)
+    assert objects
+    assert [o.get("title", o.get("description", "?")) for o in objects
+            if o.get("additionalProperties") is not False] == []
+    untyped = [(member, o.get("description", "")[:40]) for o in objects
+               for member, sub in o["properties"].items() if not sub]
+    # the one opaque member: a capture's counters (CaptureSummary.capture, a JsonObject)
+    # are typed "object"; nothing is left as an empty (anything goes) schema
+    assert untyped == []
+
+
+def _strenums() -> list[type[enum.StrEnum]]:
+    modules = (audit, check_catalog, check_details, checks, clients, rating, severity, vocab,
+               tlsprobe_errors)
+    return [v for m in modules for v in vars(m).values()
+            if isinstance(v, type) and issubclass(v, enum.StrEnum) and v is not enum.StrEnum
+            and v.__module__ == m.__name__]
+
+
+def test_schema_enums_equal_the_model_strenums() -> None:
+    """The vocabularies (verdicts, statuses, severities, error kinds ...) the scan schema
+    names are exactly the model's StrEnum values."""
+    defs = schemas.load("scan")["$defs"]
+    named = {cls.__name__: cls for cls in _strenums()}
+    for must in ("Verdict", "Severity", "FailureKind", "SimStatus", "VersionStatus", "Grade"):
+        assert must in defs, must
+    checked = 0
+    for name, cls in named.items():
+        if name in defs:
+            assert defs[name]["enum"] == [m.value for m in cls], name
+            checked += 1
+    assert checked >= 15
+
+
+#: the placeholders of tests/golden/conftest.py normalize that stand for a non-string value,
+#: and a value of that type; the others (dates, digests, paths) replace strings
+PLACEHOLDERS: dict[str, Any] = {"<port>": 443, "<ms>": 1.5, "<s>": 1.5,
+                                "<random>": [1597114897]}   # ServerHello.random's first bytes
+
+
+def _typed(doc: Any) -> Any:
+    """A golden's live document with its placeholders back to values of their type."""
+    if isinstance(doc, dict):
+        return {k: _typed(v) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [_typed(v) for v in doc]
+    return PLACEHOLDERS.get(doc, doc) if isinstance(doc, str) else doc
+
+
+def _golden(name: str) -> Any:
+    return json.loads((GOLDEN / name).read_text())
+
+
+@pytest.mark.parametrize("path", sorted(GOLDEN.glob("*pcap_*.json")) + sorted(
+    GOLDEN.glob("shared_*.json")), ids=lambda p: p.stem)
+def test_pcap_goldens_match_the_pcap_schema(path: Path) -> None:
+    doc = json.loads(path.read_text())
+    assert doc["connections"]
+    for record in doc["connections"] + doc["captures"]:
+        assert_valid("pcap-connection", record, f"{path.name} record {record.get('id')}")
+
+
+@pytest.mark.parametrize("path", sorted(GOLDEN.glob("probe_*.json")) + sorted(
+    GOLDEN.glob("scan_*.json")), ids=lambda p: p.stem)
+def test_probe_and_scan_goldens_match_their_schema(path: Path) -> None:
+    out = _typed(_golden(path.name)["stdout"])
+    if path.name.startswith("probe_"):
+        assert_valid("probe", out, path.name)
+    else:
+        assert out
+        for line in out:
+            assert_valid("scan", line, path.name)
+
+
+# -- the schemas refuse what the model does not write --------------------------------------
+def _scan() -> dict[str, Any]:
+    return _typed(_golden("scan_openssl_rsa.json")["stdout"])[0]
+
+
+def test_an_extra_member_anywhere_fails() -> None:
+    doc = _scan()
+    assert errors("scan", doc) == []
+    top = copy.deepcopy(doc)
+    top["surprise"] = 1
+    assert any("surprise" in e for e in errors("scan", top))
+    nested = copy.deepcopy(doc)
+    nested["versions"][0]["surprise"] = True
+    assert any("surprise" in e for e in errors("scan", nested))
+    assert doc["check_results"], "the golden scan has check results"
+    in_check = copy.deepcopy(doc)
+    in_check["check_results"][0]["surprise"] = "x"
+    assert errors("scan", in_check)
+
+
+def test_a_wrong_enum_value_a_wrong_type_or_a_missing_member_fails() -> None:
+    doc = _scan()
+    bad_verdict = copy.deepcopy(doc)
+    bad_verdict["check_results"][0]["verdict"] = "vulnerable-ish"
+    assert errors("scan", bad_verdict)
+    bad_status = copy.deepcopy(doc)
+    bad_status["versions"][0]["status"] = "maybe"
+    assert errors("scan", bad_status)
+    bad_kind = copy.deepcopy(doc)
+    bad_kind["error_kind"] = "oops"
+    assert errors("scan", bad_kind)
+    bad_type = copy.deepcopy(doc)
+    bad_type["port"] = "443"
+    assert errors("scan", bad_type)
+    missing = copy.deepcopy(doc)
+    del missing["host"]
+    assert errors("scan", missing)
+    bad_time = copy.deepcopy(doc)
+    bad_time["started_at"] = "yesterday"
+    assert errors("scan", bad_time)
+
+
+def test_the_run_members_of_every_document_validate_when_present() -> None:
+    """tlsprobe_version, started_at and duration_s (issue 33): named in every document
+    schema, optional until every output writes them."""
+    doc = _scan()
+    doc.update({"tlsprobe_version": "1.2.3", "started_at": "2026-12-06T10:20:31Z",
+                "duration_s": 2.5})
+    assert errors("scan", doc) == []
+    probe = _typed(_golden("probe_openssl_rsa.json")["stdout"])
+    probe.update({"tlsprobe_version": "1.2.3", "started_at": "2026-12-06T10:20:31Z",
+                  "duration_s": 0.25})
+    assert errors("probe", probe) == []
+    record = _golden("pcap_tls13_hrr.json")["connections"][0]
+    assert errors("pcap-connection", {**record, "tlsprobe_version": "1"}) == []
+    assert errors("pcap-connection", {**record, "kind": "capture"})

@@ -1,0 +1,301 @@
+#!/usr/bin/env python3
+"""Generate the JSON Schemas (draft 2020-12) of tlsprobe's JSON outputs from the model.
+
+Each output's schema is read off the frozen dataclasses that `tlsprobe.model.encode`
+encodes (type hints -> JSON types; StrEnums -> enums of their values; a dataclass -> an
+object with `additionalProperties: false`, every field required). What the type hints
+cannot say is written here once: the document heads ("schema", "tool", "kind"), the
+members a class's `json_shape()` adds or leaves out (SHAPES; a class with a `json_shape`
+not listed there stops the generator), and the survey's Parquet rows (from
+`tlsprobe.survey.rows.COLUMNS`). So a new field, a new enum value or a new details class
+is in the schema as soon as this is re-run; tests/schemas/ fails when the committed files
+differ from what this writes, and validates real outputs against them.
+
+Usage: python tools/gen_schemas.py [-o DIR]   (default: tlsprobe/data/schemas/)
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import enum
+import json
+import sys
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUTPUT = REPO_ROOT / "tlsprobe" / "data" / "schemas"
+BASE_URI = "https://tlsprobe.invalid/schemas/"
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+
+#: members every JSON document carries (issue 33; optional until every output has them)
+RUN_MEMBERS: dict[str, Any] = {
+    "tlsprobe_version": {"type": "string"},
+    "started_at": {"type": "string", "format": "date-time",
+                   "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$"},
+    "duration_s": {"type": "number", "minimum": 0},
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Shape:
+    """What a class's `json_shape()` (or its document's `to_dict`) changes: members it adds
+    (name -> schema) and fields it may leave out (not required)."""
+
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+    optional: tuple[str, ...] = ()
+
+
+class _JsonObject:
+    """Stands for model.encode.JsonObject (any JSON object: e.g. a capture's counters)."""
+
+
+class _JsonValue:
+    """Stands for model.encode.JsonValue (any JSON value)."""
+
+
+#: the JSON aliases (strings at run time) as types the builder knows
+_OPAQUE: dict[str, Any] = {"JsonObject": _JsonObject, "JsonValue": _JsonValue}
+
+_NULLABLE_STR = {"type": ["string", "null"]}
+
+
+def _shapes() -> dict[type, Shape]:
+    """The classes whose JSON is not simply their fields (their `json_shape` docstrings)."""
+    from tlsprobe.model.audit import AuditReport, Finding
+    from tlsprobe.model.clients import ClientSimulation
+    from tlsprobe.model.rating import Rating
+    return {
+        AuditReport: Shape(optional=("check_results", "starttls", "transport", "one_at_a_time",
+                                     "clients", "rating")),
+        Finding: Shape(optional=("waiver", "waived_by")),
+        Rating: Shape(extra={"label": {"type": "string"}}),
+        ClientSimulation: Shape(extra={n: _NULLABLE_STR for n in (
+            "version_name", "cipher_suite_name", "group_name", "signature_scheme_name")}),
+    }
+
+
+class Builder:
+    """Schemas of model types, each class once under `$defs` (referenced by name)."""
+
+    def __init__(self) -> None:
+        self.defs: dict[str, Any] = {}
+        self.shapes = _shapes()
+
+    def ref(self, name: str) -> dict[str, Any]:
+        return {"$ref": f"#/$defs/{name}"}
+
+    def of(self, hint: Any) -> dict[str, Any]:
+        """The schema of a value of type `hint` as `to_jsonable` encodes it."""
+        if hint is _JsonObject:
+            return {"type": "object"}
+        if hint is _JsonValue:
+            return {}
+        origin = typing.get_origin(hint)
+        if origin in (typing.Union, types.UnionType):
+            return self._union(typing.get_args(hint))
+        if origin in (tuple, list):
+            args = typing.get_args(hint)
+            if origin is tuple and args and (len(args) != 2 or args[1] is not Ellipsis):
+                return {"type": "array", "prefixItems": [self.of(a) for a in args],
+                        "items": False}
+            return {"type": "array", "items": self.of(args[0]) if args else {}}
+        if origin is dict:
+            _key, value = typing.get_args(hint)
+            return {"type": "object", "additionalProperties": self.of(value)}
+        if origin is typing.Literal:
+            return {"enum": list(typing.get_args(hint))}
+        if hint is typing.Any or hint is object:
+            return {}
+        if isinstance(hint, type):
+            return self._class(hint)
+        raise TypeError(f"no JSON schema for the type {hint!r}")
+
+    def _union(self, args: tuple[Any, ...]) -> dict[str, Any]:
+        parts = [self.of(a) for a in args if a is not type(None)]
+        nullable = type(None) in args
+        if len(parts) == 1 and set(parts[0]) == {"type"} and isinstance(parts[0]["type"], str):
+            return {"type": [parts[0]["type"], "null"] if nullable else parts[0]["type"]}
+        if nullable:
+            parts.append({"type": "null"})
+        return {"anyOf": parts}
+
+    def _class(self, cls: type) -> dict[str, Any]:
+        scalar = {bool: "boolean", int: "integer", float: "number", str: "string"}
+        for base, name in scalar.items():
+            if cls is base:
+                return {"type": name}
+        if cls in (bytes, bytearray):
+            return {"type": "string", "pattern": "^([0-9a-f]{2})*$"}
+        if issubclass(cls, enum.Enum):
+            return self._enum(cls)
+        if dataclasses.is_dataclass(cls):
+            return self._dataclass(cls)
+        raise TypeError(f"no JSON schema for the class {cls.__qualname__}")
+
+    def _enum(self, cls: type[enum.Enum]) -> dict[str, Any]:
+        if cls.__name__ not in self.defs:
+            values = [m.value for m in cls]
+            kind = "string" if all(isinstance(v, str) for v in values) else "integer"
+            self.defs[cls.__name__] = {"type": kind, "enum": values}
+        return self.ref(cls.__name__)
+
+    def _dataclass(self, cls: type) -> dict[str, Any]:
+        """A dataclass: its own definition, or (a base with subclasses, e.g. a check's
+        details) any of its subclasses."""
+        subs = [c for c in _subclasses(cls) if dataclasses.is_dataclass(c)]
+        if subs:
+            return {"anyOf": [self._object(c) for c in subs]}
+        return self._object(cls)
+
+    def _object(self, cls: type) -> dict[str, Any]:
+        name = cls.__name__
+        if name in self.defs:
+            return self.ref(name)
+        self.defs[name] = {}   # a placeholder while its fields are built (recursion)
+        self.defs[name] = self.members(cls)
+        return self.ref(name)
+
+    def members(self, cls: type, shape: Shape | None = None) -> dict[str, Any]:
+        """The object schema of a dataclass's fields (and its json_shape's changes)."""
+        if shape is None:
+            shape = self.shapes.get(cls)
+            if shape is None and hasattr(cls, "json_shape"):
+                raise TypeError(f"{cls.__qualname__} has a json_shape(): describe it in "
+                                "tools/gen_schemas.py SHAPES")
+            shape = shape or Shape()
+        hints = typing.get_type_hints(cls, localns=_OPAQUE)
+        props = {f.name: self.of(hints[f.name]) for f in dataclasses.fields(cls)}
+        props.update(shape.extra)
+        required = [n for n in props if n not in shape.optional]
+        doc = (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+        out: dict[str, Any] = {"type": "object"}
+        if doc and not doc.startswith(cls.__name__ + "("):
+            out["description"] = " ".join(doc.split())
+        out.update({"properties": props, "required": required, "additionalProperties": False})
+        return out
+
+
+def _subclasses(cls: type) -> list[type]:
+    """Every subclass of `cls`, depth first, in definition order."""
+    out: list[type] = []
+    for sub in cls.__subclasses__():
+        out.append(sub)
+        out.extend(_subclasses(sub))
+    return out
+
+
+def _document(builder: Builder, cls: type, head: dict[str, Any], title: str,
+              optional: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A document: `head` members first, then the class's fields, the run's members."""
+    shape = builder.shapes.get(cls, Shape())
+    body = builder.members(cls, Shape(shape.extra, shape.optional + optional))
+    props = {**head, **body["properties"]}
+    for name, schema in RUN_MEMBERS.items():
+        props.setdefault(name, schema)
+    required = list(head) + body["required"]
+    out = {"title": title, "type": "object", "properties": props, "required": required,
+           "additionalProperties": False}
+    return out
+
+
+def _const(value: object) -> dict[str, Any]:
+    return {"const": value}
+
+
+def _finish(name: str, builder: Builder, root: dict[str, Any], about: str) -> dict[str, Any]:
+    return {"$schema": DRAFT, "$id": f"{BASE_URI}{name}.schema.json", "description": about,
+            **root, "$defs": dict(sorted(builder.defs.items()))}
+
+
+def probe_schema() -> dict[str, Any]:
+    from tlsprobe.model.probe import SCHEMA_VERSION, ProbeResult
+    b = Builder()
+    root = _document(b, ProbeResult, {"schema": _const(SCHEMA_VERSION),
+                                      "tool": _const("tlsprobe")},
+                     "tlsprobe HOST --json", optional=("starttls", "quic"))
+    return _finish("probe", b, root, "One probe of one target: `tlsprobe HOST --json`.")
+
+
+def scan_schema() -> dict[str, Any]:
+    from tlsprobe.model.audit import AUDIT_SCHEMA_VERSION, AuditReport
+    b = Builder()
+    root = _document(b, AuditReport, {"schema": _const(AUDIT_SCHEMA_VERSION),
+                                      "tool": _const("tlsprobe"), "kind": _const("audit")},
+                     "tlsprobe scan --json (one line per target)")
+    return _finish("scan", b, root, "One target's audit: each line of `tlsprobe scan --json` "
+                   "and of a survey's shard-NNNNN.jsonl.")
+
+
+def clients_schema() -> dict[str, Any]:
+    from tlsprobe.model.clients import CLIENTS_SCHEMA_VERSION, ClientsReport
+    b = Builder()
+    root = _document(b, ClientsReport, {"schema": _const(CLIENTS_SCHEMA_VERSION),
+                                        "tool": _const("tlsprobe"), "kind": _const("clients")},
+                     "tlsprobe clients --json (one line per target)")
+    return _finish("clients", b, root, "The client simulation of one target: each line of "
+                   "`tlsprobe clients HOST --json`.")
+
+
+def pcap_schema() -> dict[str, Any]:
+    from tlsprobe.model.capture import CaptureSummary, ConnectionReport
+    b = Builder()
+    connection = _document(b, ConnectionReport, {"kind": _const("connection")},
+                           "one connection")
+    connection["properties"]["trace"] = {"type": "array", "items": {"type": "string"},
+                                         "description": "with --msg: the message trace"}
+    capture = _document(b, CaptureSummary, {"kind": _const("capture")}, "one capture file")
+    b.defs["connection"] = connection
+    b.defs["capture"] = capture
+    root = {"title": "tlsprobe pcap --jsonl (one line per record)",
+            "oneOf": [b.ref("connection"), b.ref("capture")]}
+    return _finish("pcap-connection", b, root, "A record of `tlsprobe pcap --jsonl`: a "
+                   "connection (kind \"connection\", also each item of `pcap --json`'s "
+                   "\"connections\") or a capture file (kind \"capture\").")
+
+
+def survey_row_schema() -> dict[str, Any]:
+    from tlsprobe.survey.rows import COLUMNS
+    kinds = {"int32": "integer", "int64": "integer", "string": "string", "bool": "boolean",
+             "float64": "number"}
+    props: dict[str, Any] = {}
+    for name, kind in COLUMNS:
+        if kind.startswith("list<"):
+            item = {"type": [kinds[kind[5:-1]], "null"]}
+            props[name] = {"type": ["array", "null"], "items": item}
+        else:
+            props[name] = {"type": [kinds[kind], "null"]}
+    root = {"title": "a survey's Parquet row", "type": "object", "properties": props,
+            "required": [n for n, _k in COLUMNS], "additionalProperties": False}
+    return {"$schema": DRAFT, "$id": f"{BASE_URI}survey-row.schema.json",
+            "description": "One row of a survey's shard-NNNNN.parquet as a JSON object "
+            "(e.g. pyarrow's Table.to_pylist()); every column may be null in Parquet.",
+            **root}
+
+
+SCHEMAS = {"probe": probe_schema, "scan": scan_schema, "clients": clients_schema,
+           "pcap-connection": pcap_schema, "survey-row": survey_row_schema}
+
+
+def text_of(schema: dict[str, Any]) -> str:
+    """The committed text: indented, ASCII, a final newline (reviewable in a diff)."""
+    return json.dumps(schema, indent=1) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("-o", "--output", type=Path, default=DEFAULT_OUTPUT,
+                        help="the folder to write NAME.schema.json into")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(REPO_ROOT))   # this checkout's tlsprobe, whatever is installed
+    args.output.mkdir(parents=True, exist_ok=True)
+    for name, make in SCHEMAS.items():
+        (args.output / f"{name}.schema.json").write_text(text_of(make()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
