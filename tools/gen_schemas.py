@@ -250,11 +250,32 @@ def pcap_schema() -> dict[str, Any]:
     capture = _document(b, CaptureSummary, {"kind": _const("capture")}, "one capture file")
     b.defs["connection"] = connection
     b.defs["capture"] = capture
+    b.defs["stats"] = _stats_record()
     root = {"title": "tlsprobe pcap --jsonl (one line per record)",
-            "oneOf": [b.ref("connection"), b.ref("capture")]}
+            "oneOf": [b.ref("connection"), b.ref("capture"), b.ref("stats")]}
     return _finish("pcap-connection", b, root, "A record of `tlsprobe pcap --jsonl`: a "
                    "connection (kind \"connection\", also each item of `pcap --json`'s "
-                   "\"connections\") or a capture file (kind \"capture\").")
+                   "\"connections\"), a capture file (kind \"capture\", each item of its "
+                   "\"captures\") or, last with --stats, the statistics (kind \"stats\").")
+
+
+def _stats_record() -> dict[str, Any]:
+    """`pcap --jsonl --stats`'s last record (offline/stats.py `Statistics.to_dict`, not a
+    model dataclass: written out here; the live tests validate a real one)."""
+    count = {"type": "integer", "minimum": 0}
+    table = {"type": "array", "items": {
+        "type": "object", "properties": {"name": {"type": "string"}, "connections": count},
+        "required": ["name", "connections"], "additionalProperties": False}}
+    props: dict[str, Any] = {"kind": _const("stats")}
+    props.update({n: count for n in ("connections", "handshakes", "client_hello_only",
+                                     "hello_retry_requests", "resumed")})
+    props["protocols"] = {"type": "object", "additionalProperties": count}
+    props.update({n: table for n in ("versions", "cipher_suites", "groups", "alerts")})
+    for name, schema in RUN_MEMBERS.items():
+        props.setdefault(name, schema)
+    return {"title": "the statistics (--stats)", "type": "object", "properties": props,
+            "required": [n for n in props if n not in RUN_MEMBERS],
+            "additionalProperties": False}
 
 
 def survey_row_schema() -> dict[str, Any]:

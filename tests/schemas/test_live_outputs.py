@@ -93,6 +93,11 @@ def test_pcap_jsonl_of_the_repository_captures(run_cli, tmp_path: Path) -> None:
     assert sum(1 for r in records if isinstance(r, dict) and r["kind"] == "capture") >= 20
     for record in records:
         assert_valid("pcap-connection", record)
+    code, out, err = run_cli("pcap", "captures", "--jsonl", "--stats", timeout=180)
+    assert code in (0, 7), err
+    last = _lines(out)[-1]
+    assert isinstance(last, dict) and last["kind"] == "stats" and last["versions"], last
+    assert_valid("pcap-connection", last, "pcap --jsonl --stats")
 
 
 def test_pcap_jsonl_of_shared_captures(run_cli, captures_dir: Path, tmp_path: Path) -> None:
