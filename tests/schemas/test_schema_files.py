@@ -54,6 +54,14 @@ def test_each_schema_is_reachable_and_a_valid_draft_2020_12_schema(name: str) ->
         schemas.path("nope")
 
 
+def test_the_docs_name_every_schema_and_how_to_reach_it() -> None:
+    """docs/SCHEMAS.md points at the packaged files (no copy to drift): each is listed."""
+    text = (REPO / "docs" / "SCHEMAS.md").read_text()
+    assert [n for n in schemas.NAMES if f"`{n}.schema.json`" not in text] == []
+    assert "tlsprobe/data/schemas/" in text and "schemas.path(" in text
+    assert "docs/SCHEMAS.md" in (REPO / "README.md").read_text()
+
+
 def _objects(node: Any) -> list[dict[str, Any]]:
     """Every object schema (one with "properties") inside `node`."""
     found = []
