@@ -23,6 +23,7 @@ import json
 import sys
 import types
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,9 @@ class Shape:
 
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
     optional: tuple[str, ...] = ()
+    #: more constraints on the object than its members' types (e.g. one member's type
+    #: chosen by another's value): (builder, object schema) -> the schema
+    constrain: Callable[[Builder, dict[str, Any]], dict[str, Any]] | None = None
 
 
 class _JsonObject:
@@ -66,9 +70,11 @@ _NULLABLE_STR = {"type": ["string", "null"]}
 def _shapes() -> dict[type, Shape]:
     """The classes whose JSON is not simply their fields (their `json_shape` docstrings)."""
     from tlsprobe.model.audit import AuditReport, Finding
+    from tlsprobe.model.checks import CheckResult
     from tlsprobe.model.clients import ClientSimulation
     from tlsprobe.model.rating import Rating
     return {
+        CheckResult: Shape(constrain=_details_by_check),
         AuditReport: Shape(optional=("check_results", "starttls", "transport", "one_at_a_time",
                                      "clients", "rating")),
         Finding: Shape(optional=("waiver", "waived_by")),
@@ -76,6 +82,23 @@ def _shapes() -> dict[type, Shape]:
         ClientSimulation: Shape(extra={n: _NULLABLE_STR for n in (
             "version_name", "cipher_suite_name", "group_name", "signature_scheme_name")}),
     }
+
+
+def _details_by_check(builder: Builder, schema: dict[str, Any]) -> dict[str, Any]:
+    """A check result: `name` one of the checks `scan --checks` knows, and its `details`
+    that check's declared details type (probes/checks active.CHECKS, derived.CHECKS) or
+    null."""
+    from tlsprobe.probes.checks import active, derived
+    declared = {**derived.CHECKS, **active.CHECKS}
+    schema["properties"]["name"] = {"enum": list(declared)}
+    rules = []
+    for name, check in declared.items():
+        details = builder.of(check.details)
+        rules.append({"if": {"properties": {"name": {"const": name}}, "required": ["name"]},
+                      "then": {"properties": {"details": {"anyOf": [details,
+                                                                    {"type": "null"}]}}}})
+    schema["allOf"] = rules
+    return schema
 
 
 class Builder:
@@ -147,16 +170,19 @@ class Builder:
         """A dataclass: its own definition, or (a base with subclasses, e.g. a check's
         details) any of its subclasses."""
         subs = [c for c in _subclasses(cls) if dataclasses.is_dataclass(c)]
-        if subs:
-            return {"anyOf": [self._object(c) for c in subs]}
-        return self._object(cls)
+        if not subs:
+            return self._object(cls)
+        own = [cls] if dataclasses.fields(cls) else []   # a base without fields: never alone
+        return {"anyOf": [self._object(c) for c in own + subs]}
 
     def _object(self, cls: type) -> dict[str, Any]:
         name = cls.__name__
         if name in self.defs:
             return self.ref(name)
         self.defs[name] = {}   # a placeholder while its fields are built (recursion)
-        self.defs[name] = self.members(cls)
+        schema = self.members(cls)
+        shape = self.shapes.get(cls)
+        self.defs[name] = shape.constrain(self, schema) if shape and shape.constrain else schema
         return self.ref(name)
 
     def members(self, cls: type, shape: Shape | None = None) -> dict[str, Any]:

@@ -63,10 +63,11 @@ def test_the_docs_name_every_schema_and_how_to_reach_it() -> None:
 
 
 def _objects(node: Any) -> list[dict[str, Any]]:
-    """Every object schema (one with "properties") inside `node`."""
+    """Every object schema (type "object" with "properties") inside `node` (not the
+    if/then parts that constrain one member by another's value)."""
     found = []
     if isinstance(node, dict):
-        if "properties" in node:
+        if "properties" in node and node.get("type") == "object":
             found.append(node)
         for value in node.values():
             found.extend(_objects(value))
@@ -193,6 +194,23 @@ def test_a_wrong_enum_value_a_wrong_type_or_a_missing_member_fails() -> None:
     bad_time = copy.deepcopy(doc)
     bad_time["started_at"] = "yesterday"
     assert errors("scan", bad_time)
+
+
+def test_a_check_result_has_a_known_name_and_its_own_details_type() -> None:
+    doc = _scan()
+    results = {r["name"]: i for i, r in enumerate(doc["check_results"])}
+    with_details = [n for n, i in results.items() if doc["check_results"][i]["details"]]
+    assert "poodle" in with_details and "resumption" in with_details
+    swapped = copy.deepcopy(doc)
+    swapped["check_results"][results["poodle"]]["details"] = \
+        doc["check_results"][results["resumption"]]["details"]
+    assert errors("scan", swapped)
+    unknown = copy.deepcopy(doc)
+    unknown["check_results"][0]["name"] = "no_such_check"
+    assert errors("scan", unknown)
+    no_details = copy.deepcopy(doc)
+    no_details["check_results"][results["poodle"]]["details"] = None
+    assert errors("scan", no_details) == []
 
 
 def test_the_run_members_of_every_document_validate_when_present() -> None:
