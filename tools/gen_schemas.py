@@ -5,9 +5,9 @@ Each output's schema is read off the frozen dataclasses that `tlsprobe.model.enc
 encodes (type hints -> JSON types; StrEnums -> enums of their values; a dataclass -> an
 object with `additionalProperties: false`, every field required). What the type hints
 cannot say is written here once: the document heads ("schema", "tool", "kind"), the
-members a class's `json_shape()` adds or leaves out (SHAPES; a class with a `json_shape`
+members a class's `json_shape()` adds or leaves out (`_shapes()`; a class with a `json_shape`
 not listed there stops the generator), and the survey's Parquet rows (from
-`tlsprobe.survey.rows.COLUMNS`). So a new field, a new enum value or a new details class
+`tlsprobe.survey.rows.schema()`, pyarrow). So a new field, a new enum value or a new details class
 is in the schema as soon as this is re-run; tests/schemas/ fails when the committed files
 differ from what this writes, and validates real outputs against them.
 
@@ -191,7 +191,7 @@ class Builder:
             shape = self.shapes.get(cls)
             if shape is None and hasattr(cls, "json_shape"):
                 raise TypeError(f"{cls.__qualname__} has a json_shape(): describe it in "
-                                "tools/gen_schemas.py SHAPES")
+                                "tools/gen_schemas.py _shapes()")
             shape = shape or Shape()
         hints = typing.get_type_hints(cls, localns=_OPAQUE)
         props = {f.name: self.of(hints[f.name]) for f in dataclasses.fields(cls)}
@@ -304,23 +304,53 @@ def _stats_record() -> dict[str, Any]:
             "additionalProperties": False}
 
 
+def _arrow(kind: Any, nullable: bool = True) -> dict[str, Any]:
+    """The JSON schema of a pyarrow type's values as `Table.to_pylist()` gives them
+    (timestamps as ISO 8601 strings, the form JSON can hold)."""
+    import pyarrow as pa
+    t = pa.types
+    if t.is_dictionary(kind):
+        return _arrow(kind.value_type, nullable)
+    if t.is_list(kind) or t.is_large_list(kind):
+        out: dict[str, Any] = {"type": "array", "items": _arrow(kind.value_type,
+                                                                 kind.value_field.nullable)}
+    elif t.is_struct(kind):
+        fields = [kind.field(i) for i in range(kind.num_fields)]
+        out = {"type": "object",
+               "properties": {f.name: _arrow(f.type, f.nullable) for f in fields},
+               "required": [f.name for f in fields], "additionalProperties": False}
+    elif t.is_timestamp(kind) or t.is_date(kind):
+        out = {"type": "string", "format": "date-time" if t.is_timestamp(kind) else "date"}
+    else:
+        names = [("boolean", t.is_boolean), ("integer", t.is_integer),
+                 ("number", t.is_floating), ("string", t.is_string),
+                 ("string", t.is_large_string)]
+        found = next((n for n, test in names if test(kind)), None)
+        if found is None:
+            raise TypeError(f"no JSON schema for the Parquet type {kind}")
+        out = {"type": found}
+    if nullable:
+        out["type"] = [out["type"], "null"]
+    return out
+
+
 def survey_row_schema() -> dict[str, Any]:
-    from tlsprobe.survey.rows import COLUMNS
-    kinds = {"int32": "integer", "int64": "integer", "string": "string", "bool": "boolean",
-             "float64": "number"}
-    props: dict[str, Any] = {}
-    for name, kind in COLUMNS:
-        if kind.startswith("list<"):
-            item = {"type": [kinds[kind[5:-1]], "null"]}
-            props[name] = {"type": ["array", "null"], "items": item}
-        else:
-            props[name] = {"type": [kinds[kind], "null"]}
-    root = {"title": "a survey's Parquet row", "type": "object", "properties": props,
-            "required": [n for n, _k in COLUMNS], "additionalProperties": False}
+    """A survey's Parquet row, read off the pyarrow schema the survey writes with
+    (survey/rows.py `schema()`): whatever its columns, lists and structs become."""
+    from tlsprobe.survey.rows import schema
+    columns = schema()
+    root = _arrow(columns_struct(columns), nullable=False)
     return {"$schema": DRAFT, "$id": f"{BASE_URI}survey-row.schema.json",
             "description": "One row of a survey's shard-NNNNN.parquet as a JSON object "
-            "(e.g. pyarrow's Table.to_pylist()); every column may be null in Parquet.",
-            **root}
+            "(pyarrow's Table.to_pylist(), timestamps as ISO 8601 strings); a column may "
+            "be null where the Parquet schema lets it.",
+            "title": "a survey's Parquet row", **root}
+
+
+def columns_struct(columns: Any) -> Any:
+    """A pyarrow schema as the struct type of one row."""
+    import pyarrow as pa
+    return pa.struct(list(columns))
 
 
 SCHEMAS = {"probe": probe_schema, "scan": scan_schema, "clients": clients_schema,

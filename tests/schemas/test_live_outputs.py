@@ -6,10 +6,12 @@ without re-running tools/gen_schemas.py, or a value outside its enum, fails here
 
 from __future__ import annotations
 
+import datetime
 import json
 import shutil
 import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -117,6 +119,17 @@ def test_pcap_jsonl_of_shared_captures(run_cli, captures_dir: Path, tmp_path: Pa
         assert_valid("pcap-connection", record)
 
 
+def _plain(value: Any) -> Any:
+    """A Parquet row as JSON holds it: timestamps as ISO 8601 strings (the schema's form)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, (datetime.datetime, datetime.date)):
+        return value.isoformat()
+    return value
+
+
 def test_survey_rows_and_lines(run_cli, server_cache, tmp_path: Path) -> None:
     """A small real survey (two lab servers and a refused port, one Dask worker): every
     Parquet row as pyarrow reads it, and every line of its JSON lines (the scan's)."""
@@ -128,7 +141,7 @@ def test_survey_rows_and_lines(run_cli, server_cache, tmp_path: Path) -> None:
     code, _out, err = run_cli("survey", targets, "--out", out, "--workers", "1",
                               "--no-progress", "--timeout", "4", timeout=240)
     assert code in (0, 1), err
-    rows = [row for path in sorted(out.glob("*.parquet"))
+    rows = [_plain(row) for path in sorted(out.glob("*.parquet"))
             for row in pq.read_table(path).to_pylist()]
     assert {r["port"] for r in rows} and any(r["error_kind"] for r in rows), rows
     for row in rows:

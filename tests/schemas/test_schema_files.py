@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import enum
+import importlib.util
 import json
 import subprocess
 import sys
@@ -227,3 +228,43 @@ def test_the_run_members_of_every_document_validate_when_present() -> None:
     record = _golden("pcap_tls13_hrr.json")["connections"][0]
     assert errors("pcap-connection", {**record, "tlsprobe_version": "1"}) == []
     assert errors("pcap-connection", {**record, "kind": "capture"})
+
+
+def _generator() -> Any:
+    """tools/gen_schemas.py as a module (tools/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("gen_schemas", GENERATOR)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("gen_schemas", module)   # its dataclass looks itself up there
+    spec.loader.exec_module(sys.modules["gen_schemas"])
+    module = sys.modules["gen_schemas"]
+    return module
+
+
+def test_the_survey_row_schema_follows_any_parquet_columns() -> None:
+    """Rows with list, struct and timestamp columns (the one-row-per-target shape) get a
+    schema from their pyarrow schema alone, and a real row of such a table validates."""
+    import datetime
+
+    import jsonschema
+    import pyarrow as pa
+    gen = _generator()
+    columns = pa.schema([
+        ("host", pa.string()), ("port", pa.int32()),
+        ("versions", pa.list_(pa.struct([("name", pa.string()), ("groups",
+                                                                  pa.list_(pa.string()))]))),
+        ("started_at", pa.timestamp("us", tz="UTC")), ("duration_s", pa.float64())])
+    schema = gen._arrow(gen.columns_struct(columns), nullable=False)
+    table = pa.Table.from_pylist([{
+        "host": "a", "port": 443, "versions": [{"name": "TLS 1.3", "groups": ["x25519"]}],
+        "started_at": datetime.datetime(2026, 12, 6, 10, 20, 31, tzinfo=datetime.UTC),
+        "duration_s": 1.5}], schema=columns)
+    (row,) = table.to_pylist()
+    row["started_at"] = row["started_at"].isoformat()
+    checker = jsonschema.Draft202012Validator(
+        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    assert list(checker.iter_errors(row)) == []
+    row["versions"][0]["extra"] = 1
+    assert list(checker.iter_errors(row))
+    with pytest.raises(TypeError, match="Parquet type"):
+        gen._arrow(pa.binary())
