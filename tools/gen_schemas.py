@@ -285,23 +285,57 @@ def pcap_schema() -> dict[str, Any]:
                    "\"captures\") or, last with --stats, the statistics (kind \"stats\").")
 
 
-def _stats_record() -> dict[str, Any]:
+def _stats_record(kind: bool = True) -> dict[str, Any]:
     """`pcap --jsonl --stats`'s last record (offline/stats.py `Statistics.to_dict`, not a
-    model dataclass: written out here; the live tests validate a real one)."""
+    model dataclass: written out here; the live tests validate a real one); without `kind`,
+    `pcap --json --stats`' "stats" member."""
     count = {"type": "integer", "minimum": 0}
     table = {"type": "array", "items": {
         "type": "object", "properties": {"name": {"type": "string"}, "connections": count},
         "required": ["name", "connections"], "additionalProperties": False}}
-    props: dict[str, Any] = {"kind": _const("stats")}
+    props: dict[str, Any] = {"kind": _const("stats")} if kind else {}
     props.update({n: count for n in ("connections", "handshakes", "client_hello_only",
                                      "hello_retry_requests", "resumed")})
     props["protocols"] = {"type": "object", "additionalProperties": count}
     props.update({n: table for n in ("versions", "cipher_suites", "groups", "alerts")})
-    for name, schema in RUN_MEMBERS.items():
+    for name, schema in RUN_MEMBERS.items() if kind else ():
         props.setdefault(name, schema)
     return {"title": "the statistics (--stats)", "type": "object", "properties": props,
             "required": [n for n in props if n not in RUN_MEMBERS],
             "additionalProperties": False}
+
+
+def pcap_document_schema() -> dict[str, Any]:
+    """`pcap --json`: one document holding every connection and capture record."""
+    from tlsprobe.model.capture import CaptureSummary, ConnectionReport
+    b = Builder()
+    connection = _document(b, ConnectionReport, {"kind": _const("connection")},
+                           "one connection")
+    connection["properties"]["trace"] = {"type": "array", "items": {"type": "string"},
+                                         "description": "with --msg: the message trace"}
+    b.defs["connection"] = connection
+    b.defs["capture"] = _document(b, CaptureSummary, {"kind": _const("capture")},
+                                  "one capture file")
+    b.defs["stats"] = _stats_record(kind=False)
+    props: dict[str, Any] = {"schema": _const(1), "tool": _const("tlsprobe"),
+                             "command": _const("pcap"),
+                             "connections": {"type": "array", "items": b.ref("connection")},
+                             "captures": {"type": "array", "items": b.ref("capture")},
+                             "stats": b.ref("stats"), **RUN_MEMBERS}
+    root = {"title": "tlsprobe pcap --json", "type": "object", "properties": props,
+            "required": ["schema", "tool", "command", "connections", "captures"],
+            "additionalProperties": False}
+    return _finish("pcap", b, root, "`tlsprobe pcap FILE... --json`: the connections, the "
+                   "capture files and, with --stats, the statistics.")
+
+
+def timing_schema() -> dict[str, Any]:
+    from tlsprobe.model.timing import TIMING_SCHEMA, TimingReport
+    b = Builder()
+    root = _document(b, TimingReport, {"schema": _const(TIMING_SCHEMA),
+                                       "tool": _const("tlsprobe")}, "tlsprobe timing --json")
+    return _finish("timing", b, root, "Handshake cost per group: `tlsprobe timing HOST "
+                   "--json` (and `tlsprobe HOST --timing --json`).")
 
 
 def _arrow(kind: Any, nullable: bool = True) -> dict[str, Any]:
@@ -354,7 +388,8 @@ def columns_struct(columns: Any) -> Any:
 
 
 SCHEMAS = {"probe": probe_schema, "scan": scan_schema, "clients": clients_schema,
-           "pcap-connection": pcap_schema, "survey-row": survey_row_schema}
+           "pcap-connection": pcap_schema, "survey-row": survey_row_schema,
+           "pcap": pcap_document_schema, "timing": timing_schema}
 
 
 def text_of(schema: dict[str, Any]) -> str:

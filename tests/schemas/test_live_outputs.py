@@ -102,6 +102,26 @@ def test_pcap_jsonl_of_the_repository_captures(run_cli, tmp_path: Path) -> None:
     assert_valid("pcap-connection", last, "pcap --jsonl --stats")
 
 
+def test_pcap_json_document_with_stats(run_cli, tmp_path: Path) -> None:
+    shutil.copytree(REPO / "captures", tmp_path / "captures")
+    code, out, err = run_cli("pcap", "captures", "--json", "--stats", timeout=180)
+    assert code in (0, 7), err
+    doc = json.loads(out)
+    assert doc["connections"] and doc["captures"] and doc["stats"]["versions"]
+    assert_valid("pcap", doc, "pcap --json --stats")
+
+
+def test_timing_json(run_cli, server_cache) -> None:
+    server = server_cache("openssl")
+    code, out, err = run_cli("timing", f"127.0.0.1:{server.port}", "--json",
+                             "--timing-runs", "3", "--timing-warmup", "0",
+                             "--timing-groups", "x25519,secp256r1", timeout=120)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert {e["group"]["name"] for e in doc["entries"]} == {"x25519", "secp256r1"}
+    assert_valid("timing", doc, "timing --json")
+
+
 def test_pcap_jsonl_of_shared_captures(run_cli, captures_dir: Path, tmp_path: Path) -> None:
     wireshark = captures_dir / "wireshark" / "test-captures"
     for name in WIRESHARK:

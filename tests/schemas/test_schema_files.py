@@ -139,6 +139,7 @@ def _golden(name: str) -> Any:
 def test_pcap_goldens_match_the_pcap_schema(path: Path) -> None:
     doc = json.loads(path.read_text())
     assert doc["connections"]
+    assert_valid("pcap", doc, path.name)
     for record in doc["connections"] + doc["captures"]:
         assert_valid("pcap-connection", record, f"{path.name} record {record.get('id')}")
 

@@ -3,7 +3,8 @@
 `path("scan")` is the file of `tlsprobe scan --json`'s lines; `load(name)` its parsed
 content. NAMES lists them: probe (`tlsprobe HOST --json`), scan (`scan --json` and a
 survey's shard-NNNNN.jsonl), clients (`clients --json`), pcap-connection (`pcap --jsonl`
-records), survey-row (a survey's Parquet rows). The files are generated from the model by
+records), survey-row (a survey's Parquet rows), pcap (`pcap --json`'s document), timing
+(`tlsprobe timing HOST --json`). The files are generated from the model by
 tools/gen_schemas.py (never edited by hand); docs/SCHEMAS.md says how to validate.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-NAMES = ("probe", "scan", "clients", "pcap-connection", "survey-row")
+NAMES = ("probe", "scan", "clients", "pcap-connection", "survey-row", "pcap", "timing")
 
 
 def path(name: str) -> Path:
