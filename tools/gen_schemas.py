@@ -48,6 +48,8 @@ class Shape:
 
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
     optional: tuple[str, ...] = ()
+    #: fields its JSON does not have (a `json_shape` that renames or nests them)
+    omit: tuple[str, ...] = ()
     #: more constraints on the object than its members' types (e.g. one member's type
     #: chosen by another's value): (builder, object schema) -> the schema
     constrain: Callable[[Builder, dict[str, Any]], dict[str, Any]] | None = None
@@ -73,8 +75,27 @@ def _shapes() -> dict[type, Shape]:
     from tlsprobe.model.checks import CheckResult
     from tlsprobe.model.clients import ClientSimulation
     from tlsprobe.model.rating import Rating
+    from tlsprobe.model.speed import (
+        SCHEMA,
+        Comparison,
+        ComparisonRow,
+        Figure,
+        SpeedReport,
+    )
+    library = {"type": "object", "properties": {n: {"type": "string"} for n in (
+        "cryptography", "openssl")}, "required": ["cryptography", "openssl"],
+        "additionalProperties": False}
     return {
         CheckResult: Shape(constrain=_details_by_check),
+        # speed (model/speed.py): computed figures, and the versions renamed and nested
+        Figure: Shape(extra={"bytes_per_second": float | None}),
+        ComparisonRow: Shape(extra={"ratio": float | None}),
+        Comparison: Shape(),   # its fields, reordered
+        SpeedReport: Shape(omit=("tlsprobe_version", "cryptography_version",
+                                 "openssl_version", "comparison"),
+                           extra={"schema": _const(SCHEMA), "tlsprobe": str,
+                                  "library": library,
+                                  "openssl_comparison": Comparison | None}),
         AuditReport: Shape(optional=("check_results", "starttls", "transport", "one_at_a_time",
                                      "clients", "rating")),
         Finding: Shape(optional=("waiver", "waived_by")),
@@ -194,8 +215,10 @@ class Builder:
                                 "tools/gen_schemas.py _shapes()")
             shape = shape or Shape()
         hints = typing.get_type_hints(cls, localns=_OPAQUE)
-        props = {f.name: self.of(hints[f.name]) for f in dataclasses.fields(cls)}
-        props.update(shape.extra)
+        props = {f.name: self.of(hints[f.name]) for f in dataclasses.fields(cls)
+                 if f.name not in shape.omit}
+        props.update({n: v if isinstance(v, dict) else self.of(v)
+                      for n, v in shape.extra.items()})
         required = [n for n in props if n not in shape.optional]
         doc = (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
         out: dict[str, Any] = {"type": "object"}
@@ -218,7 +241,7 @@ def _document(builder: Builder, cls: type, head: dict[str, Any], title: str,
               optional: tuple[str, ...] = ()) -> dict[str, Any]:
     """A document: `head` members first, then the class's fields, the run's members."""
     shape = builder.shapes.get(cls, Shape())
-    body = builder.members(cls, Shape(shape.extra, shape.optional + optional))
+    body = builder.members(cls, dataclasses.replace(shape, optional=shape.optional + optional))
     props = {**head, **body["properties"]}
     for name, schema in RUN_MEMBERS.items():
         props.setdefault(name, schema)
@@ -338,6 +361,14 @@ def timing_schema() -> dict[str, Any]:
                    "--json` (and `tlsprobe HOST --timing --json`).")
 
 
+def speed_schema() -> dict[str, Any]:
+    from tlsprobe.model.speed import SpeedReport
+    b = Builder()
+    root = _document(b, SpeedReport, {}, "tlsprobe speed --json")
+    return _finish("speed", b, root, "`openssl speed`-like figures: `tlsprobe speed --json` "
+                   "(not --list).")
+
+
 def _arrow(kind: Any, nullable: bool = True) -> dict[str, Any]:
     """The JSON schema of a pyarrow type's values as `Table.to_pylist()` gives them
     (timestamps as ISO 8601 strings, the form JSON can hold)."""
@@ -389,7 +420,7 @@ def columns_struct(columns: Any) -> Any:
 
 SCHEMAS = {"probe": probe_schema, "scan": scan_schema, "clients": clients_schema,
            "pcap-connection": pcap_schema, "survey-row": survey_row_schema,
-           "pcap": pcap_document_schema, "timing": timing_schema}
+           "pcap": pcap_document_schema, "timing": timing_schema, "speed": speed_schema}
 
 
 def text_of(schema: dict[str, Any]) -> str:

@@ -171,3 +171,14 @@ def test_survey_rows_and_lines(run_cli, server_cache, tmp_path: Path) -> None:
     assert len(lines) == 3
     for line in lines:
         assert_valid("scan", line, "survey JSON line")
+
+
+def test_speed_json_with_the_openssl_comparison(run_cli) -> None:
+    """A short `speed --json` (a key exchange and an AEAD, 20 ms a figure; openssl's
+    shortest run is 1 s of one primitive pair) validates, comparison rows included."""
+    code, out, err = run_cli("speed", "x25519", "aes-128-gcm", "--seconds", "0.02",
+                             "--bytes", "16", "--json", "--compare-openssl", timeout=120)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["results"] and doc["openssl_comparison"]["rows"], doc["openssl_comparison"]
+    assert_valid("speed", doc, "speed --json --compare-openssl")
