@@ -69,6 +69,38 @@ _OPAQUE: dict[str, Any] = {"JsonObject": _JsonObject, "JsonValue": _JsonValue}
 _NULLABLE_STR = {"type": ["string", "null"]}
 
 
+def _closed(members: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": members, "required": list(members),
+            "additionalProperties": False}
+
+
+def _capture_counters() -> dict[str, Any]:
+    """A capture record's `capture` member: the capture layer's counters
+    (capture/events.py `CaptureStats.to_dict`, a plain dict the type hints cannot describe:
+    written out here, checked on real records by tests/schemas); empty for a file nothing
+    could be read from."""
+    count = {"type": "integer", "minimum": 0}
+    counts = {"type": "object", "additionalProperties": count}
+
+    def counters(*names: str) -> dict[str, Any]:
+        return {n: count for n in names}
+    tcp = _closed({**counters("connections", "segments", "retransmissions", "overlaps",
+                              "overlap_conflicts", "out_of_order", "gaps", "gap_bytes",
+                              "after_close", "evicted"),
+                   "evicted_by": _closed(counters("idle", "limit", "limit_in_progress")),
+                   **counters("pending_flushes", "resyncs")})
+    full = _closed({
+        "file_format": {"type": "string"}, "packets": count, "link_types": counts,
+        "skipped": counts, "snaplen_cut": count, "ip_first_fragments": count,
+        "ip_fragments": _closed(counters("fragments", "reassembled", "incomplete",
+                                         "bytes_lost", "duplicates")),
+        "ip_length_exceeds_packet": count, "tcp": tcp, "udp_datagrams": count,
+        "secrets_blocks": count,
+        "warnings": {"type": "array", "items": _closed({"offset": count,
+                                                        "message": {"type": "string"}})}})
+    return {"anyOf": [full, {"type": "object", "maxProperties": 0}]}
+
+
 def _shapes() -> dict[type, Shape]:
     """The classes whose JSON is not simply their fields (their `json_shape` docstrings)."""
     from tlsprobe.model.audit import AuditReport, Finding
@@ -85,8 +117,11 @@ def _shapes() -> dict[type, Shape]:
     library = {"type": "object", "properties": {n: {"type": "string"} for n in (
         "cryptography", "openssl")}, "required": ["cryptography", "openssl"],
         "additionalProperties": False}
+    from tlsprobe.model.capture import CaptureSummary
     return {
         CheckResult: Shape(constrain=_details_by_check),
+        # the field typed JsonObject, its members written out
+        CaptureSummary: Shape(extra={"capture": _capture_counters()}),
         # speed (model/speed.py): computed figures, and the versions renamed and nested
         Figure: Shape(extra={"bytes_per_second": float | None}),
         ComparisonRow: Shape(extra={"ratio": float | None}),

@@ -95,11 +95,17 @@ def test_pcap_jsonl_of_the_repository_captures(run_cli, tmp_path: Path) -> None:
     assert sum(1 for r in records if isinstance(r, dict) and r["kind"] == "capture") >= 20
     for record in records:
         assert_valid("pcap-connection", record)
-    code, out, err = run_cli("pcap", "captures", "--jsonl", "--stats", timeout=180)
-    assert code in (0, 7), err
-    last = _lines(out)[-1]
+    (tmp_path / "not-a-capture.pcap").write_text("hello\n")    # its error record
+    code, out, err = run_cli("pcap", "captures", "not-a-capture.pcap", "--jsonl", "--stats",
+                             timeout=180)
+    assert code in (2, 7), err   # the unreadable file
+    records = _lines(out)
+    last = records[-1]
     assert isinstance(last, dict) and last["kind"] == "stats" and last["versions"], last
     assert_valid("pcap-connection", last, "pcap --jsonl --stats")
+    unreadable = [r for r in records if isinstance(r, dict) and r.get("error")]
+    assert [r["file"] for r in unreadable] == ["not-a-capture.pcap"], err
+    assert_valid("pcap-connection", unreadable[0], "an unreadable file's record")
 
 
 def test_pcap_json_document_with_stats(run_cli, tmp_path: Path) -> None:

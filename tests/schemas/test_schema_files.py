@@ -269,3 +269,17 @@ def test_the_survey_row_schema_follows_any_parquet_columns() -> None:
     assert list(checker.iter_errors(row))
     with pytest.raises(TypeError, match="Parquet type"):
         gen._arrow(pa.binary())
+
+
+def test_a_capture_records_counters_are_closed_too() -> None:
+    """`capture` (the capture layer's counters, a plain dict in the model) is written out in
+    the generator: a new counter without the schema fails."""
+    record = _golden("pcap_tls12_rsa.json")["captures"][0]
+    assert errors("pcap-connection", record) == []
+    changed = copy.deepcopy(record)
+    changed["capture"]["tcp"]["surprise"] = 1
+    assert errors("pcap-connection", changed)
+    changed = copy.deepcopy(record)
+    changed["capture"]["new_counter"] = 1
+    assert errors("pcap-connection", changed)
+    assert errors("pcap-connection", {**record, "capture": {}}) == []   # an unreadable file
