@@ -87,9 +87,19 @@ def test_every_object_is_closed_and_every_member_typed(name: str) -> None:
             if o.get("additionalProperties") is not False] == []
     untyped = [(member, o.get("description", "")[:40]) for o in objects
                for member, sub in o["properties"].items() if not sub]
-    # the one opaque member: a capture's counters (CaptureSummary.capture, a JsonObject)
-    # are typed "object"; nothing is left as an empty (anything goes) schema
+    # nothing is left as an empty (anything goes) schema, nor as a bare "object"
     assert untyped == []
+    bare = [o for o in _all_dicts(schema) if o.get("type") == "object" and not
+            {"properties", "additionalProperties", "maxProperties"} & set(o)]
+    assert bare == []
+
+
+def _all_dicts(node: Any) -> list[dict[str, Any]]:
+    if isinstance(node, dict):
+        return [node, *(d for v in node.values() for d in _all_dicts(v))]
+    if isinstance(node, list):
+        return [d for v in node for d in _all_dicts(v)]
+    return []
 
 
 def _strenums() -> list[type[enum.StrEnum]]:
