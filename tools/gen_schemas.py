@@ -404,6 +404,24 @@ def speed_schema() -> dict[str, Any]:
                    "(not --list).")
 
 
+def comparison_schema() -> dict[str, Any]:
+    """`scan --quic --compare-tcp --json`'s last line (commands/scan_quic.py compare_json, a
+    plain dict: written out here, checked on a real run by tests/quic)."""
+    text = {"type": "string"}
+    row = _closed({"what": text, "tcp": text, "quic": text, "same": {"type": "boolean"}})
+    port = {"type": "integer", "minimum": 0, "maximum": 65535}
+    props = {"schema": _const(1), "tool": _const("tlsprobe"), "kind": _const("comparison"),
+             "host": text, "tcp_port": port, "quic_port": port,
+             "rows": {"type": "array", "items": row}, "same": {"type": "boolean"}}
+    root = {"title": "tlsprobe scan --quic --compare-tcp --json (the comparison line)",
+            **_closed(props)}
+    root["properties"].update(RUN_MEMBERS)
+    return {"$schema": DRAFT, "$id": f"{BASE_URI}scan-comparison.schema.json",
+            "description": "The TCP and QUIC answers side by side: the line `scan --quic "
+            "--compare-tcp --json` writes after the two audits (each a `scan` document).",
+            **root}
+
+
 def _arrow(kind: Any, nullable: bool = True) -> dict[str, Any]:
     """The JSON schema of a pyarrow type's values as `Table.to_pylist()` gives them
     (timestamps as ISO 8601 strings, the form JSON can hold)."""
@@ -455,7 +473,8 @@ def columns_struct(columns: Any) -> Any:
 
 SCHEMAS = {"probe": probe_schema, "scan": scan_schema, "clients": clients_schema,
            "pcap-connection": pcap_schema, "survey-row": survey_row_schema,
-           "pcap": pcap_document_schema, "timing": timing_schema, "speed": speed_schema}
+           "pcap": pcap_document_schema, "timing": timing_schema, "speed": speed_schema,
+           "scan-comparison": comparison_schema}
 
 
 def text_of(schema: dict[str, Any]) -> str:

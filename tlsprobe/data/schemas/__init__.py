@@ -4,7 +4,8 @@
 content. NAMES lists them: probe (`tlsprobe HOST --json`), scan (`scan --json` and a
 survey's shard-NNNNN.jsonl), clients (`clients --json`), pcap-connection (`pcap --jsonl`
 records), survey-row (a survey's Parquet rows), pcap (`pcap --json`'s document), timing
-(`tlsprobe timing HOST --json`), speed (`tlsprobe speed --json`). The files are generated from the model by
+(`tlsprobe timing HOST --json`), speed (`tlsprobe speed --json`), scan-comparison (the last line of
+`scan --quic --compare-tcp --json`). The files are generated from the model by
 tools/gen_schemas.py (never edited by hand); docs/SCHEMAS.md says how to validate.
 """
 
@@ -14,7 +15,7 @@ import json
 from pathlib import Path
 
 NAMES = ("probe", "scan", "clients", "pcap-connection", "survey-row", "pcap", "timing",
-         "speed")
+         "speed", "scan-comparison")
 
 
 def path(name: str) -> Path:
