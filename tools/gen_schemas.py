@@ -39,6 +39,19 @@ RUN_MEMBERS: dict[str, Any] = {
                    "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$"},
     "duration_s": {"type": "number", "minimum": 0},
 }
+#: whether RUN_MEMBERS are required: False while outputs without them are current (the
+#: members are being added in parallel); set True, re-run, and the live tests say which
+#: output still lacks one
+RUN_MEMBERS_REQUIRED = False
+
+
+def _run_members(props: dict[str, Any], required: list[str]) -> None:
+    """Add the run's members to an object's `props` (a field of the same name keeps its
+    own schema), to `required` too when RUN_MEMBERS_REQUIRED."""
+    for name, schema in RUN_MEMBERS.items():
+        props.setdefault(name, schema)
+        if RUN_MEMBERS_REQUIRED and name not in required:
+            required.append(name)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -278,9 +291,8 @@ def _document(builder: Builder, cls: type, head: dict[str, Any], title: str,
     shape = builder.shapes.get(cls, Shape())
     body = builder.members(cls, dataclasses.replace(shape, optional=shape.optional + optional))
     props = {**head, **body["properties"]}
-    for name, schema in RUN_MEMBERS.items():
-        props.setdefault(name, schema)
     required = list(head) + body["required"]
+    _run_members(props, required)
     out = {"title": title, "type": "object", "properties": props, "required": required,
            "additionalProperties": False}
     return out
@@ -356,11 +368,11 @@ def _stats_record(kind: bool = True) -> dict[str, Any]:
                                      "hello_retry_requests", "resumed")})
     props["protocols"] = {"type": "object", "additionalProperties": count}
     props.update({n: table for n in ("versions", "cipher_suites", "groups", "alerts")})
-    for name, schema in RUN_MEMBERS.items() if kind else ():
-        props.setdefault(name, schema)
+    required = list(props)
+    if kind:   # a record of its own (--jsonl), not a member of the --json document
+        _run_members(props, required)
     return {"title": "the statistics (--stats)", "type": "object", "properties": props,
-            "required": [n for n in props if n not in RUN_MEMBERS],
-            "additionalProperties": False}
+            "required": required, "additionalProperties": False}
 
 
 def pcap_document_schema() -> dict[str, Any]:
@@ -379,10 +391,11 @@ def pcap_document_schema() -> dict[str, Any]:
                              "command": _const("pcap"),
                              "connections": {"type": "array", "items": b.ref("connection")},
                              "captures": {"type": "array", "items": b.ref("capture")},
-                             "stats": b.ref("stats"), **RUN_MEMBERS}
+                             "stats": b.ref("stats")}
+    required = ["schema", "tool", "command", "connections", "captures"]
+    _run_members(props, required)
     root = {"title": "tlsprobe pcap --json", "type": "object", "properties": props,
-            "required": ["schema", "tool", "command", "connections", "captures"],
-            "additionalProperties": False}
+            "required": required, "additionalProperties": False}
     return _finish("pcap", b, root, "`tlsprobe pcap FILE... --json`: the connections, the "
                    "capture files and, with --stats, the statistics.")
 
@@ -415,7 +428,7 @@ def comparison_schema() -> dict[str, Any]:
              "rows": {"type": "array", "items": row}, "same": {"type": "boolean"}}
     root = {"title": "tlsprobe scan --quic --compare-tcp --json (the comparison line)",
             **_closed(props)}
-    root["properties"].update(RUN_MEMBERS)
+    _run_members(root["properties"], root["required"])
     return {"$schema": DRAFT, "$id": f"{BASE_URI}scan-comparison.schema.json",
             "description": "The TCP and QUIC answers side by side: the line `scan --quic "
             "--compare-tcp --json` writes after the two audits (each a `scan` document).",
