@@ -116,6 +116,10 @@ def test_wheel_holds_the_package_its_data_and_entry_point(dists: dict[str, Path]
                    "tlsprobe/data/policies/mozilla-intermediate-6.0.json",
                    "tlsprobe/registry/_generated.py", "tlsprobe/api.py"):
         assert needed in names
+    # the JSON Schemas of the outputs (docs/SCHEMAS.md), every one
+    schemas = sorted(n for n in names if n.startswith("tlsprobe/data/schemas/")
+                     and n.endswith(".schema.json"))
+    assert len(schemas) == len(list((REPO / "tlsprobe/data/schemas").glob("*.schema.json"))) >= 7
     assert sorted(n for n in names if not n.startswith(PACKAGE_ONLY)) == []  # no tests/
     scripts = configparser.ConfigParser()
     scripts.read_string(entry_points)
