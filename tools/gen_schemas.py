@@ -46,10 +46,11 @@ RUN_MEMBERS_REQUIRED = False
 
 
 def _run_members(props: dict[str, Any], required: list[str]) -> None:
-    """Add the run's members to an object's `props` (a field of the same name keeps its
-    own schema), to `required` too when RUN_MEMBERS_REQUIRED."""
+    """Add the run's members to an object's `props` (their schema, also over a model field
+    of the same name: `started_at` is a `str | None` field, always written as a timestamp),
+    to `required` too when RUN_MEMBERS_REQUIRED."""
     for name, schema in RUN_MEMBERS.items():
-        props.setdefault(name, schema)
+        props[name] = schema
         if RUN_MEMBERS_REQUIRED and name not in required:
             required.append(name)
 
@@ -117,6 +118,7 @@ def _capture_counters() -> dict[str, Any]:
 def _shapes() -> dict[type, Shape]:
     """The classes whose JSON is not simply their fields (their `json_shape` docstrings)."""
     from tlsprobe.model.audit import AuditReport, Finding
+    from tlsprobe.model.changes import Change
     from tlsprobe.model.checks import CheckResult
     from tlsprobe.model.clients import ClientSimulation
     from tlsprobe.model.rating import Rating
@@ -144,8 +146,16 @@ def _shapes() -> dict[type, Shape]:
                            extra={"schema": _const(SCHEMA), "tlsprobe": str,
                                   "library": library,
                                   "openssl_comparison": Comparison | None}),
+        # gate: only with --fail-on / --fail-under / --fail-on-change; changes and baseline:
+        # only with scan --baseline (commands/scan_baseline.py json_text; changes null: the
+        # target is not in the baseline)
         AuditReport: Shape(optional=("check_results", "starttls", "transport", "one_at_a_time",
-                                     "clients", "rating")),
+                                     "clients", "rating", "gate", "changes", "baseline"),
+                           extra={"changes": tuple[Change, ...] | None,
+                                  "baseline": {"type": "object", "additionalProperties": False,
+                                               "required": ["file", "saved"],
+                                               "properties": {"file": {"type": "string"},
+                                                              "saved": {"type": "string"}}}}),
         Finding: Shape(optional=("waiver", "waived_by")),
         Rating: Shape(extra={"label": {"type": "string"}}),
         ClientSimulation: Shape(extra={n: _NULLABLE_STR for n in (
