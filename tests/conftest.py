@@ -62,6 +62,7 @@ XDIST_GROUPS = {
     "tests/hostile/test_scan_hostile.py": "hostile-scan",
     # one Dask LocalCluster per module and worker (tests/survey/conftest.py dask_cluster)
     "tests/survey/test_survey_run.py": "survey-cluster",
+    "tests/survey/test_survey_read.py": "survey-cluster",
     # the STARTTLS daemons (tests/starttls/conftest.py `daemon`: PostgreSQL's initdb,
     # MariaDB's data folder, ...) start once per worker: the modules that use them
     "tests/starttls/test_starttls_api.py": "starttls-daemons",

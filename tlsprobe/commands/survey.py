@@ -5,8 +5,10 @@ or a CIDR/port list (127.0.0.0/30:443,8443). Targets are sharded (all ports of o
 one shard), each shard audited by the scan's asyncio scanner in a worker: a Dask LocalCluster
 of --workers processes (default: one per core), an existing cluster (--scheduler
 tcp://HOST:8786), or this process when Dask is not installed (pip install '.[cluster]' in the checkout).
-DIR gets manifest.json and per shard shard-NNNNN.parquet (one row per target and version;
-schema in tlsprobe/survey/rows.py) and shard-NNNNN.jsonl (scan --json objects). Running the
+DIR gets per shard shard-NNNNN.parquet (one row per target, every audit result a column;
+schema in tlsprobe/survey/rows.py), and, under names the Parquet readers skip,
+_manifest.json and _jsonl/shard-NNNNN.jsonl (scan --json objects): pd.read_parquet(DIR)
+reads the folder. Running the
 same command again resumes with the shards not yet written; DIR holding a survey of other
 arguments is an error.
 
@@ -32,7 +34,7 @@ from typing import TYPE_CHECKING
 from tlsprobe.errors import EXIT_OK, EXIT_USAGE, UsageError
 
 if TYPE_CHECKING:
-    from tlsprobe.model.audit import AuditReport
+    from tlsprobe.survey.execute import Audited
     from tlsprobe.survey.targets import Shard
 
 DEFAULT_CHECKS = "groups,pq"
@@ -105,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     progress = execute.Progress(len(targets), len(targets) - sum(len(s.targets) for s in todo),
                                 not args.no_progress)
 
-    def finished(shard: Shard, reports: list[AuditReport]) -> None:
+    def finished(shard: Shard, reports: list[Audited]) -> None:
         from tlsprobe.commands.common import written_to
         with written_to("--out", args.out):
             out.write_shard(shard, reports)

@@ -27,9 +27,13 @@ from tlsprobe.probes.audit.run import AuditOptions
 from tlsprobe.requests.survey import ShardSettings
 from tlsprobe.survey.targets import Shard
 
+#: a target's report and when its audit started (seconds since the epoch: its end, taken
+#: as the report is handed over, less its duration)
+Audited = tuple[AuditReport, float]
+
 
 def audit_shard(shard: Shard, options: AuditOptions, settings: ShardSettings
-                ) -> list[AuditReport]:
+                ) -> list[Audited]:
     """Audit one shard (runs inside a worker); reports carry their input index."""
     from tlsprobe.net.pacing import PacedConnector
     from tlsprobe.net.tcp_async import TcpConnector
@@ -39,9 +43,15 @@ def audit_shard(shard: Shard, options: AuditOptions, settings: ShardSettings
     scheduler = connection.scheduler(connector=PacedConnector(connector, settings.rate)
                                      if settings.rate else connector)
     targets = [t for _, t in shard.targets]
+    ended: dict[int, float] = {}
+
+    def end(report: AuditReport) -> None:
+        ended[id(report)] = time.time()
+
     reports = asyncio.run(audit_many(targets, options, scheduler,
-                                     concurrency=connection.concurrency))
-    return [replace(r, index=i) for (i, _), r in zip(shard.targets, reports)]
+                                     concurrency=connection.concurrency, on_report=end))
+    return [(replace(r, index=i), ended.get(id(r), time.time()) - r.duration_s)
+            for (i, _), r in zip(shard.targets, reports)]
 
 
 def dask_available() -> bool:
@@ -50,7 +60,7 @@ def dask_available() -> bool:
     return has_distributed()
 
 
-Done = Callable[[Shard, list[AuditReport]], None]
+Done = Callable[[Shard, list[Audited]], None]
 
 
 def run_in_process(shards: list[Shard], options: AuditOptions, settings: ShardSettings,
