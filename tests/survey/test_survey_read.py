@@ -146,3 +146,21 @@ def test_an_old_folder_resumes_into_the_new_layout(survey, survey_args, targets,
     assert not (old / "manifest.json").exists() and not list(old.glob("*.jsonl"))
     assert len(pd.read_parquet(old)) == len(targets[1])
     assert [d["index"] for d in json_lines(old)] == list(range(1, len(targets[1]) + 1))
+
+
+def test_progress_before_the_end_and_a_paragraph_at_the_end(targets, dask_cluster, tmp_path):
+    """The default shard size puts the whole lab in one shard: the lines before the last
+    count targets its worker announced before the shard was written."""
+    n = len(targets[1])
+    out = tmp_path / "out"
+    proc = cli("survey", targets[0], "--out", out, "--scheduler", dask_cluster)
+    assert proc.returncode == 0, proc.stderr
+    assert len(json.loads((out / "_manifest.json").read_text())["shards"]) == 1
+    counts = [int(m) for m in re.findall(r"^tlsprobe survey: (\d+)/%d targets, " % n,
+                                         proc.stderr, re.M)]
+    assert counts[-1] == n and len(counts) >= 2 and counts == sorted(set(counts)), proc.stderr
+    (text,) = proc.stdout.splitlines()      # one paragraph, on stdout
+    assert text.startswith(f"tlsprobe survey: {n} targets in {out} ")
+    assert f"{n - 1} reached, 1 unreachable (network 1)" in text
+    assert f"pandas.read_parquet('{out}')" in text
+    assert "post-quantum group accepted by 25.0%" in text    # one lab server of four

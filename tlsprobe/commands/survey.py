@@ -8,12 +8,18 @@ tcp://HOST:8786), or this process when Dask is not installed (pip install '.[clu
 DIR gets per shard shard-NNNNN.parquet (one row per target, every audit result a column;
 schema in tlsprobe/survey/rows.py), and, under names the Parquet readers skip,
 _manifest.json and _jsonl/shard-NNNNN.jsonl (scan --json objects): pd.read_parquet(DIR)
-reads the folder. Running the
-same command again resumes with the shards not yet written; DIR holding a survey of other
+reads the folder. Running the same command again resumes with the shards not yet written
+(also a folder of an older tlsprobe with manifest.json); DIR holding a survey of other
 arguments is an error.
 
-`tlsprobe survey summary DIR [--json]`: shares of targets per TLS version, preferred group,
-post-quantum verdict, supported group, servers enforcing their order, failures by kind.
+`tlsprobe survey summary DIR [--json]`: each target counted once; shares of the targets
+reached per TLS version, preferred group (or "follows the client's order"), post-quantum
+verdict, supported group, servers enforcing their order, checks found vulnerable; the
+unreachable targets on their own line and by kind.
+
+Progress on stderr as targets finish (workers announce each target before its shard is
+written; at most a line a second unless another whole percent is done; --no-progress: none);
+at the end, one paragraph on stdout: where the output is and what it found.
 
 A line of the targets file that is no target is reported as `FILE:LINE: error` on stderr
 and skipped; the other targets are surveyed, and the run then exits 2.
@@ -29,6 +35,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from typing import TYPE_CHECKING
 
 from tlsprobe.errors import EXIT_OK, EXIT_USAGE, UsageError
@@ -69,7 +76,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from tlsprobe.commands.common import add_connection_arguments
     add_connection_arguments(x, concurrency=16,
                              concurrency_help="targets audited at once per worker")
-    x.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
+    x.add_argument("--no-progress", action="store_true", help="no progress lines on stderr (the "
+                   "closing paragraph on stdout stays)")
     p.add_argument("--json", action="store_true", help="(summary) the summary as JSON")
 
 
@@ -103,22 +111,24 @@ def run(args: argparse.Namespace) -> int:
     with written_to("--out", request.out):
         done = out.start(identity, request.arguments(), shards)
     todo = list(execute.pending(shards, done))
+    began = time.monotonic()
     options, settings = request.options, request.settings
     progress = execute.Progress(len(targets), len(targets) - sum(len(s.targets) for s in todo),
-                                not args.no_progress)
+                                not args.no_progress, {s.name: len(s.targets) for s in todo})
+    on_target = None if args.no_progress else progress.target
 
     def finished(shard: Shard, reports: list[Audited]) -> None:
         from tlsprobe.commands.common import written_to
         with written_to("--out", args.out):
             out.write_shard(shard, reports)
-        progress.add(len(shard.targets))
+        progress.add(shard)
 
     if not todo:
         print(f"tlsprobe survey: all {len(shards)} shards of {args.out} are done",
               file=sys.stderr)
     elif execute.dask_available():
         execute.run_on_dask(todo, options, settings, finished, scheduler=request.scheduler,
-                            workers=request.workers)
+                            workers=request.workers, on_target=on_target)
     elif args.scheduler is not None:
         from tlsprobe.survey.extra import HINT as CLUSTER_HINT
         raise UsageError(f"--scheduler needs Dask: {CLUSTER_HINT}")
@@ -126,13 +136,22 @@ def run(args: argparse.Namespace) -> int:
         from tlsprobe.survey.extra import HINT as CLUSTER_HINT
         print(f"tlsprobe: note: Dask is not installed ({CLUSTER_HINT}): "
               "running the shards in this process", file=sys.stderr)
-        execute.run_in_process(todo, options, settings, finished)
+        execute.run_in_process(todo, options, settings, finished, on_target)
+    _finished_paragraph(request.out, time.monotonic() - began)
     if bad:
         print(f"tlsprobe: error: {len(bad)} line{'s' if len(bad) > 1 else ''} of "
               f"{shown(args.targets)} {'are' if len(bad) > 1 else 'is'} no target (above); "
               f"the other {len(targets)} targets were surveyed", file=sys.stderr)
         return EXIT_USAGE
     return EXIT_OK
+
+
+def _finished_paragraph(directory: str, seconds: float) -> None:
+    """Where the output is and what it holds, on stdout once the run is done."""
+    from tlsprobe.report.escape import shown
+    from tlsprobe.survey.summary import paragraph, summarize
+    sys.stdout.write(paragraph(summarize(directory), shown(directory), seconds))
+    sys.stdout.flush()
 
 
 def _summary(args: argparse.Namespace) -> int:

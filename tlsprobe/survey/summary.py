@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 from tlsprobe.errors import UsageError
 from tlsprobe.survey.rows import CHECKS, Row, check_column
@@ -84,7 +83,7 @@ def _read(path: Path, pq: ModuleType) -> list[Row]:
         raise UsageError(f"{path}: not a survey Parquet file ({exc})") from None
 
 
-def summarize(directory: str) -> dict[str, Any]:
+def summarize(directory: str) -> Row:
     """The summary of the survey in `directory` as a JSON-shaped dict."""
     from tlsprobe.survey.extra import parquet
     pq = parquet()
@@ -112,7 +111,7 @@ def summarize(directory: str) -> dict[str, Any]:
             "failures": _counts(tally.failures, total)}
 
 
-def render_text(summary: dict[str, Any]) -> str:
+def render_text(summary: Row) -> str:
     """The summary as plain text, one section per question."""
     lines = [(f"survey: {summary['targets']} targets, {summary['shards_done']} of "
               f"{summary['shards_total']} shards done"),
@@ -139,3 +138,19 @@ def render_text(summary: dict[str, Any]) -> str:
     section("checks found vulnerable", summary["vulnerable"])
     section("failures by kind (share of all targets)", summary["failures"])
     return "\n".join(lines) + "\n"
+
+
+def paragraph(summary: Row, directory: str, seconds: float) -> str:
+    """The one paragraph a finished run prints: where the output is and what it found."""
+    def pct(section: dict[str, dict[str, float]], key: str) -> str:
+        return f"{100 * section.get(key, {}).get('share', 0.0):.1f}%"
+
+    versions = ", ".join(f"{v} on {pct(summary['versions'], v)}" for v in summary["versions"])
+    kinds = ", ".join(f"{k} {int(v['targets'])}" for k, v in summary["failures"].items())
+    return (f"tlsprobe survey: {summary['targets']} targets in {directory} "
+            f"({summary['shards_done']} of {summary['shards_total']} shards; this run "
+            f"{seconds:.1f} s): {summary['reached']} reached, {summary['unreachable']} "
+            f"unreachable{f' ({kinds})' if kinds else ''}. Of the targets reached: "
+            f"{versions or 'no version established'}; a post-quantum group accepted by "
+            f"{pct(summary['pq_verdict'], 'yes')}. One Parquet row per target: "
+            f"pandas.read_parquet('{directory}'); shares: tlsprobe survey summary {directory}\n")
