@@ -53,6 +53,11 @@ def all_checks(lab, dask_cluster, tmp_path_factory) -> Path:
     return out
 
 
+def pa_strings(values: list[str]) -> Any:
+    import pyarrow as pa
+    return pa.array(values, pa.string())
+
+
 def json_lines(out: Path) -> list[dict[str, Any]]:
     return sorted((json.loads(line) for path in sorted((out / "_jsonl").glob("*.jsonl"))
                    for line in path.read_text().splitlines()), key=lambda d: d["index"])
@@ -127,18 +132,26 @@ def test_checks_all_results_are_columns(all_checks):
 
 
 def test_an_old_folder_resumes_into_the_new_layout(survey, survey_args, targets, tmp_path):
-    """A folder as tlsprobe wrote it before: manifest.json and the JSON lines files beside
-    the Parquet files; one shard missing. The run resumes it and moves the files."""
+    """A folder as tlsprobe wrote it before: manifest.json (schema 1) and the JSON lines
+    files beside the Parquet files, one shard in the old rows (one per target and version),
+    one shard missing. The run resumes it, moves the files and surveys the old shard
+    again: the folder reads as one table."""
     import pandas as pd
     old = tmp_path / "old"
     shutil.copytree(survey, old)
-    (old / "_manifest.json").rename(old / "manifest.json")
+    manifest = json.loads((old / "_manifest.json").read_text())
+    (old / "manifest.json").write_text(json.dumps({**manifest, "schema": 1}))
+    (old / "_manifest.json").unlink()
+    pq.write_table(pq.read_table(old / "shard-00001.parquet", columns=["shard", "index"]
+                                 ).append_column("version", pa_strings(["TLS 1.3"])),
+                   old / "shard-00001.parquet")
     for path in (old / "_jsonl").iterdir():
         path.rename(old / path.name)
     (old / "_jsonl").rmdir()
     (old / "shard-00002.parquet").unlink()
     (old / "shard-00002.jsonl").unlink()
-    kept = {p.name: p.stat().st_ino for p in old.glob("shard-*.parquet")}
+    kept = {p.name: p.stat().st_ino for p in old.glob("shard-*.parquet")
+            if p.name != "shard-00001.parquet"}
     proc = cli(*survey_args, "--out", old, "--no-progress")
     assert proc.returncode == 0, proc.stderr
     assert {p.name: p.stat().st_ino for p in old.glob("shard-*.parquet") if p.name in kept} \

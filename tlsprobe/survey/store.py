@@ -37,7 +37,9 @@ MANIFEST = "_manifest.json"
 OLD_MANIFEST = "manifest.json"
 #: the folder of the JSON lines files (a name the Parquet readers skip)
 JSONL_DIR = "_jsonl"
-MANIFEST_SCHEMA = 1
+#: 2: the `_manifest.json` layout with one Parquet row per target (1: `manifest.json`, one
+#: row per target and version)
+MANIFEST_SCHEMA = 2
 #: seconds between two rewrites of the manifest's done list while shards complete
 MANIFEST_EVERY = 1.0
 
@@ -101,6 +103,8 @@ class SurveyDir:
             stale.unlink(missing_ok=True)
         self._move_old_layout()
         done = self.done(shards)
+        if old is not None and old.get("schema", 1) < MANIFEST_SCHEMA:
+            done -= self._old_rows(done)
         self._done = set(done)
         self._write_manifest(identity, arguments, shards, done)
         return done
@@ -111,6 +115,22 @@ class SurveyDir:
         (self.path / JSONL_DIR).mkdir(exist_ok=True)
         for old in self.path.glob("shard-*.jsonl"):
             os.replace(old, self.path / JSONL_DIR / old.name)
+
+    def _old_rows(self, done: set[str]) -> set[str]:
+        """The shards, of those done, whose Parquet rows are of an older schema (one row per
+        target and version): a resumed run surveys them again, so that every shard has the
+        one schema and the folder reads as one table."""
+        from tlsprobe.survey.extra import parquet
+        pq, names = parquet(), schema().names
+        old = set()
+        for name in done:
+            try:
+                current = pq.read_schema(self.path / f"{name}.parquet").names == names
+            except Exception:  # noqa: BLE001 -- pyarrow's own types: a damaged file is redone
+                current = False
+            if not current:
+                old.add(name)
+        return old
 
     def jsonl_files(self) -> list[Path]:
         """The JSON lines files of the shards written, in shard order."""
