@@ -132,10 +132,6 @@ class SurveyDir:
                 old.add(name)
         return old
 
-    def jsonl_files(self) -> list[Path]:
-        """The JSON lines files of the shards written, in shard order."""
-        return sorted((self.path / JSONL_DIR).glob("shard-*.jsonl"))
-
     def done(self, shards: list[Shard]) -> set[str]:
         return {s.name for s in shards if (self.path / f"{s.name}.parquet").is_file()}
 
