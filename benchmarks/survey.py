@@ -87,7 +87,7 @@ def survey(farm: Farm, targets_file: Path, workers: int, checks: str, work: Path
                          "--no-progress"], env=env)
     if proc.returncode != 0:
         raise SystemExit(f"survey failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    by_target = {(d["host"], d["port"]): d for p in out.glob("shard-*.jsonl")
+    by_target = {(d["host"], d["port"]): d for p in (out / "_jsonl").glob("shard-*.jsonl")
                  for d in map(json.loads, p.read_text().splitlines())}
     for t in farm.targets:
         report = by_target.get((t.host, t.port))
@@ -140,7 +140,7 @@ def sizes(out: Path, targets: int) -> str:
     parquet = sorted(out.glob("shard-*.parquet"))
     rows = sum(pq.ParquetFile(p).metadata.num_rows for p in parquet)
     pbytes = sum(p.stat().st_size for p in parquet)
-    jbytes = sum(p.stat().st_size for p in out.glob("shard-*.jsonl"))
+    jbytes = sum(p.stat().st_size for p in (out / "_jsonl").glob("shard-*.jsonl"))
     return (f"output: {len(parquet)} shards; Parquet {pbytes} bytes for {rows} rows "
             f"({pbytes / rows:.0f} bytes/row, {pbytes / targets:.0f} bytes/target); "
             f"JSON lines {jbytes} bytes ({jbytes / targets:.0f} bytes/target)")

@@ -65,6 +65,7 @@ XDIST_GROUPS = {
     # two surveys of the survey lab around a reconfiguration (tests/diff/test_survey_diff.py
     # `surveys`)
     "tests/diff/test_survey_diff.py": "survey-diff",
+    "tests/survey/test_survey_read.py": "survey-cluster",
     # the STARTTLS daemons (tests/starttls/conftest.py `daemon`: PostgreSQL's initdb,
     # MariaDB's data folder, ...) start once per worker: the modules that use them
     "tests/starttls/test_starttls_api.py": "starttls-daemons",

@@ -137,14 +137,14 @@ def test_a_manifest_of_other_arguments_is_refused(tmp_path):
     out = tmp_path / "o"
     first = cli("survey", "127.0.0.1/32:1", "--out", out, "--no-progress", tmp_path=tmp_path)
     assert first.returncode == 0, first.stderr
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = json.loads((out / "_manifest.json").read_text())
     assert manifest["identity"]["checks"] == ["groups", "pq"] and manifest["version"]
     proc = cli("survey", "127.0.0.1/32:1", "--out", out, "--checks", "groups",
                tmp_path=tmp_path)
     assert proc.returncode == 2
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and "different arguments" in lines[0] and "checks" in lines[0]
-    assert json.loads((out / "manifest.json").read_text()) == manifest
+    assert json.loads((out / "_manifest.json").read_text()) == manifest
 
 
 @pytest.mark.parametrize("args", [["127.0.0.1/32:1", "--out", "{tmp}/o"],

@@ -25,7 +25,7 @@ pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow not installed "
 pytestmark = pytest.mark.timeout(300)
 
 REPO = Path(__file__).resolve().parents[2]
-VOLATILE = ("duration_s", "connections")     # timing, and retries on a busy machine
+VOLATILE = ("duration_s", "connections", "started_at")   # timing, retries on a busy machine
 
 
 def rows(directory: Path) -> list[dict[str, Any]]:
@@ -33,11 +33,16 @@ def rows(directory: Path) -> list[dict[str, Any]]:
     for path in sorted(directory.glob("shard-*.parquet")):
         for row in pq.read_table(path).to_pylist():
             out.append({k: v for k, v in row.items() if k not in VOLATILE})
-    return sorted(out, key=lambda r: (r["index"], r["version_id"] or 0))
+    return sorted(out, key=lambda r: r["index"])
+
+
+def version_row(row: dict[str, Any], version: str) -> dict[str, Any] | None:
+    """A target row's group results for one version (None: that version was not tried)."""
+    return next((g for g in row["group_results"] if g["version"] == version), None)
 
 
 def json_lines(directory: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for path in sorted(directory.glob("shard-*.jsonl"))
+    return [json.loads(line) for path in sorted((directory / "_jsonl").glob("shard-*.jsonl"))
             for line in path.read_text().splitlines()]
 
 
@@ -84,13 +89,15 @@ def test_cluster_run_writes_every_target_once_with_its_groups(cluster_run, targe
     servers, refused = lab
     got = rows(out)
     assert sorted({r["index"] for r in got}) == list(range(1, len(targets_file[1]) + 1))
-    by_target = {f"{r['host']}:{r['port']}": r for r in got if r["version"] == "TLS 1.3"}
+    assert len(got) == len(targets_file[1])         # one row per target
+    by_target = {f"{r['host']}:{r['port']}": r for r in got}
     for server in servers:
-        r13 = by_target[server.target]
-        assert r13["spoken"] is server.tls13
+        r13 = version_row(by_target[server.target], "TLS 1.3")
+        assert r13 is not None and r13["spoken"] is server.tls13
         assert r13["groups"] == server.supported.get("TLS 1.3", [])
-        assert r13["pq_verdict"] == server.pq
+        assert by_target[server.target]["pq_verdict"] == server.pq
     assert by_target[refused]["error_kind"] == "network"
+    assert by_target[refused]["pq_verdict"] is None
     # all ports of one address in one shard
     shard_of: dict[str, set[int]] = {}
     for r in got:
@@ -100,7 +107,7 @@ def test_cluster_run_writes_every_target_once_with_its_groups(cluster_run, targe
     lines = json_lines(out)
     assert sorted(d["index"] for d in lines) == list(range(1, len(targets_file[1]) + 1))
     assert all(d["kind"] == "audit" and d["checks"] == ["groups", "pq"] for d in lines)
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = json.loads((out / "_manifest.json").read_text())
     assert sorted(manifest["done"]) == [s["name"] for s in manifest["shards"]]
     assert manifest["identity"]["targets"] == len(targets_file[1])
     assert "targets/s" in stderr and f"{len(targets_file[1])}/{len(targets_file[1])} " \
@@ -122,8 +129,9 @@ def test_summary_counts_match_the_lab(cluster_run, lab):
     proc = cli("survey", "summary", cluster_run[0], "--json")
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
-    total = len(servers) + 1
-    assert summary["targets"] == total
+    total = reached = len(servers)         # the shares are of the targets reached
+    assert (summary["targets"], summary["reached"], summary["unreachable"]) == (
+        total + 1, reached, 1)
 
     def count(section: dict[str, Any]) -> dict[str, int]:
         return {k: v["targets"] for k, v in section.items()}
@@ -131,15 +139,18 @@ def test_summary_counts_match_the_lab(cluster_run, lab):
     assert count(summary["versions"]) == {"TLS 1.3": sum(s.tls13 for s in servers),
                                           "TLS 1.2": sum(s.tls12 for s in servers)}
     assert summary["versions"]["TLS 1.3"]["share"] == pytest.approx(
-        sum(s.tls13 for s in servers) / total, abs=1e-6)
+        sum(s.tls13 for s in servers) / reached, abs=1e-6)
     for version in ("TLS 1.3", "TLS 1.2"):
         expected: dict[str, int] = {}
         for s in servers:
-            group = s.preferred.get(version)
-            if group:
-                expected[group] = expected.get(group, 0) + 1
+            if version not in s.preferred:
+                continue
+            # a server that follows the client's order is named as such
+            group = s.preferred[version] or "(follows the client's order)"
+            expected[group] = expected.get(group, 0) + 1
         assert count(summary["preferred_group"].get(version, {})) == expected, version
-    verdicts: dict[str, int] = {"inconclusive": 1}      # the refused target
+    assert "(follows the client's order)" in summary["preferred_group"]["TLS 1.2"]
+    verdicts: dict[str, int] = {}         # the refused target has none
     for s in servers:
         verdicts[s.pq] = verdicts.get(s.pq, 0) + 1
     assert count(summary["pq_verdict"]) == verdicts
@@ -152,9 +163,13 @@ def test_summary_counts_match_the_lab(cluster_run, lab):
     # 1.2 only with -serverpref (a single group is no order)
     assert count(summary["server_order"]) == {"TLS 1.3": 3, "TLS 1.2": 1}
     assert count(summary["failures"]) == {"network": 1}
+    assert summary["failures"]["network"]["share"] == pytest.approx(1 / (total + 1))
     text = cli("survey", "summary", cluster_run[0])
     assert text.returncode == 0 and "X25519MLKEM768" in text.stdout
-    assert f"survey: {total} targets" in text.stdout
+    assert f"survey: {total + 1} targets" in text.stdout
+    assert f"reached: {reached} targets" in text.stdout
+    assert "unreachable: 1 targets" in text.stdout
+    assert "(follows the client's order)" in text.stdout
 
 
 def test_stopped_survey_resumes_with_every_target_once(targets_file, dask_cluster, tmp_path):
@@ -182,7 +197,7 @@ def test_stopped_survey_resumes_with_every_target_once(targets_file, dask_cluste
     assert proc.returncode == 130, stderr
     assert "tlsprobe: interrupted" in stderr
     first = {p.name: p.stat().st_ino for p in out.glob("shard-*.parquet")}
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = json.loads((out / "_manifest.json").read_text())
     assert 1 <= len(first) < len(manifest["shards"])
     # the Parquet files are the truth; the manifest's list may lag by the shard whose files
     # were renamed into place just as the stop came
@@ -198,7 +213,7 @@ def test_stopped_survey_resumes_with_every_target_once(targets_file, dask_cluste
     assert sorted({r["index"] for r in rows(out)}) == list(range(1, n + 1))
     assert sorted(d["index"] for d in json_lines(out)) == list(range(1, n + 1))
     assert len(list(out.glob("shard-*.parquet"))) == len(manifest["shards"])
-    resumed = json.loads((out / "manifest.json").read_text())
+    resumed = json.loads((out / "_manifest.json").read_text())
     assert sorted(resumed["done"]) == [s["name"] for s in resumed["shards"]]
 
     done = cli(*args)
@@ -231,9 +246,8 @@ def test_default_local_cluster_of_two_workers(lab, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert [line for line in proc.stderr.splitlines() if "targets/s" not in line] == []
     got = rows(out)
-    assert [(r["index"], r["version"], r["groups"]) for r in got] == [
-        (1, "TLS 1.2", ["secp256r1"]), (1, "TLS 1.3", []), (2, "TLS 1.2", []),
-        (2, "TLS 1.3", [])]
+    assert [(r["index"], r["versions"], r["groups"], r["error_kind"]) for r in got] == [
+        (1, ["TLS 1.2"], ["secp256r1"], None), (2, [], [], "network")]
     assert not list(out.glob(".*.tmp"))
 
 
@@ -337,16 +351,17 @@ def test_500_targets_with_a_worker_killed_once_each_as_scan_answers(farm, dask_c
     scan_out, scan_err = _finish(scan)
 
     n = len(targets)
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = json.loads((out / "_manifest.json").read_text())
     assert written_at_kill < len(manifest["shards"]), "the survey ended before the kill"
     assert sorted(manifest["done"]) == [s["name"] for s in manifest["shards"]]
-    # every target once: in the JSON lines, and in the Parquet rows (one per version)
+    # every target once: in the JSON lines, and in the Parquet rows (one per target)
     lines = sorted(json_lines(out), key=lambda d: d["index"])
     assert [d["index"] for d in lines] == list(range(1, n + 1))
     assert [(d["host"], d["port"]) for d in lines] == [(t.host, t.port) for t in targets]
     got = rows(out)
-    assert [(r["index"], r["version"]) for r in got] == [
-        (i, v) for i in range(1, n + 1) for v in ("TLS 1.2", "TLS 1.3")]
+    assert [r["index"] for r in got] == list(range(1, n + 1))
+    assert all([g["version"] for g in r["group_results"]] == ["TLS 1.3", "TLS 1.2"]
+               for r in got)
 
     by_target = {(d["host"], d["port"]): d for d in lines}
     scanned = [json.loads(line) for line in scan_out.splitlines()]
@@ -359,11 +374,12 @@ def test_500_targets_with_a_worker_killed_once_each_as_scan_answers(farm, dask_c
     for report in scanned:
         assert stable(by_target[report["host"], report["port"]]) == stable(report)
     # the answers are the servers' (not one mistake made twice)
-    for target, (row12, row13) in zip(targets, zip(got[::2], got[1::2])):
+    for target, row in zip(targets, got):
         if target.config is None:
-            assert row12["error_kind"] == row13["error_kind"] == "network", row12
+            assert row["error_kind"] == "network" and row["pq_verdict"] is None, row
             continue
+        row13, row12 = row["group_results"]
         expected = EXPECTED[target.config]
         assert (row12["groups"], row13["groups"]) == (expected["TLS 1.2"],
                                                       expected["TLS 1.3"]), target
-        assert row12["error"] is None and row13["spoken"] is bool(expected["TLS 1.3"])
+        assert row["error"] is None and row13["spoken"] is bool(expected["TLS 1.3"])

@@ -5,18 +5,26 @@ or a CIDR/port list (127.0.0.0/30:443,8443). Targets are sharded (all ports of o
 one shard), each shard audited by the scan's asyncio scanner in a worker: a Dask LocalCluster
 of --workers processes (default: one per core), an existing cluster (--scheduler
 tcp://HOST:8786), or this process when Dask is not installed (pip install '.[cluster]' in the checkout).
-DIR gets manifest.json and per shard shard-NNNNN.parquet (one row per target and version;
-schema in tlsprobe/survey/rows.py) and shard-NNNNN.jsonl (scan --json objects). Running the
-same command again resumes with the shards not yet written; DIR holding a survey of other
+DIR gets per shard shard-NNNNN.parquet (one row per target, every audit result a column;
+schema in tlsprobe/survey/rows.py), and, under names the Parquet readers skip,
+_manifest.json and _jsonl/shard-NNNNN.jsonl (scan --json objects): pd.read_parquet(DIR)
+reads the folder. Running the same command again resumes with the shards not yet written
+(also a folder of an older tlsprobe with manifest.json); DIR holding a survey of other
 arguments is an error.
 
 `tlsprobe survey diff OLD NEW [--jsonl FILE] [--parquet FILE]`: per target, what changed
 between two surveys (commands/survey_diff.py, docs/CHANGES.md).
 
-`tlsprobe survey summary DIR [--json] [--plot FILE] [--html FILE]`: shares of targets per TLS
-version, preferred group, post-quantum verdict, supported group, servers enforcing their
-order, failures by kind; --plot draws them (PNG or SVG), --html writes a page with the
-tables and the chart (report/survey_charts.py).
+`tlsprobe survey summary DIR [--json] [--plot FILE] [--html FILE]`: each target counted
+once; shares of the targets reached per TLS version, preferred group (or "follows the
+client's order"), post-quantum verdict, supported group, servers enforcing their order,
+checks found vulnerable; the unreachable targets on their own line and by kind; --plot
+draws them (PNG or SVG), --html writes a page with the tables and the chart
+(report/survey_charts.py).
+
+Progress on stderr as targets finish (workers announce each target before its shard is
+written; at most a line a second unless another whole percent is done; --no-progress: none);
+at the end, one paragraph on stdout: where the output is and what it found.
 
 A line of the targets file that is no target is reported as `FILE:LINE: error` on stderr
 and skipped; the other targets are surveyed, and the run then exits 2.
@@ -32,12 +40,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from typing import TYPE_CHECKING
 
 from tlsprobe.errors import EXIT_OK, EXIT_USAGE, UsageError
 
 if TYPE_CHECKING:
-    from tlsprobe.model.audit import AuditReport
+    from tlsprobe.survey.execute import Audited
     from tlsprobe.survey.targets import Shard
 
 DEFAULT_CHECKS = "groups,pq"
@@ -72,7 +81,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from tlsprobe.commands.common import add_connection_arguments
     add_connection_arguments(x, concurrency=16,
                              concurrency_help="targets audited at once per worker")
-    x.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
+    x.add_argument("--no-progress", action="store_true", help="no progress lines on stderr (the "
+                   "closing paragraph on stdout stays)")
     p.add_argument("--json", action="store_true", help="(summary, diff) the summary as JSON")
     p.add_argument("--plot", metavar="FILE", default=None, help="(summary) also draw the "
                    "shares of the targets per section, PNG or SVG by the extension (needs "
@@ -119,22 +129,24 @@ def run(args: argparse.Namespace) -> int:
     with written_to("--out", request.out):
         done = out.start(identity, request.arguments(), shards)
     todo = list(execute.pending(shards, done))
+    began = time.monotonic()
     options, settings = request.options, request.settings
     progress = execute.Progress(len(targets), len(targets) - sum(len(s.targets) for s in todo),
-                                not args.no_progress)
+                                not args.no_progress, {s.name: len(s.targets) for s in todo})
+    on_target = None if args.no_progress else progress.target
 
-    def finished(shard: Shard, reports: list[AuditReport]) -> None:
+    def finished(shard: Shard, reports: list[Audited]) -> None:
         from tlsprobe.commands.common import written_to
         with written_to("--out", args.out):
             out.write_shard(shard, reports)
-        progress.add(len(shard.targets))
+        progress.add(shard)
 
     if not todo:
         print(f"tlsprobe survey: all {len(shards)} shards of {args.out} are done",
               file=sys.stderr)
     elif execute.dask_available():
         execute.run_on_dask(todo, options, settings, finished, scheduler=request.scheduler,
-                            workers=request.workers)
+                            workers=request.workers, on_target=on_target)
     elif args.scheduler is not None:
         from tlsprobe.survey.extra import HINT as CLUSTER_HINT
         raise UsageError(f"--scheduler needs Dask: {CLUSTER_HINT}")
@@ -142,13 +154,22 @@ def run(args: argparse.Namespace) -> int:
         from tlsprobe.survey.extra import HINT as CLUSTER_HINT
         print(f"tlsprobe: note: Dask is not installed ({CLUSTER_HINT}): "
               "running the shards in this process", file=sys.stderr)
-        execute.run_in_process(todo, options, settings, finished)
+        execute.run_in_process(todo, options, settings, finished, on_target)
+    _finished_paragraph(request.out, time.monotonic() - began)
     if bad:
         print(f"tlsprobe: error: {len(bad)} line{'s' if len(bad) > 1 else ''} of "
               f"{shown(args.targets)} {'are' if len(bad) > 1 else 'is'} no target (above); "
               f"the other {len(targets)} targets were surveyed", file=sys.stderr)
         return EXIT_USAGE
     return EXIT_OK
+
+
+def _finished_paragraph(directory: str, seconds: float) -> None:
+    """Where the output is and what it holds, on stdout once the run is done."""
+    from tlsprobe.report.escape import shown
+    from tlsprobe.survey.summary import paragraph, summarize
+    sys.stdout.write(paragraph(summarize(directory), shown(directory), seconds))
+    sys.stdout.flush()
 
 
 def _summary(args: argparse.Namespace) -> int:

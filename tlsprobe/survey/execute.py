@@ -27,10 +27,23 @@ from tlsprobe.probes.audit.run import AuditOptions
 from tlsprobe.requests.survey import ShardSettings
 from tlsprobe.survey.targets import Shard
 
+#: a target's report and when its audit started (seconds since the epoch: its end, taken
+#: as the report is handed over, less its duration)
+Audited = tuple[AuditReport, float]
 
-def audit_shard(shard: Shard, options: AuditOptions, settings: ShardSettings
-                ) -> list[AuditReport]:
-    """Audit one shard (runs inside a worker); reports carry their input index."""
+
+#: the prefix of the Dask event topic a worker announces each finished target on (one
+#: topic per run: several surveys may share a scheduler)
+TOPIC = "tlsprobe-survey-target"
+Announce = Callable[[str], None]
+
+
+def audit_shard(shard: Shard, options: AuditOptions, settings: ShardSettings,
+                topic: str | None = None, on_target: Announce | None = None
+                ) -> list[Audited]:
+    """Audit one shard (runs inside a worker); reports carry their input index. Each
+    finished target is announced with the shard's name, for the progress lines: to
+    `on_target` (in this process), or as an event on `topic` (in a Dask worker)."""
     from tlsprobe.net.pacing import PacedConnector
     from tlsprobe.net.tcp_async import TcpConnector
     from tlsprobe.probes.audit.run import audit_many
@@ -39,9 +52,27 @@ def audit_shard(shard: Shard, options: AuditOptions, settings: ShardSettings
     scheduler = connection.scheduler(connector=PacedConnector(connector, settings.rate)
                                      if settings.rate else connector)
     targets = [t for _, t in shard.targets]
+    ended: dict[int, float] = {}
+
+    def end(report: AuditReport) -> None:
+        ended[id(report)] = time.time()
+        if on_target is not None:
+            on_target(shard.name)
+        elif topic is not None:
+            _announce(topic, shard.name)
+
     reports = asyncio.run(audit_many(targets, options, scheduler,
-                                     concurrency=connection.concurrency))
-    return [replace(r, index=i) for (i, _), r in zip(shard.targets, reports)]
+                                     concurrency=connection.concurrency, on_report=end))
+    return [(replace(r, index=i), ended.get(id(r), time.time()) - r.duration_s)
+            for (i, _), r in zip(shard.targets, reports)]
+
+
+def _announce(topic: str, name: str) -> None:
+    """A target of shard `name` is done: an event to the client, from the worker."""
+    try:
+        _distributed().get_worker().log_event(topic, name)
+    except (UsageError, ValueError):    # no Dask, or not inside a worker: no progress line
+        pass
 
 
 def dask_available() -> bool:
@@ -50,18 +81,19 @@ def dask_available() -> bool:
     return has_distributed()
 
 
-Done = Callable[[Shard, list[AuditReport]], None]
+Done = Callable[[Shard, list[Audited]], None]
 
 
 def run_in_process(shards: list[Shard], options: AuditOptions, settings: ShardSettings,
-                   done: Done) -> None:
+                   done: Done, on_target: Announce | None = None) -> None:
     """Every shard one after another in this process (the same results as on Dask)."""
     for shard in shards:
-        done(shard, audit_shard(shard, options, settings))
+        done(shard, audit_shard(shard, options, settings, on_target=on_target))
 
 
 def run_on_dask(shards: list[Shard], options: AuditOptions, settings: ShardSettings,
-                done: Done, *, scheduler: str | None, workers: int) -> None:
+                done: Done, *, scheduler: str | None, workers: int,
+                on_target: Announce | None = None) -> None:
     """Shards as Dask tasks on `scheduler` (an address) or a fresh LocalCluster of `workers`
     processes; the rate is split across the cluster's worker threads."""
     with dask_client(scheduler, workers) as client:
@@ -69,13 +101,18 @@ def run_on_dask(shards: list[Shard], options: AuditOptions, settings: ShardSetti
                       client.scheduler_info(n_workers=-1)["workers"].values()) or 1
         if settings.rate:
             settings = replace(settings, rate=settings.rate / threads)
-        _submit(client, shards, options, settings, done)
+        _submit(client, shards, options, settings, done, on_target)
 
 
 def _submit(client: Any, shards: list[Shard], options: AuditOptions,
-            settings: ShardSettings, done: Done) -> None:
+            settings: ShardSettings, done: Done, on_target: Announce | None) -> None:
     as_completed = _distributed().as_completed
-    futures = {client.submit(audit_shard, shard, options, settings, pure=False,
+    topic = None
+    if on_target is not None:
+        topic = f"{TOPIC}-{os.getpid()}-{time.time_ns()}"
+        announce = on_target     # the event handler runs in the client's thread
+        client.subscribe_topic(topic, lambda event: announce(str(event[1])))
+    futures = {client.submit(audit_shard, shard, options, settings, topic, pure=False,
                              key=f"tlsprobe-{shard.name}-{os.getpid()}-{time.time_ns()}"): shard
                for shard in shards}
     try:
@@ -83,6 +120,8 @@ def _submit(client: Any, shards: list[Shard], options: AuditOptions,
             done(futures[future], future.result())
     finally:
         client.cancel(list(futures))
+        if topic is not None:
+            client.unsubscribe_topic(topic)
 
 
 def _distributed() -> Any:
@@ -173,23 +212,47 @@ def _ctrl_c_held() -> Iterator[None]:
 
 
 class Progress:
-    """Targets done, rate and estimated time left, one stderr line per finished shard
-    (at most one a second, and the last)."""
+    """Targets done, rate and estimated time left on stderr: a line as targets finish (each
+    target announced by its worker, before its shard is written), at most one a second
+    unless another whole percent is done, and the last."""
 
-    def __init__(self, total: int, already: int, enabled: bool) -> None:
-        self.total, self.done, self.enabled = total, already, enabled
-        self.started, self.fresh, self.last = time.monotonic(), 0, 0.0
+    def __init__(self, total: int, already: int, enabled: bool,
+                 sizes: dict[str, int]) -> None:
+        self.total, self.written, self.enabled, self.sizes = total, already, enabled, sizes
+        self.already = already
+        self.running: dict[str, int] = {}     # targets done in shards not yet written
+        self.closed: set[str] = set()
+        self.lock = threading.Lock()
+        self.started, self.last, self.shown = time.monotonic(), 0.0, -1
 
-    def add(self, targets: int) -> None:
-        self.done += targets
-        self.fresh += targets
+    def target(self, shard: str) -> None:
+        """A target of `shard` is done (from any thread; a rerun shard counts once)."""
+        with self.lock:
+            if shard in self.closed:
+                return
+            self.running[shard] = min(self.running.get(shard, 0) + 1, self.sizes.get(shard, 0))
+            self._show()
+
+    def add(self, shard: Shard) -> None:
+        """The shard is written."""
+        with self.lock:
+            self.closed.add(shard.name)
+            self.running.pop(shard.name, None)
+            self.written += len(shard.targets)
+            self._show()
+
+    def _show(self) -> None:
+        done = min(self.written + sum(self.running.values()), self.total)
         now = time.monotonic()
-        if not self.enabled or (now - self.last < 1.0 and self.done < self.total):
+        percent = done * 100 // max(self.total, 1)
+        if not self.enabled or done <= self.shown or (
+                now - self.last < 1.0 and done < self.total and
+                percent == self.shown * 100 // max(self.total, 1)):
             return
-        self.last = now
-        rate = self.fresh / max(now - self.started, 1e-6)
-        left = (self.total - self.done) / rate if rate > 0 else 0.0
-        print(f"tlsprobe survey: {self.done}/{self.total} targets, {rate:.1f} targets/s, "
+        self.last, self.shown = now, done
+        rate = (done - self.already) / max(now - self.started, 1e-6)
+        left = (self.total - done) / rate if rate > 0 else 0.0
+        print(f"tlsprobe survey: {done}/{self.total} targets, {rate:.1f} targets/s, "
               f"about {_clock(left)} left", file=sys.stderr, flush=True)
 
 

@@ -1,5 +1,10 @@
-"""The survey directory: manifest.json, and per shard `shard-NNNNN.parquet` plus
-`shard-NNNNN.jsonl` (the scan's JSON object per target, in input order).
+"""The survey directory: per shard `shard-NNNNN.parquet`, and beside them `_manifest.json`
+and `_jsonl/shard-NNNNN.jsonl` (the scan's JSON object per target, in input order).
+
+Only Parquet files are visible at the top level: `pd.read_parquet(DIR)`, `pyarrow.dataset`
+(which skip names starting with "_" or ".") and DuckDB's `read_parquet('DIR/*.parquet')`
+read the folder as written. A folder of an older tlsprobe (`manifest.json`, the JSON lines
+beside the Parquet files) is read and resumed: the first run moves its files to the new names.
 
 Each shard's files are written to temporary names and renamed into place, the Parquet file
 last: a shard is done exactly when its Parquet file exists, so a run stopped or crashed at
@@ -24,11 +29,17 @@ from typing import Any
 from tlsprobe._version import __version__
 from tlsprobe.errors import UsageError
 from tlsprobe.model.audit import AuditReport
-from tlsprobe.survey.rows import rows_for, schema
+from tlsprobe.survey.rows import row_for, schema
 from tlsprobe.survey.targets import Shard
 
-MANIFEST = "manifest.json"
-MANIFEST_SCHEMA = 1
+MANIFEST = "_manifest.json"
+#: the manifest's name in folders of an older tlsprobe (read, then replaced by MANIFEST)
+OLD_MANIFEST = "manifest.json"
+#: the folder of the JSON lines files (a name the Parquet readers skip)
+JSONL_DIR = "_jsonl"
+#: 2: the `_manifest.json` layout with one Parquet row per target (1: `manifest.json`, one
+#: row per target and version)
+MANIFEST_SCHEMA = 2
 #: seconds between two rewrites of the manifest's done list while shards complete
 MANIFEST_EVERY = 1.0
 
@@ -66,6 +77,8 @@ class SurveyDir:
     def manifest(self) -> dict[str, Any] | None:
         """The manifest, None when there is none; a damaged one is a usage error."""
         path = self.path / MANIFEST
+        if not path.exists() and (self.path / OLD_MANIFEST).exists():
+            path = self.path / OLD_MANIFEST
         try:
             data = json.loads(path.read_bytes())
         except FileNotFoundError:
@@ -88,10 +101,36 @@ class SurveyDir:
                              "to resume")
         for stale in self.path.glob(".shard-*.tmp"):     # left by a run that was killed
             stale.unlink(missing_ok=True)
+        self._move_old_layout()
         done = self.done(shards)
+        if old is not None and old.get("schema", 1) < MANIFEST_SCHEMA:
+            done -= self._old_rows(done)
         self._done = set(done)
         self._write_manifest(identity, arguments, shards, done)
         return done
+
+    def _move_old_layout(self) -> None:
+        """An older survey's JSON lines files into `_jsonl/` (its manifest is replaced once
+        the new one is written): the Parquet readers then read the folder."""
+        (self.path / JSONL_DIR).mkdir(exist_ok=True)
+        for old in self.path.glob("shard-*.jsonl"):
+            os.replace(old, self.path / JSONL_DIR / old.name)
+
+    def _old_rows(self, done: set[str]) -> set[str]:
+        """The shards, of those done, whose Parquet rows are of an older schema (one row per
+        target and version): a resumed run surveys them again, so that every shard has the
+        one schema and the folder reads as one table."""
+        from tlsprobe.survey.extra import parquet
+        pq, names = parquet(), schema().names
+        old = set()
+        for name in done:
+            try:
+                current = pq.read_schema(self.path / f"{name}.parquet").names == names
+            except Exception:  # noqa: BLE001 -- pyarrow's own types: a damaged file is redone
+                current = False
+            if not current:
+                old.add(name)
+        return old
 
     def done(self, shards: list[Shard]) -> set[str]:
         return {s.name for s in shards if (self.path / f"{s.name}.parquet").is_file()}
@@ -105,16 +144,18 @@ class SurveyDir:
                             "first_index": s.targets[0][0]} for s in shards],
                 "done": sorted(done)}
         _atomic_write(self.path / MANIFEST, (json.dumps(data, indent=1) + "\n").encode())
+        (self.path / OLD_MANIFEST).unlink(missing_ok=True)
         self._written = time.monotonic()
 
-    def write_shard(self, shard: Shard, reports: list[AuditReport]) -> None:
-        """Both files of one shard, atomically, then the manifest's done list."""
+    def write_shard(self, shard: Shard, audited: list[tuple[AuditReport, float]]) -> None:
+        """Both files of one shard, atomically, then the manifest's done list; `audited`:
+        each report with when its audit started (epoch seconds)."""
         from tlsprobe.survey.extra import parquet, pyarrow
         pa, pq = pyarrow(), parquet()
-        reports = sorted(reports, key=lambda r: r.index or 0)
-        lines = "".join(r.to_json() + "\n" for r in reports).encode()
-        _atomic_write(self.path / f"{shard.name}.jsonl", lines)
-        rows = [row for r in reports for row in rows_for(r, shard.number)]
+        audited = sorted(audited, key=lambda a: a[0].index or 0)
+        lines = "".join(r.to_json() + "\n" for r, _ in audited).encode()
+        _atomic_write(self.path / JSONL_DIR / f"{shard.name}.jsonl", lines)
+        rows = [row_for(r, shard.number, started) for r, started in audited]
         table = pa.Table.from_pylist(rows, schema=schema())
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink)

@@ -1,19 +1,27 @@
 """The population answers of a survey, from its Parquet files (pyarrow, one file at a time
-so memory stays bounded by one shard): shares of targets per TLS version spoken, per
-preferred group, per post-quantum verdict, per supported group, servers that enforce their
-own group order, and failures by kind. Every share is of all targets in the files."""
+so memory stays bounded by one shard; one row per target): shares of targets per TLS
+version spoken, per preferred group (servers that follow the client's order named as such),
+per post-quantum verdict, per supported group, servers that enforce their own group order,
+checks found vulnerable, and failures by kind.
+
+The shares are of the targets reached (no `error_kind`): an unreachable target has no
+version, group or verdict to count, so it is counted on its own line (`unreachable`, and by
+kind under `failures`, whose shares are of all targets)."""
 
 from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from types import ModuleType
 
 from tlsprobe.errors import UsageError
+from tlsprobe.survey.rows import CHECKS, Row, check_column
 from tlsprobe.survey.store import SurveyDir
 
-COLUMNS = ["index", "version", "spoken", "groups", "preferred_group", "group_order",
-           "pq_verdict", "error_kind"]
+#: the key under "preferred_group" of the servers that pick by the client's order
+FOLLOWS_CLIENT = "(follows the client's order)"
+COLUMNS = ["index", "versions", "groups", "group_results", "pq_verdict", "error_kind",
+           *(check_column(name) for name in CHECKS)]
 
 
 def _counts(counter: Counter[str], total: int) -> dict[str, dict[str, float]]:
@@ -21,63 +29,94 @@ def _counts(counter: Counter[str], total: int) -> dict[str, dict[str, float]]:
             for key, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))}
 
 
-def summarize(directory: str) -> dict[str, Any]:
+class _Tally:
+    """The counters, fed one target row at a time."""
+
+    def __init__(self) -> None:
+        self.targets: set[int] = set()
+        self.reached = 0
+        self.versions: Counter[str] = Counter()
+        self.preferred: dict[str, Counter[str]] = {}
+        self.supported: Counter[str] = Counter()
+        self.server_order: Counter[str] = Counter()
+        self.pq_verdicts: Counter[str] = Counter()
+        self.failures: Counter[str] = Counter()
+        self.vulnerable: Counter[str] = Counter()
+
+    def add(self, row: Row) -> None:
+        if row["index"] in self.targets:     # a target is counted once, whatever its rows
+            return
+        self.targets.add(row["index"])
+        if row["error_kind"]:
+            self.failures[row["error_kind"]] += 1
+            return
+        self.reached += 1
+        self.pq_verdicts[row["pq_verdict"] or "not_tested"] += 1
+        self.versions.update(row["versions"] or ())
+        self.supported.update(set(row["groups"] or ()))
+        for result in row["group_results"] or ():
+            if not result["spoken"] or not result["groups"]:
+                continue
+            version = result["version"]
+            if result["preferred"]:
+                self.preferred.setdefault(version, Counter())[result["preferred"]] += 1
+            elif result["order"] == "client":
+                self.preferred.setdefault(version, Counter())[FOLLOWS_CLIENT] += 1
+            if result["order"] == "server":
+                self.server_order[version] += 1
+        for name in CHECKS:
+            if row.get(check_column(name)) == "vulnerable":
+                self.vulnerable[name] += 1
+
+
+def _read(path: Path, pq: ModuleType) -> list[Row]:
+    try:
+        names = set(pq.read_schema(path).names)
+        if "group_results" not in names:
+            raise UsageError(f"{path}: a survey file of an older tlsprobe (one row per "
+                             "version): run the survey again with this version to summarize it")
+        return list(pq.read_table(path, columns=[c for c in COLUMNS if c in names]
+                                  ).to_pylist())
+    except UsageError:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- pyarrow raises its own types for damaged files
+        raise UsageError(f"{path}: not a survey Parquet file ({exc})") from None
+
+
+def summarize(directory: str) -> Row:
     """The summary of the survey in `directory` as a JSON-shaped dict."""
     from tlsprobe.survey.extra import parquet
     pq = parquet()
-    survey = SurveyDir(directory)
-    manifest = survey.manifest()
+    manifest = SurveyDir(directory).manifest()
     files = sorted(Path(directory).glob("shard-*.parquet"))
     if manifest is None and not files:
-        raise UsageError(f"{directory}: no survey there (no manifest.json, no shard files)")
-    targets: set[int] = set()
-    versions: Counter[str] = Counter()
-    preferred: dict[str, Counter[str]] = {}
-    supported: Counter[str] = Counter()
-    server_order: Counter[str] = Counter()
-    pq_verdicts: Counter[str] = Counter()
-    failures: Counter[str] = Counter()
+        raise UsageError(f"{directory}: no survey there (no _manifest.json, no shard files)")
+    tally = _Tally()
     for path in files:
-        try:
-            rows = pq.read_table(path, columns=COLUMNS).to_pylist()
-        except Exception as exc:  # noqa: BLE001 -- pyarrow raises its own types for damaged files
-            raise UsageError(f"{path}: not a survey Parquet file ({exc})") from None
-        groups_of: dict[int, set[str]] = {}
-        for row in rows:
-            index = row["index"]
-            if index not in targets:
-                targets.add(index)
-                pq_verdicts[row["pq_verdict"] or "not_tested"] += 1
-                if row["error_kind"]:
-                    failures[row["error_kind"]] += 1
-            version = row["version"]
-            if version is None or not row["spoken"]:
-                continue
-            versions[version] += 1
-            if row["preferred_group"]:
-                preferred.setdefault(version, Counter())[row["preferred_group"]] += 1
-            if row["group_order"] == "server":
-                server_order[version] += 1
-            groups_of.setdefault(index, set()).update(row["groups"] or ())
-        for names in groups_of.values():
-            supported.update(names)
-    total = len(targets)
+        for row in _read(path, pq):
+            tally.add(row)
+    total, reached = len(tally.targets), tally.reached
     shards = manifest.get("shards", []) if manifest else []
-    return {"tool": "tlsprobe", "kind": "survey_summary", "schema": 1, "targets": total,
+    return {"tool": "tlsprobe", "kind": "survey_summary", "schema": 2, "targets": total,
+            "reached": reached, "unreachable": total - reached,
             "shards_total": len(shards) if manifest else len(files),
             "shards_done": len(files),
-            "versions": _counts(versions, total),
-            "preferred_group": {v: _counts(c, total) for v, c in sorted(preferred.items())},
-            "pq_verdict": _counts(pq_verdicts, total),
-            "supported_groups": _counts(supported, total),
-            "server_order": _counts(server_order, total),
-            "failures": _counts(failures, total)}
+            "versions": _counts(tally.versions, reached),
+            "preferred_group": {v: _counts(c, reached)
+                                for v, c in sorted(tally.preferred.items())},
+            "pq_verdict": _counts(tally.pq_verdicts, reached),
+            "supported_groups": _counts(tally.supported, reached),
+            "server_order": _counts(tally.server_order, reached),
+            "vulnerable": _counts(tally.vulnerable, reached),
+            "failures": _counts(tally.failures, total)}
 
 
-def render_text(summary: dict[str, Any]) -> str:
+def render_text(summary: Row) -> str:
     """The summary as plain text, one section per question."""
     lines = [(f"survey: {summary['targets']} targets, {summary['shards_done']} of "
-             f"{summary['shards_total']} shards done")]
+              f"{summary['shards_total']} shards done"),
+             f"reached: {summary['reached']} targets (the shares below are of these)",
+             f"unreachable: {summary['unreachable']} targets (by kind under failures)"]
 
     def section(title: str, counts: dict[str, dict[str, float]], indent: str = "") -> None:
         lines.append(f"{indent}{title}:")
@@ -96,5 +135,22 @@ def render_text(summary: dict[str, Any]) -> str:
     section("post-quantum verdict", summary["pq_verdict"])
     section("supported groups (any version)", summary["supported_groups"])
     section("servers enforcing their group order", summary["server_order"])
-    section("failures by kind", summary["failures"])
+    section("checks found vulnerable", summary["vulnerable"])
+    section("failures by kind (share of all targets)", summary["failures"])
     return "\n".join(lines) + "\n"
+
+
+def paragraph(summary: Row, directory: str, seconds: float) -> str:
+    """The one paragraph a finished run prints: where the output is and what it found."""
+    def pct(section: dict[str, dict[str, float]], key: str) -> str:
+        return f"{100 * section.get(key, {}).get('share', 0.0):.1f}%"
+
+    versions = ", ".join(f"{v} on {pct(summary['versions'], v)}" for v in summary["versions"])
+    kinds = ", ".join(f"{k} {int(v['targets'])}" for k, v in summary["failures"].items())
+    return (f"tlsprobe survey: {summary['targets']} targets in {directory} "
+            f"({summary['shards_done']} of {summary['shards_total']} shards; this run "
+            f"{seconds:.1f} s): {summary['reached']} reached, {summary['unreachable']} "
+            f"unreachable{f' ({kinds})' if kinds else ''}. Of the targets reached: "
+            f"{versions or 'no version established'}; a post-quantum group accepted by "
+            f"{pct(summary['pq_verdict'], 'yes')}. One Parquet row per target: "
+            f"pandas.read_parquet('{directory}'); shares: tlsprobe survey summary {directory}\n")
