@@ -106,7 +106,7 @@ def test_damaged_or_foreign_inputs_are_one_line_errors(
     assert "two survey directories" in _usage_error(cli("survey", "diff", old))
     damaged = tmp_path / "damaged"
     shutil.copytree(new, damaged)
-    shard = min(damaged.glob("*.jsonl"))
+    shard = min(damaged.glob("_jsonl/*.jsonl"))
     shard.write_bytes(shard.read_bytes()[:300])      # cut inside the first document
     assert f"{shard}:1: not JSON" in _usage_error(cli("survey", "diff", old, damaged,
                                                         "--jsonl", tmp_path / "x.jsonl"))

@@ -172,7 +172,7 @@ def test_survey_rows_and_lines(run_cli, server_cache, tmp_path: Path) -> None:
     assert {r["port"] for r in rows} and any(r["error_kind"] for r in rows), rows
     for row in rows:
         assert_valid("survey-row", row, f"survey row {row.get('host')}:{row.get('port')}")
-    lines = [line for path in sorted(out.glob("*.jsonl"))
+    lines = [line for path in sorted((out / "_jsonl").glob("*.jsonl"))
              for line in _lines(path.read_text())]
     assert len(lines) == 3
     for line in lines:
