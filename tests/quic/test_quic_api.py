@@ -13,7 +13,7 @@ import tlsprobe
 from tlsprobe.errors import UsageError
 
 #: members that differ from one run to the next (times, connection IDs, packet counts)
-VOLATILE = ("timings", "quic")
+VOLATILE = ("timings", "quic", "duration_s", "started_at")   # measured, or when the run began
 
 
 def _stable(report: dict[str, Any]) -> dict[str, Any]:
