@@ -156,9 +156,10 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def test_survey_rows_and_lines(run_cli, server_cache, tmp_path: Path) -> None:
+def test_survey_rows_lines_summary_and_diff(run_cli, server_cache, tmp_path: Path) -> None:
     """A small real survey (two lab servers and a refused port, one Dask worker): every
-    Parquet row as pyarrow reads it, and every line of its JSON lines (the scan's)."""
+    Parquet row as pyarrow reads it, every line of its JSON lines (the scan's), its
+    `survey summary --json` and the records of a `survey diff --jsonl` against it."""
     import pyarrow.parquet as pq  # the test extra has it: missing is a failure
     targets = tmp_path / "targets.txt"
     targets.write_text("".join(f"127.0.0.1:{p}\n" for p in (
@@ -177,6 +178,32 @@ def test_survey_rows_and_lines(run_cli, server_cache, tmp_path: Path) -> None:
     assert len(lines) == 3
     for line in lines:
         assert_valid("scan", line, "survey JSON line")
+    _summary_and_diff(run_cli, out, tmp_path)
+
+
+def _summary_and_diff(run_cli, out: Path, tmp_path: Path) -> None:
+    """`survey summary OUT --json`, and `survey diff OLD OUT --jsonl` where OLD is OUT's JSON
+    lines with one more target (so NEW lost it: a "removed" record); both with their run
+    members."""
+    code, text, err = run_cli("survey", "summary", out, "--json")
+    assert code == 0, err
+    summary = json.loads(text)
+    assert summary["targets"] == 3 and summary["unreachable"] == 1, summary
+    assert_valid("survey-summary", summary, "survey summary --json")
+    old = tmp_path / "old" / "_jsonl"
+    old.mkdir(parents=True)
+    docs = [doc for path in sorted((out / "_jsonl").glob("*.jsonl"))
+            for doc in _lines(path.read_text())]
+    extra = dict(docs[0], port=_refused_port())
+    (old / "shard-00000.jsonl").write_text("".join(json.dumps(d) + "\n"
+                                                   for d in [*docs, extra]))
+    code, text, err = run_cli("survey", "diff", tmp_path / "old", out, "--json")
+    assert code == 0, err
+    records = _lines(text)
+    assert [r["kind"] for r in records if isinstance(r, dict)][-1] == "survey_diff_summary"
+    assert any(isinstance(r, dict) and r.get("status") == "removed" for r in records), records
+    for record in records:
+        assert_valid("survey-diff", record, "survey diff --json record")
 
 
 def test_speed_json_with_the_openssl_comparison(run_cli) -> None:
