@@ -547,11 +547,46 @@ def survey_diff_schema() -> dict[str, Any]:
                    "with the diff's run members).")
 
 
+def speed_list_schema() -> dict[str, Any]:
+    """`speed --list --json` (commands/speed.py `list_json`, a plain dict: written out here,
+    checked on a real listing by tests/schemas) with the run's members."""
+    from tlsprobe.commands.speed import LIST_SCHEMA
+    text, texts = {"type": "string"}, {"type": "array", "items": {"type": "string"}}
+    entry = _closed({"name": text, "kind": text, "description": text, "operations": texts,
+                     "aliases": texts, "groups": texts,
+                     "openssl_speed": {"anyOf": [texts, {"type": "null"}]},
+                     "needs": _closed({"openssl_speed": _NULLABLE_STR})})
+    root = {"title": "tlsprobe speed --list --json",
+            **_closed({"schema": _const(LIST_SCHEMA),
+                       "algorithms": {"type": "array", "items": entry},
+                       "groups": {"type": "object", "additionalProperties": texts}})}
+    _run_members(root["properties"], root["required"])
+    return {"$schema": DRAFT, "$id": f"{BASE_URI}speed-list.schema.json",
+            "description": "The algorithms `tlsprobe speed` measures: `tlsprobe speed --list "
+            "--json [ALGORITHM...]` (what each measures and needs, and every group word).",
+            **root}
+
+
+def client_profile_schema() -> dict[str, Any]:
+    """`clients --list --json`: each line is a client profile file (probes/clients/profiles.py
+    `profile_to_json`, the fields of model/clients.py ClientProfile, the hello as hex). A
+    profile is data, not a run's result: no run members (a line saved as a file is a
+    profile `--profiles-dir` loads)."""
+    from tlsprobe.model.clients import ClientProfile
+    b = Builder()
+    root = {"title": "tlsprobe clients --list --json (one profile per line)",
+            **b.members(ClientProfile)}
+    return _finish("client-profile", b, root, "A client profile, as `tlsprobe clients "
+                   "--list --json` prints it (one per line) and as the profile files of "
+                   "tlsprobe/data/clients and --profiles-dir hold it.")
+
+
 SCHEMAS = {"probe": probe_schema, "scan": scan_schema, "clients": clients_schema,
            "pcap-connection": pcap_schema, "survey-row": survey_row_schema,
            "pcap": pcap_document_schema, "timing": timing_schema, "speed": speed_schema,
            "scan-comparison": comparison_schema, "survey-summary": survey_summary_schema,
-           "survey-diff": survey_diff_schema}
+           "survey-diff": survey_diff_schema, "speed-list": speed_list_schema,
+           "client-profile": client_profile_schema}
 
 
 def text_of(schema: dict[str, Any]) -> str:

@@ -215,3 +215,19 @@ def test_speed_json_with_the_openssl_comparison(run_cli) -> None:
     doc = json.loads(out)
     assert doc["results"] and doc["openssl_comparison"]["rows"], doc["openssl_comparison"]
     assert_valid("speed", doc, "speed --json --compare-openssl")
+
+
+def test_the_list_outputs_of_speed_and_clients(run_cli) -> None:
+    """`speed --list --json` (the whole catalog: a document with the run members) and
+    `clients --list --json` (every packaged profile: one profile file per line)."""
+    code, out, err = run_cli("speed", "--list", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["algorithms"] and doc["groups"], doc
+    assert_valid("speed-list", doc, "speed --list --json")
+    code, out, err = run_cli("clients", "--list", "--json")
+    assert code == 0, err
+    profiles = _lines(out)
+    assert len(profiles) >= 5
+    for profile in profiles:
+        assert_valid("client-profile", profile, "clients --list --json line")
