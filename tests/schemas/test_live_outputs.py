@@ -183,8 +183,8 @@ def test_survey_rows_lines_summary_and_diff(run_cli, server_cache, tmp_path: Pat
 
 def _summary_and_diff(run_cli, out: Path, tmp_path: Path) -> None:
     """`survey summary OUT --json`, and `survey diff OLD OUT --jsonl` where OLD is OUT's JSON
-    lines with one more target (so NEW lost it: a "removed" record); both with their run
-    members."""
+    lines with one more target (so NEW lost it: a "removed" record) and the refused target
+    reachable (a "compared" record with a change); the summary with its run members."""
     code, text, err = run_cli("survey", "summary", out, "--json")
     assert code == 0, err
     summary = json.loads(text)
@@ -194,14 +194,20 @@ def _summary_and_diff(run_cli, out: Path, tmp_path: Path) -> None:
     old.mkdir(parents=True)
     docs = [doc for path in sorted((out / "_jsonl").glob("*.jsonl"))
             for doc in _lines(path.read_text())]
-    extra = dict(docs[0], port=_refused_port())
+    reached = next(d for d in docs if not d["error"])
+    was = [d if not d["error"] else dict(reached, host=d["host"], port=d["port"])
+           for d in docs]   # the refused target answered in OLD: an "unreachable" change
+    extra = dict(reached, port=_refused_port())
     (old / "shard-00000.jsonl").write_text("".join(json.dumps(d) + "\n"
-                                                   for d in [*docs, extra]))
+                                                   for d in [*was, extra]))
     code, text, err = run_cli("survey", "diff", tmp_path / "old", out, "--json")
     assert code == 0, err
     records = _lines(text)
     assert [r["kind"] for r in records if isinstance(r, dict)][-1] == "survey_diff_summary"
-    assert any(isinstance(r, dict) and r.get("status") == "removed" for r in records), records
+    assert {r.get("status") for r in records if isinstance(r, dict)} >= {"removed",
+                                                                          "compared"}, records
+    assert any(c["kind"] == "unreachable" for r in records if isinstance(r, dict)
+               for c in r.get("changes", ())), records
     for record in records:
         assert_valid("survey-diff", record, "survey diff --json record")
 
