@@ -42,16 +42,17 @@ RUN_MEMBERS: dict[str, Any] = {
 #: whether RUN_MEMBERS are required: False while outputs without them are current (the
 #: members are being added in parallel); set True, re-run, and the live tests say which
 #: output still lacks one
-RUN_MEMBERS_REQUIRED = False
+RUN_MEMBERS_REQUIRED = True
 
 
-def _run_members(props: dict[str, Any], required: list[str]) -> None:
+def _run_members(props: dict[str, Any], required: list[str], own: bool = True) -> None:
     """Add the run's members to an object's `props` (their schema, also over a model field
     of the same name: `started_at` is a `str | None` field, always written as a timestamp),
-    to `required` too when RUN_MEMBERS_REQUIRED."""
+    to `required` too when RUN_MEMBERS_REQUIRED and the object is a run's `own` record (not
+    a pcap connection record: its times are the capture's, docs/POLICY.md)."""
     for name, schema in RUN_MEMBERS.items():
         props[name] = schema
-        if RUN_MEMBERS_REQUIRED and name not in required:
+        if RUN_MEMBERS_REQUIRED and own and name not in required:
             required.append(name)
 
 
@@ -296,13 +297,14 @@ def _subclasses(cls: type) -> list[type]:
 
 
 def _document(builder: Builder, cls: type, head: dict[str, Any], title: str,
-              optional: tuple[str, ...] = ()) -> dict[str, Any]:
-    """A document: `head` members first, then the class's fields, the run's members."""
+              optional: tuple[str, ...] = (), own: bool = True) -> dict[str, Any]:
+    """A document: `head` members first, then the class's fields, the run's members
+    (required unless not `own`: see `_run_members`)."""
     shape = builder.shapes.get(cls, Shape())
     body = builder.members(cls, dataclasses.replace(shape, optional=shape.optional + optional))
     props = {**head, **body["properties"]}
     required = list(head) + body["required"]
-    _run_members(props, required)
+    _run_members(props, required, own)
     out = {"title": title, "type": "object", "properties": props, "required": required,
            "additionalProperties": False}
     return out
@@ -350,7 +352,7 @@ def pcap_schema() -> dict[str, Any]:
     from tlsprobe.model.capture import CaptureSummary, ConnectionReport
     b = Builder()
     connection = _document(b, ConnectionReport, {"kind": _const("connection")},
-                           "one connection")
+                           "one connection", own=False)
     connection["properties"]["trace"] = {"type": "array", "items": {"type": "string"},
                                          "description": "with --msg: the message trace"}
     capture = _document(b, CaptureSummary, {"kind": _const("capture")}, "one capture file")
@@ -390,12 +392,13 @@ def pcap_document_schema() -> dict[str, Any]:
     from tlsprobe.model.capture import CaptureSummary, ConnectionReport
     b = Builder()
     connection = _document(b, ConnectionReport, {"kind": _const("connection")},
-                           "one connection")
+                           "one connection", own=False)
     connection["properties"]["trace"] = {"type": "array", "items": {"type": "string"},
                                          "description": "with --msg: the message trace"}
     b.defs["connection"] = connection
+    # the document carries the run's members, not each capture in it (pcap_output.py)
     b.defs["capture"] = _document(b, CaptureSummary, {"kind": _const("capture")},
-                                  "one capture file")
+                                  "one capture file", own=False)
     b.defs["stats"] = _stats_record(kind=False)
     props: dict[str, Any] = {"schema": _const(1), "tool": _const("tlsprobe"),
                              "command": _const("pcap"),
@@ -494,10 +497,96 @@ def columns_struct(columns: Any) -> Any:
     return pa.struct(list(columns))
 
 
+def _counts() -> dict[str, Any]:
+    """A summary's counts: category -> its targets and their share (0..1)."""
+    count = {"type": "integer", "minimum": 0}
+    return {"type": "object", "additionalProperties": _closed({
+        "targets": count, "share": {"type": "number", "minimum": 0, "maximum": 1}})}
+
+
+def survey_summary_schema() -> dict[str, Any]:
+    """`survey summary DIR --json` (survey/summary.py `summarize`, a plain dict: written out
+    here, checked on a real survey by tests/schemas)."""
+    count = {"type": "integer", "minimum": 0}
+    props: dict[str, Any] = {
+        "tool": _const("tlsprobe"), "kind": _const("survey_summary"), "schema": _const(2),
+        **{n: count for n in ("targets", "reached", "unreachable", "shards_total",
+                              "shards_done")},
+        "versions": _counts(), "preferred_group": {"type": "object",
+                                                   "additionalProperties": _counts()},
+        **{n: _counts() for n in ("pq_verdict", "supported_groups", "server_order",
+                                  "vulnerable", "failures")}}
+    root = {"title": "tlsprobe survey summary DIR --json", **_closed(props)}
+    _run_members(root["properties"], root["required"])
+    return {"$schema": DRAFT, "$id": f"{BASE_URI}survey-summary.schema.json",
+            "description": "The population answers of a survey: `tlsprobe survey summary "
+            "DIR --json` (shares of the targets reached; `started_at` and `duration_s` are "
+            "the summary's reading, not the survey's run).", **root}
+
+
+def survey_diff_schema() -> dict[str, Any]:
+    """`survey diff OLD NEW --json/--jsonl`: a record per target that changed
+    (model/changes.py TargetChanges) and a last one with the summary (SurveyDiffSummary and
+    the run's members)."""
+    from tlsprobe.model.changes import SurveyDiffSummary, TargetChanges
+    b = Builder()
+    b.defs["target_changes"] = _document(b, TargetChanges,
+                                         {"kind": _const("target_changes")},
+                                         "one target that changed, was added or removed",
+                                         own=False)
+    for name in RUN_MEMBERS:     # the summary record carries the diff's run members
+        del b.defs["target_changes"]["properties"][name]
+    b.defs["survey_diff_summary"] = _document(b, SurveyDiffSummary,
+                                              {"kind": _const("survey_diff_summary")},
+                                              "the summary counts (the last record)")
+    root = {"title": "tlsprobe survey diff OLD NEW --jsonl (one line per record)",
+            "oneOf": [b.ref("target_changes"), b.ref("survey_diff_summary")]}
+    return _finish("survey-diff", b, root, "A record of `tlsprobe survey diff OLD NEW "
+                   "--jsonl FILE` (and of --json on stdout): a target that changed (kind "
+                   "\"target_changes\") or, last, the summary (kind \"survey_diff_summary\", "
+                   "with the diff's run members).")
+
+
+def speed_list_schema() -> dict[str, Any]:
+    """`speed --list --json` (commands/speed.py `list_json`, a plain dict: written out here,
+    checked on a real listing by tests/schemas) with the run's members."""
+    from tlsprobe.commands.speed import LIST_SCHEMA
+    text, texts = {"type": "string"}, {"type": "array", "items": {"type": "string"}}
+    entry = _closed({"name": text, "kind": text, "description": text, "operations": texts,
+                     "aliases": texts, "groups": texts,
+                     "openssl_speed": {"anyOf": [texts, {"type": "null"}]},
+                     "needs": _closed({"openssl_speed": _NULLABLE_STR})})
+    root = {"title": "tlsprobe speed --list --json",
+            **_closed({"schema": _const(LIST_SCHEMA),
+                       "algorithms": {"type": "array", "items": entry},
+                       "groups": {"type": "object", "additionalProperties": texts}})}
+    _run_members(root["properties"], root["required"])
+    return {"$schema": DRAFT, "$id": f"{BASE_URI}speed-list.schema.json",
+            "description": "The algorithms `tlsprobe speed` measures: `tlsprobe speed --list "
+            "--json [ALGORITHM...]` (what each measures and needs, and every group word).",
+            **root}
+
+
+def client_profile_schema() -> dict[str, Any]:
+    """`clients --list --json`: each line is a client profile file (probes/clients/profiles.py
+    `profile_to_json`, the fields of model/clients.py ClientProfile, the hello as hex). A
+    profile is data, not a run's result: no run members (a line saved as a file is a
+    profile `--profiles-dir` loads)."""
+    from tlsprobe.model.clients import ClientProfile
+    b = Builder()
+    root = {"title": "tlsprobe clients --list --json (one profile per line)",
+            **b.members(ClientProfile)}
+    return _finish("client-profile", b, root, "A client profile, as `tlsprobe clients "
+                   "--list --json` prints it (one per line) and as the profile files of "
+                   "tlsprobe/data/clients and --profiles-dir hold it.")
+
+
 SCHEMAS = {"probe": probe_schema, "scan": scan_schema, "clients": clients_schema,
            "pcap-connection": pcap_schema, "survey-row": survey_row_schema,
            "pcap": pcap_document_schema, "timing": timing_schema, "speed": speed_schema,
-           "scan-comparison": comparison_schema}
+           "scan-comparison": comparison_schema, "survey-summary": survey_summary_schema,
+           "survey-diff": survey_diff_schema, "speed-list": speed_list_schema,
+           "client-profile": client_profile_schema}
 
 
 def text_of(schema: dict[str, Any]) -> str:

@@ -156,9 +156,10 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def test_survey_rows_and_lines(run_cli, server_cache, tmp_path: Path) -> None:
+def test_survey_rows_lines_summary_and_diff(run_cli, server_cache, tmp_path: Path) -> None:
     """A small real survey (two lab servers and a refused port, one Dask worker): every
-    Parquet row as pyarrow reads it, and every line of its JSON lines (the scan's)."""
+    Parquet row as pyarrow reads it, every line of its JSON lines (the scan's), its
+    `survey summary --json` and the records of a `survey diff --jsonl` against it."""
     import pyarrow.parquet as pq  # the test extra has it: missing is a failure
     targets = tmp_path / "targets.txt"
     targets.write_text("".join(f"127.0.0.1:{p}\n" for p in (
@@ -177,6 +178,38 @@ def test_survey_rows_and_lines(run_cli, server_cache, tmp_path: Path) -> None:
     assert len(lines) == 3
     for line in lines:
         assert_valid("scan", line, "survey JSON line")
+    _summary_and_diff(run_cli, out, tmp_path)
+
+
+def _summary_and_diff(run_cli, out: Path, tmp_path: Path) -> None:
+    """`survey summary OUT --json`, and `survey diff OLD OUT --jsonl` where OLD is OUT's JSON
+    lines with one more target (so NEW lost it: a "removed" record) and the refused target
+    reachable (a "compared" record with a change); the summary with its run members."""
+    code, text, err = run_cli("survey", "summary", out, "--json")
+    assert code == 0, err
+    summary = json.loads(text)
+    assert summary["targets"] == 3 and summary["unreachable"] == 1, summary
+    assert_valid("survey-summary", summary, "survey summary --json")
+    old = tmp_path / "old" / "_jsonl"
+    old.mkdir(parents=True)
+    docs = [doc for path in sorted((out / "_jsonl").glob("*.jsonl"))
+            for doc in _lines(path.read_text())]
+    reached = next(d for d in docs if not d["error"])
+    was = [d if not d["error"] else dict(reached, host=d["host"], port=d["port"])
+           for d in docs]   # the refused target answered in OLD: an "unreachable" change
+    extra = dict(reached, port=_refused_port())
+    (old / "shard-00000.jsonl").write_text("".join(json.dumps(d) + "\n"
+                                                   for d in [*was, extra]))
+    code, text, err = run_cli("survey", "diff", tmp_path / "old", out, "--json")
+    assert code == 0, err
+    records = _lines(text)
+    assert [r["kind"] for r in records if isinstance(r, dict)][-1] == "survey_diff_summary"
+    assert {r.get("status") for r in records if isinstance(r, dict)} >= {"removed",
+                                                                          "compared"}, records
+    assert any(c["kind"] == "unreachable" for r in records if isinstance(r, dict)
+               for c in r.get("changes", ())), records
+    for record in records:
+        assert_valid("survey-diff", record, "survey diff --json record")
 
 
 def test_speed_json_with_the_openssl_comparison(run_cli) -> None:
@@ -188,3 +221,19 @@ def test_speed_json_with_the_openssl_comparison(run_cli) -> None:
     doc = json.loads(out)
     assert doc["results"] and doc["openssl_comparison"]["rows"], doc["openssl_comparison"]
     assert_valid("speed", doc, "speed --json --compare-openssl")
+
+
+def test_the_list_outputs_of_speed_and_clients(run_cli) -> None:
+    """`speed --list --json` (the whole catalog: a document with the run members) and
+    `clients --list --json` (every packaged profile: one profile file per line)."""
+    code, out, err = run_cli("speed", "--list", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["algorithms"] and doc["groups"], doc
+    assert_valid("speed-list", doc, "speed --list --json")
+    code, out, err = run_cli("clients", "--list", "--json")
+    assert code == 0, err
+    profiles = _lines(out)
+    assert len(profiles) >= 5
+    for profile in profiles:
+        assert_valid("client-profile", profile, "clients --list --json line")

@@ -156,8 +156,18 @@ def test_pcap_goldens_match_the_pcap_schema(path: Path) -> None:
     doc = _typed(json.loads(path.read_text()))
     assert doc["connections"]
     assert_valid("pcap", doc, path.name)
-    for record in doc["connections"] + doc["captures"]:
+    for record in doc["connections"] + [_as_jsonl(c) for c in doc["captures"]]:
         assert_valid("pcap-connection", record, f"{path.name} record {record.get('id')}")
+
+
+#: what `pcap --jsonl` adds to a capture record that `pcap --json` holds in its head
+RUN = {"tlsprobe_version": "1.2.3", "started_at": "2026-12-06T10:20:31Z", "duration_s": 0.5}
+
+
+def _as_jsonl(capture: dict[str, Any]) -> dict[str, Any]:
+    """A capture item of `pcap --json` as `pcap --jsonl` writes it: with the run members
+    (required there; the document carries them once, not each capture in it)."""
+    return {**capture, **RUN}
 
 
 @pytest.mark.parametrize("path", sorted(GOLDEN.glob("probe_*.json")) + sorted(
@@ -233,7 +243,8 @@ def test_a_check_result_has_a_known_name_and_its_own_details_type() -> None:
 
 def test_the_run_members_of_every_document_validate_when_present() -> None:
     """tlsprobe_version, started_at and duration_s (issue 33): named in every document
-    schema, optional until every output writes them."""
+    schema, required in each document that always carries them (not in a pcap connection
+    record, whose times are the capture's)."""
     doc = _scan()
     doc.update({"tlsprobe_version": "1.2.3", "started_at": "2026-12-06T10:20:31Z",
                 "duration_s": 2.5})
@@ -245,6 +256,9 @@ def test_the_run_members_of_every_document_validate_when_present() -> None:
     record = _golden("pcap_tls13_hrr.json")["connections"][0]
     assert errors("pcap-connection", {**record, "tlsprobe_version": "1"}) == []
     assert errors("pcap-connection", {**record, "kind": "capture"})
+    for name, document in (("scan", doc), ("probe", probe)):
+        for member in RUN:
+            assert errors(name, {k: v for k, v in document.items() if k != member}), member
 
 
 def _generator() -> Any:
@@ -290,7 +304,7 @@ def test_the_survey_row_schema_follows_any_parquet_columns() -> None:
 def test_a_capture_records_counters_are_closed_too() -> None:
     """`capture` (the capture layer's counters, a plain dict in the model) is written out in
     the generator: a new counter without the schema fails."""
-    record = _golden("pcap_tls12_rsa.json")["captures"][0]
+    record = _as_jsonl(_golden("pcap_tls12_rsa.json")["captures"][0])
     assert errors("pcap-connection", record) == []
     changed = copy.deepcopy(record)
     changed["capture"]["tcp"]["surprise"] = 1

@@ -136,14 +136,21 @@ def compare_rows(tcp: AuditReport, quic: AuditReport) -> list[Row]:
 
 
 def compare_json(tcp: AuditReport, quic: AuditReport) -> str:
-    """One JSON line: {"kind": "comparison", host, tcp_port, quic_port, rows, same}."""
-    from tlsprobe.model.encode import dumps
+    """One JSON line: {"kind": "comparison", host, tcp_port, quic_port, rows, same} and the
+    run members every JSON document carries: the comparison's work is the two audits (run
+    one after the other), so it started with the earlier and lasted both."""
+    from tlsprobe.model.encode import dumps, run_head
+    from tlsprobe.model.encode import started_at as started
     rows = compare_rows(tcp, quic)
-    return dumps({"schema": 1, "tool": "tlsprobe", "kind": "comparison", "host": quic.host,
-                  "tcp_port": tcp.port, "quic_port": quic.port,
-                  "rows": [{"what": r.what, "tcp": r.tcp, "quic": r.quic, "same": r.same}
-                           for r in rows],
-                  "same": all(r.same for r in rows)}, indent=None)
+    duration = round(tcp.duration_s + quic.duration_s, 6)
+    stamps = [s for s in (tcp.started_at, quic.started_at) if s]
+    doc: dict[str, object] = {
+        "schema": 1, "tool": "tlsprobe", "kind": "comparison", "host": quic.host,
+        "tcp_port": tcp.port, "quic_port": quic.port,
+        "rows": [{"what": r.what, "tcp": r.tcp, "quic": r.quic, "same": r.same} for r in rows],
+        "same": all(r.same for r in rows), **run_head(),
+        "started_at": min(stamps) if stamps else started(duration), "duration_s": duration}
+    return dumps(doc, indent=None)
 
 
 def compare_text(tcp: AuditReport, quic: AuditReport) -> list[str]:

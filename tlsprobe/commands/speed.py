@@ -16,6 +16,7 @@ import argparse
 import json
 import math
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -218,7 +219,13 @@ def run(args: argparse.Namespace) -> int:
     algorithms = _selection(args.algorithms)
     if args.list:
         if args.json:
-            print(json.dumps(list_json(algorithms), indent=2))
+            from tlsprobe.model.encode import run_head, started_at
+            clock = time.monotonic()
+            listing = list_json(algorithms)   # a JSON document: with the run's members
+            took = time.monotonic() - clock
+            listing.update({**run_head(), "started_at": started_at(took),
+                            "duration_s": round(took, 6)})
+            print(json.dumps(listing, indent=2))
         else:
             print("\n".join(list_lines(algorithms)))
         return 0

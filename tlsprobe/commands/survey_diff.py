@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import sys
+import time
 from types import ModuleType
 from typing import TYPE_CHECKING, TextIO
 
@@ -66,7 +67,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if old is None or new is None:
         raise UsageError("survey diff needs two survey directories: tlsprobe survey diff "
                          "OLD NEW")
-    from tlsprobe.model.encode import to_jsonable
+    began, clock = time.time(), time.monotonic()
+    from tlsprobe.model.encode import run_head, to_jsonable, utc_stamp
     from tlsprobe.report.changes import render_survey_summary, render_target_changes
     from tlsprobe.survey.diff import diff_surveys, jsonl_files
     jsonl_files(old)
@@ -91,7 +93,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     try:
         result = diff_surveys(old, new, emit)
         summary = result.summary()
-        record = json.dumps({"kind": "survey_diff_summary", **_object(to_jsonable(summary))})
+        record = json.dumps({"kind": "survey_diff_summary", **_object(to_jsonable(summary)),
+                             **run_head(), "started_at": utc_stamp(began),
+                             "duration_s": round(time.monotonic() - clock, 6)})
         for sink in sinks:
             sink.write(record + "\n")
         if lines is not None:

@@ -10,11 +10,13 @@ kind under `failures`, whose shares are of all targets)."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
 
 from tlsprobe.errors import UsageError
+from tlsprobe.model.encode import run_head, utc_stamp
 from tlsprobe.survey.rows import CHECKS, Row, check_column
 from tlsprobe.survey.store import SurveyDir
 
@@ -84,8 +86,11 @@ def _read(path: Path, pq: ModuleType) -> list[Row]:
 
 
 def summarize(directory: str) -> Row:
-    """The summary of the survey in `directory` as a JSON-shaped dict."""
+    """The summary of the survey in `directory` as a JSON-shaped dict, with the run members
+    every JSON document carries (`tlsprobe_version`, and `started_at` and `duration_s` of
+    this summary's reading, not of the survey's run)."""
     from tlsprobe.survey.extra import parquet
+    began, clock = time.time(), time.monotonic()
     pq = parquet()
     manifest = SurveyDir(directory).manifest()
     files = sorted(Path(directory).glob("shard-*.parquet"))
@@ -108,7 +113,9 @@ def summarize(directory: str) -> Row:
             "supported_groups": _counts(tally.supported, reached),
             "server_order": _counts(tally.server_order, reached),
             "vulnerable": _counts(tally.vulnerable, reached),
-            "failures": _counts(tally.failures, total)}
+            "failures": _counts(tally.failures, total),
+            **run_head(), "started_at": utc_stamp(began),
+            "duration_s": round(time.monotonic() - clock, 6)}
 
 
 def render_text(summary: Row) -> str:

@@ -5,7 +5,9 @@ content. NAMES lists them: probe (`tlsprobe HOST --json`), scan (`scan --json` a
 survey's shard-NNNNN.jsonl), clients (`clients --json`), pcap-connection (`pcap --jsonl`
 records), survey-row (a survey's Parquet rows), pcap (`pcap --json`'s document), timing
 (`tlsprobe timing HOST --json`), speed (`tlsprobe speed --json`), scan-comparison (the last line of
-`scan --quic --compare-tcp --json`). The files are generated from the model by
+`scan --quic --compare-tcp --json`), survey-summary (`survey summary DIR --json`),
+survey-diff (`survey diff OLD NEW --jsonl` records), speed-list (`speed --list --json`),
+client-profile (`clients --list --json` lines, the profile files). The files are generated from the model by
 tools/gen_schemas.py (never edited by hand); docs/SCHEMAS.md says how to validate.
 """
 
@@ -15,7 +17,8 @@ import json
 from pathlib import Path
 
 NAMES = ("probe", "scan", "clients", "pcap-connection", "survey-row", "pcap", "timing",
-         "speed", "scan-comparison")
+         "speed", "scan-comparison", "survey-summary", "survey-diff",
+         "speed-list", "client-profile")
 
 
 def path(name: str) -> Path:
