@@ -15,7 +15,7 @@ from tlsprobe.errors import UsageError
 
 Cli = Any
 #: members that differ from one run to the next, and the command line's input position
-VOLATILE = ("duration_s", "connections", "total_connections", "retries", "index")
+VOLATILE = ("duration_s", "started_at", "connections", "total_connections", "retries", "index")
 
 
 def _stable(report: dict[str, Any]) -> dict[str, Any]:
