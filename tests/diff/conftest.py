@@ -21,11 +21,11 @@ from tests.helpers.servers import (
     CertSet,
     Server,
     _free_port,
-    _wait_listen,
+    launch_once,
     missing_reason,
     peer_unavailable,
 )
-from tests.lab_servers.builders import ServerConfig, build_command
+from tests.lab_servers.builders import ServerConfig
 
 REPO = Path(__file__).resolve().parents[2]
 #: the audit's phases and two cheap checks: what the tests compare, in a few connections
@@ -52,22 +52,17 @@ def start_on(config: ServerConfig, port: int, certs: CertSet, workdir: Path) -> 
     reason = missing_reason(config.impl)
     if reason:
         peer_unavailable(reason)
+    tail = ""
     for _attempt in range(10):
         wd = Path(tempfile.mkdtemp(prefix=f"{config.impl}-", dir=workdir))
-        argv, env, conn_log = build_command(config, port, certs, wd)
-        log = wd / "server.log"
-        with open(log, "w") as fh:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fh,
-                                    stderr=subprocess.STDOUT, env=env, cwd=wd,
-                                    start_new_session=True)
-        server = Server(config, port, proc, wd, log, conn_log)
-        if _wait_listen(port, proc, 20.0, config.host, log):
-            return server
-        server.stop()
-        if "in use" not in server.log_tail().lower():
+        got = launch_once(config, port, certs, wd)
+        if isinstance(got, Server):
+            return got
+        tail = got
+        if "in use" not in tail.lower():
             break
         time.sleep(0.5)
-    raise RuntimeError(f"{config} did not listen on port {port}: {server.log_tail()}")
+    raise RuntimeError(f"{config} did not listen on port {port}: {tail}")
 
 
 @pytest.fixture

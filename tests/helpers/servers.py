@@ -194,25 +194,35 @@ def start_server(impl: str, *, groups: list[str] | tuple[str, ...] | str | None 
     for attempt in range(3):  # a free port can be taken between probing and binding it
         wd = base / f"{impl}-{attempt}" if workdir is not None else base
         wd.mkdir(parents=True, exist_ok=True)
-        port = _free_port(host)
-        argv, env, conn_log = build_command(config, port, certs, wd)
-        log_path = wd / "server.log"
-        with open(log_path, "w") as log:
-            log.write("# " + " ".join(argv) + "\n")
-            log.flush()
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=subprocess.STDOUT, env=env, cwd=wd,
-                                    start_new_session=True)
-        server = Server(config, port, proc, wd, log_path, conn_log)
-        _LIVE.add(server)
-        if _wait_listen(port, proc, timeout, host, log_path):
-            return server
-        server.stop()
-        last_error = server.log_tail()
+        got = launch_once(config, _free_port(host), certs, wd, timeout)
+        if isinstance(got, Server):
+            return got
+        last_error = got
         if "in use" not in last_error.lower():
             break
     raise ServerStartError(f"{impl} did not listen on {host} (config {config}); log tail:\n"
                            f"{last_error}")
+
+
+def launch_once(config: ServerConfig, port: int, certs: CertSet, wd: Path,
+                timeout: float = 20.0) -> Server | str:
+    """One start of `config` on `port`, working in `wd`: the Server once it LISTENs, or
+    (the process stopped) its log tail, which says "in use" when the port was taken. The
+    one launch of start_server and of the fixtures that choose their own port."""
+    argv, env, conn_log = build_command(config, port, certs, wd)
+    log_path = wd / "server.log"
+    with open(log_path, "w") as log:
+        log.write("# " + " ".join(argv) + "\n")
+        log.flush()
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, env=env, cwd=wd,
+                                start_new_session=True)
+    server = Server(config, port, proc, wd, log_path, conn_log)
+    _LIVE.add(server)
+    if _wait_listen(port, proc, timeout, config.host, log_path):
+        return server
+    server.stop()
+    return server.log_tail()
 
 
 def _validate(config: ServerConfig) -> None:

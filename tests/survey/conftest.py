@@ -7,15 +7,14 @@ the same lab servers (lab_servers.builders) on other 127.0.0.x loopback addresse
 from __future__ import annotations
 
 import socket
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tests.lab_servers.builders import ServerConfig, build_command
-from tests.helpers.servers import CertSet, Server, ServerStartError, _wait_listen, missing_reason, \
+from tests.lab_servers.builders import ServerConfig
+from tests.helpers.servers import CertSet, Server, ServerStartError, launch_once, missing_reason, \
     peer_unavailable
 
 
@@ -46,22 +45,16 @@ def _start(config: ServerConfig, certs: CertSet, workdir: Path) -> Server:
     reason = missing_reason(config.impl)
     if reason:
         peer_unavailable(reason)
-    for attempt in range(3):
+    tail = ""
+    for _attempt in range(3):   # a free port can be taken between probing and binding it
         wd = Path(tempfile.mkdtemp(prefix=f"{config.impl}-{config.host}-", dir=workdir))
-        port = _free_port(config.host)
-        argv, env, conn_log = build_command(config, port, certs, wd)
-        log = wd / "server.log"
-        with open(log, "w") as fh:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fh,
-                                    stderr=subprocess.STDOUT, env=env, cwd=wd,
-                                    start_new_session=True)
-        server = Server(config, port, proc, wd, log, conn_log)
-        if _wait_listen(port, proc, 20.0, config.host, log):
-            return server
-        server.stop()
-        if "in use" not in server.log_tail().lower():
+        got = launch_once(config, _free_port(config.host), certs, wd)
+        if isinstance(got, Server):
+            return got
+        tail = got
+        if "in use" not in tail.lower():
             break
-    raise ServerStartError(f"{config} did not listen: {server.log_tail()}")
+    raise ServerStartError(f"{config} did not listen: {tail}")
 
 
 T13, T12 = "TLS 1.3", "TLS 1.2"
