@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import struct
+import sys
 import time
 
 from tlsprobe.errors import NetworkCause, NetworkError
 from tlsprobe.net.shared import SharedLookups
 from tlsprobe.net.tcp import Target, cause_of, host_name_problem
 from tlsprobe.net.transport import AsyncConnector, AsyncTransport
+
+#: how often `delivered` looks at the socket's unacknowledged bytes (seconds)
+ACK_POLL = 0.001
 
 
 class AsyncTcpTransport(AsyncTransport):
@@ -64,6 +69,36 @@ class AsyncTcpTransport(AsyncTransport):
             raise self._error("timed out waiting for the server", "timeout") from None
         except OSError as exc:
             raise self._error(exc.strerror or str(exc), cause_of(exc)) from None
+
+    async def delivered(self, limit: float) -> bool | None:
+        """Linux: whether the server's TCP acknowledged every byte sent (the socket's
+        SIOCOUTQ, bytes sent but not acknowledged, reads 0 and asyncio holds none back),
+        looked at every ACK_POLL seconds for at most `limit`; None elsewhere or when the
+        socket cannot say."""
+        end = time.monotonic() + limit
+        while True:
+            left = self._unacknowledged()
+            if left is None:
+                return None
+            if left == 0:
+                return True
+            if time.monotonic() >= end:
+                return False
+            await asyncio.sleep(ACK_POLL)
+
+    def _unacknowledged(self) -> int | None:
+        """Bytes written but not yet acknowledged by the peer, None when unknown."""
+        sock = self.writer.get_extra_info("socket")
+        if sock is None or not sys.platform.startswith("linux"):
+            return None
+        import fcntl
+        import termios
+        try:
+            queued = struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ,
+                                                    b"\0\0\0\0"))[0]
+        except OSError:
+            return None
+        return int(queued) + self.writer.transport.get_write_buffer_size()
 
     async def close(self) -> None:
         self.writer.close()

@@ -26,7 +26,8 @@ the whole exchange) is the transport's own, set by its connector.
 
 Every hook a caller uses on a channel is declared here with a no-op default, so that no
 caller asks a transport or a connector what it has (`getattr`; tests/net/test_channels.py
-checks): a transport's `bind(engine)` (QUIC's packet keys) and `local`; an async
+checks): a transport's `bind(engine)` (QUIC's packet keys), `local` and, for async
+transports, `delivered(limit)` (the peer's TCP acknowledged what was sent); an async
 connector's `adapt(config)` (the hello's form on this channel, or `NotApplicable`) and
 `preamble(target)` (what a STARTTLS preamble said). TCP, STARTTLS and QUIC transports and
 connectors subclass these protocols, so mypy --strict checks that they conform.
@@ -91,6 +92,13 @@ class AsyncTransport(Protocol):
         """As `Transport.bind`. Default: nothing."""
         return None   # noqa: RET501  (a body: not abstract for mypy)
 
+    async def delivered(self, limit: float) -> bool | None:
+        """Hook: wait until the peer's TCP has acknowledged every byte sent so far, at
+        most `limit` seconds: True when it has, False when it had not by then, None when
+        the channel cannot tell (the default, at once). A check that must know its bytes
+        arrived on their own (two TCP segments) waits for this instead of a fixed pause."""
+        return None
+
 
 @dataclass(frozen=True)
 class NotApplicable:
@@ -138,8 +146,8 @@ class WrappingConnector(AsyncConnector):
 
 
 class WrappingTransport(AsyncTransport):
-    """An `AsyncTransport` over `inner` that passes `peer`, `local`, `bind` and `close` on;
-    subclasses change `send` and `receive` (recording, watching)."""
+    """An `AsyncTransport` over `inner` that passes `peer`, `local`, `bind`, `delivered` and
+    `close` on; subclasses change `send` and `receive` (recording, watching)."""
 
     def __init__(self, inner: AsyncTransport) -> None:
         self.inner = inner
@@ -154,6 +162,9 @@ class WrappingTransport(AsyncTransport):
 
     def bind(self, engine: ClientHandshake) -> None:
         self.inner.bind(engine)
+
+    async def delivered(self, limit: float) -> bool | None:
+        return await self.inner.delivered(limit)
 
     async def send(self, data: bytes) -> None:
         await self.inner.send(data)
