@@ -25,6 +25,7 @@ is "not tolerated" at once: that is an answer, not a refusal.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
@@ -63,13 +64,18 @@ Shape = Callable[[bytes], list[bytes]]
 #: what an answer did wrong (a value it must not pick), or None
 Sanity = Callable[[Outcome], "str | None"]
 
-PAUSE = 0.2     # seconds between the sends of a shaped first flight (two TCP segments)
+#: seconds between the sends of a shaped first flight (two TCP segments) at most, and on a
+#: channel that cannot tell when the server's TCP acknowledged the first
+PAUSE = 0.2
+#: seconds between them at least once the first was acknowledged: the server (or a box that
+#: terminates TCP) reads it alone, as it would the first segment of a larger hello
+GAP = 0.05
 
 
 @dataclass(frozen=True)
 class Variant:
     """One hello to try: `what` it is for people, its config, an optional edit of the
-    ClientHello and an optional shape of its bytes (a list of sends, PAUSE apart); `plain`
+    ClientHello and an optional shape of its bytes (a list of sends, `_Shaped`); `plain`
     the same hello without the change when it is not the check's common one."""
 
     what: str
@@ -109,8 +115,12 @@ def edited_handshake(config: ClientConfig, edit: Edit, *,
 
 
 class _Shaped(PassThrough):
-    """A transport whose first send goes out as `shape` cuts it: separate sends, PAUSE
-    apart (with TCP_NODELAY, set by the connector, each is a TCP segment of its own)."""
+    """A transport whose first send goes out as `shape` cuts it: separate sends (with
+    TCP_NODELAY, set by the connector, each is a TCP segment of its own), each after the
+    server's TCP acknowledged the one before and at least GAP after it, or PAUSE after it
+    when the channel cannot tell or no acknowledgement came by then. The evidence is a
+    first segment that arrived alone; a fixed PAUSE held a server that serves one
+    connection at a time (and every connection queued behind it) for 0.2 s."""
 
     def __init__(self, inner: AsyncTransport, shape: Shape | None) -> None:
         super().__init__(inner)
@@ -119,11 +129,20 @@ class _Shaped(PassThrough):
 
     async def send(self, data: bytes) -> None:
         parts = self.shape(data) if self.shape is not None and not self.sends else [data]
+        sent = 0.0
         for i, part in enumerate(parts):
             if i:
-                await asyncio.sleep(PAUSE)
+                await self._apart(sent)
+            sent = time.monotonic()
             self.sends.append(len(part))
             await self.inner.send(part)
+
+    async def _apart(self, sent: float) -> None:
+        """Wait until the send made at `sent` (time.monotonic()) stands alone."""
+        acked = await self.inner.delivered(PAUSE - (time.monotonic() - sent))
+        wait = (GAP if acked else PAUSE) - (time.monotonic() - sent)
+        if wait > 0:
+            await asyncio.sleep(wait)
 
 
 def describe_answer(out: Outcome) -> str:

@@ -4,9 +4,11 @@ A hello over one MSS (about 1460 bytes on Ethernet; an X25519MLKEM768 hello is a
 1.8 kB) arrives in two TCP segments. A middlebox that inspects the first segment alone and
 drops or resets what it cannot parse broke large post-quantum hellos in the wild. The check
 sends the plain hello (tolerance's minimal hello of the highest version spoken, one record)
-in two sends PAUSE (0.2 s) apart with TCP_NODELAY, so that its two halves leave as two
-segments even on loopback. A refusal is confirmed and set against the same hello in one
-send (probes/checks/_tolerance.py). One connection when tolerated, three at most.
+in two sends with TCP_NODELAY, so that its two halves leave as two segments even on
+loopback: the second once the server's TCP acknowledged the first and at least GAP (50 ms)
+after it, so that the server reads the first alone; PAUSE (0.2 s) after it where the
+socket cannot tell (_tolerance._Shaped). A refusal is confirmed and set against the same
+hello in one send (probes/checks/_tolerance.py). One connection when tolerated, three at most.
 """
 
 from __future__ import annotations
