@@ -17,6 +17,7 @@ from tlsprobe.net.recording import AsyncRecorder, Tape
 from tlsprobe.net.target import Target
 from tlsprobe.net.tcp_async import AsyncTcpTransport, TcpConnector
 
+
 @pytest.fixture
 def silent_peer() -> Iterator[socket.socket]:
     """A loopback listener with a small receive buffer whose connections are accepted by
