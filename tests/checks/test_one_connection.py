@@ -67,10 +67,20 @@ def first_answer(tape: Tape) -> float:
 
 
 @pytest.mark.needs_impl("openssl")
-def test_split_segment_keeps_a_one_connection_server_waiting_no_longer_than_it_needs(tls_server: ServerFactory) -> None:
+def test_no_check_keeps_a_one_connection_server_waiting(tls_server: ServerFactory) -> None:
     srv = tls_server("openssl", proto="both")     # s_server -www: one connection at a time
     verdicts, tapes = audit(srv.port)
     assert verdicts == CHECKS, verdicts
+    # client_renegotiation, after which s_server sleeps 1 s, is the audit's last connection
+    late = [t for t in tapes if t.phase.split()[1:2] == ["client_renegotiation"]]
+    others = [t for t in tapes if t not in late]
+    assert len(late) == 1 and others, [t.label for t in tapes]
+    assert max(t.ended for t in others) <= late[0].started, \
+        [(t.label, t.started, t.ended) for t in tapes]
+    # so no connection waited for that sleep, nor for split_segment's pause
+    slow = [(t.label, round(first_answer(t), 3)) for t in tapes
+            if first_answer(t) >= FIRST_BYTE]
+    assert not slow, slow
     # the split hello went as two sends: at least GAP apart, less than the old PAUSE
     split = next(t for t in tapes if t.phase == "check split_segment")
     sends = [s for s in split.segments if s.from_client][:2]

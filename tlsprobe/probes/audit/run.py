@@ -52,7 +52,7 @@ from tlsprobe.probes.audit.scheduler import (
     Scheduler,
     TargetRunner,
 )
-from tlsprobe.probes.checks.active import run_active_checks
+from tlsprobe.probes.checks.active import LAST, in_catalog_order, run_active_checks
 from tlsprobe.probes.checks.catalog import ACTIVE
 from tlsprobe.probes.checks.derived import derive_checks
 from tlsprobe.probes.clients.simulate import TrustChecker, simulate_clients
@@ -203,7 +203,7 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
     if active:
         # after the phases: the checks read the versions and suites they established
         report = replace(report, check_results=await run_active_checks(
-            active, run.runner, _order_parts(report)))
+            active, run.runner, _order_parts(report), last=False))
         run.done("checks")
     if options.clients:
         report = replace(report, clients=await _clients(run, _order_parts(report)))
@@ -211,6 +211,11 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
         # right after the last family's repeat: two hellos in a row, which a round-robin
         # balancer always sends to different backends
         await ref.repeat(run.runner, "end of the audit")
+    if set(active) & set(LAST):
+        # the checks after which the server may stay busy: last of all (active.LAST)
+        report = replace(report, check_results=in_catalog_order(
+            report.check_results + await run_active_checks(
+                active, run.runner, _order_parts(report), last=True)))
     if spoken is not None:
         report = consistency.mark(report, consistency.verdict(ref, run.runner.disagreements))
     return _finish(report, run, started, error=_unreached(run.runner))

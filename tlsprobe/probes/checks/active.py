@@ -58,7 +58,7 @@ from tlsprobe.probes.checks import (
 )
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
-__all__ = ["CHECKS", "run_active_checks"]
+__all__ = ["CHECKS", "LAST", "in_catalog_order", "run_active_checks"]
 
 #: every active check, in model/check_catalog.py ACTIVE order
 CHECKS: dict[str, ActiveCheck] = {c.name: c for c in (
@@ -88,9 +88,27 @@ async def _one(name: str, runner: TargetRunner, report: AuditReport) -> CheckRes
         return ctx.inconclusive(reason)
 
 
+#: checks the audit runs at its very end, after every other connection to the target: the
+#: server may stay busy after their connection closed, and a server that serves one
+#: connection at a time keeps every connection queued behind it waiting. client_renegotiation:
+#: openssl s_server -www sleeps 1 s in its HTTP loop once it refused a renegotiation (its
+#: SSL_read asks to retry), when the check already has its answer, the no_renegotiation alert
+LAST = ("client_renegotiation",)
+
+
 async def run_active_checks(names: tuple[str, ...], runner: TargetRunner,
-                            report: AuditReport) -> tuple[CheckResult, ...]:
-    """Every active check in `names` (others ignored), concurrently; results in catalog
-    order. The scheduler's per-host cap bounds how many connections run at once."""
-    wanted = [n for n in CHECKS if n in names]
+                            report: AuditReport, *, last: bool | None = None
+                            ) -> tuple[CheckResult, ...]:
+    """Every active check in `names` (others ignored), concurrently; with `last` False only
+    those not in LAST, with `last` True only those in LAST (the audit runs them after its
+    other connections); results in catalog order. The scheduler's per-host cap bounds how
+    many connections run at once."""
+    wanted = [n for n in CHECKS if n in names and (last is None or (n in LAST) == last)]
     return tuple(await asyncio.gather(*(_one(n, runner, report) for n in wanted)))
+
+
+def in_catalog_order(results: tuple[CheckResult, ...]) -> tuple[CheckResult, ...]:
+    """`results` (of active checks) in catalog order, as one `run_active_checks` gives
+    them."""
+    order = {name: i for i, name in enumerate(CHECKS)}
+    return tuple(sorted(results, key=lambda r: order.get(r.name, len(order))))

@@ -16,7 +16,10 @@ after the other on the same connection, up to MAX_RENEGOTIATIONS:
     row and what ended the series;
   - the first one refused (warning or fatal alert, close, reset): not vulnerable;
   - the initial handshake failed, or no answer to the first ClientHello: inconclusive.
-One connection; the reason says how many renegotiations it asked for.
+One connection; the reason says how many renegotiations it asked for. The audit makes it
+after every other connection to the target (active.py LAST): a server may stay busy after
+refusing (openssl s_server -www sleeps 1 s), which would hold up a connection queued behind
+this one on a server that serves one at a time.
 """
 
 from __future__ import annotations
