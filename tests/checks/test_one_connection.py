@@ -11,7 +11,10 @@ needs, or leaves the server busy after it, makes every connection queued behind 
     for their first byte);
   - split_segment: the two halves of its hello went 0.2 s apart; the second now goes once
     the server's TCP acknowledged the first, at least GAP (50 ms) after it (grease and
-    unknown_version, queued behind it, waited those 0.2 s).
+    unknown_version, queued behind it, waited those 0.2 s);
+  - ccs: a server that takes the first early ChangeCipherSpec silently (the vulnerable
+    OpenSSL) was given 1 s to refuse it; now three times the hello's round trip on the same
+    connection, at least 0.25 s.
 Every connection is recorded (net/recording.py, as scan --pcap-out does) with its times, so
 the tests bound each one by a deadline and check each verdict. The `_Shaped` tests pin the
 gap rule without a network; tests/net/test_delivered.py tests the acknowledgement itself.
@@ -19,23 +22,25 @@ gap rule without a network; tests/net/test_delivered.py tests the acknowledgemen
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 
 import pytest
 
 from tests.helpers.servers import Server
 from tlsprobe.commands.scan import parse_checks
-from tlsprobe.model.checks import Verdict
+from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.recording import Recording, RecordingConnector, Tape
 from tlsprobe.net.tcp import Target
 from tlsprobe.net.tcp_async import TcpConnector
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.audit.run import AuditOptions, run_audit
 from tlsprobe.probes.audit.scheduler import Scheduler
-from tlsprobe.probes.checks import _tolerance
+from tlsprobe.probes.checks import _tolerance, ccs
 from tlsprobe.probes.checks._tolerance import GAP, PAUSE, _Shaped
 
 ServerFactory = Callable[..., Server]
+ScriptServer = Callable[..., int]
 CHECKS = {"client_renegotiation": Verdict.not_vulnerable, "sslv2": Verdict.not_vulnerable,
           "renegotiation": Verdict.supported, "downgrade_sentinel": Verdict.supported,
           "split_segment": Verdict.tolerated, "grease": Verdict.tolerated,
@@ -45,17 +50,18 @@ CHECKS = {"client_renegotiation": Verdict.not_vulnerable, "sslv2": Verdict.not_v
 FIRST_BYTE = 0.5
 
 
-def audit(port: int) -> tuple[dict[str, Verdict], list[Tape]]:
-    """The checks' verdicts for the server on `port` (the default --per-host 3, a read
+def audit(port: int, checks: tuple[str, ...] = tuple(CHECKS)
+          ) -> tuple[dict[str, CheckResult], list[Tape]]:
+    """The results of `checks` for the server on `port` (the default --per-host 3, a read
     timeout of 5 s) and every connection the audit made, recorded."""
     tapes: list[Tape] = []
     recording = Recording(tapes.append)
     scheduler = Scheduler(retries=1, timeout=5.0, recording=recording,
                           connector=RecordingConnector(TcpConnector(5.0), recording))
     report = run_audit([Target("127.0.0.1", port)],
-                       AuditOptions(checks=parse_checks(",".join(CHECKS))), scheduler)[0]
+                       AuditOptions(checks=parse_checks(",".join(checks))), scheduler)[0]
     assert report.error is None, report.error
-    return {c.name: c.verdict for c in report.check_results}, tapes
+    return {c.name: c for c in report.check_results}, tapes
 
 
 def first_answer(tape: Tape) -> float:
@@ -69,8 +75,8 @@ def first_answer(tape: Tape) -> float:
 @pytest.mark.needs_impl("openssl")
 def test_no_check_keeps_a_one_connection_server_waiting(tls_server: ServerFactory) -> None:
     srv = tls_server("openssl", proto="both")     # s_server -www: one connection at a time
-    verdicts, tapes = audit(srv.port)
-    assert verdicts == CHECKS, verdicts
+    results, tapes = audit(srv.port)
+    assert {n: c.verdict for n, c in results.items()} == CHECKS, results
     # client_renegotiation, after which s_server sleeps 1 s, is the audit's last connection
     late = [t for t in tapes if t.phase.split()[1:2] == ["client_renegotiation"]]
     others = [t for t in tapes if t not in late]
@@ -132,3 +138,26 @@ def test_the_second_half_waits_for_the_first_to_be_acknowledged(
     assert shaped.sends == [3, 3, 5]
     assert len(inner.asked) == 1 and 0 < inner.asked[0] <= PAUSE
     assert len(slept) == 1 and wait - 0.01 < slept[0] <= wait, slept
+
+
+@pytest.mark.needs_impl("tlslite")
+def test_ccs_takes_silence_after_as_long_as_the_hello_took(script_server: ScriptServer
+                                                           ) -> None:
+    port = script_server("vulnerable_openssl101.py", "--ccs")    # OpenSSL 1.0.1f's answers
+    results, tapes = audit(port, ("ccs",))
+    assert results["ccs"].verdict is Verdict.vulnerable, results["ccs"]
+    (tape,) = [t for t in tapes if t.phase == "check ccs"]
+    sent = [s for s in tape.segments if s.from_client]
+    silence = sent[-1].time - sent[-2].time     # between the two ChangeCipherSpec records
+    assert sent[-1].data == sent[-2].data == b"\x14\x03\x03\x00\x01\x01", sent
+    said = re.search(r"no answer to the first for ([0-9.]+) s", results["ccs"].evidence[0])
+    assert said is not None, results["ccs"].evidence
+    waited = float(said.group(1))
+    # three times the hello's round trip (milliseconds on loopback), not the old 1 s
+    assert ccs.SILENCE_MIN <= waited < ccs.SILENCE, waited
+    assert waited - 0.01 <= silence < ccs.SILENCE, (silence, waited)
+
+def test_the_ccs_silence_follows_the_hello() -> None:
+    assert ccs.silence(0.001) == ccs.SILENCE_MIN == 0.25
+    assert ccs.silence(0.2) == pytest.approx(0.6)
+    assert ccs.silence(0.5) == ccs.SILENCE == 1.0
