@@ -29,6 +29,7 @@ import pytest
 
 from tests.helpers.servers import Server
 from tlsprobe.commands.scan import parse_checks
+from tlsprobe.model.check_catalog import ACTIVE
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.recording import Recording, RecordingConnector, Tape
 from tlsprobe.net.tcp import Target
@@ -45,9 +46,10 @@ CHECKS = {"client_renegotiation": Verdict.not_vulnerable, "sslv2": Verdict.not_v
           "renegotiation": Verdict.supported, "downgrade_sentinel": Verdict.supported,
           "split_segment": Verdict.tolerated, "grease": Verdict.tolerated,
           "unknown_version": Verdict.tolerated}
-#: how long a connection may wait for the server's first byte after its first send: a
-#: handshake of s_server on loopback takes milliseconds, the waits fixed here 1 s
-FIRST_BYTE = 0.5
+#: how long a connection may wait for the server's first byte after its first send, and a
+#: check's connection may last from connect to close: a handshake of s_server on loopback
+#: takes milliseconds, the waits fixed here 1 s
+FIRST_BYTE = HOLD = 0.5
 
 
 def audit(port: int, checks: tuple[str, ...] = tuple(CHECKS)
@@ -74,9 +76,17 @@ def first_answer(tape: Tape) -> float:
 
 @pytest.mark.needs_impl("openssl")
 def test_no_check_keeps_a_one_connection_server_waiting(tls_server: ServerFactory) -> None:
+    """The default scan (the audit and every check) of s_server -www."""
     srv = tls_server("openssl", proto="both")     # s_server -www: one connection at a time
-    results, tapes = audit(srv.port)
-    assert {n: c.verdict for n, c in results.items()} == CHECKS, results
+    results, tapes = audit(srv.port, ("audit", "all"))
+    assert {n: results[n].verdict for n in CHECKS} == CHECKS, results
+    # the shorter waits left no active check's answer open
+    assert not [c for c in results.values() if c.name in ACTIVE and
+                c.verdict is Verdict.inconclusive], results
+    # each check's connections, each from connect to close (queued ones included)
+    held = [(t.label, round(t.ended - t.started, 3)) for t in tapes
+            if t.phase.startswith("check ") and t.ended - t.started >= HOLD]
+    assert not held, held
     # client_renegotiation, after which s_server sleeps 1 s, is the audit's last connection
     late = [t for t in tapes if t.phase.split()[1:2] == ["client_renegotiation"]]
     others = [t for t in tapes if t not in late]
