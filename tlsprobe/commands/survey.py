@@ -46,7 +46,9 @@ from typing import TYPE_CHECKING
 from tlsprobe.errors import EXIT_OK, EXIT_USAGE, UsageError
 
 if TYPE_CHECKING:
-    from tlsprobe.survey.execute import Audited
+    from tlsprobe.requests.survey import SurveyRequest
+    from tlsprobe.survey.lanes import Audited
+    from tlsprobe.survey.local import Pool
     from tlsprobe.survey.targets import Shard
 
 DEFAULT_CHECKS = "groups,pq"
@@ -94,8 +96,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _need_pyarrow() -> None:
-    from tlsprobe.survey.extra import parquet
-    parquet()
+    """pyarrow imported, or a usage error naming the extra (the command's process never
+    needs numpy: pyarrow is imported without it)."""
+    from tlsprobe.survey.extra import parquet_without_numpy
+    parquet_without_numpy()
+
+
+def _need_dask(scheduler: str | None) -> None:
+    from tlsprobe.survey.extra import HINT, has_distributed
+    if scheduler is not None and not has_distributed():
+        raise UsageError(f"--scheduler needs Dask: distributed is not installed ({HINT})")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,8 +118,17 @@ def run(args: argparse.Namespace) -> int:
         from tlsprobe.commands import survey_diff
         return survey_diff.run(args)
     from tlsprobe.requests.survey import SurveyRequest
+    from tlsprobe.survey.local import local_workers
     request = SurveyRequest.from_args(args)
-    _need_pyarrow()
+    _need_dask(request.scheduler)
+    # local workers are forked first, before pyarrow's import starts its threads
+    with local_workers(request.workers if request.scheduler is None else 1, request.options,
+                       request.settings, progress=not args.no_progress) as pool:
+        _need_pyarrow()
+        return _survey(args, request, pool)
+
+
+def _survey(args: argparse.Namespace, request: SurveyRequest, pool: Pool | None) -> int:
     from tlsprobe.survey import execute
     from tlsprobe.survey.store import SurveyDir
     from tlsprobe.survey.targets import digest, read_targets, shard_targets
@@ -136,7 +155,6 @@ def run(args: argparse.Namespace) -> int:
     on_target = None if args.no_progress else progress.target
 
     def finished(shard: Shard, reports: list[Audited]) -> None:
-        from tlsprobe.commands.common import written_to
         with written_to("--out", args.out):
             out.write_shard(shard, reports)
         progress.add(shard)
@@ -144,17 +162,12 @@ def run(args: argparse.Namespace) -> int:
     if not todo:
         print(f"tlsprobe survey: all {len(shards)} shards of {args.out} are done",
               file=sys.stderr)
-    elif execute.dask_available():
+    elif request.scheduler is not None:
         execute.run_on_dask(todo, options, settings, finished, scheduler=request.scheduler,
-                            workers=request.workers, on_target=on_target)
-    elif args.scheduler is not None:
-        from tlsprobe.survey.extra import HINT as CLUSTER_HINT
-        raise UsageError(f"--scheduler needs Dask: {CLUSTER_HINT}")
+                            on_target=on_target)
     else:
-        from tlsprobe.survey.extra import HINT as CLUSTER_HINT
-        print(f"tlsprobe: note: Dask is not installed ({CLUSTER_HINT}): "
-              "running the shards in this process", file=sys.stderr)
-        execute.run_in_process(todo, options, settings, finished, on_target)
+        from tlsprobe.survey.local import run_local
+        run_local(todo, options, settings, finished, pool=pool, on_target=on_target)
     _finished_paragraph(request.out, time.monotonic() - began)
     if bad:
         print(f"tlsprobe: error: {len(bad)} line{'s' if len(bad) > 1 else ''} of "
