@@ -252,13 +252,15 @@ def test_stopped_survey_resumes_with_every_target_once(targets_file, dask_cluste
     assert done.returncode == 0 and "are done" in done.stderr
 
 
-def test_rate_is_split_across_the_workers(lab, dask_cluster, tmp_path):
-    """--rate 8 on two workers: 4 connection starts a second in the worker auditing the one
-    target, so its audit lasts at least (connections - 1) / 4 seconds (a lower bound holds
-    on a busy machine too)."""
+@pytest.mark.parametrize("where", ["dask", "local"])
+def test_rate_is_split_across_the_workers(where, lab, dask_cluster, tmp_path):
+    """--rate 8 on two workers (the Dask cluster's, or two local ones): 4 connection starts
+    a second in the worker auditing the one target, so its audit lasts at least
+    (connections - 1) / 4 seconds (a lower bound holds on a busy machine too)."""
     servers, _ = lab
     out = tmp_path / "out"
-    proc = cli("survey", "-", "--out", out, "--scheduler", dask_cluster, "--rate", "8",
+    workers = ["--scheduler", dask_cluster] if where == "dask" else ["--workers", "2"]
+    proc = cli("survey", "-", "--out", out, *workers, "--rate", "8",
                "--no-progress", input_text=servers[1].target + "\n")
     assert proc.returncode == 0, proc.stderr
     (report,) = json_lines(out)
@@ -267,8 +269,8 @@ def test_rate_is_split_across_the_workers(lab, dask_cluster, tmp_path):
 
 
 def test_default_local_cluster_of_two_workers(lab, tmp_path):
-    """Without --scheduler the command starts (and stops) its own LocalCluster; a temp file
-    left by a killed run is cleared."""
+    """Without --scheduler the command starts (and stops) its own worker processes; a temp
+    file left by a killed run is cleared."""
     servers, refused = lab
     out = tmp_path / "out"
     out.mkdir()

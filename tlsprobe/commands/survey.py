@@ -1,10 +1,12 @@
-"""Survey a population of TLS servers: sharded audits on Dask, Parquet + JSON lines output.
+"""Survey a population of TLS servers: sharded audits on this machine or Dask, Parquet + JSON
+lines output.
 
 `tlsprobe survey TARGETS --out DIR`: TARGETS is a file of HOST[:PORT] lines, '-' for stdin,
 or a CIDR/port list (127.0.0.0/30:443,8443). Targets are sharded (all ports of one address in
-one shard), each shard audited by the scan's asyncio scanner in a worker: a Dask LocalCluster
-of --workers processes (default: one per core), an existing cluster (--scheduler
-tcp://HOST:8786), or this process when Dask is not installed (pip install '.[cluster]' in the checkout).
+one shard), each shard audited by the scan's asyncio scanner: on this machine in --workers
+processes (default: one per core; 1 = this process; forked from this one, no Dask:
+survey/local.py), or on an existing Dask cluster (--scheduler tcp://HOST:8786; pip install
+'.[cluster]' in the checkout).
 DIR gets per shard shard-NNNNN.parquet (one row per target, every audit result a column;
 schema in tlsprobe/survey/rows.py), and, under names the Parquet readers skip,
 _manifest.json and _jsonl/shard-NNNNN.jsonl (scan --json objects): pd.read_parquet(DIR)
@@ -31,8 +33,10 @@ and skipped; the other targets are surveyed, and the run then exits 2.
 
 Exit codes: 0 done (per-target failures are results, counted in the summary); 2 usage (bad
 lines in the targets file, after the other targets ran; no target at all, a bad CIDR, --out
-not writable, a manifest of other arguments, pyarrow missing);
-130 interrupted (the shards written so far are kept: run again to resume).
+not writable, a manifest of other arguments, pyarrow missing, --scheduler without Dask);
+70 the local workers failed (a shard's worker died three times, or a worker's error outside
+an audit; the shards written so far are kept); 130 interrupted (the shards written so far
+are kept: run again to resume).
 """
 
 from __future__ import annotations
@@ -75,7 +79,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(default 64; all ports of one address stay together)")
     x = p.add_argument_group("execution")
     x.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
-                   help="LocalCluster worker processes (default: one per core)")
+                   help="worker processes on this machine (default: one per core; 1: the "
+                   "audits run in this process)")
     x.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler "
                    "(tcp://HOST:8786); workers need tlsprobe with its cluster extra")
     x.add_argument("--rate", type=float, default=None, metavar="N", help="connections per "

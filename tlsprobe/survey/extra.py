@@ -6,6 +6,7 @@ working for every other command (tests/project/test_packaging.py checks the decl
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from types import ModuleType
 from typing import cast
@@ -37,14 +38,19 @@ def parquet_without_numpy() -> ModuleType:
     writes and reads Parquet through pyarrow's own types, never numpy arrays): numpy and the
     BLAS under it are 23 MB and 0.09 s of CPU of pyarrow's import, and optional to pyarrow
     (>= 16). Where numpy or pyarrow is imported already (the Python API in a user's process)
-    nothing changes; numpy can still be imported afterwards, only pyarrow does not use it."""
-    if "pyarrow" not in sys.modules and "numpy" not in sys.modules:
-        cast("dict[str, object]", sys.modules)["numpy"] = None    # "import numpy" fails
-        try:
-            return parquet()
-        finally:
-            del sys.modules["numpy"]
-    return parquet()
+    nothing changes; numpy can still be imported afterwards, only pyarrow does not use it.
+    Only for the command's process: it changes pyarrow for the whole process."""
+    if "pyarrow" in sys.modules or "numpy" in sys.modules:
+        return parquet()
+    # and, unless the user chose, the C library's allocator rather than jemalloc, whose
+    # arenas are 6 MB of a survey's main process (tables of one shard's rows at a time);
+    # read at pyarrow's import (set_memory_pool afterwards does not spare the arenas)
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    cast("dict[str, object]", sys.modules)["numpy"] = None    # "import numpy" fails
+    try:
+        return parquet()
+    finally:
+        del sys.modules["numpy"]
 
 
 def pyarrow_json() -> ModuleType:

@@ -102,14 +102,23 @@ def _worker(conn: Connection, options: AuditOptions, settings: ShardSettings,
             loop = asyncio.get_running_loop()
             inbox: asyncio.Queue[Shard | None] = asyncio.Queue()
 
-            def readable() -> None:
-                try:
-                    inbox.put_nowait(conn.recv())
-                except EOFError:            # the main process is gone
-                    loop.remove_reader(conn.fileno())
-                    inbox.put_nowait(None)
+            def receive() -> None:
+                # a thread of its own: the pipe is drained while the loop is blocked in a
+                # send of a shard's reports (else the main process, sending a large shard,
+                # and this worker, sending its reports, could each wait for the other)
+                while True:
+                    try:
+                        shard = conn.recv()
+                    except (EOFError, OSError):     # the main process is gone
+                        shard = None
+                    try:
+                        loop.call_soon_threadsafe(inbox.put_nowait, shard)
+                    except RuntimeError:            # the loop ended (a failed worker)
+                        return
+                    if shard is None:
+                        return
 
-            loop.add_reader(conn.fileno(), readable)
+            threading.Thread(target=receive, name="tlsprobe-survey-inbox", daemon=True).start()
             await audit_shards(inbox.get, options, settings,
                                lambda shard, audited: conn.send(("shard", shard.name, audited)),
                                (lambda name: conn.send(("target", name))) if progress else None)
@@ -139,11 +148,13 @@ class Pool:
         self.lost: dict[str, int] = {}
 
     def __enter__(self) -> Self:
+        # what the workers run, imported here once (forked workers share it) ...
+        import encodings.idna  # noqa: F401  (host names)
         import gc
 
-        # what the workers run, imported here once (forked workers share it) ...
         import tlsprobe.net.tcp_async
-        import tlsprobe.probes.audit.run  # noqa: F401
+        import tlsprobe.probes.audit.run
+        import tlsprobe.survey.targets  # noqa: F401  (the shards they are sent)
         gc.freeze()     # ... and kept out of their garbage collector (which would copy it)
         try:
             with _ctrl_c_held():
@@ -186,7 +197,10 @@ class Pool:
                 while todo and len(worker.shards) < AHEAD:
                     shard = todo.popleft()
                     worker.shards.append(shard)
-                    worker.conn.send(shard)
+                    try:
+                        worker.conn.send(shard)
+                    except OSError:     # it died (EPIPE): its end of file comes next
+                        break
             for ready in wait([w.conn for w in self.workers]):
                 worker = next(w for w in self.workers if w.conn is ready)
                 try:
