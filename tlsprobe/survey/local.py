@@ -1,8 +1,10 @@
 """A survey on this machine without Dask: `--workers 1` audits in this process; more are
 worker processes forked from this one, which has the audit's modules imported already, so
 no worker imports them again (a Dask LocalCluster started a scheduler, a nanny per worker
-and a fork server, each importing Dask, and every worker imported tlsprobe again: 1.4 s of
-CPU and about 200 MB more than `scan -f` for 200 targets; measured in benchmarks/survey.py).
+and a fork server, each importing Dask, and every worker imported tlsprobe again: with the
+pandas pyarrow pulled in, 1.8 to 2.3 s of CPU and 226 to 276 MB more than `scan -f` for 200
+loopback targets; now 1.01x to 1.08x its CPU and 41 to 77 MB more: benchmarks/survey.py,
+docs/CAPACITY.md).
 
 Each worker runs survey/lanes.py's pipeline and is kept two shards ahead (the next one's
 targets start while a shard's last ones finish); it sends back each finished target (for
