@@ -108,9 +108,11 @@ def _need_pyarrow() -> None:
 
 
 def _need_dask(scheduler: str | None) -> None:
-    from tlsprobe.survey.extra import HINT, has_distributed
-    if scheduler is not None and not has_distributed():
-        raise UsageError(f"--scheduler needs Dask: distributed is not installed ({HINT})")
+    """With --scheduler, dask.distributed imported now (a usage error naming the extra if it
+    cannot be, before any file is written); without, Dask is not needed."""
+    if scheduler is not None:
+        from tlsprobe.survey.extra import distributed
+        distributed()
 
 
 def run(args: argparse.Namespace) -> int:
