@@ -157,3 +157,17 @@ def test_without_pyarrow_survey_names_the_extra(args, tmp_path):
     assert len(lines) == 1 and "pyarrow is not installed" in lines[0] \
         and "pip install 'dask[distributed]' pyarrow" in lines[0]
     assert not (tmp_path / "o").exists()
+
+
+def test_scheduler_without_dask_is_a_usage_error_before_any_file(tmp_path):
+    """--scheduler needs Dask; a local survey does not (it runs without the stubbed one)."""
+    proc = cli("survey", "127.0.0.1/32:1", "--out", tmp_path / "o", "--scheduler",
+               "tcp://127.0.0.1:1", tmp_path=tmp_path)
+    assert proc.returncode == 2
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and "--scheduler needs Dask: distributed is not installed" in \
+        lines[0] and "pip install 'dask[distributed]' pyarrow" in lines[0], lines
+    assert not (tmp_path / "o").exists()
+    local = cli("survey", "127.0.0.1/32:1", "--out", tmp_path / "o", "--no-progress",
+                "--retries", "0", tmp_path=tmp_path)
+    assert local.returncode == 0 and local.stderr == "", local.stderr

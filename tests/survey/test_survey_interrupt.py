@@ -1,8 +1,9 @@
-"""Ctrl-C in a terminal during `tlsprobe survey` on its own LocalCluster: the signal reaches
-the whole foreground process group, the survey's workers included. It ends within seconds
-with exit 130 and `tlsprobe: interrupted`, with no worker's traceback and no Dask noise at
-exit, whether the cluster was still starting or auditing (workers died of the signal with
-tracebacks, and the main process could wait for their tasks for ever)."""
+"""Ctrl-C in a terminal during `tlsprobe survey` with its own local workers: the signal
+reaches the whole foreground process group, the survey's workers included. It ends within
+seconds with exit 130 and `tlsprobe: interrupted`, with no worker's traceback and no noise at
+exit, whether the workers were still starting or auditing (with a Dask LocalCluster, workers
+died of the signal with tracebacks, and the main process could wait for their tasks for
+ever)."""
 from __future__ import annotations
 
 import os
@@ -17,12 +18,10 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("distributed", reason="dask.distributed not installed "
-                    "(pip install '.[cluster]')")
 pytestmark = pytest.mark.timeout(240)
 
 REPO = Path(__file__).resolve().parents[2]
-#: after the signal, on a busy 2-core machine: closing a LocalCluster of live workers
+#: after the signal, on a busy 2-core machine: stopping the live workers
 ENDS_WITHIN = 30.0
 
 

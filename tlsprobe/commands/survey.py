@@ -1,10 +1,12 @@
-"""Survey a population of TLS servers: sharded audits on Dask, Parquet + JSON lines output.
+"""Survey a population of TLS servers: sharded audits on this machine or Dask, Parquet + JSON
+lines output.
 
 `tlsprobe survey TARGETS --out DIR`: TARGETS is a file of HOST[:PORT] lines, '-' for stdin,
 or a CIDR/port list (127.0.0.0/30:443,8443). Targets are sharded (all ports of one address in
-one shard), each shard audited by the scan's asyncio scanner in a worker: a Dask LocalCluster
-of --workers processes (default: one per core), an existing cluster (--scheduler
-tcp://HOST:8786), or this process when Dask is not installed (pip install '.[cluster]' in the checkout).
+one shard), each shard audited by the scan's asyncio scanner: on this machine in --workers
+processes (default: one per core; 1 = this process; forked from this one, no Dask:
+survey/local.py), or on an existing Dask cluster (--scheduler tcp://HOST:8786; pip install
+'.[cluster]' in the checkout).
 DIR gets per shard shard-NNNNN.parquet (one row per target, every audit result a column;
 schema in tlsprobe/survey/rows.py), and, under names the Parquet readers skip,
 _manifest.json and _jsonl/shard-NNNNN.jsonl (scan --json objects): pd.read_parquet(DIR)
@@ -31,8 +33,10 @@ and skipped; the other targets are surveyed, and the run then exits 2.
 
 Exit codes: 0 done (per-target failures are results, counted in the summary); 2 usage (bad
 lines in the targets file, after the other targets ran; no target at all, a bad CIDR, --out
-not writable, a manifest of other arguments, pyarrow missing);
-130 interrupted (the shards written so far are kept: run again to resume).
+not writable, a manifest of other arguments, pyarrow missing, --scheduler without Dask);
+70 the local workers failed (a shard's worker died three times, or a worker's error outside
+an audit; the shards written so far are kept); 130 interrupted (the shards written so far
+are kept: run again to resume).
 """
 
 from __future__ import annotations
@@ -46,7 +50,9 @@ from typing import TYPE_CHECKING
 from tlsprobe.errors import EXIT_OK, EXIT_USAGE, UsageError
 
 if TYPE_CHECKING:
-    from tlsprobe.survey.execute import Audited
+    from tlsprobe.requests.survey import SurveyRequest
+    from tlsprobe.survey.lanes import Audited
+    from tlsprobe.survey.local import Pool
     from tlsprobe.survey.targets import Shard
 
 DEFAULT_CHECKS = "groups,pq"
@@ -73,7 +79,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(default 64; all ports of one address stay together)")
     x = p.add_argument_group("execution")
     x.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
-                   help="LocalCluster worker processes (default: one per core)")
+                   help="worker processes on this machine (default: one per core; 1: the "
+                   "audits run in this process)")
     x.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler "
                    "(tcp://HOST:8786); workers need tlsprobe with its cluster extra")
     x.add_argument("--rate", type=float, default=None, metavar="N", help="connections per "
@@ -94,8 +101,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _need_pyarrow() -> None:
-    from tlsprobe.survey.extra import parquet
-    parquet()
+    """pyarrow imported, or a usage error naming the extra (the command's process never
+    needs numpy: pyarrow is imported without it)."""
+    from tlsprobe.survey.extra import parquet_without_numpy
+    parquet_without_numpy()
+
+
+def _need_dask(scheduler: str | None) -> None:
+    """With --scheduler, dask.distributed imported now (a usage error naming the extra if it
+    cannot be, before any file is written); without, Dask is not needed."""
+    if scheduler is not None:
+        from tlsprobe.survey.extra import distributed
+        distributed()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,8 +125,17 @@ def run(args: argparse.Namespace) -> int:
         from tlsprobe.commands import survey_diff
         return survey_diff.run(args)
     from tlsprobe.requests.survey import SurveyRequest
+    from tlsprobe.survey.local import local_workers
     request = SurveyRequest.from_args(args)
-    _need_pyarrow()
+    _need_dask(request.scheduler)
+    # local workers are forked first, before pyarrow's import starts its threads
+    with local_workers(request.workers if request.scheduler is None else 1, request.options,
+                       request.settings, progress=not args.no_progress) as pool:
+        _need_pyarrow()
+        return _survey(args, request, pool)
+
+
+def _survey(args: argparse.Namespace, request: SurveyRequest, pool: Pool | None) -> int:
     from tlsprobe.survey import execute
     from tlsprobe.survey.store import SurveyDir
     from tlsprobe.survey.targets import digest, read_targets, shard_targets
@@ -136,7 +162,6 @@ def run(args: argparse.Namespace) -> int:
     on_target = None if args.no_progress else progress.target
 
     def finished(shard: Shard, reports: list[Audited]) -> None:
-        from tlsprobe.commands.common import written_to
         with written_to("--out", args.out):
             out.write_shard(shard, reports)
         progress.add(shard)
@@ -144,17 +169,12 @@ def run(args: argparse.Namespace) -> int:
     if not todo:
         print(f"tlsprobe survey: all {len(shards)} shards of {args.out} are done",
               file=sys.stderr)
-    elif execute.dask_available():
+    elif request.scheduler is not None:
         execute.run_on_dask(todo, options, settings, finished, scheduler=request.scheduler,
-                            workers=request.workers, on_target=on_target)
-    elif args.scheduler is not None:
-        from tlsprobe.survey.extra import HINT as CLUSTER_HINT
-        raise UsageError(f"--scheduler needs Dask: {CLUSTER_HINT}")
+                            on_target=on_target)
     else:
-        from tlsprobe.survey.extra import HINT as CLUSTER_HINT
-        print(f"tlsprobe: note: Dask is not installed ({CLUSTER_HINT}): "
-              "running the shards in this process", file=sys.stderr)
-        execute.run_in_process(todo, options, settings, finished, on_target)
+        from tlsprobe.survey.local import run_local
+        run_local(todo, options, settings, finished, pool=pool, on_target=on_target)
     _finished_paragraph(request.out, time.monotonic() - began)
     if bad:
         print(f"tlsprobe: error: {len(bad)} line{'s' if len(bad) > 1 else ''} of "

@@ -1,8 +1,8 @@
-"""Where the shards run: a Dask cluster (a LocalCluster with one worker process per core by
-default, or an existing scheduler), or this process when Dask is not installed.
+"""Where the shards run: on this machine (survey/local.py: this process for one worker,
+else worker processes forked from it), or on a Dask cluster (--scheduler ADDRESS).
 
-Each shard is one task: `audit_shard` runs the asyncio scanner (probes.audit.audit_many with
-its per-host Scheduler) over the shard's targets and returns the reports; this process
+On Dask each shard is one task: `audit_shard` runs the asyncio scanner (probes.audit.audit_many
+with its per-host Scheduler) over the shard's targets and returns the reports; this process
 writes each shard's files as its task completes. A task lost with a dying worker is rerun by
 Dask; a shard is written once, when its result arrives, so no target is in the results twice.
 """
@@ -12,11 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import signal
 import sys
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -25,12 +23,8 @@ from tlsprobe.errors import UsageError
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.probes.audit.run import AuditOptions
 from tlsprobe.requests.survey import ShardSettings
+from tlsprobe.survey.lanes import Audited
 from tlsprobe.survey.targets import Shard
-
-#: a target's report and when its audit started (seconds since the epoch: its end, taken
-#: as the report is handed over, less its duration)
-Audited = tuple[AuditReport, float]
-
 
 #: the prefix of the Dask event topic a worker announces each finished target on (one
 #: topic per run: several surveys may share a scheduler)
@@ -76,7 +70,7 @@ def _announce(topic: str, name: str) -> None:
 
 
 def dask_available() -> bool:
-    """Whether dask.distributed can be imported (the `cluster` extra)."""
+    """Whether dask.distributed is installed (the `cluster` extra; not imported here)."""
     from tlsprobe.survey.extra import has_distributed
     return has_distributed()
 
@@ -84,19 +78,11 @@ def dask_available() -> bool:
 Done = Callable[[Shard, list[Audited]], None]
 
 
-def run_in_process(shards: list[Shard], options: AuditOptions, settings: ShardSettings,
-                   done: Done, on_target: Announce | None = None) -> None:
-    """Every shard one after another in this process (the same results as on Dask)."""
-    for shard in shards:
-        done(shard, audit_shard(shard, options, settings, on_target=on_target))
-
-
 def run_on_dask(shards: list[Shard], options: AuditOptions, settings: ShardSettings,
-                done: Done, *, scheduler: str | None, workers: int,
-                on_target: Announce | None = None) -> None:
-    """Shards as Dask tasks on `scheduler` (an address) or a fresh LocalCluster of `workers`
-    processes; the rate is split across the cluster's worker threads."""
-    with dask_client(scheduler, workers) as client:
+                done: Done, *, scheduler: str, on_target: Announce | None = None) -> None:
+    """Shards as Dask tasks on the cluster at `scheduler` (an address); the rate is split
+    across the cluster's worker threads."""
+    with dask_client(scheduler) as client:
         threads = sum(w.get("nthreads", 1) for w in
                       client.scheduler_info(n_workers=-1)["workers"].values()) or 1
         if settings.rate:
@@ -131,84 +117,24 @@ def _distributed() -> Any:
 
 
 class dask_client:
-    """A dask Client on `address`, or on a LocalCluster it starts and stops."""
+    """A dask Client on the scheduler at `address` (a usage error when it cannot connect)."""
 
-    def __init__(self, address: str | None, workers: int) -> None:
-        self.address, self.workers = address, workers
-        self.cluster: Any = None
+    def __init__(self, address: str, workers: int = 0) -> None:
+        self.address = address
 
     def __enter__(self) -> Any:
-        import logging
-        dask = _distributed()
-        Client, LocalCluster = dask.Client, dask.LocalCluster
-        if self.address is not None:
-            try:
-                self.client = Client(self.address, timeout="10s")
-            except (OSError, TimeoutError, ValueError) as exc:
-                raise UsageError(f"--scheduler {self.address}: cannot connect "
-                                 f"({' '.join(str(exc).split())[:200]})") from None
-            return self.client
-        _workers_ignore_ctrl_c()
         try:
-            # silence_logs: Dask's own log lines (a heartbeat failing as the cluster closes on
-            # a busy machine) are not the user's news; a task's error reaches this process
-            # as its future's exception
-            with warnings.catch_warnings(), _ctrl_c_held():
-                warnings.simplefilter("ignore", UserWarning)  # "port 8787 is already in use"
-                self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
-                                            processes=True, dashboard_address=None,
-                                            silence_logs=logging.CRITICAL)
-                self.client = Client(self.cluster)
-        except KeyboardInterrupt:
-            self.__exit__(KeyboardInterrupt)
-            raise
+            self.client = _distributed().Client(self.address, timeout="10s")
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise UsageError(f"--scheduler {self.address}: cannot connect "
+                             f"({' '.join(str(exc).split())[:200]})") from None
         return self.client
 
     def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
-        # after Ctrl-C the workers are still alive (they never saw the signal), so closing
-        # is quick; it is bounded all the same, and an error while closing must not hide
-        # the interruption or the error that ended the run
-        limit = 10 if kind is not None else 30
-        try:
-            self.client.close(timeout=limit)
-        finally:
-            if self.cluster is not None:
-                with contextlib.suppress(Exception):
-                    self.cluster.close(timeout=limit)
-
-
-def _workers_ignore_ctrl_c() -> None:
-    """Ctrl-C in a terminal reaches every process of the foreground group: the LocalCluster's
-    workers died of it with tracebacks, and this process could wait for their tasks for
-    ever. The workers are forked from multiprocessing's fork server, which preloads
-    survey/forked.py: it and every worker it forks (also one a nanny restarts) ignore
-    SIGINT, and only this process handles Ctrl-C, closing the cluster itself."""
-    import multiprocessing
-
-    import dask
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return
-    dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
-    context = _distributed().utils.get_mp_context()
-    # before dask's own preloads (imported once in the fork server, not in every worker)
-    context.set_forkserver_preload(["tlsprobe.survey.forked", "distributed"])
-
-
-@contextlib.contextmanager
-def _ctrl_c_held() -> Iterator[None]:
-    """A Ctrl-C while the cluster starts is raised once it has started (a LocalCluster
-    interrupted half-way cannot be closed: Dask printed tracebacks at exit)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    pressed: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda number, frame: pressed.append(number))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if pressed:
-        raise KeyboardInterrupt
+        # bounded, and an error while closing must not hide the interruption or the error
+        # that ended the run
+        with contextlib.suppress(Exception):
+            self.client.close(timeout=10 if kind is not None else 30)
 
 
 class Progress:

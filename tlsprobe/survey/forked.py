@@ -1,8 +1,9 @@
-"""Preloaded by the fork server the survey's LocalCluster workers are forked from.
+"""Preloaded by the fork server that a survey's replacement local workers are forked from
+(survey/local.py: a worker started once pyarrow's threads run).
 
 Importing it makes the fork server ignore SIGINT before multiprocessing records the handlers
 its children start with (forkserver.main reads them after the preloads), so every worker
-it forks, also one a nanny restarts later, ignores Ctrl-C: a terminal sends it to the whole
+it forks ignores Ctrl-C: a terminal sends it to the whole
 foreground process group, and only the survey's main process is to act on it.
 """
 

@@ -1,0 +1,50 @@
+"""The survey's rows become a pyarrow table through pyarrow's JSON reader (store.arrow_table,
+which spares the survey pyarrow's pandas import): the same table as Table.from_pylist,
+value for value, for every column type and the awkward values (floats, int bounds, text
+beyond ASCII, nulls inside lists and structs)."""
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+pa = pytest.importorskip("pyarrow", reason="pyarrow not installed (pip install '.[cluster]')")
+
+from tlsprobe.survey.rows import COLUMNS, Kind, schema  # noqa: E402
+from tlsprobe.survey.store import arrow_table  # noqa: E402
+
+TEXT = ["", "a", "é\U0001F600\"\\\n\t\x00\x7f", "x" * 300, None]
+
+
+def _value(kind: Kind, rnd: random.Random) -> Any:
+    if rnd.random() < 0.15:
+        return None
+    if isinstance(kind, dict):
+        return {name: _value(sub, rnd) for name, sub in kind.items()}
+    if isinstance(kind, tuple):
+        return [_value(kind[1], rnd) for _ in range(rnd.randrange(4))]
+    return {"string": lambda: rnd.choice(TEXT),
+            "int32": lambda: rnd.choice([0, -1, 2**31 - 1, -2**31, rnd.randrange(65536)]),
+            "int64": lambda: rnd.choice([0, 2**63 - 1, -2**63, rnd.randrange(10**12)]),
+            "bool": lambda: rnd.random() < 0.5,
+            "float64": lambda: rnd.choice([0.0, 0.1, 2.675, 1e-300, 1.7976931348623157e308,
+                                           round(rnd.random() * 100, 3),
+                                           rnd.random() * 10 ** rnd.randrange(-8, 9)])}[kind]()
+
+
+def test_arrow_table_is_from_pylist_value_for_value():
+    rnd = random.Random(35)
+    rows = [{name: _value(kind, rnd) for name, kind in COLUMNS} for _ in range(300)]
+    rows.append({"index": 1})       # a row of nulls but one
+    got = arrow_table(rows)
+    want = pa.Table.from_pylist(rows, schema=schema())
+    assert got.schema.equals(want.schema, check_metadata=True)
+    assert got.num_rows == len(rows)
+    assert got.to_pylist() == want.to_pylist()
+    assert got.equals(want)
+
+
+def test_arrow_table_of_no_rows_is_empty_with_the_schema():
+    got = arrow_table([])
+    assert got.num_rows == 0 and got.schema.equals(schema())
