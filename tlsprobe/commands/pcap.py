@@ -16,6 +16,7 @@ import argparse
 import dataclasses
 import gc
 import sys
+import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
@@ -40,9 +41,23 @@ if TYPE_CHECKING:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("files", metavar="FILE", nargs="+",
+    p.add_argument("files", metavar="FILE", nargs="*",
                    help="pcap or pcapng capture (gzip-compressed too), or a directory (the "
-                   "captures under it, by path); '-' reads stdin")
+                   "captures under it, by path); '-' reads stdin (rows as handshakes "
+                   "complete); or -i IFACE instead")
+    live = p.add_argument_group("live capture (docs/CAPTURE.md)")
+    live.add_argument("-i", "--interface", action="append", metavar="IFACE",
+                      help="capture live on IFACE (repeatable; 'any': every interface, on "
+                      "Linux): each connection's row as soon as its handshake is decided; "
+                      "Ctrl-C stops (exit 0 after the summary). Needs root or CAP_NET_RAW "
+                      "and CAP_NET_ADMIN")
+    live.add_argument("-f", "--filter", dest="bpf", metavar="EXPR", help="with -i: BPF "
+                      "capture filter, as tcpdump's (default: 'tcp or udp': TLS on any "
+                      "port, STARTTLS, QUIC, DTLS)")
+    live.add_argument("-c", "--count", type=int, metavar="N", help="stop after N "
+                      "connections reported (live capture, stdin, or a file)")
+    live.add_argument("--duration", type=float, metavar="S", help="with -i or '-': stop "
+                      "after S seconds (the connections still open are reported)")
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true", help="one JSON document; connections "
                    "in the order they end (streamed), each with its first_frame (the table "
@@ -173,8 +188,9 @@ class _Sinks:
 
 
 def _read_one(name: str, analysis: CaptureAnalysis | Finished, flt: ConnectionFilter,
-              output: Output, sinks: _Sinks) -> CaptureSummary:
-    """Report the connections of one opened capture; its summary (with `reported`)."""
+              output: Output, sinks: _Sinks, limit: int | None = None) -> CaptureSummary:
+    """Report the connections of one opened capture (the first `limit` only: -c); its
+    summary (with `reported`)."""
     from tlsprobe.requests.capture import passes
     output.begin()
     reported = 0
@@ -195,6 +211,11 @@ def _read_one(name: str, analysis: CaptureAnalysis | Finished, flt: ConnectionFi
         if files:
             sinks.to_files(name, report)
         emit(report, trace)
+        if reported == limit:
+            close = getattr(analysis, "close", None)   # (a worker's capture is read)
+            if close is not None:
+                close()   # -c N: the rest is not read; the summary is made now
+            break
     summary = analysis.summary
     assert summary is not None  # set when the iteration ends
     if filtering:  # notes about connections only for those reported
@@ -210,6 +231,14 @@ def run(args: argparse.Namespace) -> int:
     reported), else 0."""
     from tlsprobe.model.capture import CaptureSummary
     from tlsprobe.report.progress import CaptureBar
+    if args.interface:
+        return _run_live(args)
+    if not args.files:
+        raise UsageError("give a capture FILE (or '-' for stdin), or -i IFACE to capture "
+                         "live")
+    if args.bpf is not None:
+        raise UsageError("-f/--filter is the live capture's filter: with -i IFACE (the "
+                         "filters of a file's connections are --host, --port, --sni ...)")
     request, options = _options(args)
     sinks = _Sinks(args)
     from tlsprobe.commands.pcap_output import Output
@@ -252,6 +281,45 @@ def run(args: argparse.Namespace) -> int:
             sinks.timeline.write(args.plot)
     if unreadable:
         return EXIT_USAGE
+    return EXIT_BAD_INPUT if broken else EXIT_OK
+
+
+def _run_live(args: argparse.Namespace) -> int:
+    """`pcap -i IFACE`: rows as handshakes are decided until -c, --duration or Ctrl-C;
+    then the summary (commands/pcap_live.py has the exit codes)."""
+    from tlsprobe.commands import pcap_live
+    from tlsprobe.commands.pcap_output import Output
+    pcap_live.check_live_args(args)
+    request, options = _options(args)
+    sinks = _Sinks(args)
+    opened = pcap_live.open_live(args, options)
+    if isinstance(opened, str):
+        print(f"tlsprobe: {shown(opened)}", file=sys.stderr)
+        sinks.close()
+        return EXIT_USAGE
+    capture, analysis = opened
+    output = Output(args, sys.stdout, streaming=True)
+    start = time.monotonic()
+    pcap_live.report_start(analysis.name)
+    try:
+        with pcap_live.stopped_by_signals(capture):
+            summary = _read_one(analysis.name, analysis, request.filter, output, sinks,
+                                limit=args.count)
+    finally:
+        analysis.close()
+        capture.close()
+        output.flush()
+        sinks.close()
+    broken = _warn(analysis.name, summary, args.full)
+    sinks.summaries.append(summary)
+    output.capture(summary)
+    output.finish(sinks.stats, sinks.summaries)
+    print(pcap_live.summary_line(summary, analysis.stream.stats.live,
+                                 time.monotonic() - start), file=sys.stderr)
+    if sinks.timeline is not None:
+        from tlsprobe.commands.common import written_to
+        with written_to("--plot", args.plot):
+            sinks.timeline.write(args.plot)
     return EXIT_BAD_INPUT if broken else EXIT_OK
 
 

@@ -1,0 +1,94 @@
+"""`tlsprobe pcap -i IFACE`'s own steps (commands/pcap.py runs them): the live capture's
+request and analysis, Ctrl-C as "stop and summarise", the summary line on stderr.
+
+Exit codes of a live capture: 0 (stopped by -c, --duration or Ctrl-C, nothing lost),
+2 when the capture cannot start (no such interface: the ones there are are listed; no
+permission: the capabilities needed; an invalid filter: libpcap's message; libpcap or
+scapy missing), 7 when packets were dropped by the kernel, libpcap or the interface
+(counted in the summary, in --stats and the JSON, and noted on connections with gaps).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import TYPE_CHECKING
+
+from tlsprobe.errors import UsageError
+from tlsprobe.report.escape import shown
+
+if TYPE_CHECKING:
+    from tlsprobe.capture.events import LiveCounts
+    from tlsprobe.capture.live import LiveCapture
+    from tlsprobe.model.capture import CaptureSummary
+    from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
+
+
+def check_live_args(args: argparse.Namespace) -> None:
+    """What does not go with -i: files, worker processes, the progress of a file."""
+    if args.files:
+        raise UsageError("-i IFACE captures live: give no FILE with it (read captures in "
+                         "another run)")
+    if args.jobs is not None or args.scheduler is not None:
+        raise UsageError("-i IFACE is one live capture: --jobs and --scheduler read files")
+
+
+def open_live(args: argparse.Namespace, options: AnalyzerOptions
+              ) -> tuple[LiveCapture, CaptureAnalysis] | str:
+    """The capture and its analysis, or the one line that says why it cannot start."""
+    from tlsprobe.capture.live import LiveError
+    from tlsprobe.requests.live import LiveRequest
+    from tlsprobe.requests.names import CLI
+    request = LiveRequest.build(args.interface, bpf=args.bpf, count=args.count,
+                                duration=args.duration, names=CLI)
+    try:
+        return request.open(options)
+    except LiveError as exc:
+        return str(exc)
+
+
+@contextmanager
+def stopped_by_signals(capture: LiveCapture) -> Iterator[None]:
+    """Ctrl-C (SIGINT) and SIGTERM stop the capture: what was captured is analysed to
+    the end and summarised (exit 0); a second Ctrl-C interrupts at once (exit 130)."""
+    def stop(signum: int, frame: FrameType | None) -> None:
+        if capture.stopped and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        capture.stop()
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def summary_line(summary: CaptureSummary, live: LiveCounts | None, seconds: float) -> str:
+    """What a live capture read, on stderr at its end: packets, connections, drops."""
+    from tlsprobe.report.offline_tables import plural
+    dropped = live.dropped if live is not None else "?"
+    ifdropped = live.interface_dropped if live is not None else "?"
+    return (f"tlsprobe: {shown(summary.file)}: captured {plural(summary.packets, 'packet')} "
+            f"in {seconds:.1f} s, {plural(summary.tls_connections, 'TLS connection')} "
+            f"({summary.reported} reported); dropped: {dropped} by the kernel or libpcap, "
+            f"{ifdropped} by the interface")
+
+
+def report_start(name: str) -> None:
+    """One line on stderr when a terminal watches: where the capture runs."""
+    if sys.stderr.isatty():
+        print(f"tlsprobe: capturing on {shown(name)} (Ctrl-C stops)", file=sys.stderr)
+
+
+def elapsed_since(start: float) -> float:
+    return time.monotonic() - start
+
+
+__all__ = ["check_live_args", "elapsed_since", "open_live", "report_start",
+           "stopped_by_signals", "summary_line"]
