@@ -125,7 +125,8 @@ class _Handle:
         detail = self._error() or lib.pcap_statustostr(rc).decode(errors="replace")
         if kind == "permission" or "permission" in detail.lower() or \
                 "not permitted" in detail.lower():
-            raise LiveError(f"{self.name}: {detail}; {CAPABILITIES}", "permission")
+            raise LiveError(f"{self.name}: no permission to capture ({detail}); "
+                            f"{CAPABILITIES}", "permission")
         raise LiveError(f"{self.name}: {detail}", kind)
 
     def _filter(self, bpf: str) -> None:
