@@ -27,8 +27,9 @@ import io
 import select
 import socket
 import time
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Generator, Sequence
 from types import ModuleType
+from typing import Protocol
 
 from tlsprobe.capture.events import CaptureError, CaptureStats, LiveCounts, Secrets
 from tlsprobe.capture.pcap import PacketRecord
@@ -47,8 +48,17 @@ CAPABILITIES = ("capturing needs root or the capabilities CAP_NET_RAW and CAP_NE
                 "(e.g. sudo setcap cap_net_raw,cap_net_admin=eip on the Python "
                 "interpreter, or run with sudo)")
 
-#: a packet seen, for a writer (-w): interface index, timestamp, link type, bytes, length
-PacketHook = Callable[[int, float, int, bytes, int], None]
+class PacketWriter(Protocol):
+    """Where the captured packets are also written (-w: capture.ring.RingWriter): each
+    packet (interface index, timestamp, bytes, length on the wire), each interface's
+    counts when refreshed, and a flush when the capture is idle."""
+
+    def write(self, interface: int, ts: float, data: bytes, orig_len: int = 0, /) -> None: ...
+
+    def counts(self, interface: int, received: int | None = None,
+               dropped: int | None = None, /) -> None: ...
+
+    def flush(self) -> None: ...
 
 
 class LiveError(CaptureError):
@@ -165,14 +175,13 @@ class LiveCapture:
     format_name = "live"
 
     def __init__(self, interfaces: Sequence[str], bpf: str = DEFAULT_FILTER, *,
-                 stop_at: float | None = None, on_packet: PacketHook | None = None,
-                 buffer_bytes: int = BUFFER_BYTES) -> None:
+                 stop_at: float | None = None, buffer_bytes: int = BUFFER_BYTES) -> None:
         if not interfaces:
             raise LiveError("no interface to capture on", "no_interface")
         self.interfaces = list(dict.fromkeys(interfaces))
         self.bpf = bpf
         self.stop_at = stop_at
-        self.on_packet = on_packet
+        self.writer: PacketWriter | None = None
         self.name = ",".join(self.interfaces)
         self.secrets: list[Secrets] = []   # the surface of a file's reader: none live
         self.link_types: dict[int, int] = {}
@@ -187,6 +196,15 @@ class LiveCapture:
         except BaseException:
             self.close()
             raise
+
+    def link_types_of(self) -> list[tuple[str, int]]:
+        """Each interface's name and pcap link type (Ethernet for lo, Linux cooked for
+        any), in the order the writer numbers them."""
+        return [(h.name, h.link_type) for h in self._handles]
+
+    def attach(self, writer: PacketWriter) -> None:
+        """Also write every packet with `writer` (-w), from the next one on."""
+        self.writer = writer
 
     def stop(self) -> None:
         """End the capture at the next wake-up (safe in a signal handler)."""
@@ -215,7 +233,8 @@ class LiveCapture:
         data = ctypes.POINTER(ctypes.c_ubyte)()
         next_ex = handles[0].lib.pcap_next_ex
         string_at, hdr_ref, data_ref = ctypes.string_at, ctypes.byref(header), ctypes.byref(data)
-        link_types, hook = self.link_types, self.on_packet
+        link_types, writer = self.link_types, self.writer
+        write = writer.write if writer is not None else None
         stats = self.stats if self.stats is not None else CaptureStats()
         frame = 0
         try:
@@ -223,6 +242,8 @@ class LiveCapture:
                 wait = WAKE if self.stop_at is None else \
                     max(0.0, min(WAKE, self.stop_at - time.monotonic()))
                 ready, _, _ = select.select(fds, [], [], wait)
+                if not ready and writer is not None:
+                    writer.flush()  # idle: what was written is readable in the file
                 for fd in ready:
                     index, handle = by_fd[fd]
                     lt = handle.link_type
@@ -239,8 +260,8 @@ class LiveCapture:
                         frame += 1
                         stats.packets += 1
                         link_types[lt] = link_types.get(lt, 0) + 1
-                        if hook is not None:
-                            hook(index, ts, lt, buf, h.len)
+                        if write is not None:
+                            write(index, ts, buf, h.len)
                         yield frame, ts, lt, buf, 0, caplen, h.len
                 if time.monotonic() - self._counted >= 1.0:
                     self._count()
@@ -263,7 +284,10 @@ class LiveCapture:
         """Refresh `stats.live` (about once a second, and at the end)."""
         self._counted = time.monotonic()
         if self.stats is not None and self._handles and self._handles[0].pcap:
-            self.stats.live = self.counts()
+            live = self.stats.live = self.counts()
+            if self.writer is not None:
+                for i, (_name, received, dropped, ifdropped) in enumerate(live.per_interface):
+                    self.writer.counts(i, received, dropped + ifdropped)
 
     def close(self) -> None:
         """Release the interfaces (the kernel's counts are read first)."""
@@ -273,5 +297,5 @@ class LiveCapture:
             handle.close()
 
 
-__all__ = ["CAPABILITIES", "DEFAULT_FILTER", "LiveCapture", "LiveError", "PacketHook",
+__all__ = ["CAPABILITIES", "DEFAULT_FILTER", "LiveCapture", "LiveError", "PacketWriter",
            "interface_names", "pcap_library"]

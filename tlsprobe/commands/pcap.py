@@ -58,6 +58,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                       "connections reported (live capture, stdin, or a file)")
     live.add_argument("--duration", type=float, metavar="S", help="with -i or '-': stop "
                       "after S seconds (the connections still open are reported)")
+    live.add_argument("-w", "--write", dest="write", metavar="FILE", help="with -i: also "
+                      "write the captured packets to FILE (pcapng), to read again later")
+    live.add_argument("--ring-size", type=float, metavar="MB", help="with -w: a ring of "
+                      "files, a new one past MB megabytes (named as tshark's -b names them)")
+    live.add_argument("--ring-files", type=int, metavar="N", help="with --ring-size: keep "
+                      "only the newest N files")
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true", help="one JSON document; connections "
                    "in the order they end (streamed), each with its first_frame (the table "
@@ -236,9 +242,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.files:
         raise UsageError("give a capture FILE (or '-' for stdin), or -i IFACE to capture "
                          "live")
-    if args.bpf is not None:
-        raise UsageError("-f/--filter is the live capture's filter: with -i IFACE (the "
-                         "filters of a file's connections are --host, --port, --sni ...)")
+    if args.bpf is not None or args.write is not None:
+        raise UsageError(f"{'-f/--filter' if args.bpf is not None else '-w'} is for a live "
+                         "capture: with -i IFACE (the filters of a file's connections are "
+                         "--host, --port, --sni ...)")
     request, options = _options(args)
     sinks = _Sinks(args)
     from tlsprobe.commands.pcap_output import Output
@@ -289,15 +296,15 @@ def _run_live(args: argparse.Namespace) -> int:
     then the summary (commands/pcap_live.py has the exit codes)."""
     from tlsprobe.commands import pcap_live
     from tlsprobe.commands.pcap_output import Output
-    pcap_live.check_live_args(args)
+    ring = pcap_live.check_live_args(args)
     request, options = _options(args)
     sinks = _Sinks(args)
-    opened = pcap_live.open_live(args, options)
+    opened = pcap_live.open_live(args, options, ring)
     if isinstance(opened, str):
         print(f"tlsprobe: {shown(opened)}", file=sys.stderr)
         sinks.close()
         return EXIT_USAGE
-    capture, analysis = opened
+    capture, analysis, writer = opened
     output = Output(args, sys.stdout, streaming=True)
     start = time.monotonic()
     pcap_live.report_start(analysis.name)
@@ -308,6 +315,8 @@ def _run_live(args: argparse.Namespace) -> int:
     finally:
         analysis.close()
         capture.close()
+        if writer is not None:
+            writer.close()
         output.flush()
         sinks.close()
     broken = _warn(analysis.name, summary, args.full)

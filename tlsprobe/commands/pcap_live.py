@@ -25,31 +25,55 @@ from tlsprobe.report.escape import shown
 if TYPE_CHECKING:
     from tlsprobe.capture.events import LiveCounts
     from tlsprobe.capture.live import LiveCapture
+    from tlsprobe.capture.ring import RingSpec, RingWriter
     from tlsprobe.model.capture import CaptureSummary
     from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
 
 
-def check_live_args(args: argparse.Namespace) -> None:
-    """What does not go with -i: files, worker processes, the progress of a file."""
+def check_live_args(args: argparse.Namespace) -> RingSpec | None:
+    """What does not go with -i (files, worker processes); the -w file or ring."""
     if args.files:
         raise UsageError("-i IFACE captures live: give no FILE with it (read captures in "
                          "another run)")
     if args.jobs is not None or args.scheduler is not None:
         raise UsageError("-i IFACE is one live capture: --jobs and --scheduler read files")
+    from tlsprobe.capture.ring import RingSpec
+    if args.write is None:
+        if args.ring_size is not None or args.ring_files is not None:
+            raise UsageError("--ring-size and --ring-files are -w's ring: add -w FILE")
+        return None
+    try:
+        return RingSpec.parse(args.write, args.ring_size, args.ring_files)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
-def open_live(args: argparse.Namespace, options: AnalyzerOptions
-              ) -> tuple[LiveCapture, CaptureAnalysis] | str:
-    """The capture and its analysis, or the one line that says why it cannot start."""
+def open_live(args: argparse.Namespace, options: AnalyzerOptions, ring: RingSpec | None
+              ) -> tuple[LiveCapture, CaptureAnalysis, RingWriter | None] | str:
+    """The capture, its analysis and its -w writer, or the one line that says why it
+    cannot start."""
+    from tlsprobe.capture.events import CaptureError
     from tlsprobe.capture.live import LiveError
+    from tlsprobe.capture.ring import InterfaceInfo, RingWriter
     from tlsprobe.requests.live import LiveRequest
     from tlsprobe.requests.names import CLI
     request = LiveRequest.build(args.interface, bpf=args.bpf, count=args.count,
                                 duration=args.duration, names=CLI)
     try:
-        return request.open(options)
+        capture, analysis = request.open(options)
     except LiveError as exc:
         return str(exc)
+    if ring is None:
+        return capture, analysis, None
+    try:
+        writer = RingWriter(ring, [InterfaceInfo(name, lt)
+                                   for name, lt in capture.link_types_of()])
+    except (CaptureError, OSError) as exc:
+        analysis.close()
+        capture.close()
+        return f"-w {ring.path}: {getattr(exc, 'strerror', None) or exc}"
+    capture.attach(writer)
+    return capture, analysis, writer
 
 
 @contextmanager

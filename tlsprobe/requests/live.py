@@ -15,7 +15,7 @@ from tlsprobe.errors import UsageError
 from tlsprobe.requests.names import API, Names
 
 if TYPE_CHECKING:
-    from tlsprobe.capture.live import LiveCapture, PacketHook
+    from tlsprobe.capture.live import LiveCapture
     from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
 
 DEFAULT_FILTER = "tcp or udp"  # TLS on any port, STARTTLS, QUIC and DTLS (capture.live's)
@@ -62,16 +62,14 @@ class LiveRequest:
         check_duration(duration, names)
         return cls(ifaces, bpf or DEFAULT_FILTER, count, duration)
 
-    def open(self, options: AnalyzerOptions, on_packet: PacketHook | None = None
-             ) -> tuple[LiveCapture, CaptureAnalysis]:
+    def open(self, options: AnalyzerOptions) -> tuple[LiveCapture, CaptureAnalysis]:
         """Start capturing: the capture (its `stop()` ends it) and its analysis, reporting
         each connection when its handshake is decided. Raises capture.live.LiveError
         (one line, its `kind`) when the capture cannot start."""
         from tlsprobe.capture.live import LiveCapture
         from tlsprobe.offline.analyzer import CaptureAnalysis
         stop_at = None if self.duration is None else time.monotonic() + self.duration
-        capture = LiveCapture(self.interfaces, self.bpf, stop_at=stop_at,
-                              on_packet=on_packet)
+        capture = LiveCapture(self.interfaces, self.bpf, stop_at=stop_at)
         try:
             analysis = CaptureAnalysis(capture, replace(options, report_when_decided=True,
                                                         pipe_min_bytes=None))
