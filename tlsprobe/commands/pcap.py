@@ -194,9 +194,12 @@ class _Sinks:
 
 
 def _read_one(name: str, analysis: CaptureAnalysis | Finished, flt: ConnectionFilter,
-              output: Output, sinks: _Sinks, limit: int | None = None) -> CaptureSummary:
+              output: Output, sinks: _Sinks, limit: int | None = None,
+              interruptible: bool = False) -> CaptureSummary:
     """Report the connections of one opened capture (the first `limit` only: -c); its
-    summary (with `reported`)."""
+    summary (with `reported`). `interruptible` (a capture still coming: stdin, --follow):
+    Ctrl-C or the --duration deadline ends the reading, and what was read is summarised."""
+    from tlsprobe.commands.pcap_live import Interrupted
     from tlsprobe.requests.capture import passes
     output.begin()
     reported = 0
@@ -204,24 +207,28 @@ def _read_one(name: str, analysis: CaptureAnalysis | Finished, flt: ConnectionFi
     reported_ids: set[int] = set()
     # once per connection: what does not change is looked up before the loop
     stats, counting, files, emit = sinks.stats, sinks.counting, sinks.files, output.report
-    for report, trace in analysis:
-        if filtering:
-            if not passes(flt, report):
-                continue
-            reported_ids.add(report.id)
-        reported += 1
-        if counting:
-            stats.add(report)
-        else:
-            stats.connections += 1
-        if files:
-            sinks.to_files(name, report)
-        emit(report, trace)
-        if reported == limit:
-            close = getattr(analysis, "close", None)   # (a worker's capture is read)
-            if close is not None:
+    close = getattr(analysis, "close", None)   # (a worker's capture is read already)
+    try:
+        for report, trace in analysis:
+            if filtering:
+                if not passes(flt, report):
+                    continue
+                reported_ids.add(report.id)
+            reported += 1
+            if counting:
+                stats.add(report)
+            else:
+                stats.connections += 1
+            if files:
+                sinks.to_files(name, report)
+            emit(report, trace)
+            if reported == limit and close is not None:
                 close()   # -c N: the rest is not read; the summary is made now
-            break
+                break
+    except (KeyboardInterrupt, Interrupted):
+        if not interruptible or close is None:
+            raise
+        close()   # Ctrl-C or --duration: what was read is summarised (exit 0)
     summary = analysis.summary
     assert summary is not None  # set when the iteration ends
     if filtering:  # notes about connections only for those reported
@@ -247,29 +254,41 @@ def run(args: argparse.Namespace) -> int:
                          "capture: with -i IFACE (the filters of a file's connections are "
                          "--host, --port, --sni ...)")
     request, options = _options(args)
+    from tlsprobe.commands import pcap_live
+    streaming = pcap_live.streamed_input(args, request.files)
     sinks = _Sinks(args)
     from tlsprobe.commands.pcap_output import Output
-    output = Output(args, sys.stdout)
+    output = Output(args, sys.stdout, streaming=streaming)
     broken = unreadable = False
+    left = args.count
     bar = CaptureBar(not args.no_progress and not args.msg and not request.parallel)
     opened = _opened(request, options, bar)
     # Reading a capture allocates many short-lived objects and few cycles: keep what is
     # loaded out of the collector's scans and let it run less often (about 10% faster).
     gc.freeze()
     gc.set_threshold(100_000, 50, 100)
+    timer = pcap_live.Deadline(args.duration)
     try:
-        for path, (analysis, error) in zip(request.files, opened):
-            name = "<stdin>" if path == "-" else path
-            if analysis is None:
-                # one line, a JSON record, and the other files are still read (exit 2)
-                print(f"tlsprobe: {shown(f'{name}: {error}')}", file=sys.stderr)
-                unreadable = True
-                summary = CaptureSummary.unreadable(name, error or "")
-            else:
-                summary = _read_one(name, analysis, request.filter, output, sinks)
-                broken = _warn(name, summary, args.full) or broken
-            sinks.summaries.append(summary)
-            output.capture(summary)
+        with timer:
+            for path, (analysis, error) in zip(request.files, opened):
+                name = "<stdin>" if path == "-" else path
+                if analysis is None:
+                    # one line, a JSON record, and the other files are still read (exit 2)
+                    print(f"tlsprobe: {shown(f'{name}: {error}')}", file=sys.stderr)
+                    unreadable = True
+                    summary = CaptureSummary.unreadable(name, error or "")
+                else:
+                    summary = _read_one(name, analysis, request.filter, output, sinks,
+                                        left, streaming)
+                    broken = _warn(name, summary, args.full) or broken
+                    left = None if left is None else left - summary.reported
+                sinks.summaries.append(summary)
+                output.capture(summary)
+                if left is not None and left <= 0:
+                    break   # -c N connections reported: the other files are not read
+        if timer.expired and not sinks.summaries:   # not even a capture header came
+            unreadable = True
+            print(f"tlsprobe: <stdin>: {timer.nothing()}", file=sys.stderr)
     finally:
         opened.close()  # stopped early: the worker processes go too
         bar.stop()
@@ -360,7 +379,11 @@ def _opened(request: CaptureRequest, options: AnalyzerOptions, bar: CaptureBar
     for path in request.files:
         name = "<stdin>" if path == "-" else path
         update = bar.start(name)
-        yield open_capture(path, name, options, None if update is None else Progress(update))
+        # a capture still being written: each connection reported when its handshake is
+        # decided (as a live capture's), not when it closes
+        opts = dataclasses.replace(options, report_when_decided=True) if path == "-" \
+            else options
+        yield open_capture(path, name, opts, None if update is None else Progress(update))
 
 
 def _warn(name: str, summary: CaptureSummary, full: bool = False) -> bool:
