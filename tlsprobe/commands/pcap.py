@@ -326,7 +326,7 @@ def _run_live(args: argparse.Namespace) -> int:
     capture, analysis, writer = opened
     output = Output(args, sys.stdout, streaming=True)
     start = time.monotonic()
-    pcap_live.report_start(analysis.name)
+    pcap_live.report_start(capture)
     try:
         with pcap_live.stopped_by_signals(capture):
             summary = _read_one(analysis.name, analysis, request.filter, output, sinks,

@@ -151,10 +151,12 @@ def summary_line(summary: CaptureSummary, live: LiveCounts | None, seconds: floa
             f"{ifdropped} by the interface")
 
 
-def report_start(name: str) -> None:
-    """One line on stderr when a terminal watches: where the capture runs."""
-    if sys.stderr.isatty():
-        print(f"tlsprobe: capturing on {shown(name)} (Ctrl-C stops)", file=sys.stderr)
+def report_start(capture: LiveCapture) -> None:
+    """One line on stderr once the interfaces are open and filtered, as tshark's
+    "Capturing on ...": what is captured, and that the packets from now on are seen
+    (scripts wait for it before starting traffic)."""
+    print(f"tlsprobe: capturing on {shown(capture.name)} (filter {shown(repr(capture.bpf))}; "
+          "Ctrl-C stops)", file=sys.stderr, flush=True)
 
 
 __all__ = ["Deadline", "Interrupted", "check_live_args", "open_live", "report_start",
