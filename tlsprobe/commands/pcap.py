@@ -45,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="pcap or pcapng capture (gzip-compressed too), or a directory (the "
                    "captures under it, by path); '-' reads stdin (rows as handshakes "
                    "complete); or -i IFACE instead")
-    live = p.add_argument_group("live capture (docs/CAPTURE.md)")
+    live = p.add_argument_group("live capture (README: Live capture)")
     live.add_argument("-i", "--interface", action="append", metavar="IFACE",
                       help="capture live on IFACE (repeatable; 'any': every interface, on "
                       "Linux): each connection's row as soon as its handshake is decided; "
