@@ -117,3 +117,16 @@ def test_capture_live_api_errors(args: dict[str, str]) -> None:
     with pytest.raises(tlsprobe.TlsprobeError) as caught:
         tlsprobe.capture_live(**args)
     assert caught.value.exit_code == 2 and "\n" not in str(caught.value)
+
+
+def test_stats_at_the_end_with_the_kernel_counts(tls_server: Any, live_pcap: Any) -> None:
+    server = tls_server("openssl")
+    run = live_pcap(f"tcp port {server.port}", "--stats", "-c", "1")
+    run_client(["openssl", "s_client", "-connect", f"127.0.0.1:{server.port}", "-tls1_2"])
+    code, lines, err = run.finish(timeout=30)
+    assert code == 0, err
+    assert "Versions (1 connection)" in lines and any(
+        line.startswith("TLS 1.2 (0x0303)") for line in lines)
+    assert any(line.startswith("Live capture on lo: ") and line.endswith(
+        "packets received, 0 dropped by the kernel or libpcap, 0 by the interface")
+        for line in lines), lines
