@@ -23,6 +23,7 @@ from tlsprobe.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, UsageError
 from tlsprobe.report.escape import shown
 
 if TYPE_CHECKING:
+    from tlsprobe.capture.ring import RingSpec
     from tlsprobe.commands.pcap_output import Output
     from tlsprobe.model.capture import (
         BriefReport,
@@ -97,12 +98,49 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    metavar="VERSION",
                    help="negotiated version: 1.3, TLSv1.2, ssl3, 0x0303")
     f.add_argument("--no-quic", action="store_true", help="skip UDP (QUIC Initial packets)")
+    _add_streaming_arguments(p)
+
+
+def _add_streaming_arguments(p: argparse.ArgumentParser) -> None:
+    """Captures still being written (issue 34): --follow, and -w with its ring buffer."""
+    s = p.add_argument_group("captures still being written")
+    s.add_argument("--follow", action="store_true", help="FILE is a capture another "
+                   "program is still writing (tcpdump -w, dumpcap): read it as it grows and "
+                   "wait for more at its end, as tail -f, until interrupted; each "
+                   "connection is reported as it ends. A file that shrinks or is replaced "
+                   "ends the reading (exit 7). stdin ('-') is read as it comes without it")
+    s.add_argument("-w", dest="write", metavar="FILE", help="also write the packets a "
+                   "live capture (-i) sees to FILE as pcapng (the kernel's drop count in "
+                   "its statistics blocks), to read again later")
+    s.add_argument("--ring-size", type=float, metavar="MB", help="with -w: a ring buffer "
+                   "of files of at most MB megabytes (10^6 bytes) each, named "
+                   "FILE_NNNNN_YYYYmmddHHMMSS.ext as tshark's -b filesize")
+    s.add_argument("--ring-files", type=int, metavar="N", help="with --ring-size: keep "
+                   "only the newest N files (tshark's -b files)")
+
+
+def ring_spec(args: argparse.Namespace, live: bool) -> RingSpec | None:
+    """The -w output asked for (None: none), checked: a usage error names what is wrong.
+    `live`: whether the input is a live capture (-w writes what that captures)."""
+    from tlsprobe.capture.ring import RingSpec
+    if args.write is None:
+        if args.ring_size is not None or args.ring_files is not None:
+            raise UsageError("--ring-size and --ring-files shape the -w output: add -w FILE")
+        return None
+    if not live:
+        raise UsageError("-w writes the packets of a live capture (-i IFACE); a capture "
+                         "file or stdin is already a capture")
+    try:
+        return RingSpec.parse(args.write, args.ring_size, args.ring_files)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _options(args: argparse.Namespace) -> tuple[CaptureRequest, AnalyzerOptions]:
     """The request (requests/capture.py: files, key log, filters, processes) and the
     analysis options the output asks for; a bad option is a usage error before any read."""
     from tlsprobe.requests.capture import CaptureRequest
+    ring_spec(args, live=False)
     if args.json and args.jsonl:
         raise UsageError("--json and --jsonl exclude each other")
     if args.details and (args.json or args.jsonl):
@@ -213,9 +251,10 @@ def run(args: argparse.Namespace) -> int:
     request, options = _options(args)
     sinks = _Sinks(args)
     from tlsprobe.commands.pcap_output import Output
-    output = Output(args, sys.stdout)
+    output = Output(args, sys.stdout, streaming=request.streaming)
     broken = unreadable = False
-    bar = CaptureBar(not args.no_progress and not args.msg and not request.parallel)
+    bar = CaptureBar(not args.no_progress and not args.msg and not request.parallel
+                     and not request.follow)
     opened = _opened(request, options, bar)
     # Reading a capture allocates many short-lived objects and few cycles: keep what is
     # loaded out of the collector's scans and let it run less often (about 10% faster).

@@ -29,7 +29,10 @@ class Output:
     start). JSON text going to a file or pipe is written 64 KiB at a time. Nothing is
     written until a capture could be opened."""
 
-    def __init__(self, args: argparse.Namespace, out: IO[str]) -> None:
+    def __init__(self, args: argparse.Namespace, out: IO[str], streaming: bool = False
+                 ) -> None:
+        """`streaming`: the capture is still being written (stdin, --follow, live): each
+        report is written and flushed as it comes, never gathered into a batch."""
         from tlsprobe.model.capture import capture_encoder
         from tlsprobe.report.offline_tables import (
             connection_label,
@@ -46,7 +49,8 @@ class Output:
         self._details = render_details
         self._pending: list[str] = []
         self._pending_size = 0
-        self._batch = not out.isatty()
+        self._batch = not out.isatty() and not streaming
+        self._flush_each = streaming
         self._started = False
         self._table = not (args.json or args.jsonl or args.details or args.stats)
         self._encoder = capture_encoder()  # this run's: remembers the shared values' JSON
@@ -104,6 +108,8 @@ class Output:
                 self._json(line, "\n")
             else:
                 self._json(("\n  " if self.count == 1 else ",\n  ") + line)
+            if self._flush_each:
+                out.flush()
             return
         if args.msg and trace is not None:
             out.write(f"=== connection {self._label(report)}: {report.client} -> "
@@ -117,6 +123,8 @@ class Output:
         elif self._table:
             self.rows.append((self.file_index, report.first_frame, report.id,
                               self._row(report)))
+        if self._flush_each:
+            out.flush()
 
     def capture(self, summary: CaptureSummary) -> None:
         self.flush()
