@@ -215,3 +215,84 @@ def test_streaming_options_misused_are_usage_errors(run_cli, tmp_path: Path,
     code, out, err = run_cli("pcap", *args)
     assert code == 2 and out == ""
     assert len(err.splitlines()) == 1 and message in err, err
+
+
+def _frames(name: str) -> list[bytes]:
+    """The pcap records of a capture, one per frame."""
+    out = []
+    for _frame, ts, _lt, data, orig in read_packets(CAPTURES / f"{name}.pcap"):
+        sec = int(ts)
+        out.append(struct.pack("<IIII", sec, round((ts - sec) * 1e6), len(data), orig) + data)
+    return out
+
+
+def _decrypted_record(name: str) -> dict[str, object]:
+    """The capture's record read from its file with its whole key log."""
+    from tlsprobe.engine.keylog import load_keylog
+    options = AnalyzerOptions(keylog=load_keylog(CAPTURES / f"{name}.keys"))
+    with CaptureAnalysis(str(CAPTURES / f"{name}.pcap"), options) as analysis:
+        reports = [a.report for a in analysis]
+    return _facts(json.loads(reports[0].to_json()))
+
+
+@pytest.mark.parametrize("logged", [True, False])
+def test_a_key_log_written_after_the_server_hello_still_decrypts(tmp_path: Path,
+                                                                 logged: bool) -> None:
+    """As live: the client logs its secrets once it has the ServerHello, which the capture
+    sees first; its next flight comes after. The row is the one the finished file and key
+    log give (decrypted); a connection the log never gets keys for is still reported."""
+    keys = tmp_path / "sslkeylog.txt"
+    keys.write_text("# keys come as the client has them\n")
+    frames = _frames("tls13_x25519")   # 6: the server's ServerHello flight; 8: client's next
+    proc = _cli("-", "--keylog", str(keys), stdin=subprocess.PIPE)
+    assert proc.stdin is not None
+    try:
+        # a first connection's row: the command runs, its key log read as it was
+        proc.stdin.write(PCAP_HEADER + _records("tls12_rsa"))
+        proc.stdin.flush()
+        assert _next_record(proc)["decrypted"] is False
+        proc.stdin.write(b"".join(frames[:7]))
+        proc.stdin.flush()
+        time.sleep(0.3)     # the reader has the ServerHello flight before the keys exist
+        if logged:
+            with open(keys, "a") as log:
+                log.write((CAPTURES / "tls13_x25519.keys").read_text())
+        for frame in frames[7:]:
+            proc.stdin.write(frame)
+            proc.stdin.flush()
+        row = _next_record(proc)
+        if logged:
+            assert _facts(row) == _decrypted_record("tls13_x25519")
+            assert row["decrypted"] is True
+        else:
+            assert _facts(row) == _expected("tls13_x25519")
+        proc.stdin.close()
+        assert _next_record(proc)["kind"] == "capture"
+        assert proc.wait(DEADLINE) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_growing_key_log_is_read_by_its_new_lines_only(tmp_path: Path) -> None:
+    from tlsprobe.engine.keylog import load_keylog
+    lines = (CAPTURES / "tls13_x25519.keys").read_text().splitlines(keepends=True)
+    path = tmp_path / "keys"
+    path.write_text(lines[1])
+    log = load_keylog(path, grows=True)
+    assert log.follower is not None and log.usable == 1
+    random = bytes.fromhex(lines[1].split()[1])
+    missing = bytes(32)
+    reads = log.follower.reads
+    for _ in range(1000):     # misses on an unchanged file: a stat each, no read
+        assert log.secrets(missing) is None
+    assert log.follower.reads == reads
+    with open(path, "a") as out:
+        out.write(lines[2] + lines[3][:20])       # a whole line and half of one
+    assert log.secrets(missing) is None and log.follower.reads == reads + 1
+    entry = log.secrets(random)
+    assert entry is not None and len(entry) == 2
+    with open(path, "a") as out:
+        out.write(lines[3][20:])
+    assert log.secrets(missing) is None          # the completed line is read now
+    assert len(log.secrets(random) or {}) == 3 and log.bad_lines == 0

@@ -122,8 +122,8 @@ class CaptureRequest:
         keys = None
         if keylog is not None:
             from tlsprobe.engine.keylog import load_keylog
-            try:
-                keys = load_keylog(keylog)
+            try:   # a capture still being written: so may its key log be
+                keys = load_keylog(keylog, grows=follow or "-" in files)
             except OSError as exc:
                 raise UsageError(f"{names('keylog')} {keylog}: {exc.strerror or exc}"
                                  ) from None
