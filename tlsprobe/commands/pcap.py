@@ -16,6 +16,7 @@ import argparse
 import dataclasses
 import gc
 import sys
+import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
@@ -23,7 +24,6 @@ from tlsprobe.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, UsageError
 from tlsprobe.report.escape import shown
 
 if TYPE_CHECKING:
-    from tlsprobe.capture.ring import RingSpec
     from tlsprobe.commands.pcap_output import Output
     from tlsprobe.model.capture import (
         BriefReport,
@@ -41,9 +41,29 @@ if TYPE_CHECKING:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("files", metavar="FILE", nargs="+",
+    p.add_argument("files", metavar="FILE", nargs="*",
                    help="pcap or pcapng capture (gzip-compressed too), or a directory (the "
-                   "captures under it, by path); '-' reads stdin")
+                   "captures under it, by path); '-' reads stdin (rows as handshakes "
+                   "complete); or -i IFACE instead")
+    live = p.add_argument_group("live capture (docs/CAPTURE.md)")
+    live.add_argument("-i", "--interface", action="append", metavar="IFACE",
+                      help="capture live on IFACE (repeatable; 'any': every interface, on "
+                      "Linux): each connection's row as soon as its handshake is decided; "
+                      "Ctrl-C stops (exit 0 after the summary). Needs root or CAP_NET_RAW "
+                      "and CAP_NET_ADMIN")
+    live.add_argument("-f", "--filter", dest="bpf", metavar="EXPR", help="with -i: BPF "
+                      "capture filter, as tcpdump's (default: 'tcp or udp': TLS on any "
+                      "port, STARTTLS, QUIC, DTLS)")
+    live.add_argument("-c", "--count", type=int, metavar="N", help="stop after N "
+                      "connections reported (live capture, stdin, or a file)")
+    live.add_argument("--duration", type=float, metavar="S", help="with -i or '-': stop "
+                      "after S seconds (the connections still open are reported)")
+    live.add_argument("-w", "--write", dest="write", metavar="FILE", help="with -i: also "
+                      "write the captured packets to FILE (pcapng), to read again later")
+    live.add_argument("--ring-size", type=float, metavar="MB", help="with -w: a ring of "
+                      "files, a new one past MB megabytes (named as tshark's -b names them)")
+    live.add_argument("--ring-files", type=int, metavar="N", help="with --ring-size: keep "
+                      "only the newest N files")
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true", help="one JSON document; connections "
                    "in the order they end (streamed), each with its first_frame (the table "
@@ -102,45 +122,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _add_streaming_arguments(p: argparse.ArgumentParser) -> None:
-    """Captures still being written (issue 34): --follow, and -w with its ring buffer."""
+    """Captures still being written (issue 34): --follow."""
     s = p.add_argument_group("captures still being written")
     s.add_argument("--follow", action="store_true", help="FILE is a capture another "
                    "program is still writing (tcpdump -w, dumpcap): read it as it grows and "
                    "wait for more at its end, as tail -f, until interrupted; each "
                    "connection is reported as it ends. A file that shrinks or is replaced "
                    "ends the reading (exit 7). stdin ('-') is read as it comes without it")
-    s.add_argument("-w", dest="write", metavar="FILE", help="also write the packets a "
-                   "live capture (-i) sees to FILE as pcapng (the kernel's drop count in "
-                   "its statistics blocks), to read again later")
-    s.add_argument("--ring-size", type=float, metavar="MB", help="with -w: a ring buffer "
-                   "of files of at most MB megabytes (10^6 bytes) each, named "
-                   "FILE_NNNNN_YYYYmmddHHMMSS.ext as tshark's -b filesize")
-    s.add_argument("--ring-files", type=int, metavar="N", help="with --ring-size: keep "
-                   "only the newest N files (tshark's -b files)")
-
-
-def ring_spec(args: argparse.Namespace, live: bool) -> RingSpec | None:
-    """The -w output asked for (None: none), checked: a usage error names what is wrong.
-    `live`: whether the input is a live capture (-w writes what that captures)."""
-    from tlsprobe.capture.ring import RingSpec
-    if args.write is None:
-        if args.ring_size is not None or args.ring_files is not None:
-            raise UsageError("--ring-size and --ring-files shape the -w output: add -w FILE")
-        return None
-    if not live:
-        raise UsageError("-w writes the packets of a live capture (-i IFACE); a capture "
-                         "file or stdin is already a capture")
-    try:
-        return RingSpec.parse(args.write, args.ring_size, args.ring_files)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
 
 
 def _options(args: argparse.Namespace) -> tuple[CaptureRequest, AnalyzerOptions]:
     """The request (requests/capture.py: files, key log, filters, processes) and the
     analysis options the output asks for; a bad option is a usage error before any read."""
     from tlsprobe.requests.capture import CaptureRequest
-    ring_spec(args, live=False)
+    if args.ring_size is not None or args.ring_files is not None:
+        raise UsageError("--ring-size and --ring-files are -w's ring, for a live capture: "
+                         "with -i IFACE -w FILE")
     if args.json and args.jsonl:
         raise UsageError("--json and --jsonl exclude each other")
     if args.details and (args.json or args.jsonl):
@@ -211,8 +208,12 @@ class _Sinks:
 
 
 def _read_one(name: str, analysis: CaptureAnalysis | Finished, flt: ConnectionFilter,
-              output: Output, sinks: _Sinks) -> CaptureSummary:
-    """Report the connections of one opened capture; its summary (with `reported`)."""
+              output: Output, sinks: _Sinks, limit: int | None = None,
+              interruptible: bool = False) -> CaptureSummary:
+    """Report the connections of one opened capture (the first `limit` only: -c); its
+    summary (with `reported`). `interruptible` (a capture still coming: stdin, --follow):
+    Ctrl-C or the --duration deadline ends the reading, and what was read is summarised."""
+    from tlsprobe.commands.pcap_live import Interrupted
     from tlsprobe.requests.capture import passes
     output.begin()
     reported = 0
@@ -220,19 +221,28 @@ def _read_one(name: str, analysis: CaptureAnalysis | Finished, flt: ConnectionFi
     reported_ids: set[int] = set()
     # once per connection: what does not change is looked up before the loop
     stats, counting, files, emit = sinks.stats, sinks.counting, sinks.files, output.report
-    for report, trace in analysis:
-        if filtering:
-            if not passes(flt, report):
-                continue
-            reported_ids.add(report.id)
-        reported += 1
-        if counting:
-            stats.add(report)
-        else:
-            stats.connections += 1
-        if files:
-            sinks.to_files(name, report)
-        emit(report, trace)
+    close = getattr(analysis, "close", None)   # (a worker's capture is read already)
+    try:
+        for report, trace in analysis:
+            if filtering:
+                if not passes(flt, report):
+                    continue
+                reported_ids.add(report.id)
+            reported += 1
+            if counting:
+                stats.add(report)
+            else:
+                stats.connections += 1
+            if files:
+                sinks.to_files(name, report)
+            emit(report, trace)
+            if reported == limit and close is not None:
+                close()   # -c N: the rest is not read; the summary is made now
+                break
+    except (KeyboardInterrupt, Interrupted):
+        if not interruptible or close is None:
+            raise
+        close()   # Ctrl-C or --duration: what was read is summarised (exit 0)
     summary = analysis.summary
     assert summary is not None  # set when the iteration ends
     if filtering:  # notes about connections only for those reported
@@ -248,11 +258,23 @@ def run(args: argparse.Namespace) -> int:
     reported), else 0."""
     from tlsprobe.model.capture import CaptureSummary
     from tlsprobe.report.progress import CaptureBar
+    if args.interface:
+        return _run_live(args)
+    if not args.files:
+        raise UsageError("give a capture FILE (or '-' for stdin), or -i IFACE to capture "
+                         "live")
+    if args.bpf is not None or args.write is not None:
+        raise UsageError(f"{'-f/--filter' if args.bpf is not None else '-w'} is for a live "
+                         "capture: with -i IFACE (the filters of a file's connections are "
+                         "--host, --port, --sni ...)")
     request, options = _options(args)
+    from tlsprobe.commands import pcap_live
+    streaming = pcap_live.streamed_input(args, request.files)
     sinks = _Sinks(args)
     from tlsprobe.commands.pcap_output import Output
-    output = Output(args, sys.stdout, streaming=request.streaming)
+    output = Output(args, sys.stdout, streaming=streaming)
     broken = unreadable = False
+    left = args.count
     bar = CaptureBar(not args.no_progress and not args.msg and not request.parallel
                      and not request.follow)
     opened = _opened(request, options, bar)
@@ -260,19 +282,28 @@ def run(args: argparse.Namespace) -> int:
     # loaded out of the collector's scans and let it run less often (about 10% faster).
     gc.freeze()
     gc.set_threshold(100_000, 50, 100)
+    timer = pcap_live.Deadline(args.duration)
     try:
-        for path, (analysis, error) in zip(request.files, opened):
-            name = "<stdin>" if path == "-" else path
-            if analysis is None:
-                # one line, a JSON record, and the other files are still read (exit 2)
-                print(f"tlsprobe: {shown(f'{name}: {error}')}", file=sys.stderr)
-                unreadable = True
-                summary = CaptureSummary.unreadable(name, error or "")
-            else:
-                summary = _read_one(name, analysis, request.filter, output, sinks)
-                broken = _warn(name, summary, args.full) or broken
-            sinks.summaries.append(summary)
-            output.capture(summary)
+        with timer:
+            for path, (analysis, error) in zip(request.files, opened):
+                name = "<stdin>" if path == "-" else path
+                if analysis is None:
+                    # one line, a JSON record, and the other files are still read (exit 2)
+                    print(f"tlsprobe: {shown(f'{name}: {error}')}", file=sys.stderr)
+                    unreadable = True
+                    summary = CaptureSummary.unreadable(name, error or "")
+                else:
+                    summary = _read_one(name, analysis, request.filter, output, sinks,
+                                        left, streaming)
+                    broken = _warn(name, summary, args.full) or broken
+                    left = None if left is None else left - summary.reported
+                sinks.summaries.append(summary)
+                output.capture(summary)
+                if left is not None and left <= 0:
+                    break   # -c N connections reported: the other files are not read
+        if timer.expired and not sinks.summaries:   # not even a capture header came
+            unreadable = True
+            print(f"tlsprobe: <stdin>: {timer.nothing()}", file=sys.stderr)
     finally:
         opened.close()  # stopped early: the worker processes go too
         bar.stop()
@@ -291,6 +322,47 @@ def run(args: argparse.Namespace) -> int:
             sinks.timeline.write(args.plot)
     if unreadable:
         return EXIT_USAGE
+    return EXIT_BAD_INPUT if broken else EXIT_OK
+
+
+def _run_live(args: argparse.Namespace) -> int:
+    """`pcap -i IFACE`: rows as handshakes are decided until -c, --duration or Ctrl-C;
+    then the summary (commands/pcap_live.py has the exit codes)."""
+    from tlsprobe.commands import pcap_live
+    from tlsprobe.commands.pcap_output import Output
+    ring = pcap_live.check_live_args(args)
+    request, options = _options(args)
+    sinks = _Sinks(args)
+    opened = pcap_live.open_live(args, options, ring)
+    if isinstance(opened, str):
+        print(f"tlsprobe: {shown(opened)}", file=sys.stderr)
+        sinks.close()
+        return EXIT_USAGE
+    capture, analysis, writer = opened
+    output = Output(args, sys.stdout, streaming=True)
+    start = time.monotonic()
+    pcap_live.report_start(capture)
+    try:
+        with pcap_live.stopped_by_signals(capture):
+            summary = _read_one(analysis.name, analysis, request.filter, output, sinks,
+                                limit=args.count)
+    finally:
+        analysis.close()
+        capture.close()
+        if writer is not None:
+            writer.close()
+        output.flush()
+        sinks.close()
+    broken = _warn(analysis.name, summary, args.full)
+    sinks.summaries.append(summary)
+    output.capture(summary)
+    output.finish(sinks.stats, sinks.summaries)
+    print(pcap_live.summary_line(summary, analysis.stream.stats.live,
+                                 time.monotonic() - start), file=sys.stderr)
+    if sinks.timeline is not None:
+        from tlsprobe.commands.common import written_to
+        with written_to("--plot", args.plot):
+            sinks.timeline.write(args.plot)
     return EXIT_BAD_INPUT if broken else EXIT_OK
 
 
@@ -322,7 +394,11 @@ def _opened(request: CaptureRequest, options: AnalyzerOptions, bar: CaptureBar
     for path in request.files:
         name = "<stdin>" if path == "-" else path
         update = bar.start(name)
-        yield open_capture(path, name, options, None if update is None else Progress(update))
+        # a capture still being written: each connection reported when its handshake is
+        # decided (as a live capture's), not when it closes
+        opts = dataclasses.replace(options, report_when_decided=True) \
+            if path == "-" or request.follow else options
+        yield open_capture(path, name, opts, None if update is None else Progress(update))
 
 
 def _warn(name: str, summary: CaptureSummary, full: bool = False) -> bool:

@@ -1,0 +1,119 @@
+"""How a live capture ends and what it says at its end: --duration (an idle capture uses
+little CPU; a connection still open is reported at the end), Ctrl-C (exit 0 after the
+summary), the kernel's drop counts (reported, never silent), and the Python API's
+`capture_live`."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tlsprobe
+from tests.helpers.cpu import reaped_cpu
+from tests.live.conftest import run_client
+from tlsprobe.capture import iter_stream_events
+from tlsprobe.capture.live import LiveCapture
+
+
+def test_duration_ends_an_idle_capture_cheaply(live_pcap: Any) -> None:
+    """Nothing passes the filter: the capture waits without spinning and ends after
+    --duration with the "nothing found" line and the summary."""
+    with socket.socket() as unused:   # a port nothing talks to
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+        before = reaped_cpu()
+        run = live_pcap(f"tcp port {port}", "--duration", "2")
+        code, lines, err = run.finish(timeout=30)
+    assert code == 0, err
+    assert lines[-1] == "no TLS connections found in lo"
+    assert "captured 0 packets" in err and "dropped: 0 by the kernel" in err
+    # start-up (imports, libpcap) and 2 s of waiting: far below a busy loop's 2 s of CPU
+    assert reaped_cpu() - before < 1.5
+
+
+def test_duration_reports_a_handshake_still_open_at_the_end(live_pcap: Any) -> None:
+    """A ClientHello the server never answers is reported when --duration ends it."""
+    with socket.socket() as mute:
+        mute.bind(("127.0.0.1", 0))
+        mute.listen(1)
+        port = mute.getsockname()[1]
+        run = live_pcap(f"tcp port {port}", "--jsonl", "--duration", "3")
+        client = subprocess.Popen(["openssl", "s_client", "-connect", f"127.0.0.1:{port}",
+                                   "-servername", "mute.test"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            code, lines, err = run.finish(timeout=30)
+        finally:
+            client.kill()
+            client.wait(5)
+    assert code == 0, err
+    assert '"sni": "mute.test"' in lines[0] and '"close": "end"' in lines[0]
+
+
+def test_ctrl_c_stops_with_the_summary_and_exit_0(tls_server: Any, live_pcap: Any) -> None:
+    server = tls_server("openssl")
+    run = live_pcap(f"tcp port {server.port}")
+    assert run.next_line(timeout=15.0) is not None   # the header
+    run_client(["openssl", "s_client", "-connect", f"127.0.0.1:{server.port}"])
+    row = run.next_line(timeout=15.0)
+    assert row is not None and f"127.0.0.1:{server.port}" in row[1]
+    run.interrupt()
+    code, lines, err = run.finish(timeout=30)
+    assert code == 0, err
+    assert lines[-1].startswith("Key S/C")
+    assert "1 TLS connection (1 reported); dropped: 0 by the kernel or libpcap" in err
+    assert "Traceback" not in err
+
+
+def test_kernel_drops_are_counted_and_said(tmp_path: Path) -> None:
+    """A capture that does not read while a burst passes a ring too small for it: the
+    packets the kernel dropped are counted (pcap_stats) and said as a loss."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sink:
+        sink.bind(("127.0.0.1", 0))
+        port = sink.getsockname()[1]
+        capture = LiveCapture(["lo"], f"udp dst port {port}", buffer_bytes=64 << 10,
+                              stop_at=time.monotonic() + 1.0)
+        stream = iter_stream_events(capture, udp=True)
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
+                for _ in range(3000):   # not read meanwhile: the ring overflows
+                    sender.sendto(b"\x00" * 1200, ("127.0.0.1", port))
+            for _event in stream:
+                pass
+        finally:
+            stream.close()
+            capture.close()
+    stats = stream.stats
+    assert stats.live is not None and stats.live.dropped > 0
+    assert stats.packets + stats.live.dropped <= stats.live.received
+    assert any("dropped by the kernel or libpcap" in line for line in stats.losses())
+    assert stats.to_dict()["live"]["dropped"] == stats.live.dropped
+
+
+def test_capture_live_api_yields_reports(tls_server: Any) -> None:
+    server = tls_server("openssl")
+    reader = tlsprobe.capture_live("lo", bpf=f"tcp port {server.port}", count=1,
+                                   duration=20)
+    with reader:
+        run_client(["openssl", "s_client", "-connect", f"127.0.0.1:{server.port}",
+                    "-servername", "api.test"])
+        reports = list(reader)
+    assert [r.sni for r in reports] == ["api.test"]
+    assert isinstance(reports[0], tlsprobe.ConnectionReport)
+    summary = reader.summary
+    assert summary is not None and summary.reported == 1
+    live = summary.capture["live"]
+    assert isinstance(live, dict) and live["interfaces"] == ["lo"]
+
+
+@pytest.mark.parametrize("args", [{"interface": "nosuch9"}, {"interface": "lo",
+                                                             "bpf": "tcp port"}])
+def test_capture_live_api_errors(args: dict[str, str]) -> None:
+    with pytest.raises(tlsprobe.TlsprobeError) as caught:
+        tlsprobe.capture_live(**args)
+    assert caught.value.exit_code == 2 and "\n" not in str(caught.value)
