@@ -118,12 +118,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    metavar="VERSION",
                    help="negotiated version: 1.3, TLSv1.2, ssl3, 0x0303")
     f.add_argument("--no-quic", action="store_true", help="skip UDP (QUIC Initial packets)")
+    _add_streaming_arguments(p)
+
+
+def _add_streaming_arguments(p: argparse.ArgumentParser) -> None:
+    """Captures still being written (issue 34): --follow."""
+    s = p.add_argument_group("captures still being written")
+    s.add_argument("--follow", action="store_true", help="FILE is a capture another "
+                   "program is still writing (tcpdump -w, dumpcap): read it as it grows and "
+                   "wait for more at its end, as tail -f, until interrupted; each "
+                   "connection is reported as it ends. A file that shrinks or is replaced "
+                   "ends the reading (exit 7). stdin ('-') is read as it comes without it")
 
 
 def _options(args: argparse.Namespace) -> tuple[CaptureRequest, AnalyzerOptions]:
     """The request (requests/capture.py: files, key log, filters, processes) and the
     analysis options the output asks for; a bad option is a usage error before any read."""
     from tlsprobe.requests.capture import CaptureRequest
+    if args.ring_size is not None or args.ring_files is not None:
+        raise UsageError("--ring-size and --ring-files are -w's ring, for a live capture: "
+                         "with -i IFACE -w FILE")
     if args.json and args.jsonl:
         raise UsageError("--json and --jsonl exclude each other")
     if args.details and (args.json or args.jsonl):
@@ -261,7 +275,8 @@ def run(args: argparse.Namespace) -> int:
     output = Output(args, sys.stdout, streaming=streaming)
     broken = unreadable = False
     left = args.count
-    bar = CaptureBar(not args.no_progress and not args.msg and not request.parallel)
+    bar = CaptureBar(not args.no_progress and not args.msg and not request.parallel
+                     and not request.follow)
     opened = _opened(request, options, bar)
     # Reading a capture allocates many short-lived objects and few cycles: keep what is
     # loaded out of the collector's scans and let it run less often (about 10% faster).
@@ -381,8 +396,8 @@ def _opened(request: CaptureRequest, options: AnalyzerOptions, bar: CaptureBar
         update = bar.start(name)
         # a capture still being written: each connection reported when its handshake is
         # decided (as a live capture's), not when it closes
-        opts = dataclasses.replace(options, report_when_decided=True) if path == "-" \
-            else options
+        opts = dataclasses.replace(options, report_when_decided=True) \
+            if path == "-" or request.follow else options
         yield open_capture(path, name, opts, None if update is None else Progress(update))
 
 

@@ -33,6 +33,8 @@ class Output:
 
     def __init__(self, args: argparse.Namespace, out: IO[str], streaming: bool = False
                  ) -> None:
+        """`streaming`: the capture is still being written (stdin, --follow, live): each
+        report is written and flushed as it comes, never gathered into a batch."""
         from tlsprobe.model.capture import capture_encoder
         from tlsprobe.report.offline_tables import (
             StreamedTable,

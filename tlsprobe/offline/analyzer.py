@@ -30,6 +30,7 @@ from tlsprobe.capture import (
     iter_stream_events,
 )
 from tlsprobe.capture.pipe import PipedStream, can_pipe
+from tlsprobe.capture.streaming import streaming_source
 from tlsprobe.model.capture import CaptureSummary
 from tlsprobe.offline.caches import AnalysisCaches
 from tlsprobe.offline.connection import Connection
@@ -61,7 +62,11 @@ class AnalyzerOptions:
     (their report's JSON text and id: what --json/--jsonl write); `pipe_min_bytes`: a
     capture file of at least this size is read by a second process (capture.pipe: the
     same results in 10-30 % less time on two free CPUs, for more CPU time in all),
-    where the system can (`can_pipe`); None: never. `report_when_decided`: a TCP
+    where the system can (`can_pipe`); None: never. `follow`: the capture file is still
+    being written: read it as it grows, as `tail -f` (capture.streaming.FollowedFile);
+    `stop_at`: a `time.monotonic()` deadline for a capture still being written (stdin, a
+    pipe, `follow`): no read waits past it, and the capture ends there as if it ended.
+    `report_when_decided`: a TCP
     connection is reported as soon as its handshake is decided (both directions only
     counted from then on: what the report says can no longer change), not when it
     closes, and not again then (live capture, stdin, --follow: rows as handshakes end).
@@ -78,6 +83,8 @@ class AnalyzerOptions:
     brief: bool = False
     json_text: bool = False
     pipe_min_bytes: int | None = None
+    follow: bool = False
+    stop_at: float | None = None
     report_when_decided: bool = False
 
     def __post_init__(self) -> None:
@@ -136,7 +143,11 @@ class CaptureAnalysis:
         self._progress = progress
         self._counter: _CountingReader | None = None
         self._total: int | None = None
-        if progress is not None and isinstance(source, str) and source != "-":
+        self._streaming = streaming_source(source, self.options.follow,
+                                           self.options.stop_at) \
+            if isinstance(source, str) else None
+        if progress is not None and isinstance(source, str) and source != "-" and \
+                self._streaming is None:
             self._counter = _CountingReader(open(source, "rb"))  # noqa: SIM115
             try:
                 self._total = os.fstat(self._counter._raw.fileno()).st_size
@@ -144,14 +155,16 @@ class CaptureAnalysis:
                 self._total = None
         try:
             stream = iter_stream_events(
-                self._counter if self._counter is not None else source,
+                self._counter if self._counter is not None else self._streaming or source,
                 udp=self.options.quic)
         except BaseException:
             if self._counter is not None:
                 self._counter.close()
+            if self._streaming is not None:
+                self._streaming.close()
             raise
         self.stream: CaptureStream | PipedStream = stream
-        if _piped(source, self.options.pipe_min_bytes):
+        if self._streaming is None and _piped(source, self.options.pipe_min_bytes):
             try:
                 self.stream = PipedStream(stream)
             except OSError:
@@ -207,7 +220,7 @@ class CaptureAnalysis:
             merged = KeyLog(dict(self.keylog.sessions), self.keylog.bad_lines,
                             self.keylog.skipped_lines, self.keylog.dropped,
                             {**self.keylog.session_ids, **embedded.session_ids},
-                            self.keylog.source)
+                            self.keylog.source, self.keylog.follower)
             for random, secrets in embedded.sessions.items():
                 merged.sessions.setdefault(random, {}).update(secrets)
             self.keylog = merged
@@ -369,6 +382,8 @@ class CaptureAnalysis:
         self._conns.clear()
         self._opened.clear()
         self.stream.close()
+        if self._streaming is not None:
+            self._streaming.close()
         if self._progress is not None:
             self._tick()
         if self._counter is not None:
