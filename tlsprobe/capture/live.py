@@ -21,7 +21,6 @@ about once a second and at the end.
 
 from __future__ import annotations
 
-import ctypes
 import importlib
 import io
 import select
@@ -96,6 +95,7 @@ class _Handle:
     def __init__(self, lib: ModuleType, name: str, bpf: str, buffer_bytes: int) -> None:
         self.lib = lib
         self.name = name
+        import ctypes  # (in functions: importing the capture package stays cheap)
         self.pcap = None
         errbuf = ctypes.create_string_buffer(256)
         pcap = lib.pcap_create(name.encode(), errbuf)
@@ -140,6 +140,7 @@ class _Handle:
         raise LiveError(f"{self.name}: {detail}", kind)
 
     def _filter(self, bpf: str) -> None:
+        import ctypes
         lib, pcap = self.lib, self.pcap
         program = lib.bpf_program()
         if lib.pcap_compile(pcap, ctypes.byref(program), bpf.encode(), 1,
@@ -156,6 +157,7 @@ class _Handle:
         """(received, dropped by the kernel or libpcap, dropped by the interface)."""
         if not self.pcap:
             return None
+        import ctypes
         st = self.lib.pcap_stat()
         if self.lib.pcap_stats(self.pcap, ctypes.byref(st)) < 0:
             return None
@@ -229,6 +231,7 @@ class LiveCapture:
         handles = self._handles
         fds = [h.fd for h in handles]
         by_fd = {h.fd: (i, h) for i, h in enumerate(handles)}
+        import ctypes
         header = ctypes.POINTER(handles[0].lib.pcap_pkthdr)()
         data = ctypes.POINTER(ctypes.c_ubyte)()
         next_ex = handles[0].lib.pcap_next_ex
