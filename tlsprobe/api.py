@@ -330,14 +330,15 @@ class LiveCaptureReader(CaptureReader):
 def capture_live(interface: str | Sequence[str], *, bpf: str | None = None,
                  count: int | None = None, duration: float | None = None,
                  keylog: str | os.PathLike[str] | None = None,
-                 quic: bool = True) -> LiveCaptureReader:
+                 quic: bool = True, buffer_mb: float | None = None) -> LiveCaptureReader:
     """Capture live on `interface` (a name, `"any"`, or several names) as
     `tlsprobe pcap -i IFACE --jsonl` does: a `LiveCaptureReader` yielding one
     `ConnectionReport` per TLS or QUIC connection as soon as its handshake is decided.
 
     `bpf` is the capture filter (tcpdump's syntax; default "tcp or udp"); the capture ends
     after `count` connections, after `duration` seconds, or on the reader's `stop()`.
-    `keylog` is an SSLKEYLOGFILE to decrypt with, read as it grows (a browser's, say).
+    `keylog` is an SSLKEYLOGFILE to decrypt with, read as it grows (a browser's, say);
+    `buffer_mb` the kernel's capture buffer per interface (MiB, default 32).
     Raises a `UsageError` for a bad value
     and an `UnreadableInput` (kind "bad_input", exit 2 as the command line's) when the
     capture cannot start: no such interface (the message lists those there are), no
@@ -345,7 +346,8 @@ def capture_live(interface: str | Sequence[str], *, bpf: str | None = None,
     from tlsprobe.capture.live import LiveError
     from tlsprobe.requests.capture import CaptureRequest
     from tlsprobe.requests.live import LiveRequest
-    live = LiveRequest.build(interface, bpf=bpf, count=count, duration=duration)
+    live = LiveRequest.build(interface, bpf=bpf, count=count, duration=duration,
+                             buffer_mb=buffer_mb)
     request = CaptureRequest.build([], keylog=None if keylog is None else os.fspath(keylog),
                                    quic=quic, live=True)
     try:

@@ -5,6 +5,8 @@ summary), the kernel's drop counts (reported, never silent), and the Python API'
 
 from __future__ import annotations
 
+import json
+import signal
 import socket
 import subprocess
 import time
@@ -147,3 +149,27 @@ def test_a_connection_with_gaps_says_the_live_capture_dropped_packets(dropped: i
     assert gapped, "the capture has a connection with a gap"
     said = [p for r in gapped for p in r.problems if "dropped by the live capture" in p]
     assert len(said) == (len(gapped) if dropped else 0)
+
+
+def test_drops_make_a_note_and_exit_7(live_pcap: Any) -> None:
+    """The capture is stopped (SIGSTOP) while a burst passes a 1 MiB buffer: the kernel
+    drops what does not fit, and the command says how many, in the summary line, a note
+    and the JSON capture record, with exit code 7."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sink:
+        sink.bind(("127.0.0.1", 0))
+        port = sink.getsockname()[1]
+        run = live_pcap(f"udp dst port {port}", "--jsonl", "-B", "1", "--duration", "3")
+        run.proc.send_signal(signal.SIGSTOP)
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
+                for _ in range(4000):   # 4 MB: four times the buffer
+                    sender.sendto(b"\x00" * 1000, ("127.0.0.1", port))
+        finally:
+            run.proc.send_signal(signal.SIGCONT)
+        code, lines, err = run.finish(timeout=30)
+    assert code == 7, err
+    capture = json.loads(lines[-1])
+    dropped = capture["capture"]["live"]["dropped"]
+    assert dropped > 0 and capture["losses"], capture
+    assert f"tlsprobe: note: lo: {dropped} packets dropped by the kernel or libpcap" in err
+    assert f"dropped: {dropped} by the kernel or libpcap" in err

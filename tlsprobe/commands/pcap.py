@@ -54,6 +54,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     live.add_argument("-f", "--filter", dest="bpf", metavar="EXPR", help="with -i: BPF "
                       "capture filter, as tcpdump's (default: 'tcp or udp': TLS on any "
                       "port, STARTTLS, QUIC, DTLS)")
+    live.add_argument("-B", "--buffer-size", type=float, metavar="MB", help="with -i: "
+                      "the kernel's capture buffer per interface, in MiB (default 32; "
+                      "tshark's -B): bursts wait there while tlsprobe catches up, and what "
+                      "does not fit is dropped (counted and said)")
     live.add_argument("-c", "--count", type=int, metavar="N", help="stop after N "
                       "connections reported (live capture, stdin, or a file)")
     live.add_argument("--duration", type=float, metavar="S", help="with -i or '-': stop "
@@ -265,8 +269,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.files:
         raise UsageError("give a capture FILE (or '-' for stdin), or -i IFACE to capture "
                          "live")
-    if args.bpf is not None or args.write is not None:
-        raise UsageError(f"{'-f/--filter' if args.bpf is not None else '-w'} is for a live "
+    if args.bpf is not None or args.write is not None or args.buffer_size is not None:
+        flag = "-f/--filter" if args.bpf is not None else "-w" if args.write is not None \
+            else "-B/--buffer-size"
+        raise UsageError(f"{flag} is for a live "
                          "capture: with -i IFACE (the filters of a file's connections are "
                          "--host, --port, --sni ...)")
     from tlsprobe.commands import pcap_live

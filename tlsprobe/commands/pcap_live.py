@@ -75,7 +75,8 @@ def open_live(args: argparse.Namespace, options: AnalyzerOptions, ring: RingSpec
     from tlsprobe.requests.live import LiveRequest
     from tlsprobe.requests.names import CLI
     request = LiveRequest.build(args.interface, bpf=args.bpf, count=args.count,
-                                duration=args.duration, names=CLI)
+                                duration=args.duration, buffer_mb=args.buffer_size,
+                                names=CLI)
     try:
         capture, analysis = request.open(options)
     except LiveError as exc:

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
 
 DEFAULT_FILTER = "tcp or udp"  # TLS on any port, STARTTLS, QUIC and DTLS (capture.live's)
+BUFFER_MB = 32.0       # the kernel's ring per interface (capture.live.BUFFER_BYTES)
+MAX_BUFFER_MB = 4096.0
 
 
 def check_count(count: int | None, names: Names) -> None:
@@ -45,11 +47,12 @@ class LiveRequest:
     bpf: str = DEFAULT_FILTER
     count: int | None = None
     duration: float | None = None
+    buffer_mb: float = BUFFER_MB
 
     @classmethod
     def build(cls, interfaces: str | Sequence[str], *, bpf: str | None = None,
               count: int | None = None, duration: float | None = None,
-              names: Names = API) -> LiveRequest:
+              buffer_mb: float | None = None, names: Names = API) -> LiveRequest:
         """The request, or a UsageError naming the value at fault."""
         ifaces = (interfaces,) if isinstance(interfaces, str) else tuple(interfaces)
         if not ifaces or any(not i or not i.strip() for i in ifaces):
@@ -60,7 +63,11 @@ class LiveRequest:
                              f"(e.g. 'tcp port 443') or leave it out ({DEFAULT_FILTER!r})")
         check_count(count, names)
         check_duration(duration, names)
-        return cls(ifaces, bpf or DEFAULT_FILTER, count, duration)
+        if buffer_mb is not None and not (1 / 1024 <= buffer_mb <= MAX_BUFFER_MB):
+            raise UsageError(f"{names('buffer_mb')} must be between 0.001 and "
+                             f"{MAX_BUFFER_MB} MiB (got {buffer_mb:g})")
+        return cls(ifaces, bpf or DEFAULT_FILTER, count, duration,
+                   BUFFER_MB if buffer_mb is None else buffer_mb)
 
     def open(self, options: AnalyzerOptions) -> tuple[LiveCapture, CaptureAnalysis]:
         """Start capturing: the capture (its `stop()` ends it) and its analysis, reporting
@@ -69,7 +76,8 @@ class LiveRequest:
         from tlsprobe.capture.live import LiveCapture
         from tlsprobe.offline.analyzer import CaptureAnalysis
         stop_at = None if self.duration is None else time.monotonic() + self.duration
-        capture = LiveCapture(self.interfaces, self.bpf, stop_at=stop_at)
+        capture = LiveCapture(self.interfaces, self.bpf, stop_at=stop_at,
+                              buffer_bytes=round(self.buffer_mb * (1 << 20)))
         try:
             analysis = CaptureAnalysis(capture, replace(options, report_when_decided=True,
                                                         pipe_min_bytes=None))
