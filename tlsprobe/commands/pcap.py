@@ -272,9 +272,9 @@ def run(args: argparse.Namespace) -> int:
     if args.bpf is not None or args.write is not None or args.buffer_size is not None:
         flag = "-f/--filter" if args.bpf is not None else "-w" if args.write is not None \
             else "-B/--buffer-size"
-        raise UsageError(f"{flag} is for a live "
-                         "capture: with -i IFACE (the filters of a file's connections are "
-                         "--host, --port, --sni ...)")
+        hint = " (the filters of a file's connections are --host, --port, --sni ...)" \
+            if args.bpf is not None else ""
+        raise UsageError(f"{flag} is for a live capture: with -i IFACE{hint}")
     from tlsprobe.commands import pcap_live
     request, options = _options(args, pcap_live.deadline(args))
     streaming = pcap_live.streamed_input(args, request.files)
