@@ -26,7 +26,7 @@ import io
 import select
 import socket
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from types import ModuleType
 from typing import Protocol
 
@@ -39,6 +39,7 @@ SNAPLEN = 262144
 BUFFER_BYTES = 32 << 20   # the kernel ring per interface: bursts wait here, not dropped
 WAKE = 0.2                # seconds between looks at stop() / stop_at when idle
 BATCH = 256               # packets read from one interface before looking at the others
+DRAIN = 100_000           # packets still read per interface once stopped (captured before)
 _NETMASK_UNKNOWN = 0xFFFFFFFF
 _ERRORS = {-5: "no_interface", -8: "permission", -7: "permission", -11: "permission"}
 
@@ -227,49 +228,67 @@ class LiveCapture:
         return self, OpenedSource(empty, b"", self.name, False, None, empty)
 
     def packets(self) -> Generator[PacketRecord, None, None]:
-        """The packets as they come, until `stop()` or `stop_at`."""
-        handles = self._handles
-        fds = [h.fd for h in handles]
-        by_fd = {h.fd: (i, h) for i, h in enumerate(handles)}
-        import ctypes
-        header = ctypes.POINTER(handles[0].lib.pcap_pkthdr)()
-        data = ctypes.POINTER(ctypes.c_ubyte)()
-        next_ex = handles[0].lib.pcap_next_ex
-        string_at, hdr_ref, data_ref = ctypes.string_at, ctypes.byref(header), ctypes.byref(data)
-        link_types, writer = self.link_types, self.writer
-        write = writer.write if writer is not None else None
-        stats = self.stats if self.stats is not None else CaptureStats()
-        frame = 0
+        """The packets as they come, until `stop()` or `stop_at`; then those the kernel
+        had captured by then (up to `DRAIN` per interface) are still read."""
+        fds = [h.fd for h in self._handles]
+        by_fd = {h.fd: (i, h) for i, h in enumerate(self._handles)}
+        read = self._reader()
         try:
             while not self.stopped:
                 wait = WAKE if self.stop_at is None else \
                     max(0.0, min(WAKE, self.stop_at - time.monotonic()))
                 ready, _, _ = select.select(fds, [], [], wait)
-                if not ready and writer is not None:
-                    writer.flush()  # idle: what was written is readable in the file
+                if not ready and self.writer is not None:
+                    self.writer.flush()  # idle: what was written is readable in the file
                 for fd in ready:
-                    index, handle = by_fd[fd]
-                    lt = handle.link_type
-                    for _ in range(BATCH):
-                        rc = next_ex(handle.pcap, hdr_ref, data_ref)
-                        if rc != 1:
-                            if rc < 0:
-                                self._failed(handle, rc)
-                            break
-                        h = header.contents
-                        caplen = h.caplen
-                        buf = string_at(data, caplen)
-                        ts = h.ts.tv_sec + h.ts.tv_usec * 1e-6
-                        frame += 1
-                        stats.packets += 1
-                        link_types[lt] = link_types.get(lt, 0) + 1
-                        if write is not None:
-                            write(index, ts, buf, h.len)
-                        yield frame, ts, lt, buf, 0, caplen, h.len
+                    yield from read(*by_fd[fd], BATCH, None)
                 if time.monotonic() - self._counted >= 1.0:
                     self._count()
+            until = time.time()
+            for index, handle in enumerate(self._handles):
+                yield from read(index, handle, DRAIN, until)
         finally:
             self._count()
+
+    def _reader(self) -> Callable[[int, _Handle, int, float | None],
+                                  Generator[PacketRecord, None, None]]:
+        """The function that reads up to `limit` packets waiting on one interface (those
+        captured before `until`, epoch seconds, when given): libpcap's pcap_next_ex, the
+        packet copied out, counted, written (-w) and yielded as a record."""
+        import ctypes
+        lib = self._handles[0].lib
+        header = ctypes.POINTER(lib.pcap_pkthdr)()
+        data = ctypes.POINTER(ctypes.c_ubyte)()
+        next_ex, string_at = lib.pcap_next_ex, ctypes.string_at
+        hdr_ref, data_ref = ctypes.byref(header), ctypes.byref(data)
+        link_types = self.link_types
+        stats = self.stats if self.stats is not None else CaptureStats()
+        frame = 0
+
+        def read(index: int, handle: _Handle, limit: int, until: float | None
+                 ) -> Generator[PacketRecord, None, None]:
+            nonlocal frame
+            lt, write = handle.link_type, \
+                self.writer.write if self.writer is not None else None
+            for _ in range(limit):
+                rc = next_ex(handle.pcap, hdr_ref, data_ref)
+                if rc != 1:
+                    if rc < 0:
+                        self._failed(handle, rc)
+                    return
+                h = header.contents
+                caplen = h.caplen
+                ts = h.ts.tv_sec + h.ts.tv_usec * 1e-6
+                if until is not None and ts > until:
+                    return
+                buf = string_at(data, caplen)
+                frame += 1
+                stats.packets += 1
+                link_types[lt] = link_types.get(lt, 0) + 1
+                if write is not None:
+                    write(index, ts, buf, h.len)
+                yield frame, ts, lt, buf, 0, caplen, h.len
+        return read
 
     def _failed(self, handle: _Handle, rc: int) -> None:
         """pcap_next_ex's error (the interface went down): said, and the capture ends."""
