@@ -8,6 +8,8 @@ not be read (what could be read is still reported, and what was not is said).
 per task, with the same output as one after another (tlsprobe/survey/captures.py). One large
 capture (or one file with --jobs 2 or more) is read by two processes: the capture layer in
 the second (tlsprobe/capture/pipe.py), the same output; --jobs 1 keeps to one process.
+`-i IFACE` captures live instead (`_run_live`, commands/pcap_live.py, capture/live.py): rows as
+handshakes are decided, until -c, --duration or Ctrl-C.
 """
 
 from __future__ import annotations
@@ -60,8 +62,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                       "does not fit is dropped (counted and said)")
     live.add_argument("-c", "--count", type=int, metavar="N", help="stop after N "
                       "connections reported (live capture, stdin, or a file)")
-    live.add_argument("--duration", type=float, metavar="S", help="with -i or '-': stop "
-                      "after S seconds (the connections still open are reported)")
+    live.add_argument("--duration", type=float, metavar="S", help="with -i, '-' or "
+                      "--follow: stop after S seconds (the connections still open are "
+                      "reported)")
     live.add_argument("-w", "--write", dest="write", metavar="FILE", help="with -i: also "
                       "write the captured packets to FILE (pcapng), to read again later")
     live.add_argument("--ring-size", type=float, metavar="MB", help="with -w: a ring of "
