@@ -203,3 +203,25 @@ def test_any_interface(tls_server: Any, live_pcap: Any, tmp_path: Path) -> None:
     connections = [line for line in lines if '"kind": "connection"' in line]
     assert len(connections) == 1 and '"sni": "any.test"' in connections[0]
     assert set(tshark_fields(written, None, "frame.encap_type")) <= {"25", "210"}  # SLL(2)
+
+
+def test_ring_of_files_keeps_the_newest(tls_server: Any, live_pcap: Any, run_cli: Any,
+                                        tmp_path: Path) -> None:
+    """-w with --ring-size and --ring-files: files of about the size asked, named as
+    tshark names them, only the newest kept, each a capture tshark and tlsprobe read."""
+    server = tls_server("openssl")
+    stem = tmp_path / "ring.pcapng"
+    run = live_pcap(f"tcp port {server.port}", "--jsonl", "-c", "4", "-w", str(stem),
+                    "--ring-size", "0.004", "--ring-files", "2")
+    for _ in range(4):
+        run_client(["openssl", "s_client", "-connect", f"127.0.0.1:{server.port}"])
+    code, lines, err = run.finish()
+    assert code == 0, err
+    kept = sorted(tmp_path.glob("ring_*.pcapng"))
+    assert len(kept) == 2, kept
+    numbers = [int(p.name.split("_")[1]) for p in kept]
+    assert numbers[0] >= 2 and numbers[1] == numbers[0] + 1   # the oldest went
+    for path in kept:
+        assert tshark_fields(path, None, "frame.number"), path
+        code, _records, _caps, err = pcap_jsonl(run_cli, path)
+        assert code in (0, 7), err   # a file may start mid-connection

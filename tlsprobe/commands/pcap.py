@@ -144,9 +144,6 @@ def _options(args: argparse.Namespace, stop_at: float | None = None
     analysis options the output asks for (`stop_at`: --duration's deadline); a bad option
     is a usage error before any read."""
     from tlsprobe.requests.capture import CaptureRequest
-    if args.ring_size is not None or args.ring_files is not None:
-        raise UsageError("--ring-size and --ring-files are -w's ring, for a live capture: "
-                         "with -i IFACE -w FILE")
     if args.json and args.jsonl:
         raise UsageError("--json and --jsonl exclude each other")
     if args.details and (args.json or args.jsonl):
@@ -272,6 +269,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.files:
         raise UsageError("give a capture FILE (or '-' for stdin), or -i IFACE to capture "
                          "live")
+    if args.ring_size is not None or args.ring_files is not None:
+        raise UsageError("--ring-size and --ring-files are -w's ring, for a live capture: "
+                         "with -i IFACE -w FILE")
     if args.bpf is not None or args.write is not None or args.buffer_size is not None:
         flag = "-f/--filter" if args.bpf is not None else "-w" if args.write is not None \
             else "-B/--buffer-size"
@@ -339,6 +339,7 @@ def _run_live(args: argparse.Namespace) -> int:
     ring = pcap_live.check_live_args(args)
     request, options = _options(args)
     sinks = _Sinks(args)
+    start = time.monotonic()
     opened = pcap_live.open_live(args, options, ring)
     if isinstance(opened, str):
         print(f"tlsprobe: {shown(opened)}", file=sys.stderr)
@@ -346,7 +347,6 @@ def _run_live(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     capture, analysis, writer = opened
     output = Output(args, sys.stdout, streaming=True)
-    start = time.monotonic()
     pcap_live.report_start(capture)
     try:
         with pcap_live.stopped_by_signals(capture):
