@@ -217,6 +217,7 @@ def test_ring_of_files_keeps_the_newest(tls_server: Any, live_pcap: Any, run_cli
         run_client(["openssl", "s_client", "-connect", f"127.0.0.1:{server.port}"])
     code, lines, err = run.finish()
     assert code == 0, err
+    assert sum('"kind": "connection"' in line for line in lines) == 4
     kept = sorted(tmp_path.glob("ring_*.pcapng"))
     assert len(kept) == 2, kept
     numbers = [int(p.name.split("_")[1]) for p in kept]
