@@ -122,8 +122,9 @@ class CaptureRequest:
         keys = None
         if keylog is not None:
             from tlsprobe.engine.keylog import load_keylog
-            try:   # a capture still being written: so may its key log be
-                keys = load_keylog(keylog, grows=follow or "-" in files)
+            try:   # a capture still being written (stdin, --follow, live: no files):
+                # so may its key log be
+                keys = load_keylog(keylog, grows=follow or "-" in files or not files)
             except OSError as exc:
                 raise UsageError(f"{names('keylog')} {keylog}: {exc.strerror or exc}"
                                  ) from None
