@@ -135,9 +135,6 @@ def _options(args: argparse.Namespace) -> tuple[CaptureRequest, AnalyzerOptions]
     """The request (requests/capture.py: files, key log, filters, processes) and the
     analysis options the output asks for; a bad option is a usage error before any read."""
     from tlsprobe.requests.capture import CaptureRequest
-    if args.ring_size is not None or args.ring_files is not None:
-        raise UsageError("--ring-size and --ring-files are -w's ring, for a live capture: "
-                         "with -i IFACE -w FILE")
     if args.json and args.jsonl:
         raise UsageError("--json and --jsonl exclude each other")
     if args.details and (args.json or args.jsonl):
@@ -267,6 +264,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{'-f/--filter' if args.bpf is not None else '-w'} is for a live "
                          "capture: with -i IFACE (the filters of a file's connections are "
                          "--host, --port, --sni ...)")
+    if args.ring_size is not None or args.ring_files is not None:
+        raise UsageError("--ring-size and --ring-files are -w's ring, for a live capture: "
+                         "with -i IFACE -w FILE")
     request, options = _options(args)
     from tlsprobe.commands import pcap_live
     streaming = pcap_live.streamed_input(args, request.files)
