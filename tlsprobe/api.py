@@ -337,7 +337,8 @@ def capture_live(interface: str | Sequence[str], *, bpf: str | None = None,
 
     `bpf` is the capture filter (tcpdump's syntax; default "tcp or udp"); the capture ends
     after `count` connections, after `duration` seconds, or on the reader's `stop()`.
-    `keylog` is an SSLKEYLOGFILE to decrypt with. Raises a `UsageError` for a bad value
+    `keylog` is an SSLKEYLOGFILE to decrypt with, read as it grows (a browser's, say).
+    Raises a `UsageError` for a bad value
     and an `UnreadableInput` (kind "bad_input", exit 2 as the command line's) when the
     capture cannot start: no such interface (the message lists those there are), no
     permission (it names the capabilities needed), an invalid filter (libpcap's words)."""
@@ -346,7 +347,7 @@ def capture_live(interface: str | Sequence[str], *, bpf: str | None = None,
     from tlsprobe.requests.live import LiveRequest
     live = LiveRequest.build(interface, bpf=bpf, count=count, duration=duration)
     request = CaptureRequest.build([], keylog=None if keylog is None else os.fspath(keylog),
-                                   quic=quic)
+                                   quic=quic, live=True)
     try:
         capture, analysis = live.open(request.options())
     except LiveError as exc:

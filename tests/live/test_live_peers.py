@@ -170,3 +170,36 @@ def test_capture_that_cannot_start_is_one_line_and_exit_2(bad: str, tmp_path: Pa
                 "invalid_filter": "invalid capture filter 'tcp port': ",
                 "no_permission": "CAP_NET_RAW and CAP_NET_ADMIN"}[bad]
     assert expected in lines[0]
+
+
+def test_keylog_written_during_the_capture_decrypts(tls_server: Any, live_pcap: Any,
+                                                   tmp_path: Path) -> None:
+    """--keylog FILE read as it grows: the client writes its secrets while the capture
+    runs (as a browser's SSLKEYLOGFILE), and the handshake is decrypted."""
+    server = tls_server("openssl")
+    keys = tmp_path / "keys.log"
+    keys.write_text("")
+    run = live_pcap(f"tcp port {server.port}", "--jsonl", "-c", "1", "--keylog", str(keys))
+    run_client(["openssl", "s_client", "-connect", f"127.0.0.1:{server.port}", "-tls1_3",
+                "-keylogfile", str(keys)])
+    _when, record = read_records(run, 1)[0]
+    code, _lines, err = run.finish()
+    assert code == 0, err
+    assert record["decrypted"] and record["handshake_complete"], record["problems"]
+    assert record["certificates"], "the decrypted Certificate message"
+
+
+def test_any_interface(tls_server: Any, live_pcap: Any, tmp_path: Path) -> None:
+    """-i any (Linux's cooked capture of every interface): the connection on lo appears
+    once, and the -w file has the Linux cooked link type."""
+    server = tls_server("openssl")
+    written = tmp_path / "any.pcapng"
+    run = live_pcap(f"tcp port {server.port}", "--jsonl", "--duration", "4", "-w",
+                    str(written), iface="any")
+    run_client(["openssl", "s_client", "-connect", f"127.0.0.1:{server.port}",
+                "-servername", "any.test"])
+    code, lines, err = run.finish()
+    assert code == 0, err
+    connections = [line for line in lines if '"kind": "connection"' in line]
+    assert len(connections) == 1 and '"sni": "any.test"' in connections[0]
+    assert set(tshark_fields(written, None, "frame.encap_type")) <= {"25", "210"}  # SLL(2)

@@ -117,3 +117,33 @@ def test_capture_live_api_errors(args: dict[str, str]) -> None:
     with pytest.raises(tlsprobe.TlsprobeError) as caught:
         tlsprobe.capture_live(**args)
     assert caught.value.exit_code == 2 and "\n" not in str(caught.value)
+
+
+def test_stats_at_the_end_with_the_kernel_counts(tls_server: Any, live_pcap: Any) -> None:
+    server = tls_server("openssl")
+    run = live_pcap(f"tcp port {server.port}", "--stats", "-c", "1")
+    run_client(["openssl", "s_client", "-connect", f"127.0.0.1:{server.port}", "-tls1_2"])
+    code, lines, err = run.finish(timeout=30)
+    assert code == 0, err
+    assert "Versions (1 connection)" in lines and any(
+        line.startswith("TLS 1.2 (0x0303)") for line in lines)
+    assert any(line.startswith("Live capture on lo: ") and line.endswith(
+        "packets received, 0 dropped by the kernel or libpcap, 0 by the interface")
+        for line in lines), lines
+
+
+@pytest.mark.parametrize("dropped", [0, 3])
+def test_a_connection_with_gaps_says_the_live_capture_dropped_packets(dropped: int) -> None:
+    """The gaps of a connection seen while the capture had dropped packets may be those
+    drops: its report says so (here the kernel's counts are set on a file's analysis, the
+    one lost segment of tls12_split_gap.pcap standing for a dropped packet)."""
+    from tlsprobe.capture.events import LiveCounts
+    from tlsprobe.offline.analyzer import AnalyzerOptions, analyze
+    path = Path(__file__).resolve().parents[2] / "captures" / "tls12_split_gap.pcap"
+    with analyze(str(path), AnalyzerOptions(report_when_decided=True)) as analysis:
+        analysis.stream.stats.live = LiveCounts(("lo",), "tcp", 100, dropped, 0)
+        reports = [report for report, _trace in analysis]
+    gapped = [r for r in reports if r.gap_bytes]
+    assert gapped, "the capture has a connection with a gap"
+    said = [p for r in gapped for p in r.problems if "dropped by the live capture" in p]
+    assert len(said) == (len(gapped) if dropped else 0)

@@ -45,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="pcap or pcapng capture (gzip-compressed too), or a directory (the "
                    "captures under it, by path); '-' reads stdin (rows as handshakes "
                    "complete); or -i IFACE instead")
-    live = p.add_argument_group("live capture (docs/CAPTURE.md)")
+    live = p.add_argument_group("live capture (README: Live capture)")
     live.add_argument("-i", "--interface", action="append", metavar="IFACE",
                       help="capture live on IFACE (repeatable; 'any': every interface, on "
                       "Linux): each connection's row as soon as its handshake is decided; "
@@ -131,9 +131,11 @@ def _add_streaming_arguments(p: argparse.ArgumentParser) -> None:
                    "ends the reading (exit 7). stdin ('-') is read as it comes without it")
 
 
-def _options(args: argparse.Namespace) -> tuple[CaptureRequest, AnalyzerOptions]:
+def _options(args: argparse.Namespace, stop_at: float | None = None
+             ) -> tuple[CaptureRequest, AnalyzerOptions]:
     """The request (requests/capture.py: files, key log, filters, processes) and the
-    analysis options the output asks for; a bad option is a usage error before any read."""
+    analysis options the output asks for (`stop_at`: --duration's deadline); a bad option
+    is a usage error before any read."""
     from tlsprobe.requests.capture import CaptureRequest
     if args.json and args.jsonl:
         raise UsageError("--json and --jsonl exclude each other")
@@ -160,7 +162,8 @@ def _options(args: argparse.Namespace) -> tuple[CaptureRequest, AnalyzerOptions]
         # plot read reports)
         json_text=(args.json or args.jsonl) and not (
             args.msg or args.stats or filtering or args.csv or args.plot),
-        pipe_min_bytes=None if request.parallel else _pipe_min_bytes(args.jobs))
+        pipe_min_bytes=None if request.parallel else _pipe_min_bytes(args.jobs),
+        stop_at=stop_at)
 
 
 class _Sinks:
@@ -209,8 +212,7 @@ def _read_one(name: str, analysis: CaptureAnalysis | Finished, flt: ConnectionFi
               interruptible: bool = False) -> CaptureSummary:
     """Report the connections of one opened capture (the first `limit` only: -c); its
     summary (with `reported`). `interruptible` (a capture still coming: stdin, --follow):
-    Ctrl-C or the --duration deadline ends the reading, and what was read is summarised."""
-    from tlsprobe.commands.pcap_live import Interrupted
+    Ctrl-C ends the reading, and what was read is summarised."""
     from tlsprobe.requests.capture import passes
     output.begin()
     reported = 0
@@ -236,10 +238,10 @@ def _read_one(name: str, analysis: CaptureAnalysis | Finished, flt: ConnectionFi
             if reported == limit and close is not None:
                 close()   # -c N: the rest is not read; the summary is made now
                 break
-    except (KeyboardInterrupt, Interrupted):
+    except KeyboardInterrupt:
         if not interruptible or close is None:
             raise
-        close()   # Ctrl-C or --duration: what was read is summarised (exit 0)
+        close()   # Ctrl-C: what was read is summarised (exit 0)
     summary = analysis.summary
     assert summary is not None  # set when the iteration ends
     if filtering:  # notes about connections only for those reported
@@ -267,8 +269,8 @@ def run(args: argparse.Namespace) -> int:
     if args.ring_size is not None or args.ring_files is not None:
         raise UsageError("--ring-size and --ring-files are -w's ring, for a live capture: "
                          "with -i IFACE -w FILE")
-    request, options = _options(args)
     from tlsprobe.commands import pcap_live
+    request, options = _options(args, pcap_live.deadline(args))
     streaming = pcap_live.streamed_input(args, request.files)
     sinks = _Sinks(args)
     from tlsprobe.commands.pcap_output import Output
@@ -282,28 +284,23 @@ def run(args: argparse.Namespace) -> int:
     # loaded out of the collector's scans and let it run less often (about 10% faster).
     gc.freeze()
     gc.set_threshold(100_000, 50, 100)
-    timer = pcap_live.Deadline(args.duration)
     try:
-        with timer:
-            for path, (analysis, error) in zip(request.files, opened):
-                name = "<stdin>" if path == "-" else path
-                if analysis is None:
-                    # one line, a JSON record, and the other files are still read (exit 2)
-                    print(f"tlsprobe: {shown(f'{name}: {error}')}", file=sys.stderr)
-                    unreadable = True
-                    summary = CaptureSummary.unreadable(name, error or "")
-                else:
-                    summary = _read_one(name, analysis, request.filter, output, sinks,
-                                        left, streaming)
-                    broken = _warn(name, summary, args.full) or broken
-                    left = None if left is None else left - summary.reported
-                sinks.summaries.append(summary)
-                output.capture(summary)
-                if left is not None and left <= 0:
-                    break   # -c N connections reported: the other files are not read
-        if timer.expired and not sinks.summaries:   # not even a capture header came
-            unreadable = True
-            print(f"tlsprobe: <stdin>: {timer.nothing()}", file=sys.stderr)
+        for path, (analysis, error) in zip(request.files, opened):
+            name = "<stdin>" if path == "-" else path
+            if analysis is None:
+                # one line, a JSON record, and the other files are still read (exit 2)
+                print(f"tlsprobe: {shown(f'{name}: {error}')}", file=sys.stderr)
+                unreadable = True
+                summary = CaptureSummary.unreadable(name, error or "")
+            else:
+                summary = _read_one(name, analysis, request.filter, output, sinks,
+                                    left, streaming)
+                broken = _warn(name, summary, args.full) or broken
+                left = None if left is None else left - summary.reported
+            sinks.summaries.append(summary)
+            output.capture(summary)
+            if left is not None and left <= 0:
+                break   # -c N connections reported: the other files are not read
     finally:
         opened.close()  # stopped early: the worker processes go too
         bar.stop()

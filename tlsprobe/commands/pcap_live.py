@@ -13,10 +13,11 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING
 
 from tlsprobe.errors import UsageError
 from tlsprobe.report.escape import shown
@@ -47,52 +48,21 @@ def check_live_args(args: argparse.Namespace) -> RingSpec | None:
         raise UsageError(str(exc)) from None
 
 
-class Interrupted(Exception):
-    """The --duration deadline of a capture read from stdin passed (raised by its timer,
-    caught by the command's loop: what was read is summarised)."""
-
-
 def streamed_input(args: argparse.Namespace, files: tuple[str, ...]) -> bool:
     """Whether the reports are streamed as they come (rows flushed one at a time): stdin
     alone, or a file followed as it grows (--follow); a live capture always. --duration
     is for these only."""
-    streaming = files == ("-",) or bool(getattr(args, "follow", None))
+    streaming = files == ("-",) or bool(args.follow)
     if args.duration is not None and not streaming:
-        raise UsageError("--duration stops a capture that is still coming: with -i IFACE "
-                         "or '-' (stdin)")
+        raise UsageError("--duration stops a capture that is still coming: with -i IFACE, "
+                         "'-' (stdin) or --follow FILE")
     return streaming
 
 
-class Deadline:
-    """--duration for a capture read from stdin: `Interrupted` is raised in the reading
-    loop after `seconds` (None: never) and, when it comes outside `_read_one`'s loop (the
-    capture's header had not come yet), ends the `with` block quietly (`expired`)."""
-
-    def __init__(self, seconds: float | None) -> None:
-        self.seconds = seconds
-        self.expired = False
-        self._previous: Callable[[int, FrameType | None], object] | int = signal.SIG_DFL
-
-    def __enter__(self) -> Self:
-        if self.seconds is not None:
-            self._previous = signal.signal(signal.SIGALRM, self._expire) or signal.SIG_DFL
-            signal.setitimer(signal.ITIMER_REAL, self.seconds)
-        return self
-
-    def _expire(self, signum: int, frame: FrameType | None) -> None:
-        self.expired = True
-        raise Interrupted
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: object) -> bool:
-        if self.seconds is not None:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, self._previous)
-        return kind is Interrupted
-
-    def nothing(self) -> str:
-        """The line said when the deadline passed before any capture data came."""
-        return f"no capture came within --duration {self.seconds:g} s (not even its header)"
+def deadline(args: argparse.Namespace) -> float | None:
+    """--duration as the `time.monotonic()` deadline of the capture's reading
+    (AnalyzerOptions.stop_at: no read of stdin or a followed file waits past it)."""
+    return None if args.duration is None else time.monotonic() + args.duration
 
 
 def open_live(args: argparse.Namespace, options: AnalyzerOptions, ring: RingSpec | None
@@ -159,5 +129,5 @@ def report_start(capture: LiveCapture) -> None:
           "Ctrl-C stops)", file=sys.stderr, flush=True)
 
 
-__all__ = ["Deadline", "Interrupted", "check_live_args", "open_live", "report_start",
+__all__ = ["check_live_args", "deadline", "open_live", "report_start",
            "stopped_by_signals", "streamed_input", "summary_line"]

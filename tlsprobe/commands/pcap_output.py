@@ -166,6 +166,7 @@ class Output:
             return
         if args.stats:
             render_stats(stats.tables(), stats.connections, out)
+            _live_counts(summaries, out)
         elif self._streamed is not None:
             self._streamed.end()
         elif self._table:
@@ -176,6 +177,16 @@ class Output:
                                    with_file=True)
             else:
                 render_connections([row for *_key, row in self.rows], out)
+
+
+def _live_counts(summaries: list[CaptureSummary], out: IO[str]) -> None:
+    """--stats of a live capture: what the kernel says it received and dropped."""
+    for summary in summaries:
+        live = summary.capture.get("live")
+        if isinstance(live, dict):
+            out.write(f"Live capture on {summary.file}: {live['received']} packets "
+                      f"received, {live['dropped']} dropped by the kernel or libpcap, "
+                      f"{live['interface_dropped']} by the interface\n")
 
 
 def _nothing_found(summaries: list[CaptureSummary]) -> str:

@@ -150,7 +150,7 @@ def render_connections(rows: Sequence[tuple[str, ...]], out: IO[str], *,
 #: the streamed table's column widths (`StreamedTable`): a row is printed when its
 #: connection's handshake is decided, before the widths of the others are known, so each
 #: column has the width of its usual values (a longer value widens its row only)
-STREAM_WIDTHS = (7, 21, 21, 24, 8, 30, 14, 9, 8, 36)
+STREAM_WIDTHS = (7, 21, 21, 24, 8, 38, 14, 9, 8, 36)
 
 
 class StreamedTable:

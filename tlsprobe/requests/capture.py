@@ -111,8 +111,9 @@ class CaptureRequest:
               embedded_keys: bool = True, quic: bool = True,
               filter: ConnectionFilter | None = None, jobs: int | None = None,
               scheduler: str | None = None, follow: bool = False,
-              names: Names = API) -> CaptureRequest:
-        """The request, or a UsageError naming the input at fault."""
+              names: Names = API, live: bool = False) -> CaptureRequest:
+        """The request, or a UsageError naming the input at fault. `live`: the packets
+        come from a live capture (requests/live.py), whose key log grows as it runs."""
         if list(files).count("-") > 1:
             raise UsageError("stdin ('-') can be read only once")
         if follow:
@@ -122,9 +123,8 @@ class CaptureRequest:
         keys = None
         if keylog is not None:
             from tlsprobe.engine.keylog import load_keylog
-            try:   # a capture still being written (stdin, --follow, live: no files):
-                # so may its key log be
-                keys = load_keylog(keylog, grows=follow or "-" in files or not files)
+            try:   # a capture still being written: so may its key log be
+                keys = load_keylog(keylog, grows=follow or live or "-" in files)
             except OSError as exc:
                 raise UsageError(f"{names('keylog')} {keylog}: {exc.strerror or exc}"
                                  ) from None
@@ -146,7 +146,7 @@ class CaptureRequest:
         return cls.build(args.files, keylog=args.keylog or None,
                          embedded_keys=not args.no_embedded_keys, quic=not args.no_quic,
                          filter=flt, jobs=args.jobs, scheduler=args.scheduler,
-                         follow=args.follow, names=CLI)
+                         follow=args.follow, names=CLI, live=bool(args.interface))
 
     @property
     def parallel(self) -> bool:
