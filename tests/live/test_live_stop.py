@@ -113,9 +113,12 @@ def test_capture_live_api_yields_reports(tls_server: Any) -> None:
     assert isinstance(live, dict) and live["interfaces"] == ["lo"]
 
 
-@pytest.mark.parametrize("args", [{"interface": "nosuch9"}, {"interface": "lo",
-                                                             "bpf": "tcp port"}])
-def test_capture_live_api_errors(args: dict[str, str]) -> None:
+@pytest.mark.parametrize("args", [{"interface": "nosuch9"},
+                                  {"interface": "lo", "bpf": "tcp port"},
+                                  {"interface": "lo\x00"}, {"interface": []},
+                                  {"interface": "lo", "count": 0},
+                                  {"interface": "lo", "duration": -1.0}])
+def test_capture_live_api_errors(args: dict[str, Any]) -> None:
     with pytest.raises(tlsprobe.TlsprobeError) as caught:
         tlsprobe.capture_live(**args)
     assert caught.value.exit_code == 2 and "\n" not in str(caught.value)

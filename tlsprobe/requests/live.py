@@ -58,6 +58,9 @@ class LiveRequest:
         if not ifaces or any(not i or not i.strip() for i in ifaces):
             raise UsageError(f"{names('interface')} needs an interface name (e.g. lo, "
                              "eth0, any)")
+        if any("\x00" in i for i in ifaces) or bpf is not None and "\x00" in bpf:
+            raise UsageError(f"{names('interface')} and {names('bpf')} cannot hold a NUL "
+                             "character")
         if bpf is not None and not bpf.strip():
             raise UsageError(f"{names('bpf')} is empty: give a capture filter "
                              f"(e.g. 'tcp port 443') or leave it out ({DEFAULT_FILTER!r})")
