@@ -47,30 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="pcap or pcapng capture (gzip-compressed too), or a directory (the "
                    "captures under it, by path); '-' reads stdin (rows as handshakes "
                    "complete); or -i IFACE instead")
-    live = p.add_argument_group("live capture (README: Live capture)")
-    live.add_argument("-i", "--interface", action="append", metavar="IFACE",
-                      help="capture live on IFACE (repeatable; 'any': every interface, on "
-                      "Linux): each connection's row as soon as its handshake is decided; "
-                      "Ctrl-C stops (exit 0 after the summary). Needs root or CAP_NET_RAW "
-                      "and CAP_NET_ADMIN")
-    live.add_argument("-f", "--filter", dest="bpf", metavar="EXPR", help="with -i: BPF "
-                      "capture filter, as tcpdump's (default: 'tcp or udp': TLS on any "
-                      "port, STARTTLS, QUIC, DTLS)")
-    live.add_argument("-B", "--buffer-size", type=float, metavar="MB", help="with -i: "
-                      "the kernel's capture buffer per interface, in MiB (default 32; "
-                      "tshark's -B): bursts wait there while tlsprobe catches up, and what "
-                      "does not fit is dropped (counted and said)")
-    live.add_argument("-c", "--count", type=int, metavar="N", help="stop after N "
-                      "connections reported (live capture, stdin, or a file)")
-    live.add_argument("--duration", type=float, metavar="S", help="with -i, '-' or "
-                      "--follow: stop after S seconds (the connections still open are "
-                      "reported)")
-    live.add_argument("-w", "--write", dest="write", metavar="FILE", help="with -i: also "
-                      "write the captured packets to FILE (pcapng), to read again later")
-    live.add_argument("--ring-size", type=float, metavar="MB", help="with -w: a ring of "
-                      "files, a new one past MB megabytes (named as tshark's -b names them)")
-    live.add_argument("--ring-files", type=int, metavar="N", help="with --ring-size: keep "
-                      "only the newest N files")
+    _add_live_arguments(p)
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true", help="one JSON document; connections "
                    "in the order they end (streamed), each with its first_frame (the table "
@@ -126,6 +103,34 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="negotiated version: 1.3, TLSv1.2, ssl3, 0x0303")
     f.add_argument("--no-quic", action="store_true", help="skip UDP (QUIC Initial packets)")
     _add_streaming_arguments(p)
+
+
+def _add_live_arguments(p: argparse.ArgumentParser) -> None:
+    """`-i IFACE` and what goes with a live capture (commands/pcap_live.py)."""
+    live = p.add_argument_group("live capture (README: Live capture)")
+    live.add_argument("-i", "--interface", action="append", metavar="IFACE",
+                      help="capture live on IFACE (repeatable; 'any': every interface, on "
+                      "Linux): each connection's row as soon as its handshake is decided; "
+                      "Ctrl-C stops (exit 0 after the summary). Needs root or CAP_NET_RAW "
+                      "and CAP_NET_ADMIN")
+    live.add_argument("-f", "--filter", dest="bpf", metavar="EXPR", help="with -i: BPF "
+                      "capture filter, as tcpdump's (default: 'tcp or udp': TLS on any "
+                      "port, STARTTLS, QUIC, DTLS)")
+    live.add_argument("-B", "--buffer-size", type=float, metavar="MB", help="with -i: "
+                      "the kernel's capture buffer per interface, in MiB (default 32; "
+                      "tshark's -B): bursts wait there while tlsprobe catches up, and what "
+                      "does not fit is dropped (counted and said)")
+    live.add_argument("-c", "--count", type=int, metavar="N", help="stop after N "
+                      "connections reported (live capture, stdin, or a file)")
+    live.add_argument("--duration", type=float, metavar="S", help="with -i, '-' or "
+                      "--follow: stop after S seconds (the connections still open are "
+                      "reported)")
+    live.add_argument("-w", "--write", dest="write", metavar="FILE", help="with -i: also "
+                      "write the captured packets to FILE (pcapng), to read again later")
+    live.add_argument("--ring-size", type=float, metavar="MB", help="with -w: a ring of "
+                      "files, a new one past MB megabytes (named as tshark's -b names them)")
+    live.add_argument("--ring-files", type=int, metavar="N", help="with --ring-size: keep "
+                      "only the newest N files")
 
 
 def _add_streaming_arguments(p: argparse.ArgumentParser) -> None:
