@@ -8,10 +8,11 @@ packets to `CaptureStream` as a container reader does: `packets()` yields the sa
 reassembly, the analysis) is the one a file goes through.
 
 Why libpcap and not scapy's own sockets: libpcap reads the kernel's memory-mapped ring
-(TPACKET_V3, here with a 32 MiB buffer and immediate delivery), compiles filters for every
-link type (also `any`, Linux's cooked capture) and counts the packets the kernel dropped
-(`pcap_stats`); scapy's `L2ListenSocket` makes one `recv` system call and one dissected
-`Packet` object per packet. docs/INTERNALS.md ("Live capture") has the measured figures.
+(TPACKET_V3, here with a 32 MiB buffer, packets handed over within 100 ms), compiles
+filters for every link type (also `any`, Linux's cooked capture) and counts the packets the
+kernel dropped (`pcap_stats`); scapy's `L2ListenSocket` makes one `recv` system call per
+packet on a socket with the default receive buffer. docs/INTERNALS.md ("capture/") has the
+measured figures.
 
 Stopping: `stop()` (from a signal handler too: it only sets a flag), or `stop_at` (a
 `time.monotonic()` deadline); the loop wakes at least every `WAKE` seconds to see them.
@@ -38,6 +39,7 @@ DEFAULT_FILTER = "tcp or udp"
 SNAPLEN = 262144
 BUFFER_BYTES = 32 << 20   # the kernel ring per interface: bursts wait here, not dropped
 WAKE = 0.2                # seconds between looks at stop() / stop_at when idle
+TIMEOUT_MS = 100          # the longest a captured packet waits in the kernel's ring
 BATCH = 256               # packets read from one interface before looking at the others
 DRAIN = 100_000           # packets still read per interface once stopped (captured before)
 _NETMASK_UNKNOWN = 0xFFFFFFFF
@@ -121,11 +123,13 @@ class _Handle:
         lib, pcap = self.lib, self.pcap
         lib.pcap_set_snaplen(pcap, SNAPLEN)
         lib.pcap_set_promisc(pcap, 0)
-        lib.pcap_set_timeout(pcap, 50)
+        # Not immediate mode: on Linux it makes libpcap use TPACKET_V2, whose ring has
+        # one fixed slot per packet as large as the snaplen (256 KiB): 32 MiB held 256
+        # packets, and a reader not scheduled for a few milliseconds dropped most of a
+        # burst. TPACKET_V3 packs packets into blocks and hands a block over when it is
+        # full or after the timeout: rows come within TIMEOUT_MS, bursts fill the buffer.
+        lib.pcap_set_timeout(pcap, TIMEOUT_MS)
         lib.pcap_set_buffer_size(pcap, buffer_bytes)
-        immediate = getattr(lib._lib, "pcap_set_immediate_mode", None)
-        if immediate is not None:  # libpcap >= 1.5: each packet delivered as it comes
-            immediate(pcap, 1)
         rc = lib.pcap_activate(pcap)
         if rc >= 0:
             return  # > 0: a warning (e.g. promiscuous mode not supported), not an error
