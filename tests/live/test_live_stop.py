@@ -176,3 +176,26 @@ def test_drops_make_a_note_and_exit_7(live_pcap: Any) -> None:
     assert dropped > 0 and capture["losses"], capture
     assert f"tlsprobe: note: lo: {dropped} packets dropped by the kernel or libpcap" in err
     assert f"dropped: {dropped} by the kernel or libpcap" in err
+
+
+def test_a_burst_waits_in_the_default_buffer_without_drops() -> None:
+    """5,000 packets pass while the capture does not read: the default 32 MiB buffer holds
+    them all (libpcap's immediate mode held 256: one slot of the snaplen per packet)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sink:
+        sink.bind(("127.0.0.1", 0))
+        port = sink.getsockname()[1]
+        capture = LiveCapture(["lo"], f"udp dst port {port}")
+        stream = iter_stream_events(capture, udp=True)
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
+                for _ in range(5000):
+                    sender.sendto(b"\x00" * 100, ("127.0.0.1", port))
+            time.sleep(0.3)   # more than the kernel's 100 ms before it hands packets over
+            capture.stop_at = time.monotonic() + 0.5
+            for _event in stream:
+                pass
+        finally:
+            stream.close()
+            capture.close()
+    assert stream.stats.live is not None and stream.stats.live.dropped == 0
+    assert stream.stats.packets == 5000
