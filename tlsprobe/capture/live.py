@@ -41,7 +41,7 @@ BUFFER_BYTES = 32 << 20   # the kernel ring per interface: bursts wait here, not
 WAKE = 0.2                # seconds between looks at stop() / stop_at when idle
 TIMEOUT_MS = 100          # the longest a captured packet waits in the kernel's ring
 BATCH = 256               # packets read from one interface before looking at the others
-DRAIN = 100_000           # packets still read per interface once stopped (captured before)
+DRAIN = 100_000           # packets still read once stopped (those captured before)
 _NETMASK_UNKNOWN = 0xFFFFFFFF
 _ERRORS = {-5: "no_interface", -8: "permission", -7: "permission", -11: "permission"}
 
@@ -194,6 +194,7 @@ class LiveCapture:
         self.link_types: dict[int, int] = {}
         self.stats: CaptureStats | None = None
         self._stopped = False
+        self._broken = False   # an interface failed (went down): nothing more is read
         self._counted = 0.0
         lib = pcap_library()
         self._handles: list[_Handle] = []
@@ -237,6 +238,7 @@ class LiveCapture:
         fds = [h.fd for h in self._handles]
         by_fd = {h.fd: (i, h) for i, h in enumerate(self._handles)}
         read = self._reader()
+        stats = self.stats if self.stats is not None else CaptureStats()
         try:
             while not self.stopped:
                 wait = WAKE if self.stop_at is None else \
@@ -248,9 +250,16 @@ class LiveCapture:
                     yield from read(*by_fd[fd], BATCH, None)
                 if time.monotonic() - self._counted >= 1.0:
                     self._count()
-            until = time.time()
-            for index, handle in enumerate(self._handles):
-                yield from read(index, handle, DRAIN, until)
+            # what the kernel captured before the stop, its last block handed over
+            # within TIMEOUT_MS: read until then (packets after the stop are left)
+            until, end = time.time(), time.monotonic() + TIMEOUT_MS / 1000 + 0.05
+            left = 0 if self._broken else DRAIN
+            while left > 0 and (wait := end - time.monotonic()) > 0:
+                ready, _, _ = select.select(fds, [], [], wait)
+                for fd in ready:
+                    before = stats.packets
+                    yield from read(*by_fd[fd], left, until)
+                    left -= stats.packets - before
         finally:
             self._count()
 
@@ -267,6 +276,7 @@ class LiveCapture:
         hdr_ref, data_ref = ctypes.byref(header), ctypes.byref(data)
         link_types = self.link_types
         stats = self.stats if self.stats is not None else CaptureStats()
+        self.stats = stats
         frame = 0
 
         def read(index: int, handle: _Handle, limit: int, until: float | None
@@ -298,7 +308,7 @@ class LiveCapture:
         """pcap_next_ex's error (the interface went down): said, and the capture ends."""
         if self.stats is not None and rc == -1:
             self.stats.warn(0, f"{handle.name}: {handle._error()}")
-        self._stopped = True
+        self._stopped = self._broken = True
 
     def counts(self) -> LiveCounts:
         """What each interface's kernel ring says it received and dropped."""
