@@ -357,6 +357,7 @@ def _run_live(args: argparse.Namespace) -> int:
         with pcap_live.stopped_by_signals(capture):
             summary = _read_one(analysis.name, analysis, request.filter, output, sinks,
                                 limit=args.count)
+        live = analysis.stream.stats.live   # the counts the summary has (not recounted)
     finally:
         analysis.close()
         capture.close()
@@ -368,8 +369,7 @@ def _run_live(args: argparse.Namespace) -> int:
     sinks.summaries.append(summary)
     output.capture(summary)
     output.finish(sinks.stats, sinks.summaries)
-    print(pcap_live.summary_line(summary, analysis.stream.stats.live,
-                                 time.monotonic() - start), file=sys.stderr)
+    print(pcap_live.summary_line(summary, live, time.monotonic() - start), file=sys.stderr)
     if sinks.timeline is not None:
         from tlsprobe.commands.common import written_to
         with written_to("--plot", args.plot):
