@@ -347,3 +347,29 @@ def test_gzip_through_a_pipe_is_read_as_it_comes(tmp_path: Path) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_key_log_from_a_pipe_is_read_whole_with_stdin(tmp_path: Path) -> None:
+    """`tlsprobe pcap - --keylog <(...)`: a key log that is a pipe is read once, whole (it
+    cannot be looked at again for new lines), and decrypts."""
+    import threading
+    fifo = tmp_path / "keys.fifo"
+    os.mkfifo(fifo)
+    keys = (CAPTURES / "tls13_x25519.keys").read_bytes()
+
+    def feed() -> None:
+        with open(fifo, "wb") as out:
+            out.write(keys)
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    with open(CAPTURES / "tls13_x25519.pcap", "rb") as capture:
+        proc = _cli("-", "--keylog", str(fifo), stdin=capture)
+        try:
+            row = _next_record(proc)
+            assert row["decrypted"] is True, row["problems"]
+            assert _next_record(proc)["kind"] == "capture" and proc.wait(DEADLINE) == 0
+        finally:
+            proc.kill()
+            proc.wait()
+    writer.join(DEADLINE)
