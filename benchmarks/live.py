@@ -16,8 +16,9 @@ seconds to catch up before it is stopped with SIGINT:
 
 * tlsprobe: `python -m tlsprobe pcap -i lo -f "tcp port PORT" --jsonl`: the rows it wrote,
   and its own drop counts (its summary line on stderr: kernel/libpcap and interface);
-* tshark: `tshark -i lo -l -f "tcp port PORT" -Y "tls.handshake.type == 2" -T fields -e
-  tcp.stream`: one line per ServerHello (one per connection), and its "packets dropped".
+* tshark: `tshark -i lo -l -f "tcp port PORT" -d tcp.port==PORT,tls -Y
+  "tls.handshake.type == 2" -T fields -e tcp.stream`: one line per ServerHello (one per
+  connection), and its "packets dropped".
 
 A rate is followed when every connection was reported and nothing was dropped (the drops
 are the kernel's count, in which lo counts each replayed packet twice: packet sockets see
@@ -135,8 +136,10 @@ def run_tool(tool: str, pcap: Path, port: int, drain: float, tmp: Path) -> dict[
                 "--no-progress"]
         ready = "capturing on"
     else:
-        argv = ["tshark", "-i", "lo", "-l", "-f", bpf, "-Y", "tls.handshake.type == 2",
-                "-T", "fields", "-e", "tcp.stream"]
+        # -d: TLS on the port (tshark tries the lower port's dissector first, and some
+        # client ports are registered to other protocols)
+        argv = ["tshark", "-i", "lo", "-l", "-f", bpf, "-d", f"tcp.port=={port},tls",
+                "-Y", "tls.handshake.type == 2", "-T", "fields", "-e", "tcp.stream"]
         ready = "Capturing on"
     before = _children_cpu()
     out_file = open(tmp / f"{tool}.out", "w+b")  # noqa: SIM115 - closed below

@@ -303,3 +303,73 @@ def test_a_growing_key_log_is_read_by_its_new_lines_only(tmp_path: Path) -> None
         out.write(lines[3][20:])
     assert log.secrets(missing) is None          # the completed line is read now
     assert len(log.secrets(random) or {}) == 3 and log.bad_lines == 0
+
+
+def test_follow_ends_at_its_duration_with_the_summary(tmp_path: Path) -> None:
+    """`--follow FILE --duration S`: what the file held is reported, then the command waits
+    for more without spinning and ends at the deadline, exit 0, with its capture record."""
+    from tests.helpers.cpu import reaped_cpu
+    path = tmp_path / "still.pcap"
+    path.write_bytes(PCAP_HEADER + _records(CASES[1]))
+    before = reaped_cpu()
+    proc = _cli("--follow", str(path), "--duration", "2")
+    row = _next_record(proc)
+    assert _facts(row) == _expected(CASES[1])
+    tail = _next_record(proc)
+    assert tail["kind"] == "capture" and tail["warnings"] == []
+    assert proc.wait(DEADLINE) == 0, _stderr(proc)
+    spent = reaped_cpu() - before
+    # start-up and the one connection: well under a second; a follower that polled
+    # without sleeping would burn the two seconds it waited
+    assert spent < 1.5, f"{spent:.2f} s of CPU for a 2 s --follow"
+
+
+def test_gzip_through_a_pipe_is_read_as_it_comes(tmp_path: Path) -> None:
+    """A compressed capture written to the pipe connection by connection (each flushed
+    through zlib): each row comes before the next connection is written."""
+    import zlib
+    proc = _cli("-", stdin=subprocess.PIPE)
+    assert proc.stdin is not None
+    packer = zlib.compressobj(wbits=31)
+    try:
+        proc.stdin.write(packer.compress(PCAP_HEADER))
+        for name in CASES:
+            data = packer.compress(_records(name)) + packer.flush(zlib.Z_SYNC_FLUSH)
+            for piece in _pieces(data):
+                proc.stdin.write(piece)
+                proc.stdin.flush()
+            assert _facts(_next_record(proc)) == _expected(name)
+        proc.stdin.write(packer.flush())
+        proc.stdin.close()
+        tail = _next_record(proc)
+        assert tail["kind"] == "capture" and tail["file_format"] == "pcap (gzip)"
+        assert tail["warnings"] == [] and proc.wait(DEADLINE) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_key_log_from_a_pipe_is_read_whole_with_stdin(tmp_path: Path) -> None:
+    """`tlsprobe pcap - --keylog <(...)`: a key log that is a pipe is read once, whole (it
+    cannot be looked at again for new lines), and decrypts."""
+    import threading
+    fifo = tmp_path / "keys.fifo"
+    os.mkfifo(fifo)
+    keys = (CAPTURES / "tls13_x25519.keys").read_bytes()
+
+    def feed() -> None:
+        with open(fifo, "wb") as out:
+            out.write(keys)
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    with open(CAPTURES / "tls13_x25519.pcap", "rb") as capture:
+        proc = _cli("-", "--keylog", str(fifo), stdin=capture)
+        try:
+            row = _next_record(proc)
+            assert row["decrypted"] is True, row["problems"]
+            assert _next_record(proc)["kind"] == "capture" and proc.wait(DEADLINE) == 0
+        finally:
+            proc.kill()
+            proc.wait()
+    writer.join(DEADLINE)

@@ -15,6 +15,7 @@ whole file again.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import IO, Self
@@ -214,10 +215,10 @@ def load_keylog(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES
                 max_sessions: int = DEFAULT_MAX_SESSIONS, *, grows: bool = False) -> KeyLog:
     """Read and parse a key log file, at most `max_bytes` of it (the rest counts as dropped).
     `grows`: the file is still being written: lines added later are read when a lookup
-    misses (`KeyLogFollower`).
+    misses (`KeyLogFollower`; a regular file only: a pipe is read whole, as without it).
 
     OSError propagates (the caller turns it into a one-line usage error)."""
-    if grows:
+    if grows and stat.S_ISREG(os.stat(path).st_mode):   # (a pipe is read once, whole)
         log = KeyLog(source=os.fspath(path))
         log.follower = KeyLogFollower(os.fspath(path), max_bytes)
         log.follower.read_more(log, force=True)
