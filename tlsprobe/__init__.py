@@ -1,6 +1,7 @@
 """tlsprobe: show exactly how a TLS server negotiates its key exchange.
 
 The Python API (docs/API.md) is `tlsprobe.probe`, `aprobe`, `scan`, `ascan`, `read_capture`,
+`capture_live`,
 `simulate_clients` and `speed`, with the model types they return and the errors they raise; it lives in
 `tlsprobe.api` and is imported on first use (module `__getattr__`), so that
 `import tlsprobe` and `tlsprobe --help` stay cheap (tests/project/test_startup.py).
@@ -17,9 +18,10 @@ from tlsprobe._version import __version__
 
 __all__ = [
     "AuditReport", "CaptureReader", "CaptureSummary", "ClientSimulation", "ClientsReport",
-    "ConnectionReport", "FailureKind", "ProbeError", "ProbeResult", "SpeedReport",
-    "TlsprobeError", "UsageError", "__version__", "aprobe", "ascan", "failure_kind", "probe",
-    "read_capture", "scan", "simulate_clients", "speed"]
+    "ConnectionReport", "FailureKind", "LiveCaptureReader", "ProbeError", "ProbeResult",
+    "SpeedReport", "TlsprobeError", "UsageError", "__version__", "aprobe", "ascan",
+    "capture_live", "failure_kind", "probe", "read_capture", "scan", "simulate_clients",
+    "speed"]
 #: the names `tlsprobe.api` exports, read from it on first access
 _API = frozenset(__all__) - {"__version__"}
 
@@ -31,6 +33,7 @@ if TYPE_CHECKING:   # for type checkers and IDEs; at run time `__getattr__` impo
     from tlsprobe.api import ClientsReport as ClientsReport
     from tlsprobe.api import ConnectionReport as ConnectionReport
     from tlsprobe.api import FailureKind as FailureKind
+    from tlsprobe.api import LiveCaptureReader as LiveCaptureReader
     from tlsprobe.api import ProbeError as ProbeError
     from tlsprobe.api import ProbeResult as ProbeResult
     from tlsprobe.api import SpeedReport as SpeedReport
@@ -38,6 +41,7 @@ if TYPE_CHECKING:   # for type checkers and IDEs; at run time `__getattr__` impo
     from tlsprobe.api import UsageError as UsageError
     from tlsprobe.api import aprobe as aprobe
     from tlsprobe.api import ascan as ascan
+    from tlsprobe.api import capture_live as capture_live
     from tlsprobe.api import failure_kind as failure_kind
     from tlsprobe.api import probe as probe
     from tlsprobe.api import read_capture as read_capture

@@ -44,12 +44,14 @@ from tlsprobe.model.probe import ProbeResult
 from tlsprobe.model.speed import SpeedReport
 
 if TYPE_CHECKING:
+    from tlsprobe.capture.live import LiveCapture
     from tlsprobe.offline.analyzer import CaptureAnalysis
 
 __all__ = ["AuditReport", "CaptureReader", "CaptureSummary", "ClientSimulation",
-           "ClientsReport", "ConnectionReport", "FailureKind", "ProbeError", "ProbeResult",
-           "SpeedReport", "TlsprobeError", "UsageError", "aprobe", "ascan", "failure_kind",
-           "probe", "read_capture", "scan", "simulate_clients", "speed"]
+           "ClientsReport", "ConnectionReport", "FailureKind", "LiveCaptureReader",
+           "ProbeError", "ProbeResult", "SpeedReport", "TlsprobeError", "UsageError",
+           "aprobe", "ascan", "capture_live", "failure_kind", "probe", "read_capture", "scan",
+           "simulate_clients", "speed"]
 
 #: a list entry: a name (IANA or OpenSSL spelling, as on the command line) or a codepoint
 Code = str | int
@@ -290,6 +292,69 @@ def read_capture(path: str | os.PathLike[str], keylog: str | os.PathLike[str] | 
     if analysis is None:
         raise UnreadableInput(f"{path}: {error}")
     return CaptureReader(analysis)
+
+
+class LiveCaptureReader(CaptureReader):
+    """The connections of a live capture (`capture_live`), each `ConnectionReport` as
+    soon as its handshake is decided, until `count` connections, `duration` seconds or
+    `stop()`; then `summary` (its `capture["live"]`: packets received and dropped)."""
+
+    def __init__(self, capture: LiveCapture, analysis: CaptureAnalysis,
+                 count: int | None) -> None:
+        super().__init__(analysis)
+        self._capture = capture
+        self._count = count
+
+    def __iter__(self) -> Iterator[ConnectionReport]:
+        try:
+            for report in super().__iter__():
+                yield report
+                if self._reported == self._count:
+                    break
+        finally:
+            self.close()
+
+    def stop(self) -> None:
+        """End the capture: the iteration ends within a fraction of a second (the
+        connections still open are reported first). Safe from another thread or a signal
+        handler."""
+        self._capture.stop()
+
+    def close(self) -> None:
+        """Release the interfaces and whatever the analysis still holds."""
+        self._analysis.close()
+        self._capture.close()
+
+
+@checked
+def capture_live(interface: str | Sequence[str], *, bpf: str | None = None,
+                 count: int | None = None, duration: float | None = None,
+                 keylog: str | os.PathLike[str] | None = None,
+                 quic: bool = True, buffer_mb: float | None = None) -> LiveCaptureReader:
+    """Capture live on `interface` (a name, `"any"`, or several names) as
+    `tlsprobe pcap -i IFACE --jsonl` does: a `LiveCaptureReader` yielding one
+    `ConnectionReport` per TLS or QUIC connection as soon as its handshake is decided.
+
+    `bpf` is the capture filter (tcpdump's syntax; default "tcp or udp"); the capture ends
+    after `count` connections, after `duration` seconds, or on the reader's `stop()`.
+    `keylog` is an SSLKEYLOGFILE to decrypt with, read as it grows (a browser's, say);
+    `buffer_mb` the kernel's capture buffer per interface (MiB, default 32).
+    Raises a `UsageError` for a bad value
+    and an `UnreadableInput` (kind "bad_input", exit 2 as the command line's) when the
+    capture cannot start: no such interface (the message lists those there are), no
+    permission (it names the capabilities needed), an invalid filter (libpcap's words)."""
+    from tlsprobe.capture.live import LiveError
+    from tlsprobe.requests.capture import CaptureRequest
+    from tlsprobe.requests.live import LiveRequest
+    live = LiveRequest.build(interface, bpf=bpf, count=count, duration=duration,
+                             buffer_mb=buffer_mb)
+    request = CaptureRequest.build([], keylog=None if keylog is None else os.fspath(keylog),
+                                   quic=quic, live=True)
+    try:
+        capture, analysis = live.open(request.options())
+    except LiveError as exc:
+        raise UnreadableInput(str(exc)) from None
+    return LiveCaptureReader(capture, analysis, count)
 
 
 @checked

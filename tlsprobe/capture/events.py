@@ -152,6 +152,29 @@ class CaptureWarning(NamedTuple):
         return f"{self.message} at file offset {self.offset}"
 
 
+@dataclass(frozen=True)
+class LiveCounts:
+    """What a live capture's interfaces say they received and dropped (libpcap's
+    pcap_stats: `dropped` by the kernel or libpcap for want of buffer space,
+    `interface_dropped` by the network interface or its driver), summed and per interface
+    (name, received, dropped, interface_dropped)."""
+
+    interfaces: tuple[str, ...]
+    filter: str
+    received: int = 0
+    dropped: int = 0
+    interface_dropped: int = 0
+    per_interface: tuple[tuple[str, int, int, int], ...] = ()
+
+    def to_dict(self) -> dict[str, object]:
+        return {"interfaces": list(self.interfaces), "filter": self.filter,
+                "received": self.received, "dropped": self.dropped,
+                "interface_dropped": self.interface_dropped,
+                "per_interface": [{"interface": n, "received": r, "dropped": d,
+                                   "interface_dropped": i}
+                                  for n, r, d, i in self.per_interface]}
+
+
 @dataclass
 class CaptureStats:
     """What the capture layer read and skipped. Counters only grow while iterating."""
@@ -186,6 +209,9 @@ class CaptureStats:
     udp_datagrams: int = 0
     secrets_blocks: int = 0
     warnings: list[CaptureWarning] = field(default_factory=list)
+    #: a live capture's counts (capture.live.LiveCapture.counts: received, dropped by the
+    #: kernel or libpcap, dropped by the interface, per interface); None for a file
+    live: LiveCounts | None = None
 
     def skip(self, reason: str, n: int = 1) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + n
@@ -223,7 +249,25 @@ class CaptureStats:
             out.append(f"{_count(self.ip_fragments_incomplete, 'IP datagram')} whose "
                        f"fragments never all arrived ({_count(self.ip_fragment_bytes_lost, 'byte')}"
                        " skipped; first fragments read)")
+        out.extend(self.live_losses())
         return out
+
+    def dropped(self) -> int:
+        """Packets a live capture lost before tlsprobe read them (0 for a file)."""
+        live = self.live
+        return live.dropped + live.interface_dropped if live is not None else 0
+
+    def live_losses(self) -> list[str]:
+        """The packets the kernel, libpcap or the interface dropped during a live capture
+        (their connections may show gaps): never silent."""
+        live = self.live
+        if live is None or not self.dropped():
+            return []
+        text = (f"{_count(live.dropped, 'packet')} dropped by the kernel or libpcap and "
+                f"{_count(live.interface_dropped, 'packet')} by the interface during the "
+                f"live capture, of {_count(live.received, 'packet')} received (connections "
+                "with gaps may have lost handshake messages there)")
+        return [text]
 
     @property
     def complete(self) -> bool:
@@ -255,4 +299,4 @@ class CaptureStats:
                     "resyncs": self.tcp_resyncs},
             "udp_datagrams": self.udp_datagrams, "secrets_blocks": self.secrets_blocks,
             "warnings": [{"offset": w.offset, "message": w.message} for w in self.warnings],
-        }
+        } | ({"live": self.live.to_dict()} if self.live is not None else {})

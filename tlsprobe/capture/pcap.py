@@ -75,7 +75,7 @@ class PcapReader:
         inp = self._in
         inp.pos = pos
         if not inp.fill(self.rec_len):
-            if len(inp.buf) > inp.pos:
+            if len(inp.buf) > inp.pos and not inp.stopped:   # not cut by a deadline
                 self._stats.warn(inp.offset, "truncated pcap record header")
             return None
         return inp.buf, inp.pos, len(inp.buf)
@@ -86,6 +86,8 @@ class PcapReader:
         inp = self._in
         inp.pos = pos
         if not inp.fill(self.rec_len + incl):
+            if inp.stopped:     # the deadline of a capture still written: no damage
+                return None
             self._stats.warn(inp.offset, f"truncated pcap record: {incl} bytes announced, "
                                          f"{len(inp.buf) - inp.pos - self.rec_len} present")
             return None

@@ -128,6 +128,8 @@ class PcapngReader:
             return False
         inp.pos = pos
         if not inp.fill(blen):
+            if inp.stopped:     # the deadline of a capture still written: no damage
+                return False
             self._stats.warn(inp.offset, f"truncated pcapng block of type 0x{btype:x}: "
                                          f"{blen} bytes announced, "
                                          f"{len(inp.buf) - inp.pos} present")
@@ -149,7 +151,7 @@ class PcapngReader:
                 if len(buf) - pos < 12:
                     inp.pos = pos
                     if not inp.fill(12):
-                        if len(inp.buf) > inp.pos:
+                        if len(inp.buf) > inp.pos and not inp.stopped:
                             stats.warn(inp.offset, "truncated pcapng block header")
                         break
                     buf, pos = inp.buf, 0

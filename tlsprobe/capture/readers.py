@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tlsprobe.capture.events import CaptureError, CaptureStats
+from tlsprobe.capture.live import LiveCapture
 from tlsprobe.capture.netmon import NetmonReader, is_netmon_magic
 from tlsprobe.capture.pcap import PcapReader, is_pcap_magic
 from tlsprobe.capture.pcapng import SECRETS_RECORD, PcapngReader, is_pcapng_magic
@@ -19,13 +20,16 @@ _OTHER_FORMATS = {b"RTSS": "Microsoft Network Monitor 1.x",
                   b"PK\x03\x04": "zip archive"}
 
 
-#: a container's reader: `packets()` is its record loop
-CaptureReader = PcapReader | PcapngReader | NetmonReader
+#: a container's reader: `packets()` is its record loop (a live capture's too)
+CaptureReader = PcapReader | PcapngReader | NetmonReader | LiveCapture
 
 
-def open_reader(source: CaptureSource, stats: CaptureStats
+def open_reader(source: CaptureSource | LiveCapture, stats: CaptureStats
                 ) -> tuple[CaptureReader, OpenedSource]:
-    """Open a capture and pick the reader by magic. Raises CaptureError (one line)."""
+    """Open a capture and pick the reader by magic (a `LiveCapture` is its own reader).
+    Raises CaptureError (one line)."""
+    if isinstance(source, LiveCapture):
+        return source.open(stats)   # capture.live.LiveCapture: packets as they pass
     opened = open_source(source)
     head = opened.head
     reader: CaptureReader

@@ -4,7 +4,9 @@ Everything is read front to back in chunks, never seeked, so pipes and stdin wor
 stays flat whatever the file size.  gzip is recognised by its magic (1f 8b), not by the name,
 and decompressed incrementally with a bounded output per call (a small bomb stays small).
 `ChunkedInput` is the buffer the format readers share: a window ``buf[pos:]`` over the
-stream plus the absolute offset of ``buf[0]``, refilled in large chunks.
+stream plus the absolute offset of ``buf[0]``, refilled in large chunks from a file and
+with what is there from a pipe (`read1`: a capture still being written, e.g. `tcpdump -w -
+| tlsprobe pcap -`, is read as it comes, not a chunk at a time; streaming.py).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import io
 import os
 import sys
 import zlib
+from collections.abc import Callable
 from typing import Any, BinaryIO, Protocol, Union, runtime_checkable
 
 from tlsprobe.capture.events import CaptureError
@@ -36,6 +39,25 @@ class Counted(Protocol):
     count: int
 
     def read(self, n: int = -1, /) -> bytes: ...
+
+
+@runtime_checkable
+class ReadsAvailable(Protocol):
+    """A stream that can give what it has now: ``read1(n)`` returns at least one byte
+    (waiting only when it has none) and fewer than `n` without waiting for more; b"" at
+    its end. Files opened "rb", stdin's buffer and streaming.py's sources have it."""
+
+    def read1(self, n: int = -1, /) -> bytes: ...
+
+
+def reader_of(stream: Readable) -> Callable[[int], bytes]:
+    """The stream's `read1` where it has one (what is there now), else its `read`."""
+    return stream.read1 if isinstance(stream, ReadsAvailable) else stream.read
+
+
+def _stopped(stream: object) -> bool:
+    """Whether a stream ended at a deadline (streaming.py's sources; others never do)."""
+    return bool(getattr(stream, "stopped", False))
 
 
 CaptureSource = Union[str, "os.PathLike[str]", BinaryIO, Readable]
@@ -66,6 +88,7 @@ class _Prefixed:
     def __init__(self, prefix: bytes, raw: _Readable) -> None:
         self._prefix = prefix
         self._raw = raw
+        self._raw_read = reader_of(raw)
 
     def read(self, n: int = -1, /) -> bytes:
         if self._prefix:
@@ -75,6 +98,17 @@ class _Prefixed:
             return head + _read_fully(self._raw, n - len(head))
         return _read_fully(self._raw, n)
 
+    def read1(self, n: int = -1, /) -> bytes:
+        """What is there now: the bytes put back first, then one read of the stream."""
+        if self._prefix:
+            head, self._prefix = self._prefix[:n], self._prefix[n:]
+            return head
+        return self._raw_read(n)
+
+    @property
+    def stopped(self) -> bool:
+        return _stopped(self._raw)
+
 
 class GunzipStream:
     """Incremental gzip decompression (several members allowed).
@@ -83,19 +117,32 @@ class GunzipStream:
 
     def __init__(self, raw: _Readable) -> None:
         self._raw = raw
+        self._raw_read = reader_of(raw)   # what the stream has now (a pipe) or a chunk
         self._d = zlib.decompressobj(wbits=31)
         self._pending = b""  # compressed bytes not yet given to the decompressor
         self._eof = False
         self.error: str | None = None
 
     def read(self, n: int = -1, /) -> bytes:
+        return self._inflate(n, False)
+
+    def read1(self, n: int = -1, /) -> bytes:
+        """What the compressed bytes there now give (at least one byte, b"" at the end)."""
+        return self._inflate(n, True)
+
+    @property
+    def stopped(self) -> bool:
+        return _stopped(self._raw)
+
+    def _inflate(self, n: int, some: bool) -> bytes:
+        """Up to `n` bytes (all with n < 0); with `some`, as soon as there are any."""
         out: list[bytes] = []
         want = n if n >= 0 else 1 << 62
-        while want > 0 and not self._eof:
+        while want > 0 and not self._eof and not (some and out):
             src = self._d.unconsumed_tail or self._pending
             self._pending = b""
             if not src:
-                src = self._raw.read(CHUNK)
+                src = self._raw_read(CHUNK)
                 if not src:
                     if not self._d.eof:
                         self.error = "gzip stream truncated"
@@ -107,12 +154,13 @@ class GunzipStream:
                 self.error = f"gzip data damaged ({exc})"
                 self._eof = True
                 break
-            out.append(chunk)
+            if chunk:
+                out.append(chunk)
             want -= len(chunk)
             if self._d.eof:  # member done: another member may follow
                 rest = self._d.unused_data
                 if not rest:
-                    rest = self._raw.read(CHUNK)
+                    rest = self._raw_read(CHUNK)
                 if not rest:
                     self._eof = True
                     break
@@ -152,8 +200,9 @@ class OpenedSource:
 
     @property
     def error(self) -> str | None:
-        """A decompression problem met so far (None for plain files)."""
-        return getattr(self.stream, "error", None)
+        """A decompression problem met so far, or why a followed file could not be read
+        further (None for plain files)."""
+        return getattr(self.stream, "error", None) or getattr(self.raw, "error", None)
 
     def close(self) -> None:
         if self._owned is not None:
@@ -226,10 +275,11 @@ class ChunkedInput:
     `base` is the absolute stream offset of ``buf[0]``, for warnings that name where the
     damage is."""
 
-    __slots__ = ("_stream", "base", "buf", "eof", "pos")
+    __slots__ = ("_read", "_stream", "base", "buf", "eof", "pos")
 
     def __init__(self, stream: _Readable, head: bytes) -> None:
         self._stream = stream
+        self._read = reader_of(stream)
         self.buf = head
         self.pos = 0
         self.base = 0
@@ -240,16 +290,32 @@ class ChunkedInput:
         """Absolute offset of ``buf[pos]``."""
         return self.base + self.pos
 
+    @property
+    def stopped(self) -> bool:
+        """Whether the stream ended because it was told to stop (a deadline: streaming.py)
+        rather than at its end: a record it cut short is no damage."""
+        return _stopped(self._stream)
+
     def fill(self, need: int) -> bool:
-        """Make at least `need` bytes available at ``buf[pos:]``; False at end of stream."""
+        """Make at least `need` bytes available at ``buf[pos:]``; False at end of stream.
+
+        Takes what the stream has (a chunk from a file, what is there from a pipe), as
+        many reads as `need` takes: a packet may come in several short reads."""
         have = len(self.buf) - self.pos
         if have >= need:
             return True
         if self.eof:
             return False
-        more = _read_fully(self._stream, max(CHUNK, need - have))
-        if len(more) < max(CHUNK, need - have):
-            self.eof = True
+        read = self._read
+        parts: list[bytes] = []
+        while have < need:
+            more = read(max(CHUNK, need - have))
+            if not more:
+                self.eof = True
+                break
+            parts.append(more)
+            have += len(more)
+        more = parts[0] if len(parts) == 1 else b"".join(parts)
         self.buf = self.buf[self.pos:] + more
         self.base += self.pos
         self.pos = 0

@@ -27,6 +27,7 @@ from tlsprobe.capture.events import (
     StreamOpen,
 )
 from tlsprobe.capture.fragments import FragmentTable
+from tlsprobe.capture.live import LiveCapture
 from tlsprobe.capture.netmon import NetmonReader
 from tlsprobe.capture.pcap import PacketRecord, PcapReader
 from tlsprobe.capture.pcapng import SECRETS_RECORD
@@ -83,7 +84,7 @@ class CaptureStream(EventIterator):
     #: False: by `_run` like any other capture (the tests compare the two)
     fused_pcap: ClassVar[bool] = True
 
-    def __init__(self, source: CaptureSource, *, max_pending_bytes: int,
+    def __init__(self, source: CaptureSource | LiveCapture, *, max_pending_bytes: int,
                  max_total_pending_bytes: int, max_connections: int, max_closed: int,
                  udp: bool) -> None:
         self.stats = CaptureStats()
@@ -386,7 +387,7 @@ class CaptureStream(EventIterator):
         self._out.append(Datagram(src, sport, dst, dport, data, ts, frame, missing))
 
 
-def iter_stream_events(source: CaptureSource, *,
+def iter_stream_events(source: CaptureSource | LiveCapture, *,
                        max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
                        max_total_pending_bytes: int = DEFAULT_MAX_TOTAL_PENDING_BYTES,
                        max_connections: int = DEFAULT_MAX_CONNECTIONS,

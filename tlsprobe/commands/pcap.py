@@ -8,6 +8,8 @@ not be read (what could be read is still reported, and what was not is said).
 per task, with the same output as one after another (tlsprobe/survey/captures.py). One large
 capture (or one file with --jobs 2 or more) is read by two processes: the capture layer in
 the second (tlsprobe/capture/pipe.py), the same output; --jobs 1 keeps to one process.
+`-i IFACE` captures live instead (`_run_live`, commands/pcap_live.py, capture/live.py): rows as
+handshakes are decided, until -c, --duration or Ctrl-C.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import argparse
 import dataclasses
 import gc
 import sys
+import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
@@ -40,9 +43,11 @@ if TYPE_CHECKING:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("files", metavar="FILE", nargs="+",
+    p.add_argument("files", metavar="FILE", nargs="*",
                    help="pcap or pcapng capture (gzip-compressed too), or a directory (the "
-                   "captures under it, by path); '-' reads stdin")
+                   "captures under it, by path); '-' reads stdin (rows as handshakes "
+                   "complete); or -i IFACE instead")
+    _add_live_arguments(p)
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true", help="one JSON document; connections "
                    "in the order they end (streamed), each with its first_frame (the table "
@@ -97,11 +102,52 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    metavar="VERSION",
                    help="negotiated version: 1.3, TLSv1.2, ssl3, 0x0303")
     f.add_argument("--no-quic", action="store_true", help="skip UDP (QUIC Initial packets)")
+    _add_streaming_arguments(p)
 
 
-def _options(args: argparse.Namespace) -> tuple[CaptureRequest, AnalyzerOptions]:
+def _add_live_arguments(p: argparse.ArgumentParser) -> None:
+    """`-i IFACE` and what goes with a live capture (commands/pcap_live.py)."""
+    live = p.add_argument_group("live capture (README: Live capture)")
+    live.add_argument("-i", "--interface", action="append", metavar="IFACE",
+                      help="capture live on IFACE (repeatable; 'any': every interface, on "
+                      "Linux): each connection's row as soon as its handshake is decided; "
+                      "Ctrl-C stops (exit 0 after the summary). Needs root or CAP_NET_RAW "
+                      "and CAP_NET_ADMIN")
+    live.add_argument("-f", "--filter", dest="bpf", metavar="EXPR", help="with -i: BPF "
+                      "capture filter, as tcpdump's (default: 'tcp or udp': TLS on any "
+                      "port, STARTTLS, QUIC, DTLS)")
+    live.add_argument("-B", "--buffer-size", type=float, metavar="MB", help="with -i: "
+                      "the kernel's capture buffer per interface, in MiB (default 32; "
+                      "tshark's -B): bursts wait there while tlsprobe catches up, and what "
+                      "does not fit is dropped (counted and said)")
+    live.add_argument("-c", "--count", type=int, metavar="N", help="stop after N "
+                      "connections reported (live capture, stdin, or a file)")
+    live.add_argument("--duration", type=float, metavar="S", help="with -i, '-' or "
+                      "--follow: stop after S seconds (the connections still open are "
+                      "reported)")
+    live.add_argument("-w", "--write", dest="write", metavar="FILE", help="with -i: also "
+                      "write the captured packets to FILE (pcapng), to read again later")
+    live.add_argument("--ring-size", type=float, metavar="MB", help="with -w: a ring of "
+                      "files, a new one past MB megabytes (named as tshark's -b names them)")
+    live.add_argument("--ring-files", type=int, metavar="N", help="with --ring-size: keep "
+                      "only the newest N files")
+
+
+def _add_streaming_arguments(p: argparse.ArgumentParser) -> None:
+    """Captures still being written (issue 34): --follow."""
+    s = p.add_argument_group("captures still being written")
+    s.add_argument("--follow", action="store_true", help="FILE is a capture another "
+                   "program is still writing (tcpdump -w, dumpcap): read it as it grows and "
+                   "wait for more at its end, as tail -f, until interrupted; each "
+                   "connection is reported as it ends. A file that shrinks or is replaced "
+                   "ends the reading (exit 7). stdin ('-') is read as it comes without it")
+
+
+def _options(args: argparse.Namespace, stop_at: float | None = None
+             ) -> tuple[CaptureRequest, AnalyzerOptions]:
     """The request (requests/capture.py: files, key log, filters, processes) and the
-    analysis options the output asks for; a bad option is a usage error before any read."""
+    analysis options the output asks for (`stop_at`: --duration's deadline); a bad option
+    is a usage error before any read."""
     from tlsprobe.requests.capture import CaptureRequest
     if args.json and args.jsonl:
         raise UsageError("--json and --jsonl exclude each other")
@@ -128,7 +174,8 @@ def _options(args: argparse.Namespace) -> tuple[CaptureRequest, AnalyzerOptions]
         # plot read reports)
         json_text=(args.json or args.jsonl) and not (
             args.msg or args.stats or filtering or args.csv or args.plot),
-        pipe_min_bytes=None if request.parallel else _pipe_min_bytes(args.jobs))
+        pipe_min_bytes=None if request.parallel else _pipe_min_bytes(args.jobs),
+        stop_at=stop_at)
 
 
 class _Sinks:
@@ -173,8 +220,11 @@ class _Sinks:
 
 
 def _read_one(name: str, analysis: CaptureAnalysis | Finished, flt: ConnectionFilter,
-              output: Output, sinks: _Sinks) -> CaptureSummary:
-    """Report the connections of one opened capture; its summary (with `reported`)."""
+              output: Output, sinks: _Sinks, limit: int | None = None,
+              interruptible: bool = False) -> CaptureSummary:
+    """Report the connections of one opened capture (the first `limit` only: -c); its
+    summary (with `reported`). `interruptible` (a capture still coming: stdin, --follow):
+    Ctrl-C ends the reading, and what was read is summarised."""
     from tlsprobe.requests.capture import passes
     output.begin()
     reported = 0
@@ -182,19 +232,28 @@ def _read_one(name: str, analysis: CaptureAnalysis | Finished, flt: ConnectionFi
     reported_ids: set[int] = set()
     # once per connection: what does not change is looked up before the loop
     stats, counting, files, emit = sinks.stats, sinks.counting, sinks.files, output.report
-    for report, trace in analysis:
-        if filtering:
-            if not passes(flt, report):
-                continue
-            reported_ids.add(report.id)
-        reported += 1
-        if counting:
-            stats.add(report)
-        else:
-            stats.connections += 1
-        if files:
-            sinks.to_files(name, report)
-        emit(report, trace)
+    close = getattr(analysis, "close", None)   # (a worker's capture is read already)
+    try:
+        for report, trace in analysis:
+            if filtering:
+                if not passes(flt, report):
+                    continue
+                reported_ids.add(report.id)
+            reported += 1
+            if counting:
+                stats.add(report)
+            else:
+                stats.connections += 1
+            if files:
+                sinks.to_files(name, report)
+            emit(report, trace)
+            if reported == limit and close is not None:
+                close()   # -c N: the rest is not read; the summary is made now
+                break
+    except KeyboardInterrupt:
+        if not interruptible or close is None:
+            raise
+        close()   # Ctrl-C: what was read is summarised (exit 0)
     summary = analysis.summary
     assert summary is not None  # set when the iteration ends
     if filtering:  # notes about connections only for those reported
@@ -210,12 +269,30 @@ def run(args: argparse.Namespace) -> int:
     reported), else 0."""
     from tlsprobe.model.capture import CaptureSummary
     from tlsprobe.report.progress import CaptureBar
-    request, options = _options(args)
+    if args.interface:
+        return _run_live(args)
+    if not args.files:
+        raise UsageError("give a capture FILE (or '-' for stdin), or -i IFACE to capture "
+                         "live")
+    if args.ring_size is not None or args.ring_files is not None:
+        raise UsageError("--ring-size and --ring-files are -w's ring, for a live capture: "
+                         "with -i IFACE -w FILE")
+    if args.bpf is not None or args.write is not None or args.buffer_size is not None:
+        flag = "-f/--filter" if args.bpf is not None else "-w" if args.write is not None \
+            else "-B/--buffer-size"
+        hint = " (the filters of a file's connections are --host, --port, --sni ...)" \
+            if args.bpf is not None else ""
+        raise UsageError(f"{flag} is for a live capture: with -i IFACE{hint}")
+    from tlsprobe.commands import pcap_live
+    request, options = _options(args, pcap_live.deadline(args))
+    streaming = pcap_live.streamed_input(args, request.files)
     sinks = _Sinks(args)
     from tlsprobe.commands.pcap_output import Output
-    output = Output(args, sys.stdout)
+    output = Output(args, sys.stdout, streaming=streaming)
     broken = unreadable = False
-    bar = CaptureBar(not args.no_progress and not args.msg and not request.parallel)
+    left = args.count
+    bar = CaptureBar(not args.no_progress and not args.msg and not request.parallel
+                     and not request.follow)
     opened = _opened(request, options, bar)
     # Reading a capture allocates many short-lived objects and few cycles: keep what is
     # loaded out of the collector's scans and let it run less often (about 10% faster).
@@ -230,10 +307,14 @@ def run(args: argparse.Namespace) -> int:
                 unreadable = True
                 summary = CaptureSummary.unreadable(name, error or "")
             else:
-                summary = _read_one(name, analysis, request.filter, output, sinks)
+                summary = _read_one(name, analysis, request.filter, output, sinks,
+                                    left, streaming)
                 broken = _warn(name, summary, args.full) or broken
+                left = None if left is None else left - summary.reported
             sinks.summaries.append(summary)
             output.capture(summary)
+            if left is not None and left <= 0:
+                break   # -c N connections reported: the other files are not read
     finally:
         opened.close()  # stopped early: the worker processes go too
         bar.stop()
@@ -252,6 +333,47 @@ def run(args: argparse.Namespace) -> int:
             sinks.timeline.write(args.plot)
     if unreadable:
         return EXIT_USAGE
+    return EXIT_BAD_INPUT if broken else EXIT_OK
+
+
+def _run_live(args: argparse.Namespace) -> int:
+    """`pcap -i IFACE`: rows as handshakes are decided until -c, --duration or Ctrl-C;
+    then the summary (commands/pcap_live.py has the exit codes)."""
+    from tlsprobe.commands import pcap_live
+    from tlsprobe.commands.pcap_output import Output
+    ring = pcap_live.check_live_args(args)
+    request, options = _options(args)
+    sinks = _Sinks(args)
+    start = time.monotonic()
+    opened = pcap_live.open_live(args, options, ring)
+    if isinstance(opened, str):
+        print(f"tlsprobe: {shown(opened)}", file=sys.stderr)
+        sinks.close()
+        return EXIT_USAGE
+    capture, analysis, writer = opened
+    output = Output(args, sys.stdout, streaming=True)
+    pcap_live.report_start(capture)
+    try:
+        with pcap_live.stopped_by_signals(capture):
+            summary = _read_one(analysis.name, analysis, request.filter, output, sinks,
+                                limit=args.count)
+        live = analysis.stream.stats.live   # the counts the summary has (not recounted)
+    finally:
+        analysis.close()
+        capture.close()
+        if writer is not None:
+            writer.close()
+        output.flush()
+        sinks.close()
+    broken = _warn(analysis.name, summary, args.full)
+    sinks.summaries.append(summary)
+    output.capture(summary)
+    output.finish(sinks.stats, sinks.summaries)
+    print(pcap_live.summary_line(summary, live, time.monotonic() - start), file=sys.stderr)
+    if sinks.timeline is not None:
+        from tlsprobe.commands.common import written_to
+        with written_to("--plot", args.plot):
+            sinks.timeline.write(args.plot)
     return EXIT_BAD_INPUT if broken else EXIT_OK
 
 
@@ -283,7 +405,11 @@ def _opened(request: CaptureRequest, options: AnalyzerOptions, bar: CaptureBar
     for path in request.files:
         name = "<stdin>" if path == "-" else path
         update = bar.start(name)
-        yield open_capture(path, name, options, None if update is None else Progress(update))
+        # a capture still being written: each connection reported when its handshake is
+        # decided (as a live capture's), not when it closes
+        opts = dataclasses.replace(options, report_when_decided=True) \
+            if path == "-" or request.follow else options
+        yield open_capture(path, name, opts, None if update is None else Progress(update))
 
 
 def _warn(name: str, summary: CaptureSummary, full: bool = False) -> bool:

@@ -27,11 +27,17 @@ class Output:
     lists the connections first so it too can be written as it goes), rows for the final
     table (sorted by capture and first frame: connections end in another order than they
     start). JSON text going to a file or pipe is written 64 KiB at a time. Nothing is
-    written until a capture could be opened."""
+    written until a capture could be opened. `streaming` (a live capture, stdin, --follow):
+    each report is written and flushed as it comes, the table a row at a time with fixed
+    column widths (report.offline_tables.StreamedTable)."""
 
-    def __init__(self, args: argparse.Namespace, out: IO[str]) -> None:
+    def __init__(self, args: argparse.Namespace, out: IO[str], streaming: bool = False
+                 ) -> None:
+        """`streaming`: the capture is still being written (stdin, --follow, live): each
+        report is written and flushed as it comes, never gathered into a batch."""
         from tlsprobe.model.capture import capture_encoder
         from tlsprobe.report.offline_tables import (
+            StreamedTable,
             connection_label,
             connection_row,
             render_details,
@@ -46,9 +52,12 @@ class Output:
         self._details = render_details
         self._pending: list[str] = []
         self._pending_size = 0
-        self._batch = not out.isatty()
+        self._batch = not out.isatty() and not streaming
         self._started = False
         self._table = not (args.json or args.jsonl or args.details or args.stats)
+        self.streaming = streaming
+        self._streamed = StreamedTable(out) if streaming and self._table and not args.msg \
+            else None
         self._encoder = capture_encoder()  # this run's: remembers the shared values' JSON
         self._t0 = time.monotonic()        # the run's start: started_at and duration_s
 
@@ -71,6 +80,8 @@ class Output:
                                f'"tlsprobe_version": {json.dumps(run["tlsprobe_version"])}, '
                                f'"started_at": {json.dumps(run["started_at"])}, '
                                '"connections": [')
+            elif self._streamed is not None:
+                self._streamed.header()
 
     def _json(self, text: str, end: str = "") -> None:
         """Write `text` then `end` (kept apart: a report's text is not copied to add a
@@ -104,6 +115,8 @@ class Output:
                 self._json(line, "\n")
             else:
                 self._json(("\n  " if self.count == 1 else ",\n  ") + line)
+            if self.streaming:
+                out.flush()
             return
         if args.msg and trace is not None:
             out.write(f"=== connection {self._label(report)}: {report.client} -> "
@@ -114,9 +127,13 @@ class Output:
         if args.details:
             self._details(report, out)
             out.write("\n")
+        elif self._streamed is not None:
+            self._streamed.row(self._row(report))
         elif self._table:
             self.rows.append((self.file_index, report.first_frame, report.id,
                               self._row(report)))
+        if self.streaming:
+            out.flush()
 
     def capture(self, summary: CaptureSummary) -> None:
         self.flush()
@@ -149,6 +166,9 @@ class Output:
             return
         if args.stats:
             render_stats(stats.tables(), stats.connections, out)
+            _live_counts(summaries, out)
+        elif self._streamed is not None:
+            self._streamed.end()
         elif self._table:
             self.rows.sort(key=itemgetter(0, 1, 2))   # file, first frame, id
             if len(summaries) > 1:
@@ -157,6 +177,16 @@ class Output:
                                    with_file=True)
             else:
                 render_connections([row for *_key, row in self.rows], out)
+
+
+def _live_counts(summaries: list[CaptureSummary], out: IO[str]) -> None:
+    """--stats of a live capture: what the kernel says it received and dropped."""
+    for summary in summaries:
+        live = summary.capture.get("live")
+        if isinstance(live, dict):
+            out.write(f"Live capture on {summary.file}: {live['received']} packets "
+                      f"received, {live['dropped']} dropped by the kernel or libpcap, "
+                      f"{live['interface_dropped']} by the interface\n")
 
 
 def _nothing_found(summaries: list[CaptureSummary]) -> str:

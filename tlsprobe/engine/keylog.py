@@ -5,11 +5,17 @@ Format (NSS key log, as written by OpenSSL, NSS, GnuTLS, curl and browsers): one
 log ``CLIENT_RANDOM`` with the 48-byte master secret; TLS 1.3 logs one line per traffic
 secret. The older ``RSA Session-ID:<hex> Master-Key:<hex>`` form (Wireshark's, from
 OpenSSL's SSL_SESSION_print) gives a TLS 1.0-1.2 master secret by session id. Parsing is bounded and never raises on bad content: bad lines are counted.
+
+A key log still being written (a browser's SSLKEYLOGFILE while a live capture runs) is
+loaded with ``load_keylog(path, grows=True)``: a lookup that misses then looks whether the
+file grew (one stat) and reads only the lines added since (`KeyLogFollower`), never the
+whole file again.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import IO, Self
@@ -118,9 +124,19 @@ class KeyLog:
     dropped: int = 0
     session_ids: dict[bytes, bytes] = field(default_factory=dict)
     source: str = ""
+    #: reads the lines added to a key log still being written (None: a finished file)
+    follower: KeyLogFollower | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def grows(self) -> bool:
+        """Whether lines added to the file later are read when a key is missing."""
+        return self.follower is not None
 
     def secrets(self, client_random: bytes) -> dict[str, bytes] | None:
-        return self.sessions.get(bytes(client_random))
+        found = self.sessions.get(bytes(client_random))
+        if found is None and self.follower is not None and self.follower.read_more(self):
+            found = self.sessions.get(bytes(client_random))
+        return found
 
     def master_secret(self, client_random: bytes) -> bytes | None:
         """The TLS 1.0-1.2 master secret for a client random, if logged."""
@@ -129,7 +145,25 @@ class KeyLog:
 
     def master_secret_by_session_id(self, session_id: bytes) -> bytes | None:
         """The TLS 1.0-1.2 master secret logged for a session id, if any."""
-        return self.session_ids.get(bytes(session_id)) if session_id else None
+        if not session_id:
+            return None
+        found = self.session_ids.get(bytes(session_id))
+        if found is None and self.follower is not None and self.follower.read_more(self):
+            found = self.session_ids.get(bytes(session_id))
+        return found
+
+    def merge(self, other: KeyLog) -> None:
+        """Add `other`'s keys and counts to this log (within `DEFAULT_MAX_SESSIONS`)."""
+        self.bad_lines += other.bad_lines
+        self.skipped_lines += other.skipped_lines
+        self.dropped += other.dropped
+        for random, secrets in other.sessions.items():
+            entry = self.sessions.get(random)
+            if entry is None and len(self.sessions) >= DEFAULT_MAX_SESSIONS:
+                self.dropped += 1
+                continue
+            self.sessions.setdefault(random, {}).update(secrets)
+        self.session_ids.update(other.session_ids)
 
     @property
     def usable(self) -> int:
@@ -178,10 +212,17 @@ def parse_keylog(lines: Iterable[str] | str,
 
 
 def load_keylog(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES,
-                max_sessions: int = DEFAULT_MAX_SESSIONS) -> KeyLog:
+                max_sessions: int = DEFAULT_MAX_SESSIONS, *, grows: bool = False) -> KeyLog:
     """Read and parse a key log file, at most `max_bytes` of it (the rest counts as dropped).
+    `grows`: the file is still being written: lines added later are read when a lookup
+    misses (`KeyLogFollower`; a regular file only: a pipe is read whole, as without it).
 
     OSError propagates (the caller turns it into a one-line usage error)."""
+    if grows and stat.S_ISREG(os.stat(path).st_mode):   # (a pipe is read once, whole)
+        log = KeyLog(source=os.fspath(path))
+        log.follower = KeyLogFollower(os.fspath(path), max_bytes)
+        log.follower.read_more(log, force=True)
+        return log
     with open(path, "rb") as f:
         data = f.read(max_bytes + 1)
     truncated = len(data) > max_bytes
@@ -194,6 +235,47 @@ def load_keylog(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES
     if truncated:
         log.dropped += 1
     return log
+
+
+class KeyLogFollower:
+    """Reads what was added to a key log file since the last look: `read_more` costs one
+    stat when the file has not changed, and reads only the new whole lines when it has (a
+    line still being written is read once whole). A file that got shorter (rewritten) is
+    read again from its start; the keys already read stay. At most `max_bytes` in all."""
+
+    def __init__(self, path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.path = path
+        self.max_bytes = max_bytes
+        self.offset = 0          # bytes of whole lines read
+        self.size = -1           # the file's size at the last look
+        self.reads = 0           # times new lines were read (for tests and --stats)
+
+    def read_more(self, log: KeyLog, force: bool = False) -> bool:
+        """Add the file's new lines to `log`; True when there were any."""
+        try:
+            size = os.stat(self.path).st_size
+        except OSError:
+            return False       # gone for now: the keys read so far stay
+        if size == self.size and not force:
+            return False
+        self.size = size
+        if size < self.offset:
+            self.offset = 0
+        if self.offset >= self.max_bytes or size == self.offset:
+            return False
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read(min(size, self.max_bytes) - self.offset)
+        except OSError:
+            return False
+        end = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
+        if not end:
+            return False       # no whole line yet
+        self.offset += end
+        self.reads += 1
+        log.merge(parse_keylog(data[:end].decode("ascii", errors="replace")))
+        return True
 
 
 def _parse_line(line: str) -> tuple[str, bytes, bytes] | None:

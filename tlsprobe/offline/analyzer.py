@@ -30,6 +30,7 @@ from tlsprobe.capture import (
     iter_stream_events,
 )
 from tlsprobe.capture.pipe import PipedStream, can_pipe
+from tlsprobe.capture.streaming import streaming_source
 from tlsprobe.model.capture import CaptureSummary
 from tlsprobe.offline.caches import AnalysisCaches
 from tlsprobe.offline.connection import Connection
@@ -40,6 +41,7 @@ from tlsprobe.offline.notes import eviction_note, undecrypted_note
 from tlsprobe.offline.udp import UdpHandshakes
 
 if TYPE_CHECKING:
+    from tlsprobe.capture.live import LiveCapture
     from tlsprobe.engine.keylog import KeyLog
     from tlsprobe.offline.flowreader import FlowReader, FormatterFactory
 
@@ -60,7 +62,16 @@ class AnalyzerOptions:
     (their report's JSON text and id: what --json/--jsonl write); `pipe_min_bytes`: a
     capture file of at least this size is read by a second process (capture.pipe: the
     same results in 10-30 % less time on two free CPUs, for more CPU time in all),
-    where the system can (`can_pipe`); None: never."""
+    where the system can (`can_pipe`); None: never. `follow`: the capture file is still
+    being written: read it as it grows, as `tail -f` (capture.streaming.FollowedFile);
+    `stop_at`: a `time.monotonic()` deadline for a capture still being written (stdin, a
+    pipe, `follow`): no read waits past it, and the capture ends there as if it ended.
+    `report_when_decided`: a TCP
+    connection is reported as soon as its handshake is decided (both directions only
+    counted from then on: what the report says can no longer change), not when it
+    closes, and not again then (live capture, stdin, --follow: rows as handshakes end).
+    `live_gap_note`: a connection with capture gaps while a live capture had dropped
+    packets says so in its report."""
 
     trace: bool = False
     keylog: KeyLog | None = None
@@ -72,6 +83,9 @@ class AnalyzerOptions:
     brief: bool = False
     json_text: bool = False
     pipe_min_bytes: int | None = None
+    follow: bool = False
+    stop_at: float | None = None
+    report_when_decided: bool = False
 
     def __post_init__(self) -> None:
         if self.trace and self.trace_formatter is None:
@@ -104,9 +118,9 @@ class _CountingReader:
         self._raw.close()
 
 
-def _piped(source: str, min_bytes: int | None) -> bool:
+def _piped(source: str | LiveCapture, min_bytes: int | None) -> bool:
     """Whether to read `source` in a second process (AnalyzerOptions.pipe_min_bytes)."""
-    if min_bytes is None or source == "-" or not can_pipe():
+    if min_bytes is None or not isinstance(source, str) or source == "-" or not can_pipe():
         return False
     try:
         info = os.stat(source)
@@ -122,14 +136,18 @@ class CaptureAnalysis:
     their partial messages and the capture file are released then, whatever the state of
     the iteration."""
 
-    def __init__(self, source: str, options: AnalyzerOptions | None = None,
+    def __init__(self, source: str | LiveCapture, options: AnalyzerOptions | None = None,
                  progress: Progress | None = None, display_name: str | None = None) -> None:
         self.options = options or AnalyzerOptions()
-        self.name = display_name or source
+        self.name = display_name or (source if isinstance(source, str) else source.name)
         self._progress = progress
         self._counter: _CountingReader | None = None
         self._total: int | None = None
-        if progress is not None and source != "-":
+        self._streaming = streaming_source(source, self.options.follow,
+                                           self.options.stop_at) \
+            if isinstance(source, str) else None
+        if progress is not None and isinstance(source, str) and source != "-" and \
+                self._streaming is None:
             self._counter = _CountingReader(open(source, "rb"))  # noqa: SIM115
             try:
                 self._total = os.fstat(self._counter._raw.fileno()).st_size
@@ -137,14 +155,16 @@ class CaptureAnalysis:
                 self._total = None
         try:
             stream = iter_stream_events(
-                self._counter if self._counter is not None else source,
+                self._counter if self._counter is not None else self._streaming or source,
                 udp=self.options.quic)
         except BaseException:
             if self._counter is not None:
                 self._counter.close()
+            if self._streaming is not None:
+                self._streaming.close()
             raise
         self.stream: CaptureStream | PipedStream = stream
-        if _piped(source, self.options.pipe_min_bytes):
+        if self._streaming is None and _piped(source, self.options.pipe_min_bytes):
             try:
                 self.stream = PipedStream(stream)
             except OSError:
@@ -168,6 +188,8 @@ class CaptureAnalysis:
         #: their StreamOpen is kept, the readers are built on the first bytes
         self._conns: dict[int, Connection] = {}
         self._opened: dict[int, StreamOpen] = {}
+        #: connections reported when their handshake was decided, until their close
+        self._decided: set[int] = set()
         self._released = False
         self._udp = UdpHandshakes(self.name, self.caches)
 
@@ -198,7 +220,7 @@ class CaptureAnalysis:
             merged = KeyLog(dict(self.keylog.sessions), self.keylog.bad_lines,
                             self.keylog.skipped_lines, self.keylog.dropped,
                             {**self.keylog.session_ids, **embedded.session_ids},
-                            self.keylog.source)
+                            self.keylog.source, self.keylog.follower)
             for random, secrets in embedded.sessions.items():
                 merged.sessions.setdefault(random, {}).update(secrets)
             self.keylog = merged
@@ -216,6 +238,8 @@ class CaptureAnalysis:
                 why = decryptor.unsupported
                 self.undecrypted[why] = self.undecrypted.get(why, 0) + 1
         opts = self.options
+        if conn.gap_bytes and self.stream.stats.live is not None:
+            self._dropped_note(conn)
         report = conn.brief() if opts.brief else conn.json_text(self.name, reason) \
             if opts.json_text else conn.report(self.name, reason)
         if conn.facts.handshake_gap[1] and len(self._gap_warnings) < MAX_GAP_NOTES:
@@ -235,6 +259,7 @@ class CaptureAnalysis:
         ignore = stream.ignore
         progress = self._progress
         every = progress.every if progress is not None else 0
+        decided, early = self._decided, self.options.report_when_decided
         tick = 0
         try:
             for ev in events:
@@ -244,6 +269,8 @@ class CaptureAnalysis:
                     cid = key.id
                     conn = conns.get(cid)
                     if conn is None:
+                        if cid in decided:
+                            continue  # reported; queued before it was only counted
                         conn = conns[cid] = self._new(*opened.pop(cid, (key, ts, frame)))
                     conn.nbytes[d] += len(data)
                     conn.last_ts = ts
@@ -258,6 +285,10 @@ class CaptureAnalysis:
                         conn.swapped(new if new is not None else key.swapped())
                     if conn.halves[0].counting and conn.halves[1].counting:
                         ignore(cid)  # nothing more to read: the capture only counts
+                        if early:
+                            done = self._decide(cid)
+                            if done is not None:
+                                yield done
                     if progress is not None:
                         tick += 1
                         if tick >= every:
@@ -284,10 +315,20 @@ class CaptureAnalysis:
         finally:
             self.close()
 
+    def _dropped_note(self, conn: Connection) -> None:
+        """A live connection with gaps while the capture had dropped packets: the gaps may
+        be those drops, not losses on the network (said in its report)."""
+        dropped = self.stream.stats.dropped()
+        if dropped:
+            conn.facts.problem(f"{dropped} packets were dropped by the live capture so far: "
+                               "this connection's gaps may be those drops")
+
     def _close(self, ev: StreamClose) -> Analyzed | None:
         """A connection's end: its report (None: no TLS, or no payload)."""
         conn = self._conns.pop(ev.conn.id, None)
         if conn is None:
+            if self._decided:
+                self._decided.discard(ev.conn.id)  # reported already
             if self._opened.pop(ev.conn.id, None) is not None:
                 self.connections += 1  # no payload: nothing was built for it
             return None
@@ -295,6 +336,13 @@ class CaptureAnalysis:
             conn.last_ts = max(conn.last_ts, ev.ts)
             conn.last_frame = max(conn.last_frame, ev.frame)
         return self._finish(conn, ev.reason)
+
+    def _decide(self, cid: int) -> Analyzed | None:
+        """`report_when_decided`: the report of a connection whose handshake is decided,
+        made now; its later counts and its close are not reported."""
+        conn = self._conns.pop(cid)
+        self._decided.add(cid)
+        return self._finish(conn, None)
 
     def _other(self, ev: StreamGap | Secrets) -> None:
         """The events other than data, opens, counts, ends and datagrams."""
@@ -334,6 +382,8 @@ class CaptureAnalysis:
         self._conns.clear()
         self._opened.clear()
         self.stream.close()
+        if self._streaming is not None:
+            self._streaming.close()
         if self._progress is not None:
             self._tick()
         if self._counter is not None:

@@ -10,6 +10,14 @@ key log (offline.decrypt). A trace shows every record (encrypted ones summarised
 `max_records`; without a trace or keys, a connection stops being parsed once both sides
 encrypt; with keys, after `max_records` records, or without a trace once both Finished and
 `POST_HANDSHAKE_RECORDS` more records (tickets, alerts) were read.
+
+A key log still being written (`KeyLog.grows`: a live capture with a browser's
+SSLKEYLOGFILE) is behind the packets: the client logs a connection's secrets only once it
+has the ServerHello, which the capture sees first. A connection whose ClientHello's random
+is not in the log yet is therefore held (its later bytes kept in order, unread) until the
+log has its keys, looked up again at each new segment: the client's next flight comes after
+it logged them. It is read without keys when they have not come by the client's
+`HOLD_CLIENT_SEGMENTS`-th segment after the server spoke, past `HOLD_BYTES`, or at its end.
 """
 
 from __future__ import annotations
@@ -18,7 +26,14 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Protocol
 
-from tlsprobe.engine.keylog import KeyLog
+from tlsprobe.engine.keylog import (
+    CLIENT_HANDSHAKE_TRAFFIC_SECRET,
+    CLIENT_RANDOM,
+    CLIENT_TRAFFIC_SECRET_0,
+    SERVER_HANDSHAKE_TRAFFIC_SECRET,
+    SERVER_TRAFFIC_SECRET_0,
+    KeyLog,
+)
 from tlsprobe.offline.decrypt import Decryptor
 from tlsprobe.offline.facts import CLIENT, SERVER, Facts
 from tlsprobe.offline.framing import Aligner, role_of
@@ -43,6 +58,12 @@ KEY_UPDATE, FINISHED, SERVER_HELLO, CLIENT_HELLO, END_OF_EARLY_DATA = 24, 20, 2,
 #: without a trace, records decrypted after both Finished (NewSessionTicket, alerts)
 POST_HANDSHAKE_RECORDS = 16
 MAX_HEAD = 1 << 14  # first bytes of a ClientHello kept until it is whole, to read a cut one
+#: a connection waiting for its keys in a growing key log: bytes held at most, and the
+#: client segments after the server spoke that may come before it is read without them
+HOLD_BYTES = 1 << 20
+HOLD_CLIENT_SEGMENTS = 2
+_TLS13_LOGGED = (CLIENT_HANDSHAKE_TRAFFIC_SECRET, SERVER_HANDSHAKE_TRAFFIC_SECRET,
+                 CLIENT_TRAFFIC_SECRET_0, SERVER_TRAFFIC_SECRET_0)
 
 
 class EventFormatter(Protocol):
@@ -90,6 +111,12 @@ class FlowReader:
         self.swapped = False
         self._ts = 0.0
         self._frame = 0
+        #: bytes (None: a gap) held while waiting for keys: (half, data, ts, frame)
+        self._held: list[tuple[FlowHalf, bytes | None, float, int]] | None = None
+        self._held_bytes = 0
+        self._waited = False          # held once at most
+        self._server_spoke = False
+        self._client_segments = 0     # client segments held after the server spoke
 
     def _flow(self) -> Flow:
         flow = Flow(annotate=self.trace, capture=True)
@@ -113,11 +140,59 @@ class FlowReader:
 
     def release(self) -> None:
         """The connection is done (as FastReader.release): nothing held against the
-        analysis's budget here."""
+        analysis's budget here; what waited for keys that never came is read now."""
+        self._release()
+
+    # -- waiting for a growing key log ---------------------------------------------------
+    def _waits_for_keys(self) -> bool:
+        """After the ClientHello: whether to hold the connection until the growing key
+        log has its keys (once per connection, and only when they are not there yet)."""
+        dec, f = self.decryptor, self.facts
+        if dec is None or self._waited or not dec.keylog.grows or dec.active or \
+                not f.client_hellos or f.server_hello is not None:
+            return False
+        self._waited = True
+        return not self._keys_logged()
+
+    def _hold(self, half: FlowHalf, data: bytes | None, ts: float, frame: int) -> None:
+        """Keep a segment (or a gap) of a connection waiting for keys; read all that was
+        held when the keys have come, or without them when waiting has lasted enough."""
+        held, dec = self._held, self.decryptor
+        assert held is not None and dec is not None
+        held.append((half, data, ts, frame))
+        self._held_bytes += len(data or b"")
+        if half.direction == SERVER:
+            self._server_spoke = True
+        elif self._server_spoke:
+            self._client_segments += 1
+        if self._keys_logged() or self._held_bytes > HOLD_BYTES or \
+                self._client_segments >= HOLD_CLIENT_SEGMENTS:
+            self._release()
+
+    def _keys_logged(self) -> bool:
+        """Whether the key log has all the keys of this connection a client logs during
+        its handshake: the TLS 1.2 master secret, or the TLS 1.3 handshake and first
+        application traffic secrets (it writes them one line at a time)."""
+        assert self.decryptor is not None
+        secrets = self.decryptor.keylog.secrets(self.facts.client_hellos[0].random)
+        return secrets is not None and (CLIENT_RANDOM in secrets or all(
+            label in secrets for label in _TLS13_LOGGED))
+
+    def _release(self) -> None:
+        """Read what was held, in its order."""
+        held, self._held = self._held, None
+        for half, data, ts, frame in held or ():
+            if data is None:
+                self.gap(half, ts, frame)
+            elif not half.counting:
+                self._feed(half, data, ts, frame)
 
     # -- input ---------------------------------------------------------------------------
     def gap(self, half: FlowHalf, ts: float = 0.0, frame: int = 0) -> None:
         if half.counting:
+            return
+        if self._held is not None:
+            self._hold(half, None, ts, frame)
             return
         if half.head and not self.facts.client_hellos:
             msg = bytearray()  # the handshake bytes of the records kept, the last one cut
@@ -133,6 +208,14 @@ class FlowReader:
         half.fed = 0
 
     def feed(self, half: FlowHalf, data: bytes, ts: float, frame: int) -> None:
+        if self._held is not None:
+            self._hold(half, data, ts, frame)
+            return
+        self._feed(half, data, ts, frame)
+        if self._waits_for_keys():
+            self._held = []
+
+    def _feed(self, half: FlowHalf, data: bytes, ts: float, frame: int) -> None:
         data = half.aligner.feed(data)
         if half.aligner.state == "dead":
             half.counting = True

@@ -147,6 +147,38 @@ def render_connections(rows: Sequence[tuple[str, ...]], out: IO[str], *,
         print(LEGEND, file=out)
 
 
+#: the streamed table's column widths (`StreamedTable`): a row is printed when its
+#: connection's handshake is decided, before the widths of the others are known, so each
+#: column has the width of its usual values (a longer value widens its row only)
+STREAM_WIDTHS = (7, 21, 21, 24, 8, 38, 14, 9, 8, 36)
+
+
+class StreamedTable:
+    """The connection table written a row at a time as connections are reported (live
+    capture, stdin, --follow): fixed column widths, each row flushed, what the capture
+    holds escaped; the legend under the last row."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+        self.rows = 0
+        self._line = "  ".join(f"{{:<{w}}}" for w in STREAM_WIDTHS).format
+
+    def header(self) -> None:
+        self.out.write(self._line(*COLUMNS).rstrip() + "\n")
+        self.out.flush()
+
+    def row(self, row: tuple[str, ...]) -> None:
+        if not "".join(row).isprintable():
+            row = tuple(map(shown, row))
+        self.rows += 1
+        self.out.write(self._line(*row).rstrip() + "\n")
+        self.out.flush()
+
+    def end(self) -> None:
+        if self.rows:
+            print(LEGEND, file=self.out)
+
+
 Row = tuple[str, str]
 #: the rows of one part of a connection's details
 ConnectionRows = Callable[[ConnectionReport], list[Row]]

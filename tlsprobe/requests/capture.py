@@ -104,28 +104,34 @@ class CaptureRequest:
     filter: ConnectionFilter = field(default_factory=_no_filter)
     jobs: int | None = None
     scheduler: str | None = None
+    follow: bool = False
 
     @classmethod
     def build(cls, files: Sequence[str], *, keylog: str | None = None,
               embedded_keys: bool = True, quic: bool = True,
               filter: ConnectionFilter | None = None, jobs: int | None = None,
-              scheduler: str | None = None, names: Names = API) -> CaptureRequest:
-        """The request, or a UsageError naming the input at fault."""
+              scheduler: str | None = None, follow: bool = False,
+              names: Names = API, live: bool = False) -> CaptureRequest:
+        """The request, or a UsageError naming the input at fault. `live`: the packets
+        come from a live capture (requests/live.py), whose key log grows as it runs."""
         if list(files).count("-") > 1:
             raise UsageError("stdin ('-') can be read only once")
+        if follow:
+            _check_follow(files, jobs, scheduler, names)
         if jobs is not None:
             check_jobs(jobs, names)
         keys = None
         if keylog is not None:
             from tlsprobe.engine.keylog import load_keylog
-            try:
-                keys = load_keylog(keylog)
+            try:   # a capture still being written: so may its key log be
+                keys = load_keylog(keylog, grows=follow or live or "-" in files)
             except OSError as exc:
                 raise UsageError(f"{names('keylog')} {keylog}: {exc.strerror or exc}"
                                  ) from None
-        return cls(files=tuple(expand_directories(files)), keylog=keys,
-                   embedded_keys=embedded_keys, quic=quic, filter=filter or _no_filter(),
-                   jobs=jobs, scheduler=scheduler)
+        return cls(files=tuple(files) if follow else tuple(expand_directories(files)),
+                   keylog=keys, embedded_keys=embedded_keys, quic=quic,
+                   filter=filter or _no_filter(), jobs=jobs, scheduler=scheduler,
+                   follow=follow)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> CaptureRequest:
@@ -139,7 +145,8 @@ class CaptureRequest:
             raise UsageError(str(exc)) from None
         return cls.build(args.files, keylog=args.keylog or None,
                          embedded_keys=not args.no_embedded_keys, quic=not args.no_quic,
-                         filter=flt, jobs=args.jobs, scheduler=args.scheduler, names=CLI)
+                         filter=flt, jobs=args.jobs, scheduler=args.scheduler,
+                         follow=args.follow, names=CLI, live=bool(args.interface))
 
     @property
     def parallel(self) -> bool:
@@ -149,15 +156,39 @@ class CaptureRequest:
 
     def options(self, *, trace_formatter: FormatterFactory | None = None,
                 brief: bool = False, json_text: bool = False,
-                pipe_min_bytes: int | None = None) -> AnalyzerOptions:
+                pipe_min_bytes: int | None = None, stop_at: float | None = None
+                ) -> AnalyzerOptions:
         """The analysis options of this request with what the output needs: the trace
         (`--msg`) when given the caller's formatter (report.trace.TraceFormatter: the
-        renderer is not this layer's), brief or JSON-text reports, the second process."""
+        renderer is not this layer's), brief or JSON-text reports, the second process;
+        `stop_at`: the `time.monotonic()` deadline of a capture still being written
+        (stdin, --follow)."""
         from tlsprobe.offline.analyzer import AnalyzerOptions
         return AnalyzerOptions(trace=trace_formatter is not None, keylog=self.keylog,
                                embedded_keys=self.embedded_keys, quic=self.quic,
                                trace_formatter=trace_formatter, brief=brief,
-                               json_text=json_text, pipe_min_bytes=pipe_min_bytes)
+                               json_text=json_text, pipe_min_bytes=pipe_min_bytes,
+                               follow=self.follow, stop_at=stop_at)
+
+    @property
+    def streaming(self) -> bool:
+        """Whether the input is still being written (stdin, a followed file): reports
+        are written as they come, not gathered."""
+        return self.follow or "-" in self.files
+
+
+def _check_follow(files: Sequence[str], jobs: int | None, scheduler: str | None,
+                  names: Names) -> None:
+    """--follow reads one growing file, in this process."""
+    flag = names("follow")
+    if len(files) != 1 or files[0] == "-":
+        raise UsageError(f"{flag} reads one capture file that another program is still "
+                         "writing (stdin is read as it comes without it)")
+    if os.path.isdir(files[0]):
+        raise UsageError(f"{flag} {files[0]}: is a directory")
+    if jobs is not None and jobs > 1 or scheduler is not None:
+        raise UsageError(f"{flag} reads in this process: not with {names('jobs')} or "
+                         f"{names('scheduler')}")
 
 
 def check_jobs(jobs: int, names: Names) -> None:

@@ -1,0 +1,100 @@
+"""The stop conditions of the other captures still being written, stdin and `--follow
+FILE`, as of a live one: `-c N` connections, `--duration S`, Ctrl-C (exit 0 after the
+summary). The writer is this test: the project's own captures written to a pipe or a file
+that stays open (no end of file comes), so only the stop condition can end the run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.cpu import reaped_cpu
+from tlsprobe.capture import read_packets
+
+REPO = Path(__file__).resolve().parents[2]
+CAPTURES = REPO / "captures"
+PCAP_HEADER = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1)
+DEADLINE = 30.0
+
+
+def records(*names: str) -> bytes:
+    """The pcap records of these captures, one after another (one connection each)."""
+    out = []
+    for name in names:
+        for _frame, ts, _lt, data, orig in read_packets(CAPTURES / f"{name}.pcap"):
+            sec = int(ts)
+            out.append(struct.pack("<IIII", sec, round((ts - sec) * 1e6), len(data), orig)
+                       + data)
+    return b"".join(out)
+
+
+def tlsprobe(*args: str, stdin: int = subprocess.DEVNULL) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "120", "NO_COLOR": "1"}
+    return subprocess.Popen([sys.executable, "-m", "tlsprobe", "pcap", *args, "--jsonl"],
+                            stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, cwd=REPO)
+
+
+def finish(proc: subprocess.Popen[str]) -> tuple[int, list[dict[str, object]], str]:
+    try:
+        out, err = proc.communicate(timeout=DEADLINE)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"the run did not end within {DEADLINE} s: its stop condition failed")
+    return proc.returncode, [json.loads(line) for line in out.splitlines()], err
+
+
+def test_count_ends_stdin_while_the_writer_still_writes() -> None:
+    proc = tlsprobe("-", "-c", "2", stdin=subprocess.PIPE)
+    assert proc.stdin is not None
+    proc.stdin.buffer.write(PCAP_HEADER + records("tls13_x25519", "tls12_rsa",
+                                                  "tls13_hrr"))
+    proc.stdin.flush()   # and the pipe stays open: no end of file
+    try:
+        code, lines, err = finish(proc)
+    finally:
+        proc.stdin.close()
+    assert code == 0, err
+    assert [line["kind"] for line in lines] == ["connection", "connection", "capture"]
+    assert lines[-1]["reported"] == 2
+
+
+def test_duration_ends_stdin_without_spinning() -> None:
+    before = reaped_cpu()
+    proc = tlsprobe("-", "--duration", "2", stdin=subprocess.PIPE)
+    assert proc.stdin is not None
+    proc.stdin.buffer.write(PCAP_HEADER + records("tls13_x25519"))
+    proc.stdin.flush()
+    try:
+        code, lines, err = finish(proc)
+    finally:
+        proc.stdin.close()
+    assert code == 0, err
+    assert [line["kind"] for line in lines] == ["connection", "capture"]
+    assert reaped_cpu() - before < 1.5   # start-up and 2 s of waiting, not a busy loop
+
+
+@pytest.mark.parametrize("how", ["ctrl_c", "duration"])
+def test_follow_ends_by_ctrl_c_or_duration_with_the_summary(how: str,
+                                                           tmp_path: Path) -> None:
+    growing = tmp_path / "growing.pcap"
+    growing.write_bytes(PCAP_HEADER + records("tls13_x25519"))   # and more may come
+    proc = tlsprobe("--follow", str(growing), *(["--duration", "2"] if how == "duration"
+                                                  else []))
+    assert proc.stdout is not None
+    first = json.loads(proc.stdout.readline())   # the row, while the file may grow
+    assert first["kind"] == "connection"
+    if how == "ctrl_c":
+        proc.send_signal(signal.SIGINT)
+    code, lines, err = finish(proc)
+    assert code == 0, err
+    assert [line["kind"] for line in lines] == ["capture"]
+    assert lines[0]["reported"] == 1 and "Traceback" not in err

@@ -1,0 +1,134 @@
+"""`tlsprobe pcap -i IFACE`'s own steps (commands/pcap.py runs them): the live capture's
+request and analysis, Ctrl-C as "stop and summarise", the summary line on stderr.
+
+Exit codes of a live capture: 0 (stopped by -c, --duration or Ctrl-C, nothing lost),
+2 when the capture cannot start (no such interface: the ones there are are listed; no
+permission: the capabilities needed; an invalid filter: libpcap's message; libpcap or
+scapy missing), 7 when packets were dropped by the kernel, libpcap or the interface
+(counted in the summary, in --stats and the JSON, and noted on connections with gaps).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import TYPE_CHECKING
+
+from tlsprobe.errors import UsageError
+from tlsprobe.report.escape import shown
+
+if TYPE_CHECKING:
+    from tlsprobe.capture.events import LiveCounts
+    from tlsprobe.capture.live import LiveCapture
+    from tlsprobe.capture.ring import RingSpec, RingWriter
+    from tlsprobe.model.capture import CaptureSummary
+    from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
+
+
+def check_live_args(args: argparse.Namespace) -> RingSpec | None:
+    """What does not go with -i (files, worker processes); the -w file or ring."""
+    if args.files:
+        raise UsageError("-i IFACE captures live: give no FILE with it (read captures in "
+                         "another run)")
+    if args.jobs is not None or args.scheduler is not None:
+        raise UsageError("-i IFACE is one live capture: --jobs and --scheduler read files")
+    from tlsprobe.capture.ring import RingSpec
+    if args.write is None:
+        if args.ring_size is not None or args.ring_files is not None:
+            raise UsageError("--ring-size and --ring-files are -w's ring: add -w FILE")
+        return None
+    try:
+        return RingSpec.parse(args.write, args.ring_size, args.ring_files)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def streamed_input(args: argparse.Namespace, files: tuple[str, ...]) -> bool:
+    """Whether the reports are streamed as they come (rows flushed one at a time): stdin
+    alone, or a file followed as it grows (--follow); a live capture always. --duration
+    is for these only."""
+    streaming = files == ("-",) or bool(args.follow)
+    if args.duration is not None and not streaming:
+        raise UsageError("--duration stops a capture that is still coming: with -i IFACE, "
+                         "'-' (stdin) or --follow FILE")
+    return streaming
+
+
+def deadline(args: argparse.Namespace) -> float | None:
+    """--duration as the `time.monotonic()` deadline of the capture's reading
+    (AnalyzerOptions.stop_at: no read of stdin or a followed file waits past it)."""
+    return None if args.duration is None else time.monotonic() + args.duration
+
+
+def open_live(args: argparse.Namespace, options: AnalyzerOptions, ring: RingSpec | None
+              ) -> tuple[LiveCapture, CaptureAnalysis, RingWriter | None] | str:
+    """The capture, its analysis and its -w writer, or the one line that says why it
+    cannot start."""
+    from tlsprobe.capture.events import CaptureError
+    from tlsprobe.capture.live import LiveError
+    from tlsprobe.capture.ring import InterfaceInfo, RingWriter
+    from tlsprobe.requests.live import LiveRequest
+    from tlsprobe.requests.names import CLI
+    request = LiveRequest.build(args.interface, bpf=args.bpf, count=args.count,
+                                duration=args.duration, buffer_mb=args.buffer_size,
+                                names=CLI)
+    try:
+        capture, analysis = request.open(options)
+    except LiveError as exc:
+        return str(exc)
+    if ring is None:
+        return capture, analysis, None
+    try:
+        writer = RingWriter(ring, [InterfaceInfo(name, lt)
+                                   for name, lt in capture.link_types_of()])
+    except (CaptureError, OSError) as exc:
+        analysis.close()
+        capture.close()
+        return f"-w {ring.path}: {getattr(exc, 'strerror', None) or exc}"
+    capture.attach(writer)
+    return capture, analysis, writer
+
+
+@contextmanager
+def stopped_by_signals(capture: LiveCapture) -> Iterator[None]:
+    """Ctrl-C (SIGINT) and SIGTERM stop the capture: what was captured is analysed to
+    the end and summarised (exit 0); a second Ctrl-C interrupts at once (exit 130)."""
+    def stop(signum: int, frame: FrameType | None) -> None:
+        if capture.stopped and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        capture.stop()
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def summary_line(summary: CaptureSummary, live: LiveCounts | None, seconds: float) -> str:
+    """What a live capture read, on stderr at its end: packets, connections, drops."""
+    from tlsprobe.report.offline_tables import plural
+    dropped = live.dropped if live is not None else "?"
+    ifdropped = live.interface_dropped if live is not None else "?"
+    return (f"tlsprobe: {shown(summary.file)}: captured {plural(summary.packets, 'packet')} "
+            f"in {seconds:.1f} s, {plural(summary.tls_connections, 'TLS connection')} "
+            f"({summary.reported} reported); dropped: {dropped} by the kernel or libpcap, "
+            f"{ifdropped} by the interface")
+
+
+def report_start(capture: LiveCapture) -> None:
+    """One line on stderr once the interfaces are open and filtered, as tshark's
+    "Capturing on ...": what is captured, and that the packets from now on are seen
+    (scripts wait for it before starting traffic)."""
+    print(f"tlsprobe: capturing on {shown(capture.name)} (filter {shown(repr(capture.bpf))}; "
+          "Ctrl-C stops)", file=sys.stderr, flush=True)
+
+
+__all__ = ["check_live_args", "deadline", "open_live", "report_start",
+           "stopped_by_signals", "streamed_input", "summary_line"]
