@@ -113,6 +113,8 @@ def _capture_counters() -> dict[str, Any]:
         "secrets_blocks": count,
         "warnings": {"type": "array", "items": _closed({"offset": count,
                                                         "message": {"type": "string"}})}})
+    # only when a pcapng file's statistics blocks record drops
+    full["properties"]["recorded_dropped"] = count
     return {"anyOf": [full, {"type": "object", "maxProperties": 0}]}
 
 

@@ -16,6 +16,7 @@ import pytest
 
 import tlsprobe
 from tests.helpers.capbuild import TSHARK, tshark_fields
+from tests.schemas.validate import assert_valid
 from tlsprobe.capture import CaptureError, read_packets
 from tlsprobe.capture.ring import InterfaceInfo, RingSpec, RingWriter, ring_name
 
@@ -166,3 +167,31 @@ def test_a_file_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
             w.write(0, ts + i, data, orig)
         w.close()
     w.close()    # once failed, closing again says nothing more
+
+
+@pytest.mark.parametrize("dropped", [0, 3])
+def test_reading_a_file_back_says_the_drops_it_records(run_cli, tmp_path: Path,
+                                                       dropped: int) -> None:
+    """What the kernel dropped while a -w file (or dumpcap's) was written is in its
+    statistics blocks: `tlsprobe pcap` of the file says it (a note, exit 7), never
+    silently; with no drop, nothing is said."""
+    import json
+    packets = _packets()
+    path = tmp_path / "seen.pcapng"
+    with RingWriter(RingSpec(str(path)), [InterfaceInfo("lo", 1)]) as w:
+        for ts, data, orig in packets:
+            w.write(0, ts, data, orig)
+        w.counts(0, received=len(packets) + dropped, dropped=dropped)
+    code, out, err = run_cli("pcap", str(path), "--jsonl", "--no-progress")
+    capture = json.loads(out.splitlines()[-1])
+    assert capture["tls_connections"] == len(CASES)
+    assert_valid("pcap-connection", capture)
+    if dropped:
+        assert code == 7
+        assert capture["capture"]["recorded_dropped"] == dropped
+        assert err.splitlines() == [
+            f"tlsprobe: note: {path}: {dropped} packets dropped while the capture was taken, "
+            "as its interface statistics record (not in the file; connections with gaps "
+            "may have lost handshake messages there)"]
+    else:
+        assert code == 0 and err == "" and "recorded_dropped" not in capture["capture"]

@@ -212,6 +212,9 @@ class CaptureStats:
     #: a live capture's counts (capture.live.LiveCapture.counts: received, dropped by the
     #: kernel or libpcap, dropped by the interface, per interface); None for a file
     live: LiveCounts | None = None
+    #: packets a pcapng file says the capturing system dropped while it was taken (its
+    #: Interface Statistics Blocks' isb_ifdrop: the last of each interface, summed)
+    recorded_dropped: int = 0
 
     def skip(self, reason: str, n: int = 1) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + n
@@ -250,6 +253,10 @@ class CaptureStats:
                        f"fragments never all arrived ({_count(self.ip_fragment_bytes_lost, 'byte')}"
                        " skipped; first fragments read)")
         out.extend(self.live_losses())
+        if self.recorded_dropped:
+            out.append(f"{_count(self.recorded_dropped, 'packet')} dropped while the capture "
+                       "was taken, as its interface statistics record (not in the file; "
+                       "connections with gaps may have lost handshake messages there)")
         return out
 
     def dropped(self) -> int:
@@ -299,4 +306,5 @@ class CaptureStats:
                     "resyncs": self.tcp_resyncs},
             "udp_datagrams": self.udp_datagrams, "secrets_blocks": self.secrets_blocks,
             "warnings": [{"offset": w.offset, "message": w.message} for w in self.warnings],
-        } | ({"live": self.live.to_dict()} if self.live is not None else {})
+        } | ({"live": self.live.to_dict()} if self.live is not None else {}) | (
+            {"recorded_dropped": self.recorded_dropped} if self.recorded_dropped else {})

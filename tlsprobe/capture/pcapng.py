@@ -23,6 +23,7 @@ BYTE_ORDER_MAGIC = 0x1A2B3C4D
 MAX_BLOCK = 1 << 25
 SECRETS_RECORD = -1  # link type of the record that announces a new entry in `secrets`
 OPT_IF_TSRESOL, OPT_IF_TSOFFSET = 9, 14
+OPT_ISB_IFDROP = 5
 
 
 def is_pcapng_magic(head: bytes) -> bool:
@@ -88,6 +89,8 @@ class PcapngReader:
         self.interfaces: list[Interface] = []  # of the current section
         self.sections = 0
         self._all_interfaces: list[Interface] = []
+        #: isb_ifdrop by (section, interface): the latest statistics block's
+        self._dropped: dict[tuple[int, int], int] = {}
         self._byte_order("<")  # replaced by the first section header's byte order
 
     @property
@@ -200,6 +203,17 @@ class PcapngReader:
             if err:
                 stats.warn(inp.offset, err)
 
+    def _interface_statistics(self, buf: bytes, pos: int, blen: int) -> None:
+        """An Interface Statistics Block: the packets the capturing system dropped on that
+        interface (isb_ifdrop, counted from the capture's start: each interface's last
+        block counts) go to `stats.recorded_dropped`, so that the loss is said."""
+        ifid = struct.unpack_from(self._order + "I", buf, pos + 8)[0]
+        for code, value in _options(buf, pos + 20, pos + blen - 4, self._order):
+            if code == OPT_ISB_IFDROP and len(value) == 8:
+                self._dropped[(self.sections, ifid)] = \
+                    struct.unpack(self._order + "Q", value)[0]
+                self._stats.recorded_dropped = sum(self._dropped.values())
+
     def _other(self, btype: int, buf: bytes, pos: int, blen: int, frame: int
                ) -> tuple[int, PacketRecord | None] | None:
         """A block other than an EPB: the frame count after it and the record it makes
@@ -242,6 +256,8 @@ class PcapngReader:
             iface = _interface(buf[pos:pos + blen], self._order)
             ifaces.append(iface)
             self._all_interfaces.append(iface)
+        elif btype == ISB and blen >= 24:
+            self._interface_statistics(buf, pos, blen)
         elif btype == DSB and blen >= 20:
             stype, slen = self._hdr(buf, pos + 8)
             if slen <= blen - 20:
