@@ -40,6 +40,9 @@ def _run(monkeypatch: pytest.MonkeyPatch, error: BaseException, debug: bool = Fa
         monkeypatch.delenv(cli.DEBUG_ENV, raising=False)
     err = io.StringIO()
     monkeypatch.setattr(sys, "stderr", err)
+    # a closed pipe sends stdout's file descriptor to /dev/null: not the one pytest's
+    # capture reads back at teardown (on an xdist worker that was a "Bad file descriptor")
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
     return cli.main(["scan", "127.0.0.1:1"]), err.getvalue()
 
 
