@@ -89,7 +89,9 @@ def open_live(args: argparse.Namespace, options: AnalyzerOptions, ring: RingSpec
     except (CaptureError, OSError) as exc:
         analysis.close()
         capture.close()
-        return f"-w {ring.path}: {getattr(exc, 'strerror', None) or exc}"
+        if isinstance(exc, CaptureError):
+            return str(exc)  # names the file already
+        return f"-w {ring.path}: {exc.strerror or exc}"
     capture.attach(writer)
     return capture, analysis, writer
 
