@@ -273,7 +273,9 @@ class Builder:
                 raise TypeError(f"{cls.__qualname__} has a json_shape(): describe it in "
                                 "tools/gen_schemas.py _shapes()")
             shape = shape or Shape()
-        hints = typing.get_type_hints(cls, localns=_OPAQUE)
+        # model/checks.py imports CheckDetails lazily (scan's start-up): named here
+        from tlsprobe.model.check_details import CheckDetails
+        hints = typing.get_type_hints(cls, localns={**_OPAQUE, "CheckDetails": CheckDetails})
         props = {f.name: self.of(hints[f.name]) for f in dataclasses.fields(cls)
                  if f.name not in shape.omit}
         props.update({n: v if isinstance(v, dict) else self.of(v)
