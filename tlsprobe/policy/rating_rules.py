@@ -262,7 +262,7 @@ def hsts_rule(report: AuditReport, notes: Notes) -> bool:
     details = result.details if result is not None else None
     if details is None:
         return False        # no header, or not HTTP: no A+, and no warning (the guide)
-    from tlsprobe.model.check_details import HstsDetails    # imported with the checks
+    from tlsprobe.model.check_details import HstsDetails  # imported with the checks
     if not isinstance(details, HstsDetails) or details.header is None:
         return False        # no header, or not HTTP: no A+, and no warning (the guide)
     source = f"SSL Labs 2014: A+ needs long HSTS; {TESTSSL}"
