@@ -13,12 +13,13 @@ an audit against a policy: policy/findings.py.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
 from tlsprobe import registry
+from tlsprobe.data import read_text
 from tlsprobe.errors import did_you_mean
 from tlsprobe.model.audit import SEVERITIES
 from tlsprobe.model.severity import Severity
@@ -83,6 +84,7 @@ class Policy:
 
 def builtin_names() -> list[str]:
     """The built-in policies' names (tlsprobe/data/policies)."""
+    from importlib import resources  # a listing: not on the path of every scan
     folder = resources.files("tlsprobe.data").joinpath("policies")
     return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json"))
 
@@ -91,12 +93,23 @@ def builtin_names() -> list[str]:
 PolicyData = dict[str, object]
 
 
+def _builtin_text(name: str) -> str | None:
+    """The JSON text of the built-in policy `name` (None: there is none), read without
+    listing the folder (`builtin_names`, for messages and --list-policies)."""
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", name):
+        return None
+    try:
+        return read_text("policies", f"{name}.json")
+    except OSError:
+        return None
+
+
 def _raw_builtin(name: str) -> PolicyData:
     name = ALIASES.get(name.lower(), name.lower())
-    if name not in builtin_names():
+    text = _builtin_text(name)
+    if text is None:
         raise PolicyError(f"unknown policy {name!r} (built in: {', '.join(builtin_names())}, "
                          f"{', '.join(sorted(ALIASES))}; or a .json/.toml file)")
-    text = resources.files("tlsprobe.data").joinpath("policies", f"{name}.json").read_text()
     data: PolicyData = json.loads(text)
     return data
 
