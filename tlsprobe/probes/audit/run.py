@@ -43,7 +43,7 @@ from tlsprobe.net.tcp import Target
 from tlsprobe.policy.findings import with_findings
 from tlsprobe.policy.load import Policy
 from tlsprobe.policy.rating import rated
-from tlsprobe.probes.audit import ciphers, consistency, groups, pq, sigalgs, versions
+from tlsprobe.probes.audit import consistency, groups, pq, versions
 from tlsprobe.probes.audit.boundary import internal_error_report
 from tlsprobe.probes.audit.scheduler import (
     STOP_FLIGHT,
@@ -337,12 +337,14 @@ async def _unless_unspoken(run: _Run, version: int, audit: GroupAudit,
 
 
 async def _suites(run: _Run, version: int) -> AuditReport:
+    from tlsprobe.probes.audit import ciphers  # with the suites' key exchange table
     audit = await ciphers.enumerate_suites(run.runner, version)
     run.done(f"suites {version:#06x}")
     return AuditReport(host="", port=0, suites=(audit,))
 
 
 async def _sigalgs(run: _Run, version: int) -> AuditReport:
+    from tlsprobe.probes.audit import sigalgs
     audit, first = await sigalgs.enumerate_sigalgs(run.runner, version)
     if first is not None:
         run.outcomes.append(first)
