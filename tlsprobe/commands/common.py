@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import math
 import re
 from collections.abc import Callable, Iterator
@@ -21,6 +22,36 @@ from tlsprobe.errors import EXIT_USAGE, TlsprobeError, UsageError
 
 #: the longest timeout accepted, in seconds (one day): larger values overflow socket timeouts
 MAX_SECONDS = 86400.0
+
+#: whether `start_up` froze the objects of a command's imports (`thaw` undoes it)
+_FROZEN: list[bool] = []
+
+
+@contextlib.contextmanager
+def start_up() -> Iterator[None]:
+    """A command's imports, without the cyclic garbage collector: they make long-lived
+    objects (modules, classes, functions, tables) and no garbage, yet the growing heap made
+    the collector run about 80 times during `scan`'s imports (6 % of a group audit's CPU).
+    At the end the objects made so far are frozen (gc.freeze: left out of every later
+    collection, so that the ones the command's work triggers scan only what it made) and the
+    collector is on again; `thaw`, at the command's end, puts them back."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        _FROZEN.append(True)
+        if enabled:
+            gc.enable()
+
+
+def thaw() -> None:
+    """Undo `start_up`'s freeze (cli.py, after the command: a program that runs commands
+    in-process, as the tests do, keeps collecting what they left)."""
+    if _FROZEN:
+        _FROZEN.clear()
+        gc.unfreeze()
 
 
 class ArgumentParser(argparse.ArgumentParser):

@@ -33,6 +33,7 @@ from tlsprobe.commands.common import (
     add_connection_arguments,
     add_sni_arguments,
     add_trust_arguments,
+    start_up,
 )
 from tlsprobe.errors import EXIT_FINDINGS, EXIT_OK, UsageError, exit_code_for
 from tlsprobe.model.severity import Severity
@@ -268,12 +269,13 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     if args.list_policies:
         return _list_policies(out)
-    from tlsprobe.commands import scan_quic  # --quic: commands/scan_quic.py
-    from tlsprobe.commands.scan_recording import attach, open_files, recording_for
-    from tlsprobe.net.tcp import Target
-    from tlsprobe.probes.audit.run import run_audit
-    from tlsprobe.report.progress import ScanProgress
-    from tlsprobe.requests.scan import ScanRequest
+    with start_up():    # the audit's modules (commands/common.py: the collector off)
+        from tlsprobe.commands import scan_quic  # --quic: commands/scan_quic.py
+        from tlsprobe.commands.scan_recording import attach, open_files, recording_for
+        from tlsprobe.net.tcp import Target
+        from tlsprobe.probes.audit.run import run_audit
+        from tlsprobe.report.progress import ScanProgress
+        from tlsprobe.requests.scan import ScanRequest
     _check_outputs(args)
     recording = recording_for(args)     # --msg/--pcap-out/--keylog
     request = ScanRequest.from_args(args)
