@@ -279,6 +279,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     _check_outputs(args)
     recording = recording_for(args)     # --msg/--pcap-out/--keylog
     request = ScanRequest.from_args(args)
+    _import_checks(request.options.checks)
     items, targets = list(request.targets), request.good_targets
     from tlsprobe.commands.scan_baseline import load_baseline
     baseline = load_baseline(args, list(targets))     # a usage error before any connection
@@ -328,6 +329,18 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     reports = [done[i] if isinstance(i, Target) else bad[i] for i in items]
     tcp = scan_quic.compare_tcp(args, targets, request.options, request.settings)
     return _finish(args, out, reports, tcp, done, files, baseline)
+
+
+def _import_checks(checks: tuple[str, ...]) -> None:
+    """The asked checks' modules, imported before the first connection (start_up)."""
+    from tlsprobe.probes.checks.catalog import ACTIVE, DERIVED
+    with start_up():
+        if set(checks) & set(DERIVED):
+            from tlsprobe.probes.checks import derived  # noqa: F401 (for the audit's end)
+        if set(checks) & set(ACTIVE):
+            from tlsprobe.probes.checks.active import check
+            for name in (n for n in checks if n in ACTIVE):
+                check(name)
 
 
 def _gated(args: argparse.Namespace, report: AuditReport,
