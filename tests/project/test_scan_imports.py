@@ -39,6 +39,9 @@ NOT_ASKED = ("tlsprobe.probes.clients", "tlsprobe.net.starttls", "tlsprobe.net.q
              "tlsprobe.survey", "tlsprobe.speed", "tlsprobe.api", "tlsprobe.report.html",
              "tlsprobe.report.csv_out", "tlsprobe.report.sarif", "tlsprobe.report.junit",
              "tlsprobe.report.plots", "aioquic", "dask", "pyarrow", "scapy")
+#: standard library modules a group audit has no use for, which argparse's help formatter
+#: (shutil, with bz2 and lzma) and importlib.resources (tempfile, zipfile) brought
+UNUSED_STDLIB = ("shutil", "bz2", "lzma", "importlib.resources", "tempfile", "zipfile")
 #: with --json: no table is drawn
 TABLES = ("rich", "tlsprobe.report.audit_tables", "tlsprobe.report.tables")
 #: the tlsprobe modules `scan --groups-only` may load (123 when this was written, 196 on
@@ -99,6 +102,7 @@ def test_groups_only_imports_no_check(server_cache: Callable[..., Any]) -> None:
     assert under(modules, CHECK_MODULES + ["tlsprobe.model.check_details"]) == [], \
         "scan --groups-only imported check modules"
     assert under(modules, NOT_ASKED + TABLES) == []
+    assert under(modules, UNUSED_STDLIB) == []
     own = under(modules, ("tlsprobe",))
     assert len(own) <= GROUPS_ONLY_MAX, \
         f"scan --groups-only imported {len(own)} tlsprobe modules: {own}"

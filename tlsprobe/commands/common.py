@@ -13,7 +13,9 @@ import argparse
 import contextlib
 import gc
 import math
+import os
 import re
+import sys
 from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import NoReturn
@@ -52,6 +54,33 @@ def thaw() -> None:
     if _FROZEN:
         _FROZEN.clear()
         gc.unfreeze()
+
+
+def terminal_columns() -> int:
+    """The width help is wrapped to, as `shutil.get_terminal_size` gives it (COLUMNS, else
+    the terminal of stdout, else 80), without importing shutil: argparse's formatter does,
+    and with it bz2, lzma and fnmatch, on every command's start-up."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        stdout = sys.__stdout__
+        try:
+            columns = os.get_terminal_size(stdout.fileno()).columns if stdout else 0
+        except (AttributeError, ValueError, OSError):  # closed, detached, not a terminal
+            columns = 0
+    return columns or 80
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, its default width from `terminal_columns` (as argparse's own:
+    the terminal's less 2)."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         terminal_columns() - 2 if width is None else width)
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -123,7 +152,8 @@ def command_parser(module: ModuleType, prog: str) -> ArgumentParser:
     """The parser of a command module (`add_arguments(parser)`; its docstring's first line
     is the description), with --version."""
     from tlsprobe._version import __version__
-    parser = ArgumentParser(prog=prog, description=(module.__doc__ or "").strip().split("\n")[0])
+    parser = ArgumentParser(prog=prog, description=(module.__doc__ or "").strip().split("\n")[0],
+                            formatter_class=HelpFormatter)
     parser.add_argument("--version", action="version", version=f"tlsprobe {__version__}")
     module.add_arguments(parser)
     return parser
