@@ -13,10 +13,11 @@ an audit against a policy: policy/findings.py.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tlsprobe import registry
 from tlsprobe.data import read_text
@@ -24,6 +25,9 @@ from tlsprobe.errors import did_you_mean
 from tlsprobe.model.audit import SEVERITIES
 from tlsprobe.model.severity import Severity
 from tlsprobe.policy.codes import DEFAULT_SEVERITY, lookup, unknown_code
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 ALIASES = {"modern": "mozilla-modern-6.0", "intermediate": "mozilla-intermediate-6.0",
            "old": "mozilla-old-5.7", "mozilla-modern": "mozilla-modern-6.0",
@@ -136,9 +140,11 @@ def _read_file(path: Path) -> PolicyData:
 
 def load_policy(spec: str) -> Policy:
     """A built-in policy by name, or a JSON/TOML policy file (which may `extends` one)."""
-    path = Path(spec)
-    if path.suffix.lower() in (".json", ".toml") or path.exists() or "/" in spec \
-            or spec.startswith("."):   # a path, even a missing one: say it is missing
+    # a path, even a missing one (say it is missing); pathlib only then: scan's start-up
+    if os.path.splitext(spec)[1].lower() in (".json", ".toml") or \
+            os.path.exists(spec or ".") or "/" in spec or spec.startswith("."):
+        from pathlib import Path
+        path = Path(spec)
         data = _read_file(path)
         base = data.get("extends")
         if base is not None:
