@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from types import ModuleType
 
-from tlsprobe.commands.common import command_parser, error_line
+from tlsprobe.commands.common import command_parser, error_line, thaw
 from tlsprobe.errors import EXIT_CLOSED_PIPE, EXIT_INTERNAL, EXIT_USAGE, TlsprobeError
 
 #: set to 1 to see the traceback of an internal error (a bug) after its one line
@@ -91,6 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return closed_pipe()
     except Exception as exc:  # noqa: BLE001 - a bug: one line (TLSPROBE_DEBUG=1: traceback), 70
         return internal_error(exc)
+    finally:
+        thaw()      # what a command's start-up froze (commands/common.py start_up)
 
 
 def closed_pipe() -> int:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import enum
+import functools
 import json
 import sys
 import types
@@ -82,6 +83,30 @@ class _JsonValue:
 _OPAQUE: dict[str, Any] = {"JsonObject": _JsonObject, "JsonValue": _JsonValue}
 
 _NULLABLE_STR = {"type": ["string", "null"]}
+
+
+@functools.lru_cache(maxsize=1)
+def _model_classes() -> dict[str, type]:
+    """Every class defined in a tlsprobe.model module, by name."""
+    import importlib
+    import pkgutil
+
+    import tlsprobe.model
+    found: dict[str, type] = {}
+    for info in pkgutil.iter_modules(tlsprobe.model.__path__):
+        module = importlib.import_module(f"tlsprobe.model.{info.name}")
+        found.update({name: value for name, value in vars(module).items()
+                      if isinstance(value, type) and value.__module__ == module.__name__})
+    return found
+
+
+def _names_for(cls: type) -> dict[str, Any]:
+    """The names `cls`'s annotations may use beyond its module's globals: the JSON aliases
+    and the model classes a model module imports for type checkers only (kept out of the
+    imports of a scan's start-up: model/checks.py CheckDetails, model/audit.py
+    ClientSimulation, ...). Its module's own names win (get_type_hints prefers localns)."""
+    own = vars(sys.modules[cls.__module__])
+    return {**{n: c for n, c in _model_classes().items() if n not in own}, **_OPAQUE}
 
 
 def _closed(members: dict[str, Any]) -> dict[str, Any]:
@@ -275,7 +300,7 @@ class Builder:
                 raise TypeError(f"{cls.__qualname__} has a json_shape(): describe it in "
                                 "tools/gen_schemas.py _shapes()")
             shape = shape or Shape()
-        hints = typing.get_type_hints(cls, localns=_OPAQUE)
+        hints = typing.get_type_hints(cls, localns=_names_for(cls))
         props = {f.name: self.of(hints[f.name]) for f in dataclasses.fields(cls)
                  if f.name not in shape.omit}
         props.update({n: v if isinstance(v, dict) else self.of(v)

@@ -33,6 +33,7 @@ from tlsprobe.commands.common import (
     add_connection_arguments,
     add_sni_arguments,
     add_trust_arguments,
+    start_up,
 )
 from tlsprobe.errors import EXIT_FINDINGS, EXIT_OK, UsageError, exit_code_for
 from tlsprobe.model.severity import Severity
@@ -268,15 +269,17 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     if args.list_policies:
         return _list_policies(out)
-    from tlsprobe.commands import scan_quic  # --quic: commands/scan_quic.py
-    from tlsprobe.commands.scan_recording import attach, open_files, recording_for
-    from tlsprobe.net.tcp import Target
-    from tlsprobe.probes.audit.run import run_audit
-    from tlsprobe.report.progress import ScanProgress
-    from tlsprobe.requests.scan import ScanRequest
+    with start_up():    # the audit's modules (commands/common.py: the collector off)
+        from tlsprobe.commands import scan_quic  # --quic: commands/scan_quic.py
+        from tlsprobe.commands.scan_recording import attach, open_files, recording_for
+        from tlsprobe.net.tcp import Target
+        from tlsprobe.probes.audit.run import run_audit
+        from tlsprobe.report.progress import ScanProgress
+        from tlsprobe.requests.scan import ScanRequest
     _check_outputs(args)
     recording = recording_for(args)     # --msg/--pcap-out/--keylog
     request = ScanRequest.from_args(args)
+    _import_checks(request.options.checks)
     items, targets = list(request.targets), request.good_targets
     from tlsprobe.commands.scan_baseline import load_baseline
     baseline = load_baseline(args, list(targets))     # a usage error before any connection
@@ -326,6 +329,18 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     reports = [done[i] if isinstance(i, Target) else bad[i] for i in items]
     tcp = scan_quic.compare_tcp(args, targets, request.options, request.settings)
     return _finish(args, out, reports, tcp, done, files, baseline)
+
+
+def _import_checks(checks: tuple[str, ...]) -> None:
+    """The asked checks' modules, imported before the first connection (start_up)."""
+    from tlsprobe.probes.checks.catalog import ACTIVE, DERIVED
+    with start_up():
+        if set(checks) & set(DERIVED):
+            from tlsprobe.probes.checks import derived  # noqa: F401 (for the audit's end)
+        if set(checks) & set(ACTIVE):
+            from tlsprobe.probes.checks.active import check
+            for name in (n for n in checks if n in ACTIVE):
+                check(name)
 
 
 def _gated(args: argparse.Namespace, report: AuditReport,

@@ -31,9 +31,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from math import gcd, isqrt, prod
 
+from tlsprobe.data import read_text
 from tlsprobe.errors import NetworkError
 
 #: unknown moduli above this many bits are not checked (verdict "unchecked")
@@ -97,7 +97,7 @@ _cache: OrderedDict[int, DhPrimeCheck] = OrderedDict()
 def known_dh_primes() -> dict[int, str]:
     """The well-known primes (tlsprobe/data/known_dh_primes.json: RFC 7919 FFDHE, RFC 3526
     MODP, RFC 5114), prime -> name ('ffdhe2048', 'modp_2048', 'dh_2048_256', ...)."""
-    text = resources.files("tlsprobe.data").joinpath("known_dh_primes.json").read_text()
+    text = read_text("known_dh_primes.json")
     return {int(row["p"], 16): name for name, row in json.loads(text).items()}
 
 

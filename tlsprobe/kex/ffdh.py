@@ -35,10 +35,11 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
-from importlib import resources
 
 from cryptography.hazmat.primitives.asymmetric import dh
 from cryptography.utils import CryptographyDeprecationWarning
+
+from tlsprobe.data import read_text
 
 from .base import GroupKex, InvalidShare, KeyShare, UnsupportedGroup
 from .dhprime import (
@@ -68,7 +69,7 @@ def _quiet() -> Iterator[None]:
 def _standard_groups() -> dict[int, int]:
     """The well-known safe primes with the generator OpenSSL knows them by (RFC 7919, RFC
     3526: g = 2), for which cryptography's parameter check costs nothing."""
-    text = resources.files("tlsprobe.data").joinpath("known_dh_primes.json").read_text()
+    text = read_text("known_dh_primes.json")
     rows = json.loads(text).values()
     return {int(row["p"], 16): int(str(row["g"]), 0) for row in rows
             if int(str(row["g"]), 0) == FFDHE_GENERATOR}

@@ -9,12 +9,14 @@ length prefix (absent in SSL 3.0).
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
-from cryptography.x509.oid import PublicKeyAlgorithmOID
 
 from .base import InvalidShare
+
+if TYPE_CHECKING:
+    from cryptography import x509
 
 
 def rsa_encrypt_premaster(public_key: rsa.RSAPublicKey | x509.Certificate,
@@ -23,6 +25,10 @@ def rsa_encrypt_premaster(public_key: rsa.RSAPublicKey | x509.Certificate,
 
     `public_key` may be the server's certificate. A non-RSA key is the server's fault
     (an RSA suite with an ECDSA certificate) and raises `InvalidShare`."""
+    # cryptography's X.509 module (with the email and ASN.1 helpers it loads) is imported
+    # when an RSA key exchange happens, not by every `import tlsprobe.kex` (scan's start-up)
+    from cryptography import x509
+    from cryptography.x509.oid import PublicKeyAlgorithmOID
     if isinstance(public_key, x509.Certificate):
         if public_key.public_key_algorithm_oid == PublicKeyAlgorithmOID.DSA:
             # not loaded: cryptography 51 warns on every DSA key it loads

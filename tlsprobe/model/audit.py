@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from tlsprobe.errors import FailureKind
 from tlsprobe.model.checks import CheckResult
-from tlsprobe.model.clients import ClientSimulation
 from tlsprobe.model.encode import JsonObject, document, dumps, run_head
 from tlsprobe.model.probe import CertificateInfo, Cipher, Codepoint
 from tlsprobe.model.rating import Rating
 from tlsprobe.model.severity import Severity
-from tlsprobe.model.starttls import StartTlsInfo
 from tlsprobe.model.vocab import (
     Answer,
     ConsistencyStatus,
@@ -31,6 +30,10 @@ from tlsprobe.model.vocab import (
     TrustStatus,
     VersionStatus,
 )
+
+if TYPE_CHECKING:   # field types only: a scan without --clients / --starttls never loads them
+    from tlsprobe.model.clients import ClientSimulation
+    from tlsprobe.model.starttls import StartTlsInfo
 
 AUDIT_SCHEMA_VERSION = 1
 

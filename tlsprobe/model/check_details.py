@@ -14,6 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+# ReplyKind lives with the audit's vocabularies (the audit's confirmation reads it without
+# importing the checks' details: scan's start-up); named here as before
+from tlsprobe.model.vocab import ReplyKind
+
 __all__ = [
     "AcceptedSuite", "AlpnDetails", "BannerDetails", "BannersDetails", "CcsDetails",
     "ChainDetails", "CheckDetails", "ClientAuthDetails", "ClockSkewDetails",
@@ -302,19 +306,6 @@ class NpnDetails(CheckDetails):
 
 
 # -- tolerance checks ------------------------------------------------------------------------
-
-class ReplyKind(StrEnum):
-    """What a server did with one hello (probes/audit/confirm.py): answered it, refused it
-    (an alert, a close, a reset, silence, or a ServerHello breaking a rule), or unsure (no
-    answer that says either)."""
-
-    answered = "answered"
-    alert = "alert"
-    closed = "closed"
-    reset = "reset"
-    silent = "silent"
-    violation = "violation"
-    unsure = "unsure"
 
 
 @dataclass(frozen=True)

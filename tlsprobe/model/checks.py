@@ -22,13 +22,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from tlsprobe.model.check_catalog import Category
-from tlsprobe.model.check_details import CheckDetails
 from tlsprobe.model.severity import Severity
+
+if TYPE_CHECKING:
+    # imported on first use (`__getattr__` below): its ~50 dataclasses cost a scan that
+    # runs no check (`scan --groups-only`) a fifth of its start-up
+    from tlsprobe.model.check_details import CheckDetails
 
 __all__ = ["CATEGORIES", "Category", "CheckDetails", "CheckResult", "Method", "Severity",
            "Verdict"]
+
+
+def __getattr__(name: str) -> object:
+    """`CheckDetails`, re-exported here, imported when first asked for (and kept)."""
+    if name == "CheckDetails":
+        from tlsprobe.model.check_details import CheckDetails
+        globals()[name] = CheckDetails
+        return CheckDetails
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Verdict(StrEnum):

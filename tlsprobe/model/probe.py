@@ -8,12 +8,15 @@ and unknown values survive.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tlsprobe import registry
 from tlsprobe.errors import FailureKind
 from tlsprobe.model.encode import JsonObject, document, dumps, run_head
-from tlsprobe.model.quic import QuicSummary
-from tlsprobe.model.starttls import StartTlsInfo
+
+if TYPE_CHECKING:   # field types only: a run without --quic / --starttls never loads them
+    from tlsprobe.model.quic import QuicSummary
+    from tlsprobe.model.starttls import StartTlsInfo
 
 SCHEMA_VERSION = 1
 

@@ -98,3 +98,17 @@ class KxStrength(StrEnum):
     WEAK = "weak"              # 1024 to 2047 bit DH/RSA, 160 to 223 bit EC
     INSECURE = "insecure"      # under 1024 bit DH/RSA, under 160 bit EC
     UNKNOWN = "unknown"        # no size established (not recorded, PSK, SRP, ...)
+
+
+class ReplyKind(StrEnum):
+    """What a server did with one hello (probes/audit/confirm.py): answered it, refused it
+    (an alert, a close, a reset, silence, or a ServerHello breaking a rule), or unsure (no
+    answer that says either)."""
+
+    answered = "answered"
+    alert = "alert"
+    closed = "closed"
+    reset = "reset"
+    silent = "silent"
+    violation = "violation"
+    unsure = "unsure"

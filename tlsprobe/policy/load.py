@@ -13,16 +13,21 @@ an audit against a policy: policy/findings.py.
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tlsprobe import registry
+from tlsprobe.data import read_text
 from tlsprobe.errors import did_you_mean
 from tlsprobe.model.audit import SEVERITIES
 from tlsprobe.model.severity import Severity
 from tlsprobe.policy.codes import DEFAULT_SEVERITY, lookup, unknown_code
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 ALIASES = {"modern": "mozilla-modern-6.0", "intermediate": "mozilla-intermediate-6.0",
            "old": "mozilla-old-5.7", "mozilla-modern": "mozilla-modern-6.0",
@@ -83,6 +88,7 @@ class Policy:
 
 def builtin_names() -> list[str]:
     """The built-in policies' names (tlsprobe/data/policies)."""
+    from importlib import resources  # a listing: not on the path of every scan
     folder = resources.files("tlsprobe.data").joinpath("policies")
     return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json"))
 
@@ -91,12 +97,23 @@ def builtin_names() -> list[str]:
 PolicyData = dict[str, object]
 
 
+def _builtin_text(name: str) -> str | None:
+    """The JSON text of the built-in policy `name` (None: there is none), read without
+    listing the folder (`builtin_names`, for messages and --list-policies)."""
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", name):
+        return None
+    try:
+        return read_text("policies", f"{name}.json")
+    except OSError:
+        return None
+
+
 def _raw_builtin(name: str) -> PolicyData:
     name = ALIASES.get(name.lower(), name.lower())
-    if name not in builtin_names():
+    text = _builtin_text(name)
+    if text is None:
         raise PolicyError(f"unknown policy {name!r} (built in: {', '.join(builtin_names())}, "
                          f"{', '.join(sorted(ALIASES))}; or a .json/.toml file)")
-    text = resources.files("tlsprobe.data").joinpath("policies", f"{name}.json").read_text()
     data: PolicyData = json.loads(text)
     return data
 
@@ -123,9 +140,11 @@ def _read_file(path: Path) -> PolicyData:
 
 def load_policy(spec: str) -> Policy:
     """A built-in policy by name, or a JSON/TOML policy file (which may `extends` one)."""
-    path = Path(spec)
-    if path.suffix.lower() in (".json", ".toml") or path.exists() or "/" in spec \
-            or spec.startswith("."):   # a path, even a missing one: say it is missing
+    # a path, even a missing one (say it is missing); pathlib only then: scan's start-up
+    if os.path.splitext(spec)[1].lower() in (".json", ".toml") or \
+            os.path.exists(spec or ".") or "/" in spec or spec.startswith("."):
+        from pathlib import Path
+        path = Path(spec)
         data = _read_file(path)
         base = data.get("extends")
         if base is not None:

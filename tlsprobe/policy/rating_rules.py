@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from tlsprobe import registry
 from tlsprobe.model.audit import AuditReport, Spoken
-from tlsprobe.model.check_details import HstsDetails, RenegotiationsDetails
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.model.rating import Grade
 from tlsprobe.policy.rating_scores import (
@@ -186,12 +185,20 @@ def check_rules(report: AuditReport, notes: Notes) -> None:
         _renegotiation(report, notes)
 
 
+def _insecure(details: object) -> bool:
+    """Whether client_renegotiation's details say its renegotiation was not RFC 5746's
+    (the details types are imported with the checks that made them: scan's start-up)."""
+    if details is None:
+        return False
+    from tlsprobe.model.check_details import RenegotiationsDetails
+    return isinstance(details, RenegotiationsDetails) and not details.secure
+
+
 def _renegotiation(report: AuditReport, notes: Notes) -> None:
     secure = _result(report, "renegotiation")
     client = _result(report, "client_renegotiation")
-    details = client.details if client is not None else None
     if client is not None and client.verdict is Verdict.vulnerable and \
-            isinstance(details, RenegotiationsDetails) and not details.secure:
+            _insecure(client.details):
         notes.cap(Grade.F, "insecure_renegotiation", "insecure client-initiated "
                   "renegotiation (CVE-2009-3555)", "SSL Labs rating guide (insecure renegotiation: F)",
                   f"check.client_renegotiation: {client.reason}")
@@ -253,6 +260,9 @@ def hsts_rule(report: AuditReport, notes: Notes) -> bool:
         notes.unknown("hsts", why[0], None, why[1])
         return False
     details = result.details if result is not None else None
+    if details is None:
+        return False        # no header, or not HTTP: no A+, and no warning (the guide)
+    from tlsprobe.model.check_details import HstsDetails  # imported with the checks
     if not isinstance(details, HstsDetails) or details.header is None:
         return False        # no header, or not HTTP: no A+, and no warning (the guide)
     source = f"SSL Labs 2014: A+ needs long HSTS; {TESTSSL}"

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from tlsprobe.model.check_details import ReplyKind
+from tlsprobe.model.vocab import ReplyKind
 
 if TYPE_CHECKING:
     from tlsprobe.probes.audit.scheduler import TargetRunner

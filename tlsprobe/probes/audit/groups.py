@@ -30,7 +30,6 @@ from tlsprobe.model.audit import (
     GroupAudit,
 )
 from tlsprobe.model.probe import Codepoint
-from tlsprobe.model.pubkey import public_key
 from tlsprobe.model.vocab import DheStatus, GroupMethod, Order
 from tlsprobe.probes.audit.elimination import Elimination
 from tlsprobe.probes.audit.outcome import Stop
@@ -355,6 +354,8 @@ def _cert_curve(out: Outcome) -> int | None:
     from cryptography import x509
     from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives.asymmetric import ec
+
+    from tlsprobe.model.pubkey import public_key  # X.509 only when a certificate came
     try:
         key = public_key(x509.load_der_x509_certificate(out.certificates[0]))
     except (ValueError, UnsupportedAlgorithm):  # garbage DER, unknown curve

@@ -31,7 +31,7 @@ from tlsprobe.model.audit import (
 )
 from tlsprobe.model.clients import ClientProfile, ClientSimulation
 from tlsprobe.model.encode import started_at
-from tlsprobe.model.probe import Codepoint
+from tlsprobe.model.probe import CertificateInfo, Codepoint
 from tlsprobe.model.vocab import (
     Answer,
     GroupMethod,
@@ -43,7 +43,7 @@ from tlsprobe.net.tcp import Target
 from tlsprobe.policy.findings import with_findings
 from tlsprobe.policy.load import Policy
 from tlsprobe.policy.rating import rated
-from tlsprobe.probes.audit import ciphers, consistency, groups, pq, sigalgs, versions
+from tlsprobe.probes.audit import consistency, groups, pq, versions
 from tlsprobe.probes.audit.boundary import internal_error_report
 from tlsprobe.probes.audit.scheduler import (
     STOP_FLIGHT,
@@ -52,11 +52,7 @@ from tlsprobe.probes.audit.scheduler import (
     Scheduler,
     TargetRunner,
 )
-from tlsprobe.probes.checks.active import LAST, in_catalog_order, run_active_checks
-from tlsprobe.probes.checks.catalog import ACTIVE
-from tlsprobe.probes.checks.derived import derive_checks
-from tlsprobe.probes.clients.simulate import TrustChecker, simulate_clients
-from tlsprobe.probes.facts import certificate_info
+from tlsprobe.probes.checks.catalog import ACTIVE, DERIVED
 
 ALL_CHECKS = ("versions", "groups", "pq", "suites", "sigalgs", "cert")
 CHAIN_PHASE = "certificate"
@@ -201,7 +197,9 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
         await _chain(run, report, spoken)
     active = tuple(c for c in options.checks if c in ACTIVE)
     if active:
-        # after the phases: the checks read the versions and suites they established
+        # after the phases: the checks read the versions and suites they established (the
+        # checks' modules are imported only when some are asked for: scan's start-up)
+        from tlsprobe.probes.checks.active import run_active_checks
         report = replace(report, check_results=await run_active_checks(
             active, run.runner, _order_parts(report), last=False))
         run.done("checks")
@@ -211,8 +209,9 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
         # right after the last family's repeat: two hellos in a row, which a round-robin
         # balancer always sends to different backends
         await ref.repeat(run.runner, "end of the audit")
-    if set(active) & set(LAST):
+    if active and set(active) & set(_last_checks()):
         # the checks after which the server may stay busy: last of all (active.LAST)
+        from tlsprobe.probes.checks.active import in_catalog_order, run_active_checks
         report = replace(report, check_results=in_catalog_order(
             report.check_results + await run_active_checks(
                 active, run.runner, _order_parts(report), last=True)))
@@ -221,9 +220,17 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
     return _finish(report, run, started, error=_unreached(run.runner))
 
 
+def _last_checks() -> tuple[str, ...]:
+    """active.LAST, read when some check is asked for (the module is not imported
+    otherwise: scan's start-up)."""
+    from tlsprobe.probes.checks.active import LAST
+    return LAST
+
+
 async def _clients(run: _Run, report: AuditReport) -> tuple[ClientSimulation, ...]:
     """scan --clients, after the checks: every profile simulated (probes/clients), its
     failures' reasons read off this audit, the chains it got checked as the cert phase's."""
+    from tlsprobe.probes.clients.simulate import TrustChecker, simulate_clients
     runner, options = run.runner, run.options
     checker = TrustChecker(runner.server_name or runner.target.host, options.cafile,
                            options.verify)
@@ -343,12 +350,14 @@ async def _unless_unspoken(run: _Run, version: int, audit: GroupAudit,
 
 
 async def _suites(run: _Run, version: int) -> AuditReport:
+    from tlsprobe.probes.audit import ciphers  # with the suites' key exchange table
     audit = await ciphers.enumerate_suites(run.runner, version)
     run.done(f"suites {version:#06x}")
     return AuditReport(host="", port=0, suites=(audit,))
 
 
 async def _sigalgs(run: _Run, version: int) -> AuditReport:
+    from tlsprobe.probes.audit import sigalgs
     audit, first = await sigalgs.enumerate_sigalgs(run.runner, version)
     if first is not None:
         run.outcomes.append(first)
@@ -380,7 +389,7 @@ def _finish(report: AuditReport, run: _Run, started: float,
         elif run.no_chain is not None:
             trust = TrustCheck(TrustStatus.NOT_CHECKED, detail=run.no_chain)
     counts = scheduler.count(target)
-    certs = tuple(certificate_info(der) for der in chain)
+    certs = _certificates(chain)
     report = replace(_order_parts(report), certificates=certs, trust=trust, connections=counts,
                      total_connections=sum(counts.values()),
                      retries=scheduler.retried[target.display],
@@ -391,8 +400,18 @@ def _finish(report: AuditReport, run: _Run, started: float,
                      started_at=started_at(time.monotonic() - started))
     if error is not None:
         return replace(report, error=f"{target.display}: {error[0]}", error_kind=error[1])
-    report = replace(report, check_results=derive_checks(report) + report.check_results)
+    if any(name in DERIVED for name in report.checks):
+        from tlsprobe.probes.checks.derived import derive_checks
+        report = replace(report, check_results=derive_checks(report) + report.check_results)
     return rated(with_findings(report, list(run.options.policies)))
+
+
+def _certificates(chain: tuple[bytes, ...]) -> tuple[CertificateInfo, ...]:
+    """The cert phase's chain described (the X.509 reader imported only when there is one)."""
+    if not chain:
+        return ()
+    from tlsprobe.probes.facts import certificate_info
+    return tuple(certificate_info(der) for der in chain)
 
 
 def trust_check(chain: list[bytes], hostname: str, cafile: str | None) -> TrustCheck:

@@ -23,7 +23,7 @@ import traceback
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
@@ -34,7 +34,6 @@ from tlsprobe.kex.dhprime import work_deadline
 from tlsprobe.net.driver import Progress, adrive
 from tlsprobe.net.pacing import Pacing, Watch, Watched
 from tlsprobe.net.recording import TAPE, Recording, Tape, taping
-from tlsprobe.net.starttls import StartTlsError
 from tlsprobe.net.tcp import Target
 from tlsprobe.net.tcp_async import TcpConnector
 from tlsprobe.net.transport import AsyncConnector, AsyncTransport, NotApplicable
@@ -54,10 +53,21 @@ from tlsprobe.probes.audit.outcome import (
     outcome_of,
 )
 
+if TYPE_CHECKING:
+    from tlsprobe.net.starttls import StartTlsError
+
 ConnectionHook = Callable[[Target, str], None]
 T = TypeVar("T")
 
 TOTAL_FACTOR = 3  # a connection may last this many per-read timeouts in all
+
+
+def _starttls_error() -> type[StartTlsError]:
+    """The error of a --starttls preamble, for the one `except` that handles it: the
+    STARTTLS machines (net/starttls*.py) are imported when a connection fails, not by every
+    scan (start-up); only a scan with --starttls can raise it."""
+    from tlsprobe.net.starttls import StartTlsError
+    return StartTlsError
 
 
 class _Retryable(Exception):
@@ -203,7 +213,7 @@ class Scheduler:
         except NetworkError as exc:
             watch.failed(exc)
             raise
-        except StartTlsError as exc:
+        except _starttls_error() as exc:     # evaluated only when an exception gets here
             made = exc.connected
             if exc.connected:
                 self.connections[(target.display, phase)] += 1

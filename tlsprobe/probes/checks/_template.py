@@ -12,7 +12,8 @@ verdict and what it rests on:
 Its details (model/check_details.py, one frozen dataclass per check, declared below): here
 `EchoDetails` (the version asked, echoed or not, the suite chosen).
 
-To add a check: copy this module to NAME.py, add `NAME.CHECK` to active.py's CHECKS and an
+To add a check: copy this module to NAME.py (the module bears the check's name: active.py
+imports it by that name when the check is to run; else add it to active.py MODULES), add an
 `Entry` to model/check_catalog.py ACTIVE (section, audit phases read, harmful or not), its
 details type to model/check_details.py if none fits, and a section to docs/CHECKS.md.
 """

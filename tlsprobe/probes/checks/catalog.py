@@ -29,6 +29,15 @@ __all__ = ["ACTIVE", "ALIASES", "DEFAULT", "DERIVED", "PHASES", "Entry", "expand
            "resolve"]
 
 
+def _expand(names: tuple[str, ...]) -> tuple[str, ...]:
+    """`names` with the phases the derived checks among them read (derived.py `expand`,
+    imported only when one is named: `scan --groups-only` starts without the checks)."""
+    if not any(n in DERIVED for n in names):
+        return names
+    from tlsprobe.probes.checks.derived import expand
+    return expand(names)
+
+
 def resolve(names: Sequence[str], option: str = "--checks") -> tuple[str, ...]:
     """Check names as a user gives them (aliases allowed) -> the audit's checks, in their
     order, with the phases the derived and active checks read. `-NAME` leaves a check (or
@@ -46,21 +55,18 @@ def resolve(names: Sequence[str], option: str = "--checks") -> tuple[str, ...]:
         hint = did_you_mean(bad, known) if bad else ""
         raise UsageError(f"{option}: unknown check {bad if bad else '(empty)'!r}"
                          f"{hint or ' (known: ' + ', '.join(known) + ')'}")
-    from tlsprobe.probes.checks.derived import (
-        expand,  # the phases each derived check reads
-    )
     left_out = set(expand_aliases(tuple(minus)))
     named = tuple(n for n in expand_aliases(tuple(plus or DEFAULT)) if n not in left_out)
     if not named:
         raise UsageError(f"{option}: {','.join(items)} leaves no check to run")
-    wanted = set(expand(named))
+    wanted = set(_expand(named))
     for name in named:
         if name in ACTIVE:
             wanted.update(ACTIVE[name].needs)
     needed = [n for n in PHASES if n in left_out and n in wanted]
     if needed:
         users = [n for n in named if n != needed[0] and needed[0] in
-                 (set(expand((n,))) | set(ACTIVE[n].needs if n in ACTIVE else ()))]
+                 (set(_expand((n,))) | set(ACTIVE[n].needs if n in ACTIVE else ()))]
         raise UsageError(f"{option}: -{needed[0]} cannot be left out: "
                          f"{', '.join(users[:6])}{' and more' if len(users) > 6 else ''} "
                          "read it (leave them out too)")

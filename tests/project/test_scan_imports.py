@@ -1,0 +1,151 @@
+"""What `tlsprobe scan` imports: only what the checks asked for need (issue 35).
+
+A scan's start-up was mostly imports (0.2 s of its 0.25 s before the first connection on
+loopback): every check module, the checks' details types, the client simulation, the
+STARTTLS machines and cryptography's X.509 module came with `tlsprobe.probes.audit.run`
+whatever was asked. These tests run real scans against a loopback server in a child
+interpreter and read `sys.modules` after `cli.main(...)`: judged by the list of modules,
+never by time, so that a busy machine cannot fail (or pass) them.
+
+- `scan --groups-only`: no check module, no details type, no client simulation, no STARTTLS
+  or QUIC module, nothing of the capture, survey, speed or rendering layers (JSON output),
+  and at most GROUPS_ONLY_MAX tlsprobe modules in all (the bound: a new module on this path
+  must be needed by the group audit, then the bound is raised with the reason);
+- `scan --checks heartbleed`: the one check module it asked for, not the others;
+- the default scan (every check): no client simulation, STARTTLS, QUIC or the renderers of
+  other outputs;
+- the imports run without the cyclic garbage collector (a count of its runs).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+CHECKS_DIR = REPO / "tlsprobe" / "probes" / "checks"
+
+#: every check module (and the checks' shared helpers): all but the package, the catalog
+CHECK_MODULES = sorted(f"tlsprobe.probes.checks.{p.stem}" for p in CHECKS_DIR.glob("*.py")
+                       if p.stem not in ("__init__", "catalog"))
+#: what no scan imports unless asked for (--clients, --starttls, --quic, --html ...)
+NOT_ASKED = ("tlsprobe.probes.clients", "tlsprobe.net.starttls", "tlsprobe.net.quic",
+             "tlsprobe.commands.probe_quic", "tlsprobe.offline", "tlsprobe.capture",
+             "tlsprobe.survey", "tlsprobe.speed", "tlsprobe.api", "tlsprobe.report.html",
+             "tlsprobe.report.csv_out", "tlsprobe.report.sarif", "tlsprobe.report.junit",
+             "tlsprobe.report.plots", "aioquic", "dask", "pyarrow", "scapy")
+#: standard library modules a group audit has no use for, which argparse's help formatter
+#: (shutil, with bz2 and lzma) and importlib.resources (tempfile, zipfile) brought
+UNUSED_STDLIB = ("shutil", "bz2", "lzma", "importlib.resources", "tempfile", "zipfile")
+#: with --json: no table is drawn
+TABLES = ("rich", "tlsprobe.report.audit_tables", "tlsprobe.report.tables")
+#: the tlsprobe modules `scan --groups-only` may load (123 when this was written, 196 on
+#: 4012bd5: the command, request, audit, scheduler, engine, codec, key exchange, registry,
+#: model and policy modules a group audit uses)
+GROUPS_ONLY_MAX = 128
+
+_MODULES = """\
+import gc
+import sys
+from tlsprobe.cli import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+sys.stdout.flush()
+collections = sum(s["collections"] for s in gc.get_stats())
+print("\\0MODULES", code, collections, *sorted(sys.modules), file=sys.stderr)
+"""
+
+
+def scan_run(*argv: str) -> tuple[int, str, set[str], int]:
+    """(exit code, stdout, sys.modules, garbage collections) of `tlsprobe scan ARGV` run by
+    cli.main in a fresh interpreter."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", _MODULES, "scan", *argv], capture_output=True,
+                          check=False,
+                          text=True, cwd=REPO, env=env, timeout=120)
+    assert "\0MODULES" in done.stderr, done.stderr[-2000:]
+    words = done.stderr.rsplit("\0MODULES", 1)[1].split()
+    return int(words[0]), done.stdout, set(words[2:]), int(words[1])
+
+
+def scan_modules(*argv: str) -> tuple[int, str, set[str]]:
+    """(exit code, stdout, sys.modules) of `tlsprobe scan ARGV` (scan_run)."""
+    return scan_run(*argv)[:3]
+
+
+def under(modules: set[str], prefixes: tuple[str, ...] | list[str]) -> list[str]:
+    return sorted(m for m in modules
+                  if any(m == p or m.startswith(p + ".") for p in prefixes))
+
+
+def audit_of(stdout: str) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads(stdout.splitlines()[0])
+    assert report["error"] is None, report["error"]
+    return report
+
+
+def test_groups_only_imports_no_check(server_cache: Callable[..., Any]) -> None:
+    server = server_cache("openssl", groups="X25519:P-384:ffdhe2048", serverpref=True)
+    code, out, modules = scan_modules(f"127.0.0.1:{server.port}", "--groups-only", "--json",
+                                      "--no-progress")
+    assert code == 0, out
+    report = audit_of(out)
+    tls13 = next(g for g in report["groups"] if g["version"]["name"] == "TLS 1.3")
+    assert [g["name"] for g in tls13["supported"]] == ["x25519", "secp384r1", "ffdhe2048"]
+    assert under(modules, CHECK_MODULES + ["tlsprobe.model.check_details"]) == [], \
+        "scan --groups-only imported check modules"
+    assert under(modules, NOT_ASKED + TABLES) == []
+    assert under(modules, UNUSED_STDLIB) == []
+    own = under(modules, ("tlsprobe",))
+    assert len(own) <= GROUPS_ONLY_MAX, \
+        f"scan --groups-only imported {len(own)} tlsprobe modules: {own}"
+
+
+def test_scan_imports_without_collecting(server_cache: Callable[..., Any]) -> None:
+    """The audit's modules are imported with the cyclic collector off and their objects
+    frozen after (commands/common.py start_up): it ran about 80 times during a group
+    audit's imports (6 % of its CPU), about 20 times now in the whole run (parsing the
+    command line, the audit's connections). A count, not a time."""
+    server = server_cache("openssl", groups="X25519:P-384:ffdhe2048", serverpref=True)
+    code, out, _, collections = scan_run(f"127.0.0.1:{server.port}", "--groups-only",
+                                         "--json", "--no-progress")
+    assert code == 0 and audit_of(out)["groups"], out
+    assert collections <= 40, f"{collections} garbage collections in scan --groups-only"
+
+
+def test_one_check_imports_its_module_alone(server_cache: Callable[..., Any]) -> None:
+    server = server_cache("nginx")
+    code, out, modules = scan_modules(f"127.0.0.1:{server.port}", "--checks", "heartbleed",
+                                      "--json", "--no-progress")
+    assert code == 0, out
+    report = audit_of(out)
+    assert [c["name"] for c in report["check_results"]] == ["heartbleed"]
+    assert report["check_results"][0]["verdict"] == "not vulnerable"
+    checks = under(modules, CHECK_MODULES)
+    assert "tlsprobe.probes.checks.heartbleed" in checks
+    others = [m for m in checks if m.rsplit(".", 1)[1] in _other_checks("heartbleed")]
+    assert others == [], "scan --checks heartbleed imported other checks' modules"
+    assert under(modules, NOT_ASKED + TABLES) == []
+
+
+def test_default_scan_imports_nothing_not_asked_for(server_cache: Callable[..., Any]) -> None:
+    server = server_cache("nginx")
+    code, out, modules = scan_modules(f"127.0.0.1:{server.port}", "--json", "--no-progress")
+    report = audit_of(out)
+    assert code == 0 and len(report["check_results"]) > 30, out[:2000]
+    assert under(modules, NOT_ASKED + TABLES) == []
+
+
+def _other_checks(name: str) -> set[str]:
+    """The module names of the active checks but `name` (active.py MODULES: a check's
+    module, when it is not named like the check)."""
+    from tlsprobe.model.check_catalog import ACTIVE
+    from tlsprobe.probes.checks.active import MODULES
+    return {MODULES.get(n, n) for n in ACTIVE if n != name}
