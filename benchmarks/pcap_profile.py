@@ -6,7 +6,9 @@ apart: cProfile names a C function's file ``~``) and the functions with the most
 their own, with the share of each part of the pipeline (tlsprobe/capture, offline, wire,
 ...). cProfile's own cost inflates the times (about 2.5x), not the counts: compare counts
 across versions, times only within one profile. Usage, alone:
-``python3 benchmarks/pcap_profile.py CAPTURE [TOP]``.
+``python3 benchmarks/pcap_profile.py CAPTURE [TOP]``, or for a profile written before
+(``python -m cProfile -o PROFILE -m tlsprobe pcap --jobs 1 --stats CAPTURE``):
+``python3 benchmarks/pcap_profile.py --summary PROFILE CAPTURE [TOP]``.
 """
 
 from __future__ import annotations
@@ -34,16 +36,22 @@ def _area(filename: str) -> str:
 
 def profile(capture: Path, env: dict[str, str], top: int = 15) -> None:
     """Profile `tlsprobe pcap --jobs 1 --stats` on `capture` and print the summary."""
-    from tlsprobe.capture import read_packets
-
-    packets = sum(1 for _ in read_packets(str(capture)))
     with tempfile.TemporaryDirectory(prefix="tlsprobe-profile-") as tmp:
         out = Path(tmp) / "pcap.prof"
         subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), "-m", "tlsprobe",
                         "pcap", "--no-progress", "--jobs", "1", "--stats", str(capture)],
                        env=env, check=True, stdout=subprocess.DEVNULL)
-        stats = pstats.Stats(str(out))
-    table = vars(stats)["stats"]
+        summary(out, capture, top)
+
+
+def summary(prof: Path, capture: Path, top: int = 15) -> None:
+    """Print the calls per packet and connection and the top functions of a profile of
+    `pcap --jobs 1 --stats` on `capture` (written by `profile` or by hand with
+    ``python -m cProfile -o``)."""
+    from tlsprobe.capture import read_packets
+
+    packets = sum(1 for _ in read_packets(str(capture)))
+    table = vars(pstats.Stats(str(prof)))["stats"]
     connections = max((cc for (f, _, name), (cc, *_rest) in table.items()
                        if name == "_open" and f.endswith("tcp.py")), default=0)
     py_calls = sum(v[1] for (f, *_), v in table.items() if f != "~")
@@ -70,5 +78,9 @@ if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     sys.path.insert(0, str(ROOT))
+    if sys.argv[1] == "--summary":  # an existing profile: --summary PROFILE CAPTURE [TOP]
+        summary(Path(sys.argv[2]), Path(sys.argv[3]),
+                int(sys.argv[4]) if len(sys.argv) > 4 else 15)
+        sys.exit(0)
     environ = dict(os.environ, PYTHONPATH=str(ROOT))
     profile(Path(sys.argv[1]), environ, int(sys.argv[2]) if len(sys.argv) > 2 else 15)
