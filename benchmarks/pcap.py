@@ -29,6 +29,16 @@ on a machine whose speed drifts, a ratio within one round is the steadier figure
 are shown).
 
 Target (issue 5): tlsprobe at least 4x tshark's throughput and at most 1/5 of its memory.
+Targets (issue 35), on the dense capture below: in one process (--jobs 1) the table,
+--jsonl and --stats each at least 5x tshark's efficiency in CPU time (the cheaper tshark
+run's CPU time over tlsprobe's; stretch 8x), and the default two processes never more than
+15 % more CPU time in all than one process for the same output. Both are printed per
+capture from the median CPU times of the rounds (--repeat, 5 by default) and from each
+round's own ratio, with the load average before and after the rounds.
+--profile adds a cProfile of `pcap --jobs 1 --stats` on each capture (calls per packet,
+the functions with the most time of their own: pcap_profile.py); --equal REV checks that
+the events and outputs are those of git revision REV on every capture of the project,
+the third-party corpus and the captures measured here (pcap_equal.py).
 
 Then the same runs on a capture dense in short connections (issue 11): --short real
 loopback handshakes (300) recorded by pcap_short.py (openssl s_server -www, tcpdump on lo,
@@ -46,6 +56,7 @@ RSS and their ratios. --skip-throughput runs only these, --flows 0 --shuffled sk
 Usage: python3 benchmarks/pcap.py [--packets N] [--pcap PATH] [--keep] [--no-tshark]
                                   [--repeat N] [--flows N] [--shuffled N ...]
                                   [--skip-throughput] [--short N] [--short-pcap PATH]
+                                  [--profile] [--equal REV]
 """
 
 from __future__ import annotations
@@ -67,7 +78,9 @@ sys.path.insert(0, str(ROOT))
 from tlsprobe.capture import read_packets
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pcap_equal import compare
 from pcap_flows import adversarial, run_measured
+from pcap_profile import profile
 from pcap_short import record_short
 
 SEEDS = ROOT / "captures"
@@ -190,8 +203,9 @@ def main() -> int:
     ap.add_argument("--pcap", help="existing capture to measure, or where to write the new one")
     ap.add_argument("--keep", action="store_true", help="keep the generated capture")
     ap.add_argument("--no-tshark", action="store_true")
-    ap.add_argument("--repeat", type=int, default=1, help="rounds of runs (every command "
-                    "once per round, in turn); the median wall and CPU times are shown")
+    ap.add_argument("--repeat", type=int, default=5, help="rounds of runs (every command "
+                    "once per round, in turn); the median wall and CPU times are shown "
+                    "(default 5)")
     ap.add_argument("--mss", type=int, default=1448, help="split recorded segments larger "
                     "than this, as an Ethernet path would (0: keep loopback's 64 KiB "
                     "segments; default 1448)")
@@ -205,8 +219,13 @@ def main() -> int:
                     "recorded for the short-connections capture (0: no such capture)")
     ap.add_argument("--short-pcap", help="existing short-connections capture to measure "
                     "(also with --pcap), or where to write the new one")
+    ap.add_argument("--profile", action="store_true", help="also profile `pcap --jobs 1 "
+                    "--stats` on each capture (cProfile: calls per packet, top functions)")
+    ap.add_argument("--equal", metavar="REV", help="check that the events and outputs are "
+                    "those of git revision REV on every capture (exit 1 if not)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="tlsprobe-bench-pcap-"))
+    measured: list[Path] = []
     try:
         if not args.skip_throughput:
             path = Path(args.pcap) if args.pcap else tmp / "big.pcap"
@@ -215,6 +234,7 @@ def main() -> int:
                               "recorded loopback connections"
                               + (f", segments split at {args.mss} bytes" if args.mss else ""))
             throughput(args, tmp, path)
+            measured.append(path)
             if args.short and (args.short_pcap or not args.pcap):
                 path = Path(args.short_pcap) if args.short_pcap else tmp / "short.pcap"
                 if not path.exists():
@@ -223,6 +243,7 @@ def main() -> int:
                                   "real loopback handshakes (openssl s_server -www, Python "
                                   "ssl clients, every second one with an HTTP GET)")
                 throughput(args, tmp, path)
+                measured.append(path)
         env = child_env(tmp / "pycache")
         if args.skip_throughput:
             compile_project(env)
@@ -230,6 +251,8 @@ def main() -> int:
         if args.flows or args.shuffled:
             adversarial(tmp, env, sys.executable, None if args.no_tshark else tshark,
                         args.flows, args.shuffled)
+        if args.equal and compare(args.equal, measured):
+            return 1
     finally:
         if args.keep and not args.pcap:
             print(f"kept {tmp}")
@@ -256,7 +279,8 @@ def throughput(args: argparse.Namespace, tmp: Path, path: Path) -> None:
             ("tlsprobe pcap --stats", tlsprobe + ["--stats"]),
             ("tlsprobe pcap --jsonl", tlsprobe + ["--jsonl"]),
             ("tlsprobe --jobs 1 (table)", tlsprobe + ["--jobs", "1"]),
-            ("tlsprobe --jobs 1 --jsonl", tlsprobe + ["--jobs", "1", "--jsonl"])]
+            ("tlsprobe --jobs 1 --jsonl", tlsprobe + ["--jobs", "1", "--jsonl"]),
+            ("tlsprobe --jobs 1 --stats", tlsprobe + ["--jobs", "1", "--stats"])]
     tshark = shutil.which("tshark")
     if tshark and not args.no_tshark:
         runs += [("tshark ciphersuite", [tshark, "-r", str(path), "-Y",
@@ -272,15 +296,18 @@ def throughput(args: argparse.Namespace, tmp: Path, path: Path) -> None:
     # rounds: each command once in turn, --repeat times, so that a slow spell of a shared
     # machine falls on both tools alike (not on all runs of one of them)
     by_label: dict[str, list[tuple[float, int, int, float]]] = {label: [] for label, _ in runs}
+    load_before = os.getloadavg()
     for _ in range(args.repeat):
         for label, cmd in runs:
             by_label[label].append(run_child(cmd, tmp / "out.txt", env))
+    load_after = os.getloadavg()
     rows = []
     for label, _cmd in runs:
         results = by_label[label]
         rows.append((label, median(r[0] for r in results), max(r[1] for r in results),
                      results[-1][2], median(r[3] for r in results)))
-    print(f"\n{path.name}: {packets} packets")
+    print(f"\n{path.name}: {packets} packets, {args.repeat} rounds, load average "
+          f"{load_before[0]:.2f} before, {load_after[0]:.2f} after ({os.cpu_count()} CPUs)")
     print(f"{'run':<26} {'seconds':>8} {'CPU s':>7} {'packets/s':>11} {'peak RSS':>10} "
           f"{'lines':>8}")
     for label, wall, rss, lines, cpu in rows:
@@ -311,6 +338,51 @@ def throughput(args: argparse.Namespace, tmp: Path, path: Path) -> None:
                           for i in range(args.repeat)]
                 print(f"  {label:<26} " + " ".join(f"{r:.1f}x" for r in ratios)
                       + f"  (median {median(ratios):.1f}x)")
+        cpu_ratios(by_label, [t[0] for t in theirs])
+    two_processes(by_label)
+    if args.profile:
+        profile(path, env)
+
+
+def cpu_ratios(by_label: dict[str, list[tuple[float, int, int, float]]],
+               theirs: list[str]) -> None:
+    """Issue 35: tshark's CPU time over tlsprobe's in one process (--jobs 1), from the
+    medians and from each round's own runs (against that round's cheaper tshark run)."""
+    rounds = len(by_label[theirs[0]])
+    least = median(min(by_label[t][i][3] for t in theirs) for i in range(rounds))
+    least_wall = median(min(by_label[t][i][0] for t in theirs) for i in range(rounds))
+    print("\nCPU against the cheaper tshark run, one process (issue 35 target: >= 5x, "
+          "stretch 8x)")
+    for label, results in by_label.items():
+        if not label.startswith("tlsprobe --jobs 1"):
+            continue
+        cpu, wall = median(r[3] for r in results), median(r[0] for r in results)
+        per_round = [min(by_label[t][i][3] for t in theirs) / results[i][3]
+                     for i in range(rounds)]
+        ratio = least / cpu
+        verdict = "stretch met" if ratio >= 8 else "met" if ratio >= 5 else "NOT met"
+        print(f"  {label:<26} {ratio:4.1f}x in CPU ({cpu:.2f} s against {least:.2f} s), "
+              f"{least_wall / wall:4.1f}x in wall time; rounds "
+              + " ".join(f"{r:.1f}x" for r in per_round)
+              + f" (median {median(per_round):.1f}x) ({verdict})")
+
+
+def two_processes(by_label: dict[str, list[tuple[float, int, int, float]]]) -> None:
+    """Issue 35: the CPU time of the default two processes over that of one (--jobs 1)
+    for the same output, from the medians and round by round."""
+    pairs = [("table", "tlsprobe pcap (table)", "tlsprobe --jobs 1 (table)"),
+             ("--jsonl", "tlsprobe pcap --jsonl", "tlsprobe --jobs 1 --jsonl"),
+             ("--stats", "tlsprobe pcap --stats", "tlsprobe --jobs 1 --stats")]
+    print("two processes (the default) against one, CPU time in all (issue 35 target: at "
+          "most 15 % more)")
+    for name, two, one in pairs:
+        a, b = by_label[two], by_label[one]
+        extra = median(r[3] for r in a) / median(r[3] for r in b) - 1
+        rounds = [x[3] / y[3] - 1 for x, y in zip(a, b, strict=True)]
+        print(f"  {name:<8} {extra:+6.1%} CPU, wall {median(r[0] for r in a):.2f} s against "
+              f"{median(r[0] for r in b):.2f} s; rounds "
+              + " ".join(f"{r:+.0%}" for r in rounds)
+              + f" ({'met' if extra <= 0.15 else 'NOT met'})")
 
 
 if __name__ == "__main__":

@@ -195,6 +195,28 @@ def test_turned_connection_keeps_the_side_of_its_reset(turn: bool) -> None:
     assert type(events[-1]) is StreamClose and events[-1].reason == "rst"
 
 
+def test_ignored_at_the_first_of_a_packets_events_still_gets_the_rest() -> None:
+    """A FIN segment that fills a hole makes two events of one packet (its own bytes, then
+    the bytes that waited behind it). Ignored at the first, the connection still gets the
+    second, as the capture layer hands out what it already made for the packet; through
+    the reader process too, which marks how many of a packet's events follow."""
+    data = _conversation([(0, b"a" * 10, 0x18, 0), (0, b"c" * 5, 0x18, 10),
+                          (0, b"b" * 10, 0x19, 0)])
+    results = []
+    for piped in (False, True):
+        stream = _stream(io.BytesIO(data), piped)
+        events = []
+        for ev in stream:
+            events.append(ev)
+            if type(ev) is StreamData and ev.data == b"b" * 10:
+                stream.ignore(ev.conn.id)
+        stream.close()
+        results.append(events)
+    one, two = results
+    assert [ev.data for ev in one if type(ev) is StreamData] == [b"a" * 10, b"b" * 10, b"c" * 5]
+    assert two == one
+
+
 def test_every_kind_of_event_comes_rebuilt(tmp_path: Path) -> None:
     """The batches carry plain tuples and each key once: every kind of event (data, a hole,
     a datagram, an IPv6 connection, a key reused after a close) comes back as the event

@@ -74,18 +74,11 @@ class Eviction:
         self._sweep_at = float("-inf")
         self._opened_since_sweep = 0
 
-    def opening(self, ts: float, frame: int) -> None:
-        """A connection is about to open: sweep idle ones, evict over the limit."""
-        self._opened_since_sweep += 1
-        if ts >= self._sweep_at and self._opened_since_sweep > len(self.open) >> 3:
-            self._sweep(ts, frame)
-        if len(self.open) >= self._evict_at:
-            self._evict(ts, frame)
-
     def _sweep(self, ts: float, frame: int) -> None:
         """Evict connections idle for their timeout of capture time. Runs as connections
-        open, at most every quarter timeout of capture time and once per eighth of the
-        table opened, so its scan costs O(1) per connection."""
+        open (tcp.py's `_open` calls it, and `_evict` when the table is full), at most
+        every quarter timeout of capture time and once per eighth of the table opened, so
+        its scan costs O(1) per connection."""
         self._opened_since_sweep = 0
         quick, slow = sorted((self.idle_timeout, self.idle_timeout_data))
         self._sweep_at = ts + quick / 4

@@ -80,7 +80,8 @@ class Connection:
 
     def __init__(self, key: ConnKey, flow_keys: tuple[bytes, bytes], last: int) -> None:
         self.key = key
-        self.halves: list[HalfStream] = []  # index = direction (0: client -> server)
+        # index = direction (0: client -> server)
+        self.halves: list[HalfStream] = [HalfStream(self, 0), HalfStream(self, 1)]
         self.last = last
         self.closed = False
         self.closing = False  # both FINs seen; closes once nothing is missing

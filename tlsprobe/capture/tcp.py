@@ -267,11 +267,17 @@ class TcpTracker(Reassembler, Eviction):
     # -- connections ----------------------------------------------------------------------
     def _open(self, key: bytes, buf: bytes, addr_off: int, alen: int, l4: int, flags: int,
               ts: float, frame: int) -> HalfStream:
-        self.opening(ts, frame)
-        src_raw = buf[addr_off:addr_off + alen]
-        dst_raw = buf[addr_off + alen:addr_off + alen + alen]
-        sport, dport = _PORTS(buf, l4)
-        reverse = dst_raw + src_raw + buf[l4 + 2:l4 + 4] + buf[l4:l4 + 2]
+        # eviction.py's sweep and eviction, their cheap tests written out (per connection)
+        opened = self._opened_since_sweep = self._opened_since_sweep + 1
+        if ts >= self._sweep_at and opened > len(self.open) >> 3:
+            self._sweep(ts, frame)
+        if len(self.open) >= self._evict_at:
+            self._evict(ts, frame)
+        two = alen + alen
+        src_raw = key[:alen]
+        dst_raw = key[alen:two]
+        sport, dport = _PORTS(key, two)
+        reverse = dst_raw + src_raw + key[two + 2:] + key[two:two + 2]
         if flags & SYN:
             sender_is_client = not flags & ACK
         elif (sport < 1024) != (dport < 1024):
@@ -288,15 +294,15 @@ class TcpTracker(Reassembler, Eviction):
         if dst is None:
             dst = texts[dst_raw] = inet_ntop(AF_INET if alen == 4 else AF_INET6, dst_raw)
         cid = self._next_id
-        self._next_id += 1
+        self._next_id = cid + 1
         if sender_is_client:
             ckey = _new_key((cid, src, sport, dst, dport))
+            conn = Connection(ckey, (key, reverse), frame)
+            sent, received = conn.halves
         else:
             ckey = _new_key((cid, dst, dport, src, sport))
-        conn = Connection(ckey, (key, reverse), frame)
-        sent = HalfStream(conn, 0 if sender_is_client else 1)
-        received = HalfStream(conn, 1 - sent.direction)
-        conn.halves = [sent, received] if sender_is_client else [received, sent]
+            conn = Connection(ckey, (key, reverse), frame)
+            received, sent = conn.halves
         self.flows[key] = sent
         self.flows[reverse] = received
         self.open[cid] = conn
