@@ -40,6 +40,9 @@ _HEADER = re.compile(rb"[\x14-\x18]\x03[\x00-\x04]")
 _CH_SH = rb"\x16\x03[\x00-\x04][\x00-\x48].[\x01\x02]\x00"
 _HELLO = {CLIENT: re.compile(_CH_SH, re.DOTALL),
           SERVER: re.compile(_CH_SH + rb"|\x15\x03[\x00-\x04]\x00\x02", re.DOTALL)}
+#: bytes one `_HELLO` match spans at most: a search that found nothing resumes this many
+#: bytes minus one before the end (a match cannot start earlier without having been found)
+HELLO_SPAN = 7
 
 
 def plausible_length(buf: bytes | bytearray, i: int) -> int | None:
@@ -72,10 +75,15 @@ def chain_ok(buf: bytes | bytearray, i: int, need: int = 2) -> bool | None:
     return True
 
 
-def find_hello(buf: bytes | bytearray, direction: int, start: int = 0) -> int | None:
-    """Offset of the first hello record header (or, server side, an alert record)."""
+def find_hello(buf: bytes | bytearray, direction: int,
+               start: int = 0) -> tuple[int | None, int]:
+    """(offset of the first hello record header (or, server side, an alert record) from
+    `start`, or None; offset where the next search of this buffer, grown, should resume).
+    Resuming keeps a stream fed in small segments linear, not quadratic, in its length."""
     m = _HELLO[direction].search(buf, start)
-    return m.start() if m else None
+    if m is not None:
+        return m.start(), m.start()
+    return None, max(start, len(buf) - HELLO_SPAN + 1)
 
 
 def find_chain(buf: bytes | bytearray, start: int = 0,
@@ -126,6 +134,7 @@ class Aligner:
 
     __slots__ = (
         "_buf",
+        "_hello_from",
         "_scan_from",
         "direction",
         "midstream",
@@ -140,6 +149,9 @@ class Aligner:
         self.direction = direction
         self.state = "start"
         self._buf = bytearray()
+        # where the next hello search and chain search of `_buf` start (each scan resumes
+        # where the last one stopped: a stream in 1-byte segments is read in linear time)
+        self._hello_from = 0
         self._scan_from = 0
         self.skipped = 0
         self.preamble = b""
@@ -189,13 +201,13 @@ class Aligner:
             self.state = "resync"
             self.resyncs += 1
             self._buf = bytearray()
-            self._scan_from = 0
+            self._hello_from = self._scan_from = 0
 
     def _take(self, at: int) -> bytes:
         out = bytes(self._buf[at:])
         self.skipped += at
         self._buf = bytearray()
-        self._scan_from = 0
+        self._hello_from = self._scan_from = 0
         self.state = "aligned"
         return out
 
@@ -222,7 +234,7 @@ class Aligner:
             return b""
         if verdict:
             return self._take(0)
-        at = find_hello(buf, self.direction)
+        at, self._hello_from = find_hello(buf, self.direction, self._hello_from)
         if at is not None:
             self.preamble = bytes(buf[:min(at, 256)])
             return self._take(at)
@@ -241,7 +253,7 @@ class Aligner:
 
     def _resync(self) -> bytes:
         buf = self._buf
-        at = find_hello(buf, self.direction)
+        at, self._hello_from = find_hello(buf, self.direction, self._hello_from)
         chain, resume = find_chain(buf, self._scan_from)
         if at is not None and (chain is None or at <= chain):
             return self._take(at)
@@ -253,6 +265,7 @@ class Aligner:
             del buf[:drop]
             self.skipped += drop
             self._scan_from = max(0, self._scan_from - drop)
+            self._hello_from = max(0, self._hello_from - drop)
         return b""
 
     def reset_with(self, data: bytes) -> bytes:
