@@ -135,6 +135,7 @@ class Aligner:
     __slots__ = (
         "_buf",
         "_hello_from",
+        "_plain",
         "_scan_from",
         "direction",
         "midstream",
@@ -153,6 +154,9 @@ class Aligner:
         # where the last one stopped: a stream in 1-byte segments is read in linear time)
         self._hello_from = 0
         self._scan_from = 0
+        #: the first bytes were read and start no record, tunnel or SSLv2 hello (a verdict
+        #: that more bytes cannot change): only the searches are left for the next ones
+        self._plain = False
         self.skipped = 0
         self.preamble = b""
         self.midstream = False
@@ -213,6 +217,31 @@ class Aligner:
 
     def _start(self) -> bytes:
         buf = self._buf
+        if not self._plain:
+            out = self._first_bytes(buf)
+            if out is not None:
+                return out
+        at, self._hello_from = find_hello(buf, self.direction, self._hello_from)
+        if at is not None:
+            self.preamble = bytes(buf[:min(at, 256)])
+            return self._take(at)
+        # inside bytes not yet known to be TLS (captured mid-stream): three records in a
+        # row, as two can be a binary protocol's small integers (DCE/RPC's 18 03 01 03 03)
+        chain, self._scan_from = find_chain(buf, self._scan_from, MIDSTREAM_CHAIN)
+        if chain is not None:
+            self.midstream = True
+            self.preamble = b""
+            return self._take(chain)
+        if len(buf) > MAX_PREAMBLE:
+            self.state = "dead"
+            self.skipped += len(buf)
+            self._buf = bytearray()
+        return b""
+
+    def _first_bytes(self, buf: bytearray) -> bytes | None:
+        """What the stream's first bytes say: OpenVPN or MS-TDS framing, a record or an
+        SSLv2 hello at the start (the bytes to frame), too few bytes to tell (b""), or
+        None: none of these, look for records further on (`_plain` once that is final)."""
         if tcp_start(buf):  # OpenVPN over TCP: a length, then a hard reset
             from tlsprobe.offline.openvpn_channel import ControlChannel
             self.tunnel = ControlChannel(tcp=True)
@@ -234,22 +263,9 @@ class Aligner:
             return b""
         if verdict:
             return self._take(0)
-        at, self._hello_from = find_hello(buf, self.direction, self._hello_from)
-        if at is not None:
-            self.preamble = bytes(buf[:min(at, 256)])
-            return self._take(at)
-        # inside bytes not yet known to be TLS (captured mid-stream): three records in a
-        # row, as two can be a binary protocol's small integers (DCE/RPC's 18 03 01 03 03)
-        chain, self._scan_from = find_chain(buf, self._scan_from, MIDSTREAM_CHAIN)
-        if chain is not None:
-            self.midstream = True
-            self.preamble = b""
-            return self._take(chain)
-        if len(buf) > MAX_PREAMBLE:
-            self.state = "dead"
-            self.skipped += len(buf)
-            self._buf = bytearray()
-        return b""
+        # (tcp_start and the SSLv2 test are final from 3 bytes on, tds_start's False is)
+        self._plain = len(buf) >= 3 and not buf[0] & 0x80
+        return None
 
     def _resync(self) -> bytes:
         buf = self._buf
