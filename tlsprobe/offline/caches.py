@@ -25,13 +25,17 @@ from tlsprobe.wire.summary import certificate_list
 MAX_ENTRIES = 8192
 #: Certificate messages remembered (each up to a few kilobytes)
 MAX_CERT_MESSAGES = 1024
+#: what a ServerHello says against its ClientHello (offline.facts `Facts._choices`): the
+#: problems to report, HRR, version, suite, TLS 1.3, key exchange, its key share's group
+Choices = tuple[tuple[str, ...], bool, int, int, bool, str | None, int | None]
 
 
 class AnalysisCaches:
     """Per-analysis memo tables; `held`: bytes of partial handshake messages held by the
     fast readers of this analysis's open connections."""
 
-    __slots__ = ("_encoder", "certs", "contexts", "held", "hellos", "memo", "reports")
+    __slots__ = ("_encoder", "certs", "choices", "contexts", "held", "hellos", "memo",
+                 "reports")
 
     def __init__(self) -> None:
         self.held = 0
@@ -44,6 +48,9 @@ class AnalysisCaches:
         self.memo: dict[tuple[Any, ...], Any] = {}
         #: DER lists of the Certificate messages met, by (message, TLS 1.3 form)
         self.certs: dict[tuple[bytes, bool], tuple[bytes, ...]] = {}
+        #: what a ServerHello said against its ClientHello, by the pair of their shapes
+        #: and DTLS (offline.facts: `Facts._choices`)
+        self.choices: dict[tuple[int, int, bool], Choices] = {}
         self._encoder: JsonEncoder | None = None
 
     def encoder(self) -> JsonEncoder:

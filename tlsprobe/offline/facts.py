@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from tlsprobe import registry
 from tlsprobe.model.describe import message_name
-from tlsprobe.offline.caches import AnalysisCaches
+from tlsprobe.offline.caches import AnalysisCaches, Choices
 from tlsprobe.offline.choices import EARLY_DATA, choice_problem, tag_length
 from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.certificate import Certificate, CertificateVerify
@@ -33,6 +33,8 @@ CLIENT, SERVER = 0, 1
 MAX_MESSAGES = 64      # message names kept per connection
 MAX_PROBLEMS = 16
 MAX_HELLOS = 8
+#: ServerHello verdicts remembered by hello shapes (`Facts._server_hello`)
+MAX_CHOICES = 4096
 
 CH, SH, NST, EE, CERT, SKE, CV, CKE, FIN = 1, 2, 4, 8, 11, 12, 15, 16, 20
 _DTLS_AS_TLS = {0xFEFF: 0x0302, 0x0100: 0x0302, 0xFEFD: 0x0303, 0xFEFC: 0x0304}
@@ -371,30 +373,51 @@ class Facts:
         """`shape`: the hello memo's token of this ServerHello (HelloShapes.server_last)."""
         if len(self.server_hellos) < MAX_HELLOS:
             self.server_hellos.append(info)
-        for name in info.problems:
-            self.problem(f"malformed {name} extension in the ServerHello" + (
-                " (the version it chose is not known)" if name == "supported_versions"
-                else ""))
-        if self.client_hellos:
-            problem = choice_problem(info, self.client_hellos[-1], self.dtls)
-            if problem is not None:
-                self.problem(problem)
-        if info.is_hello_retry_request:
+        # what follows depends only on the two hellos' shapes (their fields but the
+        # randoms and session ids) when both are the memo's: worked out once per pair
+        key = (self.hello_shape, shape, self.dtls) if shape is not None and \
+            self.hello_shape is not None and len(self.client_hellos) == 1 else None
+        choices = self.caches.choices
+        said = choices.get(key) if key is not None else None
+        if said is None:
+            said = self._choices(info)
+            if key is not None:
+                if len(choices) >= MAX_CHOICES:
+                    choices.clear()
+                choices[key] = said
+        problems, hrr, version, suite, tls13, key_exchange, group = said
+        for text in problems:
+            self.problem(text)
+        if hrr:
             self.hrr = info
             return
         self.server_hello = info
         self.server_shape = shape
         if self.sh_ts is None:
             self.sh_ts, self.sh_frame = ts, frame
-        self.version = info.selected_version
-        self.cipher_suite = info.cipher_suite
-        self.tls13 = is_tls13_version(_DTLS_AS_TLS.get(info.selected_version)
-                                      if self.dtls else info.selected_version) \
+        self.version, self.cipher_suite, self.tls13 = version, suite, tls13
+        self.key_exchange = key_exchange
+        if group is not None:
+            self.named_group = group
+
+    def _choices(self, info: ServerHelloInfo) -> Choices:
+        """What a ServerHello (or HRR) tells against the ClientHello it answers: the
+        problems to report, whether it is an HRR, version, suite, TLS 1.3, key exchange
+        and its key share's group."""
+        problems = [f"malformed {name} extension in the ServerHello" + (
+            " (the version it chose is not known)" if name == "supported_versions" else "")
+            for name in info.problems]
+        if self.client_hellos:
+            problem = choice_problem(info, self.client_hellos[-1], self.dtls)
+            if problem is not None:
+                problems.append(problem)
+        tls13 = is_tls13_version(_DTLS_AS_TLS.get(info.selected_version)
+                                 if self.dtls else info.selected_version) \
             or not self.dtls and _selects_later_version(info)
         suite = registry.cipher_suite(info.cipher_suite)
-        self.key_exchange = "TLS13" if self.tls13 else (suite.kx if suite else None)
-        if info.key_share is not None:
-            self.named_group = info.key_share[0]
+        return (tuple(problems), info.is_hello_retry_request, info.selected_version,
+                info.cipher_suite, tls13, "TLS13" if tls13 else (suite.kx if suite else None),
+                info.key_share[0] if info.key_share is not None else None)
 
     def _encrypted_extensions(self, msg: bytes, decoded: Decoded | None) -> None:
         decoded = decoded or decode_handshake(msg, self.context(SERVER))
