@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from tlsprobe.model.encode import JsonEncoder
+from tlsprobe.offline.choices import Choices
 from tlsprobe.wire.context import ParseContext
 from tlsprobe.wire.hello_summary import HelloShapes
 from tlsprobe.wire.summary import certificate_list
@@ -25,9 +26,6 @@ from tlsprobe.wire.summary import certificate_list
 MAX_ENTRIES = 8192
 #: Certificate messages remembered (each up to a few kilobytes)
 MAX_CERT_MESSAGES = 1024
-#: what a ServerHello says against its ClientHello (offline.facts `Facts._choices`): the
-#: problems to report, HRR, version, suite, TLS 1.3, key exchange, its key share's group
-Choices = tuple[tuple[str, ...], bool, int, int, bool, str | None, int | None]
 
 
 class AnalysisCaches:
@@ -49,7 +47,7 @@ class AnalysisCaches:
         #: DER lists of the Certificate messages met, by (message, TLS 1.3 form)
         self.certs: dict[tuple[bytes, bool], tuple[bytes, ...]] = {}
         #: what a ServerHello said against its ClientHello, by the pair of their shapes
-        #: and DTLS (offline.facts: `Facts._choices`)
+        #: and DTLS (offline.choices: `server_hello_choices`)
         self.choices: dict[tuple[int, int, bool], Choices] = {}
         self._encoder: JsonEncoder | None = None
 

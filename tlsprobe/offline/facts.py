@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from tlsprobe import registry
 from tlsprobe.model.describe import message_name
-from tlsprobe.offline.caches import AnalysisCaches, Choices
-from tlsprobe.offline.choices import EARLY_DATA, choice_problem, tag_length
+from tlsprobe.offline.caches import AnalysisCaches
+from tlsprobe.offline.choices import EARLY_DATA, server_hello_choices, tag_length
 from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.certificate import Certificate, CertificateVerify
-from tlsprobe.wire.context import ParseContext, is_tls13_version
+from tlsprobe.wire.context import ParseContext
 from tlsprobe.wire.handshake import Decoded, decode_handshake
 from tlsprobe.wire.hello_fields import ClientHelloInfo, ServerHelloInfo
 from tlsprobe.wire.hello_info import client_hello_info, server_hello_info
@@ -38,6 +38,17 @@ MAX_CHOICES = 4096
 
 CH, SH, NST, EE, CERT, SKE, CV, CKE, FIN = 1, 2, 4, 8, 11, 12, 15, 16, 20
 _DTLS_AS_TLS = {0xFEFF: 0x0302, 0x0100: 0x0302, 0xFEFD: 0x0303, 0xFEFC: 0x0304}
+
+# Shared initial values of the Facts fields that most connections never change: a
+# connection gets a list of its own on its first change (the methods below), so that an
+# open connection that only sent its ClientHello holds none (memory, and the time to make
+# them). Nothing may change these in place.
+_NO_SERVER_HELLOS: list[ServerHelloInfo] = []
+_NO_CERTIFICATES: list[bytes] = []
+_NO_ALERTS: list[tuple[int, int, int, bool]] = []
+_NO_PROBLEMS: list[str] = []
+_NEITHER: list[bool] = [False, False]
+_NO_GAP: list[int] = [0, 0]
 
 
 class Facts:
@@ -91,7 +102,7 @@ class Facts:
         self.client_hellos: list[ClientHelloInfo] = []
         #: the hello memo's token of the first ClientHello's shape (HelloShapes.last)
         self.hello_shape: int | None = None
-        self.server_hellos: list[ServerHelloInfo] = []
+        self.server_hellos = _NO_SERVER_HELLOS
         self.server_hello: ServerHelloInfo | None = None
         #: the hello memo's token of `server_hello`'s shape (HelloShapes.server_last)
         self.server_shape: int | None = None
@@ -104,22 +115,22 @@ class Facts:
         self.tls13 = False
         self.ske: ServerKeyExchangeInfo | None = None
         self.cke_length: int | None = None
-        self.certificates: list[bytes] = []
+        self.certificates = _NO_CERTIFICATES
         self.tls13_certificates = False
-        self.alerts: list[tuple[int, int, int, bool]] = []  # (sender, level, desc, decrypted)
+        self.alerts = _NO_ALERTS  # (sender, level, desc, decrypted)
         self.messages: list[tuple[int, int, bool, bool]] = []  # (sender, type, hrr, decrypted)
         self.more_messages = 0
         self.ticket_lifetime: int | None = None
         self.alpn_ee: bytes | None = None
         self.signature_scheme: int | None = None
-        self.finished = [False, False]
-        self.ccs = [False, False]
-        self.encrypted = [False, False]   # the side has sent a protected record
+        self.finished = _NEITHER
+        self.ccs = _NEITHER
+        self.encrypted = _NEITHER   # the side has sent a protected record
         #: the side whose first protected TLS 1.3 record can only hold an alert (None: none)
         self.encrypted_alert: int | None = None
         self.client_lost = False  # bytes the capture missed (the client's, or not known)
-        self.handshake_gap = [0, 0]       # bytes lost after the ServerHello, before CCS
-        self.problems: list[str] = []
+        self.handshake_gap = _NO_GAP       # bytes lost after the ServerHello, before CCS
+        self.problems = _NO_PROBLEMS
         self.ch_ts: float | None = None
         self.sh_ts: float | None = None
         self.done_ts: float | None = None
@@ -142,6 +153,8 @@ class Facts:
 
     def problem(self, text: str) -> None:
         if len(self.problems) < MAX_PROBLEMS and text not in self.problems:
+            if self.problems is _NO_PROBLEMS:
+                self.problems = []
             self.problems.append(text)
 
     def protected(self, direction: int, content_type: int) -> bool:
@@ -156,6 +169,8 @@ class Facts:
         return bool(self.client_hellos and self.client_hellos[0].sslv2)
 
     def mark_encrypted(self, direction: int, ts: float) -> None:
+        if self.encrypted is _NEITHER:
+            self.encrypted = [False, False]
         self.encrypted[direction] = True
         if self.done_ts is None and self.encrypted[0] and self.encrypted[1] and \
                 self.encrypted_alert is None:  # (an alert in place of a Finished: no end)
@@ -193,6 +208,8 @@ class Facts:
         if self.server_hello is not None and not self.tls13 or \
                 self.server_hello is None and self.hrr is None and (
                     not self.client_hellos or self._offers_before_tls13_only()):
+            if self.ccs is _NEITHER:
+                self.ccs = [False, False]
             self.ccs[direction] = True
         elif self.server_hello is None:
             # TLS 1.2 (protected from here) or TLS 1.3's middlebox CCS (plaintext may
@@ -220,6 +237,8 @@ class Facts:
         they may have held handshake messages."""
         self.client_lost = True  # (either side: a swapped connection's roles may lag)
         if self.server_hello is not None and not self.tls13 and not self.ccs[direction]:
+            if self.handshake_gap is _NO_GAP:
+                self.handshake_gap = [0, 0]
             self.handshake_gap[direction] += size
 
     def missing_server_key_exchange(self) -> str | None:
@@ -243,6 +262,8 @@ class Facts:
 
     def alert(self, direction: int, level: int, description: int, decrypted: bool = False) -> None:
         if len(self.alerts) < MAX_MESSAGES:
+            if self.alerts is _NO_ALERTS:
+                self.alerts = []
             self.alerts.append((direction, level, description, decrypted))
 
     def sslv2_client_hello(self, info: ClientHelloInfo, ts: float, frame: int) -> None:
@@ -305,6 +326,8 @@ class Facts:
                 self.signature_scheme = cv.algorithm if isinstance(cv, CertificateVerify) \
                     else None
             elif t == FIN and decrypted:
+                if self.finished is _NEITHER:
+                    self.finished = [False, False]
                 self.finished[direction] = True
         except DecodeError as exc:
             if t == CH and direction == CLIENT and self._partial_hello(msg, ts, frame):
@@ -372,6 +395,8 @@ class Facts:
                       shape: int | None) -> None:
         """`shape`: the hello memo's token of this ServerHello (HelloShapes.server_last)."""
         if len(self.server_hellos) < MAX_HELLOS:
+            if self.server_hellos is _NO_SERVER_HELLOS:
+                self.server_hellos = []
             self.server_hellos.append(info)
         # what follows depends only on the two hellos' shapes (their fields but the
         # randoms and session ids) when both are the memo's: worked out once per pair
@@ -380,7 +405,8 @@ class Facts:
         choices = self.caches.choices
         said = choices.get(key) if key is not None else None
         if said is None:
-            said = self._choices(info)
+            said = server_hello_choices(info, self.client_hellos[-1] if self.client_hellos
+                                        else None, self.dtls)
             if key is not None:
                 if len(choices) >= MAX_CHOICES:
                     choices.clear()
@@ -400,40 +426,12 @@ class Facts:
         if group is not None:
             self.named_group = group
 
-    def _choices(self, info: ServerHelloInfo) -> Choices:
-        """What a ServerHello (or HRR) tells against the ClientHello it answers: the
-        problems to report, whether it is an HRR, version, suite, TLS 1.3, key exchange
-        and its key share's group."""
-        problems = [f"malformed {name} extension in the ServerHello" + (
-            " (the version it chose is not known)" if name == "supported_versions" else "")
-            for name in info.problems]
-        if self.client_hellos:
-            problem = choice_problem(info, self.client_hellos[-1], self.dtls)
-            if problem is not None:
-                problems.append(problem)
-        tls13 = is_tls13_version(_DTLS_AS_TLS.get(info.selected_version)
-                                 if self.dtls else info.selected_version) \
-            or not self.dtls and _selects_later_version(info)
-        suite = registry.cipher_suite(info.cipher_suite)
-        return (tuple(problems), info.is_hello_retry_request, info.selected_version,
-                info.cipher_suite, tls13, "TLS13" if tls13 else (suite.kx if suite else None),
-                info.key_share[0] if info.key_share is not None else None)
-
     def _encrypted_extensions(self, msg: bytes, decoded: Decoded | None) -> None:
         decoded = decoded or decode_handshake(msg, self.context(SERVER))
         ext = decoded.message.extension(16)
         if ext is not None:
             names = ext.decode("encrypted_extensions")
             self.alpn_ee = names[0] if len(names) == 1 else None
-
-
-def _selects_later_version(info: ServerHelloInfo) -> bool:
-    """A version above TLS 1.3 chosen in supported_versions: a TLS 1.3 variant (a vendor
-    experiment such as Google's 0x7eXX) whatever its number. Servers that negotiate a
-    version before TLS 1.3 must not send that extension (RFC 8446 4.2.1), so the choice
-    made there is TLS 1.3's key_share handshake. GREASE values are not versions."""
-    v = info.selected_version
-    return v > 0x0304 and 43 in info.extensions and not registry.is_grease(v)
 
 
 def _side(direction: int) -> str:
