@@ -49,6 +49,9 @@ _NO_ALERTS: list[tuple[int, int, int, bool]] = []
 _NO_PROBLEMS: list[str] = []
 _NEITHER: list[bool] = [False, False]
 _NO_GAP: list[int] = [0, 0]
+#: the (sender, type, HRR, decrypted) notes of the messages, one object each (at most
+#: 2 x 256 x 2 x 2): a connection's list of them holds no tuples of its own
+_NOTES: dict[tuple[int, int, bool, bool], tuple[int, int, bool, bool]] = {}
 
 
 class Facts:
@@ -335,9 +338,10 @@ class Facts:
                              "before it are reported)")
             else:
                 self.problem(f"malformed {message_name(t)} from the {_side(direction)}: {exc}")
-        if len(self.messages) < MAX_MESSAGES:
-            self.messages.append((direction, t, t == SH and self.hrr is not None and
-                                  self.server_hello is None, decrypted))
+        if len(self.messages) < MAX_MESSAGES:  # (`_note`, inline: every message)
+            note = (direction, t, t == SH and self.hrr is not None and
+                    self.server_hello is None, decrypted)
+            self.messages.append(_NOTES.setdefault(note, note))
         else:
             self.more_messages += 1
 
@@ -362,7 +366,8 @@ class Facts:
 
     def _note(self, direction: int, t: int, hrr: bool, decrypted: bool) -> None:
         if len(self.messages) < MAX_MESSAGES:
-            self.messages.append((direction, t, hrr, decrypted))
+            note = (direction, t, hrr, decrypted)
+            self.messages.append(_NOTES.setdefault(note, note))
         else:
             self.more_messages += 1
 
