@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tests.helpers.capbuild import Conv, ether, pcap_bytes
 from tests.helpers.own_captures import chunks
+from tlsprobe.model.capture import BriefReport
 from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
 
 #: bytes a ClientHello-only connection may hold while open, the capture layer's state
@@ -46,7 +47,8 @@ def _peak(path: Path, n: int) -> int:
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert len(reports) == n and all(r.offer is not None for r in reports)
+    assert len(reports) == n
+    assert all(isinstance(r, BriefReport) and r.offer is not None for r in reports)
     return peak
 
 
