@@ -104,3 +104,18 @@ def test_a_hello_met_in_a_resumed_search_is_found_where_it_starts() -> None:
                 out += aligner.feed(stream[i:i + size])
             assert out == hello and aligner.state == "aligned"
             assert aligner.skipped == 3000 and aligner.preamble == stream[:256]
+
+
+def test_a_swap_of_roles_searches_the_kept_bytes_again() -> None:
+    """Bytes searched as the client's, then taken for the server's (the roles swapped on
+    the other side's first record): the server's pattern also takes an alert record,
+    which an earlier search for the client's hello passed over."""
+    alert = bytes.fromhex("1503030002022e")
+    stream = b"EHLO client.example\r\n" * 4 + alert + b"+OK ready\r\n"
+    aligner = Aligner(CLIENT)
+    for i in range(len(stream)):
+        assert aligner.feed(stream[i:i + 1]) == b""
+    aligner.direction = SERVER
+    out = aligner.feed(b"x")
+    assert out.startswith(alert) and aligner.state == "aligned"
+    assert aligner.skipped == stream.index(alert)

@@ -134,6 +134,7 @@ class Aligner:
 
     __slots__ = (
         "_buf",
+        "_hello_dir",
         "_hello_from",
         "_plain",
         "_scan_from",
@@ -153,6 +154,7 @@ class Aligner:
         # where the next hello search and chain search of `_buf` start (each scan resumes
         # where the last one stopped: a stream in 1-byte segments is read in linear time)
         self._hello_from = 0
+        self._hello_dir = direction  # the direction whose pattern `_hello_from` is for
         self._scan_from = 0
         #: the first bytes were read and start no record, tunnel or SSLv2 hello (a verdict
         #: that more bytes cannot change): only the searches are left for the next ones
@@ -221,7 +223,7 @@ class Aligner:
             out = self._first_bytes(buf)
             if out is not None:
                 return out
-        at, self._hello_from = find_hello(buf, self.direction, self._hello_from)
+        at = self._find_hello(buf)
         if at is not None:
             self.preamble = bytes(buf[:min(at, 256)])
             return self._take(at)
@@ -237,6 +239,15 @@ class Aligner:
             self.skipped += len(buf)
             self._buf = bytearray()
         return b""
+
+    def _find_hello(self, buf: bytearray) -> int | None:
+        """`find_hello` resumed where this direction's last search stopped (from the start
+        again once the roles were swapped: the server's pattern also takes alerts)."""
+        direction = self.direction
+        start = self._hello_from if self._hello_dir == direction else 0
+        self._hello_dir = direction
+        at, self._hello_from = find_hello(buf, direction, start)
+        return at
 
     def _first_bytes(self, buf: bytearray) -> bytes | None:
         """What the stream's first bytes say: OpenVPN or MS-TDS framing, a record or an
@@ -269,7 +280,7 @@ class Aligner:
 
     def _resync(self) -> bytes:
         buf = self._buf
-        at, self._hello_from = find_hello(buf, self.direction, self._hello_from)
+        at = self._find_hello(buf)
         chain, resume = find_chain(buf, self._scan_from)
         if at is not None and (chain is None or at <= chain):
             return self._take(at)
