@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from tlsprobe.model.encode import JsonEncoder
+from tlsprobe.offline.choices import Choices
 from tlsprobe.wire.context import ParseContext
 from tlsprobe.wire.hello_summary import HelloShapes
 from tlsprobe.wire.summary import certificate_list
@@ -31,7 +32,8 @@ class AnalysisCaches:
     """Per-analysis memo tables; `held`: bytes of partial handshake messages held by the
     fast readers of this analysis's open connections."""
 
-    __slots__ = ("_encoder", "certs", "contexts", "held", "hellos", "memo", "reports")
+    __slots__ = ("_encoder", "certs", "choices", "contexts", "held", "hellos", "memo",
+                 "reports")
 
     def __init__(self) -> None:
         self.held = 0
@@ -44,6 +46,9 @@ class AnalysisCaches:
         self.memo: dict[tuple[Any, ...], Any] = {}
         #: DER lists of the Certificate messages met, by (message, TLS 1.3 form)
         self.certs: dict[tuple[bytes, bool], tuple[bytes, ...]] = {}
+        #: what a ServerHello said against its ClientHello, by the pair of their shapes
+        #: and DTLS (offline.choices: `server_hello_choices`)
+        self.choices: dict[tuple[int, int, bool], Choices] = {}
         self._encoder: JsonEncoder | None = None
 
     def encoder(self) -> JsonEncoder:

@@ -14,10 +14,10 @@ from __future__ import annotations
 from tlsprobe import registry
 from tlsprobe.model.describe import message_name
 from tlsprobe.offline.caches import AnalysisCaches
-from tlsprobe.offline.choices import EARLY_DATA, choice_problem, tag_length
+from tlsprobe.offline.choices import EARLY_DATA, server_hello_choices, tag_length
 from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.certificate import Certificate, CertificateVerify
-from tlsprobe.wire.context import ParseContext, is_tls13_version
+from tlsprobe.wire.context import ParseContext
 from tlsprobe.wire.handshake import Decoded, decode_handshake
 from tlsprobe.wire.hello_fields import ClientHelloInfo, ServerHelloInfo
 from tlsprobe.wire.hello_info import client_hello_info, server_hello_info
@@ -33,9 +33,25 @@ CLIENT, SERVER = 0, 1
 MAX_MESSAGES = 64      # message names kept per connection
 MAX_PROBLEMS = 16
 MAX_HELLOS = 8
+#: ServerHello verdicts remembered by hello shapes (`Facts._server_hello`)
+MAX_CHOICES = 4096
 
 CH, SH, NST, EE, CERT, SKE, CV, CKE, FIN = 1, 2, 4, 8, 11, 12, 15, 16, 20
 _DTLS_AS_TLS = {0xFEFF: 0x0302, 0x0100: 0x0302, 0xFEFD: 0x0303, 0xFEFC: 0x0304}
+
+# Shared initial values of the Facts fields that most connections never change: a
+# connection gets a list of its own on its first change (the methods below), so that an
+# open connection that only sent its ClientHello holds none (memory, and the time to make
+# them). Nothing may change these in place.
+_NO_SERVER_HELLOS: list[ServerHelloInfo] = []
+_NO_CERTIFICATES: list[bytes] = []
+_NO_ALERTS: list[tuple[int, int, int, bool]] = []
+_NO_PROBLEMS: list[str] = []
+_NEITHER: list[bool] = [False, False]
+_NO_GAP: list[int] = [0, 0]
+#: the (sender, type, HRR, decrypted) notes of the messages, one object each (at most
+#: 2 x 256 x 2 x 2): a connection's list of them holds no tuples of its own
+_NOTES: dict[tuple[int, int, bool, bool], tuple[int, int, bool, bool]] = {}
 
 
 class Facts:
@@ -89,7 +105,7 @@ class Facts:
         self.client_hellos: list[ClientHelloInfo] = []
         #: the hello memo's token of the first ClientHello's shape (HelloShapes.last)
         self.hello_shape: int | None = None
-        self.server_hellos: list[ServerHelloInfo] = []
+        self.server_hellos = _NO_SERVER_HELLOS
         self.server_hello: ServerHelloInfo | None = None
         #: the hello memo's token of `server_hello`'s shape (HelloShapes.server_last)
         self.server_shape: int | None = None
@@ -102,22 +118,22 @@ class Facts:
         self.tls13 = False
         self.ske: ServerKeyExchangeInfo | None = None
         self.cke_length: int | None = None
-        self.certificates: list[bytes] = []
+        self.certificates = _NO_CERTIFICATES
         self.tls13_certificates = False
-        self.alerts: list[tuple[int, int, int, bool]] = []  # (sender, level, desc, decrypted)
+        self.alerts = _NO_ALERTS  # (sender, level, desc, decrypted)
         self.messages: list[tuple[int, int, bool, bool]] = []  # (sender, type, hrr, decrypted)
         self.more_messages = 0
         self.ticket_lifetime: int | None = None
         self.alpn_ee: bytes | None = None
         self.signature_scheme: int | None = None
-        self.finished = [False, False]
-        self.ccs = [False, False]
-        self.encrypted = [False, False]   # the side has sent a protected record
+        self.finished = _NEITHER
+        self.ccs = _NEITHER
+        self.encrypted = _NEITHER   # the side has sent a protected record
         #: the side whose first protected TLS 1.3 record can only hold an alert (None: none)
         self.encrypted_alert: int | None = None
         self.client_lost = False  # bytes the capture missed (the client's, or not known)
-        self.handshake_gap = [0, 0]       # bytes lost after the ServerHello, before CCS
-        self.problems: list[str] = []
+        self.handshake_gap = _NO_GAP       # bytes lost after the ServerHello, before CCS
+        self.problems = _NO_PROBLEMS
         self.ch_ts: float | None = None
         self.sh_ts: float | None = None
         self.done_ts: float | None = None
@@ -140,6 +156,8 @@ class Facts:
 
     def problem(self, text: str) -> None:
         if len(self.problems) < MAX_PROBLEMS and text not in self.problems:
+            if self.problems is _NO_PROBLEMS:
+                self.problems = []
             self.problems.append(text)
 
     def protected(self, direction: int, content_type: int) -> bool:
@@ -154,6 +172,8 @@ class Facts:
         return bool(self.client_hellos and self.client_hellos[0].sslv2)
 
     def mark_encrypted(self, direction: int, ts: float) -> None:
+        if self.encrypted is _NEITHER:
+            self.encrypted = [False, False]
         self.encrypted[direction] = True
         if self.done_ts is None and self.encrypted[0] and self.encrypted[1] and \
                 self.encrypted_alert is None:  # (an alert in place of a Finished: no end)
@@ -191,6 +211,8 @@ class Facts:
         if self.server_hello is not None and not self.tls13 or \
                 self.server_hello is None and self.hrr is None and (
                     not self.client_hellos or self._offers_before_tls13_only()):
+            if self.ccs is _NEITHER:
+                self.ccs = [False, False]
             self.ccs[direction] = True
         elif self.server_hello is None:
             # TLS 1.2 (protected from here) or TLS 1.3's middlebox CCS (plaintext may
@@ -218,6 +240,8 @@ class Facts:
         they may have held handshake messages."""
         self.client_lost = True  # (either side: a swapped connection's roles may lag)
         if self.server_hello is not None and not self.tls13 and not self.ccs[direction]:
+            if self.handshake_gap is _NO_GAP:
+                self.handshake_gap = [0, 0]
             self.handshake_gap[direction] += size
 
     def missing_server_key_exchange(self) -> str | None:
@@ -241,6 +265,8 @@ class Facts:
 
     def alert(self, direction: int, level: int, description: int, decrypted: bool = False) -> None:
         if len(self.alerts) < MAX_MESSAGES:
+            if self.alerts is _NO_ALERTS:
+                self.alerts = []
             self.alerts.append((direction, level, description, decrypted))
 
     def sslv2_client_hello(self, info: ClientHelloInfo, ts: float, frame: int) -> None:
@@ -303,6 +329,8 @@ class Facts:
                 self.signature_scheme = cv.algorithm if isinstance(cv, CertificateVerify) \
                     else None
             elif t == FIN and decrypted:
+                if self.finished is _NEITHER:
+                    self.finished = [False, False]
                 self.finished[direction] = True
         except DecodeError as exc:
             if t == CH and direction == CLIENT and self._partial_hello(msg, ts, frame):
@@ -310,9 +338,10 @@ class Facts:
                              "before it are reported)")
             else:
                 self.problem(f"malformed {message_name(t)} from the {_side(direction)}: {exc}")
-        if len(self.messages) < MAX_MESSAGES:
-            self.messages.append((direction, t, t == SH and self.hrr is not None and
-                                  self.server_hello is None, decrypted))
+        if len(self.messages) < MAX_MESSAGES:  # (`_note`, inline: every message)
+            note = (direction, t, t == SH and self.hrr is not None and
+                    self.server_hello is None, decrypted)
+            self.messages.append(_NOTES.setdefault(note, note))
         else:
             self.more_messages += 1
 
@@ -337,7 +366,8 @@ class Facts:
 
     def _note(self, direction: int, t: int, hrr: bool, decrypted: bool) -> None:
         if len(self.messages) < MAX_MESSAGES:
-            self.messages.append((direction, t, hrr, decrypted))
+            note = (direction, t, hrr, decrypted)
+            self.messages.append(_NOTES.setdefault(note, note))
         else:
             self.more_messages += 1
 
@@ -370,31 +400,36 @@ class Facts:
                       shape: int | None) -> None:
         """`shape`: the hello memo's token of this ServerHello (HelloShapes.server_last)."""
         if len(self.server_hellos) < MAX_HELLOS:
+            if self.server_hellos is _NO_SERVER_HELLOS:
+                self.server_hellos = []
             self.server_hellos.append(info)
-        for name in info.problems:
-            self.problem(f"malformed {name} extension in the ServerHello" + (
-                " (the version it chose is not known)" if name == "supported_versions"
-                else ""))
-        if self.client_hellos:
-            problem = choice_problem(info, self.client_hellos[-1], self.dtls)
-            if problem is not None:
-                self.problem(problem)
-        if info.is_hello_retry_request:
+        # what follows depends only on the two hellos' shapes (their fields but the
+        # randoms and session ids) when both are the memo's: worked out once per pair
+        key = (self.hello_shape, shape, self.dtls) if shape is not None and \
+            self.hello_shape is not None and len(self.client_hellos) == 1 else None
+        choices = self.caches.choices
+        said = choices.get(key) if key is not None else None
+        if said is None:
+            said = server_hello_choices(info, self.client_hellos[-1] if self.client_hellos
+                                        else None, self.dtls)
+            if key is not None:
+                if len(choices) >= MAX_CHOICES:
+                    choices.clear()
+                choices[key] = said
+        problems, hrr, version, suite, tls13, key_exchange, group = said
+        for text in problems:
+            self.problem(text)
+        if hrr:
             self.hrr = info
             return
         self.server_hello = info
         self.server_shape = shape
         if self.sh_ts is None:
             self.sh_ts, self.sh_frame = ts, frame
-        self.version = info.selected_version
-        self.cipher_suite = info.cipher_suite
-        self.tls13 = is_tls13_version(_DTLS_AS_TLS.get(info.selected_version)
-                                      if self.dtls else info.selected_version) \
-            or not self.dtls and _selects_later_version(info)
-        suite = registry.cipher_suite(info.cipher_suite)
-        self.key_exchange = "TLS13" if self.tls13 else (suite.kx if suite else None)
-        if info.key_share is not None:
-            self.named_group = info.key_share[0]
+        self.version, self.cipher_suite, self.tls13 = version, suite, tls13
+        self.key_exchange = key_exchange
+        if group is not None:
+            self.named_group = group
 
     def _encrypted_extensions(self, msg: bytes, decoded: Decoded | None) -> None:
         decoded = decoded or decode_handshake(msg, self.context(SERVER))
@@ -402,15 +437,6 @@ class Facts:
         if ext is not None:
             names = ext.decode("encrypted_extensions")
             self.alpn_ee = names[0] if len(names) == 1 else None
-
-
-def _selects_later_version(info: ServerHelloInfo) -> bool:
-    """A version above TLS 1.3 chosen in supported_versions: a TLS 1.3 variant (a vendor
-    experiment such as Google's 0x7eXX) whatever its number. Servers that negotiate a
-    version before TLS 1.3 must not send that extension (RFC 8446 4.2.1), so the choice
-    made there is TLS 1.3's key_share handshake. GREASE values are not versions."""
-    v = info.selected_version
-    return v > 0x0304 and 43 in info.extensions and not registry.is_grease(v)
 
 
 def _side(direction: int) -> str:

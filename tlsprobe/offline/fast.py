@@ -38,6 +38,11 @@ MAX_MESSAGE = 1 << 18
 MAX_HELD = 64 << 20
 SMALL_MESSAGE = 1 << 14
 MAX_OPAQUE_RECORDS = 8
+# the shared "nothing held" values of a direction's partial record and message (most
+# directions never hold one): never changed in place (`_keep` and `_handshake` give a
+# direction its own list or bytearray first)
+_NO_PARTS: list[bytes] = []
+_NO_MESSAGE = bytearray()
 
 
 class FastHalf:
@@ -62,10 +67,10 @@ class FastHalf:
         self.aligner: Aligner | Settled = START
         # bytes of an incomplete record (or SSLv2 hello): kept as they came, joined once
         # `need` bytes are there (a record over many segments is copied once, not per one)
-        self.parts: list[bytes] = []
+        self.parts = _NO_PARTS
         self.have = 0
         self.need = 0
-        self.hs = bytearray()
+        self.hs = _NO_MESSAGE
         self.after_gap = False
         self.counting = False
         self.first = True
@@ -98,7 +103,7 @@ class FastReader:
         for half in self.halves:
             if half.hs:
                 self.caches.held -= len(half.hs)
-                half.hs = bytearray()
+                half.hs = _NO_MESSAGE
 
     def trace_lines(self) -> list[str] | None:
         """No trace from this reader (the Flow reader keeps one)."""
@@ -109,10 +114,10 @@ class FastReader:
             return
         if half.direction == CLIENT and not self.facts.client_hellos:
             self._cut_hello(half, ts, frame)
-        half.parts = []
+        half.parts = _NO_PARTS
         half.have = 0
         self.caches.held -= len(half.hs)
-        half.hs = bytearray()
+        half.hs = _NO_MESSAGE
         half.after_gap = True
         if half.aligner is not START:  # nothing seen yet: nothing to look for again
             half.aligner = aligner = own_aligner(half.aligner, half.direction)
@@ -146,7 +151,7 @@ class FastReader:
             if half.have < half.need:
                 return
             data = b"".join(half.parts)
-            half.parts = []
+            half.parts = _NO_PARTS
         facts = self.facts
         while data:
             if half.first:
@@ -236,7 +241,7 @@ class FastReader:
             return b""
         self.facts.problem(f"no TLS record header where one was expected ({_side(half)})")
         self.caches.held -= len(half.hs)
-        half.hs = bytearray()
+        half.hs = _NO_MESSAGE
         half.after_gap = True
         half.aligner = aligner = own_aligner(half.aligner, half.direction)
         return aligner.reset_with(buf[p:])
@@ -286,6 +291,8 @@ class FastReader:
                 4 + int.from_bytes(fragment[1:4], "big") == len(fragment):
             self.facts.on_message(half.direction, fragment, ts, frame)  # the common case
             return
+        if hs is _NO_MESSAGE:
+            hs = half.hs = bytearray()
         before = len(hs)
         hs += fragment
         while len(hs) >= 4:
@@ -309,7 +316,7 @@ class FastReader:
             self.caches.held += len(hs) - before
             return
         self.caches.held -= before  # the partial message is dropped
-        half.hs = bytearray()
+        half.hs = _NO_MESSAGE
         half.after_gap = True
 
 

@@ -40,6 +40,9 @@ _HEADER = re.compile(rb"[\x14-\x18]\x03[\x00-\x04]")
 _CH_SH = rb"\x16\x03[\x00-\x04][\x00-\x48].[\x01\x02]\x00"
 _HELLO = {CLIENT: re.compile(_CH_SH, re.DOTALL),
           SERVER: re.compile(_CH_SH + rb"|\x15\x03[\x00-\x04]\x00\x02", re.DOTALL)}
+#: bytes one `_HELLO` match spans at most: a search that found nothing resumes this many
+#: bytes minus one before the end (a match cannot start earlier without having been found)
+HELLO_SPAN = 7
 
 
 def plausible_length(buf: bytes | bytearray, i: int) -> int | None:
@@ -72,10 +75,15 @@ def chain_ok(buf: bytes | bytearray, i: int, need: int = 2) -> bool | None:
     return True
 
 
-def find_hello(buf: bytes | bytearray, direction: int, start: int = 0) -> int | None:
-    """Offset of the first hello record header (or, server side, an alert record)."""
+def find_hello(buf: bytes | bytearray, direction: int,
+               start: int = 0) -> tuple[int | None, int]:
+    """(offset of the first hello record header (or, server side, an alert record) from
+    `start`, or None; offset where the next search of this buffer, grown, should resume).
+    Resuming keeps a stream fed in small segments linear, not quadratic, in its length."""
     m = _HELLO[direction].search(buf, start)
-    return m.start() if m else None
+    if m is not None:
+        return m.start(), m.start()
+    return None, max(start, len(buf) - HELLO_SPAN + 1)
 
 
 def find_chain(buf: bytes | bytearray, start: int = 0,
@@ -126,6 +134,9 @@ class Aligner:
 
     __slots__ = (
         "_buf",
+        "_hello_dir",
+        "_hello_from",
+        "_plain",
         "_scan_from",
         "direction",
         "midstream",
@@ -140,7 +151,14 @@ class Aligner:
         self.direction = direction
         self.state = "start"
         self._buf = bytearray()
+        # where the next hello search and chain search of `_buf` start (each scan resumes
+        # where the last one stopped: a stream in 1-byte segments is read in linear time)
+        self._hello_from = 0
+        self._hello_dir = direction  # the direction whose pattern `_hello_from` is for
         self._scan_from = 0
+        #: the first bytes were read and start no record, tunnel or SSLv2 hello (a verdict
+        #: that more bytes cannot change): only the searches are left for the next ones
+        self._plain = False
         self.skipped = 0
         self.preamble = b""
         self.midstream = False
@@ -189,18 +207,52 @@ class Aligner:
             self.state = "resync"
             self.resyncs += 1
             self._buf = bytearray()
-            self._scan_from = 0
+            self._hello_from = self._scan_from = 0
 
     def _take(self, at: int) -> bytes:
         out = bytes(self._buf[at:])
         self.skipped += at
         self._buf = bytearray()
-        self._scan_from = 0
+        self._hello_from = self._scan_from = 0
         self.state = "aligned"
         return out
 
     def _start(self) -> bytes:
         buf = self._buf
+        if not self._plain:
+            out = self._first_bytes(buf)
+            if out is not None:
+                return out
+        at = self._find_hello(buf)
+        if at is not None:
+            self.preamble = bytes(buf[:min(at, 256)])
+            return self._take(at)
+        # inside bytes not yet known to be TLS (captured mid-stream): three records in a
+        # row, as two can be a binary protocol's small integers (DCE/RPC's 18 03 01 03 03)
+        chain, self._scan_from = find_chain(buf, self._scan_from, MIDSTREAM_CHAIN)
+        if chain is not None:
+            self.midstream = True
+            self.preamble = b""
+            return self._take(chain)
+        if len(buf) > MAX_PREAMBLE:
+            self.state = "dead"
+            self.skipped += len(buf)
+            self._buf = bytearray()
+        return b""
+
+    def _find_hello(self, buf: bytearray) -> int | None:
+        """`find_hello` resumed where this direction's last search stopped (from the start
+        again once the roles were swapped: the server's pattern also takes alerts)."""
+        direction = self.direction
+        start = self._hello_from if self._hello_dir == direction else 0
+        self._hello_dir = direction
+        at, self._hello_from = find_hello(buf, direction, start)
+        return at
+
+    def _first_bytes(self, buf: bytearray) -> bytes | None:
+        """What the stream's first bytes say: OpenVPN or MS-TDS framing, a record or an
+        SSLv2 hello at the start (the bytes to frame), too few bytes to tell (b""), or
+        None: none of these, look for records further on (`_plain` once that is final)."""
         if tcp_start(buf):  # OpenVPN over TCP: a length, then a hard reset
             from tlsprobe.offline.openvpn_channel import ControlChannel
             self.tunnel = ControlChannel(tcp=True)
@@ -222,26 +274,13 @@ class Aligner:
             return b""
         if verdict:
             return self._take(0)
-        at = find_hello(buf, self.direction)
-        if at is not None:
-            self.preamble = bytes(buf[:min(at, 256)])
-            return self._take(at)
-        # inside bytes not yet known to be TLS (captured mid-stream): three records in a
-        # row, as two can be a binary protocol's small integers (DCE/RPC's 18 03 01 03 03)
-        chain, self._scan_from = find_chain(buf, self._scan_from, MIDSTREAM_CHAIN)
-        if chain is not None:
-            self.midstream = True
-            self.preamble = b""
-            return self._take(chain)
-        if len(buf) > MAX_PREAMBLE:
-            self.state = "dead"
-            self.skipped += len(buf)
-            self._buf = bytearray()
-        return b""
+        # (tcp_start and the SSLv2 test are final from 3 bytes on, tds_start's False is)
+        self._plain = len(buf) >= 3 and not buf[0] & 0x80
+        return None
 
     def _resync(self) -> bytes:
         buf = self._buf
-        at = find_hello(buf, self.direction)
+        at = self._find_hello(buf)
         chain, resume = find_chain(buf, self._scan_from)
         if at is not None and (chain is None or at <= chain):
             return self._take(at)
@@ -253,6 +292,7 @@ class Aligner:
             del buf[:drop]
             self.skipped += drop
             self._scan_from = max(0, self._scan_from - drop)
+            self._hello_from = max(0, self._hello_from - drop)
         return b""
 
     def reset_with(self, data: bytes) -> bytes:
