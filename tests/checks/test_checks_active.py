@@ -96,9 +96,11 @@ def test_converse_counts_its_connection_and_a_failing_check_stays_its_own(
         assert isinstance(got, bytes) and got[:1] == b"\x16"   # a handshake record back
         raise RuntimeError("bug in a check")
 
-    monkeypatch.setitem(ACTIVE, "broken", ACTIVE["fallback"])
+    # the static catalog first (it is made on first use from ACTIVE's names, each the name of
+    # a check module), then the planted check in both
     monkeypatch.setitem(active.CHECKS, "broken",
                         base.ActiveCheck("broken", "a broken check", broken, CheckDetails))
+    monkeypatch.setitem(ACTIVE, "broken", ACTIVE["fallback"])
     scheduler = Scheduler(retries=0, timeout=5.0)
     r = run_audit([Target("127.0.0.1", srv.port)],
                   AuditOptions(checks=("versions", "broken")), scheduler)[0]

@@ -42,9 +42,17 @@ CHANNEL_NAME = re.compile(r"transport|connector|channel|stream|recorder|watched|
 
 
 def _reflection(path: Path) -> list[tuple[int, str]]:
-    """(line, call) of every getattr/hasattr call and every `def __getattr__`."""
+    """(line, call) of every getattr/hasattr call and every forwarding `def __getattr__`
+    (a method: a module's own `__getattr__`, PEP 562's lazy attribute of a module outside
+    the channel modules, forwards nothing)."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    module_level = {id(node) for node in tree.body}
+    channel = path.relative_to(PACKAGE).as_posix() in CHANNEL_MODULES
+    for node in ast.walk(tree):
+        if id(node) in module_level and not channel and \
+                isinstance(node, ast.FunctionDef) and node.name == "__getattr__":
+            continue
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
                 node.func.id in ("getattr", "hasattr") and node.args:
             found.append((node.lineno, ast.unparse(node)))
