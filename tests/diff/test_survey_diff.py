@@ -117,3 +117,25 @@ def test_damaged_or_foreign_inputs_are_one_line_errors(
     foreign.mkdir()
     (foreign / "shard-00000.jsonl").write_text(json.dumps({"tool": "zgrab2"}) + "\n")
     assert "not a tlsprobe scan document" in _usage_error(cli("survey", "diff", foreign, new))
+
+
+def test_jsonl_to_a_fifo_writes_into_it_and_leaves_it_a_fifo(
+        surveys: tuple[Path, Path, dict[str, str]], tmp_path: Path) -> None:
+    """--jsonl onto what is not a regular file (a FIFO here; /dev/null alike) is written in
+    place: the temporary file and rename that keep a regular file whole would replace the
+    FIFO (or the device) with a file."""
+    import os
+    import stat
+    import threading
+    old, new, _names = surveys
+    fifo = tmp_path / "lines"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    proc = cli("survey", "diff", old, new, "--jsonl", fifo)
+    reader.join(30)
+    assert proc.returncode == 0, proc.stderr
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    kinds = [json.loads(line)["kind"] for line in got[0].decode().splitlines()]
+    assert kinds[-1] == "survey_diff_summary" and len(kinds) > 1

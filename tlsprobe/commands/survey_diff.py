@@ -51,8 +51,21 @@ def _rows(t: TargetChanges) -> list[dict[str, object]]:
 
 def _open(path: str, option: str) -> tuple[TextIO, str]:
     """A temporary file beside `path` (renamed onto it when the diff is complete, so that
-    a failed run leaves no partial file) and its name."""
+    a failed run leaves no partial file) and its name; "" and `path` itself when `path` is
+    not a regular file (/dev/null, a FIFO, /dev/stdout): a rename would replace the device
+    or pipe with a file."""
+    import stat
     import tempfile
+    try:
+        special = not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        special = False         # not there yet: made by the rename
+    if special:
+        try:
+            return open(path, "w", encoding="utf-8"), ""  # closed by run()
+        except OSError as exc:
+            raise UsageError(f"{option} {path}: cannot write it ({exc.strerror or exc})"
+                             ) from None
     directory, name = os.path.split(os.path.abspath(path))
     try:
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
@@ -100,12 +113,14 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             sink.write(record + "\n")
         if lines is not None:
             lines.close()
-            os.replace(tmp, args.jsonl)
+            if tmp:
+                os.replace(tmp, args.jsonl)
     finally:
         if lines is not None:
             lines.close()
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+            if tmp:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
     if pa is not None and pq is not None:
         _write_parquet(pa, pq, rows, args.parquet)
     if not args.json:
