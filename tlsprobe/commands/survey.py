@@ -175,6 +175,8 @@ def _survey(args: argparse.Namespace, request: SurveyRequest, pool: Pool | None)
     else:
         from tlsprobe.survey.local import run_local
         run_local(todo, options, settings, finished, pool=pool, on_target=on_target)
+    if pool is not None:
+        pool.stop()     # the closing paragraph's read of the Parquet files without them
     _finished_paragraph(request.out, time.monotonic() - began)
     if bad:
         print(f"tlsprobe: error: {len(bad)} line{'s' if len(bad) > 1 else ''} of "

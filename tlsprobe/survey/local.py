@@ -92,7 +92,8 @@ def _worker(conn: Connection, options: AuditOptions, settings: ShardSettings,
     process's pipe closes: the main process is gone). `inherited`: the main process's ends
     of the other workers' pipes, which a forked worker closes (held open here, they would
     keep those workers waiting after the main process died)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if threading.current_thread() is threading.main_thread():    # a process of its own
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     for fd in inherited:
         with contextlib.suppress(OSError):
             os.close(fd)
@@ -133,9 +134,35 @@ def _worker(conn: Connection, options: AuditOptions, settings: ShardSettings,
         conn.close()
 
 
+class _InThread:
+    """The worker that runs in this process, on a thread (the process-like side of it that
+    the pool uses: it cannot be terminated, it ends when sent None or at exit)."""
+
+    exitcode = None
+
+    def __init__(self, conn: Connection, args: tuple[AuditOptions, ShardSettings, bool]) -> None:
+        self.thread = threading.Thread(target=_worker, args=(conn, *args, ()), daemon=True,
+                                       name="tlsprobe-survey-worker")
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def join(self, timeout: float | None = None) -> None:
+        self.thread.join(timeout)
+
+    def is_alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def terminate(self) -> None:
+        """Nothing: a thread cannot be stopped from outside (a daemon thread, it ends with
+        the process)."""
+
+    kill = terminate
+
+
 @dataclass
 class _Worker:
-    process: BaseProcess
+    process: BaseProcess | _InThread
     conn: Connection
     shards: list[Shard] = field(default_factory=list)
 
@@ -160,28 +187,43 @@ class Pool:
         gc.freeze()     # ... and kept out of their garbage collector (which would copy it)
         try:
             with _ctrl_c_held():
-                for _ in range(self.size):
+                for _ in range(self.size - 1):
                     self.workers.append(self._start())
         finally:
             gc.unfreeze()
+        # this process is the last worker (on a thread: its audits use this process's
+        # modules, where a process more cost 20 MB of its own), started once the others
+        # are forked (a process with threads forks no more)
+        self.workers.append(self._start(in_thread=True))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for worker in self.workers:
+        self.stop(failed=exc[0] is not None)
+
+    def stop(self, failed: bool = False) -> None:
+        """End the workers (once): sent None, then, if they do not end, terminated. The
+        survey stops them as soon as the last shard is in, before it reads the Parquet files
+        for its closing paragraph (their memory is not held beside that read)."""
+        workers, self.workers = self.workers, []
+        for worker in workers:
             with contextlib.suppress(OSError, ValueError):
                 worker.conn.send(None)
-        for worker in self.workers:
-            worker.process.join(STOP_WITHIN if exc[0] is None else 0.2)
+        for worker in workers:
+            worker.process.join(STOP_WITHIN if not failed else 0.2)
             if worker.process.is_alive():
                 worker.process.terminate()        # SIGTERM: ends quietly
                 worker.process.join(STOP_WITHIN)
-            if worker.process.is_alive():
+            if worker.process.is_alive() and not isinstance(worker.process, _InThread):
                 worker.process.kill()
                 worker.process.join()
             worker.conn.close()
 
-    def _start(self) -> _Worker:
+    def _start(self, in_thread: bool = False) -> _Worker:
         ours, theirs = multiprocessing.Pipe()
+        if in_thread:
+            thread = _InThread(theirs, (self.options, self.settings, self.progress))
+            thread.start()      # it closes `theirs` when it ends
+            return _Worker(thread, ours)
         context = _context()
         inherited = tuple(w.conn.fileno() for w in self.workers if not w.conn.closed) + (
             ours.fileno(),) if context.get_start_method() == "fork" else ()
@@ -233,7 +275,8 @@ class Pool:
             if self.lost[shard.name] >= LOST_AT_MOST:
                 raise WorkerError(f"the worker auditing {shard.name} died {LOST_AT_MOST} "
                                   f"times (exit code {dead.process.exitcode})")
-        self.workers[self.workers.index(dead)] = self._start()
+        self.workers[self.workers.index(dead)] = self._start(
+            in_thread=isinstance(dead.process, _InThread))
         return dead.shards
 
 
