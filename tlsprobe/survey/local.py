@@ -1,10 +1,13 @@
-"""A survey on this machine without Dask: `--workers 1` audits in this process; more are
-worker processes forked from this one, which has the audit's modules imported already, so
-no worker imports them again (a Dask LocalCluster started a scheduler, a nanny per worker
-and a fork server, each importing Dask, and every worker imported tlsprobe again: with the
-pandas pyarrow pulled in, 1.8 to 2.3 s of CPU and 226 to 276 MB more than `scan -f` for 200
-loopback targets; now 1.01x to 1.08x its CPU and 41 to 77 MB more: benchmarks/survey.py,
-docs/CAPACITY.md).
+"""A survey on this machine without Dask: `--workers 1` audits in this process; with N
+more, N-1 worker processes are forked from this one, which has the audit's modules imported
+already, so no worker imports them again, and the last worker runs on a thread of this
+process (its audits use this process's modules: a process more cost about 20 MB of pages
+of its own, copied from the shared ones as it ran them). A Dask LocalCluster started a
+scheduler, a nanny per worker and a fork server, each importing Dask, and every worker
+imported tlsprobe again: with the pandas pyarrow pulled in, 1.8 to 2.3 s of CPU and 226 to
+276 MB more than `scan -f` for 200 loopback targets; two forked workers then 1.08x its CPU
+and +77 to +81 MB; now (one forked, one thread) about 1.04x and +42 MB: benchmarks/survey.py,
+docs/CAPACITY.md.
 
 Each worker runs survey/lanes.py's pipeline and is kept two shards ahead (the next one's
 targets start while a shard's last ones finish); it sends back each finished target (for
@@ -13,8 +16,8 @@ that dies (killed, out of memory) is replaced and its unfinished shards are give
 again: a shard is written once, when its reports arrive, so no target is in the results
 twice; a shard whose worker died three times is an error.
 
-Workers are forked while this process runs one thread (before pyarrow, which starts its
-own, is imported); a replacement forked later, or any worker where fork is unsafe (threads
+Workers are forked while this process runs one thread (before its thread worker starts and
+before pyarrow, which starts its own, is imported); a replacement forked later, or any worker where fork is unsafe (threads
 running, not Linux), comes from multiprocessing's fork server, which imports the audit
 modules once. Workers ignore SIGINT (a terminal's Ctrl-C reaches the whole process group):
 this process stops them and the run ends with exit 130.
@@ -63,8 +66,8 @@ class WorkerError(TlsprobeError):
 @contextlib.contextmanager
 def local_workers(workers: int, options: AuditOptions, settings: ShardSettings,
                   progress: bool) -> Iterator[Pool | None]:
-    """`workers` worker processes (None for one: the audits run in this process), forked
-    now: call it before pyarrow is imported. `progress`: the workers announce each
+    """`workers` workers (None for one: the audits run in this process): `workers - 1`
+    processes forked now (call it before pyarrow is imported) and a thread of this process. `progress`: the workers announce each
     target. --rate is split evenly across them."""
     if workers <= 1:
         yield None
@@ -168,7 +171,8 @@ class _Worker:
 
 
 class Pool:
-    """The worker processes and the shards each one holds."""
+    """The workers (forked processes and one thread of this process) and the shards each
+    one holds."""
 
     def __init__(self, size: int, options: AuditOptions, settings: ShardSettings,
                  progress: bool) -> None:
