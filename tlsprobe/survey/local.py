@@ -6,8 +6,8 @@ of its own, copied from the shared ones as it ran them). A Dask LocalCluster sta
 scheduler, a nanny per worker and a fork server, each importing Dask, and every worker
 imported tlsprobe again: with the pandas pyarrow pulled in, 1.8 to 2.3 s of CPU and 226 to
 276 MB more than `scan -f` for 200 loopback targets; two forked workers then 1.08x its CPU
-and +77 to +81 MB; now (one forked, one thread) about 1.04x and +42 MB: benchmarks/survey.py,
-docs/CAPACITY.md.
+and +77 to +81 MB; now (one forked, one thread) about 1.04x to 1.09x and +62 to +66 MB:
+benchmarks/survey.py, docs/CAPACITY.md.
 
 Each worker runs survey/lanes.py's pipeline and is kept two shards ahead (the next one's
 targets start while a shard's last ones finish); it sends back each finished target (for
