@@ -69,6 +69,7 @@ class Run:
     connections: int
     right: int = 0
     note: str = ""
+    alone_mb: float = 0.0
 
 
 def children_cpu() -> float:
@@ -120,22 +121,61 @@ def _pss(pid: int) -> int:
     return 0
 
 
+def _alone(pids: list[int]) -> int:
+    """The tree's memory as on a machine where no other process maps its libraries: the
+    summed anonymous PSS, plus for each file the most of its pages resident in any one of
+    the processes (forked processes share them). PSS divides a library's pages among every
+    process on the machine that maps it (other programs using pyarrow lower the tool's
+    PSS); this does not, and counts the shared C library and libpython in full."""
+    anon, files = 0, dict[str, int]()
+    for pid in pids:
+        try:
+            text = Path(f"/proc/{pid}/smaps").read_text()
+        except OSError:
+            continue
+        name, rss, mine = None, 0, dict[str, int]()
+        for line in text.splitlines():
+            key, _, value = line.partition(":")
+            if " " in key:              # a mapping's first line: address range ... path
+                parts = line.split()
+                name = parts[5] if len(parts) > 5 and parts[5].startswith("/") else None
+            elif key == "Rss":
+                rss = int(value.split()[0])
+            elif key == "Anonymous" and name is not None:
+                mine[name] = mine.get(name, 0) + rss - int(value.split()[0])
+        try:
+            anon += next(int(line.split()[1]) for line in
+                         Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()
+                         if line.startswith("Pss_Anon:"))
+        except (OSError, StopIteration):
+            continue
+        for path, kb in mine.items():
+            files[path] = max(files.get(path, 0), kb)
+    return (anon + sum(files.values())) * 1024
+
+
 class Sampler:
-    """The peak of the process tree's summed PSS while a command runs."""
+    """The peak of the process tree's summed PSS while a command runs (every 20 ms), and of
+    `_alone` (every 100 ms: smaps is long to read)."""
 
     def __init__(self, root: int) -> None:
-        self.root, self.peak, self.stop = root, 0, threading.Event()
+        self.root, self.peak, self.peak_alone, self.stop = root, 0, 0, threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
+        tick = 0
         while not self.stop.wait(0.02):
-            self.peak = max(self.peak, sum(_pss(p) for p in _tree(self.root)))
+            tree = _tree(self.root)
+            self.peak = max(self.peak, sum(_pss(p) for p in tree))
+            tick += 1
+            if tick % 5 == 0:
+                self.peak_alone = max(self.peak_alone, _alone(tree))
 
-    def done(self) -> float:
+    def done(self) -> tuple[float, float]:
         self.stop.set()
         self.thread.join()
-        return self.peak / 1e6
+        return self.peak / 1e6, self.peak_alone / 1e6
 
 
 def measure(name: str, farm: Farm, argv: list[str], env: dict[str, str] | None = None,
@@ -149,10 +189,10 @@ def measure(name: str, farm: Farm, argv: list[str], env: dict[str, str] | None =
         sampler = Sampler(proc.pid)
         _, err = proc.communicate(timeout=timeout)
     wall = time.monotonic() - t0
-    memory = sampler.done()
+    memory, alone = sampler.done()
     reap_all()
     return Run(name, wall, children_cpu() - start_cpu, memory,
-               farm.accepted - start_conn), err, proc.returncode
+               farm.accepted - start_conn, alone_mb=alone), err, proc.returncode
 
 
 def expected_sets(target: FarmTarget) -> set[str]:
@@ -263,17 +303,18 @@ def median_run(runs: list[Run]) -> Run:
                statistics.median(r.cpu_tool for r in runs),
                statistics.median(r.memory_mb for r in runs),
                int(statistics.median(r.connections for r in runs)),
-               min(r.right for r in runs), runs[-1].note)
+               min(r.right for r in runs), runs[-1].note,
+               statistics.median(r.alone_mb for r in runs))
 
 
 def table(medians: list[Run], n: int, rounds: int) -> None:
     print(f"medians of {rounds} alternating rounds:")
     print(f"{'run':28} {'wall s':>7} {'tgt/s':>7} {'CPU s':>6} {'peak MB':>8} {'conns':>7} "
-          f"{'tgt/CPU-h':>10} {'right':>9}")
+          f"{'tgt/CPU-h':>10} {'right':>9} {'alone MB':>9}")
     for r in medians:
         print(f"{r.name:28} {r.wall:7.2f} {n / r.wall:7.1f} {r.cpu_tool:6.2f} "
               f"{r.memory_mb:8.1f} {r.connections:7d} {n / r.cpu_tool * 3600:10.0f} "
-              f"{r.right:>4}/{n}")
+              f"{r.right:>4}/{n} {r.alone_mb:9.1f}")
         if r.note:
             print(f"  {r.note}")
     by_name = {r.name: r for r in medians}
@@ -282,6 +323,7 @@ def table(medians: list[Run], n: int, rounds: int) -> None:
         if base is not None and r is not base:
             print(f"{r.name} / scan -f: wall {r.wall / base.wall:.2f}x, CPU "
                   f"{r.cpu_tool / base.cpu_tool:.2f}x, memory {r.memory_mb - base.memory_mb:+.1f} MB"
+                  f" ({r.alone_mb - base.alone_mb:+.1f} MB alone)"
                   + ("  (target: <= 1.20x, <= +50 MB)" if r.name.startswith("tlsprobe survey")
                      else ""))
 
@@ -351,7 +393,8 @@ def main() -> None:
             print(sizes(out[0], n))
         print("CPU s: every process of the tool (for the survey: the command, its workers and "
               "what it started), start-up included; peak MB: the largest summed PSS of the "
-              "tool's processes; tgt/CPU-h: targets per hour per core of the tool's CPU")
+              "tool's processes; alone MB: the same as if no other process mapped its "
+              "libraries (_alone); tgt/CPU-h: targets per hour per core of the tool's CPU")
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ def test_large_shards_and_results_do_not_deadlock(monkeypatch):
             # main process then sends it a shard larger than the pipe holds
             time.sleep(1.0)
 
-    pool = local.Pool(1, AuditOptions(), ShardSettings(), progress=False)
+    pool = local.Pool(2, AuditOptions(), ShardSettings(), progress=False)  # forked + thread
     errors: list[BaseException] = []
 
     def run() -> None:

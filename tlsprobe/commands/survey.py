@@ -3,9 +3,9 @@ lines output.
 
 `tlsprobe survey TARGETS --out DIR`: TARGETS is a file of HOST[:PORT] lines, '-' for stdin,
 or a CIDR/port list (127.0.0.0/30:443,8443). Targets are sharded (all ports of one address in
-one shard), each shard audited by the scan's asyncio scanner: on this machine in --workers
-processes (default: one per core; 1 = this process; forked from this one, no Dask:
-survey/local.py), or on an existing Dask cluster (--scheduler tcp://HOST:8786; pip install
+one shard), each shard audited by the scan's asyncio scanner: on this machine by --workers
+workers (default: one per core; 1 = this process; more: this process, on a thread, and
+processes forked from it, no Dask: survey/local.py), or on an existing Dask cluster (--scheduler tcp://HOST:8786; pip install
 '.[cluster]' in the checkout).
 DIR gets per shard shard-NNNNN.parquet (one row per target, every audit result a column;
 schema in tlsprobe/survey/rows.py), and, under names the Parquet readers skip,
@@ -79,8 +79,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(default 64; all ports of one address stay together)")
     x = p.add_argument_group("execution")
     x.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
-                   help="worker processes on this machine (default: one per core; 1: the "
-                   "audits run in this process)")
+                   help="workers on this machine (default: one per core; 1: the audits run in "
+                   "this process; N: this process and N-1 processes forked from it)")
     x.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler "
                    "(tcp://HOST:8786); workers need tlsprobe with its cluster extra")
     x.add_argument("--rate", type=float, default=None, metavar="N", help="connections per "
@@ -175,6 +175,8 @@ def _survey(args: argparse.Namespace, request: SurveyRequest, pool: Pool | None)
     else:
         from tlsprobe.survey.local import run_local
         run_local(todo, options, settings, finished, pool=pool, on_target=on_target)
+    if pool is not None:
+        pool.stop()     # the closing paragraph's read of the Parquet files without them
     _finished_paragraph(request.out, time.monotonic() - began)
     if bad:
         print(f"tlsprobe: error: {len(bad)} line{'s' if len(bad) > 1 else ''} of "

@@ -33,24 +33,34 @@ def parquet() -> ModuleType:
     return _module("pyarrow.parquet", "survey files are Parquet")
 
 
+#: what the command's process imports pyarrow without: numpy, and the remote file systems
+#: pyarrow.parquet's import of pyarrow.fs loads when they are there (S3, GCS, Azure, HDFS:
+#: 3.4 MB of summed PSS, libarrow_s3 among them; a survey reads and writes local files)
+_NOT_NEEDED = ("numpy", "pyarrow._s3fs", "pyarrow._gcsfs", "pyarrow._azurefs", "pyarrow._hdfs")
+
+
 def parquet_without_numpy() -> ModuleType:
     """pyarrow.parquet imported without numpy, for a command's own process (`survey`
     writes and reads Parquet through pyarrow's own types, never numpy arrays): numpy and the
     BLAS under it are 23 MB and 0.09 s of CPU of pyarrow's import, and optional to pyarrow
-    (>= 16). Where numpy or pyarrow is imported already (the Python API in a user's process)
-    nothing changes; numpy can still be imported afterwards, only pyarrow does not use it.
-    Only for the command's process: it changes pyarrow for the whole process."""
+    (>= 16); nor the remote file systems (`_NOT_NEEDED`). Where numpy or pyarrow is
+    imported already (the Python API in a user's process) nothing changes; numpy can still
+    be imported afterwards, only pyarrow does not use it. Only for the command's process:
+    it changes pyarrow for the whole process."""
     if "pyarrow" in sys.modules or "numpy" in sys.modules:
         return parquet()
     # and, unless the user chose, the C library's allocator rather than jemalloc, whose
     # arenas are 6 MB of a survey's main process (tables of one shard's rows at a time);
     # read at pyarrow's import (set_memory_pool afterwards does not spare the arenas)
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-    cast("dict[str, object]", sys.modules)["numpy"] = None    # "import numpy" fails
+    modules = cast("dict[str, object]", sys.modules)
+    for name in _NOT_NEEDED:
+        modules[name] = None        # "import numpy" fails (pyarrow.fs skips the others)
     try:
         return parquet()
     finally:
-        del sys.modules["numpy"]
+        for name in _NOT_NEEDED:
+            del sys.modules[name]
 
 
 def pyarrow_json() -> ModuleType:

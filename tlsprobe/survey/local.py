@@ -1,10 +1,13 @@
-"""A survey on this machine without Dask: `--workers 1` audits in this process; more are
-worker processes forked from this one, which has the audit's modules imported already, so
-no worker imports them again (a Dask LocalCluster started a scheduler, a nanny per worker
-and a fork server, each importing Dask, and every worker imported tlsprobe again: with the
-pandas pyarrow pulled in, 1.8 to 2.3 s of CPU and 226 to 276 MB more than `scan -f` for 200
-loopback targets; now 1.01x to 1.08x its CPU and 41 to 77 MB more: benchmarks/survey.py,
-docs/CAPACITY.md).
+"""A survey on this machine without Dask: `--workers 1` audits in this process; with N
+more, N-1 worker processes are forked from this one, which has the audit's modules imported
+already, so no worker imports them again, and the last worker runs on a thread of this
+process (its audits use this process's modules: a process more cost about 20 MB of pages
+of its own, copied from the shared ones as it ran them). A Dask LocalCluster started a
+scheduler, a nanny per worker and a fork server, each importing Dask, and every worker
+imported tlsprobe again: with the pandas pyarrow pulled in, 1.8 to 2.3 s of CPU and 226 to
+276 MB more than `scan -f` for 200 loopback targets; two forked workers then 1.08x its CPU
+and +77 to +81 MB; now (one forked, one thread) about 1.04x to 1.09x and +62 to +66 MB:
+benchmarks/survey.py, docs/CAPACITY.md.
 
 Each worker runs survey/lanes.py's pipeline and is kept two shards ahead (the next one's
 targets start while a shard's last ones finish); it sends back each finished target (for
@@ -13,8 +16,8 @@ that dies (killed, out of memory) is replaced and its unfinished shards are give
 again: a shard is written once, when its reports arrive, so no target is in the results
 twice; a shard whose worker died three times is an error.
 
-Workers are forked while this process runs one thread (before pyarrow, which starts its
-own, is imported); a replacement forked later, or any worker where fork is unsafe (threads
+Workers are forked while this process runs one thread (before its thread worker starts and
+before pyarrow, which starts its own, is imported); a replacement forked later, or any worker where fork is unsafe (threads
 running, not Linux), comes from multiprocessing's fork server, which imports the audit
 modules once. Workers ignore SIGINT (a terminal's Ctrl-C reaches the whole process group):
 this process stops them and the run ends with exit 130.
@@ -63,8 +66,8 @@ class WorkerError(TlsprobeError):
 @contextlib.contextmanager
 def local_workers(workers: int, options: AuditOptions, settings: ShardSettings,
                   progress: bool) -> Iterator[Pool | None]:
-    """`workers` worker processes (None for one: the audits run in this process), forked
-    now: call it before pyarrow is imported. `progress`: the workers announce each
+    """`workers` workers (None for one: the audits run in this process): `workers - 1`
+    processes forked now (call it before pyarrow is imported) and a thread of this process. `progress`: the workers announce each
     target. --rate is split evenly across them."""
     if workers <= 1:
         yield None
@@ -92,7 +95,8 @@ def _worker(conn: Connection, options: AuditOptions, settings: ShardSettings,
     process's pipe closes: the main process is gone). `inherited`: the main process's ends
     of the other workers' pipes, which a forked worker closes (held open here, they would
     keep those workers waiting after the main process died)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if threading.current_thread() is threading.main_thread():    # a process of its own
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     for fd in inherited:
         with contextlib.suppress(OSError):
             os.close(fd)
@@ -133,15 +137,42 @@ def _worker(conn: Connection, options: AuditOptions, settings: ShardSettings,
         conn.close()
 
 
+class _InThread:
+    """The worker that runs in this process, on a thread (the process-like side of it that
+    the pool uses: it cannot be terminated, it ends when sent None or at exit)."""
+
+    exitcode = None
+
+    def __init__(self, conn: Connection, args: tuple[AuditOptions, ShardSettings, bool]) -> None:
+        self.thread = threading.Thread(target=_worker, args=(conn, *args, ()), daemon=True,
+                                       name="tlsprobe-survey-worker")
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def join(self, timeout: float | None = None) -> None:
+        self.thread.join(timeout)
+
+    def is_alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def terminate(self) -> None:
+        """Nothing: a thread cannot be stopped from outside (a daemon thread, it ends with
+        the process)."""
+
+    kill = terminate
+
+
 @dataclass
 class _Worker:
-    process: BaseProcess
+    process: BaseProcess | _InThread
     conn: Connection
     shards: list[Shard] = field(default_factory=list)
 
 
 class Pool:
-    """The worker processes and the shards each one holds."""
+    """The workers (forked processes and one thread of this process) and the shards each
+    one holds."""
 
     def __init__(self, size: int, options: AuditOptions, settings: ShardSettings,
                  progress: bool) -> None:
@@ -160,28 +191,43 @@ class Pool:
         gc.freeze()     # ... and kept out of their garbage collector (which would copy it)
         try:
             with _ctrl_c_held():
-                for _ in range(self.size):
+                for _ in range(self.size - 1):
                     self.workers.append(self._start())
         finally:
             gc.unfreeze()
+        # this process is the last worker (on a thread: its audits use this process's
+        # modules, where a process more cost 20 MB of its own), started once the others
+        # are forked (a process with threads forks no more)
+        self.workers.append(self._start(in_thread=True))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for worker in self.workers:
+        self.stop(failed=exc[0] is not None)
+
+    def stop(self, failed: bool = False) -> None:
+        """End the workers (once): sent None, then, if they do not end, terminated. The
+        survey stops them as soon as the last shard is in, before it reads the Parquet files
+        for its closing paragraph (their memory is not held beside that read)."""
+        workers, self.workers = self.workers, []
+        for worker in workers:
             with contextlib.suppress(OSError, ValueError):
                 worker.conn.send(None)
-        for worker in self.workers:
-            worker.process.join(STOP_WITHIN if exc[0] is None else 0.2)
+        for worker in workers:
+            worker.process.join(STOP_WITHIN if not failed else 0.2)
             if worker.process.is_alive():
                 worker.process.terminate()        # SIGTERM: ends quietly
                 worker.process.join(STOP_WITHIN)
-            if worker.process.is_alive():
+            if worker.process.is_alive() and not isinstance(worker.process, _InThread):
                 worker.process.kill()
                 worker.process.join()
             worker.conn.close()
 
-    def _start(self) -> _Worker:
+    def _start(self, in_thread: bool = False) -> _Worker:
         ours, theirs = multiprocessing.Pipe()
+        if in_thread:
+            thread = _InThread(theirs, (self.options, self.settings, self.progress))
+            thread.start()      # it closes `theirs` when it ends
+            return _Worker(thread, ours)
         context = _context()
         inherited = tuple(w.conn.fileno() for w in self.workers if not w.conn.closed) + (
             ours.fileno(),) if context.get_start_method() == "fork" else ()
@@ -233,7 +279,8 @@ class Pool:
             if self.lost[shard.name] >= LOST_AT_MOST:
                 raise WorkerError(f"the worker auditing {shard.name} died {LOST_AT_MOST} "
                                   f"times (exit code {dead.process.exitcode})")
-        self.workers[self.workers.index(dead)] = self._start()
+        self.workers[self.workers.index(dead)] = self._start(
+            in_thread=isinstance(dead.process, _InThread))
         return dead.shards
 
 
