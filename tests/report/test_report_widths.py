@@ -102,3 +102,25 @@ def test_audit_and_check_tables_keep_identifiers_whole(weak_audit, width: int) -
     tokens |= {f.code for f in weak_audit.findings}
     assert _whole(tokens, text) == [], text
 
+
+
+def test_the_streamed_table_keeps_its_columns_for_every_ecdhe_aead_suite() -> None:
+    """`pcap -i`/stdin print a row before the others' widths are known: every ECDHE AEAD
+    suite's IANA name (up to TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, what ECDSA
+    servers negotiate every day) fits its column, so the Group column stays under its
+    header."""
+    from tlsprobe.registry._generated import CIPHER_SUITES
+    from tlsprobe.report.offline_tables import StreamedTable
+    names = [s[1] for s in CIPHER_SUITES if s[1].startswith("TLS_ECDHE_") and
+             ("GCM" in s[1] or "CHACHA20" in s[1]) and not s[1].endswith("_OLD")]
+    assert "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256" in names
+    out = io.StringIO()
+    table = StreamedTable(out)
+    table.header()
+    for name in names:
+        table.row(("0", "192.0.2.1:50000", "192.0.2.2:443", "example.test", "1.2", name,
+                   "x25519", "32/32", "-", "t12d280700_d943125447b4_e7e480e5a997"))
+    header, *rows = out.getvalue().splitlines()
+    column = header.index("Group")
+    assert all(row[column:].startswith("x25519 ") for row in rows), \
+        [row for row in rows if not row[column:].startswith("x25519 ")]

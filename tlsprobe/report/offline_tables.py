@@ -149,8 +149,10 @@ def render_connections(rows: Sequence[tuple[str, ...]], out: IO[str], *,
 
 #: the streamed table's column widths (`StreamedTable`): a row is printed when its
 #: connection's handshake is decided, before the widths of the others are known, so each
-#: column has the width of its usual values (a longer value widens its row only)
-STREAM_WIDTHS = (7, 21, 21, 24, 8, 38, 14, 9, 8, 36)
+#: column has the width of its usual values (a longer value widens its row only); the
+#: cipher suite's fits every ECDHE AEAD suite's IANA name (the longest, 45 characters:
+#: TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256)
+STREAM_WIDTHS = (7, 21, 21, 24, 8, 45, 14, 9, 8, 36)
 
 
 class StreamedTable:
