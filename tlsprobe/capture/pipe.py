@@ -223,79 +223,82 @@ class PipedStream(EventIterator):
         raise ReaderProcessError(f"the capture reader process {how} before the end of the "
                                  "capture (rerun with --jobs 1 to read it in one process)")
 
-    def _run(self) -> Generator[Event, None, None]:
-        keys: dict[int, ConnKey] = {}  # open connection id -> its key
+    def _batches(self) -> list[Wire | int] | None:
+        """The next batch of events from the reader (None at the end of the capture),
+        answering the reader's questions and telling it what was ignored on the way."""
         source = self._inner.source
-        counted = source if isinstance(source, Counted) else None
+        events: list[Wire | int]
         while True:
             if self._untold and self._notes:
                 self._tell(NOTE)
             kind, body = self._message()
             if kind == EVENTS:
                 self.stats.packets, count, events = marshal.loads(body)
-                if count is not None and counted is not None:
-                    counted.count = count  # the progress bar's reader, mirrored
-                yield from self._batch(events, keys)
-            elif kind == SYNC:
+                if count is not None and isinstance(source, Counted):
+                    source.count = count  # the progress bar's reader, mirrored
+                return events
+            if kind == SYNC:
                 self._apply_deferred()
                 self._tell(SYNC)
             elif kind == END:
                 stats, = pickle.loads(body)
                 self.stats.__dict__.update(stats.__dict__)
                 self._finished()
-                return
+                return None
             else:  # ERROR: the reader's exception, where its events end
                 self._finished()
                 raise pickle.loads(body)
 
-    def _batch(self, events: list[Wire | int], keys: dict[int, ConnKey]
-               ) -> Generator[Event, None, None]:
-        """The events of one batch, as the capture layer in this process would have handed
-        them out: turned round where swapped, counted instead where ignored."""
+    def _run(self) -> Generator[Event, None, None]:
+        """The events of the batches, as the capture layer in this process would have
+        handed them out: turned round where swapped, counted instead where ignored. One
+        generator (a generator per batch delegated to cost a second resumption per event)."""
+        keys: dict[int, ConnKey] = {}  # open connection id -> its key
         skip_get, swapped = self._skip.get, self._swapped
         new, other = tuple.__new__, self._other
         tagged = False  # inside a packet's events (an int said how many)
-        for ev in events:
-            if isinstance(ev, int):
-                self._left = ev + 1
-                tagged = True
-                continue
-            code = ev[0]
-            if not code:  # _DATA, most events: read in place
-                _, cid, direction, data, ts, frame = ev
-                counts = skip_get(cid)
-                if counts is None:
-                    event = new(StreamData, (keys[cid], direction, data, ts, frame))
-                    yield _turned(event) if swapped and cid in swapped else event
+        while (events := self._batches()) is not None:
+            for ev in events:
+                if isinstance(ev, int):
+                    self._left = ev + 1
+                    tagged = True
+                    continue
+                code = ev[0]
+                if not code:  # _DATA, most events: read in place
+                    _, cid, direction, data, ts, frame = ev
+                    counts = skip_get(cid)
+                    if counts is None:
+                        event = new(StreamData, (keys[cid], direction, data, ts, frame))
+                        yield _turned(event) if swapped and cid in swapped else event
+                    else:
+                        count = counts[direction]
+                        count.size += len(data)
+                        count.ts, count.frame = ts, frame
+                elif code == KEY:  # not an event: the key of those that follow
+                    keys[ev[1]] = _new(ConnKey, ev[1:])
+                    continue
+                elif code == OPEN:
+                    _, cid, ts, frame = ev
+                    yield new(StreamOpen, (keys[cid], ts, frame))
+                elif code == CLOSE:
+                    _, cid, reason, ts, frame = ev
+                    close = new(StreamClose, (keys.pop(cid), reason, ts, frame))
+                    if cid in self._skip:  # an ignored connection: its StreamSkipped first
+                        yield from self._closing(close.conn)
+                    if swapped and cid in swapped:
+                        swapped.discard(cid)
+                        close = _turned(close)
+                    yield close
                 else:
-                    count = counts[direction]
-                    count.size += len(data)
-                    count.ts, count.frame = ts, frame
-            elif code == KEY:  # not an event: the key of those that follow
-                keys[ev[1]] = _new(ConnKey, ev[1:])
-                continue
-            elif code == OPEN:
-                _, cid, ts, frame = ev
-                yield new(StreamOpen, (keys[cid], ts, frame))
-            elif code == CLOSE:
-                _, cid, reason, ts, frame = ev
-                close = new(StreamClose, (keys.pop(cid), reason, ts, frame))
-                if cid in self._skip:  # an ignored connection: its StreamSkipped first
-                    yield from self._closing(close.conn)
-                if swapped and cid in swapped:
-                    swapped.discard(cid)
-                    close = _turned(close)
-                yield close
-            else:
-                made = other(ev, keys)
-                if made is not None:
-                    yield made
-            if tagged:
-                self._left -= 1
-                if not self._left:
-                    tagged = False
-                    if self._deferred:
-                        self._apply_deferred()
+                    made = other(ev, keys)
+                    if made is not None:
+                        yield made
+                if tagged:
+                    self._left -= 1
+                    if not self._left:
+                        tagged = False
+                        if self._deferred:
+                            self._apply_deferred()
 
     def _other(self, ev: Wire, keys: dict[int, ConnKey]) -> Event | None:
         """An event other than StreamData, StreamOpen and StreamClose; None when it is
