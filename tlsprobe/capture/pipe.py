@@ -27,7 +27,7 @@ reader: connection ids to ignore, as a note or as the answer to the question. A 
 marshalled plain tuples, not pickled events: pickling a NamedTuple calls Python code for
 each one, which cost the reader as much as a third of the capture layer's own work. An
 event is ``(code, *fields)`` with a connection's key as its id; ``(KEY, *key)`` comes
-once before the first event of a key (and again if the key changes); an int says how many
+once before the first event of a key (and again if the key changes); ``(LEFT, n)`` says how many
 events of the same packet follow the next one. Other bodies are pickles.
 The reader's exception, if any, is raised here where its events end. The reader's side
 (and the codes of the messages and events) is pipe_reader.py. Memory stays flat: the
@@ -63,6 +63,7 @@ from tlsprobe.capture.pipe_reader import (
     GAP,
     HEADER,
     KEY,
+    LEFT,
     NOTE,
     OPEN,
     SECRETS,
@@ -227,11 +228,11 @@ class PipedStream(EventIterator):
         raise ReaderProcessError(f"the capture reader process {how} before the end of the "
                                  "capture (rerun with --jobs 1 to read it in one process)")
 
-    def _batches(self) -> list[Wire | int] | None:
+    def _batches(self) -> list[Wire] | None:
         """The next batch of events from the reader (None at the end of the capture),
         answering the reader's questions and telling it what was ignored on the way."""
         source = self._inner.source
-        events: list[Wire | int]
+        events: list[Wire]
         while True:
             if self._untold and self._notes:
                 self._tell(NOTE)
@@ -260,13 +261,9 @@ class PipedStream(EventIterator):
         keys: dict[int, ConnKey] = {}  # open connection id -> its key
         skip_get, swapped = self._skip.get, self._swapped
         new, other, plain = tuple.__new__, self._other, self.plain_data
-        tagged = False  # inside a packet's events (an int said how many)
+        tagged = False  # inside a packet's events (a LEFT said how many)
         while (events := self._batches()) is not None:
             for ev in events:
-                if isinstance(ev, int):
-                    self._left = ev + 1
-                    tagged = True
-                    continue
                 code = ev[0]
                 if not code:  # _DATA, most events: read in place
                     _, cid, direction, data, ts, frame = ev
@@ -285,6 +282,10 @@ class PipedStream(EventIterator):
                         count.ts, count.frame = ts, frame
                 elif code == KEY:  # not an event: the key of those that follow
                     keys[ev[1]] = _new(ConnKey, ev[1:])
+                    continue
+                elif code == LEFT:
+                    self._left = ev[1] + 1
+                    tagged = True
                     continue
                 elif code == OPEN:
                     _, cid, ts, frame = ev
