@@ -20,7 +20,7 @@ import pytest
 from tests.helpers.run_members import without_run_members
 from tests.helpers.capbuild import (Conv, Pcapng, dtls_client_hello, ether, ipv4, pcap_bytes, real_chunks,
                       udp)
-from tlsprobe.capture import (SECRETS_TLS_KEYLOG, StreamClose, StreamData, iter_stream_events,
+from tlsprobe.capture import (SECRETS_TLS_KEYLOG, ConnKey, StreamClose, StreamData, iter_stream_events,
                               read_packets)
 from tlsprobe.capture import tcp as tcp_module
 from tlsprobe.capture.pipe import PipedStream, ReaderProcessError, can_pipe
@@ -78,7 +78,7 @@ def _read(path: Path, piped: bool, **limits: Any) -> tuple[list[Any], dict[str, 
     try:
         for ev in stream:
             events.append(ev)
-            if type(ev) is StreamData:
+            if type(ev) in (StreamData, tuple):  # a tuple: PipedStream.plain_data
                 cid, frame = ev[0][0], ev[4]
                 if (cid * 7 + frame) % 5 == 0:
                     stream.ignore(cid)
@@ -127,6 +127,31 @@ def test_same_events_and_stats_as_one_process(many: Path, limits: dict[str, int]
         # the eviction asked which connections are ignored, and some were
         assert one_stats["tcp"]["evicted_by"]["limit"] > 0
         assert any(syncs)
+
+
+def test_plain_data_holds_the_same_fields(many: Path, monkeypatch: pytest.MonkeyPatch
+                                          ) -> None:
+    """`plain_data` (what the analyzer asks for): a data event not turned round comes as
+    the plain tuple of its StreamData's fields, every other event as before."""
+    real = PipedStream.__init__
+
+    def plain(self: PipedStream, inner: Any) -> None:
+        real(self, inner)
+        self.plain_data = True
+
+    one, one_stats = _read(many, piped=False)
+    monkeypatch.setattr(PipedStream, "__init__", plain)
+    two, two_stats = _read(many, piped=True)
+    assert two_stats == one_stats and len(two) == len(one) > 500
+    kinds = set()
+    for a, b in zip(one, two, strict=True):
+        if type(b) is tuple:
+            kinds.add(tuple)
+            assert type(a) is StreamData and b == a and type(b[0]) is ConnKey
+        else:
+            kinds.add(type(b))
+            assert typed([b]) == typed([a])
+    assert {tuple, StreamData, StreamClose} <= kinds  # turned ones stay StreamData
 
 
 @pytest.mark.parametrize("path", OWN[:12], ids=lambda p: p.name)

@@ -27,7 +27,7 @@ reader: connection ids to ignore, as a note or as the answer to the question. A 
 marshalled plain tuples, not pickled events: pickling a NamedTuple calls Python code for
 each one, which cost the reader as much as a third of the capture layer's own work. An
 event is ``(code, *fields)`` with a connection's key as its id; ``(KEY, *key)`` comes
-once before the first event of a key (and again if the key changes); an int says how many
+once before the first event of a key (and again if the key changes); ``(LEFT, n)`` says how many
 events of the same packet follow the next one. Other bodies are pickles.
 The reader's exception, if any, is raised here where its events end. The reader's side
 (and the codes of the messages and events) is pipe_reader.py. Memory stays flat: the
@@ -41,7 +41,7 @@ import os
 import pickle
 import signal
 from collections.abc import Generator
-from typing import BinaryIO, TypeVar
+from typing import BinaryIO, TypeVar, cast
 
 from tlsprobe.capture.events import (
     CaptureStats,
@@ -63,6 +63,7 @@ from tlsprobe.capture.pipe_reader import (
     GAP,
     HEADER,
     KEY,
+    LEFT,
     NOTE,
     OPEN,
     SECRETS,
@@ -128,6 +129,10 @@ class PipedStream(EventIterator):
         self._pid = 0
         #: StreamSkipped the reader made itself (told in time), added to this side's counts
         self.reader_counted = 0
+        #: set before iterating: a data event not turned round comes as the plain tuple of
+        #: StreamData's fields, not made a StreamData (the analyzer reads it by position;
+        #: making each one cost this side a tenth of its added work)
+        self.plain_data = False
         data_r, data_w = os.pipe()
         ctl_r, ctl_w = os.pipe()
         try:
@@ -223,79 +228,87 @@ class PipedStream(EventIterator):
         raise ReaderProcessError(f"the capture reader process {how} before the end of the "
                                  "capture (rerun with --jobs 1 to read it in one process)")
 
-    def _run(self) -> Generator[Event, None, None]:
-        keys: dict[int, ConnKey] = {}  # open connection id -> its key
+    def _batches(self) -> list[Wire] | None:
+        """The next batch of events from the reader (None at the end of the capture),
+        answering the reader's questions and telling it what was ignored on the way."""
         source = self._inner.source
-        counted = source if isinstance(source, Counted) else None
+        events: list[Wire]
         while True:
             if self._untold and self._notes:
                 self._tell(NOTE)
             kind, body = self._message()
             if kind == EVENTS:
                 self.stats.packets, count, events = marshal.loads(body)
-                if count is not None and counted is not None:
-                    counted.count = count  # the progress bar's reader, mirrored
-                yield from self._batch(events, keys)
-            elif kind == SYNC:
+                if count is not None and isinstance(source, Counted):
+                    source.count = count  # the progress bar's reader, mirrored
+                return events
+            if kind == SYNC:
                 self._apply_deferred()
                 self._tell(SYNC)
             elif kind == END:
                 stats, = pickle.loads(body)
                 self.stats.__dict__.update(stats.__dict__)
                 self._finished()
-                return
+                return None
             else:  # ERROR: the reader's exception, where its events end
                 self._finished()
                 raise pickle.loads(body)
 
-    def _batch(self, events: list[Wire | int], keys: dict[int, ConnKey]
-               ) -> Generator[Event, None, None]:
-        """The events of one batch, as the capture layer in this process would have handed
-        them out: turned round where swapped, counted instead where ignored."""
+    def _run(self) -> Generator[Event, None, None]:
+        """The events of the batches, as the capture layer in this process would have
+        handed them out: turned round where swapped, counted instead where ignored. One
+        generator (a generator per batch delegated to cost a second resumption per event)."""
+        keys: dict[int, ConnKey] = {}  # open connection id -> its key
         skip_get, swapped = self._skip.get, self._swapped
-        new, other = tuple.__new__, self._other
-        tagged = False  # inside a packet's events (an int said how many)
-        for ev in events:
-            if isinstance(ev, int):
-                self._left = ev + 1
-                tagged = True
-                continue
-            code = ev[0]
-            if not code:  # _DATA, most events: read in place
-                _, cid, direction, data, ts, frame = ev
-                counts = skip_get(cid)
-                if counts is None:
-                    event = new(StreamData, (keys[cid], direction, data, ts, frame))
-                    yield _turned(event) if swapped and cid in swapped else event
+        new, other, plain = tuple.__new__, self._other, self.plain_data
+        tagged = False  # inside a packet's events (a LEFT said how many)
+        while (events := self._batches()) is not None:
+            for ev in events:
+                code = ev[0]
+                if not code:  # _DATA, most events: read in place
+                    _, cid, direction, data, ts, frame = ev
+                    counts = skip_get(cid)
+                    if counts is None:
+                        fields = (keys[cid], direction, data, ts, frame)
+                        if swapped and cid in swapped:
+                            yield _turned(new(StreamData, fields))
+                        else:
+                            # plain: typed as the StreamData whose fields it holds
+                            yield cast(StreamData, fields) if plain \
+                                else new(StreamData, fields)
+                    else:
+                        count = counts[direction]
+                        count.size += len(data)
+                        count.ts, count.frame = ts, frame
+                elif code == KEY:  # not an event: the key of those that follow
+                    keys[ev[1]] = _new(ConnKey, ev[1:])
+                    continue
+                elif code == LEFT:
+                    self._left = ev[1] + 1
+                    tagged = True
+                    continue
+                elif code == OPEN:
+                    _, cid, ts, frame = ev
+                    yield new(StreamOpen, (keys[cid], ts, frame))
+                elif code == CLOSE:
+                    _, cid, reason, ts, frame = ev
+                    close = new(StreamClose, (keys.pop(cid), reason, ts, frame))
+                    if cid in self._skip:  # an ignored connection: its StreamSkipped first
+                        yield from self._closing(close.conn)
+                    if swapped and cid in swapped:
+                        swapped.discard(cid)
+                        close = _turned(close)
+                    yield close
                 else:
-                    count = counts[direction]
-                    count.size += len(data)
-                    count.ts, count.frame = ts, frame
-            elif code == KEY:  # not an event: the key of those that follow
-                keys[ev[1]] = _new(ConnKey, ev[1:])
-                continue
-            elif code == OPEN:
-                _, cid, ts, frame = ev
-                yield new(StreamOpen, (keys[cid], ts, frame))
-            elif code == CLOSE:
-                _, cid, reason, ts, frame = ev
-                close = new(StreamClose, (keys.pop(cid), reason, ts, frame))
-                if cid in self._skip:  # an ignored connection: its StreamSkipped first
-                    yield from self._closing(close.conn)
-                if swapped and cid in swapped:
-                    swapped.discard(cid)
-                    close = _turned(close)
-                yield close
-            else:
-                made = other(ev, keys)
-                if made is not None:
-                    yield made
-            if tagged:
-                self._left -= 1
-                if not self._left:
-                    tagged = False
-                    if self._deferred:
-                        self._apply_deferred()
+                    made = other(ev, keys)
+                    if made is not None:
+                        yield made
+                if tagged:
+                    self._left -= 1
+                    if not self._left:
+                        tagged = False
+                        if self._deferred:
+                            self._apply_deferred()
 
     def _other(self, ev: Wire, keys: dict[int, ConnKey]) -> Event | None:
         """An event other than StreamData, StreamOpen and StreamClose; None when it is

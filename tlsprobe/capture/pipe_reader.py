@@ -34,6 +34,9 @@ CODES = {kind: code for code, kind in enumerate(KINDS)}
 DATA, OPEN, GAP, SKIPPED, CLOSE, DATAGRAM, SECRETS = range(len(KINDS))
 KEYED = 5
 KEY = len(KINDS)  # a connection's key, before the first event that refers to it
+#: ``(LEFT, n)``: n more events of the same packet follow the next one (a tuple like the
+#: events, so that this side reads every item's code without first testing its type)
+LEFT = KEY + 1
 #: an event as a batch carries it: ``(code, *fields)``, the connection key replaced by its
 #: id (``(KEY, *key)`` for a key); plain tuples as marshal gives them back
 Wire = tuple[Any, ...]
@@ -65,7 +68,7 @@ class _Reader:
         self.inner = inner
         self.out_fd = out_fd
         self.ctl_fd = ctl_fd
-        self.batch: list[Wire | int] = []
+        self.batch: list[Wire] = []
         # a source that counts the bytes read (the progress bar's): the count goes along
         source = inner.source
         self.counted = source if isinstance(source, Counted) else None
@@ -135,7 +138,7 @@ class _Reader:
                     sent[cid] = key
                     append((KEY, *key))
                 if queued:  # how many events of the same packet follow this one
-                    append(len(queued))
+                    append((LEFT, len(queued)))
                 append((DATA, cid, direction, data, ts, frame))
             elif type(event) is StreamClose:
                 key, reason, ts, frame = event
@@ -143,7 +146,7 @@ class _Reader:
                 if sent.pop(cid, None) is not key:  # the key goes with the connection
                     append((KEY, *key))
                 if queued:
-                    append(len(queued))
+                    append((LEFT, len(queued)))
                 append((CLOSE, cid, reason, ts, frame))
             elif type(event) is StreamOpen:
                 key, ts, frame = event
@@ -152,7 +155,7 @@ class _Reader:
                     sent[cid] = key
                     append((KEY, *key))
                 if queued:
-                    append(len(queued))
+                    append((LEFT, len(queued)))
                 append((OPEN, cid, ts, frame))
             elif type(event) is StreamSkipped:
                 key, direction, size, gaps, ts, frame = event
@@ -161,7 +164,7 @@ class _Reader:
                     sent[cid] = key
                     append((KEY, *key))
                 if queued:
-                    append(len(queued))
+                    append((LEFT, len(queued)))
                 append((SKIPPED, cid, direction, size, gaps, ts, frame))
             else:
                 self._other(event, sent)
@@ -183,7 +186,7 @@ class _Reader:
             wire = (code, *event)
         left = len(self.inner.queued)
         if left:
-            self.batch.append(left)
+            self.batch.append((LEFT, left))
         self.batch.append(wire)
 
 

@@ -167,6 +167,7 @@ class CaptureAnalysis:
         if self._streaming is None and _piped(source, self.options.pipe_min_bytes):
             try:
                 self.stream = PipedStream(stream)
+                self.stream.plain_data = True  # its data events read by position below
             except OSError:
                 pass  # no second process to be had (fork failed): this one reads
             except BaseException:
@@ -264,7 +265,7 @@ class CaptureAnalysis:
         try:
             for ev in events:
                 t = type(ev)
-                if t is StreamData:
+                if t is StreamData or t is tuple:  # a tuple: PipedStream.plain_data
                     key, d, data, ts, frame = ev   # StreamData's fields, in their order
                     cid = key.id
                     conn = conns.get(cid)
