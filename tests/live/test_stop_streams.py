@@ -35,11 +35,19 @@ def records(*names: str) -> bytes:
     return b"".join(out)
 
 
-def tlsprobe(*args: str, stdin: int = subprocess.DEVNULL) -> subprocess.Popen[str]:
+def _background() -> None:
+    """What a shell without job control does to a job it starts in the background (and
+    what CI runners may do): SIGINT ignored, which Python then leaves ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def tlsprobe(*args: str, stdin: int = subprocess.DEVNULL,
+             background: bool = False) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "120", "NO_COLOR": "1"}
     return subprocess.Popen([sys.executable, "-m", "tlsprobe", "pcap", *args, "--jsonl"],
                             stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, cwd=REPO)
+                            text=True, env=env, cwd=REPO,
+                            preexec_fn=_background if background else None)
 
 
 def finish(proc: subprocess.Popen[str]) -> tuple[int, list[dict[str, object]], str]:
@@ -82,18 +90,21 @@ def test_duration_ends_stdin_without_spinning() -> None:
     assert reaped_cpu() - before < 1.5   # start-up and 2 s of waiting, not a busy loop
 
 
-@pytest.mark.parametrize("how", ["ctrl_c", "duration"])
+@pytest.mark.parametrize("how", ["ctrl_c", "ctrl_c_in_background", "sigterm", "duration"])
 def test_follow_ends_by_ctrl_c_or_duration_with_the_summary(how: str,
                                                            tmp_path: Path) -> None:
+    """Ctrl-C, also where the process started with SIGINT ignored (a background job), and
+    SIGTERM end a followed capture with its summary, exit 0, as --duration does."""
     growing = tmp_path / "growing.pcap"
     growing.write_bytes(PCAP_HEADER + records("tls13_x25519"))   # and more may come
     proc = tlsprobe("--follow", str(growing), *(["--duration", "2"] if how == "duration"
-                                                  else []))
+                                                  else []),
+                    background=how == "ctrl_c_in_background")
     assert proc.stdout is not None
     first = json.loads(proc.stdout.readline())   # the row, while the file may grow
     assert first["kind"] == "connection"
-    if how == "ctrl_c":
-        proc.send_signal(signal.SIGINT)
+    if how != "duration":
+        proc.send_signal(signal.SIGTERM if how == "sigterm" else signal.SIGINT)
     code, lines, err = finish(proc)
     assert code == 0, err
     assert [line["kind"] for line in lines] == ["capture"]

@@ -19,7 +19,7 @@ import dataclasses
 import gc
 import sys
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING
 
 from tlsprobe.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, UsageError
@@ -261,13 +261,38 @@ def _read_one(name: str, analysis: CaptureAnalysis | Finished, flt: ConnectionFi
     return dataclasses.replace(summary, reported=reported)
 
 
+def _read_all(request: CaptureRequest, opened: Iterator[Opened], output: Output, sinks: _Sinks,
+              args: argparse.Namespace, streaming: bool) -> tuple[bool, bool]:
+    """Every opened capture in turn, until -c N connections were reported: (a capture was
+    damaged, one could not be read)."""
+    from tlsprobe.model.capture import CaptureSummary
+    broken = unreadable = False
+    left = args.count
+    for path, (analysis, error) in zip(request.files, opened):
+        name = "<stdin>" if path == "-" else path
+        if analysis is None:
+            # one line, a JSON record, and the other files are still read (exit 2)
+            print(f"tlsprobe: {shown(f'{name}: {error}')}", file=sys.stderr)
+            unreadable = True
+            summary = CaptureSummary.unreadable(name, error or "")
+        else:
+            summary = _read_one(name, analysis, request.filter, output, sinks,
+                                left, streaming)
+            broken = _warn(name, summary, args.full) or broken
+            left = None if left is None else left - summary.reported
+        sinks.summaries.append(summary)
+        output.capture(summary)
+        if left is not None and left <= 0:
+            break   # -c N connections reported: the other files are not read
+    return broken, unreadable
+
+
 def run(args: argparse.Namespace) -> int:
     """Read every capture in turn. A capture that cannot be read at all (not a capture,
     empty, corrupt gzip, unreadable) is one line on stderr and the others are still read;
     the exit code is then 2 (usage: unreadable file), else 7 when a capture was damaged or
     holds data that was not read (snaplen cuts, packets skipped: what could be read is
     reported), else 0."""
-    from tlsprobe.model.capture import CaptureSummary
     from tlsprobe.report.progress import CaptureBar
     if args.interface:
         return _run_live(args)
@@ -289,8 +314,6 @@ def run(args: argparse.Namespace) -> int:
     sinks = _Sinks(args)
     from tlsprobe.commands.pcap_output import Output
     output = Output(args, sys.stdout, streaming=streaming)
-    broken = unreadable = False
-    left = args.count
     bar = CaptureBar(not args.no_progress and not args.msg and not request.parallel
                      and not request.follow)
     opened = _opened(request, options, bar)
@@ -299,22 +322,8 @@ def run(args: argparse.Namespace) -> int:
     gc.freeze()
     gc.set_threshold(100_000, 50, 100)
     try:
-        for path, (analysis, error) in zip(request.files, opened):
-            name = "<stdin>" if path == "-" else path
-            if analysis is None:
-                # one line, a JSON record, and the other files are still read (exit 2)
-                print(f"tlsprobe: {shown(f'{name}: {error}')}", file=sys.stderr)
-                unreadable = True
-                summary = CaptureSummary.unreadable(name, error or "")
-            else:
-                summary = _read_one(name, analysis, request.filter, output, sinks,
-                                    left, streaming)
-                broken = _warn(name, summary, args.full) or broken
-                left = None if left is None else left - summary.reported
-            sinks.summaries.append(summary)
-            output.capture(summary)
-            if left is not None and left <= 0:
-                break   # -c N connections reported: the other files are not read
+        with pcap_live.interrupted_by_signals(streaming):
+            broken, unreadable = _read_all(request, opened, output, sinks, args, streaming)
     finally:
         opened.close()  # stopped early: the worker processes go too
         bar.stop()

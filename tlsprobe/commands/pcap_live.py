@@ -113,6 +113,27 @@ def stopped_by_signals(capture: LiveCapture) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+@contextmanager
+def interrupted_by_signals(active: bool) -> Iterator[None]:
+    """For a capture still coming (stdin, --follow): Ctrl-C (SIGINT) and SIGTERM raise
+    KeyboardInterrupt, which ends the reading with the summary (exit 0), also where the
+    process was started with SIGINT ignored (a background job of a shell without job
+    control, where Python leaves it ignored) and for SIGTERM, as for a live capture."""
+    if not active:
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def summary_line(summary: CaptureSummary, live: LiveCounts | None, seconds: float) -> str:
     """What a live capture read, on stderr at its end: packets, connections, drops."""
     from tlsprobe.report.offline_tables import plural
@@ -132,5 +153,13 @@ def report_start(capture: LiveCapture) -> None:
           "Ctrl-C stops)", file=sys.stderr, flush=True)
 
 
-__all__ = ["check_live_args", "deadline", "open_live", "report_start",
-           "stopped_by_signals", "streamed_input", "summary_line"]
+__all__ = [
+    "check_live_args",
+    "deadline",
+    "interrupted_by_signals",
+    "open_live",
+    "report_start",
+    "stopped_by_signals",
+    "streamed_input",
+    "summary_line",
+]
