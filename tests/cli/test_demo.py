@@ -145,3 +145,28 @@ def test_an_openssl_that_is_not_openssl_is_refused_before_any_server(run_cli: An
         f"tlsprobe: error: --openssl {missing}: no such file\n")
     assert "no such file on PATH" in _one_line(run_cli("demo", "--openssl",
                                                        "no-such-openssl-anywhere"))
+
+
+def test_the_wait_is_for_the_demo_servers_own_listener() -> None:
+    """Another program listening on the same port at another address (127.0.0.2 here,
+    [::1] alike) is not the demo server, which accepts on 127.0.0.1: the wait goes on
+    (it took such a listener for its server, and the probe then met "connection refused")."""
+    import socket
+    import subprocess
+    import sys
+
+    from tlsprobe.commands.demo import _wait_listening
+    with socket.socket() as other:
+        other.bind(("127.0.0.2", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        quiet = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+        try:
+            assert not _wait_listening(port, quiet, timeout=0.5)
+            with socket.socket() as own:
+                own.bind(("127.0.0.1", port))
+                own.listen()
+                assert _wait_listening(port, quiet, timeout=5.0)
+        finally:
+            quiet.kill()
+            quiet.wait()

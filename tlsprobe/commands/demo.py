@@ -68,18 +68,21 @@ def _self_signed(folder: Path) -> tuple[Path, Path]:
 
 
 def _wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 10.0) -> bool:
+    """Whether the demo server listens on 127.0.0.1:`port` (the address it was told to
+    accept on: a listener of another program on the same port at another address, e.g.
+    [::1] or 0.0.0.0, is not it) before `timeout`."""
     end = time.monotonic() + timeout
-    needle = f":{port:04X} "
+    local = f"0100007F:{port:04X}"   # /proc/net/tcp's spelling of 127.0.0.1:port
     while time.monotonic() < end:
         if proc.poll() is not None:
             return False
-        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-            try:
-                with open(table) as fh:
-                    if any(needle in line and line.split()[3] == "0A" for line in fh):
-                        return True
-            except OSError:
-                pass
+        try:
+            with open("/proc/net/tcp") as fh:
+                if any(fields[1] == local and fields[3] == "0A"
+                       for fields in map(str.split, fh) if len(fields) > 3):
+                    return True
+        except OSError:
+            pass
         time.sleep(0.05)
     return False
 
