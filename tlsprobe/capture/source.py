@@ -64,9 +64,10 @@ CaptureSource = Union[str, "os.PathLike[str]", BinaryIO, Readable]
 _Readable = Readable
 
 
-def _read_fully(stream: _Readable, n: int) -> bytes:
-    """Read up to n bytes, looping over short reads (pipes); fewer only at end of stream."""
-    data = stream.read(n)
+def read_fully(read: Callable[[int], bytes | None], n: int) -> bytes:
+    """Up to n bytes from `read` (a stream's read, or read1), looping over short reads
+    (pipes); fewer only at end of stream."""
+    data = read(n)
     if data is None:  # non-blocking stream with nothing ready: treat as end
         return b""
     if len(data) >= n or not data:
@@ -74,7 +75,7 @@ def _read_fully(stream: _Readable, n: int) -> bytes:
     parts = [data]
     got = len(data)
     while got < n:
-        more = stream.read(n - got)
+        more = read(n - got)
         if not more:
             break
         parts.append(more)
@@ -95,8 +96,8 @@ class _Prefixed:
             head, self._prefix = self._prefix[:n], self._prefix[n:]
             if len(head) == n:
                 return head
-            return head + _read_fully(self._raw, n - len(head))
-        return _read_fully(self._raw, n)
+            return head + read_fully(self._raw.read, n - len(head))
+        return read_fully(self._raw.read, n)
 
     def read1(self, n: int = -1, /) -> bytes:
         """What is there now: the bytes put back first, then one read of the stream."""
@@ -192,7 +193,7 @@ class OpenedSource:
                 return None
             here = raw.tell()
             raw.seek(offset)
-            data = _read_fully(raw, size)
+            data = read_fully(raw.read, size)
             raw.seek(here)
         except (AttributeError, OSError, ValueError):
             return None
@@ -237,12 +238,12 @@ def open_source(source: CaptureSource, head_size: int = 4) -> OpenedSource:
         if not isinstance(name, str):
             name = "<stream>"
     try:
-        first = _read_fully(raw, 2)
+        first = read_fully(raw.read, 2)
         is_gzip = first == b"\x1f\x8b"
         stream: _Readable = _Prefixed(first, raw)
         if is_gzip:
             stream = GunzipStream(stream)
-        head = _read_fully(stream, head_size)
+        head = read_fully(stream.read, head_size)
     except OSError as exc:
         if owned is not None:
             owned.close()

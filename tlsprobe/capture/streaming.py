@@ -25,6 +25,7 @@ import sys
 import time
 
 from tlsprobe.capture.events import CaptureError
+from tlsprobe.capture.source import read_fully
 
 __all__ = ["POLL", "FdStream", "FollowedFile", "open_stdin", "streaming_source"]
 
@@ -79,14 +80,7 @@ class FdStream:
             while chunk := self.read1(1 << 16):
                 parts.append(chunk)
             return b"".join(parts)
-        parts, got = [], 0
-        while got < n:
-            chunk = self.read1(n - got)
-            if not chunk:
-                break
-            parts.append(chunk)
-            got += len(chunk)
-        return b"".join(parts)
+        return read_fully(self.read1, n)
 
     def close(self) -> None:
         if self._owned:

@@ -14,7 +14,7 @@ import argparse
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -105,12 +105,8 @@ def stopped_by_signals(capture: LiveCapture) -> Iterator[None]:
             raise KeyboardInterrupt
         capture.stop()
 
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with _on_stop_signals(stop):
         yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 @contextmanager
@@ -126,12 +122,19 @@ def interrupted_by_signals(active: bool) -> Iterator[None]:
     def interrupt(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
-    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    with _on_stop_signals(interrupt):
+        yield
+
+
+@contextmanager
+def _on_stop_signals(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
+    """`handler` for SIGINT and SIGTERM while the block runs, the previous handlers after."""
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def summary_line(summary: CaptureSummary, live: LiveCounts | None, seconds: float) -> str:
