@@ -19,6 +19,7 @@ with the part that differs; the check passes when there is none. Usage, alone:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -71,7 +72,10 @@ def _events_digest(path: Path, fused: bool) -> str:
                     seen[key] = seen.get(key, 0) + 1
                     if seen[key] == 2 and seen.get((ev.conn.id, 1 - ev.direction), 0) >= 2:
                         events.ignore(ev.conn.id)
-            h.update(repr(sorted(vars(events.stats).items())).encode())
+            # the dataclass's fields, not vars(): a compiled (mypyc) class has no __dict__
+            stats = events.stats
+            h.update(repr(sorted((f.name, getattr(stats, f.name))
+                                 for f in dataclasses.fields(stats))).encode())
     except Exception as exc:  # noqa: BLE001 - the same failure on both sides is equal
         h.update(f"error {type(exc).__name__}: {exc}".encode())
     finally:

@@ -81,6 +81,8 @@ XDIST_GROUPS = {
     "tests/report/test_survey_charts.py": "report-html",
     "tests/report/test_report_html_targets.py": "report-html",
     "tests/project/test_packaging.py": "packaging",
+    # the compiled wheel built once (mypyc: a minute or more of CPU) for its three tests
+    "tests/project/test_compiled.py": "compiled",
 }
 
 

@@ -92,13 +92,16 @@ def dists(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("dists")
     src, out = base / "src", base / "out"
     src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "setup.py", "MANIFEST.in"):
         shutil.copy2(REPO / name, src / name)
+    shutil.copytree(REPO / "build_backend", src / "build_backend",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     shutil.copytree(REPO / "tlsprobe", src / "tlsprobe",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     done = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir",
                            str(out), str(src)], capture_output=True, text=True, timeout=300,
-                          cwd=base)
+                          cwd=base, env={k: v for k, v in os.environ.items()
+                                         if k != "TLSPROBE_COMPILE"})
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     wheels, sdists = list(out.glob("*.whl")), list(out.glob("*.tar.gz"))
     assert len(wheels) == len(sdists) == 1, sorted(p.name for p in out.iterdir())
@@ -121,6 +124,9 @@ def test_wheel_holds_the_package_its_data_and_entry_point(dists: dict[str, Path]
                      and n.endswith(".schema.json"))
     assert len(schemas) == len(list((REPO / "tlsprobe/data/schemas").glob("*.schema.json"))) >= 7
     assert sorted(n for n in names if not n.startswith(PACKAGE_ONLY)) == []  # no tests/
+    # without TLSPROBE_COMPILE=1 the package is pure Python (tests/project/test_compiled.py
+    # builds the other one)
+    assert [n for n in names if n.endswith((".so", ".pyd"))] == []
     scripts = configparser.ConfigParser()
     scripts.read_string(entry_points)
     assert dict(scripts["console_scripts"]) == {"tlsprobe": "tlsprobe.cli:main"}
@@ -169,5 +175,7 @@ def test_the_wheel_runs_from_its_own_files(dists: dict[str, Path], tmp_path: Pat
 def test_sdist_holds_the_sources(dists: dict[str, Path]) -> None:
     with tarfile.open(dists["sdist"]) as sdist:
         names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
-    assert {"pyproject.toml", "README.md", "PKG-INFO"} <= names
+    # the build backend and the optional compiled fast path's build travel with the sources
+    assert {"pyproject.toml", "README.md", "PKG-INFO", "setup.py", "build_backend/tlsprobe_build.py",
+            "build_backend/compiled_modules.txt"} <= names
     assert sorted(_package_files() - names) == []

@@ -148,13 +148,25 @@ def add_trust_arguments(g: argparse._ArgumentGroup) -> None:
                    "chain and host name (the report says the check was skipped)")
 
 
+class _Version(argparse.Action):
+    """--version: the version and which build runs (tlsprobe.buildinfo), worked out only
+    when asked for (it looks at the package's files)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        from tlsprobe.buildinfo import version_line
+        sys.stdout.write(version_line() + "\n")
+        parser.exit()
+
+
 def command_parser(module: ModuleType, prog: str) -> ArgumentParser:
     """The parser of a command module (`add_arguments(parser)`; its docstring's first line
     is the description), with --version."""
-    from tlsprobe._version import __version__
     parser = ArgumentParser(prog=prog, description=(module.__doc__ or "").strip().split("\n")[0],
                             formatter_class=HelpFormatter)
-    parser.add_argument("--version", action="version", version=f"tlsprobe {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="print the version and the build (pure Python or compiled), "
+                             "and exit")
     module.add_arguments(parser)
     return parser
 

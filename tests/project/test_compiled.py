@@ -1,0 +1,144 @@
+"""The optional compiled fast path (issue 35), tested both ways.
+
+`TLSPROBE_COMPILE=1 pip install .` compiles the modules listed in
+build_backend/compiled_modules.txt with mypyc (build_backend/tlsprobe_build.py, setup.py);
+the default install, and the rest of this suite, run the pure-Python sources. Here the
+compiled wheel is built once (python -m build --no-isolation, with this environment's mypy,
+setuptools and wheel: the test extra lists them), unpacked, and:
+
+* every listed module is imported from its C extension, nothing of mypy is needed at run
+  time, and `tlsprobe --version` names the build;
+* the compiled copy and the sources give the same capture-layer events and the same
+  `tlsprobe pcap` table, `--jsonl` and `--stats` on every capture of the project and of the
+  third-party corpus (benchmarks/pcap_equal.py's digests, each tree in a process of its own);
+* a build without a working C compiler stops with one line saying what it needs.
+
+CI installs the compiler and Python's headers (.ci/run: gcc, python3-dev); without them the
+build fails here with the build's own message, not a skip.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from importlib.machinery import EXTENSION_SUFFIXES
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED = Path(os.environ.get("TLSPROBE_SHARED", REPO.parent / "shared"))
+SOURCES = ("pyproject.toml", "README.md", "setup.py", "MANIFEST.in")
+
+
+def listed_modules() -> list[str]:
+    """The module names build_backend/compiled_modules.txt lists."""
+    lines = (REPO / "build_backend" / "compiled_modules.txt").read_text().splitlines()
+    files = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    return [f.removesuffix(".py").replace("/", ".") for f in files]
+
+
+def _copy_sources(into: Path) -> Path:
+    into.mkdir()
+    for name in SOURCES:
+        shutil.copy2(REPO / name, into / name)
+    for folder in ("build_backend", "tlsprobe"):
+        shutil.copytree(REPO / folder, into / folder,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.so"))
+    return into
+
+
+def _build(src: Path, out: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CC")}
+    return subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation",
+                           "--outdir", str(out), str(src)], check=False, capture_output=True, text=True,
+                          timeout=1200, cwd=src.parent, env={**environ, **env})
+
+
+@pytest.fixture(scope="module")
+def compiled_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The compiled wheel, built from a copy of the sources and unpacked."""
+    base = tmp_path_factory.mktemp("compiled")
+    done = _build(_copy_sources(base / "src"), base / "out", TLSPROBE_COMPILE="1")
+    assert done.returncode == 0, ("the compiled build failed (it needs gcc and python3-dev, "
+                                  "which .ci/run installs):\n" + (done.stdout + done.stderr)[-3000:])
+    (wheel,) = (base / "out").glob("*.whl")
+    site = base / "site"
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(site)
+    return site
+
+
+def _env(site: Path) -> dict[str, str]:
+    return {**{k: v for k, v in os.environ.items() if k != "PYTHONPYCACHEPREFIX"},
+            "PYTHONPATH": str(site), "TLSPROBE_SHARED": str(SHARED)}
+
+
+_IMPORTS = """\
+import importlib, json, sys
+names = sys.argv[1:]
+files = {name: importlib.import_module(name).__file__ for name in names}
+import tlsprobe.cli
+print(json.dumps({"files": files, "mypy": sorted(m for m in sys.modules
+                  if m.split(".")[0] in ("mypy", "mypyc", "librt", "mypy_extensions"))}))
+"""
+
+
+def test_the_listed_modules_run_compiled_and_need_nothing_of_mypy(compiled_site: Path,
+                                                                  tmp_path: Path) -> None:
+    names = listed_modules()
+    assert names, "build_backend/compiled_modules.txt lists no module"
+    done = subprocess.run([sys.executable, "-c", _IMPORTS, *names], check=False, capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path, env=_env(compiled_site))
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout)
+    not_compiled = {name: path for name, path in seen["files"].items()
+                    if not path.startswith(str(compiled_site))
+                    or not path.endswith(tuple(EXTENSION_SUFFIXES))}
+    assert not_compiled == {}
+    assert seen["mypy"] == []
+    version = subprocess.run([sys.executable, "-m", "tlsprobe", "--version"],
+                             check=False, capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                             env=_env(compiled_site))
+    assert version.returncode == 0 and version.stderr == ""
+    assert version.stdout.endswith(f"(compiled fast path: {len(names)} modules)\n")
+
+
+def _digests(tree: Path, captures: list[Path]) -> dict[str, dict[str, str]]:
+    """benchmarks/pcap_equal.py's digests with `tree`'s tlsprobe first on the path."""
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "pcap_equal.py"),
+                           "--digests", *map(str, captures)], check=False, capture_output=True, text=True,
+                          timeout=1200, cwd=tree, env=_env(tree))
+    assert done.returncode == 0, done.stderr[-3000:]
+    answer: dict[str, dict[str, str]] = json.loads(done.stdout)
+    return answer
+
+
+def test_compiled_and_pure_give_the_same_events_and_outputs_on_every_capture(
+        compiled_site: Path) -> None:
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        from pcap_equal import corpus
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    captures = corpus()
+    third_party = [p for p in captures if SHARED in p.parents]
+    assert third_party, (f"the third-party captures are not at {SHARED}/captures (set "
+                         f"TLSPROBE_SHARED to the folder that holds captures/)")
+    compiled, pure = _digests(compiled_site, captures), _digests(REPO, captures)
+    differ = {path: [part for part in pure[path] if pure[path][part] != compiled[path][part]]
+              for path in pure}
+    assert {path: parts for path, parts in differ.items() if parts} == {}
+    assert len(pure) == len(captures) >= 200
+
+
+def test_a_build_without_a_compiler_says_what_it_needs(tmp_path: Path) -> None:
+    done = _build(_copy_sources(tmp_path / "src"), tmp_path / "out", TLSPROBE_COMPILE="1",
+                  CC=str(tmp_path / "no-such-compiler"))
+    assert done.returncode != 0
+    assert "TLSPROBE_COMPILE=1: compiling the fast path failed" in done.stderr + done.stdout
+    assert "gcc python3-dev" in done.stderr + done.stdout
+    assert not list((tmp_path / "out").glob("*.whl"))
