@@ -18,6 +18,7 @@ build fails here with the build's own message, not a skip.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -29,8 +30,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.shared_data import captures_dir, shared_root
+
 REPO = Path(__file__).resolve().parents[2]
-SHARED = Path(os.environ.get("TLSPROBE_SHARED", REPO.parent / "shared"))
 SOURCES = ("pyproject.toml", "README.md", "setup.py", "MANIFEST.in")
 
 
@@ -74,7 +76,7 @@ def compiled_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _env(site: Path) -> dict[str, str]:
     return {**{k: v for k, v in os.environ.items() if k != "PYTHONPYCACHEPREFIX"},
-            "PYTHONPATH": str(site), "TLSPROBE_SHARED": str(SHARED)}
+            "PYTHONPATH": str(site), "TLSPROBE_SHARED": str(shared_root())}
 
 
 _IMPORTS = """\
@@ -119,14 +121,14 @@ def _digests(tree: Path, captures: list[Path]) -> dict[str, dict[str, str]]:
 
 def test_compiled_and_pure_give_the_same_events_and_outputs_on_every_capture(
         compiled_site: Path) -> None:
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        from pcap_equal import corpus
-    finally:
-        sys.path.remove(str(REPO / "benchmarks"))
-    captures = corpus()
-    third_party = [p for p in captures if SHARED in p.parents]
-    assert third_party, (f"the third-party captures are not at {SHARED}/captures (set "
+    spec = importlib.util.spec_from_file_location("pcap_equal",
+                                                  REPO / "benchmarks" / "pcap_equal.py")
+    assert spec is not None and spec.loader is not None
+    pcap_equal = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pcap_equal)
+    captures = pcap_equal.corpus()
+    third_party = [p for p in captures if captures_dir() in p.parents]
+    assert third_party, (f"the third-party captures are not at {captures_dir()} (set "
                          f"TLSPROBE_SHARED to the folder that holds captures/)")
     compiled, pure = _digests(compiled_site, captures), _digests(REPO, captures)
     differ = {path: [part for part in pure[path] if pure[path][part] != compiled[path][part]]
