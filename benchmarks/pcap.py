@@ -53,7 +53,11 @@ capture of --flows SYN-only flows (1M; target under 150 MB peak RSS) and capture
 32,000; target: CPU time linear in N), each beside tshark on the same file: CPU time, peak
 RSS and their ratios. --skip-throughput runs only these, --flows 0 --shuffled skips them.
 
-Usage: python3 benchmarks/pcap.py [--packets N] [--pcap PATH] [--keep] [--no-tshark]
+--compiled also builds the optional compiled fast path (benchmarks/compiled_tree.py: the
+wheel TLSPROBE_COMPILE=1 pip install . would install) and runs every tlsprobe command of the
+rounds a second time with it ("[compiled]"), with its own CPU ratios and two-process figures.
+
+Usage: python3 benchmarks/pcap.py [--packets N] [--pcap PATH] [--keep] [--no-tshark] [--compiled]
                                   [--repeat N] [--flows N] [--shuffled N ...]
                                   [--skip-throughput] [--short N] [--short-pcap PATH]
                                   [--profile] [--equal REV]
@@ -167,11 +171,12 @@ def write_capture(path: Path, flows: list[list[tuple[float, bytes]]], packets: i
     return written, copy
 
 
-def child_env(pycache: Path) -> dict[str, str]:
-    """The environment of the tlsprobe runs: the project on the path and its bytecode
-    compiled beforehand into `pycache` (as an installed package has it: pip compiles on
-    install), whatever PYTHONDONTWRITEBYTECODE says here."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONPYCACHEPREFIX=str(pycache))
+def child_env(pycache: Path, tree: Path = ROOT) -> dict[str, str]:
+    """The environment of the tlsprobe runs: the project (or the tlsprobe package in `tree`:
+    the compiled build) on the path and its bytecode compiled beforehand into `pycache` (as
+    an installed package has it: pip compiles on install), whatever PYTHONDONTWRITEBYTECODE
+    says here."""
+    env = dict(os.environ, PYTHONPATH=str(tree), PYTHONPYCACHEPREFIX=str(pycache))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
@@ -179,7 +184,8 @@ def child_env(pycache: Path) -> dict[str, str]:
 def compile_project(env: dict[str, str]) -> None:
     """Compile the project, then run it once on a small recorded capture so that the
     modules it imports from the standard library and site-packages are cached too."""
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "tlsprobe")],
+    subprocess.run([sys.executable, "-m", "compileall", "-q",
+                    str(Path(env["PYTHONPATH"]) / "tlsprobe")],
                    env=env, check=True, stdout=subprocess.DEVNULL)
     subprocess.run([sys.executable, "-m", "tlsprobe", "pcap", "--no-progress", "--jsonl",
                     "--stats", str(SEEDS / "tls12_x25519.pcap")], env=env, check=False,
@@ -223,10 +229,16 @@ def main() -> int:
                     "--stats` on each capture (cProfile: calls per packet, top functions)")
     ap.add_argument("--equal", metavar="REV", help="check that the events and outputs are "
                     "those of git revision REV on every capture (exit 1 if not)")
+    ap.add_argument("--compiled", action="store_true", help="also measure the optional "
+                    "compiled fast path (TLSPROBE_COMPILE=1's build, made here by "
+                    "benchmarks/compiled_tree.py) in the same rounds, with its own ratios")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="tlsprobe-bench-pcap-"))
     measured: list[Path] = []
     try:
+        if args.compiled:
+            from compiled_tree import build_compiled
+            args.compiled_site = build_compiled(tmp / "compiled")
         if not args.skip_throughput:
             path = Path(args.pcap) if args.pcap else tmp / "big.pcap"
             if not path.exists():
@@ -275,12 +287,20 @@ def throughput(args: argparse.Namespace, tmp: Path, path: Path) -> None:
     """The table, --stats and --jsonl on a big capture of real handshakes, beside tshark."""
     packets = sum(1 for _ in read_packets(str(path)))
     tlsprobe = [sys.executable, "-m", "tlsprobe", "pcap", "--no-progress", str(path)]
-    runs = [("tlsprobe pcap (table)", tlsprobe),
+    ours = [("tlsprobe pcap (table)", tlsprobe),
             ("tlsprobe pcap --stats", tlsprobe + ["--stats"]),
             ("tlsprobe pcap --jsonl", tlsprobe + ["--jsonl"]),
             ("tlsprobe --jobs 1 (table)", tlsprobe + ["--jobs", "1"]),
             ("tlsprobe --jobs 1 --jsonl", tlsprobe + ["--jobs", "1", "--jsonl"]),
             ("tlsprobe --jobs 1 --stats", tlsprobe + ["--jobs", "1", "--stats"])]
+    runs = list(ours)
+    envs = {label: child_env(tmp / "pycache") for label, _ in runs}
+    site = getattr(args, "compiled_site", None)
+    if site is not None:   # the compiled build: same commands, its package on the path
+        for label, cmd in ours:
+            runs.append((label + COMPILED, cmd))
+            envs[label + COMPILED] = child_env(tmp / "pycache-compiled", site)
+        compile_project(envs[ours[0][0] + COMPILED])
     tshark = shutil.which("tshark")
     if tshark and not args.no_tshark:
         runs += [("tshark ciphersuite", [tshark, "-r", str(path), "-Y",
@@ -299,7 +319,7 @@ def throughput(args: argparse.Namespace, tmp: Path, path: Path) -> None:
     load_before = os.getloadavg()
     for _ in range(args.repeat):
         for label, cmd in runs:
-            by_label[label].append(run_child(cmd, tmp / "out.txt", env))
+            by_label[label].append(run_child(cmd, tmp / "out.txt", envs.get(label, env)))
     load_after = os.getloadavg()
     rows = []
     for label, _cmd in runs:
@@ -308,15 +328,15 @@ def throughput(args: argparse.Namespace, tmp: Path, path: Path) -> None:
                      results[-1][2], median(r[3] for r in results)))
     print(f"\n{path.name}: {packets} packets, {args.repeat} rounds, load average "
           f"{load_before[0]:.2f} before, {load_after[0]:.2f} after ({os.cpu_count()} CPUs)")
-    print(f"{'run':<26} {'seconds':>8} {'CPU s':>7} {'packets/s':>11} {'peak RSS':>10} "
+    print(f"{'run':<37} {'seconds':>8} {'CPU s':>7} {'packets/s':>11} {'peak RSS':>10} "
           f"{'lines':>8}")
     for label, wall, rss, lines, cpu in rows:
-        print(f"{label:<26} {wall:>8.2f} {cpu:>7.2f} {packets / wall:>11,.0f} "
+        print(f"{label:<37} {wall:>8.2f} {cpu:>7.2f} {packets / wall:>11,.0f} "
               f"{rss / 1024:>8.1f}M {lines:>8}")
     if args.repeat > 1:
         print("CPU seconds of each round:")
         for label, _cmd in runs:
-            print(f"  {label:<26} " + " ".join(f"{r[3]:.2f}" for r in by_label[label]))
+            print(f"  {label:<37} " + " ".join(f"{r[3]:.2f}" for r in by_label[label]))
     ours = [r for r in rows if r[0].startswith("tlsprobe")]
     theirs = [r for r in rows if r[0].startswith("tshark")]
     if theirs:
@@ -326,7 +346,7 @@ def throughput(args: argparse.Namespace, tmp: Path, path: Path) -> None:
         print("\nagainst the faster tshark run (target: >= 4x throughput, <= 1/5 memory)")
         for label, wall, rss, _, cpu in ours:
             speed, memory = fastest_tshark / wall, least_tshark / rss
-            print(f"  {label:<26} {speed:4.1f}x throughput ({least_cpu / cpu:.1f}x in CPU) "
+            print(f"  {label:<37} {speed:4.1f}x throughput ({least_cpu / cpu:.1f}x in CPU) "
                   f"({'met' if speed >= 4 else 'NOT met'}), 1/{memory:.1f} of the memory "
                   f"({'met' if memory >= 5 else 'NOT met'})")
         if args.repeat > 1:
@@ -336,12 +356,16 @@ def throughput(args: argparse.Namespace, tmp: Path, path: Path) -> None:
             for label, *_ in ours:
                 ratios = [min(by_label[t[0]][i][0] for t in theirs) / by_label[label][i][0]
                           for i in range(args.repeat)]
-                print(f"  {label:<26} " + " ".join(f"{r:.1f}x" for r in ratios)
+                print(f"  {label:<37} " + " ".join(f"{r:.1f}x" for r in ratios)
                       + f"  (median {median(ratios):.1f}x)")
         cpu_ratios(by_label, [t[0] for t in theirs])
     two_processes(by_label)
     if args.profile:
         profile(path, env)
+
+
+# the label suffix of the compiled build's runs (--compiled)
+COMPILED = " [compiled]"
 
 
 def cpu_ratios(by_label: dict[str, list[tuple[float, int, int, float]]],
@@ -361,7 +385,7 @@ def cpu_ratios(by_label: dict[str, list[tuple[float, int, int, float]]],
                      for i in range(rounds)]
         ratio = least / cpu
         verdict = "stretch met" if ratio >= 8 else "met" if ratio >= 5 else "NOT met"
-        print(f"  {label:<26} {ratio:4.1f}x in CPU ({cpu:.2f} s against {least:.2f} s), "
+        print(f"  {label:<37} {ratio:4.1f}x in CPU ({cpu:.2f} s against {least:.2f} s), "
               f"{least_wall / wall:4.1f}x in wall time; rounds "
               + " ".join(f"{r:.1f}x" for r in per_round)
               + f" (median {median(per_round):.1f}x) ({verdict})")
@@ -370,16 +394,19 @@ def cpu_ratios(by_label: dict[str, list[tuple[float, int, int, float]]],
 def two_processes(by_label: dict[str, list[tuple[float, int, int, float]]]) -> None:
     """Issue 35: the CPU time of the default two processes over that of one (--jobs 1)
     for the same output, from the medians and round by round."""
-    pairs = [("table", "tlsprobe pcap (table)", "tlsprobe --jobs 1 (table)"),
-             ("--jsonl", "tlsprobe pcap --jsonl", "tlsprobe --jobs 1 --jsonl"),
-             ("--stats", "tlsprobe pcap --stats", "tlsprobe --jobs 1 --stats")]
+    pairs = [(name + build, two + build, one + build)
+             for build in ("", COMPILED) if "tlsprobe pcap (table)" + build in by_label
+             for name, two, one in (
+                 ("table", "tlsprobe pcap (table)", "tlsprobe --jobs 1 (table)"),
+                 ("--jsonl", "tlsprobe pcap --jsonl", "tlsprobe --jobs 1 --jsonl"),
+                 ("--stats", "tlsprobe pcap --stats", "tlsprobe --jobs 1 --stats"))]
     print("two processes (the default) against one, CPU time in all (issue 35 target: at "
           "most 15 % more)")
     for name, two, one in pairs:
         a, b = by_label[two], by_label[one]
         extra = median(r[3] for r in a) / median(r[3] for r in b) - 1
         rounds = [x[3] / y[3] - 1 for x, y in zip(a, b, strict=True)]
-        print(f"  {name:<8} {extra:+6.1%} CPU, wall {median(r[0] for r in a):.2f} s against "
+        print(f"  {name:<19} {extra:+6.1%} CPU, wall {median(r[0] for r in a):.2f} s against "
               f"{median(r[0] for r in b):.2f} s; rounds "
               + " ".join(f"{r:+.0%}" for r in rounds)
               + f" ({'met' if extra <= 0.15 else 'NOT met'})")

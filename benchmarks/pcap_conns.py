@@ -46,7 +46,8 @@ from pathlib import Path
 from statistics import median
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+if sys.argv[1:2] != ["--in-process"]:   # --compiled's child: PYTHONPATH's package first
+    sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from pcap_flows import _frame, _header, _write, run_measured
@@ -206,10 +207,14 @@ def in_process(path: Path, n: int, profile: bool) -> None:
             stats.sort_stats("tottime").print_stats(12)
 
 
+#: where the measured tlsprobe package is (--compiled: the compiled build's unpacked wheel)
+TREE = [ROOT]
+
+
 def measured(cmds: dict[str, list[str]], tmp: Path, rounds: int) -> dict[str, list[tuple[
         float, float, int, int]]]:
     """Each command once per round, in turn: (wall, CPU, peak KiB, lines) per round."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(TREE[0]))
     out: dict[str, list[tuple[float, float, int, int]]] = {k: [] for k in cmds}
     for _ in range(rounds):
         for key, cmd in cmds.items():
@@ -229,11 +234,17 @@ def main() -> int:
                     "('' to skip it)")
     ap.add_argument("--dense", type=int, default=200_000,
                     help="packets of the dense capture of that comparison")
+    ap.add_argument("--compiled", action="store_true", help="measure the optional compiled "
+                    "fast path (built here by benchmarks/compiled_tree.py) instead of the "
+                    "sources; the in-process part then runs in a child with it on the path")
     args = ap.parse_args()
     n = args.connections
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="pcap_conns_"))
     tmp.mkdir(parents=True, exist_ok=True)
     try:
+        if args.compiled:
+            from compiled_tree import build_compiled
+            TREE[0] = build_compiled(tmp / "compiled")
         short, hello, empty = tmp / "short.pcap", tmp / "hello_only.pcap", tmp / "empty.pcap"
         if not short.exists():
             write_short(short, n)
@@ -267,8 +278,13 @@ def main() -> int:
             elif key == "tshark short":
                 per = f"{cpu / n * 1e6:.1f} us (tshark, start-up included)"
             print(f"{key:<22} {cpu:>7.2f} {wall:>7.2f} {peak / 1024:>8.1f} {lines:>8}  {per}")
-        print("in-process analysis of the short connections:")
-        in_process(short, n, args.profile)
+        print("in-process analysis of the short connections"
+              + (" (compiled build)" if args.compiled else "") + ":")
+        if args.compiled:   # the same loop, in a child with the compiled package first
+            subprocess.run([sys.executable, __file__, "--in-process", str(short), str(n)],
+                           check=True, env=dict(os.environ, PYTHONPATH=str(TREE[0])))
+        else:
+            in_process(short, n, args.profile)
         if args.corpus:
             print("cost per packet, third-party corpus against a dense capture:")
             per_packet(args, tmp, empty)
@@ -279,4 +295,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--in-process"]:
+        in_process(Path(sys.argv[2]), int(sys.argv[3]), False)
+        raise SystemExit(0)
     raise SystemExit(main())
