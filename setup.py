@@ -18,6 +18,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "build_backend"))
 from tlsprobe_build import COMPILE, EDITABLE, compile_requested
 
 ROOT = Path(__file__).resolve().parent
+# the setup.py commands that build (PEP 517's build_wheel runs bdist_wheel); the others
+# (egg_info, dist_info: requirements and metadata) need no extension
+BUILDING = {"bdist_wheel", "build", "build_ext", "install", "develop"}
 NEEDS = ("a C compiler and Python's headers (Debian: apt-get install gcc python3-dev); "
          f"without {COMPILE}=1, `pip install .` installs the pure-Python package")
 
@@ -44,6 +47,8 @@ def ext_modules() -> list[object]:
     """mypyc's extensions for the listed modules, or none (pure Python)."""
     if not compile_requested() or os.environ.get(EDITABLE):
         return []
+    if not BUILDING.intersection(sys.argv[1:]):
+        return []   # asked for requirements or metadata only: mypy may not be there yet
     try:
         from mypyc.build import mypycify
     except ImportError as exc:
