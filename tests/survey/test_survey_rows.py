@@ -74,7 +74,7 @@ def test_rows_wait_in_rows_files_until_the_parquet_files_are_written(tmp_path, m
     rnd = random.Random(36)
     rows = [{name: _value(kind, rnd) for name, kind in COLUMNS} for _ in range(40)]
     for i, row in enumerate(rows, 1):
-        row.update(index=i, error_kind="network")     # the summary reads them as such
+        row.update(index=i, error_kind="network", host=None)    # host: null in every row
     monkeypatch.setattr(store, "row_for", lambda report, shard, started: report.row)
     target = Target("127.0.0.1", 443)
     shards = [Shard(0, tuple((i, target) for i in range(1, 41))), Shard(1, ((41, target),))]
@@ -95,5 +95,6 @@ def test_rows_wait_in_rows_files_until_the_parquet_files_are_written(tmp_path, m
     sink = pa.BufferOutputStream()
     pq.write_table(pa.Table.from_pylist(rows, schema=schema()), sink)
     assert (tmp_path / "shard-00000.parquet").read_bytes() == sink.getvalue().to_pybytes()
+    assert pq.read_table(tmp_path / "shard-00000.parquet").to_pylist() == rows
     assert summarize(str(tmp_path))["shards_done"] == 1
     assert resumed.write_parquet() == 0

