@@ -10,7 +10,9 @@ processes forked from it, no Dask: survey/local.py), or on an existing Dask clus
 DIR gets per shard shard-NNNNN.parquet (one row per target, every audit result a column;
 schema in tlsprobe/survey/rows.py), and, under names the Parquet readers skip,
 _manifest.json and _jsonl/shard-NNNNN.jsonl (scan --json objects): pd.read_parquet(DIR)
-reads the folder. Running the same command again resumes with the shards not yet written
+reads the folder. While the audits run a shard's rows wait in _rows/shard-NNNNN.jsonl;
+the Parquet files are written from them once the workers are stopped (also when the run
+is interrupted or fails), so pyarrow is never in memory beside the workers. Running the same command again resumes with the shards not yet written
 (also a folder of an older tlsprobe with manifest.json); DIR holding a survey of other
 arguments is an error.
 
@@ -208,6 +210,7 @@ def _survey(args: argparse.Namespace, request: SurveyRequest, pool: Pool | None)
 
 def _finished_paragraph(directory: str, seconds: float) -> None:
     """Where the output is and what it holds, on stdout once the run is done."""
+    _need_pyarrow()     # imported by the Parquet files' writing, unless none was left
     from tlsprobe.report.escape import shown
     from tlsprobe.survey.summary import paragraph, summarize
     sys.stdout.write(paragraph(summarize(directory), shown(directory), seconds))
