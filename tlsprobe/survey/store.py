@@ -37,7 +37,7 @@ from typing import Any
 from tlsprobe._version import __version__
 from tlsprobe.errors import UsageError
 from tlsprobe.model.audit import AuditReport
-from tlsprobe.survey.rows import row_for, schema
+from tlsprobe.survey.rows import Row, row_for, schema
 from tlsprobe.survey.targets import Shard
 
 MANIFEST = "_manifest.json"
@@ -67,7 +67,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-def rows_data(rows: list[dict[str, Any]]) -> bytes:
+def rows_data(rows: list[Row]) -> bytes:
     """The rows as JSON lines: what `_rows` files hold and pyarrow's JSON reader reads. A
     column whose value is null is left out (the reader, given the schema, makes it null):
     most columns of a row are null (checks not run), and the file is a third of the size
@@ -76,7 +76,7 @@ def rows_data(rows: list[dict[str, Any]]) -> bytes:
                    for row in rows).encode()
 
 
-def arrow_table(rows: list[dict[str, Any]]) -> Any:
+def arrow_table(rows: list[Row]) -> Any:
     """The rows as a pyarrow Table of the survey's schema (`rows_table` of their JSON lines)."""
     return rows_table(rows_data(rows))
 
