@@ -90,8 +90,8 @@ def test_rows_wait_in_rows_files_until_the_parquet_files_are_written(tmp_path, m
     summary = summarize(str(tmp_path))
     assert (summary["shards_done"], summary["targets"]) == (1, 40)
 
-    assert resumed.write_parquet() == 1
-    assert list((tmp_path / store.ROWS_DIR).iterdir()) == []
+    assert resumed.pending() == 1 and resumed.write_parquet() == 1
+    assert resumed.pending() == 0 and list((tmp_path / store.ROWS_DIR).iterdir()) == []
     sink = pa.BufferOutputStream()
     pq.write_table(pa.Table.from_pylist(rows, schema=schema()), sink)
     assert (tmp_path / "shard-00000.parquet").read_bytes() == sink.getvalue().to_pybytes()

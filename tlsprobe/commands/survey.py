@@ -59,6 +59,8 @@ if TYPE_CHECKING:
     from tlsprobe.survey.targets import Shard
 
 DEFAULT_CHECKS = "groups,pq"
+#: the Parquet files left to write at a run's end (about 10 ms each) from which a line says so
+PENDING_SHOWN = 100
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -197,6 +199,9 @@ def _survey(args: argparse.Namespace, request: SurveyRequest, pool: Pool | None)
         raise
     if pool is not None:
         pool.stop()     # the Parquet files are written, and read, without them
+    if not args.no_progress and out.pending() >= PENDING_SHOWN:
+        print(f"tlsprobe survey: writing the Parquet files of {out.pending()} shards",
+              file=sys.stderr)
     with written_to("--out", request.out):
         out.write_parquet()
     _finished_paragraph(request.out, time.monotonic() - began)

@@ -209,6 +209,10 @@ class SurveyDir:
                 time.monotonic() - self._written >= MANIFEST_EVERY:
             self._write_manifest(self._identity, self._arguments, self._shards, self._done)
 
+    def pending(self) -> int:
+        """The shards whose rows wait in `_rows` for `write_parquet`."""
+        return sum(1 for _ in (self.path / ROWS_DIR).glob("shard-*.jsonl"))
+
     def write_parquet(self) -> int:
         """Every `_rows` file as its shard's Parquet file (atomically; the `_rows` file
         removed once it is in place), in shard order; the number written. Imports pyarrow
