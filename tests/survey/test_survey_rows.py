@@ -98,3 +98,15 @@ def test_rows_wait_in_rows_files_until_the_parquet_files_are_written(tmp_path, m
     assert pq.read_table(tmp_path / "shard-00000.parquet").to_pylist() == rows
     assert summarize(str(tmp_path))["shards_done"] == 1
     assert resumed.write_parquet() == 0
+
+
+def test_a_rows_file_of_another_schema_is_one_usage_error(tmp_path):
+    """A `_rows` file the schema does not read (left by a killed run of another tlsprobe
+    version) stops the conversion with one line naming it, never a pyarrow traceback."""
+    from tlsprobe.errors import UsageError
+    from tlsprobe.survey import store
+    (tmp_path / store.ROWS_DIR).mkdir()
+    (tmp_path / store.ROWS_DIR / "shard-00003.jsonl").write_text('{"index": 1, "gone": 2}\n')
+    with pytest.raises(UsageError, match=r"shard-00003\.jsonl: not a survey rows file of "
+                       r"this tlsprobe .*remove it to survey its shard again"):
+        store.SurveyDir(str(tmp_path)).write_parquet()

@@ -224,7 +224,12 @@ class SurveyDir:
         pq, pa = parquet_without_numpy(), pyarrow()
         for rows in pending:
             sink = pa.BufferOutputStream()
-            pq.write_table(rows_table(rows.read_bytes()), sink)
+            try:
+                table = rows_table(rows.read_bytes())
+            except (ValueError, TypeError) as exc:     # pyarrow's ArrowInvalid and kin
+                raise UsageError(f"{rows}: not a survey rows file of this tlsprobe ({exc}): "
+                                 "remove it to survey its shard again") from None
+            pq.write_table(table, sink)
             _atomic_write(self.path / f"{rows.stem}.parquet", sink.getvalue().to_pybytes())
             rows.unlink()
         return len(pending)
