@@ -4,6 +4,7 @@ value for value, for every column type and the awkward values (floats, int bound
 beyond ASCII, nulls inside lists and structs)."""
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -48,3 +49,64 @@ def test_arrow_table_is_from_pylist_value_for_value():
 def test_arrow_table_of_no_rows_is_empty_with_the_schema():
     got = arrow_table([])
     assert got.num_rows == 0 and got.schema.equals(schema())
+
+
+class _Audited:
+    """What SurveyDir.write_shard reads of a report (its row comes from `row_for`, patched)."""
+
+    def __init__(self, index: int, row: dict[str, Any]) -> None:
+        self.index, self.row = index, row
+
+    def to_json(self) -> str:
+        return json.dumps({"index": self.index})
+
+
+def test_rows_wait_in_rows_files_until_the_parquet_files_are_written(tmp_path, monkeypatch):
+    """A shard done is its `_rows` file (no pyarrow while the workers run): counted done by
+    a resumed run and by `survey summary`, then written as the Parquet file the rows make
+    through Table.from_pylist, byte for byte."""
+    import pyarrow.parquet as pq
+
+    from tlsprobe.net.tcp import Target
+    from tlsprobe.survey import store
+    from tlsprobe.survey.summary import summarize
+    from tlsprobe.survey.targets import Shard
+    rnd = random.Random(36)
+    rows = [{name: _value(kind, rnd) for name, kind in COLUMNS} for _ in range(40)]
+    for i, row in enumerate(rows, 1):
+        row.update(index=i, error_kind="network", host=None)    # host: null in every row
+    monkeypatch.setattr(store, "row_for", lambda report, shard, started: report.row)
+    target = Target("127.0.0.1", 443)
+    shards = [Shard(0, tuple((i, target) for i in range(1, 41))), Shard(1, ((41, target),))]
+    out = store.SurveyDir(str(tmp_path))
+    out.prepare()
+    identity = {"targets": 41}
+    assert out.start(identity, {}, shards) == set()
+    out.write_shard(shards[0], [(_Audited(i, row), 0.0) for i, row in enumerate(rows, 1)])
+    assert list(tmp_path.glob("*.parquet")) == []
+    assert [p.name for p in (tmp_path / store.ROWS_DIR).iterdir()] == ["shard-00000.jsonl"]
+    resumed = store.SurveyDir(str(tmp_path))
+    assert resumed.start(identity, {}, shards) == {"shard-00000"}
+    summary = summarize(str(tmp_path))
+    assert (summary["shards_done"], summary["targets"]) == (1, 40)
+
+    assert resumed.pending() == 1 and resumed.write_parquet() == 1
+    assert resumed.pending() == 0 and list((tmp_path / store.ROWS_DIR).iterdir()) == []
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema()), sink)
+    assert (tmp_path / "shard-00000.parquet").read_bytes() == sink.getvalue().to_pybytes()
+    assert pq.read_table(tmp_path / "shard-00000.parquet").to_pylist() == rows
+    assert summarize(str(tmp_path))["shards_done"] == 1
+    assert resumed.write_parquet() == 0
+
+
+def test_a_rows_file_of_another_schema_is_one_usage_error(tmp_path):
+    """A `_rows` file the schema does not read (left by a killed run of another tlsprobe
+    version) stops the conversion with one line naming it, never a pyarrow traceback."""
+    from tlsprobe.errors import UsageError
+    from tlsprobe.survey import store
+    (tmp_path / store.ROWS_DIR).mkdir()
+    (tmp_path / store.ROWS_DIR / "shard-00003.jsonl").write_text('{"index": 1, "gone": 2}\n')
+    with pytest.raises(UsageError, match=r"shard-00003\.jsonl: not a survey rows file of "
+                       r"this tlsprobe .*remove it to survey its shard again"):
+        store.SurveyDir(str(tmp_path)).write_parquet()

@@ -5,7 +5,6 @@ last (it kills one of the cluster's workers), 500 targets of the farm of servers
 127.0.0.0/8 (farm.py) against `scan` target by target."""
 from __future__ import annotations
 
-import glob
 import json
 import os
 import signal
@@ -35,6 +34,13 @@ def rows(directory: Path) -> list[dict[str, Any]]:
         for row in pq.read_table(path).to_pylist():
             out.append({k: v for k, v in row.items() if k not in VOLATILE})
     return sorted(out, key=lambda r: r["index"])
+
+
+def shards_done(directory: Path) -> set[str]:
+    """The shards done in a survey folder: a Parquet file, or, while the survey runs, its
+    rows waiting in `_rows/` (the Parquet files are written once the audits are over)."""
+    return {p.stem for p in [*directory.glob("shard-*.parquet"),
+                             *directory.glob("_rows/shard-*.jsonl")]}
 
 
 def version_row(row: dict[str, Any], version: str) -> dict[str, Any] | None:
@@ -216,7 +222,7 @@ def test_stopped_survey_resumes_with_every_target_once(targets_file, dask_cluste
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
-        while not glob.glob(str(out / "shard-*.parquet")):
+        while not shards_done(out):
             assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
             assert time.monotonic() < deadline, "no shard written in 120 s"
             time.sleep(0.05)
@@ -235,6 +241,7 @@ def test_stopped_survey_resumes_with_every_target_once(targets_file, dask_cluste
     # were renamed into place just as the stop came
     assert set(manifest["done"]) <= {n.removesuffix(".parquet") for n in first}
     assert not list(out.glob(".*.tmp"))
+    assert list((out / "_rows").iterdir()) == []    # converted on the way out
 
     again = cli(*args)
     assert again.returncode == 0, again.stderr
@@ -283,6 +290,35 @@ def test_default_local_cluster_of_two_workers(lab, tmp_path):
     assert [(r["index"], r["versions"], r["groups"], r["error_kind"]) for r in got] == [
         (1, ["TLS 1.2"], ["secp256r1"], None), (2, [], [], "network")]
     assert not list(out.glob(".*.tmp"))
+
+
+def test_no_pyarrow_beside_the_local_workers(targets_file, tmp_path):
+    """--workers 2: while the workers audit (a shard done, others to come), neither the
+    command's process nor its forked worker has pyarrow's libraries mapped (34 to 38 MB of
+    a survey's memory, issue 35); at the end every shard is a Parquet file, `_rows/` empty."""
+    out = tmp_path / "out"
+    proc = _start("survey", targets_file[0], "--out", out, "--workers", "2", "--shard-size",
+                  "1", "--rate", "4", "--no-progress")
+    try:
+        deadline = time.monotonic() + 120
+        while not shards_done(out):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no shard done in 120 s"
+            time.sleep(0.02)
+        pids = [proc.pid] + [int(p.name) for p in Path("/proc").iterdir()
+                             if p.name.isdigit() and _parent(p) == proc.pid]
+        maps = {pid: Path(f"/proc/{pid}/maps").read_text() for pid in pids}
+        assert proc.poll() is None and len(shards_done(out)) < len(targets_file[1]), \
+            "the survey ended before its processes were looked at"
+    finally:
+        _, err = _finish(proc)
+    assert proc.returncode == 0, err
+    assert len(maps) == 2 and [pid for pid, text in maps.items() if "libarrow" in text] == []
+    manifest = json.loads((out / "_manifest.json").read_text())
+    assert sorted(p.stem for p in out.glob("shard-*.parquet")) == \
+        [s["name"] for s in manifest["shards"]]
+    assert list((out / "_rows").iterdir()) == []
+    assert [r["index"] for r in rows(out)] == list(range(1, len(targets_file[1]) + 1))
 
 
 def test_a_bad_scheduler_address_is_one_line(tmp_path):
@@ -352,13 +388,13 @@ def _kill_a_busy_worker(address: str, out: Path, survey: subprocess.Popen[str]) 
     with distributed.Client(address, timeout="30s") as client:
         deadline = time.monotonic() + 120
         busy: list[str] = []
-        while not busy or not list(out.glob("shard-*.parquet")):
+        while not busy or not shards_done(out):
             assert survey.poll() is None, survey.communicate()
             assert time.monotonic() < deadline, "no shard done with a worker busy in 120 s"
             time.sleep(0.05)
             busy = [w for w, keys in client.processing().items() if keys]
         pids = client.run(os.getpid, workers=busy[:1])
-        written = len(list(out.glob("shard-*.parquet")))
+        written = len(shards_done(out))
         os.kill(pids[busy[0]], signal.SIGKILL)
         return written
 
@@ -423,7 +459,7 @@ def _kill_a_local_worker(out: Path, survey: subprocess.Popen[str]) -> int:
     """SIGKILL one of the survey's forked worker processes once a first shard is written;
     the number of shards written then."""
     deadline = time.monotonic() + 120
-    while not list(out.glob("shard-*.parquet")):
+    while not shards_done(out):
         assert survey.poll() is None, survey.communicate()
         assert time.monotonic() < deadline, "no shard written in 120 s"
         time.sleep(0.02)
@@ -432,7 +468,7 @@ def _kill_a_local_worker(out: Path, survey: subprocess.Popen[str]) -> int:
     # --workers 2: one forked worker (no fork server yet: none was replaced); the other
     # runs on a thread of the survey's own process (a second process cost 20 MB)
     assert len(children) == 1, children
-    written = len(list(out.glob("shard-*.parquet")))
+    written = len(shards_done(out))
     os.kill(children[0], signal.SIGKILL)
     return written
 

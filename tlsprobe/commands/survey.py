@@ -10,7 +10,9 @@ processes forked from it, no Dask: survey/local.py), or on an existing Dask clus
 DIR gets per shard shard-NNNNN.parquet (one row per target, every audit result a column;
 schema in tlsprobe/survey/rows.py), and, under names the Parquet readers skip,
 _manifest.json and _jsonl/shard-NNNNN.jsonl (scan --json objects): pd.read_parquet(DIR)
-reads the folder. Running the same command again resumes with the shards not yet written
+reads the folder. While the audits run a shard's rows wait in _rows/shard-NNNNN.jsonl;
+the Parquet files are written from them once the workers are stopped (also when the run
+is interrupted or fails), so pyarrow is never in memory beside the workers. Running the same command again resumes with the shards not yet written
 (also a folder of an older tlsprobe with manifest.json); DIR holding a survey of other
 arguments is an error.
 
@@ -42,6 +44,7 @@ are kept: run again to resume).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -56,6 +59,8 @@ if TYPE_CHECKING:
     from tlsprobe.survey.targets import Shard
 
 DEFAULT_CHECKS = "groups,pq"
+#: the Parquet files left to write at a run's end (about 10 ms each) from which a line says so
+PENDING_SHOWN = 100
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -107,6 +112,15 @@ def _need_pyarrow() -> None:
     parquet_without_numpy()
 
 
+def _pyarrow_installed() -> None:
+    """A run's check that pyarrow is there (else a usage error naming the extra, before
+    any audit), without importing it: the Parquet files are written once the workers are
+    stopped (survey/store.py), and pyarrow is never in memory beside them."""
+    from tlsprobe.survey.extra import HINT, has_pyarrow
+    if not has_pyarrow():
+        raise UsageError(f"survey files are Parquet: pyarrow is not installed ({HINT})")
+
+
 def _need_dask(scheduler: str | None) -> None:
     """With --scheduler, dask.distributed imported now (a usage error naming the extra if it
     cannot be, before any file is written); without, Dask is not needed."""
@@ -128,10 +142,9 @@ def run(args: argparse.Namespace) -> int:
     from tlsprobe.survey.local import local_workers
     request = SurveyRequest.from_args(args)
     _need_dask(request.scheduler)
-    # local workers are forked first, before pyarrow's import starts its threads
+    _pyarrow_installed()
     with local_workers(request.workers if request.scheduler is None else 1, request.options,
                        request.settings, progress=not args.no_progress) as pool:
-        _need_pyarrow()
         return _survey(args, request, pool)
 
 
@@ -166,17 +179,31 @@ def _survey(args: argparse.Namespace, request: SurveyRequest, pool: Pool | None)
             out.write_shard(shard, reports)
         progress.add(shard)
 
-    if not todo:
-        print(f"tlsprobe survey: all {len(shards)} shards of {args.out} are done",
-              file=sys.stderr)
-    elif request.scheduler is not None:
-        execute.run_on_dask(todo, options, settings, finished, scheduler=request.scheduler,
-                            on_target=on_target)
-    else:
-        from tlsprobe.survey.local import run_local
-        run_local(todo, options, settings, finished, pool=pool, on_target=on_target)
+    try:
+        if not todo:
+            print(f"tlsprobe survey: all {len(shards)} shards of {args.out} are done",
+                  file=sys.stderr)
+        elif request.scheduler is not None:
+            execute.run_on_dask(todo, options, settings, finished,
+                                scheduler=request.scheduler, on_target=on_target)
+        else:
+            from tlsprobe.survey.local import run_local
+            run_local(todo, options, settings, finished, pool=pool, on_target=on_target)
+    except BaseException:
+        # interrupted or failed: the shards done so far become Parquet files too (what
+        # cannot be written now stays in _rows/, which a resumed run converts)
+        if pool is not None:
+            pool.stop(failed=True)
+        with contextlib.suppress(Exception):
+            out.write_parquet()
+        raise
     if pool is not None:
-        pool.stop()     # the closing paragraph's read of the Parquet files without them
+        pool.stop()     # the Parquet files are written, and read, without them
+    if not args.no_progress and out.pending() >= PENDING_SHOWN:
+        print(f"tlsprobe survey: writing the Parquet files of {out.pending()} shards",
+              file=sys.stderr)
+    with written_to("--out", request.out):
+        out.write_parquet()
     _finished_paragraph(request.out, time.monotonic() - began)
     if bad:
         print(f"tlsprobe: error: {len(bad)} line{'s' if len(bad) > 1 else ''} of "
@@ -188,6 +215,7 @@ def _survey(args: argparse.Namespace, request: SurveyRequest, pool: Pool | None)
 
 def _finished_paragraph(directory: str, seconds: float) -> None:
     """Where the output is and what it holds, on stdout once the run is done."""
+    _need_pyarrow()     # imported by the Parquet files' writing, unless none was left
     from tlsprobe.report.escape import shown
     from tlsprobe.survey.summary import paragraph, summarize
     sys.stdout.write(paragraph(summarize(directory), shown(directory), seconds))

@@ -6,8 +6,9 @@ of its own, copied from the shared ones as it ran them). A Dask LocalCluster sta
 scheduler, a nanny per worker and a fork server, each importing Dask, and every worker
 imported tlsprobe again: with the pandas pyarrow pulled in, 1.8 to 2.3 s of CPU and 226 to
 276 MB more than `scan -f` for 200 loopback targets; two forked workers then 1.08x its CPU
-and +77 to +81 MB; now (one forked, one thread) about 1.04x to 1.09x and +62 to +66 MB:
-benchmarks/survey.py, docs/CAPACITY.md.
+and +77 to +81 MB; one forked, one thread about 1.04x to 1.09x and +62 to +66 MB; with
+the Parquet files written once the workers are stopped (survey/store.py: no pyarrow beside
+them) about 0.96x and +40 MB: benchmarks/survey.py, docs/CAPACITY.md.
 
 Each worker runs survey/lanes.py's pipeline and is kept two shards ahead (the next one's
 targets start while a shard's last ones finish); it sends back each finished target (for
@@ -16,8 +17,8 @@ that dies (killed, out of memory) is replaced and its unfinished shards are give
 again: a shard is written once, when its reports arrive, so no target is in the results
 twice; a shard whose worker died three times is an error.
 
-Workers are forked while this process runs one thread (before its thread worker starts and
-before pyarrow, which starts its own, is imported); a replacement forked later, or any worker where fork is unsafe (threads
+Workers are forked while this process runs one thread (before its thread worker starts;
+pyarrow, which starts threads of its own, is imported only once the workers are stopped); a replacement forked later, or any worker where fork is unsafe (threads
 running, not Linux), comes from multiprocessing's fork server, which imports the audit
 modules once. Workers ignore SIGINT (a terminal's Ctrl-C reaches the whole process group):
 this process stops them and the run ends with exit 130.

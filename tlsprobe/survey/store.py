@@ -6,9 +6,17 @@ Only Parquet files are visible at the top level: `pd.read_parquet(DIR)`, `pyarro
 read the folder as written. A folder of an older tlsprobe (`manifest.json`, the JSON lines
 beside the Parquet files) is read and resumed: the first run moves its files to the new names.
 
-Each shard's files are written to temporary names and renamed into place, the Parquet file
-last: a shard is done exactly when its Parquet file exists, so a run stopped or crashed at
-any point leaves whole shards only, and a resumed run redoes the others (no target twice).
+A shard's files are written to temporary names and renamed into place as the shard
+completes: its JSON lines, then its Parquet rows as JSON lines in `_rows/shard-NNNNN.jsonl`
+(the exact input of pyarrow's JSON reader). A shard is done exactly when one of its
+`_rows` file or Parquet file exists, so a run stopped or crashed at any point leaves whole
+shards only, and a resumed run redoes the others (no target twice). The Parquet files are
+made from the `_rows` files once the audits are over (`write_parquet`: at the end of the
+run, also one that is interrupted or fails, and of a resumed run, which converts what a
+killed run left): pyarrow, 34 to 38 MB in a process, is then never in memory beside the
+workers (issue 35: a survey within 50 MB of `scan -f`'s memory). `survey summary` reads
+the `_rows` files of the shards not yet converted (`rows_table`), so a running survey's
+summary counts every shard done.
 The manifest holds the arguments, the shard list, the shards done and the tool version; a
 resumed run must have the same identity (targets, checks and the options that shape results).
 The manifest's `done` list is rewritten at most once a second and after the last shard (a
@@ -29,7 +37,7 @@ from typing import Any
 from tlsprobe._version import __version__
 from tlsprobe.errors import UsageError
 from tlsprobe.model.audit import AuditReport
-from tlsprobe.survey.rows import row_for, schema
+from tlsprobe.survey.rows import Row, row_for, schema
 from tlsprobe.survey.targets import Shard
 
 MANIFEST = "_manifest.json"
@@ -37,6 +45,8 @@ MANIFEST = "_manifest.json"
 OLD_MANIFEST = "manifest.json"
 #: the folder of the JSON lines files (a name the Parquet readers skip)
 JSONL_DIR = "_jsonl"
+#: the folder of the shards' Parquet rows as JSON lines, until `write_parquet` converts them
+ROWS_DIR = "_rows"
 #: 2: the `_manifest.json` layout with one Parquet row per target (1: `manifest.json`, one
 #: row per target and version)
 MANIFEST_SCHEMA = 2
@@ -57,16 +67,30 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-def arrow_table(rows: list[dict[str, Any]]) -> Any:
-    """The rows as a pyarrow Table of the survey's schema, through pyarrow's JSON reader:
-    `Table.from_pylist` imports pandas on its first call when pandas is installed (pyarrow
-    asks whether a list is a pandas object), 0.2 s of CPU and 50 MB for nothing here; the
-    JSON reader gives the same table (floats exact, tests/survey/test_survey_rows.py)."""
+def rows_data(rows: list[Row]) -> bytes:
+    """The rows as JSON lines: what `_rows` files hold and pyarrow's JSON reader reads. A
+    column whose value is null is left out (the reader, given the schema, makes it null):
+    most columns of a row are null (checks not run), and the file is a third of the size
+    (1.7 against 4.9 KB a target with `--checks groups,pq`)."""
+    return "".join(json.dumps({k: v for k, v in row.items() if v is not None}) + "\n"
+                   for row in rows).encode()
+
+
+def arrow_table(rows: list[Row]) -> Any:
+    """The rows as a pyarrow Table of the survey's schema (`rows_table` of their JSON lines)."""
+    return rows_table(rows_data(rows))
+
+
+def rows_table(data: bytes) -> Any:
+    """JSON lines of rows (`rows_data`) as a pyarrow Table of the survey's schema, through
+    pyarrow's JSON reader: `Table.from_pylist` imports pandas on its first call when pandas
+    is installed (pyarrow asks whether a list is a pandas object), 0.2 s of CPU and 50 MB
+    for nothing here; the JSON reader gives the same table (floats exact,
+    tests/survey/test_survey_rows.py)."""
     from tlsprobe.survey.extra import pyarrow, pyarrow_json
     pa, pj = pyarrow(), pyarrow_json()
-    if not rows:
+    if not data:
         return schema().empty_table()      # the reader refuses an empty input
-    data = "".join(json.dumps(row) + "\n" for row in rows).encode()
     return pj.read_json(
         pa.BufferReader(data),
         read_options=pj.ReadOptions(use_threads=False, block_size=len(data) + 1),
@@ -116,7 +140,8 @@ class SurveyDir:
             raise UsageError(f"{self.path} holds a survey of different arguments (differs in "
                              f"{', '.join(changed)}): use another --out, or the same arguments "
                              "to resume")
-        for stale in self.path.glob(".shard-*.tmp"):     # left by a run that was killed
+        for stale in [*self.path.glob(".shard-*.tmp"),     # left by a run that was killed
+                      *self.path.glob(f"{ROWS_DIR}/.shard-*.tmp")]:
             stale.unlink(missing_ok=True)
         self._move_old_layout()
         done = self.done(shards)
@@ -141,6 +166,8 @@ class SurveyDir:
         pq, names = parquet(), schema().names
         old = set()
         for name in done:
+            if not (self.path / f"{name}.parquet").is_file():
+                continue            # its rows wait in _rows/, written by this version
             try:
                 current = pq.read_schema(self.path / f"{name}.parquet").names == names
             except Exception:  # noqa: BLE001 -- pyarrow's own types: a damaged file is redone
@@ -150,7 +177,9 @@ class SurveyDir:
         return old
 
     def done(self, shards: list[Shard]) -> set[str]:
-        return {s.name for s in shards if (self.path / f"{s.name}.parquet").is_file()}
+        """The shards whose Parquet file or `_rows` file (not yet converted) exists."""
+        return {s.name for s in shards if (self.path / f"{s.name}.parquet").is_file()
+                or (self.path / ROWS_DIR / f"{s.name}.jsonl").is_file()}
 
     def _write_manifest(self, identity: dict[str, Any], arguments: dict[str, Any],
                         shards: list[Shard], done: set[str]) -> None:
@@ -165,18 +194,42 @@ class SurveyDir:
         self._written = time.monotonic()
 
     def write_shard(self, shard: Shard, audited: list[tuple[AuditReport, float]]) -> None:
-        """Both files of one shard, atomically, then the manifest's done list; `audited`:
-        each report with when its audit started (epoch seconds)."""
-        from tlsprobe.survey.extra import parquet, pyarrow
-        pa, pq = pyarrow(), parquet()
+        """Both files of one shard (its JSON lines, its rows for the Parquet file in
+        `_rows`), atomically, then the manifest's done list; `audited`: each report with when
+        its audit started (epoch seconds). No pyarrow here: `write_parquet` makes the Parquet
+        files once the audits are over."""
         audited = sorted(audited, key=lambda a: a[0].index or 0)
         lines = "".join(r.to_json() + "\n" for r, _ in audited).encode()
         _atomic_write(self.path / JSONL_DIR / f"{shard.name}.jsonl", lines)
-        table = arrow_table([row_for(r, shard.number, started) for r, started in audited])
-        sink = pa.BufferOutputStream()
-        pq.write_table(table, sink)
-        _atomic_write(self.path / f"{shard.name}.parquet", sink.getvalue().to_pybytes())
+        (self.path / ROWS_DIR).mkdir(exist_ok=True)
+        _atomic_write(self.path / ROWS_DIR / f"{shard.name}.jsonl",
+                      rows_data([row_for(r, shard.number, started) for r, started in audited]))
         self._done.add(shard.name)
         if len(self._done) >= len(self._shards) or \
                 time.monotonic() - self._written >= MANIFEST_EVERY:
             self._write_manifest(self._identity, self._arguments, self._shards, self._done)
+
+    def pending(self) -> int:
+        """The shards whose rows wait in `_rows` for `write_parquet`."""
+        return sum(1 for _ in (self.path / ROWS_DIR).glob("shard-*.jsonl"))
+
+    def write_parquet(self) -> int:
+        """Every `_rows` file as its shard's Parquet file (atomically; the `_rows` file
+        removed once it is in place), in shard order; the number written. Imports pyarrow
+        (without numpy: call it in the command's process, once the workers are stopped)."""
+        from tlsprobe.survey.extra import parquet_without_numpy, pyarrow
+        pending = sorted((self.path / ROWS_DIR).glob("shard-*.jsonl"))
+        if not pending:
+            return 0
+        pq, pa = parquet_without_numpy(), pyarrow()
+        for rows in pending:
+            sink = pa.BufferOutputStream()
+            try:
+                table = rows_table(rows.read_bytes())
+            except (ValueError, TypeError) as exc:     # pyarrow's ArrowInvalid and kin
+                raise UsageError(f"{rows}: not a survey rows file of this tlsprobe ({exc}): "
+                                 "remove it to survey its shard again") from None
+            pq.write_table(table, sink)
+            _atomic_write(self.path / f"{rows.stem}.parquet", sink.getvalue().to_pybytes())
+            rows.unlink()
+        return len(pending)

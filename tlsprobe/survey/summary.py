@@ -6,7 +6,11 @@ checks found vulnerable, and failures by kind.
 
 The shares are of the targets reached (no `error_kind`): an unreachable target has no
 version, group or verdict to count, so it is counted on its own line (`unreachable`, and by
-kind under `failures`, whose shares are of all targets)."""
+kind under `failures`, whose shares are of all targets).
+
+A running survey's shards not yet in Parquet (store.py: their rows wait in `_rows/` until
+the audits are over) are read from their `_rows` files, through the same reader that makes
+the Parquet files: the summary counts every shard done."""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from types import ModuleType
 from tlsprobe.errors import UsageError
 from tlsprobe.model.encode import run_head, utc_stamp
 from tlsprobe.survey.rows import CHECKS, Row, check_column
-from tlsprobe.survey.store import SurveyDir
+from tlsprobe.survey.store import ROWS_DIR, SurveyDir, rows_table
 
 #: the key under "preferred_group" of the servers that pick by the client's order
 FOLLOWS_CLIENT = "(follows the client's order)"
@@ -72,6 +76,12 @@ class _Tally:
 
 
 def _read(path: Path, pq: ModuleType) -> list[Row]:
+    if path.parent.name == ROWS_DIR:    # a shard done, its Parquet file not written yet
+        try:
+            table = rows_table(path.read_bytes())
+            return list(table.select(COLUMNS).to_pylist())
+        except Exception as exc:  # noqa: BLE001 -- pyarrow raises its own types
+            raise UsageError(f"{path}: not a survey rows file ({exc})") from None
     try:
         names = set(pq.read_schema(path).names)
         if "group_results" not in names:
@@ -96,6 +106,9 @@ def summarize(directory: str) -> Row:
     pq = parquet()
     manifest = SurveyDir(directory).manifest()
     files = sorted(Path(directory).glob("shard-*.parquet"))
+    converted = {p.stem for p in files}
+    files += sorted(p for p in Path(directory).glob(f"{ROWS_DIR}/shard-*.jsonl")
+                    if p.stem not in converted)
     if manifest is None and not files:
         raise UsageError(f"{directory}: no survey there (no _manifest.json, no shard files)")
     tally = _Tally()
