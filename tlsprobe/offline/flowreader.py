@@ -22,6 +22,7 @@ it logged them. It is read without keys when they have not come by the client's
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Protocol
@@ -36,6 +37,7 @@ from tlsprobe.engine.keylog import (
 )
 from tlsprobe.offline.decrypt import Decryptor
 from tlsprobe.offline.facts import CLIENT, SERVER, Facts
+from tlsprobe.offline.fast import MAX_OPAQUE_RECORDS
 from tlsprobe.offline.framing import Aligner, role_of
 from tlsprobe.session.flow import (
     AlertEvent,
@@ -62,6 +64,10 @@ MAX_HEAD = 1 << 14  # first bytes of a ClientHello kept until it is whole, to re
 #: client segments after the server spoke that may come before it is read without them
 HOLD_BYTES = 1 << 20
 HOLD_CLIENT_SEGMENTS = 2
+#: the record header fields whose check fails where the fast reader finds no header
+_HEADER_FIELDS = frozenset({"record.content_type", "record.version", "record.length"})
+#: wire.handshake.HandshakeReassembler's words for a message over its limit
+_OVER_LIMIT = re.compile(r"message length (\d+) over ")
 _TLS13_LOGGED = (CLIENT_HANDSHAKE_TRAFFIC_SECRET, SERVER_HANDSHAKE_TRAFFIC_SECRET,
                  CLIENT_TRAFFIC_SECRET_0, SERVER_TRAFFIC_SECRET_0)
 
@@ -107,6 +113,7 @@ class FlowReader:
             else None
         self.max_records = max_records
         self.records = 0
+        self.app_records = [0, 0]  # per side: application data records read unprotected
         self.finished_at: int | None = None
         self.swapped = False
         self._ts = 0.0
@@ -233,9 +240,6 @@ class FlowReader:
                     self.facts.sslv2_record(SERVER, data[:total], ts, frame)
                 half.counting = True
                 return
-        if not half.first and data[0] & 0x80 and self.facts.sslv2_session:
-            half.counting = True  # SSL 2.0 records after an SSLv2 hello: not TLS
-            return
         if half.direction == CLIENT and not self.facts.client_hellos and \
                 len(half.head) < MAX_HEAD and (half.head or data[:1] == b"\x16" and
                                                data[5:6] == b"\x01"):
@@ -254,9 +258,13 @@ class FlowReader:
         half.fed += len(data)
         failure = None
         for ev in flow.feed(half.direction, data):
-            self._event(ev)
             if isinstance(ev, ErrorEvent) and ev.where == "record layer":
                 failure = ev.error.offset
+                at = failure - start
+                if self.facts.sslv2_session and 0 <= at < len(data) and data[at] & 0x80:
+                    half.counting = True  # SSL 2.0 records after an SSLv2 hello: not TLS
+                    return b""
+            self._event(ev)
         if not flow.failed(half.direction) or half.flow is not flow:
             return b""
         half.flow = self._flow()
@@ -294,6 +302,8 @@ class FlowReader:
                         self.decryptor is not None and self.decryptor.active):
                     f.first_protected(d, ev.fragment_length)  # (no key: by its size)
                 f.mark_encrypted(d, ts)  # (0-RTT data before the ServerHello does not count)
+            elif ev.record.content_type == 23:
+                self._opaque(d, ts)
         elif isinstance(ev, MessageEvent):
             f.on_message(d, ev.raw, ts, frame, decrypted=ev.protected, decoded=ev.decoded)
             self._keys(ev)
@@ -309,8 +319,21 @@ class FlowReader:
             if d == CLIENT:
                 f.sslv2_client_hello(sslv2_client_hello_info(ev.hello), ts, frame)
         elif isinstance(ev, ErrorEvent):
-            side = "client" if d == CLIENT else "server"
-            f.problem(f"malformed {ev.where} from the {side}: {ev.error}")
+            f.problem(_error_problem(ev))
+
+    def _opaque(self, direction: int, ts: float) -> None:
+        """Application data records no handshake has protected (a capture that starts
+        mid-stream, or 0-RTT data): after `MAX_OPAQUE_RECORDS` of them the side is taken for
+        encrypted, as by the fast reader, and is only counted from then on (kept read for
+        a trace, and while decrypting)."""
+        dec = self.decryptor
+        if dec is not None and (dec.active or dec.early_records):
+            return
+        self.app_records[direction] += 1
+        if self.app_records[direction] == MAX_OPAQUE_RECORDS:
+            self.facts.mark_encrypted(direction, ts)
+            if not self.trace:
+                self._half(direction).counting = True
 
     def _trace(self, ev: FlowEvent) -> list[str]:
         """The formatter's lines for one event. A hello whose supported_versions cannot be
@@ -345,3 +368,21 @@ class FlowReader:
             dec.on_finished(ev.direction)
         elif t == KEY_UPDATE and ev.protected:
             dec.on_key_update(ev.direction)
+
+
+def _error_problem(ev: ErrorEvent) -> str:
+    """A Flow error as a connection's problem, in the fast reader's words where both
+    readers meet the same damage (a record header that is none, a handshake message over
+    the size limit), so that a capture reads the same with and without keys. A header the
+    Flow cannot read is said once per side, as the fast reader does: the codec's offset
+    would count from wherever the reader last re-aligned."""
+    side = "client" if ev.direction == CLIENT else "server"
+    error = ev.error
+    if ev.where == "record layer" and error.path in _HEADER_FIELDS:
+        return f"no TLS record header where one was expected ({side})"
+    if ev.where == "handshake framing" and error.path == "handshake.length":
+        found = _OVER_LIMIT.match(error.reason)
+        if found is not None:
+            return (f"handshake message of {int(found[1]) + 4} bytes from the {side}: "
+                    "over the limit, skipped")
+    return f"malformed {ev.where} from the {side}: {error}"
