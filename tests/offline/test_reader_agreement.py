@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.helpers.capbuild import Conv, ether, pcap_bytes
-from tests.helpers.own_captures import chunks
-from tlsprobe.engine.keylog import KeyLog
+from tests.helpers.own_captures import CAPTURES, chunks
+from tlsprobe.engine.keylog import load_keylog
+from tlsprobe.offline import analyzer, flowreader
 from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
 
 SEED = chunks("tls12_rsa.pcap")  # TLS 1.2 RSA key transport against openssl s_server
@@ -39,8 +41,10 @@ def both(path: str, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, object]]:
     Flow reader's are equal, field by field."""
     with CaptureAnalysis(path, AnalyzerOptions()) as fast:
         first = [json.loads(r.to_json()) for r, _ in fast]
-    with CaptureAnalysis(path, AnalyzerOptions(keylog=KeyLog())) as flow:  # (no key in it)
-        second = [json.loads(r.to_json()) for r, _ in flow]
+    with monkeypatch.context() as m:
+        m.setattr(analyzer, "flow_reader_needed", lambda *_: True)
+        with CaptureAnalysis(path, AnalyzerOptions()) as flow:
+            second = [json.loads(r.to_json()) for r, _ in flow]
     assert first and first == second
     return first
 
@@ -93,3 +97,27 @@ def test_handshake_message_over_the_limit(tmp_path: Path,
     assert r["problems"] == [
         "handshake message of 16777219 bytes from the server: over the limit, skipped"]
 
+
+def test_the_flow_reader_only_for_connections_the_key_log_has_keys_for(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A key log without keys for a connection leaves it to the fast reader (the same
+    report as without the log); with its keys it is read by the Flow reader, decrypted."""
+    made = []
+    real = flowreader.FlowReader
+
+    def counted(*args: Any, **kwargs: Any) -> flowreader.FlowReader:
+        made.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(flowreader, "FlowReader", counted)
+    path = str(CAPTURES / "tls12_x25519.pcap")
+
+    def reports(keys: str | None) -> list[dict[str, object]]:
+        keylog = load_keylog(str(CAPTURES / keys)) if keys else None
+        with CaptureAnalysis(path, AnalyzerOptions(keylog=keylog)) as analysis:
+            return [json.loads(r.to_json()) for r, _ in analysis]
+
+    plain = reports(None)
+    assert reports("tls13_p256.keys") == plain and not made
+    (decrypted,) = reports("tls12_x25519.keys")
+    assert made == [1] and decrypted["decrypted"] is True and not plain[0]["decrypted"]
