@@ -87,10 +87,12 @@ class FormatterFactory(Protocol):
 class FlowHalf:
     __slots__ = ("aligner", "counting", "direction", "fed", "first", "flow", "head")
 
-    def __init__(self, direction: int, flow: Flow) -> None:
+    def __init__(self, direction: int) -> None:
         self.direction = direction
         self.aligner = Aligner(direction)
-        self.flow = flow
+        #: made when the first record-aligned bytes come (`FlowReader._flow_of`): most
+        #: directions a key log leaves to this reader are never TLS (plain HTTP, ...)
+        self.flow: Flow | None = None
         self.counting = False
         self.first = True
         self.fed = 0  # bytes given to the current Flow (its record-layer offsets)
@@ -106,7 +108,7 @@ class FlowReader:
         self.facts = facts
         self.trace = formatter is not None
         self.state = NegotiationState()
-        self.halves = [FlowHalf(0, self._flow()), FlowHalf(1, self._flow())]
+        self.halves = [FlowHalf(0), FlowHalf(1)]
         self.formatter = formatter
         self.lines: list[str] = []
         self.decryptor = Decryptor(keylog, self._set_deprotector) if keylog is not None \
@@ -121,7 +123,8 @@ class FlowReader:
         #: bytes (None: a gap) held while waiting for keys: (half, data, ts, frame)
         self._held: list[tuple[FlowHalf, bytes | None, float, int]] | None = None
         self._held_bytes = 0
-        self._waited = False          # held once at most
+        #: held once at most, and only when the key log is still being written
+        self._waited = keylog is None or not keylog.grows
         self._server_spoke = False
         self._client_segments = 0     # client segments held after the server spoke
 
@@ -130,8 +133,16 @@ class FlowReader:
         flow.state = self.state  # both directions share the negotiation state
         return flow
 
+    def _flow_of(self, half: FlowHalf) -> Flow:
+        """The half's Flow, made on first use (after a gap or a framing error, a fresh
+        one: bytes given to it are counted from 0 again)."""
+        flow = half.flow
+        if flow is None:
+            flow = half.flow = self._flow()
+        return flow
+
     def _set_deprotector(self, direction: int, deprotector: Deprotector | None) -> None:
-        self._half(direction).flow.set_deprotector(direction, deprotector)
+        self._flow_of(self._half(direction)).set_deprotector(direction, deprotector)
 
     def _half(self, direction: int) -> FlowHalf:
         return next(h for h in self.halves if h.direction == direction)
@@ -211,7 +222,7 @@ class FlowReader:
                 self.facts.cut_client_hello(bytes(msg), ts, frame)
         half.head = bytearray()
         half.aligner.lost()
-        half.flow = self._flow()  # partial record and message are gone; keys too (seq lost)
+        half.flow = None  # partial record and message are gone; keys too (seq lost)
         half.fed = 0
 
     def feed(self, half: FlowHalf, data: bytes, ts: float, frame: int) -> None:
@@ -219,7 +230,7 @@ class FlowReader:
             self._hold(half, data, ts, frame)
             return
         self._feed(half, data, ts, frame)
-        if self._waits_for_keys():
+        if not self._waited and self._waits_for_keys():
             self._held = []
 
     def _feed(self, half: FlowHalf, data: bytes, ts: float, frame: int) -> None:
@@ -254,7 +265,7 @@ class FlowReader:
     def _feed_flow(self, half: FlowHalf, data: bytes) -> bytes:
         """Feed one Flow; after a record-layer error, the bytes to read again (re-aligned
         by a fresh Flow from the next plausible record header)."""
-        flow, start = half.flow, half.fed
+        flow, start = self._flow_of(half), half.fed
         half.fed += len(data)
         failure = None
         for ev in flow.feed(half.direction, data):
@@ -267,7 +278,7 @@ class FlowReader:
             self._event(ev)
         if not flow.failed(half.direction) or half.flow is not flow:
             return b""
-        half.flow = self._flow()
+        half.flow = None
         half.fed = 0
         rest = data[failure - start:] if failure is not None and failure >= start else b""
         if rest:
