@@ -18,8 +18,8 @@ import pytest
 
 from tests.helpers.capbuild import Conv, ether, pcap_bytes
 from tests.helpers.own_captures import CAPTURES, chunks
-from tlsprobe.engine.keylog import load_keylog
-from tlsprobe.offline import analyzer, flowreader
+from tlsprobe.engine.keylog import KeyLog, load_keylog
+from tlsprobe.offline import flowreader
 from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
 
 SEED = chunks("tls12_rsa.pcap")  # TLS 1.2 RSA key transport against openssl s_server
@@ -36,21 +36,21 @@ def write(tmp_path: Path, frames: list[bytes]) -> str:
     return str(path)
 
 
-def both(path: str, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, object]]:
+def both(path: str) -> list[dict[str, object]]:
     """Every report of the capture as the fast reader gives it, after checking that the
     Flow reader's are equal, field by field."""
     with CaptureAnalysis(path, AnalyzerOptions()) as fast:
         first = [json.loads(r.to_json()) for r, _ in fast]
-    with monkeypatch.context() as m:
-        m.setattr(analyzer, "flow_reader_needed", lambda *_: True)
-        with CaptureAnalysis(path, AnalyzerOptions()) as flow:
-            second = [json.loads(r.to_json()) for r, _ in flow]
+    # a key log with an RSA Session-ID line makes every connection the Flow reader's (the
+    # session id is known only at the ServerHello); this one matches no connection here
+    keylog = KeyLog(session_ids={b"\x35" * 32: b"\x00" * 48})
+    with CaptureAnalysis(path, AnalyzerOptions(keylog=keylog)) as flow:
+        second = [json.loads(r.to_json()) for r, _ in flow]
     assert first and first == second
     return first
 
 
-def test_sslv2_hello_then_a_server_segment_starting_with_a_high_byte(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sslv2_hello_then_a_server_segment_starting_with_a_high_byte(tmp_path: Path) -> None:
     """After an SSLv2-format ClientHello, a server segment that starts inside a record
     with a byte >= 0x80 is not an SSL 2.0 record (the Flow reader stopped reading the
     server there and lost its ServerHello and Certificate)."""
@@ -60,12 +60,11 @@ def test_sslv2_hello_then_a_server_segment_starting_with_a_high_byte(
     cut = next(i for i in range(6, len(server)) if server[i] & 0x80)
     frames = conv.handshake() + [conv.c(SSLV2_HELLO), conv.s(server[:cut]),
                                  conv.s(server[cut:])]
-    (r,) = both(write(tmp_path, frames), monkeypatch)
+    (r,) = both(write(tmp_path, frames))
     assert r["cipher"] is not None and r["certificates"]
 
 
-def test_application_data_without_a_handshake(tmp_path: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_application_data_without_a_handshake(tmp_path: Path) -> None:
     """A capture that starts inside a connection, only application data records: after
     eight records a side is taken for encrypted by both readers."""
     conv = Conv()
@@ -73,27 +72,26 @@ def test_application_data_without_a_handshake(tmp_path: Path,
     for i in range(9):
         record = b"\x17\x03\x03\x00\x20" + bytes([i]) * 32
         frames += [conv.c(record), conv.s(record)]
-    (r,) = both(write(tmp_path, frames), monkeypatch)
+    (r,) = both(write(tmp_path, frames))
     assert r["encrypted"] is True
 
 
-def test_unknown_content_type(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unknown_content_type(tmp_path: Path) -> None:
     """A record of content type 202 after the ClientHello: one problem, the same words."""
     conv = Conv()
     junk = bytes((202, 3, 3, 0, 4)) + b"abcd"
     frames = conv.handshake() + [conv.c(SEED[0][1] + junk)] + \
         [conv.c(data) if d == 0 else conv.s(data) for d, data in SEED[1:]]
-    (r,) = both(write(tmp_path, frames), monkeypatch)
+    (r,) = both(write(tmp_path, frames))
     assert r["problems"] == ["no TLS record header where one was expected (client)"]
 
 
-def test_handshake_message_over_the_limit(tmp_path: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_handshake_message_over_the_limit(tmp_path: Path) -> None:
     """A server message that declares 16 MiB (suricata-verify bug-1450)."""
     conv = Conv()
     huge = bytes.fromhex("1603030008" "0bffffff" "00000000")
     frames = conv.handshake() + [conv.c(SEED[0][1]), conv.s(SEED[1][1][:62] + huge)]
-    (r,) = both(write(tmp_path, frames), monkeypatch)
+    (r,) = both(write(tmp_path, frames))
     assert r["problems"] == [
         "handshake message of 16777219 bytes from the server: over the limit, skipped"]
 
