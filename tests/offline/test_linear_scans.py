@@ -119,3 +119,39 @@ def test_a_swap_of_roles_searches_the_kept_bytes_again() -> None:
     out = aligner.feed(b"x")
     assert out.startswith(alert) and aligner.state == "aligned"
     assert aligner.skipped == stream.index(alert)
+
+
+def test_the_fast_searches_find_what_the_set_patterns_find() -> None:
+    """`find_hello` and `find_chain` look for a fixed byte first (a fast scan); they must
+    find the same offsets as the plain patterns they stand for, from any start, in bytes
+    dense with near-misses."""
+    import re
+
+    from tlsprobe.offline.framing import chain_ok, find_chain
+
+    header = re.compile(rb"[\x14-\x18]\x03[\x00-\x04]")
+    ch_sh = rb"\x16\x03[\x00-\x04][\x00-\x48].[\x01\x02]\x00"
+    hello = {CLIENT: re.compile(ch_sh, re.DOTALL),
+             SERVER: re.compile(ch_sh + rb"|\x15\x03[\x00-\x04]\x00\x02", re.DOTALL)}
+
+    def chain_reference(buf: bytes, start: int, need: int) -> tuple[int | None, int]:
+        for m in header.finditer(buf, start):
+            verdict = chain_ok(buf, m.start(), need)
+            if verdict:
+                return m.start(), m.start()
+            if verdict is None:
+                return None, m.start()
+        return None, max(start, len(buf) - 4)
+
+    rng = random.Random(35)
+    pieces = (b"\x00", b"\x01", b"\x02", b"\x03", b"\x05", b"\x14", b"\x15", b"\x16",
+              b"\x18", b"\x48", b"\x16\x03\x01\x00\x02", b"\x17\x03\x03\x00\x01",
+              b"\x15\x03\x03\x00\x02", b"\x16\x03\x03\x00\x30\x01\x00")
+    for _ in range(3000):
+        buf = b"".join(rng.choice(pieces) for _ in range(rng.randrange(1, 24)))
+        start = rng.randrange(len(buf))
+        for direction in (CLIENT, SERVER):
+            m = hello[direction].search(buf, start)
+            assert find_hello(buf, direction, start)[0] == (m.start() if m else None), buf
+        for need in (2, 3):
+            assert find_chain(buf, start, need) == chain_reference(buf, start, need), buf

@@ -49,6 +49,20 @@ SECRETS_TLS_KEYLOG = 0x544C534B
 MAX_GAP_NOTES = 256  # connections whose lost handshake messages are remembered for notes
 
 
+def flow_reader_needed(keylog: KeyLog, data: bytes) -> bool:
+    """Whether a connection whose first bytes are `data` may be decrypted with `keylog`
+    (it is then read by the Flow reader, else by the fast one). Only a connection that
+    starts with a ClientHello record whose client random the log has no keys for is
+    known to need none: keys are looked up by that random (offline.decrypt), unless the
+    log holds TLS 1.2 master secrets by session id (known at the ServerHello) or is still
+    being written (its keys may come later). A capture's embedded key log thus costs
+    only the connections it has keys for."""
+    if keylog.grows or keylog.session_ids or len(data) < 43 or data[0] != 22 or \
+            data[1] != 3 or data[5] != 1:
+        return True
+    return bytes(data[11:43]) in keylog.sessions
+
+
 @dataclass
 class AnalyzerOptions:
     """`trace`: keep the `--msg` lines of each connection; `keylog`: keys for decryption;
@@ -195,10 +209,14 @@ class CaptureAnalysis:
         self._udp = UdpHandshakes(self.name, self.caches)
 
     # -- readers --------------------------------------------------------------------------
-    def _new(self, key: ConnKey, ts: float, frame: int) -> Connection:
+    def _new(self, key: ConnKey, ts: float, frame: int, data: bytes = b"") -> Connection:
+        """A connection's readers, built on its first bytes (`data`; b"" for a gap): the
+        Flow reader for a trace and for the connections the key log may have keys for,
+        the fast one otherwise (both read a connection without keys the same way:
+        tests/offline/test_reader_agreement.py)."""
         facts = Facts(self.caches)
         opts = self.options
-        if opts.trace or self.keylog is not None:
+        if opts.trace or self.keylog is not None and flow_reader_needed(self.keylog, data):
             from tlsprobe.offline.flowreader import FlowReader
             formatter = opts.trace_formatter(hex_limit=opts.hex_limit) \
                 if opts.trace and opts.trace_formatter is not None else None
@@ -272,7 +290,8 @@ class CaptureAnalysis:
                     if conn is None:
                         if cid in decided:
                             continue  # reported; queued before it was only counted
-                        conn = conns[cid] = self._new(*opened.pop(cid, (key, ts, frame)))
+                        okey, ots, oframe = opened.pop(cid, (key, ts, frame))
+                        conn = conns[cid] = self._new(okey, ots, oframe, data)
                     conn.nbytes[d] += len(data)
                     conn.last_ts = ts
                     conn.last_frame = frame

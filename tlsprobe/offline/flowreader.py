@@ -22,6 +22,7 @@ it logged them. It is read without keys when they have not come by the client's
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Protocol
@@ -36,6 +37,7 @@ from tlsprobe.engine.keylog import (
 )
 from tlsprobe.offline.decrypt import Decryptor
 from tlsprobe.offline.facts import CLIENT, SERVER, Facts
+from tlsprobe.offline.fast import MAX_OPAQUE_RECORDS
 from tlsprobe.offline.framing import Aligner, role_of
 from tlsprobe.session.flow import (
     AlertEvent,
@@ -62,6 +64,10 @@ MAX_HEAD = 1 << 14  # first bytes of a ClientHello kept until it is whole, to re
 #: client segments after the server spoke that may come before it is read without them
 HOLD_BYTES = 1 << 20
 HOLD_CLIENT_SEGMENTS = 2
+#: the record header fields whose check fails where the fast reader finds no header
+_HEADER_FIELDS = frozenset({"record.content_type", "record.version", "record.length"})
+#: wire.handshake.HandshakeReassembler's words for a message over its limit
+_OVER_LIMIT = re.compile(r"message length (\d+) over ")
 _TLS13_LOGGED = (CLIENT_HANDSHAKE_TRAFFIC_SECRET, SERVER_HANDSHAKE_TRAFFIC_SECRET,
                  CLIENT_TRAFFIC_SECRET_0, SERVER_TRAFFIC_SECRET_0)
 
@@ -81,10 +87,12 @@ class FormatterFactory(Protocol):
 class FlowHalf:
     __slots__ = ("aligner", "counting", "direction", "fed", "first", "flow", "head")
 
-    def __init__(self, direction: int, flow: Flow) -> None:
+    def __init__(self, direction: int) -> None:
         self.direction = direction
         self.aligner = Aligner(direction)
-        self.flow = flow
+        #: made when the first record-aligned bytes come (`FlowReader._flow_of`): most
+        #: directions a key log leaves to this reader are never TLS (plain HTTP, ...)
+        self.flow: Flow | None = None
         self.counting = False
         self.first = True
         self.fed = 0  # bytes given to the current Flow (its record-layer offsets)
@@ -100,13 +108,14 @@ class FlowReader:
         self.facts = facts
         self.trace = formatter is not None
         self.state = NegotiationState()
-        self.halves = [FlowHalf(0, self._flow()), FlowHalf(1, self._flow())]
+        self.halves = [FlowHalf(0), FlowHalf(1)]
         self.formatter = formatter
         self.lines: list[str] = []
         self.decryptor = Decryptor(keylog, self._set_deprotector) if keylog is not None \
             else None
         self.max_records = max_records
         self.records = 0
+        self.app_records = [0, 0]  # per side: application data records read unprotected
         self.finished_at: int | None = None
         self.swapped = False
         self._ts = 0.0
@@ -114,7 +123,8 @@ class FlowReader:
         #: bytes (None: a gap) held while waiting for keys: (half, data, ts, frame)
         self._held: list[tuple[FlowHalf, bytes | None, float, int]] | None = None
         self._held_bytes = 0
-        self._waited = False          # held once at most
+        #: held once at most, and only when the key log is still being written
+        self._waited = keylog is None or not keylog.grows
         self._server_spoke = False
         self._client_segments = 0     # client segments held after the server spoke
 
@@ -123,8 +133,16 @@ class FlowReader:
         flow.state = self.state  # both directions share the negotiation state
         return flow
 
+    def _flow_of(self, half: FlowHalf) -> Flow:
+        """The half's Flow, made on first use (after a gap or a framing error, a fresh
+        one: bytes given to it are counted from 0 again)."""
+        flow = half.flow
+        if flow is None:
+            flow = half.flow = self._flow()
+        return flow
+
     def _set_deprotector(self, direction: int, deprotector: Deprotector | None) -> None:
-        self._half(direction).flow.set_deprotector(direction, deprotector)
+        self._flow_of(self._half(direction)).set_deprotector(direction, deprotector)
 
     def _half(self, direction: int) -> FlowHalf:
         return next(h for h in self.halves if h.direction == direction)
@@ -204,7 +222,7 @@ class FlowReader:
                 self.facts.cut_client_hello(bytes(msg), ts, frame)
         half.head = bytearray()
         half.aligner.lost()
-        half.flow = self._flow()  # partial record and message are gone; keys too (seq lost)
+        half.flow = None  # partial record and message are gone; keys too (seq lost)
         half.fed = 0
 
     def feed(self, half: FlowHalf, data: bytes, ts: float, frame: int) -> None:
@@ -212,7 +230,7 @@ class FlowReader:
             self._hold(half, data, ts, frame)
             return
         self._feed(half, data, ts, frame)
-        if self._waits_for_keys():
+        if not self._waited and self._waits_for_keys():
             self._held = []
 
     def _feed(self, half: FlowHalf, data: bytes, ts: float, frame: int) -> None:
@@ -233,9 +251,6 @@ class FlowReader:
                     self.facts.sslv2_record(SERVER, data[:total], ts, frame)
                 half.counting = True
                 return
-        if not half.first and data[0] & 0x80 and self.facts.sslv2_session:
-            half.counting = True  # SSL 2.0 records after an SSLv2 hello: not TLS
-            return
         if half.direction == CLIENT and not self.facts.client_hellos and \
                 len(half.head) < MAX_HEAD and (half.head or data[:1] == b"\x16" and
                                                data[5:6] == b"\x01"):
@@ -250,16 +265,20 @@ class FlowReader:
     def _feed_flow(self, half: FlowHalf, data: bytes) -> bytes:
         """Feed one Flow; after a record-layer error, the bytes to read again (re-aligned
         by a fresh Flow from the next plausible record header)."""
-        flow, start = half.flow, half.fed
+        flow, start = self._flow_of(half), half.fed
         half.fed += len(data)
         failure = None
         for ev in flow.feed(half.direction, data):
-            self._event(ev)
             if isinstance(ev, ErrorEvent) and ev.where == "record layer":
                 failure = ev.error.offset
+                at = failure - start
+                if self.facts.sslv2_session and 0 <= at < len(data) and data[at] & 0x80:
+                    half.counting = True  # SSL 2.0 records after an SSLv2 hello: not TLS
+                    return b""
+            self._event(ev)
         if not flow.failed(half.direction) or half.flow is not flow:
             return b""
-        half.flow = self._flow()
+        half.flow = None
         half.fed = 0
         rest = data[failure - start:] if failure is not None and failure >= start else b""
         if rest:
@@ -294,6 +313,8 @@ class FlowReader:
                         self.decryptor is not None and self.decryptor.active):
                     f.first_protected(d, ev.fragment_length)  # (no key: by its size)
                 f.mark_encrypted(d, ts)  # (0-RTT data before the ServerHello does not count)
+            elif ev.record.content_type == 23:
+                self._opaque(d, ts)
         elif isinstance(ev, MessageEvent):
             f.on_message(d, ev.raw, ts, frame, decrypted=ev.protected, decoded=ev.decoded)
             self._keys(ev)
@@ -309,8 +330,21 @@ class FlowReader:
             if d == CLIENT:
                 f.sslv2_client_hello(sslv2_client_hello_info(ev.hello), ts, frame)
         elif isinstance(ev, ErrorEvent):
-            side = "client" if d == CLIENT else "server"
-            f.problem(f"malformed {ev.where} from the {side}: {ev.error}")
+            f.problem(_error_problem(ev))
+
+    def _opaque(self, direction: int, ts: float) -> None:
+        """Application data records no handshake has protected (a capture that starts
+        mid-stream, or 0-RTT data): after `MAX_OPAQUE_RECORDS` of them the side is taken for
+        encrypted, as by the fast reader, and is only counted from then on (kept read for
+        a trace, and while decrypting)."""
+        dec = self.decryptor
+        if dec is not None and (dec.active or dec.early_records):
+            return
+        self.app_records[direction] += 1
+        if self.app_records[direction] == MAX_OPAQUE_RECORDS:
+            self.facts.mark_encrypted(direction, ts)
+            if not self.trace:
+                self._half(direction).counting = True
 
     def _trace(self, ev: FlowEvent) -> list[str]:
         """The formatter's lines for one event. A hello whose supported_versions cannot be
@@ -345,3 +379,21 @@ class FlowReader:
             dec.on_finished(ev.direction)
         elif t == KEY_UPDATE and ev.protected:
             dec.on_key_update(ev.direction)
+
+
+def _error_problem(ev: ErrorEvent) -> str:
+    """A Flow error as a connection's problem, in the fast reader's words where both
+    readers meet the same damage (a record header that is none, a handshake message over
+    the size limit), so that a capture reads the same with and without keys. A header the
+    Flow cannot read is said once per side, as the fast reader does: the codec's offset
+    would count from wherever the reader last re-aligned."""
+    side = "client" if ev.direction == CLIENT else "server"
+    error = ev.error
+    if ev.where == "record layer" and error.path in _HEADER_FIELDS:
+        return f"no TLS record header where one was expected ({side})"
+    if ev.where == "handshake framing" and error.path == "handshake.length":
+        found = _OVER_LIMIT.match(error.reason)
+        if found is not None:
+            return (f"handshake message of {int(found[1]) + 4} bytes from the {side}: "
+                    "over the limit, skipped")
+    return f"malformed {ev.where} from the {side}: {error}"

@@ -34,12 +34,17 @@ MAX_SCAN = 64 << 10
 MIDSTREAM_CHAIN = 3  # records in a row that start TLS in a stream captured mid-way
 CLIENT, SERVER = 0, 1
 
-# content type 20..24, major version 3, minor 0..4
-_HEADER = re.compile(rb"[\x14-\x18]\x03[\x00-\x04]")
+# The searches through bytes not yet known to be TLS (up to 64 KiB a direction: most of a
+# third-party capture's non-TLS streams) are written so that each pattern starts with a
+# fixed byte, which the regular expression engine finds with a fast scan (about 0.6 ns a
+# byte) instead of testing a set at every offset (7 ns: the set-first patterns were a
+# tenth of the merged corpus's CPU).
+# A record header: content type 20..24, then major version 3, minor 0..4. The pattern
+# finds "3, minor" and the byte before it is tested; two headers cannot overlap.
+_VERSION = re.compile(rb"\x03[\x00-\x04]")
 # a handshake record whose fragment starts with a ClientHello or ServerHello; a server alert
-_CH_SH = rb"\x16\x03[\x00-\x04][\x00-\x48].[\x01\x02]\x00"
-_HELLO = {CLIENT: re.compile(_CH_SH, re.DOTALL),
-          SERVER: re.compile(_CH_SH + rb"|\x15\x03[\x00-\x04]\x00\x02", re.DOTALL)}
+_CH_SH = re.compile(rb"\x16\x03[\x00-\x04][\x00-\x48].[\x01\x02]\x00", re.DOTALL)
+_ALERT = re.compile(rb"\x15\x03[\x00-\x04]\x00\x02")
 #: bytes one `_HELLO` match spans at most: a search that found nothing resumes this many
 #: bytes minus one before the end (a match cannot start earlier without having been found)
 HELLO_SPAN = 7
@@ -80,9 +85,14 @@ def find_hello(buf: bytes | bytearray, direction: int,
     """(offset of the first hello record header (or, server side, an alert record) from
     `start`, or None; offset where the next search of this buffer, grown, should resume).
     Resuming keeps a stream fed in small segments linear, not quadratic, in its length."""
-    m = _HELLO[direction].search(buf, start)
-    if m is not None:
-        return m.start(), m.start()
+    m = _CH_SH.search(buf, start)
+    at = m.start() if m is not None else None
+    if direction == SERVER:  # or an alert record, whichever comes first
+        alert = _ALERT.search(buf, start, len(buf) if at is None else at + 4)
+        if alert is not None:
+            at = alert.start()
+    if at is not None:
+        return at, at
     return None, max(start, len(buf) - HELLO_SPAN + 1)
 
 
@@ -90,13 +100,17 @@ def find_chain(buf: bytes | bytearray, start: int = 0,
                need: int = 2) -> tuple[int | None, int]:
     """(offset of a chain of `need` plausible records or None, offset where scanning
     should resume)."""
-    for m in _HEADER.finditer(buf, start):
-        i = m.start()
-        verdict = chain_ok(buf, i, need)
-        if verdict:
-            return i, i
-        if verdict is None:
-            return None, i  # undecided: wait for more bytes from here
+    search = _VERSION.search
+    m = search(buf, start + 1)
+    while m is not None:
+        i = m.start() - 1
+        if 20 <= buf[i] <= 24:  # a header at i
+            verdict = chain_ok(buf, i, need)
+            if verdict:
+                return i, i
+            if verdict is None:
+                return None, i  # undecided: wait for more bytes from here
+        m = search(buf, i + 2)
     return None, max(start, len(buf) - 4)
 
 
