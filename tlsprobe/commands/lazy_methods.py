@@ -10,15 +10,18 @@ method of tlsprobe's own classes is made by `dataclasses` itself, from the same 
 first time it is called, and the class then holds that very function: later calls cost what
 they always did, and behaviour is the same; only *when* the source is compiled changes.
 
-Made at once, as before: an `__init__` of a class without a docstring (`dataclasses` reads
-its signature to write one), every class outside tlsprobe or in a compiled (mypyc) module,
-and everything on a Python whose `dataclasses` this was not checked against (3.11 and 3.12;
-3.13 compiles a class's methods in one go, gh-109870).
+For a class without a docstring `dataclasses` writes one from its `__init__`'s signature:
+that stand-in carries the signature the real one will have (`__signature__`, read from the
+parameters' text), so the docstring is the same. Made at once, as before: everything of a
+class outside tlsprobe or in a compiled (mypyc) module, and everything on a Python whose
+`dataclasses` this was not checked against (3.11 and 3.12; 3.13 compiles a class's methods
+in one go, gh-109870).
 """
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import sys
 from collections.abc import Callable, Iterator
 from types import FrameType
@@ -80,6 +83,32 @@ def _stub(name: str, make: Callable[[], Callable[..., object]]) -> Callable[...,
     return method
 
 
+def _signature(args: object, names: dict[str, object] | None,
+               return_type: object) -> inspect.Signature | None:
+    """The signature the `__init__` written from `args` will have (`dataclasses` writes a
+    class's missing docstring from it), read from the parameters' text and the names it
+    binds them to; None when the text is not of the form this knows (then it is compiled)."""
+    if not isinstance(args, (list, tuple)) or names is None or return_type is not None:
+        return None
+    params: list[inspect.Parameter] = []
+    keyword_only = False
+    empty = inspect.Parameter.empty
+    try:
+        for text in args:
+            if text == "*":
+                keyword_only = True
+                continue
+            head, _, default = str(text).partition("=")
+            name, _, annotation = head.partition(":")
+            params.append(inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY if keyword_only
+                else inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=names[annotation] if annotation else empty,
+                default=names[default] if default else empty))
+        return inspect.Signature(params, return_annotation=None)
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
 def _create_fn(name: str, args: object, body: object, *, globals: dict[str, object] | None = None,
                locals: dict[str, object] | None = None,
                return_type: object = dataclasses.MISSING) -> Callable[..., object]:
@@ -93,11 +122,18 @@ def _create_fn(name: str, args: object, body: object, *, globals: dict[str, obje
 
     if name not in _LAZY or not _own(globals):
         return make()
-    if name == "__init__":
-        made = _class_made()
-        if made is None or not made.__doc__:
+    if name != "__init__":
+        return _stub(name, make)
+    made = _class_made()
+    if made is None:
+        return make()
+    stub = _stub(name, make)
+    if not made.__doc__:    # dataclasses writes the docstring from the signature
+        signature = _signature(args, locals, return_type)
+        if signature is None:
             return make()
-    return _stub(name, make)
+        vars(stub)["__signature__"] = signature
+    return stub
 
 
 @contextlib.contextmanager
