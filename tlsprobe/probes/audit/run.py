@@ -16,6 +16,7 @@ import ipaddress
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from tlsprobe import registry
 from tlsprobe.engine.config import SSL30, TLS10, TLS11, TLS12, TLS13
@@ -29,7 +30,6 @@ from tlsprobe.model.audit import (
     TrustCheck,
     VersionSupport,
 )
-from tlsprobe.model.clients import ClientProfile, ClientSimulation
 from tlsprobe.model.encode import started_at
 from tlsprobe.model.probe import CertificateInfo, Codepoint
 from tlsprobe.model.vocab import (
@@ -53,6 +53,9 @@ from tlsprobe.probes.audit.scheduler import (
     TargetRunner,
 )
 from tlsprobe.probes.checks.catalog import ACTIVE, DERIVED
+
+if TYPE_CHECKING:   # annotations only: the client profiles' types come with --clients
+    from tlsprobe.model.clients import ClientProfile, ClientSimulation
 
 ALL_CHECKS = ("versions", "groups", "pq", "suites", "sigalgs", "cert")
 CHAIN_PHASE = "certificate"
