@@ -34,8 +34,8 @@ CHECKS_DIR = REPO / "tlsprobe" / "probes" / "checks"
 CHECK_MODULES = sorted(f"tlsprobe.probes.checks.{p.stem}" for p in CHECKS_DIR.glob("*.py")
                        if p.stem not in ("__init__", "catalog"))
 #: what no scan imports unless asked for (--clients, --starttls, --quic, --html ...)
-NOT_ASKED = ("tlsprobe.probes.clients", "tlsprobe.net.starttls", "tlsprobe.net.quic",
-             "tlsprobe.commands.probe_quic", "tlsprobe.offline", "tlsprobe.capture",
+NOT_ASKED = ("tlsprobe.probes.clients", "tlsprobe.model.clients", "tlsprobe.net.starttls",
+             "tlsprobe.net.quic", "tlsprobe.commands.probe_quic", "tlsprobe.offline", "tlsprobe.capture",
              "tlsprobe.survey", "tlsprobe.speed", "tlsprobe.api", "tlsprobe.report.html",
              "tlsprobe.report.csv_out", "tlsprobe.report.sarif", "tlsprobe.report.junit",
              "tlsprobe.report.plots", "aioquic", "dask", "pyarrow", "scapy")
