@@ -222,3 +222,37 @@ def test_exit_skips_the_last_collection() -> None:
                           text=True, cwd=REPO, env=env, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "finalized" not in done.stderr
+
+
+def test_x509_loads_beside_the_first_connection() -> None:
+    """cryptography.x509 (an eighth of a group audit's instructions) is imported in a thread
+    of its own once the first connection is up (probes/audit/scheduler.py preload_x509),
+    while the connections wait for their answers, not when the first certificate arrives:
+    against a server that closes every connection at once, which sends no certificate, it is
+    loaded all the same."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    try:
+        done = subprocess.run([sys.executable, "-c", _MODULES, "scan", f"127.0.0.1:{port}",
+                               "--groups-only", "--json", "--no-progress"],
+                              capture_output=True, check=False, text=True, cwd=REPO, env=env,
+                              timeout=120)
+    finally:
+        listener.close()
+    assert "\0MODULES" in done.stderr, done.stderr[-2000:]
+    modules = set(done.stderr.rsplit("\0MODULES", 1)[1].split()[2:])
+    assert "cryptography.x509" in modules
