@@ -260,3 +260,42 @@ def test_x509_loads_beside_the_first_connection() -> None:
     assert "\0MODULES" in done.stderr, done.stderr[-2000:]
     modules = set(done.stderr.rsplit("\0MODULES", 1)[1].split()[2:])
     assert "cryptography.x509" in modules
+
+
+_REPRS = """\
+import sys
+from tlsprobe.model.audit import AuditReport
+calls = []
+original = AuditReport.__repr__
+
+
+def counted(self):
+    calls.append(1)
+    return original(self)
+
+
+AuditReport.__repr__ = counted
+from tlsprobe.cli import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+sys.stdout.flush()
+print("\\0REPRS", code, len(calls), file=sys.stderr)
+"""
+
+
+def test_scan_does_not_format_its_reports(server_cache: Callable[..., Any]) -> None:
+    """run_audit hands the reports over in a list, not as asyncio.run's task result: at the
+    end asyncio.run restores the SIGINT handler, and the signal module formats the old one
+    (which names the task, its result included) into an error it discards: every report's
+    repr, twice, and the compiling of every model type's __repr__ on the way."""
+    server = server_cache("nginx")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", _REPRS, "scan", f"127.0.0.1:{server.port}",
+                           "--groups-only", "--json", "--no-progress"], capture_output=True,
+                          check=False, text=True, cwd=REPO, env=env, timeout=120)
+    assert "\0REPRS" in done.stderr, done.stderr[-2000:]
+    code, reprs = (int(w) for w in done.stderr.rsplit("\0REPRS", 1)[1].split())
+    assert code == 0 and audit_of(done.stdout)["groups"], done.stdout
+    assert reprs == 0, f"the scan formatted its report {reprs} times"

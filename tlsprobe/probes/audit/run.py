@@ -460,7 +460,17 @@ async def audit_many(targets: Iterable[Target], options: AuditOptions, scheduler
 def run_audit(targets: list[Target], options: AuditOptions, scheduler: Scheduler | None = None,
               *, concurrency: int = 4, on_phase: PhaseHook | None = None,
               on_report: Callable[[AuditReport], None] | None = None) -> list[AuditReport]:
-    """Blocking entry point (a fresh event loop)."""
-    return asyncio.run(audit_many(targets, options, scheduler or Scheduler(),
-                                  concurrency=concurrency, on_phase=on_phase,
-                                  on_report=on_report))
+    """Blocking entry point (a fresh event loop). The reports are handed over in a list, not
+    as the main task's result: at its end asyncio.run restores the SIGINT handler, and the
+    signal module formats the old one (which names the task) into an error it discards, the
+    task's result included: every report's dataclass repr, twice (54 `__repr__` methods
+    compiled for the default scan)."""
+    reports: list[AuditReport] = []
+
+    async def main() -> None:
+        reports.extend(await audit_many(targets, options, scheduler or Scheduler(),
+                                        concurrency=concurrency, on_phase=on_phase,
+                                        on_report=on_report))
+
+    asyncio.run(main())
+    return reports
