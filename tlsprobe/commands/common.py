@@ -37,10 +37,12 @@ def start_up() -> Iterator[None]:
     At the end the objects made so far are frozen (gc.freeze: left out of every later
     collection, so that the ones the command's work triggers scan only what it made) and the
     collector is on again; `thaw`, at the command's end, puts them back."""
+    from tlsprobe.commands.lazy_methods import deferred
     enabled = gc.isenabled()
     gc.disable()
     try:
-        yield
+        with deferred():
+            yield
     finally:
         gc.freeze()
         _FROZEN.append(True)

@@ -269,6 +269,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     if args.list_policies:
         return _list_policies(out)
+    from tlsprobe.commands.lazy_methods import deferred
+    with deferred():    # also for the types imported after start-up (the checks' details)
+        return _run(args, out)
+
+
+def _run(args: argparse.Namespace, out: TextIO) -> int:
     with start_up():    # the audit's modules (commands/common.py: the collector off)
         from tlsprobe.commands import scan_quic  # --quic: commands/scan_quic.py
         from tlsprobe.commands.scan_recording import attach, open_files, recording_for

@@ -14,11 +14,12 @@ import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cryptography import x509
 from cryptography.utils import CryptographyDeprecationWarning
-from cryptography.x509.oid import PublicKeyAlgorithmOID
+
+if TYPE_CHECKING:   # X.509 (0.01 s of imports) with the first certificate, not at start-up
+    from cryptography import x509
 
 __all__ = ["is_dsa_key", "public_key"]
 
@@ -48,6 +49,7 @@ def is_dsa_key(key: object) -> bool:
 def public_key(cert: x509.Certificate) -> Any:
     """`cert.public_key()`, quiet for a DSA key. Raises what `public_key()` raises
     (ValueError, UnsupportedAlgorithm) for a key cryptography cannot load."""
+    from cryptography.x509.oid import PublicKeyAlgorithmOID
     try:
         is_dsa = cert.public_key_algorithm_oid == PublicKeyAlgorithmOID.DSA
     except ValueError:

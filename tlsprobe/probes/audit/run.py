@@ -16,6 +16,7 @@ import ipaddress
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from tlsprobe import registry
 from tlsprobe.engine.config import SSL30, TLS10, TLS11, TLS12, TLS13
@@ -29,7 +30,6 @@ from tlsprobe.model.audit import (
     TrustCheck,
     VersionSupport,
 )
-from tlsprobe.model.clients import ClientProfile, ClientSimulation
 from tlsprobe.model.encode import started_at
 from tlsprobe.model.probe import CertificateInfo, Codepoint
 from tlsprobe.model.vocab import (
@@ -53,6 +53,9 @@ from tlsprobe.probes.audit.scheduler import (
     TargetRunner,
 )
 from tlsprobe.probes.checks.catalog import ACTIVE, DERIVED
+
+if TYPE_CHECKING:   # annotations only: the client profiles' types come with --clients
+    from tlsprobe.model.clients import ClientProfile, ClientSimulation
 
 ALL_CHECKS = ("versions", "groups", "pq", "suites", "sigalgs", "cert")
 CHAIN_PHASE = "certificate"
@@ -457,7 +460,17 @@ async def audit_many(targets: Iterable[Target], options: AuditOptions, scheduler
 def run_audit(targets: list[Target], options: AuditOptions, scheduler: Scheduler | None = None,
               *, concurrency: int = 4, on_phase: PhaseHook | None = None,
               on_report: Callable[[AuditReport], None] | None = None) -> list[AuditReport]:
-    """Blocking entry point (a fresh event loop)."""
-    return asyncio.run(audit_many(targets, options, scheduler or Scheduler(),
-                                  concurrency=concurrency, on_phase=on_phase,
-                                  on_report=on_report))
+    """Blocking entry point (a fresh event loop). The reports are handed over in a list, not
+    as the main task's result: at its end asyncio.run restores the SIGINT handler, and the
+    signal module formats the old one (which names the task) into an error it discards, the
+    task's result included: every report's dataclass repr, twice (54 `__repr__` methods
+    compiled for the default scan)."""
+    reports: list[AuditReport] = []
+
+    async def main() -> None:
+        reports.extend(await audit_many(targets, options, scheduler or Scheduler(),
+                                        concurrency=concurrency, on_phase=on_phase,
+                                        on_report=on_report))
+
+    asyncio.run(main())
+    return reports
