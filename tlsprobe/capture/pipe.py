@@ -36,12 +36,13 @@ pipe holds at most a megabyte, and the reader waits while it is full.
 
 from __future__ import annotations
 
+import io
 import marshal
 import os
 import pickle
 import signal
 from collections.abc import Generator
-from typing import BinaryIO, TypeVar, cast
+from typing import TypeVar, cast
 
 from tlsprobe.capture.events import (
     CaptureStats,
@@ -159,7 +160,10 @@ class PipedStream(EventIterator):
         self._pid = pid
         os.close(data_w)
         os.close(ctl_r)
-        self._in: BinaryIO = os.fdopen(data_r, "rb", buffering=_PIPE_SIZE)
+        # read unbuffered into this side's own buffer: a buffered reader copied every
+        # message once more before marshal copied its payloads out
+        self._in = io.FileIO(data_r, "rb")
+        self._buf = bytearray(_PIPE_SIZE)
         self._ctl = ctl_w
         self._gen = self._run()
 
@@ -214,19 +218,34 @@ class PipedStream(EventIterator):
         return os.waitpid(pid, 0)[1] if pid else 0
 
     # -- this side ------------------------------------------------------------------------
-    def _message(self) -> tuple[int, bytes]:
-        """The next message from the reader: its kind and body."""
-        head = self._in.read(HEADER.size)
-        if len(head) == HEADER.size:
+    def _message(self) -> tuple[int, memoryview]:
+        """The next message from the reader: its kind and body (a view of this side's
+        buffer, valid until the next message is read)."""
+        head = self._receive(HEADER.size)
+        if head is not None:
             size, kind = HEADER.unpack(head)
-            body = self._in.read(size)
-            if len(body) == size:
+            body = self._receive(size)
+            if body is not None:
                 return kind, body
         status = self._finished()
         how = (f"was killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
                else f"exited with status {os.WEXITSTATUS(status)}")
         raise ReaderProcessError(f"the capture reader process {how} before the end of the "
                                  "capture (rerun with --jobs 1 to read it in one process)")
+
+    def _receive(self, n: int) -> memoryview | None:
+        """The next `n` bytes from the reader, read straight into the buffer (None: the
+        pipe ended first)."""
+        if len(self._buf) < n:
+            self._buf = bytearray(n)  # (the old one stays while a view of it is held)
+        view = memoryview(self._buf)[:n]
+        got = 0
+        while got < n:
+            part = self._in.readinto(view[got:])
+            if not part:
+                return None
+            got += part
+        return view
 
     def _batches(self) -> list[Wire] | None:
         """The next batch of events from the reader (None at the end of the capture),
