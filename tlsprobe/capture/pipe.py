@@ -27,7 +27,8 @@ reader: connection ids to ignore, as a note or as the answer to the question. A 
 marshalled plain tuples, not pickled events: pickling a NamedTuple calls Python code for
 each one, which cost the reader as much as a third of the capture layer's own work. An
 event is ``(code, *fields)`` with a connection's key as its id; ``(KEY, *key)`` comes
-once before the first event of a key (and again if the key changes); ``(LEFT, n)`` says how many
+once before the first event of a key (and again if the key changes), or comes with the
+connection's StreamOpen as ``(OPEN_KEY, ts, frame, *key)``; ``(LEFT, n)`` says how many
 events of the same packet follow the next one. Other bodies are pickles.
 The reader's exception, if any, is raised here where its events end. The reader's side
 (and the codes of the messages and events) is pipe_reader.py. Memory stays flat: the
@@ -67,6 +68,7 @@ from tlsprobe.capture.pipe_reader import (
     LEFT,
     NOTE,
     OPEN,
+    OPEN_KEY,
     SECRETS,
     SYNC,
     Wire,
@@ -306,6 +308,9 @@ class PipedStream(EventIterator):
                     self._left = ev[1] + 1
                     tagged = True
                     continue
+                elif code == OPEN_KEY:  # most opens: the key comes with it
+                    key = keys[ev[3]] = new(ConnKey, ev[3:])
+                    yield new(StreamOpen, (key, ev[1], ev[2]))
                 elif code == OPEN:
                     _, cid, ts, frame = ev
                     yield new(StreamOpen, (keys[cid], ts, frame))

@@ -37,6 +37,8 @@ KEY = len(KINDS)  # a connection's key, before the first event that refers to it
 #: ``(LEFT, n)``: n more events of the same packet follow the next one (a tuple like the
 #: events, so that this side reads every item's code without first testing its type)
 LEFT = KEY + 1
+#: ``(OPEN_KEY, ts, frame, *key)``: a StreamOpen whose key was not sent yet, with the key
+OPEN_KEY = LEFT + 1
 #: an event as a batch carries it: ``(code, *fields)``, the connection key replaced by its
 #: id (``(KEY, *key)`` for a key); plain tuples as marshal gives them back
 Wire = tuple[Any, ...]
@@ -158,12 +160,13 @@ class _Reader:
             elif type(event) is StreamOpen:
                 key, ts, frame = event
                 cid = key[0]
-                if sent_get(cid) is not key:
-                    sent[cid] = key
-                    append((KEY, *key))
                 if queued:
                     append((LEFT, len(queued)))
-                append((OPEN, cid, ts, frame))
+                if sent_get(cid) is not key:  # (a connection's first event: so far always)
+                    sent[cid] = key
+                    append((OPEN_KEY, ts, frame, *key))  # one item, not a KEY and an OPEN
+                else:
+                    append((OPEN, cid, ts, frame))
             elif type(event) is StreamSkipped:
                 key, direction, size, gaps, ts, frame = event
                 cid = key[0]
