@@ -122,6 +122,9 @@ class PipedStream(EventIterator):
         self.stats: CaptureStats = inner.stats
         self.name = inner.name
         self._inner = inner
+        #: the progress bar's reader, if any (asked once: an isinstance against a runtime
+        #: Protocol takes about 15 us, and a capture has thousands of batches)
+        self._counted = inner.source if isinstance(inner.source, Counted) else None
         self._secrets: list[Secrets] = []
         #: ignored id -> counts by the reader's direction (its first guess of the client)
         self._skip: dict[int, tuple[_Count, _Count]] = {}
@@ -252,7 +255,7 @@ class PipedStream(EventIterator):
     def _batches(self) -> list[Wire] | None:
         """The next batch of events from the reader (None at the end of the capture),
         answering the reader's questions and telling it what was ignored on the way."""
-        source = self._inner.source
+        counted = self._counted
         events: list[Wire]
         while True:
             if self._untold and self._notes:
@@ -260,8 +263,8 @@ class PipedStream(EventIterator):
             kind, body = self._message()
             if kind == EVENTS:
                 self.stats.packets, count, events = marshal.loads(body)
-                if count is not None and isinstance(source, Counted):
-                    source.count = count  # the progress bar's reader, mirrored
+                if count is not None and counted is not None:
+                    counted.count = count  # the progress bar's reader, mirrored
                 return events
             if kind == SYNC:
                 self._apply_deferred()
