@@ -538,7 +538,14 @@ def test_batches_larger_than_the_pipe_come_whole(tmp_path: Path) -> None:
 def test_a_connections_open_carries_its_key(tmp_path: Path) -> None:
     """What crosses the pipe per connection: its StreamOpen comes as one item with the
     key in it (no KEY item before it), and its later events refer to it by id."""
-    from tlsprobe.capture.pipe_reader import EVENTS, HEADER, KEY, OPEN, OPEN_KEY, _Reader
+    from tlsprobe.capture.pipe_reader import (
+        EVENTS,
+        HEADER,
+        KEY,
+        OPEN,
+        OPEN_KEY,
+        _Reader,
+    )
 
     frames = [ether(f) for conv in (Conv(), Conv(("10.0.0.3", 40003), ("10.0.0.9", 443)))
               for f in (*conv.handshake(), conv.c(b"hello"), conv.s(b"there"))]
