@@ -367,19 +367,22 @@ class PipedStream(EventIterator):
         skipped = _new(StreamSkipped, (keys[cid], direction, size, gaps, ts, frame))
         return _turned(skipped) if cid in self._swapped else skipped
 
-    def _closing(self, key: ConnKey) -> Generator[Event, None, None]:
+    def _closing(self, key: ConnKey) -> list[StreamSkipped]:
         """The StreamSkipped of an ignored connection, just before its StreamClose: one
-        per direction that counted something, in the capture layer's order."""
+        per direction that counted something, in the capture layer's order. (A list: most
+        connections are ignored, and a generator per close cost more than its events.)"""
         counts = self._skip.pop(key.id, None)
         if counts is None:
-            return
+            return []
         turned = key.id in self._swapped
+        out = []
         for direction in (0, 1):  # the reader's: the first guess (tcp.py's close order)
             count = counts[direction]
             if count.size or count.gaps:
                 ev = _new(StreamSkipped, (key, direction, count.size, count.gaps, count.ts,
                                    count.frame))
-                yield _turned(ev) if turned else ev
+                out.append(_turned(ev) if turned else ev)
+        return out
 
     def _apply_deferred(self) -> None:
         for cid in self._deferred:
