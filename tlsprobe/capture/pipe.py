@@ -241,9 +241,9 @@ class PipedStream(EventIterator):
     def _receive(self, n: int) -> memoryview | None:
         """The next `n` bytes from the reader, read straight into the buffer (None: the
         pipe ended first)."""
-        if len(self._buf) < n:
-            self._buf = bytearray(n)  # (the old one stays while a view of it is held)
-        view = memoryview(self._buf)[:n]
+        # a message larger than the buffer (a batch of 64 KB segments is up to 16 MB) gets
+        # one of its own, not kept: memory stays what the pipe holds
+        view = memoryview(self._buf if n <= len(self._buf) else bytearray(n))[:n]
         got = 0
         while got < n:
             part = self._in.readinto(view[got:])
