@@ -169,6 +169,7 @@ class PipedStream(EventIterator):
         # message once more before marshal copied its payloads out
         self._in = io.FileIO(data_r, "rb")
         self._buf = bytearray(_PIPE_SIZE)
+        self._start = self._end = 0  # what was read and not handed out yet: buf[start:end]
         self._ctl = ctl_w
         self._gen = self._run()
 
@@ -239,18 +240,26 @@ class PipedStream(EventIterator):
                                  "capture (rerun with --jobs 1 to read it in one process)")
 
     def _receive(self, n: int) -> memoryview | None:
-        """The next `n` bytes from the reader, read straight into the buffer (None: the
-        pipe ended first)."""
-        # a message larger than the buffer (a batch of 64 KB segments is up to 16 MB) gets
-        # one of its own, not kept: memory stays what the pipe holds
-        view = memoryview(self._buf if n <= len(self._buf) else bytearray(n))[:n]
-        got = 0
-        while got < n:
-            part = self._in.readinto(view[got:])
-            if not part:
-                return None
-            got += part
-        return view
+        """The next `n` bytes from the reader (None: the pipe ended first), a view of this
+        side's buffer valid until the next call. The pipe is read in large parts straight
+        into the buffer (a read per message cost more time than the copy it saves)."""
+        buf, start, end = self._buf, self._start, self._end
+        if end - start < n:
+            if start + n > len(buf):  # no room behind: what is left goes to the front
+                if n > len(buf):  # a message larger than the buffer (a batch of 64 KB
+                    # segments is up to 16 MB) gets one of its own, not kept
+                    buf = bytearray(n)
+                buf[:end - start] = buf[start:end] if buf is self._buf else \
+                    self._buf[start:end]
+                start, end = 0, end - start
+            with memoryview(buf) as whole:
+                while end - start < n:
+                    got = self._in.readinto(whole[end:])
+                    if not got:
+                        return None
+                    end += got
+        self._start, self._end = (start + n, end) if buf is self._buf else (0, 0)
+        return memoryview(buf)[start:start + n]
 
     def _batches(self) -> list[Wire] | None:
         """The next batch of events from the reader (None at the end of the capture),
