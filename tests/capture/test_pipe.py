@@ -9,6 +9,7 @@ on top of it, the reader's failures (killed, an exception) and an early stop."""
 from __future__ import annotations
 
 import io
+import marshal
 import os
 import signal
 import struct
@@ -499,3 +500,70 @@ def test_cli_picks_two_processes_for_a_large_file(run_cli: Any, many: Path,
     assert run_cli("pcap", "--no-progress", "--jobs", "2", str(many), str(OWN[0])
                    ).returncode in (0, 7)
     assert len(made) == 1
+
+
+def _segments(conn: int, payloads: list[tuple[int, bytes]]) -> list[bytes]:
+    """Ethernet frames of one TCP connection's payloads ((direction, bytes), in order),
+    sequence numbers running on (no handshake: the capture joins it mid-stream)."""
+    frames, seq = [], {0: 1000, 1: 5000}
+    for d, payload in payloads:
+        client, server = bytes((10, 0, 0, conn)), b"\x0a\x01\x00\x01"
+        src, dst = (client, server) if d == 0 else (server, client)
+        ports = (40000, 443) if d == 0 else (443, 40000)
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 40 + len(payload), 0, 0, 64, 6, 0, src,
+                         dst)
+        tcp = struct.pack("!HHIIBBHHH", *ports, seq[d], 0, 0x50, 0x18, 65535, 0, 0)
+        seq[d] += len(payload)
+        frames.append(b"\x00" * 12 + b"\x08\x00" + ip + tcp + payload)
+    return frames
+
+
+def test_batches_larger_than_the_pipe_come_whole(tmp_path: Path) -> None:
+    """A batch of 60 KB segments is several megabytes, more than the pipe and this side's
+    first buffer hold: it is read in parts into a larger buffer, and every byte comes."""
+    payloads = [(n % 2, bytes([n]) * 60_000) for n in range(60)]
+    path = tmp_path / "large.pcap"
+    path.write_bytes(pcap_bytes([(1_700_000_000 + i * 1e-3, f)
+                                 for i, f in enumerate(_segments(1, payloads))]))
+    got = []
+    for piped in (False, True):
+        stream = _stream(str(path), piped)
+        got.append(typed(list(stream)))
+        stream.close()
+    assert got[1] == got[0]
+    data = [ev.data for kind, ev, *_ in got[1] if kind is StreamData]
+    assert data == [payload for _d, payload in payloads]
+
+
+def test_a_connections_open_carries_its_key(tmp_path: Path) -> None:
+    """What crosses the pipe per connection: its StreamOpen comes as one item with the
+    key in it (no KEY item before it), and its later events refer to it by id."""
+    from tlsprobe.capture.pipe_reader import (
+        EVENTS,
+        HEADER,
+        KEY,
+        OPEN,
+        OPEN_KEY,
+        _Reader,
+    )
+
+    frames = [ether(f) for conv in (Conv(), Conv(("10.0.0.3", 40003), ("10.0.0.9", 443)))
+              for f in (*conv.handshake(), conv.c(b"hello"), conv.s(b"there"))]
+    path = tmp_path / "opens.pcap"
+    path.write_bytes(pcap_bytes(frames))
+    out = tmp_path / "batches"
+    ctl_r, ctl_w = os.pipe()
+    with open(out, "wb") as sink:
+        _Reader(iter_stream_events(str(path)), sink.fileno(), ctl_r).run()
+    os.close(ctl_r)
+    os.close(ctl_w)
+    blob, items = out.read_bytes(), []
+    while blob:
+        size, kind = HEADER.unpack_from(blob)
+        if kind == EVENTS:
+            items += marshal.loads(blob[HEADER.size:HEADER.size + size])[2]
+        blob = blob[HEADER.size + size:]
+    codes = [item[0] for item in items]
+    assert codes.count(OPEN_KEY) == 2 and KEY not in codes and OPEN not in codes
+    keys = [item[3:] for item in items if item[0] == OPEN_KEY]
+    assert [key[1:3] for key in keys] == [("10.0.0.1", 40000), ("10.0.0.3", 40003)]

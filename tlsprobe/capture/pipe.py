@@ -27,7 +27,8 @@ reader: connection ids to ignore, as a note or as the answer to the question. A 
 marshalled plain tuples, not pickled events: pickling a NamedTuple calls Python code for
 each one, which cost the reader as much as a third of the capture layer's own work. An
 event is ``(code, *fields)`` with a connection's key as its id; ``(KEY, *key)`` comes
-once before the first event of a key (and again if the key changes); ``(LEFT, n)`` says how many
+once before the first event of a key (and again if the key changes), or comes with the
+connection's StreamOpen as ``(OPEN_KEY, ts, frame, *key)``; ``(LEFT, n)`` says how many
 events of the same packet follow the next one. Other bodies are pickles.
 The reader's exception, if any, is raised here where its events end. The reader's side
 (and the codes of the messages and events) is pipe_reader.py. Memory stays flat: the
@@ -36,12 +37,13 @@ pipe holds at most a megabyte, and the reader waits while it is full.
 
 from __future__ import annotations
 
+import io
 import marshal
 import os
 import pickle
 import signal
 from collections.abc import Generator
-from typing import BinaryIO, TypeVar, cast
+from typing import TypeVar, cast
 
 from tlsprobe.capture.events import (
     CaptureStats,
@@ -66,6 +68,7 @@ from tlsprobe.capture.pipe_reader import (
     LEFT,
     NOTE,
     OPEN,
+    OPEN_KEY,
     SECRETS,
     SYNC,
     Wire,
@@ -119,6 +122,9 @@ class PipedStream(EventIterator):
         self.stats: CaptureStats = inner.stats
         self.name = inner.name
         self._inner = inner
+        #: the progress bar's reader, if any (asked once: an isinstance against a runtime
+        #: Protocol takes about 15 us, and a capture has thousands of batches)
+        self._counted = inner.source if isinstance(inner.source, Counted) else None
         self._secrets: list[Secrets] = []
         #: ignored id -> counts by the reader's direction (its first guess of the client)
         self._skip: dict[int, tuple[_Count, _Count]] = {}
@@ -159,7 +165,11 @@ class PipedStream(EventIterator):
         self._pid = pid
         os.close(data_w)
         os.close(ctl_r)
-        self._in: BinaryIO = os.fdopen(data_r, "rb", buffering=_PIPE_SIZE)
+        # read unbuffered into this side's own buffer: a buffered reader copied every
+        # message once more before marshal copied its payloads out
+        self._in = io.FileIO(data_r, "rb")
+        self._buf = bytearray(_PIPE_SIZE)
+        self._start = self._end = 0  # what was read and not handed out yet: buf[start:end]
         self._ctl = ctl_w
         self._gen = self._run()
 
@@ -214,13 +224,14 @@ class PipedStream(EventIterator):
         return os.waitpid(pid, 0)[1] if pid else 0
 
     # -- this side ------------------------------------------------------------------------
-    def _message(self) -> tuple[int, bytes]:
-        """The next message from the reader: its kind and body."""
-        head = self._in.read(HEADER.size)
-        if len(head) == HEADER.size:
+    def _message(self) -> tuple[int, memoryview]:
+        """The next message from the reader: its kind and body (a view of this side's
+        buffer, valid until the next message is read)."""
+        head = self._receive(HEADER.size)
+        if head is not None:
             size, kind = HEADER.unpack(head)
-            body = self._in.read(size)
-            if len(body) == size:
+            body = self._receive(size)
+            if body is not None:
                 return kind, body
         status = self._finished()
         how = (f"was killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
@@ -228,10 +239,32 @@ class PipedStream(EventIterator):
         raise ReaderProcessError(f"the capture reader process {how} before the end of the "
                                  "capture (rerun with --jobs 1 to read it in one process)")
 
+    def _receive(self, n: int) -> memoryview | None:
+        """The next `n` bytes from the reader (None: the pipe ended first), a view of this
+        side's buffer valid until the next call. The pipe is read in large parts straight
+        into the buffer (a read per message cost more time than the copy it saves)."""
+        buf, start, end = self._buf, self._start, self._end
+        if end - start < n:
+            if start + n > len(buf):  # no room behind: what is left goes to the front
+                if n > len(buf):  # a message larger than the buffer (a batch of 64 KB
+                    # segments is up to 16 MB) gets one of its own, not kept
+                    buf = bytearray(n)
+                buf[:end - start] = buf[start:end] if buf is self._buf else \
+                    self._buf[start:end]
+                start, end = 0, end - start
+            with memoryview(buf) as whole:
+                while end - start < n:
+                    got = self._in.readinto(whole[end:])
+                    if not got:
+                        return None
+                    end += got
+        self._start, self._end = (start + n, end) if buf is self._buf else (0, 0)
+        return memoryview(buf)[start:start + n]
+
     def _batches(self) -> list[Wire] | None:
         """The next batch of events from the reader (None at the end of the capture),
         answering the reader's questions and telling it what was ignored on the way."""
-        source = self._inner.source
+        counted = self._counted
         events: list[Wire]
         while True:
             if self._untold and self._notes:
@@ -239,8 +272,8 @@ class PipedStream(EventIterator):
             kind, body = self._message()
             if kind == EVENTS:
                 self.stats.packets, count, events = marshal.loads(body)
-                if count is not None and isinstance(source, Counted):
-                    source.count = count  # the progress bar's reader, mirrored
+                if count is not None and counted is not None:
+                    counted.count = count  # the progress bar's reader, mirrored
                 return events
             if kind == SYNC:
                 self._apply_deferred()
@@ -287,6 +320,9 @@ class PipedStream(EventIterator):
                     self._left = ev[1] + 1
                     tagged = True
                     continue
+                elif code == OPEN_KEY:  # most opens: the key comes with it
+                    key = keys[ev[3]] = new(ConnKey, ev[3:])
+                    yield new(StreamOpen, (key, ev[1], ev[2]))
                 elif code == OPEN:
                     _, cid, ts, frame = ev
                     yield new(StreamOpen, (keys[cid], ts, frame))
@@ -340,19 +376,22 @@ class PipedStream(EventIterator):
         skipped = _new(StreamSkipped, (keys[cid], direction, size, gaps, ts, frame))
         return _turned(skipped) if cid in self._swapped else skipped
 
-    def _closing(self, key: ConnKey) -> Generator[Event, None, None]:
+    def _closing(self, key: ConnKey) -> list[StreamSkipped]:
         """The StreamSkipped of an ignored connection, just before its StreamClose: one
-        per direction that counted something, in the capture layer's order."""
+        per direction that counted something, in the capture layer's order. (A list: most
+        connections are ignored, and a generator per close cost more than its events.)"""
         counts = self._skip.pop(key.id, None)
         if counts is None:
-            return
+            return []
         turned = key.id in self._swapped
+        out = []
         for direction in (0, 1):  # the reader's: the first guess (tcp.py's close order)
             count = counts[direction]
             if count.size or count.gaps:
                 ev = _new(StreamSkipped, (key, direction, count.size, count.gaps, count.ts,
                                    count.frame))
-                yield _turned(ev) if turned else ev
+                out.append(_turned(ev) if turned else ev)
+        return out
 
     def _apply_deferred(self) -> None:
         for cid in self._deferred:

@@ -37,6 +37,8 @@ KEY = len(KINDS)  # a connection's key, before the first event that refers to it
 #: ``(LEFT, n)``: n more events of the same packet follow the next one (a tuple like the
 #: events, so that this side reads every item's code without first testing its type)
 LEFT = KEY + 1
+#: ``(OPEN_KEY, ts, frame, *key)``: a StreamOpen whose key was not sent yet, with the key
+OPEN_KEY = LEFT + 1
 #: an event as a batch carries it: ``(code, *fields)``, the connection key replaced by its
 #: id (``(KEY, *key)`` for a key); plain tuples as marshal gives them back
 Wire = tuple[Any, ...]
@@ -54,7 +56,7 @@ def read_exactly(fd: int, n: int) -> bytes:
     return b"".join(parts)
 
 
-def write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes | memoryview) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
@@ -78,7 +80,14 @@ class _Reader:
         self._write(kind, pickle.dumps(body, pickle.HIGHEST_PROTOCOL))
 
     def _write(self, kind: int, blob: bytes) -> None:
-        write_all(self.out_fd, HEADER.pack(len(blob), kind) + blob)
+        """The header and the body in one call, the body not copied behind the header
+        (a batch is about 100 KB)."""
+        head = HEADER.pack(len(blob), kind)
+        done = os.writev(self.out_fd, (head, blob))
+        if done < len(head):
+            write_all(self.out_fd, head[done:])
+            done = len(head)
+        write_all(self.out_fd, memoryview(blob)[done - len(head):])
 
     def told(self) -> int:
         """One message from the caller: ignore these connections. Its kind."""
@@ -151,12 +160,13 @@ class _Reader:
             elif type(event) is StreamOpen:
                 key, ts, frame = event
                 cid = key[0]
-                if sent_get(cid) is not key:
-                    sent[cid] = key
-                    append((KEY, *key))
                 if queued:
                     append((LEFT, len(queued)))
-                append((OPEN, cid, ts, frame))
+                if sent_get(cid) is not key:  # (a connection's first event: so far always)
+                    sent[cid] = key
+                    append((OPEN_KEY, ts, frame, *key))  # one item, not a KEY and an OPEN
+                else:
+                    append((OPEN, cid, ts, frame))
             elif type(event) is StreamSkipped:
                 key, direction, size, gaps, ts, frame = event
                 cid = key[0]
