@@ -71,12 +71,19 @@ def _events_digest(path: Path, fused: bool) -> str:
                     seen[key] = seen.get(key, 0) + 1
                     if seen[key] == 2 and seen.get((ev.conn.id, 1 - ev.direction), 0) >= 2:
                         events.ignore(ev.conn.id)
-            h.update(repr(sorted(vars(events.stats).items())).encode())
+            h.update(repr(_fields(events.stats)).encode())
     except Exception as exc:  # noqa: BLE001 - the same failure on both sides is equal
         h.update(f"error {type(exc).__name__}: {exc}".encode())
     finally:
         stream_module.CaptureStream.fused_pcap = True
     return h.hexdigest()
+
+
+def _fields(obj: object) -> list[tuple[str, object]]:
+    """An object's public data attributes by name: its `vars` for a Python class, read by
+    name too for a class compiled with mypyc (which has no __dict__)."""
+    names = sorted(n for n in dir(obj) if not n.startswith("_"))
+    return [(n, v) for n in names if not callable(v := getattr(obj, n))]
 
 
 def _command_digest(args: list[str]) -> str:

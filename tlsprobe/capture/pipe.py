@@ -81,7 +81,7 @@ from tlsprobe.errors import EXIT_INTERNAL, TlsprobeError
 # NamedTuples are made with ``tuple.__new__(Kind, fields)``: without the Python-level
 # __new__ of ``Kind(*fields)`` (one per event handed out)
 _new = tuple.__new__
-_Keyed = TypeVar("_Keyed", StreamData, StreamGap, StreamSkipped, StreamOpen, StreamClose)
+_Keyed = TypeVar("_Keyed", StreamData, StreamGap, StreamSkipped)
 _PIPE_SIZE = 1 << 20
 
 
@@ -297,7 +297,7 @@ class PipedStream(EventIterator):
                         yield from self._closing(close.conn)
                     if swapped and cid in swapped:
                         swapped.discard(cid)
-                        close = _turned(close)
+                        close = close._replace(conn=close.conn.swapped())
                     yield close
                 else:
                     made = other(ev, keys)
@@ -375,8 +375,6 @@ class PipedStream(EventIterator):
 
 
 def _turned(ev: _Keyed) -> _Keyed:
-    """An event of a connection turned round: the swapped key, the other direction."""
-    key = ev.conn.swapped()
-    if isinstance(ev, (StreamData, StreamGap, StreamSkipped)):
-        return ev._replace(conn=key, direction=1 - ev.direction)
-    return ev._replace(conn=key)
+    """An event of a connection turned round: the swapped key, the other direction (no
+    isinstance on the TypeVar: mypyc, the optional compiled path, rejects that form)."""
+    return ev._replace(conn=ev.conn.swapped(), direction=1 - ev.direction)
