@@ -41,7 +41,7 @@ import os
 import pickle
 import signal
 from collections.abc import Generator
-from typing import BinaryIO, TypeVar, cast
+from typing import BinaryIO, cast
 
 from tlsprobe.capture.events import (
     CaptureStats,
@@ -81,7 +81,7 @@ from tlsprobe.errors import EXIT_INTERNAL, TlsprobeError
 # NamedTuples are made with ``tuple.__new__(Kind, fields)``: without the Python-level
 # __new__ of ``Kind(*fields)`` (one per event handed out)
 _new = tuple.__new__
-_Keyed = TypeVar("_Keyed", StreamData, StreamGap, StreamSkipped)
+_Keyed = StreamData | StreamGap | StreamSkipped
 _PIPE_SIZE = 1 << 20
 
 
@@ -376,5 +376,5 @@ class PipedStream(EventIterator):
 
 def _turned(ev: _Keyed) -> _Keyed:
     """An event of a connection turned round: the swapped key, the other direction (no
-    isinstance on the TypeVar: mypyc, the optional compiled path, rejects that form)."""
+    TypeVar: mypyc, the optional compiled path, does not narrow one by its values)."""
     return ev._replace(conn=ev.conn.swapped(), direction=1 - ev.direction)
