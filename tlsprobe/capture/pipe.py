@@ -40,8 +40,8 @@ import marshal
 import os
 import pickle
 import signal
-from collections.abc import Generator
-from typing import BinaryIO, cast
+from collections.abc import Generator, Iterator
+from typing import BinaryIO, Self, cast
 
 from tlsprobe.capture.events import (
     CaptureStats,
@@ -75,7 +75,7 @@ from tlsprobe.capture.pipe_reader import (
     reader_main as _reader_main,  # (tests replace it)
 )
 from tlsprobe.capture.source import Counted
-from tlsprobe.capture.stream import CaptureStream, EventIterator, keylog_text
+from tlsprobe.capture.stream import CaptureStream, keylog_text
 from tlsprobe.errors import EXIT_INTERNAL, TlsprobeError
 
 # NamedTuples are made with ``tuple.__new__(Kind, fields)``: without the Python-level
@@ -110,10 +110,24 @@ class _Count:
         self.ts = 0.0
 
 
-class PipedStream(EventIterator):
+class PipedStream:
     """`CaptureStream`'s surface over a reader process (see the module docstring). Made
     from a `CaptureStream` not iterated yet; it takes that stream over. OSError when no
-    process can be started (the stream is then still the caller's, untouched)."""
+    process can be started (the stream is then still the caller's, untouched). Not a
+    subclass of stream.py's EventIterator: a Python class cannot derive from one compiled
+    by mypyc (the optional fast path), so it has the iterator surface of its own."""
+
+    def __iter__(self) -> Iterator[Event]:
+        return self._gen
+
+    def __next__(self) -> Event:
+        return next(self._gen)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def __init__(self, inner: CaptureStream) -> None:
         self.stats: CaptureStats = inner.stats
@@ -247,7 +261,7 @@ class PipedStream(EventIterator):
                 self._tell(SYNC)
             elif kind == END:
                 stats, = pickle.loads(body)
-                self.stats.__dict__.update(stats.__dict__)
+                self.stats.update(stats)
                 self._finished()
                 return None
             else:  # ERROR: the reader's exception, where its events end
