@@ -14,7 +14,7 @@ import os
 import stat
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
-from types import TracebackType
+from types import GeneratorType, TracebackType
 from typing import TYPE_CHECKING, Any, BinaryIO, Self
 
 from tlsprobe.capture import (
@@ -271,7 +271,9 @@ class CaptureAnalysis:
 
     # -- the loop ------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Analyzed]:
-        return _Reports(self._reports())
+        gen = self._reports()
+        # a Python generator runs its `finally` when freed: no wrapper (no call per report)
+        return gen if type(gen) is GeneratorType else _Reports(gen)
 
     def _reports(self) -> Generator[Analyzed, None, None]:
         conns = self._conns
