@@ -19,7 +19,6 @@ with the part that differs; the check passes when there is none. Usage, alone:
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import io
 import json
@@ -72,15 +71,19 @@ def _events_digest(path: Path, fused: bool) -> str:
                     seen[key] = seen.get(key, 0) + 1
                     if seen[key] == 2 and seen.get((ev.conn.id, 1 - ev.direction), 0) >= 2:
                         events.ignore(ev.conn.id)
-            # the dataclass's fields, not vars(): a compiled (mypyc) class has no __dict__
-            stats = events.stats
-            h.update(repr(sorted((f.name, getattr(stats, f.name))
-                                 for f in dataclasses.fields(stats))).encode())
+            h.update(repr(_fields(events.stats)).encode())
     except Exception as exc:  # noqa: BLE001 - the same failure on both sides is equal
         h.update(f"error {type(exc).__name__}: {exc}".encode())
     finally:
         stream_module.CaptureStream.fused_pcap = True
     return h.hexdigest()
+
+
+def _fields(obj: object) -> list[tuple[str, object]]:
+    """An object's public data attributes by name: its `vars` for a Python class, read by
+    name too for a class compiled with mypyc (which has no __dict__)."""
+    names = sorted(n for n in dir(obj) if not n.startswith("_"))
+    return [(n, v) for n in names if not callable(v := getattr(obj, n))]
 
 
 def _command_digest(args: list[str]) -> str:

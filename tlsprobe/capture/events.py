@@ -7,7 +7,7 @@ what was read, what was skipped and why, so a report can say how complete its vi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
 
 from tlsprobe.errors import EXIT_USAGE, TlsprobeError
@@ -215,6 +215,12 @@ class CaptureStats:
     #: packets a pcapng file says the capturing system dropped while it was taken (its
     #: Interface Statistics Blocks' isb_ifdrop: the last of each interface, summed)
     recorded_dropped: int = 0
+
+    def update(self, other: CaptureStats) -> None:
+        """Every field taken from `other` (pipe.py: the reader process's final stats). By
+        field name, not `__dict__`: a class compiled by mypyc has none."""
+        for f in fields(other):
+            setattr(self, f.name, getattr(other, f.name))
 
     def skip(self, reason: str, n: int = 1) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + n

@@ -27,8 +27,7 @@ from collections import deque
 from collections.abc import Callable
 from operator import attrgetter
 
-from tlsprobe.capture.events import CaptureStats
-from tlsprobe.capture.reassembly import MASK, Connection
+from tlsprobe.capture.reassembly import MASK, Connection, Reassembler
 
 IDLE_TIMEOUT = 60.0  # capture seconds without a packet before a connection is evicted
 IDLE_TIMEOUT_DATA = 600.0  # the same once payload has flowed
@@ -48,10 +47,11 @@ def _nothing() -> None:
     pass
 
 
-class Eviction:
-    """The eviction half of `TcpTracker` (tcp.py), which owns the tables used here."""
+class Eviction(Reassembler):
+    """The eviction layer of `TcpTracker` (tcp.py), which owns the tables used here. One
+    chain of single bases (Reassembler -> Eviction -> TcpTracker), not a mixin: mypyc's
+    native classes take no multiple inheritance (the compiled fast path)."""
 
-    stats: CaptureStats
     open: dict[int, Connection]
     max_connections: int
 

@@ -42,8 +42,8 @@ import marshal
 import os
 import pickle
 import signal
-from collections.abc import Generator
-from typing import TypeVar, cast
+from collections.abc import Generator, Iterator
+from typing import Self, cast
 
 from tlsprobe.capture.events import (
     CaptureStats,
@@ -78,13 +78,13 @@ from tlsprobe.capture.pipe_reader import (
     reader_main as _reader_main,  # (tests replace it)
 )
 from tlsprobe.capture.source import Counted
-from tlsprobe.capture.stream import CaptureStream, EventIterator, keylog_text
+from tlsprobe.capture.stream import CaptureStream, keylog_text
 from tlsprobe.errors import EXIT_INTERNAL, TlsprobeError
 
 # NamedTuples are made with ``tuple.__new__(Kind, fields)``: without the Python-level
 # __new__ of ``Kind(*fields)`` (one per event handed out)
 _new = tuple.__new__
-_Keyed = TypeVar("_Keyed", StreamData, StreamGap, StreamSkipped, StreamOpen, StreamClose)
+_Keyed = StreamData | StreamGap | StreamSkipped
 _PIPE_SIZE = 1 << 20
 
 
@@ -113,10 +113,24 @@ class _Count:
         self.ts = 0.0
 
 
-class PipedStream(EventIterator):
+class PipedStream:
     """`CaptureStream`'s surface over a reader process (see the module docstring). Made
     from a `CaptureStream` not iterated yet; it takes that stream over. OSError when no
-    process can be started (the stream is then still the caller's, untouched)."""
+    process can be started (the stream is then still the caller's, untouched). Not a
+    subclass of stream.py's EventIterator: a Python class cannot derive from one compiled
+    by mypyc (the optional fast path), so it has the iterator surface of its own."""
+
+    def __iter__(self) -> Iterator[Event]:
+        return self._gen
+
+    def __next__(self) -> Event:
+        return next(self._gen)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def __init__(self, inner: CaptureStream) -> None:
         self.stats: CaptureStats = inner.stats
@@ -280,7 +294,7 @@ class PipedStream(EventIterator):
                 self._tell(SYNC)
             elif kind == END:
                 stats, = pickle.loads(body)
-                self.stats.__dict__.update(stats.__dict__)
+                self.stats.update(stats)
                 self._finished()
                 return None
             else:  # ERROR: the reader's exception, where its events end
@@ -333,7 +347,7 @@ class PipedStream(EventIterator):
                         yield from self._closing(close.conn)
                     if swapped and cid in swapped:
                         swapped.discard(cid)
-                        close = _turned(close)
+                        close = close._replace(conn=close.conn.swapped())
                     yield close
                 else:
                     made = other(ev, keys)
@@ -384,13 +398,13 @@ class PipedStream(EventIterator):
         if counts is None:
             return []
         turned = key.id in self._swapped
-        out = []
+        out: list[StreamSkipped] = []
         for direction in (0, 1):  # the reader's: the first guess (tcp.py's close order)
             count = counts[direction]
             if count.size or count.gaps:
                 ev = _new(StreamSkipped, (key, direction, count.size, count.gaps, count.ts,
                                    count.frame))
-                out.append(_turned(ev) if turned else ev)
+                out.append(cast(StreamSkipped, _turned(ev)) if turned else ev)
         return out
 
     def _apply_deferred(self) -> None:
@@ -414,8 +428,6 @@ class PipedStream(EventIterator):
 
 
 def _turned(ev: _Keyed) -> _Keyed:
-    """An event of a connection turned round: the swapped key, the other direction."""
-    key = ev.conn.swapped()
-    if isinstance(ev, (StreamData, StreamGap, StreamSkipped)):
-        return ev._replace(conn=key, direction=1 - ev.direction)
-    return ev._replace(conn=key)
+    """An event of a connection turned round: the swapped key, the other direction (no
+    TypeVar: mypyc, the optional compiled path, does not narrow one by its values)."""
+    return ev._replace(conn=ev.conn.swapped(), direction=1 - ev.direction)

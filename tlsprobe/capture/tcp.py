@@ -37,7 +37,7 @@ from tlsprobe.capture.events import (
     StreamSkipped,
 )
 from tlsprobe.capture.eviction import IDLE_TIMEOUT, IDLE_TIMEOUT_DATA, Eviction
-from tlsprobe.capture.reassembly import MASK, Connection, HalfStream, Reassembler
+from tlsprobe.capture.reassembly import MASK, Connection, HalfStream
 
 FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
 _TCP = struct.Struct("!4xI4xBB").unpack_from  # seq, data offset byte, flags
@@ -71,7 +71,7 @@ def ip_text(raw: bytes) -> str:
     return socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, raw)
 
 
-class TcpTracker(Reassembler, Eviction):
+class TcpTracker(Eviction):
     """Turns decoded TCP segments into stream events appended to `out`."""
 
     def __init__(self, stats: CaptureStats, out: list[Event], *, max_pending_bytes: int,

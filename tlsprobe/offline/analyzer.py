@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
-from types import TracebackType
+from types import GeneratorType, TracebackType
 from typing import TYPE_CHECKING, Any, BinaryIO, Self
 
 from tlsprobe.capture import (
@@ -130,6 +130,26 @@ class _CountingReader:
 
     def close(self) -> None:
         self._raw.close()
+
+
+class _Reports:
+    """One iteration's reports. Dropped before its end (a caller's `break`), it closes the
+    generator so that its `finally` releases the analysis' state: a generator compiled by
+    mypyc (the optional fast path) is freed without running it."""
+
+    __slots__ = ("_gen",)
+
+    def __init__(self, gen: Generator[Analyzed, None, None]) -> None:
+        self._gen = gen
+
+    def __iter__(self) -> Iterator[Analyzed]:
+        return self
+
+    def __next__(self) -> Analyzed:
+        return next(self._gen)
+
+    def __del__(self) -> None:
+        self._gen.close()
 
 
 def _piped(source: str | LiveCapture, min_bytes: int | None) -> bool:
@@ -269,6 +289,11 @@ class CaptureAnalysis:
 
     # -- the loop ------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Analyzed]:
+        gen = self._reports()
+        # a Python generator runs its `finally` when freed: no wrapper (no call per report)
+        return gen if type(gen) is GeneratorType else _Reports(gen)
+
+    def _reports(self) -> Generator[Analyzed, None, None]:
         conns = self._conns
         opened = self._opened
         stream = self.stream

@@ -114,7 +114,8 @@ class Conversation(_Conversation):
 class DtlsTracker(DatagramTracker[Conversation]):
     """Datagrams in, one report per DTLS handshake out."""
 
-    protocol = transport = "dtls"
+    protocol = "dtls"
+    transport = "dtls"
 
     def datagram(self, ev: Datagram, framing: str | None = None) -> Iterator[Analyzed]:
         """One datagram (its DTLS records; `framing`: what they were unwrapped from, said

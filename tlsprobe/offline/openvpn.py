@@ -40,7 +40,8 @@ class OpenVpnTracker(SessionTracker[_Session]):
     reset), one report per session out: at its first data-channel packets (the handshake
     is over) or at the end of the capture."""
 
-    protocol, transport = "tls", "tcp"
+    protocol = "tls"
+    transport = "tcp"
 
     def datagram(self, ev: Datagram) -> Iterator[Analyzed]:
         session, direction = self.find(ev)

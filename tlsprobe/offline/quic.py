@@ -197,7 +197,8 @@ class UnknownVersions:
 class QuicTracker(DatagramTracker[Conversation]):
     """Datagrams in, one report per QUIC handshake out."""
 
-    protocol = transport = "quic"
+    protocol = "quic"
+    transport = "quic"
 
     def __init__(self, file: str, options: object = None,
                  caches: AnalysisCaches | None = None) -> None:

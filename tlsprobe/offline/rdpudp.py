@@ -214,7 +214,8 @@ class _Session(Conversation):
 class RdpUdpTracker(SessionTracker[_Session]):
     """UDP datagrams of RDP-over-UDP sessions in, one report per session out."""
 
-    protocol, transport = "tls", "tcp"
+    protocol = "tls"
+    transport = "tcp"
 
     def __init__(self, file: str, caches: AnalysisCaches | None,
                  dtls: Callable[[], DtlsTracker]) -> None:
