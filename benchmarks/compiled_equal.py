@@ -1,6 +1,7 @@
 """A compiled tree (mypyc, build_backend/compiled_modules.txt) against a pure one, capture
-for capture: the capture layer's events (fused and generic loop) and `tlsprobe pcap
---jobs 1` as a table, --jsonl, --stats and --details, on every capture of the project and
+for capture: the capture layer's events (fused and generic loop), `tlsprobe pcap
+--jobs 1` as a table, --jsonl, --stats and --details, and --jsonl read by two processes
+(--jobs 2), on every capture of the project and
 of ../shared/captures (benchmarks/pcap_equal.py's corpus and digests, each tree in a child
 process of its own). Usage: ``python3 benchmarks/compiled_equal.py PURE_ROOT COMPILED_ROOT``
 (a compiled copy: `git archive HEAD | tar -x -C X && cd X && mypyc $(grep -v '^#'
@@ -17,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pcap_equal
 
-PARTS = ("events", "events-generic", "table", "jsonl", "stats", "details")
+PARTS = ("events", "events-generic", "table", "jsonl", "stats", "details", "piped")
 
 
 def digests(paths: list[str]) -> dict[str, dict[str, str]]:
@@ -31,6 +32,9 @@ def digests(paths: list[str]) -> dict[str, dict[str, str]]:
             **{part: pcap_equal._command_digest(base + flags) for part, flags in
                (("table", []), ("jsonl", ["--jsonl"]), ("stats", ["--stats"]),
                 ("details", ["--details"]))},
+            # --jobs 2 on one file: the packets read by a second process (capture/pipe.py)
+            "piped": pcap_equal._command_digest(["pcap", "--no-progress", "--jobs", "2",
+                                                 "--jsonl", path]),
         }
     return out
 

@@ -9,8 +9,10 @@ setuptools and wheel: the test extra lists them), unpacked, and:
 * every listed module is imported from its C extension, nothing of mypy is needed at run
   time, and `tlsprobe --version` names the build;
 * the compiled copy and the sources give the same capture-layer events and the same
-  `tlsprobe pcap` table, `--jsonl` and `--stats` on every capture of the project and of the
-  third-party corpus (benchmarks/pcap_equal.py's digests, each tree in a process of its own);
+  `tlsprobe pcap` table, `--jsonl`, `--stats` and `--details`, and `--jsonl` read by two
+  processes (`--jobs 2`: capture/pipe.py), on every capture of the project and of the
+  third-party corpus (benchmarks/compiled_equal.py's digests, each tree in a process of its
+  own), and the same reports from the worker pool (`--jobs 2` over many files);
 * a build without a working C compiler stops with one line saying what it needs.
 
 CI installs the compiler and Python's headers (.ci/run: gcc, python3-dev); without them the
@@ -21,6 +23,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -110,8 +113,8 @@ def test_the_listed_modules_run_compiled_and_need_nothing_of_mypy(compiled_site:
 
 
 def _digests(tree: Path, captures: list[Path]) -> dict[str, dict[str, str]]:
-    """benchmarks/pcap_equal.py's digests with `tree`'s tlsprobe first on the path."""
-    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "pcap_equal.py"),
+    """benchmarks/compiled_equal.py's digests with `tree`'s tlsprobe first on the path."""
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "compiled_equal.py"),
                            "--digests", *map(str, captures)], check=False, capture_output=True, text=True,
                           timeout=1200, cwd=tree, env=_env(tree))
     assert done.returncode == 0, done.stderr[-3000:]
@@ -135,6 +138,23 @@ def test_compiled_and_pure_give_the_same_events_and_outputs_on_every_capture(
               for path in pure}
     assert {path: parts for path, parts in differ.items() if parts} == {}
     assert len(pure) == len(captures) >= 200
+    assert all(len(parts) == 7 for parts in pure.values())   # events x2, 4 outputs, piped
+
+
+def test_the_worker_pool_gives_the_same_reports_compiled(compiled_site: Path,
+                                                          tmp_path: Path) -> None:
+    """`pcap --jobs 2` over many files: the reports come back from worker processes
+    (pickled: a compiled frozen class that crossed would fail to unpickle)."""
+    def run(tree: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "tlsprobe", "pcap", "--no-progress",
+                               "--jobs", "2", "--jsonl",
+                               str(REPO / "captures")], check=False, capture_output=True,
+                              text=True, timeout=600, cwd=tmp_path, env=_env(tree))
+    compiled, pure = run(compiled_site), run(REPO)
+    assert pure.returncode == compiled.returncode == 0, (pure.stderr + compiled.stderr)[-2000:]
+    assert compiled.stdout.count("\n") == pure.stdout.count("\n") > 30
+    strip = re.compile(r'"(started_at|duration_s)": ("[^"]*"|[-+.0-9eE]+)')
+    assert strip.sub("", compiled.stdout) == strip.sub("", pure.stdout)
 
 
 def test_a_build_without_a_compiler_says_what_it_needs(tmp_path: Path) -> None:
