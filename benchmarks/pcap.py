@@ -178,6 +178,8 @@ def child_env(pycache: Path, tree: Path = ROOT) -> dict[str, str]:
     says here."""
     env = dict(os.environ, PYTHONPATH=str(tree), PYTHONPYCACHEPREFIX=str(pycache))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if tree != ROOT:   # `python -m` would put the working folder, this checkout, first
+        env["PYTHONSAFEPATH"] = "1"
     return env
 
 
@@ -229,14 +231,17 @@ def main() -> int:
                     "--stats` on each capture (cProfile: calls per packet, top functions)")
     ap.add_argument("--equal", metavar="REV", help="check that the events and outputs are "
                     "those of git revision REV on every capture (exit 1 if not)")
-    ap.add_argument("--compiled", action="store_true", help="also measure the optional "
-                    "compiled fast path (TLSPROBE_COMPILE=1's build, made here by "
-                    "benchmarks/compiled_tree.py) in the same rounds, with its own ratios")
+    ap.add_argument("--compiled", nargs="?", const="", metavar="SITE", help="also measure "
+                    "the optional compiled fast path (TLSPROBE_COMPILE=1's build, made here by "
+                    "benchmarks/compiled_tree.py, or the one unpacked in SITE) in the same "
+                    "rounds, with its own ratios")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="tlsprobe-bench-pcap-"))
     measured: list[Path] = []
     try:
         if args.compiled:
+            args.compiled_site = Path(args.compiled).resolve()
+        elif args.compiled is not None:
             from compiled_tree import build_compiled
             args.compiled_site = build_compiled(tmp / "compiled")
         if not args.skip_throughput:

@@ -215,6 +215,8 @@ def measured(cmds: dict[str, list[str]], tmp: Path, rounds: int) -> dict[str, li
         float, float, int, int]]]:
     """Each command once per round, in turn: (wall, CPU, peak KiB, lines) per round."""
     env = dict(os.environ, PYTHONPATH=str(TREE[0]))
+    if TREE[0] != ROOT:   # `python -m` would put the working folder, this checkout, first
+        env["PYTHONSAFEPATH"] = "1"
     out: dict[str, list[tuple[float, float, int, int]]] = {k: [] for k in cmds}
     for _ in range(rounds):
         for key, cmd in cmds.items():
@@ -234,15 +236,18 @@ def main() -> int:
                     "('' to skip it)")
     ap.add_argument("--dense", type=int, default=200_000,
                     help="packets of the dense capture of that comparison")
-    ap.add_argument("--compiled", action="store_true", help="measure the optional compiled "
-                    "fast path (built here by benchmarks/compiled_tree.py) instead of the "
-                    "sources; the in-process part then runs in a child with it on the path")
+    ap.add_argument("--compiled", nargs="?", const="", metavar="SITE", help="measure the "
+                    "optional compiled fast path (built here by benchmarks/compiled_tree.py, "
+                    "or the one unpacked in SITE) instead of the sources; the in-process part "
+                    "then runs in a child with it on the path")
     args = ap.parse_args()
     n = args.connections
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="pcap_conns_"))
     tmp.mkdir(parents=True, exist_ok=True)
     try:
         if args.compiled:
+            TREE[0] = Path(args.compiled).resolve()
+        elif args.compiled is not None:
             from compiled_tree import build_compiled
             TREE[0] = build_compiled(tmp / "compiled")
         short, hello, empty = tmp / "short.pcap", tmp / "hello_only.pcap", tmp / "empty.pcap"
@@ -279,10 +284,10 @@ def main() -> int:
                 per = f"{cpu / n * 1e6:.1f} us (tshark, start-up included)"
             print(f"{key:<22} {cpu:>7.2f} {wall:>7.2f} {peak / 1024:>8.1f} {lines:>8}  {per}")
         print("in-process analysis of the short connections"
-              + (" (compiled build)" if args.compiled else "") + ":")
-        if args.compiled:   # the same loop, in a child with the compiled package first
-            subprocess.run([sys.executable, __file__, "--in-process", str(short), str(n)],
-                           check=True, env=dict(os.environ, PYTHONPATH=str(TREE[0])))
+              + (" (compiled build)" if args.compiled is not None else "") + ":")
+        if args.compiled is not None:
+            subprocess.run([sys.executable, "-P", __file__, "--in-process", str(short),
+                            str(n)], check=True, env=dict(os.environ, PYTHONPATH=str(TREE[0])))
         else:
             in_process(short, n, args.profile)
         if args.corpus:
