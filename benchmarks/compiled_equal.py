@@ -51,21 +51,13 @@ def _run(tree: str, paths: list[str]) -> dict[str, dict[str, str]]:
 def main(pure: str, compiled: str) -> int:
     paths = [str(p) for p in pcap_equal.corpus()]
     ours, theirs = _run(pure, paths), _run(compiled, paths)
-    differ = 0
-    for path in paths:
-        parts = [p for p in PARTS if ours[path][p] != theirs[path][p]]
-        if parts:
-            differ += 1
-            print(f"  DIFFERS: {path} ({', '.join(parts)})")
+    differ = pcap_equal.count_differences(ours, theirs, paths, PARTS, "")
     print(f"compiled against pure: {len(paths)} captures, {differ} differ")
     return differ
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--digests"]:
-        sys.setrecursionlimit(10_000)
-        print(json.dumps(digests(sys.argv[2:])))
-        sys.exit(0)
+    pcap_equal.serve_digests(digests)
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     sys.exit(1 if main(sys.argv[1], sys.argv[2]) else 0)

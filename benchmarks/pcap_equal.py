@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Callable
 from contextlib import redirect_stderr
 from pathlib import Path
 
@@ -144,22 +145,35 @@ def compare(rev: str, extra: list[Path]) -> int:
     with tempfile.TemporaryDirectory(prefix="tlsprobe-equal-") as tmp:
         theirs = _run_digests(extract(rev, Path(tmp)), paths)
     ours = _run_digests(ROOT, paths)
-    differ = 0
-    for path in map(str, paths):
-        parts = [p for p in PARTS if ours[path][p] != theirs[path][p]]
-        if parts:
-            differ += 1
-            print(f"  DIFFERS from {rev}: {path} ({', '.join(parts)})")
+    differ = count_differences(ours, theirs, [str(p) for p in paths], PARTS, f" from {rev}")
     print(f"equality against {rev}: {len(paths)} captures, {differ} differ "
           f"({'met' if not differ else 'NOT met'}: events, table, --jsonl, --stats)")
     return differ
 
 
-if __name__ == "__main__":
+def count_differences(ours: dict[str, dict[str, str]], theirs: dict[str, dict[str, str]],
+                      paths: list[str], parts: tuple[str, ...], against: str) -> int:
+    """Print each capture whose digests differ, with the parts that do; their count."""
+    differ = 0
+    for path in paths:
+        differing = [p for p in parts if ours[path][p] != theirs[path][p]]
+        if differing:
+            differ += 1
+            print(f"  DIFFERS{against}: {path} ({', '.join(differing)})")
+    return differ
+
+
+def serve_digests(compute: Callable[[list[str]], dict[str, dict[str, str]]]) -> None:
+    """`SCRIPT --digests CAPTURE...` (the child of a comparison): print `compute`'s
+    digests as JSON and exit."""
     if sys.argv[1:2] == ["--digests"]:
         sys.setrecursionlimit(10_000)
-        print(json.dumps(digests(sys.argv[2:])))
+        print(json.dumps(compute(sys.argv[2:])))
         sys.exit(0)
+
+
+if __name__ == "__main__":
+    serve_digests(digests)
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     sys.exit(1 if compare(sys.argv[1], [Path(p) for p in sys.argv[2:]]) else 0)

@@ -91,6 +91,18 @@ def _read(path: Path, piped: bool, **limits: Any) -> tuple[list[Any], dict[str, 
     return events, stream.stats.to_dict()
 
 
+def _read_both_ways(path: Path) -> list[list[Any]]:
+    """The typed events of `path` read in this process and through the pipe, which must
+    be the same."""
+    got = []
+    for piped in (False, True):
+        stream = _stream(str(path), piped)
+        got.append(typed(list(stream)))
+        stream.close()
+    assert got[1] == got[0]
+    return got
+
+
 def typed(events: list[Any]) -> list[Any]:
     """Events with the type of each and of each of its fields (== alone would take a
     plain tuple, or a bytearray, for the event a reader should have rebuilt)."""
@@ -255,12 +267,7 @@ def test_every_kind_of_event_comes_rebuilt(tmp_path: Path) -> None:
               v6.c(b"", flags="FA"), v6.s(b"", flags="FA")]
     path = tmp_path / "kinds.pcap"
     path.write_bytes(pcap_bytes(ether(f) for f in frames))
-    got = []
-    for piped in (False, True):
-        stream = _stream(str(path), piped)
-        got.append(typed(list(stream)))
-        stream.close()
-    assert got[1] == got[0]
+    got = _read_both_ways(path)
     kinds = {kind.__name__ for kind, *_ in got[0]}
     assert {"StreamOpen", "StreamData", "StreamGap", "StreamClose", "Datagram"} <= kinds
     assert {ev.conn.client_ip for kind, ev, *_ in got[0] if kind is StreamData} == \
@@ -525,12 +532,7 @@ def test_batches_larger_than_the_pipe_come_whole(tmp_path: Path) -> None:
     path = tmp_path / "large.pcap"
     path.write_bytes(pcap_bytes([(1_700_000_000 + i * 1e-3, f)
                                  for i, f in enumerate(_segments(1, payloads))]))
-    got = []
-    for piped in (False, True):
-        stream = _stream(str(path), piped)
-        got.append(typed(list(stream)))
-        stream.close()
-    assert got[1] == got[0]
+    got = _read_both_ways(path)
     data = [ev.data for kind, ev, *_ in got[1] if kind is StreamData]
     assert data == [payload for _d, payload in payloads]
 

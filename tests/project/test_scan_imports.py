@@ -69,6 +69,17 @@ print("\\0MODULES", code, collections, *sorted(sys.modules), file=sys.stderr)
 """
 
 
+#: the end the counting scripts share: run the command line, its exit code in `code`
+_RUN_MAIN = """\
+from tlsprobe.cli import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+sys.stdout.flush()
+"""
+
+
 _COMPILED = """\
 import dataclasses
 import sys
@@ -82,13 +93,7 @@ def counted(*args, **kwargs):
 
 
 dataclasses._create_fn = counted
-from tlsprobe.cli import main
-try:
-    code = main(sys.argv[1:])
-except SystemExit as exc:
-    code = exc.code
-sys.stdout.flush()
-print("\\0COMPILED", code, len(made), file=sys.stderr)
+""" + _RUN_MAIN + """print("\\0COMPILED", code, len(made), file=sys.stderr)
 """
 
 
@@ -275,13 +280,7 @@ def counted(self):
 
 
 AuditReport.__repr__ = counted
-from tlsprobe.cli import main
-try:
-    code = main(sys.argv[1:])
-except SystemExit as exc:
-    code = exc.code
-sys.stdout.flush()
-print("\\0REPRS", code, len(calls), file=sys.stderr)
+""" + _RUN_MAIN + """print("\\0REPRS", code, len(calls), file=sys.stderr)
 """
 
 
