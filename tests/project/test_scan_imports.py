@@ -55,20 +55,6 @@ TABLES = ("rich", "tlsprobe.report.audit_tables", "tlsprobe.report.tables")
 #: model and policy modules a group audit uses; model.clients left since)
 GROUPS_ONLY_MAX = 123
 
-_MODULES = """\
-import gc
-import sys
-from tlsprobe.cli import main
-try:
-    code = main(sys.argv[1:])
-except SystemExit as exc:
-    code = exc.code
-sys.stdout.flush()
-collections = sum(s["collections"] for s in gc.get_stats())
-print("\\0MODULES", code, collections, *sorted(sys.modules), file=sys.stderr)
-"""
-
-
 #: the end the counting scripts share: run the command line, its exit code in `code`
 _RUN_MAIN = """\
 from tlsprobe.cli import main
@@ -77,6 +63,13 @@ try:
 except SystemExit as exc:
     code = exc.code
 sys.stdout.flush()
+"""
+
+_MODULES = """\
+import gc
+import sys
+""" + _RUN_MAIN + """collections = sum(s["collections"] for s in gc.get_stats())
+print("\\0MODULES", code, collections, *sorted(sys.modules), file=sys.stderr)
 """
 
 
@@ -154,19 +147,26 @@ def test_scan_imports_without_collecting(server_cache: Callable[..., Any]) -> No
     assert collections <= 40, f"{collections} garbage collections in scan --groups-only"
 
 
+def _counted_groups_audit(script: str, tag: str, port: int) -> int:
+    """`scan --groups-only --json` of 127.0.0.1:PORT run by a counting script: the count it
+    printed after its tag, once the audit is checked to have worked."""
+    done = subprocess.run([sys.executable, "-c", script, "scan", f"127.0.0.1:{port}",
+                           "--groups-only", "--json", "--no-progress"], capture_output=True,
+                          check=False, text=True, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    assert f"\0{tag}" in done.stderr, done.stderr[-2000:]
+    code, count = (int(w) for w in done.stderr.rsplit(f"\0{tag}", 1)[1].split())
+    assert code == 0 and audit_of(done.stdout)["groups"], done.stdout
+    return count
+
+
 def test_scan_compiles_dataclass_methods_on_use(server_cache: Callable[..., Any]) -> None:
     """The dataclasses' generated methods of the audit's types are compiled when first
     called (commands/lazy_methods.py), not all at import: a group audit compiled 764 of them
     (138 classes: 36 % of its instructions), 76 to 79 now. A count of the methods
     `dataclasses` writes and compiles in the whole run, not a time."""
     server = server_cache("openssl", groups="X25519:P-384:ffdhe2048", serverpref=True)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-c", _COMPILED, "scan", f"127.0.0.1:{server.port}",
-                           "--groups-only", "--json", "--no-progress"], capture_output=True,
-                          check=False, text=True, cwd=REPO, env=env, timeout=120)
-    assert "\0COMPILED" in done.stderr, done.stderr[-2000:]
-    code, made = (int(w) for w in done.stderr.rsplit("\0COMPILED", 1)[1].split())
-    assert code == 0 and audit_of(done.stdout)["groups"], done.stdout
+    made = _counted_groups_audit(_COMPILED, "COMPILED", server.port)
     assert made <= 100, f"scan --groups-only compiled {made} dataclass methods"
 
 
@@ -290,11 +290,5 @@ def test_scan_does_not_format_its_reports(server_cache: Callable[..., Any]) -> N
     (which names the task, its result included) into an error it discards: every report's
     repr, twice, and the compiling of every model type's __repr__ on the way."""
     server = server_cache("nginx")
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-c", _REPRS, "scan", f"127.0.0.1:{server.port}",
-                           "--groups-only", "--json", "--no-progress"], capture_output=True,
-                          check=False, text=True, cwd=REPO, env=env, timeout=120)
-    assert "\0REPRS" in done.stderr, done.stderr[-2000:]
-    code, reprs = (int(w) for w in done.stderr.rsplit("\0REPRS", 1)[1].split())
-    assert code == 0 and audit_of(done.stdout)["groups"], done.stdout
+    reprs = _counted_groups_audit(_REPRS, "REPRS", server.port)
     assert reprs == 0, f"the scan formatted its report {reprs} times"
