@@ -263,8 +263,7 @@ class PipedStream:
                 if n > len(buf):  # a message larger than the buffer (a batch of 64 KB
                     # segments is up to 16 MB) gets one of its own, not kept
                     buf = bytearray(n)
-                buf[:end - start] = buf[start:end] if buf is self._buf else \
-                    self._buf[start:end]
+                buf[:end - start] = self._buf[start:end]
                 start, end = 0, end - start
             with memoryview(buf) as whole:
                 while end - start < n:

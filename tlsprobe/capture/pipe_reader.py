@@ -184,13 +184,11 @@ class _Reader:
     def _other(self, event: Event, sent: dict[int, ConnKey]) -> None:
         """A gap, datagram or secrets event into the batch (a connection's key first)."""
         code = CODES[type(event)]
-        if isinstance(event, (StreamOpen, StreamGap, StreamSkipped, StreamClose)):
+        if type(event) is StreamGap:  # the other keyed kinds are written by `_events`
             key, *fields = event
             if sent.get(key.id) is not key:
                 sent[key.id] = key
                 self.batch.append((KEY, *key))
-            if isinstance(event, StreamClose):
-                del sent[key.id]  # the key goes with the connection
             wire: Wire = (code, key.id, *fields)
         else:
             wire = (code, *event)
