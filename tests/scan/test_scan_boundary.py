@@ -92,10 +92,10 @@ def test_a_bug_in_one_job_is_an_internal_error_of_that_target(openssl, monkeypat
     real = Scheduler._converse
     victim = Target("localhost", openssl.port)
 
-    async def converse(self, transport, job):   # a bug for one target only
+    async def converse(self, transport, job, *more):   # a bug for one target only
         if job.config.server_name == "localhost":
             raise RuntimeError("simulated bug")
-        return await real(self, transport, job)
+        return await real(self, transport, job, *more)
 
     monkeypatch.setattr(Scheduler, "_converse", converse)
     reports = run_audit([victim, Target("127.0.0.1", openssl.port)],

@@ -92,12 +92,21 @@ def drive(handshake: Handshake, transport: Transport, deadline: float, *,
 
 
 async def adrive(handshake: Handshake, transport: AsyncTransport, deadline: float, *,
-                 until: Until | None = None, progress: Progress | None = None) -> Progress:
-    """`drive` for asyncio: the same steps, the same exceptions."""
+                 until: Until | None = None, progress: Progress | None = None,
+                 half_close: bool = False) -> Progress:
+    """`drive` for asyncio: the same steps, the same exceptions. `half_close`: the caller's
+    `until` holds before the engine has anything more to send (an audit job that stops at
+    the server's hello or first flight), so the client's side is closed right after the
+    ClientHello (`AsyncTransport.finish_sending`) while the answer is read. Should the
+    engine still have bytes to send, they cannot go: the server, which has our FIN, then
+    closes before `until` holds, and the caller (probes/audit/scheduler.py) asks again
+    without the half-close."""
     seen = progress if progress is not None else Progress()
     first = handshake.start()
     if first:
         await transport.send(first)
+    if half_close:
+        await transport.finish_sending()
     while not handshake.done:
         data = await transport.receive(deadline)
         if not data:
@@ -110,7 +119,7 @@ async def adrive(handshake: Handshake, transport: AsyncTransport, deadline: floa
         out = handshake.receive(data)
         if until is not None and until(handshake):
             break
-        if out:
+        if out and not half_close:
             await transport.send(out)
     return seen
 

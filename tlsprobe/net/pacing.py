@@ -5,7 +5,8 @@ probes/audit/scheduler.py, and the survey's).
   seconds, and per target a `TargetGate` (below);
 - `PacedConnector`: a connection rate limit (`survey --rate`, split across the workers);
 - `TargetGate`: servers that serve one connection at a time (or a few), noticed and given
-  one at a time.
+  one at a time;
+- per target, whether its audit jobs' connections are half-closed (`Pacing.half_close`).
 
 Some servers accept every TCP connection but handle one (`openssl s_server` without `-www`,
 small embedded servers, single-threaded services): the others wait in the listen backlog,
@@ -27,6 +28,14 @@ or refuses parallel connections: from then on it gets one connection at a time
 target keeps its concurrency. A timeout answered alone is enough (a queueing server shows
 it no other way); a reset or refusal answered alone must happen twice, because a flaky path
 resets a connection now and then whatever else is open.
+
+Such a server takes the next connection only once the client's close has reached it: a
+round trip after its answer, for every connection. An audit job's client sends nothing
+after its ClientHello, so its FIN goes right after it (a half-close: the scheduler's
+`_talk_half_closed`) and the server is free as soon as it has answered. A path that drops
+half-closed connections (a proxy that ends both ways on the client's FIN) loses those
+answers; the first such loss, before any half-closed connection to the target got its
+answer, makes the target's connections close whole (`Pacing.half_closed`).
 """
 
 from __future__ import annotations
@@ -51,6 +60,8 @@ from tlsprobe.net.transport import (
 STARVING = ("timeout", "deadline", "reset", "refused")
 #: how many reset/refused connections answered alone make a target serial (a timeout: one)
 RESETS_TO_SERIAL = 2
+#: `Pacing.half_closed`: a half-closed connection to the target got its answer
+PASSES = "passes"
 
 
 @dataclass(eq=False)
@@ -206,6 +217,9 @@ class Pacing:
     _gates: dict[str, TargetGate] = field(default_factory=dict)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     _next_start: dict[str, float] = field(default_factory=dict)
+    #: per target, what its half-closed connections showed: PASSES (one got its answer)
+    #: or why its connections close whole from now on (`half_closed`)
+    _half: dict[str, str] = field(default_factory=dict)
 
     @asynccontextmanager
     async def slot(self, target: Target, alone: bool = False) -> AsyncIterator[None]:
@@ -238,6 +252,22 @@ class Pacing:
         """Why the target got one connection at a time ("": it did not)."""
         gate = self._gates.get(target.display)
         return gate.serial if gate is not None else ""
+
+    def half_close(self, target: Target) -> bool:
+        """May a job's connection to `target` send its FIN right after the ClientHello?
+        Yes unless one such connection ended without its answer before any got one."""
+        return self._half.get(target.display, PASSES) == PASSES
+
+    def half_close_passes(self, target: Target) -> bool:
+        """Did a half-closed connection to `target` get its answer (the path passes the
+        server's answer after the client's FIN, so a close is the server's own)?"""
+        return self._half.get(target.display) == PASSES
+
+    def half_closed(self, target: Target, why: str = "") -> None:
+        """What a half-closed connection to `target` showed: its answer (`why` empty: the
+        path passes half-closed connections), or, `why`, none (a proxy that drops the
+        connection on the client's FIN, say): connections close whole from now on."""
+        self._half.setdefault(target.display, why or PASSES)
 
     def _sem(self, host: str) -> asyncio.Semaphore:
         return self._sems.setdefault(host, asyncio.Semaphore(max(1, self.per_host)))

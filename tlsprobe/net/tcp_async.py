@@ -100,6 +100,15 @@ class AsyncTcpTransport(AsyncTransport):
             return None
         return int(queued) + self.writer.transport.get_write_buffer_size()
 
+    async def finish_sending(self) -> None:
+        """Half-close: our FIN goes after what is still buffered (asyncio's write_eof);
+        reading goes on until the server closes its side or the caller closes."""
+        try:
+            if self.writer.can_write_eof():
+                self.writer.write_eof()
+        except (OSError, RuntimeError):   # already closed / reset: the next read says so
+            pass
+
     async def close(self) -> None:
         self.writer.close()
         try:

@@ -27,7 +27,8 @@ the whole exchange) is the transport's own, set by its connector.
 Every hook a caller uses on a channel is declared here with a no-op default, so that no
 caller asks a transport or a connector what it has (`getattr`; tests/net/test_channels.py
 checks): a transport's `bind(engine)` (QUIC's packet keys), `local` and, for async
-transports, `delivered(limit)` (the peer's TCP acknowledged what was sent); an async
+transports, `delivered(limit)` (the peer's TCP acknowledged what was sent) and
+`finish_sending()` (a half-close: TCP's FIN while the answer is still read); an async
 connector's `adapt(config)` (the hello's form on this channel, or `NotApplicable`) and
 `preamble(target)` (what a STARTTLS preamble said). TCP, STARTTLS and QUIC transports and
 connectors subclass these protocols, so mypy --strict checks that they conform.
@@ -99,6 +100,13 @@ class AsyncTransport(Protocol):
         arrived on their own (two TCP segments) waits for this instead of a fixed pause."""
         return None
 
+    async def finish_sending(self) -> None:
+        """Hook: nothing more will be sent on this connection: TCP sends its FIN now (a
+        half-close; the server's answer is still read), so that a server which serves one
+        connection at a time is free as soon as it has answered, instead of waiting a
+        round trip for the client's close. Default: nothing (QUIC)."""
+        return None   # noqa: RET501  (a body: not abstract for mypy)
+
 
 @dataclass(frozen=True)
 class NotApplicable:
@@ -146,8 +154,9 @@ class WrappingConnector(AsyncConnector):
 
 
 class WrappingTransport(AsyncTransport):
-    """An `AsyncTransport` over `inner` that passes `peer`, `local`, `bind`, `delivered` and
-    `close` on; subclasses change `send` and `receive` (recording, watching)."""
+    """An `AsyncTransport` over `inner` that passes `peer`, `local`, `bind`, `delivered`,
+    `finish_sending` and `close` on; subclasses change `send` and `receive` (recording,
+    watching)."""
 
     def __init__(self, inner: AsyncTransport) -> None:
         self.inner = inner
@@ -165,6 +174,9 @@ class WrappingTransport(AsyncTransport):
 
     async def delivered(self, limit: float) -> bool | None:
         return await self.inner.delivered(limit)
+
+    async def finish_sending(self) -> None:
+        await self.inner.finish_sending()
 
     async def send(self, data: bytes) -> None:
         await self.inner.send(data)

@@ -76,6 +76,10 @@ class _Retryable(Exception):
     """A network failure worth retrying (reset, timeout)."""
 
 
+#: the stops at which a job's client has nothing more to send: its FIN goes with the hello
+HALF_CLOSED_STOPS = (STOP_HELLO, STOP_FLIGHT)
+
+
 @dataclass
 class Scheduler:
     """Runs jobs against targets with a per-host cap, pacing and retries."""
@@ -265,11 +269,12 @@ class Scheduler:
             # CPU work on the server's parameters (the DH prime check) stops by the
             # connection's deadline as well
             with work_deadline(time.monotonic() + TOTAL_FACTOR * self.timeout):
-                return await self._converse(transport, job)
+                return await self._converse(transport, job, target, watch)
         finally:
             await transport.close()
 
-    async def _converse(self, transport: AsyncTransport, job: Job) -> Outcome:
+    async def _converse(self, transport: AsyncTransport, job: Job,
+                        target: Target | None = None, watch: Watch | None = None) -> Outcome:
         """One job's conversation (the asyncio driver) and its outcome; with a recording,
         its trace events and secrets go on the current tape."""
         # STOP_VERIFY: TLS 1.3 reads (decrypts and verifies) the server's flight, sending
@@ -282,6 +287,9 @@ class Scheduler:
         seen = Progress()
         transport.bind(hs)   # QUIC: packet keys from the engine's secrets
         try:
+            if target is not None and watch is not None and \
+                    job.stop in HALF_CLOSED_STOPS and self.pacing.half_close(target):
+                return await self._talk_half_closed(hs, transport, job, seen, target, watch)
             return await self._talk(hs, transport, job, seen)
         finally:
             if tape is not None:
@@ -297,6 +305,43 @@ class Scheduler:
             return _failed(hs, exc, seen)
         except NetworkError as exc:
             return self._network(hs, exc, job)
+
+    async def _talk_half_closed(self, hs: Handshake, transport: AsyncTransport, job: Job,
+                                seen: Progress, target: Target, watch: Watch) -> Outcome:
+        """`_talk` with the client's FIN right after its hello (net/pacing.py says why).
+        The server has the whole hello first, so a TLS server answers as it would have;
+        what the FIN changes is what follows the answer (an alert for the early end: in
+        the same chunk, it does not change the answer) and what a middlebox may do: drop
+        the connection unanswered. That loss reads like a flaky network's (`_talk`'s
+        rules: a bare close is asked again, a reset retried) and, before any half-closed
+        connection to the target got its answer, makes the target's close whole."""
+        stop = job.stop
+        try:
+            await adrive(hs, transport, time.monotonic() + TOTAL_FACTOR * self.timeout,
+                         until=lambda h: finished(h, stop), progress=seen, half_close=True)
+        except HandshakeFailure as exc:
+            if finished(hs, stop):   # the answer, then (same chunk) what our FIN brought
+                return self._half_answered(target, outcome_of(hs))
+            if exc.kind == FailureKind.CLOSED:   # closed before the whole answer
+                self._half_lost(target, str(exc))
+                return _failed(hs, exc, seen)
+            return self._half_answered(target, _failed(hs, exc, seen))   # its own bytes
+        except NetworkError as exc:
+            if exc.cause != "deadline" and (exc.cause != "timeout" or not watch.crowded):
+                self._half_lost(target, exc.reason)
+            return self._network(hs, exc, job)
+        if not finished(hs, stop):
+            self._half_lost(target, "ended before the answer")
+            return outcome_of(hs)
+        return self._half_answered(target, outcome_of(hs))
+
+    def _half_answered(self, target: Target, out: Outcome) -> Outcome:
+        self.pacing.half_closed(target)
+        return out
+
+    def _half_lost(self, target: Target, why: str) -> None:
+        if not self.pacing.half_close_passes(target):
+            self.pacing.half_closed(target, f"a half-closed connection lost its answer: {why}")
 
     def _network(self, hs: Handshake, exc: NetworkError, job: Job) -> Outcome:
         """A network failure during the conversation: what the server said so far, or a
