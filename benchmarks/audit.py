@@ -68,7 +68,9 @@ def norm(name: str) -> str:
 
 # -- counting relay with a per-chunk delay ------------------------------------------------
 class Relay:
-    """127.0.0.1 relay to the server; counts connections, holds each chunk `delay` s."""
+    """127.0.0.1 relay to the server; counts connections, holds each chunk `delay` s. An
+    end of data one way (a FIN) is passed on after the chunks before it, and the other way
+    stays open until it ends too, as on a network path (a half-close passes)."""
 
     def __init__(self, upstream: tuple[str, int], delay: float) -> None:
         self.upstream, self.delay, self.count = upstream, delay, 0
@@ -97,6 +99,8 @@ class Relay:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         await asyncio.gather(self._pipe(reader, up_w), self._pipe(up_r, writer),
                              return_exceptions=True)
+        for w in (writer, up_w):   # closed once both ways have ended (a half-close passes)
+            w.close()
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
@@ -128,8 +132,7 @@ class Relay:
         try:
             await task
         except OSError:
-            pass
-        writer.close()
+            writer.close()
 
 
 # -- the tools ------------------------------------------------------------------------------
