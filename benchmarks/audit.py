@@ -97,10 +97,19 @@ class Relay:
             sock = w.get_extra_info("socket")
             if sock is not None:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        await asyncio.gather(self._pipe(reader, up_w), self._pipe(up_r, writer),
-                             return_exceptions=True)
-        for w in (writer, up_w):   # closed once both ways have ended (a half-close passes)
+        ways = [self.loop.create_task(self._pipe(reader, up_w)),
+                self.loop.create_task(self._pipe(up_r, writer))]
+        # a half-close passes: the other way goes on until it ends too (or, stuck, for
+        # at most a few seconds: a peer that vanished), then both sockets close
+        _, stuck = await asyncio.wait(ways, return_when=asyncio.FIRST_COMPLETED)
+        if stuck:
+            await asyncio.wait(stuck, timeout=3.0)
+        for w in (writer, up_w):
             w.close()
+        for way in ways:   # what went wrong one way is that connection's end, no more
+            if way.done() and not way.cancelled():
+                way.exception()
+            way.cancel()
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
