@@ -34,8 +34,8 @@ round trip after its answer, for every connection. An audit job's client sends n
 after its ClientHello, so its FIN goes right after it (a half-close: the scheduler's
 `_talk_half_closed`) and the server is free as soon as it has answered. A path that drops
 half-closed connections (a proxy that ends both ways on the client's FIN) loses those
-answers; the first such loss, before any half-closed connection to the target got its
-answer, makes the target's connections close whole (`Pacing.half_closed`).
+answers, perhaps only now and then; the first connection that ends without its answer
+makes the target's connections close whole (`Pacing.half_closed`).
 """
 
 from __future__ import annotations
@@ -60,8 +60,6 @@ from tlsprobe.net.transport import (
 STARVING = ("timeout", "deadline", "reset", "refused")
 #: how many reset/refused connections answered alone make a target serial (a timeout: one)
 RESETS_TO_SERIAL = 2
-#: `Pacing.half_closed`: a half-closed connection to the target got its answer
-PASSES = "passes"
 
 
 @dataclass(eq=False)
@@ -217,9 +215,8 @@ class Pacing:
     _gates: dict[str, TargetGate] = field(default_factory=dict)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     _next_start: dict[str, float] = field(default_factory=dict)
-    #: per target, what its half-closed connections showed: PASSES (one got its answer)
-    #: or why its connections close whole from now on (`half_closed`)
-    _half: dict[str, str] = field(default_factory=dict)
+    #: targets whose connections close whole from now on, with why (`half_closed`)
+    _whole: dict[str, str] = field(default_factory=dict)
 
     @asynccontextmanager
     async def slot(self, target: Target, alone: bool = False) -> AsyncIterator[None]:
@@ -255,19 +252,14 @@ class Pacing:
 
     def half_close(self, target: Target) -> bool:
         """May a job's connection to `target` send its FIN right after the ClientHello?
-        Yes unless one such connection ended without its answer before any got one."""
-        return self._half.get(target.display, PASSES) == PASSES
+        Yes until one such connection ended without its answer (`half_closed`)."""
+        return target.display not in self._whole
 
-    def half_close_passes(self, target: Target) -> bool:
-        """Did a half-closed connection to `target` get its answer (the path passes the
-        server's answer after the client's FIN, so a close is the server's own)?"""
-        return self._half.get(target.display) == PASSES
-
-    def half_closed(self, target: Target, why: str = "") -> None:
-        """What a half-closed connection to `target` showed: its answer (`why` empty: the
-        path passes half-closed connections), or, `why`, none (a proxy that drops the
-        connection on the client's FIN, say): connections close whole from now on."""
-        self._half.setdefault(target.display, why or PASSES)
+    def half_closed(self, target: Target, why: str) -> None:
+        """A half-closed connection to `target` ended without its answer (`why`): perhaps
+        a proxy that ends the connection on the client's FIN, perhaps the network or the
+        server: its connections close whole from now on."""
+        self._whole.setdefault(target.display, why)
 
     def _sem(self, host: str) -> asyncio.Semaphore:
         return self._sems.setdefault(host, asyncio.Semaphore(max(1, self.per_host)))

@@ -312,36 +312,27 @@ class Scheduler:
         The server has the whole hello first, so a TLS server answers as it would have;
         what the FIN changes is what follows the answer (an alert for the early end: in
         the same chunk, it does not change the answer) and what a middlebox may do: drop
-        the connection unanswered. That loss reads like a flaky network's (`_talk`'s
-        rules: a bare close is asked again, a reset retried) and, before any half-closed
-        connection to the target got its answer, makes the target's close whole."""
+        the connection unanswered, perhaps only now and then. Such a loss reads like a
+        flaky network's (`_talk`'s rules: a bare close is asked again, a reset retried),
+        and makes the target's connections close whole from then on, so that every
+        later connection, the one that asks again included, is answered as before."""
         stop = job.stop
         try:
             await adrive(hs, transport, time.monotonic() + TOTAL_FACTOR * self.timeout,
                          until=lambda h: finished(h, stop), progress=seen, half_close=True)
         except HandshakeFailure as exc:
             if finished(hs, stop):   # the answer, then (same chunk) what our FIN brought
-                return self._half_answered(target, outcome_of(hs))
+                return outcome_of(hs)   # as a whole close, which stops reading at the answer
             if exc.kind == FailureKind.CLOSED:   # closed before the whole answer
-                self._half_lost(target, str(exc))
-                return _failed(hs, exc, seen)
-            return self._half_answered(target, _failed(hs, exc, seen))   # its own bytes
+                self.pacing.half_closed(target, str(exc))
+            return _failed(hs, exc, seen)
         except NetworkError as exc:
             if exc.cause != "deadline" and (exc.cause != "timeout" or not watch.crowded):
-                self._half_lost(target, exc.reason)
+                self.pacing.half_closed(target, exc.reason)
             return self._network(hs, exc, job)
         if not finished(hs, stop):
-            self._half_lost(target, "ended before the answer")
-            return outcome_of(hs)
-        return self._half_answered(target, outcome_of(hs))
-
-    def _half_answered(self, target: Target, out: Outcome) -> Outcome:
-        self.pacing.half_closed(target)
-        return out
-
-    def _half_lost(self, target: Target, why: str) -> None:
-        if not self.pacing.half_close_passes(target):
-            self.pacing.half_closed(target, f"a half-closed connection lost its answer: {why}")
+            self.pacing.half_closed(target, "ended before the answer")
+        return outcome_of(hs)
 
     def _network(self, hs: Handshake, exc: NetworkError, job: Job) -> Outcome:
         """A network failure during the conversation: what the server said so far, or a
