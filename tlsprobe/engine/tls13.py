@@ -45,13 +45,6 @@ from tlsprobe.engine.verdict import (
     Verdict,
     WriteKeys,
 )
-from tlsprobe.engine.verify import (
-    SignatureError,
-    UnsupportedKey,
-    certificate_verify_input,
-    leaf_public_key,
-    verify_scheme,
-)
 from tlsprobe.registry import HandshakeType as HT
 from tlsprobe.session.flow import CLIENT, SERVER, MessageEvent
 from tlsprobe.wire.certificate import Certificate, CertificateRequest, CertificateVerify
@@ -193,6 +186,12 @@ class Tls13Client:
         if not certs:
             raise Refusal(DECODE_ERROR, "server sent an empty Certificate")
         v.certificates = list(certs)
+        # the signature checks (and cryptography) with the first certificate (start-up)
+        from tlsprobe.engine.verify import (
+            SignatureError,
+            UnsupportedKey,
+            leaf_public_key,
+        )
         try:
             self.leaf_key = leaf_public_key(certs[0])
         except UnsupportedKey as exc:
@@ -214,6 +213,11 @@ class Tls13Client:
             return
         if self.leaf_key is None:
             raise Refusal(UNEXPECTED_MESSAGE, "CertificateVerify without a Certificate")
+        from tlsprobe.engine.verify import (
+            SignatureError,
+            certificate_verify_input,
+            verify_scheme,
+        )
         try:
             verify_scheme(self.leaf_key, scheme, msg.signature,
                           certificate_verify_input(self._digest()), tls13=True)
