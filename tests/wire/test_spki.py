@@ -22,7 +22,7 @@ from tlsprobe.wire.spki import ec_named_curve
 
 def _certificate(key: object, *, v1: bool = False) -> bytes:
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "spki.test")])
-    now = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+    now = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
     builder = x509.CertificateBuilder().subject_name(name).issuer_name(name) \
         .public_key(key.public_key()).serial_number(x509.random_serial_number()) \
         .not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
