@@ -19,7 +19,6 @@ one keystream per direction, RFC 5246 6.2.3.1), all from cryptography's decrepit
 
 from __future__ import annotations
 
-import hmac as _stdlib_hmac
 import os
 from typing import TYPE_CHECKING
 
@@ -314,6 +313,7 @@ class CbcProtection(RecordProtection):
         if len(data) < self.mac_len:
             raise RecordProtectionError("record shorter than its MAC")
         content, tag = data[:len(data) - self.mac_len], data[len(data) - self.mac_len:]
+        import hmac as _stdlib_hmac  # (hashlib: imported with a record's MAC, start-up)
         if not _stdlib_hmac.compare_digest(self._mac(seq, content_type, version, content), tag):
             raise RecordProtectionError("bad_record_mac: MAC check failed")
         return content

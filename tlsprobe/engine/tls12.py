@@ -17,7 +17,6 @@ answers each message with a Verdict (engine.verdict); ClientHandshake applies it
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Callable
 
 from tlsprobe import kex, registry
@@ -356,6 +355,7 @@ class Tls12Client:
         verify_data = getattr(msg, "verify_data", b"")
         expected = prf.verify_data(self.version, self.prf_hash, self.master_secret or b"",
                                    self.ctx.transcript.digest(self.handshake_hash), "server")
+        import hmac  # (hashlib with it: imported when a Finished is checked, start-up)
         if not hmac.compare_digest(expected, verify_data):
             v.finished_verified = False
             raise Refusal(DECRYPT_ERROR, f"server Finished is wrong: verify_data "

@@ -16,7 +16,6 @@ key) and answers each message with a Verdict (engine.verdict); ClientHandshake a
 
 from __future__ import annotations
 
-import hmac
 from typing import TYPE_CHECKING
 
 from tlsprobe import registry
@@ -231,6 +230,7 @@ class Tls13Client:
     def _finished(self, v: Verdict, ev: MessageEvent, msg: Finished) -> None:
         base = self.ks.server_handshake_traffic_secret or b""
         expected = self.ks.verify_data(self.ks.finished_key(base), self._digest())
+        import hmac  # (hashlib with it: imported when a Finished is checked, start-up)
         if not hmac.compare_digest(expected, msg.verify_data):
             v.finished_verified = False
             raise Refusal(DECRYPT_ERROR, f"server Finished is wrong: verify_data "
