@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 
 import pytest
+
 from tests.hostile.tls import (
     SECP256R1,
     X25519,
@@ -25,7 +26,6 @@ from tests.hostile.tls import (
     server_hello_done,
     ske_ecdhe,
 )
-
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure, Limits
 from tlsprobe.engine.config import TLS12, TLS13, ClientConfig
 from tlsprobe.wire.handshake import decode_handshake
