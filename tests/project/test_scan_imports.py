@@ -167,11 +167,12 @@ def _counted_groups_audit(script: str, tag: str, port: int) -> int:
 def test_scan_compiles_dataclass_methods_on_use(server_cache: Callable[..., Any]) -> None:
     """The dataclasses' generated methods of the audit's types are compiled when first
     called (commands/lazy_methods.py), not all at import: a group audit compiled 764 of them
-    (138 classes: 36 % of its instructions), 76 to 79 now. A count of the methods
-    `dataclasses` writes and compiles in the whole run, not a time."""
+    (138 classes: 36 % of its instructions), 76 to 79 after, about 61 once the audit
+    computed no key. A count of the methods `dataclasses` writes and compiles in the whole
+    run, not a time."""
     server = server_cache("openssl", groups="X25519:P-384:ffdhe2048", serverpref=True)
     made = _counted_groups_audit(_COMPILED, "COMPILED", server.port)
-    assert made <= 100, f"scan --groups-only compiled {made} dataclass methods"
+    assert made <= 80, f"scan --groups-only compiled {made} dataclass methods"
 
 
 def test_one_check_imports_its_module_alone(server_cache: Callable[..., Any]) -> None:
