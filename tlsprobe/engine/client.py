@@ -13,7 +13,11 @@ Modes: `stop_after_first_flight=True` stops at the TLS 1.2 ServerHelloDone or th
 ServerHello (with `read_server_flight=True`, TLS 1.3 goes on to decrypt and verify the
 server's flight up to its Finished, sending nothing); `False` completes the handshake.
 `retry` (RetryHello): the second hello after a HelloRetryRequest built by the caller that
-sent a `prebuilt` one (client simulation), not from the config.
+sent a `prebuilt` one (client simulation), not from the config. `names_only=True` (the group
+audit) reads only what the server names and computes nothing: a HelloRetryRequest ends the
+handshake (no second hello is built, no transcript hash taken), the certificates are not
+parsed (their count is still bounded) and a TLS 1.2 ServerKeyExchange's signature and point
+are not checked; so it needs no `cryptography` at all (start-up, issue 35).
 Resumption (ClientConfig.resume): a TLS 1.2 session ID or ticket (the abbreviated handshake,
 which stops after the server's Finished in the first mode), a TLS 1.3 PSK with its binder,
 and 0-RTT data sent after the ClientHello (only in the first mode: the engine sends no
@@ -89,7 +93,7 @@ class ClientHandshake(HandshakeState):
     def __init__(self, config: ClientConfig, *, annotate: bool = True,
                  stop_after_first_flight: bool = True, read_server_flight: bool = False,
                  limits: Limits | None = None, prebuilt: BuiltHello | None = None,
-                 retry: RetryHello | None = None) -> None:
+                 retry: RetryHello | None = None, names_only: bool = False) -> None:
         psk = config.psk_offer
         if psk is not None and psk.early_data is not None and not stop_after_first_flight:
             raise ValueError("0-RTT data is sent only by a handshake that stops after the "
@@ -98,6 +102,7 @@ class ClientHandshake(HandshakeState):
                          stop_after_first_flight=stop_after_first_flight,
                          read_server_flight=read_server_flight, limits=limits,
                          prebuilt=prebuilt)
+        self._names_only = names_only
         self._retry = retry   # builds the second hello after an HRR (None: from config)
 
     def _send_message(self, raw: bytes) -> None:
@@ -165,7 +170,7 @@ class ClientHandshake(HandshakeState):
 
     def _context(self, sh: ServerHello) -> HandshakeContext:
         return HandshakeContext(self._client_random, self._hellos[-1], sh, self._transcript,
-                                self._stop_after_first_flight)
+                                self._stop_after_first_flight, self._names_only)
 
 
     def start(self) -> bytes:
@@ -266,7 +271,7 @@ class ClientHandshake(HandshakeState):
             self._fail(UNEXPECTED_MESSAGE, f"server sent "
                       f"{message_label(ev.msg_type)} before ServerHello")
         if isinstance(msg, Certificate):
-            self._server_input.certificate(msg)
+            self._server_input.certificate(msg, parse=not self._names_only)
         extcheck.check_message(self._hellos[-1], self._config.alpn, ev.msg_type, msg,
                                is_tls13(self._server_hello.selected_version))
         self._flight.add(ev.msg_type, msg)
@@ -366,6 +371,9 @@ class ClientHandshake(HandshakeState):
         if self._built is None:
             raise HandshakeFailure(FailureKind.PROTOCOL, "HelloRetryRequest before start()")
         serverhello.check_hello_retry_change(hrr, self._config, self._shares)
+        if self._names_only:   # the HelloRetryRequest is the answer: nothing is computed
+            self._done = True
+            return
         group = hrr.hrr_selected_group
         cookie_ext = hrr.extension(44)
         cookie = None

@@ -178,13 +178,16 @@ class ServerInput:
                                    f"{MAX_WARNING_ALERTS} are accepted", description)
         return True
 
-    def certificate(self, msg: Certificate) -> None:
+    def certificate(self, msg: Certificate, *, parse: bool = True) -> None:
         """Bounded and parsable: at most --max-chain entries, each one X.509 DER (RFC 5246
-        7.4.2, RFC 8446 4.4.2); OpenSSL refuses a chain with an unparsable entry too."""
+        7.4.2, RFC 8446 4.4.2); OpenSSL refuses a chain with an unparsable entry too.
+        `parse=False` (a probe that reads only what the server names): bounded only."""
         n = len(msg.certificate_list)
         if n > self.limits.max_chain:
             raise Refusal(BAD_CERTIFICATE, f"server sent a chain of {n} certificates, more "
                           f"than {self.limits.max_chain} (--max-chain)")
+        if not parse:
+            return
         from cryptography import x509
         for i, der in enumerate(msg.certificates):
             try:

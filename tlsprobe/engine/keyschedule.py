@@ -9,17 +9,24 @@ RFC 8446 section 4.4.1, and also serves TLS 1.2 and 1.0/1.1 (MD5 || SHA-1) Finis
 
 from __future__ import annotations
 
-from cryptography.hazmat.primitives import hashes, hmac
+from typing import TYPE_CHECKING
 
-#: Hash names used throughout the engine. "md5sha1" is the TLS 1.0/1.1 handshake hash
-#: (MD5 digest followed by SHA-1 digest, 36 bytes); it has no HMAC/HKDF use.
-_HASHES: dict[str, type[hashes.HashAlgorithm]] = {
-    "md5": hashes.MD5,
-    "sha1": hashes.SHA1,
-    "sha256": hashes.SHA256,
-    "sha384": hashes.SHA384,
-    "sha512": hashes.SHA512,
-}
+if TYPE_CHECKING:   # cryptography is imported when a hash is first computed (start-up)
+    from cryptography.hazmat.primitives import hashes
+
+#: Hash names used throughout the engine, by class (`_hash_classes`, on first use: a scan
+#: that computes no hash, a group audit, imports no `cryptography`). "md5sha1" is the TLS
+#: 1.0/1.1 handshake hash (MD5 digest followed by SHA-1 digest, 36 bytes); it has no
+#: HMAC/HKDF use.
+_HASHES: dict[str, type[hashes.HashAlgorithm]] = {}
+
+
+def _hash_classes() -> dict[str, type[hashes.HashAlgorithm]]:
+    if not _HASHES:
+        from cryptography.hazmat.primitives import hashes
+        _HASHES.update(md5=hashes.MD5, sha1=hashes.SHA1, sha256=hashes.SHA256,
+                       sha384=hashes.SHA384, sha512=hashes.SHA512)
+    return _HASHES
 
 HANDSHAKE_MESSAGE_HASH = 254  # HandshakeType.message_hash (RFC 8446 section 4)
 
@@ -30,7 +37,7 @@ _TLS13_SHA384_SUITES = frozenset({0x1302})
 def hash_algorithm(hash_name: str) -> hashes.HashAlgorithm:
     """A fresh `cryptography` hash object for a name ("sha256", "sha384", "sha1", "md5")."""
     try:
-        return _HASHES[hash_name]()
+        return _hash_classes()[hash_name]()
     except KeyError:
         raise ValueError(f"unknown hash {hash_name!r}") from None
 
@@ -46,6 +53,7 @@ def digest(hash_name: str, data: bytes) -> bytes:
     """Hash(data); "md5sha1" gives MD5(data) || SHA1(data)."""
     if hash_name == "md5sha1":
         return digest("md5", data) + digest("sha1", data)
+    from cryptography.hazmat.primitives import hashes
     h = hashes.Hash(hash_algorithm(hash_name))
     h.update(data)
     return h.finalize()
@@ -53,6 +61,7 @@ def digest(hash_name: str, data: bytes) -> bytes:
 
 def hmac_digest(hash_name: str, key: bytes, data: bytes) -> bytes:
     """HMAC-Hash(key, data)."""
+    from cryptography.hazmat.primitives import hmac
     h = hmac.HMAC(key, hash_algorithm(hash_name))
     h.update(data)
     return h.finalize()
@@ -285,6 +294,7 @@ class Transcript:
         contexts = self._running.get(hash_name)
         if contexts is None:
             names = ["md5", "sha1"] if hash_name == "md5sha1" else [hash_name]
+            from cryptography.hazmat.primitives import hashes
             contexts = [hashes.Hash(hash_algorithm(n)) for n in names]
             for ctx in contexts:
                 ctx.update(bytes(self._data))

@@ -19,20 +19,8 @@ one keystream per direction, RFC 5246 6.2.3.1), all from cryptography's decrepit
 
 from __future__ import annotations
 
-import hmac as _stdlib_hmac
 import os
-
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.decrepit.ciphers import algorithms as decrepit
-from cryptography.hazmat.decrepit.ciphers.algorithms import TripleDES
-from cryptography.hazmat.primitives import hmac
-from cryptography.hazmat.primitives.ciphers import (
-    BlockCipherAlgorithm,
-    Cipher,
-    algorithms,
-    modes,
-)
-from cryptography.hazmat.primitives.ciphers.aead import AESCCM, AESGCM, ChaCha20Poly1305
+from typing import TYPE_CHECKING
 
 from tlsprobe.engine.keyschedule import hash_algorithm
 from tlsprobe.engine.prf import KeyBlock
@@ -50,7 +38,17 @@ ALERT_UNEXPECTED_MESSAGE = 10
 ALERT_BAD_RECORD_MAC = 20
 ALERT_RECORD_OVERFLOW = 22
 
-_AEAD = AESGCM | AESCCM | ChaCha20Poly1305
+if TYPE_CHECKING:
+    # cryptography's ciphers are imported when a protection is made (a probe that stops
+    # before the keys, a group audit, imports none of them: scan start-up, issue 35)
+    from cryptography.hazmat.primitives.ciphers import BlockCipherAlgorithm
+    from cryptography.hazmat.primitives.ciphers.aead import (
+        AESCCM,
+        AESGCM,
+        ChaCha20Poly1305,
+    )
+
+    _AEAD = AESGCM | AESCCM | ChaCha20Poly1305
 
 
 class RecordProtectionError(ValueError):
@@ -68,6 +66,11 @@ def _aead(cipher: str, key: bytes) -> _AEAD:
         raise ValueError(f"not an AEAD cipher: {cipher!r}")
     if len(key) != params.key_len:
         raise ValueError(f"{cipher} needs a {params.key_len}-byte key, got {len(key)}")
+    from cryptography.hazmat.primitives.ciphers.aead import (
+        AESCCM,
+        AESGCM,
+        ChaCha20Poly1305,
+    )
     if cipher.endswith("GCM"):
         return AESGCM(key)
     if "CCM" in cipher:
@@ -145,6 +148,7 @@ class Tls13Protection(RecordProtection):
             raise RecordProtectionError(f"encrypted record of {len(fragment)} bytes is "
                                         f"shorter than the tag")
         header = _header(content_type, version, len(fragment))
+        from cryptography.exceptions import InvalidTag
         try:
             inner = self._aead.decrypt(_xor_seq(self._iv, seq), bytes(fragment), header)
         except InvalidTag:
@@ -204,6 +208,7 @@ class Tls12AeadProtection(RecordProtection):
                                         f"shorter than nonce and tag")
         explicit = bytes(fragment[:self.explicit_len])
         aad = self._aad(seq, content_type, version, plain_len)
+        from cryptography.exceptions import InvalidTag
         try:
             plaintext = self._aead.decrypt(self._nonce(seq, explicit),
                                            bytes(fragment[self.explicit_len:]), aad)
@@ -248,12 +253,14 @@ class CbcProtection(RecordProtection):
 
     def _mac(self, seq: int, content_type: int, version: int, data: bytes) -> bytes:
         """HMAC over seq || type || version || length || data (RFC 5246 6.2.3.1)."""
+        from cryptography.hazmat.primitives import hmac
         h = hmac.HMAC(self._mac_key, self._mac_hash)
         h.update(seq.to_bytes(8, "big") + _header(content_type, version, len(data)) + data)
         return h.finalize()
 
     def _cbc(self, iv: bytes, data: bytes, encrypt: bool) -> bytes:
         assert self._algorithm is not None
+        from cryptography.hazmat.primitives.ciphers import Cipher, modes
         cipher = Cipher(self._algorithm, modes.CBC(iv))
         ctx = cipher.encryptor() if encrypt else cipher.decryptor()
         return ctx.update(data) + ctx.finalize()
@@ -306,6 +313,7 @@ class CbcProtection(RecordProtection):
         if len(data) < self.mac_len:
             raise RecordProtectionError("record shorter than its MAC")
         content, tag = data[:len(data) - self.mac_len], data[len(data) - self.mac_len:]
+        import hmac as _stdlib_hmac  # (hashlib: imported with a record's MAC, start-up)
         if not _stdlib_hmac.compare_digest(self._mac(seq, content_type, version, content), tag):
             raise RecordProtectionError("bad_record_mac: MAC check failed")
         return content
@@ -353,6 +361,9 @@ class CbcProtection(RecordProtection):
 
 def _block_algorithm(cipher: str, key: bytes) -> BlockCipherAlgorithm | None:
     """The block cipher of a CBC suite (None for NULL and stream ciphers)."""
+    from cryptography.hazmat.decrepit.ciphers import algorithms as decrepit
+    from cryptography.hazmat.decrepit.ciphers.algorithms import TripleDES
+    from cryptography.hazmat.primitives.ciphers import algorithms
     if cipher.startswith("AES"):
         return algorithms.AES(key)
     if cipher.startswith("3DES"):
@@ -381,6 +392,8 @@ class StreamProtection(CbcProtection):
         if params is None or not params.stream or len(key) != params.key_len:
             raise ValueError(f"not a stream cipher with a {len(key)}-byte key: {cipher!r}")
         self.cipher = cipher
+        from cryptography.hazmat.decrepit.ciphers import algorithms as decrepit
+        from cryptography.hazmat.primitives.ciphers import Cipher
         rc4 = Cipher(decrepit.ARC4(bytes(key)), mode=None)
         self._encryptor = rc4.encryptor()
         self._decryptor = rc4.decryptor()

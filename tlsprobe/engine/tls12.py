@@ -17,10 +17,7 @@ answers each message with a Verdict (engine.verdict); ClientHandshake applies it
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Callable
-
-from cryptography.exceptions import UnsupportedAlgorithm
 
 from tlsprobe import kex, registry
 from tlsprobe.engine import keylog, prf
@@ -45,15 +42,6 @@ from tlsprobe.engine.verdict import (
     SendMessage,
     Verdict,
     WriteKeys,
-)
-from tlsprobe.engine.verify import (
-    SCHEMES,
-    SignatureError,
-    UnsupportedKey,
-    leaf_public_key,
-    ske_signed_data,
-    verify_legacy,
-    verify_scheme,
 )
 from tlsprobe.registry import HandshakeType as HT
 from tlsprobe.session.flow import MessageEvent
@@ -184,9 +172,22 @@ class Tls12Client:
         if self.ske is not None:
             raise Refusal(UNEXPECTED_MESSAGE, "server sent a second ServerKeyExchange")
         self.ske = ske
+        if self.ctx.names_only:
+            return  # only the group or parameters it names are read (ClientHandshake)
         self._check_share(v, ske)
         if ske.signature is None:
             return  # anonymous or PSK parameters: nothing signed
+        # the signature checks (and cryptography) when a signature is to be checked: a
+        # probe that stops before any key, a group audit, imports neither (start-up)
+        from tlsprobe.engine.verify import (
+            SCHEMES,
+            SignatureError,
+            UnsupportedKey,
+            leaf_public_key,
+            ske_signed_data,
+            verify_legacy,
+            verify_scheme,
+        )
         if not self.certificates:
             raise Refusal(UNEXPECTED_MESSAGE, "signed ServerKeyExchange without a Certificate")
         try:
@@ -286,6 +287,7 @@ class Tls12Client:
         """(pre_master_secret, ClientKeyExchange exchange_keys) for the suite's key exchange;
         _Stop when this build cannot compute the server's named curve."""
         offered = self.ctx.offered
+        from cryptography.exceptions import UnsupportedAlgorithm
         try:
             if self.kx == "RSA":
                 from cryptography import x509
@@ -353,6 +355,7 @@ class Tls12Client:
         verify_data = getattr(msg, "verify_data", b"")
         expected = prf.verify_data(self.version, self.prf_hash, self.master_secret or b"",
                                    self.ctx.transcript.digest(self.handshake_hash), "server")
+        import hmac  # (hashlib with it: imported when a Finished is checked, start-up)
         if not hmac.compare_digest(expected, verify_data):
             v.finished_verified = False
             raise Refusal(DECRYPT_ERROR, f"server Finished is wrong: verify_data "

@@ -16,7 +16,6 @@ key) and answers each message with a Verdict (engine.verdict); ClientHandshake a
 
 from __future__ import annotations
 
-import hmac
 from typing import TYPE_CHECKING
 
 from tlsprobe import registry
@@ -44,13 +43,6 @@ from tlsprobe.engine.verdict import (
     SendRecord,
     Verdict,
     WriteKeys,
-)
-from tlsprobe.engine.verify import (
-    SignatureError,
-    UnsupportedKey,
-    certificate_verify_input,
-    leaf_public_key,
-    verify_scheme,
 )
 from tlsprobe.registry import HandshakeType as HT
 from tlsprobe.session.flow import CLIENT, SERVER, MessageEvent
@@ -193,6 +185,12 @@ class Tls13Client:
         if not certs:
             raise Refusal(DECODE_ERROR, "server sent an empty Certificate")
         v.certificates = list(certs)
+        # the signature checks (and cryptography) with the first certificate (start-up)
+        from tlsprobe.engine.verify import (
+            SignatureError,
+            UnsupportedKey,
+            leaf_public_key,
+        )
         try:
             self.leaf_key = leaf_public_key(certs[0])
         except UnsupportedKey as exc:
@@ -214,6 +212,11 @@ class Tls13Client:
             return
         if self.leaf_key is None:
             raise Refusal(UNEXPECTED_MESSAGE, "CertificateVerify without a Certificate")
+        from tlsprobe.engine.verify import (
+            SignatureError,
+            certificate_verify_input,
+            verify_scheme,
+        )
         try:
             verify_scheme(self.leaf_key, scheme, msg.signature,
                           certificate_verify_input(self._digest()), tls13=True)
@@ -227,6 +230,7 @@ class Tls13Client:
     def _finished(self, v: Verdict, ev: MessageEvent, msg: Finished) -> None:
         base = self.ks.server_handshake_traffic_secret or b""
         expected = self.ks.verify_data(self.ks.finished_key(base), self._digest())
+        import hmac  # (hashlib with it: imported when a Finished is checked, start-up)
         if not hmac.compare_digest(expected, msg.verify_data):
             v.finished_verified = False
             raise Refusal(DECRYPT_ERROR, f"server Finished is wrong: verify_data "

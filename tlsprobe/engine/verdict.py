@@ -118,6 +118,9 @@ class HandshakeContext:
     server_hello: ServerHello
     transcript: Transcript
     stop_after_first_flight: bool
+    #: only what the server names is read: no signature or key share is checked
+    #: (ClientHandshake names_only)
+    names_only: bool = False
 
 
 class VersionHalf(Protocol):

@@ -14,8 +14,9 @@ we cannot compute `UnsupportedGroup` (both ValueError, both one readable line).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .base import GroupKex, InvalidShare, KeyShare, UnsupportedGroup
-from .ffdh import DHShare
 from .groups import (
     REGISTRY,
     computable_groups,
@@ -29,7 +30,22 @@ from .groups import (
     validate_client_share,
     validate_server_share,
 )
-from .rsa import rsa_encrypt_premaster
+
+if TYPE_CHECKING:
+    from .ffdh import DHShare
+    from .rsa import rsa_encrypt_premaster
+
+
+def __getattr__(name: str) -> object:
+    """`DHShare` and `rsa_encrypt_premaster`, imported (with their `cryptography` modules)
+    when first named: a scan that computes no key imports none (start-up, issue 35)."""
+    if name == "DHShare":
+        from .ffdh import DHShare
+        return DHShare
+    if name == "rsa_encrypt_premaster":
+        from .rsa import rsa_encrypt_premaster
+        return rsa_encrypt_premaster
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "REGISTRY",

@@ -41,7 +41,6 @@ makes the target's connections close whole (`Pacing.half_closed`).
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -232,6 +231,7 @@ class Pacing:
         """The pause before retry `attempt` (from 1) after a failure: exponential from
         `backoff` seconds, with up to half again of random jitter."""
         pause = backoff * (2 ** (attempt - 1))
+        import random  # with the first retry, not at every scan's start-up
         await asyncio.sleep(pause * (1 + random.random() / 2))
 
     def gate(self, target: Target) -> TargetGate:

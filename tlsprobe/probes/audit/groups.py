@@ -7,11 +7,19 @@ tell, the top two offered in reverse) says whether it does. At most (supported +
 connections per version.
 
 - TLS 1.3: groups without key shares; the HelloRetryRequest names the server's choice. A
-  server that refuses share-less offers is enumerated with real key shares instead.
+  server that refuses share-less offers (or answers them with anything but a
+  HelloRetryRequest or an alert) is enumerated with real key shares instead.
 - TLS 1.2: ECDHE suites with the remaining curves (the ServerKeyExchange names the curve)
   and DHE suites with the remaining ffdhe groups, in the same hellos. RFC 7919 servers
   negotiate an ffdhe group; others send fixed parameters whatever the client lists (the
   prime is recognised by value: ffdhe2048, modp_2048 (RFC 3526), ...).
+
+Both read only what the server names (TargetRunner.run names_only: no second hello after a
+HelloRetryRequest, no certificate parsed, no ServerKeyExchange signature or point checked;
+an ECDSA certificate's curve is read from its DER, wire/spki.py): the audit computes no key
+and imports no `cryptography` (start-up, issue 35). The server's identity is not the
+question here; the chain and signature checks are other phases'. Only the real-key-share
+fallback computes shares.
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ from tlsprobe.probes.audit.scheduler import (
     Outcome,
     TargetRunner,
 )
+from tlsprobe.wire.spki import ec_named_curve
 
 PROTOCOL_VERSION_ALERT = 70
 _RANGES = ((0x0001, 0x0021), (0x0100, 0x0104), (0x0200, 0x0202), (0x11EB, 0x11EE),
@@ -75,7 +84,7 @@ async def _order(run: TargetRunner, el: Elimination, phase: str, build: Builder,
     known = el.order_from_steps()
     if known is not None:
         return known, None
-    out = await run.run(build(el.reverse_pair()), phase, stop)
+    out = await run.run(build(el.reverse_pair()), phase, stop, names_only=True)
     order = el.decide(picked(out))
     return order, None if order != ORDER_UNKNOWN else f"order check inconclusive: {out.describe()}"
 
@@ -110,7 +119,7 @@ async def tls13_groups(run: TargetRunner, candidates: list[int]) -> GroupAudit:
         offered = el.offer()
         # the refusal that ends the elimination makes "not supported" (a finding that can
         # fail CI): it is asked twice (TargetRunner.run confirm)
-        out = await run.run(build(offered), phase, confirm=True)
+        out = await run.run(build(offered), phase, confirm=True, names_only=True)
         if out.status == HELLO_RETRY and out.hrr_group in el.remaining:
             spoken = True
             el.pick(out.hrr_group, offered)
@@ -226,7 +235,8 @@ async def tls12_groups(run: TargetRunner, candidates: list[int], *,
         suites = (ecdhe if ec_offer else ()) + (dhe_suites if ff_offer else ())
         config = run.config((TLS12,), groups=tuple(ec_offer + ff_offer),
                             cipher_suites_12=suites)
-        out = await run.run(config, phase, STOP_FLIGHT, confirm=True)  # as in TLS 1.3
+        out = await run.run(config, phase, STOP_FLIGHT, confirm=True,  # as in TLS 1.3
+                            names_only=True)
         if not _tls12_step(st, out, ec_offer, ff_offer):
             break
     plain_build = _builder(run, TLS12, cipher_suites_12=ecdhe)
@@ -274,7 +284,7 @@ async def _behind_certificate_curve(run: TargetRunner, el: Elimination, build: B
                     "TLS 1.2 requires in the client's list: later offers kept it, last")
     while el.remaining:
         offered = list(el.remaining)
-        out = await run.run(build(offered), phase, STOP_FLIGHT)
+        out = await run.run(build(offered), phase, STOP_FLIGHT, names_only=True)
         if out.status == SERVER_HELLO and out.group in el.remaining:
             el.pick(out.group, offered + [cert])
         elif not (out.status == SERVER_HELLO and out.group == cert):
@@ -348,22 +358,21 @@ def _tls12_step(st: _Tls12State, out: Outcome, ec_offer: list[int], ff_offer: li
     return False
 
 
+#: the named curves (RFC 5480 2.1.1.1) an ECDSA certificate of TLS 1.2 can be on
+_CERT_CURVES = {"1.2.840.10045.3.1.7": 0x17, "1.3.132.0.34": 0x18, "1.3.132.0.35": 0x19}
+
+
 def _cert_curve(out: Outcome) -> int | None:
+    """The group of the leaf's EC key (secp256r1, secp384r1, secp521r1), None for another
+    key or a leaf that cannot be read: from the DER's subjectPublicKeyInfo alone
+    (wire/spki.py), so that the audit needs no `cryptography`."""
     if not out.certificates:
         return None
-    from cryptography import x509
-    from cryptography.exceptions import UnsupportedAlgorithm
-    from cryptography.hazmat.primitives.asymmetric import ec
-
-    from tlsprobe.model.pubkey import public_key  # X.509 only when a certificate came
     try:
-        key = public_key(x509.load_der_x509_certificate(out.certificates[0]))
-    except (ValueError, UnsupportedAlgorithm):  # garbage DER, unknown curve
+        curve = ec_named_curve(out.certificates[0])
+    except ValueError:  # garbage DER
         return None
-    if isinstance(key, ec.EllipticCurvePublicKey):
-        names = {"secp256r1": 0x17, "secp384r1": 0x18, "secp521r1": 0x19}
-        return names.get(key.curve.name)
-    return None
+    return _CERT_CURVES.get(curve) if curve is not None else None
 
 
 def dh_parameters(out: Outcome) -> DhParameters:
@@ -413,7 +422,7 @@ async def _no_ffdhe_client(run: TargetRunner, st: _Tls12State, build: Builder,
     """A server that negotiates RFC 7919 groups: what does a client that lists none get (a
     DHE-only hello without supported_groups, as clients before RFC 7919 sent)? Its DH
     parameters go to `st.fixed`; True when it gets no DHE at all (refused)."""
-    out = await run.run(build([]), phase, STOP_FLIGHT, confirm=False)
+    out = await run.run(build([]), phase, STOP_FLIGHT, confirm=False, names_only=True)
     if out.status == SERVER_HELLO and out.dh_bits:
         st.fixed = dh_parameters(out)
         st.ff.notes.append("when the client lists no ffdhe group, the server sends DH "

@@ -118,6 +118,9 @@ class Job:
     config: ClientConfig
     phase: str
     stop: Stop = STOP_HELLO
+    #: read only what the server names, computing nothing (engine ClientHandshake
+    #: names_only): the group audit's share-less hellos and TLS 1.2 flights
+    names_only: bool = False
 
 
 def finished(hs: Handshake, stop: Stop) -> bool:

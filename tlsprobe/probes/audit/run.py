@@ -159,6 +159,8 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
     run = _Run(TargetRunner(target, scheduler, sni_for(target.host, options),
                             cafile=options.cafile), options, on_phase)
     checks = set(options.checks)
+    if checks != {"groups"}:   # a group audit alone reads no certificate (groups.py)
+        scheduler.x509_ahead = True
     report = AuditReport(host=target.host, port=target.port, checks=tuple(options.checks),
                          policies=tuple(p.name for p in options.policies))
     spoken: set[int] | None = None

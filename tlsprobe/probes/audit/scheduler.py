@@ -103,6 +103,10 @@ class Scheduler:
     #: records every connection (scan --msg/--pcap-out/--keylog, net/recording.py): a tape
     #: per attempt, filled by a RecordingConnector in `connector`; None: nothing is kept
     recording: Recording | None = None
+    #: import cryptography.x509 beside the first connection (preload_x509): set by the audit
+    #: when a check reads certificates (audit_target); a group audit reads none and imports
+    #: no `cryptography` at all
+    x509_ahead: bool = False
     #: the per-host caps, start spacing and per-target gates (net/pacing.py)
     pacing: Pacing = field(init=False)
 
@@ -281,9 +285,11 @@ class Scheduler:
         # nothing; TLS 1.2 stops after the ServerHelloDone as usual.
         tape = TAPE.get()
         trace = tape is not None and self.recording is not None and self.recording.trace
-        preload_x509()
+        if self.x509_ahead:
+            preload_x509()
         hs = ClientHandshake(job.config, annotate=trace, stop_after_first_flight=True,
-                             read_server_flight=job.stop == STOP_VERIFY)
+                             read_server_flight=job.stop == STOP_VERIFY,
+                             names_only=job.names_only)
         seen = Progress()
         transport.bind(hs)   # QUIC: packet keys from the engine's secrets
         try:
@@ -423,14 +429,14 @@ class TargetRunner:
         return config
 
     async def run(self, config: ClientConfig, phase: str, stop: Stop = STOP_HELLO, *,
-                  confirm: bool | None = None) -> Outcome:
+                  confirm: bool | None = None, names_only: bool = False) -> Outcome:
         """One connection's answer. A refusal is asked again once on a second connection
         when it is a bare close (a flaky network or a middlebox drops connections that way,
         so it proves nothing alone), with `confirm` True always (a negative verdict that can
         fail CI), with False never (the caller confirms otherwise). Refused again: that
         refusal, `confirmed`. Answered: the answer (a real alert answered differently is
-        noted in `disagreements`). Else inconclusive."""
-        job = Job(config, phase, stop)
+        noted in `disagreements`). Else inconclusive. `names_only`: Job.names_only."""
+        job = Job(config, phase, stop, names_only)
         out = self._seen(await self.scheduler.run(self.target, job))
         again_if = out.status == CLOSED if confirm is None else confirm
         if not out.refused or not again_if:
@@ -462,8 +468,8 @@ _PRELOADING: list[bool] = []
 
 def preload_x509() -> None:
     """Import cryptography's X.509 module in a thread of its own, once, when the first
-    connection is up: every certificate a server sends is parsed with it (engine/guards.py),
-    and its import (its name parser's regular expressions, email.utils: about 0.03 s of CPU,
+    connection is up, for an audit that reads certificates (`Scheduler.x509_ahead`): every
+    certificate a server sends is parsed with it (engine/guards.py), and its import (its name parser's regular expressions, email.utils: about 0.03 s of CPU,
     an eighth of a group audit's instructions) would otherwise run when the first one
     arrives, while the server waits for the client. Started here it runs while the first
     connections wait for their answers: through a slow network the time is hidden; on
