@@ -23,11 +23,10 @@ from tlsprobe.model.capture import (
     ConnectionTimings,
     Fingerprints,
     ReportText,
-    connection_json,
     shape_json,
     violation_of,
 )
-from tlsprobe.model.encode import number
+from tlsprobe.model.capture_json import connection_json, number
 from tlsprobe.model.facts import HandshakeFacts, hello_facts
 from tlsprobe.model.probe import (
     AlertInfo,
