@@ -15,18 +15,19 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Generator
+from typing import Final
 
 from tlsprobe.capture.events import CaptureError, CaptureStats, Secrets
 from tlsprobe.capture.source import ChunkedInput, OpenedSource
 
 # magic as read little-endian -> (byte order, seconds per timestamp unit, record header size)
-_MAGICS = {
+_MAGICS: Final = {
     0xA1B2C3D4: ("<", 1e-6, 16), 0xD4C3B2A1: (">", 1e-6, 16),
     0xA1B23C4D: ("<", 1e-9, 16), 0x4D3CB2A1: (">", 1e-9, 16),
     0xA1B2CD34: ("<", 1e-6, 24), 0x34CDB2A1: (">", 1e-6, 24),
 }
-MAX_STANDARD_PACKET = 262144  # Wireshark's WTAP_MAX_PACKET_SIZE_STANDARD
-MAX_PACKET = 1 << 26
+MAX_STANDARD_PACKET: Final = 262144  # Wireshark's WTAP_MAX_PACKET_SIZE_STANDARD
+MAX_PACKET: Final = 1 << 26
 
 # (frame number, timestamp, link type, buffer, start, end, original length)
 PacketRecord = tuple[int, float, int, bytes, int, int, int]

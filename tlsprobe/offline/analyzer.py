@@ -15,7 +15,7 @@ import stat
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from types import GeneratorType, TracebackType
-from typing import TYPE_CHECKING, Any, BinaryIO, Self
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, Self
 
 from tlsprobe.capture import (
     CaptureStream,
@@ -45,8 +45,8 @@ if TYPE_CHECKING:
     from tlsprobe.engine.keylog import KeyLog
     from tlsprobe.offline.flowreader import FlowReader, FormatterFactory
 
-SECRETS_TLS_KEYLOG = 0x544C534B
-MAX_GAP_NOTES = 256  # connections whose lost handshake messages are remembered for notes
+SECRETS_TLS_KEYLOG: Final = 0x544C534B
+MAX_GAP_NOTES: Final = 256  # connections whose lost handshake messages are remembered for notes
 
 
 def flow_reader_needed(keylog: KeyLog, data: bytes) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple, TypeVar, cast
+from typing import TYPE_CHECKING, Final, NamedTuple, TypeVar, cast
 
 from tlsprobe import registry
 from tlsprobe.model import describe
@@ -90,7 +90,7 @@ def _codepoints(caches: AnalysisCaches, kind: str,
     return _memo(caches, (kind, values), lambda: tuple(make(v) for v in values))
 
 
-_MAKE: dict[str, Callable[[int], Codepoint]] = {
+_MAKE: Final[dict[str, Callable[[int], Codepoint]]] = {
     "version": Codepoint.version, "group": Codepoint.group,
     "sigscheme": Codepoint.sigscheme,
     "extension": lambda code: Codepoint(code, f"0x{code:04x}", registry.extension_name(code)),
@@ -358,11 +358,11 @@ def json_text_of(file: str, key: ConnKey, first_frame: int, last_frame: int, fir
 
 
 #: the report fields of `_derive`'s values, in its order
-_SHAPE_FIELDS = ("sni", "offer", "client_extensions", "server_extensions", "version",
-                 "cipher", "key_exchange", "hello_retry_request", "signature_scheme", "alpn",
-                 "resumption", "certificates", "alerts", "messages", "fingerprints")
-_TIMINGS_FIELDS = tuple(field.name for field in dataclasses.fields(ConnectionTimings))
-_REPORT_FIELDS = tuple(field.name for field in dataclasses.fields(ConnectionReport))
+_SHAPE_FIELDS: Final = ("sni", "offer", "client_extensions", "server_extensions", "version",
+                        "cipher", "key_exchange", "hello_retry_request", "signature_scheme", "alpn",
+                        "resumption", "certificates", "alerts", "messages", "fingerprints")
+_TIMINGS_FIELDS: Final = tuple(field.name for field in dataclasses.fields(ConnectionTimings))
+_REPORT_FIELDS: Final = tuple(field.name for field in dataclasses.fields(ConnectionReport))
 
 
 def _frozen(cls: type[_T], names: tuple[str, ...],
@@ -379,7 +379,7 @@ def _frozen(cls: type[_T], names: tuple[str, ...],
     return obj
 
 
-_ESCAPES = {9: "\\t", 10: "\\n", 13: "\\r"}
+_ESCAPES: Final = {9: "\\t", 10: "\\n", 13: "\\r"}
 
 
 def _printable(data: bytes, limit: int = 120) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import heapq
 from collections import OrderedDict
 from collections.abc import Iterator
+from typing import Final
 
 from tlsprobe.capture import Datagram
 from tlsprobe.offline.caches import AnalysisCaches
@@ -50,7 +51,7 @@ __all__ = ["GOOGLE_SALTS", "MVFST_DRAFTS", "QUIC_V1", "QUIC_V2", "SALT_DRAFT22",
            "draft_of", "initial_packets", "version_salt"]
 
 MAX_CONVERSATIONS = 4096
-MAX_CRYPTO = 1 << 16
+MAX_CRYPTO: Final = 1 << 16
 MAX_DONE = 65536
 MAX_LISTED = 8  # flows named in the note on connections of unknown versions
 

@@ -9,7 +9,7 @@ thousand connections costs no more than its text (rich is imported only when use
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Final
 
 from tlsprobe.model.capture import BriefReport, ConnectionReport
 from tlsprobe.model.probe import AlertInfo
@@ -18,9 +18,9 @@ from tlsprobe.report.escape import shown
 if TYPE_CHECKING:
     from tlsprobe.report.fit import FitTable
 
-COLUMNS = ("#", "Client", "Server", "SNI", "Version", "Cipher suite", "Group", "Key S/C",
-           "ALPN", "JA4")
-LEGEND = ("Key S/C: bytes of the server's key share and of the client's (TLS 1.3 key_share, "
+COLUMNS: Final = ("#", "Client", "Server", "SNI", "Version", "Cipher suite", "Group", "Key S/C",
+                  "ALPN", "JA4")
+LEGEND: Final = ("Key S/C: bytes of the server's key share and of the client's (TLS 1.3 key_share, "
           "TLS 1.2 ServerKeyExchange / ClientKeyExchange)")
 
 
