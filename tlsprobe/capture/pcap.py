@@ -14,7 +14,7 @@ copying each packet: the decoders read the headers straight from the chunk.
 from __future__ import annotations
 
 import struct
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Final
 
 from tlsprobe.capture.events import CaptureError, CaptureStats, Secrets
@@ -47,7 +47,9 @@ class PcapReader:
         if magic not in _MAGICS:
             raise CaptureError(f"{opened.name}: not a pcap file")
         self._order, self.scale, self.rec_len = _MAGICS[magic]
-        self.unpack = struct.Struct(self._order + "IIII").unpack_from  # sec, frac, incl, orig
+        # sec, frac, incl, orig (typed as ints: compiled, the loops use them unboxed)
+        self.unpack: Callable[[bytes, int], tuple[int, int, int, int]] = \
+            struct.Struct(self._order + "IIII").unpack_from
         self._opened = opened
         self._in = ChunkedInput(opened.stream, opened.head)
         self._stats = stats

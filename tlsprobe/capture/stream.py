@@ -41,8 +41,11 @@ DEFAULT_MAX_CONNECTIONS: Final = 65536
 DEFAULT_MAX_CLOSED: Final = 4096
 _UDP: Final = struct.Struct("!HHH").unpack_from
 # Ethernet + IPv4 + TCP at once: EtherType, version/IHL, total length, flags/fragment offset,
-# protocol, sequence number, data offset, TCP flags.
-_ETH_IPV4_TCP: Final = struct.Struct("!12xHBxH2xHxB2x8x4xI4xBB").unpack_from
+# protocol, sequence number, data offset, TCP flags. Its result typed as ints: compiled, the
+# loops then test and add native integers, where unpacked objects were compared by a
+# generic call each, with every constant boxed (eleven a packet).
+_ETH_IPV4_TCP: Final[Callable[[bytes, int], tuple[int, int, int, int, int, int, int, int]]] = \
+    struct.Struct("!12xHBxH2xHxB2x8x4xI4xBB").unpack_from
 
 
 def keylog_text(secrets: list[Secrets]) -> bytes:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import socket
 import struct
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from functools import partial
 from socket import AF_INET, AF_INET6, inet_ntop
 from typing import Final
@@ -44,9 +45,11 @@ FIN: Final = 0x01
 SYN: Final = 0x02
 RST: Final = 0x04
 ACK: Final = 0x10
-_TCP: Final = struct.Struct("!4xI4xBB").unpack_from  # seq, data offset byte, flags
-_PORTS: Final = struct.Struct("!HH").unpack_from
-_ACK_NO: Final = struct.Struct("!I").unpack_from
+# (typed as ints: compiled, what they unpack is then used unboxed)
+_TCP: Final[Callable[[bytes, int], tuple[int, int, int]]] = \
+    struct.Struct("!4xI4xBB").unpack_from  # seq, data offset byte, flags
+_PORTS: Final[Callable[[bytes, int], tuple[int, int]]] = struct.Struct("!HH").unpack_from
+_ACK_NO: Final[Callable[[bytes, int], tuple[int]]] = struct.Struct("!I").unpack_from
 # NamedTuple(...) without the Python-level __new__: these are made per packet or connection
 _new_data = partial(tuple.__new__, StreamData)
 _new_key = partial(tuple.__new__, ConnKey)
