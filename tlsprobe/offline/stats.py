@@ -11,8 +11,8 @@ from tlsprobe.model.capture import BriefReport, ConnectionReport, ReportText
 from tlsprobe.model.probe import Cipher, Codepoint, KeyExchange
 
 NONE: Final = "(none)"
-UNKNOWN = "(unknown)"  # a ServerHello whose choice of version could not be read
-_RESUMED = {"session_id": "session ID", "session_ticket": "session ticket", "psk": "PSK"}
+UNKNOWN: Final = "(unknown)"  # a ServerHello whose choice of version could not be read
+_RESUMED: Final = {"session_id": "session ID", "session_ticket": "session ticket", "psk": "PSK"}
 _V = TypeVar("_V")
 
 

@@ -54,7 +54,7 @@ class Alert:
 
 
 #: the smallest protected alert record: 2 bytes and a 16-byte MAC or AEAD tag
-MIN_PROTECTED_ALERT = 18
+MIN_PROTECTED_ALERT: Final = 18
 
 
 def ciphertext_alert(fragment: bytes) -> bool:

@@ -29,18 +29,18 @@ from .buffer import Buffer
 
 WHERE_CLIENT_HELLO: Final = "client_hello"
 WHERE_SERVER_HELLO = "server_hello"
-WHERE_HRR = "hello_retry_request"
+WHERE_HRR: Final = "hello_retry_request"
 WHERE_ENCRYPTED_EXTENSIONS = "encrypted_extensions"
-WHERE_CERTIFICATE = "certificate"
+WHERE_CERTIFICATE: Final = "certificate"
 WHERE_CERTIFICATE_REQUEST: Final = "certificate_request"
-WHERE_NEW_SESSION_TICKET = "new_session_ticket"
-_FROM_CLIENT = (WHERE_CLIENT_HELLO, WHERE_CERTIFICATE_REQUEST)
+WHERE_NEW_SESSION_TICKET: Final = "new_session_ticket"
+_FROM_CLIENT: Final = (WHERE_CLIENT_HELLO, WHERE_CERTIFICATE_REQUEST)
 
-PSK_MODES = {0: "psk_ke", 1: "psk_dhe_ke"}
-POINT_FORMATS = {0: "uncompressed", 1: "ansiX962_compressed_prime", 2: "ansiX962_compressed_char2"}
-CERT_COMPRESSION = {1: "zlib", 2: "brotli", 3: "zstd"}
+PSK_MODES: Final = {0: "psk_ke", 1: "psk_dhe_ke"}
+POINT_FORMATS: Final = {0: "uncompressed", 1: "ansiX962_compressed_prime", 2: "ansiX962_compressed_char2"}
+CERT_COMPRESSION: Final = {1: "zlib", 2: "brotli", 3: "zstd"}
 STATUS_TYPES: Final = {1: "ocsp", 2: "ocsp_multi"}
-NAME_TYPES = {0: "host_name"}
+NAME_TYPES: Final = {0: "host_name"}
 
 
 @dataclass(frozen=True)

@@ -50,10 +50,10 @@ def _fail(reason: str, offset: int, path: str) -> DecodeError:
 
 _FIELD_INDEX = {name: ClientHelloInfo._fields.index(name)
                 for name, _ in CLIENT_FIELDS.values()}
-_READERS = tuple((ext_type, name, _FIELD_INDEX[name], read)
-                 for ext_type, (name, read) in CLIENT_FIELDS.items())
-_HH = struct.Struct("!HH").unpack_from
-_DEFAULTS = ClientHelloInfo(0, b"", b"", (), b"", ())
+_READERS: Final = tuple((ext_type, name, _FIELD_INDEX[name], read)
+                        for ext_type, (name, read) in CLIENT_FIELDS.items())
+_HH: Final = struct.Struct("!HH").unpack_from
+_DEFAULTS: Final = ClientHelloInfo(0, b"", b"", (), b"", ())
 
 
 def _extensions(msg: bytes, p: int, end: int, path: str) -> tuple[list[int], dict[int, int]]:
@@ -109,7 +109,7 @@ class _Shape(NamedTuple):
 
 
 _MAX_CH_SHAPES: Final = 4096
-_HEAD = 64  # bytes of the cipher_suites vector in the index
+_HEAD: Final = 64  # bytes of the cipher_suites vector in the index
 #: (before the key, key length, tail, summary, token)
 _SHShape = tuple[bytes, int, bytes, ServerHelloInfo, int]
 
