@@ -272,11 +272,10 @@ def _timings_json(first_ts: float | None, last_ts: float | None, f: Facts) -> st
     """The report's "timings" object as `to_json` writes it (`_elapsed`'s values, the
     milliseconds by `_ms_json`), without the intermediate tuple."""
     ch, sh, done = f.ch_ts, f.sh_ts, f.done_ts
-    ms = _ms_json
-    whole = "null" if first_ts is None or last_ts is None else ms((last_ts - first_ts) * 1000)
+    whole = "null" if first_ts is None or last_ts is None else _ms_json((last_ts - first_ts) * 1000)
     return (f'{{"start": {number(first_ts)}, "server_hello_ms": '
-            f'{"null" if ch is None or sh is None else ms((sh - ch) * 1000)}, '
-            f'"handshake_ms": {"null" if ch is None or done is None else ms((done - ch) * 1000)}, '
+            f'{"null" if ch is None or sh is None else _ms_json((sh - ch) * 1000)}, '
+            f'"handshake_ms": {"null" if ch is None or done is None else _ms_json((done - ch) * 1000)}, '
             f'"duration_ms": {whole}}}')
 
 
