@@ -24,28 +24,41 @@ wireless clients; its DTLS is the UDP layer's).
 
 from __future__ import annotations
 
+from typing import Final
+
 from tlsprobe.capture.events import FRAGMENT_V4, FRAGMENT_V6, MAX_TUNNEL_DEPTH
 from tlsprobe.capture.links import OTHER_LINKS, step
 
 Decoded = tuple[int, int, int, int, int, int] | str
 
-LINKTYPE_NULL, LINKTYPE_ETHERNET, LINKTYPE_PPP, LINKTYPE_RAW = 0, 1, 9, 101
-LINKTYPE_PPP_HDLC, LINKTYPE_SLL, LINKTYPE_SLL2 = 50, 113, 276
-LINKTYPE_LOOP, LINKTYPE_ENC = 108, 109  # OpenBSD: loopback, IPsec enc(4)
-LINKTYPE_IPV4, LINKTYPE_IPV6 = 228, 229
-LINKTYPE_IEEE802_11, LINKTYPE_RADIOTAP = 105, 127
-LINKTYPE_C_HDLC = 104  # Cisco HDLC (Frame Relay, PKTAP, PPI, NFLOG: links.py)
+LINKTYPE_NULL: Final = 0
+LINKTYPE_ETHERNET: Final = 1
+LINKTYPE_PPP: Final = 9
+LINKTYPE_RAW: Final = 101
+LINKTYPE_PPP_HDLC: Final = 50
+LINKTYPE_SLL: Final = 113
+LINKTYPE_SLL2: Final = 276
+LINKTYPE_LOOP: Final = 108
+LINKTYPE_ENC: Final = 109
+LINKTYPE_IPV4: Final = 228
+LINKTYPE_IPV6: Final = 229
+LINKTYPE_IEEE802_11: Final = 105
+LINKTYPE_RADIOTAP: Final = 127
+LINKTYPE_C_HDLC: Final = 104  # Cisco HDLC (Frame Relay, PKTAP, PPI, NFLOG: links.py)
 LINK_TYPE_NAMES = {0: "null", 1: "ethernet", 9: "ppp", 12: "raw", 14: "raw", 50: "ppp_hdlc",
                    101: "raw", 104: "c_hdlc", 105: "ieee802_11", 107: "frelay", 108: "loop",
                    109: "enc", 113: "linux_sll", 127: "radiotap", 149: "pktap", 192: "ppi",
                    228: "ipv4", 229: "ipv6", 239: "nflog", 258: "pktap", 276: "linux_sll2"}
 
-_VLAN_TYPES = frozenset((0x8100, 0x88A8, 0x9100, 0x9200, 0x9300))
-_AF_INET6 = frozenset((10, 24, 28, 30))
-_IPV6_EXT = frozenset((0, 43, 60, 135, 139, 140))  # hop-by-hop, routing, dest opts, ...
-UDP_VXLAN, UDP_GENEVE, UDP_GTPU, UDP_CAPWAP_DATA = 4789, 6081, 2152, 5247
-_UDP_TUNNELS = frozenset((UDP_VXLAN, UDP_GENEVE, UDP_GTPU))
-MAX_DEPTH = MAX_TUNNEL_DEPTH  # nested encapsulations followed
+_VLAN_TYPES: Final = frozenset((0x8100, 0x88A8, 0x9100, 0x9200, 0x9300))
+_AF_INET6: Final = frozenset((10, 24, 28, 30))
+_IPV6_EXT: Final = frozenset((0, 43, 60, 135, 139, 140))  # hop-by-hop, routing, dest opts, ...
+UDP_VXLAN: Final = 4789
+UDP_GENEVE: Final = 6081
+UDP_GTPU: Final = 2152
+UDP_CAPWAP_DATA: Final = 5247
+_UDP_TUNNELS: Final = frozenset((UDP_VXLAN, UDP_GENEVE, UDP_GTPU))
+MAX_DEPTH: Final = MAX_TUNNEL_DEPTH  # nested encapsulations followed
 
 
 def decode(link_type: int, buf: bytes, start: int, end: int) -> Decoded:

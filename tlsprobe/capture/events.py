@@ -8,7 +8,7 @@ what was read, what was skipped and why, so a report can say how complete its vi
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from tlsprobe.errors import EXIT_USAGE, TlsprobeError
 
@@ -128,14 +128,15 @@ class Secrets(NamedTuple):
 
 Event = StreamOpen | StreamData | StreamGap | StreamSkipped | StreamClose | Datagram | Secrets
 
-SECRETS_TLS_KEYLOG = 0x544C534B
+SECRETS_TLS_KEYLOG: Final = 0x544C534B
 
 
-MAX_TUNNEL_DEPTH = 6  # nested encapsulations followed (decode.py)
-FRAGMENT_V4, FRAGMENT_V6 = -4, -6  # decode.py's "protocol" of an IP fragment
+MAX_TUNNEL_DEPTH: Final = 6  # nested encapsulations followed (decode.py)
+FRAGMENT_V4: Final = -4
+FRAGMENT_V6: Final = -6
 #: link types netmon.py gives Network Monitor's own records (network types 0xFFE0-0xFFFF:
 #: events, network and process information, DNS cache, filter): no traffic, not a loss
-NETMON_METADATA = 0x10000 + 0xFFE0
+NETMON_METADATA: Final = 0x10000 + 0xFFE0
 
 
 def _count(n: int, word: str) -> str:

@@ -26,11 +26,12 @@ import heapq
 from collections import deque
 from collections.abc import Callable
 from operator import attrgetter
+from typing import Final
 
 from tlsprobe.capture.reassembly import MASK, Connection, Reassembler
 
-IDLE_TIMEOUT = 60.0  # capture seconds without a packet before a connection is evicted
-IDLE_TIMEOUT_DATA = 600.0  # the same once payload has flowed
+IDLE_TIMEOUT: Final = 60.0  # capture seconds without a packet before a connection is evicted
+IDLE_TIMEOUT_DATA: Final = 600.0  # the same once payload has flowed
 
 
 def _quiet(conn: Connection) -> bool:

@@ -21,16 +21,17 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import Final
 
 from tlsprobe.capture.events import FRAGMENT_V4, FRAGMENT_V6, CaptureStats
 
 Decoded6 = tuple[int, int, int, int, int, int]
 #: where a reassembled packet goes: (buffer, decoded transport tuple, ts, frame)
 Deliver = Callable[[bytes, Decoded6, float, int], None]
-MAX_DATAGRAMS = 1024
-MAX_BYTES = 8 << 20
-TIMEOUT = 60.0
-MAX_PAYLOAD = 0xFFFF
+MAX_DATAGRAMS: Final = 1024
+MAX_BYTES: Final = 8 << 20
+TIMEOUT: Final = 60.0
+MAX_PAYLOAD: Final = 0xFFFF
 
 
 class _Datagram:

@@ -9,12 +9,16 @@ is skipped.
 
 from __future__ import annotations
 
-LINKTYPE_FRELAY = 107
-LINKTYPE_PKTAP, LINKTYPE_PKTAP_DARWIN = 258, 149  # Apple PKTAP (149 as macOS writes it)
-LINKTYPE_PPI, LINKTYPE_NFLOG = 192, 239  # Per-Packet Information; Linux netfilter log
-OTHER_LINKS = frozenset((LINKTYPE_FRELAY, LINKTYPE_PKTAP, LINKTYPE_PKTAP_DARWIN, LINKTYPE_PPI,
-                         LINKTYPE_NFLOG))
-_WRAPPERS = frozenset((LINKTYPE_PKTAP, LINKTYPE_PKTAP_DARWIN, LINKTYPE_PPI))
+from typing import Final
+
+LINKTYPE_FRELAY: Final = 107
+LINKTYPE_PKTAP: Final = 258
+LINKTYPE_PKTAP_DARWIN: Final = 149
+LINKTYPE_PPI: Final = 192
+LINKTYPE_NFLOG: Final = 239
+OTHER_LINKS: Final = frozenset((LINKTYPE_FRELAY, LINKTYPE_PKTAP, LINKTYPE_PKTAP_DARWIN, LINKTYPE_PPI,
+                                LINKTYPE_NFLOG))
+_WRAPPERS: Final = frozenset((LINKTYPE_PKTAP, LINKTYPE_PKTAP_DARWIN, LINKTYPE_PPI))
 
 Step = tuple[str, int, int, int] | str
 

@@ -14,19 +14,20 @@ copying each packet: the decoders read the headers straight from the chunk.
 from __future__ import annotations
 
 import struct
-from collections.abc import Generator
+from collections.abc import Callable, Generator
+from typing import Final
 
 from tlsprobe.capture.events import CaptureError, CaptureStats, Secrets
 from tlsprobe.capture.source import ChunkedInput, OpenedSource
 
 # magic as read little-endian -> (byte order, seconds per timestamp unit, record header size)
-_MAGICS = {
+_MAGICS: Final = {
     0xA1B2C3D4: ("<", 1e-6, 16), 0xD4C3B2A1: (">", 1e-6, 16),
     0xA1B23C4D: ("<", 1e-9, 16), 0x4D3CB2A1: (">", 1e-9, 16),
     0xA1B2CD34: ("<", 1e-6, 24), 0x34CDB2A1: (">", 1e-6, 24),
 }
-MAX_STANDARD_PACKET = 262144  # Wireshark's WTAP_MAX_PACKET_SIZE_STANDARD
-MAX_PACKET = 1 << 26
+MAX_STANDARD_PACKET: Final = 262144  # Wireshark's WTAP_MAX_PACKET_SIZE_STANDARD
+MAX_PACKET: Final = 1 << 26
 
 # (frame number, timestamp, link type, buffer, start, end, original length)
 PacketRecord = tuple[int, float, int, bytes, int, int, int]
@@ -46,7 +47,9 @@ class PcapReader:
         if magic not in _MAGICS:
             raise CaptureError(f"{opened.name}: not a pcap file")
         self._order, self.scale, self.rec_len = _MAGICS[magic]
-        self.unpack = struct.Struct(self._order + "IIII").unpack_from  # sec, frac, incl, orig
+        # sec, frac, incl, orig (typed as ints: compiled, the loops use them unboxed)
+        self.unpack: Callable[[bytes, int], tuple[int, int, int, int]] = \
+            struct.Struct(self._order + "IIII").unpack_from
         self._opened = opened
         self._in = ChunkedInput(opened.stream, opened.head)
         self._stats = stats

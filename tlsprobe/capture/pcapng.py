@@ -12,18 +12,26 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Generator, Iterator
+from typing import Final
 
 from tlsprobe.capture.events import CaptureError, CaptureStats, Secrets
 from tlsprobe.capture.pcap import PacketRecord
 from tlsprobe.capture.source import ChunkedInput, OpenedSource
 
-SHB = 0x0A0D0D0A
-IDB, PB, SPB, NRB, ISB, EPB, DSB = 0x1, 0x2, 0x3, 0x4, 0x5, 0x6, 0xA
+SHB: Final = 0x0A0D0D0A
+IDB: Final = 0x1
+PB: Final = 0x2
+SPB: Final = 0x3
+NRB: Final = 0x4
+ISB: Final = 0x5
+EPB: Final = 0x6
+DSB: Final = 0xA
 BYTE_ORDER_MAGIC = 0x1A2B3C4D
-MAX_BLOCK = 1 << 25
-SECRETS_RECORD = -1  # link type of the record that announces a new entry in `secrets`
-OPT_IF_TSRESOL, OPT_IF_TSOFFSET = 9, 14
-OPT_ISB_IFDROP = 5
+MAX_BLOCK: Final = 1 << 25
+SECRETS_RECORD: Final = -1  # link type of the record that announces a new entry in `secrets`
+OPT_IF_TSRESOL: Final = 9
+OPT_IF_TSOFFSET: Final = 14
+OPT_ISB_IFDROP: Final = 5
 
 
 def is_pcapng_magic(head: bytes) -> bool:

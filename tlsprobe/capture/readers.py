@@ -7,6 +7,7 @@ netmon.py); stream.py's loop reads them, `read_packets` copies them out.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Final
 
 from tlsprobe.capture.events import CaptureError, CaptureStats
 from tlsprobe.capture.live import LiveCapture
@@ -15,9 +16,9 @@ from tlsprobe.capture.pcap import PcapReader, is_pcap_magic
 from tlsprobe.capture.pcapng import SECRETS_RECORD, PcapngReader, is_pcapng_magic
 from tlsprobe.capture.source import CaptureSource, OpenedSource, open_source
 
-_OTHER_FORMATS = {b"RTSS": "Microsoft Network Monitor 1.x",
-                  b"XCP\x00": "NetXRay/Sniffer", b"\x00\x00\x01\xba": "MPEG",
-                  b"PK\x03\x04": "zip archive"}
+_OTHER_FORMATS: Final = {b"RTSS": "Microsoft Network Monitor 1.x",
+                         b"XCP\x00": "NetXRay/Sniffer", b"\x00\x00\x01\xba": "MPEG",
+                         b"PK\x03\x04": "zip archive"}
 
 
 #: a container's reader: `packets()` is its record loop (a live capture's too)

@@ -25,12 +25,13 @@ too, beside `HalfStream`, so that the mixins (this one, eviction.py) can name it
 from __future__ import annotations
 
 from bisect import bisect_left
+from typing import Final
 
 from tlsprobe.capture.events import CaptureStats, ConnKey, Event, StreamData, StreamGap
 
-MASK = 0xFFFFFFFF
-HALF_SPACE = 0x80000000
-RESYNC_DISTANCE = 1 << 24  # first data this far from ISN+1 cannot belong to that SYN
+MASK: Final = 0xFFFFFFFF
+HALF_SPACE: Final = 0x80000000
+RESYNC_DISTANCE: Final = 1 << 24  # first data this far from ISN+1 cannot belong to that SYN
 
 
 class HalfStream:

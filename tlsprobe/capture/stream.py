@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Generator, Iterator
-from typing import ClassVar, Self
+from typing import ClassVar, Final, Self
 
 from tlsprobe.capture.decode import decode, ether
 from tlsprobe.capture.events import (
@@ -35,14 +35,17 @@ from tlsprobe.capture.readers import open_reader
 from tlsprobe.capture.source import CaptureSource
 from tlsprobe.capture.tcp import TcpTracker, _new_data, ip_text
 
-DEFAULT_MAX_PENDING_BYTES = 1 << 20
-DEFAULT_MAX_TOTAL_PENDING_BYTES = 64 << 20
-DEFAULT_MAX_CONNECTIONS = 65536
-DEFAULT_MAX_CLOSED = 4096
-_UDP = struct.Struct("!HHH").unpack_from
+DEFAULT_MAX_PENDING_BYTES: Final = 1 << 20
+DEFAULT_MAX_TOTAL_PENDING_BYTES: Final = 64 << 20
+DEFAULT_MAX_CONNECTIONS: Final = 65536
+DEFAULT_MAX_CLOSED: Final = 4096
+_UDP: Final = struct.Struct("!HHH").unpack_from
 # Ethernet + IPv4 + TCP at once: EtherType, version/IHL, total length, flags/fragment offset,
-# protocol, sequence number, data offset, TCP flags.
-_ETH_IPV4_TCP = struct.Struct("!12xHBxH2xHxB2x8x4xI4xBB").unpack_from
+# protocol, sequence number, data offset, TCP flags. Its result typed as ints: compiled, the
+# loops then test and add native integers, where unpacked objects were compared by a
+# generic call each, with every constant boxed (eleven a packet).
+_ETH_IPV4_TCP: Final[Callable[[bytes, int], tuple[int, int, int, int, int, int, int, int]]] = \
+    struct.Struct("!12xHBxH2xHxB2x8x4xI4xBB").unpack_from
 
 
 def keylog_text(secrets: list[Secrets]) -> bytes:
@@ -164,10 +167,9 @@ class CaptureStream(EventIterator):
     # two (`fused_pcap` off) on the recorded captures and the third-party corpus.
     def _run(self) -> Generator[Event, None, None]:
         out = self._out
-        pop = out.pop
         tcp = self._tcp
-        payload, settle, flows_get = tcp.payload, tcp.settle, tcp.flows.get
-        new_data, other, fast = _new_data, self._other, _ETH_IPV4_TCP
+        flows = tcp.flows
+        new_data, fast = _new_data, _ETH_IPV4_TCP
         packets: Generator[PacketRecord, None, None] = self._reader.packets()
         ts, frame = 0.0, 0
         in_order = 0  # segments delivered (or counted) on the fast path
@@ -184,7 +186,7 @@ class CaptureStream(EventIterator):
                         if pstart <= l4end:
                             key = buf[start + 26:start + 38]
                             if not flags & 7:
-                                half = flows_get(key)
+                                half = flows.get(key)
                                 if half is not None and seq == half.next_seq:
                                     in_order += 1
                                     half.next_seq = (seq + l4end - pstart) & 0xFFFFFFFF
@@ -198,18 +200,18 @@ class CaptureStream(EventIterator):
                                         yield new_data((conn.key, half.direction,
                                                         buf[pstart:l4end], ts, frame))
                                     if half.pending or conn.closing:
-                                        settle(half, ts, frame)
+                                        tcp.settle(half, ts, frame)
                                         while out:
-                                            yield pop(0)
+                                            yield out.pop(0)
                                     continue
-                            payload(buf, key, start + 26, 4, start + 34, pstart, l4end, seq,
+                            tcp.payload(buf, key, start + 26, 4, start + 34, pstart, l4end, seq,
                                     flags, 0, ts, frame)
                             while out:
-                                yield pop(0)
+                                yield out.pop(0)
                             continue
-                other(lt, buf, start, end, ts, frame, orig)
+                self._other(lt, buf, start, end, ts, frame, orig)
                 while out:
-                    yield pop(0)
+                    yield out.pop(0)
             yield from self._ending(ts, frame)
         finally:
             self.stats.tcp_segments += in_order
@@ -219,10 +221,9 @@ class CaptureStream(EventIterator):
     def _run_pcap(self, reader: PcapReader) -> Generator[Event, None, None]:
         """The loop for a classic pcap of Ethernet frames, reading its records in place."""
         out = self._out
-        pop = out.pop
         tcp = self._tcp
-        payload, settle, control, flows_get = tcp.payload, tcp.settle, tcp.control, tcp.flows.get
-        new_data, other, fast = _new_data, self._other, _ETH_IPV4_TCP
+        flows = tcp.flows
+        new_data, fast = _new_data, _ETH_IPV4_TCP
         rec_len, unpack, scale, limit = reader.rec_len, reader.unpack, reader.scale, reader.limit
         buf, pos, end = reader.window()
         sec = frac = psec = pfrac = frame = in_order = 0
@@ -257,9 +258,9 @@ class CaptureStream(EventIterator):
                             continue  # pure ack
                         if pstart <= l4end:
                             key = buf[start + 26:start + 38]
-                            half = flows_get(key)
+                            half = flows.get(key)
                             if flags & 7:
-                                control(half, key, seq, flags, buf, start + 26, 4, start + 34,
+                                tcp.control(half, key, seq, flags, buf, start + 26, 4, start + 34,
                                         pstart, l4end, 0, sec + frac * scale, frame)
                             elif half is not None and seq == half.next_seq:
                                 in_order += 1
@@ -275,21 +276,21 @@ class CaptureStream(EventIterator):
                                                     sec + frac * scale, frame))
                                 if not (half.pending or conn.closing):
                                     continue
-                                settle(half, sec + frac * scale, frame)
+                                tcp.settle(half, sec + frac * scale, frame)
                             else:
-                                payload(buf, key, start + 26, 4, start + 34, pstart, l4end,
+                                tcp.payload(buf, key, start + 26, 4, start + 34, pstart, l4end,
                                         seq, flags, 0, sec + frac * scale, frame)
                             while out:
-                                yield pop(0)
+                                yield out.pop(0)
                             continue
                 if not orig and not (sec or frac or incl):  # off the fast path only
                     frame -= 1
                     pos = start - rec_len
                     reader.zeros(pos)
                     break
-                other(1, buf, start, pos, sec + frac * scale, frame, orig)
+                self._other(1, buf, start, pos, sec + frac * scale, frame, orig)
                 while out:
-                    yield pop(0)
+                    yield out.pop(0)
             yield from self._ending(psec + pfrac * scale, frame)
         finally:
             self.stats.tcp_segments += in_order

@@ -24,8 +24,10 @@ from __future__ import annotations
 import socket
 import struct
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from functools import partial
 from socket import AF_INET, AF_INET6, inet_ntop
+from typing import Final
 
 from tlsprobe.capture.events import (
     CaptureStats,
@@ -39,10 +41,15 @@ from tlsprobe.capture.events import (
 from tlsprobe.capture.eviction import IDLE_TIMEOUT, IDLE_TIMEOUT_DATA, Eviction
 from tlsprobe.capture.reassembly import MASK, Connection, HalfStream
 
-FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
-_TCP = struct.Struct("!4xI4xBB").unpack_from  # seq, data offset byte, flags
-_PORTS = struct.Struct("!HH").unpack_from
-_ACK_NO = struct.Struct("!I").unpack_from
+FIN: Final = 0x01
+SYN: Final = 0x02
+RST: Final = 0x04
+ACK: Final = 0x10
+# (typed as ints: compiled, what they unpack is then used unboxed)
+_TCP: Final[Callable[[bytes, int], tuple[int, int, int]]] = \
+    struct.Struct("!4xI4xBB").unpack_from  # seq, data offset byte, flags
+_PORTS: Final[Callable[[bytes, int], tuple[int, int]]] = struct.Struct("!HH").unpack_from
+_ACK_NO: Final[Callable[[bytes, int], tuple[int]]] = struct.Struct("!I").unpack_from
 # NamedTuple(...) without the Python-level __new__: these are made per packet or connection
 _new_data = partial(tuple.__new__, StreamData)
 _new_key = partial(tuple.__new__, ConnKey)
@@ -51,7 +58,7 @@ _new_close = partial(tuple.__new__, StreamClose)
 _new_skipped = partial(tuple.__new__, StreamSkipped)
 
 
-RST_LINGER = 2.0  # seconds of capture time a reset connection still takes in-flight data
+RST_LINGER: Final = 2.0  # seconds of capture time a reset connection still takes in-flight data
 
 
 def _carried_data(conn: Connection) -> bool:

@@ -8,7 +8,7 @@ import argparse
 import json
 import time
 from operator import itemgetter
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from tlsprobe.model.capture import CaptureSummary
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 #: reports are some kilobytes each: one write per report costs more system time than the
 #: writing itself). 64 KiB: a larger batch is a fresh large allocation each time, whose
 #: pages are faulted in anew (a megabyte cost 4x the CPU time on a 500 MB --jsonl)
-BATCH = 1 << 16
+BATCH: Final = 1 << 16
 
 
 class Output:

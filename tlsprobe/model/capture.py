@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from tlsprobe.model.capture_json import connection_json
 from tlsprobe.model.encode import (
     JsonEncoder,
     JsonObject,
     number,
-    plain_string,
     string,
     to_json_object,
 )
@@ -194,45 +194,6 @@ def shape_json(shared: list[tuple[str, ...] | None], dumps: Callable[[object], s
     return parts
 
 
-def connection_json(dumps: Callable[[object], str], parts: tuple[str, ...], file: str,
-                    cid: int, transport: str, protocol: str, client: str, server: str,
-                    client_ip: str, client_port: int, server_ip: str, server_port: int,
-                    first_frame: int, last_frame: int, client_hellos: int,
-                    client_random: str | None, ticket_lifetime: int | None,
-                    timings: str, client_bytes: int, server_bytes: int, encrypted: bool, decrypted: bool,
-                    complete: bool | None, close: str | None, midstream: bool,
-                    preamble: str | None, gap_bytes: int, problems: tuple[str, ...],
-                    compression: Codepoint | None, sslv2: tuple[Cipher, ...],
-                    framing: str | None) -> str:
-    """A `ConnectionReport`'s JSON object (`to_json`) from its field values, the shape's
-    part already written (`parts`, see `shape_json`) and the timings' object too (its
-    numbers as `number` writes them): one function for the report's
-    `to_json` and for the analysis that writes the text without building the report
-    (offline AnalyzerOptions.json_text), so the two cannot differ."""
-    enc, num, text = string, number, plain_string  # `text`: for values never None
-    return (f'{{"kind": "connection", "file": {text(file)}, "id": {cid}, '
-            f'"transport": {text(transport)}, "protocol": {text(protocol)}, '
-            f'"client": {text(client)}, "server": {text(server)}, '
-            f'"client_ip": {text(client_ip)}, "client_port": {client_port}, '
-            f'"server_ip": {text(server_ip)}, "server_port": {server_port}, '
-            f'"first_frame": {first_frame}, "last_frame": {last_frame}, '
-            f'{parts[0]}, "client_hellos": {client_hellos}, '
-            f'"client_random": {"null" if client_random is None else text(client_random)}, '
-            f'{parts[1]}, "session_ticket_lifetime": '
-            f'{"null" if ticket_lifetime is None else num(ticket_lifetime)}, '
-            f'{parts[2]}, "timings": {timings}, '
-            f'"client_bytes": {client_bytes}, "server_bytes": {server_bytes}, '
-            f'"encrypted": {_BOOL[encrypted]}, "decrypted": {_BOOL[decrypted]}, '
-            f'"handshake_complete": {_BOOL[complete]}, '
-            f'"close": {enc(close)}, "midstream": {_BOOL[midstream]}, '
-            f'"preamble": {"null" if preamble is None else text(preamble)}, '
-            f'"gap_bytes": {gap_bytes}, '
-            f'"problems": {dumps(problems) if problems else "[]"}, '
-            f'"compression": {"null" if compression is None else dumps(compression)}, '
-            f'"sslv2_cipher_specs": {dumps(sslv2) if sslv2 else "[]"}, '
-            f'"framing": {"null" if framing is None else text(framing)}}}')
-
-
 class ReportText(NamedTuple):
     """A TCP connection's report as the JSON text its `ConnectionReport.to_json` gives, and
     its id: what `pcap --json/--jsonl` writes when no filter, statistics or trace reads the
@@ -338,7 +299,6 @@ _FAST_JSON = tuple(f.name for f in dataclasses.fields(ConnectionReport)) == (
     "compression", "sslv2_cipher_specs", "framing") and \
     tuple(f.name for f in dataclasses.fields(ConnectionTimings)) == (
         "start", "server_hello_ms", "handshake_ms", "duration_ms")
-_BOOL = {True: "true", False: "false", None: "null"}
 #: values a capture repeats (interned by the report builder): their JSON text is remembered
 #: by the run's encoder
 _INTERNED = (Codepoint, Cipher, Offer, KeyExchange, CertificateInfo, Fingerprints)

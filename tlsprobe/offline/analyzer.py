@@ -15,7 +15,7 @@ import stat
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from types import GeneratorType, TracebackType
-from typing import TYPE_CHECKING, Any, BinaryIO, Self
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, Self
 
 from tlsprobe.capture import (
     CaptureStream,
@@ -45,8 +45,8 @@ if TYPE_CHECKING:
     from tlsprobe.engine.keylog import KeyLog
     from tlsprobe.offline.flowreader import FlowReader, FormatterFactory
 
-SECRETS_TLS_KEYLOG = 0x544C534B
-MAX_GAP_NOTES = 256  # connections whose lost handshake messages are remembered for notes
+SECRETS_TLS_KEYLOG: Final = 0x544C534B
+MAX_GAP_NOTES: Final = 256  # connections whose lost handshake messages are remembered for notes
 
 
 def flow_reader_needed(keylog: KeyLog, data: bytes) -> bool:
@@ -305,12 +305,17 @@ class CaptureAnalysis:
         every = progress.every if progress is not None else 0
         decided, early = self._decided, self.options.report_when_decided
         tick = 0
+        # the event types as locals, and the fields used as indexes declared: compiled, a
+        # module's imported name is a dict lookup per use, an undeclared index a generic call
+        data_t, close_t, open_t, skipped_t = StreamData, StreamClose, StreamOpen, StreamSkipped
+        d: int
+        frame: int
         try:
             for ev in events:
                 t = type(ev)
-                if t is StreamData or t is tuple:  # a tuple: PipedStream.plain_data
+                if t is data_t or t is tuple:  # a tuple: PipedStream.plain_data
                     key, d, data, ts, frame = ev   # StreamData's fields, in their order
-                    cid = key.id
+                    cid = key[0]  # key.id (ConnKey's first field)
                     conn = conns.get(cid)
                     if conn is None:
                         if cid in decided:
@@ -339,14 +344,14 @@ class CaptureAnalysis:
                         if tick >= every:
                             tick = 0
                             self._tick()
-                elif t is StreamClose:
+                elif t is close_t:
                     done = self._close(ev)
                     if done is not None:
                         yield done
-                elif t is StreamOpen:
+                elif t is open_t:
                     if ev.conn.id not in conns:
                         opened[ev.conn.id] = ev  # built when its first bytes come
-                elif t is StreamSkipped:   # an ignored connection's count: many
+                elif t is skipped_t:   # an ignored connection's count: many
                     conn = conns.get(ev.conn.id)
                     if conn is not None:
                         conn.skipped(ev.direction, ev.size, ev.gaps, ev.ts, ev.frame)

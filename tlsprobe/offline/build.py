@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple, TypeVar, cast
+from typing import TYPE_CHECKING, Final, NamedTuple, TypeVar, cast
 
 from tlsprobe import registry
 from tlsprobe.model import describe
@@ -23,11 +23,10 @@ from tlsprobe.model.capture import (
     ConnectionTimings,
     Fingerprints,
     ReportText,
-    connection_json,
     shape_json,
     violation_of,
 )
-from tlsprobe.model.encode import number
+from tlsprobe.model.capture_json import connection_json, number
 from tlsprobe.model.facts import HandshakeFacts, hello_facts
 from tlsprobe.model.probe import (
     AlertInfo,
@@ -91,7 +90,7 @@ def _codepoints(caches: AnalysisCaches, kind: str,
     return _memo(caches, (kind, values), lambda: tuple(make(v) for v in values))
 
 
-_MAKE: dict[str, Callable[[int], Codepoint]] = {
+_MAKE: Final[dict[str, Callable[[int], Codepoint]]] = {
     "version": Codepoint.version, "group": Codepoint.group,
     "sigscheme": Codepoint.sigscheme,
     "extension": lambda code: Codepoint(code, f"0x{code:04x}", registry.extension_name(code)),
@@ -273,11 +272,10 @@ def _timings_json(first_ts: float | None, last_ts: float | None, f: Facts) -> st
     """The report's "timings" object as `to_json` writes it (`_elapsed`'s values, the
     milliseconds by `_ms_json`), without the intermediate tuple."""
     ch, sh, done = f.ch_ts, f.sh_ts, f.done_ts
-    ms = _ms_json
-    whole = "null" if first_ts is None or last_ts is None else ms((last_ts - first_ts) * 1000)
+    whole = "null" if first_ts is None or last_ts is None else _ms_json((last_ts - first_ts) * 1000)
     return (f'{{"start": {number(first_ts)}, "server_hello_ms": '
-            f'{"null" if ch is None or sh is None else ms((sh - ch) * 1000)}, '
-            f'"handshake_ms": {"null" if ch is None or done is None else ms((done - ch) * 1000)}, '
+            f'{"null" if ch is None or sh is None else _ms_json((sh - ch) * 1000)}, '
+            f'"handshake_ms": {"null" if ch is None or done is None else _ms_json((done - ch) * 1000)}, '
             f'"duration_ms": {whole}}}')
 
 
@@ -359,11 +357,11 @@ def json_text_of(file: str, key: ConnKey, first_frame: int, last_frame: int, fir
 
 
 #: the report fields of `_derive`'s values, in its order
-_SHAPE_FIELDS = ("sni", "offer", "client_extensions", "server_extensions", "version",
-                 "cipher", "key_exchange", "hello_retry_request", "signature_scheme", "alpn",
-                 "resumption", "certificates", "alerts", "messages", "fingerprints")
-_TIMINGS_FIELDS = tuple(field.name for field in dataclasses.fields(ConnectionTimings))
-_REPORT_FIELDS = tuple(field.name for field in dataclasses.fields(ConnectionReport))
+_SHAPE_FIELDS: Final = ("sni", "offer", "client_extensions", "server_extensions", "version",
+                        "cipher", "key_exchange", "hello_retry_request", "signature_scheme", "alpn",
+                        "resumption", "certificates", "alerts", "messages", "fingerprints")
+_TIMINGS_FIELDS: Final = tuple(field.name for field in dataclasses.fields(ConnectionTimings))
+_REPORT_FIELDS: Final = tuple(field.name for field in dataclasses.fields(ConnectionReport))
 
 
 def _frozen(cls: type[_T], names: tuple[str, ...],
@@ -380,7 +378,7 @@ def _frozen(cls: type[_T], names: tuple[str, ...],
     return obj
 
 
-_ESCAPES = {9: "\\t", 10: "\\n", 13: "\\r"}
+_ESCAPES: Final = {9: "\\t", 10: "\\n", 13: "\\r"}
 
 
 def _printable(data: bytes, limit: int = 120) -> str:

@@ -13,7 +13,7 @@ budget behind for the next one.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from tlsprobe.model.encode import JsonEncoder
 from tlsprobe.offline.choices import Choices
@@ -23,9 +23,9 @@ from tlsprobe.wire.summary import certificate_list
 
 #: entries of each memo before it is emptied (a capture of endlessly varied handshakes
 #: must not make memory grow without bound)
-MAX_ENTRIES = 8192
+MAX_ENTRIES: Final = 8192
 #: Certificate messages remembered (each up to a few kilobytes)
-MAX_CERT_MESSAGES = 1024
+MAX_CERT_MESSAGES: Final = 1024
 
 
 class AnalysisCaches:

@@ -10,16 +10,17 @@ client's first protected record; the engine's modules are imported once, when fi
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Final
 
 from tlsprobe import registry
 from tlsprobe.wire.context import is_tls13_version
 from tlsprobe.wire.hello_fields import ClientHelloInfo, ServerHelloInfo
 
-EARLY_DATA = 42
-SUPPORTED_VERSIONS = 43
-_DTLS_AS_TLS = {0xFEFF: 0x0302, 0x0100: 0x0302, 0xFEFD: 0x0303, 0xFEFC: 0x0304}
-_TAGS: dict[int, int | None] = {}
-_RULE: list[Callable[..., str | None]] = []
+EARLY_DATA: Final = 42
+SUPPORTED_VERSIONS: Final = 43
+_DTLS_AS_TLS: Final = {0xFEFF: 0x0302, 0x0100: 0x0302, 0xFEFD: 0x0303, 0xFEFC: 0x0304}
+_TAGS: Final[dict[int, int | None]] = {}
+_RULE: Final[list[Callable[..., str | None]]] = []
 #: what a ServerHello says against its ClientHello (`server_hello_choices`): the problems
 #: to report, HRR, version, suite, TLS 1.3, key exchange, its key share's group
 Choices = tuple[tuple[str, ...], bool, int, int, bool, str | None, int | None]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
+from typing import Final
 
 from tlsprobe import registry
 from tlsprobe.engine import keylog as kl
@@ -40,9 +41,9 @@ from tlsprobe.session.flow import Deprotector, UndecryptableEarlyData
 from tlsprobe.wire.record import Record
 
 SetDeprotector = Callable[[int, Deprotector | None], None]
-DEFLATE = 1
+DEFLATE: Final = 1
 #: RFC 5246 6.2.2: TLSCompressed.length is at most 2^14 + 1024; the plaintext at most 2^14
-MAX_PLAINTEXT = 1 << 14
+MAX_PLAINTEXT: Final = 1 << 14
 
 
 class InflatingDeprotector(RecordDeprotector):
@@ -69,10 +70,10 @@ class InflatingDeprotector(RecordDeprotector):
         if len(plain) > MAX_PLAINTEXT or self._zlib.unconsumed_tail:
             raise ValueError(f"record decompresses to over {MAX_PLAINTEXT} bytes")
         return content_type, plain
-_APP = {CLIENT: kl.CLIENT_TRAFFIC_SECRET_0, SERVER: kl.SERVER_TRAFFIC_SECRET_0}
-_HASH_LEN = {"sha256": 32, "sha384": 48}
-_HANDSHAKE = {CLIENT: kl.CLIENT_HANDSHAKE_TRAFFIC_SECRET,
-              SERVER: kl.SERVER_HANDSHAKE_TRAFFIC_SECRET}
+_APP: Final = {CLIENT: kl.CLIENT_TRAFFIC_SECRET_0, SERVER: kl.SERVER_TRAFFIC_SECRET_0}
+_HASH_LEN: Final = {"sha256": 32, "sha384": 48}
+_HANDSHAKE: Final = {CLIENT: kl.CLIENT_HANDSHAKE_TRAFFIC_SECRET,
+                     SERVER: kl.SERVER_HANDSHAKE_TRAFFIC_SECRET}
 
 
 class EarlyDataDeprotector:

@@ -13,6 +13,7 @@ reported once both sides encrypt, or at the end of the capture. Bounded like QUI
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Final
 
 from tlsprobe.capture import Datagram
 from tlsprobe.offline.caches import AnalysisCaches
@@ -21,9 +22,9 @@ from tlsprobe.offline.datagram import Conversation as _Conversation
 from tlsprobe.offline.facts import CLIENT, SERVER
 
 #: DTLS 1.0, 1.2, 1.3 and OpenSSL's pre-RFC DTLS 1.0 ("DTLS1_BAD_VER")
-DTLS_VERSIONS = frozenset((0xFEFF, 0xFEFD, 0xFEFC, 0x0100))
-MAX_CONVERSATIONS = 4096
-MAX_MESSAGE = 1 << 16
+DTLS_VERSIONS: Final = frozenset((0xFEFF, 0xFEFD, 0xFEFC, 0x0100))
+MAX_CONVERSATIONS: Final = 4096
+MAX_MESSAGE: Final = 1 << 16
 
 
 def dtls_records(datagram: bytes) -> Iterator[tuple[int, int, int, bytes]]:

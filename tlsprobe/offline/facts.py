@@ -11,6 +11,8 @@ Parse contexts and hello summaries are remembered in the analysis's `AnalysisCac
 
 from __future__ import annotations
 
+from typing import Final
+
 from tlsprobe import registry
 from tlsprobe.model.describe import message_name
 from tlsprobe.offline.caches import AnalysisCaches
@@ -29,29 +31,38 @@ from tlsprobe.wire.summary import (
     ticket_lifetime,
 )
 
-CLIENT, SERVER = 0, 1
-MAX_MESSAGES = 64      # message names kept per connection
-MAX_PROBLEMS = 16
-MAX_HELLOS = 8
+CLIENT: Final = 0
+SERVER: Final = 1
+MAX_MESSAGES: Final = 64      # message names kept per connection
+MAX_PROBLEMS: Final = 16
+MAX_HELLOS: Final = 8
 #: ServerHello verdicts remembered by hello shapes (`Facts._server_hello`)
-MAX_CHOICES = 4096
+MAX_CHOICES: Final = 4096
 
-CH, SH, NST, EE, CERT, SKE, CV, CKE, FIN = 1, 2, 4, 8, 11, 12, 15, 16, 20
-_DTLS_AS_TLS = {0xFEFF: 0x0302, 0x0100: 0x0302, 0xFEFD: 0x0303, 0xFEFC: 0x0304}
+CH: Final = 1
+SH: Final = 2
+NST: Final = 4
+EE: Final = 8
+CERT: Final = 11
+SKE: Final = 12
+CV: Final = 15
+CKE: Final = 16
+FIN: Final = 20
+_DTLS_AS_TLS: Final = {0xFEFF: 0x0302, 0x0100: 0x0302, 0xFEFD: 0x0303, 0xFEFC: 0x0304}
 
 # Shared initial values of the Facts fields that most connections never change: a
 # connection gets a list of its own on its first change (the methods below), so that an
 # open connection that only sent its ClientHello holds none (memory, and the time to make
 # them). Nothing may change these in place.
-_NO_SERVER_HELLOS: list[ServerHelloInfo] = []
-_NO_CERTIFICATES: list[bytes] = []
-_NO_ALERTS: list[tuple[int, int, int, bool]] = []
-_NO_PROBLEMS: list[str] = []
-_NEITHER: list[bool] = [False, False]
-_NO_GAP: list[int] = [0, 0]
+_NO_SERVER_HELLOS: Final[list[ServerHelloInfo]] = []
+_NO_CERTIFICATES: Final[list[bytes]] = []
+_NO_ALERTS: Final[list[tuple[int, int, int, bool]]] = []
+_NO_PROBLEMS: Final[list[str]] = []
+_NEITHER: Final[list[bool]] = [False, False]
+_NO_GAP: Final[list[int]] = [0, 0]
 #: the (sender, type, HRR, decrypted) notes of the messages, one object each (at most
 #: 2 x 256 x 2 x 2): a connection's list of them holds no tuples of its own
-_NOTES: dict[tuple[int, int, bool, bool], tuple[int, int, bool, bool]] = {}
+_NOTES: Final[dict[tuple[int, int, bool, bool], tuple[int, int, bool, bool]]] = {}
 
 
 class Facts:

@@ -16,6 +16,8 @@ against the Flow reader (session.Flow over the codec) on the same captures.
 
 from __future__ import annotations
 
+from typing import Final
+
 from tlsprobe.offline.facts import CLIENT, Facts
 from tlsprobe.offline.framing import (
     ALIGNED,
@@ -30,19 +32,19 @@ from tlsprobe.wire.alert import ciphertext_alert
 from tlsprobe.wire.handshake import MESSAGE_TYPES, tiles_messages
 from tlsprobe.wire.record import MAX_CIPHERTEXT, sslv2_record_size
 
-MAX_MESSAGE = 1 << 18
+MAX_MESSAGE: Final = 1 << 18
 #: partial handshake messages held by all connections of an analysis together (counted
 #: in its `AnalysisCaches.held`): past this, a message still growing beyond
 #: `SMALL_MESSAGE` is given up (a capture of many connections that each start a huge
 #: message must not make memory grow without bound)
-MAX_HELD = 64 << 20
-SMALL_MESSAGE = 1 << 14
-MAX_OPAQUE_RECORDS = 8
+MAX_HELD: Final = 64 << 20
+SMALL_MESSAGE: Final = 1 << 14
+MAX_OPAQUE_RECORDS: Final = 8
 # the shared "nothing held" values of a direction's partial record and message (most
 # directions never hold one): never changed in place (`_keep` and `_handshake` give a
 # direction its own list or bytearray first)
-_NO_PARTS: list[bytes] = []
-_NO_MESSAGE = bytearray()
+_NO_PARTS: Final[list[bytes]] = []
+_NO_MESSAGE: Final = bytearray()
 
 
 class FastHalf:

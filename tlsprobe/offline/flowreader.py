@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Protocol
+from typing import Final, Protocol
 
 from tlsprobe.engine.keylog import (
     CLIENT_HANDSHAKE_TRAFFIC_SECRET,
@@ -56,20 +56,24 @@ from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.hello_info import sslv2_client_hello_info
 from tlsprobe.wire.record import sslv2_record_size
 
-KEY_UPDATE, FINISHED, SERVER_HELLO, CLIENT_HELLO, END_OF_EARLY_DATA = 24, 20, 2, 1, 5
+KEY_UPDATE: Final = 24
+FINISHED: Final = 20
+SERVER_HELLO: Final = 2
+CLIENT_HELLO: Final = 1
+END_OF_EARLY_DATA: Final = 5
 #: without a trace, records decrypted after both Finished (NewSessionTicket, alerts)
-POST_HANDSHAKE_RECORDS = 16
-MAX_HEAD = 1 << 14  # first bytes of a ClientHello kept until it is whole, to read a cut one
+POST_HANDSHAKE_RECORDS: Final = 16
+MAX_HEAD: Final = 1 << 14  # first bytes of a ClientHello kept until it is whole, to read a cut one
 #: a connection waiting for its keys in a growing key log: bytes held at most, and the
 #: client segments after the server spoke that may come before it is read without them
-HOLD_BYTES = 1 << 20
-HOLD_CLIENT_SEGMENTS = 2
+HOLD_BYTES: Final = 1 << 20
+HOLD_CLIENT_SEGMENTS: Final = 2
 #: the record header fields whose check fails where the fast reader finds no header
-_HEADER_FIELDS = frozenset({"record.content_type", "record.version", "record.length"})
+_HEADER_FIELDS: Final = frozenset({"record.content_type", "record.version", "record.length"})
 #: wire.handshake.HandshakeReassembler's words for a message over its limit
-_OVER_LIMIT = re.compile(r"message length (\d+) over ")
-_TLS13_LOGGED = (CLIENT_HANDSHAKE_TRAFFIC_SECRET, SERVER_HANDSHAKE_TRAFFIC_SECRET,
-                 CLIENT_TRAFFIC_SECRET_0, SERVER_TRAFFIC_SECRET_0)
+_OVER_LIMIT: Final = re.compile(r"message length (\d+) over ")
+_TLS13_LOGGED: Final = (CLIENT_HANDSHAKE_TRAFFIC_SECRET, SERVER_HANDSHAKE_TRAFFIC_SECRET,
+                        CLIENT_TRAFFIC_SECRET_0, SERVER_TRAFFIC_SECRET_0)
 
 
 class EventFormatter(Protocol):

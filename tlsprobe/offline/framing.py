@@ -21,7 +21,7 @@ keeps at most `MAX_SCAN` bytes while it looks.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from tlsprobe.offline.tds import TdsChannel, tds_start
 from tlsprobe.wire.record import MAX_CIPHERTEXT, looks_like_tls
@@ -29,10 +29,11 @@ from tlsprobe.wire.record import MAX_CIPHERTEXT, looks_like_tls
 if TYPE_CHECKING:  # imported when a stream turns out to be OpenVPN
     from tlsprobe.offline.openvpn_channel import ControlChannel
 
-MAX_PREAMBLE = 64 << 10
-MAX_SCAN = 64 << 10
-MIDSTREAM_CHAIN = 3  # records in a row that start TLS in a stream captured mid-way
-CLIENT, SERVER = 0, 1
+MAX_PREAMBLE: Final = 64 << 10
+MAX_SCAN: Final = 64 << 10
+MIDSTREAM_CHAIN: Final = 3  # records in a row that start TLS in a stream captured mid-way
+CLIENT: Final = 0
+SERVER: Final = 1
 
 # The searches through bytes not yet known to be TLS (up to 64 KiB a direction: most of a
 # third-party capture's non-TLS streams) are written so that each pattern starts with a
@@ -41,13 +42,13 @@ CLIENT, SERVER = 0, 1
 # tenth of the merged corpus's CPU).
 # A record header: content type 20..24, then major version 3, minor 0..4. The pattern
 # finds "3, minor" and the byte before it is tested; two headers cannot overlap.
-_VERSION = re.compile(rb"\x03[\x00-\x04]")
+_VERSION: Final = re.compile(rb"\x03[\x00-\x04]")
 # a handshake record whose fragment starts with a ClientHello or ServerHello; a server alert
-_CH_SH = re.compile(rb"\x16\x03[\x00-\x04][\x00-\x48].[\x01\x02]\x00", re.DOTALL)
-_ALERT = re.compile(rb"\x15\x03[\x00-\x04]\x00\x02")
+_CH_SH: Final = re.compile(rb"\x16\x03[\x00-\x04][\x00-\x48].[\x01\x02]\x00", re.DOTALL)
+_ALERT: Final = re.compile(rb"\x15\x03[\x00-\x04]\x00\x02")
 #: bytes one `_HELLO` match spans at most: a search that found nothing resumes this many
 #: bytes minus one before the end (a match cannot start earlier without having been found)
-HELLO_SPAN = 7
+HELLO_SPAN: Final = 7
 
 
 def plausible_length(buf: bytes | bytearray, i: int) -> int | None:
@@ -124,8 +125,8 @@ def tcp_start(buf: bytes | bytearray) -> bool:
     return 14 <= length <= 2048 and buf[2] & 7 == 0 and buf[2] >> 3 in (1, 2, 7, 8, 10)
 
 
-_SSLV2_ROLES = {1: CLIENT, 4: SERVER}
-HELLO_ROLES = {1: CLIENT, 2: SERVER}  # a hello's sender by its type
+_SSLV2_ROLES: Final = {1: CLIENT, 4: SERVER}
+HELLO_ROLES: Final = {1: CLIENT, 2: SERVER}  # a hello's sender by its type
 
 
 def role_of(first: bytes | bytearray) -> int | None:
@@ -334,8 +335,8 @@ class Settled:
         self.state = state
 
 
-START = Settled("start")
-ALIGNED = Settled("aligned")
+START: Final = Settled("start")
+ALIGNED: Final = Settled("aligned")
 
 
 def own_aligner(aligner: Aligner | Settled, direction: int) -> Aligner:

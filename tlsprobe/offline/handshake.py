@@ -9,6 +9,8 @@ a ServerHello whose supported_versions could not be read.
 
 from __future__ import annotations
 
+from typing import Final
+
 from tlsprobe.model.facts import (
     AlertFact,
     ExtensionsSeen,
@@ -23,11 +25,13 @@ from tlsprobe.model.facts import (
 from tlsprobe.offline.facts import CLIENT, SERVER, Facts
 from tlsprobe.wire.hello_fields import PRE_SHARED_KEY, ServerHelloInfo
 
-CLIENT_HELLO, SERVER_HELLO, CERTIFICATE_REQUEST = 1, 2, 13
+CLIENT_HELLO: Final = 1
+SERVER_HELLO: Final = 2
+CERTIFICATE_REQUEST: Final = 13
 #: server messages of a full TLS 1.0-1.2 handshake (Certificate, ServerKeyExchange,
 #: ServerHelloDone): an abbreviated one has none of them
-_FULL_HANDSHAKE = (11, 12, 14)
-_NO_SERVER_KEY_EXCHANGE = ("RSA", "PSK", "RSA_PSK")
+_FULL_HANDSHAKE: Final = (11, 12, 14)
+_NO_SERVER_KEY_EXCHANGE: Final = ("RSA", "PSK", "RSA_PSK")
 
 __all__ = ["handshake_facts", "key_exchange_facts", "resumption_of", "version_unknown"]
 

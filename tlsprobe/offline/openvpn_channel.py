@@ -18,20 +18,25 @@ UDP sessions are followed by offline.openvpn's tracker.
 
 from __future__ import annotations
 
-P_CONTROL_V1, P_ACK_V1, P_DATA_V1, P_DATA_V2 = 4, 5, 6, 9
-RESET_CLIENT = frozenset((1, 7, 10))  # HARD_RESET_CLIENT V1, V2, V3
-RESET_SERVER = frozenset((2, 8))  # HARD_RESET_SERVER V1, V2
+from typing import Final
+
+P_CONTROL_V1: Final = 4
+P_ACK_V1: Final = 5
+P_DATA_V1: Final = 6
+P_DATA_V2: Final = 9
+RESET_CLIENT: Final = frozenset((1, 7, 10))  # HARD_RESET_CLIENT V1, V2, V3
+RESET_SERVER: Final = frozenset((2, 8))  # HARD_RESET_SERVER V1, V2
 CONTROL = frozenset((1, 2, 3, 4, 5, 7, 8, 10, 11))
 #: tls-auth HMAC lengths: SHA-1, SHA-256, SHA-512, MD5, SHA-384, SHA-224, then none. A
 #: length is taken only with a plausible replay id and time after the HMAC, tried before
 #: none: an HMAC byte that reads as an ack count can make "none" frame the same payload
-HMAC_SIZES = (20, 32, 64, 16, 48, 28, 0)
-_TIME_RANGE = (946684800, 4102444800)  # 2000 .. 2100
-MAX_WAITING = 64  # out-of-order control packets held per direction
-MAX_PROBES = 4  # P_CONTROL_V1 packets tried for the HMAC length before giving up
+HMAC_SIZES: Final = (20, 32, 64, 16, 48, 28, 0)
+_TIME_RANGE: Final = (946684800, 4102444800)  # 2000 .. 2100
+MAX_WAITING: Final = 64  # out-of-order control packets held per direction
+MAX_PROBES: Final = 4  # P_CONTROL_V1 packets tried for the HMAC length before giving up
 MAX_PACKET = 1 << 16
-MAX_SESSIONS = 4096
-TLS_CRYPT = "control channel encrypted (tls-crypt) or an unknown tls-auth digest"
+MAX_SESSIONS: Final = 4096
+TLS_CRYPT: Final = "control channel encrypted (tls-crypt) or an unknown tls-auth digest"
 
 
 def is_reset(packet: bytes | bytearray, client: bool) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import heapq
 from collections import OrderedDict
 from collections.abc import Iterator
+from typing import Final
 
 from tlsprobe.capture import Datagram
 from tlsprobe.offline.caches import AnalysisCaches
@@ -49,10 +50,10 @@ __all__ = ["GOOGLE_SALTS", "MVFST_DRAFTS", "QUIC_V1", "QUIC_V2", "SALT_DRAFT22",
            "SALT_DRAFT29", "SALT_V1", "SALT_V2", "InitialKeys", "QuicTracker", "crypto_frames",
            "draft_of", "initial_packets", "version_salt"]
 
-MAX_CONVERSATIONS = 4096
-MAX_CRYPTO = 1 << 16
-MAX_DONE = 65536
-MAX_LISTED = 8  # flows named in the note on connections of unknown versions
+MAX_CONVERSATIONS: Final = 4096
+MAX_CRYPTO: Final = 1 << 16
+MAX_DONE: Final = 65536
+MAX_LISTED: Final = 8  # flows named in the note on connections of unknown versions
 
 
 class _Side:

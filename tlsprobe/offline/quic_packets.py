@@ -11,6 +11,7 @@ opened with AES-128-GCM. `quic.QuicTracker` puts the packets of one handshake to
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Final
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
@@ -135,7 +136,7 @@ def crypto_frames(payload: bytes, version: int = QUIC_V1) -> Iterator[tuple[int,
             return
 
 
-_GQUIC_LENGTHS = (1, 2, 4, 6)   # gQUIC ACK field lengths by their 2-bit codes
+_GQUIC_LENGTHS: Final = (1, 2, 4, 6)   # gQUIC ACK field lengths by their 2-bit codes
 
 
 def _gquic_crypto_frames(payload: bytes) -> Iterator[tuple[int, bytes]]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from tlsprobe.capture import Datagram
 from tlsprobe.offline.caches import AnalysisCaches
@@ -33,23 +33,33 @@ from tlsprobe.offline.fast import MAX_HELD, FastReader
 
 PORT = 3389
 # MS-RDPEUDP 2.2.2.1 RDPUDP_FEC_HEADER uFlags
-SYN, ACK, DATA, FEC = 0x0001, 0x0004, 0x0008, 0x0010
-AOA, SYNLOSSY, CORRELATION_ID, SYNEX = 0x0100, 0x0200, 0x0800, 0x1000
-VERSION_INFO_VALID = 0x0001
-VERSION_3 = 0x0101  # RDPUDP_PROTOCOL_VERSION_3: MS-RDPEUDP2 after the SYN exchange
+SYN: Final = 0x0001
+ACK: Final = 0x0004
+DATA: Final = 0x0008
+FEC: Final = 0x0010
+AOA: Final = 0x0100
+SYNLOSSY: Final = 0x0200
+CORRELATION_ID: Final = 0x0800
+SYNEX: Final = 0x1000
+VERSION_INFO_VALID: Final = 0x0001
+VERSION_3: Final = 0x0101  # RDPUDP_PROTOCOL_VERSION_3: MS-RDPEUDP2 after the SYN exchange
 # MS-RDPEUDP2 2.2.1.1 flags (the low 12 bits of the little-endian word after the prefix)
-V2_ACK, V2_DATA, V2_ACKVEC, V2_AOA, V2_OVERHEAD, V2_DELAYACK = (
-    0x001, 0x004, 0x008, 0x010, 0x040, 0x100)
-V2_DUMMY = 0x8  # packet type of padding packets (MTU probes): their data is not stream data
-MAX_PENDING = 64  # out-of-order chunks held per direction before the missing one is given up
-MAX_SESSIONS = 1024
-MAX_LISTED = 4096  # sessions without TLS named in the note (all are counted)
+V2_ACK: Final = 0x001
+V2_DATA: Final = 0x004
+V2_ACKVEC: Final = 0x008
+V2_AOA: Final = 0x010
+V2_OVERHEAD: Final = 0x040
+V2_DELAYACK: Final = 0x100
+V2_DUMMY: Final = 0x8  # packet type of padding packets (MTU probes): their data is not stream data
+MAX_PENDING: Final = 64  # out-of-order chunks held per direction before the missing one is given up
+MAX_SESSIONS: Final = 1024
+MAX_LISTED: Final = 4096  # sessions without TLS named in the note (all are counted)
 #: a first chunk this far past the expected start starts the stream itself (a capture
 #: whose first packets were lost)
-MAX_START_DISTANCE = 1024
-_BE16 = struct.Struct("!H").unpack_from
-_BE32 = struct.Struct("!I").unpack_from
-_LE16 = struct.Struct("<H").unpack_from
+MAX_START_DISTANCE: Final = 1024
+_BE16: Final = struct.Struct("!H").unpack_from
+_BE32: Final = struct.Struct("!I").unpack_from
+_LE16: Final = struct.Struct("<H").unpack_from
 
 
 def is_syn(data: bytes) -> bool:

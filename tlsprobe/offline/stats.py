@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import Generic, TypeVar
+from typing import Final, Generic, TypeVar
 
 from tlsprobe.model.capture import BriefReport, ConnectionReport, ReportText
 from tlsprobe.model.probe import Cipher, Codepoint, KeyExchange
 
-NONE = "(none)"
-UNKNOWN = "(unknown)"  # a ServerHello whose choice of version could not be read
-_RESUMED = {"session_id": "session ID", "session_ticket": "session ticket", "psk": "PSK"}
+NONE: Final = "(none)"
+UNKNOWN: Final = "(unknown)"  # a ServerHello whose choice of version could not be read
+_RESUMED: Final = {"session_id": "session ID", "session_ticket": "session ticket", "psk": "PSK"}
 _V = TypeVar("_V")
 
 

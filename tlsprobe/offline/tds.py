@@ -15,9 +15,12 @@ TDS 8 ("strict" encryption) starts with TLS itself and needs none of this.
 
 from __future__ import annotations
 
+from typing import Final
+
 #: MS-TDS 2.2.3.1.1 packet types
-TDS_TYPES = frozenset({0x01, 0x02, 0x03, 0x04, 0x06, 0x07, 0x0E, 0x0F, 0x10, 0x11, 0x12})
-PRELOGIN, RESPONSE = 0x12, 0x04
+TDS_TYPES: Final = frozenset({0x01, 0x02, 0x03, 0x04, 0x06, 0x07, 0x0E, 0x0F, 0x10, 0x11, 0x12})
+PRELOGIN: Final = 0x12
+RESPONSE: Final = 0x04
 
 
 def tds_start(buf: bytes | bytearray) -> bool | None:

@@ -9,7 +9,7 @@ whose sessions without readable TLS are listed with the reason.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from tlsprobe.capture import Datagram
 from tlsprobe.offline.caches import AnalysisCaches
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # each imported when its first datagram comes
     from tlsprobe.offline.quic import QuicTracker
     from tlsprobe.offline.rdpudp import RdpUdpTracker
 
-PORT = 3389  # RDP over UDP (MS-RDPEUDP)
+PORT: Final = 3389  # RDP over UDP (MS-RDPEUDP)
 
 
 class UdpHandshakes:

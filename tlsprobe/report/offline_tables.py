@@ -9,7 +9,7 @@ thousand connections costs no more than its text (rich is imported only when use
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Final
 
 from tlsprobe.model.capture import BriefReport, ConnectionReport
 from tlsprobe.model.probe import AlertInfo
@@ -18,9 +18,9 @@ from tlsprobe.report.escape import shown
 if TYPE_CHECKING:
     from tlsprobe.report.fit import FitTable
 
-COLUMNS = ("#", "Client", "Server", "SNI", "Version", "Cipher suite", "Group", "Key S/C",
-           "ALPN", "JA4")
-LEGEND = ("Key S/C: bytes of the server's key share and of the client's (TLS 1.3 key_share, "
+COLUMNS: Final = ("#", "Client", "Server", "SNI", "Version", "Cipher suite", "Group", "Key S/C",
+                  "ALPN", "JA4")
+LEGEND: Final = ("Key S/C: bytes of the server's key share and of the client's (TLS 1.3 key_share, "
           "TLS 1.2 ServerKeyExchange / ClientKeyExchange)")
 
 
@@ -55,7 +55,7 @@ def connection_label(r: ConnectionReport | BriefReport) -> str:
     return str(r.id) if r.transport == "tcp" else f"{r.protocol}/{r.id}"
 
 
-_NOT_ERRORS = (0, 90)  # close_notify, user_canceled: the closure alerts (RFC 8446 §6.1)
+_NOT_ERRORS: Final = (0, 90)  # close_notify, user_canceled: the closure alerts (RFC 8446 §6.1)
 
 
 def failure_alert(r: ConnectionReport | BriefReport) -> AlertInfo | None:
@@ -152,7 +152,7 @@ def render_connections(rows: Sequence[tuple[str, ...]], out: IO[str], *,
 #: column has the width of its usual values (a longer value widens its row only); the
 #: cipher suite's fits every ECDHE AEAD suite's IANA name (the longest, 45 characters:
 #: TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256)
-STREAM_WIDTHS = (7, 21, 21, 24, 8, 45, 14, 9, 8, 36)
+STREAM_WIDTHS: Final = (7, 21, 21, 24, 8, 45, 14, 9, 8, 36)
 
 
 class StreamedTable:
@@ -186,9 +186,9 @@ Row = tuple[str, str]
 ConnectionRows = Callable[[ConnectionReport], list[Row]]
 
 #: what a connection's TLS travels inside (the "Inside" row)
-FRAMINGS = {"openvpn": "OpenVPN control channel",
-            "tds": "MS-TDS (SQL Server) PRELOGIN packets",
-            "capwap": "CAPWAP (DTLS preamble)"}
+FRAMINGS: Final = {"openvpn": "OpenVPN control channel",
+                   "tds": "MS-TDS (SQL Server) PRELOGIN packets",
+                   "capwap": "CAPWAP (DTLS preamble)"}
 
 
 def _where_rows(r: ConnectionReport) -> list[Row]:
@@ -297,7 +297,7 @@ def _outcome_rows(r: ConnectionReport) -> list[Row]:
 
 
 #: a connection's details, part by part, in order
-CONNECTION_ROWS: tuple[ConnectionRows, ...] = (
+CONNECTION_ROWS: Final[tuple[ConnectionRows, ...]] = (
     _where_rows, _offer_rows, _chosen_rows, _negotiated_rows, _certificate_rows, _alert_rows,
     _outcome_rows)
 

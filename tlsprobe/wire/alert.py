@@ -7,12 +7,14 @@ several alerts; `parse_alerts` returns them all, `Alert.parse` wants exactly one
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from ._util import alert_label, enum_label
 from .buffer import Annotation, Buffer, Writer
 
-WARNING, FATAL = 1, 2
-ALERT_LEVELS = {WARNING: "warning", FATAL: "fatal"}
+WARNING: Final = 1
+FATAL: Final = 2
+ALERT_LEVELS: Final = {WARNING: "warning", FATAL: "fatal"}
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,7 @@ class Alert:
 
 
 #: the smallest protected alert record: 2 bytes and a 16-byte MAC or AEAD tag
-MIN_PROTECTED_ALERT = 18
+MIN_PROTECTED_ALERT: Final = 18
 
 
 def ciphertext_alert(fragment: bytes) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Final
 
 from ._util import (
     bytes_label,
@@ -27,20 +27,20 @@ from ._util import (
 )
 from .buffer import Buffer
 
-WHERE_CLIENT_HELLO = "client_hello"
+WHERE_CLIENT_HELLO: Final = "client_hello"
 WHERE_SERVER_HELLO = "server_hello"
-WHERE_HRR = "hello_retry_request"
+WHERE_HRR: Final = "hello_retry_request"
 WHERE_ENCRYPTED_EXTENSIONS = "encrypted_extensions"
-WHERE_CERTIFICATE = "certificate"
-WHERE_CERTIFICATE_REQUEST = "certificate_request"
-WHERE_NEW_SESSION_TICKET = "new_session_ticket"
-_FROM_CLIENT = (WHERE_CLIENT_HELLO, WHERE_CERTIFICATE_REQUEST)
+WHERE_CERTIFICATE: Final = "certificate"
+WHERE_CERTIFICATE_REQUEST: Final = "certificate_request"
+WHERE_NEW_SESSION_TICKET: Final = "new_session_ticket"
+_FROM_CLIENT: Final = (WHERE_CLIENT_HELLO, WHERE_CERTIFICATE_REQUEST)
 
-PSK_MODES = {0: "psk_ke", 1: "psk_dhe_ke"}
-POINT_FORMATS = {0: "uncompressed", 1: "ansiX962_compressed_prime", 2: "ansiX962_compressed_char2"}
-CERT_COMPRESSION = {1: "zlib", 2: "brotli", 3: "zstd"}
-STATUS_TYPES = {1: "ocsp", 2: "ocsp_multi"}
-NAME_TYPES = {0: "host_name"}
+PSK_MODES: Final = {0: "psk_ke", 1: "psk_dhe_ke"}
+POINT_FORMATS: Final = {0: "uncompressed", 1: "ansiX962_compressed_prime", 2: "ansiX962_compressed_char2"}
+CERT_COMPRESSION: Final = {1: "zlib", 2: "brotli", 3: "zstd"}
+STATUS_TYPES: Final = {1: "ocsp", 2: "ocsp_multi"}
+NAME_TYPES: Final = {0: "host_name"}
 
 
 @dataclass(frozen=True)
@@ -262,7 +262,7 @@ def _authorities(buf: Buffer, where: str) -> list[bytes]:
 
 _Decoder = Callable[[Buffer, str], Any]
 #: extension type -> (RFC name used in annotation names, decoder)
-DECODERS: dict[int, tuple[str, _Decoder]] = {
+DECODERS: Final[dict[int, tuple[str, _Decoder]]] = {
     0: ("server_name", _server_name),
     1: ("max_fragment_length", _uint(1, "max_fragment_length")),
     5: ("status_request", _status_request),

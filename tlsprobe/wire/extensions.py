@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Final
 
 from ._util import extension_label, note_length
 from .buffer import Buffer, DecodeError, Writer
@@ -23,13 +23,28 @@ from .ext_decoders import (
 )
 
 # extension type code points used by the builders (names as in RFC 8446 / IANA)
-SERVER_NAME, MAX_FRAGMENT_LENGTH, STATUS_REQUEST = 0, 1, 5
-SUPPORTED_GROUPS, EC_POINT_FORMATS, SIGNATURE_ALGORITHMS = 10, 11, 13
-ALPN, PADDING, ENCRYPT_THEN_MAC, EXTENDED_MASTER_SECRET = 16, 21, 22, 23
-COMPRESS_CERTIFICATE, RECORD_SIZE_LIMIT, SESSION_TICKET = 27, 28, 35
-PRE_SHARED_KEY, EARLY_DATA, SUPPORTED_VERSIONS, COOKIE = 41, 42, 43, 44
-PSK_KEY_EXCHANGE_MODES, POST_HANDSHAKE_AUTH, SIGNATURE_ALGORITHMS_CERT = 45, 49, 50
-KEY_SHARE, RENEGOTIATION_INFO = 51, 0xFF01
+SERVER_NAME: Final = 0
+MAX_FRAGMENT_LENGTH: Final = 1
+STATUS_REQUEST: Final = 5
+SUPPORTED_GROUPS: Final = 10
+EC_POINT_FORMATS: Final = 11
+SIGNATURE_ALGORITHMS: Final = 13
+ALPN: Final = 16
+PADDING: Final = 21
+ENCRYPT_THEN_MAC: Final = 22
+EXTENDED_MASTER_SECRET: Final = 23
+COMPRESS_CERTIFICATE: Final = 27
+RECORD_SIZE_LIMIT: Final = 28
+SESSION_TICKET: Final = 35
+PRE_SHARED_KEY: Final = 41
+EARLY_DATA: Final = 42
+SUPPORTED_VERSIONS: Final = 43
+COOKIE: Final = 44
+PSK_KEY_EXCHANGE_MODES: Final = 45
+POST_HANDSHAKE_AUTH: Final = 49
+SIGNATURE_ALGORITHMS_CERT: Final = 50
+KEY_SHARE: Final = 51
+RENEGOTIATION_INFO: Final = 0xFF01
 KEY_SHARE_DRAFT = 40  # key_share in TLS 1.3 drafts up to 22, "reserved" in the registry
 
 

@@ -22,14 +22,15 @@ Not memoised here: offline.build derives them once per handshake shape of an ana
 from __future__ import annotations
 
 import hashlib
+from typing import Final
 
 from tlsprobe.wire.hello_fields import ClientHelloInfo, ServerHelloInfo
 
-GREASE = frozenset(0x0A0A + 0x1010 * i for i in range(16))
-_VERSIONS = {0x0304: "13", 0x0303: "12", 0x0302: "11", 0x0301: "10", 0x0300: "s3",
-             0x0002: "s2", 0xFEFF: "d1", 0xFEFD: "d2", 0xFEFC: "d3"}
-_TRANSPORT = {"tcp": "t", "quic": "q", "dtls": "d"}
-_ALNUM = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+GREASE: Final = frozenset(0x0A0A + 0x1010 * i for i in range(16))
+_VERSIONS: Final = {0x0304: "13", 0x0303: "12", 0x0302: "11", 0x0301: "10", 0x0300: "s3",
+                    0x0002: "s2", 0xFEFF: "d1", 0xFEFD: "d2", 0xFEFC: "d3"}
+_TRANSPORT: Final = {"tcp": "t", "quic": "q", "dtls": "d"}
+_ALNUM: Final = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 
 
 def _dash(values: tuple[int, ...] | list[int]) -> str:

@@ -11,7 +11,7 @@ annotations whose offsets count from the first byte of the message header.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from ._util import handshake_label, length_label
 from .buffer import Annotation, Buffer, DecodeError, Writer
@@ -30,14 +30,14 @@ __all__ = [
     "tiles_messages",
 ]
 
-HEADER_SIZE = 4
+HEADER_SIZE: Final = 4
 #: generous for real certificate chains (OpenSSL's own default limit is 100 KiB)
 DEFAULT_MAX_MESSAGE = 1 << 20
 
 
 #: the handshake message types of TLS 1.0-1.3 (and DTLS's HelloVerifyRequest, 3)
-MESSAGE_TYPES = frozenset((0, 1, 2, 3, 4, 5, 6, 8, 11, 12, 13, 14, 15, 16, 20, 21, 22, 23,
-                           24, 25, 254))
+MESSAGE_TYPES: Final = frozenset((0, 1, 2, 3, 4, 5, 6, 8, 11, 12, 13, 14, 15, 16, 20, 21, 22, 23,
+                                  24, 25, 254))
 
 
 def tiles_messages(fragment: bytes) -> bool:
@@ -149,7 +149,7 @@ class Decoded:
     annotations: list[Annotation] = field(default_factory=list)
 
 
-_CLASSES: dict[int, type[Message]] = {}
+_CLASSES: Final[dict[int, type[Message]]] = {}
 
 
 def message_class(msg_type: int) -> type[Message] | None:

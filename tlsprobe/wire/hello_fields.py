@@ -12,14 +12,20 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from tlsprobe.wire.hello import HELLO_RETRY_REQUEST_RANDOM
 
 SERVER_NAME, SUPPORTED_GROUPS, EC_POINT_FORMATS, SIGNATURE_ALGORITHMS = 0, 10, 11, 13
-ALPN, ETM, EMS, SESSION_TICKET = 16, 22, 23, 35
-KEY_SHARE_DRAFT, PRE_SHARED_KEY, EARLY_DATA, SUPPORTED_VERSIONS = 40, 41, 42, 43
-KEY_SHARE = 51
+ALPN: Final = 16
+ETM: Final = 22
+EMS: Final = 23
+SESSION_TICKET: Final = 35
+KEY_SHARE_DRAFT: Final = 40
+PRE_SHARED_KEY: Final = 41
+EARLY_DATA: Final = 42
+SUPPORTED_VERSIONS: Final = 43
+KEY_SHARE: Final = 51
 
 
 class ClientHelloInfo(NamedTuple):
@@ -76,7 +82,7 @@ class ServerHelloInfo(NamedTuple):
     def is_hello_retry_request(self) -> bool:
         return self.random == HELLO_RETRY_REQUEST_RANDOM
 
-_LISTS: dict[int, struct.Struct] = {}
+_LISTS: Final[dict[int, struct.Struct]] = {}
 
 
 def uint16s(data: bytes, start: int, count: int) -> tuple[int, ...]:
@@ -165,7 +171,7 @@ def psk_identities(data: bytes) -> int:
 
 #: extension type -> (ClientHelloInfo field, reader of the extension body), in the order
 #: the codec-based summary checks them (problems are listed in this order)
-CLIENT_FIELDS: dict[int, tuple[str, Callable[[bytes], Any]]] = {
+CLIENT_FIELDS: Final[dict[int, tuple[str, Callable[[bytes], Any]]]] = {
     SERVER_NAME: ("sni", server_name),
     SUPPORTED_GROUPS: ("supported_groups", lambda d: u16_list(d, 2, 2)),
     EC_POINT_FORMATS: ("ec_point_formats", lambda d: u8_list(d, 1)),

@@ -10,6 +10,7 @@ what is missing (no JA3/JA4 over a cut extension list).
 from __future__ import annotations
 
 import struct
+from typing import Final
 
 from tlsprobe.wire.hello_fields import (
     CLIENT_FIELDS,
@@ -18,7 +19,7 @@ from tlsprobe.wire.hello_fields import (
     ClientHelloInfo,
 )
 
-_INDEX = {name: ClientHelloInfo._fields.index(name) for name, _ in CLIENT_FIELDS.values()}
+_INDEX: Final = {name: ClientHelloInfo._fields.index(name) for name, _ in CLIENT_FIELDS.values()}
 
 
 def partial_client_hello(msg: bytes) -> ClientHelloInfo | None:

@@ -19,7 +19,7 @@ capture analysis): nothing here is process-global.
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.hello import HELLO_RETRY_REQUEST_RANDOM, is_draft_server_hello
@@ -41,7 +41,7 @@ from tlsprobe.wire.hello_fields import client_shares as _client_shares
 from tlsprobe.wire.hello_fields import psk_identities as _psk_identities
 from tlsprobe.wire.hello_fields import uint16s as _uint16s
 
-_U16 = struct.Struct("!H").unpack_from
+_U16: Final = struct.Struct("!H").unpack_from
 
 
 def _fail(reason: str, offset: int, path: str) -> DecodeError:
@@ -50,10 +50,10 @@ def _fail(reason: str, offset: int, path: str) -> DecodeError:
 
 _FIELD_INDEX = {name: ClientHelloInfo._fields.index(name)
                 for name, _ in CLIENT_FIELDS.values()}
-_READERS = tuple((ext_type, name, _FIELD_INDEX[name], read)
-                 for ext_type, (name, read) in CLIENT_FIELDS.items())
-_HH = struct.Struct("!HH").unpack_from
-_DEFAULTS = ClientHelloInfo(0, b"", b"", (), b"", ())
+_READERS: Final = tuple((ext_type, name, _FIELD_INDEX[name], read)
+                        for ext_type, (name, read) in CLIENT_FIELDS.items())
+_HH: Final = struct.Struct("!HH").unpack_from
+_DEFAULTS: Final = ClientHelloInfo(0, b"", b"", (), b"", ())
 
 
 def _extensions(msg: bytes, p: int, end: int, path: str) -> tuple[list[int], dict[int, int]]:
@@ -108,8 +108,8 @@ class _Shape(NamedTuple):
     token: int                                     # its number in its HelloShapes
 
 
-_MAX_CH_SHAPES = 4096
-_HEAD = 64  # bytes of the cipher_suites vector in the index
+_MAX_CH_SHAPES: Final = 4096
+_HEAD: Final = 64  # bytes of the cipher_suites vector in the index
 #: (before the key, key length, tail, summary, token)
 _SHShape = tuple[bytes, int, bytes, ServerHelloInfo, int]
 
@@ -251,9 +251,9 @@ def parse_client_hello(msg: bytes, shapes: HelloShapes | None = None) -> ClientH
     return info
 
 
-_SH_PROBLEM = {SUPPORTED_VERSIONS: "supported_versions", ALPN: "alpn",
-               PRE_SHARED_KEY: "pre_shared_key", KEY_SHARE: "key_share",
-               KEY_SHARE_DRAFT: "key_share"}
+_SH_PROBLEM: Final = {SUPPORTED_VERSIONS: "supported_versions", ALPN: "alpn",
+                      PRE_SHARED_KEY: "pre_shared_key", KEY_SHARE: "key_share",
+                      KEY_SHARE_DRAFT: "key_share"}
 
 
 def parse_server_hello(msg: bytes, shapes: HelloShapes | None = None) -> ServerHelloInfo:

@@ -14,45 +14,49 @@ and v2). Every reader raises ValueError on bytes it cannot read, never IndexErro
 from __future__ import annotations
 
 import hmac
+from typing import Final
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 
-QUIC_V1, QUIC_V2 = 0x00000001, 0x6B3343CF
-SALT_V1 = bytes.fromhex("38762cf7f55934b34d179ae6a4c80cadccbb7f0a")
-SALT_V2 = bytes.fromhex("0dede3def700a6db819381be6e269dcbf9bd2ed9")
-SALT_DRAFT29 = bytes.fromhex("afbfec289993d24c9e9786f19c6111e04390a899")
-SALT_DRAFT23 = bytes.fromhex("c3eef712c72ebb5a11a7d2432bb46365bef9f502")
-SALT_DRAFT22 = bytes.fromhex("7fbcdb0e7c66bbe9193a96cd21519ebd7a02644a")
+QUIC_V1: Final = 0x00000001
+QUIC_V2: Final = 0x6B3343CF
+SALT_V1: Final = bytes.fromhex("38762cf7f55934b34d179ae6a4c80cadccbb7f0a")
+SALT_V2: Final = bytes.fromhex("0dede3def700a6db819381be6e269dcbf9bd2ed9")
+SALT_DRAFT29: Final = bytes.fromhex("afbfec289993d24c9e9786f19c6111e04390a899")
+SALT_DRAFT23: Final = bytes.fromhex("c3eef712c72ebb5a11a7d2432bb46365bef9f502")
+SALT_DRAFT22: Final = bytes.fromhex("7fbcdb0e7c66bbe9193a96cd21519ebd7a02644a")
 #: Google QUIC versions with IETF Initial protection, their salts as Wireshark's
 #: packet-quic.c has them. T050 and T051 carry a TLS 1.3 handshake, Q050 QUIC Crypto
 #: (CHLO/SHLO messages, `QUIC_CRYPTO_VERSIONS`), which is not TLS.
-Q050, T050, T051 = 0x51303530, 0x54303530, 0x54303531
-GOOGLE_SALTS = {
+Q050: Final = 0x51303530
+T050: Final = 0x54303530
+T051: Final = 0x54303531
+GOOGLE_SALTS: Final = {
     Q050: bytes.fromhex("504574efd066fe2f9d945cfcdbd3a7f0d3b56b45"),
     T050: bytes.fromhex("7ff579e5acd072915580304c43a2367c60488310"),
     T051: bytes.fromhex("7a4edef4e7ccee5fa4506c19124fc8ccda6e033d"),
 }
-QUIC_CRYPTO_VERSIONS = frozenset({Q050})
+QUIC_CRYPTO_VERSIONS: Final = frozenset({Q050})
 #: Facebook mvfst versions and the IETF draft each follows (0xfaceb001: draft 22,
 #: 0xfaceb002 and 0xfaceb00e: draft 27, as mvfst and Wireshark derive their keys)
-MVFST_DRAFTS = {0xFACEB001: 22, 0xFACEB002: 27, 0xFACEB00E: 27}
+MVFST_DRAFTS: Final = {0xFACEB001: 22, 0xFACEB002: 27, 0xFACEB00E: 27}
 
 #: the versions the live client speaks, by name (`--quic-version`)
-VERSION_NAMES = {QUIC_V1: "v1", QUIC_V2: "v2"}
+VERSION_NAMES: Final = {QUIC_V1: "v1", QUIC_V2: "v2"}
 #: long-header packet types by their v1 codes; v2 adds one to each code (RFC 9369 3.2)
-LONG_TYPES = ("Initial", "0-RTT", "Handshake", "Retry")
+LONG_TYPES: Final = ("Initial", "0-RTT", "Handshake", "Retry")
 #: Retry integrity AEAD key and nonce (RFC 9001 5.8, RFC 9369 3.3.3)
-RETRY_KEYS = {
+RETRY_KEYS: Final = {
     QUIC_V1: (bytes.fromhex("be0c690b9f66575a1d766b54e368c84e"),
-              bytes.fromhex("461599d35d632bf2239825bb")),
+                     bytes.fromhex("461599d35d632bf2239825bb")),
     QUIC_V2: (bytes.fromhex("8fb4b01b56ac48e260fbcbcead7ccc92"),
-              bytes.fromhex("d86969bc2d7c6d9990efb04a")),
+                     bytes.fromhex("d86969bc2d7c6d9990efb04a")),
 }
 #: suite -> (AEAD key length, hash, ChaCha20?) of the TLS 1.3 suites QUIC allows
-SUITES = {0x1301: (16, "sha256", False), 0x1302: (32, "sha384", False),
-          0x1303: (32, "sha256", True)}
+SUITES: Final = {0x1301: (16, "sha256", False), 0x1302: (32, "sha384", False),
+                 0x1303: (32, "sha256", True)}
 
 
 def version_name(version: int) -> str:

@@ -11,16 +11,17 @@ and scanners still send; it is returned as an `SSLv2ClientHello`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final
 
 from .buffer import Buffer, DecodeError, Writer
 
 CHANGE_CIPHER_SPEC, ALERT, HANDSHAKE, APPLICATION_DATA, HEARTBEAT = 20, 21, 22, 23, 24
 TLS12_CID, ACK = 25, 26
 #: content types that are framed; 25 (DTLS cid) and 26 (DTLS 1.3 ACK) are framed as opaque.
-CONTENT_TYPES = frozenset(range(20, 27))
+CONTENT_TYPES: Final = frozenset(range(20, 27))
 #: RFC 5246 6.2.3: TLSCiphertext.length must not exceed 2^14 + 2048.
-MAX_CIPHERTEXT = 2**14 + 2048
-HEADER_SIZE = 5
+MAX_CIPHERTEXT: Final = 2**14 + 2048
+HEADER_SIZE: Final = 5
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,16 @@ through the wire codec, which also supplies the error text when a message is mal
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.context import ParseContext
 from tlsprobe.wire.handshake import decode_handshake
 
-SKE, CKE, CERTIFICATE, NEW_SESSION_TICKET = 12, 16, 11, 4
+SKE: Final = 12
+CKE: Final = 16
+CERTIFICATE: Final = 11
+NEW_SESSION_TICKET: Final = 4
 
 
 class ServerKeyExchangeInfo(NamedTuple):
@@ -48,7 +51,7 @@ def _codec(msg: bytes, ctx: ParseContext) -> Any:
 
 
 #: EC J-PAKE suites (draft-cragie-tls-ecjpake-01; mbedTLS, Thread commissioning over DTLS)
-ECJPAKE_SUITES = frozenset({0xC0FF})
+ECJPAKE_SUITES: Final = frozenset({0xC0FF})
 
 
 def parse_server_key_exchange(msg: bytes, ctx: ParseContext) -> ServerKeyExchangeInfo:
