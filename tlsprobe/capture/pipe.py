@@ -92,7 +92,10 @@ class ReaderProcessError(TlsprobeError):
     """The reader process ended without finishing the capture (killed, out of memory):
     exit 70, as for an internal error; the message says to rerun with --jobs 1."""
 
-    exit_code = EXIT_INTERNAL
+    def __init__(self, message: str) -> None:
+        # the code given, not a class attribute: mypyc drops a class-body assignment in a
+        # class whose base is a Python class (errors.py), and a compiled one exited 2
+        super().__init__(message, EXIT_INTERNAL)
 
 
 def can_pipe() -> bool:

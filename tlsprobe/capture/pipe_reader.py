@@ -59,7 +59,11 @@ def read_exactly(fd: int, n: int) -> bytes:
 def write_all(fd: int, data: bytes | memoryview) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        # the count named first: mypyc evaluates a slice's bound twice on a memoryview
+        # (once for a list/tuple/str/bytes fast path it then does not take), and compiled
+        # `view[os.write(fd, view):]` wrote everything twice
+        done = os.write(fd, view)
+        view = view[done:]
 
 
 class _Reader:
