@@ -143,8 +143,11 @@ class PipedStream:
         #: Protocol takes about 15 us, and a capture has thousands of batches)
         self._counted = inner.source if isinstance(inner.source, Counted) else None
         self._secrets: list[Secrets] = []
-        #: ignored id -> counts by the reader's direction (its first guess of the client)
-        self._skip: dict[int, tuple[_Count, _Count]] = {}
+        #: ignored id -> counts by the reader's direction (its first guess of the client);
+        #: `object` keys, as in `_run`'s table of keys: there the ids come untyped from the
+        #: batches, and compiled, an `int` key was converted to a C integer and back to a
+        #: new int object at every lookup
+        self._skip: dict[object, tuple[_Count, _Count]] = {}
         self._untold: list[int] = []  # ignored ids not told to the reader yet
         self._swapped: set[int] = set()  # ids turned round (an odd number of times)
         self._deferred: list[int] = []  # ignored while events of the packet are left
@@ -307,13 +310,13 @@ class PipedStream:
         """The events of the batches, as the capture layer in this process would have
         handed them out: turned round where swapped, counted instead where ignored. One
         generator (a generator per batch delegated to cost a second resumption per event)."""
-        keys: dict[int, ConnKey] = {}  # open connection id -> its key
+        keys: dict[object, ConnKey] = {}  # open connection id -> its key
         skip_get, swapped = self._skip.get, self._swapped
         new, other, plain = tuple.__new__, self._other, self.plain_data
         tagged = False  # inside a packet's events (a LEFT said how many)
         while (events := self._batches()) is not None:
             for ev in events:
-                code = ev[0]
+                code: int = ev[0]  # (compiled: compared as a C integer, the rest as is)
                 if not code:  # _DATA, most events: read in place
                     _, cid, direction, data, ts, frame = ev
                     counts = skip_get(cid)
@@ -362,7 +365,7 @@ class PipedStream:
                         if self._deferred:
                             self._apply_deferred()
 
-    def _other(self, ev: Wire, keys: dict[int, ConnKey]) -> Event | None:
+    def _other(self, ev: Wire, keys: dict[object, ConnKey]) -> Event | None:
         """An event other than StreamData, StreamOpen and StreamClose; None when it is
         counted here instead (an ignored connection's gap or the reader's own count)."""
         code = ev[0]

@@ -10,12 +10,12 @@ import pickle
 import select
 import signal
 import struct
-from typing import Any, NoReturn
+from collections.abc import Iterator
+from typing import Any, Final, NoReturn, cast
 
 from tlsprobe.capture.events import (
     ConnKey,
     Datagram,
-    Event,
     Secrets,
     StreamClose,
     StreamData,
@@ -27,22 +27,37 @@ from tlsprobe.capture.source import Counted
 from tlsprobe.capture.stream import CaptureStream
 
 HEADER = struct.Struct("<IB")
-EVENTS, SYNC, END, ERROR, NOTE = range(5)
-#: a batch's event codes: the index in this tuple; the first five carry a connection key
+# The codes are Final, one a line: the compiled fast path (build_backend/compiled_modules.txt)
+# then takes each as a constant, where a name assigned by unpacking was looked up in the
+# module's dict at every use.
+#: message kinds
+EVENTS: Final = 0
+SYNC: Final = 1
+END: Final = 2
+ERROR: Final = 3
+NOTE: Final = 4
+#: a batch's event codes: the index in KINDS; the first five (below KEYED) carry a
+#: connection key
 KINDS = (StreamData, StreamOpen, StreamGap, StreamSkipped, StreamClose, Datagram, Secrets)
 CODES = {kind: code for code, kind in enumerate(KINDS)}
-DATA, OPEN, GAP, SKIPPED, CLOSE, DATAGRAM, SECRETS = range(len(KINDS))
-KEYED = 5
-KEY = len(KINDS)  # a connection's key, before the first event that refers to it
+DATA: Final = 0
+OPEN: Final = 1
+GAP: Final = 2
+SKIPPED: Final = 3
+CLOSE: Final = 4
+DATAGRAM: Final = 5
+SECRETS: Final = 6
+KEYED: Final = 5
+KEY: Final = 7  # a connection's key, before the first event that refers to it
 #: ``(LEFT, n)``: n more events of the same packet follow the next one (a tuple like the
 #: events, so that this side reads every item's code without first testing its type)
-LEFT = KEY + 1
+LEFT: Final = 8
 #: ``(OPEN_KEY, ts, frame, *key)``: a StreamOpen whose key was not sent yet, with the key
-OPEN_KEY = LEFT + 1
+OPEN_KEY: Final = 9
 #: an event as a batch carries it: ``(code, *fields)``, the connection key replaced by its
 #: id (``(KEY, *key)`` for a key); plain tuples as marshal gives them back
 Wire = tuple[Any, ...]
-BATCH = 256  # events a message (about 100 KB of a typical capture)
+BATCH: Final = 256  # events a message (about 100 KB of a typical capture)
 
 
 def read_exactly(fd: int, n: int) -> bytes:
@@ -137,14 +152,20 @@ class _Reader:
         """The capture's events into batches: the four kinds of a TCP connection told apart
         by type() and written out here (a call, `isinstance` tests and a starred unpacking
         per event cost the reader a quarter of what it adds to the capture layer), the rest
-        by `_other`."""
+        by `_other`. An event is read as the plain tuple it is (`Wire`), never narrowed to
+        its kind: compiled, a narrowed event's typed fields were unboxed to C values and
+        boxed again into new objects for the batch (an int object a frame number)."""
         queued = self.inner.queued  # events of the current packet still to come
         batch = self.batch
         append = batch.append
-        sent: dict[int, ConnKey] = {}  # open connection id -> the key sent for it
+        #: open connection id -> the key sent for it (`object` keys: the ids are read off
+        #: the events untyped, and a typed key was converted at every lookup, compiled)
+        sent: dict[object, ConnKey] = {}
         sent_get = sent.get
-        for event in self.inner:
-            if type(event) is StreamData:  # most events
+        # (not narrowed to the event's kind: read as the plain tuple it is, see above)
+        for event in cast(Iterator[Wire], self.inner):
+            kind = type(event)
+            if kind is StreamData:  # most events
                 key, direction, data, ts, frame = event
                 cid = key[0]
                 if sent_get(cid) is not key:
@@ -153,7 +174,7 @@ class _Reader:
                 if queued:  # how many events of the same packet follow this one
                     append((LEFT, len(queued)))
                 append((DATA, cid, direction, data, ts, frame))
-            elif type(event) is StreamClose:
+            elif kind is StreamClose:
                 key, reason, ts, frame = event
                 cid = key[0]
                 if sent.pop(cid, None) is not key:  # the key goes with the connection
@@ -161,7 +182,7 @@ class _Reader:
                 if queued:
                     append((LEFT, len(queued)))
                 append((CLOSE, cid, reason, ts, frame))
-            elif type(event) is StreamOpen:
+            elif kind is StreamOpen:
                 key, ts, frame = event
                 cid = key[0]
                 if queued:
@@ -171,7 +192,7 @@ class _Reader:
                     append((OPEN_KEY, ts, frame, *key))  # one item, not a KEY and an OPEN
                 else:
                     append((OPEN, cid, ts, frame))
-            elif type(event) is StreamSkipped:
+            elif kind is StreamSkipped:
                 key, direction, size, gaps, ts, frame = event
                 cid = key[0]
                 if sent_get(cid) is not key:
@@ -185,7 +206,7 @@ class _Reader:
             if len(batch) >= BATCH:
                 self.flush()
 
-    def _other(self, event: Event, sent: dict[int, ConnKey]) -> None:
+    def _other(self, event: Wire, sent: dict[object, ConnKey]) -> None:
         """A gap, datagram or secrets event into the batch (a connection's key first)."""
         code = CODES[type(event)]
         if type(event) is StreamGap:  # the other keyed kinds are written by `_events`
