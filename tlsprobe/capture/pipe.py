@@ -313,6 +313,9 @@ class PipedStream:
         keys: dict[object, ConnKey] = {}  # open connection id -> its key
         skip_get, swapped = self._skip.get, self._swapped
         new, other, plain = tuple.__new__, self._other, self.plain_data
+        # the classes as locals (compiled, a module's global is looked up in its dict at
+        # every use: these are Python classes, not the compiled module's)
+        data_t, open_t, close_t, key_t = StreamData, StreamOpen, StreamClose, ConnKey
         tagged = False  # inside a packet's events (a LEFT said how many)
         while (events := self._batches()) is not None:
             for ev in events:
@@ -323,31 +326,31 @@ class PipedStream:
                     if counts is None:
                         fields = (keys[cid], direction, data, ts, frame)
                         if swapped and cid in swapped:
-                            yield _turned(new(StreamData, fields))
+                            yield _turned(new(data_t, fields))
                         else:
                             # plain: typed as the StreamData whose fields it holds
                             yield cast(StreamData, fields) if plain \
-                                else new(StreamData, fields)
+                                else new(data_t, fields)
                     else:
                         count = counts[direction]
                         count.size += len(data)
                         count.ts, count.frame = ts, frame
                 elif code == KEY:  # not an event: the key of those that follow
-                    keys[ev[1]] = _new(ConnKey, ev[1:])
+                    keys[ev[1]] = new(key_t, ev[1:])
                     continue
                 elif code == LEFT:
                     self._left = ev[1] + 1
                     tagged = True
                     continue
                 elif code == OPEN_KEY:  # most opens: the key comes with it
-                    key = keys[ev[3]] = new(ConnKey, ev[3:])
-                    yield new(StreamOpen, (key, ev[1], ev[2]))
+                    key = keys[ev[3]] = new(key_t, ev[3:])
+                    yield new(open_t, (key, ev[1], ev[2]))
                 elif code == OPEN:
                     _, cid, ts, frame = ev
-                    yield new(StreamOpen, (keys[cid], ts, frame))
+                    yield new(open_t, (keys[cid], ts, frame))
                 elif code == CLOSE:
                     _, cid, reason, ts, frame = ev
-                    close = new(StreamClose, (keys.pop(cid), reason, ts, frame))
+                    close = new(close_t, (keys.pop(cid), reason, ts, frame))
                     if cid in self._skip:  # an ignored connection: its StreamSkipped first
                         yield from self._closing(close.conn)
                     if swapped and cid in swapped:

@@ -162,10 +162,13 @@ class _Reader:
         #: the events untyped, and a typed key was converted at every lookup, compiled)
         sent: dict[object, ConnKey] = {}
         sent_get = sent.get
+        # the kinds as locals (compiled, a module's global is looked up in its dict at
+        # every use: these classes are Python's, not the compiled module's)
+        data_t, close_t, open_t, skipped_t = StreamData, StreamClose, StreamOpen, StreamSkipped
         # (not narrowed to the event's kind: read as the plain tuple it is, see above)
         for event in cast(Iterator[Wire], self.inner):
             kind = type(event)
-            if kind is StreamData:  # most events
+            if kind is data_t:  # most events
                 key, direction, data, ts, frame = event
                 cid = key[0]
                 if sent_get(cid) is not key:
@@ -174,7 +177,7 @@ class _Reader:
                 if queued:  # how many events of the same packet follow this one
                     append((LEFT, len(queued)))
                 append((DATA, cid, direction, data, ts, frame))
-            elif kind is StreamClose:
+            elif kind is close_t:
                 key, reason, ts, frame = event
                 cid = key[0]
                 if sent.pop(cid, None) is not key:  # the key goes with the connection
@@ -182,7 +185,7 @@ class _Reader:
                 if queued:
                     append((LEFT, len(queued)))
                 append((CLOSE, cid, reason, ts, frame))
-            elif kind is StreamOpen:
+            elif kind is open_t:
                 key, ts, frame = event
                 cid = key[0]
                 if queued:
@@ -192,7 +195,7 @@ class _Reader:
                     append((OPEN_KEY, ts, frame, *key))  # one item, not a KEY and an OPEN
                 else:
                     append((OPEN, cid, ts, frame))
-            elif kind is StreamSkipped:
+            elif kind is skipped_t:
                 key, direction, size, gaps, ts, frame = event
                 cid = key[0]
                 if sent_get(cid) is not key:
