@@ -155,10 +155,13 @@ class PipedStream:
         self._pid = 0
         #: StreamSkipped the reader made itself (told in time), added to this side's counts
         self.reader_counted = 0
-        #: set before iterating: a data event not turned round comes as the plain tuple of
-        #: StreamData's fields, not made a StreamData (the analyzer reads it by position;
-        #: making each one cost this side a tenth of its added work)
+        #: set before iterating: a data event not turned round comes as the batch's own
+        #: tuple, StreamData's fields with the connection's id in the key's place (the
+        #: analyzer reads it by position and asks `key_of` in the rare case it needs the
+        #: key; making a StreamData, or a tuple with the key, of each one was most of what
+        #: this side adds per event)
         self.plain_data = False
+        self._keys: dict[object, ConnKey] = {}  # open connection id -> its key
         data_r, data_w = os.pipe()
         ctl_r, ctl_w = os.pipe()
         try:
@@ -207,8 +210,16 @@ class PipedStream:
             self._swapped.discard(cid)
         else:
             self._swapped.add(cid)
-        # the key turned round; None when given only the id (this side keeps no keys)
-        return None if isinstance(conn, int) else conn.swapped()
+        if not isinstance(conn, int):
+            return conn.swapped()
+        key = self._keys.get(cid)  # the reader's orientation: turned while in `_swapped`
+        return None if key is None else key.swapped() if cid in self._swapped else key
+
+    def key_of(self, cid: int) -> ConnKey:
+        """The key of an open connection, as its events come now (turned round if swapped):
+        for a `plain_data` event, which holds only the id."""
+        key = self._keys[cid]
+        return key.swapped() if cid in self._swapped else key
 
     def ignore(self, conn: ConnKey | int) -> bool:
         cid = conn if isinstance(conn, int) else conn.id
@@ -310,7 +321,7 @@ class PipedStream:
         """The events of the batches, as the capture layer in this process would have
         handed them out: turned round where swapped, counted instead where ignored. One
         generator (a generator per batch delegated to cost a second resumption per event)."""
-        keys: dict[object, ConnKey] = {}  # open connection id -> its key
+        keys = self._keys
         skip_get, swapped = self._skip.get, self._swapped
         new, other, plain = tuple.__new__, self._other, self.plain_data
         # the classes as locals (compiled, a module's global is looked up in its dict at
@@ -320,21 +331,22 @@ class PipedStream:
         while (events := self._batches()) is not None:
             for ev in events:
                 code: int = ev[0]  # (compiled: compared as a C integer, the rest as is)
-                if not code:  # _DATA, most events: read in place
-                    _, cid, direction, data, ts, frame = ev
-                    counts = skip_get(cid)
+                if code >= 0:  # a data event, most items: (id, direction, data, ts, frame)
+                    counts = skip_get(code)
                     if counts is None:
-                        fields = (keys[cid], direction, data, ts, frame)
-                        if swapped and cid in swapped:
-                            yield _turned(new(data_t, fields))
+                        if swapped and code in swapped:
+                            _, direction, data, ts, frame = ev
+                            yield _turned(new(data_t, (keys[code], direction, data, ts,
+                                                       frame)))
+                        elif plain:  # the batch's tuple as it is (typed as the event
+                            yield cast(StreamData, ev)  # whose fields it holds)
                         else:
-                            # plain: typed as the StreamData whose fields it holds
-                            yield cast(StreamData, fields) if plain \
-                                else new(data_t, fields)
+                            _, direction, data, ts, frame = ev
+                            yield new(data_t, (keys[code], direction, data, ts, frame))
                     else:
-                        count = counts[direction]
-                        count.size += len(data)
-                        count.ts, count.frame = ts, frame
+                        count = counts[ev[1]]
+                        count.size += len(ev[2])
+                        count.ts, count.frame = ev[3], ev[4]
                 elif code == KEY:  # not an event: the key of those that follow
                     keys[ev[1]] = new(key_t, ev[1:])
                     continue

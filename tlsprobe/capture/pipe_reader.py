@@ -36,24 +36,24 @@ SYNC: Final = 1
 END: Final = 2
 ERROR: Final = 3
 NOTE: Final = 4
-#: a batch's event codes: the index in KINDS; the first five (below KEYED) carry a
-#: connection key
+#: a batch's item codes, negative: a data event, most items, is ``(id, direction, data,
+#: ts, frame)`` with no code (a connection's id is never negative: this side tells it by
+#: the sign of its first field, and the analyzer takes it as it is, `plain_data`); any
+#: other item is ``(code, *fields)``, the code of an event its kind's in CODES
 KINDS = (StreamData, StreamOpen, StreamGap, StreamSkipped, StreamClose, Datagram, Secrets)
-CODES = {kind: code for code, kind in enumerate(KINDS)}
-DATA: Final = 0
-OPEN: Final = 1
-GAP: Final = 2
-SKIPPED: Final = 3
-CLOSE: Final = 4
-DATAGRAM: Final = 5
-SECRETS: Final = 6
-KEYED: Final = 5
-KEY: Final = 7  # a connection's key, before the first event that refers to it
+CODES = {kind: -index for index, kind in enumerate(KINDS)}
+OPEN: Final = -1
+GAP: Final = -2
+SKIPPED: Final = -3
+CLOSE: Final = -4
+DATAGRAM: Final = -5
+SECRETS: Final = -6
+KEY: Final = -7  # a connection's key, before the first event that refers to it
 #: ``(LEFT, n)``: n more events of the same packet follow the next one (a tuple like the
 #: events, so that this side reads every item's code without first testing its type)
-LEFT: Final = 8
+LEFT: Final = -8
 #: ``(OPEN_KEY, ts, frame, *key)``: a StreamOpen whose key was not sent yet, with the key
-OPEN_KEY: Final = 9
+OPEN_KEY: Final = -9
 #: an event as a batch carries it: ``(code, *fields)``, the connection key replaced by its
 #: id (``(KEY, *key)`` for a key); plain tuples as marshal gives them back
 Wire = tuple[Any, ...]
@@ -176,7 +176,7 @@ class _Reader:
                     append((KEY, *key))
                 if queued:  # how many events of the same packet follow this one
                     append((LEFT, len(queued)))
-                append((DATA, cid, direction, data, ts, frame))
+                append((cid, direction, data, ts, frame))
             elif kind is close_t:
                 key, reason, ts, frame = event
                 cid = key[0]
