@@ -25,11 +25,13 @@ Messages: a 5-byte header (length, kind) then the body; reader -> caller: events
 batches, the eviction's question, the end (the stats) or the reader's exception; caller ->
 reader: connection ids to ignore, as a note or as the answer to the question. A batch is
 marshalled plain tuples, not pickled events: pickling a NamedTuple calls Python code for
-each one, which cost the reader as much as a third of the capture layer's own work. An
-event is ``(code, *fields)`` with a connection's key as its id; ``(KEY, *key)`` comes
-once before the first event of a key (and again if the key changes), or comes with the
-connection's StreamOpen as ``(OPEN_KEY, ts, frame, *key)``; ``(LEFT, n)`` says how many
-events of the same packet follow the next one. Other bodies are pickles.
+each one, which cost the reader as much as a third of the capture layer's own work. A
+data event is ``(id, direction, data, ts, frame)``, StreamData's fields with the
+connection's id in the key's place (handed to the analyzer as it is: `plain_data`); any
+other event is ``(code, *fields)``, its code negative, with the id for the key;
+``(KEY, *key)`` comes once before the first event of a key (and again if the key changes),
+or comes with the connection's StreamOpen as ``(OPEN_KEY, ts, frame, *key)``; ``(LEFT, n)``
+says how many events of the same packet follow the next one. Other bodies are pickles.
 The reader's exception, if any, is raised here where its events end. The reader's side
 (and the codes of the messages and events) is pipe_reader.py. Memory stays flat: the
 pipe holds at most a megabyte, and the reader waits while it is full.
