@@ -10,16 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Final, NamedTuple
 
-from tlsprobe.errors import EXIT_USAGE, TlsprobeError
+from tlsprobe.errors import TlsprobeError
 
 
 class CaptureError(TlsprobeError):
     """Nothing at all can be read from the input (unknown format, unreadable file).
 
     Damage after a readable start is not an error: it ends the reading with a warning in
-    `CaptureStats.warnings` and the events read so far stay valid."""
-
-    exit_code = EXIT_USAGE
+    `CaptureStats.warnings` and the events read so far stay valid. Exit 2, TlsprobeError's
+    default (no class attribute here: compiled, it would be lost, see test_compiled_shapes)."""
 
 
 class ConnKey(NamedTuple):

@@ -25,11 +25,13 @@ Messages: a 5-byte header (length, kind) then the body; reader -> caller: events
 batches, the eviction's question, the end (the stats) or the reader's exception; caller ->
 reader: connection ids to ignore, as a note or as the answer to the question. A batch is
 marshalled plain tuples, not pickled events: pickling a NamedTuple calls Python code for
-each one, which cost the reader as much as a third of the capture layer's own work. An
-event is ``(code, *fields)`` with a connection's key as its id; ``(KEY, *key)`` comes
-once before the first event of a key (and again if the key changes), or comes with the
-connection's StreamOpen as ``(OPEN_KEY, ts, frame, *key)``; ``(LEFT, n)`` says how many
-events of the same packet follow the next one. Other bodies are pickles.
+each one, which cost the reader as much as a third of the capture layer's own work. A
+data event is ``(id, direction, data, ts, frame)``, StreamData's fields with the
+connection's id in the key's place (handed to the analyzer as it is: `plain_data`); any
+other event is ``(code, *fields)``, its code negative, with the id for the key;
+``(KEY, *key)`` comes once before the first event of a key (and again if the key changes),
+or comes with the connection's StreamOpen as ``(OPEN_KEY, ts, frame, *key)``; ``(LEFT, n)``
+says how many events of the same packet follow the next one. Other bodies are pickles.
 The reader's exception, if any, is raised here where its events end. The reader's side
 (and the codes of the messages and events) is pipe_reader.py. Memory stays flat: the
 pipe holds at most a megabyte, and the reader waits while it is full.
@@ -92,7 +94,10 @@ class ReaderProcessError(TlsprobeError):
     """The reader process ended without finishing the capture (killed, out of memory):
     exit 70, as for an internal error; the message says to rerun with --jobs 1."""
 
-    exit_code = EXIT_INTERNAL
+    def __init__(self, message: str) -> None:
+        # the code given, not a class attribute: mypyc drops a class-body assignment in a
+        # class whose base is a Python class (errors.py), and a compiled one exited 2
+        super().__init__(message, EXIT_INTERNAL)
 
 
 def can_pipe() -> bool:
@@ -140,8 +145,11 @@ class PipedStream:
         #: Protocol takes about 15 us, and a capture has thousands of batches)
         self._counted = inner.source if isinstance(inner.source, Counted) else None
         self._secrets: list[Secrets] = []
-        #: ignored id -> counts by the reader's direction (its first guess of the client)
-        self._skip: dict[int, tuple[_Count, _Count]] = {}
+        #: ignored id -> counts by the reader's direction (its first guess of the client);
+        #: `object` keys, as in `_run`'s table of keys: there the ids come untyped from the
+        #: batches, and compiled, an `int` key was converted to a C integer and back to a
+        #: new int object at every lookup
+        self._skip: dict[object, tuple[_Count, _Count]] = {}
         self._untold: list[int] = []  # ignored ids not told to the reader yet
         self._swapped: set[int] = set()  # ids turned round (an odd number of times)
         self._deferred: list[int] = []  # ignored while events of the packet are left
@@ -149,10 +157,13 @@ class PipedStream:
         self._pid = 0
         #: StreamSkipped the reader made itself (told in time), added to this side's counts
         self.reader_counted = 0
-        #: set before iterating: a data event not turned round comes as the plain tuple of
-        #: StreamData's fields, not made a StreamData (the analyzer reads it by position;
-        #: making each one cost this side a tenth of its added work)
+        #: set before iterating: a data event not turned round comes as the batch's own
+        #: tuple, StreamData's fields with the connection's id in the key's place (the
+        #: analyzer reads it by position and asks `key_of` in the rare case it needs the
+        #: key; making a StreamData, or a tuple with the key, of each one was most of what
+        #: this side adds per event)
         self.plain_data = False
+        self._keys: dict[object, ConnKey] = {}  # open connection id -> its key
         data_r, data_w = os.pipe()
         ctl_r, ctl_w = os.pipe()
         try:
@@ -201,8 +212,16 @@ class PipedStream:
             self._swapped.discard(cid)
         else:
             self._swapped.add(cid)
-        # the key turned round; None when given only the id (this side keeps no keys)
-        return None if isinstance(conn, int) else conn.swapped()
+        if not isinstance(conn, int):
+            return conn.swapped()
+        key = self._keys.get(cid)  # the reader's orientation: turned while in `_swapped`
+        return None if key is None else key.swapped() if cid in self._swapped else key
+
+    def key_of(self, cid: int) -> ConnKey:
+        """The key of an open connection, as its events come now (turned round if swapped):
+        for a `plain_data` event, which holds only the id."""
+        key = self._keys[cid]
+        return key.swapped() if cid in self._swapped else key
 
     def ignore(self, conn: ConnKey | int) -> bool:
         cid = conn if isinstance(conn, int) else conn.id
@@ -304,44 +323,48 @@ class PipedStream:
         """The events of the batches, as the capture layer in this process would have
         handed them out: turned round where swapped, counted instead where ignored. One
         generator (a generator per batch delegated to cost a second resumption per event)."""
-        keys: dict[int, ConnKey] = {}  # open connection id -> its key
+        keys = self._keys
         skip_get, swapped = self._skip.get, self._swapped
         new, other, plain = tuple.__new__, self._other, self.plain_data
+        # the classes as locals (compiled, a module's global is looked up in its dict at
+        # every use: these are Python classes, not the compiled module's)
+        data_t, open_t, close_t, key_t = StreamData, StreamOpen, StreamClose, ConnKey
         tagged = False  # inside a packet's events (a LEFT said how many)
         while (events := self._batches()) is not None:
             for ev in events:
-                code = ev[0]
-                if not code:  # _DATA, most events: read in place
-                    _, cid, direction, data, ts, frame = ev
-                    counts = skip_get(cid)
+                code: int = ev[0]  # (compiled: compared as a C integer, the rest as is)
+                if code >= 0:  # a data event, most items: (id, direction, data, ts, frame)
+                    counts = skip_get(code)
                     if counts is None:
-                        fields = (keys[cid], direction, data, ts, frame)
-                        if swapped and cid in swapped:
-                            yield _turned(new(StreamData, fields))
+                        if swapped and code in swapped:
+                            _, direction, data, ts, frame = ev
+                            yield _turned(new(data_t, (keys[code], direction, data, ts,
+                                                       frame)))
+                        elif plain:  # the batch's tuple as it is (typed as the event
+                            yield cast(StreamData, ev)  # whose fields it holds)
                         else:
-                            # plain: typed as the StreamData whose fields it holds
-                            yield cast(StreamData, fields) if plain \
-                                else new(StreamData, fields)
+                            _, direction, data, ts, frame = ev
+                            yield new(data_t, (keys[code], direction, data, ts, frame))
                     else:
-                        count = counts[direction]
-                        count.size += len(data)
-                        count.ts, count.frame = ts, frame
+                        count = counts[ev[1]]
+                        count.size += len(ev[2])
+                        count.ts, count.frame = ev[3], ev[4]
                 elif code == KEY:  # not an event: the key of those that follow
-                    keys[ev[1]] = _new(ConnKey, ev[1:])
+                    keys[ev[1]] = new(key_t, ev[1:])
                     continue
                 elif code == LEFT:
                     self._left = ev[1] + 1
                     tagged = True
                     continue
                 elif code == OPEN_KEY:  # most opens: the key comes with it
-                    key = keys[ev[3]] = new(ConnKey, ev[3:])
-                    yield new(StreamOpen, (key, ev[1], ev[2]))
+                    key = keys[ev[3]] = new(key_t, ev[3:])
+                    yield new(open_t, (key, ev[1], ev[2]))
                 elif code == OPEN:
                     _, cid, ts, frame = ev
-                    yield new(StreamOpen, (keys[cid], ts, frame))
+                    yield new(open_t, (keys[cid], ts, frame))
                 elif code == CLOSE:
                     _, cid, reason, ts, frame = ev
-                    close = new(StreamClose, (keys.pop(cid), reason, ts, frame))
+                    close = new(close_t, (keys.pop(cid), reason, ts, frame))
                     if cid in self._skip:  # an ignored connection: its StreamSkipped first
                         yield from self._closing(close.conn)
                     if swapped and cid in swapped:
@@ -359,7 +382,7 @@ class PipedStream:
                         if self._deferred:
                             self._apply_deferred()
 
-    def _other(self, ev: Wire, keys: dict[int, ConnKey]) -> Event | None:
+    def _other(self, ev: Wire, keys: dict[object, ConnKey]) -> Event | None:
         """An event other than StreamData, StreamOpen and StreamClose; None when it is
         counted here instead (an ignored connection's gap or the reader's own count)."""
         code = ev[0]

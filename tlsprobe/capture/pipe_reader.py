@@ -10,12 +10,12 @@ import pickle
 import select
 import signal
 import struct
-from typing import Any, NoReturn
+from collections.abc import Iterator
+from typing import Any, Final, NoReturn, cast
 
 from tlsprobe.capture.events import (
     ConnKey,
     Datagram,
-    Event,
     Secrets,
     StreamClose,
     StreamData,
@@ -27,22 +27,37 @@ from tlsprobe.capture.source import Counted
 from tlsprobe.capture.stream import CaptureStream
 
 HEADER = struct.Struct("<IB")
-EVENTS, SYNC, END, ERROR, NOTE = range(5)
-#: a batch's event codes: the index in this tuple; the first five carry a connection key
+# The codes are Final, one a line: the compiled fast path (build_backend/compiled_modules.txt)
+# then takes each as a constant, where a name assigned by unpacking was looked up in the
+# module's dict at every use.
+#: message kinds
+EVENTS: Final = 0
+SYNC: Final = 1
+END: Final = 2
+ERROR: Final = 3
+NOTE: Final = 4
+#: a batch's item codes, negative: a data event, most items, is ``(id, direction, data,
+#: ts, frame)`` with no code (a connection's id is never negative: this side tells it by
+#: the sign of its first field, and the analyzer takes it as it is, `plain_data`); any
+#: other item is ``(code, *fields)``, the code of an event its kind's in CODES
 KINDS = (StreamData, StreamOpen, StreamGap, StreamSkipped, StreamClose, Datagram, Secrets)
-CODES = {kind: code for code, kind in enumerate(KINDS)}
-DATA, OPEN, GAP, SKIPPED, CLOSE, DATAGRAM, SECRETS = range(len(KINDS))
-KEYED = 5
-KEY = len(KINDS)  # a connection's key, before the first event that refers to it
+CODES = {kind: -index for index, kind in enumerate(KINDS)}
+OPEN: Final = -1
+GAP: Final = -2
+SKIPPED: Final = -3
+CLOSE: Final = -4
+DATAGRAM: Final = -5
+SECRETS: Final = -6
+KEY: Final = -7  # a connection's key, before the first event that refers to it
 #: ``(LEFT, n)``: n more events of the same packet follow the next one (a tuple like the
 #: events, so that this side reads every item's code without first testing its type)
-LEFT = KEY + 1
+LEFT: Final = -8
 #: ``(OPEN_KEY, ts, frame, *key)``: a StreamOpen whose key was not sent yet, with the key
-OPEN_KEY = LEFT + 1
+OPEN_KEY: Final = -9
 #: an event as a batch carries it: ``(code, *fields)``, the connection key replaced by its
 #: id (``(KEY, *key)`` for a key); plain tuples as marshal gives them back
 Wire = tuple[Any, ...]
-BATCH = 256  # events a message (about 100 KB of a typical capture)
+BATCH: Final = 256  # events a message (about 100 KB of a typical capture)
 
 
 def read_exactly(fd: int, n: int) -> bytes:
@@ -59,7 +74,11 @@ def read_exactly(fd: int, n: int) -> bytes:
 def write_all(fd: int, data: bytes | memoryview) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        # the count named first: mypyc evaluates a slice's bound twice on a memoryview
+        # (once for a list/tuple/str/bytes fast path it then does not take), and compiled
+        # `view[os.write(fd, view):]` wrote everything twice
+        done = os.write(fd, view)
+        view = view[done:]
 
 
 class _Reader:
@@ -133,14 +152,23 @@ class _Reader:
         """The capture's events into batches: the four kinds of a TCP connection told apart
         by type() and written out here (a call, `isinstance` tests and a starred unpacking
         per event cost the reader a quarter of what it adds to the capture layer), the rest
-        by `_other`."""
+        by `_other`. An event is read as the plain tuple it is (`Wire`), never narrowed to
+        its kind: compiled, a narrowed event's typed fields were unboxed to C values and
+        boxed again into new objects for the batch (an int object a frame number)."""
         queued = self.inner.queued  # events of the current packet still to come
         batch = self.batch
         append = batch.append
-        sent: dict[int, ConnKey] = {}  # open connection id -> the key sent for it
+        #: open connection id -> the key sent for it (`object` keys: the ids are read off
+        #: the events untyped, and a typed key was converted at every lookup, compiled)
+        sent: dict[object, ConnKey] = {}
         sent_get = sent.get
-        for event in self.inner:
-            if type(event) is StreamData:  # most events
+        # the kinds as locals (compiled, a module's global is looked up in its dict at
+        # every use: these classes are Python's, not the compiled module's)
+        data_t, close_t, open_t, skipped_t = StreamData, StreamClose, StreamOpen, StreamSkipped
+        # (not narrowed to the event's kind: read as the plain tuple it is, see above)
+        for event in cast(Iterator[Wire], self.inner):
+            kind = type(event)
+            if kind is data_t:  # most events
                 key, direction, data, ts, frame = event
                 cid = key[0]
                 if sent_get(cid) is not key:
@@ -148,8 +176,8 @@ class _Reader:
                     append((KEY, *key))
                 if queued:  # how many events of the same packet follow this one
                     append((LEFT, len(queued)))
-                append((DATA, cid, direction, data, ts, frame))
-            elif type(event) is StreamClose:
+                append((cid, direction, data, ts, frame))
+            elif kind is close_t:
                 key, reason, ts, frame = event
                 cid = key[0]
                 if sent.pop(cid, None) is not key:  # the key goes with the connection
@@ -157,7 +185,7 @@ class _Reader:
                 if queued:
                     append((LEFT, len(queued)))
                 append((CLOSE, cid, reason, ts, frame))
-            elif type(event) is StreamOpen:
+            elif kind is open_t:
                 key, ts, frame = event
                 cid = key[0]
                 if queued:
@@ -167,7 +195,7 @@ class _Reader:
                     append((OPEN_KEY, ts, frame, *key))  # one item, not a KEY and an OPEN
                 else:
                     append((OPEN, cid, ts, frame))
-            elif type(event) is StreamSkipped:
+            elif kind is skipped_t:
                 key, direction, size, gaps, ts, frame = event
                 cid = key[0]
                 if sent_get(cid) is not key:
@@ -181,7 +209,7 @@ class _Reader:
             if len(batch) >= BATCH:
                 self.flush()
 
-    def _other(self, event: Event, sent: dict[int, ConnKey]) -> None:
+    def _other(self, event: Wire, sent: dict[object, ConnKey]) -> None:
         """A gap, datagram or secrets event into the batch (a connection's key first)."""
         code = CODES[type(event)]
         if type(event) is StreamGap:  # the other keyed kinds are written by `_events`

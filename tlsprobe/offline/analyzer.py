@@ -15,7 +15,7 @@ import stat
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from types import GeneratorType, TracebackType
-from typing import TYPE_CHECKING, Any, BinaryIO, Final, Self
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, Self, cast
 
 from tlsprobe.capture import (
     CaptureStream,
@@ -313,13 +313,15 @@ class CaptureAnalysis:
         try:
             for ev in events:
                 t = type(ev)
-                if t is data_t or t is tuple:  # a tuple: PipedStream.plain_data
-                    key, d, data, ts, frame = ev   # StreamData's fields, in their order
-                    cid = key[0]  # key.id (ConnKey's first field)
+                if t is data_t or t is tuple:  # a tuple: PipedStream.plain_data,
+                    key, d, data, ts, frame = ev   # StreamData's fields, in their order,
+                    cid = key if t is tuple else key[0]  # the id in the key's place; key.id
                     conn = conns.get(cid)
                     if conn is None:
                         if cid in decided:
                             continue  # reported; queued before it was only counted
+                        if t is tuple:
+                            key = cast(PipedStream, stream).key_of(cid)
                         okey, ots, oframe = opened.pop(cid, (key, ts, frame))
                         conn = conns[cid] = self._new(okey, ots, oframe, data)
                     conn.nbytes[d] += len(data)
