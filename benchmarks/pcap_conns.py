@@ -140,9 +140,14 @@ def merge_corpus(corpus: Path, out: Path) -> int:
     names = sorted(p for p in corpus.rglob("*") if p.is_file() and "truth" not in p.parts
                    and p.name.endswith((".pcap", ".pcapng", ".cap", ".pcap.gz",
                                         ".pcapng.gz")))
-    good = [str(p) for p in names
-            if subprocess.run([mergecap, "-F", "pcapng", "-w", os.devnull, str(p)],
-                              check=False, capture_output=True).returncode == 0]
+    # each file's trial merge goes to a scratch file, never to os.devnull: mergecap deletes
+    # its output when it fails on an input, and /dev/null deleted by a root run came back
+    # as a regular file at the next write (it broke other tests on this machine twice)
+    with tempfile.TemporaryDirectory() as scratch:
+        trial = os.path.join(scratch, "trial.pcapng")
+        good = [str(p) for p in names
+                if subprocess.run([mergecap, "-F", "pcapng", "-w", trial, str(p)],
+                                  check=False, capture_output=True).returncode == 0]
     subprocess.run([mergecap, "-a", "-F", "pcapng", "-w", str(out), *good], check=True,
                    capture_output=True)
     return len(good)
