@@ -26,7 +26,7 @@ from tlsprobe.capture.events import (
 from tlsprobe.capture.source import Counted
 from tlsprobe.capture.stream import CaptureStream
 
-HEADER = struct.Struct("<IB")
+HEADER: Final = struct.Struct("<IB")
 # The codes are Final, one a line: the compiled fast path (build_backend/compiled_modules.txt)
 # then takes each as a constant, where a name assigned by unpacking was looked up in the
 # module's dict at every use.
@@ -41,7 +41,7 @@ NOTE: Final = 4
 #: the sign of its first field, and the analyzer takes it as it is, `plain_data`); any
 #: other item is ``(code, *fields)``, the code of an event its kind's in CODES
 KINDS = (StreamData, StreamOpen, StreamGap, StreamSkipped, StreamClose, Datagram, Secrets)
-CODES = {kind: -index for index, kind in enumerate(KINDS)}
+CODES: Final = {kind: -index for index, kind in enumerate(KINDS)}
 OPEN: Final = -1
 GAP: Final = -2
 SKIPPED: Final = -3
