@@ -34,7 +34,7 @@ import struct
 import threading
 from dataclasses import dataclass
 
-from tests.helpers.faultproxy import pipe
+from tests.helpers.faultproxy import pipe, serve_loopback
 from tlsprobe.wire.ext_decoders import is_grease
 from tlsprobe.wire.handshake import decode_handshake
 from tlsprobe.wire.hello import ClientHello
@@ -82,23 +82,14 @@ class IntolerantProxy:
                                 if r.startswith("max_suites=")), None)
         self.log: list[Seen] = []
         self._lock = threading.Lock()
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port: int = self.sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.sock, self.port = serve_loopback(self._accept)
 
     def refused(self) -> list[str]:
         with self._lock:
             return [s.refused_by for s in self.log if s.refused_by]
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+    def _accept(self, conn: socket.socket) -> None:
+        threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _judge(self, first_segment: int, first_record: int, hello: bytes) -> str | None:
         if "segment" in self.rules and first_segment < 5 + first_record:

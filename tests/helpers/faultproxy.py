@@ -55,6 +55,27 @@ def nth_matching(pred: Callable[[ClientHello], bool], mode: str,
     return fault
 
 
+def serve_loopback(on_accept: Callable[[socket.socket], None]) -> tuple[socket.socket, int]:
+    """A listening socket on a free 127.0.0.1 port, and its port: one thread accepts and
+    hands each connection to `on_accept` (which starts the connection's own thread); closing
+    the socket ends that thread. The one accept loop of this module's proxies and the scan
+    tests' relays."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                return
+            on_accept(conn)
+
+    threading.Thread(target=accept, daemon=True).start()
+    return sock, sock.getsockname()[1]
+
+
 class FaultProxy:
     def __init__(self, backends: Sequence[tuple[str, int]], fault: Fault | None = None,
                  choose: Callable[[int], int] | None = None) -> None:
@@ -63,24 +84,15 @@ class FaultProxy:
         self.choose = choose or (lambda _i: 0)
         self.log: list[tuple[int, str | None, int | None]] = []   # index, fault, backend
         self._lock = threading.Lock()
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port: int = self.sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
+        self._accepted = 0
+        self.sock, self.port = serve_loopback(self._accept)
 
     def faults(self) -> list[tuple[int, str]]:
         return [(i, f) for i, f, _ in self.log if f is not None]
 
-    def _accept(self) -> None:
-        index = 0
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            index += 1
-            threading.Thread(target=self._serve, args=(conn, index), daemon=True).start()
+    def _accept(self, conn: socket.socket) -> None:
+        self._accepted += 1   # the accepting thread alone counts
+        threading.Thread(target=self._serve, args=(conn, self._accepted), daemon=True).start()
 
     def _serve(self, conn: socket.socket, index: int) -> None:
         try:

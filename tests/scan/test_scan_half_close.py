@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.faultproxy import pipe
+from tests.helpers.faultproxy import pipe, serve_loopback
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes.audit.run import AuditOptions, run_audit
 from tlsprobe.probes.audit.scheduler import Scheduler
@@ -40,22 +40,13 @@ class LoggingRelay:
         self.backend = backend
         self.drop = drop_half_closed
         self.log: list[dict[str, float]] = []
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.sock, self.port = serve_loopback(self._accept)
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            entry: dict[str, float] = {}
-            drop = self.drop and bool(self.log)   # the first connection is passed on whole
-            self.log.append(entry)
-            threading.Thread(target=self._serve, args=(conn, entry, drop), daemon=True).start()
+    def _accept(self, conn: socket.socket) -> None:
+        entry: dict[str, float] = {}
+        drop = self.drop and bool(self.log)   # the first connection is passed on whole
+        self.log.append(entry)
+        threading.Thread(target=self._serve, args=(conn, entry, drop), daemon=True).start()
 
     def _serve(self, conn: socket.socket, entry: dict[str, float], drop: bool) -> None:
         try:

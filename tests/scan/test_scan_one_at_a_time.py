@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from tests.helpers.faultproxy import pipe
+from tests.helpers.faultproxy import pipe, serve_loopback
 from tests.lab_servers.builders import build_command
 from tests.lab_servers.certs import CertFiles, CertSet
 from tests.helpers.servers import _LIVE, Server, ServerConfig, _free_port, _wait_listen
@@ -159,22 +159,13 @@ class CountingRelay:
         self.backend = backend
         self.waiting = self.most = 0
         self.lock = threading.Lock()
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.sock, self.port = serve_loopback(self._accept)
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            with self.lock:
-                self.waiting += 1
-                self.most = max(self.most, self.waiting)
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+    def _accept(self, conn: socket.socket) -> None:
+        with self.lock:
+            self.waiting += 1
+            self.most = max(self.most, self.waiting)
+        threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
         counted = [True]
