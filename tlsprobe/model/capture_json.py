@@ -13,24 +13,12 @@ it stays Python.
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Callable
 
 from tlsprobe.model.encode import plain_string
+from tlsprobe.model.json_scalars import number
 
 __all__ = ["connection_json", "number"]
-
-
-def number(value: float | None) -> str:
-    """A number as json.dumps writes it (floats by repr; NaN and infinities spelled out):
-    `model.encode.number`, here for the compiled callers of this module's layer (a call
-    into an interpreted function costs more than the repr)."""
-    if value is None:
-        return "null"
-    if type(value) is float and not math.isfinite(value):
-        return json.dumps(value)
-    return repr(value)
 
 
 def _flag(value: bool | None) -> str:

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import time
 from collections.abc import Callable
 from enum import Enum
 from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+from tlsprobe.model.json_scalars import number
 
 __all__ = ["JsonEncoder", "JsonObject", "JsonShaped", "JsonValue", "document", "dumps", "number",
            "plain_string", "run_head", "started_at", "string", "to_json_object", "to_jsonable",
@@ -109,15 +110,6 @@ _encode_str: Callable[[str], str] = getattr(json.encoder, "c_encode_basestring_a
 
 #: a str (never None) as json.dumps writes it: the C encoder itself, no call in between
 plain_string: Callable[[str], str] = _encode_str
-
-
-def number(value: float | None) -> str:
-    """A number as json.dumps writes it (floats by repr; NaN and infinities spelled out)."""
-    if value is None:
-        return "null"
-    if type(value) is float and not math.isfinite(value):
-        return json.dumps(value)
-    return repr(value)
 
 
 def string(value: str | None) -> str:
