@@ -59,6 +59,12 @@ class Output:
         self._streamed = StreamedTable(out) if streaming and self._table and not args.msg \
             else None
         self._encoder = capture_encoder()  # this run's: remembers the shared values' JSON
+        # the options `report` reads once a connection, as native attributes: an argparse
+        # Namespace's attribute is a generic lookup each time in the compiled build
+        self._any_json = bool(args.json or args.jsonl)
+        self._jsonl = bool(args.jsonl)
+        self._msg = bool(args.msg)
+        self._details_on = bool(args.details)
         self._t0 = time.monotonic()        # the run's start: started_at and duration_s
 
     def _run_members(self) -> dict[str, object]:
@@ -105,26 +111,26 @@ class Output:
             self._pending_size = 0
 
     def report(self, report: Any, trace: list[str] | None) -> None:   # Any: hot path, no checks
-        args, out = self.args, self.out
+        out = self.out
         self.count += 1
-        if args.json or args.jsonl:
+        if self._any_json:
             line = report.to_json(encoder=self._encoder)
-            if args.msg and trace is not None:
+            if self._msg and trace is not None:
                 line = line[:-1] + ', "trace": ' + json.dumps(trace) + "}"
-            if args.jsonl:
+            if self._jsonl:
                 self._json(line, "\n")
             else:
                 self._json(("\n  " if self.count == 1 else ",\n  ") + line)
             if self.streaming:
                 out.flush()
             return
-        if args.msg and trace is not None:
+        if self._msg and trace is not None:
             out.write(f"=== connection {self._label(report)}: {report.client} -> "
                       f"{report.server} ({report.file}) ===\n")
             if trace:
                 out.write("\n".join(trace) + "\n")
             out.write("---\n")
-        if args.details:
+        if self._details_on:
             self._details(report, out)
             out.write("\n")
         elif self._streamed is not None:
