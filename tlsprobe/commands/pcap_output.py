@@ -11,7 +11,7 @@ from operator import itemgetter
 from typing import IO, TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from tlsprobe.model.capture import CaptureSummary
+    from tlsprobe.model.capture import CaptureSummary, ReportText
     from tlsprobe.offline.stats import Statistics
 
 
@@ -35,7 +35,7 @@ class Output:
                  ) -> None:
         """`streaming`: the capture is still being written (stdin, --follow, live): each
         report is written and flushed as it comes, never gathered into a batch."""
-        from tlsprobe.model.capture import capture_encoder
+        from tlsprobe.model.capture import ReportText, capture_encoder
         from tlsprobe.report.offline_tables import (
             StreamedTable,
             connection_label,
@@ -65,6 +65,7 @@ class Output:
         self._jsonl = bool(args.jsonl)
         self._msg = bool(args.msg)
         self._details_on = bool(args.details)
+        self._text_type: type[ReportText] = ReportText  # --json/--jsonl's usual report: its text
         self._t0 = time.monotonic()        # the run's start: started_at and duration_s
 
     def _run_members(self) -> dict[str, object]:
@@ -114,7 +115,9 @@ class Output:
         out = self.out
         self.count += 1
         if self._any_json:
-            line = report.to_json(encoder=self._encoder)
+            # a ReportText's to_json is its text: read it, not call an interpreted method
+            line = report[1] if type(report) is self._text_type else \
+                report.to_json(encoder=self._encoder)
             if self._msg and trace is not None:
                 line = line[:-1] + ', "trace": ' + json.dumps(trace) + "}"
             if self._jsonl:
