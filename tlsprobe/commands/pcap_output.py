@@ -11,7 +11,7 @@ from operator import itemgetter
 from typing import IO, TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from tlsprobe.model.capture import CaptureSummary
+    from tlsprobe.model.capture import CaptureSummary, ReportText
     from tlsprobe.offline.stats import Statistics
 
 
@@ -35,7 +35,7 @@ class Output:
                  ) -> None:
         """`streaming`: the capture is still being written (stdin, --follow, live): each
         report is written and flushed as it comes, never gathered into a batch."""
-        from tlsprobe.model.capture import capture_encoder
+        from tlsprobe.model.capture import ReportText, capture_encoder
         from tlsprobe.report.offline_tables import (
             StreamedTable,
             connection_label,
@@ -59,6 +59,13 @@ class Output:
         self._streamed = StreamedTable(out) if streaming and self._table and not args.msg \
             else None
         self._encoder = capture_encoder()  # this run's: remembers the shared values' JSON
+        # the options `report` reads once a connection, as native attributes: an argparse
+        # Namespace's attribute is a generic lookup each time in the compiled build
+        self._any_json = bool(args.json or args.jsonl)
+        self._jsonl = bool(args.jsonl)
+        self._msg = bool(args.msg)
+        self._details_on = bool(args.details)
+        self._text_type: type[ReportText] = ReportText  # --json/--jsonl's usual report: its text
         self._t0 = time.monotonic()        # the run's start: started_at and duration_s
 
     def _run_members(self) -> dict[str, object]:
@@ -105,26 +112,28 @@ class Output:
             self._pending_size = 0
 
     def report(self, report: Any, trace: list[str] | None) -> None:   # Any: hot path, no checks
-        args, out = self.args, self.out
+        out = self.out
         self.count += 1
-        if args.json or args.jsonl:
-            line = report.to_json(encoder=self._encoder)
-            if args.msg and trace is not None:
+        if self._any_json:
+            # a ReportText's to_json is its text: read it, not call an interpreted method
+            line = report[1] if type(report) is self._text_type else \
+                report.to_json(encoder=self._encoder)
+            if self._msg and trace is not None:
                 line = line[:-1] + ', "trace": ' + json.dumps(trace) + "}"
-            if args.jsonl:
+            if self._jsonl:
                 self._json(line, "\n")
             else:
                 self._json(("\n  " if self.count == 1 else ",\n  ") + line)
             if self.streaming:
                 out.flush()
             return
-        if args.msg and trace is not None:
+        if self._msg and trace is not None:
             out.write(f"=== connection {self._label(report)}: {report.client} -> "
                       f"{report.server} ({report.file}) ===\n")
             if trace:
                 out.write("\n".join(trace) + "\n")
             out.write("---\n")
-        if args.details:
+        if self._details_on:
             self._details(report, out)
             out.write("\n")
         elif self._streamed is not None:

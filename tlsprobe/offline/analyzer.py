@@ -377,17 +377,20 @@ class CaptureAnalysis:
 
     def _close(self, ev: StreamClose) -> Analyzed | None:
         """A connection's end: its report (None: no TLS, or no payload)."""
-        conn = self._conns.pop(ev.conn.id, None)
+        # unpacked at once: each field of a NamedTuple is a generic lookup compiled
+        key, reason, ts, frame = ev
+        cid = key[0]  # key.id
+        conn = self._conns.pop(cid, None)
         if conn is None:
             if self._decided:
-                self._decided.discard(ev.conn.id)  # reported already
-            if self._opened.pop(ev.conn.id, None) is not None:
+                self._decided.discard(cid)  # reported already
+            if self._opened.pop(cid, None) is not None:
                 self.connections += 1  # no payload: nothing was built for it
             return None
-        if ev.reason == "fin" or ev.reason == "rst":
-            conn.last_ts = max(conn.last_ts, ev.ts)
-            conn.last_frame = max(conn.last_frame, ev.frame)
-        return self._finish(conn, ev.reason)
+        if reason == "fin" or reason == "rst":
+            conn.last_ts = max(conn.last_ts, ts)
+            conn.last_frame = max(conn.last_frame, frame)
+        return self._finish(conn, reason)
 
     def _decide(self, cid: int) -> Analyzed | None:
         """`report_when_decided`: the report of a connection whose handshake is decided,

@@ -123,9 +123,11 @@ class Connection:
         """What the table and the statistics show of this connection (its report's values,
         the report not built)."""
         self._remarks()
-        k = self.key
-        return brief_of(k.id, "tcp", "tls", f"{k.client_ip}:{k.client_port}",
-                        f"{k.server_ip}:{k.server_port}", self.first_frame, self.facts)
+        # the key unpacked at once: each of a NamedTuple's fields is a generic attribute
+        # lookup in the compiled build
+        cid, client_ip, client_port, server_ip, server_port = self.key
+        return brief_of(cid, "tcp", "tls", f"{client_ip}:{client_port}",
+                        f"{server_ip}:{server_port}", self.first_frame, self.facts)
 
     def _where(self, file: str, close: str | None) -> Endpoints:
         """The connection's endpoints, after the remarks its report makes (framing, lost

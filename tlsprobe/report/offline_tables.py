@@ -89,20 +89,23 @@ def unfinished(r: ConnectionReport | BriefReport) -> bool:
 def connection_row(r: ConnectionReport | BriefReport) -> tuple[str, ...]:
     """One table row of plain strings; a handshake ended by an alert says "failed" and
     the alert in the Version cell, one not seen to finish says so."""
-    version = r.version.name if r.version else "(unknown)" if r.cipher else (
+    # each field read once (a report's attribute is a generic lookup, once a connection)
+    chosen, cipher, alerts = r.version, r.cipher, r.alerts
+    version = chosen.name if chosen else "(unknown)" if cipher else (
         "(no ServerHello)" if r.offer else "-")
-    failed = failure_alert(r) if r.alerts else None
+    failed = failure_alert(r) if alerts else None
     if failed is not None:
         version += ", " + failure_text(failed)
-    elif r.alerts and r.version is None:
-        version += f", {r.alerts[-1].direction} alert {r.alerts[-1].name}"
-    elif unfinished(r):
+    elif alerts and chosen is None:
+        version += f", {alerts[-1].direction} alert {alerts[-1].name}"
+    elif chosen is not None and r.protocol == "tls" and not r.encrypted and \
+            chosen.id >= 0x0300:  # unfinished(r), its fields read once
         version += ", not finished in the capture"
     violation = r.violation
     if violation is not None:
         version += ("; " if ", " in version else ", ") + violation
     return (connection_label(r), r.client, r.server, r.sni or "-", version,
-            r.cipher.iana_name if r.cipher else "-", _group(r), _sizes(r), r.alpn or "-",
+            cipher.iana_name if cipher else "-", _group(r), _sizes(r), r.alpn or "-",
             r.fingerprints.ja4 or "-")
 
 
@@ -119,12 +122,26 @@ def fit_rows(rows: Sequence[tuple[str, ...]], *, title: str | None = None,
     return table
 
 
+#: the ASCII characters str.isprintable refuses (C0 controls and DEL)
+_ASCII_CONTROLS: Final = bytes(range(0x20)) + b"\x7f"
+
+
+def printable(text: str) -> bool:
+    """`text.isprintable()`, faster for ASCII text (the usual row): its bytes with the
+    control characters deleted are as long as before (a table lookup per byte, where
+    isprintable looks up each character's Unicode category)."""
+    if not text.isascii():
+        return text.isprintable()
+    raw = text.encode("ascii")
+    return len(raw.translate(None, _ASCII_CONTROLS)) == len(raw)
+
+
 def render_rows(rows: Sequence[tuple[str, ...]], out: IO[str], *, title: str | None = None,
                 columns: Sequence[str] = COLUMNS) -> None:
     """A table of plain-string rows: rich on a terminal, aligned text elsewhere; what a
     capture holds (SNI, ALPN, names) is escaped."""
     # a row whose text is all printable is shown as it is (one check per row, not per cell)
-    rows = [row if "".join(row).isprintable() else tuple(map(shown, row)) for row in rows]
+    rows = [row if printable("".join(row)) else tuple(map(shown, row)) for row in rows]
     if out.isatty():
         from rich.console import Console
         Console(file=out, highlight=False).print(fit_rows(rows, title=title, columns=columns))
@@ -133,9 +150,11 @@ def render_rows(rows: Sequence[tuple[str, ...]], out: IO[str], *, title: str | N
     widths = [max(map(len, column)) for column in zip(*every)]
     if title:
         out.write(title + "\n")
-    line = "  ".join(f"{{:<{w}}}" for w in widths).format  # each cell padded to its width
+    # each cell padded to its width; printf-style: str.format's "{:<w}" parses a format
+    # spec per cell, "%-ws" does not (the same text for str cells)
+    line = "  ".join(f"%-{w}s" for w in widths)
     for i in range(0, len(every), 1024):  # a block at a time: flat memory, few writes
-        out.write("\n".join([line(*row).rstrip() for row in every[i:i + 1024]]) + "\n")
+        out.write("\n".join([(line % row).rstrip() for row in every[i:i + 1024]]) + "\n")
 
 
 def render_connections(rows: Sequence[tuple[str, ...]], out: IO[str], *,
@@ -163,17 +182,17 @@ class StreamedTable:
     def __init__(self, out: IO[str]) -> None:
         self.out = out
         self.rows = 0
-        self._line = "  ".join(f"{{:<{w}}}" for w in STREAM_WIDTHS).format
+        self._line = "  ".join(f"%-{w}s" for w in STREAM_WIDTHS)  # as render_rows'
 
     def header(self) -> None:
-        self.out.write(self._line(*COLUMNS).rstrip() + "\n")
+        self.out.write((self._line % COLUMNS).rstrip() + "\n")
         self.out.flush()
 
     def row(self, row: tuple[str, ...]) -> None:
-        if not "".join(row).isprintable():
+        if not printable("".join(row)):
             row = tuple(map(shown, row))
         self.rows += 1
-        self.out.write(self._line(*row).rstrip() + "\n")
+        self.out.write((self._line % row).rstrip() + "\n")
         self.out.flush()
 
     def end(self) -> None:
