@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, Final
 
-from tlsprobe.model.capture import BriefReport, ConnectionReport
+from tlsprobe.model.capture import BriefReport, Codepoint, ConnectionReport
 from tlsprobe.model.probe import AlertInfo
 from tlsprobe.report.escape import shown
 
@@ -82,8 +82,12 @@ def failure_text(a: AlertInfo) -> str:
 def unfinished(r: ConnectionReport | BriefReport) -> bool:
     """A TLS handshake (over TCP) whose ServerHello was seen but not both sides' switch to
     protected records: nothing in the capture says it completed."""
-    return r.protocol == "tls" and r.version is not None and not r.encrypted and \
-        r.version.id >= 0x0300
+    return _unfinished(r.protocol, r.version, r.encrypted)
+
+
+def _unfinished(protocol: str, chosen: Codepoint | None, encrypted: bool) -> bool:
+    """`unfinished` from the fields a row has read already."""
+    return protocol == "tls" and chosen is not None and not encrypted and chosen.id >= 0x0300
 
 
 def connection_row(r: ConnectionReport | BriefReport) -> tuple[str, ...]:
@@ -98,8 +102,7 @@ def connection_row(r: ConnectionReport | BriefReport) -> tuple[str, ...]:
         version += ", " + failure_text(failed)
     elif alerts and chosen is None:
         version += f", {alerts[-1].direction} alert {alerts[-1].name}"
-    elif chosen is not None and r.protocol == "tls" and not r.encrypted and \
-            chosen.id >= 0x0300:  # unfinished(r), its fields read once
+    elif _unfinished(r.protocol, chosen, r.encrypted):
         version += ", not finished in the capture"
     violation = r.violation
     if violation is not None:
