@@ -248,21 +248,9 @@ def test_x509_loads_beside_the_first_connection() -> None:
     answers, not when the first certificate arrives: against a server that closes every
     connection at once, which sends no certificate, it is loaded all the same. A group
     audit alone reads none and loads none (test_groups_only_imports_no_check)."""
-    import socket
-    import threading
+    from tests.helpers.faultproxy import serve_loopback
 
-    listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            conn.close()
-
-    threading.Thread(target=serve, daemon=True).start()
+    listener, port = serve_loopback(lambda conn: conn.close())
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     try:
         done = subprocess.run([sys.executable, "-c", _MODULES, "scan", f"127.0.0.1:{port}",

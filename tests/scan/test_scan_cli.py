@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 
 import pytest
+
+from tests.helpers.faultproxy import serve_loopback
 
 ACCEPTANCE = {"groups": "X25519:P-384:ffdhe2048", "serverpref": True}
 
@@ -104,22 +105,13 @@ def test_unreachable_and_not_tls_targets(run_cli, selection):
     assert code == 3 and "refused" in err, (out, err)
     assert _lines(out)[0]["error_kind"] == "network"
     assert not _lines(out)[0]["findings"]
-    http = socket.socket()
-    http.bind(("127.0.0.1", 0))
-    http.listen(16)
-
-    def answer() -> None:
-        while True:
-            try:
-                conn, _ = http.accept()
-            except OSError:
-                return
-            conn.recv(4096)
-            conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
-            conn.close()
-    threading.Thread(target=answer, daemon=True).start()
+    def answer(conn: socket.socket) -> None:
+        conn.recv(4096)
+        conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+        conn.close()
+    http, port = serve_loopback(answer)
     try:
-        code, out, err = run_cli("scan", f"127.0.0.1:{http.getsockname()[1]}", "--retries",
+        code, out, err = run_cli("scan", f"127.0.0.1:{port}", "--retries",
                                  "0", "--timeout", "2", *selection)
     finally:
         http.close()

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
+from tests.helpers.faultproxy import serve_loopback
 from tests.helpers.servers import is_listening
 
 from tests.hostile.catalog import all_scenarios
@@ -212,24 +213,13 @@ def test_scan_names_sslv2_and_oversized_records_like_the_probe(hostile, run_cli,
 
 
 def test_non_tls_binary_answer_shows_bytes_not_an_empty_quote(run_cli):
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(8)
-    srv.settimeout(10)
-    import threading
-
-    def answer() -> None:
-        while True:
-            try:
-                conn, _ = srv.accept()
-            except OSError:
-                return
-            conn.recv(4096)
-            conn.sendall(bytes([0x00, 0x01, 0x02, 0xfe, 0xff, 0x00]))
-            conn.close()
-    threading.Thread(target=answer, daemon=True).start()
+    def answer(conn: socket.socket) -> None:
+        conn.recv(4096)
+        conn.sendall(bytes([0x00, 0x01, 0x02, 0xfe, 0xff, 0x00]))
+        conn.close()
+    srv, port = serve_loopback(answer)
     try:
-        code, _, err = run_cli("scan", f"127.0.0.1:{srv.getsockname()[1]}", "--checks",
+        code, _, err = run_cli("scan", f"127.0.0.1:{port}", "--checks",
                                "versions", "--retries", "0", "--timeout", "2", "--no-progress")
     finally:
         srv.close()
