@@ -44,8 +44,8 @@ import marshal
 import os
 import pickle
 import signal
-from collections.abc import Generator, Iterator
-from typing import Self, cast
+from collections.abc import Generator
+from typing import cast
 
 from tlsprobe.capture.events import (
     CaptureStats,
@@ -80,7 +80,7 @@ from tlsprobe.capture.pipe_reader import (
     reader_main as _reader_main,  # (tests replace it)
 )
 from tlsprobe.capture.source import Counted
-from tlsprobe.capture.stream import CaptureStream, keylog_text
+from tlsprobe.capture.stream import CaptureStream, EventIterator, keylog_text
 from tlsprobe.errors import EXIT_INTERNAL, TlsprobeError
 
 # NamedTuples are made with ``tuple.__new__(Kind, fields)``: without the Python-level
@@ -118,24 +118,12 @@ class _Count:
         self.ts = 0.0
 
 
-class PipedStream:
+class PipedStream(EventIterator):
     """`CaptureStream`'s surface over a reader process (see the module docstring). Made
     from a `CaptureStream` not iterated yet; it takes that stream over. OSError when no
-    process can be started (the stream is then still the caller's, untouched). Not a
-    subclass of stream.py's EventIterator: a Python class cannot derive from one compiled
-    by mypyc (the optional fast path), so it has the iterator surface of its own."""
-
-    def __iter__(self) -> Iterator[Event]:
-        return self._gen
-
-    def __next__(self) -> Event:
-        return next(self._gen)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    process can be started (the stream is then still the caller's, untouched). It derives
+    from stream.py's EventIterator as CaptureStream does; both modules are in the compiled
+    build's list together (a Python class cannot derive from a compiled one)."""
 
     def __init__(self, inner: CaptureStream) -> None:
         self.stats: CaptureStats = inner.stats
