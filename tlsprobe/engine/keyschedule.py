@@ -9,10 +9,11 @@ RFC 8446 section 4.4.1, and also serves TLS 1.2 and 1.0/1.1 (MD5 || SHA-1) Finis
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:   # cryptography is imported when a hash is first computed (start-up)
-    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives import hashes, hmac
 
 #: Hash names used throughout the engine, by class (`_hash_classes`, on first use: a scan
 #: that computes no hash, a group audit, imports no `cryptography`). "md5sha1" is the TLS
@@ -34,6 +35,14 @@ HANDSHAKE_MESSAGE_HASH = 254  # HandshakeType.message_hash (RFC 8446 section 4)
 _TLS13_SHA384_SUITES = frozenset({0x1302})
 
 
+@functools.cache
+def _hash_and_hmac() -> tuple[type[hashes.Hash], type[hmac.HMAC]]:
+    """cryptography's Hash and HMAC, imported on first use and then held (an import
+    statement per call cost as much as a short HMAC: the PRF makes dozens a handshake)."""
+    from cryptography.hazmat.primitives import hashes, hmac
+    return hashes.Hash, hmac.HMAC
+
+
 def hash_algorithm(hash_name: str) -> hashes.HashAlgorithm:
     """A fresh `cryptography` hash object for a name ("sha256", "sha384", "sha1", "md5")."""
     try:
@@ -53,16 +62,14 @@ def digest(hash_name: str, data: bytes) -> bytes:
     """Hash(data); "md5sha1" gives MD5(data) || SHA1(data)."""
     if hash_name == "md5sha1":
         return digest("md5", data) + digest("sha1", data)
-    from cryptography.hazmat.primitives import hashes
-    h = hashes.Hash(hash_algorithm(hash_name))
+    h = _hash_and_hmac()[0](hash_algorithm(hash_name))
     h.update(data)
     return h.finalize()
 
 
 def hmac_digest(hash_name: str, key: bytes, data: bytes) -> bytes:
     """HMAC-Hash(key, data)."""
-    from cryptography.hazmat.primitives import hmac
-    h = hmac.HMAC(key, hash_algorithm(hash_name))
+    h = _hash_and_hmac()[1](key, hash_algorithm(hash_name))
     h.update(data)
     return h.finalize()
 
@@ -294,8 +301,8 @@ class Transcript:
         contexts = self._running.get(hash_name)
         if contexts is None:
             names = ["md5", "sha1"] if hash_name == "md5sha1" else [hash_name]
-            from cryptography.hazmat.primitives import hashes
-            contexts = [hashes.Hash(hash_algorithm(n)) for n in names]
+            new_hash = _hash_and_hmac()[0]
+            contexts = [new_hash(hash_algorithm(n)) for n in names]
             for ctx in contexts:
                 ctx.update(bytes(self._data))
             self._running[hash_name] = contexts

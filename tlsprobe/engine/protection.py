@@ -60,6 +60,13 @@ class RecordProtectionError(ValueError):
         super().__init__(reason)
 
 
+def _invalid_tag() -> type[Exception]:
+    """cryptography's AEAD tag failure: resolved once by each AEAD protection, with its
+    cipher (an import statement per record cost as much as decrypting one)."""
+    from cryptography.exceptions import InvalidTag
+    return InvalidTag
+
+
 def _aead(cipher: str, key: bytes) -> _AEAD:
     params = CIPHERS.get(cipher)
     if params is None or not params.aead:
@@ -126,6 +133,7 @@ class Tls13Protection(RecordProtection):
         super().__init__(seq)
         self.cipher = cipher
         self._aead = _aead(cipher, key)
+        self._invalid_tag = _invalid_tag()
         if len(iv) != 12:
             raise ValueError(f"TLS 1.3 IV must be 12 bytes, got {len(iv)}")
         self._iv = bytes(iv)
@@ -148,10 +156,9 @@ class Tls13Protection(RecordProtection):
             raise RecordProtectionError(f"encrypted record of {len(fragment)} bytes is "
                                         f"shorter than the tag")
         header = _header(content_type, version, len(fragment))
-        from cryptography.exceptions import InvalidTag
         try:
             inner = self._aead.decrypt(_xor_seq(self._iv, seq), bytes(fragment), header)
-        except InvalidTag:
+        except self._invalid_tag:
             raise RecordProtectionError("bad_record_mac: AEAD tag check failed") from None
         if len(inner) > MAX_PLAINTEXT + 1:
             raise RecordProtectionError("TLSInnerPlaintext exceeds 2^14+1 bytes",
@@ -173,6 +180,7 @@ class Tls12AeadProtection(RecordProtection):
                  seq: int = 0) -> None:
         super().__init__(seq)
         self._aead = _aead(cipher, key)
+        self._invalid_tag = _invalid_tag()
         params = CIPHERS[cipher]  # _aead has checked the name
         if len(fixed_iv) != params.fixed_iv_len:
             raise ValueError(f"{cipher} needs a {params.fixed_iv_len}-byte IV, "
@@ -208,11 +216,10 @@ class Tls12AeadProtection(RecordProtection):
                                         f"shorter than nonce and tag")
         explicit = bytes(fragment[:self.explicit_len])
         aad = self._aad(seq, content_type, version, plain_len)
-        from cryptography.exceptions import InvalidTag
         try:
             plaintext = self._aead.decrypt(self._nonce(seq, explicit),
                                            bytes(fragment[self.explicit_len:]), aad)
-        except InvalidTag:
+        except self._invalid_tag:
             raise RecordProtectionError("bad_record_mac: AEAD tag check failed") from None
         if len(plaintext) > MAX_PLAINTEXT:
             raise RecordProtectionError("plaintext exceeds 2^14 bytes", ALERT_RECORD_OVERFLOW)
@@ -247,21 +254,27 @@ class CbcProtection(RecordProtection):
         self._mac_key = bytes(mac_key)
         self._explicit_iv = version > TLS1_0 and self.block_len > 0
         self._algorithm = _block_algorithm(cipher, bytes(key))
+        # cryptography's HMAC, CBC and the stdlib's constant-time compare, resolved once
+        # (import statements per record cost as much as the record's MAC)
+        import hmac as stdlib_hmac  # (hashlib with it: not at start-up)
+
+        from cryptography.hazmat.primitives import hmac
+        from cryptography.hazmat.primitives.ciphers import Cipher, modes
+        self._hmac, self._cipher, self._mode = hmac.HMAC, Cipher, modes.CBC
+        self._compare = stdlib_hmac.compare_digest
         if self.block_len and not self._explicit_iv and len(iv) != self.block_len:
             raise ValueError(f"TLS 1.0 CBC needs a {self.block_len}-byte initial IV")
         self._chain_iv = bytes(iv)
 
     def _mac(self, seq: int, content_type: int, version: int, data: bytes) -> bytes:
         """HMAC over seq || type || version || length || data (RFC 5246 6.2.3.1)."""
-        from cryptography.hazmat.primitives import hmac
-        h = hmac.HMAC(self._mac_key, self._mac_hash)
+        h = self._hmac(self._mac_key, self._mac_hash)
         h.update(seq.to_bytes(8, "big") + _header(content_type, version, len(data)) + data)
         return h.finalize()
 
     def _cbc(self, iv: bytes, data: bytes, encrypt: bool) -> bytes:
         assert self._algorithm is not None
-        from cryptography.hazmat.primitives.ciphers import Cipher, modes
-        cipher = Cipher(self._algorithm, modes.CBC(iv))
+        cipher = self._cipher(self._algorithm, self._mode(iv))
         ctx = cipher.encryptor() if encrypt else cipher.decryptor()
         return ctx.update(data) + ctx.finalize()
 
@@ -313,8 +326,7 @@ class CbcProtection(RecordProtection):
         if len(data) < self.mac_len:
             raise RecordProtectionError("record shorter than its MAC")
         content, tag = data[:len(data) - self.mac_len], data[len(data) - self.mac_len:]
-        import hmac as _stdlib_hmac  # (hashlib: imported with a record's MAC, start-up)
-        if not _stdlib_hmac.compare_digest(self._mac(seq, content_type, version, content), tag):
+        if not self._compare(self._mac(seq, content_type, version, content), tag):
             raise RecordProtectionError("bad_record_mac: MAC check failed")
         return content
 
