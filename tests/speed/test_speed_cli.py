@@ -66,13 +66,30 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _wait_for_children(proc: subprocess.Popen[str], count: int, timeout: float = 20.0) -> None:
+def _workers(pid: int) -> list[int]:
+    """The benchmark workers among `pid`'s children: spawned processes, told apart by their
+    command line from multiprocessing's resource tracker, which is started first (a
+    snapshot of "two children" taken early holds the tracker and one worker)."""
+    found = []
+    for child in _children(pid):
+        try:
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"spawn_main" in cmdline:
+            found.append(child)
+    return found
+
+
+def _wait_for_workers(proc: subprocess.Popen[str], count: int,
+                      timeout: float = 20.0) -> list[int]:
     end = time.monotonic() + timeout
-    while len(_children(proc.pid)) < count:
+    while len(workers := _workers(proc.pid)) < count:
         if proc.poll() is not None or time.monotonic() > end:
             proc.kill()
             pytest.fail(f"speed did not start {count} workers: {proc.communicate()[1][-500:]}")
         time.sleep(0.05)
+    return workers
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -86,10 +103,9 @@ def _cpu_seconds(pid: int) -> float:
 
 def _wait_for_cpu(proc: subprocess.Popen[str], pids: list[int], seconds: float,
                   timeout: float = 90.0, count: int = 1) -> None:
-    """Until `count` processes of `pids` have used `seconds` of CPU each (a pool also has an
-    idle helper process, hence not every child): past start-up (about 0.3 s of CPU) and
-    then measuring, so at least one 0.5 s figure is complete whatever the
-    machine's load (a figure's wall time is at least the CPU time it used). Judged by CPU
+    """Until `count` processes of `pids` have used `seconds` of CPU each: past start-up
+    (about 0.3 s of CPU) and then measuring, so at least one 0.5 s figure is complete whatever
+    the machine's load (a figure's wall time is at least the CPU time it used). Judged by CPU
     time, not by a sleep: on a busy machine start-up alone can take seconds of wall time."""
     end = time.monotonic() + timeout
     while sorted((_cpu_seconds(pid) for pid in pids), reverse=True)[count - 1] < seconds:
@@ -141,8 +157,8 @@ def _table_rows(out: str) -> dict[str, list[str]]:
 def test_ctrl_c_with_workers_stops_at_once_and_prints_what_was_measured(
         tmp_path: Path, whole_group: bool) -> None:
     proc = _start(tmp_path, "--seconds", "0.5", "--multi", "2", *ECDH)
-    _wait_for_children(proc, 2)
-    _wait_for_cpu(proc, _children(proc.pid), 1.2, count=2)  # start-up, then figures
+    workers = _wait_for_workers(proc, 2)
+    _wait_for_cpu(proc, workers, 1.2, count=2)  # start-up, then figures
     code, out, err, cpu_after = _interrupt(proc, whole_group)
     _assert_one_interrupt_line(code, err, cpu_after)
     assert "2 processes (figures are sums)" in out
