@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tlsprobe.model import describe
+from tlsprobe.model.describe import offer
+from tlsprobe.model.probe import Cipher, Codepoint
 from tlsprobe.offline.analyzer import CaptureAnalysis
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
@@ -64,3 +66,28 @@ def test_the_pcap_report_uses_the_shared_rules() -> None:
         tuple(g.id for g in hello.groups), tuple(g.id for g in hello.key_share_groups),
         tuple(s.id for s in hello.signature_algorithms), hello.alpn, hello.sni,
         hello.client_hello_bytes)
+
+
+def test_codepoints_are_made_once_per_code_and_their_tables_stay_bounded() -> None:
+    """An offer's Codepoints and Ciphers come from tables by code (a capture's hellos repeat
+    the same few hundred), equal to ones made afresh; codes come from the wire, so a run of
+    distinct codes empties a table rather than growing it past its bound."""
+    from tlsprobe import registry
+    from tlsprobe.model import probe
+
+    first = offer((0x0304,), (0x1301, 0xC02F), (0x001D,), (0x001D,), (0x0804,), (), None, 200)
+    again = offer((0x0304,), (0x1301, 0xC02F), (0x001D,), (0x001D,), (0x0804,), (), None, 200)
+    assert first == again
+    for made, remade in ((first.cipher_suites, again.cipher_suites),
+                         (first.groups, again.groups), (first.versions, again.versions),
+                         (first.signature_algorithms, again.signature_algorithms)):
+        assert all(a is b for a, b in zip(made, remade, strict=True))
+    assert first.groups[0] == Codepoint(0x001D, "0x001d", registry.group_name(0x001D))
+    suite = registry.cipher_suite(0xC02F)
+    assert first.cipher_suites[1] == Cipher(0xC02F, "0xc02f", registry.suite_name(0xC02F),
+                                            suite.openssl_name if suite else None)
+    for code in range(3 * probe._MADE_MAX):
+        Codepoint.group(code)
+        Cipher.of(code)
+    assert len(probe._groups) <= probe._MADE_MAX and len(probe._ciphers) <= probe._MADE_MAX
+    assert Codepoint.group(0x001D).name == registry.group_name(0x001D)

@@ -8,7 +8,7 @@ and unknown values survive.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from tlsprobe import registry
 from tlsprobe.errors import FailureKind
@@ -20,9 +20,30 @@ if TYPE_CHECKING:   # field types only: a run without --quic / --starttls never 
 
 SCHEMA_VERSION = 1
 
+_T = TypeVar("_T")
+
 
 def _hex(code: int, width: int = 4) -> str:
     return f"0x{code:0{width}x}"
+
+
+#: Codepoints and Ciphers already made, by code, one table per kind: a ClientHello's offer
+#: names dozens (every suite, group and signature scheme) and a capture's hellos repeat the
+#: same few hundred; the values are frozen, so one instance serves every report. Codes come
+#: from the wire: a table is emptied when it holds `_MADE_MAX` (memory stays bounded).
+_MADE_MAX = 4096
+_versions: dict[int, Codepoint] = {}
+_groups: dict[int, Codepoint] = {}
+_sigschemes: dict[int, Codepoint] = {}
+_ciphers: dict[int, Cipher] = {}
+
+
+def _keep(table: dict[int, _T], code: int, value: _T) -> _T:
+    """`value` remembered in `table` under `code` (emptied first when full)."""
+    if len(table) >= _MADE_MAX:
+        table.clear()
+    table[code] = value
+    return value
 
 
 @dataclass(frozen=True)
@@ -35,15 +56,26 @@ class Codepoint:
 
     @classmethod
     def version(cls, code: int) -> Codepoint:
-        return cls(code, _hex(code), registry.version_name(code))
+        made = _versions.get(code)
+        if made is None:
+            made = _keep(_versions, code, Codepoint(code, _hex(code),
+                                                     registry.version_name(code)))
+        return made
 
     @classmethod
     def group(cls, code: int) -> Codepoint:
-        return cls(code, _hex(code), registry.group_name(code))
+        made = _groups.get(code)
+        if made is None:
+            made = _keep(_groups, code, Codepoint(code, _hex(code), registry.group_name(code)))
+        return made
 
     @classmethod
     def sigscheme(cls, code: int) -> Codepoint:
-        return cls(code, _hex(code), registry.sigscheme_name(code))
+        made = _sigschemes.get(code)
+        if made is None:
+            made = _keep(_sigschemes, code, Codepoint(code, _hex(code),
+                                                       registry.sigscheme_name(code)))
+        return made
 
     def label(self) -> str:
         return f"{self.name} ({self.hex})"
@@ -58,9 +90,12 @@ class Cipher:
 
     @classmethod
     def of(cls, code: int) -> Cipher:
-        suite = registry.cipher_suite(code)
-        return cls(code, _hex(code), registry.suite_name(code),
-                   suite.openssl_name if suite else None)
+        made = _ciphers.get(code)
+        if made is None:
+            suite = registry.cipher_suite(code)
+            made = _keep(_ciphers, code, Cipher(code, _hex(code), registry.suite_name(code),
+                                                suite.openssl_name if suite else None))
+        return made
 
 
 @dataclass(frozen=True)
