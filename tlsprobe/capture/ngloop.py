@@ -26,8 +26,24 @@ from __future__ import annotations
 from collections.abc import Generator
 
 from tlsprobe.capture.events import CaptureStats, Event, EventIterator
-from tlsprobe.capture.pcapng import EPB, MAX_BLOCK, NO_HEAD, STOP, PcapngReader
+from tlsprobe.capture.pcap import PacketRecord
+from tlsprobe.capture.pcapng import (
+    EPB,
+    MAX_BLOCK,
+    NO_HEAD,
+    STOP,
+    Interface,
+    PcapngReader,
+)
 from tlsprobe.capture.tcp import ETH_IPV4_TCP, TcpTracker, _new_data
+
+
+def _as_packet(record: PacketRecord) -> tuple[int, Interface, int, int, int, int]:
+    """A packet record of a block other than an EPB (SPB, PB) in the loop's terms: t,
+    an interface whose scale is the record's timestamp (``1 * ts + 0`` is `ts` exactly),
+    link type, start, captured length, original length."""
+    ts, lt, start, end, orig = record[1], record[2], record[4], record[5], record[6]
+    return 1, Interface(lt, 0, ts, 0), lt, start, end - start, orig
 
 
 class PacketLoop(EventIterator):
@@ -52,32 +68,32 @@ class PacketLoop(EventIterator):
         raise NotImplementedError
 
     def _run_pcapng(self, reader: PcapngReader) -> Generator[Event, None, None]:
-        """The events of a pcapng capture (the loop when `fused_pcapng` is on). The last
-        packet's timestamp is ``t * scale + offset``, computed only where an event needs it;
-        a record of another block carries its own (t = 1, scale = that timestamp)."""
+        """The events of a pcapng capture (the loop when `fused_pcapng` is on); a packet's
+        timestamp is ``t * iface.scale + iface.offset`` (see `_as_packet`)."""
         out, tcp, stats, new_data, fast = self._out, self._tcp, self.stats, _new_data, \
             ETH_IPV4_TCP
         flows, head, trailer, ifaces = tcp.flows, reader.epb, reader.trailer, reader.interfaces
         buf, nxt = reader.window()
-        t, scale, offset, counted, pos, frame, in_order = 0, 0.0, 0, False, 0, 0, 0
+        size, nif, iface = len(buf), len(ifaces), Interface(0, 0, 0.0, 0)
+        t, pos, frame, in_order = 0, 0, 0, 0
         try:
             while True:
                 pos = nxt
                 btype, blen, ifid, hi, lo, caplen, orig = head(buf, pos) \
-                    if len(buf) - pos >= 28 else NO_HEAD
-                if btype != EPB or blen < 32 or blen & 3 or blen > MAX_BLOCK or caplen > blen - 32 \
-                        or ifid >= len(ifaces) or len(buf) - pos < blen \
+                    if size - pos >= 28 else NO_HEAD
+                if btype != EPB or blen < 32 or blen & 3 or blen > MAX_BLOCK or ifid >= nif \
+                        or caplen > blen - 32 or size - pos < blen \
                         or trailer(buf, pos + blen - 4)[0] != blen:
                     buf, pos, btype, blen, frame, record = reader.block(buf, pos, frame)
                     if btype == STOP:
                         break
                     head, trailer, ifaces = reader.epb, reader.trailer, reader.interfaces
+                    size, nif = len(buf), len(ifaces)
                     if btype != EPB:
                         nxt = pos + blen
                         if record is None:
                             continue
-                        t, scale, offset = 1, record[1], 0
-                        lt, start, end, orig = record[2], record[4], record[5], record[6]
+                        t, iface, lt, start, caplen, orig = _as_packet(record)
                     else:
                         btype, blen, ifid, hi, lo, caplen, orig = head(buf, pos)
                 nxt = pos + blen
@@ -85,12 +101,11 @@ class PacketLoop(EventIterator):
                     frame += 1
                     iface = ifaces[ifid]
                     iface.packets += 1
-                    t, scale, offset = (hi << 32) | lo, iface.scale, iface.offset
-                    lt, start, end = iface.link_type, pos + 28, pos + 28 + caplen
-                if lt == 1 and end - start >= 54:
+                    t, lt, start = (hi << 32) | lo, iface.link_type, pos + 28
+                if lt == 1 and caplen >= 54:
                     etype, vihl, total, frag, proto, seq, doff, flags = fast(buf, start)
                     if (etype == 0x0800 and vihl == 0x45 and proto == 6 and doff >= 0x50
-                            and not frag & 0x3FFF and 40 <= total <= end - start - 14):
+                            and not frag & 0x3FFF and 40 <= total <= caplen - 14):
                         l4end = start + 14 + total
                         pstart = start + 34 + ((doff >> 4) << 2)
                         if pstart == l4end and not flags & 7:
@@ -100,7 +115,8 @@ class PacketLoop(EventIterator):
                             half = flows.get(key)
                             if flags & 7:
                                 tcp.control(half, key, seq, flags, buf, start + 26, 4, start + 34,
-                                            pstart, l4end, 0, t * scale + offset, frame)
+                                            pstart, l4end, 0, t * iface.scale + iface.offset,
+                                            frame)
                             elif half is not None and seq == half.next_seq:
                                 in_order += 1
                                 half.next_seq = (seq + l4end - pstart) & 0xFFFFFFFF
@@ -108,26 +124,26 @@ class PacketLoop(EventIterator):
                                 conn.last = frame
                                 if half.skip:
                                     half.skipped += l4end - pstart
-                                    half.skip_ts, half.skip_frame = t * scale + offset, frame
+                                    half.skip_ts = t * iface.scale + iface.offset
+                                    half.skip_frame = frame
                                 else:
                                     yield new_data((conn.key, half.direction, buf[pstart:l4end],
-                                                    t * scale + offset, frame))
+                                                    t * iface.scale + iface.offset, frame))
                                 if half.pending or conn.closing:
-                                    tcp.settle(half, t * scale + offset, frame)
+                                    tcp.settle(half, t * iface.scale + iface.offset, frame)
                             else:
                                 tcp.payload(buf, key, start + 26, 4, start + 34, pstart, l4end,
-                                            seq, flags, 0, t * scale + offset, frame)
+                                            seq, flags, 0, t * iface.scale + iface.offset, frame)
                             while out:
                                 yield out.pop(0)
                             continue
-                self._other(lt, buf, start, end, t * scale + offset, frame, orig)
+                self._other(lt, buf, start, start + caplen, t * iface.scale + iface.offset, frame,
+                            orig)
                 while out:
                     yield out.pop(0)
             reader.done(pos, frame)  # before the end's events, as `_run`'s reader does
-            counted = True
-            yield from self._ending(t * scale + offset, frame)
+            yield from self._ending(t * iface.scale + iface.offset, frame)
         finally:
             stats.tcp_segments += in_order
-            if not counted:  # stopped early
-                reader.done(pos, frame)
+            reader.done(pos, frame)  # (stopped early; once only)
             self._release()

@@ -109,6 +109,7 @@ class PcapngReader:
         self._all_interfaces: list[Interface] = []
         #: isb_ifdrop by (section, interface): the latest statistics block's
         self._dropped: dict[tuple[int, int], int] = {}
+        self._done = False
         self._byte_order("<")  # replaced by the first section header's byte order
 
     @property
@@ -186,7 +187,11 @@ class PcapngReader:
         self._stats.warn(self._in.base + pos, text)
 
     def done(self, pos: int, frames: int) -> None:
-        """Reading stopped at `pos` after `frames` packet blocks: the final accounting."""
+        """Reading stopped at `pos` after `frames` packet blocks: the final accounting
+        (once: later calls do nothing)."""
+        if self._done:
+            return
+        self._done = True
         inp = self._in
         inp.pos = pos
         self._stats.packets = frames
