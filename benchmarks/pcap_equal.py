@@ -7,7 +7,7 @@ of git revision REV (extracted with `git archive` into a temporary folder) each 
 in a child process of their own:
 
 * the capture layer's events (`iter_stream_events`, every event and the final stats, read
-  through the fused classic-pcap loop and through the generic one), with the connections
+  through the fused classic-pcap and pcapng loops and through the generic one), with the connections
   ignored where the analyzer ignores them (after their handshake is read);
 * the output of `tlsprobe pcap --jobs 1` as a table, with `--jsonl` and with `--stats`
   (stdout and exit code; the run's `started_at` and `duration_s` left out);
@@ -60,7 +60,10 @@ def _events_digest(path: Path, fused: bool) -> str:
     from tlsprobe.capture import stream as stream_module
     from tlsprobe.capture.events import StreamData
 
-    stream_module.CaptureStream.fused_pcap = fused
+    cls = stream_module.CaptureStream
+    cls.fused_pcap = fused
+    if hasattr(cls, "fused_pcapng"):  # a revision with the fused pcapng loop: off too
+        cls.fused_pcapng = fused
     h = hashlib.sha256()
     seen: dict[tuple[int, int], int] = {}
     try:
@@ -76,7 +79,9 @@ def _events_digest(path: Path, fused: bool) -> str:
     except Exception as exc:  # noqa: BLE001 - the same failure on both sides is equal
         h.update(f"error {type(exc).__name__}: {exc}".encode())
     finally:
-        stream_module.CaptureStream.fused_pcap = True
+        cls.fused_pcap = True
+        if hasattr(cls, "fused_pcapng"):
+            cls.fused_pcapng = True
     return h.hexdigest()
 
 

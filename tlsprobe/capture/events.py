@@ -7,8 +7,9 @@ what was read, what was skipped and why, so a report can say how complete its vi
 
 from __future__ import annotations
 
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field, fields
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, Self
 
 from tlsprobe.errors import TlsprobeError
 
@@ -314,3 +315,25 @@ class CaptureStats:
             "warnings": [{"offset": w.offset, "message": w.message} for w in self.warnings],
         } | ({"live": self.live.to_dict()} if self.live is not None else {}) | (
             {"recorded_dropped": self.recorded_dropped} if self.recorded_dropped else {})
+
+
+class EventIterator:
+    """The iterator surface of `CaptureStream` and pipe.py's `PipedStream`: the events of
+    the generator `_gen`; as a context manager, `close` at the end."""
+
+    _gen: Generator[Event, None, None]
+
+    def __iter__(self) -> Iterator[Event]:
+        return self._gen
+
+    def __next__(self) -> Event:
+        return next(self._gen)
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -11,7 +11,7 @@ link type `SECRETS_RECORD`, so key-log decryption can use keys embedded in the c
 from __future__ import annotations
 
 import struct
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Final
 
 from tlsprobe.capture.events import CaptureError, CaptureStats, Secrets
@@ -32,6 +32,16 @@ SECRETS_RECORD: Final = -1  # link type of the record that announces a new entry
 OPT_IF_TSRESOL: Final = 9
 OPT_IF_TSOFFSET: Final = 14
 OPT_ISB_IFDROP: Final = 5
+
+
+#: what `PcapngReader.block` returns: buffer, position, block type (STOP: reading stops
+#: there), block length, frame count after it, the record it makes
+Block = tuple[bytes, int, int, int, int, PacketRecord | None]
+STOP: Final = -1
+UNKNOWN_INTERFACE: Final = -2  # `block`'s type for an EPB of no interface: counted, skipped
+EpbHead = tuple[int, int, int, int, int, int, int]
+#: the loops' `EpbHead` where fewer than 28 bytes are left in the buffer: no EPB
+NO_HEAD: Final[EpbHead] = (0, 0, 0, 0, 0, 0, 0)
 
 
 def is_pcapng_magic(head: bytes) -> bool:
@@ -99,6 +109,7 @@ class PcapngReader:
         self._all_interfaces: list[Interface] = []
         #: isb_ifdrop by (section, interface): the latest statistics block's
         self._dropped: dict[tuple[int, int], int] = {}
+        self._done = False
         self._byte_order("<")  # replaced by the first section header's byte order
 
     @property
@@ -110,11 +121,83 @@ class PcapngReader:
         return counts
 
     def _byte_order(self, order: str) -> None:
-        """The byte order ("<" or ">") of the section from here on, and its unpackers."""
+        """The byte order ("<" or ">") of the section from here on, and its unpackers
+        (typed as returning ints: compiled, the loops use them unboxed)."""
         self._order = order
-        self._hdr = struct.Struct(order + "II").unpack_from  # type, length (and more)
-        self._epb = struct.Struct(order + "IIIII").unpack_from
-        self._trailer = struct.Struct(order + "I").unpack_from
+        # block type and length (and other pairs of words)
+        self.hdr: Callable[[bytes, int], tuple[int, int]] = \
+            struct.Struct(order + "II").unpack_from
+        # an EPB's type, length, interface id, timestamp (high, low), captured and
+        # original length
+        self.epb: Callable[[bytes, int], EpbHead] = struct.Struct(order + "7I").unpack_from
+        self.trailer: Callable[[bytes, int], tuple[int]] = struct.Struct(order + "I").unpack_from
+
+    # -- block access shared by packets() and the capture loop's fused pcapng path (ngloop.py)
+    def window(self) -> tuple[bytes, int]:
+        """The buffer and the offset of the next block in it."""
+        return self._in.buf, self._in.pos
+
+    def block(self, buf: bytes, pos: int, frame: int) -> Block:
+        """The block at `pos` of `buf`, when it is not a whole Enhanced Packet Block of a
+        sound length in the buffer (the loops read those themselves): the buffer is
+        refilled, a section header read, damage warned about, any other block handed to
+        `_other`. Returns (buffer, position, type, length, frame count, record): for an
+        EPB (now whole and sound) the record is None and the caller reads it; for another
+        block, the record it makes, if any; type STOP: reading stops at that position."""
+        # (an EPB of an unknown interface is read here: type UNKNOWN_INTERFACE, no record)
+        stop = buf, pos, STOP, 0, frame, None
+        if len(buf) - pos < 12:
+            inp = self._in
+            inp.pos = pos
+            if not inp.fill(12):
+                if len(inp.buf) > inp.pos and not inp.stopped:
+                    self._stats.warn(inp.offset, "truncated pcapng block header")
+                return stop
+            buf, pos = inp.buf, 0
+        if buf[pos:pos + 4] == b"\x0a\x0d\x0d\x0a" and not self._section(buf, pos):
+            return buf, pos, STOP, 0, frame, None
+        btype, blen = self.hdr(buf, pos)
+        if blen < 12 or blen & 3 or blen > MAX_BLOCK or len(buf) - pos < blen:
+            if not self._load(btype, blen, pos):
+                return stop
+            buf, pos = self._in.buf, self._in.pos
+        bad = ""
+        if self.trailer(buf, pos + blen - 4)[0] != blen:
+            bad = f"pcapng block of type 0x{btype:x}: trailing length differs from {blen}"
+        elif btype == EPB:
+            if blen < 32:
+                bad = "enhanced packet block too short"
+            elif (caplen := self.epb(buf, pos)[5]) > blen - 32:
+                bad = f"packet length {caplen} exceeds its block"
+            elif self.epb(buf, pos)[2] >= len(self.interfaces):
+                self._stats.skip("bad_interface_id")
+                return buf, pos, UNKNOWN_INTERFACE, blen, frame + 1, None
+            else:
+                return buf, pos, btype, blen, frame, None
+        else:
+            got = self._other(btype, buf, pos, blen, frame)
+            if got is not None:
+                return buf, pos, btype, blen, got[0], got[1]
+        if bad:
+            self.warn_at(pos, bad)
+        return buf, pos, STOP, 0, frame, None
+
+    def warn_at(self, pos: int, text: str) -> None:
+        """Damage in the block at `pos` of the buffer: reading stops there."""
+        self._stats.warn(self._in.base + pos, text)
+
+    def done(self, pos: int, frames: int) -> None:
+        """Reading stopped at `pos` after `frames` packet blocks: the final accounting
+        (once: later calls do nothing)."""
+        if self._done:
+            return
+        self._done = True
+        inp = self._in
+        inp.pos = pos
+        self._stats.packets = frames
+        err = self._opened.error
+        if err:
+            self._stats.warn(inp.offset, err)
 
     def _section(self, buf: bytes, pos: int) -> bool:
         """At an SHB: take its byte order; False (warned about) when its magic is wrong."""
@@ -150,66 +233,38 @@ class PcapngReader:
     def packets(self) -> Generator[PacketRecord, None, None]:
         """Yield one record per packet block; the buffer is only valid until the next one.
 
-        The loop reads Enhanced Packet Blocks (nearly every block of a capture) itself;
-        any other block goes to `_other`, the rare cases (refills, damage) to helpers."""
-        stats, inp = self._stats, self._in
-        hdr, epb, trailer = self._hdr, self._epb, self._trailer
-        ifaces = self.interfaces
-        frame = pos = 0
-        buf = inp.buf
+        The loop reads whole Enhanced Packet Blocks of a sound length in the buffer
+        (nearly every block of a capture) itself; `block` does the rest. ngloop.py's
+        `run_pcapng` is this loop with the capture loop's fast path inside."""
+        head, trailer, ifaces = self.epb, self.trailer, self.interfaces
+        buf, nxt = self.window()
+        pos = frame = 0
         try:
             while True:
-                if len(buf) - pos < 12:
-                    inp.pos = pos
-                    if not inp.fill(12):
-                        if len(inp.buf) > inp.pos and not inp.stopped:
-                            stats.warn(inp.offset, "truncated pcapng block header")
+                pos = nxt
+                btype, blen, ifid, hi, lo, caplen, orig = head(buf, pos) \
+                    if len(buf) - pos >= 28 else NO_HEAD
+                if btype != EPB or blen < 32 or blen & 3 or blen > MAX_BLOCK or \
+                        caplen > blen - 32 or ifid >= len(ifaces) or len(buf) - pos < blen or \
+                        trailer(buf, pos + blen - 4)[0] != blen:
+                    buf, pos, btype, blen, frame, record = self.block(buf, pos, frame)
+                    if btype == STOP:
                         break
-                    buf, pos = inp.buf, 0
-                if buf[pos:pos + 4] == b"\x0a\x0d\x0d\x0a":
-                    if not self._section(buf, pos):
-                        break
-                    hdr, epb, trailer = self._hdr, self._epb, self._trailer
-                btype, blen = hdr(buf, pos)
-                if blen < 12 or blen & 3 or blen > MAX_BLOCK or len(buf) - pos < blen:
-                    if not self._load(btype, blen, pos):
-                        break
-                    buf, pos = inp.buf, inp.pos
-                if trailer(buf, pos + blen - 4)[0] != blen:
-                    stats.warn(inp.base + pos, f"pcapng block of type 0x{btype:x}: trailing "
-                                               f"length differs from {blen}")
-                    break
-                if btype == EPB:
-                    if blen < 32:
-                        stats.warn(inp.base + pos, "enhanced packet block too short")
-                        break
-                    ifid, hi, lo, caplen, orig = epb(buf, pos + 8)
-                    if caplen > blen - 32:
-                        stats.warn(inp.base + pos, f"packet length {caplen} exceeds its block")
-                        break
-                    frame += 1
-                    if ifid < len(ifaces):
-                        iface = ifaces[ifid]
-                        iface.packets += 1
-                        yield (frame, ((hi << 32) | lo) * iface.scale + iface.offset,
-                               iface.link_type, buf, pos + 28, pos + 28 + caplen, orig)
-                    else:
-                        stats.skip("bad_interface_id")
-                else:
-                    got = self._other(btype, buf, pos, blen, frame)
-                    if got is None:
-                        break
-                    frame, record = got
-                    ifaces = self.interfaces  # a section header starts a new list
-                    if record is not None:
-                        yield record
-                pos += blen
+                    head, trailer, ifaces = self.epb, self.trailer, self.interfaces
+                    if btype != EPB:
+                        nxt = pos + blen
+                        if record is not None:
+                            yield record
+                        continue
+                    btype, blen, ifid, hi, lo, caplen, orig = head(buf, pos)
+                nxt = pos + blen
+                frame += 1
+                iface = ifaces[ifid]
+                iface.packets += 1
+                yield (frame, ((hi << 32) | lo) * iface.scale + iface.offset,
+                       iface.link_type, buf, pos + 28, pos + 28 + caplen, orig)
         finally:
-            inp.pos = pos
-            stats.packets = frame
-            err = self._opened.error
-            if err:
-                stats.warn(inp.offset, err)
+            self.done(pos, frame)
 
     def _interface_statistics(self, buf: bytes, pos: int, blen: int) -> None:
         """An Interface Statistics Block: the packets the capturing system dropped on that
@@ -232,7 +287,7 @@ class PcapngReader:
             if blen < 16 or not ifaces:
                 stats.skip("bad_interface_id" if blen >= 16 else "truncated")
                 return frame, None
-            orig = self._hdr(buf, pos + 8)[0]
+            orig = self.hdr(buf, pos + 8)[0]
             caplen = min(orig, blen - 16, ifaces[0].snaplen or orig)
             ifaces[0].packets += 1
             return frame, (frame, 0.0, ifaces[0].link_type, buf, pos + 12, pos + 12 + caplen,
@@ -267,7 +322,7 @@ class PcapngReader:
         elif btype == ISB and blen >= 24:
             self._interface_statistics(buf, pos, blen)
         elif btype == DSB and blen >= 20:
-            stype, slen = self._hdr(buf, pos + 8)
+            stype, slen = self.hdr(buf, pos + 8)
             if slen <= blen - 20:
                 self.secrets.append(Secrets(stype, bytes(buf[pos + 16:pos + 16 + slen]),
                                             self._in.base + pos))

@@ -52,6 +52,7 @@ from tlsprobe.capture.events import (
     ConnKey,
     Datagram,
     Event,
+    EventIterator,
     Secrets,
     StreamClose,
     StreamData,
@@ -80,7 +81,7 @@ from tlsprobe.capture.pipe_reader import (
     reader_main as _reader_main,  # (tests replace it)
 )
 from tlsprobe.capture.source import Counted
-from tlsprobe.capture.stream import CaptureStream, EventIterator, keylog_text
+from tlsprobe.capture.stream import CaptureStream, keylog_text
 from tlsprobe.errors import EXIT_INTERNAL, TlsprobeError
 
 # NamedTuples are made with ``tuple.__new__(Kind, fields)``: without the Python-level
@@ -122,7 +123,7 @@ class PipedStream(EventIterator):
     """`CaptureStream`'s surface over a reader process (see the module docstring). Made
     from a `CaptureStream` not iterated yet; it takes that stream over. OSError when no
     process can be started (the stream is then still the caller's, untouched). It derives
-    from stream.py's EventIterator as CaptureStream does; both modules are in the compiled
+    from events.py's EventIterator as CaptureStream does; both modules are in the compiled
     build's list together (a Python class cannot derive from a compiled one)."""
 
     def __init__(self, inner: CaptureStream) -> None:

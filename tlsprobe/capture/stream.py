@@ -5,13 +5,15 @@ stdin), then reads it packet by packet: container -> link layer/IP/tunnels (deco
 TCP reassembly (tcp.py) or one `Datagram` per UDP payload.  Events for one packet are
 collected in a list and handed out before the next packet is read, so the caller may act
 between events, e.g. `swap_direction` when content shows the client is the other side.
+The loops (see "the loop" below): `_run` for any container; for speed, `_run_pcap` for a
+classic pcap of Ethernet frames and ngloop.py's `_run_pcapng` (the base class's) for pcapng.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Generator, Iterator
-from typing import ClassVar, Final, Self
+from collections.abc import Callable, Generator
+from typing import ClassVar, Final
 
 from tlsprobe.capture.decode import decode, ether
 from tlsprobe.capture.events import (
@@ -29,23 +31,18 @@ from tlsprobe.capture.events import (
 from tlsprobe.capture.fragments import FragmentTable
 from tlsprobe.capture.live import LiveCapture
 from tlsprobe.capture.netmon import NetmonReader
+from tlsprobe.capture.ngloop import PacketLoop
 from tlsprobe.capture.pcap import PacketRecord, PcapReader
-from tlsprobe.capture.pcapng import SECRETS_RECORD
+from tlsprobe.capture.pcapng import SECRETS_RECORD, PcapngReader
 from tlsprobe.capture.readers import open_reader
 from tlsprobe.capture.source import CaptureSource
-from tlsprobe.capture.tcp import TcpTracker, _new_data, ip_text
+from tlsprobe.capture.tcp import ETH_IPV4_TCP, TcpTracker, _new_data, ip_text
 
 DEFAULT_MAX_PENDING_BYTES: Final = 1 << 20
 DEFAULT_MAX_TOTAL_PENDING_BYTES: Final = 64 << 20
 DEFAULT_MAX_CONNECTIONS: Final = 65536
 DEFAULT_MAX_CLOSED: Final = 4096
 _UDP: Final = struct.Struct("!HHH").unpack_from
-# Ethernet + IPv4 + TCP at once: EtherType, version/IHL, total length, flags/fragment offset,
-# protocol, sequence number, data offset, TCP flags. Its result typed as ints: compiled, the
-# loops then test and add native integers, where unpacked objects were compared by a
-# generic call each, with every constant boxed (eleven a packet).
-_ETH_IPV4_TCP: Final[Callable[[bytes, int], tuple[int, int, int, int, int, int, int, int]]] = \
-    struct.Struct("!12xHBxH2xHxB2x8x4xI4xBB").unpack_from
 
 
 def keylog_text(secrets: list[Secrets]) -> bytes:
@@ -55,29 +52,7 @@ def keylog_text(secrets: list[Secrets]) -> bytes:
     return b"".join(parts)
 
 
-class EventIterator:
-    """The iterator surface of `CaptureStream` and pipe.py's `PipedStream`: the events of
-    the generator `_gen`; as a context manager, `close` at the end."""
-
-    _gen: Generator[Event, None, None]
-
-    def __iter__(self) -> Iterator[Event]:
-        return self._gen
-
-    def __next__(self) -> Event:
-        return next(self._gen)
-
-    def close(self) -> None:
-        raise NotImplementedError
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class CaptureStream(EventIterator):
+class CaptureStream(PacketLoop):
     """Iterator of `Event`s over one capture, with `stats` and `secrets` alongside.
 
     Use as ``for event in iter_stream_events(path): ...``; a context manager closes the
@@ -86,6 +61,9 @@ class CaptureStream(EventIterator):
     #: a classic pcap of Ethernet frames is read by `_run_pcap` (see "the loop" below);
     #: False: by `_run` like any other capture (the tests compare the two)
     fused_pcap: ClassVar[bool] = True
+    #: a pcapng is read by ngloop.py's `run_pcapng`, the same fusion for its blocks;
+    #: False: by `_run` (the tests compare the two)
+    fused_pcapng: ClassVar[bool] = True
 
     def __init__(self, source: CaptureSource | LiveCapture, *, max_pending_bytes: int,
                  max_total_pending_bytes: int, max_connections: int, max_closed: int,
@@ -103,9 +81,13 @@ class CaptureStream(EventIterator):
                                max_total_pending_bytes=max_total_pending_bytes,
                                max_connections=max_connections, max_closed=max_closed)
         self._frags = FragmentTable(self.stats)
-        reader = self._reader  # a classic Ethernet pcap: its own loop, no `yield from`
-        self._gen = self._run_pcap(reader) if self.fused_pcap and \
-            isinstance(reader, PcapReader) and reader.link_type == 1 else self._run()
+        reader = self._reader  # pcap of Ethernet frames, pcapng: their own loops
+        if self.fused_pcap and isinstance(reader, PcapReader) and reader.link_type == 1:
+            self._gen = self._run_pcap(reader)
+        elif self.fused_pcapng and isinstance(reader, PcapngReader):
+            self._gen = self._run_pcapng(reader)
+        else:
+            self._gen = self._run()
 
     # -- public surface -------------------------------------------------------------------
     @property
@@ -158,18 +140,20 @@ class CaptureStream(EventIterator):
     # (or only counts it for an ignored connection) right there, ends pure acks there, and
     # hands other TCP segments to the tracker; everything else goes through `_other`.
     #
-    # `_run_pcap` is the one exception, kept for speed: for a classic pcap of Ethernet
-    # frames it writes `PcapReader.packets`' record loop and `_run`'s fast path out in one
-    # (no generator between the file and the loop, no timestamp computed for a packet that
-    # yields no event). Going through `_run` instead costs about 12 % more CPU time in the
-    # capture layer (5 % of `tlsprobe pcap`'s) on benchmarks/pcap.py's capture. It must
-    # give exactly `_run`'s events and stats: tests/capture/test_fast_paths.py compares the
-    # two (`fused_pcap` off) on the recorded captures and the third-party corpus.
+    # Two exceptions, kept for speed, for the two common containers: `_run_pcap` for a
+    # classic pcap of Ethernet frames writes `PcapReader.packets`' record loop and `_run`'s
+    # fast path out in one (no generator between the file and the loop, no timestamp
+    # computed for a packet that yields no event; through `_run` instead, about 12 % more
+    # CPU time in the capture layer, 5 % of `tlsprobe pcap`'s, on benchmarks/pcap.py's
+    # capture), and ngloop.py's `_run_pcapng` (the base class's) does the same for
+    # pcapng's blocks. Both must give exactly `_run`'s events and stats:
+    # tests/capture/test_fast_paths.py compares them with it (`fused_pcap`,
+    # `fused_pcapng` off) on the recorded captures, the third-party corpus and built files.
     def _run(self) -> Generator[Event, None, None]:
         out = self._out
         tcp = self._tcp
         flows = tcp.flows
-        new_data, fast = _new_data, _ETH_IPV4_TCP
+        new_data, fast = _new_data, ETH_IPV4_TCP
         packets: Generator[PacketRecord, None, None] = self._reader.packets()
         ts, frame = 0.0, 0
         in_order = 0  # segments delivered (or counted) on the fast path
@@ -223,7 +207,7 @@ class CaptureStream(EventIterator):
         out = self._out
         tcp = self._tcp
         flows = tcp.flows
-        new_data, fast = _new_data, _ETH_IPV4_TCP
+        new_data, fast = _new_data, ETH_IPV4_TCP
         rec_len, unpack, scale, limit = reader.rec_len, reader.unpack, reader.scale, reader.limit
         buf, pos, end = reader.window()
         sec = frac = psec = pfrac = frame = in_order = 0

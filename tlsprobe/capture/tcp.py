@@ -50,6 +50,13 @@ _TCP: Final[Callable[[bytes, int], tuple[int, int, int]]] = \
     struct.Struct("!4xI4xBB").unpack_from  # seq, data offset byte, flags
 _PORTS: Final[Callable[[bytes, int], tuple[int, int]]] = struct.Struct("!HH").unpack_from
 _ACK_NO: Final[Callable[[bytes, int], tuple[int]]] = struct.Struct("!I").unpack_from
+# Ethernet + IPv4 + TCP at once, for the capture loops' fast path (stream.py, ngloop.py):
+# EtherType, version/IHL, total length, flags/fragment offset, protocol, sequence number,
+# data offset, TCP flags. Its result typed as ints: compiled, the loops then test and add
+# native integers, where unpacked objects were compared by a generic call each, with every
+# constant boxed (eleven a packet).
+ETH_IPV4_TCP: Final[Callable[[bytes, int], tuple[int, int, int, int, int, int, int, int]]] = \
+    struct.Struct("!12xHBxH2xHxB2x8x4xI4xBB").unpack_from
 # NamedTuple(...) without the Python-level __new__: these are made per packet or connection
 _new_data = partial(tuple.__new__, StreamData)
 _new_key = partial(tuple.__new__, ConnKey)
