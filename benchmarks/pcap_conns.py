@@ -50,7 +50,6 @@ if sys.argv[1:2] != ["--in-process"]:   # --compiled's child: PYTHONPATH's packa
     sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pcap import child_env, compile_project
 from pcap_flows import _frame, _header, _write, run_measured
 
 SEEDS = ("tls13_x25519.pcap", "tls12_x25519.pcap", "tls13_mlkem768.pcap", "tls12_rsa.pcap",
@@ -225,6 +224,9 @@ def measured(cmds: dict[str, list[str]], tmp: Path, rounds: int) -> dict[str, li
     (pip compiles on install), whatever PYTHONDONTWRITEBYTECODE says here: without, every
     module the analysis imports lazily (after what the empty capture's run imports) was
     compiled from source in each measured run and charged to the connections or packets."""
+    # imported here, not at the top: pcap.py imports tlsprobe from this checkout, which the
+    # --compiled child (--in-process) must not have before the compiled build
+    from pcap import child_env, compile_project
     env = child_env(tmp / "pycache", TREE[0])
     compile_project(env)
     out: dict[str, list[tuple[float, float, int, int]]] = {k: [] for k in cmds}
