@@ -33,6 +33,17 @@ MAX_PACKET: Final = 1 << 26
 PacketRecord = tuple[int, float, int, bytes, int, int, int]
 
 
+def final_accounting(inp: ChunkedInput, opened: OpenedSource, stats: CaptureStats, pos: int,
+                     frames: int) -> None:
+    """A reader stopped at `pos` after `frames` packets: the input left there, the packet
+    count, and the source's own read error (a gzip stream cut short, say) as a warning."""
+    inp.pos = pos
+    stats.packets = frames
+    err = opened.error
+    if err:
+        stats.warn(inp.offset, err)
+
+
 def is_pcap_magic(head: bytes) -> bool:
     return len(head) >= 4 and int.from_bytes(head[:4], "little") in _MAGICS
 
@@ -107,12 +118,7 @@ class PcapReader:
 
     def done(self, pos: int, frames: int) -> None:
         """Reading stopped at `pos` after `frames` records: the final accounting."""
-        inp = self._in
-        inp.pos = pos
-        self._stats.packets = frames
-        err = self._opened.error
-        if err:
-            self._stats.warn(inp.offset, err)
+        final_accounting(self._in, self._opened, self._stats, pos, frames)
 
     def packets(self) -> Generator[PacketRecord, None, None]:
         """Yield one record per packet; the buffer is only valid until the next one."""

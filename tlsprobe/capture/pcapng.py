@@ -15,7 +15,7 @@ from collections.abc import Callable, Generator, Iterator
 from typing import Final
 
 from tlsprobe.capture.events import CaptureError, CaptureStats, Secrets
-from tlsprobe.capture.pcap import PacketRecord
+from tlsprobe.capture.pcap import PacketRecord, final_accounting
 from tlsprobe.capture.source import ChunkedInput, OpenedSource
 
 SHB: Final = 0x0A0D0D0A
@@ -192,12 +192,7 @@ class PcapngReader:
         if self._done:
             return
         self._done = True
-        inp = self._in
-        inp.pos = pos
-        self._stats.packets = frames
-        err = self._opened.error
-        if err:
-            self._stats.warn(inp.offset, err)
+        final_accounting(self._in, self._opened, self._stats, pos, frames)
 
     def _section(self, buf: bytes, pos: int) -> bool:
         """At an SHB: take its byte order; False (warned about) when its magic is wrong."""
