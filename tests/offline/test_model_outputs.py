@@ -100,6 +100,25 @@ def test_brief_reports_hold_their_reports_values(name: str) -> None:
     assert a.to_dict() == c.to_dict()
 
 
+def test_brief_reports_parse_no_certificate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The table and --stats show no certificate, so their brief reports parse none (an
+    X.509 parse and summary cost some 0.3 ms, most of a row for a server not met before);
+    the full reports of the same capture do, and the brief ones still equal theirs (above)."""
+    from tlsprobe.model import describe
+    parsed: list[bytes] = []
+    real = describe.certificate_info
+
+    def counting(der: bytes) -> object:
+        parsed.append(der)
+        return real(der)
+    monkeypatch.setattr(describe, "certificate_info", counting)
+    whole = reports("tls12_unknown_ca.pcap")
+    assert parsed and any(r.certificates for r in whole)
+    parsed.clear()
+    brief = reports("tls12_unknown_ca.pcap", brief=True)
+    assert any(isinstance(b, BriefReport) for b in brief) and parsed == []
+
+
 @pytest.mark.parametrize("name", ALL)
 def test_json_text_is_the_reports_json(name: str) -> None:
     """`json_text` (pcap --json/--jsonl without filters, statistics or trace) writes each

@@ -171,10 +171,12 @@ def _fingerprints(f: Facts, transport: str, caches: AnalysisCaches) -> Fingerpri
                  j3s[1], j4[0], j4[1])
 
 
-def _derive(f: Facts, transport: str, caches: AnalysisCaches) -> Derived:
+def _derive(f: Facts, transport: str, caches: AnalysisCaches, brief: bool) -> Derived:
     """Everything in a report that depends only on the handshake's messages, not on the
     connection's addresses, randoms or times: its HandshakeFacts described as the probe
-    describes them (model.describe)."""
+    describes them (model.describe). `brief`: for a `BriefReport`, which shows no
+    certificate, so none is parsed (cryptography's X.509 parse and the summary cost some
+    0.3 ms a certificate: most of a table row of a connection to a server not met before)."""
     facts = handshake_facts(f)
     hello = facts.client_hello
     version, suite, scheme = facts.version, facts.cipher_suite, facts.signature_scheme
@@ -192,8 +194,8 @@ def _derive(f: Facts, transport: str, caches: AnalysisCaches) -> Derived:
         _one(caches, "group", facts.hrr_group) if facts.hrr_group is not None else None,
         _one(caches, "sigscheme", scheme) if scheme is not None else None,
         facts.alpn, facts.resumption,
-        tuple(_memo(caches, ("cert", der), describe.certificate_info, der)
-              for der in facts.certificates),
+        () if brief else tuple(_memo(caches, ("cert", der), describe.certificate_info, der)
+                               for der in facts.certificates),
         tuple(describe.alert_info(a, live=False) for a in facts.alerts),
         _message_names(facts, f.more_messages, caches), _fingerprints(f, transport, caches),
         [None])
@@ -216,15 +218,16 @@ def _shape(f: Facts, transport: str) -> tuple[object, ...]:
             f.ticket_lifetime, f.alpn_ee, f.signature_scheme, f.sslv2_server, f.framing)
 
 
-def _derived(f: Facts, transport: str) -> Derived:
-    """`_derive` of this handshake, remembered by its shape in the analysis caches."""
-    shapes = f.caches.reports
+def _derived(f: Facts, transport: str, brief: bool = False) -> Derived:
+    """`_derive` of this handshake, remembered by its shape in the analysis caches (the
+    brief derivations, without certificates, in a table of their own)."""
+    shapes = f.caches.briefs if brief else f.caches.reports
     key = _shape(f, transport)
     derived = shapes.get(key)
     if derived is None:
         if len(shapes) >= MAX_ENTRIES:
             shapes.clear()
-        derived = shapes[key] = _derive(f, transport, f.caches)
+        derived = shapes[key] = _derive(f, transport, f.caches, brief)
     return cast(Derived, derived)
 
 
@@ -234,7 +237,7 @@ def brief_of(cid: int, transport: str, protocol: str, client: str, server: str,
     `BriefReport`): the values `build_report` would give them (`client`, `server`:
     "address:port")."""
     (sni, offer, _ce, _se, version, cipher, kx, hrr, _scheme, alpn, resumption, _certs,
-     alerts, _messages, prints, _json) = _derived(f, transport)
+     alerts, _messages, prints, _json) = _derived(f, transport, brief=True)
     return tuple.__new__(BriefReport, (
         cid, transport, protocol, client, server, first_frame, sni, offer, version, cipher,
         kx, hrr, alpn, resumption, alerts, prints, f.encrypted[0] and f.encrypted[1],

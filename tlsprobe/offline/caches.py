@@ -32,7 +32,7 @@ class AnalysisCaches:
     """Per-analysis memo tables; `held`: bytes of partial handshake messages held by the
     fast readers of this analysis's open connections."""
 
-    __slots__ = ("_encoder", "certs", "choices", "contexts", "held", "hellos", "memo",
+    __slots__ = ("_encoder", "briefs", "certs", "choices", "contexts", "held", "hellos", "memo",
                  "reports")
 
     def __init__(self) -> None:
@@ -41,7 +41,10 @@ class AnalysisCaches:
         self.contexts: dict[tuple[int | None, int | None, str | None, int | None, bool],
                             ParseContext] = {}
         #: report parts by handshake shape (offline.build)
-        self.reports: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        self.reports: dict[tuple[object, ...], tuple[object, ...]] = {}
+        #: the same for the table's and the statistics' brief reports, which show no
+        #: certificate: derived without parsing one (offline.build `brief_of`)
+        self.briefs: dict[tuple[object, ...], tuple[object, ...]] = {}
         #: describing memo of offline.build: (kind, arguments) -> value
         self.memo: dict[tuple[Any, ...], Any] = {}
         #: DER lists of the Certificate messages met, by (message, TLS 1.3 form)
