@@ -40,7 +40,7 @@ Block = tuple[bytes, int, int, int, int, PacketRecord | None]
 STOP: Final = -1
 UNKNOWN_INTERFACE: Final = -2  # `block`'s type for an EPB of no interface: counted, skipped
 EpbHead = tuple[int, int, int, int, int, int, int]
-#: the loops' `EpbHead` where fewer than 28 bytes are left in the buffer: no EPB
+#: the fused loop's `EpbHead` where fewer than 28 bytes are left in the buffer: no EPB
 NO_HEAD: Final[EpbHead] = (0, 0, 0, 0, 0, 0, 0)
 
 
@@ -144,22 +144,22 @@ class PcapngReader:
         `_other`. Returns (buffer, position, type, length, frame count, record): for an
         EPB (now whole and sound) the record is None and the caller reads it; for another
         block, the record it makes, if any; type STOP: reading stops at that position."""
-        # (an EPB of an unknown interface is read here: type UNKNOWN_INTERFACE, no record)
-        stop = buf, pos, STOP, 0, frame, None
+        # (an EPB of an unknown interface is read here: type UNKNOWN_INTERFACE, no record;
+        # a stop is at the block's position in the buffer as it is then, refilled or not)
         if len(buf) - pos < 12:
             inp = self._in
             inp.pos = pos
             if not inp.fill(12):
                 if len(inp.buf) > inp.pos and not inp.stopped:
                     self._stats.warn(inp.offset, "truncated pcapng block header")
-                return stop
+                return buf, pos, STOP, 0, frame, None
             buf, pos = inp.buf, 0
         if buf[pos:pos + 4] == b"\x0a\x0d\x0d\x0a" and not self._section(buf, pos):
             return buf, pos, STOP, 0, frame, None
         btype, blen = self.hdr(buf, pos)
         if blen < 12 or blen & 3 or blen > MAX_BLOCK or len(buf) - pos < blen:
             if not self._load(btype, blen, pos):
-                return stop
+                return buf, pos, STOP, 0, frame, None
             buf, pos = self._in.buf, self._in.pos
         bad = ""
         if self.trailer(buf, pos + blen - 4)[0] != blen:
@@ -167,13 +167,15 @@ class PcapngReader:
         elif btype == EPB:
             if blen < 32:
                 bad = "enhanced packet block too short"
-            elif (caplen := self.epb(buf, pos)[5]) > blen - 32:
-                bad = f"packet length {caplen} exceeds its block"
-            elif self.epb(buf, pos)[2] >= len(self.interfaces):
-                self._stats.skip("bad_interface_id")
-                return buf, pos, UNKNOWN_INTERFACE, blen, frame + 1, None
             else:
-                return buf, pos, btype, blen, frame, None
+                _, _, ifid, _, _, caplen, _ = self.epb(buf, pos)
+                if caplen > blen - 32:
+                    bad = f"packet length {caplen} exceeds its block"
+                elif ifid >= len(self.interfaces):
+                    self._stats.skip("bad_interface_id")
+                    return buf, pos, UNKNOWN_INTERFACE, blen, frame + 1, None
+                else:
+                    return buf, pos, btype, blen, frame, None
         else:
             got = self._other(btype, buf, pos, blen, frame)
             if got is not None:
@@ -228,36 +230,27 @@ class PcapngReader:
     def packets(self) -> Generator[PacketRecord, None, None]:
         """Yield one record per packet block; the buffer is only valid until the next one.
 
-        The loop reads whole Enhanced Packet Blocks of a sound length in the buffer
-        (nearly every block of a capture) itself; `block` does the rest. ngloop.py's
-        `run_pcapng` is this loop with the capture loop's fast path inside."""
-        head, trailer, ifaces = self.epb, self.trailer, self.interfaces
-        buf, nxt = self.window()
-        pos = frame = 0
+        Every block goes through `block`, the one reading of a block's soundness (this
+        loop serves `read_packets` and the capture loop's general path); ngloop.py's
+        `_run_pcapng` reads sound Enhanced Packet Blocks in place itself, with the capture
+        loop's fast path inside, and tests/capture/test_fast_paths.py compares the two."""
+        buf, pos = self.window()
+        frame = 0
         try:
             while True:
-                pos = nxt
-                btype, blen, ifid, hi, lo, caplen, orig = head(buf, pos) \
-                    if len(buf) - pos >= 28 else NO_HEAD
-                if btype != EPB or blen < 32 or blen & 3 or blen > MAX_BLOCK or \
-                        caplen > blen - 32 or ifid >= len(ifaces) or len(buf) - pos < blen or \
-                        trailer(buf, pos + blen - 4)[0] != blen:
-                    buf, pos, btype, blen, frame, record = self.block(buf, pos, frame)
-                    if btype == STOP:
-                        break
-                    head, trailer, ifaces = self.epb, self.trailer, self.interfaces
-                    if btype != EPB:
-                        nxt = pos + blen
-                        if record is not None:
-                            yield record
-                        continue
-                    btype, blen, ifid, hi, lo, caplen, orig = head(buf, pos)
-                nxt = pos + blen
-                frame += 1
-                iface = ifaces[ifid]
-                iface.packets += 1
-                yield (frame, ((hi << 32) | lo) * iface.scale + iface.offset,
-                       iface.link_type, buf, pos + 28, pos + 28 + caplen, orig)
+                buf, pos, btype, blen, frame, record = self.block(buf, pos, frame)
+                if btype == STOP:
+                    break
+                if btype == EPB:
+                    _, _, ifid, hi, lo, caplen, orig = self.epb(buf, pos)
+                    frame += 1
+                    iface = self.interfaces[ifid]
+                    iface.packets += 1
+                    record = (frame, ((hi << 32) | lo) * iface.scale + iface.offset,
+                              iface.link_type, buf, pos + 28, pos + 28 + caplen, orig)
+                if record is not None:
+                    yield record
+                pos += blen
         finally:
             self.done(pos, frame)
 

@@ -61,7 +61,7 @@ class CaptureStream(PacketLoop):
     #: a classic pcap of Ethernet frames is read by `_run_pcap` (see "the loop" below);
     #: False: by `_run` like any other capture (the tests compare the two)
     fused_pcap: ClassVar[bool] = True
-    #: a pcapng is read by ngloop.py's `run_pcapng`, the same fusion for its blocks;
+    #: a pcapng is read by ngloop.py's `_run_pcapng`, the same fusion for its blocks;
     #: False: by `_run` (the tests compare the two)
     fused_pcapng: ClassVar[bool] = True
 
