@@ -7,6 +7,7 @@ and unknown values survive.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
@@ -46,6 +47,16 @@ def _keep(table: dict[int, _T], code: int, value: _T) -> _T:
     return value
 
 
+def _codepoint(table: dict[int, Codepoint], code: int,
+               name_of: Callable[[int], str]) -> Codepoint:
+    """The Codepoint of `code` named by `name_of`, from `table` (made and kept there the
+    first time)."""
+    made = table.get(code)
+    if made is None:
+        made = _keep(table, code, Codepoint(code, _hex(code), name_of(code)))
+    return made
+
+
 @dataclass(frozen=True)
 class Codepoint:
     """A registry value: id, hex and name (hex when unknown)."""
@@ -56,26 +67,15 @@ class Codepoint:
 
     @classmethod
     def version(cls, code: int) -> Codepoint:
-        made = _versions.get(code)
-        if made is None:
-            made = _keep(_versions, code, Codepoint(code, _hex(code),
-                                                     registry.version_name(code)))
-        return made
+        return _codepoint(_versions, code, registry.version_name)
 
     @classmethod
     def group(cls, code: int) -> Codepoint:
-        made = _groups.get(code)
-        if made is None:
-            made = _keep(_groups, code, Codepoint(code, _hex(code), registry.group_name(code)))
-        return made
+        return _codepoint(_groups, code, registry.group_name)
 
     @classmethod
     def sigscheme(cls, code: int) -> Codepoint:
-        made = _sigschemes.get(code)
-        if made is None:
-            made = _keep(_sigschemes, code, Codepoint(code, _hex(code),
-                                                       registry.sigscheme_name(code)))
-        return made
+        return _codepoint(_sigschemes, code, registry.sigscheme_name)
 
     def label(self) -> str:
         return f"{self.name} ({self.hex})"

@@ -18,6 +18,7 @@ from types import GeneratorType, TracebackType
 from typing import TYPE_CHECKING, Any, BinaryIO, Final, Self, cast
 
 from tlsprobe.capture import (
+    SECRETS_TLS_KEYLOG,
     CaptureStream,
     ConnKey,
     Datagram,
@@ -45,7 +46,6 @@ if TYPE_CHECKING:
     from tlsprobe.engine.keylog import KeyLog
     from tlsprobe.offline.flowreader import FlowReader, FormatterFactory
 
-SECRETS_TLS_KEYLOG: Final = 0x544C534B
 MAX_GAP_NOTES: Final = 256  # connections whose lost handshake messages are remembered for notes
 
 
