@@ -12,6 +12,7 @@ corpus (damaged ones included)."""
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -83,7 +84,8 @@ def test_fast_path_with_holes_reordering_retransmissions_and_fins() -> None:
     assert lost and fused[1]["tcp"]["retransmissions"] == 1 and fused[1]["tcp"]["gaps"] == 1
 
 
-def _classic_ethernet_pcaps(root: Path) -> list[Path]:
+def _captures_read_by(root: Path, accept: Callable[[object], bool]) -> list[Path]:
+    """The capture files under `root` whose reader `accept` takes."""
     found = []
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         try:
@@ -91,9 +93,14 @@ def _classic_ethernet_pcaps(root: Path) -> list[Path]:
         except CaptureError:
             continue
         opened.close()
-        if isinstance(reader, PcapReader) and reader.link_type == 1:
+        if accept(reader):
             found.append(path)
     return found
+
+
+def _classic_ethernet_pcaps(root: Path) -> list[Path]:
+    return _captures_read_by(
+        root, lambda reader: isinstance(reader, PcapReader) and reader.link_type == 1)
 
 
 def test_fused_pcap_loop_gives_the_general_loops_events_on_the_corpus(
@@ -262,14 +269,8 @@ def _pcapng_copy(path: Path) -> bytes:
 def test_fused_pcapng_loop_gives_the_general_loops_events_on_the_corpus(
         captures_dir: Path) -> None:
     files: list[tuple[str, bytes]] = [(p.name, _pcapng_copy(p)) for p in RECORDED]
-    for path in sorted(p for p in captures_dir.rglob("*") if p.is_file()):
-        try:
-            reader, opened = open_reader(str(path), CaptureStats())
-        except CaptureError:
-            continue
-        opened.close()
-        if isinstance(reader, PcapngReader):
-            files.append((str(path), path.read_bytes()))
+    files += [(str(path), path.read_bytes()) for path in _captures_read_by(
+        captures_dir, lambda reader: isinstance(reader, PcapngReader))]
     assert len(files) > 40 + len(RECORDED), len(files)
     events = 0
     for name, data in files:
