@@ -199,9 +199,13 @@ def test_fifo_and_process_substitution_are_read_as_streams(run_cli, tmp_path: Pa
     assert connections(bash.stdout)[0]["file"].startswith("/dev/fd/")
 
 
-def test_directory_is_a_usage_error(run_cli, tmp_path: Path) -> None:
+def test_directory_without_captures_is_a_usage_error(run_cli, tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("not a capture\n")
     code, out, err = run_cli("pcap", tmp_path)
-    assert code == 2 and out == "" and "is a directory" in one_line(err)
+    assert code == 2 and out == ""
+    assert one_line(err) == (f"tlsprobe: {tmp_path}: a directory with no capture under it "
+                             "(pcap, pcapng or gzip, told by their first bytes): name a "
+                             "capture file")
 
 
 # -- 5. outputs together --------------------------------------------------------------------

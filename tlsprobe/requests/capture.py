@@ -34,8 +34,9 @@ def missing(path: str) -> str | None:
         return None
     if not os.path.exists(path):
         return "no such file"
-    if os.path.isdir(path):
-        return "is a directory"
+    if os.path.isdir(path):  # left by expand_directories: no capture under it
+        return "a directory with no capture under it (pcap, pcapng or gzip, told by " \
+            "their first bytes): name a capture file"
     return None
 
 
@@ -60,7 +61,7 @@ def open_capture(path: str, name: str, options: AnalyzerOptions,
 def expand_directories(paths: Iterable[str]) -> list[str]:
     """Each directory replaced by the captures under it (recursively, by path order; a
     capture is told by its first bytes, other files are left out). A directory without one
-    stays as it is: the command then says it is a directory."""
+    stays as it is: the command then says that no capture is under it."""
     out: list[str] = []
     for path in paths:
         if path == "-" or not os.path.isdir(path):
