@@ -370,8 +370,10 @@ def _state(r: ConnectionReport) -> str:
 
 
 def render_details(r: ConnectionReport, out: IO[str]) -> None:
-    from tlsprobe.report.tables import render_rows
-    render_rows(connection_rows(r), out)
+    # a name of its own: compiled, a function's import binds the module's global
+    # (tests/project/test_compiled_shapes.py), and this module has its own render_rows
+    from tlsprobe.report.tables import render_rows as render_label_rows
+    render_label_rows(connection_rows(r), out)
 
 
 def render_stats(tables: list[tuple[str, list[tuple[str, int]]]], total: int,

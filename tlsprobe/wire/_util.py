@@ -3,8 +3,11 @@
 Value strings follow one style so the trace reads uniformly: code points as
 ``"x25519 (0x001d)"``, one-byte enums as ``"named_curve (3)"``, length prefixes as
 ``"32 (0x20)"`` and opaque data as ``"32 bytes"``. Names come from `tlsprobe.registry`,
-imported lazily so that parsing without annotations never touches it; every name function
-there is total (unknown and GREASE values get a hex or "GREASE" name), so labels never fail.
+imported lazily so that parsing without annotations never touches it (each under a name of
+its own: compiled, a function's import binds the module's global, and one name `label`
+shared by five functions could be rebound by another thread between an import and its
+call); every name function there is total (unknown and GREASE
+values get a hex or "GREASE" name), so labels never fail.
 """
 
 from __future__ import annotations
@@ -15,28 +18,28 @@ from .buffer import Buffer
 
 
 def group_label(value: int) -> str:
-    from tlsprobe.registry import group_label as label
-    return label(value)
+    from tlsprobe.registry import group_label as registry_group_label
+    return registry_group_label(value)
 
 
 def suite_label(value: int) -> str:
-    from tlsprobe.registry import suite_label as label
-    return label(value)
+    from tlsprobe.registry import suite_label as registry_suite_label
+    return registry_suite_label(value)
 
 
 def sigscheme_label(value: int) -> str:
-    from tlsprobe.registry import sigscheme_label as label
-    return label(value)
+    from tlsprobe.registry import sigscheme_label as registry_sigscheme_label
+    return registry_sigscheme_label(value)
 
 
 def extension_label(value: int) -> str:
-    from tlsprobe.registry import extension_label as label
-    return label(value)
+    from tlsprobe.registry import extension_label as registry_extension_label
+    return registry_extension_label(value)
 
 
 def version_label(value: int) -> str:
-    from tlsprobe.registry import version_label as label
-    return label(value)
+    from tlsprobe.registry import version_label as registry_version_label
+    return registry_version_label(value)
 
 
 def handshake_label(value: int) -> str:
