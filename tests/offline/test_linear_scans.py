@@ -155,3 +155,29 @@ def test_the_fast_searches_find_what_the_set_patterns_find() -> None:
             assert find_hello(buf, direction, start)[0] == (m.start() if m else None), buf
         for need in (2, 3):
             assert find_chain(buf, start, need) == chain_reference(buf, start, need), buf
+
+
+def test_find_start_is_find_hello_and_find_chain_in_one_walk() -> None:
+    """`find_start` (the start of a stream: one walk for both searches) gives what
+    `find_hello` and `find_chain` give from their own resume offsets, in bytes dense with
+    near-misses; the chain's values only where no hello was found (a hello is taken)."""
+    from tlsprobe.offline.framing import find_chain, find_start
+
+    rng = random.Random(37)
+    pieces = (b"\x00", b"\x01", b"\x02", b"\x03", b"\x05", b"\x14", b"\x15", b"\x16",
+              b"\x18", b"\x48", b"\x16\x03\x01\x00\x02", b"\x17\x03\x03\x00\x01",
+              b"\x15\x03\x03\x00\x02", b"\x16\x03\x03\x00\x30\x01\x00")
+    hellos = 0
+    for _ in range(4000):
+        buf = b"".join(rng.choice(pieces) for _ in range(rng.randrange(1, 30)))
+        hello_from, chain_from = rng.randrange(len(buf)), rng.randrange(len(buf))
+        for direction in (CLIENT, SERVER):
+            for need in (2, 3):
+                at, resume, chain, chain_resume = find_start(
+                    bytearray(buf), direction, hello_from, chain_from, need)
+                assert (at, resume) == find_hello(buf, direction, hello_from), buf
+                if at is None:
+                    assert (chain, chain_resume) == find_chain(buf, chain_from, need), buf
+                else:
+                    hellos += 1
+    assert hellos > 1000  # both outcomes were met

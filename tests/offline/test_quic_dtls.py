@@ -87,3 +87,26 @@ def test_dtls_client_hello_loses_its_cookie_in_tls_form(captures_dir) -> None:
     assert r.protocol == "dtls" and r.cipher is not None and r.cipher.hex == "0x0035"
     assert r.fingerprints.ja4 is not None and r.fingerprints.ja4.startswith("d00i27")
     assert r.client_hellos == 2  # before and after the HelloVerifyRequest (cookie)
+
+
+def test_brief_datagram_reports_parse_no_certificate(captures_dir, monkeypatch) -> None:
+    """With AnalyzerOptions.brief (the table, --stats) a DTLS handshake's report is a
+    `BriefReport` with the values the whole report has in those fields, and the server's
+    certificates are not parsed (issue 35: an X.509 parse each, and the import of
+    cryptography's X.509 module, for a report that shows none)."""
+    from tlsprobe.model import describe
+    from tlsprobe.model.capture import BriefReport
+    from tlsprobe.offline.analyzer import AnalyzerOptions, analyze
+
+    path = str(captures_dir / "wireshark" / "test-captures" / "snakeoil-dtls.pcap")
+    (whole,) = [done.report for done in analyze(path, AnalyzerOptions())]
+    assert whole.certificates  # the server's chain is in the capture
+
+    def no_parse(der: bytes) -> object:
+        raise AssertionError("a certificate parsed for a brief report")
+
+    monkeypatch.setattr(describe, "certificate_info", no_parse)
+    (brief,) = [done.report for done in analyze(path, AnalyzerOptions(brief=True))]
+    assert isinstance(brief, BriefReport)
+    assert brief == BriefReport(*(getattr(whole, name) for name in BriefReport._fields))
+    assert brief.transport == "udp" and brief.protocol == "dtls"

@@ -71,7 +71,7 @@ class AnalyzerOptions:
     per connection before the rest is only counted; `trace_formatter`: makes the object
     that turns a connection's events into trace lines (report.trace.TraceFormatter, passed
     in by the caller: the renderer is not this layer's), needed with `trace`;
-    `brief`: TCP connections come as `model.capture.BriefReport` (what the table and the
+    `brief`: connections come as `model.capture.BriefReport` (what the table and the
     statistics show) instead of whole reports; `json_text`: as `model.capture.ReportText`
     (their report's JSON text and id: what --json/--jsonl write); `pipe_min_bytes`: a
     capture file of at least this size is read by a second process (capture.pipe: the
@@ -226,7 +226,7 @@ class CaptureAnalysis:
         #: connections reported when their handshake was decided, until their close
         self._decided: set[int] = set()
         self._released = False
-        self._udp = UdpHandshakes(self.name, self.caches)
+        self._udp = UdpHandshakes(self.name, self.caches, self.options.brief)
 
     # -- readers --------------------------------------------------------------------------
     def _new(self, key: ConnKey, ts: float, frame: int, data: bytes = b"") -> Connection:

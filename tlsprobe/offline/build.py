@@ -232,12 +232,13 @@ def _derived(f: Facts, transport: str, brief: bool = False) -> Derived:
 
 
 def brief_of(cid: int, transport: str, protocol: str, client: str, server: str,
-             first_frame: int, f: Facts) -> BriefReport:
+             first_frame: int, f: Facts, derive_as: str = "tcp") -> BriefReport:
     """What the table and the statistics show of a finished connection (see
     `BriefReport`): the values `build_report` would give them (`client`, `server`:
-    "address:port")."""
+    "address:port"; `derive_as`: the transport the handshake is described for, its
+    fingerprints' "quic", "dtls" or "tcp", as `build_report`'s `transport`)."""
     (sni, offer, _ce, _se, version, cipher, kx, hrr, _scheme, alpn, resumption, _certs,
-     alerts, _messages, prints, _json) = _derived(f, transport, brief=True)
+     alerts, _messages, prints, _json) = _derived(f, derive_as, brief=True)
     return tuple.__new__(BriefReport, (
         cid, transport, protocol, client, server, first_frame, sni, offer, version, cipher,
         kx, hrr, alpn, resumption, alerts, prints, f.encrypted[0] and f.encrypted[1],

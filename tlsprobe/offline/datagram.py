@@ -15,7 +15,7 @@ from typing import Generic, NamedTuple, TypeVar
 
 from tlsprobe.capture import Datagram
 from tlsprobe.model.capture import BriefReport, ConnectionReport, ReportText
-from tlsprobe.offline.build import Endpoints, build_report
+from tlsprobe.offline.build import Endpoints, brief_of, build_report
 from tlsprobe.offline.caches import AnalysisCaches
 from tlsprobe.offline.facts import Facts
 
@@ -26,8 +26,8 @@ ConversationKey = tuple[Endpoint, Endpoint]
 
 class Analyzed(NamedTuple):
     """One connection's report and its `--msg` trace lines (None: no trace asked for). With
-    AnalyzerOptions.brief a TCP connection's report is a `model.capture.BriefReport`, with
-    `json_text` a `model.capture.ReportText`."""
+    AnalyzerOptions.brief a connection's report is a `model.capture.BriefReport`, with
+    `json_text` a TCP connection's a `model.capture.ReportText`."""
 
     report: ConnectionReport | BriefReport | ReportText
     trace: list[str] | None
@@ -56,7 +56,10 @@ class DatagramTracker(Generic[_C]):
     """Datagrams in, one `Analyzed` per handshake out; `_C`: its kind of conversation.
     Subclasses set `protocol` (the report's protocol column), `transport` (what the
     fingerprints say: JA4 "q", "d" or "t") and implement `datagram`; `reportable` says
-    which conversations still open at the end of the capture are reported."""
+    which conversations still open at the end of the capture are reported. `brief`: the
+    reports are `BriefReport`s (AnalyzerOptions.brief: the table and the statistics), whose
+    derivation parses no certificate (a DTLS server's chain: an X.509 parse each, and the
+    import of cryptography's X.509 module for the first)."""
 
     protocol = "tls"
     transport = "tcp"
@@ -66,6 +69,7 @@ class DatagramTracker(Generic[_C]):
         self.caches = caches if caches is not None else AnalysisCaches()
         self.open: OrderedDict[ConversationKey, _C] = OrderedDict()
         self.connections = 0
+        self.brief = False
 
     def datagram(self, ev: Datagram) -> Iterator[Analyzed]:
         """One datagram: the reports of the handshakes it completes."""
@@ -77,6 +81,11 @@ class DatagramTracker(Generic[_C]):
         return bool(f.client_hellos or f.server_hellos)
 
     def _build(self, conv: _C) -> Analyzed:
+        if self.brief:
+            (client_ip, client_port), (server_ip, server_port) = conv.client, conv.server
+            return Analyzed(brief_of(conv.id, "udp", self.protocol, f"{client_ip}:{client_port}",
+                                     f"{server_ip}:{server_port}", conv.first_frame,
+                                     conv.facts, self.transport), None)
         where = Endpoints(self.file, conv.id, "udp", self.protocol, conv.client[0],
                           conv.client[1], conv.server[0], conv.server[1], conv.first_frame,
                           conv.last_frame, conv.first_ts, conv.last_ts, conv.nbytes[0],

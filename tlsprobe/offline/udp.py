@@ -27,9 +27,10 @@ PORT: Final = 3389  # RDP over UDP (MS-RDPEUDP)
 class UdpHandshakes:
     """The datagram trackers of one capture analysis."""
 
-    def __init__(self, file: str, caches: AnalysisCaches) -> None:
+    def __init__(self, file: str, caches: AnalysisCaches, brief: bool = False) -> None:
         self.name = file
         self.caches = caches
+        self.brief = brief  # the trackers make `BriefReport`s (AnalyzerOptions.brief)
         self._quic: QuicTracker | None = None
         self._dtls: DtlsTracker | None = None
         self._openvpn: OpenVpnTracker | None = None
@@ -43,6 +44,7 @@ class UdpHandshakes:
         if self._dtls is None:
             from tlsprobe.offline.dtls import DtlsTracker
             self._dtls = DtlsTracker(self.name, self.caches)
+            self._dtls.brief = self.brief
         return self._dtls
 
     def connections(self) -> int:
@@ -71,6 +73,7 @@ class UdpHandshakes:
             if self._quic is None:
                 from tlsprobe.offline.quic import QuicTracker
                 self._quic = QuicTracker(self.name, caches=self.caches)
+                self._quic.brief = self.brief
             tracker = self._quic
         elif self._openvpn is not None and self._openvpn.knows(ev):
             tracker = self._openvpn
@@ -84,6 +87,7 @@ class UdpHandshakes:
             if self._openvpn is None:  # a client's hard reset: maybe an OpenVPN session
                 from tlsprobe.offline.openvpn import OpenVpnTracker
                 self._openvpn = OpenVpnTracker(self.name, self.caches)
+                self._openvpn.brief = self.brief
             tracker = self._openvpn
         else:
             yield from self._other_udp(ev)
@@ -106,6 +110,7 @@ class UdpHandshakes:
                 return
             if self._rdp is None:
                 self._rdp = RdpUdpTracker(self.name, self.caches, self._dtls_tracker)
+                self._rdp.brief = self.brief
             yield from self._rdp.datagram(ev)
 
     def unwrapped(self) -> list[str]:

@@ -31,6 +31,9 @@ _VERSIONS: Final = {0x0304: "13", 0x0303: "12", 0x0302: "11", 0x0301: "10", 0x03
                     0x0002: "s2", 0xFEFF: "d1", 0xFEFD: "d2", 0xFEFC: "d3"}
 _TRANSPORT: Final = {"tcp": "t", "quic": "q", "dtls": "d"}
 _ALNUM: Final = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+#: the 4-digit hex text of each 16-bit code met so far (at most 65,536 entries): compiled,
+#: a format spec is parsed per use (about 2,700 instructions, some 40 a JA4), a lookup is not
+_HEX4: Final[dict[int, str]] = {}
 
 
 def _dash(values: tuple[int, ...] | list[int]) -> str:
@@ -74,6 +77,17 @@ def alpn_chars(alpn: bytes | None) -> str:
     return digits[0] + digits[-1]
 
 
+def _hex4(code: int) -> str:
+    """f"{code:04x}", remembered for 16-bit codes (the table stays bounded whatever a
+    capture holds)."""
+    text = _HEX4.get(code)
+    if text is None:
+        text = f"{code:04x}"
+        if 0 <= code <= 0xFFFF:
+            _HEX4[code] = text
+    return text
+
+
 def ja4(hello: ClientHelloInfo, transport: str = "tcp") -> tuple[str, str]:
     """(ja4, ja4_r) of a ClientHello; `transport` is "tcp", "quic" or "dtls"."""
     return _ja4(transport, hello.legacy_version, hello.cipher_suites, hello.extensions,
@@ -85,15 +99,15 @@ def _ja4(transport: str, legacy_version: int, cipher_suites: tuple[int, ...],
          extensions: tuple[int, ...], supported_versions: tuple[int, ...],
          alpn: bytes | None, signature_algorithms: tuple[int, ...]) -> tuple[str, str]:
     exts = [e for e in extensions if e not in GREASE]
-    suites = [f"{c:04x}" for c in cipher_suites if c not in GREASE]
+    suites = [_hex4(c) for c in cipher_suites if c not in GREASE]
     versions = [v for v in supported_versions if v not in GREASE]
     version = max(versions) if 43 in exts and versions else legacy_version
     a = (f"{_TRANSPORT.get(transport, 't')}{_VERSIONS.get(version, '00')}"
          f"{'d' if 0 in exts else 'i'}{min(99, len(suites)):02d}{min(99, len(exts)):02d}"
          f"{alpn_chars(alpn)}")
     b_raw = ",".join(sorted(suites))
-    ext_sorted = sorted(f"{e:04x}" for e in exts if e not in (0, 16))
-    sigs = [f"{s:04x}" for s in signature_algorithms if s not in GREASE]
+    ext_sorted = sorted(_hex4(e) for e in exts if e not in (0, 16))
+    sigs = [_hex4(s) for s in signature_algorithms if s not in GREASE]
     c_raw = ",".join(ext_sorted) + ("_" + ",".join(sigs) if sigs else "")
     c = _h12(c_raw) if ext_sorted else "000000000000"
     return f"{a}_{_h12(b_raw)}_{c}", f"{a}_{b_raw}_{c_raw}"
