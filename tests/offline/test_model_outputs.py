@@ -100,6 +100,43 @@ def test_brief_reports_hold_their_reports_values(name: str) -> None:
     assert a.to_dict() == c.to_dict()
 
 
+KEYED = sorted(p.name for p in CAPTURES.glob("*.pcap") if p.with_suffix(".keys").exists())
+
+
+@pytest.mark.parametrize("name", KEYED)
+def test_brief_reports_of_decrypted_connections_hold_their_reports_values(name: str) -> None:
+    """With the capture's key log (the table of `pcap --keylog`), the same: a decrypted
+    connection's brief report says what its report says, whether its handshake completed
+    included."""
+    from tlsprobe.engine.keylog import load_keylog
+    keylog = load_keylog(str(CAPTURES / name.replace(".pcap", ".keys")))
+    whole = reports(name, keylog=keylog)
+    brief = reports(name, keylog=keylog, brief=True)
+    assert any(r.decrypted for r in whole) and len(brief) == len(whole)
+    for b, r in zip(brief, whole):
+        assert b == tuple(getattr(r, f) for f in BriefReport._fields)
+        assert connection_row(b) == connection_row(r)
+
+
+def test_a_fatal_alert_after_a_completed_handshake_is_no_failure_in_either_report() -> None:
+    """A decrypted connection whose handshake completed (both Finished read), then ended by
+    a fatal alert: the table does not call the handshake failed, from its report or from
+    its brief report (which had no `handshake_complete`: the brief table said "failed")."""
+    from tlsprobe.engine.keylog import load_keylog
+    from tlsprobe.model.probe import AlertInfo
+    keylog = load_keylog(str(CAPTURES / "tls12_x25519.keys"))
+    (done,) = [r for r in reports("tls12_x25519.pcap", keylog=keylog) if r.handshake_complete]
+    fatal = AlertInfo("server", 2, 20, "bad_record_mac")
+    ended = dataclasses.replace(done, alerts=(*done.alerts, fatal))
+    brief = BriefReport(*(getattr(ended, f) for f in BriefReport._fields))
+    assert "failed" not in " ".join(connection_row(ended))
+    assert connection_row(brief) == connection_row(ended)
+    unfinished = dataclasses.replace(ended, handshake_complete=False)
+    assert "failed: server alert bad_record_mac" in " ".join(connection_row(unfinished))
+    assert connection_row(BriefReport(*(getattr(unfinished, f) for f in
+                                        BriefReport._fields))) == connection_row(unfinished)
+
+
 def test_brief_reports_parse_no_certificate(monkeypatch: pytest.MonkeyPatch) -> None:
     """The table and --stats show no certificate, so their brief reports parse none (an
     X.509 parse and summary cost some 0.3 ms, most of a row for a server not met before);

@@ -233,6 +233,9 @@ class BriefReport(NamedTuple):
     fingerprints: Fingerprints
     encrypted: bool = False
     violation: str | None = None
+    #: both Finished messages read (decrypted; None: not decrypted): a fatal alert after
+    #: them did not end the handshake (the table's "failed" reads it)
+    handshake_complete: bool | None = None
 
 
 #: what marks a problem that is a protocol violation named with its RFC rule (the live

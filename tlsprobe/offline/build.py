@@ -242,7 +242,8 @@ def brief_of(cid: int, transport: str, protocol: str, client: str, server: str,
     return tuple.__new__(BriefReport, (
         cid, transport, protocol, client, server, first_frame, sni, offer, version, cipher,
         kx, hrr, alpn, resumption, alerts, prints, f.encrypted[0] and f.encrypted[1],
-        violation_of(f.problems) if f.problems else None))
+        violation_of(f.problems) if f.problems else None,
+        (f.finished[0] and f.finished[1]) if f.decrypted else None))
 
 
 def _elapsed(where: Endpoints, f: Facts) -> tuple[float | None, float | None,
