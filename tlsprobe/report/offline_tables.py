@@ -62,7 +62,7 @@ def failure_alert(r: ConnectionReport | BriefReport) -> AlertInfo | None:
     """The alert that ended the handshake: the first fatal one (any alert but a closure
     alert in TLS 1.3, where every error alert is fatal, RFC 8446 §6), None when there is
     none or both Finished messages were seen (decrypted) before it."""
-    if not r.alerts or getattr(r, "handshake_complete", None):
+    if not r.alerts or r.handshake_complete:
         return None
     tls13 = r.version is not None and r.version.id == 0x0304
     for a in r.alerts:
