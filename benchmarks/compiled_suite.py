@@ -60,15 +60,19 @@ def main(argv: list[str]) -> int:
     site, extra = Path(argv[0]).resolve(), argv[1:]
     with tempfile.TemporaryDirectory(prefix="tlsprobe-compiled-suite-") as tmp:
         copy_tree(site, Path(tmp))
-        env = dict(os.environ, PYTHONPATH=tmp, PYTHONSAFEPATH="1")
+        # the copy is the working directory, its tlsprobe/ the compiled one (no
+        # PYTHONSAFEPATH: the lab servers' scripts import their neighbours)
+        env = dict(os.environ, PYTHONPATH=tmp)
+        env.pop("PYTHONSAFEPATH", None)
         env.setdefault("TLSPROBE_SHARED", str(REPO.parent / "shared"))
         proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                               "-rf", *(extra or ["tests"])], cwd=tmp, env=env,
+                               "-rfE", *(extra or ["tests"])], cwd=tmp, env=env,
                               capture_output=True, text=True, check=False)
-    failed = re.findall(r"^FAILED (\S+)", proc.stdout, re.MULTILINE)
+    Path("compiled_suite.log").write_text(proc.stdout + proc.stderr)
+    failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", proc.stdout, re.MULTILINE)
     found = [t for t in failed if not any(t.startswith(p) for p in EXPECTED)]
     summary = proc.stdout.strip().splitlines()[-1:] or ["(no summary: pytest said nothing)"]
-    print(summary[0])
+    print(summary[0], "(whole output: compiled_suite.log)")
     for test in failed:
         reason = next((r for p, r in EXPECTED.items() if test.startswith(p)), None)
         print(("expected  " if reason else "FINDING   ") + test
