@@ -30,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 #: the families of targets.FAMILIES, named here so the atheris worker can import `targets`
 #: (and through it tlsprobe) for the first time inside atheris' instrumentation
-FAMILY_NAMES = ("extension", "flow", "handshake", "pcap", "record", "ske")
+FAMILY_NAMES = ("analysis", "extension", "flow", "handshake", "pcap", "record", "ske")
 
 
 class Budget:

@@ -13,6 +13,8 @@ Families:
   ske        ServerKeyExchange / ClientKeyExchange bodies for every key exchange and version
   flow       the session Flow over a client and a server stream (events, never exceptions)
   pcap       the capture reader (pcap / pcapng, link layers, IP, TCP reassembly)
+  analysis   the whole capture analysis over the reader (tlsprobe pcap's reports: each
+             connection's brief report and its whole report as JSON, the summary)
 
 Seeds are real messages: the wire tests' OpenSSL fixtures, the hostile server's builders,
 and small captures built here (plus, with --captures, files from the shared corpus).
@@ -144,9 +146,33 @@ def fuzz_pcap(data: bytes) -> None:
         pass
 
 
+def fuzz_analysis(data: bytes) -> None:
+    """What `tlsprobe pcap` makes of the capture: the first input byte picks brief reports
+    (the table, --stats) or whole ones (--jsonl, --details); damage is said in the summary's
+    warnings, never raised after the open."""
+    import tempfile
+
+    from tlsprobe.capture import CaptureError
+    from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
+    if not data:
+        return
+    with tempfile.NamedTemporaryFile(suffix=".pcap") as fh:
+        fh.write(data[1:])
+        fh.flush()
+        try:
+            analysis = CaptureAnalysis(fh.name, AnalyzerOptions(brief=bool(data[0] & 1)))
+        except CaptureError:
+            return
+        with analysis:
+            for report, _trace in analysis:
+                if not data[0] & 1:
+                    report.to_json()
+        assert analysis.summary is not None  # made by the close, damage or not
+
+
 FAMILIES: dict[str, Callable[[bytes], None]] = {
     "record": fuzz_record, "handshake": fuzz_handshake, "extension": fuzz_extension,
-    "ske": fuzz_ske, "flow": fuzz_flow, "pcap": fuzz_pcap,
+    "ske": fuzz_ske, "flow": fuzz_flow, "pcap": fuzz_pcap, "analysis": fuzz_analysis,
 }
 
 
@@ -234,4 +260,6 @@ def seeds(family: str, corpus: Path | None = None) -> list[bytes]:
         return [len(client).to_bytes(2, "big") + client + s for s in servers]
     if family == "pcap":
         return _captures(client, servers, corpus)
+    if family == "analysis":
+        return [bytes([i % 2]) + c for i, c in enumerate(_captures(client, servers, corpus))]
     raise KeyError(family)
