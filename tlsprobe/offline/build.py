@@ -242,8 +242,7 @@ def brief_of(cid: int, transport: str, protocol: str, client: str, server: str,
     return tuple.__new__(BriefReport, (
         cid, transport, protocol, client, server, first_frame, sni, offer, version, cipher,
         kx, hrr, alpn, resumption, alerts, prints, f.encrypted[0] and f.encrypted[1],
-        violation_of(f.problems) if f.problems else None,
-        (f.finished[0] and f.finished[1]) if f.decrypted else None))
+        violation_of(f.problems) if f.problems else None, handshake_complete(f)))
 
 
 def _elapsed(where: Endpoints, f: Facts) -> tuple[float | None, float | None,
@@ -289,6 +288,12 @@ _Own = tuple[int, str | None, int | None, bool, bool, bool | None, bool, str | N
              tuple[str, ...], Codepoint | None, tuple[Cipher, ...]]
 
 
+def handshake_complete(f: Facts) -> bool | None:
+    """Both Finished messages read (None: not decrypted, so not known): the value of a
+    report's and a brief report's `handshake_complete`, defined once."""
+    return (f.finished[0] and f.finished[1]) if f.decrypted else None
+
+
 def _own(midstream: bool, preamble: bytes, f: Facts) -> _Own:
     """The report's values that are the connection's own (not its handshake shape's, not
     its endpoints as they are): client_hellos, client_random, session_ticket_lifetime,
@@ -299,8 +304,7 @@ def _own(midstream: bool, preamble: bytes, f: Facts) -> _Own:
     decrypted = f.decrypted
     sh = f.server_hello
     return (len(hellos), hellos[0].random.hex() if hellos else None, f.ticket_lifetime,
-            f.encrypted[0] and f.encrypted[1], decrypted,
-            (f.finished[0] and f.finished[1]) if decrypted else None,
+            f.encrypted[0] and f.encrypted[1], decrypted, handshake_complete(f),
             midstream or (not hellos and bool(f.server_hellos)),
             _printable(preamble) if preamble else None, tuple(f.problems),
             _one(caches, "compression", sh.compression_method)
