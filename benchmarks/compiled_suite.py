@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -48,8 +49,8 @@ def copy_tree(site: Path, dest: Path) -> None:
     archive = subprocess.run(["git", "-C", str(REPO), "archive", "HEAD"], check=True,
                              capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    subprocess.run(["rm", "-rf", str(dest / "tlsprobe")], check=True)
-    subprocess.run(["cp", "-r", str(site / "tlsprobe"), str(dest / "tlsprobe")], check=True)
+    shutil.rmtree(dest / "tlsprobe")
+    shutil.copytree(site / "tlsprobe", dest / "tlsprobe")
 
 
 def main(argv: list[str]) -> int:
