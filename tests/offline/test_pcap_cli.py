@@ -129,6 +129,19 @@ def test_bad_filter_value_is_a_usage_error(run_cli) -> None:
     assert code == 2 and "4.7" in err
 
 
+@pytest.mark.parametrize("argv, fragment", [
+    (("-c", "0", SEED), "-c/--count must be a positive number of connections (got 0)"),
+    (("-c", "-5", SEED), "-c/--count must be a positive number of connections (got -5)"),
+    (("--duration", "-1", "-"), "--duration must be a positive number of seconds (got -1.0)"),
+    (("--duration", "nan", "-"), "--duration must be a positive number of seconds (got nan)"),
+])
+def test_count_and_duration_are_checked_for_files_and_stdin(run_cli, argv, fragment) -> None:
+    """-c and --duration are checked as a live capture checks them, before any read (a
+    negative count read the whole first file; a negative duration waited on stdin)."""
+    code, out, err = run_cli("pcap", *[str(a) for a in argv])
+    assert code == 2 and out == "" and err.strip().splitlines() == [f"tlsprobe: error: {fragment}"]
+
+
 def test_stats_tables(run_cli) -> None:
     code, out, _ = run_cli("pcap", "--stats", *sorted(CAPTURES.glob("tls13_*.pcap")))
     assert code == 0

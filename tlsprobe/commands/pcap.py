@@ -149,6 +149,10 @@ def _options(args: argparse.Namespace, stop_at: float | None = None
     analysis options the output asks for (`stop_at`: --duration's deadline); a bad option
     is a usage error before any read."""
     from tlsprobe.requests.capture import CaptureRequest
+    from tlsprobe.requests.live import check_count, check_duration
+    from tlsprobe.requests.names import CLI
+    check_count(args.count, CLI)   # as a live capture checks them (requests/live.py)
+    check_duration(args.duration, CLI)
     if args.json and args.jsonl:
         raise UsageError("--json and --jsonl exclude each other")
     if args.details and (args.json or args.jsonl):
