@@ -27,7 +27,14 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import Final
 
-from tlsprobe.capture.events import CaptureStats, ConnKey, Event, StreamData, StreamGap
+from tlsprobe.capture.events import (
+    CaptureStats,
+    ConnKey,
+    Event,
+    StreamData,
+    StreamGap,
+    as_data,
+)
 
 MASK: Final = 0xFFFFFFFF
 HALF_SPACE: Final = 0x80000000
@@ -102,6 +109,9 @@ class Reassembler:
         self.max_pending_bytes = max_pending_bytes
         self.max_total_pending_bytes = max_total_pending_bytes
         self.total_pending = 0
+        #: data events as plain tuples, the connection's id in the key's place (set by
+        #: the stream before its loop starts: `CaptureStream.plain_data`)
+        self.plain = False
 
     # -- output ---------------------------------------------------------------------------
     def _gap(self, half: HalfStream, start: int, size: int, ts: float, frame: int) -> None:
@@ -119,7 +129,10 @@ class Reassembler:
             half.skipped += len(data)
             half.skip_ts, half.skip_frame = ts, frame
             return
-        self.out.append(StreamData(half.conn.key, half.direction, data, ts, frame))
+        if self.plain:
+            self.out.append(as_data((half.conn.key[0], half.direction, data, ts, frame)))
+        else:
+            self.out.append(StreamData(half.conn.key, half.direction, data, ts, frame))
 
     # -- segments -------------------------------------------------------------------------
     def data(self, half: HalfStream, seq: int, data: bytes, cut: int, ts: float,
