@@ -39,6 +39,10 @@ from tlsprobe.capture.events import (
 MASK: Final = 0xFFFFFFFF
 HALF_SPACE: Final = 0x80000000
 RESYNC_DISTANCE: Final = 1 << 24  # first data this far from ISN+1 cannot belong to that SYN
+#: every half's `pending` until its first early segment, shared and never added to:
+#: `_insert` gives the half a list of its own (most halves never hold one, and a list
+#: made and freed per half cost some 700 instructions, 1.3 k a connection)
+NO_PENDING: Final[list[tuple[int, bytes, int]]] = []
 
 
 class HalfStream:
@@ -64,7 +68,8 @@ class HalfStream:
         self.direction = direction
         self.next_seq: int | None = None  # None: nothing seen yet, or connection closed
         self.isn: int | None = None
-        self.pending: list[tuple[int, bytes, int]] = []  # (seq, data, cut) by sequence
+        # (seq, data, cut) by sequence; the shared empty list until a segment waits
+        self.pending: list[tuple[int, bytes, int]] = NO_PENDING
         self.pending_bytes = 0
         self.fin_seq: int | None = None
         # ignored connection: bytes are counted instead of delivered (one StreamSkipped)
@@ -89,7 +94,7 @@ class Connection:
     def __init__(self, key: ConnKey, flow_keys: tuple[bytes, bytes], last: int) -> None:
         self.key = key
         # index = direction (0: client -> server)
-        self.halves: list[HalfStream] = [HalfStream(self, 0), HalfStream(self, 1)]
+        self.halves: tuple[HalfStream, ...] = (HalfStream(self, 0), HalfStream(self, 1))
         self.last = last
         self.closed = False
         self.closing = False  # both FINs seen; closes once nothing is missing
@@ -194,7 +199,12 @@ class Reassembler:
         start = (seq - nxt) & MASK
         stop = start + len(data)
         pending = half.pending
-        if not pending or start >= ((pending[-1][0] - nxt) & MASK) + len(pending[-1][1]):
+        if not pending:  # (maybe the shared NO_PENDING: never appended to)
+            half.pending = [(seq, data, cut)]
+            half.pending_bytes += len(data)
+            self.total_pending += len(data)
+            return
+        if start >= ((pending[-1][0] - nxt) & MASK) + len(pending[-1][1]):
             pending.append((seq, data, cut))
             half.pending_bytes += len(data)
             self.total_pending += len(data)

@@ -365,12 +365,15 @@ class TcpTracker(Eviction):
                                                 half.skip_gaps, half.skip_ts, half.skip_frame)))
                 half.skipped = half.skip_gaps = 0
         conn.closed = True
-        out.append(_new(StreamClose, (conn.key, reason, ts, frame)))
-        self.open.pop(conn.key.id, None)
+        key = conn.key
+        out.append(_new(StreamClose, (key, reason, ts, frame)))
+        cid = key[0]  # key.id (a NamedTuple's field by name: a descriptor call)
+        self.open.pop(cid, None)
         if self.max_closed and remember:
-            self.closed[conn.key.id] = conn
-            if len(self.closed) > self.max_closed:
-                self._forget(self.closed.popitem(last=False)[1])
+            closed = self.closed
+            closed[cid] = conn
+            if len(closed) > self.max_closed:
+                self._forget(closed.popitem(False)[1])  # the oldest
         else:
             self._forget(conn)
 
@@ -380,7 +383,7 @@ class TcpTracker(Eviction):
             current = self.flows.get(key)
             if current is not None and current.conn is conn:
                 del self.flows[key]
-        conn.halves = []  # the halves point back at it: no cycle left for the collector
+        conn.halves = ()  # the halves point back at it: no cycle left for the collector
 
     def finish(self, ts: float, frame: int) -> None:
         """End of the capture: close what is still open, in order of appearance."""
@@ -393,7 +396,7 @@ class TcpTracker(Eviction):
         memory goes now rather than in a collection (at exit: a scan of all of them)."""
         for table in (self.open, self.closed):
             for conn in table.values():
-                conn.halves = []
+                conn.halves = ()
         self._resets.clear()
         self.flows.clear()
         self.open.clear()
@@ -423,5 +426,5 @@ class TcpTracker(Eviction):
         conn.reset_by = 1 - conn.reset_by  # a direction number too: the same side as before
         h0, h1 = conn.halves
         h0.direction, h1.direction = 1, 0
-        conn.halves = [h1, h0]
+        conn.halves = (h1, h0)
         return conn.key
