@@ -45,6 +45,24 @@ def test_out_of_order_segments_are_reordered() -> None:
     assert stream.stats.tcp_out_of_order == 1
 
 
+def test_early_segments_of_interleaved_connections_wait_each_in_its_own_list() -> None:
+    """A half's pending list is a shared empty one until its first early segment (no list
+    made per half): each early segment waits in a list of its own half, the shared one
+    stays empty, and each connection's bytes come out whole and unmixed."""
+    from tlsprobe.capture.reassembly import NO_PENDING
+
+    convs = [Conv(client=("10.0.0.1", 40000 + i)) for i in range(3)]
+    pkts = [p for c in convs for p in c.handshake()]
+    parts = [(c.c(b"a%d" % i * 3), c.s(b"s%d" % i), c.c(b"b%d" % i * 3))
+             for i, c in enumerate(convs)]
+    pkts += [b for _, _, b in parts] + [s for _, s, _ in parts] + [a for a, _, _ in parts]
+    events, stream = run(pkts)
+    got = streams(events)
+    for i in range(3):
+        assert got[i]["data"] == [b"a%d" % i * 3 + b"b%d" % i * 3, b"s%d" % i]
+    assert NO_PENDING == [] and stream.stats.tcp_out_of_order == 3
+
+
 def test_retransmission_is_dropped_and_counted() -> None:
     c = Conv()
     hs = c.handshake()

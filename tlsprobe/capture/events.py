@@ -7,9 +7,9 @@ what was read, what was skipped and why, so a report can say how complete its vi
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field, fields
-from typing import Any, Final, NamedTuple, Self
+from typing import Any, Final, NamedTuple, Self, cast
 
 from tlsprobe.errors import TlsprobeError
 
@@ -64,6 +64,16 @@ class StreamData(NamedTuple):
     data: bytes
     ts: float
     frame: int
+
+
+#: A "plain" data event (`CaptureStream.plain_data`, pipe.py's `PipedStream.plain_data`):
+#: StreamData's fields in a plain tuple, the connection's id in the key's place, ``(id,
+#: direction, data, ts, frame)``. Made with a tuple display and handed out as it is
+#: (``tuple`` of a tuple is that tuple, no copy): typed as the StreamData whose fields it
+#: holds, by position. A StreamData, a tuple subclass, costs about four times as much to
+#: make and free.
+as_data: Final = cast(Callable[[tuple[ConnKey | int, int, bytes, float, int]], StreamData],
+                      tuple)
 
 
 class StreamGap(NamedTuple):

@@ -23,9 +23,16 @@ files (byte orders, time resolutions and offsets, secrets, damage, mixed link ty
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 
-from tlsprobe.capture.events import CaptureStats, Event, EventIterator
+from tlsprobe.capture.events import (
+    CaptureStats,
+    ConnKey,
+    Event,
+    EventIterator,
+    StreamData,
+    as_data,
+)
 from tlsprobe.capture.pcap import PacketRecord
 from tlsprobe.capture.pcapng import (
     EPB,
@@ -36,6 +43,9 @@ from tlsprobe.capture.pcapng import (
     PcapngReader,
 )
 from tlsprobe.capture.tcp import ETH_IPV4_TCP, TcpTracker, _new_data
+
+#: a data event's maker: `events.as_data` or a StreamData's
+DataMaker = Callable[[tuple[ConnKey | int, int, bytes, float, int]], StreamData]
 
 
 def _as_packet(record: PacketRecord) -> tuple[int, Interface, int, int, int, int]:
@@ -56,6 +66,7 @@ class PacketLoop(EventIterator):
     _out: list[Event]
     _tcp: TcpTracker
     stats: CaptureStats
+    plain_data: bool
 
     def _other(self, lt: int, buf: bytes, start: int, end: int, ts: float,
                frame: int, orig: int) -> None:
@@ -67,12 +78,18 @@ class PacketLoop(EventIterator):
     def _release(self) -> None:
         raise NotImplementedError
 
+    def _data_events(self) -> tuple[bool, DataMaker]:
+        """How the loop's fast path makes a data event: a plain tuple (`plain_data`, then
+        told to the tracker too: its own data events alike) or a StreamData; a loop calls
+        `maker((conn.key[0] if plain else conn.key, direction, data, ts, frame))`."""
+        plain = self._tcp.plain = self.plain_data
+        return plain, as_data if plain else _new_data
+
     def _run_pcapng(self, reader: PcapngReader) -> Generator[Event, None, None]:
-        """The events of a pcapng capture (the loop when `fused_pcapng` is on); a packet's
-        timestamp is ``t * iface.scale + iface.offset`` (see `_as_packet`)."""
-        out, tcp, stats, new_data, fast = self._out, self._tcp, self.stats, _new_data, \
-            ETH_IPV4_TCP
+        """A pcapng capture's events (`fused_pcapng`); a time is t * scale + offset."""
+        out, tcp, stats, fast = self._out, self._tcp, self.stats, ETH_IPV4_TCP
         flows, head, trailer, ifaces = tcp.flows, reader.epb, reader.trailer, reader.interfaces
+        plain, mk = self._data_events()
         buf, nxt = reader.window()
         size, nif, iface = len(buf), len(ifaces), Interface(0, 0, 0.0, 0)
         t, pos, frame, in_order = 0, 0, 0, 0
@@ -127,8 +144,9 @@ class PacketLoop(EventIterator):
                                     half.skip_ts = t * iface.scale + iface.offset
                                     half.skip_frame = frame
                                 else:
-                                    yield new_data((conn.key, half.direction, buf[pstart:l4end],
-                                                    t * iface.scale + iface.offset, frame))
+                                    yield mk((conn.key[0] if plain else conn.key, half.direction,
+                                              buf[pstart:l4end], t * iface.scale + iface.offset,
+                                              frame))
                                 if half.pending or conn.closing:
                                     tcp.settle(half, t * iface.scale + iface.offset, frame)
                             else:

@@ -27,11 +27,22 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import Final
 
-from tlsprobe.capture.events import CaptureStats, ConnKey, Event, StreamData, StreamGap
+from tlsprobe.capture.events import (
+    CaptureStats,
+    ConnKey,
+    Event,
+    StreamData,
+    StreamGap,
+    as_data,
+)
 
 MASK: Final = 0xFFFFFFFF
 HALF_SPACE: Final = 0x80000000
 RESYNC_DISTANCE: Final = 1 << 24  # first data this far from ISN+1 cannot belong to that SYN
+#: every half's `pending` until its first early segment, shared and never added to:
+#: `_insert` gives the half a list of its own (most halves never hold one, and a list
+#: made and freed per half cost some 700 instructions, 1.3 k a connection)
+NO_PENDING: Final[list[tuple[int, bytes, int]]] = []
 
 
 class HalfStream:
@@ -57,7 +68,8 @@ class HalfStream:
         self.direction = direction
         self.next_seq: int | None = None  # None: nothing seen yet, or connection closed
         self.isn: int | None = None
-        self.pending: list[tuple[int, bytes, int]] = []  # (seq, data, cut) by sequence
+        # (seq, data, cut) by sequence; the shared empty list until a segment waits
+        self.pending: list[tuple[int, bytes, int]] = NO_PENDING
         self.pending_bytes = 0
         self.fin_seq: int | None = None
         # ignored connection: bytes are counted instead of delivered (one StreamSkipped)
@@ -82,7 +94,7 @@ class Connection:
     def __init__(self, key: ConnKey, flow_keys: tuple[bytes, bytes], last: int) -> None:
         self.key = key
         # index = direction (0: client -> server)
-        self.halves: list[HalfStream] = [HalfStream(self, 0), HalfStream(self, 1)]
+        self.halves: tuple[HalfStream, ...] = (HalfStream(self, 0), HalfStream(self, 1))
         self.last = last
         self.closed = False
         self.closing = False  # both FINs seen; closes once nothing is missing
@@ -102,6 +114,9 @@ class Reassembler:
         self.max_pending_bytes = max_pending_bytes
         self.max_total_pending_bytes = max_total_pending_bytes
         self.total_pending = 0
+        #: data events as plain tuples, the connection's id in the key's place (set by
+        #: the stream before its loop starts: `CaptureStream.plain_data`)
+        self.plain = False
 
     # -- output ---------------------------------------------------------------------------
     def _gap(self, half: HalfStream, start: int, size: int, ts: float, frame: int) -> None:
@@ -119,7 +134,10 @@ class Reassembler:
             half.skipped += len(data)
             half.skip_ts, half.skip_frame = ts, frame
             return
-        self.out.append(StreamData(half.conn.key, half.direction, data, ts, frame))
+        if self.plain:
+            self.out.append(as_data((half.conn.key[0], half.direction, data, ts, frame)))
+        else:
+            self.out.append(StreamData(half.conn.key, half.direction, data, ts, frame))
 
     # -- segments -------------------------------------------------------------------------
     def data(self, half: HalfStream, seq: int, data: bytes, cut: int, ts: float,
@@ -181,7 +199,12 @@ class Reassembler:
         start = (seq - nxt) & MASK
         stop = start + len(data)
         pending = half.pending
-        if not pending or start >= ((pending[-1][0] - nxt) & MASK) + len(pending[-1][1]):
+        if not pending:  # (maybe the shared NO_PENDING: never appended to)
+            half.pending = [(seq, data, cut)]
+            half.pending_bytes += len(data)
+            self.total_pending += len(data)
+            return
+        if start >= ((pending[-1][0] - nxt) & MASK) + len(pending[-1][1]):
             pending.append((seq, data, cut))
             half.pending_bytes += len(data)
             self.total_pending += len(data)

@@ -27,6 +27,7 @@ from tlsprobe.capture.events import (
     StreamData,
     StreamGap,
     StreamOpen,
+    as_data,
 )
 from tlsprobe.capture.fragments import FragmentTable
 from tlsprobe.capture.live import LiveCapture
@@ -36,7 +37,7 @@ from tlsprobe.capture.pcap import PacketRecord, PcapReader
 from tlsprobe.capture.pcapng import SECRETS_RECORD, PcapngReader
 from tlsprobe.capture.readers import open_reader
 from tlsprobe.capture.source import CaptureSource
-from tlsprobe.capture.tcp import ETH_IPV4_TCP, TcpTracker, _new_data, ip_text
+from tlsprobe.capture.tcp import ETH_IPV4_TCP, TcpTracker, ip_text
 
 DEFAULT_MAX_PENDING_BYTES: Final = 1 << 20
 DEFAULT_MAX_TOTAL_PENDING_BYTES: Final = 64 << 20
@@ -75,6 +76,11 @@ class CaptureStream(PacketLoop):
         self._out: list[Event] = []
         #: events of the current packet made but not handed out yet (pipe.py reads its length)
         self.queued = self._out
+        #: set before iterating: a data event comes as a plain tuple, StreamData's fields
+        #: with the connection's id in the key's place (`events.as_data`; the analyzer reads
+        #: it by position and asks `key_of` for the key when it needs it), as pipe.py's
+        #: PipedStream hands them out; a StreamData costs some 1,600 instructions more
+        self.plain_data = False
         self._udp_enabled = udp
         self._ip_cache: dict[bytes, str] = {}
         self._tcp = TcpTracker(self.stats, self._out, max_pending_bytes=max_pending_bytes,
@@ -109,11 +115,28 @@ class CaptureStream(PacketLoop):
             return None
         out = self._out  # events of the current packet not handed out yet
         for i, ev in enumerate(out):
-            if isinstance(ev, (StreamData, StreamGap)) and ev.conn.id == cid:
+            if type(ev) is tuple:  # a plain data event (`plain_data`): holds the id only
+                if ev[0] == cid:
+                    out[i] = as_data((cid, 1 - ev[1], ev[2], ev[3], ev[4]))
+            elif isinstance(ev, (StreamData, StreamGap)) and ev.conn.id == cid:
                 out[i] = ev._replace(conn=new, direction=1 - ev.direction)
             elif isinstance(ev, (StreamOpen, StreamClose)) and ev.conn.id == cid:
                 out[i] = ev._replace(conn=new)
         return new
+
+    def key_of(self, cid: int) -> ConnKey:
+        """The key of the connection of a data event being handed out, as its events come
+        now (turned round if swapped): for a `plain_data` event, which holds only the id."""
+        tcp = self._tcp
+        conn = tcp.open.get(cid) or tcp.closed.get(cid)
+        if conn is not None:
+            return conn.key
+        # closed and forgotten while this packet's events were made (an eviction or the
+        # end closing more than the closed table keeps, or none kept): its close is queued
+        for ev in self._out:
+            if type(ev) is StreamClose and ev.conn.id == cid:
+                return ev.conn
+        raise KeyError(cid)
 
     def ignore(self, conn: ConnKey | int) -> bool:
         """Stop delivering a connection's bytes (e.g. its handshake is over and nothing
@@ -121,7 +144,13 @@ class CaptureStream(PacketLoop):
         fast path, and each direction's totals come in one `StreamSkipped` just before its
         `StreamClose`. Events already queued for the current packet still come. Returns
         False when the connection is not open."""
-        return self._tcp.ignore(conn if isinstance(conn, int) else conn.id)
+        # TcpTracker.ignore written out (a call less per connection)
+        found = self._tcp.open.get(conn if isinstance(conn, int) else conn.id)
+        if found is None:
+            return False
+        for half in found.halves:
+            half.skip = True
+        return True
 
     def on_sync(self, sync: Callable[[], None]) -> None:
         """Call `sync` before the connection tracker chooses by the ignored connections
@@ -153,7 +182,8 @@ class CaptureStream(PacketLoop):
         out = self._out
         tcp = self._tcp
         flows = tcp.flows
-        new_data, fast = _new_data, ETH_IPV4_TCP
+        fast = ETH_IPV4_TCP
+        plain, mk = self._data_events()
         packets: Generator[PacketRecord, None, None] = self._reader.packets()
         ts, frame = 0.0, 0
         in_order = 0  # segments delivered (or counted) on the fast path
@@ -181,8 +211,8 @@ class CaptureStream(PacketLoop):
                                         half.skip_ts = ts
                                         half.skip_frame = frame
                                     else:
-                                        yield new_data((conn.key, half.direction,
-                                                        buf[pstart:l4end], ts, frame))
+                                        yield mk((conn.key[0] if plain else conn.key,
+                                                  half.direction, buf[pstart:l4end], ts, frame))
                                     if half.pending or conn.closing:
                                         tcp.settle(half, ts, frame)
                                         while out:
@@ -207,8 +237,9 @@ class CaptureStream(PacketLoop):
         out = self._out
         tcp = self._tcp
         flows = tcp.flows
-        new_data, fast = _new_data, ETH_IPV4_TCP
+        fast = ETH_IPV4_TCP
         rec_len, unpack, scale, limit = reader.rec_len, reader.unpack, reader.scale, reader.limit
+        plain, mk = self._data_events()
         buf, pos, end = reader.window()
         sec = frac = psec = pfrac = frame = in_order = 0
         try:
@@ -256,8 +287,8 @@ class CaptureStream(PacketLoop):
                                     half.skip_ts = sec + frac * scale
                                     half.skip_frame = frame
                                 else:
-                                    yield new_data((conn.key, half.direction, buf[pstart:l4end],
-                                                    sec + frac * scale, frame))
+                                    yield mk((conn.key[0] if plain else conn.key, half.direction,
+                                              buf[pstart:l4end], sec + frac * scale, frame))
                                 if not (half.pending or conn.closing):
                                     continue
                                 tcp.settle(half, sec + frac * scale, frame)

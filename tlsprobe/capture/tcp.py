@@ -37,6 +37,7 @@ from tlsprobe.capture.events import (
     StreamData,
     StreamOpen,
     StreamSkipped,
+    as_data,
 )
 from tlsprobe.capture.eviction import IDLE_TIMEOUT, IDLE_TIMEOUT_DATA, Eviction
 from tlsprobe.capture.reassembly import MASK, Connection, HalfStream
@@ -57,12 +58,12 @@ _ACK_NO: Final[Callable[[bytes, int], tuple[int]]] = struct.Struct("!I").unpack_
 # constant boxed (eleven a packet).
 ETH_IPV4_TCP: Final[Callable[[bytes, int], tuple[int, int, int, int, int, int, int, int]]] = \
     struct.Struct("!12xHBxH2xHxB2x8x4xI4xBB").unpack_from
-# NamedTuple(...) without the Python-level __new__: these are made per packet or connection
+# NamedTuple(...) without the Python-level __new__: these are made per packet or
+# connection, as ``_new(StreamOpen, (key, ts, frame))`` (through a functools.partial of it,
+# each made some 280 instructions more: the partial's own call and argument tuple)
+_new: Final = tuple.__new__
+#: a StreamData, where a variable chooses between it and `events.as_data` (the loops)
 _new_data = partial(tuple.__new__, StreamData)
-_new_key = partial(tuple.__new__, ConnKey)
-_new_open = partial(tuple.__new__, StreamOpen)
-_new_close = partial(tuple.__new__, StreamClose)
-_new_skipped = partial(tuple.__new__, StreamSkipped)
 
 
 RST_LINGER: Final = 2.0  # seconds of capture time a reset connection still takes in-flight data
@@ -78,6 +79,15 @@ def _carried_data(conn: Connection) -> bool:
         if half.pending:
             return True
     return False
+
+
+def _complete(conn: Connection) -> bool:
+    """Both directions delivered up to their FIN (`HalfStream.complete` of each, written out:
+    a property is a call through the interpreter's C layer, twice at every close)."""
+    for half in conn.halves:
+        if half.pending or half.next_seq is not None and half.next_seq != half.fin_seq:
+            return False
+    return True
 
 
 def ip_text(raw: bytes) -> str:
@@ -150,14 +160,17 @@ class TcpTracker(Eviction):
             if half.skip:
                 half.skipped += l4end - pstart
                 half.skip_ts, half.skip_frame = ts, frame
+            elif self.plain:
+                self.out.append(as_data((conn.key[0], half.direction, buf[pstart:l4end], ts,
+                                         frame)))
             else:
-                self.out.append(_new_data((conn.key, half.direction, buf[pstart:l4end], ts,
-                                           frame)))
+                self.out.append(_new(StreamData, (conn.key, half.direction, buf[pstart:l4end],
+                                                  ts, frame)))
             if half.pending or conn.closing:
                 self.settle(half, ts, frame)
             return
         self.data(half, seq, buf[pstart:l4end], cut, ts, frame)
-        if conn.closing and conn.halves[0].complete and conn.halves[1].complete:
+        if conn.closing and _complete(conn):
             self.close(conn, "fin", ts, frame)
 
     def settle(self, half: HalfStream, ts: float, frame: int) -> None:
@@ -166,7 +179,7 @@ class TcpTracker(Eviction):
         if half.pending:
             self.drain(half, ts, frame)
         conn = half.conn
-        if conn.closing and conn.halves[0].complete and conn.halves[1].complete:
+        if conn.closing and _complete(conn):
             self.close(conn, "fin", ts, frame)
 
     def control(self, half: HalfStream | None, key: bytes, seq: int, flags: int, buf: bytes,
@@ -183,7 +196,11 @@ class TcpTracker(Eviction):
             if flags & RST:
                 self.stats.skip("tcp_syn_rst")
                 return
-            if half is not None and not self._same_syn(half, seq, flags, _ACK_NO(buf, l4 + 8)[0]):
+            # (a SYN+ACK to a SYN: the flow's half is fresh, the same connection; the
+            # other cases asked of `_same_syn`)
+            if half is not None and (half.isn is not None or half.next_seq is not None
+                                     or half.conn.closed) and \
+                    not self._same_syn(half, seq, flags, _ACK_NO(buf, l4 + 8)[0]):
                 if not half.conn.closed:
                     self.close(half.conn, "reused", ts, frame)
                 half = None
@@ -224,7 +241,7 @@ class TcpTracker(Eviction):
             other = conn.halves[1 - half.direction]
             if other.fin_seq is not None:
                 conn.closing = True
-        if conn.closing and conn.halves[0].complete and conn.halves[1].complete:
+        if conn.closing and _complete(conn):
             self.close(conn, "fin", ts, frame)
 
     def _rst(self, conn: Connection, half: HalfStream, ts: float, frame: int) -> None:
@@ -310,18 +327,18 @@ class TcpTracker(Eviction):
         cid = self._next_id
         self._next_id = cid + 1
         if sender_is_client:
-            ckey = _new_key((cid, src, sport, dst, dport))
+            ckey = _new(ConnKey, (cid, src, sport, dst, dport))
             conn = Connection(ckey, (key, reverse), frame)
             sent, received = conn.halves
         else:
-            ckey = _new_key((cid, dst, dport, src, sport))
+            ckey = _new(ConnKey, (cid, dst, dport, src, sport))
             conn = Connection(ckey, (key, reverse), frame)
             received, sent = conn.halves
         self.flows[key] = sent
         self.flows[reverse] = received
         self.open[cid] = conn
         self.stats.tcp_connections += 1
-        self.out.append(_new_open((ckey, ts, frame)))
+        self.out.append(_new(StreamOpen, (ckey, ts, frame)))
         return sent
 
     def close(self, conn: Connection, reason: str, ts: float, frame: int,
@@ -344,16 +361,19 @@ class TcpTracker(Eviction):
                 self.flush(half, ts, frame)
             half.next_seq = None
             if half.skipped or half.skip_gaps:  # its StreamSkipped: what it counted
-                out.append(_new_skipped((conn.key, half.direction, half.skipped,
-                                         half.skip_gaps, half.skip_ts, half.skip_frame)))
+                out.append(_new(StreamSkipped, (conn.key, half.direction, half.skipped,
+                                                half.skip_gaps, half.skip_ts, half.skip_frame)))
                 half.skipped = half.skip_gaps = 0
         conn.closed = True
-        out.append(_new_close((conn.key, reason, ts, frame)))
-        self.open.pop(conn.key.id, None)
+        key = conn.key
+        out.append(_new(StreamClose, (key, reason, ts, frame)))
+        cid = key[0]  # key.id (a NamedTuple's field by name: a descriptor call)
+        self.open.pop(cid, None)
         if self.max_closed and remember:
-            self.closed[conn.key.id] = conn
-            if len(self.closed) > self.max_closed:
-                self._forget(self.closed.popitem(last=False)[1])
+            closed = self.closed
+            closed[cid] = conn
+            if len(closed) > self.max_closed:
+                self._forget(closed.popitem(False)[1])  # the oldest
         else:
             self._forget(conn)
 
@@ -363,7 +383,7 @@ class TcpTracker(Eviction):
             current = self.flows.get(key)
             if current is not None and current.conn is conn:
                 del self.flows[key]
-        conn.halves = []  # the halves point back at it: no cycle left for the collector
+        conn.halves = ()  # the halves point back at it: no cycle left for the collector
 
     def finish(self, ts: float, frame: int) -> None:
         """End of the capture: close what is still open, in order of appearance."""
@@ -376,7 +396,7 @@ class TcpTracker(Eviction):
         memory goes now rather than in a collection (at exit: a scan of all of them)."""
         for table in (self.open, self.closed):
             for conn in table.values():
-                conn.halves = []
+                conn.halves = ()
         self._resets.clear()
         self.flows.clear()
         self.open.clear()
@@ -406,5 +426,5 @@ class TcpTracker(Eviction):
         conn.reset_by = 1 - conn.reset_by  # a direction number too: the same side as before
         h0, h1 = conn.halves
         h0.direction, h1.direction = 1, 0
-        conn.halves = [h1, h0]
+        conn.halves = (h1, h0)
         return conn.key

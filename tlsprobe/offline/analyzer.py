@@ -15,7 +15,7 @@ import stat
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from types import GeneratorType, TracebackType
-from typing import TYPE_CHECKING, Any, BinaryIO, Final, Self, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, Self
 
 from tlsprobe.capture import (
     SECRETS_TLS_KEYLOG,
@@ -209,6 +209,8 @@ class CaptureAnalysis:
                 if self._counter is not None:
                     self._counter.close()
                 raise
+        if self.stream is stream:  # its data events too read by position below
+            stream.plain_data = True
         self.keylog: KeyLog | None = self.options.keylog
         self.connections = 0
         self.tls_connections = 0
@@ -321,7 +323,7 @@ class CaptureAnalysis:
                         if cid in decided:
                             continue  # reported; queued before it was only counted
                         if t is tuple:
-                            key = cast(PipedStream, stream).key_of(cid)
+                            key = stream.key_of(cid)
                         okey, ots, oframe = opened.pop(cid, (key, ts, frame))
                         conn = conns[cid] = self._new(okey, ots, oframe, data)
                     conn.nbytes[d] += len(data)
