@@ -51,13 +51,6 @@ class Connection:
         if not half.counting:
             self.reader.gap(half, ts, frame)
 
-    def skipped(self, direction: int, size: int, gaps: int, ts: float, frame: int) -> None:
-        """What the capture counted for this direction once the connection was ignored."""
-        self.nbytes[direction] += size
-        self.gap_bytes += gaps
-        if size and frame >= self.last_frame:
-            self.last_frame, self.last_ts = frame, ts
-
     def swapped(self, key: ConnKey) -> None:
         """The capture now orients this connection the other way round."""
         self.key = key

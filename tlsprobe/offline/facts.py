@@ -63,6 +63,12 @@ _NO_GAP: Final[list[int]] = [0, 0]
 #: the (sender, type, HRR, decrypted) notes of the messages, one object each (at most
 #: 2 x 256 x 2 x 2): a connection's list of them holds no tuples of its own
 _NOTES: Final[dict[tuple[int, int, bool, bool], tuple[int, int, bool, bool]]] = {}
+#: the notes of the usual messages (neither a HelloRetryRequest nor decrypted), by
+#: `direction << 8 | type`: the same objects as `_NOTES` holds, looked up without making
+#: and hashing a tuple per message
+_PLAIN_NOTES: Final[tuple[tuple[int, int, bool, bool], ...]] = tuple(
+    _NOTES.setdefault((d, t, False, False), (d, t, False, False))
+    for d in (CLIENT, SERVER) for t in range(256))
 
 
 class Facts:
@@ -205,11 +211,14 @@ class Facts:
         lost before (the first record may be in them) or the suite's tag length is not
         known. Called once per connection and side."""
         if not self.tls13 or self.server_hello is None or self.encrypted[direction] or \
-                self.encrypted_alert is not None or self.client_lost or \
-                direction == CLIENT and (not self.client_hellos or any(
-                    hello.partial or EARLY_DATA in hello.extensions
-                    for hello in self.client_hellos)):
+                self.encrypted_alert is not None or self.client_lost:
             return
+        if direction == CLIENT:
+            if not self.client_hellos:
+                return
+            for hello in self.client_hellos:  # (a loop, not any(): once per connection)
+                if hello.partial or EARLY_DATA in hello.extensions:
+                    return
         tag = tag_length(self.cipher_suite)
         if tag is not None and length == tag + 3:
             self.encrypted_alert = direction
@@ -349,12 +358,14 @@ class Facts:
                              "before it are reported)")
             else:
                 self.problem(f"malformed {message_name(t)} from the {_side(direction)}: {exc}")
-        if len(self.messages) < MAX_MESSAGES:  # (`_note`, inline: every message)
-            note = (direction, t, t == SH and self.hrr is not None and
-                    self.server_hello is None, decrypted)
-            self.messages.append(_NOTES.setdefault(note, note))
-        else:
+        messages = self.messages
+        if len(messages) >= MAX_MESSAGES:
             self.more_messages += 1
+        elif decrypted or t == SH and self.hrr is not None and self.server_hello is None:
+            self._note(direction, t, t == SH and self.hrr is not None and
+                       self.server_hello is None, decrypted)
+        else:  # (`_note`'s, looked up: every message)
+            messages.append(_PLAIN_NOTES[direction << 8 | t])
 
     def _partial_hello(self, msg: bytes, ts: float, frame: int) -> bool:
         """A ClientHello that is malformed or cut: its whole fields count (True when any)."""

@@ -182,18 +182,20 @@ class FastReader:
                     facts.mark_encrypted(direction, ts)  # protected: nothing more to learn
                     half.counting = True
                     return
-                if ct == 20:
+                if ct == 22:  # (first: most records of a handshake)
+                    if facts.unsure_ccs and self._protected_after_ccs(half, data[p + 5:end],
+                                                                      ts):
+                        return
+                    if not half.hs and not half.after_gap and length >= 4 and \
+                            4 + ((data[p + 6] << 16) | (data[p + 7] << 8) | data[p + 8]) == \
+                            length:
+                        facts.on_message(direction, data[p + 5:end], ts, frame)  # one message
+                    else:
+                        self._handshake(half, data[p + 5:end], ts, frame)
+                elif ct == 20:
                     facts.change_cipher_spec(direction)
-                elif ct == 22 and facts.unsure_ccs and self._protected_after_ccs(
-                        half, data[p + 5:end], ts):
-                    return
-                elif ct != 22:
-                    self._record(half, ct, data[p + 5:end], ts)
-                elif not half.hs and not half.after_gap and length >= 4 and \
-                        4 + ((data[p + 6] << 16) | (data[p + 7] << 8) | data[p + 8]) == length:
-                    facts.on_message(direction, data[p + 5:end], ts, frame)  # one message
                 else:
-                    self._handshake(half, data[p + 5:end], ts, frame)
+                    self._record(half, ct, data[p + 5:end], ts)
                 p = end
                 if half.counting:
                     return
