@@ -45,6 +45,7 @@ NST: Final = 4
 EE: Final = 8
 CERT: Final = 11
 SKE: Final = 12
+SHD: Final = 14
 CV: Final = 15
 CKE: Final = 16
 FIN: Final = 20
@@ -325,6 +326,8 @@ class Facts:
             elif t == SH and direction == SERVER:
                 info = self._parse_sh(msg, decoded)
                 self._server_hello(info, ts, frame, self.caches.hellos.server_last)
+            elif t == SHD:
+                pass  # nothing to read (tested before the rest: one of a full handshake)
             elif t == SKE and direction == SERVER and not self.tls13:
                 self.ske = parse_server_key_exchange(msg, self.context(SERVER))
                 if self.ske.named_curve is not None:

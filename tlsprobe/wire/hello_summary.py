@@ -102,7 +102,10 @@ def _header(msg: bytes, msg_type: int, name: str) -> int:
 #: shapes are found by the hello's length, version and cipher suites, then compared byte
 #: for byte, so a repeated hello costs neither its extension walk nor its decoding.
 class _Shape(NamedTuple):
-    pieces: tuple[tuple[bytes, bool, object], ...]  # (bytes before a cut, key_share?, value)
+    #: (bytes before a cut, its frame, value): the frame of a key_share body is its bytes
+    #: other than the keys, as (offset in the body, bytes) (`_frame_of`); None for a
+    #: pre_shared_key body, whose value is compared
+    pieces: tuple[tuple[bytes, tuple[tuple[int, bytes], ...] | None, object], ...]
     tail: bytes                                    # the bytes after the last cut
     info: ClientHelloInfo
     token: int                                     # its number in its HelloShapes
@@ -140,22 +143,39 @@ class HelloShapes:
         return sum(len(shapes) for shapes in self.client.values())
 
 
-def _cut_value(body: bytes, key_share: bool) -> object:
-    """What the summary takes from a cut body (ValueError when malformed)."""
-    return _client_shares(body) if key_share else _psk_identities(body)
+def _frame_of(body: bytes, shares: tuple[tuple[int, int], ...]) -> tuple[tuple[int, bytes], ...]:
+    """The bytes of a well-formed key_share body (`shares`: its `client_shares`) other
+    than the keys: the list length with the first share's group and key length, then each
+    further share's group and key length, at their offsets. A body of the same length has
+    the same `client_shares` exactly when it has these bytes there (they are all the
+    parse reads), so a repeated hello's shares are checked without parsing them."""
+    frame = []
+    p = 2
+    for _group, size in shares:
+        frame.append((0, body[:6]) if p == 2 else (p, body[p:p + 4]))
+        p += 4 + size
+    return tuple(frame) if frame else ((0, body[:2]),)
 
 
 def _known_shape(table: dict[tuple[int, bytes, bytes], list[_Shape]], msg: bytes,
                  index: tuple[int, bytes, bytes], start: int) -> _Shape | None:
     for shape in table.get(index, ()):
         p = start
-        for before, key_share, value in shape.pieces:
+        for before, frame, value in shape.pieces:
             if not msg.startswith(before, p):
                 break
             p += len(before)
             size = (msg[p - 2] << 8) | msg[p - 1]  # equal to the shape's: in `before`
+            if frame is not None:  # key_share: its frame (the same length: in `before`)
+                for at, part in frame:
+                    if not msg.startswith(part, p + at):
+                        break
+                else:
+                    p += size
+                    continue
+                break
             try:
-                if _cut_value(msg[p:p + size], key_share) != value:
+                if _psk_identities(msg[p:p + size]) != value:
                     break
             except ValueError:
                 break
@@ -172,12 +192,16 @@ def _remember(shapes: HelloShapes, msg: bytes, index: tuple[int, bytes, bytes], 
     if ks is None:
         ks = first.get(KEY_SHARE_DRAFT)
     cuts = sorted(at for at in (ks, first.get(PRE_SHARED_KEY)) if at is not None)
-    pieces = []
+    pieces: list[tuple[bytes, tuple[tuple[int, bytes], ...] | None, object]] = []
     p = start
     try:
         for at in cuts:
             size = (msg[at - 2] << 8) | msg[at - 1]
-            pieces.append((msg[p:at], at == ks, _cut_value(msg[at:at + size], at == ks)))
+            body = msg[at:at + size]
+            if at == ks:
+                pieces.append((msg[p:at], _frame_of(body, _client_shares(body)), None))
+            else:
+                pieces.append((msg[p:at], None, _psk_identities(body)))
             p = at + size
     except ValueError:
         return  # a malformed body: such hellos are not remembered
