@@ -353,8 +353,9 @@ class CaptureAnalysis:
                     if done is not None:
                         yield done
                 elif t is open_t:
-                    if ev.conn.id not in conns:
-                        opened[ev.conn.id] = ev  # built when its first bytes come
+                    cid = ev[0][0]  # (ev.conn.id: two generic lookups fewer)
+                    if cid not in conns:
+                        opened[cid] = ev  # built when its first bytes come
                 elif t is skipped_t:   # an ignored connection's count: many
                     key, d, size, gaps, ts, frame = ev  # (at once, as a close's)
                     conn = conns.get(key[0])

@@ -115,7 +115,10 @@ class Connection:
     def brief(self) -> BriefReport:
         """What the table and the statistics show of this connection (its report's values,
         the report not built)."""
-        self._remarks()
+        first, second = self.halves
+        if first.aligner.tunnel is not None or second.aligner.tunnel is not None or \
+                self.facts.handshake_gap[1]:
+            self._remarks()  # (tested here first: most connections have nothing to remark)
         # the key unpacked at once: each of a NamedTuple's fields is a generic attribute
         # lookup in the compiled build
         cid, client_ip, client_port, server_ip, server_port = self.key

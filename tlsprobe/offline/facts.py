@@ -169,6 +169,11 @@ class Facts:
         version = self.version
         if self.dtls and version is not None:  # message layouts follow the TLS version
             version = _DTLS_AS_TLS.get(version, version)
+        ctx = self.caches.contexts.get(  # (`caches.context`'s lookup, inline)
+            (version, self.cipher_suite, self.key_exchange, self.named_group,
+             direction == SERVER))
+        if ctx is not None:
+            return ctx
         return self.caches.context(version, self.cipher_suite, self.key_exchange,
                                    self.named_group, direction == SERVER)
 
@@ -322,10 +327,10 @@ class Facts:
         t = msg[0]
         try:
             if t == CH and direction == CLIENT:
-                self._client_hello(self._parse_ch(msg, decoded), ts, frame)
+                self._parse_ch(msg, decoded, ts, frame)
             elif t == SH and direction == SERVER:
-                info = self._parse_sh(msg, decoded)
-                self._server_hello(info, ts, frame, self.caches.hellos.server_last)
+                self._server_hello(self._parse_sh(msg, decoded), ts, frame,
+                                   self.caches.hellos.server_last)
             elif t == SHD:
                 pass  # nothing to read (tested before the rest: one of a full handshake)
             elif t == SKE and direction == SERVER and not self.tls13:
@@ -396,15 +401,22 @@ class Facts:
         else:
             self.more_messages += 1
 
-    def _parse_ch(self, msg: bytes, decoded: Decoded | None) -> ClientHelloInfo:
+    def _parse_ch(self, msg: bytes, decoded: Decoded | None, ts: float, frame: int) -> None:
+        """A ClientHello read (`_client_hello`'s, inline: once per connection)."""
         try:
             info = parse_client_hello(msg, self.caches.hellos)
             if not self.client_hellos:
                 self.hello_shape = self.caches.hellos.last
-            return info
         except DecodeError:
             decoded = decoded or decode_handshake(msg)  # the codec's error text wins
-            return client_hello_info(decoded.message, len(msg))
+            info = client_hello_info(decoded.message, len(msg))
+        if len(self.client_hellos) < MAX_HELLOS:
+            self.client_hellos.append(info)
+        if self.ch_ts is None:
+            self.ch_ts, self.ch_frame = ts, frame
+        if info.problems:
+            for name in info.problems:
+                self.problem(f"malformed {name} extension in the ClientHello")
 
     def _parse_sh(self, msg: bytes, decoded: Decoded | None) -> ServerHelloInfo:
         try:
@@ -424,9 +436,9 @@ class Facts:
     def _server_hello(self, info: ServerHelloInfo, ts: float, frame: int,
                       shape: int | None) -> None:
         """`shape`: the hello memo's token of this ServerHello (HelloShapes.server_last)."""
-        if len(self.server_hellos) < MAX_HELLOS:
-            if self.server_hellos is _NO_SERVER_HELLOS:
-                self.server_hellos = []
+        if self.server_hellos is _NO_SERVER_HELLOS:
+            self.server_hellos = [info]  # (the usual: one)
+        elif len(self.server_hellos) < MAX_HELLOS:
             self.server_hellos.append(info)
         # what follows depends only on the two hellos' shapes (their fields but the
         # randoms and session ids) when both are the memo's: worked out once per pair

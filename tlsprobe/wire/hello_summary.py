@@ -221,7 +221,9 @@ def parse_client_hello(msg: bytes, shapes: HelloShapes | None = None) -> ClientH
 
     Raises DecodeError when the message structure is malformed; a malformed extension body
     only leaves its field empty and is named in `problems`."""
-    end = _header(msg, 1, "ClientHello")
+    end = len(msg)
+    if end < 4 or msg[0] != 1 or (msg[1] << 16) | (msg[2] << 8) | msg[3] != end - 4:
+        _header(msg, 1, "ClientHello")  # (its error; the usual case tested inline)
     if end < 39:
         raise _fail("ClientHello too short", end, "ClientHello")
     sid_len = msg[38]
@@ -285,7 +287,9 @@ def parse_server_hello(msg: bytes, shapes: HelloShapes | None = None) -> ServerH
     `shapes` as for `parse_client_hello`."""
     if shapes is not None:
         shapes.server_last = None
-    end = _header(msg, 2, "ServerHello")
+    end = len(msg)
+    if end < 4 or msg[0] != 2 or (msg[1] << 16) | (msg[2] << 8) | msg[3] != end - 4:
+        _header(msg, 2, "ServerHello")  # (its error; the usual case tested inline)
     if end < 38:
         raise _fail("ServerHello too short", end, "ServerHello")
     legacy_version = (msg[4] << 8) | msg[5]
@@ -295,9 +299,14 @@ def parse_server_hello(msg: bytes, shapes: HelloShapes | None = None) -> ServerH
         start = 39 + msg[38]
         shape_index = (end, msg[4:6], random == HELLO_RETRY_REQUEST_RANDOM,
                        msg[start:start + 3])
-        known = _known_server_hello(msg, shapes, shape_index, start, random)
-        if known is not None:
-            return known
+        # a shape seen before (the same bytes but for the random, the session id and the
+        # key share): the earlier summary with those replaced
+        for before, key_length, tail, known, token in shapes.server.get(shape_index, ()):
+            if msg.startswith(before, start) and \
+                    msg.startswith(tail, start + len(before) + key_length):
+                shapes.server_last = token
+                return tuple.__new__(ServerHelloInfo,
+                                     (known[0], random, msg[39:start]) + known[3:])
     p = 38
     if is_draft_server_hello(legacy_version):
         if p + 2 > end:
@@ -325,18 +334,6 @@ def parse_server_hello(msg: bytes, shapes: HelloShapes | None = None) -> ServerH
         _remember_server_hello(shapes, shape_index, msg, 39 + len(session_id), end, first,
                                info)
     return info
-
-
-def _known_server_hello(msg: bytes, shapes: HelloShapes, shape_index: tuple[int, bytes, bool, bytes],
-                        start: int, random: bytes) -> ServerHelloInfo | None:
-    """The summary of a ServerHello of a shape seen before (the same bytes but for the
-    random, the session id and the key share): the earlier one's, with those replaced."""
-    for before, key_length, tail, known, token in shapes.server.get(shape_index, ()):
-        if msg.startswith(before, start) and \
-                msg.startswith(tail, start + len(before) + key_length):
-            shapes.server_last = token
-            return tuple.__new__(ServerHelloInfo, (known[0], random, msg[39:start]) + known[3:])
-    return None
 
 
 def _server_extensions(msg: bytes, first: dict[int, int], hrr: bool, selected: int
@@ -386,7 +383,7 @@ def _remember_server_hello(shapes: HelloShapes, shape_index: tuple[int, bytes, b
                            start: int, end: int, first: dict[int, int],
                            info: ServerHelloInfo) -> None:
     """Keep a parsed ServerHello's shape (its bytes from `start`, after the session id,
-    around the key share) for `_known_server_hello`."""
+    around the key share) for `parse_server_hello`."""
     cut, key_length = end, 0
     if info.key_share is not None:  # the key bytes follow the group and the key length
         cut = first[KEY_SHARE if KEY_SHARE in first else KEY_SHARE_DRAFT] + 4
