@@ -120,7 +120,14 @@ class Output:
                 report.to_json(encoder=self._encoder)
             if self._msg and trace is not None:
                 line = line[:-1] + ', "trace": ' + json.dumps(trace) + "}"
-            if self._jsonl:
+            if self._jsonl and self._batch:  # (`_json`'s batch, inline: every connection)
+                pending = self._pending
+                pending.append(line)
+                pending.append("\n")
+                self._pending_size += len(line)
+                if self._pending_size >= BATCH:
+                    self.flush()
+            elif self._jsonl:
                 self._json(line, "\n")
             else:
                 self._json(("\n  " if self.count == 1 else ",\n  ") + line)

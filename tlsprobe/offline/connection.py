@@ -106,8 +106,12 @@ class Connection:
     def json_text(self, file: str, close: str | None) -> ReportText:
         """The JSON text of this connection's report (neither the report nor its
         Endpoints built: what `_where` and `report` give, written directly)."""
-        midstream, preamble = self._start()
-        self._remarks()
+        first, second = self.halves[0].aligner, self.halves[1].aligner
+        midstream = first.midstream or second.midstream  # (`_start`'s, inline)
+        preamble = (first.preamble or second.preamble)[:256]
+        if first.tunnel is not None or second.tunnel is not None or \
+                self.facts.handshake_gap[1]:
+            self._remarks()  # (tested here first: most connections have nothing to remark)
         return json_text_of(file, self.key, self.first_frame, self.last_frame, self.first_ts,
                             self.last_ts, self.nbytes, close, midstream, preamble,
                             self.gap_bytes, self.facts)

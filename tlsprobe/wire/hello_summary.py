@@ -235,7 +235,8 @@ def parse_client_hello(msg: bytes, shapes: HelloShapes | None = None) -> ClientH
     cs_len = (msg[p] << 8) | msg[p + 1]
     if cs_len < 2 or cs_len % 2 or p + 2 + cs_len > end:
         raise _fail(f"bad cipher_suites length {cs_len}", p, "ClientHello.cipher_suites")
-    shape_index = (end, msg[4:6], msg[start:start + min(2 + cs_len, _HEAD)])
+    shape_index = (end, msg[4:6],  # (the index's bytes: at most _HEAD, without min())
+                   msg[start:start + 2 + cs_len if cs_len < _HEAD - 2 else start + _HEAD])
     if shapes is not None:
         shapes.last = None
         shape = _known_shape(shapes.client, msg, shape_index, start)
