@@ -66,6 +66,10 @@ class Output:
         self._msg = bool(args.msg)
         self._details_on = bool(args.details)
         self._text_type: type[ReportText] = ReportText  # --json/--jsonl's usual report: its text
+        #: `report` writes or keeps something of each report (False: `--stats` alone, whose
+        #: counters are the statistics'; the run then does not call it per connection)
+        self.per_report = bool(self._any_json or self._msg or self._details_on or
+                               self._table or streaming)
         self._t0 = time.monotonic()        # the run's start: started_at and duration_s
 
     def _run_members(self) -> dict[str, object]:
