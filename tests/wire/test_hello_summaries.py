@@ -185,3 +185,41 @@ def test_server_hello_tokens_name_shapes() -> None:
     with pytest.raises(DecodeError):
         parse_server_hello(b"\x02\x00\x00\x01\x03", memo)
     assert memo.server_last is None  # a stale token never outlives a failed parse
+
+
+def _key_share_body_at(raw: bytes) -> int:
+    """Where a ClientHello's key_share body starts (walking its extensions)."""
+    p = 39 + raw[38]
+    p += 2 + int.from_bytes(raw[p:p + 2], "big")
+    p += 1 + raw[p]
+    p += 2
+    while p < len(raw):
+        ext_type, size = int.from_bytes(raw[p:p + 2], "big"), int.from_bytes(raw[p + 2:p + 4], "big")
+        if ext_type == 0x33:
+            return p + 4
+        p += 4 + size
+    raise AssertionError("no key_share")
+
+
+def test_hello_shape_cache_tells_later_key_shares_apart() -> None:
+    """The memo checks a repeated hello's key shares by the bytes around the keys: a
+    second share's group and the split of the same bytes between two shares differ."""
+    raw = next(r for r, _ in HELLOS if r[0] == 1 and len(codec(r).key_shares) >= 2)
+    body = _key_share_body_at(raw)
+    first = int.from_bytes(raw[body + 4:body + 6], "big")
+    second = body + 6 + first  # the second share's group
+    relabelled = raw[:second] + b"\x01\x00" + raw[second + 2:]   # ffdhe2048
+    memo = HelloShapes()
+    assert parse_client_hello(raw, memo) == codec(raw)
+    assert parse_client_hello(relabelled, memo) == codec(relabelled)
+    assert parse_client_hello(relabelled, memo).key_shares[1][0] == 0x100
+    # the first key one byte shorter, the second one longer: the same length in all
+    size2 = int.from_bytes(raw[second + 2:second + 4], "big")
+    moved = bytearray(raw)
+    moved[body + 4:body + 6] = (first - 1).to_bytes(2, "big")
+    moved[second - 1:second + 3] = raw[second:second + 2] + (size2 + 1).to_bytes(2, "big")
+    moved = bytes(moved)
+    assert len(moved) == len(raw)
+    assert parse_client_hello(moved, memo) == codec(moved)
+    assert parse_client_hello(moved, memo).key_shares[:2] == (
+        (codec(raw).key_shares[0][0], first - 1), (codec(raw).key_shares[1][0], size2 + 1))

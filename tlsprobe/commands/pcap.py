@@ -236,6 +236,7 @@ def _read_one(name: str, analysis: CaptureAnalysis | Finished, flt: ConnectionFi
     reported_ids: set[int] = set()
     # once per connection: what does not change is looked up before the loop
     stats, counting, files, emit = sinks.stats, sinks.counting, sinks.files, output.report
+    emitting = output.per_report
     close = getattr(analysis, "close", None)   # (a worker's capture is read already)
     try:
         for report, trace in analysis:
@@ -250,7 +251,8 @@ def _read_one(name: str, analysis: CaptureAnalysis | Finished, flt: ConnectionFi
                 stats.connections += 1
             if files:
                 sinks.to_files(name, report)
-            emit(report, trace)
+            if emitting:
+                emit(report, trace)
             if reported == limit and close is not None:
                 close()   # -c N: the rest is not read; the summary is made now
                 break

@@ -66,6 +66,10 @@ class Output:
         self._msg = bool(args.msg)
         self._details_on = bool(args.details)
         self._text_type: type[ReportText] = ReportText  # --json/--jsonl's usual report: its text
+        #: `report` writes or keeps something of each report (False: `--stats` alone, whose
+        #: counters are the statistics'; the run then does not call it per connection)
+        self.per_report = bool(self._any_json or self._msg or self._details_on or
+                               self._table or streaming)
         self._t0 = time.monotonic()        # the run's start: started_at and duration_s
 
     def _run_members(self) -> dict[str, object]:
@@ -120,7 +124,14 @@ class Output:
                 report.to_json(encoder=self._encoder)
             if self._msg and trace is not None:
                 line = line[:-1] + ', "trace": ' + json.dumps(trace) + "}"
-            if self._jsonl:
+            if self._jsonl and self._batch:  # (`_json`'s batch, inline: every connection)
+                pending = self._pending
+                pending.append(line)
+                pending.append("\n")
+                self._pending_size += len(line)
+                if self._pending_size >= BATCH:
+                    self.flush()
+            elif self._jsonl:
                 self._json(line, "\n")
             else:
                 self._json(("\n  " if self.count == 1 else ",\n  ") + line)

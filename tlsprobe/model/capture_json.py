@@ -21,13 +21,6 @@ from tlsprobe.model.json_scalars import number
 __all__ = ["connection_json", "number"]
 
 
-def _flag(value: bool | None) -> str:
-    """A JSON boolean or null."""
-    if value is None:
-        return "null"
-    return "true" if value else "false"
-
-
 def connection_json(dumps: Callable[[object], str], parts: tuple[str, ...], file: str,
                     cid: int, transport: str, protocol: str, client: str, server: str,
                     client_ip: str, client_port: int, server_ip: str, server_port: int,
@@ -41,7 +34,8 @@ def connection_json(dumps: Callable[[object], str], parts: tuple[str, ...], file
     """A `ConnectionReport`'s JSON object (`to_json`) from its field values, the shape's
     part already written (`parts`, see `model.capture.shape_json`) and the timings' object
     too (its numbers as `number` writes them). `compression` (a Codepoint or None) and
-    `sslv2` (Ciphers) are written by `dumps`, the run's encoder."""
+    `sslv2` (Ciphers) are written by `dumps`, the run's encoder. The flags are JSON
+    booleans or null, written inline (no call each: once per connection)."""
     text = plain_string  # for values never None
     return (f'{{"kind": "connection", "file": {text(file)}, "id": {cid}, '
             f'"transport": {text(transport)}, "protocol": {text(protocol)}, '
@@ -55,10 +49,12 @@ def connection_json(dumps: Callable[[object], str], parts: tuple[str, ...], file
             f'{"null" if ticket_lifetime is None else str(ticket_lifetime)}, '
             f'{parts[2]}, "timings": {timings}, '
             f'"client_bytes": {client_bytes}, "server_bytes": {server_bytes}, '
-            f'"encrypted": {_flag(encrypted)}, "decrypted": {_flag(decrypted)}, '
-            f'"handshake_complete": {_flag(complete)}, '
+            f'"encrypted": {"null" if encrypted is None else "true" if encrypted else "false"}, '
+            f'"decrypted": {"null" if decrypted is None else "true" if decrypted else "false"}, '
+            f'"handshake_complete": '
+            f'{"null" if complete is None else "true" if complete else "false"}, '
             f'"close": {"null" if close is None else text(close)}, '
-            f'"midstream": {_flag(midstream)}, '
+            f'"midstream": {"null" if midstream is None else "true" if midstream else "false"}, '
             f'"preamble": {"null" if preamble is None else text(preamble)}, '
             f'"gap_bytes": {gap_bytes}, '
             f'"problems": {dumps(problems) if problems else "[]"}, '

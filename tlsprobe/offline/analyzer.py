@@ -269,7 +269,7 @@ class CaptureAnalysis:
     def _finish(self, conn: Connection, reason: str | None) -> Analyzed | None:
         reader = conn.reader
         reader.release()
-        if not conn.is_tls:
+        if not (conn.facts.client_hellos or conn.is_tls):  # (most: a ClientHello, no call)
             return None
         self.tls_connections += 1
         decryptor = reader.decryptor
@@ -311,6 +311,8 @@ class CaptureAnalysis:
         # module's imported name is a dict lookup per use, an undeclared index a generic call
         data_t, close_t, open_t, skipped_t = StreamData, StreamClose, StreamOpen, StreamSkipped
         d: int
+        size: int
+        gaps: int
         frame: int
         try:
             for ev in events:
@@ -353,12 +355,17 @@ class CaptureAnalysis:
                     if done is not None:
                         yield done
                 elif t is open_t:
-                    if ev.conn.id not in conns:
-                        opened[ev.conn.id] = ev  # built when its first bytes come
+                    cid = ev[0][0]  # (ev.conn.id: two generic lookups fewer)
+                    if cid not in conns:
+                        opened[cid] = ev  # built when its first bytes come
                 elif t is skipped_t:   # an ignored connection's count: many
-                    conn = conns.get(ev.conn.id)
-                    if conn is not None:
-                        conn.skipped(ev.direction, ev.size, ev.gaps, ev.ts, ev.frame)
+                    key, d, size, gaps, ts, frame = ev  # (at once, as a close's)
+                    conn = conns.get(key[0])
+                    if conn is not None:  # (Connection.skipped, inline)
+                        conn.nbytes[d] += size
+                        conn.gap_bytes += gaps
+                        if size and frame >= conn.last_frame:
+                            conn.last_frame, conn.last_ts = frame, ts
                 elif t is Datagram:
                     for done in self._udp.datagram(ev):
                         self.tls_connections += 1

@@ -201,28 +201,26 @@ def _derive(f: Facts, transport: str, caches: AnalysisCaches, brief: bool) -> De
         [None])
 
 
-def _shape(f: Facts, transport: str) -> tuple[object, ...]:
-    """What `_derive` depends on, without the per-connection values (randoms, session ids,
-    times): the key under which a capture's repeated handshakes share their derivation."""
+def _derived(f: Facts, transport: str, brief: bool = False) -> Derived:
+    """`_derive` of this handshake, remembered by its shape in the analysis caches (the
+    brief derivations, without certificates, in a table of their own). The shape is what
+    `_derive` depends on, without the per-connection values (randoms, session ids,
+    times): the key under which a capture's repeated handshakes share their derivation
+    (made here, not in a function of its own: once per connection)."""
+    shapes = f.caches.briefs if brief else f.caches.reports
     hello = f.client_hellos[0] if f.client_hellos else None
     sh, hrr = f.server_hello, f.hrr
     shape = f.hello_shape  # hellos of one memo token have the same [3:] (a cheaper key)
-    return (transport, hello[0] if hello else None,
-            (hello[3:] if shape is None else shape) if hello else None,
-            f.client_hellos[-1][3:] if len(f.client_hellos) > 1 else None,
-            f.server_shape if f.server_shape is not None else (sh[0],) + sh[3:] if sh
-            else None, (hrr[0],) + hrr[3:] if hrr else None,
-            f.ske, f.cke_length, f.tls13, f.ccs[0], f.ccs[1], f.key_exchange,
-            f.handshake_gap[1] > 0,  # (what a capture gap may have hidden is not stated)
-            tuple(f.certificates), tuple(f.alerts), tuple(f.messages), f.more_messages,
-            f.ticket_lifetime, f.alpn_ee, f.signature_scheme, f.sslv2_server, f.framing)
-
-
-def _derived(f: Facts, transport: str, brief: bool = False) -> Derived:
-    """`_derive` of this handshake, remembered by its shape in the analysis caches (the
-    brief derivations, without certificates, in a table of their own)."""
-    shapes = f.caches.briefs if brief else f.caches.reports
-    key = _shape(f, transport)
+    key = (transport, hello[0] if hello else None,
+           (hello[3:] if shape is None else shape) if hello else None,
+           f.client_hellos[-1][3:] if len(f.client_hellos) > 1 else None,
+           f.server_shape if f.server_shape is not None else (sh[0],) + sh[3:] if sh
+           else None, (hrr[0],) + hrr[3:] if hrr else None,
+           f.ske, f.cke_length, f.tls13, f.ccs[0], f.ccs[1], f.key_exchange,
+           f.handshake_gap[1] > 0,  # (what a capture gap may have hidden is not stated)
+           tuple(f.certificates) if f.certificates else (),  # (no call for none)
+           tuple(f.alerts) if f.alerts else (), tuple(f.messages), f.more_messages,
+           f.ticket_lifetime, f.alpn_ee, f.signature_scheme, f.sslv2_server, f.framing)
     derived = shapes.get(key)
     if derived is None:
         if len(shapes) >= MAX_ENTRIES:
@@ -238,7 +236,7 @@ def brief_of(cid: int, transport: str, protocol: str, client: str, server: str,
     "address:port"; `derive_as`: the transport the handshake is described for, its
     fingerprints' "quic", "dtls" or "tcp", as `build_report`'s `transport`)."""
     (sni, offer, _ce, _se, version, cipher, kx, hrr, _scheme, alpn, resumption, _certs,
-     alerts, _messages, prints, _json) = _derived(f, derive_as, brief=True)
+     alerts, _messages, prints, _json) = _derived(f, derive_as, True)
     return tuple.__new__(BriefReport, (
         cid, transport, protocol, client, server, first_frame, sni, offer, version, cipher,
         kx, hrr, alpn, resumption, alerts, prints, f.encrypted[0] and f.encrypted[1],

@@ -51,13 +51,6 @@ class Connection:
         if not half.counting:
             self.reader.gap(half, ts, frame)
 
-    def skipped(self, direction: int, size: int, gaps: int, ts: float, frame: int) -> None:
-        """What the capture counted for this direction once the connection was ignored."""
-        self.nbytes[direction] += size
-        self.gap_bytes += gaps
-        if size and frame >= self.last_frame:
-            self.last_frame, self.last_ts = frame, ts
-
     def swapped(self, key: ConnKey) -> None:
         """The capture now orients this connection the other way round."""
         self.key = key
@@ -113,8 +106,12 @@ class Connection:
     def json_text(self, file: str, close: str | None) -> ReportText:
         """The JSON text of this connection's report (neither the report nor its
         Endpoints built: what `_where` and `report` give, written directly)."""
-        midstream, preamble = self._start()
-        self._remarks()
+        first, second = self.halves[0].aligner, self.halves[1].aligner
+        midstream = first.midstream or second.midstream  # (`_start`'s, inline)
+        preamble = (first.preamble or second.preamble)[:256]
+        if first.tunnel is not None or second.tunnel is not None or \
+                self.facts.handshake_gap[1]:
+            self._remarks()  # (tested here first: most connections have nothing to remark)
         return json_text_of(file, self.key, self.first_frame, self.last_frame, self.first_ts,
                             self.last_ts, self.nbytes, close, midstream, preamble,
                             self.gap_bytes, self.facts)
@@ -122,7 +119,10 @@ class Connection:
     def brief(self) -> BriefReport:
         """What the table and the statistics show of this connection (its report's values,
         the report not built)."""
-        self._remarks()
+        first, second = self.halves
+        if first.aligner.tunnel is not None or second.aligner.tunnel is not None or \
+                self.facts.handshake_gap[1]:
+            self._remarks()  # (tested here first: most connections have nothing to remark)
         # the key unpacked at once: each of a NamedTuple's fields is a generic attribute
         # lookup in the compiled build
         cid, client_ip, client_port, server_ip, server_port = self.key

@@ -45,6 +45,7 @@ NST: Final = 4
 EE: Final = 8
 CERT: Final = 11
 SKE: Final = 12
+SHD: Final = 14
 CV: Final = 15
 CKE: Final = 16
 FIN: Final = 20
@@ -63,6 +64,12 @@ _NO_GAP: Final[list[int]] = [0, 0]
 #: the (sender, type, HRR, decrypted) notes of the messages, one object each (at most
 #: 2 x 256 x 2 x 2): a connection's list of them holds no tuples of its own
 _NOTES: Final[dict[tuple[int, int, bool, bool], tuple[int, int, bool, bool]]] = {}
+#: the notes of the usual messages (neither a HelloRetryRequest nor decrypted), by
+#: `direction << 8 | type`: the same objects as `_NOTES` holds, looked up without making
+#: and hashing a tuple per message
+_PLAIN_NOTES: Final[tuple[tuple[int, int, bool, bool], ...]] = tuple(
+    _NOTES.setdefault((d, t, False, False), (d, t, False, False))
+    for d in (CLIENT, SERVER) for t in range(256))
 
 
 class Facts:
@@ -162,6 +169,11 @@ class Facts:
         version = self.version
         if self.dtls and version is not None:  # message layouts follow the TLS version
             version = _DTLS_AS_TLS.get(version, version)
+        ctx = self.caches.contexts.get(  # (`caches.context`'s lookup, inline)
+            (version, self.cipher_suite, self.key_exchange, self.named_group,
+             direction == SERVER))
+        if ctx is not None:
+            return ctx
         return self.caches.context(version, self.cipher_suite, self.key_exchange,
                                    self.named_group, direction == SERVER)
 
@@ -205,11 +217,14 @@ class Facts:
         lost before (the first record may be in them) or the suite's tag length is not
         known. Called once per connection and side."""
         if not self.tls13 or self.server_hello is None or self.encrypted[direction] or \
-                self.encrypted_alert is not None or self.client_lost or \
-                direction == CLIENT and (not self.client_hellos or any(
-                    hello.partial or EARLY_DATA in hello.extensions
-                    for hello in self.client_hellos)):
+                self.encrypted_alert is not None or self.client_lost:
             return
+        if direction == CLIENT:
+            if not self.client_hellos:
+                return
+            for hello in self.client_hellos:  # (a loop, not any(): once per connection)
+                if hello.partial or EARLY_DATA in hello.extensions:
+                    return
         tag = tag_length(self.cipher_suite)
         if tag is not None and length == tag + 3:
             self.encrypted_alert = direction
@@ -312,10 +327,12 @@ class Facts:
         t = msg[0]
         try:
             if t == CH and direction == CLIENT:
-                self._client_hello(self._parse_ch(msg, decoded), ts, frame)
+                self._parse_ch(msg, decoded, ts, frame)
             elif t == SH and direction == SERVER:
-                info = self._parse_sh(msg, decoded)
-                self._server_hello(info, ts, frame, self.caches.hellos.server_last)
+                self._server_hello(self._parse_sh(msg, decoded), ts, frame,
+                                   self.caches.hellos.server_last)
+            elif t == SHD:
+                pass  # nothing to read (tested before the rest: one of a full handshake)
             elif t == SKE and direction == SERVER and not self.tls13:
                 self.ske = parse_server_key_exchange(msg, self.context(SERVER))
                 if self.ske.named_curve is not None:
@@ -349,12 +366,14 @@ class Facts:
                              "before it are reported)")
             else:
                 self.problem(f"malformed {message_name(t)} from the {_side(direction)}: {exc}")
-        if len(self.messages) < MAX_MESSAGES:  # (`_note`, inline: every message)
-            note = (direction, t, t == SH and self.hrr is not None and
-                    self.server_hello is None, decrypted)
-            self.messages.append(_NOTES.setdefault(note, note))
-        else:
+        messages = self.messages
+        if len(messages) >= MAX_MESSAGES:
             self.more_messages += 1
+        elif decrypted or t == SH and self.hrr is not None and self.server_hello is None:
+            self._note(direction, t, t == SH and self.hrr is not None and
+                       self.server_hello is None, decrypted)
+        else:  # (`_note`'s, looked up: every message)
+            messages.append(_PLAIN_NOTES[direction << 8 | t])
 
     def _partial_hello(self, msg: bytes, ts: float, frame: int) -> bool:
         """A ClientHello that is malformed or cut: its whole fields count (True when any)."""
@@ -382,15 +401,22 @@ class Facts:
         else:
             self.more_messages += 1
 
-    def _parse_ch(self, msg: bytes, decoded: Decoded | None) -> ClientHelloInfo:
+    def _parse_ch(self, msg: bytes, decoded: Decoded | None, ts: float, frame: int) -> None:
+        """A ClientHello read (`_client_hello`'s, inline: once per connection)."""
         try:
             info = parse_client_hello(msg, self.caches.hellos)
             if not self.client_hellos:
                 self.hello_shape = self.caches.hellos.last
-            return info
         except DecodeError:
             decoded = decoded or decode_handshake(msg)  # the codec's error text wins
-            return client_hello_info(decoded.message, len(msg))
+            info = client_hello_info(decoded.message, len(msg))
+        if len(self.client_hellos) < MAX_HELLOS:
+            self.client_hellos.append(info)
+        if self.ch_ts is None:
+            self.ch_ts, self.ch_frame = ts, frame
+        if info.problems:
+            for name in info.problems:
+                self.problem(f"malformed {name} extension in the ClientHello")
 
     def _parse_sh(self, msg: bytes, decoded: Decoded | None) -> ServerHelloInfo:
         try:
@@ -410,9 +436,9 @@ class Facts:
     def _server_hello(self, info: ServerHelloInfo, ts: float, frame: int,
                       shape: int | None) -> None:
         """`shape`: the hello memo's token of this ServerHello (HelloShapes.server_last)."""
-        if len(self.server_hellos) < MAX_HELLOS:
-            if self.server_hellos is _NO_SERVER_HELLOS:
-                self.server_hellos = []
+        if self.server_hellos is _NO_SERVER_HELLOS:
+            self.server_hellos = [info]  # (the usual: one)
+        elif len(self.server_hellos) < MAX_HELLOS:
             self.server_hellos.append(info)
         # what follows depends only on the two hellos' shapes (their fields but the
         # randoms and session ids) when both are the memo's: worked out once per pair

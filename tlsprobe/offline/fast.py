@@ -102,10 +102,12 @@ class FastReader:
 
     def release(self) -> None:
         """The connection is done: its partial messages no longer count against MAX_HELD."""
-        for half in self.halves:
-            if half.hs:
-                self.caches.held -= len(half.hs)
-                half.hs = _NO_MESSAGE
+        first, second = self.halves
+        if first.hs or second.hs:  # (rare: most connections end holding nothing)
+            for half in self.halves:
+                if half.hs:
+                    self.caches.held -= len(half.hs)
+                    half.hs = _NO_MESSAGE
 
     def trace_lines(self) -> list[str] | None:
         """No trace from this reader (the Flow reader keeps one)."""
@@ -182,21 +184,23 @@ class FastReader:
                     facts.mark_encrypted(direction, ts)  # protected: nothing more to learn
                     half.counting = True
                     return
-                if ct == 20:
+                if ct == 22:  # (first: most records of a handshake)
+                    if facts.unsure_ccs and self._protected_after_ccs(half, data[p + 5:end],
+                                                                      ts):
+                        return
+                    # one whole message (its length's high byte 0: a record is shorter)
+                    if not half.hs and not half.after_gap and length >= 4 and \
+                            data[p + 6] == 0 and ((data[p + 7] << 8) | data[p + 8]) + 4 == length:
+                        facts.on_message(direction, data[p + 5:end], ts, frame)
+                    else:
+                        self._handshake(half, data[p + 5:end], ts, frame)
+                elif ct == 20:
                     facts.change_cipher_spec(direction)
-                elif ct == 22 and facts.unsure_ccs and self._protected_after_ccs(
-                        half, data[p + 5:end], ts):
-                    return
-                elif ct != 22:
-                    self._record(half, ct, data[p + 5:end], ts)
-                elif not half.hs and not half.after_gap and length >= 4 and \
-                        4 + ((data[p + 6] << 16) | (data[p + 7] << 8) | data[p + 8]) == length:
-                    facts.on_message(direction, data[p + 5:end], ts, frame)  # one message
                 else:
-                    self._handshake(half, data[p + 5:end], ts, frame)
+                    self._record(half, ct, data[p + 5:end], ts)
+                    if half.counting:  # (only `_record` of these ends the framing)
+                        return
                 p = end
-                if half.counting:
-                    return
             else:  # every whole record read; maybe the start of a header is left
                 if p < n:
                     self._keep(half, data[p:] if p else data, 5)

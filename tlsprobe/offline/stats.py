@@ -55,33 +55,53 @@ class Statistics:
         self._resumed_groups: Counter[str] = Counter()  # resumption kind -> count
 
     def add(self, r: ConnectionReport | BriefReport | ReportText) -> None:
-        if isinstance(r, ReportText):  # AnalyzerOptions.json_text: nothing to count
+        version: Codepoint | str | None
+        if type(r) is BriefReport:  # (the table's and --stats' report: its fields at once)
+            (_, _, protocol, _, _, _, _, offer, version, cipher, kx, hrr, _, resumption,
+             alerts, _, _, _, _) = r
+        elif isinstance(r, ReportText):  # AnalyzerOptions.json_text: nothing to count
             raise TypeError("statistics need reports, not their JSON text")
+        else:
+            protocol, offer, version, cipher, kx = (r.protocol, r.offer, r.version, r.cipher,
+                                                    r.key_exchange)
+            hrr, resumption, alerts = r.hello_retry_request, r.resumption, r.alerts
         self.connections += 1
-        self.protocols[r.protocol] += 1
-        version: Codepoint | str | None = r.version
+        self.protocols[protocol] += 1
         if version is not None:
             self.handshakes += 1
-        elif r.cipher is not None:  # a ServerHello, its version not known
+        elif cipher is not None:  # a ServerHello, its version not known
             self.handshakes += 1
             version = UNKNOWN
-        elif r.offer is not None:
+        elif offer is not None:
             self.client_only += 1
-        if r.hello_retry_request is not None:
+        if hrr is not None:
             self.hello_retry_requests += 1
-        if r.resumption is not None:
-            self.resumed += 1
-        _tally(self._versions, version)
-        _tally(self._suites, r.cipher)
-        kx = r.key_exchange
-        if r.resumption is not None and (kx is None or kx.group is None) and \
-                (kx is None or not kx.dh_group_name):
-            # an abbreviated handshake (or TLS 1.3 psk_ke): no key exchange of its own
-            self._resumed_groups[r.resumption] += 1
-            kx = None
+        # (`_tally`, inline: three values a report)
+        seen = self._versions.get(id(version))
+        if seen is None:
+            self._versions[id(version)] = _Tally(version)
         else:
-            _tally(self._groups, kx)
-        for a in r.alerts:
+            seen.count += 1
+        seen_suite = self._suites.get(id(cipher))
+        if seen_suite is None:
+            self._suites[id(cipher)] = _Tally(cipher)
+        else:
+            seen_suite.count += 1
+        if resumption is not None:
+            self.resumed += 1
+            if (kx is None or kx.group is None) and (kx is None or not kx.dh_group_name):
+                # an abbreviated handshake (or TLS 1.3 psk_ke): no key exchange of its own
+                self._resumed_groups[resumption] += 1
+                kx = None
+            else:
+                _tally(self._groups, kx)
+        else:
+            seen_kx = self._groups.get(id(kx))
+            if seen_kx is None:
+                self._groups[id(kx)] = _Tally(kx)
+            else:
+                seen_kx.count += 1
+        for a in alerts:
             self._alerts[(a.direction, a.name)] += 1
 
     @property

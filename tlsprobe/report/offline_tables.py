@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, Final
 
 from tlsprobe.model.capture import BriefReport, Codepoint, ConnectionReport
-from tlsprobe.model.probe import AlertInfo
+from tlsprobe.model.probe import AlertInfo, KeyExchange
 from tlsprobe.report.escape import shown
 
 if TYPE_CHECKING:
@@ -28,25 +28,18 @@ def _group(r: ConnectionReport | BriefReport) -> str:
     kx = r.key_exchange
     if kx is None:
         return f"HRR {r.hello_retry_request.name}" if r.hello_retry_request else "-"
+    return _group_text(kx) + (" (after HRR)" if r.hello_retry_request else "")
+
+
+def _group_text(kx: KeyExchange) -> str:
+    """The Group cell's name of a key exchange (without the HRR remark)."""
     if kx.group is not None:
-        text = kx.group.name
-    elif kx.dh_group_name:
-        text = f"DHE {kx.dh_group_name}"
-    elif kx.kind == "RSA":
-        text = "RSA key transport"
-    else:
-        text = kx.kind
-    return text + (" (after HRR)" if r.hello_retry_request else "")
-
-
-def _sizes(r: ConnectionReport | BriefReport) -> str:
-    kx = r.key_exchange
-    if kx is None:
-        return "-"
-    server, client = kx.server_share_bytes, kx.client_share_bytes
-    if server is None and client is None:
-        return "-"
-    return f"{'-' if server is None else server}/{'-' if client is None else client}"
+        return kx.group.name
+    if kx.dh_group_name:
+        return f"DHE {kx.dh_group_name}"
+    if kx.kind == "RSA":
+        return "RSA key transport"
+    return kx.kind
 
 
 def connection_label(r: ConnectionReport | BriefReport) -> str:
@@ -93,23 +86,42 @@ def _unfinished(protocol: str, chosen: Codepoint | None, encrypted: bool) -> boo
 def connection_row(r: ConnectionReport | BriefReport) -> tuple[str, ...]:
     """One table row of plain strings; a handshake ended by an alert says "failed" and
     the alert in the Version cell, one not seen to finish says so."""
-    # each field read once (a report's attribute is a generic lookup, once a connection)
-    chosen, cipher, alerts = r.version, r.cipher, r.alerts
+    # each field read once (a report's attribute is a generic lookup, once a connection;
+    # a BriefReport, the table's usual report, unpacked at once)
+    if type(r) is BriefReport:
+        (cid, transport, protocol, client, server, _, sni, offer, chosen, cipher, kx, hrr,
+         alpn, _, alerts, prints, encrypted, violation, _) = r
+    else:
+        cid, transport, protocol, client, server = (r.id, r.transport, r.protocol, r.client,
+                                                    r.server)
+        sni, offer, chosen, cipher, kx, hrr = (r.sni, r.offer, r.version, r.cipher,
+                                               r.key_exchange, r.hello_retry_request)
+        alpn, alerts, prints, encrypted, violation = (r.alpn, r.alerts, r.fingerprints,
+                                                      r.encrypted, r.violation)
     version = chosen.name if chosen else "(unknown)" if cipher else (
-        "(no ServerHello)" if r.offer else "-")
+        "(no ServerHello)" if offer else "-")
     failed = failure_alert(r) if alerts else None
     if failed is not None:
         version += ", " + failure_text(failed)
     elif alerts and chosen is None:
         version += f", {alerts[-1].direction} alert {alerts[-1].name}"
-    elif _unfinished(r.protocol, chosen, r.encrypted):
+    elif _unfinished(protocol, chosen, encrypted):
         version += ", not finished in the capture"
-    violation = r.violation
     if violation is not None:
         version += ("; " if ", " in version else ", ") + violation
-    return (connection_label(r), r.client, r.server, r.sni or "-", version,
-            cipher.iana_name if cipher else "-", _group(r), _sizes(r), r.alpn or "-",
-            r.fingerprints.ja4 or "-")
+    # (connection_label, _group and _sizes of the values read)
+    if kx is None:
+        group = f"HRR {hrr.name}" if hrr else "-"
+        sizes = "-"
+    else:
+        group = _group_text(kx) + (" (after HRR)" if hrr else "")
+        server_bytes, client_bytes = kx.server_share_bytes, kx.client_share_bytes
+        sizes = "-" if server_bytes is None and client_bytes is None else \
+            f"{'-' if server_bytes is None else server_bytes}/" \
+            f"{'-' if client_bytes is None else client_bytes}"
+    return (str(cid) if transport == "tcp" else f"{protocol}/{cid}", client, server,
+            sni or "-", version, cipher.iana_name if cipher else "-", group, sizes,
+            alpn or "-", prints.ja4 or "-")
 
 
 def fit_rows(rows: Sequence[tuple[str, ...]], *, title: str | None = None,

@@ -102,7 +102,10 @@ def _header(msg: bytes, msg_type: int, name: str) -> int:
 #: shapes are found by the hello's length, version and cipher suites, then compared byte
 #: for byte, so a repeated hello costs neither its extension walk nor its decoding.
 class _Shape(NamedTuple):
-    pieces: tuple[tuple[bytes, bool, object], ...]  # (bytes before a cut, key_share?, value)
+    #: (bytes before a cut, its frame, value): the frame of a key_share body is its bytes
+    #: other than the keys, as (offset in the body, bytes) (`_frame_of`); None for a
+    #: pre_shared_key body, whose value is compared
+    pieces: tuple[tuple[bytes, tuple[tuple[int, bytes], ...] | None, object], ...]
     tail: bytes                                    # the bytes after the last cut
     info: ClientHelloInfo
     token: int                                     # its number in its HelloShapes
@@ -140,22 +143,39 @@ class HelloShapes:
         return sum(len(shapes) for shapes in self.client.values())
 
 
-def _cut_value(body: bytes, key_share: bool) -> object:
-    """What the summary takes from a cut body (ValueError when malformed)."""
-    return _client_shares(body) if key_share else _psk_identities(body)
+def _frame_of(body: bytes, shares: tuple[tuple[int, int], ...]) -> tuple[tuple[int, bytes], ...]:
+    """The bytes of a well-formed key_share body (`shares`: its `client_shares`) other
+    than the keys: the list length with the first share's group and key length, then each
+    further share's group and key length, at their offsets. A body of the same length has
+    the same `client_shares` exactly when it has these bytes there (they are all the
+    parse reads), so a repeated hello's shares are checked without parsing them."""
+    frame = []
+    p = 2
+    for _group, size in shares:
+        frame.append((0, body[:6]) if p == 2 else (p, body[p:p + 4]))
+        p += 4 + size
+    return tuple(frame) if frame else ((0, body[:2]),)
 
 
 def _known_shape(table: dict[tuple[int, bytes, bytes], list[_Shape]], msg: bytes,
                  index: tuple[int, bytes, bytes], start: int) -> _Shape | None:
     for shape in table.get(index, ()):
         p = start
-        for before, key_share, value in shape.pieces:
+        for before, frame, value in shape.pieces:
             if not msg.startswith(before, p):
                 break
             p += len(before)
             size = (msg[p - 2] << 8) | msg[p - 1]  # equal to the shape's: in `before`
+            if frame is not None:  # key_share: its frame (the same length: in `before`)
+                for at, part in frame:
+                    if not msg.startswith(part, p + at):
+                        break
+                else:
+                    p += size
+                    continue
+                break
             try:
-                if _cut_value(msg[p:p + size], key_share) != value:
+                if _psk_identities(msg[p:p + size]) != value:
                     break
             except ValueError:
                 break
@@ -172,12 +192,16 @@ def _remember(shapes: HelloShapes, msg: bytes, index: tuple[int, bytes, bytes], 
     if ks is None:
         ks = first.get(KEY_SHARE_DRAFT)
     cuts = sorted(at for at in (ks, first.get(PRE_SHARED_KEY)) if at is not None)
-    pieces = []
+    pieces: list[tuple[bytes, tuple[tuple[int, bytes], ...] | None, object]] = []
     p = start
     try:
         for at in cuts:
             size = (msg[at - 2] << 8) | msg[at - 1]
-            pieces.append((msg[p:at], at == ks, _cut_value(msg[at:at + size], at == ks)))
+            body = msg[at:at + size]
+            if at == ks:
+                pieces.append((msg[p:at], _frame_of(body, _client_shares(body)), None))
+            else:
+                pieces.append((msg[p:at], None, _psk_identities(body)))
             p = at + size
     except ValueError:
         return  # a malformed body: such hellos are not remembered
@@ -197,7 +221,9 @@ def parse_client_hello(msg: bytes, shapes: HelloShapes | None = None) -> ClientH
 
     Raises DecodeError when the message structure is malformed; a malformed extension body
     only leaves its field empty and is named in `problems`."""
-    end = _header(msg, 1, "ClientHello")
+    end = len(msg)
+    if end < 4 or msg[0] != 1 or (msg[1] << 16) | (msg[2] << 8) | msg[3] != end - 4:
+        _header(msg, 1, "ClientHello")  # (its error; the usual case tested inline)
     if end < 39:
         raise _fail("ClientHello too short", end, "ClientHello")
     sid_len = msg[38]
@@ -209,7 +235,8 @@ def parse_client_hello(msg: bytes, shapes: HelloShapes | None = None) -> ClientH
     cs_len = (msg[p] << 8) | msg[p + 1]
     if cs_len < 2 or cs_len % 2 or p + 2 + cs_len > end:
         raise _fail(f"bad cipher_suites length {cs_len}", p, "ClientHello.cipher_suites")
-    shape_index = (end, msg[4:6], msg[start:start + min(2 + cs_len, _HEAD)])
+    shape_index = (end, msg[4:6],  # (the index's bytes: at most _HEAD, without min())
+                   msg[start:start + 2 + cs_len if cs_len < _HEAD - 2 else start + _HEAD])
     if shapes is not None:
         shapes.last = None
         shape = _known_shape(shapes.client, msg, shape_index, start)
@@ -261,7 +288,9 @@ def parse_server_hello(msg: bytes, shapes: HelloShapes | None = None) -> ServerH
     `shapes` as for `parse_client_hello`."""
     if shapes is not None:
         shapes.server_last = None
-    end = _header(msg, 2, "ServerHello")
+    end = len(msg)
+    if end < 4 or msg[0] != 2 or (msg[1] << 16) | (msg[2] << 8) | msg[3] != end - 4:
+        _header(msg, 2, "ServerHello")  # (its error; the usual case tested inline)
     if end < 38:
         raise _fail("ServerHello too short", end, "ServerHello")
     legacy_version = (msg[4] << 8) | msg[5]
@@ -271,9 +300,14 @@ def parse_server_hello(msg: bytes, shapes: HelloShapes | None = None) -> ServerH
         start = 39 + msg[38]
         shape_index = (end, msg[4:6], random == HELLO_RETRY_REQUEST_RANDOM,
                        msg[start:start + 3])
-        known = _known_server_hello(msg, shapes, shape_index, start, random)
-        if known is not None:
-            return known
+        # a shape seen before (the same bytes but for the random, the session id and the
+        # key share): the earlier summary with those replaced
+        for before, key_length, tail, known, token in shapes.server.get(shape_index, ()):
+            if msg.startswith(before, start) and \
+                    msg.startswith(tail, start + len(before) + key_length):
+                shapes.server_last = token
+                return tuple.__new__(ServerHelloInfo,
+                                     (known[0], random, msg[39:start]) + known[3:])
     p = 38
     if is_draft_server_hello(legacy_version):
         if p + 2 > end:
@@ -301,18 +335,6 @@ def parse_server_hello(msg: bytes, shapes: HelloShapes | None = None) -> ServerH
         _remember_server_hello(shapes, shape_index, msg, 39 + len(session_id), end, first,
                                info)
     return info
-
-
-def _known_server_hello(msg: bytes, shapes: HelloShapes, shape_index: tuple[int, bytes, bool, bytes],
-                        start: int, random: bytes) -> ServerHelloInfo | None:
-    """The summary of a ServerHello of a shape seen before (the same bytes but for the
-    random, the session id and the key share): the earlier one's, with those replaced."""
-    for before, key_length, tail, known, token in shapes.server.get(shape_index, ()):
-        if msg.startswith(before, start) and \
-                msg.startswith(tail, start + len(before) + key_length):
-            shapes.server_last = token
-            return tuple.__new__(ServerHelloInfo, (known[0], random, msg[39:start]) + known[3:])
-    return None
 
 
 def _server_extensions(msg: bytes, first: dict[int, int], hrr: bool, selected: int
@@ -362,7 +384,7 @@ def _remember_server_hello(shapes: HelloShapes, shape_index: tuple[int, bytes, b
                            start: int, end: int, first: dict[int, int],
                            info: ServerHelloInfo) -> None:
     """Keep a parsed ServerHello's shape (its bytes from `start`, after the session id,
-    around the key share) for `_known_server_hello`."""
+    around the key share) for `parse_server_hello`."""
     cut, key_length = end, 0
     if info.key_share is not None:  # the key bytes follow the group and the key length
         cut = first[KEY_SHARE if KEY_SHARE in first else KEY_SHARE_DRAFT] + 4

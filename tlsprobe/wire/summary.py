@@ -41,7 +41,8 @@ _new_ske = partial(tuple.__new__, ServerKeyExchangeInfo)
 
 
 def _body(msg: bytes, msg_type: int) -> bytes:
-    if len(msg) < 4 or msg[0] != msg_type or int.from_bytes(msg[1:4], "big") != len(msg) - 4:
+    if len(msg) < 4 or msg[0] != msg_type or (msg[1] << 16) | (msg[2] << 8) | msg[3] != \
+            len(msg) - 4:
         raise DecodeError("bad handshake header", 0, "handshake")
     return msg[4:]
 
