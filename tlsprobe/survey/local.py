@@ -254,7 +254,9 @@ class Pool:
                 worker = next(w for w in self.workers if w.conn is ready)
                 try:
                     message = worker.conn.recv()
-                except EOFError:
+                except (EOFError, OSError):
+                    # it died: its end of file, or ECONNRESET when it died with shards
+                    # sent to it still unread (the kernel resets a socket pair closed so)
                     todo.extendleft(reversed(self._replace(worker)))
                     continue
                 self._handle(worker, message, finished, on_target)
