@@ -144,13 +144,7 @@ class CaptureStream(PacketLoop):
         fast path, and each direction's totals come in one `StreamSkipped` just before its
         `StreamClose`. Events already queued for the current packet still come. Returns
         False when the connection is not open."""
-        # TcpTracker.ignore written out (a call less per connection)
-        found = self._tcp.open.get(conn if isinstance(conn, int) else conn.id)
-        if found is None:
-            return False
-        for half in found.halves:
-            half.skip = True
-        return True
+        return self._tcp.ignore(conn if isinstance(conn, int) else conn.id)
 
     def on_sync(self, sync: Callable[[], None]) -> None:
         """Call `sync` before the connection tracker chooses by the ignored connections

@@ -81,15 +81,6 @@ def _carried_data(conn: Connection) -> bool:
     return False
 
 
-def _complete(conn: Connection) -> bool:
-    """Both directions delivered up to their FIN (`HalfStream.complete` of each, written out:
-    a property is a call through the interpreter's C layer, twice at every close)."""
-    for half in conn.halves:
-        if half.pending or half.next_seq is not None and half.next_seq != half.fin_seq:
-            return False
-    return True
-
-
 def ip_text(raw: bytes) -> str:
     """Address as tshark prints it (IPv6 compressed, no brackets)."""
     return socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, raw)
@@ -170,7 +161,7 @@ class TcpTracker(Eviction):
                 self.settle(half, ts, frame)
             return
         self.data(half, seq, buf[pstart:l4end], cut, ts, frame)
-        if conn.closing and _complete(conn):
+        if conn.closing and conn.halves[0].complete and conn.halves[1].complete:
             self.close(conn, "fin", ts, frame)
 
     def settle(self, half: HalfStream, ts: float, frame: int) -> None:
@@ -179,7 +170,7 @@ class TcpTracker(Eviction):
         if half.pending:
             self.drain(half, ts, frame)
         conn = half.conn
-        if conn.closing and _complete(conn):
+        if conn.closing and conn.halves[0].complete and conn.halves[1].complete:
             self.close(conn, "fin", ts, frame)
 
     def control(self, half: HalfStream | None, key: bytes, seq: int, flags: int, buf: bytes,
@@ -196,11 +187,7 @@ class TcpTracker(Eviction):
             if flags & RST:
                 self.stats.skip("tcp_syn_rst")
                 return
-            # (a SYN+ACK to a SYN: the flow's half is fresh, the same connection; the
-            # other cases asked of `_same_syn`)
-            if half is not None and (half.isn is not None or half.next_seq is not None
-                                     or half.conn.closed) and \
-                    not self._same_syn(half, seq, flags, _ACK_NO(buf, l4 + 8)[0]):
+            if half is not None and not self._same_syn(half, seq, flags, _ACK_NO(buf, l4 + 8)[0]):
                 if not half.conn.closed:
                     self.close(half.conn, "reused", ts, frame)
                 half = None
@@ -241,7 +228,7 @@ class TcpTracker(Eviction):
             other = conn.halves[1 - half.direction]
             if other.fin_seq is not None:
                 conn.closing = True
-        if conn.closing and _complete(conn):
+        if conn.closing and conn.halves[0].complete and conn.halves[1].complete:
             self.close(conn, "fin", ts, frame)
 
     def _rst(self, conn: Connection, half: HalfStream, ts: float, frame: int) -> None:

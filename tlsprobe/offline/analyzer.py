@@ -269,7 +269,7 @@ class CaptureAnalysis:
     def _finish(self, conn: Connection, reason: str | None) -> Analyzed | None:
         reader = conn.reader
         reader.release()
-        if not (conn.facts.client_hellos or conn.is_tls):  # (most: a ClientHello, no call)
+        if not conn.is_tls:
             return None
         self.tls_connections += 1
         decryptor = reader.decryptor

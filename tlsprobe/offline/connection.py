@@ -106,12 +106,8 @@ class Connection:
     def json_text(self, file: str, close: str | None) -> ReportText:
         """The JSON text of this connection's report (neither the report nor its
         Endpoints built: what `_where` and `report` give, written directly)."""
-        first, second = self.halves[0].aligner, self.halves[1].aligner
-        midstream = first.midstream or second.midstream  # (`_start`'s, inline)
-        preamble = (first.preamble or second.preamble)[:256]
-        if first.tunnel is not None or second.tunnel is not None or \
-                self.facts.handshake_gap[1]:
-            self._remarks()  # (tested here first: most connections have nothing to remark)
+        midstream, preamble = self._start()
+        self._remarks()
         return json_text_of(file, self.key, self.first_frame, self.last_frame, self.first_ts,
                             self.last_ts, self.nbytes, close, midstream, preamble,
                             self.gap_bytes, self.facts)
@@ -119,10 +115,7 @@ class Connection:
     def brief(self) -> BriefReport:
         """What the table and the statistics show of this connection (its report's values,
         the report not built)."""
-        first, second = self.halves
-        if first.aligner.tunnel is not None or second.aligner.tunnel is not None or \
-                self.facts.handshake_gap[1]:
-            self._remarks()  # (tested here first: most connections have nothing to remark)
+        self._remarks()
         # the key unpacked at once: each of a NamedTuple's fields is a generic attribute
         # lookup in the compiled build
         cid, client_ip, client_port, server_ip, server_port = self.key

@@ -169,11 +169,6 @@ class Facts:
         version = self.version
         if self.dtls and version is not None:  # message layouts follow the TLS version
             version = _DTLS_AS_TLS.get(version, version)
-        ctx = self.caches.contexts.get(  # (`caches.context`'s lookup, inline)
-            (version, self.cipher_suite, self.key_exchange, self.named_group,
-             direction == SERVER))
-        if ctx is not None:
-            return ctx
         return self.caches.context(version, self.cipher_suite, self.key_exchange,
                                    self.named_group, direction == SERVER)
 
@@ -327,7 +322,7 @@ class Facts:
         t = msg[0]
         try:
             if t == CH and direction == CLIENT:
-                self._parse_ch(msg, decoded, ts, frame)
+                self._client_hello(self._parse_ch(msg, decoded), ts, frame)
             elif t == SH and direction == SERVER:
                 self._server_hello(self._parse_sh(msg, decoded), ts, frame,
                                    self.caches.hellos.server_last)
@@ -401,22 +396,15 @@ class Facts:
         else:
             self.more_messages += 1
 
-    def _parse_ch(self, msg: bytes, decoded: Decoded | None, ts: float, frame: int) -> None:
-        """A ClientHello read (`_client_hello`'s, inline: once per connection)."""
+    def _parse_ch(self, msg: bytes, decoded: Decoded | None) -> ClientHelloInfo:
         try:
             info = parse_client_hello(msg, self.caches.hellos)
             if not self.client_hellos:
                 self.hello_shape = self.caches.hellos.last
+            return info
         except DecodeError:
             decoded = decoded or decode_handshake(msg)  # the codec's error text wins
-            info = client_hello_info(decoded.message, len(msg))
-        if len(self.client_hellos) < MAX_HELLOS:
-            self.client_hellos.append(info)
-        if self.ch_ts is None:
-            self.ch_ts, self.ch_frame = ts, frame
-        if info.problems:
-            for name in info.problems:
-                self.problem(f"malformed {name} extension in the ClientHello")
+            return client_hello_info(decoded.message, len(msg))
 
     def _parse_sh(self, msg: bytes, decoded: Decoded | None) -> ServerHelloInfo:
         try:

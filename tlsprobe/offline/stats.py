@@ -76,31 +76,16 @@ class Statistics:
             self.client_only += 1
         if hrr is not None:
             self.hello_retry_requests += 1
-        # (`_tally`, inline: three values a report)
-        seen = self._versions.get(id(version))
-        if seen is None:
-            self._versions[id(version)] = _Tally(version)
-        else:
-            seen.count += 1
-        seen_suite = self._suites.get(id(cipher))
-        if seen_suite is None:
-            self._suites[id(cipher)] = _Tally(cipher)
-        else:
-            seen_suite.count += 1
         if resumption is not None:
             self.resumed += 1
-            if (kx is None or kx.group is None) and (kx is None or not kx.dh_group_name):
-                # an abbreviated handshake (or TLS 1.3 psk_ke): no key exchange of its own
-                self._resumed_groups[resumption] += 1
-                kx = None
-            else:
-                _tally(self._groups, kx)
+        _tally(self._versions, version)
+        _tally(self._suites, cipher)
+        if resumption is not None and (kx is None or kx.group is None) and \
+                (kx is None or not kx.dh_group_name):
+            # an abbreviated handshake (or TLS 1.3 psk_ke): no key exchange of its own
+            self._resumed_groups[resumption] += 1
         else:
-            seen_kx = self._groups.get(id(kx))
-            if seen_kx is None:
-                self._groups[id(kx)] = _Tally(kx)
-            else:
-                seen_kx.count += 1
+            _tally(self._groups, kx)
         for a in alerts:
             self._alerts[(a.direction, a.name)] += 1
 

@@ -25,27 +25,42 @@ LEGEND: Final = ("Key S/C: bytes of the server's key share and of the client's (
 
 
 def _group(r: ConnectionReport | BriefReport) -> str:
-    kx = r.key_exchange
+    return _group_cell(r.key_exchange, r.hello_retry_request)
+
+
+def _group_cell(kx: KeyExchange | None, hrr: Codepoint | None) -> str:
+    """The Group cell of a key exchange and a HelloRetryRequest's group."""
     if kx is None:
-        return f"HRR {r.hello_retry_request.name}" if r.hello_retry_request else "-"
-    return _group_text(kx) + (" (after HRR)" if r.hello_retry_request else "")
-
-
-def _group_text(kx: KeyExchange) -> str:
-    """The Group cell's name of a key exchange (without the HRR remark)."""
+        return f"HRR {hrr.name}" if hrr else "-"
     if kx.group is not None:
-        return kx.group.name
-    if kx.dh_group_name:
-        return f"DHE {kx.dh_group_name}"
-    if kx.kind == "RSA":
-        return "RSA key transport"
-    return kx.kind
+        text = kx.group.name
+    elif kx.dh_group_name:
+        text = f"DHE {kx.dh_group_name}"
+    elif kx.kind == "RSA":
+        text = "RSA key transport"
+    else:
+        text = kx.kind
+    return text + (" (after HRR)" if hrr else "")
+
+
+def _sizes(kx: KeyExchange | None) -> str:
+    """The Key S/C cell: the server's and the client's key share sizes."""
+    if kx is None:
+        return "-"
+    server, client = kx.server_share_bytes, kx.client_share_bytes
+    if server is None and client is None:
+        return "-"
+    return f"{'-' if server is None else server}/{'-' if client is None else client}"
 
 
 def connection_label(r: ConnectionReport | BriefReport) -> str:
     """The `#` of a connection: TCP connections by number ("3"), the others prefixed with
     their protocol ("quic/0", "dtls/1"): each transport counts from 0 in a capture."""
-    return str(r.id) if r.transport == "tcp" else f"{r.protocol}/{r.id}"
+    return _label(r.id, r.transport, r.protocol)
+
+
+def _label(cid: int, transport: str, protocol: str) -> str:
+    return str(cid) if transport == "tcp" else f"{protocol}/{cid}"
 
 
 _NOT_ERRORS: Final = (0, 90)  # close_notify, user_canceled: the closure alerts (RFC 8446 §6.1)
@@ -109,18 +124,8 @@ def connection_row(r: ConnectionReport | BriefReport) -> tuple[str, ...]:
         version += ", not finished in the capture"
     if violation is not None:
         version += ("; " if ", " in version else ", ") + violation
-    # (connection_label, _group and _sizes of the values read)
-    if kx is None:
-        group = f"HRR {hrr.name}" if hrr else "-"
-        sizes = "-"
-    else:
-        group = _group_text(kx) + (" (after HRR)" if hrr else "")
-        server_bytes, client_bytes = kx.server_share_bytes, kx.client_share_bytes
-        sizes = "-" if server_bytes is None and client_bytes is None else \
-            f"{'-' if server_bytes is None else server_bytes}/" \
-            f"{'-' if client_bytes is None else client_bytes}"
-    return (str(cid) if transport == "tcp" else f"{protocol}/{cid}", client, server,
-            sni or "-", version, cipher.iana_name if cipher else "-", group, sizes,
+    return (_label(cid, transport, protocol), client, server, sni or "-", version,
+            cipher.iana_name if cipher else "-", _group_cell(kx, hrr), _sizes(kx),
             alpn or "-", prints.ja4 or "-")
 
 
