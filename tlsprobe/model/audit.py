@@ -340,6 +340,18 @@ class AuditReport:
     def suite_audit(self, version: int) -> SuiteAudit | None:
         return next((s for s in self.suites if s.version.id == version), None)
 
+    def suite_kx_rows(self) -> list[tuple[SuiteAudit, SuiteRow]]:
+        """The accepted DHE and ECDHE suites whose key size only the suite audit read (from
+        their own ServerKeyExchange): those of TLS 1.1 and older, which the group audit does
+        not cover, and TLS 1.2's DHE ones when its group audit read no DH parameters."""
+        g12 = self.group_audit(0x0303)
+        dhe12 = g12.dhe if g12 is not None else None
+        dh_read = dhe12 is not None and (dhe12.fixed is not None or bool(dhe12.negotiated))
+        return [(audit, row) for audit in self.suites for row in audit.rows
+                if row.kx_bits is not None and row.kx_kind in ("DHE", "ECDHE")
+                and (audit.version.id < 0x0303
+                     or audit.version.id == 0x0303 and row.kx_kind == "DHE" and not dh_read)]
+
     def spoken_versions(self) -> list[int]:
         """The versions established as spoken (Spoken.YES), in the report's order."""
         return [v.version.id for v in self.versions if v.status == VersionStatus.SUPPORTED]

@@ -145,6 +145,10 @@ def _kx_items(report: AuditReport) -> list[tuple[str, str, int]]:
             bits = registry.ffdhe_bits(c.id)
             if bits:
                 items.append((f"DHE group {c.name} ({bits} bits)", "dh", bits))
+    for suites, row in report.suite_kx_rows():   # read from the suites' own connections
+        if row.kx_bits is not None:
+            items.append((f"{suites.version.name} suite {row.suite.iana_name} {row.kx_label}",
+                          "dh" if row.kx_kind == "DHE" else "ec", row.kx_bits))
     return items
 
 

@@ -116,8 +116,13 @@ class _Recording(PassThrough):
         await self.inner.send(data)
 
 
-async def _drain(engine: EngineHandshake, transport: AsyncTransport, deadline: float) -> None:
-    """Send close_notify, then read until the server closes or goes quiet (a read timeout)."""
+async def _drain(out: Handshake, transport: AsyncTransport, deadline: float) -> None:
+    """Send close_notify, then read until the server closes or goes quiet (a read timeout).
+    A failure (a fatal alert such as TLS 1.3's certificate_required, which comes after the
+    client's Finished) before any NewSessionTicket is the handshake's failure: the server
+    refused the session, so the absence of a ticket says nothing; after one, what came
+    before stands."""
+    engine = out.engine
     try:
         await transport.send(engine.close())
         while not engine.peer_closed:
@@ -125,8 +130,11 @@ async def _drain(engine: EngineHandshake, transport: AsyncTransport, deadline: f
             if not data:
                 return
             engine.receive(data)
-    except (NetworkError, HandshakeFailure):
-        return   # what came before stands; a late failure adds nothing to the question
+    except NetworkError:
+        return
+    except HandshakeFailure as exc:
+        if not out.tickets:
+            out.failure = exc
 
 
 async def handshake(ctx: CheckContext, config: ClientConfig, *, label: str = "",
@@ -148,7 +156,7 @@ async def handshake(ctx: CheckContext, config: ClientConfig, *, label: str = "",
         except HandshakeFailure as exc:
             out.failure = exc
         if complete and drain and engine.handshake_complete and out.failure is None:
-            await _drain(engine, recording, deadline)
+            await _drain(out, recording, deadline)
         out.ended = time.monotonic()
         return out
 

@@ -232,8 +232,8 @@ def _basis(report: AuditReport, versions: tuple[int, ...]) -> str:
 
 
 def _dhe_elsewhere(report: AuditReport) -> tuple[list[AcceptedSuite], list[str]]:
-    """DHE suites accepted in TLS 1.1 and older (whose parameters the audit does not read),
-    and why that is not known for a version."""
+    """DHE suites accepted in TLS 1.1 and older (whose parameters only the suite audit
+    reads, unchecked for primality), and why that is not known for a version."""
     older = (TLS11, TLS10, SSL30)
     hits = _accepted(report, older, lambda s: s.kx == "DHE")
     gaps = [g for g in (_version_gap(report, v) for v in older) if g]
@@ -247,8 +247,12 @@ def _dh_check(report: AuditReport) -> CheckResult:
 
     g12 = report.group_audit(TLS12)
     dhe = g12.dhe if g12 is not None else None
+    small = _small_suite_dh(report)
     if dhe is not None and dhe.status in ("fixed", "rfc7919"):
-        return _dh_parameters(dhe)
+        judged = _dh_parameters(dhe)
+        return judged if judged.verdict is Verdict.vulnerable or small is None else small
+    if small is not None:   # vulnerable whatever else is unknown
+        return small
     if dhe is not None and dhe.status == "none" or g12 is not None and g12.spoken is False:
         hits, gaps = _dhe_elsewhere(report)
         where = "TLS 1.2 is not spoken" if dhe is None else "the server refuses every DHE " \
@@ -256,11 +260,12 @@ def _dh_check(report: AuditReport) -> CheckResult:
         in12 = _accepted(report, (TLS12,), lambda s: s.kx == "DHE")
         if in12:   # the suite audit saw what the group audit did not
             return result(Verdict.inconclusive, f"the group audit found that {where}, but the "
-                          "TLS 1.2 suite audit saw DHE suites accepted; their DH parameters "
-                          "were not read", _shown(in12))
+                          "TLS 1.2 suite audit saw DHE suites accepted; "
+                          + _suite_dh_sizes(report, (TLS12,)), _shown(in12))
         if hits:
             return result(Verdict.inconclusive, f"{where}, but it accepts DHE suites in older "
-                          "versions, whose DH parameters the audit does not read", _shown(hits))
+                          "versions; " + _suite_dh_sizes(report, (TLS11, TLS10, SSL30)),
+                          _shown(hits))
         if gaps:
             return result(Verdict.inconclusive, f"{where}; " + "; ".join(gaps), tuple(gaps))
         return result(Verdict.not_applicable, f"no DHE key exchange: {where} and no older "
@@ -272,6 +277,34 @@ def _dh_check(report: AuditReport) -> CheckResult:
         return result(Verdict.inconclusive, why)
     return result(Verdict.inconclusive, f"TLS 1.2 DHE parameters not established "
                   f"({dhe.status}{': ' + '; '.join(dhe.notes) if dhe.notes else ''})")
+
+
+def _small_suite_dh(report: AuditReport) -> CheckResult | None:
+    """`vulnerable` when an accepted DHE suite's own ServerKeyExchange (read by the suite
+    audit, AuditReport.suite_kx_rows) carried a prime under 2048 bits, else None."""
+    small = [(audit, row) for audit, row in report.suite_kx_rows()
+             if row.kx_kind == "DHE" and row.kx_bits is not None and row.kx_bits < 2048]
+    if not small:
+        return None
+    sizes = sorted({row.kx_bits for _, row in small if row.kx_bits is not None})
+    versions = list(dict.fromkeys(audit.version.name for audit, _ in small))
+    bits = " and ".join(f"{b}-bit" for b in sizes)
+    return CheckResult("dh", DH_TITLE, Verdict.vulnerable, f"the server sends a {bits} DH "
+                       f"modulus with DHE suites in {', '.join(versions)} (each suite's "
+                       "ServerKeyExchange, read by the suite audit)",
+                       tuple(f"{row.suite.iana_name} ({audit.version.name})"
+                             for audit, row in small))
+
+
+def _suite_dh_sizes(report: AuditReport, versions: tuple[int, ...]) -> str:
+    """What the suite audit read of the DH parameters of `versions`' DHE suites."""
+    sizes = sorted({row.kx_bits for audit, row in report.suite_kx_rows()
+                    if row.kx_kind == "DHE" and row.kx_bits is not None
+                    and audit.version.id in versions})
+    if not sizes:
+        return "their DH parameters were not read"
+    return (f"their ServerKeyExchange carried a {' and a '.join(map(str, sizes))}-bit DH "
+            "modulus, not checked prime (only TLS 1.2's DH parameters are)")
 
 
 def _group_bits(name: str) -> int:
