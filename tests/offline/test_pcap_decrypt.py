@@ -4,6 +4,7 @@ keylog warnings, whole-connection traces and handshake messages lost in a gap.""
 
 from __future__ import annotations
 
+import json
 import zlib
 from pathlib import Path
 
@@ -143,6 +144,43 @@ def test_keylog_warnings(tmp_path: Path) -> None:
     assert items[0][0].decrypted is False
     _, warnings = read(CAPTURES / "tls12_x25519.pcap", CAPTURES / "tls12_x25519.keys")
     assert warnings == []
+
+
+def _wrong_secrets(keys: Path, out: Path) -> Path:
+    """`keys` with every secret changed (same length, same client randoms): lines that match
+    their connections but whose keys open nothing."""
+    lines = []
+    for line in keys.read_text().splitlines():
+        label, *rest = line.split()
+        if len(rest) == 2:
+            line = f"{label} {rest[0]} {bytes(b ^ 0x5A for b in bytes.fromhex(rest[1])).hex()}"
+        lines.append(line)
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+@pytest.mark.parametrize("name", ["tls13_x25519", "tls12_x25519"])
+def test_keys_that_open_nothing_are_wrong_keys_not_a_finished_handshake(run_cli, tmp_path,
+                                                                         name) -> None:  # type: ignore[no-untyped-def]
+    """A key log whose lines match a connection but whose secrets open none of its records
+    (a key log of other sessions with the same client random, edited or corrupted secrets)
+    must not make an intact handshake "not complete" or "decrypted", nor call its records
+    malformed: the connection reads as without keys (handshake_complete unknown), says why
+    in `problems`, and the key log's note line counts it."""
+    wrong = _wrong_secrets(CAPTURES / f"{name}.keys", tmp_path / "wrong.keys")
+    capture = CAPTURES / f"{name}.pcap"
+    res = run_cli("pcap", str(capture), "--keylog", str(wrong), "--jsonl", "--no-progress")
+    conn = [json.loads(line) for line in res.stdout.splitlines()][0]
+    assert res.returncode == 0
+    assert conn["decrypted"] is False and conn["handshake_complete"] is None
+    assert not any(p.startswith("malformed") for p in conn["problems"]), conn["problems"]
+    assert any("logged keys do not decrypt" in p for p in conn["problems"]), conn["problems"]
+    assert res.stderr.splitlines() == [
+        f"tlsprobe: note: {capture}: keylog {wrong}: 1 connection(s) not decrypted: the "
+        "logged keys do not decrypt its records (wrong keys for this connection)"]
+    plain = run_cli("pcap", str(capture), "--no-progress")
+    keyed = run_cli("pcap", str(capture), "--keylog", str(wrong), "--no-progress")
+    assert keyed.stdout == plain.stdout
 
 
 def test_keylog_and_gap_notes_do_not_make_the_file_damaged(run_cli) -> None:  # type: ignore[no-untyped-def]
