@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import struct
 import subprocess
 import sys
 import threading
@@ -152,6 +153,22 @@ def test_damaged_gzip_keeps_everything_decompressed_before_the_damage(tmp_path: 
                           "--stats"], capture_output=True, text=True, timeout=120)
     assert run.returncode == 7 and "truncated" not in run.stderr, run.stderr
     assert len(run.stderr.splitlines()) == 1 and "gzip data damaged" in run.stderr
+
+
+def test_interface_options_running_past_their_block_are_damage(tmp_path: Path) -> None:
+    """An Interface Description Block option (if_tsresol here) whose length runs past the
+    block: tshark calls the file damaged; its timestamp resolution is lost, so the times
+    read may be wrong, which is said (a warning, exit 7) while every packet is still read."""
+    pkts, c2s, s2c = conversation()
+    ng = Pcapng().shb().raw_block(1, struct.pack("<HHI", 1, 0, 0) + struct.pack("<HH", 9, 60000)
+                                  + b"\x09\x00\x00\x00")
+    for i, p in enumerate(pkts):
+        ng.epb(0, 1_700_000_000_000_000_000 + i, ether(p))
+    events, stream = collect(io.BytesIO(ng.bytes()))
+    assert streams(events)[0]["data"] == [c2s, s2c]
+    assert [w.message for w in stream.stats.warnings] == [
+        "Interface Description Block: option 9 of length 60000 runs past the block (the "
+        "interface's timestamp resolution and offset may be lost: times may be wrong)"]
 
 
 class PipeLike(io.RawIOBase):
