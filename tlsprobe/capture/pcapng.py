@@ -309,12 +309,22 @@ class PcapngReader:
             self._all_interfaces.append(iface)
         elif btype == ISB and blen >= 24:
             self._interface_statistics(buf, pos, blen)
-        elif btype == DSB and blen >= 20:
-            stype, slen = self.hdr(buf, pos + 8)
-            if slen <= blen - 20:
-                self.secrets.append(Secrets(stype, bytes(buf[pos + 16:pos + 16 + slen]),
-                                            self._in.base + pos))
-                stats.secrets_blocks += 1
-                return frame, (frame, 0.0, SECRETS_RECORD, buf, pos + 16, pos + 16 + slen,
-                               stype)
+        elif btype == DSB:
+            return self._secrets(buf, pos, blen, frame)
         return frame, None
+
+    def _secrets(self, buf: bytes, pos: int, blen: int, frame: int
+                 ) -> tuple[int, PacketRecord | None]:
+        """A Decryption Secrets Block: its secrets announced; one whose secrets length
+        runs past the block (tshark: damaged) is said, and its bytes are not used."""
+        slen = self.hdr(buf, pos + 8)[1] if blen >= 16 else None
+        if slen is None or slen > blen - 20:
+            told = "too short" if slen is None else f"secrets length {slen} exceeds the block"
+            self._stats.warn(self._in.base + pos, f"Decryption Secrets Block: {told} (its "
+                                                  "keys are not used)")
+            return frame, None
+        stype = self.hdr(buf, pos + 8)[0]
+        self.secrets.append(Secrets(stype, bytes(buf[pos + 16:pos + 16 + slen]),
+                                    self._in.base + pos))
+        self._stats.secrets_blocks += 1
+        return frame, (frame, 0.0, SECRETS_RECORD, buf, pos + 16, pos + 16 + slen, stype)
