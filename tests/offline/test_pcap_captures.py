@@ -167,3 +167,28 @@ def test_a_subject_alt_name_that_does_not_parse_is_not_reported_absent(run_cli, 
     path.write_bytes(tls12_flight_pcap([_certificate(b"ok.a.b.c")]))
     res = run_cli("pcap", str(path), "--jsonl", "--no-progress")
     assert json.loads(res.stdout.splitlines()[0])["certificates"][0]["san"] == ["ok.a.b.c"]
+
+
+@pytest.mark.parametrize("client_sid, server_sid, ticket, expected", [
+    (b"\x07" * 32, b"\x07" * 32, None, "session_id"),        # the ID echoed: resumed by it
+    (b"", b"", b"\x33" * 64, "session_ticket"),               # a ticket offered
+    (b"", b"", None, None),                                   # neither: not known how
+    (b"", b"\x07" * 32, None, None),                          # an ID the client never sent
+    (b"\x07" * 32, b"\x08" * 32, None, None)],              # another ID than the client's
+    ids=["id-echoed", "ticket", "neither", "id-not-sent", "other-id"])
+def test_an_abbreviated_handshake_names_only_a_mechanism_it_shows(
+        run_cli, tmp_path: Path, client_sid: bytes, server_sid: bytes,  # type: ignore[no-untyped-def]
+        ticket: bytes | None, expected: str | None) -> None:
+    """A TLS 1.2 server going from its ServerHello to its ChangeCipherSpec resumed a session;
+    by its session ID only when it echoed the ID the client sent (RFC 5246 7.4.1.2), by a
+    ticket only when one was offered (RFC 5077 3.4). Without either the mechanism is not
+    known (offline.facts resumption_unknown, HandshakeFacts.unknown): null, never
+    "session_id"."""
+    from tests.helpers.capbuild import pcap_jsonl, tls12_abbreviated_pcap
+    path = tmp_path / "abbreviated.pcap"
+    path.write_bytes(tls12_abbreviated_pcap(client_sid, server_sid, ticket))
+    code, conns, _caps, err = pcap_jsonl(run_cli, path)
+    assert code == 0, err
+    (conn,) = conns
+    assert conn["resumption"] == expected
+    assert conn["handshake_complete"] is not False, conn
