@@ -187,7 +187,7 @@ def _without_certificate(judged: ClientSimulation, got: _Talked | Outcome) -> Cl
     none to send, would (an empty Certificate, then its Finished)."""
     asked = "the server asked for a client certificate"
     if isinstance(got, Outcome):
-        return replace(judged, status=SimStatus.inconclusive, trusted=None, detail=(
+        return replace(judged, status=SimStatus.inconclusive, detail=(
             f"{asked}; the connection finishing the handshake without one failed "
             f"({got.reason or got.describe()}): whether it goes on is not established"))
     failure = got.failure
@@ -199,7 +199,7 @@ def _without_certificate(judged: ClientSimulation, got: _Talked | Outcome) -> Cl
         return replace(judged, detail="; ".join(
             n for n in (judged.detail, f"{asked} and went on without one") if n))
     why = failure or got.late or got.hs.incomplete_reason or "no answer"
-    return replace(judged, status=SimStatus.inconclusive, trusted=None, detail=(
+    return replace(judged, status=SimStatus.inconclusive, detail=(
         f"{asked}; tlsprobe could not finish the handshake without one ({why}): whether "
         "the server goes on without one is not established"))
 
