@@ -315,12 +315,16 @@ async def _groups_and_pq(run: _Run, spoken: set[int] | None, checks: set[str]) -
             return _not_known(TLS12, run.unsure[TLS12])
         if spoken is not None and TLS12 not in spoken:
             return _not_spoken(TLS12, "not tested: the server does not speak TLS 1.2")
-        audit = await groups.tls12_groups(run.runner, groups.candidate_groups(TLS12, extra))
+        audit = await groups.ske_groups(run.runner, groups.candidate_groups(TLS12, extra))
         return await _unless_unspoken(run, TLS12, audit, spoken)
 
-    a13, a12 = await asyncio.gather(g13(), g12())
+    async def g_older() -> tuple[GroupAudit | None, GroupAudit | None]:
+        a12 = await g12()
+        return a12, await _older_groups(run, spoken, a12)
+
+    a13, (a12, older) = await asyncio.gather(g13(), g_older())
     run.done("groups")
-    found = tuple(a for a in (a13, a12) if a is not None)
+    found = tuple(a for a in (a13, a12, older) if a is not None)
     verdicts: tuple[PqVerdict, ...] = ()
     if "pq" in checks and TLS13 in run.unsure:
         verdicts = tuple(PqVerdict(check, subject, Answer.INCONCLUSIVE, run.unsure[TLS13])
@@ -329,6 +333,31 @@ async def _groups_and_pq(run: _Run, spoken: set[int] | None, checks: set[str]) -
         verdicts = await pq.pq_verdicts(run.runner, a13 if a13 and "groups" in checks else None)
         run.done("pq")
     return replace(part, groups=found if "groups" in checks else (), post_quantum=verdicts)
+
+
+async def _older_groups(run: _Run, spoken: set[int] | None,
+                        a12: GroupAudit | None) -> GroupAudit | None:
+    """The group audit of the highest of TLS 1.1 and 1.0 the server speaks, when it does not
+    speak TLS 1.2 (legacy devices): the same ServerKeyExchange elimination, which names
+    their ECDHE curves and DH parameters. Without the versions check (groups alone), one
+    hello of each of TLS 1.1 and 1.0 tells which is spoken. None: TLS 1.2 is spoken (or not
+    known not to be), or neither older version is."""
+    if a12 is None or a12.spoken is not False or TLS12 in run.unsure:
+        return None
+    if spoken is None:
+        results = await versions.check_versions(run.runner, (TLS11, TLS10))
+        run.outcomes += [o for _, o in results]
+        older = [v.version.id for v, _ in results if v.status == VersionStatus.SUPPORTED]
+    else:
+        older = [v for v in (TLS11, TLS10) if v in spoken]
+    if not older:
+        return None
+    version = max(older)
+    audit = await groups.ske_groups(run.runner, groups.candidate_groups(version,
+                                                                        run.options.extra_groups),
+                                    version=version)
+    return await _unless_unspoken(run, version, audit, spoken if spoken is not None
+                                  else set(older))
 
 
 async def _unless_unspoken(run: _Run, version: int, audit: GroupAudit,
