@@ -339,25 +339,24 @@ async def _older_groups(run: _Run, spoken: set[int] | None,
                         a12: GroupAudit | None) -> GroupAudit | None:
     """The group audit of the highest of TLS 1.1 and 1.0 the server speaks, when it does not
     speak TLS 1.2 (legacy devices): the same ServerKeyExchange elimination, which names
-    their ECDHE curves and DH parameters. Without the versions check (groups alone), one
-    hello of each of TLS 1.1 and 1.0 tells which is spoken. None: TLS 1.2 is spoken (or not
-    known not to be), or neither older version is."""
+    their ECDHE curves and DH parameters. Without the versions check (groups alone), the
+    server's answer to the hello that found TLS 1.2 not spoken tells: a ServerHello of an
+    older version is the highest it speaks (no connection more; a server that refuses with
+    an alert gets no older audit). None: TLS 1.2 is spoken (or not known not to be), or no
+    older version is."""
     if a12 is None or a12.spoken is not False or TLS12 in run.unsure:
         return None
     if spoken is None:
-        results = await versions.check_versions(run.runner, (TLS11, TLS10))
-        run.outcomes += [o for _, o in results]
-        older = [v.version.id for v, _ in results if v.status == VersionStatus.SUPPORTED]
+        older = {o.version for o in run.outcomes if o.answered and o.version in (TLS11, TLS10)}
     else:
-        older = [v for v in (TLS11, TLS10) if v in spoken]
+        older = {v for v in (TLS11, TLS10) if v in spoken}
     if not older:
         return None
     version = max(older)
     audit = await groups.ske_groups(run.runner, groups.candidate_groups(version,
                                                                         run.options.extra_groups),
                                     version=version)
-    return await _unless_unspoken(run, version, audit, spoken if spoken is not None
-                                  else set(older))
+    return await _unless_unspoken(run, version, audit, spoken)
 
 
 async def _unless_unspoken(run: _Run, version: int, audit: GroupAudit,
