@@ -2,7 +2,8 @@
 one Scheduler, and assembles an AuditReport (policies and findings included).
 
 Order of work per target: protocol versions first (one connection each), then, for the
-versions the server speaks and all at once: groups (TLS 1.3 and TLS 1.2), post-quantum
+versions the server speaks and all at once: groups (TLS 1.3 and TLS 1.2; on a server without
+TLS 1.2, also the highest of TLS 1.1 and 1.0 it speaks, `_older_groups`), post-quantum
 verdicts (after the TLS 1.3 groups, whose order they use), cipher suites per version and
 signature schemes; then the active checks asked for (probes/checks/), which read what those
 established. When only groups and post-quantum verdicts are asked for, the version phase is
