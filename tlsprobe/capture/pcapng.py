@@ -61,8 +61,10 @@ class Interface:
         self.packets = 0
 
 
-def _options(block: bytes, start: int, stop: int, order: str) -> Iterator[tuple[int, bytes]]:
-    """(code, value) pairs of a block's options; stops quietly at a malformed option."""
+def _options(block: bytes, start: int, stop: int, order: str,
+             overflow: list[tuple[int, int]] | None = None) -> Iterator[tuple[int, bytes]]:
+    """(code, value) pairs of a block's options; stops at a malformed option, whose (code,
+    length) goes to `overflow` when given (an option running past its block: damage)."""
     hdr = struct.Struct(order + "HH").unpack_from
     pos = start
     while pos + 4 <= stop:
@@ -71,15 +73,19 @@ def _options(block: bytes, start: int, stop: int, order: str) -> Iterator[tuple[
             return
         value_end = pos + 4 + length
         if value_end > stop:
+            if overflow is not None:
+                overflow.append((code, length))
             return
         yield code, block[pos + 4:value_end]
         pos = value_end + (-length & 3)
 
 
-def _interface(block: bytes, order: str) -> Interface:
+def _interface(block: bytes, order: str, overflow: list[tuple[int, int]]) -> Interface:
+    """An Interface Description Block's interface; an option running past the block (which
+    may have been its if_tsresol or if_tsoffset) goes to `overflow`."""
     link_type, _, snaplen = struct.unpack_from(order + "HHI", block, 8)
     scale, offset = 1e-6, 0
-    for code, value in _options(block, 16, len(block) - 4, order):
+    for code, value in _options(block, 16, len(block) - 4, order, overflow):
         if code == OPT_IF_TSRESOL and len(value) >= 1:
             r = value[0]
             exp = r & 0x7F
@@ -304,7 +310,12 @@ class PcapngReader:
             if blen < 20:
                 stats.warn(self._in.base + pos, "interface description block too short")
                 return None
-            iface = _interface(buf[pos:pos + blen], self._order)
+            overflow: list[tuple[int, int]] = []
+            iface = _interface(buf[pos:pos + blen], self._order, overflow)
+            for code, length in overflow:   # (tshark: damaged; the packets still read)
+                stats.warn(self._in.base + pos, f"Interface Description Block: option {code} "
+                           f"of length {length} runs past the block (the interface's timestamp "
+                           "resolution and offset may be lost: times may be wrong)")
             ifaces.append(iface)
             self._all_interfaces.append(iface)
         elif btype == ISB and blen >= 24:
