@@ -122,3 +122,23 @@ def test_http_checks_over_starttls_are_not_applicable(daemon: DaemonFactory, run
         assert check["reason"] == (f"not HTTP: after STARTTLS the connection carries {proto} "
                                    f"(--starttls {proto})"), check
     assert not [p for p in report["connections"] if "http" in p], report["connections"]
+
+
+@pytest.mark.parametrize("name,port,proto", [("vsftpd", "ftp", "ftp"),
+                                             ("mariadb", "mysql", "mysql")])
+def test_a_daemon_that_leaves_tls_on_a_heartbeat_is_not_vulnerable(
+        daemon: DaemonFactory, run_cli: Cli, name: str, port: str, proto: str) -> None:
+    """vsftpd and MariaDB answer a record their TLS library refuses (the HeartbeatRequest)
+    by leaving TLS: a plain-text error of their protocol ("500 OOPS: ...SSL routines...", a
+    MySQL error packet "Bad handshake"), no HeartbeatResponse. That is their refusal, as a
+    close or an alert is: not vulnerable, quoting it (it was 'inconclusive: the server sent
+    non-TLS data')."""
+    server = daemon(name)
+    res = run_cli("scan", f"127.0.0.1:{server.ports[port]}", "--starttls", proto, "--checks",
+                  "heartbleed", "--json", "--no-progress", "--no-verify", timeout=240)
+    assert res.returncode in (0, 1), res.stderr
+    got = {c["name"]: c for c in json.loads(res.stdout)["check_results"]}["heartbleed"]
+    assert got["verdict"] == "not vulnerable", got
+    assert got["reason"].startswith("it leaves TLS on the HeartbeatRequest (server sent "
+                                    "non-TLS data ("), got
+    assert got["details"] == {"acknowledged": False, "bytes_leaked": 0}, got
