@@ -211,6 +211,12 @@ def _lucky13(report: AuditReport) -> CheckResult:
                        tuple(_facts(report, LUCKY13_VERSIONS)), details=details)
 
 
+def _refused(report: AuditReport) -> str:
+    """How a version not spoken is said: refused by the server, or (over QUIC, which
+    carries TLS 1.3 only, RFC 9001 4.2) never asked for."""
+    return "not carried over QUIC" if report.transport == "quic" else "refused"
+
+
 def _facts(report: AuditReport, versions: tuple[int, ...]) -> list[str]:
     """What a `not vulnerable` verdict rests on, per version."""
     out = []
@@ -220,7 +226,7 @@ def _facts(report: AuditReport, versions: tuple[int, ...]) -> list[str]:
         if audit is not None and version in report.spoken_versions():
             out.append(f"{name}: {len(audit.supported)} suite(s) accepted, list complete")
         else:
-            out.append(f"{name}: refused")
+            out.append(f"{name}: {_refused(report)}")
     return out
 
 
@@ -228,7 +234,7 @@ def _basis(report: AuditReport, versions: tuple[int, ...]) -> str:
     spoken = [registry.version_name(v) for v in versions if v in report.spoken_versions()]
     refused = [registry.version_name(v) for v in versions if v not in report.spoken_versions()]
     parts = [f"the complete suite list of {', '.join(spoken)} has none"] if spoken else []
-    parts += [f"{', '.join(refused)} refused"] if refused else []
+    parts += [f"{', '.join(refused)} {_refused(report)}"] if refused else []
     return "; ".join(parts)
 
 
