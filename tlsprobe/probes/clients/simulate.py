@@ -12,7 +12,9 @@ Verdicts (model/clients.py, docs/CLIENTS.md): `connected` once the server's Serv
 chose what the client offered; `failed` when it refused (an alert or a close, twice) or chose
 a version the client does not offer, the `reason` established by the audit where one ran
 (probes/clients/reasons.py), else "refused" with the alert; `inconclusive` for a network
-failure or a group whose share could not be made here. A server whose flight asks for a
+failure or a group whose share could not be made here. A client's key size rules
+(probes/clients/keyrules.py) fail it for a DHE prime, or a chain key, under its minimum. A
+server whose flight asks for a
 client certificate gets a second connection finishing the handshake without one, as the
 client (which has none) would: its alert then fails the client.
 """
@@ -50,6 +52,7 @@ from tlsprobe.probes.clients.fresh import (
     recorded_hello,
     retry_hello,
 )
+from tlsprobe.probes.clients.keyrules import dh_refusal, weak_chain_key
 from tlsprobe.probes.clients.profiles import fingerprints
 from tlsprobe.probes.clients.reasons import established_reason, reset_reason
 from tlsprobe.registry import HandshakeType
@@ -267,9 +270,13 @@ def _judged(base: ClientSimulation, got: _Talked, profile: ClientProfile,
     notes = [n for n in (str(failure) if failure else "", got.late,
                          hs.incomplete_reason or "") if n]
     trusted, trust_note = _trust(profile, out.certificates, checker)
-    untrusted = trusted is False
-    return replace(base, status=SimStatus.failed if untrusted else SimStatus.connected,
-                   reason=FailureReason.certificate_not_trusted if untrusted else None,
+    # the chain is verified before the ServerKeyExchange is read (OpenSSL's order)
+    fails = FailureReason.certificate_not_trusted if trusted is False else None
+    dh_rule = dh_refusal(profile, out.dh_bits) if fails is None else None
+    if dh_rule is not None:
+        fails, notes = dh_rule[0], notes + [dh_rule[1]]
+    return replace(base, status=SimStatus.connected if fails is None else SimStatus.failed,
+                   reason=fails,
                    version=out.version,
                    cipher_suite=out.cipher_suite, group=out.group, dh_bits=out.dh_bits,
                    hello_retry=hrr, alpn=negotiated_alpn(hs),
@@ -347,7 +354,11 @@ class TrustChecker:
 def _trust(profile: ClientProfile, chain: tuple[bytes, ...],
            checker: TrustChecker | None) -> tuple[bool | None, str]:
     """Whether the client's store trusts the chain: checked for a client of the system
-    store (the store tlsprobe checks against); None (not checked) for any other store."""
+    store (the store tlsprobe checks against); None (not checked) for any other store. A
+    chain the store trusts (or one no store was found for) with a key under the client's
+    minimum (keyrules.py) is not trusted: the client's verification refuses it."""
     if profile.trust_store not in CHECKABLE_STORES or checker is None:
         return None, ""
-    return checker(chain)
+    trusted, why = checker(chain)
+    weak = weak_chain_key(profile, chain) if checker.verify and trusted is not False else None
+    return (False, weak) if weak is not None else (trusted, why)
