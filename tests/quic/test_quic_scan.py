@@ -74,7 +74,10 @@ def test_quic_usage_errors(run_cli: Callable[..., Any]) -> None:
                        (["127.0.0.1:9", "--quic", "--quic-version", "3"],
                         "'3' is not 1 or 2"),
                        (["scan", "127.0.0.1:9", "--quic", "--checks", "groups,heartbleed"],
-                        "--checks heartbleed: the active checks run over TCP")):
+                        "--checks heartbleed: the active checks run over TCP"),
+                       # an alias of active checks only: nothing of it runs over QUIC
+                       (["scan", "127.0.0.1:9", "--quic", "--checks", "tolerance"],
+                        "--checks tolerance: the active checks run over TCP")):
         res = run_cli(*args)
         assert res.returncode == EXIT_USAGE, (args, res.stderr)
         [line] = res.stderr.strip().splitlines()
@@ -214,3 +217,17 @@ def test_default_scan_over_quic_judges_the_versions_quic_cannot_carry(
     assert text.returncode == 0, text.stderr
     assert re.search(r"^TLS 1\.2 +no +not applicable over QUIC", text.stdout, re.M), text.stdout
     assert "support inconclusive" not in text.stdout and "not tested" not in text.stdout
+
+
+def test_an_alias_over_quic_runs_what_quic_carries(ngtcp2_server: Any,
+                                                  run_cli: Callable[..., Any]) -> None:
+    """`--checks vulns` over QUIC: the vulnerability checks read from the audit run, the
+    active ones (TLS over TCP) are left out as from the default, where the alias was a
+    usage error naming its first active check ("--checks fallback")."""
+    from tlsprobe.model.check_catalog import ACTIVE, ALIASES
+    server = ngtcp2_server("-GROUP-ALL:+GROUP-X25519")
+    res = run_cli("scan", server.target, "--quic", "--checks", "vulns", "--json",
+                  "--no-progress", "--no-verify", "--timeout", "5", timeout=240)
+    assert res.returncode == 0, res.stderr
+    names = {c["name"] for c in json.loads(res.stdout)["check_results"]}
+    assert names == {n for n in ALIASES["vulns"] if n not in ACTIVE}, names

@@ -47,16 +47,23 @@ def quic_connector(args: argparse.Namespace) -> AsyncQuicConnector | None:
     return AsyncQuicConnector(args.timeout, quic_versions(args))
 
 
-def quic_options(options: AuditOptions, asked: bool = True) -> AuditOptions:
+def quic_options(options: AuditOptions, asked: str | None = None) -> AuditOptions:
     """The audit's options over QUIC: TLS 1.3 is the only version to ask about. The active
-    checks (probes/checks/) speak TLS over TCP: asked for by name with --quic, a usage error;
-    part of the default (`asked` False), left out."""
+    checks (probes/checks/) speak TLS over TCP: one named in --checks (`asked`, the list as
+    given; None: the default) is a usage error; those an alias brought (vulns, all,
+    tolerance, ...) are left out, as from the default, unless nothing would be left."""
     from tlsprobe.engine.config import TLS13
     from tlsprobe.errors import UsageError
+    from tlsprobe.model.check_catalog import expand_aliases
     from tlsprobe.probes.checks.catalog import ACTIVE
+    named = tuple(n.strip() for n in asked.split(",")) if asked is not None else ()
     active = [c for c in options.checks if c in ACTIVE]
-    if active and asked:
-        raise UsageError(f"--checks {active[0]}: the active checks run over TCP (and "
+    # named alone, or the whole of what was asked (an alias of active checks only)
+    only_active = bool(active) and all(c in ACTIVE for c in expand_aliases(named)
+                                       if not c.startswith("-"))
+    alone = [c for c in active if c in named] or ([asked] if asked and only_active else [])
+    if alone:
+        raise UsageError(f"--checks {alone[0]}: the active checks run over TCP (and "
                          "--starttls), not over QUIC; over QUIC ask for groups, pq, suites, "
                          "sigalgs, cert or the checks read from them")
     checks = tuple(c for c in options.checks if c not in ACTIVE)
