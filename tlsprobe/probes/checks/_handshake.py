@@ -23,9 +23,9 @@ from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.config import TLS10, TLS12, BuiltHello, ClientConfig, Resumption
 from tlsprobe.engine.interface import Handshake as EngineHandshake
 from tlsprobe.engine.keyschedule import resumption_psk
-from tlsprobe.errors import FailureKind, NetworkError
+from tlsprobe.errors import FailureKind
 from tlsprobe.model.checks import CheckResult, Verdict
-from tlsprobe.net.driver import adrive
+from tlsprobe.net.driver import aclose, adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.probes.checks._shared import PassThrough
@@ -122,16 +122,8 @@ async def _drain(out: Handshake, transport: AsyncTransport, deadline: float) -> 
     client's Finished) before any NewSessionTicket is the handshake's failure: the server
     refused the session, so the absence of a ticket says nothing; after one, what came
     before stands."""
-    engine = out.engine
     try:
-        await transport.send(engine.close())
-        while not engine.peer_closed:
-            data = await transport.receive(deadline)
-            if not data:
-                return
-            engine.receive(data)
-    except NetworkError:
-        return
+        await aclose(out.engine, transport, deadline)
     except HandshakeFailure as exc:
         if not out.tickets:
             out.failure = exc

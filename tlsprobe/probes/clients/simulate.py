@@ -40,7 +40,7 @@ from tlsprobe.model.clients import (
     SimStatus,
     TrustStore,
 )
-from tlsprobe.net.driver import adrive
+from tlsprobe.net.driver import aclose, adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.audit.outcome import STOP_VERIFY, Outcome, finished, outcome_of
 from tlsprobe.probes.audit.scheduler import TargetRunner
@@ -169,18 +169,9 @@ async def _answer_to_finished(hs: ClientHandshake, transport: AsyncTransport,
     """After the client's last flight: close_notify, then read until the server closes, goes
     quiet (ANSWER_WAIT) or sends an alert (which raises HandshakeFailure: TLS 1.3's
     certificate_required comes after the client's Finished)."""
-    if not hs.handshake_complete:
-        return
-    await transport.send(hs.close())
-    wait = min(deadline, asyncio.get_running_loop().time() + ANSWER_WAIT)
-    try:
-        while not hs.peer_closed:
-            data = await transport.receive(wait)
-            if not data:
-                return
-            hs.receive(data)
-    except NetworkError:
-        return   # quiet: nothing refused
+    if hs.handshake_complete:
+        await aclose(hs, transport, min(deadline, asyncio.get_running_loop().time()
+                                        + ANSWER_WAIT))
 
 
 def _without_certificate(judged: ClientSimulation, got: _Talked | Outcome) -> ClientSimulation:
