@@ -302,6 +302,10 @@ def test_a_server_requiring_a_client_certificate_refuses_the_clients(
         assert ("certificate_required (116)" if proto == "tls1_3"
                 else "handshake_failure (40)") in sim.detail, sim
         assert sim.version == (0x0304 if proto == "tls1_3" else 0x0303), sim
+        # the table's row after the negotiated suite: the failure with its alert
+        suite_cell = client_cells(sim)[2]
+        assert "then FAILED: refused (" in suite_cell and (
+            "certificate_required" if proto == "tls1_3" else "handshake_failure") in suite_cell
     optional = tls_server("openssl", proto=proto, extra=["-verify", "1", "-CAfile", str(certs.ca)])
     for sim in simulate(optional.port, chosen).values():
         assert sim.status == SimStatus.connected, sim

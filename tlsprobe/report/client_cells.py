@@ -89,7 +89,8 @@ def client_cells(s: ClientSimulation, name: str | None = None) -> tuple[str, ...
     if s.reason == FailureReason.certificate_not_trusted:
         trusted = "NO: fails"
     elif s.status == SimStatus.failed and s.reason is not None:   # after the ServerHello
-        suite = f"{suite}, then FAILED: {s.reason.value}"
+        suite = f"{suite}, then FAILED: {s.reason.value}" + \
+            (f" ({s.detail})" if s.detail else "")
     elif s.status == SimStatus.inconclusive:
         suite = f"{suite}, then inconclusive: {s.detail}"
     sig = registry.sigscheme_name(s.signature_scheme) if s.signature_scheme else "-"
