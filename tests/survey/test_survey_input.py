@@ -184,3 +184,60 @@ def test_the_parquet_files_written_at_the_end_are_announced(tmp_path):
         "tlsprobe survey: writing the Parquet files of 128 shards"
     assert len(list((tmp_path / "o").glob("shard-*.parquet"))) == 128
     assert list((tmp_path / "o" / "_rows").iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def refused_survey(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real survey folder: one loopback target that refuses (an instant run)."""
+    tmp = tmp_path_factory.mktemp("form")
+    proc = cli("survey", "127.0.0.1/32:1", "--out", tmp / "done", "--no-progress",
+               tmp_path=tmp)
+    assert proc.returncode == 0, proc.stderr
+    return tmp
+
+
+@pytest.mark.parametrize("args, words", [
+    # a run given an option of summary or diff: it used to run and leave no such file
+    (["127.0.0.1/32:1", "--out", "{tmp}/o", "--jsonl", "{tmp}/c.jsonl"],
+     "--jsonl applies to tlsprobe survey diff OLD NEW, not to a survey run"),
+    (["127.0.0.1/32:1", "--out", "{tmp}/o", "--parquet", "{tmp}/c.parquet"],
+     "--parquet applies to tlsprobe survey diff OLD NEW"),
+    (["127.0.0.1/32:1", "--out", "{tmp}/o", "--json"],
+     "--json applies to tlsprobe survey summary DIR or tlsprobe survey diff OLD NEW"),
+    (["127.0.0.1/32:1", "--out", "{tmp}/o", "{tmp}/o2"],
+     "survey TARGETS takes one argument, not also"),
+    # summary and diff given a run's options or another form's: they were ignored
+    (["summary", "{tmp}/done", "{tmp}/done"], "survey summary takes one directory"),
+    (["summary", "{tmp}/done", "--out", "{tmp}/o"],
+     "--out applies to tlsprobe survey TARGETS --out DIR, not to survey summary"),
+    (["summary", "{tmp}/done", "--checks", "all"], "--checks applies to tlsprobe survey "
+     "TARGETS"),
+    (["summary", "{tmp}/done", "--jsonl", "{tmp}/c.jsonl"],
+     "--jsonl applies to tlsprobe survey diff OLD NEW, not to survey summary"),
+    (["diff", "{tmp}/done", "{tmp}/done", "--workers", "7"],
+     "--workers applies to tlsprobe survey TARGETS --out DIR, not to survey diff"),
+    (["diff", "{tmp}/done", "{tmp}/done", "--no-sni"], "--no-sni applies to"),
+])
+def test_an_option_of_another_form_is_refused_not_ignored(args, words, refused_survey):
+    tmp = refused_survey
+    proc = cli("survey", *(a.format(tmp=tmp) for a in args), tmp_path=tmp)
+    assert proc.returncode == 2, proc.stderr + proc.stdout
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tlsprobe: error: ") and words in lines[0], \
+        lines
+    assert proc.stdout == ""
+    assert not (tmp / "o").exists() and not (tmp / "c.jsonl").exists()
+
+
+def test_each_form_still_takes_its_own_options(refused_survey):
+    tmp = refused_survey
+    proc = cli("survey", "summary", tmp / "done", "--json", tmp_path=tmp)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["targets"] == 1, proc.stderr
+    proc = cli("survey", "diff", tmp / "done", tmp / "done", "--json", "--jsonl",
+               tmp / "d.jsonl", tmp_path=tmp)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1])["compared"] == 1
+    assert (tmp / "d.jsonl").exists()
+    proc = cli("survey", "127.0.0.1/32:1", "--out", tmp / "done", "--no-progress",
+               "--workers", "1", "--timeout", "2", tmp_path=tmp)
+    assert proc.returncode == 0, proc.stderr
