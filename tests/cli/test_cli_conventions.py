@@ -91,3 +91,18 @@ def test_a_closed_pipe_on_pcap_is_exit_141_and_quiet(args) -> None:
 def test_a_mistyped_name_suggests_the_closest(run_cli, args, words) -> None:
     code, out, err = run_cli(*args)
     assert code == 2 and out == "" and words in _one_line(err)
+
+
+@pytest.mark.parametrize("args", [
+    ("scan", "127.0.0.1:1", "--fail-on", "hihg"),
+    ("scan", "127.0.0.1:1", "--fail-on-change=al", "--baseline", "x.json"),
+])
+def test_a_bad_choice_lists_the_choices_as_the_user_types_them(run_cli, args) -> None:
+    # the choices as words to type, not Python reprs ("<Severity.info: 'info'>")
+    code, out, err = run_cli(*args)
+    line = _one_line(err)
+    assert code == 2 and out == "" and "invalid choice" in line
+    choices = line[line.index("(choose from "):].split(")")[0]
+    assert "<" not in choices and "Severity" not in choices, line
+    if "--fail-on" in args:
+        assert "(choose from 'info', 'low', 'medium', 'high', 'critical')" in line

@@ -111,7 +111,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                      "(keys, types and examples: docs/POLICY.md; it may extend a built-in one); "
                      "default intermediate. Built-in checks always run besides")
     pol.add_argument("--no-policy", action="store_true", help="built-in checks only")
-    pol.add_argument("--fail-on", choices=SEVERITIES, metavar="SEVERITY", help="exit 1 when a "
+    pol.add_argument("--fail-on", choices=[str(s) for s in SEVERITIES], metavar="SEVERITY",
+                     help="exit 1 when a "
                      f"finding is at or above SEVERITY ({', '.join(SEVERITIES)})")
     pol.add_argument("--fail-under", type=fail_under_grade, metavar="GRADE", help="exit 1 "
                      "when a target's rating is below GRADE (A+, A, A-, B, C, D, E, F; T and M "
