@@ -174,7 +174,8 @@ class Scheduler:
         while True:
             watch = Watch()
             # recorded like a job's connection (--pcap-out, --msg: its bytes; the check
-            # drives its own engine, so no trace events or secrets)
+            # drives its own engine, so no trace events; its secrets reach the tape from
+            # net/driver.py's adrive)
             with taping(self.recording, target, phase) as tape:
                 try:
                     async with self.pacing.slot(target, alone=first is not None):
