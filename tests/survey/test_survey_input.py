@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -241,3 +242,25 @@ def test_each_form_still_takes_its_own_options(refused_survey):
     proc = cli("survey", "127.0.0.1/32:1", "--out", tmp / "done", "--no-progress",
                "--workers", "1", "--timeout", "2", tmp_path=tmp)
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("127.0.0.0/8:443", "makes 16,777,216 targets (16,777,216 addresses x 1 port)"),
+    ("127.0.0.0/12:443,8443", "makes 2,097,152 targets (1,048,576 addresses x 2 ports)"),
+])
+def test_a_cidr_larger_than_a_survey_holds_is_refused_at_once(spec, words, tmp_path):
+    """A /8 was accepted, then spent minutes and gigabytes making its targets, shards and
+    manifest before any connection (about 0.5 kB a target); the limit counts the ports
+    too. Refused in well under a second of CPU, nothing written."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    try:
+        proc = cli("survey", spec, "--out", tmp_path / "o", tmp_path=tmp_path)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"survey {spec} was not refused: still expanding after 120 s")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert proc.returncode == 2, proc.stderr
+    line, = proc.stderr.splitlines()
+    assert words in line and "split it into several surveys" in line
+    assert after.ru_utime - before.ru_utime < 5 and not (tmp_path / "o").exists()
+    targets = expand_cidr("127.0.0.0/12:443")     # the limit itself still expands
+    assert len(targets) == 1 << 20
