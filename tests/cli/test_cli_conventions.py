@@ -106,3 +106,27 @@ def test_a_bad_choice_lists_the_choices_as_the_user_types_them(run_cli, args) ->
     assert "<" not in choices and "Severity" not in choices, line
     if "--fail-on" in args:
         assert "(choose from 'info', 'low', 'medium', 'high', 'critical')" in line
+
+
+@pytest.mark.parametrize("args, first, second", [
+    (("scan", "127.0.0.1:9", "--sarif", "{d}/r", "--junit", "{d}/r"), "--sarif", "--junit"),
+    (("scan", "127.0.0.1:9", "--html", "{d}/r", "--json-out", "{d}/./r"), "--json-out", "--html"),
+    (("scan", "127.0.0.1:9", "--msg", "{d}/k", "--keylog", "{d}/k"), "--msg", "--keylog"),
+    (("127.0.0.1:9", "--keylog", "{d}/k", "--pcap-out", "{d}/k"), "--pcap-out", "--keylog"),
+    (("timing", "127.0.0.1:9", "--plot", "{d}/t.svg", "--json-out", "{d}/t.svg"),
+     "--json-out", "--plot"),
+    (("clients", "127.0.0.1:9", "--csv", "{d}/c", "--html", "{d}/c"), "--html", "--csv"),
+    (("survey", "summary", "{d}/none", "--plot", "{d}/s.svg", "--html", "{d}/s.svg"),
+     "--html", "--plot"),
+    (("survey", "diff", "{d}/a", "{d}/b", "--jsonl", "{d}/x", "--parquet", "{d}/x"),
+     "--jsonl", "--parquet"),
+])
+def test_two_file_options_naming_one_file_are_a_usage_error(run_cli, tmp_path, args, first,
+                                                             second) -> None:
+    # the second file written replaced the first in silence (exit 0, one report lost);
+    # refused before any work: port 9 has no server, so exit 2 and not 3
+    code, out, err = run_cli(*(a.format(d=tmp_path) for a in args))
+    line = _one_line(err)
+    assert code == 2 and out == "", err
+    assert f"{first} and {second} name the same file" in line and "give each its own" in line
+    assert not any(tmp_path.iterdir())

@@ -181,6 +181,8 @@ def check_form(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     form = check_form(args)
+    from tlsprobe.commands.common import distinct_files
+    distinct_files(args)
     if form == "summary":
         return _summary(args)
     if form == "diff":
