@@ -87,6 +87,11 @@ def test_a_closed_pipe_on_pcap_is_exit_141_and_quiet(args) -> None:
     (("127.0.0.1:1", "--sigalgs", "rsa_pss_rsae_sha265"), "did you mean rsa_pss_rsae_sha256"),
     (("scan", "127.0.0.1:1", "--checks", "hearbleed"), "did you mean heartbleed"),
     (("pcap", "--group", "x2559", SEED), "did you mean X25519"),
+    # a misspelt command read as a probe target, its arguments then unrecognized
+    (("scna", "127.0.0.1:1"), "is 'scna' a command? did you mean tlsprobe scan?"),
+    (("clinets", "127.0.0.1:1", "--profiles", "curl"),
+     "is 'clinets' a command? did you mean tlsprobe clients?"),
+    (("survy", "summary", "x"), "did you mean tlsprobe survey?"),
 ])
 def test_a_mistyped_name_suggests_the_closest(run_cli, args, words) -> None:
     code, out, err = run_cli(*args)

@@ -93,6 +93,10 @@ class ArgumentParser(argparse.ArgumentParser):
     heavy imports (speed's catalog) costs nothing to the runs that never show it."""
 
     epilog_factory: Callable[[], str] | None = None
+    #: the probe's parser: its first word and the subcommands, for a first word that
+    #: misspells one (`tlsprobe scna HOST` reads as a probe of "scna", HOST unrecognized)
+    first_word: str = ""
+    subcommands: tuple[str, ...] = ()
 
     def format_help(self) -> str:
         if self.epilog_factory is not None:
@@ -110,6 +114,10 @@ class ArgumentParser(argparse.ArgumentParser):
         if message.startswith("unrecognized arguments: "):
             words = message.split(": ", 1)[1].split()
             option = next((w.split("=", 1)[0] for w in words if w.startswith("-")), None)
+            hint = did_you_mean(self.first_word, self.subcommands) if self.first_word else ""
+            if hint:    # the first word misspells a command: what follows is its arguments
+                return hint.replace("did you mean ", f"is {self.first_word!r} a command? "
+                                    "did you mean tlsprobe ")
             return did_you_mean(option, self._option_string_actions) if option else ""
         choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
         if choice:
