@@ -299,6 +299,9 @@ def read_capture(path: str | os.PathLike[str], keylog: str | os.PathLike[str] | 
     nothing can be read from the capture (missing, not a capture); damage later on ends the iteration and is said in `summary.warnings`."""
     from tlsprobe.requests.capture import CaptureRequest, open_capture
     path = os.fspath(path)
+    if os.path.isdir(path):     # one capture file here; `tlsprobe pcap DIR` reads a folder
+        raise UnreadableInput(f"{path}: a directory: read_capture reads one capture file "
+                              "(call it for each capture under it)")
     request = CaptureRequest.build([path], keylog=None if keylog is None else
                                    os.fspath(keylog), embedded_keys=embedded_keys, quic=quic)
     analysis, error = open_capture(path, path, request.options())
