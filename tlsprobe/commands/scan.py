@@ -404,7 +404,7 @@ def _finish(args: argparse.Namespace, out: TextIO, reports: list[AuditReport],
                                getattr(args, "fail_under", None))
     if baseline is not None:
         code, reason = baseline.exit_gate(reports, code, reason)
-    if not args.json and (len(reports) > 1 or reports and reports[0].gate is not None):
+    if not args.json and len(reports) > 1:
         from tlsprobe.report.audit_tables import render_summary
         render_summary(reports, code, reason, out)
     _write_files(args, reports, code, reason, baseline)

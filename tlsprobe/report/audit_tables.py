@@ -375,16 +375,11 @@ def gate_lines(reports: list[AuditReport]) -> list[str]:
 
 
 def render_summary(reports: list[AuditReport], code: int, reason: str, out: IO[str]) -> None:
-    """The summary of a run over several targets; of one target's run with a gate
-    (--fail-on, --fail-under, --fail-on-change) only the gate's verdict and the exit code
-    with its reason, so that an exit 1 always says why."""
     from tlsprobe.report.console import Console  # a closed stdout: BrokenPipeError
     console = Console(file=out, highlight=False, soft_wrap=False,
                       width=None if out.isatty() else 120)
-    lines = [*gate_lines(reports), f"Exit code {code}: {reason}"] if len(reports) == 1 \
-        else summary_lines(reports, code, reason)
     console.print(_title("Summary"))
-    for line in lines:
+    for line in summary_lines(reports, code, reason):
         console.print(_text(line))
 
 
