@@ -366,6 +366,10 @@ def keep(recipe: Recipe, p: ClientProfile, profiles: dict[str, ClientProfile], o
             write_profile(twin, out)
         return f"same hello as {twin.id} (same JA3 and JA4): not a new profile, noted there"
     old = profiles.get(p.id)
+    if old is not None and p.key_minimums is None:
+        # the key sizes the client enforces (docs/CLIENTS.md "Key size rules") are its
+        # library build's, which the hello does not show: the same id, the same build
+        p = replace(p, key_minimums=old.key_minimums)
     if old is not None and same_hello(old, p):
         twins = [n for n in old.notes.split("; ") if n.startswith(TWIN_NOTE)]
         p = replace(p, notes="; ".join([p.notes, *twins]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import struct
 import subprocess
 import sys
 import threading
@@ -121,6 +122,53 @@ def test_truncated_gzip_reads_what_is_there_and_warns(tmp_path: Path) -> None:
     assert any("gzip" in w.message for w in stream.stats.warnings)
     got = streams(events)[0]["data"][0] if events else b""
     assert c2s.startswith(got)
+
+
+def test_damaged_gzip_keeps_everything_decompressed_before_the_damage(tmp_path: Path) -> None:
+    """zlib raises at the damage and the output of that call is lost: up to a whole
+    decompression chunk (256 KiB) of intact packets before it, all of a small file. A file
+    whose data are whole but whose CRC is wrong gives every packet, and a byte changed in
+    the middle of the deflate data gives every packet before it, said as gzip damage (not
+    as a pcap record cut short)."""
+    c = Conv(client=("10.0.0.1", 40000))
+    payloads = [os.urandom(200) for _ in range(300)]   # incompressible: damage lands mid-way
+    pkts = c.handshake() + [c.c(data) for data in payloads]
+    z = gzip.compress(pcap_bytes([ether(p) for p in pkts]))
+    bad_crc = z[:-8] + bytes(b ^ 0xFF for b in z[-8:-4]) + z[-4:]
+    events, stream = collect(io.BytesIO(bad_crc))
+    assert streams(events)[0]["data"][0] == b"".join(payloads)
+    assert [w.message for w in stream.stats.warnings] == [
+        "gzip data damaged (Error -3 while decompressing data: incorrect data check)"]
+    stored = bytearray(gzip.compress(pcap_bytes([ether(p) for p in pkts]), compresslevel=0))
+    second = 15 + int.from_bytes(stored[11:13], "little")   # stored blocks: a LEN, NLEN header
+    stored[second + 3] ^= 0xFF       # the second block's NLEN no longer matches its LEN
+    events, stream = collect(io.BytesIO(bytes(stored)))
+    got = streams(events)[0]["data"][0] if events else b""
+    assert b"".join(payloads).startswith(got) and len(got) > (second - 15) // 2   # 1st block
+    assert stream.stats.warnings[-1].message == \
+        "gzip data damaged (Error -3 while decompressing data: invalid stored block lengths)"
+    path = tmp_path / "bad_crc.pcap.gz"
+    path.write_bytes(bad_crc)
+    run = subprocess.run([sys.executable, "-m", "tlsprobe", "pcap", str(path), "--no-progress",
+                          "--stats"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 7 and "truncated" not in run.stderr, run.stderr
+    assert len(run.stderr.splitlines()) == 1 and "gzip data damaged" in run.stderr
+
+
+def test_interface_options_running_past_their_block_are_damage(tmp_path: Path) -> None:
+    """An Interface Description Block option (if_tsresol here) whose length runs past the
+    block: tshark calls the file damaged; its timestamp resolution is lost, so the times
+    read may be wrong, which is said (a warning, exit 7) while every packet is still read."""
+    pkts, c2s, s2c = conversation()
+    ng = Pcapng().shb().raw_block(1, struct.pack("<HHI", 1, 0, 0) + struct.pack("<HH", 9, 60000)
+                                  + b"\x09\x00\x00\x00")
+    for i, p in enumerate(pkts):
+        ng.epb(0, 1_700_000_000_000_000_000 + i, ether(p))
+    events, stream = collect(io.BytesIO(ng.bytes()))
+    assert streams(events)[0]["data"] == [c2s, s2c]
+    assert [w.message for w in stream.stats.warnings] == [
+        "Interface Description Block: option 9 of length 60000 runs past the block (the "
+        "interface's timestamp resolution and offset may be lost: times may be wrong)"]
 
 
 class PipeLike(io.RawIOBase):

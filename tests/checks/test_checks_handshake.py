@@ -139,6 +139,22 @@ def test_a_server_that_wants_a_client_certificate_is_inconclusive(server_cache: 
     assert "requires a client certificate" in got["client_renegotiation"].reason
 
 
+@pytest.mark.needs_impl("openssl")
+def test_tls13_tickets_are_not_denied_when_the_server_requires_a_client_certificate(
+        server_cache: ServerFactory) -> None:
+    """TLS 1.3 with -Verify: the server refuses the client's empty Certificate with
+    certificate_required after the client's Finished, so it never gets to send a ticket.
+    resumption and early_data must say the handshake failed, not "none issued" / "no ticket
+    allows early data"."""
+    srv = server_cache("openssl", proto="tls1_3", extra=("-Verify", "1"))
+    got = run_checks(srv.port, "resumption,early_data")
+    for name in ("resumption", "early_data"):
+        c = got[name]
+        assert c.verdict is Verdict.inconclusive, c
+        assert "certificate_required" in c.reason, c
+    assert "none issued" not in got["resumption"].reason, got["resumption"]
+
+
 @pytest.mark.needs_impl("gnutls")
 def test_an_optional_client_certificate_request_is_answered(server_cache: ServerFactory
                                                             ) -> None:

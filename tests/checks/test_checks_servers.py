@@ -215,3 +215,31 @@ def test_export_rsa_server_is_freak_vulnerable_and_single_des_is_not(
                    "sweet32": Verdict.vulnerable}, r.check_results
     assert "the complete suite list of TLS 1.2, TLS 1.1, TLS 1.0 has none" in \
         next(c.reason for c in r.check_results if c.name == "freak")
+
+
+@pytest.mark.needs_impl("openssl")
+def test_dh_parameters_of_a_server_without_tls12_are_judged(server_cache: ServerFactory,
+                                                            run_cli: Callable[..., Any]) -> None:
+    """A TLS 1.0-only server with 1536-bit DHE: the suite audit reads the prime's size from
+    each DHE suite's ServerKeyExchange ("DH 1536" in the suites table), and the group audit
+    of TLS 1.0 (the highest version it speaks) names the parameters, so the dh check, the
+    dh.weak finding and the rating's key exchange state them once, for TLS 1.0, not
+    "parameters not read"."""
+    srv = server_cache("openssl", proto="tls1_0", dhparam="modp1536",
+                       ciphers="DHE-RSA-AES128-SHA:ECDHE-RSA-AES128-SHA:@SECLEVEL=0")
+    res = run_cli("scan", f"{srv.host}:{srv.port}", "--no-progress", "--no-verify", "--json",
+                  "--checks", "audit,dh", "--timeout", "5")
+    assert res.returncode == 0, res.stderr
+    d = json.loads(res.stdout.splitlines()[0])
+    rows = [r for s in d["suites"] for r in s["rows"]]
+    assert [r["kx_label"] for r in rows] == ["DH 1536", "ECDH 253"], rows
+    dh = next(c for c in d["check_results"] if c["name"] == "dh")
+    assert dh["verdict"] == "vulnerable", dh
+    assert "1536-bit" in dh["reason"] and "TLS 1.0" in dh["reason"], dh
+    assert dh["evidence"] == ["modp_1536 (RFC 3526), 1536 bits (TLS 1.0)"], dh
+    weak = [f for f in d["findings"] if f["code"] == "dh.weak"]
+    assert [(f["severity"], f["version"], f["items"]) for f in weak] == \
+        [("medium", "TLS 1.0", ["modp_1536"])], d["findings"]
+    kx = d["rating"]["key_exchange"]
+    assert kx["score"] == 80 and "1536" in kx["detail"], d["rating"]
+    assert "weak_key" in [c["rule"] for c in d["rating"]["caps"]], d["rating"]

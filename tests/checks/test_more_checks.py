@@ -254,3 +254,29 @@ def test_alpn_a_failed_connection_is_said(server_cache: ServerFactory) -> None:
             proxy.close()
         assert c.verdict is verdict and said in c.reason, c
         assert "reset" in c.reason
+
+
+def test_checks_reach_a_server_whose_groups_exclude_the_default_offer(
+        server_cache: Callable[..., Server], run_cli: Callable[..., Any]) -> None:
+    """A server that accepts only secp521r1 and x448 (Prosody's `curveslist`, any OpenSSL
+    `Groups`) refuses a hello of tlsprobe's default groups: the checks' hellos must add the
+    groups the audit found, or every TLS 1.3 check was 'inconclusive: ... handshake_failure'
+    (resumption had no TLS 1.3 ticket, early_data, ocsp_stapling and the HTTP checks none
+    at all), and the tolerance checks' plain hello too ('the plain hello is not answered
+    either')."""
+    srv = server_cache("openssl", groups=("P-521", "X448"))
+    res = run_cli("scan", f"127.0.0.1:{srv.port}", "--checks",
+                  "groups,resumption,early_data,ocsp_stapling,hsts,server_banner,grease,"
+                  "split_record,large_hello", "--json",
+                  "--no-progress", "--no-verify", timeout=240)
+    assert res.returncode in (0, 1), res.stderr
+    report = json.loads(res.stdout)
+    audit13 = next(g for g in report["groups"] if g["version"]["name"] == "TLS 1.3")
+    assert [g["name"] for g in audit13["supported"]] == ["secp521r1", "x448"]
+    got = {c["name"]: c for c in report["check_results"]}
+    for name, check in got.items():
+        assert check["verdict"] != "inconclusive", (name, check["reason"])
+    assert "TLS 1.3 ticket" in got["resumption"]["reason"], got["resumption"]
+    assert got["server_banner"]["verdict"] in ("supported", "not supported"), got["server_banner"]
+    for name in ("grease", "split_record", "large_hello"):
+        assert got[name]["verdict"] == "tolerated", got[name]

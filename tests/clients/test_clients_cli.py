@@ -228,3 +228,23 @@ def test_a_target_no_profile_reached_is_its_error(run_cli, http, code, kind, wor
     assert {c["status"] for c in doc["clients"]} == {"inconclusive"}
     line, = err.strip().splitlines()
     assert line.startswith(f"tlsprobe: 127.0.0.1:{peer.port}: ") and words in line
+
+
+def test_table_names_tell_every_profile_apart(tls_server, run_cli, tmp_path: Path) -> None:
+    """The table shows a client without its platform, its whole parenthesis removed even
+    when nested ("curl 7.68.0 (Linux (not stated))" was "curl 7.68.0 (Linux"), but two
+    profiles that would then read the same (Internet Explorer 8.0 on Windows XP and on
+    Windows 7) keep their platforms, in the text table and the HTML page."""
+    server = tls_server("openssl")
+    code, out, err = run_cli("clients", f"localhost:{server.port}", "--profiles",
+                             "cap-curl-7.68,cap-ie8-winxp,cap-ie8-win7", "--html",
+                             tmp_path / "c.html")
+    assert code == 0, err
+    names = [line.split("  ")[0] for line in out.splitlines()
+             if line.startswith(("curl", "Internet Explorer"))]
+    assert sorted(names) == ["Internet Explorer 8.0 (Windows 7)",
+                             "Internet Explorer 8.0 (Windows XP)", "curl 7.68.0"], out
+    page = (tmp_path / "c.html").read_text()
+    for name in ("<td>curl 7.68.0</td>", "<td>Internet Explorer 8.0 (Windows 7)</td>",
+                 "<td>Internet Explorer 8.0 (Windows XP)</td>"):
+        assert name in page

@@ -282,3 +282,27 @@ def test_legacy_signatures_refused_as_openssl_3_does(tls_server, profiles) -> No
     plain = tls_server("openssl", proto="tls1_1", ciphers="AES128-SHA")
     sim = simulate(plain.port, [profiles["test-openssl-s_client"]])["test-openssl-s_client"]
     assert (sim.status, sim.version, sim.cipher_suite) == (SimStatus.connected, 0x0302, 0x002F)
+
+
+@pytest.mark.parametrize("proto", ["tls1_3", "tls1_2"])
+def test_a_server_requiring_a_client_certificate_refuses_the_clients(
+        tls_server, profiles, certs: CertSet, proto: str) -> None:
+    """openssl s_server -Verify 1 asks for a client certificate and insists: the real curl,
+    openssl s_client, gnutls-cli and Java (none has a certificate to send) all fail
+    (TLS 1.3: certificate_required after their Finished; TLS 1.2: handshake_failure after
+    their empty Certificate). The first flight alone does not show that (the same
+    CertificateRequest comes from a server for which the certificate is optional), so the
+    simulation finishes the handshake as the client would: failed, refused, with the alert;
+    with -verify 1 (optional) the same clients connect, the detail saying it was asked."""
+    chosen = [profiles["test-curl"], profiles["test-openssl-s_client"]]
+    required = tls_server("openssl", proto=proto, extra=["-Verify", "1", "-CAfile", str(certs.ca)])
+    for sim in simulate(required.port, chosen).values():
+        assert (sim.status, sim.reason) == (SimStatus.failed, FailureReason.refused), sim
+        assert "client certificate" in sim.detail, sim
+        assert ("certificate_required (116)" if proto == "tls1_3"
+                else "handshake_failure (40)") in sim.detail, sim
+        assert sim.version == (0x0304 if proto == "tls1_3" else 0x0303), sim
+    optional = tls_server("openssl", proto=proto, extra=["-verify", "1", "-CAfile", str(certs.ca)])
+    for sim in simulate(optional.port, chosen).values():
+        assert sim.status == SimStatus.connected, sim
+        assert "went on without one" in sim.detail, sim

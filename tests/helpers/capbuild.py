@@ -508,3 +508,54 @@ class RdpUdp:
         if payload is not None:
             out += struct.pack("<H", seq & 0xFFFF) + payload
         return self._swap(out)
+
+
+# -- a TLS 1.2 first flight of chosen bytes -------------------------------------------------
+def _vec16(data: bytes) -> bytes:
+    return len(data).to_bytes(2, "big") + data
+
+
+def _handshake_record(msg_type: int, body: bytes, version: bytes = b"\x03\x03") -> bytes:
+    msg = bytes([msg_type]) + len(body).to_bytes(3, "big") + body
+    return b"\x16" + version + _vec16(msg)
+
+
+def tls12_flight_pcap(ders: Sequence[bytes], sni: bytes = b"server.example") -> bytes:
+    """A pcap of one TCP connection: a TLS 1.2 ClientHello offering `sni`, then the
+    server's ServerHello, Certificate of the DER blobs `ders` (any bytes) and
+    ServerHelloDone, so that a test chooses exactly what the certificate holds."""
+    sni_ext = b"\x00\x00" + _vec16(_vec16(b"\x00" + _vec16(sni)))
+    hello = b"\x03\x03" + b"\x11" * 32 + b"\x00" + _vec16(b"\xc0\x2b") + b"\x01\x00" + \
+        _vec16(sni_ext + b"\x00\x0a\x00\x04\x00\x02\x00\x17")
+    server = b"\x03\x03" + b"\x22" * 32 + b"\x00" + b"\xc0\x2b\x00" + \
+        _vec16(b"\xff\x01\x00\x01\x00")
+    chain = b"".join(len(d).to_bytes(3, "big") + d for d in ders)
+    conv = Conv()
+    frames = conv.handshake() + [
+        conv.c(_handshake_record(1, hello, b"\x03\x01")),
+        conv.s(_handshake_record(2, server) + _handshake_record(11, len(chain).to_bytes(3, "big")
+                                                                + chain) +
+               _handshake_record(14, b""))]
+    return pcap_bytes(ether(f) for f in frames)
+
+
+def tls12_abbreviated_pcap(client_sid: bytes, server_sid: bytes,
+                           ticket: bytes | None = None) -> bytes:
+    """A pcap of one TCP connection whose TLS 1.2 server goes from its ServerHello straight
+    to ChangeCipherSpec and an encrypted Finished (an abbreviated handshake's shape): the
+    ClientHello with session ID `client_sid` and, unless None, a session_ticket extension
+    carrying `ticket`; the ServerHello echoing `server_sid`; then the client's CCS and
+    Finished."""
+    ext = b"\x00\x0a\x00\x04\x00\x02\x00\x17" + \
+        (b"\x00\x23" + _vec16(ticket) if ticket is not None else b"")
+    hello = b"\x03\x03" + b"\x11" * 32 + bytes([len(client_sid)]) + client_sid + \
+        _vec16(b"\xc0\x2b") + b"\x01\x00" + _vec16(ext)
+    server = b"\x03\x03" + b"\x22" * 32 + bytes([len(server_sid)]) + server_sid + \
+        b"\xc0\x2b\x00" + _vec16(b"\xff\x01\x00\x01\x00")
+    ccs, finished = b"\x14\x03\x03\x00\x01\x01", b"\x16\x03\x03" + _vec16(b"\x5a" * 40)
+    conv = Conv()
+    frames = conv.handshake() + [
+        conv.c(_handshake_record(1, hello, b"\x03\x01")),
+        conv.s(_handshake_record(2, server) + ccs + finished),
+        conv.c(ccs + finished)]
+    return pcap_bytes(ether(f) for f in frames)

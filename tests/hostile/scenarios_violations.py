@@ -58,7 +58,8 @@ def tls12_hello_with(exts: list[Extension]) -> Script:
 
 
 def tls13_hello_with(transform: dict[int, Callable[[bytes], bytes]] | None = None,
-                     extra: list[Extension] = (), version: int = 0x0303) -> Script:
+                     extra: list[Extension] = (), version: int = 0x0303,
+                     session_id: bytes | None = None) -> Script:
     """A TLS 1.3 ServerHello (a real x25519 share) with some extension bodies transformed
     or extensions added, then silence: the probe must stop at the ServerHello."""
     async def script(conn: Conn) -> None:
@@ -70,7 +71,8 @@ def tls13_hello_with(transform: dict[int, Callable[[bytes], bytes]] | None = Non
             bodies[t] = change(bodies[t])
         exts = [Extension(t, d) for t, d in bodies.items()] + list(extra)
         await conn.send(handshake_records(server_hello(ch, suite=TLS13_SUITE, version=version,
-                                                       extensions=exts)))
+                                                       extensions=exts,
+                                                       session_id=session_id)))
         await conn.hold(HOLD)
     return script
 

@@ -47,9 +47,9 @@ class CertSet:
         return self.leaves[kind]
 
 
-def _new_key(kind: str) -> _PrivateKey:
+def _new_key(kind: str, rsa_bits: int = 2048) -> _PrivateKey:
     if kind == "rsa":
-        return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        return rsa.generate_private_key(public_exponent=65537, key_size=rsa_bits)
     if kind == "ecdsa":
         return ec.generate_private_key(ec.SECP256R1())
     if kind == "ed25519":
@@ -93,8 +93,9 @@ def _key_usage(*allowed: str) -> x509.KeyUsage:
     return x509.KeyUsage(**{flag: flag in allowed for flag in flags})
 
 
-def make_certs(directory: Path) -> CertSet:
-    """Write ca.crt/ca.key and <kind>.crt, <kind>.key, <kind>_chain.crt for every kind."""
+def make_certs(directory: Path, rsa_bits: int = 2048) -> CertSet:
+    """Write ca.crt/ca.key and <kind>.crt, <kind>.key, <kind>_chain.crt for every kind
+    (`rsa_bits`: the RSA leaf's key size; the CA's is 2048)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     ca_name = "tlsprobe Test CA"
@@ -115,7 +116,7 @@ def make_certs(directory: Path) -> CertSet:
     ])
     leaves: dict[str, CertFiles] = {}
     for kind in CERT_KINDS:
-        key = _new_key(kind)
+        key = _new_key(kind, rsa_bits)
         cert = (_builder("localhost", ca_name, key.public_key(), 825)
                 .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
                 .add_extension(_key_usage("digital_signature",

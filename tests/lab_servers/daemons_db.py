@@ -24,8 +24,9 @@ def _run(argv: list[str], what: str, timeout: float = 120.0) -> None:
 
 
 def postgres(workdir: Path, certs: CertSet, *, ssl: bool = True, curve: str | None = None,
-             kind: str = "rsa") -> Launch:
-    """A fresh cluster on a free port; `ssl` False gives a server that answers 'N'."""
+             kind: str = "rsa", extra: tuple[str, ...] = ()) -> Launch:
+    """A fresh cluster on a free port; `ssl` False gives a server that answers 'N'. `extra`:
+    more postgresql.conf lines, e.g. ("ssl_min_protocol_version = 'TLSv1.3'",)."""
     initdb = require(f"{PG_BIN}/initdb", "postgresql-15")
     postgres_bin = require(f"{PG_BIN}/postgres", "postgresql-15")
     data = workdir / "pgdata"
@@ -39,6 +40,7 @@ def postgres(workdir: Path, certs: CertSet, *, ssl: bool = True, curve: str | No
              f"ssl_cert_file = '{cert}'", f"ssl_key_file = '{key}'", "fsync = off"]
     if curve:
         lines.append(f"ssl_ecdh_curve = '{curve}'")
+    lines += extra
     with open(data / "postgresql.conf", "a") as conf:
         conf.write("\n".join(lines) + "\n")
     log = workdir / "postgres.log"
@@ -48,9 +50,10 @@ def postgres(workdir: Path, certs: CertSet, *, ssl: bool = True, curve: str | No
 
 def mariadb(workdir: Path, certs: CertSet, *, ssl: bool = True,
             require_secure_transport: bool = False, kind: str = "rsa",
-            curves: str | None = None) -> Launch:
+            curves: str | None = None, extra: tuple[str, ...] = ()) -> Launch:
     """A fresh MariaDB data folder on a free port (`ssl` False: no CLIENT_SSL). `curves`:
-    the only groups OpenSSL allows (MariaDB has no option: OPENSSL_CONF)."""
+    the only groups OpenSSL allows (MariaDB has no option: OPENSSL_CONF). `extra`: more
+    mariadbd arguments, e.g. ("--tls-version=TLSv1.3",)."""
     install = require("/usr/bin/mariadb-install-db", "mariadb-server")
     daemon = require("/usr/sbin/mariadbd", "mariadb-server")
     data = workdir / "data"
@@ -71,6 +74,7 @@ def mariadb(workdir: Path, certs: CertSet, *, ssl: bool = True,
         argv += ["--skip-ssl"]
     if require_secure_transport:
         argv.append("--require-secure-transport=ON")
+    argv += extra
     return Launch(argv, {"mysql": port}, [log],
                   env=openssl_groups_env(workdir, curves) if curves else None)
 

@@ -18,9 +18,10 @@ from tests.lab_servers.daemons import (Launch, Recipe, copy_identity, free_ports
 
 
 def postfix(workdir: Path, certs: CertSet, *, starttls: bool = True, curves: str | None = None,
-            kind: str = "rsa") -> Launch:
+            kind: str = "rsa", extra: tuple[tuple[str, str], ...] = ()) -> Launch:
     """smtpd on two free ports: "smtp" (STARTTLS offered, or not with `starttls` False) and
-    "submission" (TLS required). `curves`: tls_eecdh_auto_curves."""
+    "submission" (TLS required). `curves`: tls_eecdh_auto_curves; `extra`: more main.cf
+    (name, value) settings, e.g. (("smtpd_tls_protocols", ">=TLSv1.3"),)."""
     postfix_bin = require("/usr/sbin/postfix", "postfix")
     conf = workdir / "etc"
     conf.mkdir(parents=True, exist_ok=True)
@@ -41,6 +42,7 @@ def postfix(workdir: Path, certs: CertSet, *, starttls: bool = True, curves: str
     }
     if curves:
         main["tls_eecdh_auto_curves"] = curves
+    main.update(extra)
     (conf / "main.cf").write_text("".join(f"{k} = {v}\n" for k, v in main.items()))
     master_cf = Path("/etc/postfix/master.cf").read_text()
     kept = [ln for ln in master_cf.splitlines()
@@ -70,8 +72,9 @@ def postfix(workdir: Path, certs: CertSet, *, starttls: bool = True, curves: str
 
 
 def dovecot(workdir: Path, certs: CertSet, *, starttls: bool = True,
-            curves: str | None = None, kind: str = "rsa") -> Launch:
-    """imap, pop3, sieve and lmtp on free ports; `starttls` False: ssl = no."""
+            curves: str | None = None, kind: str = "rsa", extra: tuple[str, ...] = ()) -> Launch:
+    """imap, pop3, sieve and lmtp on free ports; `starttls` False: ssl = no. `extra`: more
+    top-level settings, e.g. ("ssl_min_protocol = TLSv1.3",)."""
     dovecot_bin = require("/usr/sbin/dovecot", "dovecot-imapd dovecot-pop3d "
                           "dovecot-managesieved dovecot-lmtpd")
     cert, key, _ = copy_identity(certs, kind, workdir / "tls")
@@ -85,6 +88,7 @@ ssl_key = <{key}
 """ if starttls else "ssl = no\n"
     if curves and starttls:
         ssl += f"ssl_curve_list = {curves}\n"
+    ssl += "".join(f"{line}\n" for line in extra)
     text = f"""base_dir = {run}
 state_dir = {workdir / 'state'}
 log_path = {log}

@@ -15,12 +15,13 @@ from tests.lab_servers.daemons import (Launch, Recipe, copy_identity, free_ports
 
 
 def vsftpd(workdir: Path, certs: CertSet, *, starttls: bool = True, kind: str = "rsa",
-           max_per_ip: int = 0) -> Launch:
+           max_per_ip: int = 0, extra: tuple[str, ...] = ()) -> Launch:
     """vsftpd on a free port; `starttls` False: ssl_enable=NO (no AUTH TLS in FEAT). It has
     no group option: vsftpd 3.0.3 sets P-256 as its one ECDHE group in the code (not
     OpenSSL's default list), which its group audit must find. `max_per_ip` N > 0: a client
     address with N connections open gets "421 There are too many connections from your
-    internet address." on the next (a temporary refusal)."""
+    internet address." on the next (a temporary refusal). `extra`: more vsftpd.conf lines
+    (a later line overrides an earlier one)."""
     binary = require("/usr/sbin/vsftpd", "vsftpd")
     cert, key, _ = copy_identity(certs, kind, workdir / "tls")
     empty = workdir / "empty"
@@ -36,14 +37,16 @@ def vsftpd(workdir: Path, certs: CertSet, *, starttls: bool = True, kind: str = 
     if starttls:
         lines += [f"rsa_cert_file={cert}", f"rsa_private_key_file={key}", "ssl_tlsv1=NO",
                   "ssl_sslv2=NO", "ssl_sslv3=NO", "require_ssl_reuse=NO"]
+    lines += extra
     (workdir / "vsftpd.conf").write_text("\n".join(lines) + "\n")
     return Launch([binary, str(workdir / "vsftpd.conf")], {"ftp": port}, [log])
 
 
 def prosody(workdir: Path, certs: CertSet, *, starttls: bool = True, kind: str = "rsa",
-            curves: str | None = None) -> Launch:
+            curves: str | None = None, extra: tuple[str, ...] = ()) -> Launch:
     """Prosody for the host "localhost": c2s ("xmpp") and s2s ("xmpp-server") on free
-    ports; `starttls` False: the tls module is not loaded (no <starttls/> feature)."""
+    ports; `starttls` False: the tls module is not loaded (no <starttls/> feature). `extra`:
+    more global Lua lines (they override the ones above, e.g. "c2s_require_encryption = true")."""
     binary = require("/usr/bin/prosody", "prosody")
     cert, key, _ = copy_identity(certs, kind, workdir / "tls")
     c2s, s2s = free_ports(2)
@@ -55,6 +58,7 @@ def prosody(workdir: Path, certs: CertSet, *, starttls: bool = True, kind: str =
     # `curves`: LuaSec's curveslist (OpenSSL group names, e.g. "P-384") instead of Prosody's
     # default list
     curveslist = f' curveslist = {{ "{curves}" }};' if curves else ""
+    more = "".join(f"{line}\n" for line in extra)
     text = f"""pidfile = "{workdir / 'prosody.pid'}"
 data_path = "{data}"
 interfaces = {{ "127.0.0.1" }}
@@ -75,7 +79,7 @@ c2s_require_encryption = false
 s2s_require_encryption = false
 certificates = "{workdir / 'certs-unused'}"
 ssl = {{ certificate = "{cert}"; key = "{key}";{curveslist} }}
-VirtualHost "localhost"
+{more}VirtualHost "localhost"
 """
     (workdir / "prosody.cfg.lua").write_text(text)
     hand_to("prosody", workdir)
@@ -84,10 +88,11 @@ VirtualHost "localhost"
 
 
 def slapd(workdir: Path, certs: CertSet, *, starttls: bool = True, kind: str = "rsa",
-          curves: str | None = None) -> Launch:
+          curves: str | None = None, extra: tuple[str, ...] = ()) -> Launch:
     """slapd with an empty mdb database; `starttls` False: no TLS certificate configured.
     `curves`: the one GnuTLS group allowed (Debian's slapd uses GnuTLS: TLSCipherSuite is a
-    priority string), e.g. "SECP384R1"."""
+    priority string), e.g. "SECP384R1". `extra`: more global slapd.conf lines, e.g.
+    ("TLSProtocolMin 3.4",)."""
     binary = require("/usr/sbin/slapd", "slapd")
     cert, key, chain = copy_identity(certs, kind, workdir / "tls")
     db = workdir / "db"
@@ -97,6 +102,7 @@ def slapd(workdir: Path, certs: CertSet, *, starttls: bool = True, kind: str = "
           f"TLSCACertificateFile {certs.ca}\n" if starttls else ""
     if starttls and curves:
         tls += f"TLSCipherSuite NORMAL:-GROUP-ALL:+GROUP-{curves}\n"
+    tls += "".join(f"{line}\n" for line in extra)
     text = f"""include /etc/ldap/schema/core.schema
 pidfile {workdir / 'slapd.pid'}
 argsfile {workdir / 'slapd.args'}

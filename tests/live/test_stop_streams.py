@@ -50,6 +50,20 @@ def tlsprobe(*args: str, stdin: int = subprocess.DEVNULL,
                             preexec_fn=_background if background else None)
 
 
+def first_line(proc: subprocess.Popen[str]) -> str:
+    """The first line of the output, read from the pipe byte by byte: the text wrapper's
+    `readline` reads ahead, and what it holds is lost to `communicate` (which reads the pipe's
+    descriptor), so a summary written before the test got to read would go missing."""
+    assert proc.stdout is not None
+    line = bytearray()
+    while not line.endswith(b"\n"):
+        byte = os.read(proc.stdout.fileno(), 1)
+        if not byte:
+            break
+        line += byte
+    return line.decode()
+
+
 def finish(proc: subprocess.Popen[str]) -> tuple[int, list[dict[str, object]], str]:
     try:
         out, err = proc.communicate(timeout=DEADLINE)
@@ -100,8 +114,7 @@ def test_follow_ends_by_ctrl_c_or_duration_with_the_summary(how: str,
     proc = tlsprobe("--follow", str(growing), *(["--duration", "2"] if how == "duration"
                                                   else []),
                     background=how == "ctrl_c_in_background")
-    assert proc.stdout is not None
-    first = json.loads(proc.stdout.readline())   # the row, while the file may grow
+    first = json.loads(first_line(proc))   # the row, while the file may grow
     assert first["kind"] == "connection"
     if how != "duration":
         proc.send_signal(signal.SIGTERM if how == "sigterm" else signal.SIGINT)

@@ -127,3 +127,68 @@ def test_midstream_capture_is_flagged() -> None:
     (r,) = reports("tls12_x25519_midstream.pcap")
     assert r.midstream and r.offer is None and r.fingerprints.ja4 is None
     assert r.fingerprints.ja3s is not None and r.version is not None
+
+
+def _certificate(san: bytes) -> bytes:
+    """A self-signed certificate (DER) whose subjectAltName dNSName is `san`, spliced in
+    after signing (its signature no longer matches; only parsing matters here)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "server.example")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(7).not_valid_before(now)
+            .not_valid_after(now + datetime.timedelta(days=2))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("ZZZZZZZZ")]), False)
+            .sign(key, hashes.SHA256()))
+    der = cert.public_bytes(serialization.Encoding.DER)
+    assert len(san) == 8 and der.count(b"ZZZZZZZZ") == 1
+    return der.replace(b"ZZZZZZZZ", san)
+
+
+def test_a_subject_alt_name_that_does_not_parse_is_not_reported_absent(run_cli, tmp_path: Path
+                                                                       ) -> None:  # type: ignore[no-untyped-def]
+    """cryptography refuses a dNSName that is not IA5 (bytes over 0x7f): the certificate
+    has a subjectAltName, only unreadable; `san` [] (and `scan`'s certificate.no_san) would
+    say it has none. The name says it is undecodable, as an undecodable subject does."""
+    from tests.helpers.capbuild import tls12_flight_pcap
+    path = tmp_path / "bad_san.pcap"
+    path.write_bytes(tls12_flight_pcap([_certificate(b"\xff\xfe\x80bad.x")]))
+    res = run_cli("pcap", str(path), "--jsonl", "--no-progress")
+    leaf = json.loads(res.stdout.splitlines()[0])["certificates"][0]
+    assert leaf["subject"] == "CN=server.example"
+    assert len(leaf["san"]) == 1 and leaf["san"][0].startswith(
+        "(undecodable subjectAltName: "), leaf["san"]
+    path.write_bytes(tls12_flight_pcap([_certificate(b"ok.a.b.c")]))
+    res = run_cli("pcap", str(path), "--jsonl", "--no-progress")
+    assert json.loads(res.stdout.splitlines()[0])["certificates"][0]["san"] == ["ok.a.b.c"]
+
+
+@pytest.mark.parametrize("client_sid, server_sid, ticket, expected", [
+    (b"\x07" * 32, b"\x07" * 32, None, "session_id"),        # the ID echoed: resumed by it
+    (b"", b"", b"\x33" * 64, "session_ticket"),               # a ticket offered
+    (b"", b"", None, None),                                   # neither: not known how
+    (b"", b"\x07" * 32, None, None),                          # an ID the client never sent
+    (b"\x07" * 32, b"\x08" * 32, None, None)],              # another ID than the client's
+    ids=["id-echoed", "ticket", "neither", "id-not-sent", "other-id"])
+def test_an_abbreviated_handshake_names_only_a_mechanism_it_shows(
+        run_cli, tmp_path: Path, client_sid: bytes, server_sid: bytes,  # type: ignore[no-untyped-def]
+        ticket: bytes | None, expected: str | None) -> None:
+    """A TLS 1.2 server going from its ServerHello to its ChangeCipherSpec resumed a session;
+    by its session ID only when it echoed the ID the client sent (RFC 5246 7.4.1.2), by a
+    ticket only when one was offered (RFC 5077 3.4). Without either the mechanism is not
+    known (offline.facts resumption_unknown, HandshakeFacts.unknown): null, never
+    "session_id"."""
+    from tests.helpers.capbuild import pcap_jsonl, tls12_abbreviated_pcap
+    path = tmp_path / "abbreviated.pcap"
+    path.write_bytes(tls12_abbreviated_pcap(client_sid, server_sid, ticket))
+    code, conns, _caps, err = pcap_jsonl(run_cli, path)
+    assert code == 0, err
+    (conn,) = conns
+    assert conn["resumption"] == expected
+    assert conn["handshake_complete"] is not False, conn

@@ -4,6 +4,8 @@ keylog warnings, whole-connection traces and handshake messages lost in a gap.""
 
 from __future__ import annotations
 
+import json
+import struct
 import zlib
 from pathlib import Path
 
@@ -145,6 +147,43 @@ def test_keylog_warnings(tmp_path: Path) -> None:
     assert warnings == []
 
 
+def _wrong_secrets(keys: Path, out: Path) -> Path:
+    """`keys` with every secret changed (same length, same client randoms): lines that match
+    their connections but whose keys open nothing."""
+    lines = []
+    for line in keys.read_text().splitlines():
+        label, *rest = line.split()
+        if len(rest) == 2:
+            line = f"{label} {rest[0]} {bytes(b ^ 0x5A for b in bytes.fromhex(rest[1])).hex()}"
+        lines.append(line)
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+@pytest.mark.parametrize("name", ["tls13_x25519", "tls12_x25519"])
+def test_keys_that_open_nothing_are_wrong_keys_not_a_finished_handshake(run_cli, tmp_path,
+                                                                         name) -> None:  # type: ignore[no-untyped-def]
+    """A key log whose lines match a connection but whose secrets open none of its records
+    (a key log of other sessions with the same client random, edited or corrupted secrets)
+    must not make an intact handshake "not complete" or "decrypted", nor call its records
+    malformed: the connection reads as without keys (handshake_complete unknown), says why
+    in `problems`, and the key log's note line counts it."""
+    wrong = _wrong_secrets(CAPTURES / f"{name}.keys", tmp_path / "wrong.keys")
+    capture = CAPTURES / f"{name}.pcap"
+    res = run_cli("pcap", str(capture), "--keylog", str(wrong), "--jsonl", "--no-progress")
+    conn = [json.loads(line) for line in res.stdout.splitlines()][0]
+    assert res.returncode == 0
+    assert conn["decrypted"] is False and conn["handshake_complete"] is None
+    assert not any(p.startswith("malformed") for p in conn["problems"]), conn["problems"]
+    assert any("logged keys do not decrypt" in p for p in conn["problems"]), conn["problems"]
+    assert res.stderr.splitlines() == [
+        f"tlsprobe: note: {capture}: keylog {wrong}: 1 connection(s) not decrypted: the "
+        "logged keys do not decrypt its records (wrong keys for this connection)"]
+    plain = run_cli("pcap", str(capture), "--no-progress")
+    keyed = run_cli("pcap", str(capture), "--keylog", str(wrong), "--no-progress")
+    assert keyed.stdout == plain.stdout
+
+
 def test_keylog_and_gap_notes_do_not_make_the_file_damaged(run_cli) -> None:  # type: ignore[no-untyped-def]
     """An intact file read with the wrong key log, or one whose capture missed handshake
     bytes, is reported with a note line and exit 0 (7 is for damaged files)."""
@@ -170,3 +209,44 @@ def test_server_key_exchange_lost_in_gap() -> None:
     items, warnings = read(CAPTURES / "tls12_split.pcap")
     assert items[0][0].key_exchange.source == "server_key_exchange"
     assert items[0][0].problems == () and warnings == []
+
+
+def _pcapng_with_secrets(path: Path, body: bytes) -> Path:
+    """captures/tls13_x25519.pcap's packets in a pcapng whose first block after the
+    interface is a Decryption Secrets Block of body `body` (secrets type, length, data)."""
+    from tests.helpers.capbuild import Pcapng
+    from tlsprobe.capture import read_packets
+    ng = Pcapng().shb().idb(1).raw_block(0x0A, body)
+    for _, ts, _, data, _ in read_packets(str(CAPTURES / "tls13_x25519.pcap")):
+        ng.epb(0, round(ts * 1e6), data)
+    path.write_bytes(ng.bytes())
+    return path
+
+
+def test_damaged_or_unusable_embedded_keys_are_said(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A Decryption Secrets Block whose secrets length runs past its block is damage
+    (tshark: "secrets block is too large", "cut short"): said with exit 7, the packets
+    after it still read; TLS key log secrets none of whose lines can be used are said in a
+    note, as a --keylog file's are; good embedded keys still decrypt, silently."""
+    tlsk = 0x544C534B
+    keys = (CAPTURES / "tls13_x25519.keys").read_bytes()
+    good = _pcapng_with_secrets(tmp_path / "good.pcapng", struct.pack("<II", tlsk, len(keys))
+                                + keys)
+    res = run_cli("pcap", str(good), "--jsonl", "--no-progress")
+    conn = json.loads(res.stdout.splitlines()[0])
+    assert res.returncode == 0 and res.stderr == "" and conn["handshake_complete"] is True
+    for claimed in (len(keys) + 100, 0xFFFFFFF0):
+        bad = _pcapng_with_secrets(tmp_path / "long.pcapng", struct.pack("<II", tlsk, claimed)
+                                   + keys)
+        res = run_cli("pcap", str(bad), "--jsonl", "--no-progress")
+        lines = [json.loads(line) for line in res.stdout.splitlines()]
+        assert res.returncode == 7, res.stderr
+        assert len(res.stderr.splitlines()) == 1 and \
+            f"secrets length {claimed} exceeds the block" in res.stderr, res.stderr
+        assert lines[0]["kind"] == "connection" and lines[-1]["packets"] == 19
+    junk = _pcapng_with_secrets(tmp_path / "junk.pcapng", struct.pack("<II", tlsk, 24)
+                                + b"\x1b[2J not a key log line\n")
+    res = run_cli("pcap", str(junk), "--no-progress")
+    assert res.returncode == 0 and res.stderr.splitlines() == [
+        f"tlsprobe: note: {junk}: keys embedded in the capture (Decryption Secrets Block at "
+        "file offset 60): 0 usable lines (1 malformed)"], res.stderr

@@ -74,7 +74,10 @@ def test_quic_usage_errors(run_cli: Callable[..., Any]) -> None:
                        (["127.0.0.1:9", "--quic", "--quic-version", "3"],
                         "'3' is not 1 or 2"),
                        (["scan", "127.0.0.1:9", "--quic", "--checks", "groups,heartbleed"],
-                        "--checks heartbleed: the active checks run over TCP")):
+                        "--checks heartbleed: the active checks run over TCP"),
+                       # an alias of active checks only: nothing of it runs over QUIC
+                       (["scan", "127.0.0.1:9", "--quic", "--checks", "tolerance"],
+                        "--checks tolerance: the active checks run over TCP")):
         res = run_cli(*args)
         assert res.returncode == EXIT_USAGE, (args, res.stderr)
         [line] = res.stderr.strip().splitlines()
@@ -177,3 +180,54 @@ def test_suites_and_post_quantum_over_quic_aioquic(quic_server: Any,
     assert (pq["capability"], pq["browser_like"], pq["tolerance"]) == ("no", "no", "yes")
     assert report["connections"]["suites TLS 1.3"] == suites["connections"] > 0
     assert report["total_connections"] == sum(report["connections"].values())
+
+
+def test_default_scan_over_quic_judges_the_versions_quic_cannot_carry(
+        ngtcp2_server: Any, run_cli: Callable[..., Any]) -> None:
+    """The default scan over QUIC: TLS 1.2 and older cannot be spoken over QUIC (RFC 9001
+    4.2), so the versions table says so (not spoken, with the reason), the checks read from
+    the audit are judged (no "TLS 1.2 support not tested" inconclusive, no "inconclusive:
+    not applicable"), and the rating is not provisional on versions QUIC cannot carry."""
+    server = ngtcp2_server("-GROUP-ALL:+GROUP-SECP384R1:+GROUP-X25519")
+    res = run_cli("scan", server.target, "--quic", "--json", "--no-progress", "--no-verify",
+                  "--timeout", "5", timeout=240)
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
+    assert report["error"] is None and report["transport"] == "quic"
+    status = {v["version"]["name"]: (v["status"], v["detail"]) for v in report["versions"]}
+    assert status.pop("TLS 1.3")[0] == "supported"
+    assert status == {name: ("not_supported", NOT_APPLICABLE)
+                      for name in ("TLS 1.2", "TLS 1.1", "TLS 1.0", "SSL 3.0")}, status
+    checks = {c["name"]: (c["verdict"], c["reason"]) for c in report["check_results"]}
+    assert not [c for c in checks.values() if c[0] == "inconclusive"], checks
+    for name in ("poodle", "freak", "logjam", "rc4", "sweet32", "beast", "null", "anon",
+                 "lucky13"):
+        assert checks[name][0] == "not vulnerable", (name, checks[name])
+        assert "not tested" not in checks[name][1] and "refused" not in checks[name][1]
+    assert checks["null"][1].startswith("no NULL encryption suites: the complete suite list "
+                                        "of TLS 1.3 has none; TLS 1.2"), checks["null"]
+    assert "not carried over QUIC" in checks["freak"][1], checks["freak"]
+    assert checks["dh"][0] == "not applicable", checks["dh"]
+    unknowns = [u["reason"] for u in report["rating"]["unknowns"]]
+    assert not [u for u in unknowns if "SSL 3.0" in u or "TLS 1." in u or "sslv2" in u
+                or "heartbleed" in u or "robot" in u], unknowns
+    # the text report: the versions table and the rating say the same
+    text = run_cli("scan", server.target, "--quic", "--no-progress", "--no-verify",
+                   "--timeout", "5", "--checks", "versions,poodle,freak,dh", timeout=240)
+    assert text.returncode == 0, text.stderr
+    assert re.search(r"^TLS 1\.2 +no +not applicable over QUIC", text.stdout, re.M), text.stdout
+    assert "support inconclusive" not in text.stdout and "not tested" not in text.stdout
+
+
+def test_an_alias_over_quic_runs_what_quic_carries(ngtcp2_server: Any,
+                                                  run_cli: Callable[..., Any]) -> None:
+    """`--checks vulns` over QUIC: the vulnerability checks read from the audit run, the
+    active ones (TLS over TCP) are left out as from the default, where the alias was a
+    usage error naming its first active check ("--checks fallback")."""
+    from tlsprobe.model.check_catalog import ACTIVE, ALIASES
+    server = ngtcp2_server("-GROUP-ALL:+GROUP-X25519")
+    res = run_cli("scan", server.target, "--quic", "--checks", "vulns", "--json",
+                  "--no-progress", "--no-verify", "--timeout", "5", timeout=240)
+    assert res.returncode == 0, res.stderr
+    names = {c["name"] for c in json.loads(res.stdout)["check_results"]}
+    assert names == {n for n in ALIASES["vulns"] if n not in ACTIVE}, names

@@ -218,7 +218,7 @@ def test_csv_has_one_row_per_fact_with_a_section_column(page: dict[str, Any]) ->
         assert got == [c["iana_name"] for c in audit["supported"]]
     findings = [r for r in rows if r["section"] == "finding"]
     assert [(r["code"], r["severity"], r["detail"]) for r in findings] == [
-        (f["code"], f["severity"], ", ".join(f["items"])) for f in report["findings"]]
+        (f["code"], f["severity"], shown(", ".join(f["items"]))) for f in report["findings"]]
     assert len([r for r in rows if r["section"] == "check"]) == len(report["check_results"])
 
 
@@ -238,7 +238,7 @@ def test_a_target_in_error_and_a_bad_line_keep_their_section_and_csv_rows(tmp_pa
     write_scan_csv(str(tmp_path / "e.csv"), [refused, bad])
     rows = list(csv.reader((tmp_path / "e.csv").open(encoding="utf-8", newline="")))
     assert rows[1:] == [
-        ["127.0.0.1:1", "error", "", "", "", "", "network", "", "connect: <refused>\x1b[2J",
+        ["127.0.0.1:1", "error", "", "", "", "", "network", "", "connect: <refused>\\x1b[2J",
          "", ""],
         ["a..b:0", "error", "", "", "", "", "usage", "", "targets:3: bad host 'a..b'", "", ""]]
 

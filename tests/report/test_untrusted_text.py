@@ -7,6 +7,8 @@ with that server's real answer. Text output must hold none of the raw characters
 as \\x1b, \\n, \\u202e); JSON keeps the exact values."""
 from __future__ import annotations
 
+import csv
+import io
 import json
 import socket
 from pathlib import Path
@@ -79,13 +81,17 @@ def test_probe_msg_trace_escapes_what_the_server_sent(evil_server, run_cli):
 
 
 @pytest.mark.needs_impl("openssl")
-def test_scan_text_escapes_certificate_names_and_trust_detail(evil_server, run_cli):
+def test_scan_text_escapes_certificate_names_and_trust_detail(evil_server, run_cli, tmp_path):
     server, certs = evil_server
     target = f"127.0.0.1:{server.port}"
     args = ("scan", target, "--checks", "cert", "--no-progress", "--cafile", certs.ca)
     code, out, err = run_cli(*args)
     _no_raw(out + err)
     assert "CN=evil\\x1b[2J\\nVerify" in out and "a\\x1b[31m.example" in out
+    code, out, err = run_cli(*args, "--csv", str(tmp_path / "scan.csv"))
+    text = (tmp_path / "scan.csv").read_text(encoding="utf-8")
+    _no_raw(text)
+    assert "CN=evil\\x1b[2J\\nVerify" in text
     code, out, err = run_cli(*args, "--json")
     report = json.loads(out)
     assert report["certificates"][0]["subject"] == f"CN={CN}"
@@ -130,6 +136,24 @@ def test_pcap_text_escapes_sni_alpn_and_names_json_keeps_them(evil_server, run_c
     conn = [json.loads(line) for line in out.splitlines() if '"sni"' in line][0]
     assert conn["sni"] == SNI and conn["offer"]["alpn"] == [ALPN]
     assert conn["certificates"][0]["subject"] == f"CN={CN}"
+
+
+@pytest.mark.needs_impl("openssl")
+def test_pcap_csv_and_stats_escape_what_the_capture_holds(evil_server, run_cli, tmp_path):
+    """`--csv` is text as much as the table: a file someone `cat`s or opens in a terminal
+    (and `--csv /dev/stdout` is the terminal), so its cells are shown escaped too."""
+    server, _ = evil_server
+    path = tmp_path / "evil.pcap"
+    path.write_bytes(_capture(server.port))
+    sheet = tmp_path / "conns.csv"
+    code, out, err = run_cli("pcap", path, "--no-progress", "--stats", "--csv", sheet)
+    assert code == 0, err
+    _no_raw(out + err)
+    text = sheet.read_text(encoding="utf-8")
+    _no_raw(text)
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    assert len(rows) == len(text.splitlines()) == 2     # no line break inside a cell
+    assert shown(SNI) in text
 
 
 @pytest.fixture

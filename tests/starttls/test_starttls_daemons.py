@@ -159,6 +159,10 @@ def test_daemon_without_tls_is_not_offered(daemon: DaemonFactory, name: str,
     ("postfix", "smtp", "xmpp", "not speaking xmpp: it sent an SMTP or FTP banner ('220 "),
     ("dovecot", "imap", "mysql", "not speaking mysql: it sent an IMAP greeting ('* OK')"),
     ("mariadb", "mysql", "postgres", "not speaking postgres: it sent "),
+    ("mariadb", "mysql", "smtp", "not speaking smtp: it sent a MySQL or MariaDB greeting ('"),
+    ("mariadb", "mysql", "ftp", "not speaking ftp: it sent a MySQL or MariaDB greeting ('"),
+    ("dovecot", "sieve", "imap", "not speaking imap: it sent a ManageSieve greeting "
+     "('\"IMPLEMENTATION\""),
 ])
 def test_daemon_of_another_protocol_is_named(daemon: DaemonFactory, name: str, port: str,
                                              proto: str, text: str) -> None:
@@ -178,7 +182,40 @@ def test_a_daemon_that_waits_for_the_client_is_a_timeout(daemon: DaemonFactory) 
     with sock, pytest.raises(StartTlsError) as caught:
         within(30, lambda: run_preamble(sock, "smtp", time.monotonic() + 1.0), "the preamble")
     assert caught.value.kind is FailureKind.NETWORK and caught.value.exit_code == 3
-    assert str(caught.value) == "smtp: no answer while waiting for the greeting"
+    assert str(caught.value) == "smtp: no answer while waiting for the greeting" + SILENT
+
+
+# the hint of a preamble that heard nothing at all (neither side had spoken)
+SILENT = ("; the server sent nothing: it may wait for the client to speak first, as a port "
+          "of implicit TLS does (then run without --starttls) or a protocol whose client "
+          "begins (xmpp, ldap, postgres)")
+
+
+def test_implicit_tls_port_is_named(daemon: DaemonFactory, run_cli: Callable[..., Any]
+                                    ) -> None:
+    """vsftpd with implicit_ssl (FTPS on a port of implicit TLS, 990-style): `--starttls ftp`
+    hears nothing (the server waits for a ClientHello), a client-first preamble gets the
+    TLS library's error line; each says what the port may be and what to do. Without
+    --starttls the port is TLS."""
+    server = daemon("vsftpd", extra=("implicit_ssl=YES",))
+    target = f"127.0.0.1:{server.ports['ftp']}"
+    silent = run_cli("probe", target, "--starttls", "ftp", "--timeout", "2", "--no-verify")
+    assert silent.returncode == 3, silent.stderr
+    assert silent.stderr == f"tlsprobe: {target}: ftp: no answer while waiting for the " \
+        f"greeting{SILENT}\n"
+    # vsftpd writes "500 OOPS: ", then its TLS library's error, then closes unread input
+    # (a reset that may drop the rest): the reply is named either way (the whole line:
+    # test_starttls_protocols.py "postgres-implicit-tls-ftp")
+    for proto in ("xmpp", "postgres"):
+        answered = run_cli("probe", target, "--starttls", proto, "--timeout", "5",
+                           "--no-verify", "--xmpp-host", "localhost")
+        assert answered.returncode == 4, answered.stderr
+        assert answered.stderr.startswith(f"tlsprobe: {target}: not speaking {proto}: it sent "
+                                          "an "), answered.stderr
+        assert "('500 OOPS: " in answered.stderr and "something else" not in answered.stderr
+    direct = run_cli("probe", target, "--no-verify", "--json")
+    assert direct.returncode == 0, direct.stderr
+    assert json.loads(direct.stdout)["version"]["name"] == "TLS 1.3"
 
 
 def _listener_pids(ports: list[int]) -> set[int]:

@@ -224,6 +224,19 @@ CASES = [  # id, protocol, transcript, problem (None: ready), text the message m
      "'Too many connections'"),
     ("mysql-smtp-server", "mysql", [("S", b"220 mx ESMTP\r\n")], Problem.WRONG_PROTOCOL,
      "not speaking mysql: it sent an SMTP or FTP banner"),
+    # vsftpd on a port of implicit TLS answers a client-first preamble with its TLS
+    # library's error (recorded from vsftpd 3.0.3, implicit_ssl=YES)
+    ("postgres-implicit-tls-ftp", "postgres",
+     [("C", SSL_REQUEST), ("S", b"500 OOPS: error:0A00010B:SSL routines::wrong version "
+                                b"number\r\n")], Problem.WRONG_PROTOCOL,
+     "not speaking postgres: it sent an error of a TLS library (an implicit-TLS port? try "
+     "without --starttls) ('500 OOPS: error:0A00010B:SSL routines::wrong version number"),
+    ("ldap-ftp-error-reply", "ldap", [("C", ldap_request()), ("S", b"500 OOPS: \r\n")],
+     Problem.WRONG_PROTOCOL, "not speaking ldap: it sent an SMTP or FTP reply ('500 OOPS: "),
+    ("smtp-mysql-server", "smtp", [("S", mysql_greeting(0x0200 | 0x8000))],
+     Problem.WRONG_PROTOCOL, "not speaking smtp: it sent a MySQL or MariaDB greeting ("),
+    ("imap-sieve-server", "imap", [("S", b'"IMPLEMENTATION" "Dovecot Pigeonhole"\r\n')],
+     Problem.WRONG_PROTOCOL, "not speaking imap: it sent a ManageSieve greeting ("),
     ("mysql-no-ssl", "mysql", [("S", mysql_greeting(0x0200 | 0x8000))], Problem.NOT_OFFERED,
      "'10.11.6-MariaDB' capability flags 0x00008200 lack CLIENT_SSL"),
 ]

@@ -97,3 +97,48 @@ def test_default_scan_over_starttls_runs_every_check(daemon: DaemonFactory, run_
     # would have been refused by the IMAP server, and the check inconclusive)
     assert got["fallback"]["verdict"] == "not vulnerable", got["fallback"]["reason"]
     assert got["resumption"]["verdict"] in ("supported", "not supported"), got["resumption"]
+
+
+@pytest.mark.parametrize("name,port,proto", [("slapd", "ldap", "ldap"),
+                                             ("postgres", "postgres", "postgres")])
+def test_http_checks_over_starttls_are_not_applicable(daemon: DaemonFactory, run_cli: Cli,
+                                                      name: str, port: str, proto: str
+                                                      ) -> None:
+    """After STARTTLS the connection carries the preamble's protocol, not HTTP: the HTTP
+    checks are not applicable, whatever the server does with an HTTP request (slapd and
+    PostgreSQL close the connection, which was 'inconclusive: no answer to an HTTP
+    request'), and ask nothing."""
+    from tlsprobe.probes.checks.catalog import ALIASES
+    server = daemon(name)
+    res = run_cli("scan", f"127.0.0.1:{server.ports[port]}", "--starttls", proto, "--checks",
+                  "http", "--json", "--no-progress", "--no-verify", timeout=240)
+    assert res.returncode in (0, 1), res.stderr
+    report = json.loads(res.stdout)
+    assert report["error"] is None, report["error"]
+    got = {c["name"]: c for c in report["check_results"]}
+    assert list(got) == list(ALIASES["http"])
+    for check in got.values():
+        assert check["verdict"] == "not applicable", check
+        assert check["reason"] == (f"not HTTP: after STARTTLS the connection carries {proto} "
+                                   f"(--starttls {proto})"), check
+    assert not [p for p in report["connections"] if "http" in p], report["connections"]
+
+
+@pytest.mark.parametrize("name,port,proto", [("vsftpd", "ftp", "ftp"),
+                                             ("mariadb", "mysql", "mysql")])
+def test_a_daemon_that_leaves_tls_on_a_heartbeat_is_not_vulnerable(
+        daemon: DaemonFactory, run_cli: Cli, name: str, port: str, proto: str) -> None:
+    """vsftpd and MariaDB answer a record their TLS library refuses (the HeartbeatRequest)
+    by leaving TLS: a plain-text error of their protocol ("500 OOPS: ...SSL routines...", a
+    MySQL error packet "Bad handshake"), no HeartbeatResponse. That is their refusal, as a
+    close or an alert is: not vulnerable, quoting it (it was 'inconclusive: the server sent
+    non-TLS data')."""
+    server = daemon(name)
+    res = run_cli("scan", f"127.0.0.1:{server.ports[port]}", "--starttls", proto, "--checks",
+                  "heartbleed", "--json", "--no-progress", "--no-verify", timeout=240)
+    assert res.returncode in (0, 1), res.stderr
+    got = {c["name"]: c for c in json.loads(res.stdout)["check_results"]}["heartbleed"]
+    assert got["verdict"] == "not vulnerable", got
+    assert got["reason"].startswith("it leaves TLS on the HeartbeatRequest (server sent "
+                                    "non-TLS data ("), got
+    assert got["details"] == {"acknowledged": False, "bytes_leaked": 0}, got

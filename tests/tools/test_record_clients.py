@@ -105,6 +105,19 @@ def test_recording_writes_a_profile_and_keeps_an_unchanged_one(tmp_path: Path) -
     assert (tmp_path / f"{written.id}.json").read_bytes() == before
 
 
+def test_recording_again_keeps_the_key_sizes_the_client_enforces(tmp_path: Path) -> None:
+    """A profile's key_minimums (the client's library build: Debian's OpenSSL at security
+    level 2) are not in its hello: recording the same client again (--force writes it)
+    keeps them rather than dropping the rule."""
+    stored_curl = STORED / "curl-7.88-openssl-3.0-debian12.json"
+    assert stored(stored_curl.stem).key_minimums is not None
+    (tmp_path / stored_curl.name).write_bytes(stored_curl.read_bytes())
+    out = run_tool("--only", "curl", "--force", "--out", str(tmp_path))
+    assert out.returncode == 0 and "curl: wrote" in out.stdout, out.stdout + out.stderr
+    (written,) = load_profiles(tmp_path)
+    assert written.key_minimums == stored(written.id).key_minimums
+
+
 def test_a_client_sending_another_clients_hello_is_noted_not_profiled(tmp_path: Path) -> None:
     """lynx and gnutls-cli both send GnuTLS's default hello: one profile, lynx in its notes."""
     out = run_tool("--only", "gnutls-cli", "lynx", "--out", str(tmp_path))

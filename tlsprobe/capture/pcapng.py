@@ -61,8 +61,10 @@ class Interface:
         self.packets = 0
 
 
-def _options(block: bytes, start: int, stop: int, order: str) -> Iterator[tuple[int, bytes]]:
-    """(code, value) pairs of a block's options; stops quietly at a malformed option."""
+def _options(block: bytes, start: int, stop: int, order: str,
+             overflow: list[tuple[int, int]] | None = None) -> Iterator[tuple[int, bytes]]:
+    """(code, value) pairs of a block's options; stops at a malformed option, whose (code,
+    length) goes to `overflow` when given (an option running past its block: damage)."""
     hdr = struct.Struct(order + "HH").unpack_from
     pos = start
     while pos + 4 <= stop:
@@ -71,15 +73,19 @@ def _options(block: bytes, start: int, stop: int, order: str) -> Iterator[tuple[
             return
         value_end = pos + 4 + length
         if value_end > stop:
+            if overflow is not None:
+                overflow.append((code, length))
             return
         yield code, block[pos + 4:value_end]
         pos = value_end + (-length & 3)
 
 
-def _interface(block: bytes, order: str) -> Interface:
+def _interface(block: bytes, order: str, overflow: list[tuple[int, int]]) -> Interface:
+    """An Interface Description Block's interface; an option running past the block (which
+    may have been its if_tsresol or if_tsoffset) goes to `overflow`."""
     link_type, _, snaplen = struct.unpack_from(order + "HHI", block, 8)
     scale, offset = 1e-6, 0
-    for code, value in _options(block, 16, len(block) - 4, order):
+    for code, value in _options(block, 16, len(block) - 4, order, overflow):
         if code == OPT_IF_TSRESOL and len(value) >= 1:
             r = value[0]
             exp = r & 0x7F
@@ -304,17 +310,32 @@ class PcapngReader:
             if blen < 20:
                 stats.warn(self._in.base + pos, "interface description block too short")
                 return None
-            iface = _interface(buf[pos:pos + blen], self._order)
+            overflow: list[tuple[int, int]] = []
+            iface = _interface(buf[pos:pos + blen], self._order, overflow)
+            for code, length in overflow:   # (tshark: damaged; the packets still read)
+                stats.warn(self._in.base + pos, f"Interface Description Block: option {code} "
+                           f"of length {length} runs past the block (the interface's timestamp "
+                           "resolution and offset may be lost: times may be wrong)")
             ifaces.append(iface)
             self._all_interfaces.append(iface)
         elif btype == ISB and blen >= 24:
             self._interface_statistics(buf, pos, blen)
-        elif btype == DSB and blen >= 20:
-            stype, slen = self.hdr(buf, pos + 8)
-            if slen <= blen - 20:
-                self.secrets.append(Secrets(stype, bytes(buf[pos + 16:pos + 16 + slen]),
-                                            self._in.base + pos))
-                stats.secrets_blocks += 1
-                return frame, (frame, 0.0, SECRETS_RECORD, buf, pos + 16, pos + 16 + slen,
-                               stype)
+        elif btype == DSB:
+            return self._secrets(buf, pos, blen, frame)
         return frame, None
+
+    def _secrets(self, buf: bytes, pos: int, blen: int, frame: int
+                 ) -> tuple[int, PacketRecord | None]:
+        """A Decryption Secrets Block: its secrets announced; one whose secrets length
+        runs past the block (tshark: damaged) is said, and its bytes are not used."""
+        slen = self.hdr(buf, pos + 8)[1] if blen >= 16 else None
+        if slen is None or slen > blen - 20:
+            told = "too short" if slen is None else f"secrets length {slen} exceeds the block"
+            self._stats.warn(self._in.base + pos, f"Decryption Secrets Block: {told} (its "
+                                                  "keys are not used)")
+            return frame, None
+        stype = self.hdr(buf, pos + 8)[0]
+        self.secrets.append(Secrets(stype, bytes(buf[pos + 16:pos + 16 + slen]),
+                                    self._in.base + pos))
+        self._stats.secrets_blocks += 1
+        return frame, (frame, 0.0, SECRETS_RECORD, buf, pos + 16, pos + 16 + slen, stype)

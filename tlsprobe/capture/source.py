@@ -149,9 +149,11 @@ class GunzipStream:
                         self.error = "gzip stream truncated"
                     self._eof = True
                     break
+            before = self._d.copy()
             try:
                 chunk = self._d.decompress(src, min(want, CHUNK))
             except zlib.error as exc:
+                out.append(_before_damage(before, src))
                 self.error = f"gzip data damaged ({exc})"
                 self._eof = True
                 break
@@ -168,6 +170,28 @@ class GunzipStream:
                 self._d = zlib.decompressobj(wbits=31)
                 self._pending = rest
         return b"".join(out)
+
+
+def _before_damage(d: zlib._Decompress, src: bytes) -> bytes:
+    """What `d` gives from `src` up to the damage zlib stopped at (a changed byte, a
+    wrong CRC): zlib loses the output of the call that raises, up to a whole chunk of
+    intact data, so the same bytes are fed again, in pieces to find the one that fails,
+    then that one a byte at a time from a copy taken before it. (The output stays below
+    the failed call's limit: a call that reaches its limit stops before the damage.)"""
+    out: list[bytes] = []
+    for i in range(0, len(src), 4096):
+        piece, before = src[i:i + 4096], d.copy()
+        try:
+            out.append(d.decompress(piece))
+        except zlib.error:
+            d = before
+            for j in range(len(piece)):
+                try:
+                    out.append(d.decompress(piece[j:j + 1]))
+                except zlib.error:
+                    break
+            break
+    return b"".join(out)
 
 
 class OpenedSource:

@@ -305,7 +305,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("--clients sends the clients' TLS-over-TCP hellos: it cannot be "
                          "combined with --quic")
     options = request.options if quic is None else \
-        scan_quic.quic_options(request.options, asked=args.checks is not None)
+        scan_quic.quic_options(request.options, asked=args.checks)
     scheduler = request.settings.scheduler(
         connector=quic or request.connector(), on_connection=progress.connection)
 

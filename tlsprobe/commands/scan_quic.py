@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TextIO
 from tlsprobe.errors import UsageError
 
 if TYPE_CHECKING:
-    from tlsprobe.model.audit import AuditReport
+    from tlsprobe.model.audit import AuditReport, VersionSupport
     from tlsprobe.net.quic_async import AsyncQuicConnector
     from tlsprobe.net.tcp import Target
     from tlsprobe.probes.audit.run import AuditOptions
@@ -47,16 +47,23 @@ def quic_connector(args: argparse.Namespace) -> AsyncQuicConnector | None:
     return AsyncQuicConnector(args.timeout, quic_versions(args))
 
 
-def quic_options(options: AuditOptions, asked: bool = True) -> AuditOptions:
+def quic_options(options: AuditOptions, asked: str | None = None) -> AuditOptions:
     """The audit's options over QUIC: TLS 1.3 is the only version to ask about. The active
-    checks (probes/checks/) speak TLS over TCP: asked for by name with --quic, a usage error;
-    part of the default (`asked` False), left out."""
+    checks (probes/checks/) speak TLS over TCP: one named in --checks (`asked`, the list as
+    given; None: the default) is a usage error; those an alias brought (vulns, all,
+    tolerance, ...) are left out, as from the default, unless nothing would be left."""
     from tlsprobe.engine.config import TLS13
     from tlsprobe.errors import UsageError
+    from tlsprobe.model.check_catalog import expand_aliases
     from tlsprobe.probes.checks.catalog import ACTIVE
+    named = tuple(n.strip() for n in asked.split(",")) if asked is not None else ()
     active = [c for c in options.checks if c in ACTIVE]
-    if active and asked:
-        raise UsageError(f"--checks {active[0]}: the active checks run over TCP (and "
+    # named alone, or the whole of what was asked (an alias of active checks only)
+    only_active = bool(active) and all(c in ACTIVE for c in expand_aliases(named)
+                                       if not c.startswith("-"))
+    alone = [c for c in active if c in named] or ([asked] if asked and only_active else [])
+    if alone:
+        raise UsageError(f"--checks {alone[0]}: the active checks run over TCP (and "
                          "--starttls), not over QUIC; over QUIC ask for groups, pq, suites, "
                          "sigalgs, cert or the checks read from them")
     checks = tuple(c for c in options.checks if c not in ACTIVE)
@@ -64,25 +71,46 @@ def quic_options(options: AuditOptions, asked: bool = True) -> AuditOptions:
 
 
 def quic_report(report: AuditReport, options: AuditOptions) -> AuditReport:
-    """The report of an audit over QUIC: the transport named, the sections of versions QUIC
-    cannot carry marked not applicable (and the findings and check verdicts derived again
-    from what is left, as the audit derives them)."""
+    """The report of an audit over QUIC: the transport named, the versions QUIC cannot carry
+    not spoken and their sections marked not applicable (and the check verdicts, findings
+    and rating derived again from what is left, as the audit derives them)."""
     from tlsprobe.engine.config import TLS13
     from tlsprobe.model.audit import GroupAudit
     from tlsprobe.model.vocab import GroupMethod
     from tlsprobe.net.quic_async import NOT_APPLICABLE
-    before = report.groups
+    before = report.groups, report.versions
     groups = tuple(g if g.version.id == TLS13 else
-                   GroupAudit(version=g.version, spoken=None, method=GroupMethod.NOT_RUN,
+                   GroupAudit(version=g.version, spoken=False, method=GroupMethod.NOT_RUN,
                               notes=(NOT_APPLICABLE,)) for g in report.groups)
-    report = replace(report, transport="quic", groups=groups)
-    if report.error or groups == before:
+    report = replace(report, transport="quic", groups=groups,
+                     versions=_versions_over_quic(report))
+    if report.error:
         return report
-    from tlsprobe.policy.findings import with_findings
-    from tlsprobe.probes.checks.derived import derive_checks
-    active = tuple(c for c in report.check_results if c.method != "derived")
-    report = replace(report, check_results=derive_checks(report) + active)
-    return with_findings(report, list(options.policies))
+    from tlsprobe.policy.rating import rated
+    if (groups, report.versions) != before:
+        from tlsprobe.policy.findings import with_findings
+        from tlsprobe.probes.checks.derived import derive_checks
+        active = tuple(c for c in report.check_results if c.method != "derived")
+        report = replace(report, check_results=derive_checks(report) + active)
+        report = with_findings(report, list(options.policies))
+    return rated(report)   # rated again: the transport rules out SSL 2.0 too
+
+
+def _versions_over_quic(report: AuditReport) -> tuple[VersionSupport, ...]:
+    """The versions check's rows over QUIC: its TLS 1.3 answer, and every older version not
+    spoken, for the reason that QUIC cannot carry it (RFC 9001 4.2) rather than "not tested"
+    (so the checks and the rating read from them judge a fact); no rows without the check."""
+    from tlsprobe.model.audit import VersionSupport
+    from tlsprobe.model.probe import Codepoint
+    from tlsprobe.model.vocab import VersionStatus
+    from tlsprobe.net.quic_async import NOT_APPLICABLE
+    from tlsprobe.probes.audit.versions import ALL_VERSIONS
+    if not report.versions:
+        return report.versions
+    have = {v.version.id for v in report.versions}
+    return report.versions + tuple(
+        VersionSupport(Codepoint.version(v), VersionStatus.NOT_SUPPORTED, NOT_APPLICABLE)
+        for v in ALL_VERSIONS if v not in have)
 
 
 @dataclass(frozen=True)

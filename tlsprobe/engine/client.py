@@ -29,7 +29,7 @@ When the engine itself cannot go on (a suite without record-protection parameter
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 from tlsprobe import kex, registry
 from tlsprobe.engine import extcheck, serverhello
@@ -82,6 +82,7 @@ __all__ = ["ClientHandshake", "HandshakeFailure", "Limits", "RetryHello", "Serve
 #: (client simulation: a real client's hello) builds the second one by the same client's
 #: rules; without it the engine builds it from its ClientConfig
 RetryHello = Callable[[int | None, bytes | None], BuiltHello]
+_T = TypeVar("_T")
 
 
 class ClientHandshake(HandshakeState):
@@ -319,27 +320,41 @@ class ClientHandshake(HandshakeState):
         # alike); the rules come once the version is known
         extcheck.decode_extensions(sh.extensions, extcheck.HRR if sh.is_hello_retry_request
                                    else extcheck.SH13)
-        try:
-            serverhello.check_choice(sh, self._hellos[-1], self._config.versions)
-        except Refusal as refusal:
-            self._hello_violation = refusal.message
-            raise
+        self._hello_rules(lambda: serverhello.check_choice(sh, self._hellos[-1],
+                                                           self._config.versions))
         serverhello.second_hello(sh, self._server_hello, self._hrr)
         if sh.is_hello_retry_request:
             self._hello_retry(sh, raw)
             return
+        if sh.selected_version not in self._config.versions:
+            self._server_hello = sh  # the server's answer: a version the client did not offer
+            serverhello.check_offered_version(sh, self._config)
+        self._hello_rules(lambda: serverhello.check_server_hello(
+            sh, self._config, self._hellos[-1], self._hrr))
+        found = self._hello_rules(lambda: serverhello.tls13_share(
+            sh, self._hrr, self._hellos[-1], self._shares)) \
+            if is_tls13(sh.selected_version) else None
         self._server_hello = sh
-        serverhello.check_server_hello(sh, self._config, self._hellos[-1], self._hrr)
         self._transcript.add(raw)
-        if is_tls13(sh.selected_version):
+        if found is not None:
             self._record_version = TLS12  # legacy_record_version from now on
-            self._tls13_server_hello(sh)
+            self._tls13_server_hello(sh, found)
         else:
             self._record_version = sh.selected_version
             self._start_half(Tls12Client(self._context(sh), self._config.resume))
 
-    def _tls13_server_hello(self, sh: ServerHello) -> None:
-        found = serverhello.tls13_share(sh, self._hrr, self._hellos[-1], self._shares)
+    def _hello_rules(self, rules: Callable[[], _T]) -> _T:
+        """Apply the rules of a ServerHello or HelloRetryRequest before the client takes it
+        for the server's answer: a broken one is the hello's named violation
+        (`hello_violation`), and that hello is no answer (server_hello and hrr stay None)."""
+        try:
+            return rules()
+        except Refusal as refusal:
+            self._hello_violation = refusal.message
+            raise
+
+    def _tls13_server_hello(self, sh: ServerHello,
+                            found: tuple[int, kex.KeyShare, bytes] | str) -> None:
         if isinstance(found, str):
             self._stop_incomplete(found)  # we offered a share we cannot compute
             return
@@ -362,7 +377,10 @@ class ClientHandshake(HandshakeState):
                                      self._config.psk_offer))
 
     def _hello_retry(self, hrr: ServerHello, raw: bytes) -> None:
-        serverhello.check_hello_retry_form(hrr, self._config, self._hellos[-1])
+        def rules() -> None:
+            serverhello.check_hello_retry_form(hrr, self._config, self._hellos[-1])
+            serverhello.check_hello_retry_change(hrr, self._config, self._shares)
+        self._hello_rules(rules)
         self._hrr = hrr
         if self._config.psk_offer is not None:
             self._stop_incomplete("a HelloRetryRequest to a PSK offer (a second hello with "
@@ -370,7 +388,6 @@ class ClientHandshake(HandshakeState):
             return
         if self._built is None:
             raise HandshakeFailure(FailureKind.PROTOCOL, "HelloRetryRequest before start()")
-        serverhello.check_hello_retry_change(hrr, self._config, self._shares)
         if self._names_only:   # the HelloRetryRequest is the answer: nothing is computed
             self._done = True
             return

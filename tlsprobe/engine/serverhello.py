@@ -75,14 +75,20 @@ def choice_problem(version: int, hrr: bool, suite: int, compression: int,
     return None
 
 
+def check_offered_version(sh: ServerHello, config: ClientConfig) -> None:
+    """The version a ServerHello selects was offered. A hello that breaks this is still the
+    server's answer (a server without the version asked for names the one it has)."""
+    if sh.selected_version not in config.versions:
+        raise Refusal(ILLEGAL_PARAMETER, f"server chose "
+                      f"{registry.version_name(sh.selected_version)}, which was not offered")
+
+
 def check_server_hello(sh: ServerHello, config: ClientConfig, offered: ClientHello,
                        hrr: ServerHello | None) -> None:
     """A ServerHello (not an HRR): version offered, its extensions (the suite for the version:
     check_choice), downgrade sentinel, and for TLS 1.3 the legacy fields and agreement with the HRR."""
     version = sh.selected_version
-    if version not in config.versions:
-        raise Refusal(ILLEGAL_PARAMETER, f"server chose {registry.version_name(version)}, "
-                      "which was not offered")
+    check_offered_version(sh, config)
     extcheck.check_extensions(offered, config.alpn,
                               extcheck.SH13 if is_tls13(version) else extcheck.SH12,
                               sh.extensions)

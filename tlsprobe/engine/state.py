@@ -59,9 +59,11 @@ class HandshakeState(ClientRecords):
         self._finished_verified: bool | None = None
         self._handshake_complete = False
         self._incomplete_reason: str | None = None
-        #: a ServerHello or HRR whose choice broke a rule (a suite not offered, or not
-        #: defined for the version it selects; serverhello.check_choice): the named
-        #: violation; that hello is then not taken for an answer (server_hello stays None)
+        #: a ServerHello or HRR that broke a rule of engine.serverhello (its suite, its
+        #: extensions, legacy fields, key share, what an HRR asks for; ClientHandshake.
+        #: _hello_rules): the named violation; that hello is then not taken for an answer
+        #: (server_hello, hrr stay None). A version not offered is not one: that hello is
+        #: the server's answer (it names the version it has).
         self._hello_violation: str | None = None
         self._keylog_lines: list[str] = []
         self._application_data = bytearray()
@@ -110,9 +112,9 @@ class HandshakeState(ClientRecords):
 
     @property
     def hello_violation(self) -> str | None:
-        """A ServerHello or HRR whose choice broke a rule (a suite not offered, or not
-        defined for the version it selects; serverhello.check_choice): the named violation;
-        that hello is then not taken for an answer (no server_hello)."""
+        """A ServerHello or HRR that broke a rule the client checks (its suite, extensions,
+        legacy fields, key share; engine.serverhello): the named violation; that hello is
+        then not taken for an answer (no server_hello, no hrr)."""
         return self._hello_violation
 
     @property

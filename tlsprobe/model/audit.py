@@ -99,7 +99,7 @@ class DhParameters:
 
 @dataclass(frozen=True)
 class DheAudit:
-    """TLS 1.2 finite-field DHE. `status`:
+    """Finite-field DHE of TLS 1.2 (or of the older version a group audit covers). `status`:
 
     - "rfc7919": the server negotiates RFC 7919 groups from supported_groups (`negotiated`);
     - "fixed": it ignores the client's list and always sends `fixed`;
@@ -126,10 +126,11 @@ class GroupAudit:
 
     `method`: "hello_retry_request" (TLS 1.3, offers without key shares), "key_share"
     (TLS 1.3 with real shares, where HelloRetryRequest was inconclusive),
-    "server_key_exchange" (TLS 1.2 ECDHE named curve). `spoken` is False when the server
-    refused the version itself, None when that could not be told. `certificate_curve`
-    (TLS 1.2): the curve of the server's ECDSA certificate, which a TLS 1.2 client must
-    list for any ECDHE suite to be usable (OpenSSL refuses otherwise).
+    "server_key_exchange" (TLS 1.2 ECDHE named curve; also TLS 1.1 or 1.0, audited the same
+    way on a server that does not speak TLS 1.2: the highest of them it speaks). `spoken` is
+    False when the server refused the version itself, None when that could not be told.
+    `certificate_curve` (TLS 1.2 and older): the curve of the server's ECDSA certificate,
+    which the client must list for any ECDHE suite to be usable (OpenSSL refuses otherwise).
     """
 
     version: Codepoint
@@ -339,6 +340,36 @@ class AuditReport:
 
     def suite_audit(self, version: int) -> SuiteAudit | None:
         return next((s for s in self.suites if s.version.id == version), None)
+
+    def ske_group_audits(self) -> list[GroupAudit]:
+        """The group audits that read ServerKeyExchange (TLS 1.2, or the older version
+        audited on a server without TLS 1.2) and found the version spoken."""
+        return [g for g in self.groups if g.version.id <= 0x0303 and g.spoken is not False
+                and g.method == GroupMethod.SERVER_KEY_EXCHANGE]
+
+    def suite_kx_rows(self) -> list[tuple[SuiteAudit, SuiteRow]]:
+        """The accepted DHE and ECDHE suites whose key size only the suite audit read (from
+        their own ServerKeyExchange), not counted twice with a group audit's: TLS 1.2's DHE
+        ones when its group audit read no DH parameters; in TLS 1.1 and older, all but those
+        a group audit of the same version covers (its curves, its DH parameters)."""
+        def dh_read(g: GroupAudit | None) -> bool:
+            return g is not None and g.dhe is not None and (g.dhe.fixed is not None
+                                                            or bool(g.dhe.negotiated))
+
+        def covered(audit: SuiteAudit, row: SuiteRow) -> bool:
+            g = self.group_audit(audit.version.id)
+            if audit.version.id == 0x0303:
+                return row.kx_kind == "ECDHE" or dh_read(g)
+            if g is None or g not in self.ske_group_audits():
+                return False
+            if row.kx_kind == "DHE":
+                return dh_read(g)
+            return row.kx_group is not None and row.kx_group.id in {c.id for c in g.supported}
+
+        return [(audit, row) for audit in self.suites if audit.version.id <= 0x0303
+                for row in audit.rows
+                if row.kx_bits is not None and row.kx_kind in ("DHE", "ECDHE")
+                and not covered(audit, row)]
 
     def spoken_versions(self) -> list[int]:
         """The versions established as spoken (Spoken.YES), in the report's order."""

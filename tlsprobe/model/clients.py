@@ -23,7 +23,7 @@ from tlsprobe.errors import FailureKind
 from tlsprobe.model.encode import JsonObject, document, dumps, run_head
 
 __all__ = ["CLIENTS_SCHEMA_VERSION", "ClientProfile", "ClientSimulation", "ClientsReport",
-           "FailureReason", "ProfileSource",
+           "FailureReason", "KeyMinimums", "ProfileSource",
            "SimStatus", "SourceKind", "TrustStore"]
 
 
@@ -62,6 +62,20 @@ class ProfileSource:
 
 
 @dataclass(frozen=True)
+class KeyMinimums:
+    """The smallest keys a client accepts, by rules its hello does not show (a library's
+    security level, a setting): None where no such rule is known. Set only where the real
+    client's rule is known (docs/CLIENTS.md "Key size rules")."""
+
+    dh_bits: int | None = None     # a finite-field DHE prime (ServerKeyExchange): smaller
+                                   # fails the handshake ("dh key too small")
+    rsa_bits: int | None = None    # an RSA key in the chain the server sent: smaller is
+                                   # not trusted (checked with the chain's trust)
+    ecc_bits: int | None = None    # an EC key's curve in that chain, likewise
+    basis: str = ""                # the rule, as the details name it
+
+
+@dataclass(frozen=True)
 class ClientProfile:
     """One real client's ClientHello and what is known about the client."""
 
@@ -78,6 +92,7 @@ class ClientProfile:
     ja3_stable: bool               # False where the client permutes its extensions
     trust_store: TrustStore
     notes: str = ""
+    key_minimums: KeyMinimums | None = None   # None: no rule on key sizes known
 
     @property
     def label(self) -> str:
@@ -104,6 +119,8 @@ class FailureReason(StrEnum):
     #: the server signed its key exchange with a hash the client does not offer (TLS 1.0
     #: and 1.1 sign with MD5+SHA-1 or SHA-1; a client listing no SHA-1 scheme refuses it)
     no_shared_signature = "no shared signature algorithm"
+    #: the server's DHE prime is smaller than the client accepts (KeyMinimums.dh_bits)
+    dh_key_too_small = "dh key too small"
     refused = "refused"            # the server refused for a reason the audit does not show
 
 

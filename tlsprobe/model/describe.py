@@ -242,20 +242,12 @@ def _certificate_info(der: bytes) -> CertificateInfo:
         sig = cert.signature_algorithm_oid._name
     except ValueError:
         sig = "unknown"
-    san: tuple[str, ...] = ()
-    try:
-        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-        san = tuple(str(v) for v in names.get_values_for_type(x509.DNSName)) + \
-            tuple(str(v) for v in names.get_values_for_type(x509.IPAddress))
-    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError, TypeError,
-            UnsupportedAlgorithm):
-        pass
     return CertificateInfo(
         subject=_name(lambda: cert.subject), issuer=_name(lambda: cert.issuer),
         key_type=key_type, key_bits=bits, signature_algorithm=sig,
         not_before=cert.not_valid_before_utc.isoformat(),
         not_after=cert.not_valid_after_utc.isoformat(),
-        serial=f"{cert.serial_number:x}", sha256=digest, san=san, sha1=sha1,
+        serial=f"{cert.serial_number:x}", sha256=digest, san=_san(cert), sha1=sha1,
         **_extension_facts(cert))
 
 
@@ -287,6 +279,23 @@ def _extension_facts(cert: Certificate) -> dict[str, tuple[str, ...]]:
                              if d.access_method == method and
                              isinstance(d.access_location, x509.UniformResourceIdentifier))
     return out
+
+
+def _san(cert: Certificate) -> tuple[str, ...]:
+    """The subjectAltName's DNS names and IP addresses; () only when the certificate has
+    none: one that cryptography cannot read (a dNSName that is not IA5, DER it refuses, the
+    extension twice) is one "(undecodable subjectAltName: ...)" entry, as an undecodable
+    subject is, never the absence that certificate.no_san and `san` [] would state."""
+    from cryptography import x509
+    from cryptography.exceptions import UnsupportedAlgorithm
+    try:
+        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return ()
+    except (x509.DuplicateExtension, ValueError, TypeError, UnsupportedAlgorithm) as exc:
+        return (f"(undecodable subjectAltName: {exc})",)
+    return tuple(str(v) for v in names.get_values_for_type(x509.DNSName)) + \
+        tuple(str(v) for v in names.get_values_for_type(x509.IPAddress))
 
 
 def _name(get: Callable[[], Name]) -> str:

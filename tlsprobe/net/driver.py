@@ -137,6 +137,22 @@ def _keep_secrets(handshake: Handshake) -> None:
         tape.add_secrets(handshake.keylog_lines)
 
 
+async def aclose(handshake: Handshake, transport: AsyncTransport, deadline: float) -> None:
+    """After a completed handshake: close_notify, then read what the server sends until it
+    closes; going quiet until `deadline` or a network error ends it quietly, a fatal alert
+    raises HandshakeFailure (TLS 1.3's certificate_required, for one, comes after the
+    client's Finished)."""
+    try:
+        await transport.send(handshake.close())
+        while not handshake.peer_closed:
+            data = await transport.receive(deadline)
+            if not data:
+                return
+            handshake.receive(data)
+    except NetworkError:
+        return
+
+
 def _complete(transport: Transport, seen: Progress, deadline: float) -> None:
     """Not TLS, decided on a short first chunk: read what else the server sends at once (up
     to a line or the snippet's length, for at most SNIPPET_WAIT), so that the message is the
@@ -169,4 +185,4 @@ def _send(transport: Transport, data: bytes) -> None:
         transport.send(data)
 
 
-__all__ = ["Progress", "Until", "adrive", "drive"]
+__all__ = ["Progress", "Until", "aclose", "adrive", "drive"]

@@ -23,6 +23,7 @@ from typing import Literal, Protocol
 
 from tlsprobe.errors import FailureKind, TlsprobeError, UsageError, exit_code_for
 from tlsprobe.net.starttls_base import (
+    LINE_GUESSES,
     SOMETHING_ELSE,
     Context,
     Dialogue,
@@ -153,7 +154,16 @@ class StartTls:
             return not_speaking(self.protocol, self._buffer)
         partial = f" (after {quote(self._buffer)})" if self._buffer else ""
         return PreambleFailure(Problem.NETWORK, f"{self.protocol}: no answer while waiting "
-                               f"for {self.waiting}{partial}")
+                               f"for {self.waiting}{partial}{self._silence()}")
+
+    def _silence(self) -> str:
+        """The hint of a timeout before either side said anything: a server that waits for
+        the client (implicit TLS, or a protocol whose client begins); "" otherwise."""
+        if self._received or any(line.sender == "client" for line in self._lines):
+            return ""
+        return ("; the server sent nothing: it may wait for the client to speak first, as a "
+                "port of implicit TLS does (then run without --starttls) or a protocol whose "
+                "client begins (xmpp, ldap, postgres)")
 
     def start(self) -> Step:
         """The first step: bytes when the client speaks first (XMPP, LDAP, PostgreSQL, IRC)."""
@@ -239,9 +249,12 @@ class StartTls:
             if len(head) == request.start_len and not (isinstance(request, Line) and (
                     b"\n" in head or b"\r" in head)) and not request.start.match(head):
                 self._mismatch = True
-                if len(buf) >= _GUESS_BYTES or b"\n" in buf or what_is(buf) != SOMETHING_ELSE:
+                guess = what_is(buf)
+                enough = limits.max_line if guess in LINE_GUESSES else _GUESS_BYTES
+                if len(buf) >= enough or b"\n" in buf or \
+                        guess not in (SOMETHING_ELSE, *LINE_GUESSES):
                     raise not_speaking(self.protocol, buf)
-                return None   # a few more bytes name the other protocol better
+                return None   # a few more bytes (a reply: its line) name the other better
         if isinstance(request, Line):
             end = buf.find(b"\n", 0, limits.max_line + 2)
             if end < 0:

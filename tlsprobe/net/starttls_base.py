@@ -154,17 +154,32 @@ def quote(data: bytes | bytearray, limit: int = 100) -> str:
     return f"'{text}'" + ("..." if len(data) > limit else "")
 
 
+#: OpenSSL's words for a plain-text first record (vsftpd's "500 OOPS: error:0A00010B:SSL
+#: routines::wrong version number"), and its accept call named in an error
+_TLS_LIBRARY_ERROR = re.compile(rb"SSL routines|wrong version number|SSL_accept",
+                                re.IGNORECASE)
+
+
 def what_is(data: bytes | bytearray) -> str:
     """A guess at the protocol behind the first bytes a server sent, for "not speaking X"."""
     head = bytes(data[:16])
     if head[:1] in (b"\x15", b"\x16") and head[1:2] == b"\x03":
         return "a TLS record (an implicit-TLS port? try without --starttls)"
+    if _TLS_LIBRARY_ERROR.search(bytes(data[:200])):   # e.g. vsftpd's "500 OOPS: ..."
+        return TLS_ERROR
+    # a MySQL/MariaDB packet of sequence 0: the initial handshake (protocol 10) or an error
+    if len(head) >= 5 and head[3] == 0 and head[4] in (0x0A, 0xFF) and head[2] == 0:
+        return "a MySQL or MariaDB greeting"
+    if head.startswith((b'"IMPLEMENTATION"', b'"SIEVE"', b'"SASL"', b'"STARTTLS"')):
+        return "a ManageSieve greeting"
     if head[:5] in (b"HTTP/", b"<html", b"<!DOC", b"<HTML"):
         return "an HTTP response"
     if head[:4] == b"SSH-":
         return "an SSH banner"
     if re.match(rb"220[ -]", head):
         return "an SMTP or FTP banner"
+    if re.match(rb"[45][0-5]\d[ -]", head):
+        return A_REPLY
     if head[:4] == b"* OK" or head[:9] == b"* PREAUTH":
         return "an IMAP greeting"
     if head[:3] == b"+OK":
@@ -177,6 +192,11 @@ def what_is(data: bytes | bytearray) -> str:
 
 
 SOMETHING_ELSE = "something else"
+A_REPLY = "an SMTP or FTP reply"
+TLS_ERROR = "an error of a TLS library (an implicit-TLS port? try without --starttls)"
+#: guesses worth their whole line before a message quotes it (a reply may go on to quote a
+#: TLS library's error)
+LINE_GUESSES = (A_REPLY, TLS_ERROR)
 
 
 def not_speaking(proto: str, data: bytes | bytearray) -> PreambleFailure:

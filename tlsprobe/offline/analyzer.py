@@ -216,6 +216,7 @@ class CaptureAnalysis:
         self.tls_connections = 0
         #: (connection id, note): handshake messages lost in capture gaps
         self._gap_warnings: list[tuple[int, str]] = []
+        self._secrets_notes: list[str] = []   # embedded key logs of which nothing is usable
         self.keys_matched = 0  # TLS connections the key log had secrets for
         #: why matched keys were not used: (suite name or "", reason) -> connections
         self.undecrypted: dict[tuple[str, str], int] = {}
@@ -255,6 +256,11 @@ class CaptureAnalysis:
             return
         from tlsprobe.engine.keylog import KeyLog, parse_keylog
         embedded = parse_keylog(ev.data.decode("ascii", "replace"))
+        if not embedded.usable and len(self._secrets_notes) < MAX_GAP_NOTES:
+            bad = f" ({embedded.bad_lines} malformed)" if embedded.bad_lines else ""
+            self._secrets_notes.append(
+                "keys embedded in the capture (Decryption Secrets Block at file offset "
+                f"{ev.offset}): 0 usable lines{bad}")
         if self.keylog is None:
             self.keylog = embedded
         else:
@@ -482,7 +488,8 @@ class CaptureAnalysis:
         gaps = [text for conn_id, text in self._gap_warnings
                 if reported is None or conn_id in reported][:8]
         evicted = eviction_note(self.stream.stats)
-        return tuple(self._keylog_warnings()) + tuple(gaps) + evicted
+        return tuple(self._keylog_warnings()) + tuple(self._secrets_notes) + tuple(gaps) + \
+            evicted
 
     def _keylog_warnings(self) -> list[str]:
         """A --keylog file that gave nothing: no usable line, or no key for any connection

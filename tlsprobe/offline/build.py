@@ -218,6 +218,8 @@ def _derived(f: Facts, transport: str, brief: bool = False) -> Derived:
            else None, (hrr[0],) + hrr[3:] if hrr else None,
            f.ske, f.cke_length, f.tls13, f.ccs[0], f.ccs[1], f.key_exchange,
            f.handshake_gap[1] > 0,  # (what a capture gap may have hidden is not stated)
+           # (whether the server echoed the client's session ID: how it resumed)
+           sh[2] == f.client_hellos[-1][2] if sh and f.client_hellos else None,
            tuple(f.certificates) if f.certificates else (),  # (no call for none)
            tuple(f.alerts) if f.alerts else (), tuple(f.messages), f.more_messages,
            f.ticket_lifetime, f.alpn_ee, f.signature_scheme, f.sslv2_server, f.framing)

@@ -112,6 +112,10 @@ class EarlyDataDeprotector:
         raise UndecryptableEarlyData("0-RTT record that no known key opens")
 
 
+#: the key log's note for connections whose logged keys opened none of their records
+WRONG_KEYS: Final = "the logged keys do not decrypt its records (wrong keys for this connection)"
+
+
 class Decryptor:
     """Per-connection: installs deprotectors through `set_deprotector(direction, d)`."""
 
@@ -125,6 +129,7 @@ class Decryptor:
         self._epochs: TrafficEpochs | None = None   # TLS 1.3, once the keys are installed
         self._early: EarlyDataDeprotector | None = None
         self._client_handshake: RecordDeprotector | None = None
+        self.opened = [False, False]  # per side: a protected record opened with the keys
 
     def on_client_hello(self, facts: Facts) -> None:
         """A TLS 1.3 ClientHello offering early_data: its 0-RTT records use the logged
@@ -189,6 +194,19 @@ class Decryptor:
         if problem is not None:
             self.unsupported = ("", problem)
         return problem
+
+    def keys_failed(self, direction: int, error: str) -> str | None:
+        """A protected record of `direction` that the installed keys did not open: when
+        none of that side's records opened before, the keys are wrong for this connection
+        (a key log of other sessions, corrupted or edited secrets), which says nothing
+        about the records; returns that problem text (None: keys that worked before, so
+        the record is what is wrong)."""
+        if self.opened[direction]:
+            return None
+        self.unsupported = ("", WRONG_KEYS)
+        side = "client" if direction == CLIENT else "server"
+        return (f"the logged keys do not decrypt the {side}'s records ({error}): wrong keys "
+                "for this connection, or its records were altered")
 
     def _tls13(self, params: SuiteParams, secrets: dict[str, bytes],
                early_data: bool) -> str | None:

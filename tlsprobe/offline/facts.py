@@ -275,14 +275,25 @@ class Facts:
         return None
 
     def resumption_unknown(self) -> str | None:
-        """The problem text when a TLS 1.0-1.2 handshake whose server sent its CCS without
-        any Certificate, ServerKeyExchange or ServerHelloDone captured lost bytes there: an
-        abbreviated handshake cannot be told from a full one whose messages were lost."""
+        """The problem text when a TLS 1.0-1.2 server sent its CCS without any Certificate,
+        ServerKeyExchange or ServerHelloDone (an abbreviated handshake's shape) and how it
+        resumed is not shown: bytes lost there (a full handshake's messages may be in them),
+        or no ticket offered and no session ID the client sent echoed (RFC 5246 7.4.1.2:
+        the server resumes a session ID by echoing it)."""
+        sh = self.server_hello
+        if sh is None or self.tls13 or not self.ccs[SERVER] or \
+                any(d == SERVER and t in (11, 12, 14) for d, t, _, _ in self.messages):
+            return None
         gap = self.handshake_gap[SERVER]
-        if gap and self.server_hello is not None and not self.tls13 and self.ccs[SERVER] \
-                and not any(d == SERVER and t in (11, 12, 14) for d, t, _, _ in self.messages):
+        if gap:
             return f"resumption not known (gap of {gap} bytes in the server's handshake)"
-        return None
+        hello = self.client_hellos[-1] if self.client_hellos else None
+        if hello is None or hello.session_ticket or sh.session_id and \
+                sh.session_id == hello.session_id:
+            return None
+        return ("resumption mechanism not known: the server went from its ServerHello to its "
+                "ChangeCipherSpec (an abbreviated handshake), but no ticket was offered and it "
+                "echoed no session ID the client sent")
 
     def alert(self, direction: int, level: int, description: int, decrypted: bool = False) -> None:
         if len(self.alerts) < MAX_MESSAGES:

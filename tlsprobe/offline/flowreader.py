@@ -46,6 +46,7 @@ from tlsprobe.session.flow import (
     Deprotector,
     ErrorEvent,
     Flow,
+    InnerContentEvent,
     MessageEvent,
     NegotiationState,
     RecordEvent,
@@ -333,8 +334,23 @@ class FlowReader:
         elif isinstance(ev, SSLv2HelloEvent):
             if d == CLIENT:
                 f.sslv2_client_hello(sslv2_client_hello_info(ev.hello), ts, frame)
+        elif isinstance(ev, InnerContentEvent):
+            if self.decryptor is not None:
+                self.decryptor.opened[d] = True
         elif isinstance(ev, ErrorEvent):
-            f.problem(_error_problem(ev))
+            f.problem(self._keys_failed(ev) or _error_problem(ev))
+
+    def _keys_failed(self, ev: ErrorEvent) -> str | None:
+        """Logged keys that open none of a side's records: the connection is reported as
+        not decrypted (its handshake's end unknown, not "incomplete"), with that reason."""
+        dec = self.decryptor
+        if dec is None or ev.where != "record protection":
+            return None
+        problem = dec.keys_failed(ev.direction, ev.error.reason.removeprefix(
+            "record decryption failed: "))
+        if problem is not None:
+            self.facts.decrypted = False
+        return problem
 
     def _opaque(self, direction: int, ts: float) -> None:
         """Application data records no handshake has protected (a capture that starts

@@ -80,18 +80,39 @@ def _no_modern_version(report: AuditReport, now: datetime) -> list[Finding]:
 
 
 def _fixed_dh(report: AuditReport, now: datetime) -> list[Finding]:
-    """The fixed DH parameters of TLS 1.2: small (Logjam), and what the primality check
-    established."""
-    g12 = report.group_audit(0x0303)
-    if g12 is None or g12.dhe is None or g12.dhe.fixed is None:
-        return []
-    fixed = g12.dhe.fixed
+    """The fixed DH parameters a group audit read (TLS 1.2's, or the older version's on a
+    server without TLS 1.2): small (Logjam), and what the primality check established."""
+    out = _suite_dh(report)
+    for g in report.ske_group_audits():
+        fixed = g.dhe.fixed if g.dhe is not None else None
+        if fixed is None:
+            continue
+        version = g.version.name
+        if fixed.bits < 2048:   # Logjam: 1024-bit primes are within reach of a state
+            out.append(Finding(Severity.high if fixed.bits < 1024 else Severity.medium,
+                               "dh.weak", f"DHE with a {fixed.bits}-bit "
+                               f"{dh_modulus_word(fixed)} (under 2048 bits)",
+                               items=(fixed.name,), version=version))
+        out += _dh_prime_findings(fixed, version)
+    return out
+
+
+def _suite_dh(report: AuditReport) -> list[Finding]:
+    """DH moduli under 2048 bits that only the suite audit read (a version without a group
+    audit of its DH parameters, AuditReport.suite_kx_rows): one finding per version, naming
+    its DHE suites."""
+    small: dict[str, list[tuple[str, int]]] = {}
+    for audit, row in report.suite_kx_rows():
+        if row.kx_kind == "DHE" and row.kx_bits is not None and row.kx_bits < 2048:
+            small.setdefault(audit.version.name, []).append((row.suite.iana_name, row.kx_bits))
     out = []
-    if fixed.bits < 2048:   # Logjam: 1024-bit primes are within reach of a state
-        out.append(Finding(Severity.high if fixed.bits < 1024 else Severity.medium, "dh.weak",
-                           f"DHE with a {fixed.bits}-bit {dh_modulus_word(fixed)} (under "
-                           "2048 bits)", items=(fixed.name,), version="TLS 1.2"))
-    return out + _dh_prime_findings(fixed)
+    for version, rows in small.items():
+        least = min(bits for _, bits in rows)
+        out.append(Finding(Severity.high if least < 1024 else Severity.medium, "dh.weak",
+                           f"{version}: DHE with a {least}-bit modulus (under 2048 bits) in "
+                           f"the ServerKeyExchange of {len(rows)} suite(s)",
+                           items=tuple(name for name, _ in rows), version=version))
+    return out
 
 
 def _inconsistent_target(report: AuditReport, now: datetime) -> list[Finding]:
@@ -118,7 +139,7 @@ def _distinct(answers: tuple[str, ...]) -> list[str]:
     return [f"{answer} (after {', '.join(phases)})" for answer, phases in seen.items()]
 
 
-def _dh_prime_findings(fixed: DhParameters) -> list[Finding]:
+def _dh_prime_findings(fixed: DhParameters, version: str) -> list[Finding]:
     """What the one primality check (kex/dhprime.py) established about custom parameters:
     a composite modulus is high (no security: the discrete logarithm splits over its
     factors); a modulus is called a prime only when the check said so."""
@@ -135,7 +156,7 @@ def _dh_prime_findings(fixed: DhParameters) -> list[Finding]:
         severity, code = Severity.info, "dh.custom"
         safe = f" (not a safe prime: {fixed.prime_detail})" if fixed.prime == "not_safe" else ""
         text = f"DHE with a custom {fixed.bits}-bit prime{safe}"
-    return [Finding(severity, code, text, items=(fixed.name,), version="TLS 1.2")]
+    return [Finding(severity, code, text, items=(fixed.name,), version=version)]
 
 
 def _pq_findings(report: AuditReport) -> list[Finding]:

@@ -78,9 +78,18 @@ def version_rules(report: AuditReport, notes: Notes) -> None:
         else:
             notes.unknown("no_tls12", "TLS 1.2 and TLS 1.3 support not established", Grade.C)
     tls13 = report.version_spoken(TLS13)
+    intolerant = _result(report, "tls13_intolerance")
     if tls13 is Spoken.NO and report.spoken_versions():
         notes.warn("no_tls13", "TLS 1.3 not offered", f"SSL Labs guide 2009r; {TESTSSL}",
                    "versions: TLS 1.3 refused")
+    elif tls13 is Spoken.UNKNOWN and intolerant is not None and \
+            intolerant.verdict is Verdict.not_tolerated:
+        # a hello offering TLS 1.3 is refused or broken, the plain one answered: no client
+        # that offers TLS 1.3 gets it (a conforming one does not fall back)
+        notes.warn("no_tls13", "TLS 1.3 not usable: a hello offering it is not answered "
+                   "as the protocol requires", f"SSL Labs guide 2009r; {TESTSSL}",
+                   f"versions: TLS 1.3 {said.get(TLS13) or 'inconclusive'}",
+                   f"check.tls13_intolerance: {intolerant.reason}")
     elif tls13 is Spoken.UNKNOWN:
         notes.unknown("no_tls13", f"TLS 1.3 support {_why_unknown(report, TLS13)}", None)
 

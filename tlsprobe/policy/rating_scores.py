@@ -58,7 +58,10 @@ def sub(category: str, score: int | None, detail: str) -> SubScore:
 
 
 def speaks_sslv2(report: AuditReport) -> Spoken:
-    """SSL 2.0 from the sslv2 check (the audit's versions stop at SSL 3.0)."""
+    """SSL 2.0 from the sslv2 check (the audit's versions stop at SSL 3.0); never over QUIC,
+    which carries TLS 1.3 only (RFC 9001 4.2)."""
+    if report.transport == "quic":
+        return Spoken.NO
     result = next((r for r in report.check_results if r.name == "sslv2"), None)
     if result is None or result.verdict is Verdict.inconclusive:
         return Spoken.UNKNOWN
@@ -145,6 +148,10 @@ def _kx_items(report: AuditReport) -> list[tuple[str, str, int]]:
             bits = registry.ffdhe_bits(c.id)
             if bits:
                 items.append((f"DHE group {c.name} ({bits} bits)", "dh", bits))
+    for suites, row in report.suite_kx_rows():   # read from the suites' own connections
+        if row.kx_bits is not None:
+            items.append((f"{suites.version.name} suite {row.suite.iana_name} {row.kx_label}",
+                          "dh" if row.kx_kind == "DHE" else "ec", row.kx_bits))
     return items
 
 

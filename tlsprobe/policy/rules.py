@@ -135,25 +135,29 @@ def _groups_missing(report: AuditReport, policy: Policy) -> list[Finding]:
 
 
 def _dh_sizes(dh: DheAudit) -> list[tuple[str, int]]:
-    """(name, prime bits) of the DH parameters TLS 1.2 was seen to use: the fixed ones,
-    and each negotiated RFC 7919 group, its size from the group table."""
+    """(name, prime bits) of the DH parameters a group audit saw (TLS 1.2, or the older
+    version of a server without it): the fixed ones, and each negotiated RFC 7919 group,
+    its size from the group table."""
     sizes = [(dh.fixed.name, dh.fixed.bits)] if dh.fixed else []
     return sizes + [(g.name, bits) for g in dh.negotiated
                     if (bits := registry.ffdhe_bits(g.id)) is not None]
 
 
 def _dh_too_small(report: AuditReport, policy: Policy) -> list[Finding]:
-    g12 = report.group_audit(0x0303)
-    dh = g12.dhe if g12 is not None else None
-    if dh is None or not policy.dh_min_bits:
-        return []
-    small = [(n, b) for n, b in _dh_sizes(dh) if b < policy.dh_min_bits]
-    if not small:
-        return []
-    least = min(b for _, b in small)
-    word = dh_modulus_word(dh.fixed) if dh.fixed and dh.fixed.bits == least else "prime"
-    return [_finding(policy, "dh.too_small", f"DHE with a {least}-bit {word} (policy minimum "
-                     f"{policy.dh_min_bits})", [n for n, _ in small], "TLS 1.2")]
+    """DH parameters under the policy's minimum, per version a group audit read them in."""
+    floor = policy.dh_min_bits
+    out: list[Finding] = []
+    for g in report.ske_group_audits() if floor else ():
+        dh = g.dhe
+        small = [(n, b) for n, b in _dh_sizes(dh) if b < floor] if dh is not None and floor \
+            else []
+        if dh is None or not small:
+            continue
+        least = min(b for _, b in small)
+        word = dh_modulus_word(dh.fixed) if dh.fixed and dh.fixed.bits == least else "prime"
+        out.append(_finding(policy, "dh.too_small", f"DHE with a {least}-bit {word} (policy "
+                            f"minimum {floor})", [n for n, _ in small], g.version.name))
+    return out
 
 
 def _leaf_kind(leaf: CertificateInfo) -> str:

@@ -5,6 +5,7 @@ the HTML table (`--html`). report/clients.py renders the rich table from the sam
 from __future__ import annotations
 
 import html
+from collections import Counter
 from collections.abc import Iterable
 
 from tlsprobe import registry
@@ -20,6 +21,7 @@ __all__ = [
     "CSV_COLUMNS",
     "client_cells",
     "client_name",
+    "client_names",
     "client_row",
     "clients_html",
     "clients_page",
@@ -48,20 +50,39 @@ def _negotiated(s: ClientSimulation) -> bool:
 
 def client_name(s: ClientSimulation) -> str:
     """The client and its version without the platform ("Chromium 156.0.8078.114"): the
-    profile's label less its last parenthesis (the JSON keeps the whole label)."""
-    name, sep, rest = s.client.rpartition(" (")
-    return name if sep and rest.endswith(")") else s.client
+    profile's label less its last parenthesis, nested ones included ("curl 7.68.0 (Linux
+    (not stated))" -> "curl 7.68.0"; the JSON keeps the whole label)."""
+    label = s.client
+    depth = 0
+    for i in range(len(label) - 1, -1, -1) if label.endswith(")") else ():
+        depth += {")": 1, "(": -1}.get(label[i], 0)
+        if depth == 0:
+            return label[:i].rstrip() or label
+    return label
 
 
-def client_cells(s: ClientSimulation) -> tuple[str, ...]:
-    """The table's cells of one simulation (CLIENT_COLUMNS); a failure or an inconclusive
-    result says so across the negotiated columns, with its reason and detail."""
+def client_names(sims: Iterable[ClientSimulation]) -> dict[str, str]:
+    """Each simulated profile's name in a table (by profile id): without its platform
+    (`client_name`) unless another profile of the table would then read the same (Internet
+    Explorer 8.0 on Windows XP and on Windows 7): those keep their whole label."""
+    short = {s.profile: (client_name(s), s.client) for s in sims}
+    taken = Counter(name for name, _ in short.values())
+    return {profile: name if taken[name] == 1 else label
+            for profile, (name, label) in short.items()}
+
+
+def client_cells(s: ClientSimulation, name: str | None = None) -> tuple[str, ...]:
+    """The table's cells of one simulation (CLIENT_COLUMNS), its client shown as `name`
+    (default `client_name`; `client_names` tells apart profiles it would merge); a failure
+    or an inconclusive result says so across the negotiated columns, with its reason and
+    detail."""
+    name = client_name(s) if name is None else name
     if s.status != SimStatus.connected and not _negotiated(s):
         # the verdict in the version column, its reason and evidence across the next one
         head = "FAILED" if s.status == SimStatus.failed else "inconclusive"
         why = s.reason.value if s.reason is not None else ""
         text = f"{why}: {s.detail}" if why and s.detail else why or s.detail
-        return (client_name(s), head, text, "", "", "", "")
+        return (name, head, text, "", "", "", "")
     version = registry.version_name(s.version or 0)
     trusted = _TRUST[s.trusted]
     suite = registry.suite_name(s.cipher_suite) if s.cipher_suite is not None else "-"
@@ -72,7 +93,7 @@ def client_cells(s: ClientSimulation) -> tuple[str, ...]:
     elif s.status == SimStatus.inconclusive:
         suite = f"{suite}, then inconclusive: {s.detail}"
     sig = registry.sigscheme_name(s.signature_scheme) if s.signature_scheme else "-"
-    return (client_name(s), version, suite, _group(s), s.alpn or "-", sig, trusted)
+    return (name, version, suite, _group(s), s.alpn or "-", sig, trusted)
 
 
 def client_row(s: ClientSimulation) -> tuple[object, ...]:
@@ -107,9 +128,11 @@ def clients_html(sims: Iterable[ClientSimulation]) -> str:
     """The HTML table of the clients section (every text escaped)."""
     head = "".join(f"<th>{html.escape(c)}</th>" for c in CLIENT_COLUMNS)
     body = []
+    sims = list(sims)
+    names = client_names(sims)
     for s in sims:
         cls = f' class="{s.status.value}"'
-        cells = "".join(f"<td>{html.escape(c)}</td>" for c in client_cells(s))
+        cells = "".join(f"<td>{html.escape(c)}</td>" for c in client_cells(s, names[s.profile]))
         body.append(f"<tr{cls}>{cells}</tr>")
     return (f"<table class=\"clients\"><thead><tr>{head}</tr></thead><tbody>"
             f"{''.join(body)}</tbody></table>")

@@ -11,7 +11,7 @@ from typing import IO
 from rich.text import Text
 
 from tlsprobe.model.clients import ClientSimulation, ClientsReport, SimStatus
-from tlsprobe.report.client_cells import CLIENT_COLUMNS, client_cells
+from tlsprobe.report.client_cells import CLIENT_COLUMNS, client_cells, client_names
 from tlsprobe.report.escape import shown
 from tlsprobe.report.fit import FitTable
 from tlsprobe.report.tables import print_renderable
@@ -24,10 +24,12 @@ def clients_table(sims: Iterable[ClientSimulation]) -> FitTable:
     came from the network escaped; a failed row red, an inconclusive one yellow."""
     table = FitTable(*CLIENT_COLUMNS, title="Client simulation", pad_edge=False,
                      padding=(0, 1))
+    sims = list(sims)
+    names = client_names(sims)
     for s in sims:
         style = "red" if s.status == SimStatus.failed else \
             "yellow" if s.status == SimStatus.inconclusive else ""
-        table.add_row(*(Text(shown(c), style=style) for c in client_cells(s)))
+        table.add_row(*(Text(shown(c), style=style) for c in client_cells(s, names[s.profile])))
     return table
 
 

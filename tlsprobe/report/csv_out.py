@@ -36,9 +36,12 @@ handshake ended by an alert says so in `Version` ("TLS 1.2, failed: client alert
 keys), one not seen to finish too ("TLS 1.3, not finished in the capture"), and a protocol
 violation of the ServerHello's choice is named there in the live probe's words.
 
-Both are UTF-8 with a header row. Text from the network (SNI, certificate names, messages
-quoting a server) is written as is, except that a cell starting with `=`, `+`, `-`, `@` or a
-tab/CR gets a leading `'` so that a spreadsheet never runs it as a formula.
+Both are UTF-8 with a header row. Text from the network (SNI, certificate names, ALPN,
+messages quoting a server) is written as the text table shows it, control characters and
+other non-printables escaped (report/escape.py: `\\x1b`, `\\n`, `\\u202e`), so that a
+sheet shown in a terminal (`cat`, `--csv /dev/stdout`) cannot move the cursor or forge a
+line, and a cell is always one line; a cell starting with `=`, `+`, `-` or `@` gets a
+leading `'` so that a spreadsheet never runs it as a formula. JSON keeps the exact values.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from tlsprobe.errors import UsageError
+from tlsprobe.report.escape import shown
 
 if TYPE_CHECKING:
     from tlsprobe.model.audit import AuditReport, SuiteRow
@@ -59,7 +63,7 @@ SCAN_COLUMNS = ("target", "section", "version", "rank", "name", "code", "status"
                 "detail", "kx", "weak")
 KIND = {"ec": "ECDHE", "ecx": "ECDHE", "ffdhe": "FFDHE", "mlkem": "ML-KEM",
         "hybrid": "hybrid PQ", "draft": "draft PQ"}
-_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+_FORMULA = ("=", "+", "-", "@")   # (a tab or CR is escaped by shown() first)
 
 
 def check_writable(path: str, option: str) -> None:
@@ -76,10 +80,11 @@ def check_writable(path: str, option: str) -> None:
 
 
 def cell(value: object) -> str:
-    """A CSV cell: None empty; text that a spreadsheet would take for a formula quoted."""
+    """A CSV cell: None empty; untrusted text escaped as the text table shows it; text that
+    a spreadsheet would take for a formula quoted."""
     if value is None:
         return ""
-    text = str(value)
+    text = shown(str(value))
     return "'" + text if text.startswith(_FORMULA) and text != "-" else text
 
 

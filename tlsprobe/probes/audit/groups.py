@@ -1,4 +1,5 @@
-"""Group enumeration, separately for TLS 1.3 and TLS 1.2, in the server's order.
+"""Group enumeration, separately for TLS 1.3 and TLS 1.2 (or, on a server without TLS 1.2,
+the highest of TLS 1.1 and 1.0), in the server's order.
 
 Elimination (probes/audit/elimination.py): offer every remaining candidate, note the group the
 server picks, remove it, repeat until the server refuses; the picks come out in the
@@ -9,7 +10,8 @@ connections per version.
 - TLS 1.3: groups without key shares; the HelloRetryRequest names the server's choice. A
   server that refuses share-less offers (or answers them with anything but a
   HelloRetryRequest or an alert) is enumerated with real key shares instead.
-- TLS 1.2: ECDHE suites with the remaining curves (the ServerKeyExchange names the curve)
+- TLS 1.2 (and TLS 1.1 / 1.0, which use supported_groups the same way, RFC 4492 and
+  RFC 7919): ECDHE suites with the remaining curves (the ServerKeyExchange names the curve)
   and DHE suites with the remaining ffdhe groups, in the same hellos. RFC 7919 servers
   negotiate an ffdhe group; others send fixed parameters whatever the client lists (the
   prime is recognised by value: ffdhe2048, modp_2048 (RFC 3526), ...).
@@ -205,15 +207,16 @@ async def _tls13_with_shares(run: TargetRunner, el: Elimination, phase: str) -> 
     return spoken
 
 
-# -- TLS 1.2 -----------------------------------------------------------------------------------
-def _suites(kx: str) -> tuple[int, ...]:
-    return tuple(c for c in registry.suites_for_version(TLS12)
+# -- TLS 1.2 and older ---------------------------------------------------------------------
+def _suites(kx: str, version: int) -> tuple[int, ...]:
+    return tuple(c for c in registry.suites_for_version(version)
                  if (s := registry.cipher_suite(c)) is not None and s.kx == kx)
 
 
-async def tls12_groups(run: TargetRunner, candidates: list[int], *,
-                       dhe: bool = True) -> GroupAudit:
-    """ECDHE curves (ServerKeyExchange named_curve) and DHE groups in one elimination.
+async def ske_groups(run: TargetRunner, candidates: list[int], *, version: int = TLS12,
+                     dhe: bool = True) -> GroupAudit:
+    """ECDHE curves (ServerKeyExchange named_curve) and DHE groups in one elimination, in
+    `version` (TLS 1.2, 1.1 or 1.0: the same extension and messages; only the suites differ).
 
     Each hello offers the ECDHE suites with the remaining curves and, while DHE is still
     open, the DHE suites with the remaining ffdhe groups; whichever kind the server picks,
@@ -221,25 +224,25 @@ async def tls12_groups(run: TargetRunner, candidates: list[int], *,
     picked before) means fixed parameters: DHE is closed and the curves go on alone.
     One refusal ends both, so both kinds share the final connection.
     """
-    phase = "groups TLS 1.2"
-    st = _Tls12State(
+    phase = f"groups {registry.version_name(version)}"
+    st = _Tls12State(version,
         ec=Elimination([g for g in candidates if _kind(g) != "ffdhe"]),
         # ffdhe largest first: a server preferring small groups then shows its own order
         # in the first pick, and no extra connection is needed to tell it.
         ff=Elimination(sorted((g for g in candidates if _kind(g) == "ffdhe"), reverse=True)),
         dhe_open=dhe)
-    ecdhe, dhe_suites = _suites("ECDHE"), _suites("DHE")
+    ecdhe, dhe_suites = _suites("ECDHE", version), _suites("DHE", version)
     while st.ec.remaining or (st.dhe_open and st.ff.remaining):
         ec_offer = st.ec.offer() if st.ec.remaining else []
         ff_offer = st.ff.offer() if st.dhe_open and st.ff.remaining else []
         suites = (ecdhe if ec_offer else ()) + (dhe_suites if ff_offer else ())
-        config = run.config((TLS12,), groups=tuple(ec_offer + ff_offer),
+        config = run.config((version,), groups=tuple(ec_offer + ff_offer),
                             cipher_suites_12=suites)
         out = await run.run(config, phase, STOP_FLIGHT, confirm=True,  # as in TLS 1.3
                             names_only=True)
         if not _tls12_step(st, out, ec_offer, ff_offer):
             break
-    plain_build = _builder(run, TLS12, cipher_suites_12=ecdhe)
+    plain_build = _builder(run, version, cipher_suites_12=ecdhe)
     cert = st.cert_curve if st.cert_curve in st.ec.found else None
 
     def ec_build(groups: list[int]) -> ClientConfig:
@@ -248,7 +251,7 @@ async def tls12_groups(run: TargetRunner, candidates: list[int], *,
                            else groups)
 
     if cert is not None and st.cert_blocked:
-        await _behind_certificate_curve(run, st.ec, ec_build, phase, cert)
+        await _behind_certificate_curve(run, st.ec, ec_build, phase, cert, version)
     order, note = await _order(run, st.ec, phase, ec_build, STOP_FLIGHT, _sh_pick)
     if note:
         st.ec.notes.append(note)
@@ -260,9 +263,9 @@ async def tls12_groups(run: TargetRunner, candidates: list[int], *,
                           "whether it supports them cannot be told")
     dhe_audit = None
     if dhe:
-        dhe_audit = await _dhe_audit(run, st, _builder(run, TLS12, cipher_suites_12=dhe_suites),
+        dhe_audit = await _dhe_audit(run, st, _builder(run, version, cipher_suites_12=dhe_suites),
                                      phase)
-    return GroupAudit(version=Codepoint.version(TLS12), spoken=st.spoken,
+    return GroupAudit(version=Codepoint.version(version), spoken=st.spoken,
                       method=GroupMethod.SERVER_KEY_EXCHANGE,
                       supported=_cp(st.ec.listed(order, candidates)),
                       not_supported=_cp(st.ec.not_supported),
@@ -273,15 +276,17 @@ async def tls12_groups(run: TargetRunner, candidates: list[int], *,
 
 
 async def _behind_certificate_curve(run: TargetRunner, el: Elimination, build: Builder,
-                                    phase: str, cert: int) -> None:
-    """ECDSA certificate: in TLS 1.2 its curve must be in the client's list, so once it was
-    eliminated the rest was refused for that reason alone. Offer the rest again with the
-    curve listed last (`build` appends it); the picks continue until the server takes the
-    certificate's curve, and the caller decides what that says about the rest."""
+                                    phase: str, cert: int, version: int) -> None:
+    """ECDSA certificate: in TLS 1.2 and older its curve must be in the client's list (RFC
+    4492 and RFC 8422 section 5.1), so once it was eliminated the rest was refused for that
+    reason alone. Offer the rest again with the curve listed last (`build` appends it); the
+    picks continue until the server takes the certificate's curve, and the caller decides
+    what that says about the rest."""
     el.remaining, el.inconclusive = list(el.inconclusive), []
     el.notes = [n for n in el.notes if "ECDSA certificate" not in n]
     el.notes.append(f"the server's ECDSA certificate is on {registry.group_name(cert)}, which "
-                    "TLS 1.2 requires in the client's list: later offers kept it, last")
+                    f"{registry.version_name(version)} requires in the client's list: later offers "
+                    "kept it, last")
     while el.remaining:
         offered = list(el.remaining)
         out = await run.run(build(offered), phase, STOP_FLIGHT, names_only=True)
@@ -300,6 +305,7 @@ def _kind(group: int) -> str:
 
 @dataclass
 class _Tls12State:
+    version: int
     ec: Elimination
     ff: Elimination
     dhe_open: bool = True
@@ -344,12 +350,14 @@ def _tls12_step(st: _Tls12State, out: Outcome, ec_offer: list[int], ff_offer: li
     if out.refused:
         if out.alert == PROTOCOL_VERSION_ALERT and not (st.ec.found or st.ff.found):
             st.spoken = False
-            st.ec.notes.append("the server refused TLS 1.2 (protocol_version alert)")
+            st.ec.notes.append(f"the server refused {registry.version_name(st.version)} "
+                               "(protocol_version alert)")
         if st.cert_curve is not None and st.cert_curve in st.ec.found:
             st.cert_blocked = True
             st.ec.give_up(f"the server's ECDSA certificate is on "
-                          f"{registry.group_name(st.cert_curve)}, which TLS 1.2 requires in the "
-                          "client's list; once it was removed no ECDHE suite was left")
+                          f"{registry.group_name(st.cert_curve)}, which "
+                          f"{registry.version_name(st.version)} requires in the client's list; "
+                          "once it was removed no ECDHE suite was left")
         st.ec.refuse_rest()
         st.ff.refuse_rest()
         return False
@@ -358,7 +366,7 @@ def _tls12_step(st: _Tls12State, out: Outcome, ec_offer: list[int], ff_offer: li
     return False
 
 
-#: the named curves (RFC 5480 2.1.1.1) an ECDSA certificate of TLS 1.2 can be on
+#: the named curves (RFC 5480 2.1.1.1) an ECDSA certificate of TLS 1.2 (and older) can be on
 _CERT_CURVES = {"1.2.840.10045.3.1.7": 0x17, "1.3.132.0.34": 0x18, "1.3.132.0.35": 0x19}
 
 
@@ -435,4 +443,4 @@ async def _no_ffdhe_client(run: TargetRunner, st: _Tls12State, build: Builder,
     return False
 
 
-__all__ = ["ALERT", "candidate_groups", "dh_parameters", "tls12_groups", "tls13_groups"]
+__all__ = ["ALERT", "candidate_groups", "dh_parameters", "ske_groups", "tls13_groups"]

@@ -85,6 +85,9 @@ class Outcome:
     #: ServerKeyExchange), which the facts do not carry
     key_exchange: KeyExchangeFacts | None = None
     rsa_temp_bits: int | None = None
+    #: the hello that answered broke a rule the client checks (engine hello_violation, the
+    #: rule named): no answer, inconclusive, but not "not answered" either
+    violation: str | None = None
 
     @property
     def answered(self) -> bool:
@@ -108,6 +111,8 @@ class Outcome:
             return f"HelloRetryRequest for {registry.group_label(self.hrr_group)}"
         if self.status == SERVER_HELLO:
             return f"ServerHello {registry.version_name(self.version or 0)}"
+        if self.violation is not None:
+            return f"a hello that breaks the protocol: {self.violation}"
         return self.reason or self.status
 
 

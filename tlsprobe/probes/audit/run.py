@@ -2,7 +2,8 @@
 one Scheduler, and assembles an AuditReport (policies and findings included).
 
 Order of work per target: protocol versions first (one connection each), then, for the
-versions the server speaks and all at once: groups (TLS 1.3 and TLS 1.2), post-quantum
+versions the server speaks and all at once: groups (TLS 1.3 and TLS 1.2; on a server without
+TLS 1.2, also the highest of TLS 1.1 and 1.0 it speaks, `_older_groups`), post-quantum
 verdicts (after the TLS 1.3 groups, whose order they use), cipher suites per version and
 signature schemes; then the active checks asked for (probes/checks/), which read what those
 established. When only groups and post-quantum verdicts are asked for, the version phase is
@@ -315,12 +316,16 @@ async def _groups_and_pq(run: _Run, spoken: set[int] | None, checks: set[str]) -
             return _not_known(TLS12, run.unsure[TLS12])
         if spoken is not None and TLS12 not in spoken:
             return _not_spoken(TLS12, "not tested: the server does not speak TLS 1.2")
-        audit = await groups.tls12_groups(run.runner, groups.candidate_groups(TLS12, extra))
+        audit = await groups.ske_groups(run.runner, groups.candidate_groups(TLS12, extra))
         return await _unless_unspoken(run, TLS12, audit, spoken)
 
-    a13, a12 = await asyncio.gather(g13(), g12())
+    async def g_older() -> tuple[GroupAudit | None, GroupAudit | None]:
+        a12 = await g12()
+        return a12, await _older_groups(run, spoken, a12)
+
+    a13, (a12, older) = await asyncio.gather(g13(), g_older())
     run.done("groups")
-    found = tuple(a for a in (a13, a12) if a is not None)
+    found = tuple(a for a in (a13, a12, older) if a is not None)
     verdicts: tuple[PqVerdict, ...] = ()
     if "pq" in checks and TLS13 in run.unsure:
         verdicts = tuple(PqVerdict(check, subject, Answer.INCONCLUSIVE, run.unsure[TLS13])
@@ -329,6 +334,30 @@ async def _groups_and_pq(run: _Run, spoken: set[int] | None, checks: set[str]) -
         verdicts = await pq.pq_verdicts(run.runner, a13 if a13 and "groups" in checks else None)
         run.done("pq")
     return replace(part, groups=found if "groups" in checks else (), post_quantum=verdicts)
+
+
+async def _older_groups(run: _Run, spoken: set[int] | None,
+                        a12: GroupAudit | None) -> GroupAudit | None:
+    """The group audit of the highest of TLS 1.1 and 1.0 the server speaks, when it does not
+    speak TLS 1.2 (legacy devices): the same ServerKeyExchange elimination, which names
+    their ECDHE curves and DH parameters. Without the versions check (groups alone), the
+    server's answer to the hello that found TLS 1.2 not spoken tells: a ServerHello of an
+    older version is the highest it speaks (no connection more; a server that refuses with
+    an alert gets no older audit). None: TLS 1.2 is spoken (or not known not to be), or no
+    older version is."""
+    if a12 is None or a12.spoken is not False or TLS12 in run.unsure:
+        return None
+    if spoken is None:
+        older = {o.version for o in run.outcomes if o.answered and o.version in (TLS11, TLS10)}
+    else:
+        older = {v for v in (TLS11, TLS10) if v in spoken}
+    if not older:
+        return None
+    version = max(older)
+    audit = await groups.ske_groups(run.runner, groups.candidate_groups(version,
+                                                                        run.options.extra_groups),
+                                    version=version)
+    return await _unless_unspoken(run, version, audit, spoken)
 
 
 async def _unless_unspoken(run: _Run, version: int, audit: GroupAudit,

@@ -380,6 +380,9 @@ def _failed(hs: Handshake, exc: HandshakeFailure, seen: Progress) -> Outcome:
         return outcome_of(hs, reason=str(exc))
     if exc.kind == FailureKind.NOT_TLS:
         return Outcome(INCONCLUSIVE, reason=str(exc), kind=exc.kind)
+    if hs.hello_violation is not None:
+        return Outcome(INCONCLUSIVE, reason=f"protocol error: {exc}", kind=FailureKind.PROTOCOL,
+                       violation=hs.hello_violation)
     if seen.sslv2:
         return Outcome(INCONCLUSIVE, reason=f"protocol error: the server answered in "
                        f"SSLv2 ({exc})", kind=FailureKind.PROTOCOL)

@@ -183,7 +183,8 @@ async def _unanswered(run: TargetRunner, version: int, first: Outcome
     stop = STOP_HELLO if version == TLS13 else STOP_FLIGHT
     # refused after a reset: asked twice before "not spoken" (a negative verdict)
     out = await run.run(minimal_config(run, version), PHASE, stop, confirm=True)
-    said = f"the full offer was not answered ({first.describe()})"
+    said = f"the full offer was answered with {first.describe()}" \
+        if first.violation is not None else f"the full offer was not answered ({first.describe()})"
     if out.answered and out.version == version:
         return VersionSupport(cp, VersionStatus.SUPPORTED, f"{out.describe()} to a minimal hello; "
                               f"{said}", minimal=True), out
@@ -196,5 +197,8 @@ async def _unanswered(run: TargetRunner, version: int, first: Outcome
     if out.refused:   # about that hello's parameters, maybe: the full offer said nothing
         return VersionSupport(cp, VersionStatus.INCONCLUSIVE, f"{said}; a minimal {name} hello was "
                               f"refused ({out.describe()}), not with protocol_version"), first
+    if out.violation is not None:
+        return VersionSupport(cp, VersionStatus.INCONCLUSIVE, f"{said}; a minimal {name} hello "
+                              f"was answered with {out.describe()}"), first
     return VersionSupport(cp, VersionStatus.INCONCLUSIVE, f"{said}; a minimal {name} hello was not "
                           f"answered either ({out.describe()})"), first

@@ -103,6 +103,10 @@ class Reply:
     silent: bool = False        # nothing more came before the deadline
     bytes_read: int = 0
     error: str = ""             # the records stopped making sense (one line, escaped)
+    #: ... because the server left TLS: plain bytes (not a record) where a record belongs,
+    #: such as vsftpd's "500 OOPS: ...SSL routines..." or MariaDB's error packet after its
+    #: TLS library failed (`error` quotes them)
+    plain: bool = False
     reader: RecordReader = field(default_factory=lambda: RecordReader(allow_sslv2=False),
                                  repr=False)
     raw: bytearray = field(default_factory=bytearray, repr=False)   # every byte read
@@ -176,16 +180,22 @@ async def read_reply(transport: AsyncTransport, deadline: float,
                 raise reader.error
         except DecodeError as exc:
             out.error = odd_bytes(bytes(out.raw), exc)
+            out.plain = bool(is_not_tls(_fault(bytes(out.raw), exc)[:5]))
             break
     return out
+
+
+def _fault(stream: bytes, error: DecodeError) -> bytes:
+    """The bytes of `stream` from where the record reader found its fault."""
+    return stream[error.offset - _field_offset(error.path):] if error.offset <= len(stream) \
+        else b""
 
 
 def odd_bytes(stream: bytes, error: DecodeError) -> str:
     """One line (escaped) naming what the server sent where a TLS record should start:
     `stream` is everything read on that side, `error` the record reader's verdict (its
     offset counts from the start of `stream`)."""
-    at = stream[error.offset - _field_offset(error.path):] if error.offset <= len(stream) \
-        else b""
+    at = _fault(stream, error)
     if at and is_not_tls(at[:5]):
         what = not_tls_message(at).removeprefix("not a TLS server: it sent ")
         return f"the server sent {what} where a TLS record belongs"

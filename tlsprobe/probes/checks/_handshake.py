@@ -23,9 +23,9 @@ from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.config import TLS10, TLS12, BuiltHello, ClientConfig, Resumption
 from tlsprobe.engine.interface import Handshake as EngineHandshake
 from tlsprobe.engine.keyschedule import resumption_psk
-from tlsprobe.errors import FailureKind, NetworkError
+from tlsprobe.errors import FailureKind
 from tlsprobe.model.checks import CheckResult, Verdict
-from tlsprobe.net.driver import adrive
+from tlsprobe.net.driver import aclose, adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.audit.outcome import Outcome
 from tlsprobe.probes.checks._shared import PassThrough
@@ -116,17 +116,17 @@ class _Recording(PassThrough):
         await self.inner.send(data)
 
 
-async def _drain(engine: EngineHandshake, transport: AsyncTransport, deadline: float) -> None:
-    """Send close_notify, then read until the server closes or goes quiet (a read timeout)."""
+async def _drain(out: Handshake, transport: AsyncTransport, deadline: float) -> None:
+    """Send close_notify, then read until the server closes or goes quiet (a read timeout).
+    A failure (a fatal alert such as TLS 1.3's certificate_required, which comes after the
+    client's Finished) before any NewSessionTicket is the handshake's failure: the server
+    refused the session, so the absence of a ticket says nothing; after one, what came
+    before stands."""
     try:
-        await transport.send(engine.close())
-        while not engine.peer_closed:
-            data = await transport.receive(deadline)
-            if not data:
-                return
-            engine.receive(data)
-    except (NetworkError, HandshakeFailure):
-        return   # what came before stands; a late failure adds nothing to the question
+        await aclose(out.engine, transport, deadline)
+    except HandshakeFailure as exc:
+        if not out.tickets:
+            out.failure = exc
 
 
 async def handshake(ctx: CheckContext, config: ClientConfig, *, label: str = "",
@@ -148,7 +148,7 @@ async def handshake(ctx: CheckContext, config: ClientConfig, *, label: str = "",
         except HandshakeFailure as exc:
             out.failure = exc
         if complete and drain and engine.handshake_complete and out.failure is None:
-            await _drain(engine, recording, deadline)
+            await _drain(out, recording, deadline)
         out.ended = time.monotonic()
         return out
 

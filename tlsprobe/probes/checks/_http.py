@@ -244,7 +244,12 @@ async def response(ctx: CheckContext) -> Response | NotHttp | str:
 async def http_response(ctx: CheckContext) -> Response | CheckResult:
     """What an HTTP check judges: the shared answer to GET / (after the redirects followed
     within the target); or the result to return: not applicable when the server does not
-    speak HTTP, inconclusive when there is no answer."""
+    speak HTTP (or the connection carries another protocol after STARTTLS: nothing is
+    asked), inconclusive when there is no answer."""
+    preamble = ctx.runner.scheduler.channel.preamble(ctx.runner.target)
+    if preamble is not None:
+        return ctx.result(Verdict.not_applicable, "not HTTP: after STARTTLS the connection "
+                          f"carries {preamble.protocol} (--starttls {preamble.protocol})")
     got = await response(ctx)
     if isinstance(got, NotHttp):
         return ctx.result(Verdict.not_applicable, "the server does not speak HTTP: it "

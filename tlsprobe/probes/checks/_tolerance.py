@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.common import TLS10
-from tlsprobe.engine.config import BuiltHello, ClientConfig, build_client_hello
+from tlsprobe.engine.config import TLS13, BuiltHello, ClientConfig, build_client_hello
 from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.model.check_details import ReplyKind, ToleranceDetails, VariantAnswer
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
@@ -221,8 +221,15 @@ def no_tls(ctx: CheckContext) -> CheckResult:
 
 def plain_config(ctx: CheckContext, version: int) -> ClientConfig:
     """The plain hello of the tolerance checks: the audit's minimal conformant hello of
-    `version` (a few suites, x25519/P-256/P-384, one x25519 share, padded to 512 bytes)."""
-    return minimal_config(ctx.runner, version)
+    `version` (a few suites, x25519/P-256/P-384, one x25519 share, padded to 512 bytes);
+    for a server that accepts none of those groups, the groups it accepts added and the
+    first one's share (CheckContext.server_groups)."""
+    config = minimal_config(ctx.runner, version)
+    found = ctx.server_groups((version,))
+    if not found:
+        return config
+    shares = found[:1] if version == TLS13 else config.key_share_groups
+    return replace(config, groups=config.groups + found, key_share_groups=shares)
 
 
 def plain_hello(ctx: CheckContext) -> tuple[list[int], ClientConfig] | CheckResult:

@@ -64,13 +64,13 @@ async def _choice(ctx: CheckContext, config: ClientConfig, label: str
     if isinstance(hs, Outcome):
         return False, hs.reason
     failure, sh = hs.failure, hs.engine.messages.server_hello
+    if hs.engine.hello_violation is not None:   # no answer (server_hello None), a broken one
+        return False, f"the server broke the protocol: {hs.engine.hello_violation}"
     if sh is None:
         if failure is not None and failure.kind == FailureKind.ALERT and \
                 failure.alert == NO_APPLICATION_PROTOCOL:
             return True, "alert no_application_protocol (120)"
         return False, hs.describe()
-    if hs.engine.hello_violation is not None:
-        return False, f"the server broke the protocol: {hs.engine.hello_violation}"
     chosen = negotiated_alpn(hs.engine)
     if chosen is None and sh.selected_version >= TLS13 and \
             hs.engine.messages.flight.encrypted_extensions is None:

@@ -112,7 +112,30 @@ class CheckContext:
             from tlsprobe.probes.audit.versions import MINIMAL_GROUPS, MINIMAL_SHARES
             kw.setdefault("groups", MINIMAL_GROUPS)
             kw.setdefault("key_share_groups", MINIMAL_SHARES)
+        if "groups" not in kw:
+            found = self.server_groups(versions)
+            if found:
+                from tlsprobe.engine.config import DEFAULT_GROUPS
+                kw["groups"] = DEFAULT_GROUPS + found
+                if TLS13 in versions:
+                    kw.setdefault("key_share_groups", found[:1])
         return self.runner.config(versions, **kw)
+
+    def server_groups(self, versions: tuple[int, ...]) -> tuple[int, ...]:
+        """The groups the group audit found the server accepts in a version of `versions`
+        that accepts none of the default offer's (those tlsprobe can compute): a server
+        restricted to, say, secp521r1 and x448 refuses a hello of the default groups, so a
+        check's hello adds them; () when each version accepts a default group, or its
+        groups were not audited."""
+        from tlsprobe.engine.config import DEFAULT_GROUPS
+        from tlsprobe.kex import is_computable
+        found: list[int] = []
+        for version in versions:
+            audit = self.report.group_audit(version)
+            accepted = [c.id for c in audit.supported] if audit is not None else []
+            if not set(accepted) & set(DEFAULT_GROUPS):
+                found += [g for g in accepted if is_computable(g)]
+        return tuple(dict.fromkeys(found))
 
     def undetermined(self, low: int, high: int) -> str | None:
         """Why a verdict resting on "no version in [low, high] is spoken" cannot be given:

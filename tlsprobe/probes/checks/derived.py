@@ -1,7 +1,8 @@
 """Vulnerability checks derived from what the audit already enumerated (no extra connection).
 
 POODLE, FREAK, Logjam, DH parameters, RC4, SWEET32, BEAST, NULL and anonymous suites: each
-is a question about the protocol versions, cipher suites and TLS 1.2 DHE parameters that
+is a question about the protocol versions, cipher suites and DHE parameters (the group
+audit's: TLS 1.2's, or the highest older version's on a server without TLS 1.2) that
 `scan` enumerates anyway, so the verdict is read off the AuditReport: model values in,
 `CheckResult`s out (their findings: policy/checks.py). Each is a `DerivedCheck` of CHECKS,
 the shape of every check (probes/checks/base.py) with the audit report for a context:
@@ -42,7 +43,7 @@ from functools import partial
 
 from tlsprobe import registry
 from tlsprobe.model import check_catalog as catalog
-from tlsprobe.model.audit import AuditReport, DheAudit
+from tlsprobe.model.audit import AuditReport, DheAudit, GroupAudit
 from tlsprobe.model.check_details import (
     AcceptedSuite,
     CheckDetails,
@@ -210,6 +211,12 @@ def _lucky13(report: AuditReport) -> CheckResult:
                        tuple(_facts(report, LUCKY13_VERSIONS)), details=details)
 
 
+def _refused(report: AuditReport) -> str:
+    """How a version not spoken is said: refused by the server, or (over QUIC, which
+    carries TLS 1.3 only, RFC 9001 4.2) never asked for."""
+    return "not carried over QUIC" if report.transport == "quic" else "refused"
+
+
 def _facts(report: AuditReport, versions: tuple[int, ...]) -> list[str]:
     """What a `not vulnerable` verdict rests on, per version."""
     out = []
@@ -219,7 +226,7 @@ def _facts(report: AuditReport, versions: tuple[int, ...]) -> list[str]:
         if audit is not None and version in report.spoken_versions():
             out.append(f"{name}: {len(audit.supported)} suite(s) accepted, list complete")
         else:
-            out.append(f"{name}: refused")
+            out.append(f"{name}: {_refused(report)}")
     return out
 
 
@@ -227,51 +234,96 @@ def _basis(report: AuditReport, versions: tuple[int, ...]) -> str:
     spoken = [registry.version_name(v) for v in versions if v in report.spoken_versions()]
     refused = [registry.version_name(v) for v in versions if v not in report.spoken_versions()]
     parts = [f"the complete suite list of {', '.join(spoken)} has none"] if spoken else []
-    parts += [f"{', '.join(refused)} refused"] if refused else []
+    parts += [f"{', '.join(refused)} {_refused(report)}"] if refused else []
     return "; ".join(parts)
 
 
-def _dhe_elsewhere(report: AuditReport) -> tuple[list[AcceptedSuite], list[str]]:
-    """DHE suites accepted in TLS 1.1 and older (whose parameters the audit does not read),
-    and why that is not known for a version."""
-    older = (TLS11, TLS10, SSL30)
+def _dhe_elsewhere(report: AuditReport, older: tuple[int, ...]
+                   ) -> tuple[list[AcceptedSuite], list[str]]:
+    """DHE suites accepted in the `older` versions (whose parameters only the suite audit
+    reads, unchecked for primality), and why that is not known for a version."""
     hits = _accepted(report, older, lambda s: s.kx == "DHE")
     gaps = [g for g in (_version_gap(report, v) for v in older) if g]
     return hits, gaps
 
 
+def _dh_source(report: AuditReport) -> GroupAudit | None:
+    """The group audit whose DH parameters the check judges: TLS 1.2's, or, on a server
+    that does not speak TLS 1.2, the older version's (probes/audit/run.py _older_groups)."""
+    g12 = report.group_audit(TLS12)
+    older = next((g for g in report.ske_group_audits() if g.version.id < TLS12), None)
+    return older if older is not None and (g12 is None or g12.spoken is False) else g12
+
+
 def _dh_check(report: AuditReport) -> CheckResult:
-    """DHE parameters: read from the TLS 1.2 group audit (ServerKeyExchange)."""
+    """DHE parameters: read from the group audit (ServerKeyExchange) of TLS 1.2, or of the
+    highest older version on a server without TLS 1.2."""
     def result(verdict: Verdict, reason: str, evidence: tuple[str, ...] = ()) -> CheckResult:
         return CheckResult("dh", DH_TITLE, verdict, reason, evidence)
 
-    g12 = report.group_audit(TLS12)
-    dhe = g12.dhe if g12 is not None else None
+    g = _dh_source(report)
+    name, version = (g.version.name, g.version.id) if g is not None else ("TLS 1.2", TLS12)
+    dhe = g.dhe if g is not None else None
+    small = _small_suite_dh(report)
     if dhe is not None and dhe.status in ("fixed", "rfc7919"):
-        return _dh_parameters(dhe)
-    if dhe is not None and dhe.status == "none" or g12 is not None and g12.spoken is False:
-        hits, gaps = _dhe_elsewhere(report)
-        where = "TLS 1.2 is not spoken" if dhe is None else "the server refuses every DHE " \
-            "offer in TLS 1.2"
-        in12 = _accepted(report, (TLS12,), lambda s: s.kx == "DHE")
-        if in12:   # the suite audit saw what the group audit did not
+        judged = _dh_parameters(dhe, name)
+        return judged if judged.verdict is Verdict.vulnerable or small is None else small
+    if small is not None:   # vulnerable whatever else is unknown
+        return small
+    if dhe is not None and dhe.status == "none" or g is not None and g.spoken is False:
+        older = tuple(v for v in (TLS11, TLS10, SSL30) if v < version)
+        hits, gaps = _dhe_elsewhere(report, older)
+        where = "TLS 1.2 is not spoken" if dhe is None else \
+            ("TLS 1.2 is not spoken and " if version < TLS12 else "") + \
+            f"the server refuses every DHE offer in {name}"
+        here = _accepted(report, (version,), lambda s: s.kx == "DHE")
+        if here:   # the suite audit saw what the group audit did not
             return result(Verdict.inconclusive, f"the group audit found that {where}, but the "
-                          "TLS 1.2 suite audit saw DHE suites accepted; their DH parameters "
-                          "were not read", _shown(in12))
+                          f"{name} suite audit saw DHE suites accepted; "
+                          + _suite_dh_sizes(report, (version,), name), _shown(here))
         if hits:
             return result(Verdict.inconclusive, f"{where}, but it accepts DHE suites in older "
-                          "versions, whose DH parameters the audit does not read", _shown(hits))
+                          "versions; " + _suite_dh_sizes(report, older, name), _shown(hits))
         if gaps:
             return result(Verdict.inconclusive, f"{where}; " + "; ".join(gaps), tuple(gaps))
         return result(Verdict.not_applicable, f"no DHE key exchange: {where} and no older "
                       "version accepts a DHE suite")
-    if g12 is None:
+    if g is None:
         return result(Verdict.inconclusive, "the TLS 1.2 group audit did not run")
     if dhe is None:
-        why = "; ".join(g12.notes) or "TLS 1.2 DHE not audited"
+        why = "; ".join(g.notes) or f"{name} DHE not audited"
         return result(Verdict.inconclusive, why)
-    return result(Verdict.inconclusive, f"TLS 1.2 DHE parameters not established "
+    return result(Verdict.inconclusive, f"{name} DHE parameters not established "
                   f"({dhe.status}{': ' + '; '.join(dhe.notes) if dhe.notes else ''})")
+
+
+def _small_suite_dh(report: AuditReport) -> CheckResult | None:
+    """`vulnerable` when an accepted DHE suite's own ServerKeyExchange (read by the suite
+    audit, AuditReport.suite_kx_rows) carried a prime under 2048 bits, else None."""
+    small = [(audit, row) for audit, row in report.suite_kx_rows()
+             if row.kx_kind == "DHE" and row.kx_bits is not None and row.kx_bits < 2048]
+    if not small:
+        return None
+    sizes = sorted({row.kx_bits for _, row in small if row.kx_bits is not None})
+    versions = list(dict.fromkeys(audit.version.name for audit, _ in small))
+    bits = " and ".join(f"{b}-bit" for b in sizes)
+    return CheckResult("dh", DH_TITLE, Verdict.vulnerable, f"the server sends a {bits} DH "
+                       f"modulus with DHE suites in {', '.join(versions)} (each suite's "
+                       "ServerKeyExchange, read by the suite audit)",
+                       tuple(f"{row.suite.iana_name} ({audit.version.name})"
+                             for audit, row in small))
+
+
+def _suite_dh_sizes(report: AuditReport, versions: tuple[int, ...], checked: str) -> str:
+    """What the suite audit read of the DH parameters of `versions`' DHE suites (`checked`:
+    the version whose group audit checks its DH parameters)."""
+    sizes = sorted({row.kx_bits for audit, row in report.suite_kx_rows()
+                    if row.kx_kind == "DHE" and row.kx_bits is not None
+                    and audit.version.id in versions})
+    if not sizes:
+        return "their DH parameters were not read"
+    return (f"their ServerKeyExchange carried a {' and a '.join(map(str, sizes))}-bit DH "
+            f"modulus, not checked prime (only {checked}'s DH parameters are)")
 
 
 def _group_bits(name: str) -> int:
@@ -279,9 +331,10 @@ def _group_bits(name: str) -> int:
     return int(name[5:]) if name.startswith("ffdhe") and name[5:].isdigit() else 0
 
 
-def _dh_parameters(dhe: DheAudit) -> CheckResult:
-    """The verdict on what a TLS 1.2 DHE server sends: fixed parameters (to every client,
-    or to one that lists no ffdhe group) and the RFC 7919 groups it negotiates."""
+def _dh_parameters(dhe: DheAudit, version: str) -> CheckResult:
+    """The verdict on what a DHE server sends in `version` (TLS 1.2, or the older version
+    audited): fixed parameters (to every client, or to one that lists no ffdhe group) and
+    the RFC 7919 groups it negotiates."""
     sizes = [(g.name, _group_bits(g.name)) for g in dhe.negotiated]
     p = dhe.fixed
     details = DhDetails(p.bits if p else None, p.standard if p else None,
@@ -291,12 +344,14 @@ def _dh_parameters(dhe: DheAudit) -> CheckResult:
     def result(verdict: Verdict, reason: str, evidence: tuple[str, ...]) -> CheckResult:
         return CheckResult("dh", DH_TITLE, verdict, reason, evidence, details=details)
 
-    small = [f"{n} (TLS 1.2)" for n, b in sizes if b < 2048]
+    small = [f"{n} ({version})" for n, b in sizes if b < 2048]
     if p is not None:
         shared = f", the well-known shared {p.standard} prime" if p.standard else ""
         when = "whatever the client offers" if dhe.status == "fixed" else \
             "to a client that lists no ffdhe group"
-        evidence = (f"{p.label()} (TLS 1.2)", *small)
+        if version != "TLS 1.2":   # a server without TLS 1.2: name the version audited
+            when = f"in {version}, {when}"
+        evidence = (f"{p.label()} ({version})", *small)
         if p.prime == "composite":   # the finding dh.not_prime says the same (high)
             return result(Verdict.vulnerable, f"the server sends a {p.bits}-bit DH modulus "
                           f"that is not prime ({p.prime_detail}) {when}: the discrete "
@@ -312,12 +367,12 @@ def _dh_parameters(dhe: DheAudit) -> CheckResult:
     if p is not None and p.prime == "unchecked" and p.standard is None:
         return result(Verdict.inconclusive, f"the server sends a custom {p.bits}-bit DH "
                       f"modulus {when}, whose primality was not checked ({p.prime_detail})",
-                      (f"{p.label()} (TLS 1.2)", *(n for n, _ in sizes)))
+                      (f"{p.label()} ({version})", *(n for n, _ in sizes)))
     if p is not None:
         return result(Verdict.not_vulnerable, f"the server sends {p.bits}-bit DH "
                       f"parameters{shared} {when}"
                       + (" and negotiates RFC 7919 groups of 2048 bits or more" if sizes
-                         else ""), (f"{p.label()} (TLS 1.2)", *(n for n, _ in sizes)))
+                         else ""), (f"{p.label()} ({version})", *(n for n, _ in sizes)))
     if dhe.legacy_refused:
         return result(Verdict.not_vulnerable, "the server negotiates RFC 7919 groups of 2048 "
                       "bits or more and refuses DHE to a client that lists no ffdhe group",

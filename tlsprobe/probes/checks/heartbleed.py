@@ -109,10 +109,12 @@ def judge(ctx: CheckContext, version: int, acked: bool, reply: _early.Reply,
         return ctx.inconclusive("the server answered the over-long HeartbeatRequest with "
                                 "heartbeat records that are no HeartbeatResponse to it",
                                 tuple(evidence))
-    if reply.error:
+    if reply.error and not reply.plain:
         return ctx.inconclusive(f"after the HeartbeatRequests: {reply.error}",
                                 tuple(evidence))
-    if at < len(records):
+    if reply.plain:   # no HeartbeatResponse: it ended TLS, as a close or an alert would
+        why = f"it leaves TLS on the HeartbeatRequest ({reply.error.removeprefix('the ')})"
+    elif at < len(records):
         why = "it answers the well-formed HeartbeatRequest and discards the over-long one " \
             "(RFC 6520 section 4)"
     elif reply.alert() is not None:

@@ -3,7 +3,8 @@
 Format (docs/CLIENTS.md): {"id", "client", "version", "platform", "library", "source":
 {"kind", "how", "when", "file", "frame", "sha256", "identified_by"}, "hello" (hex of the
 ClientHello handshake message, header included), "record_version" (int), "ja3", "ja4",
-"ja3_stable", "trust_store", "notes"}. `check_profile` recomputes JA3 and JA4 from the bytes,
+"ja3_stable", "trust_store", "notes", "key_minimums" (null, or {"dh_bits", "rsa_bits",
+"ecc_bits", "basis"}: the client's key size rules; absent is null)}. `check_profile` recomputes JA3 and JA4 from the bytes,
 so a stored fingerprint cannot drift from the hello it names.
 """
 
@@ -14,7 +15,13 @@ from importlib import resources
 from pathlib import Path
 from typing import cast
 
-from tlsprobe.model.clients import ClientProfile, ProfileSource, SourceKind, TrustStore
+from tlsprobe.model.clients import (
+    ClientProfile,
+    KeyMinimums,
+    ProfileSource,
+    SourceKind,
+    TrustStore,
+)
 from tlsprobe.wire import decode_handshake
 from tlsprobe.wire.fingerprints import ja3, ja4
 from tlsprobe.wire.hello import ClientHello
@@ -49,7 +56,24 @@ def profile_from_json(data: dict[str, object]) -> ClientProfile:
         platform=str(data["platform"]), library=_opt(data.get("library")), source=source,
         hello=bytes.fromhex(str(data["hello"])), record_version=int(str(data["record_version"])),
         ja3=str(data["ja3"]), ja4=str(data["ja4"]), ja3_stable=bool(data["ja3_stable"]),
-        trust_store=TrustStore(str(data["trust_store"])), notes=str(data.get("notes", "")))
+        trust_store=TrustStore(str(data["trust_store"])), notes=str(data.get("notes", "")),
+        key_minimums=_minimums(data.get("key_minimums")))
+
+
+def _minimums(data: object) -> KeyMinimums | None:
+    """The key size rules of a profile file (TypeError, ValueError: a malformed one)."""
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        raise TypeError(f"key_minimums: an object or null, not {data!r}")
+    bits: dict[str, int | None] = {}
+    for name in ("dh_bits", "rsa_bits", "ecc_bits"):
+        value = data.get(name)
+        if value is not None and (type(value) is not int or value <= 0):
+            raise ValueError(f"key_minimums.{name}: a positive integer or null, not {value!r}")
+        bits[name] = value
+    return KeyMinimums(bits["dh_bits"], bits["rsa_bits"], bits["ecc_bits"],
+                       str(data.get("basis", "")))
 
 
 def _opt(value: object) -> str | None:
@@ -64,7 +88,9 @@ def profile_to_json(p: ClientProfile) -> dict[str, object]:
                        "frame": s.frame, "sha256": s.sha256, "identified_by": s.identified_by},
             "hello": p.hello.hex(), "record_version": p.record_version, "ja3": p.ja3,
             "ja4": p.ja4, "ja3_stable": p.ja3_stable, "trust_store": p.trust_store.value,
-            "notes": p.notes}
+            "notes": p.notes, "key_minimums": None if p.key_minimums is None else {
+                "dh_bits": p.key_minimums.dh_bits, "rsa_bits": p.key_minimums.rsa_bits,
+                "ecc_bits": p.key_minimums.ecc_bits, "basis": p.key_minimums.basis}}
 
 
 def check_profile(p: ClientProfile) -> list[str]:

@@ -30,7 +30,7 @@ def choose_profiles(given: Sequence[str] | str | None, option: str = "--profiles
         profiles = load_profiles(folder)
     except FileNotFoundError:
         profiles = ()
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UsageError(f"cannot read the client profiles in {folder}: {exc}") from None
     if not profiles:
         where = f"in {folder}" if folder is not None else "packaged"

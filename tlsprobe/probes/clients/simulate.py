@@ -12,7 +12,11 @@ Verdicts (model/clients.py, docs/CLIENTS.md): `connected` once the server's Serv
 chose what the client offered; `failed` when it refused (an alert or a close, twice) or chose
 a version the client does not offer, the `reason` established by the audit where one ran
 (probes/clients/reasons.py), else "refused" with the alert; `inconclusive` for a network
-failure or a group whose share could not be made here.
+failure or a group whose share could not be made here. A client's key size rules
+(probes/clients/keyrules.py) fail it for a DHE prime, or a chain key, under its minimum. A
+server whose flight asks for a
+client certificate gets a second connection finishing the handshake without one, as the
+client (which has none) would: its alert then fails the client.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from tlsprobe.model.clients import (
     SimStatus,
     TrustStore,
 )
-from tlsprobe.net.driver import adrive
+from tlsprobe.net.driver import aclose, adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.audit.outcome import STOP_VERIFY, Outcome, finished, outcome_of
 from tlsprobe.probes.audit.scheduler import TargetRunner
@@ -48,6 +52,7 @@ from tlsprobe.probes.clients.fresh import (
     recorded_hello,
     retry_hello,
 )
+from tlsprobe.probes.clients.keyrules import dh_refusal, weak_chain_key
 from tlsprobe.probes.clients.profiles import fingerprints
 from tlsprobe.probes.clients.reasons import established_reason, reset_reason
 from tlsprobe.registry import HandshakeType
@@ -100,26 +105,31 @@ async def simulate_one(runner: TargetRunner, profile: ClientProfile,
     except ProfileError as exc:
         return replace(base, detail=f"profile not usable: {exc}")
 
-    async def talk(transport: AsyncTransport, deadline: float) -> _Talked:
-        fresh = fresh_hello(profile.hello, sni)
-        fresh.built.record_version = profile.record_version   # as recorded
-        hs = ClientHandshake(config, annotate=False, stop_after_first_flight=True,
-                             read_server_flight=True, prebuilt=fresh.built,
-                             retry=lambda group, cookie: retry_hello(fresh, group, cookie))
-        got = _Talked(hs, fresh)
-        try:
-            await adrive(hs, transport, deadline, until=lambda h: finished(h, STOP_VERIFY))
-        except HandshakeFailure as exc:
-            got.failure = exc
-        except NetworkError as exc:
-            if hs.messages.server_hello is None:
-                raise
-            got.late = exc.reason
-        return got
+    def talker(complete: bool) -> Talk:
+        async def talk(transport: AsyncTransport, deadline: float) -> _Talked:
+            fresh = fresh_hello(profile.hello, sni)
+            fresh.built.record_version = profile.record_version   # as recorded
+            hs = ClientHandshake(config, annotate=False, stop_after_first_flight=not complete,
+                                 read_server_flight=True, prebuilt=fresh.built,
+                                 retry=lambda group, cookie: retry_hello(fresh, group, cookie))
+            got = _Talked(hs, fresh)
+            try:
+                await adrive(hs, transport, deadline,
+                             until=None if complete else lambda h: finished(h, STOP_VERIFY))
+                if complete:
+                    await _answer_to_finished(hs, transport, deadline)
+            except HandshakeFailure as exc:
+                got.failure = exc
+            except NetworkError as exc:
+                if hs.messages.server_hello is None:
+                    raise
+                got.late = exc.reason
+            return got
+        return talk
 
-    got = await _connect(runner, talk)
+    got = await _connect(runner, talker(False))
     if isinstance(got, _Talked) and _bare_close(got):
-        got = await _connect(runner, talk)
+        got = await _connect(runner, talker(False))
     if isinstance(got, Outcome):
         runner.seen_unreached(got)
         explained = reset_reason(profile, report) if got.kind == FailureKind.NETWORK else None
@@ -129,7 +139,10 @@ async def simulate_one(runner: TargetRunner, profile: ClientProfile,
         return replace(base, detail=got.reason or got.describe())
     runner.seen_tls(got.failure)
     ja4 = fingerprints(frame(1, got.hs.messages.hellos[0].serialize()))[1]
-    return _judged(replace(base, ja4_sent=ja4), got, profile, report, checker)
+    judged = _judged(replace(base, ja4_sent=ja4), got, profile, report, checker)
+    if judged.status == SimStatus.connected and got.hs.verification.certificate_requested:
+        return _without_certificate(judged, await _connect(runner, talker(True)))
+    return judged
 
 
 async def _connect(runner: TargetRunner, talk: Talk) -> _Talked | Outcome:
@@ -146,6 +159,45 @@ async def _connect(runner: TargetRunner, talk: Talk) -> _Talked | Outcome:
         await scheduler.pacing.back_off(scheduler.backoff, attempt)
         got = await scheduler.converse(runner.target, PHASE, talk)
     return got
+
+
+#: how long the server's answer to the client's Finished (or to its close_notify after
+#: it) is awaited: a server that accepted may well say nothing until it gets a request
+ANSWER_WAIT = 2.0
+
+
+async def _answer_to_finished(hs: ClientHandshake, transport: AsyncTransport,
+                              deadline: float) -> None:
+    """After the client's last flight: close_notify, then read until the server closes, goes
+    quiet (ANSWER_WAIT) or sends an alert (which raises HandshakeFailure: TLS 1.3's
+    certificate_required comes after the client's Finished)."""
+    if hs.handshake_complete:
+        await aclose(hs, transport, min(deadline, asyncio.get_running_loop().time()
+                                        + ANSWER_WAIT))
+
+
+def _without_certificate(judged: ClientSimulation, got: _Talked | Outcome) -> ClientSimulation:
+    """A server whose flight held a CertificateRequest: the first flight does not show
+    whether it goes on without a certificate (a server for which it is optional sends the
+    same); `got` is a second connection completing the handshake as the client, which has
+    none to send, would (an empty Certificate, then its Finished)."""
+    asked = "the server asked for a client certificate"
+    if isinstance(got, Outcome):
+        return replace(judged, status=SimStatus.inconclusive, detail=(
+            f"{asked}; the connection finishing the handshake without one failed "
+            f"({got.reason or got.describe()}): whether it goes on is not established"))
+    failure = got.failure
+    if failure is not None and failure.kind == FailureKind.ALERT:
+        # the engine's message names the CertificateRequest left unanswered
+        return replace(judged, status=SimStatus.failed, reason=FailureReason.refused,
+                       detail=f"{failure}")
+    if failure is None and got.hs.handshake_complete:
+        return replace(judged, detail="; ".join(
+            n for n in (judged.detail, f"{asked} and went on without one") if n))
+    why = failure or got.late or got.hs.incomplete_reason or "no answer"
+    return replace(judged, status=SimStatus.inconclusive, detail=(
+        f"{asked}; tlsprobe could not finish the handshake without one ({why}): whether "
+        "the server goes on without one is not established"))
 
 
 def _bare_close(got: _Talked) -> bool:
@@ -211,9 +263,13 @@ def _judged(base: ClientSimulation, got: _Talked, profile: ClientProfile,
     notes = [n for n in (str(failure) if failure else "", got.late,
                          hs.incomplete_reason or "") if n]
     trusted, trust_note = _trust(profile, out.certificates, checker)
-    untrusted = trusted is False
-    return replace(base, status=SimStatus.failed if untrusted else SimStatus.connected,
-                   reason=FailureReason.certificate_not_trusted if untrusted else None,
+    # the chain is verified before the ServerKeyExchange is read (OpenSSL's order)
+    fails = FailureReason.certificate_not_trusted if trusted is False else None
+    dh_rule = dh_refusal(profile, out.dh_bits) if fails is None else None
+    if dh_rule is not None:
+        fails, notes = dh_rule[0], notes + [dh_rule[1]]
+    return replace(base, status=SimStatus.connected if fails is None else SimStatus.failed,
+                   reason=fails,
                    version=out.version,
                    cipher_suite=out.cipher_suite, group=out.group, dh_bits=out.dh_bits,
                    hello_retry=hrr, alpn=negotiated_alpn(hs),
@@ -291,7 +347,11 @@ class TrustChecker:
 def _trust(profile: ClientProfile, chain: tuple[bytes, ...],
            checker: TrustChecker | None) -> tuple[bool | None, str]:
     """Whether the client's store trusts the chain: checked for a client of the system
-    store (the store tlsprobe checks against); None (not checked) for any other store."""
+    store (the store tlsprobe checks against); None (not checked) for any other store. A
+    chain the store trusts (or one no store was found for) with a key under the client's
+    minimum (keyrules.py) is not trusted: the client's verification refuses it."""
     if profile.trust_store not in CHECKABLE_STORES or checker is None:
         return None, ""
-    return checker(chain)
+    trusted, why = checker(chain)
+    weak = weak_chain_key(profile, chain) if checker.verify and trusted is not False else None
+    return (False, weak) if weak is not None else (trusted, why)

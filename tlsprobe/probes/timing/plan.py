@@ -116,7 +116,7 @@ async def _discover(target: Target, options: TimingOptions) -> tuple[list[Plan],
     versions = [v for v in (TLS13, TLS12) if v in options.versions]
     audits = await asyncio.gather(*(
         groups.tls13_groups(runner, groups.candidate_groups(TLS13)) if v == TLS13 else
-        groups.tls12_groups(runner, groups.candidate_groups(TLS12)) for v in versions))
+        groups.ske_groups(runner, groups.candidate_groups(TLS12)) for v in versions))
     plans: list[Plan] = []
     notes: list[str] = []
     for version, audit in zip(versions, audits, strict=True):
