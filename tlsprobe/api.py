@@ -139,6 +139,19 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
+def _off_the_loop(call: Callable[[], _R]) -> _R:
+    """`call()` (which runs its own event loop), here; or, when this thread already runs
+    one (a Jupyter notebook, an async application), in a worker thread, since asyncio
+    loops do not nest: `scan` and `simulate_clients` work in both (the caller waits)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return call()
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(1, thread_name_prefix="tlsprobe") as pool:
+        return pool.submit(call).result()
+
+
 def _in_thread(func: Callable[_P, _R], name: str, doc: str) -> Callable[_P, Awaitable[_R]]:
     """`func` as a coroutine function that runs it in a worker thread."""
     async def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
@@ -205,13 +218,12 @@ def scan(targets: str | Sequence[str], *, checks: Sequence[str] | None = None,
     A target that fails does not raise: its report has `error` and `error_kind` (a
     `FailureKind` value) and the other targets are still audited. Raises `UsageError` for
     a bad argument (a target that is no HOST[:PORT], an unknown check or policy)."""
-    return asyncio.run(ascan(targets, checks=checks, policies=policies,
-                             extra_groups=extra_groups, server_name=server_name,
-                             send_sni=send_sni, verify=verify, cafile=cafile,
-                             per_host=per_host, concurrency=concurrency, delay=delay,
-                             retries=retries, timeout=timeout, on_report=on_report,
-                             starttls=starttls, clients=clients, profiles=profiles,
-                             profiles_dir=profiles_dir))
+    return _off_the_loop(lambda: asyncio.run(ascan(
+        targets, checks=checks, policies=policies, extra_groups=extra_groups,
+        server_name=server_name, send_sni=send_sni, verify=verify, cafile=cafile,
+        per_host=per_host, concurrency=concurrency, delay=delay, retries=retries,
+        timeout=timeout, on_report=on_report, starttls=starttls, clients=clients,
+        profiles=profiles, profiles_dir=profiles_dir)))
 
 
 @checked
@@ -232,9 +244,10 @@ def simulate_clients(targets: str | Sequence[str], *, profiles: Sequence[str] | 
     from tlsprobe.requests.scan import ConnectionSettings
     settings = ConnectionSettings.build(per_host=per_host, concurrency=concurrency,
                                         delay=delay, retries=retries, timeout=timeout)
-    return ClientsRequest.build(targets, profiles=profiles, profiles_dir=profiles_dir,
-                                server_name=server_name, send_sni=send_sni, verify=verify,
-                                cafile=cafile, settings=settings, starttls=starttls).run()
+    request = ClientsRequest.build(targets, profiles=profiles, profiles_dir=profiles_dir,
+                                   server_name=server_name, send_sni=send_sni, verify=verify,
+                                   cafile=cafile, settings=settings, starttls=starttls)
+    return _off_the_loop(request.run)
 
 
 class CaptureReader:
@@ -286,6 +299,9 @@ def read_capture(path: str | os.PathLike[str], keylog: str | os.PathLike[str] | 
     nothing can be read from the capture (missing, not a capture); damage later on ends the iteration and is said in `summary.warnings`."""
     from tlsprobe.requests.capture import CaptureRequest, open_capture
     path = os.fspath(path)
+    if os.path.isdir(path):     # one capture file here; `tlsprobe pcap DIR` reads a folder
+        raise UnreadableInput(f"{path}: a directory: read_capture reads one capture file "
+                              "(call it for each capture under it)")
     request = CaptureRequest.build([path], keylog=None if keylog is None else
                                    os.fspath(keylog), embedded_keys=embedded_keys, quic=quic)
     analysis, error = open_capture(path, path, request.options())

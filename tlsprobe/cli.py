@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from types import ModuleType
 
-from tlsprobe.commands.common import command_parser, error_line, thaw
+from tlsprobe.commands.common import ArgumentParser, command_parser, error_line, thaw
 from tlsprobe.errors import EXIT_CLOSED_PIPE, EXIT_INTERNAL, EXIT_USAGE, TlsprobeError
 
 #: set to 1 to see the traceback of an internal error (a bug) after its one line
@@ -158,6 +158,10 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_USAGE
     if command == "probe" and args_list and args_list[0] in ("-h", "--help"):
         parser.epilog = f"subcommands: {others} (tlsprobe SUBCOMMAND --help)"
+    if command == "probe" and isinstance(parser, ArgumentParser) and \
+            not args_list[0].startswith("-"):
+        parser.first_word = args_list[0]
+        parser.subcommands = tuple(k for k in SUBCOMMANDS if k != "probe")
     try:
         args_list = _legacy_words(command, args_list)
     except TlsprobeError as exc:

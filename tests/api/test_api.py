@@ -13,6 +13,7 @@ import json
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
@@ -236,3 +237,32 @@ def test_a_non_capture_exits_as_the_command_line_does(tmp_path: Path,
     assert tlsprobe.failure_kind(bad.value) == FailureKind.BAD_INPUT
     with tlsprobe.read_capture(CAPTURES / "tls13_hrr.pcap") as reader:
         assert len(list(reader)) == 1
+
+
+def test_scan_and_clients_work_where_an_event_loop_runs(target: str, certs: Any) -> None:
+    """A notebook (Jupyter runs an event loop) or an async application calling the
+    synchronous `scan` or `simulate_clients`: they raised asyncio's bare RuntimeError
+    ('asyncio.run() cannot be called from a running event loop') and warned of a coroutine
+    never awaited; now they run on a thread of their own and return the same reports."""
+    seen: list[tlsprobe.AuditReport] = []
+
+    async def in_a_loop() -> tuple[list[tlsprobe.AuditReport], list[Any]]:
+        reports = tlsprobe.scan([target], checks=["versions"], cafile=str(certs.ca),
+                                on_report=seen.append)
+        clients = tlsprobe.simulate_clients(target, profiles=["curl-7.88"],
+                                            cafile=str(certs.ca))
+        return reports, clients
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")       # no "coroutine ... was never awaited"
+        reports, clients = asyncio.run(in_a_loop())
+    assert len(reports) == 1 and reports[0].error is None and seen == reports
+    assert "TLS 1.3" in [v.version.name for v in reports[0].versions
+                         if v.status == "supported"]
+    assert [c.status for c in clients[0].clients] == ["connected"], clients[0].clients
+
+    async def bad_argument() -> None:
+        tlsprobe.scan([target], checks=["nope"])
+
+    with pytest.raises(tlsprobe.UsageError):
+        asyncio.run(bad_argument())

@@ -87,7 +87,51 @@ def test_a_closed_pipe_on_pcap_is_exit_141_and_quiet(args) -> None:
     (("127.0.0.1:1", "--sigalgs", "rsa_pss_rsae_sha265"), "did you mean rsa_pss_rsae_sha256"),
     (("scan", "127.0.0.1:1", "--checks", "hearbleed"), "did you mean heartbleed"),
     (("pcap", "--group", "x2559", SEED), "did you mean X25519"),
+    # a misspelt command read as a probe target, its arguments then unrecognized
+    (("scna", "127.0.0.1:1"), "is 'scna' a command? did you mean tlsprobe scan?"),
+    (("clinets", "127.0.0.1:1", "--profiles", "curl"),
+     "is 'clinets' a command? did you mean tlsprobe clients?"),
+    (("survy", "summary", "x"), "did you mean tlsprobe survey?"),
 ])
 def test_a_mistyped_name_suggests_the_closest(run_cli, args, words) -> None:
     code, out, err = run_cli(*args)
     assert code == 2 and out == "" and words in _one_line(err)
+
+
+@pytest.mark.parametrize("args", [
+    ("scan", "127.0.0.1:1", "--fail-on", "hihg"),
+    ("scan", "127.0.0.1:1", "--fail-on-change=al", "--baseline", "x.json"),
+])
+def test_a_bad_choice_lists_the_choices_as_the_user_types_them(run_cli, args) -> None:
+    # the choices as words to type, not Python reprs ("<Severity.info: 'info'>")
+    code, out, err = run_cli(*args)
+    line = _one_line(err)
+    assert code == 2 and out == "" and "invalid choice" in line
+    choices = line[line.index("(choose from "):].split(")")[0]
+    assert "<" not in choices and "Severity" not in choices, line
+    if "--fail-on" in args:
+        assert "(choose from 'info', 'low', 'medium', 'high', 'critical')" in line
+
+
+@pytest.mark.parametrize("args, first, second", [
+    (("scan", "127.0.0.1:9", "--sarif", "{d}/r", "--junit", "{d}/r"), "--sarif", "--junit"),
+    (("scan", "127.0.0.1:9", "--html", "{d}/r", "--json-out", "{d}/./r"), "--json-out", "--html"),
+    (("scan", "127.0.0.1:9", "--msg", "{d}/k", "--keylog", "{d}/k"), "--msg", "--keylog"),
+    (("127.0.0.1:9", "--keylog", "{d}/k", "--pcap-out", "{d}/k"), "--pcap-out", "--keylog"),
+    (("timing", "127.0.0.1:9", "--plot", "{d}/t.svg", "--json-out", "{d}/t.svg"),
+     "--json-out", "--plot"),
+    (("clients", "127.0.0.1:9", "--csv", "{d}/c", "--html", "{d}/c"), "--html", "--csv"),
+    (("survey", "summary", "{d}/none", "--plot", "{d}/s.svg", "--html", "{d}/s.svg"),
+     "--html", "--plot"),
+    (("survey", "diff", "{d}/a", "{d}/b", "--jsonl", "{d}/x", "--parquet", "{d}/x"),
+     "--jsonl", "--parquet"),
+])
+def test_two_file_options_naming_one_file_are_a_usage_error(run_cli, tmp_path, args, first,
+                                                             second) -> None:
+    # the second file written replaced the first in silence (exit 0, one report lost);
+    # refused before any work: port 9 has no server, so exit 2 and not 3
+    code, out, err = run_cli(*(a.format(d=tmp_path) for a in args))
+    line = _one_line(err)
+    assert code == 2 and out == "", err
+    assert f"{first} and {second} name the same file" in line and "give each its own" in line
+    assert not any(tmp_path.iterdir())

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -121,3 +123,37 @@ def test_an_output_file_that_fails_while_written_is_its_usage_error(
                      "--no-progress"])
     assert (code, err.getvalue()) == (
         EXIT_USAGE, f"tlsprobe: error: --csv {out}: No space left on device\n")
+
+
+def _limited(gigabytes: int) -> Callable[[], None]:
+    def limit() -> None:     # the child's address space: a reader that reads whole fails
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (gigabytes << 30, gigabytes << 30))
+    return limit
+
+
+@pytest.mark.parametrize("args, words", [
+    (("scan", "-f", "/dev/zero"), "/dev/zero: larger than 64 MiB: not a list of HOST[:PORT]"),
+    (("survey", "/dev/zero", "--out", "{d}/o"), "/dev/zero: larger than 64 MiB"),
+    (("scan", "127.0.0.1:9", "--policy", "/dev/zero"),
+     "policy file /dev/zero: larger than 1 MiB"),
+    (("scan", "127.0.0.1:9", "--baseline", "/dev/zero"),
+     "--baseline /dev/zero: larger than 64 MiB"),
+    (("scan", "127.0.0.1:9", "--policy", "{d}/latin1.json"),
+     "policy file {d}/latin1.json: not UTF-8 text (byte 0xe9 at offset 10)"),
+])
+def test_input_files_are_read_bounded_and_decoded_as_usage_errors(tmp_path: Path, args,
+                                                                  words) -> None:
+    """Target lists, policies and baselines were read whole: `scan -f /dev/zero` (or a
+    pipe, which has no size to stat) grew by gigabytes until killed; a policy file in
+    Latin-1 was an internal error (UnicodeDecodeError, exit 70). Each is one usage line,
+    exit 2, within a bounded memory (2 GiB of address space here)."""
+    (tmp_path / "latin1.json").write_bytes('{"name": "\u00e9t\u00e9"}'.encode("latin-1"))
+    argv = [a.format(d=tmp_path) for a in args]
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-m", "tlsprobe", *argv], capture_output=True,
+                          text=True, env=env, cwd=REPO, timeout=120, check=False,
+                          stdin=subprocess.DEVNULL, preexec_fn=_limited(2))
+    assert done.returncode == 2, done.stderr[-500:]
+    line, = done.stderr.splitlines()
+    assert line.startswith("tlsprobe: error: ") and words.format(d=tmp_path) in line, line

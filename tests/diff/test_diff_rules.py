@@ -108,6 +108,24 @@ def test_rating_trust_pq_and_reachability(doc: dict[str, Any]) -> None:
     assert only(down, down) == ()
 
 
+def test_a_provisional_grade_moves_only_where_it_is_established(doc: dict[str, Any]) -> None:
+    # a provisional grade is an upper bound (a rule that could lower it was not applied):
+    # A (provisional) -> B does not establish a regression; B -> A (provisional) no
+    # improvement; but A -> B (provisional) is a regression (B or lower)
+    upper = copy.deepcopy(doc)
+    upper["rating"].update(grade="A", provisional=True)
+    lower = copy.deepcopy(doc)
+    lower["rating"].update(grade="B", provisional=False)
+    assert only(upper, lower) == ((ChangeKind.rating_changed, "rating", NEU),)
+    assert "provisional" in diff_reports(upper, lower)[0].reason
+    firm_a = dict(upper, rating=dict(upper["rating"], provisional=False))
+    assert only(lower, upper) == ((ChangeKind.rating_changed, "rating", NEU),)
+    assert only(lower, firm_a) == ((ChangeKind.rating_changed, "rating", IMP),)
+    provisional_b = dict(lower, rating=dict(lower["rating"], provisional=True))
+    assert only(firm_a, provisional_b) == ((ChangeKind.rating_changed, "rating", REG),)
+    assert only(provisional_b, firm_a) == ((ChangeKind.rating_changed, "rating", IMP),)
+
+
 def test_certificate_expiring_soon(doc: dict[str, Any]) -> None:
     at = datetime(2026, 12, 6, tzinfo=UTC)
     old, new = copy.deepcopy(doc), copy.deepcopy(doc)

@@ -68,6 +68,29 @@ def test_a_renewed_certificate_is_a_change_not_a_regression(
     assert code == 1, err + out
 
 
+def test_a_provisional_baseline_grade_is_no_regression_of_the_gate(
+        same_port: SamePort, tmp_path: Path) -> None:
+    # the baseline's audit checked no certificate: its grade A is provisional (trust not
+    # established, it could be T); the full scan finds the chain untrusted (no --cafile):
+    # T is not a regression the baseline established, and --fail-on-change passes
+    server = same_port(BOTH)
+    target = f"127.0.0.1:{server.port}"
+    proc = cli("scan", target, "--no-progress", "--checks", "versions,groups", "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["rating"]["provisional"] is True and doc["trust"] is None, doc["rating"]
+    base = tmp_path / "base.json"
+    base.write_text(proc.stdout)
+    proc = cli("scan", target, "--no-progress", "--checks", "versions,groups,cert",
+               "--baseline", base, "--fail-on-change", "--json")
+    doc = json.loads(proc.stdout)
+    assert doc["rating"]["grade"] == "T", doc["rating"]
+    rating = [c for c in doc["changes"] if c["kind"] == "rating_changed"]
+    assert len(rating) == 1 and rating[0]["direction"] == "neutral", rating
+    assert "provisional" in rating[0]["reason"]
+    assert proc.returncode == 0, proc.stderr
+
+
 def _one_line_usage_error(proc_code: int, err: str) -> None:
     assert proc_code == 2, err
     lines = err.strip().splitlines()

@@ -199,6 +199,36 @@ def test_fifo_and_process_substitution_are_read_as_streams(run_cli, tmp_path: Pa
     assert connections(bash.stdout)[0]["file"].startswith("/dev/fd/")
 
 
+def test_a_fifo_inside_a_folder_is_left_out_not_waited_on(tmp_path: Path) -> None:
+    """`pcap DIR` and `tlsprobe.read_capture(DIR)` opened every file under DIR to read its
+    first bytes: a FIFO there (a dovecot run folder, a shell's pipe) blocked forever with no
+    writer. Only regular files are looked at now; the captures are read."""
+    import shutil
+    folder = tmp_path / "dir"
+    folder.mkdir()
+    shutil.copy(CAPTURES / "tls13_x25519.pcap", folder / "a.pcap")
+    os.mkfifo(folder / "b.fifo")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    code = ("import sys, tlsprobe\n"
+            "try:\n"
+            "    tlsprobe.read_capture(sys.argv[1])\n"
+            "except tlsprobe.TlsprobeError as exc:\n"
+            "    print(exc)\n")
+    for argv in ([sys.executable, "-m", "tlsprobe", "pcap", "--jsonl", str(folder)],
+                 [sys.executable, "-c", code, str(folder)]):
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env,
+                                  check=False, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"{argv[1:3]} waited on the FIFO in {folder}")
+        assert proc.returncode == 0, proc.stderr
+        if "-m" in argv:
+            assert len(connections(proc.stdout)) == 1
+        else:   # one file only, said truly (it was "a directory with no capture under it")
+            assert proc.stdout.strip() == (f"{folder}: a directory: read_capture reads one "
+                                           "capture file (call it for each capture under it)")
+
+
 def test_directory_without_captures_is_a_usage_error(run_cli, tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("not a capture\n")
     code, out, err = run_cli("pcap", tmp_path)

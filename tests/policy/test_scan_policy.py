@@ -152,3 +152,18 @@ def test_policy_error_is_a_one_line_usage_error_of_the_command(run_cli, tmp_path
         code, out, err = run_cli("scan", "127.0.0.1:1", "--policy", spec)
         assert (code, out) == (2, "")
         assert err == f"tlsprobe: error: {raised.value}\n"
+
+
+def test_policy_and_no_policy_together_are_a_usage_error(run_cli, server_cache):
+    """`--policy modern --no-policy` audited against no policy, dropping --policy in
+    silence; like --sni with --no-sni it is a usage error (exit 2, before any connection)."""
+    srv = server_cache("openssl", groups="X25519:P-384:ffdhe2048", serverpref=True)
+    for args in (("--policy", "modern", "--no-policy"), ("--no-policy", "--policy", "old")):
+        code, out, err = run_cli("scan", f"127.0.0.1:{srv.port}", "--checks", "versions",
+                                 "--no-progress", *args)
+        assert (code, out) == (2, ""), out
+        assert err == ("tlsprobe: error: --policy and --no-policy cannot be combined "
+                       "(--no-policy: the built-in checks only)\n")
+    code, out, err = run_cli("scan", f"127.0.0.1:{srv.port}", "--checks", "versions",
+                             "--no-progress", "--no-policy")
+    assert code == 0 and "Findings\n" in out, err

@@ -127,6 +127,29 @@ def test_http_get_nginx_and_keylog(run_cli, server_cache, certs, tmp_path) -> No
             "SERVER_HANDSHAKE_TRAFFIC_SECRET", "SERVER_TRAFFIC_SECRET_0"] in labels
 
 
+def test_http_get_path_beyond_ascii_and_a_broken_request_line(run_cli, server_cache,
+                                                              certs) -> None:
+    # '/€' ended as an internal error after the handshake (UnicodeEncodeError, exit 70);
+    # now it is percent-encoded as a browser sends it; a space or control character
+    # (which would break the request line, or add a header) is a usage error before any
+    # connection (port 9: nothing listens, so exit 2 and not 3 says so)
+    srv = server_cache("nginx", groups=["X25519", "P-256"], proto="both")
+    res = run_cli(target(srv), "--http-get", "/€?q=é", "--json", "--cafile", certs.ca)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["http_status"] == "HTTP/1.1 200 OK"
+    from tlsprobe.probes.probe import http_request
+    from tlsprobe.requests.names import CLI
+    from tlsprobe.requests.probe import http_path
+    assert http_request(http_path("/€?q=é", CLI), "h", 443).startswith(
+        b"GET /%E2%82%AC?q=%C3%A9 HTTP/1.1\r\n")
+    for path in ("/a b", "/\r\nX-Injected: 1", "/\x1b[2J"):
+        res = run_cli("127.0.0.1:9", "--http-get", path)
+        assert res.returncode == 2, res.stderr
+        line, = res.stderr.splitlines()
+        assert line.startswith("tlsprobe: error: --http-get: ") and "percent-encode" in line
+        assert "\x1b" not in line and "\r" not in line
+
+
 def test_certificate_verification_outcomes(run_cli, server_cache, certs, tmp_path) -> None:
     srv = server_cache("openssl", groups=["X25519"], proto="tls1_3")
     cases = [(("--cafile", certs.ca), True, "0 (ok)"),

@@ -119,6 +119,19 @@ def test_timing_plots_each_group_with_the_median_interval(run_cli: Any, server_c
                                                           tmp_path: Path) -> None:
     srv = server_cache("openssl", groups=["X25519", "P-256"])
     target = f"127.0.0.1:{srv.port}"
+    # three runs give no interval: the title does not name a bar that is not drawn, and
+    # the ranking does not speak of intervals that overlap
+    code, out, err = run_cli("timing", target, "--timing-runs", "3", "--timing-warmup", "0",
+                             "--timing-versions", "1.3", "--timing-groups", "x25519,secp256r1",
+                             "--plot", "few.svg")
+    assert code == 0, err
+    assert "n too small" in out and "their intervals overlap" not in out
+    assert "at this confidence: too few runs for a confidence interval)" in " ".join(
+        out.split())
+    texts = _svg_texts(tmp_path / "few.svg")
+    assert (f"Handshake time per group, {target} (3 runs per group; too few runs for a 95% "
+            "confidence interval of the median)") in texts
+    assert "95% CI of the median" not in texts
     code, out, err = run_cli("timing", target, "--timing-runs", "6", "--timing-warmup", "0",
                              "--timing-versions", "1.3", "--timing-groups", "x25519,secp256r1",
                              "--plot", "timing.svg")

@@ -108,6 +108,33 @@ def test_scan_records_every_plain_tcp_connection(server_cache: Any, run_cli: Cli
     assert supported and supported <= _offered_groups(conns)
 
 
+@pytest.mark.needs_impl("openssl")
+def test_the_key_log_has_the_secrets_of_the_checks_handshakes(server_cache: Any, run_cli: Cli,
+                                                              tmp_path: Path) -> None:
+    # the active checks drive their own engines: their completed handshakes (TLS 1.2 and
+    # 1.3 resumption, the HTTP request, the renegotiation) were recorded in the pcapng but
+    # their secrets never reached --keylog, so none of them could be decrypted
+    server = server_cache("openssl")
+    target = f"127.0.0.1:{server.port}"
+    res = run_cli("scan", target, "--checks", "resumption,hsts", "--no-verify", "--json",
+                  "--no-progress", "--no-policy", "--pcap-out", tmp_path / "p.pcapng",
+                  "--keylog", tmp_path / "k.log", timeout=240)
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
+    keylog = (tmp_path / "k.log").read_text()
+    labelled = re.findall(r"^# \S+ (.+), connection (\d+)$", keylog, re.M)
+    phases = {phase for phase, _n in labelled}
+    assert {"check hsts request", "check resumption session ID",
+            "check resumption TLS 1.3"} <= phases, labelled
+    assert "CLIENT_RANDOM" in keylog and "CLIENT_TRAFFIC_SECRET_0" in keylog
+    res = run_cli("pcap", tmp_path / "p.pcapng", "--json", "--keylog", tmp_path / "k.log",
+                  timeout=120)
+    assert res.returncode == 0, res.stderr
+    conns = json.loads(res.stdout)["connections"]
+    assert len(conns) == report["total_connections"]
+    assert sum(1 for c in conns if c["decrypted"]) == len(labelled) >= 3
+
+
 def test_scan_over_starttls_records_every_connection_with_its_preamble(
         daemon: DaemonFactory, run_cli: Cli, tmp_path: Path) -> None:
     server = daemon("postfix", curves="secp384r1")   # shared with test_starttls_scan.py

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -184,3 +185,80 @@ def test_the_parquet_files_written_at_the_end_are_announced(tmp_path):
         "tlsprobe survey: writing the Parquet files of 128 shards"
     assert len(list((tmp_path / "o").glob("shard-*.parquet"))) == 128
     assert list((tmp_path / "o" / "_rows").iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def refused_survey(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real survey folder: one loopback target that refuses (an instant run)."""
+    tmp = tmp_path_factory.mktemp("form")
+    proc = cli("survey", "127.0.0.1/32:1", "--out", tmp / "done", "--no-progress",
+               tmp_path=tmp)
+    assert proc.returncode == 0, proc.stderr
+    return tmp
+
+
+@pytest.mark.parametrize("args, words", [
+    # a run given an option of summary or diff: it used to run and leave no such file
+    (["127.0.0.1/32:1", "--out", "{tmp}/o", "--jsonl", "{tmp}/c.jsonl"],
+     "--jsonl applies to tlsprobe survey diff OLD NEW, not to a survey run"),
+    (["127.0.0.1/32:1", "--out", "{tmp}/o", "--parquet", "{tmp}/c.parquet"],
+     "--parquet applies to tlsprobe survey diff OLD NEW"),
+    (["127.0.0.1/32:1", "--out", "{tmp}/o", "--json"],
+     "--json applies to tlsprobe survey summary DIR or tlsprobe survey diff OLD NEW"),
+    (["127.0.0.1/32:1", "--out", "{tmp}/o", "{tmp}/o2"],
+     "survey TARGETS takes one argument, not also"),
+    # summary and diff given a run's options or another form's: they were ignored
+    (["summary", "{tmp}/done", "{tmp}/done"], "survey summary takes one directory"),
+    (["summary", "{tmp}/done", "--out", "{tmp}/o"],
+     "--out applies to tlsprobe survey TARGETS --out DIR, not to survey summary"),
+    (["summary", "{tmp}/done", "--checks", "all"], "--checks applies to tlsprobe survey "
+     "TARGETS"),
+    (["summary", "{tmp}/done", "--jsonl", "{tmp}/c.jsonl"],
+     "--jsonl applies to tlsprobe survey diff OLD NEW, not to survey summary"),
+    (["diff", "{tmp}/done", "{tmp}/done", "--workers", "7"],
+     "--workers applies to tlsprobe survey TARGETS --out DIR, not to survey diff"),
+    (["diff", "{tmp}/done", "{tmp}/done", "--no-sni"], "--no-sni applies to"),
+])
+def test_an_option_of_another_form_is_refused_not_ignored(args, words, refused_survey):
+    tmp = refused_survey
+    proc = cli("survey", *(a.format(tmp=tmp) for a in args), tmp_path=tmp)
+    assert proc.returncode == 2, proc.stderr + proc.stdout
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tlsprobe: error: ") and words in lines[0], \
+        lines
+    assert proc.stdout == ""
+    assert not (tmp / "o").exists() and not (tmp / "c.jsonl").exists()
+
+
+def test_each_form_still_takes_its_own_options(refused_survey):
+    tmp = refused_survey
+    proc = cli("survey", "summary", tmp / "done", "--json", tmp_path=tmp)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["targets"] == 1, proc.stderr
+    proc = cli("survey", "diff", tmp / "done", tmp / "done", "--json", "--jsonl",
+               tmp / "d.jsonl", tmp_path=tmp)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1])["compared"] == 1
+    assert (tmp / "d.jsonl").exists()
+    proc = cli("survey", "127.0.0.1/32:1", "--out", tmp / "done", "--no-progress",
+               "--workers", "1", "--timeout", "2", tmp_path=tmp)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("127.0.0.0/8:443", "makes 16,777,216 targets (16,777,216 addresses x 1 port)"),
+    ("127.0.0.0/12:443,8443", "makes 2,097,152 targets (1,048,576 addresses x 2 ports)"),
+])
+def test_a_cidr_larger_than_a_survey_holds_is_refused_at_once(spec, words, tmp_path):
+    """A /8 was accepted, then spent minutes and gigabytes making its targets, shards and
+    manifest before any connection (about 0.5 kB a target); the limit counts the ports
+    too. Refused in well under a second of CPU, nothing written."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    try:
+        proc = cli("survey", spec, "--out", tmp_path / "o", tmp_path=tmp_path)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"survey {spec} was not refused: still expanding after 120 s")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert proc.returncode == 2, proc.stderr
+    line, = proc.stderr.splitlines()
+    assert words in line and "split it into several surveys" in line
+    assert after.ru_utime - before.ru_utime < 5 and not (tmp_path / "o").exists()

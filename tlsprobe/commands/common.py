@@ -93,6 +93,10 @@ class ArgumentParser(argparse.ArgumentParser):
     heavy imports (speed's catalog) costs nothing to the runs that never show it."""
 
     epilog_factory: Callable[[], str] | None = None
+    #: the probe's parser: its first word and the subcommands, for a first word that
+    #: misspells one (`tlsprobe scna HOST` reads as a probe of "scna", HOST unrecognized)
+    first_word: str = ""
+    subcommands: tuple[str, ...] = ()
 
     def format_help(self) -> str:
         if self.epilog_factory is not None:
@@ -110,6 +114,10 @@ class ArgumentParser(argparse.ArgumentParser):
         if message.startswith("unrecognized arguments: "):
             words = message.split(": ", 1)[1].split()
             option = next((w.split("=", 1)[0] for w in words if w.startswith("-")), None)
+            hint = did_you_mean(self.first_word, self.subcommands) if self.first_word else ""
+            if hint:    # the first word misspells a command: what follows is its arguments
+                return hint.replace("did you mean ", f"is {self.first_word!r} a command? "
+                                    "did you mean tlsprobe ")
             return did_you_mean(option, self._option_string_actions) if option else ""
         choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
         if choice:
@@ -221,12 +229,35 @@ def add_json_out_argument(g: argparse._ArgumentGroup | argparse.ArgumentParser,
                    "prints it, while the text report goes to stdout (one run)")
 
 
+#: the options that name a file a command writes (or, `pcap --keylog`, reads beside them)
+OUTPUT_FILES = ("json_out", "html", "csv", "sarif", "junit", "msg", "pcap_out", "keylog",
+                "plot", "jsonl", "parquet")
+
+
 def check_json_out(args: argparse.Namespace) -> None:
-    """--json-out FILE can be written: a usage error (exit 2) before any work, not after."""
+    """--json-out FILE can be written, and no two file options of the command name one
+    file: a usage error (exit 2) before any work, not after."""
+    distinct_files(args)
     path = getattr(args, "json_out", None)
     if path:
         from tlsprobe.report.csv_out import check_writable
         check_writable(path, "--json-out")
+
+
+def distinct_files(args: argparse.Namespace) -> None:
+    """Two file options naming one file (`--sarif r --junit r`): the second written would
+    replace the first in silence, so it is a usage error before any work."""
+    seen: dict[str, str] = {}
+    for dest in OUTPUT_FILES:
+        path = getattr(args, dest, None)
+        if not isinstance(path, str) or not path:
+            continue        # not given, or a flag of that name (probe --msg)
+        option = "--" + dest.replace("_", "-")
+        key = os.path.realpath(path)
+        if key in seen:
+            raise UsageError(f"{seen[key]} and {option} name the same file {path}: give "
+                             "each its own")
+        seen[key] = option
 
 
 def write_json_out(path: str, documents: list[str]) -> None:
@@ -246,5 +277,6 @@ def error_line(exc: TlsprobeError) -> str:
 
 
 __all__ = ["MAX_SECONDS", "ArgumentParser", "add_connection_arguments", "add_json_out_argument",
-           "check_json_out", "command_parser", "count", "error_line", "positive_int", "seconds",
+           "check_json_out", "command_parser", "count", "distinct_files", "error_line",
+           "positive_int", "seconds",
            "write_json_out", "written_to"]

@@ -159,11 +159,12 @@ def load_baseline(args: argparse.Namespace, targets: list[Target]) -> Baseline |
         return None
     from tlsprobe.policy.changes import doc_time, target_key
     try:
-        if os.path.getsize(path) > MAX_BASELINE_BYTES:
+        with open(path, "rb") as fh:      # read, not stat'ed: a pipe or device has no size
+            data = fh.read(MAX_BASELINE_BYTES + 1)
+        if len(data) > MAX_BASELINE_BYTES:
             raise UsageError(f"--baseline {path}: larger than {MAX_BASELINE_BYTES >> 20} MiB; "
                              "not a scan --json output")
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        text = data.decode("utf-8")
         mtime = datetime.fromtimestamp(os.path.getmtime(path), UTC)
     except UnicodeDecodeError:
         raise UsageError(f"--baseline {path}: not UTF-8 text (expected the output of "

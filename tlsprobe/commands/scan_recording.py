@@ -13,7 +13,9 @@ connection as it ends, so that a long run holds only the connections in flight:
   the comment of its SYN (capture/pcapng_writer.py);
 - --keylog: appended in SSLKEYLOGFILE format, a comment line `# TARGET PHASE, connection N`
   before the secrets of each connection that derived any (the TLS 1.3 connections that read
-  the server's encrypted flight; the audit's other connections stop before any key).
+  the server's encrypted flight, and the active checks' handshakes, TLS 1.2 ones too: the
+  driver puts every handshake's secrets on its connection's tape; the audit's other
+  connections stop before any key).
 The files are in the order the connections ended. A file that fails while the audit runs
 is closed and its error reported at the end (exit 2 unless the audit set another code).
 """

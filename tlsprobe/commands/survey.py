@@ -30,6 +30,9 @@ Progress on stderr as targets finish (workers announce each target before its sh
 written; at most a line a second unless another whole percent is done; --no-progress: none);
 at the end, one paragraph on stdout: where the output is and what it found.
 
+An option of another form (--jsonl on a run, --out on summary, ...) is a usage error naming
+the form that takes it, never silently ignored (check_form).
+
 A line of the targets file that is no target is reported as `FILE:LINE: error` on stderr
 and skipped; the other targets are surveyed, and the run then exits 2.
 
@@ -129,13 +132,60 @@ def _need_dask(scheduler: str | None) -> None:
         distributed()
 
 
+#: the options of `survey summary DIR` and of `survey diff OLD NEW` (dests); a run
+#: (`survey TARGETS --out DIR`) takes every other option and neither of these
+SUMMARY_OPTIONS = frozenset({"json", "plot", "html"})
+DIFF_OPTIONS = frozenset({"json", "jsonl", "parquet"})
+_FORMS = {"summary": "tlsprobe survey summary DIR", "diff": "tlsprobe survey diff OLD NEW",
+          "run": "tlsprobe survey TARGETS --out DIR"}
+
+
+def _given(args: argparse.Namespace) -> list[str]:
+    """The dests of the options given a value other than their default."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    defaults = vars(parser.parse_args(["TARGETS"]))
+    return [dest for dest, default in defaults.items()
+            if dest not in ("targets", "directory", "new") and getattr(args, dest) != default]
+
+
+def check_form(args: argparse.Namespace) -> str:
+    """Which form of the command this is ("run", "summary" or "diff"), after refusing an
+    option or an argument that only another form takes (a usage error naming the form
+    that takes it), so that no option is silently left without effect."""
+    form = args.targets if args.targets in ("summary", "diff") else "run"
+    if form == "run" and args.directory is not None:
+        raise UsageError(f"survey TARGETS takes one argument, not also {args.directory!r}: "
+                         f"the output directory is --out DIR ({_FORMS['run']})")
+    if form == "summary" and args.new is not None:
+        raise UsageError(f"survey summary takes one directory, not also {args.new!r} "
+                         f"({_FORMS['summary']}; two surveys compare with "
+                         f"{_FORMS['diff']})")
+    own = {"summary": SUMMARY_OPTIONS, "diff": DIFF_OPTIONS}.get(form)
+    for dest in _given(args):
+        if own is not None and dest in own or own is None and \
+                dest not in SUMMARY_OPTIONS | DIFF_OPTIONS:
+            continue
+        option = "--" + dest.replace("_", "-")
+        if dest in ("plot", "html"):
+            raise UsageError("--plot and --html draw a survey's summary: tlsprobe survey "
+                             "summary DIR --plot FILE (or --html FILE)")
+        takers = [_FORMS[f] for f, opts in (("summary", SUMMARY_OPTIONS),
+                                             ("diff", DIFF_OPTIONS)) if dest in opts]
+        where = " or ".join(takers) if takers else _FORMS["run"]
+        this = {"run": "a survey run", "summary": "survey summary",
+                "diff": "survey diff"}[form]
+        raise UsageError(f"{option} applies to {where}, not to {this}")
+    return form
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.targets == "summary":
+    form = check_form(args)
+    from tlsprobe.commands.common import distinct_files
+    distinct_files(args)
+    if form == "summary":
         return _summary(args)
-    if getattr(args, "plot", None) or getattr(args, "html", None):
-        raise UsageError("--plot and --html draw a survey's summary: tlsprobe survey summary "
-                         "DIR --plot FILE (or --html FILE)")
-    if args.targets == "diff":
+    if form == "diff":
         from tlsprobe.commands import survey_diff
         return survey_diff.run(args)
     from tlsprobe.requests.survey import SurveyRequest

@@ -217,6 +217,11 @@ class TimingReport:
 
 
 # -- ranking ---------------------------------------------------------------------------------
+def _has_interval(s: Stats | None) -> bool:
+    """Whether `s` has a confidence interval of its median (too few runs give none)."""
+    return s is not None and s.ci_low is not None and s.ci_high is not None
+
+
 def _overlap(a: Stats, b: Stats | None) -> bool:
     if b is None or a.ci_low is None or a.ci_high is None or b.ci_low is None \
             or b.ci_high is None:
@@ -272,8 +277,11 @@ def _ranking(version: Codepoint, order: list[EntryTiming]) -> Ranking:
     if ratio is not None:
         verdict += f", {ratio:.1f}x faster than {_short(last.name)}"
     if not distinct:
+        why = ("their intervals overlap" if _has_interval(first.handshake_ms)
+               and _has_interval(order[1].handshake_ms) else
+               "too few runs for a confidence interval")
         verdict += (f" (not distinguishable from {_short(order[1].name)} at this confidence:"
-                    " their intervals overlap)")
+                    f" {why})")
     return Ranking(version, tuple(e.name for e in order), first.name, last.name, ratio,
                    distinct, verdict)
 

@@ -102,26 +102,39 @@ async def adrive(handshake: Handshake, transport: AsyncTransport, deadline: floa
     closes before `until` holds, and the caller (probes/audit/scheduler.py) asks again
     without the half-close."""
     seen = progress if progress is not None else Progress()
-    first = handshake.start()
-    if first:
-        await transport.send(first)
-    if half_close:
-        await transport.finish_sending()
-    while not handshake.done:
-        data = await transport.receive(deadline)
-        if not data:
-            seen.closed = True
-            handshake.connection_closed()
-            break
-        if seen.check(data):
-            await _acomplete(transport, seen, deadline)
-            raise seen.failure()
-        out = handshake.receive(data)
-        if until is not None and until(handshake):
-            break
-        if out and not half_close:
-            await transport.send(out)
-    return seen
+    try:
+        first = handshake.start()
+        if first:
+            await transport.send(first)
+        if half_close:
+            await transport.finish_sending()
+        while not handshake.done:
+            data = await transport.receive(deadline)
+            if not data:
+                seen.closed = True
+                handshake.connection_closed()
+                break
+            if seen.check(data):
+                await _acomplete(transport, seen, deadline)
+                raise seen.failure()
+            out = handshake.receive(data)
+            if until is not None and until(handshake):
+                break
+            if out and not half_close:
+                await transport.send(out)
+        return seen
+    finally:
+        _keep_secrets(handshake)
+
+
+def _keep_secrets(handshake: Handshake) -> None:
+    """A recorded connection (`scan --keylog FILE`: the current tape) keeps the secrets of
+    every handshake driven on it, those of the active checks, which drive their own
+    engines, as well as the audit's jobs'."""
+    from tlsprobe.net.recording import TAPE
+    tape = TAPE.get()
+    if tape is not None:
+        tape.add_secrets(handshake.keylog_lines)
 
 
 async def aclose(handshake: Handshake, transport: AsyncTransport, deadline: float) -> None:

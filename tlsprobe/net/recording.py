@@ -75,8 +75,14 @@ class Tape:
     def finish(self, events: Sequence[Event] = (), keylog_lines: Sequence[str] = ()) -> None:
         """The conversation is over: keep its trace events and secrets."""
         self.events = list(events)
-        self.keylog_lines = list(keylog_lines)
+        self.add_secrets(keylog_lines)
         self.ended = time.time()
+
+    def add_secrets(self, keylog_lines: Sequence[str]) -> None:
+        """Key log lines of a handshake on this connection (`net/driver.py` adds those of
+        every handshake it drives, an active check's too), each kept once, in order."""
+        self.keylog_lines = [*self.keylog_lines,
+                             *(line for line in keylog_lines if line not in self.keylog_lines)]
 
 
 #: the tape of the connection the current task is opening (None: nothing is recorded)

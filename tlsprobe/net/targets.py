@@ -13,7 +13,12 @@ from dataclasses import dataclass
 from tlsprobe.errors import UsageError
 from tlsprobe.net.tcp import Target, parse_target
 
-__all__ = ["BadLine", "read_target_file"]
+__all__ = ["MAX_TARGET_FILE_BYTES", "BadLine", "read_target_file"]
+
+#: the largest target list read (some 3 million lines of HOST:PORT); more is refused, not
+#: read whole into memory (`scan -f /dev/zero`, a capture named by mistake). Read, not
+#: stat'ed: stdin, a pipe or a device has no size to ask
+MAX_TARGET_FILE_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -29,13 +34,16 @@ def read_target_file(spec: str) -> list[Target | BadLine]:
     file is a UsageError."""
     try:
         if spec == "-":
-            data = sys.stdin.buffer.read()
+            data = sys.stdin.buffer.read(MAX_TARGET_FILE_BYTES + 1)
         else:
             with open(spec, "rb") as fh:
-                data = fh.read()
+                data = fh.read(MAX_TARGET_FILE_BYTES + 1)
     except OSError as exc:
         raise UsageError(f"cannot read {spec}: {exc.strerror}") from None
     name = "<stdin>" if spec == "-" else spec
+    if len(data) > MAX_TARGET_FILE_BYTES:
+        raise UsageError(f"{name}: larger than {MAX_TARGET_FILE_BYTES >> 20} MiB: not a list "
+                         "of HOST[:PORT] lines (split a larger one)")
     items: list[Target | BadLine] = []
     for number, raw in enumerate(data.removeprefix(b"\xef\xbb\xbf").splitlines(), 1):
         raw = raw.split(b"#", 1)[0]     # a comment may be in any encoding

@@ -9,8 +9,8 @@ a CI gate (`scan --fail-on-change`) relies on, are listed in docs/CHANGES.md:
 - regression: a weak version (SSL 2.0/3.0, TLS 1.0/1.1) or a weak group, suite or signature
   scheme gained; a good version (TLS 1.2/1.3) or a post-quantum group lost; a post-quantum
   verdict yes -> no; a check whose finding got more severe (low or above); the chain
-  trusted -> not trusted; the rating down; the leaf expiring within EXPIRY_DAYS; the target
-  unreachable;
+  trusted -> not trusted; the rating down (from a grade that was not provisional); the leaf
+  expiring within EXPIRY_DAYS; the target unreachable;
 - improvement: the opposite moves;
 - neutral: everything else (a renewed certificate, a changed order, a strong suite added).
 """
@@ -347,11 +347,24 @@ def _grade(doc: JsonObject) -> Grade | None:
         return None
 
 
+def _provisional(doc: JsonObject) -> bool:
+    """Whether the document's grade is provisional: an upper bound, since a rule that
+    could lower it was not applied (a check not run or inconclusive)."""
+    return _obj(doc.get("rating")).get("provisional") is True
+
+
 def _rating(old: JsonObject, new: JsonObject) -> Iterator[Change]:
+    """The grade moved. A provisional grade is only an upper bound, so a move down is a
+    regression only when the old grade was established, a move up an improvement only when
+    the new one is; otherwise it is neutral, not established on one side."""
     was, now = _grade(old), _grade(new)
     if was is None or now is None or was is now:
         return
     down = grade_rank(now) - grade_rank(was)
+    label = str(_obj(new.get("rating")).get("label") or "")
+    unsure = _provisional(old) if down > 0 else _provisional(new) if down < 0 else False
+    if unsure:
+        side = "old" if down > 0 else "new"
+        label = f"not established on one side (the {side} grade is provisional); {label}"
     yield Change(ChangeKind.rating_changed, "rating", was.value, now.value,
-                 REG if down > 0 else IMP if down < 0 else NEU, None,
-                 str(_obj(new.get("rating")).get("label") or ""))
+                 NEU if unsure or down == 0 else REG if down > 0 else IMP, None, label)

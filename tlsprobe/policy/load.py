@@ -118,11 +118,25 @@ def _raw_builtin(name: str) -> PolicyData:
     return data
 
 
+#: the largest policy file read (one is a few kilobytes); read, not stat'ed, so that
+#: neither a device nor a pipe is read whole into memory
+MAX_POLICY_BYTES = 1 << 20
+
+
 def _read_file(path: Path) -> PolicyData:
     try:
-        text = path.read_text()
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_POLICY_BYTES + 1)
     except OSError as exc:
         raise PolicyError(f"cannot read policy file {path}: {exc.strerror}") from None
+    if len(raw) > MAX_POLICY_BYTES:
+        raise PolicyError(f"policy file {path}: larger than {MAX_POLICY_BYTES >> 20} MiB: "
+                          "not a policy (docs/POLICY.md)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PolicyError(f"policy file {path}: not UTF-8 text (byte 0x{raw[exc.start]:02x} "
+                          f"at offset {exc.start})") from None
     try:
         if path.suffix.lower() == ".toml":
             import tomllib

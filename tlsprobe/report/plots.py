@@ -214,9 +214,13 @@ def timing_figure(report: TimingReport) -> Figure:
     fig, ax = plt.subplots(figsize=(9, 1.2 + 0.5 * max(2, len(entries))))
     host = f"[{report.host}]" if ":" in report.host else report.host
     level = f"{report.confidence * 100:g}%"
+    # the bar is named only when one is drawn: too few runs give no interval
+    drawn = any(e.handshake_ms is not None and e.handshake_ms.ci_low is not None
+                and e.handshake_ms.ci_high is not None for e in entries)
+    bar = (f"bar: {level} confidence interval of the median" if drawn else
+           f"too few runs for a {level} confidence interval of the median")
     ax.set_title(_t(f"Handshake time per group, {host}:{report.port} ({report.runs} runs per "
-                 f"group; bar: {level} confidence interval of the median)"), loc="left",
-                 fontsize=9)
+                 f"group; {bar})"), loc="left", fontsize=9)
     if not entries:
         ax.text(0.5, 0.5, "no group was measured", ha="center", va="center")
         ax.set_axis_off()
@@ -239,7 +243,7 @@ def timing_figure(report: TimingReport) -> Figure:
     _log_ms_axis(ax, [v for e in entries for v in e.samples_ms])
     ax.set_xlabel("handshake time (ms, log scale), ClientHello to our Finished")
     ax.grid(axis="x", which="both", alpha=0.3)
-    if any(e.handshake_ms and e.handshake_ms.ci_low is not None for e in entries):
+    if drawn:
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     fig.tight_layout()
     return fig

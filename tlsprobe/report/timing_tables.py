@@ -142,8 +142,9 @@ def _notes(report: TimingReport) -> list[str]:
     failed."""
     notes = list(NOTES)
     if any(e.ci_overlaps_previous for e in report.entries):
-        notes.append("rank~: its interval overlaps the one ranked above it, so the order of "
-                     "the two is not established")
+        notes.append("rank~: its interval overlaps the one ranked above it (or a run count "
+                     "too small gives one of them none), so the order of the two is not "
+                     "established")
     notes += list(report.notes)
     notes += [f"{e.name} ({e.version.name}): {e.status}: {e.detail}" if not e.ranked else
               f"{e.name} ({e.version.name}): {e.failures} failed handshake(s), last: {e.detail}"

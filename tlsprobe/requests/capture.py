@@ -74,6 +74,11 @@ def expand_directories(paths: Iterable[str]) -> list[str]:
 
 
 def _looks_like_capture(path: str) -> bool:
+    if not os.path.isfile(path):
+        # a FIFO, socket or device under the folder: opening it may wait forever for a
+        # writer (read_capture(DIR) and `pcap DIR` hung on one), and reading its first
+        # bytes would take them from it; named alone on the command line it is read
+        return False
     try:
         with open(path, "rb") as fh:
             return fh.read(4).startswith(MAGICS)

@@ -67,6 +67,8 @@ class ProbeRequest:
         if http_get is not None and first_flight_only:
             raise UsageError(f"{names('http_get')} needs a completed handshake (drop "
                              f"{names('first_flight_only')})")
+        if http_get is not None:
+            http_get = http_path(http_get, names)
         parsed = parse_target(target)
         if hello.alpn is None and http_get is not None:   # the request is HTTP/1.1: no h2
             hello = _with_alpn(hello, ("http/1.1",))
@@ -121,6 +123,19 @@ class ProbeRequest:
             deadline=self.started + (self.total_timeout or 3 * self.timeout))
 
 
+def http_path(path: str, names: Names) -> str:
+    """The request-target of `--http-get PATH` as the request line carries it: a space or a
+    control character would break that line (RFC 9112 3.2: a usage error, before any
+    connection), other characters beyond ASCII are percent-encoded as UTF-8, as browsers
+    send them."""
+    from urllib.parse import quote
+    bad = next((c for c in path if c.isspace() or not c.isprintable()), None)
+    if bad is not None:
+        raise UsageError(f"{names('http_get')}: {path!a} has a space or control "
+                         f"character ({bad!a}); percent-encode it, e.g. %20 for a space")
+    return "".join(c if c.isascii() else quote(c, safe="") for c in path)
+
+
 def _with_alpn(hello: HelloSpec, protocols: tuple[str, ...]) -> HelloSpec:
     from dataclasses import replace
     return replace(hello, alpn=protocols)
@@ -136,4 +151,4 @@ def limits_from_args(args: argparse.Namespace) -> Limits:
     return Limits(**{k: v for k, v in values.items() if v is not None})
 
 
-__all__ = ["DEFAULT_TIMEOUT", "ProbeRequest", "limits_from_args"]
+__all__ = ["DEFAULT_TIMEOUT", "ProbeRequest", "http_path", "limits_from_args"]

@@ -203,6 +203,9 @@ class ScanRequest:
         """`tlsprobe scan ...` (its Namespace): -f FILE's lines after the command line's
         targets, --groups-only, --no-policy."""
         settings = ConnectionSettings.from_args(args)
+        if args.no_policy and args.policy:     # else --policy would be dropped in silence
+            raise UsageError("--policy and --no-policy cannot be combined (--no-policy: "
+                             "the built-in checks only)")
         request = cls.build(args.targets, checks=_checks_text(args),
                             policies=() if args.no_policy else args.policy,
                             extra_groups=args.extra_groups, server_name=args.sni,

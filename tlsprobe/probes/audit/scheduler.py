@@ -174,7 +174,8 @@ class Scheduler:
         while True:
             watch = Watch()
             # recorded like a job's connection (--pcap-out, --msg: its bytes; the check
-            # drives its own engine, so no trace events or secrets)
+            # drives its own engine, so no trace events; its secrets reach the tape from
+            # net/driver.py's adrive)
             with taping(self.recording, target, phase) as tape:
                 try:
                     async with self.pacing.slot(target, alone=first is not None):
@@ -454,6 +455,22 @@ class TargetRunner:
             return again
         return replace(again, reason=f"{out.describe()}, then on a second connection: "
                        f"{again.describe()}")
+
+    def seen_tls(self, failure: HandshakeFailure | None) -> None:
+        """A connection a caller drove itself (`Scheduler.converse`: client simulation)
+        ended in `failure` (None: the handshake went as far as asked). Only a peer that is
+        not TLS leaves the target unreached; any other end is an answer of a TLS server."""
+        if failure is None or failure.kind != FailureKind.NOT_TLS:
+            self.conclusive += 1
+        elif self.first_unsure is None:
+            self.first_unsure = Outcome(INCONCLUSIVE, reason=str(failure),
+                                        kind=FailureKind.NOT_TLS)
+
+    def seen_unreached(self, out: Outcome) -> None:
+        """A connection a caller drove itself that got no TLS answer (refused, reset,
+        timed out): `out` is the first such, unless one came before."""
+        if self.first_unsure is None:
+            self.first_unsure = out
 
     def _seen(self, out: Outcome) -> Outcome:
         if out.conclusive:

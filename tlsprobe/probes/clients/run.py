@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tlsprobe.errors import FailureKind, UsageError
-from tlsprobe.model.clients import ClientProfile, ClientsReport, SimStatus
+from tlsprobe.model.clients import ClientProfile, ClientsReport
 from tlsprobe.model.encode import started_at
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes.audit.scheduler import Scheduler, TargetRunner
@@ -63,15 +63,14 @@ async def clients_of(target: Target, scheduler: Scheduler, profiles: tuple[Clien
                            connections=scheduler.count(target).get(PHASE, 0),
                            duration_s=round(time.monotonic() - started, 3),
                            started_at=started_at(time.monotonic() - started))
-    if sims and all(s.status == SimStatus.inconclusive for s in sims) and \
-            report.address is None:
-        return _unreached(report, sims[0].detail)
+    unsure = runner.first_unsure
+    if sims and not runner.conclusive and unsure is not None:
+        # no connection reached a TLS server (refused, reset, timed out, not TLS): the
+        # target's error, with its exit code, as an audit that established nothing
+        return replace(report, error=f"{target.host}:{target.port}: "
+                       f"{unsure.reason or unsure.describe()}",
+                       error_kind=unsure.kind or FailureKind.NETWORK)
     return report
-
-
-def _unreached(report: ClientsReport, why: str) -> ClientsReport:
-    return replace(report, error=f"{report.host}:{report.port}: {why}",
-                   error_kind=FailureKind.NETWORK)
 
 
 def run_clients(targets: list[Target], scheduler: Scheduler,

@@ -131,11 +131,13 @@ async def simulate_one(runner: TargetRunner, profile: ClientProfile,
     if isinstance(got, _Talked) and _bare_close(got):
         got = await _connect(runner, talker(False))
     if isinstance(got, Outcome):
+        runner.seen_unreached(got)
         explained = reset_reason(profile, report) if got.kind == FailureKind.NETWORK else None
         if explained is not None:   # a reset the audit shows to be the hello's size
             return replace(base, status=SimStatus.failed, reason=explained[0],
                            detail=f"{got.reason or got.describe()}; {explained[1]}")
         return replace(base, detail=got.reason or got.describe())
+    runner.seen_tls(got.failure)
     ja4 = fingerprints(frame(1, got.hs.messages.hellos[0].serialize()))[1]
     judged = _judged(replace(base, ja4_sent=ja4), got, profile, report, checker)
     if judged.status == SimStatus.connected and got.hs.verification.certificate_requested:
