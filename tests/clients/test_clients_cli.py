@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.clients.conftest import DATA
+from tests.helpers.plain_peer import Answering
 
 CHOSEN = "chromium,curl,tls13-only"
 
@@ -175,38 +176,6 @@ def test_list_profiles(run_cli) -> None:
     assert code == 2 and "--list" in err
 
 
-class _PlainPeer:
-    """A loopback TCP server that is no TLS server: it answers every connection with an
-    HTTP error (`http`) or holds it open in silence."""
-
-    def __init__(self, http: bool) -> None:
-        import threading
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
-        self.http, self.held = http, []
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            if self.http:
-                conn.recv(4096)
-                conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
-                conn.close()
-            else:
-                self.held.append(conn)
-
-    def close(self) -> None:
-        for conn in self.held:
-            conn.close()
-        self.sock.close()
-
-
 @pytest.mark.parametrize("http, code, kind, words", [
     (True, 4, "not_tls", "not a TLS server: it sent an HTTP response"),
     (False, 3, "network", "timed out"),
@@ -215,7 +184,8 @@ def test_a_target_no_profile_reached_is_its_error(run_cli, http, code, kind, wor
     """Every profile's connection answered in HTTP, or never answered: each simulation was
     inconclusive and the run exited 0 with no error, as if the clients had been asked;
     like an audit that established nothing it is now the target's error and exit code."""
-    peer = _PlainPeer(http)
+    peer = Answering(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n" if http
+                     else None)
     try:
         got, out, err = run_cli("clients", f"127.0.0.1:{peer.port}", "--profiles-dir",
                                 str(DATA), "--profiles", "curl", "--json", "--timeout", "1",

@@ -5,12 +5,11 @@ never "not a TLS server"."""
 
 from __future__ import annotations
 
-import socket
-import threading
 from collections.abc import Iterator
 
 import pytest
 
+from tests.helpers.plain_peer import Answering
 from tlsprobe.net.not_tls import not_tls_message
 
 HTTP = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"
@@ -23,39 +22,6 @@ COMMANDS = {
     "scan": ("--checks", "versions", "--retries", "0", "--timeout", "3", "--no-progress"),
     "timing": ("--timeout", "3", "--timing-groups", "x25519", "--timing-runs", "2"),
 }
-
-
-class Answering:
-    """A loopback server that answers every connection with `answer` (after reading what
-    the client sent, at most 2 s), then closes it."""
-
-    def __init__(self, answer: bytes) -> None:
-        self.answer = answer
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._one, args=(conn,), daemon=True).start()
-
-    def _one(self, conn: socket.socket) -> None:
-        with conn:
-            conn.settimeout(2)
-            try:
-                conn.recv(4096)
-                conn.sendall(self.answer)
-            except OSError:
-                pass
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 @pytest.fixture
