@@ -88,6 +88,13 @@ def test_usage_errors_are_one_line(run_cli, tmp_path):
     assert code == 2 and "cannot read policy file" in err and "No such file" in err
     code, out, _ = run_cli("scan", "--list-policies")
     assert code == 0 and "mozilla-intermediate-6.0" in out and "mozilla-old-5.7" in out
+    # with --json a JSON line a policy (it printed the text lines)
+    code, out, err = run_cli("scan", "--list-policies", "--json")
+    assert code == 0, err
+    listed = {d["name"]: d for d in map(json.loads, out.splitlines())}
+    assert "mozilla-old-5.7" in listed and "intermediate" in \
+        listed["mozilla-intermediate-6.0"]["aliases"]
+    assert listed["mozilla-modern-6.0"]["title"].startswith("Mozilla modern")
 
 
 #: check selections, including those without the versions check (which used to exit 0

@@ -257,19 +257,30 @@ def _same_terminal(out: TextIO, err: TextIO) -> bool:
     return (a.st_rdev, a.st_ino, a.st_dev) == (b.st_rdev, b.st_ino, b.st_dev)
 
 
-def _list_policies(out: TextIO) -> int:
+def _list_policies(out: TextIO, as_json: bool = False) -> int:
+    """The built-in policies: a line each and the aliases; with --json, a JSON line each
+    (name, title, source, the aliases naming it), as `clients --list --json` lists."""
+    import json
+
     from tlsprobe.policy import load as pol
     for name in pol.builtin_names():
         p = _load_policy(name)
-        print(f"{name:28} {p.title}", file=out)
-    print("aliases: " + ", ".join(f"{k} = {v}" for k, v in pol.ALIASES.items()), file=out)
+        if as_json:
+            aliases = [k for k, v in pol.ALIASES.items() if v == name]
+            print(json.dumps({"name": name, "title": p.title, "source": p.source,
+                              "aliases": aliases}), file=out)
+        else:
+            print(f"{name:28} {p.title}", file=out)
+    if not as_json:
+        print("aliases: " + ", ".join(f"{k} = {v}" for k, v in pol.ALIASES.items()),
+              file=out)
     return EXIT_OK
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     if args.list_policies:
-        return _list_policies(out)
+        return _list_policies(out, args.json)
     from tlsprobe.commands.lazy_methods import deferred
     with deferred():    # also for the types imported after start-up (the checks' details)
         return _run(args, out)
