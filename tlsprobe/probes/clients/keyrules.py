@@ -52,19 +52,14 @@ def weak_chain_key(profile: ClientProfile, chain: tuple[bytes, ...]) -> str | No
 
 
 def _key_bits(der: bytes) -> tuple[str, int] | None:
-    """("RSA" or "EC", the key's or curve's bits) of a certificate; None for another key or
-    one that does not load."""
-    from cryptography import x509
-    from cryptography.exceptions import UnsupportedAlgorithm
-    from cryptography.hazmat.primitives.asymmetric import ec, rsa
-
-    from tlsprobe.model.pubkey import public_key
-    try:
-        key = public_key(x509.load_der_x509_certificate(der))
-    except (ValueError, TypeError, UnsupportedAlgorithm, x509.InvalidVersion):
+    """("RSA" or "EC", the key's or curve's bits) of a certificate, as model.describe reads
+    it; None for another key or one that does not load."""
+    from tlsprobe.model.describe import certificate_info
+    info = certificate_info(der)
+    if info.key_bits is None:
         return None
-    if isinstance(key, rsa.RSAPublicKey):
-        return "RSA", key.key_size
-    if isinstance(key, ec.EllipticCurvePublicKey):
-        return "EC", key.curve.key_size
+    if info.key_type == "RSA":
+        return "RSA", info.key_bits
+    if info.key_type.startswith("EC "):
+        return "EC", info.key_bits
     return None
