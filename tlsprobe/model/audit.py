@@ -356,11 +356,13 @@ class AuditReport:
             return g is not None and g.dhe is not None and (g.dhe.fixed is not None
                                                             or bool(g.dhe.negotiated))
 
+        ske = self.ske_group_audits()
+
         def covered(audit: SuiteAudit, row: SuiteRow) -> bool:
             g = self.group_audit(audit.version.id)
             if audit.version.id == 0x0303:
                 return row.kx_kind == "ECDHE" or dh_read(g)
-            if g is None or g not in self.ske_group_audits():
+            if g is None or g not in ske:
                 return False
             if row.kx_kind == "DHE":
                 return dh_read(g)
@@ -370,6 +372,11 @@ class AuditReport:
                 for row in audit.rows
                 if row.kx_bits is not None and row.kx_kind in ("DHE", "ECDHE")
                 and not covered(audit, row)]
+
+    def suite_dh_rows(self) -> list[tuple[SuiteAudit, SuiteRow, int]]:
+        """The DHE rows of `suite_kx_rows`, each with its prime's bits."""
+        return [(audit, row, row.kx_bits) for audit, row in self.suite_kx_rows()
+                if row.kx_kind == "DHE" and row.kx_bits is not None]
 
     def spoken_versions(self) -> list[int]:
         """The versions established as spoken (Spoken.YES), in the report's order."""

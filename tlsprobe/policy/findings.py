@@ -102,9 +102,9 @@ def _suite_dh(report: AuditReport) -> list[Finding]:
     audit of its DH parameters, AuditReport.suite_kx_rows): one finding per version, naming
     its DHE suites."""
     small: dict[str, list[tuple[str, int]]] = {}
-    for audit, row in report.suite_kx_rows():
-        if row.kx_kind == "DHE" and row.kx_bits is not None and row.kx_bits < 2048:
-            small.setdefault(audit.version.name, []).append((row.suite.iana_name, row.kx_bits))
+    for audit, row, bits in report.suite_dh_rows():
+        if bits < 2048:
+            small.setdefault(audit.version.name, []).append((row.suite.iana_name, bits))
     out = []
     for version, rows in small.items():
         least = min(bits for _, bits in rows)

@@ -146,11 +146,12 @@ def _dh_sizes(dh: DheAudit) -> list[tuple[str, int]]:
 def _dh_too_small(report: AuditReport, policy: Policy) -> list[Finding]:
     """DH parameters under the policy's minimum, per version a group audit read them in."""
     floor = policy.dh_min_bits
+    if not floor:
+        return []
     out: list[Finding] = []
-    for g in report.ske_group_audits() if floor else ():
+    for g in report.ske_group_audits():
         dh = g.dhe
-        small = [(n, b) for n, b in _dh_sizes(dh) if b < floor] if dh is not None and floor \
-            else []
+        small = [(n, b) for n, b in _dh_sizes(dh) if b < floor] if dh is not None else []
         if dh is None or not small:
             continue
         least = min(b for _, b in small)

@@ -300,26 +300,24 @@ def _dh_check(report: AuditReport) -> CheckResult:
 def _small_suite_dh(report: AuditReport) -> CheckResult | None:
     """`vulnerable` when an accepted DHE suite's own ServerKeyExchange (read by the suite
     audit, AuditReport.suite_kx_rows) carried a prime under 2048 bits, else None."""
-    small = [(audit, row) for audit, row in report.suite_kx_rows()
-             if row.kx_kind == "DHE" and row.kx_bits is not None and row.kx_bits < 2048]
+    small = [(audit, row, bits) for audit, row, bits in report.suite_dh_rows() if bits < 2048]
     if not small:
         return None
-    sizes = sorted({row.kx_bits for _, row in small if row.kx_bits is not None})
-    versions = list(dict.fromkeys(audit.version.name for audit, _ in small))
+    sizes = sorted({bits for _, _, bits in small})
+    versions = list(dict.fromkeys(audit.version.name for audit, _, _ in small))
     bits = " and ".join(f"{b}-bit" for b in sizes)
     return CheckResult("dh", DH_TITLE, Verdict.vulnerable, f"the server sends a {bits} DH "
                        f"modulus with DHE suites in {', '.join(versions)} (each suite's "
                        "ServerKeyExchange, read by the suite audit)",
                        tuple(f"{row.suite.iana_name} ({audit.version.name})"
-                             for audit, row in small))
+                             for audit, row, _ in small))
 
 
 def _suite_dh_sizes(report: AuditReport, versions: tuple[int, ...], checked: str) -> str:
     """What the suite audit read of the DH parameters of `versions`' DHE suites (`checked`:
     the version whose group audit checks its DH parameters)."""
-    sizes = sorted({row.kx_bits for audit, row in report.suite_kx_rows()
-                    if row.kx_kind == "DHE" and row.kx_bits is not None
-                    and audit.version.id in versions})
+    sizes = sorted({bits for audit, _, bits in report.suite_dh_rows()
+                    if audit.version.id in versions})
     if not sizes:
         return "their DH parameters were not read"
     return (f"their ServerKeyExchange carried a {' and a '.join(map(str, sizes))}-bit DH "
