@@ -47,7 +47,10 @@ After the flight (--after): what the server does with the client's next bytes: `
 (default: it closes), `http` (a plaintext HTTP/1.1 400 reply, as a TLS port with a web
 server behind a misconfigured proxy sends), `overlong` (a handshake record whose header
 claims 18433 bytes, more than RFC 5246 6.2.3 allows, and those bytes), `silent` (nothing
-more: it reads until the client closes, 10 s at most). The hand-driven checks (heartbleed,
+more: it reads until the client closes, 10 s at most), `alert-text` (a fatal
+unexpected_message alert and a plain error line in one write, as vsftpd and MariaDB answer a
+record their TLS library refuses) or `alert-pause-text` (the same in two writes 0.3 s
+apart). The hand-driven checks (heartbleed,
 ccs, robot, ...) read those bytes, or that silence, as their evidence.
 """
 import argparse
@@ -79,7 +82,8 @@ ap.add_argument("--chain-file", required=True)
 ap.add_argument("--key-file", required=True)
 ap.add_argument("--mode", choices=["compression", "no-reneg-info", "sslv2", "plain"],
                 required=True)
-ap.add_argument("--after", choices=["close", "http", "overlong", "silent"], default="close")
+ap.add_argument("--after", choices=["close", "http", "overlong", "silent", "alert-text",
+                                    "alert-pause-text"], default="close")
 ap.add_argument("--random", choices=["random", "clock", "fixed"], default="random")
 ap.add_argument("--skew", type=int, default=0)
 ap.add_argument("--suite", type=lambda v: int(v, 16), choices=sorted(SUITES), default=SUITE,
@@ -233,7 +237,15 @@ def answer_tls(sock: socket.socket, header: bytes) -> None:
         while sock.recv(65536):
             pass
         return
-    if args.after == "http":
+    if args.after.startswith("alert"):
+        alert, text = record(21, version, b"\x02\x0a"), b"500 OOPS: SSL routines\r\n"
+        if args.after == "alert-text":
+            sock.sendall(alert + text)
+        else:
+            sock.sendall(alert)
+            time.sleep(0.3)
+            sock.sendall(text)
+    elif args.after == "http":
         sock.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/html\r\n"
                      b"Content-Length: 11\r\nConnection: close\r\n\r\nBad Request")
     else:

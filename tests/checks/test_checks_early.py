@@ -208,6 +208,28 @@ def test_heartbeat_answers_that_are_no_over_read() -> None:
     assert "answered neither HeartbeatRequest" in silent.reason
 
 
+@pytest.mark.parametrize("after", ["alert-text", "alert-pause-text"])
+def test_an_alert_then_plain_text_is_the_alert_however_the_bytes_arrive(
+        script_server: Callable[..., int], run_cli: Callable[..., Any], after: str) -> None:
+    """vsftpd and MariaDB answer the HeartbeatRequest (or any record their TLS library
+    refuses) with a fatal alert, then a plain error line of their protocol. The reading ends
+    at the alert whether the line came in the same segment or later: the verdict quotes the
+    alert either way (it said "it leaves TLS ... non-TLS data" when both came together, and
+    "refuses ... with fatal alert" when they did not, so the verdict followed the timing)."""
+    port = script_server("scripted_tls_server.py", "--mode", "plain", "--after", after)
+    res = run_cli("scan", f"127.0.0.1:{port}", "--no-progress", "--no-verify", "--json",
+                  "--checks", "heartbleed,ccs", "--timeout", "5")
+    assert res.returncode in (0, 1) and res.stderr == "", (res.returncode, res.stderr)
+    found = {c["name"]: c for c in json.loads(res.stdout.splitlines()[0])["check_results"]}
+    beat = found["heartbleed"]
+    assert beat["verdict"] == "not vulnerable", beat
+    assert beat["reason"] == ("it refuses the HeartbeatRequest with fatal alert "
+                              "unexpected_message (10); heartbeat extension not "
+                              "acknowledged"), beat
+    assert "non-TLS" not in found["ccs"]["reason"], found["ccs"]
+    assert "unexpected_message" in found["ccs"]["reason"], found["ccs"]
+
+
 HAND_DRIVEN = ("heartbleed", "ccs", "robot", "client_renegotiation", "ticketbleed",
                "resumption")
 

@@ -104,8 +104,8 @@ class Reply:
     bytes_read: int = 0
     error: str = ""             # the records stopped making sense (one line, escaped)
     #: ... because the server left TLS: plain bytes (not a record) where a record belongs,
-    #: such as vsftpd's "500 OOPS: ...SSL routines..." or MariaDB's error packet after its
-    #: TLS library failed (`error` quotes them)
+    #: such as an HTTP reply (`error` quotes them); plain bytes after an alert are not read
+    #: (vsftpd and MariaDB send a fatal alert, then their protocol's error line)
     plain: bool = False
     reader: RecordReader = field(default_factory=lambda: RecordReader(allow_sslv2=False),
                                  repr=False)
@@ -179,6 +179,10 @@ async def read_reply(transport: AsyncTransport, deadline: float,
             if reader.error is not None:    # records before the fault came with this read
                 raise reader.error
         except DecodeError as exc:
+            if out.alert() is not None:
+                # the reading ends at the alert, whatever followed it in the same read:
+                # the verdict must not depend on whether both came in one segment
+                break
             out.error = odd_bytes(bytes(out.raw), exc)
             out.plain = bool(is_not_tls(_fault(bytes(out.raw), exc)[:5]))
             break
