@@ -8,6 +8,9 @@ phase are skipped, as the server skips them, RFC 8446 4.2.10); each side switche
 (CLIENT_/SERVER_TRAFFIC_SECRET_0) after its Finished, and to the next one after each
 KeyUpdate it sends. TLS 1.0-1.2: the master secret (CLIENT_RANDOM, or an ``RSA Session-ID:`` line
 for the ServerHello's session id) and both randoms give the key block; the session.Flow applies the protection after each side's ChangeCipherSpec.
+A TLS 1.0-1.2 renegotiation (a ClientHello and ServerHello read under the current keys)
+takes the keys logged for its own client random, each side from its next ChangeCipherSpec;
+without them, that side's later records are left encrypted and said so (never "malformed").
 A TLS 1.0-1.2 ServerHello that chose DEFLATE (RFC 3749) compresses every protected record
 after decryption: one zlib stream per direction, each record's output bounded to 2^14
 bytes (RFC 5246 6.2.2 allows 1024 more), so a decompression bomb costs no memory.
@@ -38,6 +41,7 @@ from tlsprobe.engine.suites import (
 )
 from tlsprobe.offline.facts import CLIENT, SERVER, Facts
 from tlsprobe.session.flow import Deprotector, UndecryptableEarlyData
+from tlsprobe.wire.hello_fields import ServerHelloInfo
 from tlsprobe.wire.record import Record
 
 SetDeprotector = Callable[[int, Deprotector | None], None]
@@ -130,6 +134,11 @@ class Decryptor:
         self._early: EarlyDataDeprotector | None = None
         self._client_handshake: RecordDeprotector | None = None
         self.opened = [False, False]  # per side: a protected record opened with the keys
+        #: TLS 1.0-1.2 renegotiation: the client random of the ClientHello read under keys,
+        #: then per side the protection its next ChangeCipherSpec starts (None: no keys)
+        self._renegotiation_random: bytes | None = None
+        self._next: list[RecordDeprotector | None] | None = None
+        self._renegotiating = [False, False]
 
     def on_client_hello(self, facts: Facts) -> None:
         """A TLS 1.3 ClientHello offering early_data: its 0-RTT records use the logged
@@ -162,15 +171,22 @@ class Decryptor:
         """0-RTT records decrypted so far."""
         return self._early.records if self._early is not None else 0
 
+    def _secrets(self, client_random: bytes, sh: ServerHelloInfo,
+                 tls13: bool) -> dict[str, bytes] | None:
+        """The logged secrets of a handshake: by its client random, or (TLS 1.0-1.2) a
+        master secret logged for the ServerHello's session id."""
+        secrets = self.keylog.secrets(client_random)
+        if not secrets and not tls13:
+            master = self.keylog.master_secret_by_session_id(sh.session_id)
+            secrets = {kl.CLIENT_RANDOM: master} if master is not None else None
+        return secrets
+
     def on_server_hello(self, facts: Facts) -> str | None:
         """Install the keys of this connection; returns a problem text or None."""
         sh = facts.server_hello
         if sh is None or not facts.client_hellos:
             return None
-        secrets = self.keylog.secrets(facts.client_hellos[0].random)
-        if not secrets and not facts.tls13:
-            master = self.keylog.master_secret_by_session_id(sh.session_id)
-            secrets = {kl.CLIENT_RANDOM: master} if master is not None else None
+        secrets = self._secrets(facts.client_hellos[0].random, sh, facts.tls13)
         if not secrets:
             return None
         self.matched = True
@@ -234,25 +250,61 @@ class Decryptor:
 
     def _tls12(self, params: SuiteParams, secrets: dict[str, bytes],
                facts: Facts) -> str | None:
-        master = secrets.get(kl.CLIENT_RANDOM)
         sh = facts.server_hello
-        if master is None or sh is None:
+        if sh is None:
             return "key log has no CLIENT_RANDOM master secret for this connection"
-        if sh.compression_method not in (0, DEFLATE):
-            return (f"compression method {sh.compression_method} is not one tlsprobe can "
-                    "undo: the protected records are not read")
-        version = sh.selected_version
-        mac_len, key_len, iv_len = params.key_material(version)
-        block = key_block(version, params.prf_hash, master,
-                          facts.client_hellos[0].random, sh.random, mac_len, key_len, iv_len)
-        client, server = protections_from_key_block(params, block, version,
-                                                    sh.encrypt_then_mac)
-        for side, protection in ((CLIENT, client), (SERVER, server)):
-            deprotector = RecordDeprotector(protection)
-            self.set(side, InflatingDeprotector(deprotector)
-                     if sh.compression_method == DEFLATE else deprotector)
+        got = _tls12_deprotectors(params, secrets, facts.client_hellos[0].random, sh)
+        if isinstance(got, str):
+            return got
+        for side in (CLIENT, SERVER):
+            self.set(side, got[side])
         self.active = True
         return None
+
+    def on_renegotiation_hello(self, client_random: bytes) -> None:
+        """TLS 1.0-1.2: a ClientHello read under the keys in force (a renegotiation)."""
+        self._renegotiation_random = client_random
+
+    def on_renegotiation(self, sh: ServerHelloInfo) -> str | None:
+        """TLS 1.0-1.2: the ServerHello of a renegotiation, read under the keys in force.
+        Each side keeps those keys up to its next ChangeCipherSpec, then takes the new
+        handshake's (logged under its own client random); returns a problem text when
+        they cannot be had (that side's records from then on stay encrypted)."""
+        client_random, self._renegotiation_random = self._renegotiation_random, None
+        self._renegotiating = [True, True]
+        self._next = [None, None]
+        if client_random is None:
+            return ("renegotiation: its ClientHello was not read, so its keys are unknown: "
+                    "the records after its ChangeCipherSpec are not decrypted")
+        secrets = self._secrets(client_random, sh, False)
+        params = protection_params(sh.cipher_suite)
+        problem = None
+        if not secrets:
+            problem = ("the key log has no secrets for its client random "
+                       f"{client_random.hex()}")
+        elif params is None:
+            problem = (f"no record protection known for suite 0x{sh.cipher_suite:04x} "
+                       f"({unsupported_reason(sh.cipher_suite)})")
+        else:
+            try:
+                got = _tls12_deprotectors(params, secrets, client_random, sh)
+            except ValueError as exc:
+                got = f"cannot use the logged keys: {exc}"
+            if isinstance(got, str):
+                problem = got
+            else:
+                self._next = got
+        if problem is None:
+            return None
+        return (f"renegotiation: {problem}; the records after its ChangeCipherSpec are not "
+                "decrypted")
+
+    def on_change_cipher_spec(self, direction: int) -> None:
+        """TLS 1.0-1.2: a side's ChangeCipherSpec during a renegotiation starts the new
+        handshake's keys (None: records left encrypted)."""
+        if self._next is not None and self._renegotiating[direction]:
+            self._renegotiating[direction] = False
+            self.set(direction, self._next[direction])
 
     def _protection(self, secret: bytes) -> RecordDeprotector:
         if self._epochs is None:
@@ -276,3 +328,25 @@ class Decryptor:
             secret = self._epochs.key_update(direction)
             if secret is not None:
                 self.set(direction, self._protection(secret))
+
+
+def _tls12_deprotectors(params: SuiteParams, secrets: dict[str, bytes], client_random: bytes,
+                        sh: ServerHelloInfo) -> list[RecordDeprotector | None] | str:
+    """The client's and the server's record deprotection of a TLS 1.0-1.2 handshake from
+    its logged master secret, or why there is none."""
+    master = secrets.get(kl.CLIENT_RANDOM)
+    if master is None:
+        return "key log has no CLIENT_RANDOM master secret for this connection"
+    if sh.compression_method not in (0, DEFLATE):
+        return (f"compression method {sh.compression_method} is not one tlsprobe can "
+                "undo: the protected records are not read")
+    version = sh.selected_version
+    mac_len, key_len, iv_len = params.key_material(version)
+    block = key_block(version, params.prf_hash, master, client_random, sh.random, mac_len,
+                      key_len, iv_len)
+    out: list[RecordDeprotector | None] = []
+    for protection in protections_from_key_block(params, block, version, sh.encrypt_then_mac):
+        deprotector = RecordDeprotector(protection)
+        out.append(InflatingDeprotector(deprotector)
+                   if sh.compression_method == DEFLATE else deprotector)
+    return out

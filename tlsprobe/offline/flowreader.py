@@ -327,6 +327,8 @@ class FlowReader:
             f.alert(d, ev.alert.level, ev.alert.description, ev.protected)
         elif isinstance(ev, ChangeCipherSpecEvent):
             f.change_cipher_spec(d)
+            if self.decryptor is not None:
+                self.decryptor.on_change_cipher_spec(d)  # (a renegotiation's: new keys)
             if f.ccs[d]:  # a capture without the hellos: the Flow cannot know it
                 self.state.ccs_seen[d] = True
         elif isinstance(ev, ApplicationDataEvent):
@@ -387,6 +389,13 @@ class FlowReader:
         t = ev.msg_type
         if t == CLIENT_HELLO and ev.direction == CLIENT and not ev.protected:
             dec.on_client_hello(self.facts)
+        elif t == CLIENT_HELLO and ev.direction == CLIENT and not self.facts.tls13:
+            dec.on_renegotiation_hello(ev.raw[6:38])  # (a TLS 1.0-1.2 renegotiation's)
+        elif t == SERVER_HELLO and ev.direction == SERVER and ev.protected and \
+                self.facts.server_hello is not None and not self.facts.tls13:
+            problem = dec.on_renegotiation(self.facts.server_hello)
+            if problem:
+                self.facts.problem(problem)
         elif t == END_OF_EARLY_DATA and ev.direction == CLIENT and ev.protected:
             dec.on_end_of_early_data()
         elif t == SERVER_HELLO and ev.direction == SERVER and self.facts.server_hello is not None \
