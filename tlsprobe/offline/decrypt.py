@@ -139,6 +139,9 @@ class Decryptor:
         self._renegotiation_random: bytes | None = None
         self._next: list[RecordDeprotector | None] | None = None
         self._renegotiating = [False, False]
+        #: TLS 1.3: the side whose handshake traffic secret the key log lacks (its records
+        #: stay encrypted, so whether its Finished came is not known); None: both logged
+        self.keyless_side: int | None = None
 
     def on_client_hello(self, facts: Facts) -> None:
         """A TLS 1.3 ClientHello offering early_data: its 0-RTT records use the logged
@@ -209,6 +212,11 @@ class Decryptor:
             problem = f"cannot use the logged keys: {exc}"
         if problem is not None:
             self.unsupported = ("", problem)
+        elif self.keyless_side is not None:
+            side = "client" if self.keyless_side == CLIENT else "server"
+            problem = (f"key log has no {_HANDSHAKE[self.keyless_side]} for this connection: "
+                       f"the {side}'s protected records are not decrypted (whether its "
+                       "handshake finished is not known)")
         return problem
 
     def keys_failed(self, direction: int, error: str) -> str | None:
@@ -226,7 +234,7 @@ class Decryptor:
 
     def _tls13(self, params: SuiteParams, secrets: dict[str, bytes],
                early_data: bool) -> str | None:
-        if kl.SERVER_HANDSHAKE_TRAFFIC_SECRET not in secrets:
+        if not any(label in secrets for label in _HANDSHAKE.values()):
             return "key log has no TLS 1.3 handshake traffic secrets for this connection"
         epochs = self._epochs = TrafficEpochs(params.cipher, params.key_len,
                                               tls13_hash_name(params.code))
@@ -243,6 +251,8 @@ class Decryptor:
                 self.set(side, early)
             elif protection is not None:
                 self.set(side, protection)
+            if secret is None:
+                self.keyless_side = side
             if _APP[side] in secrets:
                 epochs.set_application(side, secrets[_APP[side]])
         self.active = True

@@ -404,6 +404,7 @@ class FlowReader:
             if problem:
                 self.facts.problem(problem)
             self.facts.decrypted = dec.active
+            self.facts.keyless = dec.keyless_side is not None
         elif t == FINISHED and ev.protected and self.facts.tls13:
             dec.on_finished(ev.direction)
         elif t == KEY_UPDATE and ev.protected:
