@@ -5,8 +5,8 @@ secrets. TLS 1.3: the handshake traffic secrets (CLIENT_/SERVER_HANDSHAKE_TRAFFI
 decrypt the encrypted handshake (a client that offered 0-RTT first sends early data under
 CLIENT_EARLY_TRAFFIC_SECRET, up to its EndOfEarlyData; records no known key opens in that
 phase are skipped, as the server skips them, RFC 8446 4.2.10); each side switches to its application traffic secret
-(CLIENT_/SERVER_TRAFFIC_SECRET_0) after its Finished, and to the next one after each
-KeyUpdate it sends. TLS 1.0-1.2: the master secret (CLIENT_RANDOM, or an ``RSA Session-ID:`` line
+(CLIENT_/SERVER_TRAFFIC_SECRET_0) after its handshake's Finished (not after a Finished of
+post-handshake authentication), and to the next one after each KeyUpdate it sends. TLS 1.0-1.2: the master secret (CLIENT_RANDOM, or an ``RSA Session-ID:`` line
 for the ServerHello's session id) and both randoms give the key block; the session.Flow applies the protection after each side's ChangeCipherSpec.
 A TLS 1.0-1.2 renegotiation (a ClientHello and ServerHello read under the current keys)
 takes the keys logged for its own client random, each side from its next ChangeCipherSpec;
@@ -142,6 +142,7 @@ class Decryptor:
         #: TLS 1.3: the side whose handshake traffic secret the key log lacks (its records
         #: stay encrypted, so whether its Finished came is not known); None: both logged
         self.keyless_side: int | None = None
+        self._finished = [False, False]  # TLS 1.3: per side, its handshake Finished read
 
     def on_client_hello(self, facts: Facts) -> None:
         """A TLS 1.3 ClientHello offering early_data: its 0-RTT records use the logged
@@ -327,8 +328,11 @@ class Decryptor:
             self.set(CLIENT, self._client_handshake)
 
     def on_finished(self, direction: int) -> None:
-        """TLS 1.3: that side's next records use its application traffic secret."""
-        if self._epochs is not None:
+        """TLS 1.3: that side's next records use its application traffic secret. Only
+        its handshake's Finished: one of post-handshake authentication (RFC 8446 4.6.2)
+        is sent under the application keys in force and changes none."""
+        if self._epochs is not None and not self._finished[direction]:
+            self._finished[direction] = True
             secret = self._epochs.finished(direction)
             self.set(direction, self._protection(secret) if secret is not None else None)
 

@@ -1,14 +1,17 @@
-"""A TLS 1.2 renegotiation read back with the client's key log: the new handshake (its
+"""Keys that change after the first handshake, read back from a capture with the client's
+key log, against tshark's reading of the same files. A TLS 1.2 renegotiation (its
 ClientHello and ServerHello read under the first handshake's keys) has keys of its own,
-logged under its own client random, which each side takes at its next ChangeCipherSpec.
-Real peers on loopback: openssl s_client's `R` command against s_server
--client_renegotiation (an abbreviated or full new handshake), and gnutls-cli --rehandshake
-against gnutls-serv (a full one, with a client certificate request); tshark is the
-independent reader of the same capture and key log."""
+logged under its own client random, which each side takes at its next ChangeCipherSpec:
+openssl s_client's `R` command against s_server -client_renegotiation, and gnutls-cli
+--rehandshake against gnutls-serv (a full one, with a client certificate request). TLS 1.3
+post-handshake authentication (s_server's `c` command, s_client -enable_pha) sends the
+client's Certificate, CertificateVerify and Finished under the application keys, and that
+Finished changes no keys."""
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -115,3 +118,75 @@ def test_renegotiation_without_its_keys_is_said_not_malformed(
             "renegotiation: the key log has no secrets for its client random "), conn
         assert "records after its ChangeCipherSpec are not decrypted" in conn["problems"][0]
         assert "<<< ServerHello (decrypted)" in conn["messages"], conn["messages"]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _feed(proc: subprocess.Popen[str], text: str, pause: float = 1.0) -> None:
+    """One line to an openssl s_server/s_client's stdin (read as one command or message)."""
+    assert proc.stdin is not None
+    proc.stdin.write(text)
+    proc.stdin.flush()
+    time.sleep(pause)
+
+
+@pytest.mark.needs_impl("openssl")
+def test_post_handshake_authentication_keeps_the_application_keys(
+        certs: Any, live_pcap: Any, run_cli: Any, tmp_path: Path) -> None:
+    keys, pcap, port = tmp_path / "sslkeylog.txt", tmp_path / "pha.pcapng", _free_port()
+    leaf = certs["rsa"]
+    run = live_pcap(f"tcp port {port}", "--jsonl", "-w", str(pcap))
+    server = subprocess.Popen(
+        ["openssl", "s_server", "-accept", f"127.0.0.1:{port}", "-cert", str(leaf.cert),
+         "-key", str(leaf.key), "-tls1_3", "-verify", "1", "-naccept", "1"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    client = None
+    try:
+        time.sleep(1.0)
+        client = subprocess.Popen(
+            ["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-tls1_3", "-enable_pha",
+             "-cert", str(leaf.cert), "-key", str(leaf.key), "-keylogfile", str(keys)],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            text=True)
+        time.sleep(1.0)
+        _feed(server, "c\n")                        # the server asks for the certificate
+        _feed(client, "after authentication\n")     # under the same application keys
+        _feed(server, "thanks\n")
+        assert client.stdin is not None
+        client.stdin.close()
+        client.wait(20)
+        server.wait(20)
+        assert server.stdout is not None
+        assert "after authentication" in server.stdout.read()   # the server read it
+    finally:
+        for proc in (client, server):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait(5)
+    time.sleep(1.0)
+    run.interrupt()
+    code, _lines, err = run.finish()
+    assert code == 0, err
+    code, conns, _captures, err = pcap_jsonl(run_cli, pcap, "--keylog", str(keys), "--msg")
+    assert code == 0, err
+    [conn] = conns
+    assert conn["decrypted"] is True and conn["handshake_complete"] is True, conn
+    assert conn["problems"] == [], conn["problems"]
+    messages = conn["messages"]
+    # (-verify asks in the handshake too): the second request is the post-handshake one
+    assert messages.count("<<< CertificateRequest (decrypted)") == 2, messages
+    request = len(messages) - 1 - messages[::-1].index("<<< CertificateRequest (decrypted)")
+    assert messages[request:request + 4] == [
+        "<<< CertificateRequest (decrypted)", ">>> Certificate (decrypted)",
+        ">>> CertificateVerify (decrypted)", ">>> Finished (decrypted)"], messages
+    trace = conn["trace"]
+    finished = [i for i, line in enumerate(trace)
+                if line.startswith(">>> TLS 1.3, Handshake") and line.endswith("Finished (decrypted)")]
+    assert len(finished) == 2, trace       # the handshake's and the authentication's
+    after = trace[finished[1]:]
+    client_data = [line for line in after if line.startswith(">>> TLS 1.3, ApplicationData")]
+    assert client_data and all(line.endswith("(decrypted)") for line in client_data), after
