@@ -190,3 +190,41 @@ def test_post_handshake_authentication_keeps_the_application_keys(
     after = trace[finished[1]:]
     client_data = [line for line in after if line.startswith(">>> TLS 1.3, ApplicationData")]
     assert client_data and all(line.endswith("(decrypted)") for line in client_data), after
+
+
+@pytest.mark.needs_impl("openssl")
+def test_session_id_resumption_takes_the_keys_of_the_first_connection(
+        tls_server: Any, live_pcap: Any, run_cli: Any, tmp_path: Path) -> None:
+    """TLS 1.2 resumption by session id (no tickets) with a key log that has the first
+    connection's master secret only: the resumed connection uses it (the ServerHello echoes
+    the offered session id), as tshark's session cache does."""
+    keys, pcap, session = tmp_path / "sslkeylog.txt", tmp_path / "resume.pcapng", \
+        tmp_path / "session.pem"
+    server = tls_server("openssl", proto="tls1_2", extra=("-no_ticket",))
+    run = live_pcap(f"tcp port {server.port}", "--jsonl", "-w", str(pcap))
+    target = f"127.0.0.1:{server.port}"
+    for resume in (("-sess_out", str(session)), ("-sess_in", str(session))):
+        done = subprocess.run(["openssl", "s_client", "-connect", target, "-tls1_2",
+                               "-no_ticket", "-keylogfile", str(keys), *resume],
+                              input=HTTP_GET, capture_output=True, text=True, timeout=20,
+                              check=False)
+        assert done.returncode == 0, done.stdout[-2000:]
+    assert "Reused, TLSv1.2" in done.stdout, done.stdout[-2000:]
+    time.sleep(1.0)
+    run.interrupt()
+    code, _lines, err = run.finish()
+    assert code == 0, err
+    lines = keys.read_text().splitlines(True)
+    randoms = [line.split()[1] for line in lines if line.startswith("CLIENT_RANDOM ")]
+    assert len(randoms) == 2
+    first = tmp_path / "first-only.keys"
+    first.write_text("".join(line for line in lines if randoms[1] not in line))
+    code, conns, _captures, err = pcap_jsonl(run_cli, pcap, "--keylog", str(first))
+    assert code == 0 and err == "", err
+    conns.sort(key=lambda c: c["first_frame"])
+    assert [c["resumption"] for c in conns] == [None, "session_id"], conns
+    for conn in conns:
+        assert conn["decrypted"] is True and conn["handshake_complete"] is True, conn
+        assert conn["problems"] == [], conn["problems"]
+    tshark = _tshark_messages(pcap, first)
+    assert tshark[conns[1]["client_port"]].count("20") == 1, tshark   # its Finished too

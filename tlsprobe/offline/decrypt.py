@@ -8,7 +8,10 @@ phase are skipped, as the server skips them, RFC 8446 4.2.10); each side switche
 (CLIENT_/SERVER_TRAFFIC_SECRET_0) after its handshake's Finished (not after a Finished of
 post-handshake authentication), and to the next one after each KeyUpdate it sends. TLS 1.0-1.2: the master secret (CLIENT_RANDOM, or an ``RSA Session-ID:`` line
 for the ServerHello's session id) and both randoms give the key block; the session.Flow applies the protection after each side's ChangeCipherSpec.
-A TLS 1.0-1.2 renegotiation (a ClientHello and ServerHello read under the current keys)
+A TLS 1.0-1.2 connection that resumes a session (the ServerHello echoes the session id the
+ClientHello offered) whose client random the key log lacks takes the master secret of the
+connection of the capture that established it, by session id or ticket (tshark's session
+cache). A TLS 1.0-1.2 renegotiation (a ClientHello and ServerHello read under the current keys)
 takes the keys logged for its own client random, each side from its next ChangeCipherSpec;
 without them, that side's later records are left encrypted and said so (never "malformed").
 A TLS 1.0-1.2 ServerHello that chose DEFLATE (RFC 3749) compresses every protected record
@@ -41,8 +44,10 @@ from tlsprobe.engine.suites import (
 )
 from tlsprobe.offline.facts import CLIENT, SERVER, Facts
 from tlsprobe.session.flow import Deprotector, UndecryptableEarlyData
+from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.hello_fields import ServerHelloInfo
 from tlsprobe.wire.record import Record
+from tlsprobe.wire.summary import offered_session, tls12_session_ticket
 
 SetDeprotector = Callable[[int, Deprotector | None], None]
 DEFLATE: Final = 1
@@ -143,11 +148,19 @@ class Decryptor:
         #: stay encrypted, so whether its Finished came is not known); None: both logged
         self.keyless_side: int | None = None
         self._finished = [False, False]  # TLS 1.3: per side, its handshake Finished read
+        #: TLS 1.0-1.2: the session the ClientHello offers (keys of the analysis's session
+        #: memo) and this connection's master secret once known
+        self._offered: tuple[bytes, ...] = ()
+        self._master: bytes | None = None
 
-    def on_client_hello(self, facts: Facts) -> None:
-        """A TLS 1.3 ClientHello offering early_data: its 0-RTT records use the logged
+    def on_client_hello(self, facts: Facts, raw: bytes = b"") -> None:
+        """A ClientHello (`raw`: the message): the session it offers to resume. One of
+        TLS 1.3 offering early_data: its 0-RTT records use the logged
         CLIENT_EARLY_TRAFFIC_SECRET (tried with each offered TLS 1.3 suite of its hash
         length, since only the ServerHello will say which one the PSK has)."""
+        session_id, ticket = offered_session(raw)
+        self._offered = tuple(key for key, value in ((b"t" + ticket, ticket),
+                                                     (b"i" + session_id, session_id)) if value)
         hello = facts.client_hellos[-1] if facts.client_hellos else None
         self._early = None
         if hello is None or not hello.early_data or len(facts.client_hellos) > 1:
@@ -185,12 +198,35 @@ class Decryptor:
             secrets = {kl.CLIENT_RANDOM: master} if master is not None else None
         return secrets
 
+    def _resumed(self, facts: Facts, sh: ServerHelloInfo) -> dict[str, bytes] | None:
+        """TLS 1.0-1.2 resumption of a session a connection of this capture established
+        with known keys: its master secret, by the offered ticket or session id."""
+        if facts.tls13 or not sh.session_id or sh.session_id != facts.client_hellos[0].session_id:
+            return None
+        for key in self._offered:
+            master = facts.caches.sessions.get(key)
+            if master is not None:
+                return {kl.CLIENT_RANDOM: master}
+        return None
+
+    def on_session_ticket(self, facts: Facts, raw: bytes) -> None:
+        """A TLS 1.0-1.2 NewSessionTicket: its session's master secret, when known, is
+        remembered under the ticket for the connections that resume it."""
+        if self._master is not None:
+            try:
+                ticket = tls12_session_ticket(raw)
+            except DecodeError:
+                return
+            if ticket:
+                facts.caches.remember_session(b"t" + ticket, self._master)
+
     def on_server_hello(self, facts: Facts) -> str | None:
         """Install the keys of this connection; returns a problem text or None."""
         sh = facts.server_hello
         if sh is None or not facts.client_hellos:
             return None
-        secrets = self._secrets(facts.client_hellos[0].random, sh, facts.tls13)
+        secrets = self._secrets(facts.client_hellos[0].random, sh, facts.tls13) or \
+            self._resumed(facts, sh)
         if not secrets:
             return None
         self.matched = True
@@ -270,6 +306,9 @@ class Decryptor:
         for side in (CLIENT, SERVER):
             self.set(side, got[side])
         self.active = True
+        self._master = secrets[kl.CLIENT_RANDOM]
+        if sh.session_id:
+            facts.caches.remember_session(b"i" + sh.session_id, self._master)
         return None
 
     def on_renegotiation_hello(self, client_random: bytes) -> None:

@@ -62,6 +62,7 @@ FINISHED: Final = 20
 SERVER_HELLO: Final = 2
 CLIENT_HELLO: Final = 1
 END_OF_EARLY_DATA: Final = 5
+NEW_SESSION_TICKET: Final = 4
 #: without a trace, records decrypted after both Finished (NewSessionTicket, alerts)
 POST_HANDSHAKE_RECORDS: Final = 16
 MAX_HEAD: Final = 1 << 14  # first bytes of a ClientHello kept until it is whole, to read a cut one
@@ -388,7 +389,9 @@ class FlowReader:
             return
         t = ev.msg_type
         if t == CLIENT_HELLO and ev.direction == CLIENT and not ev.protected:
-            dec.on_client_hello(self.facts)
+            dec.on_client_hello(self.facts, ev.raw)
+        elif t == NEW_SESSION_TICKET and ev.direction == SERVER and not self.facts.tls13:
+            dec.on_session_ticket(self.facts, ev.raw)
         elif t == CLIENT_HELLO and ev.direction == CLIENT and not self.facts.tls13:
             dec.on_renegotiation_hello(ev.raw[6:38])  # (a TLS 1.0-1.2 renegotiation's)
         elif t == SERVER_HELLO and ev.direction == SERVER and ev.protected and \
