@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import struct
+import subprocess
 import zlib
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.capbuild import TSHARK
 from tlsprobe.engine.keylog import load_keylog, parse_keylog
 from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
 from tlsprobe.report.trace import TraceFormatter
@@ -182,6 +184,70 @@ def test_keys_that_open_nothing_are_wrong_keys_not_a_finished_handshake(run_cli,
     plain = run_cli("pcap", str(capture), "--no-progress")
     keyed = run_cli("pcap", str(capture), "--keylog", str(wrong), "--no-progress")
     assert keyed.stdout == plain.stdout
+
+
+@pytest.mark.parametrize(("side", "other"), [("CLIENT", "SERVER"), ("SERVER", "CLIENT")])
+def test_a_side_without_its_handshake_secret_leaves_the_handshake_end_unknown(
+        run_cli, tmp_path, side: str, other: str) -> None:  # type: ignore[no-untyped-def]
+    """A TLS 1.3 key log with one side's traffic secrets only (a cut or partly copied
+    log): the other side's records are decrypted, this side's stay encrypted, so whether
+    the handshake finished is not known (null, not false) and `problems` names the missing
+    secret; tshark reads the same side's Finished from the same log."""
+    keys = tmp_path / "one-side.keys"
+    keys.write_text("".join(
+        line for line in (CAPTURES / "tls13_x25519.keys").read_text().splitlines(True)
+        if not line.startswith(f"{side}_")))
+    capture = CAPTURES / "tls13_x25519.pcap"
+    res = run_cli("pcap", str(capture), "--keylog", str(keys), "--jsonl", "--no-progress")
+    assert res.returncode == 0, res.stderr
+    conn = json.loads(res.stdout.splitlines()[0])
+    assert conn["decrypted"] is True and conn["handshake_complete"] is None, conn
+    assert conn["problems"] == [(
+        f"key log has no {side}_HANDSHAKE_TRAFFIC_SECRET for this connection: the "
+        f"{side.lower()}'s protected records are not decrypted (whether its handshake "
+        "finished is not known)")]
+    arrow = {"CLIENT": ">>>", "SERVER": "<<<"}
+    assert f"{arrow[other]} Finished (decrypted)" in conn["messages"], conn["messages"]
+    assert not any(m.startswith(arrow[side]) and m.endswith("(decrypted)")
+                   for m in conn["messages"]), conn["messages"]
+    assert bool(conn["certificates"]) == (other == "SERVER")
+    assert TSHARK is not None
+    finished = subprocess.run([TSHARK, "-n", "-r", str(capture), "-o", f"tls.keylog_file:{keys}",
+                               "-Y", "tls.handshake.type == 20", "-T", "fields", "-e",
+                               "tcp.srcport"], capture_output=True, text=True, check=True,
+                              timeout=60).stdout.split()
+    assert finished == [str(conn[f"{other.lower()}_port"])], finished
+    assert res.stderr == ""
+
+
+def test_a_resumed_tls12_session_takes_the_keys_of_the_connection_that_made_it(
+        run_cli, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A key log with the first connection's master secret only: the second connection
+    resumes that session by its ticket (captures/tls12_resumption.pcap, openssl s_client
+    -sess_in), so it uses the same master secret, as tshark's session cache does; with a
+    key log for neither, neither is decrypted."""
+    capture = CAPTURES / "tls12_resumption.pcap"
+    lines = (CAPTURES / "tls12_resumption.keys").read_text().splitlines(True)
+    randoms = [line.split()[1] for line in lines if line.startswith("CLIENT_RANDOM ")]
+    assert len(randoms) == 2
+    first = tmp_path / "first-only.keys"
+    first.write_text("".join(line for line in lines if randoms[1] not in line))
+    res = run_cli("pcap", str(capture), "--keylog", str(first), "--jsonl", "--no-progress")
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    conns = sorted((json.loads(line) for line in res.stdout.splitlines()
+                    if '"kind": "connection"' in line), key=lambda c: c["first_frame"])
+    assert [c["resumption"] for c in conns] == [None, "session_ticket"]
+    assert conns[1]["client_random"] == randoms[1]
+    for conn in conns:
+        assert conn["decrypted"] is True and conn["handshake_complete"] is True, conn
+        assert conn["problems"] == [], conn["problems"]
+    assert conns[1]["messages"][-2:] == ["<<< Finished (decrypted)", ">>> Finished (decrypted)"]
+    assert TSHARK is not None
+    finished = subprocess.run([TSHARK, "-n", "-r", str(capture), "-o", f"tls.keylog_file:{first}",
+                               "-Y", "tls.handshake.type == 20", "-T", "fields", "-e",
+                               "tcp.stream"], capture_output=True, text=True, check=True,
+                              timeout=60).stdout.split()
+    assert sorted(finished) == ["0", "0", "1", "1"], finished
 
 
 def test_keylog_and_gap_notes_do_not_make_the_file_damaged(run_cli) -> None:  # type: ignore[no-untyped-def]

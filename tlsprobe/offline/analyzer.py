@@ -49,18 +49,27 @@ if TYPE_CHECKING:
 MAX_GAP_NOTES: Final = 256  # connections whose lost handshake messages are remembered for notes
 
 
-def flow_reader_needed(keylog: KeyLog, data: bytes) -> bool:
+def flow_reader_needed(keylog: KeyLog, data: bytes,
+                       sessions: dict[bytes, bytes] | None = None) -> bool:
     """Whether a connection whose first bytes are `data` may be decrypted with `keylog`
     (it is then read by the Flow reader, else by the fast one). Only a connection that
     starts with a ClientHello record whose client random the log has no keys for is
     known to need none: keys are looked up by that random (offline.decrypt), unless the
     log holds TLS 1.2 master secrets by session id (known at the ServerHello) or is still
-    being written (its keys may come later). A capture's embedded key log thus costs
-    only the connections it has keys for."""
+    being written (its keys may come later), or the hello offers a session (id or ticket)
+    of `sessions`, the master secrets of the connections decrypted so far. A capture's
+    embedded key log thus costs only the connections it has keys for."""
     if keylog.grows or keylog.session_ids or len(data) < 43 or data[0] != 22 or \
             data[1] != 3 or data[5] != 1:
         return True
-    return bytes(data[11:43]) in keylog.sessions
+    if bytes(data[11:43]) in keylog.sessions:
+        return True
+    if not sessions:
+        return False
+    from tlsprobe.wire.summary import offered_session
+    session_id, ticket = offered_session(bytes(data[5:5 + ((data[3] << 8) | data[4])]))
+    return bool(ticket) and b"t" + ticket in sessions or \
+        bool(session_id) and b"i" + session_id in sessions
 
 
 @dataclass
@@ -239,7 +248,8 @@ class CaptureAnalysis:
         tests/offline/test_reader_agreement.py)."""
         facts = Facts(self.caches)
         opts = self.options
-        if opts.trace or self.keylog is not None and flow_reader_needed(self.keylog, data):
+        if opts.trace or self.keylog is not None and flow_reader_needed(
+                self.keylog, data, self.caches.sessions):
             from tlsprobe.offline.flowreader import FlowReader
             formatter = opts.trace_formatter(hex_limit=opts.hex_limit) \
                 if opts.trace and opts.trace_formatter is not None else None

@@ -289,9 +289,10 @@ _Own = tuple[int, str | None, int | None, bool, bool, bool | None, bool, str | N
 
 
 def handshake_complete(f: Facts) -> bool | None:
-    """Both Finished messages read (None: not decrypted, so not known): the value of a
-    report's and a brief report's `handshake_complete`, defined once."""
-    return (f.finished[0] and f.finished[1]) if f.decrypted else None
+    """Both Finished messages read (None: not decrypted, or one side's records without
+    keys, so not known): the value of a report's and a brief report's
+    `handshake_complete`, defined once."""
+    return (f.finished[0] and f.finished[1]) if f.decrypted and not f.keyless else None
 
 
 def _own(midstream: bool, preamble: bytes, f: Facts) -> _Own:

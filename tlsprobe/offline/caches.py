@@ -33,7 +33,7 @@ class AnalysisCaches:
     fast readers of this analysis's open connections."""
 
     __slots__ = ("_encoder", "briefs", "certs", "choices", "contexts", "held", "hellos", "memo",
-                 "reports")
+                 "reports", "sessions")
 
     def __init__(self) -> None:
         self.held = 0
@@ -52,7 +52,17 @@ class AnalysisCaches:
         #: what a ServerHello said against its ClientHello, by the pair of their shapes
         #: and DTLS (offline.choices: `server_hello_choices`)
         self.choices: dict[tuple[int, int, bool], Choices] = {}
+        #: TLS 1.0-1.2 master secrets of the connections decrypted so far, by session id
+        #: (b"i" + id) and session ticket (b"t" + ticket): what a later connection of the
+        #: capture that resumes the session uses, as tshark's session cache (offline.decrypt)
+        self.sessions: dict[bytes, bytes] = {}
         self._encoder: JsonEncoder | None = None
+
+    def remember_session(self, key: bytes, master: bytes) -> None:
+        """A session's master secret under `key` (bounded like the other memos)."""
+        if len(self.sessions) >= MAX_ENTRIES:
+            self.sessions.clear()
+        self.sessions[key] = master
 
     def encoder(self) -> JsonEncoder:
         """The JSON encoder of the reports this analysis writes as text (it remembers the

@@ -5,9 +5,15 @@ secrets. TLS 1.3: the handshake traffic secrets (CLIENT_/SERVER_HANDSHAKE_TRAFFI
 decrypt the encrypted handshake (a client that offered 0-RTT first sends early data under
 CLIENT_EARLY_TRAFFIC_SECRET, up to its EndOfEarlyData; records no known key opens in that
 phase are skipped, as the server skips them, RFC 8446 4.2.10); each side switches to its application traffic secret
-(CLIENT_/SERVER_TRAFFIC_SECRET_0) after its Finished, and to the next one after each
-KeyUpdate it sends. TLS 1.0-1.2: the master secret (CLIENT_RANDOM, or an ``RSA Session-ID:`` line
+(CLIENT_/SERVER_TRAFFIC_SECRET_0) after its handshake's Finished (not after a Finished of
+post-handshake authentication), and to the next one after each KeyUpdate it sends. TLS 1.0-1.2: the master secret (CLIENT_RANDOM, or an ``RSA Session-ID:`` line
 for the ServerHello's session id) and both randoms give the key block; the session.Flow applies the protection after each side's ChangeCipherSpec.
+A TLS 1.0-1.2 connection that resumes a session (the ServerHello echoes the session id the
+ClientHello offered) whose client random the key log lacks takes the master secret of the
+connection of the capture that established it, by session id or ticket (tshark's session
+cache). A TLS 1.0-1.2 renegotiation (a ClientHello and ServerHello read under the current keys)
+takes the keys logged for its own client random, each side from its next ChangeCipherSpec;
+without them, that side's later records are left encrypted and said so (never "malformed").
 A TLS 1.0-1.2 ServerHello that chose DEFLATE (RFC 3749) compresses every protected record
 after decryption: one zlib stream per direction, each record's output bounded to 2^14
 bytes (RFC 5246 6.2.2 allows 1024 more), so a decompression bomb costs no memory.
@@ -38,7 +44,10 @@ from tlsprobe.engine.suites import (
 )
 from tlsprobe.offline.facts import CLIENT, SERVER, Facts
 from tlsprobe.session.flow import Deprotector, UndecryptableEarlyData
+from tlsprobe.wire.buffer import DecodeError
+from tlsprobe.wire.hello_fields import ServerHelloInfo
 from tlsprobe.wire.record import Record
+from tlsprobe.wire.summary import offered_session, tls12_session_ticket
 
 SetDeprotector = Callable[[int, Deprotector | None], None]
 DEFLATE: Final = 1
@@ -130,11 +139,28 @@ class Decryptor:
         self._early: EarlyDataDeprotector | None = None
         self._client_handshake: RecordDeprotector | None = None
         self.opened = [False, False]  # per side: a protected record opened with the keys
+        #: TLS 1.0-1.2 renegotiation: the client random of the ClientHello read under keys,
+        #: then per side the protection its next ChangeCipherSpec starts (None: no keys)
+        self._renegotiation_random: bytes | None = None
+        self._next: list[RecordDeprotector | None] | None = None
+        self._renegotiating = [False, False]
+        #: TLS 1.3: the side whose handshake traffic secret the key log lacks (its records
+        #: stay encrypted, so whether its Finished came is not known); None: both logged
+        self.keyless_side: int | None = None
+        self._finished = [False, False]  # TLS 1.3: per side, its handshake Finished read
+        #: TLS 1.0-1.2: the session the ClientHello offers (keys of the analysis's session
+        #: memo) and this connection's master secret once known
+        self._offered: tuple[bytes, ...] = ()
+        self._master: bytes | None = None
 
-    def on_client_hello(self, facts: Facts) -> None:
-        """A TLS 1.3 ClientHello offering early_data: its 0-RTT records use the logged
+    def on_client_hello(self, facts: Facts, raw: bytes = b"") -> None:
+        """A ClientHello (`raw`: the message): the session it offers to resume. One of
+        TLS 1.3 offering early_data: its 0-RTT records use the logged
         CLIENT_EARLY_TRAFFIC_SECRET (tried with each offered TLS 1.3 suite of its hash
         length, since only the ServerHello will say which one the PSK has)."""
+        session_id, ticket = offered_session(raw)
+        self._offered = tuple(key for key, value in ((b"t" + ticket, ticket),
+                                                     (b"i" + session_id, session_id)) if value)
         hello = facts.client_hellos[-1] if facts.client_hellos else None
         self._early = None
         if hello is None or not hello.early_data or len(facts.client_hellos) > 1:
@@ -162,15 +188,45 @@ class Decryptor:
         """0-RTT records decrypted so far."""
         return self._early.records if self._early is not None else 0
 
+    def _secrets(self, client_random: bytes, sh: ServerHelloInfo,
+                 tls13: bool) -> dict[str, bytes] | None:
+        """The logged secrets of a handshake: by its client random, or (TLS 1.0-1.2) a
+        master secret logged for the ServerHello's session id."""
+        secrets = self.keylog.secrets(client_random)
+        if not secrets and not tls13:
+            master = self.keylog.master_secret_by_session_id(sh.session_id)
+            secrets = {kl.CLIENT_RANDOM: master} if master is not None else None
+        return secrets
+
+    def _resumed(self, facts: Facts, sh: ServerHelloInfo) -> dict[str, bytes] | None:
+        """TLS 1.0-1.2 resumption of a session a connection of this capture established
+        with known keys: its master secret, by the offered ticket or session id."""
+        if facts.tls13 or not sh.session_id or sh.session_id != facts.client_hellos[0].session_id:
+            return None
+        for key in self._offered:
+            master = facts.caches.sessions.get(key)
+            if master is not None:
+                return {kl.CLIENT_RANDOM: master}
+        return None
+
+    def on_session_ticket(self, facts: Facts, raw: bytes) -> None:
+        """A TLS 1.0-1.2 NewSessionTicket: its session's master secret, when known, is
+        remembered under the ticket for the connections that resume it."""
+        if self._master is not None:
+            try:
+                ticket = tls12_session_ticket(raw)
+            except DecodeError:
+                return
+            if ticket:
+                facts.caches.remember_session(b"t" + ticket, self._master)
+
     def on_server_hello(self, facts: Facts) -> str | None:
         """Install the keys of this connection; returns a problem text or None."""
         sh = facts.server_hello
         if sh is None or not facts.client_hellos:
             return None
-        secrets = self.keylog.secrets(facts.client_hellos[0].random)
-        if not secrets and not facts.tls13:
-            master = self.keylog.master_secret_by_session_id(sh.session_id)
-            secrets = {kl.CLIENT_RANDOM: master} if master is not None else None
+        secrets = self._secrets(facts.client_hellos[0].random, sh, facts.tls13) or \
+            self._resumed(facts, sh)
         if not secrets:
             return None
         self.matched = True
@@ -193,6 +249,11 @@ class Decryptor:
             problem = f"cannot use the logged keys: {exc}"
         if problem is not None:
             self.unsupported = ("", problem)
+        elif self.keyless_side is not None:
+            side = "client" if self.keyless_side == CLIENT else "server"
+            problem = (f"key log has no {_HANDSHAKE[self.keyless_side]} for this connection: "
+                       f"the {side}'s protected records are not decrypted (whether its "
+                       "handshake finished is not known)")
         return problem
 
     def keys_failed(self, direction: int, error: str) -> str | None:
@@ -210,7 +271,7 @@ class Decryptor:
 
     def _tls13(self, params: SuiteParams, secrets: dict[str, bytes],
                early_data: bool) -> str | None:
-        if kl.SERVER_HANDSHAKE_TRAFFIC_SECRET not in secrets:
+        if not any(label in secrets for label in _HANDSHAKE.values()):
             return "key log has no TLS 1.3 handshake traffic secrets for this connection"
         epochs = self._epochs = TrafficEpochs(params.cipher, params.key_len,
                                               tls13_hash_name(params.code))
@@ -227,6 +288,8 @@ class Decryptor:
                 self.set(side, early)
             elif protection is not None:
                 self.set(side, protection)
+            if secret is None:
+                self.keyless_side = side
             if _APP[side] in secrets:
                 epochs.set_application(side, secrets[_APP[side]])
         self.active = True
@@ -234,25 +297,64 @@ class Decryptor:
 
     def _tls12(self, params: SuiteParams, secrets: dict[str, bytes],
                facts: Facts) -> str | None:
-        master = secrets.get(kl.CLIENT_RANDOM)
         sh = facts.server_hello
-        if master is None or sh is None:
+        if sh is None:
             return "key log has no CLIENT_RANDOM master secret for this connection"
-        if sh.compression_method not in (0, DEFLATE):
-            return (f"compression method {sh.compression_method} is not one tlsprobe can "
-                    "undo: the protected records are not read")
-        version = sh.selected_version
-        mac_len, key_len, iv_len = params.key_material(version)
-        block = key_block(version, params.prf_hash, master,
-                          facts.client_hellos[0].random, sh.random, mac_len, key_len, iv_len)
-        client, server = protections_from_key_block(params, block, version,
-                                                    sh.encrypt_then_mac)
-        for side, protection in ((CLIENT, client), (SERVER, server)):
-            deprotector = RecordDeprotector(protection)
-            self.set(side, InflatingDeprotector(deprotector)
-                     if sh.compression_method == DEFLATE else deprotector)
+        got = _tls12_deprotectors(params, secrets, facts.client_hellos[0].random, sh)
+        if isinstance(got, str):
+            return got
+        for side in (CLIENT, SERVER):
+            self.set(side, got[side])
         self.active = True
+        self._master = secrets[kl.CLIENT_RANDOM]
+        if sh.session_id:
+            facts.caches.remember_session(b"i" + sh.session_id, self._master)
         return None
+
+    def on_renegotiation_hello(self, client_random: bytes) -> None:
+        """TLS 1.0-1.2: a ClientHello read under the keys in force (a renegotiation)."""
+        self._renegotiation_random = client_random
+
+    def on_renegotiation(self, sh: ServerHelloInfo) -> str | None:
+        """TLS 1.0-1.2: the ServerHello of a renegotiation, read under the keys in force.
+        Each side keeps those keys up to its next ChangeCipherSpec, then takes the new
+        handshake's (logged under its own client random); returns a problem text when
+        they cannot be had (that side's records from then on stay encrypted)."""
+        client_random, self._renegotiation_random = self._renegotiation_random, None
+        self._renegotiating = [True, True]
+        self._next = [None, None]
+        if client_random is None:
+            return ("renegotiation: its ClientHello was not read, so its keys are unknown: "
+                    "the records after its ChangeCipherSpec are not decrypted")
+        secrets = self._secrets(client_random, sh, False)
+        params = protection_params(sh.cipher_suite)
+        problem = None
+        if not secrets:
+            problem = ("the key log has no secrets for its client random "
+                       f"{client_random.hex()}")
+        elif params is None:
+            problem = (f"no record protection known for suite 0x{sh.cipher_suite:04x} "
+                       f"({unsupported_reason(sh.cipher_suite)})")
+        else:
+            try:
+                got = _tls12_deprotectors(params, secrets, client_random, sh)
+            except ValueError as exc:
+                got = f"cannot use the logged keys: {exc}"
+            if isinstance(got, str):
+                problem = got
+            else:
+                self._next = got
+        if problem is None:
+            return None
+        return (f"renegotiation: {problem}; the records after its ChangeCipherSpec are not "
+                "decrypted")
+
+    def on_change_cipher_spec(self, direction: int) -> None:
+        """TLS 1.0-1.2: a side's ChangeCipherSpec during a renegotiation starts the new
+        handshake's keys (None: records left encrypted)."""
+        if self._next is not None and self._renegotiating[direction]:
+            self._renegotiating[direction] = False
+            self.set(direction, self._next[direction])
 
     def _protection(self, secret: bytes) -> RecordDeprotector:
         if self._epochs is None:
@@ -265,8 +367,11 @@ class Decryptor:
             self.set(CLIENT, self._client_handshake)
 
     def on_finished(self, direction: int) -> None:
-        """TLS 1.3: that side's next records use its application traffic secret."""
-        if self._epochs is not None:
+        """TLS 1.3: that side's next records use its application traffic secret. Only
+        its handshake's Finished: one of post-handshake authentication (RFC 8446 4.6.2)
+        is sent under the application keys in force and changes none."""
+        if self._epochs is not None and not self._finished[direction]:
+            self._finished[direction] = True
             secret = self._epochs.finished(direction)
             self.set(direction, self._protection(secret) if secret is not None else None)
 
@@ -276,3 +381,25 @@ class Decryptor:
             secret = self._epochs.key_update(direction)
             if secret is not None:
                 self.set(direction, self._protection(secret))
+
+
+def _tls12_deprotectors(params: SuiteParams, secrets: dict[str, bytes], client_random: bytes,
+                        sh: ServerHelloInfo) -> list[RecordDeprotector | None] | str:
+    """The client's and the server's record deprotection of a TLS 1.0-1.2 handshake from
+    its logged master secret, or why there is none."""
+    master = secrets.get(kl.CLIENT_RANDOM)
+    if master is None:
+        return "key log has no CLIENT_RANDOM master secret for this connection"
+    if sh.compression_method not in (0, DEFLATE):
+        return (f"compression method {sh.compression_method} is not one tlsprobe can "
+                "undo: the protected records are not read")
+    version = sh.selected_version
+    mac_len, key_len, iv_len = params.key_material(version)
+    block = key_block(version, params.prf_hash, master, client_random, sh.random, mac_len,
+                      key_len, iv_len)
+    out: list[RecordDeprotector | None] = []
+    for protection in protections_from_key_block(params, block, version, sh.encrypt_then_mac):
+        deprotector = RecordDeprotector(protection)
+        out.append(InflatingDeprotector(deprotector)
+                   if sh.compression_method == DEFLATE else deprotector)
+    return out

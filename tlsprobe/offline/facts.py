@@ -98,6 +98,7 @@ class Facts:
         "hello_shape",
         "hrr",
         "key_exchange",
+        "keyless",
         "messages",
         "more_messages",
         "named_group",
@@ -158,6 +159,7 @@ class Facts:
         self.ch_frame: int | None = None
         self.sh_frame: int | None = None
         self.decrypted = False
+        self.keyless = False  # decrypted, but one side's records without keys (TLS 1.3)
         self.sslv2_server: int | None = None   # an SSL 2.0 SERVER-HELLO's version
         self.dtls = False
         #: bit 1 << direction: that side sent a CCS that may have started protection (its

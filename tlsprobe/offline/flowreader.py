@@ -62,6 +62,7 @@ FINISHED: Final = 20
 SERVER_HELLO: Final = 2
 CLIENT_HELLO: Final = 1
 END_OF_EARLY_DATA: Final = 5
+NEW_SESSION_TICKET: Final = 4
 #: without a trace, records decrypted after both Finished (NewSessionTicket, alerts)
 POST_HANDSHAKE_RECORDS: Final = 16
 MAX_HEAD: Final = 1 << 14  # first bytes of a ClientHello kept until it is whole, to read a cut one
@@ -327,6 +328,8 @@ class FlowReader:
             f.alert(d, ev.alert.level, ev.alert.description, ev.protected)
         elif isinstance(ev, ChangeCipherSpecEvent):
             f.change_cipher_spec(d)
+            if self.decryptor is not None:
+                self.decryptor.on_change_cipher_spec(d)  # (a renegotiation's: new keys)
             if f.ccs[d]:  # a capture without the hellos: the Flow cannot know it
                 self.state.ccs_seen[d] = True
         elif isinstance(ev, ApplicationDataEvent):
@@ -386,7 +389,16 @@ class FlowReader:
             return
         t = ev.msg_type
         if t == CLIENT_HELLO and ev.direction == CLIENT and not ev.protected:
-            dec.on_client_hello(self.facts)
+            dec.on_client_hello(self.facts, ev.raw)
+        elif t == NEW_SESSION_TICKET and ev.direction == SERVER and not self.facts.tls13:
+            dec.on_session_ticket(self.facts, ev.raw)
+        elif t == CLIENT_HELLO and ev.direction == CLIENT and not self.facts.tls13:
+            dec.on_renegotiation_hello(ev.raw[6:38])  # (a TLS 1.0-1.2 renegotiation's)
+        elif t == SERVER_HELLO and ev.direction == SERVER and ev.protected and \
+                self.facts.server_hello is not None and not self.facts.tls13:
+            problem = dec.on_renegotiation(self.facts.server_hello)
+            if problem:
+                self.facts.problem(problem)
         elif t == END_OF_EARLY_DATA and ev.direction == CLIENT and ev.protected:
             dec.on_end_of_early_data()
         elif t == SERVER_HELLO and ev.direction == SERVER and self.facts.server_hello is not None \
@@ -395,6 +407,7 @@ class FlowReader:
             if problem:
                 self.facts.problem(problem)
             self.facts.decrypted = dec.active
+            self.facts.keyless = dec.keyless_side is not None
         elif t == FINISHED and ev.protected and self.facts.tls13:
             dec.on_finished(ev.direction)
         elif t == KEY_UPDATE and ev.protected:

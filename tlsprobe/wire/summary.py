@@ -1,7 +1,8 @@
 """Fast reads of the other handshake messages a capture report needs.
 
 ServerKeyExchange (group, share size, DH prime, signature scheme), ClientKeyExchange (the
-key length), Certificate (the DER list) and NewSessionTicket (lifetime). The common forms
+key length), Certificate (the DER list) and NewSessionTicket (lifetime, and a TLS 1.0-1.2
+ticket), and the session a ClientHello offers to resume (its session id and ticket). The common forms
 (named-curve ECDHE, DHE, RSA, TLS 1.0-1.2 certificates) are read with flat slicing; every
 other form (PSK variants, explicit curves, RSA-export parameters, TLS 1.3 certificates) goes
 through the wire codec, which also supplies the error text when a message is malformed.
@@ -143,3 +144,37 @@ def ticket_lifetime(msg: bytes) -> int:
     if len(body) < 4:
         raise DecodeError("NewSessionTicket too short", 4, "NewSessionTicket")
     return int.from_bytes(body[:4], "big")
+
+
+def tls12_session_ticket(msg: bytes) -> bytes:
+    """The ticket of a TLS 1.0-1.2 NewSessionTicket (RFC 5077 3.3; b"": none)."""
+    body = _body(msg, NEW_SESSION_TICKET)
+    size = int.from_bytes(body[4:6], "big")
+    if len(body) != 6 + size:
+        raise DecodeError(f"ticket of {size} bytes in a body of {len(body)}", 8,
+                          "NewSessionTicket.ticket")
+    return body[6:]
+
+
+def offered_session(hello: bytes) -> tuple[bytes, bytes]:
+    """(legacy_session_id, session_ticket extension data) of a ClientHello message, or of
+    the start of one (b"" for what is absent, malformed or not in `hello`): the session it
+    may resume."""
+    n = len(hello)
+    if n < 39 or hello[0] != 1 or hello[38] > 32:
+        return b"", b""
+    p = 39 + hello[38]
+    session_id = hello[39:p]
+    if p + 2 > n:
+        return session_id, b""
+    p += 2 + ((hello[p] << 8) | hello[p + 1])
+    if p >= n:
+        return session_id, b""
+    p += 1 + hello[p] + 2          # compression methods, then the extensions' length
+    while p + 4 <= n:
+        ext_type, size = (hello[p] << 8) | hello[p + 1], (hello[p + 2] << 8) | hello[p + 3]
+        if ext_type == 35:
+            ticket = hello[p + 4:p + 4 + size]
+            return session_id, ticket if len(ticket) == size else b""
+        p += 4 + size
+    return session_id, b""
