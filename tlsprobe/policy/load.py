@@ -185,10 +185,13 @@ def _codes(data: PolicyData, key: str, where: str,
         return None
     out = []
     for item in items:
+        if isinstance(item, bool) or not isinstance(item, (int, str)):
+            raise PolicyError(f"policy {where}: '{key}': {item!r} is neither a name nor a "
+                              "code point")
         if isinstance(item, int):
-            out.append(item)
+            out.append(_code_point(item, key, where, parse is None))
             continue
-        text = str(item).strip()
+        text = item.strip()
         if parse is None:
             if text.lower() not in VERSION_NAMES:
                 raise PolicyError(f"policy {where}: unknown version {text!r} in '{key}' "
@@ -202,11 +205,31 @@ def _codes(data: PolicyData, key: str, where: str,
     return out
 
 
+def _code_point(item: int, key: str, where: str, version: bool) -> int:
+    """A code point given as an integer: a version's must be one `versions` names (0x0300 to
+    0x0304), any other a 16-bit value."""
+    if version and item not in VERSION_NAMES.values():
+        raise PolicyError(f"policy {where}: unknown version {item} in '{key}' (use e.g. "
+                          "'TLS 1.2' or 'TLSv1.2')")
+    if not 0 <= item <= 0xFFFF:
+        raise PolicyError(f"policy {where}: '{key}': {item} is no code point (0 to 65535)")
+    return item
+
+
 def _bits(data: PolicyData, key: str, where: str) -> int | None:
     value = data.get(key)
-    if value is not None and not isinstance(value, int):
-        raise PolicyError(f"policy {where}: '{key}' must be a number of bits")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                              or value <= 0):
+        raise PolicyError(f"policy {where}: '{key}' must be a number of bits (a positive "
+                          "integer)")
     return value
+
+
+def _typed(data: PolicyData, key: str, kind: type, where: str, what: str) -> None:
+    """An error unless `key` is absent, null or of type `kind`."""
+    value = data.get(key)
+    if value is not None and not isinstance(value, kind):
+        raise PolicyError(f"policy {where}: '{key}' must be {what}, not {value!r}")
 
 
 def parse_policy(data: PolicyData, where: str) -> Policy:
@@ -237,6 +260,9 @@ def parse_policy(data: PolicyData, where: str) -> Policy:
                                                    f" (one of {', '.join(CERTIFICATE_TYPES)})"))
     dh_min_bits, rsa_min_bits = _bits(data, "dh_min_bits", where), \
         _bits(data, "rsa_min_bits", where)
+    for key in ("name", "title", "source"):
+        _typed(data, key, str, where, "a string")
+    _typed(data, "server_preferred_order", bool, where, "true or false")
     order = data.get("server_preferred_order")
     return Policy(
         name=str(data.get("name") or where), title=str(data.get("title", "")),

@@ -61,8 +61,9 @@ def _versions_not_allowed(report: AuditReport, policy: Policy) -> list[Finding]:
 
 
 def _versions_missing(report: AuditReport, policy: Policy) -> list[Finding]:
-    """A required version not spoken, when its absence was established (not_supported)."""
-    if not report.versions or policy.versions is None:
+    """A required version not spoken, when its absence was established (not_supported);
+    asked by `required_versions`, with or without a `versions` list."""
+    if not report.versions or not policy.required_versions:
         return []
     spoken = report.spoken_versions()
     refused = {s.version.id for s in report.versions if s.status == "not_supported"}

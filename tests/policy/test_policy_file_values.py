@@ -1,0 +1,70 @@
+"""Policy files: every key is held to its documented type and range (a wrong one is a one-line
+usage error naming the key, exit 2, before any connection), and every rule a key asks for is
+made, with or without the other keys (docs/POLICY.md "Policy file format")."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+#: (file name, contents, words the one error line must contain)
+BAD_FILES = [
+    ("order.json", '{"server_preferred_order": "no"}', "'server_preferred_order' must be true"),
+    ("order.toml", 'server_preferred_order = "yes"\n', "'server_preferred_order' must be true"),
+    ("dh_bool.json", '{"dh_min_bits": true}', "'dh_min_bits' must be a number of bits"),
+    ("dh_neg.json", '{"dh_min_bits": -2048}', "'dh_min_bits' must be a number of bits"),
+    ("rsa_zero.toml", "rsa_min_bits = 0\n", "'rsa_min_bits' must be a number of bits"),
+    ("ver_bool.json", '{"versions": [true]}', "'versions': True is neither"),
+    ("ver_int.json", '{"versions": [5]}', "unknown version 5 in 'versions'"),
+    ("req_int.json", '{"required_versions": [772, 9]}', "unknown version 9 in"),
+    ("grp_big.json", '{"groups": [99999999]}', "'groups': 99999999 is no code point"),
+    ("grp_neg.json", '{"required_groups": [-1]}', "'required_groups': -1 is no code point"),
+    ("suite_float.json", '{"cipher_suites": [1.5]}', "'cipher_suites': 1.5 is neither"),
+    ("suite_null.json", '{"tls13_cipher_suites": [null]}', "'tls13_cipher_suites': None"),
+    ("name_int.json", '{"name": 5}', "'name' must be a string"),
+    ("name_date.toml", "name = 2024-01-01\n", "'name' must be a string"),
+    ("title_table.json", '{"title": {"x": 1}}', "'title' must be a string"),
+    ("source_list.toml", 'source = ["a"]\n', "'source' must be a string"),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "words"), BAD_FILES, ids=[b[0] for b in BAD_FILES])
+def test_a_wrong_type_or_value_is_a_one_line_usage_error(run_cli, tmp_path, name, text, words):
+    """Before: `"server_preferred_order": "no"` asked for the server's order (bool("no")),
+    `dh_min_bits = true` for 1 bit, `versions = [5]` allowed no real version, a group 99999999
+    or -1 was kept, a name or title of any type was turned into text: all silently."""
+    path = tmp_path / name
+    path.write_text(text)
+    code, out, err = run_cli("scan", "127.0.0.1:1", "--policy", str(path), "--no-progress")
+    assert (code, out) == (2, ""), err
+    assert err.startswith(f"tlsprobe: error: policy {path}: ") and err.count("\n") == 1, err
+    assert words in err, err
+
+
+def test_integer_code_points_in_range_still_load(tmp_path):
+    """Documented: codepoints as integers (groups 4588, suites 0xc02f as 49199, versions)."""
+    from tlsprobe.policy.load import load_policy
+    path = tmp_path / "ints.json"
+    path.write_text(json.dumps({"versions": [0x0303, "TLS 1.3"], "groups": [4588, "x25519"],
+                                "cipher_suites": [49199], "dh_min_bits": 2048,
+                                "server_preferred_order": False, "name": "ints"}))
+    policy = load_policy(str(path))
+    assert policy.versions == frozenset({0x0303, 0x0304})
+    assert policy.groups == frozenset({0x11EC, 0x001D})
+    assert policy.cipher_suites == frozenset({0xC02F})
+    assert (policy.dh_min_bits, policy.server_preferred_order) == (2048, False)
+
+
+def test_required_versions_alone_is_checked(run_cli, server_cache, tmp_path):
+    """`required_versions` without `versions` asked for nothing before: a TLS 1.2-only
+    server passed a policy that requires TLS 1.3. Each key is a rule of its own."""
+    srv = server_cache("openssl", proto="tls1_2", groups="X25519:P-384")
+    path = tmp_path / "needs13.json"
+    path.write_text('{"required_versions": ["TLS 1.3"]}')
+    code, out, err = run_cli("scan", f"127.0.0.1:{srv.port}", "--checks", "versions",
+                             "--policy", str(path), "--json", "--fail-on", "medium",
+                             "--no-progress")
+    found = [(f["code"], f["policy"], f["items"]) for f in json.loads(out)["findings"]
+             if f["policy"] == "needs13"]
+    assert found == [("version.missing", "needs13", ["TLS 1.3"])], (found, err)
+    assert code == 1, err
