@@ -68,3 +68,21 @@ def test_required_versions_alone_is_checked(run_cli, server_cache, tmp_path):
              if f["policy"] == "needs13"]
     assert found == [("version.missing", "needs13", ["TLS 1.3"])], (found, err)
     assert code == 1, err
+
+
+def test_a_required_group_is_asked_before_it_is_called_missing(run_cli, server_cache, tmp_path):
+    """A group a policy requires but the group audit does not offer by default (curveSM2 is
+    outside its ranges) was reported as group.missing on a server that serves it: the rule
+    counted "not in the supported list" as refused. Now the audit offers every required
+    group, and group.missing needs the TLS 1.3 audit's refusal; a required group the server
+    does refuse (X25519MLKEM768) is still missing."""
+    srv = server_cache("pyopenssl", groups=["curveSM2", "X25519"], proto="tls1_3")
+    path = tmp_path / "sm2.json"
+    path.write_text('{"name": "sm2", "required_groups": ["curveSM2", "X25519MLKEM768"]}')
+    code, out, err = run_cli("scan", f"127.0.0.1:{srv.port}", "--checks", "groups",
+                             "--policy", str(path), "--json", "--no-progress")
+    report = json.loads(out)
+    g13 = next(g for g in report["groups"] if g["version"]["name"] == "TLS 1.3")
+    assert "curveSM2" in [g["name"] for g in g13["supported"]], (g13, err)
+    missing = [f["items"] for f in report["findings"] if f["code"] == "group.missing"]
+    assert missing == [["X25519MLKEM768"]], (missing, err)

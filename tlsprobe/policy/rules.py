@@ -123,14 +123,13 @@ def _groups_not_allowed(report: AuditReport, policy: Policy) -> list[Finding]:
 
 
 def _groups_missing(report: AuditReport, policy: Policy) -> list[Finding]:
-    """A recommended group TLS 1.3 does not support (not when its answer was inconclusive)."""
+    """A recommended group TLS 1.3's group audit asked for and found refused (not when it was
+    not asked, or its answer was inconclusive)."""
     g13 = report.group_audit(0x0304)
     if g13 is None or not g13.spoken:
         return []
-    supported = {g.id for a in report.groups for g in a.supported}
-    unknown = {g.id for g in g13.inconclusive}
-    missing = [registry.group_name(code) for code in policy.required_groups
-               if code not in supported and code not in unknown]
+    refused = {g.id for g in g13.not_supported}
+    missing = [registry.group_name(code) for code in policy.required_groups if code in refused]
     return [_finding(policy, "group.missing", f"{name} is recommended but not supported in "
                      "TLS 1.3", [name], "TLS 1.3") for name in missing]
 

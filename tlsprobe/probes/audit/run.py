@@ -75,6 +75,14 @@ class AuditOptions:
     cafile: str | None = None           # trust store; None: the system bundle
     clients: tuple[ClientProfile, ...] = ()   # scan --clients: the profiles to simulate
 
+    @property
+    def audited_groups(self) -> tuple[int, ...]:
+        """The groups the group audits offer beyond the registry's audited ranges: the extra
+        groups, then each policy's required groups (a group a policy requires is asked,
+        so that its absence is established, never assumed)."""
+        required = (g for p in self.policies for g in p.required_groups)
+        return tuple(dict.fromkeys((*self.extra_groups, *required)))
+
 
 def sni_for(host: str, options: AuditOptions) -> str | None:
     if not options.send_sni:
@@ -297,7 +305,7 @@ def _merge(report: AuditReport, part: AuditReport) -> AuditReport:
 
 async def _groups_and_pq(run: _Run, spoken: set[int] | None, checks: set[str]) -> AuditReport:
     part = AuditReport(host="", port=0)
-    extra = run.options.extra_groups
+    extra = run.options.audited_groups
 
     async def g13() -> GroupAudit | None:
         if TLS13 in run.unsure:
@@ -355,7 +363,7 @@ async def _older_groups(run: _Run, spoken: set[int] | None,
         return None
     version = max(older)
     audit = await groups.ske_groups(run.runner, groups.candidate_groups(version,
-                                                                        run.options.extra_groups),
+                                                                        run.options.audited_groups),
                                     version=version)
     return await _unless_unspoken(run, version, audit, spoken)
 
