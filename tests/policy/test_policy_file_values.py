@@ -86,3 +86,27 @@ def test_a_required_group_is_asked_before_it_is_called_missing(run_cli, server_c
     assert "curveSM2" in [g["name"] for g in g13["supported"]], (g13, err)
     missing = [f["items"] for f in report["findings"] if f["code"] == "group.missing"]
     assert missing == [["X25519MLKEM768"]], (missing, err)
+
+
+@pytest.mark.parametrize(("curve", "found"), [("SECP521R1", True), ("SECP256R1", False)])
+def test_mozilla_certificate_curves(run_cli, tmp_path, curve, found):
+    """Mozilla's guidelines list the curves of an ECDSA certificate (certificate_curves:
+    prime256v1, secp384r1); a P-521 certificate passed `modern` before, as the policies
+    did not carry the list. certificate.curve_not_allowed names the curve; P-256 passes."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from tests.helpers.servers import start_server
+    from tests.lab_servers.certs import named_set
+    certs = named_set(tmp_path, "localhost", "localhost", "leaf", getattr(ec, curve)())
+    server = start_server("openssl", cert="ecdsa", certs=certs, proto="tls1_3",
+                          workdir=tmp_path / "srv")
+    try:
+        code, out, err = run_cli("scan", f"127.0.0.1:{server.port}", "--checks", "cert",
+                                 "--policy", "modern", "--json", "--no-progress")
+    finally:
+        server.stop()
+    findings = [(f["code"], f["policy"], f["message"]) for f in json.loads(out)["findings"]
+                if f["code"].startswith("certificate.") and f["policy"] != "builtin"]
+    expected = [("certificate.curve_not_allowed", "mozilla-modern-6.0",
+                 "certificate key on secp521r1 (policy: secp256r1, secp384r1)")]
+    assert findings == (expected if found else []), err

@@ -49,7 +49,8 @@ class PolicyError(ValueError):
 
 KEYS = {"name", "title", "source", "extends", "versions", "required_versions", "cipher_suites",
         "tls13_cipher_suites", "groups", "required_groups", "dh_min_bits", "rsa_min_bits",
-        "certificate_types", "server_preferred_order", "severity", "waive"}
+        "certificate_types", "certificate_curves", "server_preferred_order", "severity",
+        "waive"}
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ class Policy:
     dh_min_bits: int | None = None
     rsa_min_bits: int | None = None
     certificate_types: tuple[str, ...] | None = None
+    #: the curves an ECDSA certificate key may be on (group code points; None: not checked)
+    certificate_curves: frozenset[int] | None = None
     server_preferred_order: bool | None = None
     severity: dict[str, Severity] = field(default_factory=dict)
     #: finding code (or `AREA.*`) -> why it is accepted: such findings are listed as waived
@@ -252,6 +255,7 @@ def parse_policy(data: PolicyData, where: str) -> Policy:
     suites = _codes(data, "cipher_suites", where, registry.parse_suite)
     suites13 = _codes(data, "tls13_cipher_suites", where, registry.parse_suite)
     groups = _codes(data, "groups", where, registry.parse_group)
+    curves = _codes(data, "certificate_curves", where, registry.parse_group)
     cert_types = _list(data, "certificate_types", where)
     odd = next((t for t in cert_types or () if str(t).lower() not in CERTIFICATE_TYPES), None)
     if odd is not None:
@@ -275,7 +279,8 @@ def parse_policy(data: PolicyData, where: str) -> Policy:
         required_groups=tuple(_codes(data, "required_groups", where, registry.parse_group) or ()),
         dh_min_bits=dh_min_bits, rsa_min_bits=rsa_min_bits,
         certificate_types=tuple(str(t).lower() for t in cert_types) if cert_types is not None
-        else None, server_preferred_order=bool(order) if order is not None else None,
+        else None, certificate_curves=frozenset(curves) if curves is not None else None,
+        server_preferred_order=bool(order) if order is not None else None,
         severity={k: Severity(str(v)) for k, v in severity.items()},   # checked: SEVERITIES
         waive={k: " ".join(str(v).split()) for k, v in waive.items()})   # checked: str
 

@@ -177,6 +177,27 @@ def _certificate_type(report: AuditReport, policy: Policy) -> list[Finding]:
                      f"(policy: {', '.join(policy.certificate_types)})", [leaf.subject], None)]
 
 
+def _certificate_curve(report: AuditReport, policy: Policy) -> list[Finding]:
+    """An ECDSA leaf key on a curve the policy does not list (Mozilla's certificate_curves:
+    P-256 and P-384). The curve is the one the certificate names (model/describe.py's key
+    type, "EC secp521r1"), looked up as a group."""
+    if not report.certificates or policy.certificate_curves is None:
+        return []
+    leaf = report.certificates[0]
+    kind, _, curve = leaf.key_type.partition(" ")
+    if kind != "EC" or not curve:
+        return []
+    try:
+        code: int | None = registry.parse_group(curve)
+    except ValueError:
+        code = None
+    if code in policy.certificate_curves:
+        return []
+    allowed = ", ".join(sorted(registry.group_name(c) for c in policy.certificate_curves))
+    return [_finding(policy, "certificate.curve_not_allowed", f"certificate key on {curve} "
+                     f"(policy: {allowed or 'none'})", [leaf.subject], None)]
+
+
 def _certificate_key_size(report: AuditReport, policy: Policy) -> list[Finding]:
     if not report.certificates or not policy.rsa_min_bits:
         return []
@@ -190,7 +211,7 @@ def _certificate_key_size(report: AuditReport, policy: Policy) -> list[Finding]:
 #: the policy's rules, in the order of their findings (policy/codes.py lists their codes)
 POLICY_RULES: tuple[PolicyRule, ...] = (
     _versions_not_allowed, _versions_missing, _suites, _groups_not_allowed, _groups_missing,
-    _dh_too_small, _certificate_type, _certificate_key_size)
+    _dh_too_small, _certificate_type, _certificate_curve, _certificate_key_size)
 
 
 def evaluate(report: AuditReport, policy: Policy) -> list[Finding]:
