@@ -190,3 +190,25 @@ def test_a_target_gone_since_the_baseline_is_a_regression(
     assert "[regression] target: unreachable: reachable -> " in out
     code, out, err = scan(server.port, "--baseline", base, "--fail-on-change")
     assert code == 1, err           # 1 wins, as for --fail-on
+
+
+def test_a_change_to_or_from_inconclusive_is_listed_but_fails_no_gate(
+        same_port: SamePort, tmp_path: Path) -> None:
+    """A baseline whose check was inconclusive (saved from a run that could not establish
+    it) and a scan that establishes it: the change is listed as "not established on one
+    side", and `--fail-on-change=any` (a configuration freeze) does not fail on it, as no
+    gate fails on what tlsprobe could not establish. Before, it exited 1."""
+    first = same_port(BOTH)
+    base = baseline_of(first.port, tmp_path / "base.json")
+    doc = json.loads(base.read_text())
+    ems = next(c for c in doc["check_results"] if c["name"] == "ems")
+    assert ems["verdict"] == "supported", ems
+    ems.update(verdict="inconclusive", reason="the hello was reset (twice)")
+    base.write_text(json.dumps(doc) + "\n")
+    code, out, err = scan(first.port, "--baseline", base, "--fail-on-change=any")
+    section = out[out.index(f"Changes since {base}"):]
+    assert "[changed] ems: check changed: inconclusive -> supported (not established on one " \
+           "side)" in section, section
+    assert code == 0, err + out
+    code, out, err = scan(first.port, "--baseline", base, "--fail-on-change=any", "--json")
+    assert json.loads(out).get("gate") in (None, {"passed": True, "reasons": []}), out
