@@ -14,7 +14,8 @@ One `testsuite` per target (named HOST:PORT, with its start time and duration), 
   name the code: version.not_allowed, certificate.expires_soon ...), failing when one of
   its findings is at or above the threshold, passing with the findings in `system-out`
   when they are below it or waived;
-- a `rating` testcase when the target was rated: failing below --fail-under;
+- a `rating` testcase when the target was rated: failing below --fail-under (with
+  --fail-under also for a target not rated, below every gate);
 - a target that could not be audited: one `audit` testcase with an `error` element (the
   error kind as its type).
 The threshold is --fail-on, or `low` without it (info findings never fail a test case).
@@ -113,15 +114,19 @@ def _finding_cases(suite: ET.Element, r: AuditReport, threshold: Severity) -> li
 
 
 def _rating_case(suite: ET.Element, r: AuditReport, fail_under: str | None) -> list[str]:
-    if r.rating is None or r.rating.grade is None:
+    """The rating's test case: for a rated target, and for one that could not be rated when
+    --fail-under is given (below every gate, docs/RATING.md: the exit code fails on it, so
+    the report shows why)."""
+    if r.rating is None or (r.rating.grade is None and fail_under is None):
         return []
     case = _case(suite, "tlsprobe.rating", "rating")
-    grade = r.rating.grade.value
+    grade = r.rating.grade.value if r.rating.grade is not None else "not rated"
     if fail_under is not None:
         from tlsprobe.model.rating import parse_grade
         if r.rating.below(parse_grade(fail_under)):
-            ET.SubElement(case, "failure", message=f"rated {grade}, below --fail-under "
-                          f"{fail_under}", type="rating")
+            why = f"rated {grade}" if r.rating.grade is not None else r.rating.label()
+            ET.SubElement(case, "failure", message=shown(f"{why}, below --fail-under "
+                                                         f"{fail_under}"), type="rating")
             return ["failure"]
     _out(case, [f"rated {grade}"])
     return ["passed"]
