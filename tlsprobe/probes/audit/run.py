@@ -76,10 +76,10 @@ class AuditOptions:
     clients: tuple[ClientProfile, ...] = ()   # scan --clients: the profiles to simulate
 
     @property
-    def audited_groups(self) -> tuple[int, ...]:
-        """The groups the group audits offer beyond the registry's audited ranges: the extra
-        groups, then each policy's required groups (a group a policy requires is asked,
-        so that its absence is established, never assumed)."""
+    def tls13_groups(self) -> tuple[int, ...]:
+        """The groups the TLS 1.3 group audit offers beyond the registry's audited ranges:
+        the extra groups, then each policy's required groups (required in TLS 1.3: asked,
+        so that an absence is established, never assumed)."""
         required = (g for p in self.policies for g in p.required_groups)
         return tuple(dict.fromkeys((*self.extra_groups, *required)))
 
@@ -305,7 +305,7 @@ def _merge(report: AuditReport, part: AuditReport) -> AuditReport:
 
 async def _groups_and_pq(run: _Run, spoken: set[int] | None, checks: set[str]) -> AuditReport:
     part = AuditReport(host="", port=0)
-    extra = run.options.audited_groups
+    extra = run.options.extra_groups
 
     async def g13() -> GroupAudit | None:
         if TLS13 in run.unsure:
@@ -314,7 +314,8 @@ async def _groups_and_pq(run: _Run, spoken: set[int] | None, checks: set[str]) -
             return _not_spoken(TLS13, "not tested: the server does not speak TLS 1.3")
         if "groups" not in checks:
             return None
-        audit = await groups.tls13_groups(run.runner, groups.candidate_groups(TLS13, extra))
+        audit = await groups.tls13_groups(run.runner, groups.candidate_groups(
+            TLS13, run.options.tls13_groups))
         return await _unless_unspoken(run, TLS13, audit, spoken)
 
     async def g12() -> GroupAudit | None:
@@ -363,7 +364,7 @@ async def _older_groups(run: _Run, spoken: set[int] | None,
         return None
     version = max(older)
     audit = await groups.ske_groups(run.runner, groups.candidate_groups(version,
-                                                                        run.options.audited_groups),
+                                                                        run.options.extra_groups),
                                     version=version)
     return await _unless_unspoken(run, version, audit, spoken)
 
