@@ -110,3 +110,25 @@ def test_mozilla_certificate_curves(run_cli, tmp_path, curve, found):
     expected = [("certificate.curve_not_allowed", "mozilla-modern-6.0",
                  "certificate key on secp521r1 (policy: secp256r1, secp384r1)")]
     assert findings == (expected if found else []), err
+
+
+def test_toml_dotted_keys_name_finding_codes(run_cli, server_cache, tmp_path):
+    """In TOML `certificate.self_signed = "low"` unquoted is a dotted key (a nested table):
+    it was refused as "unknown finding code 'certificate' (did you mean ...)", naming the
+    code the user wrote. It is that code: re-rated and waived as when quoted."""
+    srv = server_cache("openssl", groups="X25519:P-384:ffdhe2048", serverpref=True)
+    path = tmp_path / "dotted.toml"
+    path.write_text('name = "dotted"\n[severity]\ncertificate.self_signed = "low"\n'
+                    '[waive]\ncheck.sct = "our CA logs nothing"\n')
+    code, out, err = run_cli("scan", f"127.0.0.1:{srv.port}", "--checks", "cert,sct",
+                             "--policy", str(path), "--json", "--no-progress")
+    assert code == 0, err
+    report = json.loads(out)
+    untrusted = [f["severity"] for f in report["findings"]
+                 if f["code"] == "certificate.self_signed"]
+    assert untrusted == ["low"], report["findings"]
+    assert [f["waiver"] for f in report["waived"] if f["code"] == "check.sct"] == \
+        ["our CA logs nothing"]
+    path.write_text('[severity]\ncertificate.untrsted = "low"\n')
+    code, out, err = run_cli("scan", "127.0.0.1:1", "--policy", str(path))
+    assert code == 2 and "unknown finding code 'certificate.untrsted'" in err, err

@@ -293,8 +293,22 @@ def _code_table(data: PolicyData, key: str, where: str) -> dict[str, object]:
         return {}
     if not isinstance(table, dict):
         raise PolicyError(f"policy {where}: '{key}' must be a table of finding codes")
-    for code in table:
-        why = unknown_code(str(code))
+    flat = _flat(table)
+    for code in flat:
+        why = unknown_code(code)
         if why is not None:
             raise PolicyError(f"policy {where}: [{key}] {why}")
-    return {str(k): v for k, v in table.items()}
+    return flat
+
+
+def _flat(table: dict[object, object], prefix: str = "") -> dict[str, object]:
+    """A code table with TOML's dotted keys joined again: `check.sct = "info"` unquoted is
+    the table {"check": {"sct": "info"}}, the code check.sct."""
+    out: dict[str, object] = {}
+    for k, v in table.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{name}."))
+        else:
+            out[name] = v
+    return out
