@@ -608,12 +608,26 @@ def client_profile_schema() -> dict[str, Any]:
                    "tlsprobe/data/clients and --profiles-dir hold it.")
 
 
+def policy_list_schema() -> dict[str, Any]:
+    """`scan --list-policies --json`: each line a built-in policy (commands/scan.py
+    `_list_policies`: its name, title, source and the aliases naming it). Data, not a run's
+    result: no run members."""
+    text = {"type": "string"}
+    root = {"title": "tlsprobe scan --list-policies --json (one policy per line)",
+            **_closed({"name": text, "title": text, "source": text,
+                       "aliases": {"type": "array", "items": text}})}
+    return {"$schema": DRAFT, "$id": f"{BASE_URI}policy-list.schema.json",
+            "description": "A built-in policy, as `tlsprobe scan --list-policies --json` "
+            "prints it (one per line): the name `--policy` takes, its title and source, and "
+            "the aliases that name it too.", **root}
+
+
 SCHEMAS = {"probe": probe_schema, "scan": scan_schema, "clients": clients_schema,
            "pcap-connection": pcap_schema, "survey-row": survey_row_schema,
            "pcap": pcap_document_schema, "timing": timing_schema, "speed": speed_schema,
            "scan-comparison": comparison_schema, "survey-summary": survey_summary_schema,
            "survey-diff": survey_diff_schema, "speed-list": speed_list_schema,
-           "client-profile": client_profile_schema}
+           "client-profile": client_profile_schema, "policy-list": policy_list_schema}
 
 
 def text_of(schema: dict[str, Any]) -> str:

@@ -190,3 +190,57 @@ def test_a_target_gone_since_the_baseline_is_a_regression(
     assert "[regression] target: unreachable: reachable -> " in out
     code, out, err = scan(server.port, "--baseline", base, "--fail-on-change")
     assert code == 1, err           # 1 wins, as for --fail-on
+
+
+def test_a_change_to_or_from_inconclusive_is_listed_but_fails_no_gate(
+        same_port: SamePort, tmp_path: Path) -> None:
+    """A baseline whose check was inconclusive (saved from a run that could not establish
+    it) and a scan that establishes it: the change is listed as "not established on one
+    side", and `--fail-on-change=any` (a configuration freeze) does not fail on it, as no
+    gate fails on what tlsprobe could not establish. Before, it exited 1."""
+    first = same_port(BOTH)
+    base = baseline_of(first.port, tmp_path / "base.json")
+    doc = json.loads(base.read_text())
+    ems = next(c for c in doc["check_results"] if c["name"] == "ems")
+    assert ems["verdict"] == "supported", ems
+    ems.update(verdict="inconclusive", reason="the hello was reset (twice)")
+    base.write_text(json.dumps(doc) + "\n")
+    code, out, err = scan(first.port, "--baseline", base, "--fail-on-change=any")
+    section = out[out.index(f"Changes since {base}"):]
+    assert "[changed] ems: check changed: inconclusive -> supported (not established on one " \
+           "side)" in section, section
+    assert code == 0, err + out
+    code, out, err = scan(first.port, "--baseline", base, "--fail-on-change=any", "--json")
+    assert json.loads(out).get("gate") in (None, {"passed": True, "reasons": []}), out
+
+
+def test_junit_shows_the_change_gate(same_port: SamePort, tmp_path: Path) -> None:
+    """`--fail-on-change --junit FILE`: the scan exits 1 on a regression, and the JUnit
+    has a failing `changes` test case saying why (it had none: every test passed beside a
+    failed job); unchanged, the case passes."""
+    import xml.etree.ElementTree as ET
+    first = same_port(BOTH)
+    base = baseline_of(first.port, tmp_path / "base.json")
+
+    def changes_case(path: Path) -> ET.Element:
+        found = [c for c in ET.parse(path).getroot().iter("testcase")
+                 if c.get("name") == "changes"]
+        assert len(found) == 1, path.read_text()
+        assert found[0].get("classname") == "tlsprobe.baseline"
+        return found[0]
+    code, out, err = scan(first.port, "--baseline", base, "--fail-on-change", "--junit",
+                          tmp_path / "same.xml")
+    assert code == 0, err + out
+    assert changes_case(tmp_path / "same.xml").find("failure") is None
+    same_port(TLS12_P256, first.port)
+    code, out, err = scan(first.port, "--baseline", base, "--fail-on-change", "--junit",
+                          tmp_path / "lost.xml")
+    assert code == 1, err + out
+    failure = changes_case(tmp_path / "lost.xml").find("failure")
+    assert failure is not None
+    assert "regression(s) since the baseline (--fail-on-change regression): version_lost" \
+        in failure.get("message", ""), failure.attrib
+    # without --fail-on-change there is no gate and no such case
+    code, out, err = scan(first.port, "--baseline", base, "--junit", tmp_path / "no.xml")
+    names = [c.get("name") for c in ET.parse(tmp_path / "no.xml").getroot().iter("testcase")]
+    assert code == 0 and "changes" not in names, err

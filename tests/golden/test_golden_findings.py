@@ -17,6 +17,15 @@ from tlsprobe.policy.load import builtin_names, load_policy
 V, G = Codepoint.version, Codepoint.group
 
 
+def _refused13(groups13: tuple[int, ...]) -> tuple[Codepoint, ...]:
+    """What a real TLS 1.3 group audit refuses: every group it offers (and the policies'
+    required ones) but the supported and the inconclusive secp384r1."""
+    from tlsprobe.probes.audit.groups import candidate_groups
+    offered = candidate_groups(0x0304, tuple(g for name in builtin_names()
+                                             for g in load_policy(name).required_groups))
+    return tuple(G(g) for g in offered if g not in groups13 and g != 0x18)
+
+
 def _report(spoken: tuple[int, ...], refused: tuple[int, ...], suites12: tuple[int, ...],
             suites13: tuple[int, ...], groups13: tuple[int, ...], groups12: tuple[int, ...],
             dhe: DheAudit | None, key: tuple[str, int | None], order: str) -> AuditReport:
@@ -30,6 +39,7 @@ def _report(spoken: tuple[int, ...], refused: tuple[int, ...], suites12: tuple[i
         host="127.0.0.1", port=443, versions=versions,
         groups=(GroupAudit(V(0x0304), 0x0304 in spoken, "hello_retry_request",
                            supported=tuple(G(g) for g in groups13),
+                           not_supported=_refused13(groups13),
                            inconclusive=(G(0x18),), order="server"),
                 GroupAudit(V(0x0303), 0x0303 in spoken, "server_key_exchange",
                            supported=tuple(G(g) for g in groups12), order="client", dhe=dhe)),

@@ -30,7 +30,7 @@ GROUP_CODES: dict[str, int] = {
     "brainpoolP512r1tls13": 0x0021, "ffdhe2048": 0x0100, "ffdhe3072": 0x0101,
     "ffdhe4096": 0x0102, "ffdhe6144": 0x0103, "ffdhe8192": 0x0104, "MLKEM512": 0x0200,
     "MLKEM768": 0x0201, "MLKEM1024": 0x0202, "SecP256r1MLKEM768": 0x11EB,
-    "X25519MLKEM768": 0x11EC, "SecP384r1MLKEM1024": 0x11ED,
+    "X25519MLKEM768": 0x11EC, "SecP384r1MLKEM1024": 0x11ED, "curveSM2": 0x0029,
 }
 _FFDHE = ("ffdhe2048", "ffdhe3072", "ffdhe4096", "ffdhe6144", "ffdhe8192")
 _CLASSIC = ("X25519", "X448", "P-256", "P-384", "P-521")
@@ -46,7 +46,7 @@ SUPPORTED_GROUPS: dict[str, tuple[str, ...]] = {
     "openssl": _OPENSSL30, "nginx": _OPENSSL30, "pyssl": _OPENSSL30,
     # cryptography's OpenSSL 4.0 no longer offers secp192r1, secp224r1 and secp256k1 in TLS.
     "pyopenssl": _CLASSIC + _FFDHE + _LEGACY_EC[:3] + _BP_TLS13 + _HYBRIDS
-    + ("MLKEM512", "MLKEM768", "MLKEM1024"),
+    + ("MLKEM512", "MLKEM768", "MLKEM1024", "curveSM2"),
     "gnutls": _CLASSIC + _FFDHE + ("secp224r1", "secp192r1"),
     "tlslite": _CLASSIC + _FFDHE + _LEGACY_EC + _BP_TLS13 + _HYBRIDS,
 }

@@ -73,10 +73,12 @@ def _builder(subject: str, issuer: str, public_key: object, days: int) -> x509.C
             .not_valid_after(now + datetime.timedelta(days=days)))
 
 
-def named_set(directory: Path, cn: str, san: str, stem: str) -> CertSet:
-    """A self-signed P-256 certificate whose subject CN and DNS SAN are taken as they are
-    (tests of untrusted text: escapes, markup), as an "ecdsa" CertSet in `directory`."""
-    key = _new_key("ecdsa")
+def named_set(directory: Path, cn: str, san: str, stem: str,
+              curve: ec.EllipticCurve | None = None) -> CertSet:
+    """A self-signed P-256 certificate (or one on `curve`) whose subject CN and DNS SAN are
+    taken as they are (tests of untrusted text: escapes, markup), as an "ecdsa" CertSet in
+    `directory`."""
+    key = ec.generate_private_key(curve) if curve is not None else _new_key("ecdsa")
     cert = (_builder(cn, cn, key.public_key(), 2)
             .add_extension(x509.SubjectAlternativeName([x509.DNSName(san)]), critical=False)
             .sign(key, hashes.SHA256()))

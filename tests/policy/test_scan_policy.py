@@ -20,7 +20,7 @@ G = Codepoint.group
 
 def report(spoken=(0x0304, 0x0303), suites12=(0xC02F,), groups13=(0x1D, 0x17),
            dhe: DheAudit | None = None, order12="server", cert_bits=2048,
-           not_after="2030-01-01T00:00:00+00:00") -> AuditReport:
+           not_after="2030-01-01T00:00:00+00:00", refused13=(0x11EC,)) -> AuditReport:
     versions = tuple(VersionSupport(V(v), "supported" if v in spoken else "not_supported")
                      for v in (0x0304, 0x0303, 0x0302, 0x0301, 0x0300))
     cert = CertificateInfo("CN=x", "CN=ca", "RSA", cert_bits, "sha256WithRSAEncryption",
@@ -28,7 +28,8 @@ def report(spoken=(0x0304, 0x0303), suites12=(0xC02F,), groups13=(0x1D, 0x17),
     return AuditReport(
         host="127.0.0.1", port=443, versions=versions,
         groups=(GroupAudit(V(0x0304), True, "hello_retry_request",
-                           supported=tuple(G(g) for g in groups13), order="server"),
+                           supported=tuple(G(g) for g in groups13), order="server",
+                           not_supported=tuple(G(g) for g in refused13)),
                 GroupAudit(V(0x0303), True, "server_key_exchange", supported=(G(0x1D),),
                            order="single", dhe=dhe)),
         suites=(SuiteAudit(V(0x0304), (Cipher.of(0x1301),), "single"),

@@ -179,3 +179,28 @@ def test_hostile_text_stays_valid_xml_and_json() -> None:
     location = doc["runs"][0]["results"][0]["locations"][0]
     assert location["physicalLocation"]["artifactLocation"]["uri"] == "tls/%3A%3A1/443"
     assert location["logicalLocations"][0]["name"] == "[::1]:443"
+
+
+def test_junit_shows_the_rating_gate_a_target_that_could_not_be_rated_fails(
+        server_cache, run_cli, tmp_path: Path) -> None:
+    """`--checks groups --fail-under B`: the target is not rated, which is below every gate
+    (docs/RATING.md), so the scan exits 1; the JUnit had no rating test case then, and a CI
+    test view showed every test passed beside a failed job."""
+    srv = server_cache("openssl", groups="X25519:P-384:ffdhe2048", serverpref=True)
+    code, out, err = run_cli("scan", f"127.0.0.1:{srv.port}", "--checks", "groups",
+                             "--no-progress", "--fail-under", "B", "--junit",
+                             tmp_path / "j.xml")
+    assert code == 1, err
+    cases = ET.parse(tmp_path / "j.xml").getroot().iter("testcase")
+    rating = [c for c in cases if c.get("name") == "rating"]
+    assert len(rating) == 1, out
+    failure = rating[0].find("failure")
+    assert failure is not None and failure.get("message", "").startswith(
+        "not rated (versions not run"), ET.tostring(rating[0])
+    assert failure.get("message", "").endswith(", below --fail-under B")
+    # without --fail-under there is nothing to gate: no rating test case for it
+    code, out, err = run_cli("scan", f"127.0.0.1:{srv.port}", "--checks", "groups",
+                             "--no-progress", "--junit", tmp_path / "k.xml")
+    assert code == 0, err
+    names = [c.get("name") for c in ET.parse(tmp_path / "k.xml").getroot().iter("testcase")]
+    assert "rating" not in names

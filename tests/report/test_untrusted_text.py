@@ -198,3 +198,46 @@ def test_probe_json_keeps_the_http_status_line(hostile_http, run_cli):
                              "--no-verify", "--json")
     assert code == 0, err
     assert json.loads(out)["http_status"] == STATUS
+
+
+def _strings(value: object) -> list[str]:
+    """Every string of a decoded JSON document (keys and values)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def test_scan_report_files_escape_the_certificate_and_the_policy_file(evil_server, run_cli,
+                                                                      tmp_path):
+    """Every report file of one scan (SARIF, JUnit, HTML, CSV) shows a policy file's name
+    and waiver and the server's certificate names escaped. SARIF is read by code-scanning
+    views, not kept as exact data like --json: its policy property held the raw name."""
+    import xml.etree.ElementTree as ET
+    server, certs = evil_server
+    policy = tmp_path / "p.json"
+    policy.write_text(json.dumps({"name": "ours\x1b[2J]]><b>\x07", "versions": ["TLS 1.3"],
+                                  "waive": {"certificate.*": "ok \x1b[31m ]]> <i>"}}))
+    files = {k: tmp_path / f"scan.{k}" for k in ("sarif", "xml", "html", "csv")}
+    code, out, err = run_cli("scan", f"127.0.0.1:{server.port}", "--checks", "versions,cert",
+                             "--no-progress", "--policy", policy, "--fail-on", "high",
+                             "--sarif", files["sarif"], "--junit", files["xml"],
+                             "--html", files["html"], "--csv", files["csv"])
+    assert code == 0, err
+    _no_raw(out + err)
+    sarif = json.loads(files["sarif"].read_text(encoding="utf-8"))
+    for text in _strings(sarif):
+        _no_raw(text)
+    results = sarif["runs"][0]["results"]
+    assert {r["properties"]["policy"] for r in results} >= {"ours\\x1b[2J]]><b>\\x07"}
+    junit = ET.parse(files["xml"]).getroot()
+    for node in junit.iter():
+        _no_raw(" ".join([node.text or "", *node.attrib.values()]))
+    for kind in ("html", "csv"):
+        text = files[kind].read_text(encoding="utf-8")
+        _no_raw(text)
+        assert "ours\\x1b[2J" in text
+    assert "<b>" not in files["html"].read_text(encoding="utf-8")

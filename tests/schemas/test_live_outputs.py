@@ -237,3 +237,14 @@ def test_the_list_outputs_of_speed_and_clients(run_cli) -> None:
     assert len(profiles) >= 5
     for profile in profiles:
         assert_valid("client-profile", profile, "clients --list --json line")
+
+
+def test_the_list_of_built_in_policies(run_cli) -> None:
+    """`scan --list-policies --json` is a JSON output too: each line a built-in policy,
+    valid against policy-list.schema.json (it had no schema)."""
+    code, out, err = run_cli("scan", "--list-policies", "--json")
+    assert code == 0, err
+    policies = _lines(out)
+    assert {p["name"] for p in policies} >= {"mozilla-intermediate-6.0", "mozilla-old-5.7"}
+    for policy in policies:
+        assert_valid("policy-list", policy, "scan --list-policies --json line")

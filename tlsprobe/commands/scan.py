@@ -394,7 +394,9 @@ def _write_files(args: argparse.Namespace, reports: list[AuditReport], code: int
     if args.junit:
         from tlsprobe.report.junit import write_junit
         with written_to("--junit", args.junit):
-            write_junit(args.junit, reports, args.fail_on, getattr(args, "fail_under", None))
+            gate = baseline.gate_reasons if baseline is not None and baseline.gate else None
+            write_junit(args.junit, reports, args.fail_on, getattr(args, "fail_under", None),
+                        gate)
 
 
 def _finish(args: argparse.Namespace, out: TextIO, reports: list[AuditReport],

@@ -116,14 +116,20 @@ class Baseline:
                        f"{report.host}:{report.port}", self.changes_of(report), out,
                        note="not in the baseline: nothing to compare")
 
+    def _fails(self, change: Change) -> bool:
+        """Whether `change` fails the gate: a regression, or with `any` every change whose
+        two sides were established (a move to or from inconclusive is listed, not gated)."""
+        from tlsprobe.model.changes import Direction
+        if self.gate == "any":
+            return change.established
+        return change.direction is Direction.regression
+
     def gate_reasons(self, report: AuditReport) -> list[str]:
         """Why `report` fails --fail-on-change (empty: it passes, or no such gate), for the
         summary's and the JSON's per-target gate verdict."""
         if self.gate is None or report.port == 0:
             return []
-        from tlsprobe.model.changes import Direction
-        hit = [c for c in (self.changes_of(report) or ())
-               if self.gate == "any" or c.direction is Direction.regression]
+        hit = [c for c in (self.changes_of(report) or ()) if self._fails(c)]
         if not hit:
             return []
         kinds = ", ".join(dict.fromkeys(str(c.kind) for c in hit))
@@ -135,10 +141,7 @@ class Baseline:
         """The exit code and reason with --fail-on-change applied (1 wins)."""
         if self.gate is None:
             return code, reason
-        from tlsprobe.model.changes import Direction
-        hit = [r for r in reports if any(
-            self.gate == "any" or c.direction is Direction.regression
-            for c in (self.changes_of(r) or ()))]
+        hit = [r for r in reports if any(self._fails(c) for c in (self.changes_of(r) or ()))]
         if not hit:
             return code, reason + (f"; no {'change' if self.gate == 'any' else 'regression'}"
                                    " since the baseline")

@@ -47,6 +47,11 @@ class Direction(StrEnum):
     neutral = "neutral"
 
 
+#: how `reason` starts for a change one of whose sides is not established (a check's verdict
+#: to or from inconclusive, a move to or from a provisional grade): listed, never a gate
+UNESTABLISHED = "not established on one side"
+
+
 @dataclass(frozen=True)
 class Change:
     """One change: `what` is its subject ("TLS 1.0", "X25519MLKEM768", "heartbleed"),
@@ -60,6 +65,12 @@ class Change:
     direction: Direction
     version: str | None = None
     reason: str = ""
+
+    @property
+    def established(self) -> bool:
+        """Whether both sides are established (see UNESTABLISHED): only such a change can
+        fail `--fail-on-change=any` (a regression never rests on an unestablished side)."""
+        return not self.reason.startswith(UNESTABLISHED)
 
 
 class TargetStatus(StrEnum):

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
-from tlsprobe.model.changes import Change, ChangeKind, Direction
+from tlsprobe.model.changes import UNESTABLISHED, Change, ChangeKind, Direction
 from tlsprobe.model.encode import JsonObject, JsonValue
 from tlsprobe.model.rating import Grade, grade_rank
 
@@ -296,7 +296,7 @@ def _checks(old: JsonObject, new: JsonObject) -> Iterator[Change]:
             continue
         rise = _severity(result) - _severity(prior)
         if "inconclusive" in (was, now):
-            direction, why = NEU, "not established on one side"
+            direction, why = NEU, UNESTABLISHED
         elif rise:
             direction = REG if rise > 0 else IMP
             why = f"finding {prior.get('severity') or 'none'} -> {result.get('severity') or 'none'}"
@@ -365,6 +365,6 @@ def _rating(old: JsonObject, new: JsonObject) -> Iterator[Change]:
     unsure = _provisional(old) if down > 0 else _provisional(new) if down < 0 else False
     if unsure:
         side = "old" if down > 0 else "new"
-        label = f"not established on one side (the {side} grade is provisional); {label}"
+        label = f"{UNESTABLISHED} (the {side} grade is provisional); {label}"
     yield Change(ChangeKind.rating_changed, "rating", was.value, now.value,
                  NEU if unsure or down == 0 else REG if down > 0 else IMP, None, label)

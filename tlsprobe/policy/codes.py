@@ -37,7 +37,9 @@ __all__ = ["BUILTIN", "DEFAULT_SEVERITY", "all_codes", "check_of", "lookup", "un
 DEFAULT_SEVERITY = {"version.missing": Severity.medium, "suite.not_allowed": Severity.medium,
                     "group.not_allowed": Severity.medium, "group.missing": Severity.low, "dh.too_small": Severity.medium,
                     "certificate.key_too_small": Severity.medium,
-                    "certificate.type_not_allowed": Severity.medium, "order.not_server": Severity.low}
+                    "certificate.type_not_allowed": Severity.medium,
+                    "certificate.curve_not_allowed": Severity.medium,
+                    "order.not_server": Severity.low}
 
 #: built-in findings (whatever the policy): policy/findings.py and policy/certificate.py
 BUILTIN = (

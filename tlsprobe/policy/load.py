@@ -49,7 +49,8 @@ class PolicyError(ValueError):
 
 KEYS = {"name", "title", "source", "extends", "versions", "required_versions", "cipher_suites",
         "tls13_cipher_suites", "groups", "required_groups", "dh_min_bits", "rsa_min_bits",
-        "certificate_types", "server_preferred_order", "severity", "waive"}
+        "certificate_types", "certificate_curves", "server_preferred_order", "severity",
+        "waive"}
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ class Policy:
     dh_min_bits: int | None = None
     rsa_min_bits: int | None = None
     certificate_types: tuple[str, ...] | None = None
+    #: the curves an ECDSA certificate key may be on (group code points; None: not checked)
+    certificate_curves: frozenset[int] | None = None
     server_preferred_order: bool | None = None
     severity: dict[str, Severity] = field(default_factory=dict)
     #: finding code (or `AREA.*`) -> why it is accepted: such findings are listed as waived
@@ -185,10 +188,13 @@ def _codes(data: PolicyData, key: str, where: str,
         return None
     out = []
     for item in items:
+        if isinstance(item, bool) or not isinstance(item, (int, str)):
+            raise PolicyError(f"policy {where}: '{key}': {item!r} is neither a name nor a "
+                              "code point")
         if isinstance(item, int):
-            out.append(item)
+            out.append(_code_point(item, key, where, parse is None))
             continue
-        text = str(item).strip()
+        text = item.strip()
         if parse is None:
             if text.lower() not in VERSION_NAMES:
                 raise PolicyError(f"policy {where}: unknown version {text!r} in '{key}' "
@@ -202,11 +208,31 @@ def _codes(data: PolicyData, key: str, where: str,
     return out
 
 
+def _code_point(item: int, key: str, where: str, version: bool) -> int:
+    """A code point given as an integer: a version's must be one `versions` names (0x0300 to
+    0x0304), any other a 16-bit value."""
+    if version and item not in VERSION_NAMES.values():
+        raise PolicyError(f"policy {where}: unknown version {item} in '{key}' (use e.g. "
+                          "'TLS 1.2' or 'TLSv1.2')")
+    if not 0 <= item <= 0xFFFF:
+        raise PolicyError(f"policy {where}: '{key}': {item} is no code point (0 to 65535)")
+    return item
+
+
 def _bits(data: PolicyData, key: str, where: str) -> int | None:
     value = data.get(key)
-    if value is not None and not isinstance(value, int):
-        raise PolicyError(f"policy {where}: '{key}' must be a number of bits")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                              or value <= 0):
+        raise PolicyError(f"policy {where}: '{key}' must be a number of bits (a positive "
+                          "integer)")
     return value
+
+
+def _typed(data: PolicyData, key: str, kind: type, where: str, what: str) -> None:
+    """An error unless `key` is absent, null or of type `kind`."""
+    value = data.get(key)
+    if value is not None and not isinstance(value, kind):
+        raise PolicyError(f"policy {where}: '{key}' must be {what}, not {value!r}")
 
 
 def parse_policy(data: PolicyData, where: str) -> Policy:
@@ -229,6 +255,7 @@ def parse_policy(data: PolicyData, where: str) -> Policy:
     suites = _codes(data, "cipher_suites", where, registry.parse_suite)
     suites13 = _codes(data, "tls13_cipher_suites", where, registry.parse_suite)
     groups = _codes(data, "groups", where, registry.parse_group)
+    curves = _codes(data, "certificate_curves", where, registry.parse_group)
     cert_types = _list(data, "certificate_types", where)
     odd = next((t for t in cert_types or () if str(t).lower() not in CERTIFICATE_TYPES), None)
     if odd is not None:
@@ -237,6 +264,9 @@ def parse_policy(data: PolicyData, where: str) -> Policy:
                                                    f" (one of {', '.join(CERTIFICATE_TYPES)})"))
     dh_min_bits, rsa_min_bits = _bits(data, "dh_min_bits", where), \
         _bits(data, "rsa_min_bits", where)
+    for key in ("name", "title", "source"):
+        _typed(data, key, str, where, "a string")
+    _typed(data, "server_preferred_order", bool, where, "true or false")
     order = data.get("server_preferred_order")
     return Policy(
         name=str(data.get("name") or where), title=str(data.get("title", "")),
@@ -249,7 +279,8 @@ def parse_policy(data: PolicyData, where: str) -> Policy:
         required_groups=tuple(_codes(data, "required_groups", where, registry.parse_group) or ()),
         dh_min_bits=dh_min_bits, rsa_min_bits=rsa_min_bits,
         certificate_types=tuple(str(t).lower() for t in cert_types) if cert_types is not None
-        else None, server_preferred_order=bool(order) if order is not None else None,
+        else None, certificate_curves=frozenset(curves) if curves is not None else None,
+        server_preferred_order=bool(order) if order is not None else None,
         severity={k: Severity(str(v)) for k, v in severity.items()},   # checked: SEVERITIES
         waive={k: " ".join(str(v).split()) for k, v in waive.items()})   # checked: str
 
@@ -262,8 +293,22 @@ def _code_table(data: PolicyData, key: str, where: str) -> dict[str, object]:
         return {}
     if not isinstance(table, dict):
         raise PolicyError(f"policy {where}: '{key}' must be a table of finding codes")
-    for code in table:
-        why = unknown_code(str(code))
+    flat = _flat(table)
+    for code in flat:
+        why = unknown_code(code)
         if why is not None:
             raise PolicyError(f"policy {where}: [{key}] {why}")
-    return {str(k): v for k, v in table.items()}
+    return flat
+
+
+def _flat(table: dict[object, object], prefix: str = "") -> dict[str, object]:
+    """A code table with TOML's dotted keys joined again: `check.sct = "info"` unquoted is
+    the table {"check": {"sct": "info"}}, the code check.sct."""
+    out: dict[str, object] = {}
+    for k, v in table.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{name}."))
+        else:
+            out[name] = v
+    return out

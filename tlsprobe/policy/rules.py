@@ -61,8 +61,9 @@ def _versions_not_allowed(report: AuditReport, policy: Policy) -> list[Finding]:
 
 
 def _versions_missing(report: AuditReport, policy: Policy) -> list[Finding]:
-    """A required version not spoken, when its absence was established (not_supported)."""
-    if not report.versions or policy.versions is None:
+    """A required version not spoken, when its absence was established (not_supported);
+    asked by `required_versions`, with or without a `versions` list."""
+    if not report.versions or not policy.required_versions:
         return []
     spoken = report.spoken_versions()
     refused = {s.version.id for s in report.versions if s.status == "not_supported"}
@@ -122,14 +123,13 @@ def _groups_not_allowed(report: AuditReport, policy: Policy) -> list[Finding]:
 
 
 def _groups_missing(report: AuditReport, policy: Policy) -> list[Finding]:
-    """A recommended group TLS 1.3 does not support (not when its answer was inconclusive)."""
+    """A recommended group TLS 1.3's group audit asked for and found refused (not when it was
+    not asked, or its answer was inconclusive)."""
     g13 = report.group_audit(0x0304)
     if g13 is None or not g13.spoken:
         return []
-    supported = {g.id for a in report.groups for g in a.supported}
-    unknown = {g.id for g in g13.inconclusive}
-    missing = [registry.group_name(code) for code in policy.required_groups
-               if code not in supported and code not in unknown]
+    refused = {g.id for g in g13.not_supported}
+    missing = [registry.group_name(code) for code in policy.required_groups if code in refused]
     return [_finding(policy, "group.missing", f"{name} is recommended but not supported in "
                      "TLS 1.3", [name], "TLS 1.3") for name in missing]
 
@@ -177,6 +177,27 @@ def _certificate_type(report: AuditReport, policy: Policy) -> list[Finding]:
                      f"(policy: {', '.join(policy.certificate_types)})", [leaf.subject], None)]
 
 
+def _certificate_curve(report: AuditReport, policy: Policy) -> list[Finding]:
+    """An ECDSA leaf key on a curve the policy does not list (Mozilla's certificate_curves:
+    P-256 and P-384). The curve is the one the certificate names (model/describe.py's key
+    type, "EC secp521r1"), looked up as a group."""
+    if not report.certificates or policy.certificate_curves is None:
+        return []
+    leaf = report.certificates[0]
+    kind, _, curve = leaf.key_type.partition(" ")
+    if kind != "EC" or not curve:
+        return []
+    try:
+        code: int | None = registry.parse_group(curve)
+    except ValueError:
+        code = None
+    if code in policy.certificate_curves:
+        return []
+    allowed = ", ".join(sorted(registry.group_name(c) for c in policy.certificate_curves))
+    return [_finding(policy, "certificate.curve_not_allowed", f"certificate key on {curve} "
+                     f"(policy: {allowed or 'none'})", [leaf.subject], None)]
+
+
 def _certificate_key_size(report: AuditReport, policy: Policy) -> list[Finding]:
     if not report.certificates or not policy.rsa_min_bits:
         return []
@@ -190,7 +211,7 @@ def _certificate_key_size(report: AuditReport, policy: Policy) -> list[Finding]:
 #: the policy's rules, in the order of their findings (policy/codes.py lists their codes)
 POLICY_RULES: tuple[PolicyRule, ...] = (
     _versions_not_allowed, _versions_missing, _suites, _groups_not_allowed, _groups_missing,
-    _dh_too_small, _certificate_type, _certificate_key_size)
+    _dh_too_small, _certificate_type, _certificate_curve, _certificate_key_size)
 
 
 def evaluate(report: AuditReport, policy: Policy) -> list[Finding]:

@@ -14,7 +14,10 @@ One `testsuite` per target (named HOST:PORT, with its start time and duration), 
   name the code: version.not_allowed, certificate.expires_soon ...), failing when one of
   its findings is at or above the threshold, passing with the findings in `system-out`
   when they are below it or waived;
-- a `rating` testcase when the target was rated: failing below --fail-under;
+- a `rating` testcase when the target was rated: failing below --fail-under (with
+  --fail-under also for a target not rated, below every gate);
+- with --fail-on-change, a `changes` testcase (classname `tlsprobe.baseline`), failing
+  when the target changed since the baseline in a way that gate fails on;
 - a target that could not be audited: one `audit` testcase with an `error` element (the
   error kind as its type).
 The threshold is --fail-on, or `low` without it (info findings never fail a test case).
@@ -24,7 +27,7 @@ Text from the network (a finding quoting a banner) is escaped as on the terminal
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from tlsprobe.model.checks import Verdict
@@ -37,6 +40,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_THRESHOLD", "junit_tree", "write_junit"]
 
+#: --fail-on-change: why a target fails that gate (empty: it passes)
+ChangeGate = Callable[["AuditReport"], list[str]]
 #: the threshold without --fail-on
 DEFAULT_THRESHOLD = Severity.low
 _PROBLEMS = (Verdict.vulnerable, Verdict.not_tolerated)
@@ -113,22 +118,40 @@ def _finding_cases(suite: ET.Element, r: AuditReport, threshold: Severity) -> li
 
 
 def _rating_case(suite: ET.Element, r: AuditReport, fail_under: str | None) -> list[str]:
-    if r.rating is None or r.rating.grade is None:
+    """The rating's test case: for a rated target, and for one that could not be rated when
+    --fail-under is given (below every gate, docs/RATING.md: the exit code fails on it, so
+    the report shows why)."""
+    if r.rating is None or (r.rating.grade is None and fail_under is None):
         return []
     case = _case(suite, "tlsprobe.rating", "rating")
-    grade = r.rating.grade.value
+    grade = r.rating.grade.value if r.rating.grade is not None else "not rated"
     if fail_under is not None:
         from tlsprobe.model.rating import parse_grade
         if r.rating.below(parse_grade(fail_under)):
-            ET.SubElement(case, "failure", message=f"rated {grade}, below --fail-under "
-                          f"{fail_under}", type="rating")
+            why = f"rated {grade}" if r.rating.grade is not None else r.rating.label()
+            ET.SubElement(case, "failure", message=shown(f"{why}, below --fail-under "
+                                                         f"{fail_under}"), type="rating")
             return ["failure"]
     _out(case, [f"rated {grade}"])
     return ["passed"]
 
 
+def _changes_case(suite: ET.Element, r: AuditReport, changes: ChangeGate | None) -> list[str]:
+    """With --fail-on-change: a `changes` test case, failing when the target has a change
+    the gate fails on (the exit code's 1: the report shows why)."""
+    if changes is None:
+        return []
+    case = _case(suite, "tlsprobe.baseline", "changes")
+    reasons = changes(r)
+    if reasons:
+        ET.SubElement(case, "failure", message=shown("; ".join(reasons)), type="baseline")
+        return ["failure"]
+    _out(case, ["no change since the baseline that --fail-on-change fails on"])
+    return ["passed"]
+
+
 def _suite(root: ET.Element, r: AuditReport, threshold: Severity,
-           fail_under: str | None) -> None:
+           fail_under: str | None, changes: ChangeGate | None = None) -> None:
     suite = ET.SubElement(root, "testsuite", name=shown(_target(r)))
     if r.started_at:
         suite.set("timestamp", r.started_at.removesuffix("Z"))
@@ -141,6 +164,7 @@ def _suite(root: ET.Element, r: AuditReport, threshold: Severity,
         outcomes += [_check_case(suite, r, c, threshold) for c in r.check_results]
         outcomes += _finding_cases(suite, r, threshold)
         outcomes += _rating_case(suite, r, fail_under)
+        outcomes += _changes_case(suite, r, changes)
     _counts(suite, outcomes, r.duration_s)
 
 
@@ -152,12 +176,14 @@ def _counts(node: ET.Element, outcomes: list[str], seconds: float) -> None:
 
 
 def junit_tree(reports: Sequence[AuditReport], fail_on: str | None,
-               fail_under: str | None = None) -> ET.ElementTree:
-    """The JUnit XML of a scan (see the module docstring)."""
+               fail_under: str | None = None,
+               changes: ChangeGate | None = None) -> ET.ElementTree:
+    """The JUnit XML of a scan (see the module docstring); `changes`: with
+    --fail-on-change, why a target fails that gate (empty: it passes)."""
     threshold = Severity(fail_on) if fail_on else DEFAULT_THRESHOLD
     root = ET.Element("testsuites", name="tlsprobe scan")
     for r in reports:
-        _suite(root, r, threshold, fail_under)
+        _suite(root, r, threshold, fail_under, changes)
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for suite in root:
         for key in totals:
@@ -169,8 +195,8 @@ def junit_tree(reports: Sequence[AuditReport], fail_on: str | None,
 
 
 def write_junit(path: str, reports: Sequence[AuditReport], fail_on: str | None,
-                fail_under: str | None = None) -> None:
+                fail_under: str | None = None, changes: ChangeGate | None = None) -> None:
     """`scan --junit FILE` (the path was checked before the audit)."""
-    tree = junit_tree(reports, fail_on, fail_under)
+    tree = junit_tree(reports, fail_on, fail_under, changes)
     ET.indent(tree)
     tree.write(path, encoding="utf-8", xml_declaration=True)

@@ -102,7 +102,7 @@ def _result(r: AuditReport, f: Finding, index: int) -> JsonObject:
         "ruleId": f.code, "ruleIndex": index, "level": level_of(f.severity),
         "message": {"text": _message(r, f)}, "locations": [_location(r)],
         "partialFingerprints": {"tlsprobe/v1": _fingerprint(r, f)},
-        "properties": {"severity": str(f.severity), "policy": f.policy,
+        "properties": {"severity": str(f.severity), "policy": shown(f.policy),
                        "target": shown(_target(r)), "items": [shown(i) for i in f.items]}}
     if f.waiver is not None:
         why = f.waiver + (f" (policy {f.waived_by})" if f.waived_by else "")

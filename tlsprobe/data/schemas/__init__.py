@@ -7,7 +7,8 @@ records), survey-row (a survey's Parquet rows), pcap (`pcap --json`'s document),
 (`tlsprobe timing HOST --json`), speed (`tlsprobe speed --json`), scan-comparison (the last line of
 `scan --quic --compare-tcp --json`), survey-summary (`survey summary DIR --json`),
 survey-diff (`survey diff OLD NEW --jsonl` records), speed-list (`speed --list --json`),
-client-profile (`clients --list --json` lines, the profile files). The files are generated from the model by
+client-profile (`clients --list --json` lines, the profile files), policy-list
+(`scan --list-policies --json` lines). The files are generated from the model by
 tools/gen_schemas.py (never edited by hand); docs/SCHEMAS.md says how to validate.
 """
 
@@ -18,7 +19,7 @@ from pathlib import Path
 
 NAMES = ("probe", "scan", "clients", "pcap-connection", "survey-row", "pcap", "timing",
          "speed", "scan-comparison", "survey-summary", "survey-diff",
-         "speed-list", "client-profile")
+         "speed-list", "client-profile", "policy-list")
 
 
 def path(name: str) -> Path:

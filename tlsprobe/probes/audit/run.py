@@ -75,6 +75,14 @@ class AuditOptions:
     cafile: str | None = None           # trust store; None: the system bundle
     clients: tuple[ClientProfile, ...] = ()   # scan --clients: the profiles to simulate
 
+    @property
+    def tls13_groups(self) -> tuple[int, ...]:
+        """The groups the TLS 1.3 group audit offers beyond the registry's audited ranges:
+        the extra groups, then each policy's required groups (required in TLS 1.3: asked,
+        so that an absence is established, never assumed)."""
+        required = (g for p in self.policies for g in p.required_groups)
+        return tuple(dict.fromkeys((*self.extra_groups, *required)))
+
 
 def sni_for(host: str, options: AuditOptions) -> str | None:
     if not options.send_sni:
@@ -306,7 +314,8 @@ async def _groups_and_pq(run: _Run, spoken: set[int] | None, checks: set[str]) -
             return _not_spoken(TLS13, "not tested: the server does not speak TLS 1.3")
         if "groups" not in checks:
             return None
-        audit = await groups.tls13_groups(run.runner, groups.candidate_groups(TLS13, extra))
+        audit = await groups.tls13_groups(run.runner, groups.candidate_groups(
+            TLS13, run.options.tls13_groups))
         return await _unless_unspoken(run, TLS13, audit, spoken)
 
     async def g12() -> GroupAudit | None:
