@@ -177,7 +177,8 @@ def _shapes() -> dict[type, Shape]:
         # gate: only with --fail-on / --fail-under / --fail-on-change; changes and baseline:
         # only with scan --baseline (commands/scan_baseline.py json_text; changes null: the
         # target is not in the baseline)
-        AuditReport: Shape(optional=("check_results", "starttls", "transport", "one_at_a_time",
+        AuditReport: Shape(optional=("check_results", "read_only", "starttls", "transport",
+                                     "one_at_a_time",
                                      "clients", "rating", "gate", "changes", "baseline"),
                            extra={"changes": tuple[Change, ...] | None,
                                   "baseline": {"type": "object", "additionalProperties": False,

@@ -306,6 +306,10 @@ class AuditReport:
     #: findings a policy waives (with the reason): not in `findings`, never fail --fail-on
     waived: tuple[Finding, ...] = ()
     checks: tuple[str, ...] = ()
+    #: phases among `checks` run only because the checks asked for read them (`--checks
+    #: heartbleed` runs the versions phase): their findings are not reported; no JSON member
+    #: when none
+    read_only: tuple[str, ...] = ()
     connections: dict[str, int] = field(default_factory=dict)
     total_connections: int = 0
     retries: int = 0
@@ -398,13 +402,14 @@ class AuditReport:
         return ranked[-1].severity if ranked else None
 
     def json_shape(self) -> dict[str, object]:
-        """The fields in declaration order, without "check_results" when there are none and
+        """The fields in declaration order, without "check_results" or "read_only" when there are none and
         without "starttls" when there is none (no --starttls) and without "transport" over
         TCP (only scan --quic sets it) and without "one_at_a_time" for a target that took
         parallel connections and without "rating" when there is none (an error report), so that an audit that asks for none of them keeps its JSON
         unchanged."""
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if (f.name != "check_results" or self.check_results)
+                and (f.name != "read_only" or self.read_only)
                 and (f.name != "starttls" or self.starttls is not None)
                 and (f.name != "transport" or self.transport is not None)
                 and (f.name != "one_at_a_time" or self.one_at_a_time is not None)

@@ -239,10 +239,11 @@ def with_findings(report: AuditReport, policies: list[Policy]) -> AuditReport:
 def judge(report: AuditReport, policies: list[Policy]) -> tuple[tuple[Finding, ...],
                                                                 tuple[Finding, ...]]:
     """Built-in and policy findings of the checks the report was asked for (`checks`; all
-    when empty): versions probed only to plan other checks yield none of their own. Each
+    when empty): phases run only for other checks (`read_only`: the versions probed to plan
+    them, the suites ROBOT reads) yield none of their own. Each
     finding rated by the policies' `severity` tables and split off when a policy waives it
     (`rate`): (findings, waived), each worst first."""
-    asked = set(report.checks)
+    asked = set(report.checks) - set(report.read_only)
     if asked and "versions" not in asked:
         report = dataclasses.replace(report, versions=())
     found = builtin_findings(report)

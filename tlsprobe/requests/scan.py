@@ -92,6 +92,16 @@ def checks_of(given: Sequence[str] | str | None, names: Names) -> tuple[str, ...
                    names("checks"))
 
 
+def read_only_of(given: Sequence[str] | str | None, names: Names) -> tuple[str, ...]:
+    """The audit phases `checks_of(given)` runs only because the checks named read them
+    (probes/checks/catalog.py read_only): their findings are not reported."""
+    from tlsprobe.probes.checks.catalog import DEFAULT, read_only
+    if given is None:
+        return read_only(DEFAULT, names("checks"))
+    return read_only(given.split(",") if isinstance(given, str) else list(given),
+                     names("checks"))
+
+
 def policies_of(given: Sequence[str] | str | None) -> tuple[Policy, ...]:
     """Policies by name or file (None: the default one; a str: one policy); one that cannot
     be loaded is a usage error with the policy's own one-line message."""
@@ -103,7 +113,8 @@ def policies_of(given: Sequence[str] | str | None) -> tuple[Policy, ...]:
         raise UsageError(str(exc)) from None
 
 
-def audit_options(*, checks: tuple[str, ...], extra_groups: Items = (),
+def audit_options(*, checks: tuple[str, ...], read_only: tuple[str, ...] = (),
+                  extra_groups: Items = (),
                   server_name_: str | None = None, send_sni: bool = True,
                   policies: tuple[Policy, ...] = (), verify: bool = True,
                   cafile: str | None = None, names: Names = API,
@@ -115,7 +126,8 @@ def audit_options(*, checks: tuple[str, ...], extra_groups: Items = (),
     if cafile is not None:   # its contents matter only when the chain is checked
         from tlsprobe.engine.chain import check_cafile
         check_cafile(cafile, contents=verify)
-    return AuditOptions(checks=checks, extra_groups=extra, server_name=server_name_,
+    return AuditOptions(checks=checks, read_only=read_only, extra_groups=extra,
+                        server_name=server_name_,
                         send_sni=send_sni, policies=policies, cafile=cafile, verify=verify,
                         clients=clients)
 
@@ -189,7 +201,8 @@ class ScanRequest:
             from tlsprobe.net.targets import read_target_file
             items.extend(read_target_file(target_file))
         loaded = policies_of(policies)
-        options = audit_options(checks=checks_of(checks, names), extra_groups=extra_groups,
+        options = audit_options(checks=checks_of(checks, names),
+                                read_only=read_only_of(checks, names), extra_groups=extra_groups,
                                 server_name_=name, send_sni=send_sni, policies=loaded,
                                 verify=verify, cafile=cafile, names=names,
                                 clients=clients_of(clients, profiles, profiles_dir, names))
@@ -237,6 +250,16 @@ class ScanRequest:
         return AsyncStartTlsConnector(TcpConnector(self.settings.timeout), specs)
 
 
-__all__ = ["PROCESSES_PER_CPU", "ConnectionSettings", "ScanRequest", "audit_options",
-           "check_process_count", "checked_server_name", "checks_from_args", "checks_of",
-           "clients_of", "policies_of"]
+__all__ = [
+    "PROCESSES_PER_CPU",
+    "ConnectionSettings",
+    "ScanRequest",
+    "audit_options",
+    "check_process_count",
+    "checked_server_name",
+    "checks_from_args",
+    "checks_of",
+    "clients_of",
+    "policies_of",
+    "read_only_of",
+]

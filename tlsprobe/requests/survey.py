@@ -19,6 +19,7 @@ from tlsprobe.requests.scan import (
     checked_server_name,
     checks_of,
     clients_of,
+    read_only_of,
 )
 
 if TYPE_CHECKING:
@@ -65,6 +66,7 @@ class SurveyRequest:
                              "(the summary is: tlsprobe survey summary DIR)")
         clients = clients_of(args.clients, args.profiles, args.profiles_dir, CLI)
         options = audit_options(checks=checks_of(args.checks, CLI),
+                                read_only=read_only_of(args.checks, CLI),
                                 extra_groups=args.extra_groups, server_name_=sni,
                                 send_sni=not args.no_sni, names=CLI, clients=clients)
         return cls(targets=args.targets, out=args.out, options=options,

@@ -66,6 +66,9 @@ PhaseHook = Callable[[Target, str], None]
 @dataclass(frozen=True)
 class AuditOptions:
     checks: tuple[str, ...] = ALL_CHECKS
+    #: phases among `checks` run only because other checks read them (their findings are
+    #: not reported: probes/checks/catalog.py read_only)
+    read_only: tuple[str, ...] = ()
     extra_groups: tuple[int, ...] = ()
     server_name: str | None = None      # None: the host name (no SNI for IP addresses)
     send_sni: bool = True
@@ -171,6 +174,7 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
     if checks != {"groups"}:   # a group audit alone reads no certificate (groups.py)
         scheduler.x509_ahead = True
     report = AuditReport(host=target.host, port=target.port, checks=tuple(options.checks),
+                         read_only=options.read_only,
                          policies=tuple(p.name for p in options.policies))
     spoken: set[int] | None = None
     ref: consistency.Reference | None = None

@@ -26,7 +26,7 @@ from tlsprobe.model.check_catalog import (
 )
 
 __all__ = ["ACTIVE", "ALIASES", "DEFAULT", "DERIVED", "PHASES", "Entry", "expand_aliases",
-           "resolve"]
+           "read_only", "resolve"]
 
 
 def _expand(names: tuple[str, ...]) -> tuple[str, ...]:
@@ -45,6 +45,24 @@ def resolve(names: Sequence[str], option: str = "--checks") -> tuple[str, ...]:
     default run without robot). A name that is not known is a UsageError naming `option`
     and the closest known names; so is excluding a phase another asked check reads, or
     leaving nothing."""
+    return _resolved(names, option)[0]
+
+
+def read_only(names: Sequence[str], option: str = "--checks") -> tuple[str, ...]:
+    """The audit phases `resolve` adds only because the checks named read them (`--checks
+    heartbleed` runs the versions phase, `--checks poodle` the suites phase): they run, but
+    their own findings are not what was asked for (policy/findings.py `judge`). The `cert`
+    phase is the certificate checks' own (their chain table and trust verdict): asked with
+    them."""
+    checks, named = _resolved(names, option)
+    asked = set(named)
+    if any(n in ACTIVE and "cert" in ACTIVE[n].needs for n in named):
+        asked.add("cert")
+    return tuple(p for p in PHASES if p in checks and p not in asked)
+
+
+def _resolved(names: Sequence[str], option: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """`resolve`'s checks, and the names the user gave with their aliases expanded."""
     from tlsprobe.errors import UsageError, did_you_mean
     items = [n.strip().lower() for n in names if n.strip()]
     known = PHASES + DERIVED + tuple(ACTIVE) + tuple(ALIASES)
@@ -70,4 +88,4 @@ def resolve(names: Sequence[str], option: str = "--checks") -> tuple[str, ...]:
         raise UsageError(f"{option}: -{needed[0]} cannot be left out: "
                          f"{', '.join(users[:6])}{' and more' if len(users) > 6 else ''} "
                          "read it (leave them out too)")
-    return tuple(c for c in PHASES + DERIVED + tuple(ACTIVE) if c in wanted)
+    return tuple(c for c in PHASES + DERIVED + tuple(ACTIVE) if c in wanted), named
