@@ -439,3 +439,33 @@ def test_the_system_openssl_and_mlkem_at_the_command_line(run_cli: Any) -> None:
             f"openssl {number[0]}.{number[1]} has no ML-KEM (3.5+)"}
     else:
         assert any("ML-KEM-768" in command for command in comparison["commands"])
+
+
+@needs_openssl
+def test_multi_compare_reads_openssl_aead_figures_and_public_key_ones(run_cli: Any) -> None:
+    # `openssl speed -multi N -evp C -aead` prints its summed row without the "type ...
+    # bytes" header (the sizes only in its children's "+H:" lines): the figure is there and
+    # must be read, as the public-key rows are.
+    code, out, err = run_cli("speed", "--multi", "2", "--seconds", "0.05", "--bytes", "16,1024",
+                             "--json", "--compare-openssl", "x25519", "aes-128-gcm",
+                             timeout=120)
+    assert code == 0, err
+    comparison = json.loads(out)["openssl_comparison"]
+    assert comparison["error"] is None
+    assert all("-multi 2" in command for command in comparison["commands"])
+    rows = {(r["algorithm"], r["block_size"]): r for r in comparison["rows"]
+            if r["operation"] in ("derive", "encrypt")}
+    assert set(rows) == {("x25519", None), ("aes-128-gcm", 16), ("aes-128-gcm", 1024)}
+    for row in rows.values():
+        assert row["note"] is None and row["openssl"] > 0, row
+        assert row["ratio"] == pytest.approx(row["tlsprobe"] / row["openssl"])
+
+
+def test_cipher_table_parser_reads_the_multi_form() -> None:
+    # What `openssl speed -multi 2 -evp aes-128-gcm -aead -bytes 16` prints on stdout.
+    sample = ("Forked child 0\nForked child 1\nGot: +H:16 from 0\n"
+              "Got: +F:25:AES-128-GCM:22620912.00 from 0\nGot: +H:16 from 1\n"
+              "Got: +F:25:AES-128-GCM:29251632.00 from 1\nversion: 3.0.19\n"
+              "options: bn(64,64)\nAES-128-GCM      51872.54k\n")
+    assert openssl_compare.parse_cipher_table(sample) == {
+        "AES-128-GCM": {16: pytest.approx(51872540.0)}}

@@ -133,13 +133,23 @@ def parse_tables(text: str) -> list[SpeedRow]:
     return rows
 
 
+# The block sizes in openssl's machine-readable form ("+H:16:64"): with -multi its children
+# send it ("Got: +H:16 from 0") and the summed rows follow without a "type ... bytes" header.
+_MACHINE_SIZES = re.compile(r"^(?:Got: )?\+H((?::\d+)+)(?: from \d+)?$")
+
+
 def parse_cipher_table(text: str) -> dict[str, dict[int, float]]:
-    """Cipher rows of `openssl speed -evp` output: name -> block size -> bytes per second."""
+    """Cipher rows of `openssl speed -evp` output: name -> block size -> bytes per second
+    (the sizes from the "type" header or, with -multi, from the children's "+H" lines)."""
     table: dict[str, dict[int, float]] = {}
     sizes: list[int] = []
     for line in text.splitlines():
         tokens = line.split()
-        if not tokens or line.startswith("+"):
+        machine = _MACHINE_SIZES.match(line.strip())
+        if machine:
+            sizes = [int(t) for t in machine.group(1).split(":")[1:]]
+            continue
+        if not tokens or line.startswith("+") or tokens[0] == "Got:":
             continue
         if tokens[0] == "type" and tokens[2::2] == ["bytes"] * (len(tokens) // 2):
             sizes = [int(t) for t in tokens[1::2] if t.isdigit()]
