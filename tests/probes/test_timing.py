@@ -195,6 +195,15 @@ def test_a_server_that_stops_ends_the_run_with_a_message(tls_server):
     assert report.error_kind == "network"
     assert {e.status for e in report.entries} == {FAILING}
     assert all(1 <= e.runs < 10 for e in report.entries)
+    # The table's title says "10 runs per group": each entry cut short says how many it has.
+    from tlsprobe.report.timing_tables import render_timing
+    out = io.StringIO()
+    render_timing(report, out)
+    text = " ".join(out.getvalue().split())
+    assert "10 runs per group" in text
+    for e in report.entries:
+        assert (f"note: {e.name} (TLS 1.3): failing: only {e.runs} of 10 runs measured; "
+                f"{e.failures} failed handshake(s), last: ") in text
 
 
 def test_silent_server_times_out_per_handshake():
