@@ -22,6 +22,9 @@ Stats: {"n", "median", "p90", "min", "max", "mean", "ci_low", "ci_high", "ci_lev
 confidence interval is the distribution-free order-statistics interval for the median
 (exact binomial coverage `ci_level` >= the requested confidence; null when too few runs).
 
+`hello_retry`: the server answered a measured handshake's first ClientHello with a
+HelloRetryRequest (asking for a group or only for a cookie); its times include that second
+round trip (the table says so in a note).
 `handshake_ms` runs from sending the ClientHello to sending our Finished, `connect_ms` is
 the TCP connect, `total_ms` both. `client_cpu_ms` is this process's CPU time during the
 handshake (key generation, shared secret, key schedule, record protection, parsing,

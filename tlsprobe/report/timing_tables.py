@@ -161,6 +161,9 @@ def _entry_note(e: EntryTiming, runs: int) -> str | None:
         parts.append(f"only {e.runs} of {runs} runs measured")
     if e.failures:
         parts.append(f"{e.failures} failed handshake(s), last: {e.detail}")
+    if e.hello_retry:
+        parts.append("the server answered with a HelloRetryRequest: its times include that "
+                     "second round trip")
     if not parts:
         return None
     return head + (f"{e.status}: " if e.status != MEASURED else "") + "; ".join(parts)

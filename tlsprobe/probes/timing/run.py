@@ -54,6 +54,7 @@ class Sample:
     handshake_s: float
     cpu_s: float
     outcome: Outcome
+    hello_retry: bool = False   # the server answered a HelloRetryRequest (a group or a cookie)
 
 
 class TimingFailure(Exception):
@@ -120,7 +121,7 @@ def time_handshake(family: int, address: SockAddr, config: ClientConfig,
                                     f"{hs.incomplete_reason or 'stopped'}", FailureKind.PROTOCOL)
             with suppress(NetworkError):
                 channel.send(hs.close())   # close_notify, outside the timed span
-            return Sample(connected - t0, t2 - t1, c1 - c0, outcome_of(hs))
+            return Sample(connected - t0, t2 - t1, c1 - c0, outcome_of(hs), hs.facts().hrr)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -221,7 +222,7 @@ def _attempt(st: _State, family: int, address: SockAddr, options: TimingOptions,
             st.status, st.last_error = MISMATCH, wrong
             return True
         st.confirmed = True
-    st.hello_retry = st.hello_retry or sample.outcome.hrr_group is not None
+    st.hello_retry = st.hello_retry or sample.hello_retry
     if counted:
         st.samples.append(sample)
     return True

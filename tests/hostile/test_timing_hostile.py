@@ -1,0 +1,49 @@
+"""Handshake timing against scripted servers: what the real lab servers do not do.
+
+A server that answers every first ClientHello with a HelloRetryRequest carrying only a cookie
+(what a server under load or a stateless front end does) costs each handshake a second round
+trip: the timing must say so, in the JSON and in the table.
+"""
+from __future__ import annotations
+
+import io
+import json
+
+from tlsprobe.net.tcp import Target
+from tlsprobe.probes.timing.run import TimingOptions, measure_timing
+from tlsprobe.report.timing_tables import render_timing
+
+from .server import Conn, HostileServer
+from .tls import X25519, Tls13Server, handshake_records, hello_retry_request
+
+
+async def cookie_hrr_then_handshake(conn: Conn) -> None:
+    """HRR with a cookie and no key_share (the client's x25519 share is fine), then the
+    whole TLS 1.3 handshake from the second ClientHello."""
+    await conn.client_hello()
+    first = conn.hello_raw[-1]
+    hrr = hello_retry_request(conn.hellos[-1], group=None, cookie=b"tlsprobe timing cookie")
+    await conn.send(handshake_records(hrr))
+    ch2 = await conn.client_hello()
+    tls = Tls13Server(ch2, conn.hello_raw[-1], retry=(first, hrr))
+    await conn.send(tls.hello_and_flight(tls.flight()))
+    await conn.wait_closed_by_client(5.0)
+
+
+def test_a_cookie_hello_retry_request_is_reported(hostile_server: HostileServer) -> None:
+    listener = hostile_server.serve(cookie_hrr_then_handshake)
+    options = TimingOptions(runs=3, warmup=0, versions=(0x0304,), groups=(X25519,))
+    report = measure_timing(Target("127.0.0.1", listener.port), options)
+    assert report.error is None and report.stopped is None, listener.log
+    # every handshake (the preflight, the confirming one, the 3 runs) went through a retry
+    retried = listener.log.count("ClientHello #2")
+    assert retried >= 4 and retried == listener.log.count("ClientHello #1"), listener.log
+    (entry,) = report.entries
+    assert entry.status == "measured" and entry.runs == 3
+    assert entry.hello_retry is True
+    assert json.loads(report.to_json())["entries"][0]["hello_retry"] is True
+    table = io.StringIO()
+    render_timing(report, table)
+    text = " ".join(table.getvalue().split())
+    assert ("note: x25519 (0x001d) (TLS 1.3): the server answered with a HelloRetryRequest: "
+            "its times include that second round trip") in text
