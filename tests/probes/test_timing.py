@@ -168,6 +168,21 @@ def test_tls12_with_an_ecdsa_certificate_lists_its_curve_after_the_timed_group(s
     assert "TLS 1.2 needs its curve offered too" in refused.detail
 
 
+def test_a_version_the_server_does_not_speak_is_not_blamed_on_the_group(server_cache):
+    # A TLS 1.3-only server answers a TLS 1.2 hello with protocol_version: the version is
+    # refused, whatever the group; no hint about an ECDSA certificate's curve.
+    srv = server_cache("openssl", groups=["X25519", "P-256"], proto="tls1_3")
+    report = measure_timing(Target("127.0.0.1", srv.port), TimingOptions(
+        runs=2, warmup=0, versions=(TLS13, TLS12), groups=(X25519, P256)))
+    for e in report.entries:
+        if e.version.id == TLS13:
+            _check_figures(e, 2)
+            continue
+        assert e.status == REFUSED and "protocol_version (70)" in e.detail, e.detail
+        assert "the server refuses TLS 1.2 itself, whatever the group" in e.detail
+        assert "curve" not in e.detail
+
+
 def test_pyopenssl_hybrid_and_classic_groups(server_cache):
     srv = server_cache("pyopenssl", groups=["X25519MLKEM768", "X25519", "ffdhe4096"],
                        proto="tls1_3")

@@ -44,6 +44,7 @@ from tlsprobe.net.starttls_connect import BACKOFF, StartTlsSpec, gave_up, hold_p
 from tlsprobe.net.tcp import SockAddr, Target, connect_address, open_channel
 from tlsprobe.probes.audit.scheduler import Outcome, broad_sigalgs, outcome_of
 from tlsprobe.probes.timing.plan import Plan, TimingOptions, plans_for
+from tlsprobe.registry import AlertDescription
 
 ProgressHook = Callable[[int, int, str], None]   # (handshakes done, planned, entry label)
 
@@ -60,9 +61,10 @@ class Sample:
 class TimingFailure(Exception):
     """One handshake that did not complete; `kind` as the probe's failure kinds."""
 
-    def __init__(self, message: str, kind: FailureKind) -> None:
+    def __init__(self, message: str, kind: FailureKind, alert: int | None = None) -> None:
         super().__init__(message)
         self.kind = kind
+        self.alert = alert   # the description of the alert the server sent, if any
 
 
 # -- one handshake -----------------------------------------------------------------------------
@@ -111,7 +113,7 @@ def time_handshake(family: int, address: SockAddr, config: ClientConfig,
             try:
                 drive(hs, channel, deadline)
             except HandshakeFailure as exc:
-                raise TimingFailure(str(exc), exc.kind) from None
+                raise TimingFailure(str(exc), exc.kind, exc.alert) from None
             except NetworkError as exc:
                 raise _network_failure(exc, "the server", timeout) from None
             t2 = time.perf_counter()
@@ -187,12 +189,18 @@ def _mismatch(p: Plan, out: Outcome) -> str | None:
     return None
 
 
-def _refusal_hint(p: Plan) -> str:
-    """A TLS 1.2 ECDHE group offered alone may be refused only because the server's ECDSA
-    certificate is on another curve, which the client must list too (the enumeration finds
-    that curve and lists it; an explicit group list cannot know it)."""
+def _refusal_hint(p: Plan, alert: int | None, explicit: bool) -> str:
+    """What a refusal says beyond its alert. A protocol_version alert refuses the version
+    (the hello offers that one alone), not the group. A TLS 1.2 ECDHE group offered alone
+    may be refused only because the server's ECDSA certificate is on another curve, which
+    the client must list too (the enumeration finds that curve and lists it; an explicit
+    group list cannot know it)."""
+    if alert == AlertDescription.protocol_version:
+        return (f"; the server refuses {registry.version_name(p.version)} itself, "
+                "whatever the group")
     info = registry.group(p.group) if p.group is not None else None
-    if p.version != TLS12 or p.companion is not None or info is None or info.kind == "ffdhe":
+    if (not explicit or p.version != TLS12 or p.companion is not None or info is None
+            or info.kind == "ffdhe"):
         return ""
     return ("; if the server's certificate is ECDSA, TLS 1.2 needs its curve offered too: "
             "run without --timing-groups to have it found and listed")
@@ -211,7 +219,7 @@ def _attempt(st: _State, family: int, address: SockAddr, options: TimingOptions,
         st.last_error, st.last_kind = str(exc), exc.kind
         if not st.confirmed and (exc.kind != FailureKind.NETWORK or st.attempts >= 2):
             st.status = REFUSED   # an alert or close is an answer; a network error gets a retry
-            st.last_error += _refusal_hint(st.plan) if options.groups else ""
+            st.last_error += _refusal_hint(st.plan, exc.alert, bool(options.groups))
         elif st.confirmed and st.consecutive >= options.max_failures:
             st.status = FAILING
         return False
