@@ -8,6 +8,7 @@ differences are asserted, never the order of close groups.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import io
 import json
 import math
@@ -197,15 +198,20 @@ def test_pyopenssl_hybrid_and_classic_groups(server_cache):
     assert not [e for e in report.entries if e.version.id == TLS12]
 
 
-def test_a_server_that_stops_ends_the_run_with_a_message(tls_server):
+def _stopped_run(tls_server):
+    """A run of 10 per group whose server stops after five handshakes."""
     srv = tls_server("openssl", groups=["X25519", "P-256"], proto="tls1_3")
 
     def kill_after_five(done: int, planned: int, label: str) -> None:
         if done == 5:
             srv.stop()
-    report = measure_timing(Target("127.0.0.1", srv.port),
-                            TimingOptions(runs=10, warmup=0, groups=(X25519, P256),
-                                          versions=(TLS13,)), on_progress=kill_after_five)
+    return measure_timing(Target("127.0.0.1", srv.port),
+                          TimingOptions(runs=10, warmup=0, groups=(X25519, P256),
+                                        versions=(TLS13,)), on_progress=kill_after_five)
+
+
+def test_a_server_that_stops_ends_the_run_with_a_message(tls_server):
+    report = _stopped_run(tls_server)
     assert report.stopped.startswith("the server stopped completing handshakes after 8 of 20")
     assert report.error_kind == "network"
     assert {e.status for e in report.entries} == {FAILING}
@@ -219,6 +225,18 @@ def test_a_server_that_stops_ends_the_run_with_a_message(tls_server):
     for e in report.entries:
         assert (f"note: {e.name} (TLS 1.3): failing: only {e.runs} of 10 runs measured; "
                 f"{e.failures} failed handshake(s), last: ") in text
+
+
+@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None,
+                    reason="matplotlib, the plot extra, is not installed")
+def test_the_plot_names_the_entries_cut_short(tls_server):
+    from tlsprobe.report.plots import timing_figure
+    report = _stopped_run(tls_server)
+    fig = timing_figure(report)
+    title = fig.axes[0].get_title(loc="left")
+    assert "10 runs per group" in title
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == [f"TLS 1.3 {e.name} (only {e.runs} of 10 runs)" for e in report.entries]
 
 
 def test_silent_server_times_out_per_handshake():

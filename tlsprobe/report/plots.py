@@ -219,13 +219,17 @@ def timing_figure(report: TimingReport) -> Figure:
                 and e.handshake_ms.ci_high is not None for e in entries)
     bar = (f"bar: {level} confidence interval of the median" if drawn else
            f"too few runs for a {level} confidence interval of the median")
-    ax.set_title(_t(f"Handshake time per group, {host}:{report.port} ({report.runs} runs per "
+    runs = f"{report.runs} run{'s' if report.runs != 1 else ''}"
+    ax.set_title(_t(f"Handshake time per group, {host}:{report.port} ({runs} per "
                  f"group; {bar})"), loc="left", fontsize=9)
     if not entries:
         ax.text(0.5, 0.5, "no group was measured", ha="center", va="center")
         ax.set_axis_off()
         return fig
-    labels = [_t(f"{e.version.name} {e.name}") for e in entries]
+    # an entry cut short (failing, or the run stopped) says so beside its box
+    labels = [_t(f"{e.version.name} {e.name}" + (f" (only {e.runs} of {report.runs} runs)"
+                                                  if e.runs < report.runs else ""))
+              for e in entries]
     positions = list(range(1, len(entries) + 1))
     import matplotlib
     major, minor = (int(x) for x in matplotlib.__version__.split(".")[:2])
