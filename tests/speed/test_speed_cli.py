@@ -469,3 +469,25 @@ def test_cipher_table_parser_reads_the_multi_form() -> None:
               "options: bn(64,64)\nAES-128-GCM      51872.54k\n")
     assert openssl_compare.parse_cipher_table(sample) == {
         "AES-128-GCM": {16: pytest.approx(51872540.0)}}
+
+
+def test_an_openssl_that_cannot_be_run_for_speed_costs_only_the_comparison(
+        run_cli: Any, tmp_path: Path) -> None:
+    # openssl on PATH answers `version`, then can no longer be run (removed or changed
+    # during the minutes of measuring): our figures are printed, each comparison row says
+    # why it has no openssl figure; no "internal error" that throws the figures away.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "openssl"
+    fake.write_text('#!/bin/sh\nif [ "$1" = version ]; then echo "OpenSSL 3.0.19 27 Jan 2026"; '
+                    'chmod -x "$0"; exit 0; fi\nexit 1\n')
+    fake.chmod(0o755)
+    code, out, err = run_cli("speed", "--seconds", "0.01", "--bytes", "16", "--json",
+                             "--compare-openssl", "x25519", "aes-128-gcm",
+                             env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
+    assert code == 0 and err == "", err
+    doc = json.loads(out)
+    assert [r["algorithm"] for r in doc["results"]] == ["x25519", "aes-128-gcm"]
+    comparison = doc["openssl_comparison"]
+    notes = {r["note"] for r in comparison["rows"]}
+    assert notes == {f"openssl speed failed: cannot run {fake}: Permission denied"}, notes

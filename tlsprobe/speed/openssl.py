@@ -55,8 +55,7 @@ def find_binary(path: str | None = None) -> str | None:
 
 def binary_version(binary: str) -> str:
     """`openssl version` of that binary (one line)."""
-    done = subprocess.run([binary, "version"], capture_output=True, text=True, timeout=30,
-                          check=False)
+    done = run_openssl([binary, "version"], 30)
     return (done.stdout.strip().splitlines() or ["unknown version"])[0]
 
 
@@ -181,8 +180,21 @@ class _Runner:
             argv += ["-multi", str(self.processes)]
         argv += args
         self.commands.append(" ".join(["openssl", *argv[1:]]))
+        return run_openssl(argv, 60 + tests * self.seconds * 2)
+
+
+def run_openssl(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run openssl; a binary that cannot be run or does not finish in `timeout` seconds is
+    a failed run (exit status -1, the reason as its stderr), never an exception that
+    would throw away the figures measured before."""
+    try:
         return subprocess.run(argv, capture_output=True, text=True, check=False,
-                              timeout=60 + tests * self.seconds * 2)
+                              timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        why = f"`openssl {argv[1]}` did not finish in {timeout:g} s"
+    except OSError as exc:
+        why = f"cannot run {argv[0]}: {exc.strerror or exc}"
+    return subprocess.CompletedProcess(argv, -1, "", why)
 
 
 def _public_key_rows(runner: _Runner, names: list[str]) -> tuple[list[SpeedRow], set[str], str]:
