@@ -491,3 +491,59 @@ def test_an_openssl_that_cannot_be_run_for_speed_costs_only_the_comparison(
     comparison = doc["openssl_comparison"]
     notes = {r["note"] for r in comparison["rows"]}
     assert notes == {f"openssl speed failed: cannot run {fake}: Permission denied"}, notes
+
+
+def _openssl_speed_tree(pid: int) -> list[int]:
+    """The `openssl speed` processes under `pid`: the one speed runs and, with -multi, the
+    children it forked."""
+    found: list[int] = []
+    for child in _children(pid):
+        try:
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"speed" in cmdline and os.path.basename(cmdline[0]) == b"openssl":
+            found += [child, *_openssl_speed_tree(child)]
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@needs_openssl
+def test_ctrl_c_during_openssl_speed_ends_it_and_its_children_quietly(tmp_path: Path) -> None:
+    # SIGINT to tlsprobe alone (kill -INT, or a terminal whose process group openssl is not
+    # in): openssl speed -multi and the children it forked stop with us, and nothing but
+    # our own line reaches stderr (no ResourceWarning about a subprocess still running).
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), COLUMNS="120", NO_COLOR="1",
+               PYTHONWARNINGS="default")
+    proc = subprocess.Popen([sys.executable, "-m", "tlsprobe", "speed", "--seconds", "0.01",
+                             "--multi", "2", "--compare-openssl", "rsa2048", "rsa3072",
+                             "rsa4096", "ecdsap256", "ecdsap384", "ed25519", "ed448"],
+                            cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=_default_sigint)
+    end = time.monotonic() + 90
+    while len(openssl := _openssl_speed_tree(proc.pid)) < 3:   # openssl and its 2 children
+        if proc.poll() is not None or time.monotonic() > end:
+            os.killpg(proc.pid, signal.SIGKILL)
+            pytest.fail(f"openssl speed -multi 2 never ran: {proc.communicate()[1][-500:]}")
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail("speed did not end within 20 s of SIGINT")
+    assert proc.returncode == 130 and err == "tlsprobe: interrupted\n", err
+    assert "rsa 2048 bits PKCS#1 v1.5" in out   # our figures were complete
+    left = [pid for pid in openssl if _alive(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], "openssl speed processes outlived tlsprobe"

@@ -18,9 +18,11 @@ columns). Cipher tables (`type 16 bytes ...`) give 1000s of bytes per second wit
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -186,15 +188,35 @@ class _Runner:
 def run_openssl(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
     """Run openssl; a binary that cannot be run or does not finish in `timeout` seconds is
     a failed run (exit status -1, the reason as its stderr), never an exception that
-    would throw away the figures measured before."""
+    would throw away the figures measured before.
+
+    openssl runs in a session of its own, ended as a whole (SIGKILL to its process group)
+    and waited for when it times out or Ctrl-C stops us: `speed -multi` forks children,
+    which killing the parent alone would leave running."""
     try:
-        return subprocess.run(argv, capture_output=True, text=True, check=False,
-                              timeout=timeout, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        why = f"`openssl {argv[1]}` did not finish in {timeout:g} s"
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
     except OSError as exc:
-        why = f"cannot run {argv[0]}: {exc.strerror or exc}"
-    return subprocess.CompletedProcess(argv, -1, "", why)
+        return subprocess.CompletedProcess(argv, -1, "", f"cannot run {argv[0]}: "
+                                                         f"{exc.strerror or exc}")
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _end(proc)
+        return subprocess.CompletedProcess(argv, -1, "", f"`openssl {argv[1]}` did not "
+                                                         f"finish in {timeout:g} s")
+    except BaseException:   # Ctrl-C: openssl ends with us
+        _end(proc)
+        raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def _end(proc: subprocess.Popen[str]) -> None:
+    """Kill openssl's whole process group (its -multi children too) and reap it."""
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.kill()   # a no-op once the group is gone
+    proc.communicate()
 
 
 def _public_key_rows(runner: _Runner, names: list[str]) -> tuple[list[SpeedRow], set[str], str]:
