@@ -1,5 +1,8 @@
 """Handshake timing against scripted servers: what the real lab servers do not do.
 
+A server that never answers a hello with one group (a silent time-out, no alert, no close)
+has not refused that group: whether it accepts it is not established.
+
 A server that answers every first ClientHello with a HelloRetryRequest carrying only a cookie
 (what a server under load or a stateless front end does) costs each handshake a second round
 trip: the timing must say so, in the JSON and in the table.
@@ -14,7 +17,14 @@ from tlsprobe.probes.timing.run import TimingOptions, measure_timing
 from tlsprobe.report.timing_tables import render_timing
 
 from .server import Conn, HostileServer
-from .tls import X25519, Tls13Server, handshake_records, hello_retry_request
+from .tls import (
+    SECP256R1,
+    X25519,
+    Tls13Server,
+    client_share,
+    handshake_records,
+    hello_retry_request,
+)
 
 
 async def cookie_hrr_then_handshake(conn: Conn) -> None:
@@ -47,3 +57,34 @@ def test_a_cookie_hello_retry_request_is_reported(hostile_server: HostileServer)
     text = " ".join(table.getvalue().split())
     assert ("note: x25519 (0x001d) (TLS 1.3): the server answered with a HelloRetryRequest: "
             "its times include that second round trip") in text
+
+
+async def silent_unless_x25519(conn: Conn) -> None:
+    """A TLS 1.3 handshake when the hello carries an x25519 share; silence otherwise."""
+    ch = await conn.client_hello()
+    if client_share(ch, X25519) is None:
+        await conn.hold(10.0)
+        return
+    tls = Tls13Server(ch, conn.hello_raw[-1])
+    await conn.send(tls.hello_and_flight(tls.flight()))
+    await conn.wait_closed_by_client(5.0)
+
+
+def test_a_group_that_only_times_out_is_inconclusive_not_refused(
+        hostile_server: HostileServer) -> None:
+    listener = hostile_server.serve(silent_unless_x25519)
+    options = TimingOptions(runs=2, warmup=0, timeout=0.5, versions=(0x0304,),
+                            groups=(X25519, SECP256R1))
+    report = measure_timing(Target("127.0.0.1", listener.port), options)
+    entries = {e.group.id: e for e in report.entries if e.group is not None}
+    assert entries[X25519].status == "measured", listener.log
+    silent = entries[SECP256R1]
+    assert silent.status == "inconclusive", silent
+    assert silent.detail is not None and "timed out waiting for the server" in silent.detail
+    assert silent.rank is None and report.error is None
+    table = io.StringIO()
+    render_timing(report, table)
+    text = " ".join(table.getvalue().split())
+    assert ("note: secp256r1 (0x0017) (TLS 1.3): inconclusive: timed out waiting for the "
+            "server (0.5 s)") in text
+    assert "refused" not in text

@@ -9,7 +9,8 @@ field names are part of it: add fields, never rename them). Times are millisecon
      "discovery": "audit" | "explicit", "stopped": null | "why the run ended early",
      "entries": [{"version": Codepoint, "group": Codepoint | null, "label": "x25519 (0x001d)",
                   "offered_suite": Cipher | null, "cipher_suite": Cipher | null,
-                  "status": "measured" | "refused" | "mismatch" | "failing" | "not_run",
+                  "status": "measured" | "refused" | "inconclusive" | "mismatch" | "failing"
+                            | "not_run",
                   "detail": str | null, "runs": 20, "failures": 0, "hello_retry": false,
                   "connect_ms": Stats, "handshake_ms": Stats, "total_ms": Stats,
                   "client_cpu_ms": Stats, "wait_ms": Stats, "client_kex_ms": 0.09,
@@ -55,7 +56,9 @@ class EntryStatus(StrEnum):
     """What became of one timing entry (`EntryTiming.status`)."""
 
     MEASURED = "measured"       # every figure below is from `runs` handshakes
-    REFUSED = "refused"         # the server did not complete a handshake with this group
+    REFUSED = "refused"         # the server answered with an alert or a close, never a handshake
+    INCONCLUSIVE = "inconclusive"   # no answer to decide by: every try timed out or failed
+                                    # on the network (the detail says how); not a refusal
     MISMATCH = "mismatch"       # the server negotiated something else than what was offered
     FAILING = "failing"         # measured for a while, then failed repeatedly (figures partial)
     NOT_RUN = "not_run"         # skipped (the whole run stopped, or we cannot compute the group)
@@ -63,6 +66,7 @@ class EntryStatus(StrEnum):
 
 MEASURED, REFUSED, MISMATCH = EntryStatus.MEASURED, EntryStatus.REFUSED, EntryStatus.MISMATCH
 FAILING, NOT_RUN = EntryStatus.FAILING, EntryStatus.NOT_RUN
+INCONCLUSIVE = EntryStatus.INCONCLUSIVE
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
@@ -289,6 +293,6 @@ def _ranking(version: Codepoint, order: list[EntryTiming]) -> Ranking:
                    distinct, verdict)
 
 
-__all__ = ["FAILING", "MEASURED", "MISMATCH", "NOT_RUN", "REFUSED", "TIMING_SCHEMA",
+__all__ = ["FAILING", "INCONCLUSIVE", "MEASURED", "MISMATCH", "NOT_RUN", "REFUSED", "TIMING_SCHEMA",
            "EntryTiming", "Ranking", "Stats", "TimingReport", "figures", "median_ci_ranks",
            "percentile", "rank"]

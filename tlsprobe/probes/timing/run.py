@@ -8,8 +8,10 @@ each round, so a drift in load spreads over all of them), the first `warmup` rou
 uncounted. Per handshake: `perf_counter` around the TCP connect and the
 handshake (ClientHello sent to our Finished sent), and this thread's CPU time over the
 handshake, splitting our work from the wait for the server; the GC is paused meanwhile.
-Failures are values: an entry that never completes is "refused", one that keeps failing after
-succeeding "failing", and when `max_failures` handshakes in a row fail the run stops early.
+Failures are values: an entry that never completes is "refused" when the server answered
+(an alert, a close) and "inconclusive" when it did not (two time-outs or network errors), one
+that keeps failing after succeeding "failing", and when `max_failures` handshakes in a row
+fail the run stops early.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from tlsprobe.model.encode import started_at
 from tlsprobe.model.probe import Cipher, Codepoint
 from tlsprobe.model.timing import (
     FAILING,
+    INCONCLUSIVE,
     MEASURED,
     MISMATCH,
     NOT_RUN,
@@ -217,9 +220,11 @@ def _attempt(st: _State, family: int, address: SockAddr, options: TimingOptions,
         st.failures += 1
         st.consecutive += 1
         st.last_error, st.last_kind = str(exc), exc.kind
-        if not st.confirmed and (exc.kind != FailureKind.NETWORK or st.attempts >= 2):
-            st.status = REFUSED   # an alert or close is an answer; a network error gets a retry
+        if not st.confirmed and exc.kind != FailureKind.NETWORK:
+            st.status = REFUSED   # an alert or close is an answer
             st.last_error += _refusal_hint(st.plan, exc.alert, bool(options.groups))
+        elif not st.confirmed and st.attempts >= 2:
+            st.status = INCONCLUSIVE   # a network error gets a retry; two are no answer
         elif st.confirmed and st.consecutive >= options.max_failures:
             st.status = FAILING
         return False
