@@ -110,6 +110,18 @@ def _check_figures(e: EntryTiming, runs: int) -> None:
     # our CPU is part of the wall time; what is left is the wait for the server
     assert 0 < e.client_cpu_ms.median <= hs.median * 1.05
     assert e.wait_ms.median >= 0 and e.client_kex_ms > 0
+    # Every figure can be recomputed from the run's raw data (per run, in order).
+    assert len(e.connect_samples_ms) == len(e.cpu_samples_ms) == runs
+    per_run = list(zip(e.connect_samples_ms, e.samples_ms, e.cpu_samples_ms))
+    for name, values in (("handshake_ms", e.samples_ms),
+                         ("connect_ms", e.connect_samples_ms),
+                         ("client_cpu_ms", e.cpu_samples_ms),
+                         ("total_ms", [c + h for c, h, _ in per_run]),
+                         ("wait_ms", [max(0.0, h - u) for _, h, u in per_run])):
+        again, given = Stats.of(values), getattr(e, name)
+        for field in ("n", "median", "p90", "min", "max", "mean", "ci_low", "ci_high"):
+            assert getattr(given, field) == pytest.approx(getattr(again, field), abs=3e-4), \
+                (name, field)
 
 
 def test_openssl_groups_found_measured_and_ranked(server_cache):

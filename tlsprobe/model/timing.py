@@ -15,7 +15,8 @@ field names are part of it: add fields, never rename them). Times are millisecon
                   "connect_ms": Stats, "handshake_ms": Stats, "total_ms": Stats,
                   "client_cpu_ms": Stats, "wait_ms": Stats, "client_kex_ms": 0.09,
                   "handshakes_per_s": 512.3, "rank": 1, "ci_overlaps_previous": false,
-                  "samples_ms": [...]}],
+                  "samples_ms": [...], "connect_samples_ms": [...],
+                  "cpu_samples_ms": [...]}],
      "rankings": [{"version": Codepoint, "order": [labels, cheapest first], "cheapest": label,
                    "slowest": label, "ratio": 1.8, "distinct": true, "verdict": "..."}], ...}
 
@@ -32,7 +33,10 @@ handshake (key generation, shared secret, key schedule, record protection, parsi
 signature check); `wait_ms` = handshake - client CPU: the server's work plus the network.
 `client_kex_ms` is our key generation plus shared secret alone, timed in-process with the
 same kex calls. `handshakes_per_s` = 1000 / median total (one connection at a time). Rank 1
-is the cheapest (lowest median handshake) within its protocol version.
+is the cheapest (lowest median handshake) within its protocol version. The raw data, one
+value per measured run in the same order: `samples_ms` (handshake), `connect_samples_ms`,
+`cpu_samples_ms`; every Stats above is computed from them (total = connect + handshake,
+wait = max(0, handshake - CPU), per run).
 """
 
 from __future__ import annotations
@@ -156,7 +160,9 @@ class EntryTiming:
     handshakes_per_s: float | None = None
     rank: int | None = None
     ci_overlaps_previous: bool | None = None
-    samples_ms: tuple[float, ...] = ()
+    samples_ms: tuple[float, ...] = ()           # handshake time of each run, in order
+    connect_samples_ms: tuple[float, ...] = ()   # its TCP connect
+    cpu_samples_ms: tuple[float, ...] = ()       # our CPU time in its handshake
 
     @property
     def name(self) -> str:
@@ -180,7 +186,9 @@ def figures(runs: Sequence[tuple[float, float, float]], confidence: float) -> di
             "client_cpu_ms": ms([u for _, _, u in runs]),
             "wait_ms": ms([max(0.0, h - u) for _, h, u in runs]),
             "handshakes_per_s": round(1000.0 / total.median, 1) if total and total.median
-            else None, "samples_ms": tuple(round(h * 1000.0, 4) for _, h, _ in runs)}
+            else None, "samples_ms": tuple(round(h * 1000.0, 4) for _, h, _ in runs),
+            "connect_samples_ms": tuple(round(c * 1000.0, 4) for c, _, _ in runs),
+            "cpu_samples_ms": tuple(round(u * 1000.0, 4) for _, _, u in runs)}
 
 
 @dataclass(frozen=True)
