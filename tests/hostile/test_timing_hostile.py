@@ -73,7 +73,8 @@ async def silent_unless_x25519(conn: Conn) -> None:
 def test_a_group_that_only_times_out_is_inconclusive_not_refused(
         hostile_server: HostileServer) -> None:
     listener = hostile_server.serve(silent_unless_x25519)
-    options = TimingOptions(runs=2, warmup=0, timeout=0.5, versions=(0x0304,),
+    # 2 s: a loaded machine completes the x25519 handshakes well within it
+    options = TimingOptions(runs=2, warmup=0, timeout=2.0, versions=(0x0304,),
                             groups=(X25519, SECP256R1))
     report = measure_timing(Target("127.0.0.1", listener.port), options)
     entries = {e.group.id: e for e in report.entries if e.group is not None}
@@ -86,5 +87,5 @@ def test_a_group_that_only_times_out_is_inconclusive_not_refused(
     render_timing(report, table)
     text = " ".join(table.getvalue().split())
     assert ("note: secp256r1 (0x0017) (TLS 1.3): inconclusive: timed out waiting for the "
-            "server (0.5 s)") in text
+            "server (2 s)") in text
     assert "refused" not in text
