@@ -9,8 +9,11 @@ trip: the timing must say so, in the JSON and in the table.
 """
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
+
+import pytest
 
 from tlsprobe.net.tcp import Target
 from tlsprobe.probes.timing.run import TimingOptions, measure_timing
@@ -89,3 +92,16 @@ def test_a_group_that_only_times_out_is_inconclusive_not_refused(
     assert ("note: secp256r1 (0x0017) (TLS 1.3): inconclusive: timed out waiting for the "
             "server (2 s)") in text
     assert "refused" not in text
+
+
+@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None,
+                    reason="matplotlib, the plot extra, is not installed")
+def test_the_plot_marks_an_entry_reached_through_a_hello_retry_request(
+        hostile_server: HostileServer) -> None:
+    from tlsprobe.report.plots import timing_figure
+    listener = hostile_server.serve(cookie_hrr_then_handshake)
+    report = measure_timing(Target("127.0.0.1", listener.port), TimingOptions(
+        runs=2, warmup=0, versions=(0x0304,), groups=(X25519,)))
+    fig = timing_figure(report)
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == ["TLS 1.3 x25519 (0x001d) (after a HelloRetryRequest)"], listener.log
