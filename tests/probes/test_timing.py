@@ -8,6 +8,7 @@ differences are asserted, never the order of close groups.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import io
 import json
 import math
@@ -109,6 +110,18 @@ def _check_figures(e: EntryTiming, runs: int) -> None:
     # our CPU is part of the wall time; what is left is the wait for the server
     assert 0 < e.client_cpu_ms.median <= hs.median * 1.05
     assert e.wait_ms.median >= 0 and e.client_kex_ms > 0
+    # Every figure can be recomputed from the run's raw data (per run, in order).
+    assert len(e.connect_samples_ms) == len(e.cpu_samples_ms) == runs
+    per_run = list(zip(e.connect_samples_ms, e.samples_ms, e.cpu_samples_ms))
+    for name, values in (("handshake_ms", e.samples_ms),
+                         ("connect_ms", e.connect_samples_ms),
+                         ("client_cpu_ms", e.cpu_samples_ms),
+                         ("total_ms", [c + h for c, h, _ in per_run]),
+                         ("wait_ms", [max(0.0, h - u) for _, h, u in per_run])):
+        again, given = Stats.of(values), getattr(e, name)
+        for field in ("n", "median", "p90", "min", "max", "mean", "ci_low", "ci_high"):
+            assert getattr(given, field) == pytest.approx(getattr(again, field), abs=3e-4), \
+                (name, field)
 
 
 def test_openssl_groups_found_measured_and_ranked(server_cache):
@@ -168,6 +181,21 @@ def test_tls12_with_an_ecdsa_certificate_lists_its_curve_after_the_timed_group(s
     assert "TLS 1.2 needs its curve offered too" in refused.detail
 
 
+def test_a_version_the_server_does_not_speak_is_not_blamed_on_the_group(server_cache):
+    # A TLS 1.3-only server answers a TLS 1.2 hello with protocol_version: the version is
+    # refused, whatever the group; no hint about an ECDSA certificate's curve.
+    srv = server_cache("openssl", groups=["X25519", "P-256"], proto="tls1_3")
+    report = measure_timing(Target("127.0.0.1", srv.port), TimingOptions(
+        runs=2, warmup=0, versions=(TLS13, TLS12), groups=(X25519, P256)))
+    for e in report.entries:
+        if e.version.id == TLS13:
+            _check_figures(e, 2)
+            continue
+        assert e.status == REFUSED and "protocol_version (70)" in e.detail, e.detail
+        assert "the server refuses TLS 1.2 itself, whatever the group" in e.detail
+        assert "curve" not in e.detail
+
+
 def test_pyopenssl_hybrid_and_classic_groups(server_cache):
     srv = server_cache("pyopenssl", groups=["X25519MLKEM768", "X25519", "ffdhe4096"],
                        proto="tls1_3")
@@ -182,19 +210,45 @@ def test_pyopenssl_hybrid_and_classic_groups(server_cache):
     assert not [e for e in report.entries if e.version.id == TLS12]
 
 
-def test_a_server_that_stops_ends_the_run_with_a_message(tls_server):
+def _stopped_run(tls_server):
+    """A run of 10 per group whose server stops after five handshakes."""
     srv = tls_server("openssl", groups=["X25519", "P-256"], proto="tls1_3")
 
     def kill_after_five(done: int, planned: int, label: str) -> None:
         if done == 5:
             srv.stop()
-    report = measure_timing(Target("127.0.0.1", srv.port),
-                            TimingOptions(runs=10, warmup=0, groups=(X25519, P256),
-                                          versions=(TLS13,)), on_progress=kill_after_five)
+    return measure_timing(Target("127.0.0.1", srv.port),
+                          TimingOptions(runs=10, warmup=0, groups=(X25519, P256),
+                                        versions=(TLS13,)), on_progress=kill_after_five)
+
+
+def test_a_server_that_stops_ends_the_run_with_a_message(tls_server):
+    report = _stopped_run(tls_server)
     assert report.stopped.startswith("the server stopped completing handshakes after 8 of 20")
     assert report.error_kind == "network"
     assert {e.status for e in report.entries} == {FAILING}
     assert all(1 <= e.runs < 10 for e in report.entries)
+    # The table's title says "10 runs per group": each entry cut short says how many it has.
+    from tlsprobe.report.timing_tables import render_timing
+    out = io.StringIO()
+    render_timing(report, out)
+    text = " ".join(out.getvalue().split())
+    assert "10 runs per group" in text
+    for e in report.entries:
+        assert (f"note: {e.name} (TLS 1.3): failing: only {e.runs} of 10 runs measured; "
+                f"{e.failures} failed handshake(s), last: ") in text
+
+
+@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None,
+                    reason="matplotlib, the plot extra, is not installed")
+def test_the_plot_names_the_entries_cut_short(tls_server):
+    from tlsprobe.report.plots import timing_figure
+    report = _stopped_run(tls_server)
+    fig = timing_figure(report)
+    title = fig.axes[0].get_title(loc="left")
+    assert "10 runs per group" in title
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == [f"TLS 1.3 {e.name} (only {e.runs} of 10 runs)" for e in report.entries]
 
 
 def test_silent_server_times_out_per_handshake():

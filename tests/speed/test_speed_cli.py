@@ -439,3 +439,111 @@ def test_the_system_openssl_and_mlkem_at_the_command_line(run_cli: Any) -> None:
             f"openssl {number[0]}.{number[1]} has no ML-KEM (3.5+)"}
     else:
         assert any("ML-KEM-768" in command for command in comparison["commands"])
+
+
+@needs_openssl
+def test_multi_compare_reads_openssl_aead_figures_and_public_key_ones(run_cli: Any) -> None:
+    # `openssl speed -multi N -evp C -aead` prints its summed row without the "type ...
+    # bytes" header (the sizes only in its children's "+H:" lines): the figure is there and
+    # must be read, as the public-key rows are.
+    code, out, err = run_cli("speed", "--multi", "2", "--seconds", "0.05", "--bytes", "16,1024",
+                             "--json", "--compare-openssl", "x25519", "aes-128-gcm",
+                             timeout=120)
+    assert code == 0, err
+    comparison = json.loads(out)["openssl_comparison"]
+    assert comparison["error"] is None
+    assert all("-multi 2" in command for command in comparison["commands"])
+    rows = {(r["algorithm"], r["block_size"]): r for r in comparison["rows"]
+            if r["operation"] in ("derive", "encrypt")}
+    assert set(rows) == {("x25519", None), ("aes-128-gcm", 16), ("aes-128-gcm", 1024)}
+    for row in rows.values():
+        assert row["note"] is None and row["openssl"] > 0, row
+        assert row["ratio"] == pytest.approx(row["tlsprobe"] / row["openssl"])
+
+
+def test_cipher_table_parser_reads_the_multi_form() -> None:
+    # What `openssl speed -multi 2 -evp aes-128-gcm -aead -bytes 16` prints on stdout.
+    sample = ("Forked child 0\nForked child 1\nGot: +H:16 from 0\n"
+              "Got: +F:25:AES-128-GCM:22620912.00 from 0\nGot: +H:16 from 1\n"
+              "Got: +F:25:AES-128-GCM:29251632.00 from 1\nversion: 3.0.19\n"
+              "options: bn(64,64)\nAES-128-GCM      51872.54k\n")
+    assert openssl_compare.parse_cipher_table(sample) == {
+        "AES-128-GCM": {16: pytest.approx(51872540.0)}}
+
+
+def test_an_openssl_that_cannot_be_run_for_speed_costs_only_the_comparison(
+        run_cli: Any, tmp_path: Path) -> None:
+    # openssl on PATH answers `version`, then can no longer be run (removed or changed
+    # during the minutes of measuring): our figures are printed, each comparison row says
+    # why it has no openssl figure; no "internal error" that throws the figures away.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "openssl"
+    fake.write_text('#!/bin/sh\nif [ "$1" = version ]; then echo "OpenSSL 3.0.19 27 Jan 2026"; '
+                    'chmod -x "$0"; exit 0; fi\nexit 1\n')
+    fake.chmod(0o755)
+    code, out, err = run_cli("speed", "--seconds", "0.01", "--bytes", "16", "--json",
+                             "--compare-openssl", "x25519", "aes-128-gcm",
+                             env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
+    assert code == 0 and err == "", err
+    doc = json.loads(out)
+    assert [r["algorithm"] for r in doc["results"]] == ["x25519", "aes-128-gcm"]
+    comparison = doc["openssl_comparison"]
+    notes = {r["note"] for r in comparison["rows"]}
+    assert notes == {f"openssl speed failed: cannot run {fake}: Permission denied"}, notes
+
+
+def _openssl_speed_tree(pid: int) -> list[int]:
+    """The `openssl speed` processes under `pid`: the one speed runs and, with -multi, the
+    children it forked."""
+    found: list[int] = []
+    for child in _children(pid):
+        try:
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"speed" in cmdline and os.path.basename(cmdline[0]) == b"openssl":
+            found += [child, *_openssl_speed_tree(child)]
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@needs_openssl
+def test_ctrl_c_during_openssl_speed_ends_it_and_its_children_quietly(tmp_path: Path) -> None:
+    # SIGINT to tlsprobe alone (kill -INT, or a terminal whose process group openssl is not
+    # in): openssl speed -multi and the children it forked stop with us, and nothing but
+    # our own line reaches stderr (no ResourceWarning about a subprocess still running).
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), COLUMNS="120", NO_COLOR="1",
+               PYTHONWARNINGS="default")
+    proc = subprocess.Popen([sys.executable, "-m", "tlsprobe", "speed", "--seconds", "0.01",
+                             "--multi", "2", "--compare-openssl", "rsa2048", "rsa3072",
+                             "rsa4096", "ecdsap256", "ecdsap384", "ed25519", "ed448"],
+                            cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=_default_sigint)
+    end = time.monotonic() + 90
+    while len(openssl := _openssl_speed_tree(proc.pid)) < 3:   # openssl and its 2 children
+        if proc.poll() is not None or time.monotonic() > end:
+            os.killpg(proc.pid, signal.SIGKILL)
+            pytest.fail(f"openssl speed -multi 2 never ran: {proc.communicate()[1][-500:]}")
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail("speed did not end within 20 s of SIGINT")
+    assert proc.returncode == 130 and err == "tlsprobe: interrupted\n", err
+    assert "rsa 2048 bits PKCS#1 v1.5" in out   # our figures were complete
+    left = [pid for pid in openssl if _alive(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], "openssl speed processes outlived tlsprobe"

@@ -9,12 +9,14 @@ field names are part of it: add fields, never rename them). Times are millisecon
      "discovery": "audit" | "explicit", "stopped": null | "why the run ended early",
      "entries": [{"version": Codepoint, "group": Codepoint | null, "label": "x25519 (0x001d)",
                   "offered_suite": Cipher | null, "cipher_suite": Cipher | null,
-                  "status": "measured" | "refused" | "mismatch" | "failing" | "not_run",
+                  "status": "measured" | "refused" | "inconclusive" | "mismatch" | "failing"
+                            | "not_run",
                   "detail": str | null, "runs": 20, "failures": 0, "hello_retry": false,
                   "connect_ms": Stats, "handshake_ms": Stats, "total_ms": Stats,
                   "client_cpu_ms": Stats, "wait_ms": Stats, "client_kex_ms": 0.09,
                   "handshakes_per_s": 512.3, "rank": 1, "ci_overlaps_previous": false,
-                  "samples_ms": [...]}],
+                  "samples_ms": [...], "connect_samples_ms": [...],
+                  "cpu_samples_ms": [...]}],
      "rankings": [{"version": Codepoint, "order": [labels, cheapest first], "cheapest": label,
                    "slowest": label, "ratio": 1.8, "distinct": true, "verdict": "..."}], ...}
 
@@ -22,13 +24,19 @@ Stats: {"n", "median", "p90", "min", "max", "mean", "ci_low", "ci_high", "ci_lev
 confidence interval is the distribution-free order-statistics interval for the median
 (exact binomial coverage `ci_level` >= the requested confidence; null when too few runs).
 
+`hello_retry`: the server answered a measured handshake's first ClientHello with a
+HelloRetryRequest (asking for a group or only for a cookie); its times include that second
+round trip (the table says so in a note).
 `handshake_ms` runs from sending the ClientHello to sending our Finished, `connect_ms` is
 the TCP connect, `total_ms` both. `client_cpu_ms` is this process's CPU time during the
 handshake (key generation, shared secret, key schedule, record protection, parsing,
 signature check); `wait_ms` = handshake - client CPU: the server's work plus the network.
 `client_kex_ms` is our key generation plus shared secret alone, timed in-process with the
 same kex calls. `handshakes_per_s` = 1000 / median total (one connection at a time). Rank 1
-is the cheapest (lowest median handshake) within its protocol version.
+is the cheapest (lowest median handshake) within its protocol version. The raw data, one
+value per measured run in the same order: `samples_ms` (handshake), `connect_samples_ms`,
+`cpu_samples_ms`; every Stats above is computed from them (total = connect + handshake,
+wait = max(0, handshake - CPU), per run).
 """
 
 from __future__ import annotations
@@ -52,7 +60,9 @@ class EntryStatus(StrEnum):
     """What became of one timing entry (`EntryTiming.status`)."""
 
     MEASURED = "measured"       # every figure below is from `runs` handshakes
-    REFUSED = "refused"         # the server did not complete a handshake with this group
+    REFUSED = "refused"         # the server answered with an alert or a close, never a handshake
+    INCONCLUSIVE = "inconclusive"   # no answer to decide by: every try timed out or failed
+                                    # on the network (the detail says how); not a refusal
     MISMATCH = "mismatch"       # the server negotiated something else than what was offered
     FAILING = "failing"         # measured for a while, then failed repeatedly (figures partial)
     NOT_RUN = "not_run"         # skipped (the whole run stopped, or we cannot compute the group)
@@ -60,6 +70,7 @@ class EntryStatus(StrEnum):
 
 MEASURED, REFUSED, MISMATCH = EntryStatus.MEASURED, EntryStatus.REFUSED, EntryStatus.MISMATCH
 FAILING, NOT_RUN = EntryStatus.FAILING, EntryStatus.NOT_RUN
+INCONCLUSIVE = EntryStatus.INCONCLUSIVE
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
@@ -149,7 +160,9 @@ class EntryTiming:
     handshakes_per_s: float | None = None
     rank: int | None = None
     ci_overlaps_previous: bool | None = None
-    samples_ms: tuple[float, ...] = ()
+    samples_ms: tuple[float, ...] = ()           # handshake time of each run, in order
+    connect_samples_ms: tuple[float, ...] = ()   # its TCP connect
+    cpu_samples_ms: tuple[float, ...] = ()       # our CPU time in its handshake
 
     @property
     def name(self) -> str:
@@ -173,7 +186,9 @@ def figures(runs: Sequence[tuple[float, float, float]], confidence: float) -> di
             "client_cpu_ms": ms([u for _, _, u in runs]),
             "wait_ms": ms([max(0.0, h - u) for _, h, u in runs]),
             "handshakes_per_s": round(1000.0 / total.median, 1) if total and total.median
-            else None, "samples_ms": tuple(round(h * 1000.0, 4) for _, h, _ in runs)}
+            else None, "samples_ms": tuple(round(h * 1000.0, 4) for _, h, _ in runs),
+            "connect_samples_ms": tuple(round(c * 1000.0, 4) for c, _, _ in runs),
+            "cpu_samples_ms": tuple(round(u * 1000.0, 4) for _, _, u in runs)}
 
 
 @dataclass(frozen=True)
@@ -286,6 +301,6 @@ def _ranking(version: Codepoint, order: list[EntryTiming]) -> Ranking:
                    distinct, verdict)
 
 
-__all__ = ["FAILING", "MEASURED", "MISMATCH", "NOT_RUN", "REFUSED", "TIMING_SCHEMA",
+__all__ = ["FAILING", "INCONCLUSIVE", "MEASURED", "MISMATCH", "NOT_RUN", "REFUSED", "TIMING_SCHEMA",
            "EntryTiming", "Ranking", "Stats", "TimingReport", "figures", "median_ci_ranks",
            "percentile", "rank"]

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from tlsprobe.model.capture import BriefReport, ConnectionReport
     from tlsprobe.model.speed import AlgorithmResult, SpeedReport
-    from tlsprobe.model.timing import TimingReport
+    from tlsprobe.model.timing import EntryTiming, TimingReport
 
 FORMATS = (".png", ".svg")
 MISSING = "--plot needs matplotlib: pip install matplotlib (or pip install '.[plot]' in the tlsprobe checkout)"
@@ -202,6 +202,13 @@ def plot_timing(report: TimingReport, path: str) -> None:
     _save(plt, timing_figure(report), path)
 
 
+def _qualifier(e: EntryTiming, runs: int) -> str:
+    """What the label of a box adds, as the table's notes say it: an entry cut short
+    (failing, or the run stopped), one whose times include a HelloRetryRequest's round trip."""
+    return ((f" (only {e.runs} of {runs} runs)" if e.runs < runs else "")
+            + (" (after a HelloRetryRequest)" if e.hello_retry else ""))
+
+
 def timing_figure(report: TimingReport) -> Figure:
     """The timing chart: a horizontal box per (version, group) on a log time axis (an
     ffdhe8192 handshake at 300 ms and an x25519 one at 3 ms both keep a readable box), the
@@ -219,13 +226,14 @@ def timing_figure(report: TimingReport) -> Figure:
                 and e.handshake_ms.ci_high is not None for e in entries)
     bar = (f"bar: {level} confidence interval of the median" if drawn else
            f"too few runs for a {level} confidence interval of the median")
-    ax.set_title(_t(f"Handshake time per group, {host}:{report.port} ({report.runs} runs per "
+    runs = f"{report.runs} run{'s' if report.runs != 1 else ''}"
+    ax.set_title(_t(f"Handshake time per group, {host}:{report.port} ({runs} per "
                  f"group; {bar})"), loc="left", fontsize=9)
     if not entries:
         ax.text(0.5, 0.5, "no group was measured", ha="center", va="center")
         ax.set_axis_off()
         return fig
-    labels = [_t(f"{e.version.name} {e.name}") for e in entries]
+    labels = [_t(f"{e.version.name} {e.name}" + _qualifier(e, report.runs)) for e in entries]
     positions = list(range(1, len(entries) + 1))
     import matplotlib
     major, minor = (int(x) for x in matplotlib.__version__.split(".")[:2])

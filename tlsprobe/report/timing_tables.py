@@ -146,10 +146,27 @@ def _notes(report: TimingReport) -> list[str]:
                      "too small gives one of them none), so the order of the two is not "
                      "established")
     notes += list(report.notes)
-    notes += [f"{e.name} ({e.version.name}): {e.status}: {e.detail}" if not e.ranked else
-              f"{e.name} ({e.version.name}): {e.failures} failed handshake(s), last: {e.detail}"
-              for e in report.entries if not e.ranked or e.failures]
+    notes += [note for e in report.entries if (note := _entry_note(e, report.runs))]
     return notes
+
+
+def _entry_note(e: EntryTiming, runs: int) -> str | None:
+    """Why an entry was not ranked, or what qualifies the figures of a ranked one: fewer
+    runs than the title says, failed handshakes; None when there is nothing to add."""
+    head = f"{e.name} ({e.version.name}): "
+    if not e.ranked:
+        return f"{head}{e.status}: {e.detail}"
+    parts = []
+    if e.runs < runs:
+        parts.append(f"only {e.runs} of {runs} runs measured")
+    if e.failures:
+        parts.append(f"{e.failures} failed handshake(s), last: {e.detail}")
+    if e.hello_retry:
+        parts.append("the server answered with a HelloRetryRequest: its times include that "
+                     "second round trip")
+    if not parts:
+        return None
+    return head + (f"{e.status}: " if e.status != MEASURED else "") + "; ".join(parts)
 
 
 def _below(report: TimingReport) -> list[RenderableType]:

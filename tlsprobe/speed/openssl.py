@@ -18,9 +18,11 @@ columns). Cipher tables (`type 16 bytes ...`) give 1000s of bytes per second wit
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -55,8 +57,7 @@ def find_binary(path: str | None = None) -> str | None:
 
 def binary_version(binary: str) -> str:
     """`openssl version` of that binary (one line)."""
-    done = subprocess.run([binary, "version"], capture_output=True, text=True, timeout=30,
-                          check=False)
+    done = run_openssl([binary, "version"], 30)
     return (done.stdout.strip().splitlines() or ["unknown version"])[0]
 
 
@@ -133,13 +134,23 @@ def parse_tables(text: str) -> list[SpeedRow]:
     return rows
 
 
+# The block sizes in openssl's machine-readable form ("+H:16:64"): with -multi its children
+# send it ("Got: +H:16 from 0") and the summed rows follow without a "type ... bytes" header.
+_MACHINE_SIZES = re.compile(r"^(?:Got: )?\+H((?::\d+)+)(?: from \d+)?$")
+
+
 def parse_cipher_table(text: str) -> dict[str, dict[int, float]]:
-    """Cipher rows of `openssl speed -evp` output: name -> block size -> bytes per second."""
+    """Cipher rows of `openssl speed -evp` output: name -> block size -> bytes per second
+    (the sizes from the "type" header or, with -multi, from the children's "+H" lines)."""
     table: dict[str, dict[int, float]] = {}
     sizes: list[int] = []
     for line in text.splitlines():
         tokens = line.split()
-        if not tokens or line.startswith("+"):
+        machine = _MACHINE_SIZES.match(line.strip())
+        if machine:
+            sizes = [int(t) for t in machine.group(1).split(":")[1:]]
+            continue
+        if not tokens or line.startswith("+") or tokens[0] == "Got:":
             continue
         if tokens[0] == "type" and tokens[2::2] == ["bytes"] * (len(tokens) // 2):
             sizes = [int(t) for t in tokens[1::2] if t.isdigit()]
@@ -171,8 +182,41 @@ class _Runner:
             argv += ["-multi", str(self.processes)]
         argv += args
         self.commands.append(" ".join(["openssl", *argv[1:]]))
-        return subprocess.run(argv, capture_output=True, text=True, check=False,
-                              timeout=60 + tests * self.seconds * 2)
+        return run_openssl(argv, 60 + tests * self.seconds * 2)
+
+
+def run_openssl(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run openssl; a binary that cannot be run or does not finish in `timeout` seconds is
+    a failed run (exit status -1, the reason as its stderr), never an exception that
+    would throw away the figures measured before.
+
+    openssl runs in a session of its own, ended as a whole (SIGKILL to its process group)
+    and waited for when it times out or Ctrl-C stops us: `speed -multi` forks children,
+    which killing the parent alone would leave running."""
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+    except OSError as exc:
+        return subprocess.CompletedProcess(argv, -1, "", f"cannot run {argv[0]}: "
+                                                         f"{exc.strerror or exc}")
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _end(proc)
+        return subprocess.CompletedProcess(argv, -1, "", f"`openssl {argv[1]}` did not "
+                                                         f"finish in {timeout:g} s")
+    except BaseException:   # Ctrl-C: openssl ends with us
+        _end(proc)
+        raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def _end(proc: subprocess.Popen[str]) -> None:
+    """Kill openssl's whole process group (its -multi children too) and reap it."""
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.kill()   # a no-op once the group is gone
+    proc.communicate()
 
 
 def _public_key_rows(runner: _Runner, names: list[str]) -> tuple[list[SpeedRow], set[str], str]:

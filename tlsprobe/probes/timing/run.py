@@ -8,8 +8,10 @@ each round, so a drift in load spreads over all of them), the first `warmup` rou
 uncounted. Per handshake: `perf_counter` around the TCP connect and the
 handshake (ClientHello sent to our Finished sent), and this thread's CPU time over the
 handshake, splitting our work from the wait for the server; the GC is paused meanwhile.
-Failures are values: an entry that never completes is "refused", one that keeps failing after
-succeeding "failing", and when `max_failures` handshakes in a row fail the run stops early.
+Failures are values: an entry that never completes is "refused" when the server answered
+(an alert, a close) and "inconclusive" when it did not (two time-outs or network errors), one
+that keeps failing after succeeding "failing", and when `max_failures` handshakes in a row
+fail the run stops early.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from tlsprobe.model.encode import started_at
 from tlsprobe.model.probe import Cipher, Codepoint
 from tlsprobe.model.timing import (
     FAILING,
+    INCONCLUSIVE,
     MEASURED,
     MISMATCH,
     NOT_RUN,
@@ -44,6 +47,7 @@ from tlsprobe.net.starttls_connect import BACKOFF, StartTlsSpec, gave_up, hold_p
 from tlsprobe.net.tcp import SockAddr, Target, connect_address, open_channel
 from tlsprobe.probes.audit.scheduler import Outcome, broad_sigalgs, outcome_of
 from tlsprobe.probes.timing.plan import Plan, TimingOptions, plans_for
+from tlsprobe.registry import AlertDescription
 
 ProgressHook = Callable[[int, int, str], None]   # (handshakes done, planned, entry label)
 
@@ -54,14 +58,16 @@ class Sample:
     handshake_s: float
     cpu_s: float
     outcome: Outcome
+    hello_retry: bool = False   # the server answered a HelloRetryRequest (a group or a cookie)
 
 
 class TimingFailure(Exception):
     """One handshake that did not complete; `kind` as the probe's failure kinds."""
 
-    def __init__(self, message: str, kind: FailureKind) -> None:
+    def __init__(self, message: str, kind: FailureKind, alert: int | None = None) -> None:
         super().__init__(message)
         self.kind = kind
+        self.alert = alert   # the description of the alert the server sent, if any
 
 
 # -- one handshake -----------------------------------------------------------------------------
@@ -110,7 +116,7 @@ def time_handshake(family: int, address: SockAddr, config: ClientConfig,
             try:
                 drive(hs, channel, deadline)
             except HandshakeFailure as exc:
-                raise TimingFailure(str(exc), exc.kind) from None
+                raise TimingFailure(str(exc), exc.kind, exc.alert) from None
             except NetworkError as exc:
                 raise _network_failure(exc, "the server", timeout) from None
             t2 = time.perf_counter()
@@ -120,7 +126,7 @@ def time_handshake(family: int, address: SockAddr, config: ClientConfig,
                                     f"{hs.incomplete_reason or 'stopped'}", FailureKind.PROTOCOL)
             with suppress(NetworkError):
                 channel.send(hs.close())   # close_notify, outside the timed span
-            return Sample(connected - t0, t2 - t1, c1 - c0, outcome_of(hs))
+            return Sample(connected - t0, t2 - t1, c1 - c0, outcome_of(hs), hs.facts().hrr)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -186,12 +192,18 @@ def _mismatch(p: Plan, out: Outcome) -> str | None:
     return None
 
 
-def _refusal_hint(p: Plan) -> str:
-    """A TLS 1.2 ECDHE group offered alone may be refused only because the server's ECDSA
-    certificate is on another curve, which the client must list too (the enumeration finds
-    that curve and lists it; an explicit group list cannot know it)."""
+def _refusal_hint(p: Plan, alert: int | None, explicit: bool) -> str:
+    """What a refusal says beyond its alert. A protocol_version alert refuses the version
+    (the hello offers that one alone), not the group. A TLS 1.2 ECDHE group offered alone
+    may be refused only because the server's ECDSA certificate is on another curve, which
+    the client must list too (the enumeration finds that curve and lists it; an explicit
+    group list cannot know it)."""
+    if alert == AlertDescription.protocol_version:
+        return (f"; the server refuses {registry.version_name(p.version)} itself, "
+                "whatever the group")
     info = registry.group(p.group) if p.group is not None else None
-    if p.version != TLS12 or p.companion is not None or info is None or info.kind == "ffdhe":
+    if (not explicit or p.version != TLS12 or p.companion is not None or info is None
+            or info.kind == "ffdhe"):
         return ""
     return ("; if the server's certificate is ECDSA, TLS 1.2 needs its curve offered too: "
             "run without --timing-groups to have it found and listed")
@@ -208,9 +220,11 @@ def _attempt(st: _State, family: int, address: SockAddr, options: TimingOptions,
         st.failures += 1
         st.consecutive += 1
         st.last_error, st.last_kind = str(exc), exc.kind
-        if not st.confirmed and (exc.kind != FailureKind.NETWORK or st.attempts >= 2):
-            st.status = REFUSED   # an alert or close is an answer; a network error gets a retry
-            st.last_error += _refusal_hint(st.plan) if options.groups else ""
+        if not st.confirmed and exc.kind != FailureKind.NETWORK:
+            st.status = REFUSED   # an alert or close is an answer
+            st.last_error += _refusal_hint(st.plan, exc.alert, bool(options.groups))
+        elif not st.confirmed and st.attempts >= 2:
+            st.status = INCONCLUSIVE   # a network error gets a retry; two are no answer
         elif st.confirmed and st.consecutive >= options.max_failures:
             st.status = FAILING
         return False
@@ -221,7 +235,7 @@ def _attempt(st: _State, family: int, address: SockAddr, options: TimingOptions,
             st.status, st.last_error = MISMATCH, wrong
             return True
         st.confirmed = True
-    st.hello_retry = st.hello_retry or sample.outcome.hrr_group is not None
+    st.hello_retry = st.hello_retry or sample.hello_retry
     if counted:
         st.samples.append(sample)
     return True
