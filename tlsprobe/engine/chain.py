@@ -22,6 +22,7 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509 import verification as xv
+from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from tlsprobe.errors import UsageError
 from tlsprobe.model.pubkey import public_key
@@ -119,18 +120,6 @@ def _sans(leaf: x509.Certificate) -> x509.SubjectAlternativeName | None:
         return None
 
 
-def _own_name(leaf: x509.Certificate) -> str | None:
-    """A name the leaf claims (first SAN), to check the chain apart from the hostname."""
-    san = _sans(leaf)
-    if san is None:
-        return None
-    dns = san.get_values_for_type(x509.DNSName)
-    if dns:
-        return dns[0].replace("*.", "wildcard.", 1)
-    ips = san.get_values_for_type(x509.IPAddress)
-    return str(ips[0]) if ips else None
-
-
 def _name_matches(leaf: x509.Certificate, hostname: str) -> bool:
     """RFC 6125 matching of `hostname` against the leaf's SAN (DNS, one left-most wildcard
     label; or IP address); the subject CN is never used, as in the verifier."""
@@ -150,13 +139,34 @@ def _name_matches(leaf: x509.Certificate, hostname: str) -> bool:
     return False
 
 
+_EKU_REFUSED = "required EKU not found"
+
+
+def _server_eku(policy: xv.Policy, cert: x509.Certificate,
+                ext: x509.ExtendedKeyUsage | None) -> None:
+    """A leaf's extendedKeyUsage, when present, must allow serverAuth (as the server
+    verifier requires)."""
+    if ext is not None and ExtendedKeyUsageOID.SERVER_AUTH not in ext \
+            and ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE not in ext:
+        raise ValueError(_EKU_REFUSED)
+
+
+def _chain_policy() -> xv.ExtensionPolicy:
+    """The server verifier's rules for a leaf, without its names: the subjectAltName may
+    hold anything (or be absent), the EKU must allow serverAuth."""
+    return (xv.ExtensionPolicy.webpki_defaults_ee()
+            .may_be_present(x509.ExtendedKeyUsage, xv.Criticality.AGNOSTIC, _server_eku)
+            .may_be_present(x509.SubjectAlternativeName, xv.Criticality.AGNOSTIC, None))
+
+
 def _try(store: xv.Store, now: datetime.datetime, name: str | None, leaf: x509.Certificate,
          rest: list[x509.Certificate]) -> str | None:
     """None when the chain verifies (for `name`), else the library's reason.
 
-    Without a name (a leaf with no subjectAltName) the chain alone is checked: the
-    client-verifier path, with no extension rules on the leaf, so that only the path to an
-    anchor, signatures, dates and the CA certificates count."""
+    Without a name the chain alone is checked: the path to an anchor, signatures, dates,
+    the CA certificates and the leaf's extensions as for a server, but not its names
+    (which need not be names the library can parse or match: a partial wildcard, an
+    address written as a DNS name, an underscore)."""
     try:
         builder = xv.PolicyBuilder().store(store).time(now)
         if name is not None:
@@ -164,12 +174,13 @@ def _try(store: xv.Store, now: datetime.datetime, name: str | None, leaf: x509.C
         else:
             builder.extension_policies(
                 ca_policy=xv.ExtensionPolicy.webpki_defaults_ca(),
-                ee_policy=xv.ExtensionPolicy.permit_all()).build_client_verifier().verify(
-                    leaf, rest)
+                ee_policy=_chain_policy()).build_client_verifier().verify(leaf, rest)
     except (xv.VerificationError, ValueError) as exc:
         text = str(exc) or exc.__class__.__name__
-        # The library appends a repr of the certificate it was processing: drop it.
-        return text.split(" (encountered processing", 1)[0]
+        # The library appends a repr of the certificate it was processing: drop it; and says
+        # our validator's refusal in its own words: say it as the server verifier does.
+        text = text.split(" (encountered processing", 1)[0]
+        return "validation failed: " + _EKU_REFUSED if text.endswith(_EKU_REFUSED) else text
     return None
 
 
@@ -298,12 +309,16 @@ def _verify_chain(ders: Sequence[bytes], hostname: str | None,
         if problem is None:
             return ChainResult(V_OK, hostname_ok=True)
     no_san = NO_SAN_NOTE if _sans(leaf) is None else None
-    chain_problem = _try(store, now, _own_name(leaf), leaf, rest)
+    chain_problem = _try(store, now, None, leaf, rest)
     if chain_problem is None:
-        if hostname:
-            return ChainResult(V_HOSTNAME_MISMATCH, _join(
-                f"certificate is not valid for {hostname}", no_san), hostname_ok=False)
-        return ChainResult(V_OK, no_san)
+        if not hostname:
+            return ChainResult(V_OK, no_san)
+        if _name_matches(leaf, hostname):  # a name RFC 6125 matches that the library refuses
+            return ChainResult(V_OK, f"{hostname} matched by RFC 6125 rules, which the "
+                               f"verifier could not apply ({problem})",
+                               hostname_ok=True)
+        return ChainResult(V_HOSTNAME_MISMATCH, _join(
+            f"certificate is not valid for {hostname}", no_san), hostname_ok=False)
     code, reason = _chain_code(chain, anchors, now)
     return ChainResult(code, _join(reason or chain_problem, no_san))
 

@@ -1,0 +1,111 @@
+"""The chain check apart from the host name: a leaf whose subjectAltName holds names the
+verifier cannot parse or match (a partial wildcard, an address written as a DNS name, an
+underscore label) has a good chain and a name that does or does not match; it is never
+"unspecified certificate verification error" about a name made up from the leaf's own.
+Real servers on loopback (`probe` and `scan`), certificates made here."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+NOW = datetime.datetime.now(datetime.UTC)
+DAY = datetime.timedelta(days=1)
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+class _Pki:
+    """A root (its PEM: `self.ca`) that issues P-256 leaves with the given DNS SANs."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder, self.key = folder, ec.generate_private_key(ec.SECP256R1())
+        self.name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Names Test Root")])
+        root = (self._base(self.name, self.key)
+                .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                .add_extension(x509.KeyUsage(False, False, False, False, False, True, True,
+                                             False, False), critical=True)
+                .sign(self.key, hashes.SHA256()))
+        self.ca = _write(folder / "root.pem", root.public_bytes(serialization.Encoding.PEM))
+
+    def _base(self, subject: x509.Name, key: ec.EllipticCurvePrivateKey
+              ) -> x509.CertificateBuilder:
+        return (x509.CertificateBuilder().subject_name(subject).issuer_name(self.name)
+                .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                .not_valid_before(NOW - DAY).not_valid_after(NOW + 30 * DAY)
+                .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()),
+                               critical=False))
+
+    def leaf(self, stem: str, names: list[str], eku: x509.ObjectIdentifier
+             = ExtendedKeyUsageOID.SERVER_AUTH) -> list[str]:
+        """The pyssl server's arguments for a leaf with DNS SANs `names` (set raw, as a
+        server's certificate may carry them)."""
+        key = ec.generate_private_key(ec.SECP256R1())
+        sans = []
+        for value in names:
+            dns = x509.DNSName.__new__(x509.DNSName)
+            dns._value = value  # the constructor would refuse some: a server's may not
+            sans.append(dns)
+        cert = (self._base(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, stem)]), key)
+                .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+                .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+                .add_extension(x509.ExtendedKeyUsage([eku]), critical=False)
+                .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(
+                    self.key.public_key()), critical=False)
+                .sign(self.key, hashes.SHA256()))
+        chain = _write(self.folder / f"{stem}.pem", cert.public_bytes(serialization.Encoding.PEM))
+        key_file = _write(self.folder / f"{stem}.key", key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption()))
+        return ["--chain-file", str(chain), "--key-file", str(key_file)]
+
+
+def _verification(res: Any) -> str:
+    lines = [ln for ln in res.stdout.splitlines() if ln.startswith("Verification")]
+    assert len(lines) == 1, res.stdout + res.stderr
+    return re.sub(r"^Verification\s+", "", lines[0])
+
+
+def test_probe_names_the_verifier_cannot_match(tls_server, run_cli, tmp_path) -> None:
+    pki = _Pki(tmp_path)
+    for stem, names in (("partial", ["f*.localhost"]), ("address", ["127.0.0.1"]),
+                        ("double", ["*.*.localhost"])):
+        srv = tls_server("pyssl", extra=pki.leaf(stem, names))
+        line = _verification(run_cli(f"localhost:{srv.port}", "--cafile", pki.ca))
+        assert line == "Verify return code: 62 (hostname mismatch): certificate is not valid " \
+            "for localhost", (stem, line)
+    srv = tls_server("pyssl", extra=pki.leaf("underscore", ["under_score.test"]))
+    line = _verification(run_cli(f"127.0.0.1:{srv.port}", "--sni", "under_score.test",
+                                 "--cafile", pki.ca))
+    assert line.startswith("Verify return code: 0 (ok): under_score.test matched by RFC 6125 "
+                           "rules"), line
+    line = _verification(run_cli(f"127.0.0.1:{srv.port}", "--sni", "other.test",
+                                 "--cafile", pki.ca))
+    assert line.startswith("Verify return code: 62 (hostname mismatch)"), line
+    # the leaf's extensions still count as for a server: a clientAuth-only leaf is refused
+    srv = tls_server("pyssl", extra=pki.leaf("client", ["localhost"],
+                                             ExtendedKeyUsageOID.CLIENT_AUTH))
+    line = _verification(run_cli(f"localhost:{srv.port}", "--cafile", pki.ca))
+    assert line.startswith("Verify return code: 1 (unspecified certificate verification "
+                           "error): validation failed: required EKU not found"), line
+
+
+def test_scan_trust_of_a_partial_wildcard(tls_server, run_cli, tmp_path) -> None:
+    pki = _Pki(tmp_path)
+    srv = tls_server("pyssl", extra=pki.leaf("partial", ["f*.localhost"]))
+    res = run_cli("scan", f"localhost:{srv.port}", "--checks", "cert", "--cafile", pki.ca,
+                  "--json", "--no-policy")
+    trust = json.loads(res.stdout)["trust"]
+    assert (trust["status"], trust["code"], trust["hostname_ok"]) == ("untrusted", 62, False), \
+        trust
