@@ -35,7 +35,8 @@ def _pem(cert: x509.Certificate) -> bytes:
 @dataclass
 class Pki:
     """The certificates and keys by name ("root", "a", "b", "leaf", "other", "stray",
-    "responder"), written under `directory`."""
+    "lapsed" (an expired CA of the root, on no path of the leaf), "responder"), written
+    under `directory`."""
 
     directory: Path
     certs: dict[str, x509.Certificate] = field(default_factory=dict)
@@ -43,13 +44,14 @@ class Pki:
 
     def issue(self, name: str, cn: str, issuer: str | None, *, ca: bool,
               eku: list[x509.ObjectIdentifier] | None = None, san: str | None = None,
-              aia: bool = False) -> None:
+              aia: bool = False, expired: bool = False) -> None:
         key = ec.generate_private_key(ec.SECP256R1())
         subject = _name(cn)
         b = (x509.CertificateBuilder().subject_name(subject)
              .issuer_name(self.certs[issuer].subject if issuer else subject)
              .public_key(key.public_key()).serial_number(x509.random_serial_number())
-             .not_valid_before(NOW).not_valid_after(NOW + 90 * DAY)
+             .not_valid_before(NOW - 30 * DAY if expired else NOW)
+             .not_valid_after(NOW - DAY if expired else NOW + 90 * DAY)
              .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
         if eku:
             b = b.add_extension(x509.ExtendedKeyUsage(eku), critical=False)
@@ -129,6 +131,7 @@ def make_pki(directory: Path) -> Pki:
               san="localhost", aia=True)
     pki.issue("other", "default.test", "b", ca=False, san="default.test")
     pki.issue("stray", "Stray Self-Signed", None, ca=True)
+    pki.issue("lapsed", "Lapsed Intermediate", "root", ca=True, expired=True)
     pki.issue("responder", "Test OCSP Responder", "b", ca=False,
               eku=[ExtendedKeyUsageOID.OCSP_SIGNING])
     pki.issue("noeku", "Test Responder Without EKU", "b", ca=False)

@@ -38,8 +38,8 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 
 
 def audit(port: int, checks: str, pki: Pki, host: str = "127.0.0.1",
-          server_name: str | None = None) -> AuditReport:
-    options = AuditOptions(checks=parse_checks(checks), cafile=str(pki.path("root")),
+          server_name: str | None = None, anchor: str = "root") -> AuditReport:
+    options = AuditOptions(checks=parse_checks(checks), cafile=str(pki.path(anchor)),
                            server_name=server_name)
     r = run_audit([Target(host, port)], options, Scheduler(retries=1, timeout=5.0))[0]
     assert r.error is None, r.error
@@ -97,6 +97,29 @@ def test_chain_missing_intermediate_names_the_issuer(pki: Pki) -> None:
     assert isinstance(c.details, ChainDetails) and c.details.complete is False
     assert c.details.missing_issuer == "CN=Test Intermediate B"
     assert r.trust is not None and r.trust.status == "untrusted"
+
+
+TRUST = {   # sent after the leaf, the trust store -> the trust verdict's code and detail
+    "stray": (("stray",), "root", 20, "issuer CN=Test Intermediate B of CN=localhost is not "
+              "in the trust store"),
+    "lapsed": (("lapsed",), "root", 20, "issuer CN=Test Intermediate B of CN=localhost is "
+               "not in the trust store"),
+    "root first": (("root", "b", "a"), "stray", 19, "the server sent the root CN=Test Root, "
+                   "which is not in the trust store"),
+}
+
+
+@pytest.mark.needs_impl("openssl")
+@pytest.mark.parametrize("case", list(TRUST))
+def test_trust_verdict_names_the_path_not_a_certificate_beside_it(pki: Pki, case: str) -> None:
+    """The trust verdict's code and reason come from the path the leaf builds, as OpenSSL's
+    do: an unrelated self-signed or expired certificate the server sends is not the reason,
+    and the end of the path is not the last certificate sent."""
+    rest, anchor, code, detail = TRUST[case]
+    with serve(pki, *rest) as server:
+        r = audit(server.port, "cert", pki, host="localhost", anchor=anchor)
+    assert r.trust is not None and (r.trust.status, r.trust.code, r.trust.detail) == (
+        "untrusted", code, detail), r.trust
 
 
 # -- the certificate facts shown ------------------------------------------------------------

@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from cryptography import x509
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509 import verification as xv
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
+from tlsprobe.engine.chainpath import follow, issued, self_signed
 from tlsprobe.errors import UsageError
 from tlsprobe.model.pubkey import public_key
 
@@ -184,28 +185,6 @@ def _try(store: xv.Store, now: datetime.datetime, name: str | None, leaf: x509.C
     return None
 
 
-def _self_signed(cert: x509.Certificate) -> bool:
-    """Issuer is subject and the certificate's own key signed it; a signature that cannot
-    be checked here (e.g. SHA-1, which this OpenSSL refuses) counts by the names alone."""
-    if cert.issuer != cert.subject:
-        return False
-    try:
-        cert.verify_directly_issued_by(cert)
-    except InvalidSignature:
-        return False
-    except (ValueError, TypeError):
-        return True
-    return True
-
-
-def _issued_by(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
-    try:
-        cert.verify_directly_issued_by(issuer)
-    except (ValueError, TypeError, InvalidSignature):
-        return False
-    return True
-
-
 def _in_store(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...]) -> bool:
     """The certificate itself is an anchor (same name and key), as OpenSSL looks it up."""
     for anchor in anchors:
@@ -221,21 +200,24 @@ def _in_store(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...]) -> 
 def _chain_code(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...],
                 now: datetime.datetime) -> tuple[int, str | None]:
     """The OpenSSL-style code for a chain the verifier refused, with its own reason stated
-    from the facts (None: only the library can say what is wrong)."""
-    for cert in chain:
+    from the facts (None: only the library can say what is wrong). The facts are those of
+    the path from the leaf (chainpath.follow), as OpenSSL builds it: a certificate the
+    server sends besides it (expired, self-signed, in any order) is not the problem."""
+    path = [chain[i] for i in follow(chain).indexes]
+    for cert in path:
         subject = cert.subject.rfc4514_string() or "(empty subject)"
         if cert.not_valid_after_utc < now:
             return V_EXPIRED, f"{subject} expired {cert.not_valid_after_utc:%Y-%m-%d %H:%M} UTC"
         if cert.not_valid_before_utc > now:
             return V_NOT_YET_VALID, (f"{subject} is valid from "
                                      f"{cert.not_valid_before_utc:%Y-%m-%d %H:%M} UTC")
-    last = chain[-1]
+    last = path[-1]
     name = last.subject.rfc4514_string() or "(empty subject)"
-    if _in_store(last, anchors) or any(a.subject == last.issuer and _issued_by(last, a)
+    if _in_store(last, anchors) or any(a.subject == last.issuer and issued(last, a) is not False
                                        for a in anchors):
         return V_UNSPECIFIED, None  # the path reaches an anchor: the library says why not
-    if _self_signed(last):
-        if len(chain) == 1:
+    if self_signed(last):
+        if len(path) == 1:
             return V_SELF_SIGNED, f"{name} signed itself and is not in the trust store"
         return V_SELF_SIGNED_IN_CHAIN, (f"the server sent the root {name}, which is not in "
                                         "the trust store")
@@ -256,7 +238,7 @@ def _anchored_leaf(leaf: x509.Certificate, der: bytes, hostname: str | None,
                    now: datetime.datetime) -> ChainResult | None:
     """A self-signed leaf that is itself in the trust store is trusted, as OpenSSL trusts
     it (cryptography's verifier refuses an end-entity certificate as its own anchor)."""
-    if not _self_signed(leaf) or not any(a.public_bytes(Encoding.DER) == der for a in anchors):
+    if not self_signed(leaf) or not any(a.public_bytes(Encoding.DER) == der for a in anchors):
         return None
     code, detail = _chain_code([leaf], (), now)
     if code in (V_EXPIRED, V_NOT_YET_VALID):

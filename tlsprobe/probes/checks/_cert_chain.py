@@ -21,9 +21,9 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from cryptography import x509
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.x509 import ocsp
 
+from tlsprobe.engine.chainpath import issued
 from tlsprobe.engine.client import HandshakeFailure
 from tlsprobe.engine.interface import Handshake
 from tlsprobe.errors import FailureKind, NetworkError
@@ -187,21 +187,6 @@ async def leaf(ctx: CheckContext) -> tuple[Served, x509.Certificate] | CheckResu
     if isinstance(parsed, str):
         return ctx.inconclusive(parsed)
     return got, parsed
-
-
-def issued(cert: x509.Certificate, issuer: x509.Certificate) -> bool | None:
-    """True: `issuer`'s name is `cert`'s issuer and its key verifies `cert`'s signature;
-    None: the names match but the signature cannot be checked here (an algorithm this
-    OpenSSL refuses, such as SHA-1 or MD5 signatures); False otherwise."""
-    if cert.issuer != issuer.subject:
-        return False
-    try:
-        cert.verify_directly_issued_by(issuer)
-    except InvalidSignature:
-        return False
-    except (ValueError, TypeError, UnsupportedAlgorithm):
-        return None
-    return True
 
 
 def trust_anchors(ctx: CheckContext) -> tuple[tuple[x509.Certificate, ...] | None, str | None, str]:

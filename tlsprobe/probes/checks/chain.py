@@ -36,17 +36,14 @@ from dataclasses import dataclass
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 
+from tlsprobe.engine.chainpath import MAX_PATH, follow, issued, self_signed
 from tlsprobe.model.check_details import ChainDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.model.pubkey import public_key
-from tlsprobe.probes.checks._cert_chain import issued, served, trust_anchors
+from tlsprobe.probes.checks._cert_chain import served, trust_anchors
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
-__all__ = ["CHECK", "ChainFacts", "chain_facts"]
-
-#: the longest path followed (real ones have 2 to 5 certificates; a hostile server's chain
-#: of hundreds that certify one another would otherwise cost a signature check per pair)
-MAX_PATH = 16
+__all__ = ["CHECK", "MAX_PATH", "ChainFacts", "chain_facts"]
 
 
 def _name(name: x509.Name) -> str:
@@ -54,10 +51,6 @@ def _name(name: x509.Name) -> str:
         return name.rfc4514_string() or "(empty name)"
     except ValueError:
         return "(undecodable name)"
-
-
-def _self_signed(cert: x509.Certificate) -> bool:
-    return issued(cert, cert) is not False
 
 
 def _same_key(a: x509.Certificate, b: x509.Certificate) -> bool:
@@ -94,33 +87,17 @@ def chain_facts(chain: list[x509.Certificate],
     """The path through `chain` (leaf first) and what it says; `anchors` None: no trust
     store (completeness then rests on a root the server sends)."""
     subjects = tuple(_name(c.subject) for c in chain)
-    path, notes = [0], []
-    while not _self_signed(chain[path[-1]]) and len(path) < MAX_PATH:
-        current = chain[path[-1]]
-        found = None
-        for j, candidate in enumerate(chain):
-            if j in path:
-                continue
-            verdict = issued(current, candidate)
-            if verdict is True or (verdict is None and found is None):
-                found = j
-                if verdict is True:
-                    break
-        if found is None:
-            break
-        if issued(current, chain[found]) is None:
-            notes.append(f"the signature of certificate {path[-1]} by certificate {found} "
-                         "could not be checked here (its algorithm is refused): the names "
-                         "match")
-        path.append(found)
+    walk = follow(chain)
+    path, cut = list(walk.indexes), walk.cut
+    notes = [f"the signature of certificate {i} by certificate {j} could not be checked "
+             "here (its algorithm is refused): the names match" for i, j in walk.unchecked]
     last = chain[path[-1]]
-    root = _self_signed(last) and len(path) > 1
-    cut = len(path) == MAX_PATH and not _self_signed(last)
+    root = self_signed(last) and len(path) > 1
     if cut:
         notes.append(f"the path was followed for {MAX_PATH} certificates only")
     if anchors is not None and any(_anchored(chain[i], anchors) for i in path):
         complete: bool | None = True
-    elif _self_signed(last):
+    elif self_signed(last):
         complete = True
     else:
         complete = False if anchors is not None and not cut else None
@@ -128,7 +105,7 @@ def chain_facts(chain: list[x509.Certificate],
                       _name(last.issuer) if complete is False else None,
                       tuple(i for i in range(len(chain)) if i not in path),
                       list(path) == sorted(path), subjects[path[-1]] if root else None,
-                      len(path) == 1 and _self_signed(last), tuple(notes))
+                      len(path) == 1 and self_signed(last), tuple(notes))
 
 
 def _problems(f: ChainFacts, store: str) -> list[tuple[Severity, str]]:
