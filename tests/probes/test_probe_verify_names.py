@@ -101,6 +101,27 @@ def test_probe_names_the_verifier_cannot_match(tls_server, run_cli, tmp_path) ->
                            "error): validation failed: required EKU not found"), line
 
 
+def test_internationalised_name_is_matched_as_its_a_label(tls_server, run_cli,
+                                                         tmp_path) -> None:
+    """--sni with a U-label: the server_name extension carries its A-label (IDNA), and the
+    certificate is checked for that name, as a browser does."""
+    pki = _Pki(tmp_path)
+    srv = tls_server("pyssl", extra=pki.leaf("idna", ["xn--bcher-kva.test",
+                                                      "*.xn--bcher-kva.test"]))
+    for name in ("bücher.test", "WWW.BÜCHER.TEST."):
+        line = _verification(run_cli(f"127.0.0.1:{srv.port}", "--sni", name,
+                                     "--cafile", pki.ca))
+        assert line == "Verify return code: 0 (ok)", (name, line)
+    line = _verification(run_cli(f"127.0.0.1:{srv.port}", "--sni", "a.b.bücher.test",
+                                 "--cafile", pki.ca))
+    assert line == "Verify return code: 62 (hostname mismatch): certificate is not valid " \
+        "for a.b.bücher.test", line
+    res = run_cli("scan", f"127.0.0.1:{srv.port}", "--sni", "www.bücher.test", "--checks",
+                  "cert", "--cafile", pki.ca, "--json", "--no-policy")
+    trust = json.loads(res.stdout)["trust"]
+    assert (trust["code"], trust["hostname_ok"]) == (0, True), trust
+
+
 def test_scan_trust_of_a_partial_wildcard(tls_server, run_cli, tmp_path) -> None:
     pki = _Pki(tmp_path)
     srv = tls_server("pyssl", extra=pki.leaf("partial", ["f*.localhost"]))

@@ -107,11 +107,24 @@ def load_trust_store(path: str | os.PathLike[str]) -> tuple[x509.Certificate, ..
     return certs
 
 
+def _dns_form(name: str) -> str:
+    """A host name as certificates hold it: lower case, no final dot, and a U-label as the
+    A-label the server_name extension sends (IDNA, wire/extensions.py); ValueError when it
+    has none."""
+    name = name.rstrip(".").lower()
+    if name.isascii():
+        return name
+    try:
+        return name.encode("idna").decode("ascii")
+    except UnicodeError as exc:
+        raise ValueError(f"{name} has no IDNA form ({exc})") from None
+
+
 def _subject(name: str) -> x509.DNSName | x509.IPAddress:
     try:
         return x509.IPAddress(ipaddress.ip_address(name.strip("[]")))
     except ValueError:
-        return x509.DNSName(name.rstrip(".").lower())
+        return x509.DNSName(_dns_form(name))
 
 
 def _sans(leaf: x509.Certificate) -> x509.SubjectAlternativeName | None:
@@ -127,10 +140,13 @@ def _name_matches(leaf: x509.Certificate, hostname: str) -> bool:
     san = _sans(leaf)
     if san is None:
         return False
-    subject = _subject(hostname)
+    try:
+        subject = _subject(hostname)
+    except ValueError:   # no IDNA form, or a name the library's DNSName refuses
+        return False
     if isinstance(subject, x509.IPAddress):
         return subject.value in san.get_values_for_type(x509.IPAddress)
-    host = hostname.rstrip(".").lower()
+    host = subject.value
     for pattern in (d.rstrip(".").lower() for d in san.get_values_for_type(x509.DNSName)):
         if pattern == host:
             return True
