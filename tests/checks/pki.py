@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,6 +77,31 @@ class Pki:
         (self.directory / f"{name}.key").write_bytes(key.private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
             serialization.NoEncryption()))
+
+    def openssl_leaf(self, name: str, start: str, end: str) -> None:
+        """A leaf for localhost issued by B with `openssl ca`, whose dates (YYYYMMDDHHMMSSZ)
+        are written as given: `cryptography` refuses to build a notAfter before notBefore,
+        which a server's certificate may hold."""
+        work = self.directory / f"ca-{name}"
+        (work / "new").mkdir(parents=True, exist_ok=True)
+        (work / "index.txt").write_text("")
+        (work / "serial").write_text("1000\n")
+        (work / "ca.cnf").write_text(
+            f"[ca]\ndefault_ca = c\n[c]\ndatabase = {work}/index.txt\n"
+            f"new_certs_dir = {work}/new\nserial = {work}/serial\ndefault_md = sha256\n"
+            "policy = p\nunique_subject = no\n[p]\ncommonName = supplied\n[ext]\n"
+            "subjectAltName = DNS:localhost,IP:127.0.0.1\nextendedKeyUsage = serverAuth\n"
+            "basicConstraints = critical,CA:false\n")
+        key, csr = self.directory / f"{name}.key", work / "leaf.csr"
+        subprocess.run(["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:P-256", "-nodes", "-keyout", str(key), "-subj",
+                        "/CN=localhost", "-out", str(csr)], check=True, capture_output=True)
+        subprocess.run(["openssl", "ca", "-batch", "-config", str(work / "ca.cnf"), "-cert",
+                        str(self.path("b")), "-keyfile", str(self.directory / "b.key"),
+                        "-in", str(csr), "-startdate", start, "-enddate", end, "-extensions",
+                        "ext", "-notext", "-out", str(self.path(name))],
+                       check=True, capture_output=True)
+        self.certs[name] = x509.load_pem_x509_certificate(self.path(name).read_bytes())
 
     def path(self, name: str) -> Path:
         return self.directory / f"{name}.crt"

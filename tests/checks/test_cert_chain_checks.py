@@ -122,6 +122,19 @@ def test_trust_verdict_names_the_path_not_a_certificate_beside_it(pki: Pki, case
         "untrusted", code, detail), r.trust
 
 
+@pytest.mark.needs_impl("openssl")
+def test_lifetime_of_a_leaf_never_valid(pki: Pki) -> None:
+    """notAfter before notBefore: no lifetime "within" the limits, but never valid."""
+    pki.openssl_leaf("inverted", "20270101000000Z", "20260101000000Z")
+    with serve(pki, "b", "a", leaf="inverted") as server:
+        r = audit(server.port, "cert_lifetime", pki)
+    c = result(r, "cert_lifetime")
+    assert c.verdict is Verdict.not_applicable, c
+    assert c.reason.startswith("the leaf is never valid: its notAfter comes before its "
+                               "notBefore"), c.reason
+    assert "notAfter 2026-01-01T00:00:00+00:00" in c.evidence
+
+
 # -- the certificate facts shown ------------------------------------------------------------
 
 @pytest.mark.needs_impl("openssl")
