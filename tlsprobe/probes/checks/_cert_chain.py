@@ -80,19 +80,30 @@ def _with_sct(hello: ClientHello) -> ClientHello:
         if all(e.type != SCT_EXTENSION for e in hello.extensions) else hello
 
 
+def _holds_scts(data: bytes) -> bool:
+    """A signed_certificate_timestamp extension's SignedCertificateTimestampList (RFC 6962
+    3.3) is not empty (an empty extension or list holds no SCT)."""
+    return len(data) >= 2 and int.from_bytes(data[:2], "big") > 0
+
+
 def _sct_sources(hs: Handshake, response: bytes | None) -> tuple[str, ...]:
+    """Where outside the certificate the server sent SCTs: only lists that hold one."""
     out: list[str] = []
     sh = hs.messages.server_hello
-    if sh is not None and sh.extension(SCT_EXTENSION) is not None:
+    found = sh.extension(SCT_EXTENSION) if sh is not None else None
+    if found is not None and _holds_scts(bytes(found.data)):
         out.append("the TLS extension (ServerHello)")
     cert = hs.messages.flight.certificate
     entries = cert.certificate_list if cert is not None else None
-    if entries and any(e.type == SCT_EXTENSION for e in entries[0].extensions):
+    if entries and any(e.type == SCT_EXTENSION and _holds_scts(bytes(e.data))
+                       for e in entries[0].extensions):
         out.append("the TLS extension (leaf CertificateEntry)")
     if response:
         try:
             single = ocsp.load_der_ocsp_response(response).single_extensions
-            if any(e.oid == SCT_IN_OCSP for e in single):
+            if any(e.oid == SCT_IN_OCSP and not (
+                    isinstance(e.value, x509.SignedCertificateTimestamps) and not e.value)
+                   for e in single):
                 out.append("the stapled OCSP response")
         except (ValueError, TypeError):
             pass
