@@ -125,15 +125,17 @@ class Pki:
         """An OCSP response about the leaf, written to `ocsp-KIND.der`: good (signed by
         its issuer B), revoked, expired (nextUpdate a day ago), serial (about another
         certificate), badsig (B's signature with its last byte altered), delegated (signed by the
-        responder that B issued with OCSPSigning), noeku (a delegated responder without it)."""
+        responder that B issued with OCSPSigning), noeku (a delegated responder without it),
+        revoked-badsig (revoked, with badsig's signature)."""
         leaf, issuer = self.certs["leaf"], self.certs["b"]
         about = self.certs["other"] if kind == "serial" else leaf
-        status = ocsp.OCSPCertStatus.REVOKED if kind == "revoked" else ocsp.OCSPCertStatus.GOOD
+        status = ocsp.OCSPCertStatus.REVOKED if kind.startswith("revoked") else \
+            ocsp.OCSPCertStatus.GOOD
         this, nxt = (NOW - 3 * DAY, NOW - DAY) if kind == "expired" else (NOW, NOW + 7 * DAY)
         b = ocsp.OCSPResponseBuilder().add_response(
             about, self.certs["a"] if kind == "serial" else issuer, hashes.SHA1(), status,
-            this, nxt, NOW - DAY if kind == "revoked" else None,
-            x509.ReasonFlags.key_compromise if kind == "revoked" else None)
+            this, nxt, NOW - DAY if kind.startswith("revoked") else None,
+            x509.ReasonFlags.key_compromise if kind.startswith("revoked") else None)
         signer, key = "b", self.keys["b"]
         if kind in ("delegated", "noeku"):
             signer = "responder" if kind == "delegated" else "noeku"
@@ -141,7 +143,7 @@ class Pki:
             b = b.certificates([self.certs[signer]])
         b = b.responder_id(ocsp.OCSPResponderEncoding.HASH, self.certs[signer])
         der = b.sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.DER)
-        if kind == "badsig":   # the signature (last in the DER, no certificates) altered
+        if kind.endswith("badsig"):   # the signature (last in the DER, no certificates) altered
             der = der[:-1] + bytes([der[-1] ^ 0x01])
         out = self.directory / f"ocsp-{kind}.der"
         out.write_bytes(der)

@@ -230,6 +230,23 @@ def test_ocsp_response_checked(pki: Pki, kind: str) -> None:
 
 
 @pytest.mark.needs_impl("openssl")
+@pytest.mark.parametrize("kind, rest", [("revoked-badsig", ("b", "a")),
+                                        ("revoked", ("stray",))])
+def test_ocsp_revocation_is_a_fact_only_from_a_verified_response(pki: Pki, kind: str,
+                                                                  rest: tuple[str, ...]) -> None:
+    """A stapled response saying "revoked" whose signature does not verify, or whose
+    issuer cannot be found (the server sends no B, which is not in the trust store):
+    what it says is not established, never "the leaf is REVOKED" (critical)."""
+    staple = pki.ocsp(kind)
+    with serve(pki, *rest, extra=["-status_file", str(staple)]) as server:
+        r = audit(server.port, "ocsp_response", pki)
+    c = result(r, "ocsp_response")
+    assert "REVOKED" not in c.reason and c.severity != "critical", c
+    assert "it says the leaf is revoked since" in c.reason and "not established" in c.reason, c
+    assert c.verdict is (Verdict.vulnerable if "b" in rest else Verdict.inconclusive), c
+
+
+@pytest.mark.needs_impl("openssl")
 def test_ocsp_response_not_applicable_without_a_staple(pki: Pki) -> None:
     with serve(pki, "b", "a") as server:
         r = audit(server.port, "ocsp_response", pki)
