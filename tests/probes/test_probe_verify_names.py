@@ -27,25 +27,42 @@ def _write(path: Path, data: bytes) -> Path:
 
 
 class _Pki:
-    """A root (its PEM: `self.ca`) that issues P-256 leaves with the given DNS SANs."""
+    """A root (its PEM: `self.ca`) and an intermediate whose extendedKeyUsage is serverAuth
+    alone (as the CAs of today's public hierarchies have it), which issues P-256 leaves with
+    the given DNS SANs; the server sends leaf and intermediate."""
 
     def __init__(self, folder: Path) -> None:
-        self.folder, self.key = folder, ec.generate_private_key(ec.SECP256R1())
-        self.name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Names Test Root")])
-        root = (self._base(self.name, self.key)
-                .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-                .add_extension(x509.KeyUsage(False, False, False, False, False, True, True,
-                                             False, False), critical=True)
-                .sign(self.key, hashes.SHA256()))
+        self.folder = folder
+        root_key = ec.generate_private_key(ec.SECP256R1())
+        root_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Names Test Root")])
+        root = self._ca(root_name, root_key, root_name, root_key, None)
         self.ca = _write(folder / "root.pem", root.public_bytes(serialization.Encoding.PEM))
+        self.key = ec.generate_private_key(ec.SECP256R1())
+        self.name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Names Test CA")])
+        self.inter = self._ca(self.name, self.key, root_name, root_key,
+                              ExtendedKeyUsageOID.SERVER_AUTH)
 
-    def _base(self, subject: x509.Name, key: ec.EllipticCurvePrivateKey
-              ) -> x509.CertificateBuilder:
-        return (x509.CertificateBuilder().subject_name(subject).issuer_name(self.name)
+    @staticmethod
+    def _base(subject: x509.Name, key: ec.EllipticCurvePrivateKey, issuer: x509.Name,
+              signer: ec.EllipticCurvePrivateKey) -> x509.CertificateBuilder:
+        return (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer)
                 .public_key(key.public_key()).serial_number(x509.random_serial_number())
                 .not_valid_before(NOW - DAY).not_valid_after(NOW + 30 * DAY)
                 .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()),
-                               critical=False))
+                               critical=False)
+                .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(
+                    signer.public_key()), critical=False))
+
+    def _ca(self, subject: x509.Name, key: ec.EllipticCurvePrivateKey, issuer: x509.Name,
+            signer: ec.EllipticCurvePrivateKey, eku: x509.ObjectIdentifier | None
+            ) -> x509.Certificate:
+        b = (self._base(subject, key, issuer, signer)
+             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+             .add_extension(x509.KeyUsage(False, False, False, False, False, True, True,
+                                          False, False), critical=True))
+        if eku is not None:
+            b = b.add_extension(x509.ExtendedKeyUsage([eku]), critical=False)
+        return b.sign(signer, hashes.SHA256())
 
     def leaf(self, stem: str, names: list[str], eku: x509.ObjectIdentifier
              = ExtendedKeyUsageOID.SERVER_AUTH) -> list[str]:
@@ -57,14 +74,14 @@ class _Pki:
             dns = x509.DNSName.__new__(x509.DNSName)
             dns._value = value  # the constructor would refuse some: a server's may not
             sans.append(dns)
-        cert = (self._base(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, stem)]), key)
+        subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, stem)])
+        cert = (self._base(subject, key, self.name, self.key)
                 .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
                 .add_extension(x509.SubjectAlternativeName(sans), critical=False)
                 .add_extension(x509.ExtendedKeyUsage([eku]), critical=False)
-                .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(
-                    self.key.public_key()), critical=False)
                 .sign(self.key, hashes.SHA256()))
-        chain = _write(self.folder / f"{stem}.pem", cert.public_bytes(serialization.Encoding.PEM))
+        chain = _write(self.folder / f"{stem}.pem", b"".join(
+            c.public_bytes(serialization.Encoding.PEM) for c in (cert, self.inter)))
         key_file = _write(self.folder / f"{stem}.key", key.private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
             serialization.NoEncryption()))
@@ -120,6 +137,20 @@ def test_internationalised_name_is_matched_as_its_a_label(tls_server, run_cli,
                   "cert", "--cafile", pki.ca, "--json", "--no-policy")
     trust = json.loads(res.stdout)["trust"]
     assert (trust["code"], trust["hostname_ok"]) == (0, True), trust
+
+
+def test_good_chain_for_another_name_is_a_name_mismatch(tls_server, run_cli,
+                                                        tmp_path) -> None:
+    """A leaf for another name, under a CA whose EKU is serverAuth alone: 62 (the chain
+    judged apart from the name keeps the server's EKU rule, not the client verifier's)."""
+    pki = _Pki(tmp_path)
+    srv = tls_server("pyssl", extra=pki.leaf("elsewhere", ["elsewhere.test"]))
+    line = _verification(run_cli(f"localhost:{srv.port}", "--cafile", pki.ca))
+    assert line == "Verify return code: 62 (hostname mismatch): certificate is not valid " \
+        "for localhost", line
+    line = _verification(run_cli(f"127.0.0.1:{srv.port}", "--sni", "elsewhere.test",
+                                 "--cafile", pki.ca))
+    assert line == "Verify return code: 0 (ok)", line
 
 
 def test_scan_trust_of_a_partial_wildcard(tls_server, run_cli, tmp_path) -> None:

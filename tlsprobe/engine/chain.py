@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509 import verification as xv
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from tlsprobe.engine.chainpath import follow, issued, self_signed
+from tlsprobe.engine.chainpath import MAX_PATH, follow, issued, self_signed
 from tlsprobe.errors import UsageError
 from tlsprobe.model.pubkey import public_key
 
@@ -168,12 +168,16 @@ def _server_eku(policy: xv.Policy, cert: x509.Certificate,
         raise ValueError(_EKU_REFUSED)
 
 
-def _chain_policy() -> xv.ExtensionPolicy:
-    """The server verifier's rules for a leaf, without its names: the subjectAltName may
-    hold anything (or be absent), the EKU must allow serverAuth."""
-    return (xv.ExtensionPolicy.webpki_defaults_ee()
-            .may_be_present(x509.ExtendedKeyUsage, xv.Criticality.AGNOSTIC, _server_eku)
-            .may_be_present(x509.SubjectAlternativeName, xv.Criticality.AGNOSTIC, None))
+def _chain_policies() -> tuple[xv.ExtensionPolicy, xv.ExtensionPolicy]:
+    """The server verifier's rules (CA certificates, leaf) without the leaf's names: its
+    subjectAltName may hold anything (or be absent); an EKU, in the leaf or a CA
+    certificate, must allow serverAuth (the client verifier's own rule asks clientAuth)."""
+    ca = xv.ExtensionPolicy.webpki_defaults_ca().may_be_present(
+        x509.ExtendedKeyUsage, xv.Criticality.AGNOSTIC, _server_eku)
+    ee = (xv.ExtensionPolicy.webpki_defaults_ee()
+          .may_be_present(x509.ExtendedKeyUsage, xv.Criticality.AGNOSTIC, _server_eku)
+          .may_be_present(x509.SubjectAlternativeName, xv.Criticality.AGNOSTIC, None))
+    return ca, ee
 
 
 def _try(store: xv.Store, now: datetime.datetime, name: str | None, leaf: x509.Certificate,
@@ -185,13 +189,13 @@ def _try(store: xv.Store, now: datetime.datetime, name: str | None, leaf: x509.C
     (which need not be names the library can parse or match: a partial wildcard, an
     address written as a DNS name, an underscore)."""
     try:
-        builder = xv.PolicyBuilder().store(store).time(now)
+        builder = xv.PolicyBuilder().store(store).time(now).max_chain_depth(MAX_PATH)
         if name is not None:
             builder.build_server_verifier(_subject(name)).verify(leaf, rest)
         else:
-            builder.extension_policies(
-                ca_policy=xv.ExtensionPolicy.webpki_defaults_ca(),
-                ee_policy=_chain_policy()).build_client_verifier().verify(leaf, rest)
+            ca, ee = _chain_policies()
+            builder.extension_policies(ca_policy=ca, ee_policy=ee).build_client_verifier(
+            ).verify(leaf, rest)
     except (xv.VerificationError, ValueError) as exc:
         text = str(exc) or exc.__class__.__name__
         # The library appends a repr of the certificate it was processing: drop it; and says
