@@ -71,6 +71,12 @@ class Pki:
                 [x509.UniformResourceIdentifier("http://crl.test/b.crl")], None, None, None)]),
                 critical=False)
         signer = self.keys[issuer] if issuer else key
+        if ca:
+            b = b.add_extension(x509.KeyUsage(False, False, False, False, False, True, True,
+                                              False, False), critical=True)
+        if issuer:   # the CA/Browser Forum profile the trust verdict checks asks for both
+            b = b.add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(
+                signer.public_key()), critical=False)
         cert = b.sign(signer, hashes.SHA256())
         self.certs[name], self.keys[name] = cert, key
         (self.directory / f"{name}.crt").write_bytes(_pem(cert))

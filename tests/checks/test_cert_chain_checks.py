@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.serialization import Encoding
+from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from tests.checks.conftest import ScriptServer
 from tests.checks.pki import Pki, make_pki
@@ -133,6 +134,22 @@ def test_lifetime_of_a_leaf_never_valid(pki: Pki) -> None:
     assert c.reason.startswith("the leaf is never valid: its notAfter comes before its "
                                "notBefore"), c.reason
     assert "notAfter 2026-01-01T00:00:00+00:00" in c.evidence
+
+
+@pytest.mark.needs_impl("openssl")
+def test_long_chain_within_the_path_limit_is_trusted(tmp_path: Path) -> None:
+    """Twelve intermediates (OpenSSL's limit is 100, the chain check's path 16): trusted,
+    not "chain construction exceeds max depth" (the verifier's own default, 8)."""
+    long = Pki(tmp_path)
+    long.issue("root", "Long Root", None, ca=True)
+    for i in range(12):
+        long.issue(f"c{i}", f"Long CA {i}", f"c{i - 1}" if i else "root", ca=True)
+    long.issue("leaf", "localhost", "c11", ca=False, san="localhost",
+               eku=[ExtendedKeyUsageOID.SERVER_AUTH])
+    with serve(long, *(f"c{i}" for i in reversed(range(12)))) as server:
+        r = audit(server.port, "cert,chain", long, host="localhost")
+    assert r.trust is not None and (r.trust.code, r.trust.hostname_ok) == (0, True), r.trust
+    assert result(r, "chain").verdict is Verdict.not_vulnerable
 
 
 # -- the certificate facts shown ------------------------------------------------------------
