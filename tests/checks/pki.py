@@ -84,10 +84,10 @@ class Pki:
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
             serialization.NoEncryption()))
 
-    def openssl_leaf(self, name: str, start: str, end: str) -> None:
+    def openssl_leaf(self, name: str, start: str, end: str, md: str = "sha256") -> None:
         """A leaf for localhost issued by B with `openssl ca`, whose dates (YYYYMMDDHHMMSSZ)
-        are written as given: `cryptography` refuses to build a notAfter before notBefore,
-        which a server's certificate may hold."""
+        and signature digest `md` are as given: `cryptography` refuses to build a notAfter
+        before notBefore, or to sign with SHA-1, which a server's certificate may hold."""
         work = self.directory / f"ca-{name}"
         (work / "new").mkdir(parents=True, exist_ok=True)
         (work / "index.txt").write_text("")
@@ -104,7 +104,8 @@ class Pki:
                         "/CN=localhost", "-out", str(csr)], check=True, capture_output=True)
         subprocess.run(["openssl", "ca", "-batch", "-config", str(work / "ca.cnf"), "-cert",
                         str(self.path("b")), "-keyfile", str(self.directory / "b.key"),
-                        "-in", str(csr), "-startdate", start, "-enddate", end, "-extensions",
+                        "-in", str(csr), "-startdate", start, "-enddate", end, "-md", md,
+                        "-extensions",
                         "ext", "-notext", "-out", str(self.path(name))],
                        check=True, capture_output=True)
         self.certs[name] = x509.load_pem_x509_certificate(self.path(name).read_bytes())

@@ -152,6 +152,18 @@ def test_long_chain_within_the_path_limit_is_trusted(tmp_path: Path) -> None:
     assert result(r, "chain").verdict is Verdict.not_vulnerable
 
 
+@pytest.mark.needs_impl("openssl")
+def test_sha1_signed_leaf_is_named_as_openssl_names_it(pki: Pki) -> None:
+    """A SHA-1 signature on the path: 68 (CA signature digest algorithm too weak), naming
+    the certificate, as `openssl s_client` says; not the library's internal repr."""
+    pki.openssl_leaf("sha1", "20250101000000Z", "20991231000000Z", md="sha1")
+    with serve(pki, "b", "a", leaf="sha1", extra=["-cipher", "DEFAULT:@SECLEVEL=0"]) as server:
+        r = audit(server.port, "cert", pki, host="localhost")
+    assert r.trust is not None and (r.trust.code, r.trust.reason, r.trust.detail) == (
+        68, "CA signature digest algorithm too weak", "CN=localhost is signed with SHA-1, "
+        "which the verifier refuses"), r.trust
+
+
 # -- the certificate facts shown ------------------------------------------------------------
 
 @pytest.mark.needs_impl("openssl")

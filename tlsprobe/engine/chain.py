@@ -20,6 +20,7 @@ from functools import lru_cache
 
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509 import verification as xv
 from cryptography.x509.oid import ExtendedKeyUsageOID
@@ -39,13 +40,15 @@ V_SELF_SIGNED = 18
 V_SELF_SIGNED_IN_CHAIN = 19
 V_NO_LOCAL_ISSUER = 20
 V_HOSTNAME_MISMATCH = 62
+V_CA_MD_TOO_WEAK = 68
 
 REASONS = {V_OK: "ok", V_UNSPECIFIED: "unspecified certificate verification error",
            V_NOT_YET_VALID: "certificate is not yet valid", V_EXPIRED: "certificate has expired",
            V_SELF_SIGNED: "self-signed certificate",
            V_SELF_SIGNED_IN_CHAIN: "self-signed certificate in certificate chain",
            V_NO_LOCAL_ISSUER: "unable to get local issuer certificate",
-           V_HOSTNAME_MISMATCH: "hostname mismatch"}
+           V_HOSTNAME_MISMATCH: "hostname mismatch",
+           V_CA_MD_TOO_WEAK: "CA signature digest algorithm too weak"}
 
 
 @dataclass(frozen=True)
@@ -217,6 +220,23 @@ def _in_store(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...]) -> 
     return False
 
 
+def _weak_signature(path: list[x509.Certificate]) -> str | None:
+    """The first certificate of the path signed with MD5 or SHA-1, which the verifier
+    refuses (a self-signed root's own signature does not count), said so; None: none."""
+    for cert in path:
+        if self_signed(cert):
+            continue
+        try:
+            algorithm = cert.signature_hash_algorithm
+        except UnsupportedAlgorithm:
+            continue
+        if isinstance(algorithm, (hashes.MD5, hashes.SHA1)):
+            subject = cert.subject.rfc4514_string() or "(empty subject)"
+            name = "MD5" if isinstance(algorithm, hashes.MD5) else "SHA-1"
+            return f"{subject} is signed with {name}, which the verifier refuses"
+    return None
+
+
 def _chain_code(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...],
                 now: datetime.datetime) -> tuple[int, str | None]:
     """The OpenSSL-style code for a chain the verifier refused, with its own reason stated
@@ -235,6 +255,9 @@ def _chain_code(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, 
     name = last.subject.rfc4514_string() or "(empty subject)"
     if _in_store(last, anchors) or any(a.subject == last.issuer and issued(last, a) is not False
                                        for a in anchors):
+        weak = _weak_signature(path)
+        if weak is not None:
+            return V_CA_MD_TOO_WEAK, weak
         return V_UNSPECIFIED, None  # the path reaches an anchor: the library says why not
     if self_signed(last):
         if len(path) == 1:
