@@ -25,9 +25,8 @@ from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509 import verification as xv
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from tlsprobe.engine.chainpath import MAX_PATH, follow, issued, self_signed
+from tlsprobe.engine.chainpath import MAX_PATH, anchored, follow, self_signed
 from tlsprobe.errors import UsageError
-from tlsprobe.model.pubkey import public_key
 
 SYSTEM_CAFILES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
                   "/etc/ssl/cert.pem")
@@ -208,18 +207,6 @@ def _try(store: xv.Store, now: datetime.datetime, name: str | None, leaf: x509.C
     return None
 
 
-def _in_store(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...]) -> bool:
-    """The certificate itself is an anchor (same name and key), as OpenSSL looks it up."""
-    for anchor in anchors:
-        if anchor.subject == cert.subject:
-            try:
-                if public_key(anchor) == public_key(cert):
-                    return True
-            except (ValueError, TypeError):  # an unsupported key type cannot be compared
-                continue
-    return False
-
-
 def _weak_signature(path: list[x509.Certificate]) -> str | None:
     """The first certificate of the path signed with MD5 or SHA-1, which the verifier
     refuses (a self-signed root's own signature does not count), said so; None: none."""
@@ -253,8 +240,7 @@ def _chain_code(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, 
                                      f"{cert.not_valid_before_utc:%Y-%m-%d %H:%M} UTC")
     last = path[-1]
     name = last.subject.rfc4514_string() or "(empty subject)"
-    if _in_store(last, anchors) or any(a.subject == last.issuer and issued(last, a) is not False
-                                       for a in anchors):
+    if anchored(last, anchors):
         weak = _weak_signature(path)
         if weak is not None:
             return V_CA_MD_TOO_WEAK, weak

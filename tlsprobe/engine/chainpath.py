@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 
-__all__ = ["MAX_PATH", "ChainPath", "follow", "issued", "self_signed"]
+from tlsprobe.model.pubkey import public_key
+
+__all__ = ["MAX_PATH", "ChainPath", "anchored", "follow", "issued", "self_signed"]
 
 #: the longest path followed (real ones have 2 to 5 certificates; a hostile server's chain
 #: of hundreds that certify one another would otherwise cost a signature check per pair)
@@ -40,6 +42,20 @@ def self_signed(cert: x509.Certificate) -> bool:
     """Issuer is subject and the certificate's own key signed it (or, when the signature
     cannot be checked here, the names alone say so)."""
     return issued(cert, cert) is not False
+
+
+def _same_key(a: x509.Certificate, b: x509.Certificate) -> bool:
+    try:
+        return bool(public_key(a) == public_key(b))
+    except (ValueError, TypeError, UnsupportedAlgorithm):   # a key type that cannot be read
+        return False
+
+
+def anchored(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...]) -> bool:
+    """`cert` is in the trust store (same subject and key, as OpenSSL looks it up) or issued
+    by a certificate there."""
+    return any((a.subject == cert.subject and _same_key(a, cert)) or
+               (a.subject == cert.issuer and issued(cert, a) is not False) for a in anchors)
 
 
 @dataclass(frozen=True)

@@ -34,12 +34,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cryptography import x509
-from cryptography.exceptions import UnsupportedAlgorithm
 
-from tlsprobe.engine.chainpath import MAX_PATH, follow, issued, self_signed
+from tlsprobe.engine.chainpath import MAX_PATH, anchored, follow, self_signed
 from tlsprobe.model.check_details import ChainDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
-from tlsprobe.model.pubkey import public_key
 from tlsprobe.probes.checks._cert_chain import served, trust_anchors
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
@@ -51,19 +49,6 @@ def _name(name: x509.Name) -> str:
         return name.rfc4514_string() or "(empty name)"
     except ValueError:
         return "(undecodable name)"
-
-
-def _same_key(a: x509.Certificate, b: x509.Certificate) -> bool:
-    try:
-        return bool(public_key(a) == public_key(b))
-    except (ValueError, TypeError, UnsupportedAlgorithm):
-        return False
-
-
-def _anchored(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...]) -> bool:
-    """`cert` is in the store (same subject and key) or issued by a certificate there."""
-    return any((a.subject == cert.subject and _same_key(a, cert)) or
-               (a.subject == cert.issuer and issued(cert, a) is not False) for a in anchors)
 
 
 @dataclass(frozen=True)
@@ -95,7 +80,7 @@ def chain_facts(chain: list[x509.Certificate],
     root = self_signed(last) and len(path) > 1
     if cut:
         notes.append(f"the path was followed for {MAX_PATH} certificates only")
-    if anchors is not None and any(_anchored(chain[i], anchors) for i in path):
+    if anchors is not None and any(anchored(chain[i], anchors) for i in path):
         complete: bool | None = True
     elif self_signed(last):
         complete = True
