@@ -7,16 +7,26 @@ with the leaf alone), sni_chain (openssl s_server -servername/-cert2), ocsp_resp
 phase shows (serial, fingerprints, extended key usage, CRL/OCSP/CA-issuer URIs)."""
 from __future__ import annotations
 
+import base64
 import hashlib
 from pathlib import Path
 
 import pytest
-from cryptography.hazmat.primitives.serialization import Encoding
-from cryptography.x509.oid import ExtendedKeyUsageOID
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.serialization import (
+    Encoding,
+    NoEncryption,
+    PrivateFormat,
+)
+from cryptography.x509.name import _ASN1Type
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from tests.checks.conftest import ScriptServer
 from tests.checks.pki import Pki, make_pki
 from tests.helpers.servers import CertSet, Server, start_server
+from tests.lab_servers.certs import CertFiles
 from tlsprobe.commands.scan import parse_checks
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.check_details import (
@@ -162,6 +172,35 @@ def test_sha1_signed_leaf_is_named_as_openssl_names_it(pki: Pki) -> None:
     assert r.trust is not None and (r.trust.code, r.trust.reason, r.trust.detail) == (
         68, "CA signature digest algorithm too weak", "CN=localhost is signed with SHA-1, "
         "which the verifier refuses"), r.trust
+
+
+@pytest.mark.needs_impl("openssl")
+def test_leaf_that_does_not_parse_is_not_said_unsent(pki: Pki) -> None:
+    """A leaf whose PrintableString holds '@' (OpenSSL serves it; `cryptography` refuses to
+    read it): the certificate checks are inconclusive without saying the server did not
+    send a certificate."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost"), x509.NameAttribute(
+        NameOID.ORGANIZATION_NAME, "PRINTABLEX", _ASN1Type.PrintableString)])
+    der = (x509.CertificateBuilder().subject_name(name).issuer_name(pki.certs["b"].subject)
+           .public_key(key.public_key()).serial_number(x509.random_serial_number())
+           .not_valid_before(pki.certs["b"].not_valid_before_utc)
+           .not_valid_after(pki.certs["b"].not_valid_after_utc)
+           .sign(pki.keys["b"], hashes.SHA256()).public_bytes(Encoding.DER))
+    der = der.replace(b"PRINTABLEX", b"PRINT@BLEX")
+    leaf, key_file = pki.directory / "odd.crt", pki.directory / "odd.key"
+    leaf.write_text("-----BEGIN CERTIFICATE-----\n" + base64.encodebytes(der).decode() +
+                    "-----END CERTIFICATE-----\n")
+    key_file.write_bytes(key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8,
+                                           NoEncryption()))
+    rest = pki.chain_file("b", "a")
+    files = CertSet(pki.directory, rest, {"ecdsa": CertFiles(leaf, key_file, leaf)})
+    with start_server("openssl", cert="ecdsa", certs=files) as server:
+        r = audit(server.port, "cert_lifetime", pki)
+    c = result(r, "cert_lifetime")
+    assert c.verdict is Verdict.inconclusive, c
+    assert "did not send" not in c.reason and "no certificate could be read from the " \
+        "server" in c.reason, c.reason
 
 
 # -- the certificate facts shown ------------------------------------------------------------

@@ -143,7 +143,8 @@ async def fetch(ctx: CheckContext, label: str = "chain", *,
             if hs.messages.server_hello is None or not hs.messages.flight.certificate:
                 refused = isinstance(exc, HandshakeFailure) and hs.messages.server_hello \
                     is None and exc.kind in (FailureKind.ALERT, FailureKind.CLOSED)
-                return _no_chain(f"the server did not send its certificate: {exc}", refused)
+                return _no_chain(f"no certificate could be read from the server: {exc}",
+                                 refused)
         sh = hs.messages.server_hello
         cert = hs.messages.flight.certificate
         if sh is None or cert is None:
