@@ -203,6 +203,22 @@ def test_leaf_that_does_not_parse_is_not_said_unsent(pki: Pki) -> None:
         "server" in c.reason, c.reason
 
 
+@pytest.mark.needs_impl("openssl")
+def test_expired_root_in_the_trust_store_is_named(tmp_path: Path) -> None:
+    """The trust store's root the path reaches has expired: 10, naming it, as OpenSSL says
+    ("error 10 at 2 depth lookup"), not the library's "cert is not valid at validation
+    time" under code 1."""
+    old = Pki(tmp_path)
+    old.issue("root", "Old Root", None, ca=True, expired=True)
+    old.issue("a", "Old Intermediate", "root", ca=True)
+    old.issue("leaf", "localhost", "a", ca=False, san="localhost",
+              eku=[ExtendedKeyUsageOID.SERVER_AUTH])
+    with serve(old, "a") as server:
+        r = audit(server.port, "cert", old, host="localhost")
+    assert r.trust is not None and r.trust.code == 10, r.trust
+    assert r.trust.detail.startswith("CN=Old Root (in the trust store) expired "), r.trust
+
+
 # -- the certificate facts shown ------------------------------------------------------------
 
 @pytest.mark.needs_impl("openssl")

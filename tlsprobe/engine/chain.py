@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509 import verification as xv
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from tlsprobe.engine.chainpath import MAX_PATH, anchored, follow, self_signed
+from tlsprobe.engine.chainpath import MAX_PATH, anchors_of, follow, self_signed
 from tlsprobe.errors import UsageError
 
 SYSTEM_CAFILES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
@@ -224,23 +224,37 @@ def _weak_signature(path: list[x509.Certificate]) -> str | None:
     return None
 
 
-def _chain_code(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...],
-                now: datetime.datetime) -> tuple[int, str | None]:
-    """The OpenSSL-style code for a chain the verifier refused, with its own reason stated
-    from the facts (None: only the library can say what is wrong). The facts are those of
-    the path from the leaf (chainpath.follow), as OpenSSL builds it: a certificate the
-    server sends besides it (expired, self-signed, in any order) is not the problem."""
-    path = [chain[i] for i in follow(chain).indexes]
-    for cert in path:
-        subject = cert.subject.rfc4514_string() or "(empty subject)"
+def _dates(certs: list[x509.Certificate], now: datetime.datetime,
+           where: str = "") -> tuple[int, str] | None:
+    """The first of `certs` outside its validity period, as a code and its reason."""
+    for cert in certs:
+        subject = (cert.subject.rfc4514_string() or "(empty subject)") + where
         if cert.not_valid_after_utc < now:
             return V_EXPIRED, f"{subject} expired {cert.not_valid_after_utc:%Y-%m-%d %H:%M} UTC"
         if cert.not_valid_before_utc > now:
             return V_NOT_YET_VALID, (f"{subject} is valid from "
                                      f"{cert.not_valid_before_utc:%Y-%m-%d %H:%M} UTC")
+    return None
+
+
+def _chain_code(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...],
+                now: datetime.datetime) -> tuple[int, str | None]:
+    """The OpenSSL-style code for a chain the verifier refused, with its own reason stated
+    from the facts (None: only the library can say what is wrong). The facts are those of
+    the path from the leaf (chainpath.follow), as OpenSSL builds it: a certificate the
+    server sends besides it (expired, self-signed, in any order) is not the problem; the
+    trust store's root the path reaches is part of it (its dates count)."""
+    path = [chain[i] for i in follow(chain).indexes]
+    dated = _dates(path, now)
+    if dated is not None:
+        return dated
     last = path[-1]
     name = last.subject.rfc4514_string() or "(empty subject)"
-    if anchored(last, anchors):
+    roots = anchors_of(last, anchors)
+    if roots:
+        stale = [_dates([root], now, " (in the trust store)") for root in roots]
+        if all(stale):
+            return stale[0] or (V_UNSPECIFIED, None)
         weak = _weak_signature(path)
         if weak is not None:
             return V_CA_MD_TOO_WEAK, weak

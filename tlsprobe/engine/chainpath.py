@@ -16,7 +16,8 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 
 from tlsprobe.model.pubkey import public_key
 
-__all__ = ["MAX_PATH", "ChainPath", "anchored", "follow", "issued", "self_signed"]
+__all__ = ["MAX_PATH", "ChainPath", "anchored", "anchors_of", "follow", "issued",
+           "self_signed"]
 
 #: the longest path followed (real ones have 2 to 5 certificates; a hostile server's chain
 #: of hundreds that certify one another would otherwise cost a signature check per pair)
@@ -51,11 +52,17 @@ def _same_key(a: x509.Certificate, b: x509.Certificate) -> bool:
         return False
 
 
+def anchors_of(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...]
+               ) -> list[x509.Certificate]:
+    """The trust store's certificates that are `cert` (same subject and key, as OpenSSL
+    looks it up) or issued it."""
+    return [a for a in anchors if (a.subject == cert.subject and _same_key(a, cert)) or
+            (a.subject == cert.issuer and issued(cert, a) is not False)]
+
+
 def anchored(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...]) -> bool:
-    """`cert` is in the trust store (same subject and key, as OpenSSL looks it up) or issued
-    by a certificate there."""
-    return any((a.subject == cert.subject and _same_key(a, cert)) or
-               (a.subject == cert.issuer and issued(cert, a) is not False) for a in anchors)
+    """`cert` is in the trust store or issued by a certificate there."""
+    return bool(anchors_of(cert, anchors))
 
 
 @dataclass(frozen=True)
