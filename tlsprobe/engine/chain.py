@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
+import stat
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -78,10 +79,23 @@ def default_cafile() -> str | None:
     return next((p for p in SYSTEM_CAFILES if os.path.isfile(p)), None)
 
 
+#: the largest trust store read (the system bundle is about 220 kB): more is no trust store,
+#: and a device such as /dev/zero must not be read without end
+MAX_TRUST_STORE = 64 * 1024 * 1024
+
+
+class TrustStoreTooLarge(ValueError):
+    """The file holds more than MAX_TRUST_STORE bytes."""
+
+
 @lru_cache(maxsize=8)
-def _load(path: str, mtime: float) -> tuple[x509.Certificate, ...]:
+def _load(path: str, stamp: tuple[float, int, int]) -> tuple[x509.Certificate, ...]:
+    """The certificates of `path`; `stamp` (mtime, inode, device) tells a changed file, and
+    a pipe (`--cafile <(cat a.pem b.pem)`, which can be read once) by its inode alone."""
     with open(path, "rb") as fh:
-        data = fh.read()
+        data = fh.read(MAX_TRUST_STORE + 1)
+    if len(data) > MAX_TRUST_STORE:
+        raise TrustStoreTooLarge(f"over {MAX_TRUST_STORE // 2**20} MiB: not a trust store")
     certs: list[x509.Certificate] = []
     marker = b"-----BEGIN CERTIFICATE-----"
     for block in data.split(marker)[1:]:  # one bad certificate must not hide the others
@@ -103,7 +117,9 @@ def load_trust_store(path: str | os.PathLike[str]) -> tuple[x509.Certificate, ..
     """Every certificate in a PEM bundle (or one DER file). ValueError when none is there;
     OSError when the file cannot be read."""
     path = os.fspath(path)
-    certs = _load(path, os.path.getmtime(path))
+    st = os.stat(path)
+    certs = _load(path, (st.st_mtime if stat.S_ISREG(st.st_mode) else 0.0, st.st_ino,
+                         st.st_dev))
     if not certs:
         raise ValueError(f"{path}: no certificates found")
     return certs
@@ -363,9 +379,10 @@ def verify_with_store(ders: Sequence[bytes], hostname: str | None,
 
 
 def check_cafile(path: str, *, contents: bool = True) -> None:
-    """A usage error (before any connection) when `path` cannot serve as `--cafile`: not a
-    file, or (with `contents`) unreadable or without a certificate."""
-    if not os.path.isfile(path):
+    """A usage error (before any connection) when `path` cannot serve as `--cafile`: not
+    there or a directory, or (with `contents`) unreadable, too large or without a
+    certificate. A pipe serves (`--cafile <(cat a.pem b.pem)`: read once, then kept)."""
+    if os.path.isdir(path) or not os.path.exists(path):
         raise UsageError(f"--cafile {path}: "
                          + ("is a directory" if os.path.isdir(path) else "no such file"))
     if not contents:
@@ -374,6 +391,8 @@ def check_cafile(path: str, *, contents: bool = True) -> None:
         load_trust_store(path)
     except OSError as exc:
         raise UsageError(f"--cafile {path}: {exc.strerror or exc}") from None
+    except TrustStoreTooLarge as exc:
+        raise UsageError(f"--cafile {path}: {exc}") from None
     except ValueError:
         raise UsageError(f"--cafile {path}: no certificates found (a PEM bundle or one DER "
                          "certificate is expected)") from None
