@@ -110,13 +110,12 @@ def test_chain_missing_intermediate_names_the_issuer(pki: Pki) -> None:
     assert r.trust is not None and r.trust.status == "untrusted"
 
 
+MISSING_B = "issuer CN=Test Intermediate B of CN=localhost is not in the trust store"
 TRUST = {   # sent after the leaf, the trust store -> the trust verdict's code and detail
-    "stray": (("stray",), "root", 20, "issuer CN=Test Intermediate B of CN=localhost is not "
-              "in the trust store"),
-    "lapsed": (("lapsed",), "root", 20, "issuer CN=Test Intermediate B of CN=localhost is "
-               "not in the trust store"),
-    "root first": (("root", "b", "a"), "stray", 19, "the server sent the root CN=Test Root, "
-                   "which is not in the trust store"),
+    "stray": (("stray",), "root", 20, MISSING_B),
+    "lapsed": (("lapsed",), "root", 20, MISSING_B),
+    "root first": (("root", "b", "a"), "stray", 19,
+                   "the server sent the root CN=Test Root, which is not in the trust store"),
 }
 
 
@@ -169,9 +168,9 @@ def test_sha1_signed_leaf_is_named_as_openssl_names_it(pki: Pki) -> None:
     pki.openssl_leaf("sha1", "20250101000000Z", "20991231000000Z", md="sha1")
     with serve(pki, "b", "a", leaf="sha1", extra=["-cipher", "DEFAULT:@SECLEVEL=0"]) as server:
         r = audit(server.port, "cert", pki, host="localhost")
+    weak = "CN=localhost is signed with SHA-1, which the verifier refuses"
     assert r.trust is not None and (r.trust.code, r.trust.reason, r.trust.detail) == (
-        68, "CA signature digest algorithm too weak", "CN=localhost is signed with SHA-1, "
-        "which the verifier refuses"), r.trust
+        68, "CA signature digest algorithm too weak", weak), r.trust
 
 
 @pytest.mark.needs_impl("openssl")
