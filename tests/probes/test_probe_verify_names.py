@@ -65,11 +65,12 @@ class _Pki:
         return b.sign(signer, hashes.SHA256())
 
     def leaf(self, stem: str, names: list[str], eku: x509.ObjectIdentifier
-             = ExtendedKeyUsageOID.SERVER_AUTH) -> list[str]:
+             = ExtendedKeyUsageOID.SERVER_AUTH,
+             others: tuple[x509.GeneralName, ...] = ()) -> list[str]:
         """The pyssl server's arguments for a leaf with DNS SANs `names` (set raw, as a
-        server's certificate may carry them)."""
+        server's certificate may carry them), then `others`."""
         key = ec.generate_private_key(ec.SECP256R1())
-        sans = []
+        sans: list[x509.GeneralName] = []
         for value in names:
             dns = x509.DNSName.__new__(x509.DNSName)
             dns._value = value  # the constructor would refuse some: a server's may not
@@ -77,7 +78,7 @@ class _Pki:
         subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, stem)])
         cert = (self._base(subject, key, self.name, self.key)
                 .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-                .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+                .add_extension(x509.SubjectAlternativeName([*sans, *others]), critical=False)
                 .add_extension(x509.ExtendedKeyUsage([eku]), critical=False)
                 .sign(self.key, hashes.SHA256()))
         chain = _write(self.folder / f"{stem}.pem", b"".join(
@@ -161,3 +162,22 @@ def test_scan_trust_of_a_partial_wildcard(tls_server, run_cli, tmp_path) -> None
     trust = json.loads(res.stdout)["trust"]
     assert (trust["status"], trust["code"], trust["hostname_ok"]) == ("untrusted", 62, False), \
         trust
+
+
+def test_subject_alt_name_of_uris_and_emails_is_shown_not_called_absent(
+        tls_server, run_cli, tmp_path) -> None:
+    """A subjectAltName holding a URI and an e-mail address only: shown as OpenSSL writes
+    them, never "none (no subjectAltName)" nor the certificate.no_san finding (it has one;
+    no DNS name in it matches, which the trust verdict says)."""
+    pki = _Pki(tmp_path)
+    srv = tls_server("pyssl", extra=pki.leaf("uri", [], others=(
+        x509.UniformResourceIdentifier("https://localhost/"), x509.RFC822Name("a@b.test"))))
+    res = run_cli(f"localhost:{srv.port}", "--cafile", pki.ca)
+    assert "  SAN: URI:https://localhost/, email:a@b.test" in res.stdout, res.stdout
+    assert "no subjectAltName" not in res.stdout, res.stdout
+    res = run_cli("scan", f"localhost:{srv.port}", "--checks", "cert", "--cafile", pki.ca,
+                  "--json")
+    doc = json.loads(res.stdout)
+    assert doc["certificates"][0]["san"] == ["URI:https://localhost/", "email:a@b.test"]
+    codes = [f["code"] for f in doc["findings"]]
+    assert "certificate.no_san" not in codes and "certificate.hostname_mismatch" in codes, codes
