@@ -95,6 +95,18 @@ def test_chain_order_and_completeness(pki: Pki, case: str) -> None:
     assert c.details.extra == ((2,) if case == "extra" else ())
 
 
+@pytest.mark.needs_impl("openssl")
+def test_root_sent_that_the_trust_store_lacks_is_no_clients_copy(pki: Pki) -> None:
+    """The server sends its root, which the trust store does not hold: complete, info,
+    without saying that clients use their own copy of it (they have none)."""
+    with serve(pki, "b", "a", "root") as server:
+        r = audit(server.port, "chain", pki, anchor="stray")
+    c = result(r, "chain")
+    assert c.verdict is Verdict.not_vulnerable and c.severity == "info", c
+    assert "own copy" not in c.reason and "CN=Test Root (it is not in the trust store " in \
+        c.reason, c.reason
+
+
 @pytest.mark.needs_impl("nginx")
 def test_chain_missing_intermediate_names_the_issuer(pki: Pki) -> None:
     """nginx with a full-chain file holding the leaf alone: B, its issuer, is missing
