@@ -112,13 +112,13 @@ def _problems(f: ChainFacts, store: str) -> list[tuple[Severity, str]]:
 
 
 def _root_sent(name: str, root: x509.Certificate, anchors: tuple[x509.Certificate, ...] | None,
-               store: str | None, why: str) -> str:
+               why: str) -> str:
     """The reason for a complete chain that ends at a root the server sends: clients have
     their own copy only when the trust store holds it."""
     if anchors is not None and anchored(root, anchors):
         return (f"complete and in order; the server also sends the root {name} (clients use "
                 "their own copy: informational)")
-    held = f"it is not in the trust store {store}" if anchors is not None else \
+    held = "it is not in the trust store" if anchors is not None else \
         f"whether clients hold it cannot be told: {why}"
     return (f"complete and in order up to the root the server sends, {name} ({held}: "
             "whether it is trusted is the trust verdict's question)")
@@ -154,7 +154,7 @@ async def run(ctx: CheckContext) -> CheckResult:
                                 details)
     if f.anchor_sent is not None:
         return ctx.result(Verdict.not_vulnerable, _root_sent(f.anchor_sent, chain[f.path[-1]],
-                                                             anchors, store, why),
+                                                             anchors, why),
                           evidence, severity=Severity.info, details=details)
     return ctx.result(Verdict.not_vulnerable, f"complete and in order: {len(f.path)} "
                       f"certificate{'' if len(f.path) == 1 else 's'} from the leaf to the "
