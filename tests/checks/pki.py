@@ -110,6 +110,22 @@ class Pki:
                        check=True, capture_output=True)
         self.certs[name] = x509.load_pem_x509_certificate(self.path(name).read_bytes())
 
+    def openssl_root(self, name: str, cn: str, md: str) -> None:
+        """A self-signed root made by `openssl req -x509` with digest `md` (`cryptography`
+        refuses to sign with SHA-1), which `issue` can then issue from."""
+        key = ec.generate_private_key(ec.SECP256R1())
+        key_file = self.directory / f"{name}.key"
+        key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                               serialization.PrivateFormat.PKCS8,
+                                               serialization.NoEncryption()))
+        subprocess.run(["openssl", "req", "-x509", "-new", "-key", str(key_file), f"-{md}",
+                        "-days", "30", "-subj", f"/CN={cn}", "-addext",
+                        "basicConstraints=critical,CA:true", "-addext",
+                        "keyUsage=critical,keyCertSign,cRLSign", "-out", str(self.path(name))],
+                       check=True, capture_output=True)
+        self.certs[name] = x509.load_pem_x509_certificate(self.path(name).read_bytes())
+        self.keys[name] = key
+
     def path(self, name: str) -> Path:
         return self.directory / f"{name}.crt"
 

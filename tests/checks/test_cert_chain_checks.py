@@ -230,6 +230,22 @@ def test_expired_root_in_the_trust_store_is_named(tmp_path: Path) -> None:
     assert r.trust.detail.startswith("CN=Old Root (in the trust store) expired "), r.trust
 
 
+@pytest.mark.needs_impl("openssl")
+def test_root_sent_first_is_no_sha1_signed_certificate(tmp_path: Path) -> None:
+    """A root whose own signature is SHA-1 (as old roots still in use have), sent before
+    its intermediate: its signature is never checked (it is trusted as is), so no
+    certificate.sha1_signature finding, wherever it comes in the chain."""
+    old = Pki(tmp_path)
+    old.openssl_root("root", "Old SHA-1 Root", "sha1")
+    old.issue("a", "Inter A", "root", ca=True)
+    old.issue("leaf", "localhost", "a", ca=False, san="localhost",
+              eku=[ExtendedKeyUsageOID.SERVER_AUTH])
+    with serve(old, "root", "a", extra=["-cipher", "DEFAULT:@SECLEVEL=0"]) as server:
+        r = audit(server.port, "cert", old, host="localhost")
+    assert r.trust is not None and r.trust.code == 0, r.trust
+    assert "certificate.sha1_signature" not in [f.code for f in r.findings], r.findings
+
+
 # -- the certificate facts shown ------------------------------------------------------------
 
 @pytest.mark.needs_impl("openssl")
