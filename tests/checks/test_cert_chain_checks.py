@@ -7,15 +7,26 @@ with the leaf alone), sni_chain (openssl s_server -servername/-cert2), ocsp_resp
 phase shows (serial, fingerprints, extended key usage, CRL/OCSP/CA-issuer URIs)."""
 from __future__ import annotations
 
+import base64
 import hashlib
 from pathlib import Path
 
 import pytest
-from cryptography.hazmat.primitives.serialization import Encoding
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.serialization import (
+    Encoding,
+    NoEncryption,
+    PrivateFormat,
+)
+from cryptography.x509.name import _ASN1Type
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from tests.checks.conftest import ScriptServer
 from tests.checks.pki import Pki, make_pki
 from tests.helpers.servers import CertSet, Server, start_server
+from tests.lab_servers.certs import CertFiles
 from tlsprobe.commands.scan import parse_checks
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.check_details import (
@@ -38,8 +49,8 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 
 
 def audit(port: int, checks: str, pki: Pki, host: str = "127.0.0.1",
-          server_name: str | None = None) -> AuditReport:
-    options = AuditOptions(checks=parse_checks(checks), cafile=str(pki.path("root")),
+          server_name: str | None = None, anchor: str = "root") -> AuditReport:
+    options = AuditOptions(checks=parse_checks(checks), cafile=str(pki.path(anchor)),
                            server_name=server_name)
     r = run_audit([Target(host, port)], options, Scheduler(retries=1, timeout=5.0))[0]
     assert r.error is None, r.error
@@ -84,6 +95,18 @@ def test_chain_order_and_completeness(pki: Pki, case: str) -> None:
     assert c.details.extra == ((2,) if case == "extra" else ())
 
 
+@pytest.mark.needs_impl("openssl")
+def test_root_sent_that_the_trust_store_lacks_is_no_clients_copy(pki: Pki) -> None:
+    """The server sends its root, which the trust store does not hold: complete, info,
+    without saying that clients use their own copy of it (they have none)."""
+    with serve(pki, "b", "a", "root") as server:
+        r = audit(server.port, "chain", pki, anchor="stray")
+    c = result(r, "chain")
+    assert c.verdict is Verdict.not_vulnerable and c.severity == "info", c
+    assert "own copy" not in c.reason and "CN=Test Root (it is not in the trust store: " in \
+        c.reason, c.reason
+
+
 @pytest.mark.needs_impl("nginx")
 def test_chain_missing_intermediate_names_the_issuer(pki: Pki) -> None:
     """nginx with a full-chain file holding the leaf alone: B, its issuer, is missing
@@ -97,6 +120,130 @@ def test_chain_missing_intermediate_names_the_issuer(pki: Pki) -> None:
     assert isinstance(c.details, ChainDetails) and c.details.complete is False
     assert c.details.missing_issuer == "CN=Test Intermediate B"
     assert r.trust is not None and r.trust.status == "untrusted"
+
+
+MISSING_B = "issuer CN=Test Intermediate B of CN=localhost is not in the trust store"
+TRUST = {   # sent after the leaf, the trust store -> the trust verdict's code and detail
+    "stray": (("stray",), "root", 20, MISSING_B),
+    "lapsed": (("lapsed",), "root", 20, MISSING_B),
+    "root first": (("root", "b", "a"), "stray", 19,
+                   "the server sent the root CN=Test Root, which is not in the trust store"),
+}
+
+
+@pytest.mark.needs_impl("openssl")
+@pytest.mark.parametrize("case", list(TRUST))
+def test_trust_verdict_names_the_path_not_a_certificate_beside_it(pki: Pki, case: str) -> None:
+    """The trust verdict's code and reason come from the path the leaf builds, as OpenSSL's
+    do: an unrelated self-signed or expired certificate the server sends is not the reason,
+    and the end of the path is not the last certificate sent."""
+    rest, anchor, code, detail = TRUST[case]
+    with serve(pki, *rest) as server:
+        r = audit(server.port, "cert", pki, host="localhost", anchor=anchor)
+    assert r.trust is not None and (r.trust.status, r.trust.code, r.trust.detail) == (
+        "untrusted", code, detail), r.trust
+
+
+@pytest.mark.needs_impl("openssl")
+def test_lifetime_of_a_leaf_never_valid(pki: Pki) -> None:
+    """notAfter before notBefore: no lifetime "within" the limits, but never valid."""
+    pki.openssl_leaf("inverted", "20270101000000Z", "20260101000000Z")
+    with serve(pki, "b", "a", leaf="inverted") as server:
+        r = audit(server.port, "cert_lifetime", pki)
+    c = result(r, "cert_lifetime")
+    assert c.verdict is Verdict.not_applicable, c
+    assert c.reason.startswith("the leaf is never valid: its notAfter comes before its "
+                               "notBefore"), c.reason
+    assert "notAfter 2026-01-01T00:00:00+00:00" in c.evidence
+
+
+@pytest.mark.needs_impl("openssl")
+def test_long_chain_within_the_path_limit_is_trusted(tmp_path: Path) -> None:
+    """Twelve intermediates (OpenSSL's limit is 100, the chain check's path 16): trusted,
+    not "chain construction exceeds max depth" (the verifier's own default, 8)."""
+    long = Pki(tmp_path)
+    long.issue("root", "Long Root", None, ca=True)
+    for i in range(12):
+        long.issue(f"c{i}", f"Long CA {i}", f"c{i - 1}" if i else "root", ca=True)
+    long.issue("leaf", "localhost", "c11", ca=False, san="localhost",
+               eku=[ExtendedKeyUsageOID.SERVER_AUTH])
+    with serve(long, *(f"c{i}" for i in reversed(range(12)))) as server:
+        r = audit(server.port, "cert,chain", long, host="localhost")
+    assert r.trust is not None and (r.trust.code, r.trust.hostname_ok) == (0, True), r.trust
+    assert result(r, "chain").verdict is Verdict.not_vulnerable
+
+
+@pytest.mark.needs_impl("openssl")
+def test_sha1_signed_leaf_is_named_as_openssl_names_it(pki: Pki) -> None:
+    """A SHA-1 signature on the path: 68 (CA signature digest algorithm too weak), naming
+    the certificate, as `openssl s_client` says; not the library's internal repr."""
+    pki.openssl_leaf("sha1", "20250101000000Z", "20991231000000Z", md="sha1")
+    with serve(pki, "b", "a", leaf="sha1", extra=["-cipher", "DEFAULT:@SECLEVEL=0"]) as server:
+        r = audit(server.port, "cert", pki, host="localhost")
+    weak = "CN=localhost is signed with SHA-1, which the verifier refuses"
+    assert r.trust is not None and (r.trust.code, r.trust.reason, r.trust.detail) == (
+        68, "CA signature digest algorithm too weak", weak), r.trust
+
+
+@pytest.mark.needs_impl("openssl")
+def test_leaf_that_does_not_parse_is_not_said_unsent(pki: Pki) -> None:
+    """A leaf whose PrintableString holds '@' (OpenSSL serves it; `cryptography` refuses to
+    read it): the certificate checks are inconclusive without saying the server did not
+    send a certificate."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost"), x509.NameAttribute(
+        NameOID.ORGANIZATION_NAME, "PRINTABLEX", _ASN1Type.PrintableString)])
+    der = (x509.CertificateBuilder().subject_name(name).issuer_name(pki.certs["b"].subject)
+           .public_key(key.public_key()).serial_number(x509.random_serial_number())
+           .not_valid_before(pki.certs["b"].not_valid_before_utc)
+           .not_valid_after(pki.certs["b"].not_valid_after_utc)
+           .sign(pki.keys["b"], hashes.SHA256()).public_bytes(Encoding.DER))
+    der = der.replace(b"PRINTABLEX", b"PRINT@BLEX")
+    leaf, key_file = pki.directory / "odd.crt", pki.directory / "odd.key"
+    leaf.write_text("-----BEGIN CERTIFICATE-----\n" + base64.encodebytes(der).decode() +
+                    "-----END CERTIFICATE-----\n")
+    key_file.write_bytes(key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8,
+                                           NoEncryption()))
+    rest = pki.chain_file("b", "a")
+    files = CertSet(pki.directory, rest, {"ecdsa": CertFiles(leaf, key_file, leaf)})
+    with start_server("openssl", cert="ecdsa", certs=files) as server:
+        r = audit(server.port, "cert_lifetime", pki)
+    c = result(r, "cert_lifetime")
+    assert c.verdict is Verdict.inconclusive, c
+    assert "did not send" not in c.reason and "no certificate could be read from the " \
+        "server" in c.reason, c.reason
+
+
+@pytest.mark.needs_impl("openssl")
+def test_expired_root_in_the_trust_store_is_named(tmp_path: Path) -> None:
+    """The trust store's root the path reaches has expired: 10, naming it, as OpenSSL says
+    ("error 10 at 2 depth lookup"), not the library's "cert is not valid at validation
+    time" under code 1."""
+    old = Pki(tmp_path)
+    old.issue("root", "Old Root", None, ca=True, expired=True)
+    old.issue("a", "Old Intermediate", "root", ca=True)
+    old.issue("leaf", "localhost", "a", ca=False, san="localhost",
+              eku=[ExtendedKeyUsageOID.SERVER_AUTH])
+    with serve(old, "a") as server:
+        r = audit(server.port, "cert", old, host="localhost")
+    assert r.trust is not None and r.trust.code == 10, r.trust
+    assert r.trust.detail.startswith("CN=Old Root (in the trust store) expired "), r.trust
+
+
+@pytest.mark.needs_impl("openssl")
+def test_root_sent_first_is_no_sha1_signed_certificate(tmp_path: Path) -> None:
+    """A root whose own signature is SHA-1 (as old roots still in use have), sent before
+    its intermediate: its signature is never checked (it is trusted as is), so no
+    certificate.sha1_signature finding, wherever it comes in the chain."""
+    old = Pki(tmp_path)
+    old.openssl_root("root", "Old SHA-1 Root", "sha1")
+    old.issue("a", "Inter A", "root", ca=True)
+    old.issue("leaf", "localhost", "a", ca=False, san="localhost",
+              eku=[ExtendedKeyUsageOID.SERVER_AUTH])
+    with serve(old, "root", "a", extra=["-cipher", "DEFAULT:@SECLEVEL=0"]) as server:
+        r = audit(server.port, "cert", old, host="localhost")
+    assert r.trust is not None and r.trust.code == 0, r.trust
+    assert "certificate.sha1_signature" not in [f.code for f in r.findings], r.findings
 
 
 # -- the certificate facts shown ------------------------------------------------------------
@@ -191,6 +338,23 @@ def test_ocsp_response_checked(pki: Pki, kind: str) -> None:
     assert words in c.reason, c.reason
     assert isinstance(c.details, OcspResponseDetails)
     assert c.details.cert_status == ("revoked" if kind == "revoked" else "good")
+
+
+@pytest.mark.needs_impl("openssl")
+@pytest.mark.parametrize("kind, rest", [("revoked-badsig", ("b", "a")),
+                                        ("revoked", ("stray",))])
+def test_ocsp_revocation_is_a_fact_only_from_a_verified_response(pki: Pki, kind: str,
+                                                                  rest: tuple[str, ...]) -> None:
+    """A stapled response saying "revoked" whose signature does not verify, or whose
+    issuer cannot be found (the server sends no B, which is not in the trust store):
+    what it says is not established, never "the leaf is REVOKED" (critical)."""
+    staple = pki.ocsp(kind)
+    with serve(pki, *rest, extra=["-status_file", str(staple)]) as server:
+        r = audit(server.port, "ocsp_response", pki)
+    c = result(r, "ocsp_response")
+    assert "REVOKED" not in c.reason and c.severity != "critical", c
+    assert "it says the leaf is revoked since" in c.reason and "not established" in c.reason, c
+    assert c.verdict is (Verdict.vulnerable if "b" in rest else Verdict.inconclusive), c
 
 
 @pytest.mark.needs_impl("openssl")

@@ -49,7 +49,9 @@ def sct_list() -> bytes:
 
 
 def make_leaf(certs: CertSet, out: Path, name: str, days: int, *, must_staple: bool,
-              sct: bool) -> tuple[CertFiles, x509.Certificate]:
+              sct: bool | bytes) -> tuple[CertFiles, x509.Certificate]:
+    """A leaf of the test CA; `sct`: one SCT embedded (True), none (False), or the bytes
+    of the SCT list extension's value."""
     ca_key = serialization.load_pem_private_key((certs.directory / "ca.key").read_bytes(), None)
     ca = x509.load_pem_x509_certificate(certs.ca.read_bytes())
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -67,7 +69,8 @@ def make_leaf(certs: CertSet, out: Path, name: str, days: int, *, must_staple: b
     if must_staple:
         b = b.add_extension(x509.TLSFeature([x509.TLSFeatureType.status_request]), False)
     if sct:
-        b = b.add_extension(x509.UnrecognizedExtension(SCT_OID, sct_list()), False)
+        b = b.add_extension(x509.UnrecognizedExtension(
+            SCT_OID, sct if isinstance(sct, bytes) else sct_list()), False)
     cert = b.sign(ca_key, hashes.SHA256())   # type: ignore[arg-type]
     files = CertFiles(out / f"{name}.crt", out / f"{name}.key", out / f"{name}_chain.crt")
     pem = cert.public_bytes(serialization.Encoding.PEM)
@@ -153,6 +156,25 @@ def test_bad_leaf_fails_every_certificate_check(leaf_servers: tuple[int, int]) -
     ms = got["must_staple"]
     assert ms.verdict is Verdict.vulnerable and ms.severity == "high", ms
     assert "on two connections" in ms.reason and ms.connections == 1
+
+
+@pytest.mark.needs_impl("openssl")
+def test_empty_sct_lists_hold_no_sct(certs: CertSet, tmp_path: Path) -> None:
+    """An SCT list extension in the leaf that lists none, and a signed_certificate_timestamp
+    TLS extension that is empty (openssl s_server -serverinfo): no SCT, not 'supported'."""
+    empty, _ = make_leaf(certs, tmp_path, "empty", 90, must_staple=False,
+                         sct=b"\x04\x02\x00\x00")
+    info = tmp_path / "sct.pem"   # ServerHello extension 18 with no data (RFC 6962 3.3)
+    info.write_text("-----BEGIN SERVERINFO FOR CT-----\nABIAAA==\n"
+                    "-----END SERVERINFO FOR CT-----\n")
+    mine = CertSet(certs.directory, certs.ca, {"empty": empty})
+    with start_server("openssl", proto="tls1_2", cert="empty", certs=mine,
+                      extra=["-serverinfo", str(info)]) as server:
+        got = audit(server.port)
+    sct = got["sct"]
+    assert sct.verdict is Verdict.not_supported and sct.code == "check.sct", sct
+    assert sct.reason.startswith("no SCT: none embedded in the leaf, none in the TLS "
+                                 "extension"), sct.reason
 
 
 def test_lifetime_thresholds_count_the_validity_period_inclusively() -> None:

@@ -9,8 +9,10 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import json
+import os
 import re
 import socket
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +153,54 @@ def test_unusable_cafile_is_a_usage_error_before_connecting(run_cli, tmp_path) -
         "certificate is expected)"]
     res = run_cli(f"127.0.0.1:{port}", "--cafile", tmp_path)  # a directory
     assert res.returncode == 2 and "--cafile" in res.stderr
+
+
+def _fifo_with(tmp_path: Path, data: bytes) -> tuple[Path, threading.Thread]:
+    """A named pipe that a thread fills with `data` once a reader opens it."""
+    fifo = tmp_path / "store.fifo"
+    os.mkfifo(fifo)
+
+    def fill() -> None:
+        with open(fifo, "wb") as fh:
+            fh.write(data)
+    writer = threading.Thread(target=fill, daemon=True)
+    writer.start()
+    return fifo, writer
+
+
+def _release(fifo: Path, writer: threading.Thread) -> None:
+    """Let a writer that no reader came for end (open for reading without blocking)."""
+    if writer.is_alive():
+        fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        writer.join(5)
+        os.close(fd)
+
+
+def test_cafile_from_a_pipe_and_from_a_device(tls_server, run_cli, certs, tmp_path) -> None:
+    """`--cafile <(cat a.pem b.pem)` is a pipe: read once, it serves the whole run (as with
+    openssl s_client -CAfile), in probe and scan (trust verdict and chain check alike); a
+    device that never ends is refused after a bounded read."""
+    srv = tls_server("pyssl")   # the test CA's RSA leaf, with the CA
+    fifo, writer = _fifo_with(tmp_path, certs.ca.read_bytes())
+    try:
+        line = _verification(run_cli(f"localhost:{srv.port}", "--cafile", fifo))
+    finally:
+        _release(fifo, writer)
+    assert line == "Verify return code: 0 (ok)", line
+    fifo.unlink()
+    fifo, writer = _fifo_with(tmp_path, certs.ca.read_bytes())
+    try:
+        res = run_cli("scan", f"localhost:{srv.port}", "--checks", "cert,chain", "--cafile",
+                      fifo, "--json", "--no-policy")
+    finally:
+        _release(fifo, writer)
+    doc = json.loads(res.stdout)
+    assert (doc["trust"]["status"], doc["trust"]["code"]) == ("trusted", 0), doc["trust"]
+    assert [c["verdict"] for c in doc["check_results"] if c["name"] == "chain"] == [
+        "not vulnerable"], doc["check_results"]
+    res = run_cli(f"127.0.0.1:{_closed_port()}", "--cafile", "/dev/zero")
+    assert res.returncode == 2 and res.stderr.strip().splitlines() == [
+        "tlsprobe: error: --cafile /dev/zero: over 64 MiB: not a trust store"], res.stderr
 
 
 def test_msg_on_refused_connection_prints_nothing(run_cli) -> None:

@@ -13,18 +13,21 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
+import stat
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 from cryptography import x509
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509 import verification as xv
+from cryptography.x509.oid import ExtendedKeyUsageOID
 
+from tlsprobe.engine.chainpath import MAX_PATH, anchors_of, follow, self_signed
 from tlsprobe.errors import UsageError
-from tlsprobe.model.pubkey import public_key
 
 SYSTEM_CAFILES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
                   "/etc/ssl/cert.pem")
@@ -37,13 +40,15 @@ V_SELF_SIGNED = 18
 V_SELF_SIGNED_IN_CHAIN = 19
 V_NO_LOCAL_ISSUER = 20
 V_HOSTNAME_MISMATCH = 62
+V_CA_MD_TOO_WEAK = 68
 
 REASONS = {V_OK: "ok", V_UNSPECIFIED: "unspecified certificate verification error",
            V_NOT_YET_VALID: "certificate is not yet valid", V_EXPIRED: "certificate has expired",
            V_SELF_SIGNED: "self-signed certificate",
            V_SELF_SIGNED_IN_CHAIN: "self-signed certificate in certificate chain",
            V_NO_LOCAL_ISSUER: "unable to get local issuer certificate",
-           V_HOSTNAME_MISMATCH: "hostname mismatch"}
+           V_HOSTNAME_MISMATCH: "hostname mismatch",
+           V_CA_MD_TOO_WEAK: "CA signature digest algorithm too weak"}
 
 
 @dataclass(frozen=True)
@@ -74,10 +79,23 @@ def default_cafile() -> str | None:
     return next((p for p in SYSTEM_CAFILES if os.path.isfile(p)), None)
 
 
+#: the largest trust store read (the system bundle is about 220 kB): more is no trust store,
+#: and a device such as /dev/zero must not be read without end
+MAX_TRUST_STORE = 64 * 1024 * 1024
+
+
+class TrustStoreTooLarge(ValueError):
+    """The file holds more than MAX_TRUST_STORE bytes."""
+
+
 @lru_cache(maxsize=8)
-def _load(path: str, mtime: float) -> tuple[x509.Certificate, ...]:
+def _load(path: str, stamp: tuple[float, int, int]) -> tuple[x509.Certificate, ...]:
+    """The certificates of `path`; `stamp` (mtime, inode, device) tells a changed file, and
+    a pipe (`--cafile <(cat a.pem b.pem)`, which can be read once) by its inode alone."""
     with open(path, "rb") as fh:
-        data = fh.read()
+        data = fh.read(MAX_TRUST_STORE + 1)
+    if len(data) > MAX_TRUST_STORE:
+        raise TrustStoreTooLarge(f"over {MAX_TRUST_STORE // 2**20} MiB: not a trust store")
     certs: list[x509.Certificate] = []
     marker = b"-----BEGIN CERTIFICATE-----"
     for block in data.split(marker)[1:]:  # one bad certificate must not hide the others
@@ -99,17 +117,32 @@ def load_trust_store(path: str | os.PathLike[str]) -> tuple[x509.Certificate, ..
     """Every certificate in a PEM bundle (or one DER file). ValueError when none is there;
     OSError when the file cannot be read."""
     path = os.fspath(path)
-    certs = _load(path, os.path.getmtime(path))
+    st = os.stat(path)
+    certs = _load(path, (st.st_mtime if stat.S_ISREG(st.st_mode) else 0.0, st.st_ino,
+                         st.st_dev))
     if not certs:
         raise ValueError(f"{path}: no certificates found")
     return certs
+
+
+def _dns_form(name: str) -> str:
+    """A host name as certificates hold it: lower case, no final dot, and a U-label as the
+    A-label the server_name extension sends (IDNA, wire/extensions.py); ValueError when it
+    has none."""
+    name = name.rstrip(".").lower()
+    if name.isascii():
+        return name
+    try:
+        return name.encode("idna").decode("ascii")
+    except UnicodeError as exc:
+        raise ValueError(f"{name} has no IDNA form ({exc})") from None
 
 
 def _subject(name: str) -> x509.DNSName | x509.IPAddress:
     try:
         return x509.IPAddress(ipaddress.ip_address(name.strip("[]")))
     except ValueError:
-        return x509.DNSName(name.rstrip(".").lower())
+        return x509.DNSName(_dns_form(name))
 
 
 def _sans(leaf: x509.Certificate) -> x509.SubjectAlternativeName | None:
@@ -119,28 +152,19 @@ def _sans(leaf: x509.Certificate) -> x509.SubjectAlternativeName | None:
         return None
 
 
-def _own_name(leaf: x509.Certificate) -> str | None:
-    """A name the leaf claims (first SAN), to check the chain apart from the hostname."""
-    san = _sans(leaf)
-    if san is None:
-        return None
-    dns = san.get_values_for_type(x509.DNSName)
-    if dns:
-        return dns[0].replace("*.", "wildcard.", 1)
-    ips = san.get_values_for_type(x509.IPAddress)
-    return str(ips[0]) if ips else None
-
-
 def _name_matches(leaf: x509.Certificate, hostname: str) -> bool:
     """RFC 6125 matching of `hostname` against the leaf's SAN (DNS, one left-most wildcard
     label; or IP address); the subject CN is never used, as in the verifier."""
     san = _sans(leaf)
     if san is None:
         return False
-    subject = _subject(hostname)
+    try:
+        subject = _subject(hostname)
+    except ValueError:   # no IDNA form, or a name the library's DNSName refuses
+        return False
     if isinstance(subject, x509.IPAddress):
         return subject.value in san.get_values_for_type(x509.IPAddress)
-    host = hostname.rstrip(".").lower()
+    host = subject.value
     for pattern in (d.rstrip(".").lower() for d in san.get_values_for_type(x509.DNSName)):
         if pattern == host:
             return True
@@ -150,81 +174,109 @@ def _name_matches(leaf: x509.Certificate, hostname: str) -> bool:
     return False
 
 
+_EKU_REFUSED = "required EKU not found"
+
+
+def _server_eku(policy: xv.Policy, cert: x509.Certificate,
+                ext: x509.ExtendedKeyUsage | None) -> None:
+    """A leaf's extendedKeyUsage, when present, must allow serverAuth (as the server
+    verifier requires)."""
+    if ext is not None and ExtendedKeyUsageOID.SERVER_AUTH not in ext \
+            and ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE not in ext:
+        raise ValueError(_EKU_REFUSED)
+
+
+def _chain_policies() -> tuple[xv.ExtensionPolicy, xv.ExtensionPolicy]:
+    """The server verifier's rules (CA certificates, leaf) without the leaf's names: its
+    subjectAltName may hold anything (or be absent); an EKU, in the leaf or a CA
+    certificate, must allow serverAuth (the client verifier's own rule asks clientAuth)."""
+    ca = xv.ExtensionPolicy.webpki_defaults_ca().may_be_present(
+        x509.ExtendedKeyUsage, xv.Criticality.AGNOSTIC, _server_eku)
+    ee = (xv.ExtensionPolicy.webpki_defaults_ee()
+          .may_be_present(x509.ExtendedKeyUsage, xv.Criticality.AGNOSTIC, _server_eku)
+          .may_be_present(x509.SubjectAlternativeName, xv.Criticality.AGNOSTIC, None))
+    return ca, ee
+
+
 def _try(store: xv.Store, now: datetime.datetime, name: str | None, leaf: x509.Certificate,
          rest: list[x509.Certificate]) -> str | None:
     """None when the chain verifies (for `name`), else the library's reason.
 
-    Without a name (a leaf with no subjectAltName) the chain alone is checked: the
-    client-verifier path, with no extension rules on the leaf, so that only the path to an
-    anchor, signatures, dates and the CA certificates count."""
+    Without a name the chain alone is checked: the path to an anchor, signatures, dates,
+    the CA certificates and the leaf's extensions as for a server, but not its names
+    (which need not be names the library can parse or match: a partial wildcard, an
+    address written as a DNS name, an underscore)."""
     try:
-        builder = xv.PolicyBuilder().store(store).time(now)
+        builder = xv.PolicyBuilder().store(store).time(now).max_chain_depth(MAX_PATH)
         if name is not None:
             builder.build_server_verifier(_subject(name)).verify(leaf, rest)
         else:
-            builder.extension_policies(
-                ca_policy=xv.ExtensionPolicy.webpki_defaults_ca(),
-                ee_policy=xv.ExtensionPolicy.permit_all()).build_client_verifier().verify(
-                    leaf, rest)
+            ca, ee = _chain_policies()
+            builder.extension_policies(ca_policy=ca, ee_policy=ee).build_client_verifier(
+            ).verify(leaf, rest)
     except (xv.VerificationError, ValueError) as exc:
         text = str(exc) or exc.__class__.__name__
-        # The library appends a repr of the certificate it was processing: drop it.
-        return text.split(" (encountered processing", 1)[0]
+        # The library appends a repr of the certificate it was processing: drop it; and says
+        # our validator's refusal in its own words: say it as the server verifier does.
+        text = text.split(" (encountered processing", 1)[0]
+        return "validation failed: " + _EKU_REFUSED if text.endswith(_EKU_REFUSED) else text
     return None
 
 
-def _self_signed(cert: x509.Certificate) -> bool:
-    """Issuer is subject and the certificate's own key signed it; a signature that cannot
-    be checked here (e.g. SHA-1, which this OpenSSL refuses) counts by the names alone."""
-    if cert.issuer != cert.subject:
-        return False
-    try:
-        cert.verify_directly_issued_by(cert)
-    except InvalidSignature:
-        return False
-    except (ValueError, TypeError):
-        return True
-    return True
+def _weak_signature(path: list[x509.Certificate]) -> str | None:
+    """The first certificate of the path signed with MD5 or SHA-1, which the verifier
+    refuses (a self-signed root's own signature does not count), said so; None: none."""
+    for cert in path:
+        if self_signed(cert):
+            continue
+        try:
+            algorithm = cert.signature_hash_algorithm
+        except UnsupportedAlgorithm:
+            continue
+        if isinstance(algorithm, (hashes.MD5, hashes.SHA1)):
+            subject = cert.subject.rfc4514_string() or "(empty subject)"
+            name = "MD5" if isinstance(algorithm, hashes.MD5) else "SHA-1"
+            return f"{subject} is signed with {name}, which the verifier refuses"
+    return None
 
 
-def _issued_by(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
-    try:
-        cert.verify_directly_issued_by(issuer)
-    except (ValueError, TypeError, InvalidSignature):
-        return False
-    return True
-
-
-def _in_store(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...]) -> bool:
-    """The certificate itself is an anchor (same name and key), as OpenSSL looks it up."""
-    for anchor in anchors:
-        if anchor.subject == cert.subject:
-            try:
-                if public_key(anchor) == public_key(cert):
-                    return True
-            except (ValueError, TypeError):  # an unsupported key type cannot be compared
-                continue
-    return False
-
-
-def _chain_code(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...],
-                now: datetime.datetime) -> tuple[int, str | None]:
-    """The OpenSSL-style code for a chain the verifier refused, with its own reason stated
-    from the facts (None: only the library can say what is wrong)."""
-    for cert in chain:
-        subject = cert.subject.rfc4514_string() or "(empty subject)"
+def _dates(certs: list[x509.Certificate], now: datetime.datetime,
+           where: str = "") -> tuple[int, str] | None:
+    """The first of `certs` outside its validity period, as a code and its reason."""
+    for cert in certs:
+        subject = (cert.subject.rfc4514_string() or "(empty subject)") + where
         if cert.not_valid_after_utc < now:
             return V_EXPIRED, f"{subject} expired {cert.not_valid_after_utc:%Y-%m-%d %H:%M} UTC"
         if cert.not_valid_before_utc > now:
             return V_NOT_YET_VALID, (f"{subject} is valid from "
                                      f"{cert.not_valid_before_utc:%Y-%m-%d %H:%M} UTC")
-    last = chain[-1]
+    return None
+
+
+def _chain_code(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...],
+                now: datetime.datetime) -> tuple[int, str | None]:
+    """The OpenSSL-style code for a chain the verifier refused, with its own reason stated
+    from the facts (None: only the library can say what is wrong). The facts are those of
+    the path from the leaf (chainpath.follow), as OpenSSL builds it: a certificate the
+    server sends besides it (expired, self-signed, in any order) is not the problem; the
+    trust store's root the path reaches is part of it (its dates count)."""
+    path = [chain[i] for i in follow(chain).indexes]
+    dated = _dates(path, now)
+    if dated is not None:
+        return dated
+    last = path[-1]
     name = last.subject.rfc4514_string() or "(empty subject)"
-    if _in_store(last, anchors) or any(a.subject == last.issuer and _issued_by(last, a)
-                                       for a in anchors):
+    roots = anchors_of(last, anchors)
+    if roots:
+        stale = [_dates([root], now, " (in the trust store)") for root in roots]
+        if all(stale):
+            return stale[0] or (V_UNSPECIFIED, None)
+        weak = _weak_signature(path)
+        if weak is not None:
+            return V_CA_MD_TOO_WEAK, weak
         return V_UNSPECIFIED, None  # the path reaches an anchor: the library says why not
-    if _self_signed(last):
-        if len(chain) == 1:
+    if self_signed(last):
+        if len(path) == 1:
             return V_SELF_SIGNED, f"{name} signed itself and is not in the trust store"
         return V_SELF_SIGNED_IN_CHAIN, (f"the server sent the root {name}, which is not in "
                                         "the trust store")
@@ -245,7 +297,7 @@ def _anchored_leaf(leaf: x509.Certificate, der: bytes, hostname: str | None,
                    now: datetime.datetime) -> ChainResult | None:
     """A self-signed leaf that is itself in the trust store is trusted, as OpenSSL trusts
     it (cryptography's verifier refuses an end-entity certificate as its own anchor)."""
-    if not _self_signed(leaf) or not any(a.public_bytes(Encoding.DER) == der for a in anchors):
+    if not self_signed(leaf) or not any(a.public_bytes(Encoding.DER) == der for a in anchors):
         return None
     code, detail = _chain_code([leaf], (), now)
     if code in (V_EXPIRED, V_NOT_YET_VALID):
@@ -298,12 +350,16 @@ def _verify_chain(ders: Sequence[bytes], hostname: str | None,
         if problem is None:
             return ChainResult(V_OK, hostname_ok=True)
     no_san = NO_SAN_NOTE if _sans(leaf) is None else None
-    chain_problem = _try(store, now, _own_name(leaf), leaf, rest)
+    chain_problem = _try(store, now, None, leaf, rest)
     if chain_problem is None:
-        if hostname:
-            return ChainResult(V_HOSTNAME_MISMATCH, _join(
-                f"certificate is not valid for {hostname}", no_san), hostname_ok=False)
-        return ChainResult(V_OK, no_san)
+        if not hostname:
+            return ChainResult(V_OK, no_san)
+        if _name_matches(leaf, hostname):  # a name RFC 6125 matches that the library refuses
+            return ChainResult(V_OK, f"{hostname} matched by RFC 6125 rules, which the "
+                               f"verifier could not apply ({problem})",
+                               hostname_ok=True)
+        return ChainResult(V_HOSTNAME_MISMATCH, _join(
+            f"certificate is not valid for {hostname}", no_san), hostname_ok=False)
     code, reason = _chain_code(chain, anchors, now)
     return ChainResult(code, _join(reason or chain_problem, no_san))
 
@@ -323,9 +379,10 @@ def verify_with_store(ders: Sequence[bytes], hostname: str | None,
 
 
 def check_cafile(path: str, *, contents: bool = True) -> None:
-    """A usage error (before any connection) when `path` cannot serve as `--cafile`: not a
-    file, or (with `contents`) unreadable or without a certificate."""
-    if not os.path.isfile(path):
+    """A usage error (before any connection) when `path` cannot serve as `--cafile`: not
+    there or a directory, or (with `contents`) unreadable, too large or without a
+    certificate. A pipe serves (`--cafile <(cat a.pem b.pem)`: read once, then kept)."""
+    if os.path.isdir(path) or not os.path.exists(path):
         raise UsageError(f"--cafile {path}: "
                          + ("is a directory" if os.path.isdir(path) else "no such file"))
     if not contents:
@@ -334,6 +391,8 @@ def check_cafile(path: str, *, contents: bool = True) -> None:
         load_trust_store(path)
     except OSError as exc:
         raise UsageError(f"--cafile {path}: {exc.strerror or exc}") from None
+    except TrustStoreTooLarge as exc:
+        raise UsageError(f"--cafile {path}: {exc}") from None
     except ValueError:
         raise UsageError(f"--cafile {path}: no certificates found (a PEM bundle or one DER "
                          "certificate is expected)") from None

@@ -281,11 +281,28 @@ def _extension_facts(cert: Certificate) -> dict[str, tuple[str, ...]]:
     return out
 
 
+def _other_name(name: object) -> str | None:
+    """A subjectAltName entry that is no DNS name or address, as `openssl x509 -text`
+    writes it (email:, URI:, DirName:, Registered ID:, othername:)."""
+    from cryptography import x509
+    if isinstance(name, (x509.RFC822Name, x509.UniformResourceIdentifier)):
+        return f"{'email' if isinstance(name, x509.RFC822Name) else 'URI'}:{name.value}"
+    if isinstance(name, x509.DirectoryName):
+        return f"DirName:{_name(lambda: name.value)}"
+    if isinstance(name, x509.RegisteredID):
+        return f"Registered ID:{name.value.dotted_string}"
+    if isinstance(name, x509.OtherName):
+        return f"othername:{name.type_id.dotted_string}"
+    return None
+
+
 def _san(cert: Certificate) -> tuple[str, ...]:
-    """The subjectAltName's DNS names and IP addresses; () only when the certificate has
-    none: one that cryptography cannot read (a dNSName that is not IA5, DER it refuses, the
-    extension twice) is one "(undecodable subjectAltName: ...)" entry, as an undecodable
-    subject is, never the absence that certificate.no_san and `san` [] would state."""
+    """The subjectAltName's DNS names and IP addresses, then its other entries (email:,
+    URI:, ... as OpenSSL writes them); () only when the certificate has none: one that
+    cryptography cannot read (a dNSName that is not IA5, DER it refuses, the extension
+    twice) is one "(undecodable subjectAltName: ...)" entry, as an undecodable subject is,
+    never the absence that certificate.no_san and `san` [] would state; nor is a
+    subjectAltName of e-mail addresses or URIs alone."""
     from cryptography import x509
     from cryptography.exceptions import UnsupportedAlgorithm
     try:
@@ -295,7 +312,8 @@ def _san(cert: Certificate) -> tuple[str, ...]:
     except (x509.DuplicateExtension, ValueError, TypeError, UnsupportedAlgorithm) as exc:
         return (f"(undecodable subjectAltName: {exc})",)
     return tuple(str(v) for v in names.get_values_for_type(x509.DNSName)) + \
-        tuple(str(v) for v in names.get_values_for_type(x509.IPAddress))
+        tuple(str(v) for v in names.get_values_for_type(x509.IPAddress)) + \
+        tuple(text for text in map(_other_name, names) if text is not None)
 
 
 def _name(get: Callable[[], Name]) -> str:

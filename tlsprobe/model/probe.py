@@ -129,7 +129,8 @@ class CertificateInfo:
     """One certificate of a chain as `openssl x509 -text` and a browser's viewer show it:
     names, key, signature, dates, `serial` (hex), `sha256` and `sha1` fingerprints of the
     DER (lowercase hex; SHA-1 only for comparing with browsers, which still show it), the
-    subjectAltName's DNS names and addresses, the extendedKeyUsage purposes (OpenSSL's short
+    subjectAltName's DNS names and addresses (then its other entries, as OpenSSL writes
+    them: "email:...", "URI:..."), the extendedKeyUsage purposes (OpenSSL's short
     names: "serverAuth", "clientAuth", ...; a purpose without one as its dotted OID), the
     CRL distribution point URIs, and the Authority Information Access URIs (OCSP responders,
     CA issuers). Text from the certificate is kept as it is: the report escapes it."""

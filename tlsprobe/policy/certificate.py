@@ -62,9 +62,9 @@ def _key_findings(leaf: CertificateInfo) -> list[Finding]:
 
 def _signature_findings(chain: tuple[CertificateInfo, ...]) -> list[Finding]:
     """MD5 and SHA-1 signatures. A root's own signature is never checked (it is trusted as
-    is): a self-issued last certificate of a longer chain is skipped."""
-    signed = [c for i, c in enumerate(chain)
-              if not (i and i == len(chain) - 1 and c.issuer == c.subject)]
+    is): a self-issued certificate after the leaf is skipped, wherever the server sends it
+    (a root sent before its intermediate is still a root)."""
+    signed = [c for i, c in enumerate(chain) if not (i and c.issuer == c.subject)]
     out: list[Finding] = []
     for weak, severity, code in (("md5", Severity.critical, "certificate.md5_signature"),
                                  ("sha1", Severity.medium, "certificate.sha1_signature")):

@@ -21,9 +21,9 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from cryptography import x509
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.x509 import ocsp
 
+from tlsprobe.engine.chainpath import issued
 from tlsprobe.engine.client import HandshakeFailure
 from tlsprobe.engine.interface import Handshake
 from tlsprobe.errors import FailureKind, NetworkError
@@ -80,19 +80,30 @@ def _with_sct(hello: ClientHello) -> ClientHello:
         if all(e.type != SCT_EXTENSION for e in hello.extensions) else hello
 
 
+def _holds_scts(data: bytes) -> bool:
+    """A signed_certificate_timestamp extension's SignedCertificateTimestampList (RFC 6962
+    3.3) is not empty (an empty extension or list holds no SCT)."""
+    return len(data) >= 2 and int.from_bytes(data[:2], "big") > 0
+
+
 def _sct_sources(hs: Handshake, response: bytes | None) -> tuple[str, ...]:
+    """Where outside the certificate the server sent SCTs: only lists that hold one."""
     out: list[str] = []
     sh = hs.messages.server_hello
-    if sh is not None and sh.extension(SCT_EXTENSION) is not None:
+    found = sh.extension(SCT_EXTENSION) if sh is not None else None
+    if found is not None and _holds_scts(bytes(found.data)):
         out.append("the TLS extension (ServerHello)")
     cert = hs.messages.flight.certificate
     entries = cert.certificate_list if cert is not None else None
-    if entries and any(e.type == SCT_EXTENSION for e in entries[0].extensions):
+    if entries and any(e.type == SCT_EXTENSION and _holds_scts(bytes(e.data))
+                       for e in entries[0].extensions):
         out.append("the TLS extension (leaf CertificateEntry)")
     if response:
         try:
             single = ocsp.load_der_ocsp_response(response).single_extensions
-            if any(e.oid == SCT_IN_OCSP for e in single):
+            if any(e.oid == SCT_IN_OCSP and not (
+                    isinstance(e.value, x509.SignedCertificateTimestamps) and not e.value)
+                   for e in single):
                 out.append("the stapled OCSP response")
         except (ValueError, TypeError):
             pass
@@ -132,7 +143,8 @@ async def fetch(ctx: CheckContext, label: str = "chain", *,
             if hs.messages.server_hello is None or not hs.messages.flight.certificate:
                 refused = isinstance(exc, HandshakeFailure) and hs.messages.server_hello \
                     is None and exc.kind in (FailureKind.ALERT, FailureKind.CLOSED)
-                return _no_chain(f"the server did not send its certificate: {exc}", refused)
+                return _no_chain(f"no certificate could be read from the server: {exc}",
+                                 refused)
         sh = hs.messages.server_hello
         cert = hs.messages.flight.certificate
         if sh is None or cert is None:
@@ -187,21 +199,6 @@ async def leaf(ctx: CheckContext) -> tuple[Served, x509.Certificate] | CheckResu
     if isinstance(parsed, str):
         return ctx.inconclusive(parsed)
     return got, parsed
-
-
-def issued(cert: x509.Certificate, issuer: x509.Certificate) -> bool | None:
-    """True: `issuer`'s name is `cert`'s issuer and its key verifies `cert`'s signature;
-    None: the names match but the signature cannot be checked here (an algorithm this
-    OpenSSL refuses, such as SHA-1 or MD5 signatures); False otherwise."""
-    if cert.issuer != issuer.subject:
-        return False
-    try:
-        cert.verify_directly_issued_by(issuer)
-    except InvalidSignature:
-        return False
-    except (ValueError, TypeError, UnsupportedAlgorithm):
-        return None
-    return True
 
 
 def trust_anchors(ctx: CheckContext) -> tuple[tuple[x509.Certificate, ...] | None, str | None, str]:

@@ -10,6 +10,8 @@ shared connection (_cert_chain.py). Over 398 days: a finding (medium); over 366 
 The reason states the period the verdict counts, exact to the second ("90 days", "398 days
 1 s"), never a fraction of a day.
 A private CA's certificate is held to the same numbers (the reason says whose they are).
+A leaf whose notAfter comes before its notBefore is never valid: not applicable, saying so
+(never a negative lifetime "within" the limits).
 """
 
 from __future__ import annotations
@@ -48,9 +50,14 @@ async def run(ctx: CheckContext) -> CheckResult:
     _, cert = got
     start, end = cert.not_valid_before_utc, cert.not_valid_after_utc
     period = end - start + timedelta(seconds=1)
-    verdict, severity, reason = lifetime_verdict(period)
     evidence = (f"notBefore {start.isoformat()}", f"notAfter {end.isoformat()}")
     details = LifetimeDetails(int(period.total_seconds()), start.isoformat(), end.isoformat())
+    if end < start:
+        return ctx.result(Verdict.not_applicable, "the leaf is never valid: its notAfter "
+                          "comes before its notBefore (RFC 5280 4.1.2.5), so it has no "
+                          "lifetime to judge (the trust verdict and the date findings say "
+                          "so)", evidence, details=details)
+    verdict, severity, reason = lifetime_verdict(period)
     return ctx.result(verdict, reason, evidence, severity=severity, details=details)
 
 

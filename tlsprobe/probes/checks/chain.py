@@ -34,19 +34,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cryptography import x509
-from cryptography.exceptions import UnsupportedAlgorithm
 
+from tlsprobe.engine.chainpath import MAX_PATH, anchored, follow, self_signed
 from tlsprobe.model.check_details import ChainDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
-from tlsprobe.model.pubkey import public_key
-from tlsprobe.probes.checks._cert_chain import issued, served, trust_anchors
+from tlsprobe.probes.checks._cert_chain import served, trust_anchors
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
-__all__ = ["CHECK", "ChainFacts", "chain_facts"]
-
-#: the longest path followed (real ones have 2 to 5 certificates; a hostile server's chain
-#: of hundreds that certify one another would otherwise cost a signature check per pair)
-MAX_PATH = 16
+__all__ = ["CHECK", "MAX_PATH", "ChainFacts", "chain_facts"]
 
 
 def _name(name: x509.Name) -> str:
@@ -54,23 +49,6 @@ def _name(name: x509.Name) -> str:
         return name.rfc4514_string() or "(empty name)"
     except ValueError:
         return "(undecodable name)"
-
-
-def _self_signed(cert: x509.Certificate) -> bool:
-    return issued(cert, cert) is not False
-
-
-def _same_key(a: x509.Certificate, b: x509.Certificate) -> bool:
-    try:
-        return bool(public_key(a) == public_key(b))
-    except (ValueError, TypeError, UnsupportedAlgorithm):
-        return False
-
-
-def _anchored(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...]) -> bool:
-    """`cert` is in the store (same subject and key) or issued by a certificate there."""
-    return any((a.subject == cert.subject and _same_key(a, cert)) or
-               (a.subject == cert.issuer and issued(cert, a) is not False) for a in anchors)
 
 
 @dataclass(frozen=True)
@@ -94,33 +72,17 @@ def chain_facts(chain: list[x509.Certificate],
     """The path through `chain` (leaf first) and what it says; `anchors` None: no trust
     store (completeness then rests on a root the server sends)."""
     subjects = tuple(_name(c.subject) for c in chain)
-    path, notes = [0], []
-    while not _self_signed(chain[path[-1]]) and len(path) < MAX_PATH:
-        current = chain[path[-1]]
-        found = None
-        for j, candidate in enumerate(chain):
-            if j in path:
-                continue
-            verdict = issued(current, candidate)
-            if verdict is True or (verdict is None and found is None):
-                found = j
-                if verdict is True:
-                    break
-        if found is None:
-            break
-        if issued(current, chain[found]) is None:
-            notes.append(f"the signature of certificate {path[-1]} by certificate {found} "
-                         "could not be checked here (its algorithm is refused): the names "
-                         "match")
-        path.append(found)
+    walk = follow(chain)
+    path, cut = list(walk.indexes), walk.cut
+    notes = [f"the signature of certificate {i} by certificate {j} could not be checked "
+             "here (its algorithm is refused): the names match" for i, j in walk.unchecked]
     last = chain[path[-1]]
-    root = _self_signed(last) and len(path) > 1
-    cut = len(path) == MAX_PATH and not _self_signed(last)
+    root = self_signed(last) and len(path) > 1
     if cut:
         notes.append(f"the path was followed for {MAX_PATH} certificates only")
-    if anchors is not None and any(_anchored(chain[i], anchors) for i in path):
+    if anchors is not None and any(anchored(chain[i], anchors) for i in path):
         complete: bool | None = True
-    elif _self_signed(last):
+    elif self_signed(last):
         complete = True
     else:
         complete = False if anchors is not None and not cut else None
@@ -128,7 +90,7 @@ def chain_facts(chain: list[x509.Certificate],
                       _name(last.issuer) if complete is False else None,
                       tuple(i for i in range(len(chain)) if i not in path),
                       list(path) == sorted(path), subjects[path[-1]] if root else None,
-                      len(path) == 1 and _self_signed(last), tuple(notes))
+                      len(path) == 1 and self_signed(last), tuple(notes))
 
 
 def _problems(f: ChainFacts, store: str) -> list[tuple[Severity, str]]:
@@ -147,6 +109,19 @@ def _problems(f: ChainFacts, store: str) -> list[tuple[Severity, str]]:
         names = "; ".join(f"{i} {f.subjects[i]}" for i in f.extra)
         out.append((Severity.low, f"extra certificates not on the path: {names}"))
     return out
+
+
+def _root_sent(name: str, root: x509.Certificate, anchors: tuple[x509.Certificate, ...] | None,
+               why: str) -> str:
+    """The reason for a complete chain that ends at a root the server sends: clients have
+    their own copy only when the trust store holds it."""
+    if anchors is not None and anchored(root, anchors):
+        return (f"complete and in order; the server also sends the root {name} (clients use "
+                "their own copy: informational)")
+    held = "it is not in the trust store" if anchors is not None else \
+        f"whether clients hold it cannot be told: {why}"
+    return (f"complete and in order up to the root the server sends, {name} ({held}: "
+            "whether it is trusted is the trust verdict's question)")
 
 
 async def run(ctx: CheckContext) -> CheckResult:
@@ -178,10 +153,9 @@ async def run(ctx: CheckContext) -> CheckResult:
                                 "whether it reaches a root cannot be told", evidence,
                                 details)
     if f.anchor_sent is not None:
-        return ctx.result(Verdict.not_vulnerable, "complete and in order; the server also "
-                          f"sends the root {f.anchor_sent} (clients use their own copy: "
-                          "informational)", evidence, severity=Severity.info,
-                          details=details)
+        return ctx.result(Verdict.not_vulnerable, _root_sent(f.anchor_sent, chain[f.path[-1]],
+                                                             anchors, why),
+                          evidence, severity=Severity.info, details=details)
     return ctx.result(Verdict.not_vulnerable, f"complete and in order: {len(f.path)} "
                       f"certificate{'' if len(f.path) == 1 else 's'} from the leaf to the "
                       f"trust store {store}", evidence, details=details)

@@ -17,7 +17,8 @@ it with `cryptography` (x509.ocsp): decoded, then
   - thisUpdate is not in the future and nextUpdate, when present, not in the past (five
     minutes of clock skew allowed either way);
   - the certificate status: good; revoked (with the time and reason) or unknown are
-    findings.
+    findings, when the checks above established the response as the issuer's answer
+    about this leaf; otherwise the status is only what the response says, and is said so.
 Verdicts: no stapled response: not applicable (the ocsp_stapling check says whether the
 server staples). Any problem: vulnerable, one finding listing each problem with its reason
 (revoked: critical; not for this leaf, a bad signature or responder, outside its validity
@@ -25,7 +26,8 @@ window, unreadable: high, as a client that checks refuses it; status unknown: me
 unsuccessful responseStatus: low, a client ignores it). None: not vulnerable. The issuer
 neither sent nor in the trust store (the signature and the CertID's issuer hashes cannot be
 checked), or a signature this check cannot verify (RSASSA-PSS, a key type it does not
-handle), and no problem found: inconclusive, saying which.
+handle), and no problem found: inconclusive, saying which (and what status the response
+gives: "it says the leaf is revoked ...", never "REVOKED" as a fact).
 """
 
 from __future__ import annotations
@@ -141,6 +143,8 @@ def _window(response: ocsp.OCSPResponse, now: datetime.datetime) -> list[Problem
 
 
 def _status(response: ocsp.OCSPResponse) -> tuple[OcspCertStatus, list[Problem]]:
+    """The status the response gives, and the problem it is when the response is an
+    established answer about the leaf (`_claimed` words it when it is not)."""
     status = response.certificate_status
     if status == ocsp.OCSPCertStatus.REVOKED:
         when = response.revocation_time_utc
@@ -152,6 +156,15 @@ def _status(response: ocsp.OCSPResponse) -> tuple[OcspCertStatus, list[Problem]]
         return OcspCertStatus.unknown, [(Severity.medium, ("the responder does not know the "
                                          "leaf (status unknown)"))]
     return OcspCertStatus.good, []
+
+
+def _claimed(found: list[Problem]) -> str | None:
+    """What a response that is not established (not verified, or not about this leaf) says
+    of the leaf's status: a claim, never a fact."""
+    if not found:
+        return None
+    text = found[0][1].replace("the leaf is REVOKED", "the leaf is revoked", 1)
+    return f"it says {text}, not established"
 
 
 def _signer(response: ocsp.OCSPResponse, issuer: x509.Certificate
@@ -217,8 +230,6 @@ def _judge_single(response: ocsp.OCSPResponse, cert: x509.Certificate,
     if response.serial_number != cert.serial_number:
         problems.append((Severity.high, (f"it is about serial {response.serial_number:x}, "
                          f"not the leaf's {cert.serial_number:x}")))
-    cert_status, found = _status(response)
-    problems += found + _window(response, now)
     signer, unchecked = None, None
     if issuer is not None:
         problems += _cert_id(response, cert, issuer)
@@ -227,6 +238,16 @@ def _judge_single(response: ocsp.OCSPResponse, cert: x509.Certificate,
     else:
         unchecked = "the leaf's issuer is neither sent nor in the trust store: the " \
             "response's signature and CertID issuer hashes cannot be checked"
+    cert_status, said = _status(response)
+    if problems or unchecked is not None:   # not its issuer's answer about the leaf
+        claim = _claimed(said)
+        if claim is not None and problems:
+            problems.append((Severity.high, claim))
+        elif claim is not None:
+            unchecked = f"{claim}: {unchecked}"
+    else:
+        problems += said
+    problems += _window(response, now)
     nxt = response.next_update_utc
     details = OcspResponseDetails("successful", cert_status, signer,
                                   response.this_update_utc.isoformat(),
@@ -270,8 +291,8 @@ async def run(ctx: CheckContext) -> CheckResult:
                           "this leaf: " + "; ".join(p for _, p in problems), evidence,
                           severity=worst, details=details)
     if judged.unchecked is not None:
-        return ctx.inconclusive(f"no problem found, but {judged.unchecked}", evidence,
-                                details)
+        lead = "" if judged.unchecked.startswith("it says") else "no problem found, but "
+        return ctx.inconclusive(f"{lead}{judged.unchecked}", evidence, details)
     return ctx.result(Verdict.not_vulnerable, f"the stapled OCSP response is valid: status "
                       f"good, signed by the {details.signer}, for this leaf, within its "
                       "validity window", evidence, details=details)

@@ -5,7 +5,8 @@ embedded in the leaf (extension 1.3.6.1.4.1.11129.2.4.2), in the signed_certific
 TLS extension (type 18, which the certificate checks' shared connection offers:
 _cert_chain.py), or in a stapled OCSP response (1.3.6.1.4.1.11129.2.4.5). Any of them:
 supported, with where and how many; none: not supported (a low finding: normal for a
-private CA, fatal in Chrome and Safari for a public one).
+private CA, fatal in Chrome and Safari for a public one). An empty list (in the leaf, the
+TLS extension or the OCSP response) holds none.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 def embedded(leaf: x509.Certificate) -> tuple[str, int | None] | None:
     """('N SCTs embedded in the leaf' (or a note when present but unreadable), N), None if
-    none."""
+    none (no extension, or an empty list)."""
     oid = ExtensionOID.PRECERT_SIGNED_CERTIFICATE_TIMESTAMPS
     try:
         value = leaf.extensions.get_extension_for_oid(oid).value
@@ -32,6 +33,8 @@ def embedded(leaf: x509.Certificate) -> tuple[str, int | None] | None:
     if not isinstance(value, x509.PrecertificateSignedCertificateTimestamps):
         return "an SCT list embedded in the leaf", None     # not read as one
     count = len(value)
+    if not count:   # an empty list holds no SCT: Chrome and Safari count none
+        return None
     return f"{count} SCT{'' if count == 1 else 's'} embedded in the leaf", count
 
 
