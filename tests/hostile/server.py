@@ -201,10 +201,13 @@ class Listener:
         The kernel knows of a client's close at once (POLLRDHUP), however late the busy
         event loop reads it: the count does not depend on the machine's load."""
         poller = select.poll()
-        for other in self.serving:
+        # a socket asyncio already closed (the client went away; its script has not noticed
+        # yet) has fileno -1: it is not alive, and poll() refuses it
+        open_ = [other for other in self.serving if other.fileno() >= 0]
+        for other in open_:
             poller.register(other.fileno(), select.POLLRDHUP | select.POLLHUP | select.POLLERR)
         closed = {fd for fd, _ in poller.poll(0)}
-        alive = sum(1 for other in self.serving if other.fileno() not in closed)
+        alive = sum(1 for other in open_ if other.fileno() not in closed)
         self.peak = max(self.peak, alive + 1)
         self.serving.add(sock)
 
