@@ -234,14 +234,16 @@ class HostileServer:
         self._thread.start()
         self.listeners: list[Listener] = []
 
-    def serve(self, script: Script, *, reuse_addr: bool = True) -> Listener:
-        """Start a listener on 127.0.0.1:<free port> running `script` per connection."""
-        future = asyncio.run_coroutine_threadsafe(self._start(script), self.loop)
+    def serve(self, script: Script, *, reuse_addr: bool = True,
+              host: str = "127.0.0.1") -> Listener:
+        """Start a listener on HOST (127.0.0.1, or ::1) and a free port, running `script`
+        per connection."""
+        future = asyncio.run_coroutine_threadsafe(self._start(script, host), self.loop)
         listener = future.result(10)
         self.listeners.append(listener)
         return listener
 
-    async def _start(self, script: Script) -> Listener:
+    async def _start(self, script: Script, host: str) -> Listener:
         holder: list[Listener] = []
 
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -269,7 +271,7 @@ class HostileServer:
                 if not writer.is_closing():
                     writer.close()
 
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        server = await asyncio.start_server(handle, host, 0)
         port = server.sockets[0].getsockname()[1]
         holder.append(Listener(port, server))
         return holder[0]
