@@ -79,3 +79,19 @@ def test_post_quantum_verdicts_do_not_rest_on_an_invalid_share(
         assert verdicts[check]["verdict"] != "yes", verdicts[check]
         assert "key share is invalid" in verdicts[check]["detail"], verdicts[check]
         assert "1000 bytes" in verdicts[check]["detail"], verdicts[check]
+
+
+def test_a_tls12_group_never_sent_is_not_named(hostile_server: HostileServer) -> None:
+    """A TLS 1.2 ServerHello, then no ServerKeyExchange (silence, a close): no group was read, so
+    none is named; the note said "the server chose 0x0000, not offered"."""
+    from .test_suite_kx_hostile import hello_then_silence
+    listener = hostile_server.serve(hello_then_silence)
+    out = run_tlsprobe("scan", f"127.0.0.1:{listener.port}", "--checks", "groups", "--json",
+                       "--no-progress", "--timeout", "1", "--retries", "0", hard_timeout=120.0)
+    context = f"\n$ {out.command}\nexit {out.returncode}\nstderr: {out.stderr[-1500:]}"
+    assert out.returncode in (0, 1) and "Traceback" not in out.stderr, context
+    (audit,) = [g for g in json.loads(out.stdout)["groups"]
+                if g["version"]["name"] == "TLS 1.2"]
+    assert audit["supported"] == [] and audit["inconclusive"], audit
+    notes = " ".join(audit["notes"])
+    assert "0x0000" not in notes and "no group read" in notes, audit["notes"]

@@ -349,7 +349,9 @@ def _tls12_step(st: _Tls12State, out: Outcome, ec_offer: list[int], ff_offer: li
             st.ec.pick(out.group, ec_offer)
             return True
         why = "explicit curve parameters" if out.explicit_curve else \
-            f"the server chose {registry.group_label(out.group or 0)}, not offered"
+            f"no group read after the ServerHello ({out.reason or 'no ServerKeyExchange'})" \
+            if out.group is None else \
+            f"the server chose {registry.group_label(out.group)}, not offered"
         st.ec.give_up(why)
         st.ff.give_up(why)
         return False
