@@ -139,6 +139,16 @@ async def endless_handshake_messages(conn: Conn) -> None:
     await _endless(conn, handshake_records(server_hello_12(ch)), unit)
 
 
+@scenario("TLS 1.2 ServerHello, then endless HelloRequests (4000 a record)", EXIT_PROTOCOL,
+          r"HelloRequest")
+async def endless_hello_requests(conn: Conn) -> None:
+    """Each is legal alone (RFC 5246 7.4.1.1: ignored during a handshake); without a bound
+    the client read them until its event limit, 0.25 s of CPU per scan connection."""
+    ch = await conn.client_hello()
+    await _endless(conn, handshake_records(server_hello_12(ch)),
+                   handshake_records(b"\x00\x00\x00\x00" * 4000))
+
+
 @scenario("endless warning alerts", EXIT_ALERT, r"warning alert")
 async def endless_warning_alerts(conn: Conn) -> None:
     await conn.client_hello()

@@ -201,10 +201,13 @@ class Listener:
         The kernel knows of a client's close at once (POLLRDHUP), however late the busy
         event loop reads it: the count does not depend on the machine's load."""
         poller = select.poll()
-        for other in self.serving:
+        # a socket asyncio already closed (the client went away; its script has not noticed
+        # yet) has fileno -1: it is not alive, and poll() refuses it
+        open_ = [other for other in self.serving if other.fileno() >= 0]
+        for other in open_:
             poller.register(other.fileno(), select.POLLRDHUP | select.POLLHUP | select.POLLERR)
         closed = {fd for fd, _ in poller.poll(0)}
-        alive = sum(1 for other in self.serving if other.fileno() not in closed)
+        alive = sum(1 for other in open_ if other.fileno() not in closed)
         self.peak = max(self.peak, alive + 1)
         self.serving.add(sock)
 
@@ -231,14 +234,16 @@ class HostileServer:
         self._thread.start()
         self.listeners: list[Listener] = []
 
-    def serve(self, script: Script, *, reuse_addr: bool = True) -> Listener:
-        """Start a listener on 127.0.0.1:<free port> running `script` per connection."""
-        future = asyncio.run_coroutine_threadsafe(self._start(script), self.loop)
+    def serve(self, script: Script, *, reuse_addr: bool = True,
+              host: str = "127.0.0.1") -> Listener:
+        """Start a listener on HOST (127.0.0.1, or ::1) and a free port, running `script`
+        per connection."""
+        future = asyncio.run_coroutine_threadsafe(self._start(script, host), self.loop)
         listener = future.result(10)
         self.listeners.append(listener)
         return listener
 
-    async def _start(self, script: Script) -> Listener:
+    async def _start(self, script: Script, host: str) -> Listener:
         holder: list[Listener] = []
 
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -266,7 +271,7 @@ class HostileServer:
                 if not writer.is_closing():
                     writer.close()
 
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        server = await asyncio.start_server(handle, host, 0)
         port = server.sockets[0].getsockname()[1]
         holder.append(Listener(port, server))
         return holder[0]

@@ -34,7 +34,7 @@ SUBSET = (
     "fatal_alert_after_clienthello", "http_answer", "smtp_banner", "no_answer",
     "rst_after_client_hello", "rst_mid_flight", "endless_handshake_messages",
     "endless_warning_alerts", "certificate_unknown_curve", "endless_application_data",
-    "endless_change_cipher_spec", "trickle", "tls13_endless_padding",
+    "endless_change_cipher_spec", "trickle", "tls13_endless_padding", "endless_hello_requests",
 )
 #: a test waits for at most its own child and the control's (each killed past HARD_TIMEOUT),
 #: so its pytest timeout is the sum of those, not the 120 s default sized for one step

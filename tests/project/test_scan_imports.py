@@ -56,8 +56,9 @@ TABLES = ("rich", "tlsprobe.report.audit_tables", "tlsprobe.report.tables")
 #: model and policy modules a group audit uses; model.clients left since; 116 once the
 #: audit computed no key: the key exchanges, signature checks and their model helper left;
 #: 117 with model.json_scalars, where model.encode's number() is defined once for it and
-#: the compiled model.capture_json)
-GROUPS_ONLY_MAX = 117
+#: the compiled model.capture_json; 118 with model.units, where host_port writes an endpoint
+#: ([::1]:443) once for net.target and every report that names a target)
+GROUPS_ONLY_MAX = 118
 
 #: the end the counting scripts share: run the command line, its exit code in `code`
 _RUN_MAIN = """\

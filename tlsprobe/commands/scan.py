@@ -37,6 +37,7 @@ from tlsprobe.commands.common import (
 )
 from tlsprobe.errors import EXIT_FINDINGS, EXIT_OK, UsageError, exit_code_for
 from tlsprobe.model.severity import Severity
+from tlsprobe.model.units import host_port
 from tlsprobe.probes.checks.catalog import ACTIVE, ALIASES, DEFAULT, DERIVED, PHASES
 
 if TYPE_CHECKING:
@@ -230,8 +231,8 @@ def exit_reason(reports: list[AuditReport], fail_on: str | None,
 
 def _grade_of(r: AuditReport) -> str:
     if r.rating is None or r.rating.grade is None:
-        return f"{r.host}:{r.port} not rated"
-    return f"{r.host}:{r.port} {r.rating.grade.value}"
+        return f"{host_port(r.host, r.port)} not rated"
+    return f"{host_port(r.host, r.port)} {r.rating.grade.value}"
 
 
 def _load_policy(spec: str) -> Policy:

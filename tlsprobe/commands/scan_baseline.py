@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TextIO
 
 from tlsprobe.errors import EXIT_FINDINGS, UsageError
+from tlsprobe.model.units import host_port
 
 if TYPE_CHECKING:
     from tlsprobe.model.audit import AuditReport
@@ -113,7 +114,7 @@ class Baseline:
         if report.port == 0:       # a bad line of -f FILE: nothing was audited
             return
         render_changes(f"Changes since {self.path} ({self.saved}) for "
-                       f"{report.host}:{report.port}", self.changes_of(report), out,
+                       f"{host_port(report.host, report.port)}", self.changes_of(report), out,
                        note="not in the baseline: nothing to compare")
 
     def _fails(self, change: Change) -> bool:

@@ -54,6 +54,10 @@ FIRST_FLIGHT, WAIT_CCS, WAIT_FINISHED, CONNECTED = (
     Waiting.SERVER_HELLO_DONE, Waiting.CHANGE_CIPHER_SPEC, Waiting.FINISHED, Waiting.CONNECTED)
 _FIRST_FLIGHT_TYPES = (HT.certificate, HT.certificate_status, HT.server_key_exchange,
                        HT.certificate_request)
+#: HelloRequests ignored in one connection: each is legal (RFC 5246 7.4.1.1), a server
+#: asking to renegotiate sends one now and then; a stream of them (thousands a record) kept
+#: the client reading until its event limit, 0.25 s of CPU per scan connection
+MAX_HELLO_REQUESTS = 64
 
 
 class _Stop(Exception):
@@ -83,6 +87,7 @@ class Tls12Client:
         self.certificates: list[bytes] = []
         self.ske: ServerKeyExchange | None = None
         self.certificate_requested = False
+        self.hello_requests = 0
         self.master_secret: bytes | None = None
         self._server_protection: RecordProtection | None = None
         self._client_protection: Callable[[], RecordProtection] | None = None
@@ -140,7 +145,12 @@ class Tls12Client:
         t = ev.msg_type
         name = message_label(t)
         if t == HT.hello_request:
-            return  # renegotiation is not offered; RFC 5246 7.4.1.1 lets us ignore it
+            # renegotiation is not offered; RFC 5246 7.4.1.1 lets us ignore it, a few times
+            self.hello_requests += 1
+            if self.hello_requests > MAX_HELLO_REQUESTS:
+                raise Refusal(UNEXPECTED_MESSAGE, f"server sent {self.hello_requests} "
+                              f"HelloRequests; at most {MAX_HELLO_REQUESTS} are ignored")
+            return
         transcript = self.ctx.transcript
         if state == FIRST_FLIGHT and t in _FIRST_FLIGHT_TYPES:
             transcript.add(ev.raw)

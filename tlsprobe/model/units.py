@@ -1,5 +1,6 @@
 """Numbers as people write them: durations in days, hours, minutes and seconds, never a
-float such as "30.99998843 days" (what a ratio of two timedeltas prints).
+float such as "30.99998843 days" (what a ratio of two timedeltas prints); endpoints as
+HOST:PORT with an IPv6 address in brackets (`host_port`).
 
 `duration` is exact to the second: "398 days" and "398 days 1 s" are told apart, which a
 verdict on a limit of 398 days needs, and no part is rounded away.
@@ -26,4 +27,10 @@ def duration(value: float | timedelta) -> str:
     return sign + (" ".join(parts) or "0 s")
 
 
-__all__ = ["duration"]
+def host_port(host: str, port: int) -> str:
+    """An endpoint as people write it: '127.0.0.1:4433', 'example.com:443', an IPv6
+    address in brackets ('[::1]:4433'), so that its colons are not read as the port's."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+__all__ = ["duration", "host_port"]

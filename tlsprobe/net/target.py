@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from tlsprobe.errors import UsageError
+from tlsprobe.model.units import host_port
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,7 @@ class Target:
 
     @property
     def display(self) -> str:
-        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+        return host_port(self.host, self.port)
 
 
 def _is_ipv6(text: str) -> bool:

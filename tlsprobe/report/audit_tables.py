@@ -25,6 +25,7 @@ from tlsprobe.model.audit import (
 )
 from tlsprobe.model.rating import Rating
 from tlsprobe.model.severity import Severity
+from tlsprobe.model.units import host_port
 from tlsprobe.model.vocab import Order
 from tlsprobe.report.escape import shown
 from tlsprobe.report.fit import FitTable
@@ -288,7 +289,7 @@ def audit_renderables(r: AuditReport, full: bool = False) -> list[RenderableType
     if r.error_kind == "usage":   # a bad line of the targets file, skipped
         return [_text(f"Skipped '{r.host}'", style="bold underline"),
                 _text(f"Error: {r.error}", style="red")]
-    where = f"[{r.host}]:{r.port}" if ":" in r.host else f"{r.host}:{r.port}"
+    where = host_port(r.host, r.port)
     addr = f" ({r.address})" if r.address and r.address != r.host else ""
     out: list[RenderableType] = [_text(f"Audit of {where}{addr}", style="bold underline")]
     if r.rating is not None:
@@ -367,7 +368,7 @@ def gate_lines(reports: list[AuditReport]) -> list[str]:
     failing = [(r, g) for r, g in gates if not g.passed]
     lines = [f"Gate: {len(gates) - len(failing)} of {len(gates)} target(s) passed"]
     for r, g in failing:
-        where = f"[{r.host}]:{r.port}" if ":" in r.host else f"{r.host}:{r.port}"
+        where = host_port(r.host, r.port)
         if r.port == 0:     # a line of -f FILE that is no target
             where = r.host
         lines += [f"Failed: {where}", *(f"  - {why}" for why in g.reasons)]

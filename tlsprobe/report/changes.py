@@ -17,6 +17,7 @@ from tlsprobe.model.changes import (
     TargetChanges,
     TargetStatus,
 )
+from tlsprobe.model.units import host_port
 from tlsprobe.report.escape import shown
 
 _ORDER = {Direction.regression: 0, Direction.improvement: 1, Direction.neutral: 2}
@@ -67,7 +68,7 @@ def render_changes(title: str, changes: tuple[Change, ...] | None, out: IO[str],
 
 def render_target_changes(t: TargetChanges, out: IO[str]) -> None:
     """One target of `survey diff`: added, removed, or its changes."""
-    name = shown(f"[{t.host}]:{t.port}" if ":" in t.host else f"{t.host}:{t.port}")
+    name = shown(host_port(t.host, t.port))
     if t.status is TargetStatus.added:
         print(f"{name}: new target (only in the new survey)", file=out)
     elif t.status is TargetStatus.removed:

@@ -15,6 +15,7 @@ from tlsprobe.model.clients import (
     FailureReason,
     SimStatus,
 )
+from tlsprobe.model.units import host_port
 
 __all__ = [
     "CLIENT_COLUMNS",
@@ -143,7 +144,7 @@ def clients_page(reports: Iterable[ClientsReport]) -> str:
     """`tlsprobe clients --html FILE`: one self-contained page, a table per target."""
     parts = []
     for r in reports:
-        target = html.escape(f"{r.host}:{r.port}")
+        target = html.escape(host_port(r.host, r.port))
         body = f"<p class=\"error\">{html.escape(r.error)}</p>" if r.error else \
             clients_html(r.clients)
         parts.append(f"<h2>{target}</h2>{body}")

@@ -11,6 +11,7 @@ from typing import IO
 from rich.text import Text
 
 from tlsprobe.model.clients import ClientSimulation, ClientsReport, SimStatus
+from tlsprobe.model.units import host_port
 from tlsprobe.report.client_cells import CLIENT_COLUMNS, client_cells, client_names
 from tlsprobe.report.escape import shown
 from tlsprobe.report.fit import FitTable
@@ -35,8 +36,7 @@ def clients_table(sims: Iterable[ClientSimulation]) -> FitTable:
 
 def render_clients(report: ClientsReport, out: IO[str]) -> None:
     """`tlsprobe clients`: a head line, the table, or the error."""
-    target = f"[{report.host}]:{report.port}" if ":" in report.host else \
-        f"{report.host}:{report.port}"
+    target = host_port(report.host, report.port)
     sni = f"server_name {report.server_name}" if report.server_name else "no server_name"
     print(shown(f"{target} ({report.address or 'not reached'}), {sni}: "
                 f"{len(report.clients)} client profile(s), {report.connections} "

@@ -52,6 +52,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from tlsprobe.errors import UsageError
+from tlsprobe.model.units import host_port
 from tlsprobe.report.escape import shown
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ def cell(value: object) -> str:
 
 
 def _target(r: AuditReport) -> str:
-    return f"[{r.host}]:{r.port}" if ":" in r.host else f"{r.host}:{r.port}"
+    return host_port(r.host, r.port)
 
 
 def scan_rows(r: AuditReport) -> list[tuple[object, ...]]:
@@ -166,7 +167,7 @@ def write_clients_csv(path: str, reports: Iterable[ClientsReport]) -> None:
         writer = csv.writer(fh)
         writer.writerow(CSV_COLUMNS)
         for r in reports:
-            target = f"[{r.host}]:{r.port}" if ":" in r.host else f"{r.host}:{r.port}"
+            target = host_port(r.host, r.port)
             if r.error:
                 writer.writerow([cell(target), "", "", "error", *[""] * 10, cell(r.error), ""])
             writer.writerows([cell(target), *map(cell, client_row(s))] for s in r.clients)

@@ -27,6 +27,7 @@ from tlsprobe._version import __version__
 from tlsprobe.model.audit import AuditReport, GroupAudit, SigalgAudit, SuiteAudit
 from tlsprobe.model.checks import CATEGORIES, CheckResult
 from tlsprobe.model.severity import Severity
+from tlsprobe.model.units import host_port
 from tlsprobe.report.escape import shown
 from tlsprobe.report.html_targets import LAYOUT_CSS, anchor, targets_html
 from tlsprobe.report.suite_kx import WEAK_CSS, suite_table_html
@@ -322,7 +323,7 @@ def _connections_line(r: AuditReport) -> str:
 def audit_html(r: AuditReport, anchor: str = "") -> str:
     """One target's section of the page (with the id `anchor`, the per-target table's
     link, if given)."""
-    where = f"[{r.host}]:{r.port}" if ":" in r.host else f"{r.host}:{r.port}"
+    where = host_port(r.host, r.port)
     ident = f' id="{_e(anchor)}"' if anchor else ""
     if r.error_kind == "usage":
         return (f'<section class="target"{ident}><h2>Skipped {_e(r.host)}</h2>\n'
@@ -390,7 +391,7 @@ def render_html(reports: Sequence[AuditReport], code: int, reason: str,
                 when: datetime | None = None) -> str:
     """The whole page for the audited `reports` (one section each, in input order)."""
     when = when or datetime.now(UTC)
-    names = ", ".join(f"[{r.host}]:{r.port}" if ":" in r.host else f"{r.host}:{r.port}"
+    names = ", ".join(host_port(r.host, r.port)
                       for r in reports)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"

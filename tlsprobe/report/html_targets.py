@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.severity import Severity
+from tlsprobe.model.units import host_port
 from tlsprobe.report.escape import shown
 
 #: added to report.html.STYLE: tables scroll inside their own box, long words wrap
@@ -34,7 +35,7 @@ def anchor(index: int) -> str:
 
 
 def where(r: AuditReport) -> str:
-    return f"[{r.host}]:{r.port}" if ":" in r.host else f"{r.host}:{r.port}"
+    return host_port(r.host, r.port)
 
 
 def _rating(r: AuditReport) -> str:

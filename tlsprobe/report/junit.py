@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from tlsprobe.model.checks import Verdict
 from tlsprobe.model.severity import Severity
+from tlsprobe.model.units import host_port
 from tlsprobe.report.escape import shown
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ _PROBLEMS = (Verdict.vulnerable, Verdict.not_tolerated)
 
 
 def _target(r: AuditReport) -> str:
-    return f"[{r.host}]:{r.port}" if ":" in r.host else f"{r.host}:{r.port}"
+    return host_port(r.host, r.port)
 
 
 def _text(f: Finding) -> str:

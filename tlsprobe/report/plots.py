@@ -25,6 +25,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from tlsprobe.errors import UsageError
+from tlsprobe.model.units import host_port
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -219,7 +220,6 @@ def timing_figure(report: TimingReport) -> Figure:
     fig: Figure
     ax: Axes
     fig, ax = plt.subplots(figsize=(9, 1.2 + 0.5 * max(2, len(entries))))
-    host = f"[{report.host}]" if ":" in report.host else report.host
     level = f"{report.confidence * 100:g}%"
     # the bar is named only when one is drawn: too few runs give no interval
     drawn = any(e.handshake_ms is not None and e.handshake_ms.ci_low is not None
@@ -227,8 +227,8 @@ def timing_figure(report: TimingReport) -> Figure:
     bar = (f"bar: {level} confidence interval of the median" if drawn else
            f"too few runs for a {level} confidence interval of the median")
     runs = f"{report.runs} run{'s' if report.runs != 1 else ''}"
-    ax.set_title(_t(f"Handshake time per group, {host}:{report.port} ({runs} per "
-                 f"group; {bar})"), loc="left", fontsize=9)
+    ax.set_title(_t(f"Handshake time per group, {host_port(report.host, report.port)} "
+                    f"({runs} per group; {bar})"), loc="left", fontsize=9)
     if not entries:
         ax.text(0.5, 0.5, "no group was measured", ha="center", va="center")
         ax.set_axis_off()

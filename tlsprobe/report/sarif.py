@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+from tlsprobe.model.units import host_port
 from tlsprobe.report.escape import shown
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ def _help(code: str) -> str:
 
 
 def _target(r: AuditReport) -> str:
-    return f"[{r.host}]:{r.port}" if ":" in r.host else f"{r.host}:{r.port}"
+    return host_port(r.host, r.port)
 
 
 def _location(r: AuditReport) -> JsonObject:

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tlsprobe.model.probe import CertificateInfo, Codepoint, KeyExchange, ProbeResult
+from tlsprobe.model.units import host_port
 from tlsprobe.report.console import Console
 from tlsprobe.report.escape import shown
 
@@ -58,7 +59,7 @@ ProbeRows = Callable[[ProbeResult, bool], list[Row]]
 
 
 def _target_rows(r: ProbeResult, full: bool) -> list[Row]:
-    where = f"{r.host}:{r.port}" if ":" not in r.host else f"[{r.host}]:{r.port}"
+    where = host_port(r.host, r.port)
     rows = [("Target", where + (f" ({r.address})" if r.address and r.address != r.host
                                 else ""))]
     if r.starttls is not None:

@@ -24,6 +24,7 @@ from tlsprobe.model.timing import (
     percentile,
     rank,
 )
+from tlsprobe.model.units import host_port
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -112,10 +113,9 @@ def _table(report: TimingReport) -> Table:
     widens the console when even that is not enough)."""
     from rich import box
     from rich.table import Table
-    host = f"[{report.host}]" if ":" in report.host else report.host
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1),
                   collapse_padding=True,
-                  title=f"Handshake timing, {host}:{report.port}: {report.runs} "
+                  title=f"Handshake timing, {host_port(report.host, report.port)}: {report.runs} "
                         f"run{'s' if report.runs != 1 else ''} per group after "
                         f"{report.warmup} warm-up round{'s' if report.warmup != 1 else ''} (ms)",
                   title_justify="left")

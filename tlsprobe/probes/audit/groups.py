@@ -183,7 +183,13 @@ async def _tls13_with_shares(run: TargetRunner, el: Elimination, phase: str) -> 
             out = await run.run(build(chunk, tuple(chunk)), phase)
             if out.status == SERVER_HELLO and out.group in chunk:
                 spoken = True
-                el.pick(out.group)
+                if out.share_problem is not None:   # chosen, but no client can finish
+                    el.inconclusive.append(out.group)
+                    el.remaining.remove(out.group)
+                    el.notes.append(f"{registry.group_name(out.group)}: chosen, but the "
+                                    f"server's key share is invalid ({out.share_problem})")
+                else:
+                    el.pick(out.group)
                 chunk.remove(out.group)
                 continue
             if out.refused and len(chunk) > 2 and not split:
@@ -343,7 +349,9 @@ def _tls12_step(st: _Tls12State, out: Outcome, ec_offer: list[int], ff_offer: li
             st.ec.pick(out.group, ec_offer)
             return True
         why = "explicit curve parameters" if out.explicit_curve else \
-            f"the server chose {registry.group_label(out.group or 0)}, not offered"
+            f"no group read after the ServerHello ({out.reason or 'no ServerKeyExchange'})" \
+            if out.group is None else \
+            f"the server chose {registry.group_label(out.group)}, not offered"
         st.ec.give_up(why)
         st.ff.give_up(why)
         return False

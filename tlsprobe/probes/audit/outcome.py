@@ -101,6 +101,15 @@ class Outcome:
     def conclusive(self) -> bool:
         return self.status != INCONCLUSIVE
 
+    @property
+    def share_problem(self) -> str | None:
+        """Why the server's key share gave no shared secret (a point off the curve, a
+        low-order point, a wrong length), when the client computed one; else None."""
+        kx = self.key_exchange
+        if kx is None or kx.valid is not False:
+            return None
+        return kx.problem or "invalid key share"
+
     def describe(self) -> str:
         """One line for notes: 'alert handshake_failure (40)', 'timed out', ..."""
         if self.status == ALERT and self.alert is not None:

@@ -63,8 +63,9 @@ async def capability(run: TargetRunner, group: int) -> PqVerdict:
     out = await run.run(_config(run, (group,), (group,)), PHASE)
     if out.status == SERVER_HELLO and out.group == group:
         detail = "the server completed the key exchange with a real share"
-        if "invalid server key share" in out.reason:
-            return PqVerdict(PqCheck.CAPABILITY, name, Answer.NO, out.reason)
+        if out.share_problem is not None:   # chosen, but no client can finish
+            return PqVerdict(PqCheck.CAPABILITY, name, Answer.NO,
+                             f"chosen, but the server's key share is invalid ({out.share_problem})")
         if out.reason:
             return PqVerdict(PqCheck.CAPABILITY, name, Answer.INCONCLUSIVE, f"{detail}, then: {out.reason}")
         return PqVerdict(PqCheck.CAPABILITY, name, Answer.YES, detail + " (its share was valid)")
@@ -104,6 +105,9 @@ async def browser_like(run: TargetRunner, pq_capable: bool | None) -> tuple[PqVe
     out = await run.run(_config(run, BROWSER_GROUPS, (X25519MLKEM768, X25519)),
                         PHASE)
     if out.status == SERVER_HELLO and out.group == X25519MLKEM768:
+        if out.share_problem is not None:   # no browser finishes that handshake
+            return PqVerdict(PqCheck.BROWSER_LIKE, subject, Answer.NO, "the server picked "
+                             f"X25519MLKEM768, but its key share is invalid ({out.share_problem})"), out
         return PqVerdict(PqCheck.BROWSER_LIKE, subject, Answer.YES, "the server picked X25519MLKEM768"), out
     if out.answered:
         also = " although it accepts X25519MLKEM768 alone" if pq_capable else ""

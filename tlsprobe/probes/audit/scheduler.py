@@ -410,6 +410,9 @@ class TargetRunner:
     #: did not: an audit with none of the former never reached the server at all
     conclusive: int = 0
     first_unsure: Outcome | None = None
+    #: connections a caller drove itself that got no TLS answer: counted by the caller
+    #: (client simulation) for a network failure, by `seen_tls` for a peer that is not TLS
+    unreached: int = 0
     #: the trust store the certificate checks judge a chain against (scan --cafile; None:
     #: the system bundle), as the cert phase's trust verdict does
     cafile: str | None = None
@@ -462,7 +465,9 @@ class TargetRunner:
         not TLS leaves the target unreached; any other end is an answer of a TLS server."""
         if failure is None or failure.kind != FailureKind.NOT_TLS:
             self.conclusive += 1
-        elif self.first_unsure is None:
+            return
+        self.unreached += 1
+        if self.first_unsure is None:
             self.first_unsure = Outcome(INCONCLUSIVE, reason=str(failure),
                                         kind=FailureKind.NOT_TLS)
 

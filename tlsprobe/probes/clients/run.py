@@ -67,7 +67,7 @@ async def clients_of(target: Target, scheduler: Scheduler, profiles: tuple[Clien
     if sims and not runner.conclusive and unsure is not None:
         # no connection reached a TLS server (refused, reset, timed out, not TLS): the
         # target's error, with its exit code, as an audit that established nothing
-        return replace(report, error=f"{target.host}:{target.port}: "
+        return replace(report, error=f"{target.display}: "
                        f"{unsure.reason or unsure.describe()}",
                        error_kind=unsure.kind or FailureKind.NETWORK)
     return report

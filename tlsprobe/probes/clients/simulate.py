@@ -62,6 +62,9 @@ from tlsprobe.wire.handshake import frame
 __all__ = ["PHASE", "TrustChecker", "simulate_clients", "simulate_one"]
 
 PHASE = "clients"
+#: clients without a TLS answer (refused, reset, timed out, not TLS), none with one, after
+#: which the other profiles are not sent to that target
+UNREACHED_LIMIT = 3
 #: the stores whose verdict tlsprobe can state: the chain is checked against the system
 #: bundle (or --cafile), as the audit's cert phase does, which is these clients' store
 CHECKABLE_STORES = (TrustStore.system,)
@@ -88,9 +91,22 @@ async def simulate_clients(runner: TargetRunner, profiles: tuple[ClientProfile, 
     """Every profile against the runner's target (at most the scheduler's per-host cap at
     once), in the profiles' order; `report`: the audit of the same target, whose phases
     give the failures their reasons; `checker`: the trust check of the chains got (None:
-    not checked)."""
-    return tuple(await asyncio.gather(*(simulate_one(runner, p, report, checker)
-                                        for p in profiles)))
+    not checked). Once UNREACHED_LIMIT clients got no TLS answer and none did, the rest are
+    not sent (inconclusive, saying so): the target is unreachable, and each of them would
+    wait its own timeouts."""
+    gate = asyncio.Semaphore(max(1, runner.scheduler.per_host))
+
+    async def one(profile: ClientProfile) -> ClientSimulation:
+        async with gate:
+            if runner.conclusive or runner.unreached < UNREACHED_LIMIT:
+                return await simulate_one(runner, profile, report, checker)
+        first = runner.first_unsure
+        why = first.reason or first.describe() if first is not None else "no answer"
+        return ClientSimulation(profile.id, profile.label, SimStatus.inconclusive,
+                                detail=f"not sent: the first {runner.unreached} clients got "
+                                f"no TLS answer from the server ({why})")
+
+    return tuple(await asyncio.gather(*(one(p) for p in profiles)))
 
 
 async def simulate_one(runner: TargetRunner, profile: ClientProfile,
@@ -148,12 +164,18 @@ async def simulate_one(runner: TargetRunner, profile: ClientProfile,
 async def _connect(runner: TargetRunner, talk: Talk) -> _Talked | Outcome:
     """One simulated connection through the scheduler; a network failure (reset, timeout)
     on a target reached before is asked again, up to --retries times with the scan's
-    backoff (a target never reached, or refusing connections, is not)."""
+    backoff (a target never reached, or refusing connections, is not; nor one whose
+    connections got no TLS answer UNREACHED_LIMIT times and never one: a silent server
+    would hold every profile for all its retries)."""
     scheduler = runner.scheduler
     got: _Talked | Outcome = await scheduler.converse(runner.target, PHASE, talk)
-    for attempt in range(1, scheduler.retries + 1):
-        if not (isinstance(got, Outcome) and got.kind == FailureKind.NETWORK and
-                runner.target.display in scheduler.addresses):
+    attempt = 0
+    while isinstance(got, Outcome):   # no TLS answer
+        runner.unreached += 1
+        attempt += 1
+        if attempt > scheduler.retries or not (
+                got.kind == FailureKind.NETWORK and runner.target.display in scheduler.addresses
+                and (runner.conclusive or runner.unreached < UNREACHED_LIMIT)):
             break
         scheduler.retried[runner.target.display] += 1
         await scheduler.pacing.back_off(scheduler.backoff, attempt)
