@@ -8,19 +8,32 @@ With `--answer FILE` it is an HTTP server of fixed answers instead: it reads the
 head and sends the file's bytes as they are (hostile headers: escapes, latin-1, a lone CR, a
 stale Date), then closes; the HTTP checks' tests use it where nginx cannot send such bytes.
 Given several times, the Nth request gets the Nth file (the last one from then on): a
-redirect, then what its target answers."""
+redirect, then what its target answers. `@NOW@` in an answer becomes the current HTTP date,
+sent in the last part of its second (0.6 to 0.9 s past it), as a server's Date is cut to the
+second while the client's clock is not."""
 from __future__ import annotations
 
 import argparse
 import socket
 import ssl
 import threading
+import time
+from email.utils import formatdate
 
 GREETING = b"* OK \x1b[31mIMAP4rev1 test server ready\r\n"
 
 
 REQUESTS = [0]
 LOCK = threading.Lock()
+
+
+def _dated(answer: bytes) -> bytes:
+    """`answer` with `@NOW@` as the current HTTP date, late in its second."""
+    if b"@NOW@" not in answer:
+        return answer
+    while not 0.6 <= time.time() % 1 <= 0.9:
+        time.sleep(0.02)
+    return answer.replace(b"@NOW@", formatdate(int(time.time()), usegmt=True).encode())
 
 
 def serve(conn: socket.socket, ctx: ssl.SSLContext, answers: list[bytes]) -> None:
@@ -36,7 +49,7 @@ def serve(conn: socket.socket, ctx: ssl.SSLContext, answers: list[bytes]) -> Non
                     head += data
                 with LOCK:
                     n, REQUESTS[0] = REQUESTS[0], REQUESTS[0] + 1
-                tls.sendall(answers[min(n, len(answers) - 1)])
+                tls.sendall(_dated(answers[min(n, len(answers) - 1)]))
                 return
             tls.sendall(GREETING)
             while tls.recv(4096):

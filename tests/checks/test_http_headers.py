@@ -205,3 +205,20 @@ def test_parsers() -> None:
     assert (c.name, c.secure, c.http_only, c.same_site) == ("insecure", True, True, "None")
     c = parse_cookie("/", "token=secure-value; Path=/secure")
     assert (c.secure, c.http_only, c.same_site) == (False, False, None)
+
+
+def test_a_date_of_this_second_is_no_skew(script_server: ScriptServer, tmp_path: Path,
+                                          run_cli: Callable[..., Any]) -> None:
+    """A Date is cut to the second; our clock is not. A Date of the second the answer came
+    in (sent 0.6 to 0.9 s into it) is no skew: '0 s apart', never '1 s behind ours' beside
+    two equal times."""
+    answer = tmp_path / "answer"
+    answer.write_bytes(_head(b"HTTP/1.1 200 OK", b"Date: @NOW@", b"Server: x"))
+    port = script_server("banner_server.py", "--answer", str(answer))
+    skew = audit(port, "clock_skew")["clock_skew"]
+    sd = det(skew, ClockSkewDetails)
+    assert sd.server_time == sd.our_time and sd.skew_seconds == 0, sd
+    assert skew.verdict is Verdict.not_vulnerable and " 0 s apart, within 60 s" in \
+        skew.reason, skew.reason
+    text = " ".join(run_cli("scan", f"127.0.0.1:{port}", "--checks", "clock_skew").stdout.split())
+    assert "0 s apart, within 60 s" in text and "behind ours" not in text, text

@@ -321,3 +321,20 @@ def test_every_full_offer_reset_each_version_settled_by_its_minimal_hello(proxie
     assert ssl3.status == "inconclusive" and "not with protocol_version" in ssl3.detail, ssl3
     # 5 full offers, a minimal hello each, refusals asked twice
     assert r.connections["versions"] == 5 + 2 + 2 * 3
+
+
+def test_an_incomplete_suite_list_names_no_most_preferred_suite(proxied):
+    """The server's first choice is AES128-SHA (static RSA); the suite elimination is reset
+    after it, so the list is incomplete and its order not established: the no-forward-secrecy
+    finding must not call AES128-SHA "the most preferred" (it did, for any order but the
+    client's), as the text's "Order: order not established" says nothing of the kind."""
+    proxy = proxied(nth_matching(lambda h: tls12_only(h) and 0x002F not in h.cipher_suites
+                                 and 0x0035 in h.cipher_suites, RESET),
+                    ciphers="AES128-SHA:ECDHE-RSA-AES128-GCM-SHA256:AES256-SHA")
+    r = scan(proxy, checks=("versions", "suites"))
+    assert proxy.faults()
+    s12 = r.suite_audit(0x0303)
+    assert not s12.complete and s12.order == "unknown", s12
+    assert s12.supported[0].openssl_name == "AES128-SHA", s12
+    (no_fs,) = [f for f in r.findings if f.code == "suite.no_forward_secrecy"]
+    assert "most preferred" not in no_fs.message, no_fs.message

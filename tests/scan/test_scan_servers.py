@@ -327,3 +327,28 @@ def test_tls13_only_chain_that_cannot_be_read_is_said(server_cache):
         r.trust.detail, r.trust
     assert any(f.code == "certificate.not_verified" and "could not be read" in f.message
                for f in r.findings), r.findings
+
+
+@pytest.mark.needs_impl("nginx")
+@pytest.mark.parametrize("serverpref", [False, True])
+def test_tls12_signature_scheme_order_with_rsa_and_ecdsa_certificates(server_cache, certs,
+                                                                       serverpref):
+    """nginx with an RSA and an ECDSA certificate: in TLS 1.2 the suite chooses the
+    certificate, so while an ECDSA scheme is offered the server signs with one whatever the
+    RSA schemes before it. That is no order of its own: without ssl_prefer_server_ciphers it
+    follows the client's order within each key type (as openssl s_client shows), and the
+    report says so (it said "the server enforces its own order", listing RSA schemes
+    interleaved by the offers)."""
+    ecdsa = certs["ecdsa"]
+    srv = server_cache("nginx", proto="tls1_2", serverpref=serverpref, extra=(
+        f"ssl_certificate {ecdsa.chain}; ssl_certificate_key {ecdsa.key};",))
+    r = audit(srv, checks=("versions", "sigalgs"))
+    sig12 = next(s for s in r.signature_schemes if s.version.id == 0x0303)
+    found = names(sig12.supported)
+    assert {"ecdsa_secp256r1_sha256", "rsa_pss_rsae_sha256", "rsa_pkcs1_sha256"} <= set(found)
+    if not serverpref:
+        assert sig12.order == "client", sig12
+    else:   # OpenSSL's own list: PSS before PKCS #1 v1.5, each by hash
+        rsa = [n for n in found if n.startswith("rsa_")]
+        assert sig12.order == "server" and rsa[:3] == [
+            "rsa_pss_rsae_sha256", "rsa_pss_rsae_sha384", "rsa_pss_rsae_sha512"], sig12

@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 
 from tlsprobe import registry
 from tlsprobe.model.audit import (
-    ORDER_CLIENT,
+    ORDER_SERVER,
+    ORDER_SINGLE,
     AuditReport,
     DhParameters,
     Finding,
@@ -57,7 +58,10 @@ def _suite_findings(audit: SuiteAudit) -> list[Finding]:
                            f"{names([f'{n} ({t})' for n, t in pairs], 4)}",
                            items=tuple(n for n, _ in pairs), version=name))
     if no_fs:
-        top = audit.order != ORDER_CLIENT and audit.supported[0].iana_name == no_fs[0]
+        # "the most preferred" only where the server's order is established (not a list
+        # that follows the client's, nor one left incomplete or with its order unknown)
+        top = audit.order in (ORDER_SERVER, ORDER_SINGLE) and \
+            audit.supported[0].iana_name == no_fs[0]
         out.append(Finding(Severity.medium, "suite.no_forward_secrecy", f"{name}: {len(no_fs)} "
                            "cipher suite(s) without forward secrecy (static RSA or DH key "
                            f"exchange){', the most preferred among them' if top else ''}: "

@@ -17,8 +17,11 @@ findings, the groups or the suites of every target):
     127.0.0.1:4433,waived,,,<message>,check.sct,<waiving policy>,low,<the policy's reason>,,
     127.0.0.1:4433,error,,,,,network,,<error>,,
 
-`rank` is the place in the server's order (groups, suites, signature schemes: the order the
-text view lists); `status` supported / not_supported / inconclusive for versions and groups
+`rank` is the place in the server's order (groups, suites, signature schemes), given only
+where the audit established that the server enforces one; empty where it follows the
+client's order, has a single value or its order is not established (the text view's "Order:"
+line), so that no rank claims a preference the server does not have; the rows keep the
+order the text view lists either way. `status` supported / not_supported / inconclusive for versions and groups
 (a group the audit could not establish is a row with status inconclusive), a verdict for a
 check. A suite row's `kx` is the key exchange its connection established, as testssl.sh
 prints it ("ECDH 253", "DH 1024", "RSA 2048", "X25519MLKEM768", "unknown"), and `weak` says
@@ -93,6 +96,12 @@ def _target(r: AuditReport) -> str:
     return host_port(r.host, r.port)
 
 
+def _rank(order: object, i: int) -> int | None:
+    """A place in the server's order, only where the server enforces one."""
+    from tlsprobe.model.audit import ORDER_SERVER
+    return i if order == ORDER_SERVER else None
+
+
 def scan_rows(r: AuditReport) -> list[tuple[object, ...]]:
     """The rows of one target (without the target column)."""
     rows: list[tuple[object, ...]] = []
@@ -110,18 +119,20 @@ def scan_rows(r: AuditReport) -> list[tuple[object, ...]]:
         from tlsprobe import registry
         for i, cp in enumerate(g.supported, 1):
             info = registry.group(cp.id)
-            rows.append(("group", g.version.name, i, cp.name, cp.hex, "supported", None,
+            rows.append(("group", g.version.name, _rank(g.order, i), cp.name, cp.hex,
+                         "supported", None,
                          KIND.get(info.kind, info.kind) if info else None))
         rows += [("group", g.version.name, None, cp.name, cp.hex, "inconclusive", None, None)
                  for cp in g.inconclusive]
     for s in r.suites:
         kx = {row.suite.id: row for row in s.rows}
-        rows += [("suite", s.version.name, i, c.iana_name, c.hex, "supported", None,
+        rows += [("suite", s.version.name, _rank(s.order, i), c.iana_name, c.hex, "supported",
+                  None,
                   c.openssl_name, *_kx_cells(kx.get(c.id)))
                  for i, c in enumerate(s.supported, 1)]
     for a in r.signature_schemes:
-        rows += [("signature_scheme", a.version.name, i, c.name, c.hex, "supported", None,
-                  None) for i, c in enumerate(a.supported, 1)]
+        rows += [("signature_scheme", a.version.name, _rank(a.order, i), c.name, c.hex,
+                  "supported", None, None) for i, c in enumerate(a.supported, 1)]
     for c in r.check_results:
         rows.append(("check", None, None, c.name, c.code, str(c.verdict), c.severity,
                      c.reason + (f" ({', '.join(c.evidence)})" if c.evidence else "")))

@@ -7,10 +7,17 @@ first supported value of each list as sent, so a single pick that is not the fir
 proves the server uses its own order, at no extra cost. Only when every pick is also what
 client order predicts does one more connection decide: the top two picks offered in
 reverse (server order keeps the first pick, client order takes the other).
+
+`kind` (optional) splits the values into classes the server cannot choose between by
+preference alone: TLS 1.2 signature schemes by key type, since the suite picks the
+certificate (a server with an RSA and an ECDSA one signs with ECDSA while an ECDSA scheme is
+offered, whatever RSA schemes come first). Picks are then compared with the client's order
+within their class only, and the deciding pair is two picks of one class.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tlsprobe.model.audit import ORDER_CLIENT, ORDER_SERVER, ORDER_SINGLE, ORDER_UNKNOWN
@@ -28,6 +35,7 @@ class Elimination:
     notes: list[str] = field(default_factory=list)
     steps: list[tuple[tuple[int, ...], int]] = field(default_factory=list)
     offers: int = 0
+    kind: Callable[[int], object] = field(default=lambda v: None)
 
     def offer(self) -> list[int]:
         """The remaining values in the order of the next hello (alternating)."""
@@ -60,19 +68,30 @@ class Elimination:
             return None
         supported = set(self.found)
         for offered, picked in self.steps:
-            first = next((v for v in offered if v in supported), None)
+            first = next((v for v in offered if v in supported
+                          and self.kind(v) == self.kind(picked)), None)
             if first is not None and first != picked:
                 return ORDER_SERVER
+        return None if self._pair() is not None else ORDER_UNKNOWN
+
+    def _pair(self) -> tuple[int, int] | None:
+        """The first two picks of one kind (the first pick's when it has a second)."""
+        for a in self.found:
+            b = next((v for v in self.found if v != a and self.kind(v) == self.kind(a)), None)
+            if b is not None:
+                return (a, b) if self.found.index(a) < self.found.index(b) else (b, a)
         return None
 
     def reverse_pair(self) -> list[int]:
         """The offer of the deciding connection: second pick first, then the first pick."""
-        return [self.found[1], self.found[0]]
+        first, second = self._pair() or (self.found[0], self.found[1])
+        return [second, first]
 
     def decide(self, choice: int | None) -> Order:
-        if choice == self.found[0]:
+        first, second = self._pair() or (self.found[0], self.found[1])
+        if choice == first:
             return ORDER_SERVER
-        if choice == self.found[1]:
+        if choice == second:
             return ORDER_CLIENT
         return ORDER_UNKNOWN
 

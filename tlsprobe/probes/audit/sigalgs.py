@@ -43,6 +43,16 @@ def _config(run: TargetRunner, version: int, sigalgs: list[int]) -> ClientConfig
                       signature_algorithms=tuple(sigalgs), cipher_suites_12=_pfs_suites())
 
 
+def key_type(code: int) -> object:
+    """The key a TLS 1.2 signature scheme needs: RSA (PKCS #1 v1.5 and PSS-RSAE), DSA,
+    ECDSA; every other scheme is a key type of its own (RSA-PSS keys, EdDSA, ...)."""
+    if 0x0804 <= code <= 0x0806:
+        return "rsa"
+    if code >> 8 != 0x08 and code & 0xFF in (1, 2, 3):
+        return {1: "rsa", 2: "dsa", 3: "ecdsa"}[code & 0xFF]
+    return code
+
+
 def _pick(out: Outcome, version: int) -> int | None:
     if out.status != "server_hello" or out.version != version:
         return None
@@ -54,7 +64,9 @@ async def enumerate_sigalgs(run: TargetRunner, version: int) -> tuple[SigalgAudi
     phase = f"sigalgs {registry.version_name(version)}"
     stop = STOP_VERIFY if version == TLS13 else STOP_FLIGHT
     candidates = list(broad_sigalgs())
-    el = Elimination(list(candidates))
+    # TLS 1.2: the suite picks the certificate, then the scheme is chosen for its key
+    el = Elimination(list(candidates), kind=key_type) if version == TLS12 else \
+        Elimination(list(candidates))
     first: Outcome | None = None
     status, reason = SigalgStatus.ESTABLISHED, ""
     while el.remaining:

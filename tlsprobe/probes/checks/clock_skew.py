@@ -4,8 +4,10 @@ was made) against our clock when that answer's headers had come.
 Read off the shared answer (_http.py: one connection, redirects within the target followed,
 the final answer read; our time is taken when its headers were read). A cached answer's
 Date is the origin's: its `Age` (RFC 9111 5.1, seconds) is added, as testssl.sh's
-run_http_date does. The skew is (Date + Age) - our time, in whole seconds (negative: the
-server is behind). Date has a resolution of one second and the answer takes a round trip,
+run_http_date does. The skew is (Date + Age) - our time, both at Date's resolution of one
+second (our time is cut to its second as a server cuts its Date: a Date of the second the
+answer came in is no skew, not "1 s behind" beside two equal times; negative: the server is
+behind). Date has a resolution of one second and the answer takes a round trip,
 so the TOLERANCE is 60 seconds: a skew larger than that is a clock that is not kept right
 (certificates, OCSP answers and tickets it judges, logs it writes).
 
@@ -80,14 +82,14 @@ async def run(ctx: CheckContext) -> CheckResult:
                               got.status, None, age, None, None, None, TOLERANCE,
                               got.redirects()))
     server = _aged(parse_date(dates[0]), age)
-    ours = dt.datetime.fromtimestamp(received, dt.UTC)
+    ours = dt.datetime.fromtimestamp(int(received), dt.UTC)   # to the second, as Date
     evidence = (*got.trail(), f"Date: {cut(dates[0])}")
     if server is None:
         return ctx.result(Verdict.inconclusive, f"Date: {cut(dates[0], 80)} is not an HTTP "
                           f"date{where}", evidence, details=ClockSkewDetails(
                               got.status, dates[0], age, None, _iso(ours), None, TOLERANCE,
                               got.redirects()))
-    skew = round((server - ours).total_seconds())
+    skew = int((server - ours).total_seconds())
     details = ClockSkewDetails(got.status, dates[0], age, _iso(server), _iso(ours), skew,
                                TOLERANCE, got.redirects())
     aged = f" + Age {age} s" if age else ""
