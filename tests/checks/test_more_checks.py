@@ -61,7 +61,9 @@ def test_tls_timestamp_clock_on_a_scripted_server(script_server: Callable[..., i
     assert isinstance(c.details, TimestampDetails)
     (sample,) = c.details.samples
     assert sample.version == "TLS 1.2" and sample.kind is RandomKind.clock
-    assert sample.skew_seconds is not None and abs(sample.skew_seconds - skew) <= 2, sample
+    # the server's clock is ours cut to the second, plus `skew`: exactly that skew (a right
+    # clock answering late in a second was -1 s, our clock's fractions rounded)
+    assert sample.skew_seconds == skew, sample
     assert c.details.skew_seconds == sample.skew_seconds
     assert c.connections in (2, 3) and "a clock" in c.evidence[0]
     assert f"TLS 1.2 ({sample.skew_seconds:+d} s from our clock)" in c.reason
@@ -280,3 +282,16 @@ def test_checks_reach_a_server_whose_groups_exclude_the_default_offer(
     assert got["server_banner"]["verdict"] in ("supported", "not supported"), got["server_banner"]
     for name in ("grease", "split_record", "large_hello"):
         assert got[name]["verdict"] == "tolerated", got[name]
+
+
+def test_tls_timestamp_skew_counts_whole_seconds() -> None:
+    """A clock that ticks in whole seconds against ours read before and after the
+    connection: 0 when it is one of the seconds ours read, else the distance to the nearest
+    (it was the gap to the middle of our reads rounded: -1 s for a right clock whose answer
+    came late in a second)."""
+    from tlsprobe.probes.checks.tls_timestamp import _Sample, clock_skew
+    assert clock_skew(_Sample(1000, 1000.85, 1000.95)) == 0
+    assert clock_skew(_Sample(1000, 999.9, 1000.2)) == 0
+    assert clock_skew(_Sample(999, 999.9, 1000.2)) == 0
+    assert clock_skew(_Sample(1003, 1000.85, 1000.95)) == 3
+    assert clock_skew(_Sample(995, 999.9, 1000.2)) == -4

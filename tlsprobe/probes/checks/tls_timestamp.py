@@ -62,6 +62,16 @@ def _clock_like(a: _Sample, b: _Sample) -> bool:
     return low <= b.value - a.value <= high
 
 
+def clock_skew(sample: _Sample) -> int:
+    """Seconds from our clock to the server's, which ticks in whole seconds: 0 when its
+    value is one of the seconds our clock read during the connection (cut to the second as
+    its is), else the distance to the nearest of them (it said -1 s of a right clock whose
+    answer came late in a second, rounding the gap to our clock's fractions)."""
+    first, last = math.floor(sample.before), math.floor(sample.after)
+    return 0 if first <= sample.value <= last else \
+        sample.value - first if sample.value < first else sample.value - last
+
+
 async def _sample(ctx: CheckContext, version: int, label: str) -> _Sample | str:
     """One ServerHello of `version`'s established hello: its sample, or why there is none."""
     config, _ = ctx.version_hello(version)
@@ -99,7 +109,7 @@ async def _judge_version(ctx: CheckContext, version: int) -> tuple[RandomSample,
         kind = RandomKind.fixed
     else:
         kind = RandomKind.clock if _clock_like(a, b) else RandomKind.random
-    skew = round(a.value - (a.before + a.after) / 2) if kind is RandomKind.clock else None
+    skew = clock_skew(a) if kind is RandomKind.clock else None
     values = tuple(s.value for s in samples)
     shown = ", ".join(f"0x{v:08x}" for v in values)
     if kind is RandomKind.random:   # the values are in the details; nothing to show here
