@@ -213,7 +213,7 @@ def _certificate_info(der: bytes) -> CertificateInfo:
     from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 
-    from tlsprobe.model.pubkey import is_dsa_key, public_key
+    from tlsprobe.model.pubkey import is_dsa_key, pss_only, public_key
     digest, sha1 = hashlib.sha256(der).hexdigest(), hashlib.sha1(der).hexdigest()
     try:
         cert = x509.load_der_x509_certificate(der)
@@ -223,8 +223,8 @@ def _certificate_info(der: bytes) -> CertificateInfo:
     bits: int | None
     try:
         key = public_key(cert)
-        if isinstance(key, rsa.RSAPublicKey):
-            key_type, bits = "RSA", key.key_size
+        if isinstance(key, rsa.RSAPublicKey):   # an RSASSA-PSS key may sign only with PSS
+            key_type, bits = "RSA-PSS" if pss_only(cert) else "RSA", key.key_size
         elif isinstance(key, ec.EllipticCurvePublicKey):
             key_type, bits = f"EC {key.curve.name}", key.curve.key_size
         elif isinstance(key, ed25519.Ed25519PublicKey):
