@@ -183,6 +183,7 @@ class Tls12Client:
             SCHEMES,
             SignatureError,
             UnsupportedKey,
+            leaf_pss_only,
             leaf_public_key,
             ske_signed_data,
             verify_legacy,
@@ -211,7 +212,8 @@ class Tls12Client:
                     v.signature_detail = f"{registry.sigscheme_label(scheme)} not checked " \
                         "(scheme not implemented)"
                     return
-                verify_scheme(key, scheme, ske.signature, data)
+                verify_scheme(key, scheme, ske.signature, data,
+                              pss_only=leaf_pss_only(self.certificates[0]))
                 what = registry.sigscheme_label(scheme)
         except SignatureError as exc:
             v.signature_verified = False
