@@ -77,6 +77,15 @@ LONG = "a" * 300
     (("--ciphers", "ECDHE-RSA-AES128-GCM-SHA256:!aNULL"), ("'!aNULL'", "keyword")),
     (("--ciphers", "ECDHE+AESGCM"), ("keyword",)),
     (("--ciphers", "NOT-A-SUITE"), ("--ciphers: unknown cipher suite",)),
+    # a list for versions the hello does not offer: dropped without a word, it was
+    (("--tls1_3", "--ciphers", "AES128-SHA"), ("--ciphers", "TLS 1.2 and older", "TLS 1.3")),
+    (("--tls1_3", "--ciphers", "0xc02f"), ("--ciphers", "TLS 1.2 and older")),
+    (("--tls1_2", "--ciphersuites", "TLS_AES_256_GCM_SHA384"), ("--ciphersuites", "TLS 1.2")),
+    (("--tls1_2", "--key-shares", "x25519"), ("--key-shares", "TLS 1.3", "TLS 1.2")),
+    (("--tls1_2", "--tls1_1", "--key-shares", "none"), ("--key-shares", "TLS 1.2, TLS 1.1")),
+    (("--tls1", "--sigalgs", "rsa_pss_rsae_sha256"), ("--sigalgs", "TLS 1.0")),
+    (("--tls1_2", "--groups", "X25519MLKEM768"), ("--groups", "X25519MLKEM768 (0x11ec)",
+                                                  "TLS 1.3")),
     # argparse's own errors (item 5)
     (("--bogus",), ("unrecognized arguments: --bogus", "(see tlsprobe --help)")),
     (("--groups",), ("argument --groups: expected one argument", "(see tlsprobe --help)")),

@@ -190,7 +190,36 @@ def client_config(hello: HelloSpec, host: str, names: Names) -> ClientConfig:
         cipher_suites_13=d.cipher_suites_13 if suites13 is None else suites13,
         signature_algorithms=d.signature_algorithms if sigalgs is None else sigalgs,
         alpn=d.alpn if protocols is None else protocols, grease=h.grease)
+    _without_effect(h, config, names)
     return checked_config(config, names)
+
+
+def _without_effect(hello: HelloSpec, config: ClientConfig, names: Names) -> None:
+    """A list given for protocol versions the hello does not offer would be left out of it
+    without a word (TLS 1.2 suites in a TLS 1.3-only hello, a key share in a TLS 1.2 one,
+    only TLS 1.3 groups in a TLS 1.2 one): a UsageError names it."""
+    from tlsprobe import registry
+    from tlsprobe.engine.config import TLS12
+    offered = ", ".join(registry.version_name(v) for v in config.versions)
+    tls13, legacy = config.offers_tls13, any(v <= TLS12 for v in config.versions)
+    unused = [field for field, given, needs in (
+        ("ciphers", hello.ciphers, legacy), ("ciphersuites", hello.ciphersuites, tls13),
+        ("key_shares", hello.key_shares, tls13),
+        ("sigalgs", hello.sigalgs, tls13 or config.max_legacy >= TLS12)) if given is not None
+        and not needs]
+    needed = {"ciphers": "TLS 1.2 and older", "ciphersuites": "TLS 1.3",
+              "key_shares": "TLS 1.3", "sigalgs": "TLS 1.2 and 1.3"}
+    if unused:
+        field = unused[0]
+        raise UsageError(f"{names(field)} is for {needed[field]}, which the hello does not "
+                         f"offer (it offers {offered}): offer it ({names('versions')}) or "
+                         f"leave {names(field)} out")
+    if hello.groups is not None and config.groups and not config.offered_groups():
+        first = registry.group_label(config.groups[0])
+        raise UsageError(f"{names('groups')}: only TLS 1.3 groups ({first}"
+                         f"{', ...' if len(config.groups) > 1 else ''}), which the hello does "
+                         f"not offer (it offers {offered}): offer TLS 1.3 "
+                         f"({names('versions')}) or give a group {offered} can use")
 
 
 def checked_config(config: ClientConfig, names: Names) -> ClientConfig:
