@@ -36,6 +36,7 @@ V_EXPIRED = 10
 V_SELF_SIGNED = 18
 V_SELF_SIGNED_IN_CHAIN = 19
 V_NO_LOCAL_ISSUER = 20
+V_LEAF_UNVERIFIED = 21
 V_HOSTNAME_MISMATCH = 62
 
 REASONS = {V_OK: "ok", V_UNSPECIFIED: "unspecified certificate verification error",
@@ -43,6 +44,7 @@ REASONS = {V_OK: "ok", V_UNSPECIFIED: "unspecified certificate verification erro
            V_SELF_SIGNED: "self-signed certificate",
            V_SELF_SIGNED_IN_CHAIN: "self-signed certificate in certificate chain",
            V_NO_LOCAL_ISSUER: "unable to get local issuer certificate",
+           V_LEAF_UNVERIFIED: "unable to verify the first certificate",
            V_HOSTNAME_MISMATCH: "hostname mismatch"}
 
 
@@ -195,6 +197,34 @@ def _issued_by(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
     return True
 
 
+def _may_issue(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
+    """`issuer` names `cert`'s issuer and its key signed it; a signature that cannot be
+    checked here counts by the names alone (as `_self_signed`)."""
+    if issuer.subject != cert.issuer:
+        return False
+    try:
+        cert.verify_directly_issued_by(issuer)
+    except InvalidSignature:
+        return False
+    except (ValueError, TypeError):
+        return True
+    return True
+
+
+def _path(chain: list[x509.Certificate]) -> list[x509.Certificate]:
+    """The path OpenSSL builds from the leaf through the certificates the server sent,
+    whatever their order: each next one the issuer of the one before; it ends at a
+    self-signed certificate or where the server sent no issuer."""
+    path, pool = chain[:1], chain[1:]
+    while not _self_signed(path[-1]):
+        issuer = next((c for c in pool if _may_issue(path[-1], c)), None)
+        if issuer is None:
+            break
+        path.append(issuer)
+        pool.remove(issuer)
+    return path
+
+
 def _in_store(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...]) -> bool:
     """The certificate itself is an anchor (same name and key), as OpenSSL looks it up."""
     for anchor in anchors:
@@ -210,7 +240,9 @@ def _in_store(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...]) -> 
 def _chain_code(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...],
                 now: datetime.datetime) -> tuple[int, str | None]:
     """The OpenSSL-style code for a chain the verifier refused, with its own reason stated
-    from the facts (None: only the library can say what is wrong)."""
+    from the facts (None: only the library can say what is wrong): that of the path from
+    the leaf through what the server sent (`_path`), as `openssl s_client` reports it."""
+    chain = _path(chain)
     for cert in chain:
         subject = cert.subject.rfc4514_string() or "(empty subject)"
         if cert.not_valid_after_utc < now:
@@ -229,6 +261,9 @@ def _chain_code(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, 
         return V_SELF_SIGNED_IN_CHAIN, (f"the server sent the root {name}, which is not in "
                                         "the trust store")
     issuer = last.issuer.rfc4514_string() or "(empty name)"
+    if len(chain) == 1:   # OpenSSL's final code when the leaf's issuer is nowhere
+        return V_LEAF_UNVERIFIED, (f"the server sent no issuer of {name}, and its issuer "
+                                   f"{issuer} is not in the trust store")
     return V_NO_LOCAL_ISSUER, f"issuer {issuer} of {name} is not in the trust store"
 
 
