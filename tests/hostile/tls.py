@@ -182,7 +182,9 @@ class Tls13Server:
     CertificateVerify, Finished), each of which a scenario may break."""
 
     def __init__(self, ch: ClientHello, ch_raw: bytes, *, group: int = X25519,
-                 suite: int = TLS13_SUITE) -> None:
+                 suite: int = TLS13_SUITE, retried: tuple[bytes, bytes] | None = None) -> None:
+        """`retried`: (the first ClientHello, the HelloRetryRequest) when `ch` is the
+        second hello; the transcript then starts with their RFC 8446 4.4.1 message_hash."""
         peer = client_share(ch, group)
         if peer is None:
             raise ValueError(f"client sent no share for 0x{group:04x}")
@@ -194,6 +196,9 @@ class Tls13Server:
         self.hash_name = params.prf_hash
         self.params = params
         self.transcript = [ch_raw, self.server_hello]
+        if retried is not None:
+            first, hrr = retried
+            self.transcript[:0] = [frame(254, digest(self.hash_name, first)), hrr]
         self.schedule = KeySchedule(self.hash_name)
         self.schedule.handshake(secret, self.hash())
         secret_s = self.schedule.server_handshake_traffic_secret

@@ -109,6 +109,17 @@ def alert_info(alert: AlertFact, live: bool) -> AlertInfo:
                      registry.alert_name(alert.description))
 
 
+def hello_retry_text(group: Codepoint | None, kx: KeyExchange | None) -> str:
+    """The summary's HelloRetryRequest row: the group it asked for; when it asked for none
+    (the engine accepts that only with a cookie, RFC 8446 4.1.4) the key exchange's source
+    still says that one came; else "no"."""
+    if group is not None:
+        return group.label()
+    if kx is not None and kx.source == "hello_retry_request":
+        return "yes, asking for no group (cookie only)"
+    return "no"
+
+
 # -- the key exchange -------------------------------------------------------------------
 def key_exchange(kx: KeyExchangeFacts | None) -> KeyExchange | None:
     """The one description of a key exchange's facts, for the probe and the capture
