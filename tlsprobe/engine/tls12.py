@@ -317,7 +317,9 @@ class Tls12Client:
                 v.share_problem = str(exc)
                 raise Refusal(HANDSHAKE_FAILURE, f"server's DH parameters refused: {exc}") \
                     from None
-            raise _Stop(str(exc)) from None  # a named curve this build cannot compute
+            # a named curve this build cannot compute, named as everywhere else
+            code = exc.group if exc.group is not None else ske.named_curve or 0
+            raise _Stop(f"{registry.group_label(code)} cannot be computed here") from None
         except (kex.InvalidShare, ValueError, UnsupportedAlgorithm) as exc:
             v.share_problem = str(exc)
             raise Refusal(ILLEGAL_PARAMETER if self.kx != "RSA" else BAD_CERTIFICATE,
