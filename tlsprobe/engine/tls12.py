@@ -318,8 +318,8 @@ class Tls12Client:
                 raise Refusal(HANDSHAKE_FAILURE, f"server's DH parameters refused: {exc}") \
                     from None
             # a named curve this build cannot compute, named as everywhere else
-            code = exc.group if exc.group is not None else ske.named_curve or 0
-            raise _Stop(f"{registry.group_label(code)} cannot be computed here") from None
+            raise _Stop(str(exc) if exc.group is None else
+                        f"{registry.group_label(exc.group)} cannot be computed here") from None
         except (kex.InvalidShare, ValueError, UnsupportedAlgorithm) as exc:
             v.share_problem = str(exc)
             raise Refusal(ILLEGAL_PARAMETER if self.kx != "RSA" else BAD_CERTIFICATE,
