@@ -77,6 +77,13 @@ LONG = "a" * 300
     (("--ciphers", "ECDHE-RSA-AES128-GCM-SHA256:!aNULL"), ("'!aNULL'", "keyword")),
     (("--ciphers", "ECDHE+AESGCM"), ("keyword",)),
     (("--ciphers", "NOT-A-SUITE"), ("--ciphers: unknown cipher suite",)),
+    # a code point of decimal digits alone: hex or decimal? (tshark and openssl -trace print
+    # groups in decimal: x25519 (29), Unknown (4588)); it was read as hex without a word
+    (("--groups", "29"), ("--groups: '29' is ambiguous", "decimal x25519 (0x001d)", "hex curveSM2 (0x0029)")),
+    (("--groups", "x25519:4588"), ("'4588'", "decimal X25519MLKEM768 (0x11ec)", "hex 0x4588")),
+    (("--key-shares", "23"), ("--key-shares: '23'", "decimal secp256r1 (0x0017)")),
+    (("--ciphersuites", "4865"), ("--ciphersuites: '4865'", "decimal TLS_AES_128_GCM_SHA256 (0x1301)")),
+    (("--sigalgs", "2052"), ("--sigalgs: '2052'", "decimal rsa_pss_rsae_sha256 (0x0804)")),
     # a list for versions the hello does not offer: dropped without a word, it was
     (("--tls1_3", "--ciphers", "AES128-SHA"), ("--ciphers", "TLS 1.2 and older", "TLS 1.3")),
     (("--tls1_3", "--ciphers", "0xc02f"), ("--ciphers", "TLS 1.2 and older")),
