@@ -211,3 +211,18 @@ def test_legacy_curve_temp_key_as_openssl(run_cli, tls_server, group, code) -> N
         assert res.returncode == 0, res.stderr
         assert json.loads(res.stdout)["incomplete_reason"] == \
             f"{group} (0x{code:04x}) cannot be computed here"
+
+
+def test_a_message_over_max_message_is_not_called_malformed(run_cli, server_cache) -> None:
+    """A real server's Certificate (leaf + CA, about 1.6 KB) over `--max-message 1000`: the
+    one line says the message is over tlsprobe's limit and how to raise it, not that the
+    server sent malformed data (it did not)."""
+    srv = server_cache("openssl", groups=["X25519"], proto="tls1_2")
+    res = run_cli(target(srv), "--tls1_2", "--no-verify", "--max-message", "1000")
+    assert res.returncode == 6, res.stderr
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1, res.stderr
+    line = lines[0]
+    assert "malformed" not in line, line
+    assert "Certificate" in line and "over 1000" in line and "tlsprobe's limit" in line, line
+    assert line.endswith("(--max-message)"), line

@@ -245,9 +245,14 @@ class ClientHandshake(HandshakeState):
     def _handle(self, ev: Event) -> None:
         if isinstance(ev, ErrorEvent):
             alert = 20 if ev.where == "record protection" else DECODE_ERROR
-            hint = " (--max-message)" if ev.error.reason.endswith(
-                f" over {self._limits.max_message}") else ""
-            self._fail(alert, f"server sent malformed data ({ev.where}): {ev.error}{hint}")
+            if ev.error.reason.endswith(f" over {self._limits.max_message}"):
+                # our own limit, not a malformed message: named, with the option to raise it
+                pending = self._flow.pending_message_type(SERVER)
+                what = "a handshake message" if pending is None else \
+                    f"a {message_label(pending)}"
+                self._fail(alert, f"server sent {what} over tlsprobe's limit ({ev.where}): "
+                           f"{ev.error} (--max-message)")
+            self._fail(alert, f"server sent malformed data ({ev.where}): {ev.error}")
         if isinstance(ev, AlertEvent):
             self._alert(ev)
             return
