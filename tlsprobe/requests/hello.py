@@ -52,6 +52,16 @@ def split(text: str) -> list[str]:
     return [t.strip() for t in text.replace(",", ":").split(":") if t.strip()]
 
 
+#: IANA's spelling of a cipher suite, its two bytes: "0x13,0x01"
+_SUITE_PAIR = re.compile(r"(?<!\w)0x([0-9a-f]{2})\s*,\s*0x([0-9a-f]{2})(?!\w)", re.IGNORECASE)
+
+
+def split_suites(text: str) -> list[str]:
+    """The items of a cipher suite list written as text: as `split`, but IANA's two-byte
+    spelling "0x13,0x01" is the one suite 0x1301, not the suites 0x0013 and 0x0001."""
+    return split(_SUITE_PAIR.sub(r"0x\1\2", text))
+
+
 def _items(given: Items) -> list[str | int]:
     return list(split(given)) if isinstance(given, str) else list(given)
 
@@ -91,7 +101,7 @@ def suites(given: Items, field: str, names: Names) -> tuple[int, ...]:
     option, other = names(field), names("ciphers" if tls13 else "ciphersuites")
     example = "TLS_AES_128_GCM_SHA256" if tls13 else "ECDHE-RSA-AES128-GCM-SHA256"
     out: list[int] = []
-    for item in _items(given):
+    for item in split_suites(given) if isinstance(given, str) else list(given):
         if isinstance(item, int):
             out.extend(codes([item], registry.parse_suite, field, names))
             continue
@@ -204,7 +214,7 @@ def _without_effect(hello: HelloSpec, config: ClientConfig, names: Names) -> Non
     tls13, legacy = config.offers_tls13, any(v <= TLS12 for v in config.versions)
     unused = [field for field, given, needs in (
         ("ciphers", hello.ciphers, legacy), ("ciphersuites", hello.ciphersuites, tls13),
-        ("key_shares", hello.key_shares, tls13),
+        ("key_shares", config.key_share_groups or None, tls13),   # 'none' drops nothing
         ("sigalgs", hello.sigalgs, tls13 or config.max_legacy >= TLS12)) if given is not None
         and not needs]
     needed = {"ciphers": "TLS 1.2 and older", "ciphersuites": "TLS 1.3",
@@ -252,5 +262,6 @@ __all__ = [
     "codes",
     "server_name",
     "split",
+    "split_suites",
     "suites",
 ]
