@@ -77,6 +77,23 @@ LONG = "a" * 300
     (("--ciphers", "ECDHE-RSA-AES128-GCM-SHA256:!aNULL"), ("'!aNULL'", "keyword")),
     (("--ciphers", "ECDHE+AESGCM"), ("keyword",)),
     (("--ciphers", "NOT-A-SUITE"), ("--ciphers: unknown cipher suite",)),
+    # a code point of decimal digits alone: hex or decimal? (tshark and openssl -trace print
+    # groups in decimal: x25519 (29), Unknown (4588)); it was read as hex without a word
+    (("--groups", "29"), ("--groups: '29' is ambiguous", "decimal x25519 (0x001d)", "hex curveSM2 (0x0029)")),
+    (("--groups", "x25519:4588"), ("'4588'", "decimal X25519MLKEM768 (0x11ec)", "hex 0x4588")),
+    (("--key-shares", "23"), ("--key-shares: '23'", "decimal secp256r1 (0x0017)")),
+    (("--ciphersuites", "4865"), ("--ciphersuites: '4865'", "decimal TLS_AES_128_GCM_SHA256 (0x1301)")),
+    (("--sigalgs", "2052"), ("--sigalgs: '2052'", "decimal rsa_pss_rsae_sha256 (0x0804)")),
+    # a list for versions the hello does not offer: dropped without a word, it was
+    (("--tls1_3", "--ciphers", "AES128-SHA"), ("--ciphers", "TLS 1.2 and older", "TLS 1.3")),
+    (("--tls1_3", "--ciphers", "0xc02f"), ("--ciphers", "TLS 1.2 and older")),
+    (("--tls1_2", "--ciphersuites", "TLS_AES_256_GCM_SHA384"), ("--ciphersuites", "TLS 1.2")),
+    (("--tls1_2", "--key-shares", "x25519"), ("--key-shares", "TLS 1.3", "TLS 1.2")),
+    (("--tls1_2", "--tls1_1", "--groups", "x448", "--key-shares", "x448"),
+     ("--key-shares", "TLS 1.2, TLS 1.1")),
+    (("--tls1", "--sigalgs", "rsa_pss_rsae_sha256"), ("--sigalgs", "TLS 1.0")),
+    (("--tls1_2", "--groups", "X25519MLKEM768"), ("--groups", "X25519MLKEM768 (0x11ec)",
+                                                  "TLS 1.3")),
     # argparse's own errors (item 5)
     (("--bogus",), ("unrecognized arguments: --bogus", "(see tlsprobe --help)")),
     (("--groups",), ("argument --groups: expected one argument", "(see tlsprobe --help)")),
@@ -209,3 +226,27 @@ def test_in_process_run_keeps_the_tests_own_alarm(run_cli) -> None:  # type: ign
         assert 0 < after <= before
     else:
         assert after == 0
+
+
+def test_iana_two_byte_suite_spelling_is_one_suite(run_cli, server_cache):
+    """IANA writes a suite as its two bytes, "0x13,0x02": one suite (TLS_AES_256_GCM_SHA384),
+    in --ciphersuites, --ciphers and --timing-suites alike, though ',' separates items; it
+    was split into the suites 0x0013 and 0x0002 (the server refused the hello)."""
+    srv = server_cache("openssl", groups=["X25519"], proto="both")
+    res = run_cli(_target(srv), "--tls1_3", "--ciphersuites", "0x13,0x02", "--json",
+                  "--no-verify", "--timeout", "5")
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert [c["id"] for c in data["offer"]["cipher_suites"]] == [0x1302]
+    assert data["cipher"]["id"] == 0x1302
+    res = run_cli(_target(srv), "--tls1_2", "--ciphers", "0xC0,0x30:0xc0,0x2f", "--json",
+                  "--no-verify", "--timeout", "5")
+    assert res.returncode == 0, res.stderr
+    suites = [c["id"] for c in json.loads(res.stdout)["offer"]["cipher_suites"]]
+    assert suites[:2] == [0xC030, 0xC02F], suites
+    res = run_cli(_target(srv), "--timing", "--timing-runs", "1", "--timing-warmup", "0",
+                  "--timing-groups", "x25519", "--timing-versions", "1.3", "--timing-suites",
+                  "0x13,0x02", "--json", timeout=60)
+    assert res.returncode == 0, res.stderr
+    entries = json.loads(res.stdout)["entries"]
+    assert [e["offered_suite"]["id"] for e in entries] == [0x1302], entries

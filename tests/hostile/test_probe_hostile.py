@@ -130,7 +130,8 @@ def test_pcap_of_the_same_traffic(sc: Scenario, hostile_jobs  # type: ignore[no-
     report = analyse(path)
     context = f"{out.command}\nlive: {out.stderr_lines}\noffline: {report}"
     assert report.error is None and report.connections == 1, context
-    live = re.search(r"malformed data \((record layer|handshake framing)\): (.+?) in ",
+    live = re.search(r"(?:malformed data|over tlsprobe's limit) \((record layer|handshake "
+                     r"framing)\): (.+?) in ",
                      out.stderr)
     if live:
         assert any(live.group(2) in reason for reason in report.tls_errors), context

@@ -32,6 +32,9 @@ def parse_args(description: str) -> argparse.Namespace:
     ap.add_argument("--serverpref", action="store_true")
     ap.add_argument("--dhparam", default=None, help="PEM DH parameters file")
     ap.add_argument("--log", default=None, help="one line per connection is appended here")
+    ap.add_argument("--reply-unread", action="store_true",
+                    help="answer at once after the handshake, read nothing and close without "
+                    "close_notify (the client's request, unread, makes the close a reset)")
     return ap.parse_args()
 
 

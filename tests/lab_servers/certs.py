@@ -89,6 +89,32 @@ def named_set(directory: Path, cn: str, san: str, stem: str,
     return CertSet(directory, files.cert, {"ecdsa": files})
 
 
+def rsa_pss_set(certs: CertSet, directory: Path, bits: int = 2048) -> CertSet:
+    """`certs` plus an "rsa-pss" leaf: an RSASSA-PSS key (id-RSASSA-PSS, which may sign only
+    with PSS) for localhost / 127.0.0.1, signed by the test CA. `cryptography` writes no such
+    key, so the openssl command line makes it (the binary the openssl servers run)."""
+    import shutil
+    import subprocess
+    directory.mkdir(parents=True, exist_ok=True)
+    files = CertFiles(directory / "rsa-pss.crt", directory / "rsa-pss.key",
+                      directory / "rsa-pss_chain.crt")
+    openssl = shutil.which("openssl") or "openssl"
+    ext = directory / "rsa-pss.ext"
+    ext.write_text("subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1\n"
+                   "keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n")
+    for argv in (
+            [openssl, "genpkey", "-algorithm", "RSA-PSS", "-pkeyopt", f"rsa_keygen_bits:{bits}",
+             "-out", str(files.key)],
+            [openssl, "req", "-new", "-key", str(files.key), "-subj", "/CN=localhost",
+             "-out", str(directory / "rsa-pss.csr")],
+            [openssl, "x509", "-req", "-in", str(directory / "rsa-pss.csr"), "-CA", str(certs.ca),
+             "-CAkey", str(certs.directory / "ca.key"), "-days", "30", "-sha256",
+             "-extfile", str(ext), "-out", str(files.cert)]):
+        subprocess.run(argv, check=True, capture_output=True, timeout=60)
+    files.chain.write_bytes(files.cert.read_bytes() + certs.ca.read_bytes())
+    return CertSet(certs.directory, certs.ca, {**certs.leaves, "rsa-pss": files})
+
+
 def _key_usage(*allowed: str) -> x509.KeyUsage:
     flags = ("digital_signature", "content_commitment", "key_encipherment", "data_encipherment",
              "key_agreement", "key_cert_sign", "crl_sign", "encipher_only", "decipher_only")

@@ -39,6 +39,9 @@ def handler(sock, addr):
     info = f"pyssl {conn.version()} {conn.cipher()[0]} group=?"  # ssl cannot report the group
     log.write(f"{addr[0]} ok {info}")
     try:
+        if args.reply_unread:   # the socket is closed with the request unread: a reset
+            conn.sendall(http_reply(info))
+            return
         conn.recv(4096)
         conn.sendall(http_reply(info))
         conn.unwrap()

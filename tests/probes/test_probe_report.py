@@ -175,3 +175,54 @@ def test_piped_timing_rows_keep_their_group_on_one_line(server_cache):
     render_timing(report, out)
     assert any(line.startswith("TLS 1.2") and label in line
                for line in out.getvalue().splitlines())
+
+
+# -- the Server Temp Key of the RFC 4492 curves, as openssl s_client prints it -------------
+def _s_client_temp_key(port: int, group: str) -> str:
+    import re
+    import subprocess
+    proc = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-tls1_2",
+                           "-groups", group, "-cipher", "ECDHE-RSA-AES128-GCM-SHA256:@SECLEVEL=0"],
+                          input="", capture_output=True, text=True, timeout=30, check=False)
+    found = re.search(r"^Server Temp Key: (.+)$", proc.stdout, re.MULTILINE)
+    assert found, proc.stdout + proc.stderr
+    return found.group(1)
+
+
+@pytest.mark.parametrize("group, code", [("sect571r1", 0x000E), ("sect283k1", 0x0009),
+                                         ("secp224k1", 0x0014), ("secp256k1", 0x0016)])
+def test_legacy_curve_temp_key_as_openssl(run_cli, tls_server, group, code) -> None:
+    """The curves of RFC 4492 that TLS 1.2 servers still answer (binary, Koblitz): the
+    Server Temp Key and its bits as `openssl s_client` prints them on the same server (the
+    order's bits: 570 for sect571r1); it was 'sect571r1, 145-byte server share', bits null."""
+    import json
+    srv = tls_server("openssl", proto="tls1_2", ciphers="ALL:@SECLEVEL=0",
+                     extra=["-groups", group])
+    expected = _s_client_temp_key(srv.port, group)
+    res = run_cli(target(srv), "--tls1_2", "--groups", group, "--ciphers",
+                  "ECDHE-RSA-AES128-GCM-SHA256", "--no-verify", "--first-flight-only", "--json")
+    assert res.returncode == 0, res.stderr
+    kx = json.loads(res.stdout)["key_exchange"]
+    assert kx["group"]["id"] == code, kx
+    assert kx["server_temp_key"] == expected, kx
+    assert kx["bits"] == int(expected.split(", ")[-1].split()[0]), kx
+    if group.startswith("sect"):   # no key can be computed here: the probe stops, and says
+        res = run_cli(target(srv), "--tls1_2", "--groups", group, "--no-verify", "--json")
+        assert res.returncode == 0, res.stderr
+        assert json.loads(res.stdout)["incomplete_reason"] == \
+            f"{group} (0x{code:04x}) cannot be computed here"
+
+
+def test_a_message_over_max_message_is_not_called_malformed(run_cli, server_cache) -> None:
+    """A real server's Certificate (leaf + CA, about 1.6 KB) over `--max-message 1000`: the
+    one line says the message is over tlsprobe's limit and how to raise it, not that the
+    server sent malformed data (it did not)."""
+    srv = server_cache("openssl", groups=["X25519"], proto="tls1_2")
+    res = run_cli(target(srv), "--tls1_2", "--no-verify", "--max-message", "1000")
+    assert res.returncode == 6, res.stderr
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1, res.stderr
+    line = lines[0]
+    assert "malformed" not in line, line
+    assert "Certificate" in line and "over 1000" in line and "tlsprobe's limit" in line, line
+    assert line.endswith("(--max-message)"), line

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import socket
+import subprocess
 import threading
 from pathlib import Path
 from typing import Any
@@ -88,7 +89,8 @@ def test_codes_state_their_own_reason(tmp_path, certs) -> None:
     assert r.message == ("19 (self-signed certificate in certificate chain): the server sent "
                          "the root CN=tlsprobe Test CA, which is not in the trust store")
     r = verify_chain([_der(certs["rsa"].cert)], "localhost", _anchors(other))
-    assert r.message.startswith("20 (unable to get local issuer certificate): issuer "), r.message
+    assert r.message.startswith("21 (unable to verify the first certificate): the server sent "
+                                "no issuer of CN=localhost, and its issuer "), r.message
     assert "max depth" not in r.message
 
 
@@ -138,8 +140,82 @@ def test_probe_untrusted_root_and_missing_issuer(server_cache, tls_server, run_c
                     "store")
     leaf_only = tls_server("pyssl", extra=["--chain-file", str(certs["rsa"].cert)])
     line = _verification(run_cli(f"localhost:{leaf_only.port}", "--cafile", other))
-    assert line == ("Verify return code: 20 (unable to get local issuer certificate): issuer "
-                    "CN=tlsprobe Test CA of CN=localhost is not in the trust store")
+    assert line == ("Verify return code: 21 (unable to verify the first certificate): the "
+                    "server sent no issuer of CN=localhost, and its issuer CN=tlsprobe Test CA "
+                    "is not in the trust store")   # as openssl s_client ends
+
+
+def _pki(folder: Path) -> dict[str, Path]:
+    """root -> I1 -> I2 -> leaf (localhost, 127.0.0.1), P-256, each CA with keyUsage; the
+    PEM files by name, and the leaf's key as "key"."""
+    def name(cn: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+    out: dict[str, Path] = {}
+    issuer_key, issuer = None, None
+    for cn in ("root", "I1", "I2", "leaf"):
+        key = ec.generate_private_key(ec.SECP256R1())
+        ca = cn != "leaf"
+        b = (x509.CertificateBuilder().subject_name(name("localhost" if not ca else cn))
+             .issuer_name(name(issuer or cn)).public_key(key.public_key())
+             .serial_number(x509.random_serial_number())
+             .not_valid_before(NOW - datetime.timedelta(hours=1))
+             .not_valid_after(NOW + datetime.timedelta(days=2))
+             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if ca:
+            b = b.add_extension(x509.KeyUsage(False, False, False, False, False, True, True,
+                                              False, False), critical=True)
+        else:
+            b = b.add_extension(x509.SubjectAlternativeName([
+                x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                critical=False)
+        signer = issuer_key or key
+        b = b.add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()),
+                            critical=False).add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.public_key()),
+            critical=False)
+        cert = b.sign(signer, hashes.SHA256())
+        out[cn] = folder / f"{cn}.pem"
+        out[cn].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        issuer_key, issuer = key, cn
+        out["key"] = folder / "leaf.key"
+        out["key"].write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                                 serialization.PrivateFormat.PKCS8,
+                                                 serialization.NoEncryption()))
+    return out
+
+
+def _openssl_code(port: int, cafile: Path) -> int:
+    proc = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-CAfile",
+                           str(cafile)], input="", capture_output=True, text=True, timeout=30,
+                          check=False)
+    found = re.findall(r"Verify return code: (\d+)", proc.stdout)
+    assert found, proc.stdout + proc.stderr
+    return int(found[-1])
+
+
+@pytest.mark.parametrize("sent, code", [
+    (("leaf",), 21), (("leaf", "I1"), 21), (("leaf", "I2"), 20), (("leaf", "I1", "I2"), 0)])
+def test_incomplete_chain_codes_as_openssl(tls_server, run_cli, tmp_path, sent, code) -> None:
+    """A chain with its intermediates missing or out of order: the code `openssl s_client`
+    ends with (21 when the leaf's issuer is nowhere, whatever else was sent; 20 when the
+    path stops at an intermediate), the issuer named; it was 20 for a lone leaf and 1
+    ('unspecified ... candidates exhausted') when an unrelated intermediate was sent."""
+    pki = _pki(tmp_path)
+    chain = tmp_path / "chain.pem"
+    chain.write_bytes(b"".join(pki[n].read_bytes() for n in sent))
+    srv = tls_server("pyssl", extra=["--chain-file", str(chain), "--key-file", str(pki["key"])])
+    assert _openssl_code(srv.port, pki["root"]) == code   # the real tool, same server
+    res = run_cli(f"127.0.0.1:{srv.port}", "--cafile", pki["root"], "--json")
+    assert res.returncode == 0, res.stderr
+    ver = json.loads(res.stdout)["verification"]
+    assert ver["code"] == code, ver
+    if code == 21:
+        assert ver["message"] == ("21 (unable to verify the first certificate): the server "
+                                  "sent no issuer of CN=localhost, and its issuer CN=I2 is "
+                                  "not in the trust store"), ver
+    elif code == 20:
+        assert ver["message"] == ("20 (unable to get local issuer certificate): issuer CN=I1 "
+                                  "of CN=I2 is not in the trust store"), ver
 
 
 def test_unusable_cafile_is_a_usage_error_before_connecting(run_cli, tmp_path) -> None:

@@ -269,7 +269,7 @@ def test_version_names(code: int, name: str) -> None:
     ("X25519MLKEM768", 0x11EC), ("x25519mlkem768", 0x11EC), ("GROUP-X25519-MLKEM768", 0x11EC),
     ("ML-KEM-1024", 0x202), ("X25519Kyber768Draft00", 0x6399), ("curveSM2", 0x29),
     ("0x001d", 0x1D), ("001d", 0x1D), ("1d", 0x1D), ("0xFAFA", 0xFAFA), ("ffff", 0xFFFF),
-    ("0", 0), (" x25519 ", 0x1D),
+    ("0", 0), (" x25519 ", 0x1D), ("9", 9), ("0017", 0x17), ("0x29", 0x29),
 ])
 def test_parse_group(text: str, code: int) -> None:
     assert reg.parse_group(text) == code

@@ -208,6 +208,10 @@ def test_named_protocol_says_nothing_and_xmpp_host_is_the_to_domain() -> None:
     ({"starttls": "auto"}, "--starttls auto: port 4433 has no well-known STARTTLS protocol"),
     ({"starttls": "gopher"}, "--starttls: unknown protocol 'gopher'"),
     ({"xmpp_host": "chat.test"}, "--xmpp-host only applies with --starttls"),
+    # another protocol named: the domain would go unused without a word (it did)
+    ({"starttls": "smtp", "xmpp_host": "chat.test"}, "--xmpp-host only applies with "
+     "--starttls xmpp or xmpp-server (or auto), not smtp"),
+    ({"starttls": "LDAP", "xmpp_host": "chat.test"}, "not LDAP"),
     ({"starttls": "xmpp", "xmpp_host": "a b"}, "--xmpp-host: 'a b' is not a domain name"),
 ])
 def test_bad_values_are_usage_errors(kw: dict[str, str], text: str) -> None:
@@ -218,6 +222,8 @@ def test_bad_values_are_usage_errors(kw: dict[str, str], text: str) -> None:
 
 def test_bad_value_on_the_command_line_is_exit_2(run_cli: Cli) -> None:
     for argv in (["127.0.0.1:4433", "--starttls", "gopher"],
+                 ["127.0.0.1:4433", "--starttls", "imap", "--xmpp-host", "chat.test"],
+                 ["scan", "127.0.0.1:4433", "--starttls", "smtp", "--xmpp-host", "chat.test"],
                  ["scan", "127.0.0.1:4433", "--starttls", "auto"],
                  ["127.0.0.1:4433", "--timing", "--starttls", "auto"]):
         res = run_cli(*argv)

@@ -79,10 +79,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_starttls_arguments(parser)
 
 
-def _split(text: str) -> list[str]:
-    return [t.strip() for t in text.replace(",", ":").split(":") if t.strip()]
-
-
 def _versions(text: str | None) -> tuple[int, ...]:
     if text is None:
         return (TLS13, TLS12)
@@ -98,8 +94,11 @@ def _versions(text: str | None) -> tuple[int, ...]:
 
 
 def _codes(text: str, parse: Callable[[str], int], option: str) -> tuple[int, ...]:
+    from tlsprobe import registry
+    from tlsprobe.requests.hello import split, split_suites
+    items = split_suites(text) if parse is registry.parse_suite else split(text)
     try:
-        codes = tuple(dict.fromkeys(parse(item) for item in _split(text)))
+        codes = tuple(dict.fromkeys(parse(item) for item in items))
     except ValueError as exc:
         raise UsageError(f"{option}: {exc}") from None
     if not codes:

@@ -39,6 +39,7 @@ V_EXPIRED = 10
 V_SELF_SIGNED = 18
 V_SELF_SIGNED_IN_CHAIN = 19
 V_NO_LOCAL_ISSUER = 20
+V_LEAF_UNVERIFIED = 21
 V_HOSTNAME_MISMATCH = 62
 V_CA_MD_TOO_WEAK = 68
 
@@ -47,6 +48,7 @@ REASONS = {V_OK: "ok", V_UNSPECIFIED: "unspecified certificate verification erro
            V_SELF_SIGNED: "self-signed certificate",
            V_SELF_SIGNED_IN_CHAIN: "self-signed certificate in certificate chain",
            V_NO_LOCAL_ISSUER: "unable to get local issuer certificate",
+           V_LEAF_UNVERIFIED: "unable to verify the first certificate",
            V_HOSTNAME_MISMATCH: "hostname mismatch",
            V_CA_MD_TOO_WEAK: "CA signature digest algorithm too weak"}
 
@@ -281,6 +283,9 @@ def _chain_code(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, 
         return V_SELF_SIGNED_IN_CHAIN, (f"the server sent the root {name}, which is not in "
                                         "the trust store")
     issuer = last.issuer.rfc4514_string() or "(empty name)"
+    if len(path) == 1:   # OpenSSL's final code when the leaf's issuer is nowhere
+        return V_LEAF_UNVERIFIED, (f"the server sent no issuer of {name}, and its issuer "
+                                   f"{issuer} is not in the trust store")
     return V_NO_LOCAL_ISSUER, f"issuer {issuer} of {name} is not in the trust store"
 
 

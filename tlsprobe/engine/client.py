@@ -242,12 +242,26 @@ class ClientHandshake(HandshakeState):
         self._fail(UNEXPECTED_MESSAGE, f"server started a {message_label(pending)} while "
                   f"the client waited for {self._waiting_for}")
 
+    def _may_come(self, msg_type: int | None) -> bool:
+        """A handshake message of `msg_type` (not a HelloRequest, which is empty) may come
+        now: what a header over --max-message announces is then taken for a real message,
+        else (bytes that are no such header: a record read in the clear that is not) the
+        data is malformed."""
+        half = self._version_state
+        return msg_type not in (None, 0) and \
+            not registry.handshake_name(msg_type or 0).startswith("0x") and \
+            (half is None or half.expects(self._waiting_for, msg_type or 0))
+
     def _handle(self, ev: Event) -> None:
         if isinstance(ev, ErrorEvent):
             alert = 20 if ev.where == "record protection" else DECODE_ERROR
-            hint = " (--max-message)" if ev.error.reason.endswith(
-                f" over {self._limits.max_message}") else ""
-            self._fail(alert, f"server sent malformed data ({ev.where}): {ev.error}{hint}")
+            pending = self._flow.pending_message_type(SERVER)
+            if ev.error.reason.endswith(f" over {self._limits.max_message}") and \
+                    self._may_come(pending):
+                # our own limit, not a malformed message: named, with the option to raise it
+                self._fail(alert, f"server sent a {message_label(pending or 0)} over "
+                           f"tlsprobe's limit ({ev.where}): {ev.error} (--max-message)")
+            self._fail(alert, f"server sent malformed data ({ev.where}): {ev.error}")
         if isinstance(ev, AlertEvent):
             self._alert(ev)
             return

@@ -193,6 +193,7 @@ class Tls12Client:
             SCHEMES,
             SignatureError,
             UnsupportedKey,
+            leaf_pss_only,
             leaf_public_key,
             ske_signed_data,
             verify_legacy,
@@ -221,7 +222,8 @@ class Tls12Client:
                     v.signature_detail = f"{registry.sigscheme_label(scheme)} not checked " \
                         "(scheme not implemented)"
                     return
-                verify_scheme(key, scheme, ske.signature, data)
+                verify_scheme(key, scheme, ske.signature, data,
+                              pss_only=leaf_pss_only(self.certificates[0]))
                 what = registry.sigscheme_label(scheme)
         except SignatureError as exc:
             v.signature_verified = False
@@ -325,7 +327,9 @@ class Tls12Client:
                 v.share_problem = str(exc)
                 raise Refusal(HANDSHAKE_FAILURE, f"server's DH parameters refused: {exc}") \
                     from None
-            raise _Stop(str(exc)) from None  # a named curve this build cannot compute
+            # a named curve this build cannot compute, named as everywhere else
+            raise _Stop(str(exc) if exc.group is None else
+                        f"{registry.group_label(exc.group)} cannot be computed here") from None
         except (kex.InvalidShare, ValueError, UnsupportedAlgorithm) as exc:
             v.share_problem = str(exc)
             raise Refusal(ILLEGAL_PARAMETER if self.kx != "RSA" else BAD_CERTIFICATE,

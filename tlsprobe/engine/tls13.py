@@ -81,6 +81,7 @@ class Tls13Client:
         self.epochs = TrafficEpochs(params.cipher, params.key_len, self.hash)
         self.certificate_request: CertificateRequest | None = None
         self.leaf_key: PublicKey | None = None
+        self.leaf_pss_only = False                 # an RSASSA-PSS key (engine/verify.py)
         self.leaf_key_problem: str | None = None   # a key cryptography cannot use
 
     # -- helpers -------------------------------------------------------------------------
@@ -189,10 +190,12 @@ class Tls13Client:
         from tlsprobe.engine.verify import (
             SignatureError,
             UnsupportedKey,
+            leaf_pss_only,
             leaf_public_key,
         )
         try:
             self.leaf_key = leaf_public_key(certs[0])
+            self.leaf_pss_only = leaf_pss_only(certs[0])
         except UnsupportedKey as exc:
             self.leaf_key_problem = str(exc)
         except SignatureError as exc:
@@ -219,7 +222,8 @@ class Tls13Client:
         )
         try:
             verify_scheme(self.leaf_key, scheme, msg.signature,
-                          certificate_verify_input(self._digest()), tls13=True)
+                          certificate_verify_input(self._digest()), tls13=True,
+                          pss_only=self.leaf_pss_only)
         except SignatureError as exc:
             v.signature_verified = False
             raise Refusal(DECRYPT_ERROR, f"CertificateVerify: {exc}") from None

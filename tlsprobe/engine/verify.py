@@ -120,11 +120,19 @@ def key_kind(public_key: object) -> str:
     return type(public_key).__name__.replace("PublicKey", "").lstrip("_")
 
 
-def _check_key_fits(public_key: PublicKey, scheme: Scheme, label: str, tls13: bool) -> None:
+#: what the RSA schemes need of the certificate's key OID (RFC 8446 4.2.3; RFC 4055: an
+#: RSASSA-PSS key signs with PSS only); `cryptography` loads both kinds as an RSAPublicKey
+_RSA_OID_NEEDED = {"rsa_pkcs1": (False, "rsaEncryption"), "rsa_pss_rsae": (False, "rsaEncryption"),
+                   "rsa_pss_pss": (True, "RSASSA-PSS")}
+
+
+def _check_key_fits(public_key: PublicKey, scheme: Scheme, label: str, tls13: bool,
+                    pss_only: bool) -> None:
+    is_rsa = isinstance(public_key, rsa.RSAPublicKey)
     ok = {
-        "rsa_pkcs1": isinstance(public_key, rsa.RSAPublicKey),
-        "rsa_pss_rsae": isinstance(public_key, rsa.RSAPublicKey),
-        "rsa_pss_pss": isinstance(public_key, rsa.RSAPublicKey),
+        "rsa_pkcs1": is_rsa,
+        "rsa_pss_rsae": is_rsa,
+        "rsa_pss_pss": is_rsa,
         "dsa": is_dsa_key(public_key),
         "ecdsa": isinstance(public_key, ec.EllipticCurvePublicKey),
         "ed25519": isinstance(public_key, ed25519.Ed25519PublicKey),
@@ -135,6 +143,12 @@ def _check_key_fits(public_key: PublicKey, scheme: Scheme, label: str, tls13: bo
     if not ok:
         raise SignatureError(f"signature scheme {label} does not fit the certificate's "
                              f"{key_kind(public_key)} key")
+    needed = _RSA_OID_NEEDED.get(scheme.kind)
+    if needed is not None and needed[0] != pss_only:
+        kind = "an RSASSA-PSS" if pss_only else "an rsaEncryption"
+        raise SignatureError(f"signature scheme {label} does not fit the certificate's "
+                             f"key, {kind} RSA key: it needs one with the {needed[1]} OID "
+                             "(RFC 8446 4.2.3)")
     if tls13 and isinstance(public_key, ec.EllipticCurvePublicKey) \
             and scheme.curve is not None and public_key.curve.name != scheme.curve:
         raise SignatureError(f"signature scheme {label} needs a {scheme.curve} key, the "
@@ -142,18 +156,20 @@ def _check_key_fits(public_key: PublicKey, scheme: Scheme, label: str, tls13: bo
 
 
 def verify_scheme(public_key: PublicKey, scheme_code: int, signature: bytes, data: bytes, *,
-                  tls13: bool = False) -> None:
+                  tls13: bool = False, pss_only: bool = False) -> None:
     """Check `signature` over `data` with SignatureScheme `scheme_code` (TLS 1.2 or 1.3).
+    `pss_only`: the certificate's RSA key is an RSASSA-PSS key (`leaf_pss_only`).
 
-    Raises SignatureError when it does not verify, the scheme does not fit the key, or the
-    scheme is unknown (or, with `tls13`, forbidden in TLS 1.3)."""
+    Raises SignatureError when it does not verify, the scheme does not fit the key (its
+    kind, or an RSA key's OID), or the scheme is unknown (or, with `tls13`, forbidden in
+    TLS 1.3)."""
     label = registry.sigscheme_label(scheme_code)
     scheme = SCHEMES.get(scheme_code)
     if scheme is None:
         raise SignatureError(f"cannot check signature scheme {label}")
     if tls13 and (scheme.kind in _NOT_IN_TLS13 or scheme.hash in ("md5", "sha1", "sha224")):
         raise SignatureError(f"signature scheme {label} is not allowed in TLS 1.3")
-    _check_key_fits(public_key, scheme, label, tls13)
+    _check_key_fits(public_key, scheme, label, tls13, pss_only)
     try:
         _verify(public_key, scheme, bytes(signature), bytes(data))
     except InvalidSignature:
@@ -214,6 +230,15 @@ def certificate_verify_input(transcript_hash: bytes, server: bool = True) -> byt
 def ske_signed_data(client_random: bytes, server_random: bytes, params: bytes) -> bytes:
     """What a ServerKeyExchange signs: client_random + server_random + the server params."""
     return client_random + server_random + params
+
+
+def leaf_pss_only(der: bytes) -> bool:
+    """The DER certificate's key is an RSASSA-PSS key (model/pubkey.py `pss_only`)."""
+    from cryptography import x509
+    try:
+        return pubkey.pss_only(x509.load_der_x509_certificate(der))
+    except ValueError:
+        return False
 
 
 def leaf_public_key(der: bytes) -> PublicKey:

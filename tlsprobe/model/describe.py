@@ -40,6 +40,16 @@ TEMP_KEY = {0x001D: ("X25519", 253), 0x001E: ("X448", 448), 0x0017: ("ECDH, prim
             0x001F: ("ECDH, brainpoolP256r1", 256), 0x0020: ("ECDH, brainpoolP384r1", 384),
             0x0021: ("ECDH, brainpoolP512r1", 512), 0x0100: ("DH", 2048), 0x0101: ("DH", 3072),
             0x0102: ("DH", 4096), 0x0103: ("DH", 6144), 0x0104: ("DH", 8192)}
+# The other curves of RFC 4492 (binary and Koblitz; some TLS 1.2 servers still answer them):
+# OpenSSL prints the bits of the group's order, as `openssl ecparam -text` (sect571r1: 570).
+TEMP_KEY.update({code: (f"ECDH, {name}", bits) for code, name, bits in (
+    (0x0001, "sect163k1", 163), (0x0002, "sect163r1", 162), (0x0003, "sect163r2", 163),
+    (0x0004, "sect193r1", 193), (0x0005, "sect193r2", 193), (0x0006, "sect233k1", 232),
+    (0x0007, "sect233r1", 233), (0x0008, "sect239k1", 238), (0x0009, "sect283k1", 281),
+    (0x000A, "sect283r1", 282), (0x000B, "sect409k1", 407), (0x000C, "sect409r1", 409),
+    (0x000D, "sect571k1", 570), (0x000E, "sect571r1", 570), (0x000F, "secp160k1", 161),
+    (0x0010, "secp160r1", 161), (0x0011, "secp160r2", 161), (0x0012, "secp192k1", 192),
+    (0x0014, "secp224k1", 225))})
 
 #: the key exchange kind of a TLS 1.3 key_share group by its registry kind (else ECDHE)
 _GROUP_KIND = {"hybrid": "hybrid", "mlkem": "KEM", "ffdhe": "DHE"}
@@ -107,6 +117,17 @@ def alert_info(alert: AlertFact, live: bool) -> AlertInfo:
         return AlertInfo(side, None, None, ENCRYPTED_ALERT)
     return AlertInfo(side, alert.level, alert.description,
                      registry.alert_name(alert.description))
+
+
+def hello_retry_text(group: Codepoint | None, kx: KeyExchange | None) -> str:
+    """The summary's HelloRetryRequest row: the group it asked for; when it asked for none
+    (the engine accepts that only with a cookie, RFC 8446 4.1.4) the key exchange's source
+    still says that one came; else "no"."""
+    if group is not None:
+        return group.label()
+    if kx is not None and kx.source == "hello_retry_request":
+        return "yes, asking for no group (cookie only)"
+    return "no"
 
 
 # -- the key exchange -------------------------------------------------------------------
@@ -213,7 +234,7 @@ def _certificate_info(der: bytes) -> CertificateInfo:
     from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 
-    from tlsprobe.model.pubkey import is_dsa_key, public_key
+    from tlsprobe.model.pubkey import is_dsa_key, pss_only, public_key
     digest, sha1 = hashlib.sha256(der).hexdigest(), hashlib.sha1(der).hexdigest()
     try:
         cert = x509.load_der_x509_certificate(der)
@@ -223,8 +244,8 @@ def _certificate_info(der: bytes) -> CertificateInfo:
     bits: int | None
     try:
         key = public_key(cert)
-        if isinstance(key, rsa.RSAPublicKey):
-            key_type, bits = "RSA", key.key_size
+        if isinstance(key, rsa.RSAPublicKey):   # an RSASSA-PSS key may sign only with PSS
+            key_type, bits = "RSA-PSS" if pss_only(cert) else "RSA", key.key_size
         elif isinstance(key, ec.EllipticCurvePublicKey):
             key_type, bits = f"EC {key.curve.name}", key.curve.key_size
         elif isinstance(key, ed25519.Ed25519PublicKey):

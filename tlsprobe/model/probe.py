@@ -151,6 +151,11 @@ class CertificateInfo:
     ocsp_urls: tuple[str, ...] = ()
     ca_issuer_urls: tuple[str, ...] = ()
 
+    @property
+    def rsa_key(self) -> bool:
+        """An RSA key: rsaEncryption ("RSA") or RSASSA-PSS only ("RSA-PSS", RFC 4055)."""
+        return self.key_type in ("RSA", "RSA-PSS")
+
 
 @dataclass(frozen=True)
 class Verification:

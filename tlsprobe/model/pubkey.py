@@ -21,7 +21,7 @@ from cryptography.utils import CryptographyDeprecationWarning
 if TYPE_CHECKING:   # X.509 (0.01 s of imports) with the first certificate, not at start-up
     from cryptography import x509
 
-__all__ = ["is_dsa_key", "public_key"]
+__all__ = ["is_dsa_key", "pss_only", "public_key"]
 
 # catch_warnings swaps process-wide state: one thread at a time (the resolver threads of
 # net/ never get here, but an API user may run probes in threads)
@@ -44,6 +44,17 @@ with _dsa_quiet():
 def is_dsa_key(key: object) -> bool:
     """True for a DSA public key (on every cryptography release, without a warning)."""
     return isinstance(key, _DSA_PUBLIC_KEY)
+
+
+def pss_only(cert: x509.Certificate) -> bool:
+    """The certificate's key is an RSASSA-PSS key (id-RSASSA-PSS, RFC 4055), which signs
+    only with PSS (TLS rsa_pss_pss_*), not an rsaEncryption one (rsa_pkcs1_*,
+    rsa_pss_rsae_*): `cryptography` loads both as an RSAPublicKey."""
+    from cryptography.x509.oid import PublicKeyAlgorithmOID
+    try:
+        return cert.public_key_algorithm_oid == PublicKeyAlgorithmOID.RSASSA_PSS
+    except ValueError:
+        return False
 
 
 def public_key(cert: x509.Certificate) -> Any:

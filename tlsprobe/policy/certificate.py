@@ -54,8 +54,9 @@ def _date_findings(leaf: CertificateInfo, now: datetime) -> list[Finding]:
 
 
 def _key_findings(leaf: CertificateInfo) -> list[Finding]:
-    if leaf.key_type == "RSA" and (leaf.key_bits or 0) < 2048:
-        return [Finding(Severity.high, "certificate.weak_key", f"RSA key of {leaf.key_bits} bits",
+    if leaf.rsa_key and (leaf.key_bits or 0) < 2048:
+        return [Finding(Severity.high, "certificate.weak_key",
+                        f"{leaf.key_type} key of {leaf.key_bits} bits",
                         items=(leaf.subject,))]
     return []
 

@@ -131,7 +131,7 @@ def _kx_items(report: AuditReport) -> list[tuple[str, str, int]]:
     items: list[tuple[str, str, int]] = []
     leaf = report.certificates[0] if report.certificates else None
     if leaf is not None and leaf.key_bits:
-        kind = "rsa" if leaf.key_type in ("RSA", "DSA") else "ec"
+        kind = "rsa" if leaf.rsa_key or leaf.key_type == "DSA" else "ec"
         items.append((f"certificate {leaf.key_type} {leaf.key_bits} bits", kind, leaf.key_bits))
     for audit in report.groups:
         if audit.spoken is False:

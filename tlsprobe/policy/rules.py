@@ -163,7 +163,7 @@ def _dh_too_small(report: AuditReport, policy: Policy) -> list[Finding]:
 
 def _leaf_kind(leaf: CertificateInfo) -> str:
     """The leaf's key type as policies name it: rsa, ecdsa, ed25519..."""
-    return "rsa" if leaf.key_type == "RSA" else "ecdsa" if leaf.key_type.startswith("EC") \
+    return "rsa" if leaf.rsa_key else "ecdsa" if leaf.key_type.startswith("EC") \
         else leaf.key_type.lower()
 
 

@@ -113,7 +113,10 @@ def _http_exchange(conv: _Conversation, options: ProbeOptions, target: Target) -
         return f"not sent: the server chose ALPN {alpn}"
     host = engine.config.server_name or target.host
     engine.send_application_data(http_request(options.http_get or "/", host, target.port))
-    conv.send(engine.take_output())
+    try:
+        conv.send(engine.take_output())
+    except NetworkError as exc:   # the server closed after the handshake
+        return f"not sent ({exc})"
     while b"\n" not in engine.application_data and not engine.peer_closed:
         try:
             if not conv.pump():
@@ -124,6 +127,17 @@ def _http_exchange(conv: _Conversation, options: ProbeOptions, target: Target) -
     if not data:
         return "no response (connection closed)"
     return data.split(b"\n", 1)[0].rstrip(b"\r").decode("latin-1")[:200]
+
+
+def _close(conv: _Conversation) -> None:
+    """Our close_notify after a completed handshake. The server may have closed first (it
+    answered a 'Connection: close' request; one that leaves our request unread resets the
+    connection): then it cannot go, and the result stands; what the server sent before is
+    still read by `_drain` (an alert that took the handshake back, for one)."""
+    try:
+        conv.send(conv.engine.close())
+    except NetworkError:
+        pass
 
 
 def _drain(conv: _Conversation) -> HandshakeFailure | None:
@@ -224,7 +238,7 @@ def _probe(target: Target, options: ProbeOptions, connect: Connector | None) -> 
                 if engine.handshake_complete:
                     if options.http_get is not None:
                         http_status = _http_exchange(conv, options, target)
-                    conv.send(engine.close())
+                    _close(conv)
                     refused = _drain(conv)
                     if refused is not None:
                         error = (f"{target.display}: {refused}", refused.kind)

@@ -3,16 +3,27 @@
 Accepted: IANA names in any case, common aliases (P-256, prime256v1, X25519, ML-KEM-768),
 OpenSSL spellings (ECDHE-RSA-AES128-GCM-SHA256, RSA+SHA256, RSA-PSS+SHA256) and hex code
 points ("0x001d", "001d", "1d"; suites also "0x13,0x01"). Any 16-bit code point is accepted
-as hex, known or not, so probes can offer private-use values. Errors are one-line ValueErrors.
+as hex, known or not, so probes can offer private-use values. Decimal digits alone without
+0x ("29", "4588": tshark and `openssl s_client -trace` print groups in decimal) read
+differently as hex and as decimal: refused, naming both readings, unless zero-padded to four
+digits ("0017") or under 10. Errors are one-line ValueErrors.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from tlsprobe.errors import did_you_mean
 
-from .lookup import all_groups, all_signature_schemes, all_suites
+from .lookup import (
+    all_groups,
+    all_signature_schemes,
+    all_suites,
+    group_label,
+    sigscheme_label,
+    suite_label,
+)
 
 _HEX_RE = re.compile(r"(?:0x)?([0-9a-f]{1,4})", re.IGNORECASE)
 _HEX_PAIR_RE = re.compile(r"0x([0-9a-f]{2})\s*,\s*0x([0-9a-f]{2})", re.IGNORECASE)
@@ -25,10 +36,17 @@ def _squash(text: str) -> str:
     return re.sub(r"[^0-9a-z]", "", text.lower())
 
 
-def _parse_hex(text: str, *, pairs: bool = False) -> int | None:
+def _parse_hex(text: str, label: Callable[[int], str], *, pairs: bool = False) -> int | None:
     m = _HEX_RE.fullmatch(text)
     if m:
-        return int(m.group(1), 16)
+        digits = m.group(1)
+        if digits.isdecimal() and int(digits) > 9 and text[:2].lower() != "0x" \
+                and not (len(digits) == 4 and digits[0] == "0"):
+            hexa, deci = int(digits, 16), int(digits)
+            raise ValueError(f"{text!r} is ambiguous: hex {label(hexa)} or decimal "
+                             f"{label(deci)}; write the code point with 0x (0x{hexa:04x} or "
+                             f"0x{deci:04x})")
+        return int(digits, 16)
     if pairs:
         m = _HEX_PAIR_RE.fullmatch(text)
         if m:
@@ -86,7 +104,7 @@ def parse_group(text: str) -> int:
     if code is None:
         code = _GROUP_INDEX.get(_squash(re.sub(r"^group-", "", t, flags=re.IGNORECASE)))
     if code is None:
-        code = _parse_hex(t)
+        code = _parse_hex(t, group_label)
     if code is None:
         names = [n for g in all_groups() for n in (g.name, *g.aliases)]
         raise ValueError(f"unknown group {t!r}" + (did_you_mean(t, names) or
@@ -102,7 +120,7 @@ def parse_suite(text: str) -> int:
     for candidate in (key, re.sub(r"^SSL_", "TLS_", key), "TLS_" + key):
         if candidate in _SUITE_INDEX:
             return _SUITE_INDEX[candidate]
-    code = _parse_hex(t, pairs=True)
+    code = _parse_hex(t, suite_label, pairs=True)
     if code is None:
         raise ValueError(f"unknown cipher suite {t!r}" + (did_you_mean(t, _SUITE_INDEX) or
                          " (use an IANA name like TLS_AES_128_GCM_SHA256, an OpenSSL name "
@@ -125,7 +143,7 @@ def parse_sigscheme(text: str) -> int:
             name = _SIG_PREFIX[sig] + hash_name
         code = _SIGSCHEME_INDEX.get(_squash(name)) if name else None
     if code is None:
-        code = _parse_hex(t)
+        code = _parse_hex(t, sigscheme_label)
     if code is None:
         names = [s.name for s in all_signature_schemes()]
         raise ValueError(f"unknown signature scheme {t!r}" + (did_you_mean(t, names) or

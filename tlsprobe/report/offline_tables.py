@@ -282,8 +282,9 @@ def _negotiated_rows(r: ConnectionReport) -> list[Row]:
     """HelloRetryRequest, signature scheme, ALPN, resumption, session ticket."""
     rows: list[Row] = []
     if r.version is not None and r.version.id >= 0x0304 or r.hello_retry_request:
-        rows.append(("HelloRetryRequest", r.hello_retry_request.label()
-                     if r.hello_retry_request else "no"))
+        from tlsprobe.model.describe import hello_retry_text
+        rows.append(("HelloRetryRequest", hello_retry_text(r.hello_retry_request,
+                                                           r.key_exchange)))
     if r.signature_scheme:
         rows.append(("Signature scheme", r.signature_scheme.label()))
     if r.version is not None:

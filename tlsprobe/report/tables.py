@@ -9,6 +9,7 @@ from typing import IO
 from rich.table import Table
 from rich.text import Text
 
+from tlsprobe.model.describe import hello_retry_text
 from tlsprobe.model.probe import CertificateInfo, Codepoint, KeyExchange, ProbeResult
 from tlsprobe.model.units import host_port
 from tlsprobe.report.console import Console
@@ -101,8 +102,8 @@ def _negotiated_rows(r: ProbeResult, full: bool) -> list[Row]:
     """HelloRetryRequest (TLS 1.3), signature scheme, ALPN, session ticket."""
     rows: list[Row] = []
     if r.version is not None and r.version.id >= 0x0304:
-        rows.append(("HelloRetryRequest", r.hello_retry_request.label()
-                     if r.hello_retry_request else "no"))
+        rows.append(("HelloRetryRequest", hello_retry_text(r.hello_retry_request,
+                                                           r.key_exchange)))
     if r.signature_scheme:
         rows.append(("Signature scheme", r.signature_scheme.label()))
     if r.version is not None:

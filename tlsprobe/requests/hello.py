@@ -52,6 +52,16 @@ def split(text: str) -> list[str]:
     return [t.strip() for t in text.replace(",", ":").split(":") if t.strip()]
 
 
+#: IANA's spelling of a cipher suite, its two bytes: "0x13,0x01"
+_SUITE_PAIR = re.compile(r"(?<!\w)0x([0-9a-f]{2})\s*,\s*0x([0-9a-f]{2})(?!\w)", re.IGNORECASE)
+
+
+def split_suites(text: str) -> list[str]:
+    """The items of a cipher suite list written as text: as `split`, but IANA's two-byte
+    spelling "0x13,0x01" is the one suite 0x1301, not the suites 0x0013 and 0x0001."""
+    return split(_SUITE_PAIR.sub(r"0x\1\2", text))
+
+
 def _items(given: Items) -> list[str | int]:
     return list(split(given)) if isinstance(given, str) else list(given)
 
@@ -91,7 +101,7 @@ def suites(given: Items, field: str, names: Names) -> tuple[int, ...]:
     option, other = names(field), names("ciphers" if tls13 else "ciphersuites")
     example = "TLS_AES_128_GCM_SHA256" if tls13 else "ECDHE-RSA-AES128-GCM-SHA256"
     out: list[int] = []
-    for item in _items(given):
+    for item in split_suites(given) if isinstance(given, str) else list(given):
         if isinstance(item, int):
             out.extend(codes([item], registry.parse_suite, field, names))
             continue
@@ -190,7 +200,36 @@ def client_config(hello: HelloSpec, host: str, names: Names) -> ClientConfig:
         cipher_suites_13=d.cipher_suites_13 if suites13 is None else suites13,
         signature_algorithms=d.signature_algorithms if sigalgs is None else sigalgs,
         alpn=d.alpn if protocols is None else protocols, grease=h.grease)
+    _without_effect(h, config, names)
     return checked_config(config, names)
+
+
+def _without_effect(hello: HelloSpec, config: ClientConfig, names: Names) -> None:
+    """A list given for protocol versions the hello does not offer would be left out of it
+    without a word (TLS 1.2 suites in a TLS 1.3-only hello, a key share in a TLS 1.2 one,
+    only TLS 1.3 groups in a TLS 1.2 one): a UsageError names it."""
+    from tlsprobe import registry
+    from tlsprobe.engine.config import TLS12
+    offered = ", ".join(registry.version_name(v) for v in config.versions)
+    tls13, legacy = config.offers_tls13, any(v <= TLS12 for v in config.versions)
+    unused = [field for field, given, needs in (
+        ("ciphers", hello.ciphers, legacy), ("ciphersuites", hello.ciphersuites, tls13),
+        ("key_shares", config.key_share_groups or None, tls13),   # 'none' drops nothing
+        ("sigalgs", hello.sigalgs, tls13 or config.max_legacy >= TLS12)) if given is not None
+        and not needs]
+    needed = {"ciphers": "TLS 1.2 and older", "ciphersuites": "TLS 1.3",
+              "key_shares": "TLS 1.3", "sigalgs": "TLS 1.2 and 1.3"}
+    if unused:
+        field = unused[0]
+        raise UsageError(f"{names(field)} is for {needed[field]}, which the hello does not "
+                         f"offer (it offers {offered}): offer it ({names('versions')}) or "
+                         f"leave {names(field)} out")
+    if hello.groups is not None and config.groups and not config.offered_groups():
+        first = registry.group_label(config.groups[0])
+        raise UsageError(f"{names('groups')}: only TLS 1.3 groups ({first}"
+                         f"{', ...' if len(config.groups) > 1 else ''}), which the hello does "
+                         f"not offer (it offers {offered}): offer TLS 1.3 "
+                         f"({names('versions')}) or give a group {offered} can use")
 
 
 def checked_config(config: ClientConfig, names: Names) -> ClientConfig:
@@ -223,5 +262,6 @@ __all__ = [
     "codes",
     "server_name",
     "split",
+    "split_suites",
     "suites",
 ]

@@ -16,12 +16,14 @@ if TYPE_CHECKING:
 
 
 def check_xmpp_host(protocol: str | None, xmpp_host: str | None, names: Names) -> None:
-    """The XMPP domain only with STARTTLS, and only a domain name."""
+    """The XMPP domain only with STARTTLS xmpp, xmpp-server or auto (`protocol` as given:
+    `auto` uses it for the targets whose port it takes for XMPP), and only a domain name."""
     if xmpp_host is None:
         return
-    if protocol is None:
+    if protocol is None or protocol.strip().lower() not in ("xmpp", "xmpp-server", "auto"):
+        given = "" if protocol is None else f", not {protocol}"
         raise UsageError(f"{names('xmpp_host')} only applies with {names('starttls')} xmpp "
-                         "or xmpp-server")
+                         f"or xmpp-server (or auto){given}")
     name = xmpp_host.strip()
     if not name or any(c.isspace() or not c.isprintable() or c in "<>'\"&" for c in name):
         raise UsageError(f"{names('xmpp_host')}: {xmpp_host[:40]!r} is not a domain name")

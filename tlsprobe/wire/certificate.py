@@ -80,7 +80,8 @@ class Certificate(Message):
             while not buf.eof():
                 name = f"certificate_list[{len(entries)}]"
                 cert = pull_opaque(buf, 3, f"{name}.cert_data", minimum=1)
-                exts = pull_extensions(buf, WHERE_CERTIFICATE) if ctx.tls13 else []
+                exts = pull_extensions(buf, WHERE_CERTIFICATE, label=f"{name}.extensions") \
+                    if ctx.tls13 else []
                 entries.append(CertificateEntry(cert, exts))
         return cls(context, entries)
 

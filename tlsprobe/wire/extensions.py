@@ -64,23 +64,25 @@ class Extension:
         return is_grease(self.type)
 
 
-def pull_extensions(buf: Buffer, where: str, *, minimum: int = 0) -> list[Extension]:
+def pull_extensions(buf: Buffer, where: str, *, minimum: int = 0,
+                    label: str = "extensions") -> list[Extension]:
     """Read ``Extension extensions<minimum..2^16-1>``.
 
     When `buf` annotates, each extension gets an ``extensions[i]`` annotation (type name,
     offset of its type, length including its 4-byte header) followed by the decoded fields
     inside it, named ``<extension>.<field>``; an inner decoding failure is recorded as an
-    annotation of kind "error" (the message itself keeps the raw extension)."""
+    annotation of kind "error" (the message itself keeps the raw extension). `label` names
+    the block where a message holds several (``certificate_list[1].extensions``)."""
     extensions: list[Extension] = []
     start = buf.tell()
     with buf.field("extensions"), buf.block(2, minimum=minimum) as n:
-        note_length(buf, "extensions", start, 2, n)
+        note_length(buf, label, start, 2, n)
         while not buf.eof():
             at = buf.tell()
             with buf.field(f"[{len(extensions)}]"):
                 ext = Extension(buf.pull_uint16(), buf.pull_vector(2))
             if buf.annotations is not None:
-                buf.note(f"extensions[{len(extensions)}]", at, 4 + len(ext.data),
+                buf.note(f"{label}[{len(extensions)}]", at, 4 + len(ext.data),
                          extension_label(ext.type), "extension")
                 buf.annotations.extend(annotate_extension(ext, where, at + 4))
             extensions.append(ext)

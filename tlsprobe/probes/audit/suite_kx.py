@@ -49,7 +49,7 @@ class _Kx(NamedTuple):
 
 def group_bits(code: int) -> int | None:
     """The size of a classic named group as OpenSSL prints it (x25519 253, secp384r1 384,
-    ffdhe2048 2048, sect163k1 163, GC256A 256, curveSM2 256); None for post-quantum and
+    ffdhe2048 2048, sect571r1 570 (its order), GC256A 256, curveSM2 256); None for post-quantum and
     unknown groups."""
     if code in TEMP_KEY:
         return TEMP_KEY[code][1]

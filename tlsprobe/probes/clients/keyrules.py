@@ -58,7 +58,7 @@ def _key_bits(der: bytes) -> tuple[str, int] | None:
     info = certificate_info(der)
     if info.key_bits is None:
         return None
-    if info.key_type == "RSA":
+    if info.rsa_key:
         return "RSA", info.key_bits
     if info.key_type.startswith("EC "):
         return "EC", info.key_bits
