@@ -9,6 +9,7 @@ import struct
 import subprocess
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -316,3 +317,23 @@ def test_damaged_or_unusable_embedded_keys_are_said(run_cli, tmp_path: Path) -> 
     assert res.returncode == 0 and res.stderr.splitlines() == [
         f"tlsprobe: note: {junk}: keys embedded in the capture (Decryption Secrets Block at "
         "file offset 60): 0 usable lines (1 malformed)"], res.stderr
+
+
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
+def test_a_key_log_starting_with_a_byte_order_mark_decrypts_alike(
+        run_cli: Any, tmp_path: Path, bom: bytes) -> None:
+    """A key log saved as UTF-8 with a byte-order mark (Notepad, PowerShell's Out-File)
+    decrypts as the same log without it: the mark before the first line was read as part of
+    its label, and that secret (here SERVER_HANDSHAKE_TRAFFIC_SECRET) was skipped as a label
+    of no use, leaving the server's handshake unread."""
+    lines = (CAPTURES / "tls13_hrr.keys").read_bytes().split(b"\n")
+    secrets = [line for line in lines if line and not line.startswith(b"#")]
+    assert secrets[0].startswith(b"SERVER_HANDSHAKE_TRAFFIC_SECRET "), secrets[0]
+    keys = tmp_path / "keys.txt"
+    keys.write_bytes(bom + b"\r\n".join(secrets) + b"\r\n")
+    res = run_cli("pcap", str(CAPTURES / "tls13_hrr.pcap"), "--keylog", str(keys), "--jsonl")
+    assert res.returncode == 0, res.stderr
+    conn = next(c for c in map(json.loads, res.stdout.splitlines())
+                if c.get("kind") == "connection")
+    assert conn["decrypted"] is True and conn["handshake_complete"] is True, conn
+    assert conn["problems"] == [], conn["problems"]

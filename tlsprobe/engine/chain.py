@@ -1,7 +1,9 @@
 """Certificate chain verification, reported like `openssl s_client`'s "Verify return code".
 
 The server's chain is checked with `cryptography.x509.verification` (RFC 5280 path
-building with the CA/Browser Forum profile) against a trust store: `--cafile`, or the system
+building with the CA/Browser Forum profile, relaxed where OpenSSL accepts what it refuses: a
+CA certificate without keyUsage or authorityKeyIdentifier, a leaf without
+authorityKeyIdentifier; `_chain_policies`) against a trust store: `--cafile`, or the system
 bundle. The outcome is a value, never an exception: a probe still reports what the server
 negotiated when its certificate is untrusted. Codes and reasons are OpenSSL's X509_V_ERR
 values, chosen from facts checked here (validity dates, self-signed, issuer in the store,
@@ -188,15 +190,33 @@ def _server_eku(policy: xv.Policy, cert: x509.Certificate,
         raise ValueError(_EKU_REFUSED)
 
 
-def _chain_policies() -> tuple[xv.ExtensionPolicy, xv.ExtensionPolicy]:
-    """The server verifier's rules (CA certificates, leaf) without the leaf's names: its
-    subjectAltName may hold anything (or be absent); an EKU, in the leaf or a CA
-    certificate, must allow serverAuth (the client verifier's own rule asks clientAuth)."""
-    ca = xv.ExtensionPolicy.webpki_defaults_ca().may_be_present(
-        x509.ExtendedKeyUsage, xv.Criticality.AGNOSTIC, _server_eku)
+def _signs_certificates(policy: xv.Policy, cert: x509.Certificate,
+                        ext: x509.KeyUsage | None) -> None:
+    """A CA certificate's keyUsage, when present, must allow keyCertSign (RFC 5280
+    4.2.1.3); absent, it allows every use, as OpenSSL reads it."""
+    if ext is not None and not ext.key_cert_sign:
+        raise ValueError("keyUsage of a CA certificate without keyCertSign")
+
+
+def _chain_policies(named: bool) -> tuple[xv.ExtensionPolicy, xv.ExtensionPolicy]:
+    """The server verifier's rules (CA certificates, leaf), as OpenSSL and the clients
+    built on it apply them: a CA certificate needs basicConstraints CA:TRUE, but neither
+    a keyUsage (when present it must allow keyCertSign) nor an authorityKeyIdentifier, and
+    a leaf no authorityKeyIdentifier (the CA/Browser Forum profile the library defaults to
+    asks all three: a private CA made by `openssl req -x509`, which OpenSSL, curl and
+    browsers accept, was 'untrusted'). An EKU, in the leaf or a CA certificate, must allow
+    serverAuth (the client verifier's own rule asks clientAuth). Without a name (`named`
+    false) the leaf's subjectAltName may hold anything (or be absent)."""
+    agnostic = xv.Criticality.AGNOSTIC
+    ca = (xv.ExtensionPolicy.webpki_defaults_ca()
+          .may_be_present(x509.ExtendedKeyUsage, agnostic, _server_eku)
+          .may_be_present(x509.KeyUsage, agnostic, _signs_certificates)
+          .may_be_present(x509.AuthorityKeyIdentifier, agnostic, None))
     ee = (xv.ExtensionPolicy.webpki_defaults_ee()
-          .may_be_present(x509.ExtendedKeyUsage, xv.Criticality.AGNOSTIC, _server_eku)
-          .may_be_present(x509.SubjectAlternativeName, xv.Criticality.AGNOSTIC, None))
+          .may_be_present(x509.ExtendedKeyUsage, agnostic, _server_eku)
+          .may_be_present(x509.AuthorityKeyIdentifier, agnostic, None))
+    if not named:
+        ee = ee.may_be_present(x509.SubjectAlternativeName, agnostic, None)
     return ca, ee
 
 
@@ -209,13 +229,13 @@ def _try(store: xv.Store, now: datetime.datetime, name: str | None, leaf: x509.C
     (which need not be names the library can parse or match: a partial wildcard, an
     address written as a DNS name, an underscore)."""
     try:
-        builder = xv.PolicyBuilder().store(store).time(now).max_chain_depth(MAX_PATH)
+        ca, ee = _chain_policies(name is not None)
+        builder = xv.PolicyBuilder().store(store).time(now).max_chain_depth(
+            MAX_PATH).extension_policies(ca_policy=ca, ee_policy=ee)
         if name is not None:
             builder.build_server_verifier(_subject(name)).verify(leaf, rest)
         else:
-            ca, ee = _chain_policies()
-            builder.extension_policies(ca_policy=ca, ee_policy=ee).build_client_verifier(
-            ).verify(leaf, rest)
+            builder.build_client_verifier().verify(leaf, rest)
     except (xv.VerificationError, ValueError) as exc:
         text = str(exc) or exc.__class__.__name__
         # The library appends a repr of the certificate it was processing: drop it; and says

@@ -174,14 +174,21 @@ class KeyLog:
         return len(self.sessions)
 
 
+UTF8_BOM = b"\xef\xbb\xbf"
+#: the byte-order mark as text: decoded as UTF-8, or as ASCII with replacement characters
+BOM_READINGS = "\ufeff\ufffd"
+
+
 def parse_keylog(lines: Iterable[str] | str,
                  max_sessions: int = DEFAULT_MAX_SESSIONS) -> KeyLog:
     """Parse key log text (a string or an iterable of lines); never raises on bad content."""
     if isinstance(lines, str):
         lines = lines.splitlines()
     log = KeyLog()
-    for raw in lines:
-        line = raw.strip()
+    for number, raw in enumerate(lines):
+        # a byte-order mark before the first line (an editor's or PowerShell's UTF-8), as
+        # the ASCII reading of a file or a capture's embedded key log shows it
+        line = raw.strip() if number else raw.lstrip(BOM_READINGS).strip()
         if not line or line.startswith("#"):
             continue
         if line.startswith("RSA Session-ID:"):
@@ -226,7 +233,7 @@ def load_keylog(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES
     with open(path, "rb") as f:
         data = f.read(max_bytes + 1)
     truncated = len(data) > max_bytes
-    text = data[:max_bytes].decode("ascii", errors="replace")
+    text = data[:max_bytes].removeprefix(UTF8_BOM).decode("ascii", errors="replace")
     lines = text.splitlines()
     if truncated and lines and not text.endswith(("\n", "\r")):
         lines.pop()  # the cut-off last line
