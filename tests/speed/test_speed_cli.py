@@ -122,17 +122,23 @@ def _interrupt(proc: subprocess.Popen[str], whole_group: bool) -> tuple[int, str
     time of an exit, not its CPU; measuring on would add seconds of CPU)."""
     reaped = reaped_cpu()           # speed is not waited for yet: not in it
     before = tree_cpu(proc.pid)     # speed, its workers, the workers it waited for
+    out, err = _sigint(proc, whole_group)
+    return proc.returncode, out, err, reaped_cpu() - reaped - before
+
+
+def _sigint(proc: subprocess.Popen[str], whole_group: bool = False) -> tuple[str, str]:
+    """SIGINT to speed (`whole_group`: to its process group, as Ctrl-C in a terminal sends
+    it) and its output once it ended; fails the test after 20 s."""
     if whole_group:
-        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        os.killpg(proc.pid, signal.SIGINT)
     else:
         proc.send_signal(signal.SIGINT)
     try:
-        out, err = proc.communicate(timeout=20)
+        return proc.communicate(timeout=20)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         pytest.fail("speed did not end within 20 s of SIGINT")
-    return proc.returncode, out, err, reaped_cpu() - reaped - before
 
 
 def _assert_one_interrupt_line(code: int, err: str, cpu_after: float) -> None:
@@ -534,13 +540,7 @@ def test_ctrl_c_during_openssl_speed_ends_it_and_its_children_quietly(tmp_path: 
             os.killpg(proc.pid, signal.SIGKILL)
             pytest.fail(f"openssl speed -multi 2 never ran: {proc.communicate()[1][-500:]}")
         time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    try:
-        out, err = proc.communicate(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        pytest.fail("speed did not end within 20 s of SIGINT")
+    out, err = _sigint(proc)
     assert proc.returncode == 130 and err == "tlsprobe: interrupted\n", err
     assert "rsa 2048 bits PKCS#1 v1.5" in out   # our figures were complete
     left = [pid for pid in openssl if _alive(pid)]
