@@ -84,3 +84,27 @@ def test_the_summary_counts_the_grades_and_names_the_targets_below_the_gate(
     assert "Ratings: A 1, B 1 (2 provisional)" in res.stdout
     assert (f"Exit code 1: 1 target(s) rated below --fail-under A (127.0.0.1:{legacy} B)"
             in res.stdout), res.stdout[-600:]
+
+
+@pytest.mark.needs_impl("openssl")
+def test_a_provisional_grade_keeps_an_established_warning(
+        server_cache: ServerFactory, run_cli: Callable[..., Any], certs: CertSet) -> None:
+    """`--checks heartbleed` on a TLS 1.2-only server: the versions phase it reads
+    establishes TLS 1.3 refused (the no_tls13 warning, A-); the suites and groups were not
+    run, so the grade is provisional, at most A-. It said "A (provisional: ...)" above a
+    Rating section listing "Warning (A-): TLS 1.3 not offered"."""
+    srv = server_cache("openssl", proto="tls1_2", groups="X25519")
+    res = run_cli("scan", f"127.0.0.1:{srv.port}", "--no-progress", "--cafile", certs.ca,
+                  "--checks", "heartbleed", "--json")
+    assert res.returncode == 0, res.stderr
+    rating = json.loads(res.stdout)["rating"]
+    assert [w["rule"] for w in rating["warnings"]] == ["no_tls13"], rating["warnings"]
+    assert rating["score"] is None and rating["provisional"] is True, rating
+    assert rating["grade"] == "A-" and rating["label"].startswith(
+        "A- (warnings: TLS 1.3 not offered; provisional: "), rating
+    # with TLS 1.3 as well: no warning, A (provisional)
+    both = server_cache("openssl", proto="both", groups="X25519")
+    res = run_cli("scan", f"127.0.0.1:{both.port}", "--no-progress", "--cafile", certs.ca,
+                  "--checks", "heartbleed", "--json")
+    rating = json.loads(res.stdout)["rating"]
+    assert rating["warnings"] == [] and rating["grade"] == "A", rating

@@ -83,10 +83,14 @@ def rate(report: AuditReport) -> Rating | None:
         score = sum(p.weighted or 0 for p in parts)
     score_grade = letter(score) if score is not None else None
     # a category not established: the grade is what the caps allow, provisional (its
-    # unknown is listed with the F a zero score would bring), never A+ or A-
+    # unknown is listed with the F a zero score would bring), never A+; an established
+    # warning still lowers an A it allows to A- (it said A beside "Warning (A-)")
     grade = _capped(score_grade or Grade.A, notes.caps)
-    if score_grade is Grade.A and not any(c.cap in GRADE_ORDER for c in notes.caps):
-        grade = Grade.A_MINUS if notes.warnings else Grade.A_PLUS if hsts else Grade.A
+    if not any(c.cap in GRADE_ORDER for c in notes.caps):
+        if score_grade is Grade.A:
+            grade = Grade.A_MINUS if notes.warnings else Grade.A_PLUS if hsts else Grade.A
+        elif score_grade is None and notes.warnings:
+            grade = Grade.A_MINUS
     trust = [c for c in notes.caps if c.cap in (Grade.T, Grade.M)]
     ignoring: Grade | None = None
     if trust:
