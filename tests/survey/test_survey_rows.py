@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -110,3 +111,32 @@ def test_a_rows_file_of_another_schema_is_one_usage_error(tmp_path):
     with pytest.raises(UsageError, match=r"shard-00003\.jsonl: not a survey rows file of "
                        r"this tlsprobe .*remove it to survey its shard again"):
         store.SurveyDir(str(tmp_path)).write_parquet()
+
+
+def test_no_temporary_file_outlives_a_stop_or_a_resume(tmp_path: Path, monkeypatch) -> None:
+    """A write interrupted (Ctrl-C raises KeyboardInterrupt wherever the main thread is)
+    leaves no temporary file; one a killed run left (SIGKILL: nothing runs) is removed when
+    the survey resumes, in every folder the survey writes (CI once found
+    `._manifest.json.XXXX.tmp` after a Ctrl-C: the temporary file was made inside
+    tempfile.mkstemp, which the interruption left before its name came back, and `start`
+    removed only the shards' leftovers)."""
+    from tlsprobe.net.tcp import Target
+    from tlsprobe.survey import store
+    from tlsprobe.survey.targets import Shard
+    shards = [Shard(0, ((1, Target("127.0.0.1", 443)),))]
+    out = store.SurveyDir(str(tmp_path))
+    out.prepare()
+    for folder in (tmp_path, tmp_path / store.ROWS_DIR, tmp_path / store.JSONL_DIR):
+        folder.mkdir(exist_ok=True)
+        (folder / ".shard-00000.jsonl.4242-1.tmp").write_bytes(b"half")
+        (folder / "._manifest.json.k7x2q9.tmp").write_bytes(b"half")   # mkstemp's naming
+    assert out.start({"targets": 1}, {}, shards) == set()
+    assert sorted(p.name for p in tmp_path.rglob(".*.tmp")) == []
+
+    def stopped(fd: int) -> None:
+        raise KeyboardInterrupt
+    monkeypatch.setattr(store.os, "fsync", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        out.start({"targets": 1}, {}, shards)      # rewrites the manifest
+    assert sorted(p.name for p in tmp_path.rglob(".*.tmp")) == []
+    assert json.loads((tmp_path / store.MANIFEST).read_text())["kind"] == "survey_manifest"

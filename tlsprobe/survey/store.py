@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -55,16 +56,26 @@ MANIFEST_EVERY = 1.0
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """`data` into `path` by a rename. The temporary file's name (this process and thread's
+    own) is known before it exists, so that an interruption (Ctrl-C) anywhere, even inside
+    the call that creates it, leaves nothing behind: with `tempfile.mkstemp` a
+    KeyboardInterrupt after the file was made but before its name was returned left
+    `._manifest.json.XXXX.tmp` in a stopped survey's folder. A run killed outright leaves
+    it to the next `start` (STALE)."""
+    tmp = path.parent / f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp"
     try:
-        with os.fdopen(fd, "wb") as fh:
+        with open(tmp, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
+
+
+#: the temporary files a killed run may leave (`_atomic_write`'s), by folder
+STALE = (".*.tmp", f"{ROWS_DIR}/.*.tmp", f"{JSONL_DIR}/.*.tmp")
 
 
 def rows_data(rows: list[Row]) -> bytes:
@@ -140,9 +151,8 @@ class SurveyDir:
             raise UsageError(f"{self.path} holds a survey of different arguments (differs in "
                              f"{', '.join(changed)}): use another --out, or the same arguments "
                              "to resume")
-        for stale in [*self.path.glob(".shard-*.tmp"),     # left by a run that was killed
-                      *self.path.glob(f"{ROWS_DIR}/.shard-*.tmp")]:
-            stale.unlink(missing_ok=True)
+        for stale in [p for pattern in STALE for p in self.path.glob(pattern)]:
+            stale.unlink(missing_ok=True)   # left by a run that was killed
         self._move_old_layout()
         done = self.done(shards)
         if old is not None and old.get("schema", 1) < MANIFEST_SCHEMA:
