@@ -139,3 +139,35 @@ def test_jsonl_to_a_fifo_writes_into_it_and_leaves_it_a_fifo(
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     kinds = [json.loads(line)["kind"] for line in got[0].decode().splitlines()]
     assert kinds[-1] == "survey_diff_summary" and len(kinds) > 1
+
+
+@pytest.mark.parametrize("where", ["opening", "diffing"])
+def test_an_interrupted_diff_leaves_no_temporary_file(
+        surveys: tuple[Path, Path, dict[str, str]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    """Ctrl-C (KeyboardInterrupt, wherever the main thread is) while the --jsonl file is
+    being opened or written: no partial file and no temporary file is left. The temporary
+    file came from tempfile.mkstemp before the cleanup's `try`: an interruption as it
+    returned left `.d.jsonl.XXXX.tmp` beside the output (as it did in a stopped survey's
+    folder, CI run 68)."""
+    import argparse
+
+    from tlsprobe.commands import survey_diff
+    from tlsprobe.survey import diff
+    old, new, _ = surveys
+    if where == "opening":
+        real = survey_diff._open
+
+        def opened_then_stopped(*args: Any) -> Any:
+            real(*args)                 # the file is made, then the interruption comes
+            raise KeyboardInterrupt
+        monkeypatch.setattr(survey_diff, "_open", opened_then_stopped)
+    else:
+        def stopped(*args: Any) -> Any:
+            raise KeyboardInterrupt
+        monkeypatch.setattr(diff, "diff_surveys", stopped)
+    args = argparse.Namespace(directory=str(old), new=str(new),
+                              jsonl=str(tmp_path / "d.jsonl"), json=False, parquet=None)
+    with open(tmp_path / "text", "w") as text, pytest.raises(KeyboardInterrupt):
+        survey_diff.run(args, out=text)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["text"]

@@ -49,29 +49,30 @@ def _rows(t: TargetChanges) -> list[dict[str, object]]:
             for c in t.changes]
 
 
-def _open(path: str, option: str) -> tuple[TextIO, str]:
-    """A temporary file beside `path` (renamed onto it when the diff is complete, so that
-    a failed run leaves no partial file) and its name; "" and `path` itself when `path` is
-    not a regular file (/dev/null, a FIFO, /dev/stdout): a rename would replace the device
-    or pipe with a file."""
+def _temporary(path: str) -> str:
+    """The temporary file beside `path` the diff writes (renamed onto it when the diff is
+    complete, so that a failed run leaves no partial file), named before it exists (this
+    process's own) so that an interruption anywhere leaves nothing behind; "" when `path`
+    is not a regular file (/dev/null, a FIFO, /dev/stdout): a rename would replace the
+    device or pipe with a file, so it is written itself."""
     import stat
-    import tempfile
     try:
-        special = not stat.S_ISREG(os.stat(path).st_mode)
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return ""
     except OSError:
-        special = False         # not there yet: made by the rename
-    if special:
-        try:
-            return open(path, "w", encoding="utf-8"), ""  # closed by run()
-        except OSError as exc:
-            raise UsageError(f"{option} {path}: cannot write it ({exc.strerror or exc})"
-                             ) from None
+        pass                    # not there yet: made by the rename
     directory, name = os.path.split(os.path.abspath(path))
+    return os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+
+
+def _open(path: str, tmp: str, option: str) -> TextIO:
+    """`tmp` (or `path` itself when there is none) opened for writing; a usage error naming
+    `path` when it cannot be."""
     try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
+        return open(tmp or path, "w", encoding="utf-8")    # closed by run()
     except OSError as exc:
-        raise UsageError(f"{option} {path}: cannot write it ({exc.strerror or exc})") from None
-    return os.fdopen(fd, "w", encoding="utf-8"), tmp
+        raise UsageError(f"{option} {path}: cannot write it ({exc.strerror or exc})"
+                         ) from None
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -90,8 +91,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if args.parquet:
         from tlsprobe.survey.extra import parquet, pyarrow
         pa, pq = pyarrow(), parquet()
-    lines, tmp = _open(args.jsonl, "--jsonl") if args.jsonl else (None, "")
-    sinks = [f for f in (lines, out if args.json else None) if f is not None]
+    lines: TextIO | None = None
+    tmp = _temporary(args.jsonl) if args.jsonl else ""
+    sinks = [out] if args.json else []
     rows: list[dict[str, object]] = []
 
     def emit(t: TargetChanges) -> None:
@@ -104,6 +106,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             rows.extend(_rows(t))
 
     try:
+        if args.jsonl:
+            lines = _open(args.jsonl, tmp, "--jsonl")
+            sinks.insert(0, lines)
         result = diff_surveys(old, new, emit)
         summary = result.summary()
         record = json.dumps({"kind": "survey_diff_summary", **_object(to_jsonable(summary)),
@@ -118,9 +123,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     finally:
         if lines is not None:
             lines.close()
-            if tmp:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
+        if tmp:     # renamed into place, or never made, or left by an interruption
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
     if pa is not None and pq is not None:
         _write_parquet(pa, pq, rows, args.parquet)
     if not args.json:
