@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.x509.oid import NameOID
 
 from tlsprobe.engine.verify import (SignatureError, certificate_verify_input, key_kind,
-                                    leaf_public_key, verify_legacy, verify_scheme)
+                                    leaf_key, verify_legacy, verify_scheme)
 from tlsprobe.kex.base import InvalidShare
 from tlsprobe.kex.rsa import rsa_encrypt_premaster
 from tlsprobe.model.describe import certificate_info
@@ -60,7 +60,7 @@ def dsa_identity(tmp_path_factory: pytest.TempPathFactory) -> DsaIdentity:
 def test_dsa_key_recognised_and_checked_without_a_warning(dsa_identity: DsaIdentity) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        key = leaf_public_key(dsa_identity.der)
+        key, _ = leaf_key(dsa_identity.der)
         assert is_dsa_key(key) and key_kind(key) == "DSA"
         verify_scheme(key, 0x0402, dsa_identity.key.sign(DATA, hashes.SHA256()), DATA)
         with pytest.raises(SignatureError, match="does not fit the certificate's DSA key"):

@@ -193,8 +193,7 @@ class Tls12Client:
             SCHEMES,
             SignatureError,
             UnsupportedKey,
-            leaf_pss_only,
-            leaf_public_key,
+            leaf_key,
             ske_signed_data,
             verify_legacy,
             verify_scheme,
@@ -202,7 +201,7 @@ class Tls12Client:
         if not self.certificates:
             raise Refusal(UNEXPECTED_MESSAGE, "signed ServerKeyExchange without a Certificate")
         try:
-            key = leaf_public_key(self.certificates[0])
+            key, pss_only = leaf_key(self.certificates[0])
         except UnsupportedKey as exc:
             v.signature_detail = f"ServerKeyExchange: {exc}"
             return
@@ -222,8 +221,7 @@ class Tls12Client:
                     v.signature_detail = f"{registry.sigscheme_label(scheme)} not checked " \
                         "(scheme not implemented)"
                     return
-                verify_scheme(key, scheme, ske.signature, data,
-                              pss_only=leaf_pss_only(self.certificates[0]))
+                verify_scheme(key, scheme, ske.signature, data, pss_only=pss_only)
                 what = registry.sigscheme_label(scheme)
         except SignatureError as exc:
             v.signature_verified = False

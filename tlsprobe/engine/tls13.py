@@ -190,12 +190,10 @@ class Tls13Client:
         from tlsprobe.engine.verify import (
             SignatureError,
             UnsupportedKey,
-            leaf_pss_only,
-            leaf_public_key,
+            leaf_key,
         )
         try:
-            self.leaf_key = leaf_public_key(certs[0])
-            self.leaf_pss_only = leaf_pss_only(certs[0])
+            self.leaf_key, self.leaf_pss_only = leaf_key(certs[0])
         except UnsupportedKey as exc:
             self.leaf_key_problem = str(exc)
         except SignatureError as exc:

@@ -158,7 +158,7 @@ def _check_key_fits(public_key: PublicKey, scheme: Scheme, label: str, tls13: bo
 def verify_scheme(public_key: PublicKey, scheme_code: int, signature: bytes, data: bytes, *,
                   tls13: bool = False, pss_only: bool = False) -> None:
     """Check `signature` over `data` with SignatureScheme `scheme_code` (TLS 1.2 or 1.3).
-    `pss_only`: the certificate's RSA key is an RSASSA-PSS key (`leaf_pss_only`).
+    `pss_only`: the certificate's RSA key is an RSASSA-PSS key (`leaf_key`).
 
     Raises SignatureError when it does not verify, the scheme does not fit the key (its
     kind, or an RSA key's OID), or the scheme is unknown (or, with `tls13`, forbidden in
@@ -232,22 +232,16 @@ def ske_signed_data(client_random: bytes, server_random: bytes, params: bytes) -
     return client_random + server_random + params
 
 
-def leaf_pss_only(der: bytes) -> bool:
-    """The DER certificate's key is an RSASSA-PSS key (model/pubkey.py `pss_only`)."""
+def leaf_key(der: bytes) -> tuple[PublicKey, bool]:
+    """The public key of a DER certificate, and whether it is an RSASSA-PSS key (model/
+    pubkey.py `pss_only`: it signs with rsa_pss_pss_* only), from one reading of the
+    certificate; SignatureError when the key cannot be read."""
     from cryptography import x509
     try:
-        return pubkey.pss_only(x509.load_der_x509_certificate(der))
-    except ValueError:
-        return False
-
-
-def leaf_public_key(der: bytes) -> PublicKey:
-    """The public key of a DER certificate; SignatureError when it cannot be read."""
-    from cryptography import x509
-    try:
-        key: PublicKey = pubkey.public_key(x509.load_der_x509_certificate(der))
-        return key
+        cert = x509.load_der_x509_certificate(der)
+        key: PublicKey = pubkey.public_key(cert)
     except UnsupportedAlgorithm as exc:
         raise UnsupportedKey(f"the certificate's key is not supported: {exc}") from None
     except ValueError as exc:
         raise SignatureError(f"cannot read the server certificate's public key: {exc}") from None
+    return key, pubkey.pss_only(cert)
