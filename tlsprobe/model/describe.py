@@ -40,16 +40,14 @@ TEMP_KEY = {0x001D: ("X25519", 253), 0x001E: ("X448", 448), 0x0017: ("ECDH, prim
             0x001F: ("ECDH, brainpoolP256r1", 256), 0x0020: ("ECDH, brainpoolP384r1", 384),
             0x0021: ("ECDH, brainpoolP512r1", 512), 0x0100: ("DH", 2048), 0x0101: ("DH", 3072),
             0x0102: ("DH", 4096), 0x0103: ("DH", 6144), 0x0104: ("DH", 8192)}
-# The other curves of RFC 4492 (binary and Koblitz; some TLS 1.2 servers still answer them):
-# OpenSSL prints the bits of the group's order, as `openssl ecparam -text` (sect571r1: 570).
-TEMP_KEY.update({code: (f"ECDH, {name}", bits) for code, name, bits in (
-    (0x0001, "sect163k1", 163), (0x0002, "sect163r1", 162), (0x0003, "sect163r2", 163),
-    (0x0004, "sect193r1", 193), (0x0005, "sect193r2", 193), (0x0006, "sect233k1", 232),
-    (0x0007, "sect233r1", 233), (0x0008, "sect239k1", 238), (0x0009, "sect283k1", 281),
-    (0x000A, "sect283r1", 282), (0x000B, "sect409k1", 407), (0x000C, "sect409r1", 409),
-    (0x000D, "sect571k1", 570), (0x000E, "sect571r1", 570), (0x000F, "secp160k1", 161),
-    (0x0010, "secp160r1", 161), (0x0011, "secp160r2", 161), (0x0012, "secp192k1", 192),
-    (0x0014, "secp224k1", 225))})
+# The other curves of RFC 4492 (binary and Koblitz; some TLS 1.2 servers still answer them),
+# named as the registry names them: OpenSSL prints the bits of the group's order, as
+# `openssl ecparam -text` does (sect571r1: 570).
+TEMP_KEY.update({code: (f"ECDH, {registry.group_name(code)}", bits) for code, bits in (
+    (0x0001, 163), (0x0002, 162), (0x0003, 163), (0x0004, 193), (0x0005, 193),
+    (0x0006, 232), (0x0007, 233), (0x0008, 238), (0x0009, 281), (0x000A, 282),
+    (0x000B, 407), (0x000C, 409), (0x000D, 570), (0x000E, 570), (0x000F, 161),
+    (0x0010, 161), (0x0011, 161), (0x0012, 192), (0x0014, 225))})
 
 #: the key exchange kind of a TLS 1.3 key_share group by its registry kind (else ECDHE)
 _GROUP_KIND = {"hybrid": "hybrid", "mlkem": "KEM", "ffdhe": "DHE"}
