@@ -126,7 +126,8 @@ def time_handshake(family: int, address: SockAddr, config: ClientConfig,
                                     f"{hs.incomplete_reason or 'stopped'}", FailureKind.PROTOCOL)
             with suppress(NetworkError):
                 channel.send(hs.close())   # close_notify, outside the timed span
-            return Sample(connected - t0, t2 - t1, c1 - c0, outcome_of(hs), hs.facts().hrr)
+            return Sample(connected - t0, t2 - t1, c1 - c0, outcome_of(hs),
+                          hs.messages.hrr is not None)
     finally:
         if gc_was_enabled:
             gc.enable()
