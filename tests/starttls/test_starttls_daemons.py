@@ -219,10 +219,13 @@ def test_implicit_tls_port_is_named(daemon: DaemonFactory, run_cli: Callable[...
     assert json.loads(direct.stdout)["version"]["name"] == "TLS 1.3"
 
 
-def _listener_pids(ports: list[int]) -> set[int]:
-    """PIDs holding a listening socket on one of `ports` (from /proc)."""
-    inodes = set().union(*(listening_inodes(port) for port in ports))
-    pids: set[int] = set()
+def _listener_pids(ports: list[int]) -> set[tuple[int, str]]:
+    """(PID, start time) of each process holding a listening socket on one of `ports` at
+    127.0.0.1, where every daemon listens (from /proc). Only there: another test's server may
+    listen on the same port number at ::1 or 127.0.0.2 and outlive this daemon. The start
+    time tells a PID reused meanwhile from the daemon's process."""
+    inodes = set().union(*(listening_inodes(port, "127.0.0.1") for port in ports))
+    pids: set[tuple[int, str]] = set()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -236,9 +239,18 @@ def _listener_pids(ports: list[int]) -> set[int]:
             except OSError:
                 continue  # that descriptor closed meanwhile: a busy daemon's other fds
             if link.startswith("socket:[") and int(link[8:-1]) in inodes:
-                pids.add(int(entry))
+                pids.add((int(entry), _start_time(int(entry))))
                 break
     return pids
+
+
+def _start_time(pid: int) -> str:
+    """Field 22 of /proc/PID/stat (clock ticks after boot), "" once the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rpartition(")")[2].split()[19]
+    except OSError:
+        return ""
 
 
 @pytest.mark.parametrize("name", DAEMONS)
@@ -258,21 +270,22 @@ def test_stopping_a_daemon_ends_every_process_that_listened(certs: CertSet,
         assert pids
         server.stop()
         deadline = time.monotonic() + 10
-        while any(os.path.exists(f"/proc/{pid}") and _alive(pid) for pid in pids) and \
-                time.monotonic() < deadline:
+        while any(_alive(*pid) for pid in pids) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not [pid for pid in pids if os.path.exists(f"/proc/{pid}") and _alive(pid)]
-        assert not any(listening_inodes(port) for port in ports)
+        assert not [pid for pid in pids if _alive(*pid)]
+        assert not any(listening_inodes(port, "127.0.0.1") for port in ports)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _alive(pid: int) -> bool:
+def _alive(pid: int, started: str) -> bool:
+    """True while that process (not a later one given its PID) runs and is not a zombie."""
     try:
         with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rpartition(")")[2].split()[0] != "Z"
+            fields = fh.read().rpartition(")")[2].split()
     except OSError:
         return False
+    return fields[19] == started and fields[0] != "Z"
 
 
 def test_vsftpd_max_per_ip(daemon: DaemonFactory, run_cli: Callable[..., Any]) -> None:
