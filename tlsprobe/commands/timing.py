@@ -82,28 +82,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _versions(text: str | None) -> tuple[int, ...]:
     if text is None:
         return (TLS13, TLS12)
-    out = []
+    from tlsprobe.requests.hello import once
+    from tlsprobe.requests.names import CLI
+    out: list[tuple[str | int, int]] = []
     for item in text.replace(",", " ").split():
         key = item.lower().replace(" ", "")
         if key not in _VERSIONS:
             raise UsageError(f"--timing-versions: unknown version {item!r} (use 1.3 or 1.2)")
-        out.append(_VERSIONS[key])
+        out.append((item, _VERSIONS[key]))
     if not out:
         raise UsageError("--timing-versions: no version given")
-    return tuple(dict.fromkeys(out))
+    once(out, "timing_versions", CLI)
+    return tuple(code for _, code in out)
 
 
 def _codes(text: str, parse: Callable[[str], int], option: str) -> tuple[int, ...]:
     from tlsprobe import registry
-    from tlsprobe.requests.hello import split, split_suites
+    from tlsprobe.requests.hello import once, split, split_suites
+    from tlsprobe.requests.names import CLI
     items = split_suites(text) if parse is registry.parse_suite else split(text)
     try:
-        codes = tuple(dict.fromkeys(parse(item) for item in items))
+        codes: list[tuple[str | int, int]] = [(item, parse(item)) for item in items]
     except ValueError as exc:
         raise UsageError(f"{option}: {exc}") from None
     if not codes:
         raise UsageError(f"{option}: empty list")
-    return codes
+    once(codes, option.removeprefix("--").replace("-", "_"), CLI)
+    return tuple(code for _, code in codes)
 
 
 def _sni(args: argparse.Namespace, host: str) -> str | None:

@@ -108,9 +108,17 @@ def policies_of(given: Sequence[str] | str | None) -> tuple[Policy, ...]:
     from tlsprobe.policy.load import DEFAULT_POLICY, PolicyError, load_policy
     specs = [DEFAULT_POLICY] if given is None else [given] if isinstance(given, str) else given
     try:
-        return tuple(load_policy(spec) for spec in specs)
+        loaded = tuple(load_policy(spec) for spec in specs)
     except PolicyError as exc:
         raise UsageError(str(exc)) from None
+    seen: dict[str, str] = {}
+    for spec, policy in zip(specs, loaded):   # the report would list it twice
+        if policy.name in seen:
+            again = "is given twice" if seen[policy.name] == spec else \
+                f"is the policy {seen[policy.name]!r} names"
+            raise UsageError(f"--policy {spec!r} {again} ({policy.name}); give each once")
+        seen[policy.name] = spec
+    return loaded
 
 
 def audit_options(*, checks: tuple[str, ...], read_only: tuple[str, ...] = (),
