@@ -58,3 +58,23 @@ def test_api_probe_refuses_a_repeated_group() -> None:
     from tlsprobe import probe
     with pytest.raises(UsageError, match=r"groups: 29 repeats 'x25519' \(0x001d\)"):
         probe(DEAD, groups=["x25519", 0x1D])
+
+
+# -- --cafile with --no-verify ----------------------------------------------------------
+# The trust store goes unused when the chain is not checked: it was accepted in silence
+# (only its existence checked). Every command that has both options (probe, scan, clients)
+# and the API's probe/scan refuse the pair with one line naming both, before connecting.
+@pytest.mark.parametrize("command", [(), ("scan", "--no-progress"), ("clients",)])
+def test_cafile_with_no_verify_is_a_usage_error(capsys: pytest.CaptureFixture[str],
+                                                certs, command: tuple[str, ...]) -> None:
+    ca = str(certs.ca)
+    argv = (*command[:1], DEAD, *command[1:], "--cafile", ca, "--no-verify")
+    assert_usage_error(cli(capsys, *argv), "--cafile and --no-verify contradict each other",
+                       "give one of them")
+
+
+def test_api_refuses_cafile_without_verification(certs) -> None:
+    from tlsprobe import probe, scan
+    for call in (probe, scan):
+        with pytest.raises(UsageError, match=r"cafile and verify=False contradict each other"):
+            call(DEAD, cafile=str(certs.ca), verify=False)

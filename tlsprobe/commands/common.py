@@ -155,7 +155,8 @@ def add_trust_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--cafile", metavar="FILE", help="trust store (PEM bundle) to verify the "
                    "certificate chain against (default: the system bundle)")
     g.add_argument("--no-verify", action="store_true", help="do not check the certificate "
-                   "chain and host name (the report says the check was skipped)")
+                   "chain and host name (the report says the check was skipped); not with "
+                   "--cafile")
 
 
 class _Version(argparse.Action):
