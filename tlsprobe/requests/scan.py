@@ -25,6 +25,12 @@ if TYPE_CHECKING:
     from tlsprobe.probes.audit.run import AuditOptions
     from tlsprobe.probes.audit.scheduler import ConnectionHook, Scheduler
 
+#: the most connections at once to one host (politeness: a server sees them all) and the
+#: most targets audited at once (each holds its connections and its results meanwhile)
+MAX_PER_HOST = 64
+MAX_CONCURRENCY = 1024
+
+
 @dataclass(frozen=True)
 class ConnectionSettings:
     """How politely an audit connects: connections at once per host, targets at once, the
@@ -42,9 +48,10 @@ class ConnectionSettings:
               retries: int = 2, timeout: float = 5.0, names: Names = API
               ) -> ConnectionSettings:
         """The settings, or a UsageError naming the input at fault."""
-        for name, value in (("per_host", per_host), ("concurrency", concurrency)):
-            if value < 1:
-                raise UsageError(f"{names(name)} must be at least 1")
+        for name, value, most in (("per_host", per_host, MAX_PER_HOST),
+                                  ("concurrency", concurrency, MAX_CONCURRENCY)):
+            if isinstance(value, bool) or not 1 <= value <= most:
+                raise UsageError(f"{names(name)} must be from 1 to {most}, not {value}")
         if not (math.isfinite(timeout) and 0 < timeout <= 3600):
             raise UsageError(f"{names('timeout')} must be a number of seconds above 0 and at "
                              f"most 3600, not {timeout}")
