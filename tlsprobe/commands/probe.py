@@ -104,7 +104,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
             ("max_bytes", "BYTES", "most bytes read from the server")):
         o.add_argument("--" + name.replace("_", "-"), type=whole_number(1, LIMIT_MAXIMA[name]),
                        metavar=metavar, help=f"{what}, 1 to {LIMIT_MAXIMA[name]} (default "
-                       f"{LIMIT_DEFAULTS[name]}); past it the probe stops, naming the option")
+                       f"{LIMIT_DEFAULTS[name]}); past it the probe stops, exit 8")
     t = p.add_argument_group("handshake timing (tlsprobe HOST --timing)")
     t.add_argument("--timing", action="store_true", help="time N full handshakes per group "
                    "the server accepts and rank the groups by handshake cost. --tls1_3/--tls1_2 "

@@ -36,6 +36,7 @@ from tlsprobe.engine import extcheck, serverhello
 from tlsprobe.engine.common import (
     DECODE_ERROR,
     ILLEGAL_PARAMETER,
+    INTERNAL_ERROR,
     TLS10,
     TLS12,
     UNEXPECTED_MESSAGE,
@@ -111,13 +112,14 @@ class ClientHandshake(HandshakeState):
         self._transcript.add(raw)
         self._send_handshake(raw)
 
-    def _fail(self, alert: int, message: str) -> NoReturn:
+    def _fail(self, alert: int, message: str,
+              kind: FailureKind = FailureKind.PROTOCOL) -> NoReturn:
         """Queue a fatal alert for the server (take_output has it) and stop."""
         try:
             self._send_record(ALERT, bytes([2, alert]))
         except ValueError:
             pass
-        raise HandshakeFailure(FailureKind.PROTOCOL, message)
+        raise HandshakeFailure(kind, message)
 
     def _stop_incomplete(self, reason: str) -> None:
         """The engine cannot complete this handshake: stop here, as after the first flight."""
@@ -155,7 +157,7 @@ class ClientHandshake(HandshakeState):
         for out in v.outputs:
             self._perform(out)
         if v.refusal is not None:
-            self._fail(v.refusal.alert, v.refusal.message)
+            self._fail(v.refusal.alert, v.refusal.message, v.refusal.kind)
         if v.first_flight_done:
             self._first_flight_done = True
         if v.done:
@@ -226,7 +228,7 @@ class ClientHandshake(HandshakeState):
                     break
             self._check_pending_message()
         except Refusal as refusal:
-            self._fail(refusal.alert, refusal.message)
+            self._fail(refusal.alert, refusal.message, refusal.kind)
         except ValueError as exc:  # DecodeError included; HandshakeFailure passes through
             self._fail(DECODE_ERROR, malformed(self._reading, exc))
         return self.take_output()
@@ -259,8 +261,9 @@ class ClientHandshake(HandshakeState):
             if ev.error.reason.endswith(f" over {self._limits.max_message}") and \
                     self._may_come(pending):
                 # our own limit, not a malformed message: named, with the option to raise it
-                self._fail(alert, f"server sent a {message_label(pending or 0)} over "
-                           f"tlsprobe's limit ({ev.where}): {ev.error} (--max-message)")
+                raise Refusal(INTERNAL_ERROR, f"server sent a {message_label(pending or 0)} "
+                              f"over tlsprobe's limit ({ev.where}): {ev.error} (--max-message "
+                              "raises it)", FailureKind.LIMIT)
             self._fail(alert, f"server sent malformed data ({ev.where}): {ev.error}")
         if isinstance(ev, AlertEvent):
             self._alert(ev)
