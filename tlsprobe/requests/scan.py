@@ -138,8 +138,9 @@ def audit_options(*, checks: tuple[str, ...], read_only: tuple[str, ...] = (),
     from tlsprobe import registry
     from tlsprobe.probes.audit.run import AuditOptions
     extra = codes(extra_groups, registry.parse_group, "extra_groups", names, empty_ok=True)
-    from tlsprobe.requests.probe import check_trust
-    check_trust(verify, cafile, names)
+    if cafile is not None:   # (the import only then: a group audit loads no more modules)
+        from tlsprobe.requests.probe import check_trust
+        check_trust(verify, cafile, names)
     return AuditOptions(checks=checks, read_only=read_only, extra_groups=extra,
                         server_name=server_name_,
                         send_sni=send_sni, policies=policies, cafile=cafile, verify=verify,
