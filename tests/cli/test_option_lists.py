@@ -39,6 +39,9 @@ from tlsprobe.errors import UsageError
      ("--extra-groups: '0xfe30' is given twice",)),
     (("scan", DEAD, "--no-progress", "--policy", "modern", "--policy", "modern"),
      ("--policy 'modern' is given twice",)),
+    # openssl s_server refuses the repeat: it was told as "the system openssl cannot serve"
+    (("demo", "--groups", "P-256,secp256r1", "--no-msg"),
+     ("--groups: 'secp256r1' repeats 'P-256'",)),
 ])
 def test_repeated_item_is_one_usage_line(capsys: pytest.CaptureFixture[str],
                                          argv: tuple[str, ...],
