@@ -128,7 +128,7 @@ def _add_live_arguments(p: argparse.ArgumentParser) -> None:
     live.add_argument("-w", "--write", dest="write", metavar="FILE", help="with -i: also "
                       "write the captured packets to FILE (pcapng), to read again later")
     live.add_argument("--ring-size", type=float, metavar="MB", help="with -w: a ring of "
-                      "files, a new one past MB megabytes, 0.001 to 1000000 (named as tshark's -b "
+                      "files, a new one past MB megabytes, at most 1000000 (named as tshark's -b "
                       "names them)")
     live.add_argument("--ring-files", type=int, metavar="N", help="with --ring-size: keep "
                       "only the newest N files, 1 to 100000")
