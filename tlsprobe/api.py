@@ -73,7 +73,7 @@ def failure_kind(exc: BaseException) -> FailureKind:
 
 class ProbeError(TlsprobeError):
     """A probe that did not reach its answer. `kind` says why (network, not_tls, alert,
-    closed, refused, protocol); `exit_code` is what `tlsprobe HOST` exits with; `result` is
+    closed, refused, protocol, limit); `exit_code` is what `tlsprobe HOST` exits with; `result` is
     the `ProbeResult` with what was established before the failure (its `error` is this
     message)."""
 

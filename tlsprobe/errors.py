@@ -11,6 +11,9 @@ Exit codes (documented in the README):
   6  the server broke the protocol (malformed or unexpected message, bad signature/Finished)
   7  broken input file (pcap): partially read (damaged, snaplen cuts, or packets skipped
      and said in a note line: unknown link type or interface, too deep, fragments lost)
+  8  the server sent more than one of tlsprobe's own limits allows (--max-chain,
+     --max-message, --max-records, --max-bytes): no fault of the server's; the option named
+     raises the limit
   141 stdout closed by its reader (`tlsprobe scan HOST | head -1`), as a tool killed by
      SIGPIPE (128 + 13); nothing on stderr
   70 internal error: a bug in tlsprobe (one line; TLSPROBE_DEBUG=1 shows the traceback), or
@@ -31,6 +34,7 @@ EXIT_NOT_TLS = 4
 EXIT_ALERT = 5
 EXIT_PROTOCOL = 6
 EXIT_BAD_INPUT = 7
+EXIT_LIMIT = 8
 EXIT_INTERNAL = 70  # EX_SOFTWARE in sysexits.h
 EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool SIGPIPE ended
 
@@ -47,6 +51,7 @@ class FailureKind(StrEnum):
     PROTOCOL = "protocol"    # the server broke the protocol (malformed, unexpected, bad MAC)
     USAGE = "usage"          # a bad argument or targets-file line
     BAD_INPUT = "bad_input"  # a damaged input file
+    LIMIT = "limit"          # the server sent more than a limit of ours allows (--max-*)
     INTERNAL = "internal"    # a bug in tlsprobe
 
 
@@ -56,6 +61,7 @@ EXIT_BY_KIND: dict[FailureKind, int] = {
     FailureKind.REFUSED: EXIT_ALERT,
     FailureKind.PROTOCOL: EXIT_PROTOCOL, FailureKind.USAGE: EXIT_USAGE,
     FailureKind.BAD_INPUT: EXIT_BAD_INPUT, FailureKind.INTERNAL: EXIT_INTERNAL,
+    FailureKind.LIMIT: EXIT_LIMIT,
 }
 
 

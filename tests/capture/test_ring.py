@@ -140,8 +140,10 @@ def test_statistics_of_each_interface_at_each_file_end(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("size", "files", "message"), [
-    (0.0, None, "--ring-size must be a positive"),
-    (-1.0, None, "--ring-size must be a positive"),
+    (0.0, None, "--ring-size must be a number of MB above 0 and at most 1000000"),
+    (-1.0, None, "--ring-size must be a number of MB above 0 and at most 1000000"),
+    (float("inf"), None, "--ring-size must be a number of MB above 0 and at most 1000000"),
+    (float("nan"), None, "--ring-size must be a number of MB above 0 and at most 1000000"),
     (None, 3, "--ring-files needs --ring-size"),
     (1.0, 0, "--ring-files must be between 1"),
 ])

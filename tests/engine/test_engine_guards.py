@@ -35,7 +35,8 @@ from tlsprobe import cli
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure, Limits
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.engine.guards import MAX_CHANGE_CIPHER_SPECS, MAX_WARNING_ALERTS
-from tlsprobe.errors import EXIT_INTERNAL
+from tlsprobe.engine.common import INTERNAL_ERROR
+from tlsprobe.errors import EXIT_INTERNAL, FailureKind
 from tlsprobe.model import describe
 from tlsprobe.probes.facts import certificate_info
 from tlsprobe.model.probe import ProbeResult
@@ -64,6 +65,13 @@ def failure(hs: ClientHandshake, *chunks: bytes) -> HandshakeFailure:
         for chunk in chunks:
             hs.receive(chunk)
     return info.value
+
+
+def alert_sent(hs: ClientHandshake) -> int:
+    """The description of the fatal alert the client queued (a plaintext record)."""
+    out = hs.take_output()
+    assert out[:1] == b"\x15" and out[5] == FATAL, out.hex()
+    return out[6]
 
 
 # -- closed in the middle --------------------------------------------------------------------
@@ -227,19 +235,22 @@ def test_max_records() -> None:
     hs, ch, _ = start(Limits(max_records=20))
     hello_request = record(HANDSHAKE, b"\x00\x00\x00\x00")  # ignored by a TLS 1.2 client
     exc = failure(hs, handshake_records(server_hello_12(ch)), hello_request * 25)
-    assert "more than 20 records (--max-records)" in str(exc)
+    assert "more than 20 records, tlsprobe's limit (--max-records raises it)" in str(exc)
+    assert exc.kind == FailureKind.LIMIT and alert_sent(hs) == INTERNAL_ERROR
 
 
 def test_max_bytes() -> None:
     hs, ch, _ = start(Limits(max_bytes=1000))
     exc = failure(hs, handshake_records(server_hello_12(ch)), b"\x16\x03\x03" * 400)
-    assert "more than 1000 bytes (--max-bytes)" in str(exc)
+    assert "more than 1000 bytes, tlsprobe's limit (--max-bytes raises it)" in str(exc)
+    assert exc.kind == FailureKind.LIMIT and alert_sent(hs) == INTERNAL_ERROR
 
 
 def test_max_message_is_named() -> None:
     hs, ch, _ = start(Limits(max_message=100))
     exc = failure(hs, handshake_records(server_hello_12(ch), certificate_12([identity().der])))
-    assert "over 100" in str(exc) and str(exc).endswith("(--max-message)")
+    assert "over 100" in str(exc) and str(exc).endswith("(--max-message raises it)")
+    assert exc.kind == FailureKind.LIMIT and alert_sent(hs) == INTERNAL_ERROR
 
 
 def test_events_kept_for_the_trace_are_bounded() -> None:
@@ -269,7 +280,11 @@ def _flight_with(ch: ClientHello, ders: list[bytes]) -> bytes:
 def test_max_chain() -> None:
     hs, ch, _ = start(Limits(max_chain=3))
     exc = failure(hs, _flight_with(ch, [identity().der] * 4))
-    assert "chain of 4 certificates, more than 3 (--max-chain)" in str(exc)
+    assert "chain of 4 certificates, more than tlsprobe's limit of 3 (--max-chain raises " \
+        "it)" in str(exc)
+    # the limit is ours, not a fault of the chain: internal_error (it was bad_certificate),
+    # and the failure is a limit (exit 8), not a protocol error (exit 6)
+    assert exc.kind == FailureKind.LIMIT and alert_sent(hs) == INTERNAL_ERROR
 
 
 def test_unparsable_entry_after_a_valid_leaf() -> None:

@@ -13,6 +13,8 @@ from .server import Conn, Script
 from .tls import handshake_records
 
 EXIT_OK, EXIT_NETWORK, EXIT_NOT_TLS, EXIT_ALERT, EXIT_PROTOCOL = 0, 3, 4, 5, 6
+#: the server sent more than a limit of tlsprobe's allows (--max-*): no rule broken
+EXIT_LIMIT = 8
 HOLD = 12.0  # seconds a script keeps the connection open after misbehaving
 FATAL, WARNING = 2, 1
 HANDSHAKE_FAILURE, UNRECOGNIZED_NAME, CLOSE_NOTIFY = 40, 112, 0

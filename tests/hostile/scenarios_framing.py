@@ -6,6 +6,7 @@ import os
 
 from .catalog import (
     EXIT_ALERT,
+    EXIT_LIMIT,
     EXIT_NETWORK,
     EXIT_NOT_TLS,
     EXIT_OK,
@@ -111,7 +112,7 @@ async def record_length_over_limit(conn: Conn) -> None:
     await conn.hold(HOLD)
 
 
-@scenario("declares a 16 MiB handshake message and starts sending it", EXIT_PROTOCOL,
+@scenario("declares a 16 MiB handshake message and starts sending it", EXIT_LIMIT,
           r"message length 16777215 over")
 async def handshake_length_16mb(conn: Conn) -> None:
     await conn.client_hello()
@@ -121,7 +122,7 @@ async def handshake_length_16mb(conn: Conn) -> None:
         await conn.send(chunk)
 
 
-@scenario("sends a 300 KB Certificate message", EXIT_PROTOCOL, r"message length \d+ over")
+@scenario("sends a 300 KB Certificate message", EXIT_LIMIT, r"message length \d+ over")
 async def certificate_over_limit(conn: Conn) -> None:
     ch = await conn.client_hello()
     flight = tls12_flight(ch)
@@ -168,7 +169,7 @@ async def record_then_garbage(conn: Conn) -> None:
 
 
 @scenario("a ServerHello and a 16 MiB message header in the same record, then silence",
-          EXIT_PROTOCOL, r"message length 16777215 over")
+          EXIT_LIMIT, r"message length 16777215 over")
 async def message_then_bad_header(conn: Conn) -> None:
     ch = await conn.client_hello()
     await conn.send(record(HANDSHAKE, server_hello_12(ch) + b"\x0b\xff\xff\xff"))

@@ -132,8 +132,13 @@ def test_bad_filter_value_is_a_usage_error(run_cli) -> None:
 @pytest.mark.parametrize("argv, fragment", [
     (("-c", "0", SEED), "-c/--count must be a positive number of connections (got 0)"),
     (("-c", "-5", SEED), "-c/--count must be a positive number of connections (got -5)"),
-    (("--duration", "-1", "-"), "--duration must be a positive number of seconds (got -1.0)"),
-    (("--duration", "nan", "-"), "--duration must be a positive number of seconds (got nan)"),
+    (("--duration", "-1", "-"), "--duration must be a number of seconds above 0 and at most "
+     "2592000 (30 days; without it the capture runs until Ctrl-C) (got -1)"),
+    (("--duration", "nan", "-"), "--duration must be a number of seconds above 0 and at most "
+     "2592000 (30 days; without it the capture runs until Ctrl-C) (got nan)"),
+    # 1e20 s overflowed the clock's timestamps: an internal error (exit 70) after reading
+    (("--duration", "1e20", "-"), "--duration must be a number of seconds above 0 and at most "
+     "2592000 (30 days; without it the capture runs until Ctrl-C) (got 1e+20)"),
 ])
 def test_count_and_duration_are_checked_for_files_and_stdin(run_cli, argv, fragment) -> None:
     """-c and --duration are checked as a live capture checks them, before any read (a

@@ -319,8 +319,8 @@ def test_run_timing_usage_errors_are_one_line(extra, message):
 
 
 @pytest.mark.parametrize("extra, message", [
-    (("--timing-runs", "0"), "argument --timing-runs: must be at least 1"),
-    (("--timing-warmup", "-1"), "argument --timing-warmup: must be 0 or more"),
+    (("--timing-runs", "0"), "argument --timing-runs: must be from 1 to 10000"),
+    (("--timing-warmup", "-1"), "argument --timing-warmup: must be from 0 to 1000"),
     (("--timing-timeout", "-1"), "argument --timing-timeout: expected seconds > 0"),
     (("--timeout", "inf"), "argument --timeout: expected seconds > 0"),
 ])

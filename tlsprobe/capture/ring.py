@@ -49,6 +49,8 @@ DEFAULT_SNAPLEN = 262144
 FLUSH_EVERY = 0.5
 #: the most files a ring may keep (tshark's own limit is 100,000)
 MAX_RING_FILES = 100_000
+#: the largest --ring-size in MB (10^6 bytes): 1 TB (infinity overflowed the byte count)
+MAX_RING_MB = 1_000_000.0
 _BUFFER = 1 << 16
 #: the longest statistics block: header, interface, time, 5 options and their end
 _ISB_MAX = 12 + 12 + 2 * 12 + 3 * 12 + 4
@@ -78,9 +80,9 @@ class RingSpec:
             raise ValueError(f"-w {path}: is a directory")
         size = None
         if ring_size_mb is not None:
-            if not ring_size_mb > 0:
-                raise ValueError(f"--ring-size must be a positive number of MB, not "
-                                 f"{ring_size_mb}")
+            if not 0 < ring_size_mb <= MAX_RING_MB:
+                raise ValueError(f"--ring-size must be a number of MB above 0 and at most "
+                                 f"{MAX_RING_MB:.0f}, not {ring_size_mb:g}")
             size = max(1, round(ring_size_mb * 1_000_000))
         if ring_files is not None:
             if size is None:

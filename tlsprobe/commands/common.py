@@ -131,15 +131,15 @@ def add_connection_arguments(g: argparse._ArgumentGroup, concurrency: int,
     requests/scan.py `ConnectionSettings`): per-host cap, concurrency, delay, retries,
     timeout."""
     g.add_argument("--per-host", type=int, default=3, metavar="N", help="connections at once "
-                   "per host (default 3)")
+                   "per host, 1 to 64 (default 3)")
     g.add_argument("--concurrency", type=int, default=concurrency, metavar="N",
-                   help=f"{concurrency_help} (default {concurrency})")
+                   help=f"{concurrency_help}, 1 to 1024 (default {concurrency})")
     g.add_argument("--delay", type=float, default=0.0, metavar="SECONDS", help="pause between "
-                   "connection starts to one host (default 0)")
+                   "connection starts to one host, 0 to 3600 (default 0)")
     g.add_argument("--retries", type=int, default=2, metavar="N", help="retries after a reset "
-                   "or timeout, with backoff (default 2)")
+                   "or timeout, with backoff, 0 to 10 (default 2)")
     g.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS", help="connect and "
-                   "read timeout per connection (default 5)")
+                   "read timeout per connection, above 0 and at most 3600 (default 5)")
 
 
 def add_sni_arguments(g: argparse._ArgumentGroup | argparse.ArgumentParser) -> None:
@@ -155,7 +155,8 @@ def add_trust_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--cafile", metavar="FILE", help="trust store (PEM bundle) to verify the "
                    "certificate chain against (default: the system bundle)")
     g.add_argument("--no-verify", action="store_true", help="do not check the certificate "
-                   "chain and host name (the report says the check was skipped)")
+                   "chain and host name (the report says the check was skipped); not with "
+                   "--cafile")
 
 
 class _Version(argparse.Action):
@@ -193,21 +194,19 @@ def seconds(text: str) -> float:
     return value
 
 
-def _whole_number(minimum: int, wording: str) -> Callable[[str], int]:
+def whole_number(minimum: int, maximum: int) -> Callable[[str], int]:
+    """argparse type: a whole number from `minimum` to `maximum` (a bound on what the option
+    makes tlsprobe do or hold: no option runs, waits or buffers without one)."""
     def parse(text: str) -> int:
         try:
             value = int(text, 10)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be {wording}, got {text!r}")
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"must be from {minimum} to {maximum}, got "
+                                             f"{text[:40]!r}")
         return value
     return parse
-
-
-#: argparse types: an integer of at least 1, and of 0 or more
-positive_int = _whole_number(1, "at least 1")
-count = _whole_number(0, "0 or more")
 
 
 @contextlib.contextmanager
@@ -277,6 +276,5 @@ def error_line(exc: TlsprobeError) -> str:
 
 
 __all__ = ["MAX_SECONDS", "ArgumentParser", "add_connection_arguments", "add_json_out_argument",
-           "check_json_out", "command_parser", "count", "distinct_files", "error_line",
-           "positive_int", "seconds",
-           "write_json_out", "written_to"]
+           "check_json_out", "command_parser", "distinct_files", "error_line", "seconds",
+           "whole_number", "write_json_out", "written_to"]

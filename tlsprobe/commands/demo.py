@@ -112,6 +112,9 @@ def plan(groups_text: str | None, tls13: bool) -> DemoPlan:
             groups.append((name, parse_group(name)))
         except ValueError as exc:
             raise UsageError(f"--groups: {exc}") from None
+    from tlsprobe.requests.hello import once
+    from tlsprobe.requests.names import CLI
+    once(groups, "groups", CLI)    # (openssl refuses a repeat: not a missing capability)
     server = ["-groups", ":".join(names)]
     probe = ["--tls1_3" if tls13 else "--tls1_2"]
     if groups_text is not None:

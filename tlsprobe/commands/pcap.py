@@ -117,20 +117,21 @@ def _add_live_arguments(p: argparse.ArgumentParser) -> None:
                       "capture filter, as tcpdump's (default: 'tcp or udp': TLS on any "
                       "port, STARTTLS, QUIC, DTLS)")
     live.add_argument("-B", "--buffer-size", type=float, metavar="MB", help="with -i: "
-                      "the kernel's capture buffer per interface, in MiB (default 32; "
+                      "the kernel's capture buffer per interface, in MiB, 0.001 to 4096 (default 32; "
                       "tshark's -B): bursts wait there while tlsprobe catches up, and what "
                       "does not fit is dropped (counted and said)")
     live.add_argument("-c", "--count", type=int, metavar="N", help="stop after N "
                       "connections reported (live capture, stdin, or a file)")
     live.add_argument("--duration", type=float, metavar="S", help="with -i, '-' or "
-                      "--follow: stop after S seconds (the connections still open are "
-                      "reported)")
+                      "--follow: stop after S seconds, at most 2592000 (30 days) (the "
+                      "connections still open are reported)")
     live.add_argument("-w", "--write", dest="write", metavar="FILE", help="with -i: also "
                       "write the captured packets to FILE (pcapng), to read again later")
     live.add_argument("--ring-size", type=float, metavar="MB", help="with -w: a ring of "
-                      "files, a new one past MB megabytes (named as tshark's -b names them)")
+                      "files, a new one past MB megabytes, at most 1000000 (named as tshark's -b "
+                      "names them)")
     live.add_argument("--ring-files", type=int, metavar="N", help="with --ring-size: keep "
-                      "only the newest N files")
+                      "only the newest N files, 1 to 100000")
 
 
 def _add_streaming_arguments(p: argparse.ArgumentParser) -> None:

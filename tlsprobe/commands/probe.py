@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from tlsprobe.commands.common import (
     add_sni_arguments,
     add_trust_arguments,
-    positive_int,
     seconds,
+    whole_number,
 )
 from tlsprobe.errors import EXIT_OK, UsageError, exit_code_for
 
@@ -34,6 +34,10 @@ VERSION_FLAGS = (("tls1_3", 0x0304, "TLS 1.3"), ("tls1_2", 0x0303, "TLS 1.2"),
                  ("ssl3", 0x0300, "SSL 3.0"))
 LIMIT_DEFAULTS = {"max_message": 262144, "max_chain": 16, "max_records": 4096,
                   "max_bytes": 16 * 2 ** 20}
+#: the largest value of each limit: a handshake message's length field holds 2^24 - 1; the
+#: others bound what one probe holds in memory (the trace keeps 4 events a record)
+LIMIT_MAXIMA = {"max_message": 2 ** 24 - 1, "max_chain": 1000, "max_records": 2 ** 20,
+                "max_bytes": 2 ** 30}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -93,18 +97,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "limited to three times this)")
     o.add_argument("--total-timeout", type=seconds, metavar="SECONDS", help="limit for the "
                    "whole probe, from connect to verdict (default: 3 x --timeout)")
-    o.add_argument("--max-message", type=positive_int, metavar="BYTES",
-                   help="largest handshake message accepted (default "
-                   f"{LIMIT_DEFAULTS['max_message']})")
-    o.add_argument("--max-chain", type=positive_int, metavar="N",
-                   help=f"most certificates accepted in the server's chain (default "
-                   f"{LIMIT_DEFAULTS['max_chain']})")
-    o.add_argument("--max-records", type=positive_int, metavar="N",
-                   help="most records read from the server (default "
-                   f"{LIMIT_DEFAULTS['max_records']})")
-    o.add_argument("--max-bytes", type=positive_int, metavar="BYTES",
-                   help="most bytes read from the server (default "
-                   f"{LIMIT_DEFAULTS['max_bytes']})")
+    for name, metavar, what in (
+            ("max_message", "BYTES", "largest handshake message accepted"),
+            ("max_chain", "N", "most certificates accepted in the server's chain"),
+            ("max_records", "N", "most records read from the server"),
+            ("max_bytes", "BYTES", "most bytes read from the server")):
+        o.add_argument("--" + name.replace("_", "-"), type=whole_number(1, LIMIT_MAXIMA[name]),
+                       metavar=metavar, help=f"{what}, 1 to {LIMIT_MAXIMA[name]} (default "
+                       f"{LIMIT_DEFAULTS[name]}); past it the probe stops, exit 8")
     t = p.add_argument_group("handshake timing (tlsprobe HOST --timing)")
     t.add_argument("--timing", action="store_true", help="time N full handshakes per group "
                    "the server accepts and rank the groups by handshake cost. --tls1_3/--tls1_2 "

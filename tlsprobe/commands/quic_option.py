@@ -39,6 +39,9 @@ def quic_versions(args: argparse.Namespace) -> tuple[int, ...]:
         version = VERSIONS.get(item.strip().lower())
         if version is None:
             raise UsageError(f"--quic-version: {item.strip()!r} is not 1 or 2")
-        if version not in out:
-            out.append(version)
+        if version in out:
+            number = 1 if version == QUIC_V1 else 2
+            raise UsageError(f"--quic-version: version {number} is given twice; give each "
+                             "once ('1,2': v1, offering v2)")
+        out.append(version)
     return tuple(out)

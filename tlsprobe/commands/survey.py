@@ -83,8 +83,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "from DIR (implies --clients)")
     p.add_argument("--extra-groups", metavar="LIST", default="", help="more group ids to try")
     add_sni_arguments(p)
-    p.add_argument("--shard-size", type=int, default=64, metavar="N", help="targets per shard "
-                   "(default 64; all ports of one address stay together)")
+    p.add_argument("--shard-size", type=int, default=64, metavar="N", help="targets per shard, "
+                   "1 to 100000 (default 64; all ports of one address stay together)")
     x = p.add_argument_group("execution")
     x.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
                    help="workers on this machine (default: one per core; 1: the audits run in "
@@ -92,7 +92,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     x.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler "
                    "(tcp://HOST:8786); workers need tlsprobe with its cluster extra")
     x.add_argument("--rate", type=float, default=None, metavar="N", help="connections per "
-                   "second in all, split across the workers (default: no limit)")
+                   "second in all, split across the workers, 0.001 to 100000 (default: no "
+                   "limit)")
     from tlsprobe.commands.common import add_connection_arguments
     add_connection_arguments(x, concurrency=16,
                              concurrency_help="targets audited at once per worker")

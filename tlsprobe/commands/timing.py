@@ -17,10 +17,9 @@ from typing import IO, TYPE_CHECKING
 
 from tlsprobe.commands.common import (
     add_sni_arguments,
-    count,
     error_line,
-    positive_int,
     seconds,
+    whole_number,
 )
 from tlsprobe.errors import EXIT_OK, TlsprobeError, UsageError, exit_code_for
 
@@ -34,6 +33,10 @@ DEFAULT_RUNS = 20
 DEFAULT_WARMUP = 2
 DEFAULT_TIMEOUT = 5.0
 DEFAULT_CONFIDENCE = 0.95
+#: the most measured handshakes per entry and warm-up rounds: every run of every group (and
+#: version and suite) is one handshake, so the bound is on the run's time
+MAX_RUNS = 10_000
+MAX_WARMUP = 1_000
 _VERSIONS = {"1.3": TLS13, "13": TLS13, "tls1_3": TLS13, "tlsv1.3": TLS13, "tls1.3": TLS13,
              "1.2": TLS12, "12": TLS12, "tls1_2": TLS12, "tlsv1.2": TLS12, "tls1.2": TLS12}
 
@@ -42,10 +45,12 @@ def add_timing_arguments(parser: argparse._ActionsContainer) -> None:
     """The --timing-* options (an ArgumentParser or an argument group); none clashes with
     the probe's own options. Their defaults are None (resolved in `options_from_args`), so
     that the probe command can tell which were given."""
-    parser.add_argument("--timing-runs", type=positive_int, default=None, metavar="N",
-                        help=f"measured handshakes per group (default {DEFAULT_RUNS})")
-    parser.add_argument("--timing-warmup", type=count, default=None, metavar="N",
-                        help=f"uncounted warm-up rounds first (default {DEFAULT_WARMUP})")
+    parser.add_argument("--timing-runs", type=whole_number(1, MAX_RUNS), default=None,
+                        metavar="N", help=f"measured handshakes per group, 1 to {MAX_RUNS} "
+                        f"(default {DEFAULT_RUNS})")
+    parser.add_argument("--timing-warmup", type=whole_number(0, MAX_WARMUP), default=None,
+                        metavar="N", help=f"uncounted warm-up rounds first, 0 to {MAX_WARMUP} "
+                        f"(default {DEFAULT_WARMUP})")
     parser.add_argument("--timing-groups", metavar="LIST", default=None,
                         help="time these groups (names or hex, ',' or ':' separated) instead "
                         "of the ones the server is found to accept")
@@ -82,28 +87,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _versions(text: str | None) -> tuple[int, ...]:
     if text is None:
         return (TLS13, TLS12)
-    out = []
+    from tlsprobe.requests.hello import once
+    from tlsprobe.requests.names import CLI
+    out: list[tuple[str | int, int]] = []
     for item in text.replace(",", " ").split():
         key = item.lower().replace(" ", "")
         if key not in _VERSIONS:
             raise UsageError(f"--timing-versions: unknown version {item!r} (use 1.3 or 1.2)")
-        out.append(_VERSIONS[key])
+        out.append((item, _VERSIONS[key]))
     if not out:
         raise UsageError("--timing-versions: no version given")
-    return tuple(dict.fromkeys(out))
+    once(out, "timing_versions", CLI)
+    return tuple(code for _, code in out)
 
 
 def _codes(text: str, parse: Callable[[str], int], option: str) -> tuple[int, ...]:
     from tlsprobe import registry
-    from tlsprobe.requests.hello import split, split_suites
+    from tlsprobe.requests.hello import once, split, split_suites
+    from tlsprobe.requests.names import CLI
     items = split_suites(text) if parse is registry.parse_suite else split(text)
     try:
-        codes = tuple(dict.fromkeys(parse(item) for item in items))
+        codes: list[tuple[str | int, int]] = [(item, parse(item)) for item in items]
     except ValueError as exc:
         raise UsageError(f"{option}: {exc}") from None
     if not codes:
         raise UsageError(f"{option}: empty list")
-    return codes
+    once(codes, option.removeprefix("--").replace("-", "_"), CLI)
+    return tuple(code for _, code in codes)
 
 
 def _sni(args: argparse.Namespace, host: str) -> str | None:
@@ -124,10 +134,10 @@ def options_from_args(args: argparse.Namespace, host: str) -> TimingOptions:
     from tlsprobe.probes.timing.run import TimingOptions
     runs = DEFAULT_RUNS if args.timing_runs is None else args.timing_runs
     warmup = DEFAULT_WARMUP if args.timing_warmup is None else args.timing_warmup
-    if runs < 1:
-        raise UsageError("--timing-runs must be at least 1")
-    if warmup < 0:
-        raise UsageError("--timing-warmup must be 0 or more")
+    if not 1 <= runs <= MAX_RUNS:
+        raise UsageError(f"--timing-runs must be from 1 to {MAX_RUNS}")
+    if not 0 <= warmup <= MAX_WARMUP:
+        raise UsageError(f"--timing-warmup must be from 0 to {MAX_WARMUP}")
     timeout = args.timing_timeout
     if timeout is None:
         timeout = getattr(args, "timeout", None) or DEFAULT_TIMEOUT

@@ -2,12 +2,15 @@
 
 The state machine owns a session.Flow, feeds it both what it sends and what it receives
 (so the trace shows both directions in order) and reacts to each event as the Flow yields
-it. This module holds what every version shares: the hellos, HelloRetryRequest, alerts
-and application data; the rules for the hellos are engine.serverhello's, the record
-output engine.records'. After the ServerHello the version's half (engine.tls13.Tls13Client,
-engine.tls12.Tls12Client) does the key schedule, verifies the server's signature and
-Finished and builds the client's flight, answering each message with a Verdict
-(engine.verdict) that this class applies: it is the one place the handshake state changes.
+it. This module holds what every version shares: the first hello, the input boundary
+(every server event dispatched; alerts, application data, the end of the connection) and
+the public interface; the answers to a ServerHello or HelloRetryRequest are
+engine.hellos' (their rules engine.serverhello's), the application of verdicts
+engine.applying's, the record output engine.records'. After the ServerHello the version's
+half (engine.tls13.Tls13Client, engine.tls12.Tls12Client) does the key schedule, verifies
+the server's signature and Finished and builds the client's flight, answering each message
+with a Verdict (engine.verdict) that this class (through engine.applying) applies: it is
+the one place the handshake state changes.
 
 Modes: `stop_after_first_flight=True` stops at the TLS 1.2 ServerHelloDone or the TLS 1.3
 ServerHello (with `read_server_flight=True`, TLS 1.3 goes on to decrypt and verify the
@@ -28,16 +31,13 @@ When the engine itself cannot go on (a suite without record-protection parameter
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import NoReturn, TypeVar
-
-from tlsprobe import kex, registry
+from tlsprobe import registry
 from tlsprobe.engine import extcheck, serverhello
 from tlsprobe.engine.common import (
     DECODE_ERROR,
     ILLEGAL_PARAMETER,
+    INTERNAL_ERROR,
     TLS10,
-    TLS12,
     UNEXPECTED_MESSAGE,
     HandshakeFailure,
     ServerFlight,
@@ -48,16 +48,13 @@ from tlsprobe.engine.common import (
 from tlsprobe.engine.config import BuiltHello, ClientConfig, build_client_hello
 from tlsprobe.engine.facts import facts_of, key_exchange_of
 from tlsprobe.engine.guards import Limits
+from tlsprobe.engine.hellos import RetryHello, ServerHellos
 from tlsprobe.engine.interface import (
     Handshake,
 )
-from tlsprobe.engine.keyschedule import tls13_hash_name
 from tlsprobe.engine.records import ALERT, APPLICATION_DATA
-from tlsprobe.engine.state import HandshakeState
-from tlsprobe.engine.suites import suite_params
-from tlsprobe.engine.tls12 import Tls12Client
-from tlsprobe.engine.tls13 import Tls13Client, early_protection
-from tlsprobe.engine.verdict import HandshakeContext, Refusal, Verdict
+from tlsprobe.engine.tls13 import early_protection
+from tlsprobe.engine.verdict import Refusal
 from tlsprobe.errors import FailureKind
 from tlsprobe.model.facts import HandshakeFacts, HandshakeTimings, KeyExchangeFacts
 from tlsprobe.registry import HandshakeType
@@ -77,19 +74,13 @@ from tlsprobe.wire.hello import ServerHello
 
 __all__ = ["ClientHandshake", "HandshakeFailure", "Limits", "RetryHello", "ServerFlight"]
 
-#: builds the ClientHello answering a HelloRetryRequest from the group it asks for (None:
-#: it asks for a cookie only) and its cookie: a caller that sent a `prebuilt` first hello
-#: (client simulation: a real client's hello) builds the second one by the same client's
-#: rules; without it the engine builds it from its ClientConfig
-RetryHello = Callable[[int | None, bytes | None], BuiltHello]
-_T = TypeVar("_T")
 
-
-class ClientHandshake(HandshakeState):
+class ClientHandshake(ServerHellos):
     """Drives one client handshake. Call `start()`, then `receive()` with every chunk.
 
     The one owner of the handshake's state: the version half, the checkers and the guard
-    answer with verdicts and refusals (engine.verdict), which only this class applies."""
+    answer with verdicts and refusals (engine.verdict), which only this class and its bases
+    (engine.applying, engine.hellos) apply."""
 
     def __init__(self, config: ClientConfig, *, annotate: bool = True,
                  stop_after_first_flight: bool = True, read_server_flight: bool = False,
@@ -105,74 +96,6 @@ class ClientHandshake(HandshakeState):
                          prebuilt=prebuilt)
         self._names_only = names_only
         self._retry = retry   # builds the second hello after an HRR (None: from config)
-
-    def _send_message(self, raw: bytes) -> None:
-        """Send one whole handshake message and add it to the transcript."""
-        self._transcript.add(raw)
-        self._send_handshake(raw)
-
-    def _fail(self, alert: int, message: str) -> NoReturn:
-        """Queue a fatal alert for the server (take_output has it) and stop."""
-        try:
-            self._send_record(ALERT, bytes([2, alert]))
-        except ValueError:
-            pass
-        raise HandshakeFailure(FailureKind.PROTOCOL, message)
-
-    def _stop_incomplete(self, reason: str) -> None:
-        """The engine cannot complete this handshake: stop here, as after the first flight."""
-        self._incomplete_reason = reason
-        self._first_flight_done = True
-        self._done = True
-
-    def _complete(self) -> None:
-        self._handshake_complete = True
-        self._done = True
-
-    # -- verdicts of the version half ----------------------------------------------------
-    def _apply(self, v: Verdict) -> None:
-        """Apply what the version half established: facts, outputs, then refusal or end."""
-        if v.waiting_for is not None:
-            self._waiting_for = v.waiting_for
-        if v.certificates is not None:
-            self._certificates = list(v.certificates)
-        if v.signature_verified is not None:
-            self._signature_verified = v.signature_verified
-        if v.signature_detail is not None:
-            self._signature_detail = v.signature_detail
-        if v.finished_verified is not None:
-            self._finished_verified = v.finished_verified
-        if v.share_problem is not None:
-            self._share_problem = v.share_problem
-        if v.shared_secret is not None:
-            self._shared_secret = v.shared_secret
-        if v.client_share_bytes is not None:
-            self._client_share_bytes = v.client_share_bytes
-        if v.keylog_lines is not None:
-            self._keylog_lines = v.keylog_lines
-        if v.awaiting_acceptance is not None:
-            self._awaiting_acceptance = v.awaiting_acceptance
-        for out in v.outputs:
-            self._perform(out)
-        if v.refusal is not None:
-            self._fail(v.refusal.alert, v.refusal.message)
-        if v.first_flight_done:
-            self._first_flight_done = True
-        if v.done:
-            self._done = True
-        if v.incomplete is not None:
-            self._stop_incomplete(v.incomplete)
-        if v.complete:
-            self._complete()
-
-    def _start_half(self, half: Tls12Client | Tls13Client) -> None:
-        self._version_state = half
-        self._apply(half.start())
-
-    def _context(self, sh: ServerHello) -> HandshakeContext:
-        return HandshakeContext(self._client_random, self._hellos[-1], sh, self._transcript,
-                                self._stop_after_first_flight, self._names_only)
-
 
     def start(self) -> bytes:
         self._built = self._prebuilt or build_client_hello(self._config)
@@ -226,7 +149,7 @@ class ClientHandshake(HandshakeState):
                     break
             self._check_pending_message()
         except Refusal as refusal:
-            self._fail(refusal.alert, refusal.message)
+            self._fail(refusal.alert, refusal.message, refusal.kind)
         except ValueError as exc:  # DecodeError included; HandshakeFailure passes through
             self._fail(DECODE_ERROR, malformed(self._reading, exc))
         return self.take_output()
@@ -259,8 +182,9 @@ class ClientHandshake(HandshakeState):
             if ev.error.reason.endswith(f" over {self._limits.max_message}") and \
                     self._may_come(pending):
                 # our own limit, not a malformed message: named, with the option to raise it
-                self._fail(alert, f"server sent a {message_label(pending or 0)} over "
-                           f"tlsprobe's limit ({ev.where}): {ev.error} (--max-message)")
+                raise Refusal(INTERNAL_ERROR, f"server sent a {message_label(pending or 0)} "
+                              f"over tlsprobe's limit ({ev.where}): {ev.error} (--max-message "
+                              "raises it)", FailureKind.LIMIT)
             self._fail(alert, f"server sent malformed data ({ev.where}): {ev.error}")
         if isinstance(ev, AlertEvent):
             self._alert(ev)
@@ -327,102 +251,6 @@ class ClientHandshake(HandshakeState):
             return
         if ev.decrypted:
             self._application_data += ev.data
-
-    # -- hellos --------------------------------------------------------------------------
-    def _on_server_hello(self, sh: ServerHello, raw: bytes) -> None:
-        # decoded before anything reads them (the ServerHello and TLS 1.2 contexts decode
-        # alike); the rules come once the version is known
-        extcheck.decode_extensions(sh.extensions, extcheck.HRR if sh.is_hello_retry_request
-                                   else extcheck.SH13)
-        self._hello_rules(lambda: serverhello.check_choice(sh, self._hellos[-1],
-                                                           self._config.versions))
-        serverhello.second_hello(sh, self._server_hello, self._hrr)
-        if sh.is_hello_retry_request:
-            self._hello_retry(sh, raw)
-            return
-        if sh.selected_version not in self._config.versions:
-            self._server_hello = sh  # the server's answer: a version the client did not offer
-            serverhello.check_offered_version(sh, self._config)
-        self._hello_rules(lambda: serverhello.check_server_hello(
-            sh, self._config, self._hellos[-1], self._hrr))
-        found = self._hello_rules(lambda: serverhello.tls13_share(
-            sh, self._hrr, self._hellos[-1], self._shares)) \
-            if is_tls13(sh.selected_version) else None
-        self._server_hello = sh
-        self._transcript.add(raw)
-        if found is not None:
-            self._record_version = TLS12  # legacy_record_version from now on
-            self._tls13_server_hello(sh, found)
-        else:
-            self._record_version = sh.selected_version
-            self._start_half(Tls12Client(self._context(sh), self._config.resume))
-
-    def _hello_rules(self, rules: Callable[[], _T]) -> _T:
-        """Apply the rules of a ServerHello or HelloRetryRequest before the client takes it
-        for the server's answer: a broken one is the hello's named violation
-        (`hello_violation`), and that hello is no answer (server_hello and hrr stay None)."""
-        try:
-            return rules()
-        except Refusal as refusal:
-            self._hello_violation = refusal.message
-            raise
-
-    def _tls13_server_hello(self, sh: ServerHello,
-                            found: tuple[int, kex.KeyShare, bytes] | str) -> None:
-        if isinstance(found, str):
-            self._stop_incomplete(found)  # we offered a share we cannot compute
-            return
-        group, mine, key = found
-        try:
-            self._shared_secret = mine.shared_secret(key)
-        except kex.InvalidShare as exc:
-            self._share_problem = str(exc)
-            self._fail(ILLEGAL_PARAMETER, f"invalid server key share for "
-                      f"{registry.group_label(group)}: {exc}")
-        self._first_flight_done = True
-        if self._stop_after_first_flight and not self._read_server_flight:
-            self._done = True
-            return
-        if suite_params(sh.cipher_suite) is None:
-            self._stop_incomplete(f"no record protection for "
-                                 f"{registry.suite_label(sh.cipher_suite)}")
-            return
-        self._start_half(Tls13Client(self._context(sh), self._shared_secret,
-                                     self._config.psk_offer))
-
-    def _hello_retry(self, hrr: ServerHello, raw: bytes) -> None:
-        def rules() -> None:
-            serverhello.check_hello_retry_form(hrr, self._config, self._hellos[-1])
-            serverhello.check_hello_retry_change(hrr, self._config, self._shares)
-        self._hello_rules(rules)
-        self._hrr = hrr
-        if self._config.psk_offer is not None:
-            self._stop_incomplete("a HelloRetryRequest to a PSK offer (a second hello with "
-                                 "the PSK is not implemented)")
-            return
-        if self._built is None:
-            raise HandshakeFailure(FailureKind.PROTOCOL, "HelloRetryRequest before start()")
-        if self._names_only:   # the HelloRetryRequest is the answer: nothing is computed
-            self._done = True
-            return
-        group = hrr.hrr_selected_group
-        cookie_ext = hrr.extension(44)
-        cookie = None
-        if cookie_ext is not None:
-            from tlsprobe.wire.ext_decoders import WHERE_HRR, decode_extension
-            cookie = decode_extension(44, cookie_ext.data, WHERE_HRR)
-        self._transcript.apply_hello_retry(tls13_hash_name(hrr.cipher_suite))
-        self._transcript.add(raw)
-        share_groups = (group,) if group is not None else self._config.share_groups()
-        first = self._built.hello
-        rebuilt = self._retry(group, cookie) if self._retry is not None else \
-            build_client_hello(self._config, share_groups=share_groups,
-                               session_id=first.legacy_session_id, cookie=cookie,
-                               random=first.random, reuse=self._shares)
-        self._shares = dict(rebuilt.shares)
-        self._hellos.append(rebuilt.hello)
-        self._record_version = TLS12
-        self._send_message(frame(HandshakeType.client_hello, rebuilt.hello.serialize()))
 
     def facts(self, timings: HandshakeTimings | None = None) -> HandshakeFacts:
         """What the handshake established, as the capture analyzer says it too."""

@@ -98,14 +98,15 @@ class ServerInput:
         self.bytes += n
         if self.bytes > self.limits.max_bytes:
             raise Refusal(INTERNAL_ERROR, f"server sent more than {self.limits.max_bytes} "
-                          "bytes (--max-bytes)")
+                          "bytes, tlsprobe's limit (--max-bytes raises it)", FailureKind.LIMIT)
 
     def on_event(self, ev: Event) -> None:
         """Check one event from the server before the state machine handles it."""
         self.events += 1
         if self.events > self.limits.max_events:
             raise Refusal(INTERNAL_ERROR, f"server sent more than {self.limits.max_events} "
-                          "records, messages and alerts (4 x --max-records)")
+                          "records, messages and alerts, tlsprobe's limit (4 x --max-records; "
+                          "--max-records raises it)", FailureKind.LIMIT)
         if isinstance(ev, RecordEvent):
             self._record(ev)
         elif isinstance(ev, InnerContentEvent):
@@ -119,7 +120,8 @@ class ServerInput:
         self.records += 1
         if self.records > self.limits.max_records:
             raise Refusal(INTERNAL_ERROR, f"server sent more than {self.limits.max_records} "
-                          "records (--max-records)")
+                          "records, tlsprobe's limit (--max-records raises it)",
+                          FailureKind.LIMIT)
         self.last_record = ev
         self.content_type = ev.record.content_type
         if not ev.protected and ev.fragment_length == 0:
@@ -183,9 +185,10 @@ class ServerInput:
         7.4.2, RFC 8446 4.4.2); OpenSSL refuses a chain with an unparsable entry too.
         `parse=False` (a probe that reads only what the server names): bounded only."""
         n = len(msg.certificate_list)
-        if n > self.limits.max_chain:
-            raise Refusal(BAD_CERTIFICATE, f"server sent a chain of {n} certificates, more "
-                          f"than {self.limits.max_chain} (--max-chain)")
+        if n > self.limits.max_chain:   # ours, not a fault of the chain: internal_error
+            raise Refusal(INTERNAL_ERROR, f"server sent a chain of {n} certificates, more "
+                          f"than tlsprobe's limit of {self.limits.max_chain} (--max-chain "
+                          "raises it)", FailureKind.LIMIT)
         if not parse:
             return
         from cryptography import x509

@@ -23,20 +23,24 @@ from typing import Protocol
 from tlsprobe.engine.interface import Waiting
 from tlsprobe.engine.keyschedule import Transcript
 from tlsprobe.engine.protection import RecordProtection
+from tlsprobe.errors import FailureKind
 from tlsprobe.session.flow import MessageEvent
 from tlsprobe.wire.context import Message
 from tlsprobe.wire.hello import ClientHello, ServerHello
 
 
 class Refusal(Exception):
-    """The server broke a rule: the alert the client sends and the verdict's text.
+    """The server broke a rule: the alert the client sends and the verdict's text; `kind`
+    LIMIT when it broke none but sent more than a limit of tlsprobe's allows (--max-*).
 
     Not a ValueError, so ClientHandshake's decode-error boundary does not catch it."""
 
-    def __init__(self, alert: int, message: str) -> None:
+    def __init__(self, alert: int, message: str,
+                 kind: FailureKind = FailureKind.PROTOCOL) -> None:
         super().__init__(message)
         self.alert = alert
         self.message = message
+        self.kind = kind
 
 
 # -- what the client sends and the keys it installs, in the order they take effect ------

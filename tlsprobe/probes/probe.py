@@ -154,7 +154,7 @@ def _drain(conv: _Conversation) -> HandshakeFailure | None:
         except NetworkError:
             return None
         except HandshakeFailure as exc:
-            return exc if exc.kind == FailureKind.PROTOCOL or \
+            return exc if exc.kind in (FailureKind.PROTOCOL, FailureKind.LIMIT) or \
                 not conv.engine.handshake_complete else None
     return None
 

@@ -66,25 +66,42 @@ def _items(given: Items) -> list[str | int]:
     return list(split(given)) if isinstance(given, str) else list(given)
 
 
+def once(items: Sequence[tuple[str | int, object]], field: str, names: Names) -> None:
+    """Each value of a list once: a value given twice (`x25519,x25519`, or `x25519,0x001d`,
+    one group in two spellings) is a UsageError naming it. RFC 8446 4.2.8 forbids two key
+    shares for one group; in the other lists a repeat offers nothing more, and servers may
+    refuse it or pick it twice: most likely a slip."""
+    seen: dict[object, str | int] = {}
+    for item, value in items:
+        if value in seen:
+            first = seen[value]
+            same = f"{item!r} is given twice" if first == item else \
+                f"{item!r} repeats {first!r}"
+            code = f" ({value:#06x})" if isinstance(value, int) else ""
+            raise UsageError(f"{names(field)}: {same}{code}; give each once")
+        seen[value] = item
+
+
 def codes(given: Items, parse: Callable[[str], int], field: str, names: Names,
           empty_ok: bool = False) -> tuple[int, ...]:
-    """Names (parsed by `parse`) or 16-bit codepoints -> codepoints; a bad one, or an empty
-    list, is a UsageError naming the input."""
-    out = []
+    """Names (parsed by `parse`) or 16-bit codepoints -> codepoints, each once; a bad one, a
+    repeated one, or an empty list, is a UsageError naming the input."""
+    out: list[tuple[str | int, int]] = []
     for item in _items(given):
         if isinstance(item, int):
             if not 0 <= item <= 0xFFFF:
                 raise UsageError(f"{names(field)}: {item} is not a 16-bit codepoint")
-            out.append(item)
+            out.append((item, item))
             continue
         try:
-            out.append(parse(item))
+            out.append((item, parse(item)))
         except ValueError as exc:
             raise UsageError(f"{names(field)}: {exc}") from None
+    once(out, field, names)
     if not out and not empty_ok:
         raise UsageError(f"{names(field)}: empty list; give at least one, e.g. "
                          f"{names.example(field)}")
-    return tuple(out)
+    return tuple(code for _, code in out)
 
 
 def _is_keyword(item: str) -> bool:
@@ -100,10 +117,10 @@ def suites(given: Items, field: str, names: Names) -> tuple[int, ...]:
     tls13 = field == "ciphersuites"
     option, other = names(field), names("ciphers" if tls13 else "ciphersuites")
     example = "TLS_AES_128_GCM_SHA256" if tls13 else "ECDHE-RSA-AES128-GCM-SHA256"
-    out: list[int] = []
+    out: list[tuple[str | int, int]] = []
     for item in split_suites(given) if isinstance(given, str) else list(given):
         if isinstance(item, int):
-            out.extend(codes([item], registry.parse_suite, field, names))
+            out.extend((item, c) for c in codes([item], registry.parse_suite, field, names))
             continue
         try:
             code = registry.parse_suite(item)
@@ -119,15 +136,17 @@ def suites(given: Items, field: str, names: Names) -> tuple[int, ...]:
             kind = "a TLS 1.3" if info.is_tls13 else "a TLS 1.2"
             raise UsageError(f"{option}: {info.name} is {kind} cipher suite; give it with "
                              f"{other} (or as hex {code:#06x} to send it here anyway)")
-        out.append(code)
+        out.append((item, code))
+    once(out, field, names)
     if not out:
         raise UsageError(f"{option}: empty list; give at least one suite, e.g. "
                          f"{names.example(field)}")
-    return tuple(out)
+    return tuple(code for _, code in out)
 
 
 def alpn(given: Sequence[str] | str, names: Names) -> tuple[str, ...]:
-    """ALPN protocol ids: printable ASCII, 1 to 255 bytes each; '' or [] offers none."""
+    """ALPN protocol ids: printable ASCII, 1 to 255 bytes each, each once; '' or []
+    offers none."""
     protocols = tuple(split(given)) if isinstance(given, str) else tuple(given)
     option = names("alpn")
     for proto in protocols:
@@ -137,6 +156,7 @@ def alpn(given: Sequence[str] | str, names: Names) -> tuple[str, ...]:
         if len(proto) > 255:
             raise UsageError(f"{option}: a protocol id is at most 255 bytes; one has "
                              f"{len(proto)}")
+    once([(p, p) for p in protocols], "alpn", names)
     if sum(1 + len(p) for p in protocols) > 0xFFFF - 2:
         raise UsageError(f"{option}: the list is longer than an ALPN extension can hold "
                          "(65533 bytes)")
@@ -260,6 +280,7 @@ __all__ = [
     "checked_config",
     "client_config",
     "codes",
+    "once",
     "server_name",
     "split",
     "split_suites",

@@ -5,7 +5,6 @@ as its handshake is decided (`AnalyzerOptions.report_when_decided`)."""
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -21,6 +20,7 @@ if TYPE_CHECKING:
 DEFAULT_FILTER = "tcp or udp"  # TLS on any port, STARTTLS, QUIC and DTLS (capture.live's)
 BUFFER_MB = 32.0       # the kernel's ring per interface (capture.live.BUFFER_BYTES)
 MAX_BUFFER_MB = 4096.0
+MAX_DURATION = 30 * 86400.0
 
 
 def check_count(count: int | None, names: Names) -> None:
@@ -31,10 +31,12 @@ def check_count(count: int | None, names: Names) -> None:
 
 
 def check_duration(duration: float | None, names: Names) -> None:
-    """--duration S: a positive, finite number of seconds."""
-    if duration is not None and not (duration > 0 and math.isfinite(duration)):
-        raise UsageError(f"{names('duration')} must be a positive number of seconds "
-                         f"(got {duration})")
+    """--duration S: a positive number of seconds, at most 30 days (a longer one overflows
+    the clock's timestamps; without --duration a capture runs until it is stopped)."""
+    if duration is not None and not (0 < duration <= MAX_DURATION):
+        raise UsageError(f"{names('duration')} must be a number of seconds above 0 and at "
+                         f"most {MAX_DURATION:.0f} (30 days; without it the capture runs until "
+                         f"Ctrl-C) (got {duration:g})")
 
 
 @dataclass(frozen=True)
@@ -90,4 +92,4 @@ class LiveRequest:
         return capture, analysis
 
 
-__all__ = ["DEFAULT_FILTER", "LiveRequest", "check_count", "check_duration"]
+__all__ = ["DEFAULT_FILTER", "MAX_DURATION", "LiveRequest", "check_count", "check_duration"]

@@ -11,7 +11,7 @@ _OPTIONS = {"sni": "--sni", "no_sni": "--no-sni", "versions": "--tls1_3/--tls1_2
             "bpf": "-f/--filter", "interface": "-i/--interface", "count": "-c/--count",
             "buffer_mb": "-B/--buffer-size"}
 #: the API's spellings that are not the field itself
-_PARAMETERS = {"sni": "server_name", "no_sni": "send_sni=False"}
+_PARAMETERS = {"sni": "server_name", "no_sni": "send_sni=False", "no_verify": "verify=False"}
 #: an example value per list: (as an option's text, as a parameter's value)
 _EXAMPLES = {"groups": ("x25519:P-256", "['x25519', 'P-256']"),
              "key_shares": ("x25519 (or none)", "['x25519'] (or [] for none)"),

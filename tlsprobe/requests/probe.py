@@ -73,9 +73,7 @@ class ProbeRequest:
         if hello.alpn is None and http_get is not None:   # the request is HTTP/1.1: no h2
             hello = _with_alpn(hello, ("http/1.1",))
         config = client_config(hello, parsed.host, names)
-        if cafile is not None:    # its contents matter only when the chain is checked
-            from tlsprobe.engine.chain import check_cafile
-            check_cafile(cafile, contents=verify)
+        check_trust(verify, cafile, names)
         spec = starttls_spec(starttls, parsed, xmpp_host=xmpp_host,
                              server_name=hello.server_name if hello.send_sni else None,
                              names=names, quiet=True)   # the note: `starttls_note`
@@ -123,6 +121,20 @@ class ProbeRequest:
             deadline=self.started + (self.total_timeout or 3 * self.timeout))
 
 
+def check_trust(verify: bool, cafile: str | None, names: Names) -> None:
+    """The trust store `cafile` (None: the system's) when the chain is checked; with the
+    check off (--no-verify) a --cafile would go unused in silence: a UsageError, as every
+    command that has both options says it."""
+    if cafile is None:
+        return
+    if not verify:
+        raise UsageError(f"{names('cafile')} and {names('no_verify')} contradict each other: "
+                         f"{names('no_verify')} skips the chain check that {names('cafile')} "
+                         "is for; give one of them")
+    from tlsprobe.engine.chain import check_cafile
+    check_cafile(cafile)
+
+
 def http_path(path: str, names: Names) -> str:
     """The request-target of `--http-get PATH` as the request line carries it: a space or a
     control character would break that line (RFC 9112 3.2: a usage error, before any
@@ -151,4 +163,4 @@ def limits_from_args(args: argparse.Namespace) -> Limits:
     return Limits(**{k: v for k, v in values.items() if v is not None})
 
 
-__all__ = ["DEFAULT_TIMEOUT", "ProbeRequest", "http_path", "limits_from_args"]
+__all__ = ["DEFAULT_TIMEOUT", "ProbeRequest", "check_trust", "http_path", "limits_from_args"]

@@ -25,6 +25,12 @@ if TYPE_CHECKING:
     from tlsprobe.probes.audit.run import AuditOptions
     from tlsprobe.probes.audit.scheduler import ConnectionHook, Scheduler
 
+#: the most connections at once to one host (politeness: a server sees them all) and the
+#: most targets audited at once (each holds its connections and its results meanwhile)
+MAX_PER_HOST = 64
+MAX_CONCURRENCY = 1024
+
+
 @dataclass(frozen=True)
 class ConnectionSettings:
     """How politely an audit connects: connections at once per host, targets at once, the
@@ -42,9 +48,10 @@ class ConnectionSettings:
               retries: int = 2, timeout: float = 5.0, names: Names = API
               ) -> ConnectionSettings:
         """The settings, or a UsageError naming the input at fault."""
-        for name, value in (("per_host", per_host), ("concurrency", concurrency)):
-            if value < 1:
-                raise UsageError(f"{names(name)} must be at least 1")
+        for name, value, most in (("per_host", per_host, MAX_PER_HOST),
+                                  ("concurrency", concurrency, MAX_CONCURRENCY)):
+            if isinstance(value, bool) or not 1 <= value <= most:
+                raise UsageError(f"{names(name)} must be from 1 to {most}, not {value}")
         if not (math.isfinite(timeout) and 0 < timeout <= 3600):
             raise UsageError(f"{names('timeout')} must be a number of seconds above 0 and at "
                              f"most 3600, not {timeout}")
@@ -108,9 +115,17 @@ def policies_of(given: Sequence[str] | str | None) -> tuple[Policy, ...]:
     from tlsprobe.policy.load import DEFAULT_POLICY, PolicyError, load_policy
     specs = [DEFAULT_POLICY] if given is None else [given] if isinstance(given, str) else given
     try:
-        return tuple(load_policy(spec) for spec in specs)
+        loaded = tuple(load_policy(spec) for spec in specs)
     except PolicyError as exc:
         raise UsageError(str(exc)) from None
+    seen: dict[str, str] = {}
+    for spec, policy in zip(specs, loaded):   # the report would list it twice
+        if policy.name in seen:
+            again = "is given twice" if seen[policy.name] == spec else \
+                f"is the policy {seen[policy.name]!r} names"
+            raise UsageError(f"--policy {spec!r} {again} ({policy.name}); give each once")
+        seen[policy.name] = spec
+    return loaded
 
 
 def audit_options(*, checks: tuple[str, ...], read_only: tuple[str, ...] = (),
@@ -123,9 +138,9 @@ def audit_options(*, checks: tuple[str, ...], read_only: tuple[str, ...] = (),
     from tlsprobe import registry
     from tlsprobe.probes.audit.run import AuditOptions
     extra = codes(extra_groups, registry.parse_group, "extra_groups", names, empty_ok=True)
-    if cafile is not None:   # its contents matter only when the chain is checked
-        from tlsprobe.engine.chain import check_cafile
-        check_cafile(cafile, contents=verify)
+    if cafile is not None:   # (the import only then: a group audit loads no more modules)
+        from tlsprobe.requests.probe import check_trust
+        check_trust(verify, cafile, names)
     return AuditOptions(checks=checks, read_only=read_only, extra_groups=extra,
                         server_name=server_name_,
                         send_sni=send_sni, policies=policies, cafile=cafile, verify=verify,

@@ -25,6 +25,13 @@ from tlsprobe.requests.scan import (
 if TYPE_CHECKING:
     from tlsprobe.probes.audit.run import AuditOptions
 
+#: the largest shard (its targets are held and audited together by one worker)
+MAX_SHARD_SIZE = 100_000
+#: --rate's range, connections per second: below the least a run would wait an hour and
+#: more per connection (a hang in all but name), above the most no sense
+MIN_RATE, MAX_RATE = 0.001, 100_000.0
+
+
 @dataclass(frozen=True)
 class ShardSettings:
     """How a worker audits a shard: the scan's connection settings and its connection rate
@@ -53,12 +60,14 @@ class SurveyRequest:
         """`tlsprobe survey TARGETS --out DIR ...` (its Namespace)."""
         connection = ConnectionSettings.from_args(args)
         sni = checked_server_name(args.sni, not args.no_sni, CLI)
-        if args.shard_size < 1:
-            raise UsageError("--shard-size must be at least 1")
+        if not 1 <= args.shard_size <= MAX_SHARD_SIZE:
+            raise UsageError(f"--shard-size must be from 1 to {MAX_SHARD_SIZE} targets, not "
+                             f"{args.shard_size}")
         check_process_count(args.workers, "--workers")
-        if args.rate is not None and not (math.isfinite(args.rate) and args.rate > 0):
-            raise UsageError(f"--rate must be a number of connections per second above 0, "
-                             f"not {args.rate}")
+        if args.rate is not None and not (math.isfinite(args.rate) and
+                                          MIN_RATE <= args.rate <= MAX_RATE):
+            raise UsageError(f"--rate must be a number of connections per second from "
+                             f"{MIN_RATE:g} to {MAX_RATE:g}, not {args.rate:g}")
         if args.out is None:
             raise UsageError("--out DIR is required (where the survey's files go)")
         if args.directory is not None:

@@ -378,7 +378,7 @@ def _failed(hs: Handshake, exc: HandshakeFailure, seen: Progress) -> Outcome:
         return Outcome(CLOSED, reason=str(exc), kind=exc.kind)
     if hs.messages.hrr is not None:
         return outcome_of(hs, reason=str(exc))
-    if exc.kind == FailureKind.NOT_TLS:
+    if exc.kind in (FailureKind.NOT_TLS, FailureKind.LIMIT):   # a limit of ours: no fault
         return Outcome(INCONCLUSIVE, reason=str(exc), kind=exc.kind)
     if hs.hello_violation is not None:
         return Outcome(INCONCLUSIVE, reason=f"protocol error: {exc}", kind=FailureKind.PROTOCOL,
