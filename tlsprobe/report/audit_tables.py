@@ -23,7 +23,9 @@ from tlsprobe.model.audit import (
     SigalgAudit,
     SuiteAudit,
 )
+from tlsprobe.model.probe import CertificateInfo
 from tlsprobe.model.rating import Rating
+from tlsprobe.model.server_certs import TrustCheck, key_family
 from tlsprobe.model.severity import Severity
 from tlsprobe.model.units import host_port
 from tlsprobe.model.vocab import Order
@@ -177,11 +179,18 @@ def suite_section(s: SuiteAudit) -> RenderableType:
 
 def sigalg_section(s: SigalgAudit) -> RenderableType:
     head = f"Signature schemes, {s.version.name} ({conns(s.connections)})"
-    if s.status != "established":
+    if s.status != "established" and len(s.by_key_type) < 2:
         found = [_text("found before it stopped: " + ", ".join(c.name for c in s.supported))] \
             if s.supported else []
         return Group(_title(head), _text(f"{s.status.replace('_', ' ')}: {s.reason}"), *found,
                      _text(""))
+    if len(s.by_key_type) > 1:   # TLS 1.2, several certificates: each one's schemes
+        return Group(_title(head), *(line for k in s.by_key_type for line in (
+            _text(f"{k.key_type} certificate ({k.suites}): "
+                  f"{', '.join(c.name for c in k.supported) or '(none)'}"),
+            _text(f"  Order: {order_text(k.order)}" if k.status == "established" else
+                  f"  {k.status.replace('_', ' ')}: {k.reason}"))),
+            *([_text(f"note: {s.reason}", style="dim")] if s.reason else []), _text(""))
     text = ", ".join(c.name for c in s.supported) or "(none)"
     parts: list[RenderableType] = [_title(head), _text(text),
                                    _text(f"Order: {order_text(s.order)}")]
@@ -211,11 +220,10 @@ def consistency_section(r: AuditReport) -> RenderableType:
     return Group(*parts, _text(""))
 
 
-def trust_line(r: AuditReport) -> Text:
+def trust_line(t: TrustCheck | None) -> Text:
     """'Trust: chain verified against FILE, valid for HOST' or 'Trust: NOT trusted against
     FILE: CODE (REASON): DETAIL': the trust store goes with the verdict, never after a note
     of the detail (such as the one on a missing subjectAltName)."""
-    t = r.trust
     if t is None:
         return _text("Trust: not checked", style="dim")
     if t.status == "not_checked":
@@ -228,19 +236,36 @@ def trust_line(r: AuditReport) -> Text:
 
 
 def certificate_section(r: AuditReport) -> RenderableType:
+    """The default chain; then, on a server with several certificates (key types), each
+    other one, with its key type and the offer that got it in the titles."""
+    if not r.other_certificates and r.other_certificates_note is None:
+        return chain_section("Certificate chain", r.certificates, r.trust)
+    first = f"Certificate chain ({key_family(r.certificates[0])})" if r.certificates else \
+        "Certificate chain"
+    out = [chain_section(first, r.certificates, r.trust)]
+    out += [chain_section(f"Certificate chain ({c.key_type}; {c.offer})", c.certificates,
+                          c.trust) for c in r.other_certificates]
+    if r.other_certificates_note is not None:
+        out += [_text("Certificates of other key types: not established: "
+                      f"{r.other_certificates_note}", style="yellow"), _text("")]
+    return Group(*out)
+
+
+def chain_section(title: str, chain: tuple[CertificateInfo, ...],
+                  trust: TrustCheck | None) -> RenderableType:
     table = _table("#", "Subject", "Key", "Signature", "Valid until", "Issuer")
-    for i, c in enumerate(r.certificates):
+    for i, c in enumerate(chain):
         bits = f" {c.key_bits}" if c.key_bits else ""
         _row(table, str(i), c.subject, f"{c.key_type}{bits}", c.signature_algorithm,
                       c.not_after[:16].replace("T", " "), c.issuer)
-    san = ", ".join(r.certificates[0].san) if r.certificates else ""
+    san = ", ".join(chain[0].san) if chain else ""
     from tlsprobe.report.cert_facts import fact_lines
     facts: list[RenderableType] = []
-    for i, c in enumerate(r.certificates):
+    for i, c in enumerate(chain):
         first, *rest = fact_lines(c)
         facts += [_text(f"{i} {first}"), *(_text(f"  {line}") for line in rest)]
-    return Group(_title("Certificate chain"), table, *facts,
-                 _text(f"Names (subjectAltName): {san or 'none'}"), trust_line(r), _text(""))
+    return Group(_title(title), table, *facts,
+                 _text(f"Names (subjectAltName): {san or 'none'}"), trust_line(trust), _text(""))
 
 
 def findings_section(r: AuditReport, full: bool = False) -> RenderableType:

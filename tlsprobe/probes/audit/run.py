@@ -28,11 +28,11 @@ from tlsprobe.model.audit import (
     PqVerdict,
     SigalgAudit,
     SuiteAudit,
-    TrustCheck,
     VersionSupport,
 )
 from tlsprobe.model.encode import started_at
 from tlsprobe.model.probe import CertificateInfo, Codepoint
+from tlsprobe.model.server_certs import ServerCertificate, TrustCheck
 from tlsprobe.model.vocab import (
     Answer,
     GroupMethod,
@@ -109,6 +109,10 @@ class _Run:
     outcomes: list[Outcome] = field(default_factory=list)
     unsure: dict[int, str] = field(default_factory=dict)   # version -> why it is not known
     no_chain: str | None = None     # why the cert phase has no chain, when it has none
+    #: the cert phase's search for other key types' chains (probes/audit/certs.py): the
+    #: chains found, with their offer, and why the search is not complete
+    key_types: dict[str, tuple[Outcome, str]] = field(default_factory=dict)
+    key_types_note: str | None = None
 
     def done(self, phase: str) -> None:
         if self.on_phase is not None:
@@ -262,20 +266,24 @@ async def _chain(run: _Run, report: AuditReport, spoken: set[int]) -> None:
     versions check reads TLS 1.3 only up to the ServerHello, so a TLS 1.3-only server gave
     none unless the signature schemes were asked for): one connection with the hello that
     established the highest version spoken, read up to the server's certificate (TLS 1.3:
-    the flight decrypted up to CertificateVerify)."""
-    if any(o.certificates for o in run.outcomes):
-        return
-    top = max(spoken)
-    support = next((v for v in report.versions if v.version.id == top), None)
-    config, _ = versions.established_hello(run.runner, top, support)
-    stop = STOP_VERIFY if top == TLS13 else STOP_FLIGHT
-    out = await run.runner.run(config, CHAIN_PHASE, stop)
-    run.outcomes.append(out)
-    if not out.certificates:
-        why = out.reason or "no Certificate message" if out.answered else out.describe()
-        run.no_chain = f"the server's certificate could not be read " \
-            f"({registry.version_name(top)}: {why})"
-    run.done("certificate")
+    the flight decrypted up to CertificateVerify). Then the chains of the other key types
+    (probes/audit/certs.py search)."""
+    if not any(o.certificates for o in run.outcomes):
+        top = max(spoken)
+        support = next((v for v in report.versions if v.version.id == top), None)
+        config, _ = versions.established_hello(run.runner, top, support)
+        stop = STOP_VERIFY if top == TLS13 else STOP_FLIGHT
+        out = await run.runner.run(config, CHAIN_PHASE, stop)
+        run.outcomes.append(out)
+        if not out.certificates:
+            why = out.reason or "no Certificate message" if out.answered else out.describe()
+            run.no_chain = f"the server's certificate could not be read " \
+                f"({registry.version_name(top)}: {why})"
+        run.done("certificate")
+    if run.no_chain is None:
+        from tlsprobe.probes.audit import certs
+        run.key_types, run.key_types_note = await certs.search(run.runner, report,
+                                                               run.outcomes, spoken)
 
 
 def _reference(runner: TargetRunner, results: list[tuple[VersionSupport, Outcome]]
@@ -405,9 +413,8 @@ async def _suites(run: _Run, version: int) -> AuditReport:
 
 async def _sigalgs(run: _Run, version: int) -> AuditReport:
     from tlsprobe.probes.audit import sigalgs
-    audit, first = await sigalgs.enumerate_sigalgs(run.runner, version)
-    if first is not None:
-        run.outcomes.append(first)
+    audit, chains = await sigalgs.enumerate_sigalgs(run.runner, version)
+    run.outcomes += chains
     run.done(f"sigalgs {version:#06x}")
     return AuditReport(host="", port=0, signature_schemes=(audit,))
 
@@ -436,8 +443,9 @@ def _finish(report: AuditReport, run: _Run, started: float,
         elif run.no_chain is not None:
             trust = TrustCheck(TrustStatus.NOT_CHECKED, detail=run.no_chain)
     counts = scheduler.count(target)
-    certs = _certificates(chain)
-    report = replace(_order_parts(report), certificates=certs, trust=trust, connections=counts,
+    report = replace(_order_parts(report), certificates=_certificates(chain), trust=trust,
+                     other_certificates=_others(run, chain), connections=counts,
+                     other_certificates_note=run.key_types_note,
                      total_connections=sum(counts.values()),
                      retries=scheduler.retried[target.display],
                      one_at_a_time=scheduler.pacing.serial(target) or None,
@@ -457,20 +465,24 @@ def _certificates(chain: tuple[bytes, ...]) -> tuple[CertificateInfo, ...]:
     """The cert phase's chain described (the X.509 reader imported only when there is one)."""
     if not chain:
         return ()
-    from tlsprobe.probes.facts import certificate_info
-    return tuple(certificate_info(der) for der in chain)
+    from tlsprobe.probes.audit.certs import describe
+    return describe(chain)
+
+
+def _others(run: _Run, chain: tuple[bytes, ...]) -> tuple[ServerCertificate, ...]:
+    """The chains of the other key types (cert phase), each with its trust check."""
+    if "cert" not in run.options.checks or not chain:
+        return ()
+    from tlsprobe.probes.audit.certs import other_certificates
+    verify = (run.runner.server_name or run.runner.target.host, run.options.cafile) \
+        if run.options.verify else None
+    return other_certificates(run.outcomes, run.key_types, verify)
 
 
 def trust_check(chain: list[bytes], hostname: str, cafile: str | None) -> TrustCheck:
-    """The chain (leaf first) checked against `cafile` (else the system bundle) and
-    `hostname`, with tlsprobe.engine.chain like `tlsprobe probe`; a value, never raises."""
-    from tlsprobe.engine.chain import REASONS, verify_with_store
-    path, result = verify_with_store(chain, hostname, cafile)
-    if isinstance(result, str):
-        return TrustCheck(TrustStatus.NOT_CHECKED, detail=result, hostname=hostname, trust_store=path)
-    return TrustCheck(TrustStatus.TRUSTED if result.ok else TrustStatus.UNTRUSTED, result.code,
-                      REASONS.get(result.code, result.reason), result.detail or "", hostname,
-                      result.hostname_ok, path)
+    """probes/audit/certs.py trust_check (the chain and host name check of a chain)."""
+    from tlsprobe.probes.audit.certs import trust_check as check
+    return check(chain, hostname, cafile)
 
 
 async def audit_many(targets: Iterable[Target], options: AuditOptions, scheduler: Scheduler, *,
