@@ -1,37 +1,22 @@
-"""Result types of the certificates an audit establishes (`tlsprobe scan`): the trust
-verdict of a chain, the certificates a server presents beside its default one (a server
+"""Result types of the certificates an audit establishes (`tlsprobe scan`): the
+certificates a server presents beside its default one (a server
 with an RSA and an ECDSA certificate, such as `openssl s_server -cert ... -dcert ...` or
 nginx with two ssl_certificate lines), and the TLS 1.2 signature schemes per certificate.
-Re-exported by model/audit.py; field names are part of the JSON schema."""
+Imported by model/audit.py for type checkers only (a group audit never loads it); field
+names are part of the JSON schema."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tlsprobe.model.probe import CertificateInfo, Codepoint
-from tlsprobe.model.vocab import Order, SigalgStatus, TrustStatus
+from tlsprobe.model.vocab import Order, SigalgStatus
 
-__all__ = ["KeyTypeSigalgs", "ServerCertificate", "TrustCheck", "key_family"]
+if TYPE_CHECKING:   # a field type only (model/audit.py loads this module for none either)
+    from tlsprobe.model.audit import TrustCheck
 
-
-@dataclass(frozen=True)
-class TrustCheck:
-    """The certificate chain and host name check, as `tlsprobe probe` does it.
-
-    `status`: "trusted", "untrusted", or "not_checked" (no trust store, no certificate to
-    check, or `scan --no-verify`: `detail` says which). `code` is OpenSSL's X509_V_ERR value
-    (0 ok, 18 self-signed, 20 unable to get the local issuer, 62 hostname mismatch, ...) and
-    `reason` its text; `hostname` is the name checked (the SNI, else the target host) and
-    `hostname_ok` whether the leaf is valid for it (None when it could not be told apart from
-    a broken chain)."""
-
-    status: TrustStatus
-    code: int | None = None
-    reason: str = ""
-    detail: str = ""
-    hostname: str | None = None
-    hostname_ok: bool | None = None
-    trust_store: str | None = None
+__all__ = ["KeyTypeSigalgs", "ServerCertificate", "key_family"]
 
 
 @dataclass(frozen=True)

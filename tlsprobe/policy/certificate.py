@@ -9,9 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from tlsprobe.model.audit import AuditReport, Finding
+from tlsprobe.model.audit import AuditReport, Finding, TrustCheck
 from tlsprobe.model.probe import CertificateInfo
-from tlsprobe.model.server_certs import TrustCheck
 from tlsprobe.model.severity import Severity
 
 

@@ -22,10 +22,11 @@ from tlsprobe.model.audit import (
     GroupAudit,
     SigalgAudit,
     SuiteAudit,
+    TrustCheck,
 )
 from tlsprobe.model.probe import CertificateInfo
 from tlsprobe.model.rating import Rating
-from tlsprobe.model.server_certs import TrustCheck, key_family
+from tlsprobe.model.server_certs import key_family
 from tlsprobe.model.severity import Severity
 from tlsprobe.model.units import host_port
 from tlsprobe.model.vocab import Order

@@ -28,11 +28,11 @@ from tlsprobe.model.audit import (
     PqVerdict,
     SigalgAudit,
     SuiteAudit,
+    TrustCheck,
     VersionSupport,
 )
 from tlsprobe.model.encode import started_at
 from tlsprobe.model.probe import CertificateInfo, Codepoint
-from tlsprobe.model.server_certs import ServerCertificate, TrustCheck
 from tlsprobe.model.vocab import (
     Answer,
     GroupMethod,
@@ -57,6 +57,7 @@ from tlsprobe.probes.checks.catalog import ACTIVE, DERIVED
 
 if TYPE_CHECKING:   # annotations only: the client profiles' types come with --clients
     from tlsprobe.model.clients import ClientProfile, ClientSimulation
+    from tlsprobe.model.server_certs import ServerCertificate
 
 ALL_CHECKS = ("versions", "groups", "pq", "suites", "sigalgs", "cert")
 CHAIN_PHASE = "certificate"
