@@ -22,16 +22,17 @@ from tlsprobe.model.audit import (
     GroupAudit,
     SigalgAudit,
     SuiteAudit,
-    TrustCheck,
 )
-from tlsprobe.model.probe import CertificateInfo
 from tlsprobe.model.rating import Rating
-from tlsprobe.model.server_certs import key_family
 from tlsprobe.model.severity import Severity
 from tlsprobe.model.units import host_port
 from tlsprobe.model.vocab import Order
+from tlsprobe.report.cert_tables import certificate_section
 from tlsprobe.report.escape import shown
-from tlsprobe.report.fit import FitTable
+from tlsprobe.report.lines import row as _row
+from tlsprobe.report.lines import table as _table
+from tlsprobe.report.lines import text as _text
+from tlsprobe.report.lines import title as _title
 from tlsprobe.report.suite_kx import kx_text, weak_line
 from tlsprobe.report.tones import TONE_STYLE, pq_tone, version_tone
 
@@ -44,16 +45,6 @@ METHOD_TEXT = {"hello_retry_request": "offers without key shares, HelloRetryRequ
 SEVERITY_STYLE = {Severity.critical: "bold red", Severity.high: "red", Severity.medium: "yellow", Severity.low: "cyan",
                   Severity.info: "dim"}
 CUT = re.compile(r" and \d+ more\b")   # a list a finding's message cut short
-
-
-def _text(text: str, style: str = "") -> Text:
-    """A line of the report; what the server wrote in it (names, details) shown escaped."""
-    return Text(shown(text), style=style)
-
-
-def _row(table: FitTable, *cells: str | Text) -> None:
-    """A table row of plain text (no rich markup), escaped as `_text` does."""
-    table.add_row(*(c if isinstance(c, Text) else _text(c) for c in cells))
 
 
 def order_text(order: Order) -> str:
@@ -70,15 +61,6 @@ def _names(items: tuple[object, ...], limit: int | None = 12) -> str:
     if limit is None or len(names) <= limit:
         return ", ".join(names)
     return ", ".join(names[:limit]) + f" and {len(names) - limit} more"
-
-
-def _title(text: str) -> Text:
-    return _text(text, style="bold")
-
-
-def _table(*columns: str) -> FitTable:
-    """A table whose identifiers (suite names, certificate names) are never split."""
-    return FitTable(*columns, pad_edge=False, padding=(0, 1))
 
 
 def versions_section(r: AuditReport) -> RenderableType:
@@ -219,54 +201,6 @@ def consistency_section(r: AuditReport) -> RenderableType:
     parts += [_text(f"  {a}") for a in c.answers]
     parts += [_text(f"note: {note}", style="dim") for note in c.notes]
     return Group(*parts, _text(""))
-
-
-def trust_line(t: TrustCheck | None) -> Text:
-    """'Trust: chain verified against FILE, valid for HOST' or 'Trust: NOT trusted against
-    FILE: CODE (REASON): DETAIL': the trust store goes with the verdict, never after a note
-    of the detail (such as the one on a missing subjectAltName)."""
-    if t is None:
-        return _text("Trust: not checked", style="dim")
-    if t.status == "not_checked":
-        return _text(f"Trust: not checked: {t.detail}", style="yellow")
-    store = f" against {t.trust_store}" if t.trust_store else ""
-    if t.status == "trusted":
-        return _text(f"Trust: chain verified{store}, valid for {t.hostname}", style="green")
-    detail = f": {t.detail}" if t.detail else ""
-    return _text(f"Trust: NOT trusted{store}: {t.code} ({t.reason}){detail}", style="red")
-
-
-def certificate_section(r: AuditReport) -> RenderableType:
-    """The default chain; then, on a server with several certificates (key types), each
-    other one, with its key type and the offer that got it in the titles."""
-    if not r.other_certificates and r.other_certificates_note is None:
-        return chain_section("Certificate chain", r.certificates, r.trust)
-    first = f"Certificate chain ({key_family(r.certificates[0])})" if r.certificates else \
-        "Certificate chain"
-    out = [chain_section(first, r.certificates, r.trust)]
-    out += [chain_section(f"Certificate chain ({c.key_type}; {c.offer})", c.certificates,
-                          c.trust) for c in r.other_certificates]
-    if r.other_certificates_note is not None:
-        out += [_text("Certificates of other key types: not established: "
-                      f"{r.other_certificates_note}", style="yellow"), _text("")]
-    return Group(*out)
-
-
-def chain_section(title: str, chain: tuple[CertificateInfo, ...],
-                  trust: TrustCheck | None) -> RenderableType:
-    table = _table("#", "Subject", "Key", "Signature", "Valid until", "Issuer")
-    for i, c in enumerate(chain):
-        bits = f" {c.key_bits}" if c.key_bits else ""
-        _row(table, str(i), c.subject, f"{c.key_type}{bits}", c.signature_algorithm,
-                      c.not_after[:16].replace("T", " "), c.issuer)
-    san = ", ".join(chain[0].san) if chain else ""
-    from tlsprobe.report.cert_facts import fact_lines
-    facts: list[RenderableType] = []
-    for i, c in enumerate(chain):
-        first, *rest = fact_lines(c)
-        facts += [_text(f"{i} {first}"), *(_text(f"  {line}") for line in rest)]
-    return Group(_title(title), table, *facts,
-                 _text(f"Names (subjectAltName): {san or 'none'}"), trust_line(trust), _text(""))
 
 
 def findings_section(r: AuditReport, full: bool = False) -> RenderableType:

@@ -17,7 +17,7 @@ import ipaddress
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tlsprobe import registry
 from tlsprobe.engine.config import SSL30, TLS10, TLS11, TLS12, TLS13
@@ -32,7 +32,7 @@ from tlsprobe.model.audit import (
     VersionSupport,
 )
 from tlsprobe.model.encode import started_at
-from tlsprobe.model.probe import CertificateInfo, Codepoint
+from tlsprobe.model.probe import Codepoint
 from tlsprobe.model.vocab import (
     Answer,
     GroupMethod,
@@ -57,7 +57,6 @@ from tlsprobe.probes.checks.catalog import ACTIVE, DERIVED
 
 if TYPE_CHECKING:   # annotations only: the client profiles' types come with --clients
     from tlsprobe.model.clients import ClientProfile, ClientSimulation
-    from tlsprobe.model.server_certs import ServerCertificate
 
 ALL_CHECKS = ("versions", "groups", "pq", "suites", "sigalgs", "cert")
 CHAIN_PHASE = "certificate"
@@ -432,21 +431,8 @@ def _order_parts(report: AuditReport) -> AuditReport:
 def _finish(report: AuditReport, run: _Run, started: float,
             error: tuple[str, FailureKind] | None = None) -> AuditReport:
     scheduler, target = run.runner.scheduler, run.runner.target
-    trust = None
-    chain: tuple[bytes, ...] = ()
-    if "cert" in run.options.checks:
-        chain = next((o.certificates for o in run.outcomes if o.certificates), ())
-        if chain and run.options.verify:
-            trust = trust_check(list(chain), run.runner.server_name or target.host,
-                                run.options.cafile)
-        elif chain:
-            trust = TrustCheck(TrustStatus.NOT_CHECKED, detail="skipped (--no-verify)")
-        elif run.no_chain is not None:
-            trust = TrustCheck(TrustStatus.NOT_CHECKED, detail=run.no_chain)
     counts = scheduler.count(target)
-    report = replace(_order_parts(report), certificates=_certificates(chain), trust=trust,
-                     other_certificates=_others(run, chain), connections=counts,
-                     other_certificates_note=run.key_types_note,
+    report = replace(_order_parts(report), **_cert_fields(run), connections=counts,
                      total_connections=sum(counts.values()),
                      retries=scheduler.retried[target.display],
                      one_at_a_time=scheduler.pacing.serial(target) or None,
@@ -462,28 +448,24 @@ def _finish(report: AuditReport, run: _Run, started: float,
     return rated(with_findings(report, list(run.options.policies)))
 
 
-def _certificates(chain: tuple[bytes, ...]) -> tuple[CertificateInfo, ...]:
-    """The cert phase's chain described (the X.509 reader imported only when there is one)."""
+def _cert_fields(run: _Run) -> dict[str, Any]:
+    """The cert phase's fields of the report: the default chain described and its trust
+    check, the other key types' chains with theirs (probes/audit/certs.py, imported only
+    when there is a chain), why their search is not complete."""
+    if "cert" not in run.options.checks:
+        return {}
+    chain = next((o.certificates for o in run.outcomes if o.certificates), ())
     if not chain:
-        return ()
-    from tlsprobe.probes.audit.certs import describe
-    return describe(chain)
-
-
-def _others(run: _Run, chain: tuple[bytes, ...]) -> tuple[ServerCertificate, ...]:
-    """The chains of the other key types (cert phase), each with its trust check."""
-    if "cert" not in run.options.checks or not chain:
-        return ()
-    from tlsprobe.probes.audit.certs import other_certificates
+        return {} if run.no_chain is None else {
+            "trust": TrustCheck(TrustStatus.NOT_CHECKED, detail=run.no_chain)}
+    from tlsprobe.probes.audit import certs
     verify = (run.runner.server_name or run.runner.target.host, run.options.cafile) \
         if run.options.verify else None
-    return other_certificates(run.outcomes, run.key_types, verify)
-
-
-def trust_check(chain: list[bytes], hostname: str, cafile: str | None) -> TrustCheck:
-    """probes/audit/certs.py trust_check (the chain and host name check of a chain)."""
-    from tlsprobe.probes.audit.certs import trust_check as check
-    return check(chain, hostname, cafile)
+    trust = certs.trust_check(list(chain), *verify) if verify is not None else \
+        TrustCheck(TrustStatus.NOT_CHECKED, detail="skipped (--no-verify)")
+    return {"certificates": certs.describe(chain), "trust": trust,
+            "other_certificates": certs.other_certificates(run.outcomes, run.key_types, verify),
+            "other_certificates_note": run.key_types_note}
 
 
 async def audit_many(targets: Iterable[Target], options: AuditOptions, scheduler: Scheduler, *,
