@@ -84,23 +84,29 @@ def test_second_certificate_is_judged_from_itself(tls_server, certs, run_cli, tm
     code, text, err = run_cli("scan", f"127.0.0.1:{srv.port}", "--no-progress", "--checks",
                               "cert", "--cafile", str(certs.ca))
     assert "Certificate chain (RSA)" in text
-    assert "Certificate chain (ECDSA; TLS 1.2, ECDHE_ECDSA, DHE_DSS suites only)" in text
+    assert "Certificate chain (ECDSA; TLS 1.2, ECDHE_ECDSA and DHE_DSS suites only)" in text
     assert "CN=dual-ecdsa.test" in text and "Trust: NOT trusted" in text
 
 
 @pytest.mark.needs_impl("nginx")
-def test_nginx_two_certificates_text(tls_server, certs, run_cli):
+def test_nginx_two_certificates_text_and_html(tls_server, certs, run_cli, tmp_path):
     extra = [f"ssl_certificate {certs['ecdsa'].chain}; "
              f"ssl_certificate_key {certs['ecdsa'].key};"]
     srv = tls_server("nginx", extra=extra)
+    page = tmp_path / "scan.html"
     code, text, err = run_cli("scan", f"127.0.0.1:{srv.port}", "--no-progress", "--checks",
-                              "sigalgs,cert", "--cafile", str(certs.ca))
+                              "sigalgs,cert", "--cafile", str(certs.ca), "--html", str(page))
     assert code == 0 and err == "", err
     sig12 = text[text.index("Signature schemes, TLS 1.2"):text.index("Certificate chain")]
     assert "RSA certificate (ECDHE_RSA and DHE_RSA suites): " in sig12
     assert "ECDSA certificate (ECDHE_ECDSA suites): ecdsa_secp256r1_sha256" in sig12
     assert "Certificate chain (RSA)" in text and "Certificate chain (ECDSA; TLS 1.2" in text
     assert text.count("Trust: chain verified") == 2
+    html = page.read_text()
+    assert "<h3>Certificate chain (RSA)</h3>" in html
+    assert "<h3>Certificate chain (ECDSA; TLS 1.2, ECDHE_ECDSA suites)</h3>" in html
+    assert html.count("Trust: chain verified") == 2
+    assert "<td>ECDSA</td><td>ECDHE_ECDSA suites</td>" in html
 
 
 @pytest.mark.needs_impl("openssl")

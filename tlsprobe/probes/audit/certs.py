@@ -30,6 +30,7 @@ from tlsprobe.probes.audit.sigalgs import (
     AUTH_CLASSES,
     COMMON_SHARES,
     pfs_suites,
+    suite_auth,
     suites_text,
 )
 
@@ -90,6 +91,18 @@ def _offer(runner: TargetRunner, version: int, missing: tuple[str, ...]
     return config, suites_text(auths) + " only"
 
 
+def _served(o: Outcome) -> str:
+    """The key type an answer's certificate serves, for the search only (which key types
+    to ask for next): its leaf's; for a leaf whose key cannot be read, the key type its
+    TLS 1.3 signature scheme or TLS 1.2 suite needs (a report names no key type so)."""
+    kind = leaf_type(o.certificates)
+    if kind != "unknown":
+        return kind
+    by_scheme = next((t for t, codes in SCHEMES_OF.items() if o.signature_scheme in codes), None)
+    auth = suite_auth(o.cipher_suite)
+    return by_scheme or next((t for t, a in AUTH_OF.items() if a == auth), kind)
+
+
 def _missing(version: int, seen: set[str]) -> tuple[str, ...]:
     """The key types a further hello of `version` can still ask for."""
     if version == TLS13:
@@ -106,7 +119,7 @@ async def search(runner: TargetRunner, report: AuditReport, outcomes: list[Outco
     version = TLS12 if TLS12 in spoken else TLS13 if TLS13 in spoken else max(spoken)
     if _searched(report, version):
         return {}, None
-    seen = set(chains_by_type(outcomes))
+    seen = {_served(o) for o in outcomes if o.certificates}
     found: dict[str, tuple[Outcome, str]] = {}
     name = registry.version_name(version)
     while missing := _missing(version, seen):
@@ -117,7 +130,7 @@ async def search(runner: TargetRunner, report: AuditReport, outcomes: list[Outco
         if not out.certificates:
             why = out.reason or "no Certificate message" if out.answered else out.describe()
             return found, f"{name} hello with {offer}: {why}"
-        kind = leaf_type(out.certificates)
+        kind = _served(out)
         if kind in seen:
             return found, (f"{name} hello with {offer} was answered with the {kind} "
                            "certificate again")
@@ -143,7 +156,6 @@ def _offer_words(o: Outcome) -> str:
     name = registry.version_name(o.version) if o.version else "?"
     if o.version == TLS13 and o.signature_scheme is not None:
         return f"{name}, signed with {registry.sigscheme_label(o.signature_scheme)}"
-    from tlsprobe.probes.audit.sigalgs import suite_auth
     auth = suite_auth(o.cipher_suite)
     return f"{name}, {suites_text((auth,))}" if auth in AUTH_CLASSES else name
 

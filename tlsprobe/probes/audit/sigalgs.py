@@ -53,10 +53,11 @@ def suite_auth(code: int | None) -> str | None:
 
 
 def suites_text(auths: tuple[str, ...]) -> str:
-    """'ECDHE_ECDSA suites', 'ECDHE_RSA and DHE_RSA suites' (what an offer holds)."""
-    names = [f"ECDHE_{a}" if a == "ECDSA" else f"DHE_{a}" if a == "DSS" else
-             f"ECDHE_{a} and DHE_{a}" for a in auths]
-    return ", ".join(names) + " suites"
+    """'ECDHE_ECDSA suites', 'ECDHE_RSA, DHE_RSA and DHE_DSS suites' (what an offer holds)."""
+    names = [n for a in auths for n in ((f"ECDHE_{a}",) if a == "ECDSA" else (f"DHE_{a}",)
+                                        if a == "DSS" else (f"ECDHE_{a}", f"DHE_{a}"))]
+    listed = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+    return listed + " suites"
 
 
 def _config(run: TargetRunner, version: int, sigalgs: list[int],
