@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from tests.lab_servers.certs import named_set
 
@@ -64,10 +65,11 @@ def test_openssl_dcert_both_chains_and_tls12_schemes_per_certificate(tls_server,
 
 @pytest.mark.needs_impl("openssl")
 def test_second_certificate_is_judged_from_itself(tls_server, certs, run_cli, tmp_path):
-    """A self-signed ECDSA certificate that expires within 2 days beside a trusted RSA one:
-    its findings name it, the RSA chain has none; found with --checks cert alone (the cert
-    phase's own hellos: ECDSA and DSS suites, then DSS suites alone, refused)."""
-    odd = named_set(tmp_path, "dual-ecdsa.test", "localhost", "odd")["ecdsa"]
+    """A self-signed ECDSA certificate on secp521r1 that expires within 2 days beside a
+    trusted RSA one: its findings (built-in and the policy's curve rule) name it, the RSA
+    chain has none; found with --checks cert alone (the cert phase's own hellos: ECDSA and
+    DSS suites, then DSS suites alone, refused)."""
+    odd = named_set(tmp_path, "dual-ecdsa.test", "localhost", "odd", ec.SECP521R1())["ecdsa"]
     srv = tls_server("openssl", extra=["-dcert", str(odd.cert), "-dkey", str(odd.key)])
     r = scan_json(run_cli, srv.port, certs, "--checks", "cert")
     assert r["trust"]["status"] == "trusted"
@@ -77,10 +79,13 @@ def test_second_certificate_is_judged_from_itself(tls_server, certs, run_cli, tm
     assert other["trust"]["status"] == "untrusted" and other["trust"]["code"] == 18
     assert r["connections"]["certificate key types"] == 2
     found = {f["code"]: f for f in r["findings"] if f["code"].startswith("certificate.")}
-    assert set(found) == {"certificate.self_signed", "certificate.expires_soon"}, found
+    assert set(found) == {"certificate.self_signed", "certificate.expires_soon",
+                          "certificate.curve_not_allowed"}, found
     for f in found.values():
         assert f["message"].startswith("ECDSA certificate: ")
         assert f["items"] == ["CN=dual-ecdsa.test"]
+    assert found["certificate.curve_not_allowed"]["message"].startswith(
+        "ECDSA certificate: certificate key on secp521r1 (policy: ")
     code, text, err = run_cli("scan", f"127.0.0.1:{srv.port}", "--no-progress", "--checks",
                               "cert", "--cafile", str(certs.ca))
     assert "Certificate chain (RSA)" in text
@@ -143,3 +148,36 @@ def test_single_certificate_report_unchanged(tls_server, certs, run_cli):
                               "sigalgs,cert", "--cafile", str(certs.ca))
     assert "\nCertificate chain\n" in text and "Certificate chain (" not in text
     assert "RSA certificate (" not in text
+
+
+def _no_rsa_suite(hello) -> bool:
+    """A TLS 1.2 hello of the cert phase's search: (EC)DHE suites without RSA ones."""
+    from tlsprobe import registry
+    auths = {s.auth for c in hello.cipher_suites if (s := registry.cipher_suite(c))}
+    return hello.legacy_version == 0x0303 and not hello.supported_versions \
+        and "ECDSA" in auths and "RSA" not in auths
+
+
+@pytest.mark.needs_impl("openssl")
+def test_a_reset_search_is_not_established_never_no_other_certificate(tls_server, certs,
+                                                                       run_cli):
+    """The search's hello reset (every time, --retries 0): no second certificate is
+    claimed, and none is denied: the report says the search is not established."""
+    from tests.helpers.faultproxy import RESET, FaultProxy
+    srv = tls_server("openssl")
+    proxy = FaultProxy([(srv.host, srv.port)],
+                       lambda _i, h: RESET if h is not None and _no_rsa_suite(h) else None)
+    try:
+        r = scan_json(run_cli, proxy.port, certs, "--checks", "cert", "--retries", "0")
+        code, text, err = run_cli("scan", f"127.0.0.1:{proxy.port}", "--no-progress",
+                                  "--checks", "cert", "--retries", "0", "--cafile",
+                                  str(certs.ca))
+    finally:
+        proxy.close()
+    assert r["other_certificates"] == []
+    assert r["other_certificates_note"].startswith(
+        "TLS 1.2 hello with ECDHE_ECDSA and DHE_DSS suites only: ")
+    assert [f["message"] for f in r["findings"] if f["code"] == "audit.inconclusive"] == [
+        "certificates of other key types not established: " + r["other_certificates_note"]]
+    assert "Certificate chain (RSA)" in text
+    assert "Certificates of other key types: not established: TLS 1.2 hello with" in text
