@@ -17,7 +17,7 @@ from tlsprobe import registry
 from tlsprobe.engine.config import TLS12, TLS13, ClientConfig
 from tlsprobe.model.audit import AuditReport, TrustCheck
 from tlsprobe.model.probe import CertificateInfo, Codepoint
-from tlsprobe.model.server_certs import ServerCertificate
+from tlsprobe.model.server_certs import ServerCertificate, key_family
 from tlsprobe.model.vocab import SigalgStatus, TrustStatus
 from tlsprobe.probes.audit.groups import candidate_groups
 from tlsprobe.probes.audit.scheduler import (
@@ -48,7 +48,6 @@ SCHEMES_OF = {"RSA": (0x0804, 0x0805, 0x0806, 0x0401, 0x0501, 0x0601),
 def leaf_type(chain: tuple[bytes, ...]) -> str:
     """The key type of a chain's leaf (model/server_certs.py key_family)."""
     from tlsprobe.model.describe import certificate_info
-    from tlsprobe.model.server_certs import key_family
     return key_family(certificate_info(chain[0])) if chain else "unknown"
 
 
