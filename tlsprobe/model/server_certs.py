@@ -1,38 +1,17 @@
-"""Result types of the certificates an audit establishes (`tlsprobe scan`): the
-certificates a server presents beside its default one (a server
-with an RSA and an ECDSA certificate, such as `openssl s_server -cert ... -dcert ...` or
-nginx with two ssl_certificate lines), and the TLS 1.2 signature schemes per certificate.
-Imported by model/audit.py for type checkers only (a group audit never loads it); field
-names are part of the JSON schema."""
+"""What an audit (`tlsprobe scan`) says per certificate of a server with several (an RSA and
+an ECDSA one, such as `openssl s_server -cert ... -dcert ...` or nginx with two
+ssl_certificate lines): the TLS 1.2 signature schemes of each, and the key type names
+(`key_family`) of model/audit.py's `ServerCertificate`. Imported by model/audit.py for type
+checkers only (a group audit never loads it); field names are part of the JSON schema."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from tlsprobe.model.probe import CertificateInfo, Codepoint
 from tlsprobe.model.vocab import Order, SigalgStatus
 
-if TYPE_CHECKING:   # a field type only (model/audit.py loads this module for none either)
-    from tlsprobe.model.audit import TrustCheck
-
-__all__ = ["KeyTypeSigalgs", "ServerCertificate", "key_family"]
-
-
-@dataclass(frozen=True)
-class ServerCertificate:
-    """A certificate chain the server presents for another key type than its default one
-    (`AuditReport.certificates`), read from a connection whose hello asked for that key
-    type only: `key_type` is its leaf's key ("RSA", "RSA-PSS", "ECDSA", "Ed25519", "Ed448",
-    "DSA"), `version` the connection's protocol version and `offer` what its hello offered
-    (the TLS 1.2 suites, or the TLS 1.3 signature schemes); `trust` is its own chain and
-    host name check (None: not asked, `--no-verify` says not_checked)."""
-
-    key_type: str
-    version: Codepoint
-    offer: str
-    certificates: tuple[CertificateInfo, ...]
-    trust: TrustCheck | None = None
+__all__ = ["KeyTypeSigalgs", "key_family"]
 
 
 @dataclass(frozen=True)

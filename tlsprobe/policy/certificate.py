@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from tlsprobe.model.audit import AuditReport, Finding, TrustCheck
-from tlsprobe.model.probe import CertificateInfo
+from tlsprobe.model.audit import AuditReport, Finding
+from tlsprobe.model.probe import CertificateInfo, TrustCheck
 from tlsprobe.model.severity import Severity
 
 

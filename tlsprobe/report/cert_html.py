@@ -4,8 +4,8 @@ report/cert_tables.py)."""
 
 from __future__ import annotations
 
-from tlsprobe.model.audit import AuditReport, TrustCheck
-from tlsprobe.model.probe import CertificateInfo
+from tlsprobe.model.audit import AuditReport
+from tlsprobe.model.probe import CertificateInfo, TrustCheck
 from tlsprobe.report.html_parts import e as _e
 from tlsprobe.report.html_parts import p as _p
 from tlsprobe.report.html_parts import table as _table

@@ -6,8 +6,8 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from tlsprobe.model.audit import AuditReport, TrustCheck
-from tlsprobe.model.probe import CertificateInfo
+from tlsprobe.model.audit import AuditReport
+from tlsprobe.model.probe import CertificateInfo, TrustCheck
 from tlsprobe.model.server_certs import key_family
 from tlsprobe.report.lines import row as _row
 from tlsprobe.report.lines import table as _table

@@ -15,9 +15,14 @@ from __future__ import annotations
 
 from tlsprobe import registry
 from tlsprobe.engine.config import TLS12, TLS13, ClientConfig
-from tlsprobe.model.audit import AuditReport, TrustCheck
-from tlsprobe.model.probe import CertificateInfo, Codepoint
-from tlsprobe.model.server_certs import ServerCertificate, key_family
+from tlsprobe.model.audit import AuditReport
+from tlsprobe.model.probe import (
+    CertificateInfo,
+    Codepoint,
+    ServerCertificate,
+    TrustCheck,
+)
+from tlsprobe.model.server_certs import key_family
 from tlsprobe.model.vocab import SigalgStatus, TrustStatus
 from tlsprobe.probes.audit.groups import candidate_groups
 from tlsprobe.probes.audit.scheduler import (

@@ -28,11 +28,10 @@ from tlsprobe.model.audit import (
     PqVerdict,
     SigalgAudit,
     SuiteAudit,
-    TrustCheck,
     VersionSupport,
 )
 from tlsprobe.model.encode import started_at
-from tlsprobe.model.probe import Codepoint
+from tlsprobe.model.probe import Codepoint, TrustCheck
 from tlsprobe.model.vocab import (
     Answer,
     GroupMethod,
