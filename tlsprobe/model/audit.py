@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING
 from tlsprobe.errors import FailureKind
 from tlsprobe.model.checks import CheckResult
 from tlsprobe.model.encode import JsonObject, document, dumps, run_head
-from tlsprobe.model.probe import CertificateInfo, Cipher, Codepoint
+from tlsprobe.model.probe import (
+    CertificateInfo,
+    Cipher,
+    Codepoint,
+    ServerCertificate,
+    TrustCheck,
+)
 from tlsprobe.model.rating import Rating
 from tlsprobe.model.severity import Severity
 from tlsprobe.model.vocab import (
@@ -27,12 +33,13 @@ from tlsprobe.model.vocab import (
     Order,
     PqCheck,
     SigalgStatus,
-    TrustStatus,
     VersionStatus,
 )
 
-if TYPE_CHECKING:   # field types only: a scan without --clients / --starttls never loads them
+if TYPE_CHECKING:   # field types only: a scan without --clients / --starttls never loads them,
+    # a group audit no certificate type
     from tlsprobe.model.clients import ClientSimulation
+    from tlsprobe.model.server_certs import KeyTypeSigalgs
     from tlsprobe.model.starttls import StartTlsInfo
 
 AUDIT_SCHEMA_VERSION = 1
@@ -196,7 +203,9 @@ class SuiteAudit:
 @dataclass(frozen=True)
 class SigalgAudit:
     """Signature schemes the server signs with in one version. `status`: established,
-    not_established (with `reason`), inconclusive."""
+    not_established (with `reason`), inconclusive. TLS 1.2: `supported` is every scheme of
+    every certificate, and `by_key_type` the schemes of each certificate (its suites
+    offered alone select it); empty in TLS 1.3, whose schemes select the certificate."""
 
     version: Codepoint
     status: SigalgStatus
@@ -204,6 +213,7 @@ class SigalgAudit:
     order: Order = ORDER_UNKNOWN
     reason: str = ""
     connections: int = 0
+    by_key_type: tuple[KeyTypeSigalgs, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -214,26 +224,6 @@ class PqVerdict:
     subject: str                    # the group or the offer it is about
     verdict: Answer
     detail: str = ""
-
-
-@dataclass(frozen=True)
-class TrustCheck:
-    """The certificate chain and host name check, as `tlsprobe probe` does it.
-
-    `status`: "trusted", "untrusted", or "not_checked" (no trust store, no certificate to
-    check, or `scan --no-verify`: `detail` says which). `code` is OpenSSL's X509_V_ERR value
-    (0 ok, 18 self-signed, 20 unable to get the local issuer, 62 hostname mismatch, ...) and
-    `reason` its text; `hostname` is the name checked (the SNI, else the target host) and
-    `hostname_ok` whether the leaf is valid for it (None when it could not be told apart from
-    a broken chain)."""
-
-    status: TrustStatus
-    code: int | None = None
-    reason: str = ""
-    detail: str = ""
-    hostname: str | None = None
-    hostname_ok: bool | None = None
-    trust_store: str | None = None
 
 
 @dataclass(frozen=True)
@@ -299,6 +289,12 @@ class AuditReport:
     post_quantum: tuple[PqVerdict, ...] = ()
     certificates: tuple[CertificateInfo, ...] = ()
     trust: TrustCheck | None = None   # the chain and host name check (cert check)
+    #: cert check: the chains the server presents for other key types than the default
+    #: one's (an RSA and an ECDSA certificate), each with its own trust check
+    other_certificates: tuple[ServerCertificate, ...] = ()
+    #: why the search for other key types' certificates is not complete (a connection left
+    #: inconclusive); None: complete, or not run (no cert check, no chain)
+    other_certificates_note: str | None = None
     consistency: ConsistencyCheck | None = None   # one configuration throughout? (None: no
                                                   # versions check, nothing to compare)
     findings: tuple[Finding, ...] = ()

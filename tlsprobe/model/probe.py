@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, TypeVar
 from tlsprobe import registry
 from tlsprobe.errors import FailureKind
 from tlsprobe.model.encode import JsonObject, document, dumps, run_head
+from tlsprobe.model.vocab import TrustStatus
 
 if TYPE_CHECKING:   # field types only: a run without --quic / --starttls never loads them
     from tlsprobe.model.quic import QuicSummary
@@ -155,6 +156,42 @@ class CertificateInfo:
     def rsa_key(self) -> bool:
         """An RSA key: rsaEncryption ("RSA") or RSASSA-PSS only ("RSA-PSS", RFC 4055)."""
         return self.key_type in ("RSA", "RSA-PSS")
+
+
+@dataclass(frozen=True)
+class TrustCheck:
+    """The certificate chain and host name check, as `tlsprobe probe` does it.
+
+    `status`: "trusted", "untrusted", or "not_checked" (no trust store, no certificate to
+    check, or `scan --no-verify`: `detail` says which). `code` is OpenSSL's X509_V_ERR value
+    (0 ok, 18 self-signed, 20 unable to get the local issuer, 62 hostname mismatch, ...) and
+    `reason` its text; `hostname` is the name checked (the SNI, else the target host) and
+    `hostname_ok` whether the leaf is valid for it (None when it could not be told apart from
+    a broken chain)."""
+
+    status: TrustStatus
+    code: int | None = None
+    reason: str = ""
+    detail: str = ""
+    hostname: str | None = None
+    hostname_ok: bool | None = None
+    trust_store: str | None = None
+
+
+@dataclass(frozen=True)
+class ServerCertificate:
+    """A certificate chain the server presents for another key type than its default one
+    (`AuditReport.certificates`), as a connection of the audit got it: `key_type` is its
+    leaf's key ("RSA", "RSA-PSS", "ECDSA", "Ed25519", "Ed448", "DSA"), `version` the
+    connection's protocol version and `offer` what its hello offered (the TLS 1.2 suites,
+    or the TLS 1.3 signature scheme the server chose); `trust` is its own chain and host
+    name check (not_checked with `--no-verify`)."""
+
+    key_type: str
+    version: Codepoint
+    offer: str
+    certificates: tuple[CertificateInfo, ...]
+    trust: TrustCheck | None = None
 
 
 @dataclass(frozen=True)

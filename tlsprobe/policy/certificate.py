@@ -1,14 +1,16 @@
 """Certificate findings of an audit, whatever the policy: the leaf's dates and key, weak
 signature hashes (a root's own signature excepted), a missing subjectAltName, and the
 outcome of the chain and host name check (`AuditReport.trust`, made with engine/chain.py
-as the probe's Verify return code is)."""
+as the probe's Verify return code is); the same of each chain the server presents for
+another key type (`AuditReport.other_certificates`), from that chain alone."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from tlsprobe.model.audit import AuditReport, Finding
-from tlsprobe.model.probe import CertificateInfo
+from tlsprobe.model.probe import CertificateInfo, TrustCheck
 from tlsprobe.model.severity import Severity
 
 
@@ -19,13 +21,25 @@ def names(items: list[str], limit: int = 6) -> str:
 
 
 def certificate_findings(report: AuditReport, now: datetime) -> list[Finding]:
-    """Leaf dates and key, signature hashes, subjectAltName, and the chain/host name check."""
-    if not report.certificates:   # the cert phase found none: its Trust says why
-        return _trust_findings(report, set())
-    chain, leaf = report.certificates, report.certificates[0]
+    """Leaf dates and key, signature hashes, subjectAltName, and the chain/host name check,
+    of the default chain, then of each other key type's chain (its messages begin with its
+    key type: "ECDSA certificate: ..."), each judged from its own certificates."""
+    out = _chain_findings(report.certificates, report.trust, now)
+    for other in report.other_certificates:
+        label = f"{other.key_type} certificate: "
+        out += [replace(f, message=label + f.message)
+                for f in _chain_findings(other.certificates, other.trust, now)]
+    return out
+
+
+def _chain_findings(chain: tuple[CertificateInfo, ...], trust: TrustCheck | None,
+                    now: datetime) -> list[Finding]:
+    if not chain:   # the cert phase found none: its Trust says why
+        return _trust_findings(chain, trust, set())
+    leaf = chain[0]
     out = _date_findings(leaf, now) + _key_findings(leaf) + _signature_findings(chain) + \
         _san_findings(leaf)
-    return out + _trust_findings(report, {f.code for f in out})
+    return out + _trust_findings(chain, trust, {f.code for f in out})
 
 
 def _date_findings(leaf: CertificateInfo, now: datetime) -> list[Finding]:
@@ -87,11 +101,11 @@ def _san_findings(leaf: CertificateInfo) -> list[Finding]:
                     items=(leaf.subject,))]
 
 
-def _trust_findings(report: AuditReport, found: set[str]) -> list[Finding]:
-    t = report.trust
+def _trust_findings(chain: tuple[CertificateInfo, ...], t: TrustCheck | None,
+                    found: set[str]) -> list[Finding]:
     if t is None:
         return []
-    subject = (report.certificates[0].subject,) if report.certificates else ()
+    subject = (chain[0].subject,) if chain else ()
     if t.status == "not_checked":
         return [Finding(Severity.info, "certificate.not_verified", f"chain not verified: {t.detail}")]
     if t.status == "trusted":

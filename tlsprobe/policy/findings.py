@@ -214,12 +214,21 @@ def _pq_tolerance_unknown(report: AuditReport, now: datetime) -> list[Finding]:
             for v in report.post_quantum if v.check == "tolerance" and v.verdict == "inconclusive"]
 
 
+def _certificates_unknown(report: AuditReport, now: datetime) -> list[Finding]:
+    """The search for the certificates of other key types stopped without an answer."""
+    note = report.other_certificates_note
+    return [] if note is None else [Finding(
+        Severity.info, "audit.inconclusive", "certificates of other key types not established: "
+        f"{note}")]
+
+
 #: the built-in rules, in the order of their findings
 BUILTIN_RULES: tuple[BuiltinRule, ...] = (
     _weak_suites, _no_modern_version, _fixed_dh, _inconsistent_target, _post_quantum,
     certificate_findings,
     # what could not be established
-    _versions_unknown, _groups_unknown, _suites_unknown, _sigalgs_unknown, _pq_tolerance_unknown)
+    _versions_unknown, _groups_unknown, _suites_unknown, _sigalgs_unknown, _pq_tolerance_unknown,
+    _certificates_unknown)
 
 
 def builtin_findings(report: AuditReport, now: datetime | None = None) -> list[Finding]:

@@ -167,45 +167,53 @@ def _leaf_kind(leaf: CertificateInfo) -> str:
         else leaf.key_type.lower()
 
 
+def _leaves(report: AuditReport) -> list[tuple[str, CertificateInfo]]:
+    """Each chain's leaf with the words its findings begin with: none for the default
+    chain, "ECDSA certificate: " for the chain of another key type (each judged alone)."""
+    out = [("", report.certificates[0])] if report.certificates else []
+    return out + [(f"{c.key_type} certificate: ", c.certificates[0])
+                  for c in report.other_certificates if c.certificates]
+
+
 def _certificate_type(report: AuditReport, policy: Policy) -> list[Finding]:
-    if not report.certificates or policy.certificate_types is None:
+    if policy.certificate_types is None:
         return []
-    leaf = report.certificates[0]
-    if _leaf_kind(leaf) in policy.certificate_types:
-        return []
-    return [_finding(policy, "certificate.type_not_allowed", f"certificate key {leaf.key_type} "
-                     f"(policy: {', '.join(policy.certificate_types)})", [leaf.subject], None)]
+    return [_finding(policy, "certificate.type_not_allowed", f"{label}certificate key "
+                     f"{leaf.key_type} (policy: {', '.join(policy.certificate_types)})",
+                     [leaf.subject], None)
+            for label, leaf in _leaves(report) if _leaf_kind(leaf) not in policy.certificate_types]
 
 
 def _certificate_curve(report: AuditReport, policy: Policy) -> list[Finding]:
     """An ECDSA leaf key on a curve the policy does not list (Mozilla's certificate_curves:
     P-256 and P-384). The curve is the one the certificate names (model/describe.py's key
     type, "EC secp521r1"), looked up as a group."""
-    if not report.certificates or policy.certificate_curves is None:
-        return []
-    leaf = report.certificates[0]
-    kind, _, curve = leaf.key_type.partition(" ")
-    if kind != "EC" or not curve:
-        return []
-    try:
-        code: int | None = registry.parse_group(curve)
-    except ValueError:
-        code = None
-    if code in policy.certificate_curves:
+    if policy.certificate_curves is None:
         return []
     allowed = ", ".join(sorted(registry.group_name(c) for c in policy.certificate_curves))
-    return [_finding(policy, "certificate.curve_not_allowed", f"certificate key on {curve} "
-                     f"(policy: {allowed or 'none'})", [leaf.subject], None)]
+    out: list[Finding] = []
+    for label, leaf in _leaves(report):
+        kind, _, curve = leaf.key_type.partition(" ")
+        if kind != "EC" or not curve:
+            continue
+        try:
+            code: int | None = registry.parse_group(curve)
+        except ValueError:
+            code = None
+        if code not in policy.certificate_curves:
+            out.append(_finding(policy, "certificate.curve_not_allowed", f"{label}certificate "
+                                f"key on {curve} (policy: {allowed or 'none'})", [leaf.subject],
+                                None))
+    return out
 
 
 def _certificate_key_size(report: AuditReport, policy: Policy) -> list[Finding]:
-    if not report.certificates or not policy.rsa_min_bits:
+    if not policy.rsa_min_bits:
         return []
-    leaf = report.certificates[0]
-    if _leaf_kind(leaf) != "rsa" or (leaf.key_bits or 0) >= policy.rsa_min_bits:
-        return []
-    return [_finding(policy, "certificate.key_too_small", f"RSA key of {leaf.key_bits} bits "
-                     f"(policy minimum {policy.rsa_min_bits})", [leaf.subject], None)]
+    return [_finding(policy, "certificate.key_too_small", f"{label}RSA key of {leaf.key_bits} "
+                     f"bits (policy minimum {policy.rsa_min_bits})", [leaf.subject], None)
+            for label, leaf in _leaves(report)
+            if _leaf_kind(leaf) == "rsa" and (leaf.key_bits or 0) < policy.rsa_min_bits]
 
 
 #: the policy's rules, in the order of their findings (policy/codes.py lists their codes)

@@ -27,8 +27,12 @@ from tlsprobe.model.rating import Rating
 from tlsprobe.model.severity import Severity
 from tlsprobe.model.units import host_port
 from tlsprobe.model.vocab import Order
+from tlsprobe.report.cert_tables import certificate_section
 from tlsprobe.report.escape import shown
-from tlsprobe.report.fit import FitTable
+from tlsprobe.report.lines import row as _row
+from tlsprobe.report.lines import table as _table
+from tlsprobe.report.lines import text as _text
+from tlsprobe.report.lines import title as _title
 from tlsprobe.report.suite_kx import kx_text, weak_line
 from tlsprobe.report.tones import TONE_STYLE, pq_tone, version_tone
 
@@ -41,16 +45,6 @@ METHOD_TEXT = {"hello_retry_request": "offers without key shares, HelloRetryRequ
 SEVERITY_STYLE = {Severity.critical: "bold red", Severity.high: "red", Severity.medium: "yellow", Severity.low: "cyan",
                   Severity.info: "dim"}
 CUT = re.compile(r" and \d+ more\b")   # a list a finding's message cut short
-
-
-def _text(text: str, style: str = "") -> Text:
-    """A line of the report; what the server wrote in it (names, details) shown escaped."""
-    return Text(shown(text), style=style)
-
-
-def _row(table: FitTable, *cells: str | Text) -> None:
-    """A table row of plain text (no rich markup), escaped as `_text` does."""
-    table.add_row(*(c if isinstance(c, Text) else _text(c) for c in cells))
 
 
 def order_text(order: Order) -> str:
@@ -67,15 +61,6 @@ def _names(items: tuple[object, ...], limit: int | None = 12) -> str:
     if limit is None or len(names) <= limit:
         return ", ".join(names)
     return ", ".join(names[:limit]) + f" and {len(names) - limit} more"
-
-
-def _title(text: str) -> Text:
-    return _text(text, style="bold")
-
-
-def _table(*columns: str) -> FitTable:
-    """A table whose identifiers (suite names, certificate names) are never split."""
-    return FitTable(*columns, pad_edge=False, padding=(0, 1))
 
 
 def versions_section(r: AuditReport) -> RenderableType:
@@ -177,11 +162,18 @@ def suite_section(s: SuiteAudit) -> RenderableType:
 
 def sigalg_section(s: SigalgAudit) -> RenderableType:
     head = f"Signature schemes, {s.version.name} ({conns(s.connections)})"
-    if s.status != "established":
+    if s.status != "established" and len(s.by_key_type) < 2:
         found = [_text("found before it stopped: " + ", ".join(c.name for c in s.supported))] \
             if s.supported else []
         return Group(_title(head), _text(f"{s.status.replace('_', ' ')}: {s.reason}"), *found,
                      _text(""))
+    if len(s.by_key_type) > 1:   # TLS 1.2, several certificates: each one's schemes
+        return Group(_title(head), *(line for k in s.by_key_type for line in (
+            _text(f"{k.key_type} certificate ({k.suites}): "
+                  f"{', '.join(c.name for c in k.supported) or '(none)'}"),
+            _text(f"  Order: {order_text(k.order)}" if k.status == "established" else
+                  f"  {k.status.replace('_', ' ')}: {k.reason}"))),
+            *([_text(f"note: {s.reason}", style="dim")] if s.reason else []), _text(""))
     text = ", ".join(c.name for c in s.supported) or "(none)"
     parts: list[RenderableType] = [_title(head), _text(text),
                                    _text(f"Order: {order_text(s.order)}")]
@@ -209,38 +201,6 @@ def consistency_section(r: AuditReport) -> RenderableType:
     parts += [_text(f"  {a}") for a in c.answers]
     parts += [_text(f"note: {note}", style="dim") for note in c.notes]
     return Group(*parts, _text(""))
-
-
-def trust_line(r: AuditReport) -> Text:
-    """'Trust: chain verified against FILE, valid for HOST' or 'Trust: NOT trusted against
-    FILE: CODE (REASON): DETAIL': the trust store goes with the verdict, never after a note
-    of the detail (such as the one on a missing subjectAltName)."""
-    t = r.trust
-    if t is None:
-        return _text("Trust: not checked", style="dim")
-    if t.status == "not_checked":
-        return _text(f"Trust: not checked: {t.detail}", style="yellow")
-    store = f" against {t.trust_store}" if t.trust_store else ""
-    if t.status == "trusted":
-        return _text(f"Trust: chain verified{store}, valid for {t.hostname}", style="green")
-    detail = f": {t.detail}" if t.detail else ""
-    return _text(f"Trust: NOT trusted{store}: {t.code} ({t.reason}){detail}", style="red")
-
-
-def certificate_section(r: AuditReport) -> RenderableType:
-    table = _table("#", "Subject", "Key", "Signature", "Valid until", "Issuer")
-    for i, c in enumerate(r.certificates):
-        bits = f" {c.key_bits}" if c.key_bits else ""
-        _row(table, str(i), c.subject, f"{c.key_type}{bits}", c.signature_algorithm,
-                      c.not_after[:16].replace("T", " "), c.issuer)
-    san = ", ".join(r.certificates[0].san) if r.certificates else ""
-    from tlsprobe.report.cert_facts import fact_lines
-    facts: list[RenderableType] = []
-    for i, c in enumerate(r.certificates):
-        first, *rest = fact_lines(c)
-        facts += [_text(f"{i} {first}"), *(_text(f"  {line}") for line in rest)]
-    return Group(_title("Certificate chain"), table, *facts,
-                 _text(f"Names (subjectAltName): {san or 'none'}"), trust_line(r), _text(""))
 
 
 def findings_section(r: AuditReport, full: bool = False) -> RenderableType:

@@ -18,17 +18,24 @@ STARTTLS banner or an error text quoting the server cannot add markup to the pag
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
 from tlsprobe import registry
 from tlsprobe._version import __version__
-from tlsprobe.model.audit import AuditReport, GroupAudit, SigalgAudit, SuiteAudit
+from tlsprobe.model.audit import (
+    AuditReport,
+    GroupAudit,
+    SigalgAudit,
+    SuiteAudit,
+)
 from tlsprobe.model.checks import CATEGORIES, CheckResult
 from tlsprobe.model.severity import Severity
 from tlsprobe.model.units import host_port
-from tlsprobe.report.escape import shown
+from tlsprobe.report.cert_html import certificate_html, trust_html
+from tlsprobe.report.html_parts import e as _e
+from tlsprobe.report.html_parts import p as _p
+from tlsprobe.report.html_parts import table as _table
 from tlsprobe.report.html_targets import LAYOUT_CSS, anchor, targets_html
 from tlsprobe.report.suite_kx import WEAK_CSS, suite_table_html
 from tlsprobe.report.tones import (
@@ -76,29 +83,12 @@ TONE_CLASS: dict[str, str] = {"good": "v-good", "bad": "v-bad", "unsure": "v-uns
                               "neutral": "v-none"}
 
 
-def _e(text: object) -> str:
-    """Untrusted text for the page: non-printable characters escaped, then HTML."""
-    return html.escape(shown(str(text)), quote=True)
-
-
 def _order(order: str) -> str:
     return ORDER_TEXT.get(order, "order not established")
 
 
 def _conns(n: int) -> str:
     return f"{n} connection{'' if n == 1 else 's'}"
-
-
-def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], raw: bool = False) -> str:
-    """A table; cells are escaped unless `raw` (cells already built with `_e`)."""
-    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{c if raw else _e(c)}</td>" for c in row)
-                   + "</tr>\n" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}</tbody></table>\n"
-
-
-def _p(text: str, cls: str = "") -> str:
-    return f'<p class="{cls}">{_e(text)}</p>\n' if cls else f"<p>{_e(text)}</p>\n"
 
 
 def _notes(notes: Iterable[str]) -> str:
@@ -199,6 +189,12 @@ def suite_html(s: SuiteAudit) -> str:
 
 def sigalg_html(s: SigalgAudit) -> str:
     out = f"<h3>Signature schemes, {_e(s.version.name)} ({_conns(s.connections)})</h3>\n"
+    if len(s.by_key_type) > 1:   # TLS 1.2, several certificates: each one's schemes
+        kinds = [(k.key_type, k.suites, _names(k.supported) or "(none)",
+                  _order(k.order) if k.status == "established" else
+                  f"{k.status.replace('_', ' ')}: {k.reason}") for k in s.by_key_type]
+        out += _table(("Certificate", "Suites offered", "Signature schemes", "Order"), kinds)
+        return out + (_notes([s.reason]) if s.reason else "")
     if s.status != "established":
         out += _p(f"{s.status.replace('_', ' ')}: {s.reason}", "v-unsure")
         if s.supported:
@@ -208,37 +204,6 @@ def sigalg_html(s: SigalgAudit) -> str:
     out += _table(("#", "Signature scheme", "Code"), rows) if rows else _p("(none)")
     out += _p(f"Order: {_order(s.order)}")
     return out + (_notes([s.reason]) if s.reason else "")
-
-
-def certificate_html(r: AuditReport) -> str:
-    rows = [(str(i), c.subject, f"{c.key_type}{f' {c.key_bits}' if c.key_bits else ''}",
-             c.signature_algorithm, c.not_before[:16].replace("T", " "),
-             c.not_after[:16].replace("T", " "), c.issuer, c.sha256)
-            for i, c in enumerate(r.certificates)]
-    out = "<h3>Certificate chain</h3>\n" + _table(
-        ("#", "Subject", "Key", "Signature", "Valid from", "Valid until", "Issuer",
-         "SHA-256"), rows)
-    san = ", ".join(r.certificates[0].san) if r.certificates else ""
-    from tlsprobe.report.cert_facts import colons, url_facts
-    facts = [(str(i), c.serial, colons(c.sha1),
-              "; ".join(f"{label}: {value}" for label, value in url_facts(c)) or "none")
-             for i, c in enumerate(r.certificates)]
-    out += _table(("#", "Serial", "SHA-1 (to compare with browsers)",
-                   "Extended key usage, CRL, OCSP and CA issuer URIs"), facts)
-    return out + _p(f"Names (subjectAltName): {san or 'none'}") + trust_html(r)
-
-
-def trust_html(r: AuditReport) -> str:
-    t = r.trust
-    if t is None:
-        return _p("Trust: not checked", "muted")
-    if t.status == "not_checked":
-        return _p(f"Trust: not checked: {t.detail}", "v-unsure")
-    store = f" against {t.trust_store}" if t.trust_store else ""
-    if t.status == "trusted":
-        return _p(f"Trust: chain verified{store}, valid for {t.hostname}", "v-good")
-    detail = f": {t.detail}" if t.detail else ""
-    return _p(f"Trust: NOT trusted{store}: {t.code} ({t.reason}){detail}", "v-bad")
 
 
 def checks_html(r: AuditReport) -> str:
@@ -355,7 +320,7 @@ def audit_html(r: AuditReport, anchor: str = "") -> str:
     if r.certificates:
         out += certificate_html(r)
     elif r.trust is not None:
-        out += "<h3>Certificate chain</h3>\n" + trust_html(r)
+        out += "<h3>Certificate chain</h3>\n" + trust_html(r.trust)
     out += checks_html(r)
     if r.clients:
         from tlsprobe.report.client_cells import clients_html

@@ -23,7 +23,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, TypeGuard
 
 from tlsprobe.report.escape import shown
-from tlsprobe.report.html import STYLE, _e
+from tlsprobe.report.html import STYLE
+from tlsprobe.report.html_parts import e as _e
 from tlsprobe.report.html_targets import LAYOUT_CSS
 from tlsprobe.report.plots import PALETTE, _pyplot, _save, _t
 

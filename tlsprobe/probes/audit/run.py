@@ -17,7 +17,7 @@ import ipaddress
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tlsprobe import registry
 from tlsprobe.engine.config import SSL30, TLS10, TLS11, TLS12, TLS13
@@ -28,11 +28,10 @@ from tlsprobe.model.audit import (
     PqVerdict,
     SigalgAudit,
     SuiteAudit,
-    TrustCheck,
     VersionSupport,
 )
 from tlsprobe.model.encode import started_at
-from tlsprobe.model.probe import CertificateInfo, Codepoint
+from tlsprobe.model.probe import Codepoint, TrustCheck
 from tlsprobe.model.vocab import (
     Answer,
     GroupMethod,
@@ -109,6 +108,10 @@ class _Run:
     outcomes: list[Outcome] = field(default_factory=list)
     unsure: dict[int, str] = field(default_factory=dict)   # version -> why it is not known
     no_chain: str | None = None     # why the cert phase has no chain, when it has none
+    #: the cert phase's search for other key types' chains (probes/audit/certs.py): the
+    #: chains found, with their offer, and why the search is not complete
+    key_types: dict[str, tuple[Outcome, str]] = field(default_factory=dict)
+    key_types_note: str | None = None
 
     def done(self, phase: str) -> None:
         if self.on_phase is not None:
@@ -262,20 +265,24 @@ async def _chain(run: _Run, report: AuditReport, spoken: set[int]) -> None:
     versions check reads TLS 1.3 only up to the ServerHello, so a TLS 1.3-only server gave
     none unless the signature schemes were asked for): one connection with the hello that
     established the highest version spoken, read up to the server's certificate (TLS 1.3:
-    the flight decrypted up to CertificateVerify)."""
-    if any(o.certificates for o in run.outcomes):
-        return
-    top = max(spoken)
-    support = next((v for v in report.versions if v.version.id == top), None)
-    config, _ = versions.established_hello(run.runner, top, support)
-    stop = STOP_VERIFY if top == TLS13 else STOP_FLIGHT
-    out = await run.runner.run(config, CHAIN_PHASE, stop)
-    run.outcomes.append(out)
-    if not out.certificates:
-        why = out.reason or "no Certificate message" if out.answered else out.describe()
-        run.no_chain = f"the server's certificate could not be read " \
-            f"({registry.version_name(top)}: {why})"
-    run.done("certificate")
+    the flight decrypted up to CertificateVerify). Then the chains of the other key types
+    (probes/audit/certs.py search)."""
+    if not any(o.certificates for o in run.outcomes):
+        top = max(spoken)
+        support = next((v for v in report.versions if v.version.id == top), None)
+        config, _ = versions.established_hello(run.runner, top, support)
+        stop = STOP_VERIFY if top == TLS13 else STOP_FLIGHT
+        out = await run.runner.run(config, CHAIN_PHASE, stop)
+        run.outcomes.append(out)
+        if not out.certificates:
+            why = out.reason or "no Certificate message" if out.answered else out.describe()
+            run.no_chain = f"the server's certificate could not be read " \
+                f"({registry.version_name(top)}: {why})"
+        run.done("certificate")
+    if run.no_chain is None:
+        from tlsprobe.probes.audit import certs
+        run.key_types, run.key_types_note = await certs.search(run.runner, report,
+                                                               run.outcomes, spoken)
 
 
 def _reference(runner: TargetRunner, results: list[tuple[VersionSupport, Outcome]]
@@ -405,9 +412,8 @@ async def _suites(run: _Run, version: int) -> AuditReport:
 
 async def _sigalgs(run: _Run, version: int) -> AuditReport:
     from tlsprobe.probes.audit import sigalgs
-    audit, first = await sigalgs.enumerate_sigalgs(run.runner, version)
-    if first is not None:
-        run.outcomes.append(first)
+    audit, chains = await sigalgs.enumerate_sigalgs(run.runner, version)
+    run.outcomes += chains
     run.done(f"sigalgs {version:#06x}")
     return AuditReport(host="", port=0, signature_schemes=(audit,))
 
@@ -424,20 +430,8 @@ def _order_parts(report: AuditReport) -> AuditReport:
 def _finish(report: AuditReport, run: _Run, started: float,
             error: tuple[str, FailureKind] | None = None) -> AuditReport:
     scheduler, target = run.runner.scheduler, run.runner.target
-    trust = None
-    chain: tuple[bytes, ...] = ()
-    if "cert" in run.options.checks:
-        chain = next((o.certificates for o in run.outcomes if o.certificates), ())
-        if chain and run.options.verify:
-            trust = trust_check(list(chain), run.runner.server_name or target.host,
-                                run.options.cafile)
-        elif chain:
-            trust = TrustCheck(TrustStatus.NOT_CHECKED, detail="skipped (--no-verify)")
-        elif run.no_chain is not None:
-            trust = TrustCheck(TrustStatus.NOT_CHECKED, detail=run.no_chain)
     counts = scheduler.count(target)
-    certs = _certificates(chain)
-    report = replace(_order_parts(report), certificates=certs, trust=trust, connections=counts,
+    report = replace(_order_parts(report), **_cert_fields(run), connections=counts,
                      total_connections=sum(counts.values()),
                      retries=scheduler.retried[target.display],
                      one_at_a_time=scheduler.pacing.serial(target) or None,
@@ -453,24 +447,24 @@ def _finish(report: AuditReport, run: _Run, started: float,
     return rated(with_findings(report, list(run.options.policies)))
 
 
-def _certificates(chain: tuple[bytes, ...]) -> tuple[CertificateInfo, ...]:
-    """The cert phase's chain described (the X.509 reader imported only when there is one)."""
+def _cert_fields(run: _Run) -> dict[str, Any]:
+    """The cert phase's fields of the report: the default chain described and its trust
+    check, the other key types' chains with theirs (probes/audit/certs.py, imported only
+    when there is a chain), why their search is not complete."""
+    if "cert" not in run.options.checks:
+        return {}
+    chain = next((o.certificates for o in run.outcomes if o.certificates), ())
     if not chain:
-        return ()
-    from tlsprobe.probes.facts import certificate_info
-    return tuple(certificate_info(der) for der in chain)
-
-
-def trust_check(chain: list[bytes], hostname: str, cafile: str | None) -> TrustCheck:
-    """The chain (leaf first) checked against `cafile` (else the system bundle) and
-    `hostname`, with tlsprobe.engine.chain like `tlsprobe probe`; a value, never raises."""
-    from tlsprobe.engine.chain import REASONS, verify_with_store
-    path, result = verify_with_store(chain, hostname, cafile)
-    if isinstance(result, str):
-        return TrustCheck(TrustStatus.NOT_CHECKED, detail=result, hostname=hostname, trust_store=path)
-    return TrustCheck(TrustStatus.TRUSTED if result.ok else TrustStatus.UNTRUSTED, result.code,
-                      REASONS.get(result.code, result.reason), result.detail or "", hostname,
-                      result.hostname_ok, path)
+        return {} if run.no_chain is None else {
+            "trust": TrustCheck(TrustStatus.NOT_CHECKED, detail=run.no_chain)}
+    from tlsprobe.probes.audit import certs
+    verify = (run.runner.server_name or run.runner.target.host, run.options.cafile) \
+        if run.options.verify else None
+    trust = certs.trust_check(list(chain), *verify) if verify is not None else \
+        TrustCheck(TrustStatus.NOT_CHECKED, detail="skipped (--no-verify)")
+    return {"certificates": certs.describe(chain), "trust": trust,
+            "other_certificates": certs.other_certificates(run.outcomes, run.key_types, verify),
+            "other_certificates_note": run.key_types_note}
 
 
 async def audit_many(targets: Iterable[Target], options: AuditOptions, scheduler: Scheduler, *,

@@ -1,18 +1,27 @@
 """Signature schemes the server signs its key exchange with, per version, by elimination.
 
 TLS 1.2: only (EC)DHE suites are offered, so the ServerKeyExchange carries the scheme the
-server picked from signature_algorithms. TLS 1.3: the scheme is in the CertificateVerify,
-which is encrypted; it is established only when the engine completes the handshake far
-enough to decrypt it, and otherwise reported as not established, with the reason.
+server picked from signature_algorithms. The suites select the certificate, so the schemes
+are established per certificate: a first elimination offers every authentication (RSA,
+ECDSA, DSS) and keeps to the one the server chose; then the suites of the authentications
+not yet seen are offered alone, each answer starting one more elimination (a server with an
+RSA and an ECDSA certificate), until the server refuses (one connection more than a single
+elimination on a server with one certificate). TLS 1.3: the scheme is in the
+CertificateVerify, which is encrypted; it is established only when the engine completes the
+handshake far enough to decrypt it, and otherwise reported as not established, with the
+reason.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 from tlsprobe import registry
 from tlsprobe.engine.config import TLS12, TLS13, ClientConfig
 from tlsprobe.model.audit import ORDER_UNKNOWN, SigalgAudit
 from tlsprobe.model.probe import Codepoint
-from tlsprobe.model.vocab import SigalgStatus
+from tlsprobe.model.server_certs import KeyTypeSigalgs
+from tlsprobe.model.vocab import Order, SigalgStatus
 from tlsprobe.probes.audit.elimination import Elimination
 from tlsprobe.probes.audit.groups import candidate_groups
 from tlsprobe.probes.audit.scheduler import (
@@ -26,21 +35,39 @@ from tlsprobe.probes.audit.scheduler import (
 COMMON_SHARES = (0x001D, 0x0017)
 NOT_DECRYPTED = ("the TLS 1.3 CertificateVerify is encrypted and the engine did not decrypt "
                  "the server's flight, so the signature scheme could not be read")
+#: the authentications of the TLS 1.2 (EC)DHE suites that sign: each selects a certificate
+AUTH_CLASSES = ("RSA", "ECDSA", "DSS")
 
 
-def _pfs_suites() -> tuple[int, ...]:
-    return tuple(c for c in registry.suites_for_version(TLS12)
+def pfs_suites(auths: tuple[str, ...] = AUTH_CLASSES, version: int = TLS12) -> tuple[int, ...]:
+    """The (EC)DHE suites of `version` whose authentication is one of `auths`."""
+    return tuple(c for c in registry.suites_for_version(version)
                  if (s := registry.cipher_suite(c)) is not None and s.kx in ("ECDHE", "DHE")
-                 and s.auth in ("RSA", "ECDSA", "DSS"))
+                 and s.auth in auths)
 
 
-def _config(run: TargetRunner, version: int, sigalgs: list[int]) -> ClientConfig:
+def suite_auth(code: int | None) -> str | None:
+    """The authentication of a cipher suite ("RSA", "ECDSA", ...); None: unknown."""
+    suite = registry.cipher_suite(code) if code is not None else None
+    return suite.auth if suite is not None else None
+
+
+def suites_text(auths: tuple[str, ...]) -> str:
+    """'ECDHE_ECDSA suites', 'ECDHE_RSA, DHE_RSA and DHE_DSS suites' (what an offer holds)."""
+    names = [n for a in auths for n in ((f"ECDHE_{a}",) if a == "ECDSA" else (f"DHE_{a}",)
+                                        if a == "DSS" else (f"ECDHE_{a}", f"DHE_{a}"))]
+    listed = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+    return listed + " suites"
+
+
+def _config(run: TargetRunner, version: int, sigalgs: list[int],
+            auths: tuple[str, ...]) -> ClientConfig:
     if version == TLS13:
         return run.config((TLS13,), groups=tuple(candidate_groups(TLS13)),
                           key_share_groups=COMMON_SHARES, signature_algorithms=tuple(sigalgs),
                           cipher_suites_13=tuple(registry.suites_for_version(TLS13)))
     return run.config((TLS12,), groups=tuple(candidate_groups(TLS12)),
-                      signature_algorithms=tuple(sigalgs), cipher_suites_12=_pfs_suites())
+                      signature_algorithms=tuple(sigalgs), cipher_suites_12=pfs_suites(auths))
 
 
 def key_type(code: int) -> object:
@@ -59,53 +86,149 @@ def _pick(out: Outcome, version: int) -> int | None:
     return out.signature_scheme
 
 
-async def enumerate_sigalgs(run: TargetRunner, version: int) -> tuple[SigalgAudit, Outcome | None]:
-    """Returns the audit and the first answered outcome (it may carry the certificates)."""
-    phase = f"sigalgs {registry.version_name(version)}"
+@dataclass
+class _Pass:
+    """One elimination: its state, how it ended, and (TLS 1.2) the authentication of the
+    suites the server chose, to which its offers then keep."""
+
+    el: Elimination
+    auths: tuple[str, ...]
+    status: SigalgStatus = SigalgStatus.ESTABLISHED
+    reason: str = ""
+    order: Order = ORDER_UNKNOWN
+    answered: list[Outcome] = field(default_factory=list)
+    last: Outcome | None = None
+    connections: int = 0
+
+    @property
+    def auth(self) -> str | None:
+        """The authentication the picks were made with (None: no pick)."""
+        return self.auths[0] if self.el.found and len(self.auths) == 1 else None
+
+
+async def _eliminate(run: TargetRunner, version: int, auths: tuple[str, ...],
+                     phase: str) -> _Pass:
     stop = STOP_VERIFY if version == TLS13 else STOP_FLIGHT
-    candidates = list(broad_sigalgs())
     # TLS 1.2: the suite picks the certificate, then the scheme is chosen for its key
-    el = Elimination(list(candidates), kind=key_type) if version == TLS12 else \
-        Elimination(list(candidates))
-    first: Outcome | None = None
-    status, reason = SigalgStatus.ESTABLISHED, ""
+    el = Elimination(list(broad_sigalgs()), kind=key_type) if version == TLS12 else \
+        Elimination(list(broad_sigalgs()))
+    p = _Pass(el, auths)
     while el.remaining:
         offered = el.offer()
-        out = await run.run(_config(run, version, offered), phase, stop)
-        if first is None and out.answered:
-            first = out
+        out = await run.run(_config(run, version, offered, p.auths), phase, stop)
+        p.last, p.connections = out, p.connections + 1
+        if out.answered:
+            p.answered.append(out)
         if version == TLS13 and out.answered and not out.decrypted:
-            status, reason = SigalgStatus.NOT_ESTABLISHED, NOT_DECRYPTED
+            p.status, p.reason = SigalgStatus.NOT_ESTABLISHED, NOT_DECRYPTED
             break
         choice = _pick(out, version)
         if choice in el.remaining:
             el.pick(choice, offered)
+            auth = suite_auth(out.cipher_suite)
+            if version == TLS12 and auth in p.auths:
+                p.auths = (auth,)
             continue
-        if choice is not None:
-            reason = (f"the server signed with {registry.sigscheme_label(choice)}, which was "
-                      "not offered: the rest is not established")
-        elif out.answered:
-            reason = f"no signature scheme in the answer ({out.describe()})"
-        elif out.refused and not el.found:
-            status, reason = SigalgStatus.NOT_ESTABLISHED, ("the server accepted no (EC)DHE offer with "
-                                                 f"any signature scheme ({out.describe()})")
-        elif not out.refused:
-            # Stopped by a reset or timeout: the schemes found so far are a partial list.
-            status = SigalgStatus.INCONCLUSIVE
-            reason = (f"stopped after {len(el.found)} answer(s), not established: "
-                      f"{out.describe()}")
-        if reason and status == SigalgStatus.ESTABLISHED and not el.found:
-            status = SigalgStatus.INCONCLUSIVE
+        _stopped(p, out, choice)
         break
-    order = ORDER_UNKNOWN
-    if status == SigalgStatus.ESTABLISHED:
-        known = el.order_from_steps() if not reason else ORDER_UNKNOWN
-        order = known if known is not None else ORDER_UNKNOWN
+    if p.status == SigalgStatus.ESTABLISHED:
+        known = el.order_from_steps() if not p.reason else ORDER_UNKNOWN
+        p.order = known if known is not None else ORDER_UNKNOWN
         if known is None:
-            out = await run.run(_config(run, version, el.reverse_pair()), phase, stop)
-            order = el.decide(_pick(out, version))
-    audit = SigalgAudit(version=Codepoint.version(version), status=status,
-                        supported=tuple(Codepoint.sigscheme(c) for c in
-                                        el.listed(order, candidates)),
-                        order=order, reason=reason, connections=run.connections(phase))
-    return audit, first
+            out = await run.run(_config(run, version, el.reverse_pair(), p.auths), phase, stop)
+            p.order, p.connections = el.decide(_pick(out, version)), p.connections + 1
+    return p
+
+
+def _stopped(p: _Pass, out: Outcome, choice: int | None) -> None:
+    """How an elimination ended on `out`, which picked no remaining scheme."""
+    el = p.el
+    if choice is not None:
+        p.reason = (f"the server signed with {registry.sigscheme_label(choice)}, which was "
+                    "not offered: the rest is not established")
+    elif out.answered:
+        p.reason = f"no signature scheme in the answer ({out.describe()})"
+    elif out.refused and not el.found:
+        p.status, p.reason = SigalgStatus.NOT_ESTABLISHED, (
+            "the server accepted no (EC)DHE offer with any signature scheme "
+            f"({out.describe()})")
+    elif not out.refused:
+        # Stopped by a reset or timeout: the schemes found so far are a partial list.
+        p.status = SigalgStatus.INCONCLUSIVE
+        p.reason = f"stopped after {len(el.found)} answer(s), not established: {out.describe()}"
+    if p.reason and p.status == SigalgStatus.ESTABLISHED and not el.found:
+        p.status = SigalgStatus.INCONCLUSIVE
+
+
+def _supported(p: _Pass) -> tuple[Codepoint, ...]:
+    return tuple(Codepoint.sigscheme(c) for c in p.el.listed(p.order, list(broad_sigalgs())))
+
+
+def _leaf_type(outs: list[Outcome]) -> str:
+    """The key type of the certificate the answers carried ("unknown": none)."""
+    from tlsprobe.model.describe import certificate_info
+    from tlsprobe.model.server_certs import key_family
+    der = next((o.certificates[0] for o in outs if o.certificates), None)
+    return key_family(certificate_info(der)) if der is not None else "unknown"
+
+
+async def enumerate_sigalgs(run: TargetRunner, version: int
+                            ) -> tuple[SigalgAudit, list[Outcome]]:
+    """The audit, and the answered outcomes whose certificates the cert phase reads (one
+    per certificate: TLS 1.2, the first of each elimination; TLS 1.3, each new leaf)."""
+    phase = f"sigalgs {registry.version_name(version)}"
+    if version == TLS12:
+        return await _tls12(run, phase)
+    p = await _eliminate(run, version, AUTH_CLASSES, phase)
+    leaves: dict[bytes, Outcome] = {}
+    for out in p.answered:
+        if out.certificates:
+            leaves.setdefault(out.certificates[0], out)
+    audit = SigalgAudit(version=Codepoint.version(version), status=p.status,
+                        supported=_supported(p), order=p.order, reason=p.reason,
+                        connections=run.connections(phase))
+    return audit, list(leaves.values())
+
+
+async def _tls12(run: TargetRunner, phase: str) -> tuple[SigalgAudit, list[Outcome]]:
+    """One elimination per authentication the server accepts (see the module's text)."""
+    passes: list[_Pass] = []
+    pending: tuple[str, ...] = AUTH_CLASSES
+    untold = ""
+    while pending:
+        p = await _eliminate(run, TLS12, pending, phase)
+        if p.auth is None and passes:   # none of the pending suites picked a scheme
+            last = p.last
+            if last is None or not last.refused or p.el.found:
+                why = "it chose a suite outside the offer" if p.el.found else \
+                    p.reason or "no answer"
+                untold = (f"whether the server has a certificate for {suites_text(pending)} "
+                          f"is not established: {why}")
+            break
+        passes.append(p)
+        if p.auth is None:   # the first elimination found nothing: as it ended
+            break
+        pending = tuple(a for a in pending if a != p.auth)
+    return _tls12_audit(run, phase, passes, untold), [p.answered[0] for p in passes if p.answered]
+
+
+def _tls12_audit(run: TargetRunner, phase: str, passes: list[_Pass], untold: str) -> SigalgAudit:
+    by_type = tuple(KeyTypeSigalgs(_leaf_type(p.answered), suites_text(p.auths), p.status,
+                                   _supported(p), p.order, p.reason, p.connections)
+                    for p in passes if p.auth is not None)
+    first = passes[0]
+    supported = tuple(dict.fromkeys(c for k in by_type for c in k.supported)) \
+        if by_type else _supported(first)
+    orders = {k.order for k in by_type}
+    order = first.order if len(orders) <= 1 else ORDER_UNKNOWN
+    statuses = [p.status for p in passes]
+    status = SigalgStatus.INCONCLUSIVE if untold or SigalgStatus.INCONCLUSIVE in statuses \
+        else first.status
+    reasons = [f"{k.key_type} certificate: {k.reason}" if len(by_type) > 1 else k.reason
+               for k in by_type if k.reason] if by_type else [first.reason]
+    if len(orders) > 1:
+        reasons.append("the order differs between the certificates: see each one's")
+    reason = "; ".join(r for r in (*reasons, untold) if r)
+    return SigalgAudit(version=Codepoint.version(TLS12), status=status, supported=supported,
+                       order=order, reason=reason, connections=run.connections(phase),
+                       by_key_type=by_type)

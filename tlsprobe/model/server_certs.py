@@ -1,0 +1,41 @@
+"""What an audit (`tlsprobe scan`) says per certificate of a server with several (an RSA and
+an ECDSA one, such as `openssl s_server -cert ... -dcert ...` or nginx with two
+ssl_certificate lines): the TLS 1.2 signature schemes of each, and the key type names
+(`key_family`) of model/audit.py's `ServerCertificate`. Imported by model/audit.py for type
+checkers only (a group audit never loads it); field names are part of the JSON schema."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tlsprobe.model.probe import CertificateInfo, Codepoint
+from tlsprobe.model.vocab import Order, SigalgStatus
+
+__all__ = ["KeyTypeSigalgs", "key_family"]
+
+
+@dataclass(frozen=True)
+class KeyTypeSigalgs:
+    """TLS 1.2: the signature schemes the server signs its ServerKeyExchange with when the
+    hello offers only the (EC)DHE suites of one authentication (`suites`: RSA, ECDSA or
+    DSS), which select its certificate of that kind (`key_type`: the leaf's key, as
+    `ServerCertificate.key_type`). Fields as `SigalgAudit`'s."""
+
+    key_type: str
+    suites: str
+    status: SigalgStatus
+    supported: tuple[Codepoint, ...] = ()
+    order: Order = Order.UNKNOWN
+    reason: str = ""
+    connections: int = 0
+
+
+def key_family(info: CertificateInfo) -> str:
+    """The key type of a described certificate, as `ServerCertificate.key_type` names it:
+    "ECDSA" for an EC key on any curve, else `CertificateInfo.key_type` ("RSA", "RSA-PSS",
+    "Ed25519", "Ed448", "DSA"; "unknown" for a key that could not be read)."""
+    if info.key_type.startswith("EC "):
+        return "ECDSA"
+    if info.key_type in ("RSA", "RSA-PSS", "Ed25519", "Ed448", "DSA"):
+        return info.key_type
+    return "unknown"
