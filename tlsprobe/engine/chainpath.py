@@ -16,7 +16,7 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 
 from tlsprobe.model.pubkey import public_key
 
-__all__ = ["MAX_PATH", "ChainPath", "anchored", "anchors_of", "follow", "issued",
+__all__ = ["MAX_PATH", "ChainPath", "anchored", "anchors_of", "follow", "issued", "same_key",
            "self_signed"]
 
 #: the longest path followed (real ones have 2 to 5 certificates; a hostile server's chain
@@ -45,7 +45,8 @@ def self_signed(cert: x509.Certificate) -> bool:
     return issued(cert, cert) is not False
 
 
-def _same_key(a: x509.Certificate, b: x509.Certificate) -> bool:
+def same_key(a: x509.Certificate, b: x509.Certificate) -> bool:
+    """`a` and `b` hold the same public key (False when one cannot be read)."""
     try:
         return bool(public_key(a) == public_key(b))
     except (ValueError, TypeError, UnsupportedAlgorithm):   # a key type that cannot be read
@@ -56,7 +57,7 @@ def anchors_of(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...]
                ) -> list[x509.Certificate]:
     """The trust store's certificates that are `cert` (same subject and key, as OpenSSL
     looks it up) or issued it."""
-    return [a for a in anchors if (a.subject == cert.subject and _same_key(a, cert)) or
+    return [a for a in anchors if (a.subject == cert.subject and same_key(a, cert)) or
             (a.subject == cert.issuer and issued(cert, a) is not False)]
 
 
