@@ -6,8 +6,11 @@ CA certificate without keyUsage or authorityKeyIdentifier, a leaf without
 authorityKeyIdentifier; `_chain_policies`) against a trust store: `--cafile`, or the system
 bundle. The outcome is a value, never an exception: a probe still reports what the server
 negotiated when its certificate is untrusted. Codes and reasons are OpenSSL's X509_V_ERR
-values, chosen from facts checked here (validity dates, self-signed, issuer in the store,
-hostname) rather than from the library's error text, which is only added as detail.
+values, the first problem in OpenSSL's order (`openssl s_client -verify_return_error`),
+chosen from facts checked here (the path and its anchor, self-signed, chaincodes.py's
+extensions, keys, dates and name constraints, hostname.py's host name matching) rather
+than from the library's error text, which is the detail only of a refusal (code 1) that
+none of those facts explains.
 """
 
 from __future__ import annotations

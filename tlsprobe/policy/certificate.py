@@ -104,8 +104,6 @@ def _trust_findings(report: AuditReport, found: set[str]) -> list[Finding]:
                         f"valid for {t.hostname}", items=(t.hostname or "",))]
     if t.code in (9, 10) and found & {"certificate.expired", "certificate.not_yet_valid"}:
         return []   # the leaf's dates are already reported
-    if t.code == 66 and "certificate.weak_key" in found:
-        return []   # so is the leaf's key (OpenSSL judges it before the rest of the chain)
     detail = f": {t.detail}" if t.detail else ""
     return [Finding(Severity.high, "certificate.untrusted", f"certificate chain not trusted: "
                     f"{t.reason}{detail}", items=subject)]
