@@ -6,7 +6,8 @@ partial wildcard (`f*.example.test`) OpenSSL matches, 0 for an RSA-1024 leaf or 
 anyExtendedKeyUsage-only leaf OpenSSL refuses (66, 26), 1 with the library's words for an
 issuer that is no CA (79), an EKU without serverAuth (26), a name constraint (47, 48), a
 path length (25) or a weak CA key (67), 10 for an expired leaf of another name (OpenSSL
-checks the name first: 62), and 1 for a leaf that says CA:TRUE (OpenSSL trusts it)."""
+checks the name first: 62), 1 for a leaf that says CA:TRUE (OpenSSL trusts it), and 20 or
+21 for a certificate its named issuer did not sign (7)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import datetime
 import json
 import re
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -51,7 +52,7 @@ class Case:
     root_path_length: int | None = None
     constraints: x509.NameConstraints | None = None
     leaf_days: tuple[int, int] = (-1, 30)
-    extra: dict[str, Any] = field(default_factory=dict)
+    forged: str = ""   # "leaf" or "intermediate": signed by a key other than its issuer's
 
 
 def _p256() -> Key:
@@ -90,13 +91,15 @@ def _build(case: Case, folder: Path) -> tuple[Path, Path, Path, Path]:
         (x509.BasicConstraints(ca=case.inter_ca, path_length=None), True), (CA_USAGE, True)]
     if case.constraints is not None:
         inter_exts.append((case.constraints, True))
-    inter = _cert("Codes CA", inter_key, "Codes Root", root_key, inter_exts)
+    inter = _cert("Codes CA", inter_key, "Codes Root",
+                  _p256() if case.forged == "intermediate" else root_key, inter_exts)
     leaf_exts: list[tuple[x509.ExtensionType, bool]] = [
         (x509.BasicConstraints(ca=case.leaf_ca, path_length=None), True),
         (x509.ExtendedKeyUsage(list(case.eku)), False)]
     if case.dns:
         leaf_exts.append((x509.SubjectAlternativeName([_dns(d) for d in case.dns]), False))
-    leaf = _cert("localhost", leaf_key, "Codes CA", inter_key, leaf_exts, case.leaf_days)
+    leaf = _cert("localhost", leaf_key, "Codes CA",
+                 _p256() if case.forged == "leaf" else inter_key, leaf_exts, case.leaf_days)
     pem = serialization.Encoding.PEM
     paths = (folder / "root.pem", folder / "leaf.pem", folder / "leaf.key",
              folder / "inter.pem")
@@ -138,6 +141,11 @@ CASES = {
     "path-length": (Case(root_path_length=0), 25),
     "expired-other-name": (Case(dns=("other.test",), leaf_days=(-30, -1)), 62),
     "leaf-ca-true": (Case(leaf_ca=True), 0),
+    # the issuer by name is there (sent, or in the store): its key does not verify the
+    # signature; tlsprobe said 21 "the server sent no issuer" and 20 "issuer CN=Codes Root
+    # ... is not in the trust store", which it is
+    "forged-leaf": (Case(forged="leaf"), 7),
+    "forged-intermediate": (Case(forged="intermediate"), 7),
 }
 
 

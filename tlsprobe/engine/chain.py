@@ -33,6 +33,7 @@ from tlsprobe.engine import chaincodes
 from tlsprobe.engine.chainpath import (
     MAX_PATH,
     anchors_of,
+    by_names,
     follow,
     same_key,
     self_signed,
@@ -45,6 +46,7 @@ SYSTEM_CAFILES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-b
 
 V_OK = 0
 V_UNSPECIFIED = 1
+V_SIGNATURE_FAILURE = 7
 V_NOT_YET_VALID = 9
 V_EXPIRED = 10
 V_SELF_SIGNED = 18
@@ -55,6 +57,7 @@ V_HOSTNAME_MISMATCH = 62
 V_CA_MD_TOO_WEAK = chaincodes.V_CA_MD_TOO_WEAK
 
 REASONS = {V_OK: "ok", V_UNSPECIFIED: "unspecified certificate verification error",
+           V_SIGNATURE_FAILURE: "certificate signature failure",
            V_NOT_YET_VALID: "certificate is not yet valid", V_EXPIRED: "certificate has expired",
            V_SELF_SIGNED: "self-signed certificate",
            V_SELF_SIGNED_IN_CHAIN: "self-signed certificate in certificate chain",
@@ -215,6 +218,27 @@ def _dates(certs: list[x509.Certificate], now: datetime.datetime,
     return None
 
 
+def _signatures_and_dates(path: list[x509.Certificate], broken: int,
+                          now: datetime.datetime, anchor: x509.Certificate | None
+                          ) -> tuple[int, str] | None:
+    """From the top of the path down, as OpenSSL checks them: the signature of the
+    certificate at `broken` (-1: none), which its issuer's key does not verify (7), and
+    each certificate's dates (9, 10)."""
+    for depth in range(len(path) - 1, -1, -1):
+        if depth == broken:
+            issuer = path[depth + 1].subject.rfc4514_string() or "(empty subject)"
+            return V_SIGNATURE_FAILURE, (f"{_subject(path[depth])} is not signed by the key "
+                                         f"of its issuer {issuer}")
+        dated = _dates([path[depth]], now, anchor)
+        if dated is not None:
+            return dated
+    return None
+
+
+def _subject(cert: x509.Certificate) -> str:
+    return cert.subject.rfc4514_string() or "(empty subject)"
+
+
 def _trusted_path(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...],
                   now: datetime.datetime) -> tuple[list[x509.Certificate], bool]:
     """The path from the leaf (chainpath.follow) up to the first certificate the trust
@@ -316,10 +340,13 @@ def _judge(chain: list[x509.Certificate], ders: Sequence[bytes], hostname: str |
         return ChainResult(chaincodes.V_EE_KEY_WEAK, weak)
     store = xv.Store(list(anchors))
     path, anchored = _trusted_path(chain, anchors, now)
-    library = None
+    library, broken = None, -1
     if not anchored:
         library = _try(store, now, leaf, rest)
-        if library is not None:   # OpenSSL would find no issuer either
+        named_path = by_names(chain, anchors) if library is not None else None
+        if named_path is not None:   # a path by names, with a signature that fails
+            (path, broken), anchored = named_path, True
+        elif library is not None:   # OpenSSL would find no issuer either
             return ChainResult(*_untrusted(path))
     problem = chaincodes.extension_problem(path) or chaincodes.auth_level_problem(path, key_sizes)
     if problem is not None:
@@ -327,7 +354,7 @@ def _judge(chain: list[x509.Certificate], ders: Sequence[bytes], hostname: str |
     named = _name_result(leaf, hostname)
     if not named.ok:
         return named
-    problem = _dates(path[::-1], now, path[-1] if anchored else None) or \
+    problem = _signatures_and_dates(path, broken, now, path[-1] if anchored else None) or \
         chaincodes.name_constraint_problem(path)
     if problem is not None:
         return ChainResult(*problem)
