@@ -106,8 +106,7 @@ def test_probe_names_the_verifier_cannot_match(tls_server, run_cli, tmp_path) ->
     srv = tls_server("pyssl", extra=pki.leaf("underscore", ["under_score.test"]))
     line = _verification(run_cli(f"127.0.0.1:{srv.port}", "--sni", "under_score.test",
                                  "--cafile", pki.ca))
-    assert line.startswith("Verify return code: 0 (ok): under_score.test matched by RFC 6125 "
-                           "rules"), line
+    assert line == "Verify return code: 0 (ok)", line   # as openssl s_client matches it
     line = _verification(run_cli(f"127.0.0.1:{srv.port}", "--sni", "other.test",
                                  "--cafile", pki.ca))
     assert line.startswith("Verify return code: 62 (hostname mismatch)"), line
@@ -115,8 +114,8 @@ def test_probe_names_the_verifier_cannot_match(tls_server, run_cli, tmp_path) ->
     srv = tls_server("pyssl", extra=pki.leaf("client", ["localhost"],
                                              ExtendedKeyUsageOID.CLIENT_AUTH))
     line = _verification(run_cli(f"localhost:{srv.port}", "--cafile", pki.ca))
-    assert line.startswith("Verify return code: 1 (unspecified certificate verification "
-                           "error): validation failed: required EKU not found"), line
+    assert line == ("Verify return code: 26 (unsuitable certificate purpose): CN=client is "
+                    "not for a TLS server: its extendedKeyUsage does not include serverAuth"), line
 
 
 def test_internationalised_name_is_matched_as_its_a_label(tls_server, run_cli,

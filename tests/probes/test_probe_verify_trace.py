@@ -103,7 +103,11 @@ def test_self_signed_leaf_trusted_as_itself(tmp_path) -> None:
     assert (r.code, r.hostname_ok) == (0, True), r.message
     r = verify_chain([_der(named)], "other.test", _anchors(named))
     assert (r.code, r.hostname_ok) == (62, False), r.message
-    r = verify_chain([_der(bare)], "localhost", _anchors(bare))  # no SAN: no name matches
+    # no SAN: the subject CN is matched, as `openssl s_client -verify_hostname` does
+    r = verify_chain([_der(bare)], "localhost", _anchors(bare))
+    assert (r.code, r.hostname_ok) == (0, True), r.message
+    assert "localhost matched by the subject CN" in r.message, r.message
+    r = verify_chain([_der(bare)], "other.test", _anchors(bare))
     assert r.code == 62 and "note: the certificate has no subjectAltName" in r.message
     # Same name, another key in the store: not trusted as itself.
     again, _ = _self_signed(tmp_path, "again", san=True)

@@ -6,29 +6,39 @@ CA certificate without keyUsage or authorityKeyIdentifier, a leaf without
 authorityKeyIdentifier; `_chain_policies`) against a trust store: `--cafile`, or the system
 bundle. The outcome is a value, never an exception: a probe still reports what the server
 negotiated when its certificate is untrusted. Codes and reasons are OpenSSL's X509_V_ERR
-values, chosen from facts checked here (validity dates, self-signed, issuer in the store,
-hostname) rather than from the library's error text, which is only added as detail.
+values, the first problem in OpenSSL's order (`openssl s_client -verify_return_error`),
+chosen from facts checked here (the path and its anchor, self-signed, chaincodes.py's
+extensions, keys, dates and name constraints, hostname.py's host name matching) rather
+than from the library's error text, which is the detail only of a refusal (code 1) that
+none of those facts explains.
 """
 
 from __future__ import annotations
 
 import datetime
-import ipaddress
 import os
 import stat
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509 import verification as xv
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from tlsprobe.engine.chainpath import MAX_PATH, anchors_of, follow, self_signed
+from tlsprobe.engine import chaincodes
+from tlsprobe.engine.chainpath import (
+    MAX_PATH,
+    anchors_of,
+    by_names,
+    follow,
+    same_key,
+    self_signed,
+)
+from tlsprobe.engine.hostname import match_host, sans
 from tlsprobe.errors import UsageError
 
 SYSTEM_CAFILES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
@@ -36,6 +46,7 @@ SYSTEM_CAFILES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-b
 
 V_OK = 0
 V_UNSPECIFIED = 1
+V_SIGNATURE_FAILURE = 7
 V_NOT_YET_VALID = 9
 V_EXPIRED = 10
 V_SELF_SIGNED = 18
@@ -43,16 +54,16 @@ V_SELF_SIGNED_IN_CHAIN = 19
 V_NO_LOCAL_ISSUER = 20
 V_LEAF_UNVERIFIED = 21
 V_HOSTNAME_MISMATCH = 62
-V_CA_MD_TOO_WEAK = 68
+V_CA_MD_TOO_WEAK = chaincodes.V_CA_MD_TOO_WEAK
 
 REASONS = {V_OK: "ok", V_UNSPECIFIED: "unspecified certificate verification error",
+           V_SIGNATURE_FAILURE: "certificate signature failure",
            V_NOT_YET_VALID: "certificate is not yet valid", V_EXPIRED: "certificate has expired",
            V_SELF_SIGNED: "self-signed certificate",
            V_SELF_SIGNED_IN_CHAIN: "self-signed certificate in certificate chain",
            V_NO_LOCAL_ISSUER: "unable to get local issuer certificate",
            V_LEAF_UNVERIFIED: "unable to verify the first certificate",
-           V_HOSTNAME_MISMATCH: "hostname mismatch",
-           V_CA_MD_TOO_WEAK: "CA signature digest algorithm too weak"}
+           V_HOSTNAME_MISMATCH: "hostname mismatch", **chaincodes.REASONS}
 
 
 @dataclass(frozen=True)
@@ -129,55 +140,6 @@ def load_trust_store(path: str | os.PathLike[str]) -> tuple[x509.Certificate, ..
     return certs
 
 
-def _dns_form(name: str) -> str:
-    """A host name as certificates hold it: lower case, no final dot, and a U-label as the
-    A-label the server_name extension sends (IDNA, wire/extensions.py); ValueError when it
-    has none."""
-    name = name.rstrip(".").lower()
-    if name.isascii():
-        return name
-    try:
-        return name.encode("idna").decode("ascii")
-    except UnicodeError as exc:
-        raise ValueError(f"{name} has no IDNA form ({exc})") from None
-
-
-def _subject(name: str) -> x509.DNSName | x509.IPAddress:
-    try:
-        return x509.IPAddress(ipaddress.ip_address(name.strip("[]")))
-    except ValueError:
-        return x509.DNSName(_dns_form(name))
-
-
-def _sans(leaf: x509.Certificate) -> x509.SubjectAlternativeName | None:
-    try:
-        return leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except (x509.ExtensionNotFound, ValueError):
-        return None
-
-
-def _name_matches(leaf: x509.Certificate, hostname: str) -> bool:
-    """RFC 6125 matching of `hostname` against the leaf's SAN (DNS, one left-most wildcard
-    label; or IP address); the subject CN is never used, as in the verifier."""
-    san = _sans(leaf)
-    if san is None:
-        return False
-    try:
-        subject = _subject(hostname)
-    except ValueError:   # no IDNA form, or a name the library's DNSName refuses
-        return False
-    if isinstance(subject, x509.IPAddress):
-        return subject.value in san.get_values_for_type(x509.IPAddress)
-    host = subject.value
-    for pattern in (d.rstrip(".").lower() for d in san.get_values_for_type(x509.DNSName)):
-        if pattern == host:
-            return True
-        if pattern.startswith("*.") and "." in host and host.split(".", 1)[1] == pattern[2:] \
-                and "*" not in pattern[2:]:
-            return True
-    return False
-
-
 _EKU_REFUSED = "required EKU not found"
 
 
@@ -198,15 +160,15 @@ def _signs_certificates(policy: xv.Policy, cert: x509.Certificate,
         raise ValueError("keyUsage of a CA certificate without keyCertSign")
 
 
-def _chain_policies(named: bool) -> tuple[xv.ExtensionPolicy, xv.ExtensionPolicy]:
+def _chain_policies() -> tuple[xv.ExtensionPolicy, xv.ExtensionPolicy]:
     """The server verifier's rules (CA certificates, leaf), as OpenSSL and the clients
     built on it apply them: a CA certificate needs basicConstraints CA:TRUE, but neither
     a keyUsage (when present it must allow keyCertSign) nor an authorityKeyIdentifier, and
     a leaf no authorityKeyIdentifier (the CA/Browser Forum profile the library defaults to
     asks all three: a private CA made by `openssl req -x509`, which OpenSSL, curl and
-    browsers accept, was 'untrusted'). An EKU, in the leaf or a CA certificate, must allow
-    serverAuth (the client verifier's own rule asks clientAuth). Without a name (`named`
-    false) the leaf's subjectAltName may hold anything (or be absent)."""
+    browsers accept, was 'untrusted'), and a leaf may say CA:TRUE (OpenSSL accepts it). An EKU, in the leaf or a CA certificate, must allow
+    serverAuth (the client verifier's own rule asks clientAuth). The leaf's subjectAltName
+    may hold anything (or be absent): names are matched by engine/hostname.py."""
     agnostic = xv.Criticality.AGNOSTIC
     ca = (xv.ExtensionPolicy.webpki_defaults_ca()
           .may_be_present(x509.ExtendedKeyUsage, agnostic, _server_eku)
@@ -214,28 +176,25 @@ def _chain_policies(named: bool) -> tuple[xv.ExtensionPolicy, xv.ExtensionPolicy
           .may_be_present(x509.AuthorityKeyIdentifier, agnostic, None))
     ee = (xv.ExtensionPolicy.webpki_defaults_ee()
           .may_be_present(x509.ExtendedKeyUsage, agnostic, _server_eku)
-          .may_be_present(x509.AuthorityKeyIdentifier, agnostic, None))
-    if not named:
-        ee = ee.may_be_present(x509.SubjectAlternativeName, agnostic, None)
+          .may_be_present(x509.AuthorityKeyIdentifier, agnostic, None)
+          .may_be_present(x509.SubjectAlternativeName, agnostic, None)
+          .may_be_present(x509.BasicConstraints, agnostic, None))
     return ca, ee
 
 
-def _try(store: xv.Store, now: datetime.datetime, name: str | None, leaf: x509.Certificate,
+def _try(store: xv.Store, now: datetime.datetime, leaf: x509.Certificate,
          rest: list[x509.Certificate]) -> str | None:
-    """None when the chain verifies (for `name`), else the library's reason.
+    """None when the library verifies the chain, else its reason.
 
-    Without a name the chain alone is checked: the path to an anchor, signatures, dates,
-    the CA certificates and the leaf's extensions as for a server, but not its names
-    (which need not be names the library can parse or match: a partial wildcard, an
-    address written as a DNS name, an underscore)."""
+    The chain alone is checked: the path to an anchor, signatures, dates, the CA
+    certificates and the leaf's extensions as for a server, but not its names (which
+    need not be names the library can parse or match: a partial wildcard, an address
+    written as a DNS name, an underscore)."""
     try:
-        ca, ee = _chain_policies(name is not None)
-        builder = xv.PolicyBuilder().store(store).time(now).max_chain_depth(
-            MAX_PATH).extension_policies(ca_policy=ca, ee_policy=ee)
-        if name is not None:
-            builder.build_server_verifier(_subject(name)).verify(leaf, rest)
-        else:
-            builder.build_client_verifier().verify(leaf, rest)
+        ca, ee = _chain_policies()
+        (xv.PolicyBuilder().store(store).time(now).max_chain_depth(MAX_PATH)
+         .extension_policies(ca_policy=ca, ee_policy=ee)
+         .build_client_verifier().verify(leaf, rest))
     except (xv.VerificationError, ValueError) as exc:
         text = str(exc) or exc.__class__.__name__
         # The library appends a repr of the certificate it was processing: drop it; and says
@@ -245,28 +204,12 @@ def _try(store: xv.Store, now: datetime.datetime, name: str | None, leaf: x509.C
     return None
 
 
-def _weak_signature(path: list[x509.Certificate]) -> str | None:
-    """The first certificate of the path signed with MD5 or SHA-1, which the verifier
-    refuses (a self-signed root's own signature does not count), said so; None: none."""
-    for cert in path:
-        if self_signed(cert):
-            continue
-        try:
-            algorithm = cert.signature_hash_algorithm
-        except UnsupportedAlgorithm:
-            continue
-        if isinstance(algorithm, (hashes.MD5, hashes.SHA1)):
-            subject = cert.subject.rfc4514_string() or "(empty subject)"
-            name = "MD5" if isinstance(algorithm, hashes.MD5) else "SHA-1"
-            return f"{subject} is signed with {name}, which the verifier refuses"
-    return None
-
-
 def _dates(certs: list[x509.Certificate], now: datetime.datetime,
-           where: str = "") -> tuple[int, str] | None:
+           anchor: x509.Certificate | None = None) -> tuple[int, str] | None:
     """The first of `certs` outside its validity period, as a code and its reason."""
     for cert in certs:
-        subject = (cert.subject.rfc4514_string() or "(empty subject)") + where
+        subject = (cert.subject.rfc4514_string() or "(empty subject)") + \
+            (" (in the trust store)" if cert is anchor else "")
         if cert.not_valid_after_utc < now:
             return V_EXPIRED, f"{subject} expired {cert.not_valid_after_utc:%Y-%m-%d %H:%M} UTC"
         if cert.not_valid_before_utc > now:
@@ -275,28 +218,46 @@ def _dates(certs: list[x509.Certificate], now: datetime.datetime,
     return None
 
 
-def _chain_code(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...],
-                now: datetime.datetime) -> tuple[int, str | None]:
-    """The OpenSSL-style code for a chain the verifier refused, with its own reason stated
-    from the facts (None: only the library can say what is wrong). The facts are those of
-    the path from the leaf (chainpath.follow), as OpenSSL builds it: a certificate the
-    server sends besides it (expired, self-signed, in any order) is not the problem; the
-    trust store's root the path reaches is part of it (its dates count)."""
-    path = [chain[i] for i in follow(chain).indexes]
-    dated = _dates(path, now)
-    if dated is not None:
-        return dated
+def _signatures_and_dates(path: list[x509.Certificate], broken: int,
+                          now: datetime.datetime, anchor: x509.Certificate | None
+                          ) -> tuple[int, str] | None:
+    """From the top of the path down, as OpenSSL checks them: the signature of the
+    certificate at `broken` (-1: none), which its issuer's key does not verify (7), and
+    each certificate's dates (9, 10)."""
+    for depth in range(len(path) - 1, -1, -1):
+        if depth == broken:
+            issuer = path[depth + 1].subject.rfc4514_string() or "(empty subject)"
+            return V_SIGNATURE_FAILURE, (f"{_subject(path[depth])} is not signed by the key "
+                                         f"of its issuer {issuer}")
+        dated = _dates([path[depth]], now, anchor)
+        if dated is not None:
+            return dated
+    return None
+
+
+def _subject(cert: x509.Certificate) -> str:
+    return cert.subject.rfc4514_string() or "(empty subject)"
+
+
+def _trusted_path(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...],
+                  now: datetime.datetime) -> tuple[list[x509.Certificate], bool]:
+    """The path from the leaf (chainpath.follow) up to the first certificate the trust
+    store holds or issued, that store certificate last (one within its dates when there
+    are several), as OpenSSL builds it; else the server's path alone, and False."""
+    sent = [chain[i] for i in follow(chain).indexes]
+    for k, cert in enumerate(sent):
+        roots = anchors_of(cert, anchors)
+        if roots:
+            root = next((r for r in roots if _dates([r], now) is None), roots[0])
+            itself = root.subject == cert.subject and same_key(root, cert)
+            return sent[:k] + [root] if itself else sent[:k + 1] + [root], True
+    return sent, False
+
+
+def _untrusted(path: list[x509.Certificate]) -> tuple[int, str]:
+    """Why a path that reaches no certificate of the trust store is not trusted."""
     last = path[-1]
     name = last.subject.rfc4514_string() or "(empty subject)"
-    roots = anchors_of(last, anchors)
-    if roots:
-        stale = [_dates([root], now, " (in the trust store)") for root in roots]
-        if all(stale):
-            return stale[0] or (V_UNSPECIFIED, None)
-        weak = _weak_signature(path)
-        if weak is not None:
-            return V_CA_MD_TOO_WEAK, weak
-        return V_UNSPECIFIED, None  # the path reaches an anchor: the library says why not
     if self_signed(last):
         if len(path) == 1:
             return V_SELF_SIGNED, f"{name} signed itself and is not in the trust store"
@@ -309,45 +270,43 @@ def _chain_code(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, 
     return V_NO_LOCAL_ISSUER, f"issuer {issuer} of {name} is not in the trust store"
 
 
-NO_SAN_NOTE = ("note: the certificate has no subjectAltName (names are not checked against "
-               "the subject CN)")
+NO_SAN_NOTE = ("note: the certificate has no subjectAltName (browsers refuse it; OpenSSL "
+               "matches a host name against its subject CN)")
 
 
 def _join(*parts: str | None) -> str | None:
     return "; ".join(p for p in parts if p) or None
 
 
-def _anchored_leaf(leaf: x509.Certificate, der: bytes, hostname: str | None,
-                   anchors: tuple[x509.Certificate, ...],
-                   now: datetime.datetime) -> ChainResult | None:
-    """A self-signed leaf that is itself in the trust store is trusted, as OpenSSL trusts
-    it (cryptography's verifier refuses an end-entity certificate as its own anchor)."""
-    if not self_signed(leaf) or not any(a.public_bytes(Encoding.DER) == der for a in anchors):
-        return None
-    code, detail = _chain_code([leaf], (), now)
-    if code in (V_EXPIRED, V_NOT_YET_VALID):
-        return ChainResult(code, detail)
-    note = "the self-signed certificate is itself in the trust store"
-    no_san = NO_SAN_NOTE if _sans(leaf) is None else None
-    if hostname is None:
-        return ChainResult(V_OK, _join(note, no_san))
-    if _name_matches(leaf, hostname):
-        return ChainResult(V_OK, note, hostname_ok=True)
-    return ChainResult(V_HOSTNAME_MISMATCH, _join(f"certificate is not valid for {hostname}",
-                                                  no_san), hostname_ok=False)
+def _name_result(leaf: x509.Certificate, hostname: str | None) -> ChainResult:
+    """The verdict on the leaf's names once the chain is good: 0, or 62 for `hostname`."""
+    no_san = NO_SAN_NOTE if sans(leaf) is None else None
+    if not hostname:
+        return ChainResult(V_OK, no_san)
+    match = match_host(leaf, hostname)
+    if not match.ok:
+        return ChainResult(V_HOSTNAME_MISMATCH, _join(
+            f"certificate is not valid for {hostname}", no_san), hostname_ok=False)
+    if match.by_cn:
+        return ChainResult(V_OK, f"{hostname} matched by the subject CN: the certificate has "
+                           "no subjectAltName DNS name (browsers refuse it)", hostname_ok=True)
+    return ChainResult(V_OK, hostname_ok=True)
 
 
 def verify_chain(ders: Sequence[bytes], hostname: str | None,
                  anchors: tuple[x509.Certificate, ...],
-                 now: datetime.datetime | None = None) -> ChainResult:
+                 now: datetime.datetime | None = None, *, key_sizes: bool = True
+                 ) -> ChainResult:
     """Check the server's chain (leaf first) against `anchors` and `hostname`.
 
-    The code names the first problem as OpenSSL would; its detail states that problem's
-    facts. A leaf without subjectAltName is a separate note after "; " (it also means no
-    host name can match), never the explanation of another code. A certificate whose key or
-    signature cryptography cannot handle (an unknown curve) is code 1, never an exception."""
+    The code names the first problem as `openssl s_client -verify_return_error` would
+    (chaincodes.py: OpenSSL's order); its detail states that problem's facts. A leaf
+    without subjectAltName is a separate note after "; ", never the explanation of
+    another code. A certificate whose key or signature cryptography cannot handle (an
+    unknown curve) is code 1, never an exception. Without `key_sizes`, keys are not judged
+    by OpenSSL's security level (66, 67): the caller applies a client's own minimums."""
     try:
-        return _verify_chain(ders, hostname, anchors, now)
+        return _verify_chain(ders, hostname, anchors, now, key_sizes)
     except (UnsupportedAlgorithm, ValueError, TypeError) as exc:
         text = " ".join(str(exc).split())[:200]
         return ChainResult(V_UNSPECIFIED, f"cannot check this certificate: {text}")
@@ -355,7 +314,7 @@ def verify_chain(ders: Sequence[bytes], hostname: str | None,
 
 def _verify_chain(ders: Sequence[bytes], hostname: str | None,
                   anchors: tuple[x509.Certificate, ...],
-                  now: datetime.datetime | None) -> ChainResult:
+                  now: datetime.datetime | None, key_sizes: bool) -> ChainResult:
     now = now or datetime.datetime.now(datetime.UTC)
     if not ders:
         return ChainResult(V_UNSPECIFIED, "the server sent no certificate")
@@ -363,34 +322,57 @@ def _verify_chain(ders: Sequence[bytes], hostname: str | None,
         chain = [x509.load_der_x509_certificate(d) for d in ders]
     except ValueError as exc:
         return ChainResult(V_UNSPECIFIED, f"unparsable certificate: {exc}")
-    leaf, rest = chain[0], chain[1:]
     if not anchors:
         return ChainResult(V_NO_LOCAL_ISSUER, "no trust store (use --cafile)")
-    anchored = _anchored_leaf(leaf, ders[0], hostname, anchors, now)
-    if anchored is not None:
-        return anchored
+    result = _judge(chain, ders, hostname, anchors, now, key_sizes)
+    if result.ok or sans(chain[0]) is not None or NO_SAN_NOTE in (result.detail or ""):
+        return result
+    return replace(result, detail=_join(result.detail, NO_SAN_NOTE))
+
+
+def _judge(chain: list[x509.Certificate], ders: Sequence[bytes], hostname: str | None,
+           anchors: tuple[x509.Certificate, ...], now: datetime.datetime,
+           key_sizes: bool) -> ChainResult:
+    """The verdict on a parsed chain, OpenSSL's checks in its order (chaincodes.py)."""
+    leaf, rest = chain[0], chain[1:]
+    weak = chaincodes.weak_key(leaf) if key_sizes else None
+    if weak is not None:
+        return ChainResult(chaincodes.V_EE_KEY_WEAK, weak)
     store = xv.Store(list(anchors))
-    if hostname:
-        problem = _try(store, now, hostname, leaf, rest)
-        if problem is None:
-            return ChainResult(V_OK, hostname_ok=True)
-    no_san = NO_SAN_NOTE if _sans(leaf) is None else None
-    chain_problem = _try(store, now, None, leaf, rest)
-    if chain_problem is None:
-        if not hostname:
-            return ChainResult(V_OK, no_san)
-        if _name_matches(leaf, hostname):  # a name RFC 6125 matches that the library refuses
-            return ChainResult(V_OK, f"{hostname} matched by RFC 6125 rules, which the "
-                               f"verifier could not apply ({problem})",
-                               hostname_ok=True)
-        return ChainResult(V_HOSTNAME_MISMATCH, _join(
-            f"certificate is not valid for {hostname}", no_san), hostname_ok=False)
-    code, reason = _chain_code(chain, anchors, now)
-    return ChainResult(code, _join(reason or chain_problem, no_san))
+    path, anchored = _trusted_path(chain, anchors, now)
+    library, broken = None, -1
+    if not anchored:
+        library = _try(store, now, leaf, rest)
+        named_path = by_names(chain, anchors) if library is not None else None
+        if named_path is not None:   # a path by names, with a signature that fails
+            (path, broken), anchored = named_path, True
+        elif library is not None:   # OpenSSL would find no issuer either
+            return ChainResult(*_untrusted(path))
+    problem = chaincodes.extension_problem(path) or chaincodes.auth_level_problem(path, key_sizes)
+    if problem is not None:
+        return ChainResult(*problem)
+    named = _name_result(leaf, hostname)
+    if not named.ok:
+        return named
+    problem = _signatures_and_dates(path, broken, now, path[-1] if anchored else None) or \
+        chaincodes.name_constraint_problem(path)
+    if problem is not None:
+        return ChainResult(*problem)
+    # a self-signed leaf that is itself in the trust store is trusted, as OpenSSL trusts
+    # it (cryptography's verifier refuses an end-entity certificate as its own anchor)
+    if anchored and not (len(path) == 1 and self_signed(leaf)
+                         and path[0].public_bytes(Encoding.DER) == ders[0]):
+        library = _try(store, now, leaf, rest)
+    if library is not None:   # a refusal the facts above do not explain
+        return ChainResult(V_UNSPECIFIED, library)
+    if len(path) == 1 and anchored:
+        return replace(named, detail=_join(
+            "the self-signed certificate is itself in the trust store", named.detail))
+    return named
 
 
-def verify_with_store(ders: Sequence[bytes], hostname: str | None,
-                      cafile: str | None) -> tuple[str | None, ChainResult | str]:
+def verify_with_store(ders: Sequence[bytes], hostname: str | None, cafile: str | None, *,
+                      key_sizes: bool = True) -> tuple[str | None, ChainResult | str]:
     """`verify_chain` against `cafile`, else the system bundle: (the trust store used, the
     result), or the reason no trust store could be used in place of the result."""
     path = cafile or default_cafile()
@@ -400,7 +382,7 @@ def verify_with_store(ders: Sequence[bytes], hostname: str | None,
         anchors = load_trust_store(path)
     except (OSError, ValueError) as exc:
         return path, f"cannot read trust store: {exc}"
-    return path, verify_chain(ders, hostname, anchors)
+    return path, verify_chain(ders, hostname, anchors, key_sizes=key_sizes)
 
 
 def check_cafile(path: str, *, contents: bool = True) -> None:

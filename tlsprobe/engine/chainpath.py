@@ -16,8 +16,8 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 
 from tlsprobe.model.pubkey import public_key
 
-__all__ = ["MAX_PATH", "ChainPath", "anchored", "anchors_of", "follow", "issued",
-           "self_signed"]
+__all__ = ["MAX_PATH", "ChainPath", "anchored", "anchors_of", "by_names", "follow", "issued",
+           "same_key", "self_signed"]
 
 #: the longest path followed (real ones have 2 to 5 certificates; a hostile server's chain
 #: of hundreds that certify one another would otherwise cost a signature check per pair)
@@ -45,7 +45,8 @@ def self_signed(cert: x509.Certificate) -> bool:
     return issued(cert, cert) is not False
 
 
-def _same_key(a: x509.Certificate, b: x509.Certificate) -> bool:
+def same_key(a: x509.Certificate, b: x509.Certificate) -> bool:
+    """`a` and `b` hold the same public key (False when one cannot be read)."""
     try:
         return bool(public_key(a) == public_key(b))
     except (ValueError, TypeError, UnsupportedAlgorithm):   # a key type that cannot be read
@@ -56,7 +57,7 @@ def anchors_of(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...]
                ) -> list[x509.Certificate]:
     """The trust store's certificates that are `cert` (same subject and key, as OpenSSL
     looks it up) or issued it."""
-    return [a for a in anchors if (a.subject == cert.subject and _same_key(a, cert)) or
+    return [a for a in anchors if (a.subject == cert.subject and same_key(a, cert)) or
             (a.subject == cert.issuer and issued(cert, a) is not False)]
 
 
@@ -97,3 +98,41 @@ def follow(chain: list[x509.Certificate]) -> ChainPath:
         path.append(found)
     cut = len(path) == MAX_PATH and not self_signed(chain[path[-1]])
     return ChainPath(tuple(path), tuple(unchecked), cut)
+
+
+def _may_issue(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
+    """`issuer` is named as `cert`'s issuer and its subjectKeyIdentifier does not contradict
+    `cert`'s authorityKeyIdentifier (the signature is not looked at)."""
+    if cert.issuer != issuer.subject:
+        return False
+    try:
+        aki = cert.extensions.get_extension_for_class(x509.AuthorityKeyIdentifier).value
+        ski = issuer.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
+    except (x509.ExtensionNotFound, ValueError):
+        return True
+    return aki.key_identifier is None or aki.key_identifier == ski.digest
+
+
+def by_names(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...]
+             ) -> tuple[list[x509.Certificate], int] | None:
+    """The path OpenSSL builds by names (its issuer check reads names and key identifiers,
+    not signatures): from the leaf, each next certificate a trust store one that may have
+    issued the current one, else a sent one, until a trust store certificate (a
+    self-issued one ends the path: the store must hold that very certificate). Returned
+    with the position of the first certificate its next one did not sign; None when no
+    trust store certificate is reached or every signature holds."""
+    path = [chain[0]]
+    while len(path) < MAX_PATH:
+        current = path[-1]
+        if current.issuer == current.subject:   # self-issued: trusted only as itself
+            return None
+        anchor = next((a for a in anchors if _may_issue(current, a)), None)
+        if anchor is not None:
+            path.append(anchor)
+            broken = [i for i in range(len(path) - 1) if issued(path[i], path[i + 1]) is False]
+            return (path, broken[0]) if broken else None
+        following = next((c for c in chain if c not in path and _may_issue(current, c)), None)
+        if following is None:
+            return None
+        path.append(following)
+    return None

@@ -120,7 +120,7 @@ def _san_row(c: CertificateInfo, first: bool, full: bool) -> list[Row]:
         tail = f", ... {len(c.san) - MAX_SAN_SHOWN} more (--full shows all)" if cut else ""
         return [("", f"  SAN: {', '.join(shown_names)}{tail}")]
     if first:
-        return [("", ("  SAN: none (no subjectAltName: names are not checked against the "
+        return [("", ("  SAN: none (no subjectAltName: host names are matched against the "
                      "subject CN)"))]
     return []
 

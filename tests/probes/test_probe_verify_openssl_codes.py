@@ -1,0 +1,168 @@
+"""The trust verdict gives the code `openssl s_client -verify_return_error -verify_hostname`
+gives on the same chain, with OpenSSL's text for it: each chain is served by openssl
+s_server on loopback, s_client's "Verify return code" is read first (the reference), then
+tlsprobe's. Before, tlsprobe said 62 for a leaf whose subject CN (no subjectAltName) or
+partial wildcard (`f*.example.test`) OpenSSL matches, 0 for an RSA-1024 leaf or an
+anyExtendedKeyUsage-only leaf OpenSSL refuses (66, 26), 1 with the library's words for an
+issuer that is no CA (79), an EKU without serverAuth (26), a name constraint (47, 48), a
+path length (25) or a weak CA key (67), 10 for an expired leaf of another name (OpenSSL
+checks the name first: 62), 1 for a leaf that says CA:TRUE (OpenSSL trusts it), and 20 or
+21 for a certificate its named issuer did not sign (7)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+NOW = datetime.datetime.now(datetime.timezone.utc)
+DAY = datetime.timedelta(days=1)
+ANY_EKU = x509.ObjectIdentifier("2.5.29.37.0")
+CA_USAGE = x509.KeyUsage(False, False, False, False, False, True, True, False, False)
+
+Key = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
+
+
+def _name(cn: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+
+@dataclass
+class Case:
+    """A root -> intermediate -> leaf chain, P-256 unless a key is given; the leaf has the
+    DNS names `dns` (written as they are: a server's may be any text) and the EKU `eku`."""
+
+    host: str = "localhost"
+    dns: tuple[str, ...] = ("localhost",)
+    eku: tuple[x509.ObjectIdentifier, ...] = (ExtendedKeyUsageOID.SERVER_AUTH,)
+    leaf_key: Callable[[], Key] | None = None
+    inter_key: Callable[[], Key] | None = None
+    inter_ca: bool = True
+    leaf_ca: bool = False
+    root_path_length: int | None = None
+    constraints: x509.NameConstraints | None = None
+    leaf_days: tuple[int, int] = (-1, 30)
+    forged: str = ""   # "leaf" or "intermediate": signed by a key other than its issuer's
+
+
+def _p256() -> Key:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _rsa1024() -> Key:
+    return rsa.generate_private_key(65537, 1024)
+
+
+def _cert(subject: str, key: Key, issuer: str, signer: Key,
+          exts: list[tuple[x509.ExtensionType, bool]], days: tuple[int, int] = (-1, 30)
+          ) -> x509.Certificate:
+    b = (x509.CertificateBuilder().subject_name(_name(subject)).issuer_name(_name(issuer))
+         .public_key(key.public_key()).serial_number(x509.random_serial_number())
+         .not_valid_before(NOW + days[0] * DAY).not_valid_after(NOW + days[1] * DAY))
+    for ext, critical in exts:
+        b = b.add_extension(ext, critical=critical)
+    return b.sign(signer, hashes.SHA256())
+
+
+def _dns(value: str) -> x509.DNSName:
+    name = x509.DNSName.__new__(x509.DNSName)
+    name._value = value   # the constructor refuses some names a server's certificate holds
+    return name
+
+
+def _build(case: Case, folder: Path) -> tuple[Path, Path, Path, Path]:
+    """(root PEM, leaf PEM, leaf key PEM, intermediate PEM)."""
+    root_key, inter_key = _p256(), (case.inter_key or _p256)()
+    leaf_key = (case.leaf_key or _p256)()
+    root = _cert("Codes Root", root_key, "Codes Root", root_key, [
+        (x509.BasicConstraints(ca=True, path_length=case.root_path_length), True),
+        (CA_USAGE, True)])
+    inter_exts: list[tuple[x509.ExtensionType, bool]] = [
+        (x509.BasicConstraints(ca=case.inter_ca, path_length=None), True), (CA_USAGE, True)]
+    if case.constraints is not None:
+        inter_exts.append((case.constraints, True))
+    inter = _cert("Codes CA", inter_key, "Codes Root",
+                  _p256() if case.forged == "intermediate" else root_key, inter_exts)
+    leaf_exts: list[tuple[x509.ExtensionType, bool]] = [
+        (x509.BasicConstraints(ca=case.leaf_ca, path_length=None), True),
+        (x509.ExtendedKeyUsage(list(case.eku)), False)]
+    if case.dns:
+        leaf_exts.append((x509.SubjectAlternativeName([_dns(d) for d in case.dns]), False))
+    leaf = _cert("localhost", leaf_key, "Codes CA",
+                 _p256() if case.forged == "leaf" else inter_key, leaf_exts, case.leaf_days)
+    pem = serialization.Encoding.PEM
+    paths = (folder / "root.pem", folder / "leaf.pem", folder / "leaf.key",
+             folder / "inter.pem")
+    paths[0].write_bytes(root.public_bytes(pem))
+    paths[1].write_bytes(leaf.public_bytes(pem))
+    paths[2].write_bytes(leaf_key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
+                                                serialization.NoEncryption()))
+    paths[3].write_bytes(inter.public_bytes(pem))
+    return paths
+
+
+def _openssl_verdict(port: int, cafile: Path, host: str) -> tuple[int, str]:
+    """s_client's "Verify return code: N (text)" for the server, checking `host`."""
+    proc = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}",
+                           "-CAfile", str(cafile), "-servername", host, "-verify_hostname",
+                           host, "-verify_return_error"], input="", capture_output=True,
+                          text=True, timeout=30, check=False)
+    found = re.findall(r"Verify return code: (\d+) \((.*)\)", proc.stdout)
+    assert found, proc.stdout + proc.stderr
+    return int(found[-1][0]), found[-1][1]
+
+
+PERMIT_EXAMPLE = x509.NameConstraints(permitted_subtrees=[x509.DNSName("example.test")],
+                                      excluded_subtrees=None)
+EXCLUDE_LOCALHOST = x509.NameConstraints(permitted_subtrees=None,
+                                         excluded_subtrees=[x509.DNSName("localhost")])
+
+CASES = {
+    # (the chain, the code OpenSSL 3 gives for it: checked against s_client first)
+    "cn-only": (Case(dns=()), 0),
+    "partial-wildcard": (Case(host="foo.example.test", dns=("f*.example.test",)), 0),
+    "rsa1024-leaf": (Case(leaf_key=_rsa1024), 66),
+    "rsa1024-intermediate": (Case(inter_key=_rsa1024), 67),
+    "intermediate-ca-false": (Case(inter_ca=False), 79),
+    "leaf-eku-client": (Case(eku=(ExtendedKeyUsageOID.CLIENT_AUTH,)), 26),
+    "leaf-eku-any": (Case(eku=(ANY_EKU,)), 26),
+    "permitted-subtree": (Case(constraints=PERMIT_EXAMPLE), 47),
+    "excluded-subtree": (Case(constraints=EXCLUDE_LOCALHOST), 48),
+    "path-length": (Case(root_path_length=0), 25),
+    "expired-other-name": (Case(dns=("other.test",), leaf_days=(-30, -1)), 62),
+    "leaf-ca-true": (Case(leaf_ca=True), 0),
+    # the issuer by name is there (sent, or in the store): its key does not verify the
+    # signature; tlsprobe said 21 "the server sent no issuer" and 20 "issuer CN=Codes Root
+    # ... is not in the trust store", which it is
+    "forged-leaf": (Case(forged="leaf"), 7),
+    "forged-intermediate": (Case(forged="intermediate"), 7),
+}
+
+
+@pytest.mark.needs_impl("openssl")
+@pytest.mark.parametrize("name", list(CASES))
+def test_verify_code_is_openssls(tls_server: Callable[..., Any],
+                                 run_cli: Callable[..., Any], tmp_path: Path,
+                                 name: str) -> None:
+    case, expected = CASES[name]
+    root, leaf, key, inter = _build(case, tmp_path)
+    srv = tls_server("openssl", extra=["-cert", str(leaf), "-key", str(key), "-cert_chain",
+                                       str(inter), "-cipher", "DEFAULT:@SECLEVEL=0"])
+    code, text = _openssl_verdict(srv.port, root, case.host)   # the real tool first
+    assert code == expected, (name, code, text)
+    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", case.host, "--cafile", root, "--json")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    ver = json.loads(res.stdout)["verification"]
+    assert ver["code"] == code, (name, ver)
+    assert ver["message"].startswith(f"{code} ({text})"), (name, ver)
+    assert ver["ok"] is (code == 0), ver

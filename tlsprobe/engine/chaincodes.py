@@ -1,0 +1,229 @@
+"""OpenSSL's checks of a certificate path, stated from the certificates' own facts, each
+with its X509_V_ERR code: what `openssl s_client -verify_return_error` stops at.
+
+`path` is the leaf first and the trust store's certificate last. OpenSSL checks, in this
+order: the leaf's key (66), the chain's building (engine/chain.py), each certificate's
+extensions from the leaf up (79 not a CA, 26 no server purpose, 25 path length), the CA
+keys and signature digests (67, 68), the host name (62), signatures and dates from the
+root down (9, 10), then name constraints (47, 48). Keys are judged at security level 2,
+the default of Debian's OpenSSL and of OpenSSL 3.2 and later (112 bits: RSA and DSA of
+2048 bits, EC of 224). Each function returns the first problem as (code, detail) or None.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterator
+
+from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from tlsprobe.engine.chainpath import self_signed
+from tlsprobe.engine.verify import key_kind
+from tlsprobe.model.pubkey import is_dsa_key, public_key
+
+V_PATH_LENGTH = 25
+V_PURPOSE = 26
+V_PERMITTED = 47
+V_EXCLUDED = 48
+V_EE_KEY_WEAK = 66
+V_CA_KEY_WEAK = 67
+V_CA_MD_TOO_WEAK = 68
+V_INVALID_CA = 79
+
+REASONS = {V_PATH_LENGTH: "path length constraint exceeded",
+           V_PURPOSE: "unsuitable certificate purpose",
+           V_PERMITTED: "permitted subtree violation",
+           V_EXCLUDED: "excluded subtree violation",
+           V_EE_KEY_WEAK: "EE certificate key too weak",
+           V_CA_KEY_WEAK: "CA certificate key too weak",
+           V_CA_MD_TOO_WEAK: "CA signature digest algorithm too weak",
+           V_INVALID_CA: "invalid CA certificate"}
+
+Problem = tuple[int, str]
+
+#: the smallest RSA modulus OpenSSL rates at 112 bits or more: its estimate (NIST SP
+#: 800-56B's formula in fixed point) of 1962 bits is 104, of 1963 bits 112 (measured with
+#: `openssl verify -auth_level 2`)
+RSA_MIN_BITS = 1963
+
+
+def _name(cert: x509.Certificate) -> str:
+    return cert.subject.rfc4514_string() or "(empty subject)"
+
+
+def _ext(cert: x509.Certificate, kind: type[x509.ExtensionType]) -> x509.ExtensionType | None:
+    try:
+        return cert.extensions.get_extension_for_class(kind).value
+    except (x509.ExtensionNotFound, ValueError):
+        return None
+
+
+def weak_key(cert: x509.Certificate) -> str | None:
+    """How the key falls short of 112 bits of security, or None (strong enough, or of a
+    kind judged elsewhere)."""
+    try:
+        key = public_key(cert)
+    except (ValueError, UnsupportedAlgorithm):
+        return None
+    if isinstance(key, rsa.RSAPublicKey):
+        weak = key.key_size < RSA_MIN_BITS
+    elif isinstance(key, ec.EllipticCurvePublicKey):
+        weak = key.curve.key_size < 224
+    elif is_dsa_key(key):
+        weak = key.key_size < 2048 or key.parameters().parameter_numbers().q.bit_length() < 224
+    else:
+        return None
+    if not weak:
+        return None
+    return f"{_name(cert)} has an {key_kind(key)} key, under 112 bits of security " \
+        "(OpenSSL's security level 2)"
+
+
+def _not_ca(cert: x509.Certificate) -> str | None:
+    """Why an issuing certificate is no CA certificate for OpenSSL, or None."""
+    bc = _ext(cert, x509.BasicConstraints)
+    ku = _ext(cert, x509.KeyUsage)
+    if isinstance(ku, x509.KeyUsage) and not ku.key_cert_sign:
+        return "its keyUsage does not allow keyCertSign"
+    if not isinstance(bc, x509.BasicConstraints):
+        return "it has no basicConstraints"
+    return None if bc.ca else "its basicConstraints say CA:FALSE"
+
+
+def _not_server(cert: x509.Certificate, leaf: bool) -> str | None:
+    """Why `cert` may not serve a TLS server (OpenSSL's purpose sslserver), or None."""
+    eku = _ext(cert, x509.ExtendedKeyUsage)
+    if isinstance(eku, x509.ExtendedKeyUsage) and ExtendedKeyUsageOID.SERVER_AUTH not in eku:
+        return "its extendedKeyUsage does not include serverAuth"
+    ku = _ext(cert, x509.KeyUsage)
+    if leaf and isinstance(ku, x509.KeyUsage) and not (
+            ku.digital_signature or ku.key_encipherment or ku.key_agreement):
+        return "its keyUsage has none of digitalSignature, keyEncipherment, keyAgreement"
+    return None
+
+
+def extension_problem(path: list[x509.Certificate]) -> Problem | None:
+    """Each certificate from the leaf up: an issuer that is no CA (79), a certificate not
+    for a TLS server (26), a CA with more CA certificates below it than its
+    pathLenConstraint allows (25)."""
+    below = 0   # certificates below the current one that count for pathLenConstraint
+    for depth, cert in enumerate(path):
+        not_ca = _not_ca(cert) if depth else None
+        if not_ca is not None:
+            return V_INVALID_CA, f"{_name(cert)} issues a certificate, but {not_ca}"
+        not_server = _not_server(cert, depth == 0)
+        if not_server is not None:
+            return V_PURPOSE, f"{_name(cert)} is not for a TLS server: {not_server}"
+        bc = _ext(cert, x509.BasicConstraints)
+        if depth > 1 and isinstance(bc, x509.BasicConstraints) and \
+                bc.path_length is not None and below > bc.path_length + 1:
+            return V_PATH_LENGTH, (f"{_name(cert)} allows {bc.path_length} CA "
+                                   f"certificate(s) below it, the path has {below - 1}")
+        if depth == 0 or cert.subject != cert.issuer:
+            below += 1
+    return None
+
+
+def _weak_digest(cert: x509.Certificate) -> str | None:
+    try:
+        algorithm = cert.signature_hash_algorithm
+    except UnsupportedAlgorithm:
+        return None
+    if isinstance(algorithm, (hashes.MD5, hashes.SHA1)):
+        name = "MD5" if isinstance(algorithm, hashes.MD5) else "SHA-1"
+        return f"{_name(cert)} is signed with {name}, which the verifier refuses"
+    return None
+
+
+def auth_level_problem(path: list[x509.Certificate], keys: bool = True) -> Problem | None:
+    """The CA keys under 112 bits (67; not without `keys`) and MD5 or SHA-1 signatures
+    (68) from the leaf up; the last certificate's own signature does not count (it is
+    trusted as it is), nor a self-signed one's."""
+    for depth, cert in enumerate(path):
+        weak = weak_key(cert) if depth and keys else None
+        if weak is not None:
+            return V_CA_KEY_WEAK, weak
+        digest = None if depth == len(path) - 1 or self_signed(cert) else _weak_digest(cert)
+        if digest is not None:
+            return V_CA_MD_TOO_WEAK, digest
+    return None
+
+
+def _dns_within(name: str, base: str) -> bool:
+    """A DNS name inside a DNS name constraint: the same name, or below it (a base with
+    a leading dot: strictly below); case-insensitive; an empty base holds every name."""
+    name, base = name.lower(), base.lower()
+    if not base or name == base:
+        return True
+    return name.endswith(base if base.startswith(".") else "." + base)
+
+
+#: a name constraints apply to: ("DNS name", text) or ("address", IPv4/IPv6 address)
+Name = tuple[str, object]
+
+
+def _within(name: Name, base: x509.GeneralName) -> bool | None:
+    """`name` inside the subtree `base`; None: `base` is of another type."""
+    kind, value = name
+    if kind == "DNS name" and isinstance(base, x509.DNSName) and isinstance(value, str):
+        return _dns_within(value, base.value)
+    if kind == "address" and isinstance(base, x509.IPAddress) and \
+            isinstance(base.value, (ipaddress.IPv4Network, ipaddress.IPv6Network)):
+        return value in base.value
+    return None
+
+
+def _names(cert: x509.Certificate, leaf: bool) -> Iterator[Name]:
+    """The names of `cert` constraints apply to: its subjectAltName DNS names and
+    addresses; for a leaf without a DNS name, each subject CN that is a dotted host name
+    (OpenSSL checks those as DNS names). Other kinds of names are not judged here."""
+    san = _ext(cert, x509.SubjectAlternativeName)
+    dns: list[str] = []
+    if isinstance(san, x509.SubjectAlternativeName):
+        dns = san.get_values_for_type(x509.DNSName)
+        yield from (("DNS name", d) for d in dns)
+        yield from (("address", a) for a in san.get_values_for_type(x509.IPAddress))
+    if leaf and not dns:
+        for attr in cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME):
+            value = attr.value
+            if isinstance(value, str) and "." in value.strip(".") and all(
+                    c.isascii() and (c.isalnum() or c in "-._*") for c in value):
+                yield "DNS name", value
+
+
+def _nc_verdict(name: Name, nc: x509.NameConstraints) -> int | None:
+    """47: the constraints permit names of `name`'s type and none holds it; 48: an
+    excluded subtree holds it."""
+    verdicts = [_within(name, b) for b in nc.permitted_subtrees or ()]
+    judged = [v for v in verdicts if v is not None]
+    if judged and not any(judged):
+        return V_PERMITTED
+    if any(_within(name, b) for b in nc.excluded_subtrees or ()):
+        return V_EXCLUDED
+    return None
+
+
+def name_constraint_problem(path: list[x509.Certificate]) -> Problem | None:
+    """DNS names and addresses outside a CA's permitted subtrees (47) or inside its
+    excluded ones (48), checked as OpenSSL does: the certificates from the top down (a
+    self-issued CA certificate is exempt), each against the constraints above it."""
+    for depth in range(len(path) - 1, -1, -1):
+        cert = path[depth]
+        if depth and cert.subject == cert.issuer:
+            continue
+        for ca in reversed(path[depth + 1:]):
+            nc = _ext(ca, x509.NameConstraints)
+            if not isinstance(nc, x509.NameConstraints):
+                continue
+            for name in _names(cert, depth == 0):
+                code = _nc_verdict(name, nc)
+                if code is not None:
+                    where = "outside the permitted" if code == V_PERMITTED else \
+                        "inside the excluded"
+                    return code, (f"{name[0]} {name[1]} of {_name(cert)} is {where} "
+                                  f"names of {_name(ca)}")
+    return None
