@@ -107,6 +107,16 @@ class ArgumentParser(argparse.ArgumentParser):
         message = " ".join(message.split()) + self._suggestion(message)
         self.exit(EXIT_USAGE, f"tlsprobe: error: {message} (see {self.prog} --help)\n")
 
+    def given_options(self, words: list[str]) -> frozenset[str]:
+        """The dests of the options among `words` (already parsed once: valid), whatever
+        their values: an option given at its default value is given all the same, which a
+        comparison with the defaults cannot tell (`survey summary DIR --workers 2` on two
+        cores). argparse sets a default only where the namespace has no value yet."""
+        unset = object()
+        seen = argparse.Namespace(**{a.dest: unset for a in self._actions if a.option_strings})
+        self.parse_intermixed_args(words, namespace=seen)
+        return frozenset(dest for dest, value in vars(seen).items() if value is not unset)
+
     def _suggestion(self, message: str) -> str:
         """' (did you mean --json?)' for a mistyped option (argparse's 'unrecognized
         arguments: --jsn'), or for a mistyped choice ('invalid choice: 'hihg''), else ''."""
