@@ -263,7 +263,7 @@ def _option_words(action: argparse.Action) -> list[str]:
     if action.nargs == 0:
         return [option]
     if action.choices:
-        return [option, str(list(action.choices)[0])]
+        return [option, str(next(iter(action.choices)))]
     return [f"{option}={VALUES.get(option, '1')}"]
 
 

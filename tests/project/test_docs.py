@@ -22,7 +22,7 @@ DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 IDS = [str(path.relative_to(ROOT)) for path in DOCUMENTS]
 
 #: `tlsprobe` as a command: at a line's start, after `$ `, `sudo `, a backtick, a pipe or "("
-COMMAND = re.compile(r"(?:^|[`$(|]\s*|sudo\s+)tlsprobe((?:[ \t]+[^`|#\n]*)?)", re.M)
+COMMAND = re.compile(r"(?:^|[`$(|]\s*|sudo\s+)tlsprobe((?:[ \t]+[^`|#\n]*)?)", re.MULTILINE)
 
 
 def _options(command: str) -> set[str]:
