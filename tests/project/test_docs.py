@@ -93,8 +93,8 @@ def _cells(row: str) -> int:
 
 def _table_problems(rows: list[str], first: int) -> list[str]:
     if len(rows) < 2 or not re.match(r"^\|\s*:?-{3,}", rows[1]):
-        return [f"line {first}: a table row without a header and separator row above it "
-                f"(a paragraph or blank line cut the table?): {rows[0][:60]}"]
+        return [(f"line {first}: a table row without a header and separator row above it "
+                 f"(a paragraph or blank line cut the table?): {rows[0][:60]}")]
     width = _cells(rows[0])
     return [f"line {first + n}: {_cells(row)} cell borders, the header has {width}"
             for n, row in enumerate(rows) if _cells(row) != width]
