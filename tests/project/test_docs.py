@@ -114,3 +114,31 @@ def test_the_markdown_check_catches_what_it_looks_for() -> None:
         "line 6: a table row without a header")
     assert markdown_problems("| a | b |\n| --- | --- |\n| 1 | 2 | 3 |\n") == \
         ["line 3: 4 cell borders, the header has 3"]
+
+
+#: `path/module.py NAME` in one code span: a function, class or constant of that module
+REFERENCE = re.compile(r"`((?:\w+/)*\w+\.py) ([A-Za-z_]\w*)(?:\(\))?`")
+
+
+def _module_files(path: str) -> list[Path]:
+    """The files a document's `path` names: from the root, from tlsprobe/, or any file whose
+    path ends with it (`offline/openvpn_channel.py`)."""
+    direct = [ROOT / path, ROOT / "tlsprobe" / path]
+    found = [p for p in direct if p.is_file()]
+    return found or [p for p in ROOT.rglob(Path(path).name)
+                     if p.as_posix().endswith("/" + path) and ".venv" not in p.parts]
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=IDS)
+def test_every_module_and_name_the_documents_point_at_exists(path: Path) -> None:
+    text = path.read_text()
+    wrong = []
+    for match in REFERENCE.finditer(text):
+        module, name = match.groups()
+        line = text.count("\n", 0, match.start()) + 1
+        files = _module_files(module)
+        if not files:
+            wrong.append(f"{path.name}:{line}: {module}: no such module")
+        elif not any(re.search(rf"\b{name}\b", f.read_text()) for f in files):
+            wrong.append(f"{path.name}:{line}: {module} has no {name}")
+    assert wrong == [], "stale code references:\n" + "\n".join(wrong)
