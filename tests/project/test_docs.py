@@ -142,3 +142,20 @@ def test_every_module_and_name_the_documents_point_at_exists(path: Path) -> None
         elif not any(re.search(rf"\b{name}\b", f.read_text()) for f in files):
             wrong.append(f"{path.name}:{line}: {module} has no {name}")
     assert wrong == [], "stale code references:\n" + "\n".join(wrong)
+
+
+def test_schemas_md_names_every_optional_member() -> None:
+    """docs/SCHEMAS.md's "Required members" names each member a document may leave out
+    (`gate`, `changes` and `baseline` of a scan were missing): the schemas' own list."""
+    import json
+    text = (ROOT / "docs" / "SCHEMAS.md").read_text()
+    bullet = text.split("- **Required members**", 1)[1].split("\n- **", 1)[0]
+    named = set(re.findall(r"`(\w+)`", bullet))
+    folder = ROOT / "tlsprobe" / "data" / "schemas"
+    missing = []
+    for name in ("scan", "probe"):
+        schema = json.loads((folder / f"{name}.schema.json").read_text())
+        optional = set(schema["properties"]) - set(schema["required"])
+        missing += [f"{name}: {member}" for member in sorted(optional - named)]
+    assert missing == [], "optional members docs/SCHEMAS.md does not name: " + \
+        ", ".join(missing)
