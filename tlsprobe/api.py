@@ -50,9 +50,9 @@ if TYPE_CHECKING:
 
 __all__ = ["AuditReport", "CaptureReader", "CaptureSummary", "ClientSimulation",
            "ClientsReport", "ConnectionReport", "FailureKind", "LiveCaptureReader",
-           "ProbeError", "ProbeResult", "SpeedReport", "TlsprobeError", "UsageError",
-           "aprobe", "ascan", "capture_live", "failure_kind", "probe", "read_capture", "scan",
-           "simulate_clients", "speed"]
+           "ProbeError", "ProbeResult", "SpeedReport", "TlsprobeError", "UnreadableInput",
+           "UsageError", "aprobe", "ascan", "capture_live", "failure_kind", "probe",
+           "read_capture", "scan", "simulate_clients", "speed"]
 
 #: a list entry: a name (IANA or OpenSSL spelling, as on the command line) or a codepoint
 Code = str | int
