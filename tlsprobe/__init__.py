@@ -19,9 +19,9 @@ from tlsprobe._version import __version__
 __all__ = [
     "AuditReport", "CaptureReader", "CaptureSummary", "ClientSimulation", "ClientsReport",
     "ConnectionReport", "FailureKind", "LiveCaptureReader", "ProbeError", "ProbeResult",
-    "SpeedReport", "TlsprobeError", "UsageError", "__version__", "aprobe", "ascan",
-    "capture_live", "failure_kind", "probe", "read_capture", "scan", "simulate_clients",
-    "speed"]
+    "SpeedReport", "TlsprobeError", "UnreadableInput", "UsageError", "__version__", "aprobe",
+    "ascan", "capture_live", "failure_kind", "probe", "read_capture", "scan",
+    "simulate_clients", "speed"]
 #: the names `tlsprobe.api` exports, read from it on first access
 _API = frozenset(__all__) - {"__version__"}
 
@@ -38,6 +38,7 @@ if TYPE_CHECKING:   # for type checkers and IDEs; at run time `__getattr__` impo
     from tlsprobe.api import ProbeResult as ProbeResult
     from tlsprobe.api import SpeedReport as SpeedReport
     from tlsprobe.api import TlsprobeError as TlsprobeError
+    from tlsprobe.api import UnreadableInput as UnreadableInput
     from tlsprobe.api import UsageError as UsageError
     from tlsprobe.api import aprobe as aprobe
     from tlsprobe.api import ascan as ascan

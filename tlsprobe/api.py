@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, ParamSpec, Self, TypeVar
 from tlsprobe.apiargs import checked
 from tlsprobe.errors import (
     EXIT_BY_KIND,
+    EXIT_INTERNAL,
     FailureKind,
     TlsprobeError,
     UnreadableInput,
@@ -49,9 +50,9 @@ if TYPE_CHECKING:
 
 __all__ = ["AuditReport", "CaptureReader", "CaptureSummary", "ClientSimulation",
            "ClientsReport", "ConnectionReport", "FailureKind", "LiveCaptureReader",
-           "ProbeError", "ProbeResult", "SpeedReport", "TlsprobeError", "UsageError",
-           "aprobe", "ascan", "capture_live", "failure_kind", "probe", "read_capture", "scan",
-           "simulate_clients", "speed"]
+           "ProbeError", "ProbeResult", "SpeedReport", "TlsprobeError", "UnreadableInput",
+           "UsageError", "aprobe", "ascan", "capture_live", "failure_kind", "probe",
+           "read_capture", "scan", "simulate_clients", "speed"]
 
 #: a list entry: a name (IANA or OpenSSL spelling, as on the command line) or a codepoint
 Code = str | int
@@ -416,4 +417,4 @@ def speed(algorithms: str | Sequence[str] = (), *, seconds: float = 3.0,
                          compare_openssl=compare_openssl or openssl_binary is not None,
                          openssl_binary=openssl_binary)
     except SpeedError as exc:
-        raise TlsprobeError(str(exc), exit_code=1) from None
+        raise TlsprobeError(str(exc), exit_code=EXIT_INTERNAL) from None

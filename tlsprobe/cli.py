@@ -169,6 +169,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return exc.exit_code
     args = parser.parse_intermixed_args(args_list)
     args.started = started
+    if isinstance(parser, ArgumentParser):
+        args.given_options = parser.given_options(args_list)
     try:
         return int(_load(command).run(args))
     except TlsprobeError as exc:

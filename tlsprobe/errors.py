@@ -2,7 +2,8 @@
 
 Exit codes (documented in the README):
   0  success (and, for policy checks, no finding at or above --fail-on)
-  1  findings at or above --fail-on (scan), or a probe whose verification failed
+  1  scan: findings at or above --fail-on, a rating below --fail-under, or a regression
+     since --baseline with --fail-on-change (a failed verification is a result: exit 0)
   2  usage error (bad argument, unreadable file)
   3  network error: unknown host, connection refused, timeout, reset
   4  the server answered but not with TLS (HTTP, SSH banner, garbage)
@@ -17,7 +18,7 @@ Exit codes (documented in the README):
   141 stdout closed by its reader (`tlsprobe scan HOST | head -1`), as a tool killed by
      SIGPIPE (128 + 13); nothing on stderr
   70 internal error: a bug in tlsprobe (one line; TLSPROBE_DEBUG=1 shows the traceback), or
-     pcap's reader process dying (capture/pipe.py)
+     pcap's reader process dying (capture/pipe.py), a speed worker dying (speed/runner.py)
 """
 
 from __future__ import annotations

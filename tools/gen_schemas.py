@@ -140,6 +140,13 @@ def _capture_counters() -> dict[str, Any]:
                                                         "message": {"type": "string"}})}})
     # only when a pcapng file's statistics blocks record drops
     full["properties"]["recorded_dropped"] = count
+    # only for a live capture (pcap -i): its interfaces' pcap_stats (events.py LiveCounts)
+    dropped = counters("received", "dropped", "interface_dropped")
+    full["properties"]["live"] = _closed({
+        "interfaces": {"type": "array", "items": {"type": "string"}},
+        "filter": {"type": "string"}, **dropped,
+        "per_interface": {"type": "array", "items": _closed({
+            "interface": {"type": "string"}, **dropped})}})
     return {"anyOf": [full, {"type": "object", "maxProperties": 0}]}
 
 

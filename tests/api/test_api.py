@@ -266,3 +266,18 @@ def test_scan_and_clients_work_where_an_event_loop_runs(target: str, certs: Any)
 
     with pytest.raises(tlsprobe.UsageError):
         asyncio.run(bad_argument())
+
+
+def test_every_exception_of_the_documented_errors_is_the_packages() -> None:
+    """docs/API.md's "Errors" table names the exceptions to catch: each is `tlsprobe.NAME`
+    (UnreadableInput, what read_capture and capture_live raise, was not: `except
+    tlsprobe.UnreadableInput` was an AttributeError) and is the class the API raises."""
+    text = (REPO / "docs" / "API.md").read_text()
+    table = text.split("## Errors", 1)[1].split("\n\n", 3)[2]
+    names = re.findall(r"^\| `(\w+)`", table, re.MULTILINE)
+    assert {"UsageError", "ProbeError", "UnreadableInput", "TlsprobeError"} <= set(names)
+    for name in names:
+        assert name in tlsprobe.__all__, name
+        assert issubclass(getattr(tlsprobe, name), tlsprobe.TlsprobeError), name
+    with pytest.raises(tlsprobe.UnreadableInput):
+        tlsprobe.read_capture(REPO / "README.md")

@@ -9,6 +9,7 @@ import struct
 import subprocess
 import sys
 import threading
+import zlib
 from pathlib import Path
 
 import pytest
@@ -122,6 +123,28 @@ def test_truncated_gzip_reads_what_is_there_and_warns(tmp_path: Path) -> None:
     assert any("gzip" in w.message for w in stream.stats.warnings)
     got = streams(events)[0]["data"][0] if events else b""
     assert c2s.startswith(got)
+
+
+@pytest.mark.parametrize("name", ["tls13_x25519.pcap", "tls13_x25519_dsb.pcapng"])
+@pytest.mark.parametrize("reader", ["events", "packets"])
+def test_a_gzip_stream_cut_short_names_where_the_reading_ended(name: str, reader: str) -> None:
+    """A gzip-compressed capture cut in the middle of a record: the gzip warning names the
+    offset where the reading ended, the start of the record it cut (as the truncated-record
+    warning does). It named twice that offset, past the end of the data (the reader's
+    position in the buffer before the refill that moved it)."""
+    from tlsprobe.capture.events import CaptureStats
+    raw = (Path(__file__).resolve().parents[2] / "captures" / name).read_bytes()
+    z = gzip.compress(raw, mtime=0)
+    for cut in (len(z) // 5, len(z) // 2):
+        available = len(zlib.decompressobj(31).decompress(z[:cut]))
+        stats = CaptureStats()
+        if reader == "events":
+            stats = collect(io.BytesIO(z[:cut]))[1].stats   # type: ignore[attr-defined]
+        else:
+            list(read_packets(io.BytesIO(z[:cut]), stats))
+        offsets = {w.message.split(":")[0]: w.offset for w in stats.warnings}
+        record = next(off for msg, off in offsets.items() if msg.startswith("truncated"))
+        assert offsets["gzip stream truncated"] == record <= available, stats.warnings
 
 
 def test_damaged_gzip_keeps_everything_decompressed_before_the_damage(tmp_path: Path) -> None:

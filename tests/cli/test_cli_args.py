@@ -9,6 +9,7 @@ through `python -m tlsprobe` and real loopback servers.
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import pytest
@@ -250,3 +251,37 @@ def test_iana_two_byte_suite_spelling_is_one_suite(run_cli, server_cache):
     assert res.returncode == 0, res.stderr
     entries = json.loads(res.stdout)["entries"]
     assert [e["offered_suite"]["id"] for e in entries] == [0x1302], entries
+
+
+#: a value argparse accepts for the options whose type refuses "1"
+VALUES = {"--fail-under": "B"}
+
+
+def _option_words(action: argparse.Action) -> list[str]:
+    """The option of `action` with one value argparse accepts (the command checks it later)."""
+    option = action.option_strings[-1]
+    if action.nargs == 0:
+        return [option]
+    if action.choices:
+        return [option, str(next(iter(action.choices)))]
+    return [f"{option}={VALUES.get(option, '1')}"]
+
+
+@pytest.mark.parametrize("command", ["probe", "scan", "pcap", "speed", "demo", "timing",
+                                     "survey", "clients"])
+def test_every_option_is_told_given_whatever_its_value(command: str) -> None:
+    """cli.py's `given_options` (what a form of a command refuses: `survey summary DIR
+    --workers N` on N cores) names each option given, whatever its kind: a second parse
+    of an "append" option (`pcap -i lo`) failed with an internal error (exit 70)."""
+    from tlsprobe.cli import build_parser
+    parser = build_parser(command)
+    positional = {"probe": ["h"], "timing": ["h"], "survey": ["t"]}.get(command, [])
+    for action in parser._actions:
+        if not action.option_strings or action.dest in ("help", "version"):
+            continue
+        words = _option_words(action)
+        assert parser.given_options([*words, *positional]) == {action.dest}, words
+        if action.nargs != 0:   # at its default value too (it was told apart by value)
+            again = [f"{action.option_strings[-1]}={action.default}"] \
+                if action.default not in (None, "") else words
+            assert parser.given_options([*again, *positional]) == {action.dest}, again

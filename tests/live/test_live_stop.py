@@ -219,3 +219,27 @@ def test_packets_captured_before_the_stop_are_still_read() -> None:
             stream.close()
             capture.close()
     assert stream.stats.packets == 10 and len(events) == 10
+
+
+@pytest.mark.parametrize("form", ["--jsonl", "--json"])
+def test_live_json_matches_the_shipped_schemas(tls_server: Any, live_pcap: Any,
+                                                form: str) -> None:
+    """The capture record of a live capture carries `capture.live` (its interfaces' counts,
+    README "Live capture"); the schemas did not name it, so every `pcap -i --jsonl` or
+    `--json` failed validation (docs/SCHEMAS.md: closed objects)."""
+    from tests.schemas.validate import assert_valid
+    server = tls_server("openssl")
+    run = live_pcap(f"tcp port {server.port}", form, "--stats", "-c", "1")
+    run_client(["openssl", "s_client", "-connect", f"127.0.0.1:{server.port}"])
+    code, lines, err = run.finish(timeout=30)
+    assert code == 0, err
+    if form == "--json":
+        doc = json.loads("\n".join(lines))
+        assert doc["captures"][0]["capture"]["live"]["interfaces"] == ["lo"]
+        assert_valid("pcap", doc, "pcap -i lo --json --stats")
+        return
+    records = [json.loads(line) for line in lines]
+    assert [r["kind"] for r in records] == ["connection", "capture", "stats"], records
+    assert records[1]["capture"]["live"]["per_interface"][0]["interface"] == "lo"
+    for record in records:
+        assert_valid("pcap-connection", record, f"pcap -i lo --jsonl: {record['kind']}")

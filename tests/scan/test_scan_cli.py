@@ -78,6 +78,12 @@ def test_usage_errors_are_one_line(run_cli, tmp_path):
     assert "Traceback" not in err
     code, _, err = run_cli("scan")
     assert code == 2 and "no target" in err
+    # an -f FILE without a target line: the error said to give the -f FILE just given
+    empty = tmp_path / "targets.txt"
+    empty.write_text("# none yet\n\n")
+    code, _, err = run_cli("scan", "-f", empty)
+    assert code == 2 and err == f"tlsprobe: error: no target in {empty} (-f): give one " \
+        "HOST[:PORT] per line ('#' starts a comment)\n", err
     bad = tmp_path / "p.json"
     bad.write_text('{"groups": ["x25519"], "curvez": []}')
     code, _, err = run_cli("scan", "127.0.0.1:1", "--policy", bad)

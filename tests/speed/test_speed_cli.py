@@ -179,6 +179,24 @@ def test_ctrl_c_with_workers_stops_at_once_and_prints_what_was_measured(
     assert _children(proc.pid) == []  # no worker left behind
 
 
+def test_a_worker_that_dies_is_exit_70_in_one_line(tmp_path: Path) -> None:
+    """A benchmark worker killed (OOM killer, kill -9) is exit 70, as pcap's reader process
+    dying is (README, exit codes): never 1, which belongs to scan's --fail-on."""
+    proc = _start(tmp_path, "--seconds", "0.5", "--multi", "2", *ECDH)
+    workers = _wait_for_workers(proc, 2)
+    os.kill(workers[0], signal.SIGKILL)
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail("speed did not end within 30 s of a worker's death")
+    assert proc.returncode == 70, (proc.returncode, err)
+    assert err == "tlsprobe: a benchmark worker process ended without reporting\n", err
+    time.sleep(0.2)
+    assert _children(proc.pid) == []  # the other worker is stopped too
+
+
 def test_ctrl_c_in_one_process_gives_partial_json(tmp_path: Path) -> None:
     proc = _start(tmp_path, "--seconds", "0.5", "--json", *ECDH)
     _wait_for_cpu(proc, [proc.pid], 1.5)  # start-up, then a few 0.5 s figures of the 18

@@ -218,6 +218,15 @@ def refused_survey(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (["diff", "{tmp}/done", "{tmp}/done", "--workers", "7"],
      "--workers applies to tlsprobe survey TARGETS --out DIR, not to survey diff"),
     (["diff", "{tmp}/done", "{tmp}/done", "--no-sni"], "--no-sni applies to"),
+    # a run's options given at their default values: they were told apart from the defaults
+    # by value only, so these were ignored (exit 0)
+    (["summary", "{tmp}/done", "--workers", str(os.cpu_count() or 1)],
+     "--workers applies to tlsprobe survey TARGETS --out DIR, not to survey summary"),
+    (["summary", "{tmp}/done", "--checks", "groups,pq"], "--checks applies to"),
+    (["summary", "{tmp}/done", "--shard-size", "64"], "--shard-size applies to"),
+    (["diff", "{tmp}/done", "{tmp}/done", "--timeout", "5"],
+     "--timeout applies to tlsprobe survey TARGETS --out DIR, not to survey diff"),
+    (["diff", "{tmp}/done", "{tmp}/done", "--extra-groups="], "--extra-groups applies to"),
 ])
 def test_an_option_of_another_form_is_refused_not_ignored(args, words, refused_survey):
     tmp = refused_survey

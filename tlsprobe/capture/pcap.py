@@ -36,8 +36,11 @@ PacketRecord = tuple[int, float, int, bytes, int, int, int]
 def final_accounting(inp: ChunkedInput, opened: OpenedSource, stats: CaptureStats, pos: int,
                      frames: int) -> None:
     """A reader stopped at `pos` after `frames` packets: the input left there, the packet
-    count, and the source's own read error (a gzip stream cut short, say) as a warning."""
-    inp.pos = pos
+    count, and the source's own read error (a gzip stream cut short, say) as a warning.
+    A reader whose last record the stream cut short holds `pos` in the buffer as it was
+    before the fill that moved it: the input knows where that record began (`ended_at`)."""
+    ended = inp.ended_at
+    inp.pos = pos if ended is None else ended - inp.base
     stats.packets = frames
     err = opened.error
     if err:

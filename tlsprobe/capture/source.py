@@ -298,9 +298,11 @@ class ChunkedInput:
     """A refillable window over a stream: readers parse ``buf`` from ``pos`` in place.
 
     `base` is the absolute stream offset of ``buf[0]``, for warnings that name where the
-    damage is."""
+    damage is. `ended_at`: the absolute offset of what the last failed `fill` could not
+    complete (a record cut by the end of the stream), None before one: where the reading
+    ended, whatever position in the buffer (moved by that fill) a reader still holds."""
 
-    __slots__ = ("_read", "_stream", "base", "buf", "eof", "pos")
+    __slots__ = ("_read", "_stream", "base", "buf", "ended_at", "eof", "pos")
 
     def __init__(self, stream: _Readable, head: bytes) -> None:
         self._stream = stream
@@ -309,6 +311,7 @@ class ChunkedInput:
         self.pos = 0
         self.base = 0
         self.eof = False
+        self.ended_at: int | None = None
 
     @property
     def offset(self) -> int:
@@ -330,6 +333,7 @@ class ChunkedInput:
         if have >= need:
             return True
         if self.eof:
+            self.ended_at = self.base + self.pos
             return False
         read = self._read
         parts: list[bytes] = []
@@ -344,7 +348,10 @@ class ChunkedInput:
         self.buf = self.buf[self.pos:] + more
         self.base += self.pos
         self.pos = 0
-        return len(self.buf) >= need
+        if len(self.buf) >= need:
+            return True
+        self.ended_at = self.base
+        return False
 
     def skip(self, n: int) -> bool:
         """Move `n` bytes forward (reading through them); False at end of stream."""

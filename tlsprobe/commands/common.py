@@ -85,6 +85,12 @@ class HelpFormatter(argparse.HelpFormatter):
                          terminal_columns() - 2 if width is None else width)
 
 
+class _Unset(list[str]):
+    """The value of an option not given, in `ArgumentParser.given_options`: a list, since an
+    "append" action copies what the namespace holds and appends to the copy (a new object:
+    given); a "store" action replaces it."""
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """argparse with one-line errors: `tlsprobe: error: MESSAGE (see tlsprobe [SUB] --help)`,
     exit 2, instead of the usage block (the README promises one-line errors).
@@ -106,6 +112,17 @@ class ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         message = " ".join(message.split()) + self._suggestion(message)
         self.exit(EXIT_USAGE, f"tlsprobe: error: {message} (see {self.prog} --help)\n")
+
+    def given_options(self, words: list[str]) -> frozenset[str]:
+        """The dests of the options among `words` (already parsed once: valid), whatever
+        their values: an option given at its default value is given all the same, which a
+        comparison with the defaults cannot tell (`survey summary DIR --workers 2` on two
+        cores). argparse sets a default only where the namespace has no value yet."""
+        unset = {a.dest: _Unset() for a in self._actions if a.option_strings}
+        seen = argparse.Namespace(**unset)
+        self.parse_intermixed_args(words, namespace=seen)
+        return frozenset(dest for dest, value in vars(seen).items()
+                         if dest in unset and value is not unset[dest])
 
     def _suggestion(self, message: str) -> str:
         """' (did you mean --json?)' for a mistyped option (argparse's 'unrecognized

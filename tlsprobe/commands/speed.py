@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from tlsprobe.errors import TlsprobeError, UsageError
+from tlsprobe.errors import EXIT_INTERNAL, TlsprobeError, UsageError
 
 if TYPE_CHECKING:
     from tlsprobe.speed import SpeedReport
@@ -253,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
         except SpeedInterrupted as exc:
             report, interrupted = exc.report, True
         except SpeedError as exc:
-            raise TlsprobeError(str(exc), exit_code=1) from None
+            raise TlsprobeError(str(exc), exit_code=EXIT_INTERNAL) from None
     _print(report, args.json)
     if args.plot:
         from tlsprobe.commands.common import written_to

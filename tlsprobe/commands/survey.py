@@ -142,12 +142,16 @@ _FORMS = {"summary": "tlsprobe survey summary DIR", "diff": "tlsprobe survey dif
 
 
 def _given(args: argparse.Namespace) -> list[str]:
-    """The dests of the options given a value other than their default."""
+    """The dests of the options given on the command line (`given_options`, set by cli.py:
+    also one given at its default value, such as --workers N on N cores), else of those
+    whose value is not their default."""
     parser = argparse.ArgumentParser(add_help=False)
     add_arguments(parser)
     defaults = vars(parser.parse_args(["TARGETS"]))
+    given = getattr(args, "given_options", None)
     return [dest for dest, default in defaults.items()
-            if dest not in ("targets", "directory", "new") and getattr(args, dest) != default]
+            if dest not in ("targets", "directory", "new")
+            and (dest in given if given is not None else getattr(args, dest) != default)]
 
 
 def check_form(args: argparse.Namespace) -> str:

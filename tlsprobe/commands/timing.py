@@ -55,7 +55,7 @@ def add_timing_arguments(parser: argparse._ActionsContainer) -> None:
                         help="time these groups (names or hex, ',' or ':' separated) instead "
                         "of the ones the server is found to accept")
     parser.add_argument("--timing-versions", metavar="LIST", default=None,
-                        help="protocol versions to time: 1.3, 1.2 or both (default 1.3,1.2)")
+                        help="protocol versions to time: 1.3, 1.2, or both: 1.3,1.2 (the default)")
     parser.add_argument("--timing-suites", metavar="LIST", default=None,
                         help="also pin each of these cipher suites in turn ('all': every suite "
                         "the server accepts); default: the server chooses")

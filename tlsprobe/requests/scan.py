@@ -246,7 +246,11 @@ class ScanRequest:
                             profiles=getattr(args, "profiles", None),
                             profiles_dir=getattr(args, "profiles_dir", None))
         if not request.targets:
-            raise UsageError("no target: give HOST[:PORT] or -f FILE")
+            if args.targets_file is None:
+                raise UsageError("no target: give HOST[:PORT] or -f FILE")
+            name = "stdin" if args.targets_file == "-" else args.targets_file
+            raise UsageError(f"no target in {name} (-f): give one HOST[:PORT] per line "
+                             "('#' starts a comment)")
         return request
 
     def connector(self, note: IO[str] | None = None) -> AsyncConnector | None:

@@ -217,7 +217,11 @@ def _collect(algorithms: Sequence[Algorithm], processes: int, block_sizes: Seque
         try:
             message = out.get(timeout=1.0)
         except queue_module.Empty:
-            if not any(worker.is_alive() for worker in workers):
+            # a worker gone without its "done" (killed, out of memory) never reaches the next
+            # barrier: the others would wait there for _SYNC_TIMEOUT. What a worker sent
+            # before it ended is read by now (a process flushes its queue as it exits).
+            if any(not worker.is_alive() for index, worker in enumerate(workers)
+                   if index not in finished):
                 raise SpeedError("a benchmark worker process ended without reporting") from None
             continue
         if message[0] == "error":
