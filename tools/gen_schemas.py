@@ -185,7 +185,7 @@ def _shapes() -> dict[type, Shape]:
                                                "required": ["file", "saved"],
                                                "properties": {"file": {"type": "string"},
                                                               "saved": {"type": "string"}}}}),
-        Finding: Shape(optional=("waiver", "waived_by")),
+        Finding: Shape(optional=("waiver", "waived_by", "inconclusive")),
         Rating: Shape(extra={"label": {"type": "string"}}),
         ClientSimulation: Shape(extra={n: _NULLABLE_STR for n in (
             "version_name", "cipher_suite_name", "group_name", "signature_scheme_name")}),

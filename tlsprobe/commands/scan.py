@@ -223,10 +223,20 @@ def exit_reason(reports: list[AuditReport], fail_on: str | None,
     if fail_under:
         gates = f"--fail-on {fail_on} or " if fail_on else ""
         return EXIT_OK, (f"no error, no finding at or above {gates}rating below "
-                         f"--fail-under {fail_under}")
+                         f"--fail-under {fail_under}{_not_counted(reports, fail_on)}")
     if fail_on:
-        return EXIT_OK, f"no error and no finding at or above --fail-on {fail_on}"
+        return EXIT_OK, (f"no error and no finding at or above --fail-on {fail_on}"
+                         f"{_not_counted(reports, fail_on)}")
     return EXIT_OK, "no error (findings set the exit code only with --fail-on)"
+
+
+def _not_counted(reports: list[AuditReport], fail_on: str | None) -> str:
+    """"; 2 inconclusive finding(s) not counted" when findings at or above --fail-on
+    only say what could not be established (they fail no gate)."""
+    from tlsprobe.model.audit import severity_rank
+    n = sum(1 for r in reports for f in r.findings if fail_on and f.inconclusive
+            and severity_rank(f.severity) >= severity_rank(fail_on))
+    return f" ({n} inconclusive finding(s) at or above it, counted by no gate)" if n else ""
 
 
 def _grade_of(r: AuditReport) -> str:

@@ -261,7 +261,12 @@ class Finding:
     the finding is about ("TLS 1.2"), or is None when it is not about one version.
     A finding a policy waives (its `waive` table) is listed in `AuditReport.waived` with the
     policy's reason (`waiver`) and name (`waived_by`); those two JSON members are there only
-    on waived findings."""
+    on waived findings. `inconclusive`: the finding states what could NOT be established
+    (audit.inconclusive, certificate.not_verified, a check whose verdict is inconclusive:
+    policy/codes.py UNDETERMINED): it counts toward no gate (--fail-on at any level, the
+    JUnit test cases, the SARIF level) unless a policy's `severity` table names its code,
+    which makes it an ordinary finding at that severity; the JSON member is there only when
+    true."""
 
     severity: Severity
     code: str                       # stable identifier, e.g. "version.not_allowed"
@@ -271,10 +276,18 @@ class Finding:
     version: str | None = None
     waiver: str | None = None       # why it is accepted (only on a waived finding)
     waived_by: str | None = None    # the policy that waives it
+    inconclusive: bool = False      # what could not be established: counts toward no gate
 
     def json_shape(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(self)
-                if f.name not in ("waiver", "waived_by") or self.waiver is not None}
+                if (f.name not in ("waiver", "waived_by") or self.waiver is not None)
+                and (f.name != "inconclusive" or self.inconclusive)}
+
+    @property
+    def gates(self) -> bool:
+        """Whether this finding can fail a gate (--fail-on, a JUnit test case): not when
+        waived, nor when it only says what could not be established."""
+        return self.waiver is None and not self.inconclusive
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from tlsprobe.model.audit import (
 from tlsprobe.model.severity import Severity
 from tlsprobe.policy.certificate import certificate_findings, names
 from tlsprobe.policy.checks import check_findings
-from tlsprobe.policy.codes import check_of
+from tlsprobe.policy.codes import UNDETERMINED, check_of
 from tlsprobe.policy.load import Policy
 from tlsprobe.policy.rules import POLICY_RULES, dh_modulus_word, evaluate
 
@@ -258,6 +258,8 @@ def judge(report: AuditReport, policies: list[Policy]) -> tuple[tuple[Finding, .
     # a check's findings go with the check's name, whatever their codes
     found += check_findings(tuple(r for r in report.check_results
                                   if not asked or r.name in asked))
+    found = [dataclasses.replace(f, inconclusive=True) if f.code in UNDETERMINED else f
+             for f in found]
     rated = [rate(f, policies) for f in dict.fromkeys(found)]
     unique = list(dict.fromkeys(rated))
 
@@ -270,14 +272,19 @@ def judge(report: AuditReport, policies: list[Policy]) -> tuple[tuple[Finding, .
 def rate(finding: Finding, policies: list[Policy]) -> Finding:
     """`finding` as the policies have it. A policy's own finding already has the policy's
     severity; a built-in finding (or a check's) takes the severity the policies' `severity`
-    tables give its code (the highest, when several name it). A finding is waived by its
-    own policy's `waive` table, a built-in one by any policy's (the first that names it)."""
+    tables give its code (the highest, when several name it). An inconclusive finding (what
+    could not be established) is re-rated only by its own code, never by an `AREA.*` key:
+    a policy naming it asks to be held to it, and it then counts toward the gates as any
+    finding. A finding is waived by its own policy's `waive` table, a built-in one by any
+    policy's (the first that names it)."""
     mine = [p for p in policies if p.name == finding.policy] if finding.policy != "builtin" \
         else policies
     if finding.policy == "builtin":
-        ratings = [r for p in mine if (r := p.rated(finding.code)) is not None]
+        ratings = [r for p in mine
+                   if (r := p.rated(finding.code, exact=finding.inconclusive)) is not None]
         if ratings:
-            finding = dataclasses.replace(finding, severity=max(ratings, key=severity_rank))
+            finding = dataclasses.replace(finding, severity=max(ratings, key=severity_rank),
+                                          inconclusive=False)
     for policy in mine:
         reason = policy.waiver(finding.code)
         if reason is not None:
@@ -286,5 +293,7 @@ def rate(finding: Finding, policies: list[Policy]) -> Finding:
 
 
 def at_or_above(findings: tuple[Finding, ...], threshold: str) -> list[Finding]:
+    """The findings that fail --fail-on `threshold` (and a JUnit test case): at or above
+    it, neither waived nor inconclusive (Finding.gates)."""
     limit = severity_rank(threshold)
-    return [f for f in findings if severity_rank(f.severity) >= limit]
+    return [f for f in findings if f.gates and severity_rank(f.severity) >= limit]

@@ -80,9 +80,10 @@ class Policy:
         """The severity of this policy's finding `code` (its `severity` table first)."""
         return lookup(self.severity, code) or DEFAULT_SEVERITY.get(code, Severity.low)
 
-    def rated(self, code: str) -> Severity | None:
-        """The severity this policy's `severity` table gives `code` (None: not named)."""
-        return lookup(self.severity, code)
+    def rated(self, code: str, exact: bool = False) -> Severity | None:
+        """The severity this policy's `severity` table gives `code` (None: not named);
+        `exact`: only an entry of the code itself counts, not its `AREA.*`."""
+        return self.severity.get(code) if exact else lookup(self.severity, code)
 
     def waiver(self, code: str) -> str | None:
         """The reason this policy waives `code` for (None: not waived)."""

@@ -7,6 +7,7 @@ could not be established are listed as such, never folded into "not supported".
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import IO
 
 from rich.console import Group, RenderableType
@@ -354,8 +355,15 @@ def summary_lines(reports: list[AuditReport], code: int, reason: str) -> list[st
     grades = grades_line(reports)
     return [(f"Targets: {len(reports)}; audited {len(reports) - failed}; with an error "
             f"{failed}{by_kind}"),
-            f"Findings: {found}", *([grades] if grades else []), *gate_lines(reports),
-            f"Exit code {code}: {reason}"]
+            f"Findings: {found}{inconclusive_note(reports)}", *([grades] if grades else []),
+            *gate_lines(reports), f"Exit code {code}: {reason}"]
+
+
+def inconclusive_note(reports: Sequence[AuditReport]) -> str:
+    """" (2 inconclusive: counted by no gate)" after the findings by severity, when some
+    findings only say what could not be established (Finding.inconclusive); "" when none."""
+    n = sum(1 for r in reports for f in r.findings if f.inconclusive)
+    return f" ({n} inconclusive: counted by no gate)" if n else ""
 
 
 def gate_lines(reports: list[AuditReport]) -> list[str]:

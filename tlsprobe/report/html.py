@@ -380,10 +380,12 @@ def summary_html(reports: Sequence[AuditReport], code: int, reason: str) -> str:
     cells = " ".join(f'<span class="sev sev-{s}">{counts[s]} {s}</span>'
                      for s in (Severity.critical, Severity.high, Severity.medium, Severity.low, Severity.info) if s in counts)
     errors = sum(1 for r in reports if r.error)
+    from tlsprobe.report.audit_tables import inconclusive_note
     from tlsprobe.report.rating import grades_line
     grades = grades_line(reports)
     return (f"<p>Targets: {len(reports)}; with an error: {errors}</p>\n"
-            f"<p>Findings: {cells or 'none'}</p>\n" + (_p(grades) if grades else "")
+            f"<p>Findings: {cells or 'none'}{_e(inconclusive_note(reports))}</p>\n"
+            + (_p(grades) if grades else "")
             + _p(f"Exit code {code}: {reason}"))
 
 

@@ -13,7 +13,10 @@ One `testsuite` per target (named HOST:PORT, with its start time and duration), 
 - one `testcase` per finding code of the audit itself (classname `tlsprobe.finding.AREA`,
   name the code: version.not_allowed, certificate.expires_soon ...), failing when one of
   its findings is at or above the threshold, passing with the findings in `system-out`
-  when they are below it or waived;
+  when they are below it or waived; a code whose findings are all inconclusive (what could
+  not be established: audit.inconclusive, certificate.not_verified) is `skipped`
+  ("inconclusive: ..."), whatever the threshold, unless a policy's `severity` table names
+  the code (model/audit.py Finding.inconclusive);
 - a `rating` testcase when the target was rated: failing below --fail-under (with
   --fail-under also for a target not rated, below every gate);
 - with --fail-on-change, a `changes` testcase (classname `tlsprobe.baseline`), failing
@@ -79,7 +82,7 @@ def _check_case(suite: ET.Element, r: AuditReport, c: CheckResult,
         ET.SubElement(case, "skipped", message=f"{c.verdict}: {shown(c.reason)}")
         _out(case, evidence)
         return "skipped"
-    failing = [f for f in own if Severity(f.severity).rank >= threshold.rank]
+    failing = [f for f in own if f.gates and Severity(f.severity).rank >= threshold.rank]
     if failing or (c.verdict in _PROBLEMS and not waived):
         kind = str(c.severity or c.verdict)
         node = ET.SubElement(case, "failure", message=why, type=kind)
@@ -103,8 +106,16 @@ def _finding_cases(suite: ET.Element, r: AuditReport, threshold: Severity) -> li
     outcomes = []
     for code, found in codes.items():
         case = _case(suite, f"tlsprobe.finding.{code.partition('.')[0]}", code)
-        failing = [f for f, waived in found
-                   if not waived and Severity(f.severity).rank >= threshold.rank]
+        failing = [f for f, _ in found
+                   if f.gates and Severity(f.severity).rank >= threshold.rank]
+        if not failing and all(f.inconclusive for f, _ in found):
+            # what could not be established: no pass, no failure (as an inconclusive check)
+            ET.SubElement(case, "skipped", message=shown(
+                f"inconclusive: {found[0][0].message}"
+                + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")))
+            _out(case, [("waived: " if w else "") + _text(f) for f, w in found])
+            outcomes.append("skipped")
+            continue
         if failing:
             node = ET.SubElement(case, "failure", message=_text(failing[0]),
                                  type=str(max((Severity(f.severity) for f in failing),
@@ -112,8 +123,8 @@ def _finding_cases(suite: ET.Element, r: AuditReport, threshold: Severity) -> li
             node.text = "\n".join(_text(f) for f, _ in found)
             outcomes.append("failure")
         else:
-            _out(case, [("waived: " if w else "below the threshold: ") + _text(f)
-                        for f, w in found])
+            _out(case, [("waived: " if w else "inconclusive: " if f.inconclusive else
+                         "below the threshold: ") + _text(f) for f, w in found])
             outcomes.append("passed")
     return outcomes
 

@@ -1,0 +1,117 @@
+"""What could not be established fails no gate: `scan --fail-on info` against real loopback
+servers whose only findings say something was NOT determined (audit.inconclusive after
+resets, certificate.not_verified with --no-verify, LUCKY13's "potentially vulnerable")
+exits 0 in every output (exit code, the target's JSON gate, JUnit, SARIF, the summary);
+a policy that names the code in its `severity` table asks to be held to it (exit 1), an
+`AREA.*` key does not."""
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from tests.helpers.faultproxy import RESET, FaultProxy, nth_matching
+from tlsprobe.wire.hello import ClientHello
+
+pytestmark = pytest.mark.needs_impl("openssl")
+SERVER = dict(groups="X25519:P-256", serverpref=True,
+              ciphers="ECDHE-RSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-SHA")
+
+
+def tls12_only(h: ClientHello) -> bool:
+    return not h.supported_versions and h.legacy_version == 0x0303
+
+
+@pytest.fixture
+def flaky(server_cache):
+    """A new proxy in front of openssl s_server each call, that resets the versions check's
+    two TLS 1.2-only hellos (its full offer, then its minimal one): TLS 1.2 is
+    inconclusive."""
+    srv = server_cache("openssl", **SERVER)
+    started: list[FaultProxy] = []
+
+    def start() -> FaultProxy:
+        started.append(FaultProxy([(srv.host, srv.port)],
+                                  nth_matching(tls12_only, RESET, which=(1, 2))))
+        return started[-1]
+    yield start
+    for proxy in started:
+        proxy.close()
+
+
+def scan(run_cli, tmp_path, port: int, *args: str):
+    files = {"junit": tmp_path / "s.xml", "sarif": tmp_path / "s.sarif",
+             "json": tmp_path / "s.jsonl"}
+    code, out, err = run_cli("scan", f"127.0.0.1:{port}", "--retries", "0", "--no-progress",
+                             "--junit", files["junit"], "--sarif", files["sarif"],
+                             "--json-out", files["json"], *args)
+    doc = json.loads(files["json"].read_text().splitlines()[0])
+    return code, out, err, doc, ET.parse(files["junit"]), json.loads(files["sarif"].read_text())
+
+
+def junit_case(tree: ET.ElementTree, name: str) -> ET.Element:
+    return next(c for c in tree.iter("testcase") if c.get("name") == name)
+
+
+def test_inconclusive_versions_fail_no_gate(run_cli, tmp_path, flaky):
+    proxy = flaky()
+    code, out, err, doc, junit, sarif = scan(run_cli, tmp_path, proxy.port, "--checks",
+                                             "versions", "--no-policy", "--fail-on", "info")
+    assert len(proxy.faults()) == 2, err
+    assert [f["code"] for f in doc["findings"]] == ["audit.inconclusive"]
+    assert code == 0, (out, err)
+    assert doc["findings"][0]["inconclusive"] is True
+    assert doc["gate"] == {"passed": True, "reasons": []}
+    case = junit_case(junit, "audit.inconclusive")
+    assert case.find("failure") is None
+    assert case.find("skipped").get("message").startswith("inconclusive: TLS 1.2 support")
+    assert junit.getroot().get("failures") == "0"
+    run = sarif["runs"][0]
+    (result,) = run["results"]
+    assert (result["ruleId"], result["kind"], result["level"]) == \
+        ("audit.inconclusive", "open", "none")
+    assert run["tool"]["driver"]["rules"][0]["defaultConfiguration"]["level"] == "none"
+    assert run["invocations"][0]["exitCode"] == 0
+    assert "counted by no gate" in run["invocations"][0]["exitCodeDescription"]
+
+
+def test_a_policy_naming_the_code_asks_for_the_gate(run_cli, tmp_path, flaky):
+    """`"audit.inconclusive" = "medium"` holds the target to it (exit 1, a failing JUnit
+    case, a SARIF warning); `"audit.*"` alone re-rates nothing that was not established."""
+    strict = tmp_path / "strict.toml"
+    strict.write_text('[severity]\n"audit.inconclusive" = "medium"\n')
+    code, out, err, doc, junit, sarif = scan(run_cli, tmp_path, flaky().port, "--checks",
+                                             "versions", "--policy", strict,
+                                             "--fail-on", "medium")
+    assert code == 1, (out, err)
+    (f,) = [f for f in doc["findings"] if f["code"] == "audit.inconclusive"]
+    assert f["severity"] == "medium" and "inconclusive" not in f
+    assert doc["gate"]["reasons"] == ["1 finding(s) at or above --fail-on medium: "
+                                      "audit.inconclusive (medium)"]
+    assert junit_case(junit, "audit.inconclusive").find("failure") is not None
+    assert sarif["runs"][0]["results"][0]["level"] == "warning"
+    area = tmp_path / "area.toml"
+    area.write_text('[severity]\n"audit.*" = "high"\n')
+    code, out, err, doc, junit, sarif = scan(run_cli, tmp_path, flaky().port, "--checks",
+                                             "versions", "--policy", area, "--fail-on", "info")
+    assert code == 0, (out, err)
+    (f,) = [f for f in doc["findings"] if f["code"] == "audit.inconclusive"]
+    assert (f["severity"], f["inconclusive"]) == ("info", True)
+
+
+def test_trust_not_checked_fails_no_gate(run_cli, tmp_path, server_cache):
+    """--no-verify: certificate.not_verified says the chain was not checked; neither it nor
+    LUCKY13's inconclusive verdict (a CBC suite, no timing measured) fails --fail-on info."""
+    srv = server_cache("openssl", **SERVER)
+    code, out, err, doc, junit, sarif = scan(run_cli, tmp_path, srv.port, "--checks",
+                                             "cert,lucky13", "--no-policy", "--no-verify",
+                                             "--fail-on", "info")
+    found = {f["code"]: f for f in doc["findings"]}
+    assert {"certificate.not_verified", "check.lucky13"} <= set(found), found
+    assert found["certificate.not_verified"]["inconclusive"] is True
+    assert found["check.lucky13"]["inconclusive"] is True
+    assert [f for f in found.values() if not f.get("inconclusive")] == []
+    assert code == 0, (out, err)
+    assert junit.getroot().get("failures") == "0"
+    assert {r["level"] for r in sarif["runs"][0]["results"]} == {"none"}
