@@ -268,20 +268,25 @@ def _same_terminal(out: TextIO, err: TextIO) -> bool:
     return (a.st_rdev, a.st_ino, a.st_dev) == (b.st_rdev, b.st_ino, b.st_dev)
 
 
-def _list_policies(out: TextIO, as_json: bool = False) -> int:
-    """The built-in policies: a line each and the aliases; with --json, a JSON line each
-    (name, title, source, the aliases naming it), as `clients --list --json` lists."""
+def _list_policies(out: TextIO, as_json: bool = False, given: list[str] | None = None) -> int:
+    """The built-in policies, then the policies given with --policy (a file that extends a
+    built-in one says which): a line each and the aliases; with --json, a JSON line each
+    (name, title, source, the built-in policy it extends or null, the aliases naming it),
+    as `clients --list --json` lists."""
     import json
 
     from tlsprobe.policy import load as pol
-    for name in pol.builtin_names():
-        p = _load_policy(name)
+    listed = {(p.name, p.source): p for p in map(_load_policy, pol.builtin_names())}
+    for p in map(_load_policy, given or ()):
+        listed.setdefault((p.name, p.source), p)
+    for p in listed.values():
         if as_json:
-            aliases = [k for k, v in pol.ALIASES.items() if v == name]
-            print(json.dumps({"name": name, "title": p.title, "source": p.source,
-                              "aliases": aliases}), file=out)
+            aliases = [k for k, v in pol.ALIASES.items() if v == p.name and not p.extends]
+            print(json.dumps({"name": p.name, "title": p.title, "source": p.source,
+                              "extends": p.extends or None, "aliases": aliases}), file=out)
         else:
-            print(f"{name:28} {p.title}", file=out)
+            base = f" (extends {p.extends})" if p.extends else ""
+            print(f"{p.name:28} {p.title}{base}", file=out)
     if not as_json:
         print("aliases: " + ", ".join(f"{k} = {v}" for k, v in pol.ALIASES.items()),
               file=out)
@@ -291,7 +296,7 @@ def _list_policies(out: TextIO, as_json: bool = False) -> int:
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     if args.list_policies:
-        return _list_policies(out, args.json)
+        return _list_policies(out, args.json, args.policy)
     from tlsprobe.commands.lazy_methods import deferred
     with deferred():    # also for the types imported after start-up (the checks' details)
         return _run(args, out)

@@ -316,6 +316,9 @@ class AuditReport:
                                                   # versions check, nothing to compare)
     findings: tuple[Finding, ...] = ()
     policies: tuple[str, ...] = ()
+    #: policy name -> the built-in policy that policy file `extends` (policy/load.py); no
+    #: JSON member when none does
+    policy_extends: dict[str, str] = field(default_factory=dict)
     #: findings a policy waives (with the reason): not in `findings`, never fail --fail-on
     waived: tuple[Finding, ...] = ()
     checks: tuple[str, ...] = ()
@@ -418,7 +421,8 @@ class AuditReport:
         """The fields in declaration order, without "check_results" or "read_only" when there are none and
         without "starttls" when there is none (no --starttls) and without "transport" over
         TCP (only scan --quic sets it) and without "one_at_a_time" for a target that took
-        parallel connections and without "rating" when there is none (an error report), so that an audit that asks for none of them keeps its JSON
+        parallel connections and without "rating" when there is none (an error report)
+        and without "policy_extends" when no policy extends another, so that an audit that asks for none of them keeps its JSON
         unchanged."""
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if (f.name != "check_results" or self.check_results)
@@ -428,7 +432,14 @@ class AuditReport:
                 and (f.name != "one_at_a_time" or self.one_at_a_time is not None)
                 and (f.name != "clients" or self.clients)
                 and (f.name != "rating" or self.rating is not None)
-                and (f.name != "gate" or self.gate is not None)}
+                and (f.name != "gate" or self.gate is not None)
+                and (f.name != "policy_extends" or self.policy_extends)}
+
+    def policies_label(self) -> str:
+        """The policies checked, each with the built-in one it extends: "ours extends
+        mozilla-modern-6.0, old"; "" when none (built-in checks only)."""
+        return ", ".join(f"{p} extends {self.policy_extends[p]}" if p in self.policy_extends
+                         else p for p in self.policies)
 
     def to_dict(self) -> JsonObject:
         """The JSON object: schema, tool and kind, then the fields."""

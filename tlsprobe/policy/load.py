@@ -60,6 +60,10 @@ class Policy:
     name: str
     title: str = ""
     source: str = ""
+    #: the built-in policy a file `extends` (its full name; "" for none): the file's keys
+    #: replace the base's, but never its name, title or source (the file's own, or its
+    #: file name and path)
+    extends: str = ""
     versions: frozenset[int] | None = None
     required_versions: tuple[int, ...] = ()
     cipher_suites: frozenset[int] | None = None
@@ -75,6 +79,11 @@ class Policy:
     severity: dict[str, Severity] = field(default_factory=dict)
     #: finding code (or `AREA.*`) -> why it is accepted: such findings are listed as waived
     waive: dict[str, str] = field(default_factory=dict)
+
+    def label(self) -> str:
+        """The name, and the built-in policy it extends: "ours (extends
+        mozilla-modern-6.0)"."""
+        return f"{self.name} (extends {self.extends})" if self.extends else self.name
 
     def sev(self, code: str) -> Severity:
         """The severity of this policy's finding `code` (its `severity` table first)."""
@@ -168,7 +177,11 @@ def load_policy(spec: str) -> Policy:
         if base is not None:
             if not isinstance(base, str):
                 raise PolicyError(f"policy file {path}: 'extends' must be a policy name")
-            data = {**_raw_builtin(base), **data}
+            inherited = {k: v for k, v in _raw_builtin(base).items()
+                         if k not in ("name", "title", "source")}
+            data = {**inherited, **data, "extends": ALIASES.get(base.lower(), base.lower())}
+        # what the policy is called is the file's: its own title, else its file name
+        data = {"title": path.name, "source": str(path), **data}
         return parse_policy(data, str(path))
     return parse_policy(_raw_builtin(spec), spec)
 
@@ -265,13 +278,13 @@ def parse_policy(data: PolicyData, where: str) -> Policy:
                                                    f" (one of {', '.join(CERTIFICATE_TYPES)})"))
     dh_min_bits, rsa_min_bits = _bits(data, "dh_min_bits", where), \
         _bits(data, "rsa_min_bits", where)
-    for key in ("name", "title", "source"):
+    for key in ("name", "title", "source", "extends"):
         _typed(data, key, str, where, "a string")
     _typed(data, "server_preferred_order", bool, where, "true or false")
     order = data.get("server_preferred_order")
     return Policy(
         name=str(data.get("name") or where), title=str(data.get("title", "")),
-        source=str(data.get("source", "")),
+        source=str(data.get("source", "")), extends=str(data.get("extends") or ""),
         versions=frozenset(versions) if versions is not None else None,
         required_versions=tuple(_codes(data, "required_versions", where, None) or ()),
         cipher_suites=frozenset(suites) if suites is not None else None,

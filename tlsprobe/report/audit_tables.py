@@ -256,7 +256,7 @@ def findings_section(r: AuditReport, full: bool = False) -> RenderableType:
             message.append("\n" + shown(f"all {len(f.items)}: {', '.join(f.items)}"))
         _row(table, _text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")), message,
              f.policy, f.code)
-    return Group(_title(f"Findings ({', '.join(r.policies) or 'built-in checks only'})"), table,
+    return Group(_title(f"Findings ({r.policies_label() or 'built-in checks only'})"), table,
                  *waived_section(r, full), _text(""))
 
 

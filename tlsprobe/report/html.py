@@ -285,7 +285,7 @@ def consistency_html(r: AuditReport) -> str:
 
 
 def findings_html(r: AuditReport) -> str:
-    title = f"Findings ({', '.join(r.policies) or 'built-in checks only'})"
+    title = f"Findings ({r.policies_label() or 'built-in checks only'})"
     if not r.findings:
         return f"<h3>{_e(title)}</h3>\n" + _p("none")
     rows = []

@@ -102,12 +102,15 @@ def _fingerprint(r: AuditReport, f: Finding) -> str:
 
 
 def _result(r: AuditReport, f: Finding, index: int) -> JsonObject:
+    properties: JsonObject = {"severity": str(f.severity), "policy": shown(f.policy),
+                              "target": shown(_target(r)), "items": [shown(i) for i in f.items]}
+    if f.policy in r.policy_extends:    # a policy file that extends a built-in one
+        properties["policy_extends"] = r.policy_extends[f.policy]
     out: JsonObject = {
         "ruleId": f.code, "ruleIndex": index, "level": level_of(f.severity),
         "message": {"text": _message(r, f)}, "locations": [_location(r)],
         "partialFingerprints": {"tlsprobe/v1": _fingerprint(r, f)},
-        "properties": {"severity": str(f.severity), "policy": shown(f.policy),
-                       "target": shown(_target(r)), "items": [shown(i) for i in f.items]}}
+        "properties": properties}
     if f.inconclusive:
         # SARIF 3.27.9: "open", the rule was evaluated without enough information to say
         # whether there is a problem; a kind other than "fail" has the level "none"

@@ -104,13 +104,22 @@ def read_only_of(given: Sequence[str] | str | None, names: Names) -> tuple[str, 
 
 def policies_of(given: Sequence[str] | str | None) -> tuple[Policy, ...]:
     """Policies by name or file (None: the default one; a str: one policy); one that cannot
-    be loaded is a usage error with the policy's own one-line message."""
+    be loaded is a usage error with the policy's own one-line message. A policy given twice
+    is checked once; two different policies of one name are a usage error (findings name
+    their policy, and a policy's tables apply to its own findings: they would mix)."""
     from tlsprobe.policy.load import DEFAULT_POLICY, PolicyError, load_policy
     specs = [DEFAULT_POLICY] if given is None else [given] if isinstance(given, str) else given
     try:
-        return tuple(load_policy(spec) for spec in specs)
+        loaded = [load_policy(spec) for spec in specs]
     except PolicyError as exc:
         raise UsageError(str(exc)) from None
+    named: dict[str, Policy] = {}
+    for policy, spec in zip(loaded, specs):
+        other = named.setdefault(policy.name, policy)
+        if other != policy:
+            raise UsageError(f"--policy {spec}: another policy is named {policy.name!r} too "
+                             "(give a policy file its own 'name')")
+    return tuple(named.values())
 
 
 def audit_options(*, checks: tuple[str, ...], read_only: tuple[str, ...] = (),

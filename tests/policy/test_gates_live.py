@@ -1,9 +1,11 @@
-"""What could not be established fails no gate: `scan --fail-on info` against real loopback
-servers whose only findings say something was NOT determined (audit.inconclusive after
-resets, certificate.not_verified with --no-verify, LUCKY13's "potentially vulnerable")
-exits 0 in every output (exit code, the target's JSON gate, JUnit, SARIF, the summary);
-a policy that names the code in its `severity` table asks to be held to it (exit 1), an
-`AREA.*` key does not."""
+"""The gates of `scan` and what the reports say about them, against real loopback servers.
+
+What could not be established fails no gate: `scan --fail-on info` where the only findings
+say something was NOT determined (audit.inconclusive after resets, certificate.not_verified
+with --no-verify, LUCKY13's "potentially vulnerable") exits 0 in every output (exit code,
+the JSON gate, JUnit, SARIF, the summary); a policy that names the code in its `severity`
+table asks to be held to it (exit 1), an `AREA.*` key does not. A policy file that extends a
+built-in one is shown under its own name and title, saying what it extends."""
 from __future__ import annotations
 
 import json
@@ -115,3 +117,54 @@ def test_trust_not_checked_fails_no_gate(run_cli, tmp_path, server_cache):
     assert code == 0, (out, err)
     assert junit.getroot().get("failures") == "0"
     assert {r["level"] for r in sarif["runs"][0]["results"]} == {"none"}
+
+
+def test_a_policy_that_extends_a_built_in_one_shows_its_own_name(run_cli, tmp_path,
+                                                                 server_cache):
+    """A file extending modern was titled "Mozilla modern ..." with Mozilla's source; every
+    report named it without saying what it extends."""
+    ours = tmp_path / "ours.toml"
+    ours.write_text('extends = "modern"\n[severity]\n"version.not_allowed" = "high"\n')
+    code, out, err = run_cli("scan", "--list-policies", "--json", "--policy", ours)
+    assert code == 0, err
+    listed = {d["name"]: d for d in map(json.loads, out.splitlines())}
+    assert listed["ours"] == {"name": "ours", "title": "ours.toml", "source": str(ours),
+                              "extends": "mozilla-modern-6.0", "aliases": []}
+    assert listed["mozilla-modern-6.0"]["extends"] is None
+    code, out, err = run_cli("scan", "--list-policies", "--policy", ours)
+    assert "\nours                         ours.toml (extends mozilla-modern-6.0)\n" in out
+    srv = server_cache("openssl", **SERVER)
+    html = tmp_path / "s.html"
+    code, out, err, doc, junit, sarif = scan(run_cli, tmp_path, srv.port, "--checks",
+                                             "versions", "--policy", ours, "--html", html,
+                                             "--fail-on", "high")
+    assert code == 1, (out, err)    # TLS 1.2 is spoken: not allowed by modern, high here
+    assert doc["policies"] == ["ours"]
+    assert doc["policy_extends"] == {"ours": "mozilla-modern-6.0"}
+    assert "Findings (ours extends mozilla-modern-6.0)" in out
+    assert "Findings (ours extends mozilla-modern-6.0)" in html.read_text()
+    (result,) = [x for x in sarif["runs"][0]["results"] if x["ruleId"] == "version.not_allowed"]
+    assert result["properties"]["policy"] == "ours"
+    assert result["properties"]["policy_extends"] == "mozilla-modern-6.0"
+
+
+def test_two_policies_of_one_name_are_a_usage_error(run_cli, tmp_path):
+    """Their findings and tables would mix (a policy's tables apply to the findings named
+    after it); the same policy twice is checked once."""
+    fake = tmp_path / "fake.toml"
+    fake.write_text('name = "mozilla-modern-6.0"\nversions = ["TLS 1.2"]\n')
+    code, out, err = run_cli("scan", "127.0.0.1:1", "--policy", "modern", "--policy", fake)
+    assert (code, out) == (2, "")
+    assert err == (f"tlsprobe: error: --policy {fake}: another policy is named "
+                   "'mozilla-modern-6.0' too (give a policy file its own 'name')\n")
+
+
+def test_an_unrated_target_says_why_it_fails_fail_under(run_cli, tmp_path, server_cache):
+    """--checks groups rates nothing: below every gate, and the reason says "not rated
+    (why)", not "rated not rated"."""
+    srv = server_cache("openssl", **SERVER)
+    code, out, err, doc, junit, sarif = scan(run_cli, tmp_path, srv.port, "--checks",
+                                             "groups", "--fail-under", "F")
+    assert code == 1, (out, err)
+    (reason,) = doc["gate"]["reasons"]
+    assert reason.startswith("not rated (") and reason.endswith("), below --fail-under F")
