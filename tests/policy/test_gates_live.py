@@ -168,3 +168,49 @@ def test_an_unrated_target_says_why_it_fails_fail_under(run_cli, tmp_path, serve
     assert code == 1, (out, err)
     (reason,) = doc["gate"]["reasons"]
     assert reason.startswith("not rated (") and reason.endswith("), below --fail-under F")
+
+
+@pytest.fixture
+def weak_target(server_cache) -> str:
+    """gnutls-serv accepting RC4 and 3DES suites (RC4 and SWEET32 vulnerable)."""
+    from tests.helpers.servers import missing_reason, peer_unavailable
+    if missing_reason("gnutls"):
+        peer_unavailable(missing_reason("gnutls"))
+    old = server_cache("gnutls", proto="all", ciphers="NORMAL:+3DES-CBC:+ARCFOUR-128:+RSA")
+    return f"127.0.0.1:{old.port}"
+
+
+def test_a_vulnerable_derived_check_alone_fails_the_gate(run_cli, tmp_path, weak_target):
+    """`--checks sweet32` reads the suites phase without reporting its findings: the check
+    said "vulnerable" and `--fail-on high` passed (no finding stated it). Its facts are
+    reported as the suite.weak findings of its own suites (no RC4 suite: rc4 was not
+    asked)."""
+    out_json = tmp_path / "s.jsonl"
+    code, out, err = run_cli("scan", weak_target, "--checks", "sweet32", "--no-progress",
+                             "--fail-on", "high", "--json-out", out_json)
+    doc = json.loads(out_json.read_text())
+    assert [c["verdict"] for c in doc["check_results"]] == ["vulnerable"]
+    assert code == 1, (out, err)
+    weak = [f for f in doc["findings"] if f["code"] == "suite.weak"]
+    items = {i for f in weak for i in f["items"]}
+    assert weak and all(f["severity"] == "high" for f in weak)
+    assert items and all("3DES" in i for i in items), items
+    assert {f["code"] for f in doc["findings"]} == {"suite.weak"}, doc["findings"]
+
+
+def test_a_waived_finding_passes_the_check_case_it_states(run_cli, tmp_path, weak_target):
+    """suite.weak waived: the rc4 and sweet32 JUnit check cases failed all the same (those
+    checks have no finding code of their own), while --fail-on high exited 0."""
+    policy = tmp_path / "legacy.toml"
+    policy.write_text('[waive]\n"suite.weak" = "legacy clients, ticket 7"\n')
+    junit = tmp_path / "s.xml"
+    code, out, err = run_cli("scan", weak_target, "--checks", "versions,suites,sweet32,rc4",
+                             "--no-progress", "--policy", policy, "--fail-on", "high",
+                             "--junit", junit)
+    assert code == 0, (out, err)
+    tree = ET.parse(junit)
+    for name in ("rc4", "sweet32"):
+        case = junit_case(tree, name)
+        assert case.find("failure") is None, ET.tostring(case)
+        assert "waived: [high] suite.weak" in case.find("system-out").text
+    assert tree.getroot().get("failures") == "0"

@@ -19,13 +19,21 @@ from tlsprobe.model.audit import Finding
 from tlsprobe.model.checks import CheckResult, Method, Severity, Verdict
 from tlsprobe.policy.certificate import names
 
-__all__ = ["OWN_FINDINGS", "check_findings"]
+__all__ = ["COVERED_BY", "OWN_FINDINGS", "check_findings"]
 
 #: the findings of a derived check's vulnerable verdict no other finding covers: code,
 #: severity
 OWN_FINDINGS: dict[str, tuple[str, Severity]] = {
     "poodle": ("check.poodle", Severity.high), "beast": ("check.beast", Severity.low),
     "lucky13": ("check.lucky13", Severity.info)}
+
+
+#: the derived checks whose vulnerable verdict other findings state (the facts they read):
+#: the check -> those findings' codes. policy/findings.py reports them for the check when
+#: their phase is only read (`--checks sweet32`); a JUnit check case reads their waivers
+COVERED_BY: dict[str, tuple[str, ...]] = {
+    **{name: ("suite.weak",) for name in ("freak", "logjam", "rc4", "sweet32", "null", "anon")},
+    "dh": ("dh.weak", "dh.not_prime")}
 
 
 def check_findings(results: tuple[CheckResult, ...]) -> list[Finding]:

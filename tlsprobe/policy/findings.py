@@ -21,9 +21,10 @@ from tlsprobe.model.audit import (
     SuiteAudit,
     severity_rank,
 )
+from tlsprobe.model.checks import Verdict
 from tlsprobe.model.severity import Severity
 from tlsprobe.policy.certificate import certificate_findings, names
-from tlsprobe.policy.checks import check_findings
+from tlsprobe.policy.checks import COVERED_BY, check_findings
 from tlsprobe.policy.codes import UNDETERMINED, check_of
 from tlsprobe.policy.load import Policy
 from tlsprobe.policy.rules import POLICY_RULES, dh_modulus_word, evaluate
@@ -255,6 +256,7 @@ def judge(report: AuditReport, policies: list[Policy]) -> tuple[tuple[Finding, .
         found += evaluate(report, policy)
     if asked:
         found = [f for f in found if check_of(f.code) in asked | {""}]
+        found += [f for f in _covering(report, asked) if check_of(f.code) not in asked]
     # a check's findings go with the check's name, whatever their codes
     found += check_findings(tuple(r for r in report.check_results
                                   if not asked or r.name in asked))
@@ -267,6 +269,28 @@ def judge(report: AuditReport, policies: list[Policy]) -> tuple[tuple[Finding, .
         return tuple(sorted(items, key=lambda f: -severity_rank(f.severity)))
     return (ordered([f for f in unique if f.waiver is None]),
             ordered([f for f in unique if f.waiver is not None]))
+
+
+def _covering(report: AuditReport, asked: set[str]) -> list[Finding]:
+    """The findings that state what an asked derived check found (COVERED_BY: `--checks
+    sweet32` reads the suites phase, whose own findings are not reported): suite.weak for
+    the check's suites only, the DH parameters' findings whole. Without them a vulnerable
+    verdict had no finding and passed every --fail-on."""
+    out: list[Finding] = []
+    for r in report.check_results:
+        codes = COVERED_BY.get(r.name, ())
+        if r.name not in asked or r.verdict is not Verdict.vulnerable or not codes:
+            continue
+        pairs = {tuple(e[:-1].rsplit(" (", 1)) for e in r.evidence}   # "SUITE (VERSION)"
+        for audit in report.suites:
+            mine = tuple(c for c in audit.supported if (c.iana_name, audit.version.name)
+                         in pairs)
+            if mine:
+                out += [f for f in _suite_findings(dataclasses.replace(audit, supported=mine))
+                        if f.code in codes]
+        if "dh.weak" in codes:
+            out += [f for f in _fixed_dh(report, datetime.now(UTC)) if f.code in codes]
+    return out
 
 
 def rate(finding: Finding, policies: list[Policy]) -> Finding:

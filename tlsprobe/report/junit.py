@@ -6,7 +6,9 @@ One `testsuite` per target (named HOST:PORT, with its start time and duration), 
   FAILS when the server is vulnerable or does not tolerate what the check sends (whatever
   --fail-on says: the test asks "is the server affected?"), or when the check's own
   finding is at or above the threshold (a hygiene check's "not supported"); a finding a
-  policy waives passes, the waiver in its `system-out`. A check that does not apply is
+  policy waives passes, the waiver in its `system-out` (for a derived check without a
+  finding of its own, such as sweet32, the findings that state its facts: suite.weak,
+  policy/checks.py COVERED_BY). A check that does not apply is
   `skipped` ("not applicable: why"); an INCONCLUSIVE check is `skipped` too, with
   "inconclusive: why" as its message: never a silent pass, and never a failure, since a
   verdict tlsprobe could not establish fails no gate (the scan's exit code ignores it too);
@@ -36,6 +38,7 @@ from typing import TYPE_CHECKING
 from tlsprobe.model.checks import Verdict
 from tlsprobe.model.severity import Severity
 from tlsprobe.model.units import host_port
+from tlsprobe.policy.checks import COVERED_BY
 from tlsprobe.report.escape import shown
 
 if TYPE_CHECKING:
@@ -76,14 +79,16 @@ def _check_case(suite: ET.Element, r: AuditReport, c: CheckResult,
     case = _case(suite, f"tlsprobe.check.{c.category}", c.name)
     why = shown(f"{c.title}: {c.verdict}: {c.reason}")
     evidence = [shown(e) for e in c.evidence]
-    waived = [f for f in r.waived if c.code is not None and f.code == c.code]
-    own = [f for f in r.findings if c.code is not None and f.code == c.code]
+    # the check's own finding code, or the codes of the findings that state its facts
+    codes = (c.code,) if c.code is not None else COVERED_BY.get(c.name, ())
+    waived = [f for f in r.waived if f.code in codes]
+    own = [f for f in r.findings if f.code in codes]
     if c.verdict in (Verdict.not_applicable, Verdict.inconclusive):
         ET.SubElement(case, "skipped", message=f"{c.verdict}: {shown(c.reason)}")
         _out(case, evidence)
         return "skipped"
     failing = [f for f in own if f.gates and Severity(f.severity).rank >= threshold.rank]
-    if failing or (c.verdict in _PROBLEMS and not waived):
+    if failing or (c.verdict in _PROBLEMS and (own or not waived)):
         kind = str(c.severity or c.verdict)
         node = ET.SubElement(case, "failure", message=why, type=kind)
         node.text = "\n".join([_text(f) for f in own] + evidence)
