@@ -93,7 +93,8 @@ def _trust_findings(report: AuditReport, found: set[str]) -> list[Finding]:
         return []
     subject = (report.certificates[0].subject,) if report.certificates else ()
     if t.status == "not_checked":
-        return [Finding(Severity.info, "certificate.not_verified", f"chain not verified: {t.detail}")]
+        return [Finding(Severity.info, "certificate.not_verified", f"chain not verified: {t.detail}",
+                        inconclusive=True)]   # what was not established: no gate
     if t.status == "trusted":
         return []
     if t.code in (18, 19):

@@ -182,36 +182,42 @@ def _pq_findings(report: AuditReport) -> list[Finding]:
     return out
 
 
+def _inconclusive(message: str, items: tuple[str, ...] = (),
+                  version: str | None = None) -> Finding:
+    """An audit.inconclusive finding: what could not be established (counts toward no
+    gate: Finding.inconclusive)."""
+    return Finding(Severity.info, "audit.inconclusive", message, items=items, version=version,
+                   inconclusive=True)
+
+
 def _versions_unknown(report: AuditReport, now: datetime) -> list[Finding]:
-    return [Finding(Severity.info, "audit.inconclusive", f"{v.version.name} support not "
-                    f"established: {v.detail}", version=v.version.name)
+    return [_inconclusive(f"{v.version.name} support not established: {v.detail}",
+                          version=v.version.name)
             for v in report.versions if v.status == "inconclusive"]
 
 
 def _groups_unknown(report: AuditReport, now: datetime) -> list[Finding]:
-    return [Finding(Severity.info, "audit.inconclusive", f"{g.version.name}: {len(g.inconclusive)} "
-                    "group(s) not established", items=tuple(c.name for c in g.inconclusive),
-                    version=g.version.name)
+    return [_inconclusive(f"{g.version.name}: {len(g.inconclusive)} group(s) not established",
+                          items=tuple(c.name for c in g.inconclusive), version=g.version.name)
             for g in report.groups if g.inconclusive]
 
 
 def _suites_unknown(report: AuditReport, now: datetime) -> list[Finding]:
-    return [Finding(Severity.info, "audit.inconclusive", f"{s.version.name}: " + (
-                    "cipher suite list may be incomplete" if s.supported else
-                    "cipher suites not established"), version=s.version.name)
+    return [_inconclusive(f"{s.version.name}: " + (
+                "cipher suite list may be incomplete" if s.supported else
+                "cipher suites not established"), version=s.version.name)
             for s in report.suites if not s.complete]
 
 
 def _sigalgs_unknown(report: AuditReport, now: datetime) -> list[Finding]:
-    return [Finding(Severity.info, "audit.inconclusive", f"{a.version.name}: signature schemes not "
-                    f"established: {a.reason}", version=a.version.name)
+    return [_inconclusive(f"{a.version.name}: signature schemes not established: {a.reason}",
+                          version=a.version.name)
             for a in report.signature_schemes if a.status == "inconclusive"]
 
 
 def _pq_tolerance_unknown(report: AuditReport, now: datetime) -> list[Finding]:
-    return [Finding(Severity.info, "audit.inconclusive", "post-quantum tolerance (a hello with "
-                    f"{v.subject}) not established: {v.detail}", items=(v.subject,),
-                    version="TLS 1.3")
+    return [_inconclusive(f"post-quantum tolerance (a hello with {v.subject}) not established: "
+                          f"{v.detail}", items=(v.subject,), version="TLS 1.3")
             for v in report.post_quantum if v.check == "tolerance" and v.verdict == "inconclusive"]
 
 
