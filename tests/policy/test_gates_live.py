@@ -214,3 +214,20 @@ def test_a_waived_finding_passes_the_check_case_it_states(run_cli, tmp_path, wea
         assert case.find("failure") is None, ET.tostring(case)
         assert "waived: [high] suite.weak" in case.find("system-out").text
     assert tree.getroot().get("failures") == "0"
+
+
+def test_lucky13_named_by_a_policy_fails_its_junit_case(run_cli, tmp_path, server_cache):
+    """`check.lucky13 = "medium"` asks to fail on LUCKY13's "potentially vulnerable": the
+    exit code was 1 while its JUnit case was "skipped" (no case failed)."""
+    strict = tmp_path / "strict.toml"
+    strict.write_text('[severity]\n"check.lucky13" = "medium"\n')
+    srv = server_cache("openssl", **SERVER)
+    code, out, err, doc, junit, sarif = scan(run_cli, tmp_path, srv.port, "--checks",
+                                             "lucky13", "--policy", strict,
+                                             "--fail-on", "medium")
+    assert code == 1, (out, err)
+    assert [(f["code"], f["severity"]) for f in doc["findings"]] == [("check.lucky13",
+                                                                      "medium")]
+    case = junit_case(junit, "lucky13")
+    assert case.find("skipped") is None and case.find("failure") is not None
+    assert junit.getroot().get("failures") == "1"

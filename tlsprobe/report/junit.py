@@ -11,7 +11,8 @@ One `testsuite` per target (named HOST:PORT, with its start time and duration), 
   policy/checks.py COVERED_BY). A check that does not apply is
   `skipped` ("not applicable: why"); an INCONCLUSIVE check is `skipped` too, with
   "inconclusive: why" as its message: never a silent pass, and never a failure, since a
-  verdict tlsprobe could not establish fails no gate (the scan's exit code ignores it too);
+  verdict tlsprobe could not establish fails no gate (the scan's exit code ignores it too),
+  unless a policy's `severity` table names its finding's code (then it fails as --fail-on);
 - one `testcase` per finding code of the audit itself (classname `tlsprobe.finding.AREA`,
   name the code: version.not_allowed, certificate.expires_soon ...), failing when one of
   its findings is at or above the threshold, passing with the findings in `system-out`
@@ -83,11 +84,13 @@ def _check_case(suite: ET.Element, r: AuditReport, c: CheckResult,
     codes = (c.code,) if c.code is not None else COVERED_BY.get(c.name, ())
     waived = [f for f in r.waived if f.code in codes]
     own = [f for f in r.findings if f.code in codes]
-    if c.verdict in (Verdict.not_applicable, Verdict.inconclusive):
+    failing = [f for f in own if f.gates and Severity(f.severity).rank >= threshold.rank]
+    # an inconclusive check's finding gates only when a policy named its code (it then
+    # fails --fail-on: the case says so, not "skipped")
+    if c.verdict in (Verdict.not_applicable, Verdict.inconclusive) and not failing:
         ET.SubElement(case, "skipped", message=f"{c.verdict}: {shown(c.reason)}")
         _out(case, evidence)
         return "skipped"
-    failing = [f for f in own if f.gates and Severity(f.severity).rank >= threshold.rank]
     if failing or (c.verdict in _PROBLEMS and (own or not waived)):
         kind = str(c.severity or c.verdict)
         node = ET.SubElement(case, "failure", message=why, type=kind)
