@@ -392,27 +392,31 @@ def _gated(args: argparse.Namespace, report: AuditReport,
 
 
 def _write_files(args: argparse.Namespace, reports: list[AuditReport], code: int,
-                 reason: str, baseline: Baseline | None = None) -> None:
+                 reason: str, baseline: Baseline | None = None,
+                 tcp: list[AuditReport] | None = None) -> None:
     """--html, --csv, --json-out, --sarif and --junit, each as asked (checked writable
-    before the audit; a failure now is that option's usage error)."""
+    before the audit; a failure now is that option's usage error). `tcp`: the audits of
+    --compare-tcp, written after the others (never compared with the baseline)."""
     from tlsprobe.commands.common import write_json_out, written_to
+    tcp = tcp or []
+    every = reports + tcp
     if args.html or args.csv:
         from tlsprobe.report.html import write_scan_files
         with written_to("--html" if args.html else "--csv", args.html or args.csv):
-            write_scan_files(args.html, args.csv, reports, code, reason)
+            write_scan_files(args.html, args.csv, every, code, reason)
     if args.json_out:
         write_json_out(args.json_out, [baseline.json_text(r) if baseline else r.to_json()
-                                       for r in reports])
+                                       for r in reports] + [r.to_json() for r in tcp])
     if args.sarif:
         from tlsprobe.report.sarif import write_sarif
         with written_to("--sarif", args.sarif):
-            write_sarif(args.sarif, reports, code, reason)
+            write_sarif(args.sarif, every, code, reason)
     if args.junit:
         from tlsprobe.report.junit import write_junit
         with written_to("--junit", args.junit):
             gate = baseline.gate_reasons if baseline is not None and baseline.gate else None
-            write_junit(args.junit, reports, args.fail_on, getattr(args, "fail_under", None),
-                        gate)
+            write_junit(args.junit, every, args.fail_on, getattr(args, "fail_under", None),
+                        gate, compared=reports)
 
 
 def _finish(args: argparse.Namespace, out: TextIO, reports: list[AuditReport],
@@ -422,6 +426,10 @@ def _finish(args: argparse.Namespace, out: TextIO, reports: list[AuditReport],
     the recording files closed; the exit code."""
     from tlsprobe.commands import scan_quic
     from tlsprobe.report.escape import shown
+    # --compare-tcp: the TCP audits count toward the exit code, so they are gated and
+    # written like the others (the summary, JUnit, SARIF, HTML, CSV, --json-out)
+    tcp = {t: _gated(args, r) for t, r in tcp.items()}
+    audited = reports + list(tcp.values())
     if not args.json:
         from tlsprobe.report.audit_tables import render_audit
         for report in reports:
@@ -429,17 +437,16 @@ def _finish(args: argparse.Namespace, out: TextIO, reports: list[AuditReport],
             if baseline is not None:
                 baseline.render(report, out)
     scan_quic.print_comparisons(args, tcp, done, out)
-    code, reason = exit_reason(reports + list(tcp.values()), args.fail_on,
-                               getattr(args, "fail_under", None))
+    code, reason = exit_reason(audited, args.fail_on, getattr(args, "fail_under", None))
     if baseline is not None:
         code, reason = baseline.exit_gate(reports, code, reason)
-    if not args.json and len(reports) > 1:
+    if not args.json and len(audited) > 1:
         from tlsprobe.report.audit_tables import render_summary
-        render_summary(reports, code, reason, out)
-    _write_files(args, reports, code, reason, baseline)
+        render_summary(audited, code, reason, out)
+    _write_files(args, reports, code, reason, baseline, list(tcp.values()))
     # the text report says "Error: ..." already: on a terminal that is also stderr, once
     shown_above = [] if args.json or not _same_terminal(out, sys.stderr) else reports
-    for report in reports + list(tcp.values()):
+    for report in audited:
         if report.error and not any(report is r for r in shown_above):
             print(f"tlsprobe: {shown(report.error)}", file=sys.stderr)
     failed = files.close() if files is not None else None

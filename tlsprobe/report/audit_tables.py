@@ -376,7 +376,7 @@ def gate_lines(reports: list[AuditReport]) -> list[str]:
     failing = [(r, g) for r, g in gates if not g.passed]
     lines = [f"Gate: {len(gates) - len(failing)} of {len(gates)} target(s) passed"]
     for r, g in failing:
-        where = host_port(r.host, r.port)
+        where = host_port(r.host, r.port) + (" (QUIC)" if r.transport == "quic" else "")
         if r.port == 0:     # a line of -f FILE that is no target
             where = r.host
         lines += [f"Failed: {where}", *(f"  - {why}" for why in g.reasons)]

@@ -172,7 +172,8 @@ def _changes_case(suite: ET.Element, r: AuditReport, changes: ChangeGate | None)
 
 def _suite(root: ET.Element, r: AuditReport, threshold: Severity,
            fail_under: str | None, changes: ChangeGate | None = None) -> None:
-    suite = ET.SubElement(root, "testsuite", name=shown(_target(r)))
+    quic = " (QUIC)" if r.transport == "quic" else ""   # scan --quic --compare-tcp: both
+    suite = ET.SubElement(root, "testsuite", name=shown(_target(r)) + quic)
     if r.started_at:
         suite.set("timestamp", r.started_at.removesuffix("Z"))
     outcomes: list[str] = []
@@ -197,13 +198,16 @@ def _counts(node: ET.Element, outcomes: list[str], seconds: float) -> None:
 
 def junit_tree(reports: Sequence[AuditReport], fail_on: str | None,
                fail_under: str | None = None,
-               changes: ChangeGate | None = None) -> ET.ElementTree:
+               changes: ChangeGate | None = None,
+               compared: Sequence[AuditReport] | None = None) -> ET.ElementTree:
     """The JUnit XML of a scan (see the module docstring); `changes`: with
-    --fail-on-change, why a target fails that gate (empty: it passes)."""
+    --fail-on-change, why a target fails that gate (empty: it passes), for the reports
+    `compared` with the baseline (default all; not the audits of --compare-tcp)."""
     threshold = Severity(fail_on) if fail_on else DEFAULT_THRESHOLD
     root = ET.Element("testsuites", name="tlsprobe scan")
     for r in reports:
-        _suite(root, r, threshold, fail_under, changes)
+        gated = compared is None or any(r is c for c in compared)
+        _suite(root, r, threshold, fail_under, changes if gated else None)
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for suite in root:
         for key in totals:
@@ -215,8 +219,9 @@ def junit_tree(reports: Sequence[AuditReport], fail_on: str | None,
 
 
 def write_junit(path: str, reports: Sequence[AuditReport], fail_on: str | None,
-                fail_under: str | None = None, changes: ChangeGate | None = None) -> None:
+                fail_under: str | None = None, changes: ChangeGate | None = None,
+                compared: Sequence[AuditReport] | None = None) -> None:
     """`scan --junit FILE` (the path was checked before the audit)."""
-    tree = junit_tree(reports, fail_on, fail_under, changes)
+    tree = junit_tree(reports, fail_on, fail_under, changes, compared)
     ET.indent(tree)
     tree.write(path, encoding="utf-8", xml_declaration=True)

@@ -98,12 +98,16 @@ def _message(r: AuditReport, f: Finding) -> str:
 
 def _fingerprint(r: AuditReport, f: Finding) -> str:
     key = "\0".join((f.code, _target(r), f.version or "", ",".join(sorted(f.items))))
+    if r.transport is not None:     # scan --quic (--compare-tcp: the TCP audit beside it)
+        key += f"\0{r.transport}"
     return hashlib.sha256(shown(key).encode("utf-8")).hexdigest()[:32]
 
 
 def _result(r: AuditReport, f: Finding, index: int) -> JsonObject:
     properties: JsonObject = {"severity": str(f.severity), "policy": shown(f.policy),
                               "target": shown(_target(r)), "items": [shown(i) for i in f.items]}
+    if r.transport is not None:
+        properties["transport"] = r.transport
     if f.policy in r.policy_extends:    # a policy file that extends a built-in one
         properties["policy_extends"] = r.policy_extends[f.policy]
     out: JsonObject = {
