@@ -65,6 +65,8 @@ def test_inconclusive_versions_fail_no_gate(run_cli, tmp_path, flaky):
     assert code == 0, (out, err)
     assert doc["findings"][0]["inconclusive"] is True
     assert doc["gate"] == {"passed": True, "reasons": []}
+    assert ("Inconclusive (what could not be established), counted by no gate, --fail-on info "
+            "included: 1 of these findings") in out
     case = junit_case(junit, "audit.inconclusive")
     assert case.find("failure") is None
     assert case.find("skipped").get("message").startswith("inconclusive: TLS 1.2 support")

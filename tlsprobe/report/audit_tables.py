@@ -256,8 +256,9 @@ def findings_section(r: AuditReport, full: bool = False) -> RenderableType:
             message.append("\n" + shown(f"all {len(f.items)}: {', '.join(f.items)}"))
         _row(table, _text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")), message,
              f.policy, f.code)
+    note = inconclusive_line(r)
     return Group(_title(f"Findings ({r.policies_label() or 'built-in checks only'})"), table,
-                 *waived_section(r, full), _text(""))
+                 *([_text(note)] if note else []), *waived_section(r, full), _text(""))
 
 
 def waived_section(r: AuditReport, full: bool = False) -> list[RenderableType]:
@@ -357,6 +358,14 @@ def summary_lines(reports: list[AuditReport], code: int, reason: str) -> list[st
             f"{failed}{by_kind}"),
             f"Findings: {found}{inconclusive_note(reports)}", *([grades] if grades else []),
             *gate_lines(reports), f"Exit code {code}: {reason}"]
+
+
+def inconclusive_line(r: AuditReport) -> str:
+    """The line under the findings when some only say what could not be established
+    (Finding.inconclusive); "" when none."""
+    n = sum(1 for f in r.findings if f.inconclusive)
+    return (f"Inconclusive (what could not be established), counted by no gate, --fail-on "
+            f"info included: {n} of these findings") if n else ""
 
 
 def inconclusive_note(reports: Sequence[AuditReport]) -> str:

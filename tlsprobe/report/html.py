@@ -294,8 +294,10 @@ def findings_html(r: AuditReport) -> str:
             if f.items else ""
         rows.append((_badge(f.severity),
                      _e(f.message) + items, _e(f.policy), _e(f.code)))
+    from tlsprobe.report.audit_tables import inconclusive_line
+    note = inconclusive_line(r)
     return f"<h3>{_e(title)}</h3>\n" + _table(("Severity", "Finding", "Policy", "Code"), rows,
-                                               raw=True)
+                                               raw=True) + (_p(note) if note else "")
 
 
 def waived_html(r: AuditReport) -> str:
