@@ -233,3 +233,18 @@ def test_lucky13_named_by_a_policy_fails_its_junit_case(run_cli, tmp_path, serve
     case = junit_case(junit, "lucky13")
     assert case.find("skipped") is None and case.find("failure") is not None
     assert junit.getroot().get("failures") == "1"
+
+
+def test_a_re_rated_check_shows_the_policys_severity(run_cli, tmp_path, server_cache):
+    """`check.lucky13 = "medium"`: the finding said medium, the HTML check row's badge and
+    the JUnit failure type the check's own info."""
+    strict = tmp_path / "strict.toml"
+    strict.write_text('[severity]\n"check.lucky13" = "medium"\n')
+    srv = server_cache("openssl", **SERVER)
+    html = tmp_path / "s.html"
+    code, out, err, doc, junit, sarif = scan(run_cli, tmp_path, srv.port, "--checks",
+                                             "lucky13", "--policy", strict, "--html", html,
+                                             "--fail-on", "medium")
+    row = next(tr for tr in html.read_text().split("<tr>") if "LUCKY13" in tr)
+    assert 'class="sev sev-medium"' in row and "sev-info" not in row, row
+    assert junit_case(junit, "lucky13").find("failure").get("type") == "medium"

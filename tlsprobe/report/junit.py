@@ -41,6 +41,7 @@ from tlsprobe.model.severity import Severity
 from tlsprobe.model.units import host_port
 from tlsprobe.policy.checks import COVERED_BY
 from tlsprobe.report.escape import shown
+from tlsprobe.report.tones import check_severity
 
 if TYPE_CHECKING:
     from tlsprobe.model.audit import AuditReport, Finding
@@ -92,7 +93,7 @@ def _check_case(suite: ET.Element, r: AuditReport, c: CheckResult,
         _out(case, evidence)
         return "skipped"
     if failing or (c.verdict in _PROBLEMS and (own or not waived)):
-        kind = str(c.severity or c.verdict)
+        kind = str(check_severity(r, c) or c.verdict)   # as the policies rate it
         node = ET.SubElement(case, "failure", message=why, type=kind)
         node.text = "\n".join([_text(f) for f in own] + evidence)
         return "failure"
