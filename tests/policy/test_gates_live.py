@@ -248,3 +248,15 @@ def test_a_re_rated_check_shows_the_policys_severity(run_cli, tmp_path, server_c
     row = next(tr for tr in html.read_text().split("<tr>") if "LUCKY13" in tr)
     assert 'class="sev sev-medium"' in row and "sev-info" not in row, row
     assert junit_case(junit, "lucky13").find("failure").get("type") == "medium"
+
+
+def test_extending_a_file_names_the_file_and_the_rule(run_cli, tmp_path):
+    """`extends = "other.toml"` said "unknown policy 'other.toml' (...; or a .json/.toml
+    file)": a file that cannot be extended offered, and the file at fault not named."""
+    bad = tmp_path / "ours.toml"
+    bad.write_text('extends = "base.toml"\n')
+    code, out, err = run_cli("scan", "127.0.0.1:1", "--policy", bad)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"tlsprobe: error: policy file {bad}: 'extends' names no built-in "
+                          "policy: 'base.toml' (built in: mozilla-intermediate-5.7")
+    assert err.endswith("; a file cannot be extended)\n") and err.count("\n") == 1

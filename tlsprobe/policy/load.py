@@ -121,12 +121,17 @@ def _builtin_text(name: str) -> str | None:
         return None
 
 
-def _raw_builtin(name: str) -> PolicyData:
+def _raw_builtin(name: str, where: str = "") -> PolicyData:
+    """The built-in policy `name` (or alias) as parsed JSON; `where`: the file whose
+    `extends` names it (only a built-in policy can be extended)."""
     name = ALIASES.get(name.lower(), name.lower())
     text = _builtin_text(name)
     if text is None:
-        raise PolicyError(f"unknown policy {name!r} (built in: {', '.join(builtin_names())}, "
-                         f"{', '.join(sorted(ALIASES))}; or a .json/.toml file)")
+        known = f"built in: {', '.join(builtin_names())}, {', '.join(sorted(ALIASES))}"
+        if where:
+            raise PolicyError(f"policy file {where}: 'extends' names no built-in policy: "
+                              f"{name!r} ({known}; a file cannot be extended)")
+        raise PolicyError(f"unknown policy {name!r} ({known}; or a .json/.toml file)")
     data: PolicyData = json.loads(text)
     return data
 
@@ -177,7 +182,7 @@ def load_policy(spec: str) -> Policy:
         if base is not None:
             if not isinstance(base, str):
                 raise PolicyError(f"policy file {path}: 'extends' must be a policy name")
-            inherited = {k: v for k, v in _raw_builtin(base).items()
+            inherited = {k: v for k, v in _raw_builtin(base, str(path)).items()
                          if k not in ("name", "title", "source")}
             data = {**inherited, **data, "extends": ALIASES.get(base.lower(), base.lower())}
         # what the policy is called is the file's: its own title, else its file name
