@@ -114,11 +114,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     pol.add_argument("--no-policy", action="store_true", help="built-in checks only")
     pol.add_argument("--fail-on", choices=[str(s) for s in SEVERITIES], metavar="SEVERITY",
                      help="exit 1 when a "
-                     f"finding is at or above SEVERITY ({', '.join(SEVERITIES)})")
+                     f"finding is at or above SEVERITY ({', '.join(SEVERITIES)}); a waived "
+                     "finding never counts, nor does an inconclusive one (what could not be "
+                     "established) unless a policy's severity table names its code "
+                     "(docs/POLICY.md)")
     pol.add_argument("--fail-under", type=fail_under_grade, metavar="GRADE", help="exit 1 "
                      "when a target's rating is below GRADE (A+, A, A-, B, C, D, E, F; T and M "
                      "count as below F; docs/RATING.md)")
-    pol.add_argument("--list-policies", action="store_true", help="list built-in policies")
+    pol.add_argument("--list-policies", action="store_true", help="list the built-in "
+                     "policies, then the --policy ones given (and what each extends)")
     from tlsprobe.commands.scan_baseline import add_baseline_arguments
     add_baseline_arguments(pol)     # --baseline FILE, --fail-on-change
     o = p.add_argument_group("output and politeness")
