@@ -186,13 +186,14 @@ def _shapes() -> dict[type, Shape]:
         # target is not in the baseline)
         AuditReport: Shape(optional=("check_results", "read_only", "starttls", "transport",
                                      "one_at_a_time",
-                                     "clients", "rating", "gate", "changes", "baseline"),
+                                     "clients", "rating", "gate", "changes", "baseline",
+                                     "policy_extends"),
                            extra={"changes": tuple[Change, ...] | None,
                                   "baseline": {"type": "object", "additionalProperties": False,
                                                "required": ["file", "saved"],
                                                "properties": {"file": {"type": "string"},
                                                               "saved": {"type": "string"}}}}),
-        Finding: Shape(optional=("waiver", "waived_by")),
+        Finding: Shape(optional=("waiver", "waived_by", "inconclusive")),
         Rating: Shape(extra={"label": {"type": "string"}}),
         ClientSimulation: Shape(extra={n: _NULLABLE_STR for n in (
             "version_name", "cipher_suite_name", "group_name", "signature_scheme_name")}),
@@ -617,17 +618,19 @@ def client_profile_schema() -> dict[str, Any]:
 
 
 def policy_list_schema() -> dict[str, Any]:
-    """`scan --list-policies --json`: each line a built-in policy (commands/scan.py
-    `_list_policies`: its name, title, source and the aliases naming it). Data, not a run's
-    result: no run members."""
+    """`scan --list-policies --json`: each line a built-in policy, then each --policy given
+    (commands/scan.py `_list_policies`: its name, title, source, the built-in policy it
+    extends and the aliases naming it). Data, not a run's result: no run members."""
     text = {"type": "string"}
     root = {"title": "tlsprobe scan --list-policies --json (one policy per line)",
             **_closed({"name": text, "title": text, "source": text,
+                       "extends": {"type": ["string", "null"]},
                        "aliases": {"type": "array", "items": text}})}
     return {"$schema": DRAFT, "$id": f"{BASE_URI}policy-list.schema.json",
-            "description": "A built-in policy, as `tlsprobe scan --list-policies --json` "
-            "prints it (one per line): the name `--policy` takes, its title and source, and "
-            "the aliases that name it too.", **root}
+            "description": "A policy, as `tlsprobe scan --list-policies --json` prints it "
+            "(one per line: the built-in ones, then each `--policy` given): the name "
+            "`--policy` takes (a file's `name`), its title and source, the built-in policy "
+            "a file extends (null: none), and the aliases that name it too.", **root}
 
 
 SCHEMAS = {"probe": probe_schema, "scan": scan_schema, "clients": clients_schema,

@@ -58,20 +58,23 @@ def test_sarif_is_valid_and_holds_every_finding(scanned) -> None:
     findings = [(r, f, False) for r in reports for f in r["findings"]] + \
         [(r, f, True) for r in reports for f in r["waived"]]
     assert findings and any(waived for *_, waived in findings)
-    # a rule per finding code, its level the worst severity's
+    # a rule per finding code, its level the worst severity's ("none" for a code seen only
+    # in inconclusive findings, which are kind "open")
     worst: dict[str, str] = {}
     for _r, f, _w in findings:
         worst[f["code"]] = max(worst.get(f["code"], "info"), f["severity"], key=RANK.index)
+    open_only = {c for c in worst
+                 if all(f.get("inconclusive") for _r, f, _w in findings if f["code"] == c)}
     assert {rule["id"]: rule["defaultConfiguration"]["level"] for rule in rules} == \
-        {c: LEVEL[s] for c, s in worst.items()}
+        {c: "none" if c in open_only else LEVEL[s] for c, s in worst.items()}
     assert all(rule["shortDescription"]["text"] for rule in rules)
     # a result per finding, in order, with its level, target and suppression
     results = run["results"]
     assert len(results) == len(findings)
     got = sorted((x["ruleId"], x["level"], x["locations"][0]["logicalLocations"][0]["name"],
                   "suppressions" in x) for x in results)
-    want = sorted((f["code"], LEVEL[f["severity"]], f"127.0.0.1:{r['port']}", w)
-                  for r, f, w in findings)
+    want = sorted((f["code"], "none" if f.get("inconclusive") else LEVEL[f["severity"]],
+                   f"127.0.0.1:{r['port']}", w) for r, f, w in findings)
     assert got == want
     for x in results:
         assert rules[x["ruleIndex"]]["id"] == x["ruleId"]
@@ -93,13 +96,14 @@ def _failing(report: dict, threshold: str = "medium") -> int:
     waived = {f["code"] for f in report["waived"]}
     bad = 0
     for c in report.get("check_results", []):
-        own = [f for f in report["findings"] if f["code"] == c.get("code")]
+        own = [f for f in report["findings"]
+               if f["code"] == c.get("code") and not f.get("inconclusive")]
         if any(RANK.index(f["severity"]) >= RANK.index(threshold) for f in own) or \
                 (c["verdict"] in ("vulnerable", "not tolerated") and c.get("code") not in waived):
             bad += 1
     codes: dict[str, list[str]] = {}
     for f in report["findings"]:
-        if f["code"] not in checks:
+        if f["code"] not in checks and not f.get("inconclusive"):
             codes.setdefault(f["code"], []).append(f["severity"])
     bad += sum(1 for sevs in codes.values()
                if max(RANK.index(s) for s in sevs) >= RANK.index(threshold))

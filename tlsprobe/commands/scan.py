@@ -114,11 +114,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     pol.add_argument("--no-policy", action="store_true", help="built-in checks only")
     pol.add_argument("--fail-on", choices=[str(s) for s in SEVERITIES], metavar="SEVERITY",
                      help="exit 1 when a "
-                     f"finding is at or above SEVERITY ({', '.join(SEVERITIES)})")
+                     f"finding is at or above SEVERITY ({', '.join(SEVERITIES)}); a waived "
+                     "finding never counts, nor does an inconclusive one (what could not be "
+                     "established) unless a policy's severity table names its code "
+                     "(docs/POLICY.md)")
     pol.add_argument("--fail-under", type=fail_under_grade, metavar="GRADE", help="exit 1 "
                      "when a target's rating is below GRADE (A+, A, A-, B, C, D, E, F; T and M "
                      "count as below F; docs/RATING.md)")
-    pol.add_argument("--list-policies", action="store_true", help="list built-in policies")
+    pol.add_argument("--list-policies", action="store_true", help="list the built-in "
+                     "policies, then the --policy ones given (and what each extends)")
     from tlsprobe.commands.scan_baseline import add_baseline_arguments
     add_baseline_arguments(pol)     # --baseline FILE, --fail-on-change
     o = p.add_argument_group("output and politeness")
@@ -223,10 +227,20 @@ def exit_reason(reports: list[AuditReport], fail_on: str | None,
     if fail_under:
         gates = f"--fail-on {fail_on} or " if fail_on else ""
         return EXIT_OK, (f"no error, no finding at or above {gates}rating below "
-                         f"--fail-under {fail_under}")
+                         f"--fail-under {fail_under}{_not_counted(reports, fail_on)}")
     if fail_on:
-        return EXIT_OK, f"no error and no finding at or above --fail-on {fail_on}"
+        return EXIT_OK, (f"no error and no finding at or above --fail-on {fail_on}"
+                         f"{_not_counted(reports, fail_on)}")
     return EXIT_OK, "no error (findings set the exit code only with --fail-on)"
+
+
+def _not_counted(reports: list[AuditReport], fail_on: str | None) -> str:
+    """"; 2 inconclusive finding(s) not counted" when findings at or above --fail-on
+    only say what could not be established (they fail no gate)."""
+    from tlsprobe.model.audit import severity_rank
+    n = sum(1 for r in reports for f in r.findings if fail_on and f.inconclusive
+            and severity_rank(f.severity) >= severity_rank(fail_on))
+    return f" ({n} inconclusive finding(s) at or above it, counted by no gate)" if n else ""
 
 
 def _grade_of(r: AuditReport) -> str:
@@ -258,20 +272,25 @@ def _same_terminal(out: TextIO, err: TextIO) -> bool:
     return (a.st_rdev, a.st_ino, a.st_dev) == (b.st_rdev, b.st_ino, b.st_dev)
 
 
-def _list_policies(out: TextIO, as_json: bool = False) -> int:
-    """The built-in policies: a line each and the aliases; with --json, a JSON line each
-    (name, title, source, the aliases naming it), as `clients --list --json` lists."""
+def _list_policies(out: TextIO, as_json: bool = False, given: list[str] | None = None) -> int:
+    """The built-in policies, then the policies given with --policy (a file that extends a
+    built-in one says which): a line each and the aliases; with --json, a JSON line each
+    (name, title, source, the built-in policy it extends or null, the aliases naming it),
+    as `clients --list --json` lists."""
     import json
 
     from tlsprobe.policy import load as pol
-    for name in pol.builtin_names():
-        p = _load_policy(name)
+    listed = {(p.name, p.source): p for p in map(_load_policy, pol.builtin_names())}
+    for p in map(_load_policy, given or ()):
+        listed.setdefault((p.name, p.source), p)
+    for p in listed.values():
         if as_json:
-            aliases = [k for k, v in pol.ALIASES.items() if v == name]
-            print(json.dumps({"name": name, "title": p.title, "source": p.source,
-                              "aliases": aliases}), file=out)
+            aliases = [k for k, v in pol.ALIASES.items() if v == p.name and not p.extends]
+            print(json.dumps({"name": p.name, "title": p.title, "source": p.source,
+                              "extends": p.extends or None, "aliases": aliases}), file=out)
         else:
-            print(f"{name:28} {p.title}", file=out)
+            base = f" (extends {p.extends})" if p.extends else ""
+            print(f"{p.name:28} {p.title}{base}", file=out)
     if not as_json:
         print("aliases: " + ", ".join(f"{k} = {v}" for k, v in pol.ALIASES.items()),
               file=out)
@@ -281,7 +300,7 @@ def _list_policies(out: TextIO, as_json: bool = False) -> int:
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     if args.list_policies:
-        return _list_policies(out, args.json)
+        return _list_policies(out, args.json, args.policy)
     from tlsprobe.commands.lazy_methods import deferred
     with deferred():    # also for the types imported after start-up (the checks' details)
         return _run(args, out)
@@ -377,27 +396,31 @@ def _gated(args: argparse.Namespace, report: AuditReport,
 
 
 def _write_files(args: argparse.Namespace, reports: list[AuditReport], code: int,
-                 reason: str, baseline: Baseline | None = None) -> None:
+                 reason: str, baseline: Baseline | None = None,
+                 tcp: list[AuditReport] | None = None) -> None:
     """--html, --csv, --json-out, --sarif and --junit, each as asked (checked writable
-    before the audit; a failure now is that option's usage error)."""
+    before the audit; a failure now is that option's usage error). `tcp`: the audits of
+    --compare-tcp, written after the others (never compared with the baseline)."""
     from tlsprobe.commands.common import write_json_out, written_to
+    tcp = tcp or []
+    every = reports + tcp
     if args.html or args.csv:
         from tlsprobe.report.html import write_scan_files
         with written_to("--html" if args.html else "--csv", args.html or args.csv):
-            write_scan_files(args.html, args.csv, reports, code, reason)
+            write_scan_files(args.html, args.csv, every, code, reason)
     if args.json_out:
         write_json_out(args.json_out, [baseline.json_text(r) if baseline else r.to_json()
-                                       for r in reports])
+                                       for r in reports] + [r.to_json() for r in tcp])
     if args.sarif:
         from tlsprobe.report.sarif import write_sarif
         with written_to("--sarif", args.sarif):
-            write_sarif(args.sarif, reports, code, reason)
+            write_sarif(args.sarif, every, code, reason)
     if args.junit:
         from tlsprobe.report.junit import write_junit
         with written_to("--junit", args.junit):
             gate = baseline.gate_reasons if baseline is not None and baseline.gate else None
-            write_junit(args.junit, reports, args.fail_on, getattr(args, "fail_under", None),
-                        gate)
+            write_junit(args.junit, every, args.fail_on, getattr(args, "fail_under", None),
+                        gate, compared=reports)
 
 
 def _finish(args: argparse.Namespace, out: TextIO, reports: list[AuditReport],
@@ -407,6 +430,10 @@ def _finish(args: argparse.Namespace, out: TextIO, reports: list[AuditReport],
     the recording files closed; the exit code."""
     from tlsprobe.commands import scan_quic
     from tlsprobe.report.escape import shown
+    # --compare-tcp: the TCP audits count toward the exit code, so they are gated and
+    # written like the others (the summary, JUnit, SARIF, HTML, CSV, --json-out)
+    tcp = {t: _gated(args, r) for t, r in tcp.items()}
+    audited = reports + list(tcp.values())
     if not args.json:
         from tlsprobe.report.audit_tables import render_audit
         for report in reports:
@@ -414,17 +441,16 @@ def _finish(args: argparse.Namespace, out: TextIO, reports: list[AuditReport],
             if baseline is not None:
                 baseline.render(report, out)
     scan_quic.print_comparisons(args, tcp, done, out)
-    code, reason = exit_reason(reports + list(tcp.values()), args.fail_on,
-                               getattr(args, "fail_under", None))
+    code, reason = exit_reason(audited, args.fail_on, getattr(args, "fail_under", None))
     if baseline is not None:
         code, reason = baseline.exit_gate(reports, code, reason)
-    if not args.json and len(reports) > 1:
+    if not args.json and len(audited) > 1:
         from tlsprobe.report.audit_tables import render_summary
-        render_summary(reports, code, reason, out)
-    _write_files(args, reports, code, reason, baseline)
+        render_summary(audited, code, reason, out)
+    _write_files(args, reports, code, reason, baseline, list(tcp.values()))
     # the text report says "Error: ..." already: on a terminal that is also stderr, once
     shown_above = [] if args.json or not _same_terminal(out, sys.stderr) else reports
-    for report in reports + list(tcp.values()):
+    for report in audited:
         if report.error and not any(report is r for r in shown_above):
             print(f"tlsprobe: {shown(report.error)}", file=sys.stderr)
     failed = files.close() if files is not None else None

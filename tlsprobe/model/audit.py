@@ -251,7 +251,12 @@ class Finding:
     the finding is about ("TLS 1.2"), or is None when it is not about one version.
     A finding a policy waives (its `waive` table) is listed in `AuditReport.waived` with the
     policy's reason (`waiver`) and name (`waived_by`); those two JSON members are there only
-    on waived findings."""
+    on waived findings. `inconclusive`: the finding states what could NOT be established
+    (audit.inconclusive, certificate.not_verified, a check whose verdict is inconclusive:
+    policy/codes.py UNDETERMINED): it counts toward no gate (--fail-on at any level, the
+    JUnit test cases, the SARIF level) unless a policy's `severity` table names its code,
+    which makes it an ordinary finding at that severity; the JSON member is there only when
+    true."""
 
     severity: Severity
     code: str                       # stable identifier, e.g. "version.not_allowed"
@@ -261,10 +266,18 @@ class Finding:
     version: str | None = None
     waiver: str | None = None       # why it is accepted (only on a waived finding)
     waived_by: str | None = None    # the policy that waives it
+    inconclusive: bool = False      # what could not be established: counts toward no gate
 
     def json_shape(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(self)
-                if f.name not in ("waiver", "waived_by") or self.waiver is not None}
+                if (f.name not in ("waiver", "waived_by") or self.waiver is not None)
+                and (f.name != "inconclusive" or self.inconclusive)}
+
+    @property
+    def gates(self) -> bool:
+        """Whether this finding can fail a gate (--fail-on, a JUnit test case): not when
+        waived, nor when it only says what could not be established."""
+        return self.waiver is None and not self.inconclusive
 
 
 @dataclass(frozen=True)
@@ -299,6 +312,9 @@ class AuditReport:
                                                   # versions check, nothing to compare)
     findings: tuple[Finding, ...] = ()
     policies: tuple[str, ...] = ()
+    #: policy name -> the built-in policy that policy file `extends` (policy/load.py); no
+    #: JSON member when none does
+    policy_extends: dict[str, str] = field(default_factory=dict)
     #: findings a policy waives (with the reason): not in `findings`, never fail --fail-on
     waived: tuple[Finding, ...] = ()
     checks: tuple[str, ...] = ()
@@ -401,7 +417,8 @@ class AuditReport:
         """The fields in declaration order, without "check_results" or "read_only" when there are none and
         without "starttls" when there is none (no --starttls) and without "transport" over
         TCP (only scan --quic sets it) and without "one_at_a_time" for a target that took
-        parallel connections and without "rating" when there is none (an error report), so that an audit that asks for none of them keeps its JSON
+        parallel connections and without "rating" when there is none (an error report)
+        and without "policy_extends" when no policy extends another, so that an audit that asks for none of them keeps its JSON
         unchanged."""
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if (f.name != "check_results" or self.check_results)
@@ -411,7 +428,14 @@ class AuditReport:
                 and (f.name != "one_at_a_time" or self.one_at_a_time is not None)
                 and (f.name != "clients" or self.clients)
                 and (f.name != "rating" or self.rating is not None)
-                and (f.name != "gate" or self.gate is not None)}
+                and (f.name != "gate" or self.gate is not None)
+                and (f.name != "policy_extends" or self.policy_extends)}
+
+    def policies_label(self) -> str:
+        """The policies checked, each with the built-in one it extends: "ours extends
+        mozilla-modern-6.0, old"; "" when none (built-in checks only)."""
+        return ", ".join(f"{p} extends {self.policy_extends[p]}" if p in self.policy_extends
+                         else p for p in self.policies)
 
     def to_dict(self) -> JsonObject:
         """The JSON object: schema, tool and kind, then the fields."""

@@ -107,7 +107,8 @@ def _trust_findings(chain: tuple[CertificateInfo, ...], t: TrustCheck | None,
         return []
     subject = (chain[0].subject,) if chain else ()
     if t.status == "not_checked":
-        return [Finding(Severity.info, "certificate.not_verified", f"chain not verified: {t.detail}")]
+        return [Finding(Severity.info, "certificate.not_verified", f"chain not verified: {t.detail}",
+                        inconclusive=True)]   # what was not established: no gate
     if t.status == "trusted":
         return []
     if t.code in (18, 19):

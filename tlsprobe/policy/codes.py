@@ -27,7 +27,8 @@ from tlsprobe.model.severity import Severity
 
 T = TypeVar("T")
 
-__all__ = ["BUILTIN", "DEFAULT_SEVERITY", "all_codes", "check_of", "lookup", "unknown_code"]
+__all__ = ["BUILTIN", "DEFAULT_SEVERITY", "UNDETERMINED", "all_codes", "check_of", "lookup",
+           "unknown_code"]
 
 # Outside the policy is medium (the policy is what the user asked to be held to); what a
 # policy only recommends (a group, the server's own order) is low. version.not_allowed:
@@ -50,6 +51,12 @@ BUILTIN = (
     "certificate.self_signed", "certificate.untrusted", "certificate.hostname_mismatch",
     "certificate.not_verified", "target.inconsistent", "audit.inconclusive",
 )
+
+#: the built-in findings that state what could NOT be established: inconclusive findings
+#: (model/audit.py Finding.inconclusive), which count toward no gate unless a policy's
+#: `severity` table names the code itself (not its `AREA.*`). A check's finding is
+#: inconclusive when the check's verdict is (policy/checks.py: check.lucky13)
+UNDETERMINED = ("audit.inconclusive", "certificate.not_verified")
 
 #: the check (`scan --checks`) each finding code belongs to, by the code's first part
 #: (`check.NAME` belongs to NAME; target.* and audit.* to none: always kept)

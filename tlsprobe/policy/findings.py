@@ -21,10 +21,11 @@ from tlsprobe.model.audit import (
     SuiteAudit,
     severity_rank,
 )
+from tlsprobe.model.checks import Verdict
 from tlsprobe.model.severity import Severity
 from tlsprobe.policy.certificate import certificate_findings, names
-from tlsprobe.policy.checks import check_findings
-from tlsprobe.policy.codes import check_of
+from tlsprobe.policy.checks import COVERED_BY, check_findings
+from tlsprobe.policy.codes import UNDETERMINED, check_of
 from tlsprobe.policy.load import Policy
 from tlsprobe.policy.rules import POLICY_RULES, dh_modulus_word, evaluate
 
@@ -181,36 +182,42 @@ def _pq_findings(report: AuditReport) -> list[Finding]:
     return out
 
 
+def _inconclusive(message: str, items: tuple[str, ...] = (),
+                  version: str | None = None) -> Finding:
+    """An audit.inconclusive finding: what could not be established (counts toward no
+    gate: Finding.inconclusive)."""
+    return Finding(Severity.info, "audit.inconclusive", message, items=items, version=version,
+                   inconclusive=True)
+
+
 def _versions_unknown(report: AuditReport, now: datetime) -> list[Finding]:
-    return [Finding(Severity.info, "audit.inconclusive", f"{v.version.name} support not "
-                    f"established: {v.detail}", version=v.version.name)
+    return [_inconclusive(f"{v.version.name} support not established: {v.detail}",
+                          version=v.version.name)
             for v in report.versions if v.status == "inconclusive"]
 
 
 def _groups_unknown(report: AuditReport, now: datetime) -> list[Finding]:
-    return [Finding(Severity.info, "audit.inconclusive", f"{g.version.name}: {len(g.inconclusive)} "
-                    "group(s) not established", items=tuple(c.name for c in g.inconclusive),
-                    version=g.version.name)
+    return [_inconclusive(f"{g.version.name}: {len(g.inconclusive)} group(s) not established",
+                          items=tuple(c.name for c in g.inconclusive), version=g.version.name)
             for g in report.groups if g.inconclusive]
 
 
 def _suites_unknown(report: AuditReport, now: datetime) -> list[Finding]:
-    return [Finding(Severity.info, "audit.inconclusive", f"{s.version.name}: " + (
-                    "cipher suite list may be incomplete" if s.supported else
-                    "cipher suites not established"), version=s.version.name)
+    return [_inconclusive(f"{s.version.name}: " + (
+                "cipher suite list may be incomplete" if s.supported else
+                "cipher suites not established"), version=s.version.name)
             for s in report.suites if not s.complete]
 
 
 def _sigalgs_unknown(report: AuditReport, now: datetime) -> list[Finding]:
-    return [Finding(Severity.info, "audit.inconclusive", f"{a.version.name}: signature schemes not "
-                    f"established: {a.reason}", version=a.version.name)
+    return [_inconclusive(f"{a.version.name}: signature schemes not established: {a.reason}",
+                          version=a.version.name)
             for a in report.signature_schemes if a.status == "inconclusive"]
 
 
 def _pq_tolerance_unknown(report: AuditReport, now: datetime) -> list[Finding]:
-    return [Finding(Severity.info, "audit.inconclusive", "post-quantum tolerance (a hello with "
-                    f"{v.subject}) not established: {v.detail}", items=(v.subject,),
-                    version="TLS 1.3")
+    return [_inconclusive(f"post-quantum tolerance (a hello with {v.subject}) not established: "
+                          f"{v.detail}", items=(v.subject,), version="TLS 1.3")
             for v in report.post_quantum if v.check == "tolerance" and v.verdict == "inconclusive"]
 
 
@@ -264,9 +271,12 @@ def judge(report: AuditReport, policies: list[Policy]) -> tuple[tuple[Finding, .
         found += evaluate(report, policy)
     if asked:
         found = [f for f in found if check_of(f.code) in asked | {""}]
+        found += [f for f in _covering(report, asked) if check_of(f.code) not in asked]
     # a check's findings go with the check's name, whatever their codes
     found += check_findings(tuple(r for r in report.check_results
                                   if not asked or r.name in asked))
+    found = [dataclasses.replace(f, inconclusive=True) if f.code in UNDETERMINED else f
+             for f in found]
     rated = [rate(f, policies) for f in dict.fromkeys(found)]
     unique = list(dict.fromkeys(rated))
 
@@ -276,17 +286,44 @@ def judge(report: AuditReport, policies: list[Policy]) -> tuple[tuple[Finding, .
             ordered([f for f in unique if f.waiver is not None]))
 
 
+def _covering(report: AuditReport, asked: set[str]) -> list[Finding]:
+    """The findings that state what an asked derived check found (COVERED_BY: `--checks
+    sweet32` reads the suites phase, whose own findings are not reported): suite.weak for
+    the check's suites only, the DH parameters' findings whole. Without them a vulnerable
+    verdict had no finding and passed every --fail-on."""
+    out: list[Finding] = []
+    for r in report.check_results:
+        codes = COVERED_BY.get(r.name, ())
+        if r.name not in asked or r.verdict is not Verdict.vulnerable or not codes:
+            continue
+        pairs = {tuple(e[:-1].rsplit(" (", 1)) for e in r.evidence}   # "SUITE (VERSION)"
+        for audit in report.suites:
+            mine = tuple(c for c in audit.supported if (c.iana_name, audit.version.name)
+                         in pairs)
+            if mine:
+                out += [f for f in _suite_findings(dataclasses.replace(audit, supported=mine))
+                        if f.code in codes]
+        if "dh.weak" in codes:
+            out += [f for f in _fixed_dh(report, datetime.now(UTC)) if f.code in codes]
+    return out
+
+
 def rate(finding: Finding, policies: list[Policy]) -> Finding:
     """`finding` as the policies have it. A policy's own finding already has the policy's
     severity; a built-in finding (or a check's) takes the severity the policies' `severity`
-    tables give its code (the highest, when several name it). A finding is waived by its
-    own policy's `waive` table, a built-in one by any policy's (the first that names it)."""
+    tables give its code (the highest, when several name it). An inconclusive finding (what
+    could not be established) is re-rated only by its own code, never by an `AREA.*` key:
+    a policy naming it asks to be held to it, and it then counts toward the gates as any
+    finding. A finding is waived by its own policy's `waive` table, a built-in one by any
+    policy's (the first that names it)."""
     mine = [p for p in policies if p.name == finding.policy] if finding.policy != "builtin" \
         else policies
     if finding.policy == "builtin":
-        ratings = [r for p in mine if (r := p.rated(finding.code)) is not None]
+        ratings = [r for p in mine
+                   if (r := p.rated(finding.code, exact=finding.inconclusive)) is not None]
         if ratings:
-            finding = dataclasses.replace(finding, severity=max(ratings, key=severity_rank))
+            finding = dataclasses.replace(finding, severity=max(ratings, key=severity_rank),
+                                          inconclusive=False)
     for policy in mine:
         reason = policy.waiver(finding.code)
         if reason is not None:
@@ -295,5 +332,7 @@ def rate(finding: Finding, policies: list[Policy]) -> Finding:
 
 
 def at_or_above(findings: tuple[Finding, ...], threshold: str) -> list[Finding]:
+    """The findings that fail --fail-on `threshold` (and a JUnit test case): at or above
+    it, neither waived nor inconclusive (Finding.gates)."""
     limit = severity_rank(threshold)
-    return [f for f in findings if severity_rank(f.severity) >= limit]
+    return [f for f in findings if f.gates and severity_rank(f.severity) >= limit]

@@ -2,7 +2,8 @@
 whether it passes and, when not, why, in words a CI log reader acts on. The exit code is
 decided by commands/scan.py `exit_reason` over all targets; this names each target's part in
 it, for the summary of a multi-target run and for the target's JSON (`gate`). A target with
-an error fails the run too (its error kind sets the exit code when no gate fails)."""
+an error fails the run too (its error kind sets the exit code when no gate fails). A waived
+or inconclusive finding fails no gate (policy/findings.py `at_or_above`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Iterable
 
 from tlsprobe.errors import exit_code_for
 from tlsprobe.model.audit import AuditReport, GateVerdict, severity_rank
+from tlsprobe.policy.findings import at_or_above
 
 __all__ = ["gate_verdict"]
 
@@ -27,8 +29,7 @@ def gate_verdict(report: AuditReport, fail_on: str | None, fail_under: str | Non
         reasons.append(f"error ({kind}, exit {exit_code_for(report.error_kind)}): "
                        f"{report.error}")
     if fail_on:
-        hit = sorted((f for f in report.findings
-                      if severity_rank(f.severity) >= severity_rank(fail_on)),
+        hit = sorted(at_or_above(report.findings, fail_on),
                      key=lambda f: -severity_rank(f.severity))
         if hit:
             codes: dict[str, list[str]] = {}   # code -> its severities, worst code first
@@ -42,7 +43,8 @@ def gate_verdict(report: AuditReport, fail_on: str | None, fail_under: str | Non
     if fail_under and report.rating is not None:
         from tlsprobe.model.rating import parse_grade
         if report.rating.below(parse_grade(fail_under)):
-            grade = report.rating.grade.value if report.rating.grade else "not rated"
-            reasons.append(f"rated {grade}, below --fail-under {fail_under}")
+            grade = f"rated {report.rating.grade.value}" if report.rating.grade else \
+                report.rating.label()
+            reasons.append(f"{grade}, below --fail-under {fail_under}")
     reasons += more
     return GateVerdict(passed=not reasons, reasons=tuple(reasons))

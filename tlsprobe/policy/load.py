@@ -60,6 +60,10 @@ class Policy:
     name: str
     title: str = ""
     source: str = ""
+    #: the built-in policy a file `extends` (its full name; "" for none): the file's keys
+    #: replace the base's, but never its name, title or source (the file's own, or its
+    #: file name and path)
+    extends: str = ""
     versions: frozenset[int] | None = None
     required_versions: tuple[int, ...] = ()
     cipher_suites: frozenset[int] | None = None
@@ -76,13 +80,19 @@ class Policy:
     #: finding code (or `AREA.*`) -> why it is accepted: such findings are listed as waived
     waive: dict[str, str] = field(default_factory=dict)
 
+    def label(self) -> str:
+        """The name, and the built-in policy it extends: "ours (extends
+        mozilla-modern-6.0)"."""
+        return f"{self.name} (extends {self.extends})" if self.extends else self.name
+
     def sev(self, code: str) -> Severity:
         """The severity of this policy's finding `code` (its `severity` table first)."""
         return lookup(self.severity, code) or DEFAULT_SEVERITY.get(code, Severity.low)
 
-    def rated(self, code: str) -> Severity | None:
-        """The severity this policy's `severity` table gives `code` (None: not named)."""
-        return lookup(self.severity, code)
+    def rated(self, code: str, exact: bool = False) -> Severity | None:
+        """The severity this policy's `severity` table gives `code` (None: not named);
+        `exact`: only an entry of the code itself counts, not its `AREA.*`."""
+        return self.severity.get(code) if exact else lookup(self.severity, code)
 
     def waiver(self, code: str) -> str | None:
         """The reason this policy waives `code` for (None: not waived)."""
@@ -111,12 +121,17 @@ def _builtin_text(name: str) -> str | None:
         return None
 
 
-def _raw_builtin(name: str) -> PolicyData:
+def _raw_builtin(name: str, where: str = "") -> PolicyData:
+    """The built-in policy `name` (or alias) as parsed JSON; `where`: the file whose
+    `extends` names it (only a built-in policy can be extended)."""
     name = ALIASES.get(name.lower(), name.lower())
     text = _builtin_text(name)
     if text is None:
-        raise PolicyError(f"unknown policy {name!r} (built in: {', '.join(builtin_names())}, "
-                         f"{', '.join(sorted(ALIASES))}; or a .json/.toml file)")
+        known = f"built in: {', '.join(builtin_names())}, {', '.join(sorted(ALIASES))}"
+        if where:
+            raise PolicyError(f"policy file {where}: 'extends' names no built-in policy: "
+                              f"{name!r} ({known}; a file cannot be extended)")
+        raise PolicyError(f"unknown policy {name!r} ({known}; or a .json/.toml file)")
     data: PolicyData = json.loads(text)
     return data
 
@@ -167,7 +182,11 @@ def load_policy(spec: str) -> Policy:
         if base is not None:
             if not isinstance(base, str):
                 raise PolicyError(f"policy file {path}: 'extends' must be a policy name")
-            data = {**_raw_builtin(base), **data}
+            inherited = {k: v for k, v in _raw_builtin(base, str(path)).items()
+                         if k not in ("name", "title", "source")}
+            data = {**inherited, **data, "extends": ALIASES.get(base.lower(), base.lower())}
+        # what the policy is called is the file's: its own title, else its file name
+        data = {"title": path.name, "source": str(path), **data}
         return parse_policy(data, str(path))
     return parse_policy(_raw_builtin(spec), spec)
 
@@ -264,13 +283,13 @@ def parse_policy(data: PolicyData, where: str) -> Policy:
                                                    f" (one of {', '.join(CERTIFICATE_TYPES)})"))
     dh_min_bits, rsa_min_bits = _bits(data, "dh_min_bits", where), \
         _bits(data, "rsa_min_bits", where)
-    for key in ("name", "title", "source"):
+    for key in ("name", "title", "source", "extends"):
         _typed(data, key, str, where, "a string")
     _typed(data, "server_preferred_order", bool, where, "true or false")
     order = data.get("server_preferred_order")
     return Policy(
         name=str(data.get("name") or where), title=str(data.get("title", "")),
-        source=str(data.get("source", "")),
+        source=str(data.get("source", "")), extends=str(data.get("extends") or ""),
         versions=frozenset(versions) if versions is not None else None,
         required_versions=tuple(_codes(data, "required_versions", where, None) or ()),
         cipher_suites=frozenset(suites) if suites is not None else None,

@@ -7,6 +7,7 @@ could not be established are listed as such, never folded into "not supported".
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import IO
 
 from rich.console import Group, RenderableType
@@ -215,8 +216,9 @@ def findings_section(r: AuditReport, full: bool = False) -> RenderableType:
             message.append("\n" + shown(f"all {len(f.items)}: {', '.join(f.items)}"))
         _row(table, _text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")), message,
              f.policy, f.code)
-    return Group(_title(f"Findings ({', '.join(r.policies) or 'built-in checks only'})"), table,
-                 *waived_section(r, full), _text(""))
+    note = inconclusive_line(r)
+    return Group(_title(f"Findings ({r.policies_label() or 'built-in checks only'})"), table,
+                 *([_text(note)] if note else []), *waived_section(r, full), _text(""))
 
 
 def waived_section(r: AuditReport, full: bool = False) -> list[RenderableType]:
@@ -314,8 +316,23 @@ def summary_lines(reports: list[AuditReport], code: int, reason: str) -> list[st
     grades = grades_line(reports)
     return [(f"Targets: {len(reports)}; audited {len(reports) - failed}; with an error "
             f"{failed}{by_kind}"),
-            f"Findings: {found}", *([grades] if grades else []), *gate_lines(reports),
-            f"Exit code {code}: {reason}"]
+            f"Findings: {found}{inconclusive_note(reports)}", *([grades] if grades else []),
+            *gate_lines(reports), f"Exit code {code}: {reason}"]
+
+
+def inconclusive_line(r: AuditReport) -> str:
+    """The line under the findings when some only say what could not be established
+    (Finding.inconclusive); "" when none."""
+    n = sum(1 for f in r.findings if f.inconclusive)
+    return (f"Inconclusive (what could not be established), counted by no gate, --fail-on "
+            f"info included: {n} of these findings") if n else ""
+
+
+def inconclusive_note(reports: Sequence[AuditReport]) -> str:
+    """" (2 inconclusive: counted by no gate)" after the findings by severity, when some
+    findings only say what could not be established (Finding.inconclusive); "" when none."""
+    n = sum(1 for r in reports for f in r.findings if f.inconclusive)
+    return f" ({n} inconclusive: counted by no gate)" if n else ""
 
 
 def gate_lines(reports: list[AuditReport]) -> list[str]:
@@ -328,7 +345,7 @@ def gate_lines(reports: list[AuditReport]) -> list[str]:
     failing = [(r, g) for r, g in gates if not g.passed]
     lines = [f"Gate: {len(gates) - len(failing)} of {len(gates)} target(s) passed"]
     for r, g in failing:
-        where = host_port(r.host, r.port)
+        where = host_port(r.host, r.port) + (" (QUIC)" if r.transport == "quic" else "")
         if r.port == 0:     # a line of -f FILE that is no target
             where = r.host
         lines += [f"Failed: {where}", *(f"  - {why}" for why in g.reasons)]

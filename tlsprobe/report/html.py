@@ -250,7 +250,7 @@ def consistency_html(r: AuditReport) -> str:
 
 
 def findings_html(r: AuditReport) -> str:
-    title = f"Findings ({', '.join(r.policies) or 'built-in checks only'})"
+    title = f"Findings ({r.policies_label() or 'built-in checks only'})"
     if not r.findings:
         return f"<h3>{_e(title)}</h3>\n" + _p("none")
     rows = []
@@ -259,8 +259,10 @@ def findings_html(r: AuditReport) -> str:
             if f.items else ""
         rows.append((_badge(f.severity),
                      _e(f.message) + items, _e(f.policy), _e(f.code)))
+    from tlsprobe.report.audit_tables import inconclusive_line
+    note = inconclusive_line(r)
     return f"<h3>{_e(title)}</h3>\n" + _table(("Severity", "Finding", "Policy", "Code"), rows,
-                                               raw=True)
+                                               raw=True) + (_p(note) if note else "")
 
 
 def waived_html(r: AuditReport) -> str:
@@ -345,10 +347,12 @@ def summary_html(reports: Sequence[AuditReport], code: int, reason: str) -> str:
     cells = " ".join(f'<span class="sev sev-{s}">{counts[s]} {s}</span>'
                      for s in (Severity.critical, Severity.high, Severity.medium, Severity.low, Severity.info) if s in counts)
     errors = sum(1 for r in reports if r.error)
+    from tlsprobe.report.audit_tables import inconclusive_note
     from tlsprobe.report.rating import grades_line
     grades = grades_line(reports)
     return (f"<p>Targets: {len(reports)}; with an error: {errors}</p>\n"
-            f"<p>Findings: {cells or 'none'}</p>\n" + (_p(grades) if grades else "")
+            f"<p>Findings: {cells or 'none'}{_e(inconclusive_note(reports))}</p>\n"
+            + (_p(grades) if grades else "")
             + _p(f"Exit code {code}: {reason}"))
 
 

@@ -6,14 +6,20 @@ One `testsuite` per target (named HOST:PORT, with its start time and duration), 
   FAILS when the server is vulnerable or does not tolerate what the check sends (whatever
   --fail-on says: the test asks "is the server affected?"), or when the check's own
   finding is at or above the threshold (a hygiene check's "not supported"); a finding a
-  policy waives passes, the waiver in its `system-out`. A check that does not apply is
+  policy waives passes, the waiver in its `system-out` (for a derived check without a
+  finding of its own, such as sweet32, the findings that state its facts: suite.weak,
+  policy/checks.py COVERED_BY). A check that does not apply is
   `skipped` ("not applicable: why"); an INCONCLUSIVE check is `skipped` too, with
   "inconclusive: why" as its message: never a silent pass, and never a failure, since a
-  verdict tlsprobe could not establish fails no gate (the scan's exit code ignores it too);
+  verdict tlsprobe could not establish fails no gate (the scan's exit code ignores it too),
+  unless a policy's `severity` table names its finding's code (then it fails as --fail-on);
 - one `testcase` per finding code of the audit itself (classname `tlsprobe.finding.AREA`,
   name the code: version.not_allowed, certificate.expires_soon ...), failing when one of
   its findings is at or above the threshold, passing with the findings in `system-out`
-  when they are below it or waived;
+  when they are below it or waived; a code whose findings are all inconclusive (what could
+  not be established: audit.inconclusive, certificate.not_verified) is `skipped`
+  ("inconclusive: ..."), whatever the threshold, unless a policy's `severity` table names
+  the code (model/audit.py Finding.inconclusive);
 - a `rating` testcase when the target was rated: failing below --fail-under (with
   --fail-under also for a target not rated, below every gate);
 - with --fail-on-change, a `changes` testcase (classname `tlsprobe.baseline`), failing
@@ -33,7 +39,9 @@ from typing import TYPE_CHECKING
 from tlsprobe.model.checks import Verdict
 from tlsprobe.model.severity import Severity
 from tlsprobe.model.units import host_port
+from tlsprobe.policy.checks import COVERED_BY
 from tlsprobe.report.escape import shown
+from tlsprobe.report.tones import check_severity
 
 if TYPE_CHECKING:
     from tlsprobe.model.audit import AuditReport, Finding
@@ -73,15 +81,19 @@ def _check_case(suite: ET.Element, r: AuditReport, c: CheckResult,
     case = _case(suite, f"tlsprobe.check.{c.category}", c.name)
     why = shown(f"{c.title}: {c.verdict}: {c.reason}")
     evidence = [shown(e) for e in c.evidence]
-    waived = [f for f in r.waived if c.code is not None and f.code == c.code]
-    own = [f for f in r.findings if c.code is not None and f.code == c.code]
-    if c.verdict in (Verdict.not_applicable, Verdict.inconclusive):
+    # the check's own finding code, or the codes of the findings that state its facts
+    codes = (c.code,) if c.code is not None else COVERED_BY.get(c.name, ())
+    waived = [f for f in r.waived if f.code in codes]
+    own = [f for f in r.findings if f.code in codes]
+    failing = [f for f in own if f.gates and Severity(f.severity).rank >= threshold.rank]
+    # an inconclusive check's finding gates only when a policy named its code (it then
+    # fails --fail-on: the case says so, not "skipped")
+    if c.verdict in (Verdict.not_applicable, Verdict.inconclusive) and not failing:
         ET.SubElement(case, "skipped", message=f"{c.verdict}: {shown(c.reason)}")
         _out(case, evidence)
         return "skipped"
-    failing = [f for f in own if Severity(f.severity).rank >= threshold.rank]
-    if failing or (c.verdict in _PROBLEMS and not waived):
-        kind = str(c.severity or c.verdict)
+    if failing or (c.verdict in _PROBLEMS and (own or not waived)):
+        kind = str(check_severity(r, c) or c.verdict)   # as the policies rate it
         node = ET.SubElement(case, "failure", message=why, type=kind)
         node.text = "\n".join([_text(f) for f in own] + evidence)
         return "failure"
@@ -103,8 +115,16 @@ def _finding_cases(suite: ET.Element, r: AuditReport, threshold: Severity) -> li
     outcomes = []
     for code, found in codes.items():
         case = _case(suite, f"tlsprobe.finding.{code.partition('.')[0]}", code)
-        failing = [f for f, waived in found
-                   if not waived and Severity(f.severity).rank >= threshold.rank]
+        failing = [f for f, _ in found
+                   if f.gates and Severity(f.severity).rank >= threshold.rank]
+        if not failing and all(f.inconclusive for f, _ in found):
+            # what could not be established: no pass, no failure (as an inconclusive check)
+            ET.SubElement(case, "skipped", message=shown(
+                f"inconclusive: {found[0][0].message}"
+                + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")))
+            _out(case, [("waived: " if w else "") + _text(f) for f, w in found])
+            outcomes.append("skipped")
+            continue
         if failing:
             node = ET.SubElement(case, "failure", message=_text(failing[0]),
                                  type=str(max((Severity(f.severity) for f in failing),
@@ -112,8 +132,8 @@ def _finding_cases(suite: ET.Element, r: AuditReport, threshold: Severity) -> li
             node.text = "\n".join(_text(f) for f, _ in found)
             outcomes.append("failure")
         else:
-            _out(case, [("waived: " if w else "below the threshold: ") + _text(f)
-                        for f, w in found])
+            _out(case, [("waived: " if w else "inconclusive: " if f.inconclusive else
+                         "below the threshold: ") + _text(f) for f, w in found])
             outcomes.append("passed")
     return outcomes
 
@@ -153,7 +173,8 @@ def _changes_case(suite: ET.Element, r: AuditReport, changes: ChangeGate | None)
 
 def _suite(root: ET.Element, r: AuditReport, threshold: Severity,
            fail_under: str | None, changes: ChangeGate | None = None) -> None:
-    suite = ET.SubElement(root, "testsuite", name=shown(_target(r)))
+    quic = " (QUIC)" if r.transport == "quic" else ""   # scan --quic --compare-tcp: both
+    suite = ET.SubElement(root, "testsuite", name=shown(_target(r)) + quic)
     if r.started_at:
         suite.set("timestamp", r.started_at.removesuffix("Z"))
     outcomes: list[str] = []
@@ -178,13 +199,16 @@ def _counts(node: ET.Element, outcomes: list[str], seconds: float) -> None:
 
 def junit_tree(reports: Sequence[AuditReport], fail_on: str | None,
                fail_under: str | None = None,
-               changes: ChangeGate | None = None) -> ET.ElementTree:
+               changes: ChangeGate | None = None,
+               compared: Sequence[AuditReport] | None = None) -> ET.ElementTree:
     """The JUnit XML of a scan (see the module docstring); `changes`: with
-    --fail-on-change, why a target fails that gate (empty: it passes)."""
+    --fail-on-change, why a target fails that gate (empty: it passes), for the reports
+    `compared` with the baseline (default all; not the audits of --compare-tcp)."""
     threshold = Severity(fail_on) if fail_on else DEFAULT_THRESHOLD
     root = ET.Element("testsuites", name="tlsprobe scan")
     for r in reports:
-        _suite(root, r, threshold, fail_under, changes)
+        gated = compared is None or any(r is c for c in compared)
+        _suite(root, r, threshold, fail_under, changes if gated else None)
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for suite in root:
         for key in totals:
@@ -196,8 +220,9 @@ def junit_tree(reports: Sequence[AuditReport], fail_on: str | None,
 
 
 def write_junit(path: str, reports: Sequence[AuditReport], fail_on: str | None,
-                fail_under: str | None = None, changes: ChangeGate | None = None) -> None:
+                fail_under: str | None = None, changes: ChangeGate | None = None,
+                compared: Sequence[AuditReport] | None = None) -> None:
     """`scan --junit FILE` (the path was checked before the audit)."""
-    tree = junit_tree(reports, fail_on, fail_under, changes)
+    tree = junit_tree(reports, fail_on, fail_under, changes, compared)
     ET.indent(tree)
     tree.write(path, encoding="utf-8", xml_declaration=True)

@@ -6,7 +6,10 @@ One run; `tool.driver` is tlsprobe with its version and one rule per finding cod
 the section of the docs that explains it; the GitHub `security-severity` of the worst
 severity seen). Each finding is a result:
 - `level` from its severity: critical and high `error`, medium `warning`, low and info
-  `note` (the severity itself in `properties.severity`);
+  `note` (the severity itself in `properties.severity`); an inconclusive finding (what
+  could not be established: model/audit.py Finding.inconclusive) has `kind` `open` and
+  `level` `none` (SARIF: not enough information to say whether there is a problem), as
+  has the rule of a code seen only so;
 - `message` the finding's text with its items, prefixed by the target;
 - `locations`: a target is no file, but GitHub code scanning shows only results with a
   `physicalLocation.artifactLocation.uri` that is a relative path (or a file: URI), so the
@@ -95,16 +98,27 @@ def _message(r: AuditReport, f: Finding) -> str:
 
 def _fingerprint(r: AuditReport, f: Finding) -> str:
     key = "\0".join((f.code, _target(r), f.version or "", ",".join(sorted(f.items))))
+    if r.transport is not None:     # scan --quic (--compare-tcp: the TCP audit beside it)
+        key += f"\0{r.transport}"
     return hashlib.sha256(shown(key).encode("utf-8")).hexdigest()[:32]
 
 
 def _result(r: AuditReport, f: Finding, index: int) -> JsonObject:
+    properties: JsonObject = {"severity": str(f.severity), "policy": shown(f.policy),
+                              "target": shown(_target(r)), "items": [shown(i) for i in f.items]}
+    if r.transport is not None:
+        properties["transport"] = r.transport
+    if f.policy in r.policy_extends:    # a policy file that extends a built-in one
+        properties["policy_extends"] = r.policy_extends[f.policy]
     out: JsonObject = {
         "ruleId": f.code, "ruleIndex": index, "level": level_of(f.severity),
         "message": {"text": _message(r, f)}, "locations": [_location(r)],
         "partialFingerprints": {"tlsprobe/v1": _fingerprint(r, f)},
-        "properties": {"severity": str(f.severity), "policy": shown(f.policy),
-                       "target": shown(_target(r)), "items": [shown(i) for i in f.items]}}
+        "properties": properties}
+    if f.inconclusive:
+        # SARIF 3.27.9: "open", the rule was evaluated without enough information to say
+        # whether there is a problem; a kind other than "fail" has the level "none"
+        out.update(kind="open", level="none")
     if f.waiver is not None:
         why = f.waiver + (f" (policy {f.waived_by})" if f.waived_by else "")
         out["suppressions"] = [{"kind": "external", "status": "accepted",
@@ -115,17 +129,20 @@ def _result(r: AuditReport, f: Finding, index: int) -> JsonObject:
 def _rules(reports: Sequence[AuditReport]) -> tuple[list[JsonValue], dict[str, int]]:
     """One rule per finding code seen (waived ones too), sorted by code; code -> index."""
     worst: dict[str, str] = {}
+    open_only: dict[str, bool] = {}     # code -> seen only in inconclusive findings
     for r in reports:
         for f in (*r.findings, *r.waived):
             seen = worst.get(f.code, "info")
             worst[f.code] = max(seen, str(f.severity), key=_RANK.index)
+            open_only[f.code] = open_only.get(f.code, True) and f.inconclusive
     rules: list[JsonValue] = []
     for code in sorted(worst):
         rules.append({
             "id": code, "name": code.replace(".", "_"),
             "shortDescription": {"text": _describe(code)},
             "help": {"text": _help(code)},
-            "defaultConfiguration": {"level": level_of(worst[code])},
+            "defaultConfiguration": {"level": "none" if open_only[code]
+                                     else level_of(worst[code])},
             "properties": {"security-severity": _SECURITY_SEVERITY[worst[code]],
                            "tags": ["security", "tls"]}})
     return rules, {code: n for n, code in enumerate(sorted(worst))}

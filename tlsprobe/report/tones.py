@@ -14,7 +14,8 @@ severity info. The renderers colour a row by its tone, never by its words:
 - a post-quantum answer: "yes" is good, "no" bad when a finding is about it (and then with
   that finding's severity), else neutral.
 
-The severity of a check row is the check's own (`CheckResult.severity`) or, for a problem
+The severity of a check row is its finding's, as a policy re-rates it (the check's own,
+`CheckResult.severity`, when a policy waives the finding) or, for a problem
 whose facts are findings of their own (RC4, SWEET32, NULL, anonymous and export suites are
 `suite.weak`; small DH parameters `dh.weak`), the highest severity of the findings that
 name the same suites or parameters in the same version: the badge follows any re-rating
@@ -77,9 +78,10 @@ def highest(severities: list[str]) -> str | None:
 
 
 def check_severity(r: AuditReport, c: CheckResult) -> str | None:
-    """The severity badge of a check row (see the module docstring)."""
-    if c.severity:
-        return c.severity
+    """The severity badge of a check row (see the module docstring): its finding's as the
+    policies rate it (the check's own severity when the finding is waived)."""
+    if c.code is not None:
+        return highest([f.severity for f in r.findings if f.code == c.code]) or c.severity
     return highest([f.severity for f in covering(r, c)])
 
 

@@ -111,20 +111,27 @@ def read_only_of(given: Sequence[str] | str | None, names: Names) -> tuple[str, 
 
 def policies_of(given: Sequence[str] | str | None) -> tuple[Policy, ...]:
     """Policies by name or file (None: the default one; a str: one policy); one that cannot
-    be loaded is a usage error with the policy's own one-line message."""
+    be loaded is a usage error with the policy's own one-line message. A policy given twice
+    is a usage error (as any repeated item), and so are two different policies of one name are a usage error (findings name
+    their policy, and a policy's tables apply to its own findings: they would mix)."""
     from tlsprobe.policy.load import DEFAULT_POLICY, PolicyError, load_policy
     specs = [DEFAULT_POLICY] if given is None else [given] if isinstance(given, str) else given
     try:
         loaded = tuple(load_policy(spec) for spec in specs)
     except PolicyError as exc:
         raise UsageError(str(exc)) from None
-    seen: dict[str, str] = {}
+    seen: dict[str, tuple[str, Policy]] = {}
     for spec, policy in zip(specs, loaded):   # the report would list it twice
         if policy.name in seen:
-            again = "is given twice" if seen[policy.name] == spec else \
-                f"is the policy {seen[policy.name]!r} names"
-            raise UsageError(f"--policy {spec!r} {again} ({policy.name}); give each once")
-        seen[policy.name] = spec
+            first, other = seen[policy.name]
+            if first == spec or other == policy:
+                raise UsageError(f"--policy {spec!r} is given twice ({policy.name}); "
+                                 "give each once")
+            # their findings and tables would mix (a policy's tables apply to the
+            # findings named after it)
+            raise UsageError(f"--policy {spec}: another policy is named {policy.name!r} too "
+                             "(give a policy file its own 'name')")
+        seen[policy.name] = (spec, policy)
     return loaded
 
 

@@ -178,7 +178,9 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
         scheduler.x509_ahead = True
     report = AuditReport(host=target.host, port=target.port, checks=tuple(options.checks),
                          read_only=options.read_only,
-                         policies=tuple(p.name for p in options.policies))
+                         policies=tuple(p.name for p in options.policies),
+                         policy_extends={p.name: p.extends for p in options.policies
+                                         if p.extends})
     spoken: set[int] | None = None
     ref: consistency.Reference | None = None
     if checks & {"versions", "suites", "sigalgs", "cert"}:
