@@ -139,6 +139,35 @@ def test_certificate_expiring_soon(doc: dict[str, Any]) -> None:
         "without a scan time no expiry is stated"
 
 
+def _with_ecdsa(d: dict[str, Any], status: str, not_after: str) -> dict[str, Any]:
+    leaf = dict(d["certificates"][0], key_type="EC secp256r1", sha256="ec" * 32,
+                not_after=not_after)
+    return dict(d, other_certificates=[{
+        "key_type": "ECDSA", "version": d["versions"][0]["version"], "offer": "TLS 1.2",
+        "certificates": [leaf], "trust": {"status": status, "reason": "why"}}])
+
+
+def test_every_chain_both_scans_established_is_compared(doc: dict[str, Any]) -> None:
+    """The other key types' chains (`other_certificates`) by key type, named; a chain one
+    scan did not see is no change; one certificate replaced by one of another key type is
+    still a renewal of the server's certificate."""
+    at = datetime(2026, 12, 6, tzinfo=UTC)
+    far, near = (at + timedelta(days=300)).isoformat(), (at + timedelta(days=10)).isoformat()
+    old, new = _with_ecdsa(doc, "trusted", far), _with_ecdsa(doc, "untrusted", near)
+    got = diff_reports(old, new, at=at)
+    assert [(c.kind, c.what, c.direction) for c in got] == [
+        (ChangeKind.certificate_expiring, "CN=localhost", REG),
+        (ChangeKind.trust_changed, "ECDSA certificate chain", REG)]
+    assert got[0].reason == "ECDSA certificate expires within 30 days of the scan"
+    assert only(new, old) == ((ChangeKind.trust_changed, "ECDSA certificate chain", IMP),)
+    assert only(doc, new) == () and only(new, doc) == ()
+    assert doc["trust"]["status"] == "untrusted"
+    ecdsa_only = dict(old, certificates=old["other_certificates"][0]["certificates"],
+                      trust=old["other_certificates"][0]["trust"], other_certificates=[])
+    assert only(doc, ecdsa_only) == ((ChangeKind.certificate_renewed, "CN=localhost", NEU),
+                                     (ChangeKind.trust_changed, "certificate chain", IMP))
+
+
 @pytest.mark.parametrize("value", [[], "text", {"tool": "sslyze"}, {"tool": "tlsprobe",
                                    "kind": "probe", "host": "a", "port": 1},
                                    {"tool": "tlsprobe", "kind": "audit"}])

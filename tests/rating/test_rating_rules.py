@@ -23,7 +23,7 @@ from tlsprobe.model.audit import (
 )
 from tlsprobe.model.check_details import HstsDetails, RenegotiationsDetails
 from tlsprobe.model.checks import CheckResult, Method, Verdict
-from tlsprobe.model.probe import CertificateInfo, Cipher, Codepoint
+from tlsprobe.model.probe import CertificateInfo, Cipher, Codepoint, ServerCertificate
 from tlsprobe.model.rating import GRADE_ORDER, Grade, parse_grade
 from tlsprobe.model.severity import Severity
 from tlsprobe.model.vocab import DheStatus, GroupMethod, TrustStatus, VersionStatus
@@ -292,6 +292,28 @@ def test_a_chain_not_verified_is_an_unknown_of_t() -> None:
     rating = rate(make(trust=TrustStatus.NOT_CHECKED))
     assert rating is not None and rating.grade is Grade.A_PLUS and rating.provisional
     assert [u.cap for u in rating.unknowns] == [Grade.T]
+
+
+def test_other_key_types_chains_count_and_one_not_established_is_unknown() -> None:
+    """A second chain (ECDSA P-256 here): its key in the key exchange score, its chain not
+    verified or its search not established an unknown of T (A+ stays, provisional)."""
+    ec = CertificateInfo("CN=localhost", "CN=ca", "EC secp256r1", 256, "ecdsa-with-SHA256",
+                         "2025-01-01", "2030-01-01", "02", "cd")
+    ecdsa = ServerCertificate("ECDSA", Codepoint.version(TLS12), "TLS 1.2", (ec,),
+                              TrustCheck(TrustStatus.NOT_CHECKED, detail="no store"))
+    rating = rate(replace(make(key=("RSA", 4096)), other_certificates=(ecdsa,)))
+    assert rating is not None and rating.grade is Grade.A_PLUS and rating.provisional
+    assert [(u.rule, u.cap, u.detail) for u in rating.unknowns] == [
+        ("cert_trust", Grade.T, "ECDSA certificate: no store")]
+    small = replace(ecdsa, certificates=(replace(ec, key_type="EC secp160r1", key_bits=160),),
+                    trust=TrustCheck(TrustStatus.TRUSTED))
+    rating = rate(replace(make(), other_certificates=(small,)))
+    assert rating is not None and rating.grade is Grade.B
+    assert [(c.rule, c.cap) for c in rating.caps] == [("weak_key", Grade.B)]
+    assert rating.key_exchange.detail == "weakest: certificate EC secp160r1 160 bits (80)"
+    rating = rate(replace(make(), other_certificates_note="TLS 1.2 hello with ...: reset"))
+    assert rating is not None and rating.grade is Grade.A_PLUS and rating.provisional
+    assert [(u.rule, u.cap) for u in rating.unknowns] == [("cert_other_chains", Grade.T)]
 
 
 @pytest.mark.parametrize(("age", "warning"), [(86400, "hsts_short"), (0, "hsts_disabled"),

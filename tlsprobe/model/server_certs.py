@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from tlsprobe.model.probe import CertificateInfo, Codepoint
 from tlsprobe.model.vocab import Order, SigalgStatus
 
-__all__ = ["KeyTypeSigalgs", "key_family"]
+__all__ = ["KeyTypeSigalgs", "key_family", "key_family_of"]
 
 
 @dataclass(frozen=True)
@@ -34,8 +34,13 @@ def key_family(info: CertificateInfo) -> str:
     """The key type of a described certificate, as `ServerCertificate.key_type` names it:
     "ECDSA" for an EC key on any curve, else `CertificateInfo.key_type` ("RSA", "RSA-PSS",
     "Ed25519", "Ed448", "DSA"; "unknown" for a key that could not be read)."""
-    if info.key_type.startswith("EC "):
+    return key_family_of(info.key_type)
+
+
+def key_family_of(key_type: str) -> str:
+    """`key_family` of a `CertificateInfo.key_type` string (as a scan document has it)."""
+    if key_type.startswith("EC "):
         return "ECDSA"
-    if info.key_type in ("RSA", "RSA-PSS", "Ed25519", "Ed448", "DSA"):
-        return info.key_type
+    if key_type in ("RSA", "RSA-PSS", "Ed25519", "Ed448", "DSA"):
+        return key_type
     return "unknown"

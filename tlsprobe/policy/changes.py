@@ -8,9 +8,9 @@ a CI gate (`scan --fail-on-change`) relies on, are listed in docs/CHANGES.md:
 
 - regression: a weak version (SSL 2.0/3.0, TLS 1.0/1.1) or a weak group, suite or signature
   scheme gained; a good version (TLS 1.2/1.3) or a post-quantum group lost; a post-quantum
-  verdict yes -> no; a check whose finding got more severe (low or above); the chain
-  trusted -> not trusted; the rating down (from a grade that was not provisional); the leaf
-  expiring within EXPIRY_DAYS; the target unreachable;
+  verdict yes -> no; a check whose finding got more severe (low or above); a chain (each
+  key type's both scans established) trusted -> not trusted; the rating down (from a grade
+  that was not provisional); a leaf expiring within EXPIRY_DAYS; the target unreachable;
 - improvement: the opposite moves;
 - neutral: everything else (a renewed certificate, a changed order, a strong suite added).
 """
@@ -128,7 +128,7 @@ def diff_reports(old: JsonObject, new: JsonObject, *,
                        reason="the target answers again"),)
     return (*_versions(old, new), *_groups(old, new), *_suites(old, new),
             *_sigschemes(old, new), *_pq(old, new), *_checks(old, new),
-            *_certificate(old, new, doc_time(new) or at), *_trust(old, new),
+            *_certificates(old, new, doc_time(new) or at),
             *_rating(old, new))
 
 
@@ -305,9 +305,36 @@ def _checks(old: JsonObject, new: JsonObject) -> Iterator[Change]:
         yield Change(ChangeKind.check_changed, name, was, now, direction, None, why)
 
 
-def _leaf(doc: JsonObject) -> JsonObject:
+def _chains(doc: JsonObject) -> dict[str, tuple[JsonObject, JsonObject]]:
+    """{key type: (leaf, trust)} of every chain the document holds: the default one first,
+    then each other key type's (`other_certificates`)."""
+    from tlsprobe.model.server_certs import key_family_of
+    out: dict[str, tuple[JsonObject, JsonObject]] = {}
     certs = _list(doc.get("certificates"))
-    return _obj(certs[0]) if certs else {}
+    if certs:
+        leaf = _obj(certs[0])
+        out[key_family_of(str(leaf.get("key_type") or ""))] = (leaf, _obj(doc.get("trust")))
+    for item in _list(doc.get("other_certificates")):
+        other, chain = _obj(item), _list(_obj(item).get("certificates"))
+        if chain:
+            out.setdefault(str(other.get("key_type")), (_obj(chain[0]), _obj(other.get("trust"))))
+    return out
+
+
+def _certificates(old: JsonObject, new: JsonObject, when: datetime | None) -> Iterator[Change]:
+    """Each chain of a key type both scans established (a client may get any of them), the
+    new default one first: renewed, expiring, trust. Two scans of one chain each compare it
+    whatever its key type (the server's one certificate replaced); a chain one scan did not
+    see is not compared."""
+    a, b = _chains(old), _chains(new)
+    pairs = [(k, a[k], b[k]) for k in b if k in a]
+    if not pairs and len(a) == len(b) == 1:
+        pairs = [("", next(iter(a.values())), next(iter(b.values())))]
+    first = next(iter(b), "")
+    for kind, (leaf_a, trust_a), (leaf_b, trust_b) in pairs:
+        label = "" if kind in ("", first) else f"{kind} "
+        yield from _certificate(leaf_a, leaf_b, when, doc_time(old), label)
+        yield from _trust(trust_a, trust_b, label)
 
 
 def _expiring(leaf: JsonObject, when: datetime | None) -> bool:
@@ -315,28 +342,25 @@ def _expiring(leaf: JsonObject, when: datetime | None) -> bool:
     return when is not None and end is not None and end - when < timedelta(days=EXPIRY_DAYS)
 
 
-def _certificate(old: JsonObject, new: JsonObject, when: datetime | None) -> Iterator[Change]:
-    a, b = _leaf(old), _leaf(new)
-    if not a or not b:
-        return
+def _certificate(a: JsonObject, b: JsonObject, when: datetime | None, then: datetime | None,
+                 label: str) -> Iterator[Change]:
     if a.get("sha256") != b.get("sha256"):
         yield Change(ChangeKind.certificate_renewed, str(b.get("subject") or "certificate"),
                      f"{a.get('sha256')} (not after {a.get('not_after')})",
                      f"{b.get('sha256')} (not after {b.get('not_after')})", NEU, None,
-                     "the leaf certificate's SHA-256 fingerprint changed")
-    if _expiring(b, when) and not _expiring(a, doc_time(old)):
+                     f"the {label}leaf certificate's SHA-256 fingerprint changed")
+    if _expiring(b, when) and not _expiring(a, then):
         yield Change(ChangeKind.certificate_expiring, str(b.get("subject") or "certificate"),
                      str(a.get("not_after")), str(b.get("not_after")), REG, None,
-                     f"expires within {EXPIRY_DAYS} days of the scan")
+                     f"{label}certificate expires within {EXPIRY_DAYS} days of the scan"
+                     if label else f"expires within {EXPIRY_DAYS} days of the scan")
 
 
-def _trust(old: JsonObject, new: JsonObject) -> Iterator[Change]:
-    was = _str(_obj(old.get("trust")).get("status"))
-    now = _str(_obj(new.get("trust")).get("status"))
+def _trust(old: JsonObject, new: JsonObject, label: str) -> Iterator[Change]:
+    was, now = _str(old.get("status")), _str(new.get("status"))
     if {was, now} == {"trusted", "untrusted"}:
-        yield Change(ChangeKind.trust_changed, "certificate chain", str(was), str(now),
-                     REG if now == "untrusted" else IMP, None,
-                     str(_obj(new.get("trust")).get("reason") or ""))
+        yield Change(ChangeKind.trust_changed, f"{label}certificate chain", str(was), str(now),
+                     REG if now == "untrusted" else IMP, None, str(new.get("reason") or ""))
 
 
 def _grade(doc: JsonObject) -> Grade | None:

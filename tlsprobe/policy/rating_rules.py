@@ -243,20 +243,31 @@ _CERT_CAPS = {
 
 
 def certificate_rules(report: AuditReport, notes: Notes) -> None:
-    """The certificate's findings (a policy's waiver does not change the rating): not
-    trusted, expired, self-signed T; name mismatch M; MD5 F; SHA-1 T. A chain not verified
-    (--no-verify, no trust store) is an unknown of T."""
+    """The certificate findings of every chain the server presents (the default one and
+    each other key type's: a client may get any of them, so the worst caps the grade; a
+    policy's waiver does not change the rating): not trusted, expired, self-signed T; name
+    mismatch M; MD5 F; SHA-1 T. A chain not verified (--no-verify, no trust store) is an
+    unknown of T, and so are the other key types' chains when their search was not
+    established (`AuditReport.other_certificates_note`)."""
     for finding in report.findings + report.waived:
         hit = _CERT_CAPS.get(finding.code)
         if hit is not None:
             notes.cap(hit[0], hit[1], hit[2], hit[3], f"{finding.code}: {finding.message}")
-    trust = report.trust
     if "cert" not in report.checks:
         notes.unknown("cert_trust", "certificate trust not established (cert not run)",
                       Grade.T)
-    elif trust is None or trust.status == "not_checked":
-        detail = trust.detail if trust is not None else "no certificate"
-        notes.unknown("cert_trust", "certificate chain not verified", Grade.T, detail)
+        return
+    chains = [("", report.trust)]
+    chains += [(f"{c.key_type} certificate: ", c.trust) for c in report.other_certificates]
+    for label, trust in chains:     # one unknown: the first chain not verified says why
+        if trust is None or trust.status == "not_checked":
+            detail = trust.detail if trust is not None else "no certificate"
+            notes.unknown("cert_trust", "certificate chain not verified", Grade.T,
+                          label + detail)
+            break
+    if report.other_certificates_note is not None:
+        notes.unknown("cert_other_chains", "certificates of other key types not established "
+                      "(their trust and key sizes)", Grade.T, report.other_certificates_note)
 
 
 def hsts_rule(report: AuditReport, notes: Notes) -> bool:

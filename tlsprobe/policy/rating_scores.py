@@ -129,10 +129,12 @@ def _group_strength(code: int) -> tuple[str, int] | None:
 def _kx_items(report: AuditReport) -> list[tuple[str, str, int]]:
     """(what, kind, bits) of every key the server's key exchange rests on."""
     items: list[tuple[str, str, int]] = []
-    leaf = report.certificates[0] if report.certificates else None
-    if leaf is not None and leaf.key_bits:
-        kind = "rsa" if leaf.rsa_key or leaf.key_type == "DSA" else "ec"
-        items.append((f"certificate {leaf.key_type} {leaf.key_bits} bits", kind, leaf.key_bits))
+    chains = [report.certificates] + [c.certificates for c in report.other_certificates]
+    for leaf in (chain[0] for chain in chains if chain):   # every chain a client may get
+        if leaf.key_bits:
+            kind = "rsa" if leaf.rsa_key or leaf.key_type == "DSA" else "ec"
+            items.append((f"certificate {leaf.key_type} {leaf.key_bits} bits", kind,
+                          leaf.key_bits))
     for audit in report.groups:
         if audit.spoken is False:
             continue
