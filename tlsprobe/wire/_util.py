@@ -13,17 +13,18 @@ values get a hex or "GREASE" name), so labels never fail.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Final
 
 from .buffer import Buffer
 
 #: bytes from the network in a message, Python style (as README.md's `\x1b`, `\n`): the
 #: table of each byte's text, printable ASCII as itself, \t \n \r by name, a backslash
 #: doubled, every other byte \xNN; "'" escaped in quotes (`quoted_bytes`)
-_BYTE_TEXT: tuple[str, ...] = tuple(
+_BYTE_TEXT: Final[tuple[str, ...]] = tuple(
     {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r", 0x5C: "\\\\"}.get(
         b, chr(b) if 0x20 <= b < 0x7F else f"\\x{b:02x}") for b in range(256))
-_QUOTED_TEXT: tuple[str, ...] = tuple("\\'" if b == 0x27 else t
-                                      for b, t in enumerate(_BYTE_TEXT))
+_QUOTED_TEXT: Final[tuple[str, ...]] = tuple("\\'" if b == 0x27 else t
+                                             for b, t in enumerate(_BYTE_TEXT))
 
 
 def escaped_bytes(data: bytes | bytearray, limit: int = 1000) -> str:
