@@ -94,3 +94,25 @@ def test_timing_json_out_beside_the_table(server_cache, run_cli, tmp_path: Path)
         assert doc["schema"] == "tlsprobe.timing/1" and doc["entries"][0]["group"]["name"] \
             == "x25519"
         out_file.unlink()
+
+
+def test_scan_json_out_is_in_input_order_and_its_help_says_so(run_cli, tmp_path: Path) -> None:
+    """`scan --json` prints a bad line's object at once and the others as targets finish;
+    `--json-out FILE` writes the same objects in the input's order: the help says which
+    (not "as --json prints it")."""
+    targets = tmp_path / "targets.txt"
+    targets.write_text("127.0.0.1:1\na..b\n", encoding="utf-8")   # refused, not a name
+    args = ("scan", "-f", targets, "--checks", "versions", "--no-progress", "--retries", "0")
+    code, out, err = run_cli(*args, "--json", "--json-out", tmp_path / "s.json")
+    assert code != 0 and "Traceback" not in err
+    printed = _lines(out)
+    written = _lines((tmp_path / "s.json").read_text(encoding="utf-8"))
+    assert [d["index"] for d in printed] == [2, 1]      # the bad line first
+    assert [d["index"] for d in written] == [1, 2]      # the input's order
+    assert sorted(map(json.dumps, map(_same, printed))) == \
+        sorted(map(json.dumps, map(_same, written)))
+    code, out, _ = run_cli("scan", "--help")
+    help_text = " ".join(out.split())
+    assert "as --json prints it" not in help_text
+    assert "--json-out FILE also write the JSON lines (one object per target) to FILE in " \
+           "the input's order (--json prints the same objects as targets finish)" in help_text

@@ -124,3 +124,66 @@ def test_the_streamed_table_keeps_its_columns_for_every_ecdhe_aead_suite() -> No
     column = header.index("Group")
     assert all(row[column:].startswith("x25519 ") for row in rows), \
         [row for row in rows if not row[column:].startswith("x25519 ")]
+
+
+def _cells(lines: list[str], header: str) -> list[list[str]]:
+    """The rows of a plain table, each cell under its header's column (a row's lines after
+    its first, the ones with no `#`, continue its cells: the words joined by a blank)."""
+    names = re.findall(r"\S+(?: \S+)?", header)     # "Cipher suite", "Key S/C"
+    starts = [header.index(name) for name in names] + [None]
+    rows: list[list[str]] = []
+    for line in lines:
+        for start in starts[1:-1]:      # the two blanks before each column are blanks
+            assert line[start - 2:start].strip() == "", (line, header)
+        cells = [line[a:b].strip() for a, b in zip(starts, starts[1:])]
+        if cells[0]:
+            rows.append(cells)
+        else:
+            rows[-1] = [f"{old} {new}".strip() for old, new in zip(rows[-1], cells)]
+    return rows
+
+
+@pytest.mark.parametrize("name", CAPTURES)
+def test_the_streamed_table_keeps_every_value_under_its_header(name: str) -> None:
+    """`pcap -` (stdin, a streamed table of fixed widths) shows the same cells as the table
+    of the file read whole, each under its header: a value longer than its column
+    ("secp256r1 (after HRR)" of tls13_hrr.pcap, an alert in the Version column) wraps
+    inside its column instead of pushing the row's next columns right."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="120", NO_COLOR="1")
+    path = REPO / "captures" / name
+    with open(path, "rb") as stdin:
+        streamed = subprocess.run([sys.executable, "-m", "tlsprobe", "pcap", "-"], stdin=stdin,
+                                  capture_output=True, text=True, env=env, timeout=60)
+    whole = subprocess.run([sys.executable, "-m", "tlsprobe", "pcap", str(path)],
+                           capture_output=True, text=True, env=env, timeout=60)
+    assert streamed.returncode == whole.returncode == 0, streamed.stderr + whole.stderr
+    assert streamed.stderr == whole.stderr == ""
+    got, want = ([line for line in p.stdout.splitlines() if not line.startswith("Key S/C:")]
+                 for p in (streamed, whole))
+    assert _cells(got[1:], got[0]) == _cells(want[1:], want[0]), streamed.stdout
+
+
+def test_the_streamed_table_wraps_long_network_values_inside_their_columns() -> None:
+    """An SNI, ALPN or version text longer than its column (names from the network have no
+    bound) wraps inside its column; a word longer than the column is cut to its width; the
+    text is all there, escaped."""
+    from tlsprobe.report.offline_tables import STREAM_WIDTHS, StreamedTable
+    sni = "a-very-long-server-name-from-the-network.example.test"
+    row = ("12", "[2001:db8::1]:50000", "[2001:db8::2]:443", sni,
+           "TLS 1.2, failed: client alert unknown_ca", "TLS_AES_128_GCM_SHA256",
+           "X25519MLKEM768 (after HRR)", "1216/1184", "h2,http/1.1\x1b[31m",
+           "t13d1516h2_8daaf6152771_02713d6af862")
+    out = io.StringIO()
+    table = StreamedTable(out)
+    table.header()
+    table.row(row)
+    header, *lines = out.getvalue().splitlines()
+    assert "\x1b" not in out.getvalue()
+    assert all(len(line) <= sum(STREAM_WIDTHS) + 2 * 9 for line in lines)
+    (cells,) = _cells(lines, header)
+    assert cells[3].replace(" ", "") == sni
+    assert cells[4] == row[4] and cells[6] == row[6]
+    assert cells[8].replace(" ", "") == "h2,http/1.1\\x1b[31m"

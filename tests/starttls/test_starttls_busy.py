@@ -12,8 +12,10 @@ import json
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +27,7 @@ from tests.starttls.dialogue import (SERVER_HEAD, TLS_FEATURE, ldap_response, my
 from tlsprobe.net.starttls_binary import SSL_REQUEST, ldap_request  # noqa: E402
 
 Cli = Callable[..., Any]
+REPO = Path(__file__).resolve().parents[2]
 # a step of the server's side: ("line", _) reads a line, ("exact", n) n bytes, ("upto", b)
 # up to and including b, ("send", data) sends
 Step = tuple[str, Any]
@@ -104,6 +107,7 @@ class Busy:
     connections: int = 0
     refused: int = 0
     handshakes: int = 0
+    starts: list[float] = field(default_factory=list)   # time.monotonic() of each connection
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -142,6 +146,7 @@ def busy_server(certs: CertSet) -> Iterator[Callable[..., Busy]]:
             conn.settimeout(10)
             with state.lock:
                 state.connections += 1
+                state.starts.append(time.monotonic())
                 open_now[0] += 1
                 refuse = open_now[0] > concurrent if concurrent else \
                     state.connections > after if after else state.connections <= refusals
@@ -305,3 +310,36 @@ def test_scan_stops_asking_a_server_that_closed_its_door(busy_server: Callable[.
     # beside them (--per-host 3), each asking at most twice within --timeout 1 (asking on,
     # the audit made 23)
     assert server.connections <= 1 + (3 + 2) * 2, server.connections
+
+
+def _said(path: str) -> str:
+    return " ".join((REPO / path).read_text(encoding="utf-8").split())
+
+
+@pytest.mark.parametrize("path", ["README.md", "docs/STARTTLS.md", "docs/LIMITS.md"])
+def test_the_documents_say_the_backoff_the_code_keeps(path: str) -> None:
+    """The pause before asking again (first, doubling, cap, the random share added) and the
+    reserve kept for the new attempt, as the documents say them, are `Backoff`'s."""
+    from tlsprobe.net.starttls_connect import BACKOFF as B
+    text = _said(path)
+    assert f"{B.first:g} s, doubling, at most {B.cap:g} s, with a random 0 to " \
+           f"{B.spread * 100:g} % added" in text
+    assert f"{B.reserve * 100:g} % of the connection's time (at least {B.least:g} s)" in text
+    if path != "docs/LIMITS.md":
+        assert f"{B.first:g} to {B.cap * (1 + B.spread):g} s" in text
+
+
+def test_probe_keeps_the_documented_reserve_for_the_next_attempt(
+        busy_server: Callable[..., Busy], run_cli: Cli) -> None:
+    """--timeout 1: the preamble's time is two thirds of 3 s; a third attempt (after pauses
+    of at least 0.25 and 0.5 s) leaves no 1.0 to 1.25 s pause plus the 0.5 s reserve: three
+    connections at most, each at least its documented pause after the one before."""
+    from tlsprobe.net.starttls_connect import BACKOFF
+    server = busy_server("smtp-421")
+    res = run_cli(f"127.0.0.1:{server.port}", "--starttls", "smtp", "--timeout", "1",
+                  timeout=30)
+    assert res.returncode == 3, res.stderr
+    assert "try again later)" in _one_line(res.stderr)
+    assert 1 <= server.connections <= 3, server.starts
+    for n, (a, b) in enumerate(zip(server.starts, server.starts[1:]), 1):
+        assert b - a >= min(BACKOFF.cap, BACKOFF.first * 2 ** (n - 1)), server.starts

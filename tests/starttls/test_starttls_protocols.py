@@ -218,7 +218,7 @@ CASES = [  # id, protocol, transcript, problem (None: ready), text the message m
     ("postgres-smtp-server", "postgres", [("C", SSL_REQUEST), ("S", b"220 mx ESMTP\r\n")],
      Problem.WRONG_PROTOCOL, "not speaking postgres: it sent an SMTP or FTP banner"),
     ("mysql-refused", "mysql", [("S", mysql_error(1130, b"Host '10.1.1.1' is not allowed"))],
-     Problem.REFUSED, "error 1130 'Host \\x2710.1.1.1\\x27 is not allowed'"),
+     Problem.REFUSED, "error 1130 'Host \\'10.1.1.1\\' is not allowed'"),
     ("mysql-too-many", "mysql", [("S", mysql_error(1040, b"Too many connections"))],
      Problem.BUSY, "mysql: the server refused the connection (error 1040) temporarily: "
      "'Too many connections'"),

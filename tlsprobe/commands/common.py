@@ -238,11 +238,12 @@ def written_to(option: str, path: str) -> Iterator[None]:
 
 
 def add_json_out_argument(g: argparse._ArgumentGroup | argparse.ArgumentParser,
-                          what: str) -> None:
+                          what: str, as_json: str = "as --json prints it") -> None:
     """--json-out FILE: the JSON --json prints, written to FILE in the same run as the text
-    report (and --html/--csv/--sarif/--junit where the command has them)."""
-    g.add_argument("--json-out", metavar="FILE", help=f"also write {what} to FILE as --json "
-                   "prints it, while the text report goes to stdout (one run)")
+    report (and --html/--csv/--sarif/--junit where the command has them); `as_json` says
+    how the file compares with --json's output."""
+    g.add_argument("--json-out", metavar="FILE", help=f"also write {what} to FILE {as_json}, "
+                   "while the text report goes to stdout (one run)")
 
 
 #: the options that name a file a command writes (or, `pcap --keylog`, reads beside them)

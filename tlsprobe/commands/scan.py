@@ -128,7 +128,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o = p.add_argument_group("output and politeness")
     o.add_argument("--json", action="store_true", help="JSON lines: one object per target")
     from tlsprobe.commands.common import add_json_out_argument
-    add_json_out_argument(o, "the JSON lines (one object per target)")
+    add_json_out_argument(o, "the JSON lines (one object per target)", "in the input's "
+                          "order (--json prints the same objects as targets finish)")
     o.add_argument("--full", action="store_true", help="never cut a list short (groups, a "
                    "finding's items); a terminal shows the first ones, piped output is whole")
     o.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")

@@ -10,6 +10,7 @@ with an escaped snippet of what the server sent (exit 4).
 
 from __future__ import annotations
 
+from tlsprobe.wire._util import quoted_bytes
 from tlsprobe.wire.record import CONTENT_TYPES, looks_like_tls
 
 SNIPPET = 40   # bytes of the server's answer shown in the message
@@ -36,14 +37,14 @@ def is_not_tls(head: bytes) -> bool | None:
 
 def not_tls_message(data: bytes) -> str:
     """One line naming what the server sent instead of TLS, with its first line (at most
-    SNIPPET bytes) escaped: non-printable bytes as \\xNN, so no control character reaches
-    the terminal."""
+    SNIPPET bytes) quoted and escaped as every message's network bytes (`quoted_bytes`), so
+    no control character reaches the terminal."""
     upper = data[:5].upper()
     what = next((name for prefixes, name in _WHAT if upper.startswith(prefixes)),
                 "non-TLS data")
     line = bytes(data[:SNIPPET])
     end = line.find(b"\n")
-    shown = repr(line[:end + 1] if end >= 0 else line)[1:]
+    shown = quoted_bytes(line[:end + 1] if end >= 0 else line, SNIPPET)
     if end < 0 and len(data) > SNIPPET:
         shown += "..."
     return f"not a TLS server: it sent {what} ({shown})"

@@ -32,6 +32,7 @@ from tlsprobe.net.quic_params import client_parameters
 from tlsprobe.net.quic_wire import QUIC_V1, new_connection_ids
 from tlsprobe.net.tcp import Target, cause_of, resolve
 from tlsprobe.net.transport import Connector, Transport
+from tlsprobe.wire._util import quoted_bytes
 
 if TYPE_CHECKING:
     from tlsprobe.engine.interface import Handshake
@@ -123,7 +124,7 @@ class QuicCore:
         if error == 0 and self.conn.closing:
             return
         name = QUIC_ERRORS.get(error, "an error")
-        why = f": {reason!r}" if reason else ""
+        why = f": {quoted_bytes(reason.encode('latin-1'), 200)}" if reason else ""
         self.conn.peer_closed = None
         raise HandshakeFailure(FailureKind.CLOSED, f"server closed the QUIC connection with "
                                f"{name} (0x{error:x}){why}")

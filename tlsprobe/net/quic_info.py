@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from tlsprobe.model.quic import QuicParameter, QuicSummary
 from tlsprobe.net import quic_params as qp
 from tlsprobe.net import quic_wire as w
+from tlsprobe.wire._util import escaped_bytes
 
 MAX_LOG = 200      # packet lines kept for --msg
 MAX_KEPT = 1000    # datagrams kept for --pcap-out (a handshake takes a few dozen)
@@ -136,9 +137,8 @@ class QuicInfo:
 
 
 def _escaped(text: str) -> str:
-    """Printable ASCII as is (a backslash doubled), every other character as \\xNN."""
-    return "".join(c if " " <= c <= "~" and c != "\\" else "\\\\" if c == "\\" else
-                   f"\\x{ord(c) & 0xFF:02x}" for c in text)
+    """A reason phrase (its bytes as latin-1 text) as every message's network bytes."""
+    return escaped_bytes(text.encode("latin-1"))
 
 
 def _error(code: int) -> str:

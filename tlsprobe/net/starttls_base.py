@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from tlsprobe.errors import FailureKind
+from tlsprobe.wire._util import escaped_bytes, quoted_bytes
 
 
 class Problem(StrEnum):
@@ -134,24 +135,10 @@ def busy(proto: str, what: str, line: bytes | bytearray) -> PreambleFailure:
                            f"{quote(line)}")
 
 
-def escape(data: bytes | bytearray, limit: int = 1000) -> str:
-    """Bytes from the network for display: printable ASCII as is (a backslash doubled), every
-    other byte as \\xNN, so no control sequence reaches a terminal; cut after `limit` bytes
-    with '...'."""
-    data = bytes(data)
-    text = "".join(chr(b) if 0x20 <= b < 0x7F and b != 0x5C else
-                   "\\\\" if b == 0x5C else f"\\x{b:02x}" for b in data[:limit])
-    return text + ("..." if len(data) > limit else "")
-
-
-def quote(data: bytes | bytearray, limit: int = 100) -> str:
-    """Bytes from the network for a one-line message: printable ASCII as is, every other
-    byte as \\xNN (so no control sequence reaches a terminal), in single quotes, cut after
-    `limit` bytes with '...'."""
-    data = bytes(data)
-    text = "".join(chr(b) if 0x20 <= b < 0x7F and b not in (0x27, 0x5C) else f"\\x{b:02x}"
-                   for b in data[:limit])
-    return f"'{text}'" + ("..." if len(data) > limit else "")
+#: bytes from the network for display, and in single quotes for a one-line message: the
+#: one style of every message (wire._util: '421 Busy\\r\\n', \\x1b)
+escape = escaped_bytes
+quote = quoted_bytes
 
 
 #: OpenSSL's words for a plain-text first record (vsftpd's "500 OOPS: error:0A00010B:SSL

@@ -71,18 +71,20 @@ _DEFINITE = (Problem.NOT_OFFERED, Problem.REFUSED, Problem.WRONG_PROTOCOL, Probl
 @dataclass(frozen=True)
 class Backoff:
     """When to ask again after a temporary refusal: `first` seconds, doubled each time up to
-    `cap`, a random quarter added (so that parallel connections do not come back together);
-    no new attempt unless `reserve` of the window (and at least `least` seconds) is left for
-    it after the pause."""
+    `cap`, then a random 0 to `spread` of it added (so that parallel connections do not come
+    back together); no new attempt unless `reserve` of the window (and at least `least`
+    seconds) is left for it after the pause. README.md, docs/STARTTLS.md and docs/LIMITS.md
+    say these numbers (tests/starttls/test_starttls_busy.py holds them to it)."""
 
     first: float = 0.25
     cap: float = 2.0
     least: float = 0.5
     reserve: float = 0.2
+    spread: float = 0.25
 
     def pause(self, attempt: int) -> float:
         """The pause before attempt number `attempt + 1` (attempt counts from 1)."""
-        return min(self.cap, self.first * 2.0 ** (attempt - 1)) * (1 + random.random() / 4)
+        return min(self.cap, self.first * 2.0 ** (attempt - 1)) * (1 + random.random() * self.spread)
 
     def allows(self, start: float, end: float, pause: float) -> bool:
         """Is there time for another attempt after `pause`, in the window start..end?"""

@@ -188,16 +188,28 @@ def render_connections(rows: Sequence[tuple[str, ...]], out: IO[str], *,
 
 #: the streamed table's column widths (`StreamedTable`): a row is printed when its
 #: connection's handshake is decided, before the widths of the others are known, so each
-#: column has the width of its usual values (a longer value widens its row only); the
-#: cipher suite's fits every ECDHE AEAD suite's IANA name (the longest, 45 characters:
-#: TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256)
-STREAM_WIDTHS: Final = (7, 21, 21, 24, 8, 45, 14, 9, 8, 36)
+#: column has the width of its usual values; a longer value wraps inside its column, onto
+#: the row's next lines (between words, as the terminal table wraps a cell; a word longer
+#: than the column is cut into pieces of its width), so every column stays under its
+#: header. The cipher suite's fits every ECDHE AEAD suite's IANA name (the longest, 45
+#: characters: TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256), the group's a group after a
+#: HelloRetryRequest ("secp256r1 (after HRR)"), the version's an alert's "TLS 1.2, failed:"
+STREAM_WIDTHS: Final = (7, 21, 21, 24, 16, 45, 21, 9, 8, 36)
+
+
+def _wrapped(cell: str, width: int) -> list[str]:
+    """The lines of a streamed cell: the cell when it fits, else wrapped to `width`."""
+    if len(cell) <= width:
+        return [cell]
+    import textwrap
+    return textwrap.wrap(cell, width, break_on_hyphens=False) or [cell[:width]]
 
 
 class StreamedTable:
     """The connection table written a row at a time as connections are reported (live
-    capture, stdin, --follow): fixed column widths, each row flushed, what the capture
-    holds escaped; the legend under the last row."""
+    capture, stdin, --follow): fixed column widths (a longer value wraps inside its
+    column), each row flushed, what the capture holds escaped; the legend under the last
+    row."""
 
     def __init__(self, out: IO[str]) -> None:
         self.out = out
@@ -212,7 +224,14 @@ class StreamedTable:
         if not printable("".join(row)):
             row = tuple(map(shown, row))
         self.rows += 1
-        self.out.write((self._line % row).rstrip() + "\n")
+        if all(len(cell) <= w for cell, w in zip(row, STREAM_WIDTHS)):
+            self.out.write((self._line % row).rstrip() + "\n")
+        else:
+            cells = [_wrapped(cell, w) for cell, w in zip(row, STREAM_WIDTHS)]
+            lines = max(map(len, cells))
+            self.out.write("".join((self._line % tuple(
+                c[n] if n < len(c) else "" for c in cells)).rstrip() + "\n"
+                for n in range(lines)))
         self.out.flush()
 
     def end(self) -> None:

@@ -13,8 +13,33 @@ values get a hex or "GREASE" name), so labels never fail.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Final
 
 from .buffer import Buffer
+
+#: bytes from the network in a message, Python style (as README.md's `\x1b`, `\n`): the
+#: table of each byte's text, printable ASCII as itself, \t \n \r by name, a backslash
+#: doubled, every other byte \xNN; "'" escaped in quotes (`quoted_bytes`)
+_BYTE_TEXT: Final[tuple[str, ...]] = tuple(
+    {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r", 0x5C: "\\\\"}.get(
+        b, chr(b) if 0x20 <= b < 0x7F else f"\\x{b:02x}") for b in range(256))
+_QUOTED_TEXT: Final[tuple[str, ...]] = tuple("\\'" if b == 0x27 else t
+                                             for b, t in enumerate(_BYTE_TEXT))
+
+
+def escaped_bytes(data: bytes | bytearray, limit: int = 1000) -> str:
+    """Bytes from the network for display (the one style of every message): printable ASCII
+    as is, \\t \\n \\r by name, a backslash doubled, any other byte as \\xNN, so no control
+    sequence reaches a terminal; cut after `limit` bytes with '...'."""
+    text = "".join([_BYTE_TEXT[b] for b in data[:limit]])
+    return text + ("..." if len(data) > limit else "")
+
+
+def quoted_bytes(data: bytes | bytearray, limit: int = 100) -> str:
+    """`escaped_bytes` in single quotes for a one-line message (a quote in it as \\'), as
+    Python shows bytes: '421 Busy\\r\\n'."""
+    text = "".join([_QUOTED_TEXT[b] for b in data[:limit]])
+    return f"'{text}'" + ("..." if len(data) > limit else "")
 
 
 def group_label(value: int) -> str:
