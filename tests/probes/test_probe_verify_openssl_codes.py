@@ -7,7 +7,8 @@ anyExtendedKeyUsage-only leaf OpenSSL refuses (66, 26), 1 with the library's wor
 issuer that is no CA (79), an EKU without serverAuth (26), a name constraint (47, 48), a
 path length (25) or a weak CA key (67), 10 for an expired leaf of another name (OpenSSL
 checks the name first: 62), 1 for a leaf that says CA:TRUE (OpenSSL trusts it), and 20 or
-21 for a certificate its named issuer did not sign (7)."""
+21 for a certificate its named issuer did not sign (7), and took a store certificate of the
+issuer's name whose key is of another family than the signature for the issuer (20)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,9 @@ class Case:
     constraints: x509.NameConstraints | None = None
     leaf_days: tuple[int, int] = (-1, 30)
     forged: str = ""   # "leaf" or "intermediate": signed by a key other than its issuer's
+    #: the trust store holds another root of the same name, with a key of this kind (the
+    #: intermediate's ECDSA signature then has an issuer by name whose key cannot make it)
+    store_root_key: Callable[[], Key] | None = None
 
 
 def _p256() -> Key:
@@ -61,6 +65,10 @@ def _p256() -> Key:
 
 def _rsa1024() -> Key:
     return rsa.generate_private_key(65537, 1024)
+
+
+def _rsa2048() -> Key:
+    return rsa.generate_private_key(65537, 2048)
 
 
 def _cert(subject: str, key: Key, issuer: str, signer: Key,
@@ -103,6 +111,10 @@ def _build(case: Case, folder: Path) -> tuple[Path, Path, Path, Path]:
     pem = serialization.Encoding.PEM
     paths = (folder / "root.pem", folder / "leaf.pem", folder / "leaf.key",
              folder / "inter.pem")
+    if case.store_root_key is not None:
+        other = case.store_root_key()
+        root = _cert("Codes Root", other, "Codes Root", other, [
+            (x509.BasicConstraints(ca=True, path_length=None), True), (CA_USAGE, True)])
     paths[0].write_bytes(root.public_bytes(pem))
     paths[1].write_bytes(leaf.public_bytes(pem))
     paths[2].write_bytes(leaf_key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
@@ -146,6 +158,10 @@ CASES = {
     # ... is not in the trust store", which it is
     "forged-leaf": (Case(forged="leaf"), 7),
     "forged-intermediate": (Case(forged="intermediate"), 7),
+    # the store's root of that name holds an RSA key, the intermediate an ECDSA signature:
+    # OpenSSL's issuer check refuses a key of another family (no issuer: 20); tlsprobe took
+    # the unverifiable pair for "cannot be checked here" and the root for the issuer
+    "issuer-key-of-another-family": (Case(store_root_key=_rsa2048), 20),
 }
 
 

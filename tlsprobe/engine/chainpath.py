@@ -17,18 +17,54 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from tlsprobe.model.pubkey import public_key
 
 __all__ = ["MAX_PATH", "ChainPath", "anchored", "anchors_of", "by_names", "follow", "issued",
-           "same_key", "self_signed"]
+           "key_fits", "same_key", "self_signed"]
 
 #: the longest path followed (real ones have 2 to 5 certificates; a hostile server's chain
 #: of hundreds that certify one another would otherwise cost a signature check per pair)
 MAX_PATH = 16
 
 
+#: the key family of each public key algorithm (OID), and of each signature algorithm
+#: (OID, or the arc its algorithms share): OpenSSL's issuer check (ossl_x509_likely_issued)
+#: refuses an issuer whose key cannot make the certificate's signature
+_KEY_FAMILY = {"1.2.840.113549.1.1.1": "RSA", "1.2.840.113549.1.1.10": "RSA",
+               "1.2.840.10045.2.1": "EC", "1.2.840.10040.4.1": "DSA",
+               "1.3.101.112": "Ed25519", "1.3.101.113": "Ed448"}
+_SIGNATURE_ARCS = (("1.2.840.113549.1.1.", "RSA"), ("1.2.840.10045.4.", "EC"),
+                   ("1.2.840.10040.4.3", "DSA"), ("1.3.101.112", "Ed25519"),
+                   ("1.3.101.113", "Ed448"))
+#: NIST's signature arc 2.16.840.1.101.3.4.3: DSA (1-8), ECDSA (9-12), RSA (13-16) with SHA-2/3
+_NIST_SIGNATURES = "2.16.840.1.101.3.4.3."
+
+
+def _signature_family(dotted: str) -> str | None:
+    if dotted.startswith(_NIST_SIGNATURES):
+        last = dotted[len(_NIST_SIGNATURES):]
+        number = int(last) if last.isdigit() else 0
+        return "DSA" if 1 <= number <= 8 else "EC" if number <= 12 else \
+            "RSA" if number <= 16 else None
+    return next((family for arc, family in _SIGNATURE_ARCS
+                 if dotted == arc or arc.endswith(".") and dotted.startswith(arc)), None)
+
+
+def key_fits(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
+    """False when `issuer`'s key is of another family than `cert`'s signature algorithm
+    needs (an ECDSA signature and an RSA key); True otherwise, an unknown algorithm
+    included."""
+    try:
+        signed_with = _signature_family(cert.signature_algorithm_oid.dotted_string)
+        key = _KEY_FAMILY.get(issuer.public_key_algorithm_oid.dotted_string)
+    except ValueError:
+        return True
+    return signed_with is None or key is None or signed_with == key
+
+
 def issued(cert: x509.Certificate, issuer: x509.Certificate) -> bool | None:
     """True: `issuer`'s name is `cert`'s issuer and its key verifies `cert`'s signature;
     None: the names match but the signature cannot be checked here (an algorithm this
-    OpenSSL refuses, such as SHA-1 or MD5 signatures); False otherwise."""
-    if cert.issuer != issuer.subject:
+    OpenSSL refuses, such as SHA-1 or MD5 signatures); False otherwise, an issuer whose
+    key is of another family than the signature's included."""
+    if cert.issuer != issuer.subject or not key_fits(cert, issuer):
         return False
     try:
         cert.verify_directly_issued_by(issuer)
@@ -102,8 +138,9 @@ def follow(chain: list[x509.Certificate]) -> ChainPath:
 
 def _may_issue(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
     """`issuer` is named as `cert`'s issuer and its subjectKeyIdentifier does not contradict
-    `cert`'s authorityKeyIdentifier (the signature is not looked at)."""
-    if cert.issuer != issuer.subject:
+    `cert`'s authorityKeyIdentifier, and its key is of the signature's family (the signature
+    itself is not looked at)."""
+    if cert.issuer != issuer.subject or not key_fits(cert, issuer):
         return False
     try:
         aki = cert.extensions.get_extension_for_class(x509.AuthorityKeyIdentifier).value
