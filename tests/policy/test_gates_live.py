@@ -8,6 +8,7 @@ table asks to be held to it (exit 1), an `AREA.*` key does not. A policy file th
 built-in one is shown under its own name and title, saying what it extends."""
 from __future__ import annotations
 
+import csv
 import json
 import xml.etree.ElementTree as ET
 
@@ -44,12 +45,18 @@ def flaky(server_cache):
 
 def scan(run_cli, tmp_path, port: int, *args: str):
     files = {"junit": tmp_path / "s.xml", "sarif": tmp_path / "s.sarif",
-             "json": tmp_path / "s.jsonl"}
+             "json": tmp_path / "s.jsonl", "csv": tmp_path / "s.csv"}
     code, out, err = run_cli("scan", f"127.0.0.1:{port}", "--retries", "0", "--no-progress",
                              "--junit", files["junit"], "--sarif", files["sarif"],
-                             "--json-out", files["json"], *args)
+                             "--json-out", files["json"], "--csv", files["csv"], *args)
     doc = json.loads(files["json"].read_text().splitlines()[0])
     return code, out, err, doc, ET.parse(files["junit"]), json.loads(files["sarif"].read_text())
+
+
+def csv_sections(tmp_path, code: str) -> list[str]:
+    """The `section` of each row of the sheet `scan` wrote about finding `code`."""
+    with open(tmp_path / "s.csv", newline="", encoding="utf-8") as fh:
+        return [row["section"] for row in csv.DictReader(fh) if row["code"] == code]
 
 
 def junit_case(tree: ET.ElementTree, name: str) -> ET.Element:
@@ -78,6 +85,8 @@ def test_inconclusive_versions_fail_no_gate(run_cli, tmp_path, flaky):
     assert run["tool"]["driver"]["rules"][0]["defaultConfiguration"]["level"] == "none"
     assert run["invocations"][0]["exitCode"] == 0
     assert "counted by no gate" in run["invocations"][0]["exitCodeDescription"]
+    # the sheet: its own section, so a filter on `finding` gives what gates
+    assert csv_sections(tmp_path, "audit.inconclusive") == ["inconclusive"]
 
 
 def test_a_policy_naming_the_code_asks_for_the_gate(run_cli, tmp_path, flaky):
@@ -95,6 +104,7 @@ def test_a_policy_naming_the_code_asks_for_the_gate(run_cli, tmp_path, flaky):
                                       "audit.inconclusive (medium)"]
     assert junit_case(junit, "audit.inconclusive").find("failure") is not None
     assert sarif["runs"][0]["results"][0]["level"] == "warning"
+    assert csv_sections(tmp_path, "audit.inconclusive") == ["finding"]
     area = tmp_path / "area.toml"
     area.write_text('[severity]\n"audit.*" = "high"\n')
     code, out, err, doc, junit, sarif = scan(run_cli, tmp_path, flaky().port, "--checks",

@@ -14,6 +14,7 @@ findings, the groups or the suites of every target):
     127.0.0.1:4433,signature_scheme,TLS 1.3,1,rsa_pss_rsae_sha256,0x0804,supported,,,,
     127.0.0.1:4433,check,,,heartbleed,check.heartbleed,not vulnerable,,<reason>,,
     127.0.0.1:4433,finding,TLS 1.2,,<message>,version.not_allowed,,medium,<all items>,,
+    127.0.0.1:4433,inconclusive,TLS 1.2,,<message>,audit.inconclusive,builtin,info,<items>,,
     127.0.0.1:4433,waived,,,<message>,check.sct,<waiving policy>,low,<the policy's reason>,,
     127.0.0.1:4433,error,,,,,network,,<error>,,
 
@@ -30,7 +31,10 @@ when it is not (policy/suite_strength.py); both are empty on the other rows.
 The `rating` rows come first: `grade` (the letter in `status`, the one-line label
 in `detail`), `score`, then `cap RULE`, `warning RULE` and `unknown RULE` (docs/RATING.md).
 Findings keep their whole item list in `detail` (joined with ", "); a finding a
-policy waives is a `waived` row with that policy in `status` and its reason in `detail`.
+policy waives is a `waived` row with that policy in `status` and its reason in `detail`;
+one that says what could not be established (`audit.inconclusive`, `certificate.not_verified`,
+an inconclusive check's: docs/POLICY.md "Inconclusive findings") is an `inconclusive` row,
+so the `finding` rows are exactly those that count toward `--fail-on`.
 
 `pcap --csv`: one row per connection with the columns of the connection table, the capture
 file first (`File,#,Client,Server,SNI,Version,Cipher suite,Group,Key S/C,ALPN,JA4`); a
@@ -139,9 +143,9 @@ def scan_rows(r: AuditReport) -> list[tuple[object, ...]]:
     if r.clients:
         from tlsprobe.report.client_cells import scan_client_rows
         rows += scan_client_rows(r.clients)
-    for f in r.findings:
-        rows.append(("finding", f.version, None, f.message, f.code, f.policy, f.severity,
-                     ", ".join(f.items)))
+    for f in r.findings:    # section `inconclusive`: what gates nothing (Finding.gates)
+        rows.append(("inconclusive" if f.inconclusive else "finding", f.version, None,
+                     f.message, f.code, f.policy, f.severity, ", ".join(f.items)))
     for f in r.waived:      # status: the policy that waives it; detail: its reason
         rows.append(("waived", f.version, None, f.message, f.code, f.waived_by, f.severity,
                      f.waiver))
