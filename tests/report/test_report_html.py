@@ -218,9 +218,10 @@ def test_csv_has_one_row_per_fact_with_a_section_column(page: dict[str, Any]) ->
         got = [r["name"] for r in rows
                if r["section"] == "suite" and r["version"] == audit["version"]["name"]]
         assert got == [c["iana_name"] for c in audit["supported"]]
-    findings = [r for r in rows if r["section"] == "finding"]
-    assert [(r["code"], r["severity"], r["detail"]) for r in findings] == [
-        (f["code"], f["severity"], shown(", ".join(f["items"]))) for f in report["findings"]]
+    findings = [r for r in rows if r["section"] in ("finding", "inconclusive")]
+    assert [(r["section"], r["code"], r["severity"], r["detail"]) for r in findings] == [
+        ("inconclusive" if f.get("inconclusive") else "finding", f["code"], f["severity"],
+         shown(", ".join(f["items"]))) for f in report["findings"]]
     assert len([r for r in rows if r["section"] == "check"]) == len(report["check_results"])
 
 
