@@ -160,12 +160,40 @@ def test_every_chain_both_scans_established_is_compared(doc: dict[str, Any]) -> 
         (ChangeKind.trust_changed, "ECDSA certificate chain", REG)]
     assert got[0].reason == "ECDSA certificate expires within 30 days of the scan"
     assert only(new, old) == ((ChangeKind.trust_changed, "ECDSA certificate chain", IMP),)
-    assert only(doc, new) == () and only(new, doc) == ()
+    assert "other_certificates" in doc and doc.get("other_certificates_note") is None
+    assert only(doc, new) == ((ChangeKind.certificate_added, "ECDSA certificate chain", NEU),)
+    assert only(new, doc) == ((ChangeKind.certificate_removed, "ECDSA certificate chain", NEU),)
     assert doc["trust"]["status"] == "untrusted"
     ecdsa_only = dict(old, certificates=old["other_certificates"][0]["certificates"],
                       trust=old["other_certificates"][0]["trust"], other_certificates=[])
     assert only(doc, ecdsa_only) == ((ChangeKind.certificate_renewed, "CN=localhost", NEU),
                                      (ChangeKind.trust_changed, "certificate chain", IMP))
+
+
+def test_a_chain_one_scan_saw_is_added_or_removed_only_when_both_searched(
+        doc: dict[str, Any]) -> None:
+    """Added or removed needs both searches complete (a baseline from before the search has
+    no `other_certificates`; a search cut short has its note) and no chain of the other scan
+    that serves the same TLS 1.2 authentication (an ECDSA and an Ed25519 certificate both
+    answer ECDHE_ECDSA suites: a search in TLS 1.2 finds one of them)."""
+    far = (datetime(2026, 12, 6, tzinfo=UTC) + timedelta(days=300)).isoformat()
+    new = _with_ecdsa(doc, "trusted", far)
+    added = ((ChangeKind.certificate_added, "ECDSA certificate chain", NEU),)
+    assert only(doc, new) == added
+    (change,) = diff_reports(doc, new)
+    assert (change.old, change.new) == ("none", "CN=localhost")
+    assert change.reason == ("the server now presents a ECDSA certificate (both scans "
+                             "searched for every key type)")
+    before = {k: v for k, v in doc.items() if k not in ("other_certificates",
+                                                        "other_certificates_note")}
+    assert only(before, new) == () and only(new, before) == ()
+    cut = dict(doc, other_certificates_note="TLS 1.2 hello with ECDHE_ECDSA suites only: reset")
+    assert only(cut, new) == () and only(new, cut) == ()
+    ed = copy.deepcopy(new)
+    ed["other_certificates"][0]["key_type"] = "Ed25519"
+    ed["other_certificates"][0]["certificates"][0]["key_type"] = "Ed25519"
+    assert only(new, ed) == () and only(ed, new) == ()
+    assert only(doc, ed) == ((ChangeKind.certificate_added, "Ed25519 certificate chain", NEU),)
 
 
 @pytest.mark.parametrize("value", [[], "text", {"tool": "sslyze"}, {"tool": "tlsprobe",

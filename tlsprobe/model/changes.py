@@ -32,6 +32,8 @@ class ChangeKind(StrEnum):
     check_changed = "check_changed"
     certificate_renewed = "certificate_renewed"
     certificate_expiring = "certificate_expiring"
+    certificate_added = "certificate_added"
+    certificate_removed = "certificate_removed"
     trust_changed = "trust_changed"
     rating_changed = "rating_changed"
     unreachable = "unreachable"

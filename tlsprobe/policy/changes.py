@@ -12,13 +12,15 @@ a CI gate (`scan --fail-on-change`) relies on, are listed in docs/CHANGES.md:
   key type's both scans established) trusted -> not trusted; the rating down (from a grade
   that was not provisional); a leaf expiring within EXPIRY_DAYS; the target unreachable;
 - improvement: the opposite moves;
-- neutral: everything else (a renewed certificate, a changed order, a strong suite added).
+- neutral: everything else (a renewed certificate, a certificate of a key type added or
+  removed, a changed order, a strong suite added).
+The certificate changes are in cert_changes.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from tlsprobe.model.changes import UNESTABLISHED, Change, ChangeKind, Direction
 from tlsprobe.model.encode import JsonObject, JsonValue
@@ -126,9 +128,10 @@ def diff_reports(old: JsonObject, new: JsonObject, *,
     if old_error:
         return (Change(ChangeKind.reachable, "target", old_error, "reachable", IMP,
                        reason="the target answers again"),)
+    from tlsprobe.policy.cert_changes import certificate_changes
     return (*_versions(old, new), *_groups(old, new), *_suites(old, new),
             *_sigschemes(old, new), *_pq(old, new), *_checks(old, new),
-            *_certificates(old, new, doc_time(new) or at),
+            *certificate_changes(old, new, doc_time(new) or at),
             *_rating(old, new))
 
 
@@ -303,64 +306,6 @@ def _checks(old: JsonObject, new: JsonObject) -> Iterator[Change]:
         else:
             direction, why = NEU, "no finding either way"
         yield Change(ChangeKind.check_changed, name, was, now, direction, None, why)
-
-
-def _chains(doc: JsonObject) -> dict[str, tuple[JsonObject, JsonObject]]:
-    """{key type: (leaf, trust)} of every chain the document holds: the default one first,
-    then each other key type's (`other_certificates`)."""
-    from tlsprobe.model.server_certs import key_family_of
-    out: dict[str, tuple[JsonObject, JsonObject]] = {}
-    certs = _list(doc.get("certificates"))
-    if certs:
-        leaf = _obj(certs[0])
-        out[key_family_of(str(leaf.get("key_type") or ""))] = (leaf, _obj(doc.get("trust")))
-    for item in _list(doc.get("other_certificates")):
-        other, chain = _obj(item), _list(_obj(item).get("certificates"))
-        if chain:
-            out.setdefault(str(other.get("key_type")), (_obj(chain[0]), _obj(other.get("trust"))))
-    return out
-
-
-def _certificates(old: JsonObject, new: JsonObject, when: datetime | None) -> Iterator[Change]:
-    """Each chain of a key type both scans established (a client may get any of them), the
-    new default one first: renewed, expiring, trust. Two scans of one chain each compare it
-    whatever its key type (the server's one certificate replaced); a chain one scan did not
-    see is not compared."""
-    a, b = _chains(old), _chains(new)
-    pairs = [(k, a[k], b[k]) for k in b if k in a]
-    if not pairs and len(a) == len(b) == 1:
-        pairs = [("", next(iter(a.values())), next(iter(b.values())))]
-    first = next(iter(b), "")
-    for kind, (leaf_a, trust_a), (leaf_b, trust_b) in pairs:
-        label = "" if kind in ("", first) else f"{kind} "
-        yield from _certificate(leaf_a, leaf_b, when, doc_time(old), label)
-        yield from _trust(trust_a, trust_b, label)
-
-
-def _expiring(leaf: JsonObject, when: datetime | None) -> bool:
-    end = _parse_time(_str(leaf.get("not_after")))
-    return when is not None and end is not None and end - when < timedelta(days=EXPIRY_DAYS)
-
-
-def _certificate(a: JsonObject, b: JsonObject, when: datetime | None, then: datetime | None,
-                 label: str) -> Iterator[Change]:
-    if a.get("sha256") != b.get("sha256"):
-        yield Change(ChangeKind.certificate_renewed, str(b.get("subject") or "certificate"),
-                     f"{a.get('sha256')} (not after {a.get('not_after')})",
-                     f"{b.get('sha256')} (not after {b.get('not_after')})", NEU, None,
-                     f"the {label}leaf certificate's SHA-256 fingerprint changed")
-    if _expiring(b, when) and not _expiring(a, then):
-        yield Change(ChangeKind.certificate_expiring, str(b.get("subject") or "certificate"),
-                     str(a.get("not_after")), str(b.get("not_after")), REG, None,
-                     f"{label}certificate expires within {EXPIRY_DAYS} days of the scan"
-                     if label else f"expires within {EXPIRY_DAYS} days of the scan")
-
-
-def _trust(old: JsonObject, new: JsonObject, label: str) -> Iterator[Change]:
-    was, now = _str(old.get("status")), _str(new.get("status"))
-    if {was, now} == {"trusted", "untrusted"}:
-        yield Change(ChangeKind.trust_changed, f"{label}certificate chain", str(was), str(now),
-                     REG if now == "untrusted" else IMP, None, str(new.get("reason") or ""))
 
 
 def _grade(doc: JsonObject) -> Grade | None:

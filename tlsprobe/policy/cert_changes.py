@@ -1,0 +1,116 @@
+"""The certificate changes between two scan documents of one target (policy/changes.py
+`diff_reports`; docs/CHANGES.md): for each chain both scans established, matched by the
+leaf's key type, a renewal, a leaf now expiring, a trust change; and a key type's chain
+added or removed, stated only when both scans' searches for the server's chains were
+complete and no chain of the other scan serves the same TLS 1.2 authentication (a search in
+TLS 1.2 cannot tell an ECDSA certificate from an Ed25519 one: both serve ECDHE_ECDSA suites).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+
+from tlsprobe.model.changes import Change, ChangeKind, Direction
+from tlsprobe.model.encode import JsonObject
+from tlsprobe.policy.changes import (
+    EXPIRY_DAYS,
+    _list,
+    _obj,
+    _parse_time,
+    _str,
+    doc_time,
+)
+
+__all__ = ["certificate_changes"]
+
+REG, IMP, NEU = Direction.regression, Direction.improvement, Direction.neutral
+#: the TLS 1.2 authentication a certificate of each key type serves (probes/audit/certs.py)
+_AUTH = {"RSA": "RSA", "RSA-PSS": "RSA", "ECDSA": "ECDSA", "Ed25519": "ECDSA",
+         "Ed448": "ECDSA", "DSA": "DSS"}
+
+
+def _chains(doc: JsonObject) -> dict[str, tuple[JsonObject, JsonObject]]:
+    """{key type: (leaf, trust)} of every chain the document holds: the default one first,
+    then each other key type's (`other_certificates`)."""
+    from tlsprobe.model.server_certs import key_family_of
+    out: dict[str, tuple[JsonObject, JsonObject]] = {}
+    certs = _list(doc.get("certificates"))
+    if certs:
+        leaf = _obj(certs[0])
+        out[key_family_of(str(leaf.get("key_type") or ""))] = (leaf, _obj(doc.get("trust")))
+    for item in _list(doc.get("other_certificates")):
+        other, chain = _obj(item), _list(_obj(item).get("certificates"))
+        if chain:
+            out.setdefault(str(other.get("key_type")), (_obj(chain[0]), _obj(other.get("trust"))))
+    return out
+
+
+def certificate_changes(old: JsonObject, new: JsonObject, when: datetime | None
+                        ) -> Iterator[Change]:
+    """Each chain of a key type both scans established (a client may get any of them), the
+    new default one first: renewed, expiring, trust. Two scans of one chain each compare it
+    whatever its key type (the server's one certificate replaced); a chain one scan did not
+    see is added or removed only as the module text says."""
+    a, b = _chains(old), _chains(new)
+    pairs = [(k, a[k], b[k]) for k in b if k in a]
+    if not pairs and len(a) == len(b) == 1:
+        pairs = [("", next(iter(a.values())), next(iter(b.values())))]
+    first = next(iter(b), "")
+    for kind, (leaf_a, trust_a), (leaf_b, trust_b) in pairs:
+        label = "" if kind in ("", first) else f"{kind} "
+        yield from _certificate(leaf_a, leaf_b, when, doc_time(old), label)
+        yield from _trust(trust_a, trust_b, label)
+    if pairs and pairs[0][0] and _searched(old) and _searched(new):
+        yield from _presence(a, b)
+
+
+def _expiring(leaf: JsonObject, when: datetime | None) -> bool:
+    end = _parse_time(_str(leaf.get("not_after")))
+    return when is not None and end is not None and end - when < timedelta(days=EXPIRY_DAYS)
+
+
+def _certificate(a: JsonObject, b: JsonObject, when: datetime | None, then: datetime | None,
+                 label: str) -> Iterator[Change]:
+    if a.get("sha256") != b.get("sha256"):
+        yield Change(ChangeKind.certificate_renewed, str(b.get("subject") or "certificate"),
+                     f"{a.get('sha256')} (not after {a.get('not_after')})",
+                     f"{b.get('sha256')} (not after {b.get('not_after')})", NEU, None,
+                     f"the {label}leaf certificate's SHA-256 fingerprint changed")
+    if _expiring(b, when) and not _expiring(a, then):
+        yield Change(ChangeKind.certificate_expiring, str(b.get("subject") or "certificate"),
+                     str(a.get("not_after")), str(b.get("not_after")), REG, None,
+                     f"{label}certificate expires within {EXPIRY_DAYS} days of the scan"
+                     if label else f"expires within {EXPIRY_DAYS} days of the scan")
+
+
+def _trust(old: JsonObject, new: JsonObject, label: str) -> Iterator[Change]:
+    was, now = _str(old.get("status")), _str(new.get("status"))
+    if {was, now} == {"trusted", "untrusted"}:
+        yield Change(ChangeKind.trust_changed, f"{label}certificate chain", str(was), str(now),
+                     REG if now == "untrusted" else IMP, None, str(new.get("reason") or ""))
+
+
+def _searched(doc: JsonObject) -> bool:
+    """Whether the document's search for every chain the server presents was complete: a
+    chain, the `other_certificates` member (a scan before the search has none) and no note
+    saying the search was cut short."""
+    return bool(_list(doc.get("certificates"))) and "other_certificates" in doc and \
+        doc.get("other_certificates_note") is None
+
+
+def _presence(a: dict[str, tuple[JsonObject, JsonObject]],
+              b: dict[str, tuple[JsonObject, JsonObject]]) -> Iterator[Change]:
+    """A key type's chain in one scan only, no chain of the other serving its TLS 1.2
+    authentication (module text): added (in `b` only) or removed (in `a` only), neutral."""
+    for here, there, added in ((b, a, True), (a, b, False)):
+        served = {_AUTH.get(k) for k in there}
+        for kind, (leaf, _) in here.items():
+            if kind in there or kind not in _AUTH or _AUTH[kind] in served:
+                continue
+            subject = str(leaf.get("subject") or "certificate")
+            yield Change(ChangeKind.certificate_added if added else
+                         ChangeKind.certificate_removed, f"{kind} certificate chain",
+                         "none" if added else subject, subject if added else "none", NEU,
+                         None, f"the server {'now presents' if added else 'no longer presents'}"
+                         f" a {kind} certificate (both scans searched for every key type)")
