@@ -13,16 +13,15 @@ from datetime import datetime, timedelta
 
 from tlsprobe.model.changes import Change, ChangeKind, Direction
 from tlsprobe.model.encode import JsonObject
-from tlsprobe.policy.changes import (
-    EXPIRY_DAYS,
-    _list,
-    _obj,
-    _parse_time,
-    _str,
-    doc_time,
-)
+from tlsprobe.policy.doc_read import doc_time, parse_time
+from tlsprobe.policy.doc_read import items as _list
+from tlsprobe.policy.doc_read import obj as _obj
+from tlsprobe.policy.doc_read import text as _str
 
-__all__ = ["certificate_changes"]
+__all__ = ["EXPIRY_DAYS", "certificate_changes"]
+
+#: a leaf expiring within this many days of the scan is `certificate_expiring`
+EXPIRY_DAYS = 30
 
 REG, IMP, NEU = Direction.regression, Direction.improvement, Direction.neutral
 #: the TLS 1.2 authentication a certificate of each key type serves (probes/audit/certs.py)
@@ -66,7 +65,7 @@ def certificate_changes(old: JsonObject, new: JsonObject, when: datetime | None
 
 
 def _expiring(leaf: JsonObject, when: datetime | None) -> bool:
-    end = _parse_time(_str(leaf.get("not_after")))
+    end = parse_time(_str(leaf.get("not_after")))
     return when is not None and end is not None and end - when < timedelta(days=EXPIRY_DAYS)
 
 

@@ -20,11 +20,16 @@ The certificate changes are in cert_changes.py.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 
 from tlsprobe.model.changes import UNESTABLISHED, Change, ChangeKind, Direction
 from tlsprobe.model.encode import JsonObject, JsonValue
 from tlsprobe.model.rating import Grade, grade_rank
+from tlsprobe.policy.cert_changes import EXPIRY_DAYS, certificate_changes
+from tlsprobe.policy.doc_read import doc_time
+from tlsprobe.policy.doc_read import items as _list
+from tlsprobe.policy.doc_read import obj as _obj
+from tlsprobe.policy.doc_read import text as _str
 
 __all__ = [
     "EXPIRY_DAYS",
@@ -41,7 +46,6 @@ REG, IMP, NEU = Direction.regression, Direction.improvement, Direction.neutral
 #: deprecated by RFC 8996 (and RFC 7568, RFC 6176): gaining one is a regression
 WEAK_VERSIONS = frozenset({"SSL 2.0", "SSL 3.0", "TLS 1.0", "TLS 1.1"})
 #: a certificate expiring within this many days of the scan is a regression
-EXPIRY_DAYS = 30
 #: groups deprecated by RFC 8422 section 5.1.1 (binary and small curves, explicit curves)
 WEAK_GROUPS = frozenset(range(1, 23)) | {0xFF01, 0xFF02}
 _PQ_KINDS = ("MLKEM",)
@@ -51,18 +55,6 @@ _SEVERITY = {"low": 1, "medium": 2, "high": 3, "critical": 4}   # info counts as
 class DocumentError(ValueError):
     """A file or line that is not a tlsprobe scan document (its one-line message says
     which and why)."""
-
-
-def _obj(value: JsonValue | object) -> JsonObject:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: JsonValue | object) -> list[JsonValue]:
-    return value if isinstance(value, list) else []
-
-
-def _str(value: JsonValue | object) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def check_document(doc: object, where: str) -> JsonObject:
@@ -92,28 +84,6 @@ def target_key(doc: JsonObject) -> tuple[str, int]:
     return str(doc.get("host")).lower(), port if isinstance(port, int) else 0
 
 
-def doc_time(doc: JsonObject) -> datetime | None:
-    """When the scan started (`started_at`), None when the document does not say."""
-    return _parse_time(_str(doc.get("started_at")))
-
-
-def _parse_time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    for fmt in ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%d %H:%M:%S%z",
-                "%Y-%m-%d %H:%M:%S"):
-        try:
-            t = datetime.strptime(text.strip(), fmt)
-        except ValueError:
-            continue
-        return t if t.tzinfo else t.replace(tzinfo=UTC)
-    try:
-        t = datetime.fromisoformat(text.strip())
-    except ValueError:
-        return None
-    return t if t.tzinfo else t.replace(tzinfo=UTC)
-
-
 def diff_reports(old: JsonObject, new: JsonObject, *,
                  at: datetime | None = None) -> tuple[Change, ...]:
     """The changes from scan document `old` to `new` of one target, in report order.
@@ -128,7 +98,6 @@ def diff_reports(old: JsonObject, new: JsonObject, *,
     if old_error:
         return (Change(ChangeKind.reachable, "target", old_error, "reachable", IMP,
                        reason="the target answers again"),)
-    from tlsprobe.policy.cert_changes import certificate_changes
     return (*_versions(old, new), *_groups(old, new), *_suites(old, new),
             *_sigschemes(old, new), *_pq(old, new), *_checks(old, new),
             *certificate_changes(old, new, doc_time(new) or at),
