@@ -156,17 +156,26 @@ def test_the_wait_is_for_the_demo_servers_own_listener() -> None:
     import sys
 
     from tlsprobe.commands.demo import _wait_listening
-    with socket.socket() as other:
-        other.bind(("127.0.0.2", 0))
+    # the port is held at 127.0.0.1 from the start, bound but not listening (no listener
+    # there until listen()): another test's server cannot take it meanwhile, as it could
+    # when the test chose it at 127.0.0.2 only and bound 127.0.0.1 later
+    for _ in range(20):
+        own, other = socket.socket(), socket.socket()
+        own.bind(("127.0.0.1", 0))
+        port = own.getsockname()[1]
+        try:
+            other.bind(("127.0.0.2", port))
+            break
+        except OSError:   # that port is taken at 127.0.0.2: another one
+            own.close()
+            other.close()
+    with own, other:
         other.listen()
-        port = other.getsockname()[1]
         quiet = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
         try:
             assert not _wait_listening(port, quiet, timeout=0.5)
-            with socket.socket() as own:
-                own.bind(("127.0.0.1", port))
-                own.listen()
-                assert _wait_listening(port, quiet, timeout=5.0)
+            own.listen()
+            assert _wait_listening(port, quiet, timeout=5.0)
         finally:
             quiet.kill()
             quiet.wait()
