@@ -41,8 +41,9 @@ def _signature_family(dotted: str) -> str | None:
     if dotted.startswith(_NIST_SIGNATURES):
         last = dotted[len(_NIST_SIGNATURES):]
         number = int(last) if last.isdigit() else 0
-        return "DSA" if 1 <= number <= 8 else "EC" if number <= 12 else \
-            "RSA" if number <= 16 else None
+        if not 1 <= number <= 16:   # ML-DSA, SLH-DSA, ...: not judged here
+            return None
+        return "DSA" if number <= 8 else "EC" if number <= 12 else "RSA"
     return next((family for arc, family in _SIGNATURE_ARCS
                  if dotted == arc or arc.endswith(".") and dotted.startswith(arc)), None)
 
