@@ -11,7 +11,13 @@ from dataclasses import dataclass
 from tlsprobe.model.probe import CertificateInfo, Codepoint
 from tlsprobe.model.vocab import Order, SigalgStatus
 
-__all__ = ["KeyTypeSigalgs", "key_family", "key_family_of"]
+__all__ = ["AUTH_OF", "KeyTypeSigalgs", "key_family", "key_family_of"]
+
+#: the TLS 1.2 authentication whose suites a certificate of each key type serves (the
+#: audit's search for each chain, probes/audit/certs.py; the chains two scans compare,
+#: policy/cert_changes.py): a search in TLS 1.2 cannot tell apart two key types of one
+AUTH_OF = {"RSA": "RSA", "RSA-PSS": "RSA", "ECDSA": "ECDSA", "Ed25519": "ECDSA",
+           "Ed448": "ECDSA", "DSA": "DSS"}
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 
 from tlsprobe.model.changes import Change, ChangeKind, Direction
 from tlsprobe.model.encode import JsonObject
+from tlsprobe.model.server_certs import AUTH_OF, key_family_of
 from tlsprobe.policy.doc_read import doc_time, parse_time
 from tlsprobe.policy.doc_read import items as _list
 from tlsprobe.policy.doc_read import obj as _obj
@@ -24,15 +25,11 @@ __all__ = ["EXPIRY_DAYS", "certificate_changes"]
 EXPIRY_DAYS = 30
 
 REG, IMP, NEU = Direction.regression, Direction.improvement, Direction.neutral
-#: the TLS 1.2 authentication a certificate of each key type serves (probes/audit/certs.py)
-_AUTH = {"RSA": "RSA", "RSA-PSS": "RSA", "ECDSA": "ECDSA", "Ed25519": "ECDSA",
-         "Ed448": "ECDSA", "DSA": "DSS"}
 
 
 def _chains(doc: JsonObject) -> dict[str, tuple[JsonObject, JsonObject]]:
     """{key type: (leaf, trust)} of every chain the document holds: the default one first,
     then each other key type's (`other_certificates`)."""
-    from tlsprobe.model.server_certs import key_family_of
     out: dict[str, tuple[JsonObject, JsonObject]] = {}
     certs = _list(doc.get("certificates"))
     if certs:
@@ -103,9 +100,9 @@ def _presence(a: dict[str, tuple[JsonObject, JsonObject]],
     """A key type's chain in one scan only, no chain of the other serving its TLS 1.2
     authentication (module text): added (in `b` only) or removed (in `a` only), neutral."""
     for here, there, added in ((b, a, True), (a, b, False)):
-        served = {_AUTH.get(k) for k in there}
+        served = {AUTH_OF.get(k) for k in there}
         for kind, (leaf, _) in here.items():
-            if kind in there or kind not in _AUTH or _AUTH[kind] in served:
+            if kind in there or kind not in AUTH_OF or AUTH_OF[kind] in served:
                 continue
             subject = str(leaf.get("subject") or "certificate")
             yield Change(ChangeKind.certificate_added if added else

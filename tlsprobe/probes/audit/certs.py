@@ -22,7 +22,7 @@ from tlsprobe.model.probe import (
     ServerCertificate,
     TrustCheck,
 )
-from tlsprobe.model.server_certs import key_family
+from tlsprobe.model.server_certs import AUTH_OF, key_family
 from tlsprobe.model.vocab import SigalgStatus, TrustStatus
 from tlsprobe.probes.audit.groups import candidate_groups
 from tlsprobe.probes.audit.scheduler import (
@@ -41,9 +41,6 @@ from tlsprobe.probes.audit.sigalgs import (
 
 PHASE = "certificate key types"
 TrustArgs = tuple[str, str | None]   # (host name, trust store): a chain's trust check
-#: the TLS 1.2 authentication whose suites a certificate of each key type serves
-AUTH_OF = {"RSA": "RSA", "RSA-PSS": "RSA", "ECDSA": "ECDSA", "Ed25519": "ECDSA",
-           "Ed448": "ECDSA", "DSA": "DSS"}
 #: TLS 1.3: the signature schemes a certificate of each key type signs with
 SCHEMES_OF = {"RSA": (0x0804, 0x0805, 0x0806, 0x0401, 0x0501, 0x0601),
               "ECDSA": (0x0403, 0x0503, 0x0603, 0x081A, 0x081B, 0x081C),
