@@ -83,6 +83,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                          "OLD NEW")
     began, clock = time.time(), time.monotonic()
     from tlsprobe.model.encode import run_head, to_jsonable, utc_stamp
+    from tlsprobe.policy.doc_read import obj
     from tlsprobe.report.changes import render_survey_summary, render_target_changes
     from tlsprobe.survey.diff import diff_surveys, jsonl_files
     jsonl_files(old)
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     def emit(t: TargetChanges) -> None:
         if not args.json:
             render_target_changes(t, out)
-        record = json.dumps({"kind": "target_changes", **_object(to_jsonable(t))}) + "\n"
+        record = json.dumps({"kind": "target_changes", **obj(to_jsonable(t))}) + "\n"
         for sink in sinks:
             sink.write(record)
         if pa is not None:
@@ -111,7 +112,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             sinks.insert(0, lines)
         result = diff_surveys(old, new, emit)
         summary = result.summary()
-        record = json.dumps({"kind": "survey_diff_summary", **_object(to_jsonable(summary)),
+        record = json.dumps({"kind": "survey_diff_summary", **obj(to_jsonable(summary)),
                              **run_head(), "started_at": utc_stamp(began),
                              "duration_s": round(time.monotonic() - clock, 6)})
         for sink in sinks:
@@ -133,10 +134,6 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             print(file=out)
         render_survey_summary(old, new, summary, out)
     return EXIT_OK
-
-
-def _object(value: object) -> dict[str, object]:
-    return value if isinstance(value, dict) else {}
 
 
 def _write_parquet(pa: ModuleType, pq: ModuleType, rows: list[dict[str, object]],
