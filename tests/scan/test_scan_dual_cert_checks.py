@@ -144,3 +144,28 @@ def test_an_unfinished_search_leaves_the_certificate_checks_inconclusive(tls_ser
         life["reason"]
     assert [c["key_type"] for c in life["chains"]][-1] == "other"
     assert all(c["verdict"] == "not vulnerable" for c in life["chains"][:-1]), life
+
+
+@pytest.mark.needs_impl("openssl")
+def test_survey_row_keeps_the_other_chains(tls_server, certs, run_cli, tmp_path):
+    """A survey's Parquet row: the cert_ columns are the default chain's; other_certs lists
+    each other key type's leaf, and the lifetime check's verdict and details cover every
+    chain (the RSA one of 500 days, outside the checks' own TLS 1.3 chain)."""
+    import pandas as pd
+    rsa = signed_leaf(certs, tmp_path, "rsa500", "rsa", 500, (SIGN, ENCIPHER))
+    ecdsa = signed_leaf(certs, tmp_path, "ec90", "ecdsa", 90, (SIGN,))
+    srv = tls_server("openssl", extra=["-cert", str(rsa.cert), "-key", str(rsa.key),
+                                       "-dcert", str(ecdsa.cert), "-dkey", str(ecdsa.key)])
+    out = tmp_path / "survey"
+    code, text, err = run_cli("survey", "-", "--out", str(out), "--checks", "cert_lifetime",
+                              "--no-progress", input=f"127.0.0.1:{srv.port}\n", timeout=300)
+    assert code == 0, err
+    row = pd.read_parquet(out).iloc[0]
+    assert row["cert_key_type"].startswith("RSA")
+    (other,) = list(row["other_certs"])
+    assert other["key_type"] == "ECDSA" and other["subject"] == "CN=localhost"
+    assert pd.isna(row["other_certs_note"])
+    assert row["check_cert_lifetime"] == "vulnerable"
+    details = json.loads(row["check_cert_lifetime_details"])
+    assert {c["key_type"]: c["verdict"] for c in details["chains"]} == {
+        "RSA": "vulnerable", "ECDSA": "not vulnerable"}
