@@ -169,3 +169,4 @@ def test_survey_row_keeps_the_other_chains(tls_server, certs, run_cli, tmp_path)
     details = json.loads(row["check_cert_lifetime_details"])
     assert {c["key_type"]: c["verdict"] for c in details["chains"]} == {
         "RSA": "vulnerable", "ECDSA": "not vulnerable"}
+
