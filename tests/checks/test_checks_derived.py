@@ -260,8 +260,7 @@ def test_json_has_check_results_only_when_checks_were_asked_for() -> None:
         "reason": "the server accepts RC4 suites (1)",
         "evidence": ["TLS_RSA_WITH_RC4_128_SHA (TLS 1.2)"], "method": "derived",
         "connections": 0, "category": "vulnerability", "code": None, "severity": None,
-        "details": {"accepted": [{"suite": "TLS_RSA_WITH_RC4_128_SHA", "version": "TLS 1.2"}]},
-        "chains": []}]
+        "details": {"accepted": [{"suite": "TLS_RSA_WITH_RC4_128_SHA", "version": "TLS 1.2"}]}}]
 
 
 def test_text_section_shows_verdicts_and_the_evidence_of_vulnerable_ones() -> None:

@@ -20,7 +20,7 @@ fields, never rename them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -86,7 +86,7 @@ class CheckResult:
     established (its class is the check's declared details type), or None. A certificate
     check of a server with several certificate chains (an RSA and an ECDSA one) judges each:
     `chains` holds one verdict per chain, the default one's first (its `details` are the
-    result's own), and the result is the worst of them (empty with one chain)."""
+    result's own), and the result is the worst of them (empty with one chain: not in JSON)."""
 
     name: str
     title: str
@@ -100,6 +100,12 @@ class CheckResult:
     severity: Severity | None = None
     details: CheckDetails | None = None
     chains: tuple[ChainVerdict, ...] = ()
+
+    def json_shape(self) -> dict[str, object]:
+        """The fields in declaration order, without "chains" when there are none (a server
+        with one certificate chain, a check about no certificate): their JSON unchanged."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name != "chains" or self.chains}
 
 
 @dataclass(frozen=True)
