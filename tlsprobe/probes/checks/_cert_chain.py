@@ -29,6 +29,7 @@ from tlsprobe.engine.config import TLS13, ClientConfig
 from tlsprobe.engine.interface import Handshake
 from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.model.checks import CheckResult
+from tlsprobe.model.server_certs import AUTH_OF
 from tlsprobe.net.driver import Progress, adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.audit.certs import SCHEMES_OF, leaf_type, offer
@@ -142,6 +143,8 @@ def _hello(ctx: CheckContext, kind: str | None) -> ClientConfig | str:
     read = ctx.runner.chains.get(kind)
     if read is None or read.version is None:
         return f"the cert phase read no {kind} certificate chain"
+    if kind not in (SCHEMES_OF if read.version >= TLS13 else AUTH_OF):
+        return f"no hello can ask for the {kind} certificate alone"
     config, _ = offer(ctx.runner, read.version, (kind,))
     if read.version < TLS13 and kind in SCHEMES_OF:
         config = replace(config, signature_algorithms=SCHEMES_OF[kind])
