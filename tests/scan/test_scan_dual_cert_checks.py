@@ -170,3 +170,22 @@ def test_survey_row_keeps_the_other_chains(tls_server, certs, run_cli, tmp_path)
     assert {c["key_type"]: c["verdict"] for c in details["chains"]} == {
         "RSA": "vulnerable", "ECDSA": "not vulnerable"}
 
+
+
+@pytest.mark.needs_impl("openssl")
+def test_ocsp_stapling_alone_judges_each_chain_and_reports_no_certificate_finding(
+        tls_server, certs, run_cli, tmp_path):
+    """`--checks ocsp_stapling` (a hygiene check) runs the cert phase to learn the other
+    chains, read-only as `--checks heartbleed` runs the versions phase: each chain's
+    stapling is judged, and the self-signed ECDSA certificate's findings are not reported."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from tests.lab_servers.certs import named_set
+    odd = named_set(tmp_path, "odd.test", "localhost", "odd", ec.SECP256R1())["ecdsa"]
+    srv = tls_server("openssl", extra=["-dcert", str(odd.cert), "-dkey", str(odd.key)])
+    r = scan(run_cli, srv.port, certs, "--checks", "ocsp_stapling")
+    (stapling,) = r["check_results"]
+    assert set(kinds(stapling)) == {"RSA", "ECDSA"}, stapling
+    assert stapling["verdict"] == "not supported" and stapling["severity"] == "info"
+    assert "cert" in r["read_only"], r["read_only"]
+    assert not [f for f in r["findings"] if f["code"].startswith("certificate.")]
