@@ -169,7 +169,7 @@ def _shapes() -> dict[type, Shape]:
         "additionalProperties": False}
     from tlsprobe.model.capture import CaptureSummary
     return {
-        CheckResult: Shape(constrain=_details_by_check),
+        CheckResult: Shape(constrain=_details_by_check, optional=("chains",)),
         # the field typed JsonObject, its members written out
         CaptureSummary: Shape(extra={"capture": _capture_counters()}),
         # speed (model/speed.py): computed figures, and the versions renamed and nested

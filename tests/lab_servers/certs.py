@@ -115,6 +115,30 @@ def rsa_pss_set(certs: CertSet, directory: Path, bits: int = 2048) -> CertSet:
     return CertSet(certs.directory, certs.ca, {**certs.leaves, "rsa-pss": files})
 
 
+def signed_leaf(certs: CertSet, directory: Path, stem: str, kind: str, days: int,
+                usages: tuple[str, ...] | None = None) -> CertFiles:
+    """A leaf for localhost / 127.0.0.1 of key `kind` ("rsa", "ecdsa", "ed25519") signed by
+    the test CA, valid for `days`, with a critical keyUsage of `usages` (cryptography's
+    flag names: "digital_signature", "key_encipherment", ...; None: no keyUsage), as
+    `stem`.crt / `stem`.key / `stem`_chain.crt (leaf + CA) in `directory`."""
+    ca_key = serialization.load_pem_private_key((certs.directory / "ca.key").read_bytes(), None)
+    key = _new_key(kind)
+    san = x509.SubjectAlternativeName([x509.DNSName("localhost"),
+                                       x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
+    builder = _builder("localhost", "tlsprobe Test CA", key.public_key(), days) \
+        .add_extension(san, critical=False)
+    if usages is not None:
+        builder = builder.add_extension(_key_usage(*usages), critical=True)
+    cert = builder.sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]
+    directory.mkdir(parents=True, exist_ok=True)
+    files = CertFiles(directory / f"{stem}.crt", directory / f"{stem}.key",
+                      directory / f"{stem}_chain.crt")
+    files.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    files.key.write_bytes(_key_pem(key))
+    files.chain.write_bytes(files.cert.read_bytes() + certs.ca.read_bytes())
+    return files
+
+
 def _key_usage(*allowed: str) -> x509.KeyUsage:
     flags = ("digital_signature", "content_commitment", "key_encipherment", "data_encipherment",
              "key_agreement", "key_cert_sign", "crl_sign", "encipher_only", "decipher_only")

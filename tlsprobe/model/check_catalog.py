@@ -60,7 +60,7 @@ ACTIVE: dict[str, Entry] = {
     "ticketbleed": Entry(Category.vulnerability),
     "resumption": Entry(Category.hygiene),
     "early_data": Entry(Category.hygiene),
-    "ocsp_stapling": Entry(Category.hygiene),
+    "ocsp_stapling": Entry(Category.hygiene, needs=CHAIN),
     "ems": Entry(Category.hygiene),
     "etm": Entry(Category.hygiene),
     "large_hello": Entry(Category.tolerance),

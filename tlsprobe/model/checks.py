@@ -20,7 +20,7 @@ fields, never rename them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     # runs no check (`scan --groups-only`) a fifth of its start-up
     from tlsprobe.model.check_details import CheckDetails
 
-__all__ = ["CATEGORIES", "Category", "CheckDetails", "CheckResult", "Method", "Severity",
-           "Verdict"]
+__all__ = ["CATEGORIES", "Category", "ChainVerdict", "CheckDetails", "CheckResult", "Method",
+           "Severity", "Verdict"]
 
 
 def __getattr__(name: str) -> object:
@@ -83,7 +83,10 @@ class CheckResult:
     `category` is its report section (CATEGORIES). `code` and `severity` are set when the
     verdict is a problem the report lists as a finding (e.g. "check.heartbleed",
     "critical"); None otherwise. `details` is the check's own typed record of what it
-    established (its class is the check's declared details type), or None."""
+    established (its class is the check's declared details type), or None. A certificate
+    check of a server with several certificate chains (an RSA and an ECDSA one) judges each:
+    `chains` holds one verdict per chain, the default one's first (its `details` are the
+    result's own), and the result is the worst of them (empty with one chain: not in JSON)."""
 
     name: str
     title: str
@@ -94,5 +97,26 @@ class CheckResult:
     connections: int = 0
     category: Category = Category.vulnerability
     code: str | None = None
+    severity: Severity | None = None
+    details: CheckDetails | None = None
+    chains: tuple[ChainVerdict, ...] = ()
+
+    def json_shape(self) -> dict[str, object]:
+        """The fields in declaration order, without "chains" when there are none (a server
+        with one certificate chain, a check about no certificate): their JSON unchanged."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name != "chains" or self.chains}
+
+
+@dataclass(frozen=True)
+class ChainVerdict:
+    """A certificate check's verdict on one certificate chain of a server with several:
+    `key_type` its leaf's key ("RSA", "ECDSA", ... as `ServerCertificate.key_type`; "other"
+    for the chains a search left unfinished could not find), the rest as `CheckResult`'s."""
+
+    key_type: str
+    verdict: Verdict
+    reason: str
+    evidence: tuple[str, ...] = ()
     severity: Severity | None = None
     details: CheckDetails | None = None

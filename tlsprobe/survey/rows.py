@@ -29,7 +29,13 @@ empty lists, with `error_kind` set), so shards concatenate and `value_counts()` 
 - findings: list<struct<code, severity, message>>
 - cert_subject, cert_issuer, cert_key_type, cert_signature_algorithm, cert_not_before,
   cert_not_after, cert_sha256: string; cert_key_bits: int32; cert_san: list<string> (the
-  leaf); chain_length: int32; trust_status: string; hostname_ok: bool
+  leaf); chain_length: int32; trust_status: string; hostname_ok: bool (the default chain)
+- other_certs: list<struct<key_type, subject, sha256, not_after, trust_status>>, the leaf
+  of each other key type's chain (a server with an RSA and an ECDSA certificate), empty
+  when it has one; other_certs_note: string, why the search for them is not complete
+  (null: complete, or the cert phase not run). The certificate checks judge every chain:
+  their verdict is the worst, and check_<name>_details has "chains" (one verdict per
+  chain, each with its key_type; empty with one chain)
 - clients: list<string>, with --clients, per client profile simulated "id=status" (status:
   connected, failed, inconclusive); client_results: list<string>, in the same order, what
   it negotiated ("TLS 1.3 TLS_AES_128_GCM_SHA256 X25519MLKEM768", "via HRR" added) or why
@@ -76,6 +82,8 @@ _SUITE_RESULT: Kind = {"version": "string", "suites": STRS, "order": "string",
 _SIGALG_RESULT: Kind = {"version": "string", "status": "string", "schemes": STRS,
                         "order": "string"}
 _FINDING: Kind = {"code": "string", "severity": "string", "message": "string"}
+_OTHER_CERT: Kind = {"key_type": "string", "subject": "string", "sha256": "string",
+                     "not_after": "string", "trust_status": "string"}
 
 
 def check_column(name: str) -> str:
@@ -102,7 +110,8 @@ COLUMNS: tuple[tuple[str, Kind], ...] = (
     ("cert_key_bits", "int32"), ("cert_signature_algorithm", "string"),
     ("cert_not_before", "string"), ("cert_not_after", "string"), ("cert_sha256", "string"),
     ("cert_san", STRS), ("chain_length", "int32"), ("trust_status", "string"),
-    ("hostname_ok", "bool"),
+    ("hostname_ok", "bool"), ("other_certs", ("list", _OTHER_CERT)),
+    ("other_certs_note", "string"),
     ("clients", STRS), ("client_results", STRS),
     ("error", "string"), ("error_kind", "string"),
     # the rating (policy/rating.py, docs/RATING.md)
@@ -217,7 +226,8 @@ def _check_columns(report: AuditReport) -> Row:
         row[column + "_details"] = json.dumps(
             {"reason": result.reason, "evidence": list(result.evidence),
              "details": to_jsonable(result.details), "code": result.code,
-             "severity": None if result.severity is None else str(result.severity)},
+             "severity": None if result.severity is None else str(result.severity),
+             "chains": to_jsonable(result.chains)},
             sort_keys=True)
     row["findings"] = [{"code": f.code, "severity": str(f.severity), "message": f.message}
                        for f in report.findings]
@@ -235,7 +245,14 @@ def _certificate_columns(report: AuditReport) -> Row:
             "cert_san": list(leaf.san) if leaf else [],
             "chain_length": len(report.certificates) if report.certificates else None,
             "trust_status": None if trust is None else str(trust.status),
-            "hostname_ok": None if trust is None else trust.hostname_ok}
+            "hostname_ok": None if trust is None else trust.hostname_ok,
+            "other_certs": [
+                {"key_type": o.key_type, "subject": o.certificates[0].subject,
+                 "sha256": o.certificates[0].sha256,
+                 "not_after": o.certificates[0].not_after,
+                 "trust_status": None if o.trust is None else str(o.trust.status)}
+                for o in report.other_certificates if o.certificates],
+            "other_certs_note": report.other_certificates_note}
 
 
 def _rating_columns(report: AuditReport) -> Row:

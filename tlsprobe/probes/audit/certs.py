@@ -77,7 +77,7 @@ def _searched(report: AuditReport, version: int) -> bool:
     return audit is not None and audit.status == SigalgStatus.ESTABLISHED
 
 
-def _offer(runner: TargetRunner, version: int, missing: tuple[str, ...]
+def offer(runner: TargetRunner, version: int, missing: tuple[str, ...]
            ) -> tuple[ClientConfig, str]:
     """The hello asking for a certificate of the `missing` key types only, and its words."""
     if version == TLS13:
@@ -124,19 +124,19 @@ async def search(runner: TargetRunner, report: AuditReport, outcomes: list[Outco
     found: dict[str, tuple[Outcome, str]] = {}
     name = registry.version_name(version)
     while missing := _missing(version, seen):
-        config, offer = _offer(runner, version, missing)
+        config, offer_text = offer(runner, version, missing)
         out = await runner.run(config, PHASE, STOP_VERIFY if version == TLS13 else STOP_FLIGHT)
         if out.refused:
             return found, None
         if not out.certificates:
             why = out.reason or "no Certificate message" if out.answered else out.describe()
-            return found, f"{name} hello with {offer}: {why}"
+            return found, f"{name} hello with {offer_text}: {why}"
         kind = _served(out)
         if kind in seen:
-            return found, (f"{name} hello with {offer} was answered with the {kind} "
+            return found, (f"{name} hello with {offer_text} was answered with the {kind} "
                            "certificate again")
         seen.add(kind)
-        found[kind] = (out, f"{name}, {offer}")
+        found[kind] = (out, f"{name}, {offer_text}")
     return found, None
 
 
@@ -147,8 +147,8 @@ def other_certificates(outcomes: list[Outcome], found: dict[str, tuple[Outcome, 
     known = chains_by_type(outcomes + [o for o, _ in found.values()])
     out: list[ServerCertificate] = []
     for kind, o in list(known.items())[1:]:
-        offer = found[kind][1] if kind in found else _offer_words(o)
-        out.append(_described(kind, o, offer, verify))
+        words = found[kind][1] if kind in found else _offer_words(o)
+        out.append(_described(kind, o, words, verify))
     return tuple(out)
 
 

@@ -285,6 +285,9 @@ async def _chain(run: _Run, report: AuditReport, spoken: set[int]) -> None:
         from tlsprobe.probes.audit import certs
         run.key_types, run.key_types_note = await certs.search(run.runner, report,
                                                                run.outcomes, spoken)
+        run.runner.chains = certs.chains_by_type(
+            run.outcomes + [o for o, _ in run.key_types.values()])
+        run.runner.chains_note = run.key_types_note
 
 
 def _reference(runner: TargetRunner, results: list[tuple[VersionSupport, Outcome]]

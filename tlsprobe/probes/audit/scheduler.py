@@ -416,6 +416,11 @@ class TargetRunner:
     #: the trust store the certificate checks judge a chain against (scan --cafile; None:
     #: the system bundle), as the cert phase's trust verdict does
     cafile: str | None = None
+    #: the chain of each leaf key type the cert phase read, the default one's first
+    #: (probes/audit/certs.py chains_by_type), and why its search for them is not complete:
+    #: what the certificate checks judge besides their own connection's chain
+    chains: dict[str, Outcome] = field(default_factory=dict)
+    chains_note: str | None = None
 
     @property
     def transient(self) -> int:

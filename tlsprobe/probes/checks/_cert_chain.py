@@ -25,11 +25,14 @@ from cryptography.x509 import ocsp
 
 from tlsprobe.engine.chainpath import issued
 from tlsprobe.engine.client import HandshakeFailure
+from tlsprobe.engine.config import TLS13, ClientConfig
 from tlsprobe.engine.interface import Handshake
 from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.model.checks import CheckResult
+from tlsprobe.model.server_certs import AUTH_OF
 from tlsprobe.net.driver import Progress, adrive
 from tlsprobe.net.transport import AsyncTransport
+from tlsprobe.probes.audit.certs import SCHEMES_OF, leaf_type, offer
 from tlsprobe.probes.audit.outcome import STOP_VERIFY, Outcome, finished
 from tlsprobe.probes.checks._shared import once
 from tlsprobe.probes.checks._tolerance import edited_handshake, top_versions
@@ -38,8 +41,8 @@ from tlsprobe.probes.facts import session_features_of
 from tlsprobe.wire import extensions as ext
 from tlsprobe.wire.hello import ClientHello
 
-__all__ = ["NoChain", "Served", "extension", "fetch", "issued", "leaf", "leaf_of", "served",
-           "trust_anchors"]
+__all__ = ["NoChain", "Served", "again", "extension", "fetch", "issued", "leaf", "leaf_in", "leaf_of",
+           "of_phase", "served", "served_as", "trust_anchors"]
 
 SCT_EXTENSION = 18
 SCT_IN_OCSP = x509.ObjectIdentifier("1.3.6.1.4.1.11129.2.4.5")
@@ -60,6 +63,10 @@ class Served:
     stapling: str
     sct_sources: tuple[str, ...] = ()
     response: bytes | None = None   # the stapled OCSPResponse (DER), when there is one
+    #: the leaf's key type (model/server_certs.py key_family), and the key type asked for
+    #: when the hello selected another chain than the default one (`fetch`'s `kind`)
+    key_type: str = ""
+    kind: str | None = None
 
 
 class NoChain(str):
@@ -123,14 +130,35 @@ def _stapled_response(hs: Handshake) -> bytes | None:
     return None
 
 
-async def fetch(ctx: CheckContext, label: str = "chain", *,
-                without_sni: bool = False) -> Served | str:
+def _hello(ctx: CheckContext, kind: str | None) -> ClientConfig | str:
+    """The hello of `fetch`: the audit's hello of the highest version spoken (the default
+    chain), or (`kind`) the cert phase's hello that selects the `kind` certificate alone, in
+    the version the cert phase read that chain in (probes/audit/certs.py `offer`; TLS 1.2:
+    that authentication's suites and the key type's signature schemes)."""
+    if kind is None:
+        versions = top_versions(ctx)
+        if not versions:
+            return "no TLS version is known to be spoken (the versions phase established none)"
+        return ctx.version_hello(versions[0])[0]
+    read = ctx.runner.chains.get(kind)
+    if read is None or read.version is None:
+        return f"the cert phase read no {kind} certificate chain"
+    if kind not in (SCHEMES_OF if read.version >= TLS13 else AUTH_OF):
+        return f"no hello can ask for the {kind} certificate alone"
+    config, _ = offer(ctx.runner, read.version, (kind,))
+    if read.version < TLS13 and kind in SCHEMES_OF:
+        config = replace(config, signature_algorithms=SCHEMES_OF[kind])
+    return config
+
+
+async def fetch(ctx: CheckContext, label: str = "chain", *, without_sni: bool = False,
+                kind: str | None = None) -> Served | str:
     """One connection (counted under `ctx`'s check, `label`) and the server's chain;
-    `without_sni`: the same hello without the server_name extension."""
-    versions = top_versions(ctx)
-    if not versions:
-        return "no TLS version is known to be spoken (the versions phase established none)"
-    config, _ = ctx.version_hello(versions[0])
+    `without_sni`: the same hello without the server_name extension; `kind`: the hello
+    that selects the certificate of that key type (`_hello`), whose chain it must be."""
+    config = _hello(ctx, kind)
+    if isinstance(config, str):
+        return config
     config = replace(config, status_request=True,
                      server_name=None if without_sni else config.server_name)
 
@@ -156,12 +184,37 @@ async def fetch(ctx: CheckContext, label: str = "chain", *,
         response = _stapled_response(hs)
         stapling = session_features_of(hs.facts()).ocsp_stapling or "none"
         return Served(sh.selected_version, sh.cipher_suite, chain, response is not None,
-                      stapling, _sct_sources(hs, response), response)
+                      stapling, _sct_sources(hs, response), response, leaf_type(chain), kind)
 
-    got = await ctx.converse(talk, label)
+    got = await ctx.converse(talk, label if kind is None else f"{label} {kind}")
     if isinstance(got, Outcome):
         return f"no connection: {got.describe()}"
+    if kind is not None and isinstance(got, Served) and got.key_type != kind:
+        return (f"the hello asking for the {kind} certificate alone was answered with the "
+                f"{got.key_type} one")
     return got
+
+
+async def again(ctx: CheckContext, got: Served, label: str, *,
+                without_sni: bool = False) -> Served | str:
+    """`fetch` once more for the chain `got` is (the default one, or its `kind`'s)."""
+    return await fetch(ctx, label, without_sni=without_sni, kind=got.kind)
+
+
+def of_phase(kind: str, read: Outcome) -> Served:
+    """The `kind` chain as the cert phase's connection read it (no connection here): its
+    version, suite and certificates; whether it stapled was not asked (`stapled` False,
+    read by no check that is given one)."""
+    return Served(read.version or 0, read.cipher_suite or 0, read.certificates, False,
+                  "not asked", key_type=kind, kind=kind)
+
+
+async def served_as(ctx: CheckContext, kind: str) -> Served | str:
+    """The `kind` chain and its stapling from a connection of its own (`fetch`), one per
+    target and key type, whichever certificate check asks first."""
+    async def make(c: CheckContext) -> Served | str:
+        return await fetch(c, "chain", kind=kind)
+    return await once(ctx, f"chain {kind}", make)
 
 
 async def served(ctx: CheckContext) -> Served | str:
@@ -199,6 +252,12 @@ async def leaf(ctx: CheckContext) -> tuple[Served, x509.Certificate] | CheckResu
     if isinstance(parsed, str):
         return ctx.inconclusive(parsed)
     return got, parsed
+
+
+def leaf_in(ctx: CheckContext, got: Served) -> x509.Certificate | CheckResult:
+    """`got`'s parsed leaf, or the result to return (inconclusive) when it does not parse."""
+    parsed = leaf_of(got)
+    return ctx.inconclusive(parsed) if isinstance(parsed, str) else parsed
 
 
 def trust_anchors(ctx: CheckContext) -> tuple[tuple[x509.Certificate, ...] | None, str | None, str]:

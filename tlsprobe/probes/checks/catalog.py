@@ -21,6 +21,7 @@ from tlsprobe.model.check_catalog import (
     DEFAULT,
     DERIVED,
     PHASES,
+    Category,
     Entry,
     expand_aliases,
 )
@@ -53,10 +54,12 @@ def read_only(names: Sequence[str], option: str = "--checks") -> tuple[str, ...]
     heartbleed` runs the versions phase, `--checks poodle` the suites phase): they run, but
     their own findings are not what was asked for (policy/findings.py `judge`). The `cert`
     phase is the certificate checks' own (their chain table and trust verdict): asked with
-    them."""
+    them; ocsp_stapling (a hygiene check) reads it only for the chains of other key types,
+    as `--checks heartbleed` reads the versions phase."""
     checks, named = _resolved(names, option)
     asked = set(named)
-    if any(n in ACTIVE and "cert" in ACTIVE[n].needs for n in named):
+    if any(n in ACTIVE and "cert" in ACTIVE[n].needs and
+           ACTIVE[n].category == Category.certificate for n in named):
         asked.add("cert")
     return tuple(p for p in PHASES if p in checks and p not in asked)
 

@@ -6,7 +6,8 @@ publicly trusted TLS certificate at 398 days, and browsers distrust longer ones;
 server-side TLS guidelines recommend 90 and at most 366 days. The validity period counts
 from notBefore through notAfter inclusive (BR section 1.6.1), so the leaf is over N days
 when notAfter - notBefore + 1 s > N days. The leaf comes from the certificate checks'
-shared connection (_cert_chain.py). Over 398 days: a finding (medium); over 366 only: low.
+shared connection (_cert_chain.py); every other chain's leaf is judged too (_every_chain.py:
+from the cert phase's connections, none of its own). Over 398 days: a finding (medium); over 366 only: low.
 The reason states the period the verdict counts, exact to the second ("90 days", "398 days
 1 s"), never a fraction of a day.
 A private CA's certificate is held to the same numbers (the reason says whose they are).
@@ -21,7 +22,8 @@ from datetime import timedelta
 from tlsprobe.model.check_details import LifetimeDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.model.units import duration
-from tlsprobe.probes.checks._cert_chain import leaf
+from tlsprobe.probes.checks._cert_chain import Served, leaf_in
+from tlsprobe.probes.checks._every_chain import every_chain
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 CABF_DAYS, MOZILLA_DAYS = 398, 366
@@ -44,10 +46,14 @@ def lifetime_verdict(period: timedelta) -> tuple[Verdict, Severity | None, str]:
 
 
 async def run(ctx: CheckContext) -> CheckResult:
-    got = await leaf(ctx)
-    if isinstance(got, CheckResult):
-        return got
-    _, cert = got
+    return await every_chain(ctx, judge)
+
+
+async def judge(ctx: CheckContext, got: Served) -> CheckResult:
+    """The verdict on one chain's leaf."""
+    cert = leaf_in(ctx, got)
+    if isinstance(cert, CheckResult):
+        return cert
     start, end = cert.not_valid_before_utc, cert.not_valid_after_utc
     period = end - start + timedelta(seconds=1)
     evidence = (f"notBefore {start.isoformat()}", f"notAfter {end.isoformat()}")

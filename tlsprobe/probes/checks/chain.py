@@ -9,7 +9,8 @@ not reach the trust store fails for them even where a browser succeeds. RFC 5246
 lets clients accept any order but keeps the leaf first. The chain comes from the
 certificate checks' shared connection (_cert_chain.py); the trust store is the scan's
 --cafile, else the system bundle (as the cert phase's trust verdict). No connection of
-its own.
+its own. Every other chain (another key type's) is judged too, as the cert phase's
+connection got it (_every_chain.py).
 
 The path: from the leaf, each next certificate is a sent one whose subject is the current
 one's issuer and whose key verifies its signature (`verify_directly_issued_by`), until a
@@ -38,7 +39,8 @@ from cryptography import x509
 from tlsprobe.engine.chainpath import MAX_PATH, anchored, follow, self_signed
 from tlsprobe.model.check_details import ChainDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
-from tlsprobe.probes.checks._cert_chain import served, trust_anchors
+from tlsprobe.probes.checks._cert_chain import Served, trust_anchors
+from tlsprobe.probes.checks._every_chain import every_chain
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 __all__ = ["CHECK", "MAX_PATH", "ChainFacts", "chain_facts"]
@@ -125,9 +127,11 @@ def _root_sent(name: str, root: x509.Certificate, anchors: tuple[x509.Certificat
 
 
 async def run(ctx: CheckContext) -> CheckResult:
-    got = await served(ctx)
-    if isinstance(got, str):
-        return ctx.inconclusive(got)
+    return await every_chain(ctx, judge)
+
+
+async def judge(ctx: CheckContext, got: Served) -> CheckResult:
+    """The verdict on one chain as the server sent it."""
     try:
         chain = [x509.load_der_x509_certificate(der) for der in got.chain]
     except ValueError as exc:

@@ -11,7 +11,8 @@ use the extension leaves out that the negotiated suite did not need (keyEncipher
 RSA key, digitalSignature), one hello offering only suites that need it (at the highest
 version up to TLS 1.2 spoken; TLS 1.3 always needs digitalSignature) says whether the server
 uses the key that way too: answered, vulnerable (medium); refused, not. Three connections at
-most (one shared).
+most (one shared). Every other chain's leaf is judged too, with the suite of the cert phase's
+connection that carried it (_every_chain.py), and its own hellos when a use is left out.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from tlsprobe.model.check_details import KeyUsageDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.model.pubkey import public_key
 from tlsprobe.probes.audit.outcome import STOP_HELLO
-from tlsprobe.probes.checks._cert_chain import extension, leaf
+from tlsprobe.probes.checks._cert_chain import Served, extension, leaf_in
+from tlsprobe.probes.checks._every_chain import every_chain
 from tlsprobe.probes.checks._tolerance import top_versions
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
@@ -59,9 +61,11 @@ def allowed_uses(leaf: x509.Certificate) -> set[str] | None | str:
     return {use for use, flag in _FLAG.items() if getattr(ku, flag)}
 
 
-async def _used_for(ctx: CheckContext, use: str, rsa_key: bool, version: int) -> bool | str:
+async def _used_for(ctx: CheckContext, use: str, rsa_key: bool, version: int,
+                    kind: str | None) -> bool | str:
     """Does the server answer a hello of `version` offering only suites that need `use` of a
-    key of its type? (a str: no such suite, or the answer was inconclusive)"""
+    key of its type? (a str: no such suite, or the answer was inconclusive; `kind`: another
+    chain's key type, in the connection's label)"""
     def fits(code: int) -> bool:
         info = registry.cipher_suite(code)
         if info is None or needed_use(code, version) != use:
@@ -71,7 +75,8 @@ async def _used_for(ctx: CheckContext, use: str, rsa_key: bool, version: int) ->
     if not suites:
         return "no suite of that kind"
     config, _ = ctx.version_hello(version)
-    out = await ctx.hello(replace(config, cipher_suites_12=suites), STOP_HELLO, label=use)
+    out = await ctx.hello(replace(config, cipher_suites_12=suites), STOP_HELLO,
+                          label=use if kind is None else f"{use} {kind}")
     if out.answered:
         return True
     if out.refused:
@@ -80,10 +85,14 @@ async def _used_for(ctx: CheckContext, use: str, rsa_key: bool, version: int) ->
 
 
 async def run(ctx: CheckContext) -> CheckResult:
-    found = await leaf(ctx)
-    if isinstance(found, CheckResult):
-        return found
-    got, cert = found
+    return await every_chain(ctx, judge)
+
+
+async def judge(ctx: CheckContext, got: Served) -> CheckResult:
+    """The verdict on one chain: its leaf's keyUsage and the suite its connection got."""
+    cert = leaf_in(ctx, got)
+    if isinstance(cert, CheckResult):
+        return cert
     allowed = allowed_uses(cert)
     if isinstance(allowed, str):
         return ctx.inconclusive(allowed)
@@ -117,7 +126,7 @@ async def run(ctx: CheckContext) -> CheckResult:
             continue
         what = f"a {registry.version_name(older[0])} hello offering only suites that need " \
             f"{use}"
-        used = await _used_for(ctx, use, rsa_key, older[0])
+        used = await _used_for(ctx, use, rsa_key, older[0], got.kind)
         if used is True:
             problems.append(f"the server answers {what}, which the keyUsage leaves out")
             violations.append(use)

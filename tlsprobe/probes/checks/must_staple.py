@@ -8,7 +8,8 @@ the stapling come from the certificate checks' shared connection, which offers
 status_request (_cert_chain.py). No such extension: not applicable; stapled: not vulnerable;
 not stapled: asked once more on a second connection (a server such as nginx fetches the
 response lazily and staples from a later connection on), and only when that one is not
-stapled either: vulnerable (high).
+stapled either: vulnerable (high). Every other chain (another key type's) is judged too,
+from connections that select it (_every_chain.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from cryptography import x509
 
 from tlsprobe.model.check_details import MustStapleDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
-from tlsprobe.probes.checks._cert_chain import Served, extension, fetch, leaf
+from tlsprobe.probes.checks._cert_chain import Served, again, extension, leaf_in
+from tlsprobe.probes.checks._every_chain import every_chain
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 
@@ -32,10 +34,14 @@ def must_staple(leaf: x509.Certificate) -> bool | str:
 
 
 async def run(ctx: CheckContext) -> CheckResult:
-    found = await leaf(ctx)
-    if isinstance(found, CheckResult):
-        return found
-    got, cert = found
+    return await every_chain(ctx, judge, stapling=True)
+
+
+async def judge(ctx: CheckContext, got: Served) -> CheckResult:
+    """The verdict on one chain's leaf and the stapling of its connections."""
+    cert = leaf_in(ctx, got)
+    if isinstance(cert, CheckResult):
+        return cert
     demanded = must_staple(cert)
     if isinstance(demanded, str):
         return ctx.inconclusive(demanded)
@@ -48,20 +54,20 @@ async def run(ctx: CheckContext) -> CheckResult:
                           "status_request) and the server staples an OCSP response",
                           (f"stapling: {got.stapling}",),
                           details=MustStapleDetails(True, (True,)))
-    again: Served | str = await fetch(ctx, "chain again")
-    if isinstance(again, str):
+    second: Served | str = await again(ctx, got, "chain again")
+    if isinstance(second, str):
         return ctx.inconclusive(f"the leaf demands stapling and the first connection got no "
-                                f"stapled response ({got.stapling}); a second one: {again}")
-    details = MustStapleDetails(True, (False, again.stapled))
-    if again.stapled:
+                                f"stapled response ({got.stapling}); a second one: {second}")
+    details = MustStapleDetails(True, (False, second.stapled))
+    if second.stapled:
         return ctx.result(Verdict.not_vulnerable, "the leaf demands stapling; the first "
                           "connection got no stapled OCSP response, the second one did",
-                          (f"stapling: {got.stapling}", f"again: {again.stapling}"),
+                          (f"stapling: {got.stapling}", f"again: {second.stapling}"),
                           details=details)
     return ctx.result(Verdict.vulnerable, "the leaf demands stapling (TLS Feature "
                       "status_request) but the server staples no OCSP response, on two "
                       "connections: Firefox refuses the connection",
-                      (f"stapling: {got.stapling}", f"again: {again.stapling}"),
+                      (f"stapling: {got.stapling}", f"again: {second.stapling}"),
                       severity=Severity.high, details=details)
 
 

@@ -27,7 +27,9 @@ unsuccessful responseStatus: low, a client ignores it). None: not vulnerable. Th
 neither sent nor in the trust store (the signature and the CertID's issuer hashes cannot be
 checked), or a signature this check cannot verify (RSASSA-PSS, a key type it does not
 handle), and no problem found: inconclusive, saying which (and what status the response
-gives: "it says the leaf is revoked ...", never "REVOKED" as a fact).
+gives: "it says the leaf is revoked ...", never "REVOKED" as a fact). Every other chain
+(another key type's) is judged too, with the response stapled on a connection that selects
+it (_every_chain.py).
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, SignatureAlgorithmOID
 from tlsprobe.model.check_details import OcspCertStatus, OcspResponseDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.model.pubkey import public_key
-from tlsprobe.probes.checks._cert_chain import issued, leaf, trust_anchors
+from tlsprobe.probes.checks._cert_chain import Served, issued, leaf_in, trust_anchors
+from tlsprobe.probes.checks._every_chain import every_chain
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 __all__ = ["CHECK", "judge_response"]
@@ -269,10 +272,14 @@ def _issuer(cert: x509.Certificate, chain: tuple[bytes, ...],
 
 
 async def run(ctx: CheckContext) -> CheckResult:
-    found = await leaf(ctx)
-    if isinstance(found, CheckResult):
-        return found
-    got, cert = found
+    return await every_chain(ctx, judge, stapling=True)
+
+
+async def judge(ctx: CheckContext, got: Served) -> CheckResult:
+    """The verdict on the response stapled with one chain."""
+    cert = leaf_in(ctx, got)
+    if isinstance(cert, CheckResult):
+        return cert
     if got.response is None:
         return ctx.result(Verdict.not_applicable, f"no stapled OCSP response to check "
                           f"(stapling: {got.stapling})")

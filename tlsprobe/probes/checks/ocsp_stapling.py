@@ -9,6 +9,9 @@ checked up to the server's Finished), in TLS 1.0-1.2 the CertificateStatus messa
 response there: supported (its status and dates are shown; the ocsp_response check verifies
 its signature, responder, validity window and CertID);
 a Certificate without one: not supported (a finding of severity info). One connection.
+A server with several certificates (an RSA and an ECDSA one) may staple for one and not the
+other: every other chain's stapling is judged too, from the connection that selects it,
+shared with the other certificate checks (_every_chain.py).
 """
 
 from __future__ import annotations
@@ -19,7 +22,10 @@ from tlsprobe import registry
 from tlsprobe.engine.config import TLS13
 from tlsprobe.model.check_details import StaplingDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
+from tlsprobe.probes.audit.certs import leaf_type
 from tlsprobe.probes.audit.outcome import Outcome
+from tlsprobe.probes.checks._cert_chain import Served
+from tlsprobe.probes.checks._every_chain import with_other_chains
 from tlsprobe.probes.checks._handshake import Handshake, handshake
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.registry import HandshakeType
@@ -59,14 +65,42 @@ def describe_response(der: bytes) -> str:
 
 
 async def run(ctx: CheckContext) -> CheckResult:
+    first, kind = await _default(ctx)
+    return await with_other_chains(ctx, first, kind, judge, stapling=True)
+
+
+async def judge(ctx: CheckContext, got: Served) -> CheckResult:
+    """Another chain's stapling, from the connection that selected it (with status_request)."""
+    sent = f"a {registry.version_name(got.version)} hello with status_request, selecting " \
+        f"the {got.key_type} certificate"
+    if got.response is not None:
+        what = describe_response(got.response)
+        return ctx.result(Verdict.supported, f"{sent} is answered with a stapled OCSP "
+                          f"response: {what}", (f"sent: {sent}",
+                                                f"stapled: {len(got.response)} bytes, {what}"),
+                          details=StaplingDetails(True, len(got.response), what))
+    return ctx.result(Verdict.not_supported, f"{sent} is answered with a Certificate and "
+                      "no OCSP response", (f"sent: {sent}",), severity=Severity.info,
+                      details=StaplingDetails(False, 0, None))
+
+
+def _kind(hs: Handshake) -> str | None:
+    """The key type of the leaf the handshake got (None: no Certificate read)."""
+    cert = hs.engine.messages.flight.certificate
+    chain = tuple(cert.certificates) if cert is not None else ()
+    return leaf_type(chain) if chain else None
+
+
+async def _default(ctx: CheckContext) -> tuple[CheckResult, str | None]:
+    """The verdict on the default chain's stapling, and its leaf's key type."""
     if not ctx.spoken:
-        return ctx.inconclusive("the server speaks no version the audit could establish")
+        return ctx.inconclusive("the server speaks no version the audit could establish"), None
     top = max(ctx.spoken)
     sent = f"a {registry.version_name(top)} hello with status_request"
     hs = await handshake(ctx, ctx.config((top,), status_request=True),
                          read_flight=top == TLS13)
     if isinstance(hs, Outcome):
-        return ctx.inconclusive(f"{sent}: {hs.reason}")
+        return ctx.inconclusive(f"{sent}: {hs.reason}"), None
     response = stapled(hs)
     if response is not None:
         what = describe_response(response)
@@ -74,13 +108,14 @@ async def run(ctx: CheckContext) -> CheckResult:
                           f"response: {what} (the ocsp_response check verifies it)",
                           (f"sent: {sent}", f"received: {hs.describe()}",
                            f"stapled: {len(response)} bytes, {what}"),
-                          details=StaplingDetails(True, len(response), what))
+                          details=StaplingDetails(True, len(response), what)), _kind(hs)
     if not hs.engine.messages.flight.has(HandshakeType.certificate):
-        return ctx.inconclusive(f"{sent}: no Certificate read ({hs.describe()})")
+        return ctx.inconclusive(f"{sent}: no Certificate read ({hs.describe()})"), None
     return ctx.result(Verdict.not_supported, f"{sent} is answered with a Certificate and "
                       "no OCSP response", (f"sent: {sent}", (f"received: {hs.describe()}, "
                                             "no stapled OCSP response")),
-                      severity=Severity.info, details=StaplingDetails(False, 0, None))
+                      severity=Severity.info, details=StaplingDetails(False, 0, None)), \
+        _kind(hs)
 
 
 CHECK = ActiveCheck("ocsp_stapling", "OCSP stapling (RFC 6066 status_request)", run,

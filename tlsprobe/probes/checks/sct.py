@@ -6,7 +6,9 @@ TLS extension (type 18, which the certificate checks' shared connection offers:
 _cert_chain.py), or in a stapled OCSP response (1.3.6.1.4.1.11129.2.4.5). Any of them:
 supported, with where and how many; none: not supported (a low finding: normal for a
 private CA, fatal in Chrome and Safari for a public one). An empty list (in the leaf, the
-TLS extension or the OCSP response) holds none.
+TLS extension or the OCSP response) holds none. Every other chain (another key type's) is
+judged too, from a connection that selects it (_every_chain.py: one per key type, shared
+with the other checks that read what comes with a chain).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from cryptography.x509.oid import ExtensionOID
 
 from tlsprobe.model.check_details import SctDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
-from tlsprobe.probes.checks._cert_chain import leaf
+from tlsprobe.probes.checks._cert_chain import Served, leaf_in
+from tlsprobe.probes.checks._every_chain import every_chain
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 
@@ -39,10 +42,14 @@ def embedded(leaf: x509.Certificate) -> tuple[str, int | None] | None:
 
 
 async def run(ctx: CheckContext) -> CheckResult:
-    got = await leaf(ctx)
-    if isinstance(got, CheckResult):
-        return got
-    served, cert = got
+    return await every_chain(ctx, judge, stapling=True)
+
+
+async def judge(ctx: CheckContext, served: Served) -> CheckResult:
+    """The verdict on one chain and what came with it."""
+    cert = leaf_in(ctx, served)
+    if isinstance(cert, CheckResult):
+        return cert
     inside = embedded(cert)
     details = SctDetails(inside[1] if inside else None, served.sct_sources)
     where = [inside[0]] if inside else []

@@ -13,6 +13,9 @@ the same hello without the server_name extension. Verdicts:
     (clients without SNI cannot connect; said so, with the alert);
   - no SNI sent to this target at all (an IP address without --sni, or --no-sni): not
     applicable; either chain not had for another reason: inconclusive.
+Every other chain (another key type's) is compared too: the cert phase's connection got it
+with SNI, one more connection sends the hello that selects it without server_name
+(_every_chain.py).
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from cryptography import x509
 
 from tlsprobe.model.check_details import SniChainDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
-from tlsprobe.probes.checks._cert_chain import NoChain, Served, fetch, served
+from tlsprobe.probes.checks._cert_chain import NoChain, Served, again
+from tlsprobe.probes.checks._every_chain import every_chain
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 
@@ -40,12 +44,15 @@ async def run(ctx: CheckContext) -> CheckResult:
         return ctx.result(Verdict.not_applicable, "no server_name is sent to this target "
                           "(an IP address without --sni, or --no-sni): every connection "
                           "is already one without SNI")
-    got = await served(ctx)
-    if isinstance(got, str):
-        return ctx.inconclusive(f"with SNI {name}: {got}")
+    return await every_chain(ctx, judge, lead=f"with SNI {name}: ")
+
+
+async def judge(ctx: CheckContext, got: Served) -> CheckResult:
+    """One chain with SNI compared with the chain the same hello gets without it."""
+    name = ctx.runner.server_name or ""
     leaf = hashlib.sha256(got.chain[0]).hexdigest()
     subject = _subject(got.chain[0])
-    without: Served | str = await fetch(ctx, "without SNI", without_sni=True)
+    without: Served | str = await again(ctx, got, "without SNI", without_sni=True)
     evidence = [(f"with SNI {name}: {subject} (SHA-256 {leaf}), {len(got.chain)} "
                 "certificates")]
     if isinstance(without, NoChain) and without.refused:
