@@ -167,7 +167,7 @@ async def search(runner: TargetRunner, report: AuditReport, outcomes: list[Outco
         # the server chose a certificate the schemes offered excluded: it does not choose by
         # them, so the key types asked for cannot be told apart from it
         untold.append(f"{name} hello with {offer} was answered with the {kind} certificate "
-                      f"again: whether the server has a {' or '.join(asked)} certificate is "
+                      f"again: whether the server has {' or '.join(asked)} certificates is "
                       "not established")
         done.update(asked)
     return found, "; ".join(untold) or None
