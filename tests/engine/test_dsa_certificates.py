@@ -8,6 +8,7 @@ process, where pyproject's `filterwarnings` makes a warning from tlsprobe's code
 from __future__ import annotations
 
 import datetime
+import json
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -106,6 +107,18 @@ def test_probe_and_scan_print_no_warning(tls_server: Callable[..., Any], certs: 
     code, out, err = run_cli("scan", target, "--cafile", str(certs.ca), timeout=90)
     assert (code, err) == (0, ""), out
     assert "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256" in out
-    # the DSA certificate is found beside the RSA one (the DHE_DSS suites with the DSA
-    # schemes: it was not, the search's hello offering no DSA scheme) and checked quietly
-    assert "Certificate chain (DSA; TLS 1.2, ECDHE_ECDSA and DHE_DSS suites" in out
+    # both chains are shown and checked quietly: the DSA one too (the hellos offer the DSA
+    # schemes; without them the server refused each hello it answered with DHE_DSS), the
+    # first met, and the RSA one
+    assert "\nCertificate chain (DSA)\n" in out
+    assert "Certificate chain (RSA; TLS 1.2, ECDHE_RSA and DHE_RSA suites)" in out
+    # the TLS 1.2 signature schemes of each certificate (was: not established, "the server
+    # accepted no (EC)DHE offer with any signature scheme": it chose DHE_DSS and refused)
+    code, out, err = run_cli("scan", target, "--cafile", str(certs.ca), "--checks",
+                             "sigalgs,cert", "--json", "--no-progress", timeout=90)
+    assert (code, err) == (0, ""), out
+    (tls12,) = json.loads(out)["signature_schemes"]
+    assert tls12["status"] == "established", tls12
+    kinds = {k["key_type"]: [c["name"] for c in k["supported"]] for k in tls12["by_key_type"]}
+    assert set(kinds) == {"DSA", "RSA"} and "dsa_sha256" in kinds["DSA"], kinds
+    assert all(n.startswith("dsa_") for n in kinds["DSA"]) and "rsa_pkcs1_sha256" in kinds["RSA"]

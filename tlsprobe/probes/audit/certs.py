@@ -52,11 +52,6 @@ SCHEMES_OF = {"RSA": (0x0804, 0x0805, 0x0806, 0x0401, 0x0501, 0x0601),
               "ECDSA": (0x0403, 0x0503, 0x0603, 0x081A, 0x081B, 0x081C),
               "Ed25519": (0x0807,), "Ed448": (0x0808,), "RSA-PSS": (0x0809, 0x080A, 0x080B)}
 
-#: TLS 1.2's (hash, signature) pairs, SHA-1 to SHA-512, with RSA, DSA, ECDSA (the DSA ones are
-#: not TLS 1.3 schemes, so not among broad_sigalgs)
-_TLS12_PAIRS = tuple((h << 8) | k for h in range(2, 7) for k in (1, 2, 3))
-
-
 def leaf_type(chain: tuple[bytes, ...]) -> str:
     """The key type of a chain's leaf (model/server_certs.py key_family)."""
     from tlsprobe.model.describe import certificate_info
@@ -103,8 +98,7 @@ def _offer(runner: TargetRunner, version: int, missing: tuple[str, ...]
                                cipher_suites_13=tuple(registry.suites_for_version(TLS13)))
         return config, words
     auths = tuple(a for a in AUTH_CLASSES if a in {AUTH_OF[t] for t in missing})
-    schemes = tuple(c for c in dict.fromkeys((*broad_sigalgs(), *_TLS12_PAIRS))
-                    if scheme_key_type(c) in missing)
+    schemes = tuple(c for c in broad_sigalgs() if scheme_key_type(c) in missing)
     config = runner.config((version,), groups=tuple(candidate_groups(TLS12)),
                            signature_algorithms=schemes,
                            cipher_suites_12=pfs_suites(auths, version))
