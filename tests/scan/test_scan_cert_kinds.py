@@ -97,3 +97,11 @@ def test_nginx_a_certificate_per_key_type(tls_server, certs, run_cli, tmp_path):
         assert leaf["trust"]["status"] == "trusted"
     assert r["other_certificates_note"] is None
     assert r["connections"]["certificate key types"] == 5
+    # with the signature-scheme phase: each certificate's TLS 1.2 schemes, its own only
+    r = scan(run_cli, srv.port, certs, "sigalgs,cert")
+    assert set(others(r)) == {"RSA-PSS", "ECDSA", "Ed25519", "Ed448"}, r["other_certificates"]
+    kinds = tls12_by_key_type(r)
+    assert set(kinds) == {"RSA", "RSA-PSS", "ECDSA", "Ed25519", "Ed448"}, kinds
+    assert kinds["Ed25519"] == ["ed25519"] and kinds["Ed448"] == ["ed448"], kinds
+    assert all(n.startswith("rsa_pss_pss") for n in kinds["RSA-PSS"]), kinds
+    assert all(n.startswith("ecdsa") for n in kinds["ECDSA"]), kinds
