@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from tlsprobe.errors import UsageError
 from tlsprobe.model.units import host_port
-from tlsprobe.wire._util import quoted_text
 
 
 @dataclass(frozen=True)
@@ -23,6 +22,13 @@ class Target:
     @property
     def display(self) -> str:
         return host_port(self.host, self.port)
+
+
+def quoted_text(text: str) -> str:
+    """wire/_util.py `quoted_text` (imported when an error needs it: `--help` of a command
+    that names targets imports no wire package)."""
+    from tlsprobe.wire._util import quoted_text as quote
+    return quote(text)
 
 
 def _is_ipv6(text: str) -> bool:
