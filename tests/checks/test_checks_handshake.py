@@ -225,7 +225,7 @@ def test_tlslite_without_downgrade_sentinel(start: ScriptServer) -> None:
                      "downgrade_sentinel")
     c = got["downgrade_sentinel"]
     assert c.verdict is Verdict.not_supported and c.code == "check.downgrade_sentinel", c
-    assert "TLS 1.2 (expected b'DOWNGRD\\x01')" in c.reason
+    assert "TLS 1.2 (expected 'DOWNGRD\\x01')" in c.reason
     # a TLS 1.3 server breaks RFC 8446 4.1.3's MUST: low, where a TLS 1.2 server's SHOULD is info
     assert c.severity == "low" and "a TLS 1.3 server MUST set it" in c.reason
 
@@ -349,13 +349,13 @@ def test_a_tls12_server_negotiating_tls11_is_asked_for_its_sentinel(
     assert c.verdict is Verdict.supported, c
     assert "sentinel for TLS 1.1 (a TLS 1.2 server: SHOULD)" in c.reason
     assert c.evidence == ("sent: a TLS 1.1 hello (max TLS 1.1); received: ServerHello TLS 1.1, "
-                          "random ends b'DOWNGRD\\x00'",) and c.connections == 1
+                          "random ends 'DOWNGRD\\x00'",) and c.connections == 1
     for port in (server_cache("gnutls", proto="tls1_1-tls1_2").port,
                  start("scripted_tls_server.py", "--mode", "plain")):
         c = run_checks(port, "downgrade_sentinel")["downgrade_sentinel"]
         assert c.verdict is Verdict.not_supported, c
         assert c.code == "check.downgrade_sentinel" and c.severity == "info", c
-        assert "TLS 1.1 (expected b'DOWNGRD\\x00') (RFC 8446 4.1.3: a TLS 1.2 server SHOULD " \
+        assert "TLS 1.1 (expected 'DOWNGRD\\x00') (RFC 8446 4.1.3: a TLS 1.2 server SHOULD " \
             "set it)" in c.reason
 
 

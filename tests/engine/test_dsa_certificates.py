@@ -8,6 +8,7 @@ process, where pyproject's `filterwarnings` makes a warning from tlsprobe's code
 from __future__ import annotations
 
 import datetime
+import json
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -75,6 +76,17 @@ def test_dsa_key_recognised_and_checked_without_a_warning(dsa_identity: DsaIdent
             rsa_encrypt_premaster(dsa_identity.cert, 0x0303)
 
 
+def test_a_dsa_chain_is_trust_checked_without_a_warning(dsa_identity: DsaIdentity) -> None:
+    """The trust check of a DSA chain (a scan shows each chain the server has, a DSA one
+    too) checks its self-signature quietly: `verify_directly_issued_by` loads the DSA key,
+    which cryptography 51 warns about."""
+    from tlsprobe.probes.audit.certs import trust_check
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check = trust_check([dsa_identity.der], "localhost", None)
+    assert check.status == "untrusted" and check.code == 18, check   # self-signed
+
+
 SUITES = "DHE-DSS-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:@SECLEVEL=0"
 
 
@@ -95,3 +107,18 @@ def test_probe_and_scan_print_no_warning(tls_server: Callable[..., Any], certs: 
     code, out, err = run_cli("scan", target, "--cafile", str(certs.ca), timeout=90)
     assert (code, err) == (0, ""), out
     assert "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256" in out
+    # both chains are shown and checked quietly: the DSA one too (the hellos offer the DSA
+    # schemes; without them the server refused each hello it answered with DHE_DSS), the
+    # first met, and the RSA one
+    assert "\nCertificate chain (DSA)\n" in out
+    assert "Certificate chain (RSA; TLS 1.2, ECDHE_RSA and DHE_RSA suites)" in out
+    # the TLS 1.2 signature schemes of each certificate (was: not established, "the server
+    # accepted no (EC)DHE offer with any signature scheme": it chose DHE_DSS and refused)
+    code, out, err = run_cli("scan", target, "--cafile", str(certs.ca), "--checks",
+                             "sigalgs,cert", "--json", "--no-progress", timeout=90)
+    assert (code, err) == (0, ""), out
+    (tls12,) = json.loads(out)["signature_schemes"]
+    assert tls12["status"] == "established", tls12
+    kinds = {k["key_type"]: [c["name"] for c in k["supported"]] for k in tls12["by_key_type"]}
+    assert set(kinds) == {"DSA", "RSA"} and "dsa_sha256" in kinds["DSA"], kinds
+    assert all(n.startswith("dsa_") for n in kinds["DSA"]) and "rsa_pkcs1_sha256" in kinds["RSA"]

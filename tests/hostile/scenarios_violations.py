@@ -156,10 +156,10 @@ scenario("supported_versions in EncryptedExtensions", EXIT_PROTOCOL,
 
 # -- RFC 7301: one ALPN protocol, one the client offered -----------------------------------
 scenario("EncryptedExtensions choosing ALPN spdy/3, never offered", EXIT_PROTOCOL,
-         r'ALPN protocol "spdy/3".*RFC 7301 3\.2',
+         r"ALPN protocol 'spdy/3'.*RFC 7301 3\.2",
          name="alpn_not_offered_tls13")(tls13_flight_with(ee=[_alpn(b"spdy/3")]))
 scenario("TLS 1.2 ServerHello choosing ALPN spdy/3, never offered", EXIT_PROTOCOL,
-         r'ALPN protocol "spdy/3".*RFC 7301 3\.2',
+         r"ALPN protocol 'spdy/3'.*RFC 7301 3\.2",
          name="alpn_not_offered_tls12")(tls12_hello_with([_alpn(b"spdy/3")]))
 scenario("EncryptedExtensions with two ALPN protocols", EXIT_PROTOCOL,
          r"2 ALPN protocols .*RFC 7301 3\.1",

@@ -238,3 +238,27 @@ def write_dhparam(name: str, directory: Path) -> Path:
     path.write_text("-----BEGIN DH PARAMETERS-----\n" + "\n".join(lines)
                     + "\n-----END DH PARAMETERS-----\n")
     return path
+
+
+def ed448_set(certs: CertSet, directory: Path) -> CertSet:
+    """`certs` plus an "ed448" leaf for localhost / 127.0.0.1 / ::1, signed by the test CA
+    (tests of a server with a certificate per key type)."""
+    from cryptography.hazmat.primitives.asymmetric import ed448
+    directory.mkdir(parents=True, exist_ok=True)
+    ca_key = serialization.load_pem_private_key((certs.directory / "ca.key").read_bytes(), None)
+    ca_name = x509.load_pem_x509_certificate(certs.ca.read_bytes()).subject.rfc4514_string()
+    key = ed448.Ed448PrivateKey.generate()
+    san = x509.SubjectAlternativeName([x509.DNSName("localhost"),
+                                       x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
+    cert = (_builder("localhost", ca_name.removeprefix("CN="), key.public_key(), 30)
+            .add_extension(_key_usage("digital_signature"), critical=True)
+            .add_extension(san, critical=False)
+            .sign(ca_key, hashes.SHA256()))  # type: ignore[arg-type]
+    files = CertFiles(directory / "ed448.crt", directory / "ed448.key",
+                      directory / "ed448_chain.crt")
+    files.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    files.key.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                            serialization.PrivateFormat.PKCS8,
+                                            serialization.NoEncryption()))
+    files.chain.write_bytes(files.cert.read_bytes() + certs.ca.read_bytes())
+    return CertSet(certs.directory, certs.ca, {**certs.leaves, "ed448": files})

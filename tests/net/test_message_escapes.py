@@ -82,3 +82,18 @@ def test_quic_connection_close_reason(udp_peer: Any,  # noqa: F811 (the fixture)
     line = _line(run_cli(f"127.0.0.1:{sock.getsockname()[1]}", "--quic", "--timeout", "5",
                          timeout=30))
     assert line.endswith(f"PROTOCOL_VIOLATION (0xa): '{SHOWN}\\r\\n'"), line
+
+
+def test_scan_msg_shows_a_preamble_it_did_not_understand_in_the_same_style(
+        tcp_peer: Callable[[bytes], int], run_cli: Callable[..., Any], tmp_path: Any) -> None:
+    """`scan --starttls imap --msg FILE` against a peer that answers with an SMTP-like
+    banner: the --msg file shows the bytes it sent as every message does, unquoted (was
+    their latin-1 text: â\\x80® for U+202E's bytes, a backslash not doubled)."""
+    port = tcp_peer(b"220 " + NASTY + b"\r\n")
+    res = run_cli("scan", f"127.0.0.1:{port}", "--starttls", "imap", "--checks", "groups",
+                  "--no-progress", "--timeout", "5", "--msg", tmp_path / "m.txt")
+    assert res.returncode == 4, res.stderr
+    text = (tmp_path / "m.txt").read_text(encoding="utf-8")
+    assert "\x1b" not in text and "\u202e" not in text and "\x80" not in text
+    unquoted = SHOWN.replace("\\'", "'")
+    assert f"<<< plain text (imap, before TLS, not understood): 220 {unquoted}\n" in text, text

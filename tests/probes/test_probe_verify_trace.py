@@ -295,7 +295,7 @@ def test_msg_shows_the_server_name(server_cache, run_cli) -> None:
     assert res.returncode == 0, res.stderr
     assert re.search(r"server_name_list\[0\]\.name_type host_name \(0\) at \+\d+\n",
                      res.stdout)
-    assert re.search(r'server_name_list\[0\]\.host_name "localhost" \(9 bytes\) at '
+    assert re.search(r"server_name_list\[0\]\.host_name 'localhost' \(9 bytes\) at "
                      r"\+\d+\.\.\+\d+\n", res.stdout)
 
 

@@ -235,7 +235,7 @@ def test_a_target_in_error_and_a_bad_line_keep_their_section_and_csv_rows(tmp_pa
     bad = AuditReport(host="a..b", port=0, error="targets:3: bad host 'a..b'",
                       error_kind="usage")
     page = render_html([refused, bad], 3, "1 target(s) with an error")
-    assert "<h2>Audit of 127.0.0.1:1</h2>" in page and "<h2>Skipped a..b</h2>" in page
+    assert "<h2>Audit of 127.0.0.1:1</h2>" in page and "<h2>Skipped &#x27;a..b&#x27;</h2>" in page
     assert "Error: connect: &lt;refused&gt;\\x1b[2J" in page and "\x1b" not in page
     assert "Exit code 3: 1 target(s) with an error" in page
     write_scan_csv(str(tmp_path / "e.csv"), [refused, bad])

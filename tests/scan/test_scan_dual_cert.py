@@ -68,7 +68,8 @@ def test_second_certificate_is_judged_from_itself(tls_server, certs, run_cli, tm
     """A self-signed ECDSA certificate on secp521r1 that expires within 2 days beside a
     trusted RSA one: its findings (built-in and the policy's curve rule) name it, the RSA
     chain has none; found with --checks cert alone (the cert phase's own hellos: ECDSA and
-    DSS suites, then DSS suites alone, refused)."""
+    DSS suites, then DSS suites alone, refused; then the RSA suites with RSA-PSS schemes and
+    the ECDSA suites with EdDSA schemes, each refused)."""
     odd = named_set(tmp_path, "dual-ecdsa.test", "localhost", "odd", ec.SECP521R1())["ecdsa"]
     srv = tls_server("openssl", extra=["-dcert", str(odd.cert), "-dkey", str(odd.key)])
     r = scan_json(run_cli, srv.port, certs, "--checks", "cert")
@@ -77,7 +78,7 @@ def test_second_certificate_is_judged_from_itself(tls_server, certs, run_cli, tm
     assert other["key_type"] == "ECDSA" and other["version"]["name"] == "TLS 1.2"
     assert other["certificates"][0]["subject"] == "CN=dual-ecdsa.test"
     assert other["trust"]["status"] == "untrusted" and other["trust"]["code"] == 18
-    assert r["connections"]["certificate key types"] == 2
+    assert r["connections"]["certificate key types"] == 4
     found = {f["code"]: f for f in r["findings"] if f["code"].startswith("certificate.")}
     assert set(found) == {"certificate.self_signed", "certificate.expires_soon",
                           "certificate.curve_not_allowed"}, found
@@ -89,7 +90,8 @@ def test_second_certificate_is_judged_from_itself(tls_server, certs, run_cli, tm
     code, text, err = run_cli("scan", f"127.0.0.1:{srv.port}", "--no-progress", "--checks",
                               "cert", "--cafile", str(certs.ca))
     assert "Certificate chain (RSA)" in text
-    assert "Certificate chain (ECDSA; TLS 1.2, ECDHE_ECDSA and DHE_DSS suites only)" in text
+    assert ("Certificate chain (ECDSA; TLS 1.2, ECDHE_ECDSA and DHE_DSS suites, signature "
+            "schemes of ECDSA, Ed25519, Ed448 and DSA keys only)") in " ".join(text.split())
     assert "CN=dual-ecdsa.test" in text and "Trust: NOT trusted" in text
 
 
@@ -132,7 +134,8 @@ def test_tls13_only_server_with_an_ed25519_certificate(tls_server, certs, run_cl
 def test_single_certificate_report_unchanged(tls_server, certs, run_cli):
     """One certificate: no other chain, no note, the plain chain title; the TLS 1.2 schemes
     cost one connection more (the other suites offered alone, refused) and the cert phase
-    then none of its own; with --checks cert alone, its one refused hello."""
+    then none of its own; with --checks cert alone, its two refused hellos (the ECDSA and DSS
+    suites; the RSA suites with the schemes of RSA-PSS keys only)."""
     srv = tls_server("openssl")
     r = scan_json(run_cli, srv.port, certs, "--checks", "sigalgs,cert")
     assert r["other_certificates"] == [] and r["other_certificates_note"] is None
@@ -142,7 +145,7 @@ def test_single_certificate_report_unchanged(tls_server, certs, run_cli):
     assert tls12["connections"] == rsa["connections"] + 1
     assert "certificate key types" not in r["connections"]
     r = scan_json(run_cli, srv.port, certs, "--checks", "cert")
-    assert r["other_certificates"] == [] and r["connections"]["certificate key types"] == 1
+    assert r["other_certificates"] == [] and r["connections"]["certificate key types"] == 2
     assert not [f for f in r["findings"] if f["code"].startswith("certificate.")]
     code, text, err = run_cli("scan", f"127.0.0.1:{srv.port}", "--no-progress", "--checks",
                               "sigalgs,cert", "--cafile", str(certs.ca))
@@ -176,7 +179,8 @@ def test_a_reset_search_is_not_established_never_no_other_certificate(tls_server
         proxy.close()
     assert r["other_certificates"] == []
     assert r["other_certificates_note"].startswith(
-        "TLS 1.2 hello with ECDHE_ECDSA and DHE_DSS suites only: ")
+        "TLS 1.2 hello with ECDHE_ECDSA and DHE_DSS suites, signature schemes of ECDSA, "
+        "Ed25519, Ed448 and DSA keys only: ")
     assert [f["message"] for f in r["findings"] if f["code"] == "audit.inconclusive"] == [
         "certificates of other key types not established: " + r["other_certificates_note"]]
     assert "Certificate chain (RSA)" in text

@@ -193,10 +193,11 @@ def test_a_non_utf8_line_is_an_error_of_its_own(openssl, run_cli, tmp_path):
     code, out, err = run_cli("scan", "-f", "t.txt", "--groups-only", "--no-progress", "--json")
     assert code == 2, err
     reports = {r["index"]: r for r in _lines(out)}
-    assert reports[1]["error"] == "t.txt:2: not UTF-8 text (byte 0xf4 at column 2)"
+    assert reports[1]["error"] == \
+        r"t.txt:2: not UTF-8 text (byte 0xf4 at column 2): 'h\xf4te.example:443'"
     assert reports[1]["error_kind"] == "usage"
     assert reports[2]["error"] is None and reports[2]["groups"][0]["supported"]
-    assert "tlsprobe: t.txt:2: not UTF-8 text (byte 0xf4 at column 2)" in err
+    assert r"tlsprobe: t.txt:2: not UTF-8 text (byte 0xf4 at column 2): 'h\xf4" in err
 
 
 @pytest.mark.needs_impl("openssl")

@@ -209,9 +209,14 @@ def attach(scheduler: Scheduler, recording: Recording | None) -> Recording | Non
     return recording
 
 
+#: a line end, not shown after a plain-text segment
+_EOL = b"\r\n"
+
+
 def _msg_section(tape: Tape, out: TextIO) -> None:
     from tlsprobe.report.escape import shown
     from tlsprobe.report.trace import TraceFormatter
+    from tlsprobe.wire._util import escaped_bytes
     lines = [f"=== {shown(header(tape))} ==="]
     if tape.preamble is not None and tape.preamble.lines:
         from tlsprobe.report.starttls import preamble_lines
@@ -219,7 +224,7 @@ def _msg_section(tape: Tape, out: TextIO) -> None:
     elif tape.preamble is not None:     # nothing understood (another protocol): the bytes
         lines += [f"{'>>>' if seg.from_client else '<<<'} plain text ({tape.preamble.protocol}"
                   f", before TLS, not understood): "
-                  f"{shown(seg.data.decode('latin-1').rstrip(chr(13) + chr(10)))}"
+                  f"{escaped_bytes(seg.data.rstrip(_EOL))}"
                   for seg in tape.segments]
     events = tape.events
     if not events and tape.segments and tape.preamble is None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 
-from tlsprobe.model.pubkey import public_key
+from tlsprobe.model.pubkey import public_key, verify_issued
 
 __all__ = ["MAX_PATH", "ChainPath", "anchored", "anchors_of", "by_names", "follow", "issued",
            "key_fits", "same_key", "self_signed"]
@@ -68,7 +68,7 @@ def issued(cert: x509.Certificate, issuer: x509.Certificate) -> bool | None:
     if cert.issuer != issuer.subject or not key_fits(cert, issuer):
         return False
     try:
-        cert.verify_directly_issued_by(issuer)
+        verify_issued(cert, issuer)
     except InvalidSignature:
         return False
     except (ValueError, TypeError, UnsupportedAlgorithm):

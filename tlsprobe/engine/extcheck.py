@@ -37,6 +37,7 @@ from tlsprobe.engine.common import (
     UNSUPPORTED_EXTENSION,
 )
 from tlsprobe.engine.verdict import Refusal
+from tlsprobe.wire._util import quoted_bytes
 from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.context import Message
 from tlsprobe.wire.ext_decoders import (
@@ -47,7 +48,6 @@ from tlsprobe.wire.ext_decoders import (
     WHERE_NEW_SESSION_TICKET,
     WHERE_SERVER_HELLO,
     decode_extension,
-    quoted_name,
 )
 from tlsprobe.wire.extensions import Extension
 from tlsprobe.wire.hello import ClientHello, ServerHello
@@ -183,7 +183,7 @@ def _alpn(alpn: tuple[str, ...], e: Extension, label: str) -> None:
     offered = [p.encode("latin-1") for p in alpn]
     if protocols[0] not in offered:
         raise Refusal(ILLEGAL_PARAMETER, f"server chose ALPN protocol "
-                      f"{quoted_name(protocols[0], 40)}, which the client did not offer "
+                      f"{quoted_bytes(protocols[0], 40)}, which the client did not offer "
                       "(RFC 7301 3.2)")
 
 

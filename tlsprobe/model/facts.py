@@ -85,8 +85,11 @@ class HelloSummary(Protocol):
 
 
 def wire_text(data: bytes) -> str:
-    """Text from the network as a report shows it: ASCII, other bytes escaped."""
-    return data.decode("ascii", "backslashreplace")
+    """Text from the network as a value holds it: ASCII as is, a backslash doubled, other
+    bytes as \\xNN (controls kept: JSON escapes them, text shows them escaped). The rule of
+    wire/_util.py `wire_text` (the wire's; model may not import wire), so a report's text of
+    it reads as `escaped_bytes` of the bytes."""
+    return data.replace(b"\\", b"\\\\").decode("ascii", "backslashreplace")
 
 
 def hello_facts(info: HelloSummary) -> HelloFacts:

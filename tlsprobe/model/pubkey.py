@@ -21,7 +21,7 @@ from cryptography.utils import CryptographyDeprecationWarning
 if TYPE_CHECKING:   # X.509 (0.01 s of imports) with the first certificate, not at start-up
     from cryptography import x509
 
-__all__ = ["is_dsa_key", "pss_only", "public_key"]
+__all__ = ["is_dsa_key", "pss_only", "public_key", "verify_issued"]
 
 # catch_warnings swaps process-wide state: one thread at a time (the resolver threads of
 # net/ never get here, but an API user may run probes in threads)
@@ -69,3 +69,18 @@ def public_key(cert: x509.Certificate) -> Any:
         return cert.public_key()
     with _dsa_quiet():
         return cert.public_key()
+
+
+def verify_issued(cert: x509.Certificate, issuer: x509.Certificate) -> None:
+    """`cert.verify_directly_issued_by(issuer)`, quiet for a DSA issuer key (which that
+    loads: the trust check of a DSA chain). Raises what it raises."""
+    from cryptography.x509.oid import PublicKeyAlgorithmOID
+    try:
+        is_dsa = issuer.public_key_algorithm_oid == PublicKeyAlgorithmOID.DSA
+    except ValueError:
+        is_dsa = True
+    if not is_dsa:
+        cert.verify_directly_issued_by(issuer)
+        return
+    with _dsa_quiet():
+        cert.verify_directly_issued_by(issuer)

@@ -11,11 +11,13 @@ from dataclasses import dataclass
 from tlsprobe.model.probe import CertificateInfo, Codepoint
 from tlsprobe.model.vocab import Order, SigalgStatus
 
-__all__ = ["AUTH_OF", "KeyTypeSigalgs", "key_family", "key_family_of"]
+__all__ = ["AUTH_OF", "KeyTypeSigalgs", "key_family", "key_family_of", "scheme_key_type"]
 
 #: the TLS 1.2 authentication whose suites a certificate of each key type serves (the
 #: audit's search for each chain, probes/audit/certs.py; the chains two scans compare,
-#: policy/cert_changes.py): a search in TLS 1.2 cannot tell apart two key types of one
+#: policy/cert_changes.py): the suites alone cannot tell apart two key types of one
+#: authentication (RSA and RSA-PSS; ECDSA, Ed25519 and Ed448): their signature schemes do
+#: (`scheme_key_type`)
 AUTH_OF = {"RSA": "RSA", "RSA-PSS": "RSA", "ECDSA": "ECDSA", "Ed25519": "ECDSA",
            "Ed448": "ECDSA", "DSA": "DSS"}
 
@@ -50,3 +52,21 @@ def key_family_of(key_type: str) -> str:
     if key_type in ("RSA", "RSA-PSS", "Ed25519", "Ed448", "DSA"):
         return key_type
     return "unknown"
+
+
+def scheme_key_type(code: int) -> str | None:
+    """The key type (as `key_family` names it) of the certificate that can sign with a
+    signature scheme: RSA (PKCS #1 v1.5 and rsa_pss_rsae_*), RSA-PSS (rsa_pss_pss_*),
+    ECDSA, Ed25519, Ed448, DSA; None for any other scheme (GOST, SM2, ML-DSA, ...)."""
+    named = {0x0807: "Ed25519", 0x0808: "Ed448"}
+    if code in named:
+        return named[code]
+    if 0x0804 <= code <= 0x0806:
+        return "RSA"
+    if 0x0809 <= code <= 0x080B:
+        return "RSA-PSS"
+    if 0x081A <= code <= 0x081C:   # ecdsa_brainpool*tls13
+        return "ECDSA"
+    if 1 <= code >> 8 <= 6 and code & 0xFF in (1, 2, 3):
+        return ("RSA", "DSA", "ECDSA")[(code & 0xFF) - 1]
+    return None

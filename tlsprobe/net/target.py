@@ -24,6 +24,13 @@ class Target:
         return host_port(self.host, self.port)
 
 
+def quoted_text(text: str) -> str:
+    """wire/_util.py `quoted_text` (imported when an error needs it: `--help` of a command
+    that names targets imports no wire package)."""
+    from tlsprobe.wire._util import quoted_text as quote
+    return quote(text)
+
+
 def _is_ipv6(text: str) -> bool:
     try:
         return isinstance(ipaddress.ip_address(text), ipaddress.IPv6Address)
@@ -46,39 +53,40 @@ def parse_target(text: str, default_port: int = 443) -> Target:
     if text.startswith("["):
         end = text.find("]")
         if end < 0:
-            raise UsageError(f"bad target {text!r}: missing ']' (use [::1]:443)")
+            raise UsageError(f"bad target {quoted_text(text)}: missing ']' (use [::1]:443)")
         host, rest = text[1:end], text[end + 1:]
         if rest:
             if not rest.startswith(":"):
-                raise UsageError(f"bad target {text!r}: expected ':PORT' after ']'")
+                raise UsageError(f"bad target {quoted_text(text)}: expected ':PORT' after ']'")
             port_text = rest[1:]
         if not _is_ipv6(host):
-            raise UsageError(f"bad target {text!r}: {host!r} in brackets is not an IPv6 "
-                             "address")
+            raise UsageError(f"bad target {quoted_text(text)}: {quoted_text(host)} in "
+                             "brackets is not an IPv6 address")
     elif text.count(":") == 1:
         host, port_text = text.split(":")
     elif ":" in text and not _is_ipv6(text):
         head, _, tail = text.rpartition(":")
         if _is_ipv6(head) and tail.isdigit():
-            raise UsageError(f"bad target {original.strip()!r}: IPv6 addresses need "
+            raise UsageError(f"bad target {quoted_text(original.strip())}: IPv6 addresses need "
                              f"brackets: [{head}]:{tail}")
-        raise UsageError(f"bad target {original.strip()!r}: expected HOST[:PORT] "
+        raise UsageError(f"bad target {quoted_text(original.strip())}: expected HOST[:PORT] "
                          "(IPv6 as [::1]:443)")
     if not host:
-        raise UsageError(f"bad target {text!r}: no host")
+        raise UsageError(f"bad target {quoted_text(text)}: no host")
     if any(c.isspace() or not c.isprintable() for c in host):
-        raise UsageError(f"bad target {text!r}: a host name has no spaces or control "
+        raise UsageError(f"bad target {quoted_text(text)}: a host name has no spaces or control "
                          "characters")
     problem = host_name_problem(host)
     if problem:
-        raise UsageError(f"bad target {text!r}: not a valid host name: {problem}")
+        raise UsageError(f"bad target {quoted_text(text)}: not a valid host name: {problem}")
     port = default_port
     if port_text is not None:
         if not port_text:
-            raise UsageError(f"bad target {text!r}: empty port after ':' (give HOST:PORT, "
-                             f"or HOST alone for port {default_port})")
+            raise UsageError(f"bad target {quoted_text(text)}: empty port after ':' (give "
+                             f"HOST:PORT, or HOST alone for port {default_port})")
         if not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
-            raise UsageError(f"bad port {port_text!r} in {text!r}: expected 1-65535")
+            raise UsageError(f"bad port {quoted_text(port_text)} in {quoted_text(text)}: "
+                             "expected 1-65535")
         port = int(port_text)
     return Target(host, port)
 

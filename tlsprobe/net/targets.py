@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from tlsprobe.errors import UsageError
 from tlsprobe.net.tcp import Target, parse_target
+from tlsprobe.wire._util import quoted_bytes
 
 __all__ = ["MAX_TARGET_FILE_BYTES", "BadLine", "read_target_file"]
 
@@ -50,9 +51,10 @@ def read_target_file(spec: str) -> list[Target | BadLine]:
         try:    # line by line: one line that is no UTF-8 costs that line alone
             line = raw.decode("utf-8").strip()
         except UnicodeDecodeError as exc:
-            items.append(BadLine(raw.decode("utf-8", "backslashreplace").strip(),
+            items.append(BadLine(raw.decode("utf-8", "replace").strip(),
                                  f"{name}:{number}: not UTF-8 text (byte "
-                                 f"0x{raw[exc.start]:02x} at column {exc.start + 1})"))
+                                 f"0x{raw[exc.start]:02x} at column {exc.start + 1}): "
+                                 f"{quoted_bytes(raw.strip())}"))
             continue
         if not line:
             continue

@@ -40,12 +40,15 @@ from tlsprobe.offline.caches import MAX_ENTRIES, AnalysisCaches
 from tlsprobe.offline.facts import CLIENT, SERVER, Facts
 from tlsprobe.offline.handshake import handshake_facts, key_exchange_facts
 from tlsprobe.wire import fingerprints
+from tlsprobe.wire._util import escaped_bytes
 from tlsprobe.wire.hello_fields import ClientHelloInfo
 
 if TYPE_CHECKING:
     from tlsprobe.capture.events import ConnKey
 
 _T = TypeVar("_T")
+#: the bytes of a plain-text preamble a report shows (escaped, "..." when cut)
+PREAMBLE_SHOWN: Final = 120
 
 
 class Endpoints(NamedTuple):
@@ -307,7 +310,7 @@ def _own(midstream: bool, preamble: bytes, f: Facts) -> _Own:
     return (len(hellos), hellos[0].random.hex() if hellos else None, f.ticket_lifetime,
             f.encrypted[0] and f.encrypted[1], decrypted, handshake_complete(f),
             midstream or (not hellos and bool(f.server_hellos)),
-            _printable(preamble) if preamble else None, tuple(f.problems),
+            escaped_bytes(preamble, PREAMBLE_SHOWN) if preamble else None, tuple(f.problems),
             _one(caches, "compression", sh.compression_method)
             if sh is not None and sh.compression_method else None,
             _sslv2_specs(caches, hellos[0].sslv2_cipher_specs) if hellos and hellos[0].sslv2
@@ -386,14 +389,5 @@ def _frozen(cls: type[_T], names: tuple[str, ...],
     d.update(zip(names, values))
     d[SHAPE_JSON] = shape_json
     return obj
-
-
-_ESCAPES: Final = {9: "\\t", 10: "\\n", 13: "\\r"}
-
-
-def _printable(data: bytes, limit: int = 120) -> str:
-    """Plain text before the TLS records on one line; other bytes as \\xNN."""
-    return "".join(chr(b) if 32 <= b < 127 else _ESCAPES.get(b, f"\\x{b:02x}")
-                   for b in data[:limit])
 
 

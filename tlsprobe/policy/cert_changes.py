@@ -2,8 +2,10 @@
 `diff_reports`; docs/CHANGES.md): for each chain both scans established, matched by the
 leaf's key type, a renewal, a leaf now expiring, a trust change; and a key type's chain
 added or removed, stated only when both scans' searches for the server's chains were
-complete and no chain of the other scan serves the same TLS 1.2 authentication (a search in
-TLS 1.2 cannot tell an ECDSA certificate from an Ed25519 one: both serve ECDHE_ECDSA suites).
+complete and no chain of the other scan serves the same TLS 1.2 authentication (an earlier
+tlsprobe, whose document may be the baseline, searched in TLS 1.2 with suites only, which
+cannot tell an ECDSA certificate from an Ed25519 one, nor an RSA one from an RSA-PSS one;
+the search now offers their signature schemes too, probes/audit/certs.py).
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ from tlsprobe.report.lines import text as _text
 from tlsprobe.report.lines import title as _title
 from tlsprobe.report.suite_kx import kx_text, weak_line
 from tlsprobe.report.tones import TONE_STYLE, pq_tone, version_tone
+from tlsprobe.wire._util import quoted_text
 
 ORDER_TEXT = {ORDER_SERVER: "the server enforces its own order",
               ORDER_CLIENT: "the server follows the client's order (listed as offered)",
@@ -249,7 +250,7 @@ def connections_line(r: AuditReport) -> str:
 
 def audit_renderables(r: AuditReport, full: bool = False) -> list[RenderableType]:
     if r.error_kind == "usage":   # a bad line of the targets file, skipped
-        return [_text(f"Skipped '{r.host}'", style="bold underline"),
+        return [_text(f"Skipped {quoted_text(r.host)}", style="bold underline"),
                 _text(f"Error: {r.error}", style="red")]
     where = host_port(r.host, r.port)
     addr = f" ({r.address})" if r.address and r.address != r.host else ""

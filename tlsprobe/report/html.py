@@ -48,6 +48,7 @@ from tlsprobe.report.tones import (
     version_findings,
     version_tone,
 )
+from tlsprobe.wire._util import quoted_text
 
 ORDER_TEXT = {"server": "the server enforces its own order",
               "client": "the server follows the client's order (listed as offered)",
@@ -293,7 +294,7 @@ def audit_html(r: AuditReport, anchor: str = "") -> str:
     where = host_port(r.host, r.port)
     ident = f' id="{_e(anchor)}"' if anchor else ""
     if r.error_kind == "usage":
-        return (f'<section class="target"{ident}><h2>Skipped {_e(r.host)}</h2>\n'
+        return (f'<section class="target"{ident}><h2>Skipped {_e(quoted_text(r.host))}</h2>\n'
                 + _p(f"Error: {r.error}", "error") + "</section>\n")
     addr = f" ({r.address})" if r.address and r.address != r.host else ""
     out = f'<section class="target"{ident}><h2>Audit of {_e(where + addr)}</h2>\n'

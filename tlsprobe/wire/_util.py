@@ -42,6 +42,30 @@ def quoted_bytes(data: bytes | bytearray, limit: int = 100) -> str:
     return f"'{text}'" + ("..." if len(data) > limit else "")
 
 
+def quoted_text(text: str, limit: int = 100) -> str:
+    """Text a file gave (a targets file's line) for a one-line message: `quoted_bytes`'
+    style for its ASCII characters; another character as is when printable (é), else
+    \\xNN, \\uNNNN or \\UNNNNNNNN (U+202E as \\u202e, as report/escape.py shows text)."""
+    def char(c: str) -> str:
+        code = ord(c)
+        if code < 0x80:
+            return _QUOTED_TEXT[code]
+        if c.isprintable():
+            return c
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 \
+            else f"\\U{code:08x}"
+    return "'" + "".join(map(char, text[:limit])) + "'" + ("..." if len(text) > limit else "")
+
+
+def wire_text(data: bytes | bytearray) -> str:
+    """Bytes from the network as a value's text (a name, ALPN): ASCII as is, a backslash
+    doubled, any other byte as \\xNN; control characters kept (JSON escapes them, a text
+    report shows them escaped: report/escape.py `shown` of this text is `escaped_bytes` of
+    the bytes, so both read alike and a \\xNN is never a name's own characters).
+    model/facts.py has the model's `wire_text`, the same rule (model may not import wire)."""
+    return bytes(data).replace(b"\\", b"\\\\").decode("ascii", "backslashreplace")
+
+
 def group_label(value: int) -> str:
     from tlsprobe.registry import group_label as registry_group_label
     return registry_group_label(value)

@@ -22,8 +22,10 @@ from ._util import (
     pull_list,
     pull_opaque,
     pull_uint_noted,
+    quoted_bytes,
     sigscheme_label,
     version_label,
+    wire_text,
 )
 from .buffer import Buffer
 
@@ -52,7 +54,7 @@ class ServerName:
 
     @property
     def host_name(self) -> str:
-        return self.name.decode("ascii", "backslashreplace")
+        return wire_text(self.name)
 
 
 @dataclass(frozen=True)
@@ -112,18 +114,10 @@ def _server_name(buf: Buffer, where: str) -> list[ServerName]:
             name = pull_opaque(buf, 2, f"server_name_list[{i}].host_name", minimum=1)
             if buf.annotations:  # the trace shows the name itself, not just its size
                 last = buf.annotations[-1]
-                buf.annotations[-1] = replace(last, value=f"{quoted_name(name)} "
+                buf.annotations[-1] = replace(last, value=f"{quoted_bytes(name, 80)} "
                                               f"({bytes_label(len(name))})")
             names.append(ServerName(name_type, name))
     return names
-
-
-def quoted_name(data: bytes, limit: int = 80) -> str:
-    """A name from the wire for the trace: printable ASCII as is, other bytes as \\xNN,
-    cut after `limit` bytes (the length is printed next to it)."""
-    text = "".join(chr(b) if 0x20 <= b < 0x7F and b not in (0x22, 0x5C) else f"\\x{b:02x}"
-                   for b in data[:limit])
-    return f'"{text}"' + ("..." if len(data) > limit else "")
 
 
 def _uint(size: int, name: str, label: Callable[[int], str] | None = None
@@ -150,7 +144,7 @@ def _alpn(buf: Buffer, where: str) -> list[bytes]:
             with buf.field(f"[{len(protocols)}]"):
                 name = buf.pull_vector(1, minimum=1)
             buf.note(f"protocol_name_list[{len(protocols)}]", at, 1 + len(name),
-                     name.decode("ascii", "backslashreplace"), "bytes")
+                     quoted_bytes(name, 80), "bytes")
             protocols.append(name)
     return protocols
 

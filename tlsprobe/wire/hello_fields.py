@@ -14,6 +14,7 @@ import struct
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
+from tlsprobe.wire._util import wire_text
 from tlsprobe.wire.hello import HELLO_RETRY_REQUEST_RANDOM
 
 SERVER_NAME, SUPPORTED_GROUPS, EC_POINT_FORMATS, SIGNATURE_ALGORITHMS = 0, 10, 11, 13
@@ -119,7 +120,7 @@ def server_name(data: bytes) -> str | None:
         if size < 1 or p + 3 + size > len(data):
             raise ValueError("bad name length")
         if data[p] == 0 and host is None:
-            host = data[p + 3:p + 3 + size].decode("ascii", "backslashreplace")
+            host = wire_text(data[p + 3:p + 3 + size])
         p += 3 + size
     return host
 

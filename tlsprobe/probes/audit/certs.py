@@ -7,8 +7,13 @@ type. The signature-scheme phase reads one chain per TLS 1.2 certificate (each e
 offers the suites of one authentication) and per TLS 1.3 leaf, so with it the search costs
 nothing more. Without it (or when it did not finish), the search asks in TLS 1.2 (TLS 1.3 on
 a server without TLS 1.2): one hello offering only what the key types not yet seen can
-answer (TLS 1.2: their (EC)DHE suites; TLS 1.3: their signature schemes), repeated while the
-server answers with a new one: one connection on a server with one certificate.
+answer (their signature schemes, which tell apart the key types one TLS 1.2 suite serves:
+RSA and RSA-PSS, ECDSA, Ed25519 and Ed448; TLS 1.2: with their (EC)DHE suites), repeated
+while the server answers with a new one. TLS 1.2 asks apart for the key types of the
+authentications no certificate seen serves (one hello) and for each authentication a seen one
+serves (one hello: its other key types): two connections on a server with one certificate
+(TLS 1.3: one). A server answering with a certificate the schemes excluded does not choose by
+them: the key types asked are then not established (said, never "no other certificate").
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from tlsprobe.model.probe import (
     ServerCertificate,
     TrustCheck,
 )
-from tlsprobe.model.server_certs import AUTH_OF, key_family
+from tlsprobe.model.server_certs import AUTH_OF, key_family, scheme_key_type
 from tlsprobe.model.vocab import SigalgStatus, TrustStatus
 from tlsprobe.probes.audit.groups import candidate_groups
 from tlsprobe.probes.audit.scheduler import (
@@ -30,6 +35,7 @@ from tlsprobe.probes.audit.scheduler import (
     STOP_VERIFY,
     Outcome,
     TargetRunner,
+    broad_sigalgs,
 )
 from tlsprobe.probes.audit.sigalgs import (
     AUTH_CLASSES,
@@ -45,7 +51,6 @@ TrustArgs = tuple[str, str | None]   # (host name, trust store): a chain's trust
 SCHEMES_OF = {"RSA": (0x0804, 0x0805, 0x0806, 0x0401, 0x0501, 0x0601),
               "ECDSA": (0x0403, 0x0503, 0x0603, 0x081A, 0x081B, 0x081C),
               "Ed25519": (0x0807,), "Ed448": (0x0808,), "RSA-PSS": (0x0809, 0x080A, 0x080B)}
-
 
 def leaf_type(chain: tuple[bytes, ...]) -> str:
     """The key type of a chain's leaf (model/server_certs.py key_family)."""
@@ -70,47 +75,61 @@ def chains_by_type(outcomes: list[Outcome]) -> dict[str, Outcome]:
 
 
 def _searched(report: AuditReport, version: int) -> bool:
-    """Whether the signature-scheme phase already saw every certificate of `version`:
-    its elimination of `version` established (TLS 1.2: each authentication's suites
-    offered until the server refused the rest)."""
+    """Whether the signature-scheme phase already saw every certificate of `version`: its
+    elimination of `version` established (TLS 1.2: each authentication's suites offered
+    until the server refused the rest, each certificate's schemes with no gap, so that the
+    server met every certificate its suites serve)."""
     audit = next((s for s in report.signature_schemes if s.version.id == version), None)
-    return audit is not None and audit.status == SigalgStatus.ESTABLISHED
+    return audit is not None and audit.status == SigalgStatus.ESTABLISHED and all(
+        k.status == SigalgStatus.ESTABLISHED and not k.reason for k in audit.by_key_type)
 
 
 def offer(runner: TargetRunner, version: int, missing: tuple[str, ...]
            ) -> tuple[ClientConfig, str]:
-    """The hello asking for a certificate of the `missing` key types only, and its words."""
+    """The hello asking for a certificate of the `missing` key types only, and its words:
+    their signature schemes (which tell apart the key types one suite serves: RSA and
+    RSA-PSS; ECDSA, Ed25519 and Ed448), in TLS 1.2 with their (EC)DHE suites."""
+    kinds = ", ".join(missing[:-1]) + " and " + missing[-1] if len(missing) > 1 else missing[0]
+    words = f"signature schemes of {kinds} keys only"
     if version == TLS13:
         schemes = tuple(c for t in missing for c in SCHEMES_OF[t])
         config = runner.config((TLS13,), groups=tuple(candidate_groups(TLS13)),
                                key_share_groups=COMMON_SHARES, signature_algorithms=schemes,
                                cipher_suites_13=tuple(registry.suites_for_version(TLS13)))
-        return config, "signature schemes of " + ", ".join(missing) + " keys only"
-    auths = tuple(dict.fromkeys(AUTH_OF[t] for t in missing))
+        return config, words
+    auths = tuple(a for a in AUTH_CLASSES if a in {AUTH_OF[t] for t in missing})
+    schemes = tuple(c for c in broad_sigalgs() if scheme_key_type(c) in missing)
     config = runner.config((version,), groups=tuple(candidate_groups(TLS12)),
+                           signature_algorithms=schemes,
                            cipher_suites_12=pfs_suites(auths, version))
-    return config, suites_text(auths) + " only"
+    return config, f"{suites_text(auths)}, {words}"
 
 
 def _served(o: Outcome) -> str:
     """The key type an answer's certificate serves, for the search only (which key types
     to ask for next): its leaf's; for a leaf whose key cannot be read, the key type its
-    TLS 1.3 signature scheme or TLS 1.2 suite needs (a report names no key type so)."""
+    signature scheme (else its TLS 1.2 suite) needs (a report names no key type so)."""
     kind = leaf_type(o.certificates)
     if kind != "unknown":
         return kind
-    by_scheme = next((t for t, codes in SCHEMES_OF.items() if o.signature_scheme in codes), None)
+    by_scheme = scheme_key_type(o.signature_scheme) if o.signature_scheme is not None else None
     auth = suite_auth(o.cipher_suite)
     return by_scheme or next((t for t, a in AUTH_OF.items() if a == auth), kind)
 
 
-def _missing(version: int, seen: set[str]) -> tuple[str, ...]:
-    """The key types a further hello of `version` can still ask for."""
+def _ask(version: int, seen: set[str], done: set[str]) -> tuple[str, ...]:
+    """The key types the next hello of `version` asks for (none: the search is over). TLS
+    1.3: every one not yet seen. TLS 1.2: those of the authentications of which no
+    certificate was seen, together; else those of one authentication a seen certificate
+    serves too, alone: a server choosing a suite whose certificate cannot sign with the
+    schemes offered refuses the hello (OpenSSL) rather than try the next suite."""
     if version == TLS13:
-        return tuple(t for t in SCHEMES_OF if t not in seen)
-    served = {AUTH_OF.get(t) for t in seen}
-    return tuple(next(t for t, a in AUTH_OF.items() if a == auth)
-                 for auth in AUTH_CLASSES if auth not in served)
+        return tuple(t for t in SCHEMES_OF if t not in seen | done)
+    missing = [t for t in AUTH_OF if t not in seen | done]
+    used = {AUTH_OF[t] for t in seen}
+    fresh = tuple(t for t in missing if AUTH_OF[t] not in used)
+    return fresh or tuple(t for t in missing if AUTH_OF[t] == AUTH_OF[missing[0]]) \
+        if missing else ()
 
 
 async def search(runner: TargetRunner, report: AuditReport, outcomes: list[Outcome],
@@ -123,21 +142,29 @@ async def search(runner: TargetRunner, report: AuditReport, outcomes: list[Outco
     seen = {_served(o) for o in outcomes if o.certificates}
     found: dict[str, tuple[Outcome, str]] = {}
     name = registry.version_name(version)
-    while missing := _missing(version, seen):
-        config, offer_text = offer(runner, version, missing)
+    untold: list[str] = []
+    done: set[str] = set()   # refused, or not to be told apart
+    while asked := _ask(version, seen, done):
+        config, offer_text = offer(runner, version, asked)
         out = await runner.run(config, PHASE, STOP_VERIFY if version == TLS13 else STOP_FLIGHT)
         if out.refused:
-            return found, None
+            done.update(asked)
+            continue
         if not out.certificates:
             why = out.reason or "no Certificate message" if out.answered else out.describe()
-            return found, f"{name} hello with {offer_text}: {why}"
+            return found, "; ".join([*untold, f"{name} hello with {offer_text}: {why}"])
         kind = _served(out)
-        if kind in seen:
-            return found, (f"{name} hello with {offer_text} was answered with the {kind} "
-                           "certificate again")
-        seen.add(kind)
-        found[kind] = (out, f"{name}, {offer_text}")
-    return found, None
+        if kind not in seen:
+            seen.add(kind)
+            found[kind] = (out, f"{name}, {offer_text}")
+            continue
+        # the server chose a certificate the schemes offered excluded: it does not choose by
+        # them, so the key types asked for cannot be told apart from it
+        untold.append(f"{name} hello with {offer_text} was answered with the {kind} certificate "
+                      f"again: whether the server has {' or '.join(asked)} certificates is "
+                      "not established")
+        done.update(asked)
+    return found, "; ".join(untold) or None
 
 
 def other_certificates(outcomes: list[Outcome], found: dict[str, tuple[Outcome, str]],

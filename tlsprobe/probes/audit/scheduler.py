@@ -394,8 +394,11 @@ def _with_attempts(outcome: Outcome, attempts: int) -> Outcome:
 
 
 def broad_sigalgs() -> tuple[int, ...]:
-    """Every registered signature scheme, so no server declines for want of one."""
-    return tuple(s.code for s in registry.all_signature_schemes() if s.iana)
+    """Every registered signature scheme, so no server declines for want of one, and TLS
+    1.2's DSA ones (dsa_sha1 to dsa_sha512, not TLS 1.3 schemes): without them a server with
+    a DSA certificate that picks a DHE_DSS suite refuses the hello (OpenSSL does)."""
+    return tuple(s.code for s in registry.all_signature_schemes()
+                 if s.iana or s.code & 0xFF == 2 and 2 <= s.code >> 8 <= 6)
 
 
 @dataclass

@@ -6,7 +6,10 @@ are established per certificate: a first elimination offers every authentication
 ECDSA, DSS) and keeps to the one the server chose; then the suites of the authentications
 not yet seen are offered alone, each answer starting one more elimination (a server with an
 RSA and an ECDSA certificate), until the server refuses (one connection more than a single
-elimination on a server with one certificate). TLS 1.3: the scheme is in the
+elimination on a server with one certificate). One suite serves several key types (RSA and
+RSA-PSS; ECDSA, Ed25519 and Ed448) and the server then chooses the certificate by the schemes
+offered: each scheme is listed under the certificate of the answer that signed with it.
+TLS 1.3: the scheme is in the
 CertificateVerify, which is encrypted; it is established only when the engine completes the
 handshake far enough to decrypt it, and otherwise reported as not established, with the
 reason.
@@ -18,9 +21,9 @@ from dataclasses import dataclass, field
 
 from tlsprobe import registry
 from tlsprobe.engine.config import TLS12, TLS13, ClientConfig
-from tlsprobe.model.audit import ORDER_UNKNOWN, SigalgAudit
+from tlsprobe.model.audit import ORDER_SINGLE, ORDER_UNKNOWN, SigalgAudit
 from tlsprobe.model.probe import Codepoint
-from tlsprobe.model.server_certs import KeyTypeSigalgs
+from tlsprobe.model.server_certs import KeyTypeSigalgs, scheme_key_type
 from tlsprobe.model.vocab import Order, SigalgStatus
 from tlsprobe.probes.audit.elimination import Elimination
 from tlsprobe.probes.audit.groups import candidate_groups
@@ -71,13 +74,9 @@ def _config(run: TargetRunner, version: int, sigalgs: list[int],
 
 
 def key_type(code: int) -> object:
-    """The key a TLS 1.2 signature scheme needs: RSA (PKCS #1 v1.5 and PSS-RSAE), DSA,
-    ECDSA; every other scheme is a key type of its own (RSA-PSS keys, EdDSA, ...)."""
-    if 0x0804 <= code <= 0x0806:
-        return "rsa"
-    if code >> 8 != 0x08 and code & 0xFF in (1, 2, 3):
-        return {1: "rsa", 2: "dsa", 3: "ecdsa"}[code & 0xFF]
-    return code
+    """The key a TLS 1.2 signature scheme needs (model/server_certs.py scheme_key_type:
+    RSA, RSA-PSS, ECDSA, Ed25519, Ed448, DSA); any other scheme is a key type of its own."""
+    return scheme_key_type(code) or code
 
 
 def _pick(out: Outcome, version: int) -> int | None:
@@ -164,12 +163,43 @@ def _supported(p: _Pass) -> tuple[Codepoint, ...]:
     return tuple(Codepoint.sigscheme(c) for c in p.el.listed(p.order, list(broad_sigalgs())))
 
 
-def _leaf_type(outs: list[Outcome]) -> str:
-    """The key type of the certificate the answers carried ("unknown": none)."""
+def _leaf_type(out: Outcome) -> str:
+    """The key type of the certificate an answer carried; for a leaf whose key cannot be
+    read, the one its signature scheme needs ("unknown": neither)."""
     from tlsprobe.model.describe import certificate_info
     from tlsprobe.model.server_certs import key_family
-    der = next((o.certificates[0] for o in outs if o.certificates), None)
-    return key_family(certificate_info(der)) if der is not None else "unknown"
+    kind = key_family(certificate_info(out.certificates[0])) if out.certificates else "unknown"
+    code = out.signature_scheme
+    return kind if kind != "unknown" or code is None else scheme_key_type(code) or kind
+
+
+def _by_leaf(p: _Pass) -> list[tuple[str, list[Outcome]]]:
+    """A TLS 1.2 elimination's answers by their certificate's key type, in the order met:
+    one suite serves several (RSA and RSA-PSS; ECDSA, Ed25519 and Ed448), the server
+    choosing among them by the schemes offered."""
+    groups: dict[str, list[Outcome]] = {}
+    for out in p.answered:
+        groups.setdefault(_leaf_type(out), []).append(out)
+    return list(groups.items()) or [("unknown", [])]
+
+
+def _per_leaf(p: _Pass) -> tuple[KeyTypeSigalgs, ...]:
+    """The schemes of each certificate an elimination met (`_by_leaf`), each from the
+    answers that carried it; its connections are its answers (the first one's also the
+    refusals and the deciding connection)."""
+    groups = _by_leaf(p)
+    if len(groups) == 1:
+        return (KeyTypeSigalgs(groups[0][0], suites_text(p.auths), p.status, _supported(p),
+                               p.order, p.reason, p.connections),)
+    out: list[KeyTypeSigalgs] = []
+    rest = p.connections - sum(len(g) for _, g in groups[1:])
+    for i, (kind, answers) in enumerate(groups):
+        picked = {o.signature_scheme for o in answers}
+        mine = tuple(c for c in _supported(p) if c.id in picked)
+        order = p.order if len(mine) > 1 else ORDER_SINGLE if mine else ORDER_UNKNOWN
+        out.append(KeyTypeSigalgs(kind, suites_text(p.auths), p.status, mine, order,
+                                  p.reason, rest if i == 0 else len(answers)))
+    return tuple(out)
 
 
 async def enumerate_sigalgs(run: TargetRunner, version: int
@@ -209,13 +239,12 @@ async def _tls12(run: TargetRunner, phase: str) -> tuple[SigalgAudit, list[Outco
         if p.auth is None:   # the first elimination found nothing: as it ended
             break
         pending = tuple(a for a in pending if a != p.auth)
-    return _tls12_audit(run, phase, passes, untold), [p.answered[0] for p in passes if p.answered]
+    chains = [answers[0] for p in passes for _, answers in _by_leaf(p) if answers]
+    return _tls12_audit(run, phase, passes, untold), chains
 
 
 def _tls12_audit(run: TargetRunner, phase: str, passes: list[_Pass], untold: str) -> SigalgAudit:
-    by_type = tuple(KeyTypeSigalgs(_leaf_type(p.answered), suites_text(p.auths), p.status,
-                                   _supported(p), p.order, p.reason, p.connections)
-                    for p in passes if p.auth is not None)
+    by_type = tuple(k for p in passes if p.auth is not None for k in _per_leaf(p))
     first = passes[0]
     supported = tuple(dict.fromkeys(c for k in by_type for c in k.supported)) \
         if by_type else _supported(first)

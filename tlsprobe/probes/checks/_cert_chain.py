@@ -145,10 +145,7 @@ def _hello(ctx: CheckContext, kind: str | None) -> ClientConfig | str:
         return f"the cert phase read no {kind} certificate chain"
     if kind not in (SCHEMES_OF if read.version >= TLS13 else AUTH_OF):
         return f"no hello can ask for the {kind} certificate alone"
-    config, _ = offer(ctx.runner, read.version, (kind,))
-    if read.version < TLS13 and kind in SCHEMES_OF:
-        config = replace(config, signature_algorithms=SCHEMES_OF[kind])
-    return config
+    return offer(ctx.runner, read.version, (kind,))[0]
 
 
 async def fetch(ctx: CheckContext, label: str = "chain", *, without_sni: bool = False,

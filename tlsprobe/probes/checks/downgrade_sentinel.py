@@ -30,6 +30,7 @@ from tlsprobe.model.check_details import DowngradeSentinelDetails, SentinelAnswe
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.probes.audit.outcome import STOP_HELLO
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
+from tlsprobe.wire._util import quoted_bytes
 
 TLS12_SENTINEL = b"DOWNGRD\x01"
 TLS11_SENTINEL = b"DOWNGRD\x00"
@@ -89,13 +90,13 @@ async def run(ctx: CheckContext) -> CheckResult:
         tail, want = out.server_random[-8:], expected(out.version)
         answer = registry.version_name(out.version)
         evidence.append(f"sent: a {name} hello (max {name}); received: ServerHello {answer}, "
-                        f"random ends {tail!r}")
+                        f"random ends {quoted_bytes(tail)}")
         if out.version >= top:   # an answer above the hello's version: no downgrade to mark
             return ctx.inconclusive(f"a {name} hello was answered with {answer}",
                                     tuple(evidence))
         answers.append(SentinelAnswer(answer, tail == want))
         if tail != want:
-            missing.append(f"{answer} (expected {want!r})")
+            missing.append(f"{answer} (expected {quoted_bytes(want)})")
     details = DowngradeSentinelDetails(registry.version_name(top), tuple(answers))
     if missing:
         return ctx.result(Verdict.not_supported, f"{server} answered a lower-version hello "
