@@ -167,7 +167,7 @@ def nflog_frame(family: int, packet: bytes) -> bytes:
 
 # Cisco HDLC; Frame Relay (RFC 2427 NLPIDs, SNAP after a pad byte, Cisco's EtherType form);
 # Apple PKTAP (a 108-byte header, then Ethernet or BSD null) under 258 and macOS's 149; PPI;
-# Linux NFLOG (TLVs)
+# Linux NFLOG (TLVs); FDDI (LLC/SNAP after a 13-byte header)
 NEW_LINK_TYPES = {
     "c_hdlc_104": (104, lambda: b"\x0f\x00\x08\x00" + seg4(), "10.1.1.1:50000",
                    "10.2.2.2:443"),
@@ -188,6 +188,9 @@ NEW_LINK_TYPES = {
     "nflog_239_inet": (239, lambda: nflog_frame(2, seg4()), "10.1.1.1:50000", "10.2.2.2:443"),
     "nflog_239_inet6": (239, lambda: nflog_frame(10, seg6()), "2001:db8::1:50000",
                         "2001:db8:ffff::2:443"),
+    "fddi_10": (10, lambda: b"\x50" + b"\x00\x04\x00\x83\xa7\xaa" * 2
+                + b"\xaa\xaa\x03\x00\x00\x00\x08\x00" + seg4(), "10.1.1.1:50000",
+                "10.2.2.2:443"),
 }
 CASES.update(NEW_LINK_TYPES)
 

@@ -14,9 +14,9 @@ Nothing is copied: these functions sit on the per-packet path.
 Link types: Ethernet (1) with 802.1Q/QinQ tags, 802.3 SNAP, PPPoE and MPLS; BSD null (0,
 AF in the capturing host's byte order, so either), OpenBSD loop (108, AF big-endian) and
 OpenBSD enc (109, a 12-byte header: AF, SPI, flags); raw IP (101, 12, 14, 228, 229);
-Linux cooked SLL (113) and SLL2 (276); PPP (9, 50); Cisco HDLC (104); Frame Relay (107);
-Apple PKTAP (258, and 149 as macOS writes it) and PPI (192) over any of these; Linux NFLOG
-(239); 802.11 data frames (105, radiotap 127, Centrino EtherType 0x2452) when they are not
+Linux cooked SLL (113) and SLL2 (276); PPP (9, 50); FDDI (10); Cisco HDLC (104); Frame
+Relay (107); Apple PKTAP (258, and 149 as macOS writes it) and PPI (192) over any of these;
+Linux NFLOG (239); 802.11 data frames (105, radiotap 127, Centrino EtherType 0x2452) when they are not
 encrypted (an A-MSDU of one subframe; one of several is a counted loss).  Tunnels: IP-in-IP,
 6in4, 802.1ah provider backbone bridging (EtherType 0x88E7), GRE (with transparent Ethernet
 bridging, ERSPAN types I-III, PPTP's PPP, Aruba's 802.11 frames), VXLAN (UDP 4789), GENEVE
@@ -59,8 +59,8 @@ LINKTYPE_IPV6: Final = 229
 LINKTYPE_IEEE802_11: Final = 105
 LINKTYPE_RADIOTAP: Final = 127
 LINKTYPE_C_HDLC: Final = 104  # Cisco HDLC (Frame Relay, PKTAP, PPI, NFLOG: links.py)
-LINK_TYPE_NAMES = {0: "null", 1: "ethernet", 9: "ppp", 12: "raw", 14: "raw", 50: "ppp_hdlc",
-                   101: "raw", 104: "c_hdlc", 105: "ieee802_11", 107: "frelay", 108: "loop",
+LINK_TYPE_NAMES = {0: "null", 1: "ethernet", 9: "ppp", 10: "fddi", 12: "raw", 14: "raw",
+                   50: "ppp_hdlc", 101: "raw", 104: "c_hdlc", 105: "ieee802_11", 107: "frelay", 108: "loop",
                    109: "enc", 113: "linux_sll", 127: "radiotap", 149: "pktap", 192: "ppi",
                    228: "ipv4", 229: "ipv6", 239: "nflog", 258: "pktap", 276: "linux_sll2"}
 

@@ -1,4 +1,4 @@
-"""The rarer link layers of `decode`: Frame Relay, Apple PKTAP, PPI and Linux NFLOG; and the
+"""The rarer link layers of `decode`: FDDI, Frame Relay, Apple PKTAP, PPI and Linux NFLOG; and the
 rarer encapsulations: Teredo and AYIYA (IPv6 over UDP), the subframe of an 802.11 A-MSDU.
 
 Each reader finds where the packet inside starts and what it is, and says so as a `Step`
@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from typing import Final
 
+LINKTYPE_FDDI: Final = 10
 LINKTYPE_FRELAY: Final = 107
 LINKTYPE_PKTAP: Final = 258
 LINKTYPE_PKTAP_DARWIN: Final = 149
 LINKTYPE_PPI: Final = 192
 LINKTYPE_NFLOG: Final = 239
 OTHER_LINKS: Final = frozenset((LINKTYPE_FRELAY, LINKTYPE_PKTAP, LINKTYPE_PKTAP_DARWIN, LINKTYPE_PPI,
-                                LINKTYPE_NFLOG))
+                                LINKTYPE_NFLOG, LINKTYPE_FDDI))
 _WRAPPERS: Final = frozenset((LINKTYPE_PKTAP, LINKTYPE_PKTAP_DARWIN, LINKTYPE_PPI))
 
 Step = tuple[str, int, int, int] | str
@@ -84,6 +85,13 @@ def step(link_type: int, buf: bytes, start: int, end: int) -> Step:
         return frame_relay(buf, start, end)
     if link_type == LINKTYPE_NFLOG:
         return nflog(buf, start, end)
+    if link_type == LINKTYPE_FDDI:  # frame control, destination, source, then 802.2 LLC/SNAP
+        p = start + 13
+        if end - p < 8:
+            return "truncated"
+        if buf[p] != 0xAA or buf[p + 1] != 0xAA or buf[p + 2] != 0x03:
+            return "non_ip"
+        return "ethertype", p + 8, end, (buf[p + 6] << 8) | buf[p + 7]
     if link_type == LINKTYPE_PPI:  # version, flags, length and the packet's link type (LE)
         if end - start < 8:
             return "truncated"
