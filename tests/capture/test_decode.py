@@ -167,7 +167,7 @@ def nflog_frame(family: int, packet: bytes) -> bytes:
 
 # Cisco HDLC; Frame Relay (RFC 2427 NLPIDs, SNAP after a pad byte, Cisco's EtherType form);
 # Apple PKTAP (a 108-byte header, then Ethernet or BSD null) under 258 and macOS's 149; PPI;
-# Linux NFLOG (TLVs)
+# Linux NFLOG (TLVs); FDDI (LLC/SNAP after a 13-byte header)
 NEW_LINK_TYPES = {
     "c_hdlc_104": (104, lambda: b"\x0f\x00\x08\x00" + seg4(), "10.1.1.1:50000",
                    "10.2.2.2:443"),
@@ -188,16 +188,59 @@ NEW_LINK_TYPES = {
     "nflog_239_inet": (239, lambda: nflog_frame(2, seg4()), "10.1.1.1:50000", "10.2.2.2:443"),
     "nflog_239_inet6": (239, lambda: nflog_frame(10, seg6()), "2001:db8::1:50000",
                         "2001:db8:ffff::2:443"),
+    "fddi_10": (10, lambda: b"\x50" + b"\x00\x04\x00\x83\xa7\xaa" * 2
+                + b"\xaa\xaa\x03\x00\x00\x00\x08\x00" + seg4(), "10.1.1.1:50000",
+                "10.2.2.2:443"),
 }
 CASES.update(NEW_LINK_TYPES)
 
 
+def amsdu(*packets: bytes) -> bytes:
+    """802.11 QoS data (to-DS) whose QoS control says A-MSDU: one subframe per packet
+    (destination, source, length, LLC/SNAP, the packet), each but the last padded to 4."""
+    out = b""
+    for i, packet in enumerate(packets):
+        etype = b"\x86\xdd" if packet[0] >> 4 == 6 else b"\x08\x00"
+        body = b"\xaa\xaa\x03\x00\x00\x00" + etype + packet
+        sub = b"\x02\x00\x00\x00\x00\x01" * 2 + struct.pack("!H", len(body)) + body
+        out += sub + (bytes(-len(sub) % 4) if i < len(packets) - 1 else b"")
+    return b"\x88\x01\x00\x00" + b"\x02\x00\x00\x00\x00\x01" * 3 + b"\x10\x00\x80\x00" + out
+
+
+AYIYA_HEADER = bytes([0x41, 0x52, 0x11, 41]) + b"\x4a\xf6\x4b\x2d" + bytes(16) + bytes(20)
+# Encapsulations Zeek's test traces carry that tlsprobe did not follow (Wireshark does):
+# 802.1ah provider backbone bridging, Aruba's GRE (802.11 frames, an A-MSDU of one subframe
+# too), GRE in UDP (RFC 8086), Teredo (plain, with origin indication, with authentication),
+# AYIYA
+NEW_TUNNELS = {
+    "pbb_88e7": (1, lambda: ether(b"\x00\x00\x01\x00" + ether(seg4()), etype=0x88E7),
+                 "10.1.1.1:50000", "10.2.2.2:443"),
+    "gre_aruba_8200": (1, lambda: ether(gre(radiotap_wlan(seg4(), qos=True), 0x8200)),
+                       "10.1.1.1:50000", "10.2.2.2:443"),
+    "gre_aruba_8240_amsdu": (1, lambda: ether(gre(amsdu(seg6()), 0x8240)),
+                             "2001:db8::1:50000", "2001:db8:ffff::2:443"),
+    "gre_in_udp_4754": (1, lambda: ether(in_udp(4754, b"\x00\x00\x08\x00", seg4())),
+                        "10.1.1.1:50000", "10.2.2.2:443"),
+    "teredo": (1, lambda: ether(in_udp(3544, b"", seg6())), "2001:db8::1:50000",
+               "2001:db8:ffff::2:443"),
+    "teredo_origin": (1, lambda: ether(ipv4(*OUTER, 17, udp(3544, 40000, b"\x00\x00\xf2\xc7"
+                                                                  + bytes(4) + seg6()))),
+                      "2001:db8::1:50000", "2001:db8:ffff::2:443"),
+    "teredo_auth_origin": (1, lambda: ether(in_udp(3544, b"\x00\x01\x02\x00xy" + bytes(9)
+                                                   + b"\x00\x00\xf2\xc7" + bytes(4), seg6())),
+                           "2001:db8::1:50000", "2001:db8:ffff::2:443"),
+    "ayiya": (1, lambda: ether(in_udp(5072, AYIYA_HEADER, seg6())), "2001:db8::1:50000",
+              "2001:db8:ffff::2:443"),
+}
+CASES.update(NEW_TUNNELS)
+
+
 @pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
-@pytest.mark.parametrize("name", sorted(NEW_LINK_TYPES))
+@pytest.mark.parametrize("name", sorted(NEW_LINK_TYPES) + sorted(NEW_TUNNELS))
 def test_new_link_types_as_tshark_reads_them(name: str, tmp_path: Path) -> None:
     """tshark finds the same TCP segment in each (the comparison that says the headers are
     the real ones, not only ours)."""
-    linktype, build, client, server = NEW_LINK_TYPES[name]
+    linktype, build, client, server = {**NEW_LINK_TYPES, **NEW_TUNNELS}[name]
     path = tmp_path / "l.pcap"
     path.write_bytes(pcap_bytes([build()], linktype))
     out = subprocess.run([shutil.which("tshark") or "tshark", "-r", str(path), "-T", "fields",
@@ -345,6 +388,22 @@ def test_udp_datagrams() -> None:
     assert events[2].dport == 4789 and events[2].data == b"\x00" * 12
     assert events[3].data == b"x" * 70 and events[3].truncated == 30
     assert stream.stats.udp_datagrams == 4 and stream.stats.snaplen_cut == 1
+
+
+def test_plain_udp_on_a_tunnel_port_stays_udp_and_a_several_packet_amsdu_is_said() -> None:
+    """Teredo, AYIYA and GRE-in-UDP ports carry other UDP too (a DTLS record to port 3544,
+    a datagram that is no AYIYA header): read as plain UDP; an A-MSDU of two packets is
+    skipped and counted (a loss: a note and exit 7), never read as its first packet alone."""
+    dtls = b"\x16\xfe\xfd" + bytes(11) + b"\x00\x04abcd"
+    frames = [ether(in_udp(3544, b"", dtls)), ether(in_udp(5072, b"", b"\x00" * 12)),
+              ether(in_udp(4754, b"", b"\x00\x00\x12\x34abcd")),
+              ether(gre(amsdu(seg4(), seg4()), 0x8200))]
+    events, stream = collect(io.BytesIO(pcap_bytes(frames)))
+    assert [(e.dport, e.data) for e in events] == [
+        (3544, dtls), (5072, b"\x00" * 12), (4754, b"\x00\x00\x12\x34abcd")]
+    assert stream.stats.skipped == {"wlan_amsdu": 1}
+    assert stream.stats.losses() == ["1 802.11 frame aggregating several packets (A-MSDU, "
+                                     "not split; skipped)"]
 
 
 def test_udp_can_be_turned_off() -> None:

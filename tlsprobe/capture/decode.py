@@ -14,12 +14,15 @@ Nothing is copied: these functions sit on the per-packet path.
 Link types: Ethernet (1) with 802.1Q/QinQ tags, 802.3 SNAP, PPPoE and MPLS; BSD null (0,
 AF in the capturing host's byte order, so either), OpenBSD loop (108, AF big-endian) and
 OpenBSD enc (109, a 12-byte header: AF, SPI, flags); raw IP (101, 12, 14, 228, 229);
-Linux cooked SLL (113) and SLL2 (276); PPP (9, 50); Cisco HDLC (104); Frame Relay (107);
-Apple PKTAP (258, and 149 as macOS writes it) and PPI (192) over any of these; Linux NFLOG
-(239); 802.11 data frames (105, radiotap 127, Centrino EtherType 0x2452) when they are not
-encrypted.  Tunnels: IP-in-IP, 6in4, GRE (with transparent Ethernet bridging, ERSPAN types
-I-III, PPTP's PPP), VXLAN (UDP 4789), GENEVE (6081), GTP-U (2152) and CAPWAP data (5247, either side: 802.3 or 802.11 frames of the
-wireless clients; its DTLS is the UDP layer's).
+Linux cooked SLL (113) and SLL2 (276); PPP (9, 50); FDDI (10); Cisco HDLC (104); Frame
+Relay (107); Apple PKTAP (258, and 149 as macOS writes it) and PPI (192) over any of these;
+Linux NFLOG (239); 802.11 data frames (105, radiotap 127, Centrino EtherType 0x2452) when they are not
+encrypted (an A-MSDU of one subframe; one of several is a counted loss).  Tunnels: IP-in-IP,
+6in4, 802.1ah provider backbone bridging (EtherType 0x88E7), GRE (with transparent Ethernet
+bridging, ERSPAN types I-III, PPTP's PPP, Aruba's 802.11 frames), VXLAN (UDP 4789), GENEVE
+(6081), GTP-U (2152), GRE in UDP (4754), CAPWAP data (5247, either side: 802.3 or 802.11
+frames of the wireless clients; its DTLS is the UDP layer's), Teredo (3544, either side)
+and AYIYA (5072, either side).
 """
 
 from __future__ import annotations
@@ -27,7 +30,18 @@ from __future__ import annotations
 from typing import Final
 
 from tlsprobe.capture.events import FRAGMENT_V4, FRAGMENT_V6, MAX_TUNNEL_DEPTH
-from tlsprobe.capture.links import OTHER_LINKS, step
+from tlsprobe.capture.links import (
+    OTHER_LINKS,
+    UDP_AYIYA,
+    UDP_GRE,
+    UDP_TEREDO,
+    Step,
+    amsdu,
+    ayiya,
+    gre_aruba,
+    step,
+    teredo,
+)
 
 Decoded = tuple[int, int, int, int, int, int] | str
 
@@ -45,8 +59,8 @@ LINKTYPE_IPV6: Final = 229
 LINKTYPE_IEEE802_11: Final = 105
 LINKTYPE_RADIOTAP: Final = 127
 LINKTYPE_C_HDLC: Final = 104  # Cisco HDLC (Frame Relay, PKTAP, PPI, NFLOG: links.py)
-LINK_TYPE_NAMES = {0: "null", 1: "ethernet", 9: "ppp", 12: "raw", 14: "raw", 50: "ppp_hdlc",
-                   101: "raw", 104: "c_hdlc", 105: "ieee802_11", 107: "frelay", 108: "loop",
+LINK_TYPE_NAMES = {0: "null", 1: "ethernet", 9: "ppp", 10: "fddi", 12: "raw", 14: "raw",
+                   50: "ppp_hdlc", 101: "raw", 104: "c_hdlc", 105: "ieee802_11", 107: "frelay", 108: "loop",
                    109: "enc", 113: "linux_sll", 127: "radiotap", 149: "pktap", 192: "ppi",
                    228: "ipv4", 229: "ipv6", 239: "nflog", 258: "pktap", 276: "linux_sll2"}
 
@@ -57,7 +71,8 @@ UDP_VXLAN: Final = 4789
 UDP_GENEVE: Final = 6081
 UDP_GTPU: Final = 2152
 UDP_CAPWAP_DATA: Final = 5247
-_UDP_TUNNELS: Final = frozenset((UDP_VXLAN, UDP_GENEVE, UDP_GTPU))
+_UDP_TUNNELS: Final = frozenset((UDP_VXLAN, UDP_GENEVE, UDP_GTPU, UDP_GRE))
+_EITHER_PORT: Final = frozenset((UDP_CAPWAP_DATA, UDP_TEREDO, UDP_AYIYA))
 MAX_DEPTH: Final = MAX_TUNNEL_DEPTH  # nested encapsulations followed
 
 
@@ -106,14 +121,21 @@ def decode(link_type: int, buf: bytes, start: int, end: int) -> Decoded:
         where = step(link_type, buf, start, end)
         if isinstance(where, str):
             return where
-        kind, off, stop, value = where
-        if kind == "link":
-            return decode(value, buf, off, stop)  # (links.py never wraps its own kind)
-        if kind == "ethertype":
-            return ethertype(value, buf, off, stop, 0)
-        return ipv4(buf, off, stop, 0) if kind == "ipv4" else ipv6(buf, off, stop, 0) \
-            if kind == "ipv6" else ip_any(buf, off, stop, 0)
+        if where[0] == "link":  # (links.py never wraps its own kind)
+            return decode(where[3], buf, where[1], where[2])
+        return _follow(where, buf, 0)
     return f"link_type_{link_type}"
+
+
+def _follow(where: Step, buf: bytes, depth: int) -> Decoded:
+    """Go on where links.py's reader says the packet inside starts (never "link")."""
+    if isinstance(where, str):
+        return where
+    kind, off, stop, value = where
+    if kind == "ethertype":
+        return ethertype(value, buf, off, stop, depth)
+    return ipv4(buf, off, stop, depth) if kind == "ipv4" else ipv6(buf, off, stop, depth) \
+        if kind == "ipv6" else ip_any(buf, off, stop, depth)
 
 
 def ether(buf: bytes, off: int, end: int, depth: int) -> Decoded:
@@ -157,6 +179,8 @@ def ethertype(etype: int, buf: bytes, off: int, end: int, depth: int) -> Decoded
         return ppp(buf, off + 6, min(end, off + 6 + length), depth)
     if etype == 0x8847 or etype == 0x8848:
         return mpls(buf, off, end, depth)
+    if etype == 0x88E7:  # 802.1ah provider backbone: I-TAG, then the customer's frame
+        return ether(buf, off + 4, end, depth + 1) if depth < MAX_DEPTH else "tunnel_too_deep"
     if etype == 0x2452:  # Intel Centrino: an 802.11 frame follows
         return wlan(buf, off, end, depth + 1) if depth < MAX_DEPTH else "tunnel_too_deep"
     return "non_ip"
@@ -175,13 +199,19 @@ def wlan(buf: bytes, off: int, end: int, depth: int, swap: bool = False) -> Deco
     hlen = 24
     if fc1 & 3 == 3:  # to-DS and from-DS: fourth address
         hlen += 6
+    aggregate = False
     if fc0 & 0x80:  # QoS data: QoS control, then HT control when the order bit is set
+        if end - off < hlen + 2:
+            return "truncated"
+        aggregate = bool(buf[off + hlen] & 0x80)  # A-MSDU present
         hlen += 6 if fc1 & 0x80 else 2
     off += hlen
     if fc1 & 0x40:  # protected: skip the IV; the payload is only usable if decrypted
         if end - off < 4:
             return "truncated"
         off += 8 if buf[off + 3] & 0x20 else 4
+    if aggregate and not fc1 & 0x40:
+        return _follow(amsdu(buf, off, end), buf, depth)
     if end - off < 8:
         return "truncated"
     if buf[off] != 0xAA or buf[off + 1] != 0xAA or buf[off + 2] != 0x03:
@@ -378,18 +408,21 @@ def gre(buf: bytes, off: int, end: int, depth: int) -> Decoded:
         return ether(buf, off + (20 if buf[off + 11] & 1 else 12), end, depth)
     if ptype == 0x880B:
         return ppp(buf, off, end, depth)
+    if gre_aruba(ptype):
+        return wlan(buf, off, end, depth)
     if ptype == 0x8847 or ptype == 0x8848:
         return mpls(buf, off, end, depth)
     return "gre_other"
 
 
 def _tunnel_port(buf: bytes, l4: int) -> int:
-    """The tunnel a UDP header names (VXLAN, GENEVE, GTP-U by destination port, CAPWAP data
-    by either port), 0 for none."""
+    """The tunnel a UDP header names (VXLAN, GENEVE, GTP-U, GRE by destination port; CAPWAP
+    data, Teredo, AYIYA by either port), 0 for none."""
     dport = (buf[l4 + 2] << 8) | buf[l4 + 3]
-    if dport in _UDP_TUNNELS or dport == UDP_CAPWAP_DATA:
+    if dport in _UDP_TUNNELS or dport in _EITHER_PORT:
         return dport
-    return UDP_CAPWAP_DATA if (buf[l4] << 8) | buf[l4 + 1] == UDP_CAPWAP_DATA else 0
+    sport = (buf[l4] << 8) | buf[l4 + 1]
+    return sport if sport in _EITHER_PORT else 0
 
 
 def capwap_data(buf: bytes, off: int, end: int, depth: int) -> Decoded | None:
@@ -414,10 +447,16 @@ def capwap_data(buf: bytes, off: int, end: int, depth: int) -> Decoded | None:
 
 
 def udp_tunnel(port: int, buf: bytes, off: int, end: int, depth: int) -> Decoded | None:
-    """Inner packet of VXLAN/GENEVE/GTP-U/CAPWAP data; None when the header does not fit
-    (plain UDP)."""
+    """Inner packet of VXLAN/GENEVE/GTP-U/CAPWAP data/GRE/Teredo/AYIYA; None when the
+    header does not fit (plain UDP)."""
     if port == UDP_CAPWAP_DATA:
         return capwap_data(buf, off, end, depth)
+    if port == UDP_TEREDO or port == UDP_AYIYA:
+        where = teredo(buf, off, end) if port == UDP_TEREDO else ayiya(buf, off, end)
+        return None if where is None else _follow(where, buf, depth)
+    if port == UDP_GRE:
+        carried = gre(buf, off, end, depth) if end - off >= 4 and not buf[off + 1] & 7 else None
+        return None if carried == "gre_other" else carried
     if port == UDP_VXLAN:
         if end - off < 8 or not buf[off] & 0x08:
             return None

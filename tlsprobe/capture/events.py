@@ -258,6 +258,10 @@ class CaptureStats:
         if n:
             out.append(f"{_count(n, 'CAPWAP data fragment')} (frames CAPWAP split, not "
                        "reassembled; skipped)")
+        n = skipped.get("wlan_amsdu", 0)
+        if n:
+            out.append(f"{_count(n, '802.11 frame')} aggregating several packets (A-MSDU, "
+                       "not split; skipped)")
         n = skipped.get("tunnel_too_deep", 0)
         if n:
             out.append(f"{_count(n, 'packet')} encapsulated deeper than {MAX_TUNNEL_DEPTH} "

@@ -1,4 +1,5 @@
-"""The rarer link layers of `decode`: Frame Relay, Apple PKTAP, PPI and Linux NFLOG.
+"""The rarer link layers of `decode`: FDDI, Frame Relay, Apple PKTAP, PPI and Linux NFLOG; and the
+rarer encapsulations: Teredo and AYIYA (IPv6 over UDP), the subframe of an 802.11 A-MSDU.
 
 Each reader finds where the packet inside starts and what it is, and says so as a `Step`
 for decode.py to go on with (this module imports nothing of it): ``(kind, offset, end,
@@ -11,16 +12,71 @@ from __future__ import annotations
 
 from typing import Final
 
+LINKTYPE_FDDI: Final = 10
 LINKTYPE_FRELAY: Final = 107
 LINKTYPE_PKTAP: Final = 258
 LINKTYPE_PKTAP_DARWIN: Final = 149
 LINKTYPE_PPI: Final = 192
 LINKTYPE_NFLOG: Final = 239
 OTHER_LINKS: Final = frozenset((LINKTYPE_FRELAY, LINKTYPE_PKTAP, LINKTYPE_PKTAP_DARWIN, LINKTYPE_PPI,
-                                LINKTYPE_NFLOG))
+                                LINKTYPE_NFLOG, LINKTYPE_FDDI))
 _WRAPPERS: Final = frozenset((LINKTYPE_PKTAP, LINKTYPE_PKTAP_DARWIN, LINKTYPE_PPI))
 
 Step = tuple[str, int, int, int] | str
+
+UDP_TEREDO: Final = 3544
+UDP_AYIYA: Final = 5072
+UDP_GRE: Final = 4754  # GRE in UDP (RFC 8086)
+
+
+def gre_aruba(ptype: int) -> bool:
+    """GRE protocol types of Aruba access points' tunnels: an 802.11 frame follows (as
+    Wireshark and Zeek read 0x8200-0x8370 in steps of 0x10)."""
+    return 0x8200 <= ptype <= 0x8370 and not ptype & 0xF
+
+
+def teredo(buf: bytes, off: int, end: int) -> Step | None:
+    """Teredo (RFC 4380 5.1.1): an IPv6 packet, maybe after an authentication indicator
+    (0x0001, identifier and value lengths, then those, a nonce and a confirmation byte)
+    and an origin indication (0x0000, port, address). None when no IPv6 packet fills the
+    datagram exactly (plain UDP on the port)."""
+    p = off
+    if end - p >= 4 and buf[p] == 0 and buf[p + 1] == 1:
+        p += 13 + buf[p + 2] + buf[p + 3]
+    if end - p >= 8 and buf[p] == 0 and buf[p + 1] == 0:
+        p += 8
+    if end - p < 40 or buf[p] >> 4 != 6 or 40 + ((buf[p + 4] << 8) | buf[p + 5]) != end - p:
+        return None
+    return "ipv6", p, end, 0
+
+
+def ayiya(buf: bytes, off: int, end: int) -> Step | None:
+    """AYIYA ("Anything In Anything", SixXS's tunnels): identity length (a power of 2) and
+    type, signature length (4-byte words) and hash, authentication method and operation,
+    next header, epoch; then the identity, the signature, and the packet when the operation
+    is 1 (forward). None when that does not fit (plain UDP on the port)."""
+    if end - off < 8 or buf[off + 2] & 0xF != 1 or buf[off + 3] not in (4, 41):
+        return None
+    p = off + 8 + (1 << (buf[off] >> 4)) + ((buf[off + 1] >> 4) << 2)
+    if p >= end:
+        return None
+    return ("ipv4" if buf[off + 3] == 4 else "ipv6"), p, end, 0
+
+
+def amsdu(buf: bytes, off: int, end: int) -> Step:
+    """An 802.11 A-MSDU: subframes of destination, source, length, then LLC/SNAP and the
+    packet, each padded to 4 bytes. One packet is read per frame: a frame of one subframe
+    is read; one of several is skipped ("wlan_amsdu", a loss said in a note)."""
+    if end - off < 22:
+        return "truncated"
+    stop = off + 14 + ((buf[off + 12] << 8) | buf[off + 13])
+    if stop > end:
+        return "truncated"
+    if end - (stop + (-(stop - off) % 4)) >= 14:
+        return "wlan_amsdu"
+    if buf[off + 14] != 0xAA or buf[off + 15] != 0xAA or buf[off + 16] != 0x03:
+        return "non_ip"
+    return "ethertype", off + 22, stop, (buf[off + 20] << 8) | buf[off + 21]
 
 
 def step(link_type: int, buf: bytes, start: int, end: int) -> Step:
@@ -29,6 +85,13 @@ def step(link_type: int, buf: bytes, start: int, end: int) -> Step:
         return frame_relay(buf, start, end)
     if link_type == LINKTYPE_NFLOG:
         return nflog(buf, start, end)
+    if link_type == LINKTYPE_FDDI:  # frame control, destination, source, then 802.2 LLC/SNAP
+        p = start + 13
+        if end - p < 8:
+            return "truncated"
+        if buf[p] != 0xAA or buf[p + 1] != 0xAA or buf[p + 2] != 0x03:
+            return "non_ip"
+        return "ethertype", p + 8, end, (buf[p + 6] << 8) | buf[p + 7]
     if link_type == LINKTYPE_PPI:  # version, flags, length and the packet's link type (LE)
         if end - start < 8:
             return "truncated"
