@@ -3,7 +3,8 @@ with its X509_V_ERR code: what `openssl s_client -verify_return_error` stops at.
 
 `path` is the leaf first and the trust store's certificate last. OpenSSL checks, in this
 order: the leaf's key (66), the chain's building (engine/chain.py), each certificate's
-extensions from the leaf up (79 not a CA, 26 no server purpose, 25 path length), the CA
+extensions from the leaf up (34 an unhandled critical extension, 79 not a CA, 26 no
+server purpose, 25 path length; the trust store's certificate included), the CA
 keys and signature digests (67, 68), the host name (62), signatures and dates from the
 root down (9, 10), then name constraints (47, 48). Keys are judged at security level 2,
 the default of Debian's OpenSSL and of OpenSSL 3.2 and later (112 bits: RSA and DSA of
@@ -26,6 +27,7 @@ from tlsprobe.engine.verify import key_kind
 from tlsprobe.model.pubkey import is_dsa_key, public_key
 
 V_PATH_LENGTH = 25
+V_UNHANDLED_CRITICAL = 34
 V_PURPOSE = 26
 V_PERMITTED = 47
 V_EXCLUDED = 48
@@ -35,6 +37,7 @@ V_CA_MD_TOO_WEAK = 68
 V_INVALID_CA = 79
 
 REASONS = {V_PATH_LENGTH: "path length constraint exceeded",
+           V_UNHANDLED_CRITICAL: "unhandled critical extension",
            V_PURPOSE: "unsuitable certificate purpose",
            V_PERMITTED: "permitted subtree violation",
            V_EXCLUDED: "excluded subtree violation",
@@ -49,6 +52,20 @@ Problem = tuple[int, str]
 #: 800-56B's formula in fixed point) of 1962 bits is 104, of 1963 bits 112 (measured with
 #: `openssl verify -auth_level 2`)
 RSA_MIN_BITS = 1963
+
+
+#: the extensions OpenSSL handles (X509_supported_extension): any other one marked critical
+#: is 34. Measured with `openssl verify` (3.0): a critical authority or subject key
+#: identifier, authorityInfoAccess, TLS feature or SCT list is 34
+HANDLED_EXTENSIONS = frozenset({
+    "2.16.840.1.113730.1.1",   # Netscape certificate type
+    "2.5.29.15", "2.5.29.17", "2.5.29.19",   # keyUsage, subjectAltName, basicConstraints
+    "2.5.29.30", "2.5.29.31", "2.5.29.32",   # name constraints, CRL DPs, policies
+    "2.5.29.33", "2.5.29.36", "2.5.29.37",   # policy mappings, policy constraints, EKU
+    "2.5.29.54",                             # inhibitAnyPolicy
+    "1.3.6.1.5.5.7.1.7", "1.3.6.1.5.5.7.1.8",   # RFC 3779 addresses and AS numbers
+    "1.3.6.1.5.5.7.1.14", "1.3.6.1.5.5.7.48.1.5",   # proxyCertInfo, OCSP no check
+})
 
 
 def _name(cert: x509.Certificate) -> str:
@@ -106,12 +123,26 @@ def _not_server(cert: x509.Certificate, leaf: bool) -> str | None:
     return None
 
 
+def unhandled_critical(cert: x509.Certificate) -> str | None:
+    """The OID of `cert`'s first critical extension OpenSSL does not handle, or None (an
+    unreadable extension list included: not judged here)."""
+    try:
+        return next((e.oid.dotted_string for e in cert.extensions
+                     if e.critical and e.oid.dotted_string not in HANDLED_EXTENSIONS), None)
+    except ValueError:
+        return None
+
+
 def extension_problem(path: list[x509.Certificate]) -> Problem | None:
-    """Each certificate from the leaf up: an issuer that is no CA (79), a certificate not
-    for a TLS server (26), a CA with more CA certificates below it than its
-    pathLenConstraint allows (25)."""
+    """Each certificate from the leaf up: a critical extension OpenSSL does not handle
+    (34), an issuer that is no CA (79), a certificate not for a TLS server (26), a CA with
+    more CA certificates below it than its pathLenConstraint allows (25)."""
     below = 0   # certificates below the current one that count for pathLenConstraint
     for depth, cert in enumerate(path):
+        critical = unhandled_critical(cert)
+        if critical is not None:
+            return V_UNHANDLED_CRITICAL, (f"{_name(cert)} has a critical extension OpenSSL "
+                                          f"does not handle ({critical})")
         not_ca = _not_ca(cert) if depth else None
         if not_ca is not None:
             return V_INVALID_CA, f"{_name(cert)} issues a certificate, but {not_ca}"

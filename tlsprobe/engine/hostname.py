@@ -23,10 +23,11 @@ __all__ = ["NameMatch", "dns_form", "match_host", "sans", "subject_name"]
 
 
 def dns_form(name: str) -> str:
-    """A host name as certificates hold it: lower case, no final dot, and a U-label as the
-    A-label the server_name extension sends (IDNA, wire/extensions.py); ValueError when it
-    has none."""
-    name = name.rstrip(".").lower()
+    """A host name as certificates hold it: lower case, and a U-label as the A-label the
+    server_name extension sends (IDNA, wire/extensions.py); ValueError when it has none. A
+    final dot stays: OpenSSL's X509_check_host compares it (`name.` matches no certificate
+    name without one, `openssl x509 -checkhost`)."""
+    name = name.lower()
     if name.isascii():
         return name
     try:
