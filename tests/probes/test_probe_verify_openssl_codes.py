@@ -8,7 +8,14 @@ issuer that is no CA (79), an EKU without serverAuth (26), a name constraint (47
 path length (25) or a weak CA key (67), 10 for an expired leaf of another name (OpenSSL
 checks the name first: 62), 1 for a leaf that says CA:TRUE (OpenSSL trusts it), and 20 or
 21 for a certificate its named issuer did not sign (7), and took a store certificate of the
-issuer's name whose key is of another family than the signature for the issuer (20)."""
+issuer's name whose key is of another family than the signature for the issuer (20). It
+said 1 for a critical extension OpenSSL does not handle (34), 0 for a trust store holding
+a copy of the intermediate or the leaf but no root (OpenSSL anchors at self-signed ones
+only: 2, 20) and for a host name with a final dot (62), 79 for a store root without
+basicConstraints but with a keyUsage (OpenSSL trusts it), and 1 (untrusted, a finding that
+fails `--fail-on high`) for chains OpenSSL trusts and cryptography's verifier refuses (an
+RSA-2000 or Ed25519 CA key, a leading-dot name constraint, a CA's basicConstraints not
+critical): their verdict is now not established (code null, `certificate.not_verified`)."""
 
 from __future__ import annotations
 
@@ -23,7 +30,7 @@ from typing import Any, Callable
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 NOW = datetime.datetime.now(datetime.timezone.utc)
@@ -31,7 +38,9 @@ DAY = datetime.timedelta(days=1)
 ANY_EKU = x509.ObjectIdentifier("2.5.29.37.0")
 CA_USAGE = x509.KeyUsage(False, False, False, False, False, True, True, False, False)
 
-Key = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
+Key = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey | ed25519.Ed25519PrivateKey
+#: an extension OpenSSL does not handle (X509_supported_extension): critical, it is 34
+UNKNOWN = x509.UnrecognizedExtension(x509.ObjectIdentifier("1.3.6.1.4.1.99999.1"), b"\x05\x00")
 
 
 def _name(cn: str) -> x509.Name:
@@ -57,6 +66,14 @@ class Case:
     #: the trust store holds another root of the same name, with a key of this kind (the
     #: intermediate's ECDSA signature then has an issuer by name whose key cannot make it)
     store_root_key: Callable[[], Key] | None = None
+    #: more extensions of the leaf and of the intermediate, (extension, critical)
+    leaf_extra: tuple[tuple[x509.ExtensionType, bool], ...] = ()
+    inter_extra: tuple[tuple[x509.ExtensionType, bool], ...] = ()
+    inter_bc_critical: bool = True
+    #: the root's extensions, when not basicConstraints CA:TRUE and keyUsage
+    root_exts: tuple[tuple[x509.ExtensionType, bool], ...] | None = None
+    #: the trust store: the root, or (without it) a copy of the intermediate or the leaf
+    store: str = "root"
 
 
 def _p256() -> Key:
@@ -71,6 +88,14 @@ def _rsa2048() -> Key:
     return rsa.generate_private_key(65537, 2048)
 
 
+def _rsa2000() -> Key:
+    return rsa.generate_private_key(65537, 2000)
+
+
+def _ed25519() -> Key:
+    return ed25519.Ed25519PrivateKey.generate()
+
+
 def _cert(subject: str, key: Key, issuer: str, signer: Key,
           exts: list[tuple[x509.ExtensionType, bool]], days: tuple[int, int] = (-1, 30)
           ) -> x509.Certificate:
@@ -79,7 +104,8 @@ def _cert(subject: str, key: Key, issuer: str, signer: Key,
          .not_valid_before(NOW + days[0] * DAY).not_valid_after(NOW + days[1] * DAY))
     for ext, critical in exts:
         b = b.add_extension(ext, critical=critical)
-    return b.sign(signer, hashes.SHA256())
+    return b.sign(signer, None if isinstance(signer, ed25519.Ed25519PrivateKey)
+                  else hashes.SHA256())
 
 
 def _dns(value: str) -> x509.DNSName:
@@ -94,16 +120,17 @@ def _build(case: Case, folder: Path) -> tuple[Path, Path, Path, Path]:
     leaf_key = (case.leaf_key or _p256)()
     root = _cert("Codes Root", root_key, "Codes Root", root_key, [
         (x509.BasicConstraints(ca=True, path_length=case.root_path_length), True),
-        (CA_USAGE, True)])
+        (CA_USAGE, True)] if case.root_exts is None else list(case.root_exts))
     inter_exts: list[tuple[x509.ExtensionType, bool]] = [
-        (x509.BasicConstraints(ca=case.inter_ca, path_length=None), True), (CA_USAGE, True)]
+        (x509.BasicConstraints(ca=case.inter_ca, path_length=None), case.inter_bc_critical),
+        (CA_USAGE, True), *case.inter_extra]
     if case.constraints is not None:
         inter_exts.append((case.constraints, True))
     inter = _cert("Codes CA", inter_key, "Codes Root",
                   _p256() if case.forged == "intermediate" else root_key, inter_exts)
     leaf_exts: list[tuple[x509.ExtensionType, bool]] = [
         (x509.BasicConstraints(ca=case.leaf_ca, path_length=None), True),
-        (x509.ExtendedKeyUsage(list(case.eku)), False)]
+        (x509.ExtendedKeyUsage(list(case.eku)), False), *case.leaf_extra]
     if case.dns:
         leaf_exts.append((x509.SubjectAlternativeName([_dns(d) for d in case.dns]), False))
     leaf = _cert("localhost", leaf_key, "Codes CA",
@@ -115,7 +142,8 @@ def _build(case: Case, folder: Path) -> tuple[Path, Path, Path, Path]:
         other = case.store_root_key()
         root = _cert("Codes Root", other, "Codes Root", other, [
             (x509.BasicConstraints(ca=True, path_length=None), True), (CA_USAGE, True)])
-    paths[0].write_bytes(root.public_bytes(pem))
+    paths[0].write_bytes({"root": root, "inter": inter, "leaf": leaf}[case.store]
+                         .public_bytes(pem))
     paths[1].write_bytes(leaf.public_bytes(pem))
     paths[2].write_bytes(leaf_key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
                                                 serialization.NoEncryption()))
@@ -136,6 +164,8 @@ def _openssl_verdict(port: int, cafile: Path, host: str) -> tuple[int, str]:
 
 PERMIT_EXAMPLE = x509.NameConstraints(permitted_subtrees=[x509.DNSName("example.test")],
                                       excluded_subtrees=None)
+PERMIT_BELOW_EXAMPLE = x509.NameConstraints(permitted_subtrees=[_dns(".example.test")],
+                                            excluded_subtrees=None)
 EXCLUDE_LOCALHOST = x509.NameConstraints(permitted_subtrees=None,
                                          excluded_subtrees=[x509.DNSName("localhost")])
 
@@ -162,7 +192,34 @@ CASES = {
     # OpenSSL's issuer check refuses a key of another family (no issuer: 20); tlsprobe took
     # the unverifiable pair for "cannot be checked here" and the root for the issuer
     "issuer-key-of-another-family": (Case(store_root_key=_rsa2048), 20),
+    # a critical extension OpenSSL does not handle, in the leaf or a CA: tlsprobe said 1
+    "leaf-unknown-critical-extension": (Case(leaf_extra=((UNKNOWN, True),)), 34),
+    "intermediate-unknown-critical-extension": (Case(inter_extra=((UNKNOWN, True),)), 34),
+    "leaf-unknown-extension-not-critical": (Case(leaf_extra=((UNKNOWN, False),)), 0),
+    # a trust store certificate that is not self-signed is no anchor (OpenSSL without
+    # -partial_chain): tlsprobe said 0 for both
+    "store-holds-the-intermediate-only": (Case(store="inter"), 2),
+    "store-holds-the-leaf-only": (Case(store="leaf"), 20),
+    # a host name's final dot is compared (X509_check_host): tlsprobe stripped it, 0
+    "host-name-with-final-dot": (Case(host="localhost."), 62),
+    # a trust store root without basicConstraints is a CA for OpenSSL when it has a
+    # keyUsage (only at the top of the path): tlsprobe said 79
+    "root-keyusage-without-basicconstraints": (Case(root_exts=((CA_USAGE, True),)), 0),
+    # OpenSSL accepts these, cryptography's verifier refuses them: tlsprobe said 1
+    # (untrusted), now not established (NOT_ESTABLISHED)
+    "leading-dot-name-constraint": (Case(host="www.example.test", dns=("www.example.test",),
+                                         constraints=PERMIT_BELOW_EXAMPLE), 0),
+    "rsa2000-intermediate": (Case(inter_key=_rsa2000), 0),
+    "ed25519-intermediate": (Case(inter_key=_ed25519), 0),
+    "intermediate-basicconstraints-not-critical": (Case(inter_bc_critical=False), 0),
 }
+
+#: the chains OpenSSL trusts whose verdict tlsprobe cannot establish: cryptography's
+#: verifier refuses them and no check of OpenSSL's replicated in tlsprobe does; reported
+#: as not established (code null), never as untrusted
+NOT_ESTABLISHED = {"leading-dot-name-constraint", "rsa2000-intermediate", "ed25519-intermediate",
+                   "intermediate-basicconstraints-not-critical",
+                   "root-keyusage-without-basicconstraints"}
 
 
 @pytest.mark.needs_impl("openssl")
@@ -179,6 +236,35 @@ def test_verify_code_is_openssls(tls_server: Callable[..., Any],
     res = run_cli(f"127.0.0.1:{srv.port}", "--sni", case.host, "--cafile", root, "--json")
     assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
     ver = json.loads(res.stdout)["verification"]
+    if name in NOT_ESTABLISHED:
+        assert ver["code"] is None and ver["ok"] is False, (name, ver)
+        assert ver["message"].startswith("not established: cryptography's verifier refuses"
+                                         ), (name, ver)
+        return
     assert ver["code"] == code, (name, ver)
     assert ver["message"].startswith(f"{code} ({text})"), (name, ver)
     assert ver["ok"] is (code == 0), ver
+
+
+@pytest.mark.needs_impl("openssl")
+def test_scan_gates_nothing_on_a_verdict_not_established(
+        tls_server: Callable[..., Any], run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """A chain OpenSSL trusts and cryptography's verifier refuses (an RSA-2000 CA key) is
+    no `certificate.untrusted` finding in scan, which failed `--fail-on high` (exit 1):
+    the trust is not_checked, saying why, with the inconclusive `certificate.not_verified`."""
+    case = CASES["rsa2000-intermediate"][0]
+    root, leaf, key, inter = _build(case, tmp_path)
+    srv = tls_server("openssl", extra=["-cert", str(leaf), "-key", str(key), "-cert_chain",
+                                       str(inter), "-cipher", "DEFAULT:@SECLEVEL=0"])
+    assert _openssl_verdict(srv.port, root, case.host) == (0, "ok")
+    res = run_cli("scan", f"127.0.0.1:{srv.port}", "--checks", "cert", "--json",
+                  "--no-progress", "--no-policy", "--cafile", root, "--sni", case.host,
+                  "--fail-on", "high")
+    report = json.loads(res.stdout.splitlines()[0])
+    codes = {f["code"]: f for f in report["findings"]}
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr, codes)
+    assert "certificate.untrusted" not in codes, codes
+    assert codes["certificate.not_verified"]["inconclusive"] is True, codes
+    trust = report["trust"]
+    assert trust["status"] == "not_checked" and trust["code"] is None, trust
+    assert "RSA key is too weak" in trust["detail"] and trust["hostname_ok"] is True, trust

@@ -68,6 +68,9 @@ HANDLED_EXTENSIONS = frozenset({
 })
 
 
+_NETSCAPE_TYPE = x509.ObjectIdentifier("2.16.840.1.113730.1.1")
+
+
 def _name(cert: x509.Certificate) -> str:
     return cert.subject.rfc4514_string() or "(empty subject)"
 
@@ -100,15 +103,32 @@ def weak_key(cert: x509.Certificate) -> str | None:
         "(OpenSSL's security level 2)"
 
 
-def _not_ca(cert: x509.Certificate) -> str | None:
-    """Why an issuing certificate is no CA certificate for OpenSSL, or None."""
+def _netscape_ca(cert: x509.Certificate) -> bool:
+    """The Netscape certificate type extension names a CA type (SSL, S/MIME or object
+    signing CA: the last three bits of its first byte)."""
+    try:
+        found = cert.extensions.get_extension_for_oid(_NETSCAPE_TYPE).value
+    except (x509.ExtensionNotFound, ValueError):
+        return False
+    value = found.value if isinstance(found, x509.UnrecognizedExtension) else b""
+    return len(value) >= 4 and value[0] == 0x03 and bool(value[3] & 0x07)
+
+
+def _not_ca(cert: x509.Certificate, top: bool) -> str | None:
+    """Why an issuing certificate is no CA certificate for OpenSSL (X509_check_ca), or
+    None. The top of the path (the trust store's certificate) may also be a CA without
+    basicConstraints, as OpenSSL allows there only: a version 1 self-signed certificate,
+    one with a keyUsage (allowing keyCertSign), or one of a Netscape CA type."""
     bc = _ext(cert, x509.BasicConstraints)
     ku = _ext(cert, x509.KeyUsage)
     if isinstance(ku, x509.KeyUsage) and not ku.key_cert_sign:
         return "its keyUsage does not allow keyCertSign"
-    if not isinstance(bc, x509.BasicConstraints):
-        return "it has no basicConstraints"
-    return None if bc.ca else "its basicConstraints say CA:FALSE"
+    if isinstance(bc, x509.BasicConstraints):
+        return None if bc.ca else "its basicConstraints say CA:FALSE"
+    if top and ((cert.version == x509.Version.v1 and self_signed(cert)) or ku is not None
+                or _netscape_ca(cert)):
+        return None
+    return "it has no basicConstraints"
 
 
 def _not_server(cert: x509.Certificate, leaf: bool) -> str | None:
@@ -143,7 +163,7 @@ def extension_problem(path: list[x509.Certificate]) -> Problem | None:
         if critical is not None:
             return V_UNHANDLED_CRITICAL, (f"{_name(cert)} has a critical extension OpenSSL "
                                           f"does not handle ({critical})")
-        not_ca = _not_ca(cert) if depth else None
+        not_ca = _not_ca(cert, depth == len(path) - 1) if depth else None
         if not_ca is not None:
             return V_INVALID_CA, f"{_name(cert)} issues a certificate, but {not_ca}"
         not_server = _not_server(cert, depth == 0)
