@@ -12,7 +12,8 @@ issuer's name whose key is of another family than the signature for the issuer (
 said 1 for a critical extension OpenSSL does not handle (34), 0 for a trust store holding
 a copy of the intermediate or the leaf but no root (OpenSSL anchors at self-signed ones
 only: 2, 20) and for a host name with a final dot (62), 79 for a store root without
-basicConstraints but with a keyUsage (OpenSSL trusts it), and 1 (untrusted, a finding that
+basicConstraints but with a keyUsage or of version 1 (OpenSSL trusts them), 0 for a leaf
+whose Netscape certificate type is not SSL server (26), and 1 (untrusted, a finding that
 fails `--fail-on high`) for chains OpenSSL trusts and cryptography's verifier refuses (an
 RSA-2000 or Ed25519 CA key, a leading-dot name constraint, a CA's basicConstraints not
 critical): their verdict is now not established (code null, `certificate.not_verified`)."""
@@ -40,6 +41,8 @@ CA_USAGE = x509.KeyUsage(False, False, False, False, False, True, True, False, F
 
 Key = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey | ed25519.Ed25519PrivateKey
 #: an extension OpenSSL does not handle (X509_supported_extension): critical, it is 34
+NETSCAPE_CLIENT = x509.UnrecognizedExtension(x509.ObjectIdentifier("2.16.840.1.113730.1.1"),
+                                             b"\x03\x02\x07\x80")   # SSL client only
 UNKNOWN = x509.UnrecognizedExtension(x509.ObjectIdentifier("1.3.6.1.4.1.99999.1"), b"\x05\x00")
 
 
@@ -74,6 +77,8 @@ class Case:
     root_exts: tuple[tuple[x509.ExtensionType, bool], ...] | None = None
     #: the trust store: the root, or (without it) a copy of the intermediate or the leaf
     store: str = "root"
+    #: the root is a version 1 certificate (no extensions), made by `openssl x509 -req`
+    root_v1: bool = False
 
 
 def _p256() -> Key:
@@ -114,6 +119,23 @@ def _dns(value: str) -> x509.DNSName:
     return name
 
 
+def _v1_root(key: Key, folder: Path) -> x509.Certificate:
+    """A self-signed version 1 certificate of `key` named Codes Root (the library builds
+    version 3 only)."""
+    pem = serialization.Encoding.PEM
+    (folder / "v1.key").write_bytes(key.private_bytes(
+        pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    csr = (x509.CertificateSigningRequestBuilder().subject_name(_name("Codes Root"))
+           .sign(key, hashes.SHA256()))
+    (folder / "v1.csr").write_bytes(csr.public_bytes(pem))
+    subprocess.run(["openssl", "x509", "-req", "-in", str(folder / "v1.csr"), "-signkey",
+                    str(folder / "v1.key"), "-days", "30", "-out", str(folder / "v1.pem")],
+                   capture_output=True, timeout=30, check=True)
+    root = x509.load_pem_x509_certificate((folder / "v1.pem").read_bytes())
+    assert root.version == x509.Version.v1
+    return root
+
+
 def _build(case: Case, folder: Path) -> tuple[Path, Path, Path, Path]:
     """(root PEM, leaf PEM, leaf key PEM, intermediate PEM)."""
     root_key, inter_key = _p256(), (case.inter_key or _p256)()
@@ -126,6 +148,8 @@ def _build(case: Case, folder: Path) -> tuple[Path, Path, Path, Path]:
         (CA_USAGE, True), *case.inter_extra]
     if case.constraints is not None:
         inter_exts.append((case.constraints, True))
+    if case.root_v1:
+        root = _v1_root(root_key, folder)
     inter = _cert("Codes CA", inter_key, "Codes Root",
                   _p256() if case.forged == "intermediate" else root_key, inter_exts)
     leaf_exts: list[tuple[x509.ExtensionType, bool]] = [
@@ -196,6 +220,8 @@ CASES = {
     "leaf-unknown-critical-extension": (Case(leaf_extra=((UNKNOWN, True),)), 34),
     "intermediate-unknown-critical-extension": (Case(inter_extra=((UNKNOWN, True),)), 34),
     "leaf-unknown-extension-not-critical": (Case(leaf_extra=((UNKNOWN, False),)), 0),
+    # a leaf's Netscape certificate type without SSL server: tlsprobe said 0
+    "leaf-netscape-type-ssl-client": (Case(leaf_extra=((NETSCAPE_CLIENT, False),)), 26),
     # a trust store certificate that is not self-signed is no anchor (OpenSSL without
     # -partial_chain): tlsprobe said 0 for both
     "store-holds-the-intermediate-only": (Case(store="inter"), 2),
@@ -205,6 +231,7 @@ CASES = {
     # a trust store root without basicConstraints is a CA for OpenSSL when it has a
     # keyUsage (only at the top of the path): tlsprobe said 79
     "root-keyusage-without-basicconstraints": (Case(root_exts=((CA_USAGE, True),)), 0),
+    "root-version-1": (Case(root_v1=True), 0),
     # OpenSSL accepts these, cryptography's verifier refuses them: tlsprobe said 1
     # (untrusted), now not established (NOT_ESTABLISHED)
     "leading-dot-name-constraint": (Case(host="www.example.test", dns=("www.example.test",),
@@ -219,7 +246,7 @@ CASES = {
 #: as not established (code null), never as untrusted
 NOT_ESTABLISHED = {"leading-dot-name-constraint", "rsa2000-intermediate", "ed25519-intermediate",
                    "intermediate-basicconstraints-not-critical",
-                   "root-keyusage-without-basicconstraints"}
+                   "root-keyusage-without-basicconstraints", "root-version-1"}
 
 
 @pytest.mark.needs_impl("openssl")

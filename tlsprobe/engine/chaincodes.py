@@ -103,15 +103,21 @@ def weak_key(cert: x509.Certificate) -> str | None:
         "(OpenSSL's security level 2)"
 
 
-def _netscape_ca(cert: x509.Certificate) -> bool:
-    """The Netscape certificate type extension names a CA type (SSL, S/MIME or object
-    signing CA: the last three bits of its first byte)."""
+def _netscape_type(cert: x509.Certificate) -> int | None:
+    """The first byte of the Netscape certificate type bits (sslServer 0x40, SSL CA 0x04,
+    S/MIME CA 0x02, object signing CA 0x01), as OpenSSL reads it; None when absent."""
     try:
         found = cert.extensions.get_extension_for_oid(_NETSCAPE_TYPE).value
     except (x509.ExtensionNotFound, ValueError):
-        return False
+        return None
     value = found.value if isinstance(found, x509.UnrecognizedExtension) else b""
-    return len(value) >= 4 and value[0] == 0x03 and bool(value[3] & 0x07)
+    if len(value) < 3 or value[0] != 0x03:   # not a BIT STRING: OpenSSL would not read it
+        return None
+    return value[3] if len(value) > 3 else 0
+
+
+def _netscape_ca(cert: x509.Certificate) -> bool:
+    return bool((_netscape_type(cert) or 0) & 0x07)
 
 
 def _not_ca(cert: x509.Certificate, top: bool) -> str | None:
@@ -132,7 +138,10 @@ def _not_ca(cert: x509.Certificate, top: bool) -> str | None:
 
 
 def _not_server(cert: x509.Certificate, leaf: bool) -> str | None:
-    """Why `cert` may not serve a TLS server (OpenSSL's purpose sslserver), or None."""
+    """Why `cert` may not serve a TLS server (OpenSSL's purpose sslserver), or None: an
+    extendedKeyUsage without serverAuth; a leaf's keyUsage for none of the TLS uses, or
+    Netscape certificate type without SSL server; a CA by its Netscape type alone (at the
+    top of the path) that is no SSL CA."""
     eku = _ext(cert, x509.ExtendedKeyUsage)
     if isinstance(eku, x509.ExtendedKeyUsage) and ExtendedKeyUsageOID.SERVER_AUTH not in eku:
         return "its extendedKeyUsage does not include serverAuth"
@@ -140,6 +149,12 @@ def _not_server(cert: x509.Certificate, leaf: bool) -> str | None:
     if leaf and isinstance(ku, x509.KeyUsage) and not (
             ku.digital_signature or ku.key_encipherment or ku.key_agreement):
         return "its keyUsage has none of digitalSignature, keyEncipherment, keyAgreement"
+    netscape = _netscape_type(cert)
+    if leaf and netscape is not None and not netscape & 0x40:
+        return "its Netscape certificate type does not include SSL server"
+    if not leaf and netscape is not None and ku is None and \
+            _ext(cert, x509.BasicConstraints) is None and not netscape & 0x04:
+        return "its Netscape certificate type makes it a CA, but not an SSL CA"
     return None
 
 
