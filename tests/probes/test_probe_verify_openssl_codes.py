@@ -16,7 +16,9 @@ basicConstraints but with a keyUsage or of version 1 (OpenSSL trusts them), 0 fo
 whose Netscape certificate type is not SSL server (26), and 1 (untrusted, a finding that
 fails `--fail-on high`) for chains OpenSSL trusts and cryptography's verifier refuses (an
 RSA-2000 or Ed25519 CA key, a leading-dot name constraint, a CA's basicConstraints not
-critical): their verdict is now not established (code null, `certificate.not_verified`)."""
+critical, a version 1 root, a negative serial number): their verdict is now not
+established (code null, `certificate.not_verified`). A leaf whose serial number is not
+positive put cryptography's deprecation warning on tlsprobe's stderr."""
 
 from __future__ import annotations
 
@@ -79,6 +81,9 @@ class Case:
     store: str = "root"
     #: the root is a version 1 certificate (no extensions), made by `openssl x509 -req`
     root_v1: bool = False
+    #: the leaf is issued again by `openssl x509 -req` with this serial number (the library
+    #: builds positive ones only), with the subjectAltName `dns`
+    leaf_serial: int | None = None
 
 
 def _p256() -> Key:
@@ -172,7 +177,25 @@ def _build(case: Case, folder: Path) -> tuple[Path, Path, Path, Path]:
     paths[2].write_bytes(leaf_key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
                                                 serialization.NoEncryption()))
     paths[3].write_bytes(inter.public_bytes(pem))
+    if case.leaf_serial is not None:
+        _openssl_leaf(case, folder, inter_key, leaf_key)
     return paths
+
+
+def _openssl_leaf(case: Case, folder: Path, inter_key: Key, leaf_key: Key) -> None:
+    """leaf.pem issued again by `openssl x509 -req` with serial number `case.leaf_serial`."""
+    pem = serialization.Encoding.PEM
+    (folder / "inter.key").write_bytes(inter_key.private_bytes(
+        pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    csr = (x509.CertificateSigningRequestBuilder().subject_name(_name("localhost"))
+           .sign(leaf_key, hashes.SHA256()))
+    (folder / "leaf.csr").write_bytes(csr.public_bytes(pem))
+    (folder / "san.ext").write_text("subjectAltName=" + ",".join(f"DNS:{d}" for d in case.dns))
+    subprocess.run(["openssl", "x509", "-req", "-in", str(folder / "leaf.csr"), "-CA",
+                    str(folder / "inter.pem"), "-CAkey", str(folder / "inter.key"),
+                    "-set_serial", str(case.leaf_serial), "-days", "30", "-extfile",
+                    str(folder / "san.ext"), "-out", str(folder / "leaf.pem")],
+                   capture_output=True, timeout=30, check=True)
 
 
 def _openssl_verdict(port: int, cafile: Path, host: str) -> tuple[int, str]:
@@ -232,6 +255,10 @@ CASES = {
     # keyUsage (only at the top of the path): tlsprobe said 79
     "root-keyusage-without-basicconstraints": (Case(root_exts=((CA_USAGE, True),)), 0),
     "root-version-1": (Case(root_v1=True), 0),
+    "leaf-negative-serial": (Case(leaf_serial=-5), 0),
+    # a serial number that is not positive made cryptography warn on stderr (tlsprobe's
+    # stderr held a CryptographyDeprecationWarning for each of these)
+    "leaf-serial-zero": (Case(leaf_serial=0), 0),
     # OpenSSL accepts these, cryptography's verifier refuses them: tlsprobe said 1
     # (untrusted), now not established (NOT_ESTABLISHED)
     "leading-dot-name-constraint": (Case(host="www.example.test", dns=("www.example.test",),
@@ -246,7 +273,8 @@ CASES = {
 #: as not established (code null), never as untrusted
 NOT_ESTABLISHED = {"leading-dot-name-constraint", "rsa2000-intermediate", "ed25519-intermediate",
                    "intermediate-basicconstraints-not-critical",
-                   "root-keyusage-without-basicconstraints", "root-version-1"}
+                   "root-keyusage-without-basicconstraints", "root-version-1",
+                   "leaf-negative-serial"}
 
 
 @pytest.mark.needs_impl("openssl")

@@ -38,6 +38,7 @@ from tlsprobe.engine.chainpath import (
 )
 from tlsprobe.engine.hostname import match_host, sans
 from tlsprobe.errors import UsageError
+from tlsprobe.model.pubkey import load_certificate
 
 SYSTEM_CAFILES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
                   "/etc/ssl/cert.pem")
@@ -128,7 +129,7 @@ def _load(path: str, stamp: tuple[float, int, int]) -> tuple[x509.Certificate, .
             continue
     if not certs and data and marker not in data:
         try:
-            certs.append(x509.load_der_x509_certificate(data))
+            certs.append(load_certificate(data))
         except ValueError:
             pass
     return tuple(certs)
@@ -294,7 +295,7 @@ def _verify_chain(ders: Sequence[bytes], hostname: str | None,
     if not ders:
         return ChainResult(V_UNSPECIFIED, "the server sent no certificate")
     try:
-        chain = [x509.load_der_x509_certificate(d) for d in ders]
+        chain = [load_certificate(d) for d in ders]
     except ValueError as exc:
         return ChainResult(V_UNSPECIFIED, f"unparsable certificate: {exc}")
     if not anchors:

@@ -28,6 +28,7 @@ from tlsprobe.engine.client import HandshakeFailure
 from tlsprobe.engine.interface import Handshake
 from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.model.checks import CheckResult
+from tlsprobe.model.pubkey import load_certificate
 from tlsprobe.net.driver import Progress, adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.audit.outcome import STOP_VERIFY, Outcome, finished
@@ -173,7 +174,7 @@ async def served(ctx: CheckContext) -> Served | str:
 def leaf_of(got: Served) -> x509.Certificate | str:
     """The leaf certificate parsed, or why it does not parse."""
     try:
-        return x509.load_der_x509_certificate(got.chain[0])
+        return load_certificate(got.chain[0])
     except ValueError as exc:
         return f"the leaf certificate does not parse: {exc}"
 

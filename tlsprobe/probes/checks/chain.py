@@ -38,6 +38,7 @@ from cryptography import x509
 from tlsprobe.engine.chainpath import MAX_PATH, anchored, follow, self_signed
 from tlsprobe.model.check_details import ChainDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
+from tlsprobe.model.pubkey import load_certificate
 from tlsprobe.probes.checks._cert_chain import served, trust_anchors
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
@@ -129,7 +130,7 @@ async def run(ctx: CheckContext) -> CheckResult:
     if isinstance(got, str):
         return ctx.inconclusive(got)
     try:
-        chain = [x509.load_der_x509_certificate(der) for der in got.chain]
+        chain = [load_certificate(der) for der in got.chain]
     except ValueError as exc:
         return ctx.inconclusive(f"a certificate of the chain does not parse: {exc}")
     anchors, store, why = trust_anchors(ctx)
