@@ -5,8 +5,8 @@ refuses: `_chain_policies`).
 engine/chain.py states OpenSSL's verdict from the facts it checks itself (chaincodes.py,
 chainpath.py, hostname.py) and asks this verifier too. The verifier is stricter than
 OpenSSL in ways no policy setting relaxes (RSA keys of 1963 to 2047 bits, Ed25519,
-brainpool and secp256k1 CA keys, SHA-224 signatures, a non-critical basicConstraints in a
-CA, a name constraint with a leading dot, ...), so a refusal that none of those facts
+brainpool and secp256k1 CA keys, SHA-224 signatures, a name constraint with a leading
+dot, a version 1 certificate, a negative serial number, ...), so a refusal that none of those facts
 explains is no verdict: chain.py reports it as not established, never as "untrusted".
 """
 
@@ -34,6 +34,14 @@ def _server_eku(policy: xv.Policy, cert: x509.Certificate,
         raise ValueError(_EKU_REFUSED)
 
 
+def _is_ca(policy: xv.Policy, cert: x509.Certificate,
+           ext: x509.BasicConstraints | None) -> None:
+    """A CA certificate's basicConstraints must say CA:TRUE, critical or not (OpenSSL does
+    not ask it to be critical, RFC 5280 4.2.1.9 asks the CA that issues it)."""
+    if ext is None or not ext.ca:
+        raise ValueError("basicConstraints of a CA certificate without CA:TRUE")
+
+
 def _signs_certificates(policy: xv.Policy, cert: x509.Certificate,
                         ext: x509.KeyUsage | None) -> None:
     """A CA certificate's keyUsage, when present, must allow keyCertSign (RFC 5280
@@ -44,8 +52,8 @@ def _signs_certificates(policy: xv.Policy, cert: x509.Certificate,
 
 def _chain_policies() -> tuple[xv.ExtensionPolicy, xv.ExtensionPolicy]:
     """The server verifier's rules (CA certificates, leaf), as OpenSSL and the clients
-    built on it apply them: a CA certificate needs basicConstraints CA:TRUE, but neither
-    a keyUsage (when present it must allow keyCertSign) nor an authorityKeyIdentifier, and
+    built on it apply them: a CA certificate needs basicConstraints CA:TRUE (critical or
+    not), but neither a keyUsage (when present it must allow keyCertSign) nor an authorityKeyIdentifier, and
     a leaf no authorityKeyIdentifier (the CA/Browser Forum profile the library defaults to
     asks all three: a private CA made by `openssl req -x509`, which OpenSSL, curl and
     browsers accept, was 'untrusted'), and a leaf may say CA:TRUE (OpenSSL accepts it).
@@ -56,7 +64,8 @@ def _chain_policies() -> tuple[xv.ExtensionPolicy, xv.ExtensionPolicy]:
     ca = (xv.ExtensionPolicy.webpki_defaults_ca()
           .may_be_present(x509.ExtendedKeyUsage, agnostic, _server_eku)
           .may_be_present(x509.KeyUsage, agnostic, _signs_certificates)
-          .may_be_present(x509.AuthorityKeyIdentifier, agnostic, None))
+          .may_be_present(x509.AuthorityKeyIdentifier, agnostic, None)
+          .require_present(x509.BasicConstraints, agnostic, _is_ca))
     ee = (xv.ExtensionPolicy.webpki_defaults_ee()
           .may_be_present(x509.ExtendedKeyUsage, agnostic, _server_eku)
           .may_be_present(x509.AuthorityKeyIdentifier, agnostic, None)
