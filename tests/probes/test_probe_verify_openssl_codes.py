@@ -17,7 +17,10 @@ whose Netscape certificate type is not SSL server (26), and 1 (untrusted, a find
 fails `--fail-on high`) for chains OpenSSL trusts and cryptography's verifier refuses (an
 RSA-2000 or Ed25519 CA key, a leading-dot name constraint, a version 1 root, a negative serial number): their verdict is now not
 established (code null, `certificate.not_verified`). A leaf whose serial number is not
-positive put cryptography's deprecation warning on tlsprobe's stderr. A CA whose
+positive put cryptography's deprecation warning on tlsprobe's stderr. A leaf whose
+authorityKeyIdentifier names another key than the sent intermediate's was 0: OpenSSL's
+issuer check refuses that intermediate (20), and the library's acceptance of a path
+OpenSSL cannot build was taken for a verdict. A CA whose
 basicConstraints are not critical was 1 (untrusted): OpenSSL trusts it, and so does
 tlsprobe now."""
 
@@ -46,6 +49,9 @@ Key = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey | ed25519.Ed25519PrivateKey
 #: an extension OpenSSL does not handle (X509_supported_extension): critical, it is 34
 NETSCAPE_CLIENT = x509.UnrecognizedExtension(x509.ObjectIdentifier("2.16.840.1.113730.1.1"),
                                              b"\x03\x02\x07\x80")   # SSL client only
+SKI_2 = x509.SubjectKeyIdentifier(b"\x02" * 20)
+AKI_1 = x509.AuthorityKeyIdentifier(b"\x01" * 20, None, None)
+AKI_2 = x509.AuthorityKeyIdentifier(b"\x02" * 20, None, None)
 UNKNOWN = x509.UnrecognizedExtension(x509.ObjectIdentifier("1.3.6.1.4.1.99999.1"), b"\x05\x00")
 
 
@@ -260,6 +266,13 @@ CASES = {
     # (untrusted); now told it may be either, it verifies the chain as OpenSSL does
     "intermediate-basicconstraints-not-critical": (Case(inter_bc_critical=False), 0),
     "leaf-negative-serial": (Case(leaf_serial=-5), 0),
+    # the leaf's authorityKeyIdentifier names another key than the intermediate's
+    # subjectKeyIdentifier: OpenSSL's issuer check refuses the intermediate (the library
+    # ignores it: tlsprobe said 0)
+    "leaf-aki-not-the-intermediates-ski": (Case(inter_extra=((SKI_2, False),),
+                                                leaf_extra=((AKI_1, False),)), 20),
+    "leaf-aki-is-the-intermediates-ski": (Case(inter_extra=((SKI_2, False),),
+                                               leaf_extra=((AKI_2, False),)), 0),
     # a serial number that is not positive made cryptography warn on stderr (tlsprobe's
     # stderr held a CryptographyDeprecationWarning for each of these)
     "leaf-serial-zero": (Case(leaf_serial=0), 0),

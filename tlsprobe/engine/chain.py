@@ -30,6 +30,7 @@ from tlsprobe.engine import chaincodes
 from tlsprobe.engine.chainlib import library_refusal
 from tlsprobe.engine.chainpath import (
     MAX_PATH,
+    akid_fits,
     anchors_of,
     by_names,
     follow,
@@ -230,8 +231,11 @@ def _store_issuers(path: list[x509.Certificate], anchors: tuple[x509.Certificate
     return None
 
 
-def _untrusted(path: list[x509.Certificate]) -> tuple[int, str]:
-    """Why a path that reaches no certificate of the trust store is not trusted."""
+def _untrusted(path: list[x509.Certificate], chain: list[x509.Certificate]
+               ) -> tuple[int, str]:
+    """Why a path that reaches no certificate of the trust store is not trusted: 18, 19,
+    else 20 (`s_client -verify_return_error` stops there; without it s_client goes on to
+    end with 21, "unable to verify the first certificate", for a path of the leaf alone)."""
     last = path[-1]
     name = last.subject.rfc4514_string() or "(empty subject)"
     if self_signed(last):
@@ -240,8 +244,12 @@ def _untrusted(path: list[x509.Certificate]) -> tuple[int, str]:
         return V_SELF_SIGNED_IN_CHAIN, (f"the server sent the root {name}, which is not in "
                                         "the trust store")
     issuer = last.issuer.rfc4514_string() or "(empty name)"
-    if len(path) == 1:   # OpenSSL's final code when the leaf's issuer is nowhere
-        return V_LEAF_UNVERIFIED, (f"the server sent no issuer of {name}, and its issuer "
+    if any(c.subject == last.issuer and not akid_fits(last, c) for c in chain):
+        return V_NO_LOCAL_ISSUER, (f"the certificate the server sent as {issuer} is not the "
+                                   f"issuer of {name} its authorityKeyIdentifier names, and "
+                                   "that issuer is not in the trust store")
+    if len(path) == 1:
+        return V_NO_LOCAL_ISSUER, (f"the server sent no issuer of {name}, and its issuer "
                                    f"{issuer} is not in the trust store")
     return V_NO_LOCAL_ISSUER, f"issuer {issuer} of {name} is not in the trust store"
 
@@ -317,35 +325,32 @@ def _judge(chain: list[x509.Certificate], ders: Sequence[bytes], hostname: str |
     path, anchored, missing = _trusted_path(chain, anchors, now)
     if missing is not None:
         return ChainResult(*missing)
-    library, broken = None, -1
-    if not anchored:
-        library = library_refusal(_roots(anchors), now, leaf, rest)
-        named_path = by_names(chain, anchors) if library is not None else None
-        if named_path is not None:   # a path by names, with a signature that fails
-            (path, broken), anchored = named_path, True
-        elif library is not None:   # OpenSSL would find no issuer either
-            return ChainResult(*_untrusted(path))
+    broken = -1
+    if not anchored:   # OpenSSL finds no issuer, whatever the library's path building says
+        named_path = by_names(chain, anchors)
+        if named_path is None:
+            return ChainResult(*_untrusted(path, chain))
+        path, broken = named_path   # a path by names, with a signature that fails
     problem = chaincodes.extension_problem(path) or chaincodes.auth_level_problem(path, key_sizes)
     if problem is not None:
         return ChainResult(*problem)
     named = _name_result(leaf, hostname)
     if not named.ok:
         return named
-    problem = _signatures_and_dates(path, broken, now, path[-1] if anchored else None) or \
+    problem = _signatures_and_dates(path, broken, now, path[-1]) or \
         chaincodes.name_constraint_problem(path)
     if problem is not None:
         return ChainResult(*problem)
     # a self-signed leaf that is itself in the trust store is trusted, as OpenSSL trusts
     # it (cryptography's verifier refuses an end-entity certificate as its own anchor)
-    if anchored and not (len(path) == 1 and self_signed(leaf)
-                         and path[0].public_bytes(Encoding.DER) == ders[0]):
-        library = library_refusal(_roots(anchors), now, leaf, rest)
+    itself = len(path) == 1 and self_signed(leaf) and path[0].public_bytes(Encoding.DER) == ders[0]
+    library = None if itself else library_refusal(_roots(anchors), now, leaf, rest)
     if library is not None:   # a refusal none of OpenSSL's checks above explains
         return ChainResult(V_UNSPECIFIED, _join(
             f"cryptography's verifier refuses the chain ({library}), for a reason none of "
             "OpenSSL's checks made here gives: OpenSSL may accept it", named.detail),
             named.hostname_ok, established=False)
-    if len(path) == 1 and anchored:
+    if len(path) == 1:
         return replace(named, detail=_join(
             "the self-signed certificate is itself in the trust store", named.detail))
     return named
