@@ -1,6 +1,7 @@
 """The path through the certificates a server sends: from the leaf, each next certificate
-is a sent one whose subject is the current one's issuer and whose key verifies its
-signature, until a self-signed certificate, none, or MAX_PATH certificates.
+is a sent one whose subject is the current one's issuer, that the current one's
+authorityKeyIdentifier does not rule out, and whose key verifies its signature (OpenSSL's
+issuer check), until a self-signed certificate, none, or MAX_PATH certificates.
 
 One walk for everything that judges a chain: the trust verdict (engine/chain.py) names the
 problem of the path, not of a certificate the server sent besides it, and the chain check
