@@ -20,7 +20,8 @@ established (code null, `certificate.not_verified`). A leaf whose serial number 
 positive put cryptography's deprecation warning on tlsprobe's stderr. A leaf whose
 authorityKeyIdentifier names another key than the sent intermediate's was 0: OpenSSL's
 issuer check refuses that intermediate (20), and the library's acceptance of a path
-OpenSSL cannot build was taken for a verdict. A CA whose
+OpenSSL cannot build was taken for a verdict. A subject email address outside a CA's
+email name constraints (47, 48) was 0. A CA whose
 basicConstraints are not critical was 1 (untrusted): OpenSSL trusts it, and so does
 tlsprobe now."""
 
@@ -91,6 +92,8 @@ class Case:
     #: the leaf is issued again by `openssl x509 -req` with this serial number (the library
     #: builds positive ones only), with the subjectAltName `dns`
     leaf_serial: int | None = None
+    #: an emailAddress attribute in the leaf's subject
+    leaf_email: str | None = None
 
 
 def _p256() -> Key:
@@ -114,9 +117,11 @@ def _ed25519() -> Key:
 
 
 def _cert(subject: str, key: Key, issuer: str, signer: Key,
-          exts: list[tuple[x509.ExtensionType, bool]], days: tuple[int, int] = (-1, 30)
-          ) -> x509.Certificate:
-    b = (x509.CertificateBuilder().subject_name(_name(subject)).issuer_name(_name(issuer))
+          exts: list[tuple[x509.ExtensionType, bool]], days: tuple[int, int] = (-1, 30),
+          email: str | None = None) -> x509.Certificate:
+    name = _name(subject) if email is None else x509.Name(
+        [*_name(subject), x509.NameAttribute(NameOID.EMAIL_ADDRESS, email)])
+    b = (x509.CertificateBuilder().subject_name(name).issuer_name(_name(issuer))
          .public_key(key.public_key()).serial_number(x509.random_serial_number())
          .not_valid_before(NOW + days[0] * DAY).not_valid_after(NOW + days[1] * DAY))
     for ext, critical in exts:
@@ -170,7 +175,8 @@ def _build(case: Case, folder: Path) -> tuple[Path, Path, Path, Path]:
     if case.dns:
         leaf_exts.append((x509.SubjectAlternativeName([_dns(d) for d in case.dns]), False))
     leaf = _cert("localhost", leaf_key, "Codes CA",
-                 _p256() if case.forged == "leaf" else inter_key, leaf_exts, case.leaf_days)
+                 _p256() if case.forged == "leaf" else inter_key, leaf_exts, case.leaf_days,
+                 case.leaf_email)
     pem = serialization.Encoding.PEM
     paths = (folder / "root.pem", folder / "leaf.pem", folder / "leaf.key",
              folder / "inter.pem")
@@ -220,6 +226,10 @@ PERMIT_EXAMPLE = x509.NameConstraints(permitted_subtrees=[x509.DNSName("example.
                                       excluded_subtrees=None)
 PERMIT_BELOW_EXAMPLE = x509.NameConstraints(permitted_subtrees=[_dns(".example.test")],
                                             excluded_subtrees=None)
+PERMIT_EMAIL = x509.NameConstraints(permitted_subtrees=[x509.RFC822Name("example.test")],
+                                    excluded_subtrees=None)
+EXCLUDE_EMAIL = x509.NameConstraints(permitted_subtrees=None,
+                                     excluded_subtrees=[x509.RFC822Name("other.test")])
 EXCLUDE_LOCALHOST = x509.NameConstraints(permitted_subtrees=None,
                                          excluded_subtrees=[x509.DNSName("localhost")])
 
@@ -271,6 +281,14 @@ CASES = {
     # ignores it: tlsprobe said 0)
     "leaf-aki-not-the-intermediates-ski": (Case(inter_extra=((SKI_2, False),),
                                                 leaf_extra=((AKI_1, False),)), 20),
+    # an email address of the leaf's subject against an email name constraint: tlsprobe
+    # said 0 (it judged DNS names and addresses only; the library ignores the subject's)
+    "subject-email-outside-permitted": (Case(constraints=PERMIT_EMAIL,
+                                             leaf_email="a@other.test"), 47),
+    "subject-email-inside-excluded": (Case(constraints=EXCLUDE_EMAIL,
+                                           leaf_email="a@other.test"), 48),
+    "subject-email-inside-permitted": (Case(constraints=PERMIT_EMAIL,
+                                            leaf_email="a@example.test"), 0),
     "leaf-aki-is-the-intermediates-ski": (Case(inter_extra=((SKI_2, False),),
                                                leaf_extra=((AKI_2, False),)), 0),
     # a serial number that is not positive made cryptography warn on stderr (tlsprobe's

@@ -228,7 +228,25 @@ def _dns_within(name: str, base: str) -> bool:
     return name.endswith(base if base.startswith(".") else "." + base)
 
 
-#: a name constraints apply to: ("DNS name", text) or ("address", IPv4/IPv6 address)
+def _email_within(email: str, base: str) -> bool | None:
+    """An email address inside an email name constraint, as OpenSSL's nc_email reads it: a
+    base with a leading dot and no `@` holds the addresses of hosts below it; `local@host`
+    that one address (the local part case-sensitive); `host` the addresses at that host.
+    None: the address has no `@` (not judged here)."""
+    if "@" not in email:
+        return None
+    local, host = email.split("@", 1)
+    if "@" not in base and base.startswith("."):
+        return len(email) > len(base) and email.lower().endswith(base.lower())
+    if "@" in base:
+        base_local, base = base.split("@", 1)
+        if base_local and base_local != local:
+            return False
+    return host.lower() == base.lower()
+
+
+#: a name constraints apply to: ("DNS name", text), ("address", IPv4/IPv6 address) or
+#: ("email address", text)
 Name = tuple[str, object]
 
 
@@ -240,17 +258,25 @@ def _within(name: Name, base: x509.GeneralName) -> bool | None:
     if kind == "address" and isinstance(base, x509.IPAddress) and \
             isinstance(base.value, (ipaddress.IPv4Network, ipaddress.IPv6Network)):
         return value in base.value
+    if kind == "email address" and isinstance(base, x509.RFC822Name) and isinstance(value, str):
+        verdict = _email_within(value, base.value)
+        return True if verdict is None else verdict   # not judged: no violation stated
     return None
 
 
 def _names(cert: x509.Certificate, leaf: bool) -> Iterator[Name]:
-    """The names of `cert` constraints apply to: its subjectAltName DNS names and
-    addresses; for a leaf without a DNS name, each subject CN that is a dotted host name
-    (OpenSSL checks those as DNS names). Other kinds of names are not judged here."""
+    """The names of `cert` constraints apply to, in OpenSSL's order: its subject
+    emailAddress attributes, its subjectAltName email addresses, DNS names and addresses;
+    for a leaf without a DNS name, each subject CN that is a dotted host name (OpenSSL
+    checks those as DNS names). Other kinds of names are not judged here."""
+    for attr in cert.subject.get_attributes_for_oid(NameOID.EMAIL_ADDRESS):
+        if isinstance(attr.value, str):
+            yield "email address", attr.value
     san = _ext(cert, x509.SubjectAlternativeName)
     dns: list[str] = []
     if isinstance(san, x509.SubjectAlternativeName):
         dns = san.get_values_for_type(x509.DNSName)
+        yield from (("email address", e) for e in san.get_values_for_type(x509.RFC822Name))
         yield from (("DNS name", d) for d in dns)
         yield from (("address", a) for a in san.get_values_for_type(x509.IPAddress))
     if leaf and not dns:
@@ -274,8 +300,8 @@ def _nc_verdict(name: Name, nc: x509.NameConstraints) -> int | None:
 
 
 def name_constraint_problem(path: list[x509.Certificate]) -> Problem | None:
-    """DNS names and addresses outside a CA's permitted subtrees (47) or inside its
-    excluded ones (48), checked as OpenSSL does: the certificates from the top down (a
+    """DNS names, addresses and email addresses outside a CA's permitted subtrees (47) or
+    inside its excluded ones (48), checked as OpenSSL does: the certificates from the top down (a
     self-issued CA certificate is exempt), each against the constraints above it."""
     for depth in range(len(path) - 1, -1, -1):
         cert = path[depth]
