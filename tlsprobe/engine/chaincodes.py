@@ -301,8 +301,8 @@ def _nc_verdict(name: Name, nc: x509.NameConstraints) -> int | None:
 
 def name_constraint_problem(path: list[x509.Certificate]) -> Problem | None:
     """DNS names, addresses and email addresses outside a CA's permitted subtrees (47) or
-    inside its excluded ones (48), checked as OpenSSL does: the certificates from the top down (a
-    self-issued CA certificate is exempt), each against the constraints above it."""
+    inside its excluded ones (48), checked as OpenSSL does: the certificates from the top
+    down (a self-issued CA certificate is exempt), each against the constraints above it."""
     for depth in range(len(path) - 1, -1, -1):
         cert = path[depth]
         if depth and cert.subject == cert.issuer:
