@@ -21,13 +21,15 @@ positive put cryptography's deprecation warning on tlsprobe's stderr. A leaf who
 authorityKeyIdentifier names another key than the sent intermediate's was 0: OpenSSL's
 issuer check refuses that intermediate (20), and the library's acceptance of a path
 OpenSSL cannot build was taken for a verdict. A subject email address outside a CA's
-email name constraints (47, 48) was 0. A CA whose
+email name constraints (47, 48) was 0. An address the leaf does not hold was 62 (hostname
+mismatch), where `-verify_ip` says 64 (IP address mismatch). A CA whose
 basicConstraints are not critical was 1 (untrusted): OpenSSL trusts it, and so does
 tlsprobe now."""
 
 from __future__ import annotations
 
 import datetime
+import ipaddress
 import json
 import re
 import subprocess
@@ -212,14 +214,25 @@ def _openssl_leaf(case: Case, folder: Path, inter_key: Key, leaf_key: Key) -> No
 
 
 def _openssl_verdict(port: int, cafile: Path, host: str) -> tuple[int, str]:
-    """s_client's "Verify return code: N (text)" for the server, checking `host`."""
+    """s_client's "Verify return code: N (text)" for the server, checking `host` (an
+    address with -verify_ip, and no server_name)."""
+    name = ["-verify_ip", host] if _is_address(host) else \
+        ["-servername", host, "-verify_hostname", host]
     proc = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}",
-                           "-CAfile", str(cafile), "-servername", host, "-verify_hostname",
-                           host, "-verify_return_error"], input="", capture_output=True,
+                           "-CAfile", str(cafile), *name, "-verify_return_error"], input="",
+                          capture_output=True,
                           text=True, timeout=30, check=False)
     found = re.findall(r"Verify return code: (\d+) \((.*)\)", proc.stdout)
     assert found, proc.stdout + proc.stderr
     return int(found[-1][0]), found[-1][1]
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 PERMIT_EXAMPLE = x509.NameConstraints(permitted_subtrees=[x509.DNSName("example.test")],
@@ -268,6 +281,8 @@ CASES = {
     "store-holds-the-leaf-only": (Case(store="leaf"), 20),
     # a host name's final dot is compared (X509_check_host): tlsprobe stripped it, 0
     "host-name-with-final-dot": (Case(host="localhost."), 62),
+    # an address the certificate does not hold is 64 for -verify_ip: tlsprobe said 62
+    "address-not-in-the-certificate": (Case(host="127.0.0.1"), 64),
     # a trust store root without basicConstraints is a CA for OpenSSL when it has a
     # keyUsage (only at the top of the path): tlsprobe said 79
     "root-keyusage-without-basicconstraints": (Case(root_exts=((CA_USAGE, True),)), 0),
@@ -321,7 +336,8 @@ def test_verify_code_is_openssls(tls_server: Callable[..., Any],
                                        str(inter), "-cipher", "DEFAULT:@SECLEVEL=0"])
     code, text = _openssl_verdict(srv.port, root, case.host)   # the real tool first
     assert code == expected, (name, code, text)
-    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", case.host, "--cafile", root, "--json")
+    sni = () if _is_address(case.host) else ("--sni", case.host)
+    res = run_cli(f"127.0.0.1:{srv.port}", *sni, "--cafile", root, "--json")
     assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
     ver = json.loads(res.stdout)["verification"]
     if name in NOT_ESTABLISHED:
@@ -356,3 +372,21 @@ def test_scan_gates_nothing_on_a_verdict_not_established(
     trust = report["trust"]
     assert trust["status"] == "not_checked" and trust["code"] is None, trust
     assert "RSA key is too weak" in trust["detail"] and trust["hostname_ok"] is True, trust
+
+
+@pytest.mark.needs_impl("openssl")
+def test_scan_of_an_address_the_certificate_lacks_is_a_name_mismatch(
+        tls_server: Callable[..., Any], run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """Code 64 (IP address mismatch) is the finding certificate.hostname_mismatch, as 62
+    is (not certificate.untrusted)."""
+    case = CASES["address-not-in-the-certificate"][0]
+    root, leaf, key, inter = _build(case, tmp_path)
+    srv = tls_server("openssl", extra=["-cert", str(leaf), "-key", str(key), "-cert_chain",
+                                       str(inter)])
+    res = run_cli("scan", f"127.0.0.1:{srv.port}", "--checks", "cert", "--json",
+                  "--no-progress", "--no-policy", "--cafile", root)
+    report = json.loads(res.stdout.splitlines()[0])
+    codes = {f["code"]: f for f in report["findings"]}
+    assert report["trust"]["code"] == 64 and report["trust"]["hostname_ok"] is False, report
+    assert "certificate.untrusted" not in codes, codes
+    assert codes["certificate.hostname_mismatch"]["items"] == ["127.0.0.1"], codes

@@ -37,7 +37,7 @@ from tlsprobe.engine.chainpath import (
     same_key,
     self_signed,
 )
-from tlsprobe.engine.hostname import match_host, sans
+from tlsprobe.engine.hostname import is_address, match_host, sans
 from tlsprobe.errors import UsageError
 from tlsprobe.model.pubkey import load_certificate
 
@@ -55,6 +55,7 @@ V_SELF_SIGNED_IN_CHAIN = 19
 V_NO_LOCAL_ISSUER = 20
 V_LEAF_UNVERIFIED = 21
 V_HOSTNAME_MISMATCH = 62
+V_IP_MISMATCH = 64
 V_CA_MD_TOO_WEAK = chaincodes.V_CA_MD_TOO_WEAK
 
 REASONS = {V_OK: "ok", V_UNSPECIFIED: "unspecified certificate verification error",
@@ -65,7 +66,8 @@ REASONS = {V_OK: "ok", V_UNSPECIFIED: "unspecified certificate verification erro
            V_SELF_SIGNED_IN_CHAIN: "self-signed certificate in certificate chain",
            V_NO_LOCAL_ISSUER: "unable to get local issuer certificate",
            V_LEAF_UNVERIFIED: "unable to verify the first certificate",
-           V_HOSTNAME_MISMATCH: "hostname mismatch", **chaincodes.REASONS}
+           V_HOSTNAME_MISMATCH: "hostname mismatch", V_IP_MISMATCH: "IP address mismatch",
+           **chaincodes.REASONS}
 
 
 @dataclass(frozen=True)
@@ -263,13 +265,14 @@ def _join(*parts: str | None) -> str | None:
 
 
 def _name_result(leaf: x509.Certificate, hostname: str | None) -> ChainResult:
-    """The verdict on the leaf's names once the chain is good: 0, or 62 for `hostname`."""
+    """The verdict on the leaf's names once the chain is good: 0, or 62 for `hostname` (64
+    for an address, as `-verify_ip` says)."""
     no_san = NO_SAN_NOTE if sans(leaf) is None else None
     if not hostname:
         return ChainResult(V_OK, no_san)
     match = match_host(leaf, hostname)
     if not match.ok:
-        return ChainResult(V_HOSTNAME_MISMATCH, _join(
+        return ChainResult(V_IP_MISMATCH if is_address(hostname) else V_HOSTNAME_MISMATCH, _join(
             f"certificate is not valid for {hostname}", no_san), hostname_ok=False)
     if match.by_cn:
         return ChainResult(V_OK, f"{hostname} matched by the subject CN: the certificate has "

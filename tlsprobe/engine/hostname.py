@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
-__all__ = ["NameMatch", "dns_form", "match_host", "sans", "subject_name"]
+__all__ = ["NameMatch", "dns_form", "is_address", "match_host", "sans", "subject_name"]
 
 
 def dns_form(name: str) -> str:
@@ -42,6 +42,16 @@ def subject_name(name: str) -> x509.DNSName | x509.IPAddress:
         return x509.IPAddress(ipaddress.ip_address(name.strip("[]")))
     except ValueError:
         return x509.DNSName(dns_form(name))
+
+
+def is_address(name: str) -> bool:
+    """`name` is an IPv4 or IPv6 address (checked as `-verify_ip` checks it), not a host
+    name."""
+    try:
+        ipaddress.ip_address(name.strip("[]"))
+    except ValueError:
+        return False
+    return True
 
 
 def sans(leaf: x509.Certificate) -> x509.SubjectAlternativeName | None:
