@@ -3,7 +3,8 @@
 certificate is the reference, then the trust verdict on that self-signed certificate,
 itself in the trust store, must be 0 exactly when OpenSSL matches and 62 otherwise.
 Before, a partial wildcard (`f*.`, `*f.`, `*-f.`) and a CN-only certificate were 62
-where OpenSSL matches them."""
+where OpenSSL matches them, and a host name's final dot was dropped (`localhost.` matched
+`localhost`, which OpenSSL does not)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,11 @@ PAIRS = [  # (pattern in the subjectAltName, or CN= for a certificate without on
     ("*.example.test", "example.test"), ("under_score.test", "under_score.test"),
     ("CN=localhost", "localhost"), ("CN=*.example.test", "a.example.test"),
     ("CN=other.test", "localhost"),
+    # a final dot is compared as it is (tlsprobe stripped the host name's: 0 for the first,
+    # second and fourth, where OpenSSL says no match)
+    ("localhost", "localhost."), ("*.example.test", "a.example.test."),
+    ("localhost.", "localhost."), ("CN=localhost", "localhost."), ("localhost.", "localhost"),
+    ("*.example.test.", "a.example.test."),
 ]
 
 

@@ -125,10 +125,14 @@ def test_internationalised_name_is_matched_as_its_a_label(tls_server, run_cli,
     pki = _Pki(tmp_path)
     srv = tls_server("pyssl", extra=pki.leaf("idna", ["xn--bcher-kva.test",
                                                       "*.xn--bcher-kva.test"]))
-    for name in ("bücher.test", "WWW.BÜCHER.TEST."):
+    for name in ("bücher.test", "WWW.BÜCHER.TEST"):
         line = _verification(run_cli(f"127.0.0.1:{srv.port}", "--sni", name,
                                      "--cafile", pki.ca))
         assert line == "Verify return code: 0 (ok)", (name, line)
+    # a final dot is compared, as OpenSSL's X509_check_host does (test_engine_hostname_openssl)
+    line = _verification(run_cli(f"127.0.0.1:{srv.port}", "--sni", "www.bücher.test.",
+                                 "--cafile", pki.ca))
+    assert line.startswith("Verify return code: 62 (hostname mismatch)"), line
     line = _verification(run_cli(f"127.0.0.1:{srv.port}", "--sni", "a.b.bücher.test",
                                  "--cafile", pki.ca))
     assert line == "Verify return code: 62 (hostname mismatch): certificate is not valid " \

@@ -89,7 +89,7 @@ def test_codes_state_their_own_reason(tmp_path, certs) -> None:
     assert r.message == ("19 (self-signed certificate in certificate chain): the server sent "
                          "the root CN=tlsprobe Test CA, which is not in the trust store")
     r = verify_chain([_der(certs["rsa"].cert)], "localhost", _anchors(other))
-    assert r.message.startswith("21 (unable to verify the first certificate): the server sent "
+    assert r.message.startswith("20 (unable to get local issuer certificate): the server sent "
                                 "no issuer of CN=localhost, and its issuer "), r.message
     assert "max depth" not in r.message
 
@@ -144,9 +144,9 @@ def test_probe_untrusted_root_and_missing_issuer(server_cache, tls_server, run_c
                     "store")
     leaf_only = tls_server("pyssl", extra=["--chain-file", str(certs["rsa"].cert)])
     line = _verification(run_cli(f"localhost:{leaf_only.port}", "--cafile", other))
-    assert line == ("Verify return code: 21 (unable to verify the first certificate): the "
+    assert line == ("Verify return code: 20 (unable to get local issuer certificate): the "
                     "server sent no issuer of CN=localhost, and its issuer CN=tlsprobe Test CA "
-                    "is not in the trust store")   # as openssl s_client ends
+                    "is not in the trust store")   # as s_client -verify_return_error says
 
 
 def _pki(folder: Path) -> dict[str, Path]:
@@ -190,7 +190,7 @@ def _pki(folder: Path) -> dict[str, Path]:
 
 def _openssl_code(port: int, cafile: Path) -> int:
     proc = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-CAfile",
-                           str(cafile)], input="", capture_output=True, text=True, timeout=30,
+                           str(cafile), "-verify_return_error"], input="", capture_output=True, text=True, timeout=30,
                           check=False)
     found = re.findall(r"Verify return code: (\d+)", proc.stdout)
     assert found, proc.stdout + proc.stderr
@@ -198,12 +198,13 @@ def _openssl_code(port: int, cafile: Path) -> int:
 
 
 @pytest.mark.parametrize("sent, code", [
-    (("leaf",), 21), (("leaf", "I1"), 21), (("leaf", "I2"), 20), (("leaf", "I1", "I2"), 0)])
+    (("leaf",), 20), (("leaf", "I1"), 20), (("leaf", "I2"), 20), (("leaf", "I1", "I2"), 0)])
 def test_incomplete_chain_codes_as_openssl(tls_server, run_cli, tmp_path, sent, code) -> None:
-    """A chain with its intermediates missing or out of order: the code `openssl s_client`
-    ends with (21 when the leaf's issuer is nowhere, whatever else was sent; 20 when the
-    path stops at an intermediate), the issuer named; it was 20 for a lone leaf and 1
-    ('unspecified ... candidates exhausted') when an unrelated intermediate was sent."""
+    """A chain with its intermediates missing or out of order: the code `openssl s_client
+    -verify_return_error` gives (20, the first problem: without that flag s_client goes on
+    and ends with 21 when the leaf's issuer is nowhere), the issuer named; it was 1
+    ('unspecified ... candidates exhausted') when an unrelated intermediate was sent, and
+    21 where the first problem is 20."""
     pki = _pki(tmp_path)
     chain = tmp_path / "chain.pem"
     chain.write_bytes(b"".join(pki[n].read_bytes() for n in sent))
@@ -213,8 +214,8 @@ def test_incomplete_chain_codes_as_openssl(tls_server, run_cli, tmp_path, sent, 
     assert res.returncode == 0, res.stderr
     ver = json.loads(res.stdout)["verification"]
     assert ver["code"] == code, ver
-    if code == 21:
-        assert ver["message"] == ("21 (unable to verify the first certificate): the server "
+    if code == 20 and sent[-1] != "I2":
+        assert ver["message"] == ("20 (unable to get local issuer certificate): the server "
                                   "sent no issuer of CN=localhost, and its issuer CN=I2 is "
                                   "not in the trust store"), ver
     elif code == 20:

@@ -1,16 +1,15 @@
 """Certificate chain verification, reported like `openssl s_client`'s "Verify return code".
 
-The server's chain is checked with `cryptography.x509.verification` (RFC 5280 path
-building with the CA/Browser Forum profile, relaxed where OpenSSL accepts what it refuses: a
-CA certificate without keyUsage or authorityKeyIdentifier, a leaf without
-authorityKeyIdentifier; `_chain_policies`) against a trust store: `--cafile`, or the system
-bundle. The outcome is a value, never an exception: a probe still reports what the server
-negotiated when its certificate is untrusted. Codes and reasons are OpenSSL's X509_V_ERR
-values, the first problem in OpenSSL's order (`openssl s_client -verify_return_error`),
-chosen from facts checked here (the path and its anchor, self-signed, chaincodes.py's
-extensions, keys, dates and name constraints, hostname.py's host name matching) rather
-than from the library's error text, which is the detail only of a refusal (code 1) that
-none of those facts explains.
+The server's chain is checked against a trust store (`--cafile`, or the system bundle) as
+OpenSSL checks it, from facts checked here (the path and its anchor, self-signed,
+chaincodes.py's extensions, keys, dates and name constraints, hostname.py's host name
+matching), and by `cryptography.x509.verification` (chainlib.py). The outcome is a value,
+never an exception: a probe still reports what the server negotiated when its certificate
+is untrusted. Codes and reasons are OpenSSL's X509_V_ERR values, the first problem in
+OpenSSL's order (`openssl s_client -verify_return_error`), never the library's error text:
+a refusal of the library that none of those facts explains is a verdict not established
+(`ChainResult.established` False, with the library's reason), as the library refuses
+chains OpenSSL accepts.
 """
 
 from __future__ import annotations
@@ -26,26 +25,28 @@ from functools import lru_cache
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives.serialization import Encoding
-from cryptography.x509 import verification as xv
-from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from tlsprobe.engine import chaincodes
+from tlsprobe.engine.chainlib import library_refusal
 from tlsprobe.engine.chainpath import (
     MAX_PATH,
+    akid_fits,
     anchors_of,
     by_names,
     follow,
     same_key,
     self_signed,
 )
-from tlsprobe.engine.hostname import match_host, sans
+from tlsprobe.engine.hostname import is_address, match_host, sans
 from tlsprobe.errors import UsageError
+from tlsprobe.model.pubkey import load_certificate
 
 SYSTEM_CAFILES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
                   "/etc/ssl/cert.pem")
 
 V_OK = 0
 V_UNSPECIFIED = 1
+V_NO_ISSUER = 2
 V_SIGNATURE_FAILURE = 7
 V_NOT_YET_VALID = 9
 V_EXPIRED = 10
@@ -54,38 +55,47 @@ V_SELF_SIGNED_IN_CHAIN = 19
 V_NO_LOCAL_ISSUER = 20
 V_LEAF_UNVERIFIED = 21
 V_HOSTNAME_MISMATCH = 62
+V_IP_MISMATCH = 64
 V_CA_MD_TOO_WEAK = chaincodes.V_CA_MD_TOO_WEAK
 
 REASONS = {V_OK: "ok", V_UNSPECIFIED: "unspecified certificate verification error",
+           V_NO_ISSUER: "unable to get issuer certificate",
            V_SIGNATURE_FAILURE: "certificate signature failure",
            V_NOT_YET_VALID: "certificate is not yet valid", V_EXPIRED: "certificate has expired",
            V_SELF_SIGNED: "self-signed certificate",
            V_SELF_SIGNED_IN_CHAIN: "self-signed certificate in certificate chain",
            V_NO_LOCAL_ISSUER: "unable to get local issuer certificate",
            V_LEAF_UNVERIFIED: "unable to verify the first certificate",
-           V_HOSTNAME_MISMATCH: "hostname mismatch", **chaincodes.REASONS}
+           V_HOSTNAME_MISMATCH: "hostname mismatch", V_IP_MISMATCH: "IP address mismatch",
+           **chaincodes.REASONS}
 
 
 @dataclass(frozen=True)
 class ChainResult:
-    """Outcome of a chain check: `code` is OpenSSL's X509_V_ERR value (0 = ok)."""
+    """Outcome of a chain check: `code` is OpenSSL's X509_V_ERR value (0 = ok).
+    `established` False: OpenSSL's verdict could not be told (`detail` says why; `code` is
+    then 1 and means nothing): report it as not verified, never as untrusted."""
 
     code: int
     detail: str | None = None
     hostname_ok: bool | None = None
+    established: bool = True
 
     @property
     def ok(self) -> bool:
-        return self.code == V_OK
+        return self.established and self.code == V_OK
 
     @property
     def reason(self) -> str:
+        if not self.established:
+            return "verdict not established"
         return REASONS.get(self.code, "certificate verify failed")
 
     @property
     def message(self) -> str:
-        """'0 (ok)' or '20 (unable to get local issuer certificate): detail'."""
-        text = f"{self.code} ({self.reason})"
+        """'0 (ok)', '20 (unable to get local issuer certificate): detail', or 'not
+        established: detail'."""
+        text = f"{self.code} ({self.reason})" if self.established else "not established"
         return f"{text}: {self.detail}" if self.detail else text
 
 
@@ -122,7 +132,7 @@ def _load(path: str, stamp: tuple[float, int, int]) -> tuple[x509.Certificate, .
             continue
     if not certs and data and marker not in data:
         try:
-            certs.append(x509.load_der_x509_certificate(data))
+            certs.append(load_certificate(data))
         except ValueError:
             pass
     return tuple(certs)
@@ -138,70 +148,6 @@ def load_trust_store(path: str | os.PathLike[str]) -> tuple[x509.Certificate, ..
     if not certs:
         raise ValueError(f"{path}: no certificates found")
     return certs
-
-
-_EKU_REFUSED = "required EKU not found"
-
-
-def _server_eku(policy: xv.Policy, cert: x509.Certificate,
-                ext: x509.ExtendedKeyUsage | None) -> None:
-    """A leaf's extendedKeyUsage, when present, must allow serverAuth (as the server
-    verifier requires)."""
-    if ext is not None and ExtendedKeyUsageOID.SERVER_AUTH not in ext \
-            and ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE not in ext:
-        raise ValueError(_EKU_REFUSED)
-
-
-def _signs_certificates(policy: xv.Policy, cert: x509.Certificate,
-                        ext: x509.KeyUsage | None) -> None:
-    """A CA certificate's keyUsage, when present, must allow keyCertSign (RFC 5280
-    4.2.1.3); absent, it allows every use, as OpenSSL reads it."""
-    if ext is not None and not ext.key_cert_sign:
-        raise ValueError("keyUsage of a CA certificate without keyCertSign")
-
-
-def _chain_policies() -> tuple[xv.ExtensionPolicy, xv.ExtensionPolicy]:
-    """The server verifier's rules (CA certificates, leaf), as OpenSSL and the clients
-    built on it apply them: a CA certificate needs basicConstraints CA:TRUE, but neither
-    a keyUsage (when present it must allow keyCertSign) nor an authorityKeyIdentifier, and
-    a leaf no authorityKeyIdentifier (the CA/Browser Forum profile the library defaults to
-    asks all three: a private CA made by `openssl req -x509`, which OpenSSL, curl and
-    browsers accept, was 'untrusted'), and a leaf may say CA:TRUE (OpenSSL accepts it). An EKU, in the leaf or a CA certificate, must allow
-    serverAuth (the client verifier's own rule asks clientAuth). The leaf's subjectAltName
-    may hold anything (or be absent): names are matched by engine/hostname.py."""
-    agnostic = xv.Criticality.AGNOSTIC
-    ca = (xv.ExtensionPolicy.webpki_defaults_ca()
-          .may_be_present(x509.ExtendedKeyUsage, agnostic, _server_eku)
-          .may_be_present(x509.KeyUsage, agnostic, _signs_certificates)
-          .may_be_present(x509.AuthorityKeyIdentifier, agnostic, None))
-    ee = (xv.ExtensionPolicy.webpki_defaults_ee()
-          .may_be_present(x509.ExtendedKeyUsage, agnostic, _server_eku)
-          .may_be_present(x509.AuthorityKeyIdentifier, agnostic, None)
-          .may_be_present(x509.SubjectAlternativeName, agnostic, None)
-          .may_be_present(x509.BasicConstraints, agnostic, None))
-    return ca, ee
-
-
-def _try(store: xv.Store, now: datetime.datetime, leaf: x509.Certificate,
-         rest: list[x509.Certificate]) -> str | None:
-    """None when the library verifies the chain, else its reason.
-
-    The chain alone is checked: the path to an anchor, signatures, dates, the CA
-    certificates and the leaf's extensions as for a server, but not its names (which
-    need not be names the library can parse or match: a partial wildcard, an address
-    written as a DNS name, an underscore)."""
-    try:
-        ca, ee = _chain_policies()
-        (xv.PolicyBuilder().store(store).time(now).max_chain_depth(MAX_PATH)
-         .extension_policies(ca_policy=ca, ee_policy=ee)
-         .build_client_verifier().verify(leaf, rest))
-    except (xv.VerificationError, ValueError) as exc:
-        text = str(exc) or exc.__class__.__name__
-        # The library appends a repr of the certificate it was processing: drop it; and says
-        # our validator's refusal in its own words: say it as the server verifier does.
-        text = text.split(" (encountered processing", 1)[0]
-        return "validation failed: " + _EKU_REFUSED if text.endswith(_EKU_REFUSED) else text
-    return None
 
 
 def _dates(certs: list[x509.Certificate], now: datetime.datetime,
@@ -239,23 +185,59 @@ def _subject(cert: x509.Certificate) -> str:
     return cert.subject.rfc4514_string() or "(empty subject)"
 
 
+@lru_cache(maxsize=8)
+def _roots(anchors: tuple[x509.Certificate, ...]) -> tuple[x509.Certificate, ...]:
+    """The self-signed certificates of the trust store: the only ones OpenSSL anchors a
+    path at (without -partial_chain), and so the library's store."""
+    return tuple(a for a in anchors if self_signed(a))
+
+
+def _itself(stored: x509.Certificate, cert: x509.Certificate) -> bool:
+    return stored.subject == cert.subject and same_key(stored, cert)
+
+
 def _trusted_path(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...],
-                  now: datetime.datetime) -> tuple[list[x509.Certificate], bool]:
+                  now: datetime.datetime
+                  ) -> tuple[list[x509.Certificate], bool, tuple[int, str] | None]:
     """The path from the leaf (chainpath.follow) up to the first certificate the trust
     store holds or issued, that store certificate last (one within its dates when there
-    are several), as OpenSSL builds it; else the server's path alone, and False."""
+    are several), as OpenSSL builds it: (path, True, None); else the server's path alone,
+    False, None. A store certificate that is not self-signed anchors nothing (OpenSSL
+    without -partial_chain): the copy of a sent one is passed over, and an issuer from the
+    store needs its own issuers from the store up to a self-signed one (code 2 when one
+    is missing)."""
     sent = [chain[i] for i in follow(chain).indexes]
     for k, cert in enumerate(sent):
-        roots = anchors_of(cert, anchors)
+        roots = [r for r in anchors_of(cert, anchors)
+                 if self_signed(r) or not _itself(r, cert)]
         if roots:
             root = next((r for r in roots if _dates([r], now) is None), roots[0])
-            itself = root.subject == cert.subject and same_key(root, cert)
-            return sent[:k] + [root] if itself else sent[:k + 1] + [root], True
-    return sent, False
+            path = sent[:k] + [root] if _itself(root, cert) else sent[:k + 1] + [root]
+            return path, True, _store_issuers(path, anchors)
+    return sent, False, None
 
 
-def _untrusted(path: list[x509.Certificate]) -> tuple[int, str]:
-    """Why a path that reaches no certificate of the trust store is not trusted."""
+def _store_issuers(path: list[x509.Certificate], anchors: tuple[x509.Certificate, ...]
+                   ) -> tuple[int, str] | None:
+    """Extend `path`, which ends at a store certificate, with that certificate's issuers
+    from the store up to a self-signed one; code 2 when the store has no issuer of one."""
+    while not self_signed(path[-1]):
+        top = path[-1]
+        above = [a for a in anchors_of(top, anchors)
+                 if not _itself(a, top) and all(a is not p for p in path)]
+        if not above or len(path) >= MAX_PATH:
+            return V_NO_ISSUER, (f"{_subject(top)} in the trust store is not self-signed, "
+                                 f"and its issuer {top.issuer.rfc4514_string() or '(empty name)'}"
+                                 " is not in the trust store")
+        path.append(above[0])
+    return None
+
+
+def _untrusted(path: list[x509.Certificate], chain: list[x509.Certificate]
+               ) -> tuple[int, str]:
+    """Why a path that reaches no certificate of the trust store is not trusted: 18, 19,
+    else 20 (`s_client -verify_return_error` stops there; without it s_client goes on to
+    end with 21, "unable to verify the first certificate", for a path of the leaf alone)."""
     last = path[-1]
     name = last.subject.rfc4514_string() or "(empty subject)"
     if self_signed(last):
@@ -264,8 +246,12 @@ def _untrusted(path: list[x509.Certificate]) -> tuple[int, str]:
         return V_SELF_SIGNED_IN_CHAIN, (f"the server sent the root {name}, which is not in "
                                         "the trust store")
     issuer = last.issuer.rfc4514_string() or "(empty name)"
-    if len(path) == 1:   # OpenSSL's final code when the leaf's issuer is nowhere
-        return V_LEAF_UNVERIFIED, (f"the server sent no issuer of {name}, and its issuer "
+    if any(c.subject == last.issuer and not akid_fits(last, c) for c in chain):
+        return V_NO_LOCAL_ISSUER, (f"the certificate the server sent as {issuer} is not the "
+                                   f"issuer of {name} its authorityKeyIdentifier names, and "
+                                   "that issuer is not in the trust store")
+    if len(path) == 1:
+        return V_NO_LOCAL_ISSUER, (f"the server sent no issuer of {name}, and its issuer "
                                    f"{issuer} is not in the trust store")
     return V_NO_LOCAL_ISSUER, f"issuer {issuer} of {name} is not in the trust store"
 
@@ -279,13 +265,14 @@ def _join(*parts: str | None) -> str | None:
 
 
 def _name_result(leaf: x509.Certificate, hostname: str | None) -> ChainResult:
-    """The verdict on the leaf's names once the chain is good: 0, or 62 for `hostname`."""
+    """The verdict on the leaf's names once the chain is good: 0, or 62 for `hostname` (64
+    for an address, as `-verify_ip` says)."""
     no_san = NO_SAN_NOTE if sans(leaf) is None else None
     if not hostname:
         return ChainResult(V_OK, no_san)
     match = match_host(leaf, hostname)
     if not match.ok:
-        return ChainResult(V_HOSTNAME_MISMATCH, _join(
+        return ChainResult(V_IP_MISMATCH if is_address(hostname) else V_HOSTNAME_MISMATCH, _join(
             f"certificate is not valid for {hostname}", no_san), hostname_ok=False)
     if match.by_cn:
         return ChainResult(V_OK, f"{hostname} matched by the subject CN: the certificate has "
@@ -319,7 +306,7 @@ def _verify_chain(ders: Sequence[bytes], hostname: str | None,
     if not ders:
         return ChainResult(V_UNSPECIFIED, "the server sent no certificate")
     try:
-        chain = [x509.load_der_x509_certificate(d) for d in ders]
+        chain = [load_certificate(d) for d in ders]
     except ValueError as exc:
         return ChainResult(V_UNSPECIFIED, f"unparsable certificate: {exc}")
     if not anchors:
@@ -338,34 +325,35 @@ def _judge(chain: list[x509.Certificate], ders: Sequence[bytes], hostname: str |
     weak = chaincodes.weak_key(leaf) if key_sizes else None
     if weak is not None:
         return ChainResult(chaincodes.V_EE_KEY_WEAK, weak)
-    store = xv.Store(list(anchors))
-    path, anchored = _trusted_path(chain, anchors, now)
-    library, broken = None, -1
-    if not anchored:
-        library = _try(store, now, leaf, rest)
-        named_path = by_names(chain, anchors) if library is not None else None
-        if named_path is not None:   # a path by names, with a signature that fails
-            (path, broken), anchored = named_path, True
-        elif library is not None:   # OpenSSL would find no issuer either
-            return ChainResult(*_untrusted(path))
+    path, anchored, missing = _trusted_path(chain, anchors, now)
+    if missing is not None:
+        return ChainResult(*missing)
+    broken = -1
+    if not anchored:   # OpenSSL finds no issuer, whatever the library's path building says
+        named_path = by_names(chain, anchors)
+        if named_path is None:
+            return ChainResult(*_untrusted(path, chain))
+        path, broken = named_path   # a path by names, with a signature that fails
     problem = chaincodes.extension_problem(path) or chaincodes.auth_level_problem(path, key_sizes)
     if problem is not None:
         return ChainResult(*problem)
     named = _name_result(leaf, hostname)
     if not named.ok:
         return named
-    problem = _signatures_and_dates(path, broken, now, path[-1] if anchored else None) or \
+    problem = _signatures_and_dates(path, broken, now, path[-1]) or \
         chaincodes.name_constraint_problem(path)
     if problem is not None:
         return ChainResult(*problem)
     # a self-signed leaf that is itself in the trust store is trusted, as OpenSSL trusts
     # it (cryptography's verifier refuses an end-entity certificate as its own anchor)
-    if anchored and not (len(path) == 1 and self_signed(leaf)
-                         and path[0].public_bytes(Encoding.DER) == ders[0]):
-        library = _try(store, now, leaf, rest)
-    if library is not None:   # a refusal the facts above do not explain
-        return ChainResult(V_UNSPECIFIED, library)
-    if len(path) == 1 and anchored:
+    itself = len(path) == 1 and self_signed(leaf) and path[0].public_bytes(Encoding.DER) == ders[0]
+    library = None if itself else library_refusal(_roots(anchors), now, leaf, rest)
+    if library is not None:   # a refusal none of OpenSSL's checks above explains
+        return ChainResult(V_UNSPECIFIED, _join(
+            f"cryptography's verifier refuses the chain ({library}), for a reason none of "
+            "OpenSSL's checks made here gives: OpenSSL may accept it", named.detail),
+            named.hostname_ok, established=False)
+    if len(path) == 1:
         return replace(named, detail=_join(
             "the self-signed certificate is itself in the trust store", named.detail))
     return named

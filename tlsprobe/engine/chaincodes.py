@@ -3,7 +3,8 @@ with its X509_V_ERR code: what `openssl s_client -verify_return_error` stops at.
 
 `path` is the leaf first and the trust store's certificate last. OpenSSL checks, in this
 order: the leaf's key (66), the chain's building (engine/chain.py), each certificate's
-extensions from the leaf up (79 not a CA, 26 no server purpose, 25 path length), the CA
+extensions from the leaf up (34 an unhandled critical extension, 79 not a CA, 26 no
+server purpose, 25 path length; the trust store's certificate included), the CA
 keys and signature digests (67, 68), the host name (62), signatures and dates from the
 root down (9, 10), then name constraints (47, 48). Keys are judged at security level 2,
 the default of Debian's OpenSSL and of OpenSSL 3.2 and later (112 bits: RSA and DSA of
@@ -26,6 +27,7 @@ from tlsprobe.engine.verify import key_kind
 from tlsprobe.model.pubkey import is_dsa_key, public_key
 
 V_PATH_LENGTH = 25
+V_UNHANDLED_CRITICAL = 34
 V_PURPOSE = 26
 V_PERMITTED = 47
 V_EXCLUDED = 48
@@ -35,6 +37,7 @@ V_CA_MD_TOO_WEAK = 68
 V_INVALID_CA = 79
 
 REASONS = {V_PATH_LENGTH: "path length constraint exceeded",
+           V_UNHANDLED_CRITICAL: "unhandled critical extension",
            V_PURPOSE: "unsuitable certificate purpose",
            V_PERMITTED: "permitted subtree violation",
            V_EXCLUDED: "excluded subtree violation",
@@ -49,6 +52,23 @@ Problem = tuple[int, str]
 #: 800-56B's formula in fixed point) of 1962 bits is 104, of 1963 bits 112 (measured with
 #: `openssl verify -auth_level 2`)
 RSA_MIN_BITS = 1963
+
+
+#: the extensions OpenSSL handles (X509_supported_extension): any other one marked critical
+#: is 34. Measured with `openssl verify` (3.0): a critical authority or subject key
+#: identifier, authorityInfoAccess, TLS feature or SCT list is 34
+HANDLED_EXTENSIONS = frozenset({
+    "2.16.840.1.113730.1.1",   # Netscape certificate type
+    "2.5.29.15", "2.5.29.17", "2.5.29.19",   # keyUsage, subjectAltName, basicConstraints
+    "2.5.29.30", "2.5.29.31", "2.5.29.32",   # name constraints, CRL DPs, policies
+    "2.5.29.33", "2.5.29.36", "2.5.29.37",   # policy mappings, policy constraints, EKU
+    "2.5.29.54",                             # inhibitAnyPolicy
+    "1.3.6.1.5.5.7.1.7", "1.3.6.1.5.5.7.1.8",   # RFC 3779 addresses and AS numbers
+    "1.3.6.1.5.5.7.1.14", "1.3.6.1.5.5.7.48.1.5",   # proxyCertInfo, OCSP no check
+})
+
+
+_NETSCAPE_TYPE = x509.ObjectIdentifier("2.16.840.1.113730.1.1")
 
 
 def _name(cert: x509.Certificate) -> str:
@@ -83,19 +103,45 @@ def weak_key(cert: x509.Certificate) -> str | None:
         "(OpenSSL's security level 2)"
 
 
-def _not_ca(cert: x509.Certificate) -> str | None:
-    """Why an issuing certificate is no CA certificate for OpenSSL, or None."""
+def _netscape_type(cert: x509.Certificate) -> int | None:
+    """The first byte of the Netscape certificate type bits (sslServer 0x40, SSL CA 0x04,
+    S/MIME CA 0x02, object signing CA 0x01), as OpenSSL reads it; None when absent."""
+    try:
+        found = cert.extensions.get_extension_for_oid(_NETSCAPE_TYPE).value
+    except (x509.ExtensionNotFound, ValueError):
+        return None
+    value = found.value if isinstance(found, x509.UnrecognizedExtension) else b""
+    if len(value) < 3 or value[0] != 0x03:   # not a BIT STRING: OpenSSL would not read it
+        return None
+    return value[3] if len(value) > 3 else 0
+
+
+def _netscape_ca(cert: x509.Certificate) -> bool:
+    return bool((_netscape_type(cert) or 0) & 0x07)
+
+
+def _not_ca(cert: x509.Certificate, top: bool) -> str | None:
+    """Why an issuing certificate is no CA certificate for OpenSSL (X509_check_ca), or
+    None. The top of the path (the trust store's certificate) may also be a CA without
+    basicConstraints, as OpenSSL allows there only: a version 1 self-signed certificate,
+    one with a keyUsage (allowing keyCertSign), or one of a Netscape CA type."""
     bc = _ext(cert, x509.BasicConstraints)
     ku = _ext(cert, x509.KeyUsage)
     if isinstance(ku, x509.KeyUsage) and not ku.key_cert_sign:
         return "its keyUsage does not allow keyCertSign"
-    if not isinstance(bc, x509.BasicConstraints):
-        return "it has no basicConstraints"
-    return None if bc.ca else "its basicConstraints say CA:FALSE"
+    if isinstance(bc, x509.BasicConstraints):
+        return None if bc.ca else "its basicConstraints say CA:FALSE"
+    if top and ((cert.version == x509.Version.v1 and self_signed(cert)) or ku is not None
+                or _netscape_ca(cert)):
+        return None
+    return "it has no basicConstraints"
 
 
 def _not_server(cert: x509.Certificate, leaf: bool) -> str | None:
-    """Why `cert` may not serve a TLS server (OpenSSL's purpose sslserver), or None."""
+    """Why `cert` may not serve a TLS server (OpenSSL's purpose sslserver), or None: an
+    extendedKeyUsage without serverAuth; a leaf's keyUsage for none of the TLS uses, or
+    Netscape certificate type without SSL server; a CA by its Netscape type alone (at the
+    top of the path) that is no SSL CA."""
     eku = _ext(cert, x509.ExtendedKeyUsage)
     if isinstance(eku, x509.ExtendedKeyUsage) and ExtendedKeyUsageOID.SERVER_AUTH not in eku:
         return "its extendedKeyUsage does not include serverAuth"
@@ -103,16 +149,36 @@ def _not_server(cert: x509.Certificate, leaf: bool) -> str | None:
     if leaf and isinstance(ku, x509.KeyUsage) and not (
             ku.digital_signature or ku.key_encipherment or ku.key_agreement):
         return "its keyUsage has none of digitalSignature, keyEncipherment, keyAgreement"
+    netscape = _netscape_type(cert)
+    if leaf and netscape is not None and not netscape & 0x40:
+        return "its Netscape certificate type does not include SSL server"
+    if not leaf and netscape is not None and ku is None and \
+            _ext(cert, x509.BasicConstraints) is None and not netscape & 0x04:
+        return "its Netscape certificate type makes it a CA, but not an SSL CA"
     return None
 
 
+def unhandled_critical(cert: x509.Certificate) -> str | None:
+    """The OID of `cert`'s first critical extension OpenSSL does not handle, or None (an
+    unreadable extension list included: not judged here)."""
+    try:
+        return next((e.oid.dotted_string for e in cert.extensions
+                     if e.critical and e.oid.dotted_string not in HANDLED_EXTENSIONS), None)
+    except ValueError:
+        return None
+
+
 def extension_problem(path: list[x509.Certificate]) -> Problem | None:
-    """Each certificate from the leaf up: an issuer that is no CA (79), a certificate not
-    for a TLS server (26), a CA with more CA certificates below it than its
-    pathLenConstraint allows (25)."""
+    """Each certificate from the leaf up: a critical extension OpenSSL does not handle
+    (34), an issuer that is no CA (79), a certificate not for a TLS server (26), a CA with
+    more CA certificates below it than its pathLenConstraint allows (25)."""
     below = 0   # certificates below the current one that count for pathLenConstraint
     for depth, cert in enumerate(path):
-        not_ca = _not_ca(cert) if depth else None
+        critical = unhandled_critical(cert)
+        if critical is not None:
+            return V_UNHANDLED_CRITICAL, (f"{_name(cert)} has a critical extension OpenSSL "
+                                          f"does not handle ({critical})")
+        not_ca = _not_ca(cert, depth == len(path) - 1) if depth else None
         if not_ca is not None:
             return V_INVALID_CA, f"{_name(cert)} issues a certificate, but {not_ca}"
         not_server = _not_server(cert, depth == 0)
@@ -162,7 +228,25 @@ def _dns_within(name: str, base: str) -> bool:
     return name.endswith(base if base.startswith(".") else "." + base)
 
 
-#: a name constraints apply to: ("DNS name", text) or ("address", IPv4/IPv6 address)
+def _email_within(email: str, base: str) -> bool | None:
+    """An email address inside an email name constraint, as OpenSSL's nc_email reads it: a
+    base with a leading dot and no `@` holds the addresses of hosts below it; `local@host`
+    that one address (the local part case-sensitive); `host` the addresses at that host.
+    None: the address has no `@` (not judged here)."""
+    if "@" not in email:
+        return None
+    local, host = email.split("@", 1)
+    if "@" not in base and base.startswith("."):
+        return len(email) > len(base) and email.lower().endswith(base.lower())
+    if "@" in base:
+        base_local, base = base.split("@", 1)
+        if base_local and base_local != local:
+            return False
+    return host.lower() == base.lower()
+
+
+#: a name constraints apply to: ("DNS name", text), ("address", IPv4/IPv6 address) or
+#: ("email address", text)
 Name = tuple[str, object]
 
 
@@ -174,17 +258,25 @@ def _within(name: Name, base: x509.GeneralName) -> bool | None:
     if kind == "address" and isinstance(base, x509.IPAddress) and \
             isinstance(base.value, (ipaddress.IPv4Network, ipaddress.IPv6Network)):
         return value in base.value
+    if kind == "email address" and isinstance(base, x509.RFC822Name) and isinstance(value, str):
+        verdict = _email_within(value, base.value)
+        return True if verdict is None else verdict   # not judged: no violation stated
     return None
 
 
 def _names(cert: x509.Certificate, leaf: bool) -> Iterator[Name]:
-    """The names of `cert` constraints apply to: its subjectAltName DNS names and
-    addresses; for a leaf without a DNS name, each subject CN that is a dotted host name
-    (OpenSSL checks those as DNS names). Other kinds of names are not judged here."""
+    """The names of `cert` constraints apply to, in OpenSSL's order: its subject
+    emailAddress attributes, its subjectAltName email addresses, DNS names and addresses;
+    for a leaf without a DNS name, each subject CN that is a dotted host name (OpenSSL
+    checks those as DNS names). Other kinds of names are not judged here."""
+    for attr in cert.subject.get_attributes_for_oid(NameOID.EMAIL_ADDRESS):
+        if isinstance(attr.value, str):
+            yield "email address", attr.value
     san = _ext(cert, x509.SubjectAlternativeName)
     dns: list[str] = []
     if isinstance(san, x509.SubjectAlternativeName):
         dns = san.get_values_for_type(x509.DNSName)
+        yield from (("email address", e) for e in san.get_values_for_type(x509.RFC822Name))
         yield from (("DNS name", d) for d in dns)
         yield from (("address", a) for a in san.get_values_for_type(x509.IPAddress))
     if leaf and not dns:
@@ -208,9 +300,9 @@ def _nc_verdict(name: Name, nc: x509.NameConstraints) -> int | None:
 
 
 def name_constraint_problem(path: list[x509.Certificate]) -> Problem | None:
-    """DNS names and addresses outside a CA's permitted subtrees (47) or inside its
-    excluded ones (48), checked as OpenSSL does: the certificates from the top down (a
-    self-issued CA certificate is exempt), each against the constraints above it."""
+    """DNS names, addresses and email addresses outside a CA's permitted subtrees (47) or
+    inside its excluded ones (48), checked as OpenSSL does: the certificates from the top
+    down (a self-issued CA certificate is exempt), each against the constraints above it."""
     for depth in range(len(path) - 1, -1, -1):
         cert = path[depth]
         if depth and cert.subject == cert.issuer:

@@ -1,6 +1,7 @@
 """The path through the certificates a server sends: from the leaf, each next certificate
-is a sent one whose subject is the current one's issuer and whose key verifies its
-signature, until a self-signed certificate, none, or MAX_PATH certificates.
+is a sent one whose subject is the current one's issuer, that the current one's
+authorityKeyIdentifier does not rule out, and whose key verifies its signature (OpenSSL's
+issuer check), until a self-signed certificate, none, or MAX_PATH certificates.
 
 One walk for everything that judges a chain: the trust verdict (engine/chain.py) names the
 problem of the path, not of a certificate the server sent besides it, and the chain check
@@ -16,7 +17,7 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 
 from tlsprobe.model.pubkey import public_key, verify_issued
 
-__all__ = ["MAX_PATH", "ChainPath", "anchored", "anchors_of", "by_names", "follow", "issued",
+__all__ = ["MAX_PATH", "ChainPath", "akid_fits", "anchored", "anchors_of", "by_names", "follow", "issued",
            "key_fits", "same_key", "self_signed"]
 
 #: the longest path followed (real ones have 2 to 5 certificates; a hostile server's chain
@@ -60,12 +61,37 @@ def key_fits(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
     return signed_with is None or key is None or signed_with == key
 
 
+def akid_fits(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
+    """`cert`'s authorityKeyIdentifier does not contradict `issuer`, as OpenSSL's
+    X509_check_akid reads it: its keyIdentifier is the issuer's subjectKeyIdentifier, its
+    authorityCertSerialNumber the issuer's serial number, and its first directory name of
+    authorityCertIssuer the issuer's own issuer (each when present)."""
+    try:
+        aki = cert.extensions.get_extension_for_class(x509.AuthorityKeyIdentifier).value
+    except (x509.ExtensionNotFound, ValueError):
+        return True
+    if aki.key_identifier is not None:
+        try:
+            ski = issuer.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
+        except (x509.ExtensionNotFound, ValueError):
+            ski = None
+        if ski is not None and ski.digest != aki.key_identifier:
+            return False
+    if aki.authority_cert_serial_number is not None and \
+            aki.authority_cert_serial_number != issuer.serial_number:
+        return False
+    names = [g.value for g in aki.authority_cert_issuer or () if isinstance(g, x509.DirectoryName)]
+    return not names or names[0] == issuer.issuer
+
+
 def issued(cert: x509.Certificate, issuer: x509.Certificate) -> bool | None:
     """True: `issuer`'s name is `cert`'s issuer and its key verifies `cert`'s signature;
     None: the names match but the signature cannot be checked here (an algorithm this
     OpenSSL refuses, such as SHA-1 or MD5 signatures); False otherwise, an issuer whose
-    key is of another family than the signature's included."""
-    if cert.issuer != issuer.subject or not key_fits(cert, issuer):
+    key is of another family than the signature's, or that `cert`'s authorityKeyIdentifier
+    names another (OpenSSL's issuer check refuses both), included."""
+    if cert.issuer != issuer.subject or not key_fits(cert, issuer) or \
+            not akid_fits(cert, issuer):
         return False
     try:
         verify_issued(cert, issuer)
@@ -138,17 +164,10 @@ def follow(chain: list[x509.Certificate]) -> ChainPath:
 
 
 def _may_issue(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
-    """`issuer` is named as `cert`'s issuer and its subjectKeyIdentifier does not contradict
-    `cert`'s authorityKeyIdentifier, and its key is of the signature's family (the signature
-    itself is not looked at)."""
-    if cert.issuer != issuer.subject or not key_fits(cert, issuer):
-        return False
-    try:
-        aki = cert.extensions.get_extension_for_class(x509.AuthorityKeyIdentifier).value
-        ski = issuer.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
-    except (x509.ExtensionNotFound, ValueError):
-        return True
-    return aki.key_identifier is None or aki.key_identifier == ski.digest
+    """`issuer` is named as `cert`'s issuer, `cert`'s authorityKeyIdentifier does not
+    contradict it, and its key is of the signature's family (the signature itself is not
+    looked at)."""
+    return cert.issuer == issuer.subject and key_fits(cert, issuer) and akid_fits(cert, issuer)
 
 
 def by_names(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...]

@@ -192,9 +192,11 @@ class ServerInput:
         if not parse:
             return
         from cryptography import x509
+
+        from tlsprobe.model.pubkey import load_certificate
         for i, der in enumerate(msg.certificates):
             try:
-                x509.load_der_x509_certificate(der)
+                load_certificate(der)
             except (ValueError, x509.InvalidVersion) as exc:  # (no ValueError: X.509 v2, v4+)
                 what = "leaf" if i == 0 else f"entry {i} (of {n})"
                 raise Refusal(BAD_CERTIFICATE, f"server sent a certificate chain whose {what} "

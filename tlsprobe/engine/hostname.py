@@ -19,14 +19,15 @@ from dataclasses import dataclass
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
-__all__ = ["NameMatch", "dns_form", "match_host", "sans", "subject_name"]
+__all__ = ["NameMatch", "dns_form", "is_address", "match_host", "sans", "subject_name"]
 
 
 def dns_form(name: str) -> str:
-    """A host name as certificates hold it: lower case, no final dot, and a U-label as the
-    A-label the server_name extension sends (IDNA, wire/extensions.py); ValueError when it
-    has none."""
-    name = name.rstrip(".").lower()
+    """A host name as certificates hold it: lower case, and a U-label as the A-label the
+    server_name extension sends (IDNA, wire/extensions.py); ValueError when it has none. A
+    final dot stays: OpenSSL's X509_check_host compares it (`name.` matches no certificate
+    name without one, `openssl x509 -checkhost`)."""
+    name = name.lower()
     if name.isascii():
         return name
     try:
@@ -41,6 +42,16 @@ def subject_name(name: str) -> x509.DNSName | x509.IPAddress:
         return x509.IPAddress(ipaddress.ip_address(name.strip("[]")))
     except ValueError:
         return x509.DNSName(dns_form(name))
+
+
+def is_address(name: str) -> bool:
+    """`name` is an IPv4 or IPv6 address (checked as `-verify_ip` checks it), not a host
+    name."""
+    try:
+        ipaddress.ip_address(name.strip("[]"))
+    except ValueError:
+        return False
+    return True
 
 
 def sans(leaf: x509.Certificate) -> x509.SubjectAlternativeName | None:

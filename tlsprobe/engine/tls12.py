@@ -300,8 +300,8 @@ class Tls12Client:
         from cryptography.exceptions import UnsupportedAlgorithm
         try:
             if self.kx == "RSA":
-                from cryptography import x509
-                cert = x509.load_der_x509_certificate(self.certificates[0])
+                from tlsprobe.model.pubkey import load_certificate
+                cert = load_certificate(self.certificates[0])
                 v.signature_detail = "none: RSA key transport (the server's Finished " \
                     "proves its key)"
                 return kex.rsa_encrypt_premaster(cert, offered.legacy_version)

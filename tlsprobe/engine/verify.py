@@ -236,9 +236,8 @@ def leaf_key(der: bytes) -> tuple[PublicKey, bool]:
     """The public key of a DER certificate, and whether it is an RSASSA-PSS key (model/
     pubkey.py `pss_only`: it signs with rsa_pss_pss_* only), from one reading of the
     certificate; SignatureError when the key cannot be read."""
-    from cryptography import x509
     try:
-        cert = x509.load_der_x509_certificate(der)
+        cert = pubkey.load_certificate(der)
         key: PublicKey = pubkey.public_key(cert)
     except UnsupportedAlgorithm as exc:
         raise UnsupportedKey(f"the certificate's key is not supported: {exc}") from None

@@ -216,9 +216,9 @@ def certificate_info(der: bytes) -> CertificateInfo:
             warnings.simplefilter("ignore")
             return _certificate_info(der)
     except (UnsupportedAlgorithm, ValueError, TypeError) as exc:
-        from cryptography import x509
+        from tlsprobe.model.pubkey import load_certificate
         try:
-            cert = x509.load_der_x509_certificate(der)
+            cert = load_certificate(der)
             subject, issuer = cert.subject.rfc4514_string(), cert.issuer.rfc4514_string()
         except ValueError:
             subject, issuer = "(unparsable certificate)", ""
@@ -232,10 +232,10 @@ def _certificate_info(der: bytes) -> CertificateInfo:
     from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 
-    from tlsprobe.model.pubkey import is_dsa_key, pss_only, public_key
+    from tlsprobe.model.pubkey import is_dsa_key, load_certificate, pss_only, public_key
     digest, sha1 = hashlib.sha256(der).hexdigest(), hashlib.sha1(der).hexdigest()
     try:
-        cert = x509.load_der_x509_certificate(der)
+        cert = load_certificate(der)
     except (ValueError, x509.InvalidVersion) as exc:  # (no ValueError: X.509 v2, v4+)
         return CertificateInfo(f"(unparsable certificate: {exc})", "", "unknown", None, "", "",
                                "", "", digest, sha1=sha1)

@@ -163,7 +163,7 @@ class TrustCheck:
     """The certificate chain and host name check, as `tlsprobe probe` does it.
 
     `status`: "trusted", "untrusted", or "not_checked" (no trust store, no certificate to
-    check, or `scan --no-verify`: `detail` says which). `code` is OpenSSL's X509_V_ERR value
+    check, `scan --no-verify`, or a verdict not established: `detail` says which). `code` is OpenSSL's X509_V_ERR value
     (0 ok, 18 self-signed, 20 unable to get the local issuer, 62 hostname mismatch, ...) and
     `reason` its text; `hostname` is the name checked (the SNI, else the target host) and
     `hostname_ok` whether the leaf is valid for it (None when it could not be told apart from
@@ -197,8 +197,9 @@ class ServerCertificate:
 @dataclass(frozen=True)
 class Verification:
     """Certificate verification outcome, reported like s_client's Verify return code.
-    `code`: OpenSSL's X509_V_ERR value (None when nothing was checked); `skipped`: the check
-    was switched off (--no-verify)."""
+    `code`: OpenSSL's X509_V_ERR value (None when nothing was checked, or when OpenSSL's
+    verdict could not be established: `message` then says "not established: " and why, and
+    `ok` is false); `skipped`: the check was switched off (--no-verify)."""
 
     ok: bool
     message: str

@@ -1,4 +1,4 @@
-"""Certificate public keys without `cryptography`'s DSA deprecation warning.
+"""Certificates and their public keys without `cryptography`'s deprecation warnings.
 
 cryptography 51 deprecates DSA: naming `dsa.DSAPublicKey` and loading a DSA key
 (`Certificate.public_key()` of a DSA certificate) each emit a
@@ -6,7 +6,9 @@ cryptography 51 deprecates DSA: naming `dsa.DSAPublicKey` and loading a DSA key
 suites, old appliances), and tlsprobe must recognise it and check its signatures without a
 warning reaching the user. Every place that takes a certificate's key or asks whether a key
 is DSA goes through here: the warning is silenced for exactly those two operations (its
-message and category), nothing else.
+message and category), nothing else. Loading a certificate whose serial number is not
+positive (0 or negative: test CAs, appliances) warns too, on stderr by default: every DER
+certificate from the network is loaded with `load_certificate`, quiet for that warning.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from cryptography.utils import CryptographyDeprecationWarning
 if TYPE_CHECKING:   # X.509 (0.01 s of imports) with the first certificate, not at start-up
     from cryptography import x509
 
-__all__ = ["is_dsa_key", "pss_only", "public_key", "verify_issued"]
+__all__ = ["is_dsa_key", "load_certificate", "pss_only", "public_key", "verify_issued"]
 
 # catch_warnings swaps process-wide state: one thread at a time (the resolver threads of
 # net/ never get here, but an API user may run probes in threads)
@@ -29,14 +31,18 @@ _LOCK = threading.Lock()
 
 
 @contextmanager
-def _dsa_quiet() -> Iterator[None]:
+def _quiet(message: str) -> Iterator[None]:
+    """`cryptography`'s deprecation warning whose text starts with `message` is not shown."""
     with _LOCK, warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="DSA is deprecated",
+        warnings.filterwarnings("ignore", message=message,
                                 category=CryptographyDeprecationWarning)
         yield
 
 
-with _dsa_quiet():
+_DSA = "DSA is deprecated"
+
+
+with _quiet(_DSA):
     from cryptography.hazmat.primitives.asymmetric import dsa
     _DSA_PUBLIC_KEY: type[Any] = dsa.DSAPublicKey
 
@@ -67,7 +73,7 @@ def public_key(cert: x509.Certificate) -> Any:
         is_dsa = True  # cannot tell from the OID: load it quietly
     if not is_dsa:
         return cert.public_key()
-    with _dsa_quiet():
+    with _quiet(_DSA):
         return cert.public_key()
 
 
@@ -82,5 +88,14 @@ def verify_issued(cert: x509.Certificate, issuer: x509.Certificate) -> None:
     if not is_dsa:
         cert.verify_directly_issued_by(issuer)
         return
-    with _dsa_quiet():
+    with _quiet(_DSA):
         cert.verify_directly_issued_by(issuer)
+
+
+def load_certificate(der: bytes) -> x509.Certificate:
+    """`x509.load_der_x509_certificate(der)`, quiet for a serial number that is not
+    positive (the warning says a future cryptography will refuse it). Raises ValueError for
+    DER that is not a certificate."""
+    from cryptography import x509
+    with _quiet("Parsed a serial number which wasn't positive"):
+        return x509.load_der_x509_certificate(der)

@@ -114,7 +114,7 @@ def _trust_findings(chain: tuple[CertificateInfo, ...], t: TrustCheck | None,
     if t.code in (18, 19):
         return [Finding(Severity.high, "certificate.self_signed", f"certificate chain not trusted: "
                         f"{t.reason}", items=subject)]
-    if t.code == 62:
+    if t.code in (62, 64):   # a host name; an address (as -verify_ip says)
         return [Finding(Severity.high, "certificate.hostname_mismatch", f"the certificate is not "
                         f"valid for {t.hostname}", items=(t.hostname or "",))]
     if t.code in (9, 10) and found & {"certificate.expired", "certificate.not_yet_valid"}:

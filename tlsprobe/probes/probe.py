@@ -174,7 +174,8 @@ def verification_of(engine: Handshake, target: Target,
                                    engine.config.server_name or target.host, options.cafile)
     if isinstance(outcome, str):
         return Verification(False, outcome)
-    return Verification(outcome.ok, outcome.message, outcome.hostname_ok, outcome.code)
+    return Verification(outcome.ok, outcome.message, outcome.hostname_ok,
+                        outcome.code if outcome.established else None)
 
 
 def tcp_connector(options: ProbeOptions, total: float) -> Connector:

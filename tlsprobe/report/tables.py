@@ -150,7 +150,7 @@ def certificate_rows(r: ProbeResult, full: bool) -> list[Row]:
 def _verification_rows(r: ProbeResult, full: bool) -> list[Row]:
     if r.verification is None:
         return []
-    return [("Verification", r.verification.message if r.verification.skipped
+    return [("Verification", r.verification.message if r.verification.code is None
              else f"Verify return code: {r.verification.message}")]
 
 

@@ -210,6 +210,9 @@ def trust_check(chain: list[bytes], hostname: str, cafile: str | None) -> TrustC
     path, result = verify_with_store(chain, hostname, cafile)
     if isinstance(result, str):
         return TrustCheck(TrustStatus.NOT_CHECKED, detail=result, hostname=hostname, trust_store=path)
+    if not result.established:   # OpenSSL's verdict not known: no code, not "untrusted"
+        return TrustCheck(TrustStatus.NOT_CHECKED, detail=result.detail or "", hostname=hostname,
+                          hostname_ok=result.hostname_ok, trust_store=path)
     return TrustCheck(TrustStatus.TRUSTED if result.ok else TrustStatus.UNTRUSTED, result.code,
                       REASONS.get(result.code, result.reason), result.detail or "", hostname,
                       result.hostname_ok, path)

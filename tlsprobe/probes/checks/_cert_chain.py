@@ -29,6 +29,7 @@ from tlsprobe.engine.config import TLS13, ClientConfig
 from tlsprobe.engine.interface import Handshake
 from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.model.checks import CheckResult
+from tlsprobe.model.pubkey import load_certificate
 from tlsprobe.model.server_certs import AUTH_OF
 from tlsprobe.net.driver import Progress, adrive
 from tlsprobe.net.transport import AsyncTransport
@@ -223,7 +224,7 @@ async def served(ctx: CheckContext) -> Served | str:
 def leaf_of(got: Served) -> x509.Certificate | str:
     """The leaf certificate parsed, or why it does not parse."""
     try:
-        return x509.load_der_x509_certificate(got.chain[0])
+        return load_certificate(got.chain[0])
     except ValueError as exc:
         return f"the leaf certificate does not parse: {exc}"
 

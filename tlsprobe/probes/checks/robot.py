@@ -38,7 +38,6 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, replace
 
-from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tlsprobe import registry
@@ -47,7 +46,7 @@ from tlsprobe.engine.config import TLS12, ClientConfig
 from tlsprobe.errors import NetworkError
 from tlsprobe.model.check_details import RobotAnswer, RobotDetails, RobotOracle
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
-from tlsprobe.model.pubkey import public_key
+from tlsprobe.model.pubkey import load_certificate, public_key
 from tlsprobe.net.driver import adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.audit.outcome import Outcome
@@ -126,7 +125,7 @@ async def _probe(kind: str, config: ClientConfig, transport: AsyncTransport,
     sh = hs.messages.server_hello
     if sh is None or not hs.first_flight_done or not hs.verification.certificates:
         return Answer(hs.incomplete_reason or "no ServerHelloDone", True)
-    key = public_key(x509.load_der_x509_certificate(hs.verification.certificates[0]))
+    key = public_key(load_certificate(hs.verification.certificates[0]))
     if not isinstance(key, rsa.RSAPublicKey):
         return Answer("the certificate's key is not RSA", True)
     numbers, size = key.public_numbers(), (key.key_size + 7) // 8

@@ -358,7 +358,7 @@ class TrustChecker:
             # key sizes are each client's own rule (keyrules.py), not OpenSSL's level 2
             path, result = verify_with_store(list(chain), self.hostname, self.cafile,
                                              key_sizes=False)
-            if isinstance(result, str):
+            if isinstance(result, str) or not result.established:
                 self.seen[chain] = None, ""
             elif result.ok:
                 self.seen[chain] = True, ""

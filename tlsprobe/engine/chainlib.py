@@ -1,0 +1,96 @@
+"""The second opinion on a chain: `cryptography.x509.verification`'s verifier (RFC 5280
+path building with the CA/Browser Forum profile, relaxed where OpenSSL accepts what it
+refuses: `_chain_policies`).
+
+engine/chain.py states OpenSSL's verdict from the facts it checks itself (chaincodes.py,
+chainpath.py, hostname.py) and asks this verifier too. The verifier is stricter than
+OpenSSL in ways no policy setting relaxes (RSA keys of 1963 to 2047 bits, Ed25519,
+brainpool and secp256k1 CA keys, SHA-224 signatures, a name constraint with a leading
+dot, a version 1 certificate, a negative serial number, ...), so a refusal that none of those facts
+explains is no verdict: chain.py reports it as not established, never as "untrusted".
+"""
+
+from __future__ import annotations
+
+import datetime
+
+from cryptography import x509
+from cryptography.x509 import verification as xv
+from cryptography.x509.oid import ExtendedKeyUsageOID
+
+from tlsprobe.engine.chainpath import MAX_PATH
+
+__all__ = ["library_refusal"]
+
+_EKU_REFUSED = "required EKU not found"
+
+
+def _server_eku(policy: xv.Policy, cert: x509.Certificate,
+                ext: x509.ExtendedKeyUsage | None) -> None:
+    """A leaf's extendedKeyUsage, when present, must allow serverAuth (as the server
+    verifier requires)."""
+    if ext is not None and ExtendedKeyUsageOID.SERVER_AUTH not in ext \
+            and ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE not in ext:
+        raise ValueError(_EKU_REFUSED)
+
+
+def _is_ca(policy: xv.Policy, cert: x509.Certificate,
+           ext: x509.BasicConstraints | None) -> None:
+    """A CA certificate's basicConstraints must say CA:TRUE, critical or not (OpenSSL does
+    not ask it to be critical, RFC 5280 4.2.1.9 asks the CA that issues it)."""
+    if ext is None or not ext.ca:
+        raise ValueError("basicConstraints of a CA certificate without CA:TRUE")
+
+
+def _signs_certificates(policy: xv.Policy, cert: x509.Certificate,
+                        ext: x509.KeyUsage | None) -> None:
+    """A CA certificate's keyUsage, when present, must allow keyCertSign (RFC 5280
+    4.2.1.3); absent, it allows every use, as OpenSSL reads it."""
+    if ext is not None and not ext.key_cert_sign:
+        raise ValueError("keyUsage of a CA certificate without keyCertSign")
+
+
+def _chain_policies() -> tuple[xv.ExtensionPolicy, xv.ExtensionPolicy]:
+    """The server verifier's rules (CA certificates, leaf), as OpenSSL and the clients
+    built on it apply them: a CA certificate needs basicConstraints CA:TRUE (critical or
+    not), but neither a keyUsage (when present it must allow keyCertSign) nor an authorityKeyIdentifier, and
+    a leaf no authorityKeyIdentifier (the CA/Browser Forum profile the library defaults to
+    asks all three: a private CA made by `openssl req -x509`, which OpenSSL, curl and
+    browsers accept, was 'untrusted'), and a leaf may say CA:TRUE (OpenSSL accepts it).
+    An EKU, in the leaf or a CA certificate, must allow serverAuth (the client verifier's
+    own rule asks clientAuth). The leaf's subjectAltName may hold anything (or be absent):
+    names are matched by engine/hostname.py."""
+    agnostic = xv.Criticality.AGNOSTIC
+    ca = (xv.ExtensionPolicy.webpki_defaults_ca()
+          .may_be_present(x509.ExtendedKeyUsage, agnostic, _server_eku)
+          .may_be_present(x509.KeyUsage, agnostic, _signs_certificates)
+          .may_be_present(x509.AuthorityKeyIdentifier, agnostic, None)
+          .require_present(x509.BasicConstraints, agnostic, _is_ca))
+    ee = (xv.ExtensionPolicy.webpki_defaults_ee()
+          .may_be_present(x509.ExtendedKeyUsage, agnostic, _server_eku)
+          .may_be_present(x509.AuthorityKeyIdentifier, agnostic, None)
+          .may_be_present(x509.SubjectAlternativeName, agnostic, None)
+          .may_be_present(x509.BasicConstraints, agnostic, None))
+    return ca, ee
+
+
+def library_refusal(anchors: tuple[x509.Certificate, ...], now: datetime.datetime,
+                    leaf: x509.Certificate, rest: list[x509.Certificate]) -> str | None:
+    """None when the library verifies the chain against `anchors`, else its reason.
+
+    The chain alone is checked: the path to an anchor, signatures, dates, the CA
+    certificates and the leaf's extensions as for a server, but not its names (which
+    need not be names the library can parse or match: a partial wildcard, an address
+    written as a DNS name, an underscore)."""
+    try:
+        ca, ee = _chain_policies()
+        (xv.PolicyBuilder().store(xv.Store(list(anchors))).time(now)
+         .max_chain_depth(MAX_PATH).extension_policies(ca_policy=ca, ee_policy=ee)
+         .build_client_verifier().verify(leaf, rest))
+    except (xv.VerificationError, ValueError) as exc:
+        text = str(exc) or exc.__class__.__name__
+        # The library appends a repr of the certificate it was processing: drop it; and says
+        # our validator's refusal in its own words: say it as the server verifier does.
+        text = text.split(" (encountered processing", 1)[0]
+        return "validation failed: " + _EKU_REFUSED if text.endswith(_EKU_REFUSED) else text
+    return None
