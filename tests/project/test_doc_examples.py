@@ -124,7 +124,8 @@ def self_signed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int
             proc = subprocess.Popen(
                 ["openssl", "s_server", "-accept", f"127.0.0.1:{port}", "-cert", "cert.pem",
                  "-key", "key.pem", "-groups", "X25519", "-quiet"],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=wd,
+                # an open stdin: at its end s_server would close the connection itself
+                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, cwd=wd,
                 start_new_session=True)
         deadline = time.monotonic() + 20
         while proc.poll() is None and not is_listening(port) and time.monotonic() < deadline:
@@ -138,6 +139,8 @@ def self_signed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int
     try:
         yield accepting(port)
     finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
         proc.terminate()
         try:
             proc.wait(5)
