@@ -199,3 +199,54 @@ def test_every_exit_code_the_documents_name_is_in_the_table(path: Path) -> None:
              for m in EXIT_MENTION.finditer(text)
              if int(m[1]) not in table and "curl" not in _line_of(text, m.start())]
     assert wrong == [], "exit codes outside README's table:\n" + "\n".join(wrong)
+
+
+def test_the_policy_files_the_documents_show_load(tmp_path: Path) -> None:
+    """docs/POLICY.md's ```toml and ```json blocks are policy files tlsprobe reads as
+    written (every key, code and name in them known)."""
+    from tlsprobe.policy.load import load_policy
+    text = (ROOT / "docs" / "POLICY.md").read_text()
+    blocks = re.findall(r"^```(toml|json)\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+    assert sorted(kind for kind, _ in blocks) == ["json", "toml"]
+    for number, (kind, body) in enumerate(blocks):
+        path = tmp_path / f"example{number}.{kind}"
+        path.write_text(body)
+        policy = load_policy(str(path))
+        assert policy.name, (kind, policy)
+
+
+def _members(node: object, found: set[str]) -> set[str]:
+    if isinstance(node, dict):
+        found.update(node.get("properties", {}))
+        for value in node.values():
+            _members(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            _members(value, found)
+    return found
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=IDS)
+def test_json_the_documents_quote_names_real_members(path: Path) -> None:
+    """A JSON object quoted in backticks (`{"passed": false, "reasons": [...]}`) parses and
+    names members the shipped schemas define."""
+    import json
+
+    from tlsprobe.data import schemas
+    members: set[str] = set()
+    for name in schemas.NAMES:
+        _members(schemas.load(name), members)
+    text = path.read_text()
+    wrong = []
+    for match in re.finditer(r"`(\{\".*?\})`", text):
+        line = text.count("\n", 0, match.start()) + 1
+        try:
+            value = json.loads(match[1].replace("[...]", "[]").replace("...", ""))
+        except ValueError as exc:
+            wrong.append(f"{path.name}:{line}: {match[1]}: {exc}")
+            continue
+        if re.search(r"`(?:policy_extends)` \($", text[:match.start()]):
+            continue    # a map: its keys are data (policy names), not members
+        wrong += [f"{path.name}:{line}: {key}" for key in value if key not in members]
+    assert wrong == [], "JSON in the documents that the schemas do not define:\n" + \
+        "\n".join(wrong)
