@@ -166,8 +166,10 @@ def test_the_group_audit_example(server_cache: Callable[..., Any],
     result = run_cli("scan", f"127.0.0.1:{server.port}", "--checks", "groups")
     assert result.returncode == 0, result.stderr
 
-    def mask(line: str) -> str:
-        return re.sub(r"in \d+\.\d+ s", "in N s", line.replace(f":{server.port}", ":4433"))
+    def mask(line: str) -> str:   # counts and times: a loaded machine's retries add some
+        line = re.sub(r"^Connections: .*", "Connections: ...", line)
+        return re.sub(r"\(\d+ connections?\)", "(N connections)",
+                      line.replace(f":{server.port}", ":4433"))
     check("scan 127.0.0.1:4433 --checks groups", result.stdout, mask)
 
 
