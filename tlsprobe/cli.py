@@ -18,7 +18,13 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 
 from tlsprobe.commands.common import ArgumentParser, command_parser, error_line, thaw
-from tlsprobe.errors import EXIT_CLOSED_PIPE, EXIT_INTERNAL, EXIT_USAGE, TlsprobeError
+from tlsprobe.errors import (
+    EXIT_CLOSED_PIPE,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    TlsprobeError,
+)
 
 #: set to 1 to see the traceback of an internal error (a bug) after its one line
 DEBUG_ENV = "TLSPROBE_DEBUG"
@@ -99,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main(argv)
     except KeyboardInterrupt:  # also while a command module is still being imported
         print("tlsprobe: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return closed_pipe()
     except Exception as exc:  # noqa: BLE001 - a bug: one line (TLSPROBE_DEBUG=1: traceback), 70
@@ -178,7 +184,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         print("tlsprobe: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return closed_pipe()
 

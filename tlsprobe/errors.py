@@ -15,6 +15,7 @@ Exit codes (documented in the README):
   8  the server sent more than one of tlsprobe's own limits allows (--max-chain,
      --max-message, --max-records, --max-bytes): no fault of the server's; the option named
      raises the limit
+  130 interrupted (Ctrl-C, SIGINT)
   141 stdout closed by its reader (`tlsprobe scan HOST | head -1`), as a tool killed by
      SIGPIPE (128 + 13); nothing on stderr
   70 internal error: a bug in tlsprobe (one line; TLSPROBE_DEBUG=1 shows the traceback), or
@@ -37,6 +38,7 @@ EXIT_PROTOCOL = 6
 EXIT_BAD_INPUT = 7
 EXIT_LIMIT = 8
 EXIT_INTERNAL = 70  # EX_SOFTWARE in sysexits.h
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a tool Ctrl-C ended
 EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool SIGPIPE ended
 
 

@@ -66,3 +66,23 @@ def test_pcap_ring_size_range(capsys: pytest.CaptureFixture[str], tmp_path,
                            "--ring-size", value),
                        "--ring-size must be a number of MB above 0 and at most 1000000")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv, shown", [
+    (("pcap", "-i", "lo", "--duration", "2592000.5"), "2592000.5"),
+    (("pcap", "-i", "lo", "--duration", "2592001"), "2592001"),
+    (("pcap", "-i", "lo", "-B", "4096.00001"), "4096.00001"),
+    (("pcap", "-i", "lo", "-w", "RING", "--ring-size", "1000000.5"), "1000000.5"),
+    (("survey", "TARGETS", "--out", "OUT", "--rate", "100000.5"), "100000.5"),
+])
+def test_a_value_past_its_range_is_shown_as_given(capsys: pytest.CaptureFixture[str], tmp_path,
+                                                  argv: tuple[str, ...], shown: str) -> None:
+    """The error quotes the value given, not a rounding of it that reads as within the range
+    ("at most 2592000 ... (got 2.592e+06)" for --duration 2592001)."""
+    targets = tmp_path / "targets.txt"
+    targets.write_text(DEAD + "\n")
+    names = {"RING": str(tmp_path / "r.pcapng"), "TARGETS": str(targets),
+             "OUT": str(tmp_path / "out")}
+    result = cli(capsys, *(names.get(word, word) for word in argv))
+    assert_usage_error(result, shown)
+    assert list(tmp_path.iterdir()) == [targets]

@@ -159,3 +159,94 @@ def test_schemas_md_names_every_optional_member() -> None:
         missing += [f"{name}: {member}" for member in sorted(optional - named)]
     assert missing == [], "optional members docs/SCHEMAS.md does not name: " + \
         ", ".join(missing)
+
+
+def exit_code_table() -> dict[int, str]:
+    """README's "Exit codes" table: code -> meaning."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("\n## Exit codes\n", 1)[1].split("\n## ", 1)[0]
+    return {int(m[1]): m[2] for m in re.finditer(r"^\| (\d+) \| (.*) \|$", section,
+                                                       re.MULTILINE)}
+
+
+def test_the_exit_code_table_is_the_code_s() -> None:
+    """Each code README's table documents is an `EXIT_*` of tlsprobe/errors.py and each
+    `EXIT_*` is documented (130, "interrupted", was a bare number in cli.py)."""
+    from tlsprobe import errors
+    constants = {value for name, value in vars(errors).items()
+                 if name.startswith("EXIT_") and isinstance(value, int)}
+    table = exit_code_table()
+    assert {0, 1, 2, 70, 130} <= set(table)
+    assert set(table) == constants, (sorted(set(table) - constants),
+                                     sorted(constants - set(table)))
+
+
+def _line_of(text: str, offset: int) -> str:
+    return text[text.rfind("\n", 0, offset) + 1:text.find("\n", offset)]
+
+
+#: "exit 3", "exits 130", "exit code 7", "(exit 2)": a code tlsprobe ends with
+EXIT_MENTION = re.compile(r"\b(?:exits?|[Ee]xit code|exit status)\s+\(?(\d+)\b")
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=IDS)
+def test_every_exit_code_the_documents_name_is_in_the_table(path: Path) -> None:
+    """An exit code the documents promise is one README's table explains (another
+    program's, such as curl's "exit 35", is named on its line)."""
+    table = set(exit_code_table())
+    text = path.read_text()
+    wrong = [f"{path.name}:{text.count(chr(10), 0, m.start()) + 1}: {m[0]}"
+             for m in EXIT_MENTION.finditer(text)
+             if int(m[1]) not in table and "curl" not in _line_of(text, m.start())]
+    assert wrong == [], "exit codes outside README's table:\n" + "\n".join(wrong)
+
+
+def test_the_policy_files_the_documents_show_load(tmp_path: Path) -> None:
+    """docs/POLICY.md's ```toml and ```json blocks are policy files tlsprobe reads as
+    written (every key, code and name in them known)."""
+    from tlsprobe.policy.load import load_policy
+    text = (ROOT / "docs" / "POLICY.md").read_text()
+    blocks = re.findall(r"^```(toml|json)\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+    assert sorted(kind for kind, _ in blocks) == ["json", "toml"]
+    for number, (kind, body) in enumerate(blocks):
+        path = tmp_path / f"example{number}.{kind}"
+        path.write_text(body)
+        policy = load_policy(str(path))
+        assert policy.name, (kind, policy)
+
+
+def _members(node: object, found: set[str]) -> set[str]:
+    if isinstance(node, dict):
+        found.update(node.get("properties", {}))
+        for value in node.values():
+            _members(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            _members(value, found)
+    return found
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=IDS)
+def test_json_the_documents_quote_names_real_members(path: Path) -> None:
+    """A JSON object quoted in backticks (`{"passed": false, "reasons": [...]}`) parses and
+    names members the shipped schemas define."""
+    import json
+
+    from tlsprobe.data import schemas
+    members: set[str] = set()
+    for name in schemas.NAMES:
+        _members(schemas.load(name), members)
+    text = path.read_text()
+    wrong = []
+    for match in re.finditer(r"`(\{\".*?\})`", text):
+        line = text.count("\n", 0, match.start()) + 1
+        try:
+            value = json.loads(match[1].replace("[...]", "[]").replace("...", ""))
+        except ValueError as exc:
+            wrong.append(f"{path.name}:{line}: {match[1]}: {exc}")
+            continue
+        if re.search(r"`(?:policy_extends)` \($", text[:match.start()]):
+            continue    # a map: its keys are data (policy names), not members
+        wrong += [f"{path.name}:{line}: {key}" for key in value if key not in members]
+    assert wrong == [], "JSON in the documents that the schemas do not define:\n" + \
+        "\n".join(wrong)

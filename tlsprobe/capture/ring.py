@@ -82,7 +82,7 @@ class RingSpec:
         if ring_size_mb is not None:
             if not 0 < ring_size_mb <= MAX_RING_MB:
                 raise ValueError(f"--ring-size must be a number of MB above 0 and at most "
-                                 f"{MAX_RING_MB:.0f}, not {ring_size_mb:g}")
+                                 f"{MAX_RING_MB:.0f}, not {ring_size_mb:.15g}")
             size = max(1, round(ring_size_mb * 1_000_000))
         if ring_files is not None:
             if size is None:

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from tlsprobe.errors import EXIT_INTERNAL, TlsprobeError, UsageError
+from tlsprobe.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, TlsprobeError, UsageError
 
 if TYPE_CHECKING:
     from tlsprobe.speed import SpeedReport
@@ -29,9 +29,6 @@ if TYPE_CHECKING:
 # tlsprobe.speed (its catalog is built from `cryptography` objects) is imported when the
 # command runs or its help is shown, never to build the parser: `tlsprobe --help`,
 # `--version` and the other commands stay fast (tests/project/test_startup.py).
-
-# Exit status after Ctrl-C (128 + SIGINT), as cli.py gives for every other command.
-EXIT_INTERRUPTED = 130
 
 _MAX_BLOCK = 1 << 20
 

@@ -36,7 +36,7 @@ def check_duration(duration: float | None, names: Names) -> None:
     if duration is not None and not (0 < duration <= MAX_DURATION):
         raise UsageError(f"{names('duration')} must be a number of seconds above 0 and at "
                          f"most {MAX_DURATION:.0f} (30 days; without it the capture runs until "
-                         f"Ctrl-C) (got {duration:g})")
+                         f"Ctrl-C) (got {duration:.15g})")
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class LiveRequest:
         check_duration(duration, names)
         if buffer_mb is not None and not (1 / 1024 <= buffer_mb <= MAX_BUFFER_MB):
             raise UsageError(f"{names('buffer_mb')} must be between 0.001 and "
-                             f"{MAX_BUFFER_MB} MiB (got {buffer_mb:g})")
+                             f"{MAX_BUFFER_MB} MiB (got {buffer_mb:.15g})")
         return cls(ifaces, bpf or DEFAULT_FILTER, count, duration,
                    BUFFER_MB if buffer_mb is None else buffer_mb)
 

@@ -67,7 +67,7 @@ class SurveyRequest:
         if args.rate is not None and not (math.isfinite(args.rate) and
                                           MIN_RATE <= args.rate <= MAX_RATE):
             raise UsageError(f"--rate must be a number of connections per second from "
-                             f"{MIN_RATE:g} to {MAX_RATE:g}, not {args.rate:g}")
+                             f"{MIN_RATE:g} to {MAX_RATE:g}, not {args.rate:.15g}")
         if args.out is None:
             raise UsageError("--out DIR is required (where the survey's files go)")
         if args.directory is not None:

@@ -7,7 +7,8 @@ Memory is bounded by the number of targets, not their documents: the old survey 
 host:port -> (file, byte offset) and each old document is read back when its new one comes.
 
 The summary counts targets once each; shares are of the targets each survey could audit
-(unreachable targets are counted apart): "X25519MLKEM768 on 12.0 % of targets (+3.0 points)".
+(unreachable targets are counted apart): "X25519MLKEM768 now on 12.0 % of targets (120), +3.0
+points (was 9.0 %)".
 """
 
 from __future__ import annotations
