@@ -322,7 +322,37 @@ def cases() -> list[Case]:
                  {"version": "0x0303", "cipher_suite": "0xc02f", "client_share_bytes": 32,
                   "session_ticket_lifetime": 7200, "gap": True}])}),
     ]
-    return out
+    return out + client_auth_cases()
+
+
+def client_auth_cases() -> list[Case]:
+    """Mutual TLS: the server (ECDSA) asks for a client certificate (-Verify: requires one,
+    -verify: asks), the client sends the test CA's RSA leaf and the CA, or nothing. (An
+    ECDSA client certificate against s_server's ECDHE-RSA-only cipher list fails with
+    illegal_parameter: OpenSSL 3.0's own limit, not the capture's.)"""
+    from tests.helpers.servers import default_certs
+    certs = default_certs()
+    mine = ("-cert", str(certs["rsa"].cert), "-key", str(certs["rsa"].key),
+            "-cert_chain", str(certs.ca))
+    asks = ["-Verify", "1"]
+    return [
+        Case("tls12_client_auth", "TLS 1.2 mutual authentication: the server requires a "
+             "client certificate, the client sends its RSA leaf and CA",
+             srv(impl="openssl", groups=["X25519"], ciphers="ECDHE-ECDSA-AES128-GCM-SHA256",
+                 proto="tls1_2", cert="ecdsa", extra=asks), s_client("-tls1_2", *mine),
+             [_hs("0x0303", "0xc02b", "X25519", "server_key_exchange",
+                  client_auth=[True, True, 2])]),
+        Case("tls12_client_auth_empty", "TLS 1.2: the server asks for a client certificate, "
+             "the client has none (an empty Certificate)",
+             srv(impl="openssl", groups=["X25519"], ciphers="ECDHE-ECDSA-AES128-GCM-SHA256",
+                 proto="tls1_2", cert="ecdsa", extra=["-verify", "1"]), s_client("-tls1_2"),
+             [_hs("0x0303", "0xc02b", "X25519", "server_key_exchange",
+                  client_auth=[True, True, 0])]),
+        Case("tls13_client_auth", "TLS 1.3 mutual authentication (seen only with the key "
+             "log): the client sends its RSA leaf and CA to an ECDSA server",
+             srv(impl="openssl", groups=["X25519"], proto="tls1_3", cert="ecdsa", extra=asks),
+             s_client("-tls1_3", *mine), [_hs("0x0304", "0x1302", "X25519", "key_share")]),
+    ]
 
 
 # -- recording ----------------------------------------------------------------------------

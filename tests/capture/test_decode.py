@@ -231,6 +231,16 @@ NEW_TUNNELS = {
                            "2001:db8::1:50000", "2001:db8:ffff::2:443"),
     "ayiya": (1, lambda: ether(in_udp(5072, AYIYA_HEADER, seg6())), "2001:db8::1:50000",
               "2001:db8:ffff::2:443"),
+    # GRE payloads tshark follows that tlsprobe once counted as "gre_other", unread
+    "gre_wccp_redirect": (1, lambda: ether(gre(b"\x00\x01\x00\x00" + seg4(), 0x883E)),
+                          "10.1.1.1:50000", "10.2.2.2:443"),
+    "gre_wccp_v1": (1, lambda: ether(gre(seg4(), 0x883E)), "10.1.1.1:50000", "10.2.2.2:443"),
+    "gre_frame_relay": (1, lambda: ether(gre(b"\x18\x41\x03\xcc" + seg4(), 0x6559)),
+                        "10.1.1.1:50000", "10.2.2.2:443"),
+    "gre_nsh": (1, lambda: ether(gre(b"\x0f\xc2\x02\x01" + bytes(4) + seg4(), 0x894F)),
+                "10.1.1.1:50000", "10.2.2.2:443"),
+    "gre_6400": (1, lambda: ether(gre(ether(seg4()), 0x6400)), "10.1.1.1:50000",
+                 "10.2.2.2:443"),
 }
 CASES.update(NEW_TUNNELS)
 
@@ -390,20 +400,58 @@ def test_udp_datagrams() -> None:
     assert stream.stats.udp_datagrams == 4 and stream.stats.snaplen_cut == 1
 
 
-def test_plain_udp_on_a_tunnel_port_stays_udp_and_a_several_packet_amsdu_is_said() -> None:
+def test_plain_udp_on_a_tunnel_port_stays_udp() -> None:
     """Teredo, AYIYA and GRE-in-UDP ports carry other UDP too (a DTLS record to port 3544,
-    a datagram that is no AYIYA header): read as plain UDP; an A-MSDU of two packets is
-    skipped and counted (a loss: a note and exit 7), never read as its first packet alone."""
+    a datagram that is no AYIYA header, GRE of a type not read): read as plain UDP."""
     dtls = b"\x16\xfe\xfd" + bytes(11) + b"\x00\x04abcd"
     frames = [ether(in_udp(3544, b"", dtls)), ether(in_udp(5072, b"", b"\x00" * 12)),
               ether(in_udp(4754, b"", b"\x00\x00\x12\x34abcd")),
-              ether(gre(amsdu(seg4(), seg4()), 0x8200))]
+              ether(in_udp(4754, b"", b"\x00\x00\x08\x06abcd"))]
     events, stream = collect(io.BytesIO(pcap_bytes(frames)))
     assert [(e.dport, e.data) for e in events] == [
-        (3544, dtls), (5072, b"\x00" * 12), (4754, b"\x00\x00\x12\x34abcd")]
-    assert stream.stats.skipped == {"wlan_amsdu": 1}
-    assert stream.stats.losses() == ["1 802.11 frame aggregating several packets (A-MSDU, "
-                                     "not split; skipped)"]
+        (3544, dtls), (5072, b"\x00" * 12), (4754, b"\x00\x00\x12\x34abcd"),
+        (4754, b"\x00\x00\x08\x06abcd")]
+    assert stream.stats.skipped == {}
+
+
+def _amsdu_frames() -> list[bytes]:
+    two = amsdu(seg4(b"first"), seg6(b"second"))
+    three = amsdu(seg4(b"one"), ipv4(*V4, 17, udp(5353, 443, b"dgram")), seg6(b"three"))
+    return [ether(gre(two, 0x8200)), radiotap(three)]
+
+
+def radiotap(frame: bytes) -> bytes:
+    return b"\x00\x00\x08\x00\x00\x00\x00\x00" + frame
+
+
+def test_every_packet_of_an_amsdu_is_read(tmp_path: Path) -> None:
+    """An A-MSDU of several packets (in Aruba's GRE, over radiotap) gives each of its
+    subframes' packets, as tshark does; nothing is skipped or said."""
+    frames = _amsdu_frames()
+    events, stream = collect(io.BytesIO(pcap_bytes(frames[:1])))
+    got = {(st_["key"].client, st_["data"][0]) for st_ in streams(events).values()}
+    assert got == {("10.1.1.1:50000", b"first"), ("2001:db8::1:50000", b"second")}
+    assert stream.stats.skipped == {} and stream.stats.losses() == []
+    events, stream = collect(io.BytesIO(pcap_bytes(frames[1:], 127)))
+    assert sorted(st_["data"][0] for st_ in streams(events).values()) == [b"one", b"three"]
+    assert [e.data for e in events if isinstance(e, Datagram)] == [b"dgram"]
+    if shutil.which("tshark"):
+        path = tmp_path / "a.pcap"
+        path.write_bytes(pcap_bytes(frames[:1]))
+        out = subprocess.run(["tshark", "-r", str(path), "-T", "fields", "-e", "tcp.srcport"],
+                             capture_output=True, text=True, timeout=60, check=True).stdout
+        assert out.split() == ["50000,50000"]  # two TCP layers in the one frame
+
+
+def test_gre_of_a_type_not_read_is_said() -> None:
+    """GRE of a protocol type tlsprobe does not read may hide TCP: counted and said (a
+    note, exit 7), as a link type not read is; ARP in GRE carries none: quiet."""
+    frames = [ether(gre(seg4(), 0x1234)), ether(gre(b"\x00\x01\x08\x00" + bytes(24), 0x0806)),
+              ether(gre(seg4(), 0x8909))]
+    _, stream = collect(io.BytesIO(pcap_bytes(frames)))
+    assert stream.stats.skipped == {"gre_other": 2, "gre_non_ip": 1}
+    assert stream.stats.losses() == ["2 GRE packets carrying a protocol type tlsprobe does "
+                                     "not read (skipped)"]
 
 
 def test_udp_can_be_turned_off() -> None:

@@ -42,7 +42,9 @@ def facts_of(r: ConnectionReport) -> dict[str, Any]:
             "hello_retry_request": r.hello_retry_request.hex if r.hello_retry_request else None,
             "alerts": [[a.direction, a.level, a.description] for a in r.alerts],
             "certificates": len(r.certificates), "gap": r.gap_bytes > 0,
-            "session_ticket_lifetime": r.session_ticket_lifetime}
+            "session_ticket_lifetime": r.session_ticket_lifetime,
+            "client_auth": [r.client_auth.requested, r.client_auth.sent,
+                            len(r.client_auth.certificates)] if r.client_auth else None}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

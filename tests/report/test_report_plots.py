@@ -280,7 +280,7 @@ def test_pcap_chart_gives_every_category_its_own_colour_and_states_the_bin(
     assert others == [f"other ({len(groups) - TOP_CATEGORIES} kinds)"]
     assert next(iter(_panel_colours(fig.axes[1])[others[0]])) == tuple(
         round(c, 3) for c in to_rgba(OTHER_COLOUR))
-    assert re.fullmatch(r"time from the first connection \((s|min|h|days); 30 connections\)",
+    assert re.fullmatch(r"time from the first connection \((s|min|h|days); 33 connections\)",
                         fig.axes[1].get_xlabel()), fig.axes[1].get_xlabel()
 
 

@@ -8,7 +8,8 @@ header and payload are ``buf[l4_off:l4_end]``; ``cut`` is how many bytes of the 
 capture did not keep (snaplen, or a length field claiming more than the frame holds).  An IP
 fragment comes back as ``(FRAGMENT_V4 or FRAGMENT_V6, ip_off, ip_end, depth, at, cut)``
 (``at``: the IPv4 payload or the IPv6 fragment header) for fragments.py to reassemble; the
-packet it completes is decoded again with `ip_any`.
+packet it completes is decoded again with `ip_any`. An 802.11 A-MSDU of several packets
+comes back as ``(AMSDU, off, end, depth, 0, 0)``: `amsdu_packets` decodes each.
 Nothing is copied: these functions sit on the per-packet path.
 
 Link types: Ethernet (1) with 802.1Q/QinQ tags, 802.3 SNAP, PPPoE and MPLS; BSD null (0,
@@ -17,9 +18,10 @@ OpenBSD enc (109, a 12-byte header: AF, SPI, flags); raw IP (101, 12, 14, 228, 2
 Linux cooked SLL (113) and SLL2 (276); PPP (9, 50); FDDI (10); Cisco HDLC (104); Frame
 Relay (107); Apple PKTAP (258, and 149 as macOS writes it) and PPI (192) over any of these;
 Linux NFLOG (239); 802.11 data frames (105, radiotap 127, Centrino EtherType 0x2452) when they are not
-encrypted (an A-MSDU of one subframe; one of several is a counted loss).  Tunnels: IP-in-IP,
+encrypted (every subframe of an A-MSDU).  Tunnels: IP-in-IP,
 6in4, 802.1ah provider backbone bridging (EtherType 0x88E7), GRE (with transparent Ethernet
-bridging, ERSPAN types I-III, PPTP's PPP, Aruba's 802.11 frames), VXLAN (UDP 4789), GENEVE
+bridging, ERSPAN types I-III, PPTP's PPP, Aruba's 802.11 frames, WCCP redirects, raw Frame
+Relay, NSH), VXLAN (UDP 4789), GENEVE
 (6081), GTP-U (2152), GRE in UDP (4754), CAPWAP data (5247, either side: 802.3 or 802.11
 frames of the wireless clients; its DTLS is the UDP layer's), Teredo (3544, either side)
 and AYIYA (5072, either side).
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from tlsprobe.capture.events import FRAGMENT_V4, FRAGMENT_V6, MAX_TUNNEL_DEPTH
+from tlsprobe.capture.events import AMSDU, FRAGMENT_V4, FRAGMENT_V6, MAX_TUNNEL_DEPTH
 from tlsprobe.capture.links import (
     OTHER_LINKS,
     UDP_AYIYA,
@@ -37,7 +39,9 @@ from tlsprobe.capture.links import (
     UDP_TEREDO,
     Step,
     amsdu,
+    amsdu_subframes,
     ayiya,
+    frame_relay,
     gre_aruba,
     step,
     teredo,
@@ -73,6 +77,8 @@ UDP_GTPU: Final = 2152
 UDP_CAPWAP_DATA: Final = 5247
 _UDP_TUNNELS: Final = frozenset((UDP_VXLAN, UDP_GENEVE, UDP_GTPU, UDP_GRE))
 _EITHER_PORT: Final = frozenset((UDP_CAPWAP_DATA, UDP_TEREDO, UDP_AYIYA))
+#: GRE payloads that carry no IP (ARP, CDP, NHRP, OSI, IPX, GRE tunnel bonding control)
+_GRE_NOT_IP: Final = frozenset((0x0806, 0x2000, 0x2001, 0x00FE, 0x8137, 0x0101, 0xB7EA))
 MAX_DEPTH: Final = MAX_TUNNEL_DEPTH  # nested encapsulations followed
 
 
@@ -211,12 +217,20 @@ def wlan(buf: bytes, off: int, end: int, depth: int, swap: bool = False) -> Deco
             return "truncated"
         off += 8 if buf[off + 3] & 0x20 else 4
     if aggregate and not fc1 & 0x40:
-        return _follow(amsdu(buf, off, end), buf, depth)
+        where = amsdu(buf, off, end)
+        return (AMSDU, off, end, depth, 0, 0) if where == "wlan_amsdu" else \
+            _follow(where, buf, depth)
     if end - off < 8:
         return "truncated"
     if buf[off] != 0xAA or buf[off + 1] != 0xAA or buf[off + 2] != 0x03:
         return "wlan_encrypted_or_non_ip"
     return ethertype((buf[off + 6] << 8) | buf[off + 7], buf, off + 8, end, depth)
+
+
+def amsdu_packets(buf: bytes, off: int, end: int, depth: int) -> list[Decoded]:
+    """Each packet of the A-MSDU `wlan` handed over as ``(AMSDU, off, end, depth, 0, 0)``,
+    decoded as `decode` would (a subframe may be an A-MSDU again: then handed over too)."""
+    return [_follow(where, buf, depth) for where in amsdu_subframes(buf, off, end)]
 
 
 def ppp(buf: bytes, off: int, end: int, depth: int) -> Decoded:
@@ -398,8 +412,12 @@ def gre(buf: bytes, off: int, end: int, depth: int) -> Decoded:
         return ipv4(buf, off, end, depth)
     if ptype == 0x86DD:
         return ipv6(buf, off, end, depth)
-    if ptype == 0x6558:
+    if ptype == 0x6558 or ptype == 0x6400:  # transparent Ethernet bridging (and 0x6400)
         return ether(buf, off, end, depth)
+    if ptype == 0x883E:  # WCCP redirect: a 4-byte header (v2: not an IPv4 first byte), IPv4
+        if end - off >= 1 and buf[off] >> 4 != 4:
+            off += 4
+        return ipv4(buf, off, end, depth)
     if ptype == 0x88BE:  # ERSPAN type II has a sequence number and an 8-byte header; type I none
         return ether(buf, off + 8 if flags & 0x1000 else off, end, depth)
     if ptype == 0x22EB:  # ERSPAN type III: 12 bytes, + 8 with the platform sub-header (O bit)
@@ -412,6 +430,29 @@ def gre(buf: bytes, off: int, end: int, depth: int) -> Decoded:
         return wlan(buf, off, end, depth)
     if ptype == 0x8847 or ptype == 0x8848:
         return mpls(buf, off, end, depth)
+    return _gre_rarer(ptype, buf, off, end, depth)
+
+
+def _gre_rarer(ptype: int, buf: bytes, off: int, end: int, depth: int) -> Decoded:
+    """The rarer GRE payloads tshark follows: raw Frame Relay, NSH (RFC 8300: its length
+    in 4-byte words, then IPv4, IPv6, Ethernet or MPLS). Protocols that carry no IP are
+    "gre_non_ip"; any other type (CDMA2000 A10's byte-stuffed PPP, Cisco MetaData...)
+    "gre_other", a loss said in a note: TCP or UDP may be inside."""
+    if ptype == 0x6559:
+        return _follow(frame_relay(buf, off, end), buf, depth)
+    if ptype == 0x894F:
+        if end - off < 8:
+            return "truncated"
+        nxt, inner = buf[off + 3], off + ((buf[off + 1] & 0x3F) << 2)
+        if nxt == 1:
+            return ipv4(buf, inner, end, depth)
+        if nxt == 2:
+            return ipv6(buf, inner, end, depth)
+        if nxt == 3:
+            return ether(buf, inner, end, depth)
+        return mpls(buf, inner, end, depth) if nxt == 5 else "gre_other"
+    if ptype in _GRE_NOT_IP:
+        return "gre_non_ip"
     return "gre_other"
 
 
@@ -456,7 +497,7 @@ def udp_tunnel(port: int, buf: bytes, off: int, end: int, depth: int) -> Decoded
         return None if where is None else _follow(where, buf, depth)
     if port == UDP_GRE:
         carried = gre(buf, off, end, depth) if end - off >= 4 and not buf[off + 1] & 7 else None
-        return None if carried == "gre_other" else carried
+        return None if carried == "gre_other" or carried == "gre_non_ip" else carried
     if port == UDP_VXLAN:
         if end - off < 8 or not buf[off] & 0x08:
             return None

@@ -144,6 +144,9 @@ SECRETS_TLS_KEYLOG: Final = 0x544C534B
 MAX_TUNNEL_DEPTH: Final = 6  # nested encapsulations followed (decode.py)
 FRAGMENT_V4: Final = -4
 FRAGMENT_V6: Final = -6
+#: decode.py's answer for an 802.11 A-MSDU of several packets: ``(AMSDU, off, end, depth,
+#: 0, 0)``, its subframes read one by one (decode.amsdu_packets) off the per-packet path
+AMSDU: Final = -11
 #: link types netmon.py gives Network Monitor's own records (network types 0xFFE0-0xFFFF:
 #: events, network and process information, DNS cache, filter): no traffic, not a loss
 NETMON_METADATA: Final = 0x10000 + 0xFFE0
@@ -258,10 +261,14 @@ class CaptureStats:
         if n:
             out.append(f"{_count(n, 'CAPWAP data fragment')} (frames CAPWAP split, not "
                        "reassembled; skipped)")
+        n = skipped.get("gre_other", 0)
+        if n:
+            out.append(f"{_count(n, 'GRE packet')} carrying a protocol type tlsprobe does "
+                       "not read (skipped)")
         n = skipped.get("wlan_amsdu", 0)
         if n:
-            out.append(f"{_count(n, '802.11 frame')} aggregating several packets (A-MSDU, "
-                       "not split; skipped)")
+            out.append(f"{_count(n, '802.11 frame')} aggregating several packets (A-MSDU) "
+                       "inside a reassembled IP fragment (not split; skipped)")
         n = skipped.get("tunnel_too_deep", 0)
         if n:
             out.append(f"{_count(n, 'packet')} encapsulated deeper than {MAX_TUNNEL_DEPTH} "

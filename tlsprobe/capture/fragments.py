@@ -23,7 +23,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Final
 
-from tlsprobe.capture.events import FRAGMENT_V4, FRAGMENT_V6, CaptureStats
+from tlsprobe.capture.events import AMSDU, FRAGMENT_V4, FRAGMENT_V6, CaptureStats
 
 Decoded6 = tuple[int, int, int, int, int, int]
 #: where a reassembled packet goes: (buffer, decoded transport tuple, ts, frame)
@@ -175,6 +175,8 @@ class FragmentTable:
         whole = ip_any(packet, 0, len(packet), r[3])
         if isinstance(whole, str):
             self.stats.skip(whole)
+        elif whole[0] == AMSDU:  # (802.11 in a tunnel in the fragments: rare, said)
+            self.stats.skip("wlan_amsdu")
         elif whole[0] < 0:
             self.stats.skip("bad_ip_header")  # a fragment inside a reassembled fragment
         else:

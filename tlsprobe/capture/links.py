@@ -65,8 +65,8 @@ def ayiya(buf: bytes, off: int, end: int) -> Step | None:
 
 def amsdu(buf: bytes, off: int, end: int) -> Step:
     """An 802.11 A-MSDU: subframes of destination, source, length, then LLC/SNAP and the
-    packet, each padded to 4 bytes. One packet is read per frame: a frame of one subframe
-    is read; one of several is skipped ("wlan_amsdu", a loss said in a note)."""
+    packet, each padded to 4 bytes. A frame of one subframe is read here; one of several
+    is "wlan_amsdu", for decode.py to hand over whole (`amsdu_subframes` splits it)."""
     if end - off < 22:
         return "truncated"
     stop = off + 14 + ((buf[off + 12] << 8) | buf[off + 13])
@@ -74,9 +74,27 @@ def amsdu(buf: bytes, off: int, end: int) -> Step:
         return "truncated"
     if end - (stop + (-(stop - off) % 4)) >= 14:
         return "wlan_amsdu"
+    return _subframe(buf, off, stop)
+
+
+def _subframe(buf: bytes, off: int, stop: int) -> Step:
+    if stop - off < 22:
+        return "truncated"
     if buf[off + 14] != 0xAA or buf[off + 15] != 0xAA or buf[off + 16] != 0x03:
         return "non_ip"
     return "ethertype", off + 22, stop, (buf[off + 20] << 8) | buf[off + 21]
+
+
+def amsdu_subframes(buf: bytes, off: int, end: int) -> list[Step]:
+    """Where each packet of an A-MSDU of several subframes goes on, as tshark reads every
+    subframe; a subframe the capture cut short ends at the frame's end (its IP header
+    then tells how much is missing)."""
+    out: list[Step] = []
+    while end - off >= 14:
+        stop = min(end, off + 14 + ((buf[off + 12] << 8) | buf[off + 13]))
+        out.append(_subframe(buf, off, stop))
+        off = stop + (-(stop - off) % 4)
+    return out
 
 
 def step(link_type: int, buf: bytes, start: int, end: int) -> Step:

@@ -15,8 +15,9 @@ import struct
 from collections.abc import Callable, Generator
 from typing import ClassVar, Final
 
-from tlsprobe.capture.decode import decode, ether
+from tlsprobe.capture.decode import amsdu_packets, decode, ether
 from tlsprobe.capture.events import (
+    AMSDU,
     SECRETS_TLS_KEYLOG,
     CaptureStats,
     ConnKey,
@@ -334,12 +335,24 @@ class CaptureStream(PacketLoop):
             skipped = self.stats.skipped
             skipped[r] = skipped.get(r, 0) + 1
             return
+        self._packet(buf, r, orig - (end - start), ts, frame)
+
+    def _packet(self, buf: bytes, r: tuple[int, int, int, int, int, int], snapcut: int,
+                ts: float, frame: int) -> None:
+        """A decoded packet (`snapcut`: the bytes of its frame the snaplen left out)."""
         proto, addr_off, alen, l4, l4end, cut = r
-        if cut > 0 and cut > orig - (end - start):
+        if cut > 0 and cut > snapcut:
             # the IP length claims more than the frame held on the wire: not a snaplen cut
             # (tshark reads the bytes that are there); only the snaplen's share is a gap
             self.stats.ip_length_exceeds_packet += 1
-            r = (proto, addr_off, alen, l4, l4end, max(0, orig - (end - start)))
+            r = (proto, addr_off, alen, l4, l4end, max(0, snapcut))
+        if proto == AMSDU:  # several packets in one 802.11 frame: each read
+            for sub in amsdu_packets(buf, addr_off, alen, l4):
+                if isinstance(sub, str):
+                    self.stats.skip(sub)
+                else:
+                    self._packet(buf, sub, snapcut, ts, frame)
+            return
         if proto < 0:  # an IP fragment
             self._frags.read(buf, r, ts, frame, self._transport)
             return

@@ -40,6 +40,7 @@ __all__ = [
     "CaptureSummary",
     "CertificateInfo",
     "Cipher",
+    "ClientAuth",
     "Codepoint",
     "ConnectionReport",
     "ConnectionTimings",
@@ -78,6 +79,25 @@ class ConnectionTimings:
 
 
 @dataclass(frozen=True)
+class ClientAuth:
+    """Client authentication as the capture shows it (a report's `client_auth`; null when
+    neither a CertificateRequest nor a client Certificate was read: none sent, or TLS 1.3
+    without keys, whose encrypted handshake hides both). `requested`: the server sent a
+    CertificateRequest; `signature_schemes` and `certificate_authorities` (how many
+    distinguished names) are what it asked for (TLS 1.3: its signature_algorithms and
+    certificate_authorities extensions; an SSL 3.0-TLS 1.1 request has no schemes).
+    `sent`: the client answered with a Certificate message (None: not seen, e.g. the
+    capture or the keys stop before it); `certificates`: its chain, leaf first (empty when
+    `sent` with no certificate)."""
+
+    requested: bool
+    signature_schemes: tuple[Codepoint, ...] = ()
+    certificate_authorities: int = 0
+    sent: bool | None = None
+    certificates: tuple[CertificateInfo, ...] = ()
+
+
+@dataclass(frozen=True)
 class ConnectionReport:
     """One connection as the capture shows it.
 
@@ -90,7 +110,8 @@ class ConnectionReport:
     sides switched to protected records. `handshake_complete`: both Finished messages were
     decrypted (None when no key was known). `midstream`: the capture starts inside the
     connection; `preamble`: printable start of the plain text before TLS (STARTTLS, proxy);
-    `gap_bytes`: bytes the capture missed; `problems`: malformed data and other remarks;
+    `gap_bytes`: bytes the capture missed; `client_auth`: client authentication as far
+    as the capture shows it (`ClientAuth`, None when it shows none); `problems`: malformed data and other remarks;
     `compression`: the TLS compression method the ServerHello chose when not null (1
     DEFLATE, RFC 3749; 64 LZS), else None. `sslv2_cipher_specs`: every cipher spec of an
     SSLv2-format ClientHello in wire order (3-byte ids, hex "0x050080", SSL 2.0 names;
@@ -127,6 +148,7 @@ class ConnectionReport:
     resumption: str | None = None
     session_ticket_lifetime: int | None = None
     certificates: tuple[CertificateInfo, ...] = ()
+    client_auth: ClientAuth | None = None
     alerts: tuple[AlertInfo, ...] = ()
     messages: tuple[str, ...] = ()
     fingerprints: Fingerprints = field(default_factory=Fingerprints)
@@ -291,7 +313,7 @@ SHAPE_JSON = "_shape_json"
 _SHAPE_PARTS = (("sni", "offer"),
                 ("client_extensions", "server_extensions", "version", "cipher", "key_exchange",
                  "hello_retry_request", "signature_scheme", "alpn", "resumption"),
-                ("certificates", "alerts", "messages", "fingerprints"))
+                ("certificates", "client_auth", "alerts", "messages", "fingerprints"))
 #: the field order the fast `to_json` writes; another order uses the generic path
 _FAST_JSON = tuple(f.name for f in dataclasses.fields(ConnectionReport)) == (
     "file", "id", "transport", "protocol", "client", "server", "client_ip", "client_port",

@@ -19,6 +19,7 @@ from tlsprobe.model import describe
 from tlsprobe.model.capture import (
     SHAPE_JSON,
     BriefReport,
+    ClientAuth,
     ConnectionReport,
     ConnectionTimings,
     Fingerprints,
@@ -37,7 +38,7 @@ from tlsprobe.model.probe import (
     Offer,
 )
 from tlsprobe.offline.caches import MAX_ENTRIES, AnalysisCaches
-from tlsprobe.offline.facts import CLIENT, SERVER, Facts
+from tlsprobe.offline.facts import CLIENT, SERVER, ClientAuthFacts, Facts
 from tlsprobe.offline.handshake import handshake_facts, key_exchange_facts
 from tlsprobe.wire import fingerprints
 from tlsprobe.wire._util import escaped_bytes
@@ -154,6 +155,7 @@ class Derived(NamedTuple):
     alpn: str | None
     resumption: str | None
     certificates: tuple[CertificateInfo, ...]
+    client_auth: ClientAuth | None
     alerts: tuple[AlertInfo, ...]
     messages: tuple[str, ...]
     fingerprints: Fingerprints
@@ -197,11 +199,22 @@ def _derive(f: Facts, transport: str, caches: AnalysisCaches, brief: bool) -> De
         _one(caches, "group", facts.hrr_group) if facts.hrr_group is not None else None,
         _one(caches, "sigscheme", scheme) if scheme is not None else None,
         facts.alpn, facts.resumption,
-        () if brief else tuple(_memo(caches, ("cert", der), describe.certificate_info, der)
-                               for der in facts.certificates),
+        () if brief else _chain(caches, facts.certificates),
+        None if brief or f.client_auth is None else _client_auth(caches, f.client_auth),
         tuple(describe.alert_info(a, live=False) for a in facts.alerts),
         _message_names(facts, f.more_messages, caches), _fingerprints(f, transport, caches),
         [None])
+
+
+def _chain(caches: AnalysisCaches, ders: tuple[bytes, ...]) -> tuple[CertificateInfo, ...]:
+    return tuple(_memo(caches, ("cert", der), describe.certificate_info, der) for der in ders)
+
+
+def _client_auth(caches: AnalysisCaches, auth: ClientAuthFacts) -> ClientAuth:
+    requested, schemes, authorities, chain = auth
+    return ClientAuth(requested, _codepoints(caches, "sigscheme", schemes) if schemes else (),
+                      authorities, True if chain is not None else None,
+                      _chain(caches, chain) if chain else ())
 
 
 def _derived(f: Facts, transport: str, brief: bool = False) -> Derived:
@@ -224,6 +237,7 @@ def _derived(f: Facts, transport: str, brief: bool = False) -> Derived:
            # (whether the server echoed the client's session ID: how it resumed)
            sh[2] == f.client_hellos[-1][2] if sh and f.client_hellos else None,
            tuple(f.certificates) if f.certificates else (),  # (no call for none)
+           f.client_auth,
            tuple(f.alerts) if f.alerts else (), tuple(f.messages), f.more_messages,
            f.ticket_lifetime, f.alpn_ee, f.signature_scheme, f.sslv2_server, f.framing)
     derived = shapes.get(key)
@@ -241,7 +255,7 @@ def brief_of(cid: int, transport: str, protocol: str, client: str, server: str,
     "address:port"; `derive_as`: the transport the handshake is described for, its
     fingerprints' "quic", "dtls" or "tcp", as `build_report`'s `transport`)."""
     (sni, offer, _ce, _se, version, cipher, kx, hrr, _scheme, alpn, resumption, _certs,
-     alerts, _messages, prints, _json) = _derived(f, derive_as, True)
+     _auth, alerts, _messages, prints, _json) = _derived(f, derive_as, True)
     return tuple.__new__(BriefReport, (
         cid, transport, protocol, client, server, first_frame, sni, offer, version, cipher,
         kx, hrr, alpn, resumption, alerts, prints, f.encrypted[0] and f.encrypted[1],
@@ -321,7 +335,7 @@ def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> Connecti
     """The report of one finished connection (its handshake's derivation remembered in the
     analysis caches of its facts)."""
     (sni, offer, client_ext, server_ext, version, cipher, kx, hrr, scheme, alpn, resumption,
-     certificates, alerts, messages, prints, shape_json) = _derived(f, transport)
+     certificates, client_auth, alerts, messages, prints, shape_json) = _derived(f, transport)
     (file, cid, transport_name, protocol, client_ip, client_port, server_ip, server_port,
      first_frame, last_frame, _first_ts, _last_ts, client_bytes, server_bytes, close,
      _midstream, _preamble, gap_bytes) = where
@@ -339,7 +353,7 @@ def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> Connecti
         f"{server_ip}:{server_port}", client_ip, client_port, server_ip, server_port,
         first_frame, last_frame, sni, offer, client_hellos, client_random, client_ext,
         server_ext, version, cipher, kx, hrr, scheme, alpn, resumption, ticket_lifetime,
-        certificates, alerts, messages, prints, timings, client_bytes, server_bytes,
+        certificates, client_auth, alerts, messages, prints, timings, client_bytes, server_bytes,
         encrypted, decrypted, complete, close, midstream, preamble, gap_bytes, problems,
         compression, sslv2, f.framing))
 
@@ -372,7 +386,8 @@ def json_text_of(file: str, key: ConnKey, first_frame: int, last_frame: int, fir
 #: the report fields of `_derive`'s values, in its order
 _SHAPE_FIELDS: Final = ("sni", "offer", "client_extensions", "server_extensions", "version",
                         "cipher", "key_exchange", "hello_retry_request", "signature_scheme", "alpn",
-                        "resumption", "certificates", "alerts", "messages", "fingerprints")
+                        "resumption", "certificates", "client_auth", "alerts", "messages",
+                        "fingerprints")
 _TIMINGS_FIELDS: Final = tuple(field.name for field in dataclasses.fields(ConnectionTimings))
 _REPORT_FIELDS: Final = tuple(field.name for field in dataclasses.fields(ConnectionReport))
 

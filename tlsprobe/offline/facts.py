@@ -26,6 +26,8 @@ from tlsprobe.wire.hello_info import client_hello_info, server_hello_info
 from tlsprobe.wire.hello_summary import parse_client_hello, parse_server_hello
 from tlsprobe.wire.summary import (
     ServerKeyExchangeInfo,
+    certificate_list,
+    certificate_request_summary,
     client_key_exchange_length,
     parse_server_key_exchange,
     ticket_lifetime,
@@ -45,10 +47,14 @@ NST: Final = 4
 EE: Final = 8
 CERT: Final = 11
 SKE: Final = 12
+CR: Final = 13
 SHD: Final = 14
 CV: Final = 15
 CKE: Final = 16
 FIN: Final = 20
+#: `Facts.client_auth`: (CertificateRequest seen, its signature schemes, how many CAs it
+#: names, the client's certificate chain: None before its Certificate)
+ClientAuthFacts = tuple[bool, tuple[int, ...], int, tuple[bytes, ...] | None]
 _DTLS_AS_TLS: Final = {0xFEFF: 0x0302, 0x0100: 0x0302, 0xFEFD: 0x0303, 0xFEFC: 0x0304}
 
 # Shared initial values of the Facts fields that most connections never change: a
@@ -85,6 +91,7 @@ class Facts:
         "ch_ts",
         "cipher_suite",
         "cke_length",
+        "client_auth",
         "client_hellos",
         "client_lost",
         "decrypted",
@@ -139,6 +146,9 @@ class Facts:
         self.cke_length: int | None = None
         self.certificates = _NO_CERTIFICATES
         self.tls13_certificates = False
+        #: (CertificateRequest seen, its schemes, its CA count, the client's chain or None
+        #: before its Certificate): None while neither was read
+        self.client_auth: ClientAuthFacts | None = None
         self.alerts = _NO_ALERTS  # (sender, level, desc, decrypted)
         self.messages: list[tuple[int, int, bool, bool]] = []  # (sender, type, hrr, decrypted)
         self.more_messages = 0
@@ -368,6 +378,10 @@ class Facts:
                 if self.finished is _NEITHER:
                     self.finished = [False, False]
                 self.finished[direction] = True
+            elif t == CR and direction == SERVER:
+                self._certificate_request(msg)
+            elif t == CERT:  # the client's (the server's: above)
+                self._client_certificate(msg, decoded)
         except DecodeError as exc:
             if t == CH and direction == CLIENT and self._partial_hello(msg, ts, frame):
                 self.problem(f"malformed ClientHello from the client: {exc} (the fields "
@@ -382,6 +396,24 @@ class Facts:
                        self.server_hello is None, decrypted)
         else:  # (`_note`'s, looked up: every message)
             messages.append(_PLAIN_NOTES[direction << 8 | t])
+
+    def _certificate_request(self, msg: bytes) -> None:
+        """The server's first CertificateRequest: what it asks the client for."""
+        auth = self.client_auth
+        if auth is None or not auth[0]:
+            schemes, authorities = certificate_request_summary(msg, self.context(SERVER))
+            self.client_auth = (True, schemes, authorities, auth[3] if auth else None)
+
+    def _client_certificate(self, msg: bytes, decoded: Decoded | None) -> None:
+        """The client's first Certificate: its chain (empty: it has none to send)."""
+        auth = self.client_auth
+        if auth is not None and auth[3] is not None:
+            return
+        chain = tuple(decoded.message.certificates) if decoded is not None and \
+            isinstance(decoded.message, Certificate) else \
+            tuple(certificate_list(msg, self.context(CLIENT)))
+        self.client_auth = (auth[0], auth[1], auth[2], chain) if auth else \
+            (False, (), 0, chain)
 
     def _partial_hello(self, msg: bytes, ts: float, frame: int) -> bool:
         """A ClientHello that is malformed or cut: its whole fields count (True when any)."""

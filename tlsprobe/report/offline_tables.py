@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, Final
 
 from tlsprobe.model.capture import BriefReport, Codepoint, ConnectionReport
-from tlsprobe.model.probe import AlertInfo, KeyExchange
+from tlsprobe.model.probe import AlertInfo, CertificateInfo, KeyExchange
 from tlsprobe.report.escape import shown
 
 if TYPE_CHECKING:
@@ -315,14 +315,34 @@ def _negotiated_rows(r: ConnectionReport) -> list[Row]:
     return rows
 
 
-def _certificate_rows(r: ConnectionReport) -> list[Row]:
+def _chain_rows(label: str, chain: tuple[CertificateInfo, ...]) -> list[Row]:
     rows: list[Row] = []
-    for i, c in enumerate(r.certificates):
-        rows.append(("Certificate chain" if i == 0 else "", f"{i} s: {c.subject}"))
+    for i, c in enumerate(chain):
+        rows.append((label if i == 0 else "", f"{i} s: {c.subject}"))
         rows.append(("", f"  i: {c.issuer}"))
         bits = f" {c.key_bits} bits" if c.key_bits else ""
         rows.append(("", f"  a: {c.key_type}{bits}; {c.signature_algorithm}"))
         rows.append(("", f"  v: {c.not_before} -> {c.not_after}"))
+    return rows
+
+
+def _certificate_rows(r: ConnectionReport) -> list[Row]:
+    """The server's chain; client authentication when the capture shows any."""
+    rows = _chain_rows("Certificate chain", r.certificates)
+    auth = r.client_auth
+    if auth is None:
+        return rows
+    if auth.requested:
+        n, cas = len(auth.signature_schemes), auth.certificate_authorities
+        schemes = f"{n} signature scheme{'' if n == 1 else 's'}, " if n else ""  # (< TLS 1.2)
+        asked = f"requested ({schemes}{cas} certificate authorit{'y' if cas == 1 else 'ies'})"
+    else:
+        asked = "no CertificateRequest seen"
+    sent = ("not seen" if auth.sent is None else "sent, empty (no certificate)"
+            if not auth.certificates else f"sent, {len(auth.certificates)} certificate"
+            + ("" if len(auth.certificates) == 1 else "s"))
+    rows.append(("Client certificate", f"{asked}; {sent}"))
+    rows.extend(_chain_rows("Client chain", auth.certificates))
     return rows
 
 

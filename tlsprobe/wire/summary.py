@@ -178,3 +178,25 @@ def offered_session(hello: bytes) -> tuple[bytes, bytes]:
             return session_id, ticket if len(ticket) == size else b""
         p += 4 + size
     return session_id, b""
+
+
+def certificate_request_summary(msg: bytes, ctx: ParseContext) -> tuple[tuple[int, ...], int]:
+    """The signature schemes a CertificateRequest asks for and how many certificate
+    authorities it names (TLS 1.3: its signature_algorithms and certificate_authorities
+    extensions; before TLS 1.2 no schemes). Raises DecodeError when malformed."""
+    from tlsprobe.wire.certificate import CertificateRequest
+    from tlsprobe.wire.ext_decoders import WHERE_CERTIFICATE_REQUEST
+    request = _codec(msg, ctx)
+    if not isinstance(request, CertificateRequest):
+        raise DecodeError("not a CertificateRequest", 0, "handshake")
+    if request.certificate_request_context is None:
+        return (tuple(request.supported_signature_algorithms or ()),
+                len(request.certificate_authorities))
+    schemes: tuple[int, ...] = ()
+    authorities = 0
+    for ext in request.extensions:
+        if ext.type == 13:
+            schemes = tuple(ext.decode(WHERE_CERTIFICATE_REQUEST))
+        elif ext.type == 47:
+            authorities = len(ext.decode(WHERE_CERTIFICATE_REQUEST))
+    return schemes, authorities
