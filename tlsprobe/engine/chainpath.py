@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 
+from tlsprobe.engine.certext import invalid_extension
 from tlsprobe.model.pubkey import public_key, verify_issued
 
 __all__ = ["MAX_PATH", "ChainPath", "akid_fits", "anchored", "anchors_of", "by_names", "follow", "issued",
@@ -89,9 +90,9 @@ def issued(cert: x509.Certificate, issuer: x509.Certificate) -> bool | None:
     None: the names match but the signature cannot be checked here (an algorithm this
     OpenSSL refuses, such as SHA-1 or MD5 signatures); False otherwise, an issuer whose
     key is of another family than the signature's, or that `cert`'s authorityKeyIdentifier
-    names another (OpenSSL's issuer check refuses both), included."""
-    if cert.issuer != issuer.subject or not key_fits(cert, issuer) or \
-            not akid_fits(cert, issuer):
+    names another (OpenSSL's issuer check refuses both), and a certificate on either side
+    whose extensions OpenSSL cannot cache (certext.py), included."""
+    if not _may_issue(cert, issuer):
         return False
     try:
         verify_issued(cert, issuer)
@@ -120,8 +121,11 @@ def anchors_of(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...]
                ) -> list[x509.Certificate]:
     """The trust store's certificates that are `cert` (same subject and key, as OpenSSL
     looks it up) or issued it."""
-    return [a for a in anchors if (a.subject == cert.subject and same_key(a, cert)) or
-            (a.subject == cert.issuer and issued(cert, a) is not False)]
+    if invalid_extension(cert) is not None:
+        return []
+    return [a for a in anchors if invalid_extension(a) is None and (
+        (a.subject == cert.subject and same_key(a, cert)) or
+        (a.subject == cert.issuer and issued(cert, a) is not False))]
 
 
 def anchored(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...]) -> bool:
@@ -165,9 +169,11 @@ def follow(chain: list[x509.Certificate]) -> ChainPath:
 
 def _may_issue(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
     """`issuer` is named as `cert`'s issuer, `cert`'s authorityKeyIdentifier does not
-    contradict it, and its key is of the signature's family (the signature itself is not
-    looked at)."""
-    return cert.issuer == issuer.subject and key_fits(cert, issuer) and akid_fits(cert, issuer)
+    contradict it, its key is of the signature's family (the signature itself is not
+    looked at), and OpenSSL can cache the extensions of both."""
+    return cert.issuer == issuer.subject and key_fits(cert, issuer) and \
+        akid_fits(cert, issuer) and invalid_extension(cert) is None and \
+        invalid_extension(issuer) is None
 
 
 def by_names(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...]
