@@ -22,7 +22,7 @@ from functools import lru_cache
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 
-__all__ = ["invalid_extension"]
+__all__ = ["invalid_extension", "invalid_near", "unreadable"]
 
 _SEQUENCE, _BIT_STRING, _OCTET_STRING, _BOOLEAN, _INTEGER = 0x30, 0x03, 0x04, 0x01, 0x02
 
@@ -76,7 +76,7 @@ def _children(data: bytes, start: int, end: int) -> list[tuple[int, int, int]]:
 
 def _extensions(der: bytes) -> list[tuple[str, bytes]]:
     """(OID, value) of each extension of the certificate `der`, in order."""
-    _, body, end = _tlv(der, 0)
+    body = _tlv(der, 0)[1]
     tbs = _children(der, *_tlv(der, body)[1:])
     found = next(((b, e) for t, b, e in tbs if t == 0xA3), None)
     if found is None:
@@ -157,4 +157,38 @@ def invalid_extension(cert: x509.Certificate) -> str | None:
         problem = _problem(oid, value)
         if problem is not None:
             return problem
+    return None
+
+
+def _name(cert: x509.Certificate) -> str:
+    return cert.subject.rfc4514_string() or "(empty subject)"
+
+
+def invalid_near(cert: x509.Certificate, others: list[x509.Certificate]) -> str | None:
+    """Why OpenSSL finds no issuer of `cert` when its extensions, or those of a
+    certificate of its issuer's name, cannot be cached (certext.py), or None."""
+    problem = invalid_extension(cert)
+    if problem is not None:
+        return (f"{_name(cert)} has an extension OpenSSL refuses ({problem}): OpenSSL "
+                "finds no issuer of it")
+    for other in others:
+        problem = invalid_extension(other) if other.subject == cert.issuer else None
+        if problem is not None:
+            return (f"the issuer {_name(other)} of {_name(cert)} has an extension "
+                    f"OpenSSL refuses ({problem}): OpenSSL takes it for no issuer")
+    return None
+
+
+def unreadable(path: list[x509.Certificate]) -> str | None:
+    """Why OpenSSL's checks of the path's extensions cannot be made here: cryptography
+    cannot decode the extensions of one of its certificates (one it does not read as
+    OpenSSL does, such as trailing bytes or a malformed certificatePolicies, which OpenSSL
+    ignores unless it checks policies), or None."""
+    for cert in path:
+        try:
+            len(cert.extensions)
+        except (ValueError, x509.DuplicateExtension) as exc:
+            text = " ".join(str(exc).split())[:160]
+            return (f"cannot read the extensions of {_name(cert)} ({text}): OpenSSL's "
+                    "checks of them cannot be made")
     return None

@@ -27,7 +27,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives.serialization import Encoding
 
 from tlsprobe.engine import chaincodes
-from tlsprobe.engine.certext import invalid_extension
+from tlsprobe.engine.certext import invalid_near, unreadable
 from tlsprobe.engine.chainlib import library_refusal
 from tlsprobe.engine.chainpath import (
     MAX_PATH,
@@ -197,7 +197,7 @@ def _itself(stored: x509.Certificate, cert: x509.Certificate) -> bool:
     return stored.subject == cert.subject and same_key(stored, cert)
 
 
-def _trusted_path(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...],
+def trusted_path(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...],
                   now: datetime.datetime
                   ) -> tuple[list[x509.Certificate], bool, tuple[int, str] | None]:
     """The path from the leaf (chainpath.follow) up to the first certificate the trust
@@ -234,36 +234,6 @@ def _store_issuers(path: list[x509.Certificate], anchors: tuple[x509.Certificate
     return None
 
 
-def _invalid_near(cert: x509.Certificate, others: list[x509.Certificate]) -> str | None:
-    """Why OpenSSL finds no issuer of `cert` when its extensions, or those of a
-    certificate of its issuer's name, cannot be cached (certext.py), or None."""
-    problem = invalid_extension(cert)
-    if problem is not None:
-        return (f"{_subject(cert)} has an extension OpenSSL refuses ({problem}): OpenSSL "
-                "finds no issuer of it")
-    for other in others:
-        problem = invalid_extension(other) if other.subject == cert.issuer else None
-        if problem is not None:
-            return (f"the issuer {_subject(other)} of {_subject(cert)} has an extension "
-                    f"OpenSSL refuses ({problem}): OpenSSL takes it for no issuer")
-    return None
-
-
-def _unreadable(path: list[x509.Certificate]) -> str | None:
-    """Why OpenSSL's checks of the path's extensions cannot be made here: cryptography
-    cannot decode the extensions of one of its certificates (one it does not read as
-    OpenSSL does, such as trailing bytes or a malformed certificatePolicies, which OpenSSL
-    ignores unless it checks policies), or None."""
-    for cert in path:
-        try:
-            cert.extensions
-        except (ValueError, x509.DuplicateExtension) as exc:
-            text = " ".join(str(exc).split())[:160]
-            return (f"cannot read the extensions of {_subject(cert)} ({text}): OpenSSL's "
-                    "checks of them cannot be made")
-    return None
-
-
 def _untrusted(path: list[x509.Certificate], chain: list[x509.Certificate],
                anchors: tuple[x509.Certificate, ...]) -> tuple[int, str]:
     """Why a path that reaches no certificate of the trust store is not trusted: 18, 19,
@@ -271,7 +241,7 @@ def _untrusted(path: list[x509.Certificate], chain: list[x509.Certificate],
     end with 21, "unable to verify the first certificate", for a path of the leaf alone)."""
     last = path[-1]
     name = last.subject.rfc4514_string() or "(empty subject)"
-    invalid = _invalid_near(last, chain + list(anchors))
+    invalid = invalid_near(last, chain + list(anchors))
     if invalid is not None:
         return V_NO_LOCAL_ISSUER, invalid
     if self_signed(last):
@@ -359,7 +329,7 @@ def _judge(chain: list[x509.Certificate], ders: Sequence[bytes], hostname: str |
     weak = chaincodes.weak_key(leaf) if key_sizes else None
     if weak is not None:
         return ChainResult(chaincodes.V_EE_KEY_WEAK, weak)
-    path, anchored, missing = _trusted_path(chain, anchors, now)
+    path, anchored, missing = trusted_path(chain, anchors, now)
     if missing is not None:
         return ChainResult(*missing)
     broken = -1
@@ -368,7 +338,7 @@ def _judge(chain: list[x509.Certificate], ders: Sequence[bytes], hostname: str |
         if named_path is None:
             return ChainResult(*_untrusted(path, chain, anchors))
         path, broken = named_path   # a path by names, with a signature that fails
-    unread = _unreadable(path)
+    unread = unreadable(path)
     if unread is not None:   # OpenSSL reads them (certext.py judged what it refuses)
         return ChainResult(V_UNSPECIFIED, unread, established=False)
     problem = chaincodes.extension_problem(path) or chaincodes.auth_level_problem(path, key_sizes)
