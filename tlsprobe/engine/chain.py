@@ -39,6 +39,7 @@ from tlsprobe.engine.chainpath import (
     self_signed,
 )
 from tlsprobe.engine.hostname import is_address, match_host, sans
+from tlsprobe.engine.nameconstraints import name_constraint_problem
 from tlsprobe.errors import UsageError
 from tlsprobe.model.pubkey import load_certificate
 
@@ -348,7 +349,7 @@ def _judge(chain: list[x509.Certificate], ders: Sequence[bytes], hostname: str |
     if not named.ok:
         return named
     problem = _signatures_and_dates(path, broken, now, path[-1]) or \
-        chaincodes.name_constraint_problem(path)
+        name_constraint_problem(path)
     if problem is not None:
         return ChainResult(*problem)
     # a self-signed leaf that is itself in the trust store is trusted, as OpenSSL trusts
