@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 import pytest
 from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from tests.probes.test_probe_verify_openssl_codes import CA_USAGE, Case, _build, _openssl_verdict
 
@@ -61,3 +63,73 @@ def test_invalid_extension_code_is_openssls(tls_server: Callable[..., Any],
         return
     assert ver["code"] == code and ver["message"].startswith(f"{code} ({text}): "), (name, ver)
     assert "has an extension OpenSSL refuses" in ver["message"], ver
+
+
+
+def _der(tag: int, body: bytes) -> bytes:
+    size = len(body)
+    width = (size.bit_length() + 7) // 8
+    head = bytes([size]) if size < 0x80 else bytes([0x80 | width]) + size.to_bytes(width, "big")
+    return bytes([tag]) + head + body
+
+
+#: a stand-in extension OID (1.2.3.5) and the OIDs written over it, as DER of one length
+STAND_IN = bytes.fromhex("06032a0305")
+TWICE = {"subjectAltName": bytes.fromhex("0603551d11"),   # 2.5.29.17: OpenSSL caches it
+         "unknown": bytes.fromhex("06032a0304")}          # 1.2.3.4: OpenSSL ignores it
+
+
+def _twice(folder: Path, which: str) -> None:
+    """leaf.pem issued again with an extension twice (the library builds each once): the
+    stand-in is renamed in the signed bytes, which the intermediate's key signs again."""
+    leaf = x509.load_pem_x509_certificate((folder / "leaf.pem").read_bytes())
+    key = serialization.load_pem_private_key((folder / "inter.key").read_bytes(), None)
+    assert isinstance(key, ec.EllipticCurvePrivateKey)
+    builder = (x509.CertificateBuilder().subject_name(leaf.subject).issuer_name(leaf.issuer)
+               .public_key(leaf.public_key()).serial_number(leaf.serial_number)
+               .not_valid_before(leaf.not_valid_before_utc)
+               .not_valid_after(leaf.not_valid_after_utc))
+    san = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    builder = builder.add_extension(san, False)
+    if which == "unknown":
+        builder = builder.add_extension(_raw("1.2.3.4", b"\x05\x00"), False)
+    builder = builder.add_extension(_raw("1.2.3.5", san.public_bytes() if which ==
+                                         "subjectAltName" else b"\x05\x00"), False)
+    tbs = builder.sign(key, hashes.SHA256()).tbs_certificate_bytes
+    assert tbs.count(STAND_IN) == 1
+    tbs = tbs.replace(STAND_IN, TWICE[which])
+    signature = key.sign(tbs, ec.ECDSA(hashes.SHA256()))
+    algorithm = _der(0x30, _der(0x06, bytes.fromhex("2a8648ce3d040302")))   # ecdsa-with-SHA256
+    der = _der(0x30, tbs + algorithm + _der(0x03, b"\x00" + signature))
+    (folder / "leaf.pem").write_bytes(
+        x509.load_der_x509_certificate(der).public_bytes(serialization.Encoding.PEM))
+
+
+@pytest.mark.needs_impl("openssl")
+@pytest.mark.parametrize(("which", "expected"), [("subjectAltName", 20), ("unknown", 0)])
+def test_an_extension_twice(tls_server: Callable[..., Any], run_cli: Callable[..., Any],
+                            tmp_path: Path, which: str, expected: int) -> None:
+    """A leaf with an extension twice: cryptography refuses its extension list
+    (DuplicateExtension, no ValueError), which both `tlsprobe HOST` and `scan` reported as
+    "internal error" (a bug in tlsprobe). OpenSSL finds no issuer of a leaf with a cached
+    extension twice (20) and ignores an unknown one twice (0: not established here)."""
+    case = Case(leaf_serial=7)   # issued by `openssl x509`, which leaves inter.key
+    root, leaf, key, inter = _build(case, tmp_path)
+    _twice(tmp_path, which)
+    srv = tls_server("openssl", extra=["-cert", str(leaf), "-key", str(key), "-cert_chain",
+                                       str(inter)])
+    code, text = _openssl_verdict(srv.port, root, case.host)   # the real tool first
+    assert code == expected, (code, text)
+    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", case.host, "--cafile", root, "--json")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    ver = json.loads(res.stdout)["verification"]
+    if code:
+        assert ver["code"] == 20 and "two subjectAltName extensions" in ver["message"], ver
+    else:
+        assert ver["code"] is None and "Duplicate 1.2.3.4 extension" in ver["message"], ver
+    res = run_cli("scan", f"127.0.0.1:{srv.port}", "--checks", "cert,chain,sct", "--json",
+                  "--no-progress", "--no-policy", "--cafile", root, "--sni", case.host)
+    assert "internal error" not in res.stdout + res.stderr, (res.stdout, res.stderr)
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    report = json.loads(res.stdout.splitlines()[0])
+    assert report["trust"]["code"] == (20 if code else None), report["trust"]

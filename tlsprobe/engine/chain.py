@@ -299,7 +299,7 @@ def verify_chain(ders: Sequence[bytes], hostname: str | None,
     by OpenSSL's security level (66, 67): the caller applies a client's own minimums."""
     try:
         return _verify_chain(ders, hostname, anchors, now, key_sizes)
-    except (UnsupportedAlgorithm, ValueError, TypeError) as exc:
+    except (UnsupportedAlgorithm, ValueError, TypeError, x509.DuplicateExtension) as exc:
         text = " ".join(str(exc).split())[:200]
         return ChainResult(V_UNSPECIFIED, f"cannot check this certificate: {text}")
 

@@ -38,7 +38,7 @@ def _subject(cert: x509.Certificate) -> str:
 def _ext(cert: x509.Certificate, kind: type[x509.ExtensionType]) -> x509.ExtensionType | None:
     try:
         return cert.extensions.get_extension_for_class(kind).value
-    except (x509.ExtensionNotFound, ValueError):
+    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError):
         return None
 
 
