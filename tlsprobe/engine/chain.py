@@ -317,7 +317,8 @@ def _verify_chain(ders: Sequence[bytes], hostname: str | None,
     if not anchors:
         return ChainResult(V_NO_LOCAL_ISSUER, "no trust store (use --cafile)")
     result = _judge(chain, ders, hostname, anchors, now, key_sizes)
-    if result.ok or sans(chain[0]) is not None or NO_SAN_NOTE in (result.detail or ""):
+    if result.ok or sans(chain[0]) is not None or NO_SAN_NOTE in (result.detail or "") or \
+            unreadable(chain[:1]) is not None:   # whether it has one cannot be told
         return result
     return replace(result, detail=_join(result.detail, NO_SAN_NOTE))
 
