@@ -70,6 +70,11 @@ HANDLED_EXTENSIONS = frozenset({
 
 
 _NETSCAPE_TYPE = x509.ObjectIdentifier("2.16.840.1.113730.1.1")
+#: the extendedKeyUsage purposes OpenSSL's sslserver purpose accepts (XKU_SSL_SERVER and
+#: XKU_SGC: Microsoft's and Netscape's Server Gated Crypto), measured with `openssl verify`
+SERVER_USAGES = frozenset({ExtendedKeyUsageOID.SERVER_AUTH,
+                           x509.ObjectIdentifier("1.3.6.1.4.1.311.10.3.3"),
+                           x509.ObjectIdentifier("2.16.840.1.113730.4.1")})
 
 
 def _name(cert: x509.Certificate) -> str:
@@ -144,8 +149,8 @@ def _not_server(cert: x509.Certificate, leaf: bool) -> str | None:
     Netscape certificate type without SSL server; a CA by its Netscape type alone (at the
     top of the path) that is no SSL CA."""
     eku = _ext(cert, x509.ExtendedKeyUsage)
-    if isinstance(eku, x509.ExtendedKeyUsage) and ExtendedKeyUsageOID.SERVER_AUTH not in eku:
-        return "its extendedKeyUsage does not include serverAuth"
+    if isinstance(eku, x509.ExtendedKeyUsage) and not SERVER_USAGES & set(eku):
+        return "its extendedKeyUsage does not include serverAuth (nor Server Gated Crypto)"
     ku = _ext(cert, x509.KeyUsage)
     if leaf and isinstance(ku, x509.KeyUsage) and not (
             ku.digital_signature or ku.key_encipherment or ku.key_agreement):
