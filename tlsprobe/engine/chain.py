@@ -15,9 +15,6 @@ chains OpenSSL accepts.
 from __future__ import annotations
 
 import datetime
-import os
-import stat
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -40,11 +37,8 @@ from tlsprobe.engine.chainpath import (
 )
 from tlsprobe.engine.hostname import is_address, match_host, sans
 from tlsprobe.engine.nameconstraints import name_constraint_problem
-from tlsprobe.errors import UsageError
+from tlsprobe.engine.truststore import default_cafile, load_trust_store
 from tlsprobe.model.pubkey import load_certificate
-
-SYSTEM_CAFILES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
-                  "/etc/ssl/cert.pem")
 
 V_OK = 0
 V_UNSPECIFIED = 1
@@ -101,57 +95,6 @@ class ChainResult:
         return f"{text}: {self.detail}" if self.detail else text
 
 
-def default_cafile() -> str | None:
-    """The system trust bundle, when there is one."""
-    return next((p for p in SYSTEM_CAFILES if os.path.isfile(p)), None)
-
-
-#: the largest trust store read (the system bundle is about 220 kB): more is no trust store,
-#: and a device such as /dev/zero must not be read without end
-MAX_TRUST_STORE = 64 * 1024 * 1024
-
-
-class TrustStoreTooLarge(ValueError):
-    """The file holds more than MAX_TRUST_STORE bytes."""
-
-
-@lru_cache(maxsize=8)
-def _load(path: str, stamp: tuple[float, int, int]) -> tuple[x509.Certificate, ...]:
-    """The certificates of `path`; `stamp` (mtime, inode, device) tells a changed file, and
-    a pipe (`--cafile <(cat a.pem b.pem)`, which can be read once) by its inode alone."""
-    with open(path, "rb") as fh:
-        data = fh.read(MAX_TRUST_STORE + 1)
-    if len(data) > MAX_TRUST_STORE:
-        raise TrustStoreTooLarge(f"over {MAX_TRUST_STORE // 2**20} MiB: not a trust store")
-    certs: list[x509.Certificate] = []
-    marker = b"-----BEGIN CERTIFICATE-----"
-    for block in data.split(marker)[1:]:  # one bad certificate must not hide the others
-        try:
-            with warnings.catch_warnings():  # e.g. a negative serial in a system root
-                warnings.simplefilter("ignore")
-                certs.extend(x509.load_pem_x509_certificates(marker + block))
-        except ValueError:
-            continue
-    if not certs and data and marker not in data:
-        try:
-            certs.append(load_certificate(data))
-        except ValueError:
-            pass
-    return tuple(certs)
-
-
-def load_trust_store(path: str | os.PathLike[str]) -> tuple[x509.Certificate, ...]:
-    """Every certificate in a PEM bundle (or one DER file). ValueError when none is there;
-    OSError when the file cannot be read."""
-    path = os.fspath(path)
-    st = os.stat(path)
-    certs = _load(path, (st.st_mtime if stat.S_ISREG(st.st_mode) else 0.0, st.st_ino,
-                         st.st_dev))
-    if not certs:
-        raise ValueError(f"{path}: no certificates found")
-    return certs
-
-
 def _dates(certs: list[x509.Certificate], now: datetime.datetime,
            anchor: x509.Certificate | None = None) -> tuple[int, str] | None:
     """The first of `certs` outside its validity period, as a code and its reason."""
@@ -194,6 +137,10 @@ def _roots(anchors: tuple[x509.Certificate, ...]) -> tuple[x509.Certificate, ...
     return tuple(a for a in anchors if self_signed(a))
 
 
+def _same(stored: x509.Certificate, cert: x509.Certificate) -> bool:
+    return stored.public_bytes(Encoding.DER) == cert.public_bytes(Encoding.DER)
+
+
 def _itself(stored: x509.Certificate, cert: x509.Certificate) -> bool:
     return stored.subject == cert.subject and same_key(stored, cert)
 
@@ -207,11 +154,14 @@ def trusted_path(chain: list[x509.Certificate], anchors: tuple[x509.Certificate,
     False, None. A store certificate that is not self-signed anchors nothing (OpenSSL
     without -partial_chain): the copy of a sent one is passed over, and an issuer from the
     store needs its own issuers from the store up to a self-signed one (code 2 when one
-    is missing)."""
+    is missing). A self-signed certificate is anchored only by its very copy: another
+    store certificate of its name and key is a mimic OpenSSL refuses (build_chain's X509_cmp
+    of a self-signed certificate and its trusted issuer)."""
     sent = [chain[i] for i in follow(chain).indexes]
     for k, cert in enumerate(sent):
+        mimic_only = self_signed(cert)
         roots = [r for r in anchors_of(cert, anchors)
-                 if self_signed(r) or not _itself(r, cert)]
+                 if (_same(r, cert) if mimic_only else self_signed(r) or not _itself(r, cert))]
         if roots:
             root = next((r for r in roots if _dates([r], now) is None), roots[0])
             path = sent[:k] + [root] if _itself(root, cert) else sent[:k + 1] + [root]
@@ -247,7 +197,10 @@ def _untrusted(path: list[x509.Certificate], chain: list[x509.Certificate],
         return V_NO_LOCAL_ISSUER, invalid
     if self_signed(last):
         if len(path) == 1:
-            return V_SELF_SIGNED, f"{name} signed itself and is not in the trust store"
+            mimic = any(_itself(a, last) for a in anchors)
+            return V_SELF_SIGNED, f"{name} signed itself and is not in the trust store" + (
+                " (the store holds another certificate of its name and key: OpenSSL "
+                "trusts a self-signed certificate only as its very copy)" if mimic else "")
         return V_SELF_SIGNED_IN_CHAIN, (f"the server sent the root {name}, which is not in "
                                         "the trust store")
     issuer = last.issuer.rfc4514_string() or "(empty name)"
@@ -380,23 +333,3 @@ def verify_with_store(ders: Sequence[bytes], hostname: str | None, cafile: str |
     except (OSError, ValueError) as exc:
         return path, f"cannot read trust store: {exc}"
     return path, verify_chain(ders, hostname, anchors, key_sizes=key_sizes)
-
-
-def check_cafile(path: str, *, contents: bool = True) -> None:
-    """A usage error (before any connection) when `path` cannot serve as `--cafile`: not
-    there or a directory, or (with `contents`) unreadable, too large or without a
-    certificate. A pipe serves (`--cafile <(cat a.pem b.pem)`: read once, then kept)."""
-    if os.path.isdir(path) or not os.path.exists(path):
-        raise UsageError(f"--cafile {path}: "
-                         + ("is a directory" if os.path.isdir(path) else "no such file"))
-    if not contents:
-        return
-    try:
-        load_trust_store(path)
-    except OSError as exc:
-        raise UsageError(f"--cafile {path}: {exc.strerror or exc}") from None
-    except TrustStoreTooLarge as exc:
-        raise UsageError(f"--cafile {path}: {exc}") from None
-    except ValueError:
-        raise UsageError(f"--cafile {path}: no certificates found (a PEM bundle or one DER "
-                         "certificate is expected)") from None

@@ -260,7 +260,7 @@ def leaf_in(ctx: CheckContext, got: Served) -> x509.Certificate | CheckResult:
 
 def trust_anchors(ctx: CheckContext) -> tuple[tuple[x509.Certificate, ...] | None, str | None, str]:
     """The trust store's certificates (None: none could be read), its path, and why not."""
-    from tlsprobe.engine.chain import default_cafile, load_trust_store
+    from tlsprobe.engine.truststore import default_cafile, load_trust_store
     path = ctx.runner.cafile or default_cafile()
     if path is None:
         return None, None, "no trust store found (use --cafile)"
