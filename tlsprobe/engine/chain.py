@@ -32,8 +32,10 @@ from tlsprobe.engine.chainpath import (
     anchors_of,
     by_names,
     follow,
+    issued,
     same_key,
     self_signed,
+    store_issuer,
 )
 from tlsprobe.engine.hostname import is_address, match_host, sans
 from tlsprobe.engine.nameconstraints import name_constraint_problem
@@ -159,6 +161,12 @@ def trusted_path(chain: list[x509.Certificate], anchors: tuple[x509.Certificate,
     of a self-signed certificate and its trusted issuer)."""
     sent = [chain[i] for i in follow(chain).indexes]
     for k, cert in enumerate(sent):
+        chosen = store_issuer(cert, anchors, now)
+        if chosen is not None:   # OpenSSL's pick, whether or not its key signed `cert`
+            if issued(cert, chosen) is False:
+                return sent, False, None   # by_names states the signature that fails (7)
+            path = sent[:k + 1] + [chosen]
+            return path, True, _store_issuers(path, anchors)
         mimic_only = self_signed(cert)
         roots = [r for r in anchors_of(cert, anchors)
                  if (_same(r, cert) if mimic_only else self_signed(r) or not _itself(r, cert))]
@@ -289,7 +297,7 @@ def _judge(chain: list[x509.Certificate], ders: Sequence[bytes], hostname: str |
         return ChainResult(*missing)
     broken = -1
     if not anchored:   # OpenSSL finds no issuer, whatever the library's path building says
-        named_path = by_names(chain, anchors)
+        named_path = by_names(chain, anchors, now)
         if named_path is None:
             return ChainResult(*_untrusted(path, chain, anchors))
         path, broken = named_path   # a path by names, with a signature that fails

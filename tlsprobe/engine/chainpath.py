@@ -10,6 +10,7 @@ problem of the path, not of a certificate the server sent besides it, and the ch
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass
 
 from cryptography import x509
@@ -19,7 +20,7 @@ from tlsprobe.engine.certext import invalid_extension
 from tlsprobe.model.pubkey import public_key, verify_issued
 
 __all__ = ["MAX_PATH", "ChainPath", "akid_fits", "anchored", "anchors_of", "by_names", "follow", "issued",
-           "key_fits", "same_key", "self_signed"]
+           "key_fits", "same_key", "self_signed", "store_issuer"]
 
 #: the longest path followed (real ones have 2 to 5 certificates; a hostile server's chain
 #: of hundreds that certify one another would otherwise cost a signature check per pair)
@@ -176,8 +177,23 @@ def _may_issue(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
         invalid_extension(issuer) is None
 
 
-def by_names(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...]
-             ) -> tuple[list[x509.Certificate], int] | None:
+def store_issuer(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...],
+                 now: datetime.datetime) -> x509.Certificate | None:
+    """The trust store's certificate OpenSSL takes for `cert`'s issuer
+    (X509_STORE_CTX_get1_issuer): of those its issuer check accepts (names, key identifier,
+    key family: not the signature), in the store's order, the first within its dates, else
+    the one that expired last; None when there is none (a copy of `cert` itself is none)."""
+    found = [a for a in anchors if _may_issue(cert, a)
+             and not (a.subject == cert.subject and same_key(a, cert))]
+    current = next((a for a in found if a.not_valid_before_utc <= now <= a.not_valid_after_utc),
+                   None)
+    if current is not None or not found:
+        return current
+    return max(found, key=lambda a: a.not_valid_after_utc)   # the first of equals
+
+
+def by_names(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...],
+             now: datetime.datetime) -> tuple[list[x509.Certificate], int] | None:
     """The path OpenSSL builds by names (its issuer check reads names and key identifiers,
     not signatures): from the leaf, each next certificate a trust store one that may have
     issued the current one, else a sent one, until a trust store certificate (a
@@ -189,7 +205,7 @@ def by_names(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...
         current = path[-1]
         if current.issuer == current.subject:   # self-issued: trusted only as itself
             return None
-        anchor = next((a for a in anchors if _may_issue(current, a)), None)
+        anchor = store_issuer(current, anchors, now)
         if anchor is not None:
             path.append(anchor)
             broken = [i for i in range(len(path) - 1) if issued(path[i], path[i + 1]) is False]
