@@ -45,3 +45,28 @@ def test_store_issuer_is_openssls_choice(tls_server: Callable[..., Any],
     assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
     ver = json.loads(res.stdout)["verification"]
     assert ver["code"] == code and ver["message"].startswith(f"{code} ({text})"), ver
+
+
+@pytest.mark.needs_impl("openssl")
+def test_chain_check_names_no_issuer_missing_that_the_store_holds(
+        tls_server: Callable[..., Any], run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """The scan's chain check on the same chain (store: another root of the name first): the
+    trust verdict says 7, and the chain check said the root was "neither sent nor in the
+    trust store" (incomplete); it is complete, with a note on the store's root."""
+    case = Case()
+    root, leaf, key, inter = _build(case, tmp_path)
+    signer = x509.load_pem_x509_certificate(root.read_bytes())
+    root.write_bytes(b"".join(c.public_bytes(serialization.Encoding.PEM)
+                              for c in (_other_root(), signer)))
+    srv = tls_server("openssl", extra=["-cert", str(leaf), "-key", str(key), "-cert_chain",
+                                       str(inter)])
+    res = run_cli("scan", f"127.0.0.1:{srv.port}", "--checks", "chain", "--json",
+                  "--no-progress", "--no-policy", "--cafile", root, "--sni", case.host)
+    assert res.stderr == "", res.stderr
+    report = json.loads(res.stdout.splitlines()[0])
+    assert report["trust"]["code"] == 7, report["trust"]
+    check = next(c for c in report["check_results"] if c["name"] == "chain")
+    assert check["details"]["complete"] is True and check["details"]["missing_issuer"] is None, \
+        check
+    assert any("did not sign it (the trust verdict says 7)" in e for e in check["evidence"]), \
+        check

@@ -41,7 +41,13 @@ from dataclasses import dataclass
 from cryptography import x509
 
 from tlsprobe.engine.chain import trusted_path
-from tlsprobe.engine.chainpath import MAX_PATH, anchored, follow, self_signed
+from tlsprobe.engine.chainpath import (
+    MAX_PATH,
+    anchored,
+    follow,
+    self_signed,
+    store_issuer,
+)
 from tlsprobe.model.check_details import ChainDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.model.pubkey import load_certificate
@@ -92,6 +98,10 @@ def chain_facts(chain: list[x509.Certificate],
     if cut:
         notes.append(f"the path was followed for {MAX_PATH} certificates only")
     reached, in_store, lacks_issuer = _store_reach(chain, anchors)
+    unsigned = _store_pick_unsigned([chain[i] for i in path], anchors) if not in_store else None
+    if unsigned is not None:   # the store holds the issuer by name: no issuer is missing
+        in_store = True
+        notes.append(unsigned)
     if in_store:
         complete: bool | None = not lacks_issuer
     elif self_signed(last):
@@ -117,6 +127,21 @@ def _store_reach(chain: list[x509.Certificate], anchors: tuple[x509.Certificate,
         return [], False, False
     path, in_store, missing = trusted_path(chain, anchors, datetime.datetime.now(datetime.UTC))
     return path, in_store, missing is not None
+
+
+def _store_pick_unsigned(path: list[x509.Certificate],
+                         anchors: tuple[x509.Certificate, ...] | None) -> str | None:
+    """When the store holds the certificate OpenSSL takes for the issuer of one of the
+    path's (chainpath.store_issuer), whose key did not sign it (the trust verdict's 7): a
+    note saying so; else None."""
+    now = datetime.datetime.now(datetime.UTC)
+    for cert in path if anchors is not None else ():
+        pick = store_issuer(cert, anchors or (), now)
+        if pick is not None:
+            return (f"the trust store's {_name(pick.subject)}, which OpenSSL takes for the "
+                    f"issuer of {_name(cert.subject)}, did not sign it (the trust verdict "
+                    "says 7)")
+    return None
 
 
 def _problems(f: ChainFacts, store: str) -> list[tuple[Severity, str]]:
