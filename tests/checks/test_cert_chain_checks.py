@@ -444,7 +444,12 @@ def test_chain_without_a_trust_store_rests_on_a_sent_root(pki: Pki) -> None:
     missing = chain_facts([leaf, a], (root,))
     assert missing.complete is False and missing.missing_issuer == "CN=Test Intermediate B"
     assert missing.extra == (1,)
-    assert chain_facts([leaf, b], (a,)).complete is True   # B's issuer is an anchor
+    # B's issuer A is in the store, but OpenSSL anchors only at a self-signed certificate
+    # (the trust verdict's code 2): complete only with A's issuer, the root, there too
+    store_a = chain_facts([leaf, b], (a,))
+    assert store_a.complete is False and store_a.store_top == "CN=Test Intermediate A"
+    assert store_a.missing_issuer == "CN=Test Root"
+    assert chain_facts([leaf, b], (a, root)).complete is True
 
 
 def test_chain_of_certificates_certifying_one_another_is_followed_boundedly(

@@ -1,4 +1,4 @@
-"""A live server's bytes in the one escaping style (wire/_util.py quoted_bytes): a scripted
+"""A live server's bytes in the one escaping style (tlsprobe/escaping.py quoted_bytes): a scripted
 TLS 1.2 server choosing an ALPN protocol the client never offered, whose name holds a
 terminal escape, BEL, U+202E, U+200B, an invalid UTF-8 byte, a backslash and both quotes.
 `probe --msg` shows it quoted in its trace line and names it so in its one error line (was

@@ -1,13 +1,13 @@
 """One escaping style for bytes a peer or a file supplies, in every output path.
 
-The style (wire/_util.py `escaped_bytes` / `quoted_bytes`, README "Text that a server or a
+The style (tlsprobe/escaping.py `escaped_bytes` / `quoted_bytes`, README "Text that a server or a
 capture supplies"): printable ASCII as is, \\r \\n \\t by name, a backslash doubled, any other
 byte \\xNN (UTF-8 bytes too), single quotes with \\' inside a quoted one. Fed through each
 path: a capture (a real pcap file) whose ClientHello's SNI and ALPN and whose plain text
 before TLS hold a terminal escape (ESC [ 3 1 m), BEL, the bidi override U+202E, the zero
 width space U+200B, an invalid UTF-8 byte, a backslash and both quotes; and a targets file
 (`scan -f`) with such lines, quoted as its text in the same style (a non-printable
-character as \\u202e, wire/_util.py `quoted_text`; a line that is not UTF-8 by its bytes).
+character as \\u202e, tlsprobe/escaping.py `quoted_text`; a line that is not UTF-8 by its bytes).
 Text, --csv and HTML show the one style; JSON keeps control characters exact (JSON-escaped)
 and holds other bytes as that text, a backslash doubled.
 """

@@ -214,9 +214,9 @@ _EOL = b"\r\n"
 
 
 def _msg_section(tape: Tape, out: TextIO) -> None:
+    from tlsprobe.escaping import escaped_bytes
     from tlsprobe.report.escape import shown
     from tlsprobe.report.trace import TraceFormatter
-    from tlsprobe.wire._util import escaped_bytes
     lines = [f"=== {shown(header(tape))} ==="]
     if tape.preamble is not None and tape.preamble.lines:
         from tlsprobe.report.starttls import preamble_lines

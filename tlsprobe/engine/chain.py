@@ -15,9 +15,6 @@ chains OpenSSL accepts.
 from __future__ import annotations
 
 import datetime
-import os
-import stat
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -27,6 +24,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives.serialization import Encoding
 
 from tlsprobe.engine import chaincodes
+from tlsprobe.engine.certext import invalid_near, unreadable
 from tlsprobe.engine.chainlib import library_refusal
 from tlsprobe.engine.chainpath import (
     MAX_PATH,
@@ -34,15 +32,15 @@ from tlsprobe.engine.chainpath import (
     anchors_of,
     by_names,
     follow,
+    issued,
     same_key,
     self_signed,
+    store_issuer,
 )
 from tlsprobe.engine.hostname import is_address, match_host, sans
-from tlsprobe.errors import UsageError
+from tlsprobe.engine.nameconstraints import name_constraint_problem
+from tlsprobe.engine.truststore import default_cafile, load_trust_store
 from tlsprobe.model.pubkey import load_certificate
-
-SYSTEM_CAFILES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
-                  "/etc/ssl/cert.pem")
 
 V_OK = 0
 V_UNSPECIFIED = 1
@@ -99,57 +97,6 @@ class ChainResult:
         return f"{text}: {self.detail}" if self.detail else text
 
 
-def default_cafile() -> str | None:
-    """The system trust bundle, when there is one."""
-    return next((p for p in SYSTEM_CAFILES if os.path.isfile(p)), None)
-
-
-#: the largest trust store read (the system bundle is about 220 kB): more is no trust store,
-#: and a device such as /dev/zero must not be read without end
-MAX_TRUST_STORE = 64 * 1024 * 1024
-
-
-class TrustStoreTooLarge(ValueError):
-    """The file holds more than MAX_TRUST_STORE bytes."""
-
-
-@lru_cache(maxsize=8)
-def _load(path: str, stamp: tuple[float, int, int]) -> tuple[x509.Certificate, ...]:
-    """The certificates of `path`; `stamp` (mtime, inode, device) tells a changed file, and
-    a pipe (`--cafile <(cat a.pem b.pem)`, which can be read once) by its inode alone."""
-    with open(path, "rb") as fh:
-        data = fh.read(MAX_TRUST_STORE + 1)
-    if len(data) > MAX_TRUST_STORE:
-        raise TrustStoreTooLarge(f"over {MAX_TRUST_STORE // 2**20} MiB: not a trust store")
-    certs: list[x509.Certificate] = []
-    marker = b"-----BEGIN CERTIFICATE-----"
-    for block in data.split(marker)[1:]:  # one bad certificate must not hide the others
-        try:
-            with warnings.catch_warnings():  # e.g. a negative serial in a system root
-                warnings.simplefilter("ignore")
-                certs.extend(x509.load_pem_x509_certificates(marker + block))
-        except ValueError:
-            continue
-    if not certs and data and marker not in data:
-        try:
-            certs.append(load_certificate(data))
-        except ValueError:
-            pass
-    return tuple(certs)
-
-
-def load_trust_store(path: str | os.PathLike[str]) -> tuple[x509.Certificate, ...]:
-    """Every certificate in a PEM bundle (or one DER file). ValueError when none is there;
-    OSError when the file cannot be read."""
-    path = os.fspath(path)
-    st = os.stat(path)
-    certs = _load(path, (st.st_mtime if stat.S_ISREG(st.st_mode) else 0.0, st.st_ino,
-                         st.st_dev))
-    if not certs:
-        raise ValueError(f"{path}: no certificates found")
-    return certs
-
-
 def _dates(certs: list[x509.Certificate], now: datetime.datetime,
            anchor: x509.Certificate | None = None) -> tuple[int, str] | None:
     """The first of `certs` outside its validity period, as a code and its reason."""
@@ -192,11 +139,15 @@ def _roots(anchors: tuple[x509.Certificate, ...]) -> tuple[x509.Certificate, ...
     return tuple(a for a in anchors if self_signed(a))
 
 
+def _same(stored: x509.Certificate, cert: x509.Certificate) -> bool:
+    return stored.public_bytes(Encoding.DER) == cert.public_bytes(Encoding.DER)
+
+
 def _itself(stored: x509.Certificate, cert: x509.Certificate) -> bool:
     return stored.subject == cert.subject and same_key(stored, cert)
 
 
-def _trusted_path(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...],
+def trusted_path(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...],
                   now: datetime.datetime
                   ) -> tuple[list[x509.Certificate], bool, tuple[int, str] | None]:
     """The path from the leaf (chainpath.follow) up to the first certificate the trust
@@ -205,11 +156,20 @@ def _trusted_path(chain: list[x509.Certificate], anchors: tuple[x509.Certificate
     False, None. A store certificate that is not self-signed anchors nothing (OpenSSL
     without -partial_chain): the copy of a sent one is passed over, and an issuer from the
     store needs its own issuers from the store up to a self-signed one (code 2 when one
-    is missing)."""
+    is missing). A self-signed certificate is anchored only by its very copy: another
+    store certificate of its name and key is a mimic OpenSSL refuses (build_chain's X509_cmp
+    of a self-signed certificate and its trusted issuer)."""
     sent = [chain[i] for i in follow(chain).indexes]
     for k, cert in enumerate(sent):
+        chosen = store_issuer(cert, anchors, now)
+        if chosen is not None:   # OpenSSL's pick, whether or not its key signed `cert`
+            if issued(cert, chosen) is False:
+                return sent, False, None   # by_names states the signature that fails (7)
+            path = sent[:k + 1] + [chosen]
+            return path, True, _store_issuers(path, anchors)
+        mimic_only = self_signed(cert)
         roots = [r for r in anchors_of(cert, anchors)
-                 if self_signed(r) or not _itself(r, cert)]
+                 if (_same(r, cert) if mimic_only else self_signed(r) or not _itself(r, cert))]
         if roots:
             root = next((r for r in roots if _dates([r], now) is None), roots[0])
             path = sent[:k] + [root] if _itself(root, cert) else sent[:k + 1] + [root]
@@ -233,16 +193,22 @@ def _store_issuers(path: list[x509.Certificate], anchors: tuple[x509.Certificate
     return None
 
 
-def _untrusted(path: list[x509.Certificate], chain: list[x509.Certificate]
-               ) -> tuple[int, str]:
+def _untrusted(path: list[x509.Certificate], chain: list[x509.Certificate],
+               anchors: tuple[x509.Certificate, ...]) -> tuple[int, str]:
     """Why a path that reaches no certificate of the trust store is not trusted: 18, 19,
     else 20 (`s_client -verify_return_error` stops there; without it s_client goes on to
     end with 21, "unable to verify the first certificate", for a path of the leaf alone)."""
     last = path[-1]
     name = last.subject.rfc4514_string() or "(empty subject)"
+    invalid = invalid_near(last, chain + list(anchors))
+    if invalid is not None:
+        return V_NO_LOCAL_ISSUER, invalid
     if self_signed(last):
         if len(path) == 1:
-            return V_SELF_SIGNED, f"{name} signed itself and is not in the trust store"
+            mimic = any(_itself(a, last) for a in anchors)
+            return V_SELF_SIGNED, f"{name} signed itself and is not in the trust store" + (
+                " (the store holds another certificate of its name and key: OpenSSL "
+                "trusts a self-signed certificate only as its very copy)" if mimic else "")
         return V_SELF_SIGNED_IN_CHAIN, (f"the server sent the root {name}, which is not in "
                                         "the trust store")
     issuer = last.issuer.rfc4514_string() or "(empty name)"
@@ -294,7 +260,7 @@ def verify_chain(ders: Sequence[bytes], hostname: str | None,
     by OpenSSL's security level (66, 67): the caller applies a client's own minimums."""
     try:
         return _verify_chain(ders, hostname, anchors, now, key_sizes)
-    except (UnsupportedAlgorithm, ValueError, TypeError) as exc:
+    except (UnsupportedAlgorithm, ValueError, TypeError, x509.DuplicateExtension) as exc:
         text = " ".join(str(exc).split())[:200]
         return ChainResult(V_UNSPECIFIED, f"cannot check this certificate: {text}")
 
@@ -312,7 +278,8 @@ def _verify_chain(ders: Sequence[bytes], hostname: str | None,
     if not anchors:
         return ChainResult(V_NO_LOCAL_ISSUER, "no trust store (use --cafile)")
     result = _judge(chain, ders, hostname, anchors, now, key_sizes)
-    if result.ok or sans(chain[0]) is not None or NO_SAN_NOTE in (result.detail or ""):
+    if result.ok or sans(chain[0]) is not None or NO_SAN_NOTE in (result.detail or "") or \
+            unreadable(chain[:1]) is not None:   # whether it has one cannot be told
         return result
     return replace(result, detail=_join(result.detail, NO_SAN_NOTE))
 
@@ -325,15 +292,18 @@ def _judge(chain: list[x509.Certificate], ders: Sequence[bytes], hostname: str |
     weak = chaincodes.weak_key(leaf) if key_sizes else None
     if weak is not None:
         return ChainResult(chaincodes.V_EE_KEY_WEAK, weak)
-    path, anchored, missing = _trusted_path(chain, anchors, now)
+    path, anchored, missing = trusted_path(chain, anchors, now)
     if missing is not None:
         return ChainResult(*missing)
     broken = -1
     if not anchored:   # OpenSSL finds no issuer, whatever the library's path building says
-        named_path = by_names(chain, anchors)
+        named_path = by_names(chain, anchors, now)
         if named_path is None:
-            return ChainResult(*_untrusted(path, chain))
+            return ChainResult(*_untrusted(path, chain, anchors))
         path, broken = named_path   # a path by names, with a signature that fails
+    unread = unreadable(path)
+    if unread is not None:   # OpenSSL reads them (certext.py judged what it refuses)
+        return ChainResult(V_UNSPECIFIED, unread, established=False)
     problem = chaincodes.extension_problem(path) or chaincodes.auth_level_problem(path, key_sizes)
     if problem is not None:
         return ChainResult(*problem)
@@ -341,7 +311,7 @@ def _judge(chain: list[x509.Certificate], ders: Sequence[bytes], hostname: str |
     if not named.ok:
         return named
     problem = _signatures_and_dates(path, broken, now, path[-1]) or \
-        chaincodes.name_constraint_problem(path)
+        name_constraint_problem(path)
     if problem is not None:
         return ChainResult(*problem)
     # a self-signed leaf that is itself in the trust store is trusted, as OpenSSL trusts
@@ -371,23 +341,3 @@ def verify_with_store(ders: Sequence[bytes], hostname: str | None, cafile: str |
     except (OSError, ValueError) as exc:
         return path, f"cannot read trust store: {exc}"
     return path, verify_chain(ders, hostname, anchors, key_sizes=key_sizes)
-
-
-def check_cafile(path: str, *, contents: bool = True) -> None:
-    """A usage error (before any connection) when `path` cannot serve as `--cafile`: not
-    there or a directory, or (with `contents`) unreadable, too large or without a
-    certificate. A pipe serves (`--cafile <(cat a.pem b.pem)`: read once, then kept)."""
-    if os.path.isdir(path) or not os.path.exists(path):
-        raise UsageError(f"--cafile {path}: "
-                         + ("is a directory" if os.path.isdir(path) else "no such file"))
-    if not contents:
-        return
-    try:
-        load_trust_store(path)
-    except OSError as exc:
-        raise UsageError(f"--cafile {path}: {exc.strerror or exc}") from None
-    except TrustStoreTooLarge as exc:
-        raise UsageError(f"--cafile {path}: {exc}") from None
-    except ValueError:
-        raise UsageError(f"--cafile {path}: no certificates found (a PEM bundle or one DER "
-                         "certificate is expected)") from None

@@ -6,31 +6,31 @@ order: the leaf's key (66), the chain's building (engine/chain.py), each certifi
 extensions from the leaf up (34 an unhandled critical extension, 79 not a CA, 26 no
 server purpose, 25 path length; the trust store's certificate included), the CA
 keys and signature digests (67, 68), the host name (62), signatures and dates from the
-root down (9, 10), then name constraints (47, 48). Keys are judged at security level 2,
+root down (9, 10), then name constraints (47, 48, 53: nameconstraints.py). Keys are judged at security level 2,
 the default of Debian's OpenSSL and of OpenSSL 3.2 and later (112 bits: RSA and DSA of
 2048 bits, EC of 224). Each function returns the first problem as (code, detail) or None.
 """
 
 from __future__ import annotations
 
-import ipaddress
-from collections.abc import Iterator
-
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from tlsprobe.engine.chainpath import self_signed
+from tlsprobe.engine.nameconstraints import (
+    V_EXCLUDED,
+    V_PERMITTED,
+    V_UNSUPPORTED_NAME_SYNTAX,
+)
 from tlsprobe.engine.verify import key_kind
 from tlsprobe.model.pubkey import is_dsa_key, public_key
 
 V_PATH_LENGTH = 25
 V_UNHANDLED_CRITICAL = 34
 V_PURPOSE = 26
-V_PERMITTED = 47
-V_EXCLUDED = 48
 V_EE_KEY_WEAK = 66
 V_CA_KEY_WEAK = 67
 V_CA_MD_TOO_WEAK = 68
@@ -41,6 +41,7 @@ REASONS = {V_PATH_LENGTH: "path length constraint exceeded",
            V_PURPOSE: "unsuitable certificate purpose",
            V_PERMITTED: "permitted subtree violation",
            V_EXCLUDED: "excluded subtree violation",
+           V_UNSUPPORTED_NAME_SYNTAX: "unsupported or invalid name syntax",
            V_EE_KEY_WEAK: "EE certificate key too weak",
            V_CA_KEY_WEAK: "CA certificate key too weak",
            V_CA_MD_TOO_WEAK: "CA signature digest algorithm too weak",
@@ -69,6 +70,11 @@ HANDLED_EXTENSIONS = frozenset({
 
 
 _NETSCAPE_TYPE = x509.ObjectIdentifier("2.16.840.1.113730.1.1")
+#: the extendedKeyUsage purposes OpenSSL's sslserver purpose accepts (XKU_SSL_SERVER and
+#: XKU_SGC: Microsoft's and Netscape's Server Gated Crypto), measured with `openssl verify`
+SERVER_USAGES = frozenset({ExtendedKeyUsageOID.SERVER_AUTH,
+                           x509.ObjectIdentifier("1.3.6.1.4.1.311.10.3.3"),
+                           x509.ObjectIdentifier("2.16.840.1.113730.4.1")})
 
 
 def _name(cert: x509.Certificate) -> str:
@@ -78,7 +84,7 @@ def _name(cert: x509.Certificate) -> str:
 def _ext(cert: x509.Certificate, kind: type[x509.ExtensionType]) -> x509.ExtensionType | None:
     try:
         return cert.extensions.get_extension_for_class(kind).value
-    except (x509.ExtensionNotFound, ValueError):
+    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError):
         return None
 
 
@@ -108,7 +114,7 @@ def _netscape_type(cert: x509.Certificate) -> int | None:
     S/MIME CA 0x02, object signing CA 0x01), as OpenSSL reads it; None when absent."""
     try:
         found = cert.extensions.get_extension_for_oid(_NETSCAPE_TYPE).value
-    except (x509.ExtensionNotFound, ValueError):
+    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError):
         return None
     value = found.value if isinstance(found, x509.UnrecognizedExtension) else b""
     if len(value) < 3 or value[0] != 0x03:   # not a BIT STRING: OpenSSL would not read it
@@ -143,8 +149,8 @@ def _not_server(cert: x509.Certificate, leaf: bool) -> str | None:
     Netscape certificate type without SSL server; a CA by its Netscape type alone (at the
     top of the path) that is no SSL CA."""
     eku = _ext(cert, x509.ExtendedKeyUsage)
-    if isinstance(eku, x509.ExtendedKeyUsage) and ExtendedKeyUsageOID.SERVER_AUTH not in eku:
-        return "its extendedKeyUsage does not include serverAuth"
+    if isinstance(eku, x509.ExtendedKeyUsage) and not SERVER_USAGES & set(eku):
+        return "its extendedKeyUsage does not include serverAuth (nor Server Gated Crypto)"
     ku = _ext(cert, x509.KeyUsage)
     if leaf and isinstance(ku, x509.KeyUsage) and not (
             ku.digital_signature or ku.key_encipherment or ku.key_agreement):
@@ -164,7 +170,7 @@ def unhandled_critical(cert: x509.Certificate) -> str | None:
     try:
         return next((e.oid.dotted_string for e in cert.extensions
                      if e.critical and e.oid.dotted_string not in HANDLED_EXTENSIONS), None)
-    except ValueError:
+    except (x509.DuplicateExtension, ValueError):
         return None
 
 
@@ -216,106 +222,4 @@ def auth_level_problem(path: list[x509.Certificate], keys: bool = True) -> Probl
         digest = None if depth == len(path) - 1 or self_signed(cert) else _weak_digest(cert)
         if digest is not None:
             return V_CA_MD_TOO_WEAK, digest
-    return None
-
-
-def _dns_within(name: str, base: str) -> bool:
-    """A DNS name inside a DNS name constraint: the same name, or below it (a base with
-    a leading dot: strictly below); case-insensitive; an empty base holds every name."""
-    name, base = name.lower(), base.lower()
-    if not base or name == base:
-        return True
-    return name.endswith(base if base.startswith(".") else "." + base)
-
-
-def _email_within(email: str, base: str) -> bool | None:
-    """An email address inside an email name constraint, as OpenSSL's nc_email reads it: a
-    base with a leading dot and no `@` holds the addresses of hosts below it; `local@host`
-    that one address (the local part case-sensitive); `host` the addresses at that host.
-    None: the address has no `@` (not judged here)."""
-    if "@" not in email:
-        return None
-    local, host = email.split("@", 1)
-    if "@" not in base and base.startswith("."):
-        return len(email) > len(base) and email.lower().endswith(base.lower())
-    if "@" in base:
-        base_local, base = base.split("@", 1)
-        if base_local and base_local != local:
-            return False
-    return host.lower() == base.lower()
-
-
-#: a name constraints apply to: ("DNS name", text), ("address", IPv4/IPv6 address) or
-#: ("email address", text)
-Name = tuple[str, object]
-
-
-def _within(name: Name, base: x509.GeneralName) -> bool | None:
-    """`name` inside the subtree `base`; None: `base` is of another type."""
-    kind, value = name
-    if kind == "DNS name" and isinstance(base, x509.DNSName) and isinstance(value, str):
-        return _dns_within(value, base.value)
-    if kind == "address" and isinstance(base, x509.IPAddress) and \
-            isinstance(base.value, (ipaddress.IPv4Network, ipaddress.IPv6Network)):
-        return value in base.value
-    if kind == "email address" and isinstance(base, x509.RFC822Name) and isinstance(value, str):
-        verdict = _email_within(value, base.value)
-        return True if verdict is None else verdict   # not judged: no violation stated
-    return None
-
-
-def _names(cert: x509.Certificate, leaf: bool) -> Iterator[Name]:
-    """The names of `cert` constraints apply to, in OpenSSL's order: its subject
-    emailAddress attributes, its subjectAltName email addresses, DNS names and addresses;
-    for a leaf without a DNS name, each subject CN that is a dotted host name (OpenSSL
-    checks those as DNS names). Other kinds of names are not judged here."""
-    for attr in cert.subject.get_attributes_for_oid(NameOID.EMAIL_ADDRESS):
-        if isinstance(attr.value, str):
-            yield "email address", attr.value
-    san = _ext(cert, x509.SubjectAlternativeName)
-    dns: list[str] = []
-    if isinstance(san, x509.SubjectAlternativeName):
-        dns = san.get_values_for_type(x509.DNSName)
-        yield from (("email address", e) for e in san.get_values_for_type(x509.RFC822Name))
-        yield from (("DNS name", d) for d in dns)
-        yield from (("address", a) for a in san.get_values_for_type(x509.IPAddress))
-    if leaf and not dns:
-        for attr in cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME):
-            value = attr.value
-            if isinstance(value, str) and "." in value.strip(".") and all(
-                    c.isascii() and (c.isalnum() or c in "-._*") for c in value):
-                yield "DNS name", value
-
-
-def _nc_verdict(name: Name, nc: x509.NameConstraints) -> int | None:
-    """47: the constraints permit names of `name`'s type and none holds it; 48: an
-    excluded subtree holds it."""
-    verdicts = [_within(name, b) for b in nc.permitted_subtrees or ()]
-    judged = [v for v in verdicts if v is not None]
-    if judged and not any(judged):
-        return V_PERMITTED
-    if any(_within(name, b) for b in nc.excluded_subtrees or ()):
-        return V_EXCLUDED
-    return None
-
-
-def name_constraint_problem(path: list[x509.Certificate]) -> Problem | None:
-    """DNS names, addresses and email addresses outside a CA's permitted subtrees (47) or
-    inside its excluded ones (48), checked as OpenSSL does: the certificates from the top
-    down (a self-issued CA certificate is exempt), each against the constraints above it."""
-    for depth in range(len(path) - 1, -1, -1):
-        cert = path[depth]
-        if depth and cert.subject == cert.issuer:
-            continue
-        for ca in reversed(path[depth + 1:]):
-            nc = _ext(ca, x509.NameConstraints)
-            if not isinstance(nc, x509.NameConstraints):
-                continue
-            for name in _names(cert, depth == 0):
-                code = _nc_verdict(name, nc)
-                if code is not None:
-                    where = "outside the permitted" if code == V_PERMITTED else \
-                        "inside the excluded"
-                    return code, (f"{name[0]} {name[1]} of {_name(cert)} is {where} "
-                                  f"names of {_name(ca)}")
     return None

@@ -18,6 +18,7 @@ from cryptography import x509
 from cryptography.x509 import verification as xv
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
+from tlsprobe.engine.chaincodes import SERVER_USAGES
 from tlsprobe.engine.chainpath import MAX_PATH
 
 __all__ = ["library_refusal"]
@@ -28,8 +29,8 @@ _EKU_REFUSED = "required EKU not found"
 def _server_eku(policy: xv.Policy, cert: x509.Certificate,
                 ext: x509.ExtendedKeyUsage | None) -> None:
     """A leaf's extendedKeyUsage, when present, must allow serverAuth (as the server
-    verifier requires)."""
-    if ext is not None and ExtendedKeyUsageOID.SERVER_AUTH not in ext \
+    verifier requires), or Server Gated Crypto (OpenSSL's sslserver purpose accepts it)."""
+    if ext is not None and not SERVER_USAGES & set(ext) \
             and ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE not in ext:
         raise ValueError(_EKU_REFUSED)
 

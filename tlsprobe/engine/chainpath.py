@@ -10,15 +10,17 @@ problem of the path, not of a certificate the server sent besides it, and the ch
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 
+from tlsprobe.engine.certext import invalid_extension
 from tlsprobe.model.pubkey import public_key, verify_issued
 
 __all__ = ["MAX_PATH", "ChainPath", "akid_fits", "anchored", "anchors_of", "by_names", "follow", "issued",
-           "key_fits", "same_key", "self_signed"]
+           "key_fits", "same_key", "self_signed", "store_issuer"]
 
 #: the longest path followed (real ones have 2 to 5 certificates; a hostile server's chain
 #: of hundreds that certify one another would otherwise cost a signature check per pair)
@@ -68,12 +70,12 @@ def akid_fits(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
     authorityCertIssuer the issuer's own issuer (each when present)."""
     try:
         aki = cert.extensions.get_extension_for_class(x509.AuthorityKeyIdentifier).value
-    except (x509.ExtensionNotFound, ValueError):
+    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError):
         return True
     if aki.key_identifier is not None:
         try:
             ski = issuer.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
-        except (x509.ExtensionNotFound, ValueError):
+        except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError):
             ski = None
         if ski is not None and ski.digest != aki.key_identifier:
             return False
@@ -89,9 +91,9 @@ def issued(cert: x509.Certificate, issuer: x509.Certificate) -> bool | None:
     None: the names match but the signature cannot be checked here (an algorithm this
     OpenSSL refuses, such as SHA-1 or MD5 signatures); False otherwise, an issuer whose
     key is of another family than the signature's, or that `cert`'s authorityKeyIdentifier
-    names another (OpenSSL's issuer check refuses both), included."""
-    if cert.issuer != issuer.subject or not key_fits(cert, issuer) or \
-            not akid_fits(cert, issuer):
+    names another (OpenSSL's issuer check refuses both), and a certificate on either side
+    whose extensions OpenSSL cannot cache (certext.py), included."""
+    if not _may_issue(cert, issuer):
         return False
     try:
         verify_issued(cert, issuer)
@@ -120,8 +122,11 @@ def anchors_of(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...]
                ) -> list[x509.Certificate]:
     """The trust store's certificates that are `cert` (same subject and key, as OpenSSL
     looks it up) or issued it."""
-    return [a for a in anchors if (a.subject == cert.subject and same_key(a, cert)) or
-            (a.subject == cert.issuer and issued(cert, a) is not False)]
+    if invalid_extension(cert) is not None:
+        return []
+    return [a for a in anchors if invalid_extension(a) is None and (
+        (a.subject == cert.subject and same_key(a, cert)) or
+        (a.subject == cert.issuer and issued(cert, a) is not False))]
 
 
 def anchored(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...]) -> bool:
@@ -165,13 +170,30 @@ def follow(chain: list[x509.Certificate]) -> ChainPath:
 
 def _may_issue(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
     """`issuer` is named as `cert`'s issuer, `cert`'s authorityKeyIdentifier does not
-    contradict it, and its key is of the signature's family (the signature itself is not
-    looked at)."""
-    return cert.issuer == issuer.subject and key_fits(cert, issuer) and akid_fits(cert, issuer)
+    contradict it, its key is of the signature's family (the signature itself is not
+    looked at), and OpenSSL can cache the extensions of both."""
+    return cert.issuer == issuer.subject and key_fits(cert, issuer) and \
+        akid_fits(cert, issuer) and invalid_extension(cert) is None and \
+        invalid_extension(issuer) is None
 
 
-def by_names(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...]
-             ) -> tuple[list[x509.Certificate], int] | None:
+def store_issuer(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...],
+                 now: datetime.datetime) -> x509.Certificate | None:
+    """The trust store's certificate OpenSSL takes for `cert`'s issuer
+    (X509_STORE_CTX_get1_issuer): of those its issuer check accepts (names, key identifier,
+    key family: not the signature), in the store's order, the first within its dates, else
+    the one that expired last; None when there is none (a copy of `cert` itself is none)."""
+    found = [a for a in anchors if _may_issue(cert, a)
+             and not (a.subject == cert.subject and same_key(a, cert))]
+    current = next((a for a in found if a.not_valid_before_utc <= now <= a.not_valid_after_utc),
+                   None)
+    if current is not None or not found:
+        return current
+    return max(found, key=lambda a: a.not_valid_after_utc)   # the first of equals
+
+
+def by_names(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...],
+             now: datetime.datetime) -> tuple[list[x509.Certificate], int] | None:
     """The path OpenSSL builds by names (its issuer check reads names and key identifiers,
     not signatures): from the leaf, each next certificate a trust store one that may have
     issued the current one, else a sent one, until a trust store certificate (a
@@ -183,7 +205,7 @@ def by_names(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...
         current = path[-1]
         if current.issuer == current.subject:   # self-issued: trusted only as itself
             return None
-        anchor = next((a for a in anchors if _may_issue(current, a)), None)
+        anchor = store_issuer(current, anchors, now)
         if anchor is not None:
             path.append(anchor)
             broken = [i for i in range(len(path) - 1) if issued(path[i], path[i + 1]) is False]

@@ -37,7 +37,7 @@ from tlsprobe.engine.common import (
     UNSUPPORTED_EXTENSION,
 )
 from tlsprobe.engine.verdict import Refusal
-from tlsprobe.wire._util import quoted_bytes
+from tlsprobe.escaping import quoted_bytes
 from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.context import Message
 from tlsprobe.wire.ext_decoders import (

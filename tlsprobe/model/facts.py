@@ -15,6 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from tlsprobe.escaping import (
+    wire_text,  # re-exported: the model's values hold network text
+)
+
 CLIENT, SERVER = 0, 1
 
 #: where the key exchange's group (or its absence) was learnt, KeyExchange.source's words:
@@ -82,14 +86,6 @@ class HelloSummary(Protocol):
     def extensions(self) -> tuple[int, ...]: ...
     @property
     def session_ticket(self) -> int | None: ...
-
-
-def wire_text(data: bytes) -> str:
-    """Text from the network as a value holds it: ASCII as is, a backslash doubled, other
-    bytes as \\xNN (controls kept: JSON escapes them, text shows them escaped). The rule of
-    wire/_util.py `wire_text` (the wire's; model may not import wire), so a report's text of
-    it reads as `escaped_bytes` of the bytes."""
-    return data.replace(b"\\", b"\\\\").decode("ascii", "backslashreplace")
 
 
 def hello_facts(info: HelloSummary) -> HelloFacts:

@@ -10,7 +10,7 @@ with an escaped snippet of what the server sent (exit 4).
 
 from __future__ import annotations
 
-from tlsprobe.wire._util import quoted_bytes
+from tlsprobe.escaping import quoted_bytes
 from tlsprobe.wire.record import CONTENT_TYPES, looks_like_tls
 
 SNIPPET = 40   # bytes of the server's answer shown in the message

@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING
 
 from tlsprobe.engine.common import HandshakeFailure
 from tlsprobe.errors import FailureKind, NetworkCause, NetworkError
+from tlsprobe.escaping import quoted_bytes
 from tlsprobe.net.quic_conn import QuicConnection
 from tlsprobe.net.quic_info import QUIC_ERRORS, QuicInfo
 from tlsprobe.net.quic_params import client_parameters
 from tlsprobe.net.quic_wire import QUIC_V1, new_connection_ids
 from tlsprobe.net.tcp import Target, cause_of, resolve
 from tlsprobe.net.transport import Connector, Transport
-from tlsprobe.wire._util import quoted_bytes
 
 if TYPE_CHECKING:
     from tlsprobe.engine.interface import Handshake

@@ -8,10 +8,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from tlsprobe.escaping import escaped_bytes
 from tlsprobe.model.quic import QuicParameter, QuicSummary
 from tlsprobe.net import quic_params as qp
 from tlsprobe.net import quic_wire as w
-from tlsprobe.wire._util import escaped_bytes
 
 MAX_LOG = 200      # packet lines kept for --msg
 MAX_KEPT = 1000    # datagrams kept for --pcap-out (a handshake takes a few dozen)

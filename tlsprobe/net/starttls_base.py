@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from tlsprobe.errors import FailureKind
-from tlsprobe.wire._util import escaped_bytes, quoted_bytes
+from tlsprobe.escaping import escaped_bytes, quoted_bytes
 
 
 class Problem(StrEnum):

@@ -25,9 +25,9 @@ class Target:
 
 
 def quoted_text(text: str) -> str:
-    """wire/_util.py `quoted_text` (imported when an error needs it: `--help` of a command
+    """tlsprobe/escaping.py `quoted_text` (imported when an error needs it: `--help` of a command
     that names targets imports no wire package)."""
-    from tlsprobe.wire._util import quoted_text as quote
+    from tlsprobe.escaping import quoted_text as quote
     return quote(text)
 
 

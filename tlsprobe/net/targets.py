@@ -11,8 +11,8 @@ import sys
 from dataclasses import dataclass
 
 from tlsprobe.errors import UsageError
+from tlsprobe.escaping import quoted_bytes
 from tlsprobe.net.tcp import Target, parse_target
-from tlsprobe.wire._util import quoted_bytes
 
 __all__ = ["MAX_TARGET_FILE_BYTES", "BadLine", "read_target_file"]
 

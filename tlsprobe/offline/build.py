@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, NamedTuple, TypeVar, cast
 
 from tlsprobe import registry
+from tlsprobe.escaping import escaped_bytes
 from tlsprobe.model import describe
 from tlsprobe.model.capture import (
     SHAPE_JSON,
@@ -41,7 +42,6 @@ from tlsprobe.offline.caches import MAX_ENTRIES, AnalysisCaches
 from tlsprobe.offline.facts import CLIENT, SERVER, ClientAuthFacts, Facts
 from tlsprobe.offline.handshake import handshake_facts, key_exchange_facts
 from tlsprobe.wire import fingerprints
-from tlsprobe.wire._util import escaped_bytes
 from tlsprobe.wire.hello_fields import ClientHelloInfo
 
 if TYPE_CHECKING:

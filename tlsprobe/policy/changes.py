@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime
 
+from tlsprobe.escaping import quoted_value
 from tlsprobe.model.changes import UNESTABLISHED, Change, ChangeKind, Direction
 from tlsprobe.model.encode import JsonObject, JsonValue
 from tlsprobe.model.rating import Grade, grade_rank
@@ -65,7 +66,7 @@ def check_document(doc: object, where: str) -> JsonObject:
                          f"{type(doc).__name__.replace('dict', 'object')}, not an object)")
     if doc.get("tool") != "tlsprobe" or doc.get("kind") != "audit":
         raise DocumentError(f"{where}: not a tlsprobe scan document (tool "
-                         f"{doc.get('tool')!r}, kind {doc.get('kind')!r}; expected the "
+                         f"{quoted_value(doc.get('tool'))}, kind {quoted_value(doc.get('kind'))}; expected the "
                          "output of tlsprobe scan --json)")
     if not isinstance(doc.get("host"), str) or not isinstance(doc.get("port"), int):
         raise DocumentError(f"{where}: a scan document without host and port")

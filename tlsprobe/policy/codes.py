@@ -23,6 +23,7 @@ from functools import cache
 from typing import TypeVar
 
 from tlsprobe.errors import did_you_mean
+from tlsprobe.escaping import quoted_value
 from tlsprobe.model.severity import Severity
 
 T = TypeVar("T")
@@ -90,7 +91,7 @@ def unknown_code(key: str) -> str | None:
     known codes."""
     if key in all_codes() or key.endswith(".*") and key[:-2] in areas():
         return None
-    return f"unknown finding code {key!r}" + (did_you_mean(key, all_codes()) or
+    return f"unknown finding code {quoted_value(key)}" + (did_you_mean(key, all_codes()) or
                                               " (see docs/POLICY.md, Findings)")
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from tlsprobe import registry
 from tlsprobe.data import read_text
 from tlsprobe.errors import did_you_mean
+from tlsprobe.escaping import quoted_value
 from tlsprobe.model.audit import SEVERITIES
 from tlsprobe.model.severity import Severity
 from tlsprobe.policy.codes import DEFAULT_SEVERITY, lookup, unknown_code
@@ -130,8 +131,8 @@ def _raw_builtin(name: str, where: str = "") -> PolicyData:
         known = f"built in: {', '.join(builtin_names())}, {', '.join(sorted(ALIASES))}"
         if where:
             raise PolicyError(f"policy file {where}: 'extends' names no built-in policy: "
-                              f"{name!r} ({known}; a file cannot be extended)")
-        raise PolicyError(f"unknown policy {name!r} ({known}; or a .json/.toml file)")
+                              f"{quoted_value(name)} ({known}; a file cannot be extended)")
+        raise PolicyError(f"unknown policy {quoted_value(name)} ({known}; or a .json/.toml file)")
     data: PolicyData = json.loads(text)
     return data
 
@@ -208,7 +209,7 @@ def _codes(data: PolicyData, key: str, where: str,
     out = []
     for item in items:
         if isinstance(item, bool) or not isinstance(item, (int, str)):
-            raise PolicyError(f"policy {where}: '{key}': {item!r} is neither a name nor a "
+            raise PolicyError(f"policy {where}: '{key}': {quoted_value(item)} is neither a name nor a "
                               "code point")
         if isinstance(item, int):
             out.append(_code_point(item, key, where, parse is None))
@@ -216,7 +217,7 @@ def _codes(data: PolicyData, key: str, where: str,
         text = item.strip()
         if parse is None:
             if text.lower() not in VERSION_NAMES:
-                raise PolicyError(f"policy {where}: unknown version {text!r} in '{key}' "
+                raise PolicyError(f"policy {where}: unknown version {quoted_value(text)} in '{key}' "
                                  "(use e.g. 'TLS 1.2' or 'TLSv1.2')")
             out.append(VERSION_NAMES[text.lower()])
             continue
@@ -251,7 +252,7 @@ def _typed(data: PolicyData, key: str, kind: type, where: str, what: str) -> Non
     """An error unless `key` is absent, null or of type `kind`."""
     value = data.get(key)
     if value is not None and not isinstance(value, kind):
-        raise PolicyError(f"policy {where}: '{key}' must be {what}, not {value!r}")
+        raise PolicyError(f"policy {where}: '{key}' must be {what}, not {quoted_value(value)}")
 
 
 def parse_policy(data: PolicyData, where: str) -> Policy:
@@ -259,16 +260,16 @@ def parse_policy(data: PolicyData, where: str) -> Policy:
     unknown = sorted(set(data) - KEYS)
     if unknown:
         hint = did_you_mean(unknown[0], KEYS) or f" (known: {', '.join(sorted(KEYS))})"
-        raise PolicyError(f"policy {where}: unknown key {unknown[0]!r}{hint}")
+        raise PolicyError(f"policy {where}: unknown key {quoted_value(unknown[0])}{hint}")
     severity = _code_table(data, "severity", where)
     bad = next((k for k, v in severity.items() if v not in SEVERITIES), None)
     if bad is not None:
-        raise PolicyError(f"policy {where}: [severity] {bad!r}: {severity[bad]!r} is no "
+        raise PolicyError(f"policy {where}: [severity] {quoted_value(bad)}: {quoted_value(severity[bad])} is no "
                          f"severity (one of {', '.join(SEVERITIES)})")
     waive = _code_table(data, "waive", where)
     bad = next((k for k, v in waive.items() if not isinstance(v, str) or not v.strip()), None)
     if bad is not None:
-        raise PolicyError(f"policy {where}: [waive] {bad!r}: give the reason the finding is "
+        raise PolicyError(f"policy {where}: [waive] {quoted_value(bad)}: give the reason the finding is "
                          "accepted, as a non-empty string")
     versions = _codes(data, "versions", where, None)
     suites = _codes(data, "cipher_suites", where, registry.parse_suite)
@@ -278,7 +279,7 @@ def parse_policy(data: PolicyData, where: str) -> Policy:
     cert_types = _list(data, "certificate_types", where)
     odd = next((t for t in cert_types or () if str(t).lower() not in CERTIFICATE_TYPES), None)
     if odd is not None:
-        raise PolicyError(f"policy {where}: unknown certificate type {odd!r} in "
+        raise PolicyError(f"policy {where}: unknown certificate type {quoted_value(odd)} in "
                          f"'certificate_types'" + (did_you_mean(str(odd), CERTIFICATE_TYPES) or
                                                    f" (one of {', '.join(CERTIFICATE_TYPES)})"))
     dh_min_bits, rsa_min_bits = _bits(data, "dh_min_bits", where), \

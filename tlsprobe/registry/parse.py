@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable
 
 from tlsprobe.errors import did_you_mean
+from tlsprobe.escaping import quoted_text
 
 from .lookup import (
     all_groups,
@@ -43,7 +44,7 @@ def _parse_hex(text: str, label: Callable[[int], str], *, pairs: bool = False) -
         if digits.isdecimal() and int(digits) > 9 and text[:2].lower() != "0x" \
                 and not (len(digits) == 4 and digits[0] == "0"):
             hexa, deci = int(digits, 16), int(digits)
-            raise ValueError(f"{text!r} is ambiguous: hex {label(hexa)} or decimal "
+            raise ValueError(f"{quoted_text(text)} is ambiguous: hex {label(hexa)} or decimal "
                              f"{label(deci)}; write the code point with 0x (0x{hexa:04x} or "
                              f"0x{deci:04x})")
         return int(digits, 16)
@@ -107,7 +108,7 @@ def parse_group(text: str) -> int:
         code = _parse_hex(t, group_label)
     if code is None:
         names = [n for g in all_groups() for n in (g.name, *g.aliases)]
-        raise ValueError(f"unknown group {t!r}" + (did_you_mean(t, names) or
+        raise ValueError(f"unknown group {quoted_text(t)}" + (did_you_mean(t, names) or
                          " (use an IANA name like x25519, an alias like P-256, or a hex code "
                          "point like 0x001d)"))
     return code
@@ -122,7 +123,7 @@ def parse_suite(text: str) -> int:
             return _SUITE_INDEX[candidate]
     code = _parse_hex(t, suite_label, pairs=True)
     if code is None:
-        raise ValueError(f"unknown cipher suite {t!r}" + (did_you_mean(t, _SUITE_INDEX) or
+        raise ValueError(f"unknown cipher suite {quoted_text(t)}" + (did_you_mean(t, _SUITE_INDEX) or
                          " (use an IANA name like TLS_AES_128_GCM_SHA256, an OpenSSL name "
                          "like ECDHE-RSA-AES128-GCM-SHA256, or hex like 0x1301)"))
     return code
@@ -146,7 +147,7 @@ def parse_sigscheme(text: str) -> int:
         code = _parse_hex(t, sigscheme_label)
     if code is None:
         names = [s.name for s in all_signature_schemes()]
-        raise ValueError(f"unknown signature scheme {t!r}" + (did_you_mean(t, names) or
+        raise ValueError(f"unknown signature scheme {quoted_text(t)}" + (did_you_mean(t, names) or
                          " (use an IANA name like rsa_pss_rsae_sha256, an OpenSSL name like "
                          "RSA+SHA256, or hex like 0x0804)"))
     return code

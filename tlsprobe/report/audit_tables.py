@@ -14,6 +14,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from tlsprobe import registry
+from tlsprobe.escaping import quoted_text
 from tlsprobe.model.audit import (
     ORDER_CLIENT,
     ORDER_SERVER,
@@ -36,7 +37,6 @@ from tlsprobe.report.lines import text as _text
 from tlsprobe.report.lines import title as _title
 from tlsprobe.report.suite_kx import kx_text, weak_line
 from tlsprobe.report.tones import TONE_STYLE, pq_tone, version_tone
-from tlsprobe.wire._util import quoted_text
 
 ORDER_TEXT = {ORDER_SERVER: "the server enforces its own order",
               ORDER_CLIENT: "the server follows the client's order (listed as offered)",

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 
 from tlsprobe import registry
 from tlsprobe._version import __version__
+from tlsprobe.escaping import quoted_text
 from tlsprobe.model.audit import (
     AuditReport,
     GroupAudit,
@@ -48,7 +49,6 @@ from tlsprobe.report.tones import (
     version_findings,
     version_tone,
 )
-from tlsprobe.wire._util import quoted_text
 
 ORDER_TEXT = {"server": "the server enforces its own order",
               "client": "the server follows the client's order (listed as offered)",

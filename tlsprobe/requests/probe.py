@@ -131,7 +131,7 @@ def check_trust(verify: bool, cafile: str | None, names: Names) -> None:
         raise UsageError(f"{names('cafile')} and {names('no_verify')} contradict each other: "
                          f"{names('no_verify')} skips the chain check that {names('cafile')} "
                          "is for; give one of them")
-    from tlsprobe.engine.chain import check_cafile
+    from tlsprobe.engine.truststore import check_cafile
     check_cafile(cafile)
 
 

@@ -13,58 +13,14 @@ values get a hex or "GREASE" name), so labels never fail.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final
+
+from tlsprobe.escaping import escaped_bytes, quoted_bytes, quoted_text, wire_text
 
 from .buffer import Buffer
 
-#: bytes from the network in a message, Python style (as README.md's `\x1b`, `\n`): the
-#: table of each byte's text, printable ASCII as itself, \t \n \r by name, a backslash
-#: doubled, every other byte \xNN; "'" escaped in quotes (`quoted_bytes`)
-_BYTE_TEXT: Final[tuple[str, ...]] = tuple(
-    {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r", 0x5C: "\\\\"}.get(
-        b, chr(b) if 0x20 <= b < 0x7F else f"\\x{b:02x}") for b in range(256))
-_QUOTED_TEXT: Final[tuple[str, ...]] = tuple("\\'" if b == 0x27 else t
-                                             for b, t in enumerate(_BYTE_TEXT))
-
-
-def escaped_bytes(data: bytes | bytearray, limit: int = 1000) -> str:
-    """Bytes from the network for display (the one style of every message): printable ASCII
-    as is, \\t \\n \\r by name, a backslash doubled, any other byte as \\xNN, so no control
-    sequence reaches a terminal; cut after `limit` bytes with '...'."""
-    text = "".join([_BYTE_TEXT[b] for b in data[:limit]])
-    return text + ("..." if len(data) > limit else "")
-
-
-def quoted_bytes(data: bytes | bytearray, limit: int = 100) -> str:
-    """`escaped_bytes` in single quotes for a one-line message (a quote in it as \\'), as
-    Python shows bytes: '421 Busy\\r\\n'."""
-    text = "".join([_QUOTED_TEXT[b] for b in data[:limit]])
-    return f"'{text}'" + ("..." if len(data) > limit else "")
-
-
-def quoted_text(text: str, limit: int = 100) -> str:
-    """Text a file gave (a targets file's line) for a one-line message: `quoted_bytes`'
-    style for its ASCII characters; another character as is when printable (é), else
-    \\xNN, \\uNNNN or \\UNNNNNNNN (U+202E as \\u202e, as report/escape.py shows text)."""
-    def char(c: str) -> str:
-        code = ord(c)
-        if code < 0x80:
-            return _QUOTED_TEXT[code]
-        if c.isprintable():
-            return c
-        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 \
-            else f"\\U{code:08x}"
-    return "'" + "".join(map(char, text[:limit])) + "'" + ("..." if len(text) > limit else "")
-
-
-def wire_text(data: bytes | bytearray) -> str:
-    """Bytes from the network as a value's text (a name, ALPN): ASCII as is, a backslash
-    doubled, any other byte as \\xNN; control characters kept (JSON escapes them, a text
-    report shows them escaped: report/escape.py `shown` of this text is `escaped_bytes` of
-    the bytes, so both read alike and a \\xNN is never a name's own characters).
-    model/facts.py has the model's `wire_text`, the same rule (model may not import wire)."""
-    return bytes(data).replace(b"\\", b"\\\\").decode("ascii", "backslashreplace")
-
+#: the one escaping style of network and file text lives in tlsprobe/escaping.py (policy/ and
+#: model/ use it too, and may not import wire/); re-exported for the wire's modules
+__all__ = ["escaped_bytes", "quoted_bytes", "quoted_text", "wire_text"]
 
 def group_label(value: int) -> str:
     from tlsprobe.registry import group_label as registry_group_label

@@ -236,7 +236,7 @@ def extension(leaf: x509.Certificate, kind: type[E], name: str) -> E | None | st
         return leaf.extensions.get_extension_for_class(kind).value
     except x509.ExtensionNotFound:
         return None
-    except ValueError as exc:
+    except (x509.DuplicateExtension, ValueError) as exc:   # one extension twice, say
         return f"the {name} extension does not parse ({exc})"
 
 
@@ -260,7 +260,7 @@ def leaf_in(ctx: CheckContext, got: Served) -> x509.Certificate | CheckResult:
 
 def trust_anchors(ctx: CheckContext) -> tuple[tuple[x509.Certificate, ...] | None, str | None, str]:
     """The trust store's certificates (None: none could be read), its path, and why not."""
-    from tlsprobe.engine.chain import default_cafile, load_trust_store
+    from tlsprobe.engine.truststore import default_cafile, load_trust_store
     path = ctx.runner.cafile or default_cafile()
     if path is None:
         return None, None, "no trust store found (use --cafile)"

@@ -14,10 +14,13 @@ connection got it (_every_chain.py).
 
 The path: from the leaf, each next certificate is a sent one whose subject is the current
 one's issuer and whose key verifies its signature (`verify_directly_issued_by`), until a
-self-signed certificate or none. The path is complete when one of its certificates is in
-the trust store (same subject and key) or issued by a certificate there, or when it ends at
-a self-signed root the server sends (whether that root is trusted is the trust verdict's
-question). Verdicts:
+self-signed certificate or none. The path is complete when it reaches the trust store as
+the trust verdict's does (engine/chain.trusted_path: OpenSSL without -partial_chain anchors
+only at a self-signed store certificate, through the store's own issuers of a store
+certificate that is not), or when it ends at a self-signed root the server sends (whether
+that root is trusted is the trust verdict's question). Verdicts:
+  - the path reaches a store certificate that is not self-signed and whose issuer the
+    store lacks: vulnerable, medium, naming that issuer (the trust verdict's code 2);
   - an issuer missing (the path ends at a certificate whose issuer is neither sent nor in
     the trust store): vulnerable, medium, naming the missing issuer;
   - the path's certificates sent out of order: vulnerable, low;
@@ -32,11 +35,19 @@ question). Verdicts:
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass
 
 from cryptography import x509
 
-from tlsprobe.engine.chainpath import MAX_PATH, anchored, follow, self_signed
+from tlsprobe.engine.chain import trusted_path
+from tlsprobe.engine.chainpath import (
+    MAX_PATH,
+    anchored,
+    follow,
+    self_signed,
+    store_issuer,
+)
 from tlsprobe.model.check_details import ChainDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.model.pubkey import load_certificate
@@ -68,6 +79,9 @@ class ChainFacts:
     anchor_sent: str | None
     self_signed_leaf: bool
     notes: tuple[str, ...] = ()
+    #: the trust store's certificate the path reaches, when it is not self-signed and the
+    #: store holds no issuer of it (`missing_issuer`): OpenSSL anchors at none (code 2)
+    store_top: str | None = None
 
 
 def chain_facts(chain: list[x509.Certificate],
@@ -83,22 +97,62 @@ def chain_facts(chain: list[x509.Certificate],
     root = self_signed(last) and len(path) > 1
     if cut:
         notes.append(f"the path was followed for {MAX_PATH} certificates only")
-    if anchors is not None and any(anchored(chain[i], anchors) for i in path):
-        complete: bool | None = True
+    reached, in_store, lacks_issuer = _store_reach(chain, anchors)
+    unsigned = _store_pick_unsigned([chain[i] for i in path], anchors) if not in_store else None
+    if unsigned is not None:   # the store holds the issuer by name: no issuer is missing
+        in_store = True
+        notes.append(unsigned)
+    if in_store:
+        complete: bool | None = not lacks_issuer
     elif self_signed(last):
         complete = True
     else:
         complete = False if anchors is not None and not cut else None
-    return ChainFacts(subjects, tuple(path), complete,
-                      _name(last.issuer) if complete is False else None,
+    missing = _name(reached[-1].issuer if lacks_issuer else last.issuer) if complete is False \
+        else None
+    return ChainFacts(subjects, tuple(path), complete, missing,
                       tuple(i for i in range(len(chain)) if i not in path),
                       list(path) == sorted(path), subjects[path[-1]] if root else None,
-                      len(path) == 1 and self_signed(last), tuple(notes))
+                      len(path) == 1 and self_signed(last), tuple(notes),
+                      _name(reached[-1].subject) if lacks_issuer else None)
+
+
+def _store_reach(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...] | None
+                 ) -> tuple[list[x509.Certificate], bool, bool]:
+    """The trust verdict's path (engine/chain.trusted_path: OpenSSL anchors only at a
+    self-signed certificate of the store, a store copy of a sent one that is not
+    self-signed is passed over), whether it reaches the trust store, and whether it stops
+    there at a certificate that is not self-signed and whose issuer the store lacks."""
+    if anchors is None:
+        return [], False, False
+    path, in_store, missing = trusted_path(chain, anchors, datetime.datetime.now(datetime.UTC))
+    return path, in_store, missing is not None
+
+
+def _store_pick_unsigned(path: list[x509.Certificate],
+                         anchors: tuple[x509.Certificate, ...] | None) -> str | None:
+    """When the store holds the certificate OpenSSL takes for the issuer of one of the
+    path's (chainpath.store_issuer), whose key did not sign it (the trust verdict's 7): a
+    note saying so; else None."""
+    now = datetime.datetime.now(datetime.UTC)
+    for cert in path if anchors is not None else ():
+        pick = store_issuer(cert, anchors or (), now)
+        if pick is not None:
+            return (f"the trust store's {_name(pick.subject)}, which OpenSSL takes for the "
+                    f"issuer of {_name(cert.subject)}, did not sign it (the trust verdict "
+                    "says 7)")
+    return None
 
 
 def _problems(f: ChainFacts, store: str) -> list[tuple[Severity, str]]:
     out: list[tuple[Severity, str]] = []
-    if f.missing_issuer is not None:
+    if f.store_top is not None:
+        out.append((Severity.medium, (
+            f"incomplete: the path reaches {f.store_top} in the trust store {store}, which "
+            f"is not self-signed, and its issuer {f.missing_issuer} is not in the trust "
+            "store: OpenSSL (without -partial_chain) anchors only at a self-signed "
+            "certificate")))
+    elif f.missing_issuer is not None:
         out.append((Severity.medium, (
             f"incomplete: the chain ends at {f.subjects[f.path[-1]]}, whose issuer "
             f"{f.missing_issuer} is neither sent nor in the trust store {store}: clients "

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 from tlsprobe import registry
 from tlsprobe.engine.config import TLS10, TLS11, TLS12, TLS13
+from tlsprobe.escaping import quoted_bytes
 from tlsprobe.model.audit import Spoken
 from tlsprobe.model.check_details import DowngradeSentinelDetails, SentinelAnswer
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.probes.audit.outcome import STOP_HELLO
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
-from tlsprobe.wire._util import quoted_bytes
 
 TLS12_SENTINEL = b"DOWNGRD\x01"
 TLS11_SENTINEL = b"DOWNGRD\x00"
