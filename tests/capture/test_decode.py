@@ -203,6 +203,11 @@ NEW_LINK_TYPES = {
                   "10.1.1.1:50000", "10.2.2.2:443"),
     "ipoib_242_ipv6": (242, lambda: bytes(range(40)) + b"\x86\xdd\x00\x00" + seg6(),
                        "2001:db8::1:50000", "2001:db8:ffff::2:443"),
+    # Juniper's Ethernet (tcpdump's bgp-aigp.pcap): "MGC", flags, extensions, Ethernet
+    "juniper_178": (178, lambda: b"MGC\x00" + ether(seg4()), "10.1.1.1:50000",
+                    "10.2.2.2:443"),
+    "juniper_178_ext": (178, lambda: b"MGC\x81\x00\x06\x01\x04\x00\x00\x00\x05"
+                        + ether(seg6()), "2001:db8::1:50000", "2001:db8:ffff::2:443"),
 }
 CASES.update(NEW_LINK_TYPES)
 

@@ -1,5 +1,5 @@
 """The rarer link layers of `decode`: FDDI, Frame Relay, Apple PKTAP, PPI, Linux NFLOG, Linux
-ARCNET and IP over InfiniBand; and the
+ARCNET, IP over InfiniBand and Juniper's Ethernet; and the
 rarer encapsulations: Teredo and AYIYA (IPv6 over UDP), the subframe of an 802.11 A-MSDU.
 
 Each reader finds where the packet inside starts and what it is, and says so as a `Step`
@@ -21,9 +21,10 @@ LINKTYPE_PPI: Final = 192
 LINKTYPE_NFLOG: Final = 239
 LINKTYPE_ARCNET_LINUX: Final = 129
 LINKTYPE_IPOIB: Final = 242
+LINKTYPE_JUNIPER_ETHER: Final = 178
 OTHER_LINKS: Final = frozenset((LINKTYPE_FRELAY, LINKTYPE_PKTAP, LINKTYPE_PKTAP_DARWIN, LINKTYPE_PPI,
                                 LINKTYPE_NFLOG, LINKTYPE_FDDI, LINKTYPE_ARCNET_LINUX,
-                                LINKTYPE_IPOIB))
+                                LINKTYPE_IPOIB, LINKTYPE_JUNIPER_ETHER))
 _WRAPPERS: Final = frozenset((LINKTYPE_PKTAP, LINKTYPE_PKTAP_DARWIN, LINKTYPE_PPI))
 
 Step = tuple[str, int, int, int] | str
@@ -102,6 +103,8 @@ def step(link_type: int, buf: bytes, start: int, end: int) -> Step:
         if end - start < 44:
             return "truncated"
         return "ethertype", start + 44, end, (buf[start + 40] << 8) | buf[start + 41]
+    if link_type == LINKTYPE_JUNIPER_ETHER:
+        return juniper_ether(buf, start, end)
     if link_type == LINKTYPE_PPI:  # version, flags, length and the packet's link type (LE)
         if end - start < 8:
             return "truncated"
@@ -128,6 +131,22 @@ def arcnet_linux(buf: bytes, start: int, end: int) -> Step:
     if kind == 0xC4:
         return "ipv6", start + hlen, end, 0
     return "non_ip"
+
+
+def juniper_ether(buf: bytes, start: int, end: int) -> Step:
+    """Juniper's Ethernet: "MGC", flags, the extensions' length and TLVs when flag 0x80 says
+    so, then an Ethernet frame, or (flag 0x02: the layer 2 header stripped) 4 bytes and an
+    IP packet (as tcpdump reads it)."""
+    if end - start < 4 or buf[start:start + 3] != b"MGC":
+        return "non_ip"
+    flags, p = buf[start + 3], start + 4
+    if flags & 0x80:
+        if end - p < 2:
+            return "truncated"
+        p += 2 + ((buf[p] << 8) | buf[p + 1])
+    if flags & 0x02:
+        return ("ip", p + 4, end, 0) if end - p > 4 else "truncated"
+    return ("link", p, end, 1) if end - p >= 14 else "truncated"
 
 
 def frame_relay(buf: bytes, start: int, end: int) -> Step:
