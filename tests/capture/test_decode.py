@@ -167,7 +167,9 @@ def nflog_frame(family: int, packet: bytes) -> bytes:
 
 # Cisco HDLC; Frame Relay (RFC 2427 NLPIDs, SNAP after a pad byte, Cisco's EtherType form);
 # Apple PKTAP (a 108-byte header, then Ethernet or BSD null) under 258 and macOS's 149; PPI;
-# Linux NFLOG (TLVs); FDDI (LLC/SNAP after a 13-byte header)
+# Linux NFLOG (TLVs); FDDI (LLC/SNAP after a 13-byte header); Linux ARCNET (RFC 1201's IPv4
+# and IPv6 after an 8-byte header, RFC 1051's IPv4 after 5) and IP over InfiniBand (an
+# EtherType after 40 bytes of addresses), as tcpdump's arcnet-*.pcap and ipoib.pcap hold
 NEW_LINK_TYPES = {
     "c_hdlc_104": (104, lambda: b"\x0f\x00\x08\x00" + seg4(), "10.1.1.1:50000",
                    "10.2.2.2:443"),
@@ -191,6 +193,21 @@ NEW_LINK_TYPES = {
     "fddi_10": (10, lambda: b"\x50" + b"\x00\x04\x00\x83\xa7\xaa" * 2
                 + b"\xaa\xaa\x03\x00\x00\x00\x08\x00" + seg4(), "10.1.1.1:50000",
                 "10.2.2.2:443"),
+    "arcnet_129_rfc1201": (129, lambda: b"\xbe\x50\x00\x00\xd4\x00\x00\x01" + seg4(),
+                           "10.1.1.1:50000", "10.2.2.2:443"),
+    "arcnet_129_rfc1201_ipv6": (129, lambda: b"\xbe\x50\x00\x00\xc4\x00\x00\x02" + seg6(),
+                                "2001:db8::1:50000", "2001:db8:ffff::2:443"),
+    "arcnet_129_rfc1051": (129, lambda: b"\xbe\x50\x00\x00\xf0" + seg4(), "10.1.1.1:50000",
+                           "10.2.2.2:443"),
+    "ipoib_242": (242, lambda: bytes(range(40)) + b"\x08\x00\x00\x00" + seg4(),
+                  "10.1.1.1:50000", "10.2.2.2:443"),
+    "ipoib_242_ipv6": (242, lambda: bytes(range(40)) + b"\x86\xdd\x00\x00" + seg6(),
+                       "2001:db8::1:50000", "2001:db8:ffff::2:443"),
+    # Juniper's Ethernet (tcpdump's bgp-aigp.pcap): "MGC", flags, extensions, Ethernet
+    "juniper_178": (178, lambda: b"MGC\x00" + ether(seg4()), "10.1.1.1:50000",
+                    "10.2.2.2:443"),
+    "juniper_178_ext": (178, lambda: b"MGC\x81\x00\x06\x01\x04\x00\x00\x00\x05"
+                        + ether(seg6()), "2001:db8::1:50000", "2001:db8:ffff::2:443"),
 }
 CASES.update(NEW_LINK_TYPES)
 

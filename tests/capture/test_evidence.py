@@ -55,6 +55,33 @@ def test_quic_short_headers_are_not_an_openvpn_session(run_cli, tmp_path: Path) 
     assert connections(run_cli, path) == []
 
 
+def dns(qid: int, response: bool) -> bytes:
+    """A DNS query (or its answer) for example.com with an OPT record, as dig sends."""
+    flags, counts = (0x8500, (1, 1, 0, 1)) if response else (0x0120, (1, 0, 0, 1))
+    question = b"\x07example\x03com\x00\x00\x01\x00\x01"
+    answer = b"\xc0\x0c\x00\x01\x00\x01\x00\x01\x51\x80\x00\x04\x5d\xb8\xd8\x22" if response else b""
+    return struct.pack(">HH4H", qid, flags, *counts) + question + answer + \
+        b"\x00\x00\x29\x10\x00\x00\x00\x00\x00\x00\x00"
+
+
+def test_dns_whose_ids_read_as_hard_resets_is_not_an_openvpn_session(run_cli,
+                                                                   tmp_path: Path) -> None:
+    """tcpdump's edns-opts.pcap: queries from one client port, a first id 0x3811 (a client
+    hard reset) and a later answer 0x4002 (a server hard reset); bytes 9-16 of both read as
+    a tls-crypt replay id and a time (the name's letters). A DNS answer echoes the query's
+    id, so the server's first packet never reads as a server reset."""
+    client, server = ("192.0.0.1", 46225), ("192.0.0.2", 53)
+    frames = []
+    for qid in (0x3811, 0x4272, 0x0F36, 0x4002, 0x18E5):
+        frames.append(ether(ipv4(client[0], server[0], 17,
+                                 udp(client[1], server[1], dns(qid, False)))))
+        frames.append(ether(ipv4(server[0], client[0], 17,
+                                 udp(server[1], client[1], dns(qid, True)))))
+    path = tmp_path / "dns.pcap"
+    path.write_bytes(pcap_bytes(frames))
+    assert connections(run_cli, path) == []
+
+
 @pytest.mark.parametrize("hmac", [0, 20])
 def test_a_server_reset_answers_the_clients(hmac: int) -> None:
     ov = OpenVpn(hmac)

@@ -157,3 +157,39 @@ def test_header_followed_by_junk_is_damage(run_cli, tmp_path: Path) -> None:
         assert code == 7, (name, err)
         lines = err.splitlines()
         assert len(lines) == 1 and "at file offset 24; read 0 packets" in lines[0], lines
+
+
+@pytest.mark.parametrize("kind", ["pcap", "pcapng"])
+def test_a_format_version_no_reader_knows_is_not_read_as_a_known_one(run_cli, tmp_path: Path,
+                                                                   kind: str) -> None:
+    """libpcap's tests pcap-invalid-version-1.pcap (1.4) and pcapng-invalid-vers-1.pcapng
+    (0.1): libpcap and tshark refuse them; tlsprobe read their records as 2.4 and 1.0 and
+    said nothing. A major version other than pcap's 2 or pcapng's 1 is now said and its
+    records (a section's, in pcapng) are not read: exit 7. Another minor version has the
+    same layout and is read (tshark reads pcap 2.5)."""
+    frames = [ether(p) for p in replay(Conv())]
+    if kind == "pcap":
+        good = pcap_bytes(frames)
+        bad = good[:4] + struct.pack("<HH", 1, 4) + good[8:]
+        odd = good[:4] + struct.pack("<HH", 2, 5) + good[8:]
+        said = "pcap file format version 1.4, not 2.x"
+    else:
+        def pcapng(second: tuple[int, int]) -> bytes:
+            ng = Pcapng().shb().idb(1)
+            for i, f in enumerate(frames[:3]):
+                ng.epb(0, i, f)
+            ng.shb(version=second).idb(1)
+            for i, f in enumerate(frames[3:]):
+                ng.epb(0, 10 + i, f)
+            return ng.bytes()
+        good, bad, odd = pcapng((1, 0)), pcapng((0, 1)), pcapng((1, 1))
+        said = "pcapng section of format version 0.1, not 1.x"
+    for name, data in (("good", good), ("odd", odd), ("bad", bad)):
+        (tmp_path / name).write_bytes(data)
+    for name in ("good", "odd"):
+        code, out, err = run_cli("pcap", name, "--jsonl", "--no-progress")
+        assert (code, err) == (0, "") and capture_record(out)["packets"] == len(frames)
+    code, out, err = run_cli("pcap", "bad", "--jsonl", "--no-progress")
+    assert code == 7 and said in err, err
+    record = capture_record(out)
+    assert record["packets"] == (0 if kind == "pcap" else 3) and record["tls_connections"] == 0

@@ -228,10 +228,10 @@ class Pcapng:
         self.parts: list[bytes] = []
         self.o = "<"
 
-    def shb(self, big_endian: bool = False) -> Pcapng:
+    def shb(self, big_endian: bool = False, version: tuple[int, int] = (1, 0)) -> Pcapng:
         self.o = ">" if big_endian else "<"
         self.parts.append(_block(self.o, 0x0A0D0D0A,
-                                 struct.pack(self.o + "IHHq", 0x1A2B3C4D, 1, 0, -1)))
+                                 struct.pack(self.o + "IHHq", 0x1A2B3C4D, *version, -1)))
         return self
 
     def idb(self, linktype: int, snaplen: int = 0, tsresol: int | None = None,

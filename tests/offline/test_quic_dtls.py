@@ -110,3 +110,47 @@ def test_brief_datagram_reports_parse_no_certificate(captures_dir, monkeypatch) 
     assert isinstance(brief, BriefReport)
     assert brief == BriefReport(*(getattr(whole, name) for name in BriefReport._fields))
     assert brief.transport == "udp" and brief.protocol == "dtls"
+
+
+def test_server_initial_answering_a_client_initial_cut_by_the_snaplen(run_cli,
+                                                                      tmp_path) -> None:
+    """tcpdump's quic_handshake_truncated.pcap (snaplen 256): the client's 1252-byte
+    Initial cannot be opened, but its header holds the DCID the server's Initial keys come
+    from; tshark reads the server's ServerHello, and so does tlsprobe, saying why the
+    ClientHello is missing. A cut datagram that no server Initial answers stays silent."""
+    import json
+    import subprocess
+    from shutil import which
+
+    from tests.helpers.capbuild import pcap_bytes
+    from tests.hostile import tls as H
+    from tests.offline import quicbuild as Q
+
+    ch, chm = Q.client_hello()
+    sh = H.server_hello_13(ch)
+    d, c, s = Q.cid(), Q.cid(5), Q.cid()
+    client = Q.datagram(Q.initial(Q.V1, d, c, 0, Q.crypto(0, chm), pad_to=1160,
+                                  keys=Q.initial_keys(Q.V1, d, "client")))
+    server = Q.datagram(Q.initial(Q.V1, c, s, 0, Q.crypto(0, sh),
+                                  keys=Q.initial_keys(Q.V1, d, "server")), from_client=False)
+    lone = Q.datagram(Q.initial(Q.V1, s, c, 0, Q.crypto(0, chm), pad_to=1160,
+                                keys=Q.initial_keys(Q.V1, s, "client")),
+                      client=("10.1.0.9", 50001))
+    path = tmp_path / "cut.pcap"
+    path.write_bytes(pcap_bytes([(1.0, client[:256], len(client)), (1.1, server),
+                                 (1.2, lone[:256], len(lone))], snaplen=256))
+    code, out, err = run_cli("pcap", str(path), "--jsonl")
+    assert code == 7, err
+    (conn,) = [r for r in map(json.loads, out.splitlines()) if r["kind"] == "connection"]
+    assert (conn["protocol"], conn["client"], conn["server"]) == \
+        ("quic", "10.1.0.1:50000", "10.1.0.2:443")
+    assert conn["version"]["name"] == "TLS 1.3" and conn["cipher"]["hex"] == "0x1301"
+    assert conn["key_exchange"]["group"]["name"] == "x25519"
+    assert conn["first_frame"] == 1 and conn["sni"] is None
+    assert any("cut by the capture's snaplen" in p for p in conn["problems"])
+    if which("tshark"):
+        seen = subprocess.run(["tshark", "-r", str(path), "-Y", "tls.handshake", "-T",
+                               "fields", "-e", "tls.handshake.type", "-e",
+                               "tls.handshake.ciphersuite"], capture_output=True, text=True,
+                              timeout=60, check=True).stdout.split()
+        assert seen == ["2", "0x1301"]

@@ -1,4 +1,5 @@
-"""The rarer link layers of `decode`: FDDI, Frame Relay, Apple PKTAP, PPI and Linux NFLOG; and the
+"""The rarer link layers of `decode`: FDDI, Frame Relay, Apple PKTAP, PPI, Linux NFLOG, Linux
+ARCNET, IP over InfiniBand and Juniper's Ethernet; and the
 rarer encapsulations: Teredo and AYIYA (IPv6 over UDP), the subframe of an 802.11 A-MSDU.
 
 Each reader finds where the packet inside starts and what it is, and says so as a `Step`
@@ -18,8 +19,12 @@ LINKTYPE_PKTAP: Final = 258
 LINKTYPE_PKTAP_DARWIN: Final = 149
 LINKTYPE_PPI: Final = 192
 LINKTYPE_NFLOG: Final = 239
+LINKTYPE_ARCNET_LINUX: Final = 129
+LINKTYPE_IPOIB: Final = 242
+LINKTYPE_JUNIPER_ETHER: Final = 178
 OTHER_LINKS: Final = frozenset((LINKTYPE_FRELAY, LINKTYPE_PKTAP, LINKTYPE_PKTAP_DARWIN, LINKTYPE_PPI,
-                                LINKTYPE_NFLOG, LINKTYPE_FDDI))
+                                LINKTYPE_NFLOG, LINKTYPE_FDDI, LINKTYPE_ARCNET_LINUX,
+                                LINKTYPE_IPOIB, LINKTYPE_JUNIPER_ETHER))
 _WRAPPERS: Final = frozenset((LINKTYPE_PKTAP, LINKTYPE_PKTAP_DARWIN, LINKTYPE_PPI))
 
 Step = tuple[str, int, int, int] | str
@@ -110,6 +115,14 @@ def step(link_type: int, buf: bytes, start: int, end: int) -> Step:
         if buf[p] != 0xAA or buf[p + 1] != 0xAA or buf[p + 2] != 0x03:
             return "non_ip"
         return "ethertype", p + 8, end, (buf[p + 6] << 8) | buf[p + 7]
+    if link_type == LINKTYPE_ARCNET_LINUX:
+        return arcnet_linux(buf, start, end)
+    if link_type == LINKTYPE_IPOIB:  # 40 bytes of addresses, an EtherType, 2 reserved bytes
+        if end - start < 44:
+            return "truncated"
+        return "ethertype", start + 44, end, (buf[start + 40] << 8) | buf[start + 41]
+    if link_type == LINKTYPE_JUNIPER_ETHER:
+        return juniper_ether(buf, start, end)
     if link_type == LINKTYPE_PPI:  # version, flags, length and the packet's link type (LE)
         if end - start < 8:
             return "truncated"
@@ -119,6 +132,39 @@ def step(link_type: int, buf: bytes, start: int, end: int) -> Step:
             return "non_ip"
         return "link", start + hlen, end, inner
     return pktap(buf, start, end)
+
+
+def arcnet_linux(buf: bytes, start: int, end: int) -> Step:
+    """Linux ARCNET: source, destination, a 2-byte offset and the protocol id; RFC 1201's
+    protocols (IPv4 212, IPv6 0xC4) then have a split flag and a sequence number, RFC
+    1051's (IPv4 240) and diagnostics none (as tcpdump and Wireshark read it)."""
+    if end - start < 5:
+        return "truncated"
+    kind = buf[start + 4]
+    hlen = 5 if kind in (240, 241, 0x80) else 8
+    if end - start < hlen:
+        return "truncated"
+    if kind == 240 or kind == 212:
+        return "ipv4", start + hlen, end, 0
+    if kind == 0xC4:
+        return "ipv6", start + hlen, end, 0
+    return "non_ip"
+
+
+def juniper_ether(buf: bytes, start: int, end: int) -> Step:
+    """Juniper's Ethernet: "MGC", flags, the extensions' length and TLVs when flag 0x80 says
+    so, then an Ethernet frame, or (flag 0x02: the layer 2 header stripped) 4 bytes and an
+    IP packet (as tcpdump reads it)."""
+    if end - start < 4 or buf[start:start + 3] != b"MGC":
+        return "non_ip"
+    flags, p = buf[start + 3], start + 4
+    if flags & 0x80:
+        if end - p < 2:
+            return "truncated"
+        p += 2 + ((buf[p] << 8) | buf[p + 1])
+    if flags & 0x02:
+        return ("ip", p + 4, end, 0) if end - p > 4 else "truncated"
+    return ("link", p, end, 1) if end - p >= 14 else "truncated"
 
 
 def frame_relay(buf: bytes, start: int, end: int) -> Step:

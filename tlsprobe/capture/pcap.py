@@ -71,11 +71,15 @@ class PcapReader:
         self.link_type = -1
         self.snaplen = 0
         if self._in.fill(24):
-            _, _, _, _, snaplen, network = struct.unpack_from(self._order + "HHiIII",
-                                                              self._in.buf, 4)
+            major, minor, _, _, snaplen, network = struct.unpack_from(self._order + "HHiIII",
+                                                                      self._in.buf, 4)
             self.snaplen = snaplen
-            self.link_type = network & 0xFFFF
             self._in.pos = 24
+            if major == 2:
+                self.link_type = network & 0xFFFF
+            else:   # (link_type stays -1: no packets read)
+                stats.warn(4, f"pcap file format version {major}.{minor}, not 2.x (the "
+                              "only one defined): its records are not read")
         else:
             stats.warn(len(self._in.buf), "truncated pcap file header")
         self.limit = max(MAX_STANDARD_PACKET, min(self.snaplen, MAX_PACKET))

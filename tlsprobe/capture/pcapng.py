@@ -304,6 +304,13 @@ class PcapngReader:
             return frame, (frame, ((hi << 32) | lo) * iface.scale + iface.offset,
                            iface.link_type, buf, pos + 28, pos + 28 + caplen, orig)
         if btype == SHB:
+            major, minor = struct.unpack_from(self._order + "HH", buf, pos + 12) \
+                if blen >= 28 else (-1, -1)
+            if major != 1:
+                stats.warn(self._in.base + pos, "pcapng section header too short" if
+                           major < 0 else f"pcapng section of format version {major}.{minor}, "
+                           "not 1.x (the only one defined): not read")
+                return None
             self.sections += 1
             self.interfaces = []
         elif btype == IDB:

@@ -55,8 +55,10 @@ class OpenVpnTracker(SessionTracker[_Session]):
             if len(self.open) > MAX_SESSIONS:
                 self.unfollow(self.open[next(iter(self.open))])
         first = session.channels[CLIENT].first
-        if direction == SERVER and first is not None and answers(ev.data, first):
-            session.confirmed = True
+        if direction == SERVER and session.channels[SERVER].first is None and \
+                first is not None and answers(ev.data, first):
+            session.confirmed = True  # the server's first packet, as over TCP: a later
+            # one that only looks like a reset (DNS echoes the query's id) is no answer
         session.last_ts, session.last_frame = ev.ts, ev.frame
         session.nbytes[direction] += len(ev.data)
         channel = session.channels[direction]

@@ -41,6 +41,7 @@ from tlsprobe.offline.quic_packets import (
     SALT_V2,
     InitialKeys,
     crypto_frames,
+    cut_initial,
     draft_of,
     initial_packets,
     version_salt,
@@ -207,12 +208,18 @@ class QuicTracker(DatagramTracker[Conversation]):
         #: (client, server, DCID) of the Initials of conversations reported
         self.done: OrderedDict[tuple[Endpoint, Endpoint, bytes], None] = OrderedDict()
         self.unknown = UnknownVersions()  # QUIC in versions without public Initial keys
+        #: client Initials cut by the snaplen: (client, server) -> (version, DCID, ts, frame,
+        #: the bytes captured)
+        self.cut: OrderedDict[ConversationKey, tuple[int, bytes, float, int, int]] = \
+            OrderedDict()
 
     def datagram(self, ev: Datagram) -> Iterator[Analyzed]:
         data = ev.data
-        if ev.truncated or len(data) < 7 or not data[0] & 0x80:
+        if len(data) < 7 or not data[0] & 0x80:
             return
         src, dst = (ev.src, ev.sport), (ev.dst, ev.dport)
+        if ev.truncated:
+            self._cut(src, dst, data, ev)  # (its whole Initials are still read below)
         version = int.from_bytes(data[1:5], "big")
         if version_salt(version) is None:
             self._unknown_version(src, dst, version, data)
@@ -249,6 +256,35 @@ class QuicTracker(DatagramTracker[Conversation]):
         self.unknown.packet(src, dst, version, cids[0], cids[1],
                             data[0] & 0xC0 == 0xC0 and len(data) >= 1200)
 
+    def _cut(self, src: Endpoint, dst: Endpoint, data: bytes, ev: Datagram) -> None:
+        """A client's Initial cut by the snaplen cannot be opened, but its DCID gives the
+        server's Initial keys: kept until a server Initial opens with them."""
+        got = cut_initial(data)
+        if got is None or (src, dst) in self.open or (dst, src) in self.open:
+            return
+        self.cut.setdefault((src, dst), (*got, ev.ts, ev.frame, len(data)))
+        if len(self.cut) > MAX_CONVERSATIONS:
+            self.cut.popitem(last=False)
+
+    def _after_cut(self, src: Endpoint, dst: Endpoint, version: int, packet: bytes,
+                   pn_offset: int, end: int) -> Conversation | None:
+        """The conversation of a server Initial that opens with the keys of a cut client
+        Initial's DCID (so it answers that client), its ClientHello said not read."""
+        cut = self.cut.get((dst, src))
+        if cut is None:
+            return None
+        try:
+            InitialKeys(cut[1], version, "server").open(packet, pn_offset, end)
+        except ValueError:
+            return None
+        del self.cut[(dst, src)]
+        conv = Conversation(self.connections, dst, src, cut[1], cut[0], cut[2], cut[3],
+                            self.caches)
+        conv.nbytes[CLIENT] = cut[4]
+        conv.facts.problem("the client's Initial was cut by the capture's snaplen: its "
+                           "ClientHello was not read")
+        return conv
+
     def unread(self) -> list[str]:
         """The note on QUIC connections of unknown versions (empty when there were none)."""
         return self.unknown.note()
@@ -263,11 +299,13 @@ class QuicTracker(DatagramTracker[Conversation]):
                 return conv, CLIENT if key[0] == src else SERVER
         if (src, dst, dcid) in self.done:
             return None, CLIENT  # a retransmission of a handshake already reported
-        # a new conversation: a client Initial that decrypts and carries CRYPTO data
+        # a new conversation: a client Initial that decrypts and carries CRYPTO data, or
+        # a server's answer to a client Initial the snaplen cut
         try:
             payload = InitialKeys(dcid, version, "client").open(packet, pn_offset, end)
         except ValueError:
-            return None, CLIENT
+            return self._start(self._after_cut(src, dst, version, packet, pn_offset, end),
+                               SERVER)
         frames = _safe_frames(payload, version)
         if not frames:
             return None, CLIENT
@@ -278,11 +316,19 @@ class QuicTracker(DatagramTracker[Conversation]):
                 return None, CLIENT
             conv.facts.problem(f"Google QUIC {version.to_bytes(4, 'big').decode()}: the "
                                "handshake is QUIC Crypto (CHLO), not TLS; not read")
+        return self._start(conv, CLIENT)
+
+    def _start(self, conv: Conversation | None, direction: int
+               ) -> tuple[Conversation | None, int]:
+        """A new conversation followed (None: none), `direction` the side of its first
+        packet read: the client's, or the server's when the client's Initial was cut."""
+        if conv is None:
+            return None, direction
         self.connections += 1
-        self.open[(src, dst)] = conv
+        self.open[(conv.client, conv.server)] = conv
         if len(self.open) > MAX_CONVERSATIONS:
             self.open.popitem(last=False)
-        return conv, CLIENT
+        return conv, direction
 
     @staticmethod
     def _open(conv: Conversation, direction: int, dcid: bytes, version: int, packet: bytes,

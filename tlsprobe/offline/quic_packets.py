@@ -40,7 +40,8 @@ from tlsprobe.wire.quic import pull_varint as _varint
 
 __all__ = ["GOOGLE_SALTS", "MVFST_DRAFTS", "Q050", "QUIC_CRYPTO_VERSIONS", "QUIC_V1", "QUIC_V2",
            "SALT_DRAFT22", "SALT_DRAFT23", "SALT_DRAFT29", "SALT_V1", "SALT_V2", "T050", "T051",
-           "InitialKeys", "crypto_frames", "draft_of", "initial_packets", "version_salt"]
+           "InitialKeys", "crypto_frames", "cut_initial", "draft_of", "initial_packets",
+           "version_salt"]
 
 
 class InitialKeys:
@@ -67,6 +68,23 @@ class InitialKeys:
             return self.aead.decrypt(nonce, packet[pn_offset + pn_len:end], header)
         except InvalidTag:
             raise ValueError("Initial packet does not decrypt") from None
+
+
+def cut_initial(datagram: bytes) -> tuple[int, bytes] | None:
+    """(version, dcid) of a datagram cut by the capture's snaplen that starts with a
+    client-shaped Initial of a known version (RFC 9000 17.2: DCID of 8 to 20 bytes), whose
+    header survived though its payload cannot be opened."""
+    if len(datagram) < 7 or not datagram[0] & 0x80:
+        return None
+    version = int.from_bytes(datagram[1:5], "big")
+    if version_salt(version) is None or version in QUIC_CRYPTO_VERSIONS:
+        return None
+    if (datagram[0] >> 4) & 0x03 != (1 if version == QUIC_V2 else 0):
+        return None
+    n = datagram[5]
+    if not 8 <= n <= 20 or 6 + n > len(datagram):
+        return None
+    return version, datagram[6:6 + n]
 
 
 def initial_packets(datagram: bytes) -> Iterator[tuple[int, bytes, bytes, bytes, int, int]]:
