@@ -115,7 +115,8 @@ def test_probe_names_the_verifier_cannot_match(tls_server, run_cli, tmp_path) ->
                                              ExtendedKeyUsageOID.CLIENT_AUTH))
     line = _verification(run_cli(f"localhost:{srv.port}", "--cafile", pki.ca))
     assert line == ("Verify return code: 26 (unsuitable certificate purpose): CN=client is "
-                    "not for a TLS server: its extendedKeyUsage does not include serverAuth"), line
+                    "not for a TLS server: its extendedKeyUsage does not include serverAuth "
+                    "(nor Server Gated Crypto)"), line
 
 
 def test_internationalised_name_is_matched_as_its_a_label(tls_server, run_cli,
