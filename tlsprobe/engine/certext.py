@@ -22,6 +22,8 @@ from functools import lru_cache
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 
+from tlsprobe.engine.nameconstraints import subject_text
+
 __all__ = ["invalid_extension", "invalid_near", "unreadable"]
 
 _SEQUENCE, _BIT_STRING, _OCTET_STRING, _BOOLEAN, _INTEGER = 0x30, 0x03, 0x04, 0x01, 0x02
@@ -160,21 +162,17 @@ def invalid_extension(cert: x509.Certificate) -> str | None:
     return None
 
 
-def _name(cert: x509.Certificate) -> str:
-    return cert.subject.rfc4514_string() or "(empty subject)"
-
-
 def invalid_near(cert: x509.Certificate, others: list[x509.Certificate]) -> str | None:
     """Why OpenSSL finds no issuer of `cert` when its extensions, or those of a
     certificate of its issuer's name, cannot be cached (certext.py), or None."""
     problem = invalid_extension(cert)
     if problem is not None:
-        return (f"{_name(cert)} has an extension OpenSSL refuses ({problem}): OpenSSL "
+        return (f"{subject_text(cert)} has an extension OpenSSL refuses ({problem}): OpenSSL "
                 "finds no issuer of it")
     for other in others:
         problem = invalid_extension(other) if other.subject == cert.issuer else None
         if problem is not None:
-            return (f"the issuer {_name(other)} of {_name(cert)} has an extension "
+            return (f"the issuer {subject_text(other)} of {subject_text(cert)} has an extension "
                     f"OpenSSL refuses ({problem}): OpenSSL takes it for no issuer")
     return None
 
@@ -189,6 +187,6 @@ def unreadable(path: list[x509.Certificate]) -> str | None:
             len(cert.extensions)
         except (ValueError, x509.DuplicateExtension) as exc:
             text = " ".join(str(exc).split())[:160]
-            return (f"cannot read the extensions of {_name(cert)} ({text}): OpenSSL's "
+            return (f"cannot read the extensions of {subject_text(cert)} ({text}): OpenSSL's "
                     "checks of them cannot be made")
     return None

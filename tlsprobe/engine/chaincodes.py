@@ -24,6 +24,8 @@ from tlsprobe.engine.nameconstraints import (
     V_EXCLUDED,
     V_PERMITTED,
     V_UNSUPPORTED_NAME_SYNTAX,
+    extension_of,
+    subject_text,
 )
 from tlsprobe.engine.verify import key_kind
 from tlsprobe.model.pubkey import is_dsa_key, public_key
@@ -77,17 +79,6 @@ SERVER_USAGES = frozenset({ExtendedKeyUsageOID.SERVER_AUTH,
                            x509.ObjectIdentifier("2.16.840.1.113730.4.1")})
 
 
-def _name(cert: x509.Certificate) -> str:
-    return cert.subject.rfc4514_string() or "(empty subject)"
-
-
-def _ext(cert: x509.Certificate, kind: type[x509.ExtensionType]) -> x509.ExtensionType | None:
-    try:
-        return cert.extensions.get_extension_for_class(kind).value
-    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError):
-        return None
-
-
 def weak_key(cert: x509.Certificate) -> str | None:
     """How the key falls short of 112 bits of security, or None (strong enough, or of a
     kind judged elsewhere)."""
@@ -105,7 +96,7 @@ def weak_key(cert: x509.Certificate) -> str | None:
         return None
     if not weak:
         return None
-    return f"{_name(cert)} has an {key_kind(key)} key, under 112 bits of security " \
+    return f"{subject_text(cert)} has an {key_kind(key)} key, under 112 bits of security " \
         "(OpenSSL's security level 2)"
 
 
@@ -131,8 +122,8 @@ def _not_ca(cert: x509.Certificate, top: bool) -> str | None:
     None. The top of the path (the trust store's certificate) may also be a CA without
     basicConstraints, as OpenSSL allows there only: a version 1 self-signed certificate,
     one with a keyUsage (allowing keyCertSign), or one of a Netscape CA type."""
-    bc = _ext(cert, x509.BasicConstraints)
-    ku = _ext(cert, x509.KeyUsage)
+    bc = extension_of(cert, x509.BasicConstraints)
+    ku = extension_of(cert, x509.KeyUsage)
     if isinstance(ku, x509.KeyUsage) and not ku.key_cert_sign:
         return "its keyUsage does not allow keyCertSign"
     if isinstance(bc, x509.BasicConstraints):
@@ -148,10 +139,10 @@ def _not_server(cert: x509.Certificate, leaf: bool) -> str | None:
     extendedKeyUsage without serverAuth; a leaf's keyUsage for none of the TLS uses, or
     Netscape certificate type without SSL server; a CA by its Netscape type alone (at the
     top of the path) that is no SSL CA."""
-    eku = _ext(cert, x509.ExtendedKeyUsage)
+    eku = extension_of(cert, x509.ExtendedKeyUsage)
     if isinstance(eku, x509.ExtendedKeyUsage) and not SERVER_USAGES & set(eku):
         return "its extendedKeyUsage does not include serverAuth (nor Server Gated Crypto)"
-    ku = _ext(cert, x509.KeyUsage)
+    ku = extension_of(cert, x509.KeyUsage)
     if leaf and isinstance(ku, x509.KeyUsage) and not (
             ku.digital_signature or ku.key_encipherment or ku.key_agreement):
         return "its keyUsage has none of digitalSignature, keyEncipherment, keyAgreement"
@@ -159,7 +150,7 @@ def _not_server(cert: x509.Certificate, leaf: bool) -> str | None:
     if leaf and netscape is not None and not netscape & 0x40:
         return "its Netscape certificate type does not include SSL server"
     if not leaf and netscape is not None and ku is None and \
-            _ext(cert, x509.BasicConstraints) is None and not netscape & 0x04:
+            extension_of(cert, x509.BasicConstraints) is None and not netscape & 0x04:
         return "its Netscape certificate type makes it a CA, but not an SSL CA"
     return None
 
@@ -182,18 +173,18 @@ def extension_problem(path: list[x509.Certificate]) -> Problem | None:
     for depth, cert in enumerate(path):
         critical = unhandled_critical(cert)
         if critical is not None:
-            return V_UNHANDLED_CRITICAL, (f"{_name(cert)} has a critical extension OpenSSL "
+            return V_UNHANDLED_CRITICAL, (f"{subject_text(cert)} has a critical extension OpenSSL "
                                           f"does not handle ({critical})")
         not_ca = _not_ca(cert, depth == len(path) - 1) if depth else None
         if not_ca is not None:
-            return V_INVALID_CA, f"{_name(cert)} issues a certificate, but {not_ca}"
+            return V_INVALID_CA, f"{subject_text(cert)} issues a certificate, but {not_ca}"
         not_server = _not_server(cert, depth == 0)
         if not_server is not None:
-            return V_PURPOSE, f"{_name(cert)} is not for a TLS server: {not_server}"
-        bc = _ext(cert, x509.BasicConstraints)
+            return V_PURPOSE, f"{subject_text(cert)} is not for a TLS server: {not_server}"
+        bc = extension_of(cert, x509.BasicConstraints)
         if depth > 1 and isinstance(bc, x509.BasicConstraints) and \
                 bc.path_length is not None and below > bc.path_length + 1:
-            return V_PATH_LENGTH, (f"{_name(cert)} allows {bc.path_length} CA "
+            return V_PATH_LENGTH, (f"{subject_text(cert)} allows {bc.path_length} CA "
                                    f"certificate(s) below it, the path has {below - 1}")
         if depth == 0 or cert.subject != cert.issuer:
             below += 1
@@ -207,7 +198,7 @@ def _weak_digest(cert: x509.Certificate) -> str | None:
         return None
     if isinstance(algorithm, (hashes.MD5, hashes.SHA1)):
         name = "MD5" if isinstance(algorithm, hashes.MD5) else "SHA-1"
-        return f"{_name(cert)} is signed with {name}, which the verifier refuses"
+        return f"{subject_text(cert)} is signed with {name}, which the verifier refuses"
     return None
 
 

@@ -22,7 +22,7 @@ V_PERMITTED = 47
 V_EXCLUDED = 48
 V_UNSUPPORTED_NAME_SYNTAX = 53
 
-__all__ = ["name_constraint_problem"]
+__all__ = ["extension_of", "name_constraint_problem", "subject_text"]
 
 Problem = tuple[int, str]
 #: a name constraints apply to: (kind, value), kind one of "directory name" (x509.Name),
@@ -31,11 +31,14 @@ Name = tuple[str, object]
 _SPACE = " \t\n\v\f\r"
 
 
-def _subject(cert: x509.Certificate) -> str:
+def subject_text(cert: x509.Certificate) -> str:
+    """A certificate's subject as the verify codes' details name it."""
     return cert.subject.rfc4514_string() or "(empty subject)"
 
 
-def _ext(cert: x509.Certificate, kind: type[x509.ExtensionType]) -> x509.ExtensionType | None:
+def extension_of(cert: x509.Certificate, kind: type[x509.ExtensionType]
+                 ) -> x509.ExtensionType | None:
+    """The certificate's extension of `kind` (None: absent, twice or unreadable)."""
     try:
         return cert.extensions.get_extension_for_class(kind).value
     except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError):
@@ -142,7 +145,7 @@ def _names(cert: x509.Certificate, leaf: bool) -> Iterator[Name]:
     for attr in cert.subject.get_attributes_for_oid(NameOID.EMAIL_ADDRESS):
         if isinstance(attr.value, str):
             yield "email address", attr.value
-    san = _ext(cert, x509.SubjectAlternativeName)
+    san = extension_of(cert, x509.SubjectAlternativeName)
     entries = list(san) if isinstance(san, x509.SubjectAlternativeName) else []
     for entry in entries:
         kind = next((k for t, k in _SAN_KINDS if isinstance(entry, t)), None)
@@ -191,7 +194,7 @@ def name_constraint_problem(path: list[x509.Certificate]) -> Problem | None:
         if depth and cert.subject == cert.issuer:
             continue
         for ca in reversed(path[depth + 1:]):
-            nc = _ext(ca, x509.NameConstraints)
+            nc = extension_of(ca, x509.NameConstraints)
             if not isinstance(nc, x509.NameConstraints):
                 continue
             for name in _names(cert, depth == 0):
@@ -199,6 +202,6 @@ def name_constraint_problem(path: list[x509.Certificate]) -> Problem | None:
                 if code is not None:
                     where = {V_PERMITTED: "is outside the permitted", V_EXCLUDED:
                              "is inside the excluded"}.get(code, "cannot be judged against the")
-                    return code, (f"{_shown(name)} of {_subject(cert)} {where} names of "
-                                  f"{_subject(ca)}")
+                    return code, (f"{_shown(name)} of {subject_text(cert)} {where} names of "
+                                  f"{subject_text(ca)}")
     return None
