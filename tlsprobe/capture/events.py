@@ -156,6 +156,19 @@ def _count(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+#: skip reasons said as losses (`CaptureStats.losses`), in this order: (reason, what is
+#: counted, what happened to it)
+_LOSS_NOTES: Final = (
+    ("capwap_fragment", "CAPWAP data fragment",
+     "(frames CAPWAP split, not reassembled; skipped)"),
+    ("gre_other", "GRE packet", "carrying a protocol type tlsprobe does not read (skipped)"),
+    ("wlan_amsdu", "802.11 frame", ("aggregating several packets (A-MSDU) inside a "
+                                    "reassembled IP fragment (not split; skipped)")),
+    ("tunnel_too_deep", "packet",
+     f"encapsulated deeper than {MAX_TUNNEL_DEPTH} levels (skipped)"),
+)
+
+
 class CaptureWarning(NamedTuple):
     """Why reading stopped early (or something odd was met), and where in the file."""
 
@@ -257,22 +270,10 @@ class CaptureStats:
                     NETMON_METADATA <= int(reason[10:]) < NETMON_METADATA + 0x20:
                 out.append(f"{_count(n, 'packet')} of link type {reason[10:]}, which tlsprobe "
                            "does not read (skipped)")
-        n = skipped.get("capwap_fragment", 0)
-        if n:
-            out.append(f"{_count(n, 'CAPWAP data fragment')} (frames CAPWAP split, not "
-                       "reassembled; skipped)")
-        n = skipped.get("gre_other", 0)
-        if n:
-            out.append(f"{_count(n, 'GRE packet')} carrying a protocol type tlsprobe does "
-                       "not read (skipped)")
-        n = skipped.get("wlan_amsdu", 0)
-        if n:
-            out.append(f"{_count(n, '802.11 frame')} aggregating several packets (A-MSDU) "
-                       "inside a reassembled IP fragment (not split; skipped)")
-        n = skipped.get("tunnel_too_deep", 0)
-        if n:
-            out.append(f"{_count(n, 'packet')} encapsulated deeper than {MAX_TUNNEL_DEPTH} "
-                       "levels (skipped)")
+        for reason, noun, words in _LOSS_NOTES:
+            n = skipped.get(reason, 0)
+            if n:
+                out.append(f"{_count(n, noun)} {words}")
         if self.ip_length_exceeds_packet:
             out.append(f"{_count(self.ip_length_exceeds_packet, 'packet')} whose IP length "
                        "exceeds the bytes on the wire (the bytes present were read)")
