@@ -23,6 +23,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 
 from tlsprobe.engine.nameconstraints import subject_text
+from tlsprobe.wire.spki import der_element, oid_text
 
 __all__ = ["invalid_extension", "invalid_near", "unreadable"]
 
@@ -48,22 +49,9 @@ class _Bad(ValueError):
 
 
 def _tlv(data: bytes, pos: int) -> tuple[int, int, int]:
-    """(tag, start of the contents, end of the element) of the element at `pos`."""
-    if pos + 2 > len(data):
-        raise _Bad("truncated")
-    tag, first = data[pos], data[pos + 1]
-    pos += 2
-    if first < 0x80:
-        length = first
-    else:
-        count = first & 0x7F
-        if count == 0 or count > 4 or pos + count > len(data):
-            raise _Bad("bad length")
-        length = int.from_bytes(data[pos:pos + count], "big")
-        pos += count
-    if pos + length > len(data):
-        raise _Bad("truncated")
-    return tag, pos, pos + length
+    """(tag, start of the contents, end of the element) of the element at `pos` (ValueError:
+    none there)."""
+    return der_element(data, pos, len(data))
 
 
 def _children(data: bytes, start: int, end: int) -> list[tuple[int, int, int]]:
@@ -88,22 +76,8 @@ def _extensions(der: bytes) -> list[tuple[str, bytes]]:
     for _, ext, ext_end in _children(der, seq, seq_end):
         parts = _children(der, ext, ext_end)
         value = parts[-1]
-        out.append((_dotted(der[parts[0][1]:parts[0][2]]), der[value[1]:value[2]]))
+        out.append((oid_text(der[parts[0][1]:parts[0][2]]), der[value[1]:value[2]]))
     return out
-
-
-def _dotted(body: bytes) -> str:
-    arcs: list[int] = []
-    value = 0
-    for byte in body:
-        value = value << 7 | byte & 0x7F
-        if not byte & 0x80:
-            arcs.append(value)
-            value = 0
-    if not arcs:
-        raise _Bad("empty OID")
-    first = min(arcs[0] // 40, 2)
-    return ".".join(str(a) for a in (first, arcs[0] - 40 * first, *arcs[1:]))
 
 
 def _basic_constraints(value: bytes) -> str | None:
@@ -136,7 +110,7 @@ def _problem(oid: str, value: bytes) -> str | None:
             return _basic_constraints(value)
         if oid == "2.5.29.15":
             return _key_usage(value)
-    except _Bad:
+    except ValueError:
         return f"its {name} extension is not readable DER"
     return None
 
@@ -147,7 +121,7 @@ def invalid_extension(cert: x509.Certificate) -> str | None:
     it issues nothing), or None."""
     try:
         exts = _extensions(cert.public_bytes(Encoding.DER))
-    except (_Bad, IndexError):
+    except (ValueError, IndexError):
         return None   # the parser read it: a shape not judged here
     seen: set[str] = set()
     for oid, value in exts:

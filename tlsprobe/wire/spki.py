@@ -16,7 +16,7 @@ _SEQUENCE, _INTEGER, _OID, _VERSION = 0x30, 0x02, 0x06, 0xA0
 EC_PUBLIC_KEY = "1.2.840.10045.2.1"
 
 
-def _tlv(der: bytes, at: int, end: int) -> tuple[int, int, int]:
+def der_element(der: bytes, at: int, end: int) -> tuple[int, int, int]:
     """(tag, start of the value, end of the value) of the DER element at `at`; ValueError
     when it does not fit before `end` or its length is not DER."""
     if at + 2 > end:
@@ -36,7 +36,7 @@ def _tlv(der: bytes, at: int, end: int) -> tuple[int, int, int]:
     return tag, at, at + length
 
 
-def _oid(value: bytes) -> str:
+def oid_text(value: bytes) -> str:
     """Dotted form of an OBJECT IDENTIFIER's contents (X.690 8.19)."""
     if not value or value[-1] & 0x80:
         raise ValueError("bad OID")
@@ -52,7 +52,7 @@ def _oid(value: bytes) -> str:
 
 
 def _expect(der: bytes, at: int, end: int, tag: int) -> tuple[int, int]:
-    got, start, stop = _tlv(der, at, end)
+    got, start, stop = der_element(der, at, end)
     if got != tag:
         raise ValueError(f"DER tag 0x{got:02x} where 0x{tag:02x} was expected")
     return start, stop
@@ -64,9 +64,9 @@ def ec_named_curve(der: bytes) -> str | None:
     does not have the shape of a certificate up to its subjectPublicKeyInfo."""
     start, end = _expect(der, 0, len(der), _SEQUENCE)             # Certificate
     at, tbs_end = _expect(der, start, end, _SEQUENCE)             # tbsCertificate
-    tag, _, stop = _tlv(der, at, tbs_end)
+    tag, _, stop = der_element(der, at, tbs_end)
     if tag == _VERSION:
-        tag, _, stop = _tlv(der, stop, tbs_end)
+        tag, _, stop = der_element(der, stop, tbs_end)
     if tag != _INTEGER:                                           # serialNumber
         raise ValueError("no serial number")
     at = stop
@@ -75,10 +75,10 @@ def ec_named_curve(der: bytes) -> str | None:
     spki, spki_end = _expect(der, at, tbs_end, _SEQUENCE)         # subjectPublicKeyInfo
     alg, alg_end = _expect(der, spki, spki_end, _SEQUENCE)        # AlgorithmIdentifier
     oid_start, oid_end = _expect(der, alg, alg_end, _OID)
-    if _oid(der[oid_start:oid_end]) != EC_PUBLIC_KEY or oid_end == alg_end:
+    if oid_text(der[oid_start:oid_end]) != EC_PUBLIC_KEY or oid_end == alg_end:
         return None
-    tag, start, stop = _tlv(der, oid_end, alg_end)
-    return _oid(der[start:stop]) if tag == _OID else None
+    tag, start, stop = der_element(der, oid_end, alg_end)
+    return oid_text(der[start:stop]) if tag == _OID else None
 
 
-__all__ = ["EC_PUBLIC_KEY", "ec_named_curve"]
+__all__ = ["EC_PUBLIC_KEY", "der_element", "ec_named_curve", "oid_text"]
