@@ -338,3 +338,20 @@ def test_an_incomplete_suite_list_names_no_most_preferred_suite(proxied):
     assert s12.supported[0].openssl_name == "AES128-SHA", s12
     (no_fs,) = [f for f in r.findings if f.code == "suite.no_forward_secrecy"]
     assert "most preferred" not in no_fs.message, no_fs.message
+
+
+def test_the_consistency_answers_come_in_the_audits_phase_order_whatever_ended_first():
+    """The families of phases run together and repeat the reference hello as each ends:
+    their answers are listed in the audit's order, not in the order they ended, which
+    depends on the load (a golden scan's JSON differed between two runs of a loaded CI)."""
+    from tlsprobe.engine.config import ClientConfig
+    from tlsprobe.probes.audit import consistency
+    from tlsprobe.probes.audit.outcome import SERVER_HELLO, STOP_HELLO, Outcome
+    answer = Outcome(SERVER_HELLO, version=0x0304, cipher_suite=0x1301, group=0x0017)
+    ref = consistency.Reference(ClientConfig(), STOP_HELLO, [("versions", answer)])
+    for ended in ("signature schemes", "suites", "groups", "end of the audit"):
+        ref.answers.append((ended, answer))
+    check = consistency.verdict(ref, [])
+    assert [a.split(":", 1)[0] for a in check.answers] == [
+        "versions", "groups", "suites", "signature schemes", "end of the audit"]
+    assert check.status == "consistent"

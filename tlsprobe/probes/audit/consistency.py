@@ -22,6 +22,10 @@ from tlsprobe.probes.audit.outcome import Stop
 from tlsprobe.probes.audit.scheduler import ALERT, Job, Outcome, TargetRunner
 
 PHASE = "consistency"
+#: the answers in the audit's order of its phases, not in the order their concurrent
+#: families happened to end (a load-dependent order would make one scan's JSON differ from
+#: the next's)
+_ORDER = ("versions", "groups", "suites", "signature schemes", "end of the audit")
 MARK = ("the target answered inconsistently (likely several configurations behind one "
         "name): this result may merge them")
 
@@ -68,7 +72,9 @@ def verdict(ref: Reference | None, disagreements: list[str]) -> ConsistencyCheck
         why = "no later phase to compare with" if ref is not None else \
             "no answered reference hello from the versions check"
         return ConsistencyCheck(ConsistencyStatus.NOT_CHECKED, notes=(why,) + tuple(disagreements))
-    answers = tuple(f"{phase}: {answer_text(out)}" for phase, out in ref.answers)
+    ordered = sorted(ref.answers, key=lambda a: _ORDER.index(a[0]) if a[0] in _ORDER
+                     else len(_ORDER) - 1)
+    answers = tuple(f"{phase}: {answer_text(out)}" for phase, out in ordered)
     # A bare close or a reset may be the network's: only answers and alerts are compared.
     known = [out for _, out in ref.answers if out.answered or out.status == ALERT]
     unanswered = len(ref.answers) - len(known)
