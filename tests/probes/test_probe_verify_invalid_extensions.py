@@ -17,7 +17,13 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from tests.probes.test_probe_verify_openssl_codes import CA_USAGE, Case, _build, _openssl_verdict
+from tests.probes.test_probe_verify_openssl_codes import (
+    CA_USAGE,
+    Case,
+    _build,
+    _openssl_verdict,
+    served_verdicts,
+)
 
 
 def _raw(oid: str, value: bytes) -> x509.UnrecognizedExtension:
@@ -48,14 +54,8 @@ def test_invalid_extension_code_is_openssls(tls_server: Callable[..., Any],
                                             run_cli: Callable[..., Any], tmp_path: Path,
                                             name: str) -> None:
     case, expected = CASES[name]
-    root, leaf, key, inter = _build(case, tmp_path)
-    srv = tls_server("openssl", extra=["-cert", str(leaf), "-key", str(key), "-cert_chain",
-                                       str(inter)])
-    code, text = _openssl_verdict(srv.port, root, case.host)   # the real tool first
+    code, text, ver = served_verdicts(tls_server, run_cli, case, _build(case, tmp_path))
     assert code == expected, (name, code, text)
-    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", case.host, "--cafile", root, "--json")
-    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
-    ver = json.loads(res.stdout)["verification"]
     if code == 0:
         assert ver["code"] is None and ver["ok"] is False, (name, ver)
         assert ver["message"].startswith("not established: cannot read the extensions of "

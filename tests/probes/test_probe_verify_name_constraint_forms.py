@@ -10,7 +10,6 @@ established" (cryptography's verifier refuses URI and directoryName constraints)
 from __future__ import annotations
 
 import ipaddress
-import json
 from pathlib import Path
 from typing import Any, Callable
 
@@ -18,7 +17,7 @@ import pytest
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
-from tests.probes.test_probe_verify_openssl_codes import Case, _build, _openssl_verdict
+from tests.probes.test_probe_verify_openssl_codes import Case, _build, served_verdicts
 
 
 def _raw(kind: type[x509.GeneralName], value: str) -> x509.GeneralName:
@@ -75,13 +74,7 @@ def test_name_constraint_code_is_openssls(tls_server: Callable[..., Any],
                                           run_cli: Callable[..., Any], tmp_path: Path,
                                           name: str) -> None:
     case, expected = CASES[name]
-    root, leaf, key, inter = _build(case, tmp_path)
-    srv = tls_server("openssl", extra=["-cert", str(leaf), "-key", str(key), "-cert_chain",
-                                       str(inter)])
-    code, text = _openssl_verdict(srv.port, root, case.host)   # the real tool first
+    code, text, ver = served_verdicts(tls_server, run_cli, case, _build(case, tmp_path))
     assert code == expected, (name, code, text)
-    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", case.host, "--cafile", root, "--json")
-    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
-    ver = json.loads(res.stdout)["verification"]
     assert ver["code"] == code and ver["message"].startswith(f"{code} ({text})"), (name, ver)
     assert ver["ok"] is (code == 0), ver

@@ -227,6 +227,23 @@ def _openssl_verdict(port: int, cafile: Path, host: str) -> tuple[int, str]:
     return int(found[-1][0]), found[-1][1]
 
 
+def served_verdicts(tls_server: Callable[..., Any], run_cli: Callable[..., Any], case: Case,
+                    chain: tuple[Path, Path, Path, Path], *extra: str
+                    ) -> tuple[int, str, dict[str, Any]]:
+    """Serve `chain` (`_build`'s root, leaf, key, intermediate) with openssl s_server
+    (`extra`: more of its arguments), and read s_client's verdict first, then tlsprobe's
+    (`--json`, which must exit 0 with nothing on stderr): (s_client's code, its text,
+    tlsprobe's `verification` object)."""
+    root, leaf, key, inter = chain
+    srv = tls_server("openssl", extra=["-cert", str(leaf), "-key", str(key), "-cert_chain",
+                                       str(inter), *extra])
+    code, text = _openssl_verdict(srv.port, root, case.host)   # the real tool first
+    sni = () if _is_address(case.host) else ("--sni", case.host)
+    res = run_cli(f"127.0.0.1:{srv.port}", *sni, "--cafile", root, "--json")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    return code, text, json.loads(res.stdout)["verification"]
+
+
 def _is_address(host: str) -> bool:
     try:
         ipaddress.ip_address(host)
@@ -331,15 +348,9 @@ def test_verify_code_is_openssls(tls_server: Callable[..., Any],
                                  run_cli: Callable[..., Any], tmp_path: Path,
                                  name: str) -> None:
     case, expected = CASES[name]
-    root, leaf, key, inter = _build(case, tmp_path)
-    srv = tls_server("openssl", extra=["-cert", str(leaf), "-key", str(key), "-cert_chain",
-                                       str(inter), "-cipher", "DEFAULT:@SECLEVEL=0"])
-    code, text = _openssl_verdict(srv.port, root, case.host)   # the real tool first
+    code, text, ver = served_verdicts(tls_server, run_cli, case, _build(case, tmp_path),
+                                      "-cipher", "DEFAULT:@SECLEVEL=0")
     assert code == expected, (name, code, text)
-    sni = () if _is_address(case.host) else ("--sni", case.host)
-    res = run_cli(f"127.0.0.1:{srv.port}", *sni, "--cafile", root, "--json")
-    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
-    ver = json.loads(res.stdout)["verification"]
     if name in NOT_ESTABLISHED:
         assert ver["code"] is None and ver["ok"] is False, (name, ver)
         assert ver["message"].startswith("not established: cryptography's verifier refuses"

@@ -6,7 +6,6 @@ of OpenSSL's purpose, verifies these chains too (0, not "not established")."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable
 
@@ -14,7 +13,7 @@ import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from tests.probes.test_probe_verify_openssl_codes import Case, _build, _openssl_verdict
+from tests.probes.test_probe_verify_openssl_codes import Case, _build, served_verdicts
 
 MS_SGC = x509.ObjectIdentifier("1.3.6.1.4.1.311.10.3.3")
 NS_SGC = x509.ObjectIdentifier("2.16.840.1.113730.4.1")
@@ -34,13 +33,7 @@ CASES = {
 def test_server_purpose_is_openssls(tls_server: Callable[..., Any], run_cli: Callable[..., Any],
                                     tmp_path: Path, name: str) -> None:
     case, expected = CASES[name]
-    root, leaf, key, inter = _build(case, tmp_path)
-    srv = tls_server("openssl", extra=["-cert", str(leaf), "-key", str(key), "-cert_chain",
-                                       str(inter)])
-    code, text = _openssl_verdict(srv.port, root, case.host)   # the real tool first
+    code, text, ver = served_verdicts(tls_server, run_cli, case, _build(case, tmp_path))
     assert code == expected, (name, code, text)
-    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", case.host, "--cafile", root, "--json")
-    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
-    ver = json.loads(res.stdout)["verification"]
     assert ver["code"] == code and ver["message"].startswith(f"{code} ({text})"), (name, ver)
     assert ver["ok"] is (code == 0), ver

@@ -16,7 +16,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from tests.probes.test_probe_verify_openssl_codes import CA_USAGE, Case, _build, _cert, _openssl_verdict
+from tests.probes.test_probe_verify_openssl_codes import CA_USAGE, Case, _build, _cert, served_verdicts
 
 
 def _other_root(days: tuple[int, int] = (-1, 30)) -> x509.Certificate:
@@ -37,13 +37,8 @@ def test_store_issuer_is_openssls_choice(tls_server: Callable[..., Any],
     other = _other_root((-30, -1) if order == "other-expired-first" else (-1, 30))
     store = [signer, other] if order == "signer-first" else [other, signer]
     root.write_bytes(b"".join(c.public_bytes(serialization.Encoding.PEM) for c in store))
-    srv = tls_server("openssl", extra=["-cert", str(leaf), "-key", str(key), "-cert_chain",
-                                       str(inter)])
-    code, text = _openssl_verdict(srv.port, root, case.host)   # the real tool first
+    code, text, ver = served_verdicts(tls_server, run_cli, case, (root, leaf, key, inter))
     assert code == expected, (code, text)
-    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", case.host, "--cafile", root, "--json")
-    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
-    ver = json.loads(res.stdout)["verification"]
     assert ver["code"] == code and ver["message"].startswith(f"{code} ({text})"), ver
 
 
