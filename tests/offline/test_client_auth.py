@@ -137,3 +137,114 @@ def test_text_and_json_outputs(run_cli) -> None:  # type: ignore[no-untyped-def]
     (conn,) = json.loads(out)["connections"]
     assert [c["subject"] for c in conn["client_auth"]["certificates"]] == [
         "CN=localhost", "CN=tlsprobe Test CA"]
+
+
+def _ca_files(folder: Path) -> list[str]:
+    """Two self-signed CAs (one name with a terminal escape and a comma) in one PEM file,
+    a server certificate and key; the CA names as RFC 4514 writes them, in file order."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    key = ec.generate_private_key(ec.SECP256R1())
+    start = datetime.datetime(2026, 1, 1)
+
+    def cert(name: x509.Name) -> bytes:
+        return (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+                .public_key(key.public_key()).serial_number(1).not_valid_before(start)
+                .not_valid_after(start + datetime.timedelta(days=3650))
+                .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                .sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM))
+    cas = [x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Lab"),
+                      x509.NameAttribute(NameOID.COMMON_NAME, "tlsprobe CA One")]),
+           x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "evil\x1b[31m, CA")])]
+    (folder / "cas.pem").write_bytes(b"".join(cert(n) for n in cas))
+    (folder / "srv.pem").write_bytes(cert(x509.Name([x509.NameAttribute(
+        NameOID.COMMON_NAME, "localhost")])))
+    (folder / "srv.key").write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    return ["CN=tlsprobe CA One,O=Lab", "CN=evil\x1b[31m\\, CA"]
+
+
+def _recorded_handshake(folder: Path, version: str) -> list[tuple[int, bytes]]:
+    """openssl s_server (asking for a client certificate, naming the CAs of cas.pem) and
+    s_client (without one) through a loopback relay that records each side's bytes."""
+    import select
+    import socket
+    import threading
+    server = subprocess.Popen(
+        ["openssl", "s_server", "-accept", "127.0.0.1:0", "-cert", "srv.pem", "-key",
+         "srv.key", "-verify", "1", "-CAfile", "cas.pem", version, "-www"],
+        cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = ""
+        while server.stdout and not line.startswith("ACCEPT"):  # (after a DH note)
+            line = server.stdout.readline()
+            assert line, "s_server did not start"
+        port = int(line.rsplit(":", 1)[1])
+        relay = socket.create_server(("127.0.0.1", 0))
+        parts: list[tuple[int, bytes]] = []
+
+        def run() -> None:
+            conn, _ = relay.accept()
+            up = socket.create_connection(("127.0.0.1", port))
+            ends = {conn: (up, 0), up: (conn, 1)}
+            while ends:
+                for sock in select.select(list(ends), [], [], 10)[0]:
+                    data = sock.recv(65536)
+                    other, direction = ends[sock]
+                    if not data:
+                        ends.clear()
+                        break
+                    parts.append((direction, data))
+                    other.sendall(data)
+            conn.close()
+            up.close()
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        subprocess.run(["openssl", "s_client", "-connect",
+                        f"127.0.0.1:{relay.getsockname()[1]}", version, "-keylogfile",
+                        "keys.txt"], cwd=folder, input=b"Q\n", capture_output=True,
+                       timeout=30, check=False)
+        thread.join(20)
+        relay.close()
+    finally:
+        server.kill()
+        server.wait()
+    return parts
+
+
+@pytest.mark.parametrize("version", ["-tls1_2", "-tls1_3"])
+def test_the_certificate_authorities_a_server_names(run_cli, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                    version: str) -> None:
+    """The distinguished names of the CertificateRequest (TLS 1.2: its list; TLS 1.3: its
+    certificate_authorities extension, read with the key log), in order, as s_client
+    lists them and as many as tshark shows; escaped in the details view."""
+    want = _ca_files(tmp_path)
+    c = Conv()
+    frames = c.handshake()
+    for direction, data in _recorded_handshake(tmp_path, version):
+        frames.append(c.c(data) if direction == 0 else c.s(data))
+    path = tmp_path / "ca_names.pcap"
+    path.write_bytes(pcap_bytes([ether(f) for f in frames]))
+    keys = ["--keylog", str(tmp_path / "keys.txt")] if version == "-tls1_3" else []
+    code, out, err = run_cli("pcap", str(path), "--json", "--no-progress", *keys)
+    assert code == 0, err
+    (conn,) = json.loads(out)["connections"]
+    auth = conn["client_auth"]
+    assert auth["requested"] and auth["certificate_authority_names"] == want
+    assert auth["certificate_authorities"] == 2
+    assert TSHARK, "tshark is needed"
+    text = subprocess.run(
+        [TSHARK, "-r", str(path), "-o", f"tls.keylog_file:{tmp_path / 'keys.txt'}", "-Y",
+         "tls.handshake.type == 13", "-V"], capture_output=True, text=True, timeout=60,
+        check=True).stdout
+    assert text.count("Distinguished Name: (") == 2
+    assert "id-at-commonName=tlsprobe CA One" in text
+    code, out, err = run_cli("pcap", str(path), "--details", "--no-progress", *keys)
+    assert code == 0, err
+    assert "Acceptable CA       CN=tlsprobe CA One,O=Lab" in out
+    assert "CN=evil\\x1b[31m\\, CA" in out and "\x1b" not in out

@@ -88,13 +88,16 @@ class ClientAuth:
     certificate_authorities extensions; an SSL 3.0-TLS 1.1 request has no schemes).
     `sent`: the client answered with a Certificate message (None: not seen, e.g. the
     capture or the keys stop before it); `certificates`: its chain, leaf first (empty when
-    `sent` with no certificate)."""
+    `sent` with no certificate); `certificate_authority_names`: the distinguished names
+    the request lists, in its order, as RFC 4514 text (as tshark's and s_client's lists;
+    the server's text, exact here, escaped in the text views)."""
 
     requested: bool
     signature_schemes: tuple[Codepoint, ...] = ()
     certificate_authorities: int = 0
     sent: bool | None = None
     certificates: tuple[CertificateInfo, ...] = ()
+    certificate_authority_names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

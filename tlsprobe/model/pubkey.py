@@ -23,7 +23,8 @@ from cryptography.utils import CryptographyDeprecationWarning
 if TYPE_CHECKING:   # X.509 (0.01 s of imports) with the first certificate, not at start-up
     from cryptography import x509
 
-__all__ = ["is_dsa_key", "load_certificate", "pss_only", "public_key", "verify_issued"]
+__all__ = ["distinguished_name", "is_dsa_key", "load_certificate", "pss_only", "public_key",
+           "verify_issued"]
 
 # catch_warnings swaps process-wide state: one thread at a time (the resolver threads of
 # net/ never get here, but an API user may run probes in threads)
@@ -99,3 +100,15 @@ def load_certificate(der: bytes) -> x509.Certificate:
     from cryptography import x509
     with _quiet("Parsed a serial number which wasn't positive"):
         return x509.load_der_x509_certificate(der)
+
+
+def distinguished_name(der: bytes) -> str:
+    """A DER distinguished name from the network (a CertificateRequest's certificate
+    authorities) as RFC 4514 text, as `openssl s_client` lists "Acceptable client
+    certificate CA names" (the text is the server's: shown escaped, as all network text);
+    one that does not parse says so with its bytes in hex."""
+    from cryptography import x509
+    try:
+        return x509.Name.from_bytes(der).rfc4514_string() or "(empty name)"
+    except ValueError:
+        return f"(unparsable name {der.hex()})"

@@ -211,10 +211,13 @@ def _chain(caches: AnalysisCaches, ders: tuple[bytes, ...]) -> tuple[Certificate
 
 
 def _client_auth(caches: AnalysisCaches, auth: ClientAuthFacts) -> ClientAuth:
+    # cryptography imported only for a CertificateRequest, not at start-up
+    from tlsprobe.model.pubkey import distinguished_name
     requested, schemes, authorities, chain = auth
+    names = tuple(_memo(caches, ("dn", der), distinguished_name, der) for der in authorities)
     return ClientAuth(requested, _codepoints(caches, "sigscheme", schemes) if schemes else (),
-                      authorities, True if chain is not None else None,
-                      _chain(caches, chain) if chain else ())
+                      len(authorities), True if chain is not None else None,
+                      _chain(caches, chain) if chain else (), names)
 
 
 def _derived(f: Facts, transport: str, brief: bool = False) -> Derived:

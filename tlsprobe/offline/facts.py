@@ -52,9 +52,9 @@ SHD: Final = 14
 CV: Final = 15
 CKE: Final = 16
 FIN: Final = 20
-#: `Facts.client_auth`: (CertificateRequest seen, its signature schemes, how many CAs it
-#: names, the client's certificate chain: None before its Certificate)
-ClientAuthFacts = tuple[bool, tuple[int, ...], int, tuple[bytes, ...] | None]
+#: `Facts.client_auth`: (CertificateRequest seen, its signature schemes, the CAs it names
+#: (DER distinguished names), the client's certificate chain: None before its Certificate)
+ClientAuthFacts = tuple[bool, tuple[int, ...], tuple[bytes, ...], tuple[bytes, ...] | None]
 _DTLS_AS_TLS: Final = {0xFEFF: 0x0302, 0x0100: 0x0302, 0xFEFD: 0x0303, 0xFEFC: 0x0304}
 
 # Shared initial values of the Facts fields that most connections never change: a
@@ -413,7 +413,7 @@ class Facts:
             isinstance(decoded.message, Certificate) else \
             tuple(certificate_list(msg, self.context(CLIENT)))
         self.client_auth = (auth[0], auth[1], auth[2], chain) if auth else \
-            (False, (), 0, chain)
+            (False, (), (), chain)
 
     def _partial_hello(self, msg: bytes, ts: float, frame: int) -> bool:
         """A ClientHello that is malformed or cut: its whole fields count (True when any)."""

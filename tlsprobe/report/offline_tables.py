@@ -342,6 +342,8 @@ def _certificate_rows(r: ConnectionReport) -> list[Row]:
             if not auth.certificates else f"sent, {len(auth.certificates)} certificate"
             + ("" if len(auth.certificates) == 1 else "s"))
     rows.append(("Client certificate", f"{asked}; {sent}"))
+    rows.extend(("Acceptable CA" if i == 0 else "", name)
+                for i, name in enumerate(auth.certificate_authority_names))
     rows.extend(_chain_rows("Client chain", auth.certificates))
     return rows
 

@@ -180,10 +180,12 @@ def offered_session(hello: bytes) -> tuple[bytes, bytes]:
     return session_id, b""
 
 
-def certificate_request_summary(msg: bytes, ctx: ParseContext) -> tuple[tuple[int, ...], int]:
-    """The signature schemes a CertificateRequest asks for and how many certificate
-    authorities it names (TLS 1.3: its signature_algorithms and certificate_authorities
-    extensions; before TLS 1.2 no schemes). Raises DecodeError when malformed."""
+def certificate_request_summary(msg: bytes, ctx: ParseContext
+                                ) -> tuple[tuple[int, ...], tuple[bytes, ...]]:
+    """The signature schemes a CertificateRequest asks for and the certificate
+    authorities it names, each a DER distinguished name (TLS 1.3: its
+    signature_algorithms and certificate_authorities extensions; before TLS 1.2 no
+    schemes). Raises DecodeError when malformed."""
     from tlsprobe.wire.certificate import CertificateRequest
     from tlsprobe.wire.ext_decoders import WHERE_CERTIFICATE_REQUEST
     request = _codec(msg, ctx)
@@ -191,12 +193,12 @@ def certificate_request_summary(msg: bytes, ctx: ParseContext) -> tuple[tuple[in
         raise DecodeError("not a CertificateRequest", 0, "handshake")
     if request.certificate_request_context is None:
         return (tuple(request.supported_signature_algorithms or ()),
-                len(request.certificate_authorities))
+                tuple(request.certificate_authorities))
     schemes: tuple[int, ...] = ()
-    authorities = 0
+    authorities: tuple[bytes, ...] = ()
     for ext in request.extensions:
         if ext.type == 13:
             schemes = tuple(ext.decode(WHERE_CERTIFICATE_REQUEST))
         elif ext.type == 47:
-            authorities = len(ext.decode(WHERE_CERTIFICATE_REQUEST))
+            authorities = tuple(ext.decode(WHERE_CERTIFICATE_REQUEST))
     return schemes, authorities

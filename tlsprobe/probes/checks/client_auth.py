@@ -29,14 +29,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from cryptography import x509
-
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.config import TLS13
 from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.model.check_details import ClientAuthDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
+from tlsprobe.model.pubkey import distinguished_name
 from tlsprobe.net.driver import adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.audit.outcome import Outcome
@@ -66,18 +65,11 @@ class Asked:
     version: int | None = None
 
 
-def _name(der: bytes) -> str:
-    try:
-        return x509.Name.from_bytes(der).rfc4514_string() or "(empty name)"
-    except ValueError:
-        return f"(unparsable name {der.hex()})"
-
-
 def ca_names(request: CertificateRequest) -> tuple[str, ...] | str:
     """The CA names of a CertificateRequest, either form; a str when the TLS 1.3
     extension's list is malformed."""
     if request.certificate_request_context is None:
-        return tuple(_name(n) for n in request.certificate_authorities)
+        return tuple(distinguished_name(n) for n in request.certificate_authorities)
     ext = next((e for e in request.extensions if e.type == CERTIFICATE_AUTHORITIES), None)
     if ext is None:
         return ()
@@ -89,7 +81,7 @@ def ca_names(request: CertificateRequest) -> tuple[str, ...] | str:
         size = int.from_bytes(data[at:at + 2], "big")
         if size == 0 or at + 2 + size > len(data):
             return "a certificate_authorities extension with a cut or empty name"
-        names.append(_name(data[at + 2:at + 2 + size]))
+        names.append(distinguished_name(data[at + 2:at + 2 + size]))
         at += 2 + size
     return tuple(names)
 
