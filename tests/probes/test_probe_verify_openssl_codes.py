@@ -69,7 +69,7 @@ class Case:
 
     host: str = "localhost"
     dns: tuple[str, ...] = ("localhost",)
-    eku: tuple[x509.ObjectIdentifier, ...] = (ExtendedKeyUsageOID.SERVER_AUTH,)
+    eku: tuple[x509.ObjectIdentifier, ...] = (ExtendedKeyUsageOID.SERVER_AUTH,)   # () none
     leaf_key: Callable[[], Key] | None = None
     inter_key: Callable[[], Key] | None = None
     inter_ca: bool = True
@@ -85,6 +85,8 @@ class Case:
     leaf_extra: tuple[tuple[x509.ExtensionType, bool], ...] = ()
     inter_extra: tuple[tuple[x509.ExtensionType, bool], ...] = ()
     inter_bc_critical: bool = True
+    #: the intermediate's basicConstraints as these bytes (an UnrecognizedExtension of its OID)
+    inter_bc_raw: x509.ExtensionType | None = None
     #: the root's extensions, when not basicConstraints CA:TRUE and keyUsage
     root_exts: tuple[tuple[x509.ExtensionType, bool], ...] | None = None
     #: the trust store: the root, or (without it) a copy of the intermediate or the leaf
@@ -163,7 +165,8 @@ def _build(case: Case, folder: Path) -> tuple[Path, Path, Path, Path]:
         (x509.BasicConstraints(ca=True, path_length=case.root_path_length), True),
         (CA_USAGE, True)] if case.root_exts is None else list(case.root_exts))
     inter_exts: list[tuple[x509.ExtensionType, bool]] = [
-        (x509.BasicConstraints(ca=case.inter_ca, path_length=None), case.inter_bc_critical),
+        (case.inter_bc_raw or x509.BasicConstraints(ca=case.inter_ca, path_length=None),
+         case.inter_bc_critical),
         (CA_USAGE, True), *case.inter_extra]
     if case.constraints is not None:
         inter_exts.append((case.constraints, True))
@@ -173,7 +176,8 @@ def _build(case: Case, folder: Path) -> tuple[Path, Path, Path, Path]:
                   _p256() if case.forged == "intermediate" else root_key, inter_exts)
     leaf_exts: list[tuple[x509.ExtensionType, bool]] = [
         (x509.BasicConstraints(ca=case.leaf_ca, path_length=None), True),
-        (x509.ExtendedKeyUsage(list(case.eku)), False), *case.leaf_extra]
+        *([(x509.ExtendedKeyUsage(list(case.eku)), False)] if case.eku else []),
+        *case.leaf_extra]
     if case.dns:
         leaf_exts.append((x509.SubjectAlternativeName([_dns(d) for d in case.dns]), False))
     leaf = _cert("localhost", leaf_key, "Codes CA",
