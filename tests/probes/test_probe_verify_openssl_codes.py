@@ -96,8 +96,8 @@ class Case:
     #: the leaf is issued again by `openssl x509 -req` with this serial number (the library
     #: builds positive ones only), with the subjectAltName `dns`
     leaf_serial: int | None = None
-    #: an emailAddress attribute in the leaf's subject
-    leaf_email: str | None = None
+    #: an emailAddress attribute in the leaf's subject (an IA5String, or this attribute)
+    leaf_email: str | x509.NameAttribute[str] | None = None
 
 
 def _p256() -> Key:
@@ -122,9 +122,10 @@ def _ed25519() -> Key:
 
 def _cert(subject: str, key: Key, issuer: str, signer: Key,
           exts: list[tuple[x509.ExtensionType, bool]], days: tuple[int, int] = (-1, 30),
-          email: str | None = None) -> x509.Certificate:
-    name = _name(subject) if email is None else x509.Name(
-        [*_name(subject), x509.NameAttribute(NameOID.EMAIL_ADDRESS, email)])
+          email: str | x509.NameAttribute[str] | None = None) -> x509.Certificate:
+    attr = email if isinstance(email, x509.NameAttribute) or email is None else \
+        x509.NameAttribute(NameOID.EMAIL_ADDRESS, email)
+    name = _name(subject) if attr is None else x509.Name([*_name(subject), attr])
     b = (x509.CertificateBuilder().subject_name(name).issuer_name(_name(issuer))
          .public_key(key.public_key()).serial_number(x509.random_serial_number())
          .not_valid_before(NOW + days[0] * DAY).not_valid_after(NOW + days[1] * DAY))

@@ -27,10 +27,9 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from cryptography import x509
-from cryptography.hazmat.primitives.serialization import Encoding
 
-from tlsprobe.engine.nameconstraints import subject_text
-from tlsprobe.wire.spki import der_element, oid_text
+from tlsprobe.engine.nameconstraints import raw_extensions, subject_text
+from tlsprobe.wire.spki import der_element
 
 __all__ = ["invalid_extension", "invalid_near", "unreadable"]
 
@@ -247,22 +246,6 @@ _READERS: dict[str, Callable[[bytes, int, int], str | None]] = {
     "2.16.840.1.113730.1.1": _netscape_type}
 
 
-def _extensions(der: bytes) -> list[tuple[str, bytes]]:
-    """(OID, value) of each extension of the certificate `der`, in order."""
-    body = _tlv(der, 0)[1]
-    tbs = _children(der, *_tlv(der, body)[1:])
-    found = next(((b, e) for t, b, e in tbs if t == 0xA3), None)
-    if found is None:
-        return []
-    _, seq, seq_end = _tlv(der, found[0])
-    out = []
-    for _, ext, ext_end in _children(der, seq, seq_end):
-        parts = _children(der, ext, ext_end)
-        value = parts[-1]
-        out.append((oid_text(der[parts[0][1]:parts[0][2]]), der[value[1]:value[2]]))
-    return out
-
-
 def _problem(oid: str, value: bytes) -> str | None:
     name, tag = _CACHED[oid]
     try:
@@ -301,7 +284,7 @@ def invalid_extension(cert: x509.Certificate) -> str | None:
     """Why OpenSSL's extension cache marks `cert` invalid (no issuer is found for it, and
     it issues nothing), or None."""
     try:
-        exts = _extensions(cert.public_bytes(Encoding.DER))
+        exts = raw_extensions(cert)
     except (ValueError, IndexError):
         return None   # the parser read it: a shape not judged here
     seen: set[str] = set()

@@ -38,7 +38,7 @@ from tlsprobe.engine.chainpath import (
     store_issuer,
 )
 from tlsprobe.engine.hostname import is_address, match_host, sans
-from tlsprobe.engine.nameconstraints import name_constraint_problem
+from tlsprobe.engine.nameconstraints import NOT_JUDGED, name_constraint_problem
 from tlsprobe.engine.truststore import default_cafile, load_trust_store
 from tlsprobe.model.pubkey import load_certificate
 
@@ -222,6 +222,15 @@ def _untrusted(path: list[x509.Certificate], chain: list[x509.Certificate],
     return V_NO_LOCAL_ISSUER, f"issuer {issuer} of {name} is not in the trust store"
 
 
+def _constraints(path: list[x509.Certificate]) -> tuple[int, str] | None:
+    """The name constraints' verdict (nameconstraints.py); NOT_JUDGED with the reason when
+    a constraints extension's bytes cannot be read as cryptography read it."""
+    try:
+        return name_constraint_problem(path)
+    except ValueError as exc:
+        return NOT_JUDGED, f"the name constraints cannot be read as OpenSSL reads them ({exc})"
+
+
 NO_SAN_NOTE = ("note: the certificate has no subjectAltName (browsers refuse it; OpenSSL "
                "matches a host name against its subject CN)")
 
@@ -310,10 +319,9 @@ def _judge(chain: list[x509.Certificate], ders: Sequence[bytes], hostname: str |
     named = _name_result(leaf, hostname)
     if not named.ok:
         return named
-    problem = _signatures_and_dates(path, broken, now, path[-1]) or \
-        name_constraint_problem(path)
+    problem = _signatures_and_dates(path, broken, now, path[-1]) or _constraints(path)
     if problem is not None:
-        return ChainResult(*problem)
+        return ChainResult(*problem, established=problem[0] != NOT_JUDGED)
     # a self-signed leaf that is itself in the trust store is trusted, as OpenSSL trusts
     # it (cryptography's verifier refuses an end-entity certificate as its own anchor)
     itself = len(path) == 1 and self_signed(leaf) and path[0].public_bytes(Encoding.DER) == ders[0]

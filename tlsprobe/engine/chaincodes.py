@@ -6,7 +6,7 @@ order: the leaf's key (66), the chain's building (engine/chain.py), each certifi
 extensions from the leaf up (34 an unhandled critical extension, 79 not a CA, 26 no
 server purpose, 25 path length; the trust store's certificate included), the CA
 keys and signature digests (67, 68), the host name (62), signatures and dates from the
-root down (9, 10), then name constraints (47, 48, 53: nameconstraints.py). Keys are judged at security level 2,
+root down (9, 10), then name constraints (47, 48, 49, 51, 53: nameconstraints.py). Keys are judged at security level 2,
 the default of Debian's OpenSSL and of OpenSSL 3.2 and later (112 bits: RSA and DSA of
 2048 bits, EC of 224). Each function returns the first problem as (code, detail) or None.
 """
@@ -23,6 +23,8 @@ from tlsprobe.engine.chainpath import self_signed
 from tlsprobe.engine.nameconstraints import (
     V_EXCLUDED,
     V_PERMITTED,
+    V_SUBTREE_MINMAX,
+    V_UNSUPPORTED_CONSTRAINT_TYPE,
     V_UNSUPPORTED_NAME_SYNTAX,
     extension_of,
     subject_text,
@@ -44,6 +46,8 @@ REASONS = {V_PATH_LENGTH: "path length constraint exceeded",
            V_PERMITTED: "permitted subtree violation",
            V_EXCLUDED: "excluded subtree violation",
            V_UNSUPPORTED_NAME_SYNTAX: "unsupported or invalid name syntax",
+           V_SUBTREE_MINMAX: "name constraints minimum and maximum not supported",
+           V_UNSUPPORTED_CONSTRAINT_TYPE: "unsupported name constraint type",
            V_EE_KEY_WEAK: "EE certificate key too weak",
            V_CA_KEY_WEAK: "CA certificate key too weak",
            V_CA_MD_TOO_WEAK: "CA signature digest algorithm too weak",
