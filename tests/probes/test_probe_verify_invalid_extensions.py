@@ -31,6 +31,7 @@ from tests.probes.test_probe_verify_openssl_codes import (
     CA_USAGE,
     Case,
     _build,
+    _rsa2000,
     _openssl_verdict,
     served_verdicts,
 )
@@ -194,3 +195,35 @@ def test_an_extension_twice(tls_server: Callable[..., Any], run_cli: Callable[..
     assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
     report = json.loads(res.stdout.splitlines()[0])
     assert report["trust"]["code"] == (20 if code else None), report["trust"]
+
+
+#: CA:FALSE with a pathLenConstraint: OpenSSL reads it as CA:FALSE (the path length is
+#: checked in strict mode only); cryptography refuses the extension list, so tlsprobe said
+#: "not established" for each of these
+CA_FALSE_PATH_LENGTH = _raw("2.5.29.19", bytes.fromhex("3003020100"))
+CA_FALSE_CASES = {
+    "leaf": (Case(leaf_bc_raw=CA_FALSE_PATH_LENGTH), 0),
+    "leaf-of-another-name": (Case(host="other.test", leaf_bc_raw=CA_FALSE_PATH_LENGTH), 62),
+    "leaf-eku-client": (Case(leaf_bc_raw=CA_FALSE_PATH_LENGTH,
+                             eku=(x509.ObjectIdentifier("1.3.6.1.5.5.7.3.2"),)), 26),
+    "intermediate": (Case(inter_bc_raw=CA_FALSE_PATH_LENGTH), 79),
+    # the library refuses the path above the leaf (an RSA-2000 CA key): not established
+    "leaf-under-an-rsa2000-intermediate": (Case(leaf_bc_raw=CA_FALSE_PATH_LENGTH,
+                                                inter_key=_rsa2000), 0),
+}
+
+
+@pytest.mark.needs_impl("openssl")
+@pytest.mark.parametrize("name", list(CA_FALSE_CASES))
+def test_ca_false_with_a_path_length(tls_server: Callable[..., Any],
+                                     run_cli: Callable[..., Any], tmp_path: Path,
+                                     name: str) -> None:
+    case, expected = CA_FALSE_CASES[name]
+    code, text, ver = served_verdicts(tls_server, run_cli, case, _build(case, tmp_path),
+                                      "-cipher", "DEFAULT:@SECLEVEL=0")
+    assert code == expected, (name, code, text)
+    if name == "leaf-under-an-rsa2000-intermediate":
+        assert ver["code"] is None and "its own way" in ver["message"], ver
+        return
+    assert ver["code"] == code and ver["message"].startswith(f"{code} ({text})"), (name, ver)
+    assert ver["ok"] is (code == 0), ver

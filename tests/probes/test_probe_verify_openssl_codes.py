@@ -87,6 +87,8 @@ class Case:
     inter_bc_critical: bool = True
     #: the intermediate's basicConstraints as these bytes (an UnrecognizedExtension of its OID)
     inter_bc_raw: x509.ExtensionType | None = None
+    #: the leaf's basicConstraints as these bytes
+    leaf_bc_raw: x509.ExtensionType | None = None
     #: the root's extensions, when not basicConstraints CA:TRUE and keyUsage
     root_exts: tuple[tuple[x509.ExtensionType, bool], ...] | None = None
     #: the trust store: the root, or (without it) a copy of the intermediate or the leaf
@@ -176,7 +178,7 @@ def _build(case: Case, folder: Path) -> tuple[Path, Path, Path, Path]:
     inter = _cert("Codes CA", inter_key, "Codes Root",
                   _p256() if case.forged == "intermediate" else root_key, inter_exts)
     leaf_exts: list[tuple[x509.ExtensionType, bool]] = [
-        (x509.BasicConstraints(ca=case.leaf_ca, path_length=None), True),
+        (case.leaf_bc_raw or x509.BasicConstraints(ca=case.leaf_ca, path_length=None), True),
         *([(x509.ExtendedKeyUsage(list(case.eku)), False)] if case.eku else []),
         *case.leaf_extra]
     if case.dns:

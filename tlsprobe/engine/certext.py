@@ -27,11 +27,17 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from cryptography import x509
+from cryptography.hazmat.primitives.serialization import Encoding
 
-from tlsprobe.engine.nameconstraints import raw_extensions, subject_text
+from tlsprobe.engine.nameconstraints import (
+    extension_spans,
+    raw_extensions,
+    subject_text,
+)
+from tlsprobe.model.pubkey import load_certificate
 from tlsprobe.wire.spki import der_element
 
-__all__ = ["invalid_extension", "invalid_near", "unreadable"]
+__all__ = ["invalid_extension", "invalid_near", "readable_twin", "unreadable"]
 
 _SEQUENCE, _BIT_STRING, _OCTET_STRING, _BOOLEAN, _INTEGER = 0x30, 0x03, 0x04, 0x01, 0x02
 _OID = 0x06
@@ -332,3 +338,52 @@ def unreadable(path: list[x509.Certificate]) -> str | None:
             return (f"{subject_text(cert)} is a proxy certificate (proxyCertInfo): OpenSSL's "
                     "checks of proxy certificates are not made here")
     return None
+
+
+def _length(size: int) -> bytes:
+    if size < 0x80:
+        return bytes([size])
+    width = (size.bit_length() + 7) // 8
+    return bytes([0x80 | width]) + size.to_bytes(width, "big")
+
+
+def _with_contents(der: bytes, at: int, start: int, stop: int, new: bytes) -> bytes:
+    """The DER element at `at` with the contents [start, stop) of an element inside it
+    replaced by `new`, each enclosing length written anew."""
+    tag, body, end = der_element(der, at, len(der))
+    if (body, end) == (start, stop):
+        inner = new
+    else:
+        parts, pos = [], body
+        while pos < end:
+            child_end = der_element(der, pos, end)[2]
+            parts.append(_with_contents(der, pos, start, stop, new) if pos <= start < child_end
+                         else der[pos:child_end])
+            pos = child_end
+        inner = b"".join(parts)
+    return bytes([tag]) + _length(len(inner)) + inner
+
+
+@lru_cache(maxsize=64)
+def readable_twin(cert: x509.Certificate) -> x509.Certificate:
+    """`cert`, or, when cryptography cannot read its extensions only because its
+    basicConstraints say CA:FALSE with a pathLenConstraint (which OpenSSL reads as CA:FALSE,
+    the path length checked only in strict mode), a copy whose basicConstraints say CA:FALSE
+    alone: to read its extensions with, never to check its signature (which no longer
+    holds)."""
+    try:
+        len(cert.extensions)
+        return cert
+    except (ValueError, x509.DuplicateExtension):
+        pass
+    der = cert.public_bytes(Encoding.DER)
+    try:
+        span = next(((a, b) for oid, a, b in extension_spans(der) if oid == _BC), None)
+        if span is None or _says_ca(der[span[0]:span[1]]) or \
+                _problem(_BC, der[span[0]:span[1]]) is not None:
+            return cert
+        twin = load_certificate(_with_contents(der, 0, *span, b"\x30\x00"))
+        len(twin.extensions)
+    except (ValueError, x509.DuplicateExtension):
+        return cert
+    return twin

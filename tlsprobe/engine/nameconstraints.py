@@ -38,8 +38,8 @@ V_UNSUPPORTED_CONSTRAINT_TYPE = 51
 #: not a code: OpenSSL's verdict on the name is not known here
 NOT_JUDGED = -1
 
-__all__ = ["NOT_JUDGED", "extension_of", "name_constraint_problem", "raw_extensions",
-           "subject_text"]
+__all__ = ["NOT_JUDGED", "extension_of", "extension_spans", "name_constraint_problem",
+           "raw_extensions", "subject_text"]
 
 Problem = tuple[int, str]
 #: a name constraints apply to: (kind, value), kind one of "directory name" (x509.Name),
@@ -75,10 +75,9 @@ def _children(der: bytes, start: int, end: int) -> list[tuple[int, int, int]]:
     return out
 
 
-def raw_extensions(cert: x509.Certificate) -> list[tuple[str, bytes]]:
-    """(OID, value) of each extension of `cert` in order, from its own bytes (ValueError:
-    not of the shape of a certificate)."""
-    der = cert.public_bytes(Encoding.DER)
+def extension_spans(der: bytes) -> list[tuple[str, int, int]]:
+    """(OID, start, end of the value's contents in `der`) of each extension of the
+    certificate `der` in order (ValueError: not of the shape of a certificate)."""
     body = der_element(der, 0, len(der))[1]
     tbs = _children(der, *der_element(der, body, len(der))[1:])
     found = next(((b, e) for t, b, e in tbs if t == 0xA3), None)
@@ -87,8 +86,15 @@ def raw_extensions(cert: x509.Certificate) -> list[tuple[str, bytes]]:
     out = []
     for _, ext, ext_end in _children(der, *der_element(der, found[0], found[1])[1:]):
         parts = _children(der, ext, ext_end)
-        out.append((oid_text(der[parts[0][1]:parts[0][2]]), der[parts[-1][1]:parts[-1][2]]))
+        out.append((oid_text(der[parts[0][1]:parts[0][2]]), parts[-1][1], parts[-1][2]))
     return out
+
+
+def raw_extensions(cert: x509.Certificate) -> list[tuple[str, bytes]]:
+    """(OID, value) of each extension of `cert` in order, from its own bytes (ValueError:
+    not of the shape of a certificate)."""
+    der = cert.public_bytes(Encoding.DER)
+    return [(oid, der[start:end]) for oid, start, end in extension_spans(der)]
 
 
 def _limits(cert: x509.Certificate) -> tuple[list[bool], list[bool]]:
