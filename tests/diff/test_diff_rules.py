@@ -194,6 +194,17 @@ def test_a_chain_one_scan_saw_is_added_or_removed_only_when_both_searched(
     ed["other_certificates"][0]["certificates"][0]["key_type"] = "Ed25519"
     assert only(new, ed) == () and only(ed, new) == ()
     assert only(doc, ed) == ((ChangeKind.certificate_added, "Ed25519 certificate chain", NEU),)
+    # both searches told the key types of one authentication apart by signature schemes
+    # (this tlsprobe's documents say so): an Ed25519 chain beside an ECDSA one is a change
+    told = [dict(d, other_certificates_search="signature schemes") for d in (new, ed)]
+    both = copy.deepcopy(told[1])
+    both["other_certificates"].insert(0, told[0]["other_certificates"][0])
+    assert only(told[0], both) == ((ChangeKind.certificate_added, "Ed25519 certificate chain",
+                                    NEU),)
+    assert only(both, told[0]) == ((ChangeKind.certificate_removed,
+                                    "Ed25519 certificate chain", NEU),)
+    assert only(new, both) == () and only(told[0], dict(both, other_certificates_search=None)) \
+        == ()
 
 
 @pytest.mark.parametrize("value", [[], "text", {"tool": "sslyze"}, {"tool": "tlsprobe",
