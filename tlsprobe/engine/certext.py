@@ -364,7 +364,6 @@ def _with_contents(der: bytes, at: int, start: int, stop: int, new: bytes) -> by
     return bytes([tag]) + _length(len(inner)) + inner
 
 
-@lru_cache(maxsize=64)
 def readable_twin(cert: x509.Certificate) -> x509.Certificate:
     """`cert`, or, when cryptography cannot read its extensions only because its
     basicConstraints say CA:FALSE with a pathLenConstraint (which OpenSSL reads as CA:FALSE,
@@ -373,17 +372,21 @@ def readable_twin(cert: x509.Certificate) -> x509.Certificate:
     holds)."""
     try:
         len(cert.extensions)
-        return cert
+        return cert   # this very object: the caller may tell a twin by identity
     except (ValueError, x509.DuplicateExtension):
-        pass
+        return _twin(cert) or cert
+
+
+@lru_cache(maxsize=64)
+def _twin(cert: x509.Certificate) -> x509.Certificate | None:
     der = cert.public_bytes(Encoding.DER)
     try:
         span = next(((a, b) for oid, a, b in extension_spans(der) if oid == _BC), None)
         if span is None or _says_ca(der[span[0]:span[1]]) or \
                 _problem(_BC, der[span[0]:span[1]]) is not None:
-            return cert
+            return None
         twin = load_certificate(_with_contents(der, 0, *span, b"\x30\x00"))
         len(twin.extensions)
     except (ValueError, x509.DuplicateExtension):
-        return cert
+        return None
     return twin
