@@ -5,7 +5,8 @@ drops both: tlsprobe said 0, trusted); an otherName or registeredID against a su
 type is 51 (tlsprobe: not established); an SmtpUTF8Mailbox otherName is an email address
 for OpenSSL (tlsprobe ignored it: 0 where OpenSSL says 47, 48, or 53 for one not of
 UTF8String or without "@"); a subject emailAddress that is no IA5String is 53 whatever the
-constraints' types (tlsprobe: 0). An SmtpUTF8 mailbox against a subtree whose reading by
+constraints' types (tlsprobe: 0). A leaf's CN is a DNS name for them only as OpenSSL's
+cn2dnsid reads one (tlsprobe said 47 for a wildcard, a final dot, "a-.example.test"). An SmtpUTF8 mailbox against a subtree whose reading by
 OpenSSL 3.0 is not replicated (a leading dot) is not established, never a code."""
 
 from __future__ import annotations
@@ -99,6 +100,14 @@ CASES = {
     "smtputf8-against-a-leading-dot": (_case([_subtree(_email(".example.test"))], names=[
         _other(SMTP_UTF8, _der(0x0C, b"a@b.example.test"))]), 47),
 }
+#: a leaf without subjectAltName: its CN is a DNS name for the constraints only as
+#: OpenSSL's cn2dnsid reads one (tlsprobe took a wildcard, a final dot or "-." for one: 47)
+PERMIT_OTHER = x509.NameConstraints(permitted_subtrees=[x509.DNSName("other.test")],
+                                    excluded_subtrees=None)
+for _cn, _code in (("*.example.test", 0), ("a-.example.test", 0), ("www.example.test.", 0),
+                   ("a_b.example.test", 47), ("www.other.test", 0)):
+    CASES[f"cn-{_cn}"] = (Case(dns=(), leaf_cn=_cn, host=_cn.replace("*", "www"),
+                               constraints=PERMIT_OTHER), _code)
 NOT_ESTABLISHED = {"smtputf8-against-a-leading-dot"}
 
 

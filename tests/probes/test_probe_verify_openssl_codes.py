@@ -87,6 +87,8 @@ class Case:
     inter_bc_critical: bool = True
     #: the intermediate's basicConstraints as these bytes (an UnrecognizedExtension of its OID)
     inter_bc_raw: x509.ExtensionType | None = None
+    #: the leaf's subject CN
+    leaf_cn: str = "localhost"
     #: the leaf's basicConstraints as these bytes
     leaf_bc_raw: x509.ExtensionType | None = None
     #: the root's extensions, when not basicConstraints CA:TRUE and keyUsage
@@ -183,7 +185,7 @@ def _build(case: Case, folder: Path) -> tuple[Path, Path, Path, Path]:
         *case.leaf_extra]
     if case.dns:
         leaf_exts.append((x509.SubjectAlternativeName([_dns(d) for d in case.dns]), False))
-    leaf = _cert("localhost", leaf_key, "Codes CA",
+    leaf = _cert(case.leaf_cn, leaf_key, "Codes CA",
                  _p256() if case.forged == "leaf" else inter_key, leaf_exts, case.leaf_days,
                  case.leaf_email)
     pem = serialization.Encoding.PEM

@@ -4,7 +4,8 @@ self-issued CA certificate is exempt) against the constraints of every CA above 
 top one first. A certificate's names, in OpenSSL's order: its subject as a directory name
 (when not empty), its subject emailAddress attributes (53 when one is not an IA5String,
 whatever the constraints), each subjectAltName entry in order,
-then, for a leaf without a DNS name, each subject CN that is a host name. A name is
+then, for a leaf without a DNS name, each subject CN that is a host name as cn2dnsid
+reads one (no wildcard, no final dot; an embedded NUL is 53). A name is
 outside the permitted subtrees when some subtree is of its type and none holds it (47),
 inside an excluded one (48); a URI without "scheme://host" or an email address without
 "@" is 53 (unsupported or invalid name syntax) once a constraint of its type applies. A
@@ -49,6 +50,7 @@ _SPACE = " \t\n\v\f\r"
 _SMTP_UTF8 = x509.ObjectIdentifier("1.3.6.1.5.5.7.8.9")
 _NC_OID = "2.5.29.30"
 _NOT_IA5 = "email address not of IA5String"
+_BAD_CN = "common name with a NUL"
 _HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.")
 
 
@@ -249,10 +251,32 @@ def _names(cert: x509.Certificate, leaf: bool) -> Iterator[Name]:
             yield kind, entry.value
     if leaf and not any(isinstance(e, x509.DNSName) for e in entries):
         for attr in cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME):
-            value = attr.value
-            if isinstance(value, str) and "." in value.strip(".") and all(
-                    c.isascii() and (c.isalnum() or c in "-._*") for c in value):
-                yield "DNS name", value
+            if isinstance(attr.value, str):
+                name = _cn_host(attr.value)
+                if name is not None:
+                    yield name
+
+
+def _cn_host(value: str) -> Name | None:
+    """A subject CN as OpenSSL's cn2dnsid takes it: a host name of two labels or more,
+    of letters, digits and "_", with "-" and "." inside only, no "." beside a "." or a
+    "-" (a wildcard, a final dot: none); trailing NULs dropped, an embedded one 53."""
+    data = value.encode("utf-8").rstrip(b"\0")
+    if b"\0" in data:
+        return _BAD_CN, value
+    dotted = False
+    for i, byte in enumerate(data):
+        char = chr(byte)
+        if char.isascii() and (char.isalnum() or char == "_"):
+            continue
+        inside = 0 < i < len(data) - 1
+        if inside and char == "-":
+            continue
+        if inside and char == "." and data[i + 1] not in b".-" and data[i - 1] != ord("-"):
+            dotted = True
+            continue
+        return None
+    return ("DNS name", data.decode()) if dotted else None
 
 
 def _nc_verdict(name: Name, nc: x509.NameConstraints,
@@ -260,7 +284,7 @@ def _nc_verdict(name: Name, nc: x509.NameConstraints,
     """nc_match: among the subtrees of `name`'s type, 49 at one with a minimum or maximum
     (`limits`), 47 when permitted ones exist and none holds it, 48 when an excluded one
     holds it, another code where OpenSSL stops at one (NOT_JUDGED included)."""
-    if name[0] == _NOT_IA5:
+    if name[0] in (_NOT_IA5, _BAD_CN):
         return V_UNSUPPORTED_NAME_SYNTAX
     match = 0
     for base, limited in zip(nc.permitted_subtrees or (), limits[0], strict=True):
