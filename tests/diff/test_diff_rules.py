@@ -173,9 +173,10 @@ def test_every_chain_both_scans_established_is_compared(doc: dict[str, Any]) -> 
 def test_a_chain_one_scan_saw_is_added_or_removed_only_when_both_searched(
         doc: dict[str, Any]) -> None:
     """Added or removed needs both searches complete (a baseline from before the search has
-    no `other_certificates`; a search cut short has its note) and no chain of the other scan
-    that serves the same TLS 1.2 authentication (an ECDSA and an Ed25519 certificate both
-    answer ECDHE_ECDSA suites: a search in TLS 1.2 finds one of them)."""
+    no `other_certificates`; a search cut short has its note) and, unless both documents say
+    their search told key types apart by signature schemes, no chain of the other scan that
+    serves the same TLS 1.2 authentication (an ECDSA and an Ed25519 certificate both answer
+    ECDHE_ECDSA suites: an earlier tlsprobe's search in TLS 1.2 found one of them)."""
     far = (datetime(2026, 12, 6, tzinfo=UTC) + timedelta(days=300)).isoformat()
     new = _with_ecdsa(doc, "trusted", far)
     added = ((ChangeKind.certificate_added, "ECDSA certificate chain", NEU),)
@@ -192,8 +193,24 @@ def test_a_chain_one_scan_saw_is_added_or_removed_only_when_both_searched(
     ed = copy.deepcopy(new)
     ed["other_certificates"][0]["key_type"] = "Ed25519"
     ed["other_certificates"][0]["certificates"][0]["key_type"] = "Ed25519"
-    assert only(new, ed) == () and only(ed, new) == ()
     assert only(doc, ed) == ((ChangeKind.certificate_added, "Ed25519 certificate chain", NEU),)
+    # an earlier tlsprobe's documents (no other_certificates_search): its TLS 1.2 search
+    # offered suites only, and could not tell an ECDSA certificate from an Ed25519 one
+    old_new, old_ed = ({k: v for k, v in d.items() if k != "other_certificates_search"}
+                       for d in (new, ed))
+    assert only(old_new, old_ed) == () and only(old_ed, old_new) == ()
+    # this tlsprobe's (its search tells them apart by signature schemes, and says so): an
+    # ECDSA chain replaced by an Ed25519 one, and an Ed25519 chain beside the ECDSA one
+    assert doc["other_certificates_search"] == "signature schemes"
+    assert set(only(new, ed)) == {
+        (ChangeKind.certificate_added, "Ed25519 certificate chain", NEU),
+        (ChangeKind.certificate_removed, "ECDSA certificate chain", NEU)}
+    both = copy.deepcopy(ed)
+    both["other_certificates"].insert(0, new["other_certificates"][0])
+    assert only(new, both) == ((ChangeKind.certificate_added, "Ed25519 certificate chain", NEU),)
+    assert only(both, new) == ((ChangeKind.certificate_removed, "Ed25519 certificate chain",
+                                NEU),)
+    assert only(old_new, both) == () and only(both, old_new) == ()
 
 
 @pytest.mark.parametrize("value", [[], "text", {"tool": "sslyze"}, {"tool": "tlsprobe",

@@ -4,10 +4,12 @@ baselines (another tool's JSON, truncated, another target) as one-line usage err
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from tests.diff.conftest import CHECKS, SamePort, cli
 from tests.helpers.servers import make_certs
+from tests.lab_servers.certs import CertSet
 from tests.lab_servers.builders import ServerConfig
 
 BOTH = ServerConfig("openssl", ("X25519", "P-256"), serverpref=True)
@@ -244,3 +246,29 @@ def test_junit_shows_the_change_gate(same_port: SamePort, tmp_path: Path) -> Non
     code, out, err = scan(first.port, "--baseline", base, "--junit", tmp_path / "no.xml")
     names = [c.get("name") for c in ET.parse(tmp_path / "no.xml").getroot().iter("testcase")]
     assert code == 0 and "changes" not in names, err
+
+
+def test_an_ed25519_chain_added_beside_an_ecdsa_one_is_a_change(
+        same_port: SamePort, certs: CertSet, tmp_path: Path) -> None:
+    """openssl s_server with an ECDSA certificate, then with an Ed25519 one beside it
+    (-dcert): both serve TLS 1.2's ECDSA suites, but this tlsprobe's search tells them apart
+    by signature schemes (the documents say so: other_certificates_search), so the Ed25519
+    chain is certificate_added (neutral). It was no change; it still is against a baseline
+    of an earlier tlsprobe (no other_certificates_search), whose search could not tell."""
+    ecdsa = ServerConfig("openssl", ("X25519", "P-256"), cert="ecdsa")
+    first = same_port(ecdsa)
+    base = baseline_of(first.port, tmp_path / "base.json")
+    ed = certs["ed25519"]
+    same_port(replace(ecdsa, extra=("-dcert", str(ed.chain), "-dkey", str(ed.key))), first.port)
+    code, out, err = scan(first.port, "--baseline", base, "--json")
+    assert code == 0 and err == "", err
+    doc = json.loads(out)
+    added = [c for c in doc["changes"] if c["kind"] == "certificate_added"]
+    assert [(c["what"], c["direction"]) for c in added] == [
+        ("Ed25519 certificate chain", "neutral")], doc["changes"]
+    earlier = json.loads(base.read_text())
+    assert earlier.pop("other_certificates_search") == "signature schemes", earlier
+    (tmp_path / "earlier.json").write_text(json.dumps(earlier))
+    code, out, err = scan(first.port, "--baseline", tmp_path / "earlier.json", "--json")
+    assert code == 0 and err == "", err
+    assert not [c for c in json.loads(out)["changes"] if c["kind"] == "certificate_added"], out

@@ -138,6 +138,20 @@ def _listen_options(config: ServerConfig) -> str:
                    if line.startswith("listen-options "))
 
 
+def _sni_servers(config: ServerConfig, listen: str) -> list[str]:
+    """nginx: more server blocks on the same address, each given in `extra` as one item
+    "sni-server NAME DIRECTIVES" (e.g. "sni-server localhost ssl_certificate ...;"): the
+    block of server_name NAME, which a hello with that SNI selects; the first block stays
+    the default one (a hello without SNI, or with another name)."""
+    out = []
+    for line in config.extra:
+        if line.startswith("sni-server "):
+            _, name, directives = line.split(" ", 2)
+            out += ["  server {", f"    listen {listen} ssl{_listen_options(config)};",
+                    f"    server_name {name};", f"    {directives}", "  }"]
+    return out
+
+
 def _openssl_groups(groups: tuple[str, ...]) -> str:
     return ":".join("prime192v1" if g == "secp192r1" else g for g in groups)
 
@@ -243,9 +257,10 @@ def _write_nginx_conf(config: ServerConfig, port: int, certs: CertSet, wd: Path,
     if config.ciphersuites:
         lines.append(f"    ssl_conf_command Ciphersuites {config.ciphersuites};")
     lines += [f"    ssl_dhparam {dhparam};"] if dhparam else []
-    lines += [f"    {line}" for line in config.extra if not line.startswith("listen-options ")]
+    lines += [f"    {line}" for line in config.extra
+              if not line.startswith(("listen-options ", "sni-server "))]
     lines += ['    location / { return 200 "nginx $ssl_protocol $ssl_cipher $ssl_curve\\n"; }',
-              "  }", "}"]
+              "  }", *_sni_servers(config, listen), "}"]
     path = wd / "nginx.conf"
     path.write_text("\n".join(lines) + "\n")
     return path

@@ -69,7 +69,7 @@ class Case:
 
     host: str = "localhost"
     dns: tuple[str, ...] = ("localhost",)
-    eku: tuple[x509.ObjectIdentifier, ...] = (ExtendedKeyUsageOID.SERVER_AUTH,)
+    eku: tuple[x509.ObjectIdentifier, ...] = (ExtendedKeyUsageOID.SERVER_AUTH,)   # () none
     leaf_key: Callable[[], Key] | None = None
     inter_key: Callable[[], Key] | None = None
     inter_ca: bool = True
@@ -85,6 +85,12 @@ class Case:
     leaf_extra: tuple[tuple[x509.ExtensionType, bool], ...] = ()
     inter_extra: tuple[tuple[x509.ExtensionType, bool], ...] = ()
     inter_bc_critical: bool = True
+    #: the intermediate's basicConstraints as these bytes (an UnrecognizedExtension of its OID)
+    inter_bc_raw: x509.ExtensionType | None = None
+    #: the leaf's subject CN
+    leaf_cn: str = "localhost"
+    #: the leaf's basicConstraints as these bytes
+    leaf_bc_raw: x509.ExtensionType | None = None
     #: the root's extensions, when not basicConstraints CA:TRUE and keyUsage
     root_exts: tuple[tuple[x509.ExtensionType, bool], ...] | None = None
     #: the trust store: the root, or (without it) a copy of the intermediate or the leaf
@@ -94,8 +100,8 @@ class Case:
     #: the leaf is issued again by `openssl x509 -req` with this serial number (the library
     #: builds positive ones only), with the subjectAltName `dns`
     leaf_serial: int | None = None
-    #: an emailAddress attribute in the leaf's subject
-    leaf_email: str | None = None
+    #: an emailAddress attribute in the leaf's subject (an IA5String, or this attribute)
+    leaf_email: str | x509.NameAttribute[str] | None = None
 
 
 def _p256() -> Key:
@@ -120,9 +126,10 @@ def _ed25519() -> Key:
 
 def _cert(subject: str, key: Key, issuer: str, signer: Key,
           exts: list[tuple[x509.ExtensionType, bool]], days: tuple[int, int] = (-1, 30),
-          email: str | None = None) -> x509.Certificate:
-    name = _name(subject) if email is None else x509.Name(
-        [*_name(subject), x509.NameAttribute(NameOID.EMAIL_ADDRESS, email)])
+          email: str | x509.NameAttribute[str] | None = None) -> x509.Certificate:
+    attr = email if isinstance(email, x509.NameAttribute) or email is None else \
+        x509.NameAttribute(NameOID.EMAIL_ADDRESS, email)
+    name = _name(subject) if attr is None else x509.Name([*_name(subject), attr])
     b = (x509.CertificateBuilder().subject_name(name).issuer_name(_name(issuer))
          .public_key(key.public_key()).serial_number(x509.random_serial_number())
          .not_valid_before(NOW + days[0] * DAY).not_valid_after(NOW + days[1] * DAY))
@@ -163,7 +170,8 @@ def _build(case: Case, folder: Path) -> tuple[Path, Path, Path, Path]:
         (x509.BasicConstraints(ca=True, path_length=case.root_path_length), True),
         (CA_USAGE, True)] if case.root_exts is None else list(case.root_exts))
     inter_exts: list[tuple[x509.ExtensionType, bool]] = [
-        (x509.BasicConstraints(ca=case.inter_ca, path_length=None), case.inter_bc_critical),
+        (case.inter_bc_raw or x509.BasicConstraints(ca=case.inter_ca, path_length=None),
+         case.inter_bc_critical),
         (CA_USAGE, True), *case.inter_extra]
     if case.constraints is not None:
         inter_exts.append((case.constraints, True))
@@ -172,11 +180,12 @@ def _build(case: Case, folder: Path) -> tuple[Path, Path, Path, Path]:
     inter = _cert("Codes CA", inter_key, "Codes Root",
                   _p256() if case.forged == "intermediate" else root_key, inter_exts)
     leaf_exts: list[tuple[x509.ExtensionType, bool]] = [
-        (x509.BasicConstraints(ca=case.leaf_ca, path_length=None), True),
-        (x509.ExtendedKeyUsage(list(case.eku)), False), *case.leaf_extra]
+        (case.leaf_bc_raw or x509.BasicConstraints(ca=case.leaf_ca, path_length=None), True),
+        *([(x509.ExtendedKeyUsage(list(case.eku)), False)] if case.eku else []),
+        *case.leaf_extra]
     if case.dns:
         leaf_exts.append((x509.SubjectAlternativeName([_dns(d) for d in case.dns]), False))
-    leaf = _cert("localhost", leaf_key, "Codes CA",
+    leaf = _cert(case.leaf_cn, leaf_key, "Codes CA",
                  _p256() if case.forged == "leaf" else inter_key, leaf_exts, case.leaf_days,
                  case.leaf_email)
     pem = serialization.Encoding.PEM

@@ -12,6 +12,8 @@ import io
 import json
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes
 
 from tests.lab_servers.certs import signed_leaf
 
@@ -189,3 +191,37 @@ def test_ocsp_stapling_alone_judges_each_chain_and_reports_no_certificate_findin
     assert stapling["verdict"] == "not supported" and stapling["severity"] == "info"
     assert "cert" in r["read_only"], r["read_only"]
     assert not [f for f in r["findings"] if f["code"].startswith("certificate.")]
+
+
+@pytest.mark.needs_impl("nginx")
+def test_sni_chain_of_every_chain_that_changes_per_sni(tls_server, certs, run_cli, tmp_path):
+    """nginx whose default server (a hello without SNI) has an RSA and an ECDSA
+    certificate, and whose server_name localhost has two others: sni_chain compares each
+    key type's chain with the one the same hello gets without SNI, and names the other leaf
+    of the non-default (ECDSA) chain as well as the default one's. The leaves have one
+    subject: the reason said "another certificate: CN=localhost, where localhost gets
+    CN=localhost"; it now names them by their fingerprints."""
+    made = {name: signed_leaf(certs, tmp_path, name, kind, 90, (SIGN, ENCIPHER) if kind == "rsa"
+                              else (SIGN,))
+            for name, kind in (("rsa_default", "rsa"), ("ec_default", "ecdsa"),
+                               ("rsa_sni", "rsa"), ("ec_sni", "ecdsa"))}
+    pair = "ssl_certificate {0.chain}; ssl_certificate_key {0.key};".format
+    srv = tls_server("nginx", extra=[
+        pair(made["rsa_default"]), pair(made["ec_default"]),
+        f"sni-server localhost {pair(made['rsa_sni'])} {pair(made['ec_sni'])}"])
+    r = scan(run_cli, srv.port, certs, "--checks", "sni_chain")
+    (check,) = r["check_results"]
+    chains = kinds(check)
+    assert set(chains) == {"RSA", "ECDSA"}, check
+    for kind, sni, default in (("RSA", "rsa_sni", "rsa_default"),
+                               ("ECDSA", "ec_sni", "ec_default")):
+        with_sni = x509.load_pem_x509_certificate(made[sni].cert.read_bytes())
+        without = x509.load_pem_x509_certificate(made[default].cert.read_bytes())
+        fingerprints = [c.fingerprint(hashes.SHA256()).hex() for c in (with_sni, without)]
+        said = json.dumps(chains[kind])
+        assert chains[kind]["verdict"] == "not vulnerable", (kind, chains[kind])
+        assert "without SNI the server sends another certificate" in chains[kind]["reason"], \
+            (kind, chains[kind])
+        assert all(f in said for f in fingerprints), (kind, fingerprints, chains[kind])
+        assert all(f[:16] in chains[kind]["reason"] for f in fingerprints), chains[kind]
+    assert check["verdict"] == "not vulnerable" and check["severity"] == "info", check

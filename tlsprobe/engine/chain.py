@@ -24,8 +24,8 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives.serialization import Encoding
 
 from tlsprobe.engine import chaincodes
-from tlsprobe.engine.certext import invalid_near, unreadable
-from tlsprobe.engine.chainlib import library_refusal
+from tlsprobe.engine.certext import invalid_near, readable_twin, unreadable
+from tlsprobe.engine.chainlib import library_refusal, plain_link
 from tlsprobe.engine.chainpath import (
     MAX_PATH,
     akid_fits,
@@ -38,7 +38,7 @@ from tlsprobe.engine.chainpath import (
     store_issuer,
 )
 from tlsprobe.engine.hostname import is_address, match_host, sans
-from tlsprobe.engine.nameconstraints import name_constraint_problem
+from tlsprobe.engine.nameconstraints import NOT_JUDGED, name_constraint_problem
 from tlsprobe.engine.truststore import default_cafile, load_trust_store
 from tlsprobe.model.pubkey import load_certificate
 
@@ -222,6 +222,15 @@ def _untrusted(path: list[x509.Certificate], chain: list[x509.Certificate],
     return V_NO_LOCAL_ISSUER, f"issuer {issuer} of {name} is not in the trust store"
 
 
+def _constraints(path: list[x509.Certificate]) -> tuple[int, str] | None:
+    """The name constraints' verdict (nameconstraints.py); NOT_JUDGED with the reason when
+    a constraints extension's bytes cannot be read as cryptography read it."""
+    try:
+        return name_constraint_problem(path)
+    except ValueError as exc:
+        return NOT_JUDGED, f"the name constraints cannot be read as OpenSSL reads them ({exc})"
+
+
 NO_SAN_NOTE = ("note: the certificate has no subjectAltName (browsers refuse it; OpenSSL "
                "matches a host name against its subject CN)")
 
@@ -301,23 +310,23 @@ def _judge(chain: list[x509.Certificate], ders: Sequence[bytes], hostname: str |
         if named_path is None:
             return ChainResult(*_untrusted(path, chain, anchors))
         path, broken = named_path   # a path by names, with a signature that fails
-    unread = unreadable(path)
+    view = [readable_twin(c) for c in path]   # the extensions as OpenSSL reads them
+    unread = unreadable(view)
     if unread is not None:   # OpenSSL reads them (certext.py judged what it refuses)
         return ChainResult(V_UNSPECIFIED, unread, established=False)
-    problem = chaincodes.extension_problem(path) or chaincodes.auth_level_problem(path, key_sizes)
+    problem = chaincodes.extension_problem(view) or chaincodes.auth_level_problem(view, key_sizes)
     if problem is not None:
         return ChainResult(*problem)
-    named = _name_result(leaf, hostname)
+    named = _name_result(readable_twin(leaf), hostname)
     if not named.ok:
         return named
-    problem = _signatures_and_dates(path, broken, now, path[-1]) or \
-        name_constraint_problem(path)
+    problem = _signatures_and_dates(path, broken, now, path[-1]) or _constraints(view)
     if problem is not None:
-        return ChainResult(*problem)
+        return ChainResult(*problem, established=problem[0] != NOT_JUDGED)
     # a self-signed leaf that is itself in the trust store is trusted, as OpenSSL trusts
     # it (cryptography's verifier refuses an end-entity certificate as its own anchor)
     itself = len(path) == 1 and self_signed(leaf) and path[0].public_bytes(Encoding.DER) == ders[0]
-    library = None if itself else library_refusal(_roots(anchors), now, leaf, rest)
+    library = None if itself else _second_opinion(path, rest, anchors, now)
     if library is not None:   # a refusal none of OpenSSL's checks above explains
         return ChainResult(V_UNSPECIFIED, _join(
             f"cryptography's verifier refuses the chain ({library}), for a reason none of "
@@ -327,6 +336,26 @@ def _judge(chain: list[x509.Certificate], ders: Sequence[bytes], hostname: str |
         return replace(named, detail=_join(
             "the self-signed certificate is itself in the trust store", named.detail))
     return named
+
+
+def _second_opinion(path: list[x509.Certificate], rest: list[x509.Certificate],
+                    anchors: tuple[x509.Certificate, ...], now: datetime.datetime
+                    ) -> str | None:
+    """The library's refusal of the chain (chainlib.py), or None. A leaf it cannot read
+    for its CA:FALSE with a pathLenConstraint (certext.readable_twin: OpenSSL reads it) is
+    judged here alone, its signature checked: the library checks the path above it."""
+    leaf = path[0]
+    if readable_twin(leaf) is leaf:
+        return library_refusal(_roots(anchors), now, leaf, rest)
+    if any(issued(path[i], path[i + 1]) is not True for i in range(len(path) - 1)):
+        return f"the signatures of the path from {_subject(leaf)} cannot all be checked here"
+    if not plain_link(leaf, path[1]):
+        return (f"it cannot read {_subject(leaf)}, whose key, signature or issuer's key it "
+                "would judge in its own way")
+    if len(path) < 3:   # the leaf's issuer is the trust store's certificate
+        return None
+    return library_refusal(_roots(anchors), now, path[1], [c for c in rest if c is not path[1]],
+                           ca_leaf=True)
 
 
 def verify_with_store(ders: Sequence[bytes], hostname: str | None, cafile: str | None, *,

@@ -3,10 +3,11 @@ with its X509_V_ERR code: what `openssl s_client -verify_return_error` stops at.
 
 `path` is the leaf first and the trust store's certificate last. OpenSSL checks, in this
 order: the leaf's key (66), the chain's building (engine/chain.py), each certificate's
-extensions from the leaf up (34 an unhandled critical extension, 79 not a CA, 26 no
-server purpose, 25 path length; the trust store's certificate included), the CA
+extensions from the leaf up (34 an unhandled critical extension, 79 not a CA, 94 an EC
+key of explicit curve parameters in a path of two or more, 26 no server purpose, 25 path
+length; the trust store's certificate included), the CA
 keys and signature digests (67, 68), the host name (62), signatures and dates from the
-root down (9, 10), then name constraints (47, 48, 53: nameconstraints.py). Keys are judged at security level 2,
+root down (9, 10), then name constraints (47, 48, 49, 51, 53: nameconstraints.py). Keys are judged at security level 2,
 the default of Debian's OpenSSL and of OpenSSL 3.2 and later (112 bits: RSA and DSA of
 2048 bits, EC of 224). Each function returns the first problem as (code, detail) or None.
 """
@@ -17,18 +18,22 @@ from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from tlsprobe.engine.chainpath import self_signed
 from tlsprobe.engine.nameconstraints import (
     V_EXCLUDED,
     V_PERMITTED,
+    V_SUBTREE_MINMAX,
+    V_UNSUPPORTED_CONSTRAINT_TYPE,
     V_UNSUPPORTED_NAME_SYNTAX,
     extension_of,
     subject_text,
 )
 from tlsprobe.engine.verify import key_kind
 from tlsprobe.model.pubkey import is_dsa_key, public_key
+from tlsprobe.wire.spki import ec_explicit_parameters
 
 V_PATH_LENGTH = 25
 V_UNHANDLED_CRITICAL = 34
@@ -37,6 +42,7 @@ V_EE_KEY_WEAK = 66
 V_CA_KEY_WEAK = 67
 V_CA_MD_TOO_WEAK = 68
 V_INVALID_CA = 79
+V_EC_KEY_EXPLICIT_PARAMS = 94
 
 REASONS = {V_PATH_LENGTH: "path length constraint exceeded",
            V_UNHANDLED_CRITICAL: "unhandled critical extension",
@@ -44,10 +50,13 @@ REASONS = {V_PATH_LENGTH: "path length constraint exceeded",
            V_PERMITTED: "permitted subtree violation",
            V_EXCLUDED: "excluded subtree violation",
            V_UNSUPPORTED_NAME_SYNTAX: "unsupported or invalid name syntax",
+           V_SUBTREE_MINMAX: "name constraints minimum and maximum not supported",
+           V_UNSUPPORTED_CONSTRAINT_TYPE: "unsupported name constraint type",
            V_EE_KEY_WEAK: "EE certificate key too weak",
            V_CA_KEY_WEAK: "CA certificate key too weak",
            V_CA_MD_TOO_WEAK: "CA signature digest algorithm too weak",
-           V_INVALID_CA: "invalid CA certificate"}
+           V_INVALID_CA: "invalid CA certificate",
+           V_EC_KEY_EXPLICIT_PARAMS: "Certificate public key has explicit ECC parameters"}
 
 Problem = tuple[int, str]
 
@@ -155,6 +164,14 @@ def _not_server(cert: x509.Certificate, leaf: bool) -> str | None:
     return None
 
 
+def _explicit_curve(cert: x509.Certificate) -> bool:
+    """`cert`'s EC key has explicit curve parameters (OpenSSL's check_curve)."""
+    try:
+        return ec_explicit_parameters(cert.public_bytes(Encoding.DER))
+    except ValueError:
+        return False
+
+
 def unhandled_critical(cert: x509.Certificate) -> str | None:
     """The OID of `cert`'s first critical extension OpenSSL does not handle, or None (an
     unreadable extension list included: not judged here)."""
@@ -178,6 +195,9 @@ def extension_problem(path: list[x509.Certificate]) -> Problem | None:
         not_ca = _not_ca(cert, depth == len(path) - 1) if depth else None
         if not_ca is not None:
             return V_INVALID_CA, f"{subject_text(cert)} issues a certificate, but {not_ca}"
+        if len(path) > 1 and _explicit_curve(cert):
+            return V_EC_KEY_EXPLICIT_PARAMS, (f"{subject_text(cert)} has an EC key whose curve is "
+                                              "given by explicit parameters, not by name")
         not_server = _not_server(cert, depth == 0)
         if not_server is not None:
             return V_PURPOSE, f"{subject_text(cert)} is not for a TLS server: {not_server}"

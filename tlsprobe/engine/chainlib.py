@@ -15,15 +15,41 @@ from __future__ import annotations
 import datetime
 
 from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509 import verification as xv
-from cryptography.x509.oid import ExtendedKeyUsageOID
+from cryptography.x509.oid import ExtendedKeyUsageOID, SignatureAlgorithmOID
 
 from tlsprobe.engine.chaincodes import SERVER_USAGES
 from tlsprobe.engine.chainpath import MAX_PATH
 
-__all__ = ["library_refusal"]
+__all__ = ["library_refusal", "plain_link"]
 
 _EKU_REFUSED = "required EKU not found"
+#: signature algorithms and keys every verifier accepts (the library's web PKI policy
+#: among them): RSA of 2048 bits or more, the NIST curves, SHA-2 signatures
+_PLAIN_SIGNATURES = frozenset({
+    SignatureAlgorithmOID.RSA_WITH_SHA256, SignatureAlgorithmOID.RSA_WITH_SHA384,
+    SignatureAlgorithmOID.RSA_WITH_SHA512, SignatureAlgorithmOID.ECDSA_WITH_SHA256,
+    SignatureAlgorithmOID.ECDSA_WITH_SHA384, SignatureAlgorithmOID.ECDSA_WITH_SHA512})
+_PLAIN_CURVES = (ec.SECP256R1, ec.SECP384R1, ec.SECP521R1)
+
+
+def _plain_key(cert: x509.Certificate) -> bool:
+    try:
+        key = cert.public_key()
+    except (ValueError, UnsupportedAlgorithm):
+        return False
+    if isinstance(key, rsa.RSAPublicKey):
+        return key.key_size >= 2048
+    return isinstance(key, ec.EllipticCurvePublicKey) and isinstance(key.curve, _PLAIN_CURVES)
+
+
+def plain_link(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
+    """`cert` and its issuer have keys, and `cert` a signature algorithm, of the kinds the
+    library accepts (and OpenSSL): what it would check of them needs no second opinion."""
+    return cert.signature_algorithm_oid in _PLAIN_SIGNATURES and _plain_key(cert) and \
+        _plain_key(issuer)
 
 
 def _server_eku(policy: xv.Policy, cert: x509.Certificate,
@@ -51,7 +77,7 @@ def _signs_certificates(policy: xv.Policy, cert: x509.Certificate,
         raise ValueError("keyUsage of a CA certificate without keyCertSign")
 
 
-def _chain_policies() -> tuple[xv.ExtensionPolicy, xv.ExtensionPolicy]:
+def _chain_policies(ca_leaf: bool = False) -> tuple[xv.ExtensionPolicy, xv.ExtensionPolicy]:
     """The server verifier's rules (CA certificates, leaf), as OpenSSL and the clients
     built on it apply them: a CA certificate needs basicConstraints CA:TRUE (critical or
     not), but neither a keyUsage (when present it must allow keyCertSign) nor an authorityKeyIdentifier, and
@@ -60,7 +86,8 @@ def _chain_policies() -> tuple[xv.ExtensionPolicy, xv.ExtensionPolicy]:
     browsers accept, was 'untrusted'), and a leaf may say CA:TRUE (OpenSSL accepts it).
     An EKU, in the leaf or a CA certificate, must allow serverAuth (the client verifier's
     own rule asks clientAuth). The leaf's subjectAltName may hold anything (or be absent):
-    names are matched by engine/hostname.py."""
+    names are matched by engine/hostname.py. `ca_leaf`: the certificate verified is a CA
+    certificate (its keyUsage may allow keyCertSign)."""
     agnostic = xv.Criticality.AGNOSTIC
     ca = (xv.ExtensionPolicy.webpki_defaults_ca()
           .may_be_present(x509.ExtendedKeyUsage, agnostic, _server_eku)
@@ -72,19 +99,23 @@ def _chain_policies() -> tuple[xv.ExtensionPolicy, xv.ExtensionPolicy]:
           .may_be_present(x509.AuthorityKeyIdentifier, agnostic, None)
           .may_be_present(x509.SubjectAlternativeName, agnostic, None)
           .may_be_present(x509.BasicConstraints, agnostic, None))
+    if ca_leaf:
+        ee = ee.may_be_present(x509.KeyUsage, agnostic, None)
     return ca, ee
 
 
 def library_refusal(anchors: tuple[x509.Certificate, ...], now: datetime.datetime,
-                    leaf: x509.Certificate, rest: list[x509.Certificate]) -> str | None:
-    """None when the library verifies the chain against `anchors`, else its reason.
+                    leaf: x509.Certificate, rest: list[x509.Certificate], *,
+                    ca_leaf: bool = False) -> str | None:
+    """None when the library verifies the chain against `anchors`, else its reason
+    (`ca_leaf`: `leaf` is a CA certificate, the path above a leaf checked apart).
 
     The chain alone is checked: the path to an anchor, signatures, dates, the CA
     certificates and the leaf's extensions as for a server, but not its names (which
     need not be names the library can parse or match: a partial wildcard, an address
     written as a DNS name, an underscore)."""
     try:
-        ca, ee = _chain_policies()
+        ca, ee = _chain_policies(ca_leaf)
         (xv.PolicyBuilder().store(xv.Store(list(anchors))).time(now)
          .max_chain_depth(MAX_PATH).extension_policies(ca_policy=ca, ee_policy=ee)
          .build_client_verifier().verify(leaf, rest))

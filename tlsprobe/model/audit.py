@@ -308,6 +308,10 @@ class AuditReport:
     #: why the search for other key types' certificates is not complete (a connection left
     #: inconclusive); None: complete, or not run (no cert check, no chain)
     other_certificates_note: str | None = None
+    #: how the search told apart the key types one TLS 1.2 authentication serves (ECDSA,
+    #: Ed25519, Ed448; RSA, RSA-PSS): "signature schemes"; None: no search (no cert check,
+    #: no chain), or an earlier tlsprobe's document, whose search offered suites only
+    other_certificates_search: str | None = None
     consistency: ConsistencyCheck | None = None   # one configuration throughout? (None: no
                                                   # versions check, nothing to compare)
     findings: tuple[Finding, ...] = ()

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from tlsprobe.model.probe import CertificateInfo, Codepoint
 from tlsprobe.model.vocab import Order, SigalgStatus
 
-__all__ = ["AUTH_OF", "KeyTypeSigalgs", "key_family", "key_family_of", "scheme_key_type"]
+__all__ = ["AUTH_OF", "SEARCH", "KeyTypeSigalgs", "key_family", "key_family_of", "scheme_key_type"]
 
 #: the TLS 1.2 authentication whose suites a certificate of each key type serves (the
 #: audit's search for each chain, probes/audit/certs.py; the chains two scans compare,
@@ -20,6 +20,10 @@ __all__ = ["AUTH_OF", "KeyTypeSigalgs", "key_family", "key_family_of", "scheme_k
 #: (`scheme_key_type`)
 AUTH_OF = {"RSA": "RSA", "RSA-PSS": "RSA", "ECDSA": "ECDSA", "Ed25519": "ECDSA",
            "Ed448": "ECDSA", "DSA": "DSS"}
+#: how the audit's search tells apart the key types of one TLS 1.2 authentication (the
+#: report's `other_certificates_search`): policy/cert_changes.py trusts the absence of a
+#: chain of such a key type only in documents that say so
+SEARCH = "signature schemes"
 
 
 @dataclass(frozen=True)

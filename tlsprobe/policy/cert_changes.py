@@ -2,10 +2,12 @@
 `diff_reports`; docs/CHANGES.md): for each chain both scans established, matched by the
 leaf's key type, a renewal, a leaf now expiring, a trust change; and a key type's chain
 added or removed, stated only when both scans' searches for the server's chains were
-complete and no chain of the other scan serves the same TLS 1.2 authentication (an earlier
-tlsprobe, whose document may be the baseline, searched in TLS 1.2 with suites only, which
-cannot tell an ECDSA certificate from an Ed25519 one, nor an RSA one from an RSA-PSS one;
-the search now offers their signature schemes too, probes/audit/certs.py).
+complete and, unless both documents say their search told key types apart by signature
+schemes (`other_certificates_search`, which this tlsprobe's search does,
+probes/audit/certs.py), no chain of the other scan serves the same TLS 1.2 authentication
+(an earlier tlsprobe, whose document may be the baseline, searched in TLS 1.2 with suites
+only, which cannot tell an ECDSA certificate from an Ed25519 one, nor an RSA one from an
+RSA-PSS one).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from datetime import datetime, timedelta
 
 from tlsprobe.model.changes import Change, ChangeKind, Direction
 from tlsprobe.model.encode import JsonObject
-from tlsprobe.model.server_certs import AUTH_OF, key_family_of
+from tlsprobe.model.server_certs import AUTH_OF, SEARCH, key_family_of
 from tlsprobe.policy.doc_read import doc_time, parse_time
 from tlsprobe.policy.doc_read import items as _list
 from tlsprobe.policy.doc_read import obj as _obj
@@ -60,7 +62,7 @@ def certificate_changes(old: JsonObject, new: JsonObject, when: datetime | None
         yield from _certificate(leaf_a, leaf_b, when, doc_time(old), label)
         yield from _trust(trust_a, trust_b, label)
     if pairs and pairs[0][0] and _searched(old) and _searched(new):
-        yield from _presence(a, b)
+        yield from _presence(a, b, _by_schemes(old) and _by_schemes(new))
 
 
 def _expiring(leaf: JsonObject, when: datetime | None) -> bool:
@@ -97,14 +99,22 @@ def _searched(doc: JsonObject) -> bool:
         doc.get("other_certificates_note") is None
 
 
+def _by_schemes(doc: JsonObject) -> bool:
+    """The document's search told the key types of one TLS 1.2 authentication apart by
+    their signature schemes (`other_certificates_search`: this tlsprobe's search)."""
+    return doc.get("other_certificates_search") == SEARCH
+
+
 def _presence(a: dict[str, tuple[JsonObject, JsonObject]],
-              b: dict[str, tuple[JsonObject, JsonObject]]) -> Iterator[Change]:
-    """A key type's chain in one scan only, no chain of the other serving its TLS 1.2
-    authentication (module text): added (in `b` only) or removed (in `a` only), neutral."""
+              b: dict[str, tuple[JsonObject, JsonObject]], schemes: bool) -> Iterator[Change]:
+    """A key type's chain in one scan only: added (in `b` only) or removed (in `a` only),
+    neutral; unless both searches told key types apart by signature schemes (`schemes`),
+    only when no chain of the other serves its TLS 1.2 authentication (module text)."""
     for here, there, added in ((b, a, True), (a, b, False)):
         served = {AUTH_OF.get(k) for k in there}
         for kind, (leaf, _) in here.items():
-            if kind in there or kind not in AUTH_OF or AUTH_OF[kind] in served:
+            if kind in there or kind not in AUTH_OF or (AUTH_OF[kind] in served
+                                                        and not schemes):
                 continue
             subject = str(leaf.get("subject") or "certificate")
             yield Change(ChangeKind.certificate_added if added else

@@ -58,10 +58,10 @@ def _expect(der: bytes, at: int, end: int, tag: int) -> tuple[int, int]:
     return start, stop
 
 
-def ec_named_curve(der: bytes) -> str | None:
-    """The dotted namedCurve OID of a DER certificate's id-ecPublicKey, None for another
-    kind of key (or EC parameters that are not a named curve); ValueError when the DER
-    does not have the shape of a certificate up to its subjectPublicKeyInfo."""
+def _ec_parameters(der: bytes) -> tuple[int, int, int] | None:
+    """(tag, start, end of the contents) of the parameters of a DER certificate's
+    id-ecPublicKey, None for another kind of key or none; ValueError when the DER does not
+    have the shape of a certificate up to its subjectPublicKeyInfo."""
     start, end = _expect(der, 0, len(der), _SEQUENCE)             # Certificate
     at, tbs_end = _expect(der, start, end, _SEQUENCE)             # tbsCertificate
     tag, _, stop = der_element(der, at, tbs_end)
@@ -77,8 +77,23 @@ def ec_named_curve(der: bytes) -> str | None:
     oid_start, oid_end = _expect(der, alg, alg_end, _OID)
     if oid_text(der[oid_start:oid_end]) != EC_PUBLIC_KEY or oid_end == alg_end:
         return None
-    tag, start, stop = der_element(der, oid_end, alg_end)
-    return oid_text(der[start:stop]) if tag == _OID else None
+    return der_element(der, oid_end, alg_end)
 
 
-__all__ = ["EC_PUBLIC_KEY", "der_element", "ec_named_curve", "oid_text"]
+def ec_named_curve(der: bytes) -> str | None:
+    """The dotted namedCurve OID of a DER certificate's id-ecPublicKey, None for another
+    kind of key (or EC parameters that are not a named curve); ValueError when the DER
+    does not have the shape of a certificate up to its subjectPublicKeyInfo."""
+    found = _ec_parameters(der)
+    return oid_text(der[found[1]:found[2]]) if found is not None and found[0] == _OID else None
+
+
+def ec_explicit_parameters(der: bytes) -> bool:
+    """A DER certificate's id-ecPublicKey gives its curve by explicit parameters (an
+    ECParameters SEQUENCE), not by name; ValueError as `ec_named_curve`."""
+    found = _ec_parameters(der)
+    return found is not None and found[0] == _SEQUENCE
+
+
+__all__ = ["EC_PUBLIC_KEY", "der_element", "ec_explicit_parameters", "ec_named_curve",
+           "oid_text"]

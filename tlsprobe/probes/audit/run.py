@@ -462,6 +462,7 @@ def _cert_fields(run: _Run) -> dict[str, Any]:
     if not chain:
         return {} if run.no_chain is None else {
             "trust": TrustCheck(TrustStatus.NOT_CHECKED, detail=run.no_chain)}
+    from tlsprobe.model.server_certs import SEARCH
     from tlsprobe.probes.audit import certs
     verify = (run.runner.server_name or run.runner.target.host, run.options.cafile) \
         if run.options.verify else None
@@ -469,7 +470,8 @@ def _cert_fields(run: _Run) -> dict[str, Any]:
         TrustCheck(TrustStatus.NOT_CHECKED, detail="skipped (--no-verify)")
     return {"certificates": certs.describe(chain), "trust": trust,
             "other_certificates": certs.other_certificates(run.outcomes, run.key_types, verify),
-            "other_certificates_note": run.key_types_note}
+            "other_certificates_note": run.key_types_note,
+            "other_certificates_search": SEARCH}
 
 
 async def audit_many(targets: Iterable[Target], options: AuditOptions, scheduler: Scheduler, *,

@@ -8,7 +8,8 @@ from the certificate checks' shared connection (_cert_chain.py); one more connec
 the same hello without the server_name extension. Verdicts:
   - the same leaf (SHA-256 of its DER) and the same chain: not vulnerable;
   - another leaf, or the same leaf with another chain: not vulnerable, info, naming both
-    leaves' subjects (or the chains' lengths);
+    leaves' subjects (their fingerprints when the subjects are the same; or the chains'
+    lengths);
   - the hello without server_name refused with an alert or a close: not vulnerable, info
     (clients without SNI cannot connect; said so, with the alert);
   - no SNI sent to this target at all (an IP address without --sni, or --no-sni): not
@@ -69,8 +70,10 @@ async def judge(ctx: CheckContext, got: Served) -> CheckResult:
     evidence.append(f"without SNI: {other_subject} (SHA-256 {other}), {len(without.chain)} "
                     "certificates")
     if other != leaf:
+        told = (other_subject, subject) if other_subject != subject else \
+            (f"SHA-256 {other[:16]}..., of the same subject", f"SHA-256 {leaf[:16]}...")
         return ctx.result(Verdict.not_vulnerable, f"without SNI the server sends another "
-                          f"certificate: {other_subject}, where {name} gets {subject}",
+                          f"certificate: {told[0]}, where {name} gets {told[1]}",
                           tuple(evidence), severity=Severity.info, details=details)
     if not same_chain:
         return ctx.result(Verdict.not_vulnerable, f"the same leaf without SNI, with another "
