@@ -281,3 +281,29 @@ def test_every_exception_of_the_documented_errors_is_the_packages() -> None:
         assert issubclass(getattr(tlsprobe, name), tlsprobe.TlsprobeError), name
     with pytest.raises(tlsprobe.UnreadableInput):
         tlsprobe.read_capture(REPO / "README.md")
+
+
+def test_usage_errors_name_the_parameter_not_the_option(target: str, tmp_path: Path,
+                                                        run_cli: Callable[..., Any]) -> None:
+    """docs/API.md: a bad value gets the command line's message with the parameter's name
+    where the command line names its option. The trust store and repeated policy checks
+    said `--cafile` / `--policy` to Python callers too; the command line still says them."""
+    (tmp_path / "empty.pem").write_text("no certificate here\n")
+    stores = [str(tmp_path / "missing.pem"), str(tmp_path), str(tmp_path / "empty.pem")]
+    calls: list[Callable[[], object]] = []
+    for store in stores:
+        calls += [lambda s=store: tlsprobe.probe(target, cafile=s),
+                  lambda s=store: tlsprobe.scan(target, checks="groups", cafile=s),
+                  lambda s=store: tlsprobe.simulate_clients(target, cafile=s)]
+    calls.append(lambda: tlsprobe.scan(target, checks="groups",
+                                       policies=["intermediate", "intermediate"]))
+    for call in calls:
+        with pytest.raises(tlsprobe.UsageError) as info:
+            call()
+        message = str(info.value)
+        assert "--" not in message, message
+        assert message.startswith(("cafile ", "policies ")), message
+    for args in (["--cafile", stores[0]], ["--policy", "intermediate", "--policy",
+                                           "intermediate"]):
+        done = run_cli("scan", target, "--checks", "groups", *args)
+        assert done.returncode == 2 and f"error: {args[0]} " in done.stderr, done.stderr
