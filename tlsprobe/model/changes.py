@@ -100,7 +100,8 @@ class TargetChanges:
 @dataclass(frozen=True)
 class Share:
     """One fact's share of the audited targets in two surveys (`category`: "version",
-    "group" or "grade"; percents of the targets each survey could audit)."""
+    "group" or "grade"; percents of the targets each survey could audit and that
+    established it: a target that neither confirmed nor refused it is left out)."""
 
     category: str
     name: str
@@ -108,6 +109,10 @@ class Share:
     new_targets: int
     old_percent: float
     new_percent: float
+    #: the audited targets of each survey that did not establish the fact (not in the
+    #: percents: a fact not established is no change)
+    old_not_established: int = 0
+    new_not_established: int = 0
 
     @property
     def points(self) -> float:

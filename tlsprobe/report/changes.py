@@ -80,11 +80,13 @@ def render_target_changes(t: TargetChanges, out: IO[str]) -> None:
 
 
 def _share_line(s: Share) -> str:
+    unknown = (f"; not established on {s.old_not_established} -> {s.new_not_established}"
+               if s.old_not_established or s.new_not_established else "")
     if s.points == 0:
         return shown(f"  {s.name} on {s.new_percent:.1f} % of targets ({s.new_targets}), "
-                     "unchanged")
+                     f"unchanged{unknown}")
     return shown(f"  {s.name} now on {s.new_percent:.1f} % of targets ({s.new_targets}), "
-                 f"{s.points:+.1f} points (was {s.old_percent:.1f} %)")
+                 f"{s.points:+.1f} points (was {s.old_percent:.1f} %){unknown}")
 
 
 _TITLES = {"version": "Versions", "group": "Groups (any version)", "grade": "Ratings"}

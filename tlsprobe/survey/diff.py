@@ -37,6 +37,7 @@ from tlsprobe.policy.changes import (
     other_record,
     target_key,
 )
+from tlsprobe.survey.rows import Known, known_groups, known_versions
 
 __all__ = ["Population", "SurveyDiff", "diff_surveys", "jsonl_files"]
 
@@ -102,18 +103,27 @@ def _items(value: object) -> list[JsonObject]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
-def _supported_groups(doc: JsonObject) -> set[str]:
-    return {str(g.get("name")) for entry in _items(doc.get("groups"))
-            for g in _items(entry.get("supported"))}
+def _groups(doc: JsonObject) -> Known:
+    """The groups a scan document established (rows.py known_groups)."""
+    def names(entry: JsonObject, key: str) -> list[str]:
+        return [str(g.get("name")) for g in _items(entry.get(key))]
+    def spoken(entry: JsonObject) -> bool | None:
+        said = entry.get("spoken")
+        return said if isinstance(said, bool) else None
+    return known_groups((spoken(e), names(e, "supported"), names(e, "not_supported"),
+                         names(e, "inconclusive")) for e in _items(doc.get("groups")))
 
 
-def _versions(doc: JsonObject) -> set[str]:
-    out = set()
+def _versions(doc: JsonObject) -> Known:
+    """The versions the versions phase established (rows.py known_versions): without
+    it, none; an inconclusive one is not established."""
+    facts = []
     for v in _items(doc.get("versions")):
         version = v.get("version")
-        if v.get("status") == "supported" and isinstance(version, dict):
-            out.add(str(version.get("name")))
-    return out
+        if isinstance(version, dict):
+            facts.append((str(version.get("name")),
+                          {"supported": True, "not_supported": False}.get(str(v.get("status")))))
+    return known_versions(facts)
 
 
 def _grade(doc: JsonObject) -> str | None:
@@ -131,25 +141,40 @@ class Population:
     versions: Counter[str] = field(default_factory=Counter)
     groups: Counter[str] = field(default_factory=Counter)
     grades: Counter[str] = field(default_factory=Counter)
+    #: per category and name the audited targets that did not establish it; per category
+    #: those that established nothing of it (a grade: those not rated)
+    unknown: Counter[tuple[str, str]] = field(default_factory=Counter)
+    blind: Counter[str] = field(default_factory=Counter)
 
     def add(self, doc: JsonObject) -> None:
         self.targets += 1
         if doc.get("error"):
             self.unreachable += 1
             return
-        self.versions.update(_versions(doc))
-        self.groups.update(_supported_groups(doc))
+        for category, counter, (yes, unknown) in (("version", self.versions, _versions(doc)),
+                                                  ("group", self.groups, _groups(doc))):
+            counter.update(yes)
+            self.unknown.update((category, name) for name in unknown or ())
+            self.blind[category] += unknown is None
         grade = _grade(doc)
         if grade:
             self.grades[grade] += 1
+        else:
+            self.blind["grade"] += 1
 
     @property
     def audited(self) -> int:
         return self.targets - self.unreachable
 
-    def share(self, counter: Counter[str], key: str) -> float:
-        """Percent of the audited targets (0 when none was audited)."""
-        return 100.0 * counter[key] / self.audited if self.audited else 0.0
+    def known(self, category: str, key: str) -> int:
+        """The audited targets that established whether `key` holds (a grade: those rated)."""
+        return self.audited - self.unknown[category, key] - self.blind[category]
+
+    def share(self, category: str, counter: Counter[str], key: str) -> float:
+        """Percent of the audited targets that established it (0 when none did): a target
+        that did not establish it is no evidence either way, and moves no share."""
+        known = self.known(category, key)
+        return 100.0 * counter[key] / known if known else 0.0
 
 
 @dataclass
@@ -174,8 +199,10 @@ class SurveyDiff:
                                    ("grade", self.old.grades, self.new.grades)):
             for name in sorted(set(old) | set(new)):
                 shares.append(Share(category, name, old[name], new[name],
-                                    round(self.old.share(old, name), 1),
-                                    round(self.new.share(new, name), 1)))
+                                    round(self.old.share(category, old, name), 1),
+                                    round(self.new.share(category, new, name), 1),
+                                    self.old.audited - self.old.known(category, name),
+                                    self.new.audited - self.new.known(category, name)))
         return SurveyDiffSummary(self.old.targets, self.new.targets, self.old.unreachable,
                                  self.new.unreachable, self.added, self.removed,
                                  self.compared, self.changed, self.regressed,

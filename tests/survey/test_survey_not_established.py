@@ -1,0 +1,72 @@
+"""Shares over the targets that established a fact: `survey summary` and `survey diff`
+against real loopback servers. A target whose answer did not settle a version or a group
+(a TLS 1.2 server with RSA key exchange only: its ECDHE hellos are refused, so whether it
+speaks TLS 1.2 is not established without the versions phase; a group audit that came
+back inconclusive) was counted as refusing it: "TLS 1.2 on 50.0%" of two servers that
+both speak it, and a share that moved by 50 points between two surveys of the same
+servers."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from tests.survey.test_survey_run import cli
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module")
+def servers(server_cache: Callable[..., Any]) -> tuple[str, str]:
+    """(TLS 1.2 and 1.3 with x25519, TLS 1.2 with TLS_RSA_WITH_AES_128_CBC_SHA only)."""
+    both = server_cache("openssl", groups=["X25519"], proto="both")
+    rsa = server_cache("openssl", proto="tls1_2", ciphers="AES128-SHA")
+    return f"127.0.0.1:{both.port}", f"127.0.0.1:{rsa.port}"
+
+
+def _survey(targets: list[str], out: Path) -> None:
+    listing = out.parent / f"{out.name}.txt"
+    listing.write_text("\n".join(targets) + "\n")
+    proc = cli("survey", listing, "--out", out, "--workers", "1", "--no-progress",
+               "--retries", "0")
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_version_not_established_is_not_counted_as_refused(servers, tmp_path):
+    out = tmp_path / "s"
+    _survey(list(servers), out)
+    proc = cli("survey", "summary", out, "--json")
+    assert proc.returncode == 0, proc.stderr
+    versions = json.loads(proc.stdout)["versions"]
+    # both speak TLS 1.2; the RSA-only one did not establish it: 1 of the 1 that did
+    assert versions["TLS 1.2"] == {"targets": 1, "share": 1.0, "not_established": 1}
+    # the RSA-only one does not speak TLS 1.3 (established: the server refuses it)
+    assert versions["TLS 1.3"] == {"targets": 1, "share": 0.5, "not_established": 0}
+    text = cli("survey", "summary", out).stdout
+    assert "100.00%  (not established on 1)" in text, text
+
+
+def test_a_target_become_inconclusive_moves_no_share(servers, tmp_path):
+    """The new survey's documents of the dual server say its group audits were
+    inconclusive (their groups neither accepted nor refused): no change for that target,
+    and x25519's share of the targets that established it is unchanged."""
+    old, new = tmp_path / "old", tmp_path / "new"
+    both = f"127.0.0.1:{servers[0].rsplit(':', 1)[1]}"
+    _survey([both, both.replace("127.0.0.1", "localhost")], old)
+    shutil.copytree(old, new)
+    for path in (new / "_jsonl").glob("*.jsonl"):
+        docs = [json.loads(line) for line in path.read_text().splitlines()]
+        for doc in docs:
+            if doc["host"] == "localhost":
+                for audit in doc["groups"]:
+                    audit["inconclusive"] = audit["supported"] + audit["inconclusive"]
+                    audit["supported"] = []
+        path.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    proc = cli("survey", "diff", old, new)
+    assert proc.returncode == 0, proc.stderr
+    assert "Targets with changes: 0" in proc.stdout, proc.stdout
+    assert ("x25519 on 100.0 % of targets (1), unchanged; not established on 0 -> 1"
+            in proc.stdout), proc.stdout
