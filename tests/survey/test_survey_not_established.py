@@ -8,7 +8,12 @@ servers."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -17,6 +22,8 @@ import pytest
 from tests.survey.test_survey_run import cli
 
 pytestmark = pytest.mark.timeout(300)
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -70,3 +77,36 @@ def test_a_target_become_inconclusive_moves_no_share(servers, tmp_path):
     assert "Targets with changes: 0" in proc.stdout, proc.stdout
     assert ("x25519 on 100.0 % of targets (1), unchanged; not established on 0 -> 1"
             in proc.stdout), proc.stdout
+
+
+def test_diff_of_a_stopped_survey_reads_its_scan_documents_only(servers, tmp_path):
+    """A survey killed while a shard waits (its target answers nothing) leaves the shards
+    done as scan documents in `_jsonl/` and as Parquet rows in `_rows/`; `survey diff` read
+    the rows files as scan documents too: "_rows/shard-00000.jsonl:1: not a tlsprobe scan
+    document", exit 2, for a survey folder."""
+    old, stopped = tmp_path / "old", tmp_path / "stopped"
+    _survey([servers[0]], old)
+    silent = socket.socket()
+    silent.bind(("127.0.0.2", 0))
+    silent.listen(16)           # connections complete in the backlog; nothing is sent
+    listing = tmp_path / "stopped.txt"
+    listing.write_text(f"{servers[0]}\n127.0.0.2:{silent.getsockname()[1]}\n")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tlsprobe", "survey", str(listing), "--out", str(stopped),
+         "--shard-size", "1", "--workers", "1", "--timeout", "120", "--no-progress"],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not (stopped / "_rows" / "shard-00000.jsonl").exists():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+    finally:
+        proc.kill()
+        proc.wait()
+        silent.close()
+    assert not list(stopped.glob("shard-*.parquet"))      # stopped before the end
+    done = cli("survey", "diff", old, stopped)
+    assert done.returncode == 0, done.stderr
+    assert "Targets: 1 -> 1 (0 added, 0 removed, 1 compared)" in done.stdout, done.stdout

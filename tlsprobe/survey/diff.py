@@ -38,6 +38,7 @@ from tlsprobe.policy.changes import (
     target_key,
 )
 from tlsprobe.survey.rows import Known, known_groups, known_versions
+from tlsprobe.survey.store import ROWS_DIR
 
 __all__ = ["Population", "SurveyDiff", "diff_surveys", "jsonl_files"]
 
@@ -50,7 +51,10 @@ def jsonl_files(directory: str) -> list[Path]:
     if not root.is_dir():
         raise UsageError(f"{directory}: not a folder (survey diff OLD NEW takes two survey "
                          "output folders)")
-    files = sorted(root.glob("*.jsonl")) or sorted(root.glob("*/*.jsonl"))
+    # one folder deep too (`_jsonl/`, or moved there), but never the rows a stopped
+    # survey's shards wait in (`_rows/`: Parquet rows, no scan documents)
+    files = sorted(root.glob("*.jsonl")) or sorted(
+        p for p in root.glob("*/*.jsonl") if p.parent.name != ROWS_DIR)
     if not files:
         raise UsageError(f"{directory}: no survey JSON lines (shard-*.jsonl) there: not the "
                          "output folder of tlsprobe survey")
