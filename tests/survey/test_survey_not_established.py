@@ -34,11 +34,11 @@ def servers(server_cache: Callable[..., Any]) -> tuple[str, str]:
     return f"127.0.0.1:{both.port}", f"127.0.0.1:{rsa.port}"
 
 
-def _survey(targets: list[str], out: Path) -> None:
+def _survey(targets: list[str], out: Path, *more: str) -> None:
     listing = out.parent / f"{out.name}.txt"
     listing.write_text("\n".join(targets) + "\n")
     proc = cli("survey", listing, "--out", out, "--workers", "1", "--no-progress",
-               "--retries", "0")
+               "--retries", "0", *more)
     assert proc.returncode == 0, proc.stderr
 
 
@@ -83,30 +83,37 @@ def test_diff_of_a_stopped_survey_reads_its_scan_documents_only(servers, tmp_pat
     """A survey killed while a shard waits (its target answers nothing) leaves the shards
     done as scan documents in `_jsonl/` and as Parquet rows in `_rows/`; `survey diff` read
     the rows files as scan documents too: "_rows/shard-00000.jsonl:1: not a tlsprobe scan
-    document", exit 2, for a survey folder."""
+    document", exit 2, for a survey folder. And the target of the shard not done was
+    "gone (only in the old survey)": not established, the new survey never audited it."""
     old, stopped = tmp_path / "old", tmp_path / "stopped"
-    _survey([servers[0]], old)
     silent = socket.socket()
     silent.bind(("127.0.0.2", 0))
     silent.listen(16)           # connections complete in the backlog; nothing is sent
+    waiting = f"127.0.0.2:{silent.getsockname()[1]}"
     listing = tmp_path / "stopped.txt"
-    listing.write_text(f"{servers[0]}\n127.0.0.2:{silent.getsockname()[1]}\n")
+    listing.write_text(f"{servers[0]}\n{waiting}\n")
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tlsprobe", "survey", str(listing), "--out", str(stopped),
-         "--shard-size", "1", "--workers", "1", "--timeout", "120", "--no-progress"],
-        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 120
-        while not (stopped / "_rows" / "shard-00000.jsonl").exists():
-            assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.1)
+        _survey([servers[0], waiting], old, "--timeout", "1")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tlsprobe", "survey", str(listing), "--out", str(stopped),
+             "--shard-size", "1", "--workers", "1", "--timeout", "120", "--no-progress"],
+            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 120
+            while not (stopped / "_rows" / "shard-00000.jsonl").exists():
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.1)
+        finally:
+            proc.kill()
+            proc.wait()
     finally:
-        proc.kill()
-        proc.wait()
         silent.close()
     assert not list(stopped.glob("shard-*.parquet"))      # stopped before the end
     done = cli("survey", "diff", old, stopped)
     assert done.returncode == 0, done.stderr
-    assert "Targets: 1 -> 1 (0 added, 0 removed, 1 compared)" in done.stdout, done.stdout
+    assert "Targets: 2 -> 1 (0 added, 0 removed, 1 compared)" in done.stdout, done.stdout
+    assert f"{waiting}: in one survey only, the other incomplete" in done.stdout
+    assert "The new survey is incomplete: 1 shard(s) not done" in done.stdout
+    assert "gone" not in done.stdout

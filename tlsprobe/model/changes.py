@@ -76,11 +76,14 @@ class Change:
 
 
 class TargetStatus(StrEnum):
-    """A target in two surveys: in both (compared), only in the new one, only in the old."""
+    """A target in two surveys: in both (compared), only in the new one, only in the old;
+    unaudited: only in one, the other survey being incomplete (stopped before all its
+    shards were audited), so whether it was added or removed is not established."""
 
     compared = "compared"
     added = "added"
     removed = "removed"
+    unaudited = "unaudited"
 
 
 @dataclass(frozen=True)
@@ -136,3 +139,8 @@ class SurveyDiffSummary:
     regressed: int
     kinds: dict[str, int]
     shares: tuple[Share, ...]
+    #: targets only in one survey while the other is incomplete (TargetStatus.unaudited),
+    #: and the shards of each survey its manifest lists that were not done
+    unaudited: int = 0
+    old_shards_missing: int = 0
+    new_shards_missing: int = 0

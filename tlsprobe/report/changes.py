@@ -73,6 +73,9 @@ def render_target_changes(t: TargetChanges, out: IO[str]) -> None:
         print(f"{name}: new target (only in the new survey)", file=out)
     elif t.status is TargetStatus.removed:
         print(f"{name}: gone (only in the old survey)", file=out)
+    elif t.status is TargetStatus.unaudited:
+        print(f"{name}: in one survey only, the other incomplete: not established whether "
+              "it was added or removed", file=out)
     else:
         print(f"{name}: {counts(t.changes)}", file=out)
         for c in ordered(t.changes):
@@ -100,6 +103,11 @@ def render_survey_summary(old: str, new: str, s: SurveyDiffSummary, out: IO[str]
           f"removed, {s.compared} compared); unreachable {s.old_unreachable} -> "
           f"{s.new_unreachable}", file=out)
     print(f"Targets with changes: {s.changed} ({s.regressed} with regressions)", file=out)
+    for which, missing in (("old", s.old_shards_missing), ("new", s.new_shards_missing)):
+        if missing:
+            print(f"The {which} survey is incomplete: {missing} shard(s) not done (resume it "
+                  "with the same tlsprobe survey command); targets in one survey only: "
+                  f"{s.unaudited}, not established whether added or removed", file=out)
     if s.kinds:
         print("Targets per change: " + ", ".join(
             f"{k.replace('_', ' ')} {n}" for k, n in s.kinds.items()), file=out)

@@ -38,7 +38,7 @@ from tlsprobe.policy.changes import (
     target_key,
 )
 from tlsprobe.survey.rows import Known, known_groups, known_versions
-from tlsprobe.survey.store import ROWS_DIR
+from tlsprobe.survey.store import JSONL_DIR, ROWS_DIR, SurveyDir
 
 __all__ = ["Population", "SurveyDiff", "diff_surveys", "jsonl_files"]
 
@@ -191,6 +191,9 @@ class SurveyDiff:
     added: int = 0
     removed: int = 0
     compared: int = 0
+    unaudited: int = 0
+    #: shards each survey's manifest lists without their scan documents (stopped early)
+    missing: tuple[int, int] = (0, 0)
     changed: int = 0
     regressed: int = 0
     kinds: Counter[str] = field(default_factory=Counter)
@@ -211,7 +214,7 @@ class SurveyDiff:
                                  self.new.unreachable, self.added, self.removed,
                                  self.compared, self.changed, self.regressed,
                                  dict(sorted(self.kinds.items(), key=lambda kv: (-kv[1], kv[0]))),
-                                 tuple(shares))
+                                 tuple(shares), self.unaudited, *self.missing)
 
 
 def _time(files: list[Path]) -> datetime:
@@ -224,7 +227,8 @@ def diff_surveys(old_dir: str, new_dir: str,
     """Compare two survey folders; `emit` gets each target that changed, was added or was
     removed (in the new survey's order, the removed ones last)."""
     old_files, new_files = jsonl_files(old_dir), jsonl_files(new_dir)
-    result = SurveyDiff(Population(), Population())
+    result = SurveyDiff(Population(), Population(),
+                        missing=(shards_missing(old_dir), shards_missing(new_dir)))
     index: dict[Key, tuple[Path, int]] = {}
     for doc, path, offset in _documents(old_files):
         index[target_key(doc)] = (path, offset)
@@ -239,8 +243,7 @@ def diff_surveys(old_dir: str, new_dir: str,
         seen.add(key)
         place = index.get(key)
         if place is None:
-            result.added += 1
-            emit(TargetChanges(key[0], key[1], TargetStatus.added))
+            _only_in_one(result, key, TargetStatus.added, bool(result.missing[0]), emit)
             continue
         changes = diff_reports(_read_at(*place), doc, at=at)
         result.compared += 1
@@ -249,9 +252,33 @@ def diff_surveys(old_dir: str, new_dir: str,
             emit(TargetChanges(key[0], key[1], TargetStatus.compared, changes))
     for key in index:
         if key not in seen:
-            result.removed += 1
-            emit(TargetChanges(key[0], key[1], TargetStatus.removed))
+            _only_in_one(result, key, TargetStatus.removed, bool(result.missing[1]), emit)
     return result
+
+
+def shards_missing(directory: str) -> int:
+    """The shards the survey's manifest lists whose scan documents are not there (a survey
+    stopped early, to be resumed); 0 without a manifest (nothing says what is missing)."""
+    manifest = SurveyDir(directory).manifest()
+    shards = manifest.get("shards") if manifest else None
+    names = {str(s.get("name")) for s in _items(shards)}
+    root = Path(directory)
+    return sum(1 for name in names if not (root / JSONL_DIR / f"{name}.jsonl").is_file()
+               and not (root / f"{name}.jsonl").is_file())
+
+
+def _only_in_one(result: SurveyDiff, key: Key, status: TargetStatus, other_incomplete: bool,
+                 emit: Callable[[TargetChanges], None]) -> None:
+    """A target in one survey only: added or removed, unless the other survey is incomplete
+    (the target may be in a shard it did not audit yet: not established)."""
+    if other_incomplete:
+        status = TargetStatus.unaudited
+        result.unaudited += 1
+    elif status is TargetStatus.added:
+        result.added += 1
+    else:
+        result.removed += 1
+    emit(TargetChanges(key[0], key[1], status))
 
 
 def _count(result: SurveyDiff, changes: tuple[Change, ...]) -> None:
