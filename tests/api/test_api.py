@@ -307,3 +307,16 @@ def test_usage_errors_name_the_parameter_not_the_option(target: str, tmp_path: P
                                            "intermediate"]):
         done = run_cli("scan", target, "--checks", "groups", *args)
         assert done.returncode == 2 and f"error: {args[0]} " in done.stderr, done.stderr
+
+
+def test_no_target_is_a_usage_error_not_an_empty_answer() -> None:
+    """docs/API.md: the lists must name at least one item. `scan([])` and `ascan([])`
+    returned [] (a silent empty answer) where `simulate_clients([])` raised and the command
+    line exits 2."""
+    calls: list[Callable[[], object]] = [
+        lambda: tlsprobe.scan([]), lambda: tlsprobe.scan(()),
+        lambda: asyncio.run(tlsprobe.ascan([])), lambda: tlsprobe.simulate_clients([])]
+    for call in calls:
+        with pytest.raises(tlsprobe.UsageError) as info:
+            call()
+        assert str(info.value) == "targets: empty list; give at least one HOST[:PORT]"

@@ -222,6 +222,8 @@ class ScanRequest:
         if target_file:
             from tlsprobe.net.targets import read_target_file
             items.extend(read_target_file(target_file))
+        if not items and not names.options:    # the command line says it with its options
+            raise UsageError("targets: empty list; give at least one HOST[:PORT]")
         loaded = policies_of(policies, names)
         options = audit_options(checks=checks_of(checks, names),
                                 read_only=read_only_of(checks, names), extra_groups=extra_groups,
