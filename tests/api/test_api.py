@@ -320,3 +320,14 @@ def test_no_target_is_a_usage_error_not_an_empty_answer() -> None:
         with pytest.raises(tlsprobe.UsageError) as info:
             call()
         assert str(info.value) == "targets: empty list; give at least one HOST[:PORT]"
+
+
+def test_an_empty_checks_list_says_it_is_empty(run_cli: Callable[..., Any]) -> None:
+    """`checks=[]` (and `--checks ""`) said "unknown check '(empty)'": an empty list is
+    what went wrong, and what to do is to name one."""
+    with pytest.raises(tlsprobe.UsageError) as info:
+        tlsprobe.scan("127.0.0.1:1", checks=[])
+    assert str(info.value).startswith("checks: empty list; give at least one check")
+    done = run_cli("scan", "127.0.0.1:1", "--checks", "")
+    assert done.returncode == 2
+    assert "error: --checks: empty list; give at least one check" in done.stderr
