@@ -117,3 +117,20 @@ def test_diff_of_a_stopped_survey_reads_its_scan_documents_only(servers, tmp_pat
     assert f"{waiting}: in one survey only, the other incomplete" in done.stdout
     assert "The new survey is incomplete: 1 shard(s) not done" in done.stdout
     assert "gone" not in done.stdout
+
+
+def test_a_fact_one_survey_did_not_check_has_no_share_there(servers, tmp_path):
+    """The old survey ran the versions phase, the new one did not: its versions and grades
+    are established nowhere. The diff said "TLS 1.2 now on 0.0 % of targets (0), -100.0
+    points (was 100.0 %)", a loss nothing observed."""
+    old, new = tmp_path / "old", tmp_path / "new"
+    _survey(list(servers), old, "--checks", "versions,groups")
+    _survey(list(servers), new, "--checks", "groups")
+    proc = cli("survey", "diff", old, new)
+    assert proc.returncode == 0, proc.stderr
+    assert "TLS 1.2: not established (was 100.0 % (2)): no share to compare" in proc.stdout, \
+        proc.stdout
+    assert "points" not in proc.stdout.split("Versions", 1)[1].split("Groups", 1)[0]
+    as_json = json.loads(cli("survey", "diff", old, new, "--json").stdout.splitlines()[-1])
+    tls12 = next(s for s in as_json["shares"] if s["name"] == "TLS 1.2")
+    assert (tls12["old_percent"], tls12["new_percent"]) == (100.0, None)

@@ -110,16 +110,18 @@ class Share:
     name: str
     old_targets: int
     new_targets: int
-    old_percent: float
-    new_percent: float
+    old_percent: float | None       # None: no audited target of that survey established it
+    new_percent: float | None
     #: the audited targets of each survey that did not establish the fact (not in the
     #: percents: a fact not established is no change)
     old_not_established: int = 0
     new_not_established: int = 0
 
     @property
-    def points(self) -> float:
-        """The change in percentage points."""
+    def points(self) -> float | None:
+        """The change in percentage points (None: one survey established it nowhere)."""
+        if self.new_percent is None or self.old_percent is None:
+            return None
         return round(self.new_percent - self.old_percent, 1)
 
 

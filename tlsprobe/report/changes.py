@@ -85,6 +85,11 @@ def render_target_changes(t: TargetChanges, out: IO[str]) -> None:
 def _share_line(s: Share) -> str:
     unknown = (f"; not established on {s.old_not_established} -> {s.new_not_established}"
                if s.old_not_established or s.new_not_established else "")
+    if s.new_percent is None or s.old_percent is None:
+        def side(percent: float | None, targets: int) -> str:
+            return "not established" if percent is None else f"{percent:.1f} % ({targets})"
+        return shown(f"  {s.name}: {side(s.new_percent, s.new_targets)} (was "
+                     f"{side(s.old_percent, s.old_targets)}): no share to compare{unknown}")
     if s.points == 0:
         return shown(f"  {s.name} on {s.new_percent:.1f} % of targets ({s.new_targets}), "
                      f"unchanged{unknown}")

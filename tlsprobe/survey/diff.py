@@ -174,11 +174,11 @@ class Population:
         """The audited targets that established whether `key` holds (a grade: those rated)."""
         return self.audited - self.unknown[category, key] - self.blind[category]
 
-    def share(self, category: str, counter: Counter[str], key: str) -> float:
-        """Percent of the audited targets that established it (0 when none did): a target
-        that did not establish it is no evidence either way, and moves no share."""
+    def share(self, category: str, counter: Counter[str], key: str) -> float | None:
+        """Percent of the audited targets that established it (None when none did): a
+        target that did not establish it is no evidence either way, and moves no share."""
         known = self.known(category, key)
-        return 100.0 * counter[key] / known if known else 0.0
+        return round(100.0 * counter[key] / known, 1) if known else None
 
 
 @dataclass
@@ -206,8 +206,8 @@ class SurveyDiff:
                                    ("grade", self.old.grades, self.new.grades)):
             for name in sorted(set(old) | set(new)):
                 shares.append(Share(category, name, old[name], new[name],
-                                    round(self.old.share(category, old, name), 1),
-                                    round(self.new.share(category, new, name), 1),
+                                    self.old.share(category, old, name),
+                                    self.new.share(category, new, name),
                                     self.old.audited - self.old.known(category, name),
                                     self.new.audited - self.new.known(category, name)))
         return SurveyDiffSummary(self.old.targets, self.new.targets, self.old.unreachable,
