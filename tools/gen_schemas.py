@@ -538,8 +538,10 @@ def _counts(known: bool = False) -> dict[str, Any]:
     share is of the targets that established the category, `not_established` the others
     reached."""
     count = {"type": "integer", "minimum": 0}
-    member = {"targets": count, "share": {"type": "number", "minimum": 0, "maximum": 1}}
-    if known:
+    member: dict[str, Any] = {"targets": count,
+                              "share": {"type": "number", "minimum": 0, "maximum": 1}}
+    if known:       # no target that established it: no share
+        member["share"] = {"type": ["number", "null"], "minimum": 0, "maximum": 1}
         member["not_established"] = count
     return {"type": "object", "additionalProperties": _closed(member)}
 

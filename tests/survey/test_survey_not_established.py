@@ -134,3 +134,26 @@ def test_a_fact_one_survey_did_not_check_has_no_share_there(servers, tmp_path):
     as_json = json.loads(cli("survey", "diff", old, new, "--json").stdout.splitlines()[-1])
     tls12 = next(s for s in as_json["shares"] if s["name"] == "TLS 1.2")
     assert (tls12["old_percent"], tls12["new_percent"]) == (100.0, None)
+
+
+def test_a_version_established_nowhere_has_no_share(servers, tmp_path):
+    """The RSA-only server alone: whether it speaks TLS 1.2 is established on no target,
+    so TLS 1.2 has no share (null, "-"), in the JSON, the text, the closing paragraph, the
+    HTML page and the chart; before, TLS 1.2 was left out as if no target spoke it."""
+    pytest.importorskip("matplotlib", reason="matplotlib not installed (--plot, --html)")
+    out = tmp_path / "s"
+    listing = tmp_path / "s.txt"
+    listing.write_text(servers[1] + "\n")
+    run = cli("survey", listing, "--out", out, "--workers", "1", "--no-progress")
+    assert run.returncode == 0, run.stderr
+    assert "Of the targets reached: TLS 1.2 not established;" in run.stdout, run.stdout
+    summary = json.loads(cli("survey", "summary", out, "--json").stdout)
+    assert summary["versions"] == {"TLS 1.2": {"targets": 0, "share": None,
+                                               "not_established": 1}}
+    text = cli("survey", "summary", out).stdout
+    assert "TLS 1.2                             0       -  (not established on 1)" in text
+    drawn = cli("survey", "summary", out, "--html", tmp_path / "s.html", "--plot",
+                tmp_path / "s.svg")
+    assert drawn.returncode == 0, drawn.stderr
+    assert "<td>TLS 1.2</td><td>0</td><td>not established on 1</td>" in \
+        (tmp_path / "s.html").read_text()

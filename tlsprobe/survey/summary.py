@@ -40,18 +40,19 @@ def _counts(counter: Counter[str], total: int) -> dict[str, dict[str, float]]:
 
 
 def _known_counts(yes: Counter[str], unknown: Counter[str], blind: int, reached: int,
-                  unknown_too: bool = False) -> dict[str, dict[str, float]]:
+                  unknown_too: bool = False) -> dict[str, dict[str, float | None]]:
     """Per key the targets where it holds, their share of the targets that established it
-    (`not_established`: the targets reached that did not, `blind` of them establishing
-    nothing of the kind; counted as refused, they would move the share with nothing
-    observed). The keys held somewhere; with `unknown_too` also those never established."""
+    (None: none did; `not_established`: the targets reached that did not, `blind` of them
+    establishing nothing of the kind; counted as refused, they would move the share with
+    nothing observed). The keys held somewhere; with `unknown_too` also those never
+    established."""
     keys = set(yes) | (set(unknown) if unknown_too else set())
-    out = {}
+    out: dict[str, dict[str, float | None]] = {}
     for key in keys:
         known = reached - unknown[key] - blind
-        out[key] = {"targets": yes[key], "share": round(yes[key] / known, 6) if known else 0.0,
+        out[key] = {"targets": yes[key], "share": round(yes[key] / known, 6) if known else None,
                     "not_established": reached - known}
-    return dict(sorted(out.items(), key=lambda kv: (-kv[1]["targets"], kv[0])))
+    return dict(sorted(out.items(), key=lambda kv: (-yes[kv[0]], kv[0])))
 
 
 class _Tally:
@@ -182,8 +183,9 @@ def render_text(summary: Row) -> str:
             lines.append(f"{indent}  (none)")
         for key, value in counts.items():
             unknown = int(value.get("not_established", 0))
+            share = value["share"]
             lines.append(f"{indent}  {key:28} {int(value['targets']):>8}  "
-                         f"{100 * value['share']:6.2f}%"
+                         + ("     -" if share is None else f"{100 * share:6.2f}%")
                          + (f"  (not established on {unknown})" if unknown else ""))
 
     section("TLS versions spoken", summary["versions"])
@@ -205,10 +207,13 @@ def paragraph(summary: Row, directory: str, seconds: float) -> str:
     def pct(section: dict[str, dict[str, float]], key: str) -> str:
         value = section.get(key, {})
         unknown = int(value.get("not_established", 0))
-        return (f"{100 * value.get('share', 0.0):.1f}%"
-                + (f" (not established on {unknown})" if unknown else ""))
+        share = value.get("share", 0.0)
+        if share is None:
+            return "not established"
+        return f"{100 * share:.1f}%" + (f" (not established on {unknown})" if unknown else "")
 
-    versions = ", ".join(f"{v} on {pct(summary['versions'], v)}" for v in summary["versions"])
+    versions = ", ".join(f"{v} {'' if pct(summary['versions'], v).startswith('not') else 'on '}"
+                         f"{pct(summary['versions'], v)}" for v in summary["versions"])
     kinds = ", ".join(f"{k} {int(v['targets'])}" for k, v in summary["failures"].items())
     return (f"tlsprobe survey: {summary['targets']} targets in {directory} "
             f"({summary['shards_done']} of {summary['shards_total']} shards; this run "
