@@ -157,3 +157,32 @@ def test_a_version_established_nowhere_has_no_share(servers, tmp_path):
     assert drawn.returncode == 0, drawn.stderr
     assert "<td>TLS 1.2</td><td>0</td><td>not established on 1</td>" in \
         (tmp_path / "s.html").read_text()
+
+
+def test_each_host_is_surveyed_once_whatever_its_spelling(server_cache, tmp_path):
+    """'[::1]', '[0:0::1]' and '[::0001]' are one address, 'LOCALHOST' and 'localhost' one
+    name: the survey audited each spelling as a target of its own (the same server three
+    times, the spellings of one address in shards of their own, so --per-host did not
+    hold across them), and survey diff matched none of them to the other spellings."""
+    server = server_cache("openssl", groups=["X25519"], proto="tls1_3", host="::1")
+    port = server.port
+    out = tmp_path / "s"
+    listing = tmp_path / "s.txt"
+    listing.write_text(f"[::1]:{port}\n[0:0::1]:{port}\n[::0001]:{port}\n"
+                       f"localhost:1\nLOCALHOST:1\n")
+    run = cli("survey", listing, "--out", out, "--workers", "1", "--no-progress",
+              "--shard-size", "1", "--retries", "0")
+    assert run.returncode == 0, run.stderr
+    docs = [json.loads(line) for path in sorted((out / "_jsonl").glob("*.jsonl"))
+            for line in path.read_text().splitlines()]
+    assert [(d["host"], d["port"]) for d in docs] == [("::1", port), ("localhost", 1)]
+    manifest = json.loads((out / "_manifest.json").read_text())
+    assert manifest["identity"]["targets"] == 2 and len(manifest["shards"]) == 2
+    # the same documents under another spelling of the address compare as one target
+    renamed = tmp_path / "renamed"
+    shutil.copytree(out, renamed)
+    for path in (renamed / "_jsonl").glob("*.jsonl"):
+        path.write_text(path.read_text().replace('"host": "::1"', '"host": "0:0::1"'))
+    diff = cli("survey", "diff", out, renamed)
+    assert diff.returncode == 0, diff.stderr
+    assert "Targets: 2 -> 2 (0 added, 0 removed, 2 compared)" in diff.stdout, diff.stdout
