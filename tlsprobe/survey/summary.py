@@ -212,8 +212,11 @@ def paragraph(summary: Row, directory: str, seconds: float) -> str:
             return "not established"
         return f"{100 * share:.1f}%" + (f" (not established on {unknown})" if unknown else "")
 
-    versions = ", ".join(f"{v} {'' if pct(summary['versions'], v).startswith('not') else 'on '}"
-                         f"{pct(summary['versions'], v)}" for v in summary["versions"])
+    def version(name: str) -> str:
+        text = pct(summary["versions"], name)
+        return f"{name} {text}" if text == "not established" else f"{name} on {text}"
+
+    versions = ", ".join(version(v) for v in summary["versions"])
     kinds = ", ".join(f"{k} {int(v['targets'])}" for k, v in summary["failures"].items())
     return (f"tlsprobe survey: {summary['targets']} targets in {directory} "
             f"({summary['shards_done']} of {summary['shards_total']} shards; this run "
