@@ -186,3 +186,15 @@ def test_each_host_is_surveyed_once_whatever_its_spelling(server_cache, tmp_path
     diff = cli("survey", "diff", out, renamed)
     assert diff.returncode == 0, diff.stderr
     assert "Targets: 2 -> 2 (0 added, 0 removed, 2 compared)" in diff.stdout, diff.stdout
+    # a folder of an earlier tlsprobe, which surveyed both spellings: each target counted
+    # once in the shares and the counts (it was 3 targets, one of them never compared)
+    twice = tmp_path / "twice"
+    shutil.copytree(out, twice)
+    for path in (twice / "_jsonl").glob("*.jsonl"):
+        lines = path.read_text().splitlines(keepends=True)
+        path.write_text("".join(lines + [line.replace('"host": "::1"', '"host": "0:0::1"')
+                                         for line in lines if '"host": "::1"' in line]))
+    for old, new in ((out, twice), (twice, out)):
+        diff = cli("survey", "diff", old, new)
+        assert diff.returncode == 0, diff.stderr
+        assert "Targets: 2 -> 2 (0 added, 0 removed, 2 compared)" in diff.stdout, diff.stdout

@@ -38,7 +38,7 @@ from tlsprobe.policy.changes import (
     target_key,
 )
 from tlsprobe.survey.rows import Known, known_groups, known_versions
-from tlsprobe.survey.store import JSONL_DIR, ROWS_DIR, SurveyDir
+from tlsprobe.survey.store import ROWS_DIR, SurveyDir
 
 __all__ = ["Population", "SurveyDiff", "diff_surveys", "jsonl_files"]
 
@@ -227,20 +227,21 @@ def diff_surveys(old_dir: str, new_dir: str,
     """Compare two survey folders; `emit` gets each target that changed, was added or was
     removed (in the new survey's order, the removed ones last)."""
     old_files, new_files = jsonl_files(old_dir), jsonl_files(new_dir)
-    result = SurveyDiff(Population(), Population(),
-                        missing=(shards_missing(old_dir), shards_missing(new_dir)))
+    result = SurveyDiff(Population(), Population(), missing=(
+        shards_missing(old_dir, old_files), shards_missing(new_dir, new_files)))
     index: dict[Key, tuple[Path, int]] = {}
     for doc, path, offset in _documents(old_files):
-        index[target_key(doc)] = (path, offset)
-        result.old.add(doc)
+        if target_key(doc) not in index:    # each target once (the first document of it)
+            index[target_key(doc)] = (path, offset)
+            result.old.add(doc)
     at = _time(new_files)
     seen: set[Key] = set()
     for doc, _path, _offset in _documents(new_files):
         key = target_key(doc)
-        result.new.add(doc)
         if key in seen:
             continue
         seen.add(key)
+        result.new.add(doc)
         place = index.get(key)
         if place is None:
             _only_in_one(result, key, TargetStatus.added, bool(result.missing[0]), emit)
@@ -256,15 +257,14 @@ def diff_surveys(old_dir: str, new_dir: str,
     return result
 
 
-def shards_missing(directory: str) -> int:
-    """The shards the survey's manifest lists whose scan documents are not there (a survey
-    stopped early, to be resumed); 0 without a manifest (nothing says what is missing)."""
+def shards_missing(directory: str, files: list[Path]) -> int:
+    """The shards the survey's manifest lists without a scan documents file among `files`
+    (a survey stopped early, to be resumed); 0 without a manifest (nothing says what is
+    missing)."""
     manifest = SurveyDir(directory).manifest()
     shards = manifest.get("shards") if manifest else None
-    names = {str(s.get("name")) for s in _items(shards)}
-    root = Path(directory)
-    return sum(1 for name in names if not (root / JSONL_DIR / f"{name}.jsonl").is_file()
-               and not (root / f"{name}.jsonl").is_file())
+    there = {p.stem for p in files}
+    return sum(1 for s in _items(shards) if str(s.get("name")) not in there)
 
 
 def _only_in_one(result: SurveyDiff, key: Key, status: TargetStatus, other_incomplete: bool,
