@@ -331,3 +331,16 @@ def test_an_empty_checks_list_says_it_is_empty(run_cli: Callable[..., Any]) -> N
     done = run_cli("scan", "127.0.0.1:1", "--checks", "")
     assert done.returncode == 2
     assert "error: --checks: empty list; give at least one check" in done.stderr
+
+
+def test_one_target_in_two_spellings_is_audited_once(server_cache: Callable[..., Any],
+                                                     run_cli: Callable[..., Any]) -> None:
+    """`scan` gives one report per distinct target: '[::1]' and '[0:0::1]' are one (the
+    audit ran twice against the same server), as `survey` and `survey diff` count them."""
+    server = server_cache("openssl", groups=["X25519"], proto="tls1_3", host="::1")
+    spellings = [f"[::1]:{server.port}", f"[0:0::1]:{server.port}"]
+    reports = tlsprobe.scan(spellings, checks="groups", timeout=4)
+    assert [(r.host, r.port, r.error) for r in reports] == [("::1", server.port, None)]
+    done = run_cli("scan", *spellings, "--checks", "groups", "--json")
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line)["host"] for line in done.stdout.splitlines()] == ["::1"]

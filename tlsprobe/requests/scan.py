@@ -232,7 +232,11 @@ class ScanRequest:
                                 clients=clients_of(clients, profiles, profiles_dir, names))
         from tlsprobe.requests.starttls import check_xmpp_host
         check_xmpp_host(starttls, xmpp_host, names)
-        return cls(targets=tuple(dict.fromkeys(items)), options=options, settings=settings,
+        from tlsprobe.net.target import Target as Named
+        unique: dict[object, Target | BadLine] = {}     # a target once, whatever its spelling
+        for item in items:
+            unique.setdefault(item.key if isinstance(item, Named) else item, item)
+        return cls(targets=tuple(unique.values()), options=options, settings=settings,
                    starttls=starttls, xmpp_host=xmpp_host, names=names)
 
     @classmethod
