@@ -344,3 +344,25 @@ def test_one_target_in_two_spellings_is_audited_once(server_cache: Callable[...,
     done = run_cli("scan", *spellings, "--checks", "groups", "--json")
     assert done.returncode == 0, done.stderr
     assert [json.loads(line)["host"] for line in done.stdout.splitlines()] == ["::1"]
+
+
+def test_an_empty_file_name_is_a_usage_error(target: str, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A parameter naming a file or folder given '' (an unset variable): `profiles_dir=''`
+    read the client profiles of the current folder, `policies=['']` said "cannot read
+    policy file .", `cafile=''` "--cafile : no such file". Each is one UsageError naming
+    the parameter, before any work."""
+    monkeypatch.chdir(tmp_path)
+    calls: list[tuple[str, Callable[[], object]]] = [
+        ("profiles_dir", lambda: tlsprobe.simulate_clients(target, profiles_dir="")),
+        ("profiles_dir", lambda: tlsprobe.scan(target, checks="groups", profiles_dir=" ")),
+        ("policies", lambda: tlsprobe.scan(target, checks="groups", policies=[""])),
+        ("cafile", lambda: tlsprobe.probe(target, cafile="")),
+        ("path", lambda: tlsprobe.read_capture("")),
+        ("keylog", lambda: tlsprobe.read_capture(str(CAPTURES / "tls13_hrr.pcap"),
+                                                 keylog="")),
+    ]
+    for name, call in calls:
+        with pytest.raises(tlsprobe.UsageError) as info:
+            call()
+        assert f"(): {name}: an empty name" in str(info.value), str(info.value)
