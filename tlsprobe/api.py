@@ -202,7 +202,8 @@ def scan(targets: str | Sequence[str], *, checks: Sequence[str] | None = None,
          starttls: str | None = None, clients: bool = False,
          profiles: Sequence[str] | None = None,
          profiles_dir: str | None = None) -> list[AuditReport]:
-    """Audit servers as `tlsprobe scan` does; one `AuditReport` per distinct target, in order.
+    """Audit servers as `tlsprobe scan` does; one `AuditReport` per distinct target, in order
+    (one host in two spellings, `[::1]` and `[0:0::1]`, is one target).
 
     `checks` names what to check as `--checks` does (default: versions, groups, pq, suites,
     sigalgs, cert; vulnerability checks and aliases such as "all" too); `policies` are

@@ -85,6 +85,18 @@ def _bare(hint: object) -> str:
     return str(getattr(hint, "__name__", hint))
 
 
+#: the parameters that name files or folders: an empty name is no file (it was read as
+#: the current folder, or as a file '' that is not there), as the command line's options
+PATHS = frozenset({"path", "cafile", "keylog", "profiles_dir", "policies"})
+
+
+def _empty_name(value: object) -> bool:
+    """Whether `value` (a name, a path, or a list of names) holds an empty name."""
+    if isinstance(value, (list, tuple)):
+        return any(_empty_name(item) for item in value)
+    return isinstance(value, (str, os.PathLike)) and not os.fspath(value).strip()
+
+
 def checked(func: Callable[_P, _R]) -> Callable[_P, _R]:
     """`func` with its arguments checked against its annotations first (UsageError)."""
     signature = inspect.signature(func)
@@ -105,5 +117,8 @@ def checked(func: Callable[_P, _R]) -> Callable[_P, _R]:
                 shown = shown if len(shown) <= 40 else shown[:37] + "..."
                 raise UsageError(f"{func.__name__}(): {name} must be {_describe(hint)}, "
                                  f"not {type(value).__name__} {shown}")
+            if name in PATHS and _empty_name(value):
+                raise UsageError(f"{func.__name__}(): {name}: an empty name: give the "
+                                 "file's or folder's name")
         return func(*args, **kwargs)
     return call

@@ -533,11 +533,17 @@ def columns_struct(columns: Any) -> Any:
     return pa.struct(list(columns))
 
 
-def _counts() -> dict[str, Any]:
-    """A summary's counts: category -> its targets and their share (0..1)."""
+def _counts(known: bool = False) -> dict[str, Any]:
+    """A summary's counts: category -> its targets and their share (0..1); `known`: the
+    share is of the targets that established the category, `not_established` the others
+    reached."""
     count = {"type": "integer", "minimum": 0}
-    return {"type": "object", "additionalProperties": _closed({
-        "targets": count, "share": {"type": "number", "minimum": 0, "maximum": 1}})}
+    member: dict[str, Any] = {"targets": count,
+                              "share": {"type": "number", "minimum": 0, "maximum": 1}}
+    if known:       # no target that established it: no share
+        member["share"] = {"type": ["number", "null"], "minimum": 0, "maximum": 1}
+        member["not_established"] = count
+    return {"type": "object", "additionalProperties": _closed(member)}
 
 
 def survey_summary_schema() -> dict[str, Any]:
@@ -548,15 +554,15 @@ def survey_summary_schema() -> dict[str, Any]:
         "tool": _const("tlsprobe"), "kind": _const("survey_summary"), "schema": _const(2),
         **{n: count for n in ("targets", "reached", "unreachable", "shards_total",
                               "shards_done")},
-        "versions": _counts(), "preferred_group": {"type": "object",
-                                                   "additionalProperties": _counts()},
-        **{n: _counts() for n in ("pq_verdict", "supported_groups", "server_order",
-                                  "vulnerable", "failures")}}
+        "versions": _counts(known=True), "supported_groups": _counts(known=True),
+        "preferred_group": {"type": "object", "additionalProperties": _counts()},
+        **{n: _counts() for n in ("pq_verdict", "server_order", "vulnerable", "failures")}}
     root = {"title": "tlsprobe survey summary DIR --json", **_closed(props)}
     _run_members(root["properties"], root["required"])
     return {"$schema": DRAFT, "$id": f"{BASE_URI}survey-summary.schema.json",
             "description": "The population answers of a survey: `tlsprobe survey summary "
-            "DIR --json` (shares of the targets reached; `started_at` and `duration_s` are "
+            "DIR --json` (shares of the targets reached; of versions and supported groups, of "
+            "those that established each, `not_established` the others; `started_at` and `duration_s` are "
             "the summary's reading, not the survey's run).", **root}
 
 

@@ -281,3 +281,88 @@ def test_every_exception_of_the_documented_errors_is_the_packages() -> None:
         assert issubclass(getattr(tlsprobe, name), tlsprobe.TlsprobeError), name
     with pytest.raises(tlsprobe.UnreadableInput):
         tlsprobe.read_capture(REPO / "README.md")
+
+
+def test_usage_errors_name_the_parameter_not_the_option(target: str, tmp_path: Path,
+                                                        run_cli: Callable[..., Any]) -> None:
+    """docs/API.md: a bad value gets the command line's message with the parameter's name
+    where the command line names its option. The trust store and repeated policy checks
+    said `--cafile` / `--policy` to Python callers too; the command line still says them."""
+    (tmp_path / "empty.pem").write_text("no certificate here\n")
+    stores = [str(tmp_path / "missing.pem"), str(tmp_path), str(tmp_path / "empty.pem")]
+    calls: list[Callable[[], object]] = []
+    for store in stores:
+        calls += [lambda s=store: tlsprobe.probe(target, cafile=s),
+                  lambda s=store: tlsprobe.scan(target, checks="groups", cafile=s),
+                  lambda s=store: tlsprobe.simulate_clients(target, cafile=s)]
+    calls.append(lambda: tlsprobe.scan(target, checks="groups",
+                                       policies=["intermediate", "intermediate"]))
+    for call in calls:
+        with pytest.raises(tlsprobe.UsageError) as info:
+            call()
+        message = str(info.value)
+        assert "--" not in message, message
+        assert message.startswith(("cafile ", "policies ")), message
+    for args in (["--cafile", stores[0]], ["--policy", "intermediate", "--policy",
+                                           "intermediate"]):
+        done = run_cli("scan", target, "--checks", "groups", *args)
+        assert done.returncode == 2 and f"error: {args[0]} " in done.stderr, done.stderr
+
+
+def test_no_target_is_a_usage_error_not_an_empty_answer() -> None:
+    """docs/API.md: the lists must name at least one item. `scan([])` and `ascan([])`
+    returned [] (a silent empty answer) where `simulate_clients([])` raised and the command
+    line exits 2."""
+    calls: list[Callable[[], object]] = [
+        lambda: tlsprobe.scan([]), lambda: tlsprobe.scan(()),
+        lambda: asyncio.run(tlsprobe.ascan([])), lambda: tlsprobe.simulate_clients([])]
+    for call in calls:
+        with pytest.raises(tlsprobe.UsageError) as info:
+            call()
+        assert str(info.value) == "targets: empty list; give at least one HOST[:PORT]"
+
+
+def test_an_empty_checks_list_says_it_is_empty(run_cli: Callable[..., Any]) -> None:
+    """`checks=[]` (and `--checks ""`) said "unknown check '(empty)'": an empty list is
+    what went wrong, and what to do is to name one."""
+    with pytest.raises(tlsprobe.UsageError) as info:
+        tlsprobe.scan("127.0.0.1:1", checks=[])
+    assert str(info.value).startswith("checks: empty list; give at least one check")
+    done = run_cli("scan", "127.0.0.1:1", "--checks", "")
+    assert done.returncode == 2
+    assert "error: --checks: empty list; give at least one check" in done.stderr
+
+
+def test_one_target_in_two_spellings_is_audited_once(server_cache: Callable[..., Any],
+                                                     run_cli: Callable[..., Any]) -> None:
+    """`scan` gives one report per distinct target: '[::1]' and '[0:0::1]' are one (the
+    audit ran twice against the same server), as `survey` and `survey diff` count them."""
+    server = server_cache("openssl", groups=["X25519"], proto="tls1_3", host="::1")
+    spellings = [f"[::1]:{server.port}", f"[0:0::1]:{server.port}"]
+    reports = tlsprobe.scan(spellings, checks="groups", timeout=4)
+    assert [(r.host, r.port, r.error) for r in reports] == [("::1", server.port, None)]
+    done = run_cli("scan", *spellings, "--checks", "groups", "--json")
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line)["host"] for line in done.stdout.splitlines()] == ["::1"]
+
+
+def test_an_empty_file_name_is_a_usage_error(target: str, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A parameter naming a file or folder given '' (an unset variable): `profiles_dir=''`
+    read the client profiles of the current folder, `policies=['']` said "cannot read
+    policy file .", `cafile=''` "--cafile : no such file". Each is one UsageError naming
+    the parameter, before any work."""
+    monkeypatch.chdir(tmp_path)
+    calls: list[tuple[str, Callable[[], object]]] = [
+        ("profiles_dir", lambda: tlsprobe.simulate_clients(target, profiles_dir="")),
+        ("profiles_dir", lambda: tlsprobe.scan(target, checks="groups", profiles_dir=" ")),
+        ("policies", lambda: tlsprobe.scan(target, checks="groups", policies=[""])),
+        ("cafile", lambda: tlsprobe.probe(target, cafile="")),
+        ("path", lambda: tlsprobe.read_capture("")),
+        ("keylog", lambda: tlsprobe.read_capture(str(CAPTURES / "tls13_hrr.pcap"),
+                                                 keylog="")),
+    ]
+    for name, call in calls:
+        with pytest.raises(tlsprobe.UsageError) as info:
+            call()
+        assert f"(): {name}: an empty name" in str(info.value), str(info.value)

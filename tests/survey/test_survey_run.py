@@ -329,6 +329,20 @@ def test_a_bad_scheduler_address_is_one_line(tmp_path):
                                                    "cannot connect"), lines
 
 
+def test_workers_with_a_scheduler_is_refused_not_ignored(targets_file, dask_cluster,
+                                                         tmp_path):
+    """--workers sets the local workers; with --scheduler the cluster's workers audit, so a
+    count given beside it went unused in silence (the run went on the cluster). It is a
+    usage error before any file; the default of --workers with --scheduler still runs."""
+    out = tmp_path / "o"
+    proc = cli("survey", targets_file[0], "--out", out, "--scheduler", dask_cluster,
+               "--workers", "2", "--no-progress")
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert lines[0].startswith("tlsprobe: error: --workers ") and "--scheduler" in lines[0]
+    assert not out.exists()
+
+
 def test_pcap_on_the_cluster_gives_the_sequential_output(dask_cluster, tmp_path):
     """`pcap --scheduler`: one task per capture on the module's cluster, merged into the
     sequential run's output (the project's captures, and a missing file among them)."""

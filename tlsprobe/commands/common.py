@@ -18,7 +18,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from types import ModuleType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from tlsprobe.errors import EXIT_USAGE, TlsprobeError, UsageError
 
@@ -91,6 +91,10 @@ class _Unset(list[str]):
     given); a "store" action replaces it."""
 
 
+#: the metavars of the options whose value names a file or a folder
+NAMED_PATHS = ("FILE", "DIR", "NAME|FILE")
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """argparse with one-line errors: `tlsprobe: error: MESSAGE (see tlsprobe [SUB] --help)`,
     exit 2, instead of the usage block (the README promises one-line errors).
@@ -112,6 +116,15 @@ class ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         message = " ".join(message.split()) + self._suggestion(message)
         self.exit(EXIT_USAGE, f"tlsprobe: error: {message} (see {self.prog} --help)\n")
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        """An option's value; an empty name for a file or folder (`--csv ''`, `--out ''`)
+        is an error: it was taken as not given (no file written, in silence) or as the
+        current folder (a survey written into it)."""
+        if (action.option_strings and action.metavar in NAMED_PATHS
+                and any(not word.strip() for word in arg_strings)):
+            raise argparse.ArgumentError(action, f"an empty {action.metavar}: give its name")
+        return super()._get_values(action, arg_strings)
 
     def given_options(self, words: list[str]) -> frozenset[str]:
         """The dests of the options among `words` (already parsed once: valid), whatever

@@ -130,7 +130,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if pa is not None and pq is not None:
         _write_parquet(pa, pq, rows, args.parquet)
     if not args.json:
-        if result.changed or result.added or result.removed:
+        if result.changed or result.added or result.removed or result.unaudited:
             print(file=out)
         render_survey_summary(old, new, summary, out)
     return EXIT_OK

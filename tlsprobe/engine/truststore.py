@@ -72,21 +72,22 @@ def load_trust_store(path: str | os.PathLike[str]) -> tuple[x509.Certificate, ..
     return certs
 
 
-def check_cafile(path: str, *, contents: bool = True) -> None:
+def check_cafile(path: str, *, contents: bool = True, name: str = "--cafile") -> None:
     """A usage error (before any connection) when `path` cannot serve as `--cafile`: not
     there or a directory, or (with `contents`) unreadable, too large or without a
-    certificate. A pipe serves (`--cafile <(cat a.pem b.pem)`: read once, then kept)."""
+    certificate. A pipe serves (`--cafile <(cat a.pem b.pem)`: read once, then kept).
+    `name`: the input as its caller spelt it (`cafile` from the Python API)."""
     if os.path.isdir(path) or not os.path.exists(path):
-        raise UsageError(f"--cafile {path}: "
+        raise UsageError(f"{name} {path}: "
                          + ("is a directory" if os.path.isdir(path) else "no such file"))
     if not contents:
         return
     try:
         load_trust_store(path)
     except OSError as exc:
-        raise UsageError(f"--cafile {path}: {exc.strerror or exc}") from None
+        raise UsageError(f"{name} {path}: {exc.strerror or exc}") from None
     except TrustStoreTooLarge as exc:
-        raise UsageError(f"--cafile {path}: {exc}") from None
+        raise UsageError(f"{name} {path}: {exc}") from None
     except ValueError:
-        raise UsageError(f"--cafile {path}: no certificates found (a PEM bundle or one DER "
+        raise UsageError(f"{name} {path}: no certificates found (a PEM bundle or one DER "
                          "certificate is expected)") from None

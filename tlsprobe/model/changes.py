@@ -76,11 +76,14 @@ class Change:
 
 
 class TargetStatus(StrEnum):
-    """A target in two surveys: in both (compared), only in the new one, only in the old."""
+    """A target in two surveys: in both (compared), only in the new one, only in the old;
+    unaudited: only in one, the other survey being incomplete (stopped before all its
+    shards were audited), so whether it was added or removed is not established."""
 
     compared = "compared"
     added = "added"
     removed = "removed"
+    unaudited = "unaudited"
 
 
 @dataclass(frozen=True)
@@ -100,18 +103,25 @@ class TargetChanges:
 @dataclass(frozen=True)
 class Share:
     """One fact's share of the audited targets in two surveys (`category`: "version",
-    "group" or "grade"; percents of the targets each survey could audit)."""
+    "group" or "grade"; percents of the targets each survey could audit and that
+    established it: a target that neither confirmed nor refused it is left out)."""
 
     category: str
     name: str
     old_targets: int
     new_targets: int
-    old_percent: float
-    new_percent: float
+    old_percent: float | None       # None: no audited target of that survey established it
+    new_percent: float | None
+    #: the audited targets of each survey that did not establish the fact (not in the
+    #: percents: a fact not established is no change)
+    old_not_established: int = 0
+    new_not_established: int = 0
 
     @property
-    def points(self) -> float:
-        """The change in percentage points."""
+    def points(self) -> float | None:
+        """The change in percentage points (None: one survey established it nowhere)."""
+        if self.new_percent is None or self.old_percent is None:
+            return None
         return round(self.new_percent - self.old_percent, 1)
 
 
@@ -131,3 +141,8 @@ class SurveyDiffSummary:
     regressed: int
     kinds: dict[str, int]
     shares: tuple[Share, ...]
+    #: targets only in one survey while the other is incomplete (TargetStatus.unaudited),
+    #: and the shards of each survey its manifest lists that were not done
+    unaudited: int = 0
+    old_shards_missing: int = 0
+    new_shards_missing: int = 0

@@ -33,4 +33,15 @@ def host_port(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-__all__ = ["duration", "host_port"]
+def host_key(host: str) -> str:
+    """What makes two spellings of a host one: an IP address in its canonical form
+    ('0:0::1' and '::0001' are '::1'), a name in lower case (names are case-insensitive,
+    RFC 4343). A survey audits each host once and keeps its ports in one shard by it."""
+    import ipaddress
+    try:
+        return ipaddress.ip_address(host).compressed
+    except ValueError:
+        return host.lower()
+
+
+__all__ = ["duration", "host_key", "host_port"]

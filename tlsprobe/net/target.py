@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from tlsprobe.errors import UsageError
-from tlsprobe.model.units import host_port
+from tlsprobe.model.units import host_key, host_port
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,11 @@ class Target:
     @property
     def display(self) -> str:
         return host_port(self.host, self.port)
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """(host_key(host), port): one for every spelling of the same host and port."""
+        return host_key(self.host), self.port
 
 
 def quoted_text(text: str) -> str:

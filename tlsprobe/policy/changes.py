@@ -26,6 +26,7 @@ from tlsprobe.escaping import quoted_value
 from tlsprobe.model.changes import UNESTABLISHED, Change, ChangeKind, Direction
 from tlsprobe.model.encode import JsonObject, JsonValue
 from tlsprobe.model.rating import Grade, grade_rank
+from tlsprobe.model.units import host_key
 from tlsprobe.policy.cert_changes import EXPIRY_DAYS, certificate_changes
 from tlsprobe.policy.doc_read import doc_time
 from tlsprobe.policy.doc_read import items as _list
@@ -80,9 +81,10 @@ def other_record(doc: object) -> bool:
 
 
 def target_key(doc: JsonObject) -> tuple[str, int]:
-    """host:port of a checked scan document, the host in lower case."""
+    """host:port of a checked scan document, the host as `host_key` makes it (a name in
+    lower case, an IP address in its canonical form)."""
     port = doc.get("port")
-    return str(doc.get("host")).lower(), port if isinstance(port, int) else 0
+    return host_key(str(doc.get("host"))), port if isinstance(port, int) else 0
 
 
 def diff_reports(old: JsonObject, new: JsonObject, *,

@@ -73,6 +73,9 @@ def render_target_changes(t: TargetChanges, out: IO[str]) -> None:
         print(f"{name}: new target (only in the new survey)", file=out)
     elif t.status is TargetStatus.removed:
         print(f"{name}: gone (only in the old survey)", file=out)
+    elif t.status is TargetStatus.unaudited:
+        print(f"{name}: in one survey only, the other incomplete: not established whether "
+              "it was added or removed", file=out)
     else:
         print(f"{name}: {counts(t.changes)}", file=out)
         for c in ordered(t.changes):
@@ -80,11 +83,18 @@ def render_target_changes(t: TargetChanges, out: IO[str]) -> None:
 
 
 def _share_line(s: Share) -> str:
+    unknown = (f"; not established on {s.old_not_established} -> {s.new_not_established}"
+               if s.old_not_established or s.new_not_established else "")
+    if s.new_percent is None or s.old_percent is None:
+        def side(percent: float | None, targets: int) -> str:
+            return "not established" if percent is None else f"{percent:.1f} % ({targets})"
+        return shown(f"  {s.name}: {side(s.new_percent, s.new_targets)} (was "
+                     f"{side(s.old_percent, s.old_targets)}): no share to compare{unknown}")
     if s.points == 0:
         return shown(f"  {s.name} on {s.new_percent:.1f} % of targets ({s.new_targets}), "
-                     "unchanged")
+                     f"unchanged{unknown}")
     return shown(f"  {s.name} now on {s.new_percent:.1f} % of targets ({s.new_targets}), "
-                 f"{s.points:+.1f} points (was {s.old_percent:.1f} %)")
+                 f"{s.points:+.1f} points (was {s.old_percent:.1f} %){unknown}")
 
 
 _TITLES = {"version": "Versions", "group": "Groups (any version)", "grade": "Ratings"}
@@ -98,6 +108,11 @@ def render_survey_summary(old: str, new: str, s: SurveyDiffSummary, out: IO[str]
           f"removed, {s.compared} compared); unreachable {s.old_unreachable} -> "
           f"{s.new_unreachable}", file=out)
     print(f"Targets with changes: {s.changed} ({s.regressed} with regressions)", file=out)
+    for which, missing in (("old", s.old_shards_missing), ("new", s.new_shards_missing)):
+        if missing:
+            print(f"The {which} survey is incomplete: {missing} shard(s) not done (resume it "
+                  "with the same tlsprobe survey command); targets in one survey only: "
+                  f"{s.unaudited}, not established whether added or removed", file=out)
     if s.kinds:
         print("Targets per change: " + ", ".join(
             f"{k.replace('_', ' ')} {n}" for k, n in s.kinds.items()), file=out)

@@ -111,6 +111,16 @@ def summary_figure(summary: Summary) -> Figure:
     return fig
 
 
+def _share_text(value: Mapping[str, object], digits: int) -> str:
+    """A category's share as text: "x %", and the targets that did not establish it (the
+    versions and supported groups: their share is of those that did)."""
+    share, unknown = value.get("share"), value.get("not_established") or 0
+    if share is None:
+        return f"not established on {unknown}"
+    return f"{100 * float(str(share)):.{digits}f} %" + (
+        f"; not established on {unknown}" if unknown else "")
+
+
 def _panel(ax: Axes, title: str, counts: Counts, colour: str, total: object) -> None:
     """Bars of one section, most targets first; the count and share at each bar's end."""
     items = list(counts.items())[:TOP_BARS]
@@ -125,11 +135,11 @@ def _panel(ax: Axes, title: str, counts: Counts, colour: str, total: object) -> 
         ax.text(1, 0, "(none)", va="center", fontsize=8)
         ax.set_ylim(-1, 1)
         return
-    shares = [100 * float(v["share"]) for _, v in items]
+    shares = [100 * float(v["share"] or 0.0) for _, v in items]
     ys = list(range(len(items)))
     ax.barh(ys, shares, color=colour, height=0.7)
     for y, share, (_, v) in zip(ys, shares, items):
-        ax.text(share + 1, y, f"{int(v['targets'])} ({share:.1f} %)", va="center",
+        ax.text(share + 1, y, f"{int(v['targets'])} ({_share_text(v, 1)})", va="center",
                 fontsize=8)
     ax.set_yticks(ys, [_label(k) for k, _ in items], fontsize=8)
     ax.invert_yaxis()
@@ -156,7 +166,7 @@ def summary_page(summary: Summary) -> str:
     tables = []
     for title, counts in sections(summary):
         rows = "".join(f"<tr><td>{_e(k)}</td><td>{int(v['targets'])}</td>"
-                       f"<td>{100 * float(v['share']):.2f} %</td></tr>"
+                       f"<td>{_e(_share_text(v, 2))}</td></tr>"
                        for k, v in counts.items()) or "<tr><td colspan=3>(none)</td></tr>"
         tables.append(f"<h3>{_e(title)}</h3>\n<table><tr><th>Category</th>"
                       f"<th>Targets</th><th>Share</th></tr>{rows}</table>")

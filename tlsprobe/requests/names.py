@@ -9,7 +9,7 @@ from dataclasses import dataclass
 #: the command line's spellings that are not "--" + the field with '-' for '_'
 _OPTIONS = {"sni": "--sni", "no_sni": "--no-sni", "versions": "--tls1_3/--tls1_2",
             "bpf": "-f/--filter", "interface": "-i/--interface", "count": "-c/--count",
-            "buffer_mb": "-B/--buffer-size"}
+            "buffer_mb": "-B/--buffer-size", "policies": "--policy"}
 #: the API's spellings that are not the field itself
 _PARAMETERS = {"sni": "server_name", "no_sni": "send_sni=False", "no_verify": "verify=False"}
 #: an example value per list: (as an option's text, as a parameter's value)

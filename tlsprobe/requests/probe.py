@@ -132,7 +132,7 @@ def check_trust(verify: bool, cafile: str | None, names: Names) -> None:
                          f"{names('no_verify')} skips the chain check that {names('cafile')} "
                          "is for; give one of them")
     from tlsprobe.engine.truststore import check_cafile
-    check_cafile(cafile)
+    check_cafile(cafile, name=names('cafile'))
 
 
 def http_path(path: str, names: Names) -> str:

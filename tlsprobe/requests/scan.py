@@ -109,7 +109,7 @@ def read_only_of(given: Sequence[str] | str | None, names: Names) -> tuple[str, 
                      names("checks"))
 
 
-def policies_of(given: Sequence[str] | str | None) -> tuple[Policy, ...]:
+def policies_of(given: Sequence[str] | str | None, names: Names = API) -> tuple[Policy, ...]:
     """Policies by name or file (None: the default one; a str: one policy); one that cannot
     be loaded is a usage error with the policy's own one-line message. A policy given twice
     is a usage error (as any repeated item), and so are two different policies of one name are a usage error (findings name
@@ -125,11 +125,11 @@ def policies_of(given: Sequence[str] | str | None) -> tuple[Policy, ...]:
         if policy.name in seen:
             first, other = seen[policy.name]
             if first == spec or other == policy:
-                raise UsageError(f"--policy {spec!r} is given twice ({policy.name}); "
+                raise UsageError(f"{names('policies')} {spec!r} is given twice ({policy.name}); "
                                  "give each once")
             # their findings and tables would mix (a policy's tables apply to the
             # findings named after it)
-            raise UsageError(f"--policy {spec}: another policy is named {policy.name!r} too "
+            raise UsageError(f"{names('policies')} {spec}: another policy is named {policy.name!r} too "
                              "(give a policy file its own 'name')")
         seen[policy.name] = (spec, policy)
     return loaded
@@ -222,7 +222,9 @@ class ScanRequest:
         if target_file:
             from tlsprobe.net.targets import read_target_file
             items.extend(read_target_file(target_file))
-        loaded = policies_of(policies)
+        if not items and not names.options:    # the command line says it with its options
+            raise UsageError("targets: empty list; give at least one HOST[:PORT]")
+        loaded = policies_of(policies, names)
         options = audit_options(checks=checks_of(checks, names),
                                 read_only=read_only_of(checks, names), extra_groups=extra_groups,
                                 server_name_=name, send_sni=send_sni, policies=loaded,
@@ -230,7 +232,11 @@ class ScanRequest:
                                 clients=clients_of(clients, profiles, profiles_dir, names))
         from tlsprobe.requests.starttls import check_xmpp_host
         check_xmpp_host(starttls, xmpp_host, names)
-        return cls(targets=tuple(dict.fromkeys(items)), options=options, settings=settings,
+        from tlsprobe.net.target import Target as Named
+        unique: dict[object, Target | BadLine] = {}     # a target once, whatever its spelling
+        for item in items:
+            unique.setdefault(item.key if isinstance(item, Named) else item, item)
+        return cls(targets=tuple(unique.values()), options=options, settings=settings,
                    starttls=starttls, xmpp_host=xmpp_host, names=names)
 
     @classmethod

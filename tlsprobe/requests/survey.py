@@ -64,6 +64,12 @@ class SurveyRequest:
             raise UsageError(f"--shard-size must be from 1 to {MAX_SHARD_SIZE} targets, not "
                              f"{args.shard_size}")
         check_process_count(args.workers, "--workers")
+        if args.scheduler is not None and "workers" in (getattr(args, "given_options", None)
+                                                        or ()):
+            # the cluster's workers audit then: a count here would go unused in silence
+            raise UsageError("--workers sets the workers on this machine; with --scheduler "
+                             "the cluster's workers audit (start as many as you want with "
+                             "dask worker ADDRESS --nthreads 1): give one of the two")
         if args.rate is not None and not (math.isfinite(args.rate) and
                                           MIN_RATE <= args.rate <= MAX_RATE):
             raise UsageError(f"--rate must be a number of connections per second from "

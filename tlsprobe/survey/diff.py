@@ -37,6 +37,8 @@ from tlsprobe.policy.changes import (
     other_record,
     target_key,
 )
+from tlsprobe.survey.rows import Known, known_groups, known_versions
+from tlsprobe.survey.store import ROWS_DIR, SurveyDir
 
 __all__ = ["Population", "SurveyDiff", "diff_surveys", "jsonl_files"]
 
@@ -49,7 +51,10 @@ def jsonl_files(directory: str) -> list[Path]:
     if not root.is_dir():
         raise UsageError(f"{directory}: not a folder (survey diff OLD NEW takes two survey "
                          "output folders)")
-    files = sorted(root.glob("*.jsonl")) or sorted(root.glob("*/*.jsonl"))
+    # one folder deep too (`_jsonl/`, or moved there), but never the rows a stopped
+    # survey's shards wait in (`_rows/`: Parquet rows, no scan documents)
+    files = sorted(root.glob("*.jsonl")) or sorted(
+        p for p in root.glob("*/*.jsonl") if p.parent.name != ROWS_DIR)
     if not files:
         raise UsageError(f"{directory}: no survey JSON lines (shard-*.jsonl) there: not the "
                          "output folder of tlsprobe survey")
@@ -102,18 +107,27 @@ def _items(value: object) -> list[JsonObject]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
-def _supported_groups(doc: JsonObject) -> set[str]:
-    return {str(g.get("name")) for entry in _items(doc.get("groups"))
-            for g in _items(entry.get("supported"))}
+def _groups(doc: JsonObject) -> Known:
+    """The groups a scan document established (rows.py known_groups)."""
+    def names(entry: JsonObject, key: str) -> list[str]:
+        return [str(g.get("name")) for g in _items(entry.get(key))]
+    def spoken(entry: JsonObject) -> bool | None:
+        said = entry.get("spoken")
+        return said if isinstance(said, bool) else None
+    return known_groups((spoken(e), names(e, "supported"), names(e, "not_supported"),
+                         names(e, "inconclusive")) for e in _items(doc.get("groups")))
 
 
-def _versions(doc: JsonObject) -> set[str]:
-    out = set()
+def _versions(doc: JsonObject) -> Known:
+    """The versions the versions phase established (rows.py known_versions): without
+    it, none; an inconclusive one is not established."""
+    facts = []
     for v in _items(doc.get("versions")):
         version = v.get("version")
-        if v.get("status") == "supported" and isinstance(version, dict):
-            out.add(str(version.get("name")))
-    return out
+        if isinstance(version, dict):
+            facts.append((str(version.get("name")),
+                          {"supported": True, "not_supported": False}.get(str(v.get("status")))))
+    return known_versions(facts)
 
 
 def _grade(doc: JsonObject) -> str | None:
@@ -131,25 +145,40 @@ class Population:
     versions: Counter[str] = field(default_factory=Counter)
     groups: Counter[str] = field(default_factory=Counter)
     grades: Counter[str] = field(default_factory=Counter)
+    #: per category and name the audited targets that did not establish it; per category
+    #: those that established nothing of it (a grade: those not rated)
+    unknown: Counter[tuple[str, str]] = field(default_factory=Counter)
+    blind: Counter[str] = field(default_factory=Counter)
 
     def add(self, doc: JsonObject) -> None:
         self.targets += 1
         if doc.get("error"):
             self.unreachable += 1
             return
-        self.versions.update(_versions(doc))
-        self.groups.update(_supported_groups(doc))
+        for category, counter, (yes, unknown) in (("version", self.versions, _versions(doc)),
+                                                  ("group", self.groups, _groups(doc))):
+            counter.update(yes)
+            self.unknown.update((category, name) for name in unknown or ())
+            self.blind[category] += unknown is None
         grade = _grade(doc)
         if grade:
             self.grades[grade] += 1
+        else:
+            self.blind["grade"] += 1
 
     @property
     def audited(self) -> int:
         return self.targets - self.unreachable
 
-    def share(self, counter: Counter[str], key: str) -> float:
-        """Percent of the audited targets (0 when none was audited)."""
-        return 100.0 * counter[key] / self.audited if self.audited else 0.0
+    def known(self, category: str, key: str) -> int:
+        """The audited targets that established whether `key` holds (a grade: those rated)."""
+        return self.audited - self.unknown[category, key] - self.blind[category]
+
+    def share(self, category: str, counter: Counter[str], key: str) -> float | None:
+        """Percent of the audited targets that established it (None when none did): a
+        target that did not establish it is no evidence either way, and moves no share."""
+        known = self.known(category, key)
+        return round(100.0 * counter[key] / known, 1) if known else None
 
 
 @dataclass
@@ -162,6 +191,9 @@ class SurveyDiff:
     added: int = 0
     removed: int = 0
     compared: int = 0
+    unaudited: int = 0
+    #: shards each survey's manifest lists without their scan documents (stopped early)
+    missing: tuple[int, int] = (0, 0)
     changed: int = 0
     regressed: int = 0
     kinds: Counter[str] = field(default_factory=Counter)
@@ -174,13 +206,15 @@ class SurveyDiff:
                                    ("grade", self.old.grades, self.new.grades)):
             for name in sorted(set(old) | set(new)):
                 shares.append(Share(category, name, old[name], new[name],
-                                    round(self.old.share(old, name), 1),
-                                    round(self.new.share(new, name), 1)))
+                                    self.old.share(category, old, name),
+                                    self.new.share(category, new, name),
+                                    self.old.audited - self.old.known(category, name),
+                                    self.new.audited - self.new.known(category, name)))
         return SurveyDiffSummary(self.old.targets, self.new.targets, self.old.unreachable,
                                  self.new.unreachable, self.added, self.removed,
                                  self.compared, self.changed, self.regressed,
                                  dict(sorted(self.kinds.items(), key=lambda kv: (-kv[1], kv[0]))),
-                                 tuple(shares))
+                                 tuple(shares), self.unaudited, *self.missing)
 
 
 def _time(files: list[Path]) -> datetime:
@@ -193,23 +227,24 @@ def diff_surveys(old_dir: str, new_dir: str,
     """Compare two survey folders; `emit` gets each target that changed, was added or was
     removed (in the new survey's order, the removed ones last)."""
     old_files, new_files = jsonl_files(old_dir), jsonl_files(new_dir)
-    result = SurveyDiff(Population(), Population())
+    result = SurveyDiff(Population(), Population(), missing=(
+        shards_missing(old_dir, old_files), shards_missing(new_dir, new_files)))
     index: dict[Key, tuple[Path, int]] = {}
     for doc, path, offset in _documents(old_files):
-        index[target_key(doc)] = (path, offset)
-        result.old.add(doc)
+        if target_key(doc) not in index:    # each target once (the first document of it)
+            index[target_key(doc)] = (path, offset)
+            result.old.add(doc)
     at = _time(new_files)
     seen: set[Key] = set()
     for doc, _path, _offset in _documents(new_files):
         key = target_key(doc)
-        result.new.add(doc)
         if key in seen:
             continue
         seen.add(key)
+        result.new.add(doc)
         place = index.get(key)
         if place is None:
-            result.added += 1
-            emit(TargetChanges(key[0], key[1], TargetStatus.added))
+            _only_in_one(result, key, TargetStatus.added, bool(result.missing[0]), emit)
             continue
         changes = diff_reports(_read_at(*place), doc, at=at)
         result.compared += 1
@@ -218,9 +253,32 @@ def diff_surveys(old_dir: str, new_dir: str,
             emit(TargetChanges(key[0], key[1], TargetStatus.compared, changes))
     for key in index:
         if key not in seen:
-            result.removed += 1
-            emit(TargetChanges(key[0], key[1], TargetStatus.removed))
+            _only_in_one(result, key, TargetStatus.removed, bool(result.missing[1]), emit)
     return result
+
+
+def shards_missing(directory: str, files: list[Path]) -> int:
+    """The shards the survey's manifest lists without a scan documents file among `files`
+    (a survey stopped early, to be resumed); 0 without a manifest (nothing says what is
+    missing)."""
+    manifest = SurveyDir(directory).manifest()
+    shards = manifest.get("shards") if manifest else None
+    there = {p.stem for p in files}
+    return sum(1 for s in _items(shards) if str(s.get("name")) not in there)
+
+
+def _only_in_one(result: SurveyDiff, key: Key, status: TargetStatus, other_incomplete: bool,
+                 emit: Callable[[TargetChanges], None]) -> None:
+    """A target in one survey only: added or removed, unless the other survey is incomplete
+    (the target may be in a shard it did not audit yet: not established)."""
+    if other_incomplete:
+        status = TargetStatus.unaudited
+        result.unaudited += 1
+    elif status is TargetStatus.added:
+        result.added += 1
+    else:
+        result.removed += 1
+    emit(TargetChanges(key[0], key[1], status))
 
 
 def _count(result: SurveyDiff, changes: tuple[Change, ...]) -> None:

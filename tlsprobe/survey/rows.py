@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 from types import ModuleType
 from typing import Any, TypeAlias
 
@@ -151,6 +152,41 @@ def pq_summary(report: AuditReport) -> tuple[str | None, list[str]]:
     if seen <= {"no", "not_tested"}:
         return "no", []
     return "inconclusive", []
+
+
+#: what one target established of a family of facts (versions, groups): those that hold,
+#: and those not established (None: none at all); every other one was refused
+Known: TypeAlias = tuple[set[str], set[str] | None]
+
+
+def known_versions(entries: Iterable[tuple[str, bool | None]]) -> Known:
+    """What one target established of the versions from its (version, spoken) facts
+    (spoken None: not established; a version any fact says spoken is spoken); no fact at
+    all establishes none. A share must not count a version not established as refused."""
+    facts = list(entries)
+    spoken = {name for name, said in facts if said}
+    refused = {name for name, said in facts if said is False}
+    unknown = {name for name, _ in facts} - spoken - refused
+    return spoken, unknown if facts else None
+
+
+def known_groups(entries: Iterable[tuple[bool | None, Iterable[str], Iterable[str],
+                                         Iterable[str]]]) -> Known:
+    """What one target established of the groups from its group audits, each (spoken,
+    supported, not_supported, inconclusive): supported in any version; not established
+    where inconclusive and supported nowhere; none at all without an audit, or when a
+    version the server may speak was not audited (no group in any list: not run, or no
+    answer). A version it does not speak has nothing to refuse."""
+    supported: set[str] = set()
+    unsure: set[str] = set()
+    audited, blind = False, False
+    for spoken, yes, no, maybe in entries:
+        yes, maybe = set(yes), set(maybe)
+        supported |= yes
+        unsure |= maybe
+        audited = True
+        blind = blind or spoken is not False and not (yes or maybe or list(no))
+    return supported, None if blind or not audited else unsure - supported
 
 
 def client_summary(report: AuditReport) -> tuple[list[str], list[str]]:

@@ -6,7 +6,10 @@ checks found vulnerable, and failures by kind.
 
 The shares are of the targets reached (no `error_kind`): an unreachable target has no
 version, group or verdict to count, so it is counted on its own line (`unreachable`, and by
-kind under `failures`, whose shares are of all targets).
+kind under `failures`, whose shares are of all targets). A version's and a supported
+group's share is of the targets reached that established it (rows.py known_versions,
+known_groups), the others counted as `not_established`: a fact not established is no
+refusal.
 
 A running survey's shards not yet in Parquet (store.py: their rows wait in `_rows/` until
 the audits are over) are read from their `_rows` files, through the same reader that makes
@@ -21,18 +24,35 @@ from types import ModuleType
 
 from tlsprobe.errors import UsageError
 from tlsprobe.model.encode import run_head, utc_stamp
-from tlsprobe.survey.rows import CHECKS, Row, check_column
+from tlsprobe.survey.rows import CHECKS, Row, check_column, known_groups, known_versions
 from tlsprobe.survey.store import ROWS_DIR, SurveyDir, rows_table
 
 #: the key under "preferred_group" of the servers that pick by the client's order
 FOLLOWS_CLIENT = "(follows the client's order)"
-COLUMNS = ["index", "versions", "groups", "group_results", "pq_verdict", "error_kind",
+COLUMNS = ["index", "versions", "version_results", "groups", "group_results", "pq_verdict",
+           "error_kind",
            *(check_column(name) for name in CHECKS)]
 
 
 def _counts(counter: Counter[str], total: int) -> dict[str, dict[str, float]]:
     return {key: {"targets": n, "share": round(n / total, 6) if total else 0.0}
             for key, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))}
+
+
+def _known_counts(yes: Counter[str], unknown: Counter[str], blind: int, reached: int,
+                  unknown_too: bool = False) -> dict[str, dict[str, float | None]]:
+    """Per key the targets where it holds, their share of the targets that established it
+    (None: none did; `not_established`: the targets reached that did not, `blind` of them
+    establishing nothing of the kind; counted as refused, they would move the share with
+    nothing observed). The keys held somewhere; with `unknown_too` also those never
+    established."""
+    keys = set(yes) | (set(unknown) if unknown_too else set())
+    out: dict[str, dict[str, float | None]] = {}
+    for key in keys:
+        known = reached - unknown[key] - blind
+        out[key] = {"targets": yes[key], "share": round(yes[key] / known, 6) if known else None,
+                    "not_established": reached - known}
+    return dict(sorted(out.items(), key=lambda kv: (-yes[kv[0]], kv[0])))
 
 
 class _Tally:
@@ -42,8 +62,12 @@ class _Tally:
         self.targets: set[int] = set()
         self.reached = 0
         self.versions: Counter[str] = Counter()
+        self.versions_unknown: Counter[str] = Counter()
+        self.versions_blind = 0
         self.preferred: dict[str, Counter[str]] = {}
         self.supported: Counter[str] = Counter()
+        self.groups_unknown: Counter[str] = Counter()
+        self.groups_blind = 0
         self.server_order: Counter[str] = Counter()
         self.pq_verdicts: Counter[str] = Counter()
         self.failures: Counter[str] = Counter()
@@ -58,8 +82,19 @@ class _Tally:
             return
         self.reached += 1
         self.pq_verdicts[row["pq_verdict"] or "not_tested"] += 1
-        self.versions.update(row["versions"] or ())
-        self.supported.update(set(row["groups"] or ()))
+        statuses = {"supported": True, "not_supported": False}
+        spoken, unknown = known_versions(
+            [(v["version"], statuses.get(v["status"])) for v in row.get("version_results") or ()]
+            + [(g["version"], g["spoken"]) for g in row["group_results"] or ()])
+        self.versions.update(spoken | set(row["versions"] or ()))
+        self.versions_unknown.update(unknown or ())
+        self.versions_blind += unknown is None
+        supported, unsure = known_groups(
+            (g["spoken"], g["groups"] or (), g["not_supported"] or (), g["inconclusive"] or ())
+            for g in row["group_results"] or ())
+        self.supported.update(supported | set(row["groups"] or ()))
+        self.groups_unknown.update(unsure or ())
+        self.groups_blind += unsure is None
         for result in row["group_results"] or ():
             if not result["spoken"] or not result["groups"]:
                 continue
@@ -121,11 +156,13 @@ def summarize(directory: str) -> Row:
             "reached": reached, "unreachable": total - reached,
             "shards_total": len(shards) if manifest else len(files),
             "shards_done": len(files),
-            "versions": _counts(tally.versions, reached),
+            "versions": _known_counts(tally.versions, tally.versions_unknown,
+                                      tally.versions_blind, reached, unknown_too=True),
             "preferred_group": {v: _counts(c, reached)
                                 for v, c in sorted(tally.preferred.items())},
             "pq_verdict": _counts(tally.pq_verdicts, reached),
-            "supported_groups": _counts(tally.supported, reached),
+            "supported_groups": _known_counts(tally.supported, tally.groups_unknown,
+                                              tally.groups_blind, reached),
             "server_order": _counts(tally.server_order, reached),
             "vulnerable": _counts(tally.vulnerable, reached),
             "failures": _counts(tally.failures, total),
@@ -145,8 +182,11 @@ def render_text(summary: Row) -> str:
         if not counts:
             lines.append(f"{indent}  (none)")
         for key, value in counts.items():
+            unknown = int(value.get("not_established", 0))
+            share = value["share"]
             lines.append(f"{indent}  {key:28} {int(value['targets']):>8}  "
-                         f"{100 * value['share']:6.2f}%")
+                         + ("     -" if share is None else f"{100 * share:6.2f}%")
+                         + (f"  (not established on {unknown})" if unknown else ""))
 
     section("TLS versions spoken", summary["versions"])
     lines.append("preferred group (server's first choice):")
@@ -165,9 +205,18 @@ def render_text(summary: Row) -> str:
 def paragraph(summary: Row, directory: str, seconds: float) -> str:
     """The one paragraph a finished run prints: where the output is and what it found."""
     def pct(section: dict[str, dict[str, float]], key: str) -> str:
-        return f"{100 * section.get(key, {}).get('share', 0.0):.1f}%"
+        value = section.get(key, {})
+        unknown = int(value.get("not_established", 0))
+        share = value.get("share", 0.0)
+        if share is None:
+            return "not established"
+        return f"{100 * share:.1f}%" + (f" (not established on {unknown})" if unknown else "")
 
-    versions = ", ".join(f"{v} on {pct(summary['versions'], v)}" for v in summary["versions"])
+    def version(name: str) -> str:
+        text = pct(summary["versions"], name)
+        return f"{name} {text}" if text == "not established" else f"{name} on {text}"
+
+    versions = ", ".join(version(v) for v in summary["versions"])
     kinds = ", ".join(f"{k} {int(v['targets'])}" for k, v in summary["failures"].items())
     return (f"tlsprobe survey: {summary['targets']} targets in {directory} "
             f"({summary['shards_done']} of {summary['shards_total']} shards; this run "

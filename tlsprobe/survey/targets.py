@@ -85,12 +85,18 @@ def read_targets(spec: str) -> tuple[list[Target], list[BadLine]]:
     """The targets in input order, duplicates once, and the lines that are no target.
     `spec`: '-' (stdin), a file of HOST[:PORT] lines ('#' comments; a bad line is reported
     as FILE:LINE and the others still run, as with `scan -f`), or a CIDR/port list (a bad
-    one is a usage error). No target at all and no bad line is a usage error."""
+    one is a usage error). Duplicates: the same host (any spelling, `Target.key`) and port. No target at all and no bad line is a usage error."""
     if spec != "-" and _looks_like_cidr(spec):
         return expand_cidr(spec), []
     items = read_target_file(spec)
     bad = [item for item in items if isinstance(item, BadLine)]
-    targets = list(dict.fromkeys(item for item in items if isinstance(item, Target)))
+    # each host:port once, whatever its spelling ('LOCALHOST' and 'localhost', '[0:0::1]'
+    # and '[::1]'): the first one given
+    first: dict[tuple[str, int], Target] = {}
+    for item in items:
+        if isinstance(item, Target):
+            first.setdefault(item.key, item)
+    targets = list(first.values())
     if not items:
         raise UsageError(f"no target in {'<stdin>' if spec == '-' else spec}")
     return targets, bad
@@ -109,7 +115,7 @@ def shard_targets(targets: list[Target], size: int) -> list[Shard]:
     with more ports than `size` gets a shard of its own). Deterministic for one input."""
     by_host: dict[str, list[tuple[int, Target]]] = {}
     for index, target in enumerate(targets, 1):
-        by_host.setdefault(target.host.lower(), []).append((index, target))
+        by_host.setdefault(target.key[0], []).append((index, target))
     shards: list[Shard] = []
     current: list[tuple[int, Target]] = []
     for group in by_host.values():

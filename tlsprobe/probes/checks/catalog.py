@@ -71,11 +71,13 @@ def _resolved(names: Sequence[str], option: str) -> tuple[tuple[str, ...], tuple
     known = PHASES + DERIVED + tuple(ACTIVE) + tuple(ALIASES)
     plus = [n for n in items if not n.startswith("-")]
     minus = [n[1:].strip() for n in items if n.startswith("-")]
+    if not items:
+        raise UsageError(f"{option}: empty list; give at least one check, e.g. groups "
+                         f"(known: {', '.join(known)})")
     bad = next((n for n in plus + minus if n not in known), None)
-    if bad is not None or not items:
-        hint = did_you_mean(bad, known) if bad else ""
-        raise UsageError(f"{option}: unknown check {bad if bad else '(empty)'!r}"
-                         f"{hint or ' (known: ' + ', '.join(known) + ')'}")
+    if bad is not None:
+        raise UsageError(f"{option}: unknown check {bad!r}"
+                         f"{did_you_mean(bad, known) or ' (known: ' + ', '.join(known) + ')'}")
     left_out = set(expand_aliases(tuple(minus)))
     named = tuple(n for n in expand_aliases(tuple(plus or DEFAULT)) if n not in left_out)
     if not named:
