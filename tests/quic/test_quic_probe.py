@@ -286,15 +286,3 @@ def test_connection_close_without_alert_is_one_escaped_line(
     quic = json.loads(res.stdout)["quic"]
     assert (quic["closed_by_server"], quic["closed_by_server_reason"]) == (0xA, "bad\\x1b[2Jxy")
 
-
-def test_crypto_data_beyond_the_bound_is_a_protocol_error(
-        udp_peer: Peer, run_cli: Callable[..., Any]) -> None:
-    from tlsprobe.net import quic_wire as w
-    sock, _, answers = udp_peer
-    answers.append(lambda d: _server_initial(d, w.crypto_frame(w.MAX_CRYPTO - 2, b"abcd")))
-    res = run_cli(f"127.0.0.1:{sock.getsockname()[1]}", "--quic", "--timeout", "5",
-                  timeout=30)
-    assert res.returncode == EXIT_PROTOCOL
-    [line] = res.stderr.strip().splitlines()
-    assert line.endswith(f"server's Initial CRYPTO data: beyond {w.MAX_CRYPTO} bytes "
-                         "(CRYPTO_BUFFER_EXCEEDED)")

@@ -33,6 +33,7 @@ from tlsprobe.net.quic_params import client_parameters
 from tlsprobe.net.quic_wire import QUIC_V1, new_connection_ids
 from tlsprobe.net.tcp import Target, cause_of, resolve
 from tlsprobe.net.transport import Connector, Transport
+from tlsprobe.session.flow import MAX_MESSAGE
 
 if TYPE_CHECKING:
     from tlsprobe.engine.interface import Handshake
@@ -48,10 +49,11 @@ class QuicCore:
     connection, the Initial retransmission timer, the wait for HANDSHAKE_DONE, the decision
     what `receive` returns, and its timeout message."""
 
-    def __init__(self, target: Target, info: QuicInfo, read_timeout: float) -> None:
+    def __init__(self, target: Target, info: QuicInfo, read_timeout: float,
+                 max_message: int = MAX_MESSAGE) -> None:
         self.target = target
         self.info = info
-        self.conn = QuicConnection(info)
+        self.conn = QuicConnection(info, max_message)
         self.read_timeout = read_timeout
         self.tries = 0
         self.next_try = 0.0
@@ -149,22 +151,22 @@ class QuicCore:
                            f"{self.read_timeout:.1f} s){sent}{extra}", "timeout")
 
     def _closing(self) -> bool:
-        """Whether our CONNECTION_CLOSE is still to be sent when the transport closes."""
-        if self.conn.closed or not self.conn.initial_sent:
-            return False
-        try:
-            self.conn.send_close(0)
-        except (NetworkError, ValueError):
-            return False
-        return True
+        """Whether datagrams are still to be sent when the transport closes: our
+        CONNECTION_CLOSE (made now if the connection did not end with one already)."""
+        if not self.conn.closed and self.conn.initial_sent:
+            try:
+                self.conn.send_close(0)
+            except (NetworkError, ValueError):
+                return False
+        return bool(self.conn.outbox)
 
 
 class QuicTransport(QuicCore, Transport):
     """One QUIC connection over a blocking UDP socket (see the module docstring)."""
 
     def __init__(self, sock: socket.socket, target: Target, info: QuicInfo,
-                 read_timeout: float) -> None:
-        super().__init__(target, info, read_timeout)
+                 read_timeout: float, max_message: int = MAX_MESSAGE) -> None:
+        super().__init__(target, info, read_timeout, max_message)
         self.sock = sock
         self.address = str(sock.getpeername()[0])
 
@@ -230,12 +232,14 @@ def _text(exc: OSError) -> str:
 
 def quic_connector(timeout: float, read_timeout: float | None = None,
                    info: QuicInfo | None = None,
-                   versions: tuple[int, ...] = (QUIC_V1,)) -> tuple[Connector, QuicInfo]:
+                   versions: tuple[int, ...] = (QUIC_V1,),
+                   max_message: int = MAX_MESSAGE) -> tuple[Connector, QuicInfo]:
     """A connector for `run_probe(connect=...)` and the QuicInfo it fills; the connection
     IDs are chosen here, as the ClientHello's transport parameters name ours
     (`client_parameters(info.scid, info.version, info.offered)`). `versions[0]` is the
     version of our Initial packets; more versions are offered for compatible version
-    negotiation, preferred to the first in their order."""
+    negotiation, preferred to the first in their order. `max_message`: the engine's
+    --max-message, which bounds the CRYPTO data of each epoch too."""
     if info is None:
         scid, dcid = new_connection_ids()
         info = QuicInfo(scid, dcid, versions[0],
@@ -257,7 +261,7 @@ def quic_connector(timeout: float, read_timeout: float | None = None,
         except OSError as exc:
             sock.close()
             raise NetworkError(f"{target.display}: {_text(exc)}", cause_of(exc)) from None
-        return QuicTransport(sock, target, state, read_timeout or timeout)
+        return QuicTransport(sock, target, state, read_timeout or timeout, max_message)
 
     return connect, info
 

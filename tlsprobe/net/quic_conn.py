@@ -15,8 +15,10 @@ use (v2: RFC 9369); a server's first Initial in another version we offered in
 version_information moves the connection to that version (RFC 9368 compatible version
 negotiation), which its transport parameters must confirm.
 
-Bounded: CRYPTO data per epoch (`MAX_CRYPTO`), out-of-order ranges, packets waiting for
-keys, frames per packet. Peer faults end as HandshakeFailure (protocol, closed, alert).
+Bounded: CRYPTO data per epoch (the engine's --max-message and `MAX_CRYPTO` more: past
+it, or past the out-of-order ranges kept, a limit of ours, closed with
+CRYPTO_BUFFER_EXCEEDED), packets waiting for keys, frames per packet. Peer faults end as
+HandshakeFailure (protocol, closed, alert).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from tlsprobe.net import quic_params as qp
 from tlsprobe.net import quic_wire as w
 from tlsprobe.net.quic_info import QuicInfo
 from tlsprobe.net.quic_versions import VersionHandling
+from tlsprobe.session.flow import MAX_MESSAGE
 
 if TYPE_CHECKING:
     from tlsprobe.engine.interface import Handshake
@@ -44,7 +47,7 @@ RECORD = 16384
 class QuicConnection(VersionHandling):
     """Packet-level state of one client connection (see the module docstring)."""
 
-    def __init__(self, info: QuicInfo) -> None:
+    def __init__(self, info: QuicInfo, max_message: int = MAX_MESSAGE) -> None:
         self.info = info
         self.engine: Handshake | None = None
         self.scid = info.scid
@@ -62,7 +65,9 @@ class QuicConnection(VersionHandling):
                                               w.APPLICATION: set()}
         self.ack_due = {w.INITIAL: False, w.HANDSHAKE: False, w.APPLICATION: False}
         self.crypto_out = {w.INITIAL: 0, w.HANDSHAKE: 0, w.APPLICATION: 0}
-        self.crypto_in = {w.INITIAL: w.CryptoStream(), w.HANDSHAKE: w.CryptoStream(), w.APPLICATION: w.CryptoStream()}
+        self.crypto_limit = w.crypto_limit(max_message)
+        self.crypto_in = {space: w.CryptoStream(self.crypto_limit)
+                          for space in (w.INITIAL, w.HANDSHAKE, w.APPLICATION)}
         self.initial_sent: list[tuple[int, bytes]] = []   # for Retry and retransmission
         self.handshake_sent: list[tuple[int, bytes]] = []   # our Finished, to send again
         self.server_prot: dict[int, Tls13Protection] = {}   # records for the engine
@@ -301,9 +306,10 @@ class QuicConnection(VersionHandling):
         if frame.type == 0x06:
             try:
                 self.crypto_in[space].add(frame.offset, frame.data)
-            except ValueError as exc:
-                raise HandshakeFailure(FailureKind.PROTOCOL, f"server's {kind} CRYPTO "
-                                       f"data: {exc}") from None
+            except w.CryptoLimit as exc:   # RFC 9000 7.5: our bound, closed with 0xd
+                self.send_close(0xD)
+                raise HandshakeFailure(FailureKind.LIMIT, f"server's {kind} CRYPTO data is "
+                                       f"over tlsprobe's limit: {exc}") from None
         elif frame.type == 0x1E:
             self.info.handshake_done = True
         elif frame.type in (0x1C, 0x1D):
@@ -354,7 +360,8 @@ class QuicConnection(VersionHandling):
 
     def _read_parameters(self, data: bytes) -> None:
         """Find EncryptedExtensions in the server's Handshake stream and read 0x39."""
-        if self.info.transport_parameters is not None or len(self.hs_stream) > MAX_CRYPTO:
+        if self.info.transport_parameters is not None or \
+                len(self.hs_stream) > self.crypto_limit:
             return
         self.hs_stream += data
         try:
