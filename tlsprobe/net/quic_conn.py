@@ -277,12 +277,16 @@ class QuicConnection(VersionHandling):
             return
         space = {"Initial": w.INITIAL, "Handshake": w.HANDSHAKE, "1-RTT": w.APPLICATION}.get(
             packet.kind)
-        if space is None:
+        if space is None:    # 0-RTT: only a client sends it (RFC 9000 17.2.3)
+            self.info.ignore(f"a {packet.kind} packet from the server")
             return
         keys = self.recv_keys.get(space)
         if keys is None:
             if len(self.waiting) < MAX_WAITING:
                 self.waiting.append(packet)
+            else:
+                self.info.ignore(f"{packet.kind} packet: more than {MAX_WAITING} waiting "
+                                 "for their keys")
             return
         try:
             pn, payload = w.unprotect(keys, packet.data, packet.pn_offset, self.largest[space])

@@ -66,8 +66,10 @@ class VersionHandling:
             return
         body = packet.data[packet.pn_offset:]
         versions = [int.from_bytes(body[i:i + 4], "big") for i in range(0, len(body) - 3, 4)]
-        if self.version in versions:
-            return   # RFC 9000 6.2: a VN listing our version is ignored
+        if self.version in versions:   # RFC 9000 6.2: a client MUST discard it
+            self.info.ignore("a Version Negotiation packet that lists our version "
+                             f"{w.version_name(self.version)} (RFC 9000 6.2)")
+            return
         self.info.version_negotiation = versions[:32]
         shown = ", ".join(f"0x{v:08x}" for v in versions[:8]) or "none"
         raise HandshakeFailure(FailureKind.PROTOCOL, "server does not speak QUIC "
