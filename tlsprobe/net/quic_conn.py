@@ -253,11 +253,14 @@ class QuicConnection(VersionHandling):
                 self.largest[w.APPLICATION]):
             self.reset = self.closed = True     # nothing more is sent (RFC 9000 10.3.1)
             return
-        try:
-            packets = list(w.split_datagram(data, len(self.scid)))
+        packets: list[w.Packet] = []
+        try:   # RFC 9000 12.2: each coalesced packet is processed on its own, so the
+            for packet in w.split_datagram(data, len(self.scid)):   # packets read before
+                packets.append(packet)        # bytes that cannot be read are kept
         except ValueError as exc:
-            self.info.ignore(f"datagram of {len(data)} bytes: {exc}")
-            return
+            self.info.ignore(f"datagram of {len(data)} bytes: {exc}" if not packets else
+                             f"the bytes after packet {len(packets)} of a datagram of "
+                             f"{len(data)} bytes: {exc}")
         for packet in packets:
             self._packet(packet)
         self.flush()
