@@ -255,9 +255,8 @@ class QuicConnection(VersionHandling):
             return
         packets: list[w.Packet] = []
         try:   # RFC 9000 12.2: each coalesced packet is processed on its own, so the
-            for packet in w.split_datagram(data, len(self.scid)):   # packets read before
-                packets.append(packet)        # bytes that cannot be read are kept
-        except ValueError as exc:
+            packets.extend(w.split_datagram(data, len(self.scid)))   # packets read before
+        except ValueError as exc:             # bytes that cannot be read are kept
             self.info.ignore(f"datagram of {len(data)} bytes: {exc}" if not packets else
                              f"the bytes after packet {len(packets)} of a datagram of "
                              f"{len(data)} bytes: {exc}")
