@@ -231,3 +231,34 @@ def test_an_alias_over_quic_runs_what_quic_carries(ngtcp2_server: Any,
     assert res.returncode == 0, res.stderr
     names = {c["name"] for c in json.loads(res.stdout)["check_results"]}
     assert names == {n for n in ALIASES["vulns"] if n not in ACTIVE}, names
+
+
+def test_a_quic_transport_close_is_no_refusal_of_tls13(udp_peer: Any,
+                                                      run_cli: Callable[..., Any]) -> None:
+    # a server that closes every connection with CONNECTION_REFUSED (RFC 9000 20.1: it takes
+    # no new connection) said nothing about TLS 1.3, which RFC 9001 4.8 would refuse with a
+    # CRYPTO_ERROR (an alert): the audit reported TLS 1.3 "not_supported" ("connection
+    # closed without an answer"); it is inconclusive with the server's code and its reason
+    # (escaped), the exit code the probe gives for that close (5)
+    from tlsprobe.errors import EXIT_ALERT
+    from tlsprobe.net import quic_wire as w
+    sock, _, answers = udp_peer
+
+    def refused(datagram: bytes) -> bytes:
+        dcid = datagram[6:6 + datagram[5]]
+        at = 6 + len(dcid)
+        scid = datagram[at + 1:at + 1 + datagram[at]]
+        frames = b"\x1c\x02\x06\x07busy\x1b[K" + bytes(8)
+        header = w.long_header(0, scid, b"\x05" * 8, 0, len(frames), b"")
+        return w.seal(w.PacketKeys.initial(dcid, "server"), header, 0, 2, frames)
+    answers.append(refused)
+    target = f"127.0.0.1:{sock.getsockname()[1]}"
+    res = run_cli("scan", target, "--quic", "--json", "--no-progress", "--timeout", "2",
+                  timeout=60)
+    assert res.returncode == EXIT_ALERT, res.stderr
+    closed = "server closed the QUIC connection with CONNECTION_REFUSED (0x2): 'busy\\x1b[K'"
+    assert res.stderr.strip().splitlines() == [f"tlsprobe: {target}: {closed}"]
+    assert "\x1b" not in res.stdout
+    tls13 = json.loads(res.stdout)["versions"][0]
+    assert (tls13["version"]["name"], tls13["status"], tls13["detail"]) == \
+        ("TLS 1.3", "inconclusive", closed)

@@ -129,7 +129,7 @@ class QuicCore:
         why = f": {quoted_bytes(reason.encode('latin-1'), 200)}" if reason else ""
         self.conn.peer_closed = None
         raise HandshakeFailure(FailureKind.CLOSED, f"server closed the QUIC connection with "
-                               f"{name} (0x{error:x}){why}")
+                               f"{name} (0x{error:x}){why}", refusal=False)
 
     def _maybe_retransmit(self) -> None:
         if self.conn.answered or self.conn.closed or not self.tries or \
