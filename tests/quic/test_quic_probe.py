@@ -115,6 +115,9 @@ def test_msg_shows_packets_then_the_handshake(quic_server: Any,
     assert any(x.startswith("< Handshake v1 ") and "CRYPTO(" in x for x in packets)
     assert any(x.startswith("< 1-RTT v1 ") and "HANDSHAKE_DONE" in x for x in packets)
     assert any("CONNECTION_CLOSE(error=0x0)" in x for x in packets if x.startswith("> "))
+    # a short header has no source connection ID: none is shown, either way
+    assert [x for x in packets if x[2:].startswith("1-RTT ")] and \
+        not [x for x in packets if x[2:].startswith("1-RTT ") and " scid=" in x]
     trace = "\n".join(lines[first:])
     assert "ServerHello" in trace and "EncryptedExtensions (decrypted)" in trace
     assert "quic_transport_parameters (0x0039)" in trace

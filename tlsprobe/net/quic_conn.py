@@ -201,7 +201,7 @@ class QuicConnection(VersionHandling):
                   else w.short_header(self.dcid, pn))
         self.outbox.append(w.seal(keys, header, pn, 2, frames))
         self.info.note(">", ("Initial", "", "Handshake", "1-RTT")[space], pn, self.dcid,
-                       self.scid, frames)
+                       self.scid if space != w.APPLICATION else b"", frames)
         self.pn[space] = pn + 1
 
     def flush(self) -> None:
