@@ -208,6 +208,8 @@ def test_default_scan_over_quic_judges_the_versions_quic_cannot_carry(
                                         "of TLS 1.3 has none; TLS 1.2"), checks["null"]
     assert "not carried over QUIC" in checks["freak"][1], checks["freak"]
     assert checks["dh"][0] == "not applicable", checks["dh"]
+    # what was never asked over QUIC is not said of the server ("TLS 1.2 is not spoken")
+    assert "not spoken" not in checks["dh"][1] and "not carried over QUIC" in checks["dh"][1]
     unknowns = [u["reason"] for u in report["rating"]["unknowns"]]
     assert not [u for u in unknowns if "SSL 3.0" in u or "TLS 1." in u or "sslv2" in u
                 or "heartbleed" in u or "robot" in u], unknowns
