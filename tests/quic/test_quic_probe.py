@@ -289,3 +289,21 @@ def test_connection_close_without_alert_is_one_escaped_line(
     quic = json.loads(res.stdout)["quic"]
     assert (quic["closed_by_server"], quic["closed_by_server_reason"]) == (0xA, "bad\\x1b[2Jxy")
 
+
+
+def test_a_peer_answering_without_handshake_data_is_not_said_silent(
+        udp_peer: Peer, run_cli: Callable[..., Any]) -> None:
+    # a peer answering each datagram with an Initial PING (keys of our first Initial):
+    # thousands of packets come back, none with CRYPTO data; the timeout said "no QUIC
+    # answer", which was false
+    sock, got, answers = udp_peer
+    answers.append(lambda d: _server_initial(got[0], b"\x01"))
+    res = run_cli(f"127.0.0.1:{sock.getsockname()[1]}", "--quic", "--timeout", "2",
+                  "--json", timeout=30)
+    assert res.returncode == EXIT_NETWORK
+    [line] = res.stderr.strip().splitlines()
+    quic = json.loads(res.stdout)["quic"]
+    assert quic["datagrams_received"] > 1 and quic["ignored"] == 0
+    assert re.search(r"timed out waiting for the server \(no new handshake data for 2\.0 s; "
+                     r"\d+ QUIC packets received in that time\) after \d Initial "
+                     r"transmissions$", line), line

@@ -59,6 +59,7 @@ class QuicCore:
         self.next_try = 0.0
         self.close_by: float | None = None
         self.resend_at: float | None = None    # when our Finished goes again, if no answer
+        self.opened_mark = 0     # the connection's packets opened when this read began
 
     def bind(self, engine: Handshake) -> None:
         """The engine whose key schedule gives the packet keys (called before `send`)."""
@@ -85,6 +86,11 @@ class QuicCore:
         if self.conn.closing and self.close_by is None:
             self.close_by = time.monotonic() + CLOSE_WAIT
             self.resend_at = time.monotonic() + FIRST_PTO
+
+    def _start_read(self, deadline: float) -> float:
+        """A `receive` begins: when it gives up (the read limit, never past `deadline`)."""
+        self.opened_mark = self.conn.opened
+        return min(deadline, time.monotonic() + self.read_timeout)
 
     def _ready(self) -> bytes | None:
         """The engine's next bytes, b"" once the connection is over, None: wait on."""
@@ -147,8 +153,12 @@ class QuicCore:
         sent = f" after {self.tries} Initial transmissions" if not self.conn.answered else ""
         if now >= deadline:
             return self._error(f"timed out: total time limit reached{sent}{extra}", "deadline")
-        return self._error(f"timed out waiting for the server (no QUIC answer for "
-                           f"{self.read_timeout:.1f} s){sent}{extra}", "timeout")
+        opened = self.conn.opened - self.opened_mark    # packets that carried nothing new
+        what = f"no new handshake data for {self.read_timeout:.1f} s; {opened} QUIC packets " \
+            "received in that time" if opened else \
+            f"no QUIC answer for {self.read_timeout:.1f} s"
+        return self._error(f"timed out waiting for the server ({what}){sent}{extra}",
+                           "timeout")
 
     def _closing(self) -> bool:
         """Whether datagrams are still to be sent when the transport closes: our
@@ -194,7 +204,7 @@ class QuicTransport(QuicCore, Transport):
         self._flush()
 
     def receive(self, deadline: float) -> bytes:
-        read_by = min(deadline, time.monotonic() + self.read_timeout)
+        read_by = self._start_read(deadline)
         while True:
             ready = self._ready()
             self._flush()

@@ -78,6 +78,7 @@ class QuicConnection(VersionHandling):
         self.outbox: list[bytes] = []       # datagrams to send
         self.alert: int | None = None       # a TLS alert the server closed with
         self.heard = False                  # any packet from the server opened
+        self.opened = 0                     # packets from the server opened
         self.hello_mark = 0                 # server Initial CRYPTO bytes when our last hello left
         self.reset = False                  # the server sent a stateless reset
         self.retried = False
@@ -299,6 +300,7 @@ class QuicConnection(VersionHandling):
         if space == w.INITIAL and not self.heard:
             self.dcid = packet.scid       # the server's chosen connection ID from now on
         self.heard = True
+        self.opened += 1
         self.largest[space] = max(self.largest[space], pn)
         if len(self.received[space]) < 4096:
             self.received[space].add(pn)
