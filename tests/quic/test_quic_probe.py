@@ -307,3 +307,23 @@ def test_a_peer_answering_without_handshake_data_is_not_said_silent(
     assert re.search(r"timed out waiting for the server \(no new handshake data for 2\.0 s; "
                      r"\d+ QUIC packets received in that time\) after \d Initial "
                      r"transmissions$", line), line
+
+
+def test_an_application_close_is_not_named_as_a_tls_alert(quic_server: Any,
+                                                          run_cli: Callable[..., Any]) -> None:
+    # aioquic closes each connection once its handshake completes with an application
+    # CONNECTION_CLOSE (frame 0x1d) of code 0x100, HTTP/3's H3_NO_ERROR: the report said
+    # "CONNECTION_CLOSE 0x100 (TLS alert 0)", and JSON could not tell the two apart
+    server = quic_server(close_code="0x100")
+    res = _probe(run_cli, server, "--json")
+    assert res.returncode == 0, res.stderr
+    quic = json.loads(res.stdout)["quic"]
+    assert (quic["closed_by_server"], quic["closed_by_server_application"],
+            quic["closed_by_server_reason"]) == (0x100, True, "bye")
+    text = _probe(run_cli, server, "--msg")
+    assert text.returncode == 0, text.stderr
+    assert "Server closed with: CONNECTION_CLOSE application error 0x100" in \
+        text.stdout.splitlines()
+    assert "TLS alert" not in text.stdout
+    assert re.search(r"^< 1-RTT v1 .*CONNECTION_CLOSE\(application error=0x100\)", text.stdout,
+                     re.M)

@@ -131,11 +131,12 @@ class QuicCore:
         error, reason = closed
         if error == 0 and self.conn.closing:
             return
-        name = QUIC_ERRORS.get(error, "an error")
+        name = f"application error 0x{error:x}" if self.info.closed_by_application else \
+            f"{QUIC_ERRORS.get(error, 'an error')} (0x{error:x})"
         why = f": {quoted_bytes(reason.encode('latin-1'), 200)}" if reason else ""
         self.conn.peer_closed = None
         raise HandshakeFailure(FailureKind.CLOSED, f"server closed the QUIC connection with "
-                               f"{name} (0x{error:x}){why}", refusal=False)
+                               f"{name}{why}", refusal=False)
 
     def _maybe_retransmit(self) -> None:
         if self.conn.answered or self.conn.closed or not self.tries or \

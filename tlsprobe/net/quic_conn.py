@@ -323,6 +323,7 @@ class QuicConnection(VersionHandling):
         elif frame.type in (0x1C, 0x1D):
             reason = frame.data[:200].decode("latin-1")
             self.peer_closed = self.info.closed_by_server = (frame.error, reason)
+            self.info.closed_by_application = frame.type == 0x1D
             if frame.type == 0x1C and 0x100 <= frame.error <= 0x1FF:
                 self.alert = frame.error - 0x100
             self.closed = True
