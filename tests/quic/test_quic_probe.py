@@ -327,3 +327,15 @@ def test_an_application_close_is_not_named_as_a_tls_alert(quic_server: Any,
     assert "TLS alert" not in text.stdout
     assert re.search(r"^< 1-RTT v1 .*CONNECTION_CLOSE\(application error=0x100\)", text.stdout,
                      re.M)
+
+
+def test_bad_transport_parameters_are_closed_with_their_error_code(
+        quic_server: Any, run_cli: Callable[..., Any]) -> None:
+    # aioquic announcing a 15-byte stateless_reset_token (RFC 9000 18.2: 16): the client
+    # closes with TRANSPORT_PARAMETER_ERROR (RFC 9000 7.4), not NO_ERROR as it did
+    server = quic_server(reset_token="01" * 15)
+    res = _probe(run_cli, server, "--json")
+    assert res.returncode == EXIT_PROTOCOL, res.stderr
+    [line] = res.stderr.strip().splitlines()
+    assert line.endswith("server's stateless_reset_token is not 16 bytes (RFC 9000 18.2)")
+    assert json.loads(res.stdout)["quic"]["closed_by_us"] == 0x8

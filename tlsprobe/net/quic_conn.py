@@ -23,7 +23,7 @@ HandshakeFailure (protocol, closed, alert).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from tlsprobe.engine.common import HandshakeFailure
 from tlsprobe.engine.interface import Waiting
@@ -376,15 +376,21 @@ class QuicConnection(VersionHandling):
         try:
             params = qp.server_parameters(bytes(self.hs_stream))
         except ValueError as exc:
-            raise HandshakeFailure(FailureKind.PROTOCOL, "server's quic_transport_parameters "
-                                   f"are malformed: {exc}") from None
+            self._parameter_error(qp.Problem(qp.TRANSPORT_PARAMETER_ERROR, "server's "
+                                             f"quic_transport_parameters are malformed: {exc}"))
         if params is None:
             return
         self.info.transport_parameters = params
         problem = qp.server_problem(params, self.original_dcid, self.version,
                                     self.info.negotiated_from is not None)
         if problem:
-            raise HandshakeFailure(FailureKind.PROTOCOL, problem)
+            self._parameter_error(problem)
+
+    def _parameter_error(self, problem: qp.Problem) -> NoReturn:
+        """The server's transport parameters break a rule: our CONNECTION_CLOSE names it
+        (RFC 9000 7.4: TRANSPORT_PARAMETER_ERROR; RFC 9368 4: VERSION_NEGOTIATION_ERROR)."""
+        self.send_close(problem.code)
+        raise HandshakeFailure(FailureKind.PROTOCOL, problem.text)
 
 
 def _chunks(data: bytes) -> list[bytes]:
