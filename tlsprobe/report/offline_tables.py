@@ -433,6 +433,9 @@ def _state(r: ConnectionReport) -> str:
         return f"failed: {failed.direction} sent fatal alert {failed.name}"
     if r.encrypted:
         return "both sides encrypting" + (" (resumed)" if r.resumption else "")
+    if (r.version is not None or r.cipher is not None) and r.protocol == "quic":
+        return "ServerHello seen; the rest is in QUIC Handshake packets, which tlsprobe " \
+            "does not decrypt"
     if r.version is not None or r.cipher is not None:
         return "ServerHello seen, not finished in the capture"
     return "no ServerHello in the capture"
