@@ -197,8 +197,10 @@ class QuicTransport(QuicCore, Transport):
         for datagram in self._outgoing(self.local, self.peer):
             try:
                 self.sock.send(datagram)
-            except OSError as exc:
-                raise self._error(f"UDP send failed: {_text(exc)}", cause_of(exc)) from None
+            except OSError as exc:   # refused: the ICMP answer to an earlier datagram
+                text = _text(exc) if isinstance(exc, ConnectionRefusedError) else \
+                    f"UDP send failed: {_text(exc)}"
+                raise self._error(text, cause_of(exc)) from None
 
     def send(self, data: bytes) -> None:
         self._from_engine(data)
