@@ -140,6 +140,32 @@ def test_compare_tcp_side_by_side(ngtcp2_server: Any, server_cache: Any,
     assert comparison["same"] is False
 
 
+def test_compare_tcp_with_one_audit_failed_compares_nothing(
+        server_cache: Any, run_cli: Callable[..., Any]) -> None:
+    # nothing listens on the QUIC port: the QUIC audit fails (exit 3), so its side has no
+    # answer, and a row is not compared, not "DIFFERENT" (JSON "same": null), which said
+    # the server answered otherwise over QUIC
+    import socket
+    tcp = server_cache("openssl", groups="P-384:X25519", proto="tls1_3")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as gone:
+        gone.bind(("127.0.0.1", 0))
+        target = f"127.0.0.1:{gone.getsockname()[1]}"
+    args = ("scan", target, "--quic", "--compare-tcp", "--tcp-port", str(tcp.port),
+            "--checks", "groups", "--no-progress", "--timeout", "2")
+    res = run_cli(*args, "--json")
+    assert res.returncode == 3, res.stderr
+    comparison = json.loads(res.stdout.splitlines()[-1])
+    groups = {r["what"]: r for r in comparison["rows"]}["groups, TLS 1.3"]
+    assert (groups["tcp"], groups["quic"], groups["same"]) == (
+        "secp384r1, x25519 (order: server)", "-", None), groups
+    assert comparison["same"] is None
+    assert all(r["same"] is None for r in comparison["rows"]), comparison["rows"]
+    text = run_cli(*args)
+    assert text.returncode == 3, text.stderr
+    assert "DIFFERENT" not in text.stdout
+    assert "  groups, TLS 1.3: not compared" in text.stdout.splitlines()
+
+
 def test_compare_text_lists_differences_then_the_verdict() -> None:
     from tlsprobe.commands.scan_quic import compare_text
     from tlsprobe.model.audit import AuditReport, GroupAudit, PqVerdict
