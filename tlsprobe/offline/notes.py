@@ -3,6 +3,8 @@ capture layer evicted, connections whose logged keys could not be used."""
 
 from __future__ import annotations
 
+from typing import Final
+
 from tlsprobe.capture import CaptureStats
 
 
@@ -48,7 +50,7 @@ def undecrypted_note(undecrypted: dict[tuple[str, str], int]) -> str:
 
 
 #: why a QUIC handshake whose secrets are logged is not decrypted (docs/QUIC.md)
-QUIC_NOT_DECRYPTED = ("QUIC: only its Initial packets are read (tshark -o "
+QUIC_NOT_DECRYPTED: Final = ("QUIC: only its Initial packets are read (tshark -o "
                       "tls.keylog_file:FILE decrypts the Handshake packets)")
 
 
