@@ -341,3 +341,18 @@ def test_bad_transport_parameters_are_closed_with_their_error_code(
     [line] = res.stderr.strip().splitlines()
     assert line.endswith("server's stateless_reset_token is not 16 bytes (RFC 9000 18.2)")
     assert json.loads(res.stdout)["quic"]["closed_by_us"] == 0x8
+
+
+@pytest.mark.parametrize("code, name", [(0x9, "CONNECTION_ID_LIMIT_ERROR"),
+                                        (0xC, "APPLICATION_ERROR"),
+                                        (0x11, "VERSION_NEGOTIATION_ERROR")])
+def test_every_transport_error_code_is_named(udp_peer: Peer, run_cli: Callable[..., Any],
+                                            code: int, name: str) -> None:
+    # RFC 9000 20.1's codes (and RFC 9368's 0x11) by name: they were "an error (0xc)"
+    sock, _, answers = udp_peer
+    answers.append(lambda d: _server_initial(d, bytes([0x1C, code, 0x06, 0x00])))
+    res = run_cli(f"127.0.0.1:{sock.getsockname()[1]}", "--quic", "--timeout", "5",
+                  timeout=30)
+    assert res.returncode == EXIT_ALERT
+    [line] = res.stderr.strip().splitlines()
+    assert line.endswith(f"server closed the QUIC connection with {name} (0x{code:x})"), line

@@ -16,10 +16,15 @@ from tlsprobe.net import quic_wire as w
 MAX_LOG = 200      # packet lines kept for --msg
 MAX_KEPT = 1000    # datagrams kept for --pcap-out (a handshake takes a few dozen)
 MAX_IGNORED = 20   # texts kept of what was ignored (all are counted)
+#: the transport error codes (RFC 9000 20.1; 0x11: RFC 9368 10.2)
 QUIC_ERRORS = {0x0: "NO_ERROR", 0x1: "INTERNAL_ERROR", 0x2: "CONNECTION_REFUSED",
-               0x3: "FLOW_CONTROL_ERROR", 0x7: "FRAME_ENCODING_ERROR",
-               0x8: "TRANSPORT_PARAMETER_ERROR", 0xA: "PROTOCOL_VIOLATION",
-               0xB: "INVALID_TOKEN", 0xD: "CRYPTO_BUFFER_EXCEEDED"}
+               0x3: "FLOW_CONTROL_ERROR", 0x4: "STREAM_LIMIT_ERROR",
+               0x5: "STREAM_STATE_ERROR", 0x6: "FINAL_SIZE_ERROR",
+               0x7: "FRAME_ENCODING_ERROR", 0x8: "TRANSPORT_PARAMETER_ERROR",
+               0x9: "CONNECTION_ID_LIMIT_ERROR", 0xA: "PROTOCOL_VIOLATION",
+               0xB: "INVALID_TOKEN", 0xC: "APPLICATION_ERROR", 0xD: "CRYPTO_BUFFER_EXCEEDED",
+               0xE: "KEY_UPDATE_ERROR", 0xF: "AEAD_LIMIT_REACHED", 0x10: "NO_VIABLE_PATH",
+               0x11: "VERSION_NEGOTIATION_ERROR"}
 
 _FRAME_NAMES = {0x00: "PADDING", 0x01: "PING", 0x02: "ACK", 0x03: "ACK", 0x06: "CRYPTO",
                 0x07: "NEW_TOKEN", 0x18: "NEW_CONNECTION_ID", 0x1C: "CONNECTION_CLOSE",
