@@ -290,3 +290,21 @@ def test_a_quic_transport_close_is_no_refusal_of_tls13(udp_peer: Any,
     tls13 = json.loads(res.stdout)["versions"][0]
     assert (tls13["version"]["name"], tls13["status"], tls13["detail"]) == \
         ("TLS 1.3", "inconclusive", closed)
+
+
+def test_refused_hellos_over_quic_do_not_make_tls13_unspoken(
+        quic_server: Any, run_cli: Callable[..., Any]) -> None:
+    # aioquic with P-384 alone never sends a HelloRetryRequest: the versions check's hellos
+    # (x25519 shares) are refused with handshake_failure. QUIC carries TLS 1.3 only (every
+    # QUIC server speaks it), so that refusal is about the hellos; the audit said "the
+    # server accepted no protocol version (TLS 1.3)", TLS 1.3 "not_supported"
+    server = quic_server("secp384r1")
+    res = run_cli("scan", server.target, "--quic", "--checks", "versions", "--json",
+                  "--no-progress", "--timeout", "5", timeout=120)
+    report = json.loads(res.stdout)
+    tls13 = report["versions"][0]
+    assert (tls13["version"]["name"], tls13["status"]) == ("TLS 1.3", "inconclusive"), tls13
+    assert tls13["detail"].endswith("the channel carries TLS 1.3 only, so the refusals are "
+                                    "about these hellos (groups, suites, ALPN), not the "
+                                    "version"), tls13
+    assert "accepted no protocol version" not in res.stderr
