@@ -470,11 +470,12 @@ def comparison_schema() -> dict[str, Any]:
     """`scan --quic --compare-tcp --json`'s last line (commands/scan_quic.py compare_json, a
     plain dict: written out here, checked on a real run by tests/quic)."""
     text = {"type": "string"}
-    row = _closed({"what": text, "tcp": text, "quic": text, "same": {"type": "boolean"}})
+    same = {"type": ["boolean", "null"]}   # null: not compared (one side has no answer)
+    row = _closed({"what": text, "tcp": text, "quic": text, "same": same})
     port = {"type": "integer", "minimum": 0, "maximum": 65535}
     props = {"schema": _const(1), "tool": _const("tlsprobe"), "kind": _const("comparison"),
              "host": text, "tcp_port": port, "quic_port": port,
-             "rows": {"type": "array", "items": row}, "same": {"type": "boolean"}}
+             "rows": {"type": "array", "items": row}, "same": same}
     root = {"title": "tlsprobe scan --quic --compare-tcp --json (the comparison line)",
             **_closed(props)}
     _run_members(root["properties"], root["required"])

@@ -116,15 +116,17 @@ def rsa_pss_set(certs: CertSet, directory: Path, bits: int = 2048) -> CertSet:
 
 
 def signed_leaf(certs: CertSet, directory: Path, stem: str, kind: str, days: int,
-                usages: tuple[str, ...] | None = None) -> CertFiles:
+                usages: tuple[str, ...] | None = None, extra_names: int = 0) -> CertFiles:
     """A leaf for localhost / 127.0.0.1 of key `kind` ("rsa", "ecdsa", "ed25519") signed by
     the test CA, valid for `days`, with a critical keyUsage of `usages` (cryptography's
     flag names: "digital_signature", "key_encipherment", ...; None: no keyUsage), as
-    `stem`.crt / `stem`.key / `stem`_chain.crt (leaf + CA) in `directory`."""
+    `stem`.crt / `stem`.key / `stem`_chain.crt (leaf + CA) in `directory`. `extra_names`
+    more DNS names (24 bytes each) make a large certificate."""
     ca_key = serialization.load_pem_private_key((certs.directory / "ca.key").read_bytes(), None)
     key = _new_key(kind)
-    san = x509.SubjectAlternativeName([x509.DNSName("localhost"),
-                                       x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
+    san = x509.SubjectAlternativeName(
+        [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))] +
+        [x509.DNSName(f"host{i:05d}.example.test") for i in range(extra_names)])
     builder = _builder("localhost", "tlsprobe Test CA", key.public_key(), days) \
         .add_extension(san, critical=False)
     if usages is not None:

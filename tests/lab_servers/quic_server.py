@@ -1,13 +1,17 @@
 """An aioquic QUIC v1 server on loopback for the --quic tests, run as its own process.
 
     python quic_server.py CERT KEY [--groups x25519,secp256r1] [--retry] [--reset-token HEX]
+                          [--close-code N]
 
 It binds 127.0.0.1 on a free UDP port, prints "READY <port>" and serves until killed.
 aioquic's QuicConfiguration cannot restrict key-exchange groups; its tls.Context keeps
 them in `_supported_groups`, so the chosen list (in order) is set on every context it
 creates. ALPN h3 only. aioquic never sends a HelloRetryRequest. `--reset-token` makes the
 stateless_reset_token of every connection's transport parameters that 16-byte value (aioquic
-draws it at random), so a test can forge the server's stateless reset.
+draws it at random), so a test can forge the server's stateless reset. `--close-code N`:
+once a handshake completes the server closes that connection with an application
+CONNECTION_CLOSE (frame 0x1d) of error code N and reason "bye" (an HTTP/3 server's
+H3_NO_ERROR is 0x100).
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from typing import Any
 
 from aioquic import tls
 from aioquic.asyncio.server import serve
+from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.quic.configuration import QuicConfiguration
+from aioquic.quic.events import HandshakeCompleted, QuicEvent
 
 GROUPS = {"x25519": tls.Group.X25519, "secp256r1": tls.Group.SECP256R1,
           "secp384r1": tls.Group.SECP384R1, "secp521r1": tls.Group.SECP521R1}
@@ -49,6 +55,18 @@ def fix_reset_token(token: bytes) -> None:
     QuicConnection.__init__ = init  # type: ignore[method-assign]
 
 
+def closing_protocol(code: int) -> type[QuicConnectionProtocol]:
+    """A protocol that closes each connection with application error `code` once its
+    handshake completes."""
+    class Closing(QuicConnectionProtocol):
+        def quic_event_received(self, event: QuicEvent) -> None:
+            if isinstance(event, HandshakeCompleted):
+                self._quic.close(error_code=code, reason_phrase="bye")
+                self.transmit()
+
+    return Closing
+
+
 async def main(args: argparse.Namespace) -> None:
     if args.groups:
         restrict_groups([GROUPS[g] for g in args.groups.split(",")])
@@ -56,7 +74,10 @@ async def main(args: argparse.Namespace) -> None:
         fix_reset_token(bytes.fromhex(args.reset_token))
     config = QuicConfiguration(is_client=False, alpn_protocols=["h3"])
     config.load_cert_chain(args.cert, args.key)
-    server = await serve("127.0.0.1", 0, configuration=config, retry=args.retry)
+    extra: dict[str, Any] = {}
+    if args.close_code is not None:
+        extra["create_protocol"] = closing_protocol(args.close_code)
+    server = await serve("127.0.0.1", 0, configuration=config, retry=args.retry, **extra)
     port = server._transport.get_extra_info("sockname")[1]  # type: ignore[union-attr]
     print(f"READY {port}", flush=True)
     await asyncio.Event().wait()
@@ -69,6 +90,7 @@ if __name__ == "__main__":
     parser.add_argument("--groups", default="")
     parser.add_argument("--retry", action="store_true")
     parser.add_argument("--reset-token", default="")
+    parser.add_argument("--close-code", type=lambda v: int(v, 0), default=None)
     try:
         asyncio.run(main(parser.parse_args()))
     except KeyboardInterrupt:

@@ -1,9 +1,10 @@
 """Fixtures for the --quic tests: `quic_server(groups=..., retry=...)` starts aioquic's QUIC
 v1 server (tests/lab_servers/quic_server.py, a process of its own) on 127.0.0.1 and a free
 UDP port, with the session's ECDSA certificate, once per configuration (a fixed stateless
-reset token on request); all are stopped by PID at the end. aioquic runs in the lab
-environment (tests/helpers/lab_env.py: it needs pyOpenSSL, which the test environment must not
-have); without it, servers.peer_unavailable (a failure under CI).
+reset token, or an application CONNECTION_CLOSE after each handshake, on request); all
+are stopped by PID at the end. aioquic runs in the lab environment
+(tests/helpers/lab_env.py: it needs pyOpenSSL, which the test environment must not have);
+without it, servers.peer_unavailable (a failure under CI).
 `ngtcp2_server(groups=..., validate=...)` does the same with ngtcp2's GnuTLS server
 (`gtlsserver` from Debian's ngtcp2-server; groups as GnuTLS priority items), which sends a
 HelloRetryRequest and a Retry (--validate-addr); missing, it is servers.peer_unavailable.
@@ -45,13 +46,16 @@ class QuicServer:
 QuicServerFactory = Callable[..., QuicServer]
 
 
-def _start(certs: CertSet, groups: str, retry: bool, reset_token: str = "") -> QuicServer:
+def _start(certs: CertSet, groups: str, retry: bool, reset_token: str = "",
+           close_code: str = "") -> QuicServer:
     leaf = certs.leaves["ecdsa"]
     argv = [lab_env.require(), str(SERVER), str(leaf.chain), str(leaf.key), "--groups", groups]
     if retry:
         argv.append("--retry")
     if reset_token:
         argv += ["--reset-token", reset_token]
+    if close_code:
+        argv += ["--close-code", close_code]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             text=True, start_new_session=True)
     assert proc.stdout is not None
@@ -75,14 +79,14 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 @pytest.fixture(scope="session")
 def quic_server(certs: CertSet) -> Iterator[QuicServerFactory]:
-    running: dict[tuple[str, bool, str], QuicServer] = {}
+    running: dict[tuple[str, bool, str, str], QuicServer] = {}
 
     def start(groups: str = "x25519,secp256r1", retry: bool = False,
-              reset_token: str = "") -> QuicServer:
-        key = (groups, retry, reset_token)
+              reset_token: str = "", close_code: str = "") -> QuicServer:
+        key = (groups, retry, reset_token, close_code)
         found = running.get(key)
         if found is None or found.process.poll() is not None:
-            running[key] = found = _start(certs, groups, retry, reset_token)
+            running[key] = found = _start(certs, groups, retry, reset_token, close_code)
             time.sleep(0.1)   # the socket is bound before READY; let the loop settle
         return found
 

@@ -125,3 +125,29 @@ def test_scan_discards_a_version_negotiation_after_a_retry(
     assert report["error"] is None
     spoken = {v["version"]["name"]: v["status"] for v in report["versions"]}
     assert spoken["TLS 1.3"] == "supported", report["versions"]
+
+
+@pytest.mark.parametrize("answer, named", [
+    # RFC 9000 6.2: a Version Negotiation that lists the client's version is discarded
+    (lambda d: (b"\x80" + bytes(4) + bytes([len(_ids(d)[1])]) + _ids(d)[1] +
+                bytes([len(_ids(d)[0])]) + _ids(d)[0] + bytes.fromhex("6b3343cf00000001")),
+     "a Version Negotiation packet that lists our version v1 (RFC 9000 6.2)"),
+    # RFC 9000 17.2.3: only a client sends 0-RTT packets
+    (lambda d: (b"\xd1" + V1.to_bytes(4, "big") + bytes([len(_ids(d)[1])]) + _ids(d)[1] +
+                b"\x08" + bytes(8) + b"\x40\x20" + bytes(32)),
+     "a 0-RTT packet from the server")])
+def test_every_discarded_packet_is_counted_and_named(
+        udp_peer: Any, run_cli: Callable[..., Any], answer: Callable[[bytes], bytes],
+        named: str) -> None:
+    # a peer answering each datagram with a packet the client must discard: the timeout
+    # line names it, the JSON counts it (it was dropped in silence)
+    sock, _, answers = udp_peer
+    answers.append(answer)
+    res = run_cli(f"127.0.0.1:{sock.getsockname()[1]}", "--quic", "--timeout", "2",
+                  "--json", timeout=30)
+    assert res.returncode == 3, res.stderr
+    [line] = res.stderr.strip().splitlines()
+    assert line.endswith(f"(last: {named})"), line
+    quic = json.loads(res.stdout)["quic"]
+    assert quic["ignored"] == quic["datagrams_received"] > 0
+    assert quic["version_negotiation"] is None

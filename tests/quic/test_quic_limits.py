@@ -113,6 +113,9 @@ def test_packets_waiting_for_keys_are_bounded_and_big_acks_ignored() -> None:
     for pn in range(quic_conn.MAX_WAITING + 8):     # Handshake packets before their keys
         conn.datagram(_server_packet(2, info.scid, pn, b"\x01", other))
     assert len(conn.waiting) == quic_conn.MAX_WAITING
+    # the 8 dropped are counted and named, not dropped in silence
+    assert info.ignored_count == 8 and info.ignored[-1] == \
+        f"Handshake packet: more than {quic_conn.MAX_WAITING} waiting for their keys"
     # an ACK frame with more ranges than are read: the packet is ignored
     ack = b"\x02" + w.varint(5000) + b"\x00" + w.varint(300) + b"\x00" + b"\x00\x00" * 300
     with pytest.raises(ValueError, match="300 ranges"):

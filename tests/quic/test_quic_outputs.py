@@ -49,3 +49,24 @@ def test_pcap_out_and_keylog_are_read_back(quic_server: Any, run_cli: Callable[.
     assert {"1", "2", "8", "11", "15", "20"} <= types, types
     assert rows[0][0] == "0x00000001"      # our first Initial
     assert {row[0].split(",")[0] for row in rows if row[0]} == {"0x00000001", "0x6b3343cf"}
+
+
+def test_pcap_with_the_key_log_of_a_quic_probe_says_why_it_is_not_decrypted(
+        quic_server: Any, run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    # the key log holds this QUIC handshake's secrets: `pcap --keylog` said "no key matched
+    # any connection", which was false; it says the keys matched and what is not read
+    server = quic_server("x25519,secp256r1")
+    pcap, keylog = tmp_path / "quic.pcap", tmp_path / "keys.log"
+    res = run_cli(server.target, "--quic", "--cafile", server.ca, "--timeout", "5",
+                  "--pcap-out", pcap, "--keylog", keylog)
+    assert res.returncode == 0, res.stderr
+    back = run_cli("pcap", pcap, "--keylog", keylog)
+    assert back.returncode == 0, back.stderr
+    [note] = back.stderr.strip().splitlines()
+    assert note == (f"tlsprobe: note: {pcap}: keylog {keylog}: 1 connection(s) not decrypted: "
+                    "QUIC: only its Initial packets are read (tshark -o "
+                    "tls.keylog_file:FILE decrypts the Handshake packets)")
+    other = tmp_path / "other.log"      # a key log of another session: still no match
+    other.write_text(keylog.read_text().replace(keylog.read_text().split()[1], "00" * 32))
+    back = run_cli("pcap", pcap, "--keylog", other)
+    assert back.stderr.strip().endswith(f"keylog {other}: no key matched any connection")

@@ -115,6 +115,9 @@ def test_msg_shows_packets_then_the_handshake(quic_server: Any,
     assert any(x.startswith("< Handshake v1 ") and "CRYPTO(" in x for x in packets)
     assert any(x.startswith("< 1-RTT v1 ") and "HANDSHAKE_DONE" in x for x in packets)
     assert any("CONNECTION_CLOSE(error=0x0)" in x for x in packets if x.startswith("> "))
+    # a short header has no source connection ID: none is shown, either way
+    assert [x for x in packets if x[2:].startswith("1-RTT ")] and \
+        not [x for x in packets if x[2:].startswith("1-RTT ") and " scid=" in x]
     trace = "\n".join(lines[first:])
     assert "ServerHello" in trace and "EncryptedExtensions (decrypted)" in trace
     assert "quic_transport_parameters (0x0039)" in trace
@@ -216,8 +219,10 @@ def test_nothing_listening_is_a_network_error(run_cli: Callable[..., Any]) -> No
     res = run_cli(f"127.0.0.1:{port}", "--quic", "--timeout", "2", timeout=30)
     assert res.returncode == EXIT_NETWORK
     [line] = res.stderr.strip().splitlines()
-    assert line.startswith(f"tlsprobe: 127.0.0.1:{port}: ")
-    assert "connection refused" in line or "timed out" in line
+    # the ICMP port unreachable answers our first datagram; the line says so, as the scan's
+    # does (it said "UDP send failed: connection refused", though every datagram went out)
+    assert line == f"tlsprobe: 127.0.0.1:{port}: connection refused (ICMP port unreachable: " \
+        "nothing listens on that UDP port)", line
 
 
 def _cids(datagram: bytes) -> tuple[bytes, bytes]:
@@ -287,14 +292,67 @@ def test_connection_close_without_alert_is_one_escaped_line(
     assert (quic["closed_by_server"], quic["closed_by_server_reason"]) == (0xA, "bad\\x1b[2Jxy")
 
 
-def test_crypto_data_beyond_the_bound_is_a_protocol_error(
+
+def test_a_peer_answering_without_handshake_data_is_not_said_silent(
         udp_peer: Peer, run_cli: Callable[..., Any]) -> None:
-    from tlsprobe.net import quic_wire as w
+    # a peer answering each datagram with an Initial PING (keys of our first Initial):
+    # thousands of packets come back, none with CRYPTO data; the timeout said "no QUIC
+    # answer", which was false
+    sock, got, answers = udp_peer
+    answers.append(lambda d: _server_initial(got[0], b"\x01"))
+    res = run_cli(f"127.0.0.1:{sock.getsockname()[1]}", "--quic", "--timeout", "2",
+                  "--json", timeout=30)
+    assert res.returncode == EXIT_NETWORK
+    [line] = res.stderr.strip().splitlines()
+    quic = json.loads(res.stdout)["quic"]
+    assert quic["datagrams_received"] > 1 and quic["ignored"] == 0
+    assert re.search(r"timed out waiting for the server \(no new handshake data for 2\.0 s; "
+                     r"\d+ QUIC packets received in that time\) after \d Initial "
+                     r"transmissions$", line), line
+
+
+def test_an_application_close_is_not_named_as_a_tls_alert(quic_server: Any,
+                                                          run_cli: Callable[..., Any]) -> None:
+    # aioquic closes each connection once its handshake completes with an application
+    # CONNECTION_CLOSE (frame 0x1d) of code 0x100, HTTP/3's H3_NO_ERROR: the report said
+    # "CONNECTION_CLOSE 0x100 (TLS alert 0)", and JSON could not tell the two apart
+    server = quic_server(close_code="0x100")
+    res = _probe(run_cli, server, "--json")
+    assert res.returncode == 0, res.stderr
+    quic = json.loads(res.stdout)["quic"]
+    assert (quic["closed_by_server"], quic["closed_by_server_application"],
+            quic["closed_by_server_reason"]) == (0x100, True, "bye")
+    text = _probe(run_cli, server, "--msg")
+    assert text.returncode == 0, text.stderr
+    assert "Server closed with: CONNECTION_CLOSE application error 0x100" in \
+        text.stdout.splitlines()
+    assert "TLS alert" not in text.stdout
+    assert re.search(r"^< 1-RTT v1 .*CONNECTION_CLOSE\(application error=0x100\)", text.stdout,
+                     re.M)
+
+
+def test_bad_transport_parameters_are_closed_with_their_error_code(
+        quic_server: Any, run_cli: Callable[..., Any]) -> None:
+    # aioquic announcing a 15-byte stateless_reset_token (RFC 9000 18.2: 16): the client
+    # closes with TRANSPORT_PARAMETER_ERROR (RFC 9000 7.4), not NO_ERROR as it did
+    server = quic_server(reset_token="01" * 15)
+    res = _probe(run_cli, server, "--json")
+    assert res.returncode == EXIT_PROTOCOL, res.stderr
+    [line] = res.stderr.strip().splitlines()
+    assert line.endswith("server's stateless_reset_token is not 16 bytes (RFC 9000 18.2)")
+    assert json.loads(res.stdout)["quic"]["closed_by_us"] == 0x8
+
+
+@pytest.mark.parametrize("code, name", [(0x9, "CONNECTION_ID_LIMIT_ERROR"),
+                                        (0xC, "APPLICATION_ERROR"),
+                                        (0x11, "VERSION_NEGOTIATION_ERROR")])
+def test_every_transport_error_code_is_named(udp_peer: Peer, run_cli: Callable[..., Any],
+                                            code: int, name: str) -> None:
+    # RFC 9000 20.1's codes (and RFC 9368's 0x11) by name: they were "an error (0xc)"
     sock, _, answers = udp_peer
-    answers.append(lambda d: _server_initial(d, w.crypto_frame(w.MAX_CRYPTO - 2, b"abcd")))
+    answers.append(lambda d: _server_initial(d, bytes([0x1C, code, 0x06, 0x00])))
     res = run_cli(f"127.0.0.1:{sock.getsockname()[1]}", "--quic", "--timeout", "5",
                   timeout=30)
-    assert res.returncode == EXIT_PROTOCOL
+    assert res.returncode == EXIT_ALERT
     [line] = res.stderr.strip().splitlines()
-    assert line.endswith(f"server's Initial CRYPTO data: beyond {w.MAX_CRYPTO} bytes "
-                         "(CRYPTO_BUFFER_EXCEEDED)")
+    assert line.endswith(f"server closed the QUIC connection with {name} (0x{code:x})"), line

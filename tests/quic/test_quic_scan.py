@@ -140,6 +140,32 @@ def test_compare_tcp_side_by_side(ngtcp2_server: Any, server_cache: Any,
     assert comparison["same"] is False
 
 
+def test_compare_tcp_with_one_audit_failed_compares_nothing(
+        server_cache: Any, run_cli: Callable[..., Any]) -> None:
+    # nothing listens on the QUIC port: the QUIC audit fails (exit 3), so its side has no
+    # answer, and a row is not compared, not "DIFFERENT" (JSON "same": null), which said
+    # the server answered otherwise over QUIC
+    import socket
+    tcp = server_cache("openssl", groups="P-384:X25519", proto="tls1_3")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as gone:
+        gone.bind(("127.0.0.1", 0))
+        target = f"127.0.0.1:{gone.getsockname()[1]}"
+    args = ("scan", target, "--quic", "--compare-tcp", "--tcp-port", str(tcp.port),
+            "--checks", "groups", "--no-progress", "--timeout", "2")
+    res = run_cli(*args, "--json")
+    assert res.returncode == 3, res.stderr
+    comparison = json.loads(res.stdout.splitlines()[-1])
+    groups = {r["what"]: r for r in comparison["rows"]}["groups, TLS 1.3"]
+    assert (groups["tcp"], groups["quic"], groups["same"]) == (
+        "secp384r1, x25519 (order: server)", "-", None), groups
+    assert comparison["same"] is None
+    assert all(r["same"] is None for r in comparison["rows"]), comparison["rows"]
+    text = run_cli(*args)
+    assert text.returncode == 3, text.stderr
+    assert "DIFFERENT" not in text.stdout
+    assert "  groups, TLS 1.3: not compared" in text.stdout.splitlines()
+
+
 def test_compare_text_lists_differences_then_the_verdict() -> None:
     from tlsprobe.commands.scan_quic import compare_text
     from tlsprobe.model.audit import AuditReport, GroupAudit, PqVerdict
@@ -208,6 +234,8 @@ def test_default_scan_over_quic_judges_the_versions_quic_cannot_carry(
                                         "of TLS 1.3 has none; TLS 1.2"), checks["null"]
     assert "not carried over QUIC" in checks["freak"][1], checks["freak"]
     assert checks["dh"][0] == "not applicable", checks["dh"]
+    # what was never asked over QUIC is not said of the server ("TLS 1.2 is not spoken")
+    assert "not spoken" not in checks["dh"][1] and "not carried over QUIC" in checks["dh"][1]
     unknowns = [u["reason"] for u in report["rating"]["unknowns"]]
     assert not [u for u in unknowns if "SSL 3.0" in u or "TLS 1." in u or "sslv2" in u
                 or "heartbleed" in u or "robot" in u], unknowns
@@ -231,3 +259,52 @@ def test_an_alias_over_quic_runs_what_quic_carries(ngtcp2_server: Any,
     assert res.returncode == 0, res.stderr
     names = {c["name"] for c in json.loads(res.stdout)["check_results"]}
     assert names == {n for n in ALIASES["vulns"] if n not in ACTIVE}, names
+
+
+def test_a_quic_transport_close_is_no_refusal_of_tls13(udp_peer: Any,
+                                                      run_cli: Callable[..., Any]) -> None:
+    # a server that closes every connection with CONNECTION_REFUSED (RFC 9000 20.1: it takes
+    # no new connection) said nothing about TLS 1.3, which RFC 9001 4.8 would refuse with a
+    # CRYPTO_ERROR (an alert): the audit reported TLS 1.3 "not_supported" ("connection
+    # closed without an answer"); it is inconclusive with the server's code and its reason
+    # (escaped), the exit code the probe gives for that close (5)
+    from tlsprobe.errors import EXIT_ALERT
+    from tlsprobe.net import quic_wire as w
+    sock, _, answers = udp_peer
+
+    def refused(datagram: bytes) -> bytes:
+        dcid = datagram[6:6 + datagram[5]]
+        at = 6 + len(dcid)
+        scid = datagram[at + 1:at + 1 + datagram[at]]
+        frames = b"\x1c\x02\x06\x07busy\x1b[K" + bytes(8)
+        header = w.long_header(0, scid, b"\x05" * 8, 0, len(frames), b"")
+        return w.seal(w.PacketKeys.initial(dcid, "server"), header, 0, 2, frames)
+    answers.append(refused)
+    target = f"127.0.0.1:{sock.getsockname()[1]}"
+    res = run_cli("scan", target, "--quic", "--json", "--no-progress", "--timeout", "2",
+                  timeout=60)
+    assert res.returncode == EXIT_ALERT, res.stderr
+    closed = "server closed the QUIC connection with CONNECTION_REFUSED (0x2): 'busy\\x1b[K'"
+    assert res.stderr.strip().splitlines() == [f"tlsprobe: {target}: {closed}"]
+    assert "\x1b" not in res.stdout
+    tls13 = json.loads(res.stdout)["versions"][0]
+    assert (tls13["version"]["name"], tls13["status"], tls13["detail"]) == \
+        ("TLS 1.3", "inconclusive", closed)
+
+
+def test_refused_hellos_over_quic_do_not_make_tls13_unspoken(
+        quic_server: Any, run_cli: Callable[..., Any]) -> None:
+    # aioquic with P-384 alone never sends a HelloRetryRequest: the versions check's hellos
+    # (x25519 shares) are refused with handshake_failure. QUIC carries TLS 1.3 only (every
+    # QUIC server speaks it), so that refusal is about the hellos; the audit said "the
+    # server accepted no protocol version (TLS 1.3)", TLS 1.3 "not_supported"
+    server = quic_server("secp384r1")
+    res = run_cli("scan", server.target, "--quic", "--checks", "versions", "--json",
+                  "--no-progress", "--timeout", "5", timeout=120)
+    report = json.loads(res.stdout)
+    tls13 = report["versions"][0]
+    assert (tls13["version"]["name"], tls13["status"]) == ("TLS 1.3", "inconclusive"), tls13
+    assert tls13["detail"].endswith("the channel carries TLS 1.3 only, so the refusals are "
+                                    "about these hellos (groups, suites, ALPN), not the "
+                                    "version"), tls13
+    assert "accepted no protocol version" not in res.stderr

@@ -67,3 +67,17 @@ def test_v2_to_a_v1_only_server_is_its_version_negotiation(
     assert "0x00000001" in line
     quic = json.loads(res.stdout)["quic"]
     assert "0x00000001" in quic["version_negotiation"] and quic["version_name"] == "v2"
+
+
+def test_v2_offering_v1_to_a_v1_only_server_says_what_to_do(
+        ngtcp2_server: Any, run_cli: Callable[..., Any]) -> None:
+    # `2,1`: start in v2, offer v1. A v1-only server's Version Negotiation lists v1, which
+    # we named; no new connection is started in it (RFC 9368 2.4 incompatible negotiation),
+    # and the error said only that the server does not speak v2
+    server = ngtcp2_server("-GROUP-ALL:+GROUP-X25519")
+    res = _probe(run_cli, server, "--quic-version", "2,1")
+    assert res.returncode == EXIT_PROTOCOL
+    [line] = res.stderr.strip().splitlines()
+    assert line.endswith("; it offers v1, which tlsprobe would speak, but a connection is "
+                         "not started again in another version (RFC 9368 2.4): give "
+                         "--quic-version 1"), line

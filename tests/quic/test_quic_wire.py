@@ -104,12 +104,12 @@ def test_crypto_stream_reassembles_out_of_order_and_overlapping_ranges() -> None
 
 
 def test_crypto_stream_is_bounded() -> None:
-    stream = w.CryptoStream()
-    with pytest.raises(ValueError, match="CRYPTO_BUFFER_EXCEEDED"):
-        stream.add(w.MAX_CRYPTO, b"x")
+    stream = w.CryptoStream(w.crypto_limit(1000))
+    with pytest.raises(w.CryptoLimit, match="beyond 66536 bytes"):
+        stream.add(w.crypto_limit(1000), b"x")
     for i in range(w.MAX_RANGES):
         stream.add(2 + 2 * i, b"x")
-    with pytest.raises(ValueError, match="gaps"):
+    with pytest.raises(w.CryptoLimit, match="out-of-order ranges"):
         stream.add(1000, b"x")
 
 

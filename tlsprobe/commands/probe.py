@@ -229,7 +229,8 @@ def run(args: argparse.Namespace) -> int:
     connect = None
     if quic is not None:
         from dataclasses import replace
-        config, connect = quic.setup(request.config, request.timeout)
+        config, connect = quic.setup(request.config, request.timeout,
+                                     request.options().limits.max_message)
         request = replace(request, config=config)
     _check_files(args)
     _hello_notes(request.config)

@@ -37,11 +37,12 @@ class QuicProbe:
         self.args = args
         self.info: QuicInfo | None = None
 
-    def setup(self, config: cfg.ClientConfig, timeout: float
+    def setup(self, config: cfg.ClientConfig, timeout: float, max_message: int
               ) -> tuple[cfg.ClientConfig, Connector]:
-        """The QUIC ClientHello configuration and the connector (which fills `info`)."""
+        """The QUIC ClientHello configuration and the connector (which fills `info`;
+        `max_message`: the probe's --max-message, which bounds CRYPTO data too)."""
         setup = quic_setup(config, timeout, quic_versions(self.args),
-                           alpn_given=self.args.alpn is not None)
+                           alpn_given=self.args.alpn is not None, max_message=max_message)
         if isinstance(setup, NotApplicable):   # the versions are checked above
             raise UsageError(f"--ciphersuites: {setup.reason}")
         self.info = setup.info

@@ -113,17 +113,31 @@ def _versions_over_quic(report: AuditReport) -> tuple[VersionSupport, ...]:
         for v in ALL_VERSIONS if v not in have)
 
 
+#: what a side says when it has no answer to compare: an audit that failed ("error: ..."),
+#: a question not asked or not established
+NO_ANSWER = ("-", "not checked", "inconclusive", "not_tested")
+
+
 @dataclass(frozen=True)
 class Row:
-    """One line of the TCP / QUIC comparison: what, the two answers, whether they agree."""
+    """One line of the TCP / QUIC comparison: what, the two answers, whether they agree
+    (None: not compared, one side has no answer)."""
 
     what: str
     tcp: str
     quic: str
 
     @property
-    def same(self) -> bool:
+    def same(self) -> bool | None:
+        if any(a in NO_ANSWER or a.startswith("error: ") for a in (self.tcp, self.quic)):
+            return None
         return self.tcp == self.quic
+
+
+def all_same(rows: list[Row]) -> bool | None:
+    """False when an answer differs, else None when a row was not compared, else True."""
+    found = {r.same for r in rows}
+    return False if False in found else None if None in found else True
 
 
 def compare_rows(tcp: AuditReport, quic: AuditReport) -> list[Row]:
@@ -154,7 +168,7 @@ def compare_rows(tcp: AuditReport, quic: AuditReport) -> list[Row]:
     rows = [Row("TLS 1.3", spoken(tcp), spoken(quic)),
             Row("groups, TLS 1.3", groups(tcp), groups(quic)),
             Row("cipher suites, TLS 1.3", suites(tcp), suites(quic))]
-    rows = [r for r in rows if not (r.same and r.tcp in ("-", "not checked"))]
+    rows = [r for r in rows if not (r.tcp == r.quic and r.tcp in ("-", "not checked"))]
     pq_tcp = {(p.check, p.subject): p.verdict for p in tcp.post_quantum}
     pq_quic = {(p.check, p.subject): p.verdict for p in quic.post_quantum}
     for key in dict.fromkeys([*pq_tcp, *pq_quic]):
@@ -176,7 +190,7 @@ def compare_json(tcp: AuditReport, quic: AuditReport) -> str:
         "schema": 1, "tool": "tlsprobe", "kind": "comparison", "host": quic.host,
         "tcp_port": tcp.port, "quic_port": quic.port,
         "rows": [{"what": r.what, "tcp": r.tcp, "quic": r.quic, "same": r.same} for r in rows],
-        "same": all(r.same for r in rows), **run_head(),
+        "same": all_same(rows), **run_head(),
         "started_at": min(stamps) if stamps else started(duration), "duration_s": duration}
     return dumps(doc, indent=None)
 
@@ -189,11 +203,16 @@ def compare_text(tcp: AuditReport, quic: AuditReport) -> list[str]:
         if row.same:
             out.append(f"  {row.what}: same: {row.tcp}")
         else:
-            out += [f"  {row.what}: DIFFERENT", f"    TCP:  {row.tcp}",
-                    f"    QUIC: {row.quic}"]
-    differ = sum(not r.same for r in rows)
-    out.append(f"  {'the same answers' if not differ else f'{differ} difference(s)'} "
-               f"(connections: TCP {tcp.total_connections}, QUIC {quic.total_connections})")
+            out += [f"  {row.what}: {'DIFFERENT' if row.same is False else 'not compared'}",
+                    f"    TCP:  {row.tcp}", f"    QUIC: {row.quic}"]
+    differ = sum(r.same is False for r in rows)
+    unknown = sum(r.same is None for r in rows)
+    verdict = f"{differ} difference(s)" if differ else "the same answers" if not unknown \
+        else "no difference"
+    if unknown:
+        verdict += f", {unknown} not compared (an answer missing on one side)"
+    out.append(f"  {verdict} (connections: TCP {tcp.total_connections}, QUIC "
+               f"{quic.total_connections})")
     return out
 
 

@@ -48,12 +48,22 @@ INTERNAL_ERROR = 80
 class HandshakeFailure(Exception):
     """The handshake cannot go on. `kind` (a FailureKind; given as one or as its value):
     alert, protocol, closed (and not_tls from the driver, net/driver.py). `alert` is the
-    description of an alert the server sent."""
+    description of an alert the server sent. `refusal` False: a close that is no answer to
+    what the hello offered (a QUIC CONNECTION_CLOSE with a transport error code such as
+    CONNECTION_REFUSED: RFC 9001 4.8 carries a TLS refusal as CRYPTO_ERROR, an alert)."""
 
-    def __init__(self, kind: FailureKind | str, message: str, alert: int | None = None) -> None:
+    def __init__(self, kind: FailureKind | str, message: str, alert: int | None = None,
+                 *, refusal: bool = True) -> None:
         super().__init__(message)
         self.kind = FailureKind(kind)
         self.alert = alert
+        self._refusal = refusal
+
+    @property
+    def refused(self) -> bool:
+        """Whether the server may have refused what the hello offered: an alert, or a
+        close that may be one (over TCP, a close before the answer)."""
+        return self.kind in (FailureKind.ALERT, FailureKind.CLOSED) and self._refusal
 
 
 @dataclass

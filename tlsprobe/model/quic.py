@@ -24,7 +24,10 @@ class QuicSummary:
     (RFC 9368), else None; `retry_source_connection_id` (hex) when a Retry was followed;
     `version_negotiation`: the versions of a Version Negotiation packet that ended the
     probe; `transport_parameters`: the server's, None when none were read; `closed_by_*`:
-    the error codes of the CONNECTION_CLOSE frames (0x100 + alert for a TLS alert)."""
+    the error codes of the CONNECTION_CLOSE frames (0x100 + alert for a TLS alert);
+    `closed_by_server_application`: the server's was the application kind (frame 0x1d),
+    whose code is the application's (HTTP/3's H3_NO_ERROR is 0x100), neither a transport
+    error nor a TLS alert; None when the server sent none."""
 
     version: str
     version_name: str
@@ -39,6 +42,7 @@ class QuicSummary:
     ignored: int
     closed_by_server: int | None
     closed_by_server_reason: str | None
+    closed_by_server_application: bool | None
     closed_by_us: int | None
 
 

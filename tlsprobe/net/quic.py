@@ -33,6 +33,7 @@ from tlsprobe.net.quic_params import client_parameters
 from tlsprobe.net.quic_wire import QUIC_V1, new_connection_ids
 from tlsprobe.net.tcp import Target, cause_of, resolve
 from tlsprobe.net.transport import Connector, Transport
+from tlsprobe.session.flow import MAX_MESSAGE
 
 if TYPE_CHECKING:
     from tlsprobe.engine.interface import Handshake
@@ -48,15 +49,17 @@ class QuicCore:
     connection, the Initial retransmission timer, the wait for HANDSHAKE_DONE, the decision
     what `receive` returns, and its timeout message."""
 
-    def __init__(self, target: Target, info: QuicInfo, read_timeout: float) -> None:
+    def __init__(self, target: Target, info: QuicInfo, read_timeout: float,
+                 max_message: int = MAX_MESSAGE) -> None:
         self.target = target
         self.info = info
-        self.conn = QuicConnection(info)
+        self.conn = QuicConnection(info, max_message)
         self.read_timeout = read_timeout
         self.tries = 0
         self.next_try = 0.0
         self.close_by: float | None = None
         self.resend_at: float | None = None    # when our Finished goes again, if no answer
+        self.opened_mark = 0     # the connection's packets opened when this read began
 
     def bind(self, engine: Handshake) -> None:
         """The engine whose key schedule gives the packet keys (called before `send`)."""
@@ -83,6 +86,11 @@ class QuicCore:
         if self.conn.closing and self.close_by is None:
             self.close_by = time.monotonic() + CLOSE_WAIT
             self.resend_at = time.monotonic() + FIRST_PTO
+
+    def _start_read(self, deadline: float) -> float:
+        """A `receive` begins: when it gives up (the read limit, never past `deadline`)."""
+        self.opened_mark = self.conn.opened
+        return min(deadline, time.monotonic() + self.read_timeout)
 
     def _ready(self) -> bytes | None:
         """The engine's next bytes, b"" once the connection is over, None: wait on."""
@@ -123,11 +131,12 @@ class QuicCore:
         error, reason = closed
         if error == 0 and self.conn.closing:
             return
-        name = QUIC_ERRORS.get(error, "an error")
+        name = f"application error 0x{error:x}" if self.info.closed_by_application else \
+            f"{QUIC_ERRORS.get(error, 'an error')} (0x{error:x})"
         why = f": {quoted_bytes(reason.encode('latin-1'), 200)}" if reason else ""
         self.conn.peer_closed = None
         raise HandshakeFailure(FailureKind.CLOSED, f"server closed the QUIC connection with "
-                               f"{name} (0x{error:x}){why}")
+                               f"{name}{why}", refusal=False)
 
     def _maybe_retransmit(self) -> None:
         if self.conn.answered or self.conn.closed or not self.tries or \
@@ -145,26 +154,30 @@ class QuicCore:
         sent = f" after {self.tries} Initial transmissions" if not self.conn.answered else ""
         if now >= deadline:
             return self._error(f"timed out: total time limit reached{sent}{extra}", "deadline")
-        return self._error(f"timed out waiting for the server (no QUIC answer for "
-                           f"{self.read_timeout:.1f} s){sent}{extra}", "timeout")
+        opened = self.conn.opened - self.opened_mark    # packets that carried nothing new
+        what = f"no new handshake data for {self.read_timeout:.1f} s; {opened} QUIC packets " \
+            "received in that time" if opened else \
+            f"no QUIC answer for {self.read_timeout:.1f} s"
+        return self._error(f"timed out waiting for the server ({what}){sent}{extra}",
+                           "timeout")
 
     def _closing(self) -> bool:
-        """Whether our CONNECTION_CLOSE is still to be sent when the transport closes."""
-        if self.conn.closed or not self.conn.initial_sent:
-            return False
-        try:
-            self.conn.send_close(0)
-        except (NetworkError, ValueError):
-            return False
-        return True
+        """Whether datagrams are still to be sent when the transport closes: our
+        CONNECTION_CLOSE (made now if the connection did not end with one already)."""
+        if not self.conn.closed and self.conn.initial_sent:
+            try:
+                self.conn.send_close(0)
+            except (NetworkError, ValueError):
+                return False
+        return bool(self.conn.outbox)
 
 
 class QuicTransport(QuicCore, Transport):
     """One QUIC connection over a blocking UDP socket (see the module docstring)."""
 
     def __init__(self, sock: socket.socket, target: Target, info: QuicInfo,
-                 read_timeout: float) -> None:
-        super().__init__(target, info, read_timeout)
+                 read_timeout: float, max_message: int = MAX_MESSAGE) -> None:
+        super().__init__(target, info, read_timeout, max_message)
         self.sock = sock
         self.address = str(sock.getpeername()[0])
 
@@ -184,15 +197,17 @@ class QuicTransport(QuicCore, Transport):
         for datagram in self._outgoing(self.local, self.peer):
             try:
                 self.sock.send(datagram)
-            except OSError as exc:
-                raise self._error(f"UDP send failed: {_text(exc)}", cause_of(exc)) from None
+            except OSError as exc:   # refused: the ICMP answer to an earlier datagram
+                text = _text(exc) if isinstance(exc, ConnectionRefusedError) else \
+                    f"UDP send failed: {_text(exc)}"
+                raise self._error(text, cause_of(exc)) from None
 
     def send(self, data: bytes) -> None:
         self._from_engine(data)
         self._flush()
 
     def receive(self, deadline: float) -> bytes:
-        read_by = min(deadline, time.monotonic() + self.read_timeout)
+        read_by = self._start_read(deadline)
         while True:
             ready = self._ready()
             self._flush()
@@ -230,12 +245,14 @@ def _text(exc: OSError) -> str:
 
 def quic_connector(timeout: float, read_timeout: float | None = None,
                    info: QuicInfo | None = None,
-                   versions: tuple[int, ...] = (QUIC_V1,)) -> tuple[Connector, QuicInfo]:
+                   versions: tuple[int, ...] = (QUIC_V1,),
+                   max_message: int = MAX_MESSAGE) -> tuple[Connector, QuicInfo]:
     """A connector for `run_probe(connect=...)` and the QuicInfo it fills; the connection
     IDs are chosen here, as the ClientHello's transport parameters name ours
     (`client_parameters(info.scid, info.version, info.offered)`). `versions[0]` is the
     version of our Initial packets; more versions are offered for compatible version
-    negotiation, preferred to the first in their order."""
+    negotiation, preferred to the first in their order. `max_message`: the engine's
+    --max-message, which bounds the CRYPTO data of each epoch too."""
     if info is None:
         scid, dcid = new_connection_ids()
         info = QuicInfo(scid, dcid, versions[0],
@@ -257,7 +274,7 @@ def quic_connector(timeout: float, read_timeout: float | None = None,
         except OSError as exc:
             sock.close()
             raise NetworkError(f"{target.display}: {_text(exc)}", cause_of(exc)) from None
-        return QuicTransport(sock, target, state, read_timeout or timeout)
+        return QuicTransport(sock, target, state, read_timeout or timeout, max_message)
 
     return connect, info
 

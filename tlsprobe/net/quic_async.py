@@ -84,7 +84,7 @@ class AsyncQuicTransport(QuicCore, AsyncTransport):
         self._flush()
 
     async def receive(self, deadline: float) -> bytes:
-        read_by = min(deadline, time.monotonic() + self.read_timeout)
+        read_by = self._start_read(deadline)
         while True:
             ready = self._ready()
             self._flush()

@@ -15,13 +15,15 @@ use (v2: RFC 9369); a server's first Initial in another version we offered in
 version_information moves the connection to that version (RFC 9368 compatible version
 negotiation), which its transport parameters must confirm.
 
-Bounded: CRYPTO data per epoch (`MAX_CRYPTO`), out-of-order ranges, packets waiting for
-keys, frames per packet. Peer faults end as HandshakeFailure (protocol, closed, alert).
+Bounded: CRYPTO data per epoch (the engine's --max-message and `MAX_CRYPTO` more: past
+it, or past the out-of-order ranges kept, a limit of ours, closed with
+CRYPTO_BUFFER_EXCEEDED), packets waiting for keys, frames per packet. Peer faults end as
+HandshakeFailure (protocol, closed, alert).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from tlsprobe.engine.common import HandshakeFailure
 from tlsprobe.engine.interface import Waiting
@@ -31,6 +33,7 @@ from tlsprobe.net import quic_params as qp
 from tlsprobe.net import quic_wire as w
 from tlsprobe.net.quic_info import QuicInfo
 from tlsprobe.net.quic_versions import VersionHandling
+from tlsprobe.session.flow import MAX_MESSAGE
 
 if TYPE_CHECKING:
     from tlsprobe.engine.interface import Handshake
@@ -44,7 +47,7 @@ RECORD = 16384
 class QuicConnection(VersionHandling):
     """Packet-level state of one client connection (see the module docstring)."""
 
-    def __init__(self, info: QuicInfo) -> None:
+    def __init__(self, info: QuicInfo, max_message: int = MAX_MESSAGE) -> None:
         self.info = info
         self.engine: Handshake | None = None
         self.scid = info.scid
@@ -62,7 +65,9 @@ class QuicConnection(VersionHandling):
                                               w.APPLICATION: set()}
         self.ack_due = {w.INITIAL: False, w.HANDSHAKE: False, w.APPLICATION: False}
         self.crypto_out = {w.INITIAL: 0, w.HANDSHAKE: 0, w.APPLICATION: 0}
-        self.crypto_in = {w.INITIAL: w.CryptoStream(), w.HANDSHAKE: w.CryptoStream(), w.APPLICATION: w.CryptoStream()}
+        self.crypto_limit = w.crypto_limit(max_message)
+        self.crypto_in = {space: w.CryptoStream(self.crypto_limit)
+                          for space in (w.INITIAL, w.HANDSHAKE, w.APPLICATION)}
         self.initial_sent: list[tuple[int, bytes]] = []   # for Retry and retransmission
         self.handshake_sent: list[tuple[int, bytes]] = []   # our Finished, to send again
         self.server_prot: dict[int, Tls13Protection] = {}   # records for the engine
@@ -73,6 +78,7 @@ class QuicConnection(VersionHandling):
         self.outbox: list[bytes] = []       # datagrams to send
         self.alert: int | None = None       # a TLS alert the server closed with
         self.heard = False                  # any packet from the server opened
+        self.opened = 0                     # packets from the server opened
         self.hello_mark = 0                 # server Initial CRYPTO bytes when our last hello left
         self.reset = False                  # the server sent a stateless reset
         self.retried = False
@@ -196,7 +202,7 @@ class QuicConnection(VersionHandling):
                   else w.short_header(self.dcid, pn))
         self.outbox.append(w.seal(keys, header, pn, 2, frames))
         self.info.note(">", ("Initial", "", "Handshake", "1-RTT")[space], pn, self.dcid,
-                       self.scid, frames)
+                       self.scid if space != w.APPLICATION else b"", frames)
         self.pn[space] = pn + 1
 
     def flush(self) -> None:
@@ -248,11 +254,13 @@ class QuicConnection(VersionHandling):
                 self.largest[w.APPLICATION]):
             self.reset = self.closed = True     # nothing more is sent (RFC 9000 10.3.1)
             return
-        try:
-            packets = list(w.split_datagram(data, len(self.scid)))
-        except ValueError as exc:
-            self.info.ignore(f"datagram of {len(data)} bytes: {exc}")
-            return
+        packets: list[w.Packet] = []
+        try:   # RFC 9000 12.2: each coalesced packet is processed on its own, so the
+            packets.extend(w.split_datagram(data, len(self.scid)))   # packets read before
+        except ValueError as exc:             # bytes that cannot be read are kept
+            self.info.ignore(f"datagram of {len(data)} bytes: {exc}" if not packets else
+                             f"the bytes after packet {len(packets)} of a datagram of "
+                             f"{len(data)} bytes: {exc}")
         for packet in packets:
             self._packet(packet)
         self.flush()
@@ -272,12 +280,16 @@ class QuicConnection(VersionHandling):
             return
         space = {"Initial": w.INITIAL, "Handshake": w.HANDSHAKE, "1-RTT": w.APPLICATION}.get(
             packet.kind)
-        if space is None:
+        if space is None:    # 0-RTT: only a client sends it (RFC 9000 17.2.3)
+            self.info.ignore(f"a {packet.kind} packet from the server")
             return
         keys = self.recv_keys.get(space)
         if keys is None:
             if len(self.waiting) < MAX_WAITING:
                 self.waiting.append(packet)
+            else:
+                self.info.ignore(f"{packet.kind} packet: more than {MAX_WAITING} waiting "
+                                 "for their keys")
             return
         try:
             pn, payload = w.unprotect(keys, packet.data, packet.pn_offset, self.largest[space])
@@ -288,6 +300,7 @@ class QuicConnection(VersionHandling):
         if space == w.INITIAL and not self.heard:
             self.dcid = packet.scid       # the server's chosen connection ID from now on
         self.heard = True
+        self.opened += 1
         self.largest[space] = max(self.largest[space], pn)
         if len(self.received[space]) < 4096:
             self.received[space].add(pn)
@@ -301,14 +314,16 @@ class QuicConnection(VersionHandling):
         if frame.type == 0x06:
             try:
                 self.crypto_in[space].add(frame.offset, frame.data)
-            except ValueError as exc:
-                raise HandshakeFailure(FailureKind.PROTOCOL, f"server's {kind} CRYPTO "
-                                       f"data: {exc}") from None
+            except w.CryptoLimit as exc:   # RFC 9000 7.5: our bound, closed with 0xd
+                self.send_close(0xD)
+                raise HandshakeFailure(FailureKind.LIMIT, f"server's {kind} CRYPTO data is "
+                                       f"over tlsprobe's limit: {exc}") from None
         elif frame.type == 0x1E:
             self.info.handshake_done = True
         elif frame.type in (0x1C, 0x1D):
             reason = frame.data[:200].decode("latin-1")
             self.peer_closed = self.info.closed_by_server = (frame.error, reason)
+            self.info.closed_by_application = frame.type == 0x1D
             if frame.type == 0x1C and 0x100 <= frame.error <= 0x1FF:
                 self.alert = frame.error - 0x100
             self.closed = True
@@ -354,21 +369,28 @@ class QuicConnection(VersionHandling):
 
     def _read_parameters(self, data: bytes) -> None:
         """Find EncryptedExtensions in the server's Handshake stream and read 0x39."""
-        if self.info.transport_parameters is not None or len(self.hs_stream) > MAX_CRYPTO:
+        if self.info.transport_parameters is not None or \
+                len(self.hs_stream) > self.crypto_limit:
             return
         self.hs_stream += data
         try:
             params = qp.server_parameters(bytes(self.hs_stream))
         except ValueError as exc:
-            raise HandshakeFailure(FailureKind.PROTOCOL, "server's quic_transport_parameters "
-                                   f"are malformed: {exc}") from None
+            self._parameter_error(qp.Problem(qp.TRANSPORT_PARAMETER_ERROR, "server's "
+                                             f"quic_transport_parameters are malformed: {exc}"))
         if params is None:
             return
         self.info.transport_parameters = params
         problem = qp.server_problem(params, self.original_dcid, self.version,
                                     self.info.negotiated_from is not None)
         if problem:
-            raise HandshakeFailure(FailureKind.PROTOCOL, problem)
+            self._parameter_error(problem)
+
+    def _parameter_error(self, problem: qp.Problem) -> NoReturn:
+        """The server's transport parameters break a rule: our CONNECTION_CLOSE names it
+        (RFC 9000 7.4: TRANSPORT_PARAMETER_ERROR; RFC 9368 4: VERSION_NEGOTIATION_ERROR)."""
+        self.send_close(problem.code)
+        raise HandshakeFailure(FailureKind.PROTOCOL, problem.text)
 
 
 def _chunks(data: bytes) -> list[bytes]:

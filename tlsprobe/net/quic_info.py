@@ -16,10 +16,15 @@ from tlsprobe.net import quic_wire as w
 MAX_LOG = 200      # packet lines kept for --msg
 MAX_KEPT = 1000    # datagrams kept for --pcap-out (a handshake takes a few dozen)
 MAX_IGNORED = 20   # texts kept of what was ignored (all are counted)
+#: the transport error codes (RFC 9000 20.1; 0x11: RFC 9368 10.2)
 QUIC_ERRORS = {0x0: "NO_ERROR", 0x1: "INTERNAL_ERROR", 0x2: "CONNECTION_REFUSED",
-               0x3: "FLOW_CONTROL_ERROR", 0x7: "FRAME_ENCODING_ERROR",
-               0x8: "TRANSPORT_PARAMETER_ERROR", 0xA: "PROTOCOL_VIOLATION",
-               0xB: "INVALID_TOKEN", 0xD: "CRYPTO_BUFFER_EXCEEDED"}
+               0x3: "FLOW_CONTROL_ERROR", 0x4: "STREAM_LIMIT_ERROR",
+               0x5: "STREAM_STATE_ERROR", 0x6: "FINAL_SIZE_ERROR",
+               0x7: "FRAME_ENCODING_ERROR", 0x8: "TRANSPORT_PARAMETER_ERROR",
+               0x9: "CONNECTION_ID_LIMIT_ERROR", 0xA: "PROTOCOL_VIOLATION",
+               0xB: "INVALID_TOKEN", 0xC: "APPLICATION_ERROR", 0xD: "CRYPTO_BUFFER_EXCEEDED",
+               0xE: "KEY_UPDATE_ERROR", 0xF: "AEAD_LIMIT_REACHED", 0x10: "NO_VIABLE_PATH",
+               0x11: "VERSION_NEGOTIATION_ERROR"}
 
 _FRAME_NAMES = {0x00: "PADDING", 0x01: "PING", 0x02: "ACK", 0x03: "ACK", 0x06: "CRYPTO",
                 0x07: "NEW_TOKEN", 0x18: "NEW_CONNECTION_ID", 0x1C: "CONNECTION_CLOSE",
@@ -56,6 +61,7 @@ class QuicInfo:
     ignored_count: int = 0
     closed_by_us: int | None = None                  # the error code of our CONNECTION_CLOSE
     closed_by_server: tuple[int, str] | None = None  # its error code and reason
+    closed_by_application: bool = False   # the server's close was frame 0x1d (the app's code)
     datagrams: list[Datagram] = field(default_factory=list)   # both ways, for --pcap-out
     client_address: tuple[str, int] | None = None
     server_address: tuple[str, int] | None = None
@@ -109,6 +115,8 @@ class QuicInfo:
             closed_by_server=None if closed is None else closed[0],
             closed_by_server_reason=None if closed is None or not closed[1] else
             _escaped(closed[1]),
+            closed_by_server_application=None if closed is None else
+            self.closed_by_application,
             closed_by_us=self.closed_by_us)
 
     def lines(self) -> list[str]:
@@ -130,7 +138,8 @@ class QuicInfo:
                 out.append(f"  {name}: {shown}")
         out.append(f"HANDSHAKE_DONE received: {'yes' if self.handshake_done else 'no'}")
         if self.closed_by_server is not None:
-            out.append(f"Server closed with: CONNECTION_CLOSE {_error(self.closed_by_server[0])}")
+            out.append("Server closed with: CONNECTION_CLOSE "
+                       f"{close_text(self.closed_by_server[0], self.closed_by_application)}")
         if self.closed_by_us is not None:
             out.append(f"Closed with: CONNECTION_CLOSE {_error(self.closed_by_us)} sent")
         return out
@@ -147,6 +156,13 @@ def _error(code: int) -> str:
     return f"{QUIC_ERRORS.get(code, 'error')} (0x{code:x})"
 
 
+def close_text(code: int, application: bool) -> str:
+    """A server's CONNECTION_CLOSE code as said: an application close (frame 0x1d) has the
+    application's code space (HTTP/3: 0x100 is H3_NO_ERROR), named by neither QUIC's
+    transport errors nor TLS alerts."""
+    return f"application error 0x{code:x}" if application else _error(code)
+
+
 def _frame_text(frame: w.Frame) -> str:
     name = _FRAME_NAMES.get(frame.type, f"0x{frame.type:02x}")
     if 0x08 <= frame.type <= 0x0F:
@@ -156,5 +172,6 @@ def _frame_text(frame: w.Frame) -> str:
     if frame.type in (0x02, 0x03):
         return "ACK(" + " ".join(f"{lo}-{hi}" for lo, hi in frame.ranges) + ")"
     if frame.type in (0x1C, 0x1D):
-        return f"{name}(error=0x{frame.error:x})"
+        kind = "application error" if frame.type == 0x1D else "error"
+        return f"{name}({kind}=0x{frame.error:x})"
     return name

@@ -7,6 +7,8 @@ IDs, tokens and unknown parameters are shown as hex (the server's bytes are neve
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from tlsprobe.net.quic_wire import pull_bytes, pull_varint, varint, version_name
 
 EXTENSION = 0x39
@@ -69,23 +71,37 @@ def parse_parameters(data: bytes) -> list[tuple[int, int | bytes]]:
     return out
 
 
+TRANSPORT_PARAMETER_ERROR = 0x08     # RFC 9000 20.1
+VERSION_NEGOTIATION_ERROR = 0x11     # RFC 9368 10.2
+
+
+class Problem(NamedTuple):
+    """What is wrong with the server's parameters, and the error code of the
+    CONNECTION_CLOSE the client then sends."""
+
+    code: int
+    text: str
+
+
 def server_problem(params: list[tuple[int, int | bytes]], original_dcid: bytes,
-                   version: int, negotiated: bool) -> str | None:
+                   version: int, negotiated: bool) -> Problem | None:
     """What is wrong with the server's parameters, None when nothing: the connection ID we
     first sent must come back (RFC 9000 7.3), a stateless_reset_token is 16 bytes (18.2), and
     version_information must name the version in use (RFC 9368 4; required after a
     compatible version negotiation)."""
     found = dict(params)
     if found.get(0x00) != original_dcid:
-        return ("server's original_destination_connection_id is not the one we sent "
-                "(RFC 9000 7.3)")
+        return Problem(TRANSPORT_PARAMETER_ERROR, "server's original_destination_connection_id"
+                       " is not the one we sent (RFC 9000 7.3)")
     token = found.get(0x02)
     if token is not None and (not isinstance(token, bytes) or len(token) != 16):
-        return "server's stateless_reset_token is not 16 bytes (RFC 9000 18.2)"
+        return Problem(TRANSPORT_PARAMETER_ERROR, "server's stateless_reset_token is not 16 "
+                       "bytes (RFC 9000 18.2)")
     chosen = chosen_version(found.get(0x11))
     if (chosen is not None and chosen != version) or (chosen is None and negotiated):
-        return (f"server's version_information does not confirm QUIC {version_name(version)}"
-                ", the version it answered in (RFC 9368 4)")
+        return Problem(VERSION_NEGOTIATION_ERROR, "server's version_information does not "
+                       f"confirm QUIC {version_name(version)}, the version it answered in "
+                       "(RFC 9368 4)")
     return None
 
 

@@ -66,13 +66,19 @@ class VersionHandling:
             return
         body = packet.data[packet.pn_offset:]
         versions = [int.from_bytes(body[i:i + 4], "big") for i in range(0, len(body) - 3, 4)]
-        if self.version in versions:
-            return   # RFC 9000 6.2: a VN listing our version is ignored
+        if self.version in versions:   # RFC 9000 6.2: a client MUST discard it
+            self.info.ignore("a Version Negotiation packet that lists our version "
+                             f"{w.version_name(self.version)} (RFC 9000 6.2)")
+            return
         self.info.version_negotiation = versions[:32]
         shown = ", ".join(f"0x{v:08x}" for v in versions[:8]) or "none"
+        also = [v for v in self.info.offered if v in versions]
+        hint = f"; it offers {w.version_name(also[0])}, which tlsprobe would speak, but a " \
+            "connection is not started again in another version (RFC 9368 2.4): give " \
+            f"--quic-version {w.version_name(also[0])[1:]}" if also else ""
         raise HandshakeFailure(FailureKind.PROTOCOL, "server does not speak QUIC "
                                f"{w.version_name(self.version)} (its Version Negotiation "
-                               f"offers: {shown})")
+                               f"offers: {shown}){hint}")
 
     def _retry(self, packet: w.Packet) -> None:
         if self.heard or self.retried:    # RFC 9000 17.2.5.2: one Retry, before any answer

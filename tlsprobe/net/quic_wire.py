@@ -36,9 +36,9 @@ from tlsprobe.wire.quic import (
 )
 
 __all__ = ["APPLICATION", "HANDSHAKE", "INITIAL", "QUIC_V1", "QUIC_V2", "SALT_V1", "SALT_V2",
-           "SUITES", "VERSIONS", "CryptoStream", "Frame", "Packet", "PacketKeys", "ack_frame",
-           "close_frame", "crypto_frame", "decode_pn", "has_finished", "long_header",
-           "new_connection_ids", "parse_frames", "pull_bytes", "pull_varint", "retry_tag",
+           "SUITES", "VERSIONS", "CryptoLimit", "CryptoStream", "Frame", "Packet", "PacketKeys",
+           "ack_frame", "close_frame", "crypto_frame", "crypto_limit", "decode_pn",
+           "has_finished", "long_header", "new_connection_ids", "parse_frames", "pull_bytes", "pull_varint", "retry_tag",
            "seal", "short_header", "split_datagram", "unprotect", "varint", "version_name"]
 
 INITIAL, HANDSHAKE, APPLICATION = 0, 2, 3     # packet number spaces (0-RTT unused)
@@ -127,26 +127,40 @@ def is_stateless_reset(data: bytes, token: bytes, keys: PacketKeys | None, our_c
     return True
 
 
-MAX_CRYPTO = 1 << 16        # CRYPTO bytes accepted per epoch
+MAX_CRYPTO = 1 << 16        # CRYPTO bytes per epoch beside its largest handshake message
 MAX_RANGES = 256            # out-of-order CRYPTO ranges waiting per epoch
+
+
+def crypto_limit(max_message: int) -> int:
+    """CRYPTO bytes accepted per epoch: one handshake message of up to `max_message` (the
+    engine's --max-message: a certificate chain) and MAX_CRYPTO for the others."""
+    return max_message + MAX_CRYPTO
+
+
+class CryptoLimit(ValueError):
+    """More CRYPTO data than the client's own bounds allow (RFC 9000 7.5 lets a client
+    bound its buffer and close with CRYPTO_BUFFER_EXCEEDED): no fault of the server's."""
 
 
 class CryptoStream:
     """One epoch's incoming CRYPTO stream: ranges in any order, handed on (`ready`) once
-    contiguous; ValueError past MAX_CRYPTO bytes or MAX_RANGES waiting ranges."""
+    contiguous; CryptoLimit past `limit` bytes or MAX_RANGES waiting ranges."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = MAX_CRYPTO) -> None:
+        self.limit = limit
         self.next = 0
         self.ranges: dict[int, bytes] = {}
         self.ready = bytearray()
 
     def add(self, offset: int, data: bytes) -> None:
-        if offset + len(data) > MAX_CRYPTO:
-            raise ValueError(f"beyond {MAX_CRYPTO} bytes (CRYPTO_BUFFER_EXCEEDED)")
+        if offset + len(data) > self.limit:
+            raise CryptoLimit(f"beyond {self.limit} bytes in one packet number space "
+                              "(--max-message raises it)")
         if offset + len(data) <= self.next or not data:
             return
         if len(self.ranges) >= MAX_RANGES:
-            raise ValueError(f"more than {MAX_RANGES} gaps")
+            raise CryptoLimit(f"more than {MAX_RANGES} out-of-order ranges waiting (a fixed "
+                              "bound, docs/LIMITS.md)")
         if len(data) > len(self.ranges.get(offset, b"")):
             self.ranges[offset] = data
         moved = True

@@ -38,7 +38,7 @@ from tlsprobe.offline.connection import Connection
 from tlsprobe.offline.datagram import Analyzed
 from tlsprobe.offline.facts import Facts
 from tlsprobe.offline.fast import FastReader
-from tlsprobe.offline.notes import eviction_note, undecrypted_note
+from tlsprobe.offline.notes import eviction_note, keys_note
 from tlsprobe.offline.udp import UdpHandshakes
 
 if TYPE_CHECKING:
@@ -238,7 +238,7 @@ class CaptureAnalysis:
         #: connections reported when their handshake was decided, until their close
         self._decided: set[int] = set()
         self._released = False
-        self._udp = UdpHandshakes(self.name, self.caches, self.options.brief)
+        self._udp = UdpHandshakes(self.name, self.caches, self.options.brief, self._keyed)
 
     # -- readers --------------------------------------------------------------------------
     def _new(self, key: ConnKey, ts: float, frame: int, data: bytes = b"") -> Connection:
@@ -511,11 +511,13 @@ class CaptureAnalysis:
         if not given.usable:
             bad = f" ({given.bad_lines} malformed)" if given.bad_lines else ""
             return [f"{name}: 0 usable lines{bad}"]
-        if self.tls_connections and not self.keys_matched:
-            return [f"{name}: no key matched any connection"]
-        if self.undecrypted:
-            return [f"{name}: {undecrypted_note(self.undecrypted)}"]
-        return []
+        return keys_note(name, self.tls_connections, self.keys_matched, self.undecrypted,
+                         self._udp.quic_keyed())
+
+    def _keyed(self, client_random: bytes) -> bool:
+        """Whether the key log (the --keylog file and keys embedded so far) has secrets
+        for this client random."""
+        return self.keylog is not None and self.keylog.secrets(client_random) is not None
 
 
 def analyze(source: str, options: AnalyzerOptions | None = None,

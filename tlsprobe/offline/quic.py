@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import heapq
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Final
 
 from tlsprobe.capture import Datagram
@@ -212,6 +212,10 @@ class QuicTracker(DatagramTracker[Conversation]):
         #: the bytes captured)
         self.cut: OrderedDict[ConversationKey, tuple[int, bytes, float, int, int]] = \
             OrderedDict()
+        #: whether a key log holds a client random's secrets (set by offline.udp), and the
+        #: reported handshakes it did: their Handshake packets are not decrypted here
+        self.keyed: Callable[[bytes], bool] | None = None
+        self.keyed_count = 0
 
     def datagram(self, ev: Datagram) -> Iterator[Analyzed]:
         data = ev.data
@@ -358,6 +362,12 @@ class QuicTracker(DatagramTracker[Conversation]):
         while len(self.done) > MAX_DONE:
             self.done.popitem(last=False)
         yield self._build(conv)
+
+    def _build(self, conv: Conversation) -> Analyzed:
+        hellos = conv.facts.client_hellos
+        if self.keyed is not None and hellos and self.keyed(hellos[0].random):
+            self.keyed_count += 1
+        return super()._build(conv)
 
     def reportable(self, conv: Conversation) -> bool:
         """Also a conversation with only a problem (a Google QUIC handshake not read)."""

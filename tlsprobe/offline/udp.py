@@ -8,7 +8,7 @@ whose sessions without readable TLS are listed with the reason.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Final
 
 from tlsprobe.capture import Datagram
@@ -27,10 +27,12 @@ PORT: Final = 3389  # RDP over UDP (MS-RDPEUDP)
 class UdpHandshakes:
     """The datagram trackers of one capture analysis."""
 
-    def __init__(self, file: str, caches: AnalysisCaches, brief: bool = False) -> None:
+    def __init__(self, file: str, caches: AnalysisCaches, brief: bool = False,
+                 keyed: Callable[[bytes], bool] | None = None) -> None:
         self.name = file
         self.caches = caches
         self.brief = brief  # the trackers make `BriefReport`s (AnalyzerOptions.brief)
+        self.keyed = keyed  # whether the key log has a client random's secrets
         self._quic: QuicTracker | None = None
         self._dtls: DtlsTracker | None = None
         self._openvpn: OpenVpnTracker | None = None
@@ -74,6 +76,7 @@ class UdpHandshakes:
                 from tlsprobe.offline.quic import QuicTracker
                 self._quic = QuicTracker(self.name, caches=self.caches)
                 self._quic.brief = self.brief
+                self._quic.keyed = self.keyed
             tracker = self._quic
         elif self._openvpn is not None and self._openvpn.knows(ev):
             tracker = self._openvpn
@@ -112,6 +115,11 @@ class UdpHandshakes:
                 self._rdp = RdpUdpTracker(self.name, self.caches, self._dtls_tracker)
                 self._rdp.brief = self.brief
             yield from self._rdp.datagram(ev)
+
+    def quic_keyed(self) -> int:
+        """QUIC handshakes reported whose secrets the key log has (their Handshake
+        packets are not decrypted: only the Initial packets are read)."""
+        return self._quic.keyed_count if self._quic is not None else 0
 
     def unwrapped(self) -> list[str]:
         """What was not read: QUIC connections of unknown versions, RDP-over-UDP sessions

@@ -25,6 +25,7 @@ from tlsprobe.net.transport import Connector, NotApplicable
 from tlsprobe.probes.probe import ProbeOptions, ProbeRun, run_probe
 from tlsprobe.session.flow import (
     CLIENT,
+    MAX_MESSAGE,
     AlertEvent,
     ChangeCipherSpecEvent,
     Event,
@@ -44,11 +45,13 @@ class QuicSetup:
 
 
 def quic_setup(config: ClientConfig, timeout: float, versions: tuple[int, ...] = (QUIC_V1,),
-               *, alpn_given: bool = False) -> QuicSetup | NotApplicable:
+               *, alpn_given: bool = False, max_message: int = MAX_MESSAGE
+               ) -> QuicSetup | NotApplicable:
     """The QUIC form of the probe's hello (`alpn_given`: the caller named the ALPN
     protocols in `config`; else h3) and its connector (`versions`: ours first, as
-    net/quic.py `quic_connector`), or why QUIC cannot carry that hello."""
-    connect, info = quic_connector(timeout, versions=versions)
+    net/quic.py `quic_connector`; `max_message`: the probe's limit, which bounds each
+    epoch's CRYPTO data too), or why QUIC cannot carry that hello."""
+    connect, info = quic_connector(timeout, versions=versions, max_message=max_message)
     hello = quic_hello(config, info.scid, info.version, info.offered,
                        alpn=config.alpn if alpn_given else None)
     if isinstance(hello, NotApplicable):
@@ -87,7 +90,8 @@ def run_quic_probe(target: Target, options: ProbeOptions,
                    alpn_given: bool = False) -> tuple[ProbeRun, QuicInfo]:
     """Probe one server over QUIC: the run (as `quic_view` shows it) and the QUIC side. A
     hello QUIC cannot carry is a UsageError (before any packet is sent)."""
-    setup = quic_setup(options.config, options.timeout, versions, alpn_given=alpn_given)
+    setup = quic_setup(options.config, options.timeout, versions, alpn_given=alpn_given,
+                       max_message=options.limits.max_message)
     if isinstance(setup, NotApplicable):
         raise UsageError(setup.reason)
     run = run_probe(target, replace(options, config=setup.config), connect=setup.connect)

@@ -307,12 +307,24 @@ def _negotiated_rows(r: ConnectionReport) -> list[Row]:
     if r.signature_scheme:
         rows.append(("Signature scheme", r.signature_scheme.label()))
     if r.version is not None:
-        rows.append(("ALPN", r.alpn or "(none)"))
+        rows.append(("ALPN", r.alpn or _no_alpn(r)))
     if r.resumption:
         rows.append(("Resumption", r.resumption))
     if r.session_ticket_lifetime is not None:
         rows.append(("Session ticket", f"lifetime {r.session_ticket_lifetime} s"))
     return rows
+
+
+def _no_alpn(r: ConnectionReport) -> str:
+    """The ALPN cell without a protocol: none chosen, or (TLS 1.3 not decrypted: the
+    server's choice is in its EncryptedExtensions) not visible."""
+    if r.version is None or r.version.id < 0x0304 or r.decrypted:
+        return "(none)"
+    if r.protocol == "quic":
+        return "(not visible: TLS 1.3 encrypts it, in QUIC Handshake packets, which " \
+            "tlsprobe does not decrypt)"
+    return "(not visible: TLS 1.3 encrypts it; --keylog with this connection's secrets " \
+        "shows it)"
 
 
 def _chain_rows(label: str, chain: tuple[CertificateInfo, ...]) -> list[Row]:
@@ -423,6 +435,9 @@ def _state(r: ConnectionReport) -> str:
         return f"failed: {failed.direction} sent fatal alert {failed.name}"
     if r.encrypted:
         return "both sides encrypting" + (" (resumed)" if r.resumption else "")
+    if (r.version is not None or r.cipher is not None) and r.protocol == "quic":
+        return "ServerHello seen; the rest is in QUIC Handshake packets, which tlsprobe " \
+            "does not decrypt"
     if r.version is not None or r.cipher is not None:
         return "ServerHello seen, not finished in the capture"
     return "no ServerHello in the capture"

@@ -374,8 +374,9 @@ def _failed(hs: Handshake, exc: HandshakeFailure, seen: Progress) -> Outcome:
         return outcome_of(hs, reason=str(exc))
     if exc.kind == FailureKind.ALERT:
         return Outcome(ALERT, alert=exc.alert, reason=str(exc), kind=exc.kind)
-    if exc.kind == FailureKind.CLOSED:
-        return Outcome(CLOSED, reason=str(exc), kind=exc.kind)
+    if exc.kind == FailureKind.CLOSED:   # a QUIC transport error is no refusal
+        return Outcome(CLOSED if exc.refused else INCONCLUSIVE, reason=str(exc),
+                       kind=exc.kind)
     if hs.messages.hrr is not None:
         return outcome_of(hs, reason=str(exc))
     if exc.kind in (FailureKind.NOT_TLS, FailureKind.LIMIT):   # a limit of ours: no fault

@@ -40,6 +40,7 @@ from tlsprobe.errors import FailureKind
 from tlsprobe.model.audit import VersionSupport
 from tlsprobe.model.probe import Codepoint
 from tlsprobe.model.vocab import VersionStatus
+from tlsprobe.net.transport import NotApplicable
 from tlsprobe.probes.audit.groups import candidate_groups
 from tlsprobe.probes.audit.outcome import Stop
 from tlsprobe.probes.audit.scheduler import (
@@ -120,6 +121,12 @@ async def _confirm(run: TargetRunner, version: int, first: Outcome
     if out.answered and out.version == version:
         return VersionSupport(cp, VersionStatus.SUPPORTED, f"{out.describe()} to a minimal hello; "
                               f"{said}", minimal=True), out
+    if out.refused and out.alert != PROTOCOL_VERSION_ALERT and _only_version(run, version):
+        # QUIC carries TLS 1.3 alone: its refusal is about the hello's groups, suites or ALPN
+        return VersionSupport(cp, VersionStatus.INCONCLUSIVE, f"{said}; a minimal {name} hello "
+                              f"too ({out.describe()}): the channel carries {name} only, so "
+                              "the refusals are about these hellos (groups, suites, ALPN), "
+                              "not the version"), first
     if out.answered or out.refused:
         what = out.describe() if out.refused else \
             f"answered with {registry.version_name(out.version or 0)}"
@@ -128,6 +135,13 @@ async def _confirm(run: TargetRunner, version: int, first: Outcome
     # the unanswered outcome: the one whose failure kind the audit reports
     return VersionSupport(cp, VersionStatus.INCONCLUSIVE, f"{said}; a minimal {name} hello was not "
                           f"answered ({out.describe()})"), out
+
+
+def _only_version(run: TargetRunner, version: int) -> bool:
+    """Whether the channel carries `version` alone (QUIC: TLS 1.3, RFC 9001 4.2), so that
+    every server on it speaks that version: a hello of any other is not applicable."""
+    return all(isinstance(run.scheduler.channel.adapt(minimal_config(run, v)), NotApplicable)
+               for v in ALL_VERSIONS if v != version)
 
 
 def _verdict(version: int, out: Outcome) -> VersionSupport:

@@ -27,7 +27,7 @@ from tlsprobe.engine.chainpath import issued
 from tlsprobe.engine.client import HandshakeFailure
 from tlsprobe.engine.config import TLS13, ClientConfig
 from tlsprobe.engine.interface import Handshake
-from tlsprobe.errors import FailureKind, NetworkError
+from tlsprobe.errors import NetworkError
 from tlsprobe.model.checks import CheckResult
 from tlsprobe.model.pubkey import load_certificate
 from tlsprobe.model.server_certs import AUTH_OF
@@ -168,7 +168,7 @@ async def fetch(ctx: CheckContext, label: str = "chain", *, without_sni: bool = 
         except (HandshakeFailure, NetworkError) as exc:
             if hs.messages.server_hello is None or not hs.messages.flight.certificate:
                 refused = isinstance(exc, HandshakeFailure) and hs.messages.server_hello \
-                    is None and exc.kind in (FailureKind.ALERT, FailureKind.CLOSED)
+                    is None and exc.refused
                 return _no_chain(f"no certificate could be read from the server: {exc}",
                                  refused)
         sh = hs.messages.server_hello

@@ -23,7 +23,6 @@ from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.config import TLS10, TLS12, BuiltHello, ClientConfig, Resumption
 from tlsprobe.engine.interface import Handshake as EngineHandshake
 from tlsprobe.engine.keyschedule import resumption_psk
-from tlsprobe.errors import FailureKind
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.driver import aclose, adrive
 from tlsprobe.net.transport import AsyncTransport
@@ -167,8 +166,7 @@ async def echo(ctx: CheckContext, config: ClientConfig, sent: str, name: str, ex
     sh = hs.engine.messages.server_hello
     if sh is None:
         failure = hs.failure
-        if refused and failure is not None and \
-                failure.kind in (FailureKind.ALERT, FailureKind.CLOSED):
+        if refused and failure is not None and failure.refused:
             return ctx.result(Verdict.not_applicable, f"{sent} is refused ({failure}): "
                               f"{refused}", (f"sent: {sent}", f"received: {failure}"))
         return ctx.inconclusive(f"{sent}: {hs.describe()}")

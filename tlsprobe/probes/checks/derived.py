@@ -271,6 +271,9 @@ def _dh_check(report: AuditReport) -> CheckResult:
     if small is not None:   # vulnerable whatever else is unknown
         return small
     if dhe is not None and dhe.status == "none" or g is not None and g.spoken is False:
+        if report.transport == "quic":   # never asked: QUIC carries TLS 1.3 only
+            return result(Verdict.not_applicable, "no DHE key exchange: TLS 1.2 and older "
+                          "versions are not carried over QUIC")
         older = tuple(v for v in (TLS11, TLS10, SSL30) if v < version)
         hits, gaps = _dhe_elsewhere(report, older)
         where = "TLS 1.2 is not spoken" if dhe is None else \
