@@ -72,7 +72,7 @@ async def main(args: argparse.Namespace) -> None:
         restrict_groups([GROUPS[g] for g in args.groups.split(",")])
     if args.reset_token:
         fix_reset_token(bytes.fromhex(args.reset_token))
-    config = QuicConfiguration(is_client=False, alpn_protocols=["h3"])
+    config = QuicConfiguration(is_client=False, alpn_protocols=args.alpn.split(","))
     config.load_cert_chain(args.cert, args.key)
     extra: dict[str, Any] = {}
     if args.close_code is not None:
@@ -91,6 +91,7 @@ if __name__ == "__main__":
     parser.add_argument("--retry", action="store_true")
     parser.add_argument("--reset-token", default="")
     parser.add_argument("--close-code", type=lambda v: int(v, 0), default=None)
+    parser.add_argument("--alpn", default="h3")
     try:
         asyncio.run(main(parser.parse_args()))
     except KeyboardInterrupt:

@@ -47,7 +47,7 @@ QuicServerFactory = Callable[..., QuicServer]
 
 
 def _start(certs: CertSet, groups: str, retry: bool, reset_token: str = "",
-           close_code: str = "") -> QuicServer:
+           close_code: str = "", alpn: str = "h3") -> QuicServer:
     leaf = certs.leaves["ecdsa"]
     argv = [lab_env.require(), str(SERVER), str(leaf.chain), str(leaf.key), "--groups", groups]
     if retry:
@@ -56,6 +56,8 @@ def _start(certs: CertSet, groups: str, retry: bool, reset_token: str = "",
         argv += ["--reset-token", reset_token]
     if close_code:
         argv += ["--close-code", close_code]
+    if alpn != "h3":
+        argv += ["--alpn", alpn]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             text=True, start_new_session=True)
     assert proc.stdout is not None
@@ -79,14 +81,14 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 @pytest.fixture(scope="session")
 def quic_server(certs: CertSet) -> Iterator[QuicServerFactory]:
-    running: dict[tuple[str, bool, str, str], QuicServer] = {}
+    running: dict[tuple[str, bool, str, str, str], QuicServer] = {}
 
     def start(groups: str = "x25519,secp256r1", retry: bool = False,
-              reset_token: str = "", close_code: str = "") -> QuicServer:
-        key = (groups, retry, reset_token, close_code)
+              reset_token: str = "", close_code: str = "", alpn: str = "h3") -> QuicServer:
+        key = (groups, retry, reset_token, close_code, alpn)
         found = running.get(key)
         if found is None or found.process.poll() is not None:
-            running[key] = found = _start(certs, groups, retry, reset_token, close_code)
+            running[key] = found = _start(certs, groups, retry, reset_token, close_code, alpn)
             time.sleep(0.1)   # the socket is bound before READY; let the loop settle
         return found
 

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from tlsprobe.errors import EXIT_USAGE
+from tlsprobe.errors import EXIT_ALERT, EXIT_USAGE
 
 NOT_APPLICABLE = "not applicable over QUIC: QUIC carries TLS 1.3 only (RFC 9001 4.2)"
 
@@ -308,3 +308,26 @@ def test_refused_hellos_over_quic_do_not_make_tls13_unspoken(
                                     "about these hellos (groups, suites, ALPN), not the "
                                     "version"), tls13
     assert "accepted no protocol version" not in res.stderr
+
+
+def test_alpn_of_every_hello_over_quic(quic_server: Any, run_cli: Callable[..., Any]) -> None:
+    """`--alpn` names the protocols every hello of `scan --quic` offers: a DNS-over-QUIC
+    server (ALPN doq only) refuses the default h3 (no_application_protocol: no group is
+    "not supported" for it, the scan says so and names --alpn) and answers --alpn doq;
+    --alpn without --quic, or empty, is a usage error."""
+    server = quic_server("secp384r1,x25519", alpn="doq")
+    base = ("scan", server.target, "--quic", "--checks", "groups", "--json", "--no-progress",
+            "--timeout", "5")
+    res = run_cli(*base, "--alpn", "doq")
+    assert res.returncode == 0, res.stderr
+    g13 = json.loads(res.stdout)["groups"][0]
+    assert sorted(g["name"] for g in g13["supported"]) == ["secp384r1", "x25519"]
+    res = run_cli(*base)    # h3 refused: no group refused, the scan says why and what to do
+    report = json.loads(res.stdout)
+    assert res.returncode == EXIT_ALERT, res.stderr
+    assert not any(g["not_supported"] for g in report["groups"]), report["groups"]
+    assert "no_application_protocol (120)" in report["error"] and "--alpn" in report["error"]
+    for args, message in ((("scan", server.target, "--alpn", "doq"), "--alpn needs --quic"),
+                          ((*base, "--alpn", ""), "--alpn: empty list")):
+        res = run_cli(*args)
+        assert res.returncode == EXIT_USAGE and message in res.stderr, res.stderr

@@ -27,6 +27,8 @@ def add_quic_arguments(group: argparse._ActionsContainer, what: str = "probe",
                            "by side")
         group.add_argument("--tcp-port", type=int, metavar="PORT", help="with "
                            "--compare-tcp: the TCP port (default: the target's port)")
+        group.add_argument("--alpn", metavar="LIST", help="with --quic: the ALPN protocols "
+                           "every hello offers (default h3; e.g. doq for DNS over QUIC)")
 
 
 def quic_versions(args: argparse.Namespace) -> tuple[int, ...]:

@@ -36,7 +36,7 @@ def quic_connector(args: argparse.Namespace) -> AsyncQuicConnector | None:
             raise UsageError(f"--tcp-port: {args.tcp_port} is not from 1 to 65535")
     if not getattr(args, "quic", False):
         for name, option in (("quic_version", "--quic-version"),
-                             ("compare_tcp", "--compare-tcp")):
+                             ("compare_tcp", "--compare-tcp"), ("alpn", "--alpn")):
             if getattr(args, name, None) not in (None, False):
                 raise UsageError(f"{option} needs --quic")
         return None
@@ -44,7 +44,21 @@ def quic_connector(args: argparse.Namespace) -> AsyncQuicConnector | None:
         raise UsageError("--starttls cannot be used with --quic (QUIC has no plain-text "
                          "preamble)")
     from tlsprobe.net.quic_async import AsyncQuicConnector
-    return AsyncQuicConnector(args.timeout, quic_versions(args))
+    return AsyncQuicConnector(args.timeout, quic_versions(args),
+                              _alpn(getattr(args, "alpn", None)))
+
+
+def _alpn(given: str | None) -> tuple[str, ...] | None:
+    """--alpn's protocols (None: not given, h3); QUIC needs one (RFC 9001 8.1)."""
+    if given is None:
+        return None
+    from tlsprobe.requests.hello import alpn
+    from tlsprobe.requests.names import Names
+    protocols = alpn(given, Names(True))
+    if not protocols:
+        raise UsageError("--alpn: empty list; over QUIC a hello offers at least one "
+                         "protocol (RFC 9001 8.1), e.g. --alpn h3 or --alpn doq")
+    return protocols
 
 
 def quic_options(options: AuditOptions, asked: str | None = None) -> AuditOptions:

@@ -117,8 +117,10 @@ class AsyncQuicConnector(AsyncConnector):
     """Opens `AsyncQuicTransport`s (an `AsyncConnector`); see the module docstring.
     `versions` as net.quic.quic_connector's (our Initial's version first)."""
 
-    def __init__(self, timeout: float, versions: tuple[int, ...] = (QUIC_V1,)) -> None:
+    def __init__(self, timeout: float, versions: tuple[int, ...] = (QUIC_V1,),
+                 alpn: tuple[str, ...] | None = None) -> None:
         self.timeout = timeout
+        self.alpn = alpn   # every hello's protocols (scan --alpn), else h3
         self.version = versions[0]
         self.offered = (*versions[1:], versions[0]) if len(versions) > 1 else ()
         self.scid = new_connection_ids()[0]
@@ -126,9 +128,9 @@ class AsyncQuicConnector(AsyncConnector):
 
     def adapt(self, config: ClientConfig) -> ClientConfig | NotApplicable:
         """The QUIC form of an audit hello (an audit hello that names ALPN protocols keeps
-        them), or why QUIC cannot carry it."""
+        them; the others offer the connector's), or why QUIC cannot carry it."""
         return quic_hello(config, self.scid, self.version, self.offered,
-                          alpn=config.alpn or None)
+                          alpn=config.alpn or self.alpn)
 
     async def __call__(self, target: Target, deadline: float) -> AsyncQuicTransport:
         wait = max(0.0, min(self.timeout, deadline - time.monotonic()))

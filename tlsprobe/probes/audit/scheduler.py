@@ -25,7 +25,7 @@ import traceback
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
@@ -367,12 +367,27 @@ class Scheduler:
         raise _Retryable(exc.reason) from None
 
 
+#: alerts that refuse a hello for what every hello of the audit has in common, not for the
+#: versions, suites, groups or schemes it asks about: no_application_protocol (our ALPN:
+#: over QUIC every hello offers h3, which a DNS-over-QUIC server refuses), unrecognized_name
+#: (the server name), access_denied (the client): never "not supported"
+NOT_THE_OFFER: Final = {
+    120: "the server refused the ALPN protocols offered (over QUIC: h3, unless scan --quic "
+         "--alpn LIST names others)",
+    112: "the server refused the server name sent (--sni NAME sends another, --no-sni none)",
+    49: "the server denied this client access"}
+
+
 def _failed(hs: Handshake, exc: HandshakeFailure, seen: Progress) -> Outcome:
     """The outcome of a handshake the engine (or the not-TLS verdict) stopped."""
     if hs.messages.server_hello is not None:
         # The ServerHello answered the question; note what went wrong after it.
         return outcome_of(hs, reason=str(exc))
     if exc.kind == FailureKind.ALERT:
+        hint = NOT_THE_OFFER.get(exc.alert or 0)
+        if hint is not None:   # a refusal, but not of what the audit asks about
+            return Outcome(INCONCLUSIVE, alert=exc.alert, kind=exc.kind,
+                           reason=f"{exc}: {hint}, not the versions, suites or groups")
         return Outcome(ALERT, alert=exc.alert, reason=str(exc), kind=exc.kind)
     if exc.kind == FailureKind.CLOSED:   # a QUIC transport error is no refusal
         return Outcome(CLOSED if exc.refused else INCONCLUSIVE, reason=str(exc),
