@@ -157,7 +157,23 @@ def test_daemon_without_tls_is_not_offered(daemon: DaemonFactory, name: str,
     ("postfix", "smtp", "imap", "not speaking imap: it sent an SMTP or FTP banner ('220 "),
     ("dovecot", "imap", "pop3", "not speaking pop3: it sent an IMAP greeting ('* OK"),
     ("postfix", "smtp", "xmpp", "not speaking xmpp: it sent an SMTP or FTP banner ('220 "),
-    ("dovecot", "imap", "mysql", "not speaking mysql: it sent an IMAP greeting ('* OK')"),
+    # MySQL's first read names the other protocol from all that came, not 4 bytes
+    ("dovecot", "imap", "mysql", "not speaking mysql: it sent an IMAP greeting ('* OK "
+     "[CAPABILITY IMAP4rev1"),
+    ("dovecot", "sieve", "mysql", "not speaking mysql: it sent a ManageSieve greeting "
+     "('\"IMPLEMENTATION\" \"Dovecot"),
+    ("postfix", "smtp", "mysql", "not speaking mysql: it sent an SMTP or FTP banner ('220 "
+     "mx.test.invalid ESMTP tlsprobe-test\\r\\n')"),
+    # SMTP, LMTP and FTP share the 220 greeting: the replies tell them apart
+    ("postfix", "smtp", "ftp", "not speaking ftp: it sent SMTP or LMTP replies ('50"),
+    ("postfix", "smtp", "lmtp", "not speaking lmtp: the server does not know LHLO ('500 5.5.2 "
+     "Error: command not recognized'): an SMTP server? try --starttls smtp"),
+    ("dovecot", "lmtp", "smtp", "not speaking smtp: the server does not know EHLO ('500 5.5.1 "
+     "Unknown command'): an LMTP server? try --starttls lmtp"),
+    ("dovecot", "lmtp", "ftp", "not speaking ftp: it sent SMTP or LMTP replies ('50"),
+    ("vsftpd", "ftp", "smtp", "not speaking smtp: the server wants a login before EHLO ('530 "
+     "Please login with USER and PASS.'): an FTP server? try --starttls ftp"),
+    ("vsftpd", "ftp", "lmtp", "not speaking lmtp: the server wants a login before LHLO ('530 "),
     ("mariadb", "mysql", "postgres", "not speaking postgres: it sent "),
     ("mariadb", "mysql", "smtp", "not speaking smtp: it sent a MySQL or MariaDB greeting ('"),
     ("mariadb", "mysql", "ftp", "not speaking ftp: it sent a MySQL or MariaDB greeting ('"),
