@@ -151,11 +151,12 @@ def test_suite_audit_of_a_server_that_cannot_serve_one_key_exchange(daemon: Daem
     first TLS 1.2 offer (every suite, in codepoint order: DHE before ECDHE) gets no answer
     although the server speaks TLS 1.2. That is no proof that it accepts no suite (the
     report said "none accepted", a complete empty list): the suites are asked again one key
-    exchange at a time, ECDHE first, and its ECDHE suites found."""
+    exchange at a time, ECDHE first, and its ECDHE suites found. The TLS 1.2 signature
+    schemes, read from (EC)DHE offers, list ECDHE first (they were "not established")."""
     server = daemon("dovecot")
     res = run_cli("scan", f"127.0.0.1:{server.ports['imap']}", "--starttls", "imap",
-                  "--checks", "versions,suites", "--json", "--no-progress", "--no-policy",
-                  timeout=240)
+                  "--checks", "versions,suites,sigalgs", "--json", "--no-progress",
+                  "--no-policy", timeout=240)
     assert res.returncode == 0, res.stderr
     report = json.loads(res.stdout)
     tls12 = next(v for v in report["versions"] if v["version"]["name"] == "TLS 1.2")
@@ -167,3 +168,6 @@ def test_suite_audit_of_a_server_that_cannot_serve_one_key_exchange(daemon: Daem
     assert all(n.startswith("TLS_ECDHE_RSA_") for n in names), names
     assert any("asked again one key exchange at a time" in n for n in audit["notes"])
     assert audit["order"] == "unknown"
+    schemes = next(s for s in report["signature_schemes"] if s["version"]["name"] == "TLS 1.2")
+    assert schemes["status"] == "established", schemes
+    assert {"rsa_pss_rsae_sha256", "rsa_pkcs1_sha256"} <= {s["name"] for s in schemes["supported"]}
