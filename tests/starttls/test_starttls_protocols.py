@@ -177,6 +177,10 @@ CASES = [  # id, protocol, transcript, problem (None: ready), text the message m
         ("C", XMPP_HEAD), ("S", SERVER_HEAD + b"<stream:error><host-unknown xmlns='urn:ietf:"
                            b"params:xml:ns:xmpp-streams'/></stream:error>")],
      Problem.REFUSED, "stream error 'host-unknown'"),
+    # an empty <stream:error/>: the error itself, not "closed while we waited" for its end
+    ("xmpp-empty-stream-error", "xmpp", [
+        ("C", XMPP_HEAD), ("S", SERVER_HEAD + b"<stream:error/></stream:stream>")],
+     Problem.REFUSED, "xmpp: stream error (none)"),
     ("xmpp-resource-constraint", "xmpp", [
         ("C", XMPP_HEAD), ("S", SERVER_HEAD + b"<stream:error><resource-constraint xmlns='urn:"
                            b"ietf:params:xml:ns:xmpp-streams'/></stream:error>")],
