@@ -255,3 +255,20 @@ def test_scan_text_names_the_starttls_protocol_and_banner(scripted: Callable[[Sc
     assert lines[0] == f"Audit of 127.0.0.1:{port}"
     assert lines[1] == "STARTTLS: smtp; banner: 220 mx.test ESMTP"
     assert lines[2].startswith(f"Error: 127.0.0.1:{port}: smtp: the server refused STARTTLS")
+
+
+def test_http_get_over_starttls_is_a_usage_error(daemon: DaemonFactory, run_cli: Cli) -> None:
+    """After STARTTLS the connection carries the mail (directory, ...) protocol, not HTTP:
+    `--http-get` sent a GET into Postfix's SMTP session and reported its answer, "221 2.7.0
+    Error: I can break rules, too. Goodbye.", as the HTTP status line. Refused before any
+    connection, on the command line and in the API alike."""
+    server = daemon("postfix")
+    target = f"127.0.0.1:{server.ports['smtp']}"
+    res = run_cli(target, "--starttls", "smtp", "--http-get", "/", "--no-verify")
+    assert res.returncode == 2 and res.stdout == ""
+    assert res.stderr == ("tlsprobe: error: --http-get cannot be used with --starttls: after "
+                          "STARTTLS the connection carries that protocol (smtp, imap, ...), "
+                          "not HTTP\n")
+    import tlsprobe
+    with pytest.raises(UsageError, match=r"^http_get cannot be used with starttls"):
+        tlsprobe.probe(target, starttls="smtp", http_get="/", verify=False)
