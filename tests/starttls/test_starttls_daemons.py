@@ -324,3 +324,34 @@ def test_vsftpd_max_per_ip(daemon: DaemonFactory, run_cli: Callable[..., Any]) -
     spoken = {v["version"]["name"]: v["status"] for v in report["versions"]}
     assert "inconclusive" not in spoken.values(), report["versions"]
     assert spoken["TLS 1.3"] == "supported"
+
+
+@pytest.mark.parametrize("name,port,hint", [
+    ("postfix", "smtp", "('220 mx.test.invalid ESMTP tlsprobe-test\\r'...) (a server that "
+     "upgrades to TLS on request? try --starttls smtp)"),
+    ("vsftpd", "ftp", "(a server that upgrades to TLS on request? try --starttls ftp)"),
+    ("dovecot", "imap", "(an IMAP greeting: a server that upgrades to TLS on request? try "
+     "--starttls imap)"),
+    ("dovecot", "pop3", "(a POP3 greeting: a server that upgrades to TLS on request? try "
+     "--starttls pop3)"),
+    ("dovecot", "sieve", "(a ManageSieve greeting: a server that upgrades to TLS on request? "
+     "try --starttls sieve)"),
+    ("prosody", "xmpp", "(an XMPP stream header: a server that upgrades to TLS on request? try "
+     "--starttls xmpp"),
+    ("mariadb", "mysql", "(a MySQL or MariaDB greeting: a server that upgrades to TLS on "
+     "request? try --starttls mysql)"),
+])
+def test_plain_probe_of_a_starttls_port_says_which_starttls_to_try(
+        daemon: DaemonFactory, run_cli: Callable[..., Any], name: str, port: str,
+        hint: str) -> None:
+    """Without --starttls, a daemon's greeting is not TLS (exit 4): the one line says what
+    to do, naming the --starttls protocol its greeting shows (it said only "it sent non-TLS
+    data"), on the probe as on a scan."""
+    target = f"127.0.0.1:{daemon(name).ports[port]}"
+    res = run_cli(target, "--no-verify", "--timeout", "5")
+    assert res.returncode == 4, res.stderr
+    assert res.stderr.startswith(f"tlsprobe: {target}: not a TLS server: it sent ")
+    assert hint in res.stderr and res.stderr.count("\n") == 1, res.stderr
+    if port == "imap":
+        res = run_cli("scan", target, "--no-progress", "--checks", "versions", timeout=120)
+        assert res.returncode == 4 and hint in res.stderr, res.stderr
