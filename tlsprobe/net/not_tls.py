@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 
 from tlsprobe.escaping import quoted_bytes
-from tlsprobe.net.starttls_base import what_is
 from tlsprobe.wire.record import CONTENT_TYPES, looks_like_tls
 
 SNIPPET = 40   # bytes of the server's answer shown in the message
@@ -64,6 +63,8 @@ def starttls_hint(data: bytes) -> str:
     """What to do when a server's first bytes are the greeting of a protocol that upgrades
     to TLS on request (" (an IMAP greeting: try --starttls imap)"), else "": the driver's
     not-TLS verdict on the first bytes adds it."""
+    # imported only on a failure, so that a scan's imports stay few
+    from tlsprobe.net.starttls_base import what_is
     guess = what_is(data)
     proto = _STARTTLS_GREETINGS.get(guess)
     if guess == "an SMTP or FTP banner":
