@@ -272,3 +272,46 @@ def test_http_get_over_starttls_is_a_usage_error(daemon: DaemonFactory, run_cli:
     import tlsprobe
     with pytest.raises(UsageError, match=r"^http_get cannot be used with starttls"):
         tlsprobe.probe(target, starttls="smtp", http_get="/", verify=False)
+
+
+def test_a_preamble_the_server_closes_is_closed_in_scan_as_in_the_probe(run_cli: Cli) -> None:
+    """A server that ends every connection in the middle of its EHLO reply: the probe says
+    "closed" (exit 5); the scan retried it as a network failure and then reported it as one
+    ("network", exit 3), with the same message. Now closed (exit 5) after its retries too."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(5)
+                try:
+                    conn.sendall(b"220 mx.test ESMTP\r\n")
+                    conn.recv(100)   # the EHLO, read: the close is a FIN, not a reset
+                    conn.sendall(b"250-mx.test\r\n25")
+                except OSError:
+                    pass
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    target = f"127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        probe = run_cli(target, "--starttls", "smtp", "--json", "--timeout", "3")
+        scan = run_cli("scan", target, "--starttls", "smtp", "--checks", "versions", "--json",
+                       "--no-progress", "--no-policy", "--timeout", "3", timeout=120)
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
+    said = "smtp: the server closed the connection while we waited for the EHLO reply"
+    assert probe.returncode == 5 and json.loads(probe.stdout)["error_kind"] == "closed"
+    assert said in probe.stderr
+    report = json.loads(scan.stdout)
+    assert (scan.returncode, report["error_kind"]) == (5, "closed"), scan.stderr
+    assert said in report["error"] and said in scan.stderr
