@@ -96,7 +96,7 @@ def probe(target: str, *, versions: Sequence[Code] | None = None,
           verify: bool = True, cafile: str | None = None, timeout: float = 10.0,
           total_timeout: float | None = None, first_flight_only: bool = False,
           http_get: str | None = None, raise_on_error: bool = True,
-          quic: bool = False) -> ProbeResult:
+          quic: bool = False, starttls: str | None = None) -> ProbeResult:
     """Probe one server as `tlsprobe HOST[:PORT]` does and return its `ProbeResult`.
 
     `target` is "HOST[:PORT]" (default port 443; IPv6 as "[::1]:4433"). The lists take names
@@ -105,7 +105,10 @@ def probe(target: str, *, versions: Sequence[Code] | None = None,
     chain and host name against `cafile` (default: the system bundle); `timeout` is per
     connect and read, `total_timeout` (default 3 x timeout) for the whole probe. `quic`
     probes over QUIC v1 (UDP) as `--quic` does: TLS 1.3 only, ALPN h3 unless `alpn` is
-    given; the result's `quic` says what QUIC did.
+    given; the result's `quic` says what QUIC did. `starttls` ("smtp", "imap", ..., or
+    "auto": by the port) holds that plain-text preamble before TLS as `--starttls` does (the
+    XMPP `to=` domain is `server_name`, else the host); the result's `starttls` says what
+    the server answered.
 
     Raises `UsageError` for a bad argument, and `ProbeError` (with `.kind` and the partial
     `.result`) when the probe did not reach its answer, unless `raise_on_error` is False:
@@ -114,14 +117,16 @@ def probe(target: str, *, versions: Sequence[Code] | None = None,
     from tlsprobe.probes.probe import run_probe
     from tlsprobe.requests.hello import HelloSpec
     from tlsprobe.requests.probe import ProbeRequest
-    if quic and (http_get is not None or ciphers is not None):
-        raise UsageError("http_get and ciphers (TLS 1.2 suites) cannot be used with quic")
+    if quic and (http_get is not None or ciphers is not None or starttls is not None):
+        raise UsageError("http_get, ciphers (TLS 1.2 suites) and starttls cannot be used "
+                         "with quic")
     hello = HelloSpec(versions=versions, groups=groups, key_shares=key_shares,
                       ciphers=ciphers, ciphersuites=ciphersuites, sigalgs=sigalgs, alpn=alpn,
                       server_name=server_name, send_sni=send_sni, grease=grease)
     request = ProbeRequest.build(target, hello, timeout=timeout, total_timeout=total_timeout,
                                  verify=verify, cafile=cafile,
-                                 first_flight_only=first_flight_only, http_get=http_get)
+                                 first_flight_only=first_flight_only, http_get=http_get,
+                                 starttls=starttls)
     options = request.options()
     if quic:   # probes/quic.py: the QUIC form of the hello, as `tlsprobe HOST --quic`
         from tlsprobe.engine.config import TLS13

@@ -105,7 +105,10 @@ class UnreadableInput(TlsprobeError):
 #: answer): the per-read wait ran out ("timeout"), the total deadline passed ("deadline"),
 #: the peer reset the connection ("reset"), nothing listens ("refused"), the name does not
 #: resolve ("unknown_host"), anything else ("other")
-NetworkCause = Literal["timeout", "deadline", "reset", "refused", "unknown_host", "other"]
+#: "closed": the server ended the connection before TLS could start (a STARTTLS preamble cut
+#: short), retried as a network failure, reported as a close (exit 5) when it lasts
+NetworkCause = Literal["timeout", "deadline", "reset", "refused", "unknown_host", "closed",
+                       "other"]
 
 
 class NetworkError(TlsprobeError):

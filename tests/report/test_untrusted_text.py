@@ -200,6 +200,49 @@ def test_probe_json_keeps_the_http_status_line(hostile_http, run_cli):
     assert json.loads(out)["http_status"] == STATUS
 
 
+@pytest.fixture
+def tls_smtp(certs):
+    """A Python ssl server on loopback that answers any request with an SMTP banner (an
+    implicit-TLS mail port), ESC included."""
+    import ssl
+    import threading
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(certs["rsa"].chain, certs["rsa"].key)
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(30)
+
+    def serve() -> None:
+        for _ in range(2):
+            try:
+                raw, _ = listener.accept()
+                with ctx.wrap_socket(raw, server_side=True) as conn:
+                    conn.recv(4096)
+                    conn.sendall(b"220 mx.test ESMTP \x1b[2J\r\n")
+            except (OSError, ssl.SSLError):
+                pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1]
+    listener.close()
+    thread.join(10)
+
+
+def test_probe_http_get_answered_by_another_protocol_is_no_http_status(tls_smtp, run_cli):
+    """--http-get to a TLS port of another protocol: its answer is no HTTP status line (it
+    was reported as one, "220 mx.test ESMTP", raw in JSON); it is said so, escaped."""
+    want = "not HTTP: the server answered '220 mx.test ESMTP \\x1b[2J'"
+    code, out, err = run_cli("probe", f"127.0.0.1:{tls_smtp}", "--http-get", "/",
+                             "--no-verify")
+    assert code == 0, err
+    _no_raw(out + err)
+    assert want in out
+    code, out, err = run_cli("probe", f"127.0.0.1:{tls_smtp}", "--http-get", "/",
+                             "--no-verify", "--json")
+    assert code == 0, err
+    assert json.loads(out)["http_status"] == want
+
+
 def _strings(value: object) -> list[str]:
     """Every string of a decoded JSON document (keys and values)."""
     if isinstance(value, str):

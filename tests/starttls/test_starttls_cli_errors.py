@@ -255,3 +255,63 @@ def test_scan_text_names_the_starttls_protocol_and_banner(scripted: Callable[[Sc
     assert lines[0] == f"Audit of 127.0.0.1:{port}"
     assert lines[1] == "STARTTLS: smtp; banner: 220 mx.test ESMTP"
     assert lines[2].startswith(f"Error: 127.0.0.1:{port}: smtp: the server refused STARTTLS")
+
+
+def test_http_get_over_starttls_is_a_usage_error(daemon: DaemonFactory, run_cli: Cli) -> None:
+    """After STARTTLS the connection carries the mail (directory, ...) protocol, not HTTP:
+    `--http-get` sent a GET into Postfix's SMTP session and reported its answer, "221 2.7.0
+    Error: I can break rules, too. Goodbye.", as the HTTP status line. Refused before any
+    connection, on the command line and in the API alike."""
+    server = daemon("postfix")
+    target = f"127.0.0.1:{server.ports['smtp']}"
+    res = run_cli(target, "--starttls", "smtp", "--http-get", "/", "--no-verify")
+    assert res.returncode == 2 and res.stdout == ""
+    assert res.stderr == ("tlsprobe: error: --http-get cannot be used with --starttls: after "
+                          "STARTTLS the connection carries that protocol (smtp, imap, ...), "
+                          "not HTTP\n")
+    import tlsprobe
+    with pytest.raises(UsageError, match=r"^http_get cannot be used with starttls"):
+        tlsprobe.probe(target, starttls="smtp", http_get="/", verify=False)
+
+
+def test_a_preamble_the_server_closes_is_closed_in_scan_as_in_the_probe(run_cli: Cli) -> None:
+    """A server that ends every connection in the middle of its EHLO reply: the probe says
+    "closed" (exit 5); the scan retried it as a network failure and then reported it as one
+    ("network", exit 3), with the same message. Now closed (exit 5) after its retries too."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(5)
+                try:
+                    conn.sendall(b"220 mx.test ESMTP\r\n")
+                    conn.recv(100)   # the EHLO, read: the close is a FIN, not a reset
+                    conn.sendall(b"250-mx.test\r\n25")
+                except OSError:
+                    pass
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    target = f"127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        probe = run_cli(target, "--starttls", "smtp", "--json", "--timeout", "3")
+        scan = run_cli("scan", target, "--starttls", "smtp", "--checks", "versions", "--json",
+                       "--no-progress", "--no-policy", "--timeout", "3", timeout=120)
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
+    said = "smtp: the server closed the connection while we waited for the EHLO reply"
+    assert probe.returncode == 5 and json.loads(probe.stdout)["error_kind"] == "closed"
+    assert said in probe.stderr
+    report = json.loads(scan.stdout)
+    assert (scan.returncode, report["error_kind"]) == (5, "closed"), scan.stderr
+    assert said in report["error"] and said in scan.stderr

@@ -157,7 +157,23 @@ def test_daemon_without_tls_is_not_offered(daemon: DaemonFactory, name: str,
     ("postfix", "smtp", "imap", "not speaking imap: it sent an SMTP or FTP banner ('220 "),
     ("dovecot", "imap", "pop3", "not speaking pop3: it sent an IMAP greeting ('* OK"),
     ("postfix", "smtp", "xmpp", "not speaking xmpp: it sent an SMTP or FTP banner ('220 "),
-    ("dovecot", "imap", "mysql", "not speaking mysql: it sent an IMAP greeting ('* OK')"),
+    # MySQL's first read names the other protocol from all that came, not 4 bytes
+    ("dovecot", "imap", "mysql", "not speaking mysql: it sent an IMAP greeting ('* OK "
+     "[CAPABILITY IMAP4rev1"),
+    ("dovecot", "sieve", "mysql", "not speaking mysql: it sent a ManageSieve greeting "
+     "('\"IMPLEMENTATION\" \"Dovecot"),
+    ("postfix", "smtp", "mysql", "not speaking mysql: it sent an SMTP or FTP banner ('220 "
+     "mx.test.invalid ESMTP tlsprobe-test\\r\\n')"),
+    # SMTP, LMTP and FTP share the 220 greeting: the replies tell them apart
+    ("postfix", "smtp", "ftp", "not speaking ftp: it sent SMTP or LMTP replies ('50"),
+    ("postfix", "smtp", "lmtp", "not speaking lmtp: the server does not know LHLO ('500 5.5.2 "
+     "Error: command not recognized'): an SMTP server? try --starttls smtp"),
+    ("dovecot", "lmtp", "smtp", "not speaking smtp: the server does not know EHLO ('500 5.5.1 "
+     "Unknown command'): an LMTP server? try --starttls lmtp"),
+    ("dovecot", "lmtp", "ftp", "not speaking ftp: it sent SMTP or LMTP replies ('50"),
+    ("vsftpd", "ftp", "smtp", "not speaking smtp: the server wants a login before EHLO ('530 "
+     "Please login with USER and PASS.'): an FTP server? try --starttls ftp"),
+    ("vsftpd", "ftp", "lmtp", "not speaking lmtp: the server wants a login before LHLO ('530 "),
     ("mariadb", "mysql", "postgres", "not speaking postgres: it sent "),
     ("mariadb", "mysql", "smtp", "not speaking smtp: it sent a MySQL or MariaDB greeting ('"),
     ("mariadb", "mysql", "ftp", "not speaking ftp: it sent a MySQL or MariaDB greeting ('"),
@@ -308,3 +324,34 @@ def test_vsftpd_max_per_ip(daemon: DaemonFactory, run_cli: Callable[..., Any]) -
     spoken = {v["version"]["name"]: v["status"] for v in report["versions"]}
     assert "inconclusive" not in spoken.values(), report["versions"]
     assert spoken["TLS 1.3"] == "supported"
+
+
+@pytest.mark.parametrize("name,port,hint", [
+    ("postfix", "smtp", "('220 mx.test.invalid ESMTP tlsprobe-test\\r'...) (a server that "
+     "upgrades to TLS on request? try --starttls smtp)"),
+    ("vsftpd", "ftp", "(a server that upgrades to TLS on request? try --starttls ftp)"),
+    ("dovecot", "imap", "(an IMAP greeting: a server that upgrades to TLS on request? try "
+     "--starttls imap)"),
+    ("dovecot", "pop3", "(a POP3 greeting: a server that upgrades to TLS on request? try "
+     "--starttls pop3)"),
+    ("dovecot", "sieve", "(a ManageSieve greeting: a server that upgrades to TLS on request? "
+     "try --starttls sieve)"),
+    ("prosody", "xmpp", "(an XMPP stream header: a server that upgrades to TLS on request? try "
+     "--starttls xmpp"),
+    ("mariadb", "mysql", "(a MySQL or MariaDB greeting: a server that upgrades to TLS on "
+     "request? try --starttls mysql)"),
+])
+def test_plain_probe_of_a_starttls_port_says_which_starttls_to_try(
+        daemon: DaemonFactory, run_cli: Callable[..., Any], name: str, port: str,
+        hint: str) -> None:
+    """Without --starttls, a daemon's greeting is not TLS (exit 4): the one line says what
+    to do, naming the --starttls protocol its greeting shows (it said only "it sent non-TLS
+    data"), on the probe as on a scan."""
+    target = f"127.0.0.1:{daemon(name).ports[port]}"
+    res = run_cli(target, "--no-verify", "--timeout", "5")
+    assert res.returncode == 4, res.stderr
+    assert res.stderr.startswith(f"tlsprobe: {target}: not a TLS server: it sent ")
+    assert hint in res.stderr and res.stderr.count("\n") == 1, res.stderr
+    if port == "imap":
+        res = run_cli("scan", target, "--no-progress", "--checks", "versions", timeout=120)
+        assert res.returncode == 4 and hint in res.stderr, res.stderr

@@ -3,6 +3,7 @@ banners and oversized packets are cut off; any bytes give a Step, never an excep
 network text is escaped; run_preamble over real loopback sockets keeps its deadline."""
 from __future__ import annotations
 
+import re
 import resource
 import socket
 import threading
@@ -164,6 +165,38 @@ def test_a_silent_server_fails_at_the_deadline_without_burning_cpu() -> None:
     assert str(caught.value).startswith("imap: no answer while waiting for the greeting; the "
                                         "server sent nothing: it may wait for the client")
     assert cpu < 0.3
+
+
+def test_a_greeting_that_trickles_without_end_is_no_silence() -> None:
+    """A server that keeps sending greeting lines ("220-...", never the last "220 ") past
+    the deadline answered: the timeout says what it sent of the step it was in (it said "no
+    answer while waiting for the greeting"); the next step starts counting anew."""
+    done = threading.Event()
+
+    def trickle(conn: socket.socket) -> None:
+        while not done.is_set():
+            conn.sendall(b"220-still greeting\r\n")
+            done.wait(0.1)
+    def ehlo_trickle(conn: socket.socket) -> None:
+        conn.sendall(b"220-mx\r\n220 mx\r\n")
+        conn.recv(100)
+        conn.sendall(b"250-mx\r\n250-PIPELINING\r\n")
+        done.wait(10)
+    for script, text in ((trickle, r"smtp: timed out in the greeting: the server sent \d+ "
+                                   r"line\(s\) of it but not its end$"),
+                         (ehlo_trickle, r"smtp: timed out in the EHLO reply: the server sent "
+                                        r"2 line\(s\) of it but not its end$")):
+        done.clear()
+        listener, thread = _serve(script)
+        sock = socket.create_connection(listener.getsockname(), timeout=5)
+        with pytest.raises(StartTlsError) as caught:
+            run_preamble(sock, "smtp", time.monotonic() + 0.6)
+        done.set()
+        sock.close()
+        thread.join(5)
+        listener.close()
+        assert caught.value.kind is FailureKind.NETWORK and caught.value.exit_code == 3
+        assert re.match(text, str(caught.value)), str(caught.value)
 
 
 def test_a_server_that_closes_or_speaks_another_protocol_over_a_socket() -> None:

@@ -44,8 +44,26 @@ CASES = [  # id, protocol, transcript, problem (None: ready), text the message m
     ("smtp-554-greeting", "smtp", [("S", b"554 5.3.2 no service for you\r\n")], Problem.REFUSED,
      "refused the session: '554 5.3.2 no service for you'"),
     ("smtp-ehlo-refused", "smtp", [("S", b"220 mx\r\n"), ("C", EHLO),
+                                   ("S", b"550 5.7.1 Client host rejected\r\n")],
+     Problem.REFUSED, "refused EHLO: '550 5.7.1"),
+    # EHLO unknown to a server with enhanced status codes: LMTP (Dovecot's answer)
+    ("smtp-ehlo-unknown", "smtp", [("S", b"220 mx\r\n"), ("C", EHLO),
                                    ("S", b"502 5.5.2 command not recognized\r\n")],
-     Problem.REFUSED, "refused EHLO: '502 5.5.2"),
+     Problem.WRONG_PROTOCOL, "not speaking smtp: the server does not know EHLO ('502 5.5.2 "
+     "command not recognized'): an LMTP server? try --starttls lmtp"),
+    ("smtp-ehlo-500", "smtp", [("S", b"220 old.test\r\n"), ("C", EHLO),
+                               ("S", b"500 'EHLO': command not understood\r\n")],
+     Problem.NOT_OFFERED, "smtp: the server does not know EHLO ('500 \\'EHLO\\': command not "
+     "understood'), so it offers no STARTTLS: an FTP server? try --starttls ftp"),
+    ("smtp-auth-first", "smtp", [("S", b"220 mx\r\n"), ("C", EHLO),
+                                 ("S", b"530 5.7.0 Authentication required\r\n")],
+     Problem.REFUSED, "smtp: the server refused EHLO: '530 5.7.0"),
+    # FTP against an SMTP server (Exim: no enhanced codes, ESMTP in its greeting)
+    ("ftp-exim", "ftp", [("S", b"220 mx.test ESMTP Exim 4.96\r\n"), ("C", b"FEAT\r\n"),
+                         ("S", b"500 unrecognized command\r\n"), ("C", b"AUTH TLS\r\n"),
+                         ("S", b"503 AUTH command used when not advertised\r\n")],
+     Problem.WRONG_PROTOCOL, "not speaking ftp: it sent SMTP or LMTP replies ('220 mx.test "
+     "ESMTP Exim 4.96'): try --starttls smtp or lmtp"),
     ("smtp-imap-server", "smtp", [("S", b"* OK [CAPABILITY IMAP4rev1] ready\r\n")],
      Problem.WRONG_PROTOCOL, "not speaking smtp: it sent an IMAP greeting ('* OK"),
     ("smtp-ssh-server", "smtp", [("S", b"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n")],
@@ -159,6 +177,10 @@ CASES = [  # id, protocol, transcript, problem (None: ready), text the message m
         ("C", XMPP_HEAD), ("S", SERVER_HEAD + b"<stream:error><host-unknown xmlns='urn:ietf:"
                            b"params:xml:ns:xmpp-streams'/></stream:error>")],
      Problem.REFUSED, "stream error 'host-unknown'"),
+    # an empty <stream:error/>: the error itself, not "closed while we waited" for its end
+    ("xmpp-empty-stream-error", "xmpp", [
+        ("C", XMPP_HEAD), ("S", SERVER_HEAD + b"<stream:error/></stream:stream>")],
+     Problem.REFUSED, "xmpp: stream error (none)"),
     ("xmpp-resource-constraint", "xmpp", [
         ("C", XMPP_HEAD), ("S", SERVER_HEAD + b"<stream:error><resource-constraint xmlns='urn:"
                            b"ietf:params:xml:ns:xmpp-streams'/></stream:error>")],

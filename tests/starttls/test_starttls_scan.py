@@ -142,3 +142,32 @@ def test_a_daemon_that_alerts_then_leaves_tls_on_a_heartbeat_is_not_vulnerable(
     assert got["reason"].startswith("it refuses the HeartbeatRequest with fatal alert "
                                     "unexpected_message (10)"), got
     assert got["details"] == {"acknowledged": False, "bytes_leaked": 0}, got
+
+
+def test_suite_audit_of_a_server_that_cannot_serve_one_key_exchange(daemon: DaemonFactory,
+                                                                     run_cli: Cli) -> None:
+    """Dovecot 2.3 without `ssl_dh` picks a DHE suite when the client lists one first and
+    then closes the connection (its log: "SSL_accept() syscall failed"), so the audit's
+    first TLS 1.2 offer (every suite, in codepoint order: DHE before ECDHE) gets no answer
+    although the server speaks TLS 1.2. That is no proof that it accepts no suite (the
+    report said "none accepted", a complete empty list): the suites are asked again one key
+    exchange at a time, ECDHE first, and its ECDHE suites found. The TLS 1.2 signature
+    schemes, read from (EC)DHE offers, list ECDHE first (they were "not established")."""
+    server = daemon("dovecot")
+    res = run_cli("scan", f"127.0.0.1:{server.ports['imap']}", "--starttls", "imap",
+                  "--checks", "versions,suites,sigalgs", "--json", "--no-progress",
+                  "--no-policy", timeout=240)
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
+    tls12 = next(v for v in report["versions"] if v["version"]["name"] == "TLS 1.2")
+    assert tls12["status"] == "supported"
+    audit = next(s for s in report["suites"] if s["version"]["name"] == "TLS 1.2")
+    names = [s["iana_name"] for s in audit["supported"]]
+    assert {"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+            "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA"} <= set(names), audit
+    assert all(n.startswith("TLS_ECDHE_RSA_") for n in names), names
+    assert any("asked again one key exchange at a time" in n for n in audit["notes"])
+    assert audit["order"] == "unknown"
+    schemes = next(s for s in report["signature_schemes"] if s["version"]["name"] == "TLS 1.2")
+    assert schemes["status"] == "established", schemes
+    assert {"rsa_pss_rsae_sha256", "rsa_pkcs1_sha256"} <= {s["name"] for s in schemes["supported"]}

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from tlsprobe.engine.common import HandshakeFailure
 from tlsprobe.engine.interface import Handshake
 from tlsprobe.errors import FailureKind, NetworkError
-from tlsprobe.net.not_tls import SNIPPET, is_not_tls, not_tls_message
+from tlsprobe.net.not_tls import SNIPPET, is_not_tls, not_tls_message, starttls_hint
 from tlsprobe.net.transport import AsyncTransport, Transport
 from tlsprobe.wire.record import HEADER_SIZE
 
@@ -66,7 +66,8 @@ class Progress:
         return len(self.head) > SNIPPET or b"\n" in self.head
 
     def failure(self) -> HandshakeFailure:
-        return HandshakeFailure(FailureKind.NOT_TLS, not_tls_message(self.head))
+        return HandshakeFailure(FailureKind.NOT_TLS, not_tls_message(self.head)
+                                + starttls_hint(self.head))
 
 
 def drive(handshake: Handshake, transport: Transport, deadline: float, *,

@@ -10,6 +10,8 @@ with an escaped snippet of what the server sent (exit 4).
 
 from __future__ import annotations
 
+import re
+
 from tlsprobe.escaping import quoted_bytes
 from tlsprobe.wire.record import CONTENT_TYPES, looks_like_tls
 
@@ -50,4 +52,32 @@ def not_tls_message(data: bytes) -> str:
     return f"not a TLS server: it sent {what} ({shown})"
 
 
-__all__ = ["SNIPPET", "is_not_tls", "not_tls_message"]
+#: the greetings (starttls_base.what_is) of the protocols `--starttls` speaks whose server
+#: speaks first; an SMTP or FTP banner and XML are told apart below
+_STARTTLS_GREETINGS = {"an IMAP greeting": "imap", "a POP3 greeting": "pop3",
+                       "an NNTP greeting": "nntp", "a ManageSieve greeting": "sieve",
+                       "a MySQL or MariaDB greeting": "mysql"}
+
+
+def starttls_hint(data: bytes) -> str:
+    """What to do when a server's first bytes are the greeting of a protocol that upgrades
+    to TLS on request (" (an IMAP greeting: try --starttls imap)"), else "": the driver's
+    not-TLS verdict on the first bytes adds it."""
+    # imported only on a failure, so that a scan's imports stay few
+    from tlsprobe.net.starttls_base import what_is
+    guess = what_is(data)
+    proto = _STARTTLS_GREETINGS.get(guess)
+    if guess == "an SMTP or FTP banner":
+        line = data.split(b"\n", 1)[0].upper()
+        proto = "ftp" if b"FTP" in line else "smtp" if re.search(rb"\b(?:E?SMTP|LMTP)\b",
+                                                                line) else "smtp (or ftp)"
+    elif guess == "XML" and b"stream:stream" in data:
+        guess = "an XMPP stream header"
+        proto = "xmpp-server" if b"jabber:server" in data else \
+            "xmpp" if b"jabber:client" in data else "xmpp (or xmpp-server)"
+    named = "" if guess == "an SMTP or FTP banner" else f"{guess}: "   # said before it
+    return f" ({named}a server that upgrades to TLS on request? try --starttls {proto})" \
+        if proto else ""
+
+
+__all__ = ["SNIPPET", "is_not_tls", "not_tls_message", "starttls_hint"]

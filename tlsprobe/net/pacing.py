@@ -56,7 +56,10 @@ from tlsprobe.net.transport import (
 )
 
 #: the causes of a failure that may be a server busy with another connection
-STARVING = ("timeout", "deadline", "reset", "refused")
+STARVING = ("timeout", "deadline", "closed", "reset", "refused")
+#: starved so, a connection answered alone makes the target serial at once ("closed": a
+#: STARTTLS preamble the server ended, as it did when it went unanswered before)
+UNANSWERED = ("timeout", "deadline", "closed")
 #: how many reset/refused connections answered alone make a target serial (a timeout: one)
 RESETS_TO_SERIAL = 2
 
@@ -185,7 +188,7 @@ class TargetGate:
                                          not any(w.connecting for w in self.live))
             if not self.reached:
                 return False
-        return not own or watch.cause in ("timeout", "deadline") or self.answered_alone > 0
+        return not own or watch.cause in UNANSWERED or self.answered_alone > 0
 
     def learn(self, first: Watch, alone: Watch) -> None:
         """After a connection `first` starved in company was asked again alone (`alone`):
@@ -193,7 +196,7 @@ class TargetGate:
         once, a reset or refusal RESETS_TO_SERIAL times)."""
         if self.serial or alone.received == 0:
             return
-        if first.cause in ("timeout", "deadline"):
+        if first.cause in UNANSWERED:
             self.serial = "a connection went unanswered while another was open, and was " \
                 "answered alone"
             return

@@ -131,6 +131,7 @@ class StartTls:
         self._pending: Line | Exact | Xml | None = None
         self._received = 0
         self._server_lines = 0
+        self._step_lines = 0   # the server's lines since our last Send: of what we wait for
         self._lines: list[PreambleLine] = []
         self._banner: bytes | None = None
         self._capability: bytes | None = None
@@ -153,6 +154,10 @@ class StartTls:
         if self._mismatch:
             return not_speaking(self.protocol, self._buffer)
         partial = f" (after {quote(self._buffer)})" if self._buffer else ""
+        if self._step_lines:   # it answered, slowly or without end: not "no answer"
+            return PreambleFailure(Problem.NETWORK, f"{self.protocol}: timed out in "
+                                   f"{self.waiting}: the server sent {self._step_lines} "
+                                   f"line(s) of it but not its end{partial}")
         return PreambleFailure(Problem.NETWORK, f"{self.protocol}: no answer while waiting "
                                f"for {self.waiting}{partial}{self._silence()}")
 
@@ -209,6 +214,7 @@ class StartTls:
                 value = None
                 self._pending = None
                 if isinstance(request, Send):
+                    self._step_lines = 0
                     out += request.data
                     self._lines.append(PreambleLine("client", request.data.rstrip(b"\r\n"),
                                                     request.note))
@@ -277,6 +283,7 @@ class StartTls:
             if not size:
                 return None
         self._server_lines += 1
+        self._step_lines += 1
         if self._server_lines > limits.max_lines:
             raise PreambleFailure(Problem.TOO_LONG, f"{self.protocol}: cut off after "
                                   f"{limits.max_lines} lines without reaching TLS")

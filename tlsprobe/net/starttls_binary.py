@@ -170,6 +170,9 @@ def _pg_note(answer: bytes) -> str:
 
 CLIENT_LONG_PASSWORD, CLIENT_PROTOCOL_41, CLIENT_SSL = 0x1, 0x200, 0x800
 CLIENT_SECURE_CONNECTION = 0x8000
+#: the first packet's header: a length up to MAX_PACKET (little-endian), sequence 0; other
+#: first bytes are named from all that arrived (what_is), not from these four alone
+_MYSQL_HEADER = re.compile(rb".[\x00-\x40]\x00\x00", re.DOTALL)
 
 
 def mysql_ssl_request(charset: int) -> bytes:
@@ -181,7 +184,8 @@ def mysql_ssl_request(charset: int) -> bytes:
 
 def mysql(ctx: Context) -> Dialogue:
     """Initial handshake v10; CLIENT_SSL in its capability flags; then the SSL request."""
-    head = yield Exact(4, "the initial handshake packet", record=False)
+    head = yield Exact(4, "the initial handshake packet", start=_MYSQL_HEADER, start_len=4,
+                       record=False)
     size, seq = int.from_bytes(head[:3], "little"), head[3]
     if seq != 0 or not 0 < size <= MAX_PACKET:
         raise not_speaking("mysql", head)

@@ -330,7 +330,8 @@ class AsyncStartTlsConnector(WrappingConnector):
             if exc.problem in _DEFINITE:
                 self._failed.setdefault(target.display, exc)
                 raise
-            raise NetworkError(f"{target.display}: {exc}", "timeout", str(exc)) from None
+            raise NetworkError(f"{target.display}: {exc}", "closed" if exc.problem is
+                               Problem.CLOSED else "timeout", str(exc)) from None
         except BaseException:
             await transport.close()
             raise

@@ -104,6 +104,43 @@ def _pop3_err(what: str, line: bytes) -> PreambleFailure:
         _refused("pop3", what, line)
 
 
+#: an enhanced status code (RFC 3463) after a reply code: SMTP's and LMTP's, never FTP's
+_ENHANCED = re.compile(rb"\d{3}[ -][245]\.\d{1,3}\.\d{1,3}(?: |$)")
+#: a greeting that names the SMTP family (RFC 5321 4.3.1: "ESMTP" in an ESMTP greeting)
+_SMTP_GREETING = re.compile(rb"\b(?:E?SMTP|LMTP)\b")
+
+
+def _hello_unknown(proto: str, hello: str, code: bytes, line: bytes
+                   ) -> PreambleFailure | None:
+    """EHLO/LHLO not taken by a server of another protocol (None: a refusal). 500 or 502
+    (RFC 5321 4.2.4: unrecognized, not implemented) with an enhanced status code: the other
+    of SMTP and LMTP (a server with those codes knows EHLO, an LMTP server LHLO); without
+    one, FTP or an SMTP server without EHLO, which has no STARTTLS either. 530 without one:
+    an FTP server that wants a login first (vsftpd)."""
+    enhanced = _ENHANCED.match(line) is not None
+    if code in (b"500", b"502") and enhanced:
+        other = "lmtp" if proto == "smtp" else "smtp"
+        return PreambleFailure(Problem.WRONG_PROTOCOL, f"not speaking {proto}: the server "
+                               f"does not know {hello} ({quote(line)}): an {other.upper()} "
+                               f"server? try --starttls {other}")
+    if code in (b"500", b"502"):
+        return PreambleFailure(Problem.NOT_OFFERED, f"{proto}: the server does not know "
+                               f"{hello} ({quote(line)}), so it offers no STARTTLS: an FTP "
+                               "server? try --starttls ftp")
+    if code == b"530" and not enhanced:
+        return PreambleFailure(Problem.WRONG_PROTOCOL, f"not speaking {proto}: the server "
+                               f"wants a login before {hello} ({quote(line)}): an FTP server? "
+                               "try --starttls ftp")
+    return None
+
+
+def _smtp_evidence(greeting: bytes, replies: list[bytes]) -> bytes | None:
+    """What shows an "FTP" server to be of the SMTP family: a reply with an enhanced status
+    code, else a greeting that says ESMTP, SMTP or LMTP; None when nothing does."""
+    found = [line for line in replies if _ENHANCED.match(line)]
+    return found[0] if found else greeting if _SMTP_GREETING.search(greeting) else None
+
+
 def _not_offered(proto: str, keywords: list[bytes], where: str) -> PreambleFailure:
     return PreambleFailure(Problem.NOT_OFFERED, f"{proto}: STARTTLS not offered; the server's "
                            f"{where}: {_caps_text(keywords)}")
@@ -118,7 +155,8 @@ def smtp(ctx: Context, proto: str = "smtp", hello: bytes = b"EHLO") -> Dialogue:
     yield Send(hello + b" " + ctx.client_name.encode("ascii", "replace") + b"\r\n")
     code, lines = yield from _reply(proto, False, f"the {hello.decode()} reply")
     if code != b"250":
-        raise _refused_code(proto, hello.decode(), code, lines[-1])
+        raise _hello_unknown(proto, hello.decode(), code, lines[-1]) or \
+            _refused_code(proto, hello.decode(), code, lines[-1])
     keywords = [ln[4:].strip() for ln in lines[1:]]
     offered = [ln for ln in lines[1:] if ln[4:].strip().upper().split(b" ")[:1] == [b"STARTTLS"]]
     if not offered:
@@ -218,23 +256,31 @@ def ftp(ctx: Context) -> Dialogue:
     """FTP (RFC 4217): FEAT (RFC 2389) for the record, then AUTH TLS, answer 234. AUTH TLS is
     asked even when FEAT does not list it (vsftpd 3.0 lists it only with TLS 1.0 enabled);
     a rejection is "not offered" when the command is unknown or FEAT names none of AUTH,
-    PBSZ, PROT (the FEAT list is then quoted), else a refusal."""
+    PBSZ, PROT (the FEAT list is then quoted), else a refusal. A rejection with an SMTP
+    enhanced status code (or after an ESMTP greeting) names an SMTP or LMTP server, which
+    shares FTP's 220 greeting."""
     code, lines = yield from _reply("ftp", True, "the greeting")
     while code == b"120":   # "service ready in nnn minutes": the 220 follows
         code, lines = yield from _reply("ftp", False, "the greeting")
     yield Note(banner=lines[0])
     if code != b"220":
         raise _refused_code("ftp", "the session", code, lines[-1])
+    greeting = lines[0]
     yield Send(b"FEAT\r\n")
     code, lines = yield from _reply("ftp", False, "the FEAT reply")
     if code == b"421":   # closing the control connection (RFC 959 4.2): nothing follows
         raise busy("ftp", "FEAT", lines[-1])
     features = [ln.strip() for ln in lines[1:-1]] if code == b"211" else []
+    replies = [] if features else lines
     auth = [f for f in features if f.upper().split(b" ")[:1] == [b"AUTH"]]
     if auth:
         yield Note(capability=auth[0])
     yield Send(b"AUTH TLS\r\n")
     code, lines = yield from _reply("ftp", False, "the AUTH TLS reply")
+    evidence = _smtp_evidence(greeting, replies + lines) if code != b"234" else None
+    if evidence is not None:
+        raise PreambleFailure(Problem.WRONG_PROTOCOL, f"not speaking ftp: it sent SMTP or "
+                              f"LMTP replies ({quote(evidence)}): try --starttls smtp or lmtp")
     if code[:1] == b"4":
         raise busy("ftp", "AUTH TLS", lines[-1])
     if code != b"234":

@@ -77,10 +77,12 @@ def _next(proto: str, waiting: str) -> Generator[Request, bytes, Tag]:
     return tag
 
 
-def _stream_error(proto: str, waiting: str) -> Generator[Request, bytes, PreambleFailure]:
-    """Read a <stream:error> to its end; the failure names its condition element."""
+def _stream_error(proto: str, waiting: str, opening: Tag
+                  ) -> Generator[Request, bytes, PreambleFailure]:
+    """Read a <stream:error> (`opening`) to its end; the failure names its condition
+    element (an empty <stream:error/> has none)."""
     conditions: list[str] = []
-    while True:
+    while not opening.empty:
         tag = yield from _next(proto, waiting)
         if tag.local == "error" and tag.closing:
             break
@@ -109,7 +111,7 @@ def xmpp(ctx: Context, server: bool = False) -> Dialogue:
                               f"has no features, so no STARTTLS: {quote(raw)}")
     tag = yield from _next(proto, "the stream features")
     if tag.local == "error":
-        raise (yield from _stream_error(proto, "the stream error"))
+        raise (yield from _stream_error(proto, "the stream error", tag))
     if tag.local != "features" or tag.closing:
         raise PreambleFailure(Problem.MALFORMED, f"{proto}: expected <stream:features>, got "
                               f"{quote(tag.raw)}")
@@ -133,7 +135,7 @@ def xmpp(ctx: Context, server: bool = False) -> Dialogue:
     yield Send(f"<starttls xmlns='{TLS_NS}'/>".encode())
     tag = yield from _next(proto, "the STARTTLS answer")
     if tag.local == "error" and tag.prefix == "stream":
-        raise (yield from _stream_error(proto, "the stream error"))
+        raise (yield from _stream_error(proto, "the stream error", tag))
     if tag.local != "proceed" or tag.closing:
         raise PreambleFailure(Problem.REFUSED, f"{proto}: the server refused STARTTLS: "
                               f"{quote(tag.raw)}")

@@ -20,6 +20,7 @@ from tlsprobe.engine.client import ClientHandshake, HandshakeFailure, Limits
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.engine.interface import Handshake
 from tlsprobe.errors import FailureKind, NetworkError
+from tlsprobe.escaping import quoted_bytes
 from tlsprobe.kex.dhprime import WorkDeadline, work_deadline
 from tlsprobe.model.encode import started_at
 from tlsprobe.model.probe import ProbeResult, Verification
@@ -126,7 +127,10 @@ def _http_exchange(conv: _Conversation, options: ProbeOptions, target: Target) -
     data = bytes(engine.application_data)
     if not data:
         return "no response (connection closed)"
-    return data.split(b"\n", 1)[0].rstrip(b"\r").decode("latin-1")[:200]
+    line = data.split(b"\n", 1)[0].rstrip(b"\r")
+    if not line.startswith(b"HTTP/"):   # an SMTP banner of an implicit-TLS port, say
+        return f"not HTTP: the server answered {quoted_bytes(line)}"
+    return line.decode("latin-1")[:200]
 
 
 def _close(conv: _Conversation) -> None:

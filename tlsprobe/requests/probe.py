@@ -67,6 +67,10 @@ class ProbeRequest:
         if http_get is not None and first_flight_only:
             raise UsageError(f"{names('http_get')} needs a completed handshake (drop "
                              f"{names('first_flight_only')})")
+        if http_get is not None and starttls is not None:
+            raise UsageError(f"{names('http_get')} cannot be used with {names('starttls')}: "
+                             "after STARTTLS the connection carries that protocol (smtp, imap, "
+                             "...), not HTTP")
         if http_get is not None:
             http_get = http_path(http_get, names)
         parsed = parse_target(target)

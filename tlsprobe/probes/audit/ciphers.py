@@ -15,7 +15,13 @@ the ServerHello's key share (or the HelloRetryRequest's group) is enough.
 from __future__ import annotations
 
 from tlsprobe import registry
-from tlsprobe.engine.config import TLS12, TLS13, ClientConfig
+from tlsprobe.engine.config import (
+    DEFAULT_SUITES_12,
+    DEFAULT_SUITES_13,
+    TLS12,
+    TLS13,
+    ClientConfig,
+)
 from tlsprobe.model.audit import ORDER_UNKNOWN, SuiteAudit
 from tlsprobe.model.probe import Cipher, Codepoint
 from tlsprobe.probes.audit.elimination import Elimination
@@ -71,15 +77,59 @@ def _flight_cut(el: Elimination, choice: int, out: Outcome) -> Stop:
     return STOP_HELLO
 
 
+def _kx(suite: int) -> str:
+    info = registry.cipher_suite(suite)
+    return info.kx if info is not None else "?"
+
+
+def ordinary_first(version: int, suites: list[int]) -> list[int]:
+    """`suites` in the order an ordinary client prefers: ECDHE (the key exchange such clients
+    use) before the others, each key exchange's suites together, and within each the
+    versions check's minimal hello's suites first, in its order, then the rest in the order
+    of `suites`."""
+    ordinary = DEFAULT_SUITES_13 if version == TLS13 else DEFAULT_SUITES_12 + (0x000A,)
+    ranked = [c for c in ordinary if c in suites] + [c for c in suites if c not in ordinary]
+    kinds = list(dict.fromkeys(["ECDHE"] + [_kx(c) for c in ranked]))
+    return sorted(ranked, key=lambda c: kinds.index(_kx(c)))   # stable: ranks kept
+
+
+def _refused_all(el: Elimination, version: int, out: Outcome) -> Elimination:
+    """The first offer of a version the server speaks (the audit enumerates no other) was
+    refused: no proof that it accepts none, but a server that picks a suite it cannot serve
+    (Dovecot offering DHE without DH parameters closes the connection). The elimination
+    starts again one key exchange at a time (`_one_kx`), in an ordinary client's order."""
+    el.notes.append(f"the offer of all {len(el.remaining)} suites was refused "
+                    f"({out.describe()}), although the server speaks "
+                    f"{registry.version_name(version)}: asked again one key exchange at a "
+                    "time, in an ordinary client's order")
+    return Elimination(ordinary_first(version, el.remaining), notes=el.notes)
+
+
+def _one_kx(el: Elimination) -> list[int]:
+    """The next offer after `_refused_all`: the remaining suites of the first remaining
+    one's key exchange (a refusal then refuses that key exchange's suites only)."""
+    kind = _kx(el.remaining[0])
+    return [c for c in el.remaining if _kx(c) == kind]
+
+
+def _refuse_kx(el: Elimination, offered: list[int], out: Outcome, closed: list[str]) -> None:
+    """The rest of one key exchange's suites refused; `closed` collects the key exchanges
+    refused without an alert, for one note."""
+    if not out.alert:
+        closed.append(_kx(offered[0]))
+    el.not_supported += offered
+    el.remaining = [c for c in el.remaining if c not in offered]
+
+
 async def enumerate_suites(run: TargetRunner, version: int) -> SuiteAudit:
     phase = f"suites {registry.version_name(version)}"
     candidates = candidate_suites(version)
     el = Elimination(list(candidates))
-    complete = True
+    complete, again, closed = True, False, list[str]()
     stop = STOP_HELLO if version == TLS13 else STOP_FLIGHT
     accepted: dict[int, Outcome] = {}   # each pick's connection: its key exchange
     while el.remaining:
-        offered = el.offer()
+        offered = _one_kx(el) if again else el.offer()
         out = await run.run(_config(run, version, offered), phase, stop)
         choice = _pick(out, version)
         if choice in el.remaining:
@@ -87,6 +137,12 @@ async def enumerate_suites(run: TargetRunner, version: int) -> SuiteAudit:
             accepted[choice] = out
             if stop == STOP_FLIGHT and out.reason and el.remaining:
                 stop = _flight_cut(el, choice, out)
+            continue
+        if out.refused and not accepted and not again:
+            el, again = _refused_all(el, version, out), True
+            continue
+        if out.refused and again:
+            _refuse_kx(el, offered, out, closed)
             continue
         if out.answered:
             el.notes.append(f"stopped: {out.describe()} with cipher suite "
@@ -98,7 +154,14 @@ async def enumerate_suites(run: TargetRunner, version: int) -> SuiteAudit:
             el.notes.append(f"stopped, not established: {out.describe()}")
             complete = False
         break
-    order = el.order_from_steps() if complete else ORDER_UNKNOWN
+    if closed:
+        el.notes.append("closed the connection without an answer (no alert) when no suite "
+                        f"of its key exchange was left to pick: {', '.join(closed)}")
+    if again and not accepted:   # still none, although the version is spoken
+        el.notes.append("no key exchange's suites were accepted either: not established")
+        complete = False
+    # offered one key exchange at a time (again), the picks tell no order across them
+    order = el.order_from_steps() if complete and not again else ORDER_UNKNOWN
     if order is None:
         out = await run.run(_config(run, version, el.reverse_pair()), phase, STOP_HELLO)
         order = el.decide(_pick(out, version))

@@ -73,7 +73,12 @@ def _starttls_error() -> type[StartTlsError]:
 
 
 class _Retryable(Exception):
-    """A network failure worth retrying (reset, timeout)."""
+    """A network failure worth retrying (reset, timeout, a STARTTLS preamble the server
+    closed); `kind`: what it is when it lasts through the retries."""
+
+    def __init__(self, reason: str, kind: FailureKind = FailureKind.NETWORK) -> None:
+        super().__init__(reason)
+        self.kind = kind
 
 
 #: the stops at which a job's client has nothing more to send: its FIN goes with the hello
@@ -131,7 +136,7 @@ class Scheduler:
         if config is not job.config:
             job = replace(job, config=config)
         gate = self.pacing.gate(target)
-        last = ""
+        last, last_kind = "", FailureKind.NETWORK
         first: Watch | None = None   # a connection starved in company, asked again alone
         failed = False               # retried after a failure of its own (not in company)
         for attempt in range(self.retries + 1):
@@ -146,7 +151,7 @@ class Scheduler:
                 try:
                     outcome = await self._attempt(target, job, watch)
                 except _Retryable as exc:
-                    last = str(exc)
+                    last, last_kind = str(exc), exc.kind
                 except Exception as exc:  # noqa: BLE001 -- a bug: this job's answer is lost, no other
                     return self._internal_error(target, exc)
             if first is not None:
@@ -160,7 +165,7 @@ class Scheduler:
                 return _with_attempts(outcome, attempt + 1)
         tries = f"{self.retries + 1} attempts" if self.retries else "1 attempt, no retries"
         return Outcome(INCONCLUSIVE, reason=f"{last} (after {tries})",
-                       attempts=self.retries + 1, kind=FailureKind.NETWORK)
+                       attempts=self.retries + 1, kind=last_kind)
 
     async def converse(self, target: Target, phase: str,
                        talk: Callable[[AsyncTransport, float], Awaitable[T]]) -> T | Outcome:
@@ -265,7 +270,8 @@ class Scheduler:
                 # Nothing listens, or no such name: retrying would only repeat the answer
                 # (and cost backoff time).
                 return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
-            raise _Retryable(exc.reason) from None
+            raise _Retryable(exc.reason, FailureKind.CLOSED if exc.cause == "closed" else
+                             FailureKind.NETWORK) from None
         if isinstance(transport, Outcome):   # the server's answer to --starttls: not retried
             if tape is not None:
                 tape.finish()

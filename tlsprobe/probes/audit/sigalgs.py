@@ -43,10 +43,14 @@ AUTH_CLASSES = ("RSA", "ECDSA", "DSS")
 
 
 def pfs_suites(auths: tuple[str, ...] = AUTH_CLASSES, version: int = TLS12) -> tuple[int, ...]:
-    """The (EC)DHE suites of `version` whose authentication is one of `auths`."""
-    return tuple(c for c in registry.suites_for_version(version)
-                 if (s := registry.cipher_suite(c)) is not None and s.kx in ("ECDHE", "DHE")
-                 and s.auth in auths)
+    """The (EC)DHE suites of `version` whose authentication is one of `auths`, ECDHE first
+    (as ordinary clients list them): a server that follows the client's order and cannot
+    serve DHE (Dovecot without DH parameters closes on the DHE suite it picked) still signs
+    an ECDHE key exchange."""
+    found = [(c, s.kx) for c in registry.suites_for_version(version)
+             if (s := registry.cipher_suite(c)) is not None and s.kx in ("ECDHE", "DHE")
+             and s.auth in auths]
+    return tuple(c for c, kx in sorted(found, key=lambda f: f[1] != "ECDHE"))
 
 
 def suite_auth(code: int | None) -> str | None:
