@@ -7,6 +7,7 @@ of fixed width writing to a StringIO, as a terminal of that width would show the
 from __future__ import annotations
 
 import io
+import json
 import re
 from pathlib import Path
 
@@ -43,7 +44,7 @@ def connection_rows() -> list[tuple[str, ...]]:
     from tlsprobe.report.offline_tables import connection_row
     rows = [connection_row(r) for name in CAPTURES
             for r, _ in CaptureAnalysis(str(REPO / "captures" / name), AnalyzerOptions())]
-    assert any(row[1].startswith("::1:") for row in rows) and all(row[-1] != "-" for row in rows)
+    assert any(row[1].startswith("[::1]:") for row in rows) and all(row[-1] != "-" for row in rows)
     return rows
 
 
@@ -187,3 +188,20 @@ def test_the_streamed_table_wraps_long_network_values_inside_their_columns() -> 
     assert cells[3].replace(" ", "") == sni
     assert cells[4] == row[4] and cells[6] == row[6]
     assert cells[8].replace(" ", "") == "h2,http/1.1\\x1b[31m"
+
+
+def test_ipv6_endpoints_are_bracketed_in_every_text_view(run_cli) -> None:
+    """An IPv6 endpoint reads as people write it, '[::1]:443', in the table, --details and
+    the --msg header (its colons are not the port's); JSON keeps tshark's form beside the
+    separate address and port."""
+    path = str(REPO / "captures" / "tls13_ipv6.pcap")
+    views = {args: run_cli("pcap", path, "--no-progress", *args) for args in
+             ((), ("--details",), ("--msg",), ("--json",))}
+    for args, (code, out, err) in views.items():
+        assert code == 0, err
+    (conn,) = json.loads(views[("--json",)][1])["connections"]
+    client = f"[{conn['client_ip']}]:{conn['client_port']}"
+    assert conn["client"] == f"{conn['client_ip']}:{conn['client_port']}"
+    assert client in views[()][1].splitlines()[1]
+    assert f"#0 {client} -> [" in views[("--details",)][1]
+    assert views[("--msg",)][1].startswith(f"=== connection 0: {client} -> [")

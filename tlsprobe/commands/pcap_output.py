@@ -139,8 +139,9 @@ class Output:
                 out.flush()
             return
         if self._msg and trace is not None:
-            out.write(f"=== connection {self._label(report)}: {report.client} -> "
-                      f"{report.server} ({report.file}) ===\n")
+            from tlsprobe.report.offline_tables import endpoint
+            out.write(f"=== connection {self._label(report)}: {endpoint(report.client)} -> "
+                      f"{endpoint(report.server)} ({report.file}) ===\n")
             if trace:
                 out.write("\n".join(trace) + "\n")
             out.write("---\n")

@@ -98,6 +98,16 @@ def _unfinished(protocol: str, chosen: Codepoint | None, encrypted: bool) -> boo
     return protocol == "tls" and chosen is not None and not encrypted and chosen.id >= 0x0300
 
 
+def endpoint(text: str) -> str:
+    """A report's endpoint ('ip:port' as tshark prints it, in its JSON) as people write it:
+    an IPv6 address in brackets, '[2001:db8::1]:443', so that its colons are not read as
+    the port's (the probe's and scan's style, model/units.host_port)."""
+    if text.count(":") < 2:
+        return text
+    ip, port = text.rsplit(":", 1)
+    return f"[{ip}]:{port}"
+
+
 def connection_row(r: ConnectionReport | BriefReport) -> tuple[str, ...]:
     """One table row of plain strings; a handshake ended by an alert says "failed" and
     the alert in the Version cell, one not seen to finish says so."""
@@ -124,7 +134,8 @@ def connection_row(r: ConnectionReport | BriefReport) -> tuple[str, ...]:
         version += ", not finished in the capture"
     if violation is not None:
         version += ("; " if ", " in version else ", ") + violation
-    return (_label(cid, transport, protocol), client, server, sni or "-", version,
+    return (_label(cid, transport, protocol), endpoint(client), endpoint(server), sni or "-",
+            version,
             cipher.iana_name if cipher else "-", _group_cell(kx, hrr), _sizes(kx),
             alpn or "-", prints.ja4 or "-")
 
@@ -252,7 +263,8 @@ FRAMINGS: Final = {"openvpn": "OpenVPN control channel",
 def _where_rows(r: ConnectionReport) -> list[Row]:
     """The connection, its file, what came before or around the TLS, the SNI."""
     rows: list[Row] = [
-        ("Connection", (f"#{connection_label(r)} {r.client} -> {r.server} ({r.protocol}, "
+        ("Connection", (f"#{connection_label(r)} {endpoint(r.client)} -> {endpoint(r.server)} "
+                        f"({r.protocol}, "
                         f"frames {r.first_frame}-{r.last_frame})")),
         ("File", r.file)]
     if r.preamble:
