@@ -8,6 +8,12 @@ phase (groups and post-quantum, suites, signature schemes) ends, a few connectio
 The answers are compared on version, cipher suite and group; any difference, or a hello
 refused with an alert and then answered on a second connection (TargetRunner
 disagreements), means the target answers inconsistently.
+
+A repeat refused (an alert or a close, what an elimination reads as "not supported") says
+more: the server now refuses the very hello it answered, as a rate limiter or an overloaded
+server does after some connections. Then no refusal of that family's phases shows what the
+server does not support (`unconfirmed`): their "not supported" values, complete lists and
+"no" answers become inconclusive before any check reads them.
 """
 
 from __future__ import annotations
@@ -16,8 +22,8 @@ from dataclasses import dataclass, field, replace
 
 from tlsprobe import registry
 from tlsprobe.engine.config import ClientConfig
-from tlsprobe.model.audit import AuditReport, ConsistencyCheck
-from tlsprobe.model.vocab import ConsistencyStatus
+from tlsprobe.model.audit import AuditReport, ConsistencyCheck, DheAudit
+from tlsprobe.model.vocab import Answer, ConsistencyStatus, DheStatus, SigalgStatus
 from tlsprobe.probes.audit.outcome import Stop
 from tlsprobe.probes.audit.scheduler import ALERT, Job, Outcome, TargetRunner
 
@@ -51,6 +57,41 @@ def _key(out: Outcome) -> tuple[object, ...]:
     under load); an alert has no version, suite or group."""
     group = out.group if out.group is not None else out.hrr_group
     return (out.status == ALERT, out.alert, out.version, out.cipher_suite, group)
+
+
+def unconfirmed(part: AuditReport, repeat: Outcome) -> AuditReport:
+    """`part` (one family's results) when the reference hello's repeat after it was answered
+    (or failed in a way no elimination reads as a refusal: a reset, silence); else the same
+    results with every negative that rests on refusals made inconclusive, said why."""
+    if not repeat.refused:
+        return part
+    why = (f"not established: the hello the versions check got answered was refused when "
+           f"repeated after this phase ({repeat.describe()}), so the server may refuse "
+           "every hello by then (rate limiting): its refusals here prove nothing")
+    groups = tuple(replace(g, not_supported=(), inconclusive=g.inconclusive + g.not_supported,
+                           spoken=g.spoken or None, notes=g.notes + (why,), dhe=_dhe(g.dhe, why))
+                   if g.not_supported or g.spoken is False or g.dhe != _dhe(g.dhe, why)
+                   else g for g in part.groups)
+    suites = tuple(replace(s, complete=False, notes=s.notes + (why,)) if s.complete else s
+                   for s in part.suites)
+    sigalgs = tuple(replace(s, status=SigalgStatus.INCONCLUSIVE,
+                            reason="; ".join(r for r in (s.reason, why) if r))
+                    if s.status == SigalgStatus.ESTABLISHED else s
+                    for s in part.signature_schemes)
+    pq = tuple(replace(v, verdict=Answer.INCONCLUSIVE,
+                       detail="; ".join(d for d in (v.detail, why) if d))
+               if v.verdict == Answer.NO else v for v in part.post_quantum)
+    return replace(part, groups=groups, suites=suites, signature_schemes=sigalgs,
+                   post_quantum=pq)
+
+
+def _dhe(dhe: DheAudit | None, why: str) -> DheAudit | None:
+    """A DHE audit without the negatives a refusal gave it ("none", not supported groups)."""
+    if dhe is None or dhe.status != DheStatus.NONE and not dhe.not_supported:
+        return dhe
+    status = DheStatus.INCONCLUSIVE if dhe.status == DheStatus.NONE else dhe.status
+    return replace(dhe, status=status, not_supported=(),
+                   inconclusive=dhe.inconclusive + dhe.not_supported, notes=dhe.notes + (why,))
 
 
 def answer_text(out: Outcome) -> str:

@@ -309,6 +309,7 @@ async def _then(ref: consistency.Reference | None, run: _Run, label: str,
         merged = _merge(merged, part)
     if ref is not None and work:
         await ref.repeat(run.runner, label)
+        merged = consistency.unconfirmed(merged, ref.answers[-1][1])
     return merged
 
 
