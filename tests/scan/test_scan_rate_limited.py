@@ -96,3 +96,20 @@ def test_a_check_refused_by_a_limiter_is_inconclusive(limited, mode, check):
     result = r.check_results[0]
     assert result.verdict == "inconclusive", result
     assert "rate limiting" in result.reason, result
+
+
+@pytest.mark.parametrize("mode", [ALERT, DROP])
+@pytest.mark.parametrize("after", [2, 6])
+def test_the_group_audit_alone_cut_by_a_limiter_misses_no_group(limited, mode, after):
+    """`--groups-only` (no versions check, so no reference hello repeated after it): the
+    limiter's refusal ended the TLS 1.3 elimination, and every group not yet picked was "not
+    supported" (x25519 alone where the server has ten). The first offer, answered before, is
+    asked again after the ending refusal: refused too, the rest is inconclusive."""
+    clean = scan(limited(None), ("groups",))
+    r = scan(limited(after, mode), ("groups",))
+    for g in r.groups:
+        ok = {c.id for c in clean.group_audit(g.version.id).supported}
+        assert not ok & {c.id for c in g.not_supported}, (g.version.name, g.not_supported)
+    g13 = r.group_audit(0x0304)
+    assert g13 is not None and g13.inconclusive and any("rate limiting" in n
+                                                         for n in g13.notes), g13

@@ -332,7 +332,7 @@ async def _groups_and_pq(run: _Run, spoken: set[int] | None, checks: set[str]) -
         if "groups" not in checks:
             return None
         audit = await groups.tls13_groups(run.runner, groups.candidate_groups(
-            TLS13, run.options.tls13_groups))
+            TLS13, run.options.tls13_groups), control=spoken is None)
         return await _unless_unspoken(run, TLS13, audit, spoken)
 
     async def g12() -> GroupAudit | None:
@@ -342,7 +342,8 @@ async def _groups_and_pq(run: _Run, spoken: set[int] | None, checks: set[str]) -
             return _not_known(TLS12, run.unsure[TLS12])
         if spoken is not None and TLS12 not in spoken:
             return _not_spoken(TLS12, "not tested: the server does not speak TLS 1.2")
-        audit = await groups.ske_groups(run.runner, groups.candidate_groups(TLS12, extra))
+        audit = await groups.ske_groups(run.runner, groups.candidate_groups(TLS12, extra),
+                                        control=spoken is None)
         return await _unless_unspoken(run, TLS12, audit, spoken)
 
     async def g_older() -> tuple[GroupAudit | None, GroupAudit | None]:
@@ -382,7 +383,7 @@ async def _older_groups(run: _Run, spoken: set[int] | None,
     version = max(older)
     audit = await groups.ske_groups(run.runner, groups.candidate_groups(version,
                                                                         run.options.extra_groups),
-                                    version=version)
+                                    version=version, control=spoken is None)
     return await _unless_unspoken(run, version, audit, spoken)
 
 
