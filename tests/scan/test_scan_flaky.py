@@ -212,6 +212,22 @@ def test_two_differently_configured_backends_are_reported_inconsistent(balanced)
     assert r.connections["consistency"] <= 4
 
 
+def test_a_version_one_backend_lacks_is_marked_as_maybe_one_backends(balanced):
+    """Backend A speaks TLS 1.3 and 1.2, backend B TLS 1.2 only: the versions check's TLS 1.3
+    hello may reach B, and "TLS 1.3 not spoken" is then one backend's answer, not the
+    target's; it carries the inconsistency note, as the merged lists do, and the versions
+    are among the affected results (they had no note: a CI required-version finding on one
+    backend's word, unmarked)."""
+    proxy = balanced(dict(BACKEND_A), dict(BACKEND_A, proto="tls1_2"))
+    r = scan(proxy, per_host=1)
+    assert r.consistency is not None and r.consistency.status == "inconsistent"
+    for v in r.versions:
+        if v.status != "supported":
+            assert "answered inconsistently" in v.detail, v
+    if any(v.status != "supported" for v in r.versions):
+        assert "versions" in r.consistency.affected, r.consistency
+
+
 def test_two_identical_backends_are_consistent(balanced):
     proxy = balanced(BACKEND_A, BACKEND_A)
     r = scan(proxy, per_host=1)

@@ -23,7 +23,13 @@ from dataclasses import dataclass, field, replace
 from tlsprobe import registry
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.model.audit import AuditReport, ConsistencyCheck, DheAudit
-from tlsprobe.model.vocab import Answer, ConsistencyStatus, DheStatus, SigalgStatus
+from tlsprobe.model.vocab import (
+    Answer,
+    ConsistencyStatus,
+    DheStatus,
+    SigalgStatus,
+    VersionStatus,
+)
 from tlsprobe.probes.audit.outcome import Stop
 from tlsprobe.probes.audit.scheduler import ALERT, Job, Outcome, TargetRunner
 
@@ -43,6 +49,8 @@ class Reference:
     config: ClientConfig
     stop: Stop
     answers: list[tuple[str, Outcome]] = field(default_factory=list)
+    #: the version the hello is named by ("TLS 1.3"; "": the version of its first answer)
+    version: str = ""
 
     async def repeat(self, run: TargetRunner, after: str) -> None:
         """Send the reference hello once more (no confirmation connection: a bare close is
@@ -126,7 +134,8 @@ def verdict(ref: Reference | None, disagreements: list[str]) -> ConsistencyCheck
     status = ConsistencyStatus.INCONSISTENT if len({_key(o) for o in known}) > 1 or disagreements \
         else ConsistencyStatus.CONSISTENT
     first = ref.answers[0][1]
-    offered = f"the versions check's {registry.version_name(first.version or 0)} hello"
+    offered = f"the versions check's {ref.version or registry.version_name(first.version or 0)}" \
+        " hello"
     return ConsistencyCheck(status, offered, answers, notes=notes)
 
 
@@ -134,15 +143,19 @@ def mark(report: AuditReport, check: ConsistencyCheck) -> AuditReport:
     """An inconsistent target: note it in every result built from several connections."""
     if check.status != "inconsistent":
         return replace(report, consistency=check)
+    # each version is one connection's answer: a "not spoken" may be one backend's only
+    versions = tuple(replace(v, detail="; ".join(d for d in (v.detail, MARK) if d))
+                     if v.status != VersionStatus.SUPPORTED else v for v in report.versions)
     groups = tuple(replace(g, notes=g.notes + (MARK,)) if g.method != "not_run" else g
                    for g in report.groups)
     suites = tuple(replace(s, notes=s.notes + (MARK,)) if s.connections else s
                    for s in report.suites)
     sigalgs = tuple(replace(s, reason="; ".join(r for r in (s.reason, MARK) if r))
                     if s.connections else s for s in report.signature_schemes)
-    affected = tuple(f"groups {g.version.name}" for g in groups if g.method != "not_run") + \
+    affected = (("versions",) if versions != report.versions else ()) + \
+        tuple(f"groups {g.version.name}" for g in groups if g.method != "not_run") + \
         tuple(f"suites {s.version.name}" for s in suites if s.connections) + \
         tuple(f"signature schemes {s.version.name}" for s in sigalgs if s.connections) + \
         (("post-quantum",) if report.post_quantum else ())
-    return replace(report, groups=groups, suites=suites, signature_schemes=sigalgs,
-                   consistency=replace(check, affected=affected))
+    return replace(report, versions=versions, groups=groups, suites=suites,
+                   signature_schemes=sigalgs, consistency=replace(check, affected=affected))

@@ -292,8 +292,15 @@ async def _chain(run: _Run, report: AuditReport, spoken: set[int]) -> None:
 
 def _reference(runner: TargetRunner, results: list[tuple[VersionSupport, Outcome]]
                ) -> consistency.Reference | None:
-    """The reference hello: the versions check's hello of the highest version it answered
-    as such (not one established only by the minimal hello)."""
+    """The reference hello: the versions check's TLS 1.3 hello (which offers TLS 1.2 too)
+    whenever it was answered, with whatever version: behind a balancer whose backends differ
+    in TLS 1.3, their answers to it differ, where their answers to a TLS 1.2 hello may not;
+    else its hello of the highest version it answered as such (not one established only by
+    the minimal hello)."""
+    for support, out in results:
+        if support.version.id == TLS13 and out.answered and out.violation is None:
+            config, stop = versions.version_hello(runner, TLS13)
+            return consistency.Reference(config, stop, [("versions", out)], "TLS 1.3")
     for support, out in sorted(results, key=lambda r: -r[0].version.id):
         if support.status == VersionStatus.SUPPORTED and out.answered and support.detail == out.describe():
             config, stop = versions.version_hello(runner, support.version.id)
