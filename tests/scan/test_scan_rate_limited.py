@@ -113,3 +113,15 @@ def test_the_group_audit_alone_cut_by_a_limiter_misses_no_group(limited, mode, a
     g13 = r.group_audit(0x0304)
     assert g13 is not None and g13.inconclusive and any("rate limiting" in n
                                                          for n in g13.notes), g13
+
+
+def test_a_limiter_answering_with_alerts_is_no_second_configuration(limited):
+    """A limiter that refuses every hello with an alert from some point on: the reference
+    hello's repeats are refused to the last, which made the target "inconsistent" (a medium
+    finding, likely several configurations behind one name: --fail-on medium fails) where
+    it only stopped answering; the consistency check says so instead."""
+    clean = scan(limited(None), AUDIT)
+    r = scan(limited(clean.connections["versions"], ALERT), AUDIT)
+    assert r.consistency is not None and r.consistency.status != "inconsistent", r.consistency
+    assert any("stopped answering" in n for n in r.consistency.notes), r.consistency
+    assert not any(f.code == "target.inconsistent" for f in r.findings), r.findings

@@ -114,6 +114,20 @@ def answer_text(out: Outcome) -> str:
     return ", ".join(parts)
 
 
+def _stopped(ref: Reference) -> int:
+    """How many of the last repeats (in the order they were sent) were refused with no
+    answer after them, the first answer aside; 0 unless at least the last two were: the
+    last family's repeat and the final one are two hellos in a row, which a round-robin
+    balancer sends to different backends, so one of them is answered unless the target
+    refuses every hello by then."""
+    n = 0
+    for _, out in reversed(ref.answers[1:]):
+        if not out.refused:
+            break
+        n += 1
+    return n if n >= 2 else 0
+
+
 def verdict(ref: Reference | None, disagreements: list[str]) -> ConsistencyCheck:
     if disagreements and (ref is None or len(ref.answers) < 2):
         return ConsistencyCheck(ConsistencyStatus.INCONSISTENT, notes=tuple(disagreements))
@@ -124,15 +138,23 @@ def verdict(ref: Reference | None, disagreements: list[str]) -> ConsistencyCheck
     ordered = sorted(ref.answers, key=lambda a: _ORDER.index(a[0]) if a[0] in _ORDER
                      else len(_ORDER) - 1)
     answers = tuple(f"{phase}: {answer_text(out)}" for phase, out in ordered)
-    # A bare close or a reset may be the network's: only answers and alerts are compared.
-    known = [out for _, out in ref.answers if out.answered or out.status == ALERT]
-    unanswered = len(ref.answers) - len(known)
+    # A bare close or a reset may be the network's: only answers and alerts are compared;
+    # and refusals from some repeat to the last (no answer after them) are a server that
+    # stopped answering (a rate limiter), not a second configuration: not compared either.
+    stopped = _stopped(ref)
+    known = [out for _, out in ref.answers[:len(ref.answers) - stopped]
+             if out.answered or out.status == ALERT]
+    unanswered = len(ref.answers) - stopped - len(known)
     notes = tuple(disagreements)
     if unanswered:
         notes += ((f"{unanswered} repeat(s) of the reference hello got no answer (not "
                   "compared)"),)
+    if stopped:
+        notes += ((f"the last {stopped} repeats of the reference hello were refused: the "
+                   "server stopped answering it (rate limiting?), so the phases they follow "
+                   "are inconclusive where they rest on refusals"),)
     status = ConsistencyStatus.INCONSISTENT if len({_key(o) for o in known}) > 1 or disagreements \
-        else ConsistencyStatus.CONSISTENT
+        else ConsistencyStatus.CONSISTENT if len(known) > 1 else ConsistencyStatus.NOT_CHECKED
     first = ref.answers[0][1]
     offered = f"the versions check's {ref.version or registry.version_name(first.version or 0)}" \
         " hello"
